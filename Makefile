@@ -1,0 +1,44 @@
+# One entry point for every gate. Fresh machine: `make demo`, `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export CDK_DISABLE_CLI_TELEMETRY := true
+
+.PHONY: install demo test lint typecheck unit synth clean
+
+install: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-fund --no-audit --loglevel=error
+	touch $@
+
+synth: install
+	rm -rf cdk.out
+	npx --no-install cdk synth --quiet
+
+demo: synth
+	$(PY) -m constructs_pkg.summary cdk.out
+
+lint: install
+	$(VENV)/bin/ruff check constructs_pkg lambda_src tests examples
+
+typecheck: install
+	$(VENV)/bin/mypy constructs_pkg lambda_src
+
+unit: install
+	$(VENV)/bin/pytest
+
+test: lint typecheck unit
+
+clean:
+	rm -rf cdk.out $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache

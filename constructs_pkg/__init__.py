@@ -1,0 +1,22 @@
+"""CDK constructs for DynamoDB provisioned capacity that is ready before the traffic is."""
+
+from .capacity import (
+    DEFAULT_TABLE_QUOTA,
+    DEFAULT_TARGET_UTILIZATION,
+    Capacity,
+    CapacityConfigError,
+    PrewarmMethod,
+)
+from .compliance import acknowledge, apply_nag_packs
+from .table import ProvisionedTable
+
+__all__ = [
+    "DEFAULT_TABLE_QUOTA",
+    "DEFAULT_TARGET_UTILIZATION",
+    "Capacity",
+    "CapacityConfigError",
+    "PrewarmMethod",
+    "ProvisionedTable",
+    "acknowledge",
+    "apply_nag_packs",
+]

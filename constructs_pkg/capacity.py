@@ -1,0 +1,145 @@
+"""Capacity settings for one provisioned dimension (read or write of a table or GSI).
+
+Validation happens here, at the door, with messages that name the field, the value
+received and what is allowed. Values that are unresolved CDK tokens are not checked.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import Duration, Token
+
+#: DynamoDB's default per-table quota for provisioned read and for write capacity units.
+DEFAULT_TABLE_QUOTA = 40_000
+
+#: Application Auto Scaling's range for DynamoDB target utilization, in percent.
+TARGET_UTILIZATION_RANGE = (20, 90)
+
+#: Application Auto Scaling's stock default target, in percent.
+DEFAULT_TARGET_UTILIZATION = 70
+
+#: DynamoDB's default quota of global secondary indexes per table.
+MAX_GSIS_PER_TABLE = 20
+
+
+class CapacityConfigError(ValueError):
+    """A capacity setting that DynamoDB or Application Auto Scaling would refuse."""
+
+
+class PrewarmMethod(enum.Enum):
+    """How a table reaches its high-water mark before traffic arrives.
+
+    WARM_THROUGHPUT: DynamoDB's native warm throughput on the table and each GSI.
+    Takes effect at creation, billed once, can never be lowered, spends no decrease.
+
+    PROVISION_THEN_SETTLE: the table and its GSIs are created provisioned at the
+    high-water mark, then a one-shot settle step brings each of them down to its
+    operating minimum. Costs up to one hour at the high-water mark and one of the
+    day's capacity decreases for the table and for each GSI.
+    """
+
+    WARM_THROUGHPUT = "WARM_THROUGHPUT"
+    PROVISION_THEN_SETTLE = "PROVISION_THEN_SETTLE"
+
+
+def is_token(value: Any) -> bool:
+    """True when ``value`` is an unresolved CDK token (checked at deploy time instead)."""
+    return Token.is_unresolved(value)
+
+
+def _is_whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) or (
+        isinstance(value, float) and value.is_integer()
+    )
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Auto scaling range, target and high-water mark for one read or write dimension.
+
+    :param min_capacity: the auto scaling minimum, in capacity units; also the operating
+        capacity the table settles to. Whole number >= 1.
+    :param max_capacity: the auto scaling maximum, in capacity units. Whole number
+        >= ``min_capacity`` and <= the table quota (40,000 by default).
+    :param target_utilization_percent: target tracking's target. Default: 70 (%),
+        Application Auto Scaling's stock value. Allowed: 20 to 90.
+    :param scale_in_cooldown: time after a scale-in before another. Default: not set,
+        Application Auto Scaling's default for DynamoDB (0 seconds).
+    :param scale_out_cooldown: time after a scale-out before another. Default: not set,
+        Application Auto Scaling's default for DynamoDB (0 seconds).
+    :param disable_scale_in: when True, target tracking never lowers capacity.
+        Default: False (scale-in on).
+    :param high_water_mark: capacity units this dimension must take instantly from the
+        first minute (the production peak). Default: none, no pre-warming. Allowed:
+        >= ``min_capacity`` and <= the table quota; it may exceed ``max_capacity``
+        (a ceiling a schedule raises later).
+    """
+
+    min_capacity: int
+    max_capacity: int
+    target_utilization_percent: float = DEFAULT_TARGET_UTILIZATION
+    scale_in_cooldown: Duration | None = None
+    scale_out_cooldown: Duration | None = None
+    disable_scale_in: bool = False
+    high_water_mark: int | None = None
+
+    def validate(self, where: str, quota: int) -> None:
+        """Raise :class:`CapacityConfigError` for the first setting that is not allowed.
+
+        ``where`` names the dimension in messages, e.g. ``"Orders table read"``.
+        """
+        lo, hi = TARGET_UTILIZATION_RANGE
+        for field in ("min_capacity", "max_capacity", "high_water_mark"):
+            value = getattr(self, field)
+            if value is None or is_token(value):
+                continue
+            if not _is_whole(value):
+                raise CapacityConfigError(
+                    f"{where}: {field} must be a whole number of capacity units; got {value!r}"
+                )
+            if value < 1:
+                raise CapacityConfigError(
+                    f"{where}: {field} must be at least 1 capacity unit; got {value}"
+                )
+            if value > quota:
+                raise CapacityConfigError(
+                    f"{where}: {field} ({value}) is above the per-table quota of {quota} "
+                    f"capacity units; lower it, or raise table_quota if your account's "
+                    f"quota is higher"
+                )
+        mn, mx, hwm = self.min_capacity, self.max_capacity, self.high_water_mark
+        if not is_token(mn) and not is_token(mx) and mn > mx:
+            raise CapacityConfigError(
+                f"{where}: min_capacity ({mn}) must be lower than or equal to "
+                f"max_capacity ({mx})"
+            )
+        target = self.target_utilization_percent
+        if not is_token(target):
+            if isinstance(target, bool) or not isinstance(target, (int, float)):
+                raise CapacityConfigError(
+                    f"{where}: target_utilization_percent must be a number from {lo} to "
+                    f"{hi}; got {target!r}"
+                )
+            if not lo <= target <= hi:
+                raise CapacityConfigError(
+                    f"{where}: target_utilization_percent must be from {lo} to {hi} (%); "
+                    f"got {target}"
+                )
+        if hwm is not None and not is_token(hwm) and not is_token(mn) and hwm < mn:
+            raise CapacityConfigError(
+                f"{where}: high_water_mark ({hwm}) is below min_capacity ({mn}); a "
+                f"high-water mark is the peak the table must take, at least its minimum"
+            )
+        if not isinstance(self.disable_scale_in, bool):
+            raise CapacityConfigError(
+                f"{where}: disable_scale_in must be True or False; got "
+                f"{self.disable_scale_in!r}"
+            )
+
+    @property
+    def initial_capacity(self) -> int:
+        """The operating capacity: where the dimension starts and settles."""
+        return self.min_capacity

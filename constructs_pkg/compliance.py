@@ -1,0 +1,52 @@
+"""cdk-nag packs and exact acknowledgements.
+
+``apply_nag_packs(app)`` adds the five packs the project is held to. ``acknowledge``
+records one finding on one construct with its reason; it never acknowledges a rule
+stack-wide.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Acknowledgment, Validations
+from cdk_nag import (
+    AwsSolutionsChecks,
+    HIPAASecurityChecks,
+    NIST80053R5Checks,
+    PCIDSS321Checks,
+    ServerlessChecks,
+)
+from constructs import IConstruct
+
+NAG_PACKS = (
+    AwsSolutionsChecks,
+    ServerlessChecks,
+    HIPAASecurityChecks,
+    NIST80053R5Checks,
+    PCIDSS321Checks,
+)
+
+
+def apply_nag_packs(scope: IConstruct) -> None:
+    """Validate everything under ``scope`` with AwsSolutions, Serverless, HIPAA Security,
+    NIST 800-53 R5 and PCI DSS 3.2.1. An unacknowledged error makes synth fail."""
+    Validations.of(scope).add_plugins(*(pack(scope) for pack in NAG_PACKS))
+
+
+def acknowledgment_id(finding: str) -> str:
+    """The id a validation plugin matches: ``"<pack>::<finding>"``, e.g.
+    ``"AwsSolutions::AwsSolutions-IAM5[Resource::*]"``. Already-qualified ids pass through."""
+    rule = finding.split("[", 1)[0]
+    if "::" in rule:
+        return finding
+    pack = rule.split("-", 1)[0]
+    return f"{pack}::{finding}"
+
+
+def acknowledge(construct: IConstruct, finding: str, reason: str) -> None:
+    """Acknowledge one finding (``"AwsSolutions-L1"``, ``"AwsSolutions-IAM5[Resource::*]"``)
+    on ``construct`` and what it contains, with the reason it is safe."""
+    if not reason.strip():
+        raise ValueError(f"acknowledge: finding {finding!r} needs a reason; got an empty one")
+    Validations.of(construct).acknowledge(
+        Acknowledgment(id=acknowledgment_id(finding), reason=reason)
+    )

@@ -1,0 +1,112 @@
+"""The Lambda side shared by every function this library deploys: the asset (run-time
+code only), the newest Python runtime this aws-cdk-lib knows, and an explicit log group."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import lambda_src
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from .compliance import acknowledge
+
+#: The folder whose content is the Lambda asset: the run-time package and nothing else.
+RUNTIME_DIR = Path(lambda_src.__file__).resolve().parent
+
+#: Log retention of every function this library deploys.
+LOG_RETENTION = logs.RetentionDays.ONE_YEAR
+
+
+def runtime_code() -> lambda_.Code:
+    """The asset: ``lambda_src`` without caches (no aws_cdk, no tests, no examples)."""
+    return lambda_.Code.from_asset(
+        str(RUNTIME_DIR), exclude=["**/__pycache__", "**/*.pyc", "*.egg-info"]
+    )
+
+
+def latest_python_runtime() -> lambda_.Runtime:
+    """The newest Python runtime the installed aws-cdk-lib knows (what AwsSolutions-L1 wants).
+
+    ``Runtime.determine_latest_python_runtime`` answers from region facts that lag behind
+    the runtimes the library defines, so the version is read off the ``PYTHON_3_*`` members.
+    """
+    known = [
+        getattr(lambda_.Runtime, name)
+        for name in dir(lambda_.Runtime)
+        if re.fullmatch(r"PYTHON_3_\d+", name)
+    ]
+    return max(known, key=lambda runtime: int(runtime.name.rsplit(".", 1)[1]))
+
+
+def runtime_function(
+    scope: Construct,
+    id: str,
+    *,
+    handler: str,
+    description: str,
+    timeout: Duration,
+    memory_size: int,
+    environment: dict[str, str] | None = None,
+) -> tuple[lambda_.Function, iam.ManagedPolicy]:
+    """An arm64 function on the run-time asset, with its own role and log group.
+
+    The role carries no AWS managed policy and no inline policy: one customer-managed
+    policy (returned) lets it write to its own log group; callers add what the function
+    needs to that policy.
+    """
+    log_group = logs.LogGroup(
+        scope, f"{id}Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
+    )
+    role = iam.Role(
+        scope,
+        f"{id}Role",
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description=f"Execution role of {description}",
+    )
+    policy = iam.ManagedPolicy(
+        scope,
+        f"{id}Policy",
+        description=f"Permissions of {description}",
+        roles=[role],
+        statements=[
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[log_group.log_group_arn],
+            )
+        ],
+    )
+    function = lambda_.Function(
+        scope,
+        id,
+        runtime=latest_python_runtime(),
+        architecture=lambda_.Architecture.ARM_64,
+        code=runtime_code(),
+        handler=handler,
+        description=description,
+        timeout=timeout,
+        memory_size=memory_size,
+        role=role,
+        log_group=log_group,
+        logging_format=lambda_.LoggingFormat.JSON,
+        environment=environment,
+    )
+    acknowledge(
+        policy,
+        f"AwsSolutions-IAM5[Resource::<{_logical_ref(log_group)}.Arn>:*]",
+        "Log streams are created at run time with generated names; the grant is limited "
+        "to the function's own log group.",
+    )
+    return function, policy
+
+
+def _logical_ref(log_group: logs.LogGroup) -> str:
+    child = log_group.node.default_child
+    assert child is not None
+    from aws_cdk import Stack
+
+    return Stack.of(log_group).get_logical_id(child)  # type: ignore[arg-type]

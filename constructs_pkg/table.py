@@ -1,0 +1,273 @@
+"""ProvisionedTable: a provisioned DynamoDB table whose every dimension is auto scaled,
+optionally pre-warmed to a high-water mark."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
+from constructs import Construct
+
+from .capacity import (
+    DEFAULT_TABLE_QUOTA,
+    MAX_GSIS_PER_TABLE,
+    Capacity,
+    CapacityConfigError,
+    PrewarmMethod,
+    is_token,
+)
+from .prewarm import SettleStep
+
+DIMENSIONS = ("read", "write")
+
+
+def _check_type(field: str, value: Any, expected: type, where: str) -> None:
+    if not isinstance(value, expected):
+        raise CapacityConfigError(
+            f"{where}: {field} must be a {expected.__name__}; got {value!r}"
+        )
+
+
+class ProvisionedTable(Construct):
+    """A provisioned ``aws_dynamodb.Table`` with Application Auto Scaling target tracking
+    on read and write of the table and of every GSI, and an optional high-water mark.
+
+    Example::
+
+        table = ProvisionedTable(self, "Orders",
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            read=Capacity(min_capacity=5, max_capacity=1000),
+            write=Capacity(min_capacity=5, max_capacity=500, high_water_mark=4000),
+        )
+        table.table.grant_read_write_data(my_function)
+
+    :param partition_key: the table's partition key.
+    :param read: read capacity of the table (range, target, high-water mark).
+    :param write: write capacity of the table.
+    :param sort_key: Default: none.
+    :param prewarm: how high-water marks are reached. Default:
+        ``PrewarmMethod.WARM_THROUGHPUT`` (instant, spends no decrease). Used only where
+        a ``Capacity`` sets ``high_water_mark``.
+    :param table_quota: the per-table capacity quota of the account, in capacity units.
+        Default: 40,000 (DynamoDB's default quota).
+    :param billing_mode: only ``BillingMode.PROVISIONED`` is accepted. Default: PROVISIONED.
+    :param point_in_time_recovery: Default: True.
+    :param deletion_protection: Default: True.
+    :param removal_policy: Default: ``RemovalPolicy.RETAIN``.
+    :param table_name, table_class, encryption, encryption_key, stream,
+        time_to_live_attribute, contributor_insights_enabled: passed to
+        ``aws_dynamodb.Table`` unchanged. Default: that construct's defaults.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        partition_key: dynamodb.Attribute,
+        read: Capacity,
+        write: Capacity,
+        sort_key: dynamodb.Attribute | None = None,
+        prewarm: PrewarmMethod = PrewarmMethod.WARM_THROUGHPUT,
+        table_quota: int = DEFAULT_TABLE_QUOTA,
+        billing_mode: dynamodb.BillingMode | None = None,
+        point_in_time_recovery: bool = True,
+        deletion_protection: bool = True,
+        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        table_name: str | None = None,
+        table_class: dynamodb.TableClass | None = None,
+        encryption: dynamodb.TableEncryption | None = None,
+        encryption_key: kms.IKey | None = None,
+        stream: dynamodb.StreamViewType | None = None,
+        time_to_live_attribute: str | None = None,
+        contributor_insights_enabled: bool | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        where = f"ProvisionedTable {self.node.path}"
+        if billing_mode is not None and billing_mode != dynamodb.BillingMode.PROVISIONED:
+            raise CapacityConfigError(
+                f"{where}: billing_mode must be BillingMode.PROVISIONED; got {billing_mode}. "
+                f"For on-demand capacity use aws_dynamodb.Table or TableV2 directly"
+            )
+        if not isinstance(prewarm, PrewarmMethod):
+            raise CapacityConfigError(
+                f"{where}: prewarm must be PrewarmMethod.WARM_THROUGHPUT or "
+                f"PrewarmMethod.PROVISION_THEN_SETTLE; got {prewarm!r}"
+            )
+        if not is_token(table_quota) and (
+            isinstance(table_quota, bool) or not isinstance(table_quota, int) or table_quota < 1
+        ):
+            raise CapacityConfigError(
+                f"{where}: table_quota must be a whole number of capacity units >= 1; "
+                f"got {table_quota!r}"
+            )
+        self.prewarm = prewarm
+        self.table_quota = table_quota
+        self._where = where
+        self._capacity: dict[str | None, dict[str, Capacity]] = {}
+        self._scalable: dict[tuple[str | None, str], dynamodb.IScalableTableAttribute] = {}
+        self._settle: SettleStep | None = None
+
+        table_capacity = self._checked(None, read=read, write=write)
+        self.table = dynamodb.Table(
+            self,
+            "Resource",
+            partition_key=partition_key,
+            sort_key=sort_key,
+            billing_mode=dynamodb.BillingMode.PROVISIONED,
+            read_capacity=self._initial(table_capacity["read"]),
+            write_capacity=self._initial(table_capacity["write"]),
+            warm_throughput=self._warm_throughput(table_capacity),
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=point_in_time_recovery
+            ),
+            deletion_protection=deletion_protection,
+            removal_policy=removal_policy,
+            table_name=table_name,
+            table_class=table_class,
+            encryption=encryption,
+            encryption_key=encryption_key,
+            stream=stream,
+            time_to_live_attribute=time_to_live_attribute,
+            contributor_insights_enabled=contributor_insights_enabled,
+        )
+        """The underlying ``aws_dynamodb.Table``, for grants, metrics and alarms."""
+        self._manage(None)
+
+    # ------------------------------------------------------------------ public API
+
+    def add_global_secondary_index(
+        self,
+        *,
+        index_name: str,
+        partition_key: dynamodb.Attribute,
+        read: Capacity,
+        write: Capacity,
+        sort_key: dynamodb.Attribute | None = None,
+        projection_type: dynamodb.ProjectionType | None = None,
+        non_key_attributes: Sequence[str] | None = None,
+    ) -> None:
+        """Add a GSI with its own auto scaled read and write capacity and high-water mark.
+
+        :param projection_type: Default: ``ProjectionType.ALL``.
+        """
+        if not is_token(index_name) and index_name in self._capacity:
+            raise CapacityConfigError(
+                f"{self._where}: index_name {index_name!r} is already used by another "
+                f"global secondary index; names must be unique per table"
+            )
+        gsi_count = len(self._capacity) - 1
+        if gsi_count >= MAX_GSIS_PER_TABLE:
+            raise CapacityConfigError(
+                f"{self._where}: cannot add index {index_name!r}: a table takes at most "
+                f"{MAX_GSIS_PER_TABLE} global secondary indexes (DynamoDB's default quota); "
+                f"it has {gsi_count}"
+            )
+        capacity = self._checked(index_name, read=read, write=write)
+        self.table.add_global_secondary_index(
+            index_name=index_name,
+            partition_key=partition_key,
+            sort_key=sort_key,
+            projection_type=projection_type,
+            non_key_attributes=non_key_attributes,
+            read_capacity=self._initial(capacity["read"]),
+            write_capacity=self._initial(capacity["write"]),
+            warm_throughput=self._warm_throughput(capacity),
+        )
+        self._manage(index_name)
+
+    @property
+    def index_names(self) -> list[str]:
+        """Names of the GSIs added through this construct, in order."""
+        return [name for name in self._capacity if name is not None]
+
+    def capacity(self, dimension: str, index_name: str | None = None) -> Capacity:
+        """The capacity settings of ``dimension`` (``"read"``/``"write"``) of the table or a GSI."""
+        self._check_dimension(dimension, index_name)
+        return self._capacity[index_name][dimension]
+
+    def scalable_attribute(
+        self, dimension: str, index_name: str | None = None
+    ) -> dynamodb.IScalableTableAttribute:
+        """The auto scaling handle of a dimension, e.g. to add scheduled actions to it."""
+        self._check_dimension(dimension, index_name)
+        return self._scalable[(index_name, dimension)]
+
+    # ------------------------------------------------------------------ internals
+
+    def _check_dimension(self, dimension: str, index_name: str | None) -> None:
+        if dimension not in DIMENSIONS:
+            raise CapacityConfigError(
+                f"{self._where}: dimension must be 'read' or 'write'; got {dimension!r}"
+            )
+        if index_name not in self._capacity:
+            known = ", ".join(repr(n) for n in self.index_names) or "none"
+            raise CapacityConfigError(
+                f"{self._where}: unknown global secondary index {index_name!r}; "
+                f"the table's indexes are: {known}"
+            )
+
+    def _checked(
+        self, index_name: str | None, *, read: Capacity, write: Capacity
+    ) -> dict[str, Capacity]:
+        label = "table" if index_name is None else f"index {index_name!r}"
+        capacity = {"read": read, "write": write}
+        for dimension, value in capacity.items():
+            where = f"{self._where} {label} {dimension}"
+            _check_type(dimension, value, Capacity, where)
+            value.validate(where, self.table_quota)
+        self._capacity[index_name] = capacity
+        return capacity
+
+    def _initial(self, capacity: Capacity) -> int:
+        if (
+            self.prewarm is PrewarmMethod.PROVISION_THEN_SETTLE
+            and capacity.high_water_mark is not None
+        ):
+            return capacity.high_water_mark
+        return capacity.initial_capacity
+
+    def _warm_throughput(self, capacity: dict[str, Capacity]) -> dynamodb.WarmThroughput | None:
+        if self.prewarm is not PrewarmMethod.WARM_THROUGHPUT:
+            return None
+        read, write = capacity["read"].high_water_mark, capacity["write"].high_water_mark
+        if read is None and write is None:
+            return None
+        return dynamodb.WarmThroughput(read_units_per_second=read, write_units_per_second=write)
+
+    def _manage(self, index_name: str | None) -> None:
+        """Auto scale both dimensions and register what the settle step must lower."""
+        for dimension in DIMENSIONS:
+            capacity = self._capacity[index_name][dimension]
+            attribute = self._auto_scale(dimension, index_name, capacity)
+            attribute.scale_on_utilization(
+                target_utilization_percent=capacity.target_utilization_percent,
+                scale_in_cooldown=capacity.scale_in_cooldown,
+                scale_out_cooldown=capacity.scale_out_cooldown,
+                disable_scale_in=capacity.disable_scale_in,
+            )
+            self._scalable[(index_name, dimension)] = attribute
+            initial = self._initial(capacity)
+            if initial > capacity.min_capacity:
+                if self._settle is None:
+                    self._settle = SettleStep(self, "Settle", table=self.table)
+                self._settle.add_target(index_name, dimension, initial, capacity.min_capacity)
+
+    def _auto_scale(
+        self, dimension: str, index_name: str | None, capacity: Capacity
+    ) -> dynamodb.IScalableTableAttribute:
+        bounds = {"min_capacity": capacity.min_capacity, "max_capacity": capacity.max_capacity}
+        if index_name is None:
+            if dimension == "read":
+                return self.table.auto_scale_read_capacity(**bounds)
+            return self.table.auto_scale_write_capacity(**bounds)
+        if dimension == "read":
+            return self.table.auto_scale_global_secondary_index_read_capacity(index_name, **bounds)
+        return self.table.auto_scale_global_secondary_index_write_capacity(index_name, **bounds)
+
+    @property
+    def stack(self) -> Stack:
+        return Stack.of(self)

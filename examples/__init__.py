@@ -1,0 +1,2 @@
+"""Example CDK apps. Each module defines one stack a user can copy; ``python -m examples``
+synthesizes them all in one app under the five cdk-nag packs (what ``cdk.json`` runs)."""
