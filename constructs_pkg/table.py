@@ -3,10 +3,11 @@ optionally pre-warmed to a high-water mark."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import RemovalPolicy, Stack, Tags
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from constructs import Construct
@@ -22,6 +23,12 @@ from .capacity import (
 from .prewarm import SettleStep
 
 DIMENSIONS = ("read", "write")
+
+#: DynamoDB's rule for index names.
+INDEX_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
+
+#: Tag set on a table that has a high-water mark; its value is the PrewarmMethod's name.
+PREWARM_TAG = "ddb-capacity:prewarm"
 
 
 def _check_type(field: str, value: Any, expected: type, where: str) -> None:
@@ -154,6 +161,11 @@ class ProvisionedTable(Construct):
 
         :param projection_type: Default: ``ProjectionType.ALL``.
         """
+        if not is_token(index_name) and not INDEX_NAME.fullmatch(str(index_name)):
+            raise CapacityConfigError(
+                f"{self._where}: index_name must be 3 to 255 characters of a-z, A-Z, 0-9, "
+                f"'_', '-' and '.'; got {index_name!r}"
+            )
         if not is_token(index_name) and index_name in self._capacity:
             raise CapacityConfigError(
                 f"{self._where}: index_name {index_name!r} is already used by another "
@@ -219,6 +231,8 @@ class ProvisionedTable(Construct):
             where = f"{self._where} {label} {dimension}"
             _check_type(dimension, value, Capacity, where)
             value.validate(where, self.table_quota)
+            if value.high_water_mark is not None:
+                Tags.of(self).add(PREWARM_TAG, self.prewarm.value)
         self._capacity[index_name] = capacity
         return capacity
 

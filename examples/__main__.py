@@ -6,6 +6,7 @@ from constructs_pkg import apply_nag_packs
 
 from .minimal_table import MinimalTableStack
 from .orders_launch import OrdersLaunchStack
+from .settled_catalog import SettledCatalogStack
 
 
 def build_app(**app_kwargs: object) -> cdk.App:
@@ -14,6 +15,7 @@ def build_app(**app_kwargs: object) -> cdk.App:
     apply_nag_packs(app)
     MinimalTableStack(app, "MinimalTable")
     OrdersLaunchStack(app, "OrdersLaunch")
+    SettledCatalogStack(app, "SettledCatalog")
     return app
 
 

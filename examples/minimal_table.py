@@ -10,6 +10,7 @@ from constructs_pkg import Capacity, ProvisionedTable, acknowledge, apply_nag_pa
 class MinimalTableStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, **kwargs: object) -> None:
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
+        cdk.Tags.of(self).add("app", "sessions")
         sessions = ProvisionedTable(
             self,
             "Sessions",

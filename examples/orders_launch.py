@@ -18,6 +18,7 @@ STRING = dynamodb.AttributeType.STRING
 class OrdersLaunchStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, **kwargs: object) -> None:
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
+        cdk.Tags.of(self).add("app", "orders")
         orders = ProvisionedTable(
             self,
             "Orders",
