@@ -1,0 +1,220 @@
+"""Validation at the door: each bad input gets its own test and its exact message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_dynamodb as dynamodb
+
+from constructs_pkg import Capacity, CapacityConfigError, ProvisionedTable
+
+PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+GK = dynamodb.Attribute(name="gk", type=dynamodb.AttributeType.STRING)
+OK = Capacity(min_capacity=5, max_capacity=100)
+WHERE = "ProvisionedTable Test/Orders"
+
+
+def make(stack: cdk.Stack, **overrides: Any) -> ProvisionedTable:
+    props: dict[str, Any] = {"partition_key": PK, "read": OK, "write": OK, **overrides}
+    return ProvisionedTable(stack, "Orders", **props)
+
+
+def error_of(fn: Any) -> str:
+    with pytest.raises(CapacityConfigError) as caught:
+        fn()
+    return str(caught.value)
+
+
+def test_min_capacity_below_one(stack: cdk.Stack) -> None:
+    message = error_of(lambda: make(stack, read=Capacity(min_capacity=0, max_capacity=10)))
+    assert message == f"{WHERE} table read: min_capacity must be at least 1 capacity unit; got 0"
+
+
+def test_min_above_max(stack: cdk.Stack) -> None:
+    message = error_of(lambda: make(stack, write=Capacity(min_capacity=50, max_capacity=10)))
+    assert message == (
+        f"{WHERE} table write: min_capacity (50) must be lower than or equal to "
+        f"max_capacity (10)"
+    )
+
+
+def test_target_above_90(stack: cdk.Stack) -> None:
+    bad = Capacity(min_capacity=5, max_capacity=10, target_utilization_percent=95)
+    message = error_of(lambda: make(stack, read=bad))
+    assert message == (
+        f"{WHERE} table read: target_utilization_percent must be from 20 to 90 (%); got 95"
+    )
+
+
+def test_target_below_20(stack: cdk.Stack) -> None:
+    bad = Capacity(min_capacity=5, max_capacity=10, target_utilization_percent=19.5)
+    message = error_of(lambda: make(stack, write=bad))
+    assert message == (
+        f"{WHERE} table write: target_utilization_percent must be from 20 to 90 (%); got 19.5"
+    )
+
+
+def test_target_not_a_number(stack: cdk.Stack) -> None:
+    bad = Capacity(min_capacity=5, max_capacity=10, target_utilization_percent="70%")  # type: ignore[arg-type]
+    message = error_of(lambda: make(stack, read=bad))
+    assert message == (
+        f"{WHERE} table read: target_utilization_percent must be a number from 20 to 90; "
+        f"got '70%'"
+    )
+
+
+def test_high_water_mark_below_min(stack: cdk.Stack) -> None:
+    bad = Capacity(min_capacity=100, max_capacity=1000, high_water_mark=50)
+    message = error_of(lambda: make(stack, read=bad))
+    assert message == (
+        f"{WHERE} table read: high_water_mark (50) is below min_capacity (100); a "
+        f"high-water mark is the peak the table must take, at least its minimum"
+    )
+
+
+def test_max_above_default_quota(stack: cdk.Stack) -> None:
+    bad = Capacity(min_capacity=5, max_capacity=50_000)
+    message = error_of(lambda: make(stack, write=bad))
+    assert message == (
+        f"{WHERE} table write: max_capacity (50000) is above the per-table quota of 40000 "
+        f"capacity units; lower it, or raise table_quota if your account's quota is higher"
+    )
+
+
+def test_high_water_mark_above_overridden_quota(stack: cdk.Stack) -> None:
+    bad = Capacity(min_capacity=5, max_capacity=100, high_water_mark=12_000)
+    message = error_of(lambda: make(stack, read=bad, table_quota=10_000))
+    assert message == (
+        f"{WHERE} table read: high_water_mark (12000) is above the per-table quota of 10000 "
+        f"capacity units; lower it, or raise table_quota if your account's quota is higher"
+    )
+
+
+def test_raised_quota_admits_more(stack: cdk.Stack) -> None:
+    table = make(stack, read=Capacity(min_capacity=5, max_capacity=80_000), table_quota=80_000)
+    assert table.capacity("read").max_capacity == 80_000
+
+
+def test_fractional_capacity(stack: cdk.Stack) -> None:
+    message = error_of(lambda: make(stack, read=Capacity(min_capacity=2.5, max_capacity=10)))  # type: ignore[arg-type]
+    assert message == (
+        f"{WHERE} table read: min_capacity must be a whole number of capacity units; got 2.5"
+    )
+
+
+def test_pay_per_request_billing(stack: cdk.Stack) -> None:
+    message = error_of(lambda: make(stack, billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST))
+    assert message == (
+        f"{WHERE}: billing_mode must be BillingMode.PROVISIONED; got "
+        f"BillingMode.PAY_PER_REQUEST. For on-demand capacity use aws_dynamodb.Table or "
+        f"TableV2 directly"
+    )
+
+
+def test_unknown_index_name(stack: cdk.Stack) -> None:
+    table = make(stack)
+    table.add_global_secondary_index(index_name="byCustomer", partition_key=GK, read=OK, write=OK)
+    message = error_of(lambda: table.scalable_attribute("read", index_name="byCustomr"))
+    assert message == (
+        f"{WHERE}: unknown global secondary index 'byCustomr'; the table's indexes are: "
+        f"'byCustomer'"
+    )
+
+
+def test_unknown_dimension(stack: cdk.Stack) -> None:
+    message = error_of(lambda: make(stack).capacity("reads"))
+    assert message == f"{WHERE}: dimension must be 'read' or 'write'; got 'reads'"
+
+
+def test_duplicate_index_name(stack: cdk.Stack) -> None:
+    table = make(stack)
+    table.add_global_secondary_index(index_name="byCustomer", partition_key=GK, read=OK, write=OK)
+    message = error_of(
+        lambda: table.add_global_secondary_index(
+            index_name="byCustomer", partition_key=GK, read=OK, write=OK
+        )
+    )
+    assert message == (
+        f"{WHERE}: index_name 'byCustomer' is already used by another global secondary "
+        f"index; names must be unique per table"
+    )
+
+
+def test_index_name_too_short(stack: cdk.Stack) -> None:
+    message = error_of(
+        lambda: make(stack).add_global_secondary_index(
+            index_name="g1", partition_key=GK, read=OK, write=OK
+        )
+    )
+    assert message == (
+        f"{WHERE}: index_name must be 3 to 255 characters of a-z, A-Z, 0-9, '_', '-' and "
+        f"'.'; got 'g1'"
+    )
+
+
+def test_more_than_twenty_indexes(stack: cdk.Stack) -> None:
+    table = make(stack)
+    for i in range(20):
+        table.add_global_secondary_index(
+            index_name=f"index{i}", partition_key=GK, read=OK, write=OK
+        )
+    message = error_of(
+        lambda: table.add_global_secondary_index(
+            index_name="index20", partition_key=GK, read=OK, write=OK
+        )
+    )
+    assert message == (
+        f"{WHERE}: cannot add index 'index20': a table takes at most 20 global secondary "
+        f"indexes (DynamoDB's default quota); it has 20"
+    )
+
+
+def test_index_capacity_is_validated_with_its_name(stack: cdk.Stack) -> None:
+    table = make(stack)
+    message = error_of(
+        lambda: table.add_global_secondary_index(
+            index_name="byCustomer",
+            partition_key=GK,
+            read=OK,
+            write=Capacity(min_capacity=10, max_capacity=5),
+        )
+    )
+    assert message == (
+        f"{WHERE} index 'byCustomer' write: min_capacity (10) must be lower than or equal "
+        f"to max_capacity (5)"
+    )
+
+
+def test_capacity_of_wrong_type(stack: cdk.Stack) -> None:
+    message = error_of(lambda: make(stack, read=100))
+    assert message == f"{WHERE} table read: read must be a Capacity; got 100"
+
+
+def test_table_quota_not_positive(stack: cdk.Stack) -> None:
+    message = error_of(lambda: make(stack, table_quota=0))
+    assert message == f"{WHERE}: table_quota must be a whole number of capacity units >= 1; got 0"
+
+
+def test_prewarm_of_wrong_type(stack: cdk.Stack) -> None:
+    message = error_of(lambda: make(stack, prewarm="WARM_THROUGHPUT"))
+    assert message == (
+        f"{WHERE}: prewarm must be PrewarmMethod.WARM_THROUGHPUT or "
+        f"PrewarmMethod.PROVISION_THEN_SETTLE; got 'WARM_THROUGHPUT'"
+    )
+
+
+def test_disable_scale_in_not_a_bool(stack: cdk.Stack) -> None:
+    bad = Capacity(min_capacity=5, max_capacity=10, disable_scale_in="no")  # type: ignore[arg-type]
+    message = error_of(lambda: make(stack, write=bad))
+    assert message == f"{WHERE} table write: disable_scale_in must be True or False; got 'no'"
+
+
+def test_unresolved_tokens_are_not_checked(stack: cdk.Stack) -> None:
+    # GIVEN capacities that are only known at deploy time
+    floor = cdk.CfnParameter(stack, "Floor", type="Number", default=5).value_as_number
+    ceiling = cdk.CfnParameter(stack, "Ceiling", type="Number", default=50).value_as_number
+    # WHEN the table is built THEN nothing is rejected: CloudFormation checks them later
+    table = make(stack, read=Capacity(min_capacity=floor, max_capacity=ceiling))  # type: ignore[arg-type]
+    assert cdk.Token.is_unresolved(table.capacity("read").min_capacity)
