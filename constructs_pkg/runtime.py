@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import lambda_src
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
+
+import lambda_src
 
 from .compliance import acknowledge
 
@@ -107,6 +108,4 @@ def runtime_function(
 def _logical_ref(log_group: logs.LogGroup) -> str:
     child = log_group.node.default_child
     assert child is not None
-    from aws_cdk import Stack
-
     return Stack.of(log_group).get_logical_id(child)  # type: ignore[arg-type]

@@ -86,7 +86,8 @@ def test_minimal_table_has_safe_defaults_and_auto_scaling(stack: cdk.Stack) -> N
     read_policy = policy_for(template, stack, table, "table", "Read")
     assert read_policy == {
         "DisableScaleIn": False,
-        "PredefinedMetricSpecification": {"PredefinedMetricType": "DynamoDBReadCapacityUtilization"},
+        "PredefinedMetricSpecification": {
+            "PredefinedMetricType": "DynamoDBReadCapacityUtilization"},
         "TargetValue": 70,
     }
     # AND no high-water mark means no prewarm tag and no settle step

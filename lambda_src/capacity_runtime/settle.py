@@ -18,9 +18,11 @@ from __future__ import annotations
 import json
 import logging
 import time
+import urllib.parse
 import urllib.request
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 LOG = logging.getLogger(__name__)
 LOG.setLevel(logging.INFO)
@@ -160,13 +162,16 @@ def _respond(event: Mapping[str, Any], status: str, reason: str, data: Mapping[s
             "Data": dict(data),
         }
     ).encode()
-    request = urllib.request.Request(
-        event["ResponseURL"],
+    url = event["ResponseURL"]
+    if urllib.parse.urlsplit(url).scheme not in ("https", "http"):
+        raise ValueError(f"ResponseURL must be an http(s) URL; got {url!r}")
+    request = urllib.request.Request(  # noqa: S310 (scheme checked above)
+        url,
         data=body,
         method="PUT",
         headers={"Content-Type": "", "Content-Length": str(len(body))},
     )
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 (pre-signed URL)
+    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 (checked)
         response.read()
 
 

@@ -1,0 +1,119 @@
+"""The example apps: five cdk-nag packs with zero unacknowledged findings, every
+acknowledgement exact and reasoned, cfn-lint clean, and the demo summary."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_dynamodb as dynamodb
+
+from constructs_pkg import Capacity, ProvisionedTable, apply_nag_packs
+from constructs_pkg.compliance import NAG_PACKS, acknowledgment_id
+from constructs_pkg.summary import render, summarize_assembly
+from examples.__main__ import build_app
+
+STACKS = {"MinimalTable", "OrdersLaunch", "SettledCatalog"}
+PACK_NAMES = {"AwsSolutions", "Serverless", "HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"}
+
+
+@pytest.fixture(scope="module")
+def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    outdir = tmp_path_factory.mktemp("examples")
+    build_app(outdir=str(outdir)).synth()  # raises ValidationFailed on any unacknowledged finding
+    return outdir
+
+
+def test_the_five_packs_are_applied() -> None:
+    assert {pack.__name__ for pack in NAG_PACKS} == {
+        "AwsSolutionsChecks", "ServerlessChecks", "HIPAASecurityChecks",
+        "NIST80053R5Checks", "PCIDSS321Checks",
+    }
+
+
+def test_examples_synthesize_with_zero_unacknowledged_findings(assembly: Path) -> None:
+    manifest = json.loads((assembly / "manifest.json").read_text())
+    stacks = {k for k, v in manifest["artifacts"].items()
+              if v["type"] == "aws:cloudformation:stack"}
+    assert stacks == STACKS
+
+
+def test_every_acknowledgement_is_exact_and_reasoned(assembly: Path) -> None:
+    seen = 0
+    for stack in STACKS:
+        metadata = json.loads((assembly / f"{stack}.metadata.json").read_text())
+        for path, entries in metadata.items():
+            for entry in entries:
+                if entry["type"] != "aws:cdk:acknowledged-rules":
+                    continue
+                ((finding, reason),) = entry["data"].items()
+                pack, rule = finding.split("::", 1)
+                seen += 1
+                # named pack, named rule, on a construct below the stack, with a real reason
+                assert pack in PACK_NAMES and rule.startswith(f"{pack}-"), finding
+                assert path.count("/") >= 2, f"{finding} acknowledged stack-wide at {path}"
+                assert len(reason) > 40 and "false positive" not in reason.lower(), reason
+    assert seen > 0
+
+
+def test_a_missing_acknowledgement_fails_the_synth(tmp_path: Path) -> None:
+    # GIVEN a table whose backup finding nobody acknowledged
+    app = cdk.App(outdir=str(tmp_path))
+    apply_nag_packs(app)
+    stack = cdk.Stack(app, "Bare")
+    ProvisionedTable(stack, "T",
+                     partition_key=dynamodb.Attribute(name="pk",
+                                                      type=dynamodb.AttributeType.STRING),
+                     read=Capacity(min_capacity=1, max_capacity=5),
+                     write=Capacity(min_capacity=1, max_capacity=5))
+    # THEN the packs stop the synth and name the finding
+    with pytest.raises(RuntimeError, match="ValidationFailed"):
+        app.synth()
+    report = (tmp_path / "validation-report.json").read_text()
+    assert "DynamoDBInBackupPlan" in report
+
+
+def test_acknowledgment_ids_are_qualified_by_pack() -> None:
+    assert acknowledgment_id("AwsSolutions-IAM5[Resource::*]") == (
+        "AwsSolutions::AwsSolutions-IAM5[Resource::*]")
+    assert acknowledgment_id("NIST.800.53.R5-LambdaDLQ") == (
+        "NIST.800.53.R5::NIST.800.53.R5-LambdaDLQ")
+    assert acknowledgment_id("Serverless::Serverless-LambdaDLQ") == (
+        "Serverless::Serverless-LambdaDLQ")
+
+
+def test_cli_synth_produces_every_stack(cli_assembly: Path) -> None:
+    assert {p.name for p in cli_assembly.glob("*.template.json")} == {
+        f"{s}.template.json" for s in STACKS}
+
+
+def test_cfn_lint_finds_no_errors(cli_assembly: Path) -> None:
+    templates = sorted(str(p) for p in cli_assembly.glob("*.template.json"))
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "cfn-lint"), *templates],
+        capture_output=True, text=True, timeout=300,
+    )
+    # cfn-lint's exit code is a bit mask: 2 = errors, 4 = warnings, 8 = informational
+    assert result.returncode & 2 == 0, result.stdout
+    assert result.returncode & 1 == 0, result.stderr
+
+
+def test_summary_reads_ranges_and_marks_off_the_templates(cli_assembly: Path) -> None:
+    summaries = {s.name: s for s in summarize_assembly(cli_assembly)}
+    orders = {(r.index, r.dimension): r for r in summaries["OrdersLaunch"].rows}
+    assert len(orders) == 6
+    write = orders[(None, "write")]
+    assert (write.min_capacity, write.max_capacity, write.target_percent) == (50, 20_000, 60)
+    assert (write.high_water_mark, write.prewarm, write.initial) == (20_000, "WARM_THROUGHPUT", 50)
+    assert orders[("byStatus", "read")].high_water_mark is None
+    catalog = {(r.index, r.dimension): r for r in summaries["SettledCatalog"].rows}
+    assert catalog[(None, "write")].scale_in is False
+    assert catalog[(None, "write")].prewarm == "PROVISION_THEN_SETTLE"
+    assert catalog[(None, "read")].initial == 8_000
+    text = render(list(summaries.values()))
+    assert "Stack OrdersLaunch: cdk-nag 5 packs, 0 unacknowledged findings" in text
+    assert "Orders / byCustomer" in text

@@ -1,0 +1,103 @@
+"""A local deploy: the pinned CDK CLI bootstraps and deploys the example app to a moto
+server on 127.0.0.1, then boto3 checks what exists.
+
+moto's CloudFormation skips scalable targets and scaling policies, and it cannot run the
+settle function (no Docker): the template tests cover the former, and the deployed settle
+step is run here in-process against the deployed table with the properties CloudFormation
+holds for it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lambda_src.capacity_runtime.settle import handler
+
+from .conftest import ACCOUNT, REGION, ResponseCatcher, cfn_event, run_cdk
+
+pytestmark = pytest.mark.deploy
+
+
+@pytest.fixture(scope="module")
+def deployed(cli_assembly: Path, aws_env: dict[str, str]) -> Path:
+    run_cdk("bootstrap", f"aws://{ACCOUNT}/{REGION}", "--app", str(cli_assembly), env=aws_env)
+    run_cdk("deploy", "--all", "--app", str(cli_assembly), "--require-approval", "never",
+            env=aws_env)
+    return cli_assembly
+
+
+def physical_table(aws_client: Any, stack: str) -> str:
+    resources = aws_client("cloudformation").describe_stack_resources(StackName=stack)
+    (name,) = [r["PhysicalResourceId"] for r in resources["StackResources"]
+               if r.get("ResourceType") == "AWS::DynamoDB::Table"]
+    return str(name)
+
+
+def describe(aws_client: Any, stack: str) -> dict[str, Any]:
+    table: dict[str, Any] = aws_client("dynamodb").describe_table(
+        TableName=physical_table(aws_client, stack))["Table"]
+    return table
+
+
+def tags(aws_client: Any, table: dict[str, Any]) -> dict[str, str]:
+    listed = aws_client("dynamodb").list_tags_of_resource(ResourceArn=table["TableArn"])["Tags"]
+    return {t["Key"]: t["Value"] for t in listed}
+
+
+def throughput(spec: dict[str, Any]) -> tuple[int, int]:
+    pt = spec["ProvisionedThroughput"]
+    return pt["ReadCapacityUnits"], pt["WriteCapacityUnits"]
+
+
+def test_minimal_table_is_deployed(deployed: Path, aws_client: Any) -> None:
+    table = describe(aws_client, "MinimalTable")
+    assert table["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"}]
+    assert throughput(table) == (5, 5)
+    assert table["DeletionProtectionEnabled"] is True
+    assert tags(aws_client, table).get("app") == "sessions"
+
+
+def test_orders_table_is_pre_warmed(deployed: Path, aws_client: Any) -> None:
+    table = describe(aws_client, "OrdersLaunch")
+    assert throughput(table) == (50, 50)
+    warm = table["WarmThroughput"]
+    assert (warm["ReadUnitsPerSecond"], warm["WriteUnitsPerSecond"]) == (30_000, 20_000)
+    gsis = {g["IndexName"]: g for g in table["GlobalSecondaryIndexes"]}
+    assert set(gsis) == {"byCustomer", "byStatus"}
+    assert gsis["byCustomer"]["KeySchema"] == [
+        {"AttributeName": "customerId", "KeyType": "HASH"},
+        {"AttributeName": "createdAt", "KeyType": "RANGE"}]
+    assert gsis["byStatus"]["Projection"]["ProjectionType"] == "KEYS_ONLY"
+    assert throughput(gsis["byCustomer"]) == (20, 20)
+    assert gsis["byCustomer"]["WarmThroughput"]["ReadUnitsPerSecond"] == 15_000
+    assert gsis["byStatus"]["WarmThroughput"]["WriteUnitsPerSecond"] == 20_000
+    assert tags(aws_client, table) == {"app": "orders", "ddb-capacity:prewarm": "WARM_THROUGHPUT"}
+
+
+def test_catalog_is_created_at_its_mark_then_settled(
+    deployed: Path, aws_client: Any, response_catcher: ResponseCatcher
+) -> None:
+    # GIVEN the catalog as CloudFormation created it: at its high-water mark
+    table = describe(aws_client, "SettledCatalog")
+    assert throughput(table) == (8_000, 2_000)
+    assert tags(aws_client, table)["ddb-capacity:prewarm"] == "PROVISION_THEN_SETTLE"
+    # AND the deployed settle function, as CloudFormation knows it
+    functions = aws_client("lambda").list_functions()["Functions"]
+    (function,) = [f for f in functions if "CapacitySettleProvider" in f["FunctionName"]]
+    assert function["Handler"] == "capacity_runtime.settle.handler"
+    template = json.loads((deployed / "SettledCatalog.template.json").read_text())
+    (settle,) = [r for r in template["Resources"].values()
+                 if r["Type"] == "Custom::CapacitySettle"]
+    properties = {**settle["Properties"], "TableName": table["TableName"]}
+    # WHEN the settle step runs against the deployed table
+    dynamodb = aws_client("dynamodb")
+    handler(cfn_event("Create", response_catcher.url, json.loads(json.dumps(properties))), None,
+            dynamodb=dynamodb)
+    # THEN it reports success and the catalog is at its operating minimum
+    assert response_catcher.bodies[-1]["Status"] == "SUCCESS"
+    assert response_catcher.bodies[-1]["Data"] == {"Settled": "true"}
+    assert throughput(describe(aws_client, "SettledCatalog")) == (25, 10)
