@@ -1,0 +1,196 @@
+"""The throttle-aware scaling policy: pure functions, no I/O.
+
+One call decides one dimension (read or write of a table or GSI) from what CloudWatch
+showed and what DynamoDB reports. The Lambda and the simulator run this same code.
+
+Rules, in order:
+
+=====================  ========================================================
+provisioned < min      raise to min
+throttled              raise at once to demand / target, demand = served + refused
+                       (refused = throttle events x units per request), by at least
+                       the minimum step; throttles older than the last increase are
+                       not counted again
+above target           raise to peak consumed / target
+provisioned > max      lower to max (quota permitting)
+sustained low          every minute of the last K ticks below target - buffer, no
+                       throttle in them, no increase within the hysteresis time:
+                       lower to peak / target (min if idle), when the quota ledger
+                       allows it and the saving is worth a decrease
+otherwise              hold
+=====================  ========================================================
+
+All results are clamped to [min, max].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from .quota import DecreaseLedger, utc
+
+HOLD, INCREASE, DECREASE = "hold", "increase", "decrease"
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """Tuning of the policy; every field is documented in the README.
+
+    :param target_utilization: consumed / provisioned to aim for (0.2 to 0.9). Default 0.7.
+    :param buffer: lower target = target - buffer; consumption must stay below it to
+        decrease. Default 0.2 (as stock target tracking's scale-in alarm).
+    :param recent_minutes: minutes whose peak decides an increase. Default 2.
+    :param scale_down_minutes: minutes that must all be low before a decrease (K ticks x
+        tick length). Default 15.
+    :param hysteresis: no decrease this soon after an increase. Default 30 minutes.
+    :param min_step_fraction, min_step_units: the smallest raise while throttled: the larger
+        of the fraction of provisioned and the units. Default 20 % and 1 unit.
+    :param units_per_throttled_request: capacity units one refused request would have
+        used. Default 1.
+    :param min_saving_fraction: a decrease must save at least this much of provisioned.
+        Default 0.2.
+    :param reserve_decreases: decreases kept for the rest of the UTC day. Default 2.
+    :param large_saving_fraction: a saving that may spend the reserve. Default 0.5.
+    """
+
+    target_utilization: float = 0.7
+    buffer: float = 0.2
+    recent_minutes: int = 2
+    scale_down_minutes: int = 15
+    hysteresis: timedelta = timedelta(minutes=30)
+    min_step_fraction: float = 0.2
+    min_step_units: int = 1
+    units_per_throttled_request: float = 1.0
+    min_saving_fraction: float = 0.2
+    reserve_decreases: int = 2
+    large_saving_fraction: float = 0.5
+
+
+@dataclass(frozen=True)
+class DimensionState:
+    """What one tick knows about one dimension.
+
+    ``consumed`` (capacity units per second) and ``throttles`` (events per minute) are
+    per complete minute, oldest first, zero-filled; ``minute_starts`` gives each minute's
+    start. ``min_capacity`` and ``max_capacity`` bound the result.
+    """
+
+    provisioned: int
+    consumed: Sequence[float]
+    throttles: Sequence[float]
+    minute_starts: Sequence[datetime]
+    min_capacity: int
+    max_capacity: int
+    now: datetime
+    ledger: DecreaseLedger = field(default_factory=DecreaseLedger)
+    last_increase: datetime | None = None
+    target_utilization: float | None = None  # overrides PolicyConfig's when set
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The capacity to set and why. ``free_decrease`` is where the dimension would go if
+    its counter spends a decrease anyway (another dimension of the same table or GSI is
+    decreasing in the same UpdateTable); None when it has no reason to go lower."""
+
+    capacity: int
+    reason: str
+    action: str
+    throttles_seen: float = 0.0
+    free_decrease: int | None = None
+
+
+def _units(value: float) -> int:
+    """Whole capacity units covering ``value``, ignoring float noise (84 / 0.7 is 120)."""
+    return math.ceil(round(value, 6))
+
+
+def _clamp(value: float, state: DimensionState) -> int:
+    return int(max(state.min_capacity, min(state.max_capacity, _units(value))))
+
+
+def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Decision:
+    """Decide one dimension. See the module docstring for the rules."""
+    now = utc(state.now)
+    target = state.target_utilization or config.target_utilization
+    provisioned = state.provisioned
+    consumed, throttles = list(state.consumed), list(state.throttles)
+    seen = float(sum(throttles))
+
+    def decision(capacity: int, reason: str, free: int | None = None) -> Decision:
+        action = (INCREASE if capacity > provisioned
+                  else DECREASE if capacity < provisioned else HOLD)
+        return Decision(capacity, reason, action, seen, free)
+
+    if provisioned < state.min_capacity:
+        return decision(state.min_capacity, f"below min {state.min_capacity}")
+
+    # Throttles after the last increase: what the current capacity failed to serve.
+    since = utc(state.last_increase) if state.last_increase else None
+    fresh = [i for i, t in enumerate(throttles)
+             if t > 0 and (since is None or utc(state.minute_starts[i]) >= since)]
+    if fresh:
+        refused = [throttles[i] / 60 * config.units_per_throttled_request for i in fresh]
+        demand = max(consumed[i] + r for i, r in zip(fresh, refused, strict=True))
+        step = max(config.min_step_units, _units(provisioned * config.min_step_fraction))
+        wanted = _clamp(max(demand / target, provisioned + step), state)
+        events = sum(throttles[i] for i in fresh)
+        if wanted <= provisioned:
+            return decision(provisioned,
+                            f"throttled ({events:g} events) at max {state.max_capacity}")
+        return decision(wanted, f"throttled: {events:g} events, demand ~{demand:.1f}/s")
+
+    recent_peak = max(consumed[-config.recent_minutes:], default=0.0)
+    if recent_peak > provisioned * target:
+        wanted = _clamp(recent_peak / target, state)
+        if wanted > provisioned:
+            return decision(wanted, f"above target: peak {recent_peak:.1f}/s > {target:.0%}")
+
+    # Only decreases remain.
+    if provisioned > state.max_capacity:
+        candidate, why, always_worth = state.max_capacity, f"above max {state.max_capacity}", True
+    else:
+        window = consumed[-config.scale_down_minutes:]
+        if len(window) < config.scale_down_minutes:
+            return decision(provisioned, "not enough history to decrease")
+        peak = max(window)
+        if peak >= provisioned * (target - config.buffer):
+            return decision(provisioned, "within target")
+        candidate = _clamp(peak / target, state) if peak > 0 else state.min_capacity
+        why = "idle" if peak == 0 else f"sustained below {target - config.buffer:.0%}"
+        always_worth = False
+    if candidate >= provisioned:
+        return decision(provisioned, "within target")
+    if seen > 0:
+        return decision(provisioned, f"no decrease while throttled ({seen:g} events in window)")
+    if since is not None and now - since < config.hysteresis:
+        return decision(provisioned, f"increased {int((now - since).total_seconds() // 60)} "
+                                     f"min ago; no decrease before {config.hysteresis}")
+    saving = (provisioned - candidate) / provisioned
+    if not always_worth and saving < config.min_saving_fraction:
+        return decision(provisioned, f"saving {saving:.0%} not worth a decrease", candidate)
+    allowed, why_quota = state.ledger.allows(
+        now, saving, reserve=config.reserve_decreases,
+        large_saving_fraction=config.large_saving_fraction)
+    if not allowed:
+        return decision(provisioned, why_quota)
+    return decision(candidate, f"{why}; {why_quota}", candidate)
+
+
+def combine_counter(decisions: Mapping[str, Decision], provisioned: Mapping[str, int]
+                    ) -> dict[str, Decision]:
+    """Read and write of one table or GSI share a decrease counter: when one of them is
+    decreasing, the other's pending decrease rides along in the same UpdateTable for free."""
+    if not any(d.action == DECREASE for d in decisions.values()):
+        return dict(decisions)
+    out = {}
+    for dim, d in decisions.items():
+        free = d.free_decrease
+        if d.action == HOLD and free is not None and free < provisioned[dim]:
+            d = replace(d, capacity=free, action=DECREASE,
+                        reason=f"{d.reason}; joins a decrease already spent")
+        out[dim] = d
+    return out

@@ -1,0 +1,101 @@
+"""DynamoDB's capacity-decrease quota, as a pure ledger (no I/O).
+
+The rule (DynamoDB service quotas): in a UTC day, up to 4 decreases at any time; after
+those, 1 more whenever the previous hour had no decrease; at most 27 a day. The table and
+each GSI have separate counters. The ledger trusts what DynamoDB reports for a counter
+(``NumberOfDecreasesToday``, ``LastDecreaseDateTime``) over any memory of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+FREE_DECREASES = 4
+MAX_DECREASES_PER_DAY = 27
+HOUR = timedelta(hours=1)
+
+
+def utc(moment: datetime) -> datetime:
+    """``moment`` as an aware UTC datetime (naive values are taken as UTC)."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def end_of_utc_day(now: datetime) -> datetime:
+    now = utc(now)
+    return datetime(now.year, now.month, now.day, tzinfo=UTC) + timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class DecreaseLedger:
+    """One decrease counter (a table or one GSI) on one UTC day."""
+
+    decreases_today: int = 0
+    last_decrease: datetime | None = None
+
+    @classmethod
+    def from_throughput(cls, throughput: Mapping[str, Any], now: datetime) -> DecreaseLedger:
+        """From DescribeTable's ``ProvisionedThroughput`` of a table or GSI."""
+        last = throughput.get("LastDecreaseDateTime")
+        count = int(throughput.get("NumberOfDecreasesToday", 0) or 0)
+        if last is not None:
+            last = utc(last)
+            if last < end_of_utc_day(now) - timedelta(days=1):
+                count = 0  # the counter resets at 00:00 UTC
+        return cls(decreases_today=count, last_decrease=last)
+
+    def _today(self, now: datetime) -> int:
+        if self.last_decrease is None:
+            return self.decreases_today
+        if utc(self.last_decrease) < end_of_utc_day(now) - timedelta(days=1):
+            return 0
+        return self.decreases_today
+
+    def can_decrease(self, now: datetime) -> bool:
+        """Whether DynamoDB would accept a decrease on this counter at ``now``."""
+        count = self._today(now)
+        if count < FREE_DECREASES:
+            return True
+        if count >= MAX_DECREASES_PER_DAY:
+            return False
+        return self.last_decrease is None or utc(now) - utc(self.last_decrease) >= HOUR
+
+    def remaining_today(self, now: datetime) -> int:
+        """The most decreases still possible before 00:00 UTC, spending each as early as allowed."""
+        now = utc(now)
+        count = self._today(now)
+        eod = end_of_utc_day(now)
+
+        def hourly_slots(start: datetime) -> int:
+            return max(0, math.ceil((eod - start) / HOUR)) if start < eod else 0
+
+        if count < FREE_DECREASES:
+            possible = (FREE_DECREASES - count) + hourly_slots(now + HOUR)
+        else:
+            first = now if self.last_decrease is None else max(now, utc(self.last_decrease) + HOUR)
+            possible = hourly_slots(first)
+        return max(0, min(MAX_DECREASES_PER_DAY - count, possible))
+
+    def allows(self, now: datetime, saving_fraction: float, *, reserve: int,
+               large_saving_fraction: float) -> tuple[bool, str]:
+        """Whether to spend a decrease worth ``saving_fraction`` of current capacity now.
+
+        Decreases beyond the ``reserve`` kept for the rest of the day are spent freely; the
+        reserve itself only for a saving of at least ``large_saving_fraction``.
+        """
+        if not self.can_decrease(now):
+            return False, "decrease quota exhausted for now"
+        left = self.remaining_today(now)
+        if left > reserve or saving_fraction >= large_saving_fraction:
+            return True, f"{left} decreases left today"
+        return False, (f"only {left} decreases left today (reserve {reserve}); saving "
+                       f"{saving_fraction:.0%} < {large_saving_fraction:.0%}")
+
+    def spend(self, now: datetime) -> DecreaseLedger:
+        """The ledger after one decrease at ``now`` (for simulations and tests)."""
+        return DecreaseLedger(self._today(now) + 1, utc(now))

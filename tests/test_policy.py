@@ -1,0 +1,255 @@
+"""The pure layers of the scaler: the decrease-quota ledger and the policy."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lambda_src.capacity_runtime.policy import (
+    DECREASE,
+    HOLD,
+    INCREASE,
+    Decision,
+    DimensionState,
+    PolicyConfig,
+    combine_counter,
+    decide,
+)
+from lambda_src.capacity_runtime.quota import DecreaseLedger
+
+NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+CONFIG = PolicyConfig()
+
+
+def state(provisioned: int, consumed: list[float], throttles: list[float] | None = None, *,
+          now: datetime = NOON, **kw: object) -> DimensionState:
+    n = len(consumed)
+    starts = [now - timedelta(minutes=n - i + 1) for i in range(n)]
+    return DimensionState(
+        provisioned=provisioned, consumed=consumed, throttles=throttles or [0.0] * n,
+        minute_starts=starts, min_capacity=kw.pop("min_capacity", 5),  # type: ignore[arg-type]
+        max_capacity=kw.pop("max_capacity", 10_000), now=now, **kw)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ ledger
+
+def test_four_decreases_at_any_time() -> None:
+    ledger = DecreaseLedger()
+    for _ in range(4):
+        assert ledger.can_decrease(NOON)
+        ledger = ledger.spend(NOON)
+    assert not ledger.can_decrease(NOON + timedelta(minutes=59))
+    assert ledger.can_decrease(NOON + timedelta(hours=1))
+
+
+def test_at_most_27_a_day() -> None:
+    ledger = DecreaseLedger(27, NOON - timedelta(hours=3))
+    assert not ledger.can_decrease(NOON)
+    assert ledger.remaining_today(NOON) == 0
+
+
+def test_counter_resets_at_utc_midnight() -> None:
+    ledger = DecreaseLedger(27, datetime(2026, 11, 19, 23, 59, tzinfo=UTC))
+    assert ledger.can_decrease(datetime(2026, 11, 20, 0, 0, tzinfo=UTC))
+
+
+def test_from_throughput_trusts_dynamodb() -> None:
+    reported = {"NumberOfDecreasesToday": 6, "LastDecreaseDateTime": NOON - timedelta(minutes=20)}
+    ledger = DecreaseLedger.from_throughput(reported, NOON)
+    assert ledger.decreases_today == 6 and not ledger.can_decrease(NOON)
+
+
+def test_remaining_today() -> None:
+    # at 12:00 with none spent: 4 now, then one per hour from 13:00 to 23:00
+    assert DecreaseLedger().remaining_today(NOON) == 4 + 11
+    # at 22:30 after 4: one at 22:30 (hour passed), then one at 23:30
+    late = datetime(2026, 11, 20, 22, 30, tzinfo=UTC)
+    assert DecreaseLedger(4, late - timedelta(hours=2)).remaining_today(late) == 2
+
+
+def test_reserve_is_spent_only_for_a_large_saving() -> None:
+    late = datetime(2026, 11, 20, 23, 10, tzinfo=UTC)
+    ledger = DecreaseLedger(10, late - timedelta(hours=2))  # one left today
+    assert ledger.allows(late, 0.3, reserve=2, large_saving_fraction=0.5)[0] is False
+    assert ledger.allows(late, 0.6, reserve=2, large_saving_fraction=0.5)[0] is True
+
+
+# ------------------------------------------------------------------ policy rules
+
+def test_throttled_raises_in_proportion_to_refused_demand() -> None:
+    # GIVEN 100 provisioned, fully consumed, 3,000 refused requests a minute (50/s)
+    s = state(100, [100.0] * 5, [0, 0, 0, 3000, 3000])
+    d = decide(s)
+    # THEN demand ~150/s at 70 % target: 215, far above the 20 % minimum step
+    assert d.action == INCREASE and d.capacity == 215
+    assert "throttled" in d.reason and d.throttles_seen == 6000
+
+
+def test_throttled_takes_at_least_the_minimum_step() -> None:
+    d = decide(state(1000, [650.0] * 5, [0, 0, 0, 0, 6]))
+    assert d.capacity == 1200  # 20 % step beats (650 + 0.1) / 0.7 = 929
+
+
+def test_throttles_before_the_last_increase_are_not_counted_again() -> None:
+    s = state(300, [100.0] * 5, [500, 500, 0, 0, 0], last_increase=NOON - timedelta(minutes=3))
+    assert decide(s).action == HOLD
+
+
+def test_throttled_at_max_holds() -> None:
+    d = decide(state(500, [500.0] * 5, [0, 0, 0, 0, 900], max_capacity=500))
+    assert (d.action, d.capacity) == (HOLD, 500) and "at max" in d.reason
+
+
+def test_above_target_raises_to_peak_over_target() -> None:
+    d = decide(state(100, [60.0, 60.0, 70.0, 80.0, 84.0]))
+    assert (d.action, d.capacity) == (INCREASE, 120)
+
+
+def test_below_min_raises_to_min() -> None:
+    assert decide(state(3, [0.0] * 5, min_capacity=10)).capacity == 10
+
+
+def test_sustained_low_decreases_toward_target() -> None:
+    d = decide(state(1000, [200.0] * 15 + [140.0] * 5))
+    assert (d.action, d.capacity) == (DECREASE, 286)  # peak 200 / 0.7
+
+
+def test_idle_goes_to_min() -> None:
+    d = decide(state(1000, [0.0] * 15))
+    assert (d.action, d.capacity) == (DECREASE, 5) and d.reason.startswith("idle")
+
+
+def test_no_decrease_while_throttled_anywhere_in_the_window() -> None:
+    throttles = [0.0] * 15
+    throttles[2] = 4
+    s = state(1000, [10.0] * 15, throttles, last_increase=NOON - timedelta(minutes=5))
+    assert decide(s).action == HOLD
+
+
+def test_no_decrease_within_hysteresis() -> None:
+    s = state(1000, [10.0] * 15, last_increase=NOON - timedelta(minutes=20))
+    d = decide(s)
+    assert d.action == HOLD and "increased 20 min ago" in d.reason
+
+
+def test_short_history_does_not_decrease() -> None:
+    assert decide(state(1000, [1.0] * 5)).reason == "not enough history to decrease"
+
+
+def test_small_saving_is_not_worth_a_decrease_but_can_ride_along() -> None:
+    # GIVEN a decrease to 45 / 0.7 = 65 (35 % saved) where 40 % is required
+    strict = PolicyConfig(min_saving_fraction=0.4)
+    d = decide(state(100, [45.0] * 15, min_capacity=1), strict)
+    assert d.action == HOLD and d.free_decrease == 65 and "not worth" in d.reason
+
+
+def test_quota_blocks_a_decrease() -> None:
+    ledger = DecreaseLedger(27, NOON - timedelta(hours=1))
+    d = decide(state(1000, [0.0] * 15, ledger=ledger))
+    assert d.action == HOLD and "exhausted" in d.reason
+
+
+def test_above_max_lowers_to_max() -> None:
+    d = decide(state(900, [100.0] * 15, max_capacity=500))
+    assert (d.action, d.capacity) == (DECREASE, 500)
+
+
+def test_combine_counter_lets_a_small_decrease_ride_along() -> None:
+    decisions = {"read": Decision(300, "x", DECREASE, free_decrease=300),
+                 "write": Decision(100, "small", HOLD, free_decrease=80)}
+    combined = combine_counter(decisions, {"read": 1000, "write": 100})
+    assert combined["write"].capacity == 80 and combined["write"].action == DECREASE
+    alone = combine_counter({"write": decisions["write"]}, {"write": 100})
+    assert alone["write"].action == HOLD
+
+
+# ------------------------------------------------------------------ properties
+
+series = st.lists(st.floats(min_value=0, max_value=5_000, allow_nan=False), min_size=1,
+                  max_size=30)
+
+
+@st.composite
+def states(draw: st.DrawFn) -> DimensionState:
+    consumed = draw(series)
+    throttles = draw(st.lists(st.sampled_from([0.0, 0.0, 0.0, 1.0, 50.0, 5000.0]),
+                              min_size=len(consumed), max_size=len(consumed)))
+    mn = draw(st.integers(1, 1000))
+    mx = draw(st.integers(mn, 20_000))
+    minutes_ago = draw(st.one_of(st.none(), st.integers(0, 120)))
+    return state(
+        draw(st.integers(1, 25_000)), consumed, throttles, min_capacity=mn, max_capacity=mx,
+        last_increase=None if minutes_ago is None else NOON - timedelta(minutes=minutes_ago),
+        ledger=DecreaseLedger(draw(st.integers(0, 27)),
+                              NOON - timedelta(minutes=draw(st.integers(0, 600)))),
+    )
+
+
+@given(states())
+def test_bounds_always_hold(s: DimensionState) -> None:
+    d = decide(s)
+    if d.action != HOLD:
+        assert s.min_capacity <= d.capacity <= s.max_capacity
+
+
+@given(states())
+def test_never_decreases_while_throttled(s: DimensionState) -> None:
+    if sum(s.throttles) > 0:
+        assert decide(s).action != DECREASE
+
+
+@given(states())
+def test_every_increase_is_justified(s: DimensionState) -> None:
+    d = decide(s)
+    if d.action == INCREASE:
+        fresh_throttles = any(
+            t > 0 and (s.last_increase is None or m >= s.last_increase)
+            for t, m in zip(s.throttles, s.minute_starts, strict=True))
+        above_target = max(s.consumed[-2:]) > s.provisioned * CONFIG.target_utilization
+        assert fresh_throttles or above_target or s.provisioned < s.min_capacity
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(min_value=0, max_value=3_000, allow_nan=False), min_size=24 * 12,
+                max_size=24 * 12), st.integers(0, 23 * 60))
+def test_a_day_never_spends_more_decreases_than_the_quota(load: list[float], start: int) -> None:
+    # GIVEN a UTC day of 5-minute ticks over a random load (units/s), applied to one table
+    day0 = datetime(2026, 11, 20, tzinfo=UTC) + timedelta(minutes=start % 5)
+    provisioned, ledger, last_increase, spent = 100, DecreaseLedger(), None, []
+    served: list[float] = []
+    refused: list[float] = []
+    for tick, demand in enumerate(load):
+        now = day0 + timedelta(minutes=5 * tick)
+        if now.date() != day0.date():
+            break
+        served += [min(demand, provisioned)] * 5
+        refused += [max(0.0, demand - provisioned) * 60] * 5
+        n = min(20, len(served))
+        starts = [now - timedelta(minutes=n - i) for i in range(n)]
+        s = DimensionState(provisioned, served[-n:], refused[-n:], starts, 1, 40_000, now,
+                           ledger, last_increase)
+        d = decide(s)
+        if d.action == DECREASE:
+            assert ledger.can_decrease(now)
+            ledger, _ = ledger.spend(now), spent.append(now)
+        elif d.action == INCREASE:
+            last_increase = now
+        provisioned = d.capacity
+    # THEN DynamoDB's rule held at every decrease: <= 27, and beyond 4 an hour apart
+    assert len(spent) <= 27
+    for earlier, later in zip(spent[3:], spent[4:], strict=False):
+        assert later - earlier >= timedelta(hours=1)
+
+
+def test_config_defaults_are_stock_compatible() -> None:
+    assert (CONFIG.target_utilization, CONFIG.buffer) == (0.7, 0.2)
+    assert CONFIG.reserve_decreases == 2
+
+
+@pytest.mark.parametrize("target", [0.5, 0.9])
+def test_target_override_per_dimension(target: float) -> None:
+    d = decide(state(100, [60.0] * 5, target_utilization=target))
+    assert d.action == (INCREASE if 60 > 100 * target else HOLD)
