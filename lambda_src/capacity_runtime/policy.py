@@ -194,3 +194,24 @@ def combine_counter(decisions: Mapping[str, Decision], provisioned: Mapping[str,
                         reason=f"{d.reason}; joins a decrease already spent")
         out[dim] = d
     return out
+
+
+def decide_scalable_min(state: DimensionState, current_min: int,
+                        config: PolicyConfig = PolicyConfig()) -> Decision:
+    """For a dimension under Application Auto Scaling: the MinCapacity to set.
+
+    ``state.min_capacity`` is the configured (base) minimum and ``current_min`` the target's
+    minimum now. An increase raises the minimum, so auto scaling performs the raise and
+    knows it (seed 001, design 7); once there is no throttling in the window and the
+    hysteresis time has passed, the base minimum is restored and auto scaling scales in
+    by its own rules. The result is never below the base minimum.
+    """
+    d = decide(state, config)
+    if d.action == INCREASE and d.capacity > current_min:
+        return Decision(d.capacity, f"raise min: {d.reason}", INCREASE, d.throttles_seen)
+    since = utc(state.last_increase) if state.last_increase else None
+    calm = d.throttles_seen == 0 and (since is None or utc(state.now) - since >= config.hysteresis)
+    if current_min > state.min_capacity and calm:
+        return Decision(state.min_capacity, "pressure gone: restore configured min", DECREASE,
+                        d.throttles_seen)
+    return Decision(current_min, f"min held: {d.reason}", HOLD, d.throttles_seen)
