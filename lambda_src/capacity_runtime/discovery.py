@@ -79,6 +79,7 @@ def find_tables(tagging: Any, config: ScalerConfig) -> dict[str, dict[str, str] 
         pages = tagging.get_paginator("get_resources").paginate(
             TagFilters=[{"Key": config.tag_key, "Values": [config.tag_value]}],
             ResourceTypeFilters=["dynamodb:table"],
+            ResourcesPerPage=100,
         )
         for page in pages:
             for item in page["ResourceTagMappingList"]:

@@ -1,0 +1,227 @@
+"""The scaler's tick, in-process, against a moto server on 127.0.0.1: real DynamoDB,
+Application Auto Scaling, CloudWatch and tagging APIs, traffic written as CloudWatch data."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from lambda_src.capacity_runtime.config import ScalerConfig
+from lambda_src.capacity_runtime.discovery import base_min_tag
+from lambda_src.capacity_runtime.handler import Clients, run_tick
+
+LAG = 2  # SCALER_METRIC_LAG_MINUTES default
+
+
+class World:
+    """Tables, targets and traffic in the moto server, isolated by a unique tag value."""
+
+    def __init__(self, aws_client: Any) -> None:
+        self.ddb = aws_client("dynamodb")
+        self.aas = aws_client("application-autoscaling")
+        self.cw = aws_client("cloudwatch")
+        self.clients = Clients(self.ddb, self.aas, self.cw, aws_client("resourcegroupstaggingapi"))
+        self.run_id = uuid.uuid4().hex[:8]
+        self.now = datetime.now(UTC).replace(second=0, microsecond=0)
+
+    def name(self, base: str) -> str:
+        return f"{base}-{self.run_id}"
+
+    def table(self, base: str, read: int, write: int, *, gsi: tuple[int, int] | None = None,
+              tagged: bool = True, tags: dict[str, str] | None = None) -> str:
+        name = self.name(base)
+        attrs = [{"AttributeName": "pk", "AttributeType": "S"}]
+        extra: dict[str, Any] = {}
+        if gsi:
+            attrs.append({"AttributeName": "user", "AttributeType": "S"})
+            extra["GlobalSecondaryIndexes"] = [{
+                "IndexName": "byUser", "KeySchema": [{"AttributeName": "user", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+                "ProvisionedThroughput": {"ReadCapacityUnits": gsi[0], "WriteCapacityUnits": gsi[1]},
+            }]
+        all_tags = dict(tags or {})
+        if tagged:
+            all_tags["autoscaling_manager_enabled"] = self.run_id
+        if all_tags:
+            extra["Tags"] = [{"Key": k, "Value": v} for k, v in all_tags.items()]
+        self.ddb.create_table(
+            TableName=name, AttributeDefinitions=attrs,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            ProvisionedThroughput={"ReadCapacityUnits": read, "WriteCapacityUnits": write},
+            **extra)
+        return name
+
+    def target(self, name: str, dimension: str, min_capacity: int, max_capacity: int) -> None:
+        scalable = f"dynamodb:table:{dimension.capitalize()}CapacityUnits"
+        self.aas.register_scalable_target(
+            ServiceNamespace="dynamodb", ResourceId=f"table/{name}", ScalableDimension=scalable,
+            MinCapacity=min_capacity, MaxCapacity=max_capacity)
+        self.aas.put_scaling_policy(
+            PolicyName=f"{name}-{dimension}", ServiceNamespace="dynamodb",
+            ResourceId=f"table/{name}", ScalableDimension=scalable,
+            PolicyType="TargetTrackingScaling",
+            TargetTrackingScalingPolicyConfiguration={
+                "TargetValue": 70, "PredefinedMetricSpecification": {
+                    "PredefinedMetricType": f"DynamoDB{dimension.capitalize()}CapacityUtilization"}})
+
+    def traffic(self, name: str, dimension: str, per_second: float, *, throttles: float = 0,
+                minutes: range = range(1, 16), index: str | None = None) -> None:
+        """Consumed units/s and throttle events per minute, ``minutes`` before the window end."""
+        dims = [{"Name": "TableName", "Value": name}]
+        if index:
+            dims.append({"Name": "GlobalSecondaryIndexName", "Value": index})
+        end = self.now - timedelta(minutes=LAG)
+        data = []
+        for m in minutes:
+            ts = end - timedelta(minutes=m)
+            data.append({"MetricName": f"Consumed{dimension.capitalize()}CapacityUnits",
+                         "Dimensions": dims, "Timestamp": ts, "Value": per_second * 60})
+            if throttles:
+                data.append({"MetricName": f"{dimension.capitalize()}ThrottleEvents",
+                             "Dimensions": dims, "Timestamp": ts, "Value": throttles})
+        for i in range(0, len(data), 500):
+            self.cw.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data[i:i + 500])
+
+    def tick(self, now: datetime | None = None, **env: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        config = ScalerConfig.from_env({"SCALER_TAG_VALUE": self.run_id, **env})
+        out = io.StringIO()
+        summary = run_tick(config, self.clients, now or self.now, out=out)
+        return summary, [json.loads(line) for line in out.getvalue().splitlines()]
+
+    def throughput(self, name: str, index: str | None = None) -> tuple[int, int]:
+        table = self.ddb.describe_table(TableName=name)["Table"]
+        spec = table if index is None else next(
+            g for g in table["GlobalSecondaryIndexes"] if g["IndexName"] == index)
+        pt = spec["ProvisionedThroughput"]
+        return pt["ReadCapacityUnits"], pt["WriteCapacityUnits"]
+
+    def target_min(self, name: str, dimension: str) -> int:
+        (t,) = self.aas.describe_scalable_targets(
+            ServiceNamespace="dynamodb", ResourceIds=[f"table/{name}"],
+            ScalableDimension=f"dynamodb:table:{dimension.capitalize()}CapacityUnits",
+        )["ScalableTargets"]
+        return int(t["MinCapacity"])
+
+    def tags(self, name: str) -> dict[str, str]:
+        arn = self.ddb.describe_table(TableName=name)["Table"]["TableArn"]
+        return {t["Key"]: t["Value"] for t in self.ddb.list_tags_of_resource(ResourceArn=arn)["Tags"]}
+
+
+@pytest.fixture
+def world(aws_client: Any) -> World:
+    return World(aws_client)
+
+
+def test_a_tick_scales_each_table_by_its_own_evidence(world: World) -> None:
+    # GIVEN a throttled table with an idle GSI, an idle table, a steady one, and a bad override
+    throttled = world.table("orders", 100, 100, gsi=(50, 50))
+    world.traffic(throttled, "write", 100, minutes=range(1, 16))
+    world.traffic(throttled, "write", 0, throttles=3000, minutes=range(1, 3))
+    world.traffic(throttled, "read", 60)
+    idle = world.table("archive", 200, 200)
+    steady = world.table("sessions", 100, 100)
+    world.traffic(steady, "read", 60)
+    world.traffic(steady, "write", 55)
+    broken = world.table("broken", 10, 10, tags={"ddb-capacity:min": "lots"})
+    # WHEN one tick runs
+    summary, lines = world.tick()
+    # THEN the throttled write jumps to (served 100 + refused 50) / 0.7 at once
+    assert world.throughput(throttled) == (100, 215)
+    # AND the idle GSI and the idle table go to the minimum, both dimensions in one update
+    assert world.throughput(throttled, "byUser") == (5, 5)
+    assert world.throughput(idle) == (5, 5)
+    # AND the steady table holds; the broken one is skipped with its reason, the rest went on
+    assert world.throughput(steady) == (100, 100)
+    assert summary["skipped"] == [{"table": broken, "reason": (
+        f"table {broken} read: tag ddb-capacity:min must be a whole number of capacity units "
+        f"from 1 to 40000; got 'lots'")}]
+    assert summary["tables"] == 3 and summary["failed"] == []
+    # AND there is one decision line per dimension and one EMF record per table
+    decisions = [line for line in lines if line.get("event") == "decision"]
+    assert len(decisions) == 2 * 2 + 2 + 2
+    write = next(d for d in decisions if d["table"] == throttled and d["index"] is None
+                 and d["dimension"] == "write")
+    assert (write["from"], write["to"], write["action"], write["status"]) == (
+        100, 215, "increase", "applied")
+    assert write["throttles_seen"] == 6000 and write["reason"].startswith("throttled")
+    emf = [line for line in lines if "_aws" in line]
+    assert {line["TableName"] for line in emf} == {throttled, idle, steady}
+    orders_emf = next(line for line in emf if line["TableName"] == throttled)
+    assert orders_emf["ThrottleEventsSeen"] == 6000 and orders_emf["Decisions"] == 3
+    assert orders_emf["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "DynamoDBCapacity"
+
+
+def test_tables_under_auto_scaling_get_their_minimum_moved_then_restored(world: World) -> None:
+    # GIVEN an explicitly listed table whose read is under target tracking, being throttled
+    name = world.table("catalog", 100, 20, tagged=False)
+    world.target(name, "read", 10, 1000)
+    world.traffic(name, "read", 100)
+    world.traffic(name, "read", 0, throttles=1200, minutes=range(1, 2))
+    # WHEN a tick runs
+    summary, _ = world.tick(SCALER_TABLES=name, SCALER_TAG_KEY="")
+    # THEN the target's minimum is raised (auto scaling performs it), not the table directly
+    assert world.target_min(name, "read") == 172  # (100 + 1200 / 60) / 0.7
+    assert world.throughput(name)[0] == 100
+    assert world.tags(name)[base_min_tag(None, "read")] == "10"
+    assert {(c["via"], c["to"]) for c in summary["changes"]} >= {("scalable-target", 172)}
+    # WHEN a later tick sees no throttling in its window
+    later = world.now + timedelta(minutes=45)
+    world.tick(later, SCALER_TABLES=name, SCALER_TAG_KEY="")
+    # THEN the configured minimum is restored and the reminder tag removed
+    assert world.target_min(name, "read") == 10
+    assert base_min_tag(None, "read") not in world.tags(name)
+
+
+def test_dry_run_decides_and_changes_nothing(world: World) -> None:
+    name = world.table("dry", 100, 100)
+    world.traffic(name, "write", 100)
+    world.traffic(name, "write", 0, throttles=600, minutes=range(1, 2))
+    summary, lines = world.tick(SCALER_DRY_RUN="true")
+    assert world.throughput(name) == (100, 100)
+    assert summary["dry_run"] is True
+    assert [(c["to"], c["status"]) for c in summary["changes"] if c["dimension"] == "write"] == [
+        (158, "dry-run")]  # (100 + 10) / 0.7
+
+
+def test_overrides_from_configuration_bound_the_decision(world: World) -> None:
+    name = world.table("capped", 100, 100)
+    world.traffic(name, "write", 100)
+    world.traffic(name, "write", 0, throttles=30_000, minutes=range(1, 2))
+    world.tick(SCALER_OVERRIDES=json.dumps({name: {"write": {"max": 180}}}))
+    # write stops at its override's max; the idle read goes to the default min
+    assert world.throughput(name) == (5, 180)
+
+
+def test_a_missing_explicit_table_is_reported_and_the_others_go_on(world: World) -> None:
+    name = world.table("present", 300, 300)
+    summary, _ = world.tick(SCALER_TABLES=world.name("absent"))
+    assert world.throughput(name) == (5, 5)  # idle, tag-discovered
+    (skipped,) = summary["skipped"]
+    assert skipped["table"] == world.name("absent")
+    assert skipped["reason"].startswith("ResourceNotFoundException")
+
+
+def test_metrics_are_fetched_in_batches_of_500(world: World) -> None:
+    # GIVEN 130 tables (260 dimensions, 520 metric queries)
+    names = [world.table(f"many{i}", 5, 5) for i in range(130)]
+    calls: dict[str, int] = {}
+
+    def count(event_name: str, **_: Any) -> None:
+        op = event_name.rsplit(".", 1)[1]
+        calls[op] = calls.get(op, 0) + 1
+
+    for client in (world.clients.cloudwatch, world.clients.dynamodb, world.clients.tagging,
+                   world.clients.autoscaling):
+        client.meta.events.register("before-call.*.*", count)
+    summary, _ = world.tick()
+    # THEN two GetMetricData calls serve them all; DescribeTable is one per table; tag
+    # discovery pages 100 tables at a time
+    assert summary["dimensions"] == 2 * len(names)
+    assert calls["GetMetricData"] == 2
+    assert calls["DescribeTable"] == len(names)
+    assert calls["GetResources"] == 2
