@@ -67,7 +67,8 @@ class ScalerConfig:
             try:
                 value = kind(raw)
             except ValueError:
-                raise ConfigError(f"{name} must be a {kind.__name__} from {lo:g} to {hi:g}; "
+                what = "whole number" if kind is int else "number"
+                raise ConfigError(f"{name} must be a {what} from {lo:g} to {hi:g}; "
                                   f"got {raw!r}") from None
             if not lo <= value <= hi:
                 raise ConfigError(f"{name} must be from {lo:g} to {hi:g}; got {raw!r}")
