@@ -30,7 +30,7 @@ demo: synth
 	$(PY) -m constructs_pkg.summary cdk.out
 
 lint: install
-	$(VENV)/bin/ruff check constructs_pkg lambda_src tests examples
+	$(VENV)/bin/ruff check constructs_pkg lambda_src tests examples benchmarks
 
 typecheck: install
 	$(VENV)/bin/mypy constructs_pkg lambda_src

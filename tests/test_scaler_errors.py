@@ -172,3 +172,45 @@ def test_bad_overrides_name_the_table_and_the_tag(tags: dict[str, str], message:
         ScalerConfig.from_env({}).limits("t", tags)
     assert str(caught.value) == message
 
+
+
+# ------------------------------------------------------------------ states moto never shows
+
+def _described(status: str, billing: str = "PROVISIONED", gsi_status: str = "ACTIVE") -> dict:
+    pt = {"ReadCapacityUnits": 10, "WriteCapacityUnits": 10}  # DynamoDB omits a zero count
+    return {"Table": {
+        "TableName": "orders", "TableArn": ARN, "TableStatus": status,
+        "BillingModeSummary": {"BillingMode": billing}, "ProvisionedThroughput": pt,
+        "GlobalSecondaryIndexes": [{"IndexName": "byUser", "IndexStatus": gsi_status,
+                                    "ProvisionedThroughput": pt}]}}
+
+
+@pytest.mark.parametrize(("described", "reason"), [
+    (_described("UPDATING"), "status UPDATING"),
+    (_described("ACTIVE", billing="PAY_PER_REQUEST"), "on-demand billing"),
+])
+def test_tables_not_active_or_on_demand_are_skipped(described: dict, reason: str) -> None:
+    from datetime import UTC, datetime
+
+    from lambda_src.capacity_runtime.discovery import NotManaged, describe_table
+
+    ddb = client("dynamodb")
+    with Stubber(ddb) as stubber:
+        stubber.add_response("describe_table", described, {"TableName": "orders"})
+        with pytest.raises(NotManaged, match=reason):
+            describe_table(ddb, "orders", {}, ScalerConfig.from_env({}), {}, datetime.now(UTC))
+        stubber.assert_no_pending_responses()
+
+
+def test_a_backfilling_gsi_is_left_out_of_the_tick() -> None:
+    from datetime import UTC, datetime
+
+    from lambda_src.capacity_runtime.discovery import describe_table
+
+    ddb = client("dynamodb")
+    with Stubber(ddb) as stubber:
+        stubber.add_response("describe_table", _described("ACTIVE", gsi_status="CREATING"),
+                             {"TableName": "orders"})
+        table = describe_table(ddb, "orders", {}, ScalerConfig.from_env({}), {},
+                               datetime.now(UTC))
+    assert [(d.index, d.dimension) for d in table.dimensions] == [(None, "read"), (None, "write")]
