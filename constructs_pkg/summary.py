@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lambda_src.capacity_runtime.discovery import UNITS
+
 from .compliance import NAG_PACKS
 
-_DIMENSION = {"ReadCapacityUnits": "read", "WriteCapacityUnits": "write"}
+_DIMENSION = {units: dimension for dimension, units in UNITS.items()}
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .discovery import UNITS
+
 LOG = logging.getLogger(__name__)
 LOG.setLevel(logging.INFO)
 
 READ, WRITE = "read", "write"
-_UNITS = {READ: "ReadCapacityUnits", WRITE: "WriteCapacityUnits"}
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def parse_targets(raw: Any) -> list[SettleTarget]:
     targets = []
     for i, item in enumerate(raw):
         dimension = item.get("Dimension")
-        if dimension not in _UNITS:
+        if dimension not in UNITS:
             raise ValueError(f"Targets[{i}].Dimension must be read or write; got {dimension!r}")
         targets.append(
             SettleTarget(
@@ -81,7 +82,7 @@ def plan_settle(
     """
     wanted: dict[str | None, dict[str, int]] = {}
     for t in targets:
-        current = int(_throughput_of(description, t.index)[_UNITS[t.dimension]])
+        current = int(_throughput_of(description, t.index)[UNITS[t.dimension]])
         if t.high_water_mark > t.operating and current == t.high_water_mark:
             wanted.setdefault(t.index, {})[t.dimension] = t.operating
     if not wanted:
@@ -90,7 +91,7 @@ def plan_settle(
     def throughput(index: str | None) -> dict[str, int]:
         now = _throughput_of(description, index)
         return {
-            _UNITS[d]: int(wanted[index].get(d, now[_UNITS[d]])) for d in (READ, WRITE)
+            UNITS[d]: int(wanted[index].get(d, now[UNITS[d]])) for d in (READ, WRITE)
         }
 
     update: dict[str, Any] = {"TableName": description["TableName"]}
