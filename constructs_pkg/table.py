@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Stack, Tags
+import jsii
+from aws_cdk import Annotations, Duration, RemovalPolicy, Stack, Tags
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
-from constructs import Construct
+from constructs import Construct, IValidation
 
 from .capacity import (
     DEFAULT_TABLE_QUOTA,
@@ -21,6 +23,7 @@ from .capacity import (
     is_token,
 )
 from .prewarm import SettleStep
+from .schedule import WEEKDAYS, CapacityWindow, Event, ScheduleEntry, TableSchedule
 
 DIMENSIONS = ("read", "write")
 
@@ -117,6 +120,9 @@ class ProvisionedTable(Construct):
         self._capacity: dict[str | None, dict[str, Capacity]] = {}
         self._scalable: dict[tuple[str | None, str], dynamodb.IScalableTableAttribute] = {}
         self._settle: SettleStep | None = None
+        self._ranges: dict[tuple[str | None, str], tuple[int, int]] = {}
+        self._schedule = TableSchedule(where, self._ranges, table_quota)
+        self.node.add_validation(_ScheduleValidation(self))
 
         table_capacity = self._checked(None, read=read, write=write)
         self.table = dynamodb.Table(
@@ -208,6 +214,61 @@ class ProvisionedTable(Construct):
         self._check_dimension(dimension, index_name)
         return self._scalable[(index_name, dimension)]
 
+    def add_schedule(
+        self, entry: ScheduleEntry, *, dimension: str, index_name: str | None = None
+    ) -> None:
+        """Add a scheduled action (set min and/or max at a time) to one dimension.
+
+        Checked at once: the expression, time zone, name, and capacities. Checked at synth,
+        over the next 28 days: min <= max at every firing, no two entries firing at the same
+        moment with different values, and (a warning) the decrease quota.
+        """
+        self._check_dimension(dimension, index_name)
+        self._schedule.add_entry(entry, index_name, dimension)
+        self._render_schedules()
+
+    def add_capacity_window(
+        self,
+        name: str,
+        *,
+        dimension: str,
+        capacity: int,
+        start: str,
+        duration: Duration,
+        lead: Duration | None = None,
+        week_days: Sequence[str] = WEEKDAYS,
+        time_zone: str = "UTC",
+        index_name: str | None = None,
+    ) -> None:
+        """Be ready for ``capacity`` units from ``start`` (HH:MM in ``time_zone``) for
+        ``duration`` on ``week_days``: the minimum is raised ``lead`` before the start
+        (default 15 minutes) and restored at the end to the operating minimum, or to what
+        another window active at that moment needs. A capacity above the configured max
+        raises the max for the window too."""
+        self._check_dimension(dimension, index_name)
+        self._schedule.add_window(CapacityWindow(
+            name=name, index=index_name, dimension=dimension, capacity=capacity, start=start,
+            duration=_timedelta(duration), lead=_timedelta(lead or Duration.minutes(15)),
+            week_days=tuple(week_days), time_zone=time_zone))
+        self._render_schedules()
+
+    def schedule_preview(self, *, count: int = 10, start: datetime | None = None) -> list[Event]:
+        """The next ``count`` firings of the table's schedule from ``start`` (default: now),
+        each with its dimension's effective min and max after it."""
+        from datetime import UTC
+
+        start = start or datetime.now(UTC)
+        timeline = self._schedule.timeline(start, start + timedelta(days=28))
+        return timeline.events[:count]
+
+    def _render_schedules(self) -> None:
+        for index_name, dimension in self._schedule.dimensions:
+            target = self._scalable[(index_name, dimension)].node.find_child("Target")
+            cfn = target.node.default_child
+            assert cfn is not None
+            cfn.add_property_override(  # type: ignore[attr-defined]
+                "ScheduledActions", self._schedule.actions(index_name, dimension))
+
     # ------------------------------------------------------------------ internals
 
     def _check_dimension(self, dimension: str, index_name: str | None) -> None:
@@ -233,6 +294,7 @@ class ProvisionedTable(Construct):
             value.validate(where, self.table_quota)
             if value.high_water_mark is not None:
                 Tags.of(self).add(PREWARM_TAG, self.prewarm.value)
+            self._ranges[(index_name, dimension)] = (value.min_capacity, value.max_capacity)
         self._capacity[index_name] = capacity
         return capacity
 
@@ -285,3 +347,24 @@ class ProvisionedTable(Construct):
     @property
     def stack(self) -> Stack:
         return Stack.of(self)
+
+
+def _timedelta(duration: Duration) -> timedelta:
+    return timedelta(seconds=duration.to_seconds())
+
+
+@jsii.implements(IValidation)
+class _ScheduleValidation:
+    """Whole-schedule checks, once every entry and window is known (at synth)."""
+
+    def __init__(self, table: ProvisionedTable) -> None:
+        self._table = table
+        self._warned: set[str] = set()
+
+    def validate(self) -> list[str]:
+        errors, warnings = self._table._schedule.check()
+        for warning in warnings:
+            if warning not in self._warned:
+                self._warned.add(warning)
+                Annotations.of(self._table).add_warning_v2("ddb-capacity:schedule", warning)
+        return errors
