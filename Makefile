@@ -28,6 +28,7 @@ synth: install
 
 demo: synth
 	$(PY) -m constructs_pkg.summary cdk.out
+	$(PY) -m examples.preview
 
 lint: install
 	$(VENV)/bin/ruff check constructs_pkg lambda_src tests examples benchmarks

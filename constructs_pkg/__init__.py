@@ -8,14 +8,19 @@ from .capacity import (
     PrewarmMethod,
 )
 from .compliance import acknowledge, apply_nag_packs
+from .schedule import EVERY_DAY, WEEKDAYS, ScheduleEntry, ScheduleError
 from .table import ProvisionedTable
 
 __all__ = [
     "DEFAULT_TABLE_QUOTA",
     "DEFAULT_TARGET_UTILIZATION",
+    "EVERY_DAY",
+    "WEEKDAYS",
     "Capacity",
     "CapacityConfigError",
     "PrewarmMethod",
+    "ScheduleEntry",
+    "ScheduleError",
     "ProvisionedTable",
     "acknowledge",
     "apply_nag_packs",

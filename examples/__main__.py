@@ -4,8 +4,10 @@ import aws_cdk as cdk
 
 from constructs_pkg import apply_nag_packs
 
+from .bulk_load import BulkLoadStack
 from .minimal_table import MinimalTableStack
 from .orders_launch import OrdersLaunchStack
+from .prime_time import PrimeTimeStack
 from .settled_catalog import SettledCatalogStack
 
 
@@ -16,6 +18,8 @@ def build_app(**app_kwargs: object) -> cdk.App:
     MinimalTableStack(app, "MinimalTable")
     OrdersLaunchStack(app, "OrdersLaunch")
     SettledCatalogStack(app, "SettledCatalog")
+    BulkLoadStack(app, "BulkLoad")
+    PrimeTimeStack(app, "PrimeTime")
     return app
 
 

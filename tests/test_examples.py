@@ -17,7 +17,7 @@ from constructs_pkg.compliance import NAG_PACKS, acknowledgment_id
 from constructs_pkg.summary import render, summarize_assembly
 from examples.__main__ import build_app
 
-STACKS = {"MinimalTable", "OrdersLaunch", "SettledCatalog"}
+STACKS = {"MinimalTable", "OrdersLaunch", "SettledCatalog", "BulkLoad", "PrimeTime"}
 PACK_NAMES = {"AwsSolutions", "Serverless", "HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"}
 
 
@@ -117,3 +117,25 @@ def test_summary_reads_ranges_and_marks_off_the_templates(cli_assembly: Path) ->
     text = render(list(summaries.values()))
     assert "Stack OrdersLaunch: cdk-nag 5 packs, 0 unacknowledged findings" in text
     assert "Orders / byCustomer" in text
+
+
+def test_schedule_examples_carry_their_actions_without_warnings(assembly: Path) -> None:
+    # GIVEN the bulk-load and prime-time stacks as synthesized
+    def actions(stack: str) -> list[dict[str, object]]:
+        template = json.loads((assembly / f"{stack}.template.json").read_text())
+        return [a for r in template["Resources"].values()
+                if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
+                for a in r["Properties"].get("ScheduledActions", [])]
+
+    bulk = {a["ScheduledActionName"]: a for a in actions("BulkLoad")}
+    assert bulk["nightly-load-raise"]["Schedule"] == "cron(50 4 ? * MON,TUE,WED,THU,FRI *)"
+    assert bulk["nightly-load-raise"]["Timezone"] == "Europe/Paris"
+    assert len(actions("BulkLoad")) == 4  # table and index, raise and restore
+    prime = [a["ScalableTargetAction"]["MinCapacity"] for a in actions("PrimeTime")]
+    assert prime == [1_200, 1_800, 2_600, 1_200, 400, 200]
+    # THEN neither carries a schedule warning: prime-time's three nightly steps down fit
+    for stack in ("BulkLoad", "PrimeTime"):
+        metadata = json.loads((assembly / f"{stack}.metadata.json").read_text())
+        warnings = [e for entries in metadata.values() for e in entries
+                    if e["type"] == "aws:cdk:warning"]
+        assert warnings == [], warnings
