@@ -18,12 +18,35 @@ def test_readme_starts_with_the_two_commands() -> None:
     assert any(line.strip().startswith("make test") for line in first)
 
 
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+
+
+def run_block(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "app.py"
+    script.write_text(code)
+    env = {**os.environ, "CDK_OUTDIR": str(tmp_path / "cdk.out")}
+    return subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, check=True,
+                          timeout=300, capture_output=True, text=True)
+
+
+def test_readme_schedule_example_synthesizes(tmp_path: Path) -> None:
+    (block,) = [b for b in python_blocks() if "add_capacity_window" in b]
+    result = run_block(block, tmp_path)
+    template = json.loads((tmp_path / "cdk.out" / "Ledger.template.json").read_text())
+    names = sorted(a["ScheduledActionName"] for r in template["Resources"].values()
+                   if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
+                   for a in r["Properties"].get("ScheduledActions", []))
+    assert names == ["holiday", "nightly-load-raise", "nightly-load-restore"]
+    assert len(result.stdout.strip().splitlines()) == 3  # the preview it prints
+
+
 def test_readme_usage_example_synthesizes(tmp_path: Path) -> None:
     # GIVEN the first python block of the README, as a file
-    match = re.search(r"```python\n(.*?)```", README.read_text(), re.S)
-    assert match, "the README has no python example"
+    blocks = python_blocks()
+    assert blocks, "the README has no python example"
     script = tmp_path / "app.py"
-    script.write_text(match.group(1))
+    script.write_text(blocks[0])
     # WHEN run as a user would run it, with the CLI's output directory
     env = {**os.environ, "CDK_OUTDIR": str(tmp_path / "cdk.out")}
     subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, check=True,
