@@ -8,7 +8,7 @@ from .capacity import (
     PrewarmMethod,
 )
 from .compliance import acknowledge, apply_nag_packs
-from .schedule import EVERY_DAY, WEEKDAYS, ScheduleEntry, ScheduleError
+from .schedule import EVERY_DAY, WEEKDAYS, ScheduleEntry, ScheduleError, cron
 from .table import ProvisionedTable
 
 __all__ = [
@@ -24,4 +24,5 @@ __all__ = [
     "ProvisionedTable",
     "acknowledge",
     "apply_nag_packs",
+    "cron",
 ]

@@ -110,8 +110,23 @@ def _dow_to_standard(field: str, where: str, text: str) -> str:
     return DOW_NUMBER.sub(shift, field)
 
 
+def cron(*, minute: str | int = "0", hour: str | int = "*", day: str | int | None = None,
+         month: str | int = "*", week_day: str | None = None, year: str | int = "*") -> str:
+    """An Application Auto Scaling cron expression from its fields, with ``?`` where the
+    dialect needs it: ``cron(hour=5, week_day="MON-FRI")`` is ``cron(0 5 ? * MON-FRI *)``."""
+    if day is not None and week_day is not None:
+        raise ScheduleError(f"cron: set day ({day!r}) or week_day ({week_day!r}), not both; "
+                            f"Application Auto Scaling takes one of them")
+    dom = "?" if week_day is not None else ("*" if day is None else str(day))
+    dow = "?" if week_day is None else week_day
+    return f"cron({minute} {hour} {dom} {month} {dow} {year})"
+
+
 def parse(text: str, where: str) -> Expression:
     """Parse and validate one expression; errors name the expression and what is allowed."""
+    expression_string = getattr(text, "expression_string", None)  # appscaling.Schedule
+    if isinstance(expression_string, str):
+        text = expression_string
     if not isinstance(text, str):
         raise ScheduleError(f"{where}: schedule must be a string such as {EXPECTED}; got {text!r}")
     text = text.strip()
@@ -154,7 +169,8 @@ class ScheduleEntry:
     """One scheduled action on one dimension: at ``schedule``, set min and/or max.
 
     :param name: unique per scalable target (table or GSI, read or write).
-    :param schedule: ``cron(...)``, ``at(...)`` or ``rate(...)`` (module docstring).
+    :param schedule: ``cron(...)``, ``at(...)`` or ``rate(...)`` (module docstring), as a
+        string, from :func:`cron` fields, or an ``aws_applicationautoscaling.Schedule``.
     :param min_capacity, max_capacity: at least one. A max may go above the range the
         table was configured with (a seasonal ceiling).
     :param time_zone: IANA name. Default: ``"UTC"``.

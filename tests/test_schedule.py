@@ -332,3 +332,25 @@ def test_hourly_lowerings_fit_the_quota(stack: cdk.Stack) -> None:
     table.add_schedule(ScheduleEntry("down", "cron(30 * ? * * *)", min_capacity=5), dimension="read")
     Template.from_stack(stack)
     Annotations.from_stack(stack).has_no_warning("/Test/Orders", Match.any_value())
+
+
+def test_cron_from_fields_places_the_question_mark() -> None:
+    from constructs_pkg import cron
+
+    assert cron(hour=5, week_day="MON-FRI") == "cron(0 5 ? * MON-FRI *)"
+    assert cron(minute=30, hour=2, day=1) == "cron(30 2 1 * ? *)"
+    assert parse(cron(hour=5, week_day="MON-FRI"), "X").cron5 == "0 5 * * MON-FRI"
+    assert error_of(lambda: cron(day=1, week_day="MON")) == (
+        "cron: set day (1) or week_day ('MON'), not both; Application Auto Scaling takes one "
+        "of them")
+
+
+def test_a_cdk_schedule_object_is_accepted(stack: cdk.Stack) -> None:
+    from aws_cdk import aws_applicationautoscaling as appscaling
+
+    table = make(stack)
+    table.add_schedule(ScheduleEntry(
+        "cdk", appscaling.Schedule.cron(hour="6", minute="0", week_day="SAT"),  # type: ignore[arg-type]
+        min_capacity=40), dimension="read")
+    (action,) = actions_of(stack, table, "table", "Read")
+    assert action["Schedule"] == "cron(0 6 ? * SAT *)"
