@@ -8,6 +8,7 @@ from .capacity import (
     PrewarmMethod,
 )
 from .compliance import acknowledge, apply_nag_packs
+from .scaler import ThrottleAwareScaler
 from .schedule import EVERY_DAY, WEEKDAYS, ScheduleEntry, ScheduleError, cron
 from .table import ProvisionedTable
 
@@ -21,6 +22,7 @@ __all__ = [
     "PrewarmMethod",
     "ScheduleEntry",
     "ScheduleError",
+    "ThrottleAwareScaler",
     "ProvisionedTable",
     "acknowledge",
     "apply_nag_packs",

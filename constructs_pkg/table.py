@@ -214,6 +214,11 @@ class ProvisionedTable(Construct):
         self._check_dimension(dimension, index_name)
         return self._scalable[(index_name, dimension)]
 
+    def enable_throttle_aware_scaling(self, scaler: Any) -> None:
+        """Let ``scaler`` (a ``ThrottleAwareScaler``) manage this table: it moves the
+        minimum of this table's scalable targets when requests are throttled."""
+        scaler.add_table(self)
+
     def add_schedule(
         self, entry: ScheduleEntry, *, dimension: str, index_name: str | None = None
     ) -> None:

@@ -1,0 +1,314 @@
+"""ThrottleAwareScaler: deploys the run-time scaler (``capacity_runtime.handler``) on a
+schedule, with least-privilege IAM, a dead-letter path, alarms and a topic."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aws_cdk import Aws, Duration, Fn, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from lambda_src.capacity_runtime.config import DIMENSIONS
+
+from .capacity import CapacityConfigError
+from .compliance import acknowledge
+from .runtime import runtime_function
+from .table import ProvisionedTable
+
+#: Default tick: CloudWatch delivers a minute 1-3 minutes late; ticking every 2 minutes
+#: acts on throttling about as soon as it is visible, at half the seed's 5-minute delay.
+DEFAULT_TICK = Duration.minutes(2)
+#: Consumption must stay low this long before a decrease, whatever the tick.
+SCALE_DOWN_MINUTES = 15
+#: Sized from benchmarks/scaler_tick.py: 1,000 tables x 2 GSIs is ~1,040 AWS calls a tick.
+TIMEOUT = Duration.minutes(3)
+MEMORY_MB = 256
+NAMESPACE = "DynamoDBCapacity"
+DEFAULT_PINNED_FOR = Duration.minutes(30)
+DEFAULT_THROTTLED_FOR = Duration.minutes(10)
+
+
+class ThrottleAwareScaler(Construct):
+    """A scheduled Lambda that raises capacity at once when requests are throttled.
+
+    :param tables: tables to manage explicitly (``ProvisionedTable`` or any ``ITable``).
+        Default: none.
+    :param tag_key, tag_value: also manage every table carrying this tag. Default: no tag
+        discovery. Permissions for discovered tables are scoped by the tag (ABAC).
+    :param overrides: per-table ``{"min", "max", "target", "read": {...}, "write": {...}}``,
+        keyed by table name. ``ProvisionedTable``s get their configured ranges by default.
+    :param tick: how often it runs. Default: 2 minutes (README: why).
+    :param dry_run: decide and log, change nothing. Default: False.
+    :param topic: where alarms go. Default: a new topic, SSL enforced, KMS encrypted.
+    :param pinned_at_max_for: alarm when a table sits at its max this long. Default 30 min.
+    :param throttled_for: alarm when a managed table is throttled this long. Default 10 min.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        tables: Sequence[dynamodb.ITable | ProvisionedTable] = (),
+        tag_key: str | None = None,
+        tag_value: str = "true",
+        overrides: Mapping[str, Mapping[str, Any]] | None = None,
+        tick: Duration = DEFAULT_TICK,
+        dry_run: bool = False,
+        topic: sns.ITopic | None = None,
+        pinned_at_max_for: Duration = DEFAULT_PINNED_FOR,
+        throttled_for: Duration = DEFAULT_THROTTLED_FOR,
+    ) -> None:
+        super().__init__(scope, id)
+        where = f"ThrottleAwareScaler {self.node.path}"
+        tick_minutes = tick.to_minutes()
+        if not 1 <= tick_minutes <= 60 or tick.to_seconds() % 60:
+            raise CapacityConfigError(f"{where}: tick must be whole minutes from 1 to 60; got "
+                                      f"{tick.to_human_string()}")
+        if tag_key is not None and not (isinstance(tag_key, str) and 1 <= len(tag_key) <= 128):
+            raise CapacityConfigError(f"{where}: tag_key must be a tag key of 1 to 128 "
+                                      f"characters; got {tag_key!r}")
+        self._where = where
+        self._tick = tick
+        self._tables: list[dynamodb.ITable] = []
+        self._overrides: dict[str, Any] = {}
+        self._indexes: dict[int, list[str]] = {}
+        self.tag_key, self.tag_value = tag_key, tag_value
+
+        self.topic = topic or self._topic()
+        self.dead_letter_queue = sqs.Queue(
+            self, "DeadLetterQueue", enforce_ssl=True,
+            encryption=sqs.QueueEncryption.SQS_MANAGED, retention_period=Duration.days(14))
+        for finding in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
+            acknowledge(self.dead_letter_queue, finding,
+                        "This queue is itself the dead-letter queue of the scaler's schedule "
+                        "and of its asynchronous invocations; nothing is behind it.")
+
+        self.function, self.policy = runtime_function(
+            self, "Function", handler="capacity_runtime.handler.lambda_handler",
+            description="Throttle-aware DynamoDB capacity scaler", timeout=TIMEOUT,
+            memory_size=MEMORY_MB)
+        self.function.add_environment("SCALER_TAG_KEY", tag_key or "")
+        self.function.add_environment("SCALER_TAG_VALUE", tag_value)
+        self.function.add_environment("SCALER_DRY_RUN", "true" if dry_run else "false")
+        self.function.add_environment("SCALER_TICK_MINUTES", str(int(tick_minutes)))
+        self.function.add_environment(
+            "SCALER_SCALE_DOWN_TICKS", str(math.ceil(SCALE_DOWN_MINUTES / tick_minutes)))
+        self.function.add_environment("SCALER_METRICS_NAMESPACE", NAMESPACE)
+        cfn_function = self.function.node.default_child
+        assert isinstance(cfn_function, lambda_.CfnFunction)
+        cfn_function.reserved_concurrent_executions = 1  # ticks never overlap
+        # Failed ticks go to the queue (a DLQ and an on-failure destination); the permission
+        # lives in the scaler's managed policy rather than an inline role policy.
+        cfn_function.dead_letter_config = lambda_.CfnFunction.DeadLetterConfigProperty(
+            target_arn=self.dead_letter_queue.queue_arn)
+        lambda_.CfnEventInvokeConfig(
+            self, "AsyncInvokeConfig", function_name=self.function.function_name,
+            qualifier="$LATEST", maximum_retry_attempts=0,
+            maximum_event_age_in_seconds=int(tick.to_seconds()),
+            destination_config=lambda_.CfnEventInvokeConfig.DestinationConfigProperty(
+                on_failure=lambda_.CfnEventInvokeConfig.OnFailureProperty(
+                    destination=self.dead_letter_queue.queue_arn)))
+        self.policy.add_statements(iam.PolicyStatement(
+            sid="DeadLetters", actions=["sqs:SendMessage"],
+            resources=[self.dead_letter_queue.queue_arn]))
+
+        self.rule = events.Rule(
+            self, "Schedule", schedule=events.Schedule.rate(tick),
+            description="Runs the throttle-aware DynamoDB scaler",
+            targets=[targets.LambdaFunction(
+                self.function, dead_letter_queue=self.dead_letter_queue, retry_attempts=2,
+                max_event_age=tick)])
+
+        self._grant_static()
+        if tag_key:
+            self._grant_tagged(tag_key, tag_value)
+        self._alarms(pinned_at_max_for)
+        self._throttled_for = throttled_for
+        for table in tables:
+            self.add_table(table)
+        for name, override in (overrides or {}).items():
+            self._overrides[name] = dict(override)
+        self._render_tables()
+        self._acknowledge()
+
+    # ------------------------------------------------------------------ tables
+
+    def add_table(self, table: dynamodb.ITable | ProvisionedTable) -> None:
+        """Manage ``table`` explicitly: permissions on its ARN, alarms on its throttling,
+        and, for a ``ProvisionedTable``, its configured ranges as the scaler's bounds."""
+        indexes: list[str] = []
+        if isinstance(table, ProvisionedTable):
+            indexes = table.index_names
+            self._overrides[table.table.table_name] = {
+                dim: {"min": table.capacity(dim).min_capacity,
+                      "max": table.capacity(dim).max_capacity} for dim in DIMENSIONS}
+            table = table.table
+        if not (hasattr(table, "table_arn") and hasattr(table, "table_name")):
+            raise CapacityConfigError(f"{self._where}: tables must be ProvisionedTable or "
+                                      f"aws_dynamodb.ITable; got {table!r}")
+        self._tables.append(table)
+        self.policy.add_statements(iam.PolicyStatement(
+            sid=f"ManageTable{len(self._tables)}",
+            actions=["dynamodb:DescribeTable", "dynamodb:UpdateTable",
+                     "dynamodb:ListTagsOfResource", "dynamodb:TagResource",
+                     "dynamodb:UntagResource"],
+            resources=[table.table_arn]))
+        for index in [None, *indexes]:
+            for dim in DIMENSIONS:
+                self._throttle_alarm(table, index, dim, len(self._tables))
+        self._render_tables()
+
+    def _render_tables(self) -> None:
+        stack = Stack.of(self)
+        names = [t.table_name for t in self._tables]
+        self.function.add_environment("SCALER_TABLES", Fn.join(",", names) if names else "")
+        self.function.add_environment("SCALER_OVERRIDES", stack.to_json_string(self._overrides))
+
+    # ------------------------------------------------------------------ IAM
+
+    def _grant_static(self) -> None:
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid="ReadAutoScaling",
+                actions=["application-autoscaling:DescribeScalableTargets",
+                         "application-autoscaling:DescribeScalingPolicies"],
+                resources=["*"]),
+            iam.PolicyStatement(
+                sid="MoveDynamoDBMinimums",
+                actions=["application-autoscaling:RegisterScalableTarget"],
+                resources=[f"arn:{Aws.PARTITION}:application-autoscaling:{Aws.REGION}:"
+                           f"{Aws.ACCOUNT_ID}:scalable-target/*"],
+                conditions={"StringEquals": {
+                    "application-autoscaling:service-namespace": "dynamodb"}}),
+            iam.PolicyStatement(sid="ReadMetrics", actions=["cloudwatch:GetMetricData"],
+                                resources=["*"]),
+            iam.PolicyStatement(sid="PublishOwnMetrics", actions=["cloudwatch:PutMetricData"],
+                                resources=["*"],
+                                conditions={"StringEquals": {"cloudwatch:namespace": NAMESPACE}}),
+        )
+
+    def _grant_tagged(self, key: str, value: str) -> None:
+        self.policy.add_statements(
+            iam.PolicyStatement(sid="DiscoverTables", actions=["tag:GetResources"],
+                                resources=["*"]),
+            iam.PolicyStatement(
+                sid="ManageTaggedTables",
+                actions=["dynamodb:DescribeTable", "dynamodb:UpdateTable",
+                         "dynamodb:TagResource", "dynamodb:UntagResource"],
+                resources=[f"arn:{Aws.PARTITION}:dynamodb:{Aws.REGION}:{Aws.ACCOUNT_ID}:table/*"],
+                conditions={"StringEquals": {f"aws:ResourceTag/{key}": value}}))
+
+    def _acknowledge(self) -> None:
+        wildcards = {
+            "Resource::*": "DescribeScalableTargets, DescribeScalingPolicies, GetMetricData, "
+            "tag:GetResources and PutMetricData have no resource-level permissions; "
+            "PutMetricData is limited to the scaler's own namespace by a condition.",
+            "Resource::arn:<AWS::Partition>:application-autoscaling:<AWS::Region>:"
+            "<AWS::AccountId>:scalable-target/*": "Scalable-target ARNs are generated by "
+            "Application Auto Scaling; the statement is limited to the dynamodb namespace "
+            "by a condition.",
+        }
+        if self.tag_key:
+            wildcards["Resource::arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:"
+                      "table/*"] = (f"Tables found by tag are only known at run time; the "
+                                    f"statement is limited to tables tagged "
+                                    f"{self.tag_key}={self.tag_value} by an aws:ResourceTag "
+                                    f"condition.")
+        for resource, reason in wildcards.items():
+            acknowledge(self.policy, f"AwsSolutions-IAM5[{resource}]", reason)
+        reasons = {
+            "Serverless-LambdaTracing": "Each tick logs one JSON line per decision and EMF "
+            "metrics; tracing would add cost and an X-Ray wildcard permission.",
+            "HIPAA.Security-LambdaInsideVPC": "Calls only AWS control-plane APIs (DynamoDB, "
+            "Application Auto Scaling, CloudWatch, tagging); it reaches nothing in a VPC.",
+            "NIST.800.53.R5-LambdaInsideVPC": "Calls only AWS control-plane APIs; it reaches "
+            "nothing in a VPC.",
+            "PCI.DSS.321-LambdaInsideVPC": "Calls only AWS control-plane APIs; it reaches "
+            "nothing in a VPC.",
+            "HIPAA.Security-CloudWatchLogGroupEncrypted": "Logs hold table names and capacity "
+            "numbers only; CloudWatch Logs encrypts them at rest with its own key.",
+            "NIST.800.53.R5-CloudWatchLogGroupEncrypted": "Logs hold table names and capacity "
+            "numbers only; CloudWatch Logs encrypts them at rest with its own key.",
+            "PCI.DSS.321-CloudWatchLogGroupEncrypted": "Logs hold table names and capacity "
+            "numbers only; CloudWatch Logs encrypts them at rest with its own key.",
+        }
+        logs = self.node.find_child("FunctionLogs")
+        for finding, reason in reasons.items():
+            acknowledge(logs if "LogGroup" in finding else self.function, finding, reason)
+
+    # ------------------------------------------------------------------ alarms
+
+    def _topic(self) -> sns.Topic:
+        key = kms.Key(self, "TopicKey", enable_key_rotation=True,
+                      description="Encrypts the scaler's alarm topic")
+        key.grant_encrypt_decrypt(iam.ServicePrincipal("cloudwatch.amazonaws.com"))
+        return sns.Topic(self, "Alarms", master_key=key, enforce_ssl=True,
+                         display_name="DynamoDB capacity scaler alarms")
+
+    def _notify(self, alarm: cloudwatch.Alarm) -> None:
+        alarm.add_alarm_action(actions.SnsAction(self.topic))
+
+    def _alarms(self, pinned_for: Duration) -> None:
+        tick = self._tick
+        self._notify(self.function.metric_errors(period=tick).create_alarm(
+            self, "ErrorsAlarm", threshold=1, evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description="The capacity scaler failed"))
+        self._notify(self.dead_letter_queue
+                    .metric_approximate_number_of_messages_visible(period=Duration.minutes(5))
+                    .create_alarm(self, "DeadLettersAlarm", threshold=1, evaluation_periods=1,
+                                  comparison_operator=cloudwatch.ComparisonOperator
+                                  .GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                                  treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                                  alarm_description="Scaler ticks were dropped"))
+        self._notify(self.function.metric_invocations(
+            period=Duration.minutes(tick.to_minutes() * 3)).create_alarm(
+            self, "NotRunningAlarm", threshold=1, evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+            alarm_description="The capacity scaler has not run for 3 ticks"))
+        periods = max(1, math.ceil(pinned_for.to_minutes() / tick.to_minutes()))
+        pinned = cloudwatch.MathExpression(
+            expression=f'MAX(SEARCH(\'{{{NAMESPACE},TableName}} MetricName="CapacityAtMax"\', '
+                       f"'Maximum', {int(tick.to_seconds())}))",
+            period=tick, label="dimensions at max, worst table")
+        self._notify(pinned.create_alarm(
+            self, "PinnedAtMaxAlarm", threshold=1, evaluation_periods=periods,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"A managed table has sat at its max for "
+                              f"{pinned_for.to_human_string()}"))
+
+    def _throttle_alarm(self, table: dynamodb.ITable, index: str | None, dim: str,
+                        number: int) -> None:
+        dims = {"TableName": table.table_name}
+        if index:
+            dims["GlobalSecondaryIndexName"] = index
+        minutes = max(1, int(self._throttled_for.to_minutes()))
+        metric = cloudwatch.Metric(namespace="AWS/DynamoDB",
+                                   metric_name=f"{dim.capitalize()}ThrottleEvents",
+                                   dimensions_map=dims, statistic="Sum",
+                                   period=Duration.minutes(1))
+        label = f"Table{number}{'' if index is None else '-' + index}-{dim}"
+        self._notify(metric.create_alarm(
+            self, f"Throttled{label}", threshold=1, evaluation_periods=minutes,
+            datapoints_to_alarm=minutes,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"Sustained {dim} throttling"
+                              f"{'' if index is None else ' on index ' + index}"))
+
