@@ -29,6 +29,7 @@ synth: install
 demo: synth
 	$(PY) -m constructs_pkg.summary cdk.out
 	$(PY) -m examples.preview
+	$(PY) -m examples.local_tick cdk.out
 
 lint: install
 	$(VENV)/bin/ruff check constructs_pkg lambda_src tests examples benchmarks

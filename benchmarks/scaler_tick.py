@@ -16,40 +16,19 @@ from __future__ import annotations
 
 import argparse
 import io
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections import Counter
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import boto3
 
+from examples.local_aws import moto_server
 from lambda_src.capacity_runtime.config import ScalerConfig
 from lambda_src.capacity_runtime.handler import Clients, run_tick
 
 METRICS = ("ConsumedReadCapacityUnits", "ConsumedWriteCapacityUnits", "ReadThrottleEvents",
            "WriteThrottleEvents")
-
-
-def start_moto() -> tuple[subprocess.Popen[bytes], str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = str(Path(sys.executable).parent / "moto_server")  # the venv's own moto
-    proc = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(port)],  # noqa: S603
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(150):
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1)
-            return proc, f"http://127.0.0.1:{port}"
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("moto server did not start")
 
 
 def counted(clients: list[Any]) -> Counter[str]:
@@ -113,8 +92,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=1000)
     args = parser.parse_args()
-    proc, endpoint = start_moto()
-    try:
+    with moto_server() as endpoint:
         setup = make(endpoint)
         now = datetime.now(UTC).replace(second=0, microsecond=0)
         t0 = time.perf_counter()
@@ -133,9 +111,6 @@ def main() -> None:
         t0 = time.perf_counter()
         seed_approach(seed, names, now)
         seed_s = time.perf_counter() - t0
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
     print(f"\none tick over {summary['tables']} tables, {summary['dimensions']} dimensions\n")
     ops = sorted(set(ours_calls) | set(seed_calls))

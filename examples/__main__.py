@@ -9,6 +9,7 @@ from .minimal_table import MinimalTableStack
 from .orders_launch import OrdersLaunchStack
 from .prime_time import PrimeTimeStack
 from .settled_catalog import SettledCatalogStack
+from .throttle_aware import ThrottleAwareStack
 
 
 def build_app(**app_kwargs: object) -> cdk.App:
@@ -20,6 +21,7 @@ def build_app(**app_kwargs: object) -> cdk.App:
     SettledCatalogStack(app, "SettledCatalog")
     BulkLoadStack(app, "BulkLoad")
     PrimeTimeStack(app, "PrimeTime")
+    ThrottleAwareStack(app, "ThrottleAware")
     return app
 
 

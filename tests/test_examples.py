@@ -17,7 +17,8 @@ from constructs_pkg.compliance import NAG_PACKS, acknowledgment_id
 from constructs_pkg.summary import render, summarize_assembly
 from examples.__main__ import build_app
 
-STACKS = {"MinimalTable", "OrdersLaunch", "SettledCatalog", "BulkLoad", "PrimeTime"}
+STACKS = {"MinimalTable", "OrdersLaunch", "SettledCatalog", "BulkLoad", "PrimeTime",
+          "ThrottleAware"}
 PACK_NAMES = {"AwsSolutions", "Serverless", "HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"}
 
 

@@ -101,3 +101,82 @@ def test_catalog_is_created_at_its_mark_then_settled(
     assert response_catcher.bodies[-1]["Status"] == "SUCCESS"
     assert response_catcher.bodies[-1]["Data"] == {"Settled": "true"}
     assert throughput(describe(aws_client, "SettledCatalog")) == (25, 10)
+
+
+# ---------------------------------------------------------------- the throttle-aware scaler
+
+@pytest.fixture(scope="module")
+def ticked(deployed: Path, moto_endpoint: str) -> dict[str, Any]:
+    from examples.local_tick import tick_against_deployment
+
+    return tick_against_deployment(moto_endpoint, deployed, deploy_first=False)
+
+
+def test_scaler_function_is_deployed_as_declared(ticked: dict[str, Any], aws_client: Any) -> None:
+    from constructs_pkg.runtime import latest_python_runtime
+
+    functions = aws_client("lambda").list_functions()["Functions"]
+    (function,) = [f for f in functions if "ScalerFunction" in f["FunctionName"]]
+    assert function["Handler"] == "capacity_runtime.handler.lambda_handler"
+    assert function["Runtime"] == latest_python_runtime().name
+    env = function["Environment"]["Variables"]
+    feed = ticked["tables"]["Feed"]
+    assert env["SCALER_TABLES"] == feed
+    assert (env["SCALER_TAG_KEY"], env["SCALER_TAG_VALUE"]) == ("autoscaling_manager_enabled", "true")
+    assert json.loads(env["SCALER_OVERRIDES"]) == {
+        feed: {"read": {"min": 50, "max": 4000}, "write": {"min": 20, "max": 1000}}}
+    assert (env["SCALER_TICK_MINUTES"], env["SCALER_DRY_RUN"]) == ("2", "false")
+
+
+def test_scaler_rule_targets_the_function(ticked: dict[str, Any], aws_client: Any) -> None:
+    events = aws_client("events")
+    (rule,) = [r for r in events.list_rules()["Rules"] if "ScalerSchedule" in r["Name"]]
+    assert rule["ScheduleExpression"] == "rate(2 minutes)" and rule["State"] == "ENABLED"
+    (target,) = events.list_targets_by_rule(Rule=rule["Name"])["Targets"]
+    assert "ScalerFunction" in target["Arn"]
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] == 2
+    assert "DeadLetterQueue" in target["DeadLetterConfig"]["Arn"]
+
+
+def test_scaler_role_has_only_its_managed_policy(ticked: dict[str, Any], aws_client: Any) -> None:
+    iam = aws_client("iam")
+    (role,) = [r for r in iam.list_roles()["Roles"] if "ScalerFunctionRole" in r["RoleName"]]
+    assert iam.list_role_policies(RoleName=role["RoleName"])["PolicyNames"] == []
+    (attached,) = iam.list_attached_role_policies(RoleName=role["RoleName"])["AttachedPolicies"]
+    policy = iam.get_policy(PolicyArn=attached["PolicyArn"])["Policy"]
+    document = iam.get_policy_version(PolicyArn=attached["PolicyArn"],
+                                      VersionId=policy["DefaultVersionId"])["PolicyVersion"]["Document"]
+    if isinstance(document, str):
+        document = json.loads(document)
+    by_sid = {s.get("Sid"): s for s in document["Statement"]}
+    feed_arn = aws_client("dynamodb").describe_table(TableName=ticked["tables"]["Feed"])["Table"]["TableArn"]
+    assert by_sid["ManageTable1"]["Resource"] == feed_arn
+    assert by_sid["ManageTaggedTables"]["Condition"] == {
+        "StringEquals": {"aws:ResourceTag/autoscaling_manager_enabled": "true"}}
+    assert by_sid["MoveDynamoDBMinimums"]["Condition"] == {
+        "StringEquals": {"application-autoscaling:service-namespace": "dynamodb"}}
+    assert by_sid["PublishOwnMetrics"]["Condition"] == {
+        "StringEquals": {"cloudwatch:namespace": "DynamoDBCapacity"}}
+
+
+def test_deployed_handler_decides_against_deployed_tables(
+    ticked: dict[str, Any], aws_client: Any
+) -> None:
+    summary, tables = ticked["summary"], ticked["tables"]
+    # THEN it managed the explicit and the tagged table, not the third
+    assert summary["tables"] == 2 and summary["failed"] == []
+    managed = {line["table"] for line in ticked["lines"] if line.get("event") == "decision"}
+    assert managed == {tables["Feed"], tables["Clicks"]}
+    # AND Feed (under target tracking) got its minimum raised, not an UpdateTable
+    (target,) = aws_client("application-autoscaling").describe_scalable_targets(
+        ServiceNamespace="dynamodb", ResourceIds=[f"table/{tables['Feed']}"],
+        ScalableDimension="dynamodb:table:ReadCapacityUnits")["ScalableTargets"]
+    assert target["MinCapacity"] == 115  # (50 + 1800 / 60) / 0.7
+    feed = aws_client("dynamodb").describe_table(TableName=tables["Feed"])["Table"]
+    assert throughput(feed) == (50, 20)
+    # AND Clicks (found by tag, no auto scaling) was updated directly
+    clicks = aws_client("dynamodb").describe_table(TableName=tables["Clicks"])["Table"]
+    assert throughput(clicks) == (5, 215)
+    # AND Accounts, throttled too, is left to its own target tracking
+    accounts = aws_client("dynamodb").describe_table(TableName=tables["Accounts"])["Table"]
+    assert throughput(accounts) == (5, 5)
