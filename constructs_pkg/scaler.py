@@ -73,10 +73,11 @@ class ThrottleAwareScaler(Construct):
     ) -> None:
         super().__init__(scope, id)
         where = f"ThrottleAwareScaler {self.node.path}"
-        tick_minutes = tick.to_minutes()
-        if not 1 <= tick_minutes <= 60 or tick.to_seconds() % 60:
+        seconds = tick.to_seconds()
+        if seconds % 60 or not 60 <= seconds <= 3600:
             raise CapacityConfigError(f"{where}: tick must be whole minutes from 1 to 60; got "
                                       f"{tick.to_human_string()}")
+        tick_minutes = seconds // 60
         if tag_key is not None and not (isinstance(tag_key, str) and 1 <= len(tag_key) <= 128):
             raise CapacityConfigError(f"{where}: tag_key must be a tag key of 1 to 128 "
                                       f"characters; got {tag_key!r}")
@@ -276,12 +277,12 @@ class ThrottleAwareScaler(Construct):
                                   treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
                                   alarm_description="Scaler ticks were dropped"))
         self._notify(self.function.metric_invocations(
-            period=Duration.minutes(tick.to_minutes() * 3)).create_alarm(
+            period=Duration.seconds(tick.to_seconds() * 3)).create_alarm(
             self, "NotRunningAlarm", threshold=1, evaluation_periods=1,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
             alarm_description="The capacity scaler has not run for 3 ticks"))
-        periods = max(1, math.ceil(pinned_for.to_minutes() / tick.to_minutes()))
+        periods = max(1, math.ceil(pinned_for.to_seconds() / tick.to_seconds()))
         pinned = cloudwatch.MathExpression(
             expression=f'MAX(SEARCH(\'{{{NAMESPACE},TableName}} MetricName="CapacityAtMax"\', '
                        f"'Maximum', {int(tick.to_seconds())}))",
@@ -298,7 +299,7 @@ class ThrottleAwareScaler(Construct):
         dims = {"TableName": table.table_name}
         if index:
             dims["GlobalSecondaryIndexName"] = index
-        minutes = max(1, int(self._throttled_for.to_minutes()))
+        minutes = max(1, math.ceil(self._throttled_for.to_seconds() / 60))
         metric = cloudwatch.Metric(namespace="AWS/DynamoDB",
                                    metric_name=f"{dim.capitalize()}ThrottleEvents",
                                    dimensions_map=dims, statistic="Sum",
