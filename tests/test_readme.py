@@ -57,3 +57,11 @@ def test_readme_usage_example_synthesizes(tmp_path: Path) -> None:
     assert len(tables) == 1
     assert tables[0]["Properties"]["WarmThroughput"] == {"ReadUnitsPerSecond": 4000}
     assert tables[0]["Properties"]["GlobalSecondaryIndexes"][0]["IndexName"] == "byCustomer"
+
+
+def test_readme_scaler_example_synthesizes(tmp_path: Path) -> None:
+    (block,) = [b for b in python_blocks() if "ThrottleAwareScaler(" in b]
+    run_block(block, tmp_path)
+    template = json.loads((tmp_path / "cdk.out" / "Feed.template.json").read_text())
+    functions = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
+    assert [f["Properties"]["Handler"] for f in functions] == ["capacity_runtime.handler.lambda_handler"]
