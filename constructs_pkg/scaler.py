@@ -239,16 +239,9 @@ class ThrottleAwareScaler(Construct):
             "nothing in a VPC.",
             "PCI.DSS.321-LambdaInsideVPC": "Calls only AWS control-plane APIs; it reaches "
             "nothing in a VPC.",
-            "HIPAA.Security-CloudWatchLogGroupEncrypted": "Logs hold table names and capacity "
-            "numbers only; CloudWatch Logs encrypts them at rest with its own key.",
-            "NIST.800.53.R5-CloudWatchLogGroupEncrypted": "Logs hold table names and capacity "
-            "numbers only; CloudWatch Logs encrypts them at rest with its own key.",
-            "PCI.DSS.321-CloudWatchLogGroupEncrypted": "Logs hold table names and capacity "
-            "numbers only; CloudWatch Logs encrypts them at rest with its own key.",
         }
-        logs = self.node.find_child("FunctionLogs")
         for finding, reason in reasons.items():
-            acknowledge(logs if "LogGroup" in finding else self.function, finding, reason)
+            acknowledge(self.function, finding, reason)
 
     # ------------------------------------------------------------------ alarms
 
