@@ -276,7 +276,7 @@ def decrease_warnings(timeline: Timeline, ranges: dict[tuple[str | None, str], t
     replays them through the same quota ledger the scaler uses."""
     ledgers: dict[str | None, DecreaseLedger] = {}
     previous = dict(ranges)
-    warnings: list[str] = []
+    warnings: dict[tuple[str, str | None, str], str] = {}
     for event in timeline.events:
         key = (event.placed.index, event.placed.dimension)
         was_min, was_max = previous[key]
@@ -285,14 +285,14 @@ def decrease_warnings(timeline: Timeline, ranges: dict[tuple[str | None, str], t
             continue
         ledger = ledgers.get(event.placed.index, DecreaseLedger())
         if not ledger.can_decrease(event.when):
-            warnings.append(
-                f"{_label(event.placed)}: {event.placed.entry.name!r} at "
-                f"{event.when:%Y-%m-%d %H:%M} UTC lowers capacity when the day's decrease quota "
-                f"(4, then 1 an hour, 27 a UTC day) would not allow it; its decrease would "
-                f"wait")
+            p = event.placed
+            warnings.setdefault(  # once per entry: it recurs with the schedule
+                (p.entry.name, p.index, p.dimension),
+                f"{_label(p)}: {p.entry.name!r} lowers capacity more often than the decrease "
+                f"quota allows (4, then 1 an hour, 27 a UTC day); some decreases would wait")
             continue
         ledgers[event.placed.index] = ledger.spend(event.when)
-    return warnings
+    return list(warnings.values())
 
 
 WEEKDAYS = ("MON", "TUE", "WED", "THU", "FRI")
@@ -355,9 +355,7 @@ class TableSchedule:
         if not isinstance(entry.name, str) or not re.fullmatch(r"[\w.:/#-]{1,200}", entry.name):
             raise ScheduleError(f"{label}: schedule name must be 1 to 200 letters, digits or "
                                 f"_ . : / # -; got {entry.name!r}")
-        taken = {p.entry.name for p in self.placed()
-                 if (p.index, p.dimension) == (index, dimension)}
-        if entry.name in taken:
+        if entry.name in self._names(index, dimension):
             raise ScheduleError(f"{where}: the name is already used on this dimension; names "
                                 f"must be unique per scalable target")
         if entry.min_capacity is None and entry.max_capacity is None:
@@ -404,13 +402,21 @@ class TableSchedule:
             raise ScheduleError(f"{label}: capacity must be a whole number from 1 to "
                                 f"{self._quota}; got {cap!r}")
         zone(window.time_zone, label)
-        taken = {p.entry.name for p in self.placed()
-                 if (p.index, p.dimension) == (window.index, window.dimension)}
+        taken = self._names(window.index, window.dimension)
         for suffix in ("raise", "restore"):
             if f"{window.name}-{suffix}" in taken:
                 raise ScheduleError(f"{label}: the name {window.name}-{suffix} is already used "
                                     f"on this dimension; names must be unique per scalable target")
         self._windows.append(window)
+
+    def _names(self, index: str | None, dimension: str) -> set[str]:
+        """Entry names used on one dimension, windows' included (names need no replay)."""
+        names = {p.entry.name for p in self._entries
+                 if (p.index, p.dimension) == (index, dimension)}
+        for w in self._windows:
+            if (w.index, w.dimension) == (index, dimension):
+                names |= {f"{w.name}-raise", f"{w.name}-restore"}
+        return names
 
     # ---------------------------------------------------------------- the model
 
@@ -442,12 +448,12 @@ class TableSchedule:
                 out.append((begin.astimezone(UTC), finish.astimezone(UTC)))
         return out
 
-    def _window_values(self, start: datetime, end: datetime
-                       ) -> tuple[dict[str, tuple[int, int]], list[str]]:
+    def _analyse(self, start: datetime, end: datetime) -> tuple[
+            dict[str, list[tuple[datetime, datetime]]], dict[str, tuple[int, int]], list[str]]:
         """Per window, the minimum its raise and its restore set: its own capacity (at the
         raise) or the operating min (at the restore), but never less than another window on
         the dimension needs at that moment. Errors where that differs from day to day (the
-        windows contradict each other)."""
+        windows contradict each other). Returns the windows' intervals too."""
         intervals = {w.name: self._intervals(w, start, end) for w in self._windows}
         values, errors = {}, []
         for w in self._windows:
@@ -470,16 +476,19 @@ class TableSchedule:
                         f"windows on some days and not others (it would set {sorted(found)} "
                         f"on different days); align the windows or split them by week day")
             values[w.name] = (max(at_raise, default=w.capacity), max(at_restore, default=base))
-        return values, errors
+        return intervals, values, errors
 
-    def placed(self, start: datetime | None = None) -> list[PlacedEntry]:
-        """Every entry, windows expanded with their computed restore minimums."""
-        start = start or _horizon_start()
-        values, _ = self._window_values(start, start + HORIZON)
+    def _placed_with(self, values: dict[str, tuple[int, int]]) -> list[PlacedEntry]:
         out = list(self._entries)
         for w in self._windows:
             out += self._window_entries(w, values[w.name])
         return out
+
+    def placed(self, start: datetime | None = None) -> list[PlacedEntry]:
+        """Every entry, windows expanded with their computed minimums."""
+        start = start or _horizon_start()
+        _, values, _ = self._analyse(start, start + HORIZON)
+        return self._placed_with(values)
 
     def timeline(self, start: datetime, end: datetime) -> Timeline:
         return replay(self.placed(start), self._ranges, start, end)
@@ -488,14 +497,10 @@ class TableSchedule:
         """(errors, warnings) of the whole schedule over the horizon."""
         start = start or _horizon_start()
         end = start + HORIZON
-        _, errors = self._window_values(start, end)
-        timeline = self.timeline(start, end)
+        intervals, values, errors = self._analyse(start, end)
+        timeline = replay(self._placed_with(values), self._ranges, start, end)
         errors = errors + timeline.errors
-        warnings = list(dict.fromkeys(
-            w.split(" at ")[0] + " lowers capacity more often than the decrease quota allows "
-            "(4, then 1 an hour, 27 a UTC day); some decreases would wait"
-            for w in decrease_warnings(timeline, self._ranges)))
-        intervals = {w.name: self._intervals(w, start, end) for w in self._windows}
+        warnings = decrease_warnings(timeline, self._ranges)
         for w in self._windows:
             for o in self._windows:
                 if o is w or (o.index, o.dimension) != (w.index, w.dimension):
@@ -509,12 +514,11 @@ class TableSchedule:
                                     f"{o.capacity}); it has no effect")
         return errors, warnings
 
-    def actions(self, index: str | None, dimension: str) -> list[dict[str, object]]:
-        """The ScheduledActions of one scalable target, as CloudFormation takes them."""
-        out: list[dict[str, object]] = []
+    def actions(self) -> dict[tuple[str | None, str], list[dict[str, object]]]:
+        """The ScheduledActions of each scheduled scalable target, as CloudFormation takes
+        them (one replay serves every dimension)."""
+        out: dict[tuple[str | None, str], list[dict[str, object]]] = {}
         for p in self.placed():
-            if (p.index, p.dimension) != (index, dimension):
-                continue
             action: dict[str, object] = {}
             if p.entry.min_capacity is not None:
                 action["MinCapacity"] = p.entry.min_capacity
@@ -529,13 +533,8 @@ class TableSchedule:
             if p.entry.end_time:
                 rendered["EndTime"] = p.entry.end_time.astimezone(UTC).strftime(
                     "%Y-%m-%dT%H:%M:%SZ")
-            out.append(rendered)
+            out.setdefault((p.index, p.dimension), []).append(rendered)
         return out
-
-    @property
-    def dimensions(self) -> set[tuple[str | None, str]]:
-        return {(p.index, p.dimension) for p in self._entries} | {
-            (w.index, w.dimension) for w in self._windows}
 
 
 def _horizon_start() -> datetime:

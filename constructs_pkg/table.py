@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import jsii
@@ -23,7 +23,7 @@ from .capacity import (
     is_token,
 )
 from .prewarm import SettleStep
-from .schedule import WEEKDAYS, CapacityWindow, Event, ScheduleEntry, TableSchedule
+from .schedule import HORIZON, WEEKDAYS, CapacityWindow, Event, ScheduleEntry, TableSchedule
 
 DIMENSIONS = ("read", "write")
 
@@ -260,19 +260,15 @@ class ProvisionedTable(Construct):
     def schedule_preview(self, *, count: int = 10, start: datetime | None = None) -> list[Event]:
         """The next ``count`` firings of the table's schedule from ``start`` (default: now),
         each with its dimension's effective min and max after it."""
-        from datetime import UTC
-
         start = start or datetime.now(UTC)
-        timeline = self._schedule.timeline(start, start + timedelta(days=28))
+        timeline = self._schedule.timeline(start, start + HORIZON)
         return timeline.events[:count]
 
     def _render_schedules(self) -> None:
-        for index_name, dimension in self._schedule.dimensions:
-            target = self._scalable[(index_name, dimension)].node.find_child("Target")
-            cfn = target.node.default_child
+        for key, actions in self._schedule.actions().items():
+            cfn = self._scalable[key].node.find_child("Target").node.default_child
             assert cfn is not None
-            cfn.add_property_override(  # type: ignore[attr-defined]
-                "ScheduledActions", self._schedule.actions(index_name, dimension))
+            cfn.add_property_override("ScheduledActions", actions)  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ internals
 
