@@ -12,6 +12,8 @@ from typing import Any
 
 from aws_cdk import Duration, Token
 
+from .errors import CapacityConfigError
+
 #: DynamoDB's default per-table quota for provisioned read and for write capacity units.
 DEFAULT_TABLE_QUOTA = 40_000
 
@@ -23,10 +25,6 @@ DEFAULT_TARGET_UTILIZATION = 70
 
 #: DynamoDB's default quota of global secondary indexes per table.
 MAX_GSIS_PER_TABLE = 20
-
-
-class CapacityConfigError(ValueError):
-    """A capacity setting that DynamoDB or Application Auto Scaling would refuse."""
 
 
 class PrewarmMethod(enum.Enum):

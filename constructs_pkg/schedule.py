@@ -19,7 +19,7 @@ from cronsim import CronSim, CronSimError
 
 from lambda_src.capacity_runtime.quota import DecreaseLedger
 
-from .capacity import CapacityConfigError
+from .errors import CapacityConfigError
 
 CRON = re.compile(r"cron\((.*)\)")
 AT = re.compile(r"at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)")
