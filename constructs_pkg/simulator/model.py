@@ -59,7 +59,13 @@ class ModelParams:
     max_capacity: int = 40_000
     warmup_minutes: int = 60
 
-    def validate(self) -> ModelParams:
+    def validate(self, flags: bool = False) -> ModelParams:
+        """Raise :class:`ModelError` for the first field out of range, named as a field or,
+        with ``flags``, as the command-line option."""
+
+        def name(field_name: str) -> str:
+            return "--" + field_name.replace("_", "-") if flags else field_name
+
         bounds: dict[str, tuple[float, float]] = {
             "burst_seconds": (0, 3600), "metric_delay_minutes": (0, 15),
             "throttle_delay_minutes": (0, 15), "update_minutes": (0, 10),
@@ -75,10 +81,11 @@ class ModelParams:
                   and (not whole or float(value).is_integer()))
             if not ok:
                 kind = "a whole number" if whole else "a number"
-                raise ModelError(f"{f.name}: got {value!r}; expected {kind} from {lo:g} to {hi:g}")
+                raise ModelError(f"{name(f.name)}: got {value!r}; expected {kind} from {lo:g} "
+                                 f"to {hi:g}")
         if self.min_capacity > self.max_capacity:
-            raise ModelError(f"min_capacity: got {self.min_capacity}; expected at most "
-                             f"max_capacity ({self.max_capacity})")
+            raise ModelError(f"{name('min_capacity')}: got {self.min_capacity}; expected at "
+                             f"most {name('max_capacity')} ({self.max_capacity})")
         return self
 
 

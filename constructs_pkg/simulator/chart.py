@@ -1,0 +1,72 @@
+"""A PNG per run: demand, served and provisioned per policy over time, throttles below."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from .run import DimensionResult
+from .trace import Trace, key_label
+
+
+class ChartError(ValueError):
+    """The chart cannot be written (matplotlib missing, a bad file name)."""
+
+
+def check_path(path: str | Path) -> Path:
+    path = Path(path)
+    if path.suffix.lower() != ".png":
+        raise ChartError(f"--chart: got {str(path)!r}; expected a file name ending in .png")
+    return path
+
+
+def render(results: Sequence[DimensionResult], trace: Trace, path: str | Path) -> Path:
+    """Write the chart; one column per dimension that has demand."""
+    path = check_path(path)
+    try:
+        import matplotlib
+    except ImportError:
+        raise ChartError("--chart needs matplotlib: pip install "
+                         "'cdk-dynamodb-capacity[charts]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = [k for k, d in trace.demand.items() if any(v > 0 for v in d)] or list(trace.demand)
+    policies = list(dict.fromkeys(r.policy for r in results))
+    by = {(r.policy, r.key): r for r in results}
+    times = [trace.time(m) for m in range(trace.minutes)]
+    rows = len(policies) + 1
+    fig, axes = plt.subplots(rows, len(keys), figsize=(7 * len(keys), 2.2 * rows),
+                             sharex=True, squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for c, key in enumerate(keys):
+        for r, policy in enumerate(policies):
+            ax = axes[r][c]
+            result = by[(policy, key)]
+            rec = result.recorded
+            ax.plot(times, rec.demand, color="0.6", lw=0.8, label="demand")
+            ax.plot(times, rec.served, color=colors[r % len(colors)], lw=0.9, label="served")
+            if result.peak_provisioned:
+                ax.step(times, rec.provisioned, where="post", color="black", lw=1.1,
+                        label="provisioned")
+            ax.set_title(f"{policy} - {key_label(key)}: {result.throttled_minutes} throttled "
+                         f"min, ${result.cost_usd:,.2f}", fontsize=9)
+            ax.set_ylabel("units/s", fontsize=8)
+            ax.tick_params(labelsize=7)
+            if r == 0:
+                ax.legend(fontsize=7, loc="upper left")
+        ax = axes[-1][c]
+        for r, policy in enumerate(policies):
+            ax.plot(times, by[(policy, key)].recorded.throttled, color=colors[r % len(colors)],
+                    lw=0.9, label=policy)
+        ax.set_title(f"throttled - {key_label(key)}", fontsize=9)
+        ax.set_ylabel("units/s refused", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"{trace.name}: {trace.start:%Y-%m-%d %H:%M} UTC, {trace.minutes:,} minutes")
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path

@@ -1,0 +1,291 @@
+"""The simulator's model, policies and oracle (no AWS: time-dependent behaviour)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from constructs_pkg.simulator import (
+    ModelError,
+    ModelParams,
+    PolicyError,
+    PriceError,
+    Prices,
+    parse,
+    scenario,
+    serve,
+    simulate,
+)
+from constructs_pkg.simulator import policies as sim_policies
+from constructs_pkg.simulator.model import SimulatedTable
+from constructs_pkg.simulator.oracle import plan
+from constructs_pkg.simulator.scenarios import SCENARIOS
+from constructs_pkg.simulator.trace import Trace
+from lambda_src.capacity_runtime import handler, policy, quota
+
+START = datetime(2026, 1, 5, 12, tzinfo=UTC)
+units = st.floats(min_value=0, max_value=50_000, allow_nan=False)
+
+
+# ---------------------------------------------------------------- the burst bucket
+
+
+@given(demand=units, provisioned=st.integers(1, 40_000), bucket=st.floats(0, 2e7),
+       burst=st.integers(0, 600))
+def test_serve_conserves_demand_and_bounds_the_bucket(demand, provisioned, bucket, burst):
+    m = serve(demand, provisioned, bucket, burst)
+    cap = burst * provisioned
+    assert m.served + m.throttled == pytest.approx(demand, rel=1e-9, abs=1e-6)
+    assert 0 <= m.served <= demand + 1e-9
+    assert m.served <= provisioned + min(bucket, cap) / 60 + 1e-6
+    assert -1e-6 <= m.bucket <= cap + 1e-6
+    if demand <= provisioned:
+        assert m.throttled == 0
+        assert m.bucket == pytest.approx(min(cap, min(bucket, cap) + (provisioned - demand) * 60))
+    else:
+        assert m.bucket == pytest.approx(min(bucket, cap) - (m.served - provisioned) * 60,
+                                         abs=1e-6)
+
+
+@settings(max_examples=60)
+@given(demands=st.lists(units, min_size=1, max_size=120), provisioned=st.integers(1, 20_000),
+       burst=st.integers(0, 600))
+def test_over_any_stretch_served_never_exceeds_capacity_plus_the_stored_burst(
+        demands, provisioned, burst):
+    bucket = float(burst * provisioned)
+    served = 0.0
+    for d in demands:
+        m = serve(d, provisioned, bucket, burst)
+        served += m.served * 60
+        bucket = m.bucket
+    assert served <= provisioned * 60 * len(demands) + burst * provisioned + 1e-3
+
+
+def test_a_full_bucket_covers_300_seconds_of_excess_then_demand_is_throttled():
+    bucket, served, throttled = 300 * 7_500.0, [], []
+    for _ in range(5):
+        m = serve(18_000, 7_500, bucket, 300)
+        bucket = m.bucket
+        served.append(m.served)
+        throttled.append(m.throttled)
+    # 2,250,000 unit-seconds at 10,500/s of excess: 214 s.
+    assert served[:3] == [18_000, 18_000, 18_000]
+    assert served[3] == pytest.approx(7_500 + (2_250_000 - 3 * 630_000) / 60)
+    assert served[4] == 7_500 and throttled[4] == 10_500
+
+
+# ---------------------------------------------------------------- parameters and names
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    (ModelParams(metric_delay_minutes=-1),
+     "metric_delay_minutes: got -1; expected a whole number from 0 to 15"),
+    (ModelParams(update_minutes=2.5), "update_minutes: got 2.5; expected a whole number"),  # type: ignore[arg-type]
+    (ModelParams(units_per_request=0), "units_per_request: got 0; expected a number from 0.001"),
+    (ModelParams(min_capacity=10, max_capacity=5),
+     "min_capacity: got 10; expected at most max_capacity (5)"),
+])
+def test_model_parameters_are_checked_by_name(params, message):
+    with pytest.raises(ModelError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        params.validate()
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("stok:70", "--policy: got 'stok:70'; expected fixed:N, stock:T"),
+    ("stock:95", "--policy 'stock:95': target utilization 95 is outside 20 to 90"),
+    ("fixed:0", "--policy 'fixed:0': fixed capacity 0 is outside 1 to 40000"),
+    ("throttle-aware+stock:10", "target utilization 10 is outside 20 to 90"),
+])
+def test_bad_policy_names_say_what_is_allowed(text, message):
+    with pytest.raises(PolicyError, match=message.replace("+", r"\+")):
+        parse(text)
+
+
+def test_policy_names_parse():
+    assert parse("throttle-aware+stock:60") == sim_policies.Spec(
+        "throttle-aware+stock:60", "throttle-aware", 60, True)
+    assert parse("scheduled").value == 70
+    assert parse("fixed:250").value == 250
+
+
+def test_prices_have_one_overridable_home():
+    p = Prices().overridden(["wcu_hour=0.001", "read_request_million=0.5"])
+    assert (p.wcu_hour, p.rcu_hour, p.read_request_million) == (0.001, 0.00013, 0.5)
+    with pytest.raises(PriceError, match="--price: got 'wcu=1'; expected NAME=VALUE"):
+        Prices().overridden(["wcu=1"])
+    with pytest.raises(PriceError, match="--price wcu_hour: got '-1'; expected a number"):
+        Prices().overridden(["wcu_hour=-1"])
+
+
+# ---------------------------------------------------------------- DynamoDB as simulated
+
+
+def _flat(minutes: int = 10, value: float = 100.0) -> Trace:
+    return Trace("flat", START, {(None, "read"): [value] * minutes,
+                                 (None, "write"): [value] * minutes,
+                                 ("ByCustomer", "read"): [value] * minutes,
+                                 ("ByCustomer", "write"): [value] * minutes})
+
+
+def test_update_table_is_asynchronous_and_refuses_a_second_update_in_flight():
+    sim = SimulatedTable(_flat(), ModelParams(update_minutes=2), {k: 100 for k in _flat().demand})
+    assert sim.update_table(0, None, {"write": 500}) == "applied"
+    assert sim.dims[(None, "write")].provisioned == 100 and sim.current((None, "write")) == 500
+    assert sim.update_table(1, None, {"read": 500}) == "in-use"
+    assert sim.update_table(1, "ByCustomer", {"read": 500}) == "applied"  # its own counter
+    sim.begin_minute(2)
+    assert sim.dims[(None, "write")].provisioned == 500
+    assert sim.dims[(None, "write")].last_increase == START + timedelta(minutes=2)
+
+
+def test_decreases_over_the_quota_fail_as_dynamodb_refuses_them():
+    sim = SimulatedTable(_flat(), ModelParams(update_minutes=0), {k: 1000 for k in _flat().demand})
+    results = [sim.update_table(t, None, {"read": 900 - t, "write": 900 - t}) for t in range(5)]
+    assert results == ["applied"] * 4 + ["quota"]  # read + write in one call: one decrease each
+    assert sim.rejected_decreases[(None, "read")] == 1
+    assert sim.update_table(5, None, {"read": 2000}) == "applied"  # increases at any time
+    assert sim.update_table(3 + 60, None, {"read": 500}) == "applied"  # an hour after the 4th
+    assert sim.update_table(3 + 61, None, {"read": 400}) == "quota"
+
+
+# ---------------------------------------------------------------- policies
+
+
+def test_throttle_aware_runs_the_lambdas_own_policy_code(monkeypatch):
+    """The simulator's throttle-aware policy goes through handler.plan_table, which calls
+    the run-time policy module; counting those calls proves there is no second copy."""
+    assert sim_policies.handler is handler
+    calls: Counter[str] = Counter()
+    real_decide, real_min = handler.decide, handler.decide_scalable_min
+
+    def decide(*args, **kwargs):
+        calls["decide"] += 1
+        return real_decide(*args, **kwargs)
+
+    def decide_min(*args, **kwargs):
+        calls["decide_scalable_min"] += 1
+        return real_min(*args, **kwargs)
+
+    monkeypatch.setattr(handler, "decide", decide)
+    monkeypatch.setattr(handler, "decide_scalable_min", decide_min)
+    trace = scenario("flash-crowd")
+    simulate(trace, [parse("throttle-aware")], progress=None)
+    ticks = (trace.minutes + ModelParams().warmup_minutes) // 2
+    assert calls["decide"] >= ticks * 2 * 0.9  # read and write, every tick it is not UPDATING
+    simulate(trace, [parse("throttle-aware+stock:70")], progress=None)
+    assert calls["decide_scalable_min"] >= ticks * 2 * 0.9
+    # And a policy that always holds makes the scaler inert: the decisions are the module's.
+    monkeypatch.setattr(handler, "decide", lambda state, config: policy.Decision(
+        state.provisioned, "held by test", policy.HOLD))
+    held = simulate(trace, [parse("throttle-aware")], progress=None)
+    assert all(r.decreases == 0 and r.peak_provisioned == r.recorded.provisioned[0]
+               for r in held)
+
+
+def test_the_quota_the_simulated_table_enforces_is_the_runtime_ledger(monkeypatch):
+    monkeypatch.setattr(quota.DecreaseLedger, "can_decrease", lambda self, now: False)
+    results = simulate(scenario("spike"), [parse("stock:70")], progress=None)
+    write = next(r for r in results if r.key == (None, "write"))
+    assert write.decreases == 0 and write.rejected_decreases > 0
+
+
+def _by(results, policy_name, dimension="write"):
+    return next(r for r in results if r.policy == policy_name and r.key == (None, dimension))
+
+
+def test_spike_timeline_follows_seed_001():
+    """Figures 2, 3 and 7 of seed 001, from the mechanics alone (README, "Fidelity")."""
+    trace = scenario("spike")
+    results = simulate(trace, [parse(p) for p in ("stock:70", "stock:60", "scheduled")],
+                       progress=None)
+    s70, s60, sched = (_by(results, p) for p in ("stock:70", "stock:60", "scheduled"))
+    # 70 %: throttling starts 3-4 minutes after the 13:00 jump, lasts about 2 minutes, and
+    # capacity lands near 18,000 / 0.7.
+    assert 62 <= s70.first_throttle_minute <= 64
+    assert 1 <= s70.throttled_minutes <= 3
+    landed = s70.recorded.provisioned[70]
+    assert 25_000 <= landed <= 27_000
+    # Before the jump: provisioned near peak quiet consumption / target.
+    assert 6_500 <= s70.recorded.provisioned[55] <= 7_500
+    assert 7_700 <= s60.recorded.provisioned[55] <= 8_800
+    # 60 %: more padding, more burst: far fewer refused units.
+    assert s60.throttled_requests < s70.throttled_requests / 2
+    # A schedule two minutes ahead: no throttles, then target tracking adds padding on top.
+    assert sched.throttled_minutes == 0
+    assert sched.recorded.provisioned[59] == 18_000
+    assert sched.peak_provisioned > 18_000
+    # Scale-in waits for 15 low datapoints after the spike ends at minute 120.
+    drop = next(m for m in range(120, 180) if s70.recorded.provisioned[m] < 20_000)
+    assert drop >= 120 + 15
+
+
+def test_throttle_aware_answers_an_unannounced_crowd_faster_than_stock():
+    results = simulate(scenario("flash-crowd"),
+                       [parse(p) for p in ("stock:70", "throttle-aware", "throttle-aware+stock:70")],
+                       progress=None)
+    for dim in ("read", "write"):
+        stock = _by(results, "stock:70", dim)
+        for p in ("throttle-aware", "throttle-aware+stock:70"):
+            assert _by(results, p, dim).throttled_requests < stock.throttled_requests / 2
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_the_oracle_never_throttles_keeps_the_quota_and_is_cheapest(name):
+    trace = scenario(name)
+    names = ["oracle", "stock:70", "stock:60", "throttle-aware+stock:70", "fixed:40000"]
+    if trace.schedule:
+        names.append("scheduled")
+    results = simulate(trace, [parse(p) for p in names], progress=None)
+    for key in trace.demand:
+        oracle = next(r for r in results if r.policy == "oracle" and r.key == key)
+        assert oracle.throttled_minutes == 0 and oracle.rejected_decreases == 0
+        for r in results:
+            if r.key == key and r.throttled_minutes == 0:
+                assert oracle.cost_usd <= r.cost_usd + 1e-9, (r.policy, key)
+
+
+def test_oracle_plan_spends_at_most_27_decreases_a_day_and_covers_demand():
+    trace = scenario("diurnal")
+    p = plan(trace, ModelParams(), Prices())
+    for key, capacity in p.items():
+        demand = trace.demand[key]
+        assert all(c >= d for c, d in zip(capacity, demand, strict=True))
+        per_day: Counter[int] = Counter()
+        for m in range(1, len(capacity)):
+            if capacity[m] < capacity[m - 1]:
+                per_day[m // 1440] += 1
+        assert max(per_day.values()) <= quota.MAX_DECREASES_PER_DAY
+
+
+def test_on_demand_is_priced_per_request_and_never_throttles():
+    trace = _flat(60, 1000)
+    (read, write, *_) = simulate(trace, [parse("on-demand")], progress=None)
+    assert read.cost_usd == pytest.approx(1000 * 60 * 60 * 0.125 / 1e6)
+    assert write.cost_usd == pytest.approx(1000 * 60 * 60 * 0.625 / 1e6)
+    assert write.throttled_requests == 0 and write.provisioned_unit_hours == 0
+
+
+def test_fixed_capacity_throttles_exactly_what_exceeds_it_once_the_bucket_is_empty():
+    trace = Trace("step", START, {(None, "read"): [0.0] * 30,
+                                  (None, "write"): [100.0] * 10 + [200.0] * 20})
+    (_, write) = simulate(trace, [parse("fixed:150")], ModelParams(warmup_minutes=0),
+                          progress=None)
+    # Bucket: 300 x 150 = 45,000 unit-seconds; 50/s of excess uses 3,000 a minute, so it
+    # lasts 15 minutes from minute 10, and minutes 25-29 refuse 50/s each.
+    assert write.first_throttle_minute == 25
+    assert write.throttled_minutes == 5
+    assert write.throttled_requests == pytest.approx(5 * 50 * 60)
+    assert write.provisioned_unit_hours == pytest.approx(150 * 30 / 60)
+    assert write.cost_usd == pytest.approx(150 * 30 / 60 * 0.00065)
+
+
+def test_gsis_are_simulated_with_their_own_counter():
+    trace = _flat(30, 100)
+    results = simulate(trace, [parse("stock:70")], progress=None)
+    assert {r.key for r in results} == set(trace.demand)
+    gsi = next(r for r in results if r.key == ("ByCustomer", "write"))
+    assert gsi.peak_provisioned == 143  # 100 / 0.7
