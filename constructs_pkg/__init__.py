@@ -39,7 +39,22 @@ _HOMES = {
     "ProvisionedTable": "table",
 }
 
-__all__ = sorted(_HOMES)
+__all__ = [
+    "Capacity",
+    "CapacityConfigError",
+    "DEFAULT_TABLE_QUOTA",
+    "DEFAULT_TARGET_UTILIZATION",
+    "EVERY_DAY",
+    "PrewarmMethod",
+    "ProvisionedTable",
+    "ScheduleEntry",
+    "ScheduleError",
+    "ThrottleAwareScaler",
+    "WEEKDAYS",
+    "acknowledge",
+    "apply_nag_packs",
+    "cron",
+]
 
 
 def __getattr__(name: str) -> Any:

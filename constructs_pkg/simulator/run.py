@@ -152,12 +152,13 @@ def _on_demand(spec: Spec, key: Key, demand: list[float], prices: Prices) -> Dim
         recorded=Recorded(list(demand), list(demand), [0.0] * len(demand), [0] * len(demand)))
 
 
-def simulate(trace: Trace, specs: Sequence[Spec], params: ModelParams = ModelParams(),
-             prices: Prices = Prices(), schedule: Sequence[dict[str, Any]] | None = None,
+def simulate(trace: Trace, specs: Sequence[Spec], params: ModelParams | None = None,
+             prices: Prices | None = None, schedule: Sequence[dict[str, Any]] | None = None,
              tick: int = DEFAULT_TICK_MINUTES,
              progress: TextIO | None = sys.stderr) -> list[DimensionResult]:
     """Every policy over ``trace``: results in policy order, then dimension order."""
-    params.validate()
+    params = (params or ModelParams()).validate()
+    prices = prices or Prices()
     results: list[DimensionResult] = []
     for spec in specs:
         results.extend(run_policy(spec, trace, params, prices, schedule, tick, progress))

@@ -25,8 +25,12 @@ class Scenario:
     build: Callable[[int], Trace]
 
 
+def _rng(seed: int) -> random.Random:
+    return random.Random(seed)  # noqa: S311 (jitter for a reproducible trace, not a secret)
+
+
 def _spike(seed: int) -> Trace:
-    rng = random.Random(seed)
+    rng = _rng(seed)
     quiet = [rng.uniform(4_000, 5_000) for _ in range(60)]
     spike = [rng.uniform(17_500, 18_500) for _ in range(60)]
     after = [rng.uniform(4_000, 5_000) for _ in range(60)]
@@ -48,7 +52,7 @@ def _prime_time(hour: float) -> float:
 
 
 def _diurnal(seed: int) -> Trace:
-    rng = random.Random(seed)
+    rng = _rng(seed)
     reads, writes = [], []
     for m in range(7 * 1440):
         s = _prime_time((m % 1440) / 60)
@@ -69,7 +73,7 @@ def _diurnal(seed: int) -> Trace:
 
 
 def _nightly_batch(seed: int) -> Trace:
-    rng = random.Random(seed)
+    rng = _rng(seed)
     reads, writes = [], []
     for m in range(7 * 1440):
         minute_of_day = m % 1440
@@ -87,7 +91,7 @@ def _nightly_batch(seed: int) -> Trace:
 
 
 def _flash_crowd(seed: int) -> Trace:
-    rng = random.Random(seed)
+    rng = _rng(seed)
     reads, writes = [], []
     for m in range(6 * 60):
         factor = 10 if 180 <= m < 200 else 1
