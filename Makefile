@@ -30,6 +30,9 @@ demo: synth
 	$(PY) -m constructs_pkg.summary cdk.out
 	$(PY) -m examples.preview
 	$(PY) -m examples.local_tick cdk.out
+	$(VENV)/bin/ddb-capacity simulate --scenario spike --policy stock:70 --policy stock:60 \
+		--policy throttle-aware+stock:70 --policy scheduled --policy oracle \
+		--chart simulation/spike.png
 
 lint: install
 	$(VENV)/bin/ruff check constructs_pkg lambda_src tests examples benchmarks

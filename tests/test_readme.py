@@ -65,3 +65,11 @@ def test_readme_scaler_example_synthesizes(tmp_path: Path) -> None:
     template = json.loads((tmp_path / "cdk.out" / "Feed.template.json").read_text())
     functions = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
     assert [f["Properties"]["Handler"] for f in functions] == ["capacity_runtime.handler.lambda_handler"]
+
+
+def test_readme_simulator_example_runs(tmp_path: Path) -> None:
+    (block,) = [b for b in python_blocks() if "simulate(" in b]
+    result = run_block(block, tmp_path)
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 4  # two policies x read and write
+    assert lines[0].startswith("stock:70 (None, 'read')")

@@ -52,9 +52,14 @@ def _prime_time(hour: float) -> float:
 
 
 def _diurnal(seed: int) -> Trace:
+    return diurnal(seed, days=7)
+
+
+def diurnal(seed: int, days: int) -> Trace:
+    """The diurnal scenario over ``days`` days (the benchmark runs 30)."""
     rng = _rng(seed)
     reads, writes = [], []
-    for m in range(7 * 1440):
+    for m in range(days * 1440):
         s = _prime_time((m % 1440) / 60)
         reads.append((1_500 + 18_000 * s) * rng.uniform(0.95, 1.05))
         writes.append((300 + 4_500 * s) * rng.uniform(0.95, 1.05))
@@ -68,7 +73,7 @@ def _diurnal(seed: int) -> Trace:
                       "dimension": "read", "min_capacity": 1},
                      {"name": "night-write", "schedule": "cron(0 23 * * ? *)",
                       "dimension": "write", "min_capacity": 1}],
-                 notes="7 days; reads swing 1,500 -> 19,500 RCU and writes 300 -> 4,800 WCU, "
+                 notes=f"{days} days; reads swing 1,500 -> 19,500 RCU and writes 300 -> 4,800 WCU, "
                        "peaking at 20:00 UTC; the schedule holds prime-time minimums 17:00-23:00")
 
 
