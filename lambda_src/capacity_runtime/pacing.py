@@ -1,0 +1,76 @@
+"""A token bucket in capacity units per second, for work that paces itself by the capacity
+DynamoDB reports it consumed (``ReturnConsumedCapacity``), not by request counts.
+
+A caller reserves an estimate before a request (:meth:`TokenBucket.acquire`) and settles
+the difference once the response says what was consumed (:meth:`TokenBucket.settle`). Tokens
+accrue at ``rate`` up to ``burst``; while they are negative (debt) every caller waits. Over
+any span T the units consumed stay within ``burst + rate x T`` plus the estimation error of
+the requests in flight. Thread-safe; the clock and sleep are injectable for tests.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+
+
+class PacingError(ValueError):
+    """A rate or burst that is not a positive number."""
+
+
+def _positive(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+            value) or value <= 0:
+        raise PacingError(f"{name}: got {value!r}; expected a number of capacity units per "
+                          f"second > 0")
+    return float(value)
+
+
+class TokenBucket:
+    def __init__(self, rate: float, burst: float | None = None, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self._rate = _positive("rate", rate)
+        self._burst = _positive("burst", burst) if burst is not None else self._rate
+        self._clock = clock
+        self._sleep = sleep
+        self._tokens = self._burst
+        self._updated = clock()
+        self._lock = threading.Lock()
+
+    @property
+    def rate(self) -> float:
+        return self._rate
+
+    def set_rate(self, rate: float) -> None:
+        """Change the rate from now on (tokens accrued so far are kept)."""
+        with self._lock:
+            self._refill()
+            self._rate = _positive("rate", rate)
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self._tokens = min(self._burst, self._tokens + (now - self._updated) * self._rate)
+        self._updated = now
+
+    def acquire(self, estimate: float, stop: threading.Event | None = None) -> bool:
+        """Wait until the bucket is out of debt, then reserve ``estimate`` units. False if
+        ``stop`` was set while waiting (nothing is reserved then)."""
+        while True:
+            with self._lock:
+                self._refill()
+                if self._tokens > 0:
+                    self._tokens -= max(0.0, estimate)
+                    return True
+                wait = -self._tokens / self._rate + 1e-3
+            if stop is not None and stop.is_set():
+                return False
+            self._sleep(min(wait, 1.0))
+
+    def settle(self, difference: float) -> None:
+        """Charge (or refund, if negative) what a request consumed beyond its estimate."""
+        with self._lock:
+            self._refill()
+            self._tokens = min(self._burst, self._tokens - difference)
