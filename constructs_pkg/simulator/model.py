@@ -114,7 +114,7 @@ def serve(demand: float, provisioned: float, bucket: float, burst_seconds: float
 
 
 @dataclass
-class DimensionState:
+class SimulatedDimension:
     """DynamoDB's view of one dimension, plus what was published to CloudWatch."""
 
     key: Key
@@ -146,7 +146,7 @@ class SimulatedTable:
         self.params = params
         self.keys: list[Key] = list(trace.demand)
         self.offset = params.warmup_minutes
-        self.dims = {k: DimensionState(k, initial[k], params.burst_seconds * initial[k])
+        self.dims = {k: SimulatedDimension(k, initial[k], params.burst_seconds * initial[k])
                      for k in self.keys}
         self.ledgers: dict[str | None, DecreaseLedger] = {k[0]: DecreaseLedger()
                                                           for k in self.keys}

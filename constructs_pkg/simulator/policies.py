@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from lambda_src.capacity_runtime import handler
 from lambda_src.capacity_runtime.actuator import SCALABLE_TARGET
@@ -255,6 +255,3 @@ class OnDemand:
     def act(self, sim: SimulatedTable, t: int) -> None:
         return None
 
-
-def describe(spec: Spec) -> dict[str, Any]:
-    return {"kind": spec.kind, "value": spec.value, "with_stock": spec.with_stock}

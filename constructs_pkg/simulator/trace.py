@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,6 @@ class Trace:
     demand: dict[Key, list[float]]
     schedule: list[dict[str, Any]] | None = None
     notes: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def minutes(self) -> int:
