@@ -18,6 +18,7 @@ import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from lambda_src.capacity_runtime.policy import capacity_units
 from lambda_src.capacity_runtime.quota import FREE_DECREASES, HOUR, MAX_DECREASES_PER_DAY
 
 from .model import ModelParams, SimulatedTable
@@ -104,7 +105,7 @@ def plan(trace: Trace, params: ModelParams, prices: Prices, block_minutes: int =
             for k in keys:
                 peak = max(trace.demand[k][b * block_minutes:(b + 1) * block_minutes])
                 row.append(max(params.min_capacity,
-                               min(params.max_capacity, math.ceil(round(peak, 6)))))
+                               min(params.max_capacity, capacity_units(peak))))
             needs.append(row)
         weights = [prices.unit_hour(k[1]) for k in keys]
         by_block = _plan_resource(needs, weights, days, block, lookback_blocks)

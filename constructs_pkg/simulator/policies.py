@@ -8,10 +8,10 @@ run-time policy and quota ledger.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from lambda_src.capacity_runtime import handler
@@ -25,7 +25,7 @@ from lambda_src.capacity_runtime.discovery import (
     scalable_dimension,
 )
 from lambda_src.capacity_runtime.metrics import Series, window
-from lambda_src.capacity_runtime.policy import HOLD, PolicyConfig
+from lambda_src.capacity_runtime.policy import HOLD, PolicyConfig, capacity_units
 
 from .model import ModelParams, SimulatedTable
 from .schedules import Firing
@@ -87,7 +87,7 @@ def parse(text: str, max_capacity: int = 40_000) -> Spec:
 
 
 def _clamp(value: float, lo: int, hi: int) -> int:
-    return int(max(lo, min(hi, math.ceil(round(value, 6)))))
+    return max(lo, min(hi, capacity_units(value)))
 
 
 class Fixed:
@@ -191,13 +191,9 @@ class ThrottleAware:
         return {k: _clamp(d[0] / self.target, params.min_capacity, params.max_capacity)
                 for k, d in trace.demand.items()}
 
-    def _series(self, sim: SimulatedTable, key: Key, t: int) -> Series:
-        start, end = window(sim.time(t), self.config.history_minutes,
-                            self.config.metric_lag_minutes)
-        first = int((start - sim.trace.start) / MINUTE)
-        minutes = range(first, first + int((end - start) / MINUTE))
-        return Series([sim.time(m) for m in minutes],
-                      [sim.visible(key, m, t) or 0.0 for m in minutes],
+    def _series(self, sim: SimulatedTable, key: Key, t: int, minutes: range,
+                starts: list[datetime]) -> Series:
+        return Series(starts, [sim.visible(key, m, t) or 0.0 for m in minutes],
                       [sim.visible(key, m, t, throttles=True) or 0.0 for m in minutes])
 
     def act(self, sim: SimulatedTable, t: int) -> None:
@@ -208,6 +204,12 @@ class ThrottleAware:
     def _tick(self, sim: SimulatedTable, t: int) -> None:
         if t % self.tick or sim.busy(None, t):
             return  # not a tick, or DescribeTable says UPDATING: the tick skips the table
+        # The minutes a tick reads, as the Lambda computes them; the same for every dimension.
+        start, end = window(sim.time(t), self.config.history_minutes,
+                            self.config.metric_lag_minutes)
+        first = int((start - sim.trace.start) / MINUTE)
+        minutes = range(first, first + int((end - start) / MINUTE))
+        starts = [sim.time(m) for m in minutes]
         dims, series = [], {}
         for key in sim.keys:
             index, dim = key
@@ -225,7 +227,7 @@ class ThrottleAware:
             dims.append(Dimension(SIMULATED_TABLE, index, dim, d.provisioned,
                                   sim.ledgers[index], d.last_increase,
                                   Limits(lo, hi, self.target), target))
-            series[(SIMULATED_TABLE, index, dim)] = self._series(sim, key, t)
+            series[(SIMULATED_TABLE, index, dim)] = self._series(sim, key, t, minutes, starts)
         table = ManagedTable(SIMULATED_TABLE, f"arn:simulated:table/{SIMULATED_TABLE}", {}, dims)
         updates: dict[str | None, dict[str, int]] = {}
         for change, _ in handler.plan_table(table, series, self.config, sim.time(t)):

@@ -103,13 +103,13 @@ class Decision:
     free_decrease: int | None = None
 
 
-def _units(value: float) -> int:
+def capacity_units(value: float) -> int:
     """Whole capacity units covering ``value``, ignoring float noise (84 / 0.7 is 120)."""
     return math.ceil(round(value, 6))
 
 
 def _clamp(value: float, state: DimensionState) -> int:
-    return int(max(state.min_capacity, min(state.max_capacity, _units(value))))
+    return int(max(state.min_capacity, min(state.max_capacity, capacity_units(value))))
 
 
 def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Decision:
@@ -135,7 +135,7 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
     if fresh:
         refused = [throttles[i] / 60 * config.units_per_throttled_request for i in fresh]
         demand = max(consumed[i] + r for i, r in zip(fresh, refused, strict=True))
-        step = max(config.min_step_units, _units(provisioned * config.min_step_fraction))
+        step = max(config.min_step_units, capacity_units(provisioned * config.min_step_fraction))
         wanted = _clamp(max(demand / target, provisioned + step), state)
         events = sum(throttles[i] for i in fresh)
         if wanted <= provisioned:
