@@ -4,7 +4,7 @@ Scaling say about them. Clients are passed in; nothing here decides."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -62,9 +62,26 @@ def scalable_dimension(index: str | None, dimension: str) -> str:
     return f"dynamodb:{kind}:{UNITS[dimension]}"
 
 
+def scope_label(index: str | None) -> str:
+    """How tags name the table itself or one of its GSIs: ``table`` or ``index/NAME``."""
+    return "table" if index is None else f"index/{index}"
+
+
 def base_min_tag(index: str | None, dimension: str) -> str:
-    """The table tag that remembers a target's minimum while the scaler holds it raised."""
-    return f"{BASE_MIN_TAG}{'table' if index is None else 'index/' + index}:{dimension}"
+    """The table tag that remembers a minimum while the scaler or a capacity request holds
+    it raised (the target's MinCapacity; without a target, the provisioned capacity)."""
+    return f"{BASE_MIN_TAG}{scope_label(index)}:{dimension}"
+
+
+def throughput_of(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:
+    """The ProvisionedThroughput of the table (``index`` None) or of one GSI, from
+    DescribeTable's ``Table``. Raises KeyError for an unknown index."""
+    if index is None:
+        return description["ProvisionedThroughput"]
+    for gsi in description.get("GlobalSecondaryIndexes", []):
+        if gsi["IndexName"] == index:
+            return gsi["ProvisionedThroughput"]
+    raise KeyError(f"index {index!r} not found on table {description.get('TableName')!r}")
 
 
 def tags_of(listing: Iterable[Mapping[str, str]]) -> dict[str, str]:
@@ -88,18 +105,22 @@ def find_tables(tagging: Any, config: ScalerConfig) -> dict[str, dict[str, str] 
     return found
 
 
-def scalable_targets(aas: Any) -> dict[tuple[str, str], ScalableTarget]:
-    """Every DynamoDB scalable target of the account and Region, with whether it has a
-    target-tracking policy: a constant number of paginated calls, whatever the table count."""
+def scalable_targets(aas: Any, resource_ids: Sequence[str] = ()
+                     ) -> dict[tuple[str, str], ScalableTarget]:
+    """Every DynamoDB scalable target of the account and Region (or only those of
+    ``resource_ids``), with whether it has a target-tracking policy: a constant number of
+    paginated calls, whatever the table count."""
+    only = {"ResourceIds": list(resource_ids)} if resource_ids else {}
     tracked = set()
-    for page in aas.get_paginator("describe_scaling_policies").paginate(
-            ServiceNamespace="dynamodb"):
-        for policy in page["ScalingPolicies"]:
-            if policy.get("PolicyType") == "TargetTrackingScaling":
-                tracked.add((policy["ResourceId"], policy["ScalableDimension"]))
+    for one in [{"ResourceId": r} for r in resource_ids] or [{}]:
+        for page in aas.get_paginator("describe_scaling_policies").paginate(
+                ServiceNamespace="dynamodb", **one):
+            for policy in page["ScalingPolicies"]:
+                if policy.get("PolicyType") == "TargetTrackingScaling":
+                    tracked.add((policy["ResourceId"], policy["ScalableDimension"]))
     targets = {}
     for page in aas.get_paginator("describe_scalable_targets").paginate(
-            ServiceNamespace="dynamodb"):
+            ServiceNamespace="dynamodb", **only):
         for t in page["ScalableTargets"]:
             key = (t["ResourceId"], t["ScalableDimension"])
             targets[key] = ScalableTarget(t["ResourceId"], t["ScalableDimension"],

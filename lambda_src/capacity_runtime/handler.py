@@ -17,7 +17,6 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -25,33 +24,12 @@ from botocore.exceptions import ClientError
 
 from . import actuator, discovery, metrics
 from .actuator import SCALABLE_TARGET, UPDATE_TABLE, Change, Outcome
+from .clients import Clients, make_clients
 from .config import OverrideError, ScalerConfig
 from .discovery import ManagedTable, NotManaged
 from .policy import HOLD, Decision, DimensionState, combine_counter, decide, decide_scalable_min
 
 LOG = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Clients:
-    dynamodb: Any
-    autoscaling: Any
-    cloudwatch: Any
-    tagging: Any
-
-
-def make_clients(**kwargs: Any) -> Clients:
-    """boto3 clients with adaptive retries (throttled control-plane calls back off)."""
-    import boto3
-    from botocore.config import Config
-
-    config = Config(retries={"mode": "adaptive", "max_attempts": 10})
-    return Clients(
-        boto3.client("dynamodb", config=config, **kwargs),
-        boto3.client("application-autoscaling", config=config, **kwargs),
-        boto3.client("cloudwatch", config=config, **kwargs),
-        boto3.client("resourcegroupstaggingapi", config=config, **kwargs),
-    )
 
 
 def plan_table(table: ManagedTable, series: Mapping[Any, metrics.Series], config: ScalerConfig,

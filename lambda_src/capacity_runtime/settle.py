@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .discovery import UNITS
+from .discovery import UNITS, throughput_of
 
 LOG = logging.getLogger(__name__)
 LOG.setLevel(logging.INFO)
@@ -62,15 +62,6 @@ def parse_targets(raw: Any) -> list[SettleTarget]:
     return targets
 
 
-def _throughput_of(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:
-    if index is None:
-        return description["ProvisionedThroughput"]
-    for gsi in description.get("GlobalSecondaryIndexes", []):
-        if gsi["IndexName"] == index:
-            return gsi["ProvisionedThroughput"]
-    raise KeyError(f"index {index!r} not found on table {description.get('TableName')!r}")
-
-
 def plan_settle(
     description: Mapping[str, Any], targets: list[SettleTarget]
 ) -> dict[str, Any] | None:
@@ -82,14 +73,14 @@ def plan_settle(
     """
     wanted: dict[str | None, dict[str, int]] = {}
     for t in targets:
-        current = int(_throughput_of(description, t.index)[UNITS[t.dimension]])
+        current = int(throughput_of(description, t.index)[UNITS[t.dimension]])
         if t.high_water_mark > t.operating and current == t.high_water_mark:
             wanted.setdefault(t.index, {})[t.dimension] = t.operating
     if not wanted:
         return None
 
     def throughput(index: str | None) -> dict[str, int]:
-        now = _throughput_of(description, index)
+        now = throughput_of(description, index)
         return {
             UNITS[d]: int(wanted[index].get(d, now[UNITS[d]])) for d in (READ, WRITE)
         }
