@@ -51,6 +51,7 @@ class ManagedTable:
     arn: str
     tags: dict[str, str]
     dimensions: list[Dimension] = field(default_factory=list)
+    indexes: list[str] = field(default_factory=list)  # every GSI, ACTIVE or not
 
 
 def resource_id(table: str, index: str | None) -> str:
@@ -148,6 +149,7 @@ def describe_table(dynamodb: Any, name: str, tags: dict[str, str] | None, config
     managed = ManagedTable(name, table["TableArn"], tags)
     specs: list[tuple[str | None, Mapping[str, Any]]] = [(None, table)]
     for gsi in table.get("GlobalSecondaryIndexes", []):
+        managed.indexes.append(gsi["IndexName"])
         if gsi.get("IndexStatus", "ACTIVE") != "ACTIVE":
             LOG.info("table %s index %s skipped: %s", name, gsi["IndexName"], gsi["IndexStatus"])
             continue

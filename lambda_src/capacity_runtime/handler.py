@@ -3,9 +3,14 @@
 ``lambda_handler`` is thin; ``run_tick`` takes its clients and clock as arguments so the
 same tick runs in Lambda, in tests against a moto server, and in benchmarks.
 
+Capacity requests (``holds``): a table's expired holds are ended first, and its active
+holds lift the dimension's min (and max) to their level for the tick.
+
 Output, on stdout (CloudWatch Logs):
 - one JSON line per decision: ``{"event": "decision", "table", "index", "dimension",
   "via", "from", "to", "action", "reason", "throttles_seen", "status"}``;
+- one per ended capacity hold: ``{"event": "hold-ended", "table", "index", "dimension",
+  "via", "from", "to", "status"}``;
 - one Embedded Metric Format record per table in the configured namespace, dimension
   ``TableName``: ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``.
 """
@@ -22,7 +27,7 @@ from typing import Any, TextIO
 
 from botocore.exceptions import ClientError
 
-from . import actuator, discovery, metrics
+from . import actuator, discovery, holds, metrics
 from .actuator import SCALABLE_TARGET, UPDATE_TABLE, Change, Outcome
 from .clients import Clients, make_clients
 from .config import OverrideError, ScalerConfig
@@ -92,9 +97,15 @@ def run_tick(config: ScalerConfig, clients: Clients, now: datetime,
     tables: list[ManagedTable] = []
     for name, tags in discovery.find_tables(clients.tagging, config).items():
         try:
-            tables.append(discovery.describe_table(clients.dynamodb, name, tags, config,
-                                                   targets, now))
-        except (NotManaged, OverrideError) as exc:
+            table = discovery.describe_table(clients.dynamodb, name, tags, config, targets, now)
+            if not config.dry_run and holds.needs_restore(table.tags, now):
+                for ended in holds.restore_expired(name, clients=clients,
+                                                   clock=now.timestamp, lower_direct=False):
+                    _emit(out, {"event": "hold-ended", **ended})
+                table = discovery.describe_table(clients.dynamodb, name, None, config, targets,
+                                                 now)
+            tables.append(holds.lift(table, now))
+        except (NotManaged, OverrideError, holds.CapacityRequestError) as exc:
             skipped.append({"table": name, "reason": str(exc)})
         except ClientError as exc:
             error = exc.response.get("Error", {})

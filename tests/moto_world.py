@@ -1,0 +1,98 @@
+"""A moto world for run-time tests: tables, scalable targets and CloudWatch traffic in the
+session's moto server, isolated by a unique run id."""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from examples.local_aws import put_traffic
+from lambda_src.capacity_runtime.config import ScalerConfig
+from lambda_src.capacity_runtime.handler import Clients, run_tick
+
+LAG = 2  # SCALER_METRIC_LAG_MINUTES default
+
+
+class World:
+    """Tables, targets and traffic in the moto server, isolated by a unique tag value."""
+
+    def __init__(self, aws_client: Any) -> None:
+        self.ddb = aws_client("dynamodb")
+        self.aas = aws_client("application-autoscaling")
+        self.cw = aws_client("cloudwatch")
+        self.clients = Clients(self.ddb, self.aas, self.cw, aws_client("resourcegroupstaggingapi"))
+        self.run_id = uuid.uuid4().hex[:8]
+        self.now = datetime.now(UTC).replace(second=0, microsecond=0)
+
+    def name(self, base: str) -> str:
+        return f"{base}-{self.run_id}"
+
+    def table(self, base: str, read: int, write: int, *, gsi: tuple[int, int] | None = None,
+              tagged: bool = True, tags: dict[str, str] | None = None) -> str:
+        name = self.name(base)
+        attrs = [{"AttributeName": "pk", "AttributeType": "S"}]
+        extra: dict[str, Any] = {}
+        if gsi:
+            attrs.append({"AttributeName": "user", "AttributeType": "S"})
+            extra["GlobalSecondaryIndexes"] = [{
+                "IndexName": "byUser", "KeySchema": [{"AttributeName": "user", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+                "ProvisionedThroughput": {"ReadCapacityUnits": gsi[0], "WriteCapacityUnits": gsi[1]},
+            }]
+        all_tags = dict(tags or {})
+        if tagged:
+            all_tags["autoscaling_manager_enabled"] = self.run_id
+        if all_tags:
+            extra["Tags"] = [{"Key": k, "Value": v} for k, v in all_tags.items()]
+        self.ddb.create_table(
+            TableName=name, AttributeDefinitions=attrs,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            ProvisionedThroughput={"ReadCapacityUnits": read, "WriteCapacityUnits": write},
+            **extra)
+        return name
+
+    def target(self, name: str, dimension: str, min_capacity: int, max_capacity: int) -> None:
+        scalable = f"dynamodb:table:{dimension.capitalize()}CapacityUnits"
+        self.aas.register_scalable_target(
+            ServiceNamespace="dynamodb", ResourceId=f"table/{name}", ScalableDimension=scalable,
+            MinCapacity=min_capacity, MaxCapacity=max_capacity)
+        self.aas.put_scaling_policy(
+            PolicyName=f"{name}-{dimension}", ServiceNamespace="dynamodb",
+            ResourceId=f"table/{name}", ScalableDimension=scalable,
+            PolicyType="TargetTrackingScaling",
+            TargetTrackingScalingPolicyConfiguration={
+                "TargetValue": 70, "PredefinedMetricSpecification": {
+                    "PredefinedMetricType": f"DynamoDB{dimension.capitalize()}CapacityUtilization"}})
+
+    def traffic(self, name: str, dimension: str, per_second: float, *, throttles: float = 0,
+                minutes: range = range(1, 16), index: str | None = None) -> None:
+        """Consumed units/s and throttle events per minute, ``minutes`` before the window end."""
+        put_traffic(self.cw, name, dimension, per_second, end=self.now - timedelta(minutes=LAG),
+                    minutes=minutes, throttles=throttles, index=index)
+
+    def tick(self, now: datetime | None = None, **env: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        config = ScalerConfig.from_env({"SCALER_TAG_VALUE": self.run_id, **env})
+        out = io.StringIO()
+        summary = run_tick(config, self.clients, now or self.now, out=out)
+        return summary, [json.loads(line) for line in out.getvalue().splitlines()]
+
+    def throughput(self, name: str, index: str | None = None) -> tuple[int, int]:
+        table = self.ddb.describe_table(TableName=name)["Table"]
+        spec = table if index is None else next(
+            g for g in table["GlobalSecondaryIndexes"] if g["IndexName"] == index)
+        pt = spec["ProvisionedThroughput"]
+        return pt["ReadCapacityUnits"], pt["WriteCapacityUnits"]
+
+    def target_min(self, name: str, dimension: str) -> int:
+        (t,) = self.aas.describe_scalable_targets(
+            ServiceNamespace="dynamodb", ResourceIds=[f"table/{name}"],
+            ScalableDimension=f"dynamodb:table:{dimension.capitalize()}CapacityUnits",
+        )["ScalableTargets"]
+        return int(t["MinCapacity"])
+
+    def tags(self, name: str) -> dict[str, str]:
+        arn = self.ddb.describe_table(TableName=name)["Table"]["TableArn"]
+        return {t["Key"]: t["Value"] for t in self.ddb.list_tags_of_resource(ResourceArn=arn)["Tags"]}

@@ -1,0 +1,399 @@
+"""Capacity requests ("get ready, here I come") against a moto server on 127.0.0.1: holds
+that add up, early release, expiry restored by the scaler's tick and by restore_expired
+after the requesting process was killed; botocore's Stubber for what moto never does (a
+table that stays UPDATING, refused updates, an exhausted decrease quota)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import ANY, Stubber
+
+from lambda_src.capacity_runtime import holds as holds_module
+from lambda_src.capacity_runtime.clients import Clients
+from lambda_src.capacity_runtime.discovery import base_min_tag
+from lambda_src.capacity_runtime.holds import (
+    HOLD_TAG,
+    CapacityRequestError,
+    CapacityRequestTimeout,
+    Hold,
+    holds_in,
+    level,
+    release_hold,
+    request_capacity,
+    restore_expired,
+)
+from tests.moto_world import World
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def world(aws_client: Any) -> World:
+    return World(aws_client)
+
+
+def hold_tags(world: World, name: str) -> dict[str, str]:
+    return {k: v for k, v in world.tags(name).items() if k.startswith(HOLD_TAG)}
+
+
+def later(minutes: float) -> Any:
+    """A clock ``minutes`` from now."""
+    return lambda: time.time() + minutes * 60
+
+
+# ------------------------------------------------------------------ holds add up
+
+
+def test_two_requesters_add_up_over_the_current_traffic(world: World) -> None:
+    name = world.table("Adds", 100, 1_500, tagged=False)
+    world.target(name, "write", 1_500, 40_000)
+    world.traffic(name, "write", 1_000)
+
+    first = request_capacity(name, write=5_000, clients=world.clients)
+    assert first.levels == {"write": 6_000}
+    assert world.target_min(name, "write") == 6_000
+    assert world.throughput(name) == (100, 6_000)
+    # The second worker's own traffic may already show; the level counts the traffic the
+    # first hold saw, so the first worker's load is not counted twice.
+    world.traffic(name, "write", 3_000, minutes=range(1, 3))
+    second = request_capacity(name, write=5_000, clients=world.clients)
+    assert second.levels == {"write": 11_000}
+    assert world.target_min(name, "write") == 11_000
+    assert world.throughput(name) == (100, 11_000)
+    assert [h.baseline for h in second.holds] == [1_000]
+    assert world.tags(name)[base_min_tag(None, "write")] == "1500"
+    assert len(hold_tags(world, name)) == 2
+
+    # Early release: the minimum falls to what the other hold needs...
+    rows = first.release()
+    assert rows == [{"table": name, "index": None, "dimension": "write",
+                     "via": "scalable-target", "from": 11_000, "to": 6_000,
+                     "status": "applied"}]
+    assert world.target_min(name, "write") == 6_000
+    assert first.release() == []  # idempotent
+    # ...and to the base once no hold is left; auto scaling scales in by its own rules.
+    with second:
+        pass
+    assert world.target_min(name, "write") == 1_500
+    assert world.throughput(name) == (100, 11_000)
+    assert hold_tags(world, name) == {}
+    assert base_min_tag(None, "write") not in world.tags(name)
+
+
+def test_a_gsi_without_a_target_is_raised_and_lowered_with_update_table(world: World) -> None:
+    name = world.table("Direct", 10, 10, gsi=(20, 5), tagged=False)
+    world.traffic(name, "read", 80, index="byUser")
+    hold = request_capacity(name, index="byUser", read=300, write=50, clients=world.clients)
+    assert hold.levels == {"read": 380, "write": 50}
+    assert world.throughput(name, "byUser") == (380, 50)
+    assert world.throughput(name) == (10, 10)
+    assert {c["via"] for c in hold.changes} == {"update-table"}
+    assert world.tags(name)[base_min_tag("byUser", "read")] == "20"
+
+    rows = hold.release()
+    assert {(r["dimension"], r["from"], r["to"], r["status"]) for r in rows} == {
+        ("read", 380, 20, "applied"), ("write", 50, 5, "applied")}
+    assert world.throughput(name, "byUser") == (20, 5)
+    assert not any(k.startswith(("ddb-capacity:hold:", "ddb-capacity:base-min:"))
+                   for k in world.tags(name))
+
+
+def test_a_request_below_the_current_capacity_changes_nothing(world: World) -> None:
+    name = world.table("Enough", 10, 900, tagged=False)
+    world.traffic(name, "write", 100)
+    hold = request_capacity(name, write=200, clients=world.clients)
+    assert hold.levels == {"write": 900} and hold.changes == []
+    assert world.throughput(name) == (10, 900)
+    assert hold.release() == [{"table": name, "index": None, "dimension": "write",
+                               "via": "update-table", "from": 900, "to": 900,
+                               "status": "unchanged"}]
+    assert hold_tags(world, name) == {}
+
+
+def test_release_keeps_capacity_raised_beyond_the_holds_by_someone_else(world: World) -> None:
+    name = world.table("Kept", 10, 10, tagged=False)
+    hold = request_capacity(name, write=100, clients=world.clients)
+    world.ddb.update_table(TableName=name, ProvisionedThroughput={
+        "ReadCapacityUnits": 10, "WriteCapacityUnits": 700})  # the scaler, for traffic
+    (row,) = hold.release()
+    assert (row["status"], row["from"], row["to"]) == ("kept", 700, 700)
+    assert world.throughput(name) == (10, 700)
+    assert not any(k.startswith("ddb-capacity:") for k in world.tags(name))
+
+
+# ------------------------------------------------------------------ expiry after a crash
+
+
+def test_the_scaler_tick_restores_the_hold_of_a_killed_worker(world: World,
+                                                             aws_env: dict[str, str]) -> None:
+    name = world.table("Crash", 10, 100)
+    world.target(name, "write", 100, 10_000)
+    direct = world.table("CrashDirect", 10, 100)
+    request_capacity(direct, write=2_000, hold=timedelta(minutes=5), clients=world.clients)
+    env = {**os.environ, **aws_env, "PYTHONPATH": str(ROOT)}
+    script = textwrap.dedent(f"""
+        import os, signal
+        from datetime import timedelta
+        from lambda_src.capacity_runtime.holds import request_capacity
+        request_capacity({name!r}, write=2_000, hold=timedelta(minutes=5))
+        print("raised", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    assert done.stdout.strip() == "raised"
+    assert world.target_min(name, "write") == 2_000
+    assert world.throughput(name) == (10, 2_000)
+
+    # While the holds last, a tick neither restores the minimum nor lowers the table
+    # without a target to its max (500 here).
+    summary, _ = world.tick(world.now + timedelta(minutes=1), SCALER_DEFAULT_MAX="500")
+    assert world.target_min(name, "write") == 2_000
+    assert world.throughput(direct)[1] == 2_000
+    assert summary["failed"] == []
+    assert [c for c in summary["changes"] if c["dimension"] == "write"] == []
+    # After they expired, the tick ends them and the tags go away: the minimum goes back to
+    # its base; the table without a target is left to the policy, which lowers it in the
+    # same tick (to its max of 500 here), spending one decrease rather than two.
+    summary, events = world.tick(world.now + timedelta(minutes=7), SCALER_DEFAULT_MAX="500")
+    assert world.target_min(name, "write") == 100
+    (lowered,) = [c for c in summary["changes"]
+                  if (c["table"], c["dimension"]) == (direct, "write")]
+    assert (lowered["from"], lowered["to"]) == (2_000, 500)
+    assert world.throughput(direct)[1] == 500
+    for table in (name, direct):
+        assert [k for k in world.tags(table) if k.startswith("ddb-capacity:")] == []
+    ended = {e["table"]: e for e in events if e.get("event") == "hold-ended"}
+    assert {t: (e["via"], e["from"], e["to"], e["status"]) for t, e in ended.items()} == {
+        name: ("scalable-target", 2_000, 100, "applied"),
+        direct: ("update-table", 2_000, 2_000, "left-to-policy")}
+
+
+def test_restore_expired_ends_only_expired_and_malformed_holds(world: World) -> None:
+    name = world.table("Expiry", 10, 50, tagged=False)
+    short = request_capacity(name, write=100, hold=timedelta(minutes=2), clients=world.clients)
+    long = request_capacity(name, write=400, hold=timedelta(minutes=30), clients=world.clients)
+    arn = world.ddb.describe_table(TableName=name)["Table"]["TableArn"]
+    world.ddb.tag_resource(ResourceArn=arn, Tags=[{"Key": f"{HOLD_TAG}junk:write",
+                                                   "Value": "table:lots:0:0"}])
+    assert world.throughput(name) == (10, 500)
+    # Nothing expired yet: only the malformed tag goes.
+    assert restore_expired(name, clients=world.clients) == []
+    assert set(hold_tags(world, name)) == {short.holds[0].key, long.holds[0].key}
+
+    rows = restore_expired(name, clients=world.clients, clock=later(5))
+    assert [(r["from"], r["to"], r["status"]) for r in rows] == [(500, 400, "applied")]
+    assert world.throughput(name) == (10, 400)
+    assert set(hold_tags(world, name)) == {f"{HOLD_TAG}{long.id}:write"}
+    assert short.release() == []  # already ended: nothing left to do
+    assert world.throughput(name) == (10, 400)
+    rows = restore_expired(name, clients=world.clients, clock=later(45))
+    assert [(r["from"], r["to"]) for r in rows] == [(400, 50)]
+    assert world.tags(name) == {}
+
+
+def test_release_by_id_from_another_process(world: World) -> None:
+    name = world.table("ById", 10, 10, tagged=False)
+    hold = request_capacity(name, read=90, clients=world.clients)
+    with pytest.raises(CapacityRequestError, match=f"id: got 'nope'; table {name} holds "
+                                                   f"{hold.id}"):
+        release_hold(name, "nope", clients=world.clients)
+    (row,) = release_hold(name, hold.id, clients=world.clients)
+    assert (row["from"], row["to"]) == (90, 10)
+
+
+# ------------------------------------------------------------------ refusals
+
+
+def test_a_request_above_the_targets_max_is_refused_and_withdrawn(world: World) -> None:
+    name = world.table("OverMax", 10, 100, tagged=False)
+    world.target(name, "write", 100, 5_000)
+    with pytest.raises(CapacityRequestError, match="write: the request needs a minimum of "
+                                                   "9,000 but the scalable target of table "
+                                                   "has a max of 5,000"):
+        request_capacity(name, write=9_000, clients=world.clients)
+    assert world.target_min(name, "write") == 100
+    assert world.tags(name) == {}
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"table": "t"}, "table: got 't'; expected a table name"),
+    ({"write": -1}, "write: got -1; expected a whole number of capacity units from 0 to "
+                    "40,000"),
+    ({"read": 2.5}, "read: got 2.5; expected a whole number"),
+    ({"write": True}, "write: got True"),
+    ({"read": 0, "write": 0}, "read and write: got 0 and 0"),
+    ({"hold": timedelta(seconds=30)}, "hold: got datetime.timedelta(seconds=30); expected a "
+                                      "timedelta from 1 minute to 1 day"),
+    ({"hold": 15}, "hold: got 15; expected a timedelta"),
+    ({"timeout": timedelta(seconds=-1)}, "timeout: got "),
+    ({"index": "x" * 200}, "index: got a name of 200 characters; hold tags can name "
+                           "indexes of up to"),
+])
+def test_bad_input_names_the_field_and_value(kwargs: dict[str, Any], message: str) -> None:
+    args: dict[str, Any] = {"table": "Orders", "write": 10, **kwargs}
+    with pytest.raises(CapacityRequestError) as info:
+        request_capacity(args.pop("table"), **args)
+    assert message in str(info.value)
+
+
+def test_unknown_table_index_and_on_demand_are_clear_errors(world: World) -> None:
+    with pytest.raises(CapacityRequestError, match="table: got 'NoSuchTable'; no such table"):
+        request_capacity("NoSuchTable", write=1, clients=world.clients)
+    name = world.table("Idx", 10, 10, gsi=(5, 5), tagged=False)
+    with pytest.raises(CapacityRequestError, match=f"index: got 'Nope'; table {name} has "
+                                                   f"byUser"):
+        request_capacity(name, index="Nope", write=1, clients=world.clients)
+    od = world.name("OnDemand")
+    world.ddb.create_table(TableName=od, BillingMode="PAY_PER_REQUEST",
+                           AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                           KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+    with pytest.raises(CapacityRequestError, match=f"table: {od} is on-demand"):
+        request_capacity(od, write=1, clients=world.clients)
+    assert world.tags(name) == {}
+
+
+# ------------------------------------------------------------------ Stubber: what moto never does
+
+
+def _table(status: str = "ACTIVE", write: int = 10, decreases: int = 0) -> dict[str, Any]:
+    return {"Table": {
+        "TableName": "Orders", "TableStatus": status,
+        "TableArn": "arn:aws:dynamodb:us-east-1:123456789012:table/Orders",
+        "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": write,
+                                  **({"NumberOfDecreasesToday": decreases,
+                                      "LastDecreaseDateTime": datetime.now(UTC)}
+                                     if decreases else {})}}}
+
+
+def _tags(**extra: str) -> dict[str, Any]:
+    return {"Tags": [{"Key": k, "Value": v} for k, v in extra.items()]}
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = time.time()
+
+    def __call__(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.t += seconds
+
+
+HOLD_ID = "0123456789ab"
+
+
+@pytest.fixture
+def stubbed(aws_client: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A stubbed DynamoDB client beside moto's Application Auto Scaling and CloudWatch;
+    new holds get the id HOLD_ID."""
+    monkeypatch.setattr(holds_module.uuid, "uuid4",
+                        lambda: uuid.UUID(HOLD_ID + "0" * 20))
+    ddb = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x",
+                       aws_secret_access_key="x")
+    stub = Stubber(ddb)
+    clients = Clients(ddb, aws_client("application-autoscaling"), aws_client("cloudwatch"),
+                      None)
+    with stub:
+        yield stub, clients
+    stub.assert_no_pending_responses()
+
+
+def _hold_value(units: int, clock: FakeClock, minutes: int = 15, baseline: int = 0) -> str:
+    return f"table:{units}:{int(clock.t + minutes * 60) + 1}:{baseline}"
+
+
+def test_a_table_that_stays_updating_times_out_and_withdraws_the_hold(stubbed: Any) -> None:
+    stub, clients = stubbed
+    clock = FakeClock()
+    stub.add_response("describe_table", _table())
+    stub.add_response("list_tags_of_resource", _tags())
+    stub.add_response("tag_resource", {})
+    for _ in range(4):  # 0, 5, 10, 15 s: still UPDATING; the timeout is 15 s
+        stub.add_response("describe_table", _table("UPDATING"))
+    # Withdrawing: the table is ACTIVE again, nothing was raised yet, the tags go.
+    stub.add_response("describe_table", _table())
+    stub.add_response("list_tags_of_resource", _tags(**{
+        f"{HOLD_TAG}{HOLD_ID}:write": "table:500:9999999999:0", base_min_tag(None, "write"): "10"}))
+    stub.add_response("untag_resource", {}, {
+        "ResourceArn": ANY, "TagKeys": [base_min_tag(None, "write"), f"{HOLD_TAG}{HOLD_ID}:write"]})
+    with pytest.raises(CapacityRequestTimeout, match="table Orders: still busy "
+                                                     r"\(status UPDATING\)"):
+        request_capacity("Orders", write=500, timeout=timedelta(seconds=15), clients=clients,
+                         clock=clock, sleep=clock.sleep)
+
+
+def test_resource_in_use_is_waited_out_and_a_refused_raise_is_reported(stubbed: Any) -> None:
+    stub, clients = stubbed
+    clock = FakeClock()
+    stub.add_response("describe_table", _table())
+    stub.add_response("list_tags_of_resource", _tags())
+    stub.add_response("tag_resource", {})
+    held = {base_min_tag(None, "write"): "10"}
+    # Round 1: another update is in flight.
+    stub.add_response("describe_table", _table())
+    stub.add_response("list_tags_of_resource", _tags(**held, **{
+        f"{HOLD_TAG}{HOLD_ID}:write": _hold_value(500, clock)}))
+    stub.add_client_error("update_table", "ResourceInUseException", "Table is being updated")
+    # Round 2: the account's limit refuses the raise.
+    stub.add_response("describe_table", _table())
+    stub.add_response("list_tags_of_resource", _tags(**held, **{
+        f"{HOLD_TAG}{HOLD_ID}:write": _hold_value(500, clock)}))
+    stub.add_client_error("update_table", "LimitExceededException",
+                          "Subscriber limit exceeded: Provisioned throughput can not exceed "
+                          "the account limit")
+    # Withdrawn.
+    stub.add_response("describe_table", _table())
+    stub.add_response("list_tags_of_resource", _tags(**held, **{
+        f"{HOLD_TAG}{HOLD_ID}:write": _hold_value(500, clock)}))
+    stub.add_response("untag_resource", {})
+    with pytest.raises(CapacityRequestError, match="table Orders table write: raising to 500 "
+                                                   "failed: LimitExceededException: "
+                                                   "Subscriber limit exceeded"):
+        request_capacity("Orders", write=500, clients=clients, clock=clock,
+                         sleep=clock.sleep)
+    assert clock.t > time.time() + 4  # it waited a poll interval after ResourceInUse
+
+
+def test_an_exhausted_decrease_quota_keeps_the_hold_for_the_next_restore(stubbed: Any
+                                                                         ) -> None:
+    stub, clients = stubbed
+    clock = FakeClock()
+    expired = f"table:490:{int(clock.t) - 60}:10"
+    tags = {f"{HOLD_TAG}{HOLD_ID}:write": expired, base_min_tag(None, "write"): "10"}
+    stub.add_response("describe_table", _table(write=500, decreases=27))
+    stub.add_response("list_tags_of_resource", _tags(**tags))
+    # No update_table and no untag_resource: the stub fails the test if either is called.
+    (row,) = restore_expired("Orders", clients=clients, clock=clock)
+    assert (row["status"], row["from"], row["to"]) == ("quota-exceeded", 500, 10)
+
+
+# ------------------------------------------------------------------ the tag format
+
+
+def test_hold_tags_round_trip_and_levels_add_up() -> None:
+    expires = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+    holds = [Hold("a1", "byUser", "read", 300, expires, 80),
+             Hold("b2", "byUser", "read", 200, expires, 120)]
+    tags = {h.key: h.value for h in holds}
+    assert tags == {"ddb-capacity:hold:a1:read": "index/byUser:300:1795262400:80",
+                    "ddb-capacity:hold:b2:read": "index/byUser:200:1795262400:120"}
+    assert holds_in({**tags, "other": "x", f"{HOLD_TAG}c:read": "table:-5:0:0",
+                     f"{HOLD_TAG}d:scan": "table:5:0:0"}) == (
+        holds, [f"{HOLD_TAG}c:read", f"{HOLD_TAG}d:scan"])
+    assert level(holds) == 80 + 300 + 200
+    assert level([]) == 0
