@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         Capacity,
         PrewarmMethod,
     )
+    from .capacity_requests import CapacityRequests
     from .compliance import acknowledge, apply_nag_packs
     from .errors import CapacityConfigError
     from .scaler import ThrottleAwareScaler
@@ -27,6 +28,7 @@ _HOMES = {
     "DEFAULT_TARGET_UTILIZATION": "capacity",
     "Capacity": "capacity",
     "CapacityConfigError": "errors",
+    "CapacityRequests": "capacity_requests",
     "PrewarmMethod": "capacity",
     "acknowledge": "compliance",
     "apply_nag_packs": "compliance",
@@ -42,6 +44,7 @@ _HOMES = {
 __all__ = [
     "Capacity",
     "CapacityConfigError",
+    "CapacityRequests",
     "DEFAULT_TABLE_QUOTA",
     "DEFAULT_TARGET_UTILIZATION",
     "EVERY_DAY",

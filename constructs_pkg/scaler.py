@@ -11,20 +11,16 @@ from aws_cdk import Aws, Duration, Fn, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from lambda_src.capacity_runtime.config import DIMENSIONS
 
 from .capacity import CapacityConfigError
 from .compliance import acknowledge
-from .runtime import runtime_function
+from .runtime import scheduled_function
 from .table import ProvisionedTable
 
 #: Default tick: CloudWatch delivers a minute 1-3 minutes late; ticking every 2 minutes
@@ -89,18 +85,13 @@ class ThrottleAwareScaler(Construct):
         self.tag_key, self.tag_value = tag_key, tag_value
 
         self.topic = topic or self._topic()
-        self.dead_letter_queue = sqs.Queue(
-            self, "DeadLetterQueue", enforce_ssl=True,
-            encryption=sqs.QueueEncryption.SQS_MANAGED, retention_period=Duration.days(14))
-        for finding in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
-            acknowledge(self.dead_letter_queue, finding,
-                        "This queue is itself the dead-letter queue of the scaler's schedule "
-                        "and of its asynchronous invocations; nothing is behind it.")
-
-        self.function, self.policy = runtime_function(
-            self, "Function", handler="capacity_runtime.handler.lambda_handler",
+        scheduled = scheduled_function(
+            self, handler="capacity_runtime.handler.lambda_handler",
             description="Throttle-aware DynamoDB capacity scaler", timeout=TIMEOUT,
-            memory_size=MEMORY_MB)
+            memory_size=MEMORY_MB, every=tick,
+            calls="DynamoDB, Application Auto Scaling, CloudWatch, tagging")
+        self.function, self.policy = scheduled.function, scheduled.policy
+        self.dead_letter_queue, self.rule = scheduled.dead_letter_queue, scheduled.rule
         self.function.add_environment("SCALER_TAG_KEY", tag_key or "")
         self.function.add_environment("SCALER_TAG_VALUE", tag_value)
         self.function.add_environment("SCALER_DRY_RUN", "true" if dry_run else "false")
@@ -108,30 +99,6 @@ class ThrottleAwareScaler(Construct):
         self.function.add_environment(
             "SCALER_SCALE_DOWN_TICKS", str(math.ceil(SCALE_DOWN_MINUTES / tick_minutes)))
         self.function.add_environment("SCALER_METRICS_NAMESPACE", NAMESPACE)
-        cfn_function = self.function.node.default_child
-        assert isinstance(cfn_function, lambda_.CfnFunction)
-        cfn_function.reserved_concurrent_executions = 1  # ticks never overlap
-        # Failed ticks go to the queue (a DLQ and an on-failure destination); the permission
-        # lives in the scaler's managed policy rather than an inline role policy.
-        cfn_function.dead_letter_config = lambda_.CfnFunction.DeadLetterConfigProperty(
-            target_arn=self.dead_letter_queue.queue_arn)
-        lambda_.CfnEventInvokeConfig(
-            self, "AsyncInvokeConfig", function_name=self.function.function_name,
-            qualifier="$LATEST", maximum_retry_attempts=0,
-            maximum_event_age_in_seconds=int(tick.to_seconds()),
-            destination_config=lambda_.CfnEventInvokeConfig.DestinationConfigProperty(
-                on_failure=lambda_.CfnEventInvokeConfig.OnFailureProperty(
-                    destination=self.dead_letter_queue.queue_arn)))
-        self.policy.add_statements(iam.PolicyStatement(
-            sid="DeadLetters", actions=["sqs:SendMessage"],
-            resources=[self.dead_letter_queue.queue_arn]))
-
-        self.rule = events.Rule(
-            self, "Schedule", schedule=events.Schedule.rate(tick),
-            description="Runs the throttle-aware DynamoDB scaler",
-            targets=[targets.LambdaFunction(
-                self.function, dead_letter_queue=self.dead_letter_queue, retry_attempts=2,
-                max_event_age=tick)])
 
         self._grant_static()
         if tag_key:
@@ -208,7 +175,8 @@ class ThrottleAwareScaler(Construct):
             iam.PolicyStatement(
                 sid="ManageTaggedTables",
                 actions=["dynamodb:DescribeTable", "dynamodb:UpdateTable",
-                         "dynamodb:TagResource", "dynamodb:UntagResource"],
+                         "dynamodb:ListTagsOfResource", "dynamodb:TagResource",
+                         "dynamodb:UntagResource"],
                 resources=[f"arn:{Aws.PARTITION}:dynamodb:{Aws.REGION}:{Aws.ACCOUNT_ID}:table/*"],
                 conditions={"StringEquals": {f"aws:ResourceTag/{key}": value}}))
 
@@ -230,18 +198,6 @@ class ThrottleAwareScaler(Construct):
                                     f"condition.")
         for resource, reason in wildcards.items():
             acknowledge(self.policy, f"AwsSolutions-IAM5[{resource}]", reason)
-        reasons = {
-            "Serverless-LambdaTracing": "Each tick logs one JSON line per decision and EMF "
-            "metrics; tracing would add cost and an X-Ray wildcard permission.",
-            "HIPAA.Security-LambdaInsideVPC": "Calls only AWS control-plane APIs (DynamoDB, "
-            "Application Auto Scaling, CloudWatch, tagging); it reaches nothing in a VPC.",
-            "NIST.800.53.R5-LambdaInsideVPC": "Calls only AWS control-plane APIs; it reaches "
-            "nothing in a VPC.",
-            "PCI.DSS.321-LambdaInsideVPC": "Calls only AWS control-plane APIs; it reaches "
-            "nothing in a VPC.",
-        }
-        for finding, reason in reasons.items():
-            acknowledge(self.function, finding, reason)
 
     # ------------------------------------------------------------------ alarms
 

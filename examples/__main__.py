@@ -7,6 +7,7 @@ from constructs_pkg import apply_nag_packs
 from .bulk_load import BulkLoadStack
 from .minimal_table import MinimalTableStack
 from .orders_launch import OrdersLaunchStack
+from .partner_import import PartnerImportStack
 from .prime_time import PrimeTimeStack
 from .settled_catalog import SettledCatalogStack
 from .throttle_aware import ThrottleAwareStack
@@ -22,6 +23,7 @@ def build_app(**app_kwargs: object) -> cdk.App:
     BulkLoadStack(app, "BulkLoad")
     PrimeTimeStack(app, "PrimeTime")
     ThrottleAwareStack(app, "ThrottleAware")
+    PartnerImportStack(app, "PartnerImport")
     return app
 
 

@@ -397,3 +397,28 @@ def test_hold_tags_round_trip_and_levels_add_up() -> None:
         holds, [f"{HOLD_TAG}c:read", f"{HOLD_TAG}d:scan"])
     assert level(holds) == 80 + 300 + 200
     assert level([]) == 0
+
+
+def test_the_restorer_handler_ends_expired_holds_on_its_tables(
+        world: World, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in aws_env.items():
+        monkeypatch.setenv(key, value)
+    name = world.table("Restorer", 10, 40, tagged=False)
+    arn = world.ddb.describe_table(TableName=name)["Table"]["TableArn"]
+    world.ddb.update_table(TableName=name, ProvisionedThroughput={
+        "ReadCapacityUnits": 10, "WriteCapacityUnits": 640})
+    gone = Hold("deadworker01", None, "write", 600, datetime.now(UTC) - timedelta(minutes=1),
+                40)
+    world.ddb.tag_resource(ResourceArn=arn, Tags=[
+        {"Key": gone.key, "Value": gone.value},
+        {"Key": base_min_tag(None, "write"), "Value": "40"}])
+    monkeypatch.setenv("CAPACITY_TABLES", f" {name} ,")
+    out = holds_module.restorer_handler({}, None)
+    assert out == {"restored": [{"table": name, "index": None, "dimension": "write",
+                                 "via": "update-table", "from": 640, "to": 40,
+                                 "status": "applied"}], "failed": []}
+    assert world.throughput(name) == (10, 40)
+    assert world.tags(name) == {}
+    monkeypatch.setenv("CAPACITY_TABLES", "NoSuchTable")
+    with pytest.raises(RuntimeError, match="restoring holds failed on 1 table"):
+        holds_module.restorer_handler({}, None)

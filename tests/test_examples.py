@@ -18,7 +18,7 @@ from constructs_pkg.summary import render, summarize_assembly
 from examples.__main__ import build_app
 
 STACKS = {"MinimalTable", "OrdersLaunch", "SettledCatalog", "BulkLoad", "PrimeTime",
-          "ThrottleAware"}
+          "ThrottleAware", "PartnerImport"}
 PACK_NAMES = {"AwsSolutions", "Serverless", "HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"}
 
 

@@ -180,3 +180,30 @@ def test_deployed_handler_decides_against_deployed_tables(
     # AND Accounts, throttled too, is left to its own target tracking
     accounts = aws_client("dynamodb").describe_table(TableName=tables["Accounts"])["Table"]
     assert throughput(accounts) == (5, 5)
+
+
+# ---------------------------------------------------------------- capacity requests
+
+def test_capacity_requests_deploy_a_restorer_and_grant_the_worker(
+        deployed: Path, moto_endpoint: str, aws_client: Any, aws_env: dict[str, str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from examples.local_aws import function_environment
+    from lambda_src.capacity_runtime.holds import request_capacity, restorer_handler
+
+    table = physical_table(aws_client, "PartnerImport")
+    env = function_environment(moto_endpoint, "PartnerImport", "RequestsFunction")
+    assert env["CAPACITY_TABLES"] == table
+    iam = aws_client("iam")
+    (role,) = [r for r in iam.list_roles()["Roles"] if "ImportWorker" in r["RoleName"]]
+    assert iam.list_role_policies(RoleName=role["RoleName"])["PolicyNames"] == []
+    (attached,) = iam.list_attached_role_policies(RoleName=role["RoleName"])["AttachedPolicies"]
+    assert "RequestPolicy1" in attached["PolicyName"]
+    # A request against the deployed table, then the deployed restorer's handler with the
+    # deployed environment: nothing expired yet, so the hold stays.
+    for key, value in {**aws_env, **env}.items():
+        monkeypatch.setenv(key, value)
+    with request_capacity(table, write=500) as hold:
+        assert throughput(describe(aws_client, "PartnerImport")) == (10, 500)
+        assert restorer_handler({}, None) == {"restored": [], "failed": []}
+        assert hold.id in "".join(tags(aws_client, describe(aws_client, "PartnerImport")))
+    assert throughput(describe(aws_client, "PartnerImport")) == (10, 10)

@@ -109,7 +109,8 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
         "Resource": stack.resolve(table.table.table_arn)}
     assert by_sid["ManageTaggedTables"] == {
         "Sid": "ManageTaggedTables", "Effect": "Allow",
-        "Action": ["dynamodb:DescribeTable", "dynamodb:UpdateTable", "dynamodb:TagResource",
+        "Action": ["dynamodb:DescribeTable", "dynamodb:UpdateTable",
+                   "dynamodb:ListTagsOfResource", "dynamodb:TagResource",
                    "dynamodb:UntagResource"],
         "Resource": {"Fn::Join": ["", ["arn:", partition, ":dynamodb:", region, ":", account,
                                        ":table/*"]]},
