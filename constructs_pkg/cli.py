@@ -1,12 +1,16 @@
-"""``ddb-capacity``: the simulator and backtester on the command line.
+"""``ddb-capacity``: the simulator, the backtester and capacity requests on the command line.
 
     ddb-capacity scenarios
     ddb-capacity simulate (--scenario NAME | --trace FILE.csv) [--policy P ...] [--json]
                           [--chart FILE.png]
     ddb-capacity backtest --table NAME [--index NAME] --days N [--policy P ...] [--json]
                           [--chart FILE.png]
+    ddb-capacity request --table NAME [--index NAME] [--read N] [--write N]
+                         [--hold MINUTES] [--timeout MINUTES] [--json]
+    ddb-capacity release --table NAME (--id ID | --expired) [--json]
 
-Exit status: 0 on success, 2 for bad input (the message names the option and the value).
+Exit status: 0 on success, 2 for bad input or a refused request (the message names the
+option and the value), 1 when a request timed out (its hold is withdrawn).
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import fields
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TextIO
+
+from lambda_src.capacity_runtime import holds
 
 from .simulator import chart, report, schedules
 from .simulator.backtest import history
@@ -81,7 +87,67 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--days", required=True, type=int, metavar="N", help="1 to 15")
     bt.add_argument("--end", metavar="ISO-8601", help="end of the history (default: now)")
     _run_options(bt)
+    rq = sub.add_parser("request", help="raise a table's capacity for work about to start, "
+                                        "and hold it")
+    rq.add_argument("--table", required=True, metavar="NAME")
+    rq.add_argument("--index", metavar="NAME", help="a global secondary index of the table")
+    rq.add_argument("--read", type=int, default=0, metavar="N",
+                    help="read units per second on top of the current traffic")
+    rq.add_argument("--write", type=int, default=0, metavar="N",
+                    help="write units per second on top of the current traffic")
+    rq.add_argument("--hold", type=int, default=15, metavar="MINUTES",
+                    help="how long the raise is held, 1 to 1440 (default 15)")
+    rq.add_argument("--timeout", type=int, default=10, metavar="MINUTES",
+                    help="how long to wait for the table to be ready (default 10)")
+    rq.add_argument("--json", action="store_true", help="print the hold as one JSON object")
+    rl = sub.add_parser("release", help="end a capacity hold now, or every expired one")
+    rl.add_argument("--table", required=True, metavar="NAME")
+    which = rl.add_mutually_exclusive_group(required=True)
+    which.add_argument("--id", metavar="ID", help="the hold's id, as request printed it")
+    which.add_argument("--expired", action="store_true",
+                       help="end every expired hold (what the restorer does)")
+    rl.add_argument("--json", action="store_true", help="print the changes as JSON")
     return parser
+
+
+def _minutes(option: str, value: int, low: int, high: int) -> timedelta:
+    if not low <= value <= high:
+        raise RequestInputError(f"{option}: got {value}; expected whole minutes from {low} "
+                                f"to {high}")
+    return timedelta(minutes=value)
+
+
+class RequestInputError(ValueError):
+    """A ``request`` / ``release`` option is out of range."""
+
+
+def _request(args: argparse.Namespace, out: TextIO) -> int:
+    if args.command == "request":
+        hold = _minutes("--hold", args.hold, 1, 1440)
+        timeout = _minutes("--timeout", args.timeout, 0, 1440)
+        made = holds.request_capacity(args.table, read=args.read, write=args.write,
+                                      index=args.index, hold=hold, timeout=timeout)
+        if args.json:
+            out.write(json.dumps(made.as_json()) + "\n")
+            return 0
+        levels = ", ".join(f"{dim} >= {units:,}" for dim, units in made.levels.items())
+        out.write(f"hold {made.id} on {made.table}{'/' + made.index if made.index else ''}: "
+                  f"{levels} until {made.expires:%Y-%m-%d %H:%M:%S} UTC\n"
+                  f"end it early with: ddb-capacity release --table {made.table} "
+                  f"--id {made.id}\n")
+        return 0
+    rows = (holds.restore_expired(args.table) if args.expired
+            else holds.release_hold(args.table, args.id))
+    if args.json:
+        out.write(json.dumps({"changes": rows}) + "\n")
+        return 0
+    for r in rows:
+        where = "table" if r["index"] is None else f"index {r['index']}"
+        out.write(f"{r['table']} {where} {r['dimension']} via {r['via']}: {r['from']:,} -> "
+                  f"{r['to']:,} ({r['status']})\n")
+    if not rows:
+        out.write("nothing to end\n")
+    return 0
 
 
 def _specs(args: argparse.Namespace, trace: Trace, params: ModelParams) -> list[Spec]:
@@ -153,8 +219,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
     try:
         if args.command == "scenarios":
             return _scenarios(args, out)
+        if args.command in ("request", "release"):
+            return _request(args, out)
         return _run(args, out, err)
-    except INPUT_ERRORS as exc:
+    except TimeoutError as exc:
+        err.write(f"ddb-capacity: timed out: {exc}\n")
+        return 1
+    except (*INPUT_ERRORS, RequestInputError, holds.CapacityRequestError) as exc:
         err.write(f"ddb-capacity: error: {exc}\n")
         return 2
 

@@ -289,3 +289,70 @@ def test_backtest_unknown_table(history_table):
     code, _, err = run("backtest", "--table", "NoSuchTable", "--days", "1")
     assert code == 2
     assert "--table: got 'NoSuchTable'; no such table in this account and Region" in err
+
+
+# ---------------------------------------------------------------- request / release on moto
+
+
+@pytest.fixture
+def request_table(aws_client, aws_env, monkeypatch):
+    for name, value in aws_env.items():
+        monkeypatch.setenv(name, value)
+    ddb = aws_client("dynamodb")
+    name = f"Request{datetime.now(UTC):%H%M%S%f}"
+    ddb.create_table(
+        TableName=name, BillingMode="PROVISIONED",
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10})
+    return name, ddb
+
+
+def test_request_and_release_by_id(request_table):
+    name, ddb = request_table
+    code, out, err = run("request", "--table", name, "--write", "250", "--hold", "30",
+                         "--json")
+    assert code == 0, err
+    made = json.loads(out)
+    assert made["levels"] == {"write": 250} and made["holds"]["write"]["units"] == 250
+    expires = datetime.fromisoformat(made["expires"])
+    assert timedelta(minutes=29) < expires - datetime.now(UTC) <= timedelta(minutes=30, seconds=1)
+    throughput = ddb.describe_table(TableName=name)["Table"]["ProvisionedThroughput"]
+    assert throughput["WriteCapacityUnits"] == 250
+    code, out, err = run("release", "--table", name, "--id", made["id"])
+    assert code == 0, err
+    assert out == f"{name} table write via update-table: 250 -> 10 (applied)\n"
+    code, out, _ = run("release", "--table", name, "--expired")
+    assert (code, out) == (0, "nothing to end\n")
+
+
+def test_request_prints_how_to_end_it(request_table):
+    name, _ = request_table
+    code, out, err = run("request", "--table", name, "--read", "40")
+    assert code == 0, err
+    first, second = out.splitlines()
+    hold_id = first.split()[1]
+    assert first.startswith(f"hold {hold_id} on {name}: read >= 40 until ")
+    assert second == f"end it early with: ddb-capacity release --table {name} --id {hold_id}"
+    assert run("release", "--table", name, "--id", hold_id)[0] == 0
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--write", "5", "--hold", "0"], "--hold: got 0; expected whole minutes from 1 to 1440"),
+    (["--write", "5", "--timeout", "-1"], "--timeout: got -1; expected whole minutes from 0"),
+    (["--write", "50000"], "write: got 50000; expected a whole number of capacity units "
+                           "from 0 to 40,000"),
+    ([], "read and write: got 0 and 0"),
+    (["--write", "5", "--index", "Nope"], "index: got 'Nope'; table"),
+])
+def test_request_bad_input(request_table, argv, message):
+    name, _ = request_table
+    code, _, err = run("request", "--table", name, *argv)
+    assert code == 2 and message in err, err
+
+
+def test_release_of_an_unknown_hold(request_table):
+    name, _ = request_table
+    code, _, err = run("release", "--table", name, "--id", "nope")
+    assert code == 2
+    assert f"ddb-capacity: error: id: got 'nope'; table {name} holds nothing" in err
