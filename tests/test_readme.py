@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -73,3 +74,41 @@ def test_readme_simulator_example_runs(tmp_path: Path) -> None:
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 4  # two policies x read and write
     assert lines[0].startswith("stock:70 (None, 'read')")
+
+
+def test_readme_capacity_requests_construct_example_synthesizes(tmp_path: Path) -> None:
+    (block,) = [b for b in python_blocks() if "CapacityRequests(" in b]
+    run_block(block, tmp_path)
+    template = json.loads((tmp_path / "cdk.out" / "Imports.template.json").read_text())
+    handlers = [r["Properties"]["Handler"] for r in template["Resources"].values()
+                if r["Type"] == "AWS::Lambda::Function"]
+    assert handlers == ["capacity_runtime.holds.restorer_handler"]
+    descriptions = sorted(r["Properties"]["Description"] for r in template["Resources"].values()
+                          if r["Type"] == "AWS::IAM::ManagedPolicy")
+    assert descriptions == ["Lets a worker request DynamoDB capacity for work about to start",
+                            "Permissions of DynamoDB capacity hold restorer"]
+
+
+def test_readme_capacity_request_example_runs_against_moto(
+        tmp_path: Path, aws_env: dict[str, str], aws_client: Any) -> None:
+    (block,) = [b for b in python_blocks() if "request_capacity(" in b]
+    ddb = aws_client("dynamodb")
+    if "Shipments" not in ddb.list_tables()["TableNames"]:
+        ddb.create_table(
+            TableName="Shipments", BillingMode="PROVISIONED",
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10})
+    script = tmp_path / "worker.py"
+    # run_import is the user's own work; here it checks the capacity it was promised.
+    script.write_text(
+        "import boto3\n"
+        "def run_import():\n"
+        "    table = boto3.client('dynamodb').describe_table(TableName='Shipments')['Table']\n"
+        "    print(table['ProvisionedThroughput']['WriteCapacityUnits'])\n" + block)
+    env = {**os.environ, **aws_env, "PYTHONPATH": str(README.parent)}
+    result = subprocess.run([sys.executable, str(script)], env=env, check=True, timeout=120,
+                            capture_output=True, text=True)
+    assert result.stdout.splitlines() == ["{'write': 2000}", "2000"]
+    table = ddb.describe_table(TableName="Shipments")["Table"]
+    assert table["ProvisionedThroughput"]["WriteCapacityUnits"] == 10  # released on exit
