@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Aws, Duration, Fn
+from aws_cdk import Duration, Fn
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from .compliance import acknowledge
 from .errors import CapacityConfigError
-from .runtime import scheduled_function
+from .runtime import autoscaling_statements, scheduled_function
 from .table import ProvisionedTable
 
 #: How often expired holds are ended by default: a hold outlives its expiry by at most this.
@@ -31,8 +31,6 @@ _TABLE_ACTIONS_REQUEST = ["dynamodb:DescribeTable", "dynamodb:ListTagsOfResource
                           "dynamodb:UpdateTable"]
 _TABLE_ACTIONS_RESTORE = ["dynamodb:DescribeTable", "dynamodb:ListTagsOfResource",
                           "dynamodb:UntagResource", "dynamodb:UpdateTable"]
-_READ_AUTOSCALING = ["application-autoscaling:DescribeScalableTargets",
-                     "application-autoscaling:DescribeScalingPolicies"]
 
 
 class CapacityRequests(Construct):
@@ -103,19 +101,9 @@ class CapacityRequests(Construct):
         return policy
 
     def _statements(self, table_actions: list[str]) -> list[iam.PolicyStatement]:
-        return [
-            iam.PolicyStatement(sid="HoldTables", actions=table_actions,
-                                resources=[t.table_arn for t in self.tables]),
-            iam.PolicyStatement(sid="ReadAutoScaling", actions=_READ_AUTOSCALING,
-                                resources=["*"]),
-            iam.PolicyStatement(
-                sid="MoveDynamoDBMinimums",
-                actions=["application-autoscaling:RegisterScalableTarget"],
-                resources=[f"arn:{Aws.PARTITION}:application-autoscaling:{Aws.REGION}:"
-                           f"{Aws.ACCOUNT_ID}:scalable-target/*"],
-                conditions={"StringEquals": {
-                    "application-autoscaling:service-namespace": "dynamodb"}}),
-        ]
+        return [iam.PolicyStatement(sid="HoldTables", actions=table_actions,
+                                    resources=[t.table_arn for t in self.tables]),
+                *autoscaling_statements()]
 
     @staticmethod
     def _acknowledge(policy: iam.ManagedPolicy) -> None:

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -112,6 +112,26 @@ def runtime_function(
         "to the function's own log group.",
     )
     return function, policy
+
+
+def autoscaling_statements() -> list[iam.PolicyStatement]:
+    """Reading DynamoDB's scalable targets and moving their minimums: what the scaler, the
+    hold restorer and a capacity requester share. RegisterScalableTarget has no per-table
+    ARN (Application Auto Scaling generates them), so a condition keeps it to DynamoDB."""
+    return [
+        iam.PolicyStatement(
+            sid="ReadAutoScaling",
+            actions=["application-autoscaling:DescribeScalableTargets",
+                     "application-autoscaling:DescribeScalingPolicies"],
+            resources=["*"]),
+        iam.PolicyStatement(
+            sid="MoveDynamoDBMinimums",
+            actions=["application-autoscaling:RegisterScalableTarget"],
+            resources=[f"arn:{Aws.PARTITION}:application-autoscaling:{Aws.REGION}:"
+                       f"{Aws.ACCOUNT_ID}:scalable-target/*"],
+            conditions={"StringEquals": {
+                "application-autoscaling:service-namespace": "dynamodb"}}),
+    ]
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from lambda_src.capacity_runtime.config import DIMENSIONS
 
 from .capacity import CapacityConfigError
 from .compliance import acknowledge
-from .runtime import scheduled_function
+from .runtime import autoscaling_statements, scheduled_function
 from .table import ProvisionedTable
 
 #: Default tick: CloudWatch delivers a minute 1-3 minutes late; ticking every 2 minutes
@@ -149,18 +149,7 @@ class ThrottleAwareScaler(Construct):
 
     def _grant_static(self) -> None:
         self.policy.add_statements(
-            iam.PolicyStatement(
-                sid="ReadAutoScaling",
-                actions=["application-autoscaling:DescribeScalableTargets",
-                         "application-autoscaling:DescribeScalingPolicies"],
-                resources=["*"]),
-            iam.PolicyStatement(
-                sid="MoveDynamoDBMinimums",
-                actions=["application-autoscaling:RegisterScalableTarget"],
-                resources=[f"arn:{Aws.PARTITION}:application-autoscaling:{Aws.REGION}:"
-                           f"{Aws.ACCOUNT_ID}:scalable-target/*"],
-                conditions={"StringEquals": {
-                    "application-autoscaling:service-namespace": "dynamodb"}}),
+            *autoscaling_statements(),
             iam.PolicyStatement(sid="ReadMetrics", actions=["cloudwatch:GetMetricData"],
                                 resources=["*"]),
             iam.PolicyStatement(sid="PublishOwnMetrics", actions=["cloudwatch:PutMetricData"],

@@ -368,7 +368,7 @@ def _raise(ctx: _Context, table: str, index: str | None, dims: list[str],
         for d in managed.dimensions:
             if d.index != index or d.dimension not in dims:
                 continue
-            base = int(managed.tags.get(base_min_tag(d.index, d.dimension), 0))
+            base = _base(managed.tags, d.index, d.dimension, 0)
             want = max(base, level(h for h in holds if h.scope == (index, d.dimension)
                                    and h.active(now)))
             levels[d.dimension] = want
@@ -405,6 +405,17 @@ def _raise(ctx: _Context, table: str, index: str | None, dims: list[str],
                 raise CapacityRequestTimeout(f"table {table}: capacity not reached before "
                                              f"the timeout; wanted {levels}")
             ctx.sleep(ctx.poll_seconds)
+
+
+def _base(tags: Mapping[str, str], index: str | None, dimension: str, default: int) -> int:
+    """The base minimum remembered in the dimension's tag; ``default`` without a usable one."""
+    raw = tags.get(base_min_tag(index, dimension))
+    if raw is not None and raw.isdigit():
+        return int(raw)
+    if raw is not None:
+        LOG.warning("tag %s is not a whole number (%r); ignored",
+                    base_min_tag(index, dimension), raw)
+    return default
 
 
 def _register_min(ctx: _Context, resource: str, dimension: str, minimum: int) -> None:
@@ -459,7 +470,7 @@ def _end(ctx: _Context, managed: ManagedTable, ending: Callable[[Hold], bool],
                 untag += keys
             continue
         current = d.target.min_capacity if d.target else d.provisioned
-        base = int(tags.get(base_key, current))
+        base = _base(tags, index, dim, current)
         held = max(base, level([*remaining, *gone]))
         to = max(base, level(remaining))
         via = "scalable-target" if d.target else UPDATE_TABLE
