@@ -11,6 +11,7 @@ from typing import Any
 
 from examples.local_aws import put_traffic
 from lambda_src.capacity_runtime.config import ScalerConfig
+from lambda_src.capacity_runtime.discovery import resource_id, scalable_dimension
 from lambda_src.capacity_runtime.handler import Clients, run_tick
 
 LAG = 2  # SCALER_METRIC_LAG_MINUTES default
@@ -54,14 +55,16 @@ class World:
             **extra)
         return name
 
-    def target(self, name: str, dimension: str, min_capacity: int, max_capacity: int) -> None:
-        scalable = f"dynamodb:table:{dimension.capitalize()}CapacityUnits"
+    def target(self, name: str, dimension: str, min_capacity: int, max_capacity: int,
+               index: str | None = None) -> None:
+        resource = resource_id(name, index)
+        scalable = scalable_dimension(index, dimension)
         self.aas.register_scalable_target(
-            ServiceNamespace="dynamodb", ResourceId=f"table/{name}", ScalableDimension=scalable,
+            ServiceNamespace="dynamodb", ResourceId=resource, ScalableDimension=scalable,
             MinCapacity=min_capacity, MaxCapacity=max_capacity)
         self.aas.put_scaling_policy(
-            PolicyName=f"{name}-{dimension}", ServiceNamespace="dynamodb",
-            ResourceId=f"table/{name}", ScalableDimension=scalable,
+            PolicyName=f"{name}-{index}-{dimension}", ServiceNamespace="dynamodb",
+            ResourceId=resource, ScalableDimension=scalable,
             PolicyType="TargetTrackingScaling",
             TargetTrackingScalingPolicyConfiguration={
                 "TargetValue": 70, "PredefinedMetricSpecification": {
@@ -86,10 +89,10 @@ class World:
         pt = spec["ProvisionedThroughput"]
         return pt["ReadCapacityUnits"], pt["WriteCapacityUnits"]
 
-    def target_min(self, name: str, dimension: str) -> int:
+    def target_min(self, name: str, dimension: str, index: str | None = None) -> int:
         (t,) = self.aas.describe_scalable_targets(
-            ServiceNamespace="dynamodb", ResourceIds=[f"table/{name}"],
-            ScalableDimension=f"dynamodb:table:{dimension.capitalize()}CapacityUnits",
+            ServiceNamespace="dynamodb", ResourceIds=[resource_id(name, index)],
+            ScalableDimension=scalable_dimension(index, dimension),
         )["ScalableTargets"]
         return int(t["MinCapacity"])
 

@@ -205,6 +205,22 @@ def test_restore_expired_ends_only_expired_and_malformed_holds(world: World) -> 
     assert world.tags(name) == {}
 
 
+def test_expiry_moves_an_auto_scaled_gsis_minimum_back(world: World) -> None:
+    name = world.table("GsiTarget", 10, 10, gsi=(20, 20), tagged=False)
+    world.target(name, "read", 20, 5_000, index="byUser")
+    request_capacity(name, index="byUser", read=700, hold=timedelta(minutes=2),
+                     clients=world.clients)
+    assert world.target_min(name, "read", "byUser") == 700
+    # The restorer names no index: it must still see the GSI's scalable target, and move
+    # its minimum back rather than lowering the index's capacity with UpdateTable.
+    (row,) = restore_expired(name, clients=world.clients, clock=later(5))
+    assert (row["index"], row["via"], row["from"], row["to"], row["status"]) == (
+        "byUser", "scalable-target", 700, 20, "applied")
+    assert world.target_min(name, "read", "byUser") == 20
+    assert world.throughput(name, "byUser") == (700, 20)  # auto scaling scales in itself
+    assert world.tags(name) == {}
+
+
 def test_release_by_id_from_another_process(world: World) -> None:
     name = world.table("ById", 10, 10, tagged=False)
     hold = request_capacity(name, read=90, clients=world.clients)

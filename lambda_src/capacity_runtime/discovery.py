@@ -135,10 +135,11 @@ class NotManaged(Exception):
 
 
 def describe_table(dynamodb: Any, name: str, tags: dict[str, str] | None, config: ScalerConfig,
-                   targets: Mapping[tuple[str, str], ScalableTarget],
-                   now: datetime) -> ManagedTable:
-    """The table's managed dimensions. Raises NotManaged, OverrideError or ClientError."""
-    table = dynamodb.describe_table(TableName=name)["Table"]
+                   targets: Mapping[tuple[str, str], ScalableTarget], now: datetime,
+                   description: Mapping[str, Any] | None = None) -> ManagedTable:
+    """The table's managed dimensions. Raises NotManaged, OverrideError or ClientError.
+    ``description`` is DescribeTable's ``Table`` when the caller has just read it."""
+    table = description or dynamodb.describe_table(TableName=name)["Table"]
     if table["TableStatus"] != "ACTIVE":
         raise NotManaged(f"status {table['TableStatus']}")
     if table.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":

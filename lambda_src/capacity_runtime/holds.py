@@ -228,9 +228,13 @@ def _describe(ctx: _Context, table: str, index: str | None,
     while True:
         now = ctx.now()
         try:
-            targets = scalable_targets(ctx.clients.autoscaling,
-                                       [resource_id(table, None), resource_id(table, index)])
-            managed = describe_table(ctx.clients.dynamodb, table, None, config, targets, now)
+            # Every GSI's targets, not only the named index's: ending holds may touch any.
+            raw = ctx.clients.dynamodb.describe_table(TableName=table)["Table"]
+            ids = [resource_id(table, None), *(resource_id(table, g["IndexName"])
+                                               for g in raw.get("GlobalSecondaryIndexes", []))]
+            targets = scalable_targets(ctx.clients.autoscaling, ids)
+            managed = describe_table(ctx.clients.dynamodb, table, None, config, targets, now,
+                                     description=raw)
             if index is not None and index not in managed.indexes:
                 names = ", ".join(managed.indexes) or "no global secondary indexes"
                 raise CapacityRequestError(f"index: got {index!r}; table {table} has {names}")
