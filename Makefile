@@ -27,7 +27,7 @@ synth: install
 	npx --no-install cdk synth --quiet
 
 demo: synth
-	$(PY) -m constructs_pkg.summary cdk.out
+	$(PY) -m ddb_capacity_tools.summary cdk.out
 	$(PY) -m examples.preview
 	$(PY) -m examples.local_tick cdk.out
 	$(VENV)/bin/ddb-capacity simulate --scenario spike --policy stock:70 --policy stock:60 \

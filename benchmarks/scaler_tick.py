@@ -23,9 +23,10 @@ from typing import Any
 
 import boto3
 
+from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.core.settings import ScalerConfig
+from ddb_capacity_runtime.scaler.tick import run_tick
 from examples.local_aws import moto_server
-from lambda_src.capacity_runtime.config import ScalerConfig
-from lambda_src.capacity_runtime.handler import Clients, run_tick
 
 METRICS = ("ConsumedReadCapacityUnits", "ConsumedWriteCapacityUnits", "ReadThrottleEvents",
            "WriteThrottleEvents")

@@ -12,8 +12,8 @@ import argparse
 import time
 import tracemalloc
 
-from constructs_pkg.simulator import ModelParams, Prices, parse, run_policy
-from constructs_pkg.simulator.scenarios import diurnal
+from ddb_capacity_tools.simulator import ModelParams, Prices, parse, run_policy
+from ddb_capacity_tools.simulator.scenarios import diurnal
 
 POLICIES = ("fixed:25000", "stock:70", "stock:60", "scheduled", "throttle-aware",
             "throttle-aware+stock:70", "on-demand", "oracle")

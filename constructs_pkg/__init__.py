@@ -1,45 +1,30 @@
 """CDK constructs for DynamoDB provisioned capacity that is ready before the traffic is.
 
-Names are loaded on first use, so the command-line tools (``ddb-capacity``) and the
-simulator start without loading the CDK.
+Everything here is synth-time and loads the CDK. What runs in AWS Lambda and in workers is
+:mod:`ddb_capacity_runtime`; the simulator and the ``ddb-capacity`` command line are
+:mod:`ddb_capacity_tools`. Neither of those imports this package.
 """
 
-from __future__ import annotations
+from ddb_capacity_runtime import __version__
+from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.schedule import (
+    EVERY_DAY,
+    WEEKDAYS,
+    ScheduleEntry,
+    ScheduleError,
+    cron,
+)
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .capacity import (
-        DEFAULT_TABLE_QUOTA,
-        DEFAULT_TARGET_UTILIZATION,
-        Capacity,
-        PrewarmMethod,
-    )
-    from .capacity_requests import CapacityRequests
-    from .compliance import acknowledge, apply_nag_packs
-    from .errors import CapacityConfigError
-    from .scaler import ThrottleAwareScaler
-    from .schedule import EVERY_DAY, WEEKDAYS, ScheduleEntry, ScheduleError, cron
-    from .table import ProvisionedTable
-
-_HOMES = {
-    "DEFAULT_TABLE_QUOTA": "capacity",
-    "DEFAULT_TARGET_UTILIZATION": "capacity",
-    "Capacity": "capacity",
-    "CapacityConfigError": "errors",
-    "CapacityRequests": "capacity_requests",
-    "PrewarmMethod": "capacity",
-    "acknowledge": "compliance",
-    "apply_nag_packs": "compliance",
-    "ThrottleAwareScaler": "scaler",
-    "EVERY_DAY": "schedule",
-    "WEEKDAYS": "schedule",
-    "ScheduleEntry": "schedule",
-    "ScheduleError": "schedule",
-    "cron": "schedule",
-    "ProvisionedTable": "table",
-}
+from .capacity import (
+    DEFAULT_TABLE_QUOTA,
+    DEFAULT_TARGET_UTILIZATION,
+    Capacity,
+    PrewarmMethod,
+)
+from .capacity_requests import CapacityRequests
+from .compliance import acknowledge, apply_nag_packs
+from .scaler import ThrottleAwareScaler
+from .table import ProvisionedTable
 
 __all__ = [
     "Capacity",
@@ -54,20 +39,8 @@ __all__ = [
     "ScheduleError",
     "ThrottleAwareScaler",
     "WEEKDAYS",
+    "__version__",
     "acknowledge",
     "apply_nag_packs",
     "cron",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{home}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])

@@ -12,7 +12,7 @@ from typing import Any
 
 from aws_cdk import Duration, Token
 
-from .errors import CapacityConfigError
+from ddb_capacity_runtime.core.errors import CapacityConfigError
 
 #: DynamoDB's default per-table quota for provisioned read and for write capacity units.
 DEFAULT_TABLE_QUOTA = 40_000

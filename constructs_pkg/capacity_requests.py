@@ -1,6 +1,6 @@
 """CapacityRequests: the construct side of capacity requests ("get ready, here I come").
 
-Workers call ``capacity_runtime.holds.request_capacity`` (or ``ddb-capacity request``) at
+Workers call ``ddb_capacity_runtime.requests.request_capacity`` (or ``ddb-capacity request``) at
 run time; this construct grants their roles exactly what a request needs and, by default,
 deploys a small scheduled restorer that ends expired holds, so a worker that dies mid-work
 leaves nothing raised behind. Tables managed by a ``ThrottleAwareScaler`` have their holds
@@ -16,8 +16,9 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from ddb_capacity_runtime.core.errors import CapacityConfigError
+
 from .compliance import acknowledge
-from .errors import CapacityConfigError
 from .runtime import autoscaling_statements, scheduled_function
 from .table import ProvisionedTable
 
@@ -68,7 +69,7 @@ class CapacityRequests(Construct):
                                           f"from 1 to 60, or None; got "
                                           f"{restore_every.to_human_string()}")
             self.restorer = scheduled_function(
-                self, handler="capacity_runtime.holds.restorer_handler",
+                self, handler="ddb_capacity_runtime.requests.restorer.restorer_handler",
                 description="DynamoDB capacity hold restorer", timeout=RESTORER_TIMEOUT,
                 memory_size=RESTORER_MEMORY_MB, every=restore_every,
                 calls="DynamoDB, Application Auto Scaling")

@@ -1,5 +1,5 @@
 """The settle step of PROVISION_THEN_SETTLE: a CloudFormation custom resource per table,
-served by one function per stack (``lambda_src/capacity_runtime/settle.py``)."""
+served by one function per stack (:mod:`ddb_capacity_runtime.settle`)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def settle_function(scope: Construct) -> tuple[lambda_.Function, iam.ManagedPoli
     function, policy = runtime_function(
         holder,
         "Function",
-        handler="capacity_runtime.settle.handler",
+        handler="ddb_capacity_runtime.settle.handler.handler",
         description="Settles PROVISION_THEN_SETTLE tables from their high-water mark",
         timeout=Duration.minutes(10),
         memory_size=256,

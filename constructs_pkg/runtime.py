@@ -3,7 +3,11 @@ code only), the newest Python runtime this aws-cdk-lib knows, and an explicit lo
 
 from __future__ import annotations
 
+import atexit
+import functools
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,22 +20,36 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-import lambda_src
+import ddb_capacity_runtime
 
 from .compliance import acknowledge
 
-#: The folder whose content is the Lambda asset: the run-time package and nothing else.
-RUNTIME_DIR = Path(lambda_src.__file__).resolve().parent
+#: The installed run-time package, found through its import, never through the current
+#: directory: a user's own ``lambda_src/`` folder cannot take its place.
+RUNTIME_PACKAGE = Path(ddb_capacity_runtime.__file__).resolve().parent
 
 #: Log retention of every function this library deploys.
 LOG_RETENTION = logs.RetentionDays.ONE_YEAR
 
 
+@functools.cache
+def staged_runtime() -> Path:
+    """A folder holding a copy of the run-time package and nothing else (no caches).
+
+    The package may sit in a site-packages folder beside every other library, so the
+    asset is staged from a copy; the CDK copies it on into the cloud assembly, and the
+    folder is removed when the process ends."""
+    root = Path(tempfile.mkdtemp(prefix="ddb-capacity-asset-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    shutil.copytree(RUNTIME_PACKAGE, root / RUNTIME_PACKAGE.name,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return root
+
+
 def runtime_code() -> lambda_.Code:
-    """The asset: ``lambda_src`` without caches (no aws_cdk, no tests, no examples)."""
-    return lambda_.Code.from_asset(
-        str(RUNTIME_DIR), exclude=["**/__pycache__", "**/*.pyc", "*.egg-info"]
-    )
+    """The asset: the ``ddb_capacity_runtime`` package alone (no aws_cdk, no tools, no
+    tests, no examples)."""
+    return lambda_.Code.from_asset(str(staged_runtime()))
 
 
 def latest_python_runtime() -> lambda_.Runtime:

@@ -1,4 +1,4 @@
-"""ThrottleAwareScaler: deploys the run-time scaler (``capacity_runtime.handler``) on a
+"""ThrottleAwareScaler: deploys the run-time scaler (:mod:`ddb_capacity_runtime.scaler`) on a
 schedule, with least-privilege IAM, a dead-letter path, alarms and a topic."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from lambda_src.capacity_runtime.config import DIMENSIONS
+from ddb_capacity_runtime.core.names import DIMENSIONS
 
 from .capacity import CapacityConfigError
 from .compliance import acknowledge
@@ -86,7 +86,7 @@ class ThrottleAwareScaler(Construct):
 
         self.topic = topic or self._topic()
         scheduled = scheduled_function(
-            self, handler="capacity_runtime.handler.lambda_handler",
+            self, handler="ddb_capacity_runtime.scaler.handler.lambda_handler",
             description="Throttle-aware DynamoDB capacity scaler", timeout=TIMEOUT,
             memory_size=MEMORY_MB, every=tick,
             calls="DynamoDB, Application Auto Scaling, CloudWatch, tagging")

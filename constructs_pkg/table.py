@@ -14,6 +14,15 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IValidation
 
+from ddb_capacity_runtime.core.schedule import (
+    HORIZON,
+    WEEKDAYS,
+    CapacityWindow,
+    Event,
+    ScheduleEntry,
+    TableSchedule,
+)
+
 from .capacity import (
     DEFAULT_TABLE_QUOTA,
     MAX_GSIS_PER_TABLE,
@@ -23,7 +32,6 @@ from .capacity import (
     is_token,
 )
 from .prewarm import SettleStep
-from .schedule import HORIZON, WEEKDAYS, CapacityWindow, Event, ScheduleEntry, TableSchedule
 
 DIMENSIONS = ("read", "write")
 

@@ -5,14 +5,15 @@ print the decisions (``make demo``). The server is stopped at the end."""
 from __future__ import annotations
 
 import io
-import json
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from lambda_src.capacity_runtime.config import ScalerConfig
-from lambda_src.capacity_runtime.handler import Clients, run_tick
+from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.core.settings import ScalerConfig
+from ddb_capacity_runtime.events import recorded_events
+from ddb_capacity_runtime.scaler.tick import run_tick
 
 from .local_aws import (
     aws_env,
@@ -30,7 +31,7 @@ STACK = "ThrottleAware"
 
 def tick_against_deployment(endpoint: str, assembly: Path, *, deploy_first: bool = True
                             ) -> dict[str, Any]:
-    """(Deploy,) write traffic, tick once. Returns the summary, the decision lines, the
+    """(Deploy,) write traffic, tick once. Returns the summary, the logged events, the
     deployed table names and the function's environment."""
     if deploy_first:
         deploy(assembly, aws_env(endpoint), STACK)
@@ -53,9 +54,8 @@ def tick_against_deployment(endpoint: str, assembly: Path, *, deploy_first: bool
     put_traffic(cw, tables["Accounts"], "read", 5, throttles=600, end=end, minutes=range(1, 3))
     clients = Clients(client(endpoint, "dynamodb"), client(endpoint, "application-autoscaling"),
                       cw, client(endpoint, "resourcegroupstaggingapi"))
-    out = io.StringIO()
-    summary = run_tick(config, clients, now, out=out)
-    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    with recorded_events() as lines:
+        summary = run_tick(config, clients, now, out=io.StringIO())
     return {"summary": summary, "lines": lines, "tables": tables, "environment": env}
 
 

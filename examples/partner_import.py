@@ -4,7 +4,7 @@ known in advance, but the worker knows when it is about to start.
 The worker asks for capacity first, and starts writing once the table is ready::
 
     from datetime import timedelta
-    from lambda_src.capacity_runtime.holds import request_capacity
+    from ddb_capacity_runtime.requests import request_capacity
 
     with request_capacity("Shipments...", write=2_000, hold=timedelta(minutes=20)):
         run_import()  # the minimum is back to its base when the block ends

@@ -9,10 +9,12 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
+from ddb_capacity_runtime.core.settings import ScalerConfig
+from ddb_capacity_runtime.events import recorded_events
+from ddb_capacity_runtime.scaler.tick import run_tick
 from examples.local_aws import put_traffic
-from lambda_src.capacity_runtime.config import ScalerConfig
-from lambda_src.capacity_runtime.discovery import resource_id, scalable_dimension
-from lambda_src.capacity_runtime.handler import Clients, run_tick
 
 LAG = 2  # SCALER_METRIC_LAG_MINUTES default
 
@@ -77,10 +79,12 @@ class World:
                     minutes=minutes, throttles=throttles, index=index)
 
     def tick(self, now: datetime | None = None, **env: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """One tick; returns its summary, and its log events followed by its EMF records."""
         config = ScalerConfig.from_env({"SCALER_TAG_VALUE": self.run_id, **env})
         out = io.StringIO()
-        summary = run_tick(config, self.clients, now or self.now, out=out)
-        return summary, [json.loads(line) for line in out.getvalue().splitlines()]
+        with recorded_events() as events:
+            summary = run_tick(config, self.clients, now or self.now, out=out)
+        return summary, events + [json.loads(line) for line in out.getvalue().splitlines()]
 
     def throughput(self, name: str, index: str | None = None) -> tuple[int, int]:
         table = self.ddb.describe_table(TableName=name)["Table"]

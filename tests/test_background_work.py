@@ -21,14 +21,14 @@ from botocore.stub import ANY, Stubber
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lambda_src.capacity_runtime.pacing import PacingError, TokenBucket
-from lambda_src.capacity_runtime.scan import (
+from ddb_capacity_runtime.workers.pacing import PacingError, TokenBucket
+from ddb_capacity_runtime.workers.scan import (
     CursorStore,
     RateLimitedScan,
     ScanError,
     create_cursor_table,
 )
-from lambda_src.capacity_runtime.writer import SlowStartWriter
+from ddb_capacity_runtime.workers.writer import SlowStartWriter
 
 
 class FakeClock:
@@ -176,7 +176,7 @@ def test_a_stopped_scan_resumes_where_it_stopped(loaded):
 KILLED_SCAN = textwrap.dedent("""
     import sys
     from examples.local_aws import client
-    from lambda_src.capacity_runtime.scan import CursorStore, RateLimitedScan
+    from ddb_capacity_runtime.workers.scan import CursorStore, RateLimitedScan
     endpoint, table, cursors, out = sys.argv[1:]
     ddb = client(endpoint, "dynamodb")
     with open(out, "a") as f:

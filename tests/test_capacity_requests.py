@@ -20,20 +20,19 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from lambda_src.capacity_runtime import holds as holds_module
-from lambda_src.capacity_runtime.clients import Clients
-from lambda_src.capacity_runtime.discovery import base_min_tag
-from lambda_src.capacity_runtime.holds import (
-    HOLD_TAG,
+from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.core.names import base_min_tag
+from ddb_capacity_runtime.requests import (
     CapacityRequestError,
     CapacityRequestTimeout,
     Hold,
-    holds_in,
-    level,
     release_hold,
     request_capacity,
     restore_expired,
 )
+from ddb_capacity_runtime.requests import request as request_module
+from ddb_capacity_runtime.requests import restorer as restorer_module
+from ddb_capacity_runtime.requests.holds import HOLD_TAG, holds_in, level
 from tests.moto_world import World
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,7 +145,7 @@ def test_the_scaler_tick_restores_the_hold_of_a_killed_worker(world: World,
     script = textwrap.dedent(f"""
         import os, signal
         from datetime import timedelta
-        from lambda_src.capacity_runtime.holds import request_capacity
+        from ddb_capacity_runtime.requests import request_capacity
         request_capacity({name!r}, write=2_000, hold=timedelta(minutes=5))
         print("raised", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
@@ -317,7 +316,7 @@ HOLD_ID = "0123456789ab"
 def stubbed(aws_client: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A stubbed DynamoDB client beside moto's Application Auto Scaling and CloudWatch;
     new holds get the id HOLD_ID."""
-    monkeypatch.setattr(holds_module.uuid, "uuid4",
+    monkeypatch.setattr(request_module.uuid, "uuid4",
                         lambda: uuid.UUID(HOLD_ID + "0" * 20))
     ddb = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x",
                        aws_secret_access_key="x")
@@ -429,7 +428,7 @@ def test_the_restorer_handler_ends_expired_holds_on_its_tables(
         {"Key": gone.key, "Value": gone.value},
         {"Key": base_min_tag(None, "write"), "Value": "40"}])
     monkeypatch.setenv("CAPACITY_TABLES", f" {name} ,")
-    out = holds_module.restorer_handler({}, None)
+    out = restorer_module.restorer_handler({}, None)
     assert out == {"restored": [{"table": name, "index": None, "dimension": "write",
                                  "via": "update-table", "from": 640, "to": 40,
                                  "status": "applied"}], "failed": []}
@@ -437,4 +436,4 @@ def test_the_restorer_handler_ends_expired_holds_on_its_tables(
     assert world.tags(name) == {}
     monkeypatch.setenv("CAPACITY_TABLES", "NoSuchTable")
     with pytest.raises(RuntimeError, match="restoring holds failed on 1 table"):
-        holds_module.restorer_handler({}, None)
+        restorer_module.restorer_handler({}, None)

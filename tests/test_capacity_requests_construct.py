@@ -99,7 +99,7 @@ def test_the_restorer_runs_on_a_schedule_with_only_restore_permissions(stack: cd
                                 restore_every=cdk.Duration.minutes(10))
     template = Template.from_stack(stack)
     template.has_resource_properties("AWS::Lambda::Function", {
-        "Handler": "capacity_runtime.holds.restorer_handler",
+        "Handler": "ddb_capacity_runtime.requests.restorer.restorer_handler",
         "ReservedConcurrentExecutions": 1,
         "Environment": {"Variables": {"CAPACITY_TABLES": {"Fn::Join": [",", [
             stack.resolve(shipments.table.table_name), stack.resolve(plain.table_name)]]}}}})

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from constructs_pkg.cli import main
-from constructs_pkg.simulator.backtest import history
-from constructs_pkg.simulator.scenarios import SCENARIOS
-from constructs_pkg.simulator.trace import TraceError, read_csv
+from ddb_capacity_tools.cli import main
+from ddb_capacity_tools.simulator.backtest import history
+from ddb_capacity_tools.simulator.scenarios import SCENARIOS
+from ddb_capacity_tools.simulator.trace import TraceError, read_csv
 from examples.local_aws import put_traffic
 
 CONTRACT = {"policy", "dimension", "throttled_requests", "throttled_minutes",

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from lambda_src.capacity_runtime.settle import handler
+from ddb_capacity_runtime.settle.handler import handler
 
 from .conftest import ACCOUNT, REGION, ResponseCatcher, cfn_event, run_cdk
 
@@ -88,7 +88,7 @@ def test_catalog_is_created_at_its_mark_then_settled(
     # AND the deployed settle function, as CloudFormation knows it
     functions = aws_client("lambda").list_functions()["Functions"]
     (function,) = [f for f in functions if "CapacitySettleProvider" in f["FunctionName"]]
-    assert function["Handler"] == "capacity_runtime.settle.handler"
+    assert function["Handler"] == "ddb_capacity_runtime.settle.handler.handler"
     template = json.loads((deployed / "SettledCatalog.template.json").read_text())
     (settle,) = [r for r in template["Resources"].values()
                  if r["Type"] == "Custom::CapacitySettle"]
@@ -117,7 +117,7 @@ def test_scaler_function_is_deployed_as_declared(ticked: dict[str, Any], aws_cli
 
     functions = aws_client("lambda").list_functions()["Functions"]
     (function,) = [f for f in functions if "ScalerFunction" in f["FunctionName"]]
-    assert function["Handler"] == "capacity_runtime.handler.lambda_handler"
+    assert function["Handler"] == "ddb_capacity_runtime.scaler.handler.lambda_handler"
     assert function["Runtime"] == latest_python_runtime().name
     env = function["Environment"]["Variables"]
     feed = ticked["tables"]["Feed"]
@@ -187,8 +187,9 @@ def test_deployed_handler_decides_against_deployed_tables(
 def test_capacity_requests_deploy_a_restorer_and_grant_the_worker(
         deployed: Path, moto_endpoint: str, aws_client: Any, aws_env: dict[str, str],
         monkeypatch: pytest.MonkeyPatch) -> None:
+    from ddb_capacity_runtime.requests import request_capacity
+    from ddb_capacity_runtime.requests.restorer import restorer_handler
     from examples.local_aws import function_environment
-    from lambda_src.capacity_runtime.holds import request_capacity, restorer_handler
 
     table = physical_table(aws_client, "PartnerImport")
     env = function_environment(moto_endpoint, "PartnerImport", "RequestsFunction")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lambda_src.capacity_runtime.policy import (
+from ddb_capacity_runtime.core.policy import (
     DECREASE,
     HOLD,
     INCREASE,
@@ -18,7 +18,7 @@ from lambda_src.capacity_runtime.policy import (
     combine_counter,
     decide,
 )
-from lambda_src.capacity_runtime.quota import DecreaseLedger
+from ddb_capacity_runtime.core.quota import DecreaseLedger
 
 NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 CONFIG = PolicyConfig()

@@ -65,7 +65,7 @@ def test_readme_scaler_example_synthesizes(tmp_path: Path) -> None:
     run_block(block, tmp_path)
     template = json.loads((tmp_path / "cdk.out" / "Feed.template.json").read_text())
     functions = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
-    assert [f["Properties"]["Handler"] for f in functions] == ["capacity_runtime.handler.lambda_handler"]
+    assert [f["Properties"]["Handler"] for f in functions] == ["ddb_capacity_runtime.scaler.handler.lambda_handler"]
 
 
 def test_readme_simulator_example_runs(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_readme_capacity_requests_construct_example_synthesizes(tmp_path: Path) 
     template = json.loads((tmp_path / "cdk.out" / "Imports.template.json").read_text())
     handlers = [r["Properties"]["Handler"] for r in template["Resources"].values()
                 if r["Type"] == "AWS::Lambda::Function"]
-    assert handlers == ["capacity_runtime.holds.restorer_handler"]
+    assert handlers == ["ddb_capacity_runtime.requests.restorer.restorer_handler"]
     descriptions = sorted(r["Properties"]["Description"] for r in template["Resources"].values()
                           if r["Type"] == "AWS::IAM::ManagedPolicy")
     assert descriptions == ["Lets a worker request DynamoDB capacity for work about to start",

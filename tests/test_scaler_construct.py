@@ -40,7 +40,7 @@ def test_function_schedule_and_dead_letter_path(stack: cdk.Stack) -> None:
     # THEN the function runs the run-time handler on the newest Python runtime, arm64,
     # one at a time, sized from the benchmark, with the scaler's configuration
     template.has_resource_properties("AWS::Lambda::Function", {
-        "Handler": "capacity_runtime.handler.lambda_handler",
+        "Handler": "ddb_capacity_runtime.scaler.handler.lambda_handler",
         "Runtime": latest_python_runtime().name,
         "Architectures": ["arm64"],
         "ReservedConcurrentExecutions": 1,

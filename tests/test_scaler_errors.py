@@ -7,17 +7,12 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from lambda_src.capacity_runtime.actuator import (
-    SCALABLE_TARGET,
-    UPDATE_TABLE,
-    Change,
-    apply,
-    update_table_request,
-)
-from lambda_src.capacity_runtime.config import ConfigError, Limits, OverrideError, ScalerConfig
-from lambda_src.capacity_runtime.discovery import Dimension, ManagedTable, ScalableTarget
-from lambda_src.capacity_runtime.policy import DECREASE, INCREASE
-from lambda_src.capacity_runtime.quota import DecreaseLedger
+from ddb_capacity_runtime.aws.actuator import apply, update_table_request
+from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, UPDATE_TABLE, Change
+from ddb_capacity_runtime.core.policy import DECREASE, INCREASE
+from ddb_capacity_runtime.core.quota import DecreaseLedger
+from ddb_capacity_runtime.core.settings import ConfigError, Limits, OverrideError, ScalerConfig
+from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget
 
 ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/orders"
 LIMITS = Limits(5, 1000, 0.7)
@@ -108,7 +103,7 @@ def test_access_denied_on_a_scalable_target() -> None:
 
 
 def test_throttled_control_plane_calls_are_retried_adaptively() -> None:
-    from lambda_src.capacity_runtime.handler import make_clients
+    from ddb_capacity_runtime.aws.clients import make_clients
 
     clients = make_clients(region_name="us-east-1", aws_access_key_id="x",
                            aws_secret_access_key="x")
@@ -192,7 +187,7 @@ def _described(status: str, billing: str = "PROVISIONED", gsi_status: str = "ACT
 def test_tables_not_active_or_on_demand_are_skipped(described: dict, reason: str) -> None:
     from datetime import UTC, datetime
 
-    from lambda_src.capacity_runtime.discovery import NotManaged, describe_table
+    from ddb_capacity_runtime.aws.discovery import NotManaged, describe_table
 
     ddb = client("dynamodb")
     with Stubber(ddb) as stubber:
@@ -205,7 +200,7 @@ def test_tables_not_active_or_on_demand_are_skipped(described: dict, reason: str
 def test_a_backfilling_gsi_is_left_out_of_the_tick() -> None:
     from datetime import UTC, datetime
 
-    from lambda_src.capacity_runtime.discovery import describe_table
+    from ddb_capacity_runtime.aws.discovery import describe_table
 
     ddb = client("dynamodb")
     with Stubber(ddb) as stubber:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lambda_src.capacity_runtime.discovery import base_min_tag
+from ddb_capacity_runtime.core.names import base_min_tag
 from tests.moto_world import World
 
 

@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from lambda_src.capacity_runtime.settle import (
+from ddb_capacity_runtime.settle.handler import (
     SettleTarget,
     handler,
     parse_targets,

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lambda_src.capacity_runtime.settle import SettleTarget, plan_settle
+from ddb_capacity_runtime.settle.handler import SettleTarget, plan_settle
 
 UNITS = {"read": "ReadCapacityUnits", "write": "WriteCapacityUnits"}
 capacity = st.integers(min_value=1, max_value=40_000)

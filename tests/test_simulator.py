@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from constructs_pkg.simulator import (
+from ddb_capacity_runtime.core import plan as core_plan
+from ddb_capacity_runtime.core import policy, quota
+from ddb_capacity_tools.simulator import (
     ModelError,
     ModelParams,
     PolicyError,
@@ -20,12 +22,11 @@ from constructs_pkg.simulator import (
     serve,
     simulate,
 )
-from constructs_pkg.simulator import policies as sim_policies
-from constructs_pkg.simulator.model import SimulatedTable
-from constructs_pkg.simulator.oracle import plan
-from constructs_pkg.simulator.scenarios import SCENARIOS
-from constructs_pkg.simulator.trace import Trace
-from lambda_src.capacity_runtime import handler, policy, quota
+from ddb_capacity_tools.simulator import policies as sim_policies
+from ddb_capacity_tools.simulator.model import SimulatedTable
+from ddb_capacity_tools.simulator.oracle import plan
+from ddb_capacity_tools.simulator.scenarios import SCENARIOS
+from ddb_capacity_tools.simulator.trace import Trace
 
 START = datetime(2026, 1, 5, 12, tzinfo=UTC)
 units = st.floats(min_value=0, max_value=50_000, allow_nan=False)
@@ -156,11 +157,11 @@ def test_decreases_over_the_quota_fail_as_dynamodb_refuses_them():
 
 
 def test_throttle_aware_runs_the_lambdas_own_policy_code(monkeypatch):
-    """The simulator's throttle-aware policy goes through handler.plan_table, which calls
+    """The simulator's throttle-aware policy goes through core.plan.plan_table, which calls
     the run-time policy module; counting those calls proves there is no second copy."""
-    assert sim_policies.handler is handler
+    assert sim_policies.plan_table is core_plan.plan_table
     calls: Counter[str] = Counter()
-    real_decide, real_min = handler.decide, handler.decide_scalable_min
+    real_decide, real_min = core_plan.decide, core_plan.decide_scalable_min
 
     def decide(*args, **kwargs):
         calls["decide"] += 1
@@ -170,8 +171,8 @@ def test_throttle_aware_runs_the_lambdas_own_policy_code(monkeypatch):
         calls["decide_scalable_min"] += 1
         return real_min(*args, **kwargs)
 
-    monkeypatch.setattr(handler, "decide", decide)
-    monkeypatch.setattr(handler, "decide_scalable_min", decide_min)
+    monkeypatch.setattr(core_plan, "decide", decide)
+    monkeypatch.setattr(core_plan, "decide_scalable_min", decide_min)
     trace = scenario("flash-crowd")
     simulate(trace, [parse("throttle-aware")], progress=None)
     ticks = (trace.minutes + ModelParams().warmup_minutes) // 2
@@ -179,7 +180,7 @@ def test_throttle_aware_runs_the_lambdas_own_policy_code(monkeypatch):
     simulate(trace, [parse("throttle-aware+stock:70")], progress=None)
     assert calls["decide_scalable_min"] >= ticks * 2 * 0.9
     # And a policy that always holds makes the scaler inert: the decisions are the module's.
-    monkeypatch.setattr(handler, "decide", lambda state, config: policy.Decision(
+    monkeypatch.setattr(core_plan, "decide", lambda state, config: policy.Decision(
         state.provisioned, "held by test", policy.HOLD))
     held = simulate(trace, [parse("throttle-aware")], progress=None)
     assert all(r.decreases == 0 and r.peak_provisioned == r.recorded.provisioned[0]

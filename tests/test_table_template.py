@@ -213,7 +213,7 @@ def test_provision_then_settle(stack: cdk.Stack) -> None:
     })
     # AND its function runs the run-time package on the newest Python runtime, arm64
     template.has_resource_properties("AWS::Lambda::Function", {
-        "Handler": "capacity_runtime.settle.handler",
+        "Handler": "ddb_capacity_runtime.settle.handler.handler",
         "Runtime": latest_python_runtime().name,
         "Architectures": ["arm64"],
         "Timeout": 600,

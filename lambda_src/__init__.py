@@ -1,1 +1,0 @@
-"""Run-time code of cdk-dynamodb-capacity: boto3 and the standard library only."""

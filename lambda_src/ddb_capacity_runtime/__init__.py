@@ -1,0 +1,15 @@
+"""What runs inside AWS Lambda and in users' workers: boto3 and the standard library only.
+
+- :mod:`.core`: the pure core (policy, quota ledger, settings contract, schedules);
+- :mod:`.aws`: the one layer that talks to AWS;
+- :mod:`.scaler`: the throttle-aware scaler Lambda;
+- :mod:`.requests`: capacity requests and their restorer Lambda;
+- :mod:`.settle`: the settle custom resource of PROVISION_THEN_SETTLE;
+- :mod:`.workers`: the rate-limited scan and slow-start writer users run in their workers;
+- :mod:`.events`: the one log channel.
+
+This package never imports aws_cdk; it is the whole of every Lambda asset this library
+deploys. Inside it, imports are relative.
+"""
+
+__version__ = "0.2.0"

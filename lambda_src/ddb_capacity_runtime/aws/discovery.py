@@ -1,0 +1,99 @@
+"""Which tables and dimensions a tick manages, and what DynamoDB and Application Auto
+Scaling say about them. Clients are passed in; nothing here decides."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from ..core.names import UNITS, base_min_tag, resource_id, scalable_dimension
+from ..core.quota import DecreaseLedger
+from ..core.settings import Limits, ScalerConfig
+from ..core.tables import Dimension, ManagedTable, ScalableTarget, tags_of
+from ..events import log_event
+
+
+def find_tables(tagging: Any, config: ScalerConfig) -> dict[str, dict[str, str] | None]:
+    """Table names to manage: the configured ones plus those carrying the discovery tag
+    (Resource Groups Tagging API, paginated). Tags come along where discovery saw them."""
+    found: dict[str, dict[str, str] | None] = {name: None for name in config.tables}
+    if config.tag_key:
+        pages = tagging.get_paginator("get_resources").paginate(
+            TagFilters=[{"Key": config.tag_key, "Values": [config.tag_value]}],
+            ResourceTypeFilters=["dynamodb:table"],
+            ResourcesPerPage=100,
+        )
+        for page in pages:
+            for item in page["ResourceTagMappingList"]:
+                name = item["ResourceARN"].split(":table/", 1)[1].split("/", 1)[0]
+                found[name] = tags_of(item.get("Tags", []))
+    return found
+
+
+def scalable_targets(aas: Any, resource_ids: Sequence[str] = ()
+                     ) -> dict[tuple[str, str], ScalableTarget]:
+    """Every DynamoDB scalable target of the account and Region (or only those of
+    ``resource_ids``), with whether it has a target-tracking policy: a constant number of
+    paginated calls, whatever the table count."""
+    only = {"ResourceIds": list(resource_ids)} if resource_ids else {}
+    tracked = set()
+    for one in [{"ResourceId": r} for r in resource_ids] or [{}]:
+        for page in aas.get_paginator("describe_scaling_policies").paginate(
+                ServiceNamespace="dynamodb", **one):
+            for policy in page["ScalingPolicies"]:
+                if policy.get("PolicyType") == "TargetTrackingScaling":
+                    tracked.add((policy["ResourceId"], policy["ScalableDimension"]))
+    targets = {}
+    for page in aas.get_paginator("describe_scalable_targets").paginate(
+            ServiceNamespace="dynamodb", **only):
+        for t in page["ScalableTargets"]:
+            key = (t["ResourceId"], t["ScalableDimension"])
+            targets[key] = ScalableTarget(t["ResourceId"], t["ScalableDimension"],
+                                          int(t["MinCapacity"]), int(t["MaxCapacity"]),
+                                          key in tracked)
+    return targets
+
+
+class NotManaged(Exception):
+    """The table is skipped this tick (not ACTIVE, on-demand); not an error."""
+
+
+def describe_table(dynamodb: Any, name: str, tags: dict[str, str] | None, config: ScalerConfig,
+                   targets: Mapping[tuple[str, str], ScalableTarget], now: datetime,
+                   description: Mapping[str, Any] | None = None) -> ManagedTable:
+    """The table's managed dimensions. Raises NotManaged, OverrideError or ClientError.
+    ``description`` is DescribeTable's ``Table`` when the caller has just read it."""
+    table = description or dynamodb.describe_table(TableName=name)["Table"]
+    if table["TableStatus"] != "ACTIVE":
+        raise NotManaged(f"status {table['TableStatus']}")
+    if table.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
+        raise NotManaged("on-demand billing")
+    if tags is None:
+        tags = tags_of(dynamodb.list_tags_of_resource(ResourceArn=table["TableArn"])["Tags"])
+    limits = config.limits(name, tags)
+    managed = ManagedTable(name, table["TableArn"], tags)
+    specs: list[tuple[str | None, Mapping[str, Any]]] = [(None, table)]
+    for gsi in table.get("GlobalSecondaryIndexes", []):
+        managed.indexes.append(gsi["IndexName"])
+        if gsi.get("IndexStatus", "ACTIVE") != "ACTIVE":
+            log_event("index-skipped", table=name, index=gsi["IndexName"],
+                      reason=f"status {gsi['IndexStatus']}")
+            continue
+        specs.append((gsi["IndexName"], gsi))
+    for index, spec in specs:
+        throughput = spec["ProvisionedThroughput"]
+        ledger = DecreaseLedger.from_throughput(throughput, now)
+        for dim, units in UNITS.items():
+            target = targets.get((resource_id(name, index), scalable_dimension(index, dim)))
+            dim_limits = limits[dim]
+            tag = base_min_tag(index, dim)
+            raised = tag if tag in tags else None
+            if target is not None:
+                base = int(tags[tag]) if raised else target.min_capacity
+                dim_limits = Limits(base, target.max_capacity, dim_limits.target_utilization)
+            managed.dimensions.append(Dimension(
+                table=name, index=index, dimension=dim, provisioned=int(throughput[units]),
+                ledger=ledger, last_increase=throughput.get("LastIncreaseDateTime"),
+                limits=dim_limits, target=target, base_min_tag=raised))
+    return managed

@@ -1,0 +1,33 @@
+"""How DynamoDB, Application Auto Scaling and this library name things: dimensions,
+resource ids, scalable dimensions and the library's table tags."""
+
+from __future__ import annotations
+
+DIMENSIONS = ("read", "write")
+UNITS = {"read": "ReadCapacityUnits", "write": "WriteCapacityUnits"}
+#: DynamoDB's default quota of read (and of write) capacity units per table.
+TABLE_QUOTA = 40_000
+#: Every tag this library reads or writes on a table starts with this prefix.
+TAG_PREFIX = "ddb-capacity:"
+BASE_MIN_TAG = f"{TAG_PREFIX}base-min:"
+
+
+def resource_id(table: str, index: str | None) -> str:
+    """Application Auto Scaling's ResourceId of a table or one of its GSIs."""
+    return f"table/{table}" if index is None else f"table/{table}/index/{index}"
+
+
+def scalable_dimension(index: str | None, dimension: str) -> str:
+    kind = "table" if index is None else "index"
+    return f"dynamodb:{kind}:{UNITS[dimension]}"
+
+
+def scope_label(index: str | None) -> str:
+    """How tags name the table itself or one of its GSIs: ``table`` or ``index/NAME``."""
+    return "table" if index is None else f"index/{index}"
+
+
+def base_min_tag(index: str | None, dimension: str) -> str:
+    """The table tag that remembers a minimum while the scaler or a capacity request holds
+    it raised (the target's MinCapacity; without a target, the provisioned capacity)."""
+    return f"{BASE_MIN_TAG}{scope_label(index)}:{dimension}"

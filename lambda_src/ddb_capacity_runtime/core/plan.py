@@ -1,0 +1,58 @@
+"""A tick's plan for one table: every dimension's decision as a :class:`Change`. Pure; the
+scaler Lambda and the simulator both call :func:`plan_table`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .policy import Decision, DimensionState, combine_counter, decide, decide_scalable_min
+from .series import Series
+from .settings import ScalerConfig
+from .tables import Dimension, ManagedTable
+
+#: How a change is made: by moving a scalable target's MinCapacity, or by UpdateTable.
+SCALABLE_TARGET, UPDATE_TABLE = "scalable-target", "update-table"
+
+
+@dataclass(frozen=True)
+class Change:
+    dimension: Dimension
+    old: int
+    new: int
+    reason: str
+    action: str
+    via: str
+    throttles_seen: float = 0.0
+
+
+def plan_table(table: ManagedTable, series: Mapping[Any, Series], config: ScalerConfig,
+               now: datetime) -> list[tuple[Change, Decision]]:
+    """Every dimension's decision (holds included) as a Change; pure."""
+    planned: list[tuple[Change, Decision]] = []
+    direct: dict[str | None, dict[str, tuple[Dimension, Decision]]] = {}
+    for d in table.dimensions:
+        s = series[d.key]
+        state = DimensionState(
+            provisioned=d.provisioned, consumed=s.consumed, throttles=s.throttles,
+            minute_starts=s.minute_starts, min_capacity=d.limits.min_capacity,
+            max_capacity=d.limits.max_capacity, now=now, ledger=d.ledger,
+            last_increase=d.last_increase, target_utilization=d.limits.target_utilization)
+        if d.target is not None:
+            decision = decide_scalable_min(state, d.target.min_capacity, config.policy)
+            planned.append((Change(d, d.target.min_capacity, decision.capacity, decision.reason,
+                                   decision.action, SCALABLE_TARGET, decision.throttles_seen),
+                            decision))
+        else:
+            direct.setdefault(d.index, {})[d.dimension] = (d, decide(state, config.policy))
+    for dims in direct.values():
+        combined = combine_counter({k: v[1] for k, v in dims.items()},
+                                   {k: v[0].provisioned for k, v in dims.items()})
+        for name, (d, _) in dims.items():
+            decision = combined[name]
+            planned.append((Change(d, d.provisioned, decision.capacity, decision.reason,
+                                   decision.action, UPDATE_TABLE, decision.throttles_seen),
+                            decision))
+    return planned

@@ -1,0 +1,540 @@
+"""Scheduled scaling: Application Auto Scaling expressions, entries, windows, and the
+timeline they make, checked at build time and previewed.
+
+Expressions are Application Auto Scaling's: ``cron(minutes hours day-of-month month
+day-of-week year)`` with ``?`` in day-of-month or day-of-week (day-of-week 1-7 = SUN-SAT),
+``at(yyyy-mm-ddThh:mm:ss)`` and ``rate(N minute[s]|hour[s]|day[s])``. Cron occurrences are
+computed by cronsim, in the entry's IANA time zone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from cronsim import CronSim, CronSimError
+
+from .errors import CapacityConfigError
+from .quota import DecreaseLedger
+
+CRON = re.compile(r"cron\((.*)\)")
+AT = re.compile(r"at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)")
+RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
+RATE_UNITS = {"minute": 60, "hour": 3600, "day": 86400}
+DOW_NUMBER = re.compile(r"(?<![#/\d])(\d+)")
+YEARS = (1970, 2199)
+EXPECTED = ("cron(minutes hours day-of-month month day-of-week year) with ? in day-of-month "
+            "or day-of-week, at(yyyy-mm-ddThh:mm:ss) or rate(N minutes|hours|days)")
+
+
+class ScheduleError(CapacityConfigError):
+    """A schedule Application Auto Scaling would refuse, or one that contradicts itself."""
+
+
+def zone(name: str, where: str) -> ZoneInfo:
+    """The IANA time zone ``name``; a clear error for anything else."""
+    if not isinstance(name, str) or name not in available_timezones():
+        raise ScheduleError(f"{where}: time_zone must be an IANA time zone name such as "
+                            f"'UTC' or 'Europe/Paris'; got {name!r}")
+    try:
+        return ZoneInfo(name)
+    except ZoneInfoNotFoundError:  # pragma: no cover (listed but not loadable)
+        raise ScheduleError(f"{where}: time_zone {name!r} cannot be loaded") from None
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A parsed Application Auto Scaling schedule expression."""
+
+    text: str
+    cron5: str | None = None
+    years: frozenset[int] | None = None
+    at: datetime | None = None
+    rate: timedelta | None = None
+
+    def occurrences(self, tz: ZoneInfo, start: datetime, end: datetime,
+                    anchor: datetime | None = None) -> Iterator[datetime]:
+        """Firing times in [start, end), aware, in ``tz``. A rate counts from ``anchor``
+        (the entry's start time) or, unknown until deployment, from ``start``."""
+        start, end = start.astimezone(tz), end.astimezone(tz)
+        if self.at is not None:
+            moment = self.at.replace(tzinfo=tz)
+            if start <= moment < end:
+                yield moment
+        elif self.rate is not None:
+            moment = (anchor or start).astimezone(tz)
+            while moment < start:
+                moment += self.rate
+            while moment < end:
+                yield moment
+                moment += self.rate
+        else:
+            assert self.cron5 is not None
+            for moment in CronSim(self.cron5, start - timedelta(seconds=1)):
+                if moment >= end:
+                    return
+                if self.years is None or moment.year in self.years:
+                    yield moment
+
+
+def _years(field: str, where: str, text: str) -> frozenset[int] | None:
+    if field in ("*", "?"):
+        return None
+    years: set[int] = set()
+    for part in field.split(","):
+        bounds = part.split("-")
+        if not all(b.isdigit() for b in bounds) or len(bounds) > 2:
+            raise ScheduleError(f"{where}: schedule {text!r}: year field {field!r} must be *, "
+                                f"a year, a range (2026-2027) or a list of them")
+        lo, hi = int(bounds[0]), int(bounds[-1])
+        if not YEARS[0] <= lo <= hi <= YEARS[1]:
+            raise ScheduleError(f"{where}: schedule {text!r}: years must be from {YEARS[0]} to "
+                                f"{YEARS[1]}; got {part!r}")
+        years.update(range(lo, hi + 1))
+    return frozenset(years)
+
+
+def _dow_to_standard(field: str, where: str, text: str) -> str:
+    """AAS numbers days 1-7 from Sunday; standard cron 0-6."""
+    def shift(match: re.Match[str]) -> str:
+        day = int(match.group(1))
+        if not 1 <= day <= 7:
+            raise ScheduleError(f"{where}: schedule {text!r}: day-of-week must be 1-7 (SUN-SAT) "
+                                f"or SUN-SAT; got {day}")
+        return str(day - 1)
+
+    return DOW_NUMBER.sub(shift, field)
+
+
+def cron(*, minute: str | int = "0", hour: str | int = "*", day: str | int | None = None,
+         month: str | int = "*", week_day: str | None = None, year: str | int = "*") -> str:
+    """An Application Auto Scaling cron expression from its fields, with ``?`` where the
+    dialect needs it: ``cron(hour=5, week_day="MON-FRI")`` is ``cron(0 5 ? * MON-FRI *)``."""
+    if day is not None and week_day is not None:
+        raise ScheduleError(f"cron: set day ({day!r}) or week_day ({week_day!r}), not both; "
+                            f"Application Auto Scaling takes one of them")
+    dom = "?" if week_day is not None else ("*" if day is None else str(day))
+    dow = "?" if week_day is None else week_day
+    return f"cron({minute} {hour} {dom} {month} {dow} {year})"
+
+
+def parse(text: str, where: str) -> Expression:
+    """Parse and validate one expression; errors name the expression and what is allowed."""
+    expression_string = getattr(text, "expression_string", None)  # appscaling.Schedule
+    if isinstance(expression_string, str):
+        text = expression_string
+    if not isinstance(text, str):
+        raise ScheduleError(f"{where}: schedule must be a string such as {EXPECTED}; got {text!r}")
+    text = text.strip()
+    if m := AT.fullmatch(text):
+        try:
+            return Expression(text, at=datetime.fromisoformat(m.group(1)))
+        except ValueError:
+            raise ScheduleError(f"{where}: schedule {text!r} is not a real date and time") from None
+    if m := RATE.fullmatch(text):
+        value, unit = int(m.group(1)), m.group(2)
+        if value < 1 or (value == 1) != (not unit.endswith("s")):
+            raise ScheduleError(f"{where}: schedule {text!r}: a rate is a positive whole number "
+                                f"with a singular unit for 1 (rate(1 hour)) and plural otherwise "
+                                f"(rate(2 hours))")
+        return Expression(text, rate=timedelta(seconds=value * RATE_UNITS[unit.rstrip("s")]))
+    m = CRON.fullmatch(text)
+    if not m:
+        raise ScheduleError(f"{where}: schedule {text!r} is not an Application Auto Scaling "
+                            f"expression; expected {EXPECTED}")
+    fields = m.group(1).split()
+    if len(fields) != 6:
+        raise ScheduleError(f"{where}: schedule {text!r} has {len(fields)} fields; a cron "
+                            f"expression has 6: minutes hours day-of-month month day-of-week year")
+    minute, hour, dom, month, dow, year = fields
+    if (dom == "?") == (dow == "?"):
+        raise ScheduleError(f"{where}: schedule {text!r}: exactly one of day-of-month ({dom!r}) "
+                            f"and day-of-week ({dow!r}) must be ?")
+    cron5 = " ".join([minute, hour, "*" if dom == "?" else dom, month,
+                      "*" if dow == "?" else _dow_to_standard(dow, where, text)])
+    try:
+        CronSim(cron5, datetime(2026, 1, 1))
+    except CronSimError as exc:
+        raise ScheduleError(f"{where}: schedule {text!r} is not a valid cron expression: "
+                            f"{exc}") from None
+    return Expression(text, cron5=cron5, years=_years(year, where, text))
+
+
+@dataclass(frozen=True)
+class ScheduleEntry:
+    """One scheduled action on one dimension: at ``schedule``, set min and/or max.
+
+    :param name: unique per scalable target (table or GSI, read or write).
+    :param schedule: ``cron(...)``, ``at(...)`` or ``rate(...)`` (module docstring), as a
+        string, from :func:`cron` fields, or an ``aws_applicationautoscaling.Schedule``.
+    :param min_capacity, max_capacity: at least one. A max may go above the range the
+        table was configured with (a seasonal ceiling).
+    :param time_zone: IANA name. Default: ``"UTC"``.
+    :param start_time, end_time: when the entry is in force. Default: always.
+    """
+
+    name: str
+    schedule: str
+    min_capacity: int | None = None
+    max_capacity: int | None = None
+    time_zone: str = "UTC"
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+
+
+@dataclass(frozen=True)
+class PlacedEntry:
+    """An entry placed on a dimension, parsed; ``window`` names the window it belongs to."""
+
+    entry: ScheduleEntry
+    index: str | None
+    dimension: str
+    expression: Expression
+    tz: ZoneInfo
+    window: str | None = None
+
+    def occurrences(self, start: datetime, end: datetime) -> Iterator[datetime]:
+        begin = max(start, self.entry.start_time) if self.entry.start_time else start
+        stop = min(end, self.entry.end_time) if self.entry.end_time else end
+        if begin < stop:
+            yield from self.expression.occurrences(self.tz, begin, stop, self.entry.start_time)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One firing, with the effective range of its dimension after it."""
+
+    when: datetime
+    placed: PlacedEntry
+    min_capacity: int
+    max_capacity: int
+
+
+@dataclass
+class Timeline:
+    """Every firing of a table's schedule over a horizon, replayed in order."""
+
+    events: list[Event] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def replay(placed: Sequence[PlacedEntry], ranges: dict[tuple[str | None, str], tuple[int, int]],
+           start: datetime, end: datetime) -> Timeline:
+    """Apply every firing in time order to each dimension's (min, max), starting from the
+    configured ranges; record the effective range after each and every contradiction."""
+    firings = sorted(
+        ((when.astimezone(UTC), i, p) for i, p in enumerate(placed)
+         for when in p.occurrences(start, end)),
+        key=lambda f: (f[0], f[1]))
+    state = dict(ranges)
+    timeline = Timeline()
+    seen: dict[tuple[datetime, str | None, str], PlacedEntry] = {}
+    reported: set[tuple[str, str | None, str, str]] = set()
+
+    def error(p: PlacedEntry, kind: str, message: str) -> None:
+        """Each contradiction once, at its first firing (it recurs with the schedule)."""
+        if (p.entry.name, p.index, p.dimension, kind) not in reported:
+            reported.add((p.entry.name, p.index, p.dimension, kind))
+            timeline.errors.append(message)
+
+    for when, _, p in firings:
+        key = (p.index, p.dimension)
+        mn, mx = state[key]
+        other = seen.get((when, *key))
+        if other is not None and (other.entry.min_capacity, other.entry.max_capacity) != (
+                p.entry.min_capacity, p.entry.max_capacity):
+            error(p, "same-time",
+                f"{_label(p)}: {other.entry.name!r} and {p.entry.name!r} both fire at "
+                f"{when:%Y-%m-%d %H:%M} UTC with different capacities; the order between them "
+                f"is not defined")
+        seen[(when, *key)] = p
+        mn = p.entry.min_capacity if p.entry.min_capacity is not None else mn
+        mx = p.entry.max_capacity if p.entry.max_capacity is not None else mx
+        state[key] = (mn, mx)
+        if mn > mx:
+            error(p, "min-above-max",
+                f"{_label(p)}: after {p.entry.name!r} at {when:%Y-%m-%d %H:%M} UTC, min ({mn}) "
+                f"would be above max ({mx})")
+        timeline.events.append(Event(when, p, mn, mx))
+    return timeline
+
+
+def _label(p: PlacedEntry) -> str:
+    return f"{'table' if p.index is None else 'index ' + repr(p.index)} {p.dimension}"
+
+
+def decrease_warnings(timeline: Timeline, ranges: dict[tuple[str | None, str], tuple[int, int]]
+                      ) -> list[str]:
+    """Where lowering the range would need more decreases than DynamoDB allows.
+
+    Every firing that lowers a dimension's minimum (or its maximum) lets auto scaling
+    decrease capacity, which spends a decrease of that table's or GSI's counter; this
+    replays them through the same quota ledger the scaler uses."""
+    ledgers: dict[str | None, DecreaseLedger] = {}
+    previous = dict(ranges)
+    warnings: dict[tuple[str, str | None, str], str] = {}
+    for event in timeline.events:
+        key = (event.placed.index, event.placed.dimension)
+        was_min, was_max = previous[key]
+        previous[key] = (event.min_capacity, event.max_capacity)
+        if event.min_capacity >= was_min and event.max_capacity >= was_max:
+            continue
+        ledger = ledgers.get(event.placed.index, DecreaseLedger())
+        if not ledger.can_decrease(event.when):
+            p = event.placed
+            warnings.setdefault(  # once per entry: it recurs with the schedule
+                (p.entry.name, p.index, p.dimension),
+                f"{_label(p)}: {p.entry.name!r} lowers capacity more often than the decrease "
+                f"quota allows (4, then 1 an hour, 27 a UTC day); some decreases would wait")
+            continue
+        ledgers[event.placed.index] = ledger.spend(event.when)
+    return list(warnings.values())
+
+
+WEEKDAYS = ("MON", "TUE", "WED", "THU", "FRI")
+EVERY_DAY = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
+HHMM = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
+HORIZON = timedelta(days=28)
+
+
+@dataclass(frozen=True)
+class CapacityWindow:
+    """"Be ready for ``capacity`` units from ``start`` for ``duration`` on ``week_days``":
+    the minimum is raised ``lead`` before the start and restored at the end; neither sets
+    it below what another window active at that moment needs."""
+
+    name: str
+    index: str | None
+    dimension: str
+    capacity: int
+    start: str
+    duration: timedelta
+    lead: timedelta
+    week_days: tuple[str, ...]
+    time_zone: str
+
+    def _cron(self, offset: timedelta) -> str:
+        hh, mm = (int(x) for x in self.start.split(":"))
+        at = timedelta(hours=hh, minutes=mm) + offset
+        shift = at.days  # whole days before (negative) or after the start day
+        minute_of_day = int(at.total_seconds() // 60) % 1440
+        days = ",".join(EVERY_DAY[(EVERY_DAY.index(d) + shift) % 7] for d in self.week_days)
+        return f"cron({minute_of_day % 60} {minute_of_day // 60} ? * {days} *)"
+
+    @property
+    def raise_schedule(self) -> str:
+        return self._cron(-self.lead)
+
+    @property
+    def restore_schedule(self) -> str:
+        return self._cron(self.duration)
+
+
+class TableSchedule:
+    """The scheduled actions of one ProvisionedTable, rendered onto its scalable targets."""
+
+    def __init__(self, where: str, ranges: dict[tuple[str | None, str], tuple[int, int]],
+                 quota: int) -> None:
+        self._where = where
+        self._ranges = ranges
+        self._quota = quota
+        self._entries: list[PlacedEntry] = []
+        self._windows: list[CapacityWindow] = []
+
+    # ---------------------------------------------------------------- adding
+
+    def add_entry(self, entry: ScheduleEntry, index: str | None, dimension: str) -> PlacedEntry:
+        label = f"{self._where} {'table' if index is None else 'index ' + repr(index)} {dimension}"
+        where = f"{label} schedule {getattr(entry, 'name', entry)!r}"
+        if not isinstance(entry, ScheduleEntry):
+            raise ScheduleError(f"{label}: entry must be a ScheduleEntry; got {entry!r}")
+        if not isinstance(entry.name, str) or not re.fullmatch(r"[\w.:/#-]{1,200}", entry.name):
+            raise ScheduleError(f"{label}: schedule name must be 1 to 200 letters, digits or "
+                                f"_ . : / # -; got {entry.name!r}")
+        if entry.name in self._names(index, dimension):
+            raise ScheduleError(f"{where}: the name is already used on this dimension; names "
+                                f"must be unique per scalable target")
+        if entry.min_capacity is None and entry.max_capacity is None:
+            raise ScheduleError(f"{where}: set min_capacity, max_capacity or both; got neither")
+        for name in ("min_capacity", "max_capacity"):
+            value = getattr(entry, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or not 1 <= value <= self._quota):
+                raise ScheduleError(f"{where}: {name} must be a whole number from 1 to "
+                                    f"{self._quota}; got {value!r}")
+        if (entry.min_capacity is not None and entry.max_capacity is not None
+                and entry.min_capacity > entry.max_capacity):
+            raise ScheduleError(f"{where}: min_capacity ({entry.min_capacity}) must be lower "
+                                f"than or equal to max_capacity ({entry.max_capacity})")
+        for name in ("start_time", "end_time"):
+            value = getattr(entry, name)
+            if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
+                raise ScheduleError(f"{where}: {name} must be a timezone-aware datetime; got "
+                                    f"{value!r}")
+        if entry.start_time and entry.end_time and entry.start_time >= entry.end_time:
+            raise ScheduleError(f"{where}: start_time ({entry.start_time.isoformat()}) must be "
+                                f"before end_time ({entry.end_time.isoformat()})")
+        placed = PlacedEntry(entry, index, dimension, parse(entry.schedule, where),
+                             zone(entry.time_zone, where))
+        self._entries.append(placed)
+        return placed
+
+    def add_window(self, window: CapacityWindow) -> None:
+        scope = "table" if window.index is None else f"index {window.index!r}"
+        label = f"{self._where} {scope} {window.dimension} window {window.name!r}"
+        if not isinstance(window.start, str) or not HHMM.fullmatch(window.start):
+            raise ScheduleError(f"{label}: start must be HH:MM (24-hour); got {window.start!r}")
+        if not timedelta(minutes=1) <= window.duration <= timedelta(days=6):
+            raise ScheduleError(f"{label}: duration must be from 1 minute to 6 days; got "
+                                f"{window.duration}")
+        if not timedelta(0) <= window.lead <= timedelta(days=1):
+            raise ScheduleError(f"{label}: lead must be from 0 to 24 hours; got {window.lead}")
+        bad = [d for d in window.week_days if d not in EVERY_DAY]
+        if not window.week_days or bad:
+            raise ScheduleError(f"{label}: week_days must be names from {', '.join(EVERY_DAY)}; "
+                                f"got {list(window.week_days)!r}")
+        cap = window.capacity
+        if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= self._quota:
+            raise ScheduleError(f"{label}: capacity must be a whole number from 1 to "
+                                f"{self._quota}; got {cap!r}")
+        zone(window.time_zone, label)
+        taken = self._names(window.index, window.dimension)
+        for suffix in ("raise", "restore"):
+            if f"{window.name}-{suffix}" in taken:
+                raise ScheduleError(f"{label}: the name {window.name}-{suffix} is already used "
+                                    f"on this dimension; names must be unique per scalable target")
+        self._windows.append(window)
+
+    def _names(self, index: str | None, dimension: str) -> set[str]:
+        """Entry names used on one dimension, windows' included (names need no replay)."""
+        names = {p.entry.name for p in self._entries
+                 if (p.index, p.dimension) == (index, dimension)}
+        for w in self._windows:
+            if (w.index, w.dimension) == (index, dimension):
+                names |= {f"{w.name}-raise", f"{w.name}-restore"}
+        return names
+
+    # ---------------------------------------------------------------- the model
+
+    def _window_entries(self, window: CapacityWindow, values: tuple[int, int]
+                        ) -> list[PlacedEntry]:
+        """The raise and restore entries of ``window`` setting min to ``values``."""
+        raise_min, restore_min = values
+        base_max = self._ranges[(window.index, window.dimension)][1]
+        tz = zone(window.time_zone, window.name)
+        # a minimum above the configured max brings the max along (a seasonal ceiling);
+        # the restore lowers that ceiling back, never under the minimum it restores
+        raised = raise_min > base_max
+        restore_max = max(base_max, restore_min) if raised or restore_min > base_max else None
+        make = [(f"{window.name}-raise", window.raise_schedule, raise_min,
+                 raise_min if raised else None),
+                (f"{window.name}-restore", window.restore_schedule, restore_min, restore_max)]
+        return [PlacedEntry(ScheduleEntry(name, expr, mn, mx, window.time_zone), window.index,
+                            window.dimension, parse(expr, name), tz, window.name)
+                for name, expr, mn, mx in make]
+
+    def _intervals(self, window: CapacityWindow, start: datetime, end: datetime
+                   ) -> list[tuple[datetime, datetime]]:
+        raise_, restore = self._window_entries(window, (1, 1))
+        ends = sorted(restore.occurrences(start - timedelta(days=7), end + timedelta(days=7)))
+        out = []
+        for begin in raise_.occurrences(start - timedelta(days=7), end):
+            finish = next((e for e in ends if e > begin), None)
+            if finish is not None:
+                out.append((begin.astimezone(UTC), finish.astimezone(UTC)))
+        return out
+
+    def _analyse(self, start: datetime, end: datetime) -> tuple[
+            dict[str, list[tuple[datetime, datetime]]], dict[str, tuple[int, int]], list[str]]:
+        """Per window, the minimum its raise and its restore set: its own capacity (at the
+        raise) or the operating min (at the restore), but never less than another window on
+        the dimension needs at that moment. Errors where that differs from day to day (the
+        windows contradict each other). Returns the windows' intervals too."""
+        intervals = {w.name: self._intervals(w, start, end) for w in self._windows}
+        values, errors = {}, []
+        for w in self._windows:
+            others = [o for o in self._windows
+                      if o is not w and (o.index, o.dimension) == (w.index, w.dimension)]
+
+            def needed(t: datetime, others: list[CapacityWindow] = others) -> int:
+                return max([o.capacity for o in others
+                            if any(b <= t < e for b, e in intervals[o.name])], default=0)
+
+            base = self._ranges[(w.index, w.dimension)][0]
+            at_raise = {max(w.capacity, needed(b)) for b, _ in intervals[w.name]
+                        if start <= b < end}
+            at_restore = {max(base, needed(e)) for _, e in intervals[w.name]
+                          if start <= e < end}
+            for moment, found in (("start", at_raise), ("end", at_restore)):
+                if len(found) > 1:
+                    errors.append(
+                        f"{self._where} window {w.name!r}: its {moment} falls inside other "
+                        f"windows on some days and not others (it would set {sorted(found)} "
+                        f"on different days); align the windows or split them by week day")
+            values[w.name] = (max(at_raise, default=w.capacity), max(at_restore, default=base))
+        return intervals, values, errors
+
+    def _placed_with(self, values: dict[str, tuple[int, int]]) -> list[PlacedEntry]:
+        out = list(self._entries)
+        for w in self._windows:
+            out += self._window_entries(w, values[w.name])
+        return out
+
+    def placed(self, start: datetime | None = None) -> list[PlacedEntry]:
+        """Every entry, windows expanded with their computed minimums."""
+        start = start or _horizon_start()
+        _, values, _ = self._analyse(start, start + HORIZON)
+        return self._placed_with(values)
+
+    def timeline(self, start: datetime, end: datetime) -> Timeline:
+        return replay(self.placed(start), self._ranges, start, end)
+
+    def check(self, start: datetime | None = None) -> tuple[list[str], list[str]]:
+        """(errors, warnings) of the whole schedule over the horizon."""
+        start = start or _horizon_start()
+        end = start + HORIZON
+        intervals, values, errors = self._analyse(start, end)
+        timeline = replay(self._placed_with(values), self._ranges, start, end)
+        errors = errors + timeline.errors
+        warnings = decrease_warnings(timeline, self._ranges)
+        for w in self._windows:
+            for o in self._windows:
+                if o is w or (o.index, o.dimension) != (w.index, w.dimension):
+                    continue
+                inside = intervals[w.name] and all(
+                    any(ob <= b and e <= oe for ob, oe in intervals[o.name])
+                    for b, e in intervals[w.name])
+                if inside and w.capacity <= o.capacity:
+                    warnings.append(f"{self._where} window {w.name!r} is always inside window "
+                                    f"{o.name!r} with no more capacity ({w.capacity} <= "
+                                    f"{o.capacity}); it has no effect")
+        return errors, warnings
+
+    def actions(self) -> dict[tuple[str | None, str], list[dict[str, object]]]:
+        """The ScheduledActions of each scheduled scalable target, as CloudFormation takes
+        them (one replay serves every dimension)."""
+        out: dict[tuple[str | None, str], list[dict[str, object]]] = {}
+        for p in self.placed():
+            action: dict[str, object] = {}
+            if p.entry.min_capacity is not None:
+                action["MinCapacity"] = p.entry.min_capacity
+            if p.entry.max_capacity is not None:
+                action["MaxCapacity"] = p.entry.max_capacity
+            rendered: dict[str, object] = {
+                "ScheduledActionName": p.entry.name, "Schedule": p.expression.text,
+                "ScalableTargetAction": action, "Timezone": p.entry.time_zone}
+            if p.entry.start_time:
+                rendered["StartTime"] = p.entry.start_time.astimezone(UTC).strftime(
+                    "%Y-%m-%dT%H:%M:%SZ")
+            if p.entry.end_time:
+                rendered["EndTime"] = p.entry.end_time.astimezone(UTC).strftime(
+                    "%Y-%m-%dT%H:%M:%SZ")
+            out.setdefault((p.index, p.dimension), []).append(rendered)
+        return out
+
+
+def _horizon_start() -> datetime:
+    return datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)

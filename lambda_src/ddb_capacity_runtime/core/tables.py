@@ -1,0 +1,68 @@
+"""What a tick knows about a table: its dimensions, their limits, quota ledgers and
+scalable targets. Plain data, filled in by :mod:`ddb_capacity_runtime.aws.discovery` (or
+by the simulator)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .quota import DecreaseLedger
+from .settings import Limits
+
+
+@dataclass(frozen=True)
+class ScalableTarget:
+    resource_id: str
+    scalable_dimension: str
+    min_capacity: int
+    max_capacity: int
+    target_tracking: bool
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One read or write dimension of a table (``index`` None) or of a GSI."""
+
+    table: str
+    index: str | None
+    dimension: str
+    provisioned: int
+    ledger: DecreaseLedger
+    last_increase: datetime | None
+    limits: Limits
+    target: ScalableTarget | None = None
+    base_min_tag: str | None = None  # set when the scaler has raised the target's minimum
+
+    @property
+    def key(self) -> tuple[str, str | None, str]:
+        return (self.table, self.index, self.dimension)
+
+
+@dataclass
+class ManagedTable:
+    name: str
+    arn: str
+    tags: dict[str, str]
+    dimensions: list[Dimension] = field(default_factory=list)
+    indexes: list[str] = field(default_factory=list)  # every GSI, ACTIVE or not
+
+
+def throughput_of(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:
+    """The ProvisionedThroughput of the table (``index`` None) or of one GSI, from
+    DescribeTable's ``Table``. Raises KeyError for an unknown index."""
+    if index is None:
+        throughput: Mapping[str, Any] = description["ProvisionedThroughput"]
+        return throughput
+    for gsi in description.get("GlobalSecondaryIndexes", []):
+        if gsi["IndexName"] == index:
+            found: Mapping[str, Any] = gsi["ProvisionedThroughput"]
+            return found
+    raise KeyError(f"index {index!r} not found on table {description.get('TableName')!r}")
+
+
+def tags_of(listing: Iterable[Mapping[str, str]]) -> dict[str, str]:
+    """A tag listing (``[{"Key": k, "Value": v}, ...]``) as a dict."""
+    return {t["Key"]: t["Value"] for t in listing}

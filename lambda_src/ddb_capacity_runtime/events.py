@@ -1,0 +1,72 @@
+"""The one log channel of every function this library deploys, and of its worker clients.
+
+Each event is one stdlib ``logging`` record on the ``ddb_capacity_runtime`` logger: its
+message is the event name, and its fields travel as structured keys (``extra``). Under
+Lambda's JSON log format each record is one JSON object with ``message``, ``level``,
+``event`` and the fields as top-level keys, ready for CloudWatch Logs Insights
+(``filter event = "decision"``). The README lists every event and its fields.
+
+Embedded Metric Format records are the one exception: CloudWatch extracts metrics only from
+a raw JSON line on stdout, so :func:`emit_metrics` writes them as such.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any, TextIO
+
+LOGGER = logging.getLogger("ddb_capacity_runtime")
+#: Names a field may not take: they are LogRecord's own attributes.
+RESERVED = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "event"}
+
+
+def log_event(event: str, /, *, level: int = logging.INFO, exc_info: bool = False,
+              **fields: Any) -> None:
+    """Log ``event`` with ``fields`` as structured keys."""
+    clash = RESERVED & fields.keys()
+    if clash:
+        raise ValueError(f"event {event!r}: field names {sorted(clash)} are reserved by "
+                         f"logging; rename them")
+    LOGGER.log(level, event, extra={"event": event, **fields}, exc_info=exc_info)
+
+
+def event_fields(record: logging.LogRecord) -> dict[str, Any] | None:
+    """The event name and fields of a record :func:`log_event` made (None for others)."""
+    event = getattr(record, "event", None)
+    if event is None:
+        return None
+    standard = RESERVED - {"event"}
+    return {k: v for k, v in record.__dict__.items() if k not in standard}
+
+
+@contextlib.contextmanager
+def recorded_events() -> Iterator[list[dict[str, Any]]]:
+    """Collect the events logged inside the ``with`` block, as dicts of their fields (for
+    tests and local runs, where no Lambda log format is configured)."""
+    events: list[dict[str, Any]] = []
+
+    class Recorder(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            fields = event_fields(record)
+            if fields is not None:
+                events.append(fields)
+
+    handler, previous = Recorder(logging.DEBUG), LOGGER.level
+    LOGGER.addHandler(handler)
+    LOGGER.setLevel(logging.DEBUG)
+    try:
+        yield events
+    finally:
+        LOGGER.removeHandler(handler)
+        LOGGER.setLevel(previous)
+
+
+def emit_metrics(record: Mapping[str, Any], out: TextIO | None = None) -> None:
+    """Write one Embedded Metric Format record as a raw JSON line (stdout by default)."""
+    stream = out or sys.stdout
+    stream.write(json.dumps(record, default=str) + "\n")
+    stream.flush()

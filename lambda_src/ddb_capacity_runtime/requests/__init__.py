@@ -1,0 +1,17 @@
+"""Capacity requests ("get ready, here I come"): raise a table's minimum before heavy work,
+hold it, and restore it when the work is done or the hold expires.
+
+- :mod:`.holds`: the hold and its tag format (pure);
+- :mod:`.validate`: checks of a request's arguments;
+- :mod:`.context`: reading the table and its traffic, moving minimums;
+- :mod:`.request`: making a request (:func:`request_capacity`, :class:`CapacityHold`);
+- :mod:`.ending`: ending holds (release, by id, at expiry);
+- :mod:`.restorer`: the ``CapacityRequests`` restorer Lambda.
+"""
+
+from .ending import release_hold, restore_expired
+from .holds import CapacityRequestError, CapacityRequestTimeout, Hold
+from .request import CapacityHold, request_capacity
+
+__all__ = ["CapacityHold", "CapacityRequestError", "CapacityRequestTimeout", "Hold",
+           "release_hold", "request_capacity", "restore_expired"]

@@ -1,0 +1,32 @@
+"""The ``CapacityRequests`` restorer Lambda: ends expired holds on its tables."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from ..aws.clients import make_clients
+from ..events import log_event
+from .ending import restore_expired
+from .holds import CapacityRequestError
+
+
+def restorer_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+    """AWS Lambda entry point of the ``CapacityRequests`` restorer: ``CAPACITY_TABLES`` is
+    a comma-separated list of table names."""
+    clients = make_clients()
+    tables = [t.strip() for t in os.environ.get("CAPACITY_TABLES", "").split(",") if t.strip()]
+    out: dict[str, Any] = {"restored": [], "failed": []}
+    for name in tables:
+        try:
+            out["restored"] += restore_expired(name, clients=clients)
+        except (CapacityRequestError, ClientError) as exc:
+            out["failed"].append({"table": name, "error": str(exc)})
+    log_event("holds-restored", restored=out["restored"], failed=out["failed"])
+    if out["failed"]:
+        raise RuntimeError(f"restoring holds failed on {len(out['failed'])} table(s): "
+                           f"{out['failed']}")
+    return out

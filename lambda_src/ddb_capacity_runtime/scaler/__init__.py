@@ -1,0 +1,1 @@
+"""The throttle-aware scaler Lambda: :mod:`.handler` (entry point) and :mod:`.tick`."""

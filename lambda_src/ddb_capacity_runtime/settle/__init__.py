@@ -1,0 +1,2 @@
+"""The settle custom resource of ``PROVISION_THEN_SETTLE``: :mod:`.plan` decides (pure),
+:mod:`.handler` talks to DynamoDB and CloudFormation."""

@@ -1,0 +1,9 @@
+"""Clients for users' own workers: a rate-limited resumable scan, a slow-start writer, and
+the token bucket that paces both by consumed capacity."""
+
+from .pacing import PacingError, TokenBucket
+from .scan import CursorStore, RateLimitedScan, ScanError, create_cursor_table
+from .writer import SlowStartWriter
+
+__all__ = ["CursorStore", "PacingError", "RateLimitedScan", "ScanError", "SlowStartWriter",
+           "TokenBucket", "create_cursor_table"]

@@ -1,0 +1,247 @@
+"""A scan that paces itself by consumed capacity, runs parallel segments in threads,
+keeps pages small, and can resume after a crash from a cursor kept in a DynamoDB table.
+
+Delivery is **at least once**: a page is handed to the caller's function first and its
+cursor saved after, so a crash between the two delivers that page again on resume.
+
+    store = CursorStore(dynamodb, "scan-cursors")     # key: scan_id (S), segment (N)
+    result = RateLimitedScan(dynamodb, "Orders", rate=200, segments=4, store=store,
+                             scan_id="reindex-2026-03").run(handle_page)
+
+``handle_page(segment, items)`` gets each page's items (low-level attribute-value form).
+``run`` stops cleanly on KeyboardInterrupt or when ``stop`` is set: every segment finishes the
+page in hand, saves its cursor, and the result says ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from ..events import log_event
+from .pacing import TokenBucket
+
+THROTTLED = ("ProvisionedThroughputExceededException", "ThrottlingException",
+             "RequestLimitExceeded")
+MAX_LIMIT = 1000
+Page = Callable[[int, list[dict[str, Any]]], None]
+
+
+class ScanError(ValueError):
+    """A scan setting that is not allowed."""
+
+
+def create_cursor_table(dynamodb: Any, name: str) -> None:
+    """Create the cursor table (on-demand: it sees a few writes a second at most) and wait."""
+    dynamodb.create_table(
+        TableName=name, BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "scan_id", "AttributeType": "S"},
+                              {"AttributeName": "segment", "AttributeType": "N"}],
+        KeySchema=[{"AttributeName": "scan_id", "KeyType": "HASH"},
+                   {"AttributeName": "segment", "KeyType": "RANGE"}])
+    dynamodb.get_waiter("table_exists").wait(TableName=name)
+
+
+@dataclass(frozen=True)
+class Cursor:
+    last_key: dict[str, Any] | None
+    done: bool
+    items: int
+
+
+class CursorStore:
+    """Per (scan id, segment): the LastEvaluatedKey, whether the segment is done, and how many
+    items it delivered. Reads are strongly consistent."""
+
+    def __init__(self, dynamodb: Any, table: str) -> None:
+        self.dynamodb = dynamodb
+        self.table = table
+
+    def load(self, scan_id: str, segment: int) -> Cursor:
+        item = self.dynamodb.get_item(
+            TableName=self.table, ConsistentRead=True,
+            Key={"scan_id": {"S": scan_id}, "segment": {"N": str(segment)}}).get("Item")
+        if item is None:
+            return Cursor(None, False, 0)
+        return Cursor(item["last_key"]["M"] if "last_key" in item else None,
+                      item["done"]["BOOL"], int(item["items"]["N"]))
+
+    def save(self, scan_id: str, segment: int, cursor: Cursor) -> None:
+        item: dict[str, Any] = {
+            "scan_id": {"S": scan_id}, "segment": {"N": str(segment)},
+            "done": {"BOOL": cursor.done}, "items": {"N": str(cursor.items)},
+            "updated": {"S": datetime.now(UTC).isoformat()}}
+        if cursor.last_key is not None:
+            item["last_key"] = {"M": cursor.last_key}
+        self.dynamodb.put_item(TableName=self.table, Item=item)
+
+
+@dataclass
+class ScanResult:
+    items: int = 0
+    pages: int = 0
+    consumed: float = 0.0
+    throttled: int = 0
+    interrupted: bool = False
+    segments_done: list[int] = field(default_factory=list)
+
+
+class RateLimitedScan:
+    """
+    :param rate: read capacity units per second for the whole scan (all segments).
+    :param segments: parallel segments (``TotalSegments``), one thread each. Default 4.
+    :param page_units: capacity one page should consume; the page ``Limit`` is adapted to it
+        from the items per unit seen so far. Default: a quarter second of the rate per
+        segment, at least 1.
+    :param initial_limit: the first page's ``Limit``. Default 25.
+    :param store, scan_id: where cursors live and under which id; without a store the scan
+        cannot resume.
+    :param index, consistent_read, projection: passed to Scan.
+    """
+
+    def __init__(self, dynamodb: Any, table: str, *, rate: float, segments: int = 4,
+                 page_units: float | None = None, initial_limit: int = 25,
+                 store: CursorStore | None = None, scan_id: str | None = None,
+                 index: str | None = None, consistent_read: bool = False,
+                 projection: str | None = None, max_throttle_retries: int = 10,
+                 sleep: Callable[[float], None] = time.sleep,
+                 bucket: TokenBucket | None = None) -> None:
+        if isinstance(segments, bool) or not isinstance(segments, int) or not (
+                1 <= segments <= 1_000_000):
+            raise ScanError(f"segments: got {segments!r}; expected a whole number from 1 to "
+                            f"1000000")
+        if not isinstance(initial_limit, int) or not 1 <= initial_limit <= MAX_LIMIT:
+            raise ScanError(f"initial_limit: got {initial_limit!r}; expected a whole number "
+                            f"from 1 to {MAX_LIMIT}")
+        if (store is None) != (scan_id is None):
+            raise ScanError("store and scan_id: got only one; a resumable scan needs both")
+        self.dynamodb = dynamodb
+        self.table = table
+        self.bucket = bucket or TokenBucket(rate)
+        self.segments = segments
+        self.page_units = page_units or max(1.0, self.bucket.rate / segments / 4)
+        if self.page_units <= 0 or not math.isfinite(self.page_units):
+            raise ScanError(f"page_units: got {page_units!r}; expected a number > 0")
+        self.initial_limit = initial_limit
+        self.store = store
+        self.scan_id = scan_id
+        self.extra: dict[str, Any] = {}
+        if index:
+            self.extra["IndexName"] = index
+        if consistent_read:
+            self.extra["ConsistentRead"] = True
+        if projection:
+            self.extra["ProjectionExpression"] = projection
+        self.max_throttle_retries = max_throttle_retries
+        self.sleep = sleep
+        self.stop = threading.Event()
+        self._lock = threading.Lock()
+        self._result = ScanResult()
+
+    @staticmethod
+    def next_limit(items: int, units: float, page_units: float) -> int:
+        """The Limit that makes a page cost about ``page_units``, from the last page."""
+        if items <= 0 or units <= 0:
+            return MAX_LIMIT if units <= 0 and items > 0 else 0
+        return max(1, min(MAX_LIMIT, int(items / units * page_units)))
+
+    def _page(self, segment: int, limit: int, start: dict[str, Any] | None,
+              estimate: float) -> dict[str, Any] | None:
+        request = {"TableName": self.table, "Segment": segment,
+                   "TotalSegments": self.segments, "Limit": limit,
+                   "ReturnConsumedCapacity": "TOTAL", **self.extra}
+        if start is not None:
+            request["ExclusiveStartKey"] = start
+        for attempt in range(self.max_throttle_retries + 1):
+            try:
+                response: dict[str, Any] = self.dynamodb.scan(**request)
+                return response
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") not in THROTTLED or (
+                        attempt == self.max_throttle_retries):
+                    self.bucket.settle(-estimate)
+                    raise
+                with self._lock:
+                    self._result.throttled += 1
+                delay = min(20.0, 0.1 * 2 ** attempt)
+                log_event("scan-throttled", segment=segment, retry_in_seconds=delay)
+                self.sleep(delay)
+                if self.stop.is_set():
+                    self.bucket.settle(-estimate)
+                    return None
+        return None  # not reached
+
+    def _segment(self, segment: int, handle: Page) -> None:
+        cursor = (self.store.load(self.scan_id, segment)
+                  if self.store is not None and self.scan_id is not None
+                  else Cursor(None, False, 0))
+        if cursor.done:
+            with self._lock:
+                self._result.segments_done.append(segment)
+            return
+        limit, per_unit = self.initial_limit, 0.0
+        while not self.stop.is_set():
+            estimate = limit / per_unit if per_unit else self.page_units
+            if not self.bucket.acquire(estimate, self.stop):
+                return
+            response = self._page(segment, limit, cursor.last_key, estimate)
+            if response is None:
+                return
+            units = float(response.get("ConsumedCapacity", {}).get("CapacityUnits", 0.0))
+            self.bucket.settle(units - estimate)
+            items = response.get("Items", [])
+            if items:
+                handle(segment, items)
+            last = response.get("LastEvaluatedKey")
+            cursor = Cursor(last, last is None, cursor.items + len(items))
+            if self.store is not None and self.scan_id is not None:
+                self.store.save(self.scan_id, segment, cursor)
+            with self._lock:
+                r = self._result
+                r.items += len(items)
+                r.pages += 1
+                r.consumed += units
+            if cursor.done:
+                with self._lock:
+                    self._result.segments_done.append(segment)
+                return
+            if items and units > 0:
+                per_unit = len(items) / units
+            limit = self.next_limit(len(items), units, self.page_units) or limit
+
+    def run(self, handle: Page) -> ScanResult:
+        """Scan every segment; returns when all are done, or stopped."""
+        errors: list[BaseException] = []
+
+        def worker(segment: int) -> None:
+            try:
+                self._segment(segment, handle)
+            except BaseException as exc:  # noqa: BLE001 (reported by run, others stop)
+                errors.append(exc)
+                self.stop.set()
+
+        threads = [threading.Thread(target=worker, args=(s,), name=f"scan-segment-{s}",
+                                    daemon=True) for s in range(self.segments)]
+        for t in threads:
+            t.start()
+        try:
+            while any(t.is_alive() for t in threads):
+                for t in threads:
+                    t.join(timeout=0.2)
+        except KeyboardInterrupt:
+            self.stop.set()
+            for t in threads:
+                t.join()
+        self._result.interrupted = self.stop.is_set() and not errors
+        if errors:
+            raise errors[0]
+        self._result.segments_done.sort()
+        return self._result
+

@@ -1,0 +1,234 @@
+"""``ddb-capacity``: the simulator, the backtester and capacity requests on the command line.
+
+    ddb-capacity scenarios
+    ddb-capacity simulate (--scenario NAME | --trace FILE.csv) [--policy P ...] [--json]
+                          [--chart FILE.png]
+    ddb-capacity backtest --table NAME [--index NAME] --days N [--policy P ...] [--json]
+                          [--chart FILE.png]
+    ddb-capacity request --table NAME [--index NAME] [--read N] [--write N]
+                         [--hold MINUTES] [--timeout MINUTES] [--json]
+    ddb-capacity release --table NAME (--id ID | --expired) [--json]
+
+Exit status: 0 on success, 2 for bad input or a refused request (the message names the
+option and the value), 1 when a request timed out (its hold is withdrawn).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import fields
+from datetime import datetime, timedelta
+from typing import Any, TextIO
+
+from ddb_capacity_runtime import requests
+
+from .simulator import chart, report, schedules
+from .simulator.backtest import history
+from .simulator.chart import ChartError
+from .simulator.model import ModelError, ModelParams
+from .simulator.policies import DEFAULT_TICK_MINUTES, SPEC_HELP, PolicyError, Spec, parse
+from .simulator.prices import PriceError, Prices
+from .simulator.run import DEFAULT_POLICIES, simulate
+from .simulator.scenarios import SCENARIOS, ScenarioError, scenario
+from .simulator.schedules import ScheduleFileError
+from .simulator.trace import Trace, TraceError, key_label, read_csv
+
+INPUT_ERRORS = (ChartError, ModelError, PolicyError, PriceError, ScenarioError,
+                ScheduleFileError, TraceError)
+
+
+def _model_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("model (README, 'Simulator: the model')")
+    for f in fields(ModelParams):
+        group.add_argument("--" + f.name.replace("_", "-"), dest=f.name,
+                           type=float if f.name == "units_per_request" else int,
+                           default=f.default, help=f"default {f.default}")
+
+
+def _run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--policy", action="append", metavar="P",
+                        help=f"{SPEC_HELP}; repeatable. Default: "
+                             f"{', '.join(DEFAULT_POLICIES)} (+ scheduled with a schedule)")
+    parser.add_argument("--schedule", metavar="FILE.json",
+                        help="schedule entries for the scheduled policy (README)")
+    parser.add_argument("--tick", type=int, default=DEFAULT_TICK_MINUTES, metavar="MINUTES",
+                        help=f"the throttle-aware scaler's tick (default "
+                             f"{DEFAULT_TICK_MINUTES})")
+    parser.add_argument("--price", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a list price: " + ", ".join(f.name for f in
+                                                                  fields(Prices)))
+    parser.add_argument("--json", action="store_true",
+                        help='print one JSON object, {"policies": [...]}')
+    parser.add_argument("--chart", metavar="FILE.png", help="write a PNG chart")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    _model_options(parser)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ddb-capacity",
+        description="Backtest DynamoDB capacity policies on a traffic trace.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sc = sub.add_parser("scenarios", help="list the built-in scenarios")
+    sc.add_argument("--json", action="store_true")
+    sim = sub.add_parser("simulate", help="replay a scenario or a CSV trace")
+    source = sim.add_mutually_exclusive_group(required=True)
+    source.add_argument("--scenario", metavar="NAME", help=", ".join(SCENARIOS))
+    source.add_argument("--trace", metavar="FILE.csv",
+                        help="timestamp,read,write rows: ISO-8601 UTC, 1 a minute, units/s")
+    sim.add_argument("--seed", type=int, default=1, help="jitter seed of a scenario")
+    _run_options(sim)
+    bt = sub.add_parser("backtest", help="replay a table's CloudWatch history")
+    bt.add_argument("--table", required=True, metavar="NAME")
+    bt.add_argument("--index", metavar="NAME", help="a global secondary index of the table")
+    bt.add_argument("--days", required=True, type=int, metavar="N", help="1 to 15")
+    bt.add_argument("--end", metavar="ISO-8601", help="end of the history (default: now)")
+    _run_options(bt)
+    rq = sub.add_parser("request", help="raise a table's capacity for work about to start, "
+                                        "and hold it")
+    rq.add_argument("--table", required=True, metavar="NAME")
+    rq.add_argument("--index", metavar="NAME", help="a global secondary index of the table")
+    rq.add_argument("--read", type=int, default=0, metavar="N",
+                    help="read units per second on top of the current traffic")
+    rq.add_argument("--write", type=int, default=0, metavar="N",
+                    help="write units per second on top of the current traffic")
+    rq.add_argument("--hold", type=int, default=15, metavar="MINUTES",
+                    help="how long the raise is held, 1 to 1440 (default 15)")
+    rq.add_argument("--timeout", type=int, default=10, metavar="MINUTES",
+                    help="how long to wait for the table to be ready (default 10)")
+    rq.add_argument("--json", action="store_true", help="print the hold as one JSON object")
+    rl = sub.add_parser("release", help="end a capacity hold now, or every expired one")
+    rl.add_argument("--table", required=True, metavar="NAME")
+    which = rl.add_mutually_exclusive_group(required=True)
+    which.add_argument("--id", metavar="ID", help="the hold's id, as request printed it")
+    which.add_argument("--expired", action="store_true",
+                       help="end every expired hold (what the restorer does)")
+    rl.add_argument("--json", action="store_true", help="print the changes as JSON")
+    return parser
+
+
+def _minutes(option: str, value: int, low: int, high: int) -> timedelta:
+    if not low <= value <= high:
+        raise RequestInputError(f"{option}: got {value}; expected whole minutes from {low} "
+                                f"to {high}")
+    return timedelta(minutes=value)
+
+
+class RequestInputError(ValueError):
+    """A ``request`` / ``release`` option is out of range."""
+
+
+def _request(args: argparse.Namespace, out: TextIO) -> int:
+    if args.command == "request":
+        hold = _minutes("--hold", args.hold, 1, 1440)
+        timeout = _minutes("--timeout", args.timeout, 0, 1440)
+        made = requests.request_capacity(args.table, read=args.read, write=args.write,
+                                      index=args.index, hold=hold, timeout=timeout)
+        if args.json:
+            out.write(json.dumps(made.as_json()) + "\n")
+            return 0
+        levels = ", ".join(f"{dim} >= {units:,}" for dim, units in made.levels.items())
+        out.write(f"hold {made.id} on {made.table}{'/' + made.index if made.index else ''}: "
+                  f"{levels} until {made.expires:%Y-%m-%d %H:%M:%S} UTC\n"
+                  f"end it early with: ddb-capacity release --table {made.table} "
+                  f"--id {made.id}\n")
+        return 0
+    rows = (requests.restore_expired(args.table) if args.expired
+            else requests.release_hold(args.table, args.id))
+    if args.json:
+        out.write(json.dumps({"changes": rows}) + "\n")
+        return 0
+    for r in rows:
+        where = "table" if r["index"] is None else f"index {r['index']}"
+        out.write(f"{r['table']} {where} {r['dimension']} via {r['via']}: {r['from']:,} -> "
+                  f"{r['to']:,} ({r['status']})\n")
+    if not rows:
+        out.write("nothing to end\n")
+    return 0
+
+
+def _specs(args: argparse.Namespace, trace: Trace, params: ModelParams) -> list[Spec]:
+    names = args.policy or [*DEFAULT_POLICIES,
+                            *(["scheduled"] if args.schedule or trace.schedule else [])]
+    return [parse(n, params.max_capacity) for n in names]
+
+
+def _trace(args: argparse.Namespace) -> Trace:
+    if args.command == "simulate":
+        return scenario(args.scenario, args.seed) if args.scenario else read_csv(args.trace)
+    import boto3
+
+    end = None
+    if args.end:
+        try:
+            end = datetime.fromisoformat(args.end)
+        except ValueError:
+            raise TraceError(f"--end: got {args.end!r}; expected an ISO-8601 time") from None
+    return history(boto3.client("cloudwatch"), boto3.client("dynamodb"), args.table,
+                   args.index, args.days, end, args.units_per_request)
+
+
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    params = ModelParams(**{f.name: getattr(args, f.name) for f in fields(ModelParams)})
+    params.validate(flags=True)
+    prices = Prices().overridden(args.price)
+    if args.tick < 1 or args.tick > 60:
+        raise PolicyError(f"--tick: got {args.tick}; expected whole minutes from 1 to 60")
+    if args.chart:
+        chart.check_path(args.chart)
+    entries = schedules.load(args.schedule) if args.schedule else None
+    trace = _trace(args)
+    specs = _specs(args, trace, params)
+    results = simulate(trace, specs, params, prices, entries, args.tick,
+                       progress=None if args.quiet else err)
+    if args.json:
+        out.write(json.dumps(report.as_json(results, trace, params, prices)) + "\n")
+    else:
+        out.write(report.table(results, trace) + "\n")
+    if args.chart:
+        written = chart.render(results, trace, args.chart)
+        err.write(f"chart written to {written}\n")
+    return 0
+
+
+def _scenarios(args: argparse.Namespace, out: TextIO) -> int:
+    rows: list[dict[str, Any]] = []
+    for s in SCENARIOS.values():
+        trace = s.build(1)
+        rows.append({"name": s.name, "description": s.description, "minutes": trace.minutes,
+                     "dimensions": [key_label(k) for k in trace.demand],
+                     "has_schedule": bool(trace.schedule)})
+    if args.json:
+        out.write(json.dumps({"scenarios": rows}) + "\n")
+        return 0
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        out.write(f"{r['name']:<{width}}  {r['description']} ({r['minutes']:,} minutes"
+                  f"{', with a schedule' if r['has_schedule'] else ''})\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
+         err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "scenarios":
+            return _scenarios(args, out)
+        if args.command in ("request", "release"):
+            return _request(args, out)
+        return _run(args, out, err)
+    except TimeoutError as exc:
+        err.write(f"ddb-capacity: timed out: {exc}\n")
+        return 1
+    except (*INPUT_ERRORS, RequestInputError, requests.CapacityRequestError) as exc:
+        err.write(f"ddb-capacity: error: {exc}\n")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

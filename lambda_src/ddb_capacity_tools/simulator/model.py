@@ -1,0 +1,245 @@
+"""The simulated table: DynamoDB's capacity mechanics minute by minute, and CloudWatch as
+policies see it. Every assumption is a field of :class:`ModelParams`.
+
+Per dimension and minute, in this order:
+
+1. changes whose UpdateTable latency has passed take effect;
+2. the policy acts on what it can see (delayed CloudWatch datapoints, DescribeTable);
+3. demand is served from provisioned capacity, then from the burst bucket; the rest is
+   throttled (:func:`serve`);
+4. the minute's served consumption and throttle events are published, to become visible
+   ``metric_delay_minutes`` / ``throttle_delay_minutes`` after the minute ends.
+
+UpdateTable is asynchronous: a change takes ``update_minutes`` to apply, and the table or
+GSI rejects another change meanwhile (ResourceInUseException). Decreases are checked against
+the run-time :class:`DecreaseLedger` when requested, as DynamoDB does: one over the quota
+fails. Read and write of the table (or of one GSI) share a decrease counter.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+
+from ddb_capacity_runtime.core.quota import DecreaseLedger
+
+from .trace import Key, Trace
+
+
+class ModelError(ValueError):
+    """A model parameter outside what the model supports."""
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    """The model's assumptions (README, "Simulator: the model").
+
+    :param burst_seconds: seconds of unused capacity the burst bucket keeps. DynamoDB: 300.
+    :param metric_delay_minutes: minutes after a minute ends before its consumed datapoint
+        is visible. CloudWatch: 1-3. Default 2.
+    :param throttle_delay_minutes: the same for throttle events. Default 2.
+    :param update_minutes: minutes an UpdateTable takes to apply. Default 1 (seed 001: "less
+        than a minute usually" once the high-water mark is set).
+    :param units_per_request: capacity units one throttled request would have used; converts
+        refused units into throttle events. Default 1.
+    :param min_capacity, max_capacity: each dimension's range (the table quota, 40,000 by
+        default). Policies move inside it.
+    :param warmup_minutes: minutes simulated before the trace at its first row's demand, so
+        policies start settled and with a CloudWatch history. Not counted in results.
+    """
+
+    burst_seconds: int = 300
+    metric_delay_minutes: int = 2
+    throttle_delay_minutes: int = 2
+    update_minutes: int = 1
+    units_per_request: float = 1.0
+    min_capacity: int = 1
+    max_capacity: int = 40_000
+    warmup_minutes: int = 60
+
+    def validate(self, flags: bool = False) -> ModelParams:
+        """Raise :class:`ModelError` for the first field out of range, named as a field or,
+        with ``flags``, as the command-line option."""
+
+        def name(field_name: str) -> str:
+            return "--" + field_name.replace("_", "-") if flags else field_name
+
+        bounds: dict[str, tuple[float, float]] = {
+            "burst_seconds": (0, 3600), "metric_delay_minutes": (0, 15),
+            "throttle_delay_minutes": (0, 15), "update_minutes": (0, 10),
+            "units_per_request": (0.001, 1000), "min_capacity": (1, 40_000),
+            "max_capacity": (1, 1_000_000), "warmup_minutes": (0, 1440),
+        }
+        for f in fields(self):
+            value = getattr(self, f.name)
+            lo, hi = bounds[f.name]
+            whole = f.name != "units_per_request"
+            ok = (isinstance(value, int | float) and not isinstance(value, bool)
+                  and math.isfinite(value) and lo <= value <= hi
+                  and (not whole or float(value).is_integer()))
+            if not ok:
+                kind = "a whole number" if whole else "a number"
+                raise ModelError(f"{name(f.name)}: got {value!r}; expected {kind} from {lo:g} "
+                                 f"to {hi:g}")
+        if self.min_capacity > self.max_capacity:
+            raise ModelError(f"{name('min_capacity')}: got {self.min_capacity}; expected at "
+                             f"most {name('max_capacity')} ({self.max_capacity})")
+        return self
+
+
+@dataclass(frozen=True)
+class Minute:
+    """One minute of one dimension: served and throttled in units per second, and the burst
+    bucket (unit-seconds) left after it."""
+
+    served: float
+    throttled: float
+    bucket: float
+
+
+def serve(demand: float, provisioned: float, bucket: float, burst_seconds: float,
+          seconds: float = 60.0) -> Minute:
+    """Serve ``demand`` (units/s) for ``seconds``: from provisioned capacity first, then from
+    the bucket; what neither covers is throttled. Unused capacity refills the bucket, which
+    holds at most ``burst_seconds`` x provisioned."""
+    cap = burst_seconds * provisioned
+    bucket = min(max(bucket, 0.0), cap)
+    if demand <= provisioned:
+        return Minute(demand, 0.0, min(cap, bucket + (provisioned - demand) * seconds))
+    used = min(bucket, (demand - provisioned) * seconds)
+    served = provisioned + used / seconds
+    return Minute(served, max(0.0, demand - served), bucket - used)
+
+
+@dataclass
+class SimulatedDimension:
+    """DynamoDB's view of one dimension, plus what was published to CloudWatch."""
+
+    key: Key
+    provisioned: int
+    bucket: float
+    last_increase: datetime | None = None
+    pending: int | None = None
+    served: list[float] = field(default_factory=list)
+    throttle_events: list[float] = field(default_factory=list)
+    decreases: int = 0
+
+
+@dataclass
+class Recorded:
+    """What a run keeps per dimension for results and charts (trace minutes only)."""
+
+    demand: list[float] = field(default_factory=list)
+    served: list[float] = field(default_factory=list)
+    throttled: list[float] = field(default_factory=list)
+    provisioned: list[int] = field(default_factory=list)
+
+
+class SimulatedTable:
+    """One table and its GSIs under simulation. Minute ``t`` counts from the trace start;
+    warm-up minutes are negative."""
+
+    def __init__(self, trace: Trace, params: ModelParams, initial: Mapping[Key, int]) -> None:
+        self.trace = trace
+        self.params = params
+        self.keys: list[Key] = list(trace.demand)
+        self.offset = params.warmup_minutes
+        self.dims = {k: SimulatedDimension(k, initial[k], params.burst_seconds * initial[k])
+                     for k in self.keys}
+        self.ledgers: dict[str | None, DecreaseLedger] = {k[0]: DecreaseLedger()
+                                                          for k in self.keys}
+        self.busy_until: dict[str | None, int] = {}
+        self.apply_at: dict[str | None, int] = {}
+        self.rejected_decreases = {k: 0 for k in self.keys}
+        self.recorded = {k: Recorded() for k in self.keys}
+
+    # ------------------------------------------------------------------ time and data
+
+    def time(self, t: int) -> datetime:
+        return self.trace.time(t)
+
+    def demand(self, key: Key, t: int) -> float:
+        return self.trace.demand[key][max(t, 0)]
+
+    def visible(self, key: Key, minute: int, t: int, throttles: bool = False) -> float | None:
+        """The CloudWatch datapoint of ``minute`` as seen at the start of minute ``t``."""
+        delay = (self.params.throttle_delay_minutes if throttles
+                 else self.params.metric_delay_minutes)
+        index = minute + self.offset
+        if index < 0 or minute + 1 + delay > t:
+            return None
+        series = self.dims[key].throttle_events if throttles else self.dims[key].served
+        return series[index] if index < len(series) else None
+
+    # ------------------------------------------------------------------ DynamoDB API
+
+    def busy(self, index: str | None, t: int) -> bool:
+        return t < self.busy_until.get(index, -10**9)
+
+    def current(self, key: Key) -> int:
+        """Provisioned capacity, or the value an UpdateTable in flight will set."""
+        d = self.dims[key]
+        return d.pending if d.pending is not None else d.provisioned
+
+    def update_table(self, t: int, index: str | None, values: Mapping[str, int]) -> str:
+        """UpdateTable on the table (``index`` None) or one GSI: ``applied``, ``in-use``
+        (an update is in flight) or ``quota`` (a decrease over the quota)."""
+        if self.busy(index, t):
+            return "in-use"
+        changes = {dim: max(self.params.min_capacity, min(self.params.max_capacity, int(v)))
+                   for dim, v in values.items()}
+        changes = {dim: v for dim, v in changes.items() if v != self.dims[(index, dim)].provisioned}
+        if not changes:
+            return "applied"
+        now = self.time(t)
+        if any(v < self.dims[(index, dim)].provisioned for dim, v in changes.items()):
+            if not self.ledgers[index].can_decrease(now):
+                for dim, v in changes.items():
+                    if v < self.dims[(index, dim)].provisioned:
+                        self.rejected_decreases[(index, dim)] += 1
+                return "quota"
+            self.ledgers[index] = self.ledgers[index].spend(now)
+        for dim, v in changes.items():
+            self.dims[(index, dim)].pending = v
+        self.busy_until[index] = t + self.params.update_minutes
+        self.apply_at[index] = t + self.params.update_minutes
+        if self.params.update_minutes == 0:
+            self._apply(index, t)
+        return "applied"
+
+    def _apply(self, index: str | None, t: int) -> None:
+        self.apply_at.pop(index, None)
+        for key in self.keys:
+            d = self.dims[key]
+            if key[0] != index or d.pending is None:
+                continue
+            if d.pending > d.provisioned:
+                d.last_increase = self.time(t)
+            elif d.pending < d.provisioned:
+                d.decreases += 1 if t >= 0 else 0
+            d.provisioned, d.pending = d.pending, None
+            d.bucket = min(d.bucket, self.params.burst_seconds * d.provisioned)
+
+    # ------------------------------------------------------------------ the minute
+
+    def begin_minute(self, t: int) -> None:
+        for index, at in list(self.apply_at.items()):
+            if at <= t:
+                self._apply(index, t)
+
+    def end_minute(self, t: int) -> None:
+        for key in self.keys:
+            d = self.dims[key]
+            demand = self.demand(key, t)
+            m = serve(demand, d.provisioned, d.bucket, self.params.burst_seconds)
+            d.bucket = m.bucket
+            d.served.append(m.served)
+            d.throttle_events.append(m.throttled * 60 / self.params.units_per_request)
+            if t >= 0:
+                r = self.recorded[key]
+                r.demand.append(demand)
+                r.served.append(m.served)
+                r.throttled.append(m.throttled)
+                r.provisioned.append(d.provisioned)

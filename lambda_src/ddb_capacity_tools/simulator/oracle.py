@@ -1,0 +1,139 @@
+"""The oracle: with perfect foresight, the cheapest provisioning that never throttles and
+that DynamoDB's decrease quota allows. Every other policy is measured against it.
+
+Capacity follows the trace in blocks of ``block_minutes``: in each block every dimension has
+at least the block's peak demand (burst capacity is not relied on, since DynamoDB may spend it
+on maintenance). Increases are free at any block start; a decrease resets a table's (or
+GSI's) read and write to the block's need and spends one decrease of its counter. Which block
+starts get a decrease is chosen by dynamic programming over (block, decreases spent that UTC
+day), with the quota rule of :mod:`ddb_capacity_runtime.core.quota`: the first 4 of a day
+at any time, then at least an hour apart, at most 27. Between two decreases capacity is the
+running peak of need since the last one, so the plan is the cheapest of its kind; segments are
+at most ``lookback_blocks`` long, which can only cost a decrease, never a throttle.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from ddb_capacity_runtime.core.policy import capacity_units
+from ddb_capacity_runtime.core.quota import FREE_DECREASES, HOUR, MAX_DECREASES_PER_DAY
+
+from .model import ModelParams, SimulatedTable
+from .prices import Prices
+from .trace import Key, Trace
+
+BLOCK_MINUTES = 15
+LOOKBACK_BLOCKS = 96
+
+
+def _plan_resource(needs: Sequence[Sequence[int]], weights: Sequence[float],
+                   days: Sequence[int], block: timedelta, lookback: int) -> list[list[int]]:
+    """Per block, the capacity of each dimension of one counter (table or GSI)."""
+    n = len(needs)
+    dims = range(len(weights))
+    inf = math.inf
+    hour_blocks = math.ceil(HOUR / block)
+    # best[i]: decreases spent on block i's day -> (cost of blocks before i, previous boundary)
+    best: list[dict[int, tuple[float, int, int]]] = [{} for _ in range(n + 1)]
+    best[0][0] = (0.0, -1, -1)
+    for j in range(n):
+        if not best[j]:
+            continue
+        level = list(needs[j])
+        cost = 0.0
+        for i in range(j + 1, min(n, j + lookback) + 1):
+            b = i - 1
+            for c in dims:
+                if needs[b][c] > level[c]:
+                    level[c] = needs[b][c]
+            cost += sum(weights[c] * level[c] for c in dims)
+            if i == n:
+                targets = [(k, k) for k in best[j]]
+            else:
+                decrease = any(needs[i][c] < level[c] for c in dims)
+                same_day = days[i] == days[j]
+                targets = []
+                for k in best[j]:
+                    if not decrease:
+                        targets.append((k, k if same_day else 0))
+                    elif not same_day:
+                        targets.append((k, 1))
+                    elif k < MAX_DECREASES_PER_DAY and (k < FREE_DECREASES
+                                                        or i - j >= hour_blocks):
+                        targets.append((k, k + 1))
+            for k_from, k_to in targets:
+                total = best[j][k_from][0] + cost
+                if total < best[i].get(k_to, (inf, 0, 0))[0]:
+                    best[i][k_to] = (total, j, k_from)
+    # Walk back from the end.
+    k = min(best[n], key=lambda kk: best[n][kk][0])
+    boundaries = []
+    i = n
+    while i > 0:
+        _, j, k = best[i][k]
+        boundaries.append(j)
+        i = j
+    boundaries.reverse()
+    plan: list[list[int]] = []
+    for s, j in enumerate(boundaries):
+        end = boundaries[s + 1] if s + 1 < len(boundaries) else n
+        level = list(needs[j])
+        for b in range(j, end):
+            level = [max(level[c], needs[b][c]) for c in dims]
+            plan.append(list(level))
+    return plan
+
+
+def plan(trace: Trace, params: ModelParams, prices: Prices, block_minutes: int = BLOCK_MINUTES,
+         lookback_blocks: int = LOOKBACK_BLOCKS) -> dict[Key, list[int]]:
+    """Capacity per trace minute for every dimension."""
+    minutes = trace.minutes
+    blocks = max(1, math.ceil(minutes / block_minutes))
+    block = timedelta(minutes=block_minutes)
+    latency = timedelta(minutes=params.update_minutes)
+    # A block's decrease is requested update_minutes early: that is the UTC day it counts on.
+    days = [(_day(trace.start + b * block - latency)) for b in range(blocks)]
+    out: dict[Key, list[int]] = {}
+    for index in dict.fromkeys(k[0] for k in trace.demand):
+        keys = [k for k in trace.demand if k[0] == index]
+        needs = []
+        for b in range(blocks):
+            row = []
+            for k in keys:
+                peak = max(trace.demand[k][b * block_minutes:(b + 1) * block_minutes])
+                row.append(max(params.min_capacity,
+                               min(params.max_capacity, capacity_units(peak))))
+            needs.append(row)
+        weights = [prices.unit_hour(k[1]) for k in keys]
+        by_block = _plan_resource(needs, weights, days, block, lookback_blocks)
+        for c, k in enumerate(keys):
+            out[k] = [by_block[m // block_minutes][c] for m in range(minutes)]
+    return out
+
+
+def _day(moment: datetime) -> int:
+    return moment.toordinal()
+
+
+class Oracle:
+    """Replays :func:`plan` through the simulated table, each change requested
+    ``update_minutes`` before the block it is for."""
+
+    def __init__(self, trace: Trace, params: ModelParams, prices: Prices) -> None:
+        self.plan = plan(trace, params, prices)
+        self.minutes = trace.minutes
+
+    def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
+        return {k: p[0] for k, p in self.plan.items()}
+
+    def act(self, sim: SimulatedTable, t: int) -> None:
+        at = min(max(t + sim.params.update_minutes, 0), self.minutes - 1)
+        wanted: dict[str | None, dict[str, int]] = {}
+        for key, p in self.plan.items():
+            if p[at] != sim.current(key):
+                wanted.setdefault(key[0], {})[key[1]] = p[at]
+        for index, values in wanted.items():
+            sim.update_table(t, index, values)

@@ -1,0 +1,253 @@
+"""The policies a trace is replayed through, named as on the command line.
+
+``fixed:N``, ``stock:T``, ``scheduled`` (or ``scheduled:T``), ``throttle-aware``,
+``throttle-aware+stock:T``, ``on-demand`` and ``oracle``. The throttle-aware policy is the
+scaler Lambda's own code: :func:`ddb_capacity_runtime.core.plan.plan_table` with the
+run-time policy and quota ledger.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
+from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, plan_table
+from ddb_capacity_runtime.core.policy import HOLD, PolicyConfig, capacity_units
+from ddb_capacity_runtime.core.series import Series, window
+from ddb_capacity_runtime.core.settings import Limits, ScalerConfig
+from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget
+
+from .model import ModelParams, SimulatedTable
+from .schedules import Firing
+from .trace import MINUTE, Key, Trace
+
+SIMULATED_TABLE = "simulated"
+#: Application Auto Scaling's alarms for target tracking on DynamoDB (DESIGN.md, "Facts").
+HIGH_DATAPOINTS, LOW_DATAPOINTS, LOW_MARGIN = 2, 15, 0.20
+DEFAULT_TICK_MINUTES = 2
+SPEC_HELP = ("fixed:N, stock:T, scheduled, scheduled:T, throttle-aware, "
+             "throttle-aware+stock:T, on-demand or oracle (T a target utilization in percent, "
+             "20 to 90)")
+
+
+class PolicyError(ValueError):
+    """A policy name the simulator does not know, or that cannot run on this input."""
+
+
+class Policy(Protocol):
+    def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]: ...
+
+    def act(self, sim: SimulatedTable, t: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A parsed ``--policy`` value."""
+
+    text: str
+    kind: str  # fixed | stock | scheduled | throttle-aware | on-demand | oracle
+    value: int | None = None  # N for fixed, T for stock/scheduled
+    with_stock: bool = False
+
+
+def _target(text: str, number: str) -> int:
+    value = int(number)
+    if not 20 <= value <= 90:
+        raise PolicyError(f"--policy {text!r}: target utilization {value} is outside 20 to 90 "
+                          f"(Application Auto Scaling's range)")
+    return value
+
+
+def parse(text: str, max_capacity: int = 40_000) -> Spec:
+    """Parse one ``--policy`` value; :class:`PolicyError` names what is allowed."""
+    t = text.strip()
+    if t in ("on-demand", "oracle", "throttle-aware", "scheduled"):
+        return Spec(text, t, 70 if t == "scheduled" else None)
+    if m := re.fullmatch(r"fixed:(\d+)", t):
+        n = int(m.group(1))
+        if not 1 <= n <= max_capacity:
+            raise PolicyError(f"--policy {text!r}: fixed capacity {n} is outside 1 to "
+                              f"{max_capacity}")
+        return Spec(text, "fixed", n)
+    if m := re.fullmatch(r"(stock|scheduled):(\d+)", t):
+        return Spec(text, m.group(1), _target(text, m.group(2)))
+    if m := re.fullmatch(r"throttle-aware\+stock:(\d+)", t):
+        return Spec(text, "throttle-aware", _target(text, m.group(1)), with_stock=True)
+    raise PolicyError(f"--policy: got {text!r}; expected {SPEC_HELP}")
+
+
+def _clamp(value: float, lo: int, hi: int) -> int:
+    return max(lo, min(hi, capacity_units(value)))
+
+
+class Fixed:
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
+        return {k: min(self.n, params.max_capacity) for k in trace.demand}
+
+    def act(self, sim: SimulatedTable, t: int) -> None:
+        return None
+
+
+class AutoScaling:
+    """Application Auto Scaling target tracking on every dimension, with scheduled actions.
+
+    Each minute, per dimension: a scheduled action in force sets min/max and capacity outside
+    the range is moved into it at once; the high alarm (the last 2 visible datapoints above
+    target x provisioned) scales out to consumed / target; the low alarm (the last 15 below
+    (target - 20 points) x provisioned) scales in to consumed / target. A refused UpdateTable
+    (in flight, quota) is retried the next minute, as the alarm stays in ALARM.
+    """
+
+    def __init__(self, target_percent: int, params: ModelParams, keys: Sequence[Key],
+                 firings: Sequence[Firing] = (), scale_in: bool = True) -> None:
+        self.target = target_percent / 100
+        self.params = params
+        self.scale_in = scale_in
+        self.min = {k: params.min_capacity for k in keys}
+        self.max = {k: params.max_capacity for k in keys}
+        self.firings: dict[int, list[Firing]] = {}
+        for f in firings:
+            self.firings.setdefault(f.minute, []).append(f)
+        earliest = -params.warmup_minutes
+        for f in sorted((f for f in firings if f.minute < earliest), key=lambda f: f.minute):
+            self.min[f.key], self.max[f.key] = f.min_capacity, f.max_capacity
+
+    def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
+        return {k: _clamp(d[0] / self.target, self.min[k], self.max[k])
+                for k, d in trace.demand.items()}
+
+    def set_min(self, sim: SimulatedTable, t: int, key: Key, value: int) -> None:
+        self.min[key] = value
+        self._enforce(sim, t, key)
+
+    def _enforce(self, sim: SimulatedTable, t: int, key: Key) -> bool:
+        current = sim.current(key)
+        wanted = min(max(current, self.min[key]), self.max[key])
+        if wanted != current:
+            sim.update_table(t, key[0], {key[1]: wanted})
+            return True
+        return False
+
+    def act(self, sim: SimulatedTable, t: int) -> None:
+        for f in self.firings.get(t, ()):
+            self.min[f.key], self.max[f.key] = f.min_capacity, f.max_capacity
+        delay = self.params.metric_delay_minutes
+        newest = t - 1 - delay
+        for key in sim.keys:
+            if self._enforce(sim, t, key) or sim.dims[key].pending is not None:
+                continue
+            provisioned = sim.dims[key].provisioned
+            high = [sim.visible(key, m, t) for m in range(newest - HIGH_DATAPOINTS + 1, newest + 1)]
+            if all(v is not None and v > self.target * provisioned for v in high):
+                wanted = _clamp(high[-1] / self.target, self.min[key], self.max[key])  # type: ignore[operator]
+                if wanted > provisioned:
+                    sim.update_table(t, key[0], {key[1]: wanted})
+                continue
+            if not self.scale_in:
+                continue
+            low = [sim.visible(key, m, t) for m in range(newest - LOW_DATAPOINTS + 1, newest + 1)]
+            threshold = (self.target - LOW_MARGIN) * provisioned
+            if all(v is not None and v < threshold for v in low):
+                wanted = _clamp(low[-1] / self.target, self.min[key], self.max[key])  # type: ignore[operator]
+                if wanted < provisioned:
+                    sim.update_table(t, key[0], {key[1]: wanted})
+
+
+class ThrottleAware:
+    """The scaler Lambda, ticking every ``tick`` minutes: discovery is replaced by the
+    simulated DescribeTable, CloudWatch by the delayed datapoints; the decisions are
+    :func:`handler.plan_table`'s. With ``stock`` it moves the scalable targets' minimum (the
+    base minimum is remembered as the actuator's tag does), else it calls UpdateTable."""
+
+    def __init__(self, tick: int, target_percent: int, params: ModelParams,
+                 stock: AutoScaling | None = None) -> None:
+        self.tick = tick
+        self.params = params
+        self.stock = stock
+        self.target = target_percent / 100
+        self.config = ScalerConfig(
+            tables=(SIMULATED_TABLE,), tag_key=None, default_min=params.min_capacity,
+            default_max=params.max_capacity, tick_minutes=tick,
+            policy=PolicyConfig(target_utilization=self.target))
+        self.base_min: dict[Key, int] = {}
+        self.decisions = 0
+
+    def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
+        if self.stock is not None:
+            return self.stock.initial(trace, params)
+        return {k: _clamp(d[0] / self.target, params.min_capacity, params.max_capacity)
+                for k, d in trace.demand.items()}
+
+    def _series(self, sim: SimulatedTable, key: Key, t: int, minutes: range,
+                starts: list[datetime]) -> Series:
+        return Series(starts, [sim.visible(key, m, t) or 0.0 for m in minutes],
+                      [sim.visible(key, m, t, throttles=True) or 0.0 for m in minutes])
+
+    def act(self, sim: SimulatedTable, t: int) -> None:
+        self._tick(sim, t)
+        if self.stock is not None:
+            self.stock.act(sim, t)
+
+    def _tick(self, sim: SimulatedTable, t: int) -> None:
+        if t % self.tick or sim.busy(None, t):
+            return  # not a tick, or DescribeTable says UPDATING: the tick skips the table
+        # The minutes a tick reads, as the Lambda computes them; the same for every dimension.
+        start, end = window(sim.time(t), self.config.history_minutes,
+                            self.config.metric_lag_minutes)
+        first = int((start - sim.trace.start) / MINUTE)
+        minutes = range(first, first + int((end - start) / MINUTE))
+        starts = [sim.time(m) for m in minutes]
+        dims, series = [], {}
+        for key in sim.keys:
+            index, dim = key
+            if sim.busy(index, t):
+                continue
+            d = sim.dims[key]
+            target = None
+            lo = self.params.min_capacity
+            hi = self.params.max_capacity
+            if self.stock is not None:
+                target = ScalableTarget(resource_id(SIMULATED_TABLE, index),
+                                        scalable_dimension(index, dim), self.stock.min[key],
+                                        self.stock.max[key], True)
+                lo, hi = self.base_min.get(key, self.stock.min[key]), self.stock.max[key]
+            dims.append(Dimension(SIMULATED_TABLE, index, dim, d.provisioned,
+                                  sim.ledgers[index], d.last_increase,
+                                  Limits(lo, hi, self.target), target))
+            series[(SIMULATED_TABLE, index, dim)] = self._series(sim, key, t, minutes, starts)
+        table = ManagedTable(SIMULATED_TABLE, f"arn:simulated:table/{SIMULATED_TABLE}", {}, dims)
+        updates: dict[str | None, dict[str, int]] = {}
+        for change, _ in plan_table(table, series, self.config, sim.time(t)):
+            if change.action == HOLD or change.new == change.old:
+                continue
+            self.decisions += 1
+            key = (change.dimension.index, change.dimension.dimension)
+            if change.via == SCALABLE_TARGET:
+                assert self.stock is not None
+                if change.new > change.old:
+                    self.base_min.setdefault(key, change.old)
+                else:
+                    self.base_min.pop(key, None)
+                self.stock.set_min(sim, t, key, change.new)
+            else:
+                updates.setdefault(key[0], {})[key[1]] = change.new
+        for index, values in updates.items():
+            sim.update_table(t, index, values)
+
+
+class OnDemand:
+    """Pay per request: every request is served (see the README for what this leaves out)."""
+
+    def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
+        return {k: 0 for k in trace.demand}
+
+    def act(self, sim: SimulatedTable, t: int) -> None:
+        return None
+

@@ -1,0 +1,110 @@
+"""Schedules in a serialized form, replayed with the constructs' own schedule code.
+
+A schedule file is JSON: a list of entries, each the fields of
+:class:`ddb_capacity_runtime.core.schedule.ScheduleEntry` (``constructs_pkg.ScheduleEntry``)
+plus where it applies::
+
+    [{"name": "before-load", "schedule": "cron(55 4 ? * 2-6 *)", "dimension": "write",
+      "min_capacity": 18000, "time_zone": "Europe/Paris"},
+     {"name": "after-load", "schedule": "cron(0 6 ? * 2-6 *)", "dimension": "write",
+      "min_capacity": 1}]
+
+``index`` (a GSI name) is optional; ``max_capacity``, ``time_zone``, ``start_time`` and
+``end_time`` (ISO-8601) are too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.schedule import ScheduleEntry, TableSchedule
+
+from .trace import Key, key_label
+
+FIELDS = {"name", "schedule", "dimension", "index", "min_capacity", "max_capacity",
+          "time_zone", "start_time", "end_time"}
+#: How far before a trace's start firings are replayed, to know the range in force at its start.
+LOOKBACK = timedelta(days=7)
+
+
+class ScheduleFileError(ValueError):
+    """A schedule that cannot be read; the message names the entry and field."""
+
+
+@dataclass(frozen=True)
+class Firing:
+    minute: int  # minutes from the trace start (negative: before it)
+    key: Key
+    min_capacity: int
+    max_capacity: int
+
+
+def load(path: str | Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ScheduleFileError(f"{path}: cannot be read: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise ScheduleFileError(f"{path} line {exc.lineno}, column {exc.colno}: not JSON: "
+                                f"{exc.msg}") from None
+    if not isinstance(data, list):
+        raise ScheduleFileError(f"{path}: got a JSON {type(data).__name__}; expected a list "
+                                f"of schedule entries")
+    return data
+
+
+def _moment(value: Any, where: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        raise ScheduleFileError(f"{where}: got {value!r}; expected an ISO-8601 time") from None
+
+
+def firings(entries: Sequence[dict[str, Any]], keys: Sequence[Key],
+            ranges: dict[Key, tuple[int, int]], start: datetime, minutes: int) -> list[Firing]:
+    """Every firing from ``LOOKBACK`` before ``start`` to the end of the trace, with the
+    range in force after it, computed by the constructs' :class:`TableSchedule`."""
+    schedule = TableSchedule("schedule", dict(ranges), max(mx for _, mx in ranges.values()))
+    for number, raw in enumerate(entries, start=1):
+        where = f"schedule entry {number}"
+        if not isinstance(raw, dict):
+            raise ScheduleFileError(f"{where}: got {raw!r}; expected an object")
+        unknown = sorted(set(raw) - FIELDS)
+        if unknown:
+            raise ScheduleFileError(f"{where}: unknown field {unknown[0]!r}; expected "
+                                    f"{', '.join(sorted(FIELDS))}")
+        for required in ("name", "schedule", "dimension"):
+            if required not in raw:
+                raise ScheduleFileError(f"{where}: missing field {required!r}")
+        key = (raw.get("index"), raw["dimension"])
+        if key not in keys:
+            raise ScheduleFileError(
+                f"{where} field dimension/index: got {key_label(key)!r}; the trace has "
+                f"{', '.join(key_label(k) for k in keys)}")
+        entry = ScheduleEntry(
+            name=raw["name"], schedule=raw["schedule"], min_capacity=raw.get("min_capacity"),
+            max_capacity=raw.get("max_capacity"), time_zone=raw.get("time_zone", "UTC"),
+            start_time=_moment(raw.get("start_time"), f"{where} field start_time"),
+            end_time=_moment(raw.get("end_time"), f"{where} field end_time"))
+        try:
+            schedule.add_entry(entry, key[0], key[1])
+        except CapacityConfigError as exc:
+            raise ScheduleFileError(f"{where}: {exc}") from None
+    begin, end = start - LOOKBACK, start + timedelta(minutes=minutes)
+    timeline = schedule.timeline(begin, end)
+    if timeline.errors:
+        raise ScheduleFileError(f"schedule: {timeline.errors[0]}")
+    out = []
+    for event in timeline.events:
+        minute = int((event.when - start).total_seconds() // 60)
+        out.append(Firing(minute, (event.placed.index, event.placed.dimension),
+                          event.min_capacity, event.max_capacity))
+    return out

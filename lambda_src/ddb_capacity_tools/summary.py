@@ -1,0 +1,197 @@
+"""A human summary of a synthesized cloud assembly: each stack, each table and GSI with
+its capacity range, target and high-water mark, and the cdk-nag outcome.
+
+It reads the templates CloudFormation would receive, not the constructs, so what it prints
+is what deploys. ``python -m ddb_capacity_tools.summary cdk.out``. The cdk-nag outcome
+comes from the assembly's ``validation-report.json`` (no report: no packs ran).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ddb_capacity_runtime.core.names import UNITS
+
+_DIMENSION = {units: dimension for dimension, units in UNITS.items()}
+
+
+@dataclass(frozen=True)
+class DimensionRow:
+    stack: str
+    table: str
+    index: str | None
+    dimension: str
+    min_capacity: int | None
+    max_capacity: int | None
+    target_percent: float | None
+    scale_in: bool | None
+    initial: int
+    high_water_mark: int | None
+    prewarm: str | None
+
+
+@dataclass(frozen=True)
+class StackSummary:
+    name: str
+    rows: list[DimensionRow]
+    acknowledged: int
+    packs: int = 0
+    unacknowledged: int = 0
+
+
+def _ref_and_index(resource_id: Any) -> tuple[str, str | None] | None:
+    """(table logical id, index name) from a scalable target's ResourceId Fn::Join."""
+    parts = resource_id.get("Fn::Join", [None, []])[1] if isinstance(resource_id, dict) else []
+    refs = [p["Ref"] for p in parts if isinstance(p, dict) and "Ref" in p]
+    if not refs:
+        return None
+    tail = "".join(p for p in parts if isinstance(p, str))
+    index = tail.split("/index/", 1)[1] if "/index/" in tail else None
+    return refs[0], index
+
+
+def summarize_template(stack: str, template: dict[str, Any]) -> list[DimensionRow]:
+    resources: dict[str, Any] = template.get("Resources", {})
+    policies = {
+        props["ScalingTargetId"]["Ref"]: props.get("TargetTrackingScalingPolicyConfiguration", {})
+        for props in (
+            r["Properties"]
+            for r in resources.values()
+            if r["Type"] == "AWS::ApplicationAutoScaling::ScalingPolicy"
+        )
+        if isinstance(props.get("ScalingTargetId"), dict)
+    }
+    targets: dict[tuple[str, str | None, str], tuple[dict[str, Any], dict[str, Any]]] = {}
+    for logical_id, r in resources.items():
+        if r["Type"] != "AWS::ApplicationAutoScaling::ScalableTarget":
+            continue
+        props = r["Properties"]
+        found = _ref_and_index(props.get("ResourceId"))
+        if found is None or not str(props.get("ServiceNamespace")) == "dynamodb":
+            continue
+        dimension = _DIMENSION[props["ScalableDimension"].rsplit(":", 1)[1]]
+        targets[(found[0], found[1], dimension)] = (props, policies.get(logical_id, {}))
+    settled: dict[tuple[str, str | None, str], int] = {}
+    for r in resources.values():
+        if r["Type"] == "Custom::CapacitySettle":
+            table_ref = r["Properties"]["TableName"]["Ref"]
+            for t in r["Properties"]["Targets"]:
+                settled[(table_ref, t["Index"] or None, t["Dimension"])] = int(t["HighWaterMark"])
+
+    rows = []
+    for logical_id, r in resources.items():
+        if r["Type"] != "AWS::DynamoDB::Table":
+            continue
+        props = r["Properties"]
+        path = r.get("Metadata", {}).get("aws:cdk:path", logical_id)
+        name = path.split("/")[-3] if path.endswith("/Resource/Resource") else path
+        specs: list[tuple[str | None, dict[str, Any]]] = [(None, props)]
+        specs += [(g["IndexName"], g) for g in props.get("GlobalSecondaryIndexes", [])]
+        for index, spec in specs:
+            warm = spec.get("WarmThroughput", {})
+            for units, dimension in _DIMENSION.items():
+                target, policy = targets.get((logical_id, index, dimension), ({}, {}))
+                warm_value = warm.get(f"{dimension.capitalize()}UnitsPerSecond")
+                settle_value = settled.get((logical_id, index, dimension))
+                hwm = warm_value or settle_value
+                prewarm = (
+                    "WARM_THROUGHPUT" if warm_value else "PROVISION_THEN_SETTLE" if settle_value
+                    else None
+                )
+                scale_in = policy.get("DisableScaleIn")
+                rows.append(
+                    DimensionRow(
+                        stack=stack,
+                        table=name,
+                        index=index,
+                        dimension=dimension,
+                        min_capacity=target.get("MinCapacity"),
+                        max_capacity=target.get("MaxCapacity"),
+                        target_percent=policy.get("TargetValue"),
+                        scale_in=None if scale_in is None else not scale_in,
+                        initial=int(spec["ProvisionedThroughput"][units]),
+                        high_water_mark=hwm,
+                        prewarm=prewarm,
+                    )
+                )
+    return rows
+
+
+def summarize_assembly(outdir: Path) -> list[StackSummary]:
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    summaries = []
+    for name, artifact in manifest["artifacts"].items():
+        if artifact["type"] != "aws:cloudformation:stack":
+            continue
+        template = json.loads((outdir / artifact["properties"]["templateFile"]).read_text())
+        metadata_file = outdir / f"{name}.metadata.json"
+        metadata = json.loads(metadata_file.read_text()) if metadata_file.exists() else {}
+        acknowledged = sum(
+            1
+            for entries in metadata.values()
+            for entry in entries
+            if entry.get("type") == "aws:cdk:acknowledged-rules"
+        )
+        packs, findings = _validation(outdir, name)
+        summaries.append(StackSummary(name, summarize_template(name, template), acknowledged,
+                                      packs, findings))
+    return summaries
+
+
+def _validation(outdir: Path, stack: str) -> tuple[int, int]:
+    """(validation plugins that ran, unacknowledged findings in ``stack``)."""
+    report_file = outdir / "validation-report.json"
+    if not report_file.exists():
+        return 0, 0
+    reports = json.loads(report_file.read_text()).get("pluginReports", [])
+    findings = sum(
+        1
+        for report in reports
+        for violation in report.get("violations", [])
+        for where in violation.get("violatingConstructs", [])
+        if where.get("constructPath", "").split("/", 1)[0] == stack
+    )
+    return len(reports), findings
+
+
+def render(summaries: list[StackSummary]) -> str:
+    lines = []
+    header = (
+        f"  {'table / index':<28} {'dim':<5} {'min':>6} {'max':>7} {'target':>6} "
+        f"{'scale-in':>8} {'created at':>10}  high-water mark"
+    )
+    for s in summaries:
+        lines.append(
+            f"Stack {s.name}: cdk-nag {s.packs} packs, {s.unacknowledged} unacknowledged findings, "
+            f"{s.acknowledged} acknowledged with reasons"
+        )
+        lines.append(header)
+        for r in s.rows:
+            label = r.table if r.index is None else f"{r.table} / {r.index}"
+            target = "-" if r.target_percent is None else f"{r.target_percent:g}%"
+            scale_in = "-" if r.scale_in is None else ("on" if r.scale_in else "off")
+            hwm = "-" if r.high_water_mark is None else f"{r.high_water_mark} ({r.prewarm})"
+            lines.append(
+                f"  {label:<28} {r.dimension:<5} {r.min_capacity or '-':>6} "
+                f"{r.max_capacity or '-':>7} {target:>6} {scale_in:>8} {r.initial:>10}  {hwm}"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    outdir = Path(args[0] if args else "cdk.out")
+    if not (outdir / "manifest.json").exists():
+        print(f"no cloud assembly at {outdir}: run `npx cdk synth` first", file=sys.stderr)
+        return 2
+    print(render(summarize_assembly(outdir)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
