@@ -140,3 +140,16 @@ def test_schedule_examples_carry_their_actions_without_warnings(assembly: Path) 
         warnings = [e for entries in metadata.values() for e in entries
                     if e["type"] == "aws:cdk:warning"]
         assert warnings == [], warnings
+
+
+def test_examples_keep_their_logical_ids(assembly: Path) -> None:
+    """Logical ids are public: a changed one makes CloudFormation replace the resource (a
+    new, empty table). The snapshot holds every example resource's id and type."""
+    snapshot = json.loads((Path(__file__).parent / "snapshots" /
+                           "example_logical_ids.json").read_text())
+    now = {}
+    for stack in snapshot:
+        template = json.loads((assembly / f"{stack}.template.json").read_text())
+        now[stack] = {k: v["Type"] for k, v in template["Resources"].items()
+                      if v["Type"] != "AWS::CDK::Metadata"}  # the CLI adds it, in-process not
+    assert now == snapshot
