@@ -34,11 +34,14 @@ demo: synth
 		--policy throttle-aware+stock:70 --policy scheduled --policy oracle \
 		--chart simulation/spike.png
 
+PY_SOURCES := constructs_pkg lambda_src tests examples benchmarks
+
 lint: install
-	$(VENV)/bin/ruff check constructs_pkg lambda_src tests examples benchmarks
+	$(VENV)/bin/ruff check $(PY_SOURCES)
+	$(VENV)/bin/ruff format --check $(PY_SOURCES)
 
 typecheck: install
-	$(VENV)/bin/mypy constructs_pkg lambda_src
+	$(VENV)/bin/mypy constructs_pkg lambda_src/ddb_capacity_runtime lambda_src/ddb_capacity_tools
 
 unit: install
 	$(VENV)/bin/pytest

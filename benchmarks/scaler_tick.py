@@ -28,23 +28,36 @@ from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler.tick import run_tick
 from examples.local_aws import moto_server
 
-METRICS = ("ConsumedReadCapacityUnits", "ConsumedWriteCapacityUnits", "ReadThrottleEvents",
-           "WriteThrottleEvents")
+METRICS = (
+    "ConsumedReadCapacityUnits",
+    "ConsumedWriteCapacityUnits",
+    "ReadThrottleEvents",
+    "WriteThrottleEvents",
+)
 
 
 def counted(clients: list[Any]) -> Counter[str]:
     calls: Counter[str] = Counter()
     for client in clients:
         client.meta.events.register(
-            "before-call.*.*", lambda event_name, **_: calls.update([event_name.split(".")[-1]]))
+            "before-call.*.*", lambda event_name, **_: calls.update([event_name.split(".")[-1]])
+        )
     return calls
 
 
 def make(endpoint: str) -> Clients:
-    kw = {"endpoint_url": endpoint, "region_name": "us-east-1", "aws_access_key_id": "test",
-          "aws_secret_access_key": "test"}
-    return Clients(boto3.client("dynamodb", **kw), boto3.client("application-autoscaling", **kw),
-                   boto3.client("cloudwatch", **kw), boto3.client("resourcegroupstaggingapi", **kw))
+    kw = {
+        "endpoint_url": endpoint,
+        "region_name": "us-east-1",
+        "aws_access_key_id": "test",
+        "aws_secret_access_key": "test",
+    }
+    return Clients(
+        boto3.client("dynamodb", **kw),
+        boto3.client("application-autoscaling", **kw),
+        boto3.client("cloudwatch", **kw),
+        boto3.client("resourcegroupstaggingapi", **kw),
+    )
 
 
 def populate(c: Clients, n: int, now: datetime) -> list[str]:
@@ -53,20 +66,33 @@ def populate(c: Clients, n: int, now: datetime) -> list[str]:
         name = f"bench-{i:04d}"
         c.dynamodb.create_table(
             TableName=name,
-            AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"}
-                                  for a in ("pk", "a", "b")],
+            AttributeDefinitions=[
+                {"AttributeName": a, "AttributeType": "S"} for a in ("pk", "a", "b")
+            ],
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
             ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
-            GlobalSecondaryIndexes=[{
-                "IndexName": f"by_{a}", "KeySchema": [{"AttributeName": a, "KeyType": "HASH"}],
-                "Projection": {"ProjectionType": "KEYS_ONLY"},
-                "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}}
-                for a in ("a", "b")],
-            Tags=[{"Key": "autoscaling_manager_enabled", "Value": "true"}])
-        c.cloudwatch.put_metric_data(Namespace="AWS/DynamoDB", MetricData=[{
-            "MetricName": "ConsumedReadCapacityUnits",
-            "Dimensions": [{"Name": "TableName", "Value": name}],
-            "Timestamp": now - timedelta(minutes=4), "Value": 300.0}])
+            GlobalSecondaryIndexes=[
+                {
+                    "IndexName": f"by_{a}",
+                    "KeySchema": [{"AttributeName": a, "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "KEYS_ONLY"},
+                    "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+                }
+                for a in ("a", "b")
+            ],
+            Tags=[{"Key": "autoscaling_manager_enabled", "Value": "true"}],
+        )
+        c.cloudwatch.put_metric_data(
+            Namespace="AWS/DynamoDB",
+            MetricData=[
+                {
+                    "MetricName": "ConsumedReadCapacityUnits",
+                    "Dimensions": [{"Name": "TableName", "Value": name}],
+                    "Timestamp": now - timedelta(minutes=4),
+                    "Value": 300.0,
+                }
+            ],
+        )
         names.append(name)
     return names
 
@@ -75,18 +101,28 @@ def seed_approach(c: Clients, names: list[str], now: datetime) -> None:
     """The 2019 article's loop: everything per table, one GetMetricStatistics per metric."""
     start, end = now - timedelta(minutes=5), now
     for name in names:
-        c.autoscaling.describe_scaling_policies(ServiceNamespace="dynamodb",
-                                                ResourceId=f"table/{name}")
+        c.autoscaling.describe_scaling_policies(
+            ServiceNamespace="dynamodb", ResourceId=f"table/{name}"
+        )
         table = c.dynamodb.describe_table(TableName=name)["Table"]
         scopes = [[{"Name": "TableName", "Value": name}]] + [
-            [{"Name": "TableName", "Value": name},
-             {"Name": "GlobalSecondaryIndexName", "Value": g["IndexName"]}]
-            for g in table.get("GlobalSecondaryIndexes", [])]
+            [
+                {"Name": "TableName", "Value": name},
+                {"Name": "GlobalSecondaryIndexName", "Value": g["IndexName"]},
+            ]
+            for g in table.get("GlobalSecondaryIndexes", [])
+        ]
         for dims in scopes:
             for metric in METRICS:
                 c.cloudwatch.get_metric_statistics(
-                    Namespace="AWS/DynamoDB", MetricName=metric, Dimensions=dims,
-                    StartTime=start, EndTime=end, Period=60, Statistics=["Sum"])
+                    Namespace="AWS/DynamoDB",
+                    MetricName=metric,
+                    Dimensions=dims,
+                    StartTime=start,
+                    EndTime=end,
+                    Period=60,
+                    Statistics=["Sum"],
+                )
 
 
 def main() -> None:
@@ -103,8 +139,9 @@ def main() -> None:
         ours = make(endpoint)
         ours_calls = counted([ours.dynamodb, ours.autoscaling, ours.cloudwatch, ours.tagging])
         t0 = time.perf_counter()
-        summary = run_tick(ScalerConfig.from_env({"SCALER_DRY_RUN": "true"}), ours, now,
-                           out=io.StringIO())
+        summary = run_tick(
+            ScalerConfig.from_env({"SCALER_DRY_RUN": "true"}), ours, now, out=io.StringIO()
+        )
         ours_s = time.perf_counter() - t0
 
         seed = make(endpoint)

@@ -15,8 +15,16 @@ import tracemalloc
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, run_policy
 from ddb_capacity_tools.simulator.scenarios import diurnal
 
-POLICIES = ("fixed:25000", "stock:70", "stock:60", "scheduled", "throttle-aware",
-            "throttle-aware+stock:70", "on-demand", "oracle")
+POLICIES = (
+    "fixed:25000",
+    "stock:70",
+    "stock:60",
+    "scheduled",
+    "throttle-aware",
+    "throttle-aware+stock:70",
+    "on-demand",
+    "oracle",
+)
 
 
 def main() -> None:
@@ -26,8 +34,10 @@ def main() -> None:
     started = time.perf_counter()
     trace = diurnal(seed=1, days=args.days)
     built = time.perf_counter() - started
-    print(f"trace: diurnal, {args.days} days, {trace.minutes:,} minutes x "
-          f"{len(trace.demand)} dimensions (built in {built:.2f} s)\n")
+    print(
+        f"trace: diurnal, {args.days} days, {trace.minutes:,} minutes x "
+        f"{len(trace.demand)} dimensions (built in {built:.2f} s)\n"
+    )
     print(f"{'policy':<26}{'seconds':>9}{'peak MiB':>10}{'throttled min':>15}{'cost $':>10}")
     total = 0.0
     params, prices = ModelParams().validate(), Prices()

@@ -49,8 +49,10 @@ def is_token(value: Any) -> bool:
 
 
 def _is_whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) or (
-        isinstance(value, float) and value.is_integer()
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        or (isinstance(value, float) and value.is_integer())
     )
 
 
@@ -111,8 +113,7 @@ class Capacity:
         mn, mx, hwm = self.min_capacity, self.max_capacity, self.high_water_mark
         if not is_token(mn) and not is_token(mx) and mn > mx:
             raise CapacityConfigError(
-                f"{where}: min_capacity ({mn}) must be lower than or equal to "
-                f"max_capacity ({mx})"
+                f"{where}: min_capacity ({mn}) must be lower than or equal to max_capacity ({mx})"
             )
         target = self.target_utilization_percent
         if not is_token(target):
@@ -133,8 +134,7 @@ class Capacity:
             )
         if not isinstance(self.disable_scale_in, bool):
             raise CapacityConfigError(
-                f"{where}: disable_scale_in must be True or False; got "
-                f"{self.disable_scale_in!r}"
+                f"{where}: disable_scale_in must be True or False; got {self.disable_scale_in!r}"
             )
 
     @property

@@ -41,8 +41,11 @@ def staged_runtime() -> Path:
     folder is removed when the process ends."""
     root = Path(tempfile.mkdtemp(prefix="ddb-capacity-asset-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
-    shutil.copytree(RUNTIME_PACKAGE, root / RUNTIME_PACKAGE.name,
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        RUNTIME_PACKAGE,
+        root / RUNTIME_PACKAGE.name,
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
     return root
 
 
@@ -58,7 +61,7 @@ def latest_python_runtime() -> lambda_.Runtime:
     ``Runtime.determine_latest_python_runtime`` answers from region facts that lag behind
     the runtimes the library defines, so the version is read off the ``PYTHON_3_*`` members.
     """
-    known = [
+    known: list[lambda_.Runtime] = [
         getattr(lambda_.Runtime, name)
         for name in dir(lambda_.Runtime)
         if re.fullmatch(r"PYTHON_3_\d+", name)
@@ -119,10 +122,13 @@ def runtime_function(
         environment=environment,
     )
     for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"):
-        acknowledge(log_group, f"{pack}-CloudWatchLogGroupEncrypted",
-                    "The log holds table names and capacity numbers only; CloudWatch Logs "
-                    "encrypts it at rest with its own key, and a KMS key would cost $1 a "
-                    "month per function.")
+        acknowledge(
+            log_group,
+            f"{pack}-CloudWatchLogGroupEncrypted",
+            "The log holds table names and capacity numbers only; CloudWatch Logs "
+            "encrypts it at rest with its own key, and a KMS key would cost $1 a "
+            "month per function.",
+        )
     acknowledge(
         policy,
         f"AwsSolutions-IAM5[Resource::<{_logical_ref(log_group)}.Arn>:*]",
@@ -139,16 +145,21 @@ def autoscaling_statements() -> list[iam.PolicyStatement]:
     return [
         iam.PolicyStatement(
             sid="ReadAutoScaling",
-            actions=["application-autoscaling:DescribeScalableTargets",
-                     "application-autoscaling:DescribeScalingPolicies"],
-            resources=["*"]),
+            actions=[
+                "application-autoscaling:DescribeScalableTargets",
+                "application-autoscaling:DescribeScalingPolicies",
+            ],
+            resources=["*"],
+        ),
         iam.PolicyStatement(
             sid="MoveDynamoDBMinimums",
             actions=["application-autoscaling:RegisterScalableTarget"],
-            resources=[f"arn:{Aws.PARTITION}:application-autoscaling:{Aws.REGION}:"
-                       f"{Aws.ACCOUNT_ID}:scalable-target/*"],
-            conditions={"StringEquals": {
-                "application-autoscaling:service-namespace": "dynamodb"}}),
+            resources=[
+                f"arn:{Aws.PARTITION}:application-autoscaling:{Aws.REGION}:"
+                f"{Aws.ACCOUNT_ID}:scalable-target/*"
+            ],
+            conditions={"StringEquals": {"application-autoscaling:service-namespace": "dynamodb"}},
+        ),
     ]
 
 
@@ -175,42 +186,70 @@ def scheduled_function(
     queue (SSL only, SQS-managed encryption, 14 days). ``calls`` names the AWS APIs it
     reaches, for the acknowledgements of the VPC rules."""
     queue = sqs.Queue(
-        scope, "DeadLetterQueue", enforce_ssl=True,
-        encryption=sqs.QueueEncryption.SQS_MANAGED, retention_period=Duration.days(14))
+        scope,
+        "DeadLetterQueue",
+        enforce_ssl=True,
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        retention_period=Duration.days(14),
+    )
     for finding in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
-        acknowledge(queue, finding,
-                    f"This queue is itself the dead-letter queue of the {description}'s "
-                    f"schedule and of its asynchronous invocations; nothing is behind it.")
-    function, policy = runtime_function(scope, "Function", handler=handler,
-                                        description=description, timeout=timeout,
-                                        memory_size=memory_size)
+        acknowledge(
+            queue,
+            finding,
+            f"This queue is itself the dead-letter queue of the {description}'s "
+            f"schedule and of its asynchronous invocations; nothing is behind it.",
+        )
+    function, policy = runtime_function(
+        scope,
+        "Function",
+        handler=handler,
+        description=description,
+        timeout=timeout,
+        memory_size=memory_size,
+    )
     cfn_function = function.node.default_child
     assert isinstance(cfn_function, lambda_.CfnFunction)
     cfn_function.reserved_concurrent_executions = 1  # runs never overlap
     # Failed runs go to the queue (a DLQ and an on-failure destination); the permission
     # lives in the function's managed policy rather than an inline role policy.
     cfn_function.dead_letter_config = lambda_.CfnFunction.DeadLetterConfigProperty(
-        target_arn=queue.queue_arn)
+        target_arn=queue.queue_arn
+    )
     lambda_.CfnEventInvokeConfig(
-        scope, "AsyncInvokeConfig", function_name=function.function_name,
-        qualifier="$LATEST", maximum_retry_attempts=0,
+        scope,
+        "AsyncInvokeConfig",
+        function_name=function.function_name,
+        qualifier="$LATEST",
+        maximum_retry_attempts=0,
         maximum_event_age_in_seconds=int(every.to_seconds()),
         destination_config=lambda_.CfnEventInvokeConfig.DestinationConfigProperty(
-            on_failure=lambda_.CfnEventInvokeConfig.OnFailureProperty(
-                destination=queue.queue_arn)))
-    policy.add_statements(iam.PolicyStatement(
-        sid="DeadLetters", actions=["sqs:SendMessage"], resources=[queue.queue_arn]))
+            on_failure=lambda_.CfnEventInvokeConfig.OnFailureProperty(destination=queue.queue_arn)
+        ),
+    )
+    policy.add_statements(
+        iam.PolicyStatement(
+            sid="DeadLetters", actions=["sqs:SendMessage"], resources=[queue.queue_arn]
+        )
+    )
     rule = events.Rule(
-        scope, "Schedule", schedule=events.Schedule.rate(every),
+        scope,
+        "Schedule",
+        schedule=events.Schedule.rate(every),
         description=f"Runs the {description}",
-        targets=[targets.LambdaFunction(function, dead_letter_queue=queue, retry_attempts=2,
-                                        max_event_age=every)])
+        targets=[
+            targets.LambdaFunction(
+                function, dead_letter_queue=queue, retry_attempts=2, max_event_age=every
+            )
+        ],
+    )
     reasons = {
         "Serverless-LambdaTracing": "Each run logs JSON lines (and EMF metrics where it "
         "publishes any); tracing would add cost and an X-Ray wildcard permission.",
-        **{f"{pack}-LambdaInsideVPC": f"Calls only AWS control-plane APIs ({calls}); it "
-           f"reaches nothing in a VPC."
-           for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")},
+        **{
+            f"{pack}-LambdaInsideVPC": f"Calls only AWS control-plane APIs ({calls}); it "
+            f"reaches nothing in a VPC."
+            for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
+        },
     }
     for finding, reason in reasons.items():
         acknowledge(function, finding, reason)

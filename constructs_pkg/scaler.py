@@ -16,9 +16,9 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import DIMENSIONS
 
-from .capacity import CapacityConfigError
 from .compliance import acknowledge
 from .runtime import autoscaling_statements, scheduled_function
 from .table import ProvisionedTable
@@ -71,12 +71,14 @@ class ThrottleAwareScaler(Construct):
         where = f"ThrottleAwareScaler {self.node.path}"
         seconds = tick.to_seconds()
         if seconds % 60 or not 60 <= seconds <= 3600:
-            raise CapacityConfigError(f"{where}: tick must be whole minutes from 1 to 60; got "
-                                      f"{tick.to_human_string()}")
+            raise CapacityConfigError(
+                f"{where}: tick must be whole minutes from 1 to 60; got {tick.to_human_string()}"
+            )
         tick_minutes = seconds // 60
         if tag_key is not None and not (isinstance(tag_key, str) and 1 <= len(tag_key) <= 128):
-            raise CapacityConfigError(f"{where}: tag_key must be a tag key of 1 to 128 "
-                                      f"characters; got {tag_key!r}")
+            raise CapacityConfigError(
+                f"{where}: tag_key must be a tag key of 1 to 128 characters; got {tag_key!r}"
+            )
         self._where = where
         self._tick = tick
         self._tables: list[dynamodb.ITable] = []
@@ -86,10 +88,14 @@ class ThrottleAwareScaler(Construct):
 
         self.topic = topic or self._topic()
         scheduled = scheduled_function(
-            self, handler="ddb_capacity_runtime.scaler.handler.lambda_handler",
-            description="Throttle-aware DynamoDB capacity scaler", timeout=TIMEOUT,
-            memory_size=MEMORY_MB, every=tick,
-            calls="DynamoDB, Application Auto Scaling, CloudWatch, tagging")
+            self,
+            handler="ddb_capacity_runtime.scaler.handler.lambda_handler",
+            description="Throttle-aware DynamoDB capacity scaler",
+            timeout=TIMEOUT,
+            memory_size=MEMORY_MB,
+            every=tick,
+            calls="DynamoDB, Application Auto Scaling, CloudWatch, tagging",
+        )
         self.function, self.policy = scheduled.function, scheduled.policy
         self.dead_letter_queue, self.rule = scheduled.dead_letter_queue, scheduled.rule
         self.function.add_environment("SCALER_TAG_KEY", tag_key or "")
@@ -97,7 +103,8 @@ class ThrottleAwareScaler(Construct):
         self.function.add_environment("SCALER_DRY_RUN", "true" if dry_run else "false")
         self.function.add_environment("SCALER_TICK_MINUTES", str(int(tick_minutes)))
         self.function.add_environment(
-            "SCALER_SCALE_DOWN_TICKS", str(math.ceil(SCALE_DOWN_MINUTES / tick_minutes)))
+            "SCALER_SCALE_DOWN_TICKS", str(math.ceil(SCALE_DOWN_MINUTES / tick_minutes))
+        )
         self.function.add_environment("SCALER_METRICS_NAMESPACE", NAMESPACE)
 
         self._grant_static()
@@ -121,19 +128,32 @@ class ThrottleAwareScaler(Construct):
         if isinstance(table, ProvisionedTable):
             indexes = table.index_names
             self._overrides[table.table.table_name] = {
-                dim: {"min": table.capacity(dim).min_capacity,
-                      "max": table.capacity(dim).max_capacity} for dim in DIMENSIONS}
+                dim: {
+                    "min": table.capacity(dim).min_capacity,
+                    "max": table.capacity(dim).max_capacity,
+                }
+                for dim in DIMENSIONS
+            }
             table = table.table
         if not (hasattr(table, "table_arn") and hasattr(table, "table_name")):
-            raise CapacityConfigError(f"{self._where}: tables must be ProvisionedTable or "
-                                      f"aws_dynamodb.ITable; got {table!r}")
+            raise CapacityConfigError(
+                f"{self._where}: tables must be ProvisionedTable or "
+                f"aws_dynamodb.ITable; got {table!r}"
+            )
         self._tables.append(table)
-        self.policy.add_statements(iam.PolicyStatement(
-            sid=f"ManageTable{len(self._tables)}",
-            actions=["dynamodb:DescribeTable", "dynamodb:UpdateTable",
-                     "dynamodb:ListTagsOfResource", "dynamodb:TagResource",
-                     "dynamodb:UntagResource"],
-            resources=[table.table_arn]))
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid=f"ManageTable{len(self._tables)}",
+                actions=[
+                    "dynamodb:DescribeTable",
+                    "dynamodb:UpdateTable",
+                    "dynamodb:ListTagsOfResource",
+                    "dynamodb:TagResource",
+                    "dynamodb:UntagResource",
+                ],
+                resources=[table.table_arn],
+            )
+        )
         for index in [None, *indexes]:
             for dim in DIMENSIONS:
                 self._throttle_alarm(table, index, dim, len(self._tables))
@@ -150,24 +170,35 @@ class ThrottleAwareScaler(Construct):
     def _grant_static(self) -> None:
         self.policy.add_statements(
             *autoscaling_statements(),
-            iam.PolicyStatement(sid="ReadMetrics", actions=["cloudwatch:GetMetricData"],
-                                resources=["*"]),
-            iam.PolicyStatement(sid="PublishOwnMetrics", actions=["cloudwatch:PutMetricData"],
-                                resources=["*"],
-                                conditions={"StringEquals": {"cloudwatch:namespace": NAMESPACE}}),
+            iam.PolicyStatement(
+                sid="ReadMetrics", actions=["cloudwatch:GetMetricData"], resources=["*"]
+            ),
+            iam.PolicyStatement(
+                sid="PublishOwnMetrics",
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringEquals": {"cloudwatch:namespace": NAMESPACE}},
+            ),
         )
 
     def _grant_tagged(self, key: str, value: str) -> None:
         self.policy.add_statements(
-            iam.PolicyStatement(sid="DiscoverTables", actions=["tag:GetResources"],
-                                resources=["*"]),
+            iam.PolicyStatement(
+                sid="DiscoverTables", actions=["tag:GetResources"], resources=["*"]
+            ),
             iam.PolicyStatement(
                 sid="ManageTaggedTables",
-                actions=["dynamodb:DescribeTable", "dynamodb:UpdateTable",
-                         "dynamodb:ListTagsOfResource", "dynamodb:TagResource",
-                         "dynamodb:UntagResource"],
+                actions=[
+                    "dynamodb:DescribeTable",
+                    "dynamodb:UpdateTable",
+                    "dynamodb:ListTagsOfResource",
+                    "dynamodb:TagResource",
+                    "dynamodb:UntagResource",
+                ],
                 resources=[f"arn:{Aws.PARTITION}:dynamodb:{Aws.REGION}:{Aws.ACCOUNT_ID}:table/*"],
-                conditions={"StringEquals": {f"aws:ResourceTag/{key}": value}}))
+                conditions={"StringEquals": {f"aws:ResourceTag/{key}": value}},
+            ),
+        )
 
     def _acknowledge(self) -> None:
         wildcards = {
@@ -180,74 +211,122 @@ class ThrottleAwareScaler(Construct):
             "by a condition.",
         }
         if self.tag_key:
-            wildcards["Resource::arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:"
-                      "table/*"] = (f"Tables found by tag are only known at run time; the "
-                                    f"statement is limited to tables tagged "
-                                    f"{self.tag_key}={self.tag_value} by an aws:ResourceTag "
-                                    f"condition.")
+            wildcards[
+                "Resource::arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:table/*"
+            ] = (
+                f"Tables found by tag are only known at run time; the "
+                f"statement is limited to tables tagged "
+                f"{self.tag_key}={self.tag_value} by an aws:ResourceTag "
+                f"condition."
+            )
         for resource, reason in wildcards.items():
             acknowledge(self.policy, f"AwsSolutions-IAM5[{resource}]", reason)
 
     # ------------------------------------------------------------------ alarms
 
     def _topic(self) -> sns.Topic:
-        key = kms.Key(self, "TopicKey", enable_key_rotation=True,
-                      description="Encrypts the scaler's alarm topic")
+        key = kms.Key(
+            self,
+            "TopicKey",
+            enable_key_rotation=True,
+            description="Encrypts the scaler's alarm topic",
+        )
         key.grant_encrypt_decrypt(iam.ServicePrincipal("cloudwatch.amazonaws.com"))
-        return sns.Topic(self, "Alarms", master_key=key, enforce_ssl=True,
-                         display_name="DynamoDB capacity scaler alarms")
+        return sns.Topic(
+            self,
+            "Alarms",
+            master_key=key,
+            enforce_ssl=True,
+            display_name="DynamoDB capacity scaler alarms",
+        )
 
     def _notify(self, alarm: cloudwatch.Alarm) -> None:
         alarm.add_alarm_action(actions.SnsAction(self.topic))
 
     def _alarms(self, pinned_for: Duration) -> None:
         tick = self._tick
-        self._notify(self.function.metric_errors(period=tick).create_alarm(
-            self, "ErrorsAlarm", threshold=1, evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description="The capacity scaler failed"))
-        self._notify(self.dead_letter_queue
-                    .metric_approximate_number_of_messages_visible(period=Duration.minutes(5))
-                    .create_alarm(self, "DeadLettersAlarm", threshold=1, evaluation_periods=1,
-                                  comparison_operator=cloudwatch.ComparisonOperator
-                                  .GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                                  treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                                  alarm_description="Scaler ticks were dropped"))
-        self._notify(self.function.metric_invocations(
-            period=Duration.seconds(tick.to_seconds() * 3)).create_alarm(
-            self, "NotRunningAlarm", threshold=1, evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
-            alarm_description="The capacity scaler has not run for 3 ticks"))
+        self._notify(
+            self.function.metric_errors(period=tick).create_alarm(
+                self,
+                "ErrorsAlarm",
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                alarm_description="The capacity scaler failed",
+            )
+        )
+        self._notify(
+            self.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                period=Duration.minutes(5)
+            ).create_alarm(
+                self,
+                "DeadLettersAlarm",
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                alarm_description="Scaler ticks were dropped",
+            )
+        )
+        self._notify(
+            self.function.metric_invocations(
+                period=Duration.seconds(tick.to_seconds() * 3)
+            ).create_alarm(
+                self,
+                "NotRunningAlarm",
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+                alarm_description="The capacity scaler has not run for 3 ticks",
+            )
+        )
         periods = max(1, math.ceil(pinned_for.to_seconds() / tick.to_seconds()))
         pinned = cloudwatch.MathExpression(
-            expression=f'MAX(SEARCH(\'{{{NAMESPACE},TableName}} MetricName="CapacityAtMax"\', '
-                       f"'Maximum', {int(tick.to_seconds())}))",
-            period=tick, label="dimensions at max, worst table")
-        self._notify(pinned.create_alarm(
-            self, "PinnedAtMaxAlarm", threshold=1, evaluation_periods=periods,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=f"A managed table has sat at its max for "
-                              f"{pinned_for.to_human_string()}"))
+            expression=f"MAX(SEARCH('{{{NAMESPACE},TableName}} MetricName=\"CapacityAtMax\"', "
+            f"'Maximum', {int(tick.to_seconds())}))",
+            period=tick,
+            label="dimensions at max, worst table",
+        )
+        self._notify(
+            pinned.create_alarm(
+                self,
+                "PinnedAtMaxAlarm",
+                threshold=1,
+                evaluation_periods=periods,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                alarm_description=f"A managed table has sat at its max for "
+                f"{pinned_for.to_human_string()}",
+            )
+        )
 
-    def _throttle_alarm(self, table: dynamodb.ITable, index: str | None, dim: str,
-                        number: int) -> None:
+    def _throttle_alarm(
+        self, table: dynamodb.ITable, index: str | None, dim: str, number: int
+    ) -> None:
         dims = {"TableName": table.table_name}
         if index:
             dims["GlobalSecondaryIndexName"] = index
         minutes = max(1, math.ceil(self._throttled_for.to_seconds() / 60))
-        metric = cloudwatch.Metric(namespace="AWS/DynamoDB",
-                                   metric_name=f"{dim.capitalize()}ThrottleEvents",
-                                   dimensions_map=dims, statistic="Sum",
-                                   period=Duration.minutes(1))
+        metric = cloudwatch.Metric(
+            namespace="AWS/DynamoDB",
+            metric_name=f"{dim.capitalize()}ThrottleEvents",
+            dimensions_map=dims,
+            statistic="Sum",
+            period=Duration.minutes(1),
+        )
         label = f"Table{number}{'' if index is None else '-' + index}-{dim}"
-        self._notify(metric.create_alarm(
-            self, f"Throttled{label}", threshold=1, evaluation_periods=minutes,
-            datapoints_to_alarm=minutes,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=f"Sustained {dim} throttling"
-                              f"{'' if index is None else ' on index ' + index}"))
-
+        self._notify(
+            metric.create_alarm(
+                self,
+                f"Throttled{label}",
+                threshold=1,
+                evaluation_periods=minutes,
+                datapoints_to_alarm=minutes,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                alarm_description=f"Sustained {dim} throttling"
+                f"{'' if index is None else ' on index ' + index}",
+            )
+        )

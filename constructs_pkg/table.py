@@ -14,6 +14,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IValidation
 
+from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.schedule import (
     HORIZON,
     WEEKDAYS,
@@ -27,7 +28,6 @@ from .capacity import (
     DEFAULT_TABLE_QUOTA,
     MAX_GSIS_PER_TABLE,
     Capacity,
-    CapacityConfigError,
     PrewarmMethod,
     is_token,
 )
@@ -44,9 +44,7 @@ PREWARM_TAG = "ddb-capacity:prewarm"
 
 def _check_type(field: str, value: Any, expected: type, where: str) -> None:
     if not isinstance(value, expected):
-        raise CapacityConfigError(
-            f"{where}: {field} must be a {expected.__name__}; got {value!r}"
-        )
+        raise CapacityConfigError(f"{where}: {field} must be a {expected.__name__}; got {value!r}")
 
 
 class ProvisionedTable(Construct):
@@ -259,10 +257,19 @@ class ProvisionedTable(Construct):
         another window active at that moment needs. A capacity above the configured max
         raises the max for the window too."""
         self._check_dimension(dimension, index_name)
-        self._schedule.add_window(CapacityWindow(
-            name=name, index=index_name, dimension=dimension, capacity=capacity, start=start,
-            duration=_timedelta(duration), lead=_timedelta(lead or Duration.minutes(15)),
-            week_days=tuple(week_days), time_zone=time_zone))
+        self._schedule.add_window(
+            CapacityWindow(
+                name=name,
+                index=index_name,
+                dimension=dimension,
+                capacity=capacity,
+                start=start,
+                duration=_timedelta(duration),
+                lead=_timedelta(lead or Duration.minutes(15)),
+                week_days=tuple(week_days),
+                time_zone=time_zone,
+            )
+        )
         self._render_schedules()
 
     def schedule_preview(self, *, count: int = 10, start: datetime | None = None) -> list[Event]:

@@ -41,8 +41,11 @@ def moto_server() -> Iterator[str]:
     names localhost: the CDK CLI's S3 uploads need it (path-style on 127.0.0.1 fails)."""
     port = free_port()
     server = str(Path(sys.executable).parent / "moto_server")  # the venv's own moto
-    proc = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(port)],  # noqa: S603
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(  # noqa: S603 (the venv's own moto_server, fixed arguments)
+        [server, "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -64,42 +67,69 @@ def moto_server() -> Iterator[str]:
 
 def aws_env(endpoint: str) -> dict[str, str]:
     """Environment for the CDK CLI and boto3 to talk to the local server."""
-    return {"AWS_ENDPOINT_URL": endpoint, "CDK_S3_FORCE_PATH_STYLE": "true",
-            "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-            "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION}
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "CDK_S3_FORCE_PATH_STYLE": "true",
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+    }
 
 
 def client(endpoint: str, service: str) -> Any:
     return boto3.client(  # type: ignore[call-overload]
-        service, endpoint_url=endpoint, region_name=REGION, aws_access_key_id="test",
-        aws_secret_access_key="test")  # noqa: S106 (moto takes any key; not a secret)
+        service,
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",  # noqa: S106 (moto takes any key; not a secret)
+    )
 
 
-def run_cdk(*args: str, env: Mapping[str, str], timeout: int = 600
-            ) -> subprocess.CompletedProcess[str]:
+def run_cdk(
+    *args: str, env: Mapping[str, str], timeout: int = 600
+) -> subprocess.CompletedProcess[str]:
     """The pinned CDK CLI from node_modules; raises with its output when it fails."""
     if not CDK_CLI.exists():
         raise RuntimeError("the pinned CDK CLI is missing: run `make install`")
-    result = subprocess.run([str(CDK_CLI), *args], cwd=REPO, env={**os.environ, **env},  # noqa: S603
-                            capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(  # noqa: S603 (the pinned CDK CLI from node_modules)
+        [str(CDK_CLI), *args],
+        cwd=REPO,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if result.returncode != 0:
-        raise RuntimeError(f"cdk {' '.join(args)} exited {result.returncode}:\n"
-                           f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+        raise RuntimeError(
+            f"cdk {' '.join(args)} exited {result.returncode}:\n"
+            f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+        )
     return result
 
 
 def deploy(assembly: Path, env: Mapping[str, str], *stacks: str) -> None:
     run_cdk("bootstrap", f"aws://{ACCOUNT}/{REGION}", "--app", str(assembly), env=env)
-    run_cdk("deploy", *(stacks or ("--all",)), "--app", str(assembly),
-            "--require-approval", "never", env=env)
+    run_cdk(
+        "deploy",
+        *(stacks or ("--all",)),
+        "--app",
+        str(assembly),
+        "--require-approval",
+        "never",
+        env=env,
+    )
 
 
 def physical_ids(endpoint: str, stack: str) -> dict[str, str]:
     """Logical id -> physical id of a deployed stack's resources."""
     resources = client(endpoint, "cloudformation").describe_stack_resources(StackName=stack)
-    return {r["LogicalResourceId"]: r["PhysicalResourceId"]
-            for r in resources["StackResources"]
-            if "LogicalResourceId" in r and "PhysicalResourceId" in r}
+    return {
+        r["LogicalResourceId"]: r["PhysicalResourceId"]
+        for r in resources["StackResources"]
+        if "LogicalResourceId" in r and "PhysicalResourceId" in r
+    }
 
 
 def register_skipped_targets(endpoint: str, assembly: Path, stack: str) -> int:
@@ -116,16 +146,27 @@ def register_skipped_targets(endpoint: str, assembly: Path, stack: str) -> int:
         parts = props["ResourceId"]["Fn::Join"][1]
         resource_id = "".join(ids[p["Ref"]] if isinstance(p, dict) else p for p in parts)
         aas.register_scalable_target(
-            ServiceNamespace="dynamodb", ResourceId=resource_id,
+            ServiceNamespace="dynamodb",
+            ResourceId=resource_id,
             ScalableDimension=props["ScalableDimension"],
-            MinCapacity=props["MinCapacity"], MaxCapacity=props["MaxCapacity"])
+            MinCapacity=props["MinCapacity"],
+            MaxCapacity=props["MaxCapacity"],
+        )
         count += 1
     return count
 
 
-def put_traffic(cloudwatch: Any, table: str, dimension: str, per_second: float, *,
-                end: datetime, minutes: range, throttles: float = 0,
-                index: str | None = None) -> None:
+def put_traffic(
+    cloudwatch: Any,
+    table: str,
+    dimension: str,
+    per_second: float,
+    *,
+    end: datetime,
+    minutes: range,
+    throttles: float = 0,
+    index: str | None = None,
+) -> None:
     """Consumed units per second (and throttle events per minute), ``minutes`` before
     ``end``, as DynamoDB would publish them."""
     dims = [{"Name": "TableName", "Value": table}]
@@ -135,22 +176,38 @@ def put_traffic(cloudwatch: Any, table: str, dimension: str, per_second: float, 
     data: list[dict[str, Any]] = []
     for m in minutes:
         ts = end - timedelta(minutes=m)
-        data.append({"MetricName": f"Consumed{name}CapacityUnits", "Dimensions": dims,
-                     "Timestamp": ts, "Value": per_second * 60})
+        data.append(
+            {
+                "MetricName": f"Consumed{name}CapacityUnits",
+                "Dimensions": dims,
+                "Timestamp": ts,
+                "Value": per_second * 60,
+            }
+        )
         if throttles:
-            data.append({"MetricName": f"{name}ThrottleEvents", "Dimensions": dims,
-                         "Timestamp": ts, "Value": throttles})
+            data.append(
+                {
+                    "MetricName": f"{name}ThrottleEvents",
+                    "Dimensions": dims,
+                    "Timestamp": ts,
+                    "Value": throttles,
+                }
+            )
     for i in range(0, len(data), 500):
-        cloudwatch.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data[i:i + 500])
+        cloudwatch.put_metric_data(Namespace="AWS/DynamoDB", MetricData=data[i : i + 500])
 
 
 def function_environment(endpoint: str, stack: str, logical_prefix: str) -> dict[str, str]:
     """The environment of a deployed function, found by its logical id's prefix."""
     ids = physical_ids(endpoint, stack)
-    (name,) = [v for k, v in ids.items()
-               if k.startswith(logical_prefix) and not k.startswith(logical_prefix + "Logs")
-               and not k.startswith(logical_prefix + "Role")
-               and not k.startswith(logical_prefix + "Policy")]
+    (name,) = [
+        v
+        for k, v in ids.items()
+        if k.startswith(logical_prefix)
+        and not k.startswith(logical_prefix + "Logs")
+        and not k.startswith(logical_prefix + "Role")
+        and not k.startswith(logical_prefix + "Policy")
+    ]
     config = client(endpoint, "lambda").get_function_configuration(FunctionName=name)
     variables: dict[str, str] = config["Environment"]["Variables"]
     return variables

@@ -29,16 +29,19 @@ from .local_aws import (
 STACK = "ThrottleAware"
 
 
-def tick_against_deployment(endpoint: str, assembly: Path, *, deploy_first: bool = True
-                            ) -> dict[str, Any]:
+def tick_against_deployment(
+    endpoint: str, assembly: Path, *, deploy_first: bool = True
+) -> dict[str, Any]:
     """(Deploy,) write traffic, tick once. Returns the summary, the logged events, the
     deployed table names and the function's environment."""
     if deploy_first:
         deploy(assembly, aws_env(endpoint), STACK)
     register_skipped_targets(endpoint, assembly, STACK)
     ids = physical_ids(endpoint, STACK)
-    tables = {name: next(v for k, v in ids.items() if k.startswith(name))
-              for name in ("Feed", "Clicks", "Accounts")}
+    tables = {
+        name: next(v for k, v in ids.items() if k.startswith(name))
+        for name in ("Feed", "Clicks", "Accounts")
+    }
     now = datetime.now(UTC).replace(second=0, microsecond=0)
     env = function_environment(endpoint, STACK, "ScalerFunction")
     config = ScalerConfig.from_env(env)
@@ -52,8 +55,12 @@ def tick_against_deployment(endpoint: str, assembly: Path, *, deploy_first: bool
     put_traffic(cw, tables["Clicks"], "write", 0, throttles=3_000, end=end, minutes=range(1, 3))
     # Accounts: busy and throttled too, but not the scaler's: stock target tracking only
     put_traffic(cw, tables["Accounts"], "read", 5, throttles=600, end=end, minutes=range(1, 3))
-    clients = Clients(client(endpoint, "dynamodb"), client(endpoint, "application-autoscaling"),
-                      cw, client(endpoint, "resourcegroupstaggingapi"))
+    clients = Clients(
+        client(endpoint, "dynamodb"),
+        client(endpoint, "application-autoscaling"),
+        cw,
+        client(endpoint, "resourcegroupstaggingapi"),
+    )
     with recorded_events() as lines:
         summary = run_tick(config, clients, now, out=io.StringIO())
     return {"summary": summary, "lines": lines, "tables": tables, "environment": env}
@@ -65,16 +72,20 @@ def main() -> int:
         print(f"deploying {STACK} to a local moto server ({endpoint}) ...")
         result = tick_against_deployment(endpoint, assembly)
     names = {v: k for k, v in result["tables"].items()}
-    print(f"one scaler tick: {result['summary']['tables']} tables managed, "
-          f"{len(result['summary']['changes'])} changes, {len(result['summary']['failed'])} "
-          f"failed\n")
+    print(
+        f"one scaler tick: {result['summary']['tables']} tables managed, "
+        f"{len(result['summary']['changes'])} changes, {len(result['summary']['failed'])} "
+        f"failed\n"
+    )
     print(f"  {'table':<10} {'index':<8} {'dim':<5} {'via':<15} {'from':>5} {'to':>5}  reason")
     for line in result["lines"]:
         if line.get("event") != "decision":
             continue
-        print(f"  {names.get(line['table'], line['table']):<10} {line['index'] or '-':<8} "
-              f"{line['dimension']:<5} {line['via']:<15} {line['from']:>5} {line['to']:>5}  "
-              f"{line['reason']}")
+        print(
+            f"  {names.get(line['table'], line['table']):<10} {line['index'] or '-':<8} "
+            f"{line['dimension']:<5} {line['via']:<15} {line['from']:>5} {line['to']:>5}  "
+            f"{line['reason']}"
+        )
     print("\nAccounts is not the scaler's: stock target tracking handles it. Server stopped.")
     return 0
 

@@ -34,23 +34,32 @@ class PartnerImportStack(cdk.Stack):
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
         cdk.Tags.of(self).add("app", "shipments")
         shipments = ProvisionedTable(
-            self, "Shipments",
+            self,
+            "Shipments",
             partition_key=dynamodb.Attribute(name="shipmentId", type=STRING),
             read=Capacity(min_capacity=10, max_capacity=1_000),
             write=Capacity(min_capacity=10, max_capacity=6_000),
         )
-        worker = iam.Role(self, "ImportWorker",
-                          assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
-                          description="The partner import's task role")
+        worker = iam.Role(
+            self,
+            "ImportWorker",
+            assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
+            description="The partner import's task role",
+        )
         requests = CapacityRequests(self, "Requests", tables=[shipments])
         requests.grant_request(worker)
         for pack in ("HIPAA.Security", "NIST.800.53.R5"):
-            acknowledge(shipments.table, f"{pack}-DynamoDBInBackupPlan",
-                        "Shipments are re-imported from the partners' files; point-in-time "
-                        "recovery (on) covers the hours in between.")
-        cdk.CfnOutput(self, "RestorerFunctionName",
-                      value=requests.restorer.function.function_name if requests.restorer
-                      else "")
+            acknowledge(
+                shipments.table,
+                f"{pack}-DynamoDBInBackupPlan",
+                "Shipments are re-imported from the partners' files; point-in-time "
+                "recovery (on) covers the hours in between.",
+            )
+        cdk.CfnOutput(
+            self,
+            "RestorerFunctionName",
+            value=requests.restorer.function.function_name if requests.restorer else "",
+        )
         cdk.CfnOutput(self, "TableName", value=shipments.table.table_name)
 
 

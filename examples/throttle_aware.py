@@ -28,28 +28,36 @@ class ThrottleAwareStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, **kwargs: object) -> None:
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
         feed = ProvisionedTable(
-            self, "Feed",
+            self,
+            "Feed",
             partition_key=dynamodb.Attribute(name="userId", type=STRING),
             read=Capacity(min_capacity=50, max_capacity=4_000),
             write=Capacity(min_capacity=20, max_capacity=1_000),
         )
         feed.add_global_secondary_index(
-            index_name="byTopic", partition_key=dynamodb.Attribute(name="topic", type=STRING),
+            index_name="byTopic",
+            partition_key=dynamodb.Attribute(name="topic", type=STRING),
             read=Capacity(min_capacity=20, max_capacity=1_000),
             write=Capacity(min_capacity=20, max_capacity=1_000),
         )
         clicks = dynamodb.Table(
-            self, "Clicks",
+            self,
+            "Clicks",
             partition_key=dynamodb.Attribute(name="clickId", type=STRING),
-            billing_mode=dynamodb.BillingMode.PROVISIONED, read_capacity=10, write_capacity=100,
+            billing_mode=dynamodb.BillingMode.PROVISIONED,
+            read_capacity=10,
+            write_capacity=100,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True),
-            deletion_protection=True, removal_policy=cdk.RemovalPolicy.RETAIN,
+                point_in_time_recovery_enabled=True
+            ),
+            deletion_protection=True,
+            removal_policy=cdk.RemovalPolicy.RETAIN,
         )
         cdk.Tags.of(clicks).add(TAG_KEY, TAG_VALUE)
         cdk.Tags.of(clicks).add("ddb-capacity:max", "2000")
         accounts = ProvisionedTable(
-            self, "Accounts",
+            self,
+            "Accounts",
             partition_key=dynamodb.Attribute(name="accountId", type=STRING),
             read=Capacity(min_capacity=5, max_capacity=500),
             write=Capacity(min_capacity=5, max_capacity=100),
@@ -58,15 +66,21 @@ class ThrottleAwareStack(cdk.Stack):
         feed.enable_throttle_aware_scaling(scaler)
 
         for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"):
-            acknowledge(clicks, f"{pack}-DynamoDBAutoScalingEnabled",
-                        "The throttle-aware scaler manages this table's capacity (it carries "
-                        "the scaler's discovery tag), raising at once when it is throttled.")
+            acknowledge(
+                clicks,
+                f"{pack}-DynamoDBAutoScalingEnabled",
+                "The throttle-aware scaler manages this table's capacity (it carries "
+                "the scaler's discovery tag), raising at once when it is throttled.",
+            )
         for table in (feed.table, clicks, accounts.table):
             for pack in ("HIPAA.Security", "NIST.800.53.R5"):
-                acknowledge(table, f"{pack}-DynamoDBInBackupPlan",
-                            "Point-in-time recovery (on) gives 35 days of continuous backups; "
-                            "the account's AWS Backup plan selects tables by tag, outside this "
-                            "app.")
+                acknowledge(
+                    table,
+                    f"{pack}-DynamoDBInBackupPlan",
+                    "Point-in-time recovery (on) gives 35 days of continuous backups; "
+                    "the account's AWS Backup plan selects tables by tag, outside this "
+                    "app.",
+                )
         for table in (feed, clicks, accounts):
             cdk.Tags.of(table).add("app", "feed")
         cdk.CfnOutput(self, "ScalerFunctionName", value=scaler.function.function_name)

@@ -114,4 +114,3 @@ def cfn_event(request_type: str, response_url: str, properties: dict[str, Any]) 
         "ResourceType": "Custom::CapacitySettle",
         "ResourceProperties": {"ServiceToken": "arn", **properties},
     }
-

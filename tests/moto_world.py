@@ -33,52 +33,102 @@ class World:
     def name(self, base: str) -> str:
         return f"{base}-{self.run_id}"
 
-    def table(self, base: str, read: int, write: int, *, gsi: tuple[int, int] | None = None,
-              tagged: bool = True, tags: dict[str, str] | None = None) -> str:
+    def table(
+        self,
+        base: str,
+        read: int,
+        write: int,
+        *,
+        gsi: tuple[int, int] | None = None,
+        tagged: bool = True,
+        tags: dict[str, str] | None = None,
+    ) -> str:
         name = self.name(base)
         attrs = [{"AttributeName": "pk", "AttributeType": "S"}]
         extra: dict[str, Any] = {}
         if gsi:
             attrs.append({"AttributeName": "user", "AttributeType": "S"})
-            extra["GlobalSecondaryIndexes"] = [{
-                "IndexName": "byUser", "KeySchema": [{"AttributeName": "user", "KeyType": "HASH"}],
-                "Projection": {"ProjectionType": "KEYS_ONLY"},
-                "ProvisionedThroughput": {"ReadCapacityUnits": gsi[0], "WriteCapacityUnits": gsi[1]},
-            }]
+            extra["GlobalSecondaryIndexes"] = [
+                {
+                    "IndexName": "byUser",
+                    "KeySchema": [{"AttributeName": "user", "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "KEYS_ONLY"},
+                    "ProvisionedThroughput": {
+                        "ReadCapacityUnits": gsi[0],
+                        "WriteCapacityUnits": gsi[1],
+                    },
+                }
+            ]
         all_tags = dict(tags or {})
         if tagged:
             all_tags["autoscaling_manager_enabled"] = self.run_id
         if all_tags:
             extra["Tags"] = [{"Key": k, "Value": v} for k, v in all_tags.items()]
         self.ddb.create_table(
-            TableName=name, AttributeDefinitions=attrs,
+            TableName=name,
+            AttributeDefinitions=attrs,
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
             ProvisionedThroughput={"ReadCapacityUnits": read, "WriteCapacityUnits": write},
-            **extra)
+            **extra,
+        )
         return name
 
-    def target(self, name: str, dimension: str, min_capacity: int, max_capacity: int,
-               index: str | None = None) -> None:
+    def target(
+        self,
+        name: str,
+        dimension: str,
+        min_capacity: int,
+        max_capacity: int,
+        index: str | None = None,
+    ) -> None:
         resource = resource_id(name, index)
         scalable = scalable_dimension(index, dimension)
         self.aas.register_scalable_target(
-            ServiceNamespace="dynamodb", ResourceId=resource, ScalableDimension=scalable,
-            MinCapacity=min_capacity, MaxCapacity=max_capacity)
+            ServiceNamespace="dynamodb",
+            ResourceId=resource,
+            ScalableDimension=scalable,
+            MinCapacity=min_capacity,
+            MaxCapacity=max_capacity,
+        )
         self.aas.put_scaling_policy(
-            PolicyName=f"{name}-{index}-{dimension}", ServiceNamespace="dynamodb",
-            ResourceId=resource, ScalableDimension=scalable,
+            PolicyName=f"{name}-{index}-{dimension}",
+            ServiceNamespace="dynamodb",
+            ResourceId=resource,
+            ScalableDimension=scalable,
             PolicyType="TargetTrackingScaling",
             TargetTrackingScalingPolicyConfiguration={
-                "TargetValue": 70, "PredefinedMetricSpecification": {
-                    "PredefinedMetricType": f"DynamoDB{dimension.capitalize()}CapacityUtilization"}})
+                "TargetValue": 70,
+                "PredefinedMetricSpecification": {
+                    "PredefinedMetricType": f"DynamoDB{dimension.capitalize()}CapacityUtilization"
+                },
+            },
+        )
 
-    def traffic(self, name: str, dimension: str, per_second: float, *, throttles: float = 0,
-                minutes: range = range(1, 16), index: str | None = None) -> None:
+    def traffic(
+        self,
+        name: str,
+        dimension: str,
+        per_second: float,
+        *,
+        throttles: float = 0,
+        minutes: range = range(1, 16),
+        index: str | None = None,
+    ) -> None:
         """Consumed units/s and throttle events per minute, ``minutes`` before the window end."""
-        put_traffic(self.cw, name, dimension, per_second, end=self.now - timedelta(minutes=LAG),
-                    minutes=minutes, throttles=throttles, index=index)
+        put_traffic(
+            self.cw,
+            name,
+            dimension,
+            per_second,
+            end=self.now - timedelta(minutes=LAG),
+            minutes=minutes,
+            throttles=throttles,
+            index=index,
+        )
 
-    def tick(self, now: datetime | None = None, **env: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def tick(
+        self, now: datetime | None = None, **env: str
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """One tick; returns its summary, and its log events followed by its EMF records."""
         config = ScalerConfig.from_env({"SCALER_TAG_VALUE": self.run_id, **env})
         out = io.StringIO()
@@ -88,18 +138,24 @@ class World:
 
     def throughput(self, name: str, index: str | None = None) -> tuple[int, int]:
         table = self.ddb.describe_table(TableName=name)["Table"]
-        spec = table if index is None else next(
-            g for g in table["GlobalSecondaryIndexes"] if g["IndexName"] == index)
+        spec = (
+            table
+            if index is None
+            else next(g for g in table["GlobalSecondaryIndexes"] if g["IndexName"] == index)
+        )
         pt = spec["ProvisionedThroughput"]
         return pt["ReadCapacityUnits"], pt["WriteCapacityUnits"]
 
     def target_min(self, name: str, dimension: str, index: str | None = None) -> int:
         (t,) = self.aas.describe_scalable_targets(
-            ServiceNamespace="dynamodb", ResourceIds=[resource_id(name, index)],
+            ServiceNamespace="dynamodb",
+            ResourceIds=[resource_id(name, index)],
             ScalableDimension=scalable_dimension(index, dimension),
         )["ScalableTargets"]
         return int(t["MinCapacity"])
 
     def tags(self, name: str) -> dict[str, str]:
         arn = self.ddb.describe_table(TableName=name)["Table"]["TableArn"]
-        return {t["Key"]: t["Value"] for t in self.ddb.list_tags_of_resource(ResourceArn=arn)["Tags"]}
+        return {
+            t["Key"]: t["Value"] for t in self.ddb.list_tags_of_resource(ResourceArn=arn)["Tags"]
+        }

@@ -46,9 +46,13 @@ class FakeClock:
 
 
 @settings(max_examples=80, deadline=None)
-@given(rate=st.floats(1, 5_000), burst_factor=st.floats(0.1, 5),
-       requests=st.lists(st.tuples(st.floats(0, 200), st.floats(0.2, 5), st.floats(0, 2)),
-                         min_size=1, max_size=200))
+@given(
+    rate=st.floats(1, 5_000),
+    burst_factor=st.floats(0.1, 5),
+    requests=st.lists(
+        st.tuples(st.floats(0, 200), st.floats(0.2, 5), st.floats(0, 2)), min_size=1, max_size=200
+    ),
+)
 def test_the_limiters_long_run_rate_never_exceeds_its_limit(rate, burst_factor, requests):
     """Whatever the estimates and the real costs, units consumed by time T stay within
     burst + rate x T + the largest single cost."""
@@ -76,8 +80,9 @@ def test_the_limiter_paces_a_steady_stream_at_its_rate():
 
 @pytest.mark.parametrize("rate", [0, -5, float("nan"), "fast", True])
 def test_the_limiter_rejects_a_bad_rate(rate):
-    with pytest.raises(PacingError, match=f"rate: got {rate!r}; expected a number of capacity "
-                                          f"units per second > 0"):
+    with pytest.raises(
+        PacingError, match=f"rate: got {rate!r}; expected a number of capacity units per second > 0"
+    ):
         TokenBucket(rate)
 
 
@@ -86,10 +91,12 @@ def test_the_limiter_rejects_a_bad_rate(rate):
 
 def make_table(client, name: str) -> None:
     client.create_table(
-        TableName=name, BillingMode="PROVISIONED",
+        TableName=name,
+        BillingMode="PROVISIONED",
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        ProvisionedThroughput={"ReadCapacityUnits": 100, "WriteCapacityUnits": 100})
+        ProvisionedThroughput={"ReadCapacityUnits": 100, "WriteCapacityUnits": 100},
+    )
 
 
 @pytest.fixture
@@ -113,6 +120,7 @@ def collector():
     def handle(segment, items):
         with lock:
             seen.extend(i["pk"]["S"] for i in items)
+
     return seen, handle
 
 
@@ -133,8 +141,9 @@ def test_slow_start_writer_writes_every_item(loaded):
 def test_a_parallel_scan_delivers_every_item_once(loaded):
     ddb, name, cursors, keys = loaded
     seen, handle = collector()
-    scan = RateLimitedScan(ddb, name, rate=100_000, segments=4, store=CursorStore(ddb, cursors),
-                           scan_id="full")
+    scan = RateLimitedScan(
+        ddb, name, rate=100_000, segments=4, store=CursorStore(ddb, cursors), scan_id="full"
+    )
     result = scan.run(handle)
     assert sorted(seen) == sorted(keys)  # every item, exactly once
     assert result.items == 3_000 and result.segments_done == [0, 1, 2, 3]
@@ -144,8 +153,12 @@ def test_a_parallel_scan_delivers_every_item_once(loaded):
     assert all(store.load("full", s).done for s in range(4))
     # Done segments are not scanned again.
     again, handle = collector()
-    assert RateLimitedScan(ddb, name, rate=100_000, segments=4, store=store,
-                           scan_id="full").run(handle).items == 0
+    assert (
+        RateLimitedScan(ddb, name, rate=100_000, segments=4, store=store, scan_id="full")
+        .run(handle)
+        .items
+        == 0
+    )
 
 
 def test_a_stopped_scan_resumes_where_it_stopped(loaded):
@@ -153,8 +166,16 @@ def test_a_stopped_scan_resumes_where_it_stopped(loaded):
     store = CursorStore(ddb, cursors)
     seen, collect = collector()
     # moto reports 1 unit a page: with page_units 1 the Limit stays at 20 items a page.
-    scan = RateLimitedScan(ddb, name, rate=100_000, segments=3, initial_limit=20, page_units=1,
-                           store=store, scan_id="interrupted")
+    scan = RateLimitedScan(
+        ddb,
+        name,
+        rate=100_000,
+        segments=3,
+        initial_limit=20,
+        page_units=1,
+        store=store,
+        scan_id="interrupted",
+    )
     pages = []
 
     def handle(segment, items):
@@ -166,8 +187,9 @@ def test_a_stopped_scan_resumes_where_it_stopped(loaded):
     first = scan.run(handle)
     assert first.interrupted and first.items < 3_000
     seen_first = len(seen)
-    second = RateLimitedScan(ddb, name, rate=100_000, segments=3, store=store,
-                             scan_id="interrupted").run(collect)
+    second = RateLimitedScan(
+        ddb, name, rate=100_000, segments=3, store=store, scan_id="interrupted"
+    ).run(collect)
     assert not second.interrupted
     assert set(seen) == keys
     assert second.items < 3_000 and seen_first + second.items >= 3_000
@@ -195,8 +217,9 @@ def test_kill_and_resume_delivers_every_item_at_least_once(loaded, moto_endpoint
     script = tmp_path / "scan.py"
     script.write_text(KILLED_SCAN)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    proc = subprocess.Popen([sys.executable, str(script), moto_endpoint, name, cursors,
-                             str(out)], env=env)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), moto_endpoint, name, cursors, str(out)], env=env
+    )
     deadline = time.monotonic() + 60
     while len(out.read_text().splitlines()) < 300 and time.monotonic() < deadline:
         assert proc.poll() is None, "the scan finished before it could be killed"
@@ -206,8 +229,9 @@ def test_kill_and_resume_delivers_every_item_at_least_once(loaded, moto_endpoint
     before = out.read_text().splitlines()
     assert 300 <= len(before) < 3_000
     seen, handle = collector()
-    resumed = RateLimitedScan(ddb, name, rate=100_000, segments=4,
-                              store=CursorStore(ddb, cursors), scan_id="killed").run(handle)
+    resumed = RateLimitedScan(
+        ddb, name, rate=100_000, segments=4, store=CursorStore(ddb, cursors), scan_id="killed"
+    ).run(handle)
     assert set(before) | set(seen) == keys  # at least once
     assert resumed.items <= 3_000 - len(set(before)) + 4 * 40  # resumed, not restarted
 
@@ -226,14 +250,17 @@ def test_scan_settings_are_checked():
 
 
 def stubbed():
-    client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x",
-                          aws_secret_access_key="x")  # noqa: S106
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )  # noqa: S106
     return client, Stubber(client)
 
 
 def page(keys, units, last=None):
-    response = {"Items": [{"pk": {"S": k}} for k in keys],
-                "ConsumedCapacity": {"TableName": "t", "CapacityUnits": units}}
+    response = {
+        "Items": [{"pk": {"S": k}} for k in keys],
+        "ConsumedCapacity": {"TableName": "t", "CapacityUnits": units},
+    }
     if last:
         response["LastEvaluatedKey"] = {"pk": {"S": last}}
     return response
@@ -241,21 +268,27 @@ def page(keys, units, last=None):
 
 def test_scan_retries_a_throttled_page_and_adapts_the_limit_to_item_size():
     client, stub = stubbed()
-    base = {"TableName": "t", "Segment": 0, "TotalSegments": 1,
-            "ReturnConsumedCapacity": "TOTAL"}
-    stub.add_client_error("scan", "ProvisionedThroughputExceededException",
-                          expected_params={**base, "Limit": 10})
+    base = {"TableName": "t", "Segment": 0, "TotalSegments": 1, "ReturnConsumedCapacity": "TOTAL"}
+    stub.add_client_error(
+        "scan", "ProvisionedThroughputExceededException", expected_params={**base, "Limit": 10}
+    )
     # 10 items cost 5 units: 2 items per unit; page_units 3 -> the next Limit is 6.
-    stub.add_response("scan", page([f"a{i}" for i in range(10)], 5.0, last="a9"),
-                      expected_params={**base, "Limit": 10})
-    stub.add_response("scan", page([f"b{i}" for i in range(6)], 3.0),
-                      expected_params={**base, "Limit": 6,
-                                       "ExclusiveStartKey": {"pk": {"S": "a9"}}})
+    stub.add_response(
+        "scan",
+        page([f"a{i}" for i in range(10)], 5.0, last="a9"),
+        expected_params={**base, "Limit": 10},
+    )
+    stub.add_response(
+        "scan",
+        page([f"b{i}" for i in range(6)], 3.0),
+        expected_params={**base, "Limit": 6, "ExclusiveStartKey": {"pk": {"S": "a9"}}},
+    )
     sleeps = []
     seen, handle = collector()
     with stub:
-        result = RateLimitedScan(client, "t", rate=1_000, segments=1, page_units=3,
-                                 initial_limit=10, sleep=sleeps.append).run(handle)
+        result = RateLimitedScan(
+            client, "t", rate=1_000, segments=1, page_units=3, initial_limit=10, sleep=sleeps.append
+        ).run(handle)
     stub.assert_no_pending_responses()
     assert result.throttled == 1 and sleeps == [0.1]
     assert len(seen) == 16 and result.consumed == 8.0
@@ -266,8 +299,9 @@ def test_scan_gives_up_after_repeated_throttles_with_the_error():
     for _ in range(3):
         stub.add_client_error("scan", "ProvisionedThroughputExceededException")
     with stub, pytest.raises(Exception, match="ProvisionedThroughputExceeded"):
-        RateLimitedScan(client, "t", rate=10, segments=1, max_throttle_retries=2,
-                        sleep=lambda s: None).run(lambda s, i: None)
+        RateLimitedScan(
+            client, "t", rate=10, segments=1, max_throttle_retries=2, sleep=lambda s: None
+        ).run(lambda s, i: None)
 
 
 def batch(keys):
@@ -278,19 +312,28 @@ def test_writer_resends_unprocessed_items_and_slows_down():
     client, stub = stubbed()
     clock = FakeClock()
     keys = [f"k{i}" for i in range(5)]
-    stub.add_response("batch_write_item", {
-        "UnprocessedItems": batch(["k1", "k3"]),
-        "ConsumedCapacity": [{"TableName": "t", "CapacityUnits": 3.0}]},
-        expected_params={"RequestItems": batch(keys), "ReturnConsumedCapacity": "TOTAL"})
-    stub.add_client_error("batch_write_item", "ProvisionedThroughputExceededException",
-                          expected_params={"RequestItems": batch(["k1", "k3"]),
-                                           "ReturnConsumedCapacity": "TOTAL"})
-    stub.add_response("batch_write_item", {
-        "UnprocessedItems": {}, "ConsumedCapacity": [{"TableName": "t", "CapacityUnits": 2.0}]},
-        expected_params={"RequestItems": batch(["k1", "k3"]), "ReturnConsumedCapacity": "TOTAL"})
+    stub.add_response(
+        "batch_write_item",
+        {
+            "UnprocessedItems": batch(["k1", "k3"]),
+            "ConsumedCapacity": [{"TableName": "t", "CapacityUnits": 3.0}],
+        },
+        expected_params={"RequestItems": batch(keys), "ReturnConsumedCapacity": "TOTAL"},
+    )
+    stub.add_client_error(
+        "batch_write_item",
+        "ProvisionedThroughputExceededException",
+        expected_params={"RequestItems": batch(["k1", "k3"]), "ReturnConsumedCapacity": "TOTAL"},
+    )
+    stub.add_response(
+        "batch_write_item",
+        {"UnprocessedItems": {}, "ConsumedCapacity": [{"TableName": "t", "CapacityUnits": 2.0}]},
+        expected_params={"RequestItems": batch(["k1", "k3"]), "ReturnConsumedCapacity": "TOTAL"},
+    )
     with stub:
-        writer = SlowStartWriter(client, "t", start_rate=10, max_rate=100, clock=clock,
-                                 sleep=clock.sleep)
+        writer = SlowStartWriter(
+            client, "t", start_rate=10, max_rate=100, clock=clock, sleep=clock.sleep
+        )
         writer.bucket.set_rate(40)  # as if it had grown already
         result = writer.write({"pk": k} for k in keys)
     stub.assert_no_pending_responses()
@@ -302,14 +345,17 @@ def test_writer_returns_items_it_could_not_write_instead_of_dropping_them():
     client, stub = stubbed()
     clock = FakeClock()
     for _ in range(3):
-        stub.add_response("batch_write_item", {"UnprocessedItems": batch(["k0"]),
-                                               "ConsumedCapacity": []})
+        stub.add_response(
+            "batch_write_item", {"UnprocessedItems": batch(["k0"]), "ConsumedCapacity": []}
+        )
     with stub:
-        result = SlowStartWriter(client, "t", start_rate=10, max_rate=10, max_attempts=3,
-                                 clock=clock, sleep=clock.sleep).write([{"pk": "k0"}])
+        result = SlowStartWriter(
+            client, "t", start_rate=10, max_rate=10, max_attempts=3, clock=clock, sleep=clock.sleep
+        ).write([{"pk": "k0"}])
     assert result.written == 0
     assert [(f.item, f.reason) for f in result.failed] == [
-        ({"pk": "k0"}, "still unprocessed after 3 attempts")]
+        ({"pk": "k0"}, "still unprocessed after 3 attempts")
+    ]
 
 
 def test_writer_isolates_an_invalid_item_and_writes_the_rest():
@@ -318,32 +364,51 @@ def test_writer_isolates_an_invalid_item_and_writes_the_rest():
     stub.add_client_error("batch_write_item", "ValidationException", "Item too large")
     for key in ("ok1", "big", "ok2"):
         if key == "big":
-            stub.add_client_error("batch_write_item", "ValidationException", "Item too large",
-                                  expected_params={"RequestItems": batch([key]),
-                                                   "ReturnConsumedCapacity": "TOTAL"})
+            stub.add_client_error(
+                "batch_write_item",
+                "ValidationException",
+                "Item too large",
+                expected_params={"RequestItems": batch([key]), "ReturnConsumedCapacity": "TOTAL"},
+            )
         else:
-            stub.add_response("batch_write_item", {"UnprocessedItems": {}},
-                              expected_params={"RequestItems": batch([key]),
-                                               "ReturnConsumedCapacity": "TOTAL"})
+            stub.add_response(
+                "batch_write_item",
+                {"UnprocessedItems": {}},
+                expected_params={"RequestItems": batch([key]), "ReturnConsumedCapacity": "TOTAL"},
+            )
     with stub:
-        result = SlowStartWriter(client, "t", start_rate=10, max_rate=10, clock=clock,
-                                 sleep=clock.sleep).write(
-            [{"pk": "ok1"}, {"pk": "big"}, {"pk": "ok2"}])
+        result = SlowStartWriter(
+            client, "t", start_rate=10, max_rate=10, clock=clock, sleep=clock.sleep
+        ).write([{"pk": "ok1"}, {"pk": "big"}, {"pk": "ok2"}])
     assert result.written == 2
     assert [(f.item, f.reason) for f in result.failed] == [
-        ({"pk": "big"}, "ValidationException: Item too large")]
+        ({"pk": "big"}, "ValidationException: Item too large")
+    ]
 
 
 def test_writer_starts_slow_and_grows_in_steps_to_its_ceiling():
     client, stub = stubbed()
     clock = FakeClock()
     for _ in range(2_400):
-        stub.add_response("batch_write_item", {
-            "UnprocessedItems": {}, "ConsumedCapacity": [{"TableName": "t", "CapacityUnits": 25.0}]},
-            expected_params={"RequestItems": ANY, "ReturnConsumedCapacity": "TOTAL"})
+        stub.add_response(
+            "batch_write_item",
+            {
+                "UnprocessedItems": {},
+                "ConsumedCapacity": [{"TableName": "t", "CapacityUnits": 25.0}],
+            },
+            expected_params={"RequestItems": ANY, "ReturnConsumedCapacity": "TOTAL"},
+        )
     with stub:
-        writer = SlowStartWriter(client, "t", start_rate=50, max_rate=500, step_seconds=60,
-                                 step_factor=2, clock=clock, sleep=clock.sleep)
+        writer = SlowStartWriter(
+            client,
+            "t",
+            start_rate=50,
+            max_rate=500,
+            step_seconds=60,
+            step_factor=2,
+            clock=clock,
+            sleep=clock.sleep,
+        )
         result = writer.write({"pk": f"k{i}"} for i in range(60_000))
     assert result.written == 60_000 and result.throttled == 0
     assert result.rates == [50, 100, 200, 400, 500]
@@ -352,12 +417,15 @@ def test_writer_starts_slow_and_grows_in_steps_to_its_ceiling():
     assert 265 <= clock.now <= 275
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"start_rate": 0, "max_rate": 10}, "start_rate: got 0; expected a number > 0"),
-    ({"start_rate": 20, "max_rate": 10}, "max_rate: got 10; expected at least start_rate (20)"),
-    ({"start_rate": 1, "max_rate": 10, "step_factor": 0.5}, "step_factor: got 0.5"),
-    ({"start_rate": 1, "max_rate": 10, "max_attempts": 0}, "max_attempts: got 0"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"start_rate": 0, "max_rate": 10}, "start_rate: got 0; expected a number > 0"),
+        ({"start_rate": 20, "max_rate": 10}, "max_rate: got 10; expected at least start_rate (20)"),
+        ({"start_rate": 1, "max_rate": 10, "step_factor": 0.5}, "step_factor: got 0.5"),
+        ({"start_rate": 1, "max_rate": 10, "max_attempts": 0}, "max_attempts: got 0"),
+    ],
+)
 def test_writer_settings_are_checked(kwargs, message):
     client, _ = stubbed()
     with pytest.raises(PacingError, match=message.replace("(", r"\(").replace(")", r"\)")):

@@ -77,9 +77,17 @@ def test_two_requesters_add_up_over_the_current_traffic(world: World) -> None:
 
     # Early release: the minimum falls to what the other hold needs...
     rows = first.release()
-    assert rows == [{"table": name, "index": None, "dimension": "write",
-                     "via": "scalable-target", "from": 11_000, "to": 6_000,
-                     "status": "applied"}]
+    assert rows == [
+        {
+            "table": name,
+            "index": None,
+            "dimension": "write",
+            "via": "scalable-target",
+            "from": 11_000,
+            "to": 6_000,
+            "status": "applied",
+        }
+    ]
     assert world.target_min(name, "write") == 6_000
     assert first.release() == []  # idempotent
     # ...and to the base once no hold is left; auto scaling scales in by its own rules.
@@ -103,10 +111,13 @@ def test_a_gsi_without_a_target_is_raised_and_lowered_with_update_table(world: W
 
     rows = hold.release()
     assert {(r["dimension"], r["from"], r["to"], r["status"]) for r in rows} == {
-        ("read", 380, 20, "applied"), ("write", 50, 5, "applied")}
+        ("read", 380, 20, "applied"),
+        ("write", 50, 5, "applied"),
+    }
     assert world.throughput(name, "byUser") == (20, 5)
-    assert not any(k.startswith(("ddb-capacity:hold:", "ddb-capacity:base-min:"))
-                   for k in world.tags(name))
+    assert not any(
+        k.startswith(("ddb-capacity:hold:", "ddb-capacity:base-min:")) for k in world.tags(name)
+    )
 
 
 def test_a_request_below_the_current_capacity_changes_nothing(world: World) -> None:
@@ -115,17 +126,26 @@ def test_a_request_below_the_current_capacity_changes_nothing(world: World) -> N
     hold = request_capacity(name, write=200, clients=world.clients)
     assert hold.levels == {"write": 900} and hold.changes == []
     assert world.throughput(name) == (10, 900)
-    assert hold.release() == [{"table": name, "index": None, "dimension": "write",
-                               "via": "update-table", "from": 900, "to": 900,
-                               "status": "unchanged"}]
+    assert hold.release() == [
+        {
+            "table": name,
+            "index": None,
+            "dimension": "write",
+            "via": "update-table",
+            "from": 900,
+            "to": 900,
+            "status": "unchanged",
+        }
+    ]
     assert hold_tags(world, name) == {}
 
 
 def test_release_keeps_capacity_raised_beyond_the_holds_by_someone_else(world: World) -> None:
     name = world.table("Kept", 10, 10, tagged=False)
     hold = request_capacity(name, write=100, clients=world.clients)
-    world.ddb.update_table(TableName=name, ProvisionedThroughput={
-        "ReadCapacityUnits": 10, "WriteCapacityUnits": 700})  # the scaler, for traffic
+    world.ddb.update_table(
+        TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 700}
+    )  # the scaler, for traffic
     (row,) = hold.release()
     assert (row["status"], row["from"], row["to"]) == ("kept", 700, 700)
     assert world.throughput(name) == (10, 700)
@@ -135,8 +155,9 @@ def test_release_keeps_capacity_raised_beyond_the_holds_by_someone_else(world: W
 # ------------------------------------------------------------------ expiry after a crash
 
 
-def test_the_scaler_tick_restores_the_hold_of_a_killed_worker(world: World,
-                                                             aws_env: dict[str, str]) -> None:
+def test_the_scaler_tick_restores_the_hold_of_a_killed_worker(
+    world: World, aws_env: dict[str, str]
+) -> None:
     name = world.table("Crash", 10, 100)
     world.target(name, "write", 100, 10_000)
     direct = world.table("CrashDirect", 10, 100)
@@ -150,8 +171,9 @@ def test_the_scaler_tick_restores_the_hold_of_a_killed_worker(world: World,
         print("raised", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     """)
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert done.stdout.strip() == "raised"
     assert world.target_min(name, "write") == 2_000
@@ -169,8 +191,9 @@ def test_the_scaler_tick_restores_the_hold_of_a_killed_worker(world: World,
     # same tick (to its max of 500 here), spending one decrease rather than two.
     summary, events = world.tick(world.now + timedelta(minutes=7), SCALER_DEFAULT_MAX="500")
     assert world.target_min(name, "write") == 100
-    (lowered,) = [c for c in summary["changes"]
-                  if (c["table"], c["dimension"]) == (direct, "write")]
+    (lowered,) = [
+        c for c in summary["changes"] if (c["table"], c["dimension"]) == (direct, "write")
+    ]
     assert (lowered["from"], lowered["to"]) == (2_000, 500)
     assert world.throughput(direct)[1] == 500
     for table in (name, direct):
@@ -178,7 +201,8 @@ def test_the_scaler_tick_restores_the_hold_of_a_killed_worker(world: World,
     ended = {e["table"]: e for e in events if e.get("event") == "hold-ended"}
     assert {t: (e["via"], e["from"], e["to"], e["status"]) for t, e in ended.items()} == {
         name: ("scalable-target", 2_000, 100, "applied"),
-        direct: ("update-table", 2_000, 2_000, "left-to-policy")}
+        direct: ("update-table", 2_000, 2_000, "left-to-policy"),
+    }
 
 
 def test_restore_expired_ends_only_expired_and_malformed_holds(world: World) -> None:
@@ -186,8 +210,9 @@ def test_restore_expired_ends_only_expired_and_malformed_holds(world: World) -> 
     short = request_capacity(name, write=100, hold=timedelta(minutes=2), clients=world.clients)
     long = request_capacity(name, write=400, hold=timedelta(minutes=30), clients=world.clients)
     arn = world.ddb.describe_table(TableName=name)["Table"]["TableArn"]
-    world.ddb.tag_resource(ResourceArn=arn, Tags=[{"Key": f"{HOLD_TAG}junk:write",
-                                                   "Value": "table:lots:0:0"}])
+    world.ddb.tag_resource(
+        ResourceArn=arn, Tags=[{"Key": f"{HOLD_TAG}junk:write", "Value": "table:lots:0:0"}]
+    )
     assert world.throughput(name) == (10, 500)
     # Nothing expired yet: only the malformed tag goes.
     assert restore_expired(name, clients=world.clients) == []
@@ -207,14 +232,20 @@ def test_restore_expired_ends_only_expired_and_malformed_holds(world: World) -> 
 def test_expiry_moves_an_auto_scaled_gsis_minimum_back(world: World) -> None:
     name = world.table("GsiTarget", 10, 10, gsi=(20, 20), tagged=False)
     world.target(name, "read", 20, 5_000, index="byUser")
-    request_capacity(name, index="byUser", read=700, hold=timedelta(minutes=2),
-                     clients=world.clients)
+    request_capacity(
+        name, index="byUser", read=700, hold=timedelta(minutes=2), clients=world.clients
+    )
     assert world.target_min(name, "read", "byUser") == 700
     # The restorer names no index: it must still see the GSI's scalable target, and move
     # its minimum back rather than lowering the index's capacity with UpdateTable.
     (row,) = restore_expired(name, clients=world.clients, clock=later(5))
     assert (row["index"], row["via"], row["from"], row["to"], row["status"]) == (
-        "byUser", "scalable-target", 700, 20, "applied")
+        "byUser",
+        "scalable-target",
+        700,
+        20,
+        "applied",
+    )
     assert world.target_min(name, "read", "byUser") == 20
     assert world.throughput(name, "byUser") == (700, 20)  # auto scaling scales in itself
     assert world.tags(name) == {}
@@ -223,8 +254,7 @@ def test_expiry_moves_an_auto_scaled_gsis_minimum_back(world: World) -> None:
 def test_release_by_id_from_another_process(world: World) -> None:
     name = world.table("ById", 10, 10, tagged=False)
     hold = request_capacity(name, read=90, clients=world.clients)
-    with pytest.raises(CapacityRequestError, match=f"id: got 'nope'; table {name} holds "
-                                                   f"{hold.id}"):
+    with pytest.raises(CapacityRequestError, match=f"id: got 'nope'; table {name} holds {hold.id}"):
         release_hold(name, "nope", clients=world.clients)
     (row,) = release_hold(name, hold.id, clients=world.clients)
     assert (row["from"], row["to"]) == (90, 10)
@@ -236,28 +266,40 @@ def test_release_by_id_from_another_process(world: World) -> None:
 def test_a_request_above_the_targets_max_is_refused_and_withdrawn(world: World) -> None:
     name = world.table("OverMax", 10, 100, tagged=False)
     world.target(name, "write", 100, 5_000)
-    with pytest.raises(CapacityRequestError, match="write: the request needs a minimum of "
-                                                   "9,000 but the scalable target of table "
-                                                   "has a max of 5,000"):
+    with pytest.raises(
+        CapacityRequestError,
+        match="write: the request needs a minimum of "
+        "9,000 but the scalable target of table "
+        "has a max of 5,000",
+    ):
         request_capacity(name, write=9_000, clients=world.clients)
     assert world.target_min(name, "write") == 100
     assert world.tags(name) == {}
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"table": "t"}, "table: got 't'; expected a table name"),
-    ({"write": -1}, "write: got -1; expected a whole number of capacity units from 0 to "
-                    "40,000"),
-    ({"read": 2.5}, "read: got 2.5; expected a whole number"),
-    ({"write": True}, "write: got True"),
-    ({"read": 0, "write": 0}, "read and write: got 0 and 0"),
-    ({"hold": timedelta(seconds=30)}, "hold: got datetime.timedelta(seconds=30); expected a "
-                                      "timedelta from 1 minute to 1 day"),
-    ({"hold": 15}, "hold: got 15; expected a timedelta"),
-    ({"timeout": timedelta(seconds=-1)}, "timeout: got "),
-    ({"index": "x" * 200}, "index: got a name of 200 characters; hold tags can name "
-                           "indexes of up to"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"table": "t"}, "table: got 't'; expected a table name"),
+        (
+            {"write": -1},
+            "write: got -1; expected a whole number of capacity units from 0 to 40,000",
+        ),
+        ({"read": 2.5}, "read: got 2.5; expected a whole number"),
+        ({"write": True}, "write: got True"),
+        ({"read": 0, "write": 0}, "read and write: got 0 and 0"),
+        (
+            {"hold": timedelta(seconds=30)},
+            "hold: got datetime.timedelta(seconds=30); expected a timedelta from 1 minute to 1 day",
+        ),
+        ({"hold": 15}, "hold: got 15; expected a timedelta"),
+        ({"timeout": timedelta(seconds=-1)}, "timeout: got "),
+        (
+            {"index": "x" * 200},
+            "index: got a name of 200 characters; hold tags can name indexes of up to",
+        ),
+    ],
+)
 def test_bad_input_names_the_field_and_value(kwargs: dict[str, Any], message: str) -> None:
     args: dict[str, Any] = {"table": "Orders", "write": 10, **kwargs}
     with pytest.raises(CapacityRequestError) as info:
@@ -269,13 +311,15 @@ def test_unknown_table_index_and_on_demand_are_clear_errors(world: World) -> Non
     with pytest.raises(CapacityRequestError, match="table: got 'NoSuchTable'; no such table"):
         request_capacity("NoSuchTable", write=1, clients=world.clients)
     name = world.table("Idx", 10, 10, gsi=(5, 5), tagged=False)
-    with pytest.raises(CapacityRequestError, match=f"index: got 'Nope'; table {name} has "
-                                                   f"byUser"):
+    with pytest.raises(CapacityRequestError, match=f"index: got 'Nope'; table {name} has byUser"):
         request_capacity(name, index="Nope", write=1, clients=world.clients)
     od = world.name("OnDemand")
-    world.ddb.create_table(TableName=od, BillingMode="PAY_PER_REQUEST",
-                           AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                           KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}])
+    world.ddb.create_table(
+        TableName=od,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+    )
     with pytest.raises(CapacityRequestError, match=f"table: {od} is on-demand"):
         request_capacity(od, write=1, clients=world.clients)
     assert world.tags(name) == {}
@@ -285,13 +329,22 @@ def test_unknown_table_index_and_on_demand_are_clear_errors(world: World) -> Non
 
 
 def _table(status: str = "ACTIVE", write: int = 10, decreases: int = 0) -> dict[str, Any]:
-    return {"Table": {
-        "TableName": "Orders", "TableStatus": status,
-        "TableArn": "arn:aws:dynamodb:us-east-1:123456789012:table/Orders",
-        "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": write,
-                                  **({"NumberOfDecreasesToday": decreases,
-                                      "LastDecreaseDateTime": datetime.now(UTC)}
-                                     if decreases else {})}}}
+    return {
+        "Table": {
+            "TableName": "Orders",
+            "TableStatus": status,
+            "TableArn": "arn:aws:dynamodb:us-east-1:123456789012:table/Orders",
+            "ProvisionedThroughput": {
+                "ReadCapacityUnits": 10,
+                "WriteCapacityUnits": write,
+                **(
+                    {"NumberOfDecreasesToday": decreases, "LastDecreaseDateTime": datetime.now(UTC)}
+                    if decreases
+                    else {}
+                ),
+            },
+        }
+    }
 
 
 def _tags(**extra: str) -> dict[str, Any]:
@@ -316,13 +369,12 @@ HOLD_ID = "0123456789ab"
 def stubbed(aws_client: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A stubbed DynamoDB client beside moto's Application Auto Scaling and CloudWatch;
     new holds get the id HOLD_ID."""
-    monkeypatch.setattr(request_module.uuid, "uuid4",
-                        lambda: uuid.UUID(HOLD_ID + "0" * 20))
-    ddb = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x",
-                       aws_secret_access_key="x")
+    monkeypatch.setattr(request_module.uuid, "uuid4", lambda: uuid.UUID(HOLD_ID + "0" * 20))
+    ddb = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
     stub = Stubber(ddb)
-    clients = Clients(ddb, aws_client("application-autoscaling"), aws_client("cloudwatch"),
-                      None)
+    clients = Clients(ddb, aws_client("application-autoscaling"), aws_client("cloudwatch"), None)
     with stub:
         yield stub, clients
     stub.assert_no_pending_responses()
@@ -342,14 +394,36 @@ def test_a_table_that_stays_updating_times_out_and_withdraws_the_hold(stubbed: A
         stub.add_response("describe_table", _table("UPDATING"))
     # Withdrawing: the table is ACTIVE again, nothing was raised yet, the tags go.
     stub.add_response("describe_table", _table())
-    stub.add_response("list_tags_of_resource", _tags(**{
-        f"{HOLD_TAG}{HOLD_ID}:write": "table:500:9999999999:0", base_min_tag(None, "write"): "10"}))
-    stub.add_response("untag_resource", {}, {
-        "ResourceArn": ANY, "TagKeys": [base_min_tag(None, "write"), f"{HOLD_TAG}{HOLD_ID}:write"]})
-    with pytest.raises(CapacityRequestTimeout, match="table Orders: still busy "
-                                                     r"\(status UPDATING\)"):
-        request_capacity("Orders", write=500, timeout=timedelta(seconds=15), clients=clients,
-                         clock=clock, sleep=clock.sleep)
+    stub.add_response(
+        "list_tags_of_resource",
+        _tags(
+            **{
+                f"{HOLD_TAG}{HOLD_ID}:write": "table:500:9999999999:0",
+                base_min_tag(None, "write"): "10",
+            }
+        ),
+    )
+    stub.add_response(
+        "untag_resource",
+        {},
+        {
+            "ResourceArn": ANY,
+            "TagKeys": [base_min_tag(None, "write"), f"{HOLD_TAG}{HOLD_ID}:write"],
+        },
+    )
+    with pytest.raises(
+        CapacityRequestTimeout,
+        match="table Orders: still busy "
+        r"\(status UPDATING\)",
+    ):
+        request_capacity(
+            "Orders",
+            write=500,
+            timeout=timedelta(seconds=15),
+            clients=clients,
+            clock=clock,
+            sleep=clock.sleep,
+        )
 
 
 def test_resource_in_use_is_waited_out_and_a_refused_raise_is_reported(stubbed: Any) -> None:
@@ -361,31 +435,40 @@ def test_resource_in_use_is_waited_out_and_a_refused_raise_is_reported(stubbed: 
     held = {base_min_tag(None, "write"): "10"}
     # Round 1: another update is in flight.
     stub.add_response("describe_table", _table())
-    stub.add_response("list_tags_of_resource", _tags(**held, **{
-        f"{HOLD_TAG}{HOLD_ID}:write": _hold_value(500, clock)}))
+    stub.add_response(
+        "list_tags_of_resource",
+        _tags(**held, **{f"{HOLD_TAG}{HOLD_ID}:write": _hold_value(500, clock)}),
+    )
     stub.add_client_error("update_table", "ResourceInUseException", "Table is being updated")
     # Round 2: the account's limit refuses the raise.
     stub.add_response("describe_table", _table())
-    stub.add_response("list_tags_of_resource", _tags(**held, **{
-        f"{HOLD_TAG}{HOLD_ID}:write": _hold_value(500, clock)}))
-    stub.add_client_error("update_table", "LimitExceededException",
-                          "Subscriber limit exceeded: Provisioned throughput can not exceed "
-                          "the account limit")
+    stub.add_response(
+        "list_tags_of_resource",
+        _tags(**held, **{f"{HOLD_TAG}{HOLD_ID}:write": _hold_value(500, clock)}),
+    )
+    stub.add_client_error(
+        "update_table",
+        "LimitExceededException",
+        "Subscriber limit exceeded: Provisioned throughput can not exceed the account limit",
+    )
     # Withdrawn.
     stub.add_response("describe_table", _table())
-    stub.add_response("list_tags_of_resource", _tags(**held, **{
-        f"{HOLD_TAG}{HOLD_ID}:write": _hold_value(500, clock)}))
+    stub.add_response(
+        "list_tags_of_resource",
+        _tags(**held, **{f"{HOLD_TAG}{HOLD_ID}:write": _hold_value(500, clock)}),
+    )
     stub.add_response("untag_resource", {})
-    with pytest.raises(CapacityRequestError, match="table Orders table write: raising to 500 "
-                                                   "failed: LimitExceededException: "
-                                                   "Subscriber limit exceeded"):
-        request_capacity("Orders", write=500, clients=clients, clock=clock,
-                         sleep=clock.sleep)
+    with pytest.raises(
+        CapacityRequestError,
+        match="table Orders table write: raising to 500 "
+        "failed: LimitExceededException: "
+        "Subscriber limit exceeded",
+    ):
+        request_capacity("Orders", write=500, clients=clients, clock=clock, sleep=clock.sleep)
     assert clock.t > time.time() + 4  # it waited a poll interval after ResourceInUse
 
 
-def test_an_exhausted_decrease_quota_keeps_the_hold_for_the_next_restore(stubbed: Any
-                                                                         ) -> None:
+def test_an_exhausted_decrease_quota_keeps_the_hold_for_the_next_restore(stubbed: Any) -> None:
     stub, clients = stubbed
     clock = FakeClock()
     expired = f"table:490:{int(clock.t) - 60}:10"
@@ -402,36 +485,61 @@ def test_an_exhausted_decrease_quota_keeps_the_hold_for_the_next_restore(stubbed
 
 def test_hold_tags_round_trip_and_levels_add_up() -> None:
     expires = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
-    holds = [Hold("a1", "byUser", "read", 300, expires, 80),
-             Hold("b2", "byUser", "read", 200, expires, 120)]
+    holds = [
+        Hold("a1", "byUser", "read", 300, expires, 80),
+        Hold("b2", "byUser", "read", 200, expires, 120),
+    ]
     tags = {h.key: h.value for h in holds}
-    assert tags == {"ddb-capacity:hold:a1:read": "index/byUser:300:1795262400:80",
-                    "ddb-capacity:hold:b2:read": "index/byUser:200:1795262400:120"}
-    assert holds_in({**tags, "other": "x", f"{HOLD_TAG}c:read": "table:-5:0:0",
-                     f"{HOLD_TAG}d:scan": "table:5:0:0"}) == (
-        holds, [f"{HOLD_TAG}c:read", f"{HOLD_TAG}d:scan"])
+    assert tags == {
+        "ddb-capacity:hold:a1:read": "index/byUser:300:1795262400:80",
+        "ddb-capacity:hold:b2:read": "index/byUser:200:1795262400:120",
+    }
+    assert holds_in(
+        {
+            **tags,
+            "other": "x",
+            f"{HOLD_TAG}c:read": "table:-5:0:0",
+            f"{HOLD_TAG}d:scan": "table:5:0:0",
+        }
+    ) == (holds, [f"{HOLD_TAG}c:read", f"{HOLD_TAG}d:scan"])
     assert level(holds) == 80 + 300 + 200
     assert level([]) == 0
 
 
 def test_the_restorer_handler_ends_expired_holds_on_its_tables(
-        world: World, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    world: World, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     for key, value in aws_env.items():
         monkeypatch.setenv(key, value)
     name = world.table("Restorer", 10, 40, tagged=False)
     arn = world.ddb.describe_table(TableName=name)["Table"]["TableArn"]
-    world.ddb.update_table(TableName=name, ProvisionedThroughput={
-        "ReadCapacityUnits": 10, "WriteCapacityUnits": 640})
-    gone = Hold("deadworker01", None, "write", 600, datetime.now(UTC) - timedelta(minutes=1),
-                40)
-    world.ddb.tag_resource(ResourceArn=arn, Tags=[
-        {"Key": gone.key, "Value": gone.value},
-        {"Key": base_min_tag(None, "write"), "Value": "40"}])
+    world.ddb.update_table(
+        TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 640}
+    )
+    gone = Hold("deadworker01", None, "write", 600, datetime.now(UTC) - timedelta(minutes=1), 40)
+    world.ddb.tag_resource(
+        ResourceArn=arn,
+        Tags=[
+            {"Key": gone.key, "Value": gone.value},
+            {"Key": base_min_tag(None, "write"), "Value": "40"},
+        ],
+    )
     monkeypatch.setenv("CAPACITY_TABLES", f" {name} ,")
     out = restorer_module.restorer_handler({}, None)
-    assert out == {"restored": [{"table": name, "index": None, "dimension": "write",
-                                 "via": "update-table", "from": 640, "to": 40,
-                                 "status": "applied"}], "failed": []}
+    assert out == {
+        "restored": [
+            {
+                "table": name,
+                "index": None,
+                "dimension": "write",
+                "via": "update-table",
+                "from": 640,
+                "to": 40,
+                "status": "applied",
+            }
+        ],
+        "failed": [],
+    }
     assert world.throughput(name) == (10, 40)
     assert world.tags(name) == {}
     monkeypatch.setenv("CAPACITY_TABLES", "NoSuchTable")

@@ -18,9 +18,17 @@ from ddb_capacity_tools.simulator.scenarios import SCENARIOS
 from ddb_capacity_tools.simulator.trace import TraceError, read_csv
 from examples.local_aws import put_traffic
 
-CONTRACT = {"policy", "dimension", "throttled_requests", "throttled_minutes",
-            "first_throttle_minute", "provisioned_unit_hours", "cost_usd", "decreases",
-            "peak_provisioned"}
+CONTRACT = {
+    "policy",
+    "dimension",
+    "throttled_requests",
+    "throttled_minutes",
+    "first_throttle_minute",
+    "provisioned_unit_hours",
+    "cost_usd",
+    "decreases",
+    "peak_provisioned",
+}
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -35,11 +43,14 @@ def csv_file(tmp_path: Path, rows: list[str], header: str = "timestamp,read,writ
     return path
 
 
-def minutes(n: int, read: float = 10, write: float = 20, start: str = "2026-03-01T00:00:00Z"
-            ) -> list[str]:
+def minutes(
+    n: int, read: float = 10, write: float = 20, start: str = "2026-03-01T00:00:00Z"
+) -> list[str]:
     t0 = datetime.fromisoformat(start)
-    return [f"{(t0 + timedelta(minutes=i)).isoformat().replace('+00:00', 'Z')},{read},{write}"
-            for i in range(n)]
+    return [
+        f"{(t0 + timedelta(minutes=i)).isoformat().replace('+00:00', 'Z')},{read},{write}"
+        for i in range(n)
+    ]
 
 
 def test_scenarios_lists_every_builtin():
@@ -58,8 +69,13 @@ def test_simulate_json_follows_the_contract_and_runs_the_default_set():
     assert code == 0, err
     doc = json.loads(out)
     rows = doc["policies"]
-    assert {r["policy"] for r in rows} == {"stock:70", "throttle-aware+stock:70", "on-demand",
-                                           "oracle", "scheduled"}
+    assert {r["policy"] for r in rows} == {
+        "stock:70",
+        "throttle-aware+stock:70",
+        "on-demand",
+        "oracle",
+        "scheduled",
+    }
     for r in rows:
         assert CONTRACT <= set(r)
         assert r["dimension"] in ("read", "write")
@@ -70,8 +86,9 @@ def test_simulate_json_follows_the_contract_and_runs_the_default_set():
 
 
 def test_simulate_prints_a_readable_table(tmp_path):
-    code, out, _ = run("simulate", "--scenario", "spike", "--policy", "stock:70",
-                       "--policy", "oracle")
+    code, out, _ = run(
+        "simulate", "--scenario", "spike", "--policy", "stock:70", "--policy", "oracle"
+    )
     assert code == 0
     assert "policy" in out and "x oracle" in out
     line = next(x for x in out.splitlines() if x.startswith("stock:70") and "write" in x)
@@ -80,8 +97,18 @@ def test_simulate_prints_a_readable_table(tmp_path):
 
 def test_a_csv_trace_runs_with_overridden_prices_and_model(tmp_path):
     path = csv_file(tmp_path, minutes(30))
-    code, out, err = run("simulate", "--trace", str(path), "--policy", "fixed:100", "--json",
-                         "--price", "wcu_hour=1", "--warmup-minutes", "0")
+    code, out, err = run(
+        "simulate",
+        "--trace",
+        str(path),
+        "--policy",
+        "fixed:100",
+        "--json",
+        "--price",
+        "wcu_hour=1",
+        "--warmup-minutes",
+        "0",
+    )
     assert code == 0, err
     write = next(r for r in json.loads(out)["policies"] if r["dimension"] == "write")
     assert write["provisioned_unit_hours"] == 50 and write["cost_usd"] == 50
@@ -90,8 +117,17 @@ def test_a_csv_trace_runs_with_overridden_prices_and_model(tmp_path):
 
 def test_chart_is_a_png(tmp_path):
     target = tmp_path / "out" / "spike.png"
-    code, _, err = run("simulate", "--scenario", "spike", "--policy", "stock:70",
-                       "--policy", "oracle", "--chart", str(target))
+    code, _, err = run(
+        "simulate",
+        "--scenario",
+        "spike",
+        "--policy",
+        "stock:70",
+        "--policy",
+        "oracle",
+        "--chart",
+        str(target),
+    )
     assert code == 0, err
     assert f"chart written to {target}" in err
     data = target.read_bytes()
@@ -99,32 +135,69 @@ def test_chart_is_a_png(tmp_path):
 
 
 def test_progress_bar_on_traces_longer_than_a_day(tmp_path):
-    code, _, err = run("simulate", "--scenario", "nightly-batch", "--policy", "fixed:9000",
-                       "--json")
+    code, _, err = run(
+        "simulate", "--scenario", "nightly-batch", "--policy", "fixed:9000", "--json"
+    )
     assert code == 0 and "fixed:9000" in err and "100%" in err
-    code, _, err = run("simulate", "--scenario", "nightly-batch", "--policy", "fixed:9000",
-                       "--json", "--quiet")
+    code, _, err = run(
+        "simulate", "--scenario", "nightly-batch", "--policy", "fixed:9000", "--json", "--quiet"
+    )
     assert code == 0 and err == ""
 
 
 def test_the_console_script_is_installed():
     script = Path(sys.executable).parent / "ddb-capacity"
-    done = subprocess.run([str(script), "simulate", "--scenario", "flash-crowd", "--policy",
-                           "throttle-aware", "--json"], capture_output=True, text=True,
-                          check=False, timeout=120)
+    done = subprocess.run(
+        [
+            str(script),
+            "simulate",
+            "--scenario",
+            "flash-crowd",
+            "--policy",
+            "throttle-aware",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["policies"][0]["policy"] == "throttle-aware"
 
 
 def test_a_schedule_file_drives_the_scheduled_policy(tmp_path):
     schedule = tmp_path / "s.json"
-    schedule.write_text(json.dumps([
-        {"name": "crowd", "schedule": "at(2026-01-05T14:57:00)", "dimension": "write",
-         "min_capacity": 15000},
-        {"name": "calm", "schedule": "at(2026-01-05T15:25:00)", "dimension": "write",
-         "min_capacity": 1}]))
-    code, out, err = run("simulate", "--scenario", "flash-crowd", "--policy", "scheduled",
-                         "--policy", "stock:70", "--schedule", str(schedule), "--json")
+    schedule.write_text(
+        json.dumps(
+            [
+                {
+                    "name": "crowd",
+                    "schedule": "at(2026-01-05T14:57:00)",
+                    "dimension": "write",
+                    "min_capacity": 15000,
+                },
+                {
+                    "name": "calm",
+                    "schedule": "at(2026-01-05T15:25:00)",
+                    "dimension": "write",
+                    "min_capacity": 1,
+                },
+            ]
+        )
+    )
+    code, out, err = run(
+        "simulate",
+        "--scenario",
+        "flash-crowd",
+        "--policy",
+        "scheduled",
+        "--policy",
+        "stock:70",
+        "--schedule",
+        str(schedule),
+        "--json",
+    )
     assert code == 0, err
     rows = {(r["policy"], r["dimension"]): r for r in json.loads(out)["policies"]}
     assert rows[("scheduled", "write")]["throttled_minutes"] == 0
@@ -134,22 +207,40 @@ def test_a_schedule_file_drives_the_scheduled_policy(tmp_path):
 # ---------------------------------------------------------------- bad input
 
 
-@pytest.mark.parametrize(("rows", "header", "message"), [
-    ([], "timestamp,write,read", "line 1: got header 'timestamp,write,read'; expected "
-                                 "'timestamp,read,write'"),
-    ([], "timestamp,read,write", "line 2: no data rows"),
-    (["2026-03-01T00:00:00Z,1,2", "yesterday,1,2"], None,
-     "line 3, column timestamp: got 'yesterday'; expected an ISO-8601 UTC timestamp"),
-    (["2026-03-01T00:00:00+02:00,1,2"], None,
-     "line 2, column timestamp: got '2026-03-01T00:00:00+02:00'; expected a UTC timestamp"),
-    (["2026-03-01T00:00:30Z,1,2"], None, "expected a timestamp on a whole minute"),
-    (["2026-03-01T00:00:00Z,1,2", "2026-03-01T00:02:00Z,1,2"], None,
-     "line 3, column timestamp: got '2026-03-01T00:02:00Z'; expected 2026-03-01T00:01:00Z"),
-    (["2026-03-01T00:00:00Z,1,-2"], None,
-     "line 2, column write: got '-2'; expected a number of capacity units per second >= 0"),
-    (["2026-03-01T00:00:00Z,lots,2"], None, "line 2, column read: got 'lots'"),
-    (["2026-03-01T00:00:00Z,1"], None, "line 2: got 2 columns; expected 3"),
-])
+@pytest.mark.parametrize(
+    ("rows", "header", "message"),
+    [
+        (
+            [],
+            "timestamp,write,read",
+            "line 1: got header 'timestamp,write,read'; expected 'timestamp,read,write'",
+        ),
+        ([], "timestamp,read,write", "line 2: no data rows"),
+        (
+            ["2026-03-01T00:00:00Z,1,2", "yesterday,1,2"],
+            None,
+            "line 3, column timestamp: got 'yesterday'; expected an ISO-8601 UTC timestamp",
+        ),
+        (
+            ["2026-03-01T00:00:00+02:00,1,2"],
+            None,
+            "line 2, column timestamp: got '2026-03-01T00:00:00+02:00'; expected a UTC timestamp",
+        ),
+        (["2026-03-01T00:00:30Z,1,2"], None, "expected a timestamp on a whole minute"),
+        (
+            ["2026-03-01T00:00:00Z,1,2", "2026-03-01T00:02:00Z,1,2"],
+            None,
+            "line 3, column timestamp: got '2026-03-01T00:02:00Z'; expected 2026-03-01T00:01:00Z",
+        ),
+        (
+            ["2026-03-01T00:00:00Z,1,-2"],
+            None,
+            "line 2, column write: got '-2'; expected a number of capacity units per second >= 0",
+        ),
+        (["2026-03-01T00:00:00Z,lots,2"], None, "line 2, column read: got 'lots'"),
+        (["2026-03-01T00:00:00Z,1"], None, "line 2: got 2 columns; expected 3"),
+    ],
+)
 def test_bad_csv_names_line_and_column(tmp_path, rows, header, message):
     path = csv_file(tmp_path, rows, header or "timestamp,read,write")
     code, out, err = run("simulate", "--trace", str(path), "--policy", "fixed:1")
@@ -166,45 +257,70 @@ def test_an_empty_or_missing_csv(tmp_path):
     assert "cannot be read" in run("simulate", "--trace", str(tmp_path / "none.csv"))[2]
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--scenario", "tsunami"], "--scenario: got 'tsunami'; expected one of spike, diurnal"),
-    (["--scenario", "spike", "--policy", "stok:70"], "--policy: got 'stok:70'"),
-    (["--scenario", "spike", "--policy", "stock:95"], "target utilization 95 is outside"),
-    (["--scenario", "spike", "--price", "gold=1"], "--price: got 'gold=1'"),
-    (["--scenario", "spike", "--chart", "out.jpg"], "--chart: got 'out.jpg'; expected a file "
-                                                   "name ending in .png"),
-    (["--scenario", "spike", "--metric-delay-minutes", "99"],
-     "--metric-delay-minutes: got 99; expected a whole number from 0 to 15"),
-    (["--scenario", "spike", "--min-capacity", "50", "--max-capacity", "10"],
-     "--min-capacity: got 50; expected at most --max-capacity (10)"),
-    (["--scenario", "spike", "--tick", "0"], "--tick: got 0; expected whole minutes from 1"),
-    (["--scenario", "flash-crowd", "--policy", "scheduled"],
-     "--policy 'scheduled': flash-crowd has no schedule of its own; pass --schedule"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--scenario", "tsunami"], "--scenario: got 'tsunami'; expected one of spike, diurnal"),
+        (["--scenario", "spike", "--policy", "stok:70"], "--policy: got 'stok:70'"),
+        (["--scenario", "spike", "--policy", "stock:95"], "target utilization 95 is outside"),
+        (["--scenario", "spike", "--price", "gold=1"], "--price: got 'gold=1'"),
+        (
+            ["--scenario", "spike", "--chart", "out.jpg"],
+            "--chart: got 'out.jpg'; expected a file name ending in .png",
+        ),
+        (
+            ["--scenario", "spike", "--metric-delay-minutes", "99"],
+            "--metric-delay-minutes: got 99; expected a whole number from 0 to 15",
+        ),
+        (
+            ["--scenario", "spike", "--min-capacity", "50", "--max-capacity", "10"],
+            "--min-capacity: got 50; expected at most --max-capacity (10)",
+        ),
+        (["--scenario", "spike", "--tick", "0"], "--tick: got 0; expected whole minutes from 1"),
+        (
+            ["--scenario", "flash-crowd", "--policy", "scheduled"],
+            "--policy 'scheduled': flash-crowd has no schedule of its own; pass --schedule",
+        ),
+    ],
+)
 def test_bad_options_name_the_option_and_value(argv, message):
     code, out, err = run("simulate", *argv)
     assert code == 2 and out == ""
     assert message in err
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ("{}", "got a JSON dict; expected a list of schedule entries"),
-    ("[1", "line 1, column 3: not JSON"),
-    ('[{"name": "x", "schedule": "at(2026-01-05T13:00:00)", "dimension": "write", '
-     '"min": 5}]', "schedule entry 1: unknown field 'min'"),
-    ('[{"name": "x", "dimension": "write", "min_capacity": 5}]',
-     "schedule entry 1: missing field 'schedule'"),
-    ('[{"name": "x", "schedule": "at(2026-01-05T13:00:00)", "dimension": "writes", '
-     '"min_capacity": 5}]', "schedule entry 1 field dimension/index: got 'writes'; the trace "
-                            "has read, write"),
-    ('[{"name": "x", "schedule": "cron(0 25 * * ? *)", "dimension": "write", '
-     '"min_capacity": 5}]', "schedule entry 1: schedule table write schedule 'x'"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{}", "got a JSON dict; expected a list of schedule entries"),
+        ("[1", "line 1, column 3: not JSON"),
+        (
+            '[{"name": "x", "schedule": "at(2026-01-05T13:00:00)", "dimension": "write", '
+            '"min": 5}]',
+            "schedule entry 1: unknown field 'min'",
+        ),
+        (
+            '[{"name": "x", "dimension": "write", "min_capacity": 5}]',
+            "schedule entry 1: missing field 'schedule'",
+        ),
+        (
+            '[{"name": "x", "schedule": "at(2026-01-05T13:00:00)", "dimension": "writes", '
+            '"min_capacity": 5}]',
+            "schedule entry 1 field dimension/index: got 'writes'; the trace has read, write",
+        ),
+        (
+            '[{"name": "x", "schedule": "cron(0 25 * * ? *)", "dimension": "write", '
+            '"min_capacity": 5}]',
+            "schedule entry 1: schedule table write schedule 'x'",
+        ),
+    ],
+)
 def test_bad_schedule_files_name_the_entry_and_field(tmp_path, content, message):
     path = tmp_path / "s.json"
     path.write_text(content)
-    code, _, err = run("simulate", "--scenario", "spike", "--policy", "scheduled",
-                       "--schedule", str(path))
+    code, _, err = run(
+        "simulate", "--scenario", "spike", "--policy", "scheduled", "--schedule", str(path)
+    )
     assert code == 2
     assert message in err
 
@@ -229,21 +345,28 @@ def history_table(aws_client, aws_env, monkeypatch):
     ddb, cloudwatch = aws_client("dynamodb"), aws_client("cloudwatch")
     name = f"Backtest{datetime.now(UTC):%H%M%S%f}"
     ddb.create_table(
-        TableName=name, BillingMode="PROVISIONED",
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                              {"AttributeName": "gk", "AttributeType": "S"}],
+        TableName=name,
+        BillingMode="PROVISIONED",
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "gk", "AttributeType": "S"},
+        ],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
-        GlobalSecondaryIndexes=[{
-            "IndexName": "ByGroup", "KeySchema": [{"AttributeName": "gk", "KeyType": "HASH"}],
-            "Projection": {"ProjectionType": "KEYS_ONLY"},
-            "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}}])
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "ByGroup",
+                "KeySchema": [{"AttributeName": "gk", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+                "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+            }
+        ],
+    )
     end = datetime.now(UTC).replace(second=0, microsecond=0)
     # Three hours: 100 WCU/s, with 60 minutes of 900 WCU/s of which 6,000 events a minute
     # were throttled; the GSI reads 40/s.
     put_traffic(cloudwatch, name, "write", 100, end=end, minutes=range(1, 121))
-    put_traffic(cloudwatch, name, "write", 900, end=end, minutes=range(121, 181),
-                throttles=6_000)
+    put_traffic(cloudwatch, name, "write", 900, end=end, minutes=range(121, 181), throttles=6_000)
     put_traffic(cloudwatch, name, "read", 40, end=end, minutes=range(1, 181), index="ByGroup")
     return name, end, ddb, cloudwatch
 
@@ -253,9 +376,9 @@ def test_backtest_history_rebuilds_demand_from_consumed_and_throttles(history_ta
     trace = history(cloudwatch, ddb, name, None, 1, end)
     assert trace.minutes == 1440 and trace.start == end - timedelta(days=1)
     write = trace.demand[(None, "write")]
-    assert write[-1] == pytest.approx(100)          # a minute before the end
+    assert write[-1] == pytest.approx(100)  # a minute before the end
     assert write[-150] == pytest.approx(900 + 100)  # consumed + 6,000 events / 60
-    assert write[-200] == 0                         # before any traffic
+    assert write[-200] == 0  # before any traffic
     gsi = history(cloudwatch, ddb, name, "ByGroup", 1, end)
     assert list(gsi.demand) == [("ByGroup", "read"), ("ByGroup", "write")]
     assert gsi.demand[("ByGroup", "read")][-10] == pytest.approx(40)
@@ -263,22 +386,39 @@ def test_backtest_history_rebuilds_demand_from_consumed_and_throttles(history_ta
 
 def test_backtest_subcommand_replays_the_history(history_table):
     name, end, *_ = history_table
-    code, out, err = run("backtest", "--table", name, "--days", "1", "--end", end.isoformat(),
-                         "--policy", "stock:70", "--policy", "oracle", "--json", "--quiet")
+    code, out, err = run(
+        "backtest",
+        "--table",
+        name,
+        "--days",
+        "1",
+        "--end",
+        end.isoformat(),
+        "--policy",
+        "stock:70",
+        "--policy",
+        "oracle",
+        "--json",
+        "--quiet",
+    )
     assert code == 0, err
     rows = {(r["policy"], r["dimension"]): r for r in json.loads(out)["policies"]}
     oracle = rows[("oracle", "write")]
     assert oracle["peak_provisioned"] == 1000 and oracle["throttled_minutes"] == 0
     assert rows[("stock:70", "write")]["throttled_minutes"] > 0
     assert rows[("oracle", "write")]["demand_unit_hours"] == pytest.approx(
-        (120 * 100 + 60 * 1000) / 60)
+        (120 * 100 + 60 * 1000) / 60
+    )
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--days", "16"], "--days: got 16; expected a whole number from 1 to 15"),
-    (["--days", "1", "--index", "Nope"], "--index: got 'Nope'; table"),
-    (["--days", "1", "--end", "noon"], "--end: got 'noon'; expected an ISO-8601 time"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--days", "16"], "--days: got 16; expected a whole number from 1 to 15"),
+        (["--days", "1", "--index", "Nope"], "--index: got 'Nope'; table"),
+        (["--days", "1", "--end", "noon"], "--end: got 'noon'; expected an ISO-8601 time"),
+    ],
+)
 def test_backtest_bad_input(history_table, argv, message):
     name, *_ = history_table
     code, _, err = run("backtest", "--table", name, *argv)
@@ -301,17 +441,18 @@ def request_table(aws_client, aws_env, monkeypatch):
     ddb = aws_client("dynamodb")
     name = f"Request{datetime.now(UTC):%H%M%S%f}"
     ddb.create_table(
-        TableName=name, BillingMode="PROVISIONED",
+        TableName=name,
+        BillingMode="PROVISIONED",
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10})
+        ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
+    )
     return name, ddb
 
 
 def test_request_and_release_by_id(request_table):
     name, ddb = request_table
-    code, out, err = run("request", "--table", name, "--write", "250", "--hold", "30",
-                         "--json")
+    code, out, err = run("request", "--table", name, "--write", "250", "--hold", "30", "--json")
     assert code == 0, err
     made = json.loads(out)
     assert made["levels"] == {"write": 250} and made["holds"]["write"]["units"] == 250
@@ -337,14 +478,19 @@ def test_request_prints_how_to_end_it(request_table):
     assert run("release", "--table", name, "--id", hold_id)[0] == 0
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--write", "5", "--hold", "0"], "--hold: got 0; expected whole minutes from 1 to 1440"),
-    (["--write", "5", "--timeout", "-1"], "--timeout: got -1; expected whole minutes from 0"),
-    (["--write", "50000"], "write: got 50000; expected a whole number of capacity units "
-                           "from 0 to 40,000"),
-    ([], "read and write: got 0 and 0"),
-    (["--write", "5", "--index", "Nope"], "index: got 'Nope'; table"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--write", "5", "--hold", "0"], "--hold: got 0; expected whole minutes from 1 to 1440"),
+        (["--write", "5", "--timeout", "-1"], "--timeout: got -1; expected whole minutes from 0"),
+        (
+            ["--write", "50000"],
+            "write: got 50000; expected a whole number of capacity units from 0 to 40,000",
+        ),
+        ([], "read and write: got 0 and 0"),
+        (["--write", "5", "--index", "Nope"], "index: got 'Nope'; table"),
+    ],
+)
 def test_request_bad_input(request_table, argv, message):
     name, _ = request_table
     code, _, err = run("request", "--table", name, *argv)

@@ -17,8 +17,15 @@ from constructs_pkg.compliance import NAG_PACKS, acknowledgment_id
 from ddb_capacity_tools.summary import render, summarize_assembly
 from examples.__main__ import build_app
 
-STACKS = {"MinimalTable", "OrdersLaunch", "SettledCatalog", "BulkLoad", "PrimeTime",
-          "ThrottleAware", "PartnerImport"}
+STACKS = {
+    "MinimalTable",
+    "OrdersLaunch",
+    "SettledCatalog",
+    "BulkLoad",
+    "PrimeTime",
+    "ThrottleAware",
+    "PartnerImport",
+}
 PACK_NAMES = {"AwsSolutions", "Serverless", "HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"}
 
 
@@ -33,13 +40,19 @@ def test_the_five_packs_are_applied(assembly: Path) -> None:
     report = json.loads((assembly / "validation-report.json").read_text())
     assert len(NAG_PACKS) == 5
     assert {r["pluginName"] for r in report["pluginReports"]} == {
-        "AwsSolutions", "Serverless", "HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"}
+        "AwsSolutions",
+        "Serverless",
+        "HIPAA.Security",
+        "NIST.800.53.R5",
+        "PCI.DSS.321",
+    }
 
 
 def test_examples_synthesize_with_zero_unacknowledged_findings(assembly: Path) -> None:
     manifest = json.loads((assembly / "manifest.json").read_text())
-    stacks = {k for k, v in manifest["artifacts"].items()
-              if v["type"] == "aws:cloudformation:stack"}
+    stacks = {
+        k for k, v in manifest["artifacts"].items() if v["type"] == "aws:cloudformation:stack"
+    }
     assert stacks == STACKS
 
 
@@ -66,11 +79,13 @@ def test_a_missing_acknowledgement_fails_the_synth(tmp_path: Path) -> None:
     app = cdk.App(outdir=str(tmp_path))
     apply_nag_packs(app)
     stack = cdk.Stack(app, "Bare")
-    ProvisionedTable(stack, "T",
-                     partition_key=dynamodb.Attribute(name="pk",
-                                                      type=dynamodb.AttributeType.STRING),
-                     read=Capacity(min_capacity=1, max_capacity=5),
-                     write=Capacity(min_capacity=1, max_capacity=5))
+    ProvisionedTable(
+        stack,
+        "T",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        read=Capacity(min_capacity=1, max_capacity=5),
+        write=Capacity(min_capacity=1, max_capacity=5),
+    )
     # THEN the packs stop the synth and name the finding
     with pytest.raises(RuntimeError, match="ValidationFailed"):
         app.synth()
@@ -80,23 +95,29 @@ def test_a_missing_acknowledgement_fails_the_synth(tmp_path: Path) -> None:
 
 def test_acknowledgment_ids_are_qualified_by_pack() -> None:
     assert acknowledgment_id("AwsSolutions-IAM5[Resource::*]") == (
-        "AwsSolutions::AwsSolutions-IAM5[Resource::*]")
+        "AwsSolutions::AwsSolutions-IAM5[Resource::*]"
+    )
     assert acknowledgment_id("NIST.800.53.R5-LambdaDLQ") == (
-        "NIST.800.53.R5::NIST.800.53.R5-LambdaDLQ")
+        "NIST.800.53.R5::NIST.800.53.R5-LambdaDLQ"
+    )
     assert acknowledgment_id("Serverless::Serverless-LambdaDLQ") == (
-        "Serverless::Serverless-LambdaDLQ")
+        "Serverless::Serverless-LambdaDLQ"
+    )
 
 
 def test_cli_synth_produces_every_stack(cli_assembly: Path) -> None:
     assert {p.name for p in cli_assembly.glob("*.template.json")} == {
-        f"{s}.template.json" for s in STACKS}
+        f"{s}.template.json" for s in STACKS
+    }
 
 
 def test_cfn_lint_finds_no_errors(cli_assembly: Path) -> None:
     templates = sorted(str(p) for p in cli_assembly.glob("*.template.json"))
     result = subprocess.run(
         [str(Path(sys.executable).parent / "cfn-lint"), *templates],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     # cfn-lint's exit code is a bit mask: 2 = errors, 4 = warnings, 8 = informational
     assert result.returncode & 2 == 0, result.stdout
@@ -124,9 +145,12 @@ def test_schedule_examples_carry_their_actions_without_warnings(assembly: Path) 
     # GIVEN the bulk-load and prime-time stacks as synthesized
     def actions(stack: str) -> list[dict[str, object]]:
         template = json.loads((assembly / f"{stack}.template.json").read_text())
-        return [a for r in template["Resources"].values()
-                if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
-                for a in r["Properties"].get("ScheduledActions", [])]
+        return [
+            a
+            for r in template["Resources"].values()
+            if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
+            for a in r["Properties"].get("ScheduledActions", [])
+        ]
 
     bulk = {a["ScheduledActionName"]: a for a in actions("BulkLoad")}
     assert bulk["nightly-load-raise"]["Schedule"] == "cron(50 4 ? * MON,TUE,WED,THU,FRI *)"
@@ -137,19 +161,24 @@ def test_schedule_examples_carry_their_actions_without_warnings(assembly: Path) 
     # THEN neither carries a schedule warning: prime-time's three nightly steps down fit
     for stack in ("BulkLoad", "PrimeTime"):
         metadata = json.loads((assembly / f"{stack}.metadata.json").read_text())
-        warnings = [e for entries in metadata.values() for e in entries
-                    if e["type"] == "aws:cdk:warning"]
+        warnings = [
+            e for entries in metadata.values() for e in entries if e["type"] == "aws:cdk:warning"
+        ]
         assert warnings == [], warnings
 
 
 def test_examples_keep_their_logical_ids(assembly: Path) -> None:
     """Logical ids are public: a changed one makes CloudFormation replace the resource (a
     new, empty table). The snapshot holds every example resource's id and type."""
-    snapshot = json.loads((Path(__file__).parent / "snapshots" /
-                           "example_logical_ids.json").read_text())
+    snapshot = json.loads(
+        (Path(__file__).parent / "snapshots" / "example_logical_ids.json").read_text()
+    )
     now = {}
     for stack in snapshot:
         template = json.loads((assembly / f"{stack}.template.json").read_text())
-        now[stack] = {k: v["Type"] for k, v in template["Resources"].items()
-                      if v["Type"] != "AWS::CDK::Metadata"}  # the CLI adds it, in-process not
+        now[stack] = {
+            k: v["Type"]
+            for k, v in template["Resources"].items()
+            if v["Type"] != "AWS::CDK::Metadata"
+        }  # the CLI adds it, in-process not
     assert now == snapshot

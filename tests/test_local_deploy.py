@@ -25,21 +25,26 @@ pytestmark = pytest.mark.deploy
 @pytest.fixture(scope="module")
 def deployed(cli_assembly: Path, aws_env: dict[str, str]) -> Path:
     run_cdk("bootstrap", f"aws://{ACCOUNT}/{REGION}", "--app", str(cli_assembly), env=aws_env)
-    run_cdk("deploy", "--all", "--app", str(cli_assembly), "--require-approval", "never",
-            env=aws_env)
+    run_cdk(
+        "deploy", "--all", "--app", str(cli_assembly), "--require-approval", "never", env=aws_env
+    )
     return cli_assembly
 
 
 def physical_table(aws_client: Any, stack: str) -> str:
     resources = aws_client("cloudformation").describe_stack_resources(StackName=stack)
-    (name,) = [r["PhysicalResourceId"] for r in resources["StackResources"]
-               if r.get("ResourceType") == "AWS::DynamoDB::Table"]
+    (name,) = [
+        r["PhysicalResourceId"]
+        for r in resources["StackResources"]
+        if r.get("ResourceType") == "AWS::DynamoDB::Table"
+    ]
     return str(name)
 
 
 def describe(aws_client: Any, stack: str) -> dict[str, Any]:
     table: dict[str, Any] = aws_client("dynamodb").describe_table(
-        TableName=physical_table(aws_client, stack))["Table"]
+        TableName=physical_table(aws_client, stack)
+    )["Table"]
     return table
 
 
@@ -70,7 +75,8 @@ def test_orders_table_is_pre_warmed(deployed: Path, aws_client: Any) -> None:
     assert set(gsis) == {"byCustomer", "byStatus"}
     assert gsis["byCustomer"]["KeySchema"] == [
         {"AttributeName": "customerId", "KeyType": "HASH"},
-        {"AttributeName": "createdAt", "KeyType": "RANGE"}]
+        {"AttributeName": "createdAt", "KeyType": "RANGE"},
+    ]
     assert gsis["byStatus"]["Projection"]["ProjectionType"] == "KEYS_ONLY"
     assert throughput(gsis["byCustomer"]) == (20, 20)
     assert gsis["byCustomer"]["WarmThroughput"]["ReadUnitsPerSecond"] == 15_000
@@ -90,13 +96,15 @@ def test_catalog_is_created_at_its_mark_then_settled(
     (function,) = [f for f in functions if "CapacitySettleProvider" in f["FunctionName"]]
     assert function["Handler"] == "ddb_capacity_runtime.settle.handler.handler"
     template = json.loads((deployed / "SettledCatalog.template.json").read_text())
-    (settle,) = [r for r in template["Resources"].values()
-                 if r["Type"] == "Custom::CapacitySettle"]
+    (settle,) = [r for r in template["Resources"].values() if r["Type"] == "Custom::CapacitySettle"]
     properties = {**settle["Properties"], "TableName": table["TableName"]}
     # WHEN the settle step runs against the deployed table
     dynamodb = aws_client("dynamodb")
-    handler(cfn_event("Create", response_catcher.url, json.loads(json.dumps(properties))), None,
-            dynamodb=dynamodb)
+    handler(
+        cfn_event("Create", response_catcher.url, json.loads(json.dumps(properties))),
+        None,
+        dynamodb=dynamodb,
+    )
     # THEN it reports success and the catalog is at its operating minimum
     assert response_catcher.bodies[-1]["Status"] == "SUCCESS"
     assert response_catcher.bodies[-1]["Data"] == {"Settled": "true"}
@@ -104,6 +112,7 @@ def test_catalog_is_created_at_its_mark_then_settled(
 
 
 # ---------------------------------------------------------------- the throttle-aware scaler
+
 
 @pytest.fixture(scope="module")
 def ticked(deployed: Path, moto_endpoint: str) -> dict[str, Any]:
@@ -122,9 +131,13 @@ def test_scaler_function_is_deployed_as_declared(ticked: dict[str, Any], aws_cli
     env = function["Environment"]["Variables"]
     feed = ticked["tables"]["Feed"]
     assert env["SCALER_TABLES"] == feed
-    assert (env["SCALER_TAG_KEY"], env["SCALER_TAG_VALUE"]) == ("autoscaling_manager_enabled", "true")
+    assert (env["SCALER_TAG_KEY"], env["SCALER_TAG_VALUE"]) == (
+        "autoscaling_manager_enabled",
+        "true",
+    )
     assert json.loads(env["SCALER_OVERRIDES"]) == {
-        feed: {"read": {"min": 50, "max": 4000}, "write": {"min": 20, "max": 1000}}}
+        feed: {"read": {"min": 50, "max": 4000}, "write": {"min": 20, "max": 1000}}
+    }
     assert (env["SCALER_TICK_MINUTES"], env["SCALER_DRY_RUN"]) == ("2", "false")
 
 
@@ -144,19 +157,25 @@ def test_scaler_role_has_only_its_managed_policy(ticked: dict[str, Any], aws_cli
     assert iam.list_role_policies(RoleName=role["RoleName"])["PolicyNames"] == []
     (attached,) = iam.list_attached_role_policies(RoleName=role["RoleName"])["AttachedPolicies"]
     policy = iam.get_policy(PolicyArn=attached["PolicyArn"])["Policy"]
-    document = iam.get_policy_version(PolicyArn=attached["PolicyArn"],
-                                      VersionId=policy["DefaultVersionId"])["PolicyVersion"]["Document"]
+    document = iam.get_policy_version(
+        PolicyArn=attached["PolicyArn"], VersionId=policy["DefaultVersionId"]
+    )["PolicyVersion"]["Document"]
     if isinstance(document, str):
         document = json.loads(document)
     by_sid = {s.get("Sid"): s for s in document["Statement"]}
-    feed_arn = aws_client("dynamodb").describe_table(TableName=ticked["tables"]["Feed"])["Table"]["TableArn"]
+    feed_arn = aws_client("dynamodb").describe_table(TableName=ticked["tables"]["Feed"])["Table"][
+        "TableArn"
+    ]
     assert by_sid["ManageTable1"]["Resource"] == feed_arn
     assert by_sid["ManageTaggedTables"]["Condition"] == {
-        "StringEquals": {"aws:ResourceTag/autoscaling_manager_enabled": "true"}}
+        "StringEquals": {"aws:ResourceTag/autoscaling_manager_enabled": "true"}
+    }
     assert by_sid["MoveDynamoDBMinimums"]["Condition"] == {
-        "StringEquals": {"application-autoscaling:service-namespace": "dynamodb"}}
+        "StringEquals": {"application-autoscaling:service-namespace": "dynamodb"}
+    }
     assert by_sid["PublishOwnMetrics"]["Condition"] == {
-        "StringEquals": {"cloudwatch:namespace": "DynamoDBCapacity"}}
+        "StringEquals": {"cloudwatch:namespace": "DynamoDBCapacity"}
+    }
 
 
 def test_deployed_handler_decides_against_deployed_tables(
@@ -169,8 +188,10 @@ def test_deployed_handler_decides_against_deployed_tables(
     assert managed == {tables["Feed"], tables["Clicks"]}
     # AND Feed (under target tracking) got its minimum raised, not an UpdateTable
     (target,) = aws_client("application-autoscaling").describe_scalable_targets(
-        ServiceNamespace="dynamodb", ResourceIds=[f"table/{tables['Feed']}"],
-        ScalableDimension="dynamodb:table:ReadCapacityUnits")["ScalableTargets"]
+        ServiceNamespace="dynamodb",
+        ResourceIds=[f"table/{tables['Feed']}"],
+        ScalableDimension="dynamodb:table:ReadCapacityUnits",
+    )["ScalableTargets"]
     assert target["MinCapacity"] == 115  # (50 + 1800 / 60) / 0.7
     feed = aws_client("dynamodb").describe_table(TableName=tables["Feed"])["Table"]
     assert throughput(feed) == (50, 20)
@@ -184,9 +205,14 @@ def test_deployed_handler_decides_against_deployed_tables(
 
 # ---------------------------------------------------------------- capacity requests
 
+
 def test_capacity_requests_deploy_a_restorer_and_grant_the_worker(
-        deployed: Path, moto_endpoint: str, aws_client: Any, aws_env: dict[str, str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    deployed: Path,
+    moto_endpoint: str,
+    aws_client: Any,
+    aws_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from ddb_capacity_runtime.requests import request_capacity
     from ddb_capacity_runtime.requests.restorer import restorer_handler
     from examples.local_aws import function_environment

@@ -43,8 +43,15 @@ def synth_in(folder: Path, python: str) -> dict[str, object]:
     outdir = folder / "cdk.out"
     env = {**os.environ, "CDK_OUTDIR": str(outdir)}
     env.pop("PYTHONPATH", None)
-    done = subprocess.run([python, "app.py"], cwd=folder, env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [python, "app.py"],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     template: dict[str, object] = json.loads((outdir / "UserApp.template.json").read_text())
     return template
@@ -75,31 +82,46 @@ def test_a_users_own_lambda_src_folder_does_not_shadow_the_library(tmp_path: Pat
     template = synth_in(tmp_path, sys.executable)
     assets = asset_files(tmp_path, template)
     # THEN every function's asset is the library's run-time package, handler included
-    assert set(assets) == {"ddb_capacity_runtime.scaler.handler.lambda_handler",
-                           "ddb_capacity_runtime.settle.handler.handler"}
+    assert set(assets) == {
+        "ddb_capacity_runtime.scaler.handler.lambda_handler",
+        "ddb_capacity_runtime.settle.handler.handler",
+    }
     package = Path(ddb_capacity_runtime.__file__).parent
-    expected = {str(p.relative_to(package.parent)) for p in package.rglob("*")
-                if p.is_file() and "__pycache__" not in p.parts}
+    expected = {
+        str(p.relative_to(package.parent))
+        for p in package.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
     for handler, files in assets.items():
         module = handler.rsplit(".", 1)[0].replace(".", "/") + ".py"
         assert module in files
         assert files == expected
-        assert not any("user_code" in f or f.startswith(("lambda_src", "capacity_runtime/"))
-                       for f in files)
+        assert not any(
+            "user_code" in f or f.startswith(("lambda_src", "capacity_runtime/")) for f in files
+        )
 
 
 def test_the_wheel_works_in_a_fresh_virtual_environment(tmp_path: Path) -> None:
     # GIVEN the wheel, built from the repository
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist),
-                    str(ROOT)], check=True, timeout=300, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)],
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
     (wheel,) = dist.glob("*.whl")
     # AND a fresh virtual environment outside the repository, with the wheel installed
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = str(venv / "bin" / "python")
-    installed = subprocess.run([python, "-m", "pip", "install", "-q", str(wheel)],
-                               capture_output=True, text=True, timeout=600, check=False)
+    installed = subprocess.run(
+        [python, "-m", "pip", "install", "-q", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     if installed.returncode != 0:
         pytest.fail(f"pip install of the wheel failed:\n{installed.stderr[-3000:]}")
     app = tmp_path / "app"
@@ -108,10 +130,19 @@ def test_the_wheel_works_in_a_fresh_virtual_environment(tmp_path: Path) -> None:
     template = synth_in(app, python)
     # THEN the library came from the virtual environment, with its typing marker and licence
     where = subprocess.run(
-        [python, "-c", "import constructs_pkg, ddb_capacity_runtime as r, importlib.metadata "
-         "as m; print(r.__file__); print(constructs_pkg.__version__); "
-         "print(m.metadata('cdk-dynamodb-capacity')['License-Expression'])"],
-        cwd=app, capture_output=True, text=True, check=True, timeout=120).stdout.split()
+        [
+            python,
+            "-c",
+            "import constructs_pkg, ddb_capacity_runtime as r, importlib.metadata "
+            "as m; print(r.__file__); print(constructs_pkg.__version__); "
+            "print(m.metadata('cdk-dynamodb-capacity')['License-Expression'])",
+        ],
+        cwd=app,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.split()
     assert where[0].startswith(str(venv)) and where[1] == constructs_pkg.__version__
     assert where[2] == "Apache-2.0"
     site = Path(where[0]).parents[1]
@@ -119,10 +150,18 @@ def test_the_wheel_works_in_a_fresh_virtual_environment(tmp_path: Path) -> None:
     assert (site / "constructs_pkg" / "py.typed").exists()
     # AND the functions' asset is the run-time package
     assets = asset_files(app, template)
-    assert "ddb_capacity_runtime/scaler/handler.py" in \
-        assets["ddb_capacity_runtime.scaler.handler.lambda_handler"]
+    assert (
+        "ddb_capacity_runtime/scaler/handler.py"
+        in assets["ddb_capacity_runtime.scaler.handler.lambda_handler"]
+    )
     # AND the command line runs from there
-    helped = subprocess.run([str(venv / "bin" / "ddb-capacity"), "--help"], cwd=app,
-                            capture_output=True, text=True, timeout=120, check=False)
+    helped = subprocess.run(
+        [str(venv / "bin" / "ddb-capacity"), "--help"],
+        cwd=app,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert helped.returncode == 0, helped.stderr
     assert "simulate" in helped.stdout and "request" in helped.stdout

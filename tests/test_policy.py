@@ -24,17 +24,30 @@ NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 CONFIG = PolicyConfig()
 
 
-def state(provisioned: int, consumed: list[float], throttles: list[float] | None = None, *,
-          now: datetime = NOON, **kw: object) -> DimensionState:
+def state(
+    provisioned: int,
+    consumed: list[float],
+    throttles: list[float] | None = None,
+    *,
+    now: datetime = NOON,
+    **kw: object,
+) -> DimensionState:
     n = len(consumed)
     starts = [now - timedelta(minutes=n - i + 1) for i in range(n)]
     return DimensionState(
-        provisioned=provisioned, consumed=consumed, throttles=throttles or [0.0] * n,
-        minute_starts=starts, min_capacity=kw.pop("min_capacity", 5),  # type: ignore[arg-type]
-        max_capacity=kw.pop("max_capacity", 10_000), now=now, **kw)  # type: ignore[arg-type]
+        provisioned=provisioned,
+        consumed=consumed,
+        throttles=throttles or [0.0] * n,
+        minute_starts=starts,
+        min_capacity=kw.pop("min_capacity", 5),  # type: ignore[arg-type]
+        max_capacity=kw.pop("max_capacity", 10_000),
+        now=now,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------ ledger
+
 
 def test_four_decreases_at_any_time() -> None:
     ledger = DecreaseLedger()
@@ -78,6 +91,7 @@ def test_reserve_is_spent_only_for_a_large_saving() -> None:
 
 
 # ------------------------------------------------------------------ policy rules
+
 
 def test_throttled_raises_in_proportion_to_refused_demand() -> None:
     # GIVEN 100 provisioned, fully consumed, 3,000 refused requests a minute (50/s)
@@ -158,8 +172,10 @@ def test_above_max_lowers_to_max() -> None:
 
 
 def test_combine_counter_lets_a_small_decrease_ride_along() -> None:
-    decisions = {"read": Decision(300, "x", DECREASE, free_decrease=300),
-                 "write": Decision(100, "small", HOLD, free_decrease=80)}
+    decisions = {
+        "read": Decision(300, "x", DECREASE, free_decrease=300),
+        "write": Decision(100, "small", HOLD, free_decrease=80),
+    }
     combined = combine_counter(decisions, {"read": 1000, "write": 100})
     assert combined["write"].capacity == 80 and combined["write"].action == DECREASE
     alone = combine_counter({"write": decisions["write"]}, {"write": 100})
@@ -168,23 +184,32 @@ def test_combine_counter_lets_a_small_decrease_ride_along() -> None:
 
 # ------------------------------------------------------------------ properties
 
-series = st.lists(st.floats(min_value=0, max_value=5_000, allow_nan=False), min_size=1,
-                  max_size=30)
+series = st.lists(st.floats(min_value=0, max_value=5_000, allow_nan=False), min_size=1, max_size=30)
 
 
 @st.composite
 def states(draw: st.DrawFn) -> DimensionState:
     consumed = draw(series)
-    throttles = draw(st.lists(st.sampled_from([0.0, 0.0, 0.0, 1.0, 50.0, 5000.0]),
-                              min_size=len(consumed), max_size=len(consumed)))
+    throttles = draw(
+        st.lists(
+            st.sampled_from([0.0, 0.0, 0.0, 1.0, 50.0, 5000.0]),
+            min_size=len(consumed),
+            max_size=len(consumed),
+        )
+    )
     mn = draw(st.integers(1, 1000))
     mx = draw(st.integers(mn, 20_000))
     minutes_ago = draw(st.one_of(st.none(), st.integers(0, 120)))
     return state(
-        draw(st.integers(1, 25_000)), consumed, throttles, min_capacity=mn, max_capacity=mx,
+        draw(st.integers(1, 25_000)),
+        consumed,
+        throttles,
+        min_capacity=mn,
+        max_capacity=mx,
         last_increase=None if minutes_ago is None else NOON - timedelta(minutes=minutes_ago),
-        ledger=DecreaseLedger(draw(st.integers(0, 27)),
-                              NOON - timedelta(minutes=draw(st.integers(0, 600)))),
+        ledger=DecreaseLedger(
+            draw(st.integers(0, 27)), NOON - timedelta(minutes=draw(st.integers(0, 600)))
+        ),
     )
 
 
@@ -207,14 +232,19 @@ def test_every_increase_is_justified(s: DimensionState) -> None:
     if d.action == INCREASE:
         fresh_throttles = any(
             t > 0 and (s.last_increase is None or m >= s.last_increase)
-            for t, m in zip(s.throttles, s.minute_starts, strict=True))
+            for t, m in zip(s.throttles, s.minute_starts, strict=True)
+        )
         above_target = max(s.consumed[-2:]) > s.provisioned * CONFIG.target_utilization
         assert fresh_throttles or above_target or s.provisioned < s.min_capacity
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(min_value=0, max_value=3_000, allow_nan=False), min_size=24 * 12,
-                max_size=24 * 12), st.integers(0, 23 * 60))
+@given(
+    st.lists(
+        st.floats(min_value=0, max_value=3_000, allow_nan=False), min_size=24 * 12, max_size=24 * 12
+    ),
+    st.integers(0, 23 * 60),
+)
 def test_a_day_never_spends_more_decreases_than_the_quota(load: list[float], start: int) -> None:
     # GIVEN a UTC day of 5-minute ticks over a random load (units/s), applied to one table
     day0 = datetime(2026, 11, 20, tzinfo=UTC) + timedelta(minutes=start % 5)
@@ -229,8 +259,9 @@ def test_a_day_never_spends_more_decreases_than_the_quota(load: list[float], sta
         refused += [max(0.0, demand - provisioned) * 60] * 5
         n = min(20, len(served))
         starts = [now - timedelta(minutes=n - i) for i in range(n)]
-        s = DimensionState(provisioned, served[-n:], refused[-n:], starts, 1, 40_000, now,
-                           ledger, last_increase)
+        s = DimensionState(
+            provisioned, served[-n:], refused[-n:], starts, 1, 40_000, now, ledger, last_increase
+        )
         d = decide(s)
         if d.action == DECREASE:
             assert ledger.can_decrease(now)

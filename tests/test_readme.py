@@ -27,17 +27,27 @@ def run_block(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "app.py"
     script.write_text(code)
     env = {**os.environ, "CDK_OUTDIR": str(tmp_path / "cdk.out")}
-    return subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, check=True,
-                          timeout=300, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        timeout=300,
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_readme_schedule_example_synthesizes(tmp_path: Path) -> None:
     (block,) = [b for b in python_blocks() if "add_capacity_window" in b]
     result = run_block(block, tmp_path)
     template = json.loads((tmp_path / "cdk.out" / "Ledger.template.json").read_text())
-    names = sorted(a["ScheduledActionName"] for r in template["Resources"].values()
-                   if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
-                   for a in r["Properties"].get("ScheduledActions", []))
+    names = sorted(
+        a["ScheduledActionName"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
+        for a in r["Properties"].get("ScheduledActions", [])
+    )
     assert names == ["holiday", "nightly-load-raise", "nightly-load-restore"]
     assert len(result.stdout.strip().splitlines()) == 3  # the preview it prints
 
@@ -50,8 +60,7 @@ def test_readme_usage_example_synthesizes(tmp_path: Path) -> None:
     script.write_text(blocks[0])
     # WHEN run as a user would run it, with the CLI's output directory
     env = {**os.environ, "CDK_OUTDIR": str(tmp_path / "cdk.out")}
-    subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, check=True,
-                   timeout=300)
+    subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, check=True, timeout=300)
     # THEN it synthesized the table with its GSI under the nag packs
     template = json.loads((tmp_path / "cdk.out" / "Shop.template.json").read_text())
     tables = [r for r in template["Resources"].values() if r["Type"] == "AWS::DynamoDB::Table"]
@@ -65,7 +74,9 @@ def test_readme_scaler_example_synthesizes(tmp_path: Path) -> None:
     run_block(block, tmp_path)
     template = json.loads((tmp_path / "cdk.out" / "Feed.template.json").read_text())
     functions = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
-    assert [f["Properties"]["Handler"] for f in functions] == ["ddb_capacity_runtime.scaler.handler.lambda_handler"]
+    assert [f["Properties"]["Handler"] for f in functions] == [
+        "ddb_capacity_runtime.scaler.handler.lambda_handler"
+    ]
 
 
 def test_readme_simulator_example_runs(tmp_path: Path) -> None:
@@ -80,35 +91,53 @@ def test_readme_capacity_requests_construct_example_synthesizes(tmp_path: Path) 
     (block,) = [b for b in python_blocks() if "CapacityRequests(" in b]
     run_block(block, tmp_path)
     template = json.loads((tmp_path / "cdk.out" / "Imports.template.json").read_text())
-    handlers = [r["Properties"]["Handler"] for r in template["Resources"].values()
-                if r["Type"] == "AWS::Lambda::Function"]
+    handlers = [
+        r["Properties"]["Handler"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function"
+    ]
     assert handlers == ["ddb_capacity_runtime.requests.restorer.restorer_handler"]
-    descriptions = sorted(r["Properties"]["Description"] for r in template["Resources"].values()
-                          if r["Type"] == "AWS::IAM::ManagedPolicy")
-    assert descriptions == ["Lets a worker request DynamoDB capacity for work about to start",
-                            "Permissions of DynamoDB capacity hold restorer"]
+    descriptions = sorted(
+        r["Properties"]["Description"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::IAM::ManagedPolicy"
+    )
+    assert descriptions == [
+        "Lets a worker request DynamoDB capacity for work about to start",
+        "Permissions of DynamoDB capacity hold restorer",
+    ]
 
 
 def test_readme_capacity_request_example_runs_against_moto(
-        tmp_path: Path, aws_env: dict[str, str], aws_client: Any) -> None:
+    tmp_path: Path, aws_env: dict[str, str], aws_client: Any
+) -> None:
     (block,) = [b for b in python_blocks() if "request_capacity(" in b]
     ddb = aws_client("dynamodb")
     if "Shipments" not in ddb.list_tables()["TableNames"]:
         ddb.create_table(
-            TableName="Shipments", BillingMode="PROVISIONED",
+            TableName="Shipments",
+            BillingMode="PROVISIONED",
             AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
             KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-            ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10})
+            ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
+        )
     script = tmp_path / "worker.py"
     # run_import is the user's own work; here it checks the capacity it was promised.
     script.write_text(
         "import boto3\n"
         "def run_import():\n"
         "    table = boto3.client('dynamodb').describe_table(TableName='Shipments')['Table']\n"
-        "    print(table['ProvisionedThroughput']['WriteCapacityUnits'])\n" + block)
+        "    print(table['ProvisionedThroughput']['WriteCapacityUnits'])\n" + block
+    )
     env = {**os.environ, **aws_env, "PYTHONPATH": str(README.parent)}
-    result = subprocess.run([sys.executable, str(script)], env=env, check=True, timeout=120,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        env=env,
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    )
     assert result.stdout.splitlines() == ["{'write': 2000}", "2000"]
     table = ddb.describe_table(TableName="Shipments")["Table"]
     assert table["ProvisionedThroughput"]["WriteCapacityUnits"] == 10  # released on exit

@@ -16,8 +16,18 @@ STDLIB = set(sys.stdlib_module_names)
 
 
 def _imports(path: Path) -> list[str]:
+    """Modules ``path`` imports at run time (imports only type checkers see are left out)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+        for inner in ast.walk(node)
+    }
     names = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -35,15 +45,22 @@ def test_runtime_imports_only_stdlib_and_boto3() -> None:
     for path in files:
         if path == PACKAGE / "core" / "schedule.py":
             continue
-        offenders += [f"{path.relative_to(PACKAGE)}: {n}" for n in _imports(path)
-                      if n.split(".")[0] not in allowed]
+        offenders += [
+            f"{path.relative_to(PACKAGE)}: {n}"
+            for n in _imports(path)
+            if n.split(".")[0] not in allowed
+        ]
     assert offenders == []
 
 
 def test_core_imports_neither_boto3_nor_the_cdk() -> None:
     allowed = STDLIB | {"cronsim"}
-    offenders = [f"{path.name}: {n}" for path in sorted((PACKAGE / "core").rglob("*.py"))
-                 for n in _imports(path) if n.split(".")[0] not in allowed]
+    offenders = [
+        f"{path.name}: {n}"
+        for path in sorted((PACKAGE / "core").rglob("*.py"))
+        for n in _imports(path)
+        if n.split(".")[0] not in allowed
+    ]
     assert offenders == []
 
 
@@ -56,15 +73,19 @@ for name in ("boto3", "botocore", "aws_cdk", "constructs", "jsii", "cdk_nag"):
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 def test_the_pure_core_imports_with_boto3_and_the_cdk_poisoned() -> None:
     # GIVEN boto3, botocore and the CDK made unimportable
     core = [p.stem for p in sorted((PACKAGE / "core").glob("*.py")) if p.stem != "__init__"]
-    code = POISON + "".join(f"import ddb_capacity_runtime.core.{m}\n" for m in core) + \
-        "print(sorted(m for m in sys.modules if m.startswith('ddb_capacity_runtime.core.')))"
+    code = (
+        POISON
+        + "".join(f"import ddb_capacity_runtime.core.{m}\n" for m in core)
+        + "print(sorted(m for m in sys.modules if m.startswith('ddb_capacity_runtime.core.')))"
+    )
     # WHEN every core module is imported THEN it works
     done = _run(code)
     assert done.returncode == 0, done.stderr
@@ -78,25 +99,39 @@ def test_poisoning_is_real() -> None:
     assert "'botocore' is not a package" in done.stderr
 
 
-LAMBDA_ENTRY_POINTS = ("ddb_capacity_runtime.scaler.handler",
-                       "ddb_capacity_runtime.requests.restorer",
-                       "ddb_capacity_runtime.settle.handler")
+LAMBDA_ENTRY_POINTS = (
+    "ddb_capacity_runtime.scaler.handler",
+    "ddb_capacity_runtime.requests.restorer",
+    "ddb_capacity_runtime.settle.handler",
+)
 
 
 def test_lambda_entry_points_load_neither_cronsim_nor_the_cdk() -> None:
     # The Lambda runtime has boto3 but no cronsim, aws_cdk or tools.
-    code = "import sys\n" + "".join(f"import {m}\n" for m in LAMBDA_ENTRY_POINTS) + \
-        "print(sorted({m.split('.')[0] for m in sys.modules}))"
+    code = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in LAMBDA_ENTRY_POINTS)
+        + "print(sorted({m.split('.')[0] for m in sys.modules}))"
+    )
     done = _run(code)
     assert done.returncode == 0, done.stderr
     loaded = set(eval(done.stdout))  # noqa: S307 (our own printed list)
-    assert not loaded & {"cronsim", "aws_cdk", "jsii", "constructs", "constructs_pkg",
-                         "ddb_capacity_tools", "cdk_nag"}
+    assert not loaded & {
+        "cronsim",
+        "aws_cdk",
+        "jsii",
+        "constructs",
+        "constructs_pkg",
+        "ddb_capacity_tools",
+        "cdk_nag",
+    }
 
 
 def test_the_cli_and_simulator_start_without_the_cdk() -> None:
-    code = ("import sys\nimport ddb_capacity_tools.cli, ddb_capacity_tools.simulator\n"
-            "print(sorted({m.split('.')[0] for m in sys.modules}))")
+    code = (
+        "import sys\nimport ddb_capacity_tools.cli, ddb_capacity_tools.simulator\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules}))"
+    )
     done = _run(code)
     assert done.returncode == 0, done.stderr
     loaded = set(eval(done.stdout))  # noqa: S307 (our own printed list)

@@ -18,18 +18,27 @@ PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
 
 def feed(stack: cdk.Stack) -> ProvisionedTable:
-    table = ProvisionedTable(stack, "Feed", partition_key=PK,
-                             read=Capacity(min_capacity=50, max_capacity=4000),
-                             write=Capacity(min_capacity=20, max_capacity=1000))
-    table.add_global_secondary_index(index_name="byTopic", partition_key=PK,
-                                     read=Capacity(min_capacity=5, max_capacity=100),
-                                     write=Capacity(min_capacity=5, max_capacity=100))
+    table = ProvisionedTable(
+        stack,
+        "Feed",
+        partition_key=PK,
+        read=Capacity(min_capacity=50, max_capacity=4000),
+        write=Capacity(min_capacity=20, max_capacity=1000),
+    )
+    table.add_global_secondary_index(
+        index_name="byTopic",
+        partition_key=PK,
+        read=Capacity(min_capacity=5, max_capacity=100),
+        write=Capacity(min_capacity=5, max_capacity=100),
+    )
     return table
 
 
 def statements(template: Template) -> dict[str, dict[str, Any]]:
-    (policy,) = template.find_resources("AWS::IAM::ManagedPolicy", {"Properties": {
-        "Description": "Permissions of Throttle-aware DynamoDB capacity scaler"}}).values()
+    (policy,) = template.find_resources(
+        "AWS::IAM::ManagedPolicy",
+        {"Properties": {"Description": "Permissions of Throttle-aware DynamoDB capacity scaler"}},
+    ).values()
     return {s.get("Sid", "logs"): s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
 
 
@@ -39,99 +48,181 @@ def test_function_schedule_and_dead_letter_path(stack: cdk.Stack) -> None:
     template = Template.from_stack(stack)
     # THEN the function runs the run-time handler on the newest Python runtime, arm64,
     # one at a time, sized from the benchmark, with the scaler's configuration
-    template.has_resource_properties("AWS::Lambda::Function", {
-        "Handler": "ddb_capacity_runtime.scaler.handler.lambda_handler",
-        "Runtime": latest_python_runtime().name,
-        "Architectures": ["arm64"],
-        "ReservedConcurrentExecutions": 1,
-        "Timeout": 180,
-        "MemorySize": 256,
-        "DeadLetterConfig": {"TargetArn": stack.resolve(scaler.dead_letter_queue.queue_arn)},
-        "Environment": {"Variables": {
-            "SCALER_TABLES": stack.resolve(table.table.table_name),
-            "SCALER_TAG_KEY": "",
-            "SCALER_TAG_VALUE": "true",
-            "SCALER_DRY_RUN": "false",
-            "SCALER_TICK_MINUTES": "2",
-            "SCALER_SCALE_DOWN_TICKS": "8",
-            "SCALER_METRICS_NAMESPACE": "DynamoDBCapacity",
-            "SCALER_OVERRIDES": Match.any_value(),
-        }},
-    })
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Handler": "ddb_capacity_runtime.scaler.handler.lambda_handler",
+            "Runtime": latest_python_runtime().name,
+            "Architectures": ["arm64"],
+            "ReservedConcurrentExecutions": 1,
+            "Timeout": 180,
+            "MemorySize": 256,
+            "DeadLetterConfig": {"TargetArn": stack.resolve(scaler.dead_letter_queue.queue_arn)},
+            "Environment": {
+                "Variables": {
+                    "SCALER_TABLES": stack.resolve(table.table.table_name),
+                    "SCALER_TAG_KEY": "",
+                    "SCALER_TAG_VALUE": "true",
+                    "SCALER_DRY_RUN": "false",
+                    "SCALER_TICK_MINUTES": "2",
+                    "SCALER_SCALE_DOWN_TICKS": "8",
+                    "SCALER_METRICS_NAMESPACE": "DynamoDBCapacity",
+                    "SCALER_OVERRIDES": Match.any_value(),
+                }
+            },
+        },
+    )
     # AND a 2-minute rule with retries and the dead-letter queue
-    template.has_resource_properties("AWS::Events::Rule", {
-        "ScheduleExpression": "rate(2 minutes)",
-        "Targets": [Match.object_like({
-            "Arn": stack.resolve(scaler.function.function_arn),
-            "RetryPolicy": {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 120},
-            "DeadLetterConfig": {"Arn": stack.resolve(scaler.dead_letter_queue.queue_arn)},
-        })],
-    })
-    template.has_resource_properties("AWS::Lambda::EventInvokeConfig", {
-        "MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 120,
-        "DestinationConfig": {"OnFailure": {
-            "Destination": stack.resolve(scaler.dead_letter_queue.queue_arn)}},
-    })
+    template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "ScheduleExpression": "rate(2 minutes)",
+            "Targets": [
+                Match.object_like(
+                    {
+                        "Arn": stack.resolve(scaler.function.function_arn),
+                        "RetryPolicy": {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 120},
+                        "DeadLetterConfig": {
+                            "Arn": stack.resolve(scaler.dead_letter_queue.queue_arn)
+                        },
+                    }
+                )
+            ],
+        },
+    )
+    template.has_resource_properties(
+        "AWS::Lambda::EventInvokeConfig",
+        {
+            "MaximumRetryAttempts": 0,
+            "MaximumEventAgeInSeconds": 120,
+            "DestinationConfig": {
+                "OnFailure": {"Destination": stack.resolve(scaler.dead_letter_queue.queue_arn)}
+            },
+        },
+    )
     template.has_resource_properties("AWS::SQS::Queue", {"SqsManagedSseEnabled": True})
-    template.has_resource_properties("AWS::SQS::QueuePolicy", {"PolicyDocument": {
-        "Statement": Match.array_with([Match.object_like({
-            "Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})])}})
+    template.has_resource_properties(
+        "AWS::SQS::QueuePolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Effect": "Deny",
+                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
     template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 365})
 
 
 def test_overrides_carry_the_provisioned_tables_ranges(stack: cdk.Stack) -> None:
     table = feed(stack)
-    ThrottleAwareScaler(stack, "Scaler", tables=[table],
-                        overrides={"legacy-table": {"max": 300}})
+    ThrottleAwareScaler(stack, "Scaler", tables=[table], overrides={"legacy-table": {"max": 300}})
     (function,) = Template.from_stack(stack).find_resources("AWS::Lambda::Function").values()
     overrides = function["Properties"]["Environment"]["Variables"]["SCALER_OVERRIDES"]
     joined = "".join(p if isinstance(p, str) else "<feed>" for p in overrides["Fn::Join"][1])
-    assert joined == ('{"<feed>":{"read":{"min":50,"max":4000},"write":{"min":20,"max":1000}},'
-                      '"legacy-table":{"max":300}}')
+    assert joined == (
+        '{"<feed>":{"read":{"min":50,"max":4000},"write":{"min":20,"max":1000}},'
+        '"legacy-table":{"max":300}}'
+    )
 
 
 def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None:
     table = feed(stack)
-    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[table], tag_key="team-capacity",
-                                 tag_value="managed")
+    scaler = ThrottleAwareScaler(
+        stack, "Scaler", tables=[table], tag_key="team-capacity", tag_value="managed"
+    )
     template = Template.from_stack(stack)
     by_sid = statements(template)
-    partition, region, account = ({"Ref": "AWS::Partition"}, {"Ref": "AWS::Region"},
-                                  {"Ref": "AWS::AccountId"})
-    assert set(by_sid) == {"logs", "ManageTable1", "ReadAutoScaling", "MoveDynamoDBMinimums",
-                           "ReadMetrics", "PublishOwnMetrics", "DiscoverTables",
-                           "ManageTaggedTables", "DeadLetters"}
+    partition, region, account = (
+        {"Ref": "AWS::Partition"},
+        {"Ref": "AWS::Region"},
+        {"Ref": "AWS::AccountId"},
+    )
+    assert set(by_sid) == {
+        "logs",
+        "ManageTable1",
+        "ReadAutoScaling",
+        "MoveDynamoDBMinimums",
+        "ReadMetrics",
+        "PublishOwnMetrics",
+        "DiscoverTables",
+        "ManageTaggedTables",
+        "DeadLetters",
+    }
     assert by_sid["ManageTable1"] == {
-        "Sid": "ManageTable1", "Effect": "Allow",
-        "Action": ["dynamodb:DescribeTable", "dynamodb:UpdateTable",
-                   "dynamodb:ListTagsOfResource", "dynamodb:TagResource",
-                   "dynamodb:UntagResource"],
-        "Resource": stack.resolve(table.table.table_arn)}
+        "Sid": "ManageTable1",
+        "Effect": "Allow",
+        "Action": [
+            "dynamodb:DescribeTable",
+            "dynamodb:UpdateTable",
+            "dynamodb:ListTagsOfResource",
+            "dynamodb:TagResource",
+            "dynamodb:UntagResource",
+        ],
+        "Resource": stack.resolve(table.table.table_arn),
+    }
     assert by_sid["ManageTaggedTables"] == {
-        "Sid": "ManageTaggedTables", "Effect": "Allow",
-        "Action": ["dynamodb:DescribeTable", "dynamodb:UpdateTable",
-                   "dynamodb:ListTagsOfResource", "dynamodb:TagResource",
-                   "dynamodb:UntagResource"],
-        "Resource": {"Fn::Join": ["", ["arn:", partition, ":dynamodb:", region, ":", account,
-                                       ":table/*"]]},
-        "Condition": {"StringEquals": {"aws:ResourceTag/team-capacity": "managed"}}}
+        "Sid": "ManageTaggedTables",
+        "Effect": "Allow",
+        "Action": [
+            "dynamodb:DescribeTable",
+            "dynamodb:UpdateTable",
+            "dynamodb:ListTagsOfResource",
+            "dynamodb:TagResource",
+            "dynamodb:UntagResource",
+        ],
+        "Resource": {
+            "Fn::Join": ["", ["arn:", partition, ":dynamodb:", region, ":", account, ":table/*"]]
+        },
+        "Condition": {"StringEquals": {"aws:ResourceTag/team-capacity": "managed"}},
+    }
     assert by_sid["MoveDynamoDBMinimums"] == {
-        "Sid": "MoveDynamoDBMinimums", "Effect": "Allow",
+        "Sid": "MoveDynamoDBMinimums",
+        "Effect": "Allow",
         "Action": "application-autoscaling:RegisterScalableTarget",
-        "Resource": {"Fn::Join": ["", ["arn:", partition, ":application-autoscaling:", region,
-                                       ":", account, ":scalable-target/*"]]},
-        "Condition": {"StringEquals": {"application-autoscaling:service-namespace": "dynamodb"}}}
+        "Resource": {
+            "Fn::Join": [
+                "",
+                [
+                    "arn:",
+                    partition,
+                    ":application-autoscaling:",
+                    region,
+                    ":",
+                    account,
+                    ":scalable-target/*",
+                ],
+            ]
+        },
+        "Condition": {"StringEquals": {"application-autoscaling:service-namespace": "dynamodb"}},
+    }
     assert by_sid["ReadAutoScaling"]["Action"] == [
         "application-autoscaling:DescribeScalableTargets",
-        "application-autoscaling:DescribeScalingPolicies"]
-    assert by_sid["ReadMetrics"] == {"Sid": "ReadMetrics", "Effect": "Allow",
-                                     "Action": "cloudwatch:GetMetricData", "Resource": "*"}
+        "application-autoscaling:DescribeScalingPolicies",
+    ]
+    assert by_sid["ReadMetrics"] == {
+        "Sid": "ReadMetrics",
+        "Effect": "Allow",
+        "Action": "cloudwatch:GetMetricData",
+        "Resource": "*",
+    }
     assert by_sid["PublishOwnMetrics"]["Condition"] == {
-        "StringEquals": {"cloudwatch:namespace": "DynamoDBCapacity"}}
+        "StringEquals": {"cloudwatch:namespace": "DynamoDBCapacity"}
+    }
     assert by_sid["DiscoverTables"]["Action"] == "tag:GetResources"
     assert by_sid["DeadLetters"] == {
-        "Sid": "DeadLetters", "Effect": "Allow", "Action": "sqs:SendMessage",
-        "Resource": stack.resolve(scaler.dead_letter_queue.queue_arn)}
+        "Sid": "DeadLetters",
+        "Effect": "Allow",
+        "Action": "sqs:SendMessage",
+        "Resource": stack.resolve(scaler.dead_letter_queue.queue_arn),
+    }
     # AND nothing inline, nothing AWS-managed
     template.resource_count_is("AWS::IAM::Policy", 0)
     template.has_resource_properties("AWS::IAM::Role", {"ManagedPolicyArns": Match.absent()})
@@ -148,30 +239,76 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(stack: cdk.Stack) -> None:
     template = Template.from_stack(stack)
     template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
     template.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
-    template.has_resource_properties("AWS::SNS::TopicPolicy", {"PolicyDocument": {
-        "Statement": Match.array_with([Match.object_like({
-            "Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})])}})
+    template.has_resource_properties(
+        "AWS::SNS::TopicPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Effect": "Deny",
+                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
     topic = stack.resolve(scaler.topic.topic_arn)
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     assert all(a["Properties"]["AlarmActions"] == [topic] for a in alarms.values())
     # errors, DLQ, not running, pinned at max, and 2 x 2 x (table + 1 GSI) throttling = 8
     assert len(alarms) == 4 + 4
-    template.has_resource_properties("AWS::CloudWatch::Alarm", {
-        "MetricName": "Invocations", "ComparisonOperator": "LessThanThreshold", "Threshold": 1,
-        "Period": 360, "TreatMissingData": "breaching"})
-    template.has_resource_properties("AWS::CloudWatch::Alarm", {
-        "MetricName": "ApproximateNumberOfMessagesVisible", "Threshold": 1})
-    template.has_resource_properties("AWS::CloudWatch::Alarm", {
-        "MetricName": "Errors", "Namespace": "AWS/Lambda", "Threshold": 1})
-    template.has_resource_properties("AWS::CloudWatch::Alarm", {
-        "EvaluationPeriods": 15, "Threshold": 1,
-        "Metrics": [Match.object_like({"Expression": Match.string_like_regexp(
-            'SEARCH.*DynamoDBCapacity,TableName.*CapacityAtMax')})]})
-    template.has_resource_properties("AWS::CloudWatch::Alarm", {
-        "MetricName": "WriteThrottleEvents", "Namespace": "AWS/DynamoDB",
-        "EvaluationPeriods": 10, "DatapointsToAlarm": 10, "Period": 60, "Statistic": "Sum",
-        "Dimensions": Match.array_with([{"Name": "GlobalSecondaryIndexName",
-                                         "Value": "byTopic"}])})
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "MetricName": "Invocations",
+            "ComparisonOperator": "LessThanThreshold",
+            "Threshold": 1,
+            "Period": 360,
+            "TreatMissingData": "breaching",
+        },
+    )
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {"MetricName": "ApproximateNumberOfMessagesVisible", "Threshold": 1},
+    )
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {"MetricName": "Errors", "Namespace": "AWS/Lambda", "Threshold": 1},
+    )
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "EvaluationPeriods": 15,
+            "Threshold": 1,
+            "Metrics": [
+                Match.object_like(
+                    {
+                        "Expression": Match.string_like_regexp(
+                            "SEARCH.*DynamoDBCapacity,TableName.*CapacityAtMax"
+                        )
+                    }
+                )
+            ],
+        },
+    )
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "MetricName": "WriteThrottleEvents",
+            "Namespace": "AWS/DynamoDB",
+            "EvaluationPeriods": 10,
+            "DatapointsToAlarm": 10,
+            "Period": 60,
+            "Statistic": "Sum",
+            "Dimensions": Match.array_with(
+                [{"Name": "GlobalSecondaryIndexName", "Value": "byTopic"}]
+            ),
+        },
+    )
 
 
 def test_a_given_topic_is_used(stack: cdk.Stack) -> None:
@@ -188,24 +325,45 @@ def test_a_table_opts_in_from_its_own_side(stack: cdk.Stack) -> None:
     table.enable_throttle_aware_scaling(scaler)
     template = Template.from_stack(stack)
     assert statements(template)["ManageTable1"]["Resource"] == stack.resolve(table.table.table_arn)
-    template.has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": {
-        "SCALER_TABLES": stack.resolve(table.table.table_name)}}})
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {"Environment": {"Variables": {"SCALER_TABLES": stack.resolve(table.table.table_name)}}},
+    )
 
 
 def test_dry_run_and_tick(stack: cdk.Stack) -> None:
     ThrottleAwareScaler(stack, "Scaler", tag_key="k", dry_run=True, tick=cdk.Duration.minutes(5))
     template = Template.from_stack(stack)
-    template.has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": {
-        "SCALER_DRY_RUN": "true", "SCALER_TICK_MINUTES": "5", "SCALER_SCALE_DOWN_TICKS": "3"}}})
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Environment": {
+                "Variables": {
+                    "SCALER_DRY_RUN": "true",
+                    "SCALER_TICK_MINUTES": "5",
+                    "SCALER_SCALE_DOWN_TICKS": "3",
+                }
+            }
+        },
+    )
     template.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(5 minutes)"})
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"tick": cdk.Duration.seconds(90)}, "tick must be whole minutes from 1 to 60; got 1 minute 30 seconds"),
-    ({"tick": cdk.Duration.hours(2)}, "tick must be whole minutes from 1 to 60; got 2 hours"),
-    ({"tag_key": ""}, "tag_key must be a tag key of 1 to 128 characters; got ''"),
-    ({"tables": ["orders"]}, "tables must be ProvisionedTable or aws_dynamodb.ITable; got 'orders'"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"tick": cdk.Duration.seconds(90)},
+            "tick must be whole minutes from 1 to 60; got 1 minute 30 seconds",
+        ),
+        ({"tick": cdk.Duration.hours(2)}, "tick must be whole minutes from 1 to 60; got 2 hours"),
+        ({"tag_key": ""}, "tag_key must be a tag key of 1 to 128 characters; got ''"),
+        (
+            {"tables": ["orders"]},
+            "tables must be ProvisionedTable or aws_dynamodb.ITable; got 'orders'",
+        ),
+    ],
+)
 def test_bad_props(stack: cdk.Stack, kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(CapacityConfigError) as caught:
         ThrottleAwareScaler(stack, "Scaler", **kwargs)

@@ -19,20 +19,27 @@ LIMITS = Limits(5, 1000, 0.7)
 
 
 def client(service: str) -> object:
-    return boto3.client(service, region_name="us-east-1", aws_access_key_id="x",
-                        aws_secret_access_key="x")
+    return boto3.client(
+        service, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
 
 
-def dim(index: str | None, dimension: str, provisioned: int,
-        target: ScalableTarget | None = None) -> Dimension:
-    return Dimension("orders", index, dimension, provisioned, DecreaseLedger(), None, LIMITS,
-                     target)
+def dim(
+    index: str | None, dimension: str, provisioned: int, target: ScalableTarget | None = None
+) -> Dimension:
+    return Dimension(
+        "orders", index, dimension, provisioned, DecreaseLedger(), None, LIMITS, target
+    )
 
 
 def orders() -> ManagedTable:
     table = ManagedTable("orders", ARN, {})
-    table.dimensions = [dim(None, "read", 100), dim(None, "write", 100),
-                        dim("byUser", "read", 50), dim("byUser", "write", 50)]
+    table.dimensions = [
+        dim(None, "read", 100),
+        dim(None, "write", 100),
+        dim("byUser", "read", 50),
+        dim("byUser", "write", 50),
+    ]
     return table
 
 
@@ -42,29 +49,42 @@ def change(d: Dimension, new: int, via: str = UPDATE_TABLE) -> Change:
 
 def test_one_update_table_carries_table_and_gsi_changes() -> None:
     table = orders()
-    request = update_table_request(table, [change(table.dimensions[1], 200),
-                                           change(table.dimensions[2], 10)])
+    request = update_table_request(
+        table, [change(table.dimensions[1], 200), change(table.dimensions[2], 10)]
+    )
     assert request == {
         "TableName": "orders",
         "ProvisionedThroughput": {"ReadCapacityUnits": 100, "WriteCapacityUnits": 200},
-        "GlobalSecondaryIndexUpdates": [{"Update": {
-            "IndexName": "byUser",
-            "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": 50}}}],
+        "GlobalSecondaryIndexUpdates": [
+            {
+                "Update": {
+                    "IndexName": "byUser",
+                    "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": 50},
+                }
+            }
+        ],
     }
 
 
-@pytest.mark.parametrize(("code", "status"), [
-    ("ResourceInUseException", "retry-next-tick"),
-    ("ValidationException", "invalid"),
-    ("AccessDeniedException", "access-denied"),
-    ("InternalServerError", "failed"),
-])
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [
+        ("ResourceInUseException", "retry-next-tick"),
+        ("ValidationException", "invalid"),
+        ("AccessDeniedException", "access-denied"),
+        ("InternalServerError", "failed"),
+    ],
+)
 def test_update_table_errors_stay_with_their_table(code: str, status: str) -> None:
     ddb, table = client("dynamodb"), orders()
     changes = [change(table.dimensions[1], 200)]
     with Stubber(ddb) as stubber:
-        stubber.add_client_error("update_table", service_error_code=code, service_message="no",
-                                 expected_params=update_table_request(table, changes))
+        stubber.add_client_error(
+            "update_table",
+            service_error_code=code,
+            service_message="no",
+            expected_params=update_table_request(table, changes),
+        )
         (outcome,) = apply(ddb, client("application-autoscaling"), table, changes, dry_run=False)
         stubber.assert_no_pending_responses()
     assert (outcome.status, outcome.error) == (status, f"{code}: no")
@@ -75,9 +95,12 @@ def test_a_refused_decrease_does_not_hold_back_the_increase() -> None:
     ddb, table = client("dynamodb"), orders()
     up, down = change(table.dimensions[1], 300), change(table.dimensions[2], 10)
     with Stubber(ddb) as stubber:
-        stubber.add_client_error("update_table", service_error_code="LimitExceededException",
-                                 service_message="Subscriber limit exceeded",
-                                 expected_params=update_table_request(table, [up, down]))
+        stubber.add_client_error(
+            "update_table",
+            service_error_code="LimitExceededException",
+            service_message="Subscriber limit exceeded",
+            expected_params=update_table_request(table, [up, down]),
+        )
         stubber.add_response("update_table", {}, update_table_request(table, [up]))
         outcomes = apply(ddb, client("application-autoscaling"), table, [up, down], dry_run=False)
         stubber.assert_no_pending_responses()
@@ -92,10 +115,19 @@ def test_access_denied_on_a_scalable_target() -> None:
     table = ManagedTable("orders", ARN, {}, [dim(None, "read", 100, target)])
     raise_min = Change(table.dimensions[0], 10, 200, "test", INCREASE, SCALABLE_TARGET)
     with Stubber(ddb) as s_ddb, Stubber(aas) as s_aas:
-        s_ddb.add_response("tag_resource", {}, {"ResourceArn": ARN, "Tags": [
-            {"Key": "ddb-capacity:base-min:table:read", "Value": "10"}]})
-        s_aas.add_client_error("register_scalable_target",
-                               service_error_code="AccessDeniedException", service_message="nope")
+        s_ddb.add_response(
+            "tag_resource",
+            {},
+            {
+                "ResourceArn": ARN,
+                "Tags": [{"Key": "ddb-capacity:base-min:table:read", "Value": "10"}],
+            },
+        )
+        s_aas.add_client_error(
+            "register_scalable_target",
+            service_error_code="AccessDeniedException",
+            service_message="nope",
+        )
         (outcome,) = apply(ddb, aas, table, [raise_min], dry_run=False)
         s_ddb.assert_no_pending_responses()
         s_aas.assert_no_pending_responses()
@@ -105,13 +137,15 @@ def test_access_denied_on_a_scalable_target() -> None:
 def test_throttled_control_plane_calls_are_retried_adaptively() -> None:
     from ddb_capacity_runtime.aws.clients import make_clients
 
-    clients = make_clients(region_name="us-east-1", aws_access_key_id="x",
-                           aws_secret_access_key="x")
+    clients = make_clients(
+        region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
     retries = clients.dynamodb.meta.config.retries
     assert retries["mode"] == "adaptive" and retries["total_max_attempts"] == 11
 
 
 # ------------------------------------------------------------------ configuration
+
 
 def test_defaults() -> None:
     config = ScalerConfig.from_env({})
@@ -120,22 +154,35 @@ def test_defaults() -> None:
     assert config.policy.scale_down_minutes == 15 and config.dry_run is False
 
 
-@pytest.mark.parametrize(("env", "message"), [
-    ({"SCALER_TARGET_PERCENT": "95"}, "SCALER_TARGET_PERCENT must be from 20 to 90; got '95'"),
-    ({"SCALER_WINDOW_MINUTES": "five"},
-     "SCALER_WINDOW_MINUTES must be a whole number from 1 to 60; got 'five'"),
-    ({"SCALER_DRY_RUN": "maybe"}, "SCALER_DRY_RUN must be true or false; got 'maybe'"),
-    ({"SCALER_TAG_KEY": ""},
-     "no tables to manage: set SCALER_TABLES (comma-separated names) or SCALER_TAG_KEY "
-     "(tag discovery)"),
-    ({"SCALER_OVERRIDES": "{not json"},
-     "SCALER_OVERRIDES must be a JSON object of table name to {min, max, target}; got invalid "
-     "JSON (Expecting property name enclosed in double quotes)"),
-    ({"SCALER_DEFAULT_MIN": "50", "SCALER_DEFAULT_MAX": "10"},
-     "SCALER_DEFAULT_MIN (50) must not be above SCALER_DEFAULT_MAX (10)"),
-    ({"SCALER_BUFFER_PERCENT": "40", "SCALER_TARGET_PERCENT": "30"},
-     "SCALER_BUFFER_PERCENT (40) must be below SCALER_TARGET_PERCENT (30)"),
-])
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SCALER_TARGET_PERCENT": "95"}, "SCALER_TARGET_PERCENT must be from 20 to 90; got '95'"),
+        (
+            {"SCALER_WINDOW_MINUTES": "five"},
+            "SCALER_WINDOW_MINUTES must be a whole number from 1 to 60; got 'five'",
+        ),
+        ({"SCALER_DRY_RUN": "maybe"}, "SCALER_DRY_RUN must be true or false; got 'maybe'"),
+        (
+            {"SCALER_TAG_KEY": ""},
+            "no tables to manage: set SCALER_TABLES (comma-separated names) or SCALER_TAG_KEY "
+            "(tag discovery)",
+        ),
+        (
+            {"SCALER_OVERRIDES": "{not json"},
+            "SCALER_OVERRIDES must be a JSON object of table name to {min, max, target}; got invalid "
+            "JSON (Expecting property name enclosed in double quotes)",
+        ),
+        (
+            {"SCALER_DEFAULT_MIN": "50", "SCALER_DEFAULT_MAX": "10"},
+            "SCALER_DEFAULT_MIN (50) must not be above SCALER_DEFAULT_MAX (10)",
+        ),
+        (
+            {"SCALER_BUFFER_PERCENT": "40", "SCALER_TARGET_PERCENT": "30"},
+            "SCALER_BUFFER_PERCENT (40) must be below SCALER_TARGET_PERCENT (30)",
+        ),
+    ],
+)
 def test_bad_configuration_says_what_is_wrong(env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError) as caught:
         ScalerConfig.from_env(env)
@@ -143,47 +190,69 @@ def test_bad_configuration_says_what_is_wrong(env: dict[str, str], message: str)
 
 
 def test_limits_come_from_configuration_then_tags_then_defaults() -> None:
-    config = ScalerConfig.from_env({"SCALER_OVERRIDES": '{"orders": {"max": 900, '
-                                                        '"write": {"min": 20}}}'})
+    config = ScalerConfig.from_env(
+        {"SCALER_OVERRIDES": '{"orders": {"max": 900, "write": {"min": 20}}}'}
+    )
     tags = {"ddb-capacity:min": "7", "ddb-capacity:read-max": "400", "ddb-capacity:target": "50"}
     limits = config.limits("orders", tags)
     assert limits["read"] == Limits(7, 900, 0.5)
     assert limits["write"] == Limits(20, 900, 0.5)
-    assert config.limits("other", {}) == {"read": Limits(5, 1000, 0.7),
-                                          "write": Limits(5, 1000, 0.7)}
+    assert config.limits("other", {}) == {
+        "read": Limits(5, 1000, 0.7),
+        "write": Limits(5, 1000, 0.7),
+    }
 
 
-@pytest.mark.parametrize(("tags", "message"), [
-    ({"ddb-capacity:target": "95"},
-     "table t read: tag ddb-capacity:target must be a percentage from 20 to 90; got '95'"),
-    ({"ddb-capacity:write-min": "2.5"},
-     "table t write: tag ddb-capacity:write-min must be a whole number of capacity units from "
-     "1 to 40000; got '2.5'"),
-    ({"ddb-capacity:min": "500", "ddb-capacity:max": "50"},
-     "table t read: min (500) must not be above max (50)"),
-])
+@pytest.mark.parametrize(
+    ("tags", "message"),
+    [
+        (
+            {"ddb-capacity:target": "95"},
+            "table t read: tag ddb-capacity:target must be a percentage from 20 to 90; got '95'",
+        ),
+        (
+            {"ddb-capacity:write-min": "2.5"},
+            "table t write: tag ddb-capacity:write-min must be a whole number of capacity units from "
+            "1 to 40000; got '2.5'",
+        ),
+        (
+            {"ddb-capacity:min": "500", "ddb-capacity:max": "50"},
+            "table t read: min (500) must not be above max (50)",
+        ),
+    ],
+)
 def test_bad_overrides_name_the_table_and_the_tag(tags: dict[str, str], message: str) -> None:
     with pytest.raises(OverrideError) as caught:
         ScalerConfig.from_env({}).limits("t", tags)
     assert str(caught.value) == message
 
 
-
 # ------------------------------------------------------------------ states moto never shows
+
 
 def _described(status: str, billing: str = "PROVISIONED", gsi_status: str = "ACTIVE") -> dict:
     pt = {"ReadCapacityUnits": 10, "WriteCapacityUnits": 10}  # DynamoDB omits a zero count
-    return {"Table": {
-        "TableName": "orders", "TableArn": ARN, "TableStatus": status,
-        "BillingModeSummary": {"BillingMode": billing}, "ProvisionedThroughput": pt,
-        "GlobalSecondaryIndexes": [{"IndexName": "byUser", "IndexStatus": gsi_status,
-                                    "ProvisionedThroughput": pt}]}}
+    return {
+        "Table": {
+            "TableName": "orders",
+            "TableArn": ARN,
+            "TableStatus": status,
+            "BillingModeSummary": {"BillingMode": billing},
+            "ProvisionedThroughput": pt,
+            "GlobalSecondaryIndexes": [
+                {"IndexName": "byUser", "IndexStatus": gsi_status, "ProvisionedThroughput": pt}
+            ],
+        }
+    }
 
 
-@pytest.mark.parametrize(("described", "reason"), [
-    (_described("UPDATING"), "status UPDATING"),
-    (_described("ACTIVE", billing="PAY_PER_REQUEST"), "on-demand billing"),
-])
+@pytest.mark.parametrize(
+    ("described", "reason"),
+    [
+        (_described("UPDATING"), "status UPDATING"),
+        (_described("ACTIVE", billing="PAY_PER_REQUEST"), "on-demand billing"),
+    ],
+)
 def test_tables_not_active_or_on_demand_are_skipped(described: dict, reason: str) -> None:
     from datetime import UTC, datetime
 
@@ -204,8 +273,8 @@ def test_a_backfilling_gsi_is_left_out_of_the_tick() -> None:
 
     ddb = client("dynamodb")
     with Stubber(ddb) as stubber:
-        stubber.add_response("describe_table", _described("ACTIVE", gsi_status="CREATING"),
-                             {"TableName": "orders"})
-        table = describe_table(ddb, "orders", {}, ScalerConfig.from_env({}), {},
-                               datetime.now(UTC))
+        stubber.add_response(
+            "describe_table", _described("ACTIVE", gsi_status="CREATING"), {"TableName": "orders"}
+        )
+        table = describe_table(ddb, "orders", {}, ScalerConfig.from_env({}), {}, datetime.now(UTC))
     assert [(d.index, d.dimension) for d in table.dimensions] == [(None, "read"), (None, "write")]

@@ -38,17 +38,30 @@ def test_a_tick_scales_each_table_by_its_own_evidence(world: World) -> None:
     assert world.throughput(idle) == (5, 5)
     # AND the steady table holds; the broken one is skipped with its reason, the rest went on
     assert world.throughput(steady) == (100, 100)
-    assert summary["skipped"] == [{"table": broken, "reason": (
-        f"table {broken} read: tag ddb-capacity:min must be a whole number of capacity units "
-        f"from 1 to 40000; got 'lots'")}]
+    assert summary["skipped"] == [
+        {
+            "table": broken,
+            "reason": (
+                f"table {broken} read: tag ddb-capacity:min must be a whole number of capacity units "
+                f"from 1 to 40000; got 'lots'"
+            ),
+        }
+    ]
     assert summary["tables"] == 3 and summary["failed"] == []
     # AND there is one decision line per dimension and one EMF record per table
     decisions = [line for line in lines if line.get("event") == "decision"]
     assert len(decisions) == 2 * 2 + 2 + 2
-    write = next(d for d in decisions if d["table"] == throttled and d["index"] is None
-                 and d["dimension"] == "write")
+    write = next(
+        d
+        for d in decisions
+        if d["table"] == throttled and d["index"] is None and d["dimension"] == "write"
+    )
     assert (write["from"], write["to"], write["action"], write["status"]) == (
-        100, 215, "increase", "applied")
+        100,
+        215,
+        "increase",
+        "applied",
+    )
     assert write["throttles_seen"] == 6000 and write["reason"].startswith("throttled")
     emf = [line for line in lines if "_aws" in line]
     assert {line["TableName"] for line in emf} == {throttled, idle, steady}
@@ -86,7 +99,8 @@ def test_dry_run_decides_and_changes_nothing(world: World) -> None:
     assert world.throughput(name) == (100, 100)
     assert summary["dry_run"] is True
     assert [(c["to"], c["status"]) for c in summary["changes"] if c["dimension"] == "write"] == [
-        (158, "dry-run")]  # (100 + 10) / 0.7
+        (158, "dry-run")
+    ]  # (100 + 10) / 0.7
 
 
 def test_overrides_from_configuration_bound_the_decision(world: World) -> None:
@@ -116,8 +130,12 @@ def test_metrics_are_fetched_in_batches_of_500(world: World) -> None:
         op = event_name.rsplit(".", 1)[1]
         calls[op] = calls.get(op, 0) + 1
 
-    for client in (world.clients.cloudwatch, world.clients.dynamodb, world.clients.tagging,
-                   world.clients.autoscaling):
+    for client in (
+        world.clients.cloudwatch,
+        world.clients.dynamodb,
+        world.clients.tagging,
+        world.clients.autoscaling,
+    ):
         client.meta.events.register("before-call.*.*", count)
     summary, _ = world.tick()
     # THEN two GetMetricData calls serve them all; DescribeTable is one per table; tag

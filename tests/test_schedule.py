@@ -21,12 +21,19 @@ MONDAY = datetime(2026, 11, 23, tzinfo=UTC)
 
 
 def make(stack: cdk.Stack) -> ProvisionedTable:
-    table = ProvisionedTable(stack, "Orders", partition_key=PK,
-                             read=Capacity(min_capacity=5, max_capacity=1000),
-                             write=Capacity(min_capacity=5, max_capacity=500))
-    table.add_global_secondary_index(index_name="byCustomer", partition_key=GK,
-                                     read=Capacity(min_capacity=2, max_capacity=100),
-                                     write=Capacity(min_capacity=2, max_capacity=100))
+    table = ProvisionedTable(
+        stack,
+        "Orders",
+        partition_key=PK,
+        read=Capacity(min_capacity=5, max_capacity=1000),
+        write=Capacity(min_capacity=5, max_capacity=500),
+    )
+    table.add_global_secondary_index(
+        index_name="byCustomer",
+        partition_key=GK,
+        read=Capacity(min_capacity=2, max_capacity=100),
+        write=Capacity(min_capacity=2, max_capacity=100),
+    )
     return table
 
 
@@ -36,15 +43,21 @@ def error_of(fn: Any) -> str:
     return str(caught.value)
 
 
-def actions_of(stack: cdk.Stack, table: ProvisionedTable, kind: str, dimension: str,
-               index: str | None = None) -> list[dict[str, Any]]:
+def actions_of(
+    stack: cdk.Stack, table: ProvisionedTable, kind: str, dimension: str, index: str | None = None
+) -> list[dict[str, Any]]:
     parts: list[Any] = ["table/", stack.resolve(table.table.table_name)]
     if index:
         parts.append(f"/index/{index}")
     found = Template.from_stack(stack).find_resources(
-        "AWS::ApplicationAutoScaling::ScalableTarget", {"Properties": {
-            "ResourceId": {"Fn::Join": ["", parts]},
-            "ScalableDimension": f"dynamodb:{kind}:{dimension}CapacityUnits"}})
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        {
+            "Properties": {
+                "ResourceId": {"Fn::Join": ["", parts]},
+                "ScalableDimension": f"dynamodb:{kind}:{dimension}CapacityUnits",
+            }
+        },
+    )
     (target,) = found.values()
     actions: list[dict[str, Any]] = target["Properties"].get("ScheduledActions", [])
     return actions
@@ -52,28 +65,49 @@ def actions_of(stack: cdk.Stack, table: ProvisionedTable, kind: str, dimension: 
 
 # ------------------------------------------------------------------ expressions
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("cron(0 5 * * MON *)",
-     "X: schedule 'cron(0 5 * * MON *)': exactly one of day-of-month ('*') and day-of-week "
-     "('MON') must be ?"),
-    ("cron(0 5 ? * MON)",
-     "X: schedule 'cron(0 5 ? * MON)' has 5 fields; a cron expression has 6: minutes hours "
-     "day-of-month month day-of-week year"),
-    ("cron(0 25 ? * MON *)",
-     "X: schedule 'cron(0 25 ? * MON *)' is not a valid cron expression: Bad hour"),
-    ("cron(0 5 ? * 0 *)",
-     "X: schedule 'cron(0 5 ? * 0 *)': day-of-week must be 1-7 (SUN-SAT) or SUN-SAT; got 0"),
-    ("cron(0 5 1 * ? 1969)",
-     "X: schedule 'cron(0 5 1 * ? 1969)': years must be from 1970 to 2199; got '1969'"),
-    ("rate(1 hours)",
-     "X: schedule 'rate(1 hours)': a rate is a positive whole number with a singular unit for "
-     "1 (rate(1 hour)) and plural otherwise (rate(2 hours))"),
-    ("at(2026-02-30T05:00:00)", "X: schedule 'at(2026-02-30T05:00:00)' is not a real date and time"),
-    ("0 5 * * *",
-     "X: schedule '0 5 * * *' is not an Application Auto Scaling expression; expected "
-     "cron(minutes hours day-of-month month day-of-week year) with ? in day-of-month or "
-     "day-of-week, at(yyyy-mm-ddThh:mm:ss) or rate(N minutes|hours|days)"),
-])
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "cron(0 5 * * MON *)",
+            "X: schedule 'cron(0 5 * * MON *)': exactly one of day-of-month ('*') and day-of-week "
+            "('MON') must be ?",
+        ),
+        (
+            "cron(0 5 ? * MON)",
+            "X: schedule 'cron(0 5 ? * MON)' has 5 fields; a cron expression has 6: minutes hours "
+            "day-of-month month day-of-week year",
+        ),
+        (
+            "cron(0 25 ? * MON *)",
+            "X: schedule 'cron(0 25 ? * MON *)' is not a valid cron expression: Bad hour",
+        ),
+        (
+            "cron(0 5 ? * 0 *)",
+            "X: schedule 'cron(0 5 ? * 0 *)': day-of-week must be 1-7 (SUN-SAT) or SUN-SAT; got 0",
+        ),
+        (
+            "cron(0 5 1 * ? 1969)",
+            "X: schedule 'cron(0 5 1 * ? 1969)': years must be from 1970 to 2199; got '1969'",
+        ),
+        (
+            "rate(1 hours)",
+            "X: schedule 'rate(1 hours)': a rate is a positive whole number with a singular unit for "
+            "1 (rate(1 hour)) and plural otherwise (rate(2 hours))",
+        ),
+        (
+            "at(2026-02-30T05:00:00)",
+            "X: schedule 'at(2026-02-30T05:00:00)' is not a real date and time",
+        ),
+        (
+            "0 5 * * *",
+            "X: schedule '0 5 * * *' is not an Application Auto Scaling expression; expected "
+            "cron(minutes hours day-of-month month day-of-week year) with ? in day-of-month or "
+            "day-of-week, at(yyyy-mm-ddThh:mm:ss) or rate(N minutes|hours|days)",
+        ),
+    ],
+)
 def test_malformed_expressions(text: str, message: str) -> None:
     assert error_of(lambda: parse(text, "X")) == message
 
@@ -86,15 +120,19 @@ def test_aas_day_numbers_start_on_sunday() -> None:
     # THEN the next firings fall on a Monday and on the first Friday of the month
     (when,) = list(monday.occurrences(tz, MONDAY, MONDAY + timedelta(days=7)))
     assert when == datetime(2026, 11, 23, 4, 30, tzinfo=UTC)
-    (friday,) = list(first_friday.occurrences(tz, datetime(2026, 12, 1, tzinfo=UTC),
-                                              datetime(2026, 12, 31, tzinfo=UTC)))
+    (friday,) = list(
+        first_friday.occurrences(
+            tz, datetime(2026, 12, 1, tzinfo=UTC), datetime(2026, 12, 31, tzinfo=UTC)
+        )
+    )
     assert friday.day == 4 and friday.weekday() == 4
 
 
 def test_year_field_limits_occurrences() -> None:
     expr = parse("cron(0 0 1 1 ? 2027)", "X")
-    found = list(expr.occurrences(UTC, datetime(2026, 1, 1, tzinfo=UTC),
-                                  datetime(2029, 1, 1, tzinfo=UTC)))
+    found = list(
+        expr.occurrences(UTC, datetime(2026, 1, 1, tzinfo=UTC), datetime(2029, 1, 1, tzinfo=UTC))
+    )
     assert found == [datetime(2027, 1, 1, tzinfo=UTC)]
 
 
@@ -107,37 +145,43 @@ def test_rate_counts_from_its_start_time() -> None:
 
 # ------------------------------------------------------------------ entry validation
 
+
 def test_unknown_time_zone(stack: cdk.Stack) -> None:
     entry = ScheduleEntry("peak", "cron(0 18 ? * * *)", min_capacity=50, time_zone="Europe/Pariss")
     assert error_of(lambda: make(stack).add_schedule(entry, dimension="read")) == (
         f"{WHERE} table read schedule 'peak': time_zone must be an IANA time zone name such as "
-        f"'UTC' or 'Europe/Paris'; got 'Europe/Pariss'")
+        f"'UTC' or 'Europe/Paris'; got 'Europe/Pariss'"
+    )
 
 
 def test_duplicate_name_on_one_dimension(stack: cdk.Stack) -> None:
     table = make(stack)
-    table.add_schedule(ScheduleEntry("peak", "cron(0 18 ? * * *)", min_capacity=50),
-                       dimension="read")
-    table.add_schedule(ScheduleEntry("peak", "cron(0 18 ? * * *)", min_capacity=50),
-                       dimension="write")  # another scalable target: allowed
+    table.add_schedule(
+        ScheduleEntry("peak", "cron(0 18 ? * * *)", min_capacity=50), dimension="read"
+    )
+    table.add_schedule(
+        ScheduleEntry("peak", "cron(0 18 ? * * *)", min_capacity=50), dimension="write"
+    )  # another scalable target: allowed
     again = ScheduleEntry("peak", "cron(0 19 ? * * *)", min_capacity=60)
     assert error_of(lambda: table.add_schedule(again, dimension="read")) == (
         f"{WHERE} table read schedule 'peak': the name is already used on this dimension; "
-        f"names must be unique per scalable target")
+        f"names must be unique per scalable target"
+    )
 
 
 def test_entry_min_above_max(stack: cdk.Stack) -> None:
     entry = ScheduleEntry("peak", "cron(0 18 ? * * *)", min_capacity=90, max_capacity=80)
     assert error_of(lambda: make(stack).add_schedule(entry, dimension="read")) == (
         f"{WHERE} table read schedule 'peak': min_capacity (90) must be lower than or equal "
-        f"to max_capacity (80)")
+        f"to max_capacity (80)"
+    )
 
 
 def test_entry_without_min_or_max(stack: cdk.Stack) -> None:
     entry = ScheduleEntry("peak", "cron(0 18 ? * * *)")
     assert error_of(lambda: make(stack).add_schedule(entry, dimension="write")) == (
-        f"{WHERE} table write schedule 'peak': set min_capacity, max_capacity or both; got "
-        f"neither")
+        f"{WHERE} table write schedule 'peak': set min_capacity, max_capacity or both; got neither"
+    )
 
 
 def test_entry_on_an_unknown_index(stack: cdk.Stack) -> None:
@@ -146,29 +190,34 @@ def test_entry_on_an_unknown_index(stack: cdk.Stack) -> None:
         make(stack).add_schedule(entry, dimension="read", index_name="byCustomr")
     assert str(caught.value) == (
         f"{WHERE}: unknown global secondary index 'byCustomr'; the table's indexes are: "
-        f"'byCustomer'")
+        f"'byCustomer'"
+    )
 
 
 def test_entry_with_a_malformed_expression_names_the_entry(stack: cdk.Stack) -> None:
     entry = ScheduleEntry("peak", "cron(0 18 * * * *)", min_capacity=5)
     assert error_of(lambda: make(stack).add_schedule(entry, dimension="read")) == (
         f"{WHERE} table read schedule 'peak': schedule 'cron(0 18 * * * *)': exactly one of "
-        f"day-of-month ('*') and day-of-week ('*') must be ?")
+        f"day-of-month ('*') and day-of-week ('*') must be ?"
+    )
 
 
 def test_naive_start_time(stack: cdk.Stack) -> None:
-    entry = ScheduleEntry("sale", "cron(0 8 ? * * *)", min_capacity=50,
-                          start_time=datetime(2026, 12, 1))
+    entry = ScheduleEntry(
+        "sale", "cron(0 8 ? * * *)", min_capacity=50, start_time=datetime(2026, 12, 1)
+    )
     assert error_of(lambda: make(stack).add_schedule(entry, dimension="read")) == (
         f"{WHERE} table read schedule 'sale': start_time must be a timezone-aware datetime; "
-        f"got datetime.datetime(2026, 12, 1, 0, 0)")
+        f"got datetime.datetime(2026, 12, 1, 0, 0)"
+    )
 
 
 def test_min_above_max_over_time_is_an_error_at_synth(stack: cdk.Stack) -> None:
     # GIVEN a minimum raised to 800 every evening while the write max stays 500
     table = make(stack)
-    table.add_schedule(ScheduleEntry("evening", "cron(0 18 ? * * *)", min_capacity=800),
-                       dimension="write")
+    table.add_schedule(
+        ScheduleEntry("evening", "cron(0 18 ? * * *)", min_capacity=800), dimension="write"
+    )
     # THEN the whole-table check reports it once, at its first firing
     (message,) = table.node.validate()
     assert message.startswith("table write: after 'evening' at ")
@@ -177,15 +226,19 @@ def test_min_above_max_over_time_is_an_error_at_synth(stack: cdk.Stack) -> None:
 
 def test_a_seasonal_ceiling_makes_it_valid(stack: cdk.Stack) -> None:
     table = make(stack)
-    table.add_schedule(ScheduleEntry("evening", "cron(0 18 ? * * *)", min_capacity=800,
-                                     max_capacity=2000), dimension="write")
+    table.add_schedule(
+        ScheduleEntry("evening", "cron(0 18 ? * * *)", min_capacity=800, max_capacity=2000),
+        dimension="write",
+    )
     assert table.node.validate() == []
 
 
 def test_two_entries_firing_together_with_different_values(stack: cdk.Stack) -> None:
     table = make(stack)
     table.add_schedule(ScheduleEntry("a", "cron(0 18 ? * * *)", min_capacity=50), dimension="read")
-    table.add_schedule(ScheduleEntry("b", "cron(0 18 ? * MON *)", min_capacity=80), dimension="read")
+    table.add_schedule(
+        ScheduleEntry("b", "cron(0 18 ? * MON *)", min_capacity=80), dimension="read"
+    )
     (message,) = table.node.validate()
     assert "table read: 'a' and 'b' both fire at " in message
     assert message.endswith("with different capacities; the order between them is not defined")
@@ -193,51 +246,90 @@ def test_two_entries_firing_together_with_different_values(stack: cdk.Stack) -> 
 
 # ------------------------------------------------------------------ template
 
+
 def test_scheduled_actions_in_the_template(stack: cdk.Stack) -> None:
     table = make(stack)
     start = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
     end = datetime(2026, 12, 24, 20, 0, tzinfo=UTC)
-    table.add_schedule(ScheduleEntry("holiday-peak", "cron(0 8 ? * * *)", min_capacity=200,
-                                     max_capacity=4000, time_zone="America/New_York",
-                                     start_time=start, end_time=end),
-                       dimension="read", index_name="byCustomer")
-    table.add_schedule(ScheduleEntry("launch", "at(2026-12-01T09:00:00)", min_capacity=300),
-                       dimension="write")
-    assert actions_of(stack, table, "index", "Read", "byCustomer") == [{
-        "ScheduledActionName": "holiday-peak",
-        "Schedule": "cron(0 8 ? * * *)",
-        "ScalableTargetAction": {"MinCapacity": 200, "MaxCapacity": 4000},
-        "Timezone": "America/New_York",
-        "StartTime": "2026-12-01T08:00:00Z",
-        "EndTime": "2026-12-24T20:00:00Z",
-    }]
-    assert actions_of(stack, table, "table", "Write") == [{
-        "ScheduledActionName": "launch", "Schedule": "at(2026-12-01T09:00:00)",
-        "ScalableTargetAction": {"MinCapacity": 300}, "Timezone": "UTC"}]
+    table.add_schedule(
+        ScheduleEntry(
+            "holiday-peak",
+            "cron(0 8 ? * * *)",
+            min_capacity=200,
+            max_capacity=4000,
+            time_zone="America/New_York",
+            start_time=start,
+            end_time=end,
+        ),
+        dimension="read",
+        index_name="byCustomer",
+    )
+    table.add_schedule(
+        ScheduleEntry("launch", "at(2026-12-01T09:00:00)", min_capacity=300), dimension="write"
+    )
+    assert actions_of(stack, table, "index", "Read", "byCustomer") == [
+        {
+            "ScheduledActionName": "holiday-peak",
+            "Schedule": "cron(0 8 ? * * *)",
+            "ScalableTargetAction": {"MinCapacity": 200, "MaxCapacity": 4000},
+            "Timezone": "America/New_York",
+            "StartTime": "2026-12-01T08:00:00Z",
+            "EndTime": "2026-12-24T20:00:00Z",
+        }
+    ]
+    assert actions_of(stack, table, "table", "Write") == [
+        {
+            "ScheduledActionName": "launch",
+            "Schedule": "at(2026-12-01T09:00:00)",
+            "ScalableTargetAction": {"MinCapacity": 300},
+            "Timezone": "UTC",
+        }
+    ]
     assert actions_of(stack, table, "table", "Read") == []
 
 
 # ------------------------------------------------------------------ windows
 
+
 def test_window_raises_before_and_restores_after(stack: cdk.Stack) -> None:
     # GIVEN a bulk load at 05:00 Paris time on weekdays, 2 hours, needing 400 writes
     table = make(stack)
-    table.add_capacity_window("bulk-load", dimension="write", capacity=400, start="05:00",
-                              duration=cdk.Duration.hours(2), time_zone="Europe/Paris")
+    table.add_capacity_window(
+        "bulk-load",
+        dimension="write",
+        capacity=400,
+        start="05:00",
+        duration=cdk.Duration.hours(2),
+        time_zone="Europe/Paris",
+    )
     # THEN the minimum is raised 15 minutes before and restored at 07:00
     assert actions_of(stack, table, "table", "Write") == [
-        {"ScheduledActionName": "bulk-load-raise", "Schedule": "cron(45 4 ? * MON,TUE,WED,THU,FRI *)",
-         "ScalableTargetAction": {"MinCapacity": 400}, "Timezone": "Europe/Paris"},
-        {"ScheduledActionName": "bulk-load-restore", "Schedule": "cron(0 7 ? * MON,TUE,WED,THU,FRI *)",
-         "ScalableTargetAction": {"MinCapacity": 5}, "Timezone": "Europe/Paris"},
+        {
+            "ScheduledActionName": "bulk-load-raise",
+            "Schedule": "cron(45 4 ? * MON,TUE,WED,THU,FRI *)",
+            "ScalableTargetAction": {"MinCapacity": 400},
+            "Timezone": "Europe/Paris",
+        },
+        {
+            "ScheduledActionName": "bulk-load-restore",
+            "Schedule": "cron(0 7 ? * MON,TUE,WED,THU,FRI *)",
+            "ScalableTargetAction": {"MinCapacity": 5},
+            "Timezone": "Europe/Paris",
+        },
     ]
 
 
 def test_window_lead_across_midnight_shifts_the_week_days(stack: cdk.Stack) -> None:
     table = make(stack)
-    table.add_capacity_window("early", dimension="read", capacity=300, start="00:10",
-                              duration=cdk.Duration.minutes(50), lead=cdk.Duration.minutes(30),
-                              week_days=["MON"])
+    table.add_capacity_window(
+        "early",
+        dimension="read",
+        capacity=300,
+        start="00:10",
+        duration=cdk.Duration.minutes(50),
+        lead=cdk.Duration.minutes(30),
+        week_days=["MON"],
+    )
     raise_, restore = actions_of(stack, table, "table", "Read")
     assert raise_["Schedule"] == "cron(40 23 ? * SUN *)"
     assert restore["Schedule"] == "cron(0 1 ? * MON *)"
@@ -245,8 +337,14 @@ def test_window_lead_across_midnight_shifts_the_week_days(stack: cdk.Stack) -> N
 
 def test_window_above_max_brings_a_ceiling_and_takes_it_back(stack: cdk.Stack) -> None:
     table = make(stack)
-    table.add_capacity_window("sale", dimension="write", capacity=3000, start="09:00",
-                              duration=cdk.Duration.hours(3), week_days=["SAT"])
+    table.add_capacity_window(
+        "sale",
+        dimension="write",
+        capacity=3000,
+        start="09:00",
+        duration=cdk.Duration.hours(3),
+        week_days=["SAT"],
+    )
     raise_, restore = actions_of(stack, table, "table", "Write")
     assert raise_["ScalableTargetAction"] == {"MinCapacity": 3000, "MaxCapacity": 3000}
     assert restore["ScalableTargetAction"] == {"MinCapacity": 5, "MaxCapacity": 500}
@@ -255,68 +353,127 @@ def test_window_above_max_brings_a_ceiling_and_takes_it_back(stack: cdk.Stack) -
 def test_a_window_never_lowers_what_another_active_window_needs(stack: cdk.Stack) -> None:
     # GIVEN a long window and a smaller one that starts and ends inside it
     table = make(stack)
-    table.add_capacity_window("batch", dimension="read", capacity=900, start="01:00",
-                              duration=cdk.Duration.hours(4))
-    table.add_capacity_window("report", dimension="read", capacity=300, start="02:00",
-                              duration=cdk.Duration.hours(1))
-    by_name = {a["ScheduledActionName"]: a["ScalableTargetAction"]["MinCapacity"]
-               for a in actions_of(stack, table, "table", "Read")}
+    table.add_capacity_window(
+        "batch", dimension="read", capacity=900, start="01:00", duration=cdk.Duration.hours(4)
+    )
+    table.add_capacity_window(
+        "report", dimension="read", capacity=300, start="02:00", duration=cdk.Duration.hours(1)
+    )
+    by_name = {
+        a["ScheduledActionName"]: a["ScalableTargetAction"]["MinCapacity"]
+        for a in actions_of(stack, table, "table", "Read")
+    }
     # THEN the inner window holds the outer's 900 at both ends; the outer restores the min
-    assert by_name == {"batch-raise": 900, "batch-restore": 5, "report-raise": 900,
-                       "report-restore": 900}
+    assert by_name == {
+        "batch-raise": 900,
+        "batch-restore": 5,
+        "report-raise": 900,
+        "report-restore": 900,
+    }
     # AND the inner window is flagged as having no effect
     Template.from_stack(stack)
-    Annotations.from_stack(stack).has_warning("/Test/Orders", Match.string_like_regexp(
-        "window 'report' is always inside window 'batch' with no more capacity"))
+    Annotations.from_stack(stack).has_warning(
+        "/Test/Orders",
+        Match.string_like_regexp(
+            "window 'report' is always inside window 'batch' with no more capacity"
+        ),
+    )
 
 
 def test_windows_that_overlap_on_some_days_only_contradict(stack: cdk.Stack) -> None:
     table = make(stack)
-    table.add_capacity_window("weekday", dimension="write", capacity=400, start="05:00",
-                              duration=cdk.Duration.hours(2))
-    table.add_capacity_window("monday", dimension="write", capacity=450, start="06:30",
-                              duration=cdk.Duration.hours(1), week_days=["MON"])
+    table.add_capacity_window(
+        "weekday", dimension="write", capacity=400, start="05:00", duration=cdk.Duration.hours(2)
+    )
+    table.add_capacity_window(
+        "monday",
+        dimension="write",
+        capacity=450,
+        start="06:30",
+        duration=cdk.Duration.hours(1),
+        week_days=["MON"],
+    )
     assert table.node.validate() == [
         f"{WHERE} window 'weekday': its end falls inside other windows on some days and not "
         f"others (it would set [5, 450] on different days); align the windows or split them "
-        f"by week day"]
+        f"by week day"
+    ]
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"start": "5:00"}, "start must be HH:MM (24-hour); got '5:00'"),
-    ({"duration": cdk.Duration.days(7)}, "duration must be from 1 minute to 6 days; got 7 days, 0:00:00"),
-    ({"week_days": ["MONDAY"]}, "week_days must be names from SUN, MON, TUE, WED, THU, FRI, SAT; got ['MONDAY']"),
-    ({"capacity": 0}, "capacity must be a whole number from 1 to 40000; got 0"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"start": "5:00"}, "start must be HH:MM (24-hour); got '5:00'"),
+        (
+            {"duration": cdk.Duration.days(7)},
+            "duration must be from 1 minute to 6 days; got 7 days, 0:00:00",
+        ),
+        (
+            {"week_days": ["MONDAY"]},
+            "week_days must be names from SUN, MON, TUE, WED, THU, FRI, SAT; got ['MONDAY']",
+        ),
+        ({"capacity": 0}, "capacity must be a whole number from 1 to 40000; got 0"),
+    ],
+)
 def test_window_validation(stack: cdk.Stack, kwargs: dict[str, Any], message: str) -> None:
-    args: dict[str, Any] = {"dimension": "write", "capacity": 100, "start": "05:00",
-                            "duration": cdk.Duration.hours(1), **kwargs}
+    args: dict[str, Any] = {
+        "dimension": "write",
+        "capacity": 100,
+        "start": "05:00",
+        "duration": cdk.Duration.hours(1),
+        **kwargs,
+    }
     assert error_of(lambda: make(stack).add_capacity_window("w", **args)) == (
-        f"{WHERE} table write window 'w': {message}")
+        f"{WHERE} table write window 'w': {message}"
+    )
 
 
 def test_too_many_lowerings_warn_about_the_decrease_quota(stack: cdk.Stack) -> None:
     # GIVEN a minimum raised and dropped twice an hour: 48 lowerings a day, where DynamoDB
     # allows 4, then one an hour
     table = make(stack)
-    table.add_schedule(ScheduleEntry("up", "cron(0,30 * ? * * *)", min_capacity=100), dimension="read")
-    table.add_schedule(ScheduleEntry("down", "cron(15,45 * ? * * *)", min_capacity=5), dimension="read")
+    table.add_schedule(
+        ScheduleEntry("up", "cron(0,30 * ? * * *)", min_capacity=100), dimension="read"
+    )
+    table.add_schedule(
+        ScheduleEntry("down", "cron(15,45 * ? * * *)", min_capacity=5), dimension="read"
+    )
     Template.from_stack(stack)
-    Annotations.from_stack(stack).has_warning("/Test/Orders", Match.string_like_regexp(
-        "'down' lowers capacity more often than the decrease quota allows"))
+    Annotations.from_stack(stack).has_warning(
+        "/Test/Orders",
+        Match.string_like_regexp(
+            "'down' lowers capacity more often than the decrease quota allows"
+        ),
+    )
 
 
 # ------------------------------------------------------------------ preview
 
+
 def test_preview_lists_firings_with_the_effective_range(stack: cdk.Stack) -> None:
     table = make(stack)
-    table.add_capacity_window("bulk-load", dimension="write", capacity=400, start="05:00",
-                              duration=cdk.Duration.hours(2), time_zone="Europe/Paris")
-    table.add_schedule(ScheduleEntry("evening", "cron(0 18 ? * * *)", min_capacity=50),
-                       dimension="read")
+    table.add_capacity_window(
+        "bulk-load",
+        dimension="write",
+        capacity=400,
+        start="05:00",
+        duration=cdk.Duration.hours(2),
+        time_zone="Europe/Paris",
+    )
+    table.add_schedule(
+        ScheduleEntry("evening", "cron(0 18 ? * * *)", min_capacity=50), dimension="read"
+    )
     events = table.schedule_preview(count=4, start=MONDAY)
-    rows = [(e.when.isoformat(), e.placed.entry.name, e.placed.dimension, e.min_capacity,
-             e.max_capacity) for e in events]
+    rows = [
+        (
+            e.when.isoformat(),
+            e.placed.entry.name,
+            e.placed.dimension,
+            e.min_capacity,
+            e.max_capacity,
+        )
+        for e in events
+    ]
     assert rows == [
         ("2026-11-23T03:45:00+00:00", "bulk-load-raise", "write", 400, 500),
         ("2026-11-23T06:00:00+00:00", "bulk-load-restore", "write", 5, 500),
@@ -329,7 +486,9 @@ def test_preview_lists_firings_with_the_effective_range(stack: cdk.Stack) -> Non
 def test_hourly_lowerings_fit_the_quota(stack: cdk.Stack) -> None:
     table = make(stack)
     table.add_schedule(ScheduleEntry("up", "cron(0 * ? * * *)", min_capacity=100), dimension="read")
-    table.add_schedule(ScheduleEntry("down", "cron(30 * ? * * *)", min_capacity=5), dimension="read")
+    table.add_schedule(
+        ScheduleEntry("down", "cron(30 * ? * * *)", min_capacity=5), dimension="read"
+    )
     Template.from_stack(stack)
     Annotations.from_stack(stack).has_no_warning("/Test/Orders", Match.any_value())
 
@@ -342,15 +501,21 @@ def test_cron_from_fields_places_the_question_mark() -> None:
     assert parse(cron(hour=5, week_day="MON-FRI"), "X").cron5 == "0 5 * * MON-FRI"
     assert error_of(lambda: cron(day=1, week_day="MON")) == (
         "cron: set day (1) or week_day ('MON'), not both; Application Auto Scaling takes one "
-        "of them")
+        "of them"
+    )
 
 
 def test_a_cdk_schedule_object_is_accepted(stack: cdk.Stack) -> None:
     from aws_cdk import aws_applicationautoscaling as appscaling
 
     table = make(stack)
-    table.add_schedule(ScheduleEntry(
-        "cdk", appscaling.Schedule.cron(hour="6", minute="0", week_day="SAT"),  # type: ignore[arg-type]
-        min_capacity=40), dimension="read")
+    table.add_schedule(
+        ScheduleEntry(
+            "cdk",
+            appscaling.Schedule.cron(hour="6", minute="0", week_day="SAT"),  # type: ignore[arg-type]
+            min_capacity=40,
+        ),
+        dimension="read",
+    )
     (action,) = actions_of(stack, table, "table", "Read")
     assert action["Schedule"] == "cron(0 6 ? * SAT *)"

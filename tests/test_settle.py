@@ -22,15 +22,19 @@ from ddb_capacity_runtime.settle.handler import (
 from .conftest import ResponseCatcher, cfn_event
 
 
-def description(read: int, write: int, gsis: dict[str, tuple[int, int]] | None = None,
-                status: str = "ACTIVE") -> dict[str, Any]:
+def description(
+    read: int, write: int, gsis: dict[str, tuple[int, int]] | None = None, status: str = "ACTIVE"
+) -> dict[str, Any]:
     return {
         "TableName": "orders",
         "TableStatus": status,
         "ProvisionedThroughput": {"ReadCapacityUnits": read, "WriteCapacityUnits": write},
         "GlobalSecondaryIndexes": [
-            {"IndexName": name, "IndexStatus": "ACTIVE",
-             "ProvisionedThroughput": {"ReadCapacityUnits": r, "WriteCapacityUnits": w}}
+            {
+                "IndexName": name,
+                "IndexStatus": "ACTIVE",
+                "ProvisionedThroughput": {"ReadCapacityUnits": r, "WriteCapacityUnits": w},
+            }
             for name, (r, w) in (gsis or {}).items()
         ],
     }
@@ -38,19 +42,27 @@ def description(read: int, write: int, gsis: dict[str, tuple[int, int]] | None =
 
 # ---------------------------------------------------------------- the pure plan
 
+
 def test_plan_lowers_table_and_gsis_in_one_update() -> None:
     # GIVEN a table and a GSI still at their marks
     desc = description(8000, 2000, {"bySku": (4000, 50)})
-    targets = [SettleTarget(None, "read", 8000, 25), SettleTarget(None, "write", 2000, 10),
-               SettleTarget("bySku", "read", 4000, 4)]
+    targets = [
+        SettleTarget(None, "read", 8000, 25),
+        SettleTarget(None, "write", 2000, 10),
+        SettleTarget("bySku", "read", 4000, 4),
+    ]
     # THEN one UpdateTable carries all three, and the untouched GSI write is sent unchanged
     assert plan_settle(desc, targets) == {
         "TableName": "orders",
         "ProvisionedThroughput": {"ReadCapacityUnits": 25, "WriteCapacityUnits": 10},
-        "GlobalSecondaryIndexUpdates": [{"Update": {
-            "IndexName": "bySku",
-            "ProvisionedThroughput": {"ReadCapacityUnits": 4, "WriteCapacityUnits": 50},
-        }}],
+        "GlobalSecondaryIndexUpdates": [
+            {
+                "Update": {
+                    "IndexName": "bySku",
+                    "ProvisionedThroughput": {"ReadCapacityUnits": 4, "WriteCapacityUnits": 50},
+                }
+            }
+        ],
     }
 
 
@@ -85,10 +97,14 @@ def test_plan_names_an_unknown_index() -> None:
 
 
 def test_targets_parse_cloudformation_strings() -> None:
-    raw = [{"Index": "", "Dimension": "read", "HighWaterMark": "8000", "Operating": "25"},
-           {"Index": "bySku", "Dimension": "write", "HighWaterMark": "60", "Operating": "6"}]
-    assert parse_targets(raw) == [SettleTarget(None, "read", 8000, 25),
-                                  SettleTarget("bySku", "write", 60, 6)]
+    raw = [
+        {"Index": "", "Dimension": "read", "HighWaterMark": "8000", "Operating": "25"},
+        {"Index": "bySku", "Dimension": "write", "HighWaterMark": "60", "Operating": "6"},
+    ]
+    assert parse_targets(raw) == [
+        SettleTarget(None, "read", 8000, 25),
+        SettleTarget("bySku", "write", 60, 6),
+    ]
 
 
 def test_targets_reject_an_unknown_dimension() -> None:
@@ -97,6 +113,7 @@ def test_targets_reject_an_unknown_dimension() -> None:
 
 
 # ---------------------------------------------------------------- against moto
+
 
 @pytest.fixture
 def dynamodb(aws_client: Any) -> Any:
@@ -107,22 +124,29 @@ def create_at_mark(dynamodb: Any) -> str:
     name = f"catalog-{uuid.uuid4().hex[:8]}"
     dynamodb.create_table(
         TableName=name,
-        AttributeDefinitions=[{"AttributeName": "sku", "AttributeType": "S"},
-                              {"AttributeName": "supplier", "AttributeType": "S"}],
+        AttributeDefinitions=[
+            {"AttributeName": "sku", "AttributeType": "S"},
+            {"AttributeName": "supplier", "AttributeType": "S"},
+        ],
         KeySchema=[{"AttributeName": "sku", "KeyType": "HASH"}],
         ProvisionedThroughput={"ReadCapacityUnits": 8000, "WriteCapacityUnits": 2000},
-        GlobalSecondaryIndexes=[{
-            "IndexName": "bySupplier",
-            "KeySchema": [{"AttributeName": "supplier", "KeyType": "HASH"}],
-            "Projection": {"ProjectionType": "ALL"},
-            "ProvisionedThroughput": {"ReadCapacityUnits": 4000, "WriteCapacityUnits": 2},
-        }],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "bySupplier",
+                "KeySchema": [{"AttributeName": "supplier", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+                "ProvisionedThroughput": {"ReadCapacityUnits": 4000, "WriteCapacityUnits": 2},
+            }
+        ],
     )
     return name
 
 
-TARGETS = [SettleTarget(None, "read", 8000, 25), SettleTarget(None, "write", 2000, 10),
-           SettleTarget("bySupplier", "read", 4000, 4)]
+TARGETS = [
+    SettleTarget(None, "read", 8000, 25),
+    SettleTarget(None, "write", 2000, 10),
+    SettleTarget("bySupplier", "read", 4000, 4),
+]
 
 
 def count_update_table_calls(client: Any) -> list[dict[str, Any]]:
@@ -136,8 +160,10 @@ def count_update_table_calls(client: Any) -> list[dict[str, Any]]:
 def throughput(dynamodb: Any, name: str) -> dict[str | None, tuple[int, int]]:
     table = dynamodb.describe_table(TableName=name)["Table"]
     out: dict[str | None, tuple[int, int]] = {}
-    for key, spec in [(None, table), *((g["IndexName"], g) for g in
-                                       table.get("GlobalSecondaryIndexes", []))]:
+    for key, spec in [
+        (None, table),
+        *((g["IndexName"], g) for g in table.get("GlobalSecondaryIndexes", [])),
+    ]:
         pt = spec["ProvisionedThroughput"]
         out[key] = (pt["ReadCapacityUnits"], pt["WriteCapacityUnits"])
     return out
@@ -161,10 +187,18 @@ def test_handler_reports_success_to_cloudformation(
     dynamodb: Any, response_catcher: ResponseCatcher
 ) -> None:
     name = create_at_mark(dynamodb)
-    props = {"TableName": name, "Targets": [
-        {"Index": t.index or "", "Dimension": t.dimension,
-         "HighWaterMark": str(t.high_water_mark), "Operating": str(t.operating)}
-        for t in TARGETS]}
+    props = {
+        "TableName": name,
+        "Targets": [
+            {
+                "Index": t.index or "",
+                "Dimension": t.dimension,
+                "HighWaterMark": str(t.high_water_mark),
+                "Operating": str(t.operating),
+            }
+            for t in TARGETS
+        ],
+    }
     handler(cfn_event("Create", response_catcher.url, props), None, dynamodb=dynamodb)
     (body,) = response_catcher.bodies
     assert body["Status"] == "SUCCESS"
@@ -185,8 +219,9 @@ def test_handler_reports_failure_with_the_reason(
 
 
 def test_handler_delete_touches_nothing(response_catcher: ResponseCatcher) -> None:
-    client = boto3.client("dynamodb", region_name="us-east-1",
-                          aws_access_key_id="x", aws_secret_access_key="x")
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
     with Stubber(client) as stubber:  # any AWS call would fail: none is queued
         event = cfn_event("Delete", response_catcher.url, {"TableName": "t", "Targets": []})
         event["PhysicalResourceId"] = "t-settle"
@@ -198,10 +233,12 @@ def test_handler_delete_touches_nothing(response_catcher: ResponseCatcher) -> No
 
 # ---------------------------------------------------------------- states moto never shows
 
+
 def test_wait_until_active_polls_through_updating() -> None:
     # moto's tables are ACTIVE at once; a real one is CREATING, then its GSI backfills.
-    client = boto3.client("dynamodb", region_name="us-east-1",
-                          aws_access_key_id="x", aws_secret_access_key="x")
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
     creating = description(10, 10, status="CREATING")
     backfilling = description(10, 10, {"byG": (1, 1)})
     backfilling["GlobalSecondaryIndexes"][0]["IndexStatus"] = "CREATING"
@@ -210,15 +247,15 @@ def test_wait_until_active_polls_through_updating() -> None:
     with Stubber(client) as stubber:
         for state in (creating, backfilling, active):
             stubber.add_response("describe_table", {"Table": state}, {"TableName": "orders"})
-        result = wait_until_active(client, "orders", timeout_s=60, poll_s=5,
-                                   sleep=slept.append)
+        result = wait_until_active(client, "orders", timeout_s=60, poll_s=5, sleep=slept.append)
         stubber.assert_no_pending_responses()
     assert result["TableStatus"] == "ACTIVE" and slept == [5, 5]
 
 
 def test_wait_until_active_times_out() -> None:
-    client = boto3.client("dynamodb", region_name="us-east-1",
-                          aws_access_key_id="x", aws_secret_access_key="x")
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
     now = [0.0]
 
     def sleep(seconds: float) -> None:
@@ -226,9 +263,13 @@ def test_wait_until_active_times_out() -> None:
 
     with Stubber(client) as stubber:
         for _ in range(3):
-            stubber.add_response("describe_table", {"Table": description(1, 1, status="UPDATING")},
-                                 {"TableName": "orders"})
+            stubber.add_response(
+                "describe_table",
+                {"Table": description(1, 1, status="UPDATING")},
+                {"TableName": "orders"},
+            )
         with pytest.raises(TimeoutError, match="table orders not ACTIVE after 12 s"):
-            wait_until_active(client, "orders", timeout_s=12, poll_s=5,
-                              clock=lambda: now[0], sleep=sleep)
+            wait_until_active(
+                client, "orders", timeout_s=12, poll_s=5, clock=lambda: now[0], sleep=sleep
+            )
         stubber.assert_no_pending_responses()

@@ -21,8 +21,10 @@ def scenario(draw: Any) -> tuple[dict[str, Any], list[SettleTarget]]:
         "TableStatus": "ACTIVE",
         "ProvisionedThroughput": {u: draw(capacity) for u in UNITS.values()},
         "GlobalSecondaryIndexes": [
-            {"IndexName": name,
-             "ProvisionedThroughput": {u: draw(capacity) for u in UNITS.values()}}
+            {
+                "IndexName": name,
+                "ProvisionedThroughput": {u: draw(capacity) for u in UNITS.values()},
+            }
             for name in indexes
         ],
     }
@@ -32,8 +34,11 @@ def scenario(draw: Any) -> tuple[dict[str, Any], list[SettleTarget]]:
             current = _units(description, index, dimension)
             # often exactly at the mark (as CloudFormation created it), sometimes moved
             mark = draw(st.one_of(st.just(current), capacity))
-            targets.append(SettleTarget(index, dimension, mark, draw(capacity.filter(
-                lambda v, m=mark: v <= m))))
+            targets.append(
+                SettleTarget(
+                    index, dimension, mark, draw(capacity.filter(lambda v, m=mark: v <= m))
+                )
+            )
     return description, targets
 
 
@@ -45,8 +50,11 @@ def _units(description: dict[str, Any], index: str | None, dimension: str) -> in
 
 
 def _apply(description: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    after = {**description, "ProvisionedThroughput": dict(description["ProvisionedThroughput"]),
-             "GlobalSecondaryIndexes": [dict(g) for g in description["GlobalSecondaryIndexes"]]}
+    after = {
+        **description,
+        "ProvisionedThroughput": dict(description["ProvisionedThroughput"]),
+        "GlobalSecondaryIndexes": [dict(g) for g in description["GlobalSecondaryIndexes"]],
+    }
     if "ProvisionedThroughput" in update:
         after["ProvisionedThroughput"] = update["ProvisionedThroughput"]
     for item in update.get("GlobalSecondaryIndexUpdates", []):

@@ -35,8 +35,12 @@ units = st.floats(min_value=0, max_value=50_000, allow_nan=False)
 # ---------------------------------------------------------------- the burst bucket
 
 
-@given(demand=units, provisioned=st.integers(1, 40_000), bucket=st.floats(0, 2e7),
-       burst=st.integers(0, 600))
+@given(
+    demand=units,
+    provisioned=st.integers(1, 40_000),
+    bucket=st.floats(0, 2e7),
+    burst=st.integers(0, 600),
+)
 def test_serve_conserves_demand_and_bounds_the_bucket(demand, provisioned, bucket, burst):
     m = serve(demand, provisioned, bucket, burst)
     cap = burst * provisioned
@@ -48,15 +52,18 @@ def test_serve_conserves_demand_and_bounds_the_bucket(demand, provisioned, bucke
         assert m.throttled == 0
         assert m.bucket == pytest.approx(min(cap, min(bucket, cap) + (provisioned - demand) * 60))
     else:
-        assert m.bucket == pytest.approx(min(bucket, cap) - (m.served - provisioned) * 60,
-                                         abs=1e-6)
+        assert m.bucket == pytest.approx(min(bucket, cap) - (m.served - provisioned) * 60, abs=1e-6)
 
 
 @settings(max_examples=60)
-@given(demands=st.lists(units, min_size=1, max_size=120), provisioned=st.integers(1, 20_000),
-       burst=st.integers(0, 600))
+@given(
+    demands=st.lists(units, min_size=1, max_size=120),
+    provisioned=st.integers(1, 20_000),
+    burst=st.integers(0, 600),
+)
 def test_over_any_stretch_served_never_exceeds_capacity_plus_the_stored_burst(
-        demands, provisioned, burst):
+    demands, provisioned, burst
+):
     bucket = float(burst * provisioned)
     served = 0.0
     for d in demands:
@@ -82,25 +89,38 @@ def test_a_full_bucket_covers_300_seconds_of_excess_then_demand_is_throttled():
 # ---------------------------------------------------------------- parameters and names
 
 
-@pytest.mark.parametrize(("params", "message"), [
-    (ModelParams(metric_delay_minutes=-1),
-     "metric_delay_minutes: got -1; expected a whole number from 0 to 15"),
-    (ModelParams(update_minutes=2.5), "update_minutes: got 2.5; expected a whole number"),  # type: ignore[arg-type]
-    (ModelParams(units_per_request=0), "units_per_request: got 0; expected a number from 0.001"),
-    (ModelParams(min_capacity=10, max_capacity=5),
-     "min_capacity: got 10; expected at most max_capacity (5)"),
-])
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        (
+            ModelParams(metric_delay_minutes=-1),
+            "metric_delay_minutes: got -1; expected a whole number from 0 to 15",
+        ),
+        (ModelParams(update_minutes=2.5), "update_minutes: got 2.5; expected a whole number"),  # type: ignore[arg-type]
+        (
+            ModelParams(units_per_request=0),
+            "units_per_request: got 0; expected a number from 0.001",
+        ),
+        (
+            ModelParams(min_capacity=10, max_capacity=5),
+            "min_capacity: got 10; expected at most max_capacity (5)",
+        ),
+    ],
+)
 def test_model_parameters_are_checked_by_name(params, message):
     with pytest.raises(ModelError, match=message.replace("(", r"\(").replace(")", r"\)")):
         params.validate()
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("stok:70", "--policy: got 'stok:70'; expected fixed:N, stock:T"),
-    ("stock:95", "--policy 'stock:95': target utilization 95 is outside 20 to 90"),
-    ("fixed:0", "--policy 'fixed:0': fixed capacity 0 is outside 1 to 40000"),
-    ("throttle-aware+stock:10", "target utilization 10 is outside 20 to 90"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("stok:70", "--policy: got 'stok:70'; expected fixed:N, stock:T"),
+        ("stock:95", "--policy 'stock:95': target utilization 95 is outside 20 to 90"),
+        ("fixed:0", "--policy 'fixed:0': fixed capacity 0 is outside 1 to 40000"),
+        ("throttle-aware+stock:10", "target utilization 10 is outside 20 to 90"),
+    ],
+)
 def test_bad_policy_names_say_what_is_allowed(text, message):
     with pytest.raises(PolicyError, match=message.replace("+", r"\+")):
         parse(text)
@@ -108,7 +128,8 @@ def test_bad_policy_names_say_what_is_allowed(text, message):
 
 def test_policy_names_parse():
     assert parse("throttle-aware+stock:60") == sim_policies.Spec(
-        "throttle-aware+stock:60", "throttle-aware", 60, True)
+        "throttle-aware+stock:60", "throttle-aware", 60, True
+    )
     assert parse("scheduled").value == 70
     assert parse("fixed:250").value == 250
 
@@ -126,10 +147,16 @@ def test_prices_have_one_overridable_home():
 
 
 def _flat(minutes: int = 10, value: float = 100.0) -> Trace:
-    return Trace("flat", START, {(None, "read"): [value] * minutes,
-                                 (None, "write"): [value] * minutes,
-                                 ("ByCustomer", "read"): [value] * minutes,
-                                 ("ByCustomer", "write"): [value] * minutes})
+    return Trace(
+        "flat",
+        START,
+        {
+            (None, "read"): [value] * minutes,
+            (None, "write"): [value] * minutes,
+            ("ByCustomer", "read"): [value] * minutes,
+            ("ByCustomer", "write"): [value] * minutes,
+        },
+    )
 
 
 def test_update_table_is_asynchronous_and_refuses_a_second_update_in_flight():
@@ -180,11 +207,13 @@ def test_throttle_aware_runs_the_lambdas_own_policy_code(monkeypatch):
     simulate(trace, [parse("throttle-aware+stock:70")], progress=None)
     assert calls["decide_scalable_min"] >= ticks * 2 * 0.9
     # And a policy that always holds makes the scaler inert: the decisions are the module's.
-    monkeypatch.setattr(core_plan, "decide", lambda state, config: policy.Decision(
-        state.provisioned, "held by test", policy.HOLD))
+    monkeypatch.setattr(
+        core_plan,
+        "decide",
+        lambda state, config: policy.Decision(state.provisioned, "held by test", policy.HOLD),
+    )
     held = simulate(trace, [parse("throttle-aware")], progress=None)
-    assert all(r.decreases == 0 and r.peak_provisioned == r.recorded.provisioned[0]
-               for r in held)
+    assert all(r.decreases == 0 and r.peak_provisioned == r.recorded.provisioned[0] for r in held)
 
 
 def test_the_quota_the_simulated_table_enforces_is_the_runtime_ledger(monkeypatch):
@@ -201,8 +230,9 @@ def _by(results, policy_name, dimension="write"):
 def test_spike_timeline_follows_seed_001():
     """Figures 2, 3 and 7 of seed 001, from the mechanics alone (README, "Fidelity")."""
     trace = scenario("spike")
-    results = simulate(trace, [parse(p) for p in ("stock:70", "stock:60", "scheduled")],
-                       progress=None)
+    results = simulate(
+        trace, [parse(p) for p in ("stock:70", "stock:60", "scheduled")], progress=None
+    )
     s70, s60, sched = (_by(results, p) for p in ("stock:70", "stock:60", "scheduled"))
     # 70 %: throttling starts 3-4 minutes after the 13:00 jump, lasts about 2 minutes, and
     # capacity lands near 18,000 / 0.7.
@@ -225,9 +255,11 @@ def test_spike_timeline_follows_seed_001():
 
 
 def test_throttle_aware_answers_an_unannounced_crowd_faster_than_stock():
-    results = simulate(scenario("flash-crowd"),
-                       [parse(p) for p in ("stock:70", "throttle-aware", "throttle-aware+stock:70")],
-                       progress=None)
+    results = simulate(
+        scenario("flash-crowd"),
+        [parse(p) for p in ("stock:70", "throttle-aware", "throttle-aware+stock:70")],
+        progress=None,
+    )
     for dim in ("read", "write"):
         stock = _by(results, "stock:70", dim)
         for p in ("throttle-aware", "throttle-aware+stock:70"):
@@ -271,10 +303,10 @@ def test_on_demand_is_priced_per_request_and_never_throttles():
 
 
 def test_fixed_capacity_throttles_exactly_what_exceeds_it_once_the_bucket_is_empty():
-    trace = Trace("step", START, {(None, "read"): [0.0] * 30,
-                                  (None, "write"): [100.0] * 10 + [200.0] * 20})
-    (_, write) = simulate(trace, [parse("fixed:150")], ModelParams(warmup_minutes=0),
-                          progress=None)
+    trace = Trace(
+        "step", START, {(None, "read"): [0.0] * 30, (None, "write"): [100.0] * 10 + [200.0] * 20}
+    )
+    (_, write) = simulate(trace, [parse("fixed:150")], ModelParams(warmup_minutes=0), progress=None)
     # Bucket: 300 x 150 = 45,000 unit-seconds; 50/s of excess uses 3,000 a minute, so it
     # lasts 15 minutes from minute 10, and minutes 25-29 refuse 50/s each.
     assert write.first_throttle_minute == 25

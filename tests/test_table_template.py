@@ -26,8 +26,9 @@ def resource_id(stack: cdk.Stack, table: ProvisionedTable, index: str | None = N
     return {"Fn::Join": ["", parts]}
 
 
-def target_props(stack: cdk.Stack, table: ProvisionedTable, kind: str, dimension: str,
-                 index: str | None = None) -> dict[str, Any]:
+def target_props(
+    stack: cdk.Stack, table: ProvisionedTable, kind: str, dimension: str, index: str | None = None
+) -> dict[str, Any]:
     return {
         "ServiceNamespace": "dynamodb",
         "ResourceId": resource_id(stack, table, index),
@@ -35,8 +36,14 @@ def target_props(stack: cdk.Stack, table: ProvisionedTable, kind: str, dimension
     }
 
 
-def policy_for(template: Template, stack: cdk.Stack, table: ProvisionedTable, kind: str,
-               dimension: str, index: str | None = None) -> dict[str, Any]:
+def policy_for(
+    template: Template,
+    stack: cdk.Stack,
+    table: ProvisionedTable,
+    kind: str,
+    dimension: str,
+    index: str | None = None,
+) -> dict[str, Any]:
     """The target-tracking configuration attached to one scalable target."""
     targets = template.find_resources(
         "AWS::ApplicationAutoScaling::ScalableTarget",
@@ -57,37 +64,60 @@ def policy_for(template: Template, stack: cdk.Stack, table: ProvisionedTable, ki
 def test_minimal_table_has_safe_defaults_and_auto_scaling(stack: cdk.Stack) -> None:
     # GIVEN a table with only keys and ranges
     table = ProvisionedTable(
-        stack, "Orders", partition_key=PK, sort_key=SK,
+        stack,
+        "Orders",
+        partition_key=PK,
+        sort_key=SK,
         read=Capacity(min_capacity=5, max_capacity=500),
         write=Capacity(min_capacity=3, max_capacity=200),
     )
     # WHEN synthesized
     template = Template.from_stack(stack)
     # THEN it is provisioned at its minimum, keyed, with PITR and deletion protection
-    template.has_resource_properties("AWS::DynamoDB::Table", {
-        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"},
-                      {"AttributeName": "sk", "KeyType": "RANGE"}],
-        "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 3},
-        "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
-        "DeletionProtectionEnabled": True,
-        "WarmThroughput": Match.absent(),
-        "BillingMode": Match.absent(),
-    })
-    template.has_resource("AWS::DynamoDB::Table", {
-        "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
-    })
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "KeySchema": [
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 3},
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+            "DeletionProtectionEnabled": True,
+            "WarmThroughput": Match.absent(),
+            "BillingMode": Match.absent(),
+        },
+    )
+    template.has_resource(
+        "AWS::DynamoDB::Table",
+        {
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
+        },
+    )
     # AND both dimensions are auto scaled at the stock 70 % target, scale-in on
-    template.has_resource_properties("AWS::ApplicationAutoScaling::ScalableTarget", {
-        **target_props(stack, table, "table", "Read"), "MinCapacity": 5, "MaxCapacity": 500,
-    })
-    template.has_resource_properties("AWS::ApplicationAutoScaling::ScalableTarget", {
-        **target_props(stack, table, "table", "Write"), "MinCapacity": 3, "MaxCapacity": 200,
-    })
+    template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        {
+            **target_props(stack, table, "table", "Read"),
+            "MinCapacity": 5,
+            "MaxCapacity": 500,
+        },
+    )
+    template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        {
+            **target_props(stack, table, "table", "Write"),
+            "MinCapacity": 3,
+            "MaxCapacity": 200,
+        },
+    )
     read_policy = policy_for(template, stack, table, "table", "Read")
     assert read_policy == {
         "DisableScaleIn": False,
         "PredefinedMetricSpecification": {
-            "PredefinedMetricType": "DynamoDBReadCapacityUtilization"},
+            "PredefinedMetricType": "DynamoDBReadCapacityUtilization"
+        },
         "TargetValue": 70,
     }
     # AND no high-water mark means no prewarm tag and no settle step
@@ -98,17 +128,25 @@ def test_minimal_table_has_safe_defaults_and_auto_scaling(stack: cdk.Stack) -> N
 
 def test_target_cooldowns_and_scale_in_reach_the_policy(stack: cdk.Stack) -> None:
     table = ProvisionedTable(
-        stack, "Orders", partition_key=PK,
+        stack,
+        "Orders",
+        partition_key=PK,
         read=Capacity(min_capacity=5, max_capacity=500),
-        write=Capacity(min_capacity=5, max_capacity=900, target_utilization_percent=45,
-                       scale_in_cooldown=cdk.Duration.minutes(10),
-                       scale_out_cooldown=cdk.Duration.seconds(30), disable_scale_in=True),
+        write=Capacity(
+            min_capacity=5,
+            max_capacity=900,
+            target_utilization_percent=45,
+            scale_in_cooldown=cdk.Duration.minutes(10),
+            scale_out_cooldown=cdk.Duration.seconds(30),
+            disable_scale_in=True,
+        ),
     )
     template = Template.from_stack(stack)
     assert policy_for(template, stack, table, "table", "Write") == {
         "DisableScaleIn": True,
         "PredefinedMetricSpecification": {
-            "PredefinedMetricType": "DynamoDBWriteCapacityUtilization"},
+            "PredefinedMetricType": "DynamoDBWriteCapacityUtilization"
+        },
         "ScaleInCooldown": 600,
         "ScaleOutCooldown": 30,
         "TargetValue": 45,
@@ -117,35 +155,66 @@ def test_target_cooldowns_and_scale_in_reach_the_policy(stack: cdk.Stack) -> Non
 
 def test_every_gsi_dimension_is_managed(stack: cdk.Stack) -> None:
     # GIVEN a table with two GSIs
-    table = ProvisionedTable(stack, "Orders", partition_key=PK,
-                             read=Capacity(min_capacity=5, max_capacity=50),
-                             write=Capacity(min_capacity=5, max_capacity=50))
+    table = ProvisionedTable(
+        stack,
+        "Orders",
+        partition_key=PK,
+        read=Capacity(min_capacity=5, max_capacity=50),
+        write=Capacity(min_capacity=5, max_capacity=50),
+    )
     table.add_global_secondary_index(
-        index_name="byCustomer", partition_key=GK, sort_key=SK,
-        projection_type=dynamodb.ProjectionType.INCLUDE, non_key_attributes=["total"],
+        index_name="byCustomer",
+        partition_key=GK,
+        sort_key=SK,
+        projection_type=dynamodb.ProjectionType.INCLUDE,
+        non_key_attributes=["total"],
         read=Capacity(min_capacity=2, max_capacity=20, target_utilization_percent=55),
-        write=Capacity(min_capacity=4, max_capacity=40, disable_scale_in=True))
+        write=Capacity(min_capacity=4, max_capacity=40, disable_scale_in=True),
+    )
     table.add_global_secondary_index(
-        index_name="byStatus", partition_key=GK,
+        index_name="byStatus",
+        partition_key=GK,
         read=Capacity(min_capacity=1, max_capacity=10),
-        write=Capacity(min_capacity=1, max_capacity=10))
+        write=Capacity(min_capacity=1, max_capacity=10),
+    )
     template = Template.from_stack(stack)
     # THEN each of the 6 dimensions has one scalable target and one policy
     template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 6)
     template.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 6)
-    template.has_resource_properties("AWS::DynamoDB::Table", {
-        "GlobalSecondaryIndexes": Match.array_with([Match.object_like({
-            "IndexName": "byCustomer",
-            "KeySchema": [{"AttributeName": "gk", "KeyType": "HASH"},
-                          {"AttributeName": "sk", "KeyType": "RANGE"}],
-            "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["total"]},
-            "ProvisionedThroughput": {"ReadCapacityUnits": 2, "WriteCapacityUnits": 4},
-        })]),
-    })
-    template.has_resource_properties("AWS::ApplicationAutoScaling::ScalableTarget", {
-        **target_props(stack, table, "index", "Read", "byCustomer"),
-        "MinCapacity": 2, "MaxCapacity": 20,
-    })
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "GlobalSecondaryIndexes": Match.array_with(
+                [
+                    Match.object_like(
+                        {
+                            "IndexName": "byCustomer",
+                            "KeySchema": [
+                                {"AttributeName": "gk", "KeyType": "HASH"},
+                                {"AttributeName": "sk", "KeyType": "RANGE"},
+                            ],
+                            "Projection": {
+                                "ProjectionType": "INCLUDE",
+                                "NonKeyAttributes": ["total"],
+                            },
+                            "ProvisionedThroughput": {
+                                "ReadCapacityUnits": 2,
+                                "WriteCapacityUnits": 4,
+                            },
+                        }
+                    )
+                ]
+            ),
+        },
+    )
+    template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        {
+            **target_props(stack, table, "index", "Read", "byCustomer"),
+            "MinCapacity": 2,
+            "MaxCapacity": 20,
+        },
+    )
     assert policy_for(template, stack, table, "index", "Read", "byCustomer")["TargetValue"] == 55
     assert policy_for(template, stack, table, "index", "Write", "byCustomer")["DisableScaleIn"]
     assert table.index_names == ["byCustomer", "byStatus"]
@@ -155,26 +224,37 @@ def test_every_gsi_dimension_is_managed(stack: cdk.Stack) -> None:
 def test_warm_throughput_on_table_and_gsis(stack: cdk.Stack) -> None:
     # GIVEN high-water marks under the default WARM_THROUGHPUT method
     table = ProvisionedTable(
-        stack, "Orders", partition_key=PK,
+        stack,
+        "Orders",
+        partition_key=PK,
         read=Capacity(min_capacity=5, max_capacity=500, high_water_mark=15_000),
         write=Capacity(min_capacity=5, max_capacity=500, high_water_mark=6_000),
     )
     table.add_global_secondary_index(
-        index_name="byCustomer", partition_key=GK,
+        index_name="byCustomer",
+        partition_key=GK,
         read=Capacity(min_capacity=2, max_capacity=20),
-        write=Capacity(min_capacity=2, max_capacity=20, high_water_mark=5_000))
+        write=Capacity(min_capacity=2, max_capacity=20, high_water_mark=5_000),
+    )
     template = Template.from_stack(stack)
     # THEN warm throughput carries the marks and provisioned capacity stays at the minimum
-    template.has_resource_properties("AWS::DynamoDB::Table", {
-        "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
-        "WarmThroughput": {"ReadUnitsPerSecond": 15_000, "WriteUnitsPerSecond": 6_000},
-        "GlobalSecondaryIndexes": [Match.object_like({
-            "IndexName": "byCustomer",
-            "ProvisionedThroughput": {"ReadCapacityUnits": 2, "WriteCapacityUnits": 2},
-            "WarmThroughput": {"WriteUnitsPerSecond": 5_000},
-        })],
-        "Tags": Match.array_with([{"Key": PREWARM_TAG, "Value": "WARM_THROUGHPUT"}]),
-    })
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+            "WarmThroughput": {"ReadUnitsPerSecond": 15_000, "WriteUnitsPerSecond": 6_000},
+            "GlobalSecondaryIndexes": [
+                Match.object_like(
+                    {
+                        "IndexName": "byCustomer",
+                        "ProvisionedThroughput": {"ReadCapacityUnits": 2, "WriteCapacityUnits": 2},
+                        "WarmThroughput": {"WriteUnitsPerSecond": 5_000},
+                    }
+                )
+            ],
+            "Tags": Match.array_with([{"Key": PREWARM_TAG, "Value": "WARM_THROUGHPUT"}]),
+        },
+    )
     # AND no decrease is spent: there is no settle step
     template.resource_count_is("Custom::CapacitySettle", 0)
 
@@ -182,54 +262,84 @@ def test_warm_throughput_on_table_and_gsis(stack: cdk.Stack) -> None:
 def test_provision_then_settle(stack: cdk.Stack) -> None:
     # GIVEN high-water marks under PROVISION_THEN_SETTLE, with write scale-in off
     table = ProvisionedTable(
-        stack, "Catalog", partition_key=PK, prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
+        stack,
+        "Catalog",
+        partition_key=PK,
+        prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
         read=Capacity(min_capacity=25, max_capacity=8_000, high_water_mark=8_000),
-        write=Capacity(min_capacity=10, max_capacity=2_000, disable_scale_in=True,
-                       high_water_mark=3_000),
+        write=Capacity(
+            min_capacity=10, max_capacity=2_000, disable_scale_in=True, high_water_mark=3_000
+        ),
     )
     table.add_global_secondary_index(
-        index_name="bySupplier", partition_key=GK,
+        index_name="bySupplier",
+        partition_key=GK,
         read=Capacity(min_capacity=4, max_capacity=400, high_water_mark=4_000),
-        write=Capacity(min_capacity=2, max_capacity=20))
+        write=Capacity(min_capacity=2, max_capacity=20),
+    )
     template = Template.from_stack(stack)
     # THEN the table and GSI are created at their marks, with no warm throughput
-    template.has_resource_properties("AWS::DynamoDB::Table", {
-        "ProvisionedThroughput": {"ReadCapacityUnits": 8_000, "WriteCapacityUnits": 3_000},
-        "WarmThroughput": Match.absent(),
-        "GlobalSecondaryIndexes": [Match.object_like({
-            "ProvisionedThroughput": {"ReadCapacityUnits": 4_000, "WriteCapacityUnits": 2},
-        })],
-        "Tags": Match.array_with([{"Key": PREWARM_TAG, "Value": "PROVISION_THEN_SETTLE"}]),
-    })
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "ProvisionedThroughput": {"ReadCapacityUnits": 8_000, "WriteCapacityUnits": 3_000},
+            "WarmThroughput": Match.absent(),
+            "GlobalSecondaryIndexes": [
+                Match.object_like(
+                    {
+                        "ProvisionedThroughput": {
+                            "ReadCapacityUnits": 4_000,
+                            "WriteCapacityUnits": 2,
+                        },
+                    }
+                )
+            ],
+            "Tags": Match.array_with([{"Key": PREWARM_TAG, "Value": "PROVISION_THEN_SETTLE"}]),
+        },
+    )
     # AND one settle step lists exactly the dimensions above their operating minimum
-    template.has_resource_properties("Custom::CapacitySettle", {
-        "TableName": stack.resolve(table.table.table_name),
-        "Targets": [
-            {"Index": "", "Dimension": "read", "HighWaterMark": 8_000, "Operating": 25},
-            {"Index": "", "Dimension": "write", "HighWaterMark": 3_000, "Operating": 10},
-            {"Index": "bySupplier", "Dimension": "read", "HighWaterMark": 4_000,
-             "Operating": 4},
-        ],
-    })
+    template.has_resource_properties(
+        "Custom::CapacitySettle",
+        {
+            "TableName": stack.resolve(table.table.table_name),
+            "Targets": [
+                {"Index": "", "Dimension": "read", "HighWaterMark": 8_000, "Operating": 25},
+                {"Index": "", "Dimension": "write", "HighWaterMark": 3_000, "Operating": 10},
+                {
+                    "Index": "bySupplier",
+                    "Dimension": "read",
+                    "HighWaterMark": 4_000,
+                    "Operating": 4,
+                },
+            ],
+        },
+    )
     # AND its function runs the run-time package on the newest Python runtime, arm64
-    template.has_resource_properties("AWS::Lambda::Function", {
-        "Handler": "ddb_capacity_runtime.settle.handler.handler",
-        "Runtime": latest_python_runtime().name,
-        "Architectures": ["arm64"],
-        "Timeout": 600,
-        "MemorySize": 256,
-        "LoggingConfig": Match.object_like({"LogFormat": "JSON"}),
-    })
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Handler": "ddb_capacity_runtime.settle.handler.handler",
+            "Runtime": latest_python_runtime().name,
+            "Architectures": ["arm64"],
+            "Timeout": 600,
+            "MemorySize": 256,
+            "LoggingConfig": Match.object_like({"LogFormat": "JSON"}),
+        },
+    )
     template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 365})
 
 
 def test_settle_function_is_one_per_stack_and_scoped_to_its_tables(stack: cdk.Stack) -> None:
     # GIVEN two PROVISION_THEN_SETTLE tables in one stack
     tables = [
-        ProvisionedTable(stack, name, partition_key=PK,
-                         prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
-                         read=Capacity(min_capacity=5, max_capacity=50, high_water_mark=900),
-                         write=Capacity(min_capacity=5, max_capacity=50))
+        ProvisionedTable(
+            stack,
+            name,
+            partition_key=PK,
+            prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
+            read=Capacity(min_capacity=5, max_capacity=50, high_water_mark=900),
+            write=Capacity(min_capacity=5, max_capacity=50),
+        )
         for name in ("First", "Second")
     ]
     template = Template.from_stack(stack)
@@ -238,60 +348,100 @@ def test_settle_function_is_one_per_stack_and_scoped_to_its_tables(stack: cdk.St
     template.resource_count_is("Custom::CapacitySettle", 2)
     # AND its customer-managed policy names exactly those two tables, nothing wider
     template.resource_count_is("AWS::IAM::Policy", 0)
-    template.has_resource_properties("AWS::IAM::ManagedPolicy", {
-        "PolicyDocument": {"Statement": Match.array_with([
-            {"Action": ["dynamodb:DescribeTable", "dynamodb:UpdateTable"],
-             "Effect": "Allow",
-             "Resource": stack.resolve(t.table.table_arn)}
-            for t in tables
-        ])},
-        "Roles": [{"Ref": Match.string_like_regexp("CapacitySettleProviderFunctionRole")}],
-    })
+    template.has_resource_properties(
+        "AWS::IAM::ManagedPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        {
+                            "Action": ["dynamodb:DescribeTable", "dynamodb:UpdateTable"],
+                            "Effect": "Allow",
+                            "Resource": stack.resolve(t.table.table_arn),
+                        }
+                        for t in tables
+                    ]
+                )
+            },
+            "Roles": [{"Ref": Match.string_like_regexp("CapacitySettleProviderFunctionRole")}],
+        },
+    )
     # AND the role carries no AWS managed policy
     template.has_resource_properties("AWS::IAM::Role", {"ManagedPolicyArns": Match.absent()})
 
 
 def test_settle_skips_marks_equal_to_minimum(stack: cdk.Stack) -> None:
-    ProvisionedTable(stack, "T", partition_key=PK, prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
-                     read=Capacity(min_capacity=50, max_capacity=500, high_water_mark=50),
-                     write=Capacity(min_capacity=5, max_capacity=50))
+    ProvisionedTable(
+        stack,
+        "T",
+        partition_key=PK,
+        prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
+        read=Capacity(min_capacity=50, max_capacity=500, high_water_mark=50),
+        write=Capacity(min_capacity=5, max_capacity=50),
+    )
     template = Template.from_stack(stack)
     template.resource_count_is("Custom::CapacitySettle", 0)
 
 
 def test_pass_through_props(stack: cdk.Stack) -> None:
     ProvisionedTable(
-        stack, "Events", partition_key=PK,
+        stack,
+        "Events",
+        partition_key=PK,
         read=Capacity(min_capacity=1, max_capacity=10),
         write=Capacity(min_capacity=1, max_capacity=10),
-        table_name="events", table_class=dynamodb.TableClass.STANDARD_INFREQUENT_ACCESS,
-        stream=dynamodb.StreamViewType.NEW_IMAGE, time_to_live_attribute="expiresAt",
-        point_in_time_recovery=False, deletion_protection=False,
-        removal_policy=cdk.RemovalPolicy.DESTROY, contributor_insights_enabled=True,
+        table_name="events",
+        table_class=dynamodb.TableClass.STANDARD_INFREQUENT_ACCESS,
+        stream=dynamodb.StreamViewType.NEW_IMAGE,
+        time_to_live_attribute="expiresAt",
+        point_in_time_recovery=False,
+        deletion_protection=False,
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+        contributor_insights_enabled=True,
     )
     template = Template.from_stack(stack)
-    template.has_resource_properties("AWS::DynamoDB::Table", {
-        "TableName": "events",
-        "TableClass": "STANDARD_INFREQUENT_ACCESS",
-        "StreamSpecification": {"StreamViewType": "NEW_IMAGE"},
-        "TimeToLiveSpecification": {"AttributeName": "expiresAt", "Enabled": True},
-        "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": False},
-        "DeletionProtectionEnabled": False,
-        "ContributorInsightsSpecification": {"Enabled": True},
-    })
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "TableName": "events",
+            "TableClass": "STANDARD_INFREQUENT_ACCESS",
+            "StreamSpecification": {"StreamViewType": "NEW_IMAGE"},
+            "TimeToLiveSpecification": {"AttributeName": "expiresAt", "Enabled": True},
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": False},
+            "DeletionProtectionEnabled": False,
+            "ContributorInsightsSpecification": {"Enabled": True},
+        },
+    )
     template.has_resource("AWS::DynamoDB::Table", {"DeletionPolicy": "Delete"})
 
 
 def test_underlying_table_is_exposed_for_grants(stack: cdk.Stack) -> None:
-    table = ProvisionedTable(stack, "Orders", partition_key=PK,
-                             read=Capacity(min_capacity=1, max_capacity=10),
-                             write=Capacity(min_capacity=1, max_capacity=10))
+    table = ProvisionedTable(
+        stack,
+        "Orders",
+        partition_key=PK,
+        read=Capacity(min_capacity=1, max_capacity=10),
+        write=Capacity(min_capacity=1, max_capacity=10),
+    )
     role = iam.Role(stack, "Worker", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
     assert isinstance(table.table, dynamodb.Table)
     table.table.grant_read_data(role)
-    Template.from_stack(stack).has_resource_properties("AWS::IAM::Policy", {
-        "PolicyDocument": {"Statement": Match.array_with([Match.object_like({
-            "Action": Match.array_with(["dynamodb:Query", "dynamodb:GetItem"]),
-            "Resource": Match.array_with([stack.resolve(table.table.table_arn)]),
-        })])},
-    })
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Action": Match.array_with(["dynamodb:Query", "dynamodb:GetItem"]),
+                                "Resource": Match.array_with(
+                                    [stack.resolve(table.table.table_arn)]
+                                ),
+                            }
+                        )
+                    ]
+                )
+            },
+        },
+    )

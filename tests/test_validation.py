@@ -35,8 +35,7 @@ def test_min_capacity_below_one(stack: cdk.Stack) -> None:
 def test_min_above_max(stack: cdk.Stack) -> None:
     message = error_of(lambda: make(stack, write=Capacity(min_capacity=50, max_capacity=10)))
     assert message == (
-        f"{WHERE} table write: min_capacity (50) must be lower than or equal to "
-        f"max_capacity (10)"
+        f"{WHERE} table write: min_capacity (50) must be lower than or equal to max_capacity (10)"
     )
 
 
@@ -60,8 +59,7 @@ def test_target_not_a_number(stack: cdk.Stack) -> None:
     bad = Capacity(min_capacity=5, max_capacity=10, target_utilization_percent="70%")  # type: ignore[arg-type]
     message = error_of(lambda: make(stack, read=bad))
     assert message == (
-        f"{WHERE} table read: target_utilization_percent must be a number from 20 to 90; "
-        f"got '70%'"
+        f"{WHERE} table read: target_utilization_percent must be a number from 20 to 90; got '70%'"
     )
 
 

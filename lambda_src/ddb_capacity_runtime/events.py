@@ -24,13 +24,15 @@ LOGGER = logging.getLogger("ddb_capacity_runtime")
 RESERVED = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "event"}
 
 
-def log_event(event: str, /, *, level: int = logging.INFO, exc_info: bool = False,
-              **fields: Any) -> None:
+def log_event(
+    event: str, /, *, level: int = logging.INFO, exc_info: bool = False, **fields: Any
+) -> None:
     """Log ``event`` with ``fields`` as structured keys."""
     clash = RESERVED & fields.keys()
     if clash:
-        raise ValueError(f"event {event!r}: field names {sorted(clash)} are reserved by "
-                         f"logging; rename them")
+        raise ValueError(
+            f"event {event!r}: field names {sorted(clash)} are reserved by logging; rename them"
+        )
     LOGGER.log(level, event, extra={"event": event, **fields}, exc_info=exc_info)
 
 

@@ -36,32 +36,57 @@ from .simulator.scenarios import SCENARIOS, ScenarioError, scenario
 from .simulator.schedules import ScheduleFileError
 from .simulator.trace import Trace, TraceError, key_label, read_csv
 
-INPUT_ERRORS = (ChartError, ModelError, PolicyError, PriceError, ScenarioError,
-                ScheduleFileError, TraceError)
+INPUT_ERRORS = (
+    ChartError,
+    ModelError,
+    PolicyError,
+    PriceError,
+    ScenarioError,
+    ScheduleFileError,
+    TraceError,
+)
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("model (README, 'Simulator: the model')")
     for f in fields(ModelParams):
-        group.add_argument("--" + f.name.replace("_", "-"), dest=f.name,
-                           type=float if f.name == "units_per_request" else int,
-                           default=f.default, help=f"default {f.default}")
+        group.add_argument(
+            "--" + f.name.replace("_", "-"),
+            dest=f.name,
+            type=float if f.name == "units_per_request" else int,
+            default=f.default,
+            help=f"default {f.default}",
+        )
 
 
 def _run_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--policy", action="append", metavar="P",
-                        help=f"{SPEC_HELP}; repeatable. Default: "
-                             f"{', '.join(DEFAULT_POLICIES)} (+ scheduled with a schedule)")
-    parser.add_argument("--schedule", metavar="FILE.json",
-                        help="schedule entries for the scheduled policy (README)")
-    parser.add_argument("--tick", type=int, default=DEFAULT_TICK_MINUTES, metavar="MINUTES",
-                        help=f"the throttle-aware scaler's tick (default "
-                             f"{DEFAULT_TICK_MINUTES})")
-    parser.add_argument("--price", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a list price: " + ", ".join(f.name for f in
-                                                                  fields(Prices)))
-    parser.add_argument("--json", action="store_true",
-                        help='print one JSON object, {"policies": [...]}')
+    parser.add_argument(
+        "--policy",
+        action="append",
+        metavar="P",
+        help=f"{SPEC_HELP}; repeatable. Default: "
+        f"{', '.join(DEFAULT_POLICIES)} (+ scheduled with a schedule)",
+    )
+    parser.add_argument(
+        "--schedule", metavar="FILE.json", help="schedule entries for the scheduled policy (README)"
+    )
+    parser.add_argument(
+        "--tick",
+        type=int,
+        default=DEFAULT_TICK_MINUTES,
+        metavar="MINUTES",
+        help=f"the throttle-aware scaler's tick (default {DEFAULT_TICK_MINUTES})",
+    )
+    parser.add_argument(
+        "--price",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a list price: " + ", ".join(f.name for f in fields(Prices)),
+    )
+    parser.add_argument(
+        "--json", action="store_true", help='print one JSON object, {"policies": [...]}'
+    )
     parser.add_argument("--chart", metavar="FILE.png", help="write a PNG chart")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     _model_options(parser)
@@ -69,16 +94,19 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="ddb-capacity",
-        description="Backtest DynamoDB capacity policies on a traffic trace.")
+        prog="ddb-capacity", description="Backtest DynamoDB capacity policies on a traffic trace."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sc = sub.add_parser("scenarios", help="list the built-in scenarios")
     sc.add_argument("--json", action="store_true")
     sim = sub.add_parser("simulate", help="replay a scenario or a CSV trace")
     source = sim.add_mutually_exclusive_group(required=True)
     source.add_argument("--scenario", metavar="NAME", help=", ".join(SCENARIOS))
-    source.add_argument("--trace", metavar="FILE.csv",
-                        help="timestamp,read,write rows: ISO-8601 UTC, 1 a minute, units/s")
+    source.add_argument(
+        "--trace",
+        metavar="FILE.csv",
+        help="timestamp,read,write rows: ISO-8601 UTC, 1 a minute, units/s",
+    )
     sim.add_argument("--seed", type=int, default=1, help="jitter seed of a scenario")
     _run_options(sim)
     bt = sub.add_parser("backtest", help="replay a table's CloudWatch history")
@@ -87,33 +115,56 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--days", required=True, type=int, metavar="N", help="1 to 15")
     bt.add_argument("--end", metavar="ISO-8601", help="end of the history (default: now)")
     _run_options(bt)
-    rq = sub.add_parser("request", help="raise a table's capacity for work about to start, "
-                                        "and hold it")
+    rq = sub.add_parser(
+        "request", help="raise a table's capacity for work about to start, and hold it"
+    )
     rq.add_argument("--table", required=True, metavar="NAME")
     rq.add_argument("--index", metavar="NAME", help="a global secondary index of the table")
-    rq.add_argument("--read", type=int, default=0, metavar="N",
-                    help="read units per second on top of the current traffic")
-    rq.add_argument("--write", type=int, default=0, metavar="N",
-                    help="write units per second on top of the current traffic")
-    rq.add_argument("--hold", type=int, default=15, metavar="MINUTES",
-                    help="how long the raise is held, 1 to 1440 (default 15)")
-    rq.add_argument("--timeout", type=int, default=10, metavar="MINUTES",
-                    help="how long to wait for the table to be ready (default 10)")
+    rq.add_argument(
+        "--read",
+        type=int,
+        default=0,
+        metavar="N",
+        help="read units per second on top of the current traffic",
+    )
+    rq.add_argument(
+        "--write",
+        type=int,
+        default=0,
+        metavar="N",
+        help="write units per second on top of the current traffic",
+    )
+    rq.add_argument(
+        "--hold",
+        type=int,
+        default=15,
+        metavar="MINUTES",
+        help="how long the raise is held, 1 to 1440 (default 15)",
+    )
+    rq.add_argument(
+        "--timeout",
+        type=int,
+        default=10,
+        metavar="MINUTES",
+        help="how long to wait for the table to be ready (default 10)",
+    )
     rq.add_argument("--json", action="store_true", help="print the hold as one JSON object")
     rl = sub.add_parser("release", help="end a capacity hold now, or every expired one")
     rl.add_argument("--table", required=True, metavar="NAME")
     which = rl.add_mutually_exclusive_group(required=True)
     which.add_argument("--id", metavar="ID", help="the hold's id, as request printed it")
-    which.add_argument("--expired", action="store_true",
-                       help="end every expired hold (what the restorer does)")
+    which.add_argument(
+        "--expired", action="store_true", help="end every expired hold (what the restorer does)"
+    )
     rl.add_argument("--json", action="store_true", help="print the changes as JSON")
     return parser
 
 
 def _minutes(option: str, value: int, low: int, high: int) -> timedelta:
     if not low <= value <= high:
-        raise RequestInputError(f"{option}: got {value}; expected whole minutes from {low} "
-                                f"to {high}")
+        raise RequestInputError(
+            f"{option}: got {value}; expected whole minutes from {low} to {high}"
+        )
     return timedelta(minutes=value)
 
 
@@ -125,34 +176,49 @@ def _request(args: argparse.Namespace, out: TextIO) -> int:
     if args.command == "request":
         hold = _minutes("--hold", args.hold, 1, 1440)
         timeout = _minutes("--timeout", args.timeout, 0, 1440)
-        made = requests.request_capacity(args.table, read=args.read, write=args.write,
-                                      index=args.index, hold=hold, timeout=timeout)
+        made = requests.request_capacity(
+            args.table,
+            read=args.read,
+            write=args.write,
+            index=args.index,
+            hold=hold,
+            timeout=timeout,
+        )
         if args.json:
             out.write(json.dumps(made.as_json()) + "\n")
             return 0
         levels = ", ".join(f"{dim} >= {units:,}" for dim, units in made.levels.items())
-        out.write(f"hold {made.id} on {made.table}{'/' + made.index if made.index else ''}: "
-                  f"{levels} until {made.expires:%Y-%m-%d %H:%M:%S} UTC\n"
-                  f"end it early with: ddb-capacity release --table {made.table} "
-                  f"--id {made.id}\n")
+        out.write(
+            f"hold {made.id} on {made.table}{'/' + made.index if made.index else ''}: "
+            f"{levels} until {made.expires:%Y-%m-%d %H:%M:%S} UTC\n"
+            f"end it early with: ddb-capacity release --table {made.table} "
+            f"--id {made.id}\n"
+        )
         return 0
-    rows = (requests.restore_expired(args.table) if args.expired
-            else requests.release_hold(args.table, args.id))
+    rows = (
+        requests.restore_expired(args.table)
+        if args.expired
+        else requests.release_hold(args.table, args.id)
+    )
     if args.json:
         out.write(json.dumps({"changes": rows}) + "\n")
         return 0
     for r in rows:
         where = "table" if r["index"] is None else f"index {r['index']}"
-        out.write(f"{r['table']} {where} {r['dimension']} via {r['via']}: {r['from']:,} -> "
-                  f"{r['to']:,} ({r['status']})\n")
+        out.write(
+            f"{r['table']} {where} {r['dimension']} via {r['via']}: {r['from']:,} -> "
+            f"{r['to']:,} ({r['status']})\n"
+        )
     if not rows:
         out.write("nothing to end\n")
     return 0
 
 
 def _specs(args: argparse.Namespace, trace: Trace, params: ModelParams) -> list[Spec]:
-    names = args.policy or [*DEFAULT_POLICIES,
-                            *(["scheduled"] if args.schedule or trace.schedule else [])]
+    names = args.policy or [
+        *DEFAULT_POLICIES,
+        *(["scheduled"] if args.schedule or trace.schedule else []),
+    ]
     return [parse(n, params.max_capacity) for n in names]
 
 
@@ -167,8 +233,15 @@ def _trace(args: argparse.Namespace) -> Trace:
             end = datetime.fromisoformat(args.end)
         except ValueError:
             raise TraceError(f"--end: got {args.end!r}; expected an ISO-8601 time") from None
-    return history(boto3.client("cloudwatch"), boto3.client("dynamodb"), args.table,
-                   args.index, args.days, end, args.units_per_request)
+    return history(
+        boto3.client("cloudwatch"),
+        boto3.client("dynamodb"),
+        args.table,
+        args.index,
+        args.days,
+        end,
+        args.units_per_request,
+    )
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -182,8 +255,9 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     entries = schedules.load(args.schedule) if args.schedule else None
     trace = _trace(args)
     specs = _specs(args, trace, params)
-    results = simulate(trace, specs, params, prices, entries, args.tick,
-                       progress=None if args.quiet else err)
+    results = simulate(
+        trace, specs, params, prices, entries, args.tick, progress=None if args.quiet else err
+    )
     if args.json:
         out.write(json.dumps(report.as_json(results, trace, params, prices)) + "\n")
     else:
@@ -198,21 +272,30 @@ def _scenarios(args: argparse.Namespace, out: TextIO) -> int:
     rows: list[dict[str, Any]] = []
     for s in SCENARIOS.values():
         trace = s.build(1)
-        rows.append({"name": s.name, "description": s.description, "minutes": trace.minutes,
-                     "dimensions": [key_label(k) for k in trace.demand],
-                     "has_schedule": bool(trace.schedule)})
+        rows.append(
+            {
+                "name": s.name,
+                "description": s.description,
+                "minutes": trace.minutes,
+                "dimensions": [key_label(k) for k in trace.demand],
+                "has_schedule": bool(trace.schedule),
+            }
+        )
     if args.json:
         out.write(json.dumps({"scenarios": rows}) + "\n")
         return 0
     width = max(len(r["name"]) for r in rows)
     for r in rows:
-        out.write(f"{r['name']:<{width}}  {r['description']} ({r['minutes']:,} minutes"
-                  f"{', with a schedule' if r['has_schedule'] else ''})\n")
+        out.write(
+            f"{r['name']:<{width}}  {r['description']} ({r['minutes']:,} minutes"
+            f"{', with a schedule' if r['has_schedule'] else ''})\n"
+        )
     return 0
 
 
-def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
-         err: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     args = build_parser().parse_args(argv)

@@ -99,7 +99,10 @@ def summarize_template(stack: str, template: dict[str, Any]) -> list[DimensionRo
                 settle_value = settled.get((logical_id, index, dimension))
                 hwm = warm_value or settle_value
                 prewarm = (
-                    "WARM_THROUGHPUT" if warm_value else "PROVISION_THEN_SETTLE" if settle_value
+                    "WARM_THROUGHPUT"
+                    if warm_value
+                    else "PROVISION_THEN_SETTLE"
+                    if settle_value
                     else None
                 )
                 scale_in = policy.get("DisableScaleIn")
@@ -137,8 +140,9 @@ def summarize_assembly(outdir: Path) -> list[StackSummary]:
             if entry.get("type") == "aws:cdk:acknowledged-rules"
         )
         packs, findings = _validation(outdir, name)
-        summaries.append(StackSummary(name, summarize_template(name, template), acknowledged,
-                                      packs, findings))
+        summaries.append(
+            StackSummary(name, summarize_template(name, template), acknowledged, packs, findings)
+        )
     return summaries
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
 
@@ -21,6 +21,12 @@ from ..core.names import UNITS, base_min_tag
 from ..core.plan import SCALABLE_TARGET, UPDATE_TABLE, Change
 from ..core.policy import DECREASE, INCREASE
 from ..core.tables import ManagedTable
+
+if TYPE_CHECKING:
+    from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
+    from mypy_boto3_application_autoscaling.literals import ScalableDimensionType
+    from mypy_boto3_dynamodb import DynamoDBClient
+
 
 STATUS_BY_CODE = {
     "ResourceInUseException": "retry-next-tick",
@@ -50,20 +56,24 @@ def update_table_request(table: ManagedTable, changes: Sequence[Change]) -> dict
     touched = sorted({c.dimension.index for c in changes}, key=lambda i: (i is not None, i or ""))
 
     def throughput(index: str | None) -> dict[str, int]:
-        return {units: new.get((index, dim), current[(index, dim)])
-                for dim, units in UNITS.items()}
+        return {units: new.get((index, dim), current[(index, dim)]) for dim, units in UNITS.items()}
 
     request: dict[str, Any] = {"TableName": table.name}
     if None in touched:
         request["ProvisionedThroughput"] = throughput(None)
-    updates = [{"Update": {"IndexName": i, "ProvisionedThroughput": throughput(i)}}
-               for i in touched if i is not None]
+    updates = [
+        {"Update": {"IndexName": i, "ProvisionedThroughput": throughput(i)}}
+        for i in touched
+        if i is not None
+    ]
     if updates:
         request["GlobalSecondaryIndexUpdates"] = updates
     return request
 
 
-def _update_table(dynamodb: Any, table: ManagedTable, changes: list[Change]) -> list[Outcome]:
+def _update_table(
+    dynamodb: DynamoDBClient, table: ManagedTable, changes: list[Change]
+) -> list[Outcome]:
     try:
         dynamodb.update_table(**update_table_request(table, changes))
         return [Outcome(c, "applied") for c in changes]
@@ -77,17 +87,23 @@ def _update_table(dynamodb: Any, table: ManagedTable, changes: list[Change]) -> 
         return refused + _update_table(dynamodb, table, increases)
 
 
-def _move_min(dynamodb: Any, aas: Any, table: ManagedTable, change: Change) -> Outcome:
+def _move_min(
+    dynamodb: DynamoDBClient, aas: ApplicationAutoScalingClient, table: ManagedTable, change: Change
+) -> Outcome:
     d = change.dimension
     assert d.target is not None
     tag = base_min_tag(d.index, d.dimension)
     try:
         if change.action == INCREASE and d.base_min_tag is None:
-            dynamodb.tag_resource(ResourceArn=table.arn,
-                                  Tags=[{"Key": tag, "Value": str(d.target.min_capacity)}])
-        aas.register_scalable_target(ServiceNamespace="dynamodb", ResourceId=d.target.resource_id,
-                                     ScalableDimension=d.target.scalable_dimension,
-                                     MinCapacity=change.new)
+            dynamodb.tag_resource(
+                ResourceArn=table.arn, Tags=[{"Key": tag, "Value": str(d.target.min_capacity)}]
+            )
+        aas.register_scalable_target(
+            ServiceNamespace="dynamodb",
+            ResourceId=d.target.resource_id,
+            ScalableDimension=cast("ScalableDimensionType", d.target.scalable_dimension),
+            MinCapacity=change.new,
+        )
         if change.action == DECREASE:
             dynamodb.untag_resource(ResourceArn=table.arn, TagKeys=[tag])
         return Outcome(change, "applied")
@@ -96,8 +112,13 @@ def _move_min(dynamodb: Any, aas: Any, table: ManagedTable, change: Change) -> O
         return Outcome(change, status, message)
 
 
-def apply(dynamodb: Any, aas: Any, table: ManagedTable, changes: Sequence[Change],
-          dry_run: bool) -> list[Outcome]:
+def apply(
+    dynamodb: DynamoDBClient,
+    aas: ApplicationAutoScalingClient,
+    table: ManagedTable,
+    changes: Sequence[Change],
+    dry_run: bool,
+) -> list[Outcome]:
     """Apply one table's changes (or only report them, in dry-run mode)."""
     if dry_run:
         return [Outcome(c, "dry-run") for c in changes]

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
+    from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_resourcegroupstaggingapi import ResourceGroupsTaggingAPIClient
 
 
 @dataclass(frozen=True)
 class Clients:
-    dynamodb: Any
-    autoscaling: Any
-    cloudwatch: Any
-    tagging: Any
+    dynamodb: DynamoDBClient
+    autoscaling: ApplicationAutoScalingClient
+    cloudwatch: CloudWatchClient
+    tagging: ResourceGroupsTaggingAPIClient
 
 
 def make_clients(**kwargs: Any) -> Clients:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.names import UNITS, base_min_tag, resource_id, scalable_dimension
 from ..core.quota import DecreaseLedger
@@ -13,8 +13,15 @@ from ..core.settings import Limits, ScalerConfig
 from ..core.tables import Dimension, ManagedTable, ScalableTarget, tags_of
 from ..events import log_event
 
+if TYPE_CHECKING:
+    from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_resourcegroupstaggingapi import ResourceGroupsTaggingAPIClient
 
-def find_tables(tagging: Any, config: ScalerConfig) -> dict[str, dict[str, str] | None]:
+
+def find_tables(
+    tagging: ResourceGroupsTaggingAPIClient, config: ScalerConfig
+) -> dict[str, dict[str, str] | None]:
     """Table names to manage: the configured ones plus those carrying the discovery tag
     (Resource Groups Tagging API, paginated). Tags come along where discovery saw them."""
     found: dict[str, dict[str, str] | None] = {name: None for name in config.tables}
@@ -22,7 +29,7 @@ def find_tables(tagging: Any, config: ScalerConfig) -> dict[str, dict[str, str] 
         pages = tagging.get_paginator("get_resources").paginate(
             TagFilters=[{"Key": config.tag_key, "Values": [config.tag_value]}],
             ResourceTypeFilters=["dynamodb:table"],
-            ResourcesPerPage=100,
+            PaginationConfig={"PageSize": 100},
         )
         for page in pages:
             for item in page["ResourceTagMappingList"]:
@@ -31,27 +38,44 @@ def find_tables(tagging: Any, config: ScalerConfig) -> dict[str, dict[str, str] 
     return found
 
 
-def scalable_targets(aas: Any, resource_ids: Sequence[str] = ()
-                     ) -> dict[tuple[str, str], ScalableTarget]:
+def scalable_targets(
+    aas: ApplicationAutoScalingClient, resource_ids: Sequence[str] = ()
+) -> dict[tuple[str, str], ScalableTarget]:
     """Every DynamoDB scalable target of the account and Region (or only those of
     ``resource_ids``), with whether it has a target-tracking policy: a constant number of
     paginated calls, whatever the table count."""
-    only = {"ResourceIds": list(resource_ids)} if resource_ids else {}
-    tracked = set()
-    for one in [{"ResourceId": r} for r in resource_ids] or [{}]:
-        for page in aas.get_paginator("describe_scaling_policies").paginate(
-                ServiceNamespace="dynamodb", **one):
-            for policy in page["ScalingPolicies"]:
-                if policy.get("PolicyType") == "TargetTrackingScaling":
-                    tracked.add((policy["ResourceId"], policy["ScalableDimension"]))
-    targets = {}
-    for page in aas.get_paginator("describe_scalable_targets").paginate(
-            ServiceNamespace="dynamodb", **only):
-        for t in page["ScalableTargets"]:
+    tracked: set[tuple[str, str]] = set()
+    policies = aas.get_paginator("describe_scaling_policies")
+    pages = (
+        [
+            p
+            for r in resource_ids
+            for p in policies.paginate(ServiceNamespace="dynamodb", ResourceId=r)
+        ]
+        if resource_ids
+        else policies.paginate(ServiceNamespace="dynamodb")
+    )
+    for page in pages:
+        for policy in page["ScalingPolicies"]:
+            if policy.get("PolicyType") == "TargetTrackingScaling":
+                tracked.add((policy["ResourceId"], policy["ScalableDimension"]))
+    targets: dict[tuple[str, str], ScalableTarget] = {}
+    listing = aas.get_paginator("describe_scalable_targets")
+    target_pages = (
+        listing.paginate(ServiceNamespace="dynamodb", ResourceIds=list(resource_ids))
+        if resource_ids
+        else listing.paginate(ServiceNamespace="dynamodb")
+    )
+    for target_page in target_pages:
+        for t in target_page["ScalableTargets"]:
             key = (t["ResourceId"], t["ScalableDimension"])
-            targets[key] = ScalableTarget(t["ResourceId"], t["ScalableDimension"],
-                                          int(t["MinCapacity"]), int(t["MaxCapacity"]),
-                                          key in tracked)
+            targets[key] = ScalableTarget(
+                t["ResourceId"],
+                t["ScalableDimension"],
+                int(t["MinCapacity"]),
+                int(t["MaxCapacity"]),
+                key in tracked,
+            )
     return targets
 
 
@@ -59,9 +83,15 @@ class NotManaged(Exception):
     """The table is skipped this tick (not ACTIVE, on-demand); not an error."""
 
 
-def describe_table(dynamodb: Any, name: str, tags: dict[str, str] | None, config: ScalerConfig,
-                   targets: Mapping[tuple[str, str], ScalableTarget], now: datetime,
-                   description: Mapping[str, Any] | None = None) -> ManagedTable:
+def describe_table(
+    dynamodb: DynamoDBClient,
+    name: str,
+    tags: dict[str, str] | None,
+    config: ScalerConfig,
+    targets: Mapping[tuple[str, str], ScalableTarget],
+    now: datetime,
+    description: Mapping[str, Any] | None = None,
+) -> ManagedTable:
     """The table's managed dimensions. Raises NotManaged, OverrideError or ClientError.
     ``description`` is DescribeTable's ``Table`` when the caller has just read it."""
     table = description or dynamodb.describe_table(TableName=name)["Table"]
@@ -77,8 +107,12 @@ def describe_table(dynamodb: Any, name: str, tags: dict[str, str] | None, config
     for gsi in table.get("GlobalSecondaryIndexes", []):
         managed.indexes.append(gsi["IndexName"])
         if gsi.get("IndexStatus", "ACTIVE") != "ACTIVE":
-            log_event("index-skipped", table=name, index=gsi["IndexName"],
-                      reason=f"status {gsi['IndexStatus']}")
+            log_event(
+                "index-skipped",
+                table=name,
+                index=gsi["IndexName"],
+                reason=f"status {gsi['IndexStatus']}",
+            )
             continue
         specs.append((gsi["IndexName"], gsi))
     for index, spec in specs:
@@ -92,8 +126,17 @@ def describe_table(dynamodb: Any, name: str, tags: dict[str, str] | None, config
             if target is not None:
                 base = int(tags[tag]) if raised else target.min_capacity
                 dim_limits = Limits(base, target.max_capacity, dim_limits.target_utilization)
-            managed.dimensions.append(Dimension(
-                table=name, index=index, dimension=dim, provisioned=int(throughput[units]),
-                ledger=ledger, last_increase=throughput.get("LastIncreaseDateTime"),
-                limits=dim_limits, target=target, base_min_tag=raised))
+            managed.dimensions.append(
+                Dimension(
+                    table=name,
+                    index=index,
+                    dimension=dim,
+                    provisioned=int(throughput[units]),
+                    ledger=ledger,
+                    last_increase=throughput.get("LastIncreaseDateTime"),
+                    limits=dim_limits,
+                    target=target,
+                    base_min_tag=raised,
+                )
+            )
     return managed

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.quota import utc
 from ..core.series import MINUTE, Key, Series
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch import CloudWatchClient
+
 
 MAX_QUERIES_PER_CALL = 500
 
@@ -27,29 +31,44 @@ def queries(keys: Iterable[Key]) -> list[tuple[str, Key, str, dict[str, Any]]]:
     out = []
     for i, key in enumerate(keys):
         dim = key[2].capitalize()
-        for kind, name in (("consumed", f"Consumed{dim}CapacityUnits"),
-                           ("throttles", f"{dim}ThrottleEvents")):
+        for kind, name in (
+            ("consumed", f"Consumed{dim}CapacityUnits"),
+            ("throttles", f"{dim}ThrottleEvents"),
+        ):
             qid = f"{kind[0]}{i}"
-            out.append((qid, key, kind, {
-                "Id": qid,
-                "MetricStat": {"Metric": _metric(key, name), "Period": 60, "Stat": "Sum"},
-                "ReturnData": True,
-            }))
+            out.append(
+                (
+                    qid,
+                    key,
+                    kind,
+                    {
+                        "Id": qid,
+                        "MetricStat": {"Metric": _metric(key, name), "Period": 60, "Stat": "Sum"},
+                        "ReturnData": True,
+                    },
+                )
+            )
     return out
 
 
-def fetch(cloudwatch: Any, keys: list[Key], start: datetime, end: datetime) -> dict[Key, Series]:
+def fetch(
+    cloudwatch: CloudWatchClient, keys: list[Key], start: datetime, end: datetime
+) -> dict[Key, Series]:
     """Every key's series over [start, end), zero-filled per minute."""
     planned = queries(keys)
     minutes = int((end - start) / MINUTE)
     starts = [start + i * MINUTE for i in range(minutes)]
     sums: dict[str, dict[datetime, float]] = {qid: {} for qid, *_ in planned}
     for offset in range(0, len(planned), MAX_QUERIES_PER_CALL):
-        batch = [q for *_, q in planned[offset:offset + MAX_QUERIES_PER_CALL]]
+        batch = [q for *_, q in planned[offset : offset + MAX_QUERIES_PER_CALL]]
         token = None
         while True:
-            kwargs: dict[str, Any] = {"MetricDataQueries": batch, "StartTime": start,
-                                      "EndTime": end, "ScanBy": "TimestampAscending"}
+            kwargs: dict[str, Any] = {
+                "MetricDataQueries": batch,
+                "StartTime": start,
+                "EndTime": end,
+                "ScanBy": "TimestampAscending",
+            }
             if token:
                 kwargs["NextToken"] = token
             response = cloudwatch.get_metric_data(**kwargs)

@@ -28,31 +28,62 @@ class Change:
     throttles_seen: float = 0.0
 
 
-def plan_table(table: ManagedTable, series: Mapping[Any, Series], config: ScalerConfig,
-               now: datetime) -> list[tuple[Change, Decision]]:
+def plan_table(
+    table: ManagedTable, series: Mapping[Any, Series], config: ScalerConfig, now: datetime
+) -> list[tuple[Change, Decision]]:
     """Every dimension's decision (holds included) as a Change; pure."""
     planned: list[tuple[Change, Decision]] = []
     direct: dict[str | None, dict[str, tuple[Dimension, Decision]]] = {}
     for d in table.dimensions:
         s = series[d.key]
         state = DimensionState(
-            provisioned=d.provisioned, consumed=s.consumed, throttles=s.throttles,
-            minute_starts=s.minute_starts, min_capacity=d.limits.min_capacity,
-            max_capacity=d.limits.max_capacity, now=now, ledger=d.ledger,
-            last_increase=d.last_increase, target_utilization=d.limits.target_utilization)
+            provisioned=d.provisioned,
+            consumed=s.consumed,
+            throttles=s.throttles,
+            minute_starts=s.minute_starts,
+            min_capacity=d.limits.min_capacity,
+            max_capacity=d.limits.max_capacity,
+            now=now,
+            ledger=d.ledger,
+            last_increase=d.last_increase,
+            target_utilization=d.limits.target_utilization,
+        )
         if d.target is not None:
             decision = decide_scalable_min(state, d.target.min_capacity, config.policy)
-            planned.append((Change(d, d.target.min_capacity, decision.capacity, decision.reason,
-                                   decision.action, SCALABLE_TARGET, decision.throttles_seen),
-                            decision))
+            planned.append(
+                (
+                    Change(
+                        d,
+                        d.target.min_capacity,
+                        decision.capacity,
+                        decision.reason,
+                        decision.action,
+                        SCALABLE_TARGET,
+                        decision.throttles_seen,
+                    ),
+                    decision,
+                )
+            )
         else:
             direct.setdefault(d.index, {})[d.dimension] = (d, decide(state, config.policy))
     for dims in direct.values():
-        combined = combine_counter({k: v[1] for k, v in dims.items()},
-                                   {k: v[0].provisioned for k, v in dims.items()})
+        combined = combine_counter(
+            {k: v[1] for k, v in dims.items()}, {k: v[0].provisioned for k, v in dims.items()}
+        )
         for name, (d, _) in dims.items():
             decision = combined[name]
-            planned.append((Change(d, d.provisioned, decision.capacity, decision.reason,
-                                   decision.action, UPDATE_TABLE, decision.throttles_seen),
-                            decision))
+            planned.append(
+                (
+                    Change(
+                        d,
+                        d.provisioned,
+                        decision.capacity,
+                        decision.reason,
+                        decision.action,
+                        UPDATE_TABLE,
+                        decision.throttles_seen,
+                    ),
+                    decision,
+                )
+            )
     return planned

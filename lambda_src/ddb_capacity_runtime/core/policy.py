@@ -121,8 +121,9 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
     seen = float(sum(throttles))
 
     def decision(capacity: int, reason: str, free: int | None = None) -> Decision:
-        action = (INCREASE if capacity > provisioned
-                  else DECREASE if capacity < provisioned else HOLD)
+        action = (
+            INCREASE if capacity > provisioned else DECREASE if capacity < provisioned else HOLD
+        )
         return Decision(capacity, reason, action, seen, free)
 
     if provisioned < state.min_capacity:
@@ -130,8 +131,11 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
 
     # Throttles after the last increase: what the current capacity failed to serve.
     since = utc(state.last_increase) if state.last_increase else None
-    fresh = [i for i, t in enumerate(throttles)
-             if t > 0 and (since is None or utc(state.minute_starts[i]) >= since)]
+    fresh = [
+        i
+        for i, t in enumerate(throttles)
+        if t > 0 and (since is None or utc(state.minute_starts[i]) >= since)
+    ]
     if fresh:
         refused = [throttles[i] / 60 * config.units_per_throttled_request for i in fresh]
         demand = max(consumed[i] + r for i, r in zip(fresh, refused, strict=True))
@@ -139,11 +143,12 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
         wanted = _clamp(max(demand / target, provisioned + step), state)
         events = sum(throttles[i] for i in fresh)
         if wanted <= provisioned:
-            return decision(provisioned,
-                            f"throttled ({events:g} events) at max {state.max_capacity}")
+            return decision(
+                provisioned, f"throttled ({events:g} events) at max {state.max_capacity}"
+            )
         return decision(wanted, f"throttled: {events:g} events, demand ~{demand:.1f}/s")
 
-    recent_peak = max(consumed[-config.recent_minutes:], default=0.0)
+    recent_peak = max(consumed[-config.recent_minutes :], default=0.0)
     if recent_peak > provisioned * target:
         wanted = _clamp(recent_peak / target, state)
         if wanted > provisioned:
@@ -153,7 +158,7 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
     if provisioned > state.max_capacity:
         candidate, why, always_worth = state.max_capacity, f"above max {state.max_capacity}", True
     else:
-        window = consumed[-config.scale_down_minutes:]
+        window = consumed[-config.scale_down_minutes :]
         if len(window) < config.scale_down_minutes:
             return decision(provisioned, "not enough history to decrease")
         peak = max(window)
@@ -167,21 +172,28 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
     if seen > 0:
         return decision(provisioned, f"no decrease while throttled ({seen:g} events in window)")
     if since is not None and now - since < config.hysteresis:
-        return decision(provisioned, f"increased {int((now - since).total_seconds() // 60)} "
-                                     f"min ago; no decrease before {config.hysteresis}")
+        return decision(
+            provisioned,
+            f"increased {int((now - since).total_seconds() // 60)} "
+            f"min ago; no decrease before {config.hysteresis}",
+        )
     saving = (provisioned - candidate) / provisioned
     if not always_worth and saving < config.min_saving_fraction:
         return decision(provisioned, f"saving {saving:.0%} not worth a decrease", candidate)
     allowed, why_quota = state.ledger.allows(
-        now, saving, reserve=config.reserve_decreases,
-        large_saving_fraction=config.large_saving_fraction)
+        now,
+        saving,
+        reserve=config.reserve_decreases,
+        large_saving_fraction=config.large_saving_fraction,
+    )
     if not allowed:
         return decision(provisioned, why_quota)
     return decision(candidate, f"{why}; {why_quota}", candidate)
 
 
-def combine_counter(decisions: Mapping[str, Decision], provisioned: Mapping[str, int]
-                    ) -> dict[str, Decision]:
+def combine_counter(
+    decisions: Mapping[str, Decision], provisioned: Mapping[str, int]
+) -> dict[str, Decision]:
     """Read and write of one table or GSI share a decrease counter: when one of them is
     decreasing, the other's pending decrease rides along in the same UpdateTable for free."""
     if not any(d.action == DECREASE for d in decisions.values()):
@@ -190,14 +202,19 @@ def combine_counter(decisions: Mapping[str, Decision], provisioned: Mapping[str,
     for dim, d in decisions.items():
         free = d.free_decrease
         if d.action == HOLD and free is not None and free < provisioned[dim]:
-            d = replace(d, capacity=free, action=DECREASE,
-                        reason=f"{d.reason}; joins a decrease already spent")
+            d = replace(
+                d,
+                capacity=free,
+                action=DECREASE,
+                reason=f"{d.reason}; joins a decrease already spent",
+            )
         out[dim] = d
     return out
 
 
-def decide_scalable_min(state: DimensionState, current_min: int,
-                        config: PolicyConfig = PolicyConfig()) -> Decision:
+def decide_scalable_min(
+    state: DimensionState, current_min: int, config: PolicyConfig = PolicyConfig()
+) -> Decision:
     """For a dimension under Application Auto Scaling: the MinCapacity to set.
 
     ``state.min_capacity`` is the configured (base) minimum and ``current_min`` the target's
@@ -212,6 +229,7 @@ def decide_scalable_min(state: DimensionState, current_min: int,
     since = utc(state.last_increase) if state.last_increase else None
     calm = d.throttles_seen == 0 and (since is None or utc(state.now) - since >= config.hysteresis)
     if current_min > state.min_capacity and calm:
-        return Decision(state.min_capacity, "pressure gone: restore configured min", DECREASE,
-                        d.throttles_seen)
+        return Decision(
+            state.min_capacity, "pressure gone: restore configured min", DECREASE, d.throttles_seen
+        )
     return Decision(current_min, f"min held: {d.reason}", HOLD, d.throttles_seen)

@@ -81,8 +81,9 @@ class DecreaseLedger:
             possible = hourly_slots(first)
         return max(0, min(MAX_DECREASES_PER_DAY - count, possible))
 
-    def allows(self, now: datetime, saving_fraction: float, *, reserve: int,
-               large_saving_fraction: float) -> tuple[bool, str]:
+    def allows(
+        self, now: datetime, saving_fraction: float, *, reserve: int, large_saving_fraction: float
+    ) -> tuple[bool, str]:
         """Whether to spend a decrease worth ``saving_fraction`` of current capacity now.
 
         Decreases beyond the ``reserve`` kept for the rest of the day are spent freely; the
@@ -93,8 +94,10 @@ class DecreaseLedger:
         left = self.remaining_today(now)
         if left > reserve or saving_fraction >= large_saving_fraction:
             return True, f"{left} decreases left today"
-        return False, (f"only {left} decreases left today (reserve {reserve}); saving "
-                       f"{saving_fraction:.0%} < {large_saving_fraction:.0%}")
+        return False, (
+            f"only {left} decreases left today (reserve {reserve}); saving "
+            f"{saving_fraction:.0%} < {large_saving_fraction:.0%}"
+        )
 
     def spend(self, now: datetime) -> DecreaseLedger:
         """The ledger after one decrease at ``now`` (for simulations and tests)."""

@@ -26,8 +26,10 @@ RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
 RATE_UNITS = {"minute": 60, "hour": 3600, "day": 86400}
 DOW_NUMBER = re.compile(r"(?<![#/\d])(\d+)")
 YEARS = (1970, 2199)
-EXPECTED = ("cron(minutes hours day-of-month month day-of-week year) with ? in day-of-month "
-            "or day-of-week, at(yyyy-mm-ddThh:mm:ss) or rate(N minutes|hours|days)")
+EXPECTED = (
+    "cron(minutes hours day-of-month month day-of-week year) with ? in day-of-month "
+    "or day-of-week, at(yyyy-mm-ddThh:mm:ss) or rate(N minutes|hours|days)"
+)
 
 
 class ScheduleError(CapacityConfigError):
@@ -37,8 +39,10 @@ class ScheduleError(CapacityConfigError):
 def zone(name: str, where: str) -> ZoneInfo:
     """The IANA time zone ``name``; a clear error for anything else."""
     if not isinstance(name, str) or name not in available_timezones():
-        raise ScheduleError(f"{where}: time_zone must be an IANA time zone name such as "
-                            f"'UTC' or 'Europe/Paris'; got {name!r}")
+        raise ScheduleError(
+            f"{where}: time_zone must be an IANA time zone name such as "
+            f"'UTC' or 'Europe/Paris'; got {name!r}"
+        )
     try:
         return ZoneInfo(name)
     except ZoneInfoNotFoundError:  # pragma: no cover (listed but not loadable)
@@ -55,8 +59,9 @@ class Expression:
     at: datetime | None = None
     rate: timedelta | None = None
 
-    def occurrences(self, tz: ZoneInfo, start: datetime, end: datetime,
-                    anchor: datetime | None = None) -> Iterator[datetime]:
+    def occurrences(
+        self, tz: ZoneInfo, start: datetime, end: datetime, anchor: datetime | None = None
+    ) -> Iterator[datetime]:
         """Firing times in [start, end), aware, in ``tz``. A rate counts from ``anchor``
         (the entry's start time) or, unknown until deployment, from ``start``."""
         start, end = start.astimezone(tz), end.astimezone(tz)
@@ -87,35 +92,51 @@ def _years(field: str, where: str, text: str) -> frozenset[int] | None:
     for part in field.split(","):
         bounds = part.split("-")
         if not all(b.isdigit() for b in bounds) or len(bounds) > 2:
-            raise ScheduleError(f"{where}: schedule {text!r}: year field {field!r} must be *, "
-                                f"a year, a range (2026-2027) or a list of them")
+            raise ScheduleError(
+                f"{where}: schedule {text!r}: year field {field!r} must be *, "
+                f"a year, a range (2026-2027) or a list of them"
+            )
         lo, hi = int(bounds[0]), int(bounds[-1])
         if not YEARS[0] <= lo <= hi <= YEARS[1]:
-            raise ScheduleError(f"{where}: schedule {text!r}: years must be from {YEARS[0]} to "
-                                f"{YEARS[1]}; got {part!r}")
+            raise ScheduleError(
+                f"{where}: schedule {text!r}: years must be from {YEARS[0]} to "
+                f"{YEARS[1]}; got {part!r}"
+            )
         years.update(range(lo, hi + 1))
     return frozenset(years)
 
 
 def _dow_to_standard(field: str, where: str, text: str) -> str:
     """AAS numbers days 1-7 from Sunday; standard cron 0-6."""
+
     def shift(match: re.Match[str]) -> str:
         day = int(match.group(1))
         if not 1 <= day <= 7:
-            raise ScheduleError(f"{where}: schedule {text!r}: day-of-week must be 1-7 (SUN-SAT) "
-                                f"or SUN-SAT; got {day}")
+            raise ScheduleError(
+                f"{where}: schedule {text!r}: day-of-week must be 1-7 (SUN-SAT) "
+                f"or SUN-SAT; got {day}"
+            )
         return str(day - 1)
 
     return DOW_NUMBER.sub(shift, field)
 
 
-def cron(*, minute: str | int = "0", hour: str | int = "*", day: str | int | None = None,
-         month: str | int = "*", week_day: str | None = None, year: str | int = "*") -> str:
+def cron(
+    *,
+    minute: str | int = "0",
+    hour: str | int = "*",
+    day: str | int | None = None,
+    month: str | int = "*",
+    week_day: str | None = None,
+    year: str | int = "*",
+) -> str:
     """An Application Auto Scaling cron expression from its fields, with ``?`` where the
     dialect needs it: ``cron(hour=5, week_day="MON-FRI")`` is ``cron(0 5 ? * MON-FRI *)``."""
     if day is not None and week_day is not None:
-        raise ScheduleError(f"cron: set day ({day!r}) or week_day ({week_day!r}), not both; "
-                            f"Application Auto Scaling takes one of them")
+        raise ScheduleError(
+            f"cron: set day ({day!r}) or week_day ({week_day!r}), not both; "
+            f"Application Auto Scaling takes one of them"
+        )
     dom = "?" if week_day is not None else ("*" if day is None else str(day))
     dow = "?" if week_day is None else week_day
     return f"cron({minute} {hour} {dom} {month} {dow} {year})"
@@ -137,29 +158,45 @@ def parse(text: str, where: str) -> Expression:
     if m := RATE.fullmatch(text):
         value, unit = int(m.group(1)), m.group(2)
         if value < 1 or (value == 1) != (not unit.endswith("s")):
-            raise ScheduleError(f"{where}: schedule {text!r}: a rate is a positive whole number "
-                                f"with a singular unit for 1 (rate(1 hour)) and plural otherwise "
-                                f"(rate(2 hours))")
+            raise ScheduleError(
+                f"{where}: schedule {text!r}: a rate is a positive whole number "
+                f"with a singular unit for 1 (rate(1 hour)) and plural otherwise "
+                f"(rate(2 hours))"
+            )
         return Expression(text, rate=timedelta(seconds=value * RATE_UNITS[unit.rstrip("s")]))
     m = CRON.fullmatch(text)
     if not m:
-        raise ScheduleError(f"{where}: schedule {text!r} is not an Application Auto Scaling "
-                            f"expression; expected {EXPECTED}")
+        raise ScheduleError(
+            f"{where}: schedule {text!r} is not an Application Auto Scaling "
+            f"expression; expected {EXPECTED}"
+        )
     fields = m.group(1).split()
     if len(fields) != 6:
-        raise ScheduleError(f"{where}: schedule {text!r} has {len(fields)} fields; a cron "
-                            f"expression has 6: minutes hours day-of-month month day-of-week year")
+        raise ScheduleError(
+            f"{where}: schedule {text!r} has {len(fields)} fields; a cron "
+            f"expression has 6: minutes hours day-of-month month day-of-week year"
+        )
     minute, hour, dom, month, dow, year = fields
     if (dom == "?") == (dow == "?"):
-        raise ScheduleError(f"{where}: schedule {text!r}: exactly one of day-of-month ({dom!r}) "
-                            f"and day-of-week ({dow!r}) must be ?")
-    cron5 = " ".join([minute, hour, "*" if dom == "?" else dom, month,
-                      "*" if dow == "?" else _dow_to_standard(dow, where, text)])
+        raise ScheduleError(
+            f"{where}: schedule {text!r}: exactly one of day-of-month ({dom!r}) "
+            f"and day-of-week ({dow!r}) must be ?"
+        )
+    cron5 = " ".join(
+        [
+            minute,
+            hour,
+            "*" if dom == "?" else dom,
+            month,
+            "*" if dow == "?" else _dow_to_standard(dow, where, text),
+        ]
+    )
     try:
         CronSim(cron5, datetime(2026, 1, 1))
     except CronSimError as exc:
-        raise ScheduleError(f"{where}: schedule {text!r} is not a valid cron expression: "
-                            f"{exc}") from None
+        raise ScheduleError(
+            f"{where}: schedule {text!r} is not a valid cron expression: {exc}"
+        ) from None
     return Expression(text, cron5=cron5, years=_years(year, where, text))
 
 
@@ -221,14 +258,22 @@ class Timeline:
     errors: list[str] = field(default_factory=list)
 
 
-def replay(placed: Sequence[PlacedEntry], ranges: dict[tuple[str | None, str], tuple[int, int]],
-           start: datetime, end: datetime) -> Timeline:
+def replay(
+    placed: Sequence[PlacedEntry],
+    ranges: dict[tuple[str | None, str], tuple[int, int]],
+    start: datetime,
+    end: datetime,
+) -> Timeline:
     """Apply every firing in time order to each dimension's (min, max), starting from the
     configured ranges; record the effective range after each and every contradiction."""
     firings = sorted(
-        ((when.astimezone(UTC), i, p) for i, p in enumerate(placed)
-         for when in p.occurrences(start, end)),
-        key=lambda f: (f[0], f[1]))
+        (
+            (when.astimezone(UTC), i, p)
+            for i, p in enumerate(placed)
+            for when in p.occurrences(start, end)
+        ),
+        key=lambda f: (f[0], f[1]),
+    )
     state = dict(ranges)
     timeline = Timeline()
     seen: dict[tuple[datetime, str | None, str], PlacedEntry] = {}
@@ -245,19 +290,27 @@ def replay(placed: Sequence[PlacedEntry], ranges: dict[tuple[str | None, str], t
         mn, mx = state[key]
         other = seen.get((when, *key))
         if other is not None and (other.entry.min_capacity, other.entry.max_capacity) != (
-                p.entry.min_capacity, p.entry.max_capacity):
-            error(p, "same-time",
+            p.entry.min_capacity,
+            p.entry.max_capacity,
+        ):
+            error(
+                p,
+                "same-time",
                 f"{_label(p)}: {other.entry.name!r} and {p.entry.name!r} both fire at "
                 f"{when:%Y-%m-%d %H:%M} UTC with different capacities; the order between them "
-                f"is not defined")
+                f"is not defined",
+            )
         seen[(when, *key)] = p
         mn = p.entry.min_capacity if p.entry.min_capacity is not None else mn
         mx = p.entry.max_capacity if p.entry.max_capacity is not None else mx
         state[key] = (mn, mx)
         if mn > mx:
-            error(p, "min-above-max",
+            error(
+                p,
+                "min-above-max",
                 f"{_label(p)}: after {p.entry.name!r} at {when:%Y-%m-%d %H:%M} UTC, min ({mn}) "
-                f"would be above max ({mx})")
+                f"would be above max ({mx})",
+            )
         timeline.events.append(Event(when, p, mn, mx))
     return timeline
 
@@ -266,8 +319,9 @@ def _label(p: PlacedEntry) -> str:
     return f"{'table' if p.index is None else 'index ' + repr(p.index)} {p.dimension}"
 
 
-def decrease_warnings(timeline: Timeline, ranges: dict[tuple[str | None, str], tuple[int, int]]
-                      ) -> list[str]:
+def decrease_warnings(
+    timeline: Timeline, ranges: dict[tuple[str | None, str], tuple[int, int]]
+) -> list[str]:
     """Where lowering the range would need more decreases than DynamoDB allows.
 
     Every firing that lowers a dimension's minimum (or its maximum) lets auto scaling
@@ -288,7 +342,8 @@ def decrease_warnings(timeline: Timeline, ranges: dict[tuple[str | None, str], t
             warnings.setdefault(  # once per entry: it recurs with the schedule
                 (p.entry.name, p.index, p.dimension),
                 f"{_label(p)}: {p.entry.name!r} lowers capacity more often than the decrease "
-                f"quota allows (4, then 1 an hour, 27 a UTC day); some decreases would wait")
+                f"quota allows (4, then 1 an hour, 27 a UTC day); some decreases would wait",
+            )
             continue
         ledgers[event.placed.index] = ledger.spend(event.when)
     return list(warnings.values())
@@ -302,7 +357,7 @@ HORIZON = timedelta(days=28)
 
 @dataclass(frozen=True)
 class CapacityWindow:
-    """"Be ready for ``capacity`` units from ``start`` for ``duration`` on ``week_days``":
+    """ "Be ready for ``capacity`` units from ``start`` for ``duration`` on ``week_days``":
     the minimum is raised ``lead`` before the start and restored at the end; neither sets
     it below what another window active at that moment needs."""
 
@@ -336,8 +391,9 @@ class CapacityWindow:
 class TableSchedule:
     """The scheduled actions of one ProvisionedTable, rendered onto its scalable targets."""
 
-    def __init__(self, where: str, ranges: dict[tuple[str | None, str], tuple[int, int]],
-                 quota: int) -> None:
+    def __init__(
+        self, where: str, ranges: dict[tuple[str | None, str], tuple[int, int]], quota: int
+    ) -> None:
         self._where = where
         self._ranges = ranges
         self._quota = quota
@@ -352,33 +408,50 @@ class TableSchedule:
         if not isinstance(entry, ScheduleEntry):
             raise ScheduleError(f"{label}: entry must be a ScheduleEntry; got {entry!r}")
         if not isinstance(entry.name, str) or not re.fullmatch(r"[\w.:/#-]{1,200}", entry.name):
-            raise ScheduleError(f"{label}: schedule name must be 1 to 200 letters, digits or "
-                                f"_ . : / # -; got {entry.name!r}")
+            raise ScheduleError(
+                f"{label}: schedule name must be 1 to 200 letters, digits or "
+                f"_ . : / # -; got {entry.name!r}"
+            )
         if entry.name in self._names(index, dimension):
-            raise ScheduleError(f"{where}: the name is already used on this dimension; names "
-                                f"must be unique per scalable target")
+            raise ScheduleError(
+                f"{where}: the name is already used on this dimension; names "
+                f"must be unique per scalable target"
+            )
         if entry.min_capacity is None and entry.max_capacity is None:
             raise ScheduleError(f"{where}: set min_capacity, max_capacity or both; got neither")
         for name in ("min_capacity", "max_capacity"):
             value = getattr(entry, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or not 1 <= value <= self._quota):
-                raise ScheduleError(f"{where}: {name} must be a whole number from 1 to "
-                                    f"{self._quota}; got {value!r}")
-        if (entry.min_capacity is not None and entry.max_capacity is not None
-                and entry.min_capacity > entry.max_capacity):
-            raise ScheduleError(f"{where}: min_capacity ({entry.min_capacity}) must be lower "
-                                f"than or equal to max_capacity ({entry.max_capacity})")
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or not 1 <= value <= self._quota
+            ):
+                raise ScheduleError(
+                    f"{where}: {name} must be a whole number from 1 to {self._quota}; got {value!r}"
+                )
+        if (
+            entry.min_capacity is not None
+            and entry.max_capacity is not None
+            and entry.min_capacity > entry.max_capacity
+        ):
+            raise ScheduleError(
+                f"{where}: min_capacity ({entry.min_capacity}) must be lower "
+                f"than or equal to max_capacity ({entry.max_capacity})"
+            )
         for name in ("start_time", "end_time"):
             value = getattr(entry, name)
             if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
-                raise ScheduleError(f"{where}: {name} must be a timezone-aware datetime; got "
-                                    f"{value!r}")
+                raise ScheduleError(
+                    f"{where}: {name} must be a timezone-aware datetime; got {value!r}"
+                )
         if entry.start_time and entry.end_time and entry.start_time >= entry.end_time:
-            raise ScheduleError(f"{where}: start_time ({entry.start_time.isoformat()}) must be "
-                                f"before end_time ({entry.end_time.isoformat()})")
-        placed = PlacedEntry(entry, index, dimension, parse(entry.schedule, where),
-                             zone(entry.time_zone, where))
+            raise ScheduleError(
+                f"{where}: start_time ({entry.start_time.isoformat()}) must be "
+                f"before end_time ({entry.end_time.isoformat()})"
+            )
+        placed = PlacedEntry(
+            entry, index, dimension, parse(entry.schedule, where), zone(entry.time_zone, where)
+        )
         self._entries.append(placed)
         return placed
 
@@ -388,30 +461,37 @@ class TableSchedule:
         if not isinstance(window.start, str) or not HHMM.fullmatch(window.start):
             raise ScheduleError(f"{label}: start must be HH:MM (24-hour); got {window.start!r}")
         if not timedelta(minutes=1) <= window.duration <= timedelta(days=6):
-            raise ScheduleError(f"{label}: duration must be from 1 minute to 6 days; got "
-                                f"{window.duration}")
+            raise ScheduleError(
+                f"{label}: duration must be from 1 minute to 6 days; got {window.duration}"
+            )
         if not timedelta(0) <= window.lead <= timedelta(days=1):
             raise ScheduleError(f"{label}: lead must be from 0 to 24 hours; got {window.lead}")
         bad = [d for d in window.week_days if d not in EVERY_DAY]
         if not window.week_days or bad:
-            raise ScheduleError(f"{label}: week_days must be names from {', '.join(EVERY_DAY)}; "
-                                f"got {list(window.week_days)!r}")
+            raise ScheduleError(
+                f"{label}: week_days must be names from {', '.join(EVERY_DAY)}; "
+                f"got {list(window.week_days)!r}"
+            )
         cap = window.capacity
         if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= self._quota:
-            raise ScheduleError(f"{label}: capacity must be a whole number from 1 to "
-                                f"{self._quota}; got {cap!r}")
+            raise ScheduleError(
+                f"{label}: capacity must be a whole number from 1 to {self._quota}; got {cap!r}"
+            )
         zone(window.time_zone, label)
         taken = self._names(window.index, window.dimension)
         for suffix in ("raise", "restore"):
             if f"{window.name}-{suffix}" in taken:
-                raise ScheduleError(f"{label}: the name {window.name}-{suffix} is already used "
-                                    f"on this dimension; names must be unique per scalable target")
+                raise ScheduleError(
+                    f"{label}: the name {window.name}-{suffix} is already used "
+                    f"on this dimension; names must be unique per scalable target"
+                )
         self._windows.append(window)
 
     def _names(self, index: str | None, dimension: str) -> set[str]:
         """Entry names used on one dimension, windows' included (names need no replay)."""
-        names = {p.entry.name for p in self._entries
-                 if (p.index, p.dimension) == (index, dimension)}
+        names = {
+            p.entry.name for p in self._entries if (p.index, p.dimension) == (index, dimension)
+        }
         for w in self._windows:
             if (w.index, w.dimension) == (index, dimension):
                 names |= {f"{w.name}-raise", f"{w.name}-restore"}
@@ -419,8 +499,7 @@ class TableSchedule:
 
     # ---------------------------------------------------------------- the model
 
-    def _window_entries(self, window: CapacityWindow, values: tuple[int, int]
-                        ) -> list[PlacedEntry]:
+    def _window_entries(self, window: CapacityWindow, values: tuple[int, int]) -> list[PlacedEntry]:
         """The raise and restore entries of ``window`` setting min to ``values``."""
         raise_min, restore_min = values
         base_max = self._ranges[(window.index, window.dimension)][1]
@@ -429,15 +508,30 @@ class TableSchedule:
         # the restore lowers that ceiling back, never under the minimum it restores
         raised = raise_min > base_max
         restore_max = max(base_max, restore_min) if raised or restore_min > base_max else None
-        make = [(f"{window.name}-raise", window.raise_schedule, raise_min,
-                 raise_min if raised else None),
-                (f"{window.name}-restore", window.restore_schedule, restore_min, restore_max)]
-        return [PlacedEntry(ScheduleEntry(name, expr, mn, mx, window.time_zone), window.index,
-                            window.dimension, parse(expr, name), tz, window.name)
-                for name, expr, mn, mx in make]
+        make = [
+            (
+                f"{window.name}-raise",
+                window.raise_schedule,
+                raise_min,
+                raise_min if raised else None,
+            ),
+            (f"{window.name}-restore", window.restore_schedule, restore_min, restore_max),
+        ]
+        return [
+            PlacedEntry(
+                ScheduleEntry(name, expr, mn, mx, window.time_zone),
+                window.index,
+                window.dimension,
+                parse(expr, name),
+                tz,
+                window.name,
+            )
+            for name, expr, mn, mx in make
+        ]
 
-    def _intervals(self, window: CapacityWindow, start: datetime, end: datetime
-                   ) -> list[tuple[datetime, datetime]]:
+    def _intervals(
+        self, window: CapacityWindow, start: datetime, end: datetime
+    ) -> list[tuple[datetime, datetime]]:
         raise_, restore = self._window_entries(window, (1, 1))
         ends = sorted(restore.occurrences(start - timedelta(days=7), end + timedelta(days=7)))
         out = []
@@ -447,8 +541,9 @@ class TableSchedule:
                 out.append((begin.astimezone(UTC), finish.astimezone(UTC)))
         return out
 
-    def _analyse(self, start: datetime, end: datetime) -> tuple[
-            dict[str, list[tuple[datetime, datetime]]], dict[str, tuple[int, int]], list[str]]:
+    def _analyse(
+        self, start: datetime, end: datetime
+    ) -> tuple[dict[str, list[tuple[datetime, datetime]]], dict[str, tuple[int, int]], list[str]]:
         """Per window, the minimum its raise and its restore set: its own capacity (at the
         raise) or the operating min (at the restore), but never less than another window on
         the dimension needs at that moment. Errors where that differs from day to day (the
@@ -456,24 +551,30 @@ class TableSchedule:
         intervals = {w.name: self._intervals(w, start, end) for w in self._windows}
         values, errors = {}, []
         for w in self._windows:
-            others = [o for o in self._windows
-                      if o is not w and (o.index, o.dimension) == (w.index, w.dimension)]
+            others = [
+                o
+                for o in self._windows
+                if o is not w and (o.index, o.dimension) == (w.index, w.dimension)
+            ]
 
             def needed(t: datetime, others: list[CapacityWindow] = others) -> int:
-                return max([o.capacity for o in others
-                            if any(b <= t < e for b, e in intervals[o.name])], default=0)
+                return max(
+                    [o.capacity for o in others if any(b <= t < e for b, e in intervals[o.name])],
+                    default=0,
+                )
 
             base = self._ranges[(w.index, w.dimension)][0]
-            at_raise = {max(w.capacity, needed(b)) for b, _ in intervals[w.name]
-                        if start <= b < end}
-            at_restore = {max(base, needed(e)) for _, e in intervals[w.name]
-                          if start <= e < end}
+            at_raise = {
+                max(w.capacity, needed(b)) for b, _ in intervals[w.name] if start <= b < end
+            }
+            at_restore = {max(base, needed(e)) for _, e in intervals[w.name] if start <= e < end}
             for moment, found in (("start", at_raise), ("end", at_restore)):
                 if len(found) > 1:
                     errors.append(
                         f"{self._where} window {w.name!r}: its {moment} falls inside other "
                         f"windows on some days and not others (it would set {sorted(found)} "
-                        f"on different days); align the windows or split them by week day")
+                        f"on different days); align the windows or split them by week day"
+                    )
             values[w.name] = (max(at_raise, default=w.capacity), max(at_restore, default=base))
         return intervals, values, errors
 
@@ -506,11 +607,14 @@ class TableSchedule:
                     continue
                 inside = intervals[w.name] and all(
                     any(ob <= b and e <= oe for ob, oe in intervals[o.name])
-                    for b, e in intervals[w.name])
+                    for b, e in intervals[w.name]
+                )
                 if inside and w.capacity <= o.capacity:
-                    warnings.append(f"{self._where} window {w.name!r} is always inside window "
-                                    f"{o.name!r} with no more capacity ({w.capacity} <= "
-                                    f"{o.capacity}); it has no effect")
+                    warnings.append(
+                        f"{self._where} window {w.name!r} is always inside window "
+                        f"{o.name!r} with no more capacity ({w.capacity} <= "
+                        f"{o.capacity}); it has no effect"
+                    )
         return errors, warnings
 
     def actions(self) -> dict[tuple[str | None, str], list[dict[str, object]]]:
@@ -524,14 +628,19 @@ class TableSchedule:
             if p.entry.max_capacity is not None:
                 action["MaxCapacity"] = p.entry.max_capacity
             rendered: dict[str, object] = {
-                "ScheduledActionName": p.entry.name, "Schedule": p.expression.text,
-                "ScalableTargetAction": action, "Timezone": p.entry.time_zone}
+                "ScheduledActionName": p.entry.name,
+                "Schedule": p.expression.text,
+                "ScalableTargetAction": action,
+                "Timezone": p.entry.time_zone,
+            }
             if p.entry.start_time:
                 rendered["StartTime"] = p.entry.start_time.astimezone(UTC).strftime(
-                    "%Y-%m-%dT%H:%M:%SZ")
+                    "%Y-%m-%dT%H:%M:%SZ"
+                )
             if p.entry.end_time:
                 rendered["EndTime"] = p.entry.end_time.astimezone(UTC).strftime(
-                    "%Y-%m-%dT%H:%M:%SZ")
+                    "%Y-%m-%dT%H:%M:%SZ"
+                )
             out.setdefault((p.index, p.dimension), []).append(rendered)
         return out
 

@@ -57,8 +57,9 @@ class ScalerConfig:
     def from_env(cls, env: Mapping[str, str]) -> ScalerConfig:
         """Read ``SCALER_*`` variables; raise :class:`ConfigError` naming the bad one."""
 
-        def number(name: str, default: float, lo: float, hi: float,
-                   kind: Callable[[str], float] = int) -> Any:
+        def number(
+            name: str, default: float, lo: float, hi: float, kind: Callable[[str], float] = int
+        ) -> Any:
             raw = env.get(name)
             if raw is None or raw == "":
                 return default
@@ -66,8 +67,9 @@ class ScalerConfig:
                 value = kind(raw)
             except ValueError:
                 what = "whole number" if kind is int else "number"
-                raise ConfigError(f"{name} must be a {what} from {lo:g} to {hi:g}; "
-                                  f"got {raw!r}") from None
+                raise ConfigError(
+                    f"{name} must be a {what} from {lo:g} to {hi:g}; got {raw!r}"
+                ) from None
             if not lo <= value <= hi:
                 raise ConfigError(f"{name} must be from {lo:g} to {hi:g}; got {raw!r}")
             return value
@@ -81,28 +83,39 @@ class ScalerConfig:
         tables = tuple(t.strip() for t in env.get("SCALER_TABLES", "").split(",") if t.strip())
         tag_key = env.get("SCALER_TAG_KEY", "autoscaling_manager_enabled").strip() or None
         if not tables and tag_key is None:
-            raise ConfigError("no tables to manage: set SCALER_TABLES (comma-separated names) "
-                              "or SCALER_TAG_KEY (tag discovery)")
+            raise ConfigError(
+                "no tables to manage: set SCALER_TABLES (comma-separated names) "
+                "or SCALER_TAG_KEY (tag discovery)"
+            )
         raw_overrides = env.get("SCALER_OVERRIDES", "") or "{}"
         try:
             overrides = json.loads(raw_overrides)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"SCALER_OVERRIDES must be a JSON object of table name to "
-                              f"{{min, max, target}}; got invalid JSON ({exc.msg})") from None
+            raise ConfigError(
+                f"SCALER_OVERRIDES must be a JSON object of table name to "
+                f"{{min, max, target}}; got invalid JSON ({exc.msg})"
+            ) from None
         if not isinstance(overrides, dict) or not all(
-                isinstance(v, dict) for v in overrides.values()):
-            raise ConfigError("SCALER_OVERRIDES must be a JSON object of table name to "
-                              f"{{min, max, target}}; got {raw_overrides[:200]!r}")
+            isinstance(v, dict) for v in overrides.values()
+        ):
+            raise ConfigError(
+                "SCALER_OVERRIDES must be a JSON object of table name to "
+                f"{{min, max, target}}; got {raw_overrides[:200]!r}"
+            )
         default_min = number("SCALER_DEFAULT_MIN", 5, 1, TABLE_QUOTA)
         default_max = number("SCALER_DEFAULT_MAX", 1_000, 1, TABLE_QUOTA)
         if default_min > default_max:
-            raise ConfigError(f"SCALER_DEFAULT_MIN ({default_min}) must not be above "
-                              f"SCALER_DEFAULT_MAX ({default_max})")
+            raise ConfigError(
+                f"SCALER_DEFAULT_MIN ({default_min}) must not be above "
+                f"SCALER_DEFAULT_MAX ({default_max})"
+            )
         target = number("SCALER_TARGET_PERCENT", 70, 20, 90, float) / 100
         buffer = number("SCALER_BUFFER_PERCENT", 20, 0, 70, float) / 100
         if target - buffer <= 0:
-            raise ConfigError(f"SCALER_BUFFER_PERCENT ({buffer * 100:g}) must be below "
-                              f"SCALER_TARGET_PERCENT ({target * 100:g})")
+            raise ConfigError(
+                f"SCALER_BUFFER_PERCENT ({buffer * 100:g}) must be below "
+                f"SCALER_TARGET_PERCENT ({target * 100:g})"
+            )
         tick = number("SCALER_TICK_MINUTES", 5, 1, 60)
         policy = PolicyConfig(
             target_utilization=target,
@@ -112,7 +125,8 @@ class ScalerConfig:
             min_step_fraction=number("SCALER_MIN_STEP_PERCENT", 20, 0, 1000, float) / 100,
             min_step_units=number("SCALER_MIN_STEP_UNITS", 1, 1, TABLE_QUOTA),
             units_per_throttled_request=number(
-                "SCALER_UNITS_PER_THROTTLED_REQUEST", 1.0, 0.5, 400, float),
+                "SCALER_UNITS_PER_THROTTLED_REQUEST", 1.0, 0.5, 400, float
+            ),
             min_saving_fraction=number("SCALER_MIN_SAVING_PERCENT", 20, 0, 100, float) / 100,
             reserve_decreases=number("SCALER_RESERVE_DECREASES", 2, 0, 27),
             large_saving_fraction=number("SCALER_LARGE_SAVING_PERCENT", 50, 0, 100, float) / 100,
@@ -128,8 +142,7 @@ class ScalerConfig:
             metric_lag_minutes=number("SCALER_METRIC_LAG_MINUTES", 2, 0, 10),
             tick_minutes=tick,
             dry_run=flag("SCALER_DRY_RUN"),
-            namespace=env.get("SCALER_METRICS_NAMESPACE", "DynamoDBCapacity") or
-            "DynamoDBCapacity",
+            namespace=env.get("SCALER_METRICS_NAMESPACE", "DynamoDBCapacity") or "DynamoDBCapacity",
             policy=policy,
         )
 
@@ -139,18 +152,23 @@ class ScalerConfig:
         from_tags: dict[str, Any] = {}
         for key, value in tags.items():
             if key.startswith(TAG_PREFIX):
-                from_tags[key[len(TAG_PREFIX):]] = value
+                from_tags[key[len(TAG_PREFIX) :]] = value
         configured = dict(self.overrides.get(table, {}))
         out = {}
         for dim in DIMENSIONS:
             nested = configured.get(dim, {})
             if not isinstance(nested, dict):
-                raise OverrideError(f"table {table}: override {dim!r} must be an object; "
-                                    f"got {nested!r}")
+                raise OverrideError(
+                    f"table {table}: override {dim!r} must be an object; got {nested!r}"
+                )
 
             tag = f"tag {TAG_PREFIX}"
-            sources = ((f"override {dim}.", nested, ""), ("override ", configured, ""),
-                       (tag, from_tags, f"{dim}-"), (tag, from_tags, ""))
+            sources = (
+                (f"override {dim}.", nested, ""),
+                ("override ", configured, ""),
+                (tag, from_tags, f"{dim}-"),
+                (tag, from_tags, ""),
+            )
             mn, mn_from = _pick(sources, "min", self.default_min)
             mx, mx_from = _pick(sources, "max", self.default_max)
             tg, tg_from = _pick(sources, "target", self.policy.target_utilization * 100)
@@ -159,20 +177,22 @@ class ScalerConfig:
             try:
                 target = float(tg)
             except (TypeError, ValueError):
-                raise OverrideError(f"table {table} {dim}: {tg_from} must be a percentage "
-                                    f"from 20 to 90; got {tg!r}") from None
+                raise OverrideError(
+                    f"table {table} {dim}: {tg_from} must be a percentage from 20 to 90; got {tg!r}"
+                ) from None
             if not 20 <= target <= 90:
-                raise OverrideError(f"table {table} {dim}: {tg_from} must be a percentage "
-                                    f"from 20 to 90; got {tg!r}")
+                raise OverrideError(
+                    f"table {table} {dim}: {tg_from} must be a percentage from 20 to 90; got {tg!r}"
+                )
             if mn > mx:
-                raise OverrideError(f"table {table} {dim}: min ({mn}) must not be above "
-                                    f"max ({mx})")
+                raise OverrideError(f"table {table} {dim}: min ({mn}) must not be above max ({mx})")
             out[dim] = Limits(mn, mx, target / 100)
         return out
 
 
-def _pick(sources: tuple[tuple[str, Mapping[str, Any], str], ...], name: str,
-          default: Any) -> tuple[Any, str]:
+def _pick(
+    sources: tuple[tuple[str, Mapping[str, Any], str], ...], name: str, default: Any
+) -> tuple[Any, str]:
     """The first source that sets ``name`` (with its label for messages), else the default."""
     for label, source, prefix in sources:
         if prefix + name in source:
@@ -186,6 +206,8 @@ def _whole(table: str, dim: str, source: str, value: Any) -> int:
     except (TypeError, ValueError):
         number = float("nan")
     if not number.is_integer() or not 1 <= number <= TABLE_QUOTA:
-        raise OverrideError(f"table {table} {dim}: {source} must be a whole number of capacity "
-                            f"units from 1 to {TABLE_QUOTA}; got {value!r}")
+        raise OverrideError(
+            f"table {table} {dim}: {source} must be a whole number of capacity "
+            f"units from 1 to {TABLE_QUOTA}; got {value!r}"
+        )
     return int(number)

@@ -63,6 +63,6 @@ def throughput_of(description: Mapping[str, Any], index: str | None) -> Mapping[
     raise KeyError(f"index {index!r} not found on table {description.get('TableName')!r}")
 
 
-def tags_of(listing: Iterable[Mapping[str, str]]) -> dict[str, str]:
+def tags_of(listing: Iterable[Mapping[str, object]]) -> dict[str, str]:
     """A tag listing (``[{"Key": k, "Value": v}, ...]``) as a dict."""
-    return {t["Key"]: t["Value"] for t in listing}
+    return {str(t["Key"]): str(t["Value"]) for t in listing}

@@ -13,5 +13,12 @@ from .ending import release_hold, restore_expired
 from .holds import CapacityRequestError, CapacityRequestTimeout, Hold
 from .request import CapacityHold, request_capacity
 
-__all__ = ["CapacityHold", "CapacityRequestError", "CapacityRequestTimeout", "Hold",
-           "release_hold", "request_capacity", "restore_expired"]
+__all__ = [
+    "CapacityHold",
+    "CapacityRequestError",
+    "CapacityRequestTimeout",
+    "Hold",
+    "release_hold",
+    "request_capacity",
+    "restore_expired",
+]

@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
 
@@ -26,6 +26,9 @@ from .holds import CapacityRequestError, CapacityRequestTimeout
 TRAFFIC_MINUTES = 5
 TRAFFIC_LAG_MINUTES = 2
 
+if TYPE_CHECKING:
+    from mypy_boto3_application_autoscaling.literals import ScalableDimensionType
+
 
 @dataclass
 class Context:
@@ -38,8 +41,7 @@ class Context:
         return datetime.fromtimestamp(self.clock(), UTC)
 
 
-def read_table(ctx: Context, table: str, index: str | None,
-              deadline: float | None) -> ManagedTable:
+def read_table(ctx: Context, table: str, index: str | None, deadline: float | None) -> ManagedTable:
     """The table's current state, waiting (until ``deadline``; None: not at all) while it or
     the index is being updated. Raises CapacityRequestError for what no wait can fix."""
     config = ScalerConfig(tables=(table,))
@@ -48,11 +50,17 @@ def read_table(ctx: Context, table: str, index: str | None,
         try:
             # Every GSI's targets, not only the named index's: ending holds may touch any.
             raw = ctx.clients.dynamodb.describe_table(TableName=table)["Table"]
-            ids = [resource_id(table, None), *(resource_id(table, g["IndexName"])
-                                               for g in raw.get("GlobalSecondaryIndexes", []))]
+            ids = [
+                resource_id(table, None),
+                *(
+                    resource_id(table, g["IndexName"])
+                    for g in raw.get("GlobalSecondaryIndexes", [])
+                ),
+            ]
             targets = scalable_targets(ctx.clients.autoscaling, ids)
-            managed = describe_table(ctx.clients.dynamodb, table, None, config, targets, now,
-                                     description=raw)
+            managed = describe_table(
+                ctx.clients.dynamodb, table, None, config, targets, now, description=raw
+            )
             if index is not None and index not in managed.indexes:
                 names = ", ".join(managed.indexes) or "no global secondary indexes"
                 raise CapacityRequestError(f"index: got {index!r}; table {table} has {names}")
@@ -61,23 +69,27 @@ def read_table(ctx: Context, table: str, index: str | None,
             busy = f"index {index} is not ACTIVE"
         except NotManaged as exc:
             if "on-demand" in str(exc):
-                raise CapacityRequestError(f"table: {table} is on-demand; capacity requests "
-                                           f"apply to provisioned tables") from None
+                raise CapacityRequestError(
+                    f"table: {table} is on-demand; capacity requests apply to provisioned tables"
+                ) from None
             busy = str(exc)
         except ClientError as exc:
             error = exc.response.get("Error", {})
             if error.get("Code") == "ResourceNotFoundException":
-                raise CapacityRequestError(f"table: got {table!r}; no such table in this "
-                                           f"account and Region") from None
-            raise CapacityRequestError(f"table {table}: {error.get('Code')}: "
-                                       f"{error.get('Message')}") from None
+                raise CapacityRequestError(
+                    f"table: got {table!r}; no such table in this account and Region"
+                ) from None
+            raise CapacityRequestError(
+                f"table {table}: {error.get('Code')}: {error.get('Message')}"
+            ) from None
         if deadline is None or ctx.clock() >= deadline:
             raise CapacityRequestTimeout(f"table {table}: still busy ({busy})")
         ctx.sleep(ctx.poll_seconds)
 
 
-def current_traffic(ctx: Context, table: str, index: str | None, dims: Iterable[str]
-             ) -> dict[str, int]:
+def current_traffic(
+    ctx: Context, table: str, index: str | None, dims: Iterable[str]
+) -> dict[str, int]:
     """Peak consumed units per second of each dimension over the last few minutes."""
     keys = [(table, index, d) for d in dims]
     start, end = window(ctx.now(), TRAFFIC_MINUTES, TRAFFIC_LAG_MINUTES)
@@ -91,24 +103,49 @@ def base_minimum(tags: Mapping[str, str], index: str | None, dimension: str, def
     if raw is not None and raw.isdigit():
         return int(raw)
     if raw is not None:
-        log_event("tag-ignored", level=logging.WARNING, key=base_min_tag(index, dimension),
-                  value=raw, reason="not a whole number")
+        log_event(
+            "tag-ignored",
+            level=logging.WARNING,
+            key=base_min_tag(index, dimension),
+            value=raw,
+            reason="not a whole number",
+        )
     return default
 
 
 def register_min(ctx: Context, resource: str, dimension: str, minimum: int) -> None:
     try:
         ctx.clients.autoscaling.register_scalable_target(
-            ServiceNamespace="dynamodb", ResourceId=resource, ScalableDimension=dimension,
-            MinCapacity=minimum)
+            ServiceNamespace="dynamodb",
+            ResourceId=resource,
+            ScalableDimension=cast("ScalableDimensionType", dimension),
+            MinCapacity=minimum,
+        )
     except ClientError as exc:
         error = exc.response.get("Error", {})
-        raise CapacityRequestError(f"{resource} {dimension}: setting MinCapacity {minimum:,} "
-                                   f"failed: {error.get('Code')}: {error.get('Message')}"
-                                   ) from None
+        raise CapacityRequestError(
+            f"{resource} {dimension}: setting MinCapacity {minimum:,} "
+            f"failed: {error.get('Code')}: {error.get('Message')}"
+        ) from None
 
 
-def result_row(table: str, index: str | None, dimension: str, via: str, old: int, new: int,
-         status: str, note: str | None = None) -> dict[str, Any]:
-    return {"table": table, "index": index, "dimension": dimension, "via": via, "from": old,
-            "to": new, "status": status, **({"note": note} if note else {})}
+def result_row(
+    table: str,
+    index: str | None,
+    dimension: str,
+    via: str,
+    old: int,
+    new: int,
+    status: str,
+    note: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "table": table,
+        "index": index,
+        "dimension": dimension,
+        "via": via,
+        "from": old,
+        "to": new,
+        "status": status,
+        **({"note": note} if note else {}),
+    }

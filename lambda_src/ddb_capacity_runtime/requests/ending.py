@@ -24,8 +24,9 @@ from .holds import (
 )
 
 
-def end_holds(ctx: Context, managed: ManagedTable, ending: Callable[[Hold], bool],
-         lower_direct: bool = True) -> list[dict[str, Any]]:
+def end_holds(
+    ctx: Context, managed: ManagedTable, ending: Callable[[Hold], bool], lower_direct: bool = True
+) -> list[dict[str, Any]]:
     """End the holds ``ending`` selects (and remove malformed hold tags): lower each
     dimension they touched to what its remaining holds need. Tags are removed only for
     holds whose dimension was restored, so a refused decrease is tried again later.
@@ -47,8 +48,7 @@ def end_holds(ctx: Context, managed: ManagedTable, ending: Callable[[Hold], bool
         index, dim = scope
         remaining = [h for h in holds if h.scope == scope and h.active(now) and not ending(h)]
         base_key = base_min_tag(index, dim)
-        keys = [h.key for h in gone] + ([base_key] if not remaining and base_key in tags
-                                        else [])
+        keys = [h.key for h in gone] + ([base_key] if not remaining and base_key in tags else [])
         d = dims.get(scope)
         if d is None:  # an index that is gone (forget its holds) or not ACTIVE (later)
             if index not in managed.indexes:
@@ -62,8 +62,18 @@ def end_holds(ctx: Context, managed: ManagedTable, ending: Callable[[Hold], bool
         if current > held:
             # Raised beyond the holds since: that capacity is someone else's to lower. A
             # target's base tag stays for the scaler, which restores it when calm.
-            rows.append(result_row(d.table, index, dim, via, current, current, "kept",
-                             "raised beyond the holds since"))
+            rows.append(
+                result_row(
+                    d.table,
+                    index,
+                    dim,
+                    via,
+                    current,
+                    current,
+                    "kept",
+                    "raised beyond the holds since",
+                )
+            )
             untag += [h.key for h in gone]
             if not remaining and d.target is None and base_key in tags:
                 untag.append(base_key)
@@ -75,36 +85,69 @@ def end_holds(ctx: Context, managed: ManagedTable, ending: Callable[[Hold], bool
             rows.append(result_row(d.table, index, dim, via, current, to, "applied"))
             untag += keys
         elif not lower_direct:
-            rows.append(result_row(d.table, index, dim, via, current, current, "left-to-policy",
-                             "the scaler lowers it as the traffic allows"))
+            rows.append(
+                result_row(
+                    d.table,
+                    index,
+                    dim,
+                    via,
+                    current,
+                    current,
+                    "left-to-policy",
+                    "the scaler lowers it as the traffic allows",
+                )
+            )
             untag += keys
         elif d.ledger.can_decrease(now):
-            decreases.append(Change(d, current, to, "capacity hold ended", DECREASE,
-                                    UPDATE_TABLE))
+            decreases.append(Change(d, current, to, "capacity hold ended", DECREASE, UPDATE_TABLE))
             untag += [h.key for h in gone]
             if not remaining and base_key in tags:
                 untag.append(base_key)
         else:
-            rows.append(result_row(d.table, index, dim, via, current, to, "quota-exceeded",
-                             "no decrease allowed now; tried again at the next restore"))
-    for outcome in actuator.apply(ctx.clients.dynamodb, ctx.clients.autoscaling, managed,
-                                  decreases, dry_run=False):
+            rows.append(
+                result_row(
+                    d.table,
+                    index,
+                    dim,
+                    via,
+                    current,
+                    to,
+                    "quota-exceeded",
+                    "no decrease allowed now; tried again at the next restore",
+                )
+            )
+    for outcome in actuator.apply(
+        ctx.clients.dynamodb, ctx.clients.autoscaling, managed, decreases, dry_run=False
+    ):
         c = outcome.change
-        rows.append(result_row(c.dimension.table, c.dimension.index, c.dimension.dimension,
-                         UPDATE_TABLE, c.old, c.new, outcome.status, outcome.error))
+        rows.append(
+            result_row(
+                c.dimension.table,
+                c.dimension.index,
+                c.dimension.dimension,
+                UPDATE_TABLE,
+                c.old,
+                c.new,
+                outcome.status,
+                outcome.error,
+            )
+        )
         if outcome.status != "applied":
             scope = (c.dimension.index, c.dimension.dimension)
             keep = {h.key for h in by_scope[scope]} | {base_min_tag(*scope)}
             untag = [k for k in untag if k not in keep]
     if untag:
-        ctx.clients.dynamodb.untag_resource(ResourceArn=managed.arn,
-                                            TagKeys=sorted(set(untag)))
+        ctx.clients.dynamodb.untag_resource(ResourceArn=managed.arn, TagKeys=sorted(set(untag)))
     return rows
 
 
-def restore_expired(table: str, *, clients: Clients | None = None,
-                    clock: Callable[[], float] = time.time,
-                    lower_direct: bool = True) -> list[dict[str, Any]]:
+def restore_expired(
+    table: str,
+    *,
+    clients: Clients | None = None,
+    clock: Callable[[], float] = time.time,
+    lower_direct: bool = True,
+) -> list[dict[str, Any]]:
     """End every expired (or malformed) hold on ``table``: what the scaler's tick (with
     ``lower_direct`` False) and the ``CapacityRequests`` restorer run. A table being
     updated is left for the next run."""
@@ -119,9 +162,14 @@ def restore_expired(table: str, *, clients: Clients | None = None,
     return end_holds(ctx, managed, lambda h: not h.active(now), lower_direct)
 
 
-def release_hold(table: str, hold_id: str, *, clients: Clients | None = None,
-                 clock: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep) -> list[dict[str, Any]]:
+def release_hold(
+    table: str,
+    hold_id: str,
+    *,
+    clients: Clients | None = None,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[dict[str, Any]]:
     """End the hold ``hold_id`` on ``table`` (as :meth:`CapacityHold.release` does, for a
     process that no longer has the handle). Raises CapacityRequestError if there is none."""
     ctx = Context(clients or make_clients(), clock, sleep, 5.0)
@@ -129,6 +177,7 @@ def release_hold(table: str, hold_id: str, *, clients: Clients | None = None,
     holds, _ = holds_in(managed.tags)
     ids = sorted({h.id for h in holds})
     if hold_id not in ids:
-        raise CapacityRequestError(f"id: got {hold_id!r}; table {table} holds "
-                                   f"{', '.join(ids) if ids else 'nothing'}")
+        raise CapacityRequestError(
+            f"id: got {hold_id!r}; table {table} holds {', '.join(ids) if ids else 'nothing'}"
+        )
     return end_holds(ctx, managed, lambda h: h.id == hold_id)

@@ -72,8 +72,10 @@ class Hold:
 
     @property
     def value(self) -> str:
-        return (f"{scope_label(self.index)}:{self.units}:{int(self.expires.timestamp())}:"
-                f"{self.baseline}")
+        return (
+            f"{scope_label(self.index)}:{self.units}:{int(self.expires.timestamp())}:"
+            f"{self.baseline}"
+        )
 
     @property
     def scope(self) -> tuple[str | None, str]:
@@ -85,14 +87,14 @@ class Hold:
     @classmethod
     def from_tag(cls, key: str, value: str) -> Hold | None:
         """The hold a tag describes, or None when the tag is not a well-formed hold."""
-        ident, _, dimension = key[len(HOLD_TAG):].rpartition(":")
+        ident, _, dimension = key[len(HOLD_TAG) :].rpartition(":")
         scope, *numbers = value.rsplit(":", 3)
         if not ident or dimension not in DIMENSIONS or len(numbers) != 3:
             return None
         if scope == "table":
             index = None
         elif scope.startswith("index/") and len(scope) > len("index/"):
-            index = scope[len("index/"):]
+            index = scope[len("index/") :]
         else:
             return None
         try:
@@ -101,8 +103,7 @@ class Hold:
             return None
         if units < 1 or baseline < 0:
             return None
-        return cls(ident, index, dimension, units, datetime.fromtimestamp(expires, UTC),
-                   baseline)
+        return cls(ident, index, dimension, units, datetime.fromtimestamp(expires, UTC), baseline)
 
 
 def holds_in(tags: Mapping[str, str]) -> tuple[list[Hold], list[str]]:
@@ -135,8 +136,12 @@ def lift(table: ManagedTable, now: datetime) -> ManagedTable:
     for d in table.dimensions:
         floor = level(h for h in holds if h.scope == (d.index, d.dimension) and h.active(now))
         if floor > d.limits.min_capacity:
-            d = replace(d, limits=Limits(floor, max(floor, d.limits.max_capacity),
-                                         d.limits.target_utilization))
+            d = replace(
+                d,
+                limits=Limits(
+                    floor, max(floor, d.limits.max_capacity), d.limits.target_utilization
+                ),
+            )
         dims.append(d)
     return replace(table, dimensions=dims)
 

@@ -69,11 +69,16 @@ class CapacityHold:
         return rows
 
     def as_json(self) -> dict[str, Any]:
-        return {"table": self.table, "index": self.index, "id": self.id,
-                "expires": self.expires.isoformat(), "levels": self.levels,
-                "holds": {h.dimension: {"units": h.units, "baseline": h.baseline}
-                          for h in self.holds},
-                "changes": self.changes, "released": self.released}
+        return {
+            "table": self.table,
+            "index": self.index,
+            "id": self.id,
+            "expires": self.expires.isoformat(),
+            "levels": self.levels,
+            "holds": {h.dimension: {"units": h.units, "baseline": h.baseline} for h in self.holds},
+            "changes": self.changes,
+            "released": self.released,
+        }
 
     def __enter__(self) -> CapacityHold:
         return self
@@ -82,11 +87,19 @@ class CapacityHold:
         self.release()
 
 
-def request_capacity(table: str, *, read: int = 0, write: int = 0, index: str | None = None,
-                     hold: timedelta = DEFAULT_HOLD, timeout: timedelta = DEFAULT_TIMEOUT,
-                     clients: Clients | None = None, clock: Callable[[], float] = time.time,
-                     sleep: Callable[[float], None] = time.sleep,
-                     poll_seconds: float = 5.0) -> CapacityHold:
+def request_capacity(
+    table: str,
+    *,
+    read: int = 0,
+    write: int = 0,
+    index: str | None = None,
+    hold: timedelta = DEFAULT_HOLD,
+    timeout: timedelta = DEFAULT_TIMEOUT,
+    clients: Clients | None = None,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    poll_seconds: float = 5.0,
+) -> CapacityHold:
     """Raise ``table`` (or its GSI ``index``) by ``read`` / ``write`` units per second over
     the current traffic, wait until it is ACTIVE with that capacity, and hold it for
     ``hold``. Returns a :class:`CapacityHold`.
@@ -115,11 +128,13 @@ def request_capacity(table: str, *, read: int = 0, write: int = 0, index: str | 
             tags[key] = str(d.target.min_capacity if d.target else d.provisioned)
     try:
         ctx.clients.dynamodb.tag_resource(
-            ResourceArn=managed.arn, Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
+            ResourceArn=managed.arn, Tags=[{"Key": k, "Value": v} for k, v in tags.items()]
+        )
     except ClientError as exc:
         error = exc.response.get("Error", {})
-        raise CapacityRequestError(f"table {table}: could not record the hold: "
-                                   f"{error.get('Code')}: {error.get('Message')}") from None
+        raise CapacityRequestError(
+            f"table {table}: could not record the hold: {error.get('Code')}: {error.get('Message')}"
+        ) from None
     handle = CapacityHold(table, index, ident, expires, holds, _ctx=ctx)
     try:
         handle.levels, handle.changes = _raise(ctx, table, index, list(wanted), deadline)
@@ -127,14 +142,20 @@ def request_capacity(table: str, *, read: int = 0, write: int = 0, index: str | 
         try:
             handle.release()
         except Exception:  # the restorer ends the hold at expiry
-            log_event("hold-withdraw-failed", level=logging.ERROR, exc_info=True,
-                      table=table, hold_id=ident)
+            log_event(
+                "hold-withdraw-failed",
+                level=logging.ERROR,
+                exc_info=True,
+                table=table,
+                hold_id=ident,
+            )
         raise
     return handle
 
 
-def _raise(ctx: Context, table: str, index: str | None, dims: list[str],
-           deadline: float) -> tuple[dict[str, int], list[dict[str, Any]]]:
+def _raise(
+    ctx: Context, table: str, index: str | None, dims: list[str], deadline: float
+) -> tuple[dict[str, int], list[dict[str, Any]]]:
     """Raise until a fresh look at the table finds nothing left to raise. Every round reads
     the tags again, so a hold recorded meanwhile by another requester is added too."""
     done: list[dict[str, Any]] = []
@@ -147,39 +168,58 @@ def _raise(ctx: Context, table: str, index: str | None, dims: list[str],
             if d.index != index or d.dimension not in dims:
                 continue
             base = base_minimum(managed.tags, d.index, d.dimension, 0)
-            want = max(base, level(h for h in holds if h.scope == (index, d.dimension)
-                                   and h.active(now)))
+            want = max(
+                base, level(h for h in holds if h.scope == (index, d.dimension) and h.active(now))
+            )
             levels[d.dimension] = want
             if d.target is not None:
                 if want > d.target.max_capacity:
                     raise CapacityRequestError(
                         f"{d.dimension}: the request needs a minimum of {want:,} but the "
                         f"scalable target of {scope_label(index)} has a max of "
-                        f"{d.target.max_capacity:,}; raise the max or ask for less")
+                        f"{d.target.max_capacity:,}; raise the max or ask for less"
+                    )
                 if d.target.min_capacity < want:
                     register_min(ctx, d.target.resource_id, d.target.scalable_dimension, want)
-                    done.append(result_row(table, index, d.dimension, "scalable-target",
-                                     d.target.min_capacity, want, "applied"))
+                    done.append(
+                        result_row(
+                            table,
+                            index,
+                            d.dimension,
+                            "scalable-target",
+                            d.target.min_capacity,
+                            want,
+                            "applied",
+                        )
+                    )
             if d.provisioned < want:
-                raises.append(Change(d, d.provisioned, want, "capacity request", INCREASE,
-                                     UPDATE_TABLE))
+                raises.append(
+                    Change(d, d.provisioned, want, "capacity request", INCREASE, UPDATE_TABLE)
+                )
         if not raises:
             return levels, done
         busy = False
-        for outcome in actuator.apply(ctx.clients.dynamodb, ctx.clients.autoscaling, managed,
-                                      raises, dry_run=False):
+        for outcome in actuator.apply(
+            ctx.clients.dynamodb, ctx.clients.autoscaling, managed, raises, dry_run=False
+        ):
             c = outcome.change
             if outcome.status == "applied":
-                done.append(result_row(table, index, c.dimension.dimension, UPDATE_TABLE, c.old,
-                                 c.new, "applied"))
+                done.append(
+                    result_row(
+                        table, index, c.dimension.dimension, UPDATE_TABLE, c.old, c.new, "applied"
+                    )
+                )
             elif outcome.status == "retry-next-tick":  # another update is in flight
                 busy = True
             else:
-                raise CapacityRequestError(f"table {table} {scope_label(index)} "
-                                           f"{c.dimension.dimension}: raising to {c.new:,} "
-                                           f"failed: {outcome.error}")
+                raise CapacityRequestError(
+                    f"table {table} {scope_label(index)} "
+                    f"{c.dimension.dimension}: raising to {c.new:,} "
+                    f"failed: {outcome.error}"
+                )
         if busy:
             if ctx.clock() >= deadline:
-                raise CapacityRequestTimeout(f"table {table}: capacity not reached before "
-                                             f"the timeout; wanted {levels}")
+                raise CapacityRequestTimeout(
+                    f"table {table}: capacity not reached before the timeout; wanted {levels}"
+                )
             ctx.sleep(ctx.poll_seconds)

@@ -27,6 +27,7 @@ def restorer_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
             out["failed"].append({"table": name, "error": str(exc)})
     log_event("holds-restored", restored=out["restored"], failed=out["failed"])
     if out["failed"]:
-        raise RuntimeError(f"restoring holds failed on {len(out['failed'])} table(s): "
-                           f"{out['failed']}")
+        raise RuntimeError(
+            f"restoring holds failed on {len(out['failed'])} table(s): {out['failed']}"
+        )
     return out

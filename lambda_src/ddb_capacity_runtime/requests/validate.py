@@ -9,35 +9,44 @@ from ..core.names import TABLE_QUOTA, base_min_tag
 from .holds import MAX_HOLD, MAX_TAG_KEY, MAX_TAG_VALUE, CapacityRequestError, Hold
 
 
-def validate_request(table: Any, read: Any, write: Any, index: Any, hold: Any,
-              timeout: Any) -> dict[str, int]:
+def validate_request(
+    table: Any, read: Any, write: Any, index: Any, hold: Any, timeout: Any
+) -> dict[str, int]:
     if not isinstance(table, str) or not 3 <= len(table) <= 255:
-        raise CapacityRequestError(f"table: got {table!r}; expected a table name (3 to 255 "
-                                   f"characters)")
+        raise CapacityRequestError(
+            f"table: got {table!r}; expected a table name (3 to 255 characters)"
+        )
     if index is not None and (not isinstance(index, str) or not 3 <= len(index) <= 255):
-        raise CapacityRequestError(f"index: got {index!r}; expected None or a global "
-                                   f"secondary index name (3 to 255 characters)")
+        raise CapacityRequestError(
+            f"index: got {index!r}; expected None or a global "
+            f"secondary index name (3 to 255 characters)"
+        )
     wanted = {}
     for name, units in (("read", read), ("write", write)):
-        if isinstance(units, bool) or not isinstance(units, int) or not \
-                0 <= units <= TABLE_QUOTA:
-            raise CapacityRequestError(f"{name}: got {units!r}; expected a whole number of "
-                                       f"capacity units from 0 to {TABLE_QUOTA:,}")
+        if isinstance(units, bool) or not isinstance(units, int) or not 0 <= units <= TABLE_QUOTA:
+            raise CapacityRequestError(
+                f"{name}: got {units!r}; expected a whole number of "
+                f"capacity units from 0 to {TABLE_QUOTA:,}"
+            )
         if units:
             wanted[name] = units
     if not wanted:
-        raise CapacityRequestError("read and write: got 0 and 0; ask for at least one unit "
-                                   "of read or write capacity")
+        raise CapacityRequestError(
+            "read and write: got 0 and 0; ask for at least one unit of read or write capacity"
+        )
     if not isinstance(hold, timedelta) or not timedelta(minutes=1) <= hold <= MAX_HOLD:
-        raise CapacityRequestError(f"hold: got {hold!r}; expected a timedelta from 1 minute "
-                                   f"to {MAX_HOLD}")
+        raise CapacityRequestError(
+            f"hold: got {hold!r}; expected a timedelta from 1 minute to {MAX_HOLD}"
+        )
     if not isinstance(timeout, timedelta) or timeout < timedelta(0):
-        raise CapacityRequestError(f"timeout: got {timeout!r}; expected a timedelta of 0 or "
-                                   f"more")
-    sample = Hold("0" * 12, index, "write", TABLE_QUOTA, datetime(2100, 1, 1, tzinfo=UTC),
-                  TABLE_QUOTA)
+        raise CapacityRequestError(f"timeout: got {timeout!r}; expected a timedelta of 0 or more")
+    sample = Hold(
+        "0" * 12, index, "write", TABLE_QUOTA, datetime(2100, 1, 1, tzinfo=UTC), TABLE_QUOTA
+    )
     if len(sample.value) > MAX_TAG_VALUE or len(base_min_tag(index, "write")) > MAX_TAG_KEY:
-        raise CapacityRequestError(f"index: got a name of {len(index or '')} characters; "
-                                   f"hold tags can name indexes of up to "
-                                   f"{MAX_TAG_KEY - len(base_min_tag('', 'write'))} characters")
+        raise CapacityRequestError(
+            f"index: got a name of {len(index or '')} characters; "
+            f"hold tags can name indexes of up to "
+            f"{MAX_TAG_KEY - len(base_min_tag('', 'write'))} characters"
+        )
     return wanted

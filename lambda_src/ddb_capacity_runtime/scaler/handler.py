@@ -17,7 +17,13 @@ def lambda_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     """AWS Lambda entry point: a bad configuration fails the invocation with its message."""
     config = ScalerConfig.from_env(os.environ)
     summary = run_tick(config, make_clients(), datetime.now(UTC))
-    log_event("tick-done", tables=summary["tables"], dimensions=summary["dimensions"],
-              changes=summary["changes"], failed=summary["failed"],
-              skipped=summary["skipped"], dry_run=summary["dry_run"])
+    log_event(
+        "tick-done",
+        tables=summary["tables"],
+        dimensions=summary["dimensions"],
+        changes=summary["changes"],
+        failed=summary["failed"],
+        skipped=summary["skipped"],
+        dry_run=summary["dry_run"],
+    )
     return summary

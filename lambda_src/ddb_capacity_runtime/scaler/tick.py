@@ -33,25 +33,47 @@ from ..events import emit_metrics, log_event
 from ..requests import ending, holds
 
 
-def _emf(config: ScalerConfig, table: ManagedTable, planned: list[tuple[Change, Decision]],
-         now: datetime) -> dict[str, Any]:
-    names = ("Decisions", "ThrottleEventsSeen", "DecreasesLeft", "CapacityAtMax")
+def _row(change: Change, status: str, error: str | None) -> dict[str, Any]:
+    """What a decision event and the tick's summary say of one change."""
+    d = change.dimension
     return {
-        "_aws": {"Timestamp": int(now.timestamp() * 1000), "CloudWatchMetrics": [{
-            "Namespace": config.namespace, "Dimensions": [["TableName"]],
-            "Metrics": [{"Name": n, "Unit": "Count"} for n in names]}]},
-        "TableName": table.name,
-        "Decisions": sum(1 for c, _ in planned if c.action != HOLD),
-        "ThrottleEventsSeen": sum(c.throttles_seen for c, _ in planned),
-        "DecreasesLeft": min((d.ledger.remaining_today(now) for d in table.dimensions),
-                             default=0),
-        "CapacityAtMax": sum(1 for d in table.dimensions
-                             if d.provisioned >= d.limits.max_capacity),
+        "table": d.table,
+        "index": d.index,
+        "dimension": d.dimension,
+        "via": change.via,
+        "from": change.old,
+        "to": change.new,
+        "status": status,
+        **({"error": error} if error else {}),
     }
 
 
-def run_tick(config: ScalerConfig, clients: Clients, now: datetime,
-             out: TextIO | None = None) -> dict[str, Any]:
+def _emf(
+    config: ScalerConfig, table: ManagedTable, planned: list[tuple[Change, Decision]], now: datetime
+) -> dict[str, Any]:
+    names = ("Decisions", "ThrottleEventsSeen", "DecreasesLeft", "CapacityAtMax")
+    return {
+        "_aws": {
+            "Timestamp": int(now.timestamp() * 1000),
+            "CloudWatchMetrics": [
+                {
+                    "Namespace": config.namespace,
+                    "Dimensions": [["TableName"]],
+                    "Metrics": [{"Name": n, "Unit": "Count"} for n in names],
+                }
+            ],
+        },
+        "TableName": table.name,
+        "Decisions": sum(1 for c, _ in planned if c.action != HOLD),
+        "ThrottleEventsSeen": sum(c.throttles_seen for c, _ in planned),
+        "DecreasesLeft": min((d.ledger.remaining_today(now) for d in table.dimensions), default=0),
+        "CapacityAtMax": sum(1 for d in table.dimensions if d.provisioned >= d.limits.max_capacity),
+    }
+
+
+def run_tick(
+    config: ScalerConfig, clients: Clients, now: datetime, out: TextIO | None = None
+) -> dict[str, Any]:
     """Discover, measure, decide and act once. Returns a summary. EMF records go to
     ``out`` (stdout by default); events to the log."""
     now = now.astimezone(UTC)
@@ -62,11 +84,11 @@ def run_tick(config: ScalerConfig, clients: Clients, now: datetime,
         try:
             table = discovery.describe_table(clients.dynamodb, name, tags, config, targets, now)
             if not config.dry_run and holds.needs_restore(table.tags, now):
-                for ended in ending.restore_expired(name, clients=clients,
-                                                   clock=now.timestamp, lower_direct=False):
+                for ended in ending.restore_expired(
+                    name, clients=clients, clock=now.timestamp, lower_direct=False
+                ):
                     log_event("hold-ended", **ended)
-                table = discovery.describe_table(clients.dynamodb, name, None, config, targets,
-                                                 now)
+                table = discovery.describe_table(clients.dynamodb, name, None, config, targets, now)
             tables.append(holds.lift(table, now))
         except (NotManaged, OverrideError, holds.CapacityRequestError) as exc:
             skipped.append({"table": name, "reason": str(exc)})
@@ -75,7 +97,7 @@ def run_tick(config: ScalerConfig, clients: Clients, now: datetime,
             reason = f"{error.get('Code')}: {error.get('Message')}"
             skipped.append({"table": name, "reason": reason})
     for entry in skipped:
-        log_event("table-skipped", **entry)
+        log_event("table-skipped", table=entry["table"], reason=entry["reason"])
 
     start, end = window(now, config.history_minutes, config.metric_lag_minutes)
     keys = [d.key for t in tables for d in t.dimensions]
@@ -85,25 +107,30 @@ def run_tick(config: ScalerConfig, clients: Clients, now: datetime,
     for table in tables:
         planned = plan_table(table, series, config, now)
         changes = [c for c, _ in planned if c.action != HOLD and c.new != c.old]
-        results = {id(o.change): o for o in actuator.apply(
-            clients.dynamodb, clients.autoscaling, table, changes, config.dry_run)}
+        results = {
+            id(o.change): o
+            for o in actuator.apply(
+                clients.dynamodb, clients.autoscaling, table, changes, config.dry_run
+            )
+        }
         for change, _ in planned:
-            d = change.dimension
             outcome = results.get(id(change))
-            log_event("decision", table=d.table, index=d.index, dimension=d.dimension,
-                      via=change.via, **{"from": change.old, "to": change.new},
-                      action=change.action, reason=change.reason,
-                      throttles_seen=change.throttles_seen,
-                      status=outcome.status if outcome else "held",
-                      **({"error": outcome.error} if outcome and outcome.error else {}))
+            fields: dict[str, Any] = {
+                **_row(
+                    change,
+                    outcome.status if outcome else "held",
+                    outcome.error if outcome else None,
+                ),
+                "action": change.action,
+                "reason": change.reason,
+                "throttles_seen": change.throttles_seen,
+            }
+            log_event("decision", **fields)
         outcomes.extend(results.values())
         emit_metrics(_emf(config, table, planned, now), out)
 
     def row(o: Outcome) -> dict[str, Any]:
-        d = o.change.dimension
-        return {"table": d.table, "index": d.index, "dimension": d.dimension,
-                "via": o.change.via, "from": o.change.old, "to": o.change.new,
-                "status": o.status, **({"error": o.error} if o.error else {})}
+        return _row(o.change, o.status, o.error)
 
     return {
         "tables": len(tables),

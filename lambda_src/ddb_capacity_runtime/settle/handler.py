@@ -21,10 +21,13 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..events import log_event
 from .plan import SettleTarget, parse_targets, plan_settle
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 
 def _is_active(description: Mapping[str, Any]) -> bool:
@@ -35,7 +38,7 @@ def _is_active(description: Mapping[str, Any]) -> bool:
 
 
 def wait_until_active(
-    dynamodb: Any,
+    dynamodb: DynamoDBClient,
     table_name: str,
     *,
     timeout_s: float,
@@ -46,7 +49,7 @@ def wait_until_active(
     """DescribeTable until the table and all its GSIs are ACTIVE; TimeoutError after."""
     deadline = clock() + timeout_s
     while True:
-        description: dict[str, Any] = dynamodb.describe_table(TableName=table_name)["Table"]
+        description = cast("dict[str, Any]", dynamodb.describe_table(TableName=table_name)["Table"])
         if _is_active(description):
             return description
         if clock() + poll_s > deadline:
@@ -58,14 +61,21 @@ def wait_until_active(
 
 
 def settle_table(
-    dynamodb: Any, table_name: str, targets: list[SettleTarget], *, timeout_s: float = 600.0
+    dynamodb: DynamoDBClient,
+    table_name: str,
+    targets: list[SettleTarget],
+    *,
+    timeout_s: float = 600.0,
 ) -> dict[str, Any] | None:
     """Settle one table; returns the UpdateTable arguments sent, or None if none was needed."""
     description = wait_until_active(dynamodb, table_name, timeout_s=timeout_s)
     update = plan_settle(description, targets)
     if update is None:
-        log_event("settle-skipped", table=table_name,
-                  reason="nothing at its high-water mark, no decrease spent")
+        log_event(
+            "settle-skipped",
+            table=table_name,
+            reason="nothing at its high-water mark, no decrease spent",
+        )
         return None
     log_event("settle", table=table_name, update=update)
     dynamodb.update_table(**update)
@@ -98,7 +108,7 @@ def _respond(event: Mapping[str, Any], status: str, reason: str, data: Mapping[s
         response.read()
 
 
-def handler(event: Mapping[str, Any], context: Any, dynamodb: Any = None) -> None:
+def handler(event: Mapping[str, Any], context: Any, dynamodb: DynamoDBClient | None = None) -> None:
     """CloudFormation custom-resource entry point (Create and Update settle; Delete is a no-op)."""
     data: dict[str, Any] = {"Settled": "false"}
     try:
@@ -118,7 +128,12 @@ def handler(event: Mapping[str, Any], context: Any, dynamodb: Any = None) -> Non
             data["Settled"] = "true" if update else "false"
         _respond(event, "SUCCESS", "settled", data)
     except Exception as exc:  # every failure must reach CloudFormation, or it waits an hour
-        log_event("settle-failed", level=logging.ERROR, exc_info=True,
-                  table=event.get("ResourceProperties", {}).get("TableName"),
-                  request_type=event.get("RequestType"), error=f"{type(exc).__name__}: {exc}")
+        log_event(
+            "settle-failed",
+            level=logging.ERROR,
+            exc_info=True,
+            table=event.get("ResourceProperties", {}).get("TableName"),
+            request_type=event.get("RequestType"),
+            error=f"{type(exc).__name__}: {exc}",
+        )
         _respond(event, "FAILED", f"{type(exc).__name__}: {exc}", data)

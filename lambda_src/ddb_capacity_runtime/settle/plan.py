@@ -66,9 +66,7 @@ def plan_settle(
 
     def throughput(index: str | None) -> dict[str, int]:
         now = throughput_of(description, index)
-        return {
-            UNITS[d]: int(wanted[index].get(d, now[UNITS[d]])) for d in (READ, WRITE)
-        }
+        return {UNITS[d]: int(wanted[index].get(d, now[UNITS[d]])) for d in (READ, WRITE)}
 
     update: dict[str, Any] = {"TableName": description["TableName"]}
     if None in wanted:

@@ -5,5 +5,12 @@ from .pacing import PacingError, TokenBucket
 from .scan import CursorStore, RateLimitedScan, ScanError, create_cursor_table
 from .writer import SlowStartWriter
 
-__all__ = ["CursorStore", "PacingError", "RateLimitedScan", "ScanError", "SlowStartWriter",
-           "TokenBucket", "create_cursor_table"]
+__all__ = [
+    "CursorStore",
+    "PacingError",
+    "RateLimitedScan",
+    "ScanError",
+    "SlowStartWriter",
+    "TokenBucket",
+    "create_cursor_table",
+]

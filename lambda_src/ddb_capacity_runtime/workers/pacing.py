@@ -21,17 +21,27 @@ class PacingError(ValueError):
 
 
 def _positive(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
-            value) or value <= 0:
-        raise PacingError(f"{name}: got {value!r}; expected a number of capacity units per "
-                          f"second > 0")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise PacingError(
+            f"{name}: got {value!r}; expected a number of capacity units per second > 0"
+        )
     return float(value)
 
 
 class TokenBucket:
-    def __init__(self, rate: float, burst: float | None = None, *,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        rate: float,
+        burst: float | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self._rate = _positive("rate", rate)
         self._burst = _positive("burst", burst) if burst is not None else self._rate
         self._clock = clock

@@ -21,15 +21,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
 
 from ..events import log_event
 from .pacing import TokenBucket
 
-THROTTLED = ("ProvisionedThroughputExceededException", "ThrottlingException",
-             "RequestLimitExceeded")
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+THROTTLED = (
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+)
 MAX_LIMIT = 1000
 Page = Callable[[int, list[dict[str, Any]]], None]
 
@@ -38,14 +45,20 @@ class ScanError(ValueError):
     """A scan setting that is not allowed."""
 
 
-def create_cursor_table(dynamodb: Any, name: str) -> None:
+def create_cursor_table(dynamodb: DynamoDBClient, name: str) -> None:
     """Create the cursor table (on-demand: it sees a few writes a second at most) and wait."""
     dynamodb.create_table(
-        TableName=name, BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": "scan_id", "AttributeType": "S"},
-                              {"AttributeName": "segment", "AttributeType": "N"}],
-        KeySchema=[{"AttributeName": "scan_id", "KeyType": "HASH"},
-                   {"AttributeName": "segment", "KeyType": "RANGE"}])
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": "scan_id", "AttributeType": "S"},
+            {"AttributeName": "segment", "AttributeType": "N"},
+        ],
+        KeySchema=[
+            {"AttributeName": "scan_id", "KeyType": "HASH"},
+            {"AttributeName": "segment", "KeyType": "RANGE"},
+        ],
+    )
     dynamodb.get_waiter("table_exists").wait(TableName=name)
 
 
@@ -60,24 +73,32 @@ class CursorStore:
     """Per (scan id, segment): the LastEvaluatedKey, whether the segment is done, and how many
     items it delivered. Reads are strongly consistent."""
 
-    def __init__(self, dynamodb: Any, table: str) -> None:
+    def __init__(self, dynamodb: DynamoDBClient, table: str) -> None:
         self.dynamodb = dynamodb
         self.table = table
 
     def load(self, scan_id: str, segment: int) -> Cursor:
         item = self.dynamodb.get_item(
-            TableName=self.table, ConsistentRead=True,
-            Key={"scan_id": {"S": scan_id}, "segment": {"N": str(segment)}}).get("Item")
+            TableName=self.table,
+            ConsistentRead=True,
+            Key={"scan_id": {"S": scan_id}, "segment": {"N": str(segment)}},
+        ).get("Item")
         if item is None:
             return Cursor(None, False, 0)
-        return Cursor(item["last_key"]["M"] if "last_key" in item else None,
-                      item["done"]["BOOL"], int(item["items"]["N"]))
+        return Cursor(
+            dict(item["last_key"]["M"]) if "last_key" in item else None,
+            item["done"]["BOOL"],
+            int(item["items"]["N"]),
+        )
 
     def save(self, scan_id: str, segment: int, cursor: Cursor) -> None:
         item: dict[str, Any] = {
-            "scan_id": {"S": scan_id}, "segment": {"N": str(segment)},
-            "done": {"BOOL": cursor.done}, "items": {"N": str(cursor.items)},
-            "updated": {"S": datetime.now(UTC).isoformat()}}
+            "scan_id": {"S": scan_id},
+            "segment": {"N": str(segment)},
+            "done": {"BOOL": cursor.done},
+            "items": {"N": str(cursor.items)},
+            "updated": {"S": datetime.now(UTC).isoformat()},
+        }
         if cursor.last_key is not None:
             item["last_key"] = {"M": cursor.last_key}
         self.dynamodb.put_item(TableName=self.table, Item=item)
@@ -106,20 +127,37 @@ class RateLimitedScan:
     :param index, consistent_read, projection: passed to Scan.
     """
 
-    def __init__(self, dynamodb: Any, table: str, *, rate: float, segments: int = 4,
-                 page_units: float | None = None, initial_limit: int = 25,
-                 store: CursorStore | None = None, scan_id: str | None = None,
-                 index: str | None = None, consistent_read: bool = False,
-                 projection: str | None = None, max_throttle_retries: int = 10,
-                 sleep: Callable[[float], None] = time.sleep,
-                 bucket: TokenBucket | None = None) -> None:
-        if isinstance(segments, bool) or not isinstance(segments, int) or not (
-                1 <= segments <= 1_000_000):
-            raise ScanError(f"segments: got {segments!r}; expected a whole number from 1 to "
-                            f"1000000")
+    def __init__(
+        self,
+        dynamodb: DynamoDBClient,
+        table: str,
+        *,
+        rate: float,
+        segments: int = 4,
+        page_units: float | None = None,
+        initial_limit: int = 25,
+        store: CursorStore | None = None,
+        scan_id: str | None = None,
+        index: str | None = None,
+        consistent_read: bool = False,
+        projection: str | None = None,
+        max_throttle_retries: int = 10,
+        sleep: Callable[[float], None] = time.sleep,
+        bucket: TokenBucket | None = None,
+    ) -> None:
+        if (
+            isinstance(segments, bool)
+            or not isinstance(segments, int)
+            or not (1 <= segments <= 1_000_000)
+        ):
+            raise ScanError(
+                f"segments: got {segments!r}; expected a whole number from 1 to 1000000"
+            )
         if not isinstance(initial_limit, int) or not 1 <= initial_limit <= MAX_LIMIT:
-            raise ScanError(f"initial_limit: got {initial_limit!r}; expected a whole number "
-                            f"from 1 to {MAX_LIMIT}")
+            raise ScanError(
+                f"initial_limit: got {initial_limit!r}; expected a whole number "
+                f"from 1 to {MAX_LIMIT}"
+            )
         if (store is None) != (scan_id is None):
             raise ScanError("store and scan_id: got only one; a resumable scan needs both")
         self.dynamodb = dynamodb
@@ -152,25 +190,31 @@ class RateLimitedScan:
             return MAX_LIMIT if units <= 0 and items > 0 else 0
         return max(1, min(MAX_LIMIT, int(items / units * page_units)))
 
-    def _page(self, segment: int, limit: int, start: dict[str, Any] | None,
-              estimate: float) -> dict[str, Any] | None:
-        request = {"TableName": self.table, "Segment": segment,
-                   "TotalSegments": self.segments, "Limit": limit,
-                   "ReturnConsumedCapacity": "TOTAL", **self.extra}
+    def _page(
+        self, segment: int, limit: int, start: dict[str, Any] | None, estimate: float
+    ) -> dict[str, Any] | None:
+        request = {
+            "TableName": self.table,
+            "Segment": segment,
+            "TotalSegments": self.segments,
+            "Limit": limit,
+            "ReturnConsumedCapacity": "TOTAL",
+            **self.extra,
+        }
         if start is not None:
             request["ExclusiveStartKey"] = start
         for attempt in range(self.max_throttle_retries + 1):
             try:
-                response: dict[str, Any] = self.dynamodb.scan(**request)
-                return response
+                return cast("dict[str, Any]", self.dynamodb.scan(**request))
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") not in THROTTLED or (
-                        attempt == self.max_throttle_retries):
+                    attempt == self.max_throttle_retries
+                ):
                     self.bucket.settle(-estimate)
                     raise
                 with self._lock:
                     self._result.throttled += 1
-                delay = min(20.0, 0.1 * 2 ** attempt)
+                delay = min(20.0, 0.1 * 2**attempt)
                 log_event("scan-throttled", segment=segment, retry_in_seconds=delay)
                 self.sleep(delay)
                 if self.stop.is_set():
@@ -179,9 +223,11 @@ class RateLimitedScan:
         return None  # not reached
 
     def _segment(self, segment: int, handle: Page) -> None:
-        cursor = (self.store.load(self.scan_id, segment)
-                  if self.store is not None and self.scan_id is not None
-                  else Cursor(None, False, 0))
+        cursor = (
+            self.store.load(self.scan_id, segment)
+            if self.store is not None and self.scan_id is not None
+            else Cursor(None, False, 0)
+        )
         if cursor.done:
             with self._lock:
                 self._result.segments_done.append(segment)
@@ -227,8 +273,10 @@ class RateLimitedScan:
                 errors.append(exc)
                 self.stop.set()
 
-        threads = [threading.Thread(target=worker, args=(s,), name=f"scan-segment-{s}",
-                                    daemon=True) for s in range(self.segments)]
+        threads = [
+            threading.Thread(target=worker, args=(s,), name=f"scan-segment-{s}", daemon=True)
+            for s in range(self.segments)
+        ]
         for t in threads:
             t.start()
         try:
@@ -244,4 +292,3 @@ class RateLimitedScan:
             raise errors[0]
         self._result.segments_done.sort()
         return self._result
-

@@ -20,13 +20,17 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import ClientError
 
 from .pacing import PacingError, TokenBucket
 from .scan import THROTTLED
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
 
 BATCH = 25
 
@@ -48,25 +52,46 @@ class WriteResult:
 
 
 class SlowStartWriter:
-    def __init__(self, dynamodb: Any, table: str, *, start_rate: float, max_rate: float,
-                 step_seconds: float = 120.0, step_factor: float = 2.0, max_attempts: int = 8,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        for name, value in (("start_rate", start_rate), ("max_rate", max_rate),
-                            ("step_seconds", step_seconds)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not (
-                    math.isfinite(value) and value > 0):
+    def __init__(
+        self,
+        dynamodb: DynamoDBClient,
+        table: str,
+        *,
+        start_rate: float,
+        max_rate: float,
+        step_seconds: float = 120.0,
+        step_factor: float = 2.0,
+        max_attempts: int = 8,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        for name, value in (
+            ("start_rate", start_rate),
+            ("max_rate", max_rate),
+            ("step_seconds", step_seconds),
+        ):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not (math.isfinite(value) and value > 0)
+            ):
                 raise PacingError(f"{name}: got {value!r}; expected a number > 0")
         if max_rate < start_rate:
-            raise PacingError(f"max_rate: got {max_rate!r}; expected at least start_rate "
-                              f"({start_rate!r})")
-        if isinstance(step_factor, bool) or not isinstance(step_factor, int | float) or not (
-                math.isfinite(step_factor) and step_factor >= 1):
+            raise PacingError(
+                f"max_rate: got {max_rate!r}; expected at least start_rate ({start_rate!r})"
+            )
+        if (
+            isinstance(step_factor, bool)
+            or not isinstance(step_factor, int | float)
+            or not (math.isfinite(step_factor) and step_factor >= 1)
+        ):
             raise PacingError(f"step_factor: got {step_factor!r}; expected a number >= 1")
-        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or (
-                max_attempts < 1):
-            raise PacingError(f"max_attempts: got {max_attempts!r}; expected a whole number "
-                              f">= 1")
+        if (
+            isinstance(max_attempts, bool)
+            or not isinstance(max_attempts, int)
+            or (max_attempts < 1)
+        ):
+            raise PacingError(f"max_attempts: got {max_attempts!r}; expected a whole number >= 1")
         self.dynamodb = dynamodb
         self.table = table
         self.start_rate, self.max_rate = float(start_rate), float(max_rate)
@@ -127,8 +152,9 @@ class SlowStartWriter:
                 again = []
                 for original, serialized, attempts in retry:
                     if attempts + 1 >= self.max_attempts:
-                        result.failed.append(Failed(original, f"still unprocessed after "
-                                                              f"{attempts + 1} attempts"))
+                        result.failed.append(
+                            Failed(original, f"still unprocessed after {attempts + 1} attempts")
+                        )
                     else:
                         again.append((original, serialized, attempts + 1))
                 if again:
@@ -136,15 +162,16 @@ class SlowStartWriter:
                 pending = again + pending
         return result
 
-    def _send(self, batch: Sequence[tuple[Mapping[str, Any], dict[str, Any], int]],
-              result: WriteResult) -> tuple[list[tuple[Mapping[str, Any], dict[str, Any], int]],
-                                            float]:
+    def _send(
+        self, batch: Sequence[tuple[Mapping[str, Any], dict[str, Any], int]], result: WriteResult
+    ) -> tuple[list[tuple[Mapping[str, Any], dict[str, Any], int]], float]:
         """One BatchWriteItem; returns the entries to send again and the units consumed."""
         result.batches += 1
         try:
             response = self.dynamodb.batch_write_item(
                 RequestItems={self.table: [{"PutRequest": {"Item": s}} for _, s, _ in batch]},
-                ReturnConsumedCapacity="TOTAL")
+                ReturnConsumedCapacity="TOTAL",
+            )
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code in THROTTLED:
@@ -161,8 +188,9 @@ class SlowStartWriter:
             message = exc.response.get("Error", {}).get("Message", "")
             result.failed.extend(Failed(o, f"{code}: {message}") for o, _, _ in batch)
             return [], 0.0
-        units = sum(float(c.get("CapacityUnits", 0.0))
-                    for c in response.get("ConsumedCapacity", []))
+        units = sum(
+            float(c.get("CapacityUnits", 0.0)) for c in response.get("ConsumedCapacity", [])
+        )
         unprocessed = response.get("UnprocessedItems", {}).get(self.table, [])
         keys = [r["PutRequest"]["Item"] for r in unprocessed]
         retry = [e for e in batch if e[1] in keys]

@@ -13,7 +13,22 @@ from .schedules import ScheduleFileError
 from .trace import Trace, TraceError, read_csv
 
 __all__ = [
-    "DEFAULT_POLICIES", "SCENARIOS", "DimensionResult", "ModelError", "ModelParams",
-    "PolicyError", "PriceError", "Prices", "ScenarioError", "ScheduleFileError", "Trace",
-    "TraceError", "parse", "read_csv", "run_policy", "scenario", "serve", "simulate",
+    "DEFAULT_POLICIES",
+    "SCENARIOS",
+    "DimensionResult",
+    "ModelError",
+    "ModelParams",
+    "PolicyError",
+    "PriceError",
+    "Prices",
+    "ScenarioError",
+    "ScheduleFileError",
+    "Trace",
+    "TraceError",
+    "parse",
+    "read_csv",
+    "run_policy",
+    "scenario",
+    "serve",
+    "simulate",
 ]

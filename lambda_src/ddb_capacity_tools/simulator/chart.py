@@ -26,8 +26,9 @@ def render(results: Sequence[DimensionResult], trace: Trace, path: str | Path) -
     try:
         import matplotlib
     except ImportError:
-        raise ChartError("--chart needs matplotlib: pip install "
-                         "'cdk-dynamodb-capacity[charts]'") from None
+        raise ChartError(
+            "--chart needs matplotlib: pip install 'cdk-dynamodb-capacity[charts]'"
+        ) from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -36,8 +37,9 @@ def render(results: Sequence[DimensionResult], trace: Trace, path: str | Path) -
     by = {(r.policy, r.key): r for r in results}
     times = [trace.time(m) for m in range(trace.minutes)]
     rows = len(policies) + 1
-    fig, axes = plt.subplots(rows, len(keys), figsize=(7 * len(keys), 2.2 * rows),
-                             sharex=True, squeeze=False)
+    fig, axes = plt.subplots(
+        rows, len(keys), figsize=(7 * len(keys), 2.2 * rows), sharex=True, squeeze=False
+    )
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for c, key in enumerate(keys):
         for r, policy in enumerate(policies):
@@ -47,18 +49,27 @@ def render(results: Sequence[DimensionResult], trace: Trace, path: str | Path) -
             ax.plot(times, rec.demand, color="0.6", lw=0.8, label="demand")
             ax.plot(times, rec.served, color=colors[r % len(colors)], lw=0.9, label="served")
             if result.peak_provisioned:
-                ax.step(times, rec.provisioned, where="post", color="black", lw=1.1,
-                        label="provisioned")
-            ax.set_title(f"{policy} - {key_label(key)}: {result.throttled_minutes} throttled "
-                         f"min, ${result.cost_usd:,.2f}", fontsize=9)
+                ax.step(
+                    times, rec.provisioned, where="post", color="black", lw=1.1, label="provisioned"
+                )
+            ax.set_title(
+                f"{policy} - {key_label(key)}: {result.throttled_minutes} throttled "
+                f"min, ${result.cost_usd:,.2f}",
+                fontsize=9,
+            )
             ax.set_ylabel("units/s", fontsize=8)
             ax.tick_params(labelsize=7)
             if r == 0:
                 ax.legend(fontsize=7, loc="upper left")
         ax = axes[-1][c]
         for r, policy in enumerate(policies):
-            ax.plot(times, by[(policy, key)].recorded.throttled, color=colors[r % len(colors)],
-                    lw=0.9, label=policy)
+            ax.plot(
+                times,
+                by[(policy, key)].recorded.throttled,
+                color=colors[r % len(colors)],
+                lw=0.9,
+                label=policy,
+            )
         ax.set_title(f"throttled - {key_label(key)}", fontsize=9)
         ax.set_ylabel("units/s refused", fontsize=8)
         ax.tick_params(labelsize=7)

@@ -67,25 +67,36 @@ class ModelParams:
             return "--" + field_name.replace("_", "-") if flags else field_name
 
         bounds: dict[str, tuple[float, float]] = {
-            "burst_seconds": (0, 3600), "metric_delay_minutes": (0, 15),
-            "throttle_delay_minutes": (0, 15), "update_minutes": (0, 10),
-            "units_per_request": (0.001, 1000), "min_capacity": (1, 40_000),
-            "max_capacity": (1, 1_000_000), "warmup_minutes": (0, 1440),
+            "burst_seconds": (0, 3600),
+            "metric_delay_minutes": (0, 15),
+            "throttle_delay_minutes": (0, 15),
+            "update_minutes": (0, 10),
+            "units_per_request": (0.001, 1000),
+            "min_capacity": (1, 40_000),
+            "max_capacity": (1, 1_000_000),
+            "warmup_minutes": (0, 1440),
         }
         for f in fields(self):
             value = getattr(self, f.name)
             lo, hi = bounds[f.name]
             whole = f.name != "units_per_request"
-            ok = (isinstance(value, int | float) and not isinstance(value, bool)
-                  and math.isfinite(value) and lo <= value <= hi
-                  and (not whole or float(value).is_integer()))
+            ok = (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+                and lo <= value <= hi
+                and (not whole or float(value).is_integer())
+            )
             if not ok:
                 kind = "a whole number" if whole else "a number"
-                raise ModelError(f"{name(f.name)}: got {value!r}; expected {kind} from {lo:g} "
-                                 f"to {hi:g}")
+                raise ModelError(
+                    f"{name(f.name)}: got {value!r}; expected {kind} from {lo:g} to {hi:g}"
+                )
         if self.min_capacity > self.max_capacity:
-            raise ModelError(f"{name('min_capacity')}: got {self.min_capacity}; expected at "
-                             f"most {name('max_capacity')} ({self.max_capacity})")
+            raise ModelError(
+                f"{name('min_capacity')}: got {self.min_capacity}; expected at "
+                f"most {name('max_capacity')} ({self.max_capacity})"
+            )
         return self
 
 
@@ -99,8 +110,9 @@ class Minute:
     bucket: float
 
 
-def serve(demand: float, provisioned: float, bucket: float, burst_seconds: float,
-          seconds: float = 60.0) -> Minute:
+def serve(
+    demand: float, provisioned: float, bucket: float, burst_seconds: float, seconds: float = 60.0
+) -> Minute:
     """Serve ``demand`` (units/s) for ``seconds``: from provisioned capacity first, then from
     the bucket; what neither covers is throttled. Unused capacity refills the bucket, which
     holds at most ``burst_seconds`` x provisioned."""
@@ -146,10 +158,11 @@ class SimulatedTable:
         self.params = params
         self.keys: list[Key] = list(trace.demand)
         self.offset = params.warmup_minutes
-        self.dims = {k: SimulatedDimension(k, initial[k], params.burst_seconds * initial[k])
-                     for k in self.keys}
-        self.ledgers: dict[str | None, DecreaseLedger] = {k[0]: DecreaseLedger()
-                                                          for k in self.keys}
+        self.dims = {
+            k: SimulatedDimension(k, initial[k], params.burst_seconds * initial[k])
+            for k in self.keys
+        }
+        self.ledgers: dict[str | None, DecreaseLedger] = {k[0]: DecreaseLedger() for k in self.keys}
         self.busy_until: dict[str | None, int] = {}
         self.apply_at: dict[str | None, int] = {}
         self.rejected_decreases = {k: 0 for k in self.keys}
@@ -165,8 +178,9 @@ class SimulatedTable:
 
     def visible(self, key: Key, minute: int, t: int, throttles: bool = False) -> float | None:
         """The CloudWatch datapoint of ``minute`` as seen at the start of minute ``t``."""
-        delay = (self.params.throttle_delay_minutes if throttles
-                 else self.params.metric_delay_minutes)
+        delay = (
+            self.params.throttle_delay_minutes if throttles else self.params.metric_delay_minutes
+        )
         index = minute + self.offset
         if index < 0 or minute + 1 + delay > t:
             return None
@@ -176,7 +190,7 @@ class SimulatedTable:
     # ------------------------------------------------------------------ DynamoDB API
 
     def busy(self, index: str | None, t: int) -> bool:
-        return t < self.busy_until.get(index, -10**9)
+        return t < self.busy_until.get(index, -(10**9))
 
     def current(self, key: Key) -> int:
         """Provisioned capacity, or the value an UpdateTable in flight will set."""
@@ -188,8 +202,10 @@ class SimulatedTable:
         (an update is in flight) or ``quota`` (a decrease over the quota)."""
         if self.busy(index, t):
             return "in-use"
-        changes = {dim: max(self.params.min_capacity, min(self.params.max_capacity, int(v)))
-                   for dim, v in values.items()}
+        changes = {
+            dim: max(self.params.min_capacity, min(self.params.max_capacity, int(v)))
+            for dim, v in values.items()
+        }
         changes = {dim: v for dim, v in changes.items() if v != self.dims[(index, dim)].provisioned}
         if not changes:
             return "applied"

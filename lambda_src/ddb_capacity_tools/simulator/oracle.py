@@ -29,8 +29,13 @@ BLOCK_MINUTES = 15
 LOOKBACK_BLOCKS = 96
 
 
-def _plan_resource(needs: Sequence[Sequence[int]], weights: Sequence[float],
-                   days: Sequence[int], block: timedelta, lookback: int) -> list[list[int]]:
+def _plan_resource(
+    needs: Sequence[Sequence[int]],
+    weights: Sequence[float],
+    days: Sequence[int],
+    block: timedelta,
+    lookback: int,
+) -> list[list[int]]:
     """Per block, the capacity of each dimension of one counter (table or GSI)."""
     n = len(needs)
     dims = range(len(weights))
@@ -61,8 +66,7 @@ def _plan_resource(needs: Sequence[Sequence[int]], weights: Sequence[float],
                         targets.append((k, k if same_day else 0))
                     elif not same_day:
                         targets.append((k, 1))
-                    elif k < MAX_DECREASES_PER_DAY and (k < FREE_DECREASES
-                                                        or i - j >= hour_blocks):
+                    elif k < MAX_DECREASES_PER_DAY and (k < FREE_DECREASES or i - j >= hour_blocks):
                         targets.append((k, k + 1))
             for k_from, k_to in targets:
                 total = best[j][k_from][0] + cost
@@ -87,8 +91,13 @@ def _plan_resource(needs: Sequence[Sequence[int]], weights: Sequence[float],
     return plan
 
 
-def plan(trace: Trace, params: ModelParams, prices: Prices, block_minutes: int = BLOCK_MINUTES,
-         lookback_blocks: int = LOOKBACK_BLOCKS) -> dict[Key, list[int]]:
+def plan(
+    trace: Trace,
+    params: ModelParams,
+    prices: Prices,
+    block_minutes: int = BLOCK_MINUTES,
+    lookback_blocks: int = LOOKBACK_BLOCKS,
+) -> dict[Key, list[int]]:
     """Capacity per trace minute for every dimension."""
     minutes = trace.minutes
     blocks = max(1, math.ceil(minutes / block_minutes))
@@ -103,9 +112,8 @@ def plan(trace: Trace, params: ModelParams, prices: Prices, block_minutes: int =
         for b in range(blocks):
             row = []
             for k in keys:
-                peak = max(trace.demand[k][b * block_minutes:(b + 1) * block_minutes])
-                row.append(max(params.min_capacity,
-                               min(params.max_capacity, capacity_units(peak))))
+                peak = max(trace.demand[k][b * block_minutes : (b + 1) * block_minutes])
+                row.append(max(params.min_capacity, min(params.max_capacity, capacity_units(peak))))
             needs.append(row)
         weights = [prices.unit_hour(k[1]) for k in keys]
         by_block = _plan_resource(needs, weights, days, block, lookback_blocks)

@@ -29,9 +29,11 @@ SIMULATED_TABLE = "simulated"
 #: Application Auto Scaling's alarms for target tracking on DynamoDB (DESIGN.md, "Facts").
 HIGH_DATAPOINTS, LOW_DATAPOINTS, LOW_MARGIN = 2, 15, 0.20
 DEFAULT_TICK_MINUTES = 2
-SPEC_HELP = ("fixed:N, stock:T, scheduled, scheduled:T, throttle-aware, "
-             "throttle-aware+stock:T, on-demand or oracle (T a target utilization in percent, "
-             "20 to 90)")
+SPEC_HELP = (
+    "fixed:N, stock:T, scheduled, scheduled:T, throttle-aware, "
+    "throttle-aware+stock:T, on-demand or oracle (T a target utilization in percent, "
+    "20 to 90)"
+)
 
 
 class PolicyError(ValueError):
@@ -57,8 +59,10 @@ class Spec:
 def _target(text: str, number: str) -> int:
     value = int(number)
     if not 20 <= value <= 90:
-        raise PolicyError(f"--policy {text!r}: target utilization {value} is outside 20 to 90 "
-                          f"(Application Auto Scaling's range)")
+        raise PolicyError(
+            f"--policy {text!r}: target utilization {value} is outside 20 to 90 "
+            f"(Application Auto Scaling's range)"
+        )
     return value
 
 
@@ -70,8 +74,9 @@ def parse(text: str, max_capacity: int = 40_000) -> Spec:
     if m := re.fullmatch(r"fixed:(\d+)", t):
         n = int(m.group(1))
         if not 1 <= n <= max_capacity:
-            raise PolicyError(f"--policy {text!r}: fixed capacity {n} is outside 1 to "
-                              f"{max_capacity}")
+            raise PolicyError(
+                f"--policy {text!r}: fixed capacity {n} is outside 1 to {max_capacity}"
+            )
         return Spec(text, "fixed", n)
     if m := re.fullmatch(r"(stock|scheduled):(\d+)", t):
         return Spec(text, m.group(1), _target(text, m.group(2)))
@@ -105,8 +110,14 @@ class AutoScaling:
     (in flight, quota) is retried the next minute, as the alarm stays in ALARM.
     """
 
-    def __init__(self, target_percent: int, params: ModelParams, keys: Sequence[Key],
-                 firings: Sequence[Firing] = (), scale_in: bool = True) -> None:
+    def __init__(
+        self,
+        target_percent: int,
+        params: ModelParams,
+        keys: Sequence[Key],
+        firings: Sequence[Firing] = (),
+        scale_in: bool = True,
+    ) -> None:
         self.target = target_percent / 100
         self.params = params
         self.scale_in = scale_in
@@ -120,8 +131,9 @@ class AutoScaling:
             self.min[f.key], self.max[f.key] = f.min_capacity, f.max_capacity
 
     def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
-        return {k: _clamp(d[0] / self.target, self.min[k], self.max[k])
-                for k, d in trace.demand.items()}
+        return {
+            k: _clamp(d[0] / self.target, self.min[k], self.max[k]) for k, d in trace.demand.items()
+        }
 
     def set_min(self, sim: SimulatedTable, t: int, key: Key, value: int) -> None:
         self.min[key] = value
@@ -166,29 +178,40 @@ class ThrottleAware:
     :func:`handler.plan_table`'s. With ``stock`` it moves the scalable targets' minimum (the
     base minimum is remembered as the actuator's tag does), else it calls UpdateTable."""
 
-    def __init__(self, tick: int, target_percent: int, params: ModelParams,
-                 stock: AutoScaling | None = None) -> None:
+    def __init__(
+        self, tick: int, target_percent: int, params: ModelParams, stock: AutoScaling | None = None
+    ) -> None:
         self.tick = tick
         self.params = params
         self.stock = stock
         self.target = target_percent / 100
         self.config = ScalerConfig(
-            tables=(SIMULATED_TABLE,), tag_key=None, default_min=params.min_capacity,
-            default_max=params.max_capacity, tick_minutes=tick,
-            policy=PolicyConfig(target_utilization=self.target))
+            tables=(SIMULATED_TABLE,),
+            tag_key=None,
+            default_min=params.min_capacity,
+            default_max=params.max_capacity,
+            tick_minutes=tick,
+            policy=PolicyConfig(target_utilization=self.target),
+        )
         self.base_min: dict[Key, int] = {}
         self.decisions = 0
 
     def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
         if self.stock is not None:
             return self.stock.initial(trace, params)
-        return {k: _clamp(d[0] / self.target, params.min_capacity, params.max_capacity)
-                for k, d in trace.demand.items()}
+        return {
+            k: _clamp(d[0] / self.target, params.min_capacity, params.max_capacity)
+            for k, d in trace.demand.items()
+        }
 
-    def _series(self, sim: SimulatedTable, key: Key, t: int, minutes: range,
-                starts: list[datetime]) -> Series:
-        return Series(starts, [sim.visible(key, m, t) or 0.0 for m in minutes],
-                      [sim.visible(key, m, t, throttles=True) or 0.0 for m in minutes])
+    def _series(
+        self, sim: SimulatedTable, key: Key, t: int, minutes: range, starts: list[datetime]
+    ) -> Series:
+        return Series(
+            starts,
+            [sim.visible(key, m, t) or 0.0 for m in minutes],
+            [sim.visible(key, m, t, throttles=True) or 0.0 for m in minutes],
+        )
 
     def act(self, sim: SimulatedTable, t: int) -> None:
         self._tick(sim, t)
@@ -199,8 +222,9 @@ class ThrottleAware:
         if t % self.tick or sim.busy(None, t):
             return  # not a tick, or DescribeTable says UPDATING: the tick skips the table
         # The minutes a tick reads, as the Lambda computes them; the same for every dimension.
-        start, end = window(sim.time(t), self.config.history_minutes,
-                            self.config.metric_lag_minutes)
+        start, end = window(
+            sim.time(t), self.config.history_minutes, self.config.metric_lag_minutes
+        )
         first = int((start - sim.trace.start) / MINUTE)
         minutes = range(first, first + int((end - start) / MINUTE))
         starts = [sim.time(m) for m in minutes]
@@ -214,13 +238,26 @@ class ThrottleAware:
             lo = self.params.min_capacity
             hi = self.params.max_capacity
             if self.stock is not None:
-                target = ScalableTarget(resource_id(SIMULATED_TABLE, index),
-                                        scalable_dimension(index, dim), self.stock.min[key],
-                                        self.stock.max[key], True)
+                target = ScalableTarget(
+                    resource_id(SIMULATED_TABLE, index),
+                    scalable_dimension(index, dim),
+                    self.stock.min[key],
+                    self.stock.max[key],
+                    True,
+                )
                 lo, hi = self.base_min.get(key, self.stock.min[key]), self.stock.max[key]
-            dims.append(Dimension(SIMULATED_TABLE, index, dim, d.provisioned,
-                                  sim.ledgers[index], d.last_increase,
-                                  Limits(lo, hi, self.target), target))
+            dims.append(
+                Dimension(
+                    SIMULATED_TABLE,
+                    index,
+                    dim,
+                    d.provisioned,
+                    sim.ledgers[index],
+                    d.last_increase,
+                    Limits(lo, hi, self.target),
+                    target,
+                )
+            )
             series[(SIMULATED_TABLE, index, dim)] = self._series(sim, key, t, minutes, starts)
         table = ManagedTable(SIMULATED_TABLE, f"arn:simulated:table/{SIMULATED_TABLE}", {}, dims)
         updates: dict[str | None, dict[str, int]] = {}
@@ -250,4 +287,3 @@ class OnDemand:
 
     def act(self, sim: SimulatedTable, t: int) -> None:
         return None
-

@@ -28,8 +28,9 @@ class Prices:
         return self.wcu_hour if dimension == "write" else self.rcu_hour
 
     def request_unit(self, dimension: str) -> float:
-        per_million = (self.write_request_million if dimension == "write"
-                       else self.read_request_million)
+        per_million = (
+            self.write_request_million if dimension == "write" else self.read_request_million
+        )
         return per_million / 1_000_000
 
     def overridden(self, pairs: Sequence[str]) -> Prices:
@@ -39,14 +40,15 @@ class Prices:
         for pair in pairs:
             name, sep, text = pair.partition("=")
             if not sep or name not in names:
-                raise PriceError(f"--price: got {pair!r}; expected NAME=VALUE with NAME one of "
-                                 f"{', '.join(names)}")
+                raise PriceError(
+                    f"--price: got {pair!r}; expected NAME=VALUE with NAME one of "
+                    f"{', '.join(names)}"
+                )
             try:
                 value = float(text)
             except ValueError:
                 value = math.nan
             if not math.isfinite(value) or value < 0:
-                raise PriceError(f"--price {name}: got {text!r}; expected a number of dollars "
-                                 f">= 0")
+                raise PriceError(f"--price {name}: got {text!r}; expected a number of dollars >= 0")
             changes[name] = value
         return replace(self, **changes)

@@ -12,14 +12,18 @@ from .run import DimensionResult
 from .trace import Trace, key_label
 
 
-def as_json(results: Sequence[DimensionResult], trace: Trace, params: ModelParams,
-            prices: Prices) -> dict[str, Any]:
+def as_json(
+    results: Sequence[DimensionResult], trace: Trace, params: ModelParams, prices: Prices
+) -> dict[str, Any]:
     """``{"policies": [...]}``: one element per policy and dimension (README, "--json")."""
     return {
         "policies": [r.as_json() for r in results],
-        "trace": {"name": trace.name, "start": trace.start.isoformat(),
-                  "minutes": trace.minutes,
-                  "dimensions": [key_label(k) for k in trace.demand]},
+        "trace": {
+            "name": trace.name,
+            "start": trace.start.isoformat(),
+            "minutes": trace.minutes,
+            "dimensions": [key_label(k) for k in trace.demand],
+        },
         "model": asdict(params),
         "prices": asdict(prices),
     }
@@ -28,31 +32,53 @@ def as_json(results: Sequence[DimensionResult], trace: Trace, params: ModelParam
 def table(results: Sequence[DimensionResult], trace: Trace) -> str:
     """A fixed-width comparison; ``x oracle`` is cost relative to the oracle's."""
     oracle = {r.key: r.cost_usd for r in results if r.policy == "oracle"}
-    header = ("policy", "dimension", "throttled units", "thr. min", "first", "unit-hours",
-              "cost $", "x oracle", "decreases", "peak")
+    header = (
+        "policy",
+        "dimension",
+        "throttled units",
+        "thr. min",
+        "first",
+        "unit-hours",
+        "cost $",
+        "x oracle",
+        "decreases",
+        "peak",
+    )
     rows = [header]
     for r in results:
         base = oracle.get(r.key)
-        rows.append((
-            r.policy, key_label(r.key), f"{r.throttled_requests:,.0f}",
-            f"{r.throttled_minutes:,}",
-            "-" if r.first_throttle_minute is None else f"{r.first_throttle_minute}",
-            f"{r.provisioned_unit_hours:,.0f}", f"{r.cost_usd:,.2f}",
-            f"{r.cost_usd / base:.2f}" if base else "-",
-            f"{r.decreases}" + (f" (+{r.rejected_decreases} refused)"
-                                if r.rejected_decreases else ""),
-            f"{r.peak_provisioned:,}"))
+        rows.append(
+            (
+                r.policy,
+                key_label(r.key),
+                f"{r.throttled_requests:,.0f}",
+                f"{r.throttled_minutes:,}",
+                "-" if r.first_throttle_minute is None else f"{r.first_throttle_minute}",
+                f"{r.provisioned_unit_hours:,.0f}",
+                f"{r.cost_usd:,.2f}",
+                f"{r.cost_usd / base:.2f}" if base else "-",
+                f"{r.decreases}"
+                + (f" (+{r.rejected_decreases} refused)" if r.rejected_decreases else ""),
+                f"{r.peak_provisioned:,}",
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = [f"{trace.name}: {trace.minutes:,} minutes from {trace.start:%Y-%m-%d %H:%M} UTC"]
     if trace.notes:
         lines.append(trace.notes)
     lines.append("")
     for n, row in enumerate(rows):
-        lines.append("  ".join(cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i])
-                               for i, cell in enumerate(row)).rstrip())
+        lines.append(
+            "  ".join(
+                cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i])
+                for i, cell in enumerate(row)
+            ).rstrip()
+        )
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     lines.append("")
-    lines.append("throttled units: capacity units refused (units/s x 60); first: minutes from "
-                 "the trace start; refused decreases were over DynamoDB's quota")
+    lines.append(
+        "throttled units: capacity units refused (units/s x 60); first: minutes from "
+        "the trace start; refused decreases were over DynamoDB's quota"
+    )
     return "\n".join(lines)

@@ -62,8 +62,14 @@ class DimensionResult:
         }
 
 
-def build(spec: Spec, trace: Trace, params: ModelParams, prices: Prices,
-          schedule: Sequence[dict[str, Any]] | None, tick: int) -> Policy:
+def build(
+    spec: Spec,
+    trace: Trace,
+    params: ModelParams,
+    prices: Prices,
+    schedule: Sequence[dict[str, Any]] | None,
+    tick: int,
+) -> Policy:
     if spec.kind == "fixed":
         assert spec.value is not None
         return Fixed(spec.value)
@@ -78,8 +84,10 @@ def build(spec: Spec, trace: Trace, params: ModelParams, prices: Prices,
     if spec.kind == "scheduled":
         entries = schedule if schedule is not None else trace.schedule
         if not entries:
-            raise PolicyError(f"--policy {spec.text!r}: {trace.name} has no schedule of its "
-                              f"own; pass --schedule FILE.json")
+            raise PolicyError(
+                f"--policy {spec.text!r}: {trace.name} has no schedule of its "
+                f"own; pass --schedule FILE.json"
+            )
         ranges = {k: (params.min_capacity, params.max_capacity) for k in keys}
         firings = schedules.firings(entries, keys, ranges, trace.start, trace.minutes)
         assert spec.value is not None
@@ -102,13 +110,19 @@ def _progress(out: TextIO | None, label: str, total: int) -> Callable[[int], Non
             if t == total - 1:
                 out.write("\n")
             out.flush()
+
     return show
 
 
-def run_policy(spec: Spec, trace: Trace, params: ModelParams, prices: Prices,
-               schedule: Sequence[dict[str, Any]] | None = None,
-               tick: int = DEFAULT_TICK_MINUTES,
-               progress: TextIO | None = None) -> list[DimensionResult]:
+def run_policy(
+    spec: Spec,
+    trace: Trace,
+    params: ModelParams,
+    prices: Prices,
+    schedule: Sequence[dict[str, Any]] | None = None,
+    tick: int = DEFAULT_TICK_MINUTES,
+    progress: TextIO | None = None,
+) -> list[DimensionResult]:
     """Replay ``trace`` through one policy; one result per dimension."""
     policy = build(spec, trace, params, prices, schedule, tick)
     show = _progress(progress, spec.text, trace.minutes)
@@ -129,7 +143,8 @@ def _result(spec: Spec, key: Key, sim: SimulatedTable, prices: Prices) -> Dimens
     throttled = [i for i, v in enumerate(r.throttled) if v > 1e-9]
     unit_hours = sum(r.provisioned) / 60
     return DimensionResult(
-        policy=spec.text, key=key,
+        policy=spec.text,
+        key=key,
         throttled_requests=sum(r.throttled) * 60,
         throttled_minutes=len(throttled),
         first_throttle_minute=throttled[0] if throttled else None,
@@ -139,23 +154,37 @@ def _result(spec: Spec, key: Key, sim: SimulatedTable, prices: Prices) -> Dimens
         peak_provisioned=max(r.provisioned, default=0),
         rejected_decreases=sim.rejected_decreases[key],
         demand_unit_hours=sum(r.demand) / 60,
-        recorded=r)
+        recorded=r,
+    )
 
 
 def _on_demand(spec: Spec, key: Key, demand: list[float], prices: Prices) -> DimensionResult:
     requests = sum(demand) * 60
     return DimensionResult(
-        policy=spec.text, key=key, throttled_requests=0.0, throttled_minutes=0,
-        first_throttle_minute=None, provisioned_unit_hours=0.0,
-        cost_usd=requests * prices.request_unit(key[1]), decreases=0, peak_provisioned=0,
-        rejected_decreases=0, demand_unit_hours=sum(demand) / 60,
-        recorded=Recorded(list(demand), list(demand), [0.0] * len(demand), [0] * len(demand)))
+        policy=spec.text,
+        key=key,
+        throttled_requests=0.0,
+        throttled_minutes=0,
+        first_throttle_minute=None,
+        provisioned_unit_hours=0.0,
+        cost_usd=requests * prices.request_unit(key[1]),
+        decreases=0,
+        peak_provisioned=0,
+        rejected_decreases=0,
+        demand_unit_hours=sum(demand) / 60,
+        recorded=Recorded(list(demand), list(demand), [0.0] * len(demand), [0] * len(demand)),
+    )
 
 
-def simulate(trace: Trace, specs: Sequence[Spec], params: ModelParams | None = None,
-             prices: Prices | None = None, schedule: Sequence[dict[str, Any]] | None = None,
-             tick: int = DEFAULT_TICK_MINUTES,
-             progress: TextIO | None = sys.stderr) -> list[DimensionResult]:
+def simulate(
+    trace: Trace,
+    specs: Sequence[Spec],
+    params: ModelParams | None = None,
+    prices: Prices | None = None,
+    schedule: Sequence[dict[str, Any]] | None = None,
+    tick: int = DEFAULT_TICK_MINUTES,
+    progress: TextIO | None = sys.stderr,
+) -> list[DimensionResult]:
     """Every policy over ``trace``: results in policy order, then dimension order."""
     params = (params or ModelParams()).validate()
     prices = prices or Prices()

@@ -36,14 +36,27 @@ def _spike(seed: int) -> Trace:
     after = [rng.uniform(4_000, 5_000) for _ in range(60)]
     reads = [rng.uniform(900, 1_100) for _ in range(180)]
     start = START.replace(hour=12)
-    return Trace("spike", start, {(None, "read"): reads, (None, "write"): quiet + spike + after},
-                 schedule=[
-                     {"name": "before-spike", "schedule": "at(2026-01-05T12:58:00)",
-                      "dimension": "write", "min_capacity": 18_000},
-                     {"name": "after-spike", "schedule": "at(2026-01-05T14:05:00)",
-                      "dimension": "write", "min_capacity": 1}],
-                 notes="writes jump from 4,000-5,000 to 18,000 WCU at 13:00 UTC for an hour; "
-                       "the schedule raises the write minimum to 18,000 two minutes ahead")
+    return Trace(
+        "spike",
+        start,
+        {(None, "read"): reads, (None, "write"): quiet + spike + after},
+        schedule=[
+            {
+                "name": "before-spike",
+                "schedule": "at(2026-01-05T12:58:00)",
+                "dimension": "write",
+                "min_capacity": 18_000,
+            },
+            {
+                "name": "after-spike",
+                "schedule": "at(2026-01-05T14:05:00)",
+                "dimension": "write",
+                "min_capacity": 1,
+            },
+        ],
+        notes="writes jump from 4,000-5,000 to 18,000 WCU at 13:00 UTC for an hour; "
+        "the schedule raises the write minimum to 18,000 two minutes ahead",
+    )
 
 
 def _prime_time(hour: float) -> float:
@@ -63,18 +76,39 @@ def diurnal(seed: int, days: int) -> Trace:
         s = _prime_time((m % 1440) / 60)
         reads.append((1_500 + 18_000 * s) * rng.uniform(0.95, 1.05))
         writes.append((300 + 4_500 * s) * rng.uniform(0.95, 1.05))
-    return Trace("diurnal", START, {(None, "read"): reads, (None, "write"): writes},
-                 schedule=[
-                     {"name": "prime-time-read", "schedule": "cron(0 17 * * ? *)",
-                      "dimension": "read", "min_capacity": 20_000},
-                     {"name": "prime-time-write", "schedule": "cron(0 17 * * ? *)",
-                      "dimension": "write", "min_capacity": 5_000},
-                     {"name": "night-read", "schedule": "cron(0 23 * * ? *)",
-                      "dimension": "read", "min_capacity": 1},
-                     {"name": "night-write", "schedule": "cron(0 23 * * ? *)",
-                      "dimension": "write", "min_capacity": 1}],
-                 notes=f"{days} days; reads swing 1,500 -> 19,500 RCU and writes 300 -> 4,800 WCU, "
-                       "peaking at 20:00 UTC; the schedule holds prime-time minimums 17:00-23:00")
+    return Trace(
+        "diurnal",
+        START,
+        {(None, "read"): reads, (None, "write"): writes},
+        schedule=[
+            {
+                "name": "prime-time-read",
+                "schedule": "cron(0 17 * * ? *)",
+                "dimension": "read",
+                "min_capacity": 20_000,
+            },
+            {
+                "name": "prime-time-write",
+                "schedule": "cron(0 17 * * ? *)",
+                "dimension": "write",
+                "min_capacity": 5_000,
+            },
+            {
+                "name": "night-read",
+                "schedule": "cron(0 23 * * ? *)",
+                "dimension": "read",
+                "min_capacity": 1,
+            },
+            {
+                "name": "night-write",
+                "schedule": "cron(0 23 * * ? *)",
+                "dimension": "write",
+                "min_capacity": 1,
+            },
+        ],
+        notes=f"{days} days; reads swing 1,500 -> 19,500 RCU and writes 300 -> 4,800 WCU, "
+        "peaking at 20:00 UTC; the schedule holds prime-time minimums 17:00-23:00",
+    )
 
 
 def _nightly_batch(seed: int) -> Trace:
@@ -85,14 +119,27 @@ def _nightly_batch(seed: int) -> Trace:
         batch = 120 <= minute_of_day < 240
         writes.append(rng.uniform(7_600, 8_400) if batch else rng.uniform(20, 80))
         reads.append(rng.uniform(1_900, 2_100))
-    return Trace("nightly-batch", START, {(None, "read"): reads, (None, "write"): writes},
-                 schedule=[
-                     {"name": "before-batch", "schedule": "cron(55 1 * * ? *)",
-                      "dimension": "write", "min_capacity": 8_500},
-                     {"name": "after-batch", "schedule": "cron(5 4 * * ? *)",
-                      "dimension": "write", "min_capacity": 1}],
-                 notes="7 days; writes 8,000 WCU from 02:00 to 04:00 UTC and almost none "
-                       "otherwise; reads steady at 2,000 RCU")
+    return Trace(
+        "nightly-batch",
+        START,
+        {(None, "read"): reads, (None, "write"): writes},
+        schedule=[
+            {
+                "name": "before-batch",
+                "schedule": "cron(55 1 * * ? *)",
+                "dimension": "write",
+                "min_capacity": 8_500,
+            },
+            {
+                "name": "after-batch",
+                "schedule": "cron(5 4 * * ? *)",
+                "dimension": "write",
+                "min_capacity": 1,
+            },
+        ],
+        notes="7 days; writes 8,000 WCU from 02:00 to 04:00 UTC and almost none "
+        "otherwise; reads steady at 2,000 RCU",
+    )
 
 
 def _flash_crowd(seed: int) -> Trace:
@@ -102,22 +149,27 @@ def _flash_crowd(seed: int) -> Trace:
         factor = 10 if 180 <= m < 200 else 1
         reads.append(3_000 * factor * rng.uniform(0.95, 1.05))
         writes.append(1_000 * factor * rng.uniform(0.95, 1.05))
-    return Trace("flash-crowd", START.replace(hour=12),
-                 {(None, "read"): reads, (None, "write"): writes},
-                 notes="6 hours of steady traffic (3,000 RCU, 1,000 WCU) with an unannounced "
-                       "10x for 20 minutes at 15:00 UTC; no schedule can know it")
+    return Trace(
+        "flash-crowd",
+        START.replace(hour=12),
+        {(None, "read"): reads, (None, "write"): writes},
+        notes="6 hours of steady traffic (3,000 RCU, 1,000 WCU) with an unannounced "
+        "10x for 20 minutes at 15:00 UTC; no schedule can know it",
+    )
 
 
-SCENARIOS = {s.name: s for s in (
-    Scenario("spike", "4,000 -> 18,000 WCU for an hour after a quiet hour (seed 001)", _spike),
-    Scenario("diurnal", "a daily prime-time swing, 7 days", _diurnal),
-    Scenario("nightly-batch", "writes only at night, steady reads, 7 days", _nightly_batch),
-    Scenario("flash-crowd", "an unannounced 10x for 20 minutes on a steady base", _flash_crowd),
-)}
+SCENARIOS = {
+    s.name: s
+    for s in (
+        Scenario("spike", "4,000 -> 18,000 WCU for an hour after a quiet hour (seed 001)", _spike),
+        Scenario("diurnal", "a daily prime-time swing, 7 days", _diurnal),
+        Scenario("nightly-batch", "writes only at night, steady reads, 7 days", _nightly_batch),
+        Scenario("flash-crowd", "an unannounced 10x for 20 minutes on a steady base", _flash_crowd),
+    )
+}
 
 
 def scenario(name: str, seed: int = 1) -> Trace:
     if name not in SCENARIOS:
-        raise ScenarioError(f"--scenario: got {name!r}; expected one of "
-                            f"{', '.join(SCENARIOS)}")
+        raise ScenarioError(f"--scenario: got {name!r}; expected one of {', '.join(SCENARIOS)}")
     return SCENARIOS[name].build(seed)

@@ -27,8 +27,17 @@ from ddb_capacity_runtime.core.schedule import ScheduleEntry, TableSchedule
 
 from .trace import Key, key_label
 
-FIELDS = {"name", "schedule", "dimension", "index", "min_capacity", "max_capacity",
-          "time_zone", "start_time", "end_time"}
+FIELDS = {
+    "name",
+    "schedule",
+    "dimension",
+    "index",
+    "min_capacity",
+    "max_capacity",
+    "time_zone",
+    "start_time",
+    "end_time",
+}
 #: How far before a trace's start firings are replayed, to know the range in force at its start.
 LOOKBACK = timedelta(days=7)
 
@@ -51,11 +60,13 @@ def load(path: str | Path) -> list[dict[str, Any]]:
     except OSError as exc:
         raise ScheduleFileError(f"{path}: cannot be read: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
-        raise ScheduleFileError(f"{path} line {exc.lineno}, column {exc.colno}: not JSON: "
-                                f"{exc.msg}") from None
+        raise ScheduleFileError(
+            f"{path} line {exc.lineno}, column {exc.colno}: not JSON: {exc.msg}"
+        ) from None
     if not isinstance(data, list):
-        raise ScheduleFileError(f"{path}: got a JSON {type(data).__name__}; expected a list "
-                                f"of schedule entries")
+        raise ScheduleFileError(
+            f"{path}: got a JSON {type(data).__name__}; expected a list of schedule entries"
+        )
     return data
 
 
@@ -68,8 +79,13 @@ def _moment(value: Any, where: str) -> datetime | None:
         raise ScheduleFileError(f"{where}: got {value!r}; expected an ISO-8601 time") from None
 
 
-def firings(entries: Sequence[dict[str, Any]], keys: Sequence[Key],
-            ranges: dict[Key, tuple[int, int]], start: datetime, minutes: int) -> list[Firing]:
+def firings(
+    entries: Sequence[dict[str, Any]],
+    keys: Sequence[Key],
+    ranges: dict[Key, tuple[int, int]],
+    start: datetime,
+    minutes: int,
+) -> list[Firing]:
     """Every firing from ``LOOKBACK`` before ``start`` to the end of the trace, with the
     range in force after it, computed by the constructs' :class:`TableSchedule`."""
     schedule = TableSchedule("schedule", dict(ranges), max(mx for _, mx in ranges.values()))
@@ -79,8 +95,9 @@ def firings(entries: Sequence[dict[str, Any]], keys: Sequence[Key],
             raise ScheduleFileError(f"{where}: got {raw!r}; expected an object")
         unknown = sorted(set(raw) - FIELDS)
         if unknown:
-            raise ScheduleFileError(f"{where}: unknown field {unknown[0]!r}; expected "
-                                    f"{', '.join(sorted(FIELDS))}")
+            raise ScheduleFileError(
+                f"{where}: unknown field {unknown[0]!r}; expected {', '.join(sorted(FIELDS))}"
+            )
         for required in ("name", "schedule", "dimension"):
             if required not in raw:
                 raise ScheduleFileError(f"{where}: missing field {required!r}")
@@ -88,12 +105,17 @@ def firings(entries: Sequence[dict[str, Any]], keys: Sequence[Key],
         if key not in keys:
             raise ScheduleFileError(
                 f"{where} field dimension/index: got {key_label(key)!r}; the trace has "
-                f"{', '.join(key_label(k) for k in keys)}")
+                f"{', '.join(key_label(k) for k in keys)}"
+            )
         entry = ScheduleEntry(
-            name=raw["name"], schedule=raw["schedule"], min_capacity=raw.get("min_capacity"),
-            max_capacity=raw.get("max_capacity"), time_zone=raw.get("time_zone", "UTC"),
+            name=raw["name"],
+            schedule=raw["schedule"],
+            min_capacity=raw.get("min_capacity"),
+            max_capacity=raw.get("max_capacity"),
+            time_zone=raw.get("time_zone", "UTC"),
             start_time=_moment(raw.get("start_time"), f"{where} field start_time"),
-            end_time=_moment(raw.get("end_time"), f"{where} field end_time"))
+            end_time=_moment(raw.get("end_time"), f"{where} field end_time"),
+        )
         try:
             schedule.add_entry(entry, key[0], key[1])
         except CapacityConfigError as exc:
@@ -105,6 +127,12 @@ def firings(entries: Sequence[dict[str, Any]], keys: Sequence[Key],
     out = []
     for event in timeline.events:
         minute = int((event.when - start).total_seconds() // 60)
-        out.append(Firing(minute, (event.placed.index, event.placed.dimension),
-                          event.min_capacity, event.max_capacity))
+        out.append(
+            Firing(
+                minute,
+                (event.placed.index, event.placed.dimension),
+                event.min_capacity,
+                event.max_capacity,
+            )
+        )
     return out

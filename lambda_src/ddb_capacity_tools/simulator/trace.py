@@ -52,8 +52,10 @@ def _timestamp(text: str, where: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise TraceError(f"{where}: got {text!r}; expected an ISO-8601 UTC timestamp such as "
-                         f"2026-01-05T13:00:00Z") from None
+        raise TraceError(
+            f"{where}: got {text!r}; expected an ISO-8601 UTC timestamp such as "
+            f"2026-01-05T13:00:00Z"
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     if moment.utcoffset() != timedelta(0):
@@ -69,8 +71,9 @@ def _units(text: str, where: str) -> float:
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value < 0:
-        raise TraceError(f"{where}: got {text!r}; expected a number of capacity units per "
-                         f"second >= 0")
+        raise TraceError(
+            f"{where}: got {text!r}; expected a number of capacity units per second >= 0"
+        )
     return value
 
 
@@ -88,30 +91,35 @@ def read_csv(path: str | Path) -> Trace:
         rows = csv.reader(handle)
         header = next(rows, None)
         if header is None:
-            raise TraceError(f"{path} line 1: the file is empty; expected the header "
-                             f"{','.join(CSV_HEADER)}")
+            raise TraceError(
+                f"{path} line 1: the file is empty; expected the header {','.join(CSV_HEADER)}"
+            )
         if [h.strip() for h in header] != CSV_HEADER:
-            raise TraceError(f"{path} line 1: got header {','.join(header)!r}; expected "
-                             f"{','.join(CSV_HEADER)!r}")
+            raise TraceError(
+                f"{path} line 1: got header {','.join(header)!r}; expected {','.join(CSV_HEADER)!r}"
+            )
         for row in rows:
             line = rows.line_num
             if not row or all(not c.strip() for c in row):
                 continue
             if len(row) != len(CSV_HEADER):
-                raise TraceError(f"{path} line {line}: got {len(row)} columns; expected 3 "
-                                 f"({','.join(CSV_HEADER)})")
+                raise TraceError(
+                    f"{path} line {line}: got {len(row)} columns; expected 3 "
+                    f"({','.join(CSV_HEADER)})"
+                )
             moment = _timestamp(row[0], f"{path} line {line}, column timestamp")
             expected = None if start is None else start + len(reads) * MINUTE
             if start is None:
                 start = moment
             elif moment != expected:
                 assert expected is not None
-                raise TraceError(f"{path} line {line}, column timestamp: got {row[0]!r}; "
-                                 f"expected {expected:%Y-%m-%dT%H:%M:%SZ} (rows are one minute "
-                                 f"apart, in order, without gaps)")
+                raise TraceError(
+                    f"{path} line {line}, column timestamp: got {row[0]!r}; "
+                    f"expected {expected:%Y-%m-%dT%H:%M:%SZ} (rows are one minute "
+                    f"apart, in order, without gaps)"
+                )
             reads.append(_units(row[1], f"{path} line {line}, column read"))
             writes.append(_units(row[2], f"{path} line {line}, column write"))
     if start is None:
-        raise TraceError(f"{path} line 2: no data rows; expected at least one row after the "
-                         f"header")
+        raise TraceError(f"{path} line 2: no data rows; expected at least one row after the header")
     return Trace(path.name, start, {(None, "read"): reads, (None, "write"): writes})
