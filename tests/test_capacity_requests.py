@@ -72,7 +72,7 @@ def test_two_requesters_add_up_over_the_current_traffic(world: World) -> None:
     assert world.target_min(name, "write") == 11_000
     assert world.throughput(name) == (100, 11_000)
     assert [h.baseline for h in second.holds] == [1_000]
-    assert world.tags(name)[base_min_tag(None, "write")] == "1500"
+    assert world.tags(name)[base_min_tag(None, "write")] == "1500:11000"
     assert len(hold_tags(world, name)) == 2
 
     # Early release: the minimum falls to what the other hold needs...
@@ -107,7 +107,7 @@ def test_a_gsi_without_a_target_is_raised_and_lowered_with_update_table(world: W
     assert world.throughput(name, "byUser") == (380, 50)
     assert world.throughput(name) == (10, 10)
     assert {c["via"] for c in hold.changes} == {"update-table"}
-    assert world.tags(name)[base_min_tag("byUser", "read")] == "20"
+    assert world.tags(name)[base_min_tag("byUser", "read")] == "20:20"
 
     rows = hold.release()
     assert {(r["dimension"], r["from"], r["to"], r["status"]) for r in rows} == {
@@ -188,7 +188,9 @@ def test_the_scaler_tick_restores_the_hold_of_a_killed_worker(
     assert [c for c in summary["changes"] if c["dimension"] == "write"] == []
     # After they expired, the tick ends them and the tags go away: the minimum goes back to
     # its base; the table without a target is left to the policy, which lowers it in the
-    # same tick (to its max of 500 here), spending one decrease rather than two.
+    # same tick (to its max of 500 here), spending one decrease rather than two. (It lowers
+    # only on evidence: CloudWatch shows it delivered the window's newest minutes.)
+    world.traffic(name, "read", 1, minutes=range(-6, 16))
     summary, events = world.tick(world.now + timedelta(minutes=7), SCALER_DEFAULT_MAX="500")
     assert world.target_min(name, "write") == 100
     (lowered,) = [
@@ -398,8 +400,8 @@ def test_a_table_that_stays_updating_times_out_and_withdraws_the_hold(stubbed: A
         "list_tags_of_resource",
         _tags(
             **{
-                f"{HOLD_TAG}{HOLD_ID}:write": "table:500:9999999999:0",
-                base_min_tag(None, "write"): "10",
+                f"{HOLD_TAG}{HOLD_ID}:write": _hold_value(500, clock),
+                base_min_tag(None, "write"): "10:10",
             }
         ),
     )
@@ -432,13 +434,14 @@ def test_resource_in_use_is_waited_out_and_a_refused_raise_is_reported(stubbed: 
     stub.add_response("describe_table", _table())
     stub.add_response("list_tags_of_resource", _tags())
     stub.add_response("tag_resource", {})
-    held = {base_min_tag(None, "write"): "10"}
+    held = {base_min_tag(None, "write"): "10:10"}
     # Round 1: another update is in flight.
     stub.add_response("describe_table", _table())
     stub.add_response(
         "list_tags_of_resource",
         _tags(**held, **{f"{HOLD_TAG}{HOLD_ID}:write": _hold_value(500, clock)}),
     )
+    stub.add_response("describe_table", _table())  # read again just before the update
     stub.add_client_error("update_table", "ResourceInUseException", "Table is being updated")
     # Round 2: the account's limit refuses the raise.
     stub.add_response("describe_table", _table())
@@ -446,6 +449,7 @@ def test_resource_in_use_is_waited_out_and_a_refused_raise_is_reported(stubbed: 
         "list_tags_of_resource",
         _tags(**held, **{f"{HOLD_TAG}{HOLD_ID}:write": _hold_value(500, clock)}),
     )
+    stub.add_response("describe_table", _table())
     stub.add_client_error(
         "update_table",
         "LimitExceededException",
@@ -472,7 +476,7 @@ def test_an_exhausted_decrease_quota_keeps_the_hold_for_the_next_restore(stubbed
     stub, clients = stubbed
     clock = FakeClock()
     expired = f"table:490:{int(clock.t) - 60}:10"
-    tags = {f"{HOLD_TAG}{HOLD_ID}:write": expired, base_min_tag(None, "write"): "10"}
+    tags = {f"{HOLD_TAG}{HOLD_ID}:write": expired, base_min_tag(None, "write"): "10:10"}
     stub.add_response("describe_table", _table(write=500, decreases=27))
     stub.add_response("list_tags_of_resource", _tags(**tags))
     # No update_table and no untag_resource: the stub fails the test if either is called.
@@ -494,14 +498,23 @@ def test_hold_tags_round_trip_and_levels_add_up() -> None:
         "ddb-capacity:hold:a1:read": "index/byUser:300:1795262400:80",
         "ddb-capacity:hold:b2:read": "index/byUser:200:1795262400:120",
     }
+    now = expires - timedelta(hours=1)
     assert holds_in(
         {
             **tags,
             "other": "x",
             f"{HOLD_TAG}c:read": "table:-5:0:0",
             f"{HOLD_TAG}d:scan": "table:5:0:0",
-        }
-    ) == (holds, [f"{HOLD_TAG}c:read", f"{HOLD_TAG}d:scan"])
+            # out of bounds: more than the table quota, or expiring after the longest hold
+            f"{HOLD_TAG}e:read": f"table:10000000:{int(expires.timestamp())}:0",
+            f"{HOLD_TAG}f:read": "table:10:1795262400000:0",
+            f"{HOLD_TAG}g:read": "table:10:999999999999:0",
+        },
+        now,
+    ) == (
+        holds,
+        [f"{HOLD_TAG}{x}" for x in ("c:read", "d:scan", "e:read", "f:read", "g:read")],
+    )
     assert level(holds) == 80 + 300 + 200
     assert level([]) == 0
 

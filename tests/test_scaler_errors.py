@@ -3,6 +3,8 @@ scaler's configuration, validated with messages that say what is wrong."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import boto3
 import pytest
 from botocore.stub import Stubber
@@ -13,6 +15,7 @@ from ddb_capacity_runtime.core.policy import DECREASE, INCREASE
 from ddb_capacity_runtime.core.quota import DecreaseLedger
 from ddb_capacity_runtime.core.settings import ConfigError, Limits, OverrideError, ScalerConfig
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget
+from ddb_capacity_runtime.core.tags import IgnoredTag, parse_tags
 
 ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/orders"
 LIMITS = Limits(5, 1000, 0.7)
@@ -47,10 +50,47 @@ def change(d: Dimension, new: int, via: str = UPDATE_TABLE) -> Change:
     return Change(d, d.provisioned, new, "test", INCREASE if new > d.provisioned else DECREASE, via)
 
 
+def current(table: ManagedTable) -> dict[tuple[str | None, str], int]:
+    return {(d.index, d.dimension): d.provisioned for d in table.dimensions}
+
+
+def described(table: ManagedTable, **moved: int) -> dict[str, object]:
+    """A DescribeTable answer for ``table`` as planned, with ``moved`` values changed since
+    (``read=400`` for the table's read, ``byUser_write=7`` for a GSI's)."""
+    now = current(table)
+    for key, value in moved.items():
+        index, _, dimension = key.rpartition("_")
+        now[(index or None, dimension)] = value
+
+    def throughput(index: str | None) -> dict[str, int]:
+        return {
+            "ReadCapacityUnits": now[(index, "read")],
+            "WriteCapacityUnits": now[(index, "write")],
+        }
+
+    return {
+        "Table": {
+            "TableName": table.name,
+            "TableStatus": "ACTIVE",
+            "TableArn": table.arn,
+            "ProvisionedThroughput": throughput(None),
+            "GlobalSecondaryIndexes": [
+                {
+                    "IndexName": "byUser",
+                    "IndexStatus": "ACTIVE",
+                    "ProvisionedThroughput": throughput("byUser"),
+                }
+            ],
+        }
+    }
+
+
 def test_one_update_table_carries_table_and_gsi_changes() -> None:
     table = orders()
     request = update_table_request(
-        table, [change(table.dimensions[1], 200), change(table.dimensions[2], 10)]
+        table.name,
+        [change(table.dimensions[1], 200), change(table.dimensions[2], 10)],
+        current(table),
     )
     assert request == {
         "TableName": "orders",
@@ -79,11 +119,12 @@ def test_update_table_errors_stay_with_their_table(code: str, status: str) -> No
     ddb, table = client("dynamodb"), orders()
     changes = [change(table.dimensions[1], 200)]
     with Stubber(ddb) as stubber:
+        stubber.add_response("describe_table", described(table), {"TableName": "orders"})
         stubber.add_client_error(
             "update_table",
             service_error_code=code,
             service_message="no",
-            expected_params=update_table_request(table, changes),
+            expected_params=update_table_request(table.name, changes, current(table)),
         )
         (outcome,) = apply(ddb, client("application-autoscaling"), table, changes, dry_run=False)
         stubber.assert_no_pending_responses()
@@ -95,13 +136,16 @@ def test_a_refused_decrease_does_not_hold_back_the_increase() -> None:
     ddb, table = client("dynamodb"), orders()
     up, down = change(table.dimensions[1], 300), change(table.dimensions[2], 10)
     with Stubber(ddb) as stubber:
+        stubber.add_response("describe_table", described(table), {"TableName": "orders"})
         stubber.add_client_error(
             "update_table",
             service_error_code="LimitExceededException",
             service_message="Subscriber limit exceeded",
-            expected_params=update_table_request(table, [up, down]),
+            expected_params=update_table_request(table.name, [up, down], current(table)),
         )
-        stubber.add_response("update_table", {}, update_table_request(table, [up]))
+        stubber.add_response(
+            "update_table", {}, update_table_request(table.name, [up], current(table))
+        )
         outcomes = apply(ddb, client("application-autoscaling"), table, [up, down], dry_run=False)
         stubber.assert_no_pending_responses()
     # THEN the increase is retried alone and applied; the decrease is recorded as refused
@@ -120,7 +164,7 @@ def test_access_denied_on_a_scalable_target() -> None:
             {},
             {
                 "ResourceArn": ARN,
-                "Tags": [{"Key": "ddb-capacity:base-min:table:read", "Value": "10"}],
+                "Tags": [{"Key": "ddb-capacity:base-min:table:read", "Value": "10:200"}],
             },
         )
         s_aas.add_client_error(
@@ -132,6 +176,51 @@ def test_access_denied_on_a_scalable_target() -> None:
         s_ddb.assert_no_pending_responses()
         s_aas.assert_no_pending_responses()
     assert outcome.status == "access-denied"
+
+
+def test_update_table_sends_the_other_dimension_as_it_is_now_not_as_it_was_read() -> None:
+    # GIVEN a write raise planned while read was 100, and read raised to 400 by someone since
+    ddb, table = client("dynamodb"), orders()
+    up = change(table.dimensions[1], 300)
+    with Stubber(ddb) as stubber:
+        stubber.add_response("describe_table", described(table, read=400), {"TableName": "orders"})
+        stubber.add_response(
+            "update_table",
+            {},
+            {
+                "TableName": "orders",
+                "ProvisionedThroughput": {"ReadCapacityUnits": 400, "WriteCapacityUnits": 300},
+            },
+        )
+        (outcome,) = apply(ddb, client("application-autoscaling"), table, [up], dry_run=False)
+        stubber.assert_no_pending_responses()
+    # THEN the write went up and read was sent at 400, never back to 100
+    assert outcome.status == "applied"
+
+
+def test_a_change_whose_dimension_moved_since_it_was_read_is_left_for_the_next_tick() -> None:
+    ddb, table = client("dynamodb"), orders()
+    down = change(table.dimensions[0], 10)
+    with Stubber(ddb) as stubber:
+        stubber.add_response("describe_table", described(table, read=400), {"TableName": "orders"})
+        (outcome,) = apply(ddb, client("application-autoscaling"), table, [down], dry_run=False)
+        stubber.assert_no_pending_responses()  # no UpdateTable was sent
+    assert outcome.status == "retry-next-tick"
+    assert outcome.error == "capacity moved from 100 to 400 since it was read"
+
+
+def test_every_decrease_is_checked_against_the_ledger_as_dynamodb_reports_it_now() -> None:
+    # GIVEN a planned decrease, and a counter DynamoDB now reports as spent for the day
+    ddb, table = client("dynamodb"), orders()
+    down = change(table.dimensions[0], 10)
+    answer = described(table)
+    answer["Table"]["ProvisionedThroughput"]["NumberOfDecreasesToday"] = 27  # type: ignore[index]
+    answer["Table"]["ProvisionedThroughput"]["LastDecreaseDateTime"] = datetime.now(UTC)  # type: ignore[index]
+    with Stubber(ddb) as stubber:
+        stubber.add_response("describe_table", answer, {"TableName": "orders"})
+        (outcome,) = apply(ddb, client("application-autoscaling"), table, [down], dry_run=False)
+        stubber.assert_no_pending_responses()  # nothing sent
+    assert outcome.status == "quota-exceeded"
 
 
 def test_throttled_control_plane_calls_are_retried_adaptively() -> None:
@@ -194,7 +283,7 @@ def test_limits_come_from_configuration_then_tags_then_defaults() -> None:
         {"SCALER_OVERRIDES": '{"orders": {"max": 900, "write": {"min": 20}}}'}
     )
     tags = {"ddb-capacity:min": "7", "ddb-capacity:read-max": "400", "ddb-capacity:target": "50"}
-    limits = config.limits("orders", tags)
+    limits = config.limits("orders", parse_tags(tags).limits)
     assert limits["read"] == Limits(7, 900, 0.5)
     assert limits["write"] == Limits(20, 900, 0.5)
     assert config.limits("other", {}) == {
@@ -204,26 +293,65 @@ def test_limits_come_from_configuration_then_tags_then_defaults() -> None:
 
 
 @pytest.mark.parametrize(
-    ("tags", "message"),
+    ("tags", "reason"),
     [
-        (
-            {"ddb-capacity:target": "95"},
-            "table t read: tag ddb-capacity:target must be a percentage from 20 to 90; got '95'",
-        ),
+        ({"ddb-capacity:target": "95"}, "expected a percentage from 20 to 90"),
+        ({"ddb-capacity:target": "nan"}, "expected a percentage from 20 to 90"),
         (
             {"ddb-capacity:write-min": "2.5"},
-            "table t write: tag ddb-capacity:write-min must be a whole number of capacity units from "
-            "1 to 40000; got '2.5'",
+            "expected a whole number of capacity units from 1 to 40000",
+        ),
+        ({"ddb-capacity:max": "-5"}, "expected a whole number of capacity units from 1 to 40000"),
+        (
+            {"ddb-capacity:max": "99999999"},
+            "expected a whole number of capacity units from 1 to 40000",
+        ),
+        ({"ddb-capacity:mn": "5"}, "not a tag this library reads"),
+        (
+            {"ddb-capacity:base-min:table:read": "-5"},
+            "expected <base>:<set>, each a whole number of units from 1 to 40000",
         ),
         (
+            {"ddb-capacity:base-min:table:read": "10:abc"},
+            "expected <base>:<set>, each a whole number of units from 1 to 40000",
+        ),
+    ],
+)
+def test_malformed_tags_are_ignored_with_their_reason(tags: dict[str, str], reason: str) -> None:
+    parsed = parse_tags(tags)
+    assert parsed.limits == {} and parsed.base_mins == {}
+    ((key, value),) = tags.items()
+    assert parsed.ignored == [IgnoredTag(key, value, reason)]
+    # and the limits are the defaults, as if the tag were not there
+    assert ScalerConfig.from_env({}).limits("t", parsed.limits)["read"] == Limits(5, 1000, 0.7)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "tags", "message"),
+    [
+        (
+            '{"t": {"target": 95}}',
+            {},
+            "table t read: override target must be a percentage from 20 to 90; got 95",
+        ),
+        (
+            '{"t": {"write": {"min": 2.5}}}',
+            {},
+            "table t write: override write.min must be a whole number of capacity units from "
+            "1 to 40000; got 2.5",
+        ),
+        (
+            "{}",
             {"ddb-capacity:min": "500", "ddb-capacity:max": "50"},
             "table t read: min (500) must not be above max (50)",
         ),
     ],
 )
-def test_bad_overrides_name_the_table_and_the_tag(tags: dict[str, str], message: str) -> None:
+def test_bad_overrides_name_the_table_and_the_setting(
+    overrides: str, tags: dict[str, str], message: str
+) -> None:
     with pytest.raises(OverrideError) as caught:
-        ScalerConfig.from_env({}).limits("t", tags)
+        ScalerConfig.from_env({"SCALER_OVERRIDES": overrides}).limits("t", parse_tags(tags).limits)
     assert str(caught.value) == message
 
 

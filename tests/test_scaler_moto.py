@@ -36,21 +36,21 @@ def test_a_tick_scales_each_table_by_its_own_evidence(world: World) -> None:
     # AND the idle GSI and the idle table go to the minimum, both dimensions in one update
     assert world.throughput(throttled, "byUser") == (5, 5)
     assert world.throughput(idle) == (5, 5)
-    # AND the steady table holds; the broken one is skipped with its reason, the rest went on
+    # AND the steady table holds; the broken tag is ignored with a warning, and its idle
+    # table is decided on the defaults like the others
     assert world.throughput(steady) == (100, 100)
-    assert summary["skipped"] == [
-        {
-            "table": broken,
-            "reason": (
-                f"table {broken} read: tag ddb-capacity:min must be a whole number of capacity units "
-                f"from 1 to 40000; got 'lots'"
-            ),
-        }
-    ]
-    assert summary["tables"] == 3 and summary["failed"] == []
+    assert world.throughput(broken) == (5, 5)
+    (ignored,) = [line for line in lines if line.get("event") == "tag-ignored"]
+    assert (ignored["table"], ignored["key"], ignored["value"]) == (
+        broken,
+        "ddb-capacity:min",
+        "lots",
+    )
+    assert summary["skipped"] == [] and summary["failures"] == []
+    assert summary["tables"] == 4 and summary["failed"] == []
     # AND there is one decision line per dimension and one EMF record per table
     decisions = [line for line in lines if line.get("event") == "decision"]
-    assert len(decisions) == 2 * 2 + 2 + 2
+    assert len(decisions) == 2 * 2 + 2 + 2 + 2
     write = next(
         d
         for d in decisions
@@ -64,7 +64,13 @@ def test_a_tick_scales_each_table_by_its_own_evidence(world: World) -> None:
     )
     assert write["throttles_seen"] == 6000 and write["reason"].startswith("throttled")
     emf = [line for line in lines if "_aws" in line]
-    assert {line["TableName"] for line in emf} == {throttled, idle, steady}
+    assert {line.get("TableName") for line in emf} == {throttled, idle, steady, broken, None}
+    (tick_emf,) = [line for line in emf if "TableName" not in line]
+    assert (tick_emf["Failures"], tick_emf["SharedFailures"], tick_emf["TablesManaged"]) == (
+        0,
+        0,
+        4,
+    )
     orders_emf = next(line for line in emf if line["TableName"] == throttled)
     assert orders_emf["ThrottleEventsSeen"] == 6000 and orders_emf["Decisions"] == 3
     assert orders_emf["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "DynamoDBCapacity"
@@ -81,10 +87,11 @@ def test_tables_under_auto_scaling_get_their_minimum_moved_then_restored(world: 
     # THEN the target's minimum is raised (auto scaling performs it), not the table directly
     assert world.target_min(name, "read") == 172  # (100 + 1200 / 60) / 0.7
     assert world.throughput(name)[0] == 100
-    assert world.tags(name)[base_min_tag(None, "read")] == "10"
+    assert world.tags(name)[base_min_tag(None, "read")] == "10:172"  # the base, the min set
     assert {(c["via"], c["to"]) for c in summary["changes"]} >= {("scalable-target", 172)}
-    # WHEN a later tick sees no throttling in its window
+    # WHEN a later tick sees no throttling in its window (and light traffic up to its end)
     later = world.now + timedelta(minutes=45)
+    world.traffic(name, "read", 5, minutes=range(-44, -28))
     world.tick(later, SCALER_TABLES=name, SCALER_TAG_KEY="")
     # THEN the configured minimum is restored and the reminder tag removed
     assert world.target_min(name, "read") == 10
@@ -112,13 +119,14 @@ def test_overrides_from_configuration_bound_the_decision(world: World) -> None:
     assert world.throughput(name) == (5, 180)
 
 
-def test_a_missing_explicit_table_is_reported_and_the_others_go_on(world: World) -> None:
+def test_a_missing_explicit_table_is_a_failure_and_the_others_go_on(world: World) -> None:
     name = world.table("present", 300, 300)
+    world.traffic(name, "read", 1)
     summary, _ = world.tick(SCALER_TABLES=world.name("absent"))
-    assert world.throughput(name) == (5, 5)  # idle, tag-discovered
-    (skipped,) = summary["skipped"]
-    assert skipped["table"] == world.name("absent")
-    assert skipped["reason"].startswith("ResourceNotFoundException")
+    assert world.throughput(name) == (5, 5)  # nearly idle, tag-discovered
+    (failure,) = summary["failures"]
+    assert failure["table"] == world.name("absent")
+    assert failure["reason"].startswith("ResourceNotFoundException")
 
 
 def test_metrics_are_fetched_in_batches_of_500(world: World) -> None:

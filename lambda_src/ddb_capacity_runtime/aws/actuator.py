@@ -11,16 +11,20 @@ Errors stay with their table: the caller goes on with the others.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from ..core.names import UNITS, base_min_tag
 from ..core.plan import SCALABLE_TARGET, UPDATE_TABLE, Change
 from ..core.policy import DECREASE, INCREASE
+from ..core.quota import DecreaseLedger
 from ..core.tables import ManagedTable
+from ..core.tags import BaseMin
+from .retry import describe_error
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
@@ -44,21 +48,25 @@ class Outcome:
     error: str | None = None
 
 
-def _status(exc: ClientError) -> tuple[str, str]:
+def _status(exc: Exception) -> tuple[str, str]:
+    if not isinstance(exc, ClientError):
+        return "failed", describe_error(exc)
     code = exc.response.get("Error", {}).get("Code", "Unknown")
-    return STATUS_BY_CODE.get(code, "failed"), f"{code}: {exc.response['Error'].get('Message', '')}"
+    return STATUS_BY_CODE.get(code, "failed"), describe_error(exc)
 
 
-def update_table_request(table: ManagedTable, changes: Sequence[Change]) -> dict[str, Any]:
-    """One UpdateTable for ``changes``; each touched table or GSI gets both of its values."""
+def update_table_request(
+    table: str, changes: Sequence[Change], current: Mapping[tuple[str | None, str], int]
+) -> dict[str, Any]:
+    """One UpdateTable for ``changes``. DynamoDB takes both values of a touched table or GSI;
+    the one that does not change is sent as ``current`` (read just before) says it is."""
     new = {(c.dimension.index, c.dimension.dimension): c.new for c in changes}
-    current = {(d.index, d.dimension): d.provisioned for d in table.dimensions}
     touched = sorted({c.dimension.index for c in changes}, key=lambda i: (i is not None, i or ""))
 
     def throughput(index: str | None) -> dict[str, int]:
         return {units: new.get((index, dim), current[(index, dim)]) for dim, units in UNITS.items()}
 
-    request: dict[str, Any] = {"TableName": table.name}
+    request: dict[str, Any] = {"TableName": table}
     if None in touched:
         request["ProvisionedThroughput"] = throughput(None)
     updates = [
@@ -71,33 +79,93 @@ def update_table_request(table: ManagedTable, changes: Sequence[Change]) -> dict
     return request
 
 
+def _fresh(
+    dynamodb: DynamoDBClient, table: ManagedTable, now: datetime
+) -> tuple[dict[tuple[str | None, str], int], dict[str | None, DecreaseLedger]]:
+    """The table's provisioned capacity and decrease ledgers as DynamoDB says now."""
+    described = dynamodb.describe_table(TableName=table.name)["Table"]
+    if described["TableStatus"] != "ACTIVE":
+        raise _Busy(f"table status {described['TableStatus']}")
+    specs: list[tuple[str | None, Mapping[str, Any]]] = [(None, described)]
+    specs += [(g["IndexName"], g) for g in described.get("GlobalSecondaryIndexes", [])]
+    current, ledgers = {}, {}
+    for index, spec in specs:
+        throughput = spec["ProvisionedThroughput"]
+        ledgers[index] = DecreaseLedger.from_throughput(throughput, now)
+        for dim, units in UNITS.items():
+            current[(index, dim)] = int(throughput[units])
+    return current, ledgers
+
+
+class _Busy(Exception):
+    """The table is being updated: nothing is sent this time."""
+
+
 def _update_table(
-    dynamodb: DynamoDBClient, table: ManagedTable, changes: list[Change]
+    dynamodb: DynamoDBClient, table: ManagedTable, changes: list[Change], now: datetime
+) -> list[Outcome]:
+    """Re-read the table, then send what still applies: a change whose dimension moved since
+    it was planned is left for the next tick, and a decrease the quota ledger refuses now is
+    not sent."""
+    try:
+        current, ledgers = _fresh(dynamodb, table, now)
+    except _Busy as exc:
+        return [Outcome(c, "retry-next-tick", str(exc)) for c in changes]
+    except (ClientError, BotoCoreError) as exc:
+        status, message = _status(exc)
+        return [Outcome(c, status, message) for c in changes]
+    outcomes, send = [], []
+    for c in changes:
+        key = (c.dimension.index, c.dimension.dimension)
+        if key not in current:
+            outcomes.append(Outcome(c, "not-found", f"{key} is gone from the table"))
+        elif current[key] != c.old:
+            outcomes.append(
+                Outcome(
+                    c,
+                    "retry-next-tick",
+                    f"capacity moved from {c.old} to {current[key]} since it was read",
+                )
+            )
+        elif c.new < c.old and not ledgers[c.dimension.index].can_decrease(now):
+            outcomes.append(Outcome(c, "quota-exceeded", "the decrease quota allows none now"))
+        else:
+            send.append(c)
+    return outcomes + (_send(dynamodb, table, send, current) if send else [])
+
+
+def _send(
+    dynamodb: DynamoDBClient,
+    table: ManagedTable,
+    changes: list[Change],
+    current: Mapping[tuple[str | None, str], int],
 ) -> list[Outcome]:
     try:
-        dynamodb.update_table(**update_table_request(table, changes))
+        dynamodb.update_table(**update_table_request(table.name, changes, current))
         return [Outcome(c, "applied") for c in changes]
-    except ClientError as exc:
+    except (ClientError, BotoCoreError) as exc:
         status, message = _status(exc)
         increases = [c for c in changes if c.action == INCREASE]
         if status != "quota-exceeded" or not increases or len(increases) == len(changes):
             return [Outcome(c, status, message) for c in changes]
         # The decreases were refused: the increases must not wait for them.
         refused = [Outcome(c, status, message) for c in changes if c.action != INCREASE]
-        return refused + _update_table(dynamodb, table, increases)
+        return refused + _send(dynamodb, table, increases, current)
 
 
 def _move_min(
     dynamodb: DynamoDBClient, aas: ApplicationAutoScalingClient, table: ManagedTable, change: Change
 ) -> Outcome:
+    """Move a scalable target's minimum. Raising it records the base it replaces together
+    with the minimum set (``<base>:<set>``) first; restoring it forgets them."""
     d = change.dimension
     assert d.target is not None
     tag = base_min_tag(d.index, d.dimension)
     try:
-        if change.action == INCREASE and d.base_min_tag is None:
-            dynamodb.tag_resource(
-                ResourceArn=table.arn, Tags=[{"Key": tag, "Value": str(d.target.min_capacity)}]
-            )
+        if change.action == INCREASE:
+            base = d.memory.base if d.memory else d.target.min_capacity
+            memory = BaseMin(base, change.new).value()
+            dynamodb.tag_resource(ResourceArn=table.arn, Tags=[{"Key": tag, "Value": memory}])
         aas.register_scalable_target(
             ServiceNamespace="dynamodb",
             ResourceId=d.target.resource_id,
@@ -107,7 +175,7 @@ def _move_min(
         if change.action == DECREASE:
             dynamodb.untag_resource(ResourceArn=table.arn, TagKeys=[tag])
         return Outcome(change, "applied")
-    except ClientError as exc:
+    except (ClientError, BotoCoreError) as exc:
         status, message = _status(exc)
         return Outcome(change, status, message)
 
@@ -118,12 +186,14 @@ def apply(
     table: ManagedTable,
     changes: Sequence[Change],
     dry_run: bool,
+    now: datetime | None = None,
 ) -> list[Outcome]:
     """Apply one table's changes (or only report them, in dry-run mode)."""
+    now = now or datetime.now(UTC)
     if dry_run:
         return [Outcome(c, "dry-run") for c in changes]
     outcomes = [_move_min(dynamodb, aas, table, c) for c in changes if c.via == SCALABLE_TARGET]
     direct = [c for c in changes if c.via == UPDATE_TABLE]
     if direct:
-        outcomes += _update_table(dynamodb, table, direct)
+        outcomes += _update_table(dynamodb, table, direct, now)
     return outcomes

@@ -3,14 +3,16 @@ Scaling say about them. Clients are passed in; nothing here decides."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..core.names import UNITS, base_min_tag, resource_id, scalable_dimension
+from ..core.names import UNITS, resource_id, scalable_dimension
 from ..core.quota import DecreaseLedger
 from ..core.settings import Limits, ScalerConfig
 from ..core.tables import Dimension, ManagedTable, ScalableTarget, tags_of
+from ..core.tags import parse_tags
 from ..events import log_event
 
 if TYPE_CHECKING:
@@ -101,7 +103,17 @@ def describe_table(
         raise NotManaged("on-demand billing")
     if tags is None:
         tags = tags_of(dynamodb.list_tags_of_resource(ResourceArn=table["TableArn"])["Tags"])
-    limits = config.limits(name, tags)
+    parsed = parse_tags(tags)
+    for ignored in parsed.ignored:
+        log_event(
+            "tag-ignored",
+            level=logging.WARNING,
+            table=name,
+            key=ignored.key,
+            value=ignored.value,
+            reason=ignored.reason,
+        )
+    limits = config.limits(name, parsed.limits)
     managed = ManagedTable(name, table["TableArn"], tags)
     specs: list[tuple[str | None, Mapping[str, Any]]] = [(None, table)]
     for gsi in table.get("GlobalSecondaryIndexes", []):
@@ -121,10 +133,22 @@ def describe_table(
         for dim, units in UNITS.items():
             target = targets.get((resource_id(name, index), scalable_dimension(index, dim)))
             dim_limits = limits[dim]
-            tag = base_min_tag(index, dim)
-            raised = tag if tag in tags else None
+            memory = parsed.base_mins.get((index, dim))
             if target is not None:
-                base = int(tags[tag]) if raised else target.min_capacity
+                if memory is not None and memory.set_to != target.min_capacity:
+                    # Someone else (an operator, a deploy) set the minimum since: the
+                    # present wins over the memory, which is ignored until rewritten.
+                    log_event(
+                        "memory-ignored",
+                        table=name,
+                        index=index,
+                        dimension=dim,
+                        remembered_base=memory.base,
+                        remembered_set=memory.set_to,
+                        target_min=target.min_capacity,
+                    )
+                    memory = None
+                base = memory.base if memory else target.min_capacity
                 dim_limits = Limits(base, target.max_capacity, dim_limits.target_utilization)
             managed.dimensions.append(
                 Dimension(
@@ -136,7 +160,7 @@ def describe_table(
                     last_increase=throughput.get("LastIncreaseDateTime"),
                     limits=dim_limits,
                     target=target,
-                    base_min_tag=raised,
+                    memory=memory,
                 )
             )
     return managed

@@ -4,12 +4,15 @@ of queries / 500, not with tables x metrics."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+import math
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..core.quota import utc
 from ..core.series import MINUTE, Key, Series
+from .retry import describe_error
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient
@@ -52,40 +55,108 @@ def queries(keys: Iterable[Key]) -> list[tuple[str, Key, str, dict[str, Any]]]:
 
 
 def fetch(
-    cloudwatch: CloudWatchClient, keys: list[Key], start: datetime, end: datetime
+    cloudwatch: CloudWatchClient,
+    keys: list[Key],
+    start: datetime,
+    end: datetime,
+    *,
+    errors: list[str] | None = None,
+    call: Callable[[Callable[[], Any]], Any] = lambda f: f(),
 ) -> dict[Key, Series]:
-    """Every key's series over [start, end), zero-filled per minute."""
+    """Every key's series over [start, end), zero-filled per minute, with what is unknown.
+
+    A minute of a key is unknown when CloudWatch did not mark its results ``Complete``, when
+    it lies after the newest minute CloudWatch delivered for any query of the key's batch
+    (not delivered yet, rather than idle), or when a value is NaN, negative or infinite.
+
+    ``call`` wraps each GetMetricData call (retries). With ``errors`` given, a batch that
+    still fails leaves its keys wholly unknown and its error appended; without, it raises.
+    """
     planned = queries(keys)
     minutes = int((end - start) / MINUTE)
     starts = [start + i * MINUTE for i in range(minutes)]
     sums: dict[str, dict[datetime, float]] = {qid: {} for qid, *_ in planned}
+    bad: dict[str, set[datetime]] = {qid: set() for qid, *_ in planned}
+    complete: dict[str, bool] = {}
+    newest: dict[str, datetime | None] = {}  # per query: the newest minute of its batch
+    failed: set[str] = set()
     for offset in range(0, len(planned), MAX_QUERIES_PER_CALL):
+        ids = [qid for qid, *_ in planned[offset : offset + MAX_QUERIES_PER_CALL]]
         batch = [q for *_, q in planned[offset : offset + MAX_QUERIES_PER_CALL]]
-        token = None
-        while True:
-            kwargs: dict[str, Any] = {
-                "MetricDataQueries": batch,
-                "StartTime": start,
-                "EndTime": end,
-                "ScanBy": "TimestampAscending",
-            }
-            if token:
-                kwargs["NextToken"] = token
-            response = cloudwatch.get_metric_data(**kwargs)
-            for result in response["MetricDataResults"]:
-                values = sums[result["Id"]]
-                for ts, value in zip(result["Timestamps"], result["Values"], strict=True):
-                    minute = utc(ts).replace(second=0, microsecond=0)
-                    values[minute] = values.get(minute, 0.0) + float(value)
-            token = response.get("NextToken")
-            if not token:
-                break
+        try:
+            delivered = _fetch_batch(cloudwatch, batch, start, end, sums, bad, complete, call)
+        except Exception as exc:
+            if errors is None:
+                raise
+            errors.append(f"GetMetricData ({len(batch)} queries): {describe_error(exc)}")
+            failed.update(ids)
+            continue
+        newest.update(dict.fromkeys(ids, delivered))
     out = {}
     by_key: dict[Key, dict[str, str]] = {}
     for qid, key, kind, _ in planned:
         by_key.setdefault(key, {})[kind] = qid
-    for key, ids in by_key.items():
-        consumed = [sums[ids["consumed"]].get(m, 0.0) / 60 for m in starts]
-        throttles = [sums[ids["throttles"]].get(m, 0.0) for m in starts]
-        out[key] = Series(list(starts), consumed, throttles)
+    for key, kinds in by_key.items():
+        pair = (kinds["consumed"], kinds["throttles"])
+        if any(q in failed for q in pair):
+            out[key] = Series.all_unknown(starts)
+            continue
+        last = newest[pair[0]]
+        whole = all(complete.get(q, False) for q in pair)
+        unknown = [
+            not whole or last is None or m > last or any(m in bad[q] for q in pair) for m in starts
+        ]
+        consumed = [
+            0.0 if u else sums[pair[0]].get(m, 0.0) / 60
+            for m, u in zip(starts, unknown, strict=True)
+        ]
+        throttles = [
+            0.0 if u else sums[pair[1]].get(m, 0.0) for m, u in zip(starts, unknown, strict=True)
+        ]
+        out[key] = Series(list(starts), consumed, throttles, unknown)
     return out
+
+
+def _fetch_batch(
+    cloudwatch: CloudWatchClient,
+    batch: list[dict[str, Any]],
+    start: datetime,
+    end: datetime,
+    sums: dict[str, dict[datetime, float]],
+    bad: dict[str, set[datetime]],
+    complete: dict[str, bool],
+    call: Callable[[Callable[[], Any]], Any],
+) -> datetime | None:
+    """Read one batch (every page) into ``sums``; returns the newest minute delivered."""
+    newest: datetime | None = None
+    token = None
+    while True:
+        kwargs: dict[str, Any] = {
+            "MetricDataQueries": batch,
+            "StartTime": start,
+            "EndTime": end,
+            "ScanBy": "TimestampAscending",
+        }
+        if token:
+            kwargs["NextToken"] = token
+        response = call(functools.partial(cloudwatch.get_metric_data, **kwargs))
+        for result in response["MetricDataResults"]:
+            qid = result["Id"]
+            if qid not in sums:
+                continue  # not a query of ours: ignored
+            complete[qid] = result.get("StatusCode") == "Complete"
+            values = sums[qid]
+            for ts, raw in zip(
+                result.get("Timestamps", []), result.get("Values", []), strict=False
+            ):
+                minute = utc(ts).replace(second=0, microsecond=0)
+                value = float(raw)
+                if not math.isfinite(value) or value < 0:
+                    bad[qid].add(minute)
+                    continue
+                values[minute] = values.get(minute, 0.0) + value
+                if start <= minute < end and (newest is None or minute > newest):
+                    newest = minute
+        token = response.get("NextToken")
+        if not token:
+            return newest

@@ -29,9 +29,16 @@ class Change:
 
 
 def plan_table(
-    table: ManagedTable, series: Mapping[Any, Series], config: ScalerConfig, now: datetime
+    table: ManagedTable,
+    series: Mapping[Any, Series],
+    config: ScalerConfig,
+    now: datetime,
+    *,
+    decreases_allowed: bool = True,
 ) -> list[tuple[Change, Decision]]:
-    """Every dimension's decision (holds included) as a Change; pure."""
+    """Every dimension's decision (holds included) as a Change; pure. No dimension is
+    lowered while its series has unknown minutes, nor at all with ``decreases_allowed``
+    False."""
     planned: list[tuple[Change, Decision]] = []
     direct: dict[str | None, dict[str, tuple[Dimension, Decision]]] = {}
     for d in table.dimensions:
@@ -47,6 +54,8 @@ def plan_table(
             ledger=d.ledger,
             last_increase=d.last_increase,
             target_utilization=d.limits.target_utilization,
+            unknown_minutes=s.unknown_minutes,
+            decreases_allowed=decreases_allowed,
         )
         if d.target is not None:
             decision = decide_scalable_min(state, d.target.min_capacity, config.policy)

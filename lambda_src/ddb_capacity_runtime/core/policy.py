@@ -88,6 +88,8 @@ class DimensionState:
     ledger: DecreaseLedger = field(default_factory=DecreaseLedger)
     last_increase: datetime | None = None
     target_utilization: float | None = None  # overrides PolicyConfig's when set
+    unknown_minutes: int = 0  # minutes of the window whose data is not known
+    decreases_allowed: bool = True  # False when a call the tick shares failed
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,14 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
         if wanted > provisioned:
             return decision(wanted, f"above target: peak {recent_peak:.1f}/s > {target:.0%}")
 
-    # Only decreases remain.
+    # Only decreases remain, and only on evidence.
+    if state.unknown_minutes or not state.decreases_allowed:
+        why = (
+            f"{state.unknown_minutes} minute(s) of the window unknown"
+            if state.unknown_minutes
+            else "a call the tick shares failed"
+        )
+        return decision(provisioned, f"no decrease: {why}")
     if provisioned > state.max_capacity:
         candidate, why, always_worth = state.max_capacity, f"above max {state.max_capacity}", True
     else:
@@ -227,7 +236,12 @@ def decide_scalable_min(
     if d.action == INCREASE and d.capacity > current_min:
         return Decision(d.capacity, f"raise min: {d.reason}", INCREASE, d.throttles_seen)
     since = utc(state.last_increase) if state.last_increase else None
-    calm = d.throttles_seen == 0 and (since is None or utc(state.now) - since >= config.hysteresis)
+    calm = (
+        d.throttles_seen == 0
+        and state.unknown_minutes == 0
+        and state.decreases_allowed
+        and (since is None or utc(state.now) - since >= config.hysteresis)
+    )
     if current_min > state.min_capacity and calm:
         return Decision(
             state.min_capacity, "pressure gone: restore configured min", DECREASE, d.throttles_seen

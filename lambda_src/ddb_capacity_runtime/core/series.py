@@ -3,7 +3,7 @@ reads."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from .quota import utc
@@ -14,11 +14,27 @@ Key = tuple[str, "str | None", str]
 
 @dataclass(frozen=True)
 class Series:
-    """Per complete minute, oldest first: consumed units per second, throttle events."""
+    """Per complete minute, oldest first: consumed units per second, throttle events.
+
+    ``unknown`` marks minutes whose data is not known (CloudWatch did not say the result was
+    complete, had not delivered the minute yet, or gave a NaN, negative or infinite value);
+    their values read 0 and they forbid any decrease. Empty: every minute is known.
+    """
 
     minute_starts: list[datetime]
     consumed: list[float]
     throttles: list[float]
+    unknown: list[bool] = field(default_factory=list)
+
+    @property
+    def unknown_minutes(self) -> int:
+        return sum(self.unknown)
+
+    @classmethod
+    def all_unknown(cls, minute_starts: list[datetime]) -> Series:
+        """A series of which nothing is known (its query failed)."""
+        zeros = [0.0] * len(minute_starts)
+        return cls(list(minute_starts), zeros, list(zeros), [True] * len(minute_starts))
 
 
 def window(now: datetime, minutes: int, lag_minutes: int) -> tuple[datetime, datetime]:

@@ -146,13 +146,11 @@ class ScalerConfig:
             policy=policy,
         )
 
-    def limits(self, table: str, tags: Mapping[str, str]) -> dict[str, Limits]:
+    def limits(self, table: str, tag_limits: Mapping[str, float]) -> dict[str, Limits]:
         """Per-dimension limits of ``table``: configuration overrides win over the table's
-        ``ddb-capacity:*`` tags, which win over the defaults. Raises :class:`OverrideError`."""
-        from_tags: dict[str, Any] = {}
-        for key, value in tags.items():
-            if key.startswith(TAG_PREFIX):
-                from_tags[key[len(TAG_PREFIX) :]] = value
+        ``ddb-capacity:*`` tags (already checked by :func:`.tags.parse_tags`), which win over
+        the defaults. Raises :class:`OverrideError`."""
+        from_tags: dict[str, Any] = dict(tag_limits)
         configured = dict(self.overrides.get(table, {}))
         out = {}
         for dim in DIMENSIONS:

@@ -11,6 +11,7 @@ from typing import Any
 
 from .quota import DecreaseLedger
 from .settings import Limits
+from .tags import BaseMin
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,9 @@ class Dimension:
     last_increase: datetime | None
     limits: Limits
     target: ScalableTarget | None = None
-    base_min_tag: str | None = None  # set when the scaler has raised the target's minimum
+    #: the base minimum remembered while the scaler (or a capacity request) holds the
+    #: target's minimum raised; None when nothing valid is remembered
+    memory: BaseMin | None = None
 
     @property
     def key(self) -> tuple[str, str | None, str]:

@@ -19,6 +19,7 @@ from ..core.names import base_min_tag, resource_id
 from ..core.series import window
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable
+from ..core.tags import BaseMin, parse_base_min
 from ..events import log_event
 from .holds import CapacityRequestError, CapacityRequestTimeout
 
@@ -100,17 +101,28 @@ def current_traffic(
 def base_minimum(tags: Mapping[str, str], index: str | None, dimension: str, default: int) -> int:
     """The base minimum remembered in the dimension's tag; ``default`` without a usable one."""
     raw = tags.get(base_min_tag(index, dimension))
-    if raw is not None and raw.isdigit():
-        return int(raw)
+    memory = None if raw is None else parse_base_min(raw)
+    if memory is not None:
+        return memory.base
     if raw is not None:
         log_event(
             "tag-ignored",
             level=logging.WARNING,
             key=base_min_tag(index, dimension),
-            value=raw,
-            reason="not a whole number",
+            value=raw[:256],
+            reason="expected <base>:<set>, whole numbers of capacity units",
         )
     return default
+
+
+def remember_min(
+    ctx: Context, arn: str, index: str | None, dimension: str, base: int, set_to: int
+) -> None:
+    """Record the base minimum a raise replaces with the minimum set (see core.tags)."""
+    ctx.clients.dynamodb.tag_resource(
+        ResourceArn=arn,
+        Tags=[{"Key": base_min_tag(index, dimension), "Value": BaseMin(base, set_to).value()}],
+    )
 
 
 def register_min(ctx: Context, resource: str, dimension: str, minimum: int) -> None:

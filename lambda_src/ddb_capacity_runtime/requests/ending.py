@@ -12,7 +12,14 @@ from ..core.names import base_min_tag
 from ..core.plan import UPDATE_TABLE, Change
 from ..core.policy import DECREASE
 from ..core.tables import ManagedTable
-from .context import Context, base_minimum, read_table, register_min, result_row
+from .context import (
+    Context,
+    base_minimum,
+    read_table,
+    register_min,
+    remember_min,
+    result_row,
+)
 from .holds import (
     DEFAULT_TIMEOUT,
     CapacityRequestError,
@@ -35,7 +42,7 @@ def end_holds(
     scaler's policy lowers them with the traffic, spending one decrease, not two)."""
     now = ctx.now()
     tags = managed.tags
-    holds, malformed = holds_in(tags)
+    holds, malformed = holds_in(tags, now)
     ends = [h for h in holds if ending(h)]
     untag = list(malformed)
     rows: list[dict[str, Any]] = []
@@ -81,6 +88,8 @@ def end_holds(
             rows.append(result_row(d.table, index, dim, via, current, current, "unchanged"))
             untag += keys
         elif d.target is not None:
+            if remaining:  # still raised for the other holds: the memory follows the minimum
+                remember_min(ctx, managed.arn, index, dim, base, to)
             register_min(ctx, d.target.resource_id, d.target.scalable_dimension, to)
             rows.append(result_row(d.table, index, dim, via, current, to, "applied"))
             untag += keys
@@ -174,7 +183,7 @@ def release_hold(
     process that no longer has the handle). Raises CapacityRequestError if there is none."""
     ctx = Context(clients or make_clients(), clock, sleep, 5.0)
     managed = read_table(ctx, table, None, clock() + DEFAULT_TIMEOUT.total_seconds())
-    holds, _ = holds_in(managed.tags)
+    holds, _ = holds_in(managed.tags, ctx.now())
     ids = sorted({h.id for h in holds})
     if hold_id not in ids:
         raise CapacityRequestError(

@@ -32,15 +32,16 @@ decrease quota allows; otherwise the hold's tag stays and the next restore tries
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from ..core.names import DIMENSIONS, TAG_PREFIX, scope_label
+from ..core.names import DIMENSIONS, TABLE_QUOTA, scope_label
 from ..core.settings import Limits
 from ..core.tables import ManagedTable
+from ..core.tags import HOLD_TAG
 
-HOLD_TAG = f"{TAG_PREFIX}hold:"
 DEFAULT_HOLD = timedelta(minutes=15)
 MAX_HOLD = timedelta(hours=24)
 DEFAULT_TIMEOUT = timedelta(minutes=10)
@@ -85,8 +86,10 @@ class Hold:
         return now < self.expires
 
     @classmethod
-    def from_tag(cls, key: str, value: str) -> Hold | None:
-        """The hold a tag describes, or None when the tag is not a well-formed hold."""
+    def from_tag(cls, key: str, value: str, now: datetime) -> Hold | None:
+        """The hold a tag describes, or None when the tag is not a well-formed hold: units
+        and baseline within the table quota, an expiry no later than the longest hold from
+        ``now``."""
         ident, _, dimension = key[len(HOLD_TAG) :].rpartition(":")
         scope, *numbers = value.rsplit(":", 3)
         if not ident or dimension not in DIMENSIONS or len(numbers) != 3:
@@ -97,21 +100,22 @@ class Hold:
             index = scope[len("index/") :]
         else:
             return None
-        try:
-            units, expires, baseline = (int(n) for n in numbers)
-        except ValueError:
+        if not all(re.fullmatch(r"\d{1,12}", n) for n in numbers):
             return None
-        if units < 1 or baseline < 0:
+        units, expires, baseline = (int(n) for n in numbers)
+        latest = (now + MAX_HOLD).timestamp() + 60
+        if not 1 <= units <= TABLE_QUOTA or baseline > TABLE_QUOTA or expires > latest:
             return None
         return cls(ident, index, dimension, units, datetime.fromtimestamp(expires, UTC), baseline)
 
 
-def holds_in(tags: Mapping[str, str]) -> tuple[list[Hold], list[str]]:
-    """The holds among a table's tags, and the keys of hold tags that are malformed."""
+def holds_in(tags: Mapping[str, str], now: datetime) -> tuple[list[Hold], list[str]]:
+    """The holds among a table's tags, and the keys of hold tags that are malformed (or out
+    of bounds: see :meth:`Hold.from_tag`)."""
     holds, malformed = [], []
     for key, value in tags.items():
         if key.startswith(HOLD_TAG):
-            hold = Hold.from_tag(key, value)
+            hold = Hold.from_tag(key, value, now)
             if hold is None:
                 malformed.append(key)
             else:
@@ -131,7 +135,7 @@ def level(holds: Iterable[Hold]) -> int:
 def lift(table: ManagedTable, now: datetime) -> ManagedTable:
     """``table`` with every dimension's limits lifted to its active holds' level, so the
     scaler neither lowers a held dimension nor caps it below the hold."""
-    holds, _ = holds_in(table.tags)
+    holds, _ = holds_in(table.tags, now)
     dims = []
     for d in table.dimensions:
         floor = level(h for h in holds if h.scope == (d.index, d.dimension) and h.active(now))
@@ -148,5 +152,5 @@ def lift(table: ManagedTable, now: datetime) -> ManagedTable:
 
 def needs_restore(tags: Mapping[str, str], now: datetime) -> bool:
     """Whether the table carries an expired or malformed hold."""
-    holds, malformed = holds_in(tags)
+    holds, malformed = holds_in(tags, now)
     return bool(malformed) or any(not h.active(now) for h in holds)

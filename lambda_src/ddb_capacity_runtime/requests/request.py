@@ -18,6 +18,7 @@ from ..aws.clients import Clients, make_clients
 from ..core.names import base_min_tag, scope_label
 from ..core.plan import UPDATE_TABLE, Change
 from ..core.policy import INCREASE
+from ..core.tags import BaseMin
 from ..events import log_event
 from .context import (
     Context,
@@ -25,6 +26,7 @@ from .context import (
     current_traffic,
     read_table,
     register_min,
+    remember_min,
     result_row,
 )
 from .ending import end_holds
@@ -114,7 +116,7 @@ def request_capacity(
     managed = read_table(ctx, table, index, deadline)
     traffic = current_traffic(ctx, table, index, wanted)
     now = ctx.now()
-    existing, _ = holds_in(managed.tags)
+    existing, _ = holds_in(managed.tags, now)
     ident = uuid.uuid4().hex[:12]
     expires = datetime.fromtimestamp(math.ceil((now + hold).timestamp()), UTC)
     holds = []
@@ -125,7 +127,8 @@ def request_capacity(
     for d in managed.dimensions:
         key = base_min_tag(d.index, d.dimension)
         if d.index == index and d.dimension in wanted and key not in managed.tags:
-            tags[key] = str(d.target.min_capacity if d.target else d.provisioned)
+            current = d.target.min_capacity if d.target else d.provisioned
+            tags[key] = BaseMin(current, current).value()
     try:
         ctx.clients.dynamodb.tag_resource(
             ResourceArn=managed.arn, Tags=[{"Key": k, "Value": v} for k, v in tags.items()]
@@ -161,8 +164,8 @@ def _raise(
     done: list[dict[str, Any]] = []
     while True:
         managed = read_table(ctx, table, index, deadline)
-        holds, _ = holds_in(managed.tags)
         now = ctx.now()
+        holds, _ = holds_in(managed.tags, now)
         levels, raises = {}, []
         for d in managed.dimensions:
             if d.index != index or d.dimension not in dims:
@@ -180,6 +183,9 @@ def _raise(
                         f"{d.target.max_capacity:,}; raise the max or ask for less"
                     )
                 if d.target.min_capacity < want:
+                    remember_min(
+                        ctx, managed.arn, index, d.dimension, base or d.target.min_capacity, want
+                    )
                     register_min(ctx, d.target.resource_id, d.target.scalable_dimension, want)
                     done.append(
                         result_row(

@@ -10,13 +10,21 @@ from typing import Any
 from ..aws.clients import make_clients
 from ..core.settings import ScalerConfig
 from ..events import log_event
-from .tick import run_tick
+from .tick import TickFailed, run_tick
 
 
 def lambda_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-    """AWS Lambda entry point: a bad configuration fails the invocation with its message."""
+    """AWS Lambda entry point. A bad configuration fails the invocation with its message;
+    so does a tick in which a table or a shared call failed (after it acted on the rest),
+    so that the errors alarm and the dead-letter queue see it."""
     config = ScalerConfig.from_env(os.environ)
     summary = run_tick(config, make_clients(), datetime.now(UTC))
+    complete(summary)
+    return summary
+
+
+def complete(summary: Mapping[str, Any]) -> None:
+    """Log the tick's summary; raise :class:`TickFailed` when anything in it failed."""
     log_event(
         "tick-done",
         tables=summary["tables"],
@@ -25,5 +33,11 @@ def lambda_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         failed=summary["failed"],
         skipped=summary["skipped"],
         dry_run=summary["dry_run"],
+        failures=summary["failures"],
+        shared_failures=summary["shared_failures"],
     )
-    return summary
+    if summary["failures"] or summary["shared_failures"]:
+        raise TickFailed(
+            f"{len(summary['failures'])} table(s) failed, {len(summary['shared_failures'])} "
+            f"shared call(s) failed: {summary['failures'] + summary['shared_failures']}"[:4000]
+        )

@@ -4,33 +4,57 @@
 tests against a moto server, and in benchmarks. The decisions themselves are the pure
 :func:`ddb_capacity_runtime.core.plan.plan_table`.
 
+Every table is its own fault domain: whatever goes wrong for one table (an AWS error, a
+connection error, a bad override, anything raised) fails that table alone, and the others
+are still decided and acted on. The calls a tick shares (tag discovery, scalable targets and
+policies, GetMetricData) are retried with backoff; one that still fails makes the tick lower
+nothing anywhere, while raises on the data it has still go ahead. Every failure is counted
+(EMF ``Failures``) and reported in the summary, whose ``failures`` and ``shared_failures``
+make the Lambda invocation fail after the tick has acted.
+
 Capacity requests: a table's expired holds are ended first, and its active holds lift the
 dimension's min (and max) to their level for the tick.
 
 Reports through :mod:`ddb_capacity_runtime.events`: a ``decision`` event per dimension, a
-``hold-ended`` event per ended hold, a ``table-skipped`` event per table left out, and one
-Embedded Metric Format record per table (namespace from the configuration, dimension
-``TableName``: ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``).
+``hold-ended`` event per ended hold, ``table-skipped``, ``table-failed`` and
+``shared-call-failed`` events, one Embedded Metric Format record per table (dimension
+``TableName``: ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``,
+``Failures``) and one for the tick (no dimension: ``Failures``, ``SharedFailures``,
+``TablesManaged``).
 """
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any, TextIO
-
-from botocore.exceptions import ClientError
+from typing import Any, TextIO, TypeVar
 
 from ..aws import actuator, discovery, metrics
 from ..aws.actuator import Outcome
 from ..aws.clients import Clients
 from ..aws.discovery import NotManaged
+from ..aws.retry import describe_error, with_retries
 from ..core.plan import Change, plan_table
 from ..core.policy import HOLD, Decision
 from ..core.series import window
-from ..core.settings import OverrideError, ScalerConfig
-from ..core.tables import ManagedTable
+from ..core.settings import ScalerConfig
+from ..core.tables import ManagedTable, ScalableTarget
 from ..events import emit_metrics, log_event
 from ..requests import ending, holds
+
+T = TypeVar("T")
+#: Outcomes counted as failures. ``retry-next-tick`` is not one: another update was in
+#: flight, or the capacity moved since it was read, and the next tick decides again.
+FAILED_STATUSES = frozenset({"failed", "invalid", "access-denied", "not-found", "quota-exceeded"})
+#: DescribeTable calls in flight at once.
+DESCRIBE_THREADS = 16
+
+
+class TickFailed(RuntimeError):
+    """The tick acted on every table it could, but some table or shared call failed."""
 
 
 def _row(change: Change, status: str, error: str | None) -> dict[str, Any]:
@@ -49,70 +73,145 @@ def _row(change: Change, status: str, error: str | None) -> dict[str, Any]:
 
 
 def _emf(
-    config: ScalerConfig, table: ManagedTable, planned: list[tuple[Change, Decision]], now: datetime
+    config: ScalerConfig, now: datetime, values: Mapping[str, float], table: str | None = None
 ) -> dict[str, Any]:
-    names = ("Decisions", "ThrottleEventsSeen", "DecreasesLeft", "CapacityAtMax")
+    """One Embedded Metric Format record: per table (dimension ``TableName``) or per tick."""
     return {
         "_aws": {
             "Timestamp": int(now.timestamp() * 1000),
             "CloudWatchMetrics": [
                 {
                     "Namespace": config.namespace,
-                    "Dimensions": [["TableName"]],
-                    "Metrics": [{"Name": n, "Unit": "Count"} for n in names],
+                    "Dimensions": [["TableName"]] if table else [[]],
+                    "Metrics": [{"Name": n, "Unit": "Count"} for n in values],
                 }
             ],
         },
-        "TableName": table.name,
+        **({"TableName": table} if table else {}),
+        **values,
+    }
+
+
+def _table_metrics(
+    table: ManagedTable, planned: list[tuple[Change, Decision]], now: datetime, failed: bool
+) -> dict[str, float]:
+    return {
         "Decisions": sum(1 for c, _ in planned if c.action != HOLD),
         "ThrottleEventsSeen": sum(c.throttles_seen for c, _ in planned),
         "DecreasesLeft": min((d.ledger.remaining_today(now) for d in table.dimensions), default=0),
         "CapacityAtMax": sum(1 for d in table.dimensions if d.provisioned >= d.limits.max_capacity),
+        "Failures": int(failed),
     }
 
 
+def _prepare(
+    name: str,
+    tags: dict[str, str] | None,
+    config: ScalerConfig,
+    clients: Clients,
+    targets: Mapping[tuple[str, str], Any],
+    now: datetime,
+) -> ManagedTable:
+    """One table as the tick will decide it: described, expired holds ended, active holds
+    applied. Raises NotManaged (skipped) or anything else (a failure of this table)."""
+    table = discovery.describe_table(clients.dynamodb, name, tags, config, targets, now)
+    if not config.dry_run and holds.needs_restore(table.tags, now):
+        for ended in ending.restore_expired(
+            name, clients=clients, clock=now.timestamp, lower_direct=False
+        ):
+            log_event("hold-ended", **ended)
+        table = discovery.describe_table(clients.dynamodb, name, None, config, targets, now)
+    return holds.lift(table, now)
+
+
 def run_tick(
-    config: ScalerConfig, clients: Clients, now: datetime, out: TextIO | None = None
+    config: ScalerConfig,
+    clients: Clients,
+    now: datetime,
+    out: TextIO | None = None,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    threads: int = DESCRIBE_THREADS,
 ) -> dict[str, Any]:
     """Discover, measure, decide and act once. Returns a summary. EMF records go to
-    ``out`` (stdout by default); events to the log."""
+    ``out`` (stdout by default); events to the log. ``sleep`` is the backoff between tries
+    of a shared call."""
     now = now.astimezone(UTC)
-    targets = discovery.scalable_targets(clients.autoscaling)
+    shared_failures: list[str] = []
+
+    def shared(what: str, call: Callable[[], T], default: T) -> T:
+        try:
+            return with_retries(call, sleep=sleep)
+        except Exception as exc:
+            shared_failures.append(f"{what}: {describe_error(exc)}")
+            return default
+
+    no_targets: dict[tuple[str, str], ScalableTarget] = {}
+    targets = shared(
+        "scalable targets", lambda: discovery.scalable_targets(clients.autoscaling), no_targets
+    )
+    explicit: dict[str, dict[str, str] | None] = dict.fromkeys(config.tables)
+    found = shared(
+        "tag discovery", lambda: discovery.find_tables(clients.tagging, config), explicit
+    )
+
+    failures: dict[str, list[str]] = {}
     skipped: list[dict[str, str]] = []
     tables: list[ManagedTable] = []
-    for name, tags in discovery.find_tables(clients.tagging, config).items():
-        try:
-            table = discovery.describe_table(clients.dynamodb, name, tags, config, targets, now)
-            if not config.dry_run and holds.needs_restore(table.tags, now):
-                for ended in ending.restore_expired(
-                    name, clients=clients, clock=now.timestamp, lower_direct=False
-                ):
-                    log_event("hold-ended", **ended)
-                table = discovery.describe_table(clients.dynamodb, name, None, config, targets, now)
-            tables.append(holds.lift(table, now))
-        except (NotManaged, OverrideError, holds.CapacityRequestError) as exc:
-            skipped.append({"table": name, "reason": str(exc)})
-        except ClientError as exc:
-            error = exc.response.get("Error", {})
-            reason = f"{error.get('Code')}: {error.get('Message')}"
-            skipped.append({"table": name, "reason": reason})
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        prepared = {
+            name: pool.submit(_prepare, name, tags, config, clients, targets, now)
+            for name, tags in found.items()
+        }
+        for name, future in prepared.items():
+            try:
+                tables.append(future.result())
+            except NotManaged as exc:
+                skipped.append({"table": name, "reason": str(exc)})
+            except Exception as exc:
+                failures.setdefault(name, []).append(describe_error(exc))
     for entry in skipped:
         log_event("table-skipped", table=entry["table"], reason=entry["reason"])
 
     start, end = window(now, config.history_minutes, config.metric_lag_minutes)
     keys = [d.key for t in tables for d in t.dimensions]
-    series = metrics.fetch(clients.cloudwatch, keys, start, end) if keys else {}
+    metric_errors: list[str] = []
+    series = (
+        metrics.fetch(
+            clients.cloudwatch,
+            keys,
+            start,
+            end,
+            errors=metric_errors,
+            call=lambda f: with_retries(f, sleep=sleep),
+        )
+        if keys
+        else {}
+    )
+    shared_failures += metric_errors
+    for failure in shared_failures:
+        log_event(
+            "shared-call-failed",
+            level=logging.ERROR,
+            error=failure,
+            consequence="no decrease anywhere this tick",
+        )
 
     outcomes: list[Outcome] = []
     for table in tables:
-        planned = plan_table(table, series, config, now)
-        changes = [c for c, _ in planned if c.action != HOLD and c.new != c.old]
-        results = {
-            id(o.change): o
-            for o in actuator.apply(
-                clients.dynamodb, clients.autoscaling, table, changes, config.dry_run
-            )
-        }
+        planned: list[tuple[Change, Decision]] = []
+        try:
+            planned = plan_table(table, series, config, now, decreases_allowed=not shared_failures)
+            changes = [c for c, _ in planned if c.action != HOLD and c.new != c.old]
+            results = {
+                id(o.change): o
+                for o in actuator.apply(
+                    clients.dynamodb, clients.autoscaling, table, changes, config.dry_run, now
+                )
+            }
+        except Exception as exc:
+            failures.setdefault(table.name, []).append(describe_error(exc))
+            results = {}
         for change, _ in planned:
             outcome = results.get(id(change))
             fields: dict[str, Any] = {
@@ -126,8 +225,35 @@ def run_tick(
                 "throttles_seen": change.throttles_seen,
             }
             log_event("decision", **fields)
+            if outcome is not None and outcome.status in FAILED_STATUSES:
+                d = change.dimension
+                failures.setdefault(table.name, []).append(
+                    f"{d.index or 'table'} {d.dimension}: {outcome.status}: {outcome.error}"
+                )
         outcomes.extend(results.values())
-        emit_metrics(_emf(config, table, planned, now), out)
+        emit_metrics(
+            _emf(
+                config, now, _table_metrics(table, planned, now, table.name in failures), table.name
+            ),
+            out,
+        )
+    managed = {t.name for t in tables}
+    for name, reasons in failures.items():
+        log_event("table-failed", level=logging.ERROR, table=name, reason="; ".join(reasons))
+        if name not in managed:
+            emit_metrics(_emf(config, now, {"Failures": 1}, name), out)
+    emit_metrics(
+        _emf(
+            config,
+            now,
+            {
+                "Failures": len(failures),
+                "SharedFailures": len(shared_failures),
+                "TablesManaged": len(tables),
+            },
+        ),
+        out,
+    )
 
     def row(o: Outcome) -> dict[str, Any]:
         return _row(o.change, o.status, o.error)
@@ -138,5 +264,7 @@ def run_tick(
         "changes": [row(o) for o in outcomes if o.status in ("applied", "dry-run")],
         "failed": [row(o) for o in outcomes if o.status not in ("applied", "dry-run")],
         "skipped": skipped,
+        "failures": [{"table": n, "reason": "; ".join(r)} for n, r in failures.items()],
+        "shared_failures": shared_failures,
         "dry_run": config.dry_run,
     }

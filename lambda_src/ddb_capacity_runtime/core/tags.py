@@ -1,0 +1,136 @@
+"""The library's table tags, parsed in one place.
+
+Tags are untrusted input: anyone allowed to tag a table can write them. Every value is
+checked against bounds here, and a tag that fails is ignored (and reported), never obeyed
+and never the cause of an exception:
+
+- limits: ``ddb-capacity:min``, ``:max``, ``:target`` and per dimension ``:read-min``,
+  ``:write-max`` and so on; capacities are whole numbers from 1 to the table quota, targets
+  percentages from 20 to 90;
+- the scaler's memory of a raised minimum, ``ddb-capacity:base-min:<table|index/NAME>:<read|
+  write>`` = ``<base>:<set>``: the minimum it replaced and the one it set, both from 1 to the
+  table quota (a plain ``<base>``, as older versions wrote it, is read with no ``set``);
+- keys under the prefix that the library does not know are ignored (capacity-request hold
+  tags, ``ddb-capacity:hold:``, are parsed by :mod:`ddb_capacity_runtime.requests.holds`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .names import BASE_MIN_TAG, TABLE_QUOTA, TAG_PREFIX
+
+HOLD_TAG = f"{TAG_PREFIX}hold:"
+LIMIT_NAMES = frozenset(
+    f"{prefix}{name}" for prefix in ("", "read-", "write-") for name in ("min", "max", "target")
+)
+_SCOPE = re.compile(r"(table|index/(?P<index>[A-Za-z0-9_.\-]{3,255})):(?P<dim>read|write)")
+
+
+@dataclass(frozen=True)
+class BaseMin:
+    """The scaler's memory of one raised minimum: the base it replaced, the one it set."""
+
+    base: int
+    set_to: int | None = None
+
+    def value(self) -> str:
+        return str(self.base) if self.set_to is None else f"{self.base}:{self.set_to}"
+
+
+@dataclass(frozen=True)
+class IgnoredTag:
+    key: str
+    value: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class TableTags:
+    """What a table's tags say, every value within bounds."""
+
+    limits: dict[str, float] = field(default_factory=dict)  # "min", "read-max", "target", ...
+    base_mins: dict[tuple[str | None, str], BaseMin] = field(default_factory=dict)
+    ignored: list[IgnoredTag] = field(default_factory=list)
+
+
+def whole_units(raw: object, quota: int = TABLE_QUOTA) -> int | None:
+    """``raw`` as a whole number of capacity units from 1 to ``quota``, else None."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw if 1 <= raw <= quota else None
+    if not isinstance(raw, str) or not re.fullmatch(r"\s*\d{1,9}\s*", raw):
+        return None
+    value = int(raw)
+    return value if 1 <= value <= quota else None
+
+
+def percent(raw: object) -> float | None:
+    """``raw`` as a target utilization percentage from 20 to 90, else None."""
+    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and 20 <= value <= 90 else None
+
+
+def parse_base_min(raw: str, quota: int = TABLE_QUOTA) -> BaseMin | None:
+    base, sep, set_to = raw.partition(":")
+    parsed = whole_units(base, quota)
+    if parsed is None:
+        return None
+    if not sep:
+        return BaseMin(parsed)
+    set_units = whole_units(set_to, quota)
+    return None if set_units is None else BaseMin(parsed, set_units)
+
+
+def parse_tags(tags: Mapping[str, str], quota: int = TABLE_QUOTA) -> TableTags:
+    """Every library tag of a table, checked; see the module docstring."""
+    out = TableTags()
+    for key, value in tags.items():
+        if not isinstance(key, str) or not key.startswith(TAG_PREFIX):
+            continue
+        if key.startswith(HOLD_TAG):
+            continue
+        text = value if isinstance(value, str) else repr(value)
+        if key.startswith(BASE_MIN_TAG):
+            match = _SCOPE.fullmatch(key[len(BASE_MIN_TAG) :])
+            memory = parse_base_min(text, quota) if match else None
+            if match is None or memory is None:
+                out.ignored.append(
+                    IgnoredTag(
+                        key,
+                        text[:256],
+                        f"expected <base>:<set>, each a whole number of units from 1 to {quota}",
+                    )
+                )
+                continue
+            out.base_mins[(match.group("index"), match.group("dim"))] = memory
+            continue
+        name = key[len(TAG_PREFIX) :]
+        if name not in LIMIT_NAMES:
+            out.ignored.append(IgnoredTag(key, text[:256], "not a tag this library reads"))
+            continue
+        number: float | None
+        if name.endswith("target"):
+            number = percent(text)
+            allowed = "a percentage from 20 to 90"
+        else:
+            units = whole_units(text, quota)
+            number = None if units is None else float(units)
+            allowed = f"a whole number of capacity units from 1 to {quota}"
+        if number is None:
+            out.ignored.append(IgnoredTag(key, text[:256], f"expected {allowed}"))
+            continue
+        out.limits[name] = number
+    return out
+
+
+__all__ = ["BaseMin", "IgnoredTag", "TableTags", "parse_tags", "whole_units"]
