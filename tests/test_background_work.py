@@ -195,6 +195,44 @@ def test_a_stopped_scan_resumes_where_it_stopped(loaded):
     assert second.items < 3_000 and seen_first + second.items >= 3_000
 
 
+def test_a_scan_resumes_only_with_the_segment_count_it_began_with(loaded):
+    # GIVEN a scan of 4 segments stopped after its first pages
+    ddb, name, cursors, keys = loaded
+    store = CursorStore(ddb, cursors)
+    seen, collect = collector()
+    first = RateLimitedScan(
+        ddb,
+        name,
+        rate=100_000,
+        segments=4,
+        initial_limit=20,
+        page_units=1,
+        store=store,
+        scan_id="four",
+    )
+    pages = []
+
+    def handle(segment, items):
+        collect(segment, items)
+        pages.append(segment)
+        if len(pages) == 6:
+            first.stop.set()
+
+    assert first.run(handle).interrupted
+    # WHEN it is resumed with 2 segments THEN it is refused, naming both counts
+    with pytest.raises(ScanError) as refused:
+        RateLimitedScan(ddb, name, rate=100_000, segments=2, store=store, scan_id="four").run(
+            collect
+        )
+    assert str(refused.value) == (
+        "segments: got 2; scan 'four' was begun with 4 segments and resumes only with 4 "
+        "(or use a new scan_id)"
+    )
+    # AND resumed with 4 it delivers every item
+    RateLimitedScan(ddb, name, rate=100_000, segments=4, store=store, scan_id="four").run(collect)
+    assert set(seen) == keys
+
+
 KILLED_SCAN = textwrap.dedent("""
     import sys
     from examples.local_aws import client

@@ -51,6 +51,7 @@ class ManagedTable:
     tags: dict[str, str]
     dimensions: list[Dimension] = field(default_factory=list)
     indexes: list[str] = field(default_factory=list)  # every GSI, ACTIVE or not
+    ignored_tags: int = 0  # library tags ignored as malformed or out of bounds
 
 
 def throughput_of(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:

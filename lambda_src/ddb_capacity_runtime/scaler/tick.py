@@ -19,7 +19,7 @@ Reports through :mod:`ddb_capacity_runtime.events`: a ``decision`` event per dim
 ``hold-ended`` event per ended hold, ``table-skipped``, ``table-failed`` and
 ``shared-call-failed`` events, one Embedded Metric Format record per table (dimension
 ``TableName``: ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``,
-``Failures``) and one for the tick (no dimension: ``Failures``, ``SharedFailures``,
+``Failures``, ``IgnoredTags``) and one for the tick (no dimension: ``Failures``, ``SharedFailures``,
 ``TablesManaged``).
 """
 
@@ -29,6 +29,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, TextIO, TypeVar
 
@@ -101,6 +102,7 @@ def _table_metrics(
         "DecreasesLeft": min((d.ledger.remaining_today(now) for d in table.dimensions), default=0),
         "CapacityAtMax": sum(1 for d in table.dimensions if d.provisioned >= d.limits.max_capacity),
         "Failures": int(failed),
+        "IgnoredTags": table.ignored_tags,
     }
 
 
@@ -115,13 +117,14 @@ def _prepare(
     """One table as the tick will decide it: described, expired holds ended, active holds
     applied. Raises NotManaged (skipped) or anything else (a failure of this table)."""
     table = discovery.describe_table(clients.dynamodb, name, tags, config, targets, now)
+    ignored = table.ignored_tags + len(holds.holds_in(table.tags, now)[1])
     if not config.dry_run and holds.needs_restore(table.tags, now):
         for ended in ending.restore_expired(
             name, clients=clients, clock=now.timestamp, lower_direct=False
         ):
             log_event("hold-ended", **ended)
         table = discovery.describe_table(clients.dynamodb, name, None, config, targets, now)
-    return holds.lift(table, now)
+    return replace(holds.lift(table, now), ignored_tags=ignored)
 
 
 def run_tick(

@@ -67,6 +67,8 @@ class Cursor:
     last_key: dict[str, Any] | None
     done: bool
     items: int
+    #: TotalSegments of the scan that wrote the cursor (None: written by an older version)
+    segments: int | None = None
 
 
 class CursorStore:
@@ -89,6 +91,7 @@ class CursorStore:
             dict(item["last_key"]["M"]) if "last_key" in item else None,
             item["done"]["BOOL"],
             int(item["items"]["N"]),
+            int(item["segments"]["N"]) if "segments" in item else None,
         )
 
     def save(self, scan_id: str, segment: int, cursor: Cursor) -> None:
@@ -97,6 +100,7 @@ class CursorStore:
             "segment": {"N": str(segment)},
             "done": {"BOOL": cursor.done},
             "items": {"N": str(cursor.items)},
+            **({"segments": {"N": str(cursor.segments)}} if cursor.segments else {}),
             "updated": {"S": datetime.now(UTC).isoformat()},
         }
         if cursor.last_key is not None:
@@ -246,7 +250,7 @@ class RateLimitedScan:
             if items:
                 handle(segment, items)
             last = response.get("LastEvaluatedKey")
-            cursor = Cursor(last, last is None, cursor.items + len(items))
+            cursor = Cursor(last, last is None, cursor.items + len(items), self.segments)
             if self.store is not None and self.scan_id is not None:
                 self.store.save(self.scan_id, segment, cursor)
             with self._lock:
@@ -263,7 +267,16 @@ class RateLimitedScan:
             limit = self.next_limit(len(items), units, self.page_units) or limit
 
     def run(self, handle: Page) -> ScanResult:
-        """Scan every segment; returns when all are done, or stopped."""
+        """Scan every segment; returns when all are done, or stopped. Resuming a scan with
+        another number of segments than it began with raises :class:`ScanError` (a segment
+        of one split is not a segment of another: items would be lost or repeated)."""
+        if self.store is not None and self.scan_id is not None:
+            begun = self.store.load(self.scan_id, 0).segments
+            if begun is not None and begun != self.segments:
+                raise ScanError(
+                    f"segments: got {self.segments}; scan {self.scan_id!r} was begun with "
+                    f"{begun} segments and resumes only with {begun} (or use a new scan_id)"
+                )
         errors: list[BaseException] = []
 
         def worker(segment: int) -> None:

@@ -1,0 +1,319 @@
+"""The scaler under faults, against a moto server. Each test has three tables and one fault
+that touches one of them (or a call the tick shares), and asserts that the tick survived,
+that the other tables were handled exactly, that nothing wrong was changed, and that the
+fault was counted.
+
+Faults are injected into the real calls with botocore's event hooks (an exception before a
+call, a changed answer after it); a Stubber is used only where moto has nothing to stub
+against."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError
+
+from ddb_capacity_runtime.core.names import base_min_tag
+from ddb_capacity_runtime.scaler.handler import complete
+from ddb_capacity_runtime.scaler.tick import TickFailed
+from tests.moto_world import World
+
+
+@pytest.fixture
+def world(aws_client: Any) -> World:
+    return World(aws_client)
+
+
+def busy_and_idle(world: World) -> tuple[str, str]:
+    """Two healthy tables: writes throttled at 100 (raised to 215), and an idle one."""
+    busy = world.table("busy", 100, 100)
+    world.traffic(busy, "read", 60)
+    world.traffic(busy, "write", 100)
+    world.traffic(busy, "write", 0, throttles=3000, minutes=range(1, 3))
+    idle = world.table("idle", 200, 200)
+    return busy, idle
+
+
+def assert_handled(world: World, busy: str, idle: str, *, lowered: bool = True) -> None:
+    assert world.throughput(busy) == (100, 215)
+    assert world.throughput(idle) == ((5, 5) if lowered else (200, 200))
+
+
+def emf(events: list[dict[str, Any]], table: str | None) -> dict[str, Any]:
+    (record,) = [e for e in events if "_aws" in e and e.get("TableName") == table]
+    return record
+
+
+def fail_before(
+    client: Any, operation: str, when: Callable[[dict[str, Any]], bool], error: Exception
+) -> Callable[[], None]:
+    """Raise ``error`` instead of calling ``operation`` when ``when(params)``, until the
+    returned function is called."""
+    service = client.meta.service_model.service_name
+    armed = [True]
+
+    def hook(params: dict[str, Any], **_: Any) -> None:
+        if armed[0] and when(params):
+            raise error
+
+    client.meta.events.register(f"before-parameter-build.{service}.{operation}", hook)
+
+    def disarm() -> None:
+        armed[0] = False
+
+    return disarm
+
+
+def client_error(code: str, operation: str) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": "injected"}}, operation)
+
+
+def change_metric_results(
+    world: World, table: str, change: Callable[[dict[str, Any]], None]
+) -> None:
+    """Let ``change`` edit the GetMetricData results of ``table``'s queries."""
+    ids: dict[str, str] = {}
+
+    def before(params: dict[str, Any], **_: Any) -> None:
+        for q in params["MetricDataQueries"]:
+            dims = q["MetricStat"]["Metric"]["Dimensions"]
+            ids[q["Id"]] = next(d["Value"] for d in dims if d["Name"] == "TableName")
+
+    def after(parsed: dict[str, Any], **_: Any) -> None:
+        for result in parsed.get("MetricDataResults", []):
+            if ids.get(result["Id"]) == table:
+                change(result)
+
+    world.cw.meta.events.register("before-parameter-build.cloudwatch.GetMetricData", before)
+    world.cw.meta.events.register("after-call.cloudwatch.GetMetricData", after)
+
+
+# ------------------------------------------------------------------ one table's fault
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        EndpointConnectionError(endpoint_url="http://127.0.0.1:1"),
+        client_error("InternalServerError", "DescribeTable"),
+        client_error("AccessDeniedException", "DescribeTable"),
+    ],
+    ids=["connection-error", "internal-error", "access-denied"],
+)
+def test_an_error_on_one_tables_describe_fails_that_table_alone(
+    world: World, error: Exception
+) -> None:
+    busy, idle = busy_and_idle(world)
+    faulty = world.table("faulty", 300, 300)
+    disarm = fail_before(world.ddb, "DescribeTable", lambda p: p["TableName"] == faulty, error)
+    summary, events = world.tick()
+    disarm()
+    assert_handled(world, busy, idle)
+    assert world.throughput(faulty) == (300, 300)
+    (failure,) = summary["failures"]
+    assert failure["table"] == faulty
+    assert emf(events, faulty)["Failures"] == 1 and emf(events, busy)["Failures"] == 0
+    assert emf(events, None)["Failures"] == 1
+    with pytest.raises(TickFailed, match="1 table\\(s\\) failed"):
+        complete(summary)
+
+
+def test_an_error_on_one_tables_update_fails_that_table_alone(world: World) -> None:
+    busy, idle = busy_and_idle(world)
+    faulty = world.table("faulty", 300, 300)  # idle: the tick tries to lower it
+    fail_before(
+        world.ddb,
+        "UpdateTable",
+        lambda p: p["TableName"] == faulty,
+        EndpointConnectionError(endpoint_url="http://127.0.0.1:1"),
+    )
+    summary, events = world.tick()
+    assert_handled(world, busy, idle)
+    assert world.throughput(faulty) == (300, 300)
+    assert [f["table"] for f in summary["failures"]] == [faulty]
+    assert emf(events, faulty)["Failures"] == 1
+
+
+@pytest.mark.parametrize(
+    ("tag", "value"),
+    [
+        (base_min_tag(None, "read"), "lots"),
+        (base_min_tag(None, "read"), "-5"),
+        ("ddb-capacity:min", "lots"),
+        ("ddb-capacity:max", "99999999"),
+        ("ddb-capacity:hold:forged:read", "table:10000000:4102444800:0"),  # 2100, 10 M units
+        ("ddb-capacity:hold:far:read", "table:5000:1000000000000:0"),  # year 33658
+    ],
+)
+def test_a_bad_tag_is_ignored_and_counted(world: World, tag: str, value: str) -> None:
+    busy, idle = busy_and_idle(world)
+    faulty = world.table("tagged", 300, 300, tags={tag: value})
+    world.target(faulty, "read", 300, 1000)  # read under auto scaling, minimum 300
+    world.traffic(faulty, "read", 150)
+    summary, events = world.tick()
+    assert_handled(world, busy, idle)
+    # nothing obeyed the tag: read keeps its minimum, the idle write goes to the default min
+    assert world.target_min(faulty, "read") == 300
+    assert world.throughput(faulty) == (300, 5)
+    assert summary["failures"] == [] and emf(events, faulty)["IgnoredTags"] == 1
+    assert emf(events, busy)["IgnoredTags"] == 0
+
+
+def test_a_stale_memory_never_overrides_a_minimum_an_operator_set(world: World) -> None:
+    # GIVEN the scaler raised the minimum from 10 to 40 once, then an operator set it to 300
+    busy, idle = busy_and_idle(world)
+    faulty = world.table("operated", 300, 300, tags={base_min_tag(None, "read"): "10:40"})
+    world.target(faulty, "read", 300, 1000)
+    legacy = world.table("legacy", 300, 300, tags={base_min_tag(None, "read"): "10"})
+    world.target(legacy, "read", 300, 1000)
+    # WHEN a calm tick runs
+    summary, events = world.tick()
+    # THEN the present minimum stands; the memory is ignored, and said so
+    assert_handled(world, busy, idle)
+    assert world.target_min(faulty, "read") == 300
+    assert world.target_min(legacy, "read") == 300
+    ignored = {e["table"] for e in events if e.get("event") == "memory-ignored"}
+    assert ignored == {faulty, legacy}
+    assert summary["failures"] == []
+
+
+def test_the_other_dimension_is_sent_as_it_is_now(world: World) -> None:
+    # GIVEN a table whose read is raised to 400 by someone else just after the tick read it
+    busy, idle = busy_and_idle(world)
+    faulty = world.table("raced", 100, 100)
+    world.traffic(faulty, "write", 100)
+    world.traffic(faulty, "write", 0, throttles=3000, minutes=range(1, 3))
+    raised: list[bool] = []
+
+    def raise_read(parsed: dict[str, Any], **_: Any) -> None:
+        if parsed.get("Table", {}).get("TableName") == faulty and not raised:
+            raised.append(True)  # the first read of the table, in the tick's discovery
+            world.ddb.update_table(
+                TableName=faulty,
+                ProvisionedThroughput={"ReadCapacityUnits": 400, "WriteCapacityUnits": 100},
+            )
+
+    world.ddb.meta.events.register("after-call.dynamodb.DescribeTable", raise_read)
+    summary, _ = world.tick()
+    # THEN the write went up and read stayed at 400
+    assert_handled(world, busy, idle)
+    assert world.throughput(faulty) == (400, 215)
+    assert summary["failures"] == []
+
+
+# ------------------------------------------------------------------ metrics that are unknown
+
+
+def test_partial_data_is_not_idle(world: World) -> None:
+    # GIVEN a busy table (120 of 200) whose datapoints CloudWatch did not all return
+    busy, idle = busy_and_idle(world)
+    faulty = world.table("partial", 200, 200)
+    world.traffic(faulty, "read", 120)
+
+    def partial(result: dict[str, Any]) -> None:
+        result["StatusCode"] = "PartialData"
+        result["Timestamps"], result["Values"] = [], []
+
+    change_metric_results(world, faulty, partial)
+    summary, events = world.tick()
+    assert_handled(world, busy, idle)
+    assert world.throughput(faulty) == (200, 200)
+    reasons = {e["reason"] for e in events if e.get("event") == "decision" and e["table"] == faulty}
+    assert reasons == {"no decrease: 15 minute(s) of the window unknown"}
+    assert summary["failures"] == []
+
+
+@pytest.mark.parametrize("bad", [math.nan, -60.0, math.inf], ids=["nan", "negative", "infinite"])
+def test_a_bad_value_is_not_idle(world: World, bad: float) -> None:
+    busy, idle = busy_and_idle(world)
+    faulty = world.table("valued", 200, 200)
+    world.traffic(faulty, "read", 120)
+
+    def spoil(result: dict[str, Any]) -> None:
+        result["Values"] = [bad for _ in result["Values"]]
+
+    change_metric_results(world, faulty, spoil)
+    world.tick()
+    assert_handled(world, busy, idle)
+    assert world.throughput(faulty) == (200, 5)  # busy read kept; the write had no data: idle
+
+
+def test_minutes_not_yet_delivered_are_not_idle(world: World) -> None:
+    # GIVEN CloudWatch has delivered nothing newer than 4 minutes before the window's end,
+    # and a table idle before that got busy since
+    busy = world.table("busy", 100, 100)
+    world.traffic(busy, "write", 100, minutes=range(4, 16))
+    world.traffic(busy, "write", 0, throttles=3000, minutes=range(4, 6))
+    idle = world.table("idle", 200, 200)
+    faulty = world.table("woke", 200, 200)
+    # WHEN a tick runs
+    summary, events = world.tick()
+    # THEN the throttled table is raised on what is known; nothing is lowered
+    assert world.throughput(busy)[1] == 215
+    assert world.throughput(idle) == (200, 200)
+    assert world.throughput(faulty) == (200, 200)
+    assert summary["failures"] == []
+
+
+# ------------------------------------------------------------------ shared calls
+
+
+@pytest.mark.parametrize(
+    ("service", "operation"),
+    [
+        ("cloudwatch", "GetMetricData"),
+        ("application-autoscaling", "DescribeScalableTargets"),
+        ("application-autoscaling", "DescribeScalingPolicies"),
+        ("resourcegroupstaggingapi", "GetResources"),
+    ],
+)
+def test_a_shared_call_that_keeps_failing_stops_every_decrease(
+    world: World, service: str, operation: str
+) -> None:
+    # GIVEN a throttled table listed explicitly, an idle one, and one below its minimum
+    busy, idle = busy_and_idle(world)
+    low = world.table("low", 2, 2)
+    clients = {
+        "cloudwatch": world.cw,
+        "application-autoscaling": world.aas,
+        "resourcegroupstaggingapi": world.clients.tagging,
+    }
+    calls = []
+
+    def count(params: dict[str, Any]) -> bool:
+        calls.append(1)
+        return True
+
+    fail_before(clients[service], operation, count, client_error("ThrottlingException", operation))
+    # WHEN a tick runs
+    summary, events = world.tick(SCALER_TABLES=",".join((busy, idle, low)))
+    # THEN it survived, retried the call a bounded number of times, and lowered nothing
+    assert len(calls) == 3
+    assert world.throughput(idle) == (200, 200)
+    assert world.throughput(low) == (5, 5)  # raised to the minimum: a raise on what it knows
+    if operation != "GetMetricData":
+        assert world.throughput(busy) == (100, 215)  # raised on the metrics it has
+    (failure,) = summary["shared_failures"]
+    assert failure.startswith(("scalable targets", "tag discovery", "GetMetricData"))
+    assert emf(events, None)["SharedFailures"] == 1
+    with pytest.raises(TickFailed, match="1 shared call\\(s\\) failed"):
+        complete(summary)
+
+
+def test_a_shared_call_that_recovers_on_retry_is_not_a_failure(world: World) -> None:
+    busy, idle = busy_and_idle(world)
+    calls = []
+
+    def first_only(params: dict[str, Any]) -> bool:
+        calls.append(1)
+        return len(calls) == 1
+
+    fail_before(
+        world.cw, "GetMetricData", first_only, client_error("ThrottlingException", "GetMetricData")
+    )
+    summary, _ = world.tick()
+    assert_handled(world, busy, idle)
+    assert len(calls) == 2 and summary["shared_failures"] == []

@@ -1,0 +1,154 @@
+"""Properties of the rules for untrusted input: unknown data never lowers capacity, and tags
+of any content neither raise nor take capacity outside the dimension's bounds."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ddb_capacity_runtime.aws.discovery import describe_table
+from ddb_capacity_runtime.core.names import TABLE_QUOTA, TAG_PREFIX
+from ddb_capacity_runtime.core.plan import plan_table
+from ddb_capacity_runtime.core.policy import (
+    DimensionState,
+    PolicyConfig,
+    decide,
+    decide_scalable_min,
+)
+from ddb_capacity_runtime.core.series import Series
+from ddb_capacity_runtime.core.settings import OverrideError, ScalerConfig
+from ddb_capacity_runtime.core.tables import ScalableTarget
+from ddb_capacity_runtime.core.tags import parse_tags
+from ddb_capacity_runtime.requests.holds import holds_in, lift
+
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+MINUTES = 15
+values = st.floats(min_value=0, max_value=50_000, allow_nan=False)
+
+
+@st.composite
+def windows_with_unknown_minutes(draw: Any) -> DimensionState:
+    unknown = draw(st.lists(st.booleans(), min_size=MINUTES, max_size=MINUTES))
+    if not any(unknown):
+        unknown[draw(st.integers(0, MINUTES - 1))] = True
+    consumed = [0.0 if u else draw(values) for u in unknown]
+    throttles = [0.0 if u else draw(st.sampled_from([0.0, 0.0, 10.0, 600.0])) for u in unknown]
+    low = draw(st.integers(1, 1_000))
+    high = draw(st.integers(low, TABLE_QUOTA))
+    last_increase = draw(st.none() | st.integers(1, 600).map(lambda m: NOW - timedelta(minutes=m)))
+    return DimensionState(
+        provisioned=draw(st.integers(1, TABLE_QUOTA)),
+        consumed=consumed,
+        throttles=throttles,
+        minute_starts=[NOW - timedelta(minutes=MINUTES - i) for i in range(MINUTES)],
+        min_capacity=low,
+        max_capacity=high,
+        now=NOW,
+        last_increase=last_increase,
+        unknown_minutes=sum(unknown),
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(windows_with_unknown_minutes(), st.integers(1, TABLE_QUOTA))
+def test_no_decrease_on_a_window_with_unknown_data(state: DimensionState, current_min: int) -> None:
+    config = PolicyConfig(scale_down_minutes=MINUTES)
+    assert decide(state, config).capacity >= state.provisioned
+    assert decide_scalable_min(state, current_min, config).capacity >= current_min
+
+
+@settings(max_examples=200, deadline=None)
+@given(windows_with_unknown_minutes())
+def test_no_decrease_when_a_shared_call_failed(state: DimensionState) -> None:
+    known = DimensionState(**{**state.__dict__, "unknown_minutes": 0, "decreases_allowed": False})
+    assert decide(known, PolicyConfig(scale_down_minutes=MINUTES)).capacity >= known.provisioned
+
+
+ours = st.sampled_from(
+    [
+        "min",
+        "max",
+        "target",
+        "read-min",
+        "write-max",
+        "read-target",
+        "mn",
+        "hold:x:read",
+        "hold:abc:write",
+        "base-min:table:read",
+        "base-min:index/byUser:write",
+        "base-min:index/x:read",
+        "base-min:table:scan",
+    ]
+).map(lambda suffix: TAG_PREFIX + suffix)
+tag_values = st.one_of(
+    st.text(max_size=40),
+    st.integers(-(10**12), 10**13).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(str),
+    st.builds(lambda a, b: f"{a}:{b}", st.integers(-5, 10**9), st.integers(-5, 10**9)),
+    st.builds(
+        lambda scope, u, e, b: f"{scope}:{u}:{e}:{b}",
+        st.sampled_from(["table", "index/byUser", "index/", "x"]),
+        st.integers(-5, 10**8),
+        st.integers(-5, 10**14),
+        st.integers(-5, 10**8),
+    ),
+)
+tag_sets = st.dictionaries(ours | st.text(max_size=20), tag_values, max_size=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(tag_sets)
+def test_tags_of_any_content_never_raise_and_never_leave_the_bounds(tags: dict[str, str]) -> None:
+    # GIVEN a table of 100/100 with a GSI, its read under a target of [10, 1000]
+    description = {
+        "TableName": "t",
+        "TableArn": "arn:aws:dynamodb:us-east-1:1:table/t",
+        "TableStatus": "ACTIVE",
+        "ProvisionedThroughput": {"ReadCapacityUnits": 100, "WriteCapacityUnits": 100},
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": "byUser",
+                "IndexStatus": "ACTIVE",
+                "ProvisionedThroughput": {"ReadCapacityUnits": 50, "WriteCapacityUnits": 50},
+            }
+        ],
+    }
+    target = ScalableTarget("table/t", "dynamodb:table:ReadCapacityUnits", 10, 1000, True)
+    config = ScalerConfig.from_env({"SCALER_TABLES": "t"})
+    parsed = parse_tags(tags)
+    assert all(1 <= v <= TABLE_QUOTA for k, v in parsed.limits.items() if "target" not in k)
+    assert all(20 <= v <= 90 for k, v in parsed.limits.items() if "target" in k)
+    held, _ = holds_in(tags, NOW)
+    assert all(
+        1 <= h.units <= TABLE_QUOTA and h.expires <= NOW + timedelta(days=1, minutes=1)
+        for h in held
+    )
+    # WHEN the tick reads it (tags as the tagging API would give them)
+    try:
+        table = describe_table(
+            None,
+            "t",
+            tags,
+            config,  # type: ignore[arg-type]
+            {("table/t", target.scalable_dimension): target},
+            NOW,
+            description=description,
+        )
+    except OverrideError as exc:
+        assert "must not be above max" in str(exc)  # tags asked for min > max: table skipped
+        return
+    table = lift(table, NOW)
+    # THEN every dimension's bounds and every decision stay within [1, the table quota]
+    busy = Series(
+        [NOW - timedelta(minutes=MINUTES - i) for i in range(MINUTES)],
+        [80.0] * MINUTES,
+        [0.0] * MINUTES,
+    )
+    for change, _ in plan_table(table, {d.key: busy for d in table.dimensions}, config, NOW):
+        d = change.dimension
+        assert 1 <= d.limits.min_capacity <= d.limits.max_capacity <= TABLE_QUOTA
+        assert d.limits.min_capacity <= change.new <= d.limits.max_capacity
