@@ -1,15 +1,17 @@
 """One scaler tick over many tagged tables, beside the seed article's approach.
 
-Creates N tables (default 1,000) with 2 GSIs each, tagged for discovery, in a local moto
-server on 127.0.0.1, writes a minute of traffic for each, then measures in the same run:
+Creates N tables (default 2,500, an account's default table quota) with 2 GSIs each, tagged
+for discovery, in a local moto server on 127.0.0.1, writes a minute of traffic for each,
+then measures in the same run:
 
 - this project's tick (``run_tick``): tag discovery, scalable targets listed once, one
-  DescribeTable per table, GetMetricData batched 500 queries a call;
-- the seed's approach: per table, DescribeScalingPolicies, DescribeTable, and one
+  DescribeTable per table in a pool of 16 threads, GetMetricData batched 500 queries a call;
+- the same tick with one thread (DescribeTable calls one after another);
+- the 2019 article's approach: per table, DescribeScalingPolicies, DescribeTable, and one
   GetMetricStatistics per metric (4) of the table and of each GSI.
 
 It prints the AWS calls by operation and the wall time of each. Usage:
-    .venv/bin/python benchmarks/scaler_tick.py [--tables 1000]
+    .venv/bin/python -m benchmarks.scaler_tick [--tables 2500]
 """
 
 from __future__ import annotations
@@ -127,7 +129,7 @@ def seed_approach(c: Clients, names: list[str], now: datetime) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tables", type=int, default=1000)
+    parser.add_argument("--tables", type=int, default=2500)
     args = parser.parse_args()
     with moto_server() as endpoint:
         setup = make(endpoint)
@@ -136,13 +138,18 @@ def main() -> None:
         names = populate(setup, args.tables, now)
         print(f"created {len(names)} tables with 2 GSIs each in {time.perf_counter() - t0:.1f} s")
 
+        config = ScalerConfig.from_env({"SCALER_DRY_RUN": "true"})
         ours = make(endpoint)
         ours_calls = counted([ours.dynamodb, ours.autoscaling, ours.cloudwatch, ours.tagging])
         t0 = time.perf_counter()
-        summary = run_tick(
-            ScalerConfig.from_env({"SCALER_DRY_RUN": "true"}), ours, now, out=io.StringIO()
-        )
+        summary = run_tick(config, ours, now, out=io.StringIO())
         ours_s = time.perf_counter() - t0
+
+        one = make(endpoint)
+        one_calls = counted([one.dynamodb, one.autoscaling, one.cloudwatch, one.tagging])
+        t0 = time.perf_counter()
+        run_tick(config, one, now, out=io.StringIO(), threads=1)
+        one_s = time.perf_counter() - t0
 
         seed = make(endpoint)
         seed_calls = counted([seed.dynamodb, seed.autoscaling, seed.cloudwatch, seed.tagging])
@@ -151,12 +158,14 @@ def main() -> None:
         seed_s = time.perf_counter() - t0
 
     print(f"\none tick over {summary['tables']} tables, {summary['dimensions']} dimensions\n")
-    ops = sorted(set(ours_calls) | set(seed_calls))
-    print(f"{'AWS operation':<28} {'this tick':>10} {'seed approach':>14}")
+    ops = sorted(set(ours_calls) | set(one_calls) | set(seed_calls))
+    head = ("AWS operation", "tick, 16 threads", "tick, 1 thread", "per-table loop")
+    print(f"{head[0]:<28} {head[1]:>17} {head[2]:>15} {head[3]:>15}")
     for op in ops:
-        print(f"{op:<28} {ours_calls[op]:>10} {seed_calls[op]:>14}")
-    print(f"{'total calls':<28} {sum(ours_calls.values()):>10} {sum(seed_calls.values()):>14}")
-    print(f"{'wall time (s)':<28} {ours_s:>10.1f} {seed_s:>14.1f}")
+        print(f"{op:<28} {ours_calls[op]:>17} {one_calls[op]:>15} {seed_calls[op]:>15}")
+    totals = (sum(c.values()) for c in (ours_calls, one_calls, seed_calls))
+    print(f"{'total calls':<28} {next(totals):>17} {next(totals):>15} {next(totals):>15}")
+    print(f"{'wall time on moto (s)':<28} {ours_s:>17.1f} {one_s:>15.1f} {seed_s:>15.1f}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ and write): wall time and peak Python memory of each, measured in one run. Each 
 twice: once timed, once under tracemalloc (which slows Python down) for its peak memory.
 
 Usage:
-    .venv/bin/python benchmarks/simulate_30_days.py [--days 30]
+    .venv/bin/python -m benchmarks.simulate_30_days [--days 30]
 """
 
 from __future__ import annotations
