@@ -6,6 +6,7 @@ The worker asks for capacity first, and starts writing once the table is ready::
     from datetime import timedelta
     from ddb_capacity_runtime.requests import request_capacity
 
+    # CAPACITY_HOLDS_TABLE in the task's environment names the hold store (HoldStoreName)
     with request_capacity("Shipments...", write=2_000, hold=timedelta(minutes=20)):
         run_import()  # the minimum is back to its base when the block ends
 
@@ -61,6 +62,7 @@ class PartnerImportStack(cdk.Stack):
             value=requests.restorer.function.function_name if requests.restorer else "",
         )
         cdk.CfnOutput(self, "TableName", value=shipments.table.table_name)
+        cdk.CfnOutput(self, "HoldStoreName", value=requests.hold_store.table_name)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.events import recorded_events
+from ddb_capacity_runtime.requests.store import HoldStore, create_store_table
 from ddb_capacity_runtime.scaler.tick import run_tick
 from examples.local_aws import put_traffic
 
@@ -29,6 +30,16 @@ class World:
         self.clients = Clients(self.ddb, self.aas, self.cw, aws_client("resourcegroupstaggingapi"))
         self.run_id = uuid.uuid4().hex[:8]
         self.now = datetime.now(UTC).replace(second=0, microsecond=0)
+        self._store: HoldStore | None = None
+
+    @property
+    def store(self) -> HoldStore:
+        """This world's hold store (created on first use)."""
+        if self._store is None:
+            name = f"holds-{self.run_id}"
+            create_store_table(self.ddb, name)
+            self._store = HoldStore(self.ddb, name)
+        return self._store
 
     def name(self, base: str) -> str:
         return f"{base}-{self.run_id}"
@@ -133,7 +144,7 @@ class World:
         config = ScalerConfig.from_env({"SCALER_TAG_VALUE": self.run_id, **env})
         out = io.StringIO()
         with recorded_events() as events:
-            summary = run_tick(config, self.clients, now or self.now, out=out)
+            summary = run_tick(config, self.clients, now or self.now, out=out, store=self.store)
         return summary, events + [json.loads(line) for line in out.getvalue().splitlines()]
 
     def throughput(self, name: str, index: str | None = None) -> tuple[int, int]:

@@ -18,10 +18,9 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.stub import ANY, Stubber
+from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws.clients import Clients
-from ddb_capacity_runtime.core.names import base_min_tag
 from ddb_capacity_runtime.requests import (
     CapacityRequestError,
     CapacityRequestTimeout,
@@ -32,7 +31,8 @@ from ddb_capacity_runtime.requests import (
 )
 from ddb_capacity_runtime.requests import request as request_module
 from ddb_capacity_runtime.requests import restorer as restorer_module
-from ddb_capacity_runtime.requests.holds import HOLD_TAG, holds_in, level
+from ddb_capacity_runtime.requests.holds import level
+from ddb_capacity_runtime.requests.store import HeldDimension, HoldStore, create_store_table
 from tests.moto_world import World
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,8 +43,13 @@ def world(aws_client: Any) -> World:
     return World(aws_client)
 
 
-def hold_tags(world: World, name: str) -> dict[str, str]:
-    return {k: v for k, v in world.tags(name).items() if k.startswith(HOLD_TAG)}
+def stored(world: World, name: str) -> dict[tuple[str | None, str], HeldDimension]:
+    """What the hold store says of ``name``, by (index, dimension)."""
+    return {h.scope: h for h in world.store.table(name)}
+
+
+def no_library_tags(world: World, name: str) -> bool:
+    return not any(k.startswith("ddb-capacity:") for k in world.tags(name))
 
 
 def later(minutes: float) -> Any:
@@ -60,20 +65,21 @@ def test_two_requesters_add_up_over_the_current_traffic(world: World) -> None:
     world.target(name, "write", 1_500, 40_000)
     world.traffic(name, "write", 1_000)
 
-    first = request_capacity(name, write=5_000, clients=world.clients)
+    first = request_capacity(name, write=5_000, clients=world.clients, store=world.store)
     assert first.levels == {"write": 6_000}
     assert world.target_min(name, "write") == 6_000
     assert world.throughput(name) == (100, 6_000)
     # The second worker's own traffic may already show; the level counts the traffic the
     # first hold saw, so the first worker's load is not counted twice.
     world.traffic(name, "write", 3_000, minutes=range(1, 3))
-    second = request_capacity(name, write=5_000, clients=world.clients)
+    second = request_capacity(name, write=5_000, clients=world.clients, store=world.store)
     assert second.levels == {"write": 11_000}
     assert world.target_min(name, "write") == 11_000
     assert world.throughput(name) == (100, 11_000)
     assert [h.baseline for h in second.holds] == [1_000]
-    assert world.tags(name)[base_min_tag(None, "write")] == "1500:11000"
-    assert len(hold_tags(world, name)) == 2
+    (write,) = stored(world, name).values()
+    assert write.base == 1_500 and len(write.holds) == 2
+    assert no_library_tags(world, name)  # holds live in the store, not in tags
 
     # Early release: the minimum falls to what the other hold needs...
     rows = first.release()
@@ -95,19 +101,20 @@ def test_two_requesters_add_up_over_the_current_traffic(world: World) -> None:
         pass
     assert world.target_min(name, "write") == 1_500
     assert world.throughput(name) == (100, 11_000)
-    assert hold_tags(world, name) == {}
-    assert base_min_tag(None, "write") not in world.tags(name)
+    assert stored(world, name) == {}
 
 
 def test_a_gsi_without_a_target_is_raised_and_lowered_with_update_table(world: World) -> None:
     name = world.table("Direct", 10, 10, gsi=(20, 5), tagged=False)
     world.traffic(name, "read", 80, index="byUser")
-    hold = request_capacity(name, index="byUser", read=300, write=50, clients=world.clients)
+    hold = request_capacity(
+        name, index="byUser", read=300, write=50, clients=world.clients, store=world.store
+    )
     assert hold.levels == {"read": 380, "write": 50}
     assert world.throughput(name, "byUser") == (380, 50)
     assert world.throughput(name) == (10, 10)
     assert {c["via"] for c in hold.changes} == {"update-table"}
-    assert world.tags(name)[base_min_tag("byUser", "read")] == "20:20"
+    assert stored(world, name)[("byUser", "read")].base == 20
 
     rows = hold.release()
     assert {(r["dimension"], r["from"], r["to"], r["status"]) for r in rows} == {
@@ -115,15 +122,13 @@ def test_a_gsi_without_a_target_is_raised_and_lowered_with_update_table(world: W
         ("write", 50, 5, "applied"),
     }
     assert world.throughput(name, "byUser") == (20, 5)
-    assert not any(
-        k.startswith(("ddb-capacity:hold:", "ddb-capacity:base-min:")) for k in world.tags(name)
-    )
+    assert stored(world, name) == {}
 
 
 def test_a_request_below_the_current_capacity_changes_nothing(world: World) -> None:
     name = world.table("Enough", 10, 900, tagged=False)
     world.traffic(name, "write", 100)
-    hold = request_capacity(name, write=200, clients=world.clients)
+    hold = request_capacity(name, write=200, clients=world.clients, store=world.store)
     assert hold.levels == {"write": 900} and hold.changes == []
     assert world.throughput(name) == (10, 900)
     assert hold.release() == [
@@ -137,19 +142,19 @@ def test_a_request_below_the_current_capacity_changes_nothing(world: World) -> N
             "status": "unchanged",
         }
     ]
-    assert hold_tags(world, name) == {}
+    assert stored(world, name) == {}
 
 
 def test_release_keeps_capacity_raised_beyond_the_holds_by_someone_else(world: World) -> None:
     name = world.table("Kept", 10, 10, tagged=False)
-    hold = request_capacity(name, write=100, clients=world.clients)
+    hold = request_capacity(name, write=100, clients=world.clients, store=world.store)
     world.ddb.update_table(
         TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 700}
     )  # the scaler, for traffic
     (row,) = hold.release()
     assert (row["status"], row["from"], row["to"]) == ("kept", 700, 700)
     assert world.throughput(name) == (10, 700)
-    assert not any(k.startswith("ddb-capacity:") for k in world.tags(name))
+    assert stored(world, name) == {}
 
 
 # ------------------------------------------------------------------ expiry after a crash
@@ -161,13 +166,16 @@ def test_the_scaler_tick_restores_the_hold_of_a_killed_worker(
     name = world.table("Crash", 10, 100)
     world.target(name, "write", 100, 10_000)
     direct = world.table("CrashDirect", 10, 100)
-    request_capacity(direct, write=2_000, hold=timedelta(minutes=5), clients=world.clients)
+    request_capacity(
+        direct, write=2_000, hold=timedelta(minutes=5), clients=world.clients, store=world.store
+    )
     env = {**os.environ, **aws_env, "PYTHONPATH": str(ROOT)}
     script = textwrap.dedent(f"""
         import os, signal
         from datetime import timedelta
         from ddb_capacity_runtime.requests import request_capacity
-        request_capacity({name!r}, write=2_000, hold=timedelta(minutes=5))
+        request_capacity({name!r}, write=2_000, hold=timedelta(minutes=5),
+                         store={world.store.name!r})
         print("raised", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     """)
@@ -199,7 +207,7 @@ def test_the_scaler_tick_restores_the_hold_of_a_killed_worker(
     assert (lowered["from"], lowered["to"]) == (2_000, 500)
     assert world.throughput(direct)[1] == 500
     for table in (name, direct):
-        assert [k for k in world.tags(table) if k.startswith("ddb-capacity:")] == []
+        assert stored(world, table) == {} and no_library_tags(world, table)
     ended = {e["table"]: e for e in events if e.get("event") == "hold-ended"}
     assert {t: (e["via"], e["from"], e["to"], e["status"]) for t, e in ended.items()} == {
         name: ("scalable-target", 2_000, 100, "applied"),
@@ -209,38 +217,62 @@ def test_the_scaler_tick_restores_the_hold_of_a_killed_worker(
 
 def test_restore_expired_ends_only_expired_and_malformed_holds(world: World) -> None:
     name = world.table("Expiry", 10, 50, tagged=False)
-    short = request_capacity(name, write=100, hold=timedelta(minutes=2), clients=world.clients)
-    long = request_capacity(name, write=400, hold=timedelta(minutes=30), clients=world.clients)
-    arn = world.ddb.describe_table(TableName=name)["Table"]["TableArn"]
-    world.ddb.tag_resource(
-        ResourceArn=arn, Tags=[{"Key": f"{HOLD_TAG}junk:write", "Value": "table:lots:0:0"}]
+    short = request_capacity(
+        name, write=100, hold=timedelta(minutes=2), clients=world.clients, store=world.store
+    )
+    long = request_capacity(
+        name, write=400, hold=timedelta(minutes=30), clients=world.clients, store=world.store
+    )
+    # A forged hold written straight into the store: far more than the quota
+    world.ddb.update_item(
+        TableName=world.store.name,
+        Key={"pk": {"S": name}, "sk": {"S": "table:write"}},
+        UpdateExpression="SET holds.junk = :h",
+        ExpressionAttributeValues={
+            ":h": {
+                "M": {
+                    "units": {"N": "10000000"},
+                    "expires": {"N": "4102444800"},
+                    "baseline": {"N": "0"},
+                }
+            }
+        },
     )
     assert world.throughput(name) == (10, 500)
-    # Nothing expired yet: only the malformed tag goes.
-    assert restore_expired(name, clients=world.clients) == []
-    assert set(hold_tags(world, name)) == {short.holds[0].key, long.holds[0].key}
+    assert stored(world, name)[(None, "write")].malformed == ("junk",)
+    # Nothing expired yet: only the malformed hold goes, and nothing moves.
+    assert [
+        r["status"] for r in restore_expired(name, clients=world.clients, store=world.store)
+    ] == ["unchanged"]
+    assert {h.id for h in stored(world, name)[(None, "write")].holds} == {short.id, long.id}
+    assert stored(world, name)[(None, "write")].malformed == ()
 
-    rows = restore_expired(name, clients=world.clients, clock=later(5))
+    rows = restore_expired(name, clients=world.clients, store=world.store, clock=later(5))
     assert [(r["from"], r["to"], r["status"]) for r in rows] == [(500, 400, "applied")]
     assert world.throughput(name) == (10, 400)
-    assert set(hold_tags(world, name)) == {f"{HOLD_TAG}{long.id}:write"}
+    assert {h.id for h in stored(world, name)[(None, "write")].holds} == {long.id}
     assert short.release() == []  # already ended: nothing left to do
     assert world.throughput(name) == (10, 400)
-    rows = restore_expired(name, clients=world.clients, clock=later(45))
+    rows = restore_expired(name, clients=world.clients, store=world.store, clock=later(45))
     assert [(r["from"], r["to"]) for r in rows] == [(400, 50)]
-    assert world.tags(name) == {}
+    assert stored(world, name) == {}
 
 
 def test_expiry_moves_an_auto_scaled_gsis_minimum_back(world: World) -> None:
     name = world.table("GsiTarget", 10, 10, gsi=(20, 20), tagged=False)
     world.target(name, "read", 20, 5_000, index="byUser")
     request_capacity(
-        name, index="byUser", read=700, hold=timedelta(minutes=2), clients=world.clients
+        name,
+        index="byUser",
+        read=700,
+        hold=timedelta(minutes=2),
+        clients=world.clients,
+        store=world.store,
     )
     assert world.target_min(name, "read", "byUser") == 700
     # The restorer names no index: it must still see the GSI's scalable target, and move
     # its minimum back rather than lowering the index's capacity with UpdateTable.
-    (row,) = restore_expired(name, clients=world.clients, clock=later(5))
+    (row,) = restore_expired(name, clients=world.clients, store=world.store, clock=later(5))
     assert (row["index"], row["via"], row["from"], row["to"], row["status"]) == (
         "byUser",
         "scalable-target",
@@ -250,15 +282,15 @@ def test_expiry_moves_an_auto_scaled_gsis_minimum_back(world: World) -> None:
     )
     assert world.target_min(name, "read", "byUser") == 20
     assert world.throughput(name, "byUser") == (700, 20)  # auto scaling scales in itself
-    assert world.tags(name) == {}
+    assert stored(world, name) == {}
 
 
 def test_release_by_id_from_another_process(world: World) -> None:
     name = world.table("ById", 10, 10, tagged=False)
-    hold = request_capacity(name, read=90, clients=world.clients)
+    hold = request_capacity(name, read=90, clients=world.clients, store=world.store)
     with pytest.raises(CapacityRequestError, match=f"id: got 'nope'; table {name} holds {hold.id}"):
-        release_hold(name, "nope", clients=world.clients)
-    (row,) = release_hold(name, hold.id, clients=world.clients)
+        release_hold(name, "nope", clients=world.clients, store=world.store)
+    (row,) = release_hold(name, hold.id, clients=world.clients, store=world.store)
     assert (row["from"], row["to"]) == (90, 10)
 
 
@@ -274,9 +306,9 @@ def test_a_request_above_the_targets_max_is_refused_and_withdrawn(world: World) 
         "9,000 but the scalable target of table "
         "has a max of 5,000",
     ):
-        request_capacity(name, write=9_000, clients=world.clients)
+        request_capacity(name, write=9_000, clients=world.clients, store=world.store)
     assert world.target_min(name, "write") == 100
-    assert world.tags(name) == {}
+    assert stored(world, name) == {}
 
 
 @pytest.mark.parametrize(
@@ -296,14 +328,14 @@ def test_a_request_above_the_targets_max_is_refused_and_withdrawn(world: World) 
         ),
         ({"hold": 15}, "hold: got 15; expected a timedelta"),
         ({"timeout": timedelta(seconds=-1)}, "timeout: got "),
-        (
-            {"index": "x" * 200},
-            "index: got a name of 200 characters; hold tags can name indexes of up to",
-        ),
+        ({"store": ""}, "store: got '' and no CAPACITY_HOLDS_TABLE; name the hold store table"),
     ],
 )
-def test_bad_input_names_the_field_and_value(kwargs: dict[str, Any], message: str) -> None:
-    args: dict[str, Any] = {"table": "Orders", "write": 10, **kwargs}
+def test_bad_input_names_the_field_and_value(
+    kwargs: dict[str, Any], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CAPACITY_HOLDS_TABLE", raising=False)
+    args: dict[str, Any] = {"table": "Orders", "write": 10, "store": "holds", **kwargs}
     with pytest.raises(CapacityRequestError) as info:
         request_capacity(args.pop("table"), **args)
     assert message in str(info.value)
@@ -311,10 +343,10 @@ def test_bad_input_names_the_field_and_value(kwargs: dict[str, Any], message: st
 
 def test_unknown_table_index_and_on_demand_are_clear_errors(world: World) -> None:
     with pytest.raises(CapacityRequestError, match="table: got 'NoSuchTable'; no such table"):
-        request_capacity("NoSuchTable", write=1, clients=world.clients)
+        request_capacity("NoSuchTable", write=1, clients=world.clients, store=world.store)
     name = world.table("Idx", 10, 10, gsi=(5, 5), tagged=False)
     with pytest.raises(CapacityRequestError, match=f"index: got 'Nope'; table {name} has byUser"):
-        request_capacity(name, index="Nope", write=1, clients=world.clients)
+        request_capacity(name, index="Nope", write=1, clients=world.clients, store=world.store)
     od = world.name("OnDemand")
     world.ddb.create_table(
         TableName=od,
@@ -323,8 +355,8 @@ def test_unknown_table_index_and_on_demand_are_clear_errors(world: World) -> Non
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
     )
     with pytest.raises(CapacityRequestError, match=f"table: {od} is on-demand"):
-        request_capacity(od, write=1, clients=world.clients)
-    assert world.tags(name) == {}
+        request_capacity(od, write=1, clients=world.clients, store=world.store)
+    assert stored(world, name) == {}
 
 
 # ------------------------------------------------------------------ Stubber: what moto never does
@@ -369,8 +401,10 @@ HOLD_ID = "0123456789ab"
 
 @pytest.fixture
 def stubbed(aws_client: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """A stubbed DynamoDB client beside moto's Application Auto Scaling and CloudWatch;
-    new holds get the id HOLD_ID."""
+    """A stubbed DynamoDB client for the table beside moto's Application Auto Scaling,
+    CloudWatch and a hold store in moto; new holds get the id HOLD_ID."""
+    store_name = f"holds-{uuid.uuid4().hex[:8]}"
+    create_store_table(aws_client("dynamodb"), store_name)
     monkeypatch.setattr(request_module.uuid, "uuid4", lambda: uuid.UUID(HOLD_ID + "0" * 20))
     ddb = boto3.client(
         "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
@@ -378,145 +412,138 @@ def stubbed(aws_client: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     stub = Stubber(ddb)
     clients = Clients(ddb, aws_client("application-autoscaling"), aws_client("cloudwatch"), None)
     with stub:
-        yield stub, clients
+        yield stub, clients, HoldStore(aws_client("dynamodb"), store_name)
     stub.assert_no_pending_responses()
 
 
-def _hold_value(units: int, clock: FakeClock, minutes: int = 15, baseline: int = 0) -> str:
-    return f"table:{units}:{int(clock.t + minutes * 60) + 1}:{baseline}"
+def _described(stub: Any, table: dict[str, Any] | None = None) -> None:
+    """What reading the table costs: DescribeTable, then its tags."""
+    stub.add_response("describe_table", table or _table())
+    stub.add_response("list_tags_of_resource", _tags())
 
 
 def test_a_table_that_stays_updating_times_out_and_withdraws_the_hold(stubbed: Any) -> None:
-    stub, clients = stubbed
+    stub, clients, store = stubbed
     clock = FakeClock()
-    stub.add_response("describe_table", _table())
-    stub.add_response("list_tags_of_resource", _tags())
-    stub.add_response("tag_resource", {})
-    for _ in range(4):  # 0, 5, 10, 15 s: still UPDATING; the timeout is 15 s
+    _described(stub)
+    for _ in range(4):  # in the lease, then at 5, 10, 15 s: still UPDATING; timeout 15 s
         stub.add_response("describe_table", _table("UPDATING"))
-    # Withdrawing: the table is ACTIVE again, nothing was raised yet, the tags go.
-    stub.add_response("describe_table", _table())
-    stub.add_response(
-        "list_tags_of_resource",
-        _tags(
-            **{
-                f"{HOLD_TAG}{HOLD_ID}:write": _hold_value(500, clock),
-                base_min_tag(None, "write"): "10:10",
-            }
-        ),
-    )
-    stub.add_response(
-        "untag_resource",
-        {},
-        {
-            "ResourceArn": ANY,
-            "TagKeys": [base_min_tag(None, "write"), f"{HOLD_TAG}{HOLD_ID}:write"],
-        },
-    )
     with pytest.raises(
-        CapacityRequestTimeout,
-        match="table Orders: still busy "
-        r"\(status UPDATING\)",
+        CapacityRequestTimeout, match=r"table Orders: still busy \(status UPDATING\)"
     ):
         request_capacity(
             "Orders",
             write=500,
             timeout=timedelta(seconds=15),
             clients=clients,
+            store=store,
             clock=clock,
             sleep=clock.sleep,
         )
+    assert store.table("Orders") == []  # nothing held, nothing left behind
 
 
 def test_resource_in_use_is_waited_out_and_a_refused_raise_is_reported(stubbed: Any) -> None:
-    stub, clients = stubbed
+    stub, clients, store = stubbed
     clock = FakeClock()
-    stub.add_response("describe_table", _table())
-    stub.add_response("list_tags_of_resource", _tags())
-    stub.add_response("tag_resource", {})
-    held = {base_min_tag(None, "write"): "10:10"}
-    # Round 1: another update is in flight.
-    stub.add_response("describe_table", _table())
-    stub.add_response(
-        "list_tags_of_resource",
-        _tags(**held, **{f"{HOLD_TAG}{HOLD_ID}:write": _hold_value(500, clock)}),
-    )
+    _described(stub)
+    # Round 1: the hold is recorded; another update is in flight.
+    _described(stub)
     stub.add_response("describe_table", _table())  # read again just before the update
     stub.add_client_error("update_table", "ResourceInUseException", "Table is being updated")
+    _described(stub)  # waiting until ACTIVE
     # Round 2: the account's limit refuses the raise.
-    stub.add_response("describe_table", _table())
-    stub.add_response(
-        "list_tags_of_resource",
-        _tags(**held, **{f"{HOLD_TAG}{HOLD_ID}:write": _hold_value(500, clock)}),
-    )
+    _described(stub)
     stub.add_response("describe_table", _table())
     stub.add_client_error(
         "update_table",
         "LimitExceededException",
         "Subscriber limit exceeded: Provisioned throughput can not exceed the account limit",
     )
-    # Withdrawn.
-    stub.add_response("describe_table", _table())
-    stub.add_response(
-        "list_tags_of_resource",
-        _tags(**held, **{f"{HOLD_TAG}{HOLD_ID}:write": _hold_value(500, clock)}),
-    )
-    stub.add_response("untag_resource", {})
+    # Withdrawn: nothing had been raised.
+    _described(stub)
     with pytest.raises(
         CapacityRequestError,
         match="table Orders table write: raising to 500 "
         "failed: LimitExceededException: "
         "Subscriber limit exceeded",
     ):
-        request_capacity("Orders", write=500, clients=clients, clock=clock, sleep=clock.sleep)
+        request_capacity(
+            "Orders", write=500, clients=clients, store=store, clock=clock, sleep=clock.sleep
+        )
     assert clock.t > time.time() + 4  # it waited a poll interval after ResourceInUse
+    assert store.table("Orders") == []
 
 
 def test_an_exhausted_decrease_quota_keeps_the_hold_for_the_next_restore(stubbed: Any) -> None:
-    stub, clients = stubbed
+    stub, clients, store = stubbed
     clock = FakeClock()
-    expired = f"table:490:{int(clock.t) - 60}:10"
-    tags = {f"{HOLD_TAG}{HOLD_ID}:write": expired, base_min_tag(None, "write"): "10:10"}
-    stub.add_response("describe_table", _table(write=500, decreases=27))
-    stub.add_response("list_tags_of_resource", _tags(**tags))
-    # No update_table and no untag_resource: the stub fails the test if either is called.
-    (row,) = restore_expired("Orders", clients=clients, clock=clock)
+    expired = Hold(HOLD_ID, None, "write", 490, datetime.fromtimestamp(clock.t - 60, UTC), 10)
+    with store.lease("Orders", None, "write", deadline=time.time() + 5) as lease:
+        lease.write(10, [expired])
+    _described(stub, _table(write=500, decreases=27))
+    # No update_table: the stub fails the test if it is called.
+    (row,) = restore_expired("Orders", clients=clients, store=store, clock=clock)
     assert (row["status"], row["from"], row["to"]) == ("quota-exceeded", 500, 10)
+    assert [h.id for h in store.table("Orders")[0].holds] == [HOLD_ID]
 
 
-# ------------------------------------------------------------------ the tag format
+# ------------------------------------------------------------------ the store
 
 
-def test_hold_tags_round_trip_and_levels_add_up() -> None:
-    expires = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+def test_holds_add_up_and_out_of_bounds_ones_are_malformed(world: World) -> None:
+    expires = datetime.now(UTC) + timedelta(hours=1)
     holds = [
-        Hold("a1", "byUser", "read", 300, expires, 80),
-        Hold("b2", "byUser", "read", 200, expires, 120),
+        Hold("a1", "byUser", "read", 300, expires.replace(microsecond=0), 80),
+        Hold("b2", "byUser", "read", 200, expires.replace(microsecond=0), 120),
     ]
-    tags = {h.key: h.value for h in holds}
-    assert tags == {
-        "ddb-capacity:hold:a1:read": "index/byUser:300:1795262400:80",
-        "ddb-capacity:hold:b2:read": "index/byUser:200:1795262400:120",
-    }
-    now = expires - timedelta(hours=1)
-    assert holds_in(
-        {
-            **tags,
-            "other": "x",
-            f"{HOLD_TAG}c:read": "table:-5:0:0",
-            f"{HOLD_TAG}d:scan": "table:5:0:0",
-            # out of bounds: more than the table quota, or expiring after the longest hold
-            f"{HOLD_TAG}e:read": f"table:10000000:{int(expires.timestamp())}:0",
-            f"{HOLD_TAG}f:read": "table:10:1795262400000:0",
-            f"{HOLD_TAG}g:read": "table:10:999999999999:0",
-        },
-        now,
-    ) == (
+    with world.store.lease("t1", "byUser", "read", deadline=time.time() + 5) as lease:
+        lease.write(50, holds)
+    for ident, units, until in (
+        ("c", "10000000", str(int(expires.timestamp()))),  # more than the quota
+        ("d", "10", "1795262400000"),  # year 58860
+        ("e", "10", str(int(expires.timestamp()) + 2 * 86400)),  # after the longest hold
+        ("f", "-5", "0"),
+    ):
+        world.ddb.update_item(
+            TableName=world.store.name,
+            Key={"pk": {"S": "t1"}, "sk": {"S": "index/byUser:read"}},
+            UpdateExpression=f"SET holds.{ident} = :h",
+            ExpressionAttributeValues={
+                ":h": {
+                    "M": {"units": {"N": units}, "expires": {"N": until}, "baseline": {"N": "0"}}
+                }
+            },
+        )
+    (state,) = world.store.table("t1")
+    assert (state.base, list(state.holds), sorted(state.malformed)) == (
+        50,
         holds,
-        [f"{HOLD_TAG}{x}" for x in ("c:read", "d:scan", "e:read", "f:read", "g:read")],
+        ["c", "d", "e", "f"],
     )
     assert level(holds) == 80 + 300 + 200
     assert level([]) == 0
+
+
+def test_the_lease_is_exclusive_and_runs_out(world: World) -> None:
+    clock = FakeClock()
+    store = HoldStore(world.ddb, world.store.name, clock=clock)
+    with (
+        store.lease("t2", None, "write", deadline=clock.t + 5),
+        pytest.raises(CapacityRequestTimeout, match="kept the hold store busy"),
+    ):
+        with store.lease("t2", None, "write", deadline=clock.t + 5, sleep=clock.sleep):
+            pass
+    # A lease left by a process that died runs out
+    abandoned = store.lease("t2", None, "read", deadline=clock.t + 5)
+    abandoned.__enter__()
+    clock.t += 61
+    with store.lease("t2", None, "read", deadline=clock.t + 5) as lease:
+        lease.write(10, [])
+    assert store.table("t2") == []
+    # and the process that had it can change nothing any more
+    with pytest.raises(CapacityRequestError, match="the hold store's lease ran out"):
+        abandoned.__exit__(None, None, None)
 
 
 def test_the_restorer_handler_ends_expired_holds_on_its_tables(
@@ -525,18 +552,13 @@ def test_the_restorer_handler_ends_expired_holds_on_its_tables(
     for key, value in aws_env.items():
         monkeypatch.setenv(key, value)
     name = world.table("Restorer", 10, 40, tagged=False)
-    arn = world.ddb.describe_table(TableName=name)["Table"]["TableArn"]
     world.ddb.update_table(
         TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 640}
     )
     gone = Hold("deadworker01", None, "write", 600, datetime.now(UTC) - timedelta(minutes=1), 40)
-    world.ddb.tag_resource(
-        ResourceArn=arn,
-        Tags=[
-            {"Key": gone.key, "Value": gone.value},
-            {"Key": base_min_tag(None, "write"), "Value": "40"},
-        ],
-    )
+    with world.store.lease(name, None, "write", deadline=time.time() + 5) as lease:
+        lease.write(40, [gone])
+    monkeypatch.setenv("CAPACITY_HOLDS_TABLE", world.store.name)
     monkeypatch.setenv("CAPACITY_TABLES", f" {name} ,")
     out = restorer_module.restorer_handler({}, None)
     assert out == {
@@ -554,7 +576,7 @@ def test_the_restorer_handler_ends_expired_holds_on_its_tables(
         "failed": [],
     }
     assert world.throughput(name) == (10, 40)
-    assert world.tags(name) == {}
-    monkeypatch.setenv("CAPACITY_TABLES", "NoSuchTable")
+    assert stored(world, name) == {}
+    monkeypatch.setenv("CAPACITY_HOLDS_TABLE", "NoSuchStore")
     with pytest.raises(RuntimeError, match="restoring holds failed on 1 table"):
         restorer_module.restorer_handler({}, None)

@@ -76,11 +76,20 @@ def test_a_worker_gets_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
             "Action": [
                 "dynamodb:DescribeTable",
                 "dynamodb:ListTagsOfResource",
-                "dynamodb:TagResource",
-                "dynamodb:UntagResource",
                 "dynamodb:UpdateTable",
             ],
             "Resource": [stack.resolve(shipments.table.table_arn), stack.resolve(plain.table_arn)],
+        },
+        "HoldStore": {
+            "Sid": "HoldStore",
+            "Effect": "Allow",
+            "Action": [
+                "dynamodb:GetItem",
+                "dynamodb:UpdateItem",
+                "dynamodb:DeleteItem",
+                "dynamodb:Query",
+            ],
+            "Resource": stack.resolve(requests.hold_store.table_arn),
         },
         "ReadAutoScaling": {
             "Sid": "ReadAutoScaling",
@@ -107,6 +116,18 @@ def test_a_worker_gets_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
             "Resource": "*",
         },
     }
+    # The hold store: on demand, keyed by table and dimension, with point-in-time recovery
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "BillingMode": "PAY_PER_REQUEST",
+            "KeySchema": [
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+        },
+    )
     # No restorer was asked for: no function, no rule, nothing inline.
     template.resource_count_is("AWS::Lambda::Function", 0)
     template.resource_count_is("AWS::Events::Rule", 0)
@@ -155,7 +176,10 @@ def test_the_restorer_runs_on_a_schedule_with_only_restore_permissions(stack: cd
                                 stack.resolve(plain.table_name),
                             ],
                         ]
-                    }
+                    },
+                    "CAPACITY_HOLDS_TABLE": stack.resolve(requests.hold_store.table_name),
+                    "CAPACITY_MAX_UNITS": "40000",
+                    "CAPACITY_MAX_HOLD_MINUTES": "1440",
                 }
             },
         },
@@ -169,14 +193,14 @@ def test_the_restorer_runs_on_a_schedule_with_only_restore_permissions(stack: cd
         "logs",
         "DeadLetters",
         "HoldTables",
+        "HoldStore",
         "ReadAutoScaling",
         "MoveDynamoDBMinimums",
     }
-    # It ends holds; it never records one.
+    # It reads and moves the tables; it never tags them.
     assert statements["HoldTables"]["Action"] == [
         "dynamodb:DescribeTable",
         "dynamodb:ListTagsOfResource",
-        "dynamodb:UntagResource",
         "dynamodb:UpdateTable",
     ]
     assert statements["DeadLetters"]["Resource"] == stack.resolve(
@@ -200,6 +224,15 @@ def test_the_restorer_runs_on_a_schedule_with_only_restore_permissions(stack: cd
             {"restore_every": cdk.Duration.hours(2)},
             "restore_every must be whole minutes from 1 to 60, or None; got 2 hours",
         ),
+        ({"max_units": 0}, "max_units must be a whole number from 1 to 40000; got 0"),
+        (
+            {"max_hold": cdk.Duration.hours(25)},
+            "max_hold must be whole minutes from 1 minute to 24 hours; got 1 day 1 hour",
+        ),
+        (
+            {"max_hold": cdk.Duration.seconds(90)},
+            "max_hold must be whole minutes from 1 minute to 24 hours; got 1 minute 30 seconds",
+        ),
     ],
 )
 def test_bad_props(stack: cdk.Stack, kwargs: dict[str, Any], message: str) -> None:
@@ -216,3 +249,42 @@ def test_grant_needs_something_with_a_role(stack: cdk.Stack) -> None:
         match="grant_request needs a role, a user, a group or something with a role",
     ):
         requests.grant_request(iam.AccountRootPrincipal())  # type: ignore[arg-type]
+
+
+def test_a_connected_scaler_obeys_and_ends_the_holds(stack: cdk.Stack) -> None:
+    from constructs_pkg import ThrottleAwareScaler
+
+    shipments, _ = tables(stack)
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[shipments])
+    requests = CapacityRequests(
+        stack,
+        "Requests",
+        tables=[shipments],
+        restore_every=None,
+        max_units=5000,
+        max_hold=cdk.Duration.hours(2),
+    )
+    requests.connect(scaler)
+    template = Template.from_stack(stack)
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Handler": "ddb_capacity_runtime.scaler.handler.lambda_handler",
+            "Environment": {
+                "Variables": {
+                    "CAPACITY_HOLDS_TABLE": stack.resolve(requests.hold_store.table_name),
+                    "CAPACITY_MAX_UNITS": "5000",
+                    "CAPACITY_MAX_HOLD_MINUTES": "120",
+                }
+            },
+        },
+    )
+    statements = by_sid(policy(template, "Permissions of Throttle-aware DynamoDB capacity scaler"))
+    assert statements["HoldStore"]["Action"] == [
+        "dynamodb:GetItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:Query",
+        "dynamodb:Scan",
+    ]
+    assert statements["HoldStore"]["Resource"] == stack.resolve(requests.hold_store.table_arn)

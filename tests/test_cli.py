@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ddb_capacity_runtime.requests.store import create_store_table
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.simulator.backtest import history
 from ddb_capacity_tools.simulator.scenarios import SCENARIOS
@@ -447,6 +448,8 @@ def request_table(aws_client, aws_env, monkeypatch):
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
     )
+    create_store_table(ddb, f"{name}-holds")
+    monkeypatch.setenv("CAPACITY_HOLDS_TABLE", f"{name}-holds")  # as CapacityRequests sets it
     return name, ddb
 
 
@@ -502,3 +505,15 @@ def test_release_of_an_unknown_hold(request_table):
     code, _, err = run("release", "--table", name, "--id", "nope")
     assert code == 2
     assert f"ddb-capacity: error: id: got 'nope'; table {name} holds nothing" in err
+
+
+def test_request_names_its_store_or_says_it_has_none(request_table, monkeypatch):
+    name, _ = request_table
+    store = f"{name}-holds"
+    monkeypatch.delenv("CAPACITY_HOLDS_TABLE")
+    code, _, err = run("request", "--table", name, "--write", "20")
+    assert code == 2
+    assert "store: got None and no CAPACITY_HOLDS_TABLE; name the hold store table" in err
+    code, out, err = run("request", "--table", name, "--write", "20", "--store", store)
+    assert code == 0, err
+    assert out.splitlines()[1].endswith(f" --store {store}")

@@ -162,6 +162,37 @@ def test_a_bad_tag_is_ignored_and_counted(world: World, tag: str, value: str) ->
     assert emf(events, busy)["IgnoredTags"] == 0
 
 
+def test_a_forged_hold_in_the_store_is_ignored_and_counted(world: World) -> None:
+    busy, idle = busy_and_idle(world)
+    faulty = world.table("forged", 300, 300)
+    world.traffic(faulty, "read", 150)
+    world.ddb.update_item(  # 10 million units until 2100, written straight into the store
+        TableName=world.store.name,
+        Key={"pk": {"S": faulty}, "sk": {"S": "table:read"}},
+        UpdateExpression="SET #b = :b, holds = :h",
+        ExpressionAttributeNames={"#b": "base"},
+        ExpressionAttributeValues={
+            ":b": {"N": "300"},
+            ":h": {
+                "M": {
+                    "forged": {
+                        "M": {
+                            "units": {"N": "10000000"},
+                            "expires": {"N": "4102444800"},
+                            "baseline": {"N": "0"},
+                        }
+                    }
+                }
+            },
+        },
+    )
+    summary, events = world.tick()
+    assert_handled(world, busy, idle)
+    assert world.throughput(faulty) == (300, 5)  # the forged hold raised nothing
+    assert emf(events, faulty)["IgnoredTags"] == 1 and summary["failures"] == []
+    assert world.store.table(faulty) == []  # and the tick removed it
+
+
 def test_a_stale_memory_never_overrides_a_minimum_an_operator_set(world: World) -> None:
     # GIVEN the scaler raised the minimum from 10 to 40 once, then an operator set it to 300
     busy, idle = busy_and_idle(world)

@@ -31,12 +31,16 @@ def deployed(cli_assembly: Path, aws_env: dict[str, str]) -> Path:
     return cli_assembly
 
 
-def physical_table(aws_client: Any, stack: str) -> str:
+def physical_table(aws_client: Any, stack: str, logical_prefix: str = "") -> str:
+    """The stack's one DynamoDB table (other than a hold store), or the one whose logical id
+    starts with ``logical_prefix``."""
     resources = aws_client("cloudformation").describe_stack_resources(StackName=stack)
     (name,) = [
         r["PhysicalResourceId"]
         for r in resources["StackResources"]
         if r.get("ResourceType") == "AWS::DynamoDB::Table"
+        and r["LogicalResourceId"].startswith(logical_prefix)
+        and (logical_prefix or "HoldStore" not in r["LogicalResourceId"])
     ]
     return str(name)
 
@@ -220,6 +224,8 @@ def test_capacity_requests_deploy_a_restorer_and_grant_the_worker(
     table = physical_table(aws_client, "PartnerImport")
     env = function_environment(moto_endpoint, "PartnerImport", "RequestsFunction")
     assert env["CAPACITY_TABLES"] == table
+    store = physical_table(aws_client, "PartnerImport", "RequestsHoldStore")
+    assert env["CAPACITY_HOLDS_TABLE"] == store
     iam = aws_client("iam")
     (role,) = [r for r in iam.list_roles()["Roles"] if "ImportWorker" in r["RoleName"]]
     assert iam.list_role_policies(RoleName=role["RoleName"])["PolicyNames"] == []
@@ -232,5 +238,6 @@ def test_capacity_requests_deploy_a_restorer_and_grant_the_worker(
     with request_capacity(table, write=500) as hold:
         assert throughput(describe(aws_client, "PartnerImport")) == (10, 500)
         assert restorer_handler({}, None) == {"restored": [], "failed": []}
-        assert hold.id in "".join(tags(aws_client, describe(aws_client, "PartnerImport")))
+        held = aws_client("dynamodb").scan(TableName=store)["Items"]
+        assert [list(item["holds"]["M"]) for item in held] == [[hold.id]]
     assert throughput(describe(aws_client, "PartnerImport")) == (10, 10)

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ddb_capacity_runtime.requests.store import create_store_table
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -121,6 +123,8 @@ def test_readme_capacity_request_example_runs_against_moto(
             KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
             ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
         )
+    store = f"holds-{tmp_path.name}"
+    create_store_table(ddb, store)
     script = tmp_path / "worker.py"
     # run_import is the user's own work; here it checks the capacity it was promised.
     script.write_text(
@@ -129,7 +133,7 @@ def test_readme_capacity_request_example_runs_against_moto(
         "    table = boto3.client('dynamodb').describe_table(TableName='Shipments')['Table']\n"
         "    print(table['ProvisionedThroughput']['WriteCapacityUnits'])\n" + block
     )
-    env = {**os.environ, **aws_env, "PYTHONPATH": str(README.parent)}
+    env = {**os.environ, **aws_env, "PYTHONPATH": str(README.parent), "CAPACITY_HOLDS_TABLE": store}
     result = subprocess.run(
         [sys.executable, str(script)],
         env=env,

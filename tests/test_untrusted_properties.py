@@ -22,7 +22,8 @@ from ddb_capacity_runtime.core.series import Series
 from ddb_capacity_runtime.core.settings import OverrideError, ScalerConfig
 from ddb_capacity_runtime.core.tables import ScalableTarget
 from ddb_capacity_runtime.core.tags import parse_tags
-from ddb_capacity_runtime.requests.holds import holds_in, lift
+from ddb_capacity_runtime.requests.holds import lift
+from ddb_capacity_runtime.requests.store import HoldStore
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 MINUTES = 15
@@ -122,11 +123,6 @@ def test_tags_of_any_content_never_raise_and_never_leave_the_bounds(tags: dict[s
     parsed = parse_tags(tags)
     assert all(1 <= v <= TABLE_QUOTA for k, v in parsed.limits.items() if "target" not in k)
     assert all(20 <= v <= 90 for k, v in parsed.limits.items() if "target" in k)
-    held, _ = holds_in(tags, NOW)
-    assert all(
-        1 <= h.units <= TABLE_QUOTA and h.expires <= NOW + timedelta(days=1, minutes=1)
-        for h in held
-    )
     # WHEN the tick reads it (tags as the tagging API would give them)
     try:
         table = describe_table(
@@ -141,7 +137,7 @@ def test_tags_of_any_content_never_raise_and_never_leave_the_bounds(tags: dict[s
     except OverrideError as exc:
         assert "must not be above max" in str(exc)  # tags asked for min > max: table skipped
         return
-    table = lift(table, NOW)
+    table = lift(table, [], NOW)
     # THEN every dimension's bounds and every decision stay within [1, the table quota]
     busy = Series(
         [NOW - timedelta(minutes=MINUTES - i) for i in range(MINUTES)],
@@ -152,3 +148,45 @@ def test_tags_of_any_content_never_raise_and_never_leave_the_bounds(tags: dict[s
         d = change.dimension
         assert 1 <= d.limits.min_capacity <= d.limits.max_capacity <= TABLE_QUOTA
         assert d.limits.min_capacity <= change.new <= d.limits.max_capacity
+
+
+numbers = st.one_of(
+    st.integers(-10, 10**16).map(str), st.text(max_size=12), st.just("1e3"), st.just("NaN")
+)
+hold_items = st.fixed_dictionaries(
+    {},
+    optional={
+        "units": st.builds(lambda n: {"N": n}, numbers),
+        "expires": st.builds(lambda n: {"N": n}, numbers),
+        "baseline": st.builds(lambda n: {"N": n}, numbers),
+    },
+).map(lambda m: {"M": m})
+store_items = st.fixed_dictionaries(
+    {
+        "pk": st.builds(lambda t: {"S": t}, st.text(max_size=10)),
+        "sk": st.builds(
+            lambda t: {"S": t},
+            st.sampled_from(["table:read", "index/byUser:write", "table:scan", "x", "index/:read"])
+            | st.text(max_size=12),
+        ),
+    },
+    optional={
+        "base": st.builds(lambda n: {"N": n}, numbers),
+        "holds": st.dictionaries(st.text(max_size=6), hold_items, max_size=4).map(
+            lambda m: {"M": m}
+        ),
+    },
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(store_items)
+def test_store_items_of_any_content_never_raise_and_stay_within_bounds(item: dict) -> None:
+    store = HoldStore(None, "holds", clock=lambda: NOW.timestamp())  # type: ignore[arg-type]
+    held = store._parse(item)
+    if held is None:
+        return
+    assert held.base is None or 1 <= held.base <= TABLE_QUOTA
+    for h in held.holds:
+        assert 1 <= h.units <= TABLE_QUOTA and 0 <= h.baseline <= TABLE_QUOTA
+        assert h.expires <= NOW + timedelta(days=1, minutes=1)

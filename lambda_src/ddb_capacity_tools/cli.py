@@ -151,6 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
     rq.add_argument("--json", action="store_true", help="print the hold as one JSON object")
     rl = sub.add_parser("release", help="end a capacity hold now, or every expired one")
     rl.add_argument("--table", required=True, metavar="NAME")
+    for p in (rq, rl):
+        p.add_argument(
+            "--store",
+            metavar="NAME",
+            help="the hold store table CapacityRequests made (default $CAPACITY_HOLDS_TABLE)",
+        )
     which = rl.add_mutually_exclusive_group(required=True)
     which.add_argument("--id", metavar="ID", help="the hold's id, as request printed it")
     which.add_argument(
@@ -183,6 +189,7 @@ def _request(args: argparse.Namespace, out: TextIO) -> int:
             index=args.index,
             hold=hold,
             timeout=timeout,
+            store=args.store,
         )
         if args.json:
             out.write(json.dumps(made.as_json()) + "\n")
@@ -192,13 +199,13 @@ def _request(args: argparse.Namespace, out: TextIO) -> int:
             f"hold {made.id} on {made.table}{'/' + made.index if made.index else ''}: "
             f"{levels} until {made.expires:%Y-%m-%d %H:%M:%S} UTC\n"
             f"end it early with: ddb-capacity release --table {made.table} "
-            f"--id {made.id}\n"
+            f"--id {made.id}{' --store ' + args.store if args.store else ''}\n"
         )
         return 0
     rows = (
-        requests.restore_expired(args.table)
+        requests.restore_expired(args.table, store=args.store)
         if args.expired
-        else requests.release_hold(args.table, args.id)
+        else requests.release_hold(args.table, args.id, store=args.store)
     )
     if args.json:
         out.write(json.dumps({"changes": rows}) + "\n")

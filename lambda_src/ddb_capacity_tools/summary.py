@@ -87,6 +87,8 @@ def summarize_template(stack: str, template: dict[str, Any]) -> list[DimensionRo
         if r["Type"] != "AWS::DynamoDB::Table":
             continue
         props = r["Properties"]
+        if props.get("BillingMode") == "PAY_PER_REQUEST" or "ProvisionedThroughput" not in props:
+            continue  # on demand (a hold store, say): no capacity to summarize
         path = r.get("Metadata", {}).get("aws:cdk:path", logical_id)
         name = path.split("/")[-3] if path.endswith("/Resource/Resource") else path
         specs: list[tuple[str | None, dict[str, Any]]] = [(None, props)]

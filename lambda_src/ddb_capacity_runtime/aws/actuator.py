@@ -163,7 +163,13 @@ def _move_min(
     tag = base_min_tag(d.index, d.dimension)
     try:
         if change.action == INCREASE:
-            base = d.memory.base if d.memory else d.target.min_capacity
+            base = (
+                d.memory.base
+                if d.memory
+                else d.hold_base
+                if d.hold_base is not None
+                else d.target.min_capacity
+            )
             memory = BaseMin(base, change.new).value()
             dynamodb.tag_resource(ResourceArn=table.arn, Tags=[{"Key": tag, "Value": memory}])
         aas.register_scalable_target(

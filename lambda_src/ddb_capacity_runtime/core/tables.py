@@ -38,6 +38,8 @@ class Dimension:
     #: the base minimum remembered while the scaler (or a capacity request) holds the
     #: target's minimum raised; None when nothing valid is remembered
     memory: BaseMin | None = None
+    #: the base minimum held by capacity requests (their hold store), when any
+    hold_base: int | None = None
 
     @property
     def key(self) -> tuple[str, str | None, str]:

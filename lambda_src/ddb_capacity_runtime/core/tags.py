@@ -10,8 +10,8 @@ and never the cause of an exception:
 - the scaler's memory of a raised minimum, ``ddb-capacity:base-min:<table|index/NAME>:<read|
   write>`` = ``<base>:<set>``: the minimum it replaced and the one it set, both from 1 to the
   table quota (a plain ``<base>``, as older versions wrote it, is read with no ``set``);
-- keys under the prefix that the library does not know are ignored (capacity-request hold
-  tags, ``ddb-capacity:hold:``, are parsed by :mod:`ddb_capacity_runtime.requests.holds`).
+- keys under the prefix that the library does not know are ignored (capacity-request holds
+  live in the hold store, :mod:`ddb_capacity_runtime.requests.store`, not in tags).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 from .names import BASE_MIN_TAG, TABLE_QUOTA, TAG_PREFIX
 
-HOLD_TAG = f"{TAG_PREFIX}hold:"
 LIMIT_NAMES = frozenset(
     f"{prefix}{name}" for prefix in ("", "read-", "write-") for name in ("min", "max", "target")
 )
@@ -96,8 +95,6 @@ def parse_tags(tags: Mapping[str, str], quota: int = TABLE_QUOTA) -> TableTags:
     out = TableTags()
     for key, value in tags.items():
         if not isinstance(key, str) or not key.startswith(TAG_PREFIX):
-            continue
-        if key.startswith(HOLD_TAG):
             continue
         text = value if isinstance(value, str) else repr(value)
         if key.startswith(BASE_MIN_TAG):

@@ -1,7 +1,8 @@
 """Capacity requests ("get ready, here I come"): raise a table's minimum before heavy work,
 hold it, and restore it when the work is done or the hold expires.
 
-- :mod:`.holds`: the hold and its tag format (pure);
+- :mod:`.holds`: the hold and its rules (pure);
+- :mod:`.store`: the hold store, a DynamoDB table with conditional writes and leases;
 - :mod:`.validate`: checks of a request's arguments;
 - :mod:`.context`: reading the table and its traffic, moving minimums;
 - :mod:`.request`: making a request (:func:`request_capacity`, :class:`CapacityHold`);

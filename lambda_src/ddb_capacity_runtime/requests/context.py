@@ -3,9 +3,8 @@ being updated), its current traffic, scalable-target minimums, and result rows."
 
 from __future__ import annotations
 
-import logging
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
@@ -15,12 +14,10 @@ from botocore.exceptions import ClientError
 from ..aws import metrics
 from ..aws.clients import Clients
 from ..aws.discovery import NotManaged, describe_table, scalable_targets
-from ..core.names import base_min_tag, resource_id
+from ..core.names import resource_id
 from ..core.series import window
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable
-from ..core.tags import BaseMin, parse_base_min
-from ..events import log_event
 from .holds import CapacityRequestError, CapacityRequestTimeout
 
 #: Minutes of CloudWatch history whose peak is "the current traffic".
@@ -96,33 +93,6 @@ def current_traffic(
     start, end = window(ctx.now(), TRAFFIC_MINUTES, TRAFFIC_LAG_MINUTES)
     series = metrics.fetch(ctx.clients.cloudwatch, keys, start, end)
     return {k[2]: math.ceil(round(max(series[k].consumed, default=0.0), 6)) for k in keys}
-
-
-def base_minimum(tags: Mapping[str, str], index: str | None, dimension: str, default: int) -> int:
-    """The base minimum remembered in the dimension's tag; ``default`` without a usable one."""
-    raw = tags.get(base_min_tag(index, dimension))
-    memory = None if raw is None else parse_base_min(raw)
-    if memory is not None:
-        return memory.base
-    if raw is not None:
-        log_event(
-            "tag-ignored",
-            level=logging.WARNING,
-            key=base_min_tag(index, dimension),
-            value=raw[:256],
-            reason="expected <base>:<set>, whole numbers of capacity units",
-        )
-    return default
-
-
-def remember_min(
-    ctx: Context, arn: str, index: str | None, dimension: str, base: int, set_to: int
-) -> None:
-    """Record the base minimum a raise replaces with the minimum set (see core.tags)."""
-    ctx.clients.dynamodb.tag_resource(
-        ResourceArn=arn,
-        Tags=[{"Key": base_min_tag(index, dimension), "Value": BaseMin(base, set_to).value()}],
-    )
 
 
 def register_min(ctx: Context, resource: str, dimension: str, minimum: int) -> None:

@@ -8,173 +8,176 @@ from typing import Any
 
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
-from ..core.names import base_min_tag
 from ..core.plan import UPDATE_TABLE, Change
 from ..core.policy import DECREASE
-from ..core.tables import ManagedTable
-from .context import (
-    Context,
-    base_minimum,
-    read_table,
-    register_min,
-    remember_min,
-    result_row,
-)
-from .holds import (
-    DEFAULT_TIMEOUT,
-    CapacityRequestError,
-    CapacityRequestTimeout,
-    Hold,
-    holds_in,
-    level,
-    needs_restore,
-)
+from ..core.tables import Dimension
+from .context import Context, read_table, register_min, result_row
+from .holds import DEFAULT_TIMEOUT, CapacityRequestError, CapacityRequestTimeout, Hold, level
+from .store import HeldDimension, HoldStore, open_store
 
 
 def end_holds(
-    ctx: Context, managed: ManagedTable, ending: Callable[[Hold], bool], lower_direct: bool = True
+    ctx: Context,
+    store: HoldStore,
+    table: str,
+    ending: Callable[[Hold], bool],
+    *,
+    deadline: float,
+    lower_direct: bool = True,
+    held: list[HeldDimension] | None = None,
 ) -> list[dict[str, Any]]:
-    """End the holds ``ending`` selects (and remove malformed hold tags): lower each
-    dimension they touched to what its remaining holds need. Tags are removed only for
-    holds whose dimension was restored, so a refused decrease is tried again later.
+    """End the holds of ``table`` that ``ending`` selects (and drop malformed ones): each
+    dimension they touched goes to what its remaining holds need, never below its base,
+    under the dimension's lease. A hold whose dimension could not be lowered yet (a
+    refused decrease, a table being updated) stays, and the next restore tries again.
 
-    ``lower_direct`` False leaves dimensions without a scalable target where they are (the
-    scaler's policy lowers them with the traffic, spending one decrease, not two)."""
-    now = ctx.now()
-    tags = managed.tags
-    holds, malformed = holds_in(tags, now)
-    ends = [h for h in holds if ending(h)]
-    untag = list(malformed)
+    ``deadline`` is a time of the store's clock. ``lower_direct`` False leaves dimensions
+    without a scalable target where they are (the scaler's policy lowers them with the
+    traffic, spending one decrease, not two)."""
     rows: list[dict[str, Any]] = []
-    decreases: list[Change] = []
-    by_scope: dict[tuple[str | None, str], list[Hold]] = {}
-    for h in ends:
-        by_scope.setdefault(h.scope, []).append(h)
-    dims = {(d.index, d.dimension): d for d in managed.dimensions}
-    for scope, gone in by_scope.items():
-        index, dim = scope
-        remaining = [h for h in holds if h.scope == scope and h.active(now) and not ending(h)]
-        base_key = base_min_tag(index, dim)
-        keys = [h.key for h in gone] + ([base_key] if not remaining and base_key in tags else [])
-        d = dims.get(scope)
-        if d is None:  # an index that is gone (forget its holds) or not ACTIVE (later)
-            if index not in managed.indexes:
-                untag += keys
+    for state in held if held is not None else store.table(table):
+        if not state.malformed and not any(ending(h) for h in state.holds):
             continue
-        current = d.target.min_capacity if d.target else d.provisioned
-        base = base_minimum(tags, index, dim, current)
-        held = max(base, level([*remaining, *gone]))
-        to = max(base, level(remaining))
-        via = "scalable-target" if d.target else UPDATE_TABLE
-        if current > held:
-            # Raised beyond the holds since: that capacity is someone else's to lower. A
-            # target's base tag stays for the scaler, which restores it when calm.
-            rows.append(
-                result_row(
-                    d.table,
-                    index,
-                    dim,
-                    via,
-                    current,
-                    current,
-                    "kept",
-                    "raised beyond the holds since",
-                )
+        index, dim = state.scope
+        with store.lease(table, index, dim, deadline=deadline, sleep=ctx.sleep) as lease:
+            fresh = store.get(table, index, dim)
+            if fresh is None:
+                continue
+            try:
+                managed = read_table(ctx, table, None, None)
+            except CapacityRequestTimeout as exc:
+                rows.append(result_row(table, index, dim, "-", 0, 0, "busy", str(exc)))
+                continue
+            d = next(
+                (x for x in managed.dimensions if (x.index, x.dimension) == (index, dim)), None
             )
-            untag += [h.key for h in gone]
-            if not remaining and d.target is None and base_key in tags:
-                untag.append(base_key)
-        elif current <= to:
-            rows.append(result_row(d.table, index, dim, via, current, current, "unchanged"))
-            untag += keys
-        elif d.target is not None:
-            if remaining:  # still raised for the other holds: the memory follows the minimum
-                remember_min(ctx, managed.arn, index, dim, base, to)
-            register_min(ctx, d.target.resource_id, d.target.scalable_dimension, to)
-            rows.append(result_row(d.table, index, dim, via, current, to, "applied"))
-            untag += keys
-        elif not lower_direct:
-            rows.append(
-                result_row(
-                    d.table,
-                    index,
-                    dim,
-                    via,
-                    current,
-                    current,
-                    "left-to-policy",
-                    "the scaler lowers it as the traffic allows",
-                )
+            now = ctx.now()
+            gone = [h for h in fresh.holds if ending(h)]
+            kept = [h for h in fresh.holds if not ending(h)]
+            if d is None:  # the index is gone (forget its holds) or not ACTIVE (later)
+                if index not in managed.indexes:
+                    lease.write(fresh.base or 1, [])
+                continue
+            current = d.target.min_capacity if d.target else d.provisioned
+            base = fresh.base if fresh.base is not None else current
+            active = [h for h in kept if h.active(now)]
+            held_level = max(base, level([*active, *gone]))
+            to = max(base, level(active))
+            row, done = _lower(
+                ctx,
+                managed_arn=managed.arn,
+                d=d,
+                current=current,
+                held=held_level,
+                to=to,
+                lower_direct=lower_direct,
+                now=now,
+                managed=managed,
             )
-            untag += keys
-        elif d.ledger.can_decrease(now):
-            decreases.append(Change(d, current, to, "capacity hold ended", DECREASE, UPDATE_TABLE))
-            untag += [h.key for h in gone]
-            if not remaining and base_key in tags:
-                untag.append(base_key)
-        else:
-            rows.append(
-                result_row(
-                    d.table,
-                    index,
-                    dim,
-                    via,
-                    current,
-                    to,
-                    "quota-exceeded",
-                    "no decrease allowed now; tried again at the next restore",
-                )
-            )
-    for outcome in actuator.apply(
-        ctx.clients.dynamodb, ctx.clients.autoscaling, managed, decreases, dry_run=False
-    ):
-        c = outcome.change
-        rows.append(
-            result_row(
-                c.dimension.table,
-                c.dimension.index,
-                c.dimension.dimension,
-                UPDATE_TABLE,
-                c.old,
-                c.new,
-                outcome.status,
-                outcome.error,
-            )
-        )
-        if outcome.status != "applied":
-            scope = (c.dimension.index, c.dimension.dimension)
-            keep = {h.key for h in by_scope[scope]} | {base_min_tag(*scope)}
-            untag = [k for k in untag if k not in keep]
-    if untag:
-        ctx.clients.dynamodb.untag_resource(ResourceArn=managed.arn, TagKeys=sorted(set(untag)))
+            rows.append(row)
+            if done:
+                lease.write(base, kept)
     return rows
+
+
+def _lower(
+    ctx: Context,
+    *,
+    managed_arn: str,
+    d: Dimension,
+    current: int,
+    held: int,
+    to: int,
+    lower_direct: bool,
+    now: Any,
+    managed: Any,
+) -> tuple[dict[str, Any], bool]:
+    """Bring one dimension from ``current`` to ``to``; returns the row and whether the
+    ended holds may be forgotten."""
+    via = "scalable-target" if d.target else UPDATE_TABLE
+    if current > held:
+        # Raised beyond the holds since: that capacity is someone else's to lower (the
+        # scaler remembers its own raise and restores it when calm).
+        return result_row(
+            d.table,
+            d.index,
+            d.dimension,
+            via,
+            current,
+            current,
+            "kept",
+            "raised beyond the holds since",
+        ), True
+    if current <= to:
+        return result_row(d.table, d.index, d.dimension, via, current, current, "unchanged"), True
+    if d.target is not None:
+        register_min(ctx, d.target.resource_id, d.target.scalable_dimension, to)
+        return result_row(d.table, d.index, d.dimension, via, current, to, "applied"), True
+    if not lower_direct:
+        return result_row(
+            d.table,
+            d.index,
+            d.dimension,
+            via,
+            current,
+            current,
+            "left-to-policy",
+            "the scaler lowers it as the traffic allows",
+        ), True
+    if not d.ledger.can_decrease(now):
+        return result_row(
+            d.table,
+            d.index,
+            d.dimension,
+            via,
+            current,
+            to,
+            "quota-exceeded",
+            "no decrease allowed now; tried again at the next restore",
+        ), False
+    change = Change(d, current, to, "capacity hold ended", DECREASE, UPDATE_TABLE)
+    (outcome,) = actuator.apply(
+        ctx.clients.dynamodb, ctx.clients.autoscaling, managed, [change], dry_run=False, now=now
+    )
+    return result_row(
+        d.table, d.index, d.dimension, UPDATE_TABLE, current, to, outcome.status, outcome.error
+    ), outcome.status == "applied"
 
 
 def restore_expired(
     table: str,
     *,
+    store: str | HoldStore | None = None,
     clients: Clients | None = None,
     clock: Callable[[], float] = time.time,
     lower_direct: bool = True,
+    held: list[HeldDimension] | None = None,
 ) -> list[dict[str, Any]]:
     """End every expired (or malformed) hold on ``table``: what the scaler's tick (with
-    ``lower_direct`` False) and the ``CapacityRequests`` restorer run. A table being
-    updated is left for the next run."""
+    ``lower_direct`` False) and the ``CapacityRequests`` restorer run. A dimension being
+    updated is left for the next run. ``held`` is what the caller just read of the store."""
     ctx = Context(clients or make_clients(), clock, time.sleep, 0)
-    try:
-        managed = read_table(ctx, table, None, None)
-    except CapacityRequestTimeout:
-        return []
+    holds_store = open_store(store, ctx.clients, clock)
     now = ctx.now()
-    if not needs_restore(managed.tags, now):
+    states = held if held is not None else holds_store.table(table)
+    if not any(s.needs_restore(now) for s in states):
         return []
-    return end_holds(ctx, managed, lambda h: not h.active(now), lower_direct)
+    return end_holds(
+        ctx,
+        holds_store,
+        table,
+        lambda h: not h.active(now),
+        deadline=holds_store.clock() + 30,
+        lower_direct=lower_direct,
+        held=states,
+    )
 
 
 def release_hold(
     table: str,
     hold_id: str,
     *,
+    store: str | HoldStore | None = None,
     clients: Clients | None = None,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
@@ -182,11 +185,16 @@ def release_hold(
     """End the hold ``hold_id`` on ``table`` (as :meth:`CapacityHold.release` does, for a
     process that no longer has the handle). Raises CapacityRequestError if there is none."""
     ctx = Context(clients or make_clients(), clock, sleep, 5.0)
-    managed = read_table(ctx, table, None, clock() + DEFAULT_TIMEOUT.total_seconds())
-    holds, _ = holds_in(managed.tags, ctx.now())
-    ids = sorted({h.id for h in holds})
+    holds_store = open_store(store, ctx.clients, clock)
+    ids = sorted({h.id for s in holds_store.table(table) for h in s.holds})
     if hold_id not in ids:
         raise CapacityRequestError(
             f"id: got {hold_id!r}; table {table} holds {', '.join(ids) if ids else 'nothing'}"
         )
-    return end_holds(ctx, managed, lambda h: h.id == hold_id)
+    return end_holds(
+        ctx,
+        holds_store,
+        table,
+        lambda h: h.id == hold_id,
+        deadline=holds_store.clock() + DEFAULT_TIMEOUT.total_seconds(),
+    )

@@ -11,24 +11,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
-from ..core.names import base_min_tag, scope_label
+from ..core.names import scope_label
 from ..core.plan import UPDATE_TABLE, Change
 from ..core.policy import INCREASE
-from ..core.tags import BaseMin
+from ..core.tables import Dimension
 from ..events import log_event
-from .context import (
-    Context,
-    base_minimum,
-    current_traffic,
-    read_table,
-    register_min,
-    remember_min,
-    result_row,
-)
+from .context import Context, current_traffic, read_table, register_min, result_row
 from .ending import end_holds
 from .holds import (
     DEFAULT_HOLD,
@@ -36,9 +26,9 @@ from .holds import (
     CapacityRequestError,
     CapacityRequestTimeout,
     Hold,
-    holds_in,
     level,
 )
+from .store import HoldStore, open_store, store_name
 from .validate import validate_request
 
 
@@ -57,16 +47,15 @@ class CapacityHold:
     changes: list[dict[str, Any]] = field(default_factory=list)
     released: bool = False
     _ctx: Context | None = field(default=None, repr=False)
+    _store: HoldStore | None = field(default=None, repr=False)
 
     def release(self) -> list[dict[str, Any]]:
         """End the hold now: lower to what the other holds need. Idempotent."""
-        if self.released or self._ctx is None:
+        if self.released or self._ctx is None or self._store is None:
             return []
-        ctx = self._ctx
-        ids = {self.id}
-        deadline = ctx.clock() + DEFAULT_TIMEOUT.total_seconds()
-        managed = read_table(ctx, self.table, self.index, deadline)
-        rows = end_holds(ctx, managed, lambda h: h.id in ids)
+        ctx, ident = self._ctx, self.id
+        deadline = self._store.clock() + DEFAULT_TIMEOUT.total_seconds()
+        rows = end_holds(ctx, self._store, self.table, lambda h: h.id == ident, deadline=deadline)
         self.released = True
         return rows
 
@@ -97,6 +86,7 @@ def request_capacity(
     index: str | None = None,
     hold: timedelta = DEFAULT_HOLD,
     timeout: timedelta = DEFAULT_TIMEOUT,
+    store: str | HoldStore | None = None,
     clients: Clients | None = None,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
@@ -104,43 +94,34 @@ def request_capacity(
 ) -> CapacityHold:
     """Raise ``table`` (or its GSI ``index``) by ``read`` / ``write`` units per second over
     the current traffic, wait until it is ACTIVE with that capacity, and hold it for
-    ``hold``. Returns a :class:`CapacityHold`.
+    ``hold``. The hold is recorded in the hold store ``store`` (a table name; default
+    ``$CAPACITY_HOLDS_TABLE``). Returns a :class:`CapacityHold`.
 
     Raises :class:`CapacityRequestError` for bad input or a table that cannot take the
     request, and :class:`CapacityRequestTimeout` when ``timeout`` passes first; in both
     cases the hold is withdrawn again.
     """
     wanted = validate_request(table, read, write, index, hold, timeout)
+    if not isinstance(store, HoldStore):
+        store = store_name(store)
     ctx = Context(clients or make_clients(), clock, sleep, poll_seconds)
-    deadline = clock() + timeout.total_seconds()
-    managed = read_table(ctx, table, index, deadline)
-    traffic = current_traffic(ctx, table, index, wanted)
-    now = ctx.now()
-    existing, _ = holds_in(managed.tags, now)
-    ident = uuid.uuid4().hex[:12]
-    expires = datetime.fromtimestamp(math.ceil((now + hold).timestamp()), UTC)
-    holds = []
-    for dim, units in wanted.items():
-        others = [h.baseline for h in existing if h.scope == (index, dim) and h.active(now)]
-        holds.append(Hold(ident, index, dim, units, expires, min([traffic[dim], *others])))
-    tags = {h.key: h.value for h in holds}
-    for d in managed.dimensions:
-        key = base_min_tag(d.index, d.dimension)
-        if d.index == index and d.dimension in wanted and key not in managed.tags:
-            current = d.target.min_capacity if d.target else d.provisioned
-            tags[key] = BaseMin(current, current).value()
-    try:
-        ctx.clients.dynamodb.tag_resource(
-            ResourceArn=managed.arn, Tags=[{"Key": k, "Value": v} for k, v in tags.items()]
-        )
-    except ClientError as exc:
-        error = exc.response.get("Error", {})
+    holds_store = open_store(store, ctx.clients, clock)
+    if hold > holds_store.limits.max_hold:
         raise CapacityRequestError(
-            f"table {table}: could not record the hold: {error.get('Code')}: {error.get('Message')}"
-        ) from None
-    handle = CapacityHold(table, index, ident, expires, holds, _ctx=ctx)
+            f"hold: got {hold}; the hold store allows at most {holds_store.limits.max_hold}"
+        )
+    deadline = clock() + timeout.total_seconds()
+    read_table(ctx, table, index, deadline)  # the table and index exist, and are ACTIVE
+    traffic = current_traffic(ctx, table, index, wanted)
+    ident = uuid.uuid4().hex[:12]
+    expires = datetime.fromtimestamp(math.ceil((ctx.now() + hold).timestamp()), UTC)
+    handle = CapacityHold(table, index, ident, expires, [], _ctx=ctx, _store=holds_store)
     try:
-        handle.levels, handle.changes = _raise(ctx, table, index, list(wanted), deadline)
+        for dim, units in wanted.items():
+            new = Hold(ident, index, dim, units, expires, traffic[dim])
+            handle.levels[dim], rows, recorded = _hold(ctx, holds_store, table, new, deadline)
+            handle.holds.append(recorded)
+            handle.changes += rows
     except BaseException:
         try:
             handle.release()
@@ -156,76 +137,88 @@ def request_capacity(
     return handle
 
 
-def _raise(
-    ctx: Context, table: str, index: str | None, dims: list[str], deadline: float
-) -> tuple[dict[str, int], list[dict[str, Any]]]:
-    """Raise until a fresh look at the table finds nothing left to raise. Every round reads
-    the tags again, so a hold recorded meanwhile by another requester is added too."""
+def _hold(
+    ctx: Context, store: HoldStore, table: str, new: Hold, deadline: float
+) -> tuple[int, list[dict[str, Any]], Hold]:
+    """Record ``new`` and raise its dimension to the level of its active holds, under the
+    dimension's lease; then wait until the table is ACTIVE with it. Returns the level, the
+    changes made and the hold as recorded."""
+    index, dim = new.scope
     done: list[dict[str, Any]] = []
     while True:
-        managed = read_table(ctx, table, index, deadline)
-        now = ctx.now()
-        holds, _ = holds_in(managed.tags, now)
-        levels, raises = {}, []
-        for d in managed.dimensions:
-            if d.index != index or d.dimension not in dims:
-                continue
-            base = base_minimum(managed.tags, d.index, d.dimension, 0)
-            want = max(
-                base, level(h for h in holds if h.scope == (index, d.dimension) and h.active(now))
-            )
-            levels[d.dimension] = want
-            if d.target is not None:
-                if want > d.target.max_capacity:
+        busy = False
+        with store.lease(table, index, dim, deadline=deadline, sleep=ctx.sleep) as lease:
+            try:
+                managed = read_table(ctx, table, index, None)
+            except CapacityRequestTimeout:
+                managed = None  # being updated: wait outside the lease
+            if managed is not None:
+                d = next(x for x in managed.dimensions if (x.index, x.dimension) == (index, dim))
+                state = store.get(table, index, dim)
+                now = ctx.now()
+                recorded = list(state.holds) if state else []
+                base = state.base if state and state.base is not None else _current(d)
+                if all(h.id != new.id for h in recorded):
+                    others = [h for h in recorded if h.active(now)]
+                    baseline = min([new.baseline, *(h.baseline for h in others)])
+                    recorded.append(Hold(new.id, index, dim, new.units, new.expires, baseline))
+                want = max(base, level(h for h in recorded if h.active(now)))
+                if d.target is not None and want > d.target.max_capacity:
                     raise CapacityRequestError(
-                        f"{d.dimension}: the request needs a minimum of {want:,} but the "
-                        f"scalable target of {scope_label(index)} has a max of "
+                        f"{dim}: the request needs a minimum of {want:,} but the scalable "
+                        f"target of {scope_label(index)} has a max of "
                         f"{d.target.max_capacity:,}; raise the max or ask for less"
                     )
-                if d.target.min_capacity < want:
-                    remember_min(
-                        ctx, managed.arn, index, d.dimension, base or d.target.min_capacity, want
-                    )
+                lease.write(base, recorded)
+                if d.target is not None and d.target.min_capacity < want:
                     register_min(ctx, d.target.resource_id, d.target.scalable_dimension, want)
                     done.append(
                         result_row(
                             table,
                             index,
-                            d.dimension,
+                            dim,
                             "scalable-target",
                             d.target.min_capacity,
                             want,
                             "applied",
                         )
                     )
-            if d.provisioned < want:
-                raises.append(
-                    Change(d, d.provisioned, want, "capacity request", INCREASE, UPDATE_TABLE)
+                if d.provisioned >= want:
+                    return want, done, next(h for h in recorded if h.id == new.id)
+                change = Change(d, d.provisioned, want, "capacity request", INCREASE, UPDATE_TABLE)
+                (outcome,) = actuator.apply(
+                    ctx.clients.dynamodb,
+                    ctx.clients.autoscaling,
+                    managed,
+                    [change],
+                    dry_run=False,
+                    now=now,
                 )
-        if not raises:
-            return levels, done
-        busy = False
-        for outcome in actuator.apply(
-            ctx.clients.dynamodb, ctx.clients.autoscaling, managed, raises, dry_run=False
-        ):
-            c = outcome.change
-            if outcome.status == "applied":
-                done.append(
-                    result_row(
-                        table, index, c.dimension.dimension, UPDATE_TABLE, c.old, c.new, "applied"
+                if outcome.status == "applied":
+                    done.append(
+                        result_row(table, index, dim, UPDATE_TABLE, d.provisioned, want, "applied")
                     )
-                )
-            elif outcome.status == "retry-next-tick":  # another update is in flight
-                busy = True
+                elif outcome.status == "retry-next-tick":
+                    busy = True
+                else:
+                    raise CapacityRequestError(
+                        f"table {table} {scope_label(index)} {dim}: raising to {want:,} "
+                        f"failed: {outcome.error}"
+                    )
             else:
-                raise CapacityRequestError(
-                    f"table {table} {scope_label(index)} "
-                    f"{c.dimension.dimension}: raising to {c.new:,} "
-                    f"failed: {outcome.error}"
-                )
+                busy = True  # being updated
+        # Another update in flight: wait a poll interval. Then wait until ACTIVE, and look
+        # again (a hold recorded meanwhile by another requester is added too).
         if busy:
             if ctx.clock() >= deadline:
                 raise CapacityRequestTimeout(
-                    f"table {table}: capacity not reached before the timeout; wanted {levels}"
+                    f"table {table}: capacity not reached before the timeout; wanted {dim} at "
+                    f"{new.units:,} over the traffic"
                 )
             ctx.sleep(ctx.poll_seconds)
+        read_table(ctx, table, index, deadline)
+
+
+def _current(d: Dimension) -> int:
+    """What a dimension's base is when its first hold comes: its minimum, or provisioned."""
+    return d.target.min_capacity if d.target is not None else d.provisioned

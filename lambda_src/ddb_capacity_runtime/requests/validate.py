@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from ..core.names import TABLE_QUOTA, base_min_tag
-from .holds import MAX_HOLD, MAX_TAG_KEY, MAX_TAG_VALUE, CapacityRequestError, Hold
+from ..core.names import TABLE_QUOTA
+from .holds import MAX_HOLD, CapacityRequestError
 
 
 def validate_request(
@@ -40,13 +40,4 @@ def validate_request(
         )
     if not isinstance(timeout, timedelta) or timeout < timedelta(0):
         raise CapacityRequestError(f"timeout: got {timeout!r}; expected a timedelta of 0 or more")
-    sample = Hold(
-        "0" * 12, index, "write", TABLE_QUOTA, datetime(2100, 1, 1, tzinfo=UTC), TABLE_QUOTA
-    )
-    if len(sample.value) > MAX_TAG_VALUE or len(base_min_tag(index, "write")) > MAX_TAG_KEY:
-        raise CapacityRequestError(
-            f"index: got a name of {len(index or '')} characters; "
-            f"hold tags can name indexes of up to "
-            f"{MAX_TAG_KEY - len(base_min_tag('', 'write'))} characters"
-        )
     return wanted

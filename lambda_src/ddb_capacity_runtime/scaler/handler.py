@@ -10,6 +10,7 @@ from typing import Any
 from ..aws.clients import make_clients
 from ..core.settings import ScalerConfig
 from ..events import log_event
+from ..requests.store import STORE_ENV, open_store
 from .tick import TickFailed, run_tick
 
 
@@ -18,7 +19,9 @@ def lambda_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     so does a tick in which a table or a shared call failed (after it acted on the rest),
     so that the errors alarm and the dead-letter queue see it."""
     config = ScalerConfig.from_env(os.environ)
-    summary = run_tick(config, make_clients(), datetime.now(UTC))
+    clients = make_clients()
+    store = open_store(None, clients) if os.environ.get(STORE_ENV) else None
+    summary = run_tick(config, clients, datetime.now(UTC), store=store)
     complete(summary)
     return summary
 

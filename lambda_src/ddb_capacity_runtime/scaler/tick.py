@@ -45,6 +45,7 @@ from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable, ScalableTarget
 from ..events import emit_metrics, log_event
 from ..requests import ending, holds
+from ..requests.store import HeldDimension, HoldStore
 
 T = TypeVar("T")
 #: Outcomes counted as failures. ``retry-next-tick`` is not one: another update was in
@@ -113,18 +114,26 @@ def _prepare(
     clients: Clients,
     targets: Mapping[tuple[str, str], Any],
     now: datetime,
+    store: HoldStore | None,
+    held: list[HeldDimension],
 ) -> ManagedTable:
     """One table as the tick will decide it: described, expired holds ended, active holds
     applied. Raises NotManaged (skipped) or anything else (a failure of this table)."""
     table = discovery.describe_table(clients.dynamodb, name, tags, config, targets, now)
-    ignored = table.ignored_tags + len(holds.holds_in(table.tags, now)[1])
-    if not config.dry_run and holds.needs_restore(table.tags, now):
+    ignored = table.ignored_tags + sum(len(s.malformed) for s in held)
+    if store is not None and not config.dry_run and any(s.needs_restore(now) for s in held):
         for ended in ending.restore_expired(
-            name, clients=clients, clock=now.timestamp, lower_direct=False
+            name,
+            store=store,
+            clients=clients,
+            clock=now.timestamp,
+            lower_direct=False,
+            held=held,
         ):
             log_event("hold-ended", **ended)
         table = discovery.describe_table(clients.dynamodb, name, None, config, targets, now)
-    return replace(holds.lift(table, now), ignored_tags=ignored)
+        held = store.table(name)
+    return replace(holds.lift(table, held, now), ignored_tags=ignored)
 
 
 def run_tick(
@@ -135,10 +144,12 @@ def run_tick(
     *,
     sleep: Callable[[float], None] = time.sleep,
     threads: int = DESCRIBE_THREADS,
+    store: HoldStore | None = None,
 ) -> dict[str, Any]:
     """Discover, measure, decide and act once. Returns a summary. EMF records go to
     ``out`` (stdout by default); events to the log. ``sleep`` is the backoff between tries
-    of a shared call."""
+    of a shared call. ``store``: the capacity requests' hold store, whose holds the tick
+    obeys and ends at expiry."""
     now = now.astimezone(UTC)
     shared_failures: list[str] = []
 
@@ -158,12 +169,17 @@ def run_tick(
         "tag discovery", lambda: discovery.find_tables(clients.tagging, config), explicit
     )
 
+    no_holds: dict[str, list[HeldDimension]] = {}
+    held = shared("hold store", store.everything, no_holds) if store is not None else no_holds
+
     failures: dict[str, list[str]] = {}
     skipped: list[dict[str, str]] = []
     tables: list[ManagedTable] = []
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         prepared = {
-            name: pool.submit(_prepare, name, tags, config, clients, targets, now)
+            name: pool.submit(
+                _prepare, name, tags, config, clients, targets, now, store, held.get(name, [])
+            )
             for name, tags in found.items()
         }
         for name, future in prepared.items():

@@ -1,0 +1,362 @@
+"""The hold store: a small DynamoDB table (made by ``CapacityRequests``) with conditional
+writes, so concurrent requests, releases, restores and scaler ticks never lose a hold.
+
+One item per held dimension (partition key ``pk`` = the table name, sort key ``sk`` =
+``<table|index/NAME>:<read|write>``):
+
+- ``base``: the minimum (or, without a scalable target, the provisioned capacity) the
+  dimension had before its first hold, restored when the last hold ends;
+- ``holds``: a map of hold id to ``{units, expires, baseline}``;
+- ``lock_owner``, ``lock_until``: a lease. Whoever changes the dimension (records or ends a
+  hold and moves the minimum to match) takes the lease first, with a conditional write, and
+  gives it back after; a lease left by a process that died runs out after ``LEASE``.
+
+Items are untrusted input like tags: a hold whose units exceed the configured maximum, or
+that expires later than the longest hold from now, is malformed, never obeyed, and removed
+by the next restore.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from ..aws.clients import Clients
+from ..core.names import DIMENSIONS, TABLE_QUOTA, scope_label
+from .holds import MAX_HOLD, CapacityRequestError, CapacityRequestTimeout, Hold
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+#: Attribute names in expressions (``base`` is a reserved word).
+NAMES = {"#b": "base", "#h": "holds", "#o": "lock_owner", "#u": "lock_until"}
+#: How long a lease lasts: far longer than the few calls made under it.
+LEASE = timedelta(seconds=60)
+#: The environment variables that name the hold store and bound its holds, for workers and
+#: for the Lambda functions (set by ``CapacityRequests``).
+STORE_ENV = "CAPACITY_HOLDS_TABLE"
+MAX_UNITS_ENV = "CAPACITY_MAX_UNITS"
+MAX_HOLD_ENV = "CAPACITY_MAX_HOLD_MINUTES"
+
+
+@dataclass(frozen=True)
+class HoldLimits:
+    """The largest hold the store obeys: units per dimension and duration."""
+
+    max_units: int = TABLE_QUOTA
+    max_hold: timedelta = MAX_HOLD
+
+
+@dataclass(frozen=True)
+class HeldDimension:
+    """What the store says of one dimension: its base and its holds (well-formed ones in
+    ``holds``, the ids of the others in ``malformed``)."""
+
+    table: str
+    index: str | None
+    dimension: str
+    base: int | None
+    holds: tuple[Hold, ...] = ()
+    malformed: tuple[str, ...] = ()
+
+    @property
+    def scope(self) -> tuple[str | None, str]:
+        return (self.index, self.dimension)
+
+    def active(self, now: datetime) -> list[Hold]:
+        return [h for h in self.holds if h.active(now)]
+
+    def needs_restore(self, now: datetime) -> bool:
+        return bool(self.malformed) or any(not h.active(now) for h in self.holds)
+
+
+@dataclass
+class HoldStore:
+    """The store table ``name``, through ``dynamodb``."""
+
+    dynamodb: DynamoDBClient
+    name: str
+    limits: HoldLimits = field(default_factory=HoldLimits)
+    clock: Callable[[], float] = time.time
+
+    @staticmethod
+    def sort_key(index: str | None, dimension: str) -> str:
+        return f"{scope_label(index)}:{dimension}"
+
+    def _key(self, table: str, index: str | None, dimension: str) -> dict[str, Any]:
+        return {"pk": {"S": table}, "sk": {"S": self.sort_key(index, dimension)}}
+
+    # ------------------------------------------------------------------ reading
+
+    def get(self, table: str, index: str | None, dimension: str) -> HeldDimension | None:
+        item = self.dynamodb.get_item(
+            TableName=self.name, Key=self._key(table, index, dimension), ConsistentRead=True
+        ).get("Item")
+        return None if item is None else self._parse(item)
+
+    def table(self, table: str) -> list[HeldDimension]:
+        """Every held dimension of ``table``."""
+        out = []
+        pages = self.dynamodb.get_paginator("query").paginate(
+            TableName=self.name,
+            KeyConditionExpression="pk = :t",
+            ExpressionAttributeValues={":t": {"S": table}},
+            ConsistentRead=True,
+        )
+        for page in pages:
+            out += [h for item in page.get("Items", []) if (h := self._parse(item)) is not None]
+        return out
+
+    def everything(self) -> dict[str, list[HeldDimension]]:
+        """Every held dimension of every table, by table (one paginated Scan)."""
+        out: dict[str, list[HeldDimension]] = {}
+        for page in self.dynamodb.get_paginator("scan").paginate(
+            TableName=self.name, ConsistentRead=True
+        ):
+            for item in page.get("Items", []):
+                held = self._parse(item)
+                if held is not None:
+                    out.setdefault(held.table, []).append(held)
+        return out
+
+    def _parse(self, item: Mapping[str, Any]) -> HeldDimension | None:
+        """An item as a HeldDimension; None for an item that names no dimension or holds
+        nothing (a lease alone)."""
+        table = item.get("pk", {}).get("S")
+        scope, _, dimension = item.get("sk", {}).get("S", "").rpartition(":")
+        if not table or dimension not in DIMENSIONS:
+            return None
+        if scope == "table":
+            index = None
+        elif scope.startswith("index/") and len(scope) > len("index/"):
+            index = scope[len("index/") :]
+        else:
+            return None
+        base = _whole(item.get("base", {}).get("N"), 1, TABLE_QUOTA)
+        now = datetime.fromtimestamp(self.clock(), UTC)
+        latest = (now + self.limits.max_hold).timestamp() + 60
+        holds, malformed = [], []
+        for ident, raw in item.get("holds", {}).get("M", {}).items():
+            fields = raw.get("M", {}) if isinstance(raw, Mapping) else {}
+            units = _whole(fields.get("units", {}).get("N"), 1, self.limits.max_units)
+            expires = _whole(fields.get("expires", {}).get("N"), 0, int(latest))
+            baseline = _whole(fields.get("baseline", {}).get("N"), 0, TABLE_QUOTA)
+            if units is None or expires is None or baseline is None:
+                malformed.append(ident)
+                continue
+            holds.append(
+                Hold(ident, index, dimension, units, datetime.fromtimestamp(expires, UTC), baseline)
+            )
+        if base is None and not holds and not malformed:
+            return None
+        return HeldDimension(table, index, dimension, base, tuple(holds), tuple(malformed))
+
+    # ------------------------------------------------------------------ changing
+
+    @contextmanager
+    def lease(
+        self,
+        table: str,
+        index: str | None,
+        dimension: str,
+        *,
+        deadline: float,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> Iterator[Lease]:
+        """Hold the dimension's lease inside the ``with`` block, waiting for it until
+        ``deadline`` (a ``clock`` value); raises CapacityRequestTimeout after."""
+        owner = uuid.uuid4().hex
+        key = self._key(table, index, dimension)
+        wait = 0.05
+        while True:
+            now = self.clock()
+            try:
+                self.dynamodb.update_item(
+                    TableName=self.name,
+                    Key=key,
+                    UpdateExpression="SET #o = :o, #u = :u",
+                    ConditionExpression="attribute_not_exists(#u) OR #u < :now",
+                    ExpressionAttributeNames={"#o": NAMES["#o"], "#u": NAMES["#u"]},
+                    ExpressionAttributeValues={
+                        ":o": {"S": owner},
+                        ":u": {"N": str(int(now + LEASE.total_seconds()))},
+                        ":now": {"N": str(int(now))},
+                    },
+                )
+                break
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                    raise _store_error(self.name, exc) from None
+            if self.clock() >= deadline:
+                raise CapacityRequestTimeout(
+                    f"table {table} {scope_label(index)} {dimension}: another request or "
+                    f"restore kept the hold store busy until the timeout"
+                )
+            sleep(wait)
+            wait = min(1.0, wait * 2)
+        lease = Lease(self, key, owner)
+        try:
+            yield lease
+        finally:
+            lease.give_back()
+
+
+@dataclass
+class Lease:
+    """A held lease on one dimension's item: the only way to change it."""
+
+    store: HoldStore
+    key: dict[str, Any]
+    owner: str
+    done: bool = False
+
+    def _condition(self) -> dict[str, Any]:
+        return {
+            "ConditionExpression": "#o = :me",
+            "ExpressionAttributeNames": {"#o": NAMES["#o"]},
+            "ExpressionAttributeValues": {":me": {"S": self.owner}},
+        }
+
+    def _released(self) -> dict[str, Any]:
+        condition = self._condition()
+        condition["ExpressionAttributeNames"]["#u"] = NAMES["#u"]
+        return condition
+
+    def write(self, base: int, holds: list[Hold]) -> None:
+        """Record ``base`` and exactly ``holds`` (an empty list: the item goes when the
+        lease is given back)."""
+        condition = self._condition()
+        condition["ExpressionAttributeNames"].update({"#b": NAMES["#b"], "#h": NAMES["#h"]})
+        condition["ExpressionAttributeValues"].update(
+            {
+                ":b": {"N": str(base)},
+                ":h": {
+                    "M": {
+                        h.id: {
+                            "M": {
+                                "units": {"N": str(h.units)},
+                                "expires": {"N": str(int(h.expires.timestamp()))},
+                                "baseline": {"N": str(h.baseline)},
+                            }
+                        }
+                        for h in holds
+                    }
+                },
+            }
+        )
+        self._call(
+            "update_item",
+            UpdateExpression="SET #b = :b, #h = :h",
+            **condition,
+        )
+
+    def give_back(self) -> None:
+        """Give the lease back; an item left with no hold is deleted."""
+        if self.done:
+            return
+        self.done = True
+        condition = self._condition()
+        condition["ConditionExpression"] += " AND (attribute_not_exists(#h) OR size(#h) = :zero)"
+        condition["ExpressionAttributeValues"][":zero"] = {"N": "0"}
+        condition["ExpressionAttributeNames"]["#h"] = NAMES["#h"]
+        try:
+            self.store.dynamodb.delete_item(TableName=self.store.name, Key=self.key, **condition)
+            return
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise _store_error(self.store.name, exc) from None
+        # It holds something: keep the item, give the lease back.
+        self._call("update_item", UpdateExpression="REMOVE #o, #u", **self._released())
+
+    def _call(self, operation: str, **kwargs: Any) -> None:
+        try:
+            getattr(self.store.dynamodb, operation)(
+                TableName=self.store.name, Key=self.key, **kwargs
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                raise CapacityRequestError(
+                    "the hold store's lease ran out before the change was recorded; "
+                    "nothing was recorded, try again"
+                ) from None
+            raise _store_error(self.store.name, exc) from None
+
+
+def create_store_table(dynamodb: DynamoDBClient, name: str) -> None:
+    """Create a hold store table (on-demand), as ``CapacityRequests`` does, and wait until
+    it exists: for local runs and tests."""
+    dynamodb.create_table(
+        TableName=name,
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    dynamodb.get_waiter("table_exists").wait(TableName=name)
+
+
+def open_store(
+    store: str | HoldStore | None,
+    clients: Clients,
+    clock: Callable[[], float] = time.time,
+    env: Mapping[str, str] = os.environ,
+) -> HoldStore:
+    """The hold store: ``store`` itself, or the table it names (default
+    ``$CAPACITY_HOLDS_TABLE``), bounded by ``$CAPACITY_MAX_UNITS`` and
+    ``$CAPACITY_MAX_HOLD_MINUTES`` where set."""
+    if isinstance(store, HoldStore):
+        return store
+    return HoldStore(clients.dynamodb, store_name(store, env), limits_from_env(env), clock)
+
+
+def store_name(store: str | None, env: Mapping[str, str] = os.environ) -> str:
+    """The hold store's table name: ``store``, else ``$CAPACITY_HOLDS_TABLE``."""
+    name = store or env.get(STORE_ENV, "")
+    if not isinstance(name, str) or not name.strip():
+        raise CapacityRequestError(
+            f"store: got {store!r} and no {STORE_ENV}; name the hold store table that "
+            f"CapacityRequests made (its hold_store.table_name)"
+        )
+    return name.strip()
+
+
+def limits_from_env(env: Mapping[str, str]) -> HoldLimits:
+    """The store's bounds from the environment; a bad value names the variable."""
+    units = _whole(env.get(MAX_UNITS_ENV, str(TABLE_QUOTA)), 1, TABLE_QUOTA)
+    minutes = _whole(
+        env.get(MAX_HOLD_ENV, str(int(MAX_HOLD.total_seconds() // 60))),
+        1,
+        int(MAX_HOLD.total_seconds() // 60),
+    )
+    if units is None or minutes is None:
+        bad = MAX_UNITS_ENV if units is None else MAX_HOLD_ENV
+        raise CapacityRequestError(
+            f"{bad}: got {env.get(bad)!r}; expected a whole number from 1 to "
+            f"{TABLE_QUOTA if units is None else int(MAX_HOLD.total_seconds() // 60)}"
+        )
+    return HoldLimits(units, timedelta(minutes=minutes))
+
+
+def _whole(raw: object, low: int, high: int) -> int | None:
+    if not isinstance(raw, str) or not raw.isdigit() or len(raw) > 15:
+        return None
+    value = int(raw)
+    return value if low <= value <= high else None
+
+
+def _store_error(name: str, exc: ClientError) -> CapacityRequestError:
+    error = exc.response.get("Error", {})
+    return CapacityRequestError(f"hold store {name}: {error.get('Code')}: {error.get('Message')}")
