@@ -1,0 +1,151 @@
+"""Capacity holds under races: requesters, releases, restores and scaler ticks in threads
+with random jitter, against a moto server. After every trial no hold is lost, and the
+minimum is what the rule says: the base, or the larger of the base and the active holds'
+level."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from ddb_capacity_runtime.requests import release_hold, request_capacity, restore_expired
+from ddb_capacity_runtime.requests.holds import level
+from tests.moto_world import World
+
+TRIALS = 50
+BASE = 100
+
+
+@pytest.fixture(scope="module")
+def world(aws_client_module: Any) -> World:
+    made = World(aws_client_module)
+    assert made.store.table("none") == []  # the store exists before the threads start
+    return made
+
+
+@pytest.fixture(scope="module")
+def aws_client_module(aws_env: dict[str, str]) -> Any:
+    from examples import local_aws
+
+    return lambda service: local_aws.client(aws_env["AWS_ENDPOINT_URL"], service)
+
+
+def run_all(actions: list[Callable[[], None]]) -> list[BaseException]:
+    errors: list[BaseException] = []
+
+    def guarded(action: Callable[[], None]) -> None:
+        try:
+            action()
+        except BaseException as exc:  # noqa: BLE001 (reported by the test)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=(a,)) for a in actions]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    return errors
+
+
+@pytest.mark.parametrize("trial", range(TRIALS))
+def test_no_hold_is_lost_and_the_minimum_follows_the_rule(world: World, trial: int) -> None:
+    rng = random.Random(trial)
+    name = world.table(f"race{trial}", 10, BASE, tagged=False)
+    world.target(name, "write", BASE, 40_000)
+    jitter = [rng.uniform(0, 0.05) for _ in range(6)]
+    units = {k: rng.randrange(100, 5_000, 100) for k in ("a", "b", "c")}
+    made: dict[str, Any] = {}
+    a_releases = rng.random() < 0.5
+    b_releases = rng.random() < 0.3
+
+    def ask(
+        key: str, delay: float, minutes: int, release_after: float | None
+    ) -> Callable[[], None]:
+        def go() -> None:
+            time.sleep(delay)
+            made[key] = request_capacity(
+                name,
+                write=units[key],
+                hold=timedelta(minutes=minutes),
+                clients=world.clients,
+                store=world.store,
+            )
+            if release_after is not None:
+                time.sleep(release_after)
+                made[key].release()
+
+        return go
+
+    def tick() -> None:
+        time.sleep(jitter[3])
+        world.tick(SCALER_TABLES=name, SCALER_TAG_KEY="")
+
+    def restore_later() -> None:  # the restorer, as if 3 minutes later: c has expired
+        time.sleep(jitter[4])
+        restore_expired(
+            name, clients=world.clients, store=world.store, clock=lambda: time.time() + 180
+        )
+
+    errors = run_all(
+        [
+            ask("a", jitter[0], 15, jitter[5] if a_releases else None),
+            ask("b", jitter[1], 15, jitter[5] if b_releases else None),
+            ask("c", jitter[2], 1, None),
+            tick,
+            restore_later,
+        ]
+    )
+    assert errors == []
+    # c expires in every trial: end it now if the restore ran before it was made
+    restore_expired(name, clients=world.clients, store=world.store, clock=lambda: time.time() + 180)
+    # THEN no hold is lost: exactly the holds not released or expired are in the store
+    kept = {k for k, released in (("a", a_releases), ("b", b_releases)) if not released}
+    stored = {h.id: h for s in world.store.table(name) for h in s.holds}
+    assert set(stored) == {made[k].id for k in kept}
+    # AND the minimum is the base, or the active holds' level
+    expected = max(BASE, level(stored.values())) if stored else BASE
+    assert world.target_min(name, "write") == expected
+    if not kept:
+        assert world.store.table(name) == []  # nothing left behind
+
+
+def test_a_tick_and_releases_never_leave_the_minimum_raised(world: World) -> None:
+    """Two requests and their releases racing with each other and with a tick, twenty times
+    over one table: after the last release the minimum is the base again."""
+    name = world.table("churn", 10, BASE, tagged=False)
+    world.target(name, "write", BASE, 40_000)
+    rng = random.Random(7)
+
+    def ask(holds: list[Any], units: int, delay: float) -> Callable[[], None]:
+        def go() -> None:
+            time.sleep(delay)
+            holds.append(
+                request_capacity(name, write=units, clients=world.clients, store=world.store)
+            )
+
+        return go
+
+    def release(hold_id: str, delay: float) -> Callable[[], None]:
+        def go() -> None:
+            time.sleep(delay)
+            release_hold(name, hold_id, clients=world.clients, store=world.store)
+
+        return go
+
+    def tick() -> None:
+        world.tick(SCALER_TABLES=name, SCALER_TAG_KEY="")
+
+    for _ in range(20):
+        holds: list[Any] = []
+        asks = [ask(holds, rng.randrange(100, 3_000, 100), rng.uniform(0, 0.03)) for _ in "ab"]
+        assert run_all(asks) == []
+        releases = [release(h.id, rng.uniform(0, 0.03)) for h in holds]
+        assert run_all([*releases, tick]) == []
+        assert world.target_min(name, "write") == BASE
+        assert world.store.table(name) == []
