@@ -10,8 +10,10 @@ then measures in the same run:
 - the 2019 article's approach: per table, DescribeScalingPolicies, DescribeTable, and one
   GetMetricStatistics per metric (4) of the table and of each GSI.
 
-It prints the AWS calls by operation and the wall time of each. Usage:
-    .venv/bin/python -m benchmarks.scaler_tick [--tables 2500]
+It prints the AWS calls by operation and the wall time of each. moto answers from this
+machine in about a millisecond, where AWS takes some 10 to 30; ``--latency-ms`` adds that
+round trip to every call of the three, which is what the thread pool overlaps. Usage:
+    .venv/bin/python -m benchmarks.scaler_tick [--tables 2500] [--latency-ms 20]
 """
 
 from __future__ import annotations
@@ -38,12 +40,17 @@ METRICS = (
 )
 
 
-def counted(clients: list[Any]) -> Counter[str]:
+def counted(clients: list[Any], latency_s: float = 0.0) -> Counter[str]:
+    """Count each client's calls by operation; each call also waits ``latency_s``."""
     calls: Counter[str] = Counter()
+
+    def hook(event_name: str, **_: Any) -> None:
+        calls.update([event_name.split(".")[-1]])
+        if latency_s:
+            time.sleep(latency_s)
+
     for client in clients:
-        client.meta.events.register(
-            "before-call.*.*", lambda event_name, **_: calls.update([event_name.split(".")[-1]])
-        )
+        client.meta.events.register("before-call.*.*", hook)
     return calls
 
 
@@ -130,7 +137,9 @@ def seed_approach(c: Clients, names: list[str], now: datetime) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=2500)
+    parser.add_argument("--latency-ms", type=float, default=0.0)
     args = parser.parse_args()
+    lat = args.latency_ms / 1000
     with moto_server() as endpoint:
         setup = make(endpoint)
         now = datetime.now(UTC).replace(second=0, microsecond=0)
@@ -140,24 +149,27 @@ def main() -> None:
 
         config = ScalerConfig.from_env({"SCALER_DRY_RUN": "true"})
         ours = make(endpoint)
-        ours_calls = counted([ours.dynamodb, ours.autoscaling, ours.cloudwatch, ours.tagging])
+        ours_calls = counted([ours.dynamodb, ours.autoscaling, ours.cloudwatch, ours.tagging], lat)
         t0 = time.perf_counter()
         summary = run_tick(config, ours, now, out=io.StringIO())
         ours_s = time.perf_counter() - t0
 
         one = make(endpoint)
-        one_calls = counted([one.dynamodb, one.autoscaling, one.cloudwatch, one.tagging])
+        one_calls = counted([one.dynamodb, one.autoscaling, one.cloudwatch, one.tagging], lat)
         t0 = time.perf_counter()
         run_tick(config, one, now, out=io.StringIO(), threads=1)
         one_s = time.perf_counter() - t0
 
         seed = make(endpoint)
-        seed_calls = counted([seed.dynamodb, seed.autoscaling, seed.cloudwatch, seed.tagging])
+        seed_calls = counted([seed.dynamodb, seed.autoscaling, seed.cloudwatch, seed.tagging], lat)
         t0 = time.perf_counter()
         seed_approach(seed, names, now)
         seed_s = time.perf_counter() - t0
 
-    print(f"\none tick over {summary['tables']} tables, {summary['dimensions']} dimensions\n")
+    print(
+        f"\none tick over {summary['tables']} tables, {summary['dimensions']} dimensions, "
+        f"{args.latency_ms:g} ms added to every call\n"
+    )
     ops = sorted(set(ours_calls) | set(one_calls) | set(seed_calls))
     head = ("AWS operation", "tick, 16 threads", "tick, 1 thread", "per-table loop")
     print(f"{head[0]:<28} {head[1]:>17} {head[2]:>15} {head[3]:>15}")

@@ -580,3 +580,30 @@ def test_the_restorer_handler_ends_expired_holds_on_its_tables(
     monkeypatch.setenv("CAPACITY_HOLDS_TABLE", "NoSuchStore")
     with pytest.raises(RuntimeError, match="restoring holds failed on 1 table"):
         restorer_module.restorer_handler({}, None)
+
+
+def test_after_a_hold_and_a_scaler_raise_the_minimum_comes_back_to_the_base(
+    world: World,
+) -> None:
+    # GIVEN a hold raising the write minimum from 100 to 2,000
+    name = world.table("HoldThenRaise", 10, 100, tagged=False)
+    world.target(name, "write", 100, 10_000)
+    request_capacity(
+        name, write=2_000, hold=timedelta(minutes=5), clients=world.clients, store=world.store
+    )
+    assert world.target_min(name, "write") == 2_000
+    # WHEN the work is throttled and the scaler raises the minimum further
+    world.traffic(name, "write", 2_000)
+    world.traffic(name, "write", 0, throttles=60_000, minutes=range(1, 3))
+    world.tick(world.now + timedelta(minutes=1), SCALER_TABLES=name, SCALER_TAG_KEY="")
+    raised = world.target_min(name, "write")
+    assert raised > 2_000
+    # it remembers the holds' base, not the hold's level, as the base of its own raise
+    assert world.tags(name)["ddb-capacity:base-min:table:write"] == f"100:{raised}"
+    # AND the hold expires (the scaler's raise is kept) and a later calm tick comes
+    world.tick(world.now + timedelta(minutes=7), SCALER_TABLES=name, SCALER_TAG_KEY="")
+    assert world.target_min(name, "write") == raised and world.store.table(name) == []
+    world.traffic(name, "write", 5, minutes=range(-44, -28))
+    world.tick(world.now + timedelta(minutes=45), SCALER_TABLES=name, SCALER_TAG_KEY="")
+    # THEN the minimum is the base again, not the hold's level
+    assert world.target_min(name, "write") == 100
