@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
 from ..core.plan import UPDATE_TABLE, Change
 from ..core.policy import DECREASE
-from ..core.tables import Dimension
+from ..core.tables import Dimension, ManagedTable
 from .context import Context, read_table, register_min, result_row
 from .holds import DEFAULT_TIMEOUT, CapacityRequestError, CapacityRequestTimeout, Hold, level
 from .store import HeldDimension, HoldStore, open_store
@@ -65,7 +66,6 @@ def end_holds(
             to = max(base, level(active))
             row, done = _lower(
                 ctx,
-                managed_arn=managed.arn,
                 d=d,
                 current=current,
                 held=held_level,
@@ -83,65 +83,41 @@ def end_holds(
 def _lower(
     ctx: Context,
     *,
-    managed_arn: str,
     d: Dimension,
     current: int,
     held: int,
     to: int,
     lower_direct: bool,
-    now: Any,
-    managed: Any,
+    now: datetime,
+    managed: ManagedTable,
 ) -> tuple[dict[str, Any], bool]:
     """Bring one dimension from ``current`` to ``to``; returns the row and whether the
     ended holds may be forgotten."""
     via = "scalable-target" if d.target else UPDATE_TABLE
+
+    def row(new: int, status: str, note: str | None = None) -> dict[str, Any]:
+        return result_row(d.table, d.index, d.dimension, via, current, new, status, note)
+
     if current > held:
         # Raised beyond the holds since: that capacity is someone else's to lower (the
         # scaler remembers its own raise and restores it when calm).
-        return result_row(
-            d.table,
-            d.index,
-            d.dimension,
-            via,
-            current,
-            current,
-            "kept",
-            "raised beyond the holds since",
-        ), True
+        return row(current, "kept", "raised beyond the holds since"), True
     if current <= to:
-        return result_row(d.table, d.index, d.dimension, via, current, current, "unchanged"), True
+        return row(current, "unchanged"), True
     if d.target is not None:
         register_min(ctx, d.target.resource_id, d.target.scalable_dimension, to)
-        return result_row(d.table, d.index, d.dimension, via, current, to, "applied"), True
+        return row(to, "applied"), True
     if not lower_direct:
-        return result_row(
-            d.table,
-            d.index,
-            d.dimension,
-            via,
-            current,
-            current,
-            "left-to-policy",
-            "the scaler lowers it as the traffic allows",
-        ), True
+        return row(current, "left-to-policy", "the scaler lowers it as the traffic allows"), True
     if not d.ledger.can_decrease(now):
-        return result_row(
-            d.table,
-            d.index,
-            d.dimension,
-            via,
-            current,
-            to,
-            "quota-exceeded",
-            "no decrease allowed now; tried again at the next restore",
+        return row(
+            to, "quota-exceeded", "no decrease allowed now; tried again at the next restore"
         ), False
     change = Change(d, current, to, "capacity hold ended", DECREASE, UPDATE_TABLE)
     (outcome,) = actuator.apply(
         ctx.clients.dynamodb, ctx.clients.autoscaling, managed, [change], dry_run=False, now=now
     )
-    return result_row(
-        d.table, d.index, d.dimension, UPDATE_TABLE, current, to, outcome.status, outcome.error
-    ), outcome.status == "applied"
+    return row(to, outcome.status, outcome.error), outcome.status == "applied"
 
 
 def restore_expired(
