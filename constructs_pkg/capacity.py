@@ -56,7 +56,7 @@ def _is_whole(value: Any) -> bool:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Capacity:
     """Auto scaling range, target and high-water mark for one read or write dimension.
 

@@ -9,7 +9,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import jsii
-from aws_cdk import Annotations, Duration, RemovalPolicy, Stack, Tags
+from aws_cdk import (
+    Annotations,
+    Duration,
+    IStableAnyProducer,
+    Lazy,
+    RemovalPolicy,
+    Stack,
+    Tags,
+    TimeZone,
+)
+from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IValidation
@@ -22,6 +32,7 @@ from ddb_capacity_runtime.core.schedule import (
     Event,
     ScheduleEntry,
     TableSchedule,
+    zone_name,
 )
 
 from .capacity import (
@@ -128,6 +139,7 @@ class ProvisionedTable(Construct):
         self._settle: SettleStep | None = None
         self._ranges: dict[tuple[str | None, str], tuple[int, int]] = {}
         self._schedule = TableSchedule(where, self._ranges, table_quota)
+        self._rendered: set[tuple[str | None, str]] = set()
         self.node.add_validation(_ScheduleValidation(self))
 
         table_capacity = self._checked(None, read=read, write=write)
@@ -236,7 +248,7 @@ class ProvisionedTable(Construct):
         """
         self._check_dimension(dimension, index_name)
         self._schedule.add_entry(entry, index_name, dimension)
-        self._render_schedules()
+        self._render_schedules(index_name, dimension)
 
     def add_capacity_window(
         self,
@@ -248,7 +260,7 @@ class ProvisionedTable(Construct):
         duration: Duration,
         lead: Duration | None = None,
         week_days: Sequence[str] = WEEKDAYS,
-        time_zone: str = "UTC",
+        time_zone: str | TimeZone = "UTC",
         index_name: str | None = None,
     ) -> None:
         """Be ready for ``capacity`` units from ``start`` (HH:MM in ``time_zone``) for
@@ -267,10 +279,10 @@ class ProvisionedTable(Construct):
                 duration=_timedelta(duration),
                 lead=_timedelta(lead or Duration.minutes(15)),
                 week_days=tuple(week_days),
-                time_zone=time_zone,
+                time_zone=zone_name(time_zone),  # type: ignore[arg-type]
             )
         )
-        self._render_schedules()
+        self._render_schedules(index_name, dimension)
 
     def schedule_preview(self, *, count: int = 10, start: datetime | None = None) -> list[Event]:
         """The next ``count`` firings of the table's schedule from ``start`` (default: now),
@@ -279,11 +291,18 @@ class ProvisionedTable(Construct):
         timeline = self._schedule.timeline(start, start + HORIZON)
         return timeline.events[:count]
 
-    def _render_schedules(self) -> None:
-        for key, actions in self._schedule.actions().items():
-            cfn = self._scalable[key].node.find_child("Target").node.default_child
-            assert cfn is not None
-            cfn.add_property_override("ScheduledActions", actions)  # type: ignore[attr-defined]
+    def _render_schedules(self, index_name: str | None, dimension: str) -> None:
+        """Render the schedule of one scalable target when the template is written: the
+        actions of the user's own ``scale_on_schedule`` first, then the library's."""
+        key = (index_name, dimension)
+        if key in self._rendered:
+            return
+        self._rendered.add(key)
+        cfn = self._scalable[key].node.find_child("Target").node.default_child
+        assert isinstance(cfn, appscaling.CfnScalableTarget)
+        cfn.add_property_override(
+            "ScheduledActions", Lazy.any(_ScheduledActions(self._schedule, key, cfn))
+        )
 
     # ------------------------------------------------------------------ internals
 
@@ -384,3 +403,32 @@ class _ScheduleValidation:
                 self._warned.add(warning)
                 Annotations.of(self._table).add_warning_v2("ddb-capacity:schedule", warning)
         return errors
+
+
+@jsii.implements(IStableAnyProducer)
+class _ScheduledActions:
+    """The ScheduledActions of one scalable target, produced when the template is written:
+    what the target's own ``scale_on_schedule`` calls added, then the table's schedule."""
+
+    def __init__(
+        self,
+        schedule: TableSchedule,
+        key: tuple[str | None, str],
+        cfn: appscaling.CfnScalableTarget,
+    ) -> None:
+        self._schedule, self._key, self._cfn = schedule, key, cfn
+
+    def produce(self) -> Any:
+        own = Stack.of(self._cfn).resolve(self._cfn.scheduled_actions) or []
+        return [_cloudformation(a) for a in own] + self._schedule.actions().get(self._key, [])
+
+
+def _cloudformation(value: Any) -> Any:
+    """A resolved L1 property value (camelCase keys, datetimes) as CloudFormation JSON."""
+    if isinstance(value, dict):
+        return {k[:1].upper() + k[1:]: _cloudformation(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cloudformation(v) for v in value]
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value

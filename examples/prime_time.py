@@ -39,7 +39,7 @@ class PrimeTimeStack(cdk.Stack):
         )
         for name, cron, minimum in STEPS:
             guide.add_schedule(
-                ScheduleEntry(name, cron, min_capacity=minimum, time_zone=ZONE),
+                ScheduleEntry(name=name, schedule=cron, min_capacity=minimum, time_zone=ZONE),
                 dimension="read",
             )
         for pack in ("HIPAA.Security", "NIST.800.53.R5"):

@@ -8,10 +8,11 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Annotations, Match, Template
 
-from constructs_pkg import Capacity, ProvisionedTable
+from constructs_pkg import EVERY_DAY, Capacity, ProvisionedTable
 from ddb_capacity_runtime.core.schedule import ScheduleEntry, ScheduleError, parse
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
@@ -147,7 +148,9 @@ def test_rate_counts_from_its_start_time() -> None:
 
 
 def test_unknown_time_zone(stack: cdk.Stack) -> None:
-    entry = ScheduleEntry("peak", "cron(0 18 ? * * *)", min_capacity=50, time_zone="Europe/Pariss")
+    entry = ScheduleEntry(
+        name="peak", schedule="cron(0 18 ? * * *)", min_capacity=50, time_zone="Europe/Pariss"
+    )
     assert error_of(lambda: make(stack).add_schedule(entry, dimension="read")) == (
         f"{WHERE} table read schedule 'peak': time_zone must be an IANA time zone name such as "
         f"'UTC' or 'Europe/Paris'; got 'Europe/Pariss'"
@@ -157,12 +160,13 @@ def test_unknown_time_zone(stack: cdk.Stack) -> None:
 def test_duplicate_name_on_one_dimension(stack: cdk.Stack) -> None:
     table = make(stack)
     table.add_schedule(
-        ScheduleEntry("peak", "cron(0 18 ? * * *)", min_capacity=50), dimension="read"
+        ScheduleEntry(name="peak", schedule="cron(0 18 ? * * *)", min_capacity=50), dimension="read"
     )
     table.add_schedule(
-        ScheduleEntry("peak", "cron(0 18 ? * * *)", min_capacity=50), dimension="write"
+        ScheduleEntry(name="peak", schedule="cron(0 18 ? * * *)", min_capacity=50),
+        dimension="write",
     )  # another scalable target: allowed
-    again = ScheduleEntry("peak", "cron(0 19 ? * * *)", min_capacity=60)
+    again = ScheduleEntry(name="peak", schedule="cron(0 19 ? * * *)", min_capacity=60)
     assert error_of(lambda: table.add_schedule(again, dimension="read")) == (
         f"{WHERE} table read schedule 'peak': the name is already used on this dimension; "
         f"names must be unique per scalable target"
@@ -170,7 +174,9 @@ def test_duplicate_name_on_one_dimension(stack: cdk.Stack) -> None:
 
 
 def test_entry_min_above_max(stack: cdk.Stack) -> None:
-    entry = ScheduleEntry("peak", "cron(0 18 ? * * *)", min_capacity=90, max_capacity=80)
+    entry = ScheduleEntry(
+        name="peak", schedule="cron(0 18 ? * * *)", min_capacity=90, max_capacity=80
+    )
     assert error_of(lambda: make(stack).add_schedule(entry, dimension="read")) == (
         f"{WHERE} table read schedule 'peak': min_capacity (90) must be lower than or equal "
         f"to max_capacity (80)"
@@ -178,14 +184,14 @@ def test_entry_min_above_max(stack: cdk.Stack) -> None:
 
 
 def test_entry_without_min_or_max(stack: cdk.Stack) -> None:
-    entry = ScheduleEntry("peak", "cron(0 18 ? * * *)")
+    entry = ScheduleEntry(name="peak", schedule="cron(0 18 ? * * *)")
     assert error_of(lambda: make(stack).add_schedule(entry, dimension="write")) == (
         f"{WHERE} table write schedule 'peak': set min_capacity, max_capacity or both; got neither"
     )
 
 
 def test_entry_on_an_unknown_index(stack: cdk.Stack) -> None:
-    entry = ScheduleEntry("peak", "cron(0 18 ? * * *)", min_capacity=5)
+    entry = ScheduleEntry(name="peak", schedule="cron(0 18 ? * * *)", min_capacity=5)
     with pytest.raises(ValueError) as caught:
         make(stack).add_schedule(entry, dimension="read", index_name="byCustomr")
     assert str(caught.value) == (
@@ -195,7 +201,7 @@ def test_entry_on_an_unknown_index(stack: cdk.Stack) -> None:
 
 
 def test_entry_with_a_malformed_expression_names_the_entry(stack: cdk.Stack) -> None:
-    entry = ScheduleEntry("peak", "cron(0 18 * * * *)", min_capacity=5)
+    entry = ScheduleEntry(name="peak", schedule="cron(0 18 * * * *)", min_capacity=5)
     assert error_of(lambda: make(stack).add_schedule(entry, dimension="read")) == (
         f"{WHERE} table read schedule 'peak': schedule 'cron(0 18 * * * *)': exactly one of "
         f"day-of-month ('*') and day-of-week ('*') must be ?"
@@ -204,7 +210,7 @@ def test_entry_with_a_malformed_expression_names_the_entry(stack: cdk.Stack) -> 
 
 def test_naive_start_time(stack: cdk.Stack) -> None:
     entry = ScheduleEntry(
-        "sale", "cron(0 8 ? * * *)", min_capacity=50, start_time=datetime(2026, 12, 1)
+        name="sale", schedule="cron(0 8 ? * * *)", min_capacity=50, start_time=datetime(2026, 12, 1)
     )
     assert error_of(lambda: make(stack).add_schedule(entry, dimension="read")) == (
         f"{WHERE} table read schedule 'sale': start_time must be a timezone-aware datetime; "
@@ -216,7 +222,8 @@ def test_min_above_max_over_time_is_an_error_at_synth(stack: cdk.Stack) -> None:
     # GIVEN a minimum raised to 800 every evening while the write max stays 500
     table = make(stack)
     table.add_schedule(
-        ScheduleEntry("evening", "cron(0 18 ? * * *)", min_capacity=800), dimension="write"
+        ScheduleEntry(name="evening", schedule="cron(0 18 ? * * *)", min_capacity=800),
+        dimension="write",
     )
     # THEN the whole-table check reports it once, at its first firing
     (message,) = table.node.validate()
@@ -227,7 +234,9 @@ def test_min_above_max_over_time_is_an_error_at_synth(stack: cdk.Stack) -> None:
 def test_a_seasonal_ceiling_makes_it_valid(stack: cdk.Stack) -> None:
     table = make(stack)
     table.add_schedule(
-        ScheduleEntry("evening", "cron(0 18 ? * * *)", min_capacity=800, max_capacity=2000),
+        ScheduleEntry(
+            name="evening", schedule="cron(0 18 ? * * *)", min_capacity=800, max_capacity=2000
+        ),
         dimension="write",
     )
     assert table.node.validate() == []
@@ -235,9 +244,11 @@ def test_a_seasonal_ceiling_makes_it_valid(stack: cdk.Stack) -> None:
 
 def test_two_entries_firing_together_with_different_values(stack: cdk.Stack) -> None:
     table = make(stack)
-    table.add_schedule(ScheduleEntry("a", "cron(0 18 ? * * *)", min_capacity=50), dimension="read")
     table.add_schedule(
-        ScheduleEntry("b", "cron(0 18 ? * MON *)", min_capacity=80), dimension="read"
+        ScheduleEntry(name="a", schedule="cron(0 18 ? * * *)", min_capacity=50), dimension="read"
+    )
+    table.add_schedule(
+        ScheduleEntry(name="b", schedule="cron(0 18 ? * MON *)", min_capacity=80), dimension="read"
     )
     (message,) = table.node.validate()
     assert "table read: 'a' and 'b' both fire at " in message
@@ -253,8 +264,8 @@ def test_scheduled_actions_in_the_template(stack: cdk.Stack) -> None:
     end = datetime(2026, 12, 24, 20, 0, tzinfo=UTC)
     table.add_schedule(
         ScheduleEntry(
-            "holiday-peak",
-            "cron(0 8 ? * * *)",
+            name="holiday-peak",
+            schedule="cron(0 8 ? * * *)",
             min_capacity=200,
             max_capacity=4000,
             time_zone="America/New_York",
@@ -265,7 +276,8 @@ def test_scheduled_actions_in_the_template(stack: cdk.Stack) -> None:
         index_name="byCustomer",
     )
     table.add_schedule(
-        ScheduleEntry("launch", "at(2026-12-01T09:00:00)", min_capacity=300), dimension="write"
+        ScheduleEntry(name="launch", schedule="at(2026-12-01T09:00:00)", min_capacity=300),
+        dimension="write",
     )
     assert actions_of(stack, table, "index", "Read", "byCustomer") == [
         {
@@ -433,10 +445,12 @@ def test_too_many_lowerings_warn_about_the_decrease_quota(stack: cdk.Stack) -> N
     # allows 4, then one an hour
     table = make(stack)
     table.add_schedule(
-        ScheduleEntry("up", "cron(0,30 * ? * * *)", min_capacity=100), dimension="read"
+        ScheduleEntry(name="up", schedule="cron(0,30 * ? * * *)", min_capacity=100),
+        dimension="read",
     )
     table.add_schedule(
-        ScheduleEntry("down", "cron(15,45 * ? * * *)", min_capacity=5), dimension="read"
+        ScheduleEntry(name="down", schedule="cron(15,45 * ? * * *)", min_capacity=5),
+        dimension="read",
     )
     Template.from_stack(stack)
     Annotations.from_stack(stack).has_warning(
@@ -461,7 +475,8 @@ def test_preview_lists_firings_with_the_effective_range(stack: cdk.Stack) -> Non
         time_zone="Europe/Paris",
     )
     table.add_schedule(
-        ScheduleEntry("evening", "cron(0 18 ? * * *)", min_capacity=50), dimension="read"
+        ScheduleEntry(name="evening", schedule="cron(0 18 ? * * *)", min_capacity=50),
+        dimension="read",
     )
     events = table.schedule_preview(count=4, start=MONDAY)
     rows = [
@@ -485,9 +500,11 @@ def test_preview_lists_firings_with_the_effective_range(stack: cdk.Stack) -> Non
 
 def test_hourly_lowerings_fit_the_quota(stack: cdk.Stack) -> None:
     table = make(stack)
-    table.add_schedule(ScheduleEntry("up", "cron(0 * ? * * *)", min_capacity=100), dimension="read")
     table.add_schedule(
-        ScheduleEntry("down", "cron(30 * ? * * *)", min_capacity=5), dimension="read"
+        ScheduleEntry(name="up", schedule="cron(0 * ? * * *)", min_capacity=100), dimension="read"
+    )
+    table.add_schedule(
+        ScheduleEntry(name="down", schedule="cron(30 * ? * * *)", min_capacity=5), dimension="read"
     )
     Template.from_stack(stack)
     Annotations.from_stack(stack).has_no_warning("/Test/Orders", Match.any_value())
@@ -511,11 +528,118 @@ def test_a_cdk_schedule_object_is_accepted(stack: cdk.Stack) -> None:
     table = make(stack)
     table.add_schedule(
         ScheduleEntry(
-            "cdk",
-            appscaling.Schedule.cron(hour="6", minute="0", week_day="SAT"),  # type: ignore[arg-type]
+            name="cdk",
+            schedule=appscaling.Schedule.cron(hour="6", minute="0", week_day="SAT"),  # type: ignore[arg-type]
             min_capacity=40,
         ),
         dimension="read",
     )
     (action,) = actions_of(stack, table, "table", "Read")
     assert action["Schedule"] == "cron(0 6 ? * SAT *)"
+
+
+# ------------------------------------------------------------------ regressions
+
+
+def test_one_window_name_on_read_and_write_keeps_each_capacity(stack: cdk.Stack) -> None:
+    table = make(stack)
+    for dimension, capacity in (("read", 800), ("write", 300)):
+        table.add_capacity_window(
+            "tournament",
+            dimension=dimension,
+            capacity=capacity,
+            start="18:00",
+            duration=cdk.Duration.hours(3),
+        )
+    read = actions_of(stack, table, "table", "Read")
+    write = actions_of(stack, table, "table", "Write")
+    assert read[0]["ScalableTargetAction"] == {"MinCapacity": 800}
+    assert write[0]["ScalableTargetAction"] == {"MinCapacity": 300}
+
+
+def test_a_window_longer_than_the_gap_between_its_raises_is_refused(stack: cdk.Stack) -> None:
+    message = error_of(
+        lambda: make(stack).add_capacity_window(
+            "long",
+            dimension="write",
+            capacity=100,
+            start="09:00",
+            duration=cdk.Duration.hours(30),
+            week_days=EVERY_DAY,
+        )
+    )
+    assert message == (
+        f"{WHERE} table write window 'long': lead + duration (1 day, 6:15:00) is longer than "
+        f"the 1 day, 0:00:00 between two of its raises (SUN and MON 09:00); the next raise "
+        f"would come before the restore. Shorten it, or give fewer week_days"
+    )
+    # the same length is fine when the raises are a week apart
+    make(cdk.Stack(cdk.App(), "Weekly")).add_capacity_window(
+        "long",
+        dimension="write",
+        capacity=100,
+        start="09:00",
+        duration=cdk.Duration.hours(30),
+        week_days=["SAT"],
+    )
+
+
+def test_the_users_own_scheduled_actions_stay_beside_the_librarys(stack: cdk.Stack) -> None:
+    # GIVEN a scheduled action of the user's own on the read target
+    table = make(stack)
+    table.scalable_attribute("read").scale_on_schedule(
+        "mine",
+        schedule=appscaling.Schedule.cron(hour="6", minute="0"),
+        min_capacity=50,
+        time_zone=cdk.TimeZone.EUROPE_PARIS,
+        start_time=datetime(2027, 1, 1, tzinfo=UTC),
+    )
+    # WHEN the library's schedule is used on the same dimension
+    table.add_schedule(
+        ScheduleEntry(name="peak", schedule="cron(0 18 ? * * *)", min_capacity=200),
+        dimension="read",
+    )
+    # THEN both are rendered
+    assert actions_of(stack, table, "table", "Read") == [
+        {
+            "ScheduledActionName": "mine",
+            "Schedule": "cron(0 6 * * ? *)",
+            "ScalableTargetAction": {"MinCapacity": 50},
+            "Timezone": "Europe/Paris",
+            "StartTime": "2027-01-01T00:00:00Z",
+        },
+        {
+            "ScheduledActionName": "peak",
+            "Schedule": "cron(0 18 ? * * *)",
+            "ScalableTargetAction": {"MinCapacity": 200},
+            "Timezone": "UTC",
+        },
+    ]
+
+
+def test_a_cdk_time_zone_is_taken_wherever_a_time_zone_is(stack: cdk.Stack) -> None:
+    table = make(stack)
+    table.add_capacity_window(
+        "load",
+        dimension="write",
+        capacity=100,
+        start="05:00",
+        duration=cdk.Duration.hours(1),
+        time_zone=cdk.TimeZone.EUROPE_PARIS,
+    )
+    entry = ScheduleEntry(
+        name="peak",
+        schedule="cron(0 18 ? * * *)",
+        min_capacity=50,
+        time_zone=cdk.TimeZone.AMERICA_NEW_YORK,  # type: ignore[arg-type]
+    )
+    table.add_schedule(entry, dimension="read")
+    assert {a["Timezone"] for a in actions_of(stack, table, "table", "Write")} == {"Europe/Paris"}
+    assert actions_of(stack, table, "table", "Read")[0]["Timezone"] == "America/New_York"
+
+
+def test_capacity_and_schedule_entries_take_keywords_only() -> None:
+    with pytest.raises(TypeError):
+        ScheduleEntry("peak", "cron(0 18 ? * * *)")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Capacity(5, 10)  # type: ignore[misc]

@@ -36,8 +36,17 @@ class ScheduleError(CapacityConfigError):
     """A schedule Application Auto Scaling would refuse, or one that contradicts itself."""
 
 
-def zone(name: str, where: str) -> ZoneInfo:
+def zone_name(value: object) -> object:
+    """A time zone as its IANA name: a string as it is, or the name of a ``cdk.TimeZone``
+    (anything with a ``timezone_name``); anything else is returned for :func:`zone` to
+    refuse."""
+    name = getattr(value, "timezone_name", None)
+    return name if isinstance(name, str) else value
+
+
+def zone(name: object, where: str) -> ZoneInfo:
     """The IANA time zone ``name``; a clear error for anything else."""
+    name = zone_name(name)
     if not isinstance(name, str) or name not in available_timezones():
         raise ScheduleError(
             f"{where}: time_zone must be an IANA time zone name such as "
@@ -200,7 +209,7 @@ def parse(text: str, where: str) -> Expression:
     return Expression(text, cron5=cron5, years=_years(year, where, text))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ScheduleEntry:
     """One scheduled action on one dimension: at ``schedule``, set min and/or max.
 
@@ -209,7 +218,7 @@ class ScheduleEntry:
         string, from :func:`cron` fields, or an ``aws_applicationautoscaling.Schedule``.
     :param min_capacity, max_capacity: at least one. A max may go above the range the
         table was configured with (a seasonal ceiling).
-    :param time_zone: IANA name. Default: ``"UTC"``.
+    :param time_zone: IANA name, or a ``cdk.TimeZone``. Default: ``"UTC"``.
     :param start_time, end_time: when the entry is in force. Default: always.
     """
 
@@ -220,6 +229,9 @@ class ScheduleEntry:
     time_zone: str = "UTC"
     start_time: datetime | None = None
     end_time: datetime | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "time_zone", zone_name(self.time_zone))
 
 
 @dataclass(frozen=True)
@@ -388,6 +400,15 @@ class CapacityWindow:
         return self._cron(self.duration)
 
 
+WindowKey = tuple[str | None, str, str]
+
+
+def _key(window: CapacityWindow) -> WindowKey:
+    """Windows are told apart by where they apply and their name: one name may serve
+    several dimensions."""
+    return (window.index, window.dimension, window.name)
+
+
 class TableSchedule:
     """The scheduled actions of one ProvisionedTable, rendered onto its scalable targets."""
 
@@ -472,6 +493,17 @@ class TableSchedule:
                 f"{label}: week_days must be names from {', '.join(EVERY_DAY)}; "
                 f"got {list(window.week_days)!r}"
             )
+        days = sorted({EVERY_DAY.index(d) for d in window.week_days})
+        gaps = [((days[(i + 1) % len(days)] - d) % 7 or 7, d) for i, d in enumerate(days)]
+        gap, first = min(gaps)
+        if window.duration + window.lead > timedelta(days=gap):
+            second = EVERY_DAY[(first + gap) % 7]
+            raise ScheduleError(
+                f"{label}: lead + duration ({window.lead + window.duration}) is longer than "
+                f"the {timedelta(days=gap)} between two of its raises ({EVERY_DAY[first]} and "
+                f"{second} {window.start}); the next raise would come before the restore. "
+                f"Shorten it, or give fewer week_days"
+            )
         cap = window.capacity
         if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= self._quota:
             raise ScheduleError(
@@ -519,7 +551,13 @@ class TableSchedule:
         ]
         return [
             PlacedEntry(
-                ScheduleEntry(name, expr, mn, mx, window.time_zone),
+                ScheduleEntry(
+                    name=name,
+                    schedule=expr,
+                    min_capacity=mn,
+                    max_capacity=mx,
+                    time_zone=window.time_zone,
+                ),
                 window.index,
                 window.dimension,
                 parse(expr, name),
@@ -543,12 +581,16 @@ class TableSchedule:
 
     def _analyse(
         self, start: datetime, end: datetime
-    ) -> tuple[dict[str, list[tuple[datetime, datetime]]], dict[str, tuple[int, int]], list[str]]:
+    ) -> tuple[
+        dict[WindowKey, list[tuple[datetime, datetime]]],
+        dict[WindowKey, tuple[int, int]],
+        list[str],
+    ]:
         """Per window, the minimum its raise and its restore set: its own capacity (at the
         raise) or the operating min (at the restore), but never less than another window on
         the dimension needs at that moment. Errors where that differs from day to day (the
         windows contradict each other). Returns the windows' intervals too."""
-        intervals = {w.name: self._intervals(w, start, end) for w in self._windows}
+        intervals = {_key(w): self._intervals(w, start, end) for w in self._windows}
         values, errors = {}, []
         for w in self._windows:
             others = [
@@ -559,15 +601,15 @@ class TableSchedule:
 
             def needed(t: datetime, others: list[CapacityWindow] = others) -> int:
                 return max(
-                    [o.capacity for o in others if any(b <= t < e for b, e in intervals[o.name])],
+                    [o.capacity for o in others if any(b <= t < e for b, e in intervals[_key(o)])],
                     default=0,
                 )
 
             base = self._ranges[(w.index, w.dimension)][0]
             at_raise = {
-                max(w.capacity, needed(b)) for b, _ in intervals[w.name] if start <= b < end
+                max(w.capacity, needed(b)) for b, _ in intervals[_key(w)] if start <= b < end
             }
-            at_restore = {max(base, needed(e)) for _, e in intervals[w.name] if start <= e < end}
+            at_restore = {max(base, needed(e)) for _, e in intervals[_key(w)] if start <= e < end}
             for moment, found in (("start", at_raise), ("end", at_restore)):
                 if len(found) > 1:
                     errors.append(
@@ -575,13 +617,13 @@ class TableSchedule:
                         f"windows on some days and not others (it would set {sorted(found)} "
                         f"on different days); align the windows or split them by week day"
                     )
-            values[w.name] = (max(at_raise, default=w.capacity), max(at_restore, default=base))
+            values[_key(w)] = (max(at_raise, default=w.capacity), max(at_restore, default=base))
         return intervals, values, errors
 
-    def _placed_with(self, values: dict[str, tuple[int, int]]) -> list[PlacedEntry]:
+    def _placed_with(self, values: dict[WindowKey, tuple[int, int]]) -> list[PlacedEntry]:
         out = list(self._entries)
         for w in self._windows:
-            out += self._window_entries(w, values[w.name])
+            out += self._window_entries(w, values[_key(w)])
         return out
 
     def placed(self, start: datetime | None = None) -> list[PlacedEntry]:
@@ -605,9 +647,9 @@ class TableSchedule:
             for o in self._windows:
                 if o is w or (o.index, o.dimension) != (w.index, w.dimension):
                     continue
-                inside = intervals[w.name] and all(
-                    any(ob <= b and e <= oe for ob, oe in intervals[o.name])
-                    for b, e in intervals[w.name]
+                inside = intervals[_key(w)] and all(
+                    any(ob <= b and e <= oe for ob, oe in intervals[_key(o)])
+                    for b, e in intervals[_key(w)]
                 )
                 if inside and w.capacity <= o.capacity:
                     warnings.append(
