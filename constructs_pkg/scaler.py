@@ -4,20 +4,23 @@ schedule, with least-privilege IAM, a dead-letter path, alarms and a topic."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Aws, Duration, Fn, Stack
+import jsii
+from aws_cdk import Aws, Duration, Fn, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
-from constructs import Construct
+from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import DIMENSIONS
+from ddb_capacity_runtime.core.settings import OverrideError, ScalerConfig, check_override
 
 from .compliance import acknowledge
 from .runtime import autoscaling_statements, scheduled_function
@@ -115,9 +118,22 @@ class ThrottleAwareScaler(Construct):
         for table in tables:
             self.add_table(table)
         for name, override in (overrides or {}).items():
-            self._overrides[name] = dict(override)
+            self._overrides[name] = self._checked_override(name, override)
+        self._explicit_overrides = set((overrides or {}).keys())
         self._render_tables()
         self._acknowledge()
+        self.node.add_validation(_ScalerValidation(self))
+
+    def _checked_override(self, name: str, override: Any) -> dict[str, Any]:
+        """``override`` checked as the Lambda will check it (one definition: ScalerConfig)."""
+        if Token.is_unresolved(name):
+            return dict(override) if isinstance(override, Mapping) else override
+        try:
+            check_override(name, override)
+            ScalerConfig(overrides={name: override}).limits(name, {})
+        except OverrideError as exc:
+            raise CapacityConfigError(f"{self._where}: {exc}") from None
+        return dict(override)
 
     # ------------------------------------------------------------------ tables
 
@@ -125,21 +141,28 @@ class ThrottleAwareScaler(Construct):
         """Manage ``table`` explicitly: permissions on its ARN, alarms on its throttling,
         and, for a ``ProvisionedTable``, its configured ranges as the scaler's bounds."""
         indexes: list[str] = []
+        if not isinstance(table, ProvisionedTable) and not (
+            hasattr(table, "table_arn") and hasattr(table, "table_name")
+        ):
+            raise CapacityConfigError(
+                f"{self._where}: tables must be ProvisionedTable or "
+                f"aws_dynamodb.ITable; got {table!r}"
+            )
+        label = _label(table)
         if isinstance(table, ProvisionedTable):
             indexes = table.index_names
             self._overrides[table.table.table_name] = {
                 dim: {
                     "min": table.capacity(dim).min_capacity,
                     "max": table.capacity(dim).max_capacity,
+                    "target": table.capacity(dim).target_utilization_percent,
                 }
                 for dim in DIMENSIONS
             }
+            # a GSI added later gets its alarms too
+            enrolled = table.table
+            table.on_index_added(lambda index: self._index_alarms(enrolled, label, index))
             table = table.table
-        if not (hasattr(table, "table_arn") and hasattr(table, "table_name")):
-            raise CapacityConfigError(
-                f"{self._where}: tables must be ProvisionedTable or "
-                f"aws_dynamodb.ITable; got {table!r}"
-            )
         self._tables.append(table)
         self.policy.add_statements(
             iam.PolicyStatement(
@@ -155,9 +178,12 @@ class ThrottleAwareScaler(Construct):
             )
         )
         for index in [None, *indexes]:
-            for dim in DIMENSIONS:
-                self._throttle_alarm(table, index, dim, len(self._tables))
+            self._index_alarms(table, label, index)
         self._render_tables()
+
+    def _index_alarms(self, table: dynamodb.ITable, label: str, index: str | None) -> None:
+        for dim in DIMENSIONS:
+            self._throttle_alarm(table, label, index, dim)
 
     def _render_tables(self) -> None:
         stack = Stack.of(self)
@@ -303,7 +329,7 @@ class ThrottleAwareScaler(Construct):
         )
 
     def _throttle_alarm(
-        self, table: dynamodb.ITable, index: str | None, dim: str, number: int
+        self, table: dynamodb.ITable, table_label: str, index: str | None, dim: str
     ) -> None:
         dims = {"TableName": table.table_name}
         if index:
@@ -316,7 +342,9 @@ class ThrottleAwareScaler(Construct):
             statistic="Sum",
             period=Duration.minutes(1),
         )
-        label = f"Table{number}{'' if index is None else '-' + index}-{dim}"
+        # named after the table and index, never after list positions: removing one table
+        # leaves every other alarm as it is
+        label = f"{table_label}{'' if index is None else '-' + index}-{dim}"
         self._notify(
             metric.create_alarm(
                 self,
@@ -330,3 +358,35 @@ class ThrottleAwareScaler(Construct):
                 f"{'' if index is None else ' on index ' + index}",
             )
         )
+
+
+def _label(table: dynamodb.ITable | ProvisionedTable) -> str:
+    """A stable name for ``table`` in construct ids: its path within its stack."""
+    path = table.node.path.split("/", 1)[-1] if "/" in table.node.path else table.node.id
+    return re.sub(r"[^A-Za-z0-9-]", "-", path)
+
+
+@jsii.implements(IValidation)
+class _ScalerValidation:
+    """What can only be checked once the app is built."""
+
+    def __init__(self, scaler: ThrottleAwareScaler) -> None:
+        self._scaler = scaler
+
+    def validate(self) -> list[str]:
+        s = self._scaler
+        errors = []
+        if not s._tables and not s.tag_key:
+            errors.append(
+                f"{s._where}: nothing to manage: pass tables=[...], call add_table(...) or "
+                f"enable_throttle_aware_scaling(...), or set tag_key for tag discovery"
+            )
+        if not s.tag_key:
+            names = {t.table_name for t in s._tables if not Token.is_unresolved(t.table_name)}
+            for name in sorted(s._explicit_overrides):
+                if not Token.is_unresolved(name) and name not in names:
+                    errors.append(
+                        f"{s._where}: overrides name table {name!r}, which the scaler does "
+                        f"not manage; add the table, or set tag_key if it is found by tag"
+                    )
+        return errors

@@ -4,7 +4,7 @@ optionally pre-warmed to a high-water mark."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -140,6 +140,7 @@ class ProvisionedTable(Construct):
         self._ranges: dict[tuple[str | None, str], tuple[int, int]] = {}
         self._schedule = TableSchedule(where, self._ranges, table_quota)
         self._rendered: set[tuple[str | None, str]] = set()
+        self._index_listeners: list[Callable[[str], None]] = []
         self.node.add_validation(_ScheduleValidation(self))
 
         table_capacity = self._checked(None, read=read, write=write)
@@ -214,6 +215,13 @@ class ProvisionedTable(Construct):
             warm_throughput=self._warm_throughput(capacity),
         )
         self._manage(index_name)
+        for listener in self._index_listeners:
+            listener(index_name)
+
+    def on_index_added(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(index_name)`` for every GSI added from now on (a scaler that
+        manages the table alarms on it too)."""
+        self._index_listeners.append(listener)
 
     @property
     def index_names(self) -> list[str]:

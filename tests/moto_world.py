@@ -91,6 +91,7 @@ class World:
         min_capacity: int,
         max_capacity: int,
         index: str | None = None,
+        target_percent: float = 70,
     ) -> None:
         resource = resource_id(name, index)
         scalable = scalable_dimension(index, dimension)
@@ -108,7 +109,7 @@ class World:
             ScalableDimension=scalable,
             PolicyType="TargetTrackingScaling",
             TargetTrackingScalingPolicyConfiguration={
-                "TargetValue": 70,
+                "TargetValue": target_percent,
                 "PredefinedMetricSpecification": {
                     "PredefinedMetricType": f"DynamoDB{dimension.capitalize()}CapacityUtilization"
                 },

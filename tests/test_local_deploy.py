@@ -140,7 +140,10 @@ def test_scaler_function_is_deployed_as_declared(ticked: dict[str, Any], aws_cli
         "true",
     )
     assert json.loads(env["SCALER_OVERRIDES"]) == {
-        feed: {"read": {"min": 50, "max": 4000}, "write": {"min": 20, "max": 1000}}
+        feed: {
+            "read": {"min": 50, "max": 4000, "target": 70},
+            "write": {"min": 20, "max": 1000, "target": 70},
+        }
     }
     assert (env["SCALER_TICK_MINUTES"], env["SCALER_DRY_RUN"]) == ("2", "false")
 

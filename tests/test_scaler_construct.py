@@ -123,12 +123,17 @@ def test_function_schedule_and_dead_letter_path(stack: cdk.Stack) -> None:
 
 def test_overrides_carry_the_provisioned_tables_ranges(stack: cdk.Stack) -> None:
     table = feed(stack)
-    ThrottleAwareScaler(stack, "Scaler", tables=[table], overrides={"legacy-table": {"max": 300}})
+    legacy = dynamodb.Table.from_table_name(stack, "Legacy", "legacy-table")
+    ThrottleAwareScaler(
+        stack, "Scaler", tables=[table, legacy], overrides={"legacy-table": {"max": 300}}
+    )
     (function,) = Template.from_stack(stack).find_resources("AWS::Lambda::Function").values()
     overrides = function["Properties"]["Environment"]["Variables"]["SCALER_OVERRIDES"]
     joined = "".join(p if isinstance(p, str) else "<feed>" for p in overrides["Fn::Join"][1])
+    # every Capacity field the scaler uses reaches it: min, max and the target
     assert joined == (
-        '{"<feed>":{"read":{"min":50,"max":4000},"write":{"min":20,"max":1000}},'
+        '{"<feed>":{"read":{"min":50,"max":4000,"target":70},'
+        '"write":{"min":20,"max":1000,"target":70}},'
         '"legacy-table":{"max":300}}'
     )
 
@@ -368,3 +373,92 @@ def test_bad_props(stack: cdk.Stack, kwargs: dict[str, Any], message: str) -> No
     with pytest.raises(CapacityConfigError) as caught:
         ThrottleAwareScaler(stack, "Scaler", **kwargs)
     assert str(caught.value) == f"ThrottleAwareScaler Test/Scaler: {message}"
+
+
+# ------------------------------------------------------------------ checked at synth
+
+
+def test_a_scaler_with_nothing_to_manage_is_refused(stack: cdk.Stack) -> None:
+    scaler = ThrottleAwareScaler(stack, "Scaler")
+    assert scaler.node.validate() == [
+        "ThrottleAwareScaler Test/Scaler: nothing to manage: pass tables=[...], call "
+        "add_table(...) or enable_throttle_aware_scaling(...), or set tag_key for tag discovery"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            {"orders": {"mn": 5}},
+            "table orders: override: unknown key 'mn'; allowed: min, max, target, read, write",
+        ),
+        (
+            {"orders": {"write": {"maximum": 5}}},
+            "table orders: override write: unknown key(s) maximum; allowed: min, max, target",
+        ),
+        (
+            {"orders": {"target": 95}},
+            "table orders read: override target must be a percentage from 20 to 90; got 95",
+        ),
+        (
+            {"orders": {"min": 900, "max": 100}},
+            "table orders read: min (900) must not be above max (100)",
+        ),
+    ],
+)
+def test_bad_overrides_are_refused_as_the_lambda_would(
+    stack: cdk.Stack, overrides: dict[str, Any], message: str
+) -> None:
+    orders = dynamodb.Table.from_table_name(stack, "Orders", "orders")
+    with pytest.raises(CapacityConfigError) as caught:
+        ThrottleAwareScaler(stack, "Scaler", tables=[orders], overrides=overrides)
+    assert str(caught.value) == f"ThrottleAwareScaler Test/Scaler: {message}"
+
+
+def test_overrides_for_a_table_the_scaler_does_not_manage_are_refused(stack: cdk.Stack) -> None:
+    orders = dynamodb.Table.from_table_name(stack, "Orders", "orders")
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[orders], overrides={"ordrs": {"max": 5}})
+    assert scaler.node.validate() == [
+        "ThrottleAwareScaler Test/Scaler: overrides name table 'ordrs', which the scaler does "
+        "not manage; add the table, or set tag_key if it is found by tag"
+    ]
+    # with tag discovery, the table may be found by tag
+    tagged = ThrottleAwareScaler(stack, "Tagged", tag_key="team", overrides={"ordrs": {"max": 5}})
+    assert tagged.node.validate() == []
+
+
+def test_a_gsi_added_after_enrolment_gets_its_alarms(stack: cdk.Stack) -> None:
+    table = feed(stack)
+    ThrottleAwareScaler(stack, "Scaler", tables=[table])
+    table.add_global_secondary_index(
+        index_name="late",
+        partition_key=dynamodb.Attribute(name="late", type=dynamodb.AttributeType.STRING),
+        read=Capacity(min_capacity=5, max_capacity=50),
+        write=Capacity(min_capacity=5, max_capacity=50),
+    )
+    alarms = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm")
+    late = [
+        a
+        for a in alarms.values()
+        if {"Name": "GlobalSecondaryIndexName", "Value": "late"}
+        in a["Properties"].get("Dimensions", [])
+    ]
+    assert len(late) == 2  # read and write
+
+
+def test_alarm_ids_follow_table_names_not_list_positions() -> None:
+    def alarm_ids(names: list[str]) -> set[str]:
+        stack = cdk.Stack(cdk.App(), "S")
+        tables = [dynamodb.Table.from_table_name(stack, n, n.lower()) for n in names]
+        ThrottleAwareScaler(stack, "Scaler", tables=tables)
+        template = Template.from_stack(stack)
+        return {
+            k
+            for k, v in template.find_resources("AWS::CloudWatch::Alarm").items()
+            if "Throttled" in k
+        }
+
+    both, second_only = alarm_ids(["Orders", "Users"]), alarm_ids(["Users"])
+    # removing the first table leaves the second one's alarms as they were
+    assert second_only and second_only < both

@@ -153,3 +153,15 @@ def test_metrics_are_fetched_in_batches_of_500(world: World) -> None:
     assert calls["GetMetricData"] == 2
     assert calls["DescribeTable"] == len(names)
     assert calls["GetResources"] == 2
+
+
+def test_the_scaler_aims_at_the_target_of_the_tables_own_policy(world: World) -> None:
+    # GIVEN a read target whose target-tracking policy aims at 50 %, being throttled
+    name = world.table("aim", 100, 20, tagged=False)
+    world.target(name, "read", 10, 1000, target_percent=50)
+    world.traffic(name, "read", 100)
+    world.traffic(name, "read", 0, throttles=1200, minutes=range(1, 2))
+    # WHEN a tick runs (the scaler's own default target is 70 %)
+    world.tick(SCALER_TABLES=name, SCALER_TAG_KEY="")
+    # THEN it sizes the raise for 50 %, as auto scaling will: (100 + 20) / 0.5
+    assert world.target_min(name, "read") == 240

@@ -46,7 +46,7 @@ def scalable_targets(
     """Every DynamoDB scalable target of the account and Region (or only those of
     ``resource_ids``), with whether it has a target-tracking policy: a constant number of
     paginated calls, whatever the table count."""
-    tracked: set[tuple[str, str]] = set()
+    tracked: dict[tuple[str, str], float | None] = {}
     policies = aas.get_paginator("describe_scaling_policies")
     pages = (
         [
@@ -60,7 +60,13 @@ def scalable_targets(
     for page in pages:
         for policy in page["ScalingPolicies"]:
             if policy.get("PolicyType") == "TargetTrackingScaling":
-                tracked.add((policy["ResourceId"], policy["ScalableDimension"]))
+                value = policy.get("TargetTrackingScalingPolicyConfiguration", {}).get(
+                    "TargetValue"
+                )
+                ok = isinstance(value, (int, float)) and 20 <= value <= 90  # untrusted
+                tracked[(policy["ResourceId"], policy["ScalableDimension"])] = (
+                    float(value) if ok and value is not None else None
+                )
     targets: dict[tuple[str, str], ScalableTarget] = {}
     listing = aas.get_paginator("describe_scalable_targets")
     target_pages = (
@@ -77,6 +83,7 @@ def scalable_targets(
                 int(t["MinCapacity"]),
                 int(t["MaxCapacity"]),
                 key in tracked,
+                tracked.get(key),
             )
     return targets
 
@@ -149,7 +156,14 @@ def describe_table(
                     )
                     memory = None
                 base = memory.base if memory else target.min_capacity
-                dim_limits = Limits(base, target.max_capacity, dim_limits.target_utilization)
+                # the target-tracking policy's own target, where it has one: the scaler
+                # and auto scaling aim at the same utilization
+                aim = (
+                    target.target_percent / 100
+                    if target.target_percent is not None
+                    else dim_limits.target_utilization
+                )
+                dim_limits = Limits(base, target.max_capacity, aim)
             managed.dimensions.append(
                 Dimension(
                     table=name,

@@ -152,13 +152,10 @@ class ScalerConfig:
         the defaults. Raises :class:`OverrideError`."""
         from_tags: dict[str, Any] = dict(tag_limits)
         configured = dict(self.overrides.get(table, {}))
+        check_override(table, configured)
         out = {}
         for dim in DIMENSIONS:
             nested = configured.get(dim, {})
-            if not isinstance(nested, dict):
-                raise OverrideError(
-                    f"table {table}: override {dim!r} must be an object; got {nested!r}"
-                )
 
             tag = f"tag {TAG_PREFIX}"
             sources = (
@@ -186,6 +183,35 @@ class ScalerConfig:
                 raise OverrideError(f"table {table} {dim}: min ({mn}) must not be above max ({mx})")
             out[dim] = Limits(mn, mx, target / 100)
         return out
+
+
+OVERRIDE_KEYS = ("min", "max", "target")
+
+
+def check_override(table: str, override: object) -> None:
+    """The shape of one table's override, as the construct writes it and the Lambda reads
+    it: ``min``, ``max``, ``target``, and ``read`` / ``write`` objects of the same three.
+    Raises :class:`OverrideError` naming the table and the key (values are checked by
+    :meth:`ScalerConfig.limits`)."""
+    allowed = ", ".join((*OVERRIDE_KEYS, *DIMENSIONS))
+    if not isinstance(override, Mapping):
+        raise OverrideError(
+            f"table {table}: override must be an object of {allowed}; got {override!r}"
+        )
+    for key, value in override.items():
+        if key in DIMENSIONS:
+            if not isinstance(value, Mapping):
+                raise OverrideError(
+                    f"table {table}: override {key!r} must be an object; got {value!r}"
+                )
+            unknown = sorted(str(k) for k in value if k not in OVERRIDE_KEYS)
+            if unknown:
+                raise OverrideError(
+                    f"table {table}: override {key}: unknown key(s) {', '.join(unknown)}; "
+                    f"allowed: {', '.join(OVERRIDE_KEYS)}"
+                )
+        elif key not in OVERRIDE_KEYS:
+            raise OverrideError(f"table {table}: override: unknown key {key!r}; allowed: {allowed}")
 
 
 def _pick(

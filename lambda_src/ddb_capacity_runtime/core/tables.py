@@ -21,6 +21,8 @@ class ScalableTarget:
     min_capacity: int
     max_capacity: int
     target_tracking: bool
+    #: the target-tracking policy's TargetValue (a percentage), when it has one
+    target_percent: float | None = None
 
 
 @dataclass(frozen=True)
