@@ -30,6 +30,7 @@ demo: synth
 	$(PY) -m ddb_capacity_tools.summary cdk.out
 	$(PY) -m examples.preview
 	$(PY) -m examples.local_tick cdk.out
+	mkdir -p simulation
 	$(VENV)/bin/ddb-capacity simulate --scenario spike --policy stock:70 --policy stock:60 \
 		--policy throttle-aware+stock:70 --policy scheduled --policy oracle \
 		--chart simulation/spike.png

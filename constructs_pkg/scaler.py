@@ -27,7 +27,8 @@ from .runtime import autoscaling_statements, scheduled_function
 from .table import ProvisionedTable
 
 #: Default tick: CloudWatch delivers a minute 1-3 minutes late; ticking every 2 minutes
-#: acts on throttling about as soon as it is visible, at half the seed's 5-minute delay.
+#: acts on throttling about as soon as it is visible, at half the 5-minute delay of the
+#: 2019 Lambda article.
 DEFAULT_TICK = Duration.minutes(2)
 #: Consumption must stay low this long before a decrease, whatever the tick.
 SCALE_DOWN_MINUTES = 15

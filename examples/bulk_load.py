@@ -1,4 +1,5 @@
-"""A nightly bulk load at 05:00 on weekdays (seed 001, design 6).
+"""A nightly bulk load at 05:00 on weekdays ("Handle traffic spikes with Amazon DynamoDB
+provisioned capacity", design 6).
 
 The import job writes about 3,000 units per second for an hour. A capacity window raises
 the write minimum 10 minutes before 05:00, so auto scaling has provisioned it before the

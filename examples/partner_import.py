@@ -1,4 +1,5 @@
-"""Imports that start when a partner's file lands (seed 001, design 7): the time is not
+"""Imports that start when a partner's file lands ("Handle traffic spikes with Amazon DynamoDB
+provisioned capacity", design 7): the time is not
 known in advance, but the worker knows when it is about to start.
 
 The worker asks for capacity first, and starts writing once the table is ready::

@@ -1,4 +1,5 @@
-"""A daily prime-time swing (seed 002): reads step up through the evening and back down
+"""A daily prime-time swing (as in "Falling In And Out Of Love with DynamoDB, Part II"):
+reads step up through the evening and back down
 overnight, New York time.
 
 Seed 002 stepped capacity up in 20 % increments with a cron; here each step raises the

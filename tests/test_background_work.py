@@ -4,7 +4,6 @@ slow-start writer, against a moto server, with botocore's Stubber for what moto 
 
 from __future__ import annotations
 
-import _thread
 import os
 import signal
 import subprocess
@@ -177,12 +176,14 @@ def test_a_stopped_scan_resumes_where_it_stopped(loaded):
         scan_id="interrupted",
     )
     pages = []
+    lock = threading.Lock()
 
     def handle(segment, items):
         collect(segment, items)
-        pages.append(segment)
-        if len(pages) == 10:
-            _thread.interrupt_main()  # Ctrl-C, delivered to the thread running run()
+        with lock:
+            pages.append(segment)
+            if len(pages) == 10:
+                scan.stop.set()  # what Ctrl-C does in run()
 
     first = scan.run(handle)
     assert first.interrupted and first.items < 3_000

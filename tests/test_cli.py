@@ -10,6 +10,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import boto3
 import pytest
 
 from ddb_capacity_runtime.requests.store import create_store_table
@@ -118,6 +119,7 @@ def test_a_csv_trace_runs_with_overridden_prices_and_model(tmp_path):
 
 def test_chart_is_a_png(tmp_path):
     target = tmp_path / "out" / "spike.png"
+    target.parent.mkdir()
     code, _, err = run(
         "simulate",
         "--scenario",
@@ -517,3 +519,82 @@ def test_request_names_its_store_or_says_it_has_none(request_table, monkeypatch)
     code, out, err = run("request", "--table", name, "--write", "20", "--store", store)
     assert code == 0, err
     assert out.splitlines()[1].endswith(f" --store {store}")
+
+
+# ------------------------------------------------------------------ one-line errors
+
+
+def test_a_chart_in_a_missing_folder_is_refused_and_nothing_is_created(tmp_path):
+    target = tmp_path / "nowhere" / "spike.png"
+    code, _, err = run(
+        "simulate", "--scenario", "spike", "--policy", "stock:70", "--chart", str(target)
+    )
+    assert code == 2
+    assert err == (
+        f"ddb-capacity: error: --chart: got {str(target)!r}; the folder "
+        f"{str(target.parent)!r} does not exist (create it first)\n"
+    )
+    assert not target.parent.exists()
+
+
+def test_an_unwritable_chart_is_one_line(tmp_path):
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    (folder / "spike.png").mkdir()  # a folder where the file should go
+    code, _, err = run(
+        "simulate",
+        "--scenario",
+        "spike",
+        "--policy",
+        "stock:70",
+        "--chart",
+        str(folder / "spike.png"),
+    )
+    assert code == 2 and err.startswith("ddb-capacity: error: --chart: cannot write ")
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"},
+            "ddb-capacity: error: no AWS Region: set AWS_DEFAULT_REGION",
+        ),
+        (
+            {
+                "AWS_DEFAULT_REGION": "us-east-1",
+                "AWS_ACCESS_KEY_ID": "x",
+                "AWS_SECRET_ACCESS_KEY": "x",
+                "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+            },
+            "ddb-capacity: error: EndpointConnectionError: Could not connect to the endpoint URL",
+        ),
+        (
+            {"AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": "http://127.0.0.1:9"},
+            "ddb-capacity: error: no AWS credentials",
+        ),
+    ],
+    ids=["no-region", "endpoint-down", "no-credentials"],
+)
+def test_aws_configuration_errors_are_one_line(monkeypatch, tmp_path, env, message):
+    for name in (
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_ENDPOINT_URL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)  # no credentials cached by others
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    code, _, err = run("backtest", "--table", "Orders", "--days", "1", "--policy", "stock:70")
+    assert code == 2, err
+    assert err.startswith(message) and err.count("\n") == 1

@@ -23,7 +23,10 @@ from dataclasses import fields
 from datetime import datetime, timedelta
 from typing import Any, TextIO
 
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
+
 from ddb_capacity_runtime import requests
+from ddb_capacity_runtime.aws.retry import describe_error
 
 from .simulator import chart, report, schedules
 from .simulator.backtest import history
@@ -317,6 +320,24 @@ def main(
         return 1
     except (*INPUT_ERRORS, RequestInputError, requests.CapacityRequestError) as exc:
         err.write(f"ddb-capacity: error: {exc}\n")
+        return 2
+    except NoRegionError:
+        err.write(
+            "ddb-capacity: error: no AWS Region: set AWS_DEFAULT_REGION, or a region in "
+            "your AWS profile\n"
+        )
+        return 2
+    except NoCredentialsError:
+        err.write(
+            "ddb-capacity: error: no AWS credentials: set AWS_PROFILE, or "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY\n"
+        )
+        return 2
+    except (BotoCoreError, ClientError) as exc:
+        err.write(f"ddb-capacity: error: {describe_error(exc)}\n")
+        return 2
+    except OSError as exc:
+        err.write(f"ddb-capacity: error: {exc.filename or ''}: {exc.strerror or exc}\n")
         return 2
 
 

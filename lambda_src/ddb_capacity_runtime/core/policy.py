@@ -228,7 +228,7 @@ def decide_scalable_min(
 
     ``state.min_capacity`` is the configured (base) minimum and ``current_min`` the target's
     minimum now. An increase raises the minimum, so auto scaling performs the raise and
-    knows it (seed 001, design 7); once there is no throttling in the window and the
+    knows it (the AWS spikes post, design 7); once there is no throttling in the window and the
     hysteresis time has passed, the base minimum is restored and auto scaling scales in
     by its own rules. The result is never below the base minimum.
     """

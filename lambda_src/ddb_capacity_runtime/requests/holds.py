@@ -1,4 +1,5 @@
-"""Capacity requests: "get ready, here I come" (seed 001, design 7). The hold and its rules.
+"""Capacity requests: "get ready, here I come" ("Handle traffic spikes with
+Amazon DynamoDB provisioned capacity", design 7). The hold and its rules.
 
 A worker about to start heavy work asks for capacity on top of the current traffic. The
 request raises the minimum now, waits until the table is ACTIVE with it, and holds it for a

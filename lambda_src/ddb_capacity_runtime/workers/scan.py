@@ -290,16 +290,17 @@ class RateLimitedScan:
             threading.Thread(target=worker, args=(s,), name=f"scan-segment-{s}", daemon=True)
             for s in range(self.segments)
         ]
-        for t in threads:
-            t.start()
-        try:
+        try:  # Ctrl-C at any moment, even while the threads start, stops them cleanly
+            for t in threads:
+                t.start()
             while any(t.is_alive() for t in threads):
                 for t in threads:
                     t.join(timeout=0.2)
         except KeyboardInterrupt:
             self.stop.set()
             for t in threads:
-                t.join()
+                if t.ident is not None:  # started
+                    t.join()
         self._result.interrupted = self.stop.is_set() and not errors
         if errors:
             raise errors[0]

@@ -7,7 +7,8 @@ backing off when throttled, and never losing an item.
     retry_later(result.failed)            # items that could not be written, with the reason
 
 The rate starts at ``start_rate`` units per second and is multiplied by ``step_factor`` every
-``step_seconds`` up to ``max_rate`` (seed 001's design 5: auto scaling gets time to follow).
+``step_seconds`` up to ``max_rate`` (design 5 of "Handle traffic spikes with Amazon DynamoDB
+provisioned capacity": auto scaling gets time to follow).
 When DynamoDB throttles (UnprocessedItems, ProvisionedThroughputExceededException) the rate is
 halved (not below ``start_rate``) and growth waits a full step; unprocessed items are sent
 again. An item that is still unwritten after ``max_attempts`` sends, or that DynamoDB rejects

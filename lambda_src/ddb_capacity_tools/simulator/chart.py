@@ -14,9 +14,16 @@ class ChartError(ValueError):
 
 
 def check_path(path: str | Path) -> Path:
+    """``path`` if a chart can go there: a .png name in a folder that exists (none is
+    created)."""
     path = Path(path)
     if path.suffix.lower() != ".png":
         raise ChartError(f"--chart: got {str(path)!r}; expected a file name ending in .png")
+    if not path.parent.is_dir():
+        raise ChartError(
+            f"--chart: got {str(path)!r}; the folder {str(path.parent)!r} does not exist "
+            f"(create it first)"
+        )
     return path
 
 
@@ -77,7 +84,10 @@ def render(results: Sequence[DimensionResult], trace: Trace, path: str | Path) -
     fig.suptitle(f"{trace.name}: {trace.start:%Y-%m-%d %H:%M} UTC, {trace.minutes:,} minutes")
     fig.autofmt_xdate()
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=90)
+    except OSError as exc:
+        raise ChartError(f"--chart: cannot write {str(path)!r}: {exc.strerror}") from None
+    finally:
+        plt.close(fig)
     return path

@@ -40,7 +40,8 @@ class ModelParams:
     :param metric_delay_minutes: minutes after a minute ends before its consumed datapoint
         is visible. CloudWatch: 1-3. Default 2.
     :param throttle_delay_minutes: the same for throttle events. Default 2.
-    :param update_minutes: minutes an UpdateTable takes to apply. Default 1 (seed 001: "less
+    :param update_minutes: minutes an UpdateTable takes to apply. Default 1 ("Handle traffic
+        spikes with Amazon DynamoDB provisioned capacity": "less
         than a minute usually" once the high-water mark is set).
     :param units_per_request: capacity units one throttled request would have used; converts
         refused units into throttle events. Default 1.

@@ -161,7 +161,11 @@ def _flash_crowd(seed: int) -> Trace:
 SCENARIOS = {
     s.name: s
     for s in (
-        Scenario("spike", "4,000 -> 18,000 WCU for an hour after a quiet hour (seed 001)", _spike),
+        Scenario(
+            "spike",
+            "4,000 -> 18,000 WCU for an hour after a quiet hour (the AWS spikes post)",
+            _spike,
+        ),
         Scenario("diurnal", "a daily prime-time swing, 7 days", _diurnal),
         Scenario("nightly-batch", "writes only at night, steady reads, 7 days", _nightly_batch),
         Scenario("flash-crowd", "an unannounced 10x for 20 minutes on a steady base", _flash_crowd),
