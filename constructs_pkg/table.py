@@ -53,6 +53,18 @@ INDEX_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
 PREWARM_TAG = "ddb-capacity:prewarm"
 
 
+#: Table props that set capacity: ProvisionedTable sets them from ``read`` and ``write``.
+_CAPACITY_PROPS = frozenset(
+    {
+        "read_capacity",
+        "write_capacity",
+        "warm_throughput",
+        "max_read_request_units",
+        "max_write_request_units",
+    }
+)
+
+
 def _check_type(field: str, value: Any, expected: type, where: str) -> None:
     if not isinstance(value, expected):
         raise CapacityConfigError(f"{where}: {field} must be a {expected.__name__}; got {value!r}")
@@ -85,8 +97,12 @@ class ProvisionedTable(Construct):
     :param deletion_protection: Default: True.
     :param removal_policy: Default: ``RemovalPolicy.RETAIN``.
     :param table_name, table_class, encryption, encryption_key, stream,
-        time_to_live_attribute, contributor_insights_enabled: passed to
-        ``aws_dynamodb.Table`` unchanged. Default: that construct's defaults.
+        time_to_live_attribute, contributor_insights_enabled, and every other
+        ``aws_dynamodb.Table`` prop (``local_secondary_indexes`` aside: use
+        ``table.add_local_secondary_index``), as keywords: passed to ``aws_dynamodb.Table``
+        unchanged. Capacity props (``read_capacity``, ``write_capacity``,
+        ``warm_throughput``, on-demand limits) are refused: ``read`` and ``write`` set them.
+        Default: that construct's defaults.
     """
 
     def __init__(
@@ -111,9 +127,16 @@ class ProvisionedTable(Construct):
         stream: dynamodb.StreamViewType | None = None,
         time_to_live_attribute: str | None = None,
         contributor_insights_enabled: bool | None = None,
+        **table_props: Any,
     ) -> None:
         super().__init__(scope, id)
         where = f"ProvisionedTable {self.node.path}"
+        capacity_props = sorted(set(table_props) & _CAPACITY_PROPS)
+        if capacity_props:
+            raise CapacityConfigError(
+                f"{where}: {', '.join(capacity_props)} cannot be passed: read= and write= "
+                f"(Capacity) set the table's capacity"
+            )
         if billing_mode is not None and billing_mode != dynamodb.BillingMode.PROVISIONED:
             raise CapacityConfigError(
                 f"{where}: billing_mode must be BillingMode.PROVISIONED; got {billing_mode}. "
@@ -165,6 +188,7 @@ class ProvisionedTable(Construct):
             stream=stream,
             time_to_live_attribute=time_to_live_attribute,
             contributor_insights_enabled=contributor_insights_enabled,
+            **table_props,
         )
         """The underlying ``aws_dynamodb.Table``, for grants, metrics and alarms."""
         self._manage(None)
@@ -391,6 +415,19 @@ class ProvisionedTable(Construct):
     def stack(self) -> Stack:
         return Stack.of(self)
 
+    def _unmanaged_indexes(self) -> list[str]:
+        """GSIs added to the underlying table directly: they would have no auto scaling."""
+        cfn = self.table.node.default_child
+        assert isinstance(cfn, dynamodb.CfnTable)
+        gsis = Stack.of(self).resolve(cfn.global_secondary_indexes) or []
+        return [
+            f"{self._where}: index {g['indexName']!r} was added to the underlying table "
+            f"directly, so it has no capacity settings nor auto scaling; add it with "
+            f"add_global_secondary_index(..., read=Capacity(...), write=Capacity(...))"
+            for g in gsis
+            if g.get("indexName") not in self._capacity
+        ]
+
 
 def _timedelta(duration: Duration) -> timedelta:
     return timedelta(seconds=duration.to_seconds())
@@ -406,6 +443,7 @@ class _ScheduleValidation:
 
     def validate(self) -> list[str]:
         errors, warnings = self._table._schedule.check()
+        errors += self._table._unmanaged_indexes()
         for warning in warnings:
             if warning not in self._warned:
                 self._warned.add(warning)

@@ -7,6 +7,8 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk.assertions import Match, Template
 
 from constructs_pkg import Capacity, CapacityConfigError, ProvisionedTable
 
@@ -216,3 +218,52 @@ def test_unresolved_tokens_are_not_checked(stack: cdk.Stack) -> None:
     # WHEN the table is built THEN nothing is rejected: CloudFormation checks them later
     table = make(stack, read=Capacity(min_capacity=floor, max_capacity=ceiling))  # type: ignore[arg-type]
     assert cdk.Token.is_unresolved(table.capacity("read").min_capacity)
+
+
+def test_every_table_prop_passes_through(stack: cdk.Stack) -> None:
+    # GIVEN Table props ProvisionedTable does not name, and a local secondary index
+    policy = iam.PolicyDocument(
+        statements=[
+            iam.PolicyStatement(
+                actions=["dynamodb:GetItem"],
+                principals=[iam.AccountRootPrincipal()],
+                resources=["*"],
+            )
+        ]
+    )
+    table = make(
+        stack,
+        sort_key=dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING),
+        resource_policy=policy,
+    )
+    table.table.add_local_secondary_index(
+        index_name="byDate",
+        sort_key=dynamodb.Attribute(name="date", type=dynamodb.AttributeType.STRING),
+    )
+    # THEN they reach the table
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "LocalSecondaryIndexes": [Match.object_like({"IndexName": "byDate"})],
+            "ResourcePolicy": {
+                "PolicyDocument": Match.object_like({"Statement": Match.any_value()})
+            },
+        },
+    )
+
+
+def test_capacity_props_are_refused(stack: cdk.Stack) -> None:
+    assert error_of(lambda: make(stack, read_capacity=5, warm_throughput=None)) == (
+        f"{WHERE}: read_capacity, warm_throughput cannot be passed: read= and write= "
+        f"(Capacity) set the table's capacity"
+    )
+
+
+def test_a_gsi_added_to_the_underlying_table_directly_is_an_error(stack: cdk.Stack) -> None:
+    table = make(stack)
+    table.table.add_global_secondary_index(index_name="sneaky", partition_key=GK)
+    assert table.node.validate() == [
+        f"{WHERE}: index 'sneaky' was added to the underlying table directly, so it has no "
+        f"capacity settings nor auto scaling; add it with add_global_secondary_index(..., "
+        f"read=Capacity(...), write=Capacity(...))"
+    ]
