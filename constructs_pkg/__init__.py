@@ -24,7 +24,7 @@ from .capacity import (
 from .capacity_requests import CapacityRequests
 from .compliance import acknowledge, apply_nag_packs
 from .scaler import ThrottleAwareScaler
-from .table import ProvisionedTable
+from .table import ProvisionedTable, TableCapacity
 
 __all__ = [
     "Capacity",
@@ -37,6 +37,7 @@ __all__ = [
     "ProvisionedTable",
     "ScheduleEntry",
     "ScheduleError",
+    "TableCapacity",
     "ThrottleAwareScaler",
     "WEEKDAYS",
     "__version__",

@@ -26,7 +26,7 @@ from ddb_capacity_runtime.requests.store import MAX_HOLD_ENV, MAX_UNITS_ENV, STO
 from .compliance import acknowledge
 from .runtime import autoscaling_statements, scheduled_function
 from .scaler import ThrottleAwareScaler
-from .table import ProvisionedTable
+from .table import TableCapacity
 
 #: How often expired holds are ended by default: a hold outlives its expiry by at most this.
 DEFAULT_RESTORE_EVERY = Duration.minutes(5)
@@ -66,7 +66,7 @@ class CapacityRequests(Construct):
         scope: Construct,
         id: str,
         *,
-        tables: Sequence[dynamodb.ITable | ProvisionedTable],
+        tables: Sequence[dynamodb.ITable | TableCapacity],
         restore_every: Duration | None = DEFAULT_RESTORE_EVERY,
         max_units: int = TABLE_QUOTA,
         max_hold: Duration = DEFAULT_MAX_HOLD,
@@ -99,7 +99,7 @@ class CapacityRequests(Construct):
             )
         self.tables: list[dynamodb.ITable] = []
         for table in tables:
-            if isinstance(table, ProvisionedTable):
+            if isinstance(table, TableCapacity):
                 table = table.table
             if not (hasattr(table, "table_arn") and hasattr(table, "table_name")):
                 raise CapacityConfigError(

@@ -24,7 +24,7 @@ from ddb_capacity_runtime.core.settings import OverrideError, ScalerConfig, chec
 
 from .compliance import acknowledge
 from .runtime import autoscaling_statements, scheduled_function
-from .table import ProvisionedTable
+from .table import TableCapacity
 
 #: Default tick: CloudWatch delivers a minute 1-3 minutes late; ticking every 2 minutes
 #: acts on throttling about as soon as it is visible, at half the 5-minute delay of the
@@ -61,7 +61,7 @@ class ThrottleAwareScaler(Construct):
         scope: Construct,
         id: str,
         *,
-        tables: Sequence[dynamodb.ITable | ProvisionedTable] = (),
+        tables: Sequence[dynamodb.ITable | TableCapacity] = (),
         tag_key: str | None = None,
         tag_value: str = "true",
         overrides: Mapping[str, Mapping[str, Any]] | None = None,
@@ -138,11 +138,11 @@ class ThrottleAwareScaler(Construct):
 
     # ------------------------------------------------------------------ tables
 
-    def add_table(self, table: dynamodb.ITable | ProvisionedTable) -> None:
+    def add_table(self, table: dynamodb.ITable | TableCapacity) -> None:
         """Manage ``table`` explicitly: permissions on its ARN, alarms on its throttling,
         and, for a ``ProvisionedTable``, its configured ranges as the scaler's bounds."""
         indexes: list[str] = []
-        if not isinstance(table, ProvisionedTable) and not (
+        if not isinstance(table, TableCapacity) and not (
             hasattr(table, "table_arn") and hasattr(table, "table_name")
         ):
             raise CapacityConfigError(
@@ -150,7 +150,7 @@ class ThrottleAwareScaler(Construct):
                 f"aws_dynamodb.ITable; got {table!r}"
             )
         label = _label(table)
-        if isinstance(table, ProvisionedTable):
+        if isinstance(table, TableCapacity):
             indexes = table.index_names
             self._overrides[table.table.table_name] = {
                 dim: {
@@ -361,7 +361,7 @@ class ThrottleAwareScaler(Construct):
         )
 
 
-def _label(table: dynamodb.ITable | ProvisionedTable) -> str:
+def _label(table: dynamodb.ITable | TableCapacity) -> str:
     """A stable name for ``table`` in construct ids: its path within its stack."""
     path = table.node.path.split("/", 1)[-1] if "/" in table.node.path else table.node.id
     return re.sub(r"[^A-Za-z0-9-]", "-", path)

@@ -4,7 +4,7 @@ optionally pre-warmed to a high-water mark."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -70,39 +70,28 @@ def _check_type(field: str, value: Any, expected: type, where: str) -> None:
         raise CapacityConfigError(f"{where}: {field} must be a {expected.__name__}; got {value!r}")
 
 
-class ProvisionedTable(Construct):
-    """A provisioned ``aws_dynamodb.Table`` with Application Auto Scaling target tracking
-    on read and write of the table and of every GSI, and an optional high-water mark.
+class TableCapacity(Construct):
+    """Everything ``ProvisionedTable`` gives, for an ``aws_dynamodb.Table`` that already
+    exists in the stack: Application Auto Scaling target tracking on read and write of the
+    table and of every GSI, high-water marks by either method, schedules and windows, and
+    throttle-aware scaling. The table keeps its logical ID and every property that is not
+    about capacity, so adopting it is an update, never a replacement.
 
     Example::
 
-        table = ProvisionedTable(self, "Orders",
-            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        orders = dynamodb.Table(self, "Orders", partition_key=..., ...)  # already deployed
+        TableCapacity(self, "OrdersCapacity", table=orders,
             read=Capacity(min_capacity=5, max_capacity=1000),
-            write=Capacity(min_capacity=5, max_capacity=500, high_water_mark=4000),
-        )
-        table.table.grant_read_write_data(my_function)
+            write=Capacity(min_capacity=5, max_capacity=500),
+            indexes={"byCustomer": (Capacity(min_capacity=2, max_capacity=100),
+                                    Capacity(min_capacity=2, max_capacity=100))})
 
-    :param partition_key: the table's partition key.
-    :param read: read capacity of the table (range, target, high-water mark).
-    :param write: write capacity of the table.
-    :param sort_key: Default: none.
-    :param prewarm: how high-water marks are reached. Default:
-        ``PrewarmMethod.WARM_THROUGHPUT`` (instant, spends no decrease). Used only where
-        a ``Capacity`` sets ``high_water_mark``.
-    :param table_quota: the per-table capacity quota of the account, in capacity units.
-        Default: 40,000 (DynamoDB's default quota).
-    :param billing_mode: only ``BillingMode.PROVISIONED`` is accepted. Default: PROVISIONED.
-    :param point_in_time_recovery: Default: True.
-    :param deletion_protection: Default: True.
-    :param removal_policy: Default: ``RemovalPolicy.RETAIN``.
-    :param table_name, table_class, encryption, encryption_key, stream,
-        time_to_live_attribute, contributor_insights_enabled, and every other
-        ``aws_dynamodb.Table`` prop (``local_secondary_indexes`` aside: use
-        ``table.add_local_secondary_index``), as keywords: passed to ``aws_dynamodb.Table``
-        unchanged. Capacity props (``read_capacity``, ``write_capacity``,
-        ``warm_throughput``, on-demand limits) are refused: ``read`` and ``write`` set them.
-        Default: that construct's defaults.
+    :param table: a provisioned ``aws_dynamodb.Table`` of this app (not an imported one).
+    :param read, write: the table's capacity.
+    :param indexes: every GSI the table has, by name: ``(read, write)`` Capacity. Default:
+        none (a table with GSIs must name them all).
+    :param prewarm: how high-water marks are reached. Default: ``WARM_THROUGHPUT``.
+    :param table_quota: the account's per-table capacity quota. Default: 40,000.
     """
 
     def __init__(
@@ -110,38 +99,71 @@ class ProvisionedTable(Construct):
         scope: Construct,
         id: str,
         *,
-        partition_key: dynamodb.Attribute,
+        table: dynamodb.Table,
         read: Capacity,
         write: Capacity,
-        sort_key: dynamodb.Attribute | None = None,
+        indexes: Mapping[str, tuple[Capacity, Capacity]] | None = None,
         prewarm: PrewarmMethod = PrewarmMethod.WARM_THROUGHPUT,
         table_quota: int = DEFAULT_TABLE_QUOTA,
-        billing_mode: dynamodb.BillingMode | None = None,
-        point_in_time_recovery: bool = True,
-        deletion_protection: bool = True,
-        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
-        table_name: str | None = None,
-        table_class: dynamodb.TableClass | None = None,
-        encryption: dynamodb.TableEncryption | None = None,
-        encryption_key: kms.IKey | None = None,
-        stream: dynamodb.StreamViewType | None = None,
-        time_to_live_attribute: str | None = None,
-        contributor_insights_enabled: bool | None = None,
-        **table_props: Any,
     ) -> None:
         super().__init__(scope, id)
-        where = f"ProvisionedTable {self.node.path}"
-        capacity_props = sorted(set(table_props) & _CAPACITY_PROPS)
-        if capacity_props:
+        where = f"TableCapacity {self.node.path}"
+        if not isinstance(table, dynamodb.Table):
             raise CapacityConfigError(
-                f"{where}: {', '.join(capacity_props)} cannot be passed: read= and write= "
-                f"(Capacity) set the table's capacity"
+                f"{where}: table must be an aws_dynamodb.Table defined in this app; got "
+                f"{table!r}. A table defined elsewhere has no template here to change"
             )
-        if billing_mode is not None and billing_mode != dynamodb.BillingMode.PROVISIONED:
+        self._setup(where, prewarm, table_quota, tag=False)
+        self.table = table
+        """The adopted ``aws_dynamodb.Table``."""
+        cfn = self._cfn_table()
+        billing = Stack.of(self).resolve(cfn.billing_mode)
+        if billing not in (None, "PROVISIONED"):
             raise CapacityConfigError(
-                f"{where}: billing_mode must be BillingMode.PROVISIONED; got {billing_mode}. "
-                f"For on-demand capacity use aws_dynamodb.Table or TableV2 directly"
+                f"{where}: the table's billing mode is {billing}; TableCapacity manages "
+                f"provisioned tables only"
             )
+        capacity = self._checked(None, read=read, write=write)
+        cfn.provisioned_throughput = dynamodb.CfnTable.ProvisionedThroughputProperty(
+            read_capacity_units=self._initial(capacity["read"]),
+            write_capacity_units=self._initial(capacity["write"]),
+        )
+        warm = self._warm_throughput(capacity)
+        if warm is not None:
+            cfn.add_property_override("WarmThroughput", _warm_json(warm))
+        self._manage(None)
+        given = dict(indexes or {})
+        existing = [g["indexName"] for g in self._gsis()]
+        missing = [name for name in existing if name not in given]
+        unknown = [name for name in given if name not in existing]
+        if missing or unknown:
+            raise CapacityConfigError(
+                f"{where}: indexes must give (read, write) Capacity for exactly the table's "
+                f"GSIs {existing}; " + (f"missing {missing}" if missing else f"unknown {unknown}")
+            )
+        for position, name in enumerate(existing):
+            pair = given[name]
+            if not (isinstance(pair, tuple) and len(pair) == 2):
+                raise CapacityConfigError(
+                    f"{where}: indexes[{name!r}] must be a (read, write) pair of Capacity; "
+                    f"got {pair!r}"
+                )
+            capacity = self._checked(name, read=pair[0], write=pair[1])
+            base = f"GlobalSecondaryIndexes.{position}"
+            cfn.add_property_override(
+                f"{base}.ProvisionedThroughput",
+                {
+                    "ReadCapacityUnits": self._initial(capacity["read"]),
+                    "WriteCapacityUnits": self._initial(capacity["write"]),
+                },
+            )
+            warm = self._warm_throughput(capacity)
+            if warm is not None:
+                cfn.add_property_override(f"{base}.WarmThroughput", _warm_json(warm))
+            self._manage(name)
+
+    def _setup(self, where: str, prewarm: PrewarmMethod, table_quota: int, *, tag: bool) -> None:
+        """The state every capacity manager has, checked."""
         if not isinstance(prewarm, PrewarmMethod):
             raise CapacityConfigError(
                 f"{where}: prewarm must be PrewarmMethod.WARM_THROUGHPUT or "
@@ -157,6 +179,7 @@ class ProvisionedTable(Construct):
         self.prewarm = prewarm
         self.table_quota = table_quota
         self._where = where
+        self._tag = tag
         self._capacity: dict[str | None, dict[str, Capacity]] = {}
         self._scalable: dict[tuple[str | None, str], dynamodb.IScalableTableAttribute] = {}
         self._settle: SettleStep | None = None
@@ -166,34 +189,16 @@ class ProvisionedTable(Construct):
         self._index_listeners: list[Callable[[str], None]] = []
         self.node.add_validation(_ScheduleValidation(self))
 
-        table_capacity = self._checked(None, read=read, write=write)
-        self.table = dynamodb.Table(
-            self,
-            "Resource",
-            partition_key=partition_key,
-            sort_key=sort_key,
-            billing_mode=dynamodb.BillingMode.PROVISIONED,
-            read_capacity=self._initial(table_capacity["read"]),
-            write_capacity=self._initial(table_capacity["write"]),
-            warm_throughput=self._warm_throughput(table_capacity),
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=point_in_time_recovery
-            ),
-            deletion_protection=deletion_protection,
-            removal_policy=removal_policy,
-            table_name=table_name,
-            table_class=table_class,
-            encryption=encryption,
-            encryption_key=encryption_key,
-            stream=stream,
-            time_to_live_attribute=time_to_live_attribute,
-            contributor_insights_enabled=contributor_insights_enabled,
-            **table_props,
-        )
-        """The underlying ``aws_dynamodb.Table``, for grants, metrics and alarms."""
-        self._manage(None)
+    def _cfn_table(self) -> dynamodb.CfnTable:
+        cfn = self.table.node.default_child
+        assert isinstance(cfn, dynamodb.CfnTable)
+        return cfn
 
-    # ------------------------------------------------------------------ public API
+    def _gsis(self) -> list[dict[str, Any]]:
+        gsis: list[dict[str, Any]] = (
+            Stack.of(self).resolve(self._cfn_table().global_secondary_indexes) or []
+        )
+        return gsis
 
     def add_global_secondary_index(
         self,
@@ -359,7 +364,7 @@ class ProvisionedTable(Construct):
             where = f"{self._where} {label} {dimension}"
             _check_type(dimension, value, Capacity, where)
             value.validate(where, self.table_quota)
-            if value.high_water_mark is not None:
+            if value.high_water_mark is not None and self._tag:
                 Tags.of(self).add(PREWARM_TAG, self.prewarm.value)
             self._ranges[(index_name, dimension)] = (value.min_capacity, value.max_capacity)
         self._capacity[index_name] = capacity
@@ -417,16 +422,127 @@ class ProvisionedTable(Construct):
 
     def _unmanaged_indexes(self) -> list[str]:
         """GSIs added to the underlying table directly: they would have no auto scaling."""
-        cfn = self.table.node.default_child
-        assert isinstance(cfn, dynamodb.CfnTable)
-        gsis = Stack.of(self).resolve(cfn.global_secondary_indexes) or []
         return [
             f"{self._where}: index {g['indexName']!r} was added to the underlying table "
             f"directly, so it has no capacity settings nor auto scaling; add it with "
             f"add_global_secondary_index(..., read=Capacity(...), write=Capacity(...))"
-            for g in gsis
+            for g in self._gsis()
             if g.get("indexName") not in self._capacity
         ]
+
+
+class ProvisionedTable(TableCapacity):
+    """A provisioned ``aws_dynamodb.Table`` with Application Auto Scaling target tracking
+    on read and write of the table and of every GSI, and an optional high-water mark: a
+    ``Table`` plus a :class:`TableCapacity`, in one construct.
+
+    Example::
+
+        table = ProvisionedTable(self, "Orders",
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            read=Capacity(min_capacity=5, max_capacity=1000),
+            write=Capacity(min_capacity=5, max_capacity=500, high_water_mark=4000),
+        )
+        table.table.grant_read_write_data(my_function)
+
+    :param partition_key: the table's partition key.
+    :param read: read capacity of the table (range, target, high-water mark).
+    :param write: write capacity of the table.
+    :param sort_key: Default: none.
+    :param prewarm: how high-water marks are reached. Default:
+        ``PrewarmMethod.WARM_THROUGHPUT`` (instant, spends no decrease). Used only where
+        a ``Capacity`` sets ``high_water_mark``.
+    :param table_quota: the per-table capacity quota of the account, in capacity units.
+        Default: 40,000 (DynamoDB's default quota).
+    :param billing_mode: only ``BillingMode.PROVISIONED`` is accepted. Default: PROVISIONED.
+    :param point_in_time_recovery: Default: True.
+    :param deletion_protection: Default: True.
+    :param removal_policy: Default: ``RemovalPolicy.RETAIN``.
+    :param table_name, table_class, encryption, encryption_key, stream,
+        time_to_live_attribute, contributor_insights_enabled, and every other
+        ``aws_dynamodb.Table`` prop (``local_secondary_indexes`` aside: use
+        ``table.add_local_secondary_index``), as keywords: passed to ``aws_dynamodb.Table``
+        unchanged. Capacity props (``read_capacity``, ``write_capacity``,
+        ``warm_throughput``, on-demand limits) are refused: ``read`` and ``write`` set them.
+        Default: that construct's defaults.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        partition_key: dynamodb.Attribute,
+        read: Capacity,
+        write: Capacity,
+        sort_key: dynamodb.Attribute | None = None,
+        prewarm: PrewarmMethod = PrewarmMethod.WARM_THROUGHPUT,
+        table_quota: int = DEFAULT_TABLE_QUOTA,
+        billing_mode: dynamodb.BillingMode | None = None,
+        point_in_time_recovery: bool = True,
+        deletion_protection: bool = True,
+        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        table_name: str | None = None,
+        table_class: dynamodb.TableClass | None = None,
+        encryption: dynamodb.TableEncryption | None = None,
+        encryption_key: kms.IKey | None = None,
+        stream: dynamodb.StreamViewType | None = None,
+        time_to_live_attribute: str | None = None,
+        contributor_insights_enabled: bool | None = None,
+        **table_props: Any,
+    ) -> None:
+        Construct.__init__(self, scope, id)
+        where = f"ProvisionedTable {self.node.path}"
+        capacity_props = sorted(set(table_props) & _CAPACITY_PROPS)
+        if capacity_props:
+            raise CapacityConfigError(
+                f"{where}: {', '.join(capacity_props)} cannot be passed: read= and write= "
+                f"(Capacity) set the table's capacity"
+            )
+        if billing_mode is not None and billing_mode != dynamodb.BillingMode.PROVISIONED:
+            raise CapacityConfigError(
+                f"{where}: billing_mode must be BillingMode.PROVISIONED; got {billing_mode}. "
+                f"For on-demand capacity use aws_dynamodb.Table or TableV2 directly"
+            )
+        self._setup(where, prewarm, table_quota, tag=True)
+
+        table_capacity = self._checked(None, read=read, write=write)
+        self.table = dynamodb.Table(
+            self,
+            "Resource",
+            partition_key=partition_key,
+            sort_key=sort_key,
+            billing_mode=dynamodb.BillingMode.PROVISIONED,
+            read_capacity=self._initial(table_capacity["read"]),
+            write_capacity=self._initial(table_capacity["write"]),
+            warm_throughput=self._warm_throughput(table_capacity),
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=point_in_time_recovery
+            ),
+            deletion_protection=deletion_protection,
+            removal_policy=removal_policy,
+            table_name=table_name,
+            table_class=table_class,
+            encryption=encryption,
+            encryption_key=encryption_key,
+            stream=stream,
+            time_to_live_attribute=time_to_live_attribute,
+            contributor_insights_enabled=contributor_insights_enabled,
+            **table_props,
+        )
+        """The underlying ``aws_dynamodb.Table``, for grants, metrics and alarms."""
+        self._manage(None)
+
+    # ------------------------------------------------------------------ public API
+
+
+def _warm_json(warm: dynamodb.WarmThroughput) -> dict[str, int]:
+    out = {}
+    if warm.read_units_per_second is not None:
+        out["ReadUnitsPerSecond"] = int(warm.read_units_per_second)
+    if warm.write_units_per_second is not None:
+        out["WriteUnitsPerSecond"] = int(warm.write_units_per_second)
+    return out
 
 
 def _timedelta(duration: Duration) -> timedelta:
@@ -437,7 +553,7 @@ def _timedelta(duration: Duration) -> timedelta:
 class _ScheduleValidation:
     """Whole-schedule checks, once every entry and window is known (at synth)."""
 
-    def __init__(self, table: ProvisionedTable) -> None:
+    def __init__(self, table: TableCapacity) -> None:
         self._table = table
         self._warned: set[str] = set()
 

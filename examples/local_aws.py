@@ -110,6 +110,8 @@ def run_cdk(
 
 
 def deploy(assembly: Path, env: Mapping[str, str], *stacks: str) -> None:
+    """Bootstrap, then deploy ``stacks`` (all without) of ``assembly``. Stacks are created
+    or updated with CreateStack/UpdateStack directly (moto's change sets cannot update)."""
     run_cdk("bootstrap", f"aws://{ACCOUNT}/{REGION}", "--app", str(assembly), env=env)
     run_cdk(
         "deploy",
@@ -118,6 +120,8 @@ def deploy(assembly: Path, env: Mapping[str, str], *stacks: str) -> None:
         str(assembly),
         "--require-approval",
         "never",
+        "--method",
+        "direct",
         env=env,
     )
 
