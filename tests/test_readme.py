@@ -72,7 +72,9 @@ def test_readme_usage_example_synthesizes(tmp_path: Path) -> None:
 
 
 def test_readme_scaler_example_synthesizes(tmp_path: Path) -> None:
-    (block,) = [b for b in python_blocks() if "ThrottleAwareScaler(" in b]
+    (block,) = [
+        b for b in python_blocks() if "ThrottleAwareScaler(" in b and "TableCapacity(" not in b
+    ]
     run_block(block, tmp_path)
     template = json.loads((tmp_path / "cdk.out" / "Feed.template.json").read_text())
     functions = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
@@ -145,3 +147,16 @@ def test_readme_capacity_request_example_runs_against_moto(
     assert result.stdout.splitlines() == ["{'write': 2000}", "2000"]
     table = ddb.describe_table(TableName="Shipments")["Table"]
     assert table["ProvisionedThroughput"]["WriteCapacityUnits"] == 10  # released on exit
+
+
+def test_readme_adoption_example_synthesizes(tmp_path: Path) -> None:
+    (block,) = [b for b in python_blocks() if "TableCapacity(" in b]
+    run_block(block, tmp_path)
+    template = json.loads((tmp_path / "cdk.out" / "Legacy.template.json").read_text())
+    types = [r["Type"] for r in template["Resources"].values()]
+    assert types.count("AWS::DynamoDB::Table") == 1
+    assert types.count("AWS::ApplicationAutoScaling::ScalableTarget") == 4
+    (logical_id,) = [
+        k for k, r in template["Resources"].items() if r["Type"] == "AWS::DynamoDB::Table"
+    ]
+    assert logical_id.startswith("Orders")  # the table's own logical ID
