@@ -70,6 +70,7 @@ def _check_type(field: str, value: Any, expected: type, where: str) -> None:
         raise CapacityConfigError(f"{where}: {field} must be a {expected.__name__}; got {value!r}")
 
 
+@jsii.implements(dynamodb.ITable)
 class TableCapacity(Construct):
     """Everything ``ProvisionedTable`` gives, for an ``aws_dynamodb.Table`` that already
     exists in the stack: Application Auto Scaling target tracking on read and write of the
@@ -419,6 +420,86 @@ class TableCapacity(Construct):
     @property
     def stack(self) -> Stack:
         return Stack.of(self)
+
+    # ------------------------------------------------------------------ ITable, by delegation
+
+    @property
+    def env(self) -> Any:
+        return self.table.env
+
+    @property
+    def table_arn(self) -> str:
+        return self.table.table_arn
+
+    @property
+    def table_name(self) -> str:
+        return self.table.table_name
+
+    @property
+    def table_stream_arn(self) -> str | None:
+        return self.table.table_stream_arn
+
+    @property
+    def encryption_key(self) -> Any:
+        return self.table.encryption_key
+
+    @property
+    def table_ref(self) -> Any:
+        return self.table.table_ref
+
+    def apply_removal_policy(self, policy: RemovalPolicy) -> None:
+        self.table.apply_removal_policy(policy)
+
+    def grant(self, grantee: Any, *actions: str) -> Any:
+        return self.table.grant(grantee, *actions)
+
+    def grant_full_access(self, grantee: Any) -> Any:
+        return self.table.grant_full_access(grantee)
+
+    def grant_read_data(self, grantee: Any) -> Any:
+        return self.table.grant_read_data(grantee)
+
+    def grant_read_write_data(self, grantee: Any) -> Any:
+        return self.table.grant_read_write_data(grantee)
+
+    def grant_stream(self, grantee: Any, *actions: str) -> Any:
+        return self.table.grant_stream(grantee, *actions)
+
+    def grant_stream_read(self, grantee: Any) -> Any:
+        return self.table.grant_stream_read(grantee)
+
+    def grant_table_list_streams(self, grantee: Any) -> Any:
+        return self.table.grant_table_list_streams(grantee)
+
+    def grant_write_data(self, grantee: Any) -> Any:
+        return self.table.grant_write_data(grantee)
+
+    def metric(self, metric_name: str, **props: Any) -> Any:
+        return self.table.metric(metric_name, **props)
+
+    def metric_conditional_check_failed_requests(self, **props: Any) -> Any:
+        return self.table.metric_conditional_check_failed_requests(**props)
+
+    def metric_consumed_read_capacity_units(self, **props: Any) -> Any:
+        return self.table.metric_consumed_read_capacity_units(**props)
+
+    def metric_consumed_write_capacity_units(self, **props: Any) -> Any:
+        return self.table.metric_consumed_write_capacity_units(**props)
+
+    def metric_successful_request_latency(self, **props: Any) -> Any:
+        return self.table.metric_successful_request_latency(**props)
+
+    def metric_system_errors_for_operations(self, **props: Any) -> Any:
+        return self.table.metric_system_errors_for_operations(**props)
+
+    def metric_throttled_requests(self, **props: Any) -> Any:
+        return self.table.metric_throttled_requests(**props)
+
+    def metric_throttled_requests_for_operations(self, **props: Any) -> Any:
+        return self.table.metric_throttled_requests_for_operations(**props)
+
+    def metric_user_errors(self, **props: Any) -> Any:
+        return self.table.metric_user_errors(**props)
 
     def _unmanaged_indexes(self) -> list[str]:
         """GSIs added to the underlying table directly: they would have no auto scaling."""

@@ -267,3 +267,21 @@ def test_a_gsi_added_to_the_underlying_table_directly_is_an_error(stack: cdk.Sta
         f"capacity settings nor auto scaling; add it with add_global_secondary_index(..., "
         f"read=Capacity(...), write=Capacity(...))"
     ]
+
+
+def test_a_provisioned_table_is_an_itable(stack: cdk.Stack) -> None:
+    from aws_cdk import aws_stepfunctions_tasks as tasks
+
+    table = make(stack)
+    role = iam.Role(stack, "Worker", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    # grants and metrics on the construct itself
+    assert table.grant_read_write_data(role).success
+    assert table.metric_consumed_read_capacity_units().metric_name == "ConsumedReadCapacityUnits"
+    # and CDK APIs that take an ITable take it
+    task = tasks.DynamoGetItem(
+        stack, "Get", table=table, key={"pk": tasks.DynamoAttributeValue.from_string("x")}
+    )
+    assert stack.resolve(task.to_state_json())["Parameters"]["TableName"] == stack.resolve(
+        table.table.table_name
+    )
+    assert stack.resolve(table.table_arn) == stack.resolve(table.table.table_arn)
