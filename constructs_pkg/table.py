@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import jsii
 from aws_cdk import (
@@ -18,13 +18,16 @@ from aws_cdk import (
     Stack,
     Tags,
     TimeZone,
+    Token,
 )
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.names import resource_id
 from ddb_capacity_runtime.core.schedule import (
     HORIZON,
     WEEKDAYS,
@@ -87,7 +90,10 @@ class TableCapacity(Construct):
             indexes={"byCustomer": (Capacity(min_capacity=2, max_capacity=100),
                                     Capacity(min_capacity=2, max_capacity=100))})
 
-    :param table: a provisioned ``aws_dynamodb.Table`` of this app (not an imported one).
+    :param table: a provisioned ``aws_dynamodb.Table`` of this app; or a table you own
+        elsewhere, imported by name (``Table.from_table_name``): then this stack registers
+        and owns its scalable targets (min, max, target tracking, schedules and windows)
+        and changes nothing else; high-water marks need the table in this app.
     :param read, write: the table's capacity.
     :param indexes: every GSI the table has, by name: ``(read, write)`` Capacity. Default:
         none (a table with GSIs must name them all).
@@ -100,7 +106,7 @@ class TableCapacity(Construct):
         scope: Construct,
         id: str,
         *,
-        table: dynamodb.Table,
+        table: dynamodb.ITable,
         read: Capacity,
         write: Capacity,
         indexes: Mapping[str, tuple[Capacity, Capacity]] | None = None,
@@ -109,11 +115,29 @@ class TableCapacity(Construct):
     ) -> None:
         super().__init__(scope, id)
         where = f"TableCapacity {self.node.path}"
-        if not isinstance(table, dynamodb.Table):
+        if isinstance(table, dynamodb.TableV2):
             raise CapacityConfigError(
-                f"{where}: table must be an aws_dynamodb.Table defined in this app; got "
-                f"{table!r}. A table defined elsewhere has no template here to change"
+                f"{where}: a TableV2 (AWS::DynamoDB::GlobalTable) manages its own capacity and "
+                f"auto scaling; use TableV2's Capacity.autoscaled(...) instead"
             )
+        if not isinstance(table, dynamodb.Table):
+            if not hasattr(table, "table_name") or Token.is_unresolved(table.table_name):
+                raise CapacityConfigError(
+                    f"{where}: table must be an aws_dynamodb.Table of this app, or one "
+                    f"imported by name (Table.from_table_name); got {table!r}"
+                )
+            self._setup(where, prewarm, table_quota, tag=False)
+            self.table = cast(dynamodb.Table, table)  # only its name is used
+            self._elsewhere = True
+            for index, (r, w) in [(None, (read, write)), *dict(indexes or {}).items()]:
+                capacity = self._checked(index, read=r, write=w)
+                if any(c.high_water_mark is not None for c in capacity.values()):
+                    raise CapacityConfigError(
+                        f"{where}: high_water_mark needs the table in this app (a table "
+                        f"imported by name is owned elsewhere); leave it out"
+                    )
+                self._manage(index)
+            return
         self._setup(where, prewarm, table_quota, tag=False)
         self.table = table
         """The adopted ``aws_dynamodb.Table``."""
@@ -188,6 +212,7 @@ class TableCapacity(Construct):
         self._schedule = TableSchedule(where, self._ranges, table_quota)
         self._rendered: set[tuple[str | None, str]] = set()
         self._index_listeners: list[Callable[[str], None]] = []
+        self._elsewhere = False  # a table imported by name: only its scalable targets here
         self.node.add_validation(_ScheduleValidation(self))
 
     def _cfn_table(self) -> dynamodb.CfnTable:
@@ -216,6 +241,11 @@ class TableCapacity(Construct):
 
         :param projection_type: Default: ``ProjectionType.ALL``.
         """
+        if self._elsewhere:
+            raise CapacityConfigError(
+                f"{self._where}: the table is owned elsewhere; add its GSI in the app that "
+                f"defines it, and give its capacity here in indexes="
+            )
         if not is_token(index_name) and not INDEX_NAME.fullmatch(str(index_name)):
             raise CapacityConfigError(
                 f"{self._where}: index_name must be 3 to 255 characters of a-z, A-Z, 0-9, "
@@ -336,7 +366,12 @@ class TableCapacity(Construct):
         if key in self._rendered:
             return
         self._rendered.add(key)
-        cfn = self._scalable[key].node.find_child("Target").node.default_child
+        attribute = self._scalable[key]
+        cfn = (
+            attribute.cfn
+            if isinstance(attribute, _ImportedDimension)
+            else attribute.node.find_child("Target").node.default_child
+        )
         assert isinstance(cfn, appscaling.CfnScalableTarget)
         cfn.add_property_override(
             "ScheduledActions", Lazy.any(_ScheduledActions(self._schedule, key, cfn))
@@ -409,6 +444,10 @@ class TableCapacity(Construct):
         self, dimension: str, index_name: str | None, capacity: Capacity
     ) -> dynamodb.IScalableTableAttribute:
         bounds = {"min_capacity": capacity.min_capacity, "max_capacity": capacity.max_capacity}
+        if self._elsewhere:
+            return _ImportedDimension(  # type: ignore[return-value]
+                self, self.table.table_name, index_name, dimension, capacity
+            )
         if index_name is None:
             if dimension == "read":
                 return self.table.auto_scale_read_capacity(**bounds)
@@ -503,6 +542,8 @@ class TableCapacity(Construct):
 
     def _unmanaged_indexes(self) -> list[str]:
         """GSIs added to the underlying table directly: they would have no auto scaling."""
+        if self._elsewhere:
+            return []
         return [
             f"{self._where}: index {g['indexName']!r} was added to the underlying table "
             f"directly, so it has no capacity settings nor auto scaling; add it with "
@@ -615,6 +656,71 @@ class ProvisionedTable(TableCapacity):
         self._manage(None)
 
     # ------------------------------------------------------------------ public API
+
+
+class _ImportedDimension:
+    """One dimension of a table owned elsewhere: a scalable target this stack registers,
+    with target tracking, and what schedules need of it."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        table_name: str,
+        index: str | None,
+        dimension: str,
+        capacity: Capacity,
+    ) -> None:
+        kind = "table" if index is None else "index"
+        label = f"{'' if index is None else index + '-'}{dimension.capitalize()}"
+        stack = Stack.of(scope)
+        role = iam.Role.from_role_arn(
+            scope,
+            f"{label}ServiceRole",
+            f"arn:{stack.partition}:iam::{stack.account}:role/aws-service-role/"
+            "dynamodb.application-autoscaling.amazonaws.com/"
+            "AWSServiceRoleForApplicationAutoScaling_DynamoDBTable",
+        )
+        self.target = appscaling.ScalableTarget(
+            scope,
+            f"{label}Scaling",
+            service_namespace=appscaling.ServiceNamespace.DYNAMODB,
+            resource_id=resource_id(table_name, index),
+            scalable_dimension=f"dynamodb:{kind}:{dimension.capitalize()}CapacityUnits",
+            min_capacity=capacity.min_capacity,
+            max_capacity=capacity.max_capacity,
+            role=role,
+        )
+        self._metric = (
+            appscaling.PredefinedMetric.DYNAMODB_READ_CAPACITY_UTILIZATION
+            if dimension == "read"
+            else appscaling.PredefinedMetric.DYANMODB_WRITE_CAPACITY_UTILIZATION
+        )
+
+    @property
+    def cfn(self) -> appscaling.CfnScalableTarget:
+        child = self.target.node.default_child
+        assert isinstance(child, appscaling.CfnScalableTarget)
+        return child
+
+    def scale_on_utilization(
+        self,
+        *,
+        target_utilization_percent: float,
+        scale_in_cooldown: Duration | None = None,
+        scale_out_cooldown: Duration | None = None,
+        disable_scale_in: bool | None = None,
+    ) -> None:
+        self.target.scale_to_track_metric(
+            "Tracking",
+            target_value=target_utilization_percent,
+            predefined_metric=self._metric,
+            scale_in_cooldown=scale_in_cooldown,
+            scale_out_cooldown=scale_out_cooldown,
+            disable_scale_in=disable_scale_in,
+        )
+
+    def scale_on_schedule(self, id: str, **props: Any) -> None:
+        self.target.scale_on_schedule(id, **props)
 
 
 def _warm_json(warm: dynamodb.WarmThroughput) -> dict[str, int]:

@@ -171,7 +171,7 @@ def test_every_gsi_of_an_adopted_table_needs_capacity(indexes: Any, message: str
     assert str(caught.value) == f"TableCapacity S/C: {message}"
 
 
-def test_on_demand_and_imported_tables_are_refused() -> None:
+def test_on_demand_and_v2_tables_are_refused() -> None:
     stack = cdk.Stack(cdk.App(), "S")
     ok = Capacity(min_capacity=1, max_capacity=2)
     on_demand = dynamodb.Table(
@@ -182,9 +182,93 @@ def test_on_demand_and_imported_tables_are_refused() -> None:
     )
     with pytest.raises(CapacityConfigError, match="billing mode is PAY_PER_REQUEST"):
         TableCapacity(stack, "C", table=on_demand, read=ok, write=ok)
-    imported = dynamodb.Table.from_table_name(stack, "I", "orders")
-    with pytest.raises(CapacityConfigError, match="table must be an aws_dynamodb.Table defined"):
-        TableCapacity(stack, "D", table=imported, read=ok, write=ok)  # type: ignore[arg-type]
+    v2 = dynamodb.TableV2(
+        stack, "V2", partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+    )
+    with pytest.raises(CapacityConfigError) as caught:
+        TableCapacity(stack, "D", table=v2, read=ok, write=ok)
+    assert str(caught.value) == (
+        "TableCapacity S/D: a TableV2 (AWS::DynamoDB::GlobalTable) manages its own capacity "
+        "and auto scaling; use TableV2's Capacity.autoscaled(...) instead"
+    )
+
+
+def test_a_table_owned_elsewhere_gets_scalable_targets_and_schedules() -> None:
+    # GIVEN a table defined in another app, imported by name, with one GSI to schedule
+    stack = cdk.Stack(cdk.App(), "S")
+    orders = dynamodb.Table.from_table_name(stack, "Orders", "orders")
+    capacity = TableCapacity(
+        stack,
+        "OrdersCapacity",
+        table=orders,
+        read=Capacity(min_capacity=5, max_capacity=500),
+        write=Capacity(min_capacity=5, max_capacity=200, target_utilization_percent=60),
+        indexes={"byCustomer": (Capacity(min_capacity=2, max_capacity=50),) * 2},
+    )
+    capacity.add_capacity_window(
+        "nightly",
+        dimension="write",
+        capacity=150,
+        start="02:00",
+        duration=cdk.Duration.hours(1),
+    )
+    template = Template.from_stack(stack)
+    # THEN this stack registers its four scalable targets, with target tracking, under the
+    # service-linked role, and adds nothing else (no table, no role)
+    template.resource_count_is("AWS::DynamoDB::Table", 0)
+    template.resource_count_is("AWS::IAM::Role", 0)
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 4)
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 4)
+    template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        {
+            "ResourceId": "table/orders",
+            "ScalableDimension": "dynamodb:table:WriteCapacityUnits",
+            "MinCapacity": 5,
+            "MaxCapacity": 200,
+            "ScheduledActions": [
+                {
+                    "ScheduledActionName": "nightly-raise",
+                    "Schedule": "cron(45 1 ? * MON,TUE,WED,THU,FRI *)",
+                    "ScalableTargetAction": {"MinCapacity": 150},
+                    "Timezone": "UTC",
+                },
+                {
+                    "ScheduledActionName": "nightly-restore",
+                    "Schedule": "cron(0 3 ? * MON,TUE,WED,THU,FRI *)",
+                    "ScalableTargetAction": {"MinCapacity": 5},
+                    "Timezone": "UTC",
+                },
+            ],
+        },
+    )
+    template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        {
+            "ResourceId": "table/orders/index/byCustomer",
+            "ScalableDimension": "dynamodb:index:ReadCapacityUnits",
+        },
+    )
+    template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        {
+            "TargetTrackingScalingPolicyConfiguration": {
+                "TargetValue": 60,
+                "PredefinedMetricSpecification": {
+                    "PredefinedMetricType": "DynamoDBWriteCapacityUtilization"
+                },
+            },
+        },
+    )
+    # AND a high-water mark, which needs the table itself, is refused
+    with pytest.raises(CapacityConfigError, match="high_water_mark needs the table in this app"):
+        TableCapacity(
+            stack,
+            "Warm",
+            table=orders,
+            read=Capacity(min_capacity=5, max_capacity=500, high_water_mark=900),
+            write=Capacity(min_capacity=5, max_capacity=200),
+        )
 
 
 @pytest.mark.deploy
