@@ -1,5 +1,6 @@
-"""ProvisionedTable: a provisioned DynamoDB table whose every dimension is auto scaled,
-optionally pre-warmed to a high-water mark."""
+"""TableCapacity: capacity management for a DynamoDB table (one of this app's, adopted, or
+one imported by name): every dimension auto scaled, optionally pre-warmed to a high-water
+mark, with schedules and windows. ProvisionedTable: a Table plus a TableCapacity."""
 
 from __future__ import annotations
 
@@ -654,8 +655,6 @@ class ProvisionedTable(TableCapacity):
         )
         """The underlying ``aws_dynamodb.Table``, for grants, metrics and alarms."""
         self._manage(None)
-
-    # ------------------------------------------------------------------ public API
 
 
 class _ImportedDimension:
