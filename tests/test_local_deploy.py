@@ -180,8 +180,9 @@ def test_scaler_role_has_only_its_managed_policy(ticked: dict[str, Any], aws_cli
     assert by_sid["MoveDynamoDBMinimums"]["Condition"] == {
         "StringEquals": {"application-autoscaling:service-namespace": "dynamodb"}
     }
-    assert by_sid["PublishOwnMetrics"]["Condition"] == {
-        "StringEquals": {"cloudwatch:namespace": "DynamoDBCapacity"}
+    assert "PublishOwnMetrics" not in by_sid  # EMF needs no PutMetricData
+    assert by_sid["RememberMinimums"]["Condition"] == {
+        "ForAllValues:StringLike": {"aws:TagKeys": ["ddb-capacity:base-min:*"]}
     }
 
 

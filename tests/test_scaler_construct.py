@@ -156,11 +156,12 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
         "ReadAutoScaling",
         "MoveDynamoDBMinimums",
         "ReadMetrics",
-        "PublishOwnMetrics",
         "DiscoverTables",
         "ManageTaggedTables",
+        "RememberMinimums",
+        "RememberMinimumsOnTaggedTables",
         "DeadLetters",
-    }
+    }  # no PutMetricData: the tick's metrics are EMF lines
     assert by_sid["ManageTable1"] == {
         "Sid": "ManageTable1",
         "Effect": "Allow",
@@ -168,10 +169,21 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
             "dynamodb:DescribeTable",
             "dynamodb:UpdateTable",
             "dynamodb:ListTagsOfResource",
-            "dynamodb:TagResource",
-            "dynamodb:UntagResource",
         ],
         "Resource": stack.resolve(table.table.table_arn),
+    }
+    # tagging only the scaler's own keys: never the discovery tag, nor anyone else's
+    own_keys = {"ForAllValues:StringLike": {"aws:TagKeys": ["ddb-capacity:base-min:*"]}}
+    assert by_sid["RememberMinimums"] == {
+        "Sid": "RememberMinimums",
+        "Effect": "Allow",
+        "Action": ["dynamodb:TagResource", "dynamodb:UntagResource"],
+        "Resource": stack.resolve(table.table.table_arn),
+        "Condition": own_keys,
+    }
+    assert by_sid["RememberMinimumsOnTaggedTables"]["Condition"] == {
+        "StringEquals": {"aws:ResourceTag/team-capacity": "managed"},
+        **own_keys,
     }
     assert by_sid["ManageTaggedTables"] == {
         "Sid": "ManageTaggedTables",
@@ -180,8 +192,6 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
             "dynamodb:DescribeTable",
             "dynamodb:UpdateTable",
             "dynamodb:ListTagsOfResource",
-            "dynamodb:TagResource",
-            "dynamodb:UntagResource",
         ],
         "Resource": {
             "Fn::Join": ["", ["arn:", partition, ":dynamodb:", region, ":", account, ":table/*"]]
@@ -218,9 +228,6 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
         "Action": "cloudwatch:GetMetricData",
         "Resource": "*",
     }
-    assert by_sid["PublishOwnMetrics"]["Condition"] == {
-        "StringEquals": {"cloudwatch:namespace": "DynamoDBCapacity"}
-    }
     assert by_sid["DiscoverTables"]["Action"] == "tag:GetResources"
     assert by_sid["DeadLetters"] == {
         "Sid": "DeadLetters",
@@ -244,6 +251,28 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(stack: cdk.Stack) -> None:
     template = Template.from_stack(stack)
     template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
     template.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
+    # only this account's alarms may use the key, and only to publish
+    template.has_resource_properties(
+        "AWS::KMS::Key",
+        {
+            "KeyPolicy": {
+                "Statement": Match.array_with(
+                    [
+                        {
+                            "Sid": "AlarmsOfThisAccount",
+                            "Effect": "Allow",
+                            "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                            "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                            "Resource": "*",
+                            "Condition": {
+                                "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+                            },
+                        }
+                    ]
+                )
+            }
+        },
+    )
     template.has_resource_properties(
         "AWS::SNS::TopicPolicy",
         {
