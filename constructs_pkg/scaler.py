@@ -20,7 +20,13 @@ from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import BASE_MIN_TAG, DIMENSIONS
-from ddb_capacity_runtime.core.settings import OverrideError, ScalerConfig, check_override
+from ddb_capacity_runtime.core.settings import (
+    DEFAULT_TICK_MINUTES,
+    OverrideError,
+    ScalerConfig,
+    check_override,
+    scale_down_ticks,
+)
 
 from .compliance import acknowledge
 from .runtime import SCALABLE_TARGETS_REASON, autoscaling_statements, scheduled_function
@@ -29,9 +35,7 @@ from .table import TableCapacity
 #: Default tick: CloudWatch delivers a minute 1-3 minutes late; ticking every 2 minutes
 #: acts on throttling about as soon as it is visible, at half the 5-minute delay of the
 #: 2019 Lambda article.
-DEFAULT_TICK = Duration.minutes(2)
-#: Consumption must stay low this long before a decrease, whatever the tick.
-SCALE_DOWN_MINUTES = 15
+DEFAULT_TICK = Duration.minutes(DEFAULT_TICK_MINUTES)
 #: Sized from benchmarks/scaler_tick.py: 1,000 tables x 2 GSIs is ~1,040 AWS calls a tick.
 TIMEOUT = Duration.minutes(3)
 MEMORY_MB = 256
@@ -108,7 +112,7 @@ class ThrottleAwareScaler(Construct):
         self.function.add_environment("SCALER_DRY_RUN", "true" if dry_run else "false")
         self.function.add_environment("SCALER_TICK_MINUTES", str(int(tick_minutes)))
         self.function.add_environment(
-            "SCALER_SCALE_DOWN_TICKS", str(math.ceil(SCALE_DOWN_MINUTES / tick_minutes))
+            "SCALER_SCALE_DOWN_TICKS", str(scale_down_ticks(int(tick_minutes)))
         )
         self.function.add_environment("SCALER_METRICS_NAMESPACE", NAMESPACE)
 

@@ -239,8 +239,18 @@ def test_throttled_control_plane_calls_are_retried_adaptively() -> None:
 def test_defaults() -> None:
     config = ScalerConfig.from_env({})
     assert config.tag_key == "autoscaling_manager_enabled" and config.tag_value == "true"
-    assert (config.window_minutes, config.metric_lag_minutes, config.tick_minutes) == (5, 2, 5)
-    assert config.policy.scale_down_minutes == 15 and config.dry_run is False
+    # one tick default for the Lambda, the construct and the simulator
+    assert (config.window_minutes, config.metric_lag_minutes, config.tick_minutes) == (5, 2, 2)
+    assert config.policy.scale_down_minutes == 16 and config.dry_run is False  # 8 ticks
+    assert ScalerConfig.from_env({"SCALER_TICK_MINUTES": "5"}).policy.scale_down_minutes == 15
+
+
+def test_one_tick_default_everywhere() -> None:
+    from constructs_pkg.scaler import DEFAULT_TICK
+    from ddb_capacity_tools.simulator.policies import DEFAULT_TICK_MINUTES
+
+    assert ScalerConfig.from_env({}).tick_minutes == ScalerConfig().tick_minutes == 2
+    assert DEFAULT_TICK.to_minutes() == DEFAULT_TICK_MINUTES == 2
 
 
 @pytest.mark.parametrize(

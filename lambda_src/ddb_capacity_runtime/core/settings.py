@@ -5,6 +5,7 @@ table tags."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -12,6 +13,18 @@ from typing import Any
 
 from .names import DIMENSIONS, TABLE_QUOTA, TAG_PREFIX
 from .policy import PolicyConfig
+
+#: The one tick default of the Lambda, the construct and the simulator: CloudWatch delivers
+#: a minute 1-3 minutes late, so a 2-minute tick acts on throttling about as soon as it is
+#: visible.
+DEFAULT_TICK_MINUTES = 2
+#: Consumption must stay low this long before a decrease, whatever the tick.
+SCALE_DOWN_MINUTES = 15
+
+
+def scale_down_ticks(tick_minutes: int) -> int:
+    """Ticks of low consumption that make SCALE_DOWN_MINUTES at ``tick_minutes``."""
+    return math.ceil(SCALE_DOWN_MINUTES / tick_minutes)
 
 
 class ConfigError(ValueError):
@@ -43,7 +56,7 @@ class ScalerConfig:
     default_max: int = 1_000
     window_minutes: int = 5
     metric_lag_minutes: int = 2
-    tick_minutes: int = 5
+    tick_minutes: int = DEFAULT_TICK_MINUTES
     dry_run: bool = False
     namespace: str = "DynamoDBCapacity"
     policy: PolicyConfig = field(default_factory=PolicyConfig)
@@ -116,11 +129,12 @@ class ScalerConfig:
                 f"SCALER_BUFFER_PERCENT ({buffer * 100:g}) must be below "
                 f"SCALER_TARGET_PERCENT ({target * 100:g})"
             )
-        tick = number("SCALER_TICK_MINUTES", 5, 1, 60)
+        tick = number("SCALER_TICK_MINUTES", DEFAULT_TICK_MINUTES, 1, 60)
         policy = PolicyConfig(
             target_utilization=target,
             buffer=buffer,
-            scale_down_minutes=tick * number("SCALER_SCALE_DOWN_TICKS", 3, 1, 24),
+            scale_down_minutes=tick
+            * number("SCALER_SCALE_DOWN_TICKS", scale_down_ticks(tick), 1, 24),
             hysteresis=timedelta(minutes=number("SCALER_HYSTERESIS_MINUTES", 30, 0, 1440)),
             min_step_fraction=number("SCALER_MIN_STEP_PERCENT", 20, 0, 1000, float) / 100,
             min_step_units=number("SCALER_MIN_STEP_UNITS", 1, 1, TABLE_QUOTA),

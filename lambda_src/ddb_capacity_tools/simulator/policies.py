@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from ddb_capacity_runtime.core import settings
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, plan_table
 from ddb_capacity_runtime.core.policy import HOLD, PolicyConfig, capacity_units
@@ -28,7 +29,7 @@ from .trace import MINUTE, Key, Trace
 SIMULATED_TABLE = "simulated"
 #: Application Auto Scaling's alarms for target tracking on DynamoDB (DESIGN.md, "Facts").
 HIGH_DATAPOINTS, LOW_DATAPOINTS, LOW_MARGIN = 2, 15, 0.20
-DEFAULT_TICK_MINUTES = 2
+DEFAULT_TICK_MINUTES = settings.DEFAULT_TICK_MINUTES  # the Lambda's and the construct's
 SPEC_HELP = (
     "fixed:N, stock:T, scheduled, scheduled:T, throttle-aware, "
     "throttle-aware+stock:T, on-demand or oracle (T a target utilization in percent, "
