@@ -24,7 +24,6 @@ from ddb_capacity_runtime.core.settings import (
     DEFAULT_TICK_MINUTES,
     OverrideError,
     ScalerConfig,
-    check_override,
     scale_down_ticks,
 )
 
@@ -91,7 +90,6 @@ class ThrottleAwareScaler(Construct):
         self._tick = tick
         self._tables: list[dynamodb.ITable] = []
         self._overrides: dict[str, Any] = {}
-        self._indexes: dict[int, list[str]] = {}
         self._tag_own_keys: iam.PolicyStatement | None = None
         self.tag_key, self.tag_value = tag_key, tag_value
 
@@ -132,10 +130,9 @@ class ThrottleAwareScaler(Construct):
 
     def _checked_override(self, name: str, override: Any) -> dict[str, Any]:
         """``override`` checked as the Lambda will check it (one definition: ScalerConfig)."""
-        if Token.is_unresolved(name):
+        if Token.is_unresolved(name):  # a name known at deploy time only: kept as given
             return dict(override) if isinstance(override, Mapping) else override
         try:
-            check_override(name, override)
             ScalerConfig(overrides={name: override}).limits(name, {})
         except OverrideError as exc:
             raise CapacityConfigError(f"{self._where}: {exc}") from None

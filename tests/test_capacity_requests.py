@@ -607,3 +607,32 @@ def test_after_a_hold_and_a_scaler_raise_the_minimum_comes_back_to_the_base(
     world.tick(world.now + timedelta(minutes=45), SCALER_TABLES=name, SCALER_TAG_KEY="")
     # THEN the minimum is the base again, not the hold's level
     assert world.target_min(name, "write") == 100
+
+
+def test_the_restorer_fails_one_table_alone(
+    world: World, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN expired holds on two real tables and on a table that no longer exists
+    for key, value in aws_env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("CAPACITY_HOLDS_TABLE", world.store.name)
+    gone = datetime.now(UTC) - timedelta(minutes=1)
+    names = [world.table(f"Restore{i}", 10, 40, tagged=False) for i in range(2)]
+    ghost = world.name("Ghost")
+    for name in [names[0], ghost, names[1]]:
+        if name != ghost:
+            world.ddb.update_table(
+                TableName=name,
+                ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 640},
+            )
+        with world.store.lease(name, None, "write", deadline=time.time() + 5) as lease:
+            lease.write(40, [Hold(f"dead{name[-4:]}", None, "write", 600, gone, 40)])
+    monkeypatch.setenv("CAPACITY_TABLES", ",".join([names[0], ghost, names[1]]))
+    # WHEN the restorer runs THEN it fails, naming the one table
+    with pytest.raises(RuntimeError, match="restoring holds failed on 1 table") as caught:
+        restorer_module.restorer_handler({}, None)
+    assert ghost in str(caught.value) and names[0] not in str(caught.value)
+    # AND the two real tables were restored; the ghost's hold is left as it was
+    for name in names:
+        assert world.throughput(name) == (10, 40) and stored(world, name) == {}
+    assert [h.id for h in world.store.table(ghost)[0].holds] == [f"dead{ghost[-4:]}"]

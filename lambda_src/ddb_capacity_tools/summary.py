@@ -128,6 +128,10 @@ def summarize_template(stack: str, template: dict[str, Any]) -> list[DimensionRo
 
 def summarize_assembly(outdir: Path) -> list[StackSummary]:
     manifest = json.loads((outdir / "manifest.json").read_text())
+    report_file = outdir / "validation-report.json"
+    reports = (
+        json.loads(report_file.read_text()).get("pluginReports", []) if report_file.exists() else []
+    )
     summaries = []
     for name, artifact in manifest["artifacts"].items():
         if artifact["type"] != "aws:cloudformation:stack":
@@ -141,27 +145,27 @@ def summarize_assembly(outdir: Path) -> list[StackSummary]:
             for entry in entries
             if entry.get("type") == "aws:cdk:acknowledged-rules"
         )
-        packs, findings = _validation(outdir, name)
         summaries.append(
-            StackSummary(name, summarize_template(name, template), acknowledged, packs, findings)
+            StackSummary(
+                name,
+                summarize_template(name, template),
+                acknowledged,
+                len(reports),
+                _unacknowledged(reports, name),
+            )
         )
     return summaries
 
 
-def _validation(outdir: Path, stack: str) -> tuple[int, int]:
-    """(validation plugins that ran, unacknowledged findings in ``stack``)."""
-    report_file = outdir / "validation-report.json"
-    if not report_file.exists():
-        return 0, 0
-    reports = json.loads(report_file.read_text()).get("pluginReports", [])
-    findings = sum(
+def _unacknowledged(reports: list[dict[str, Any]], stack: str) -> int:
+    """Unacknowledged findings in ``stack`` among the validation plugins' reports."""
+    return sum(
         1
         for report in reports
         for violation in report.get("violations", [])
         for where in violation.get("violatingConstructs", [])
         if where.get("constructPath", "").split("/", 1)[0] == stack
     )
-    return len(reports), findings
 
 
 def render(summaries: list[StackSummary]) -> str:

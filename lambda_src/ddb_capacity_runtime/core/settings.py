@@ -165,8 +165,9 @@ class ScalerConfig:
         ``ddb-capacity:*`` tags (already checked by :func:`.tags.parse_tags`), which win over
         the defaults. Raises :class:`OverrideError`."""
         from_tags: dict[str, Any] = dict(tag_limits)
-        configured = dict(self.overrides.get(table, {}))
-        check_override(table, configured)
+        raw = self.overrides.get(table, {})
+        check_override(table, raw)
+        configured = dict(raw)
         out = {}
         for dim in DIMENSIONS:
             nested = configured.get(dim, {})
