@@ -1,30 +1,57 @@
 """CapacityRequests: the construct side of capacity requests ("get ready, here I come").
 
-Workers call ``ddb_capacity_runtime.requests.request_capacity`` (or ``ddb-capacity request``) at
-run time; this construct makes the hold store (a small on-demand DynamoDB table with
-conditional writes), grants the workers' roles exactly what a request needs and, by default,
-deploys a small scheduled restorer that ends expired holds, so a worker that dies mid-work
-leaves nothing raised behind. ``connect(scaler)`` lets a ``ThrottleAwareScaler`` obey the
-holds (it must, if it manages the same tables) and end them in its tick; the restorer can
-then be left out (``restore_every=None``).
+Workers call ``ddb_capacity_runtime.requests.request_capacity`` (or ``ddb-capacity
+request``) at run time. This construct makes the hold store (a small on-demand DynamoDB
+table with conditional writes) and a broker function with its own narrow role: workers are
+granted invoking the broker and nothing else, and the broker checks every request against
+this construct's configuration before it raises anything. By default it also deploys a
+small scheduled restorer that ends expired holds, so a worker that dies mid-work leaves
+nothing raised behind. ``connect(scaler)`` lets a ``ThrottleAwareScaler`` obey the holds
+(it must, if it manages the same tables) and end them in its tick; the restorer can then be
+left out (``restore_every=None``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from aws_cdk import Duration, Fn, RemovalPolicy, Token
+import jsii
+from aws_cdk import (
+    Duration,
+    Fn,
+    IStableStringProducer,
+    Lazy,
+    RemovalPolicy,
+    Stack,
+    Token,
+)
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_runtime.core.names import TABLE_QUOTA
+from ddb_capacity_runtime.core.names import TABLE_QUOTA, TARGET_TAG
+from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.holds import MAX_HOLD
 from ddb_capacity_runtime.requests.store import MAX_HOLD_ENV, MAX_UNITS_ENV, STORE_ENV
 
 from .compliance import acknowledge
-from .runtime import SCALABLE_TARGETS_REASON, autoscaling_statements, scheduled_function
+from .runtime import (
+    SCALABLE_TARGETS_FINDING,
+    move_minimums_statement,
+    read_autoscaling_statement,
+    runtime_function,
+    scalable_targets_reason,
+    scheduled_function,
+)
+from .runtime import (
+    alarm_topic as alarm_topic_of,
+)
 from .scaler import ThrottleAwareScaler
 from .table import TableCapacity
 
@@ -33,6 +60,9 @@ DEFAULT_RESTORE_EVERY = Duration.minutes(5)
 RESTORER_TIMEOUT = Duration.minutes(1)
 DEFAULT_MAX_HOLD = Duration.hours(24)
 RESTORER_MEMORY_MB = 128
+#: The broker waits for the table while a request is made: Lambda's longest timeout.
+BROKER_TIMEOUT = Duration.minutes(15)
+BROKER_MEMORY_MB = 256
 
 _TABLE_ACTIONS = [
     "dynamodb:DescribeTable",
@@ -52,13 +82,16 @@ class CapacityRequests(Construct):
     """Lets workers raise capacity for work about to start, with automatic restore.
 
     :param tables: the tables workers may request capacity on (``ProvisionedTable`` or any
-        ``ITable``); at least one.
+        ``ITable``); at least one. The indexes of a ``ProvisionedTable`` are allowed too;
+        allow an index of another table with :meth:`allow_index`.
     :param restore_every: how often a scheduled Lambda ends expired holds on these tables.
         Default: 5 minutes. None: no restorer (a connected ``ThrottleAwareScaler`` managing
         the tables ends them in its tick).
-    :param max_units: the most units one hold of one dimension may ask for; larger holds
+    :param max_units: the most units one hold of one dimension may ask for; larger requests
         are refused and, if written to the store anyway, ignored. Default: 40,000.
     :param max_hold: the longest hold. Default: 24 hours.
+    :param alarm_topic: where the alarms on the broker's and the restorer's failures go
+        (a scaler's ``topic``, say). Default: a new topic, SSL enforced, KMS encrypted.
     """
 
     def __init__(
@@ -70,9 +103,11 @@ class CapacityRequests(Construct):
         restore_every: Duration | None = DEFAULT_RESTORE_EVERY,
         max_units: int = TABLE_QUOTA,
         max_hold: Duration = DEFAULT_MAX_HOLD,
+        alarm_topic: sns.ITopic | None = None,
     ) -> None:
         super().__init__(scope, id)
         where = f"CapacityRequests {self.node.path}"
+        self._where = where
         if (
             isinstance(max_units, bool)
             or not isinstance(max_units, int)
@@ -89,6 +124,14 @@ class CapacityRequests(Construct):
                 f"{where}: max_hold must be whole minutes from 1 minute to 24 hours; got "
                 f"{max_hold.to_human_string()}"
             )
+        if restore_every is not None:
+            seconds = restore_every.to_seconds()
+            if seconds % 60 or not 60 <= seconds <= 3600:
+                raise CapacityConfigError(
+                    f"{where}: restore_every must be whole minutes "
+                    f"from 1 to 60, or None; got "
+                    f"{restore_every.to_human_string()}"
+                )
         self.environment = {
             MAX_UNITS_ENV: str(max_units),
             MAX_HOLD_ENV: str(int(hold_minutes)),
@@ -98,16 +141,19 @@ class CapacityRequests(Construct):
                 f"{where}: tables must list at least one table; got {tables!r}"
             )
         self.tables: list[dynamodb.ITable] = []
+        self._indexes: list[tuple[dynamodb.ITable, TableCapacity | None, list[str]]] = []
         for table in tables:
-            if isinstance(table, TableCapacity):
-                table = table.table
+            owner = table if isinstance(table, TableCapacity) else None
+            if owner is not None:
+                table = owner.table
             if not (hasattr(table, "table_arn") and hasattr(table, "table_name")):
                 raise CapacityConfigError(
                     f"{where}: tables must be ProvisionedTable or "
                     f"aws_dynamodb.ITable; got {table!r}"
                 )
             self.tables.append(table)
-        self._grants = 0
+            self._indexes.append((table, owner, []))
+        self.alarm_topic = alarm_topic or alarm_topic_of(self, "DynamoDB capacity request alarms")
         #: The hold store: holds and their leases, written with conditional writes.
         self.hold_store = dynamodb.Table(
             self,
@@ -128,15 +174,62 @@ class CapacityRequests(Construct):
                 "The hold store keeps capacity holds that last 24 hours at most; point-in-"
                 "time recovery covers it, and a lost hold only ends a raise early.",
             )
+        #: The broker: the one function workers may invoke to request capacity.
+        self.broker, self.broker_policy = runtime_function(
+            self,
+            "Broker",
+            handler="ddb_capacity_runtime.requests.broker.broker_handler",
+            description="DynamoDB capacity request broker",
+            timeout=BROKER_TIMEOUT,
+            memory_size=BROKER_MEMORY_MB,
+            environment={
+                **self.environment,
+                SCOPES_ENV: Lazy.string(_Scopes(self)),
+            },
+        )
+        self.broker_policy.add_statements(
+            *self._statements(),
+            iam.PolicyStatement(
+                sid="ReadTraffic", actions=["cloudwatch:GetMetricData"], resources=["*"]
+            ),
+        )
+        self._acknowledge(
+            self.broker_policy,
+            "DescribeScalableTargets, DescribeScalingPolicies and GetMetricData",
+        )
+        reasons = {
+            "Serverless-LambdaTracing": "Each request logs JSON lines; tracing would add "
+            "cost and an X-Ray wildcard permission.",
+            "Serverless-LambdaDLQ": "Workers invoke the broker synchronously and get its "
+            "answer or its error; there is no asynchronous event to keep.",
+            "Serverless-LambdaDefaultMemorySize": "256 MB: the broker mostly waits on "
+            "DynamoDB and Application Auto Scaling.",
+            **{
+                f"{pack}-{rule}": reason
+                for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
+                for rule, reason in (
+                    (
+                        "LambdaInsideVPC",
+                        "Calls only AWS APIs (DynamoDB, Application Auto Scaling, "
+                        "CloudWatch); it reaches nothing in a VPC.",
+                    ),
+                    (
+                        "LambdaConcurrency",
+                        "Concurrent requests are expected; they are serialized per "
+                        "dimension by the hold store's leases.",
+                    ),
+                    (
+                        "LambdaDLQ",
+                        "Invoked synchronously only; the caller gets the error.",
+                    ),
+                )
+            },
+        }
+        for finding, reason in reasons.items():
+            acknowledge(self.broker, finding, reason)
+        self._errors_alarm(self.broker, "BrokerErrorsAlarm", "The capacity request broker failed")
         self.restorer = None
         if restore_every is not None:
-            seconds = restore_every.to_seconds()
-            if seconds % 60 or not 60 <= seconds <= 3600:
-                raise CapacityConfigError(
-                    f"{where}: restore_every must be whole minutes "
-                    f"from 1 to 60, or None; got "
-                    f"{restore_every.to_human_string()}"
-                )
             self.restorer = scheduled_function(
                 self,
                 handler="ddb_capacity_runtime.requests.restorer.restorer_handler",
@@ -152,7 +245,38 @@ class CapacityRequests(Construct):
             for name, value in self.environment.items():
                 self.restorer.function.add_environment(name, value)
             self.restorer.policy.add_statements(*self._statements())
-            self._acknowledge(self.restorer.policy)
+            self._acknowledge(
+                self.restorer.policy, "DescribeScalableTargets and DescribeScalingPolicies"
+            )
+            self._errors_alarm(
+                self.restorer.function, "RestorerErrorsAlarm", "The capacity hold restorer failed"
+            )
+
+    def allow_index(self, table: dynamodb.ITable | TableCapacity, index_name: str) -> None:
+        """Let workers request capacity on the GSI ``index_name`` of ``table``, one of this
+        construct's tables. (A ``ProvisionedTable``'s own indexes are allowed already.)"""
+        target = table.table if isinstance(table, TableCapacity) else table
+        entry = next((e for e in self._indexes if e[0] is target), None)
+        if entry is None:
+            raise CapacityConfigError(
+                f"{self._where}: allow_index needs one of this construct's tables; got {table!r}"
+            )
+        if not isinstance(index_name, str) or not 3 <= len(index_name) <= 255:
+            raise CapacityConfigError(
+                f"{self._where}: index_name must be a global secondary index name "
+                f"(3 to 255 characters); got {index_name!r}"
+            )
+        entry[2].append(index_name)
+
+    def scopes(self) -> list[dict[str, Any]]:
+        """What the broker serves: each table with the indexes it allows."""
+        return [
+            {
+                "table": table.table_name,
+                "indexes": sorted({*(owner.index_names if owner else []), *extra}),
+            }
+            for table, owner, extra in self._indexes
+        ]
 
     def connect(self, scaler: ThrottleAwareScaler) -> None:
         """Let ``scaler`` obey these holds and end them at expiry in its tick. A scaler that
@@ -167,33 +291,24 @@ class CapacityRequests(Construct):
             )
         )
 
-    def grant_request(self, grantee: iam.IGrantable) -> iam.ManagedPolicy:
-        """Attach to ``grantee``'s role (or user, or group) a managed policy with exactly
-        what ``request_capacity`` and releasing need on these tables. Returns the policy."""
-        principal = grantee.grant_principal
-        kind = next((k for k in ("role", "user", "group") if hasattr(principal, f"{k}_name")), None)
-        if kind is None:
-            raise CapacityConfigError(
-                f"CapacityRequests {self.node.path}: grant_request "
-                f"needs a role, a user, a group or something with a "
-                f"role (a function, a task definition); got "
-                f"{grantee!r}"
-            )
-        self._grants += 1
-        policy = iam.ManagedPolicy(
-            self,
-            f"RequestPolicy{self._grants}",
-            description="Lets a worker request DynamoDB capacity for work about to start",
-            statements=[
-                *self._statements(),
-                iam.PolicyStatement(
-                    sid="ReadTraffic", actions=["cloudwatch:GetMetricData"], resources=["*"]
-                ),
-            ],
+    def grant_request(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` (a role, a user, a group, or a function or task definition)
+        invoke the broker, and nothing else: it never gets UpdateTable, scalable targets or
+        the hold store. A function granted here gets ``$CAPACITY_BROKER`` set, so
+        ``request_capacity`` goes through the broker by default."""
+        grant = iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["lambda:InvokeFunction"],
+            resource_arns=[self.broker.function_arn],
         )
-        getattr(policy, f"attach_to_{kind}")(principal)
-        self._acknowledge(policy)
-        return policy
+        if not grant.success:
+            raise CapacityConfigError(
+                f"{self._where}: grant_request needs a role, a user, a group or something "
+                f"with a role (a function, a task definition); got {grantee!r}"
+            )
+        if isinstance(grantee, lambda_.Function):
+            grantee.add_environment(BROKER_ENV, self.broker.function_name)
+        return grant
 
     def _statements(self) -> list[iam.PolicyStatement]:
         return [
@@ -205,21 +320,45 @@ class CapacityRequests(Construct):
             iam.PolicyStatement(
                 sid="HoldStore", actions=_STORE_ACTIONS, resources=[self.hold_store.table_arn]
             ),
-            *autoscaling_statements(),
+            read_autoscaling_statement(),
+            move_minimums_statement(
+                "MoveMinimums", TARGET_TAG, [t.table_name for t in self.tables]
+            ),
         ]
 
+    def _errors_alarm(self, function: lambda_.Function, id: str, description: str) -> None:
+        alarm = function.metric_errors(period=Duration.minutes(5)).create_alarm(
+            self,
+            id,
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=description,
+        )
+        alarm.add_alarm_action(actions.SnsAction(self.alarm_topic))
+
     @staticmethod
-    def _acknowledge(policy: iam.ManagedPolicy) -> None:
+    def _acknowledge(policy: iam.ManagedPolicy, reads: str) -> None:
         acknowledge(
             policy,
             "AwsSolutions-IAM5[Resource::*]",
-            "DescribeScalableTargets, DescribeScalingPolicies and GetMetricData have "
-            "no resource-level permissions.",
+            f"{reads} have no resource-level permissions; they only read.",
         )
         acknowledge(
             policy,
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:"
-            "application-autoscaling:<AWS::Region>:<AWS::AccountId>:"
-            "scalable-target/*]",
-            SCALABLE_TARGETS_REASON,
+            f"AwsSolutions-IAM5[{SCALABLE_TARGETS_FINDING}]",
+            scalable_targets_reason(f"{TARGET_TAG} with the name of one of its tables"),
         )
+
+
+@jsii.implements(IStableStringProducer)
+class _Scopes:
+    """The broker's ``CAPACITY_SCOPES``, written with the template (indexes added later
+    count too)."""
+
+    def __init__(self, owner: CapacityRequests) -> None:
+        self._owner = owner
+
+    def produce(self) -> str:
+        return Stack.of(self._owner).to_json_string(self._owner.scopes())

@@ -14,12 +14,11 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_runtime.core.names import BASE_MIN_TAG, DIMENSIONS
+from ddb_capacity_runtime.core.names import BASE_MIN_TAG, DIMENSIONS, TARGET_TAG
 from ddb_capacity_runtime.core.settings import (
     DEFAULT_TICK_MINUTES,
     OverrideError,
@@ -28,7 +27,14 @@ from ddb_capacity_runtime.core.settings import (
 )
 
 from .compliance import acknowledge
-from .runtime import SCALABLE_TARGETS_REASON, autoscaling_statements, scheduled_function
+from .runtime import (
+    SCALABLE_TARGETS_FINDING,
+    alarm_topic,
+    move_minimums_statement,
+    read_autoscaling_statement,
+    scalable_targets_reason,
+    scheduled_function,
+)
 from .table import TableCapacity
 
 #: Default tick: CloudWatch delivers a minute 1-3 minutes late; ticking every 2 minutes
@@ -91,9 +97,10 @@ class ThrottleAwareScaler(Construct):
         self._tables: list[dynamodb.ITable] = []
         self._overrides: dict[str, Any] = {}
         self._tag_own_keys: iam.PolicyStatement | None = None
+        self._move_minimums: iam.PolicyStatement | None = None
         self.tag_key, self.tag_value = tag_key, tag_value
 
-        self.topic = topic or self._topic()
+        self.topic = topic or alarm_topic(self, "DynamoDB capacity scaler alarms")
         scheduled = scheduled_function(
             self,
             handler="ddb_capacity_runtime.scaler.handler.lambda_handler",
@@ -180,9 +187,17 @@ class ThrottleAwareScaler(Construct):
         )
         if self._tag_own_keys is None:
             self._tag_own_keys = _tag_own_keys("RememberMinimums", [table.table_arn])
-            self.policy.add_statements(self._tag_own_keys)
+            self._move_minimums = move_minimums_statement(
+                "MoveMinimums", TARGET_TAG, [table.table_name]
+            )
+            self.policy.add_statements(self._tag_own_keys, self._move_minimums)
         else:
+            assert self._move_minimums is not None
             self._tag_own_keys.add_resources(table.table_arn)
+            self._move_minimums.add_condition(
+                "StringEquals",
+                {f"aws:ResourceTag/{TARGET_TAG}": [t.table_name for t in self._tables]},
+            )
         for index in [None, *indexes]:
             self._index_alarms(table, label, index)
         self._render_tables()
@@ -201,7 +216,7 @@ class ThrottleAwareScaler(Construct):
 
     def _grant_static(self) -> None:
         self.policy.add_statements(
-            *autoscaling_statements(),
+            read_autoscaling_statement(),
             iam.PolicyStatement(
                 sid="ReadMetrics", actions=["cloudwatch:GetMetricData"], resources=["*"]
             ),
@@ -228,14 +243,18 @@ class ThrottleAwareScaler(Construct):
                 [tables],
                 {"StringEquals": {f"aws:ResourceTag/{key}": value}},
             ),
+            # a tag-discovered table's targets are adopted only if they carry the tag too
+            move_minimums_statement("MoveMinimumsOfTaggedTargets", key, [value]),
         )
 
     def _acknowledge(self) -> None:
         wildcards = {
             "Resource::*": "DescribeScalableTargets, DescribeScalingPolicies, GetMetricData "
             "and tag:GetResources have no resource-level permissions; they only read.",
-            "Resource::arn:<AWS::Partition>:application-autoscaling:<AWS::Region>:"
-            "<AWS::AccountId>:scalable-target/*": SCALABLE_TARGETS_REASON,
+            SCALABLE_TARGETS_FINDING: scalable_targets_reason(
+                f"{TARGET_TAG} with the name of a table the scaler manages"
+                + (f", or tagged {self.tag_key}={self.tag_value}" if self.tag_key else "")
+            ),
         }
         if self.tag_key:
             wildcards[
@@ -250,31 +269,6 @@ class ThrottleAwareScaler(Construct):
             acknowledge(self.policy, f"AwsSolutions-IAM5[{resource}]", reason)
 
     # ------------------------------------------------------------------ alarms
-
-    def _topic(self) -> sns.Topic:
-        key = kms.Key(
-            self,
-            "TopicKey",
-            enable_key_rotation=True,
-            description="Encrypts the scaler's alarm topic",
-        )
-        # CloudWatch alarms of this account only may use the key to publish to the topic
-        key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AlarmsOfThisAccount",
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-                resources=["*"],
-                conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
-            )
-        )
-        return sns.Topic(
-            self,
-            "Alarms",
-            master_key=key,
-            enforce_ssl=True,
-            display_name="DynamoDB capacity scaler alarms",
-        )
 
     def _notify(self, alarm: cloudwatch.Alarm) -> None:
         alarm.add_alarm_action(actions.SnsAction(self.topic))

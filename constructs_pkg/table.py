@@ -28,7 +28,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_runtime.core.names import resource_id
+from ddb_capacity_runtime.core.names import TARGET_TAG, resource_id
 from ddb_capacity_runtime.core.schedule import (
     HORIZON,
     WEEKDAYS,
@@ -367,13 +367,7 @@ class TableCapacity(Construct):
         if key in self._rendered:
             return
         self._rendered.add(key)
-        attribute = self._scalable[key]
-        cfn = (
-            attribute.cfn
-            if isinstance(attribute, _ImportedDimension)
-            else attribute.node.find_child("Target").node.default_child
-        )
-        assert isinstance(cfn, appscaling.CfnScalableTarget)
+        cfn = self._cfn_target(self._scalable[key])
         cfn.add_property_override(
             "ScheduledActions", Lazy.any(_ScheduledActions(self._schedule, key, cfn))
         )
@@ -435,11 +429,23 @@ class TableCapacity(Construct):
                 disable_scale_in=capacity.disable_scale_in,
             )
             self._scalable[(index_name, dimension)] = attribute
+            # the library's roles may move this target's minimum (and no other)
+            Tags.of(self._cfn_target(attribute)).add(TARGET_TAG, self.table.table_name)
             initial = self._initial(capacity)
             if initial > capacity.min_capacity:
                 if self._settle is None:
                     self._settle = SettleStep(self, "Settle", table=self.table)
                 self._settle.add_target(index_name, dimension, initial, capacity.min_capacity)
+
+    @staticmethod
+    def _cfn_target(attribute: dynamodb.IScalableTableAttribute) -> appscaling.CfnScalableTarget:
+        cfn = (
+            attribute.cfn
+            if isinstance(attribute, _ImportedDimension)
+            else attribute.node.find_child("Target").node.default_child
+        )
+        assert isinstance(cfn, appscaling.CfnScalableTarget)
+        return cfn
 
     def _auto_scale(
         self, dimension: str, index_name: str | None, capacity: Capacity

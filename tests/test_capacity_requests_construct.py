@@ -3,6 +3,7 @@ restorer's function, schedule and statements, and bad props."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import aws_cdk as cdk
@@ -61,15 +62,61 @@ def by_sid(properties: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {s.get("Sid", "logs"): s for s in properties["PolicyDocument"]["Statement"]}
 
 
-def test_a_worker_gets_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
+def move_minimums(names: list[Any]) -> dict[str, Any]:
+    return {
+        "Sid": "MoveMinimums",
+        "Effect": "Allow",
+        "Action": "application-autoscaling:RegisterScalableTarget",
+        "Resource": TARGETS,
+        "Condition": {
+            "StringEquals": {
+                "application-autoscaling:service-namespace": "dynamodb",
+                "aws:ResourceTag/ddb-capacity:table": names,
+            },
+            "Null": {"aws:TagKeys": "true"},
+        },
+    }
+
+
+def test_a_worker_may_only_invoke_the_broker(stack: cdk.Stack) -> None:
     shipments, plain = tables(stack)
     worker = iam.Role(stack, "Worker", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
     requests = CapacityRequests(stack, "Requests", tables=[shipments, plain], restore_every=None)
-    requests.grant_request(worker)
+    grant = requests.grant_request(worker)
+    assert isinstance(grant, iam.Grant) and grant.success
     template = Template.from_stack(stack)
-    props = policy(template, "Lets a worker request DynamoDB capacity for work about to start")
-    assert props["Roles"] == [stack.resolve(worker.role_name)]
+    (worker_policy,) = template.find_resources(
+        "AWS::IAM::Policy", {"Properties": {"Roles": [stack.resolve(worker.role_name)]}}
+    ).values()
+    assert worker_policy["Properties"]["PolicyDocument"]["Statement"] == [
+        {
+            "Effect": "Allow",
+            "Action": "lambda:InvokeFunction",
+            "Resource": stack.resolve(requests.broker.function_arn),
+        }
+    ]
+    # No managed policy is attached to the worker
+    for found in template.find_resources("AWS::IAM::ManagedPolicy").values():
+        assert stack.resolve(worker.role_name) not in found["Properties"].get("Roles", [])
+
+
+def test_the_broker_has_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
+    shipments, plain = tables(stack)
+    shipments.add_global_secondary_index(
+        index_name="byPartner",
+        partition_key=PK,
+        read=Capacity(min_capacity=5, max_capacity=100),
+        write=Capacity(min_capacity=5, max_capacity=100),
+    )
+    requests = CapacityRequests(
+        stack, "Requests", tables=[shipments, plain], restore_every=None, max_units=500
+    )
+    requests.allow_index(plain, "byDay")
+    template = Template.from_stack(stack)
+    props = policy(template, "Permissions of DynamoDB capacity request broker")
+    names = [stack.resolve(shipments.table.table_name), stack.resolve(plain.table_name)]
     assert by_sid(props) == {
+        "logs": by_sid(props)["logs"],
         "HoldTables": {
             "Sid": "HoldTables",
             "Effect": "Allow",
@@ -100,15 +147,7 @@ def test_a_worker_gets_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
             ],
             "Resource": "*",
         },
-        "MoveDynamoDBMinimums": {
-            "Sid": "MoveDynamoDBMinimums",
-            "Effect": "Allow",
-            "Action": "application-autoscaling:RegisterScalableTarget",
-            "Resource": TARGETS,
-            "Condition": {
-                "StringEquals": {"application-autoscaling:service-namespace": "dynamodb"}
-            },
-        },
+        "MoveMinimums": move_minimums(names),
         "ReadTraffic": {
             "Sid": "ReadTraffic",
             "Effect": "Allow",
@@ -116,6 +155,33 @@ def test_a_worker_gets_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
             "Resource": "*",
         },
     }
+    # The broker knows what it serves: the tables, the table's own GSI, the allowed one
+    (broker,) = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": "ddb_capacity_runtime.requests.broker.broker_handler"}},
+    ).values()
+    env = broker["Properties"]["Environment"]["Variables"]
+    assert env["CAPACITY_MAX_UNITS"] == "500"
+    assert env["CAPACITY_HOLDS_TABLE"] == stack.resolve(requests.hold_store.table_name)
+    scopes = json.loads(
+        json.dumps(env["CAPACITY_SCOPES"])
+    )  # a Fn::Join of the JSON around the names
+    parts = scopes["Fn::Join"][1]
+    text = "".join(p if isinstance(p, str) else f"<{list(p.values())[0]}>" for p in parts)
+    shipments_ref = f"<{stack.resolve(shipments.table.table_name)['Ref']}>"
+    plain_ref = f"<{stack.resolve(plain.table_name)['Ref']}>"
+    assert json.loads(text) == [
+        {"table": shipments_ref, "indexes": ["byPartner"]},
+        {"table": plain_ref, "indexes": ["byDay"]},
+    ]
+    # Every scalable target the table made carries the tag the broker's grant needs
+    for target in template.find_resources(
+        "AWS::ApplicationAutoScaling::ScalableTarget"
+    ).values():
+        assert {
+            "Key": "ddb-capacity:table",
+            "Value": stack.resolve(shipments.table.table_name),
+        } in target["Properties"]["Tags"]
     # The hold store: on demand, keyed by table and dimension, with point-in-time recovery
     template.has_resource_properties(
         "AWS::DynamoDB::Table",
@@ -128,10 +194,22 @@ def test_a_worker_gets_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
             "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
         },
     )
-    # No restorer was asked for: no function, no rule, nothing inline.
-    template.resource_count_is("AWS::Lambda::Function", 0)
+    # No restorer was asked for: only the broker, no rule; its failures are alarmed
+    template.resource_count_is("AWS::Lambda::Function", 1)
     template.resource_count_is("AWS::Events::Rule", 0)
-    template.resource_count_is("AWS::IAM::Policy", 0)
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {"MetricName": "Errors", "AlarmActions": [stack.resolve(requests.alarm_topic.topic_arn)]},
+    )
+
+
+def test_allow_index_needs_one_of_its_tables(stack: cdk.Stack) -> None:
+    shipments, plain = tables(stack)
+    requests = CapacityRequests(stack, "Requests", tables=[shipments], restore_every=None)
+    with pytest.raises(CapacityConfigError, match="allow_index needs one of this construct's"):
+        requests.allow_index(plain, "byDay")
+    with pytest.raises(CapacityConfigError, match="index_name must be .* got 'x'"):
+        requests.allow_index(shipments, "x")
 
 
 def test_a_function_user_and_group_can_be_granted(stack: cdk.Stack) -> None:
@@ -148,11 +226,21 @@ def test_a_function_user_and_group_can_be_granted(stack: cdk.Stack) -> None:
     for grantee in (function, user, group):
         requests.grant_request(grantee)
     template = Template.from_stack(stack)
-    policies = template.find_resources("AWS::IAM::ManagedPolicy")
+    policies = template.find_resources("AWS::IAM::Policy")
     attached = sorted(
         k for p in policies.values() for k in ("Roles", "Users", "Groups") if k in p["Properties"]
     )
     assert attached == ["Groups", "Roles", "Users"]
+    # The function is told which broker to use
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Handler": "index.handler",
+            "Environment": {
+                "Variables": {"CAPACITY_BROKER": stack.resolve(requests.broker.function_name)}
+            },
+        },
+    )
 
 
 def test_the_restorer_runs_on_a_schedule_with_only_restore_permissions(stack: cdk.Stack) -> None:
@@ -195,7 +283,7 @@ def test_the_restorer_runs_on_a_schedule_with_only_restore_permissions(stack: cd
         "HoldTables",
         "HoldStore",
         "ReadAutoScaling",
-        "MoveDynamoDBMinimums",
+        "MoveMinimums",
     }
     # It reads and moves the tables; it never tags them.
     assert statements["HoldTables"]["Action"] == [

@@ -154,7 +154,8 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
         "logs",
         "ManageTable1",
         "ReadAutoScaling",
-        "MoveDynamoDBMinimums",
+        "MoveMinimums",
+        "MoveMinimumsOfTaggedTargets",
         "ReadMetrics",
         "DiscoverTables",
         "ManageTaggedTables",
@@ -198,26 +199,32 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
         },
         "Condition": {"StringEquals": {"aws:ResourceTag/team-capacity": "managed"}},
     }
-    assert by_sid["MoveDynamoDBMinimums"] == {
-        "Sid": "MoveDynamoDBMinimums",
-        "Effect": "Allow",
-        "Action": "application-autoscaling:RegisterScalableTarget",
-        "Resource": {
-            "Fn::Join": [
-                "",
-                [
-                    "arn:",
-                    partition,
-                    ":application-autoscaling:",
-                    region,
-                    ":",
-                    account,
-                    ":scalable-target/*",
-                ],
-            ]
-        },
-        "Condition": {"StringEquals": {"application-autoscaling:service-namespace": "dynamodb"}},
+    targets = {
+        "Fn::Join": [
+            "",
+            ["arn:", partition, ":application-autoscaling:", region, ":", account]
+            + [":scalable-target/*"],
+        ]
     }
+    # RegisterScalableTarget only on the targets of its tables (tagged by the table), or on
+    # targets that carry the discovery tag themselves; never with tags in the request
+    for sid, key, value in (
+        ("MoveMinimums", "ddb-capacity:table", [stack.resolve(table.table.table_name)]),
+        ("MoveMinimumsOfTaggedTargets", "team-capacity", ["managed"]),
+    ):
+        assert by_sid[sid] == {
+            "Sid": sid,
+            "Effect": "Allow",
+            "Action": "application-autoscaling:RegisterScalableTarget",
+            "Resource": targets,
+            "Condition": {
+                "StringEquals": {
+                    "application-autoscaling:service-namespace": "dynamodb",
+                    f"aws:ResourceTag/{key}": value,
+                },
+                "Null": {"aws:TagKeys": "true"},
+            },
+        }
     assert by_sid["ReadAutoScaling"]["Action"] == [
         "application-autoscaling:DescribeScalableTargets",
         "application-autoscaling:DescribeScalingPolicies",

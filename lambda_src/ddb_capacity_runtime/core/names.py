@@ -10,6 +10,10 @@ TABLE_QUOTA = 40_000
 #: Every tag this library reads or writes on a table starts with this prefix.
 TAG_PREFIX = "ddb-capacity:"
 BASE_MIN_TAG = f"{TAG_PREFIX}base-min:"
+#: The tag on a scalable target that this library may move: its value is the table's name.
+#: The constructs put it on every target they create; the library's roles may call
+#: RegisterScalableTarget only on targets that carry it (with one of their tables' names).
+TARGET_TAG = f"{TAG_PREFIX}table"
 
 
 def resource_id(table: str, index: str | None) -> str:

@@ -10,7 +10,9 @@ and never the cause of an exception:
 - the scaler's memory of a raised minimum, ``ddb-capacity:base-min:<table|index/NAME>:<read|
   write>`` = ``<base>:<set>``: the minimum it replaced and the one it set, both from 1 to the
   table quota (a plain ``<base>``, as older versions wrote it, is read with no ``set``);
-- keys under the prefix that the library does not know are ignored (capacity-request holds
+- ``ddb-capacity:table`` belongs on scalable targets (it lets the library's roles move them);
+  on a table it is skipped;
+- other keys under the prefix that the library does not know are ignored (capacity-request holds
   live in the hold store, :mod:`ddb_capacity_runtime.requests.store`, not in tags).
 """
 
@@ -21,7 +23,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .names import BASE_MIN_TAG, TABLE_QUOTA, TAG_PREFIX
+from .names import BASE_MIN_TAG, TABLE_QUOTA, TAG_PREFIX, TARGET_TAG
 
 LIMIT_NAMES = frozenset(
     f"{prefix}{name}" for prefix in ("", "read-", "write-") for name in ("min", "max", "target")
@@ -94,8 +96,8 @@ def parse_tags(tags: Mapping[str, str], quota: int = TABLE_QUOTA) -> TableTags:
     """Every library tag of a table, checked; see the module docstring."""
     out = TableTags()
     for key, value in tags.items():
-        if not isinstance(key, str) or not key.startswith(TAG_PREFIX):
-            continue
+        if not isinstance(key, str) or not key.startswith(TAG_PREFIX) or key == TARGET_TAG:
+            continue  # TARGET_TAG marks scalable targets; on a table it means nothing
         text = value if isinstance(value, str) else repr(value)
         if key.startswith(BASE_MIN_TAG):
             match = _SCOPE.fullmatch(key[len(BASE_MIN_TAG) :])

@@ -7,7 +7,9 @@ hold it, and restore it when the work is done or the hold expires.
 - :mod:`.context`: reading the table and its traffic, moving minimums;
 - :mod:`.request`: making a request (:func:`request_capacity`, :class:`CapacityHold`);
 - :mod:`.ending`: ending holds (release, by id, at expiry);
-- :mod:`.restorer`: the ``CapacityRequests`` restorer Lambda.
+- :mod:`.restorer`: the ``CapacityRequests`` restorer Lambda;
+- :mod:`.broker`: the ``CapacityRequests`` broker Lambda, the only way in for workers, and
+  the client that invokes it.
 """
 
 from .ending import release_hold, restore_expired

@@ -12,6 +12,7 @@ from ..aws.clients import Clients, make_clients
 from ..core.plan import UPDATE_TABLE, Change
 from ..core.policy import DECREASE
 from ..core.tables import Dimension, ManagedTable
+from .broker import broker_name, invoke_broker
 from .context import Context, read_table, register_min, result_row
 from .holds import DEFAULT_TIMEOUT, CapacityRequestError, CapacityRequestTimeout, Hold, level
 from .store import HeldDimension, HoldStore, open_store
@@ -154,12 +155,18 @@ def release_hold(
     hold_id: str,
     *,
     store: str | HoldStore | None = None,
+    broker: str | None = None,
     clients: Clients | None = None,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
 ) -> list[dict[str, Any]]:
     """End the hold ``hold_id`` on ``table`` (as :meth:`CapacityHold.release` does, for a
-    process that no longer has the handle). Raises CapacityRequestError if there is none."""
+    process that no longer has the handle). Raises CapacityRequestError if there is none.
+    Through a broker (``broker``; default ``$CAPACITY_BROKER``) unless ``store`` is given."""
+    via = broker_name(broker) if store is None else None
+    if via is not None:
+        answer = invoke_broker(via, {"action": "release", "table": table, "id": hold_id})
+        return list(answer.get("changes", []))
     ctx = Context(clients or make_clients(), clock, sleep, 5.0)
     holds_store = open_store(store, ctx.clients, clock)
     ids = sorted({h.id for s in holds_store.table(table) for h in s.holds})

@@ -6,7 +6,7 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,6 +18,7 @@ from ..core.plan import UPDATE_TABLE, Change
 from ..core.policy import INCREASE
 from ..core.tables import Dimension
 from ..events import log_event
+from .broker import BROKER_MAX_WAIT, broker_name, invoke_broker
 from .context import Context, current_traffic, read_table, register_min, result_row
 from .ending import end_holds
 from .holds import (
@@ -48,10 +49,19 @@ class CapacityHold:
     released: bool = False
     _ctx: Context | None = field(default=None, repr=False)
     _store: HoldStore | None = field(default=None, repr=False)
+    _broker: str | None = field(default=None, repr=False)
 
     def release(self) -> list[dict[str, Any]]:
         """End the hold now: lower to what the other holds need. Idempotent."""
-        if self.released or self._ctx is None or self._store is None:
+        if self.released:
+            return []
+        if self._broker is not None:
+            answer = invoke_broker(
+                self._broker, {"action": "release", "table": self.table, "id": self.id}
+            )
+            self.released = True
+            return list(answer.get("changes", []))
+        if self._ctx is None or self._store is None:
             return []
         ctx, ident = self._ctx, self.id
         deadline = self._store.clock() + DEFAULT_TIMEOUT.total_seconds()
@@ -71,6 +81,30 @@ class CapacityHold:
             "released": self.released,
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], broker: str) -> CapacityHold:
+        """The hold a broker made, from its answer (:meth:`as_json`)."""
+        try:
+            expires = datetime.fromisoformat(data["expires"])
+            index = data.get("index")
+            return cls(
+                table=str(data["table"]),
+                index=index,
+                id=str(data["id"]),
+                expires=expires,
+                holds=[
+                    Hold(str(data["id"]), index, dim, int(h["units"]), expires, int(h["baseline"]))
+                    for dim, h in data["holds"].items()
+                ],
+                levels={str(k): int(v) for k, v in data["levels"].items()},
+                changes=list(data.get("changes", [])),
+                _broker=broker,
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CapacityRequestError(
+                f"broker {broker}: an answer that is not a hold ({exc!r}): {dict(data)!r:.300}"
+            ) from None
+
     def __enter__(self) -> CapacityHold:
         return self
 
@@ -87,6 +121,7 @@ def request_capacity(
     hold: timedelta = DEFAULT_HOLD,
     timeout: timedelta = DEFAULT_TIMEOUT,
     store: str | HoldStore | None = None,
+    broker: str | None = None,
     clients: Clients | None = None,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
@@ -94,14 +129,39 @@ def request_capacity(
 ) -> CapacityHold:
     """Raise ``table`` (or its GSI ``index``) by ``read`` / ``write`` units per second over
     the current traffic, wait until it is ACTIVE with that capacity, and hold it for
-    ``hold``. The hold is recorded in the hold store ``store`` (a table name; default
-    ``$CAPACITY_HOLDS_TABLE``). Returns a :class:`CapacityHold`.
+    ``hold``. Returns a :class:`CapacityHold`.
+
+    Through a broker (``broker``, a function name; default ``$CAPACITY_BROKER``), the
+    request is one Lambda invocation, which is all a worker granted with
+    ``CapacityRequests.grant_request`` may do. Without one (direct mode, for an
+    administrator with the rights the broker has), the hold is recorded in the hold store
+    ``store`` (a table name; default ``$CAPACITY_HOLDS_TABLE``) and the table raised here.
 
     Raises :class:`CapacityRequestError` for bad input or a table that cannot take the
     request, and :class:`CapacityRequestTimeout` when ``timeout`` passes first; in both
     cases the hold is withdrawn again.
     """
     wanted = validate_request(table, read, write, index, hold, timeout)
+    via = broker_name(broker) if store is None else None
+    if via is not None:
+        if timeout > BROKER_MAX_WAIT:
+            raise CapacityRequestError(
+                f"timeout: got {timeout}; through a broker a request waits at most "
+                f"{BROKER_MAX_WAIT}"
+            )
+        answer = invoke_broker(
+            via,
+            {
+                "action": "request",
+                "table": table,
+                "index": index,
+                "read": read,
+                "write": write,
+                "hold_minutes": int(hold.total_seconds() // 60),
+                "timeout_seconds": int(timeout.total_seconds()),
+            },
+        )
+        return CapacityHold.from_json(answer.get("hold") or {}, via)
     if not isinstance(store, HoldStore):
         store = store_name(store)
     ctx = Context(clients or make_clients(), clock, sleep, poll_seconds)
@@ -110,6 +170,12 @@ def request_capacity(
         raise CapacityRequestError(
             f"hold: got {hold}; the hold store allows at most {holds_store.limits.max_hold}"
         )
+    for dim, units in wanted.items():
+        if units > holds_store.limits.max_units:
+            raise CapacityRequestError(
+                f"{dim}: got {units:,}; the hold store allows at most "
+                f"{holds_store.limits.max_units:,} units per hold"
+            )
     deadline = clock() + timeout.total_seconds()
     read_table(ctx, table, index, deadline)  # the table and index exist, and are ACTIVE
     traffic = current_traffic(ctx, table, index, wanted)
