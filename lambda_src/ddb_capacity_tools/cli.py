@@ -6,8 +6,14 @@
     ddb-capacity backtest --table NAME [--index NAME] --days N [--policy P ...] [--json]
                           [--chart FILE.png]
     ddb-capacity request --table NAME [--index NAME] [--read N] [--write N]
-                         [--hold MINUTES] [--timeout MINUTES] [--json]
-    ddb-capacity release --table NAME (--id ID | --expired) [--json]
+                         [--hold MINUTES] [--timeout MINUTES] [--broker NAME | --store NAME]
+                         [--json]
+    ddb-capacity release --table NAME (--id ID | --expired) [--broker NAME | --store NAME]
+                         [--json]
+
+``--broker`` (default ``$CAPACITY_BROKER``) goes through the broker ``CapacityRequests``
+deploys, which is all a worker granted with ``grant_request`` may do; ``--store`` acts
+directly on the hold store and the table, for an administrator with the broker's rights.
 
 Exit status: 0 on success, 2 for bad input or a refused request (the message names the
 option and the value), 1 when a request timed out (its hold is withdrawn).
@@ -155,10 +161,17 @@ def build_parser() -> argparse.ArgumentParser:
     rl = sub.add_parser("release", help="end a capacity hold now, or every expired one")
     rl.add_argument("--table", required=True, metavar="NAME")
     for p in (rq, rl):
-        p.add_argument(
+        via = p.add_mutually_exclusive_group()
+        via.add_argument(
+            "--broker",
+            metavar="NAME",
+            help="the broker function CapacityRequests made (default $CAPACITY_BROKER)",
+        )
+        via.add_argument(
             "--store",
             metavar="NAME",
-            help="the hold store table CapacityRequests made (default $CAPACITY_HOLDS_TABLE)",
+            help="direct mode: the hold store table CapacityRequests made (default "
+            "$CAPACITY_HOLDS_TABLE when no broker is named)",
         )
     which = rl.add_mutually_exclusive_group(required=True)
     which.add_argument("--id", metavar="ID", help="the hold's id, as request printed it")
@@ -193,6 +206,7 @@ def _request(args: argparse.Namespace, out: TextIO) -> int:
             hold=hold,
             timeout=timeout,
             store=args.store,
+            broker=args.broker,
         )
         if args.json:
             out.write(json.dumps(made.as_json()) + "\n")
@@ -202,13 +216,19 @@ def _request(args: argparse.Namespace, out: TextIO) -> int:
             f"hold {made.id} on {made.table}{'/' + made.index if made.index else ''}: "
             f"{levels} until {made.expires:%Y-%m-%d %H:%M:%S} UTC\n"
             f"end it early with: ddb-capacity release --table {made.table} "
-            f"--id {made.id}{' --store ' + args.store if args.store else ''}\n"
+            f"--id {made.id}{' --store ' + args.store if args.store else ''}"
+            f"{' --broker ' + args.broker if args.broker else ''}\n"
         )
         return 0
+    if args.expired and args.broker:
+        raise RequestInputError(
+            "--expired: got --broker too; the broker ends holds by id, and expired holds "
+            "are ended by the restorer (or directly, with --store)"
+        )
     rows = (
         requests.restore_expired(args.table, store=args.store)
         if args.expired
-        else requests.release_hold(args.table, args.id, store=args.store)
+        else requests.release_hold(args.table, args.id, store=args.store, broker=args.broker)
     )
     if args.json:
         out.write(json.dumps({"changes": rows}) + "\n")

@@ -151,7 +151,7 @@ def _refusal(kind: str, exc: Exception, event: Any) -> dict[str, Any]:
         level=logging.WARNING,
         table=str(table)[:255],
         kind=kind,
-        message=str(exc),
+        reason=str(exc),
     )
     emit_metrics(
         {
