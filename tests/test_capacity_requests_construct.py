@@ -175,9 +175,7 @@ def test_the_broker_has_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
         {"table": plain_ref, "indexes": ["byDay"]},
     ]
     # Every scalable target the table made carries the tag the broker's grant needs
-    for target in template.find_resources(
-        "AWS::ApplicationAutoScaling::ScalableTarget"
-    ).values():
+    for target in template.find_resources("AWS::ApplicationAutoScaling::ScalableTarget").values():
         assert {
             "Key": "ddb-capacity:table",
             "Value": stack.resolve(shipments.table.table_name),

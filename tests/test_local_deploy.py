@@ -10,6 +10,7 @@ holds for it.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +18,23 @@ import pytest
 
 from ddb_capacity_runtime.settle.handler import handler
 
+from examples.local_aws import drop_key_tags
+
 from .conftest import ACCOUNT, REGION, ResponseCatcher, cfn_event, run_cdk
 
 pytestmark = pytest.mark.deploy
 
 
 @pytest.fixture(scope="module")
-def deployed(cli_assembly: Path, aws_env: dict[str, str]) -> Path:
-    run_cdk("bootstrap", f"aws://{ACCOUNT}/{REGION}", "--app", str(cli_assembly), env=aws_env)
-    run_cdk(
-        "deploy", "--all", "--app", str(cli_assembly), "--require-approval", "never", env=aws_env
-    )
-    return cli_assembly
+def deployed(
+    cli_assembly: Path, aws_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    assembly = tmp_path_factory.mktemp("deploy") / "cdk.out"
+    shutil.copytree(cli_assembly, assembly)  # the deploy adapts its templates to moto
+    drop_key_tags(assembly)
+    run_cdk("bootstrap", f"aws://{ACCOUNT}/{REGION}", "--app", str(assembly), env=aws_env)
+    run_cdk("deploy", "--all", "--app", str(assembly), "--require-approval", "never", env=aws_env)
+    return assembly
 
 
 def physical_table(aws_client: Any, stack: str, logical_prefix: str = "") -> str:
@@ -177,8 +183,12 @@ def test_scaler_role_has_only_its_managed_policy(ticked: dict[str, Any], aws_cli
     assert by_sid["ManageTaggedTables"]["Condition"] == {
         "StringEquals": {"aws:ResourceTag/autoscaling_manager_enabled": "true"}
     }
-    assert by_sid["MoveDynamoDBMinimums"]["Condition"] == {
-        "StringEquals": {"application-autoscaling:service-namespace": "dynamodb"}
+    assert by_sid["MoveMinimums"]["Condition"] == {
+        "StringEquals": {
+            "application-autoscaling:service-namespace": "dynamodb",
+            "aws:ResourceTag/ddb-capacity:table": [ticked["tables"]["Feed"]],
+        },
+        "Null": {"aws:TagKeys": "true"},
     }
     assert "PublishOwnMetrics" not in by_sid  # EMF needs no PutMetricData
     assert by_sid["RememberMinimums"]["Condition"] == {
@@ -214,7 +224,7 @@ def test_deployed_handler_decides_against_deployed_tables(
 # ---------------------------------------------------------------- capacity requests
 
 
-def test_capacity_requests_deploy_a_restorer_and_grant_the_worker(
+def test_capacity_requests_deploy_a_broker_and_a_restorer(
     deployed: Path,
     moto_endpoint: str,
     aws_client: Any,
@@ -222,26 +232,57 @@ def test_capacity_requests_deploy_a_restorer_and_grant_the_worker(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from ddb_capacity_runtime.requests import request_capacity
+    from ddb_capacity_runtime.requests.broker import broker_handler
     from ddb_capacity_runtime.requests.restorer import restorer_handler
-    from examples.local_aws import function_environment
+    from examples.local_aws import function_environment, physical_ids
+
+    from .local_lambda import local_lambda
 
     table = physical_table(aws_client, "PartnerImport")
-    env = function_environment(moto_endpoint, "PartnerImport", "RequestsFunction")
-    assert env["CAPACITY_TABLES"] == table
     store = physical_table(aws_client, "PartnerImport", "RequestsHoldStore")
-    assert env["CAPACITY_HOLDS_TABLE"] == store
+    restorer_env = function_environment(moto_endpoint, "PartnerImport", "RequestsFunction")
+    assert restorer_env["CAPACITY_TABLES"] == table
+    assert restorer_env["CAPACITY_HOLDS_TABLE"] == store
+    broker_env = function_environment(moto_endpoint, "PartnerImport", "RequestsBroker")
+    assert broker_env["CAPACITY_HOLDS_TABLE"] == store
+    assert json.loads(broker_env["CAPACITY_SCOPES"]) == [{"table": table, "indexes": []}]
+    (broker,) = [
+        v
+        for k, v in physical_ids(moto_endpoint, "PartnerImport").items()
+        if k.startswith("RequestsBroker")
+        and "Logs" not in k
+        and "Role" not in k
+        and "Policy" not in k
+        and "Alarm" not in k
+    ]
+    broker_arn = aws_client("lambda").get_function(FunctionName=broker)["Configuration"][
+        "FunctionArn"
+    ]
+    # The worker's role may invoke the broker, and nothing else
     iam = aws_client("iam")
     (role,) = [r for r in iam.list_roles()["Roles"] if "ImportWorker" in r["RoleName"]]
-    assert iam.list_role_policies(RoleName=role["RoleName"])["PolicyNames"] == []
-    (attached,) = iam.list_attached_role_policies(RoleName=role["RoleName"])["AttachedPolicies"]
-    assert "RequestPolicy1" in attached["PolicyName"]
-    # A request against the deployed table, then the deployed restorer's handler with the
-    # deployed environment: nothing expired yet, so the hold stays.
-    for key, value in {**aws_env, **env}.items():
+    assert iam.list_attached_role_policies(RoleName=role["RoleName"])["AttachedPolicies"] == []
+    (inline,) = iam.list_role_policies(RoleName=role["RoleName"])["PolicyNames"]
+    document = iam.get_role_policy(RoleName=role["RoleName"], PolicyName=inline)["PolicyDocument"]
+    assert document["Statement"] == [
+        {"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": broker_arn}
+    ]
+    # A worker's request through the deployed broker, run in-process with the deployed
+    # broker's environment; then the deployed restorer's handler: nothing expired yet.
+    for key, value in {**aws_env, **broker_env}.items():
         monkeypatch.setenv(key, value)
-    with request_capacity(table, write=500) as hold:
-        assert throughput(describe(aws_client, "PartnerImport")) == (10, 500)
-        assert restorer_handler({}, None) == {"restored": [], "failed": []}
-        held = aws_client("dynamodb").scan(TableName=store)["Items"]
-        assert [list(item["holds"]["M"]) for item in held] == [[hold.id]]
-    assert throughput(describe(aws_client, "PartnerImport")) == (10, 10)
+    with local_lambda({broker: broker_handler}) as url:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_LAMBDA", url)
+        with request_capacity(table, write=500, broker=broker) as hold:
+            assert throughput(describe(aws_client, "PartnerImport")) == (10, 500)
+            for key, value in restorer_env.items():
+                monkeypatch.setenv(key, value)
+            assert restorer_handler({}, None) == {"restored": [], "failed": []}
+            held = aws_client("dynamodb").scan(TableName=store)["Items"]
+            assert [list(item["holds"]["M"]) for item in held] == [[hold.id]]
+        # released through the broker on leaving the block
+        assert throughput(describe(aws_client, "PartnerImport")) == (10, 10)
+        # a table the broker does not serve is refused, by name
+        other = physical_table(aws_client, "MinimalTable")
+        with pytest.raises(Exception, match=f"table: got '{other}'; this broker serves only"):
+            request_capacity(other, write=5, broker=broker)
