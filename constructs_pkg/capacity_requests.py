@@ -19,7 +19,6 @@ from typing import Any
 import jsii
 from aws_cdk import (
     Duration,
-    Fn,
     IStableStringProducer,
     Lazy,
     RemovalPolicy,
@@ -57,7 +56,7 @@ from .table import TableCapacity
 
 #: How often expired holds are ended by default: a hold outlives its expiry by at most this.
 DEFAULT_RESTORE_EVERY = Duration.minutes(5)
-RESTORER_TIMEOUT = Duration.minutes(1)
+RESTORER_TIMEOUT = Duration.minutes(3)
 DEFAULT_MAX_HOLD = Duration.hours(24)
 RESTORER_MEMORY_MB = 128
 #: The broker waits for the table while a request is made: Lambda's longest timeout.
@@ -84,7 +83,8 @@ class CapacityRequests(Construct):
     :param tables: the tables workers may request capacity on (``ProvisionedTable`` or any
         ``ITable``); at least one. The indexes of a ``ProvisionedTable`` are allowed too;
         allow an index of another table with :meth:`allow_index`.
-    :param restore_every: how often a scheduled Lambda ends expired holds on these tables.
+    :param restore_every: how often a scheduled Lambda asks the broker to end expired holds
+        on these tables.
         Default: 5 minutes. None: no restorer (a connected ``ThrottleAwareScaler`` managing
         the tables ends them in its tick).
     :param max_units: the most units one hold of one dimension may ask for; larger requests
@@ -230,6 +230,8 @@ class CapacityRequests(Construct):
         self._errors_alarm(self.broker, "BrokerErrorsAlarm", "The capacity request broker failed")
         self.restorer = None
         if restore_every is not None:
+            # The restorer only asks the broker to end expired holds: it changes nothing
+            # itself, so only the broker (and a connected scaler) can change capacity.
             self.restorer = scheduled_function(
                 self,
                 handler="ddb_capacity_runtime.requests.restorer.restorer_handler",
@@ -237,16 +239,15 @@ class CapacityRequests(Construct):
                 timeout=RESTORER_TIMEOUT,
                 memory_size=RESTORER_MEMORY_MB,
                 every=restore_every,
-                calls="DynamoDB, Application Auto Scaling",
+                calls="Lambda (the capacity broker)",
             )
-            self.restorer.function.add_environment(
-                "CAPACITY_TABLES", Fn.join(",", [t.table_name for t in self.tables])
-            )
-            for name, value in self.environment.items():
-                self.restorer.function.add_environment(name, value)
-            self.restorer.policy.add_statements(*self._statements())
-            self._acknowledge(
-                self.restorer.policy, "DescribeScalableTargets and DescribeScalingPolicies"
+            self.restorer.function.add_environment(BROKER_ENV, self.broker.function_name)
+            self.restorer.policy.add_statements(
+                iam.PolicyStatement(
+                    sid="AskTheBroker",
+                    actions=["lambda:InvokeFunction"],
+                    resources=[self.broker.function_arn],
+                )
             )
             self._errors_alarm(
                 self.restorer.function, "RestorerErrorsAlarm", "The capacity hold restorer failed"

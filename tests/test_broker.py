@@ -94,7 +94,10 @@ def test_an_accepted_request_raises_holds_and_releases(world: World, served: str
             {"write": 10, "timeout_seconds": 3600},
             "timeout_seconds: got 3600; the broker waits at most 780 seconds",
         ),
-        ({"action": "delete"}, "action: got 'delete'; expected 'request' or 'release'"),
+        (
+            {"action": "delete"},
+            "action: got 'delete'; expected 'request', 'release' or 'restore'",
+        ),
     ],
 )
 def test_refusals_name_the_field_and_change_nothing(

@@ -5,6 +5,7 @@ table that stays UPDATING, refused updates, an exhausted decrease quota)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -31,8 +32,10 @@ from ddb_capacity_runtime.requests import (
 )
 from ddb_capacity_runtime.requests import request as request_module
 from ddb_capacity_runtime.requests import restorer as restorer_module
+from ddb_capacity_runtime.requests.broker import broker_handler
 from ddb_capacity_runtime.requests.holds import level
 from ddb_capacity_runtime.requests.store import HeldDimension, HoldStore, create_store_table
+from tests.local_lambda import local_lambda
 from tests.moto_world import World
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -559,8 +562,12 @@ def test_the_restorer_handler_ends_expired_holds_on_its_tables(
     with world.store.lease(name, None, "write", deadline=time.time() + 5) as lease:
         lease.write(40, [gone])
     monkeypatch.setenv("CAPACITY_HOLDS_TABLE", world.store.name)
-    monkeypatch.setenv("CAPACITY_TABLES", f" {name} ,")
-    out = restorer_module.restorer_handler({}, None)
+    monkeypatch.setenv("CAPACITY_SCOPES", json.dumps([{"table": name}]))
+    monkeypatch.setenv("CAPACITY_BROKER", "capacity-broker")
+    # the scheduled restorer asks the broker, which restores the tables it serves
+    with local_lambda({"capacity-broker": broker_handler}) as url:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_LAMBDA", url)
+        out = restorer_module.restorer_handler({}, None)
     assert out == {
         "restored": [
             {
@@ -579,6 +586,16 @@ def test_the_restorer_handler_ends_expired_holds_on_its_tables(
     assert stored(world, name) == {}
     monkeypatch.setenv("CAPACITY_HOLDS_TABLE", "NoSuchStore")
     with pytest.raises(RuntimeError, match="restoring holds failed on 1 table"):
+        broker_handler({"action": "restore"}, None)
+    with local_lambda({"capacity-broker": broker_handler}) as url:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_LAMBDA", url)
+        with pytest.raises(
+            CapacityRequestError,
+            match="broker capacity-broker failed: restoring holds failed on 1 table",
+        ):
+            restorer_module.restorer_handler({}, None)
+    monkeypatch.delenv("CAPACITY_BROKER")
+    with pytest.raises(CapacityRequestError, match="CAPACITY_BROKER: not set"):
         restorer_module.restorer_handler({}, None)
 
 
@@ -627,10 +644,12 @@ def test_the_restorer_fails_one_table_alone(
             )
         with world.store.lease(name, None, "write", deadline=time.time() + 5) as lease:
             lease.write(40, [Hold(f"dead{name[-4:]}", None, "write", 600, gone, 40)])
-    monkeypatch.setenv("CAPACITY_TABLES", ",".join([names[0], ghost, names[1]]))
-    # WHEN the restorer runs THEN it fails, naming the one table
+    monkeypatch.setenv(
+        "CAPACITY_SCOPES", json.dumps([{"table": t} for t in [names[0], ghost, names[1]]])
+    )
+    # WHEN the broker restores THEN it fails, naming the one table
     with pytest.raises(RuntimeError, match="restoring holds failed on 1 table") as caught:
-        restorer_module.restorer_handler({}, None)
+        broker_handler({"action": "restore"}, None)
     assert ghost in str(caught.value) and names[0] not in str(caught.value)
     # AND the two real tables were restored; the ghost's hold is left as it was
     for name in names:

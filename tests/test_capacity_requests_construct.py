@@ -241,7 +241,7 @@ def test_a_function_user_and_group_can_be_granted(stack: cdk.Stack) -> None:
     )
 
 
-def test_the_restorer_runs_on_a_schedule_with_only_restore_permissions(stack: cdk.Stack) -> None:
+def test_the_restorer_runs_on_a_schedule_and_may_only_ask_the_broker(stack: cdk.Stack) -> None:
     shipments, plain = tables(stack)
     requests = CapacityRequests(
         stack, "Requests", tables=[shipments, plain], restore_every=cdk.Duration.minutes(10)
@@ -253,45 +253,26 @@ def test_the_restorer_runs_on_a_schedule_with_only_restore_permissions(stack: cd
             "Handler": "ddb_capacity_runtime.requests.restorer.restorer_handler",
             "ReservedConcurrentExecutions": 1,
             "Environment": {
-                "Variables": {
-                    "CAPACITY_TABLES": {
-                        "Fn::Join": [
-                            ",",
-                            [
-                                stack.resolve(shipments.table.table_name),
-                                stack.resolve(plain.table_name),
-                            ],
-                        ]
-                    },
-                    "CAPACITY_HOLDS_TABLE": stack.resolve(requests.hold_store.table_name),
-                    "CAPACITY_MAX_UNITS": "40000",
-                    "CAPACITY_MAX_HOLD_MINUTES": "1440",
-                }
+                "Variables": {"CAPACITY_BROKER": stack.resolve(requests.broker.function_name)}
             },
         },
     )
     template.has_resource_properties(
         "AWS::Events::Rule", {"ScheduleExpression": "rate(10 minutes)"}
     )
-    props = policy(template, "Permissions of DynamoDB capacity hold restorer")
-    statements = by_sid(props)
-    assert set(statements) == {
-        "logs",
-        "DeadLetters",
-        "HoldTables",
-        "HoldStore",
-        "ReadAutoScaling",
-        "MoveMinimums",
+    statements = by_sid(policy(template, "Permissions of DynamoDB capacity hold restorer"))
+    assert set(statements) == {"logs", "DeadLetters", "AskTheBroker"}
+    # It changes nothing itself: it may invoke the broker, and write its logs and dead letters
+    assert statements["AskTheBroker"] == {
+        "Sid": "AskTheBroker",
+        "Effect": "Allow",
+        "Action": "lambda:InvokeFunction",
+        "Resource": stack.resolve(requests.broker.function_arn),
     }
-    # It reads and moves the tables; it never tags them.
-    assert statements["HoldTables"]["Action"] == [
-        "dynamodb:DescribeTable",
-        "dynamodb:ListTagsOfResource",
-        "dynamodb:UpdateTable",
-    ]
     assert statements["DeadLetters"]["Resource"] == stack.resolve(
         requests.restorer.dead_letter_queue.queue_arn if requests.restorer else None
     )
+    template.resource_count_is("AWS::CloudWatch::Alarm", 2)  # broker and restorer errors
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from ddb_capacity_runtime.settle.handler import handler
-
 from examples.local_aws import drop_key_tags
 
 from .conftest import ACCOUNT, REGION, ResponseCatcher, cfn_event, run_cdk
@@ -241,8 +240,6 @@ def test_capacity_requests_deploy_a_broker_and_a_restorer(
     table = physical_table(aws_client, "PartnerImport")
     store = physical_table(aws_client, "PartnerImport", "RequestsHoldStore")
     restorer_env = function_environment(moto_endpoint, "PartnerImport", "RequestsFunction")
-    assert restorer_env["CAPACITY_TABLES"] == table
-    assert restorer_env["CAPACITY_HOLDS_TABLE"] == store
     broker_env = function_environment(moto_endpoint, "PartnerImport", "RequestsBroker")
     assert broker_env["CAPACITY_HOLDS_TABLE"] == store
     assert json.loads(broker_env["CAPACITY_SCOPES"]) == [{"table": table, "indexes": []}]
@@ -255,6 +252,7 @@ def test_capacity_requests_deploy_a_broker_and_a_restorer(
         and "Policy" not in k
         and "Alarm" not in k
     ]
+    assert restorer_env == {"CAPACITY_BROKER": broker}
     broker_arn = aws_client("lambda").get_function(FunctionName=broker)["Configuration"][
         "FunctionArn"
     ]
@@ -277,6 +275,7 @@ def test_capacity_requests_deploy_a_broker_and_a_restorer(
             assert throughput(describe(aws_client, "PartnerImport")) == (10, 500)
             for key, value in restorer_env.items():
                 monkeypatch.setenv(key, value)
+            # the deployed restorer asks the deployed broker: nothing has expired yet
             assert restorer_handler({}, None) == {"restored": [], "failed": []}
             held = aws_client("dynamodb").scan(TableName=store)["Items"]
             assert [list(item["holds"]["M"]) for item in held] == [[hold.id]]

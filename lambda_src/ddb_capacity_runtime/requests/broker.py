@@ -11,11 +11,14 @@ Events (JSON):
 - ``{"action": "request", "table": T, "index": I|null, "read": N, "write": N,
   "hold_minutes": M, "timeout_seconds": S}``
 - ``{"action": "release", "table": T, "id": ID}``
+- ``{"action": "restore"}``: end the expired holds of every table it serves (what the
+  scheduled restorer asks for).
 
 Answers: ``{"ok": true, "hold": {...}}`` (what :meth:`CapacityHold.as_json` gives),
-``{"ok": true, "changes": [...]}``, or ``{"ok": false, "error": "refused"|"timeout",
-"message": ...}`` for a request the broker will not or could not make. Anything else
-(AWS failing, say) fails the invocation: it is counted as a Lambda error and alarmed.
+``{"ok": true, "changes": [...]}``, ``{"ok": true, "restored": [...], "failed": []}``, or
+``{"ok": false, "error": "refused"|"timeout", "message": ...}`` for a request the broker
+will not or could not make. Anything else (AWS failing, say) fails the invocation: it is
+counted as a Lambda error and alarmed.
 
 The client side, :func:`invoke_broker`, is what ``request_capacity(..., broker=NAME)``,
 ``release_hold(..., broker=NAME)`` and ``ddb-capacity request --broker NAME`` use.
@@ -130,7 +133,13 @@ def broker_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
                 )
             config.check(table, None)
             return {"ok": True, "changes": release_hold(table, ident, store=store_name(None))}
-        raise CapacityRequestError(f"action: got {action!r}; expected 'request' or 'release'")
+        if action == "restore":
+            from .restorer import restore_tables
+
+            return {"ok": True, **restore_tables(sorted(config.scopes))}
+        raise CapacityRequestError(
+            f"action: got {action!r}; expected 'request', 'release' or 'restore'"
+        )
     except CapacityRequestTimeout as exc:
         return _refusal("timeout", exc, event)
     except CapacityRequestError as exc:
