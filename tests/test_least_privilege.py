@@ -1,0 +1,216 @@
+"""Who can change what, evaluated from the synthesized template with its real policies and
+conditions (``tests/iam_eval.py``, a small evaluator: no maintained library evaluates IAM
+policies offline).
+
+The app: a table managed by a scaler and by capacity requests (``Orders``), a table found
+by the scaler's discovery tag (``Tagged``), a table pre-warmed by PROVISION_THEN_SETTLE
+(``Catalog``), and an unmanaged table with its own auto scaling (``Unmanaged``), all in one
+account; the principals are the scaler, the broker, the restorer, the settle function and a
+worker granted capacity requests.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+
+from constructs_pkg import (
+    Capacity,
+    CapacityRequests,
+    PrewarmMethod,
+    ProvisionedTable,
+    ThrottleAwareScaler,
+)
+from tests.iam_eval import ACCOUNT, PARTITION, REGION, Request, Template, allowed
+
+PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+DISCOVERY = ("team-capacity", "managed")
+TABLES = ("Orders", "Tagged", "Catalog", "Unmanaged")
+PRINCIPALS = ("scaler", "broker", "restorer", "settle", "worker")
+
+
+def synthesize() -> Template:
+    stack = cdk.Stack(cdk.App(), "Access")
+    orders = ProvisionedTable(
+        stack,
+        "Orders",
+        partition_key=PK,
+        read=Capacity(min_capacity=5, max_capacity=500),
+        write=Capacity(min_capacity=5, max_capacity=500),
+    )
+    tagged = dynamodb.Table(
+        stack, "Tagged", partition_key=PK, billing_mode=dynamodb.BillingMode.PROVISIONED
+    )
+    tagged.auto_scale_write_capacity(min_capacity=5, max_capacity=100).scale_on_utilization(
+        target_utilization_percent=70
+    )
+    cdk.Tags.of(tagged).add(*DISCOVERY)  # the table and its scalable target
+    ProvisionedTable(
+        stack,
+        "Catalog",
+        partition_key=PK,
+        read=Capacity(min_capacity=5, max_capacity=500, high_water_mark=400),
+        write=Capacity(min_capacity=5, max_capacity=500),
+        prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
+    )
+    unmanaged = dynamodb.Table(
+        stack, "Unmanaged", partition_key=PK, billing_mode=dynamodb.BillingMode.PROVISIONED
+    )
+    unmanaged.auto_scale_write_capacity(min_capacity=5, max_capacity=100).scale_on_utilization(
+        target_utilization_percent=70
+    )
+    scaler = ThrottleAwareScaler(
+        stack, "Scaler", tables=[orders], tag_key=DISCOVERY[0], tag_value=DISCOVERY[1]
+    )
+    requests = CapacityRequests(stack, "Requests", tables=[orders])
+    requests.connect(scaler)
+    worker = iam.Role(stack, "Worker", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
+    requests.grant_request(worker)
+    return Template(cdk.assertions.Template.from_stack(stack).to_json())
+
+
+@pytest.fixture(scope="module")
+def template() -> Template:
+    return synthesize()
+
+
+def table_logical(template: Template, name: str) -> str:
+    (logical,) = [k for k in template.of_type("AWS::DynamoDB::Table") if k.startswith(name)]
+    return logical
+
+
+def roles(template: Template) -> dict[str, str]:
+    """Principal -> its role's logical id, found through the functions' handlers."""
+    handlers = {
+        "ddb_capacity_runtime.scaler.handler.lambda_handler": "scaler",
+        "ddb_capacity_runtime.requests.broker.broker_handler": "broker",
+        "ddb_capacity_runtime.requests.restorer.restorer_handler": "restorer",
+        "ddb_capacity_runtime.settle.handler.handler": "settle",
+    }
+    found = {
+        handlers[f["Properties"]["Handler"]]: f["Properties"]["Role"]["Fn::GetAtt"][0]
+        for f in template.of_type("AWS::Lambda::Function").values()
+    }
+    (worker,) = [k for k in template.of_type("AWS::IAM::Role") if k.startswith("Worker")]
+    return {**found, "worker": worker}
+
+
+def requests_on(template: Template, name: str) -> dict[str, Request]:
+    """The calls that would change ``name`` or its tags, with the context IAM would see."""
+    logical = table_logical(template, name)
+    table_arn = f"arn:{PARTITION}:dynamodb:{REGION}:{ACCOUNT}:table/{logical}"
+    table_tags = {f"aws:ResourceTag/{k}": v for k, v in template.tags(logical).items()}
+    targets = [
+        t
+        for t, r in template.of_type("AWS::ApplicationAutoScaling::ScalableTarget").items()
+        if template.resolve(r["Properties"]["ResourceId"]) == f"table/{logical}"
+    ]
+    target = targets[0]
+    target_context = {
+        "application-autoscaling:service-namespace": "dynamodb",
+        **{f"aws:ResourceTag/{k}": v for k, v in template.tags(target).items()},
+    }
+    target_arn = f"arn:{PARTITION}:application-autoscaling:{REGION}:{ACCOUNT}:scalable-target/0a1b"
+
+    def tagging(action: str, key: str) -> Request:
+        return Request(
+            f"dynamodb:{action}",
+            table_arn,
+            {**table_tags, "aws:TagKeys": [key], f"aws:RequestTag/{key}": "x"},
+        )
+
+    return {
+        "UpdateTable": Request("dynamodb:UpdateTable", table_arn, table_tags),
+        "RegisterScalableTarget": Request(
+            "application-autoscaling:RegisterScalableTarget", target_arn, target_context
+        ),
+        "RegisterScalableTarget with tags": Request(
+            "application-autoscaling:RegisterScalableTarget",
+            target_arn,
+            {**target_context, "aws:TagKeys": ["ddb-capacity:table"]},
+        ),
+        "TagResource, a foreign key": tagging("TagResource", "owner"),
+        "TagResource, the discovery tag": tagging("TagResource", DISCOVERY[0]),
+        "UntagResource, the discovery tag": tagging("UntagResource", DISCOVERY[0]),
+        "TagResource, the target tag": tagging("TagResource", "ddb-capacity:table"),
+    }
+
+
+def matrix(template: Template) -> dict[tuple[str, str, str], bool]:
+    """(principal, action, table) -> allowed, for every principal, action and table."""
+    out = {}
+    for principal, role in roles(template).items():
+        statements = template.statements_of(role)
+        for table in TABLES:
+            for action, request in requests_on(template, table).items():
+                out[(principal, action, table)] = allowed(statements, request)
+    return out
+
+
+def test_only_the_scaler_and_the_broker_change_capacity_and_only_on_managed_tables(
+    template: Template,
+) -> None:
+    granted = {key for key, yes in matrix(template).items() if yes}
+    assert granted == {
+        # the scaler: its explicit table, and the table (and target) tagged for discovery
+        ("scaler", "UpdateTable", "Orders"),
+        ("scaler", "RegisterScalableTarget", "Orders"),
+        ("scaler", "UpdateTable", "Tagged"),
+        ("scaler", "RegisterScalableTarget", "Tagged"),
+        # the broker: the tables of its CapacityRequests
+        ("broker", "UpdateTable", "Orders"),
+        ("broker", "RegisterScalableTarget", "Orders"),
+        # the settle function, once at deploy time: the table it settles, nothing else
+        ("settle", "UpdateTable", "Catalog"),
+    }
+    # so nobody can change the unmanaged table, and nobody can write the discovery tag,
+    # the target tag, or a tag of someone else's
+    assert not any(table == "Unmanaged" for _, _, table in granted)
+    assert not any("Tag" in action for _, action, _ in granted)
+
+
+def test_the_evaluator_says_yes_where_the_policies_do(template: Template) -> None:
+    """What each principal is meant to do is allowed, so the denials above are real."""
+    role = roles(template)
+    logical = table_logical(template, "Orders")
+    orders = f"arn:{PARTITION}:dynamodb:{REGION}:{ACCOUNT}:table/{logical}"
+    remember = Request(
+        "dynamodb:TagResource",
+        orders,
+        {"aws:TagKeys": ["ddb-capacity:base-min:table:write"]},
+    )
+    assert allowed(template.statements_of(role["scaler"]), remember)
+    (broker,) = [
+        k
+        for k, r in template.of_type("AWS::Lambda::Function").items()
+        if r["Properties"]["Handler"].endswith("broker_handler")
+    ]
+    invoke = Request(
+        "lambda:InvokeFunction", f"arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:{broker}"
+    )
+    for principal in ("worker", "restorer"):
+        statements = template.statements_of(role[principal])
+        assert allowed(statements, invoke)
+        assert not allowed(
+            statements, Request("lambda:InvokeFunction", invoke.resource.replace(broker, "X"))
+        )
+
+
+def test_the_matrix_reads_the_template_not_a_copy(template: Template) -> None:
+    """Dropping the target-tag condition from the broker's policy makes the evaluator grant
+    the unmanaged table: the matrix follows the template."""
+    raw: dict[str, Any] = copy.deepcopy(dict(template.resources))
+    for resource in raw.values():
+        if resource["Type"] != "AWS::IAM::ManagedPolicy":
+            continue
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+            if statement.get("Sid") == "MoveMinimums":
+                statement["Condition"]["StringEquals"].pop("aws:ResourceTag/ddb-capacity:table")
+                statement["Condition"].pop("Null")
+    loosened = Template({"Resources": raw})
+    assert matrix(loosened)[("broker", "RegisterScalableTarget", "Unmanaged")]
