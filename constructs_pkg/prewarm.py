@@ -73,8 +73,11 @@ class SettleStep(Construct):
         super().__init__(scope, id)
         self._targets: list[dict[str, Any]] = []
         function, policy = settle_function(self)
+        cfn_table = table.node.default_child
+        assert isinstance(cfn_table, dynamodb.CfnTable)
         policy.add_statements(
             iam.PolicyStatement(
+                sid=f"Settle{Stack.of(table).get_logical_id(cfn_table)}",
                 actions=["dynamodb:DescribeTable", "dynamodb:UpdateTable"],
                 resources=[table.table_arn],
             )

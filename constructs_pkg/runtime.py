@@ -104,6 +104,7 @@ def runtime_function(
         roles=[role],
         statements=[
             iam.PolicyStatement(
+                sid="WriteOwnLogs",
                 actions=["logs:CreateLogStream", "logs:PutLogEvents"],
                 resources=[log_group.log_group_arn],
             )

@@ -59,7 +59,7 @@ def policy(template: Template, description: str) -> dict[str, Any]:
 
 
 def by_sid(properties: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {s.get("Sid", "logs"): s for s in properties["PolicyDocument"]["Statement"]}
+    return {s["Sid"]: s for s in properties["PolicyDocument"]["Statement"]}
 
 
 def move_minimums(names: list[Any]) -> dict[str, Any]:
@@ -116,7 +116,7 @@ def test_the_broker_has_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
     props = policy(template, "Permissions of DynamoDB capacity request broker")
     names = [stack.resolve(shipments.table.table_name), stack.resolve(plain.table_name)]
     assert by_sid(props) == {
-        "logs": by_sid(props)["logs"],
+        "WriteOwnLogs": by_sid(props)["WriteOwnLogs"],
         "HoldTables": {
             "Sid": "HoldTables",
             "Effect": "Allow",
@@ -261,7 +261,7 @@ def test_the_restorer_runs_on_a_schedule_and_may_only_ask_the_broker(stack: cdk.
         "AWS::Events::Rule", {"ScheduleExpression": "rate(10 minutes)"}
     )
     statements = by_sid(policy(template, "Permissions of DynamoDB capacity hold restorer"))
-    assert set(statements) == {"logs", "DeadLetters", "AskTheBroker"}
+    assert set(statements) == {"WriteOwnLogs", "DeadLetters", "AskTheBroker"}
     # It changes nothing itself: it may invoke the broker, and write its logs and dead letters
     assert statements["AskTheBroker"] == {
         "Sid": "AskTheBroker",

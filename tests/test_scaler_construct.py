@@ -39,7 +39,7 @@ def statements(template: Template) -> dict[str, dict[str, Any]]:
         "AWS::IAM::ManagedPolicy",
         {"Properties": {"Description": "Permissions of Throttle-aware DynamoDB capacity scaler"}},
     ).values()
-    return {s.get("Sid", "logs"): s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    return {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
 
 
 def test_function_schedule_and_dead_letter_path(stack: cdk.Stack) -> None:
@@ -151,7 +151,7 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
         {"Ref": "AWS::AccountId"},
     )
     assert set(by_sid) == {
-        "logs",
+        "WriteOwnLogs",
         "ManageTable1",
         "ReadAutoScaling",
         "MoveMinimums",

@@ -355,6 +355,7 @@ def test_settle_function_is_one_per_stack_and_scoped_to_its_tables(stack: cdk.St
                 "Statement": Match.array_with(
                     [
                         {
+                            "Sid": f"Settle{stack.resolve(t.table.table_name)['Ref']}",
                             "Action": ["dynamodb:DescribeTable", "dynamodb:UpdateTable"],
                             "Effect": "Allow",
                             "Resource": stack.resolve(t.table.table_arn),
