@@ -9,13 +9,22 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 
 .PHONY: install demo test lint typecheck unit synth clean
 
-install: $(VENV)/.installed node_modules/.installed
+CHECKOV_VENV := .venv-checkov
+
+install: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+# checkov scans the synthesized templates (tests/test_checkov.py); its own venv, see the file
+$(CHECKOV_VENV)/.installed: requirements-checkov.txt
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r requirements-checkov.txt
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -50,4 +59,4 @@ unit: install
 test: lint typecheck unit
 
 clean:
-	rm -rf cdk.out $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out $(VENV) $(CHECKOV_VENV) node_modules .pytest_cache .mypy_cache .ruff_cache

@@ -22,7 +22,7 @@ from .capacity import (
     PrewarmMethod,
 )
 from .capacity_requests import CapacityRequests
-from .compliance import acknowledge, apply_nag_packs
+from .compliance import acknowledge, apply_nag_packs, skip_checkov
 from .scaler import ThrottleAwareScaler
 from .table import ProvisionedTable, TableCapacity
 
@@ -42,6 +42,7 @@ __all__ = [
     "WEEKDAYS",
     "__version__",
     "acknowledge",
+    "skip_checkov",
     "apply_nag_packs",
     "cron",
 ]

@@ -39,7 +39,7 @@ from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.holds import MAX_HOLD
 from ddb_capacity_runtime.requests.store import MAX_HOLD_ENV, MAX_UNITS_ENV, STORE_ENV
 
-from .compliance import acknowledge
+from .compliance import acknowledge, skip_checkov
 from .runtime import (
     SCALABLE_TARGETS_FINDING,
     move_minimums_statement,
@@ -167,6 +167,13 @@ class CapacityRequests(Construct):
             removal_policy=RemovalPolicy.DESTROY,
         )
         self.environment[STORE_ENV] = self.hold_store.table_name
+        skip_checkov(
+            self.hold_store,
+            "CKV_AWS_119",
+            "Encrypted at rest with DynamoDB's AWS owned key; it holds table names, unit "
+            "counts and expiry times only, so a customer managed key would protect nothing "
+            "more and cost $1 a month plus requests.",
+        )
         for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"):
             acknowledge(
                 self.hold_store,
@@ -227,6 +234,8 @@ class CapacityRequests(Construct):
         }
         for finding, reason in reasons.items():
             acknowledge(self.broker, finding, reason)
+        skip_checkov(self.broker, "CKV_AWS_116", reasons["Serverless-LambdaDLQ"])
+        skip_checkov(self.broker, "CKV_AWS_115", reasons["PCI.DSS.321-LambdaConcurrency"])
         self._errors_alarm(self.broker, "BrokerErrorsAlarm", "The capacity request broker failed")
         self.restorer = None
         if restore_every is not None:

@@ -2,12 +2,13 @@
 
 ``apply_nag_packs(app)`` adds the five packs the project is held to. ``acknowledge``
 records one finding on one construct with its reason; it never acknowledges a rule
-stack-wide.
+stack-wide. ``skip_checkov`` writes a checkov skip, with its reason, into one resource's
+template metadata, where checkov and a reviewer reading the template find it.
 """
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, Validations
+from aws_cdk import Acknowledgment, CfnResource, Validations
 from constructs import IConstruct
 
 #: The packs :func:`apply_nag_packs` adds, by their class names in ``cdk_nag``.
@@ -53,3 +54,17 @@ def acknowledge(construct: IConstruct, finding: str, reason: str) -> None:
     Validations.of(construct).acknowledge(
         Acknowledgment(id=acknowledgment_id(finding), reason=reason)
     )
+
+
+def skip_checkov(construct: IConstruct, check_id: str, reason: str) -> None:
+    """Skip checkov's ``check_id`` (``"CKV_AWS_117"``) on ``construct``'s CloudFormation
+    resource (the construct itself, or its default child), with the reason it is safe:
+    ``Metadata.checkov.skip[] = {id, comment}``."""
+    if not reason.strip():
+        raise ValueError(f"skip_checkov: check {check_id!r} needs a reason; got an empty one")
+    resource = construct if isinstance(construct, CfnResource) else construct.node.default_child
+    if not isinstance(resource, CfnResource):
+        raise ValueError(f"skip_checkov: {construct.node.path} has no CloudFormation resource")
+    metadata = resource.get_metadata("checkov") or {}
+    skips = [s for s in metadata.get("skip", []) if s["id"] != check_id]
+    resource.add_metadata("checkov", {"skip": [*skips, {"id": check_id, "comment": reason}]})

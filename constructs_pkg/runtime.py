@@ -25,12 +25,17 @@ from constructs import Construct
 
 import ddb_capacity_runtime
 
-from .compliance import acknowledge
+from .compliance import acknowledge, skip_checkov
 
 #: The installed run-time package, found through its import, never through the current
 #: directory: a user's own ``lambda_src/`` folder cannot take its place.
 RUNTIME_PACKAGE = Path(ddb_capacity_runtime.__file__).resolve().parent
 
+#: Why the functions' logs have no KMS key of their own.
+LOG_KEY_REASON = (
+    "The log holds table names and capacity numbers only; CloudWatch Logs encrypts it at "
+    "rest with its own key, and a KMS key would cost $1 a month per function."
+)
 #: Log retention of every function this library deploys.
 LOG_RETENTION = logs.RetentionDays.ONE_YEAR
 
@@ -81,6 +86,7 @@ def runtime_function(
     timeout: Duration,
     memory_size: int,
     environment: dict[str, str] | None = None,
+    configured_by_environment: bool = True,
 ) -> tuple[lambda_.Function, iam.ManagedPolicy]:
     """An arm64 function on the run-time asset, with its own role and log group.
 
@@ -126,13 +132,21 @@ def runtime_function(
         environment=environment,
     )
     for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"):
-        acknowledge(
-            log_group,
-            f"{pack}-CloudWatchLogGroupEncrypted",
-            "The log holds table names and capacity numbers only; CloudWatch Logs "
-            "encrypts it at rest with its own key, and a KMS key would cost $1 a "
-            "month per function.",
+        acknowledge(log_group, f"{pack}-CloudWatchLogGroupEncrypted", LOG_KEY_REASON)
+    skip_checkov(log_group, "CKV_AWS_158", LOG_KEY_REASON)
+    if configured_by_environment:
+        skip_checkov(
+            function,
+            "CKV_AWS_173",
+            "The environment holds table names and numeric bounds only, no secret; Lambda "
+            "encrypts it at rest with its own key.",
         )
+    skip_checkov(
+        function,
+        "CKV_AWS_117",
+        "Calls only AWS APIs (DynamoDB, Application Auto Scaling, CloudWatch, Lambda); it "
+        "reaches nothing in a VPC, and a VPC would need NAT or endpoints to reach them.",
+    )
     acknowledge(
         policy,
         f"AwsSolutions-IAM5[Resource::<{_logical_ref(log_group)}.Arn>:*]",
@@ -243,6 +257,12 @@ def scheduled_function(
         enforce_ssl=True,
         encryption=sqs.QueueEncryption.SQS_MANAGED,
         retention_period=Duration.days(14),
+    )
+    skip_checkov(
+        queue,
+        "CKV_AWS_27",
+        "Encrypted at rest with SQS-managed keys (SSE-SQS); it holds failed schedule "
+        "events, which name no data, so a KMS key ($1 a month) would protect nothing more.",
     )
     for finding in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
         acknowledge(

@@ -13,12 +13,15 @@ from constructs import Construct
 
 from constructs_pkg import Capacity, ProvisionedTable, acknowledge, apply_nag_packs
 
+from .compliance import AwsOwnedKeys
+
 STRING = dynamodb.AttributeType.STRING
 
 
 class BulkLoadStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, **kwargs: object) -> None:
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
+        cdk.Aspects.of(self).add(AwsOwnedKeys())
         cdk.Tags.of(self).add("app", "ledger")
         ledger = ProvisionedTable(
             self,

@@ -6,10 +6,13 @@ from constructs import Construct
 
 from constructs_pkg import Capacity, ProvisionedTable, acknowledge, apply_nag_packs
 
+from .compliance import AwsOwnedKeys
+
 
 class MinimalTableStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, **kwargs: object) -> None:
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
+        cdk.Aspects.of(self).add(AwsOwnedKeys())
         cdk.Tags.of(self).add("app", "sessions")
         sessions = ProvisionedTable(
             self,

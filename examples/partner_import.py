@@ -28,12 +28,15 @@ from constructs_pkg import (
     apply_nag_packs,
 )
 
+from .compliance import AwsOwnedKeys
+
 STRING = dynamodb.AttributeType.STRING
 
 
 class PartnerImportStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, **kwargs: object) -> None:
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
+        cdk.Aspects.of(self).add(AwsOwnedKeys())
         cdk.Tags.of(self).add("app", "shipments")
         shipments = ProvisionedTable(
             self,

@@ -15,6 +15,8 @@ from constructs import Construct
 
 from constructs_pkg import Capacity, ProvisionedTable, ScheduleEntry, acknowledge, apply_nag_packs
 
+from .compliance import AwsOwnedKeys
+
 ZONE = "America/New_York"
 STEPS = [  # (name, cron, read minimum)
     ("warm-up", "cron(0 17 ? * * *)", 1_200),
@@ -29,6 +31,7 @@ STEPS = [  # (name, cron, read minimum)
 class PrimeTimeStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, **kwargs: object) -> None:
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
+        cdk.Aspects.of(self).add(AwsOwnedKeys())
         cdk.Tags.of(self).add("app", "guide")
         guide = ProvisionedTable(
             self,

@@ -12,10 +12,13 @@ from constructs import Construct
 
 from constructs_pkg import Capacity, PrewarmMethod, ProvisionedTable, acknowledge, apply_nag_packs
 
+from .compliance import AwsOwnedKeys
+
 
 class SettledCatalogStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, **kwargs: object) -> None:
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
+        cdk.Aspects.of(self).add(AwsOwnedKeys())
         cdk.Tags.of(self).add("app", "catalog")
         catalog = ProvisionedTable(
             self,

@@ -20,6 +20,8 @@ from constructs_pkg import (
     apply_nag_packs,
 )
 
+from .compliance import AwsOwnedKeys
+
 STRING = dynamodb.AttributeType.STRING
 TAG_KEY, TAG_VALUE = "autoscaling_manager_enabled", "true"
 
@@ -27,6 +29,7 @@ TAG_KEY, TAG_VALUE = "autoscaling_manager_enabled", "true"
 class ThrottleAwareStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, **kwargs: object) -> None:
         super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
+        cdk.Aspects.of(self).add(AwsOwnedKeys())
         feed = ProvisionedTable(
             self,
             "Feed",
