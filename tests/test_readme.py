@@ -100,16 +100,23 @@ def test_readme_capacity_requests_construct_example_synthesizes(tmp_path: Path) 
         for r in template["Resources"].values()
         if r["Type"] == "AWS::Lambda::Function"
     ]
-    assert handlers == ["ddb_capacity_runtime.requests.restorer.restorer_handler"]
+    assert sorted(handlers) == [
+        "ddb_capacity_runtime.requests.broker.broker_handler",
+        "ddb_capacity_runtime.requests.restorer.restorer_handler",
+    ]
     descriptions = sorted(
         r["Properties"]["Description"]
         for r in template["Resources"].values()
         if r["Type"] == "AWS::IAM::ManagedPolicy"
     )
     assert descriptions == [
-        "Lets a worker request DynamoDB capacity for work about to start",
         "Permissions of DynamoDB capacity hold restorer",
+        "Permissions of DynamoDB capacity request broker",
     ]
+    # the worker's grant: invoking the broker, in its default policy
+    (inline,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::IAM::Policy"]
+    (statement,) = inline["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "lambda:InvokeFunction"
 
 
 def test_readme_capacity_request_example_runs_against_moto(
@@ -160,3 +167,38 @@ def test_readme_adoption_example_synthesizes(tmp_path: Path) -> None:
         k for k, r in template["Resources"].items() if r["Type"] == "AWS::DynamoDB::Table"
     ]
     assert logical_id.startswith("Orders")  # the table's own logical ID
+
+
+def test_the_permissions_section_lists_every_statement() -> None:
+    """Every Sid the library writes, in the example app and in the least-privilege test's
+    app (scaler with tag discovery, broker, restorer, settle function), is in the README's
+    Permissions section; a numbered or per-table Sid as its pattern."""
+    import aws_cdk as cdk
+
+    from examples.__main__ import build_app
+    from tests.test_least_privilege import synthesize
+
+    text = README.read_text()
+    section = text[text.index("## Permissions") : text.index("## Compliance")]
+    listed = set(re.findall(r"^\| ([A-Za-z*]+) \|", section, re.M))
+    app = build_app()
+    templates = [
+        cdk.assertions.Template.from_stack(s).to_json()
+        for s in app.node.children
+        if isinstance(s, cdk.Stack)
+    ]
+    templates.append({"Resources": dict(synthesize().resources)})
+    sids = set()
+    for template in templates:
+        for resource in template["Resources"].values():
+            props = resource.get("Properties", {})
+            document = props.get("PolicyDocument") or props.get("KeyPolicy")
+            for statement in (document or {}).get("Statement", []):
+                if "Sid" in statement:
+                    sid = re.sub(r"^ManageTable\d+$", "ManageTable*N*", statement["Sid"])
+                    sid = re.sub(r"^AllowEventRule\w+$", "AllowEventRule*Schedule*", sid)
+                    sids.add(re.sub(r"^Settle[A-Za-z0-9]+$", "Settle*Table*", sid))
+    assert {"MoveMinimumsOfTaggedTargets", "AskTheBroker", "Settle*Table*"} <= sids
+    missing = sids - listed - {"AlarmsOfThisAccount"}
+    assert missing == set()
+    assert "AlarmsOfThisAccount" in section
