@@ -102,6 +102,7 @@ def test_poisoning_is_real() -> None:
 LAMBDA_ENTRY_POINTS = (
     "ddb_capacity_runtime.scaler.handler",
     "ddb_capacity_runtime.requests.restorer",
+    "ddb_capacity_runtime.requests.broker",
     "ddb_capacity_runtime.settle.handler",
 )
 
