@@ -322,3 +322,83 @@ def test_gsis_are_simulated_with_their_own_counter():
     assert {r.key for r in results} == set(trace.demand)
     gsi = next(r for r in results if r.key == ("ByCustomer", "write"))
     assert gsi.peak_provisioned == 143  # 100 / 0.7
+
+
+# ---------------------------------------------------------------- model fidelity parameters
+
+
+def test_burst_fraction_is_the_share_of_the_bucket_dynamodb_leaves_you():
+    trace = Trace(
+        "step", START, {(None, "read"): [0.0] * 30, (None, "write"): [100.0] * 10 + [200.0] * 20}
+    )
+
+    def first_throttle(fraction: float) -> int | None:
+        params = ModelParams(warmup_minutes=0, burst_fraction=fraction)
+        (_, write) = simulate(trace, [parse("fixed:150")], params, progress=None)
+        return write.first_throttle_minute
+
+    # the full bucket lasts 15 minutes of 50/s excess, a third of it 5, none of it 0
+    assert [first_throttle(f) for f in (1.0, 1 / 3, 0.0)] == [25, 15, 10]
+
+
+def test_retries_count_every_attempt_and_lose_what_is_given_up():
+    trace = Trace("over", START, {(None, "read"): [0.0] * 10, (None, "write"): [200.0] * 10})
+    runs = {
+        retries: simulate(
+            trace,
+            [parse("fixed:100")],
+            ModelParams(warmup_minutes=0, burst_seconds=0, retries=retries, units_per_request=2),
+            progress=None,
+        )[1]
+        for retries in (0, 3)
+    }
+    # the same units are refused (and lost), but CloudWatch sees 4 attempts for each request
+    assert runs[0].throttled_requests == runs[3].throttled_requests == pytest.approx(100 * 60 * 10)
+    per_minute = 100 * 60 / 2  # refused units / units per request
+    assert runs[0].recorded.throttle_events == pytest.approx([per_minute] * 10)
+    assert runs[3].recorded.throttle_events == pytest.approx([4 * per_minute] * 10)
+    assert runs[3].as_json()["throttle_events"] == pytest.approx(4 * per_minute * 10)
+
+
+def test_delays_and_update_latency_are_drawn_reproducibly_from_their_ranges():
+    trace = scenario("spike")
+
+    def run(**kwargs: int) -> list[int]:
+        params = ModelParams(**kwargs)
+        return simulate(trace, [parse("stock:70")], params, progress=None)[1].recorded.provisioned
+
+    fixed = run()
+    drawn = run(delay_spread_minutes=2, update_spread_minutes=4, model_seed=7)
+    assert drawn == run(delay_spread_minutes=2, update_spread_minutes=4, model_seed=7)
+    assert drawn != fixed
+    assert drawn != run(delay_spread_minutes=2, update_spread_minutes=4, model_seed=8)
+
+
+def test_stock_scale_in_keeps_the_peak_of_the_window_it_judged():
+    # a quiet hour whose datapoints alternate 100 and 300: the low alarm fires on all 15,
+    # and scale-in sizes on the window's peak (300 / 0.7), not on the latest datapoint
+    quiet = [100.0 if m % 2 else 300.0 for m in range(120)]
+    trace = Trace("noisy", START, {(None, "read"): [0.0] * 120, (None, "write"): quiet})
+    params = ModelParams(warmup_minutes=0, min_capacity=1)
+    (_, write) = simulate(trace, [parse("fixed:2000")], params, progress=None)
+    assert write.peak_provisioned == 2000
+    (_, stock) = simulate(trace, [parse("stock:70")], params, progress=None)
+    assert min(stock.recorded.provisioned) >= 300 / 0.7
+    p = stock.recorded.provisioned
+    ups = sum(1 for i in range(1, len(p)) if p[i] > p[i - 1])
+    assert ups == 0  # no scale-in it has to undo
+
+
+def test_dimensions_sharing_a_table_take_turns_whatever_their_order():
+    """With 2-minute updates, read and write of one table both growing: neither starves,
+    and swapping the columns swaps the results (no order artifact)."""
+    ramp = [1_000.0 + 40.0 * m for m in range(180)]
+    steady = [900.0 + 40.0 * m for m in range(180)]
+    params = ModelParams(update_minutes=2)
+    forward = Trace("f", START, {(None, "read"): ramp, (None, "write"): steady})
+    swapped = Trace("s", START, {(None, "read"): steady, (None, "write"): ramp})
+    a = {r.key[1]: r for r in simulate(forward, [parse("stock:70")], params, progress=None)}
+    b = {r.key[1]: r for r in simulate(swapped, [parse("stock:70")], params, progress=None)}
+    for dim, other in (("read", "write"), ("write", "read")):
+        assert a[dim].throttled_requests == pytest.approx(b[other].throttled_requests, rel=0.1)
+    assert a["write"].throttled_requests <= 2 * a["read"].throttled_requests + 1

@@ -37,7 +37,7 @@ from ddb_capacity_runtime.aws.retry import describe_error
 from .simulator import chart, report, schedules
 from .simulator.backtest import history
 from .simulator.chart import ChartError
-from .simulator.model import ModelError, ModelParams
+from .simulator.model import FRACTIONAL, ModelError, ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES, SPEC_HELP, PolicyError, Spec, parse
 from .simulator.prices import PriceError, Prices
 from .simulator.run import DEFAULT_POLICIES, simulate
@@ -62,7 +62,7 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         group.add_argument(
             "--" + f.name.replace("_", "-"),
             dest=f.name,
-            type=float if f.name == "units_per_request" else int,
+            type=float if f.name in FRACTIONAL else int,
             default=f.default,
             help=f"default {f.default}",
         )

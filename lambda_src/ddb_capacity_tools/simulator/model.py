@@ -8,10 +8,13 @@ Per dimension and minute, in this order:
 3. demand is served from provisioned capacity, then from the burst bucket; the rest is
    throttled (:func:`serve`);
 4. the minute's served consumption and throttle events are published, to become visible
-   ``metric_delay_minutes`` / ``throttle_delay_minutes`` after the minute ends.
+   ``metric_delay_minutes`` / ``throttle_delay_minutes`` (plus a draw from 0 to
+   ``delay_spread_minutes``) after the minute ends.
 
-UpdateTable is asynchronous: a change takes ``update_minutes`` to apply, and the table or
-GSI rejects another change meanwhile (ResourceInUseException). Decreases are checked against
+UpdateTable is asynchronous: a change takes ``update_minutes`` (plus a draw from 0 to
+``update_spread_minutes``) to apply, and the table or GSI rejects another change meanwhile
+(ResourceInUseException). Draws come from one random generator seeded with ``model_seed``,
+so a run is reproducible. Decreases are checked against
 the run-time :class:`DecreaseLedger` when requested, as DynamoDB does: one over the quota
 fails. Read and write of the table (or of one GSI) share a decrease counter.
 """
@@ -19,6 +22,7 @@ fails. Read and write of the table (or of one GSI) share a decrease counter.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
@@ -26,6 +30,9 @@ from datetime import datetime
 from ddb_capacity_runtime.core.quota import DecreaseLedger
 
 from .trace import Key, Trace
+
+#: The fields that take any number in their range; every other field is a whole number.
+FRACTIONAL = frozenset({"units_per_request", "burst_fraction"})
 
 
 class ModelError(ValueError):
@@ -44,7 +51,19 @@ class ModelParams:
         spikes with Amazon DynamoDB provisioned capacity": "less
         than a minute usually" once the high-water mark is set).
     :param units_per_request: capacity units one throttled request would have used; converts
-        refused units into throttle events. Default 1.
+        refused units into throttle events. Default 1. Policies are not told it: the
+        throttle-aware policy assumes 1.
+    :param retries: attempts the application makes after a throttled one (AWS SDKs retry
+        throttles, with backoff, within seconds). Each attempt is a throttle event, as
+        CloudWatch counts them; a minute's capacity is spent by then, so a retried request is
+        refused again and, after the last attempt, lost. Default 0.
+    :param burst_fraction: the fraction of the burst bucket DynamoDB leaves you (it may spend
+        burst capacity on its own maintenance and does not promise it). Default 1.
+    :param delay_spread_minutes: each minute's datapoints become visible after their delay
+        plus a uniform draw from 0 to this (CloudWatch: 1 to 3 minutes in all). Default 0.
+    :param update_spread_minutes: each UpdateTable takes ``update_minutes`` plus a uniform
+        draw from 0 to this. Default 0.
+    :param model_seed: seeds the draws. Default 1.
     :param min_capacity, max_capacity: each dimension's range (the table quota, 40,000 by
         default). Policies move inside it.
     :param warmup_minutes: minutes simulated before the trace at its first row's demand, so
@@ -59,6 +78,11 @@ class ModelParams:
     min_capacity: int = 1
     max_capacity: int = 40_000
     warmup_minutes: int = 60
+    retries: int = 0
+    burst_fraction: float = 1.0
+    delay_spread_minutes: int = 0
+    update_spread_minutes: int = 0
+    model_seed: int = 1
 
     def validate(self, flags: bool = False) -> ModelParams:
         """Raise :class:`ModelError` for the first field out of range, named as a field or,
@@ -76,11 +100,16 @@ class ModelParams:
             "min_capacity": (1, 40_000),
             "max_capacity": (1, 1_000_000),
             "warmup_minutes": (0, 1440),
+            "retries": (0, 20),
+            "burst_fraction": (0, 1),
+            "delay_spread_minutes": (0, 10),
+            "update_spread_minutes": (0, 30),
+            "model_seed": (0, 2**31 - 1),
         }
         for f in fields(self):
             value = getattr(self, f.name)
             lo, hi = bounds[f.name]
-            whole = f.name != "units_per_request"
+            whole = f.name not in FRACTIONAL
             ok = (
                 isinstance(value, int | float)
                 and not isinstance(value, bool)
@@ -99,6 +128,11 @@ class ModelParams:
                 f"most {name('max_capacity')} ({self.max_capacity})"
             )
         return self
+
+    @property
+    def burst(self) -> float:
+        """Seconds of unused capacity the bucket can hold, with the fraction left to you."""
+        return self.burst_seconds * self.burst_fraction
 
 
 @dataclass(frozen=True)
@@ -137,6 +171,9 @@ class SimulatedDimension:
     pending: int | None = None
     served: list[float] = field(default_factory=list)
     throttle_events: list[float] = field(default_factory=list)
+    #: The first minute at whose start each published datapoint is visible.
+    visible_at: list[int] = field(default_factory=list)
+    throttles_visible_at: list[int] = field(default_factory=list)
     decreases: int = 0
 
 
@@ -148,6 +185,7 @@ class Recorded:
     served: list[float] = field(default_factory=list)
     throttled: list[float] = field(default_factory=list)
     provisioned: list[int] = field(default_factory=list)
+    throttle_events: list[float] = field(default_factory=list)
 
 
 class SimulatedTable:
@@ -160,9 +198,9 @@ class SimulatedTable:
         self.keys: list[Key] = list(trace.demand)
         self.offset = params.warmup_minutes
         self.dims = {
-            k: SimulatedDimension(k, initial[k], params.burst_seconds * initial[k])
-            for k in self.keys
+            k: SimulatedDimension(k, initial[k], params.burst * initial[k]) for k in self.keys
         }
+        self.rng = random.Random(params.model_seed)  # noqa: S311 (a reproducible model, not a secret)
         self.ledgers: dict[str | None, DecreaseLedger] = {k[0]: DecreaseLedger() for k in self.keys}
         self.busy_until: dict[str | None, int] = {}
         self.apply_at: dict[str | None, int] = {}
@@ -179,14 +217,12 @@ class SimulatedTable:
 
     def visible(self, key: Key, minute: int, t: int, throttles: bool = False) -> float | None:
         """The CloudWatch datapoint of ``minute`` as seen at the start of minute ``t``."""
-        delay = (
-            self.params.throttle_delay_minutes if throttles else self.params.metric_delay_minutes
-        )
         index = minute + self.offset
-        if index < 0 or minute + 1 + delay > t:
+        d = self.dims[key]
+        at = d.throttles_visible_at if throttles else d.visible_at
+        if index < 0 or index >= len(at) or at[index] > t:
             return None
-        series = self.dims[key].throttle_events if throttles else self.dims[key].served
-        return series[index] if index < len(series) else None
+        return d.throttle_events[index] if throttles else d.served[index]
 
     # ------------------------------------------------------------------ DynamoDB API
 
@@ -220,9 +256,12 @@ class SimulatedTable:
             self.ledgers[index] = self.ledgers[index].spend(now)
         for dim, v in changes.items():
             self.dims[(index, dim)].pending = v
-        self.busy_until[index] = t + self.params.update_minutes
-        self.apply_at[index] = t + self.params.update_minutes
-        if self.params.update_minutes == 0:
+        latency = self.params.update_minutes
+        if self.params.update_spread_minutes:
+            latency += self.rng.randint(0, self.params.update_spread_minutes)
+        self.busy_until[index] = t + latency
+        self.apply_at[index] = t + latency
+        if latency == 0:
             self._apply(index, t)
         return "applied"
 
@@ -237,7 +276,7 @@ class SimulatedTable:
             elif d.pending < d.provisioned:
                 d.decreases += 1 if t >= 0 else 0
             d.provisioned, d.pending = d.pending, None
-            d.bucket = min(d.bucket, self.params.burst_seconds * d.provisioned)
+            d.bucket = min(d.bucket, self.params.burst * d.provisioned)
 
     # ------------------------------------------------------------------ the minute
 
@@ -247,16 +286,24 @@ class SimulatedTable:
                 self._apply(index, t)
 
     def end_minute(self, t: int) -> None:
+        p = self.params
+        attempts = (1 + p.retries) * 60 / p.units_per_request
+        spread = p.delay_spread_minutes
         for key in self.keys:
             d = self.dims[key]
             demand = self.demand(key, t)
-            m = serve(demand, d.provisioned, d.bucket, self.params.burst_seconds)
+            m = serve(demand, d.provisioned, d.bucket, p.burst)
             d.bucket = m.bucket
             d.served.append(m.served)
-            d.throttle_events.append(m.throttled * 60 / self.params.units_per_request)
+            events = m.throttled * attempts
+            d.throttle_events.append(events)
+            jitter = self.rng.randint(0, spread) if spread else 0
+            d.visible_at.append(t + 1 + p.metric_delay_minutes + jitter)
+            d.throttles_visible_at.append(t + 1 + p.throttle_delay_minutes + jitter)
             if t >= 0:
                 r = self.recorded[key]
                 r.demand.append(demand)
                 r.served.append(m.served)
                 r.throttled.append(m.throttled)
                 r.provisioned.append(d.provisioned)
+                r.throttle_events.append(events)

@@ -104,11 +104,19 @@ class Fixed:
 class AutoScaling:
     """Application Auto Scaling target tracking on every dimension, with scheduled actions.
 
-    Each minute, per dimension: a scheduled action in force sets min/max and capacity outside
-    the range is moved into it at once; the high alarm (the last 2 visible datapoints above
-    target x provisioned) scales out to consumed / target; the low alarm (the last 15 below
-    (target - 20 points) x provisioned) scales in to consumed / target. A refused UpdateTable
-    (in flight, quota) is retried the next minute, as the alarm stays in ALARM.
+    Each dimension is its own scalable target. Each minute, per dimension: a scheduled action
+    in force sets min/max and capacity outside the range is moved into it at once; the high
+    alarm (the last 2 visible datapoints above target x provisioned) scales out to the latest
+    datapoint / target; the low alarm (the last 15 below (target - 20 points) x provisioned)
+    scales in, but only to the highest of those 15 datapoints / target. Target tracking does
+    not scale in so far that the metric would likely go back above the target; sizing on the
+    window's peak is how the model reads that rule (README, "The model").
+
+    A refused UpdateTable (another update of the table or GSI in flight, or the decrease
+    quota) is retried the next minute, as the alarm stays in ALARM and Application Auto
+    Scaling retries the scaling activity. Targets that share a table (its read and write, or
+    a GSI's) are served oldest-waiting first, so neither starves the other whatever the
+    order of the dimensions.
     """
 
     def __init__(
@@ -124,6 +132,8 @@ class AutoScaling:
         self.scale_in = scale_in
         self.min = {k: params.min_capacity for k in keys}
         self.max = {k: params.max_capacity for k in keys}
+        #: The minute each target's refused change was first asked for (oldest goes first).
+        self.waiting: dict[Key, int] = {}
         self.firings: dict[int, list[Firing]] = {}
         for f in firings:
             self.firings.setdefault(f.minute, []).append(f)
@@ -144,33 +154,52 @@ class AutoScaling:
         current = sim.current(key)
         wanted = min(max(current, self.min[key]), self.max[key])
         if wanted != current:
-            sim.update_table(t, key[0], {key[1]: wanted})
+            self._update(sim, t, key, wanted)
             return True
         return False
+
+    def _update(self, sim: SimulatedTable, t: int, key: Key, wanted: int) -> None:
+        """One scaling activity's UpdateTable; a refused one waits for the next minute."""
+        if sim.update_table(t, key[0], {key[1]: wanted}) == "applied":
+            self.waiting.pop(key, None)
+        else:
+            self.waiting.setdefault(key, t)
 
     def act(self, sim: SimulatedTable, t: int) -> None:
         for f in self.firings.get(t, ()):
             self.min[f.key], self.max[f.key] = f.min_capacity, f.max_capacity
-        delay = self.params.metric_delay_minutes
-        newest = t - 1 - delay
-        for key in sim.keys:
+        order = sorted(sim.keys, key=lambda k: self.waiting.get(k, t))  # stable: ties keep order
+        for key in order:
             if self._enforce(sim, t, key) or sim.dims[key].pending is not None:
+                continue
+            # The alarms see the newest datapoints CloudWatch has delivered (delays vary).
+            newest = self._newest(sim, key, t)
+            if newest is None:
                 continue
             provisioned = sim.dims[key].provisioned
             high = [sim.visible(key, m, t) for m in range(newest - HIGH_DATAPOINTS + 1, newest + 1)]
             if all(v is not None and v > self.target * provisioned for v in high):
                 wanted = _clamp(high[-1] / self.target, self.min[key], self.max[key])  # type: ignore[operator]
                 if wanted > provisioned:
-                    sim.update_table(t, key[0], {key[1]: wanted})
+                    self._update(sim, t, key, wanted)
                 continue
             if not self.scale_in:
                 continue
             low = [sim.visible(key, m, t) for m in range(newest - LOW_DATAPOINTS + 1, newest + 1)]
             threshold = (self.target - LOW_MARGIN) * provisioned
             if all(v is not None and v < threshold for v in low):
-                wanted = _clamp(low[-1] / self.target, self.min[key], self.max[key])  # type: ignore[operator]
+                peak = max(v for v in low if v is not None)
+                wanted = _clamp(peak / self.target, self.min[key], self.max[key])
                 if wanted < provisioned:
-                    sim.update_table(t, key[0], {key[1]: wanted})
+                    self._update(sim, t, key, wanted)
+
+    def _newest(self, sim: SimulatedTable, key: Key, t: int) -> int | None:
+        """The newest minute whose datapoint is visible at ``t``."""
+        m = t - 1 - self.params.metric_delay_minutes
+        for candidate in range(m, m - self.params.delay_spread_minutes - 1, -1):
+            if sim.visible(key, candidate, t) is not None:
+                return candidate
+        return None
 
 
 class ThrottleAware:

@@ -43,6 +43,7 @@ class DimensionResult:
     peak_provisioned: int
     rejected_decreases: int
     demand_unit_hours: float
+    throttle_events: float = 0.0
     recorded: Recorded = field(repr=False, default_factory=Recorded)
 
     def as_json(self) -> dict[str, Any]:
@@ -59,6 +60,7 @@ class DimensionResult:
             "peak_provisioned": self.peak_provisioned,
             "rejected_decreases": self.rejected_decreases,
             "demand_unit_hours": round(self.demand_unit_hours, 3),
+            "throttle_events": round(self.throttle_events, 3),
         }
 
 
@@ -154,6 +156,7 @@ def _result(spec: Spec, key: Key, sim: SimulatedTable, prices: Prices) -> Dimens
         peak_provisioned=max(r.provisioned, default=0),
         rejected_decreases=sim.rejected_decreases[key],
         demand_unit_hours=sum(r.demand) / 60,
+        throttle_events=sum(r.throttle_events),
         recorded=r,
     )
 
@@ -172,7 +175,9 @@ def _on_demand(spec: Spec, key: Key, demand: list[float], prices: Prices) -> Dim
         peak_provisioned=0,
         rejected_decreases=0,
         demand_unit_hours=sum(demand) / 60,
-        recorded=Recorded(list(demand), list(demand), [0.0] * len(demand), [0] * len(demand)),
+        recorded=Recorded(
+            list(demand), list(demand), [0.0] * len(demand), [0] * len(demand), [0.0] * len(demand)
+        ),
     )
 
 
