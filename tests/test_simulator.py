@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
@@ -402,3 +403,57 @@ def test_dimensions_sharing_a_table_take_turns_whatever_their_order():
     for dim, other in (("read", "write"), ("write", "read")):
         assert a[dim].throttled_requests == pytest.approx(b[other].throttled_requests, rel=0.1)
     assert a["write"].throttled_requests <= 2 * a["read"].throttled_requests + 1
+
+
+# ---------------------------------------------------------------- the bound
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    demand=st.lists(st.floats(0, 3_000, allow_nan=False), min_size=30, max_size=150),
+    burst_fraction=st.sampled_from([0.0, 0.5, 1.0]),
+    max_capacity=st.sampled_from([3_000, 40_000]),
+    policy=st.sampled_from(["fixed:3000", "fixed:1200", "stock:60", "stock:80", "oracle"]),
+    warmup=st.sampled_from([0, 30]),
+)
+def test_no_zero_throttle_run_costs_less_than_the_bound(
+    demand, burst_fraction, max_capacity, policy, warmup
+):
+    trace = Trace("random", START, {(None, "read"): demand, (None, "write"): demand[::-1]})
+    params = ModelParams(
+        burst_fraction=burst_fraction, max_capacity=max_capacity, warmup_minutes=warmup
+    )
+    runs = simulate(trace, [parse(policy), parse("bound")], params, progress=None)
+    floor = {r.key: r.cost_usd for r in runs if r.policy == "bound"}
+    for r in runs:
+        if r.policy != "bound" and r.throttled_minutes == 0:
+            assert r.cost_usd >= floor[r.key] * (1 - 1e-9), (r.policy, r.key)
+
+
+def test_the_bound_is_each_minutes_demand_without_burst_and_below_the_oracle():
+    trace = scenario("nightly-batch")
+    params = ModelParams(burst_fraction=0)
+    runs = simulate(trace, [parse("oracle"), parse("bound")], params, progress=None)
+    by = {(r.policy, r.key[1]): r for r in runs}
+    write = trace.demand[(None, "write")]
+    assert by[("bound", "write")].provisioned_unit_hours == pytest.approx(
+        sum(max(1, math.ceil(d)) for d in write) / 60
+    )
+    for dim in ("read", "write"):
+        gap = by[("oracle", dim)].cost_usd / by[("bound", dim)].cost_usd
+        assert 1.0 <= gap < 1.5
+
+
+@pytest.mark.parametrize(
+    ("burst_fraction", "max_capacity", "least_share"),
+    [(0.0, 40_000, 1.0), (1.0, 1_000, 0.95)],
+)
+def test_the_bound_is_tight_where_a_plan_can_meet_it(burst_fraction, max_capacity, least_share):
+    """Flat demand: provisioning exactly the demand never throttles, and the bound is that
+    plan's cost (without burst) or within the bucket it may start with (with burst)."""
+    trace = Trace("flat", START, {(None, "read"): [0.0] * 120, (None, "write"): [1_000.0] * 120})
+    params = ModelParams(burst_fraction=burst_fraction, max_capacity=max_capacity)
+    runs = simulate(trace, [parse("fixed:1000"), parse("bound")], params, progress=None)
+    fixed, floor = (r for r in runs if r.key[1] == "write")
+    assert fixed.throttled_minutes == 0
+    assert least_share * fixed.cost_usd <= floor.cost_usd <= fixed.cost_usd

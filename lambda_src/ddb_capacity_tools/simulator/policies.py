@@ -1,8 +1,9 @@
 """The policies a trace is replayed through, named as on the command line.
 
 ``fixed:N``, ``stock:T``, ``scheduled`` (or ``scheduled:T``), ``throttle-aware``,
-``throttle-aware+stock:T``, ``on-demand`` and ``oracle``. The throttle-aware policy is the
-scaler Lambda's own code: :func:`ddb_capacity_runtime.core.plan.plan_table` with the
+``throttle-aware+stock:T``, ``on-demand``, ``oracle`` and ``bound`` (not a policy: the
+proven lower bound on any zero-throttle plan's cost, :mod:`.bound`). The throttle-aware
+policy is the scaler Lambda's own code: :func:`ddb_capacity_runtime.core.plan.plan_table` with the
 run-time policy and quota ledger.
 """
 
@@ -32,8 +33,8 @@ HIGH_DATAPOINTS, LOW_DATAPOINTS, LOW_MARGIN = 2, 15, 0.20
 DEFAULT_TICK_MINUTES = settings.DEFAULT_TICK_MINUTES  # the Lambda's and the construct's
 SPEC_HELP = (
     "fixed:N, stock:T, scheduled, scheduled:T, throttle-aware, "
-    "throttle-aware+stock:T, on-demand or oracle (T a target utilization in percent, "
-    "20 to 90)"
+    "throttle-aware+stock:T, on-demand, oracle or bound (T a target utilization in "
+    "percent, 20 to 90)"
 )
 
 
@@ -52,7 +53,7 @@ class Spec:
     """A parsed ``--policy`` value."""
 
     text: str
-    kind: str  # fixed | stock | scheduled | throttle-aware | on-demand | oracle
+    kind: str  # fixed | stock | scheduled | throttle-aware | on-demand | oracle | bound
     value: int | None = None  # N for fixed, T for stock/scheduled
     with_stock: bool = False
 
@@ -70,7 +71,7 @@ def _target(text: str, number: str) -> int:
 def parse(text: str, max_capacity: int = 40_000) -> Spec:
     """Parse one ``--policy`` value; :class:`PolicyError` names what is allowed."""
     t = text.strip()
-    if t in ("on-demand", "oracle", "throttle-aware", "scheduled"):
+    if t in ("on-demand", "oracle", "bound", "throttle-aware", "scheduled"):
         return Spec(text, t, 70 if t == "scheduled" else None)
     if m := re.fullmatch(r"fixed:(\d+)", t):
         n = int(m.group(1))

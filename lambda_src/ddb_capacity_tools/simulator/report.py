@@ -16,8 +16,15 @@ def as_json(
     results: Sequence[DimensionResult], trace: Trace, params: ModelParams, prices: Prices
 ) -> dict[str, Any]:
     """``{"policies": [...]}``: one element per policy and dimension (README, "--json")."""
+    oracle = {r.key: r.cost_usd for r in results if r.policy == "oracle"}
+    floor = {r.key: r.cost_usd for r in results if r.policy == "bound"}
     return {
         "policies": [r.as_json() for r in results],
+        "oracle_over_bound": {
+            key_label(k): round(oracle[k] / floor[k], 4)
+            for k in oracle
+            if k in floor and floor[k] > 0
+        },
         "trace": {
             "name": trace.name,
             "start": trace.start.isoformat(),
@@ -30,8 +37,10 @@ def as_json(
 
 
 def table(results: Sequence[DimensionResult], trace: Trace) -> str:
-    """A fixed-width comparison; ``x oracle`` is cost relative to the oracle's."""
+    """A fixed-width comparison; ``x oracle`` and ``x bound`` are cost relative to the
+    oracle's and to the bound's."""
     oracle = {r.key: r.cost_usd for r in results if r.policy == "oracle"}
+    floor = {r.key: r.cost_usd for r in results if r.policy == "bound"}
     header = (
         "policy",
         "dimension",
@@ -41,6 +50,7 @@ def table(results: Sequence[DimensionResult], trace: Trace) -> str:
         "unit-hours",
         "cost $",
         "x oracle",
+        "x bound",
         "decreases",
         "peak",
     )
@@ -57,6 +67,7 @@ def table(results: Sequence[DimensionResult], trace: Trace) -> str:
                 f"{r.provisioned_unit_hours:,.0f}",
                 f"{r.cost_usd:,.2f}",
                 f"{r.cost_usd / base:.2f}" if base else "-",
+                f"{r.cost_usd / floor[r.key]:.2f}" if floor.get(r.key) else "-",
                 f"{r.decreases}"
                 + (f" (+{r.rejected_decreases} refused)" if r.rejected_decreases else ""),
                 f"{r.peak_provisioned:,}",
@@ -79,6 +90,7 @@ def table(results: Sequence[DimensionResult], trace: Trace) -> str:
     lines.append("")
     lines.append(
         "throttled units: capacity units refused (units/s x 60); first: minutes from "
-        "the trace start; refused decreases were over DynamoDB's quota"
+        "the trace start; refused decreases were over DynamoDB's quota; bound: no plan "
+        "without throttles costs less (README, 'Bounds')"
     )
     return "\n".join(lines)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from . import schedules
+from .bound import Bound, bound
 from .model import ModelParams, Recorded, SimulatedTable
 from .oracle import Oracle
 from .policies import (
@@ -24,7 +25,7 @@ from .prices import Prices
 from .trace import Key, Trace, key_label
 
 #: What runs when no policy is named (``scheduled`` joins when the input has a schedule).
-DEFAULT_POLICIES = ("stock:70", "throttle-aware+stock:70", "on-demand", "oracle")
+DEFAULT_POLICIES = ("stock:70", "throttle-aware+stock:70", "on-demand", "oracle", "bound")
 DAY_MINUTES = 1440
 
 
@@ -126,6 +127,8 @@ def run_policy(
     progress: TextIO | None = None,
 ) -> list[DimensionResult]:
     """Replay ``trace`` through one policy; one result per dimension."""
+    if spec.kind == "bound":
+        return [_bound(spec, b, trace, prices) for b in bound(trace, params).values()]
     policy = build(spec, trace, params, prices, schedule, tick)
     show = _progress(progress, spec.text, trace.minutes)
     if isinstance(policy, OnDemand):
@@ -158,6 +161,26 @@ def _result(spec: Spec, key: Key, sim: SimulatedTable, prices: Prices) -> Dimens
         demand_unit_hours=sum(r.demand) / 60,
         throttle_events=sum(r.throttle_events),
         recorded=r,
+    )
+
+
+def _bound(spec: Spec, b: Bound, trace: Trace, prices: Prices) -> DimensionResult:
+    demand = trace.demand[b.key]
+    return DimensionResult(
+        policy=spec.text,
+        key=b.key,
+        throttled_requests=0.0,
+        throttled_minutes=0,
+        first_throttle_minute=None,
+        provisioned_unit_hours=b.unit_minutes / 60,
+        cost_usd=b.cost(prices),
+        decreases=0,
+        peak_provisioned=max(b.floor, default=0),
+        rejected_decreases=0,
+        demand_unit_hours=sum(demand) / 60,
+        recorded=Recorded(
+            list(demand), list(demand), [0.0] * len(demand), list(b.floor), [0.0] * len(demand)
+        ),
     )
 
 
