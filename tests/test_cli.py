@@ -81,10 +81,10 @@ def test_simulate_json_follows_the_contract_and_runs_the_default_set():
     }
     for r in rows:
         assert CONTRACT <= set(r)
+        assert r["dimension"] in ("read", "write")
     # the bound is reported beside the oracle, with the gap between them
     assert set(doc["oracle_over_bound"]) == {"read", "write"}
     assert all(gap >= 1 for gap in doc["oracle_over_bound"].values())
-        assert r["dimension"] in ("read", "write")
     stock = next(r for r in rows if r["policy"] == "stock:70" and r["dimension"] == "write")
     assert stock["throttled_minutes"] > 0 and stock["first_throttle_minute"] >= 60
     assert doc["trace"]["minutes"] == 180
