@@ -25,7 +25,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import asdict, fields
 from datetime import datetime, timedelta
 from typing import Any, TextIO
 
@@ -34,9 +34,10 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 from ddb_capacity_runtime import requests
 from ddb_capacity_runtime.aws.retry import describe_error
 
-from .simulator import chart, report, schedules
+from .simulator import chart, ensemble, report, schedules
 from .simulator.backtest import history
 from .simulator.chart import ChartError
+from .simulator.ensemble import ENSEMBLES, EnsembleError, run_ensemble, settings_of
 from .simulator.model import FRACTIONAL, ModelError, ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES, SPEC_HELP, PolicyError, Spec, parse
 from .simulator.prices import PriceError, Prices
@@ -47,6 +48,7 @@ from .simulator.trace import Trace, TraceError, key_label, read_csv
 
 INPUT_ERRORS = (
     ChartError,
+    EnsembleError,
     ModelError,
     PolicyError,
     PriceError,
@@ -97,6 +99,13 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help='print one JSON object, {"policies": [...]}'
     )
     parser.add_argument("--chart", metavar="FILE.png", help="write a PNG chart")
+    parser.add_argument(
+        "--ensemble",
+        metavar="NAME",
+        help="also run every policy under each model setting of this set ("
+        + ", ".join(ENSEMBLES)
+        + ") and report min / median / max (README, 'Robustness')",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     _model_options(parser)
 
@@ -285,15 +294,30 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     entries = schedules.load(args.schedule) if args.schedule else None
     trace = _trace(args)
     specs = _specs(args, trace, params)
+    settings = settings_of(args.ensemble, params) if args.ensemble else []
     results = simulate(
         trace, specs, params, prices, entries, args.tick, progress=None if args.quiet else err
     )
+    spread = run_ensemble(trace, specs, settings, prices, entries, args.tick) if settings else []
     if args.json:
-        out.write(json.dumps(report.as_json(results, trace, params, prices)) + "\n")
+        doc = report.as_json(results, trace, params, prices)
+        if settings:
+            doc["ensemble"] = {
+                "name": args.ensemble,
+                "settings": [asdict(p) for p in settings],
+                "policies": [r.as_json() for r in spread],
+            }
+        out.write(json.dumps(doc) + "\n")
     else:
         out.write(report.table(results, trace) + "\n")
+        if settings:
+            out.write("\n" + ensemble.table(spread, args.ensemble, len(settings)) + "\n")
     if args.chart:
-        written = chart.render(results, trace, args.chart)
+        written = (
+            chart.render_ensemble(spread, trace, args.ensemble, args.chart)
+            if settings
+            else chart.render(results, trace, args.chart)
+        )
         err.write(f"chart written to {written}\n")
     return 0
 

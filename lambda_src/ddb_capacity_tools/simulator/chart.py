@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .run import DimensionResult
 from .trace import Trace, key_label
+
+if TYPE_CHECKING:
+    from .ensemble import EnsembleResult
 
 
 class ChartError(ValueError):
@@ -27,9 +31,7 @@ def check_path(path: str | Path) -> Path:
     return path
 
 
-def render(results: Sequence[DimensionResult], trace: Trace, path: str | Path) -> Path:
-    """Write the chart; one column per dimension that has demand."""
-    path = check_path(path)
+def _pyplot() -> Any:
     try:
         import matplotlib
     except ImportError:
@@ -38,6 +40,57 @@ def render(results: Sequence[DimensionResult], trace: Trace, path: str | Path) -
         ) from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Any, plt: Any, path: Path) -> Path:
+    try:
+        fig.savefig(path, dpi=90)
+    except OSError as exc:
+        raise ChartError(f"--chart: cannot write {str(path)!r}: {exc.strerror}") from None
+    finally:
+        plt.close(fig)
+    return path
+
+
+def render_ensemble(
+    results: Sequence[EnsembleResult], trace: Trace, name: str, path: str | Path
+) -> Path:
+    """Per dimension, each policy's cost and throttled units over the ensemble's settings:
+    the median as a bar, the minimum and maximum as its whiskers."""
+    path = check_path(path)
+    plt = _pyplot()
+    keys = list(dict.fromkeys(r.key for r in results))
+    fig, axes = plt.subplots(2, len(keys), figsize=(6 * len(keys), 7), squeeze=False)
+    for c, key in enumerate(keys):
+        rows = [r for r in results if r.key == key]
+        labels = [r.policy for r in rows]
+        for row, (measure, title) in enumerate(
+            (("cost_usd", "cost $"), ("throttled_requests", "throttled units"))
+        ):
+            ax = axes[row][c]
+            spreads = [getattr(r, measure) for r in rows]
+            medians = [s.median for s in spreads]
+            errors = [
+                [m - s.min for m, s in zip(medians, spreads, strict=True)],
+                [s.max - m for m, s in zip(medians, spreads, strict=True)],
+            ]
+            ax.bar(range(len(rows)), medians, yerr=errors, capsize=4, color="0.7")
+            ax.set_xticks(range(len(rows)), labels, rotation=30, ha="right", fontsize=7)
+            ax.set_title(f"{title} - {key_label(key)} (median, min-max)", fontsize=9)
+            ax.tick_params(labelsize=7)
+            if measure == "throttled_requests" and any(s.max > 0 for s in spreads):
+                ax.set_yscale("symlog")
+    fig.suptitle(f"{trace.name}: ensemble {name}, {len(results[0].runs)} model settings")
+    fig.tight_layout()
+    return _save(fig, plt, path)
+
+
+def render(results: Sequence[DimensionResult], trace: Trace, path: str | Path) -> Path:
+    """Write the chart; one column per dimension that has demand."""
+    path = check_path(path)
+    plt = _pyplot()
 
     keys = [k for k, d in trace.demand.items() if any(v > 0 for v in d)] or list(trace.demand)
     policies = list(dict.fromkeys(r.policy for r in results))
@@ -84,10 +137,4 @@ def render(results: Sequence[DimensionResult], trace: Trace, path: str | Path) -
     fig.suptitle(f"{trace.name}: {trace.start:%Y-%m-%d %H:%M} UTC, {trace.minutes:,} minutes")
     fig.autofmt_xdate()
     fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=90)
-    except OSError as exc:
-        raise ChartError(f"--chart: cannot write {str(path)!r}: {exc.strerror}") from None
-    finally:
-        plt.close(fig)
-    return path
+    return _save(fig, plt, path)

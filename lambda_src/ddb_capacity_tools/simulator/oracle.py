@@ -128,7 +128,9 @@ def _day(moment: datetime) -> int:
 
 class Oracle:
     """Replays :func:`plan` through the simulated table, each change requested
-    ``update_minutes`` before the block it is for."""
+    ``update_minutes`` before the block it is for. When UpdateTable's latency is drawn from a
+    range, each minute asks for the most the plan needs over every minute the change may land
+    in: increases arrive in time at the longest latency, decreases never before the plan's."""
 
     def __init__(self, trace: Trace, params: ModelParams, prices: Prices) -> None:
         self.plan = plan(trace, params, prices)
@@ -138,10 +140,15 @@ class Oracle:
         return {k: p[0] for k, p in self.plan.items()}
 
     def act(self, sim: SimulatedTable, t: int) -> None:
-        at = min(max(t + sim.params.update_minutes, 0), self.minutes - 1)
+        first = t + sim.params.update_minutes
+        landing = [
+            min(max(at, 0), self.minutes - 1)
+            for at in range(first, first + sim.params.update_spread_minutes + 1)
+        ]
         wanted: dict[str | None, dict[str, int]] = {}
         for key, p in self.plan.items():
-            if p[at] != sim.current(key):
-                wanted.setdefault(key[0], {})[key[1]] = p[at]
+            level = max(p[at] for at in landing)
+            if level != sim.current(key):
+                wanted.setdefault(key[0], {})[key[1]] = level
         for index, values in wanted.items():
             sim.update_table(t, index, values)

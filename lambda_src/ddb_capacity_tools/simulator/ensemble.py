@@ -1,0 +1,211 @@
+"""Robustness: every policy over a documented set of plausible model settings.
+
+One model setting is one guess at what DynamoDB, CloudWatch and the application do. A policy
+that wins under one guess and loses under another is not a safe choice, so an ensemble runs
+every policy under each setting of a named set and reports the minimum, median and maximum
+of throttled units and cost per policy and dimension.
+
+``plausible`` (the default) spans what AWS documents and what applications do:
+
+- CloudWatch delay: 1 to 3 minutes ("Amazon DynamoDB metrics and dimensions": metrics are
+  aggregated per minute and delivered with a lag), fixed or drawn per minute;
+- UpdateTable latency: 1 to 5 minutes, fixed or drawn per update (the AWS spikes post: a
+  raise within the high-water mark applies in "less than a minute usually"; larger changes
+  take several);
+- burst availability: 0, 25, 50 or 100 % of the bucket (DynamoDB "may" use burst capacity
+  for maintenance and does not promise it);
+- retries: none, or an SDK's 2 retries of each throttled request (the standard retry mode
+  makes 3 attempts), and 2 units per request, which the throttle-aware policy is not told.
+
+Each setting carries its own seed, so the ensemble is reproducible.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from .model import ModelError, ModelParams
+from .policies import DEFAULT_TICK_MINUTES, Spec
+from .prices import Prices
+from .run import DimensionResult, simulate
+from .trace import Key, Trace, key_label
+
+#: Named ensembles: each setting overrides these fields of the command line's model.
+ENSEMBLES: dict[str, tuple[dict[str, Any], ...]] = {
+    "plausible": (
+        {"metric_delay_minutes": 1, "throttle_delay_minutes": 1, "update_minutes": 1},
+        {"metric_delay_minutes": 2, "throttle_delay_minutes": 2, "update_minutes": 1},
+        {
+            "metric_delay_minutes": 1,
+            "throttle_delay_minutes": 1,
+            "delay_spread_minutes": 2,
+            "update_minutes": 1,
+            "update_spread_minutes": 4,
+            "model_seed": 3,
+        },
+        {
+            "metric_delay_minutes": 3,
+            "throttle_delay_minutes": 3,
+            "update_minutes": 2,
+            "burst_fraction": 0.5,
+            "retries": 2,
+        },
+        {
+            "metric_delay_minutes": 2,
+            "throttle_delay_minutes": 2,
+            "update_minutes": 5,
+            "burst_fraction": 0.5,
+        },
+        {
+            "metric_delay_minutes": 3,
+            "throttle_delay_minutes": 3,
+            "update_minutes": 3,
+            "burst_fraction": 0.0,
+            "retries": 2,
+        },
+        {
+            "metric_delay_minutes": 1,
+            "throttle_delay_minutes": 1,
+            "delay_spread_minutes": 2,
+            "update_minutes": 1,
+            "update_spread_minutes": 2,
+            "burst_fraction": 0.25,
+            "retries": 1,
+            "units_per_request": 2.0,
+            "model_seed": 7,
+        },
+        {
+            "metric_delay_minutes": 2,
+            "throttle_delay_minutes": 2,
+            "update_minutes": 2,
+            "burst_fraction": 0.0,
+        },
+    ),
+}
+
+
+class EnsembleError(ValueError):
+    """An unknown ensemble name."""
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The minimum, median and maximum of one measure over the settings."""
+
+    min: float
+    median: float
+    max: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        return cls(min(values), statistics.median(values), max(values))
+
+    def as_json(self) -> dict[str, float]:
+        return {k: round(v, 6) for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class EnsembleResult:
+    """One policy on one dimension over every setting of an ensemble."""
+
+    policy: str
+    key: Key
+    throttled_requests: Spread
+    cost_usd: Spread
+    runs: tuple[DimensionResult, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "dimension": key_label(self.key),
+            "index": self.key[0],
+            "throttled_requests": self.throttled_requests.as_json(),
+            "cost_usd": self.cost_usd.as_json(),
+            "settings": len(self.runs),
+        }
+
+
+def settings_of(name: str, base: ModelParams) -> list[ModelParams]:
+    """The ensemble ``name``'s settings on top of ``base`` (the other fields)."""
+    if name not in ENSEMBLES:
+        raise EnsembleError(f"--ensemble: got {name!r}; expected one of {', '.join(ENSEMBLES)}")
+    out = []
+    for overrides in ENSEMBLES[name]:
+        try:
+            out.append(replace(base, **overrides).validate())
+        except ModelError as exc:
+            raise EnsembleError(f"--ensemble {name}: {exc}") from None
+    return out
+
+
+def _one(args: tuple[Trace, Sequence[Spec], ModelParams, Prices, Any, int]) -> list[Any]:
+    trace, specs, params, prices, schedule, tick = args
+    return simulate(trace, specs, params, prices, schedule, tick, progress=None)
+
+
+def run_ensemble(
+    trace: Trace,
+    specs: Sequence[Spec],
+    settings: Sequence[ModelParams],
+    prices: Prices | None = None,
+    schedule: Sequence[Mapping[str, Any]] | None = None,
+    tick: int = DEFAULT_TICK_MINUTES,
+    workers: int | None = None,
+) -> list[EnsembleResult]:
+    """Every policy under every setting; settings run in parallel processes (``workers``,
+    default the CPU count; 1 runs them here)."""
+    prices = prices or Prices()
+    jobs = [(trace, specs, p, prices, schedule, tick) for p in settings]
+    workers = min(len(jobs), workers or os.cpu_count() or 1)
+    if workers <= 1:
+        runs = [_one(job) for job in jobs]
+    else:
+        with ProcessPoolExecutor(workers) as pool:
+            runs = list(pool.map(_one, jobs))
+    by: dict[tuple[str, Key], list[DimensionResult]] = {}
+    for results in runs:
+        for r in results:
+            by.setdefault((r.policy, r.key), []).append(r)
+    return [
+        EnsembleResult(
+            policy,
+            key,
+            Spread.of([r.throttled_requests for r in rs]),
+            Spread.of([r.cost_usd for r in rs]),
+            tuple(rs),
+        )
+        for (policy, key), rs in by.items()
+    ]
+
+
+def table(results: Sequence[EnsembleResult], name: str, settings: int) -> str:
+    """min / median / max of throttled units and cost, per policy and dimension."""
+    header = ("policy", "dimension", "throttled units min / median / max", "cost $ min / med / max")
+    rows = [header]
+    for r in results:
+        t, c = r.throttled_requests, r.cost_usd
+        rows.append(
+            (
+                r.policy,
+                key_label(r.key),
+                f"{t.min:,.0f} / {t.median:,.0f} / {t.max:,.0f}",
+                f"{c.min:,.2f} / {c.median:,.2f} / {c.max:,.2f}",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = [f"ensemble {name}: {settings} model settings (README, 'Robustness')", ""]
+    for n, row in enumerate(rows):
+        lines.append(
+            "  ".join(
+                cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i])
+                for i, cell in enumerate(row)
+            ).rstrip()
+        )
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
