@@ -267,7 +267,10 @@ def test_an_empty_or_missing_csv(tmp_path):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--scenario", "tsunami"], "--scenario: got 'tsunami'; expected one of spike, diurnal"),
+        (
+            ["--scenario", "tsunami"],
+            "--scenario: got 'tsunami'; expected one of spike, spike-14000, slow-start, diurnal",
+        ),
         (["--scenario", "spike", "--policy", "stok:70"], "--policy: got 'stok:70'"),
         (["--scenario", "spike", "--policy", "stock:95"], "target utilization 95 is outside"),
         (["--scenario", "spike", "--price", "gold=1"], "--price: got 'gold=1'"),

@@ -457,3 +457,17 @@ def test_the_bound_is_tight_where_a_plan_can_meet_it(burst_fraction, max_capacit
     fixed, floor = (r for r in runs if r.key[1] == "write")
     assert fixed.throttled_minutes == 0
     assert least_share * fixed.cost_usd <= floor.cost_usd <= fixed.cost_usd
+
+
+def test_figures_5_and_6_of_seed_001_follow_from_the_mechanics():
+    """Figure 5: the work paced to 14,000 WCU never throttles at 70 % and peaks near 20,000
+    (down from 26,000). Figure 6: ramped over 11 minutes, it reaches 18,000 WCU served
+    without a throttle."""
+    (_, paced) = simulate(scenario("spike-14000"), [parse("stock:70")], progress=None)
+    assert paced.throttled_minutes == 0
+    assert 19_000 <= paced.peak_provisioned <= 21_500
+    (_, spike) = simulate(scenario("spike"), [parse("stock:70")], progress=None)
+    assert spike.peak_provisioned > paced.peak_provisioned + 5_000
+    (_, ramped) = simulate(scenario("slow-start"), [parse("stock:70")], progress=None)
+    assert ramped.throttled_minutes == 0
+    assert max(ramped.recorded.served) >= 17_500

@@ -59,6 +59,46 @@ def _spike(seed: int) -> Trace:
     )
 
 
+def _jump(name: str, seed: int, steps: list[tuple[int, float]], notes: str) -> Trace:
+    """Writes at 4,000-5,000 WCU for an hour, then the ``steps`` (minute from the jump,
+    level) each jittered by +-500, then quiet again; reads steady at about 1,000 RCU."""
+    rng = _rng(seed)
+    writes = [rng.uniform(4_000, 5_000) for _ in range(60)]
+    for n, (start, level) in enumerate(steps[:-1]):
+        end = steps[n + 1][0]
+        writes += [rng.uniform(level - 500, level + 500) for _ in range(end - start)]
+    writes += [rng.uniform(4_000, 5_000) for _ in range(60)]
+    reads = [rng.uniform(900, 1_100) for _ in writes]
+    return Trace(
+        name,
+        START.replace(hour=12),
+        {(None, "read"): reads, (None, "write"): writes},
+        notes=notes,
+    )
+
+
+def _spike_14000(seed: int) -> Trace:
+    # the same bulk work paced to 14,000 WCU: 18,000 x 60 / 14,000 = 77 minutes
+    return _jump(
+        "spike-14000",
+        seed,
+        [(0, 14_000.0), (77, 0.0)],
+        "writes jump from 4,000-5,000 to 14,000 WCU at 13:00 UTC for 77 minutes: the "
+        "spike's work, self-throttled (the AWS spikes post, Figure 5)",
+    )
+
+
+def _slow_start(seed: int) -> Trace:
+    return _jump(
+        "slow-start",
+        seed,
+        [(0, 9_000.0), (5, 14_000.0), (11, 18_000.0), (60, 0.0)],
+        "writes step from 4,000-5,000 to 9,000, 14,000 and 18,000 WCU over 11 minutes from "
+        "13:00 UTC, then hold 18,000 to 14:00: the spike's work, slow-started (the AWS "
+        "spikes post, Figure 6)",
+    )
+
+
 def _prime_time(hour: float) -> float:
     """0 overnight, 1 at 20:00 UTC."""
     return ((1 + math.cos(2 * math.pi * (hour - 20) / 24)) / 2) ** 4
@@ -163,8 +203,19 @@ SCENARIOS = {
     for s in (
         Scenario(
             "spike",
-            "4,000 -> 18,000 WCU for an hour after a quiet hour (the AWS spikes post)",
+            "4,000 -> 18,000 WCU for an hour after a quiet hour (the AWS spikes post, "
+            "Figures 2, 3 and 7)",
             _spike,
+        ),
+        Scenario(
+            "spike-14000",
+            "the spike's work paced to 14,000 WCU, for 77 minutes (Figure 5)",
+            _spike_14000,
+        ),
+        Scenario(
+            "slow-start",
+            "the spike's work ramped 9,000 -> 14,000 -> 18,000 WCU over 11 minutes (Figure 6)",
+            _slow_start,
         ),
         Scenario("diurnal", "a daily prime-time swing, 7 days", _diurnal),
         Scenario("nightly-batch", "writes only at night, steady reads, 7 days", _nightly_batch),
