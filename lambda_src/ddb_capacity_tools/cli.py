@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, fields
@@ -107,6 +108,14 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
         + ") and report min / median / max (README, 'Robustness')",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="processes running policies (and ensemble settings) at once; default: the CPU "
+        "count. A progress bar shows with 1 only",
+    )
     _model_options(parser)
 
 
@@ -294,11 +303,24 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     entries = schedules.load(args.schedule) if args.schedule else None
     trace = _trace(args)
     specs = _specs(args, trace, params)
+    if not 1 <= args.workers <= 64:
+        raise PolicyError(f"--workers: got {args.workers}; expected a whole number from 1 to 64")
     settings = settings_of(args.ensemble, params) if args.ensemble else []
     results = simulate(
-        trace, specs, params, prices, entries, args.tick, progress=None if args.quiet else err
+        trace,
+        specs,
+        params,
+        prices,
+        entries,
+        args.tick,
+        progress=None if args.quiet else err,
+        workers=args.workers,
     )
-    spread = run_ensemble(trace, specs, settings, prices, entries, args.tick) if settings else []
+    spread = (
+        run_ensemble(trace, specs, settings, prices, entries, args.tick, args.workers)
+        if settings
+        else []
+    )
     if args.json:
         doc = report.as_json(results, trace, params, prices)
         if settings:

@@ -26,6 +26,7 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from typing import NamedTuple
 
 from ddb_capacity_runtime.core.quota import DecreaseLedger
 
@@ -135,8 +136,7 @@ class ModelParams:
         return self.burst_seconds * self.burst_fraction
 
 
-@dataclass(frozen=True)
-class Minute:
+class Minute(NamedTuple):
     """One minute of one dimension: served and throttled in units per second, and the burst
     bucket (unit-seconds) left after it."""
 
@@ -206,14 +206,50 @@ class SimulatedTable:
         self.apply_at: dict[str | None, int] = {}
         self.rejected_decreases = {k: 0 for k in self.keys}
         self.recorded = {k: Recorded() for k in self.keys}
+        self._times: dict[int, datetime] = {}
 
     # ------------------------------------------------------------------ time and data
 
     def time(self, t: int) -> datetime:
-        return self.trace.time(t)
+        moment = self._times.get(t)
+        if moment is None:
+            moment = self._times[t] = self.trace.time(t)
+        return moment
 
     def demand(self, key: Key, t: int) -> float:
         return self.trace.demand[key][max(t, 0)]
+
+    def datapoints(
+        self, key: Key, first: int, count: int, t: int, throttles: bool = False
+    ) -> tuple[list[float], list[bool]]:
+        """The datapoints of minutes ``first`` .. ``first + count - 1`` as seen at the start of
+        minute ``t``, and which of them are unknown (not delivered yet, or before the
+        simulation): those read 0, as the run-time reads them."""
+        d = self.dims[key]
+        series = d.throttle_events if throttles else d.served
+        start = first + self.offset
+        stop = start + count
+        if self.params.delay_spread_minutes == 0:  # delivered in order: one cut
+            delay = (
+                self.params.throttle_delay_minutes
+                if throttles
+                else self.params.metric_delay_minutes
+            )
+            last = min(stop, t - delay + self.offset, len(series))  # exclusive
+        else:
+            at = d.throttles_visible_at if throttles else d.visible_at
+            last = min(stop, len(series))
+            if any(a > t for a in at[max(start, 0) : last]):
+                known = [0 <= i < last and at[i] <= t for i in range(start, stop)]
+                values = [
+                    series[i] if k else 0.0 for i, k in zip(range(start, stop), known, strict=True)
+                ]
+                return values, [not k for k in known]
+        lo = max(start, 0)
+        hi = max(lo, last)
+        before, after = lo - start, stop - hi
+        values = [0.0] * before + series[lo:hi] + [0.0] * after
+        return values, [True] * before + [False] * (hi - lo) + [True] * after
 
     def visible(self, key: Key, minute: int, t: int, throttles: bool = False) -> float | None:
         """The CloudWatch datapoint of ``minute`` as seen at the start of minute ``t``."""

@@ -39,39 +39,44 @@ def _plan_resource(
     """Per block, the capacity of each dimension of one counter (table or GSI)."""
     n = len(needs)
     dims = range(len(weights))
-    inf = math.inf
     hour_blocks = math.ceil(HOUR / block)
     # best[i]: decreases spent on block i's day -> (cost of blocks before i, previous boundary)
     best: list[dict[int, tuple[float, int, int]]] = [{} for _ in range(n + 1)]
     best[0][0] = (0.0, -1, -1)
     for j in range(n):
-        if not best[j]:
+        states = list(best[j].items())
+        if not states:
             continue
         level = list(needs[j])
         cost = 0.0
+        day_j = days[j]
         for i in range(j + 1, min(n, j + lookback) + 1):
-            b = i - 1
+            row = needs[i - 1]
             for c in dims:
-                if needs[b][c] > level[c]:
-                    level[c] = needs[b][c]
+                if row[c] > level[c]:
+                    level[c] = row[c]
             cost += sum(weights[c] * level[c] for c in dims)
+            best_i = best[i]
             if i == n:
-                targets = [(k, k) for k in best[j]]
+                decrease, same_day = False, True
             else:
-                decrease = any(needs[i][c] < level[c] for c in dims)
-                same_day = days[i] == days[j]
-                targets = []
-                for k in best[j]:
-                    if not decrease:
-                        targets.append((k, k if same_day else 0))
-                    elif not same_day:
-                        targets.append((k, 1))
-                    elif k < MAX_DECREASES_PER_DAY and (k < FREE_DECREASES or i - j >= hour_blocks):
-                        targets.append((k, k + 1))
-            for k_from, k_to in targets:
-                total = best[j][k_from][0] + cost
-                if total < best[i].get(k_to, (inf, 0, 0))[0]:
-                    best[i][k_to] = (total, j, k_from)
+                following = needs[i]
+                decrease = any(following[c] < level[c] for c in dims)
+                same_day = days[i] == day_j
+            spaced = i - j >= hour_blocks
+            for k, (spent, _, _) in states:
+                if not decrease:
+                    k_to = k if same_day else 0
+                elif not same_day:
+                    k_to = 1
+                elif k < MAX_DECREASES_PER_DAY and (k < FREE_DECREASES or spaced):
+                    k_to = k + 1
+                else:
+                    continue
+                total = spent + cost
+                current = best_i.get(k_to)
+                if current is None or total < current[0]:
+                    best_i[k_to] = (total, j, k)
     # Walk back from the end.
     k = min(best[n], key=lambda kk: best[n][kk][0])
     boundaries = []

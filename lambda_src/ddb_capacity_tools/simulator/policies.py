@@ -178,18 +178,18 @@ class AutoScaling:
             if newest is None:
                 continue
             provisioned = sim.dims[key].provisioned
-            high = [sim.visible(key, m, t) for m in range(newest - HIGH_DATAPOINTS + 1, newest + 1)]
-            if all(v is not None and v > self.target * provisioned for v in high):
-                wanted = _clamp(high[-1] / self.target, self.min[key], self.max[key])  # type: ignore[operator]
+            high, unknown = sim.datapoints(key, newest - HIGH_DATAPOINTS + 1, HIGH_DATAPOINTS, t)
+            if not any(unknown) and min(high) > self.target * provisioned:
+                wanted = _clamp(high[-1] / self.target, self.min[key], self.max[key])
                 if wanted > provisioned:
                     self._update(sim, t, key, wanted)
                 continue
             if not self.scale_in:
                 continue
-            low = [sim.visible(key, m, t) for m in range(newest - LOW_DATAPOINTS + 1, newest + 1)]
+            low, unknown = sim.datapoints(key, newest - LOW_DATAPOINTS + 1, LOW_DATAPOINTS, t)
             threshold = (self.target - LOW_MARGIN) * provisioned
-            if all(v is not None and v < threshold for v in low):
-                peak = max(v for v in low if v is not None)
+            if not any(unknown) and max(low) < threshold:
+                peak = max(low)
                 wanted = _clamp(peak / self.target, self.min[key], self.max[key])
                 if wanted < provisioned:
                     self._update(sim, t, key, wanted)
@@ -226,6 +226,7 @@ class ThrottleAware:
         )
         self.base_min: dict[Key, int] = {}
         self.decisions = 0
+        self._starts: dict[int, list[datetime]] = {}
 
     def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
         if self.stock is not None:
@@ -238,11 +239,13 @@ class ThrottleAware:
     def _series(
         self, sim: SimulatedTable, key: Key, t: int, minutes: range, starts: list[datetime]
     ) -> Series:
-        return Series(
-            starts,
-            [sim.visible(key, m, t) or 0.0 for m in minutes],
-            [sim.visible(key, m, t, throttles=True) or 0.0 for m in minutes],
-        )
+        """What the Lambda's GetMetricData would return: minutes not delivered yet are
+        unknown (they read 0 and forbid any decrease, as at run time)."""
+        first, count = minutes.start, len(minutes)
+        consumed, late = sim.datapoints(key, first, count, t)
+        throttles, late_events = sim.datapoints(key, first, count, t, throttles=True)
+        unknown = [a or b for a, b in zip(late, late_events, strict=True)]
+        return Series(starts, consumed, throttles, unknown if any(unknown) else [])
 
     def act(self, sim: SimulatedTable, t: int) -> None:
         self._tick(sim, t)
@@ -258,7 +261,9 @@ class ThrottleAware:
         )
         first = int((start - sim.trace.start) / MINUTE)
         minutes = range(first, first + int((end - start) / MINUTE))
-        starts = [sim.time(m) for m in minutes]
+        starts = self._starts.get(first) or self._starts.setdefault(
+            first, [sim.time(m) for m in minutes]
+        )
         dims, series = [], {}
         for key in sim.keys:
             index, dim = key

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -212,11 +213,23 @@ def simulate(
     schedule: Sequence[dict[str, Any]] | None = None,
     tick: int = DEFAULT_TICK_MINUTES,
     progress: TextIO | None = sys.stderr,
+    workers: int = 1,
 ) -> list[DimensionResult]:
-    """Every policy over ``trace``: results in policy order, then dimension order."""
+    """Every policy over ``trace``: results in policy order, then dimension order. With
+    ``workers`` > 1, policies run in that many processes (no progress bar)."""
     params = (params or ModelParams()).validate()
     prices = prices or Prices()
     results: list[DimensionResult] = []
+    workers = min(workers, len(specs))
+    if workers > 1:  # one process per policy at a time; results in policy order
+        with ProcessPoolExecutor(workers) as pool:
+            jobs = [
+                pool.submit(run_policy, spec, trace, params, prices, schedule, tick)
+                for spec in specs
+            ]
+            for job in jobs:
+                results.extend(job.result())
+        return results
     for spec in specs:
         results.extend(run_policy(spec, trace, params, prices, schedule, tick, progress))
     return results

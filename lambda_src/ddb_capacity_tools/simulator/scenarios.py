@@ -152,9 +152,14 @@ def diurnal(seed: int, days: int) -> Trace:
 
 
 def _nightly_batch(seed: int) -> Trace:
+    return nightly_batch(seed, days=7)
+
+
+def nightly_batch(seed: int, days: int) -> Trace:
+    """The nightly-batch scenario over ``days`` days (the benchmarks run 14)."""
     rng = _rng(seed)
     reads, writes = [], []
-    for m in range(7 * 1440):
+    for m in range(days * 1440):
         minute_of_day = m % 1440
         batch = 120 <= minute_of_day < 240
         writes.append(rng.uniform(7_600, 8_400) if batch else rng.uniform(20, 80))
@@ -177,7 +182,7 @@ def _nightly_batch(seed: int) -> Trace:
                 "min_capacity": 1,
             },
         ],
-        notes="7 days; writes 8,000 WCU from 02:00 to 04:00 UTC and almost none "
+        notes=f"{days} days; writes 8,000 WCU from 02:00 to 04:00 UTC and almost none "
         "otherwise; reads steady at 2,000 RCU",
     )
 
