@@ -178,6 +178,11 @@ class AutoScaling:
             if newest is None:
                 continue
             provisioned = sim.dims[key].provisioned
+            latest = sim.visible(key, newest, t)
+            assert latest is not None
+            threshold = (self.target - LOW_MARGIN) * provisioned
+            if latest <= self.target * provisioned and (not self.scale_in or latest >= threshold):
+                continue  # neither alarm can be in ALARM: the newest datapoint rules both out
             high, unknown = sim.datapoints(key, newest - HIGH_DATAPOINTS + 1, HIGH_DATAPOINTS, t)
             if not any(unknown) and min(high) > self.target * provisioned:
                 wanted = _clamp(high[-1] / self.target, self.min[key], self.max[key])
@@ -187,7 +192,6 @@ class AutoScaling:
             if not self.scale_in:
                 continue
             low, unknown = sim.datapoints(key, newest - LOW_DATAPOINTS + 1, LOW_DATAPOINTS, t)
-            threshold = (self.target - LOW_MARGIN) * provisioned
             if not any(unknown) and max(low) < threshold:
                 peak = max(low)
                 wanted = _clamp(peak / self.target, self.min[key], self.max[key])
