@@ -284,3 +284,35 @@ def test_config_defaults_are_stock_compatible() -> None:
 def test_target_override_per_dimension(target: float) -> None:
     d = decide(state(100, [60.0] * 5, target_utilization=target))
     assert d.action == (INCREASE if 60 > 100 * target else HOLD)
+
+
+# ------------------------------------------------------------------ autopilot
+
+
+def test_autopilot_does_not_chase_a_burst_that_is_over() -> None:
+    from ddb_capacity_runtime.core.policy import autopilot_config
+
+    # a 2-minute burst to 300/s, throttled, 10 minutes ago; quiet (10/s) since
+    consumed = [10.0] * 5 + [100.0, 100.0] + [10.0] * 10
+    throttles = [0.0] * 5 + [12_000.0, 12_000.0] + [0.0] * 10
+    old = decide(state(100, consumed, throttles), CONFIG)
+    assert old.action == INCREASE and old.capacity == 429  # 300 / 0.7: the burst is chased
+    auto = decide(state(100, consumed, throttles), autopilot_config())
+    assert auto.action == HOLD  # nothing of it is left in the newest minutes
+    # the same burst in the newest minutes is raised for at once
+    now = decide(state(100, consumed[:-10] + consumed[5:7], throttles[:-10] + throttles[5:7]))
+    fresh = decide(
+        state(100, consumed[:-10] + consumed[5:7], throttles[:-10] + throttles[5:7]),
+        autopilot_config(),
+    )
+    assert fresh.action == INCREASE and fresh.capacity == now.capacity == 429
+
+
+def test_autopilot_lowers_soon_after_a_burst() -> None:
+    from ddb_capacity_runtime.core.policy import autopilot_config
+
+    raised = NOON - timedelta(minutes=8)
+    quiet = state(1_000, [10.0] * 6, last_increase=raised, ledger=DecreaseLedger())
+    assert decide(quiet, CONFIG).action == HOLD  # 30 minutes of hysteresis, 15 low minutes
+    auto = decide(quiet, autopilot_config())
+    assert auto.action == DECREASE and auto.capacity == 15  # 10 / 0.7

@@ -471,3 +471,26 @@ def test_figures_5_and_6_of_seed_001_follow_from_the_mechanics():
     (_, ramped) = simulate(scenario("slow-start"), [parse("stock:70")], progress=None)
     assert ramped.throttled_minutes == 0
     assert max(ramped.recorded.served) >= 17_500
+
+
+# ---------------------------------------------------------------- autopilot
+
+
+def test_autopilot_runs_the_lambdas_autopilot_policy_and_learns_the_nightly_batch():
+    trace = scenario("nightly-batch")
+    spec = parse("autopilot")
+    assert (spec.kind, spec.with_stock) == ("autopilot", False)
+    assert parse("autopilot+stock:60").with_stock
+    policy = sim_policies.ThrottleAware(2, 70, ModelParams(), autopilot=True)
+    assert policy.config.policy.autopilot and policy.config.policy.scale_down_minutes == 4
+    runs = simulate(trace, [parse("throttle-aware"), spec], progress=None)
+    by = {(r.policy, r.key[1]): r for r in runs}
+    reacting = by[("throttle-aware", "write")].throttled_requests
+    learned = by[("autopilot", "write")].throttled_requests
+    assert learned < 0.5 * reacting
+    # from the third night on, the batch is forecast, and no longer throttled
+    per_day = [
+        sum(by[("autopilot", "write")].recorded.throttled[d * 1440 : (d + 1) * 1440])
+        for d in range(7)
+    ]
+    assert per_day[0] > 0 and sum(per_day[3:]) < 0.05 * per_day[0]

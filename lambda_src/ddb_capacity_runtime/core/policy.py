@@ -54,6 +54,8 @@ class PolicyConfig:
         Default 0.2.
     :param reserve_decreases: decreases kept for the rest of the UTC day. Default 2.
     :param large_saving_fraction: a saving that may spend the reserve. Default 0.5.
+    :param autopilot: raises are sized by the newest ``recent_minutes`` only: throttles
+        older than that are a burst already over, and are not chased. Default False.
     """
 
     target_utilization: float = 0.7
@@ -67,6 +69,7 @@ class PolicyConfig:
     min_saving_fraction: float = 0.2
     reserve_decreases: int = 2
     large_saving_fraction: float = 0.5
+    autopilot: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,20 @@ class Decision:
     free_decrease: int | None = None
 
 
+def autopilot_config(target_utilization: float = 0.7) -> PolicyConfig:
+    """The autopilot's policy: raises sized by the newest minutes only (no chasing a burst
+    that is over), and a decrease as soon as 4 minutes are low and 5 have passed since the
+    last raise, so a burst's capacity is not paid for long after it (the decrease quota and
+    the saving rules still decide whether a decrease is worth it). Its forecast floor comes
+    from :mod:`.forecast`."""
+    return PolicyConfig(
+        target_utilization=target_utilization,
+        autopilot=True,
+        hysteresis=timedelta(minutes=5),
+        scale_down_minutes=4,
+    )
+
+
 def capacity_units(value: float) -> int:
     """Whole capacity units covering ``value``, ignoring float noise (84 / 0.7 is 120)."""
     return math.ceil(round(value, 6))
@@ -133,10 +150,11 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
 
     # Throttles after the last increase: what the current capacity failed to serve.
     since = utc(state.last_increase) if state.last_increase else None
+    first = len(throttles) - config.recent_minutes if config.autopilot else 0
     fresh = [
         i
         for i, t in enumerate(throttles)
-        if t > 0 and (since is None or utc(state.minute_starts[i]) >= since)
+        if i >= first and t > 0 and (since is None or utc(state.minute_starts[i]) >= since)
     ]
     if fresh:
         refused = [throttles[i] / 60 * config.units_per_throttled_request for i in fresh]

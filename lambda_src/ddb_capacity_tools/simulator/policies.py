@@ -16,9 +16,10 @@ from datetime import datetime
 from typing import Protocol
 
 from ddb_capacity_runtime.core import settings
+from ddb_capacity_runtime.core.forecast import Forecast, forecast
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, plan_table
-from ddb_capacity_runtime.core.policy import HOLD, PolicyConfig, capacity_units
+from ddb_capacity_runtime.core.policy import HOLD, PolicyConfig, autopilot_config, capacity_units
 from ddb_capacity_runtime.core.series import Series, window
 from ddb_capacity_runtime.core.settings import Limits, ScalerConfig
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget
@@ -28,6 +29,13 @@ from .schedules import Firing
 from .trace import MINUTE, Key, Trace
 
 SIMULATED_TABLE = "simulated"
+#: The autopilot's forecast: 5-minute steps, 14 days of history, redone every hour for the
+#: hour ahead, and in force this long before it (a tick, CloudWatch's lag and UpdateTable).
+FORECAST_STEP = 5
+FORECAST_HISTORY_STEPS = 14 * 1440 // FORECAST_STEP
+FORECAST_EVERY_MINUTES = 60
+FORECAST_WINDOW_MINUTES = 75
+FORECAST_LEAD_MINUTES = 10
 #: Application Auto Scaling's alarms for target tracking on DynamoDB (DESIGN.md, "Facts").
 HIGH_DATAPOINTS, LOW_DATAPOINTS, LOW_MARGIN = 2, 15, 0.20
 DEFAULT_TICK_MINUTES = settings.DEFAULT_TICK_MINUTES  # the Lambda's and the construct's
@@ -84,6 +92,10 @@ def parse(text: str, max_capacity: int = 40_000) -> Spec:
         return Spec(text, m.group(1), _target(text, m.group(2)))
     if m := re.fullmatch(r"throttle-aware\+stock:(\d+)", t):
         return Spec(text, "throttle-aware", _target(text, m.group(1)), with_stock=True)
+    if t == "autopilot":
+        return Spec(text, "autopilot")
+    if m := re.fullmatch(r"autopilot\+stock:(\d+)", t):
+        return Spec(text, "autopilot", _target(text, m.group(1)), with_stock=True)
     raise PolicyError(f"--policy: got {text!r}; expected {SPEC_HELP}")
 
 
@@ -214,7 +226,12 @@ class ThrottleAware:
     base minimum is remembered as the actuator's tag does), else it calls UpdateTable."""
 
     def __init__(
-        self, tick: int, target_percent: int, params: ModelParams, stock: AutoScaling | None = None
+        self,
+        tick: int,
+        target_percent: int,
+        params: ModelParams,
+        stock: AutoScaling | None = None,
+        autopilot: bool = False,
     ) -> None:
         self.tick = tick
         self.params = params
@@ -226,11 +243,21 @@ class ThrottleAware:
             default_min=params.min_capacity,
             default_max=params.max_capacity,
             tick_minutes=tick,
-            policy=PolicyConfig(target_utilization=self.target),
+            policy=autopilot_config(self.target)
+            if autopilot
+            else PolicyConfig(target_utilization=self.target),
         )
         self.base_min: dict[Key, int] = {}
         self.decisions = 0
         self._starts: dict[int, list[datetime]] = {}
+        self.autopilot = autopilot
+        #: The autopilot's learned demand: per key, the peak of each 5-minute step seen so far.
+        self._steps: dict[Key, list[float | None]] = {}
+        self._next_step: int | None = None
+        self._forecast_at: int | None = None
+        #: The forecast floor of each key until the next forecast (capacity units).
+        self.floor: dict[Key, int] = {}
+        self.forecasts: list[tuple[int, Key, Forecast]] = []
 
     def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
         if self.stock is not None:
@@ -256,9 +283,47 @@ class ThrottleAware:
         if self.stock is not None:
             self.stock.act(sim, t)
 
+    def _learn(self, sim: SimulatedTable, t: int) -> None:
+        """Add every 5-minute step CloudWatch has delivered: the peak demand of its minutes
+        (consumed + throttle events, read as 1 unit each), None where none is known."""
+        if self._next_step is None:
+            self._next_step = -sim.offset
+        lag = self.config.metric_lag_minutes
+        while self._next_step + FORECAST_STEP + lag <= t:
+            for key in sim.keys:
+                used, late = sim.datapoints(key, self._next_step, FORECAST_STEP, t)
+                events, _ = sim.datapoints(key, self._next_step, FORECAST_STEP, t, throttles=True)
+                known = [
+                    u + e / 60 for u, e, gone in zip(used, events, late, strict=True) if not gone
+                ]
+                self._steps.setdefault(key, []).append(max(known) if known else None)
+            self._next_step += FORECAST_STEP
+
+    def _forecast(self, sim: SimulatedTable, t: int) -> None:
+        """Once an hour: each key's floor for the coming hour, from its own history."""
+        assert self._next_step is not None
+        ahead = -(-(t + FORECAST_LEAD_MINUTES - self._next_step) // FORECAST_STEP)
+        for key in sim.keys:
+            history = self._steps.get(key, [])[-FORECAST_HISTORY_STEPS:]
+            f = forecast(history, FORECAST_STEP, ahead, FORECAST_WINDOW_MINUTES // FORECAST_STEP)
+            self.forecasts.append((t, key, f))
+            if f.peak is None:
+                self.floor.pop(key, None)
+            else:
+                self.floor[key] = _clamp(
+                    f.peak / self.target, self.params.min_capacity, self.params.max_capacity
+                )
+        self._forecast_at = t
+
     def _tick(self, sim: SimulatedTable, t: int) -> None:
-        if t % self.tick or sim.busy(None, t):
-            return  # not a tick, or DescribeTable says UPDATING: the tick skips the table
+        if t % self.tick:
+            return
+        if self.autopilot:
+            self._learn(sim, t)
+            if self._forecast_at is None or t - self._forecast_at >= FORECAST_EVERY_MINUTES:
+                self._forecast(sim, t)
+        if sim.busy(None, t):
+            return  # DescribeTable says UPDATING: the tick skips the table
         # The minutes a tick reads, as the Lambda computes them; the same for every dimension.
         start, end = window(
             sim.time(t), self.config.history_minutes, self.config.metric_lag_minutes
@@ -286,6 +351,8 @@ class ThrottleAware:
                     True,
                 )
                 lo, hi = self.base_min.get(key, self.stock.min[key]), self.stock.max[key]
+            if key in self.floor:  # the forecast raises the minimum ahead of a known peak
+                lo = min(hi, max(lo, self.floor[key]))
             dims.append(
                 Dimension(
                     SIMULATED_TABLE,

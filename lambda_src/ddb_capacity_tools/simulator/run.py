@@ -97,7 +97,7 @@ def build(
         assert spec.value is not None
         return AutoScaling(spec.value, params, keys, firings)
     stock = AutoScaling(spec.value, params, keys) if spec.with_stock and spec.value else None
-    return ThrottleAware(tick, spec.value or 70, params, stock)
+    return ThrottleAware(tick, spec.value or 70, params, stock, autopilot=spec.kind == "autopilot")
 
 
 def _progress(out: TextIO | None, label: str, total: int) -> Callable[[int], None]:
