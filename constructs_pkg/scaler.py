@@ -21,6 +21,7 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import BASE_MIN_TAG, DIMENSIONS, TARGET_TAG
 from ddb_capacity_runtime.core.settings import (
     DEFAULT_TICK_MINUTES,
+    MODES,
     OverrideError,
     ScalerConfig,
     scale_down_ticks,
@@ -60,6 +61,9 @@ class ThrottleAwareScaler(Construct):
         keyed by table name. ``ProvisionedTable``s get their configured ranges by default.
     :param tick: how often it runs. Default: 2 minutes (README: why).
     :param dry_run: decide and log, change nothing. Default: False.
+    :param mode: ``"reactive"`` (default) or ``"autopilot"``: raises sized by the newest
+        minutes only (no chasing a burst that is over) and prompt decreases after a burst
+        (README, "Autopilot"). The autopilot's forecast runs in the simulator for now.
     :param topic: where alarms go. Default: a new topic, SSL enforced, KMS encrypted.
     :param pinned_at_max_for: alarm when a table sits at its max this long. Default 30 min.
     :param throttled_for: alarm when a managed table is throttled this long. Default 10 min.
@@ -76,6 +80,7 @@ class ThrottleAwareScaler(Construct):
         overrides: Mapping[str, Mapping[str, Any]] | None = None,
         tick: Duration = DEFAULT_TICK,
         dry_run: bool = False,
+        mode: str = "reactive",
         topic: sns.ITopic | None = None,
         pinned_at_max_for: Duration = DEFAULT_PINNED_FOR,
         throttled_for: Duration = DEFAULT_THROTTLED_FOR,
@@ -88,6 +93,10 @@ class ThrottleAwareScaler(Construct):
                 f"{where}: tick must be whole minutes from 1 to 60; got {tick.to_human_string()}"
             )
         tick_minutes = seconds // 60
+        if mode not in MODES:
+            raise CapacityConfigError(
+                f"{where}: mode must be one of {', '.join(MODES)}; got {mode!r}"
+            )
         if tag_key is not None and not (isinstance(tag_key, str) and 1 <= len(tag_key) <= 128):
             raise CapacityConfigError(
                 f"{where}: tag_key must be a tag key of 1 to 128 characters; got {tag_key!r}"
@@ -116,8 +125,9 @@ class ThrottleAwareScaler(Construct):
         self.function.add_environment("SCALER_TAG_VALUE", tag_value)
         self.function.add_environment("SCALER_DRY_RUN", "true" if dry_run else "false")
         self.function.add_environment("SCALER_TICK_MINUTES", str(int(tick_minutes)))
+        self.function.add_environment("SCALER_MODE", mode)
         self.function.add_environment(
-            "SCALER_SCALE_DOWN_TICKS", str(scale_down_ticks(int(tick_minutes)))
+            "SCALER_SCALE_DOWN_TICKS", str(scale_down_ticks(int(tick_minutes), mode))
         )
         self.function.add_environment("SCALER_METRICS_NAMESPACE", NAMESPACE)
 

@@ -498,3 +498,28 @@ def test_alarm_ids_follow_table_names_not_list_positions() -> None:
     both, second_only = alarm_ids(["Orders", "Users"]), alarm_ids(["Users"])
     # removing the first table leaves the second one's alarms as they were
     assert second_only and second_only < both
+
+
+def test_the_autopilot_mode_reaches_the_lambda_with_its_own_scale_down(stack: cdk.Stack) -> None:
+    from ddb_capacity_runtime.core.settings import ScalerConfig
+
+    ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)], mode="autopilot")
+    (function,) = Template.from_stack(stack).find_resources("AWS::Lambda::Function").values()
+    env = function["Properties"]["Environment"]["Variables"]
+    assert env["SCALER_MODE"] == "autopilot" and env["SCALER_SCALE_DOWN_TICKS"] == "2"
+    # the Lambda reads them back as the autopilot's policy
+    config = ScalerConfig.from_env(
+        {**{k: v for k, v in env.items() if isinstance(v, str)}, "SCALER_TABLES": "feed"}
+    )
+    assert config.policy.autopilot and config.policy.scale_down_minutes == 4
+    assert config.policy.hysteresis.total_seconds() == 300
+    with pytest.raises(CapacityConfigError, match="mode must be one of reactive, autopilot"):
+        ThrottleAwareScaler(stack, "Other", tables=[], mode="eager")
+
+
+def test_a_bad_mode_in_the_environment_is_named() -> None:
+    from ddb_capacity_runtime.core.settings import ConfigError, ScalerConfig
+
+    with pytest.raises(ConfigError, match="SCALER_MODE: got 'eager'; expected one of"):
+        ScalerConfig.from_env({"SCALER_MODE": "eager", "SCALER_TABLES": "feed"})
+    assert not ScalerConfig.from_env({"SCALER_TABLES": "feed"}).policy.autopilot

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from .names import DIMENSIONS, TABLE_QUOTA, TAG_PREFIX
-from .policy import PolicyConfig
+from .policy import PolicyConfig, autopilot_config
 
 #: The one tick default of the Lambda, the construct and the simulator: CloudWatch delivers
 #: a minute 1-3 minutes late, so a 2-minute tick acts on throttling about as soon as it is
@@ -22,9 +22,16 @@ DEFAULT_TICK_MINUTES = 2
 SCALE_DOWN_MINUTES = 15
 
 
-def scale_down_ticks(tick_minutes: int) -> int:
-    """Ticks of low consumption that make SCALE_DOWN_MINUTES at ``tick_minutes``."""
-    return math.ceil(SCALE_DOWN_MINUTES / tick_minutes)
+#: The scaler's modes: ``reactive`` (the default) and ``autopilot``
+#: (:func:`.policy.autopilot_config`: no chasing a burst that is over, prompt decreases).
+MODES = ("reactive", "autopilot")
+
+
+def scale_down_ticks(tick_minutes: int, mode: str = "reactive") -> int:
+    """Ticks of low consumption before a decrease at ``tick_minutes``: SCALE_DOWN_MINUTES,
+    or the autopilot's own span."""
+    minutes = autopilot_config().scale_down_minutes if mode == "autopilot" else SCALE_DOWN_MINUTES
+    return math.ceil(minutes / tick_minutes)
 
 
 class ConfigError(ValueError):
@@ -130,12 +137,22 @@ class ScalerConfig:
                 f"SCALER_TARGET_PERCENT ({target * 100:g})"
             )
         tick = number("SCALER_TICK_MINUTES", DEFAULT_TICK_MINUTES, 1, 60)
+        mode = env.get("SCALER_MODE", "reactive") or "reactive"
+        if mode not in MODES:
+            raise ConfigError(f"SCALER_MODE: got {mode!r}; expected one of {', '.join(MODES)}")
+        auto = mode == "autopilot"
+        hysteresis = autopilot_config().hysteresis if auto else timedelta(minutes=30)
         policy = PolicyConfig(
+            autopilot=auto,
             target_utilization=target,
             buffer=buffer,
             scale_down_minutes=tick
-            * number("SCALER_SCALE_DOWN_TICKS", scale_down_ticks(tick), 1, 24),
-            hysteresis=timedelta(minutes=number("SCALER_HYSTERESIS_MINUTES", 30, 0, 1440)),
+            * number("SCALER_SCALE_DOWN_TICKS", scale_down_ticks(tick, mode), 1, 24),
+            hysteresis=timedelta(
+                minutes=number(
+                    "SCALER_HYSTERESIS_MINUTES", int(hysteresis.total_seconds() // 60), 0, 1440
+                )
+            ),
             min_step_fraction=number("SCALER_MIN_STEP_PERCENT", 20, 0, 1000, float) / 100,
             min_step_units=number("SCALER_MIN_STEP_UNITS", 1, 1, TABLE_QUOTA),
             units_per_throttled_request=number(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
@@ -243,9 +243,14 @@ class ThrottleAware:
             default_min=params.min_capacity,
             default_max=params.max_capacity,
             tick_minutes=tick,
-            policy=autopilot_config(self.target)
-            if autopilot
-            else PolicyConfig(target_utilization=self.target),
+            # the Lambda's own policy for this mode and tick (ScalerConfig.from_env)
+            policy=replace(
+                autopilot_config(self.target)
+                if autopilot
+                else PolicyConfig(target_utilization=self.target),
+                scale_down_minutes=tick
+                * settings.scale_down_ticks(tick, "autopilot" if autopilot else "reactive"),
+            ),
         )
         self.base_min: dict[Key, int] = {}
         self.decisions = 0
