@@ -494,3 +494,28 @@ def test_autopilot_runs_the_lambdas_autopilot_policy_and_learns_the_nightly_batc
         for d in range(7)
     ]
     assert per_day[0] > 0 and sum(per_day[3:]) < 0.05 * per_day[0]
+
+
+def test_minutes_cloudwatch_has_not_delivered_yet_do_not_stop_every_decrease():
+    """CloudWatch 3 minutes late, beyond the scaler's 2-minute lag: the newest minute of
+    every window is unknown. The tick decides on the minutes before it, so a table that
+    went quiet is still lowered (it never was, before)."""
+    busy, quiet = [3_000.0] * 120, [100.0] * 240
+    trace = Trace("late", START, {(None, "read"): [0.0] * 360, (None, "write"): busy + quiet})
+    params = ModelParams(metric_delay_minutes=3, throttle_delay_minutes=3)
+    (_, write) = simulate(trace, [parse("throttle-aware")], params, progress=None)
+    assert write.decreases >= 1 and write.recorded.provisioned[-1] < 1_000
+
+
+def test_delivered_trims_only_the_newest_unknown_minutes():
+    from ddb_capacity_runtime.core.plan import delivered
+    from ddb_capacity_runtime.core.series import Series
+
+    starts = [START + timedelta(minutes=m) for m in range(5)]
+    late = Series(starts, [1.0] * 5, [0.0] * 5, [False, True, False, True, True])
+    trimmed = delivered(late)
+    assert trimmed.minute_starts == starts[:3] and trimmed.unknown_minutes == 1
+    nothing = Series(starts, [0.0] * 5, [0.0] * 5, [True] * 5)
+    assert delivered(nothing) is nothing  # nothing known stays wholly unknown
+    known = Series(starts, [1.0] * 5, [0.0] * 5, [])
+    assert delivered(known) is known

@@ -10,6 +10,8 @@
                          [--json]
     ddb-capacity release --table NAME (--id ID | --expired) [--broker NAME | --store NAME]
                          [--json]
+    ddb-capacity tune (--trace FILE.csv | --table NAME [--days N]) [--candidate P ...]
+                      [--ensemble NAME] [--json]
 
 ``--broker`` (default ``$CAPACITY_BROKER``) goes through the broker ``CapacityRequests``
 deploys, which is all a worker granted with ``grant_request`` may do; ``--store`` acts
@@ -36,6 +38,7 @@ from ddb_capacity_runtime import requests
 from ddb_capacity_runtime.aws.retry import describe_error
 
 from .simulator import chart, ensemble, report, schedules
+from .simulator import tune as tune_module
 from .simulator.backtest import history
 from .simulator.chart import ChartError
 from .simulator.ensemble import ENSEMBLES, EnsembleError, run_ensemble, settings_of
@@ -142,6 +145,22 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--days", required=True, type=int, metavar="N", help="1 to 15")
     bt.add_argument("--end", metavar="ISO-8601", help="end of the history (default: now)")
     _run_options(bt)
+    tn = sub.add_parser(
+        "tune", help="find the settings that suit a table's traffic, under an ensemble"
+    )
+    where = tn.add_mutually_exclusive_group(required=True)
+    where.add_argument("--trace", metavar="FILE.csv", help="a trace (as for simulate)")
+    where.add_argument("--table", metavar="NAME", help="a table's CloudWatch history")
+    tn.add_argument("--index", metavar="NAME", help="a global secondary index of the table")
+    tn.add_argument("--days", type=int, default=14, metavar="N", help="1 to 15 (default 14)")
+    tn.add_argument("--end", metavar="ISO-8601", help="end of the history (default: now)")
+    tn.add_argument(
+        "--candidate",
+        action="append",
+        metavar="P",
+        help="a policy to try (repeatable); default: " + ", ".join(tune_module.CANDIDATES),
+    )
+    _run_options(tn)
     rq = sub.add_parser(
         "request", help="raise a table's capacity for work about to start, and hold it"
     )
@@ -273,6 +292,8 @@ def _specs(args: argparse.Namespace, trace: Trace, params: ModelParams) -> list[
 def _trace(args: argparse.Namespace) -> Trace:
     if args.command == "simulate":
         return scenario(args.scenario, args.seed) if args.scenario else read_csv(args.trace)
+    if args.command == "tune" and args.trace:
+        return read_csv(args.trace)
     import boto3
 
     end = None
@@ -290,6 +311,28 @@ def _trace(args: argparse.Namespace) -> Trace:
         end,
         args.units_per_request,
     )
+
+
+def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    params = ModelParams(**{f.name: getattr(args, f.name) for f in fields(ModelParams)})
+    params.validate(flags=True)
+    prices = Prices().overridden(args.price)
+    name = args.ensemble or "plausible"
+    settings = settings_of(name, params)
+    candidates = args.candidate or list(tune_module.CANDIDATES)
+    for c in candidates:
+        spec = parse(c, params.max_capacity)
+        if spec.kind not in ("stock", "autopilot", "on-demand") or spec.with_stock:
+            raise PolicyError(
+                f"--candidate: got {c!r}; expected stock:T, autopilot, autopilot:T or on-demand"
+            )
+    trace = _trace(args)
+    tuning = tune_module.tune(trace, settings, candidates, prices, args.tick, args.workers)
+    if args.json:
+        out.write(json.dumps({"ensemble": name, **tuning.as_json()}) + "\n")
+    else:
+        out.write(tune_module.table(tuning, trace, name, len(settings)) + "\n")
+    return 0
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -380,6 +423,8 @@ def main(
             return _scenarios(args, out)
         if args.command in ("request", "release"):
             return _request(args, out)
+        if args.command == "tune":
+            return _tune(args, out, err)
         return _run(args, out, err)
     except TimeoutError as exc:
         err.write(f"ddb-capacity: timed out: {exc}\n")

@@ -28,6 +28,21 @@ class Change:
     throttles_seen: float = 0.0
 
 
+def delivered(series: Series) -> Series:
+    """``series`` without its newest minutes while they are unknown: minutes CloudWatch has
+    not delivered yet are not looked at, as the metric lag's are not; unknown minutes
+    before a known one still forbid any decrease. A table whose data stops for more than
+    ``LATE_MINUTES`` is left with too short a window to be lowered."""
+    n = len(series.unknown)
+    while n and series.unknown[n - 1]:
+        n -= 1
+    if n in (0, len(series.unknown)):  # nothing known at all stays unknown, and says so
+        return series
+    return Series(
+        series.minute_starts[:n], series.consumed[:n], series.throttles[:n], series.unknown[:n]
+    )
+
+
 def plan_table(
     table: ManagedTable,
     series: Mapping[Any, Series],
@@ -37,12 +52,12 @@ def plan_table(
     decreases_allowed: bool = True,
 ) -> list[tuple[Change, Decision]]:
     """Every dimension's decision (holds included) as a Change; pure. No dimension is
-    lowered while its series has unknown minutes, nor at all with ``decreases_allowed``
-    False."""
+    lowered while its series has unknown minutes (before its newest known one: see
+    :func:`delivered`), nor at all with ``decreases_allowed`` False."""
     planned: list[tuple[Change, Decision]] = []
     direct: dict[str | None, dict[str, tuple[Dimension, Decision]]] = {}
     for d in table.dimensions:
-        s = series[d.key]
+        s = delivered(series[d.key])
         state = DimensionState(
             provisioned=d.provisioned,
             consumed=s.consumed,

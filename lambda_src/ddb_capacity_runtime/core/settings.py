@@ -20,6 +20,9 @@ from .policy import PolicyConfig, autopilot_config
 DEFAULT_TICK_MINUTES = 2
 #: Consumption must stay low this long before a decrease, whatever the tick.
 SCALE_DOWN_MINUTES = 15
+#: Newest minutes of a window CloudWatch may not have delivered yet beyond the metric lag
+#: (it delivers a minute 1-3 minutes late): a tick decides on the minutes before them.
+LATE_MINUTES = 2
 
 
 #: The scaler's modes: ``reactive`` (the default) and ``autopilot``
@@ -70,8 +73,9 @@ class ScalerConfig:
 
     @property
     def history_minutes(self) -> int:
-        """Minutes of metrics a tick reads: its window, or the scale-down span if longer."""
-        return max(self.window_minutes, self.policy.scale_down_minutes)
+        """Minutes of metrics a tick reads: its window, or the scale-down span if longer,
+        plus LATE_MINUTES for the newest minutes CloudWatch has not delivered yet."""
+        return max(self.window_minutes, self.policy.scale_down_minutes) + LATE_MINUTES
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ScalerConfig:

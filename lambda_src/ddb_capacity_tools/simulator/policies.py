@@ -41,8 +41,8 @@ HIGH_DATAPOINTS, LOW_DATAPOINTS, LOW_MARGIN = 2, 15, 0.20
 DEFAULT_TICK_MINUTES = settings.DEFAULT_TICK_MINUTES  # the Lambda's and the construct's
 SPEC_HELP = (
     "fixed:N, stock:T, scheduled, scheduled:T, throttle-aware, "
-    "throttle-aware+stock:T, on-demand, oracle or bound (T a target utilization in "
-    "percent, 20 to 90)"
+    "throttle-aware+stock:T, autopilot, autopilot:T, autopilot+stock:T, on-demand, oracle "
+    "or bound (T a target utilization in percent, 20 to 90)"
 )
 
 
@@ -94,6 +94,8 @@ def parse(text: str, max_capacity: int = 40_000) -> Spec:
         return Spec(text, "throttle-aware", _target(text, m.group(1)), with_stock=True)
     if t == "autopilot":
         return Spec(text, "autopilot")
+    if m := re.fullmatch(r"autopilot:(\d+)", t):
+        return Spec(text, "autopilot", _target(text, m.group(1)))
     if m := re.fullmatch(r"autopilot\+stock:(\d+)", t):
         return Spec(text, "autopilot", _target(text, m.group(1)), with_stock=True)
     raise PolicyError(f"--policy: got {text!r}; expected {SPEC_HELP}")
@@ -289,18 +291,17 @@ class ThrottleAware:
             self.stock.act(sim, t)
 
     def _learn(self, sim: SimulatedTable, t: int) -> None:
-        """Add every 5-minute step CloudWatch has delivered: the peak demand of its minutes
-        (consumed + throttle events, read as 1 unit each), None where none is known."""
+        """Add every 5-minute step CloudWatch has delivered: the peak consumption of its
+        minutes, None where none is known. Throttle events are left out: retries inflate
+        them by a factor the scaler cannot know, and a forecast learned from them would keep
+        a table padded for ever (consumption reaches the demand once a raise has landed)."""
         if self._next_step is None:
             self._next_step = -sim.offset
         lag = self.config.metric_lag_minutes
         while self._next_step + FORECAST_STEP + lag <= t:
             for key in sim.keys:
                 used, late = sim.datapoints(key, self._next_step, FORECAST_STEP, t)
-                events, _ = sim.datapoints(key, self._next_step, FORECAST_STEP, t, throttles=True)
-                known = [
-                    u + e / 60 for u, e, gone in zip(used, events, late, strict=True) if not gone
-                ]
+                known = [u for u, gone in zip(used, late, strict=True) if not gone]
                 self._steps.setdefault(key, []).append(max(known) if known else None)
             self._next_step += FORECAST_STEP
 
