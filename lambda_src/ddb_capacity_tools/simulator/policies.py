@@ -357,8 +357,13 @@ class ThrottleAware:
                     True,
                 )
                 lo, hi = self.base_min.get(key, self.stock.min[key]), self.stock.max[key]
-            if key in self.floor:  # the forecast raises the minimum ahead of a known peak
-                lo = min(hi, max(lo, self.floor[key]))
+            floor = self.floor.get(key)
+            # The forecast raises the minimum ahead of a known peak. Under stock target
+            # tracking it only raises: once capacity is there, stock keeps it while the load
+            # comes, and a minimum held at the floor would outlive the peak (every later
+            # scale-in then waits for the minimum to come down, and spends a decrease).
+            if floor is not None and (self.stock is None or floor > d.provisioned):
+                lo = min(hi, max(lo, floor))
             dims.append(
                 Dimension(
                     SIMULATED_TABLE,
