@@ -33,6 +33,7 @@ from .model import ModelError, ModelParams
 from .policies import DEFAULT_TICK_MINUTES, Spec
 from .prices import Prices
 from .run import DimensionResult, simulate
+from .text import fixed_width
 from .trace import Key, Trace, key_label
 
 #: Named ensembles: each setting overrides these fields of the command line's model.
@@ -197,15 +198,6 @@ def table(results: Sequence[EnsembleResult], name: str, settings: int) -> str:
                 f"{c.min:,.2f} / {c.median:,.2f} / {c.max:,.2f}",
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = [f"ensemble {name}: {settings} model settings (README, 'Robustness')", ""]
-    for n, row in enumerate(rows):
-        lines.append(
-            "  ".join(
-                cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i])
-                for i, cell in enumerate(row)
-            ).rstrip()
-        )
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines += fixed_width(rows)
     return "\n".join(lines)

@@ -9,6 +9,7 @@ from typing import Any
 from .model import ModelParams
 from .prices import Prices
 from .run import DimensionResult
+from .text import fixed_width
 from .trace import Trace, key_label
 
 
@@ -73,20 +74,11 @@ def table(results: Sequence[DimensionResult], trace: Trace) -> str:
                 f"{r.peak_provisioned:,}",
             )
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = [f"{trace.name}: {trace.minutes:,} minutes from {trace.start:%Y-%m-%d %H:%M} UTC"]
     if trace.notes:
         lines.append(trace.notes)
     lines.append("")
-    for n, row in enumerate(rows):
-        lines.append(
-            "  ".join(
-                cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i])
-                for i, cell in enumerate(row)
-            ).rstrip()
-        )
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines += fixed_width(rows)
     lines.append("")
     lines.append(
         "throttled units: capacity units refused (units/s x 60); first: minutes from "

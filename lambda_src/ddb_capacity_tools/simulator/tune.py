@@ -18,6 +18,7 @@ from .ensemble import Spread, run_ensemble
 from .model import ModelParams
 from .policies import DEFAULT_TICK_MINUTES, Spec, parse
 from .prices import Prices
+from .text import fixed_width
 from .trace import Trace
 
 #: What ``tune`` tries by default.
@@ -161,19 +162,11 @@ def table(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
                 f"{c.cost_usd.min:,.2f}-{c.cost_usd.max:,.2f}",
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = [
         f"{trace.name}: {trace.minutes:,} minutes, ensemble {ensemble} ({settings} settings), "
         f"read + write",
         "",
+        *fixed_width(rows),
     ]
-    for n, row in enumerate(rows):
-        lines.append(
-            "  ".join(
-                c.ljust(widths[i]) if i < 2 else c.rjust(widths[i]) for i, c in enumerate(row)
-            ).rstrip()
-        )
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
     lines += ["", "frontier: no other candidate refuses less and costs less", "", tuning.code]
     return "\n".join(lines)
