@@ -605,3 +605,35 @@ def test_aws_configuration_errors_are_one_line(monkeypatch, tmp_path, env, messa
     code, _, err = run("backtest", "--table", "Orders", "--days", "1", "--policy", "stock:70")
     assert code == 2, err
     assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_tune_reads_a_tables_history(history_table):
+    """``tune --table`` places the candidates on the table's own CloudWatch history."""
+    name, end, *_ = history_table
+    code, out, err = run(
+        "tune",
+        "--table",
+        name,
+        "--days",
+        "1",
+        "--end",
+        end.isoformat(),
+        "--candidate",
+        "stock:70",
+        "--candidate",
+        "on-demand",
+        "--json",
+        "--quiet",
+        "--workers",
+        "1",
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    by = {c["policy"]: c for c in doc["candidates"]}
+    assert set(by) == {"stock:70", "on-demand"}
+    assert by["on-demand"]["throttled_requests"]["median"] == 0
+    assert by["stock:70"]["throttled_requests"]["median"] > 0  # the 1,000/s hour throttles
+    assert doc["recommended"] in by
+    assert ("PAY_PER_REQUEST" if doc["recommended"] == "on-demand" else "ProvisionedTable") in (
+        doc["code"]
+    )
