@@ -20,7 +20,7 @@ from ddb_capacity_runtime.requests import (
     release_hold,
     request_capacity,
 )
-from ddb_capacity_runtime.requests.broker import BrokerConfig, broker_handler
+from ddb_capacity_runtime.requests.broker import BrokerConfig, BrokerConfigError, broker_handler
 from ddb_capacity_tools import cli
 from tests.local_lambda import local_lambda
 from tests.moto_world import World
@@ -151,11 +151,12 @@ def test_concurrent_requests_all_count(world: World, served: str) -> None:
     assert world.store.table(served) == []
 
 
-def test_a_bad_configuration_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_broken_configuration_fails_the_invocation_by_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("CAPACITY_SCOPES", "[]")
-    answer = broker_handler({"action": "request", "table": "Orders", "write": 1}, None)
-    assert answer["ok"] is False
-    assert answer["message"].startswith("CAPACITY_SCOPES: got '[]'; expected a JSON list")
+    with pytest.raises(BrokerConfigError, match="CAPACITY_SCOPES: got '\\[\\]'; expected a JSON"):
+        broker_handler({"action": "request", "table": "Orders", "write": 1}, None)
     assert BrokerConfig.from_env({"CAPACITY_SCOPES": '[{"table": "Orders"}]'}).scopes == {
         "Orders": frozenset()
     }
@@ -196,8 +197,10 @@ def test_the_broker_is_the_default_when_the_environment_names_it(
     world: World, served: str, broker: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CAPACITY_BROKER", broker)
-    monkeypatch.setenv("CAPACITY_SCOPES", "[]")  # the broker now refuses everything
-    with pytest.raises(CapacityRequestError, match="broker capacity-broker: CAPACITY_SCOPES"):
+    monkeypatch.setenv("CAPACITY_SCOPES", "[]")  # the broker now fails every invocation
+    with pytest.raises(
+        CapacityRequestError, match="broker capacity-broker failed: CAPACITY_SCOPES"
+    ):
         request_capacity(served, write=300)
 
 

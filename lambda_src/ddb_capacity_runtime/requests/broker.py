@@ -51,6 +51,11 @@ BROKER_MAX_WAIT = timedelta(minutes=13)
 NAMESPACE = "DynamoDBCapacity"
 
 
+class BrokerConfigError(RuntimeError):
+    """The broker's own configuration is broken: every request would fail, so the
+    invocation fails (a Lambda error, alarmed) instead of refusing the caller."""
+
+
 @dataclass(frozen=True)
 class BrokerConfig:
     """The tables a broker serves, each with the global secondary indexes it allows."""
@@ -69,7 +74,7 @@ class BrokerConfig:
             ):
                 raise ValueError("no tables")
         except (ValueError, TypeError, KeyError, AttributeError):
-            raise CapacityRequestError(
+            raise BrokerConfigError(
                 f"{SCOPES_ENV}: got {raw[:200]!r}; expected a JSON list of "
                 f'{{"table": NAME, "indexes": [NAME, ...]}}'
             ) from None
@@ -100,8 +105,8 @@ def broker_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     from .store import store_name
 
     action = event.get("action") if isinstance(event, Mapping) else None
+    config = BrokerConfig.from_env()  # BrokerConfigError: a failure, not a refusal
     try:
-        config = BrokerConfig.from_env()
         if action == "request":
             table, index = event.get("table"), event.get("index")
             hold_minutes = _whole(event, "hold_minutes", 15)
