@@ -165,3 +165,57 @@ def test_the_scaler_aims_at_the_target_of_the_tables_own_policy(world: World) ->
     world.tick(SCALER_TABLES=name, SCALER_TAG_KEY="")
     # THEN it sizes the raise for 50 %, as auto scaling will: (100 + 20) / 0.5
     assert world.target_min(name, "read") == 240
+
+
+# ------------------------------------------------------------------ the autopilot's forecast
+
+
+def daily_spikes(world: World, name: str, hour_start: Any, days: int = 3) -> None:
+    """6,000 WCU from 20 to 50 minutes past ``hour_start``'s hour, each of the last days."""
+    end = world.now - timedelta(minutes=2)  # World.traffic's end (the metric lag)
+    minutes = [
+        int((end - (hour_start - timedelta(days=d) + timedelta(minutes=m))).total_seconds() // 60)
+        for d in range(1, days + 1)
+        for m in range(20, 50)
+    ]
+    for first in range(0, len(minutes), 30):
+        chunk = minutes[first : first + 30]
+        world.traffic(name, "write", 6_000, minutes=range(min(chunk), max(chunk) + 1))
+
+
+def test_the_autopilot_reads_its_history_and_raises_the_minimum_ahead_of_the_daily_peak(
+    world: World,
+) -> None:
+    name = world.table("Daily", 10, 10, tagged=False)
+    world.target(name, "write", 10, 20_000)
+    hour = world.now.replace(minute=0)
+    daily_spikes(world, name, hour)
+    env = {
+        "SCALER_MODE": "autopilot",
+        "SCALER_TABLES": name,
+        "SCALER_TAG_KEY": "",
+        "SCALER_DEFAULT_MAX": "20000",
+    }
+    # a tick later in the hour does not forecast: the minimum stays
+    _, events = world.tick(hour + timedelta(minutes=4), **env)
+    assert not [e for e in events if e.get("event") == "forecast"]
+    assert world.target_min(name, "write") == 10
+    # the first tick of the hour reads 14 days, forecasts the spike 20 minutes ahead and
+    # raises the write minimum to it (6,000 / 0.7)
+    _, events = world.tick(hour, **env)
+    (forecast,) = [e for e in events if e.get("event") == "forecast" and e["dimension"] == "write"]
+    assert forecast["season"] == "daily" and forecast["error"] == 0
+    assert forecast["peak"] == pytest.approx(6_000) and forecast["floor"] == 8_572
+    assert world.target_min(name, "write") == 8_572
+    # reads have no scalable target: no forecast for them (the floor needs a minimum)
+    assert [e["dimension"] for e in events if e.get("event") == "forecast"] == ["write"]
+
+
+def test_the_reactive_mode_never_reads_the_history(world: World) -> None:
+    name = world.table("Reactive", 10, 10, tagged=False)
+    world.target(name, "write", 10, 20_000)
+    hour = world.now.replace(minute=0)
+    daily_spikes(world, name, hour)
+    _, events = world.tick(hour, SCALER_TABLES=name, SCALER_TAG_KEY="", SCALER_DEFAULT_MAX="20000")
+    assert not [e for e in events if e.get("event") == "forecast"]
+    assert world.target_min(name, "write") == 10

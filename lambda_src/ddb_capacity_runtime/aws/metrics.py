@@ -160,3 +160,61 @@ def _fetch_batch(
         token = response.get("NextToken")
         if not token:
             return newest
+
+
+#: CloudWatch returns at most 100,800 datapoints per GetMetricData call: 14 days of 5-minute
+#: steps are 4,032 a query, so a history call carries at most this many queries.
+HISTORY_QUERIES_PER_CALL = 25
+
+
+def fetch_history(
+    cloudwatch: CloudWatchClient,
+    keys: list[Key],
+    end: datetime,
+    days: int,
+    step_minutes: int,
+    *,
+    call: Callable[[Callable[[], Any]], Any] = lambda f: f(),
+) -> dict[Key, list[float | None]]:
+    """Each key's consumed capacity over the ``days`` before ``end``, as average units per
+    second per ``step_minutes`` step (oldest first), for the autopilot's forecast. A step
+    with no datapoint reads 0 (DynamoDB publishes none for a minute without traffic); a
+    query CloudWatch did not mark ``Complete``, or a NaN, negative or infinite value, makes
+    its steps None. The forecast only ever raises a minimum, so a missing datapoint can only
+    make it raise less."""
+    end = utc(end).replace(second=0, microsecond=0)
+    end -= (end.minute % step_minutes) * MINUTE
+    steps = days * 1440 // step_minutes
+    start = end - steps * step_minutes * MINUTE
+    period = step_minutes * 60
+    ids: dict[str, Key] = {}
+    batch_queries: list[dict[str, Any]] = []
+    for i, key in enumerate(keys):
+        qid = f"h{i}"
+        ids[qid] = key
+        name = f"Consumed{key[2].capitalize()}CapacityUnits"
+        batch_queries.append(
+            {
+                "Id": qid,
+                "MetricStat": {"Metric": _metric(key, name), "Period": period, "Stat": "Sum"},
+                "ReturnData": True,
+            }
+        )
+    out: dict[Key, list[float | None]] = {}
+    for first in range(0, len(batch_queries), HISTORY_QUERIES_PER_CALL):
+        batch = batch_queries[first : first + HISTORY_QUERIES_PER_CALL]
+        qids = [str(q["Id"]) for q in batch]
+        sums: dict[str, dict[datetime, float]] = {qid: {} for qid in qids}
+        bad: dict[str, set[datetime]] = {qid: set() for qid in qids}
+        complete: dict[str, bool] = {}
+        _fetch_batch(cloudwatch, batch, start, end, sums, bad, complete, call)
+        for qid in qids:
+            if not complete.get(qid, False):
+                out[ids[qid]] = [None] * steps
+                continue
+            values: list[float | None] = []
+            for n in range(steps):
+                moment = start + n * step_minutes * MINUTE
+                values.append(None if moment in bad[qid] else sums[qid].get(moment, 0.0) / period)
+            out[ids[qid]] = values
+    return out

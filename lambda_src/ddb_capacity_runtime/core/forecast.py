@@ -14,8 +14,12 @@ there is no forecast and the caller reacts as it would without one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from .series import Key
+from .tables import ManagedTable
 
 DAY_MINUTES = 1440
 SEASONS = {"daily": DAY_MINUTES, "weekly": 7 * DAY_MINUTES}
@@ -23,6 +27,13 @@ SEASONS = {"daily": DAY_MINUTES, "weekly": 7 * DAY_MINUTES}
 LOOKBACK = {"daily": 3, "weekly": 2}
 #: The forecast must be within this relative error on the last day to be used.
 MAX_ERROR = 0.35
+#: How the autopilot uses it: 5-minute steps (CloudWatch's 5-minute sums, as average units
+#: per second), 14 days of them, a forecast at the first tick of every hour for the window
+#: from LEAD_MINUTES to WINDOW_MINUTES ahead (the hour, and the next forecast's lead).
+STEP_MINUTES = 5
+HISTORY_DAYS = 14
+WINDOW_MINUTES = 75
+LEAD_MINUTES = 10
 
 
 @dataclass(frozen=True)
@@ -110,3 +121,48 @@ def forecast(
     if peak is None:
         return Forecast(None, season, error, "no past season covers the window")
     return Forecast(peak, season, error, f"{season}, error {error:.0%} on the last day")
+
+
+def floor_for(
+    history: Sequence[float | None],
+    history_end: int,
+    now: int,
+    target_utilization: float,
+    min_capacity: int,
+    max_capacity: int,
+) -> tuple[int | None, Forecast]:
+    """The autopilot's floor: the capacity (units) the forecast peak needs at the target,
+    within [min, max], or None without a usable forecast. ``history`` ends at minute
+    ``history_end`` (exclusive) and ``now`` is the tick's minute, on the same clock."""
+    ahead = -(-(now + LEAD_MINUTES - history_end) // STEP_MINUTES)
+    f = forecast(history, STEP_MINUTES, max(ahead, 0), WINDOW_MINUTES // STEP_MINUTES)
+    if f.peak is None:
+        return None, f
+    units = math.ceil(round(f.peak / target_utilization, 6))
+    return max(min_capacity, min(max_capacity, units)), f
+
+
+def forecast_tick(minute_of_hour: int, tick_minutes: int) -> bool:
+    """Whether a tick at ``minute_of_hour`` is the hour's first, when the autopilot
+    forecasts."""
+    return minute_of_hour < tick_minutes
+
+
+def raise_to_floors(table: ManagedTable, floors: Mapping[Key, int]) -> ManagedTable:
+    """``table`` with the minimum of each dimension under a scalable target raised to its
+    floor, where the floor is above both the target's minimum and the capacity now. The
+    floor only raises: once capacity is there, target tracking keeps it while the load comes,
+    and the scaler restores the configured minimum at a later tick. Dimensions without a
+    target are left as they are (the forecast needs a minimum that outlives the tick)."""
+    dims = []
+    for d in table.dimensions:
+        floor = floors.get(d.key)
+        if (
+            floor is not None
+            and d.target is not None
+            and floor > d.target.min_capacity
+            and floor > d.provisioned
+        ):
+            d = replace(d, limits=replace(d.limits, min_capacity=min(floor, d.limits.max_capacity)))
+        dims.append(d)
+    return replace(table, dimensions=dims)

@@ -38,9 +38,10 @@ from ..aws.actuator import Outcome
 from ..aws.clients import Clients
 from ..aws.discovery import NotManaged
 from ..aws.retry import describe_error, with_retries
+from ..core.forecast import HISTORY_DAYS, STEP_MINUTES, floor_for, forecast_tick, raise_to_floors
 from ..core.plan import Change, plan_table
 from ..core.policy import HOLD, Decision
-from ..core.series import window
+from ..core.series import MINUTE, Key, window
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable, ScalableTarget
 from ..events import emit_metrics, log_event
@@ -136,6 +137,64 @@ def _prepare(
     return replace(holds.lift(table, held, now), ignored_tags=ignored)
 
 
+def _forecast_floors(
+    config: ScalerConfig,
+    clients: Clients,
+    tables: list[ManagedTable],
+    now: datetime,
+    shared: Callable[[str, Callable[[], Any], Any], Any],
+    sleep: Callable[[float], None],
+) -> dict[Key, int]:
+    """The autopilot's forecast, at the first tick of an hour: 14 days of 5-minute history
+    of every dimension under a scalable target (one GetMetricData query each, 25 a call),
+    and its floor. Each forecast is logged. A failed read is a shared failure: no floor,
+    and no decrease anywhere this tick."""
+    dims = [d for t in tables for d in t.dimensions if d.target is not None]
+    if not dims:
+        return {}
+    end = now - config.metric_lag_minutes * MINUTE
+    end = end.replace(second=0, microsecond=0) - (end.minute % STEP_MINUTES) * MINUTE
+    history = shared(
+        "forecast history",
+        lambda: metrics.fetch_history(
+            clients.cloudwatch,
+            [d.key for d in dims],
+            end,
+            HISTORY_DAYS,
+            STEP_MINUTES,
+            call=lambda f: with_retries(f, sleep=sleep),
+        ),
+        {},
+    )
+    floors: dict[Key, int] = {}
+    for d in dims:
+        if d.key not in history:
+            continue
+        target = d.limits.target_utilization or config.policy.target_utilization
+        floor, f = floor_for(
+            history[d.key],
+            int(end.timestamp() // 60),
+            int(now.timestamp() // 60),
+            target,
+            d.limits.min_capacity,
+            d.limits.max_capacity,
+        )
+        log_event(
+            "forecast",
+            table=d.table,
+            index=d.index,
+            dimension=d.dimension,
+            season=f.season,
+            error=None if f.error is None else round(f.error, 4),
+            peak=f.peak,
+            floor=floor,
+            reason=f.reason,
+        )
+        if floor is not None:
+            floors[d.key] = floor
+    return floors
+
+
 def run_tick(
     config: ScalerConfig,
     clients: Clients,
@@ -208,6 +267,9 @@ def run_tick(
         else {}
     )
     shared_failures += metric_errors
+    if config.policy.autopilot and forecast_tick(now.minute, config.tick_minutes):
+        floors = _forecast_floors(config, clients, tables, now, shared, sleep)
+        tables = [raise_to_floors(t, floors) for t in tables]
     for failure in shared_failures:
         log_event(
             "shared-call-failed",

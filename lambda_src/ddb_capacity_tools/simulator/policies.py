@@ -16,7 +16,14 @@ from datetime import datetime
 from typing import Protocol
 
 from ddb_capacity_runtime.core import settings
-from ddb_capacity_runtime.core.forecast import Forecast, forecast
+from ddb_capacity_runtime.core.forecast import (
+    HISTORY_DAYS,
+    STEP_MINUTES,
+    Forecast,
+    floor_for,
+    forecast_tick,
+    raise_to_floors,
+)
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, plan_table
 from ddb_capacity_runtime.core.policy import HOLD, PolicyConfig, autopilot_config, capacity_units
@@ -29,13 +36,8 @@ from .schedules import Firing
 from .trace import MINUTE, Key, Trace
 
 SIMULATED_TABLE = "simulated"
-#: The autopilot's forecast: 5-minute steps, 14 days of history, redone every hour for the
-#: hour ahead, and in force this long before it (a tick, CloudWatch's lag and UpdateTable).
-FORECAST_STEP = 5
-FORECAST_HISTORY_STEPS = 14 * 1440 // FORECAST_STEP
-FORECAST_EVERY_MINUTES = 60
-FORECAST_WINDOW_MINUTES = 75
-FORECAST_LEAD_MINUTES = 10
+#: The autopilot's history: 14 days of 5-minute steps (core.forecast).
+HISTORY_STEPS = HISTORY_DAYS * 1440 // STEP_MINUTES
 #: Application Auto Scaling's alarms for target tracking on DynamoDB (DESIGN.md, "Facts").
 HIGH_DATAPOINTS, LOW_DATAPOINTS, LOW_MARGIN = 2, 15, 0.20
 DEFAULT_TICK_MINUTES = settings.DEFAULT_TICK_MINUTES  # the Lambda's and the construct's
@@ -258,13 +260,12 @@ class ThrottleAware:
         self.decisions = 0
         self._starts: dict[int, list[datetime]] = {}
         self.autopilot = autopilot
-        #: The autopilot's learned demand: per key, the peak of each 5-minute step seen so far.
+        #: The autopilot's history: per key, each 5-minute step's average consumption, as
+        #: CloudWatch's 5-minute sums give it to the Lambda.
         self._steps: dict[Key, list[float | None]] = {}
         self._next_step: int | None = None
-        self._forecast_at: int | None = None
-        #: The forecast floor of each key until the next forecast (capacity units).
-        self.floor: dict[Key, int] = {}
-        self.forecasts: list[tuple[int, Key, Forecast]] = []
+        #: Every forecast made: (minute, key, forecast, floor).
+        self.forecasts: list[tuple[int, Key, Forecast, int | None]] = []
 
     def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
         if self.stock is not None:
@@ -291,43 +292,43 @@ class ThrottleAware:
             self.stock.act(sim, t)
 
     def _learn(self, sim: SimulatedTable, t: int) -> None:
-        """Add every 5-minute step CloudWatch has delivered: the peak consumption of its
-        minutes, None where none is known. Throttle events are left out: retries inflate
-        them by a factor the scaler cannot know, and a forecast learned from them would keep
-        a table padded for ever (consumption reaches the demand once a raise has landed)."""
+        """Add every 5-minute step CloudWatch has delivered: the average consumption of its
+        minutes (a 5-minute sum / 300 s, as the Lambda reads it; a minute not delivered
+        counts 0, as a missing datapoint does there). Throttle events are not read: the
+        forecast learns consumption only (core.forecast)."""
         if self._next_step is None:
             self._next_step = -sim.offset
         lag = self.config.metric_lag_minutes
-        while self._next_step + FORECAST_STEP + lag <= t:
+        while self._next_step + STEP_MINUTES + lag <= t:
             for key in sim.keys:
-                used, late = sim.datapoints(key, self._next_step, FORECAST_STEP, t)
-                known = [u for u, gone in zip(used, late, strict=True) if not gone]
-                self._steps.setdefault(key, []).append(max(known) if known else None)
-            self._next_step += FORECAST_STEP
+                used, _ = sim.datapoints(key, self._next_step, STEP_MINUTES, t)
+                self._steps.setdefault(key, []).append(sum(used) / STEP_MINUTES)
+            self._next_step += STEP_MINUTES
 
-    def _forecast(self, sim: SimulatedTable, t: int) -> None:
-        """Once an hour: each key's floor for the coming hour, from its own history."""
+    def _floors(self, dims: list[Dimension], t: int) -> dict[tuple[str, str | None, str], int]:
+        """The Lambda's forecast tick: each dimension's floor from its own history."""
         assert self._next_step is not None
-        ahead = -(-(t + FORECAST_LEAD_MINUTES - self._next_step) // FORECAST_STEP)
-        for key in sim.keys:
-            history = self._steps.get(key, [])[-FORECAST_HISTORY_STEPS:]
-            f = forecast(history, FORECAST_STEP, ahead, FORECAST_WINDOW_MINUTES // FORECAST_STEP)
-            self.forecasts.append((t, key, f))
-            if f.peak is None:
-                self.floor.pop(key, None)
-            else:
-                self.floor[key] = _clamp(
-                    f.peak / self.target, self.params.min_capacity, self.params.max_capacity
-                )
-        self._forecast_at = t
+        floors = {}
+        for d in dims:
+            key = (d.index, d.dimension)
+            floor, f = floor_for(
+                self._steps.get(key, [])[-HISTORY_STEPS:],
+                self._next_step,
+                t,
+                d.limits.target_utilization or self.target,
+                d.limits.min_capacity,
+                d.limits.max_capacity,
+            )
+            self.forecasts.append((t, key, f, floor))
+            if floor is not None:
+                floors[d.key] = floor
+        return floors
 
     def _tick(self, sim: SimulatedTable, t: int) -> None:
         if t % self.tick:
             return
         if self.autopilot:
             self._learn(sim, t)
-            if self._forecast_at is None or t - self._forecast_at >= FORECAST_EVERY_MINUTES:
-                self._forecast(sim, t)
         if sim.busy(None, t):
             return  # DescribeTable says UPDATING: the tick skips the table
         # The minutes a tick reads, as the Lambda computes them; the same for every dimension.
@@ -357,13 +358,6 @@ class ThrottleAware:
                     True,
                 )
                 lo, hi = self.base_min.get(key, self.stock.min[key]), self.stock.max[key]
-            floor = self.floor.get(key)
-            # The forecast raises the minimum ahead of a known peak. Under stock target
-            # tracking it only raises: once capacity is there, stock keeps it while the load
-            # comes, and a minimum held at the floor would outlive the peak (every later
-            # scale-in then waits for the minimum to come down, and spends a decrease).
-            if floor is not None and (self.stock is None or floor > d.provisioned):
-                lo = min(hi, max(lo, floor))
             dims.append(
                 Dimension(
                     SIMULATED_TABLE,
@@ -378,6 +372,8 @@ class ThrottleAware:
             )
             series[(SIMULATED_TABLE, index, dim)] = self._series(sim, key, t, minutes, starts)
         table = ManagedTable(SIMULATED_TABLE, f"arn:simulated:table/{SIMULATED_TABLE}", {}, dims)
+        if self.autopilot and forecast_tick(sim.time(t).minute, self.tick):
+            table = raise_to_floors(table, self._floors(dims, t))
         updates: dict[str | None, dict[str, int]] = {}
         for change, _ in plan_table(table, series, self.config, sim.time(t)):
             if change.action == HOLD or change.new == change.old:
