@@ -394,16 +394,16 @@ def test_backtest_history_rebuilds_demand_from_consumed_and_throttles(history_ta
     assert gsi.demand[("ByGroup", "read")][-10] == pytest.approx(40)
 
 
+def a_day_of(name: str, end: datetime) -> list[str]:
+    """The options that read the day of ``name``'s history before ``end``."""
+    return ["--table", name, "--days", "1", "--end", end.isoformat()]
+
+
 def test_backtest_subcommand_replays_the_history(history_table):
     name, end, *_ = history_table
     code, out, err = run(
         "backtest",
-        "--table",
-        name,
-        "--days",
-        "1",
-        "--end",
-        end.isoformat(),
+        *a_day_of(name, end),
         "--policy",
         "stock:70",
         "--policy",
@@ -612,12 +612,7 @@ def test_tune_reads_a_tables_history(history_table):
     name, end, *_ = history_table
     code, out, err = run(
         "tune",
-        "--table",
-        name,
-        "--days",
-        "1",
-        "--end",
-        end.isoformat(),
+        *a_day_of(name, end),
         "--candidate",
         "stock:70",
         "--candidate",
