@@ -62,8 +62,9 @@ class ThrottleAwareScaler(Construct):
     :param tick: how often it runs. Default: 2 minutes (README: why).
     :param dry_run: decide and log, change nothing. Default: False.
     :param mode: ``"reactive"`` (default) or ``"autopilot"``: raises sized by the newest
-        minutes only (no chasing a burst that is over) and prompt decreases after a burst
-        (README, "Autopilot"). The autopilot's forecast runs in the simulator for now.
+        minutes only (no chasing a burst that is over), prompt decreases after a burst, and,
+        for dimensions under a scalable target, an hourly forecast of recurring load that
+        raises the minimum ahead of a known peak (README, "Autopilot").
     :param topic: where alarms go. Default: a new topic, SSL enforced, KMS encrypted.
     :param pinned_at_max_for: alarm when a table sits at its max this long. Default 30 min.
     :param throttled_for: alarm when a managed table is throttled this long. Default 10 min.
