@@ -25,8 +25,6 @@ from aws_cdk import (
     Stack,
     Token,
 )
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -42,6 +40,7 @@ from ddb_capacity_runtime.requests.store import MAX_HOLD_ENV, MAX_UNITS_ENV, STO
 from .compliance import acknowledge, skip_checkov
 from .runtime import (
     SCALABLE_TARGETS_FINDING,
+    alarm_on_any,
     move_minimums_statement,
     read_autoscaling_statement,
     runtime_function,
@@ -337,16 +336,13 @@ class CapacityRequests(Construct):
         ]
 
     def _errors_alarm(self, function: lambda_.Function, id: str, description: str) -> None:
-        alarm = function.metric_errors(period=Duration.minutes(5)).create_alarm(
+        alarm_on_any(
             self,
             id,
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=description,
+            function.metric_errors(period=Duration.minutes(5)),
+            description,
+            self.alarm_topic,
         )
-        alarm.add_alarm_action(actions.SnsAction(self.alarm_topic))
 
     @staticmethod
     def _acknowledge(policy: iam.ManagedPolicy, reads: str) -> None:

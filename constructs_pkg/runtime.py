@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import Aws, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -206,6 +208,24 @@ def move_minimums_statement(sid: str, tag_key: str, values: Sequence[str]) -> ia
             "Null": {"aws:TagKeys": "true"},
         },
     )
+
+
+def alarm_on_any(
+    scope: Construct, id: str, metric: cloudwatch.IMetric, description: str, topic: sns.ITopic
+) -> cloudwatch.Alarm:
+    """An alarm to ``topic`` when ``metric`` is 1 or more in one period (no data: OK):
+    what every failure the library counts gets."""
+    alarm = metric.create_alarm(  # type: ignore[attr-defined]
+        scope,
+        id,
+        threshold=1,
+        evaluation_periods=1,
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        alarm_description=description,
+    )
+    alarm.add_alarm_action(cw_actions.SnsAction(topic))
+    return alarm  # type: ignore[no-any-return]
 
 
 def alarm_topic(scope: Construct, display_name: str) -> sns.Topic:

@@ -30,6 +30,7 @@ from ddb_capacity_runtime.core.settings import (
 from .compliance import acknowledge
 from .runtime import (
     SCALABLE_TARGETS_FINDING,
+    alarm_on_any,
     alarm_topic,
     move_minimums_statement,
     read_autoscaling_statement,
@@ -286,29 +287,21 @@ class ThrottleAwareScaler(Construct):
 
     def _alarms(self, pinned_for: Duration) -> None:
         tick = self._tick
-        self._notify(
-            self.function.metric_errors(period=tick).create_alarm(
-                self,
-                "ErrorsAlarm",
-                threshold=1,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                alarm_description="The capacity scaler failed",
-            )
+        alarm_on_any(
+            self,
+            "ErrorsAlarm",
+            self.function.metric_errors(period=tick),
+            "The capacity scaler failed",
+            self.topic,
         )
-        self._notify(
+        alarm_on_any(
+            self,
+            "DeadLettersAlarm",
             self.dead_letter_queue.metric_approximate_number_of_messages_visible(
                 period=Duration.minutes(5)
-            ).create_alarm(
-                self,
-                "DeadLettersAlarm",
-                threshold=1,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                alarm_description="Scaler ticks were dropped",
-            )
+            ),
+            "Scaler ticks were dropped",
+            self.topic,
         )
         self._notify(
             self.function.metric_invocations(

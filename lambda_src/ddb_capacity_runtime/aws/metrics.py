@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..core.quota import utc
-from ..core.series import MINUTE, Key, Series
+from ..core.series import MINUTE, Key, Series, step_start
 from .retry import describe_error
 
 if TYPE_CHECKING:
@@ -29,6 +29,15 @@ def _metric(key: Key, name: str) -> dict[str, Any]:
     return {"Namespace": "AWS/DynamoDB", "MetricName": name, "Dimensions": dims}
 
 
+def _query(qid: str, key: Key, name: str, period: int) -> dict[str, Any]:
+    """One GetMetricData query: the Sum of ``name`` of ``key`` per ``period`` seconds."""
+    return {
+        "Id": qid,
+        "MetricStat": {"Metric": _metric(key, name), "Period": period, "Stat": "Sum"},
+        "ReturnData": True,
+    }
+
+
 def queries(keys: Iterable[Key]) -> list[tuple[str, Key, str, dict[str, Any]]]:
     """(query id, key, kind, query) for each dimension: a consumed and a throttle metric."""
     out = []
@@ -39,18 +48,7 @@ def queries(keys: Iterable[Key]) -> list[tuple[str, Key, str, dict[str, Any]]]:
             ("throttles", f"{dim}ThrottleEvents"),
         ):
             qid = f"{kind[0]}{i}"
-            out.append(
-                (
-                    qid,
-                    key,
-                    kind,
-                    {
-                        "Id": qid,
-                        "MetricStat": {"Metric": _metric(key, name), "Period": 60, "Stat": "Sum"},
-                        "ReturnData": True,
-                    },
-                )
-            )
+            out.append((qid, key, kind, _query(qid, key, name, 60)))
     return out
 
 
@@ -182,8 +180,7 @@ def fetch_history(
     query CloudWatch did not mark ``Complete``, or a NaN, negative or infinite value, makes
     its steps None. The forecast only ever raises a minimum, so a missing datapoint can only
     make it raise less."""
-    end = utc(end).replace(second=0, microsecond=0)
-    end -= (end.minute % step_minutes) * MINUTE
+    end = step_start(end, step_minutes)
     steps = days * 1440 // step_minutes
     start = end - steps * step_minutes * MINUTE
     period = step_minutes * 60
@@ -193,13 +190,7 @@ def fetch_history(
         qid = f"h{i}"
         ids[qid] = key
         name = f"Consumed{key[2].capitalize()}CapacityUnits"
-        batch_queries.append(
-            {
-                "Id": qid,
-                "MetricStat": {"Metric": _metric(key, name), "Period": period, "Stat": "Sum"},
-                "ReturnData": True,
-            }
-        )
+        batch_queries.append(_query(qid, key, name, period))
     out: dict[Key, list[float | None]] = {}
     for first in range(0, len(batch_queries), HISTORY_QUERIES_PER_CALL):
         batch = batch_queries[first : first + HISTORY_QUERIES_PER_CALL]

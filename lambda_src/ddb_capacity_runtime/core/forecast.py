@@ -14,10 +14,10 @@ there is no forecast and the caller reacts as it would without one.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from .policy import capacity_units
 from .series import Key
 from .tables import ManagedTable
 
@@ -138,7 +138,7 @@ def floor_for(
     f = forecast(history, STEP_MINUTES, max(ahead, 0), WINDOW_MINUTES // STEP_MINUTES)
     if f.peak is None:
         return None, f
-    units = math.ceil(round(f.peak / target_utilization, 6))
+    units = capacity_units(f.peak / target_utilization)
     return max(min_capacity, min(max_capacity, units)), f
 
 

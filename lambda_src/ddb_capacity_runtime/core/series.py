@@ -9,6 +9,14 @@ from datetime import datetime, timedelta
 from .quota import utc
 
 MINUTE = timedelta(minutes=1)
+
+
+def step_start(moment: datetime, step_minutes: int) -> datetime:
+    """The start (UTC) of the ``step_minutes`` step holding ``moment``."""
+    moment = utc(moment).replace(second=0, microsecond=0)
+    return moment - (moment.minute % step_minutes) * MINUTE
+
+
 Key = tuple[str, "str | None", str]
 
 

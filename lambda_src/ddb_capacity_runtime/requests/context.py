@@ -3,7 +3,6 @@ being updated), its current traffic, scalable-target minimums, and result rows."
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -15,6 +14,7 @@ from ..aws import metrics
 from ..aws.clients import Clients
 from ..aws.discovery import NotManaged, describe_table, scalable_targets
 from ..core.names import resource_id
+from ..core.policy import capacity_units
 from ..core.series import window
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable
@@ -92,7 +92,7 @@ def current_traffic(
     keys = [(table, index, d) for d in dims]
     start, end = window(ctx.now(), TRAFFIC_MINUTES, TRAFFIC_LAG_MINUTES)
     series = metrics.fetch(ctx.clients.cloudwatch, keys, start, end)
-    return {k[2]: math.ceil(round(max(series[k].consumed, default=0.0), 6)) for k in keys}
+    return {k[2]: capacity_units(max(series[k].consumed, default=0.0)) for k in keys}
 
 
 def register_min(ctx: Context, resource: str, dimension: str, minimum: int) -> None:

@@ -41,7 +41,7 @@ from ..aws.retry import describe_error, with_retries
 from ..core.forecast import HISTORY_DAYS, STEP_MINUTES, floor_for, forecast_tick, raise_to_floors
 from ..core.plan import Change, plan_table
 from ..core.policy import HOLD, Decision
-from ..core.series import MINUTE, Key, window
+from ..core.series import MINUTE, Key, step_start, window
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable, ScalableTarget
 from ..events import emit_metrics, log_event
@@ -152,8 +152,7 @@ def _forecast_floors(
     dims = [d for t in tables for d in t.dimensions if d.target is not None]
     if not dims:
         return {}
-    end = now - config.metric_lag_minutes * MINUTE
-    end = end.replace(second=0, microsecond=0) - (end.minute % STEP_MINUTES) * MINUTE
+    end = step_start(now - config.metric_lag_minutes * MINUTE, STEP_MINUTES)
     history = shared(
         "forecast history",
         lambda: metrics.fetch_history(
