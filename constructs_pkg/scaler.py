@@ -18,7 +18,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_runtime.core.names import BASE_MIN_TAG, DIMENSIONS, TARGET_TAG
+from ddb_capacity_runtime.core.names import DIMENSIONS, SCALER_TAGS, TARGET_TAG
 from ddb_capacity_runtime.core.settings import (
     DEFAULT_TICK_MINUTES,
     MODES,
@@ -63,9 +63,10 @@ class ThrottleAwareScaler(Construct):
     :param tick: how often it runs. Default: 2 minutes (README: why).
     :param dry_run: decide and log, change nothing. Default: False.
     :param mode: ``"reactive"`` (default) or ``"autopilot"``: raises sized by the newest
-        minutes only (no chasing a burst that is over), prompt decreases after a burst, and,
-        for dimensions under a scalable target, an hourly forecast of recurring load that
-        raises the minimum ahead of a known peak (README, "Autopilot").
+        minutes only (no chasing a burst that is over), prompt decreases after a burst, and
+        an hourly forecast of recurring load, planned per 5 minutes and kept in table tags,
+        that raises the minimum ahead of a known peak and holds it until the peak is over
+        (README, "Autopilot").
     :param topic: where alarms go. Default: a new topic, SSL enforced, KMS encrypted.
     :param pinned_at_max_for: alarm when a table sits at its max this long. Default 30 min.
     :param throttled_for: alarm when a managed table is throttled this long. Default 10 min.
@@ -403,7 +404,8 @@ class _ScalerValidation:
 def _tag_own_keys(
     sid: str, resources: list[str], conditions: dict[str, Any] | None = None
 ) -> iam.PolicyStatement:
-    """Tagging limited to the scaler's own tag keys (its base-min memory): it can neither
+    """Tagging limited to the scaler's own tag keys (its base-min memory and its forecast
+    plans): it can neither
     add nor change the discovery tag, nor any tag other policies rely on."""
     return iam.PolicyStatement(
         sid=sid,
@@ -411,6 +413,6 @@ def _tag_own_keys(
         resources=resources,
         conditions={
             **(conditions or {}),
-            "ForAllValues:StringLike": {"aws:TagKeys": [f"{BASE_MIN_TAG}*"]},
+            "ForAllValues:StringLike": {"aws:TagKeys": [f"{k}*" for k in SCALER_TAGS]},
         },
     )

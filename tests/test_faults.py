@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from ddb_capacity_runtime.core.names import base_min_tag
+from ddb_capacity_runtime.core.names import base_min_tag, forecast_tag
 from ddb_capacity_runtime.scaler.handler import complete
 from ddb_capacity_runtime.scaler.tick import TickFailed
 from tests.moto_world import World
@@ -348,3 +349,83 @@ def test_a_shared_call_that_recovers_on_retry_is_not_a_failure(world: World) -> 
     summary, _ = world.tick()
     assert_handled(world, busy, idle)
     assert len(calls) == 2 and summary["shared_failures"] == []
+
+
+# ------------------------------------------------------------------ the autopilot's forecast
+
+
+def history_queries(params: dict[str, Any]) -> bool:
+    """GetMetricData calls that read the forecast's history (5-minute steps)."""
+    return any(q["MetricStat"]["Period"] == 300 for q in params["MetricDataQueries"])
+
+
+def test_a_failing_history_read_keeps_the_plans_and_stops_every_decrease(world: World) -> None:
+    # GIVEN the first tick of an hour in autopilot mode: a throttled table, an idle one,
+    # and one whose plan from the hour before asks for 900 writes now
+    world.now = world.now.replace(minute=0)
+    busy, idle = busy_and_idle(world)
+    minute = int(world.now.timestamp() // 60)
+    planned = world.table(
+        "planned",
+        100,
+        100,
+        tags={forecast_tag(None, "write"): f"{minute - 15}:70:900/900/900/900"},
+    )
+    calls: list[int] = []
+
+    def count(params: dict[str, Any]) -> bool:
+        calls.append(1)
+        return history_queries(params)
+
+    fail_before(world.cw, "GetMetricData", count, client_error("ThrottlingException", "x"))
+    # WHEN the tick runs and every read of the history fails
+    summary, events = world.tick(SCALER_MODE="autopilot")
+    # THEN it survived; the raises on what it knows went ahead, the kept plan among them
+    assert world.throughput(busy) == (100, 215)
+    assert world.throughput(planned)[1] == 900
+    assert forecast_tag(None, "write") in world.tags(planned)  # not dropped for a failed read
+    # nothing was lowered, and the failed read is a shared failure, counted
+    assert world.throughput(idle) == (200, 200)
+    (failure,) = summary["shared_failures"]
+    assert failure.startswith("forecast history")
+    assert emf(events, None)["SharedFailures"] == 1
+    assert not [e for e in events if e.get("event") == "forecast"]
+
+
+@pytest.mark.parametrize("bad", [math.nan, -1.0, math.inf])
+def test_bad_values_in_one_tables_history_are_unknown_not_idle(world: World, bad: float) -> None:
+    # GIVEN two tables with the same daily write spike, and bad values in all of one's history
+    world.now = world.now.replace(minute=0)
+    clean, faulty = world.table("clean", 10, 10), world.table("faulty", 10, 10)
+    end = world.now - timedelta(minutes=2)
+    for name in (clean, faulty):
+        for day in (1, 2, 3):
+            first = int(
+                (end - (world.now - timedelta(days=day, minutes=-40))).total_seconds() // 60
+            )
+            world.traffic(name, "write", 6_000, minutes=range(first - 29, first + 1))
+    ids: set[str] = set()
+
+    def before(params: dict[str, Any], **_: Any) -> None:
+        for q in params["MetricDataQueries"]:
+            dims = q["MetricStat"]["Metric"]["Dimensions"]
+            if q["MetricStat"]["Period"] == 300 and {"Name": "TableName", "Value": faulty} in dims:
+                ids.add(q["Id"])
+
+    def after(parsed: dict[str, Any], **_: Any) -> None:
+        for result in parsed.get("MetricDataResults", []):
+            if result["Id"] in ids:
+                result["Values"] = [bad] * len(result["Values"])
+
+    world.cw.meta.events.register("before-parameter-build.cloudwatch.GetMetricData", before)
+    world.cw.meta.events.register("after-call.cloudwatch.GetMetricData", after)
+    # WHEN the hour's first tick forecasts
+    summary, events = world.tick(SCALER_MODE="autopilot")
+    # THEN the clean table is planned; the faulty one's spikes are unknown steps, skipped:
+    # no plan from them (an infinite value is no 40,000 floor), and no failure of the tick
+    forecasts = {(e["table"], e["dimension"]): e for e in events if e.get("event") == "forecast"}
+    assert forecasts[(clean, "write")]["plan"] is not None
+    assert forecasts[(faulty, "write")]["plan"] is None
+    assert forecast_tag(None, "write") in world.tags(clean)
+    assert forecast_tag(None, "write") not in world.tags(faulty)
+    assert summary["failures"] == [] and summary["shared_failures"] == []

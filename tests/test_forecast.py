@@ -8,7 +8,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddb_capacity_runtime.core.forecast import MAX_ERROR, forecast, season_error
+from ddb_capacity_runtime.core.floorplan import PLAN_STEPS, FloorPlan, parse_plan
+from ddb_capacity_runtime.core.forecast import (
+    LEAD_MINUTES,
+    MAX_AIM,
+    MAX_ERROR,
+    SPREAD_MINUTES,
+    aim_for,
+    forecast,
+    plan_floors,
+    season_error,
+)
+from ddb_capacity_runtime.core.policy import capacity_units
 
 STEP = 5
 DAY = 1440 // STEP
@@ -77,3 +88,97 @@ def test_unknown_steps_are_skipped_not_read_as_zero():
 def test_a_bad_step_is_refused_by_name():
     with pytest.raises(ValueError, match="step: got 7"):
         forecast([1.0], 7, 1, 1)
+
+
+# ------------------------------------------------------------------ the plan of floors
+
+PLAN = st.builds(
+    FloorPlan,
+    st.integers(0, 10**9).map(lambda m: m - m % STEP),
+    st.lists(st.integers(1, 40_000), min_size=1, max_size=PLAN_STEPS).map(tuple),
+    st.integers(20, 90),
+)
+
+
+@settings(max_examples=50, deadline=None)
+@given(plan=PLAN)
+def test_a_plan_reads_back_from_its_tag_exactly(plan):
+    assert parse_plan(plan.value(), 40_000) == plan
+
+
+@settings(max_examples=200, deadline=None)
+@given(raw=st.text(max_size=120))
+def test_anything_else_in_a_plan_tag_is_no_plan_and_never_an_error(raw):
+    plan = parse_plan(raw, 40_000)
+    assert plan is None or (
+        plan.value() == raw and plan.start % STEP == 0 and 1 <= len(plan.floors) <= PLAN_STEPS
+    )
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "",
+        "100:",
+        ":5",
+        "101:5",
+        "-5:5",
+        "100:0",
+        "100:40001",
+        "100:5/x",
+        "100:5//6",
+        "100:1.5",
+        "100:" + "/".join(["5"] * (PLAN_STEPS + 1)),
+    ],
+)
+def test_plan_tags_out_of_bounds_are_no_plan(raw):
+    assert parse_plan(raw, 40_000) is None
+
+
+def test_a_plan_gives_the_floor_in_force_and_the_highest_ahead():
+    plan = FloorPlan(100, (10, 50, 20))
+    assert [plan.at(m) for m in (99, 100, 104, 105, 114, 115)] == [None, 10, 10, 50, 20, None]
+    assert plan.highest(100, 5) == 10 and plan.highest(101, 5) == 50
+    assert plan.highest(110, 30) == 20 and plan.highest(115, 30) is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    profile=st.lists(st.floats(0, 5_000, allow_nan=False), min_size=DAY, max_size=DAY),
+    now=st.integers(0, DAY * STEP - 1),
+)
+def test_an_exactly_daily_series_is_planned_exactly(profile, now):
+    """Each step's floor is the peak of the day before from SPREAD before the step to LEAD
+    and SPREAD after it, at the aim an error of 0 allows (MAX_AIM)."""
+    days = 4
+    history = profile * days
+    end = days * DAY * STEP
+    plan, f = plan_floors(history, end, end + now, 0.7, 1, 40_000)
+    assert f.error == 0
+    spread, lead = SPREAD_MINUTES // STEP, LEAD_MINUTES // STEP
+    expected = []
+    for i in range(PLAN_STEPS):
+        position = now // STEP + i
+        window = [(profile * 3)[DAY + position + k] for k in range(-spread, 1 + lead + spread)]
+        expected.append(max(1, min(40_000, capacity_units(max(window) / MAX_AIM))))
+    if max(expected) <= 1:
+        assert plan is None and "minimum covers it" in f.reason
+    else:
+        assert plan is not None and plan.start == end + now - now % STEP
+        assert plan.aim == round(MAX_AIM * 100)
+        assert list(plan.floors) == expected
+
+
+def test_spikes_at_random_times_are_no_plan():
+    rng = random.Random(5)
+    history = [5_000.0 if rng.random() < 0.02 else 10.0 for _ in range(DAY * 4)]
+    plan, f = plan_floors(history, len(history) * STEP, len(history) * STEP, 0.7, 1, 40_000)
+    assert plan is None and f.error is not None and f.error > MAX_ERROR
+
+
+@settings(max_examples=100, deadline=None)
+@given(error=st.floats(0, 10), target=st.floats(0.2, 0.9))
+def test_a_plan_aims_higher_only_as_far_as_its_error_allows(error, target):
+    aim = aim_for(error, target)
+    assert int(target * 100) / 100 <= aim <= max(MAX_AIM, target)
+    assert aim_for(error + 0.1, target) <= aim  # a worse forecast never aims higher

@@ -185,6 +185,13 @@ def test_the_evaluator_says_yes_where_the_policies_do(template: Template) -> Non
         {"aws:TagKeys": ["ddb-capacity:base-min:table:write"]},
     )
     assert allowed(template.statements_of(role["scaler"]), remember)
+    plan = Request(
+        "dynamodb:TagResource",
+        orders,
+        {"aws:TagKeys": ["ddb-capacity:forecast:table:write", "ddb-capacity:forecast:table:read"]},
+    )
+    assert allowed(template.statements_of(role["scaler"]), plan)
+    assert not allowed(template.statements_of(role["broker"]), plan)
     (broker,) = [
         k
         for k, r in template.of_type("AWS::Lambda::Function").items()

@@ -191,7 +191,9 @@ def test_scaler_role_has_only_its_managed_policy(ticked: dict[str, Any], aws_cli
     }
     assert "PublishOwnMetrics" not in by_sid  # EMF needs no PutMetricData
     assert by_sid["RememberMinimums"]["Condition"] == {
-        "ForAllValues:StringLike": {"aws:TagKeys": ["ddb-capacity:base-min:*"]}
+        "ForAllValues:StringLike": {
+            "aws:TagKeys": ["ddb-capacity:base-min:*", "ddb-capacity:forecast:*"]
+        }
     }
 
 

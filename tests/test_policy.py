@@ -316,3 +316,33 @@ def test_autopilot_lowers_soon_after_a_burst() -> None:
     assert decide(quiet, CONFIG).action == HOLD  # 30 minutes of hysteresis, 15 low minutes
     auto = decide(quiet, autopilot_config())
     assert auto.action == DECREASE and auto.capacity == 15  # 10 / 0.7
+
+
+# ------------------------------------------------------------------ the forecast's floors
+
+
+def test_no_decrease_below_what_the_forecast_needs_within_the_half_hour() -> None:
+    quiet = [10.0] * 20
+    assert decide(state(1_000, quiet), CONFIG).capacity == 15  # idle: down to 10 / 0.7
+    kept = decide(state(1_000, quiet, keep=600), CONFIG)
+    assert kept.action == DECREASE and kept.capacity == 600
+    assert "the forecast needs" in kept.reason
+    held = decide(state(1_000, quiet, keep=1_200), CONFIG)
+    assert held.action == HOLD and "the forecast needs 1200" in held.reason
+
+
+def test_a_floor_above_the_targets_minimum_raises_it_and_a_lower_one_restores_part() -> None:
+    from ddb_capacity_runtime.core.policy import decide_scalable_min
+
+    quiet = [10.0] * 20
+    # the plan's floor (as the min) is above the target's minimum: raised to it, even
+    # though the capacity is already there
+    up = decide_scalable_min(state(9_000, quiet, min_capacity=8_572), 10, CONFIG)
+    assert (up.action, up.capacity) == (INCREASE, 8_572)
+    # the floor has dropped, but the next half hour needs 4,000: the minimum goes to that
+    part = decide_scalable_min(state(9_000, quiet, min_capacity=10, keep=4_000), 8_572, CONFIG)
+    assert (part.action, part.capacity) == (DECREASE, 4_000)
+    assert "what the forecast needs" in part.reason
+    # nothing planned: the configured minimum is restored
+    done = decide_scalable_min(state(9_000, quiet, min_capacity=10), 8_572, CONFIG)
+    assert (done.action, done.capacity) == (DECREASE, 10)

@@ -174,7 +174,11 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
         "Resource": stack.resolve(table.table.table_arn),
     }
     # tagging only the scaler's own keys: never the discovery tag, nor anyone else's
-    own_keys = {"ForAllValues:StringLike": {"aws:TagKeys": ["ddb-capacity:base-min:*"]}}
+    own_keys = {
+        "ForAllValues:StringLike": {
+            "aws:TagKeys": ["ddb-capacity:base-min:*", "ddb-capacity:forecast:*"]
+        }
+    }
     assert by_sid["RememberMinimums"] == {
         "Sid": "RememberMinimums",
         "Effect": "Allow",

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ddb_capacity_runtime.core.names import base_min_tag
+from ddb_capacity_runtime.core.names import base_min_tag, forecast_tag
 from tests.moto_world import World
 
 
@@ -170,45 +170,121 @@ def test_the_scaler_aims_at_the_target_of_the_tables_own_policy(world: World) ->
 # ------------------------------------------------------------------ the autopilot's forecast
 
 
-def daily_spikes(world: World, name: str, hour_start: Any, days: int = 3) -> None:
-    """6,000 WCU from 20 to 50 minutes past ``hour_start``'s hour, each of the last days."""
+def daily_spikes(
+    world: World, name: str, hour_start: Any, days: int = 3, first_minute: int = 20
+) -> None:
+    """6,000 WCU for 30 minutes from ``first_minute`` past ``hour_start``'s hour, each of the
+    last days."""
     end = world.now - timedelta(minutes=2)  # World.traffic's end (the metric lag)
     minutes = [
         int((end - (hour_start - timedelta(days=d) + timedelta(minutes=m))).total_seconds() // 60)
         for d in range(1, days + 1)
-        for m in range(20, 50)
+        for m in range(first_minute, first_minute + 30)
     ]
     for first in range(0, len(minutes), 30):
         chunk = minutes[first : first + 30]
         world.traffic(name, "write", 6_000, minutes=range(min(chunk), max(chunk) + 1))
 
 
-def test_the_autopilot_reads_its_history_and_raises_the_minimum_ahead_of_the_daily_peak(
+AUTOPILOT = {"SCALER_MODE": "autopilot", "SCALER_TAG_KEY": "", "SCALER_DEFAULT_MAX": "20000"}
+
+
+def test_the_autopilot_plans_the_hour_keeps_the_plan_in_a_tag_and_raises_ahead_of_the_peak(
     world: World,
 ) -> None:
-    name = world.table("Daily", 10, 10, tagged=False)
-    world.target(name, "write", 10, 20_000)
+    # GIVEN a write spike at 40-70 minutes past the hour on each of the last 3 days, on a
+    # table under a scalable target and on one without
     hour = world.now.replace(minute=0)
-    daily_spikes(world, name, hour)
-    env = {
-        "SCALER_MODE": "autopilot",
-        "SCALER_TABLES": name,
-        "SCALER_TAG_KEY": "",
-        "SCALER_DEFAULT_MAX": "20000",
-    }
-    # a tick later in the hour does not forecast: the minimum stays
+    targeted = world.table("Daily", 10, 10, tagged=False)
+    world.target(targeted, "write", 10, 20_000)
+    direct = world.table("Direct", 10, 10, tagged=False)
+    for name in (targeted, direct):
+        daily_spikes(world, name, hour, first_minute=40)
+    env = {**AUTOPILOT, "SCALER_TABLES": f"{targeted},{direct}"}
+    # a tick later in the hour, before any forecast: nothing read, nothing planned
     _, events = world.tick(hour + timedelta(minutes=4), **env)
     assert not [e for e in events if e.get("event") == "forecast"]
-    assert world.target_min(name, "write") == 10
-    # the first tick of the hour reads 14 days, forecasts the spike 20 minutes ahead and
-    # raises the write minimum to it (6,000 / 0.7)
+    # WHEN the first tick of the hour runs
     _, events = world.tick(hour, **env)
-    (forecast,) = [e for e in events if e.get("event") == "forecast" and e["dimension"] == "write"]
-    assert forecast["season"] == "daily" and forecast["error"] == 0
-    assert forecast["peak"] == pytest.approx(6_000) and forecast["floor"] == 8_572
+    # THEN it reads 14 days, forecasts every dimension and logs each plan: 6,000 / 0.9 (the
+    # aim of a forecast without error) from the step 20 minutes (lead and spread) before
+    # the spike
+    forecasts = {(e["table"], e["dimension"]): e for e in events if e.get("event") == "forecast"}
+    assert set(forecasts) == {(n, d) for n in (targeted, direct) for d in ("read", "write")}
+    write = forecasts[(targeted, "write")]
+    assert write["season"] == "daily" and write["error"] == 0
+    assert write["peak"] == pytest.approx(6_000) and write["floor"] == 6_667
+    start = int(hour.timestamp() // 60)
+    floors = [10] * 4 + [6_667] * 11  # steps 0-15; 20-70 (the spike, lead and spread)
+    assert write["plan"] == f"{start}:90:" + "/".join(map(str, floors))
+    # each write plan is kept in its table's tags; a plan that never rises above the
+    # minimum (the reads) is none; nothing is raised before it is needed
+    for name in (targeted, direct):
+        assert world.tags(name)[forecast_tag(None, "write")] == forecasts[(name, "write")]["plan"]
+        assert forecast_tag(None, "read") not in world.tags(name)
+        assert forecasts[(name, "read")]["plan"] is None
+    assert world.target_min(targeted, "write") == 10
+    assert world.throughput(direct)[1] == 10
+    # WHEN a later tick, which reads no history, comes to the planned step
+    _, events = world.tick(hour + timedelta(minutes=20), **env)
+    assert not [e for e in events if e.get("event") == "forecast"]
+    # THEN the tagged plan raises the target's minimum, and the other table by UpdateTable
+    assert world.target_min(targeted, "write") == 6_667
+    assert world.throughput(direct)[1] == 6_667
+    # and the base under the raised minimum is remembered as before
+    assert world.tags(targeted)[base_min_tag(None, "write")] == "10:6667"
+
+
+def test_a_falling_plan_lowers_the_minimum_in_steps_and_remembers_the_base(world: World) -> None:
+    # GIVEN a write target (minimum 10) with capacity and quiet traffic, at a minute that is
+    # not the hour's first (no forecast runs: the plans below are the tagged ones)
+    now = world.now - timedelta(minutes=3) if world.now.minute < 2 else world.now
+    name = world.table("Falling", 10, 9_000, tagged=False)
+    world.target(name, "write", 10, 20_000)
+    world.traffic(name, "write", 100, minutes=range(1, 40))
+    start = int(now.timestamp() // 60)
+    start -= start % 5
+    arn = world.ddb.describe_table(TableName=name)["Table"]["TableArn"]
+
+    def plan(*floors: int) -> None:
+        value = f"{start}:70:" + "/".join(map(str, floors))
+        world.ddb.tag_resource(
+            ResourceArn=arn, Tags=[{"Key": forecast_tag(None, "write"), "Value": value}]
+        )
+
+    env = {**AUTOPILOT, "SCALER_TABLES": name}
+    # WHEN the plan's floor now is 8,572: the minimum is raised to it, the base remembered
+    plan(8_572, 8_572)
+    world.tick(now, **env)
     assert world.target_min(name, "write") == 8_572
-    # reads have no scalable target: no forecast for them (the floor needs a minimum)
-    assert [e["dimension"] for e in events if e.get("event") == "forecast"] == ["write"]
+    assert world.tags(name)[base_min_tag(None, "write")] == "10:8572"
+    # WHEN it falls, with 4,000 still needed within the half hour: the minimum goes to
+    # 4,000, and the base is still remembered under it
+    plan(10, 10, 10, 4_000)
+    world.tick(now, **env)
+    assert world.target_min(name, "write") == 4_000
+    assert world.tags(name)[base_min_tag(None, "write")] == "10:4000"
+    # WHEN nothing is planned any more: the configured minimum is back, the memory gone
+    world.ddb.untag_resource(ResourceArn=arn, TagKeys=[forecast_tag(None, "write")])
+    world.tick(now, **env)
+    assert world.target_min(name, "write") == 10
+    assert base_min_tag(None, "write") not in world.tags(name)
+
+
+def test_a_plan_tag_that_is_not_one_is_ignored_and_counted(world: World) -> None:
+    # GIVEN plan tags that are not plans: a floor over the quota, a start that is no minute
+    minute = int(world.now.timestamp() // 60)
+    planted = {
+        forecast_tag(None, "write"): f"{minute - minute % 5}:70:40001",
+        forecast_tag(None, "read"): "soon:9000",
+    }
+    name = world.table("Planted", 10, 10, tagged=False, tags=planted)
+    # WHEN a tick that does not forecast runs
+    _, events = world.tick(world.now + timedelta(minutes=4), **AUTOPILOT, SCALER_TABLES=name)
+    # THEN neither is obeyed, and both are counted
+    assert world.throughput(name) == (10, 10)
+    (record,) = [e for e in events if e.get("TableName") == name and "IgnoredTags" in e]
+    assert record["IgnoredTags"] == 2 and record["Failures"] == 0
 
 
 def test_the_reactive_mode_never_reads_the_history(world: World) -> None:

@@ -515,13 +515,24 @@ def test_the_simulated_autopilot_forecasts_at_the_first_tick_of_each_hour():
         sim.end_minute(t)
     minutes = {t for t, *_ in policy.forecasts}
     assert all(sim.time(t).minute < 2 for t in minutes)
-    # from the third day, the write dimension's forecast before 02:00 floors the batch
-    floors = [
-        floor
-        for t, key, f, floor in policy.forecasts
+    # from the third day, the write dimension's 01:00 plan floors the batch from 01:40
+    # (its lead and spread) and not before
+    plans = [
+        (t - sim.time(t).minute, plan)
+        for t, key, f, plan in policy.forecasts
         if key == (None, "write") and t >= 2 * 1440 and sim.time(t).hour == 1
     ]
-    assert floors and all(f is not None and f >= 8_000 / 0.7 * 0.95 for f in floors)
+    assert plans
+    for one, kept in plans:
+        assert kept is not None
+        assert kept.highest(one, 30) < 1_000
+        assert kept.at(one + 45) >= 8_000 / (kept.aim / 100) * 0.95
+    # and the raise comes from the kept plan, at a tick that made no forecast: the write
+    # capacity is there before 02:00 on the third day, and no write is refused that night
+    night = 2 * 1440 + next(m for m in range(1440) if sim.time(m).hour == 2)
+    write = sim.recorded[(None, "write")]
+    assert write.provisioned[night - 5] >= 8_400  # the batch's highest minute
+    assert sum(write.throttled[night : night + 120]) == 0
 
 
 def test_minutes_cloudwatch_has_not_delivered_yet_do_not_stop_every_decrease():

@@ -157,19 +157,20 @@ def _move_min(
     dynamodb: DynamoDBClient, aas: ApplicationAutoScalingClient, table: ManagedTable, change: Change
 ) -> Outcome:
     """Move a scalable target's minimum. Raising it records the base it replaces together
-    with the minimum set (``<base>:<set>``) first; restoring it forgets them."""
+    with the minimum set (``<base>:<set>``) first; lowering it to a forecast floor still
+    above the base records the new one after; restoring the base forgets them."""
     d = change.dimension
     assert d.target is not None
     tag = base_min_tag(d.index, d.dimension)
+    base = (
+        d.memory.base
+        if d.memory
+        else d.hold_base
+        if d.hold_base is not None
+        else d.target.min_capacity
+    )
     try:
         if change.action == INCREASE:
-            base = (
-                d.memory.base
-                if d.memory
-                else d.hold_base
-                if d.hold_base is not None
-                else d.target.min_capacity
-            )
             memory = BaseMin(base, change.new).value()
             dynamodb.tag_resource(ResourceArn=table.arn, Tags=[{"Key": tag, "Value": memory}])
         aas.register_scalable_target(
@@ -178,7 +179,10 @@ def _move_min(
             ScalableDimension=cast("ScalableDimensionType", d.target.scalable_dimension),
             MinCapacity=change.new,
         )
-        if change.action == DECREASE:
+        if change.action == DECREASE and change.new > base:  # down to a forecast floor
+            memory = BaseMin(base, change.new).value()
+            dynamodb.tag_resource(ResourceArn=table.arn, Tags=[{"Key": tag, "Value": memory}])
+        elif change.action == DECREASE:
             dynamodb.untag_resource(ResourceArn=table.arn, TagKeys=[tag])
         return Outcome(change, "applied")
     except (ClientError, BotoCoreError) as exc:

@@ -175,6 +175,7 @@ def describe_table(
                     limits=dim_limits,
                     target=target,
                     memory=memory,
+                    plan=parsed.plans.get((index, dim)),
                 )
             )
     return managed

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from .floorplan import PLAN_STEPS, STEP_MINUTES, FloorPlan
 from .policy import capacity_units
 from .series import Key
 from .tables import ManagedTable
@@ -28,12 +29,28 @@ LOOKBACK = {"daily": 3, "weekly": 2}
 #: The forecast must be within this relative error on the last day to be used.
 MAX_ERROR = 0.35
 #: How the autopilot uses it: 5-minute steps (CloudWatch's 5-minute sums, as average units
-#: per second), 14 days of them, a forecast at the first tick of every hour for the window
-#: from LEAD_MINUTES to WINDOW_MINUTES ahead (the hour, and the next forecast's lead).
-STEP_MINUTES = 5
+#: per second), 14 days of them, and a forecast at the first tick of every hour. That
+#: forecast is a plan: a floor for each step from the tick's step to PLAN_MINUTES later (the
+#: hour until the next forecast, and a spare quarter hour should that one fail).
 HISTORY_DAYS = 14
-WINDOW_MINUTES = 75
+#: A step's floor covers the load forecast until LEAD_MINUTES after the step: what a raise
+#: needs to land before the load (the next tick, and UpdateTable's latency).
 LEAD_MINUTES = 10
+#: A step's forecast is the peak of past seasons within SPREAD_MINUTES either side of it, so
+#: a pattern that comes a little early or late is still covered; the season's error is
+#: judged on windows of that width.
+SPREAD_MINUTES = 10
+#: Decreases look this far ahead in the plan: no decrease below what the forecast needs
+#: within it (a decrease spent now would be undone by the raise, and the quota is daily).
+KEEP_MINUTES = 30
+#: While a plan is in force the dimension aims higher than its target, as far as the
+#: forecast's own error allows: 1 / (1 + error + HEADROOM), at most MAX_AIM. The headroom a
+#: target leaves is for load that comes before a raise can; a forecast that was right
+#: needs less of it.
+HEADROOM = 0.1
+MAX_AIM = 0.9
+#: The window the hourly forecast's error is judged on (core.forecast.forecast).
+WINDOW_MINUTES = 75
 
 
 @dataclass(frozen=True)
@@ -94,6 +111,27 @@ def season_error(
     return predicted / actual
 
 
+def _season(
+    history: Sequence[float | None], step: int, window_steps: int, max_error: float
+) -> tuple[str | None, float | None, str, bool]:
+    """The season that forecast the last day best, its error, why, and whether it is good
+    enough to use (its error at most ``max_error``)."""
+    if step <= 0 or DAY_MINUTES % step:
+        raise ValueError(f"step: got {step!r}; expected minutes that divide a day")
+    judged = {
+        season: error
+        for season in SEASONS
+        if (error := season_error(history, step, season, window_steps)) is not None
+    }
+    if not judged:
+        return None, None, "not enough history (a day more than a season)", False
+    season = min(judged, key=lambda name: judged[name])
+    error = judged[season]
+    if error > max_error:
+        return season, error, f"{season} error {error:.0%} > {max_error:.0%}", False
+    return season, error, f"{season}, error {error:.0%} on the last day", True
+
+
 def forecast(
     history: Sequence[float | None],
     step: int,
@@ -103,43 +141,63 @@ def forecast(
 ) -> Forecast:
     """The peak of the window from ``ahead_steps`` to ``ahead_steps + window_steps`` steps
     after the end of ``history``, by the season that forecast the last day best."""
-    if step <= 0 or DAY_MINUTES % step:
-        raise ValueError(f"step: got {step!r}; expected minutes that divide a day")
-    judged = {
-        season: error
-        for season in SEASONS
-        if (error := season_error(history, step, season, window_steps)) is not None
-    }
-    if not judged:
-        return Forecast(None, None, None, "not enough history (a day more than a season)")
-    season = min(judged, key=lambda name: judged[name])
-    error = judged[season]
-    if error > max_error:
-        return Forecast(None, season, error, f"{season} error {error:.0%} > {max_error:.0%}")
+    season, error, reason, usable = _season(history, step, window_steps, max_error)
+    if season is None or not usable:
+        return Forecast(None, season, error, reason)
     start = len(history) + ahead_steps
     peak = _predict(history, SEASONS[season] // step, LOOKBACK[season], start, window_steps)
     if peak is None:
         return Forecast(None, season, error, "no past season covers the window")
-    return Forecast(peak, season, error, f"{season}, error {error:.0%} on the last day")
+    return Forecast(peak, season, error, reason)
 
 
-def floor_for(
+def aim_for(error: float, target_utilization: float) -> float:
+    """The target utilization a plan aims at: never below the dimension's own, higher as the
+    forecast's error is lower, at most MAX_AIM; whole percent."""
+    aim = max(target_utilization, min(MAX_AIM, 1 / (1 + error + HEADROOM)))
+    return int(aim * 100) / 100
+
+
+def plan_floors(
     history: Sequence[float | None],
     history_end: int,
     now: int,
     target_utilization: float,
     min_capacity: int,
     max_capacity: int,
-) -> tuple[int | None, Forecast]:
-    """The autopilot's floor: the capacity (units) the forecast peak needs at the target,
-    within [min, max], or None without a usable forecast. ``history`` ends at minute
-    ``history_end`` (exclusive) and ``now`` is the tick's minute, on the same clock."""
-    ahead = -(-(now + LEAD_MINUTES - history_end) // STEP_MINUTES)
-    f = forecast(history, STEP_MINUTES, max(ahead, 0), WINDOW_MINUTES // STEP_MINUTES)
-    if f.peak is None:
-        return None, f
-    units = capacity_units(f.peak / target_utilization)
-    return max(min_capacity, min(max_capacity, units)), f
+    max_error: float = MAX_ERROR,
+) -> tuple[FloorPlan | None, Forecast]:
+    """The autopilot's plan at minute ``now``: for each step from the one holding ``now``
+    to PLAN_MINUTES later, the capacity the forecast peak from that step to LEAD_MINUTES
+    after it needs at the target (within [min, max]), each forecast widened by
+    SPREAD_MINUTES either side. None without a usable forecast, or when the minimum
+    covers all of it. ``history`` ends at minute
+    ``history_end`` (exclusive), on the same clock as ``now``; the plan's steps are the
+    history's."""
+    spread = SPREAD_MINUTES // STEP_MINUTES
+    season, error, reason, usable = _season(history, STEP_MINUTES, 2 * spread + 1, max_error)
+    if season is None or not usable:
+        return None, Forecast(None, season, error, reason)
+    assert error is not None
+    aim = aim_for(error, target_utilization)
+    season_steps = SEASONS[season] // STEP_MINUTES
+    first = now - (now - history_end) % STEP_MINUTES  # on the history's steps
+    floors: list[int] = []
+    peaks: list[float] = []
+    for i in range(PLAN_STEPS):
+        minute = first + i * STEP_MINUTES
+        position = len(history) + (minute - history_end) // STEP_MINUTES
+        length = 1 + -(-LEAD_MINUTES // STEP_MINUTES) + 2 * spread
+        peak = _predict(history, season_steps, LOOKBACK[season], position - spread, length)
+        if peak is None:
+            return None, Forecast(None, season, error, "no past season covers the plan")
+        peaks.append(peak)
+        units = capacity_units(peak / aim)
+        floors.append(max(min_capacity, min(max_capacity, units)))
+    if max(floors) <= min_capacity:
+        return None, Forecast(max(peaks), season, error, f"{reason}; the minimum covers it")
+    plan = FloorPlan(first, tuple(floors), round(aim * 100))
+    return plan, Forecast(max(peaks), season, error, reason)
 
 
 def forecast_tick(minute_of_hour: int, tick_minutes: int) -> bool:
@@ -148,21 +206,22 @@ def forecast_tick(minute_of_hour: int, tick_minutes: int) -> bool:
     return minute_of_hour < tick_minutes
 
 
-def raise_to_floors(table: ManagedTable, floors: Mapping[Key, int]) -> ManagedTable:
-    """``table`` with the minimum of each dimension under a scalable target raised to its
-    floor, where the floor is above both the target's minimum and the capacity now. The
-    floor only raises: once capacity is there, target tracking keeps it while the load comes,
-    and the scaler restores the configured minimum at a later tick. Dimensions without a
-    target are left as they are (the forecast needs a minimum that outlives the tick)."""
+def apply_plans(table: ManagedTable, plans: Mapping[Key, FloorPlan], minute: int) -> ManagedTable:
+    """``table`` as the plans ask at ``minute``: each planned dimension's minimum raised to
+    the floor in force (never lowered: the configured minimum stays the least), and its
+    ``keep``, the highest floor of the next KEEP_MINUTES, under which no decrease goes. A
+    dimension under a scalable target gets the floor as the target's minimum, so target
+    tracking cannot scale in below it; one without gets it as an UpdateTable raise."""
     dims = []
     for d in table.dimensions:
-        floor = floors.get(d.key)
-        if (
-            floor is not None
-            and d.target is not None
-            and floor > d.target.min_capacity
-            and floor > d.provisioned
-        ):
-            d = replace(d, limits=replace(d.limits, min_capacity=min(floor, d.limits.max_capacity)))
+        plan = plans.get(d.key)
+        floor = plan.at(minute) if plan else None
+        keep = plan.highest(minute, KEEP_MINUTES) if plan else None
+        if floor is not None and plan is not None:
+            aim = max(d.limits.target_utilization, plan.aim / 100)
+            lowest = max(d.limits.min_capacity, min(floor, d.limits.max_capacity))
+            d = replace(d, limits=replace(d.limits, min_capacity=lowest, target_utilization=aim))
+        if keep is not None:
+            d = replace(d, keep=min(keep, d.limits.max_capacity))
         dims.append(d)
     return replace(table, dimensions=dims)

@@ -71,6 +71,7 @@ def plan_table(
             target_utilization=d.limits.target_utilization,
             unknown_minutes=s.unknown_minutes,
             decreases_allowed=decreases_allowed,
+            keep=d.keep,
         )
         if d.target is not None:
             decision = decide_scalable_min(state, d.target.min_capacity, config.policy)

@@ -93,6 +93,7 @@ class DimensionState:
     target_utilization: float | None = None  # overrides PolicyConfig's when set
     unknown_minutes: int = 0  # minutes of the window whose data is not known
     decreases_allowed: bool = True  # False when a call the tick shares failed
+    keep: int = 0  # no decrease below this: what the forecast needs within the half hour
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,10 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
         candidate = _clamp(peak / target, state) if peak > 0 else state.min_capacity
         why = "idle" if peak == 0 else f"sustained below {target - config.buffer:.0%}"
         always_worth = False
+        if state.keep > candidate:
+            if state.keep >= provisioned:
+                return decision(provisioned, f"no decrease: the forecast needs {state.keep} soon")
+            candidate, why = state.keep, f"{why}, to {state.keep} the forecast needs soon"
     if candidate >= provisioned:
         return decision(provisioned, "within target")
     if seen > 0:
@@ -253,6 +258,13 @@ def decide_scalable_min(
     d = decide(state, config)
     if d.action == INCREASE and d.capacity > current_min:
         return Decision(d.capacity, f"raise min: {d.reason}", INCREASE, d.throttles_seen)
+    if state.min_capacity > current_min:  # a forecast floor above the target's minimum
+        return Decision(
+            state.min_capacity,
+            f"raise min to floor {state.min_capacity}",
+            INCREASE,
+            d.throttles_seen,
+        )
     since = utc(state.last_increase) if state.last_increase else None
     calm = (
         d.throttles_seen == 0
@@ -260,8 +272,12 @@ def decide_scalable_min(
         and state.decreases_allowed
         and (since is None or utc(state.now) - since >= config.hysteresis)
     )
-    if current_min > state.min_capacity and calm:
-        return Decision(
-            state.min_capacity, "pressure gone: restore configured min", DECREASE, d.throttles_seen
+    lowest = min(max(state.min_capacity, state.keep), current_min)
+    if current_min > lowest and calm:
+        why = (
+            "pressure gone: restore configured min"
+            if lowest == state.min_capacity
+            else f"pressure gone: min to {lowest}, what the forecast needs"
         )
+        return Decision(lowest, why, DECREASE, d.throttles_seen)
     return Decision(current_min, f"min held: {d.reason}", HOLD, d.throttles_seen)

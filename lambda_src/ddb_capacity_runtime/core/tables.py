@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .floorplan import FloorPlan
 from .quota import DecreaseLedger
 from .settings import Limits
 from .tags import BaseMin
@@ -42,6 +43,10 @@ class Dimension:
     memory: BaseMin | None = None
     #: the base minimum held by capacity requests (their hold store), when any
     hold_base: int | None = None
+    #: the autopilot's plan of floors, read back from the table's tags; None without one
+    plan: FloorPlan | None = None
+    #: no decrease below this: what the plan needs within the next half hour (0: no plan)
+    keep: int = 0
 
     @property
     def key(self) -> tuple[str, str | None, str]:

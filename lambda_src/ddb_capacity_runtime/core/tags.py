@@ -10,6 +10,8 @@ and never the cause of an exception:
 - the scaler's memory of a raised minimum, ``ddb-capacity:base-min:<table|index/NAME>:<read|
   write>`` = ``<base>:<set>``: the minimum it replaced and the one it set, both from 1 to the
   table quota (a plain ``<base>``, as older versions wrote it, is read with no ``set``);
+- the autopilot's plan, ``ddb-capacity:forecast:<table|index/NAME>:<read|write>`` =
+  ``<start minute>:<floor>/<floor>/...`` (:func:`.floorplan.parse_plan`);
 - ``ddb-capacity:table`` belongs on scalable targets (it lets the library's roles move them);
   on a table it is skipped;
 - other keys under the prefix that the library does not know are ignored (capacity-request holds
@@ -23,7 +25,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .names import BASE_MIN_TAG, TABLE_QUOTA, TAG_PREFIX, TARGET_TAG
+from .floorplan import PLAN_STEPS, FloorPlan, parse_plan
+from .names import BASE_MIN_TAG, FORECAST_TAG, TABLE_QUOTA, TAG_PREFIX, TARGET_TAG
 
 LIMIT_NAMES = frozenset(
     f"{prefix}{name}" for prefix in ("", "read-", "write-") for name in ("min", "max", "target")
@@ -55,6 +58,7 @@ class TableTags:
 
     limits: dict[str, float] = field(default_factory=dict)  # "min", "read-max", "target", ...
     base_mins: dict[tuple[str | None, str], BaseMin] = field(default_factory=dict)
+    plans: dict[tuple[str | None, str], FloorPlan] = field(default_factory=dict)
     ignored: list[IgnoredTag] = field(default_factory=list)
 
 
@@ -112,6 +116,21 @@ def parse_tags(tags: Mapping[str, str], quota: int = TABLE_QUOTA) -> TableTags:
                 )
                 continue
             out.base_mins[(match.group("index"), match.group("dim"))] = memory
+            continue
+        if key.startswith(FORECAST_TAG):
+            match = _SCOPE.fullmatch(key[len(FORECAST_TAG) :])
+            plan = parse_plan(text, quota) if match else None
+            if match is None or plan is None:
+                out.ignored.append(
+                    IgnoredTag(
+                        key,
+                        text[:256],
+                        f"expected <start minute>:<floor>/..., 1 to {PLAN_STEPS} floors, each "
+                        f"a whole number of units from 1 to {quota}",
+                    )
+                )
+                continue
+            out.plans[(match.group("index"), match.group("dim"))] = plan
             continue
         name = key[len(TAG_PREFIX) :]
         if name not in LIMIT_NAMES:

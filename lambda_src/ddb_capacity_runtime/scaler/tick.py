@@ -31,14 +31,16 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..aws import actuator, discovery, metrics
 from ..aws.actuator import Outcome
 from ..aws.clients import Clients
 from ..aws.discovery import NotManaged
 from ..aws.retry import describe_error, with_retries
-from ..core.forecast import HISTORY_DAYS, STEP_MINUTES, floor_for, forecast_tick, raise_to_floors
+from ..core.floorplan import STEP_MINUTES, FloorPlan
+from ..core.forecast import HISTORY_DAYS, apply_plans, forecast_tick, plan_floors
+from ..core.names import forecast_tag
 from ..core.plan import Change, plan_table
 from ..core.policy import HOLD, Decision
 from ..core.series import MINUTE, Key, step_start, window
@@ -47,6 +49,9 @@ from ..core.tables import ManagedTable, ScalableTarget
 from ..events import emit_metrics, log_event
 from ..requests import ending, holds
 from ..requests.store import HeldDimension, HoldStore
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import TagTypeDef
 
 T = TypeVar("T")
 #: Outcomes counted as failures. ``retry-next-tick`` is not one: another update was in
@@ -137,19 +142,20 @@ def _prepare(
     return replace(holds.lift(table, held, now), ignored_tags=ignored)
 
 
-def _forecast_floors(
+def _forecast_plans(
     config: ScalerConfig,
     clients: Clients,
     tables: list[ManagedTable],
     now: datetime,
     shared: Callable[[str, Callable[[], Any], Any], Any],
     sleep: Callable[[float], None],
-) -> dict[Key, int]:
+) -> dict[Key, FloorPlan | None]:
     """The autopilot's forecast, at the first tick of an hour: 14 days of 5-minute history
-    of every dimension under a scalable target (one GetMetricData query each, 25 a call),
-    and its floor. Each forecast is logged. A failed read is a shared failure: no floor,
+    of every dimension (one GetMetricData query each, 25 a call), and its plan of floors,
+    or None where the forecast is not good enough. Each forecast is logged. A failed read
+    is a shared failure: no new plan (the plans kept in tags still hold until they end),
     and no decrease anywhere this tick."""
-    dims = [d for t in tables for d in t.dimensions if d.target is not None]
+    dims = [d for t in tables for d in t.dimensions]
     if not dims:
         return {}
     end = step_start(now - config.metric_lag_minutes * MINUTE, STEP_MINUTES)
@@ -165,16 +171,15 @@ def _forecast_floors(
         ),
         {},
     )
-    floors: dict[Key, int] = {}
+    plans: dict[Key, FloorPlan | None] = {}
     for d in dims:
         if d.key not in history:
             continue
-        target = d.limits.target_utilization or config.policy.target_utilization
-        floor, f = floor_for(
+        plan, f = plan_floors(
             history[d.key],
-            int(end.timestamp() // 60),
-            int(now.timestamp() // 60),
-            target,
+            _minute(end),
+            _minute(now),
+            d.limits.target_utilization or config.policy.target_utilization,
             d.limits.min_capacity,
             d.limits.max_capacity,
         )
@@ -186,12 +191,41 @@ def _forecast_floors(
             season=f.season,
             error=None if f.error is None else round(f.error, 4),
             peak=f.peak,
-            floor=floor,
+            floor=max(plan.floors) if plan else None,
+            plan=plan.value() if plan else None,
             reason=f.reason,
         )
-        if floor is not None:
-            floors[d.key] = floor
-    return floors
+        plans[d.key] = plan
+    return plans
+
+
+def _minute(moment: datetime) -> int:
+    """The plans' clock: whole minutes since the epoch."""
+    return int(moment.timestamp() // 60)
+
+
+def _keep_plans(
+    clients: Clients, table: ManagedTable, fresh: Mapping[Key, FloorPlan | None], dry_run: bool
+) -> ManagedTable:
+    """Keep this hour's plans in the table's tags (one TagResource, one UntagResource for
+    the dimensions the forecast no longer covers), and the table with them."""
+    tags: list[TagTypeDef] = []
+    drop: list[str] = []
+    dims = []
+    for d in table.dimensions:
+        if d.key in fresh:
+            plan = fresh[d.key]
+            if plan is not None and plan != d.plan:
+                tags.append({"Key": forecast_tag(d.index, d.dimension), "Value": plan.value()})
+            elif plan is None and d.plan is not None:
+                drop.append(forecast_tag(d.index, d.dimension))
+            d = replace(d, plan=plan)
+        dims.append(d)
+    if not dry_run and tags:
+        clients.dynamodb.tag_resource(ResourceArn=table.arn, Tags=tags)
+    if not dry_run and drop:
+        clients.dynamodb.untag_resource(ResourceArn=table.arn, TagKeys=drop)
+    return replace(table, dimensions=dims)
 
 
 def run_tick(
@@ -266,9 +300,9 @@ def run_tick(
         else {}
     )
     shared_failures += metric_errors
+    fresh: dict[Key, FloorPlan | None] = {}
     if config.policy.autopilot and forecast_tick(now.minute, config.tick_minutes):
-        floors = _forecast_floors(config, clients, tables, now, shared, sleep)
-        tables = [raise_to_floors(t, floors) for t in tables]
+        fresh = _forecast_plans(config, clients, tables, now, shared, sleep)
     for failure in shared_failures:
         log_event(
             "shared-call-failed",
@@ -281,6 +315,10 @@ def run_tick(
     for table in tables:
         planned: list[tuple[Change, Decision]] = []
         try:
+            if config.policy.autopilot:
+                table = _keep_plans(clients, table, fresh, config.dry_run)
+                plans = {d.key: d.plan for d in table.dimensions if d.plan is not None}
+                table = apply_plans(table, plans, _minute(now))
             planned = plan_table(table, series, config, now, decreases_allowed=not shared_failures)
             changes = [c for c, _ in planned if c.action != HOLD and c.new != c.old]
             results = {

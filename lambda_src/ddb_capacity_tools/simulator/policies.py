@@ -16,13 +16,13 @@ from datetime import datetime
 from typing import Protocol
 
 from ddb_capacity_runtime.core import settings
+from ddb_capacity_runtime.core.floorplan import STEP_MINUTES, FloorPlan
 from ddb_capacity_runtime.core.forecast import (
     HISTORY_DAYS,
-    STEP_MINUTES,
     Forecast,
-    floor_for,
+    apply_plans,
     forecast_tick,
-    raise_to_floors,
+    plan_floors,
 )
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, plan_table
@@ -264,8 +264,10 @@ class ThrottleAware:
         #: CloudWatch's 5-minute sums give it to the Lambda.
         self._steps: dict[Key, list[float | None]] = {}
         self._next_step: int | None = None
-        #: Every forecast made: (minute, key, forecast, floor).
-        self.forecasts: list[tuple[int, Key, Forecast, int | None]] = []
+        #: Every forecast made: (minute, key, forecast, plan).
+        self.forecasts: list[tuple[int, Key, Forecast, FloorPlan | None]] = []
+        #: Each dimension's plan, kept between ticks as the Lambda keeps it in a tag.
+        self.plans: dict[tuple[str, str | None, str], FloorPlan] = {}
 
     def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
         if self.stock is not None:
@@ -305,13 +307,12 @@ class ThrottleAware:
                 self._steps.setdefault(key, []).append(sum(used) / STEP_MINUTES)
             self._next_step += STEP_MINUTES
 
-    def _floors(self, dims: list[Dimension], t: int) -> dict[tuple[str, str | None, str], int]:
-        """The Lambda's forecast tick: each dimension's floor from its own history."""
+    def _plan(self, dims: list[Dimension], t: int) -> None:
+        """The Lambda's forecast tick: each dimension's plan from its own history."""
         assert self._next_step is not None
-        floors = {}
         for d in dims:
             key = (d.index, d.dimension)
-            floor, f = floor_for(
+            plan, f = plan_floors(
                 self._steps.get(key, [])[-HISTORY_STEPS:],
                 self._next_step,
                 t,
@@ -319,10 +320,11 @@ class ThrottleAware:
                 d.limits.min_capacity,
                 d.limits.max_capacity,
             )
-            self.forecasts.append((t, key, f, floor))
-            if floor is not None:
-                floors[d.key] = floor
-        return floors
+            self.forecasts.append((t, key, f, plan))
+            if plan is not None:
+                self.plans[d.key] = plan
+            else:
+                self.plans.pop(d.key, None)
 
     def _tick(self, sim: SimulatedTable, t: int) -> None:
         if t % self.tick:
@@ -372,8 +374,10 @@ class ThrottleAware:
             )
             series[(SIMULATED_TABLE, index, dim)] = self._series(sim, key, t, minutes, starts)
         table = ManagedTable(SIMULATED_TABLE, f"arn:simulated:table/{SIMULATED_TABLE}", {}, dims)
-        if self.autopilot and forecast_tick(sim.time(t).minute, self.tick):
-            table = raise_to_floors(table, self._floors(dims, t))
+        if self.autopilot:
+            if forecast_tick(sim.time(t).minute, self.tick):
+                self._plan(dims, t)
+            table = apply_plans(table, self.plans, t)
         updates: dict[str | None, dict[str, int]] = {}
         for change, _ in plan_table(table, series, self.config, sim.time(t)):
             if change.action == HOLD or change.new == change.old:
@@ -382,9 +386,10 @@ class ThrottleAware:
             key = (change.dimension.index, change.dimension.dimension)
             if change.via == SCALABLE_TARGET:
                 assert self.stock is not None
+                base = self.base_min.get(key, change.old)
                 if change.new > change.old:
-                    self.base_min.setdefault(key, change.old)
-                else:
+                    self.base_min[key] = base
+                elif change.new <= base:
                     self.base_min.pop(key, None)
                 self.stock.set_min(sim, t, key, change.new)
             else:

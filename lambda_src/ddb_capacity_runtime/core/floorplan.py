@@ -1,0 +1,75 @@
+"""The autopilot's plan of floors, as the forecast makes it and a tick obeys it: plain data,
+its tag encoding and its parser. Pure; :mod:`.forecast` makes plans."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: The forecast's step: CloudWatch's 5-minute sums, as average units per second.
+STEP_MINUTES = 5
+#: How far a plan reaches: the hour until the next forecast, and a spare quarter hour
+#: should that one fail.
+PLAN_MINUTES = 75
+PLAN_STEPS = PLAN_MINUTES // STEP_MINUTES
+
+
+@dataclass(frozen=True)
+class FloorPlan:
+    """What a forecast plans for one dimension: the capacity (units) to have in force
+    during each ``STEP_MINUTES`` step from minute ``start`` (on the caller's clock: epoch
+    minutes in the Lambda). The Lambda keeps it between ticks in a table tag
+    (:meth:`value`, :func:`parse_plan`); the simulator keeps the object."""
+
+    start: int
+    floors: tuple[int, ...]
+    #: the target utilization (percent) the floors are sized at, and the dimension aims at
+    #: while the plan is in force: higher than the configured one when the forecast was
+    #: good (core.forecast.aim_for)
+    aim: int = 70
+
+    @property
+    def end(self) -> int:
+        return self.start + len(self.floors) * STEP_MINUTES
+
+    def at(self, minute: int) -> int | None:
+        """The floor in force at ``minute``, or None outside the plan."""
+        if not self.start <= minute < self.end:
+            return None
+        return self.floors[(minute - self.start) // STEP_MINUTES]
+
+    def highest(self, minute: int, minutes: int) -> int | None:
+        """The highest floor of the steps from ``minute`` to ``minute + minutes``, or None
+        when the plan has none of them."""
+        found = [
+            f
+            for i, f in enumerate(self.floors)
+            if self.start + (i + 1) * STEP_MINUTES > minute
+            and self.start + i * STEP_MINUTES < minute + minutes
+        ]
+        return max(found) if found else None
+
+    def value(self) -> str:
+        """The tag value: ``<start>:<aim>:<floor>/<floor>/...``."""
+        return f"{self.start}:{self.aim}:" + "/".join(str(f) for f in self.floors)
+
+
+def parse_plan(raw: str, quota: int) -> FloorPlan | None:
+    """A plan read back from its tag, or None for anything that is not one exactly (the tag
+    comes from AWS and is not trusted): a start that is a whole minute on a step boundary,
+    an aim from 20 to 90 %, and 1 to PLAN_STEPS floors, each a whole number of units from 1
+    to ``quota``."""
+    fields = raw.split(":")
+    if len(fields) != 3:
+        return None
+    start, aim, rest = fields
+    parts = rest.split("/")
+    if (
+        not start.isdigit()
+        or len(start) > 12
+        or int(start) % STEP_MINUTES
+        or not (aim.isdigit() and len(aim) == 2 and 20 <= int(aim) <= 90)
+        or not 1 <= len(parts) <= PLAN_STEPS
+        or not all(p.isdigit() and len(p) <= 7 and 1 <= int(p) <= quota for p in parts)
+    ):
+        return None
+    return FloorPlan(int(start), tuple(int(p) for p in parts), int(aim))
