@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -298,7 +299,7 @@ def test_autopilot_does_not_chase_a_burst_that_is_over() -> None:
     old = decide(state(100, consumed, throttles), CONFIG)
     assert old.action == INCREASE and old.capacity == 429  # 300 / 0.7: the burst is chased
     auto = decide(state(100, consumed, throttles), autopilot_config())
-    assert auto.action == HOLD  # nothing of it is left in the newest minutes
+    assert auto.action != INCREASE  # nothing of it is left in the newest minutes
     # the same burst in the newest minutes is raised for at once
     now = decide(state(100, consumed[:-10] + consumed[5:7], throttles[:-10] + throttles[5:7]))
     fresh = decide(
@@ -316,6 +317,37 @@ def test_autopilot_lowers_soon_after_a_burst() -> None:
     assert decide(quiet, CONFIG).action == HOLD  # 30 minutes of hysteresis, 15 low minutes
     auto = decide(quiet, autopilot_config())
     assert auto.action == DECREASE and auto.capacity == 15  # 10 / 0.7
+
+
+def test_autopilot_keeps_noisy_load_but_gives_back_a_short_burst() -> None:
+    from ddb_capacity_runtime.core.policy import autopilot_config
+
+    auto = autopilot_config()
+    # load that comes and goes: 5,000/s two minutes in three over the half hour, 1,000/s in
+    # the newest minutes; the decrease leaves capacity for the 5,000 (5,000 / 0.7)
+    noisy = [5_000.0, 5_000.0, 1_000.0] * 9 + [1_000.0] * 4
+    kept = decide(state(12_000, noisy, max_capacity=40_000), auto)
+    assert (kept.action, kept.capacity) == (DECREASE, 7_143)
+    # without the settle span it would give all of it back
+    alone = replace(auto, settle_minutes=0)
+    assert decide(state(12_000, noisy, max_capacity=40_000), alone).capacity == 1_429
+    # a 5-minute burst to 20,000/s that ended 5 minutes ago is a sixth of the span: given back
+    burst = [1_000.0] * 21 + [20_000.0] * 5 + [1_000.0] * 5
+    gone = decide(state(30_000, burst, max_capacity=40_000), auto)
+    assert (gone.action, gone.capacity) == (DECREASE, 1_429)
+
+
+def test_autopilot_decreases_once_the_newest_minutes_are_free_of_throttles() -> None:
+    from ddb_capacity_runtime.core.policy import autopilot_config
+
+    consumed = [10.0] * 20
+    throttles = [0.0] * 10 + [600.0] + [0.0] * 9  # a throttled minute 10 minutes ago
+    assert decide(state(1_000, consumed, throttles), CONFIG).action != DECREASE
+    auto = decide(state(1_000, consumed, throttles), autopilot_config())
+    assert auto.action == DECREASE and auto.capacity == 15
+    recent = [0.0] * 18 + [600.0, 0.0]  # one within the 4 low minutes still stops it
+    blocked = decide(state(1_000, consumed, recent), autopilot_config())
+    assert blocked.action != DECREASE
 
 
 # ------------------------------------------------------------------ the forecast's floors

@@ -33,6 +33,8 @@ from datetime import datetime, timedelta
 from .quota import DecreaseLedger, utc
 
 HOLD, INCREASE, DECREASE = "hold", "increase", "decrease"
+#: The share of a settle span's minutes a decrease leaves enough capacity for: two in three.
+SETTLE_QUANTILE = 2 / 3
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,12 @@ class PolicyConfig:
     :param reserve_decreases: decreases kept for the rest of the UTC day. Default 2.
     :param large_saving_fraction: a saving that may spend the reserve. Default 0.5.
     :param autopilot: raises are sized by the newest ``recent_minutes`` only: throttles
-        older than that are a burst already over, and are not chased. Default False.
+        older than that are a burst already over, and are not chased; only throttles within
+        ``scale_down_minutes`` stop a decrease. Default False.
+    :param settle_minutes: a decrease goes no lower than the load of two minutes in three
+        (``SETTLE_QUANTILE``) of the last ``settle_minutes``, at the target, so load that
+        comes and goes is not given back between its peaks, while a burst shorter than a
+        third of the span is. 0 (the default): no such bound.
     """
 
     target_utilization: float = 0.7
@@ -70,6 +77,7 @@ class PolicyConfig:
     reserve_decreases: int = 2
     large_saving_fraction: float = 0.5
     autopilot: bool = False
+    settle_minutes: int = 0
 
 
 @dataclass(frozen=True)
@@ -112,14 +120,16 @@ class Decision:
 def autopilot_config(target_utilization: float = 0.7) -> PolicyConfig:
     """The autopilot's policy: raises sized by the newest minutes only (no chasing a burst
     that is over), and a decrease as soon as 4 minutes are low and 5 have passed since the
-    last raise, so a burst's capacity is not paid for long after it (the decrease quota and
-    the saving rules still decide whether a decrease is worth it). Its forecast floor comes
-    from :mod:`.forecast`."""
+    last raise, so a burst's capacity is not paid for long after it, but never below the
+    load of two minutes in three of the last half hour, so noisy load is not given back
+    between its peaks (the decrease quota and the saving rules still decide whether a
+    decrease is worth it). Its forecast's plan comes from :mod:`.forecast`."""
     return PolicyConfig(
         target_utilization=target_utilization,
         autopilot=True,
         hysteresis=timedelta(minutes=5),
         scale_down_minutes=4,
+        settle_minutes=30,
     )
 
 
@@ -192,6 +202,9 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
         peak = max(window)
         if peak >= provisioned * (target - config.buffer):
             return decision(provisioned, "within target")
+        if config.settle_minutes:
+            span = sorted(consumed[-config.settle_minutes :])
+            peak = max(peak, span[int(SETTLE_QUANTILE * (len(span) - 1))])
         candidate = _clamp(peak / target, state) if peak > 0 else state.min_capacity
         why = "idle" if peak == 0 else f"sustained below {target - config.buffer:.0%}"
         always_worth = False
@@ -201,8 +214,9 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
             candidate, why = state.keep, f"{why}, to {state.keep} the forecast needs soon"
     if candidate >= provisioned:
         return decision(provisioned, "within target")
-    if seen > 0:
-        return decision(provisioned, f"no decrease while throttled ({seen:g} events in window)")
+    blocking = sum(throttles[-config.scale_down_minutes :]) if config.autopilot else seen
+    if blocking > 0:
+        return decision(provisioned, f"no decrease while throttled ({blocking:g} events in window)")
     if since is not None and now - since < config.hysteresis:
         return decision(
             provisioned,
@@ -266,8 +280,11 @@ def decide_scalable_min(
             d.throttles_seen,
         )
     since = utc(state.last_increase) if state.last_increase else None
+    throttled = (
+        sum(state.throttles[-config.scale_down_minutes :]) if config.autopilot else d.throttles_seen
+    )
     calm = (
-        d.throttles_seen == 0
+        throttled == 0
         and state.unknown_minutes == 0
         and state.decreases_allowed
         and (since is None or utc(state.now) - since >= config.hysteresis)

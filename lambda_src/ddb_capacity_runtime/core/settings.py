@@ -75,7 +75,10 @@ class ScalerConfig:
     def history_minutes(self) -> int:
         """Minutes of metrics a tick reads: its window, or the scale-down span if longer,
         plus LATE_MINUTES for the newest minutes CloudWatch has not delivered yet."""
-        return max(self.window_minutes, self.policy.scale_down_minutes) + LATE_MINUTES
+        return (
+            max(self.window_minutes, self.policy.scale_down_minutes, self.policy.settle_minutes)
+            + LATE_MINUTES
+        )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ScalerConfig:
