@@ -337,6 +337,21 @@ def test_autopilot_keeps_noisy_load_but_gives_back_a_short_burst() -> None:
     assert (gone.action, gone.capacity) == (DECREASE, 1_429)
 
 
+def test_autopilot_makes_no_small_raise_without_throttles() -> None:
+    from ddb_capacity_runtime.core.policy import autopilot_config
+
+    # 73 % of 1,000: above the 70 % target, a raise to 1,043 (4 %): not worth an update
+    # slot in autopilot mode; the reactive mode makes it
+    small = state(1_000, [730.0] * 5)
+    assert decide(small, CONFIG).capacity == 1_043
+    held = decide(small, autopilot_config())
+    assert held.action == HOLD and "less than a step" in held.reason
+    # 80 %: a raise to 1,143 (14 %) is made; and a throttled minute is raised for at once
+    assert decide(state(1_000, [800.0] * 5), autopilot_config()).capacity == 1_143
+    throttled = state(1_000, [730.0] * 5, [0.0] * 4 + [60.0])
+    assert decide(throttled, autopilot_config()).action == INCREASE
+
+
 def test_autopilot_decreases_once_the_newest_minutes_are_free_of_throttles() -> None:
     from ddb_capacity_runtime.core.policy import autopilot_config
 

@@ -35,6 +35,8 @@ from .quota import DecreaseLedger, utc
 HOLD, INCREASE, DECREASE = "hold", "increase", "decrease"
 #: The share of a settle span's minutes a decrease leaves enough capacity for: two in three.
 SETTLE_QUANTILE = 2 / 3
+#: The autopilot makes no raise smaller than this (of the capacity) while not throttled.
+SMALL_RAISE = 0.1
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,10 @@ class PolicyConfig:
     :param reserve_decreases: decreases kept for the rest of the UTC day. Default 2.
     :param large_saving_fraction: a saving that may spend the reserve. Default 0.5.
     :param autopilot: raises are sized by the newest ``recent_minutes`` only: throttles
-        older than that are a burst already over, and are not chased; only throttles within
-        ``scale_down_minutes`` stop a decrease. Default False.
+        older than that are a burst already over, and are not chased; no raise above target
+        without throttles of less than ``SMALL_RAISE`` (an update in flight blocks the
+        next one); only throttles within ``scale_down_minutes`` stop a decrease.
+        Default False.
     :param settle_minutes: a decrease goes no lower than the load of two minutes in three
         (``SETTLE_QUANTILE``) of the last ``settle_minutes``, at the target, so load that
         comes and goes is not given back between its peaks, while a burst shorter than a
@@ -182,6 +186,10 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
     recent_peak = max(consumed[-config.recent_minutes :], default=0.0)
     if recent_peak > provisioned * target:
         wanted = _clamp(recent_peak / target, state)
+        if config.autopilot and wanted < provisioned * (1 + SMALL_RAISE):
+            # not throttled: a small raise is not worth the update slot it takes, in which
+            # a larger one that may be coming would have to wait
+            return decision(provisioned, f"above target by less than a step ({wanted})")
         if wanted > provisioned:
             return decision(wanted, f"above target: peak {recent_peak:.1f}/s > {target:.0%}")
 
