@@ -499,6 +499,22 @@ def test_autopilot_runs_the_lambdas_autopilot_policy_and_learns_the_nightly_batc
     assert per_day[0] > 0 and max(per_day[2:]) < 0.25 * per_day[0]
 
 
+@pytest.mark.parametrize("mode", ["reactive", "autopilot"])
+def test_the_simulator_runs_the_policy_the_lambda_builds(mode: str) -> None:
+    """Each mode's whole policy, as the construct's environment makes the Lambda build it,
+    is the one the simulator runs."""
+    from ddb_capacity_runtime.core.settings import ScalerConfig, scale_down_ticks
+
+    env = {
+        "SCALER_TABLES": "feed",
+        "SCALER_MODE": mode,
+        "SCALER_SCALE_DOWN_TICKS": str(scale_down_ticks(2, mode)),
+    }
+    lambda_policy = ScalerConfig.from_env(env).policy
+    simulated = sim_policies.ThrottleAware(2, 70, ModelParams(), autopilot=mode == "autopilot")
+    assert simulated.config.policy == lambda_policy
+
+
 def test_the_simulated_autopilot_forecasts_at_the_first_tick_of_each_hour():
     trace = scenario("nightly-batch")
     policy = sim_policies.ThrottleAware(

@@ -151,6 +151,7 @@ class ScalerConfig:
         hysteresis = autopilot_config().hysteresis if auto else timedelta(minutes=30)
         policy = PolicyConfig(
             autopilot=auto,
+            settle_minutes=autopilot_config().settle_minutes if auto else 0,
             target_utilization=target,
             buffer=buffer,
             scale_down_minutes=tick
