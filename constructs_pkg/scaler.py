@@ -83,7 +83,7 @@ class ThrottleAwareScaler(Construct):
         overrides: Mapping[str, Mapping[str, Any]] | None = None,
         tick: Duration = DEFAULT_TICK,
         dry_run: bool = False,
-        mode: str = "reactive",
+        mode: str = "autopilot",
         topic: sns.ITopic | None = None,
         pinned_at_max_for: Duration = DEFAULT_PINNED_FOR,
         throttled_for: Duration = DEFAULT_THROTTLED_FOR,

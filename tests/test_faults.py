@@ -18,6 +18,7 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from ddb_capacity_runtime.core.names import base_min_tag, forecast_tag
+from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler.handler import complete
 from ddb_capacity_runtime.scaler.tick import TickFailed
 from tests.moto_world import World
@@ -254,7 +255,8 @@ def test_partial_data_is_not_idle(world: World) -> None:
     assert_handled(world, busy, idle)
     assert world.throughput(faulty) == (200, 200)
     reasons = {e["reason"] for e in events if e.get("event") == "decision" and e["table"] == faulty}
-    assert reasons == {"no decrease: 18 minute(s) of the window unknown"}  # 8 ticks of 2, + 2 late
+    window = ScalerConfig.from_env({"SCALER_TABLES": faulty}).history_minutes
+    assert reasons == {f"no decrease: {window} minute(s) of the window unknown"}
     assert summary["failures"] == []
 
 

@@ -393,3 +393,11 @@ def test_a_floor_above_the_targets_minimum_raises_it_and_a_lower_one_restores_pa
     # nothing planned: the configured minimum is restored
     done = decide_scalable_min(state(9_000, quiet, min_capacity=10), 8_572, CONFIG)
     assert (done.action, done.capacity) == (DECREASE, 10)
+
+
+def test_autopilot_above_max_and_above_target_still_goes_down_to_max() -> None:
+    from ddb_capacity_runtime.core.policy import autopilot_config
+
+    # 80 of 100 is above target, but the max is 5: the raise rule never keeps it above max
+    d = decide(state(100, [80.0] * 5, max_capacity=5, min_capacity=1), autopilot_config())
+    assert (d.action, d.capacity) == (DECREASE, 5)

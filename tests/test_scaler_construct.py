@@ -65,7 +65,8 @@ def test_function_schedule_and_dead_letter_path(stack: cdk.Stack) -> None:
                     "SCALER_TAG_VALUE": "true",
                     "SCALER_DRY_RUN": "false",
                     "SCALER_TICK_MINUTES": "2",
-                    "SCALER_SCALE_DOWN_TICKS": "8",
+                    "SCALER_MODE": "autopilot",
+                    "SCALER_SCALE_DOWN_TICKS": "2",
                     "SCALER_METRICS_NAMESPACE": "DynamoDBCapacity",
                     "SCALER_OVERRIDES": Match.any_value(),
                 }
@@ -386,7 +387,7 @@ def test_dry_run_and_tick(stack: cdk.Stack) -> None:
                 "Variables": {
                     "SCALER_DRY_RUN": "true",
                     "SCALER_TICK_MINUTES": "5",
-                    "SCALER_SCALE_DOWN_TICKS": "3",
+                    "SCALER_SCALE_DOWN_TICKS": "1",
                 }
             }
         },
@@ -507,7 +508,7 @@ def test_alarm_ids_follow_table_names_not_list_positions() -> None:
 def test_the_autopilot_mode_reaches_the_lambda_with_its_own_scale_down(stack: cdk.Stack) -> None:
     from ddb_capacity_runtime.core.settings import ScalerConfig
 
-    ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)], mode="autopilot")
+    ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)])  # the default mode
     (function,) = Template.from_stack(stack).find_resources("AWS::Lambda::Function").values()
     env = function["Properties"]["Environment"]["Variables"]
     assert env["SCALER_MODE"] == "autopilot" and env["SCALER_SCALE_DOWN_TICKS"] == "2"
@@ -526,4 +527,7 @@ def test_a_bad_mode_in_the_environment_is_named() -> None:
 
     with pytest.raises(ConfigError, match="SCALER_MODE: got 'eager'; expected one of"):
         ScalerConfig.from_env({"SCALER_MODE": "eager", "SCALER_TABLES": "feed"})
-    assert not ScalerConfig.from_env({"SCALER_TABLES": "feed"}).policy.autopilot
+    # the default mode is the autopilot; the reactive mode is there when asked for
+    assert ScalerConfig.from_env({"SCALER_TABLES": "feed"}).policy.autopilot
+    reactive = {"SCALER_TABLES": "feed", "SCALER_MODE": "reactive"}
+    assert not ScalerConfig.from_env(reactive).policy.autopilot

@@ -241,8 +241,12 @@ def test_defaults() -> None:
     assert config.tag_key == "autoscaling_manager_enabled" and config.tag_value == "true"
     # one tick default for the Lambda, the construct and the simulator
     assert (config.window_minutes, config.metric_lag_minutes, config.tick_minutes) == (5, 2, 2)
-    assert config.policy.scale_down_minutes == 16 and config.dry_run is False  # 8 ticks
-    assert ScalerConfig.from_env({"SCALER_TICK_MINUTES": "5"}).policy.scale_down_minutes == 15
+    # the autopilot by default: 4 low minutes (2 ticks); the reactive mode's 16 (8 ticks)
+    assert config.policy.autopilot and config.policy.scale_down_minutes == 4
+    assert config.dry_run is False
+    assert ScalerConfig.from_env({"SCALER_TICK_MINUTES": "5"}).policy.scale_down_minutes == 5
+    reactive = ScalerConfig.from_env({"SCALER_MODE": "reactive"}).policy
+    assert not reactive.autopilot and reactive.scale_down_minutes == 16
 
 
 def test_one_tick_default_everywhere() -> None:

@@ -292,6 +292,12 @@ def test_the_reactive_mode_never_reads_the_history(world: World) -> None:
     world.target(name, "write", 10, 20_000)
     hour = world.now.replace(minute=0)
     daily_spikes(world, name, hour)
-    _, events = world.tick(hour, SCALER_TABLES=name, SCALER_TAG_KEY="", SCALER_DEFAULT_MAX="20000")
+    _, events = world.tick(
+        hour,
+        SCALER_MODE="reactive",
+        SCALER_TABLES=name,
+        SCALER_TAG_KEY="",
+        SCALER_DEFAULT_MAX="20000",
+    )
     assert not [e for e in events if e.get("event") == "forecast"]
     assert world.target_min(name, "write") == 10

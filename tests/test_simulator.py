@@ -562,15 +562,20 @@ def test_minutes_cloudwatch_has_not_delivered_yet_do_not_stop_every_decrease():
     assert write.decreases >= 1 and write.recorded.provisioned[-1] < 1_000
 
 
-def test_delivered_trims_only_the_newest_unknown_minutes():
+def test_delivered_trims_only_the_newest_unknown_minutes_and_no_more_than_late_ones():
     from ddb_capacity_runtime.core.plan import delivered
     from ddb_capacity_runtime.core.series import Series
 
     starts = [START + timedelta(minutes=m) for m in range(5)]
     late = Series(starts, [1.0] * 5, [0.0] * 5, [False, True, False, True, True])
-    trimmed = delivered(late)
-    assert trimmed.minute_starts == starts[:3] and trimmed.unknown_minutes == 1
+    trimmed, stopped = delivered(late)
+    assert trimmed.minute_starts == starts[:3] and trimmed.unknown_minutes == 1 and not stopped
     nothing = Series(starts, [0.0] * 5, [0.0] * 5, [True] * 5)
-    assert delivered(nothing) is nothing  # nothing known stays wholly unknown
+    assert delivered(nothing) == (nothing, 0)  # nothing known stays wholly unknown
+    # data that stopped (more unknown minutes at the end than CloudWatch's lateness): the
+    # known minutes are decided on, and the minutes beyond the lateness are counted
+    halted = Series(starts, [1.0] * 5, [0.0] * 5, [False, False, True, True, True])
+    trimmed, stopped = delivered(halted)
+    assert trimmed.minute_starts == starts[:2] and stopped == 1
     known = Series(starts, [1.0] * 5, [0.0] * 5, [])
-    assert delivered(known) is known
+    assert delivered(known) == (known, 0)

@@ -10,7 +10,7 @@ from typing import Any
 
 from .policy import Decision, DimensionState, combine_counter, decide, decide_scalable_min
 from .series import Series
-from .settings import ScalerConfig
+from .settings import LATE_MINUTES, ScalerConfig
 from .tables import Dimension, ManagedTable
 
 #: How a change is made: by moving a scalable target's MinCapacity, or by UpdateTable.
@@ -28,19 +28,22 @@ class Change:
     throttles_seen: float = 0.0
 
 
-def delivered(series: Series) -> Series:
-    """``series`` without its newest minutes while they are unknown: minutes CloudWatch has
-    not delivered yet are not looked at, as the metric lag's are not; unknown minutes
-    before a known one still forbid any decrease. A table whose data stops for more than
-    ``LATE_MINUTES`` is left with too short a window to be lowered."""
+def delivered(series: Series) -> tuple[Series, int]:
+    """``series`` without its newest minutes while they are unknown, and how many of them
+    were beyond ``LATE_MINUTES``. Minutes CloudWatch has not delivered yet are not looked
+    at, as the metric lag's are not, so raises go on the newest known minutes; but data
+    that stopped for longer than CloudWatch is late (the count returned) forbids any
+    decrease, as unknown minutes before a known one do."""
     n = len(series.unknown)
     while n and series.unknown[n - 1]:
         n -= 1
     if n in (0, len(series.unknown)):  # nothing known at all stays unknown, and says so
-        return series
-    return Series(
+        return series, 0
+    stopped = max(0, len(series.unknown) - n - LATE_MINUTES)
+    trimmed = Series(
         series.minute_starts[:n], series.consumed[:n], series.throttles[:n], series.unknown[:n]
     )
+    return trimmed, stopped
 
 
 def plan_table(
@@ -57,7 +60,7 @@ def plan_table(
     planned: list[tuple[Change, Decision]] = []
     direct: dict[str | None, dict[str, tuple[Dimension, Decision]]] = {}
     for d in table.dimensions:
-        s = delivered(series[d.key])
+        s, stopped = delivered(series[d.key])
         state = DimensionState(
             provisioned=d.provisioned,
             consumed=s.consumed,
@@ -69,7 +72,7 @@ def plan_table(
             ledger=d.ledger,
             last_increase=d.last_increase,
             target_utilization=d.limits.target_utilization,
-            unknown_minutes=s.unknown_minutes,
+            unknown_minutes=s.unknown_minutes + stopped,
             decreases_allowed=decreases_allowed,
             keep=d.keep,
         )

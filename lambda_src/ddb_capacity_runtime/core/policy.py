@@ -186,7 +186,7 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
     recent_peak = max(consumed[-config.recent_minutes :], default=0.0)
     if recent_peak > provisioned * target:
         wanted = _clamp(recent_peak / target, state)
-        if config.autopilot and wanted < provisioned * (1 + SMALL_RAISE):
+        if config.autopilot and provisioned < wanted < provisioned * (1 + SMALL_RAISE):
             # not throttled: a small raise is not worth the update slot it takes, in which
             # a larger one that may be coming would have to wait
             return decision(provisioned, f"above target by less than a step ({wanted})")

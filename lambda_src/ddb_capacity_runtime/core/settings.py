@@ -25,7 +25,7 @@ SCALE_DOWN_MINUTES = 15
 LATE_MINUTES = 2
 
 
-#: The scaler's modes: ``reactive`` (the default) and ``autopilot``
+#: The scaler's modes: ``autopilot`` (the default) and ``reactive``
 #: (:func:`.policy.autopilot_config`: no chasing a burst that is over, prompt decreases).
 MODES = ("reactive", "autopilot")
 
@@ -144,7 +144,7 @@ class ScalerConfig:
                 f"SCALER_TARGET_PERCENT ({target * 100:g})"
             )
         tick = number("SCALER_TICK_MINUTES", DEFAULT_TICK_MINUTES, 1, 60)
-        mode = env.get("SCALER_MODE", "reactive") or "reactive"
+        mode = env.get("SCALER_MODE", "autopilot") or "autopilot"
         if mode not in MODES:
             raise ConfigError(f"SCALER_MODE: got {mode!r}; expected one of {', '.join(MODES)}")
         auto = mode == "autopilot"
