@@ -371,7 +371,7 @@ def test_a_failing_history_read_keeps_the_plans_and_stops_every_decrease(world: 
         "planned",
         100,
         100,
-        tags={forecast_tag(None, "write"): f"{minute - 15}:70:900/900/900/900"},
+        tags={forecast_tag(None, "write"): f"{minute - 15}:70:0:900/900/900/900"},
     )
     calls: list[int] = []
 
@@ -382,6 +382,8 @@ def test_a_failing_history_read_keeps_the_plans_and_stops_every_decrease(world: 
     fail_before(world.cw, "GetMetricData", count, client_error("ThrottlingException", "x"))
     # WHEN the tick runs and every read of the history fails
     summary, events = world.tick(SCALER_MODE="autopilot")
+    # THEN the one page of history was tried 3 times, not retried again as a whole
+    assert len(calls) == 1 + 3  # the tick's own minutes, then the history's tries
     # THEN it survived; the raises on what it knows went ahead, the kept plan among them
     assert world.throughput(busy) == (100, 215)
     assert world.throughput(planned)[1] == 900

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddb_capacity_runtime.core.floorplan import PLAN_STEPS, FloorPlan, parse_plan
+from ddb_capacity_runtime.core.floorplan import MAX_RESERVE, PLAN_STEPS, FloorPlan, parse_plan
 from ddb_capacity_runtime.core.forecast import (
     LEAD_MINUTES,
     MAX_AIM,
@@ -97,6 +97,7 @@ PLAN = st.builds(
     st.integers(0, 10**9).map(lambda m: m - m % STEP),
     st.lists(st.integers(1, 40_000), min_size=1, max_size=PLAN_STEPS).map(tuple),
     st.integers(20, 90),
+    st.integers(0, MAX_RESERVE),
 )
 
 
@@ -119,16 +120,23 @@ def test_anything_else_in_a_plan_tag_is_no_plan_and_never_an_error(raw):
     "raw",
     [
         "",
-        "100:",
-        ":5",
-        "101:5",
-        "-5:5",
-        "100:0",
-        "100:40001",
-        "100:5/x",
-        "100:5//6",
-        "100:1.5",
-        "100:" + "/".join(["5"] * (PLAN_STEPS + 1)),
+        "100:70:5",
+        "100:70:0:",
+        ":70:0:5",
+        "101:70:0:5",
+        "-5:70:0:5",
+        "100:70:0:0",
+        "100:70:0:40001",
+        "100:70:0:5/x",
+        "100:70:0:5//6",
+        "100:70:0:1.5",
+        "100:19:0:5",
+        "100:91:0:5",
+        "100:070:0:5",
+        "100:70:28:5",
+        "100:70:-1:5",
+        "100:70:0:5:6",
+        "100:70:0:" + "/".join(["5"] * (PLAN_STEPS + 1)),
     ],
 )
 def test_plan_tags_out_of_bounds_are_no_plan(raw):
@@ -182,3 +190,25 @@ def test_a_plan_aims_higher_only_as_far_as_its_error_allows(error, target):
     aim = aim_for(error, target)
     assert int(target * 100) / 100 <= aim <= max(MAX_AIM, target)
     assert aim_for(error + 0.1, target) <= aim  # a worse forecast never aims higher
+
+
+def test_a_plan_keeps_a_decrease_for_each_fall_the_day_still_has():
+    """Two falls later in the UTC day (22:00 and 23:00, a fifth lower or more) are two
+    decreases kept; past the plan's own hours only."""
+    hour = 60 // STEP
+    day = [100.0] * DAY
+    day[20 * hour : 22 * hour] = [1_000.0] * (2 * hour)  # 20:00-22:00
+    day[22 * hour : 23 * hour] = [500.0] * hour  # 22:00-23:00, then 100 again
+    history = day * 4  # ends at midnight
+    end = len(history) * STEP
+
+    def reserve_at(minute_of_day: int) -> int:
+        plan, _ = plan_floors(
+            history, end, end + minute_of_day, 0.7, 1, 40_000, minute_of_day=minute_of_day
+        )
+        assert plan is not None
+        return plan.reserve
+
+    assert reserve_at(12 * 60) == 2  # at noon: the falls at 22:00 and 23:00 are ahead
+    assert reserve_at(21 * 60 + 30) == 1  # the plan reaches 22:45: the 23:00 fall is left
+    assert reserve_at(22 * 60 + 50) == 0  # nothing falls after the plan's end

@@ -401,3 +401,15 @@ def test_autopilot_above_max_and_above_target_still_goes_down_to_max() -> None:
     # 80 of 100 is above target, but the max is 5: the raise rule never keeps it above max
     d = decide(state(100, [80.0] * 5, max_capacity=5, min_capacity=1), autopilot_config())
     assert (d.action, d.capacity) == (DECREASE, 5)
+
+
+def test_the_plans_reserve_replaces_the_fixed_one() -> None:
+    # 25 decreases spent today: 2 left, the configured reserve; a 38 % saving waits for a
+    # larger one unless the forecast sees no fall later today (reserve 0), and waits
+    # all the more when it sees three
+    spent = DecreaseLedger(25, NOON - timedelta(hours=2))
+    low = [350.0] * 20  # 350 / 0.7 = 500 of 800: a 38 % saving
+    assert decide(state(800, low, ledger=spent), CONFIG).action == HOLD
+    free = decide(state(800, low, ledger=spent, reserve=0), CONFIG)
+    assert (free.action, free.capacity) == (DECREASE, 500)
+    assert decide(state(800, low, ledger=spent, reserve=3), CONFIG).action == HOLD

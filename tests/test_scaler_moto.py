@@ -216,7 +216,7 @@ def test_the_autopilot_plans_the_hour_keeps_the_plan_in_a_tag_and_raises_ahead_o
     assert write["peak"] == pytest.approx(6_000) and write["floor"] == 6_667
     start = int(hour.timestamp() // 60)
     floors = [10] * 4 + [6_667] * 11  # steps 0-15; 20-70 (the spike, lead and spread)
-    assert write["plan"] == f"{start}:90:" + "/".join(map(str, floors))
+    assert write["plan"] == f"{start}:90:0:" + "/".join(map(str, floors))
     # each write plan is kept in its table's tags; a plan that never rises above the
     # minimum (the reads) is none; nothing is raised before it is needed
     for name in (targeted, direct):
@@ -247,7 +247,7 @@ def test_a_falling_plan_lowers_the_minimum_in_steps_and_remembers_the_base(world
     arn = world.ddb.describe_table(TableName=name)["Table"]["TableArn"]
 
     def plan(*floors: int) -> None:
-        value = f"{start}:70:" + "/".join(map(str, floors))
+        value = f"{start}:70:0:" + "/".join(map(str, floors))
         world.ddb.tag_resource(
             ResourceArn=arn, Tags=[{"Key": forecast_tag(None, "write"), "Value": value}]
         )
@@ -275,7 +275,7 @@ def test_a_plan_tag_that_is_not_one_is_ignored_and_counted(world: World) -> None
     # GIVEN plan tags that are not plans: a floor over the quota, a start that is no minute
     minute = int(world.now.timestamp() // 60)
     planted = {
-        forecast_tag(None, "write"): f"{minute - minute % 5}:70:40001",
+        forecast_tag(None, "write"): f"{minute - minute % 5}:70:0:40001",
         forecast_tag(None, "read"): "soon:9000",
     }
     name = world.table("Planted", 10, 10, tagged=False, tags=planted)

@@ -11,6 +11,8 @@ STEP_MINUTES = 5
 #: should that one fail.
 PLAN_MINUTES = 75
 PLAN_STEPS = PLAN_MINUTES // STEP_MINUTES
+#: DynamoDB's decreases a day: 4 at any time, and one more for each hour without one.
+MAX_RESERVE = 27
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,9 @@ class FloorPlan:
     #: while the plan is in force: higher than the configured one when the forecast was
     #: good (core.forecast.aim_for)
     aim: int = 70
+    #: decreases to keep for the falls the forecast sees later in the UTC day (one each),
+    #: instead of the fixed reserve (core.forecast.falls_ahead)
+    reserve: int = 0
 
     @property
     def end(self) -> int:
@@ -49,27 +54,29 @@ class FloorPlan:
         return max(found) if found else None
 
     def value(self) -> str:
-        """The tag value: ``<start>:<aim>:<floor>/<floor>/...``."""
-        return f"{self.start}:{self.aim}:" + "/".join(str(f) for f in self.floors)
+        """The tag value: ``<start>:<aim>:<reserve>:<floor>/<floor>/...``."""
+        floors = "/".join(str(f) for f in self.floors)
+        return f"{self.start}:{self.aim}:{self.reserve}:{floors}"
 
 
 def parse_plan(raw: str, quota: int) -> FloorPlan | None:
     """A plan read back from its tag, or None for anything that is not one exactly (the tag
     comes from AWS and is not trusted): a start that is a whole minute on a step boundary,
-    an aim from 20 to 90 %, and 1 to PLAN_STEPS floors, each a whole number of units from 1
-    to ``quota``."""
+    an aim from 20 to 90 %, a reserve from 0 to MAX_RESERVE decreases, and 1 to PLAN_STEPS
+    floors, each a whole number of units from 1 to ``quota``."""
     fields = raw.split(":")
-    if len(fields) != 3:
+    if len(fields) != 4:
         return None
-    start, aim, rest = fields
+    start, aim, reserve, rest = fields
     parts = rest.split("/")
     if (
         not start.isdigit()
         or len(start) > 12
         or int(start) % STEP_MINUTES
         or not (aim.isdigit() and len(aim) == 2 and 20 <= int(aim) <= 90)
+        or not (reserve.isdigit() and len(reserve) <= 2 and int(reserve) <= MAX_RESERVE)
         or not 1 <= len(parts) <= PLAN_STEPS
         or not all(p.isdigit() and len(p) <= 7 and 1 <= int(p) <= quota for p in parts)
     ):
         return None
-    return FloorPlan(int(start), tuple(int(p) for p in parts), int(aim))
+    return FloorPlan(int(start), tuple(int(p) for p in parts), int(aim), int(reserve))

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from .floorplan import PLAN_STEPS, STEP_MINUTES, FloorPlan
+from .floorplan import MAX_RESERVE, PLAN_MINUTES, PLAN_STEPS, STEP_MINUTES, FloorPlan
 from .policy import capacity_units
 from .series import Key
 from .tables import ManagedTable
@@ -49,6 +49,9 @@ KEEP_MINUTES = 30
 #: needs less of it.
 HEADROOM = 0.1
 MAX_AIM = 0.9
+#: A fall the plan keeps a decrease for: an hour whose forecast peak is at least this much
+#: below the hour's before it.
+FALL_FRACTION = 0.2
 #: The window the hourly forecast's error is judged on (core.forecast.forecast).
 WINDOW_MINUTES = 75
 
@@ -158,6 +161,25 @@ def aim_for(error: float, target_utilization: float) -> float:
     return int(aim * 100) / 100
 
 
+def falls_ahead(history: Sequence[float | None], season: str, position: int, steps: int) -> int:
+    """How many falls the season forecasts in the ``steps`` from ``position`` (history
+    steps, the first one future): hours whose forecast peak is at least FALL_FRACTION below
+    the hour's before. Each will want a decrease."""
+    hour = 60 // STEP_MINUTES
+    season_steps = SEASONS[season] // STEP_MINUTES
+    peaks = [
+        _predict(
+            history, season_steps, LOOKBACK[season], start, min(hour, position + steps - start)
+        )
+        for start in range(position, position + steps, hour)
+    ]
+    return sum(
+        1
+        for before, after in zip(peaks, peaks[1:], strict=False)
+        if before is not None and after is not None and after < before * (1 - FALL_FRACTION)
+    )
+
+
 def plan_floors(
     history: Sequence[float | None],
     history_end: int,
@@ -166,14 +188,17 @@ def plan_floors(
     min_capacity: int,
     max_capacity: int,
     max_error: float = MAX_ERROR,
+    *,
+    minute_of_day: int | None = None,
 ) -> tuple[FloorPlan | None, Forecast]:
     """The autopilot's plan at minute ``now``: for each step from the one holding ``now``
     to PLAN_MINUTES later, the capacity the forecast peak from that step to LEAD_MINUTES
     after it needs at the target (within [min, max]), each forecast widened by
     SPREAD_MINUTES either side. None without a usable forecast, or when the minimum
-    covers all of it. ``history`` ends at minute
-    ``history_end`` (exclusive), on the same clock as ``now``; the plan's steps are the
-    history's."""
+    covers all of it. With ``minute_of_day`` (``now``'s, on the decrease quota's UTC day),
+    the plan's reserve is the falls the forecast sees from the plan's end to the day's end.
+    ``history`` ends at minute ``history_end`` (exclusive), on the same clock as ``now``;
+    the plan's steps are the history's."""
     spread = SPREAD_MINUTES // STEP_MINUTES
     season, error, reason, usable = _season(history, STEP_MINUTES, 2 * spread + 1, max_error)
     if season is None or not usable:
@@ -196,7 +221,12 @@ def plan_floors(
         floors.append(max(min_capacity, min(max_capacity, units)))
     if max(floors) <= min_capacity:
         return None, Forecast(max(peaks), season, error, f"{reason}; the minimum covers it")
-    plan = FloorPlan(first, tuple(floors), round(aim * 100))
+    reserve = 0
+    if minute_of_day is not None:  # the falls between the plan's end and the UTC day's end
+        left = DAY_MINUTES - (minute_of_day - (now - first) + PLAN_MINUTES)
+        end = len(history) + (first + PLAN_MINUTES - history_end) // STEP_MINUTES
+        reserve = falls_ahead(history, season, end, max(left, 0) // STEP_MINUTES)
+    plan = FloorPlan(first, tuple(floors), round(aim * 100), min(reserve, MAX_RESERVE))
     return plan, Forecast(max(peaks), season, error, reason)
 
 
@@ -221,7 +251,7 @@ def apply_plans(table: ManagedTable, plans: Mapping[Key, FloorPlan], minute: int
             aim = max(d.limits.target_utilization, plan.aim / 100)
             lowest = max(d.limits.min_capacity, min(floor, d.limits.max_capacity))
             d = replace(d, limits=replace(d.limits, min_capacity=lowest, target_utilization=aim))
-        if keep is not None:
-            d = replace(d, keep=min(keep, d.limits.max_capacity))
+        if keep is not None and plan is not None:
+            d = replace(d, keep=min(keep, d.limits.max_capacity), reserve=plan.reserve)
         dims.append(d)
     return replace(table, dimensions=dims)

@@ -75,6 +75,7 @@ def plan_table(
             unknown_minutes=s.unknown_minutes + stopped,
             decreases_allowed=decreases_allowed,
             keep=d.keep,
+            reserve=d.reserve,
         )
         if d.target is not None:
             decision = decide_scalable_min(state, d.target.min_capacity, config.policy)

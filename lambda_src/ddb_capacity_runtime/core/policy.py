@@ -106,6 +106,7 @@ class DimensionState:
     unknown_minutes: int = 0  # minutes of the window whose data is not known
     decreases_allowed: bool = True  # False when a call the tick shares failed
     keep: int = 0  # no decrease below this: what the forecast needs within the half hour
+    reserve: int | None = None  # decreases kept for later today; None: the configured ones
 
 
 @dataclass(frozen=True)
@@ -237,7 +238,7 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
     allowed, why_quota = state.ledger.allows(
         now,
         saving,
-        reserve=config.reserve_decreases,
+        reserve=config.reserve_decreases if state.reserve is None else state.reserve,
         large_saving_fraction=config.large_saving_fraction,
     )
     if not allowed:

@@ -47,6 +47,8 @@ class Dimension:
     plan: FloorPlan | None = None
     #: no decrease below this: what the plan needs within the next half hour (0: no plan)
     keep: int = 0
+    #: decreases to keep for later today, from the plan's forecast (None: the configured)
+    reserve: int | None = None
 
     @property
     def key(self) -> tuple[str, str | None, str]:

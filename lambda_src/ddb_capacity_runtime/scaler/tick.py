@@ -147,7 +147,7 @@ def _forecast_plans(
     clients: Clients,
     tables: list[ManagedTable],
     now: datetime,
-    shared: Callable[[str, Callable[[], Any], Any], Any],
+    shared: Callable[..., Any],
     sleep: Callable[[float], None],
 ) -> dict[Key, FloorPlan | None]:
     """The autopilot's forecast, at the first tick of an hour: 14 days of 5-minute history
@@ -170,6 +170,7 @@ def _forecast_plans(
             call=lambda f: with_retries(f, sleep=sleep),
         ),
         {},
+        retried=True,  # each page is retried on its own; the read is not retried again
     )
     plans: dict[Key, FloorPlan | None] = {}
     for d in dims:
@@ -182,6 +183,7 @@ def _forecast_plans(
             d.limits.target_utilization or config.policy.target_utilization,
             d.limits.min_capacity,
             d.limits.max_capacity,
+            minute_of_day=now.hour * 60 + now.minute,
         )
         log_event(
             "forecast",
@@ -245,9 +247,11 @@ def run_tick(
     now = now.astimezone(UTC)
     shared_failures: list[str] = []
 
-    def shared(what: str, call: Callable[[], T], default: T) -> T:
+    def shared(what: str, call: Callable[[], T], default: T, *, retried: bool = False) -> T:
+        """``call``, retried with backoff unless it retries its own parts (``retried``);
+        a failure is recorded and ``default`` returned."""
         try:
-            return with_retries(call, sleep=sleep)
+            return call() if retried else with_retries(call, sleep=sleep)
         except Exception as exc:
             shared_failures.append(f"{what}: {describe_error(exc)}")
             return default

@@ -307,7 +307,7 @@ class ThrottleAware:
                 self._steps.setdefault(key, []).append(sum(used) / STEP_MINUTES)
             self._next_step += STEP_MINUTES
 
-    def _plan(self, dims: list[Dimension], t: int) -> None:
+    def _plan(self, dims: list[Dimension], t: int, minute_of_day: int) -> None:
         """The Lambda's forecast tick: each dimension's plan from its own history."""
         assert self._next_step is not None
         for d in dims:
@@ -319,6 +319,7 @@ class ThrottleAware:
                 d.limits.target_utilization or self.target,
                 d.limits.min_capacity,
                 d.limits.max_capacity,
+                minute_of_day=minute_of_day,
             )
             self.forecasts.append((t, key, f, plan))
             if plan is not None:
@@ -376,7 +377,8 @@ class ThrottleAware:
         table = ManagedTable(SIMULATED_TABLE, f"arn:simulated:table/{SIMULATED_TABLE}", {}, dims)
         if self.autopilot:
             if forecast_tick(sim.time(t).minute, self.tick):
-                self._plan(dims, t)
+                moment = sim.time(t)
+                self._plan(dims, t, moment.hour * 60 + moment.minute)
             table = apply_plans(table, self.plans, t)
         updates: dict[str | None, dict[str, int]] = {}
         for change, _ in plan_table(table, series, self.config, sim.time(t)):
