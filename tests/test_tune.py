@@ -28,14 +28,14 @@ def trace_file(tmp_path: Path) -> Path:
 def test_tune_places_candidates_on_a_frontier_and_prints_code(tmp_path: Path) -> None:
     path = trace_file(tmp_path)
     args = ["tune", "--trace", str(path), "--quiet", "--workers", "2"]
-    for c in ("stock:60", "stock:70", "autopilot:70", "on-demand"):
+    for c in ("stock:60", "stock:70", "autopilot:70", "autopilot+stock:70", "on-demand"):
         args += ["--candidate", c]
     code, out, err = run(*args, "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["ensemble"] == "plausible"
     by = {c["policy"]: c for c in doc["candidates"]}
-    assert set(by) == {"stock:60", "stock:70", "autopilot:70", "on-demand"}
+    assert set(by) == {"stock:60", "stock:70", "autopilot:70", "autopilot+stock:70", "on-demand"}
     median = {
         p: (c["throttled_requests"]["median"], c["cost_usd"]["median"]) for p, c in by.items()
     }
@@ -49,8 +49,9 @@ def test_tune_places_candidates_on_a_frontier_and_prints_code(tmp_path: Path) ->
     for p, c in by.items():
         assert c["frontier"] == (not beaten(p)), p
     assert by["on-demand"]["frontier"] and median["on-demand"][0] == 0
-    # the nightly hour is learned: the autopilot refuses far less than stock
+    # the nightly hour is learned: the autopilot refuses far less than stock, alone and on it
     assert median["autopilot:70"][0] < 0.5 * median["stock:70"][0]
+    assert median["autopilot+stock:70"][0] < 0.5 * median["stock:70"][0]
     recommended = doc["recommended"]
     assert by[recommended]["frontier"]
     affordable = [p for p in by if by[p]["frontier"] and median[p][1] <= median["stock:70"][1]]
@@ -65,4 +66,18 @@ def test_tune_places_candidates_on_a_frontier_and_prints_code(tmp_path: Path) ->
 def test_tune_refuses_a_candidate_it_cannot_deploy(tmp_path: Path) -> None:
     code, _, err = run("tune", "--trace", str(trace_file(tmp_path)), "--candidate", "oracle")
     assert code == 2
-    assert "--candidate: got 'oracle'; expected stock:T, autopilot, autopilot:T or on-demand" in err
+    assert "--candidate: got 'oracle'; expected stock:T, autopilot, autopilot:T, " in err
+
+
+def test_every_candidates_code_parses_and_names_what_it_deploys() -> None:
+    from ddb_capacity_tools.simulator import ModelParams, parse
+    from ddb_capacity_tools.simulator.tune import CANDIDATES, code_for
+
+    for name in CANDIDATES:
+        code = code_for(parse(name), ModelParams())
+        ast.parse(code)
+        spec = parse(name)
+        assert ("ThrottleAwareScaler" in code) == (spec.kind == "autopilot"), name
+        assert ("ProvisionedTable" in code) == (spec.kind == "stock" or spec.with_stock), name
+        if spec.value:
+            assert f"{spec.value}" in code, name

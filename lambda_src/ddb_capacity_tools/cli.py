@@ -322,9 +322,10 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     candidates = args.candidate or list(tune_module.CANDIDATES)
     for c in candidates:
         spec = parse(c, params.max_capacity)
-        if spec.kind not in ("stock", "autopilot", "on-demand") or spec.with_stock:
+        if spec.kind not in ("stock", "autopilot", "on-demand"):
             raise PolicyError(
-                f"--candidate: got {c!r}; expected stock:T, autopilot, autopilot:T or on-demand"
+                f"--candidate: got {c!r}; expected stock:T, autopilot, autopilot:T, "
+                f"autopilot+stock:T or on-demand"
             )
     trace = _trace(args)
     tuning = tune_module.tune(trace, settings, candidates, prices, args.tick, args.workers)

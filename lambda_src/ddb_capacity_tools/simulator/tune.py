@@ -1,11 +1,12 @@
 """``ddb-capacity tune``: how to set a table's capacity for its own traffic.
 
-Every candidate (stock target tracking and the autopilot, each at several target
-utilizations, and on-demand) runs over the trace under an ensemble of model settings. The
-medians of refused units and cost place each candidate; the frontier is the candidates no
-other beats on both. The recommendation is the frontier candidate that refuses least among
-those costing no more than stock target tracking at 70 % (the console's default), or the
-cheapest frontier candidate when none does. Its construct code is printed to paste.
+Every candidate (stock target tracking, the autopilot alone and the autopilot on top of
+stock target tracking, each at several target utilizations, and on-demand) runs over the
+trace under an ensemble of model settings. The medians of refused units and cost place each
+candidate; the frontier is the candidates no other beats on both. The recommendation is the
+frontier candidate that refuses least among those costing no more than stock target
+tracking at 70 % (the console's default), or the cheapest frontier candidate when none
+does. Its construct code is printed to paste.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ CANDIDATES = (
     "autopilot:60",
     "autopilot:70",
     "autopilot:80",
+    "autopilot+stock:60",
+    "autopilot+stock:70",
+    "autopilot+stock:80",
     "on-demand",
 )
 REFERENCE = "stock:70"
@@ -133,7 +137,18 @@ def code_for(spec: Spec, params: ModelParams) -> str:
             f"target_utilization_percent={target}),\n"
             ")\n"
         )
-    if spec.kind == "autopilot" and not spec.with_stock:
+    if spec.kind == "autopilot" and spec.with_stock:
+        return (
+            "table = ProvisionedTable(\n"
+            "    self, 'Table', partition_key=...,\n"
+            f"    read=Capacity(min_capacity={lo}, max_capacity={hi}, "
+            f"target_utilization_percent={target}),\n"
+            f"    write=Capacity(min_capacity={lo}, max_capacity={hi}, "
+            f"target_utilization_percent={target}),\n"
+            ")\n"
+            "ThrottleAwareScaler(self, 'Scaler', tables=[table])  # the autopilot mode\n"
+        )
+    if spec.kind == "autopilot":
         return (
             "table = dynamodb.Table(\n"
             "    self, 'Table', partition_key=...,\n"
