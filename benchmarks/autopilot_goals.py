@@ -11,7 +11,7 @@ Goals, against stock target tracking at 70 % (``stock:70``):
 - on the spike, refused units <= 0.4 x stock:70's.
 
 Usage:
-    .venv/bin/python -m benchmarks.autopilot_goals [--workers 2] [--policy autopilot]
+    .venv/bin/python -m benchmarks.autopilot_goals [--workers 2] [--policy autopilot] [--tick 2]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, scenario
 from ddb_capacity_tools.simulator.ensemble import run_ensemble, settings_of
+from ddb_capacity_tools.simulator.policies import DEFAULT_TICK_MINUTES
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 SCENARIOS = ("spike", "spike-14000", "slow-start", "diurnal", "nightly-batch", "flash-crowd")
@@ -39,6 +40,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--policy", default="autopilot", help="the policy judged")
     parser.add_argument("--traces", type=Path, default=SHARED)
+    parser.add_argument(
+        "--tick", type=int, default=DEFAULT_TICK_MINUTES, help="the scaler's tick, minutes"
+    )
     args = parser.parse_args()
     traces = [scenario(n) for n in SCENARIOS]
     if args.traces.is_dir():
@@ -49,7 +53,9 @@ def main() -> None:
     started = time.perf_counter()
     rows = []
     for trace in traces:
-        results = run_ensemble(trace, specs, settings, Prices(), workers=args.workers)
+        results = run_ensemble(
+            trace, specs, settings, Prices(), tick=args.tick, workers=args.workers
+        )
         med = {
             (n, m): sum(getattr(r, m).median for r in results if r.policy == n)
             for n in names
@@ -58,7 +64,10 @@ def main() -> None:
         rows.append((trace.name.removesuffix(".csv"), med))
     elapsed = time.perf_counter() - started
     judged = args.policy
-    print(f"{judged} against stock:70, ensemble medians (read + write), {elapsed:.0f} s\n")
+    print(
+        f"{judged} (tick {args.tick} min) against stock:70, ensemble medians (read + write), "
+        f"{elapsed:.0f} s\n"
+    )
     print("| trace | stock:70 refused | stock:70 $ | refused | $ | x stock refused | x bound $ |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     failures = []
