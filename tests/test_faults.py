@@ -433,3 +433,35 @@ def test_bad_values_in_one_tables_history_are_unknown_not_idle(world: World, bad
     assert forecast_tag(None, "write") in world.tags(clean)
     assert forecast_tag(None, "write") not in world.tags(faulty)
     assert summary["failures"] == [] and summary["shared_failures"] == []
+
+
+def test_a_plan_that_cannot_be_kept_is_a_failure_of_its_table_and_still_raises(
+    world: World,
+) -> None:
+    # GIVEN two tables with the same daily write spike from 10 minutes past the hour
+    world.now = world.now.replace(minute=0)
+    faulty, healthy = world.table("untaggable", 10, 10), world.table("taggable", 10, 10)
+    end = world.now - timedelta(minutes=2)
+    for name in (faulty, healthy):
+        for day in (1, 2, 3):
+            first = int(
+                (end - (world.now - timedelta(days=day, minutes=-10))).total_seconds() // 60
+            )
+            world.traffic(name, "write", 600, minutes=range(first - 29, first + 1))
+    arn = world.ddb.describe_table(TableName=faulty)["Table"]["TableArn"]
+    fail_before(
+        world.ddb,
+        "TagResource",
+        lambda p: p["ResourceArn"] == arn,
+        client_error("ValidationException", "TagResource"),  # e.g. its 50 tags are used up
+    )
+    # WHEN the hour's first tick plans both
+    summary, events = world.tick(SCALER_MODE="autopilot")
+    # THEN both are raised to the plan's floor this tick (the spike is 20 minutes away)
+    assert world.throughput(faulty)[1] == world.throughput(healthy)[1] == 667  # 600 / 0.9
+    # the plan is kept for the healthy one only, and the other's failure is counted
+    assert forecast_tag(None, "write") in world.tags(healthy)
+    assert forecast_tag(None, "write") not in world.tags(faulty)
+    (failure,) = summary["failures"]
+    assert failure["table"] == faulty and "keeping the forecast's plans" in failure["reason"]
+    assert emf(events, faulty)["Failures"] == 1 and emf(events, healthy)["Failures"] == 0

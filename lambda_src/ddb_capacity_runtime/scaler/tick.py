@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from ..aws import actuator, discovery, metrics
@@ -201,16 +202,26 @@ def _forecast_plans(
     return plans
 
 
+def _fail(failures: dict[str, list[str]], table: str, reason: str) -> None:
+    failures.setdefault(table, []).append(reason)
+
+
 def _minute(moment: datetime) -> int:
     """The plans' clock: whole minutes since the epoch."""
     return int(moment.timestamp() // 60)
 
 
 def _keep_plans(
-    clients: Clients, table: ManagedTable, fresh: Mapping[Key, FloorPlan | None], dry_run: bool
+    clients: Clients,
+    table: ManagedTable,
+    fresh: Mapping[Key, FloorPlan | None],
+    dry_run: bool,
+    failed: Callable[[str], None],
 ) -> ManagedTable:
     """Keep this hour's plans in the table's tags (one TagResource, one UntagResource for
-    the dimensions the forecast no longer covers), and the table with them."""
+    the dimensions the forecast no longer covers), and the table with them. A tag call that
+    fails is reported to ``failed`` (a failure of the table) and the tick goes on with the
+    plans: raises this tick need no tag, and the next hour plans again."""
     tags: list[TagTypeDef] = []
     drop: list[str] = []
     dims = []
@@ -223,10 +234,13 @@ def _keep_plans(
                 drop.append(forecast_tag(d.index, d.dimension))
             d = replace(d, plan=plan)
         dims.append(d)
-    if not dry_run and tags:
-        clients.dynamodb.tag_resource(ResourceArn=table.arn, Tags=tags)
-    if not dry_run and drop:
-        clients.dynamodb.untag_resource(ResourceArn=table.arn, TagKeys=drop)
+    try:
+        if not dry_run and tags:
+            clients.dynamodb.tag_resource(ResourceArn=table.arn, Tags=tags)
+        if not dry_run and drop:
+            clients.dynamodb.untag_resource(ResourceArn=table.arn, TagKeys=drop)
+    except Exception as exc:
+        failed(f"keeping the forecast's plans: {describe_error(exc)}")
     return replace(table, dimensions=dims)
 
 
@@ -320,7 +334,9 @@ def run_tick(
         planned: list[tuple[Change, Decision]] = []
         try:
             if config.policy.autopilot:
-                table = _keep_plans(clients, table, fresh, config.dry_run)
+                table = _keep_plans(
+                    clients, table, fresh, config.dry_run, partial(_fail, failures, table.name)
+                )
                 plans = {d.key: d.plan for d in table.dimensions if d.plan is not None}
                 table = apply_plans(table, plans, _minute(now))
             planned = plan_table(table, series, config, now, decreases_allowed=not shared_failures)
