@@ -41,7 +41,8 @@ demo: synth
 	$(PY) -m examples.local_tick cdk.out
 	mkdir -p simulation
 	$(VENV)/bin/ddb-capacity simulate --scenario spike --policy stock:70 --policy stock:60 \
-		--policy throttle-aware+stock:70 --policy scheduled --policy oracle --policy bound \
+		--policy throttle-aware+stock:70 --policy autopilot+stock:70 --policy scheduled \
+		--policy oracle --policy bound \
 		--chart simulation/spike.png
 
 PY_SOURCES := constructs_pkg lambda_src tests examples benchmarks

@@ -22,6 +22,8 @@ POLICIES = (
     "scheduled",
     "throttle-aware",
     "throttle-aware+stock:70",
+    "autopilot",
+    "autopilot+stock:70",
     "on-demand",
     "oracle",
 )

@@ -68,8 +68,15 @@ class Forecast:
 
 
 def _window_peak(history: Sequence[float | None], start: int, length: int) -> float | None:
-    values = [v for v in history[max(start, 0) : max(start + length, 0)] if v is not None]
-    return max(values) if values and start >= 0 else None
+    """The highest known value of steps [start, start + length); None if none is known."""
+    if start < 0:
+        return None
+    window = history[start : start + length]
+    try:
+        return max(window) if window else None  # type: ignore[type-var]
+    except TypeError:  # unknown steps among them: skipped
+        values = [v for v in window if v is not None]
+        return max(values) if values else None
 
 
 def _predict(
@@ -242,16 +249,24 @@ def apply_plans(table: ManagedTable, plans: Mapping[Key, FloorPlan], minute: int
     ``keep``, the highest floor of the next KEEP_MINUTES, under which no decrease goes. A
     dimension under a scalable target gets the floor as the target's minimum, so target
     tracking cannot scale in below it; one without gets it as an UpdateTable raise."""
+    if not plans:
+        return table
     dims = []
     for d in table.dimensions:
         plan = plans.get(d.key)
-        floor = plan.at(minute) if plan else None
         keep = plan.highest(minute, KEEP_MINUTES) if plan else None
-        if floor is not None and plan is not None:
-            aim = max(d.limits.target_utilization, plan.aim / 100)
-            lowest = max(d.limits.min_capacity, min(floor, d.limits.max_capacity))
-            d = replace(d, limits=replace(d.limits, min_capacity=lowest, target_utilization=aim))
-        if keep is not None and plan is not None:
-            d = replace(d, keep=min(keep, d.limits.max_capacity), reserve=plan.reserve)
-        dims.append(d)
+        if plan is None or keep is None:  # no plan, or one that has ended
+            dims.append(d)
+            continue
+        floor = plan.at(minute)
+        limits = d.limits
+        if floor is not None:
+            limits = replace(
+                limits,
+                min_capacity=max(limits.min_capacity, min(floor, limits.max_capacity)),
+                target_utilization=max(limits.target_utilization, plan.aim / 100),
+            )
+        dims.append(
+            replace(d, limits=limits, keep=min(keep, limits.max_capacity), reserve=plan.reserve)
+        )
     return replace(table, dimensions=dims)
