@@ -141,6 +141,23 @@ class World:
             index=index,
         )
 
+    def daily_spikes(
+        self,
+        name: str,
+        hour_start: datetime,
+        *,
+        first_minute: int,
+        per_second: float,
+        days: int = 3,
+    ) -> None:
+        """``per_second`` consumed write units for 30 minutes from ``first_minute`` past
+        ``hour_start``'s hour, on each of the last ``days`` days."""
+        end = self.now - timedelta(minutes=LAG)  # traffic's end (the metric lag)
+        for day in range(1, days + 1):
+            start = hour_start - timedelta(days=day) + timedelta(minutes=first_minute)
+            newest = int((end - (start + timedelta(minutes=29))).total_seconds() // 60)
+            self.traffic(name, "write", per_second, minutes=range(newest, newest + 30))
+
     def tick(
         self, now: datetime | None = None, **env: str
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:

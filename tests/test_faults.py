@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -401,13 +400,8 @@ def test_bad_values_in_one_tables_history_are_unknown_not_idle(world: World, bad
     # GIVEN two tables with the same daily write spike, and bad values in all of one's history
     world.now = world.now.replace(minute=0)
     clean, faulty = world.table("clean", 10, 10), world.table("faulty", 10, 10)
-    end = world.now - timedelta(minutes=2)
     for name in (clean, faulty):
-        for day in (1, 2, 3):
-            first = int(
-                (end - (world.now - timedelta(days=day, minutes=-40))).total_seconds() // 60
-            )
-            world.traffic(name, "write", 6_000, minutes=range(first - 29, first + 1))
+        world.daily_spikes(name, world.now, first_minute=40, per_second=6_000)
     ids: set[str] = set()
 
     def before(params: dict[str, Any], **_: Any) -> None:
@@ -441,13 +435,8 @@ def test_a_plan_that_cannot_be_kept_is_a_failure_of_its_table_and_still_raises(
     # GIVEN two tables with the same daily write spike from 10 minutes past the hour
     world.now = world.now.replace(minute=0)
     faulty, healthy = world.table("untaggable", 10, 10), world.table("taggable", 10, 10)
-    end = world.now - timedelta(minutes=2)
     for name in (faulty, healthy):
-        for day in (1, 2, 3):
-            first = int(
-                (end - (world.now - timedelta(days=day, minutes=-10))).total_seconds() // 60
-            )
-            world.traffic(name, "write", 600, minutes=range(first - 29, first + 1))
+        world.daily_spikes(name, world.now, first_minute=10, per_second=600)
     arn = world.ddb.describe_table(TableName=faulty)["Table"]["TableArn"]
     fail_before(
         world.ddb,

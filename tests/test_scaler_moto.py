@@ -170,22 +170,6 @@ def test_the_scaler_aims_at_the_target_of_the_tables_own_policy(world: World) ->
 # ------------------------------------------------------------------ the autopilot's forecast
 
 
-def daily_spikes(
-    world: World, name: str, hour_start: Any, days: int = 3, first_minute: int = 20
-) -> None:
-    """6,000 WCU for 30 minutes from ``first_minute`` past ``hour_start``'s hour, each of the
-    last days."""
-    end = world.now - timedelta(minutes=2)  # World.traffic's end (the metric lag)
-    minutes = [
-        int((end - (hour_start - timedelta(days=d) + timedelta(minutes=m))).total_seconds() // 60)
-        for d in range(1, days + 1)
-        for m in range(first_minute, first_minute + 30)
-    ]
-    for first in range(0, len(minutes), 30):
-        chunk = minutes[first : first + 30]
-        world.traffic(name, "write", 6_000, minutes=range(min(chunk), max(chunk) + 1))
-
-
 AUTOPILOT = {"SCALER_MODE": "autopilot", "SCALER_TAG_KEY": "", "SCALER_DEFAULT_MAX": "20000"}
 
 
@@ -199,7 +183,7 @@ def test_the_autopilot_plans_the_hour_keeps_the_plan_in_a_tag_and_raises_ahead_o
     world.target(targeted, "write", 10, 20_000)
     direct = world.table("Direct", 10, 10, tagged=False)
     for name in (targeted, direct):
-        daily_spikes(world, name, hour, first_minute=40)
+        world.daily_spikes(name, hour, first_minute=40, per_second=6_000)
     env = {**AUTOPILOT, "SCALER_TABLES": f"{targeted},{direct}"}
     # a tick later in the hour, before any forecast: nothing read, nothing planned
     _, events = world.tick(hour + timedelta(minutes=4), **env)
@@ -291,7 +275,7 @@ def test_the_reactive_mode_never_reads_the_history(world: World) -> None:
     name = world.table("Reactive", 10, 10, tagged=False)
     world.target(name, "write", 10, 20_000)
     hour = world.now.replace(minute=0)
-    daily_spikes(world, name, hour)
+    world.daily_spikes(name, hour, first_minute=20, per_second=6_000)
     _, events = world.tick(
         hour,
         SCALER_MODE="reactive",

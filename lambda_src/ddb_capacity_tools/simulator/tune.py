@@ -127,25 +127,20 @@ def code_for(spec: Spec, params: ModelParams) -> str:
             "billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST)\n"
         )
     target = spec.value or 70
+    provisioned = (
+        "ProvisionedTable(\n"
+        "    self, 'Table', partition_key=...,\n"
+        f"    read=Capacity(min_capacity={lo}, max_capacity={hi}, "
+        f"target_utilization_percent={target}),\n"
+        f"    write=Capacity(min_capacity={lo}, max_capacity={hi}, "
+        f"target_utilization_percent={target}),\n"
+        ")\n"
+    )
     if spec.kind == "stock":
-        return (
-            "ProvisionedTable(\n"
-            "    self, 'Table', partition_key=...,\n"
-            f"    read=Capacity(min_capacity={lo}, max_capacity={hi}, "
-            f"target_utilization_percent={target}),\n"
-            f"    write=Capacity(min_capacity={lo}, max_capacity={hi}, "
-            f"target_utilization_percent={target}),\n"
-            ")\n"
-        )
+        return provisioned
     if spec.kind == "autopilot" and spec.with_stock:
         return (
-            "table = ProvisionedTable(\n"
-            "    self, 'Table', partition_key=...,\n"
-            f"    read=Capacity(min_capacity={lo}, max_capacity={hi}, "
-            f"target_utilization_percent={target}),\n"
-            f"    write=Capacity(min_capacity={lo}, max_capacity={hi}, "
-            f"target_utilization_percent={target}),\n"
-            ")\n"
+            f"table = {provisioned}"
             "ThrottleAwareScaler(self, 'Scaler', tables=[table])  # the autopilot mode\n"
         )
     if spec.kind == "autopilot":
