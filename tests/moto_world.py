@@ -29,10 +29,8 @@ class World:
         self.cw = aws_client("cloudwatch")
         self.clients = Clients(self.ddb, self.aas, self.cw, aws_client("resourcegroupstaggingapi"))
         self.run_id = uuid.uuid4().hex[:8]
-        now = datetime.now(UTC).replace(second=0, microsecond=0)
-        # never the hour's first tick unless a test asks for it (world.now = ...): the
-        # autopilot, the default mode, forecasts there, with calls of its own
-        self.now = now - timedelta(minutes=5) if now.minute < 5 else now
+        # the real clock: the library's request and hold code reads it too
+        self.now = datetime.now(UTC).replace(second=0, microsecond=0)
         self._store: HoldStore | None = None
 
     @property

@@ -146,7 +146,8 @@ def test_metrics_are_fetched_in_batches_of_500(world: World) -> None:
         world.clients.autoscaling,
     ):
         client.meta.events.register("before-call.*.*", count)
-    summary, _ = world.tick()
+    # WHEN a tick runs that is not the hour's first (whose forecast reads history besides)
+    summary, _ = world.tick(world.now.replace(minute=30) - timedelta(hours=1))
     # THEN two GetMetricData calls serve them all; DescribeTable is one per table; tag
     # discovery pages 100 tables at a time
     assert summary["dimensions"] == 2 * len(names)
@@ -269,6 +270,10 @@ def test_a_plan_tag_that_is_not_one_is_ignored_and_counted(world: World) -> None
     assert world.throughput(name) == (10, 10)
     (record,) = [e for e in events if e.get("TableName") == name and "IgnoredTags" in e]
     assert record["IgnoredTags"] == 2 and record["Failures"] == 0
+    # each says what a plan tag must be, in the format the scaler writes
+    reasons = {e["reason"] for e in events if e.get("event") == "tag-ignored"}
+    (reason,) = reasons
+    assert reason.startswith("expected <start minute>:<aim %>:<reserve>:<floor>/...")
 
 
 def test_the_reactive_mode_never_reads_the_history(world: World) -> None:

@@ -52,8 +52,6 @@ MAX_AIM = 0.9
 #: A fall the plan keeps a decrease for: an hour whose forecast peak is at least this much
 #: below the hour's before it.
 FALL_FRACTION = 0.2
-#: The window the hourly forecast's error is judged on (core.forecast.forecast).
-WINDOW_MINUTES = 75
 
 
 @dataclass(frozen=True)
@@ -216,10 +214,10 @@ def plan_floors(
     first = now - (now - history_end) % STEP_MINUTES  # on the history's steps
     floors: list[int] = []
     peaks: list[float] = []
+    length = 1 + -(-LEAD_MINUTES // STEP_MINUTES) + 2 * spread  # the step, its lead, spread
     for i in range(PLAN_STEPS):
         minute = first + i * STEP_MINUTES
         position = len(history) + (minute - history_end) // STEP_MINUTES
-        length = 1 + -(-LEAD_MINUTES // STEP_MINUTES) + 2 * spread
         peak = _predict(history, season_steps, LOOKBACK[season], position - spread, length)
         if peak is None:
             return None, Forecast(None, season, error, "no past season covers the plan")

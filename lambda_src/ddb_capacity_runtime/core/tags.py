@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .floorplan import PLAN_STEPS, FloorPlan, parse_plan
+from .floorplan import MAX_RESERVE, PLAN_STEPS, FloorPlan, parse_plan
 from .names import BASE_MIN_TAG, FORECAST_TAG, TABLE_QUOTA, TAG_PREFIX, TARGET_TAG
 
 LIMIT_NAMES = frozenset(
@@ -125,8 +125,9 @@ def parse_tags(tags: Mapping[str, str], quota: int = TABLE_QUOTA) -> TableTags:
                     IgnoredTag(
                         key,
                         text[:256],
-                        f"expected <start minute>:<floor>/..., 1 to {PLAN_STEPS} floors, each "
-                        f"a whole number of units from 1 to {quota}",
+                        f"expected <start minute>:<aim %>:<reserve>:<floor>/..., an aim from "
+                        f"20 to 90, a reserve from 0 to {MAX_RESERVE}, and 1 to {PLAN_STEPS} "
+                        f"floors, each a whole number of units from 1 to {quota}",
                     )
                 )
                 continue
