@@ -381,7 +381,7 @@ def test_a_failing_history_read_keeps_the_plans_and_stops_every_decrease(world: 
         "planned",
         100,
         100,
-        tags={forecast_tag(None, "write"): f"{minute - 15}:70:0:900/900/900/900"},
+        tags={forecast_tag(None, "write"): f"{minute - 15}:70:0:0:900/900/900/900"},
     )
     calls: list[int] = []
 

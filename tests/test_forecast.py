@@ -15,11 +15,15 @@ from ddb_capacity_runtime.core.forecast import (
     MAX_ERROR,
     SPREAD_MINUTES,
     aim_for,
+    apply_plans,
     forecast,
     plan_floors,
     season_error,
 )
 from ddb_capacity_runtime.core.policy import capacity_units
+from ddb_capacity_runtime.core.quota import DecreaseLedger
+from ddb_capacity_runtime.core.settings import Limits
+from ddb_capacity_runtime.core.tables import Dimension, ManagedTable
 
 STEP = 5
 DAY = 1440 // STEP
@@ -98,6 +102,7 @@ PLAN = st.builds(
     st.lists(st.integers(1, 40_000), min_size=1, max_size=PLAN_STEPS).map(tuple),
     st.integers(20, 90),
     st.integers(0, MAX_RESERVE),
+    st.integers(0, 40_000),
 )
 
 
@@ -112,8 +117,23 @@ def test_a_plan_reads_back_from_its_tag_exactly(plan):
 def test_anything_else_in_a_plan_tag_is_no_plan_and_never_an_error(raw):
     plan = parse_plan(raw, 40_000)
     assert plan is None or (
-        plan.value() == raw and plan.start % STEP == 0 and 1 <= len(plan.floors) <= PLAN_STEPS
+        plan.value() in (raw, _with_least_zero(raw))
+        and plan.start % STEP == 0
+        and 1 <= len(plan.floors) <= PLAN_STEPS
     )
+
+
+def _with_least_zero(raw: str) -> str:
+    """A plan tag as version 0.4.0 wrote it (no least fall), as it reads back."""
+    fields = raw.split(":")
+    return ":".join([*fields[:3], "0", *fields[3:]])
+
+
+def test_a_plan_tag_without_the_least_fall_reads_as_not_known():
+    # as version 0.4.0 wrote it: the reserve is then spent only for a large saving
+    plan = parse_plan("100:80:2:5/6", 40_000)
+    assert plan == FloorPlan(100, (5, 6), 80, 2, 0)
+    assert plan.value() == "100:80:2:0:5/6"
 
 
 @pytest.mark.parametrize(
@@ -135,7 +155,11 @@ def test_anything_else_in_a_plan_tag_is_no_plan_and_never_an_error(raw):
         "100:070:0:5",
         "100:70:28:5",
         "100:70:-1:5",
-        "100:70:0:5:6",
+        "100:70:0:5:6:7",
+        "100:70:0:40001:5",
+        "100:70:0:-1:5",
+        "100:70:0::5",
+        "100:70:0:1.5:5",
         "100:70:0:" + "/".join(["5"] * (PLAN_STEPS + 1)),
     ],
 )
@@ -202,13 +226,34 @@ def test_a_plan_keeps_a_decrease_for_each_fall_the_day_still_has():
     history = day * 4  # ends at midnight
     end = len(history) * STEP
 
-    def reserve_at(minute_of_day: int) -> int:
+    def reserve_at(minute_of_day: int) -> tuple[int, int]:
         plan, _ = plan_floors(
             history, end, end + minute_of_day, 0.7, 1, 40_000, minute_of_day=minute_of_day
         )
-        assert plan is not None
-        return plan.reserve
+        assert plan is not None and plan.aim == 90  # an exact forecast
+        return plan.reserve, plan.least
 
-    assert reserve_at(12 * 60) == 2  # at noon: the falls at 22:00 and 23:00 are ahead
-    assert reserve_at(21 * 60 + 30) == 1  # the plan reaches 22:45: the 23:00 fall is left
-    assert reserve_at(22 * 60 + 50) == 0  # nothing falls after the plan's end
+    # at noon: the falls at 22:00 (500/s) and 23:00 (400/s) are ahead; the smaller saves
+    # 400 / 0.9 = 445 units
+    assert reserve_at(12 * 60) == (2, 445)
+    # the plan reaches 22:45: the 23:00 fall is left
+    assert reserve_at(21 * 60 + 30) == (1, 445)
+    assert reserve_at(22 * 60 + 50) == (0, 0)  # nothing falls after the plan's end
+
+
+def test_a_tick_obeys_the_plan_in_force():
+    """The floor in force is the minimum, the aim the target, and the keep, reserve and
+    least fall reach the policy; a dimension without a plan, or past its plan, is as it was."""
+    limits = Limits(min_capacity=5, max_capacity=1_000, target_utilization=0.7)
+
+    def dim(name: str) -> Dimension:
+        return Dimension("T", None, name, 100, DecreaseLedger(), None, limits)
+
+    table = ManagedTable("T", "arn", {}, [dim("read"), dim("write")])
+    plan = FloorPlan(600, (50, 300, 2_000), 85, 3, 120)
+    (read, write) = apply_plans(table, {("T", None, "write"): plan}, 606).dimensions
+    assert read == dim("read")
+    assert write.limits == Limits(300, 1_000, 0.85)  # the floor, the quota's max keeps it
+    assert (write.keep, write.reserve, write.least_fall) == (1_000, 3, 120)
+    (_, ended) = apply_plans(table, {("T", None, "write"): plan}, 615).dimensions
+    assert ended == dim("write")

@@ -413,3 +413,24 @@ def test_the_plans_reserve_replaces_the_fixed_one() -> None:
     free = decide(state(800, low, ledger=spent, reserve=0), CONFIG)
     assert (free.action, free.capacity) == (DECREASE, 500)
     assert decide(state(800, low, ledger=spent, reserve=3), CONFIG).action == HOLD
+
+
+def test_the_reserve_goes_to_the_decreases_that_save_most() -> None:
+    # 2 decreases left today and 2 falls ahead, the smaller saving 250 units: a decrease now
+    # takes one of them, so it must save more than that fall would
+    spent = DecreaseLedger(25, NOON - timedelta(hours=2))
+    low = [350.0] * 20  # to 500: saves 300 units (38 %), under the 50 % "large saving"
+    ranked = decide(state(800, low, ledger=spent, reserve=2, least_fall=250), CONFIG)
+    assert (ranked.action, ranked.capacity) == (DECREASE, 500)
+    assert "300 units >= the least fall's 250" in ranked.reason
+    held = decide(state(800, low, ledger=spent, reserve=2, least_fall=301), CONFIG)
+    assert held.action == HOLD and "300 units < the least fall's 301" in held.reason
+    # a large fraction is not enough when the falls ahead save more: 60 of 100 units
+    small = decide(state(100, [28.0] * 20, ledger=spent, reserve=2, least_fall=301), CONFIG)
+    assert small.action == HOLD
+    # the same without a known least fall: the 60 % saving is large enough
+    large = decide(state(100, [28.0] * 20, ledger=spent, reserve=2), CONFIG)
+    assert (large.action, large.capacity) == (DECREASE, 40)
+    # with decreases to spare, the least fall does not matter
+    spare = decide(state(800, low, reserve=2, least_fall=10_000), CONFIG)
+    assert spare.action == DECREASE

@@ -201,7 +201,7 @@ def test_the_autopilot_plans_the_hour_keeps_the_plan_in_a_tag_and_raises_ahead_o
     assert write["peak"] == pytest.approx(6_000) and write["floor"] == 6_667
     start = int(hour.timestamp() // 60)
     floors = [10] * 4 + [6_667] * 11  # steps 0-15; 20-70 (the spike, lead and spread)
-    assert write["plan"] == f"{start}:90:0:" + "/".join(map(str, floors))
+    assert write["plan"] == f"{start}:90:0:0:" + "/".join(map(str, floors))
     # each write plan is kept in its table's tags; a plan that never rises above the
     # minimum (the reads) is none; nothing is raised before it is needed
     for name in (targeted, direct):
@@ -273,7 +273,7 @@ def test_a_plan_tag_that_is_not_one_is_ignored_and_counted(world: World) -> None
     # each says what a plan tag must be, in the format the scaler writes
     reasons = {e["reason"] for e in events if e.get("event") == "tag-ignored"}
     (reason,) = reasons
-    assert reason.startswith("expected <start minute>:<aim %>:<reserve>:<floor>/...")
+    assert reason.startswith("expected <start minute>:<aim %>:<reserve>:<least fall>:<floor>/...")
 
 
 def test_the_reactive_mode_never_reads_the_history(world: World) -> None:

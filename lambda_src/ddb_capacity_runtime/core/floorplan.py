@@ -31,6 +31,10 @@ class FloorPlan:
     #: decreases to keep for the falls the forecast sees later in the UTC day (one each),
     #: instead of the fixed reserve (core.forecast.falls_ahead)
     reserve: int = 0
+    #: the capacity (units) the smallest of those falls saves: a decrease that saves at
+    #: least as much outranks it and may spend the reserve; 0 when not known (the reserve
+    #: is then spent only for a large saving, as without a plan)
+    least: int = 0
 
     @property
     def end(self) -> int:
@@ -54,20 +58,28 @@ class FloorPlan:
         return max(found) if found else None
 
     def value(self) -> str:
-        """The tag value: ``<start>:<aim>:<reserve>:<floor>/<floor>/...``."""
+        """The tag value: ``<start>:<aim>:<reserve>:<least>:<floor>/<floor>/...``."""
         floors = "/".join(str(f) for f in self.floors)
-        return f"{self.start}:{self.aim}:{self.reserve}:{floors}"
+        return f"{self.start}:{self.aim}:{self.reserve}:{self.least}:{floors}"
+
+
+def _units(text: str, low: int, quota: int) -> bool:
+    return text.isdigit() and len(text) <= 7 and low <= int(text) <= quota
 
 
 def parse_plan(raw: str, quota: int) -> FloorPlan | None:
     """A plan read back from its tag, or None for anything that is not one exactly (the tag
     comes from AWS and is not trusted): a start that is a whole minute on a step boundary,
-    an aim from 20 to 90 %, a reserve from 0 to MAX_RESERVE decreases, and 1 to PLAN_STEPS
-    floors, each a whole number of units from 1 to ``quota``."""
+    an aim from 20 to 90 %, a reserve from 0 to MAX_RESERVE decreases, the least fall's
+    saving from 0 to ``quota`` units, and 1 to PLAN_STEPS floors, each a whole number of
+    units from 1 to ``quota``. A tag without the least fall (``<start>:<aim>:<reserve>:
+    <floors>``, as version 0.4.0 wrote it) reads with ``least`` 0."""
     fields = raw.split(":")
-    if len(fields) != 4:
+    if len(fields) == 4:
+        fields.insert(3, "0")
+    if len(fields) != 5:
         return None
-    start, aim, reserve, rest = fields
+    start, aim, reserve, least, rest = fields
     parts = rest.split("/")
     if (
         not start.isdigit()
@@ -75,8 +87,9 @@ def parse_plan(raw: str, quota: int) -> FloorPlan | None:
         or int(start) % STEP_MINUTES
         or not (aim.isdigit() and len(aim) == 2 and 20 <= int(aim) <= 90)
         or not (reserve.isdigit() and len(reserve) <= 2 and int(reserve) <= MAX_RESERVE)
+        or not _units(least, 0, quota)
         or not 1 <= len(parts) <= PLAN_STEPS
-        or not all(p.isdigit() and len(p) <= 7 and 1 <= int(p) <= quota for p in parts)
+        or not all(_units(p, 1, quota) for p in parts)
     ):
         return None
-    return FloorPlan(int(start), tuple(int(p) for p in parts), int(aim), int(reserve))
+    return FloorPlan(int(start), tuple(int(p) for p in parts), int(aim), int(reserve), int(least))

@@ -166,10 +166,13 @@ def aim_for(error: float, target_utilization: float) -> float:
     return int(aim * 100) / 100
 
 
-def falls_ahead(history: Sequence[float | None], season: str, position: int, steps: int) -> int:
-    """How many falls the season forecasts in the ``steps`` from ``position`` (history
-    steps, the first one future): hours whose forecast peak is at least FALL_FRACTION below
-    the hour's before. Each will want a decrease."""
+def falls_ahead(
+    history: Sequence[float | None], season: str, position: int, steps: int
+) -> list[float]:
+    """The falls the season forecasts in the ``steps`` from ``position`` (history steps, the
+    first one future), each as the load it takes away (units per second): hours whose
+    forecast peak is at least FALL_FRACTION below the hour's before. Each will want a
+    decrease, worth its size."""
     hour = 60 // STEP_MINUTES
     season_steps = SEASONS[season] // STEP_MINUTES
     peaks = [
@@ -178,11 +181,11 @@ def falls_ahead(history: Sequence[float | None], season: str, position: int, ste
         )
         for start in range(position, position + steps, hour)
     ]
-    return sum(
-        1
+    return [
+        before - after
         for before, after in zip(peaks, peaks[1:], strict=False)
         if before is not None and after is not None and after < before * (1 - FALL_FRACTION)
-    )
+    ]
 
 
 def plan_floors(
@@ -226,12 +229,15 @@ def plan_floors(
         floors.append(max(min_capacity, min(max_capacity, units)))
     if max(floors) <= min_capacity:
         return None, Forecast(max(peaks), season, error, f"{reason}; the minimum covers it")
-    reserve = 0
+    falls: list[float] = []
     if minute_of_day is not None:  # the falls between the plan's end and the UTC day's end
         left = DAY_MINUTES - (minute_of_day - (now - first) + PLAN_MINUTES)
         end = len(history) + (first + PLAN_MINUTES - history_end) // STEP_MINUTES
-        reserve = falls_ahead(history, season, end, max(left, 0) // STEP_MINUTES)
-    plan = FloorPlan(first, tuple(floors), round(aim * 100), min(reserve, MAX_RESERVE))
+        falls = falls_ahead(history, season, end, max(left, 0) // STEP_MINUTES)
+        falls = sorted(falls, reverse=True)[:MAX_RESERVE]
+    # the smallest fall's saving, in units at the aim (at most the quota, as a floor)
+    least = min(max_capacity, capacity_units(falls[-1] / aim)) if falls else 0
+    plan = FloorPlan(first, tuple(floors), round(aim * 100), len(falls), least)
     return plan, Forecast(max(peaks), season, error, reason)
 
 
@@ -265,6 +271,12 @@ def apply_plans(table: ManagedTable, plans: Mapping[Key, FloorPlan], minute: int
                 target_utilization=max(limits.target_utilization, plan.aim / 100),
             )
         dims.append(
-            replace(d, limits=limits, keep=min(keep, limits.max_capacity), reserve=plan.reserve)
+            replace(
+                d,
+                limits=limits,
+                keep=min(keep, limits.max_capacity),
+                reserve=plan.reserve,
+                least_fall=plan.least,
+            )
         )
     return replace(table, dimensions=dims)

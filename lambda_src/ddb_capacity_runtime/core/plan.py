@@ -76,6 +76,7 @@ def plan_table(
             decreases_allowed=decreases_allowed,
             keep=d.keep,
             reserve=d.reserve,
+            least_fall=d.least_fall,
         )
         if d.target is not None:
             decision = decide_scalable_min(state, d.target.min_capacity, config.policy)

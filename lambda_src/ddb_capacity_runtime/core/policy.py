@@ -107,6 +107,7 @@ class DimensionState:
     decreases_allowed: bool = True  # False when a call the tick shares failed
     keep: int = 0  # no decrease below this: what the forecast needs within the half hour
     reserve: int | None = None  # decreases kept for later today; None: the configured ones
+    least_fall: int = 0  # the capacity the smallest fall the reserve is kept for saves
 
 
 @dataclass(frozen=True)
@@ -240,6 +241,8 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
         saving,
         reserve=config.reserve_decreases if state.reserve is None else state.reserve,
         large_saving_fraction=config.large_saving_fraction,
+        saving_units=provisioned - candidate,
+        least_fall=state.least_fall,
     )
     if not allowed:
         return decision(provisioned, why_quota)

@@ -82,22 +82,37 @@ class DecreaseLedger:
         return max(0, min(MAX_DECREASES_PER_DAY - count, possible))
 
     def allows(
-        self, now: datetime, saving_fraction: float, *, reserve: int, large_saving_fraction: float
+        self,
+        now: datetime,
+        saving_fraction: float,
+        *,
+        reserve: int,
+        large_saving_fraction: float,
+        saving_units: int = 0,
+        least_fall: int = 0,
     ) -> tuple[bool, str]:
-        """Whether to spend a decrease worth ``saving_fraction`` of current capacity now.
+        """Whether to spend a decrease worth ``saving_fraction`` of current capacity
+        (``saving_units`` units) now.
 
-        Decreases beyond the ``reserve`` kept for the rest of the day are spent freely; the
-        reserve itself only for a saving of at least ``large_saving_fraction``.
+        Decreases beyond the ``reserve`` kept for the rest of the day are spent freely. The
+        reserve itself is spent for a decrease that saves at least ``least_fall`` units when
+        that is known (the smallest of the forecast's falls it is kept for: the decreases
+        left go where they save most, and this one saves more than a fall that would have
+        had one), else for a saving of at least ``large_saving_fraction``.
         """
         if not self.can_decrease(now):
             return False, "decrease quota exhausted for now"
         left = self.remaining_today(now)
-        if left > reserve or saving_fraction >= large_saving_fraction:
+        if left > reserve:
             return True, f"{left} decreases left today"
-        return False, (
-            f"only {left} decreases left today (reserve {reserve}); saving "
-            f"{saving_fraction:.0%} < {large_saving_fraction:.0%}"
-        )
+        kept = f"only {left} decreases left today (reserve {reserve})"
+        if least_fall > 0:
+            if saving_units >= least_fall:
+                return True, f"{kept}; saves {saving_units} units >= the least fall's {least_fall}"
+            return False, f"{kept}; saves {saving_units} units < the least fall's {least_fall}"
+        if saving_fraction >= large_saving_fraction:
+            return True, f"{kept}; saving {saving_fraction:.0%}"
+        return False, f"{kept}; saving {saving_fraction:.0%} < {large_saving_fraction:.0%}"
 
     def spend(self, now: datetime) -> DecreaseLedger:
         """The ledger after one decrease at ``now`` (for simulations and tests)."""

@@ -49,6 +49,8 @@ class Dimension:
     keep: int = 0
     #: decreases to keep for later today, from the plan's forecast (None: the configured)
     reserve: int | None = None
+    #: the capacity the smallest of the plan's falls ahead saves (0: not known)
+    least_fall: int = 0
 
     @property
     def key(self) -> tuple[str, str | None, str]:

@@ -11,7 +11,8 @@ and never the cause of an exception:
   write>`` = ``<base>:<set>``: the minimum it replaced and the one it set, both from 1 to the
   table quota (a plain ``<base>``, as older versions wrote it, is read with no ``set``);
 - the autopilot's plan, ``ddb-capacity:forecast:<table|index/NAME>:<read|write>`` =
-  ``<start minute>:<floor>/<floor>/...`` (:func:`.floorplan.parse_plan`);
+  ``<start minute>:<aim %>:<reserve>:<least fall>:<floor>/<floor>/...``
+  (:func:`.floorplan.parse_plan`);
 - ``ddb-capacity:table`` belongs on scalable targets (it lets the library's roles move them);
   on a table it is skipped;
 - other keys under the prefix that the library does not know are ignored (capacity-request holds
@@ -125,9 +126,10 @@ def parse_tags(tags: Mapping[str, str], quota: int = TABLE_QUOTA) -> TableTags:
                     IgnoredTag(
                         key,
                         text[:256],
-                        f"expected <start minute>:<aim %>:<reserve>:<floor>/..., an aim from "
-                        f"20 to 90, a reserve from 0 to {MAX_RESERVE}, and 1 to {PLAN_STEPS} "
-                        f"floors, each a whole number of units from 1 to {quota}",
+                        f"expected <start minute>:<aim %>:<reserve>:<least fall>:<floor>/..., "
+                        f"an aim from 20 to 90, a reserve from 0 to {MAX_RESERVE}, a least "
+                        f"fall from 0 to {quota} units, and 1 to {PLAN_STEPS} floors, each a "
+                        f"whole number of units from 1 to {quota}",
                     )
                 )
                 continue
