@@ -172,6 +172,24 @@ def test_a_plan_gives_the_floor_in_force_and_the_highest_ahead():
     assert [plan.at(m) for m in (99, 100, 104, 105, 114, 115)] == [None, 10, 10, 50, 20, None]
     assert plan.highest(100, 5) == 10 and plan.highest(101, 5) == 50
     assert plan.highest(110, 30) == 20 and plan.highest(115, 30) is None
+    assert plan.highest(50, 30) is None and plan.highest(80, 20) is None
+    assert plan.highest(80, 21) == 10 and plan.highest(90, 100) == 50
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    floors=st.lists(st.integers(1, 100), min_size=1, max_size=PLAN_STEPS),
+    minute=st.integers(0, 200),
+    minutes=st.integers(0, 90),
+)
+def test_the_highest_floor_ahead_is_that_of_the_steps_the_span_overlaps(floors, minute, minutes):
+    plan = FloorPlan(100, tuple(floors))
+    overlapping = [
+        f
+        for i, f in enumerate(floors)
+        if 100 + i * STEP < minute + minutes and minute < 100 + (i + 1) * STEP
+    ]
+    assert plan.highest(minute, minutes) == (max(overlapping) if overlapping else None)
 
 
 @settings(max_examples=25, deadline=None)

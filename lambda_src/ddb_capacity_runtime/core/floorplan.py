@@ -49,12 +49,9 @@ class FloorPlan:
     def highest(self, minute: int, minutes: int) -> int | None:
         """The highest floor of the steps from ``minute`` to ``minute + minutes``, or None
         when the plan has none of them."""
-        found = [
-            f
-            for i, f in enumerate(self.floors)
-            if self.start + (i + 1) * STEP_MINUTES > minute
-            and self.start + i * STEP_MINUTES < minute + minutes
-        ]
+        first = max(0, (minute - self.start) // STEP_MINUTES)
+        end = max(0, -(-(minute + minutes - self.start) // STEP_MINUTES))  # starting before
+        found = self.floors[first:end]
         return max(found) if found else None
 
     def value(self) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from .floorplan import MAX_RESERVE, PLAN_MINUTES, PLAN_STEPS, STEP_MINUTES, FloorPlan
 from .policy import capacity_units
 from .series import Key
+from .settings import Limits
 from .tables import ManagedTable
 
 DAY_MINUTES = 1440
@@ -78,13 +79,20 @@ def _window_peak(history: Sequence[float | None], start: int, length: int) -> fl
 
 
 def _predict(
-    history: Sequence[float | None], season_steps: int, lookback: int, start: int, length: int
+    history: Sequence[float | None],
+    season_steps: int,
+    lookback: int,
+    start: int,
+    length: int,
+    known: int | None = None,
 ) -> float | None:
-    """The forecast peak of steps [start, start + length), from past seasons only."""
+    """The forecast peak of steps [start, start + length), from past seasons only, as known
+    from the first ``known`` steps of ``history`` (all of it by default)."""
+    known = len(history) if known is None else known
     peaks = [
         p
         for k in range(1, lookback + 1)
-        if start + length - k * season_steps <= len(history)
+        if start + length - k * season_steps <= known
         and (p := _window_peak(history, start - k * season_steps, length)) is not None
     ]
     return max(peaks) if peaks else None
@@ -105,7 +113,7 @@ def season_error(
     starts = range(n - day, n - window_steps + 1, window_steps)
     judged = 0
     for start in starts:
-        guess = _predict(history[:start], season_steps, lookback, start, window_steps)
+        guess = _predict(history, season_steps, lookback, start, window_steps, known=start)
         came = _window_peak(history, start, window_steps)
         if guess is None or came is None:
             continue  # a window nothing is known of is not judged
@@ -265,10 +273,10 @@ def apply_plans(table: ManagedTable, plans: Mapping[Key, FloorPlan], minute: int
         floor = plan.at(minute)
         limits = d.limits
         if floor is not None:
-            limits = replace(
-                limits,
-                min_capacity=max(limits.min_capacity, min(floor, limits.max_capacity)),
-                target_utilization=max(limits.target_utilization, plan.aim / 100),
+            limits = Limits(
+                max(limits.min_capacity, min(floor, limits.max_capacity)),
+                limits.max_capacity,
+                max(limits.target_utilization, plan.aim / 100),
             )
         dims.append(
             replace(

@@ -206,15 +206,21 @@ class SimulatedTable:
         self.apply_at: dict[str | None, int] = {}
         self.rejected_decreases = {k: 0 for k in self.keys}
         self.recorded = {k: Recorded() for k in self.keys}
-        self._times: dict[int, datetime] = {}
+        #: every minute's start, warm-up first (minute t at index t + offset)
+        self._times = [trace.time(t) for t in range(-self.offset, trace.minutes + 1)]
 
     # ------------------------------------------------------------------ time and data
 
     def time(self, t: int) -> datetime:
-        moment = self._times.get(t)
-        if moment is None:
-            moment = self._times[t] = self.trace.time(t)
-        return moment
+        i = t + self.offset
+        return self._times[i] if 0 <= i < len(self._times) else self.trace.time(t)
+
+    def times(self, first: int, count: int) -> list[datetime]:
+        """The starts of minutes ``first`` .. ``first + count - 1``."""
+        i = first + self.offset
+        if i < 0 or i + count > len(self._times):
+            return [self.trace.time(t) for t in range(first, first + count)]
+        return self._times[i : i + count]
 
     def demand(self, key: Key, t: int) -> float:
         return self.trace.demand[key][max(t, 0)]

@@ -258,7 +258,6 @@ class ThrottleAware:
         )
         self.base_min: dict[Key, int] = {}
         self.decisions = 0
-        self._starts: dict[int, list[datetime]] = {}
         self.autopilot = autopilot
         #: The autopilot's history: per key, each 5-minute step's average consumption, as
         #: CloudWatch's 5-minute sums give it to the Lambda.
@@ -340,9 +339,7 @@ class ThrottleAware:
         )
         first = int((start - sim.trace.start) / MINUTE)
         minutes = range(first, first + int((end - start) / MINUTE))
-        starts = self._starts.get(first) or self._starts.setdefault(
-            first, [sim.time(m) for m in minutes]
-        )
+        starts = sim.times(first, len(minutes))
         dims, series = [], {}
         for key in sim.keys:
             index, dim = key
