@@ -186,6 +186,5 @@ class World:
 
     def tags(self, name: str) -> dict[str, str]:
         arn = self.ddb.describe_table(TableName=name)["Table"]["TableArn"]
-        return {
-            t["Key"]: t["Value"] for t in self.ddb.list_tags_of_resource(ResourceArn=arn)["Tags"]
-        }
+        pages = self.ddb.get_paginator("list_tags_of_resource").paginate(ResourceArn=arn)
+        return {t["Key"]: t["Value"] for page in pages for t in page["Tags"]}

@@ -98,6 +98,20 @@ def test_tables_under_auto_scaling_get_their_minimum_moved_then_restored(world: 
     assert base_min_tag(None, "read") not in world.tags(name)
 
 
+def test_library_tags_on_a_later_page_of_the_tag_listing_are_read(world: World) -> None:
+    # GIVEN a table with 14 tags of its own (moto lists 10 a page, as AWS may page them) and
+    # its write max in a 15th, on the listing's second page; its writes are throttled
+    tags = {f"team-{i:02d}": "x" for i in range(14)}
+    tags["ddb-capacity:write-max"] = "150"
+    name = world.table("paged", 100, 100, tagged=False, tags=tags)
+    world.traffic(name, "write", 100)
+    world.traffic(name, "write", 0, throttles=30_000, minutes=range(1, 2))
+    # WHEN a tick runs (the default max is 1,000)
+    world.tick(SCALER_TABLES=name, SCALER_TAG_KEY="")
+    # THEN the raise stops at the tagged max: every page of the listing was read
+    assert world.throughput(name)[1] == 150
+
+
 def test_dry_run_decides_and_changes_nothing(world: World) -> None:
     name = world.table("dry", 100, 100)
     world.traffic(name, "write", 100)

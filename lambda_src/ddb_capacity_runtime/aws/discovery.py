@@ -108,8 +108,11 @@ def describe_table(
         raise NotManaged(f"status {table['TableStatus']}")
     if table.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
         raise NotManaged("on-demand billing")
-    if tags is None:
-        tags = tags_of(dynamodb.list_tags_of_resource(ResourceArn=table["TableArn"])["Tags"])
+    if tags is None:  # every page: a library tag may be on any of them
+        pages = dynamodb.get_paginator("list_tags_of_resource").paginate(
+            ResourceArn=table["TableArn"]
+        )
+        tags = tags_of(tag for page in pages for tag in page["Tags"])
     parsed = parse_tags(tags)
     for ignored in parsed.ignored:
         log_event(
