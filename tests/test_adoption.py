@@ -288,7 +288,8 @@ def test_adopting_a_deployed_table_updates_it_and_keeps_its_items(
     deploy(tmp_path / "after", aws_env, name)
     # THEN it is the same table, updated: same ARN, same creation time, the item still there
     # (moto forgets a stack's resources after an update, so the table is found by name)
-    tables = [t for t in ddb.list_tables()["TableNames"] if t.startswith(f"{name}-Orders")]
+    listed = (n for page in ddb.get_paginator("list_tables").paginate() for n in page["TableNames"])
+    tables = [t for t in listed if t.startswith(f"{name}-Orders")]
     assert tables == [table]  # not replaced: no second table, and the first one kept
     second = ddb.describe_table(TableName=table)["Table"]
     assert (second["TableArn"], second["CreationDateTime"]) == (

@@ -124,7 +124,8 @@ def test_readme_capacity_request_example_runs_against_moto(
 ) -> None:
     (block,) = [b for b in python_blocks() if "request_capacity(" in b]
     ddb = aws_client("dynamodb")
-    if "Shipments" not in ddb.list_tables()["TableNames"]:
+    pages = ddb.get_paginator("list_tables").paginate()
+    if "Shipments" not in [n for page in pages for n in page["TableNames"]]:
         ddb.create_table(
             TableName="Shipments",
             BillingMode="PROVISIONED",
