@@ -147,14 +147,16 @@ class World:
         first_minute: int,
         per_second: float,
         days: int = 3,
+        index: str | None = None,
     ) -> None:
-        """``per_second`` consumed write units for 30 minutes from ``first_minute`` past
-        ``hour_start``'s hour, on each of the last ``days`` days."""
+        """``per_second`` consumed write units (of the table, or of GSI ``index``) for 30
+        minutes from ``first_minute`` past ``hour_start``'s hour, on each of the last ``days``
+        days."""
         end = self.now - timedelta(minutes=LAG)  # traffic's end (the metric lag)
         for day in range(1, days + 1):
             start = hour_start - timedelta(days=day) + timedelta(minutes=first_minute)
             newest = int((end - (start + timedelta(minutes=29))).total_seconds() // 60)
-            self.traffic(name, "write", per_second, minutes=range(newest, newest + 30))
+            self.traffic(name, "write", per_second, minutes=range(newest, newest + 30), index=index)
 
     def tick(
         self, now: datetime | None = None, **env: str

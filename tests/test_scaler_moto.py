@@ -234,6 +234,48 @@ def test_the_autopilot_plans_the_hour_keeps_the_plan_in_a_tag_and_raises_ahead_o
     assert world.tags(targeted)[base_min_tag(None, "write")] == "10:6667"
 
 
+def test_plans_never_take_the_tag_slots_a_raise_needs_and_the_ones_left_out_are_counted(
+    world: World,
+) -> None:
+    # GIVEN a table with 47 tags of its own and a GSI, both writes under scalable targets
+    # (each may need a base-min memory tag before its raise) and both with a daily spike
+    # (the table's to 6,000/s, the index's to 3,000/s): of DynamoDB's 50 tags, 1 is left
+    # for plans
+    hour = world.now.replace(minute=0)
+    own = {f"cost-centre-{i:02d}": "x" for i in range(47)}
+    name = world.table("Crowded", 10, 10, gsi=(10, 10), tagged=False, tags=own)
+    for index, peak in ((None, 6_000), ("byUser", 3_000)):
+        world.target(name, "write", 10, 20_000, index=index)
+        world.daily_spikes(name, hour, first_minute=40, per_second=peak, index=index)
+    env = {**AUTOPILOT, "SCALER_TABLES": name}
+    # WHEN the hour's forecast runs
+    _, events = world.tick(hour, **env)
+    # THEN both are planned, the larger raise's plan is kept, the other is counted and said
+    plans = {e["index"]: e["plan"] for e in events if e.get("event") == "forecast"}
+    assert plans[None] is not None and plans["byUser"] is not None
+    tags = world.tags(name)
+    assert tags[forecast_tag(None, "write")] == plans[None]
+    assert forecast_tag("byUser", "write") not in tags and len(tags) == 48
+    (warning,) = [e for e in events if e.get("event") == "plans-not-kept"]
+    assert (warning["kept"], warning["not_kept"], warning["tags"]) == (1, 1, 47)
+    (emf,) = [e for e in events if e.get("TableName") == name and "PlansNotKept" in e]
+    assert emf["PlansNotKept"] == 1 and emf["Failures"] == 0
+    # WHEN a later tick comes to the planned step
+    world.tick(hour + timedelta(minutes=20), **env)
+    # THEN the kept plan raises the table's minimum and its memory fits (49 tags); the
+    # index, whose plan was not kept, reacts alone: its minimum is where it was
+    assert world.target_min(name, "write") == 6_667
+    assert world.target_min(name, "write", "byUser") == 10
+    assert len(world.tags(name)) == 49
+    # WHEN the index is throttled in the newest minutes: its raise writes its memory into
+    # the slot kept for it
+    world.traffic(name, "write", 10, throttles=6_000, minutes=range(1, 3), index="byUser")
+    summary, _ = world.tick(**env)
+    assert world.target_min(name, "write", "byUser") > 10 and not summary["failed"]
+    tags = world.tags(name)
+    assert base_min_tag("byUser", "write") in tags and len(tags) <= 50
+
+
 def test_a_falling_plan_lowers_the_minimum_in_steps_and_remembers_the_base(world: World) -> None:
     # GIVEN a write target (minimum 10) with capacity and quiet traffic, at a minute that is
     # not the hour's first (no forecast runs: the plans below are the tagged ones)

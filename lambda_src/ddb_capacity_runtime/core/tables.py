@@ -65,6 +65,7 @@ class ManagedTable:
     dimensions: list[Dimension] = field(default_factory=list)
     indexes: list[str] = field(default_factory=list)  # every GSI, ACTIVE or not
     ignored_tags: int = 0  # library tags ignored as malformed or out of bounds
+    plans_not_kept: int = 0  # the autopilot's plans its tags had no room for this hour
 
 
 def throughput_of(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:

@@ -19,8 +19,8 @@ Reports through :mod:`ddb_capacity_runtime.events`: a ``decision`` event per dim
 ``hold-ended`` event per ended hold, ``table-skipped``, ``table-failed`` and
 ``shared-call-failed`` events, one Embedded Metric Format record per table (dimension
 ``TableName``: ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``,
-``Failures``, ``IgnoredTags``) and one for the tick (no dimension: ``Failures``, ``SharedFailures``,
-``TablesManaged``).
+``Failures``, ``IgnoredTags``, ``PlansNotKept``) and one for the tick (no dimension:
+``Failures``, ``SharedFailures``, ``TablesManaged``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from ..aws.discovery import NotManaged
 from ..aws.retry import describe_error, with_retries
 from ..core.floorplan import STEP_MINUTES, FloorPlan
 from ..core.forecast import HISTORY_DAYS, apply_plans, forecast_tick, plan_floors
-from ..core.names import forecast_tag
+from ..core.names import FORECAST_TAG, base_min_tag, forecast_tag
 from ..core.plan import Change, plan_table
 from ..core.policy import HOLD, Decision
 from ..core.series import MINUTE, Key, step_start, window
@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TagTypeDef
 
 T = TypeVar("T")
+#: DynamoDB's limit of tags on one table.
+TAG_LIMIT = 50
 #: Outcomes counted as failures. ``retry-next-tick`` is not one: another update was in
 #: flight, or the capacity moved since it was read, and the next tick decides again.
 FAILED_STATUSES = frozenset({"failed", "invalid", "access-denied", "not-found", "quota-exceeded"})
@@ -111,6 +113,7 @@ def _table_metrics(
         "CapacityAtMax": sum(1 for d in table.dimensions if d.provisioned >= d.limits.max_capacity),
         "Failures": int(failed),
         "IgnoredTags": table.ignored_tags,
+        "PlansNotKept": table.plans_not_kept,
     }
 
 
@@ -211,6 +214,20 @@ def _minute(moment: datetime) -> int:
     return int(moment.timestamp() // 60)
 
 
+def _plan_slots(table: ManagedTable, replanned: set[str]) -> int:
+    """How many plan tags ``table`` has room for: DynamoDB's TAG_LIMIT, less every other
+    tag (plan tags this forecast does not replace included), less a slot for each base-min
+    memory a raise under a scalable target may have to write (that write comes before the
+    raise: a plan must never take its slot)."""
+    others = sum(1 for k in table.tags if not (k.startswith(FORECAST_TAG) and k in replanned))
+    memories = sum(
+        1
+        for d in table.dimensions
+        if d.target is not None and base_min_tag(d.index, d.dimension) not in table.tags
+    )
+    return max(0, TAG_LIMIT - others - memories)
+
+
 def _keep_plans(
     clients: Clients,
     table: ManagedTable,
@@ -221,19 +238,46 @@ def _keep_plans(
     """Keep this hour's plans in the table's tags (one TagResource, one UntagResource for
     the dimensions the forecast no longer covers), and the table with them. A tag call that
     fails is reported to ``failed`` (a failure of the table) and the tick goes on with the
-    plans: raises this tick need no tag, and the next hour plans again."""
+    plans: raises this tick need no tag, and the next hour plans again.
+
+    Plans that the table's tags have no room for (:func:`_plan_slots`) are obeyed this tick
+    and not kept: the plans that raise the most above today's capacity are kept first; the
+    others' dimensions react alone until the next hour, and are counted
+    (``table.plans_not_kept``)."""
+    replanned = {forecast_tag(d.index, d.dimension) for d in table.dimensions if d.key in fresh}
+    plans = {d.key: p for d in table.dimensions if (p := fresh.get(d.key)) is not None}
+    planned = sorted(
+        (d for d in table.dimensions if d.key in plans),
+        key=lambda d: d.provisioned - max(plans[d.key].floors),  # the largest raise first
+    )
+    kept = {d.key for d in planned[: _plan_slots(table, replanned)]}
     tags: list[TagTypeDef] = []
     drop: list[str] = []
     dims = []
     for d in table.dimensions:
         if d.key in fresh:
             plan = fresh[d.key]
-            if plan is not None and plan != d.plan:
-                tags.append({"Key": forecast_tag(d.index, d.dimension), "Value": plan.value()})
-            elif plan is None and d.plan is not None:
-                drop.append(forecast_tag(d.index, d.dimension))
+            key = forecast_tag(d.index, d.dimension)
+            if plan is not None and d.key in kept:
+                if plan != d.plan:
+                    tags.append({"Key": key, "Value": plan.value()})
+            elif key in table.tags:
+                drop.append(key)
             d = replace(d, plan=plan)
         dims.append(d)
+    not_kept = len(planned) - len(kept)
+    if not_kept:
+        log_event(
+            "plans-not-kept",
+            level=logging.WARNING,
+            table=table.name,
+            kept=len(kept),
+            not_kept=not_kept,
+            tags=len(table.tags),
+            reason=f"DynamoDB allows {TAG_LIMIT} tags on a table; the table's own tags and "
+            "the scaler's memory of raised minimums come first. These plans are obeyed this "
+            "tick only; remove tags, or manage the table in reactive mode",
+        )
     try:
         if not dry_run and tags:
             clients.dynamodb.tag_resource(ResourceArn=table.arn, Tags=tags)
@@ -241,7 +285,7 @@ def _keep_plans(
             clients.dynamodb.untag_resource(ResourceArn=table.arn, TagKeys=drop)
     except Exception as exc:
         failed(f"keeping the forecast's plans: {describe_error(exc)}")
-    return replace(table, dimensions=dims)
+    return replace(table, dimensions=dims, plans_not_kept=not_kept)
 
 
 def run_tick(
