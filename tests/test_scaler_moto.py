@@ -240,9 +240,10 @@ def test_plans_never_take_the_tag_slots_a_raise_needs_and_the_ones_left_out_are_
     # GIVEN a table with 47 tags of its own and a GSI, both writes under scalable targets
     # (each may need a base-min memory tag before its raise) and both with a daily spike
     # (the table's to 6,000/s, the index's to 3,000/s): of DynamoDB's 50 tags, 1 is left
-    # for plans
+    # for plans. A 48th tag is the plan of an index since deleted.
     hour = world.now.replace(minute=0)
     own = {f"cost-centre-{i:02d}": "x" for i in range(47)}
+    own[forecast_tag("Gone", "write")] = f"{int(hour.timestamp() // 60) - 60}:70:0:0:500"
     name = world.table("Crowded", 10, 10, gsi=(10, 10), tagged=False, tags=own)
     for index, peak in ((None, 6_000), ("byUser", 3_000)):
         world.target(name, "write", 10, 20_000, index=index)
@@ -250,14 +251,16 @@ def test_plans_never_take_the_tag_slots_a_raise_needs_and_the_ones_left_out_are_
     env = {**AUTOPILOT, "SCALER_TABLES": name}
     # WHEN the hour's forecast runs
     _, events = world.tick(hour, **env)
-    # THEN both are planned, the larger raise's plan is kept, the other is counted and said
+    # THEN both are planned, the larger raise's plan is kept, the other is counted and said;
+    # the deleted index's plan is gone (the hour's forecast replaces every plan tag)
     plans = {e["index"]: e["plan"] for e in events if e.get("event") == "forecast"}
     assert plans[None] is not None and plans["byUser"] is not None
     tags = world.tags(name)
     assert tags[forecast_tag(None, "write")] == plans[None]
     assert forecast_tag("byUser", "write") not in tags and len(tags) == 48
+    assert forecast_tag("Gone", "write") not in tags
     (warning,) = [e for e in events if e.get("event") == "plans-not-kept"]
-    assert (warning["kept"], warning["not_kept"], warning["tags"]) == (1, 1, 47)
+    assert (warning["kept"], warning["not_kept"], warning["tags"]) == (1, 1, 48)
     (emf,) = [e for e in events if e.get("TableName") == name and "PlansNotKept" in e]
     assert emf["PlansNotKept"] == 1 and emf["Failures"] == 0
     # WHEN a later tick comes to the planned step

@@ -214,12 +214,12 @@ def _minute(moment: datetime) -> int:
     return int(moment.timestamp() // 60)
 
 
-def _plan_slots(table: ManagedTable, replanned: set[str]) -> int:
-    """How many plan tags ``table`` has room for: DynamoDB's TAG_LIMIT, less every other
-    tag (plan tags this forecast does not replace included), less a slot for each base-min
-    memory a raise under a scalable target may have to write (that write comes before the
-    raise: a plan must never take its slot)."""
-    others = sum(1 for k in table.tags if not (k.startswith(FORECAST_TAG) and k in replanned))
+def _plan_slots(table: ManagedTable) -> int:
+    """How many plan tags ``table`` has room for: DynamoDB's TAG_LIMIT, less every tag
+    that is not a plan, less a slot for each base-min memory a raise under a scalable
+    target may have to write (that write comes before the raise: a plan must never take
+    its slot)."""
+    others = sum(1 for k in table.tags if not k.startswith(FORECAST_TAG))
     memories = sum(
         1
         for d in table.dimensions
@@ -235,36 +235,40 @@ def _keep_plans(
     dry_run: bool,
     failed: Callable[[str], None],
 ) -> ManagedTable:
-    """Keep this hour's plans in the table's tags (one TagResource, one UntagResource for
-    the dimensions the forecast no longer covers), and the table with them. A tag call that
-    fails is reported to ``failed`` (a failure of the table) and the tick goes on with the
-    plans: raises this tick need no tag, and the next hour plans again.
+    """Keep this hour's plans in the table's tags, and the table with them: one
+    UntagResource for every other plan tag (dimensions the forecast no longer covers, and
+    those of indexes gone or not managed now, or not a plan at all: the hour's forecast
+    replaces them all), then one TagResource. A tag call that fails is reported to
+    ``failed`` (a failure of the table) and the tick goes on with the plans: raises this
+    tick need no tag, and the next hour plans again. Nothing changes for a table the
+    forecast did not reach this tick (``fresh`` has none of its dimensions).
 
     Plans that the table's tags have no room for (:func:`_plan_slots`) are obeyed this tick
     and not kept: the plans that raise the most above today's capacity are kept first; the
     others' dimensions react alone until the next hour, and are counted
     (``table.plans_not_kept``)."""
-    replanned = {forecast_tag(d.index, d.dimension) for d in table.dimensions if d.key in fresh}
+    if not any(d.key in fresh for d in table.dimensions):
+        return table
     plans = {d.key: p for d in table.dimensions if (p := fresh.get(d.key)) is not None}
     planned = sorted(
         (d for d in table.dimensions if d.key in plans),
         key=lambda d: d.provisioned - max(plans[d.key].floors),  # the largest raise first
     )
-    kept = {d.key for d in planned[: _plan_slots(table, replanned)]}
+    kept = {d.key for d in planned[: _plan_slots(table)]}
     tags: list[TagTypeDef] = []
-    drop: list[str] = []
+    keep_keys: set[str] = set()
     dims = []
     for d in table.dimensions:
         if d.key in fresh:
             plan = fresh[d.key]
-            key = forecast_tag(d.index, d.dimension)
             if plan is not None and d.key in kept:
+                key = forecast_tag(d.index, d.dimension)
+                keep_keys.add(key)
                 if plan != d.plan:
                     tags.append({"Key": key, "Value": plan.value()})
-            elif key in table.tags:
-                drop.append(key)
             d = replace(d, plan=plan)
         dims.append(d)
+    drop = sorted(k for k in table.tags if k.startswith(FORECAST_TAG) and k not in keep_keys)
     not_kept = len(planned) - len(kept)
     if not_kept:
         log_event(
@@ -278,11 +282,11 @@ def _keep_plans(
             "the scaler's memory of raised minimums come first. These plans are obeyed this "
             "tick only; remove tags, or manage the table in reactive mode",
         )
-    try:
-        if not dry_run and tags:
-            clients.dynamodb.tag_resource(ResourceArn=table.arn, Tags=tags)
+    try:  # room first: the untagged slots may be the ones the new plans need
         if not dry_run and drop:
             clients.dynamodb.untag_resource(ResourceArn=table.arn, TagKeys=drop)
+        if not dry_run and tags:
+            clients.dynamodb.tag_resource(ResourceArn=table.arn, Tags=tags)
     except Exception as exc:
         failed(f"keeping the forecast's plans: {describe_error(exc)}")
     return replace(table, dimensions=dims, plans_not_kept=not_kept)
