@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.core.forecast import forecast_minute as table_forecast_minute
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.events import recorded_events
@@ -54,8 +55,15 @@ class World:
         gsi: tuple[int, int] | None = None,
         tagged: bool = True,
         tags: dict[str, str] | None = None,
+        forecast_minute: int | None = None,
     ) -> str:
+        """A table named after ``base``; with ``forecast_minute``, a name (``base``, then
+        ``base1``, ``base2``, ...) whose autopilot forecast comes at that minute of the hour."""
         name = self.name(base)
+        n = 0
+        while forecast_minute is not None and table_forecast_minute(name) != forecast_minute:
+            n += 1
+            name = self.name(f"{base}{n}")
         attrs = [{"AttributeName": "pk", "AttributeType": "S"}]
         extra: dict[str, Any] = {}
         if gsi:

@@ -382,6 +382,7 @@ def test_a_failing_history_read_keeps_the_plans_and_stops_every_decrease(world: 
         100,
         100,
         tags={forecast_tag(None, "write"): f"{minute - 15}:70:0:0:900/900/900/900"},
+        forecast_minute=0,
     )
     calls: list[int] = []
 
@@ -410,7 +411,8 @@ def test_a_failing_history_read_keeps_the_plans_and_stops_every_decrease(world: 
 def test_bad_values_in_one_tables_history_are_unknown_not_idle(world: World, bad: float) -> None:
     # GIVEN two tables with the same daily write spike, and bad values in all of one's history
     world.now = world.now.replace(minute=0)
-    clean, faulty = world.table("clean", 10, 10), world.table("faulty", 10, 10)
+    clean = world.table("clean", 10, 10, forecast_minute=0)
+    faulty = world.table("faulty", 10, 10, forecast_minute=0)
     for name in (clean, faulty):
         world.daily_spikes(name, world.now, first_minute=40, per_second=6_000)
     ids: set[str] = set()
@@ -445,7 +447,8 @@ def test_a_plan_that_cannot_be_kept_is_a_failure_of_its_table_and_still_raises(
 ) -> None:
     # GIVEN two tables with the same daily write spike from 10 minutes past the hour
     world.now = world.now.replace(minute=0)
-    faulty, healthy = world.table("untaggable", 10, 10), world.table("taggable", 10, 10)
+    faulty = world.table("untaggable", 10, 10, forecast_minute=0)
+    healthy = world.table("taggable", 10, 10, forecast_minute=0)
     for name in (faulty, healthy):
         world.daily_spikes(name, world.now, first_minute=10, per_second=600)
     arn = world.ddb.describe_table(TableName=faulty)["Table"]["TableArn"]

@@ -17,6 +17,8 @@ from ddb_capacity_runtime.core.forecast import (
     aim_for,
     apply_plans,
     forecast,
+    forecast_due,
+    forecast_minute,
     plan_floors,
     season_error,
 )
@@ -275,3 +277,23 @@ def test_a_tick_obeys_the_plan_in_force():
     assert (write.keep, write.reserve, write.least_fall) == (1_000, 3, 120)
     (_, ended) = apply_plans(table, {("T", None, "write"): plan}, 615).dimensions
     assert ended == dim("write")
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.text(min_size=1, max_size=255), tick=st.integers(1, 60), phase=st.integers(0, 59))
+def test_a_table_forecasts_once_an_hour_in_its_own_five_minute_slot(name, tick, phase):
+    minute = forecast_minute(name)
+    assert minute % STEP == 0 and 0 <= minute < 60
+    # ticks every `tick` minutes from any phase: one due about every hour, never two within
+    # less than an hour less a tick; exactly hourly, in its slot, for a tick that divides it
+    ticks = range(phase, phase + 60 * tick, tick)
+    due = [m for m in ticks if forecast_due(name, m % 60, tick)]
+    gaps = [b - a for a, b in zip(due, due[1:], strict=False)]
+    assert due and all(60 - tick < g < 60 + tick for g in gaps)
+    if 60 % tick == 0:
+        assert set(gaps) <= {60} and all((m % 60 - minute) % 60 < tick for m in due)
+
+
+def test_the_forecast_minute_is_stable_across_processes():
+    # the CRC-32 of the name, not Python's salted hash(): every Lambda process agrees
+    assert [forecast_minute(n) for n in ("simulated", "orders", "Orders")] == [20, 10, 40]

@@ -160,8 +160,9 @@ def test_metrics_are_fetched_in_batches_of_500(world: World) -> None:
         world.clients.autoscaling,
     ):
         client.meta.events.register("before-call.*.*", count)
-    # WHEN a tick runs that is not the hour's first (whose forecast reads history besides)
-    summary, _ = world.tick(world.now.replace(minute=30) - timedelta(hours=1))
+    # WHEN a tick runs that is no table's forecast tick (which reads history besides)
+    # (tables forecast in 5-minute slots with 2-minute ticks: none at minute 33)
+    summary, _ = world.tick(world.now.replace(minute=33) - timedelta(hours=1))
     # THEN two GetMetricData calls serve them all; DescribeTable is one per table; tag
     # discovery pages 100 tables at a time
     assert summary["dimensions"] == 2 * len(names)
@@ -194,9 +195,9 @@ def test_the_autopilot_plans_the_hour_keeps_the_plan_in_a_tag_and_raises_ahead_o
     # GIVEN a write spike at 40-70 minutes past the hour on each of the last 3 days, on a
     # table under a scalable target and on one without
     hour = world.now.replace(minute=0)
-    targeted = world.table("Daily", 10, 10, tagged=False)
+    targeted = world.table("Daily", 10, 10, tagged=False, forecast_minute=0)
     world.target(targeted, "write", 10, 20_000)
-    direct = world.table("Direct", 10, 10, tagged=False)
+    direct = world.table("Direct", 10, 10, tagged=False, forecast_minute=0)
     for name in (targeted, direct):
         world.daily_spikes(name, hour, first_minute=40, per_second=6_000)
     env = {**AUTOPILOT, "SCALER_TABLES": f"{targeted},{direct}"}
@@ -234,6 +235,24 @@ def test_the_autopilot_plans_the_hour_keeps_the_plan_in_a_tag_and_raises_ahead_o
     assert world.tags(targeted)[base_min_tag(None, "write")] == "10:6667"
 
 
+def test_each_table_forecasts_in_its_own_slot_of_the_hour(world: World) -> None:
+    # GIVEN two tables whose names put their forecasts at minutes 0 and 30 of the hour
+    hour = world.now.replace(minute=0)
+    early = world.table("Early", 10, 10, tagged=False, forecast_minute=0)
+    late = world.table("Late", 10, 10, tagged=False, forecast_minute=30)
+    env = {**AUTOPILOT, "SCALER_TABLES": f"{early},{late}"}
+
+    def forecast(minute: int) -> set[str]:
+        _, events = world.tick(hour + timedelta(minutes=minute), **env)
+        return {e["table"] for e in events if e.get("event") == "forecast"}
+
+    # WHEN ticks run through the hour: THEN each table is forecast at its own tick only, so
+    # an account's history reads and plan tags spread over the hour
+    assert forecast(0) == {early} and forecast(1) == {early}
+    assert forecast(2) == set() and forecast(29) == set()
+    assert forecast(30) == {late} and forecast(32) == set()
+
+
 def test_plans_never_take_the_tag_slots_a_raise_needs_and_the_ones_left_out_are_counted(
     world: World,
 ) -> None:
@@ -244,7 +263,7 @@ def test_plans_never_take_the_tag_slots_a_raise_needs_and_the_ones_left_out_are_
     hour = world.now.replace(minute=0)
     own = {f"cost-centre-{i:02d}": "x" for i in range(47)}
     own[forecast_tag("Gone", "write")] = f"{int(hour.timestamp() // 60) - 60}:70:0:0:500"
-    name = world.table("Crowded", 10, 10, gsi=(10, 10), tagged=False, tags=own)
+    name = world.table("Crowded", 10, 10, gsi=(10, 10), tagged=False, tags=own, forecast_minute=0)
     for index, peak in ((None, 6_000), ("byUser", 3_000)):
         world.target(name, "write", 10, 20_000, index=index)
         world.daily_spikes(name, hour, first_minute=40, per_second=peak, index=index)
@@ -283,7 +302,7 @@ def test_a_falling_plan_lowers_the_minimum_in_steps_and_remembers_the_base(world
     # GIVEN a write target (minimum 10) with capacity and quiet traffic, at a minute that is
     # not the hour's first (no forecast runs: the plans below are the tagged ones)
     now = world.now - timedelta(minutes=3) if world.now.minute < 2 else world.now
-    name = world.table("Falling", 10, 9_000, tagged=False)
+    name = world.table("Falling", 10, 9_000, tagged=False, forecast_minute=0)
     world.target(name, "write", 10, 20_000)
     world.traffic(name, "write", 100, minutes=range(1, 40))
     start = int(now.timestamp() // 60)
@@ -322,7 +341,7 @@ def test_a_plan_tag_that_is_not_one_is_ignored_and_counted(world: World) -> None
         forecast_tag(None, "write"): f"{minute - minute % 5}:70:0:40001",
         forecast_tag(None, "read"): "soon:9000",
     }
-    name = world.table("Planted", 10, 10, tagged=False, tags=planted)
+    name = world.table("Planted", 10, 10, tagged=False, tags=planted, forecast_minute=0)
     # WHEN a tick that does not forecast runs
     _, events = world.tick(world.now + timedelta(minutes=4), **AUTOPILOT, SCALER_TABLES=name)
     # THEN neither is obeyed, and both are counted
@@ -336,7 +355,7 @@ def test_a_plan_tag_that_is_not_one_is_ignored_and_counted(world: World) -> None
 
 
 def test_the_reactive_mode_never_reads_the_history(world: World) -> None:
-    name = world.table("Reactive", 10, 10, tagged=False)
+    name = world.table("Reactive", 10, 10, tagged=False, forecast_minute=0)
     world.target(name, "write", 10, 20_000)
     hour = world.now.replace(minute=0)
     world.daily_spikes(name, hour, first_minute=20, per_second=6_000)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from ddb_capacity_runtime.core import plan as core_plan
 from ddb_capacity_runtime.core import policy, quota
+from ddb_capacity_runtime.core.forecast import forecast_minute
 from ddb_capacity_tools.simulator import (
     ModelError,
     ModelParams,
@@ -515,7 +516,7 @@ def test_the_simulator_runs_the_policy_the_lambda_builds(mode: str) -> None:
     assert simulated.config.policy == lambda_policy
 
 
-def test_the_simulated_autopilot_forecasts_at_the_first_tick_of_each_hour():
+def test_the_simulated_autopilot_forecasts_once_an_hour_at_its_tables_minute():
     trace = scenario("nightly-batch")
     policy = sim_policies.ThrottleAware(
         2,
@@ -529,9 +530,12 @@ def test_the_simulated_autopilot_forecasts_at_the_first_tick_of_each_hour():
         sim.begin_minute(t)
         policy.act(sim, t)
         sim.end_minute(t)
+    # at the simulated table's minute of the hour (20), as the Lambda forecasts a table
+    slot = forecast_minute(sim_policies.SIMULATED_TABLE)
     minutes = {t for t, *_ in policy.forecasts}
-    assert all(sim.time(t).minute < 2 for t in minutes)
-    # from the third day, the write dimension's 01:00 plan floors the batch from 01:40
+    assert slot == 20 and all(0 <= sim.time(t).minute - slot < 2 for t in minutes)
+    assert len(minutes) == 3 * 24 + 1  # every hour of the 3 days, and the warm-up's
+    # from the third day, the write dimension's 01:20 plan floors the batch from 01:40
     # (its lead and spread) and not before
     plans = [
         (t - sim.time(t).minute, plan)

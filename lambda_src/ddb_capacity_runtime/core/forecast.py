@@ -14,6 +14,7 @@ there is no forecast and the caller reacts as it would without one.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -249,10 +250,18 @@ def plan_floors(
     return plan, Forecast(max(peaks), season, error, reason)
 
 
-def forecast_tick(minute_of_hour: int, tick_minutes: int) -> bool:
-    """Whether a tick at ``minute_of_hour`` is the hour's first, when the autopilot
-    forecasts."""
-    return minute_of_hour < tick_minutes
+def forecast_minute(table: str) -> int:
+    """The minute of the hour from which ``table`` forecasts: one of the hour's 5-minute
+    steps, picked by the CRC-32 of its name (stable across runs and processes), so the
+    tables of an account spread their forecasts, 14-day history reads and plan tag writes
+    over the hour (DynamoDB takes 5 TagResource calls a second per account)."""
+    return zlib.crc32(table.encode()) % (60 // STEP_MINUTES) * STEP_MINUTES
+
+
+def forecast_due(table: str, minute_of_hour: int, tick_minutes: int) -> bool:
+    """Whether a tick at ``minute_of_hour`` is ``table``'s forecast tick: the first at or
+    after its :func:`forecast_minute` (one tick an hour, whatever the tick's length)."""
+    return (minute_of_hour - forecast_minute(table)) % 60 < min(tick_minutes, 60)
 
 
 def apply_plans(table: ManagedTable, plans: Mapping[Key, FloorPlan], minute: int) -> ManagedTable:

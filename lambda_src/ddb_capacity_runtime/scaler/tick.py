@@ -40,7 +40,7 @@ from ..aws.clients import Clients
 from ..aws.discovery import NotManaged
 from ..aws.retry import describe_error, with_retries
 from ..core.floorplan import STEP_MINUTES, FloorPlan
-from ..core.forecast import HISTORY_DAYS, apply_plans, forecast_tick, plan_floors
+from ..core.forecast import HISTORY_DAYS, apply_plans, forecast_due, plan_floors
 from ..core.names import FORECAST_TAG, base_min_tag, forecast_tag
 from ..core.plan import Change, plan_table
 from ..core.policy import HOLD, Decision
@@ -154,11 +154,12 @@ def _forecast_plans(
     shared: Callable[..., Any],
     sleep: Callable[[float], None],
 ) -> dict[Key, FloorPlan | None]:
-    """The autopilot's forecast, at the first tick of an hour: 14 days of 5-minute history
-    of every dimension (one GetMetricData query each, 25 a call), and its plan of floors,
-    or None where the forecast is not good enough. Each forecast is logged. A failed read
-    is a shared failure: no new plan (the plans kept in tags still hold until they end),
-    and no decrease anywhere this tick."""
+    """The autopilot's forecast of ``tables`` (those whose forecast tick of the hour this
+    is, :func:`.forecast.forecast_due`): 14 days of 5-minute history of every dimension
+    (one GetMetricData query each, 25 a call), and its plan of floors, or None where the
+    forecast is not good enough. Each forecast is logged. A failed read is a shared
+    failure: no new plan (the plans kept in tags still hold until they end), and no
+    decrease anywhere this tick."""
     dims = [d for t in tables for d in t.dimensions]
     if not dims:
         return {}
@@ -367,8 +368,9 @@ def run_tick(
     )
     shared_failures += metric_errors
     fresh: dict[Key, FloorPlan | None] = {}
-    if config.policy.autopilot and forecast_tick(now.minute, config.tick_minutes):
-        fresh = _forecast_plans(config, clients, tables, now, shared, sleep)
+    due = [t for t in tables if forecast_due(t.name, now.minute, config.tick_minutes)]
+    if config.policy.autopilot and due:
+        fresh = _forecast_plans(config, clients, due, now, shared, sleep)
     for failure in shared_failures:
         log_event(
             "shared-call-failed",

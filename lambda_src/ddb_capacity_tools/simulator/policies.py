@@ -21,7 +21,7 @@ from ddb_capacity_runtime.core.forecast import (
     HISTORY_DAYS,
     Forecast,
     apply_plans,
-    forecast_tick,
+    forecast_due,
     plan_floors,
 )
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
@@ -373,7 +373,7 @@ class ThrottleAware:
             series[(SIMULATED_TABLE, index, dim)] = self._series(sim, key, t, minutes, starts)
         table = ManagedTable(SIMULATED_TABLE, f"arn:simulated:table/{SIMULATED_TABLE}", {}, dims)
         if self.autopilot:
-            if forecast_tick(sim.time(t).minute, self.tick):
+            if forecast_due(SIMULATED_TABLE, sim.time(t).minute, self.tick):
                 moment = sim.time(t)
                 self._plan(dims, t, moment.hour * 60 + moment.minute)
             table = apply_plans(table, self.plans, t)
