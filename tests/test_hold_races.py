@@ -14,7 +14,12 @@ from typing import Any
 
 import pytest
 
-from ddb_capacity_runtime.requests import release_hold, request_capacity, restore_expired
+from ddb_capacity_runtime.requests import (
+    CapacityRequestError,
+    release_hold,
+    request_capacity,
+    restore_expired,
+)
 from ddb_capacity_runtime.requests.holds import level
 from tests.moto_world import World
 
@@ -61,6 +66,7 @@ def test_no_hold_is_lost_and_the_minimum_follows_the_rule(world: World, trial: i
     jitter = [rng.uniform(0, 0.05) for _ in range(6)]
     units = {k: rng.randrange(100, 5_000, 100) for k in ("a", "b", "c")}
     made: dict[str, Any] = {}
+    released: set[str] = set()
     a_releases = rng.random() < 0.5
     b_releases = rng.random() < 0.3
 
@@ -69,16 +75,24 @@ def test_no_hold_is_lost_and_the_minimum_follows_the_rule(world: World, trial: i
     ) -> Callable[[], None]:
         def go() -> None:
             time.sleep(delay)
-            made[key] = request_capacity(
-                name,
-                write=units[key],
-                hold=timedelta(minutes=minutes),
-                clients=world.clients,
-                store=world.store,
-            )
-            if release_after is not None:
-                time.sleep(release_after)
-                made[key].release()
+            try:
+                made[key] = request_capacity(
+                    name,
+                    write=units[key],
+                    hold=timedelta(minutes=minutes),
+                    clients=world.clients,
+                    store=world.store,
+                )
+                if release_after is not None:
+                    time.sleep(release_after)
+                    made[key].release()
+                    released.add(key)
+            except CapacityRequestError as exc:
+                # the restorer's clock runs 3 minutes ahead, past the 60-second lease, so it
+                # may take a lease a requester still holds: that requester is told nothing
+                # was recorded (its request, or its release, did not happen), and no more
+                if "lease ran out" not in str(exc):
+                    raise
 
         return go
 
@@ -104,8 +118,9 @@ def test_no_hold_is_lost_and_the_minimum_follows_the_rule(world: World, trial: i
     assert errors == []
     # c expires in every trial: end it now if the restore ran before it was made
     restore_expired(name, clients=world.clients, store=world.store, clock=lambda: time.time() + 180)
-    # THEN no hold is lost: exactly the holds not released or expired are in the store
-    kept = {k for k, released in (("a", a_releases), ("b", b_releases)) if not released}
+    # THEN no hold is lost: exactly the holds made, and not released or expired, are in the
+    # store
+    kept = {k for k in ("a", "b") if k in made and k not in released}
     stored = {h.id: h for s in world.store.table(name) for h in s.holds}
     assert set(stored) == {made[k].id for k in kept}
     # AND the minimum is the base, or the active holds' level

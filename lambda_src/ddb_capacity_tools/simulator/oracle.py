@@ -55,20 +55,26 @@ def _plan_resource(
         if not states:
             continue
         level = list(needs[j])
+        rate = sum(weights[c] * level[c] for c in dims)  # the cost of a block at `level`
         cost = 0.0
         day_j = days[j]
         for i in range(j + 1, min(n, j + lookback) + 1):
             row = needs[i - 1]
             for c in dims:
                 if row[c] > level[c]:
+                    rate += weights[c] * (row[c] - level[c])
                     level[c] = row[c]
-            cost += sum(weights[c] * level[c] for c in dims)
+            cost += rate
             best_i = best[i]
             if i == n:
                 decrease, same_day = False, True
             else:
                 following = needs[i]
-                decrease = any(following[c] < level[c] for c in dims)
+                decrease = False
+                for c in dims:
+                    if following[c] < level[c]:
+                        decrease = True
+                        break
                 same_day = days[i] == day_j
             spaced = i - j >= hour_blocks
             for k, (spent, _, _) in states:
