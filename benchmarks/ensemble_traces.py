@@ -1,9 +1,10 @@
 """The simulator's speed goals, measured in one run, and every policy on real traffic under
 the ``plausible`` ensemble (the README's "Real traffic" table comes from this output).
 
-1. A 30-day trace through the 6 default policies (stock:70, throttle-aware+stock:70,
+1. A 30-day trace through the 6 default policies (stock:70, autopilot+stock:70,
    on-demand, oracle, bound, scheduled): one process, then 2. Goal: 3 s.
-2. The ensemble: 8 settings x those 6 policies x 12 traces of 14 days, on 2 processes. Goal:
+2. The ensemble: 8 settings x 6 policies (``REAL_POLICIES``) x 12 traces of 14 days, on 2
+   processes. Goal:
    3 minutes. The traces: the 7 real traces of ``../shared/traces/`` (read in place, never
    copied; their licence is in the README there), and 14-day diurnal (seeds 1-3) and
    nightly-batch (seeds 1-2) scenarios. Without the shared folder, 7 more diurnal seeds

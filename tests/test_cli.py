@@ -73,7 +73,7 @@ def test_simulate_json_follows_the_contract_and_runs_the_default_set():
     rows = doc["policies"]
     assert {r["policy"] for r in rows} == {
         "stock:70",
-        "throttle-aware+stock:70",
+        "autopilot+stock:70",  # what ProvisionedTable + ThrottleAwareScaler deploys
         "on-demand",
         "oracle",
         "bound",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping, Sequence
+from copy import copy
 from dataclasses import dataclass, replace
 
 from .floorplan import MAX_RESERVE, PLAN_MINUTES, PLAN_STEPS, STEP_MINUTES, FloorPlan
@@ -296,4 +297,6 @@ def apply_plans(table: ManagedTable, plans: Mapping[Key, FloorPlan], minute: int
                 least_fall=plan.least,
             )
         )
-    return replace(table, dimensions=dims)
+    planned = copy(table)  # a shallow copy with the new dimensions (a tick's hot path)
+    planned.dimensions = dims
+    return planned

@@ -167,11 +167,11 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
 
     # Throttles after the last increase: what the current capacity failed to serve.
     since = utc(state.last_increase) if state.last_increase else None
-    first = len(throttles) - config.recent_minutes if config.autopilot else 0
+    first = max(0, len(throttles) - config.recent_minutes) if config.autopilot else 0
     fresh = [
         i
-        for i, t in enumerate(throttles)
-        if i >= first and t > 0 and (since is None or utc(state.minute_starts[i]) >= since)
+        for i in range(first, len(throttles))
+        if throttles[i] > 0 and (since is None or utc(state.minute_starts[i]) >= since)
     ]
     if fresh:
         refused = [throttles[i] / 60 * config.units_per_throttled_request for i in fresh]

@@ -26,7 +26,7 @@ from .prices import Prices
 from .trace import Key, Trace, key_label
 
 #: What runs when no policy is named (``scheduled`` joins when the input has a schedule).
-DEFAULT_POLICIES = ("stock:70", "throttle-aware+stock:70", "on-demand", "oracle", "bound")
+DEFAULT_POLICIES = ("stock:70", "autopilot+stock:70", "on-demand", "oracle", "bound")
 DAY_MINUTES = 1440
 
 
