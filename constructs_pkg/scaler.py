@@ -62,11 +62,11 @@ class ThrottleAwareScaler(Construct):
         keyed by table name. ``ProvisionedTable``s get their configured ranges by default.
     :param tick: how often it runs. Default: 2 minutes (README: why).
     :param dry_run: decide and log, change nothing. Default: False.
-    :param mode: ``"reactive"`` (default) or ``"autopilot"``: raises sized by the newest
-        minutes only (no chasing a burst that is over), prompt decreases after a burst, and
-        an hourly forecast of recurring load, planned per 5 minutes and kept in table tags,
-        that raises the minimum ahead of a known peak and holds it until the peak is over
-        (README, "Autopilot").
+    :param mode: ``"autopilot"`` (default) or ``"reactive"``. The autopilot sizes raises by
+        the newest minutes only (no chasing a burst that is over), decreases promptly after
+        a burst, and forecasts recurring load once an hour per table, planned per 5 minutes
+        and kept in table tags, raising the minimum ahead of a known peak and holding it
+        until the peak is over (README, "Autopilot"). ``"reactive"`` is 0.3's policy.
     :param topic: where alarms go. Default: a new topic, SSL enforced, KMS encrypted.
     :param pinned_at_max_for: alarm when a table sits at its max this long. Default 30 min.
     :param throttled_for: alarm when a managed table is throttled this long. Default 10 min.

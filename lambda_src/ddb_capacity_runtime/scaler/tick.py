@@ -281,7 +281,7 @@ def _keep_plans(
             tags=len(table.tags),
             reason=f"DynamoDB allows {TAG_LIMIT} tags on a table; the table's own tags and "
             "the scaler's memory of raised minimums come first. These plans are obeyed this "
-            "tick only; remove tags, or manage the table in reactive mode",
+            "tick only; remove tags, or manage the table with a scaler in reactive mode",
         )
     try:  # room first: the untagged slots may be the ones the new plans need
         if not dry_run and drop:
