@@ -32,7 +32,7 @@ LOOKBACK = {"daily": 3, "weekly": 2}
 #: The forecast must be within this relative error on the last day to be used.
 MAX_ERROR = 0.35
 #: How the autopilot uses it: 5-minute steps (CloudWatch's 5-minute sums, as average units
-#: per second), 14 days of them, and a forecast at the first tick of every hour. That
+#: per second), 14 days of them, and a forecast once an hour (forecast_minute). That
 #: forecast is a plan: a floor for each step from the tick's step to PLAN_MINUTES later (the
 #: hour until the next forecast, and a spare quarter hour should that one fail).
 HISTORY_DAYS = 14
