@@ -420,3 +420,31 @@ def test_a_backfilling_gsi_is_left_out_of_the_tick() -> None:
         )
         table = describe_table(ddb, "orders", {}, ScalerConfig.from_env({}), {}, datetime.now(UTC))
     assert [(d.index, d.dimension) for d in table.dimensions] == [(None, "read"), (None, "write")]
+
+
+def test_plan_slots_leave_room_for_every_tag_that_is_not_a_plan_and_every_memory() -> None:
+    from ddb_capacity_runtime.core.names import base_min_tag, forecast_tag
+    from ddb_capacity_runtime.scaler.tick import TAG_LIMIT, _plan_slots
+
+    limits = Limits(1, 100, 0.7)
+    target = ScalableTarget("table/T", "dynamodb:table:WriteCapacityUnits", 1, 100, True)
+
+    def dim(index: str | None, name: str, targeted: bool) -> Dimension:
+        return Dimension(
+            "T", index, name, 10, DecreaseLedger(), None, limits, target if targeted else None
+        )
+
+    tags = {f"own-{i}": "x" for i in range(7)}
+    tags[base_min_tag(None, "write")] = "1:5"  # the table's write already has its memory
+    tags[forecast_tag(None, "write")] = "0:70:0:0:5"  # plans are what the slots are for
+    tags[forecast_tag("Gone", "read")] = "0:70:0:0:5"
+    dims = [
+        dim(None, "read", True),  # targeted, no memory yet: a slot kept for it
+        dim(None, "write", True),  # targeted, memory present: no slot needed
+        dim("byUser", "read", False),  # UpdateTable: never writes a memory
+    ]
+    table = ManagedTable("T", "arn", tags, dims)
+    # 8 tags that are not plans (7 own, 1 memory) and 1 memory to come
+    assert _plan_slots(table) == TAG_LIMIT - 8 - 1
+    crowded = ManagedTable("T", "arn", {f"own-{i}": "x" for i in range(50)}, dims)
+    assert _plan_slots(crowded) == 0
