@@ -282,8 +282,14 @@ def test_plans_never_take_the_tag_slots_a_raise_needs_and_the_ones_left_out_are_
     assert (warning["kept"], warning["not_kept"], warning["tags"]) == (1, 1, 48)
     (emf,) = [e for e in events if e.get("TableName") == name and "PlansNotKept" in e]
     assert emf["PlansNotKept"] == 1 and emf["Failures"] == 0
+    declared = emf["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+    assert {"Name": "PlansNotKept", "Unit": "Count"} in declared
     # WHEN a later tick comes to the planned step
-    world.tick(hour + timedelta(minutes=20), **env)
+    _, events = world.tick(hour + timedelta(minutes=20), **env)
+    # (a tick that keeps every plan it makes, or makes none, reports no PlansNotKept: each
+    # metric of a table is a custom metric, billed for the hours it has data)
+    (later,) = [e for e in events if e.get("TableName") == name and "_aws" in e]
+    assert "PlansNotKept" not in later and later["Failures"] == 0
     # THEN the kept plan raises the table's minimum and its memory fits (49 tags); the
     # index, whose plan was not kept, reacts alone: its minimum is where it was
     assert world.target_min(name, "write") == 6_667

@@ -19,8 +19,8 @@ Reports through :mod:`ddb_capacity_runtime.events`: a ``decision`` event per dim
 ``hold-ended`` event per ended hold, ``table-skipped``, ``table-failed`` and
 ``shared-call-failed`` events, one Embedded Metric Format record per table (dimension
 ``TableName``: ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``,
-``Failures``, ``IgnoredTags``, ``PlansNotKept``) and one for the tick (no dimension:
-``Failures``, ``SharedFailures``, ``TablesManaged``).
+``Failures``, ``IgnoredTags``, and ``PlansNotKept`` when some plan was not kept) and one
+for the tick (no dimension: ``Failures``, ``SharedFailures``, ``TablesManaged``).
 """
 
 from __future__ import annotations
@@ -113,7 +113,9 @@ def _table_metrics(
         "CapacityAtMax": sum(1 for d in table.dimensions if d.provisioned >= d.limits.max_capacity),
         "Failures": int(failed),
         "IgnoredTags": table.ignored_tags,
-        "PlansNotKept": table.plans_not_kept,
+        # only while it happens: each metric of a table is a CloudWatch custom metric, billed
+        # for the hours it has data
+        **({"PlansNotKept": table.plans_not_kept} if table.plans_not_kept else {}),
     }
 
 
