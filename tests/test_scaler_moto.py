@@ -259,20 +259,27 @@ def test_plans_never_take_the_tag_slots_a_raise_needs_and_the_ones_left_out_are_
     # GIVEN a table with 47 tags of its own and a GSI, both writes under scalable targets
     # (each may need a base-min memory tag before its raise) and both with a daily spike
     # (the table's to 6,000/s, the index's to 3,000/s): of DynamoDB's 50 tags, 1 is left
-    # for plans. A 48th tag is the plan of an index since deleted.
+    # for plans. A 48th tag is the plan of an index since deleted. Beside it, the same table
+    # with a few tags of its own.
     hour = world.now.replace(minute=0)
     own = {f"cost-centre-{i:02d}": "x" for i in range(47)}
     own[forecast_tag("Gone", "write")] = f"{int(hour.timestamp() // 60) - 60}:70:0:0:500"
     name = world.table("Crowded", 10, 10, gsi=(10, 10), tagged=False, tags=own, forecast_minute=0)
-    for index, peak in ((None, 6_000), ("byUser", 3_000)):
-        world.target(name, "write", 10, 20_000, index=index)
-        world.daily_spikes(name, hour, first_minute=40, per_second=peak, index=index)
-    env = {**AUTOPILOT, "SCALER_TABLES": name}
+    roomy = world.table(
+        "Roomy", 10, 10, gsi=(10, 10), tagged=False, tags={"team": "x"}, forecast_minute=0
+    )
+    for table in (name, roomy):
+        for index, peak in ((None, 6_000), ("byUser", 3_000)):
+            world.target(table, "write", 10, 20_000, index=index)
+            world.daily_spikes(table, hour, first_minute=40, per_second=peak, index=index)
+    env = {**AUTOPILOT, "SCALER_TABLES": f"{name},{roomy}"}
     # WHEN the hour's forecast runs
     _, events = world.tick(hour, **env)
     # THEN both are planned, the larger raise's plan is kept, the other is counted and said;
     # the deleted index's plan is gone (the hour's forecast replaces every plan tag)
-    plans = {e["index"]: e["plan"] for e in events if e.get("event") == "forecast"}
+    plans = {
+        e["index"]: e["plan"] for e in events if e.get("event") == "forecast" and e["table"] == name
+    }
     assert plans[None] is not None and plans["byUser"] is not None
     tags = world.tags(name)
     assert tags[forecast_tag(None, "write")] == plans[None]
@@ -284,6 +291,11 @@ def test_plans_never_take_the_tag_slots_a_raise_needs_and_the_ones_left_out_are_
     assert emf["PlansNotKept"] == 1 and emf["Failures"] == 0
     declared = emf["_aws"]["CloudWatchMetrics"][0]["Metrics"]
     assert {"Name": "PlansNotKept", "Unit": "Count"} in declared
+    # AND the table with room keeps both plans: the limit is each table's own
+    assert {forecast_tag(None, "write"), forecast_tag("byUser", "write")} <= set(world.tags(roomy))
+    (roomy_emf,) = [e for e in events if e.get("TableName") == roomy and "_aws" in e]
+    assert "PlansNotKept" not in roomy_emf
+    assert [e["table"] for e in events if e.get("event") == "plans-not-kept"] == [name]
     # WHEN a later tick comes to the planned step
     _, events = world.tick(hour + timedelta(minutes=20), **env)
     # (a tick that keeps every plan it makes, or makes none, reports no PlansNotKept: each
