@@ -370,9 +370,10 @@ def run_tick(
     )
     shared_failures += metric_errors
     fresh: dict[Key, FloorPlan | None] = {}
-    due = [t for t in tables if forecast_due(t.name, now.minute, config.tick_minutes)]
-    if config.policy.autopilot and due:
-        fresh = _forecast_plans(config, clients, due, now, shared, sleep)
+    if config.policy.autopilot:
+        due = [t for t in tables if forecast_due(t.name, now.minute, config.tick_minutes)]
+        if due:
+            fresh = _forecast_plans(config, clients, due, now, shared, sleep)
     for failure in shared_failures:
         log_event(
             "shared-call-failed",
