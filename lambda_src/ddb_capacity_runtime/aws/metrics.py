@@ -63,9 +63,12 @@ def fetch(
 ) -> dict[Key, Series]:
     """Every key's series over [start, end), zero-filled per minute, with what is unknown.
 
-    A minute of a key is unknown when CloudWatch did not mark its results ``Complete``, when
-    it lies after the newest minute CloudWatch delivered for any query of the key's batch
-    (not delivered yet, rather than idle), or when a value is NaN, negative or infinite.
+    A minute of a key is unknown when either query of the key is not trusted (see
+    ``_fetch_batch``: a page with a status other than ``Complete``/``PartialData``, no page
+    ``Complete``, or Timestamps and Values of different lengths), when it lies after the
+    newest known minute of any trusted query of the key's batch (not delivered yet, rather
+    than idle), or when its value is NaN, negative or infinite or its timestamp was
+    returned more than once.
 
     ``call`` wraps each GetMetricData call (retries). With ``errors`` given, a batch that
     still fails leaves its keys wholly unknown and its error appended; without, it raises.
@@ -125,8 +128,21 @@ def _fetch_batch(
     complete: dict[str, bool],
     call: Callable[[Callable[[], Any]], Any],
 ) -> datetime | None:
-    """Read one batch (every page) into ``sums``; returns the newest minute delivered."""
-    newest: datetime | None = None
+    """Read one batch (every page) into ``sums``, ``bad`` and ``complete``; returns the
+    newest known minute in [start, end) of any trusted query of the batch (None: none).
+
+    Whatever the order of the pages: a query is trusted (``complete[qid]``) only if every
+    page carrying it reports ``Complete`` or ``PartialData`` (CloudWatch's status on a page
+    followed by more), at least one reports ``Complete``, and none of its results has
+    Timestamps and Values of different lengths. A minute is added to ``bad[qid]`` when its
+    value is NaN, negative or infinite, or when it appears more than once for the query (in
+    one page or across pages): such a minute is never summed. Results whose Id is not a
+    query of this batch are ignored.
+    """
+    ours = {str(q["Id"]) for q in batch}
+    statuses: dict[str, set[str | None]] = {qid: set() for qid in ours}
+    mismatched: set[str] = set()
+    seen: dict[str, set[datetime]] = {qid: set() for qid in ours}
     token = None
     while True:
         kwargs: dict[str, Any] = {
@@ -140,24 +156,42 @@ def _fetch_batch(
         response = call(functools.partial(cloudwatch.get_metric_data, **kwargs))
         for result in response["MetricDataResults"]:
             qid = result["Id"]
-            if qid not in sums:
-                continue  # not a query of ours: ignored
-            complete[qid] = result.get("StatusCode") == "Complete"
+            if qid not in ours:
+                continue  # not a query of this batch: ignored
+            statuses[qid].add(result.get("StatusCode"))
+            timestamps = result.get("Timestamps", [])
+            raw_values = result.get("Values", [])
+            if len(timestamps) != len(raw_values):
+                mismatched.add(qid)  # which value is which minute is unknown
+                continue
             values = sums[qid]
-            for ts, raw in zip(
-                result.get("Timestamps", []), result.get("Values", []), strict=False
-            ):
+            for ts, raw in zip(timestamps, raw_values, strict=True):
                 minute = utc(ts).replace(second=0, microsecond=0)
+                if minute in seen[qid]:
+                    bad[qid].add(minute)  # returned twice: neither value is trusted
+                    values.pop(minute, None)
+                    continue
+                seen[qid].add(minute)
                 value = float(raw)
                 if not math.isfinite(value) or value < 0:
                     bad[qid].add(minute)
                     continue
-                values[minute] = values.get(minute, 0.0) + value
-                if start <= minute < end and (newest is None or minute > newest):
-                    newest = minute
+                values[minute] = value
         token = response.get("NextToken")
         if not token:
-            return newest
+            break
+    newest: datetime | None = None
+    for qid in ours:
+        found = statuses[qid]
+        complete[qid] = (
+            "Complete" in found and found <= {"Complete", "PartialData"} and qid not in mismatched
+        )
+        if not complete[qid]:
+            continue
+        for minute in sums[qid]:
+            if start <= minute < end and minute not in bad[qid]:
+                newest = minute if newest is None else max(newest, minute)
+    return newest
 
 
 #: CloudWatch returns at most 100,800 datapoints per GetMetricData call: 14 days of 5-minute
@@ -176,10 +210,12 @@ def fetch_history(
 ) -> dict[Key, list[float | None]]:
     """Each key's consumed capacity over the ``days`` before ``end``, as average units per
     second per ``step_minutes`` step (oldest first), for the autopilot's forecast. A step
-    with no datapoint reads 0 (DynamoDB publishes none for a minute without traffic); a
-    query CloudWatch did not mark ``Complete``, or a NaN, negative or infinite value, makes
-    its steps None. The forecast only ever raises a minimum, so a missing datapoint can only
-    make it raise less."""
+    with no datapoint reads 0 (DynamoDB publishes none for a minute without traffic). A
+    query that is not trusted (see ``_fetch_batch``: a page with a status other than
+    ``Complete``/``PartialData``, no page ``Complete``, or Timestamps and Values of different
+    lengths) makes all its steps None; a NaN, negative or infinite value, or a timestamp
+    returned more than once, makes its step None. The forecast only ever raises a minimum,
+    so a missing datapoint can only make it raise less."""
     end = step_start(end, step_minutes)
     steps = days * 1440 // step_minutes
     start = end - steps * step_minutes * MINUTE
