@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from ddb_capacity_runtime.workers.pacing import PacingError, TokenBucket
 from ddb_capacity_runtime.workers.scan import (
+    Cursor,
     CursorStore,
     RateLimitedScan,
     ScanError,
@@ -226,12 +227,33 @@ def test_a_scan_resumes_only_with_the_segment_count_it_began_with(loaded):
             collect
         )
     assert str(refused.value) == (
-        "segments: got 2; scan 'four' was begun with 4 segments and resumes only with 4 "
-        "(or use a new scan_id)"
+        "segments: got 2; the cursor of scan 'four' segment 0 was saved by a scan of 4 "
+        "segments; it resumes only with 4 (or use a new scan_id)"
     )
     # AND resumed with 4 it delivers every item
     RateLimitedScan(ddb, name, rate=100_000, segments=4, store=store, scan_id="four").run(collect)
     assert set(seen) == keys
+
+
+def test_every_segments_cursor_is_checked_for_the_segment_count_before_any_page(loaded):
+    # GIVEN a scan whose only saved cursor, segment 2's, was written by a scan of 8 segments
+    ddb, name, cursors, _ = loaded
+    store = CursorStore(ddb, cursors)
+    store.save("mixed", 2, Cursor(None, False, 40, segments=8))
+    seen, collect = collector()
+    # WHEN it is run with 4 segments THEN it is refused, naming segment 2 and both counts
+    with pytest.raises(ScanError) as refused:
+        RateLimitedScan(ddb, name, rate=100_000, segments=4, store=store, scan_id="mixed").run(
+            collect
+        )
+    assert str(refused.value) == (
+        "segments: got 4; the cursor of scan 'mixed' segment 2 was saved by a scan of 8 "
+        "segments; it resumes only with 8 (or use a new scan_id)"
+    )
+    # AND no page was read: nothing delivered, no other segment's cursor saved
+    assert seen == []
+    assert [store.load("mixed", s) for s in (0, 1, 3)] == [Cursor(None, False, 0)] * 3
+    assert store.load("mixed", 2) == Cursor(None, False, 40, segments=8)
 
 
 KILLED_SCAN = textwrap.dedent("""

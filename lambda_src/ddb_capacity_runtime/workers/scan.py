@@ -226,12 +226,7 @@ class RateLimitedScan:
                     return None
         return None  # not reached
 
-    def _segment(self, segment: int, handle: Page) -> None:
-        cursor = (
-            self.store.load(self.scan_id, segment)
-            if self.store is not None and self.scan_id is not None
-            else Cursor(None, False, 0)
-        )
+    def _segment(self, segment: int, handle: Page, cursor: Cursor) -> None:
         if cursor.done:
             with self._lock:
                 self._result.segments_done.append(segment)
@@ -266,22 +261,31 @@ class RateLimitedScan:
                 per_unit = len(items) / units
             limit = self.next_limit(len(items), units, self.page_units) or limit
 
+    def _cursor(self, segment: int) -> Cursor:
+        """The segment's saved cursor (a fresh one without a store); :class:`ScanError` if it
+        was saved by a scan of another number of segments."""
+        if self.store is None or self.scan_id is None:
+            return Cursor(None, False, 0)
+        cursor = self.store.load(self.scan_id, segment)
+        if cursor.segments is not None and cursor.segments != self.segments:
+            raise ScanError(
+                f"segments: got {self.segments}; the cursor of scan {self.scan_id!r} segment "
+                f"{segment} was saved by a scan of {cursor.segments} segments; it resumes only "
+                f"with {cursor.segments} (or use a new scan_id)"
+            )
+        return cursor
+
     def run(self, handle: Page) -> ScanResult:
         """Scan every segment; returns when all are done, or stopped. Resuming a scan with
         another number of segments than it began with raises :class:`ScanError` (a segment
-        of one split is not a segment of another: items would be lost or repeated)."""
-        if self.store is not None and self.scan_id is not None:
-            begun = self.store.load(self.scan_id, 0).segments
-            if begun is not None and begun != self.segments:
-                raise ScanError(
-                    f"segments: got {self.segments}; scan {self.scan_id!r} was begun with "
-                    f"{begun} segments and resumes only with {begun} (or use a new scan_id)"
-                )
+        of one split is not a segment of another: items would be lost or repeated). Every
+        segment's cursor is checked before any page is read."""
+        cursors = [self._cursor(segment) for segment in range(self.segments)]
         errors: list[BaseException] = []
 
         def worker(segment: int) -> None:
             try:
-                self._segment(segment, handle)
+                self._segment(segment, handle, cursors[segment])
             except BaseException as exc:  # noqa: BLE001 (reported by run, others stop)
                 errors.append(exc)
                 self.stop.set()
