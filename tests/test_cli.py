@@ -264,6 +264,114 @@ def test_an_empty_or_missing_csv(tmp_path):
     assert "cannot be read" in run("simulate", "--trace", str(tmp_path / "none.csv"))[2]
 
 
+ROW = b"2026-03-01T00:00:00Z,1,2\n"
+LONG = 131_073  # one character over csv's field size limit
+UNITS = "a number of capacity units per second"
+SPAN = "expected a timestamp from 1970-01-01T00:00:00Z to 2999-12-31T23:59:00Z"
+
+
+@pytest.mark.parametrize(
+    ("content", "options", "message"),
+    [
+        (
+            b"2026-03-01T00:00:00Z,1\xff,2\n",
+            [],
+            rf"line 2, column read: got b'1\xff'; expected UTF-8 text ({UNITS})",
+        ),
+        (
+            ROW + b"2026-03-01T00:01:00\xe9,1,2\n",
+            [],
+            r"line 3, column timestamp: got b'2026-03-01T00:01:00\xe9'; expected UTF-8 text "
+            "(an ISO-8601 UTC timestamp such as 2026-01-05T13:00:00Z)",
+        ),
+        (
+            ROW + b"2026-03-01T00:01:00Z," + b"9" * LONG + b",2\n",
+            [],
+            f"line 3, column read: got '{'9' * 198}'... (131,073 characters); expected at most "
+            f"131,072 characters ({UNITS})",
+        ),
+        (
+            b'2026-03-01T00:00:00Z,1,"' + b"7" * LONG + b'"\n',
+            [],
+            f"line 2, column write: got '{'7' * 198}'... (131,073 characters); expected at "
+            f"most 131,072 characters ({UNITS})",
+        ),
+        (
+            b"2026-03-01T00:00:00Z,1,1.7e308\n",
+            [],
+            "line 2, column write: got '1.7e308'; expected at most --max-capacity (40000) "
+            "capacity units per second",
+        ),
+        (
+            b"2026-03-01T00:00:00Z,inf,2\n",
+            [],
+            "line 2, column read: got 'inf'; expected at most --max-capacity (40000) "
+            "capacity units per second",
+        ),
+        (
+            ROW + b"2026-03-01T00:01:00Z,150.5,2\n",
+            ["--max-capacity", "150"],
+            "line 3, column read: got '150.5'; expected at most --max-capacity (150) "
+            "capacity units per second",
+        ),
+        (
+            b"9999-12-31T23:59:00Z,1,2\n",
+            [],
+            f"line 2, column timestamp: got '9999-12-31T23:59:00Z'; {SPAN}",
+        ),
+        (
+            b"0001-01-01T00:00:00Z,1,2\n",
+            [],
+            f"line 2, column timestamp: got '0001-01-01T00:00:00Z'; {SPAN}",
+        ),
+        (
+            b"2026-03-01T00:00:00Z," + b"5" * 300 + b",2\n",
+            [],
+            f"line 2, column read: got '{'5' * 198}'... (300 characters); expected at most "
+            "--max-capacity (40000) capacity units per second",
+        ),
+    ],
+)
+def test_every_malformed_trace_is_one_line_with_exit_2(tmp_path, content, options, message):
+    path = tmp_path / "trace.csv"
+    path.write_bytes(b"timestamp,read,write\n" + content)
+    for command in ("simulate", "tune"):
+        code, out, err = run(command, "--trace", str(path), *options, "--workers", "1")
+        assert (code, out, err) == (2, "", f"ddb-capacity: error: {path} {message}\n")
+
+
+def test_a_header_that_is_not_utf8_is_shown_as_bytes(tmp_path):
+    path = tmp_path / "trace.csv"
+    path.write_bytes(b"timestamp,r\xe9ad,write\n" + ROW)
+    assert run("simulate", "--trace", str(path)) == (
+        2,
+        "",
+        f"ddb-capacity: error: {path} line 1: got header b'timestamp,r\\xe9ad,write'; "
+        "expected 'timestamp,read,write'\n",
+    )
+
+
+def test_read_csv_bounds_demand_without_a_max_capacity(tmp_path):
+    path = csv_file(tmp_path, ["2026-03-01T00:00:00Z,1000000,1.7e308"])
+    with pytest.raises(TraceError) as refused:
+        read_csv(path)
+    assert str(refused.value) == (
+        f"{path} line 2, column write: got '1.7e308'; expected at most 1,000,000 capacity "
+        "units per second (the largest --max-capacity)"
+    )
+
+
+def test_demand_up_to_max_capacity_and_the_span_of_timestamps_are_accepted(tmp_path):
+    path = csv_file(tmp_path, minutes(3, read=150, write=0, start="2999-12-31T23:57:00Z"))
+    code, out, err = run(
+        "simulate", "--trace", str(path), "--max-capacity", "150", "--policy", "fixed:10", "--json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["trace"]["minutes"] == 3
+    early = csv_file(tmp_path, minutes(3, start="1970-01-01T00:00:00Z"))
+    assert run("simulate", "--trace", str(early), "--policy", "stock:70", "--quiet")[0] == 0
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -289,11 +289,14 @@ def _specs(args: argparse.Namespace, trace: Trace, params: ModelParams) -> list[
     return [parse(n, params.max_capacity) for n in names]
 
 
-def _trace(args: argparse.Namespace) -> Trace:
+def _trace(args: argparse.Namespace, params: ModelParams) -> Trace:
+    """The scenario, the CSV trace (demand at most ``--max-capacity``) or the history."""
     if args.command == "simulate":
-        return scenario(args.scenario, args.seed) if args.scenario else read_csv(args.trace)
+        if args.scenario:
+            return scenario(args.scenario, args.seed)
+        return read_csv(args.trace, params.max_capacity)
     if args.command == "tune" and args.trace:
-        return read_csv(args.trace)
+        return read_csv(args.trace, params.max_capacity)
     import boto3
 
     end = None
@@ -327,7 +330,7 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"--candidate: got {c!r}; expected stock:T, autopilot, autopilot:T, "
                 f"autopilot+stock:T or on-demand"
             )
-    trace = _trace(args)
+    trace = _trace(args, params)
     tuning = tune_module.tune(trace, settings, candidates, prices, args.tick, args.workers)
     if args.json:
         out.write(json.dumps({"ensemble": name, **tuning.as_json()}) + "\n")
@@ -345,7 +348,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.chart:
         chart.check_path(args.chart)
     entries = schedules.load(args.schedule) if args.schedule else None
-    trace = _trace(args)
+    trace = _trace(args, params)
     specs = _specs(args, trace, params)
     if not 1 <= args.workers <= 64:
         raise PolicyError(f"--workers: got {args.workers}; expected a whole number from 1 to 64")

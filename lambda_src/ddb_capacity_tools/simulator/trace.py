@@ -14,6 +14,16 @@ MINUTE = timedelta(minutes=1)
 #: (index, dimension): index None for the table itself, dimension "read" or "write".
 Key = tuple["str | None", str]
 CSV_HEADER = ["timestamp", "read", "write"]
+#: The most demand a CSV trace may have, in units per second: the largest ``--max-capacity``.
+MAX_DEMAND = 1_000_000
+#: The span of a CSV trace's timestamps: far enough from datetime's limits (years 1 and
+#: 9999) for the warm-up before the trace and the minutes after it.
+FIRST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+LAST_TIME = datetime(2999, 12, 31, 23, 59, tzinfo=UTC)
+#: A value quoted in an error is cut to this many characters.
+SHOWN = 200
+TIMESTAMP = "an ISO-8601 UTC timestamp such as 2026-01-05T13:00:00Z"
+UNITS = "a number of capacity units per second"
 
 
 class TraceError(ValueError):
@@ -48,58 +58,131 @@ class Trace:
         return self.start + minute * MINUTE
 
 
+def _shown(text: str) -> str:
+    """``text`` quoted for an error message, in at most :data:`SHOWN` characters (and its
+    length when cut); bytes that are not UTF-8 are shown as bytes."""
+    value: str | bytes = text
+    if _not_utf8(text):
+        value = text.encode("utf-8", "surrogateescape")
+    cut = value[:SHOWN]
+    while len(repr(cut)) > SHOWN:
+        cut = cut[:-1]
+    return repr(cut) if cut == value else f"{cut!r}... ({len(value):,} characters)"
+
+
+def _not_utf8(text: str) -> bool:
+    """Whether ``text`` holds bytes that were not UTF-8 (decoded with ``surrogateescape``)."""
+    return not text.isascii() and any("\udc80" <= c <= "\udcff" for c in text)
+
+
 def _timestamp(text: str, where: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise TraceError(
-            f"{where}: got {text!r}; expected an ISO-8601 UTC timestamp such as "
-            f"2026-01-05T13:00:00Z"
-        ) from None
+        raise TraceError(f"{where}: got {_shown(text)}; expected {TIMESTAMP}") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     if moment.utcoffset() != timedelta(0):
-        raise TraceError(f"{where}: got {text!r}; expected a UTC timestamp (Z or +00:00)")
+        raise TraceError(f"{where}: got {_shown(text)}; expected a UTC timestamp (Z or +00:00)")
     if moment.second or moment.microsecond:
-        raise TraceError(f"{where}: got {text!r}; expected a timestamp on a whole minute")
+        raise TraceError(f"{where}: got {_shown(text)}; expected a timestamp on a whole minute")
+    if not FIRST_TIME <= moment <= LAST_TIME:
+        raise TraceError(
+            f"{where}: got {_shown(text)}; expected a timestamp from "
+            f"{FIRST_TIME:%Y-%m-%dT%H:%M:%SZ} to {LAST_TIME:%Y-%m-%dT%H:%M:%SZ}"
+        )
     return moment.astimezone(UTC)
 
 
-def _units(text: str, where: str) -> float:
+def _units(text: str, where: str, max_capacity: int | None) -> float:
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value < 0:
+    if math.isnan(value) or value < 0:
+        raise TraceError(f"{where}: got {_shown(text)}; expected {UNITS} >= 0")
+    if max_capacity is not None and value > max_capacity:
         raise TraceError(
-            f"{where}: got {text!r}; expected a number of capacity units per second >= 0"
+            f"{where}: got {_shown(text)}; expected at most --max-capacity ({max_capacity}) "
+            f"capacity units per second"
+        )
+    if value > MAX_DEMAND:
+        raise TraceError(
+            f"{where}: got {_shown(text)}; expected at most {MAX_DEMAND:,} capacity units "
+            f"per second (the largest --max-capacity)"
         )
     return value
 
 
-def read_csv(path: str | Path) -> Trace:
-    """Read ``timestamp,read,write`` rows: ISO-8601 UTC, one per minute, units per second."""
+def _split(line: str) -> list[str]:
+    """The fields of one CSV line, roughly as :mod:`csv` would split it: for a line it refuses
+    (a field over its size limit), to say which field is at fault."""
+    fields: list[str] = []
+    field: list[str] = []
+    quoted = False
+    for char in line.rstrip("\r\n"):
+        if char == '"':
+            quoted = not quoted
+        elif char == "," and not quoted:
+            fields.append("".join(field))
+            field = []
+        else:
+            field.append(char)
+    return [*fields, "".join(field)]
+
+
+def _parse(line: str) -> tuple[list[str], int | None]:
+    """One line's fields, and csv's field size limit if a field is over it (else None)."""
+    try:
+        return next(csv.reader([line]), []), None
+    except csv.Error:  # of one line read leniently, only a field over the size limit
+        return _split(line), csv.field_size_limit()
+
+
+def _text(row: list[str], limit: int | None, where: str) -> None:
+    """Refuse a field of a row over csv's size ``limit`` or holding bytes that are not UTF-8."""
+    for name, text in zip(CSV_HEADER, row, strict=True):
+        if limit is not None and len(text) > limit:
+            problem = f"at most {limit:,} characters"
+        elif _not_utf8(text):
+            problem = "UTF-8 text"
+        else:
+            continue
+        allowed = TIMESTAMP if name == "timestamp" else UNITS
+        raise TraceError(
+            f"{where}, column {name}: got {_shown(text)}; expected {problem} ({allowed})"
+        )
+
+
+def read_csv(path: str | Path, max_capacity: int | None = None) -> Trace:
+    """Read ``timestamp,read,write`` rows: ISO-8601 UTC, one per minute, units per second.
+
+    Demand is at most ``max_capacity`` (``--max-capacity``), when given, and at most
+    :data:`MAX_DEMAND`; timestamps are from :data:`FIRST_TIME` to :data:`LAST_TIME`.
+    """
     path = Path(path)
     try:
-        handle = path.open(newline="", encoding="utf-8")
+        handle = path.open(newline="", encoding="utf-8", errors="surrogateescape")
     except OSError as exc:
         raise TraceError(f"{path}: cannot be read: {exc.strerror}") from None
     reads: list[float] = []
     writes: list[float] = []
     start: datetime | None = None
     with handle:
-        rows = csv.reader(handle)
-        header = next(rows, None)
-        if header is None:
+        lines = enumerate(handle, start=1)
+        first = next(lines, None)
+        if first is None:
             raise TraceError(
                 f"{path} line 1: the file is empty; expected the header {','.join(CSV_HEADER)}"
             )
+        header, _ = _parse(first[1])
         if [h.strip() for h in header] != CSV_HEADER:
             raise TraceError(
-                f"{path} line 1: got header {','.join(header)!r}; expected {','.join(CSV_HEADER)!r}"
+                f"{path} line 1: got header {_shown(','.join(header))}; "
+                f"expected {','.join(CSV_HEADER)!r}"
             )
-        for row in rows:
-            line = rows.line_num
+        for line, text in lines:
+            row, limit = _parse(text)
             if not row or all(not c.strip() for c in row):
                 continue
             if len(row) != len(CSV_HEADER):
@@ -107,6 +190,7 @@ def read_csv(path: str | Path) -> Trace:
                     f"{path} line {line}: got {len(row)} columns; expected 3 "
                     f"({','.join(CSV_HEADER)})"
                 )
+            _text(row, limit, f"{path} line {line}")
             moment = _timestamp(row[0], f"{path} line {line}, column timestamp")
             expected = None if start is None else start + len(reads) * MINUTE
             if start is None:
@@ -114,12 +198,12 @@ def read_csv(path: str | Path) -> Trace:
             elif moment != expected:
                 assert expected is not None
                 raise TraceError(
-                    f"{path} line {line}, column timestamp: got {row[0]!r}; "
+                    f"{path} line {line}, column timestamp: got {_shown(row[0])}; "
                     f"expected {expected:%Y-%m-%dT%H:%M:%SZ} (rows are one minute "
                     f"apart, in order, without gaps)"
                 )
-            reads.append(_units(row[1], f"{path} line {line}, column read"))
-            writes.append(_units(row[2], f"{path} line {line}, column write"))
+            reads.append(_units(row[1], f"{path} line {line}, column read", max_capacity))
+            writes.append(_units(row[2], f"{path} line {line}, column write", max_capacity))
     if start is None:
         raise TraceError(f"{path} line 2: no data rows; expected at least one row after the header")
     return Trace(path.name, start, {(None, "read"): reads, (None, "write"): writes})
