@@ -150,6 +150,7 @@ def test_an_error_on_one_tables_update_fails_that_table_alone(world: World) -> N
         (base_min_tag(None, "read"), "-5"),
         ("ddb-capacity:min", "lots"),
         ("ddb-capacity:max", "99999999"),
+        ("ddb-capacity:min", "\u0661\u0662"),  # 12 in Arabic-Indic digits: not a number here
         ("ddb-capacity:hold:forged:read", "table:10000000:4102444800:0"),  # 2100, 10 M units
         ("ddb-capacity:hold:far:read", "table:5000:1000000000000:0"),  # year 33658
     ],

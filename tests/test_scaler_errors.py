@@ -340,6 +340,57 @@ def test_malformed_tags_are_ignored_with_their_reason(tags: dict[str, str], reas
     assert ScalerConfig.from_env({}).limits("t", parsed.limits)["read"] == Limits(5, 1000, 0.7)
 
 
+UNITS_REASON = "expected a whole number of capacity units from 1 to 40000"
+BASE_REASON = "expected <base>:<set>, each a whole number of units from 1 to 40000"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "reason"),
+    [
+        ("ddb-capacity:write-min", "\u0661\u0662", UNITS_REASON),  # Arabic-Indic 12
+        ("ddb-capacity:max", "\u00b2", UNITS_REASON),  # superscript 2
+        ("ddb-capacity:read-max", "\u0968\u0966\u0966", UNITS_REASON),  # Devanagari 200
+        ("ddb-capacity:min", "\uff15", UNITS_REASON),  # fullwidth 5
+        ("ddb-capacity:max", "\u20035\u2003", UNITS_REASON),  # 5 between em spaces
+        ("ddb-capacity:target", "\u0667\u0660", "expected a percentage from 20 to 90"),
+        ("ddb-capacity:target", "7_0", "expected a percentage from 20 to 90"),
+        ("ddb-capacity:target", "inf", "expected a percentage from 20 to 90"),
+        ("ddb-capacity:base-min:table:read", "\u0661\u0660:20", BASE_REASON),
+        ("ddb-capacity:base-min:table:read", "10:\u00b2", BASE_REASON),
+    ],
+)
+def test_only_ascii_digits_are_numbers_in_tags(key: str, value: str, reason: str) -> None:
+    # str.isdigit, int() and float() take other scripts' digits; a tag is read in ASCII only
+    parsed = parse_tags({key: value})
+    assert parsed.limits == {} and parsed.base_mins == {}
+    assert parsed.ignored == [IgnoredTag(key, value, reason)]
+
+
+@pytest.mark.parametrize("start", ["\u00b2", "\u0661\u0665"])  # superscript 2; Arabic-Indic 15
+def test_a_plan_tag_in_other_digits_is_ignored_not_raised(start: str) -> None:
+    key = "ddb-capacity:forecast:table:write"
+    parsed = parse_tags({key: f"{start}:70:0:0:50"})
+    assert parsed.plans == {} and [i.key for i in parsed.ignored] == [key]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "number"),
+    [
+        ("ddb-capacity:max", " 150 ", 150.0),
+        ("ddb-capacity:target", "62.5", 62.5),
+        ("ddb-capacity:target", "70", 70.0),
+    ],
+)
+def test_ascii_numbers_still_read(key: str, value: str, number: float) -> None:
+    parsed = parse_tags({key: value})
+    assert parsed.ignored == [] and parsed.limits == {key.split(":")[1]: number}
+
+
+def test_an_ignored_tag_shows_at_most_200_characters_of_its_value() -> None:
+    (ignored,) = parse_tags({"ddb-capacity:max": "9" * 300}).ignored
+    assert ignored.value == "9" * 200
+
+
 @pytest.mark.parametrize(
     ("overrides", "tags", "message"),
     [

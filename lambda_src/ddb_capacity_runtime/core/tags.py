@@ -6,7 +6,8 @@ and never the cause of an exception:
 
 - limits: ``ddb-capacity:min``, ``:max``, ``:target`` and per dimension ``:read-min``,
   ``:write-max`` and so on; capacities are whole numbers from 1 to the table quota, targets
-  percentages from 20 to 90;
+  percentages from 20 to 90, written in ASCII digits (``0``-``9``: ``str.isdigit`` and
+  ``int`` also take other scripts' digits, such as ``١٢``, and superscripts);
 - the scaler's memory of a raised minimum, ``ddb-capacity:base-min:<table|index/NAME>:<read|
   write>`` = ``<base>:<set>``: the minimum it replaced and the one it set, both from 1 to the
   table quota (a plain ``<base>``, as older versions wrote it, is read with no ``set``);
@@ -32,6 +33,8 @@ from .names import BASE_MIN_TAG, FORECAST_TAG, TABLE_QUOTA, TAG_PREFIX, TARGET_T
 LIMIT_NAMES = frozenset(
     f"{prefix}{name}" for prefix in ("", "read-", "write-") for name in ("min", "max", "target")
 )
+#: How much of a bad value a message shows.
+SHOWN = 200
 _SCOPE = re.compile(r"(table|index/(?P<index>[A-Za-z0-9_.\-]{3,255})):(?P<dim>read|write)")
 
 
@@ -63,26 +66,32 @@ class TableTags:
     ignored: list[IgnoredTag] = field(default_factory=list)
 
 
+#: A whole number in ASCII digits, and a decimal one; ASCII white space around is allowed.
+_WHOLE = re.compile(r"[ \t]*[0-9]{1,9}[ \t]*")
+_DECIMAL = re.compile(r"[ \t]*[0-9]{1,9}(?:\.[0-9]{1,9})?[ \t]*")
+
+
 def whole_units(raw: object, quota: int = TABLE_QUOTA) -> int | None:
     """``raw`` as a whole number of capacity units from 1 to ``quota``, else None."""
     if isinstance(raw, bool):
         return None
     if isinstance(raw, int):
         return raw if 1 <= raw <= quota else None
-    if not isinstance(raw, str) or not re.fullmatch(r"\s*\d{1,9}\s*", raw):
+    if not isinstance(raw, str) or not _WHOLE.fullmatch(raw):
         return None
     value = int(raw)
     return value if 1 <= value <= quota else None
 
 
 def percent(raw: object) -> float | None:
-    """``raw`` as a target utilization percentage from 20 to 90, else None."""
+    """``raw`` as a target utilization percentage from 20 to 90, else None. A string must
+    be a decimal number in ASCII digits (``float`` would also take ``7_0``, ``inf`` and
+    other scripts' digits)."""
     if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
         return None
-    try:
-        value = float(raw)
-    except ValueError:
+    if isinstance(raw, str) and not _DECIMAL.fullmatch(raw):
         return None
+    value = float(raw)
     return value if math.isfinite(value) and 20 <= value <= 90 else None
 
 
@@ -111,7 +120,7 @@ def parse_tags(tags: Mapping[str, str], quota: int = TABLE_QUOTA) -> TableTags:
                 out.ignored.append(
                     IgnoredTag(
                         key,
-                        text[:256],
+                        text[:SHOWN],
                         f"expected <base>:<set>, each a whole number of units from 1 to {quota}",
                     )
                 )
@@ -120,12 +129,14 @@ def parse_tags(tags: Mapping[str, str], quota: int = TABLE_QUOTA) -> TableTags:
             continue
         if key.startswith(FORECAST_TAG):
             match = _SCOPE.fullmatch(key[len(FORECAST_TAG) :])
-            plan = parse_plan(text, quota) if match else None
+            # parse_plan's isdigit takes other scripts' digits (and int() then raises on
+            # superscripts): a plan is ASCII, as the scaler writes it
+            plan = parse_plan(text, quota) if match and text.isascii() else None
             if match is None or plan is None:
                 out.ignored.append(
                     IgnoredTag(
                         key,
-                        text[:256],
+                        text[:SHOWN],
                         f"expected <start minute>:<aim %>:<reserve>:<least fall>:<floor>/..., "
                         f"an aim from 20 to 90, a reserve from 0 to {MAX_RESERVE}, a least "
                         f"fall from 0 to {quota} units, and 1 to {PLAN_STEPS} floors, each a "
@@ -137,7 +148,7 @@ def parse_tags(tags: Mapping[str, str], quota: int = TABLE_QUOTA) -> TableTags:
             continue
         name = key[len(TAG_PREFIX) :]
         if name not in LIMIT_NAMES:
-            out.ignored.append(IgnoredTag(key, text[:256], "not a tag this library reads"))
+            out.ignored.append(IgnoredTag(key, text[:SHOWN], "not a tag this library reads"))
             continue
         number: float | None
         if name.endswith("target"):
@@ -148,7 +159,7 @@ def parse_tags(tags: Mapping[str, str], quota: int = TABLE_QUOTA) -> TableTags:
             number = None if units is None else float(units)
             allowed = f"a whole number of capacity units from 1 to {quota}"
         if number is None:
-            out.ignored.append(IgnoredTag(key, text[:256], f"expected {allowed}"))
+            out.ignored.append(IgnoredTag(key, text[:SHOWN], f"expected {allowed}"))
             continue
         out.limits[name] = number
     return out
