@@ -3,6 +3,7 @@ the exact IAM statements, the alarms and the topic."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import aws_cdk as cdk
@@ -11,7 +12,13 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Match, Template
 
-from constructs_pkg import Capacity, CapacityConfigError, ProvisionedTable, ThrottleAwareScaler
+from constructs_pkg import (
+    Capacity,
+    CapacityConfigError,
+    PrewarmMethod,
+    ProvisionedTable,
+    ThrottleAwareScaler,
+)
 from constructs_pkg.runtime import latest_python_runtime
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
@@ -531,3 +538,52 @@ def test_a_bad_mode_in_the_environment_is_named() -> None:
     assert ScalerConfig.from_env({"SCALER_TABLES": "feed"}).policy.autopilot
     reactive = {"SCALER_TABLES": "feed", "SCALER_MODE": "reactive"}
     assert not ScalerConfig.from_env(reactive).policy.autopilot
+
+
+# ------------------------------------------------------------------ the constructs' own tags
+
+
+def _library_tags(template: Template) -> dict[str, set[str]]:
+    """Every ``ddb-capacity:`` tag key the template sets, with the values it gives it."""
+    from ddb_capacity_runtime.core.names import TAG_PREFIX
+
+    found: dict[str, set[str]] = {}
+    for resource in template.to_json()["Resources"].values():
+        tags = resource.get("Properties", {}).get("Tags", [])
+        pairs = tags.items() if isinstance(tags, dict) else ((t["Key"], t["Value"]) for t in tags)
+        for key, value in pairs:
+            if key.startswith(TAG_PREFIX):
+                found.setdefault(key, set()).add(json.dumps(value))
+    return found
+
+
+@pytest.mark.parametrize("prewarm", list(PrewarmMethod))
+def test_the_scaler_knows_every_tag_the_constructs_write(
+    stack: cdk.Stack, prewarm: PrewarmMethod
+) -> None:
+    from ddb_capacity_runtime.core.tags import CONSTRUCT_TAGS, parse_tags
+
+    # GIVEN a pre-warmed table with a GSI under a scaler
+    table = ProvisionedTable(
+        stack,
+        "Warm",
+        partition_key=PK,
+        read=Capacity(min_capacity=10, max_capacity=900, high_water_mark=4000),
+        write=Capacity(min_capacity=10, max_capacity=900),
+        prewarm=prewarm,
+    )
+    table.add_global_secondary_index(
+        index_name="byTopic",
+        partition_key=PK,
+        read=Capacity(min_capacity=5, max_capacity=100, high_water_mark=400),
+        write=Capacity(min_capacity=5, max_capacity=100),
+    )
+    ThrottleAwareScaler(stack, "Scaler", tables=[table])
+    # WHEN the template's library tags are read as the tick reads a table's tags
+    written = _library_tags(Template.from_stack(stack))
+    # THEN each is one the library knows: none would be counted as ignored
+    assert {"ddb-capacity:prewarm", "ddb-capacity:table"} <= written.keys()
+    assert written.keys() <= CONSTRUCT_TAGS
+    for key, values in written.items():
+        for value in values:
+            assert parse_tags({key: json.loads(value)}).ignored == [], (key, value)

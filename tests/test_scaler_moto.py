@@ -112,6 +112,21 @@ def test_library_tags_on_a_later_page_of_the_tag_listing_are_read(world: World) 
     assert world.throughput(name)[1] == 150
 
 
+def test_the_tags_the_constructs_write_are_not_counted_as_ignored(world: World) -> None:
+    # GIVEN a table pre-warmed by the constructs (they tag it ddb-capacity:prewarm), beside
+    # one with a tag the library does not know
+    warm = world.table("warm", 100, 100, tags={"ddb-capacity:prewarm": "PROVISION_THEN_SETTLE"})
+    odd = world.table("odd", 100, 100, tags={"ddb-capacity:prewarmed": "yes"})
+    # WHEN a tick runs
+    summary, events = world.tick()
+    # THEN only the unknown tag is reported and counted
+    ignored = [(e["table"], e["key"]) for e in events if e.get("event") == "tag-ignored"]
+    assert ignored == [(odd, "ddb-capacity:prewarmed")]
+    counted = {e["TableName"]: e["IgnoredTags"] for e in events if "IgnoredTags" in e}
+    assert counted[warm] == 0 and counted[odd] == 1
+    assert summary["failures"] == []
+
+
 def test_dry_run_decides_and_changes_nothing(world: World) -> None:
     name = world.table("dry", 100, 100)
     world.traffic(name, "write", 100)

@@ -14,8 +14,10 @@ and never the cause of an exception:
 - the autopilot's plan, ``ddb-capacity:forecast:<table|index/NAME>:<read|write>`` =
   ``<start minute>:<aim %>:<reserve>:<least fall>:<floor>/<floor>/...``
   (:func:`.floorplan.parse_plan`);
-- ``ddb-capacity:table`` belongs on scalable targets (it lets the library's roles move them);
-  on a table it is skipped;
+- tags the constructs write at deploy time, which the scaler knows and does not read
+  (:data:`CONSTRUCT_TAGS`): ``ddb-capacity:prewarm`` on a table with a high-water mark, and
+  ``ddb-capacity:table``, which belongs on scalable targets (it lets the library's roles move
+  them); on a table they are skipped, never counted as ignored;
 - other keys under the prefix that the library does not know are ignored (capacity-request holds
   live in the hold store, :mod:`ddb_capacity_runtime.requests.store`, not in tags).
 """
@@ -33,6 +35,11 @@ from .names import BASE_MIN_TAG, FORECAST_TAG, TABLE_QUOTA, TAG_PREFIX, TARGET_T
 LIMIT_NAMES = frozenset(
     f"{prefix}{name}" for prefix in ("", "read-", "write-") for name in ("min", "max", "target")
 )
+#: Set by the constructs on a table with a high-water mark; its value is the PrewarmMethod.
+PREWARM_TAG = f"{TAG_PREFIX}prewarm"
+#: Every tag key the constructs write (tests/test_scaler_construct.py checks a synthesized
+#: template against it): known to the library, not read by the scaler.
+CONSTRUCT_TAGS = frozenset({PREWARM_TAG, TARGET_TAG})
 #: How much of a bad value a message shows.
 SHOWN = 200
 _SCOPE = re.compile(r"(table|index/(?P<index>[A-Za-z0-9_.\-]{3,255})):(?P<dim>read|write)")
@@ -110,8 +117,8 @@ def parse_tags(tags: Mapping[str, str], quota: int = TABLE_QUOTA) -> TableTags:
     """Every library tag of a table, checked; see the module docstring."""
     out = TableTags()
     for key, value in tags.items():
-        if not isinstance(key, str) or not key.startswith(TAG_PREFIX) or key == TARGET_TAG:
-            continue  # TARGET_TAG marks scalable targets; on a table it means nothing
+        if not isinstance(key, str) or not key.startswith(TAG_PREFIX) or key in CONSTRUCT_TAGS:
+            continue  # the constructs' own: known, and nothing for the scaler to obey
         text = value if isinstance(value, str) else repr(value)
         if key.startswith(BASE_MIN_TAG):
             match = _SCOPE.fullmatch(key[len(BASE_MIN_TAG) :])
@@ -165,4 +172,12 @@ def parse_tags(tags: Mapping[str, str], quota: int = TABLE_QUOTA) -> TableTags:
     return out
 
 
-__all__ = ["BaseMin", "IgnoredTag", "TableTags", "parse_tags", "whole_units"]
+__all__ = [
+    "CONSTRUCT_TAGS",
+    "PREWARM_TAG",
+    "BaseMin",
+    "IgnoredTag",
+    "TableTags",
+    "parse_tags",
+    "whole_units",
+]
