@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from ddb_capacity_runtime.core.names import base_min_tag, forecast_tag
+from ddb_capacity_runtime.core.names import base_min_tag, forecast_tag, resource_id
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler.handler import complete
 from ddb_capacity_runtime.scaler.tick import TickFailed
@@ -327,6 +327,8 @@ def test_a_shared_call_that_keeps_failing_stops_every_decrease(
         # autopilot mode, is another shared call with tests of its own
         if operation == "GetMetricData" and not minute_queries(params):
             return False
+        if "ResourceIds" in params:
+            return False  # a table's own targets, read when the account's listing failed
         calls.append(1)
         return True
 
@@ -344,6 +346,47 @@ def test_a_shared_call_that_keeps_failing_stops_every_decrease(
     assert emf(events, None)["SharedFailures"] == 1
     with pytest.raises(TickFailed, match="1 shared call\\(s\\) failed"):
         complete(summary)
+
+
+def test_targets_that_cannot_be_read_leave_their_table_unchanged_and_fail_it_alone(
+    world: World,
+) -> None:
+    # GIVEN two tables whose writes are under auto scaling (minimum 100) and throttled, and
+    # the account's listing of scalable targets throttled past its retries; the table
+    # "blind"'s own targets cannot be read either, the table "seen"'s can
+    seen, blind = world.table("seen", 100, 100), world.table("blind", 100, 100)
+    for name in (seen, blind):
+        world.target(name, "write", 100, 1000)
+        world.traffic(name, "write", 100)
+        world.traffic(name, "write", 0, throttles=3000, minutes=range(1, 3))
+    disarm = fail_before(
+        world.aas,
+        "DescribeScalableTargets",
+        lambda p: "ResourceIds" not in p or resource_id(blind, None) in p["ResourceIds"],
+        client_error("ThrottlingException", "DescribeScalableTargets"),
+    )
+    updates: list[str] = []
+    world.ddb.meta.events.register(
+        "before-call.dynamodb.UpdateTable",
+        lambda params, **_: updates.append(params["TableName"]),
+    )
+    # WHEN a tick runs
+    summary, events = world.tick()
+    disarm()
+    # THEN the table whose targets are known has its minimum moved, as ever
+    assert world.target_min(seen, "write") == 215  # (100 + 3000 / 60) / 0.7
+    # AND the other is left exactly as it is: no UpdateTable, no target moved
+    assert world.throughput(blind) == (100, 100) and world.target_min(blind, "write") == 100
+    assert blind not in updates and seen not in updates
+    # AND that is a failure of that table alone, besides the shared call's
+    assert [f["table"] for f in summary["failures"]] == [blind]
+    assert (
+        "scalable targets not read (ThrottlingException: injected)"
+        in (summary["failures"][0]["reason"])
+    )
+    assert emf(events, blind)["Failures"] == 1 and emf(events, seen)["Failures"] == 0
+    assert [f.split(":")[0] for f in summary["shared_failures"]] == ["scalable targets"]
+    assert emf(events, None)["Failures"] == 1
 
 
 def test_a_shared_call_that_recovers_on_retry_is_not_a_failure(world: World) -> None:

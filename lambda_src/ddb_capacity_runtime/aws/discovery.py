@@ -4,7 +4,8 @@ Scaling say about them. Clients are passed in; nothing here decides."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -43,20 +44,35 @@ def find_tables(
 def scalable_targets(
     aas: ApplicationAutoScalingClient, resource_ids: Sequence[str] = ()
 ) -> dict[tuple[str, str], ScalableTarget]:
-    """Every DynamoDB scalable target of the account and Region (or only those of
-    ``resource_ids``), with whether it has a target-tracking policy: a constant number of
-    paginated calls, whatever the table count."""
-    tracked: dict[tuple[str, str], float | None] = {}
+    """Every DynamoDB scalable target of the account and Region, with whether it has a
+    target-tracking policy: a constant number of paginated calls, whatever the table count.
+    With ``resource_ids``, only those resources' targets: one listing of them, then the
+    policies of the resources that have a target (DescribeScalingPolicies takes one
+    resource a call)."""
+    listing = aas.get_paginator("describe_scalable_targets")
     policies = aas.get_paginator("describe_scaling_policies")
-    pages = (
-        [
-            p
-            for r in resource_ids
-            for p in policies.paginate(ServiceNamespace="dynamodb", ResourceId=r)
-        ]
-        if resource_ids
-        else policies.paginate(ServiceNamespace="dynamodb")
-    )
+    if resource_ids:
+        listed = _listed(
+            listing.paginate(ServiceNamespace="dynamodb", ResourceIds=list(resource_ids))
+        )
+        tracked = _tracked(
+            page
+            for r in sorted({resource for resource, _ in listed})
+            for page in policies.paginate(ServiceNamespace="dynamodb", ResourceId=r)
+        )
+    else:
+        tracked = _tracked(policies.paginate(ServiceNamespace="dynamodb"))
+        listed = _listed(listing.paginate(ServiceNamespace="dynamodb"))
+    return {
+        key: replace(t, target_tracking=key in tracked, target_percent=tracked.get(key))
+        for key, t in listed.items()
+    }
+
+
+def _tracked(pages: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], float | None]:
+    """The resources and dimensions with a target-tracking policy, with its target (a
+    percentage from 20 to 90; None when the policy's is not one)."""
+    tracked: dict[tuple[str, str], float | None] = {}
     for page in pages:
         for policy in page["ScalingPolicies"]:
             if policy.get("PolicyType") == "TargetTrackingScaling":
@@ -67,29 +83,42 @@ def scalable_targets(
                 tracked[(policy["ResourceId"], policy["ScalableDimension"])] = (
                     float(value) if ok and value is not None else None
                 )
+    return tracked
+
+
+def _listed(pages: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], ScalableTarget]:
+    """The scalable targets of DescribeScalableTargets' ``pages``, tracking not yet known."""
     targets: dict[tuple[str, str], ScalableTarget] = {}
-    listing = aas.get_paginator("describe_scalable_targets")
-    target_pages = (
-        listing.paginate(ServiceNamespace="dynamodb", ResourceIds=list(resource_ids))
-        if resource_ids
-        else listing.paginate(ServiceNamespace="dynamodb")
-    )
-    for target_page in target_pages:
-        for t in target_page["ScalableTargets"]:
+    for page in pages:
+        for t in page["ScalableTargets"]:
             key = (t["ResourceId"], t["ScalableDimension"])
             targets[key] = ScalableTarget(
                 t["ResourceId"],
                 t["ScalableDimension"],
                 int(t["MinCapacity"]),
                 int(t["MaxCapacity"]),
-                key in tracked,
-                tracked.get(key),
+                target_tracking=False,
             )
     return targets
 
 
+def table_resource_ids(name: str, description: Mapping[str, Any]) -> list[str]:
+    """Application Auto Scaling's ResourceIds of the table and of each of its GSIs."""
+    indexes = [g["IndexName"] for g in description.get("GlobalSecondaryIndexes", [])]
+    return [resource_id(name, None), *(resource_id(name, i) for i in indexes)]
+
+
 class NotManaged(Exception):
     """The table is skipped this tick (not ACTIVE, on-demand); not an error."""
+
+
+def check_managed(table: Mapping[str, Any]) -> None:
+    """Raise NotManaged for a table (DescribeTable's ``Table``) the tick does not manage
+    now: one that is not ACTIVE, or on-demand."""
+    if table["TableStatus"] != "ACTIVE":
+        raise NotManaged(f"status {table['TableStatus']}")
+    if table.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
+        raise NotManaged("on-demand billing")
 
 
 def describe_table(
@@ -104,10 +133,7 @@ def describe_table(
     """The table's managed dimensions. Raises NotManaged, OverrideError or ClientError.
     ``description`` is DescribeTable's ``Table`` when the caller has just read it."""
     table = description or dynamodb.describe_table(TableName=name)["Table"]
-    if table["TableStatus"] != "ACTIVE":
-        raise NotManaged(f"status {table['TableStatus']}")
-    if table.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
-        raise NotManaged("on-demand billing")
+    check_managed(table)
     if tags is None:  # every page: a library tag may be on any of them
         pages = dynamodb.get_paginator("list_tags_of_resource").paginate(
             ResourceArn=table["TableArn"]

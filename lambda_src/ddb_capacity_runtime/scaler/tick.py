@@ -119,19 +119,50 @@ def _table_metrics(
     }
 
 
+class TargetsUnknown(Exception):
+    """Whether the table's dimensions are under scalable targets is not known this tick."""
+
+
+def _own_targets(
+    clients: Clients, name: str, description: Mapping[str, Any]
+) -> dict[tuple[str, str], ScalableTarget]:
+    """The scalable targets of one table and its GSIs, read for it alone (the account's
+    listing failed). Raises TargetsUnknown when they cannot be read: nothing of the table
+    may change then, since under a target the scaler must move the target's minimum, never
+    the table itself."""
+    try:
+        return discovery.scalable_targets(
+            clients.autoscaling, discovery.table_resource_ids(name, description)
+        )
+    except Exception as exc:
+        raise TargetsUnknown(
+            f"scalable targets not read ({describe_error(exc)}): whether its dimensions are "
+            "under auto scaling is not known, so none of them is changed this tick"
+        ) from exc
+
+
 def _prepare(
     name: str,
     tags: dict[str, str] | None,
     config: ScalerConfig,
     clients: Clients,
-    targets: Mapping[tuple[str, str], Any],
+    targets: Mapping[tuple[str, str], ScalableTarget] | None,
     now: datetime,
     store: HoldStore | None,
     held: list[HeldDimension],
 ) -> ManagedTable:
     """One table as the tick will decide it: described, expired holds ended, active holds
-    applied. Raises NotManaged (skipped) or anything else (a failure of this table)."""
-    table = discovery.describe_table(clients.dynamodb, name, tags, config, targets, now)
+    applied. ``targets`` None: the account's scalable targets could not be read, and the
+    table's own are read for it. Raises NotManaged (skipped) or anything else (a failure of
+    this table: TargetsUnknown when its targets cannot be read either)."""
+    description = None
+    if targets is None:
+        description = clients.dynamodb.describe_table(TableName=name)["Table"]
+        discovery.check_managed(description)
+        targets = _own_targets(clients, name, description)
+    table = discovery.describe_table(
+        clients.dynamodb, name, tags, config, targets, now, description=description
+    )
     ignored = table.ignored_tags + sum(len(s.malformed) for s in held)
     if store is not None and not config.dry_run and any(s.needs_restore(now) for s in held):
         for ended in ending.restore_expired(
@@ -321,9 +352,10 @@ def run_tick(
             shared_failures.append(f"{what}: {describe_error(exc)}")
             return default
 
-    no_targets: dict[tuple[str, str], ScalableTarget] = {}
-    targets = shared(
-        "scalable targets", lambda: discovery.scalable_targets(clients.autoscaling), no_targets
+    # None when the account's listing fails: each table's own targets are read instead,
+    # and a table whose targets stay unknown is left as it is (never sent UpdateTable)
+    targets: Mapping[tuple[str, str], ScalableTarget] | None = shared(
+        "scalable targets", lambda: discovery.scalable_targets(clients.autoscaling), None
     )
     explicit: dict[str, dict[str, str] | None] = dict.fromkeys(config.tables)
     found = shared(
