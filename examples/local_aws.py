@@ -1,5 +1,6 @@
-"""A local AWS for demos, tests and benchmarks: a moto server on 127.0.0.1, the pinned CDK
-CLI, and the pieces moto's CloudFormation leaves out.
+"""A local AWS for demos, tests and benchmarks: a moto server on 127.0.0.1, dynalite where
+conditional writes must be atomic, the pinned CDK CLI, and the pieces moto's CloudFormation
+leaves out.
 
 moto's CloudFormation skips scalable targets, scaling policies and alarms, and cannot run
 Lambda code. ``register_skipped_targets`` registers the template's scalable targets as
@@ -57,6 +58,54 @@ def moto_server() -> Iterator[str]:
                     raise RuntimeError("moto server did not start") from None
                 time.sleep(0.2)
         yield f"http://localhost:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+DYNALITE = REPO / "node_modules" / "dynalite" / "cli.js"
+
+
+@contextmanager
+def dynalite_server() -> Iterator[str]:
+    """dynalite (npm), an in-memory DynamoDB whose conditional writes are atomic, on
+    127.0.0.1 on a free port, stopped on exit. Yields the endpoint. moto's DynamoDB does
+    not serialize conditional writes across threads, so stores raced by threads live here."""
+    if not DYNALITE.exists():
+        raise RuntimeError("dynalite is missing: run `make install`")
+    port = free_port()
+    proc = subprocess.Popen(  # noqa: S603 (node and the pinned dynalite, fixed arguments)
+        [  # noqa: S607 (node from PATH, as npm and the CDK CLI find it)
+            "node",
+            str(DYNALITE),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--createTableMs",
+            "0",
+            "--deleteTableMs",
+            "0",
+            "--updateTableMs",
+            "0",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("dynalite did not start") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
         try:

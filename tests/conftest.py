@@ -1,6 +1,6 @@
 """Shared fixtures: CDK scopes, the example app synthesized by the real CDK CLI, a local
-moto server (127.0.0.1, free port, stopped afterwards), and a stand-in for CloudFormation's
-pre-signed response URL."""
+moto server and dynalite (each on 127.0.0.1 on a free port, stopped afterwards), and a
+stand-in for CloudFormation's pre-signed response URL."""
 
 from __future__ import annotations
 
@@ -55,6 +55,20 @@ def moto_endpoint() -> Iterator[str]:
     """A moto server on 127.0.0.1 for the whole session, stopped afterwards."""
     with local_aws.moto_server() as endpoint:
         yield endpoint
+
+
+@pytest.fixture(scope="session")
+def dynalite_endpoint() -> Iterator[str]:
+    """dynalite on 127.0.0.1 for the whole session, stopped afterwards: the hold stores of
+    the race tests live there, since moto's conditional writes are not atomic."""
+    with local_aws.dynalite_server() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(scope="session")
+def store_dynamodb(dynalite_endpoint: str) -> Any:
+    """A DynamoDB client of dynalite, for hold stores that threads race on."""
+    return local_aws.client(dynalite_endpoint, "dynamodb")
 
 
 @pytest.fixture(scope="session")

@@ -24,8 +24,10 @@ LAG = 2  # SCALER_METRIC_LAG_MINUTES default
 class World:
     """Tables, targets and traffic in the moto server, isolated by a unique tag value."""
 
-    def __init__(self, aws_client: Any) -> None:
+    def __init__(self, aws_client: Any, store_dynamodb: Any = None) -> None:
         self.ddb = aws_client("dynamodb")
+        # the hold store's DynamoDB: dynalite where threads race on it, else moto
+        self.store_ddb = store_dynamodb or self.ddb
         self.aas = aws_client("application-autoscaling")
         self.cw = aws_client("cloudwatch")
         self.clients = Clients(self.ddb, self.aas, self.cw, aws_client("resourcegroupstaggingapi"))
@@ -39,8 +41,8 @@ class World:
         """This world's hold store (created on first use)."""
         if self._store is None:
             name = f"holds-{self.run_id}"
-            create_store_table(self.ddb, name)
-            self._store = HoldStore(self.ddb, name)
+            create_store_table(self.store_ddb, name)
+            self._store = HoldStore(self.store_ddb, name)
         return self._store
 
     def name(self, base: str) -> str:

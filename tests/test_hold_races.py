@@ -1,7 +1,8 @@
 """Capacity holds under races: requesters, releases, restores and scaler ticks in threads
-with random jitter, against a moto server. After every trial no hold is lost, and the
-minimum is what the rule says: the base, or the larger of the base and the active holds'
-level."""
+with random jitter; tables, targets and metrics in a moto server, the hold store in dynalite
+(whose conditional writes are atomic, as DynamoDB's are). After every trial no hold is
+lost, and the minimum is what the rule says: the base, or the larger of the base and the
+active holds' level."""
 
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ BASE = 100
 
 
 @pytest.fixture(scope="module")
-def world(aws_client_module: Any) -> World:
-    made = World(aws_client_module)
+def world(aws_client_module: Any, store_dynamodb: Any) -> World:
+    made = World(aws_client_module, store_dynamodb)
     assert made.store.table("none") == []  # the store exists before the threads start
     return made
 
