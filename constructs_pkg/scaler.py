@@ -49,6 +49,11 @@ MEMORY_MB = 256
 NAMESPACE = "DynamoDBCapacity"
 DEFAULT_PINNED_FOR = Duration.minutes(30)
 DEFAULT_THROTTLED_FOR = Duration.minutes(10)
+#: Ticks in a row that find a table UPDATING before it alarms: 10 minutes at the default
+#: tick, longer than an UpdateTable of capacity takes ("several minutes").
+DEFAULT_UPDATING_TICKS = 5
+#: CloudWatch evaluates an alarm over at most a day (periods times evaluation periods).
+ALARM_WINDOW_SECONDS = 86_400
 
 
 class ThrottleAwareScaler(Construct):
@@ -70,6 +75,8 @@ class ThrottleAwareScaler(Construct):
     :param topic: where alarms go. Default: a new topic, SSL enforced, KMS encrypted.
     :param pinned_at_max_for: alarm when a table sits at its max this long. Default 30 min.
     :param throttled_for: alarm when a managed table is throttled this long. Default 10 min.
+    :param updating_for_ticks: alarm when a managed table is found UPDATING (and so skipped)
+        by this many ticks in a row: a whole number from 1 to a day's ticks. Default 5.
     """
 
     def __init__(
@@ -87,6 +94,7 @@ class ThrottleAwareScaler(Construct):
         topic: sns.ITopic | None = None,
         pinned_at_max_for: Duration = DEFAULT_PINNED_FOR,
         throttled_for: Duration = DEFAULT_THROTTLED_FOR,
+        updating_for_ticks: int = DEFAULT_UPDATING_TICKS,
     ) -> None:
         super().__init__(scope, id)
         where = f"ThrottleAwareScaler {self.node.path}"
@@ -99,6 +107,17 @@ class ThrottleAwareScaler(Construct):
         if mode not in MODES:
             raise CapacityConfigError(
                 f"{where}: mode must be one of {', '.join(MODES)}; got {mode!r}"
+            )
+        most = int(ALARM_WINDOW_SECONDS // seconds)
+        if (
+            isinstance(updating_for_ticks, bool)
+            or not isinstance(updating_for_ticks, int)
+            or not 1 <= updating_for_ticks <= most
+        ):
+            raise CapacityConfigError(
+                f"{where}: updating_for_ticks must be a whole number of ticks from 1 to {most} "
+                f"(a day at a tick of {tick.to_human_string()}); "
+                f"got {repr(updating_for_ticks)[:200]}"
             )
         if tag_key is not None and not (isinstance(tag_key, str) and 1 <= len(tag_key) <= 128):
             raise CapacityConfigError(
@@ -137,7 +156,7 @@ class ThrottleAwareScaler(Construct):
         self._grant_static()
         if tag_key:
             self._grant_tagged(tag_key, tag_value)
-        self._alarms(pinned_at_max_for)
+        self._alarms(pinned_at_max_for, updating_for_ticks)
         self._throttled_for = throttled_for
         for table in tables:
             self.add_table(table)
@@ -286,7 +305,18 @@ class ThrottleAwareScaler(Construct):
     def _notify(self, alarm: cloudwatch.Alarm) -> None:
         alarm.add_alarm_action(actions.SnsAction(self.topic))
 
-    def _alarms(self, pinned_for: Duration) -> None:
+    def _per_table(self, metric_name: str, label: str) -> cloudwatch.MathExpression:
+        """The tick's per-table EMF metric ``metric_name`` (dimension TableName), the worst
+        table's in each tick-long period."""
+        tick = self._tick
+        return cloudwatch.MathExpression(
+            expression=f"MAX(SEARCH('{{{NAMESPACE},TableName}} MetricName=\"{metric_name}\"', "
+            f"'Maximum', {int(tick.to_seconds())}))",
+            period=tick,
+            label=label,
+        )
+
+    def _alarms(self, pinned_for: Duration, updating_ticks: int) -> None:
         tick = self._tick
         alarm_on_any(
             self,
@@ -318,12 +348,7 @@ class ThrottleAwareScaler(Construct):
             )
         )
         periods = max(1, math.ceil(pinned_for.to_seconds() / tick.to_seconds()))
-        pinned = cloudwatch.MathExpression(
-            expression=f"MAX(SEARCH('{{{NAMESPACE},TableName}} MetricName=\"CapacityAtMax\"', "
-            f"'Maximum', {int(tick.to_seconds())}))",
-            period=tick,
-            label="dimensions at max, worst table",
-        )
+        pinned = self._per_table("CapacityAtMax", "dimensions at max, worst table")
         self._notify(
             pinned.create_alarm(
                 self,
@@ -334,6 +359,23 @@ class ThrottleAwareScaler(Construct):
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
                 alarm_description=f"A managed table has sat at its max for "
                 f"{pinned_for.to_human_string()}",
+            )
+        )
+        # one datapoint per tick: a table found UPDATING by every tick of the window
+        # (a tick that finds none sends none, and a missing datapoint is not breaching)
+        updating = self._per_table("Updating", "tables found UPDATING")
+        span = Duration.seconds(tick.to_seconds() * updating_ticks).to_human_string()
+        self._notify(
+            updating.create_alarm(
+                self,
+                "UpdatingAlarm",
+                threshold=1,
+                evaluation_periods=updating_ticks,
+                datapoints_to_alarm=updating_ticks,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                alarm_description=f"A managed table has been UPDATING for {updating_ticks} "
+                f"ticks in a row ({span}); the scaler skips a table while it is UPDATING",
             )
         )
 

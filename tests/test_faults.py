@@ -218,6 +218,33 @@ def test_a_stale_memory_never_overrides_a_minimum_an_operator_set(world: World) 
     assert summary["failures"] == []
 
 
+def test_a_table_found_updating_is_skipped_and_counted(world: World) -> None:
+    # GIVEN a throttled table that DynamoDB reports UPDATING (moto's tables never are)
+    busy, idle = busy_and_idle(world)
+    stuck = world.table("stuck", 100, 100)
+    world.traffic(stuck, "write", 100)
+    world.traffic(stuck, "write", 0, throttles=3000, minutes=range(1, 3))
+
+    def updating(parsed: dict[str, Any], **_: Any) -> None:
+        if parsed.get("Table", {}).get("TableName") == stuck:
+            parsed["Table"]["TableStatus"] = "UPDATING"
+
+    world.ddb.meta.events.register("after-call.dynamodb.DescribeTable", updating)
+    # WHEN a tick runs
+    summary, events = world.tick()
+    # THEN it is left alone, as before, and the others are handled
+    assert_handled(world, busy, idle)
+    assert world.throughput(stuck) == (100, 100)
+    assert {"table": stuck, "reason": "status UPDATING"} in summary["skipped"]
+    # AND the tick counts it (so a table that stays UPDATING alarms), and only it
+    record = emf(events, stuck)
+    assert record["Updating"] == 1
+    assert record["_aws"]["CloudWatchMetrics"][0]["Metrics"] == [
+        {"Name": "Updating", "Unit": "Count"}
+    ]
+    assert "Updating" not in emf(events, busy) and summary["failures"] == []
+
+
 def test_the_other_dimension_is_sent_as_it_is_now(world: World) -> None:
     # GIVEN a table whose read is raised to 400 by someone else just after the tick read it
     busy, idle = busy_and_idle(world)

@@ -312,8 +312,9 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(stack: cdk.Stack) -> None:
     topic = stack.resolve(scaler.topic.topic_arn)
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     assert all(a["Properties"]["AlarmActions"] == [topic] for a in alarms.values())
-    # errors, DLQ, not running, pinned at max, and 2 x 2 x (table + 1 GSI) throttling = 8
-    assert len(alarms) == 4 + 4
+    # errors, DLQ, not running, pinned at max, updating, and 2 x 2 x (table + 1 GSI)
+    # throttling
+    assert len(alarms) == 5 + 4
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
@@ -362,6 +363,39 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(stack: cdk.Stack) -> None:
             ),
         },
     )
+
+
+def _per_table_alarm(template: Template, alarm_id: str) -> dict[str, Any]:
+    alarms: list[dict[str, Any]] = [
+        a["Properties"]
+        for k, a in template.find_resources("AWS::CloudWatch::Alarm").items()
+        if k.startswith(f"Scaler{alarm_id}")
+    ]
+    (alarm,) = alarms
+    return alarm
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "ticks", "period"),
+    [({}, 5, 120), ({"tick": cdk.Duration.minutes(5), "updating_for_ticks": 3}, 3, 300)],
+)
+def test_a_table_updating_for_n_ticks_in_a_row_alarms(
+    stack: cdk.Stack, kwargs: dict[str, Any], ticks: int, period: int
+) -> None:
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)], **kwargs)
+    alarm = _per_table_alarm(Template.from_stack(stack), "UpdatingAlarm")
+    # every one of N tick-long periods has a table the tick found UPDATING
+    assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (ticks, ticks)
+    assert alarm["Threshold"] == 1
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert alarm["TreatMissingData"] == "notBreaching"
+    (query,) = alarm["Metrics"]
+    assert query["Expression"] == (
+        "MAX(SEARCH('{DynamoDBCapacity,TableName} MetricName=\"Updating\"', "
+        f"'Maximum', {period}))"
+    )
+    assert alarm["AlarmActions"] == [stack.resolve(scaler.topic.topic_arn)]
+    assert f"UPDATING for {ticks} ticks in a row" in alarm["AlarmDescription"]
 
 
 def test_a_given_topic_is_used(stack: cdk.Stack) -> None:
@@ -414,6 +448,14 @@ def test_dry_run_and_tick(stack: cdk.Stack) -> None:
         (
             {"tables": ["orders"]},
             "tables must be ProvisionedTable or aws_dynamodb.ITable; got 'orders'",
+        ),
+        *(
+            (
+                {"updating_for_ticks": bad},
+                "updating_for_ticks must be a whole number of ticks from 1 to 720 (a day at "
+                f"a tick of 2 minutes); got {bad!r}",
+            )
+            for bad in (0, 721, 2.5, True, "5")
         ),
     ],
 )

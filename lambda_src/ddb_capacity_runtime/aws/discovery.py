@@ -112,9 +112,16 @@ class NotManaged(Exception):
     """The table is skipped this tick (not ACTIVE, on-demand); not an error."""
 
 
+class TableUpdating(NotManaged):
+    """The table is UPDATING: skipped this tick, and counted (a table that stays UPDATING
+    is not managed at all)."""
+
+
 def check_managed(table: Mapping[str, Any]) -> None:
     """Raise NotManaged for a table (DescribeTable's ``Table``) the tick does not manage
-    now: one that is not ACTIVE, or on-demand."""
+    now: one that is not ACTIVE (TableUpdating while it is UPDATING), or on-demand."""
+    if table["TableStatus"] == "UPDATING":
+        raise TableUpdating("status UPDATING")
     if table["TableStatus"] != "ACTIVE":
         raise NotManaged(f"status {table['TableStatus']}")
     if table.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":

@@ -19,8 +19,15 @@ Reports through :mod:`ddb_capacity_runtime.events`: a ``decision`` event per dim
 ``hold-ended`` event per ended hold, ``table-skipped``, ``table-failed`` and
 ``shared-call-failed`` events, one Embedded Metric Format record per table (dimension
 ``TableName``: ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``,
-``Failures``, ``IgnoredTags``, and ``PlansNotKept`` when some plan was not kept) and one
-for the tick (no dimension: ``Failures``, ``SharedFailures``, ``TablesManaged``).
+``Failures``, ``IgnoredTags``, and ``PlansNotKept`` when some plan was not kept; a table
+that failed before it could be decided gets ``Failures`` alone, and one skipped because it
+is UPDATING ``Updating`` = 1 alone) and one for the tick (no dimension: ``Failures``,
+``SharedFailures``, ``TablesManaged``). A metric sent only while what it counts happens is
+billed only then (each per-table metric is a CloudWatch custom metric).
+
+When the account's scalable targets cannot be read, each table's own are read; a table
+whose targets stay unknown is a failure of that table, and nothing of it changes that tick
+(under a scalable target the scaler moves the target's minimum, never the table itself).
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 from ..aws import actuator, discovery, metrics
 from ..aws.actuator import Outcome
 from ..aws.clients import Clients
-from ..aws.discovery import NotManaged
+from ..aws.discovery import NotManaged, TableUpdating
 from ..aws.retry import describe_error, with_retries
 from ..core.floorplan import STEP_MINUTES, FloorPlan
 from ..core.forecast import HISTORY_DAYS, apply_plans, forecast_due, plan_floors
@@ -367,6 +374,7 @@ def run_tick(
 
     failures: dict[str, list[str]] = {}
     skipped: list[dict[str, str]] = []
+    updating: list[str] = []  # skipped while UPDATING: counted, so one stuck there alarms
     tables: list[ManagedTable] = []
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         prepared = {
@@ -380,10 +388,14 @@ def run_tick(
                 tables.append(future.result())
             except NotManaged as exc:
                 skipped.append({"table": name, "reason": str(exc)})
+                if isinstance(exc, TableUpdating):
+                    updating.append(name)
             except Exception as exc:
                 failures.setdefault(name, []).append(describe_error(exc))
     for entry in skipped:
         log_event("table-skipped", table=entry["table"], reason=entry["reason"])
+    for name in updating:  # only while it happens (a billed custom metric)
+        emit_metrics(_emf(config, now, {"Updating": 1}, name), out)
 
     start, end = window(now, config.history_minutes, config.metric_lag_minutes)
     keys = [d.key for t in tables for d in t.dimensions]
