@@ -25,6 +25,7 @@ from aws_cdk import (
     Stack,
     Token,
 )
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -34,8 +35,14 @@ from constructs import Construct
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import TABLE_QUOTA, TARGET_TAG
 from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
+from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.holds import MAX_HOLD
-from ddb_capacity_runtime.requests.store import MAX_HOLD_ENV, MAX_UNITS_ENV, STORE_ENV
+from ddb_capacity_runtime.requests.store import (
+    MAX_HOLD_ENV,
+    MAX_TOTAL_UNITS_ENV,
+    MAX_UNITS_ENV,
+    STORE_ENV,
+)
 
 from .compliance import acknowledge, skip_checkov
 from .runtime import (
@@ -61,6 +68,9 @@ RESTORER_MEMORY_MB = 128
 #: The broker waits for the table while a request is made: Lambda's longest timeout.
 BROKER_TIMEOUT = Duration.minutes(15)
 BROKER_MEMORY_MB = 256
+#: How many requests the broker serves at once by default; more are refused by Lambda
+#: (TooManyRequestsException), so a flood of requests cannot take the account's concurrency.
+DEFAULT_BROKER_CONCURRENCY = 10
 
 _TABLE_ACTIONS = [
     "dynamodb:DescribeTable",
@@ -72,6 +82,7 @@ _STORE_ACTIONS = [
     "dynamodb:UpdateItem",
     "dynamodb:DeleteItem",
     "dynamodb:Query",
+    "dynamodb:Scan",
 ]
 _MAX_HOLD_MINUTES = int(MAX_HOLD.total_seconds() // 60)
 
@@ -88,7 +99,14 @@ class CapacityRequests(Construct):
         the tables ends them in its tick).
     :param max_units: the most units one hold of one dimension may ask for; larger requests
         are refused and, if written to the store anyway, ignored. Default: 40,000.
+    :param max_total_units: the most units the active holds of one dimension (a table's or
+        a GSI's read or write) may add up to; a request that would pass it is refused.
+        Default: 40,000 (the table quota). At least ``max_units``.
     :param max_hold: the longest hold. Default: 24 hours.
+    :param broker_concurrency: the broker's reserved concurrency: how many requests it
+        serves at once; a worker beyond it gets an error at once. Default: 10. None:
+        unreserved (an account whose concurrency limit is 10, as new accounts have, can
+        reserve none).
     :param alarm_topic: where the alarms on the broker's and the restorer's failures go
         (a scaler's ``topic``, say). Default: a new topic, SSL enforced, KMS encrypted.
     """
@@ -101,7 +119,9 @@ class CapacityRequests(Construct):
         tables: Sequence[dynamodb.ITable | TableCapacity],
         restore_every: Duration | None = DEFAULT_RESTORE_EVERY,
         max_units: int = TABLE_QUOTA,
+        max_total_units: int = TABLE_QUOTA,
         max_hold: Duration = DEFAULT_MAX_HOLD,
+        broker_concurrency: int | None = DEFAULT_BROKER_CONCURRENCY,
         alarm_topic: sns.ITopic | None = None,
     ) -> None:
         super().__init__(scope, id)
@@ -115,6 +135,24 @@ class CapacityRequests(Construct):
             raise CapacityConfigError(
                 f"{where}: max_units must be a whole number from 1 to {TABLE_QUOTA}; "
                 f"got {max_units!r}"
+            )
+        if (
+            isinstance(max_total_units, bool)
+            or not isinstance(max_total_units, int)
+            or not (max_units <= max_total_units <= TABLE_QUOTA)
+        ):
+            raise CapacityConfigError(
+                f"{where}: max_total_units must be a whole number from max_units "
+                f"({max_units:,}) to {TABLE_QUOTA}; got {max_total_units!r}"
+            )
+        if broker_concurrency is not None and (
+            isinstance(broker_concurrency, bool)
+            or not isinstance(broker_concurrency, int)
+            or not (1 <= broker_concurrency <= 1_000)
+        ):
+            raise CapacityConfigError(
+                f"{where}: broker_concurrency must be a whole number from 1 to 1000, or "
+                f"None; got {broker_concurrency!r}"
             )
         hold_seconds = max_hold.to_seconds() if not Token.is_unresolved(max_hold) else 0
         hold_minutes = hold_seconds / 60
@@ -134,6 +172,7 @@ class CapacityRequests(Construct):
         self.environment = {
             MAX_UNITS_ENV: str(max_units),
             MAX_HOLD_ENV: str(int(hold_minutes)),
+            MAX_TOTAL_UNITS_ENV: str(max_total_units),
         }
         if isinstance(tables, (str, bytes)) or not tables:
             raise CapacityConfigError(
@@ -192,6 +231,7 @@ class CapacityRequests(Construct):
                 **self.environment,
                 SCOPES_ENV: Lazy.string(_Scopes(self)),
             },
+            reserved_concurrent_executions=broker_concurrency,
         )
         self.broker_policy.add_statements(
             *self._statements(),
@@ -232,10 +272,26 @@ class CapacityRequests(Construct):
             },
         }
         for finding, reason in reasons.items():
-            acknowledge(self.broker, finding, reason)
+            if broker_concurrency is None or not finding.endswith("LambdaConcurrency"):
+                acknowledge(self.broker, finding, reason)
         skip_checkov(self.broker, "CKV_AWS_116", reasons["Serverless-LambdaDLQ"])
-        skip_checkov(self.broker, "CKV_AWS_115", reasons["PCI.DSS.321-LambdaConcurrency"])
+        if broker_concurrency is None:
+            skip_checkov(self.broker, "CKV_AWS_115", reasons["PCI.DSS.321-LambdaConcurrency"])
         self._errors_alarm(self.broker, "BrokerErrorsAlarm", "The capacity request broker failed")
+        alarm_on_any(
+            self,
+            "HoldsDroppedAlarm",
+            cloudwatch.Metric(
+                namespace=BROKER_NAMESPACE,
+                metric_name="HoldsDropped",
+                statistic="Sum",
+                period=Duration.minutes(5),
+            ),
+            "Capacity holds were dropped without lowering their table: it left the broker's "
+            "tables (its minimum stays where the holds left it; the broker's log says where), "
+            "was deleted, or went on-demand",
+            self.alarm_topic,
+        )
         self.restorer = None
         if restore_every is not None:
             # The restorer only asks the broker to end expired holds: it changes nothing
@@ -295,7 +351,7 @@ class CapacityRequests(Construct):
         scaler.policy.add_statements(
             iam.PolicyStatement(
                 sid="HoldStore",
-                actions=[*_STORE_ACTIONS, "dynamodb:Scan"],
+                actions=_STORE_ACTIONS,
                 resources=[self.hold_store.table_arn],
             )
         )

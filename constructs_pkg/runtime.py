@@ -89,6 +89,7 @@ def runtime_function(
     memory_size: int,
     environment: dict[str, str] | None = None,
     configured_by_environment: bool = True,
+    reserved_concurrent_executions: int | None = None,
 ) -> tuple[lambda_.Function, iam.ManagedPolicy]:
     """An arm64 function on the run-time asset, with its own role and log group.
 
@@ -132,6 +133,7 @@ def runtime_function(
         log_group=log_group,
         logging_format=lambda_.LoggingFormat.JSON,
         environment=environment,
+        reserved_concurrent_executions=reserved_concurrent_executions,
     )
     for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"):
         acknowledge(log_group, f"{pack}-CloudWatchLogGroupEncrypted", LOG_KEY_REASON)

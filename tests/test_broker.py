@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -20,21 +22,35 @@ from ddb_capacity_runtime.requests import (
     release_hold,
     request_capacity,
 )
-from ddb_capacity_runtime.requests.broker import BrokerConfig, BrokerConfigError, broker_handler
+from ddb_capacity_runtime.requests.broker import (
+    BrokerConfig,
+    BrokerConfigError,
+    broker_handler,
+    serve,
+)
+from ddb_capacity_runtime.requests.store import limits_from_env
 from ddb_capacity_tools import cli
 from tests.local_lambda import local_lambda
 from tests.moto_world import World
 
-MAX_UNITS, MAX_HOLD_MINUTES = 2_000, 60
+MAX_UNITS, MAX_HOLD_MINUTES, MAX_TOTAL_UNITS = 2_000, 60, 3_000
 
 
 @pytest.fixture
-def world(aws_client: Any) -> World:
+def world(aws_client: Any, store_dynamodb: Any) -> World:
+    """Tables, targets and traffic in moto; the hold store in dynalite (atomic conditional
+    writes, as DynamoDB's), reached through ``serve``."""
+    return World(aws_client, store_dynamodb)
+
+
+@pytest.fixture
+def moto_world(aws_client: Any) -> World:
+    """A world whose hold store is in moto too: for the broker's Lambda entry point, which
+    makes its own clients from the environment."""
     return World(aws_client)
 
 
-@pytest.fixture
-def served(world: World, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> str:
+def serve_table(world: World, monkeypatch: pytest.MonkeyPatch, aws_env: dict[str, str]) -> str:
     """A table with a GSI and write targets, served by a broker configured as
     ``CapacityRequests`` configures it; returns the table's name."""
     for key, value in aws_env.items():
@@ -45,28 +61,111 @@ def served(world: World, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("CAPACITY_HOLDS_TABLE", world.store.name)
     monkeypatch.setenv("CAPACITY_MAX_UNITS", str(MAX_UNITS))
     monkeypatch.setenv("CAPACITY_MAX_HOLD_MINUTES", str(MAX_HOLD_MINUTES))
+    monkeypatch.setenv("CAPACITY_MAX_TOTAL_UNITS", str(MAX_TOTAL_UNITS))
     monkeypatch.setenv("CAPACITY_SCOPES", json.dumps([{"table": name, "indexes": ["byUser"]}]))
     monkeypatch.delenv("CAPACITY_BROKER", raising=False)
     return name
 
 
-def request(served: str, **fields: Any) -> dict[str, Any]:
+@pytest.fixture
+def served(world: World, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> str:
+    return serve_table(world, monkeypatch, aws_env)
+
+
+@pytest.fixture
+def served_by_lambda(
+    moto_world: World, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> str:
+    return serve_table(moto_world, monkeypatch, aws_env)
+
+
+def call(world: World, event: dict[str, Any]) -> dict[str, Any]:
+    """The broker's answer to ``event``, with the world's clients and store, bounded as the
+    broker's environment says."""
+    store = replace(world.store, limits=limits_from_env(os.environ))
+    return serve(event, BrokerConfig.from_env(), clients=world.clients, store=store)
+
+
+def request(world: World, served: str, **fields: Any) -> dict[str, Any]:
     event = {"action": "request", "table": served, "hold_minutes": 10, "timeout_seconds": 60}
-    return broker_handler({**event, **fields}, None)
+    return call(world, {**event, **fields})
+
+
+def release(world: World, served: str, hold: dict[str, Any]) -> dict[str, Any]:
+    return call(
+        world, {"action": "release", "table": served, "id": hold["id"], "token": hold["token"]}
+    )
 
 
 def test_an_accepted_request_raises_holds_and_releases(world: World, served: str) -> None:
-    answer = request(served, write=500)
+    answer = request(world, served, write=500)
     assert answer["ok"] is True
     hold = answer["hold"]
     assert hold["levels"] == {"write": 550}  # 50 units of traffic + 500
     assert world.target_min(served, "write") == 550
     assert world.throughput(served) == (10, 550)
     assert [h.units for s in world.store.table(served) for h in s.holds] == [500]
-    released = broker_handler({"action": "release", "table": served, "id": hold["id"]}, None)
-    assert released["ok"] is True
+    assert release(world, served, hold)["ok"] is True
     assert world.target_min(served, "write") == 100
     assert world.store.table(served) == []
+
+
+def test_the_lambda_entry_point_reads_its_store_from_the_environment(
+    moto_world: World, served_by_lambda: str
+) -> None:
+    event = {"action": "request", "table": served_by_lambda, "write": 500, "hold_minutes": 10}
+    hold = broker_handler(event, None)["hold"]
+    assert moto_world.target_min(served_by_lambda, "write") == 550
+    assert [h.id for s in moto_world.store.table(served_by_lambda) for h in s.holds] == [hold["id"]]
+    event = {"action": "release", "table": served_by_lambda, **hold}
+    assert broker_handler(event, None)["ok"] is True
+    assert moto_world.target_min(served_by_lambda, "write") == 100
+
+
+def test_a_hold_is_released_only_with_its_own_token(world: World, served: str) -> None:
+    # GIVEN two holds on one table
+    mine = request(world, served, write=500)["hold"]
+    theirs = request(world, served, write=300)["hold"]
+    # WHEN a worker that learned the other's id tries to end it without its token
+    for token in (None, "", mine["token"], theirs["token"][:-1] + "x"):
+        event = {"action": "release", "table": served, "id": theirs["id"], "token": token}
+        answer = call(world, event)
+        # THEN it is refused, and the refusal names no hold of the table
+        assert answer["ok"] is False and answer["error"] == "refused"
+        assert mine["id"] not in answer["message"]
+        assert mine["token"] not in answer["message"]
+    assert world.target_min(served, "write") == 850
+    assert {h.id for s in world.store.table(served) for h in s.holds} == {
+        mine["id"],
+        theirs["id"],
+    }
+    # AND the holder's own token ends it
+    assert release(world, served, theirs)["ok"] is True
+    assert world.target_min(served, "write") == 550
+    # AND the token is in the answer but not in the store: only its digest is
+    raw = world.store_ddb.scan(TableName=world.store.name)["Items"]
+    assert mine["token"] not in json.dumps(raw)
+
+
+def test_the_holds_of_a_dimension_add_up_to_max_total_units_at_most(
+    world: World, served: str
+) -> None:
+    # GIVEN holds of 2,000 and 900 units (a total of 2,900 of the 3,000 allowed)
+    first = request(world, served, write=2_000)
+    assert first["ok"] is True
+    assert request(world, served, write=900)["ok"] is True
+    # WHEN a third asks for 200 more
+    answer = request(world, served, write=200)
+    # THEN it is refused by name, and nothing changes
+    assert answer["ok"] is False
+    assert answer["message"] == (
+        "write: got 200 units; with the 2 active hold(s) on table the holds would add up "
+        "to 3,100, and the hold store allows at most 3,000 units held per dimension"
+    )
+    assert world.target_min(served, "write") == 50 + 2_900
+    assert sum(h.units for s in world.store.table(served) for h in s.holds) == 2_900
+    # AND the index's dimensions have totals of their own
+    assert request(world, served, index="byUser", write=100)["ok"] is True
 
 
 @pytest.mark.parametrize(
@@ -81,8 +180,25 @@ def test_an_accepted_request_raises_holds_and_releases(world: World, served: str
             "hold: got 1:01:00; the hold store allows at most 1:00:00",
         ),
         (
+            {"write": 10, "hold_minutes": 10**13},
+            "hold_minutes: got 10000000000000; expected a whole number from 1 to 1440",
+        ),
+        (
+            {"write": 10, "hold_minutes": 0},
+            "hold_minutes: got 0; expected a whole number from 1 to 1440",
+        ),
+        (
+            {"write": 10**13},
+            "write: got 10000000000000; expected a whole number of capacity units from 0 to 40,000",
+        ),
+        (
             {"table": "Elsewhere", "write": 10},
             "table: got 'Elsewhere'; this broker serves only {table}",
+        ),
+        (
+            {"table": "x" * 1_500_000, "write": 10},
+            "table: got '" + "x" * 199 + "... (1,500,002 characters); expected a name of 3 "
+            "to 255 characters",
         ),
         (
             {"index": "byDay", "write": 10},
@@ -92,7 +208,7 @@ def test_an_accepted_request_raises_holds_and_releases(world: World, served: str
         ({"write": "10"}, "write: got '10'; expected a whole number of capacity units"),
         (
             {"write": 10, "timeout_seconds": 3600},
-            "timeout_seconds: got 3600; the broker waits at most 780 seconds",
+            "timeout_seconds: got 3600; expected a whole number from 0 to 780",
         ),
         (
             {"action": "delete"},
@@ -103,16 +219,17 @@ def test_an_accepted_request_raises_holds_and_releases(world: World, served: str
 def test_refusals_name_the_field_and_change_nothing(
     world: World, served: str, fields: dict[str, Any], message: str
 ) -> None:
-    answer = request(served, **fields)
+    answer = request(world, served, **fields)
     assert answer["ok"] is False and answer["error"] == "refused"
     assert answer["message"].startswith(message.format(table=served))
+    assert len(json.dumps(answer)) < 1_500  # never the caller's whole input
     assert world.target_min(served, "write") == 100
     assert world.throughput(served) == (10, 100)
     assert world.store.table(served) == []
 
 
 def test_a_configured_index_is_served(world: World, served: str) -> None:
-    answer = request(served, index="byUser", read=20)
+    answer = request(world, served, index="byUser", read=20)
     assert answer["ok"] is True, answer
     assert world.throughput(served, "byUser") == (20, 10)
 
@@ -122,7 +239,7 @@ def test_concurrent_requests_all_count(world: World, served: str) -> None:
     lock = threading.Lock()
 
     def one() -> None:
-        answer = request(served, write=100)
+        answer = request(world, served, write=100)
         with lock:
             answers.append(answer)
 
@@ -136,13 +253,7 @@ def test_concurrent_requests_all_count(world: World, served: str) -> None:
     assert world.target_min(served, "write") == 50 + 600
     (write,) = world.store.table(served)
     assert len(write.holds) == 6
-    ids = [a["hold"]["id"] for a in answers]
-    releases = [
-        threading.Thread(
-            target=broker_handler, args=({"action": "release", "table": served, "id": i}, None)
-        )
-        for i in ids
-    ]
+    releases = [threading.Thread(target=release, args=(world, served, a["hold"])) for a in answers]
     for thread in releases:
         thread.start()
     for thread in releases:
@@ -166,7 +277,7 @@ def test_a_broken_configuration_fails_the_invocation_by_name(
 
 
 @pytest.fixture
-def broker(served: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def broker(served_by_lambda: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The broker behind a local Lambda Invoke endpoint; returns its function name."""
 
     def failing(event: Any, context: Any) -> Any:
@@ -178,67 +289,85 @@ def broker(served: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 def test_request_capacity_and_release_go_through_the_broker(
-    world: World, served: str, broker: str
+    moto_world: World, served_by_lambda: str, broker: str
 ) -> None:
-    made = request_capacity(served, write=300, broker=broker)
+    made = request_capacity(served_by_lambda, write=300, broker=broker)
     assert made.levels == {"write": 350}
-    assert world.target_min(served, "write") == 350
+    assert moto_world.target_min(served_by_lambda, "write") == 350
     assert [h.units for h in made.holds] == [300]
     made.release()
     assert made.released
-    assert world.target_min(served, "write") == 100
+    assert moto_world.target_min(served_by_lambda, "write") == 100
     # by id, from another process, with the broker taken from the environment
-    again = request_capacity(served, write=300, broker=broker)
-    assert release_hold(served, again.id, broker=broker)[0]["to"] == 100
-    assert world.store.table(served) == []
+    again = request_capacity(served_by_lambda, write=300, broker=broker)
+    with pytest.raises(CapacityRequestError, match="id and token: got '.*' and a NoneType"):
+        release_hold(served_by_lambda, again.id, broker=broker)
+    changes = release_hold(served_by_lambda, again.id, token=again.token, broker=broker)
+    assert changes[0]["to"] == 100
+    assert moto_world.store.table(served_by_lambda) == []
 
 
 def test_the_broker_is_the_default_when_the_environment_names_it(
-    world: World, served: str, broker: str, monkeypatch: pytest.MonkeyPatch
+    moto_world: World, served_by_lambda: str, broker: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CAPACITY_BROKER", broker)
     monkeypatch.setenv("CAPACITY_SCOPES", "[]")  # the broker now fails every invocation
     with pytest.raises(
         CapacityRequestError, match="broker capacity-broker failed: CAPACITY_SCOPES"
     ):
-        request_capacity(served, write=300)
+        request_capacity(served_by_lambda, write=300)
 
 
-def test_refusals_and_failures_reach_the_caller(served: str, broker: str) -> None:
+def test_refusals_and_failures_reach_the_caller(served_by_lambda: str, broker: str) -> None:
     with pytest.raises(CapacityRequestError) as info:
-        request_capacity(served, write=MAX_UNITS + 1, broker=broker)
+        request_capacity(served_by_lambda, write=MAX_UNITS + 1, broker=broker)
     assert not isinstance(info.value, CapacityRequestTimeout)
     assert str(info.value) == (
         "broker capacity-broker: write: got 2,001; the hold store allows at most 2,000 "
         "units per hold"
     )
     with pytest.raises(CapacityRequestError, match="broker failing-broker failed: AWS is down"):
-        request_capacity(served, write=1, broker="failing-broker")
+        request_capacity(served_by_lambda, write=1, broker="failing-broker")
     with pytest.raises(CapacityRequestError, match="broker nobody: .*ResourceNotFound"):
-        request_capacity(served, write=1, broker="nobody")
+        request_capacity(served_by_lambda, write=1, broker="nobody")
     with pytest.raises(CapacityRequestError, match="timeout: got 0:20:00; through a broker"):
-        request_capacity(served, write=1, broker=broker, timeout=timedelta(minutes=20))
+        request_capacity(served_by_lambda, write=1, broker=broker, timeout=timedelta(minutes=20))
 
 
 def test_the_cli_requests_and_releases_through_the_broker(
-    world: World, served: str, broker: str
+    moto_world: World, served_by_lambda: str, broker: str
 ) -> None:
     out = io.StringIO()
     code = cli.main(
-        ["request", "--table", served, "--write", "200", "--broker", broker, "--json"], out
+        ["request", "--table", served_by_lambda, "--write", "200", "--broker", broker, "--json"],
+        out,
     )
     assert code == 0
     hold = json.loads(out.getvalue())
     assert hold["levels"] == {"write": 250}
     out = io.StringIO()
     code = cli.main(
-        ["release", "--table", served, "--id", hold["id"], "--broker", broker, "--json"], out
+        [
+            "release",
+            "--table",
+            served_by_lambda,
+            "--id",
+            hold["id"],
+            "--token",
+            hold["token"],
+            "--broker",
+            broker,
+            "--json",
+        ],
+        out,
     )
     assert code == 0
     assert json.loads(out.getvalue())["changes"][0]["to"] == 100
     err = io.StringIO()
     code = cli.main(
-        ["release", "--table", served, "--expired", "--broker", broker], io.StringIO(), err
+        ["release", "--table", served_by_lambda, "--expired", "--broker", broker],
+        io.StringIO(),
+        err,
     )
     assert code == 2
     assert err.getvalue().startswith("ddb-capacity: error: --expired: got --broker too")

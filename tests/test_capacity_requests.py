@@ -19,6 +19,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws.clients import Clients
@@ -32,7 +33,7 @@ from ddb_capacity_runtime.requests import (
 )
 from ddb_capacity_runtime.requests import request as request_module
 from ddb_capacity_runtime.requests import restorer as restorer_module
-from ddb_capacity_runtime.requests.broker import broker_handler
+from ddb_capacity_runtime.requests.broker import BrokerConfig, broker_handler, serve
 from ddb_capacity_runtime.requests.holds import level
 from ddb_capacity_runtime.requests.store import HeldDimension, HoldStore, create_store_table
 from tests.local_lambda import local_lambda
@@ -291,10 +292,17 @@ def test_expiry_moves_an_auto_scaled_gsis_minimum_back(world: World) -> None:
 def test_release_by_id_from_another_process(world: World) -> None:
     name = world.table("ById", 10, 10, tagged=False)
     hold = request_capacity(name, read=90, clients=world.clients, store=world.store)
-    with pytest.raises(CapacityRequestError, match=f"id: got 'nope'; table {name} holds {hold.id}"):
-        release_hold(name, "nope", clients=world.clients, store=world.store)
-    (row,) = release_hold(name, hold.id, clients=world.clients, store=world.store)
-    assert (row["from"], row["to"]) == (90, 10)
+    other = request_capacity(name, read=10, clients=world.clients, store=world.store)
+    # an unknown id, or a token not its own: refused, naming no other hold
+    for ident, token in (("nope", None), (hold.id, other.token), (hold.id, "")):
+        with pytest.raises(CapacityRequestError) as refused:
+            release_hold(name, ident, token=token, clients=world.clients, store=world.store)
+        assert str(refused.value) == (
+            f"id and token: table '{name}' has no hold '{ident}' with that token"
+        )
+        assert other.id not in str(refused.value)
+    (row,) = release_hold(name, hold.id, token=hold.token, clients=world.clients, store=world.store)
+    assert (row["from"], row["to"]) == (100, 10)  # the other hold: 10 over no traffic
 
 
 # ------------------------------------------------------------------ refusals
@@ -585,13 +593,13 @@ def test_the_restorer_handler_ends_expired_holds_on_its_tables(
     assert world.throughput(name) == (10, 40)
     assert stored(world, name) == {}
     monkeypatch.setenv("CAPACITY_HOLDS_TABLE", "NoSuchStore")
-    with pytest.raises(RuntimeError, match="restoring holds failed on 1 table"):
+    with pytest.raises(RuntimeError, match="restoring holds failed: reading the hold store No"):
         broker_handler({"action": "restore"}, None)
     with local_lambda({"capacity-broker": broker_handler}) as url:
         monkeypatch.setenv("AWS_ENDPOINT_URL_LAMBDA", url)
         with pytest.raises(
             CapacityRequestError,
-            match="broker capacity-broker failed: restoring holds failed on 1 table",
+            match="broker capacity-broker failed: restoring holds failed: reading the hold",
         ):
             restorer_module.restorer_handler({}, None)
     monkeypatch.delenv("CAPACITY_BROKER")
@@ -626,17 +634,16 @@ def test_after_a_hold_and_a_scaler_raise_the_minimum_comes_back_to_the_base(
     assert world.target_min(name, "write") == 100
 
 
-def test_the_restorer_fails_one_table_alone(
-    world: World, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+def test_the_restorer_fails_one_table_alone_and_drops_holds_that_can_do_nothing(
+    world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # GIVEN expired holds on two real tables and on a table that no longer exists
-    for key, value in aws_env.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("CAPACITY_HOLDS_TABLE", world.store.name)
+    # GIVEN expired holds on two real tables, on a table that no longer exists, and on a
+    # table the broker no longer serves; DescribeTable fails for one of the real tables
     gone = datetime.now(UTC) - timedelta(minutes=1)
     names = [world.table(f"Restore{i}", 10, 40, tagged=False) for i in range(2)]
+    left = world.table("LeftScope", 10, 40, tagged=False)
     ghost = world.name("Ghost")
-    for name in [names[0], ghost, names[1]]:
+    for name in [names[0], ghost, names[1], left]:
         if name != ghost:
             world.ddb.update_table(
                 TableName=name,
@@ -644,14 +651,30 @@ def test_the_restorer_fails_one_table_alone(
             )
         with world.store.lease(name, None, "write", deadline=time.time() + 5) as lease:
             lease.write(40, [Hold(f"dead{name[-4:]}", None, "write", 600, gone, 40)])
-    monkeypatch.setenv(
-        "CAPACITY_SCOPES", json.dumps([{"table": t} for t in [names[0], ghost, names[1]]])
-    )
-    # WHEN the broker restores THEN it fails, naming the one table
-    with pytest.raises(RuntimeError, match="restoring holds failed on 1 table") as caught:
-        broker_handler({"action": "restore"}, None)
-    assert ghost in str(caught.value) and names[0] not in str(caught.value)
-    # AND the two real tables were restored; the ghost's hold is left as it was
-    for name in names:
-        assert world.throughput(name) == (10, 40) and stored(world, name) == {}
-    assert [h.id for h in world.store.table(ghost)[0].holds] == [f"dead{ghost[-4:]}"]
+
+    def fail_one(params: dict[str, Any], **_: Any) -> None:
+        if params.get("TableName") == names[1]:
+            raise ClientError(
+                {"Error": {"Code": "InternalServerError", "Message": "try again"}},
+                "DescribeTable",
+            )
+
+    world.ddb.meta.events.register("before-parameter-build.dynamodb.DescribeTable", fail_one)
+    config = BrokerConfig({t: frozenset() for t in [names[0], ghost, names[1]]})
+    try:
+        # WHEN the broker restores THEN it fails, naming the one faulty table
+        with pytest.raises(RuntimeError, match="restoring holds failed on 1 table") as caught:
+            serve({"action": "restore"}, config, clients=world.clients, store=world.store)
+    finally:
+        world.ddb.meta.events.unregister("before-parameter-build.dynamodb.DescribeTable", fail_one)
+    assert names[1] in str(caught.value) and names[0] not in str(caught.value)
+    # AND the healthy table was restored; the faulty table's hold is left for the next run
+    assert world.throughput(names[0]) == (10, 40) and stored(world, names[0]) == {}
+    assert [h.id for h in world.store.table(names[1])[0].holds] == [f"dead{names[1][-4:]}"]
+    # AND the holds of the deleted table and of the table out of scope are dropped (the
+    # broker may not change a table it no longer serves: it stays where the hold left it)
+    assert stored(world, ghost) == {} and stored(world, left) == {}
+    assert world.throughput(left) == (10, 640)
+    # AND counted: two dimensions dropped
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["HoldsDropped"] for r in records if "HoldsDropped" in r] == [2]

@@ -135,6 +135,7 @@ def test_the_broker_has_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
                 "dynamodb:UpdateItem",
                 "dynamodb:DeleteItem",
                 "dynamodb:Query",
+                "dynamodb:Scan",
             ],
             "Resource": stack.resolve(requests.hold_store.table_arn),
         },
@@ -162,6 +163,9 @@ def test_the_broker_has_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
     ).values()
     env = broker["Properties"]["Environment"]["Variables"]
     assert env["CAPACITY_MAX_UNITS"] == "500"
+    assert env["CAPACITY_MAX_TOTAL_UNITS"] == "40000"
+    # a flood of requests cannot take the account's concurrency
+    assert broker["Properties"]["ReservedConcurrentExecutions"] == 10
     assert env["CAPACITY_HOLDS_TABLE"] == stack.resolve(requests.hold_store.table_name)
     scopes = json.loads(
         json.dumps(env["CAPACITY_SCOPES"])
@@ -199,6 +203,35 @@ def test_the_broker_has_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
         "AWS::CloudWatch::Alarm",
         {"MetricName": "Errors", "AlarmActions": [stack.resolve(requests.alarm_topic.topic_arn)]},
     )
+    # and so are holds dropped without lowering their table
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "DynamoDBCapacity",
+            "MetricName": "HoldsDropped",
+            "Threshold": 1,
+            "AlarmActions": [stack.resolve(requests.alarm_topic.topic_arn)],
+        },
+    )
+
+
+def test_the_holds_total_and_the_brokers_concurrency_are_props(stack: cdk.Stack) -> None:
+    requests = CapacityRequests(
+        stack,
+        "Requests",
+        tables=[tables(stack)[0]],
+        max_units=500,
+        max_total_units=1_200,
+        broker_concurrency=None,
+    )
+    broker = Template.from_stack(stack).find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": "ddb_capacity_runtime.requests.broker.broker_handler"}},
+    )
+    (props,) = [b["Properties"] for b in broker.values()]
+    assert props["Environment"]["Variables"]["CAPACITY_MAX_TOTAL_UNITS"] == "1200"
+    assert "ReservedConcurrentExecutions" not in props
+    assert requests.environment["CAPACITY_MAX_TOTAL_UNITS"] == "1200"
 
 
 def test_allow_index_needs_one_of_its_tables(stack: cdk.Stack) -> None:
@@ -272,7 +305,7 @@ def test_the_restorer_runs_on_a_schedule_and_may_only_ask_the_broker(stack: cdk.
     assert statements["DeadLetters"]["Resource"] == stack.resolve(
         requests.restorer.dead_letter_queue.queue_arn if requests.restorer else None
     )
-    template.resource_count_is("AWS::CloudWatch::Alarm", 2)  # broker and restorer errors
+    template.resource_count_is("AWS::CloudWatch::Alarm", 3)  # errors of both, dropped holds
 
 
 @pytest.mark.parametrize(
@@ -292,6 +325,14 @@ def test_the_restorer_runs_on_a_schedule_and_may_only_ask_the_broker(stack: cdk.
             "restore_every must be whole minutes from 1 to 60, or None; got 2 hours",
         ),
         ({"max_units": 0}, "max_units must be a whole number from 1 to 40000; got 0"),
+        (
+            {"max_units": 500, "max_total_units": 499},
+            "max_total_units must be a whole number from max_units (500) to 40000; got 499",
+        ),
+        (
+            {"broker_concurrency": 0},
+            "broker_concurrency must be a whole number from 1 to 1000, or None; got 0",
+        ),
         (
             {"max_hold": cdk.Duration.hours(25)},
             "max_hold must be whole minutes from 1 minute to 24 hours; got 1 day 1 hour",

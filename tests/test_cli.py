@@ -594,8 +594,13 @@ def test_request_prints_how_to_end_it(request_table):
     first, second = out.splitlines()
     hold_id = first.split()[1]
     assert first.startswith(f"hold {hold_id} on {name}: read >= 40 until ")
-    assert second == f"end it early with: ddb-capacity release --table {name} --id {hold_id}"
-    assert run("release", "--table", name, "--id", hold_id)[0] == 0
+    token = second.split("--token ")[1]
+    assert second == (
+        f"end it early with: ddb-capacity release --table {name} --id {hold_id} --token {token}"
+    )
+    wrong = run("release", "--table", name, "--id", hold_id, "--token", token + "x")
+    assert wrong[0] == 2
+    assert run("release", "--table", name, "--id", hold_id, "--token", token)[0] == 0
 
 
 @pytest.mark.parametrize(
@@ -621,7 +626,10 @@ def test_release_of_an_unknown_hold(request_table):
     name, _ = request_table
     code, _, err = run("release", "--table", name, "--id", "nope")
     assert code == 2
-    assert f"ddb-capacity: error: id: got 'nope'; table {name} holds nothing" in err
+    assert (
+        f"ddb-capacity: error: id and token: table '{name}' has no hold 'nope' with that token"
+        in err
+    )
 
 
 def test_request_names_its_store_or_says_it_has_none(request_table, monkeypatch):

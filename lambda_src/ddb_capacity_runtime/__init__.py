@@ -12,4 +12,4 @@ This package never imports aws_cdk; it is the whole of every Lambda asset this l
 deploys. Inside it, imports are relative.
 """
 
-__version__ = "0.4.1"
+__version__ = "0.5.0"

@@ -8,14 +8,16 @@
     ddb-capacity request --table NAME [--index NAME] [--read N] [--write N]
                          [--hold MINUTES] [--timeout MINUTES] [--broker NAME | --store NAME]
                          [--json]
-    ddb-capacity release --table NAME (--id ID | --expired) [--broker NAME | --store NAME]
-                         [--json]
+    ddb-capacity release --table NAME (--id ID [--token TOKEN] | --expired)
+                         [--broker NAME | --store NAME] [--json]
     ddb-capacity tune (--trace FILE.csv | --table NAME [--days N]) [--candidate P ...]
                       [--ensemble NAME] [--json]
 
 ``--broker`` (default ``$CAPACITY_BROKER``) goes through the broker ``CapacityRequests``
 deploys, which is all a worker granted with ``grant_request`` may do; ``--store`` acts
 directly on the hold store and the table, for an administrator with the broker's rights.
+A hold is ended early with the token its request printed; a broker needs it, direct mode
+checks it when given.
 
 Exit status: 0 on success, 2 for bad input or a refused request (the message names the
 option and the value), 1 when a request timed out (its hold is withdrawn).
@@ -212,6 +214,11 @@ def build_parser() -> argparse.ArgumentParser:
         )
     which = rl.add_mutually_exclusive_group(required=True)
     which.add_argument("--id", metavar="ID", help="the hold's id, as request printed it")
+    rl.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="the hold's release token, as request printed it (needed through a broker)",
+    )
     which.add_argument(
         "--expired", action="store_true", help="end every expired hold (what the restorer does)"
     )
@@ -253,7 +260,8 @@ def _request(args: argparse.Namespace, out: TextIO) -> int:
             f"hold {made.id} on {made.table}{'/' + made.index if made.index else ''}: "
             f"{levels} until {made.expires:%Y-%m-%d %H:%M:%S} UTC\n"
             f"end it early with: ddb-capacity release --table {made.table} "
-            f"--id {made.id}{' --store ' + args.store if args.store else ''}"
+            f"--id {made.id} --token {made.token}"
+            f"{' --store ' + args.store if args.store else ''}"
             f"{' --broker ' + args.broker if args.broker else ''}\n"
         )
         return 0
@@ -265,7 +273,9 @@ def _request(args: argparse.Namespace, out: TextIO) -> int:
     rows = (
         requests.restore_expired(args.table, store=args.store)
         if args.expired
-        else requests.release_hold(args.table, args.id, store=args.store, broker=args.broker)
+        else requests.release_hold(
+            args.table, args.id, token=args.token, store=args.store, broker=args.broker
+        )
     )
     if args.json:
         out.write(json.dumps({"changes": rows}) + "\n")

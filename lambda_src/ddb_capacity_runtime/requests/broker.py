@@ -10,9 +10,11 @@ Events (JSON):
 
 - ``{"action": "request", "table": T, "index": I|null, "read": N, "write": N,
   "hold_minutes": M, "timeout_seconds": S}``
-- ``{"action": "release", "table": T, "id": ID}``
+- ``{"action": "release", "table": T, "id": ID, "token": TOKEN}``: only the token the
+  request returned ends a hold;
 - ``{"action": "restore"}``: end the expired holds of every table it serves (what the
-  scheduled restorer asks for).
+  scheduled restorer asks for), and forget the holds of tables it no longer serves or
+  that were deleted or went on-demand (counted as ``HoldsDropped``).
 
 Answers: ``{"ok": true, "hold": {...}}`` (what :meth:`CapacityHold.as_json` gives),
 ``{"ok": true, "changes": [...]}``, ``{"ok": true, "restored": [...], "failed": []}``, or
@@ -33,10 +35,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..aws.clients import Clients
 from ..events import emit_metrics, log_event
-from .holds import CapacityRequestError, CapacityRequestTimeout
+from .holds import MAX_HOLD, CapacityRequestError, CapacityRequestTimeout, shown
+
+if TYPE_CHECKING:
+    from .store import HoldStore
 
 #: The configuration ``CapacityRequests`` gives its broker: a JSON list of
 #: ``{"table": NAME, "indexes": [NAME, ...]}``.
@@ -49,6 +55,10 @@ BROKER_ENV = "CAPACITY_BROKER"
 BROKER_MAX_WAIT = timedelta(minutes=13)
 #: Where the broker's EMF counts go.
 NAMESPACE = "DynamoDBCapacity"
+#: The longest hold any request may ask for, in minutes (the store's own bound is tighter).
+MAX_HOLD_MINUTES = int(MAX_HOLD.total_seconds() // 60)
+#: The longest refusal message an answer carries.
+MAX_MESSAGE_CHARS = 1_000
 
 
 class BrokerConfigError(RuntimeError):
@@ -84,12 +94,13 @@ class BrokerConfig:
         """Refuse a table or an index this broker does not serve."""
         if table not in self.scopes:
             raise CapacityRequestError(
-                f"table: got {table!r}; this broker serves only {', '.join(sorted(self.scopes))}"
+                f"table: got {shown(table)}; this broker serves only "
+                f"{', '.join(sorted(self.scopes))}"
             )
         allowed = self.scopes[table]
         if index is not None and index not in allowed:
             raise CapacityRequestError(
-                f"index: got {index!r}; on table {table} this broker serves "
+                f"index: got {shown(index)}; on table {table} this broker serves "
                 + (
                     f"the table and the indexes {', '.join(sorted(allowed))}"
                     if allowed
@@ -100,50 +111,65 @@ class BrokerConfig:
 
 def broker_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     """AWS Lambda entry point of the ``CapacityRequests`` broker."""
+    return serve(event, BrokerConfig.from_env())  # BrokerConfigError: a failure
+
+
+def serve(
+    event: Mapping[str, Any],
+    config: BrokerConfig,
+    *,
+    clients: Clients | None = None,
+    store: HoldStore | None = None,
+) -> dict[str, Any]:
+    """Answer one broker event for the tables of ``config``. ``clients`` and ``store``:
+    default, made from the environment (``$CAPACITY_HOLDS_TABLE`` and its bounds)."""
     from .ending import release_hold
     from .request import request_capacity
+    from .restorer import restore_tables
     from .store import store_name
 
     action = event.get("action") if isinstance(event, Mapping) else None
-    config = BrokerConfig.from_env()  # BrokerConfigError: a failure, not a refusal
+    held: str | HoldStore = store if store is not None else store_name(None)
     try:
         if action == "request":
-            table, index = event.get("table"), event.get("index")
-            hold_minutes = _whole(event, "hold_minutes", 15)
-            timeout_seconds = _whole(event, "timeout_seconds", 600)
-            if timeout_seconds > BROKER_MAX_WAIT.total_seconds():
-                raise CapacityRequestError(
-                    f"timeout_seconds: got {timeout_seconds}; the broker waits at most "
-                    f"{int(BROKER_MAX_WAIT.total_seconds())} seconds"
-                )
-            if isinstance(table, str) and (index is None or isinstance(index, str)):
-                config.check(table, index)
+            table, index = _name(event, "table"), event.get("index")
+            if index is not None:
+                index = _name(event, "index")
+            hold_minutes = _whole(event, "hold_minutes", 15, 1, MAX_HOLD_MINUTES)
+            timeout_seconds = _whole(
+                event, "timeout_seconds", 600, 0, int(BROKER_MAX_WAIT.total_seconds())
+            )
+            config.check(table, index)
             made = request_capacity(
-                table,  # type: ignore[arg-type]  # checked by request_capacity
+                table,
                 read=event.get("read", 0),
                 write=event.get("write", 0),
                 index=index,
                 hold=timedelta(minutes=hold_minutes),
                 timeout=timedelta(seconds=timeout_seconds),
-                store=store_name(None),  # never through a broker: this is the broker
+                store=held,  # never through a broker: this is the broker
+                clients=clients,
             )
             log_event("request-brokered", table=made.table, index=made.index, hold_id=made.id)
             return {"ok": True, "hold": made.as_json()}
         if action == "release":
-            table, ident = event.get("table"), event.get("id")
-            if not isinstance(table, str) or not isinstance(ident, str):
+            table = _name(event, "table")
+            ident, token = event.get("id"), event.get("token")
+            if not isinstance(ident, str) or not isinstance(token, str) or not token:
                 raise CapacityRequestError(
-                    f"table and id: got {table!r} and {ident!r}; expected a table name and "
-                    f"a hold id"
+                    f"id and token: got {shown(ident)} and a {type(token).__name__}; expected "
+                    f"the hold's id and the token its request returned"
                 )
             config.check(table, None)
-            return {"ok": True, "changes": release_hold(table, ident, store=store_name(None))}
+            changes = release_hold(table, ident, token=token, store=held, clients=clients)
+            return {"ok": True, "changes": changes}
         if action == "restore":
-            from .restorer import restore_tables
-
-            return {"ok": True, **restore_tables(sorted(config.scopes))}
+            return {
+                "ok": True,
+                **restore_tables(sorted(config.scopes), clients=clients, store=store),
+            }
         raise CapacityRequestError(
-            f"action: got {action!r}; expected 'request', 'release' or 'restore'"
+            f"action: got {shown(action)}; expected 'request', 'release' or 'restore'"
         )
     except CapacityRequestTimeout as exc:
         return _refusal("timeout", exc, event)
@@ -151,34 +177,54 @@ def broker_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         return _refusal("refused", exc, event)
 
 
-def _whole(event: Mapping[str, Any], field: str, default: int) -> int:
-    value = event.get(field, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise CapacityRequestError(f"{field}: got {value!r}; expected a whole number")
+def _name(event: Mapping[str, Any], field: str) -> str:
+    """A table or index name of the event: a string of 3 to 255 characters."""
+    value = event.get(field)
+    if not isinstance(value, str) or not 3 <= len(value) <= 255:
+        raise CapacityRequestError(
+            f"{field}: got {shown(value)}; expected a name of 3 to 255 characters"
+        )
     return value
 
 
-def _refusal(kind: str, exc: Exception, event: Any) -> dict[str, Any]:
-    table = event.get("table") if isinstance(event, Mapping) else None
-    log_event(
-        "request-refused",
-        level=logging.WARNING,
-        table=str(table)[:255],
-        kind=kind,
-        reason=str(exc),
-    )
+def _whole(event: Mapping[str, Any], field: str, default: int, low: int, high: int) -> int:
+    value = event.get(field, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise CapacityRequestError(
+            f"{field}: got {shown(value)}; expected a whole number from {low} to {high}"
+        )
+    return value
+
+
+def count(metric: str, value: int = 1) -> None:
+    """One EMF record of the broker's namespace: ``metric`` is ``value``."""
     emit_metrics(
         {
             "_aws": {
                 "Timestamp": int(time.time() * 1000),
                 "CloudWatchMetrics": [
-                    {"Namespace": NAMESPACE, "Dimensions": [[]], "Metrics": [{"Name": "Refused"}]}
+                    {"Namespace": NAMESPACE, "Dimensions": [[]], "Metrics": [{"Name": metric}]}
                 ],
             },
-            "Refused": 1,
+            metric: value,
         }
     )
-    return {"ok": False, "error": kind, "message": str(exc)}
+
+
+def _refusal(kind: str, exc: Exception, event: Any) -> dict[str, Any]:
+    table = event.get("table") if isinstance(event, Mapping) else None
+    message = str(exc)
+    if len(message) > MAX_MESSAGE_CHARS:  # every input in it is cut already; a last bound
+        message = message[:MAX_MESSAGE_CHARS] + "..."
+    log_event(
+        "request-refused",
+        level=logging.WARNING,
+        table=shown(table),
+        kind=kind,
+        reason=message,
+    )
+    count("Refused")
+    return {"ok": False, "error": kind, "message": message}
 
 
 # ---------------------------------------------------------------------------- client side

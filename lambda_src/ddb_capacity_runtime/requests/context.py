@@ -18,7 +18,7 @@ from ..core.policy import capacity_units
 from ..core.series import window
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable
-from .holds import CapacityRequestError, CapacityRequestTimeout
+from .holds import CapacityRequestError, CapacityRequestTimeout, TableGone, shown
 
 #: Minutes of CloudWatch history whose peak is "the current traffic".
 TRAFFIC_MINUTES = 5
@@ -61,21 +61,21 @@ def read_table(ctx: Context, table: str, index: str | None, deadline: float | No
             )
             if index is not None and index not in managed.indexes:
                 names = ", ".join(managed.indexes) or "no global secondary indexes"
-                raise CapacityRequestError(f"index: got {index!r}; table {table} has {names}")
+                raise CapacityRequestError(f"index: got {shown(index)}; table {table} has {names}")
             if index is None or any(d.index == index for d in managed.dimensions):
                 return managed
             busy = f"index {index} is not ACTIVE"
         except NotManaged as exc:
             if "on-demand" in str(exc):
-                raise CapacityRequestError(
+                raise TableGone(
                     f"table: {table} is on-demand; capacity requests apply to provisioned tables"
                 ) from None
             busy = str(exc)
         except ClientError as exc:
             error = exc.response.get("Error", {})
             if error.get("Code") == "ResourceNotFoundException":
-                raise CapacityRequestError(
-                    f"table: got {table!r}; no such table in this account and Region"
+                raise TableGone(
+                    f"table: got {shown(table)}; no such table in this account and Region"
                 ) from None
             raise CapacityRequestError(
                 f"table {table}: {error.get('Code')}: {error.get('Message')}"

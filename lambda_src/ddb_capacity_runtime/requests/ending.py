@@ -14,8 +14,19 @@ from ..core.policy import DECREASE
 from ..core.tables import Dimension, ManagedTable
 from .broker import broker_name, invoke_broker
 from .context import Context, read_table, register_min, result_row
-from .holds import DEFAULT_TIMEOUT, CapacityRequestError, CapacityRequestTimeout, Hold, level
+from .holds import (
+    DEFAULT_TIMEOUT,
+    CapacityRequestError,
+    CapacityRequestTimeout,
+    Hold,
+    TableGone,
+    level,
+    shown,
+)
 from .store import HeldDimension, HoldStore, open_store
+
+#: The status of a dimension whose holds were forgotten without lowering it.
+DROPPED = "dropped"
 
 
 def end_holds(
@@ -35,7 +46,9 @@ def end_holds(
 
     ``deadline`` is a time of the store's clock. ``lower_direct`` False leaves dimensions
     without a scalable target where they are (the scaler's policy lowers them with the
-    traffic, spending one decrease, not two)."""
+    traffic, spending one decrease, not two). On a table that was deleted or went
+    on-demand every hold of the dimension is dropped (status ``dropped``): nothing is left
+    to lower."""
     rows: list[dict[str, Any]] = []
     for state in held if held is not None else store.table(table):
         if not state.malformed and not any(ending(h) for h in state.holds):
@@ -49,6 +62,10 @@ def end_holds(
                 managed = read_table(ctx, table, None, None)
             except CapacityRequestTimeout as exc:
                 rows.append(result_row(table, index, dim, "-", 0, 0, "busy", str(exc)))
+                continue
+            except TableGone as exc:
+                lease.write(fresh.base or 1, [])
+                rows.append(result_row(table, index, dim, "-", 0, 0, DROPPED, str(exc)))
                 continue
             d = next(
                 (x for x in managed.dimensions if (x.index, x.dimension) == (index, dim)), None
@@ -150,29 +167,54 @@ def restore_expired(
     )
 
 
+def drop_holds(store: HoldStore, table: str, why: str, *, deadline: float) -> list[dict[str, Any]]:
+    """Forget every hold of ``table`` without touching the table (what a broker does for a
+    table that left its scope: it may no longer change it). The rows say each dimension's
+    base and the level its holds had, for whoever restores it by hand."""
+    rows = []
+    for state in store.table(table):
+        index, dim = state.scope
+        with store.lease(table, index, dim, deadline=deadline) as lease:
+            fresh = store.get(table, index, dim)
+            if fresh is None:
+                continue
+            lease.write(fresh.base or 1, [])
+            held = level(fresh.holds)
+            rows.append(result_row(table, index, dim, "-", held, fresh.base or 0, DROPPED, why))
+    return rows
+
+
 def release_hold(
     table: str,
     hold_id: str,
     *,
+    token: str | None = None,
     store: str | HoldStore | None = None,
     broker: str | None = None,
     clients: Clients | None = None,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
 ) -> list[dict[str, Any]]:
-    """End the hold ``hold_id`` on ``table`` (as :meth:`CapacityHold.release` does, for a
-    process that no longer has the handle). Raises CapacityRequestError if there is none.
-    Through a broker (``broker``; default ``$CAPACITY_BROKER``) unless ``store`` is given."""
+    """End the hold ``hold_id`` on ``table`` with its release ``token`` (what
+    :func:`request_capacity` returned in ``CapacityHold.token``), as
+    :meth:`CapacityHold.release` does, for a process that no longer has the handle.
+    Raises CapacityRequestError if there is no such hold, or the token is not its own.
+
+    Through a broker (``broker``; default ``$CAPACITY_BROKER``) unless ``store`` is given;
+    a broker needs the token. In direct mode (an administrator who may write the hold store
+    anyway) the token is checked when given."""
     via = broker_name(broker) if store is None else None
     if via is not None:
-        answer = invoke_broker(via, {"action": "release", "table": table, "id": hold_id})
+        answer = invoke_broker(
+            via, {"action": "release", "table": table, "id": hold_id, "token": token}
+        )
         return list(answer.get("changes", []))
     ctx = Context(clients or make_clients(), clock, sleep, 5.0)
     holds_store = open_store(store, ctx.clients, clock)
-    ids = sorted({h.id for s in holds_store.table(table) for h in s.holds})
-    if hold_id not in ids:
+    mine = [h for s in holds_store.table(table) for h in s.holds if h.id == hold_id]
+    if not mine or (token is not None and not all(h.opens_with(token) for h in mine)):
         raise CapacityRequestError(
-            f"id: got {hold_id!r}; table {table} holds {', '.join(ids) if ids else 'nothing'}"
+            f"id and token: table {shown(table)} has no hold {shown(hold_id)} with that token"
         )
     return end_holds(
         ctx,

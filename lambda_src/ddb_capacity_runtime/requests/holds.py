@@ -28,6 +28,9 @@ decrease quota allows; otherwise the hold stays and the next restore tries again
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
 DEFAULT_HOLD = timedelta(minutes=15)
 MAX_HOLD = timedelta(hours=24)
 DEFAULT_TIMEOUT = timedelta(minutes=10)
+#: The most characters of a caller's input that an answer or a log line repeats.
+SHOWN_CHARS = 200
 
 
 class CapacityRequestError(ValueError):
@@ -52,9 +57,37 @@ class CapacityRequestTimeout(CapacityRequestError, TimeoutError):
     """The table did not reach the requested capacity in time (the hold was withdrawn)."""
 
 
+class TableGone(CapacityRequestError):
+    """The table no longer exists, or is on-demand: no hold on it can do anything."""
+
+
+def shown(value: object) -> str:
+    """``value`` as a message repeats it: its repr, cut to :data:`SHOWN_CHARS` characters
+    (an answer or a log line never carries a caller's whole input)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print
+        return f"<{type(value).__name__} too long to show>"
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[:SHOWN_CHARS]}... ({len(text):,} characters)"
+
+
+def new_token() -> str:
+    """A hold's release token: returned to its requester only; the store keeps its digest."""
+    return secrets.token_urlsafe(24)
+
+
+def token_digest(token: str) -> str:
+    """What the store keeps of a release token (SHA-256, hex)."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
 @dataclass(frozen=True)
 class Hold:
-    """One dimension of one capacity request."""
+    """One dimension of one capacity request. ``token_hash`` is the digest of its release
+    token (None for a hold recorded before tokens: it cannot be released through a broker,
+    and ends at its expiry)."""
 
     id: str
     index: str | None
@@ -62,6 +95,7 @@ class Hold:
     units: int
     expires: datetime
     baseline: int
+    token_hash: str | None = None
 
     @property
     def scope(self) -> tuple[str | None, str]:
@@ -69,6 +103,12 @@ class Hold:
 
     def active(self, now: datetime) -> bool:
         return now < self.expires
+
+    def opens_with(self, token: str) -> bool:
+        """Whether ``token`` is this hold's release token."""
+        return self.token_hash is not None and hmac.compare_digest(
+            self.token_hash, token_digest(token)
+        )
 
 
 def level(holds: Iterable[Hold]) -> int:

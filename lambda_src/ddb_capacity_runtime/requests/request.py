@@ -7,7 +7,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -28,6 +28,8 @@ from .holds import (
     CapacityRequestTimeout,
     Hold,
     level,
+    new_token,
+    token_digest,
 )
 from .store import HoldStore, open_store, store_name
 from .validate import validate_request
@@ -37,13 +39,15 @@ from .validate import validate_request
 class CapacityHold:
     """What :func:`request_capacity` returns: the hold, the capacity now guaranteed per
     dimension (``levels``), and what was changed. Release it early with :meth:`release`,
-    or use it as a context manager; otherwise it ends at ``expires``."""
+    or use it as a context manager; otherwise it ends at ``expires``. ``token`` is the
+    hold's release token: only its holder can end the hold early."""
 
     table: str
     index: str | None
     id: str
     expires: datetime
     holds: list[Hold]
+    token: str = field(default="", repr=False)
     levels: dict[str, int] = field(default_factory=dict)
     changes: list[dict[str, Any]] = field(default_factory=list)
     released: bool = False
@@ -57,7 +61,8 @@ class CapacityHold:
             return []
         if self._broker is not None:
             answer = invoke_broker(
-                self._broker, {"action": "release", "table": self.table, "id": self.id}
+                self._broker,
+                {"action": "release", "table": self.table, "id": self.id, "token": self.token},
             )
             self.released = True
             return list(answer.get("changes", []))
@@ -74,6 +79,7 @@ class CapacityHold:
             "table": self.table,
             "index": self.index,
             "id": self.id,
+            "token": self.token,
             "expires": self.expires.isoformat(),
             "levels": self.levels,
             "holds": {h.dimension: {"units": h.units, "baseline": h.baseline} for h in self.holds},
@@ -91,6 +97,7 @@ class CapacityHold:
                 table=str(data["table"]),
                 index=index,
                 id=str(data["id"]),
+                token=str(data["token"]),
                 expires=expires,
                 holds=[
                     Hold(str(data["id"]), index, dim, int(h["units"]), expires, int(h["baseline"]))
@@ -180,11 +187,14 @@ def request_capacity(
     read_table(ctx, table, index, deadline)  # the table and index exist, and are ACTIVE
     traffic = current_traffic(ctx, table, index, wanted)
     ident = uuid.uuid4().hex[:12]
+    token = new_token()
     expires = datetime.fromtimestamp(math.ceil((ctx.now() + hold).timestamp()), UTC)
-    handle = CapacityHold(table, index, ident, expires, [], _ctx=ctx, _store=holds_store)
+    handle = CapacityHold(
+        table, index, ident, expires, [], token=token, _ctx=ctx, _store=holds_store
+    )
     try:
         for dim, units in wanted.items():
-            new = Hold(ident, index, dim, units, expires, traffic[dim])
+            new = Hold(ident, index, dim, units, expires, traffic[dim], token_digest(token))
             handle.levels[dim], rows, recorded = _hold(ctx, holds_store, table, new, deadline)
             handle.holds.append(recorded)
             handle.changes += rows
@@ -226,8 +236,16 @@ def _hold(
                 base = state.base if state and state.base is not None else _current(d)
                 if all(h.id != new.id for h in recorded):
                     others = [h for h in recorded if h.active(now)]
+                    total = new.units + sum(h.units for h in others)
+                    if total > store.limits.max_total_units:
+                        raise CapacityRequestError(
+                            f"{dim}: got {new.units:,} units; with the {len(others)} active "
+                            f"hold(s) on {scope_label(index)} the holds would add up to "
+                            f"{total:,}, and the hold store allows at most "
+                            f"{store.limits.max_total_units:,} units held per dimension"
+                        )
                     baseline = min([new.baseline, *(h.baseline for h in others)])
-                    recorded.append(Hold(new.id, index, dim, new.units, new.expires, baseline))
+                    recorded.append(replace(new, baseline=baseline))
                 want = max(base, level(h for h in recorded if h.active(now)))
                 if d.target is not None and want > d.target.max_capacity:
                     raise CapacityRequestError(

@@ -7,30 +7,57 @@ the rights to change capacity, runs :func:`restore_tables` on the tables it serv
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..aws.clients import make_clients
+from ..aws.clients import Clients, make_clients
 from ..aws.retry import describe_error
 from ..events import log_event
-from .broker import broker_name, invoke_broker
-from .ending import restore_expired
+from .broker import broker_name, count, invoke_broker
+from .ending import DROPPED, drop_holds, restore_expired
 from .holds import CapacityRequestError
-from .store import open_store
+from .store import HoldStore, open_store
 
 
-def restore_tables(tables: Sequence[str]) -> dict[str, Any]:
-    """End the expired holds of each table in ``tables``, the hold store being
-    ``$CAPACITY_HOLDS_TABLE``. Each table is its own fault domain; any failure raises after
-    the others ran."""
-    clients = make_clients()
-    store = open_store(None, clients)
+def restore_tables(
+    tables: Sequence[str], *, clients: Clients | None = None, store: HoldStore | None = None
+) -> dict[str, Any]:
+    """End the expired holds of each table in ``tables``, the hold store being ``store``
+    (default ``$CAPACITY_HOLDS_TABLE``), and forget every hold of a table not in ``tables``
+    (it left the broker's scope: the broker may no longer change it) or that was deleted
+    or went on-demand. Forgotten holds are counted (EMF ``HoldsDropped``) and logged with
+    the level they held, so that an operator can restore that table by hand. Each table is
+    its own fault domain; any failure raises after the others ran."""
+    clients = clients or make_clients()
+    store = open_store(store, clients)
+    try:
+        held = store.everything()
+    except Exception as exc:
+        raise RuntimeError(
+            f"restoring holds failed: reading the hold store {store.name}: {describe_error(exc)}"
+        ) from None
     out: dict[str, Any] = {"restored": [], "failed": []}
-    for name in tables:
+    for name in [*tables, *sorted(set(held) - set(tables))]:
         try:
-            out["restored"] += restore_expired(name, store=store, clients=clients)
+            if name in tables:
+                out["restored"] += restore_expired(
+                    name, store=store, clients=clients, held=held.get(name, [])
+                )
+            else:
+                out["restored"] += drop_holds(
+                    store,
+                    name,
+                    "the broker no longer serves this table; its minimum stays where the "
+                    "holds left it",
+                    deadline=store.clock() + 30,
+                )
         except Exception as exc:
             out["failed"].append({"table": name, "error": describe_error(exc)})
+    dropped = [r for r in out["restored"] if r["status"] == DROPPED]
+    if dropped:
+        log_event("holds-dropped", level=logging.WARNING, dropped=dropped)
+        count("HoldsDropped", len(dropped))
     log_event("holds-restored", restored=out["restored"], failed=out["failed"])
     if out["failed"]:
         raise RuntimeError(

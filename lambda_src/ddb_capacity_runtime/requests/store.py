@@ -6,7 +6,8 @@ One item per held dimension (partition key ``pk`` = the table name, sort key ``s
 
 - ``base``: the minimum (or, without a scalable target, the provisioned capacity) the
   dimension had before its first hold, restored when the last hold ends;
-- ``holds``: a map of hold id to ``{units, expires, baseline}``;
+- ``holds``: a map of hold id to ``{units, expires, baseline, token}`` (``token``: the
+  SHA-256 digest of the hold's release token);
 - ``lock_owner``, ``lock_until``: a lease. Whoever changes the dimension (records or ends a
   hold and moves the minimum to match) takes the lease first, with a conditional write, and
   gives it back after; a lease left by a process that died runs out after ``LEASE``.
@@ -45,14 +46,17 @@ LEASE = timedelta(seconds=60)
 STORE_ENV = "CAPACITY_HOLDS_TABLE"
 MAX_UNITS_ENV = "CAPACITY_MAX_UNITS"
 MAX_HOLD_ENV = "CAPACITY_MAX_HOLD_MINUTES"
+MAX_TOTAL_UNITS_ENV = "CAPACITY_MAX_TOTAL_UNITS"
 
 
 @dataclass(frozen=True)
 class HoldLimits:
-    """The largest hold the store obeys: units per dimension and duration."""
+    """The largest hold the store obeys (units per dimension and duration), and the most
+    units the active holds of one dimension may add up to."""
 
     max_units: int = TABLE_QUOTA
     max_hold: timedelta = MAX_HOLD
+    max_total_units: int = TABLE_QUOTA
 
 
 @dataclass(frozen=True)
@@ -149,12 +153,17 @@ class HoldStore:
             units = _whole(fields.get("units", {}).get("N"), 1, self.limits.max_units)
             expires = _whole(fields.get("expires", {}).get("N"), 0, int(latest))
             baseline = _whole(fields.get("baseline", {}).get("N"), 0, TABLE_QUOTA)
-            if units is None or expires is None or baseline is None:
+            token = fields.get("token", {}).get("S") if "token" in fields else None
+            if (
+                units is None
+                or expires is None
+                or baseline is None
+                or (token is not None and not _is_digest(token))
+            ):
                 malformed.append(ident)
                 continue
-            holds.append(
-                Hold(ident, index, dimension, units, datetime.fromtimestamp(expires, UTC), baseline)
-            )
+            when = datetime.fromtimestamp(expires, UTC)
+            holds.append(Hold(ident, index, dimension, units, when, baseline, token))
         if base is None and not holds and not malformed:
             return None
         return HeldDimension(table, index, dimension, base, tuple(holds), tuple(malformed))
@@ -245,6 +254,7 @@ class Lease:
                                 "units": {"N": str(h.units)},
                                 "expires": {"N": str(int(h.expires.timestamp()))},
                                 "baseline": {"N": str(h.baseline)},
+                                **({"token": {"S": h.token_hash}} if h.token_hash else {}),
                             }
                         }
                         for h in holds
@@ -335,26 +345,36 @@ def store_name(store: str | None, env: Mapping[str, str] = os.environ) -> str:
 
 def limits_from_env(env: Mapping[str, str]) -> HoldLimits:
     """The store's bounds from the environment; a bad value names the variable."""
-    units = _whole(env.get(MAX_UNITS_ENV, str(TABLE_QUOTA)), 1, TABLE_QUOTA)
-    minutes = _whole(
-        env.get(MAX_HOLD_ENV, str(int(MAX_HOLD.total_seconds() // 60))),
-        1,
-        int(MAX_HOLD.total_seconds() // 60),
+    most_minutes = int(MAX_HOLD.total_seconds() // 60)
+    read = {}
+    for name, high in (
+        (MAX_UNITS_ENV, TABLE_QUOTA),
+        (MAX_HOLD_ENV, most_minutes),
+        (MAX_TOTAL_UNITS_ENV, TABLE_QUOTA),
+    ):
+        value = _whole(env.get(name, str(high)), 1, high)
+        if value is None:
+            raise CapacityRequestError(
+                f"{name}: got {env.get(name)!r:.200}; expected a whole number from 1 to {high}"
+            )
+        read[name] = value
+    return HoldLimits(
+        read[MAX_UNITS_ENV],
+        timedelta(minutes=read[MAX_HOLD_ENV]),
+        read[MAX_TOTAL_UNITS_ENV],
     )
-    if units is None or minutes is None:
-        bad = MAX_UNITS_ENV if units is None else MAX_HOLD_ENV
-        raise CapacityRequestError(
-            f"{bad}: got {env.get(bad)!r}; expected a whole number from 1 to "
-            f"{TABLE_QUOTA if units is None else int(MAX_HOLD.total_seconds() // 60)}"
-        )
-    return HoldLimits(units, timedelta(minutes=minutes))
 
 
 def _whole(raw: object, low: int, high: int) -> int | None:
-    if not isinstance(raw, str) or not raw.isdigit() or len(raw) > 15:
+    """``raw`` as a whole number from ``low`` to ``high``: ASCII digits only."""
+    if not isinstance(raw, str) or not raw.isascii() or not raw.isdigit() or len(raw) > 15:
         return None
     value = int(raw)
     return value if low <= value <= high else None
+
+
+def _is_digest(raw: object) -> bool:
+    return isinstance(raw, str) and len(raw) == 64 and all(c in "0123456789abcdef" for c in raw)
 
 
 def _store_error(name: str, exc: ClientError) -> CapacityRequestError:

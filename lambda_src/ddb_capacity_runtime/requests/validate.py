@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..core.names import TABLE_QUOTA
-from .holds import MAX_HOLD, CapacityRequestError
+from .holds import MAX_HOLD, CapacityRequestError, shown
 
 
 def validate_request(
@@ -14,18 +14,18 @@ def validate_request(
 ) -> dict[str, int]:
     if not isinstance(table, str) or not 3 <= len(table) <= 255:
         raise CapacityRequestError(
-            f"table: got {table!r}; expected a table name (3 to 255 characters)"
+            f"table: got {shown(table)}; expected a table name (3 to 255 characters)"
         )
     if index is not None and (not isinstance(index, str) or not 3 <= len(index) <= 255):
         raise CapacityRequestError(
-            f"index: got {index!r}; expected None or a global "
+            f"index: got {shown(index)}; expected None or a global "
             f"secondary index name (3 to 255 characters)"
         )
     wanted = {}
     for name, units in (("read", read), ("write", write)):
         if isinstance(units, bool) or not isinstance(units, int) or not 0 <= units <= TABLE_QUOTA:
             raise CapacityRequestError(
-                f"{name}: got {units!r}; expected a whole number of "
+                f"{name}: got {shown(units)}; expected a whole number of "
                 f"capacity units from 0 to {TABLE_QUOTA:,}"
             )
         if units:
@@ -36,8 +36,10 @@ def validate_request(
         )
     if not isinstance(hold, timedelta) or not timedelta(minutes=1) <= hold <= MAX_HOLD:
         raise CapacityRequestError(
-            f"hold: got {hold!r}; expected a timedelta from 1 minute to {MAX_HOLD}"
+            f"hold: got {shown(hold)}; expected a timedelta from 1 minute to {MAX_HOLD}"
         )
     if not isinstance(timeout, timedelta) or timeout < timedelta(0):
-        raise CapacityRequestError(f"timeout: got {timeout!r}; expected a timedelta of 0 or more")
+        raise CapacityRequestError(
+            f"timeout: got {shown(timeout)}; expected a timedelta of 0 or more"
+        )
     return wanted
