@@ -347,6 +347,14 @@ class ThrottleAwareScaler(Construct):
                 alarm_description="The capacity scaler has not run for 3 ticks",
             )
         )
+        alarm_on_any(
+            self,
+            "BadTargetsAlarm",
+            self._per_table("BadTargets", "dimensions held under a target with min > max"),
+            "A managed table has a scalable target whose minimum is above its maximum; the "
+            "scaler holds that dimension until the target is fixed",
+            self.topic,
+        )
         periods = max(1, math.ceil(pinned_for.to_seconds() / tick.to_seconds()))
         pinned = self._per_table("CapacityAtMax", "dimensions at max, worst table")
         self._notify(

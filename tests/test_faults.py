@@ -245,6 +245,35 @@ def test_a_table_found_updating_is_skipped_and_counted(world: World) -> None:
     assert "Updating" not in emf(events, busy) and summary["failures"] == []
 
 
+def test_a_target_whose_min_is_above_its_max_is_held_and_counted(world: World) -> None:
+    # GIVEN a throttled table whose write target reports min 500 > max 100 (moto keeps it)
+    busy, idle = busy_and_idle(world)
+    inverted = world.table("inverted", 100, 100)
+    world.target(inverted, "write", 500, 100)
+    world.traffic(inverted, "write", 100)
+    world.traffic(inverted, "write", 0, throttles=3000, minutes=range(1, 3))
+    registered: list[str] = []
+    world.aas.meta.events.register(
+        "before-call.application-autoscaling.RegisterScalableTarget",
+        lambda params, **_: registered.append(params["ResourceId"]),
+    )
+    # WHEN a tick runs
+    summary, events = world.tick()
+    # THEN the dimension is held: neither the table nor the target is touched
+    assert_handled(world, busy, idle)
+    assert world.throughput(inverted) == (5, 100)  # its idle read, without a target, is lowered
+    assert world.target_min(inverted, "write") == 500 and registered == []
+    # AND it is counted for its table (an alarm watches it), and said why
+    assert emf(events, inverted)["BadTargets"] == 1
+    assert "BadTargets" not in emf(events, busy)
+    (held,) = [e for e in events if e.get("event") == "target-held"]
+    assert (held["table"], held["index"], held["dimension"]) == (inverted, None, "write")
+    assert held["reason"].startswith("the scalable target's MinCapacity (500) is above its ")
+    assert not [
+        c for c in summary["changes"] if c["table"] == inverted and c["dimension"] == "write"
+    ]
+
+
 def test_the_other_dimension_is_sent_as_it_is_now(world: World) -> None:
     # GIVEN a table whose read is raised to 400 by someone else just after the tick read it
     busy, idle = busy_and_idle(world)

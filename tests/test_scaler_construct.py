@@ -312,9 +312,9 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(stack: cdk.Stack) -> None:
     topic = stack.resolve(scaler.topic.topic_arn)
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     assert all(a["Properties"]["AlarmActions"] == [topic] for a in alarms.values())
-    # errors, DLQ, not running, pinned at max, updating, and 2 x 2 x (table + 1 GSI)
-    # throttling
-    assert len(alarms) == 5 + 4
+    # errors, DLQ, not running, bad targets, pinned at max, updating, and 2 x 2 x
+    # (table + 1 GSI) throttling
+    assert len(alarms) == 6 + 4
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
@@ -396,6 +396,29 @@ def test_a_table_updating_for_n_ticks_in_a_row_alarms(
     )
     assert alarm["AlarmActions"] == [stack.resolve(scaler.topic.topic_arn)]
     assert f"UPDATING for {ticks} ticks in a row" in alarm["AlarmDescription"]
+
+
+@pytest.mark.parametrize(
+    ("alarm_id", "metric", "tick"),
+    [("BadTargetsAlarm", "BadTargets", 2), ("BadTargetsAlarm", "BadTargets", 5)],
+)
+def test_per_table_failures_alarm_on_their_first_tick(
+    stack: cdk.Stack, alarm_id: str, metric: str, tick: int
+) -> None:
+    scaler = ThrottleAwareScaler(
+        stack, "Scaler", tables=[feed(stack)], tick=cdk.Duration.minutes(tick)
+    )
+    alarm = _per_table_alarm(Template.from_stack(stack), alarm_id)
+    # any table counting one in any tick-long period: the tick's metric, the worst table's
+    assert (alarm["EvaluationPeriods"], alarm["Threshold"]) == (1, 1)
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert alarm["TreatMissingData"] == "notBreaching"  # sent only while it happens
+    (query,) = alarm["Metrics"]
+    assert query["Expression"] == (
+        f"MAX(SEARCH('{{DynamoDBCapacity,TableName}} MetricName=\"{metric}\"', "
+        f"'Maximum', {tick * 60}))"
+    )
+    assert alarm["AlarmActions"] == [stack.resolve(scaler.topic.topic_arn)]
 
 
 def test_a_given_topic_is_used(stack: cdk.Stack) -> None:

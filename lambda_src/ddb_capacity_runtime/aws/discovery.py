@@ -177,6 +177,21 @@ def describe_table(
             target = targets.get((resource_id(name, index), scalable_dimension(index, dim)))
             dim_limits = limits[dim]
             memory = parsed.base_mins.get((index, dim))
+            if target is not None and target.inverted:
+                # a description is untrusted input: held, and counted
+                managed.bad_targets += 1
+                log_event(
+                    "target-held",
+                    level=logging.WARNING,
+                    table=name,
+                    index=index,
+                    dimension=dim,
+                    target_min=target.min_capacity,
+                    target_max=target.max_capacity,
+                    reason=f"the scalable target's MinCapacity ({target.min_capacity}) is above "
+                    f"its MaxCapacity ({target.max_capacity}); a target needs min <= max. The "
+                    "dimension is left as it is until the target is fixed",
+                )
             if target is not None:
                 if memory is not None and memory.set_to != target.min_capacity:
                     # Someone else (an operator, a deploy) set the minimum since: the

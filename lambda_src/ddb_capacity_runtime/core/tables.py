@@ -25,6 +25,12 @@ class ScalableTarget:
     #: the target-tracking policy's TargetValue (a percentage), when it has one
     target_percent: float | None = None
 
+    @property
+    def inverted(self) -> bool:
+        """The target reports a minimum above its maximum: nothing sound can be decided
+        under it, and its dimension is held until someone fixes it."""
+        return self.min_capacity > self.max_capacity
+
 
 @dataclass(frozen=True)
 class Dimension:
@@ -66,6 +72,7 @@ class ManagedTable:
     indexes: list[str] = field(default_factory=list)  # every GSI, ACTIVE or not
     ignored_tags: int = 0  # library tags ignored as malformed or out of bounds
     plans_not_kept: int = 0  # the autopilot's plans its tags had no room for this hour
+    bad_targets: int = 0  # dimensions held because their scalable target's min is above max
 
 
 def throughput_of(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:

@@ -19,7 +19,9 @@ Reports through :mod:`ddb_capacity_runtime.events`: a ``decision`` event per dim
 ``hold-ended`` event per ended hold, ``table-skipped``, ``table-failed`` and
 ``shared-call-failed`` events, one Embedded Metric Format record per table (dimension
 ``TableName``: ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``,
-``Failures``, ``IgnoredTags``, and ``PlansNotKept`` when some plan was not kept; a table
+``Failures``, ``IgnoredTags``; ``PlansNotKept`` when some plan was not kept, and
+``BadTargets`` when some scalable target reports a minimum above its maximum (its
+dimension is held); a table
 that failed before it could be decided gets ``Failures`` alone, and one skipped because it
 is UPDATING ``Updating`` = 1 alone) and one for the tick (no dimension: ``Failures``,
 ``SharedFailures``, ``TablesManaged``). A metric sent only while what it counts happens is
@@ -123,6 +125,7 @@ def _table_metrics(
         # only while it happens: each metric of a table is a CloudWatch custom metric, billed
         # for the hours it has data
         **({"PlansNotKept": table.plans_not_kept} if table.plans_not_kept else {}),
+        **({"BadTargets": table.bad_targets} if table.bad_targets else {}),
     }
 
 
@@ -184,6 +187,16 @@ def _prepare(
         table = discovery.describe_table(clients.dynamodb, name, None, config, targets, now)
         held = store.table(name)
     return replace(holds.lift(table, held, now), ignored_tags=ignored)
+
+
+def _without_bad_targets(table: ManagedTable) -> ManagedTable:
+    """``table`` without the dimensions whose scalable target reports a minimum above its
+    maximum (counted in ``table.bad_targets``): they are held, neither decided nor acted on,
+    until the target is fixed."""
+    if not table.bad_targets:
+        return table
+    kept = [d for d in table.dimensions if d.target is None or not d.target.inverted]
+    return replace(table, dimensions=kept)
 
 
 def _forecast_plans(
@@ -385,7 +398,7 @@ def run_tick(
         }
         for name, future in prepared.items():
             try:
-                tables.append(future.result())
+                tables.append(_without_bad_targets(future.result()))
             except NotManaged as exc:
                 skipped.append({"table": name, "reason": str(exc)})
                 if isinstance(exc, TableUpdating):
