@@ -678,3 +678,48 @@ def test_the_restorer_fails_one_table_alone_and_drops_holds_that_can_do_nothing(
     # AND counted: two dimensions dropped
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["HoldsDropped"] for r in records if "HoldsDropped" in r] == [2]
+
+
+def test_a_scaler_raise_a_hold_and_a_raise_during_it_never_lose_the_configured_minimum(
+    world: World,
+) -> None:
+    # GIVEN a write minimum of 100 that the scaler raised for throttling (memory 100:<set>)
+    name = world.table("RaiseHoldRaise", 10, 100, tagged=False)
+    world.target(name, "write", 100, 10_000)
+    world.traffic(name, "write", 100)
+    world.traffic(name, "write", 0, throttles=3_000, minutes=range(1, 3))
+    world.tick(SCALER_TABLES=name, SCALER_TAG_KEY="", SCALER_MODE="reactive")
+    first = world.target_min(name, "write")
+    assert first > 100
+    assert world.tags(name)["ddb-capacity:base-min:table:write"] == f"100:{first}"
+    # AND a capacity request holds it higher, on top of that raise
+    hold = request_capacity(
+        name, write=1_000, hold=timedelta(minutes=5), clients=world.clients, store=world.store
+    )
+    held = world.target_min(name, "write")
+    assert held > first
+    # WHEN the work is throttled and the scaler raises again during the hold
+    world.traffic(name, "write", held)
+    world.traffic(name, "write", 0, throttles=120_000, minutes=range(1, 3))
+    world.tick(
+        world.now + timedelta(minutes=1),
+        SCALER_TABLES=name,
+        SCALER_TAG_KEY="",
+        SCALER_MODE="reactive",
+    )
+    raised = world.target_min(name, "write")
+    assert raised > held
+    # THEN its memory keeps the configured minimum, not the minimum the hold started from
+    assert world.tags(name)["ddb-capacity:base-min:table:write"] == f"100:{raised}"
+    # AND after the release (the scaler's raise is kept) and a calm spell, the minimum is
+    # the configured one again
+    hold.release()
+    assert world.target_min(name, "write") == raised and world.store.table(name) == []
+    world.traffic(name, "write", 5, minutes=range(-44, -28))
+    world.tick(
+        world.now + timedelta(minutes=45),
+        SCALER_TABLES=name,
+        SCALER_TAG_KEY="",
+        SCALER_MODE="reactive",
+    )
+    assert world.target_min(name, "write") == 100

@@ -304,5 +304,10 @@ def _hold(
 
 
 def _current(d: Dimension) -> int:
-    """What a dimension's base is when its first hold comes: its minimum, or provisioned."""
-    return d.target.min_capacity if d.target is not None else d.provisioned
+    """What a dimension's base is when its first hold comes: its configured minimum (the
+    base the scaler remembers while it holds the minimum raised, else the minimum), or
+    without a scalable target its provisioned capacity. Never the scaler's raise: a hold
+    that took it as its base would make it the minimum for good."""
+    if d.target is None:
+        return d.provisioned
+    return d.memory.base if d.memory is not None else d.target.min_capacity

@@ -4,8 +4,9 @@ writes, so concurrent requests, releases, restores and scaler ticks never lose a
 One item per held dimension (partition key ``pk`` = the table name, sort key ``sk`` =
 ``<table|index/NAME>:<read|write>``):
 
-- ``base``: the minimum (or, without a scalable target, the provisioned capacity) the
-  dimension had before its first hold, restored when the last hold ends;
+- ``base``: the configured minimum (or, without a scalable target, the provisioned
+  capacity) the dimension had before its first hold, restored when the last hold ends;
+  under a raise of the scaler, the base the scaler remembers, not its raise;
 - ``holds``: a map of hold id to ``{units, expires, baseline, token}`` (``token``: the
   SHA-256 digest of the hold's release token);
 - ``lock_owner``, ``lock_until``: a lease. Whoever changes the dimension (records or ends a
