@@ -350,9 +350,17 @@ class ThrottleAwareScaler(Construct):
         alarm_on_any(
             self,
             "BadTargetsAlarm",
-            self._per_table("BadTargets", "dimensions held under a target with min > max"),
+            self._per_table("BadTargets", "targets with min > max, worst table"),
             "A managed table has a scalable target whose minimum is above its maximum; the "
             "scaler holds that dimension until the target is fixed",
+            self.topic,
+        )
+        alarm_on_any(
+            self,
+            "RefusedTagsAlarm",
+            self._per_table("RefusedTags", "tags refused, worst table"),
+            "A managed table has a min or max tag that would lower a limit below what the "
+            "table consumes (or while that is not known); the scaler does not obey it",
             self.topic,
         )
         periods = max(1, math.ceil(pinned_for.to_seconds() / tick.to_seconds()))

@@ -336,6 +336,32 @@ def test_a_bad_value_is_not_idle(world: World, bad: float) -> None:
     assert world.throughput(faulty) == (200, 5)  # busy read kept; the write had no data: idle
 
 
+def test_a_max_tag_may_not_lower_a_limit_while_the_load_is_unknown(world: World) -> None:
+    # GIVEN a table tagged write-max=150, its writes (100/s) throttled in the newest minutes,
+    # and the oldest minute of each of its metrics NaN: its consumption is not known
+    busy, idle = busy_and_idle(world)
+    unsure = world.table("unsure", 100, 100, tags={"ddb-capacity:write-max": "150"})
+    world.traffic(unsure, "write", 100)
+    world.traffic(unsure, "write", 0, throttles=3000, minutes=range(1, 3))
+
+    def spoil(result: dict[str, Any]) -> None:
+        if result["Values"]:  # the oldest minute, whatever the order of the answer
+            oldest = result["Timestamps"].index(min(result["Timestamps"]))
+            result["Values"][oldest] = math.nan
+
+    change_metric_results(world, unsure, spoil)
+    # WHEN a tick runs
+    summary, events = world.tick()
+    # THEN the tag does not cap the raise the known throttles ask for
+    assert_handled(world, busy, idle, lowered=True)
+    assert world.throughput(unsure)[1] == 215  # (100 + 3000 / 60) / 0.7, not 150
+    # AND the refusal is counted for that table only, and says why
+    assert emf(events, unsure)["RefusedTags"] == 1 and "RefusedTags" not in emf(events, busy)
+    (refused,) = [e for e in events if e.get("event") == "tag-refused"]
+    assert refused["needs"] is None and "consumption is not known" in refused["reason"]
+    assert summary["failures"] == []
+
+
 def test_minutes_not_yet_delivered_are_not_idle(world: World) -> None:
     # GIVEN CloudWatch has delivered nothing newer than 4 minutes before the window's end,
     # and a table idle before that got busy since

@@ -312,9 +312,9 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(stack: cdk.Stack) -> None:
     topic = stack.resolve(scaler.topic.topic_arn)
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     assert all(a["Properties"]["AlarmActions"] == [topic] for a in alarms.values())
-    # errors, DLQ, not running, bad targets, pinned at max, updating, and 2 x 2 x
-    # (table + 1 GSI) throttling
-    assert len(alarms) == 6 + 4
+    # errors, DLQ, not running, bad targets, refused tags, pinned at max, updating, and
+    # 2 x 2 x (table + 1 GSI) throttling
+    assert len(alarms) == 7 + 4
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
@@ -400,7 +400,12 @@ def test_a_table_updating_for_n_ticks_in_a_row_alarms(
 
 @pytest.mark.parametrize(
     ("alarm_id", "metric", "tick"),
-    [("BadTargetsAlarm", "BadTargets", 2), ("BadTargetsAlarm", "BadTargets", 5)],
+    [
+        ("BadTargetsAlarm", "BadTargets", 2),
+        ("BadTargetsAlarm", "BadTargets", 5),
+        ("RefusedTagsAlarm", "RefusedTags", 2),
+        ("RefusedTagsAlarm", "RefusedTags", 5),
+    ],
 )
 def test_per_table_failures_alarm_on_their_first_tick(
     stack: cdk.Stack, alarm_id: str, metric: str, tick: int

@@ -499,3 +499,57 @@ def test_plan_slots_leave_room_for_every_tag_that_is_not_a_plan_and_every_memory
     assert _plan_slots(table) == TAG_LIMIT - 8 - 1
     crowded = ManagedTable("T", "arn", {f"own-{i}": "x" for i in range(50)}, dims)
     assert _plan_slots(crowded) == 0
+
+
+# ------------------------------------------------------------------ tags against the load
+
+
+@pytest.mark.parametrize(
+    ("tags", "overrides", "need", "limits", "refused"),
+    [
+        # a max below the load is refused; one at or above it is obeyed
+        ({"write-max": "10"}, "{}", 715, Limits(5, 1000, 0.7), ["write-max"]),
+        ({"write-max": "715"}, "{}", 715, Limits(5, 715, 0.7), []),
+        # the generic max, refused for the dimension it would cut
+        ({"max": "10"}, "{}", 715, Limits(5, 1000, 0.7), ["max"]),
+        # refused in turn: without write-max the generic max would cut it too
+        ({"write-max": "10", "max": "20"}, "{}", 715, Limits(5, 1000, 0.7), ["write-max", "max"]),
+        ({"write-max": "10", "max": "900"}, "{}", 715, Limits(5, 900, 0.7), ["write-max"]),
+        # an override wins over the tag: the tag lowers nothing, so nothing is refused
+        ({"write-max": "10"}, '{"t": {"max": 10}}', 715, Limits(5, 10, 0.7), []),
+        # a tag that raises a limit is never refused
+        ({"min": "100", "max": "2000"}, "{}", 715, Limits(100, 2000, 0.7), []),
+        # a min lowered below the load, as a max
+        ({"write-min": "2"}, "{}", 715, Limits(5, 1000, 0.7), ["write-min"]),
+        ({"write-min": "2"}, "{}", 1, Limits(2, 1000, 0.7), []),
+        # the load unknown: no tag may lower a limit
+        ({"write-max": "900", "min": "1"}, "{}", None, Limits(5, 1000, 0.7), ["write-max", "min"]),
+        ({"write-max": "2000", "min": "50"}, "{}", None, Limits(50, 2000, 0.7), []),
+    ],
+)
+def test_min_and_max_tags_that_would_lower_a_limit_below_the_load_are_refused(
+    tags: dict[str, str],
+    overrides: str,
+    need: int | None,
+    limits: Limits,
+    refused: list[str],
+) -> None:
+    config = ScalerConfig.from_env({"SCALER_OVERRIDES": overrides})
+    parsed = parse_tags({f"ddb-capacity:{k}": v for k, v in tags.items()}).limits
+    kept, out = config.refuse_lowering_tags("t", parsed, "write", need)
+    assert kept == limits
+    assert [r.key for r in out] == [f"ddb-capacity:{k}" for k in refused]
+
+
+def test_a_refused_tag_names_its_value_and_limit() -> None:
+    from ddb_capacity_runtime.core.settings import RefusedTag
+
+    parsed = parse_tags({"ddb-capacity:read-max": "30", "ddb-capacity:read-min": "3"}).limits
+    _, out = ScalerConfig.from_env({}).refuse_lowering_tags("t", parsed, "read", 50)
+    assert out == [
+        RefusedTag("ddb-capacity:read-max", 30, "max"),
+        RefusedTag("ddb-capacity:read-min", 3, "min"),
+    ]
+    # the other dimension's limits are not the read tags' business
+    _, other = ScalerConfig.from_env({}).refuse_lowering_tags("t", parsed, "write", 50)
+    assert other == []

@@ -127,6 +127,46 @@ def test_the_tags_the_constructs_write_are_not_counted_as_ignored(world: World) 
     assert summary["failures"] == []
 
 
+def test_a_max_tag_below_the_load_is_refused_for_its_dimension_and_counted(
+    world: World,
+) -> None:
+    # GIVEN two tables of 1,000 WCU writing 500/s (715 WCU at the 70 % target), one tagged
+    # write-max=10, the other write-max=800; and, on the first, a GSI writing 5/s
+    cut = world.table("cut", 100, 1000, gsi=(10, 1000), tags={"ddb-capacity:write-max": "10"})
+    fair = world.table("fair", 100, 1000, tags={"ddb-capacity:write-max": "800"})
+    for name in (cut, fair):
+        world.traffic(name, "read", 50)
+        world.traffic(name, "write", 500)
+    world.traffic(cut, "read", 5, index="byUser")
+    world.traffic(cut, "write", 5, index="byUser")
+    # WHEN a tick runs
+    summary, events = world.tick()
+    # THEN the tag that would cut the table's write from 1,000 to 10 is not obeyed: the
+    # write keeps the default max and stays where its load has it
+    assert world.throughput(cut)[1] == 1000
+    # AND the same tag is obeyed where the load fits under it: the GSI's write goes to 10
+    assert world.throughput(cut, "byUser")[1] == 10
+    # AND a max above the load is obeyed: 800 (>= 715)
+    assert world.throughput(fair)[1] == 800
+    # AND the refusal is counted for its table and says what it refused and why
+    counted = {e["TableName"]: e.get("RefusedTags") for e in events if "IgnoredTags" in e}
+    assert counted[cut] == 1 and counted[fair] is None  # sent only while it happens
+    (refused,) = [e for e in events if e.get("event") == "tag-refused"]
+    assert (refused["table"], refused["index"], refused["dimension"]) == (cut, None, "write")
+    assert (refused["key"], refused["value"], refused["consumed"], refused["needs"]) == (
+        "ddb-capacity:write-max",
+        10,
+        500.0,
+        715,
+    )
+    assert refused["reason"] == (
+        "ddb-capacity:write-max=10 would lower the dimension's max below what it needs: it "
+        "consumes up to 500.0 units/s, 715 units at its 70% target. Not obeyed: the max "
+        "stays 1000"
+    )
+    assert summary["failures"] == []
+
+
 def test_dry_run_decides_and_changes_nothing(world: World) -> None:
     name = world.table("dry", 100, 100)
     world.traffic(name, "write", 100)

@@ -157,7 +157,13 @@ def describe_table(
             reason=ignored.reason,
         )
     limits = config.limits(name, parsed.limits)
-    managed = ManagedTable(name, table["TableArn"], tags, ignored_tags=len(parsed.ignored))
+    managed = ManagedTable(
+        name,
+        table["TableArn"],
+        tags,
+        ignored_tags=len(parsed.ignored),
+        tag_limits=dict(parsed.limits),
+    )
     specs: list[tuple[str | None, Mapping[str, Any]]] = [(None, table)]
     for gsi in table.get("GlobalSecondaryIndexes", []):
         managed.indexes.append(gsi["IndexName"])

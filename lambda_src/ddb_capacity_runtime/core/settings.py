@@ -55,6 +55,16 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class RefusedTag:
+    """A min or max tag refused for one dimension: it would lower that limit below what the
+    dimension needs (its consumption at its target utilization), or the need is unknown."""
+
+    key: str  # the tag's key, ``ddb-capacity:write-max``
+    value: int  # the limit the tag asks for
+    limit: str  # "min" or "max"
+
+
+@dataclass(frozen=True)
 class ScalerConfig:
     """Everything a tick needs to know besides AWS itself. Defaults are the README's."""
 
@@ -223,6 +233,38 @@ class ScalerConfig:
                 raise OverrideError(f"table {table} {dim}: min ({mn}) must not be above max ({mx})")
             out[dim] = Limits(mn, mx, target / 100)
         return out
+
+    def refuse_lowering_tags(
+        self, table: str, tag_limits: Mapping[str, float], dimension: str, need: int | None
+    ) -> tuple[Limits, list[RefusedTag]]:
+        """The ``dimension``'s limits without the min and max tags that would lower a limit
+        below ``need`` (the capacity its consumption takes at its target utilization; None:
+        not known, and then no tag may lower a limit), and those tags. A tag lowers a limit
+        when the limit is lower with it than without it (an override, or a per-dimension
+        tag, that wins over it leaves it nothing to lower). Tags are untrusted input: one
+        that would cut a dimension below its load is not obeyed."""
+        kept = dict(tag_limits)
+        refused: list[RefusedTag] = []
+        while True:
+            limits = self.limits(table, kept)[dimension]
+            found = None
+            for name in (f"{dimension}-max", "max", f"{dimension}-min", "min"):
+                if name not in kept:
+                    continue
+                limit = name.rpartition("-")[2]
+                try:
+                    other = self.limits(table, {k: v for k, v in kept.items() if k != name})
+                except OverrideError:
+                    continue  # without it min > max: the tag is what keeps them sound
+                value = getattr(limits, f"{limit}_capacity")
+                without = getattr(other[dimension], f"{limit}_capacity")
+                if value < without and (need is None or value < need):
+                    found = RefusedTag(f"{TAG_PREFIX}{name}", value, limit)
+                    break
+            if found is None:
+                return limits, refused
+            refused.append(found)
+            del kept[found.key[len(TAG_PREFIX) :]]
 
 
 OVERRIDE_KEYS = ("min", "max", "target")

@@ -73,6 +73,10 @@ class ManagedTable:
     ignored_tags: int = 0  # library tags ignored as malformed or out of bounds
     plans_not_kept: int = 0  # the autopilot's plans its tags had no room for this hour
     bad_targets: int = 0  # dimensions held because their scalable target's min is above max
+    #: the limits the table's tags set (:func:`.tags.parse_tags`), checked against each
+    #: dimension's consumption once it is known (the tick's ``refuse_lowering_tags``)
+    tag_limits: dict[str, float] = field(default_factory=dict)
+    refused_tags: int = 0  # min or max tags not obeyed: they would lower a limit below the load
 
 
 def throughput_of(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:

@@ -7,7 +7,9 @@ and never the cause of an exception:
 - limits: ``ddb-capacity:min``, ``:max``, ``:target`` and per dimension ``:read-min``,
   ``:write-max`` and so on; capacities are whole numbers from 1 to the table quota, targets
   percentages from 20 to 90, written in ASCII digits (``0``-``9``: ``str.isdigit`` and
-  ``int`` also take other scripts' digits, such as ``١٢``, and superscripts);
+  ``int`` also take other scripts' digits, such as ``١٢``, and superscripts). A min or max
+  within bounds is still refused, dimension by dimension, where it would lower a limit
+  below what the dimension consumes (:meth:`.settings.ScalerConfig.refuse_lowering_tags`);
 - the scaler's memory of a raised minimum, ``ddb-capacity:base-min:<table|index/NAME>:<read|
   write>`` = ``<base>:<set>``: the minimum it replaced and the one it set, both from 1 to the
   table quota (a plain ``<base>``, as older versions wrote it, is read with no ``set``);

@@ -16,16 +16,19 @@ Capacity requests: a table's expired holds are ended first, and its active holds
 dimension's min (and max) to their level for the tick.
 
 Reports through :mod:`ddb_capacity_runtime.events`: a ``decision`` event per dimension, a
-``hold-ended`` event per ended hold, ``table-skipped``, ``table-failed`` and
-``shared-call-failed`` events, one Embedded Metric Format record per table (dimension
-``TableName``: ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``,
-``Failures``, ``IgnoredTags``; ``PlansNotKept`` when some plan was not kept, and
-``BadTargets`` when some scalable target reports a minimum above its maximum (its
-dimension is held); a table
-that failed before it could be decided gets ``Failures`` alone, and one skipped because it
-is UPDATING ``Updating`` = 1 alone) and one for the tick (no dimension: ``Failures``,
-``SharedFailures``, ``TablesManaged``). A metric sent only while what it counts happens is
-billed only then (each per-table metric is a CloudWatch custom metric).
+``hold-ended`` event per ended hold, ``table-skipped``, ``table-failed``,
+``shared-call-failed``, ``tag-refused`` and ``target-held`` events, one Embedded Metric
+Format record per table and one for the tick (no dimension: ``Failures``,
+``SharedFailures``, ``TablesManaged``). A decided table's record (dimension ``TableName``)
+carries ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``,
+``Failures`` and ``IgnoredTags``, and, only while what they count happens (each metric of
+a table is a CloudWatch custom metric, billed for the hours it has data):
+``PlansNotKept`` (plans its tags had no room for), ``BadTargets`` (dimensions held because
+their scalable target's minimum is above its maximum) and ``RefusedTags`` (min or max tags
+not obeyed because they would lower a limit below what the dimension consumes at its
+target utilization, or while that is not known). A table that failed before it could be
+decided gets ``Failures`` = 1 alone; one skipped because it is UPDATING, ``Updating`` = 1
+alone.
 
 When the account's scalable targets cannot be read, each table's own are read; a table
 whose targets stay unknown is a failure of that table, and nothing of it changes that tick
@@ -51,10 +54,10 @@ from ..aws.retry import describe_error, with_retries
 from ..core.floorplan import STEP_MINUTES, FloorPlan
 from ..core.forecast import HISTORY_DAYS, apply_plans, forecast_due, plan_floors
 from ..core.names import FORECAST_TAG, base_min_tag, forecast_tag
-from ..core.plan import Change, plan_table
-from ..core.policy import HOLD, Decision
-from ..core.series import MINUTE, Key, step_start, window
-from ..core.settings import ScalerConfig
+from ..core.plan import Change, delivered, plan_table
+from ..core.policy import HOLD, Decision, capacity_units
+from ..core.series import MINUTE, Key, Series, step_start, window
+from ..core.settings import Limits, ScalerConfig
 from ..core.tables import ManagedTable, ScalableTarget
 from ..events import emit_metrics, log_event
 from ..requests import ending, holds
@@ -126,6 +129,7 @@ def _table_metrics(
         # for the hours it has data
         **({"PlansNotKept": table.plans_not_kept} if table.plans_not_kept else {}),
         **({"BadTargets": table.bad_targets} if table.bad_targets else {}),
+        **({"RefusedTags": table.refused_tags} if table.refused_tags else {}),
     }
 
 
@@ -197,6 +201,75 @@ def _without_bad_targets(table: ManagedTable) -> ManagedTable:
         return table
     kept = [d for d in table.dimensions if d.target is None or not d.target.inverted]
     return replace(table, dimensions=kept)
+
+
+def _need(series: Series | None, target: float) -> tuple[float | None, int | None]:
+    """The dimension's peak consumption (units per second) over the tick's window, and the
+    capacity it takes at ``target``; (None, None) when not every minute up to the newest
+    delivered one is known (:func:`.plan.delivered`: as for a decrease)."""
+    if series is None:
+        return None, None
+    known, stopped = delivered(series)
+    if known.unknown_minutes or stopped or not known.consumed:
+        return None, None
+    peak = max(known.consumed)
+    return peak, capacity_units(peak / target)
+
+
+def _refuse_tags(
+    config: ScalerConfig, table: ManagedTable, series: Mapping[Key, Series]
+) -> ManagedTable:
+    """``table`` with the min and max tags that would lower a dimension's limit below what
+    it consumes at its target utilization (or while that is not known) refused for that
+    dimension (:meth:`.ScalerConfig.refuse_lowering_tags`): the dimension keeps the limits
+    it would have without them (and any hold's lift). Each refusal is logged
+    (``tag-refused``) and the tags refused are counted (``table.refused_tags``). A dimension
+    under a scalable target has the target's limits, not the tags'."""
+    if not any(not name.endswith("target") for name in table.tag_limits):
+        return table
+    dims = []
+    refused_keys: set[str] = set()
+    for d in table.dimensions:
+        if d.target is not None:
+            dims.append(d)
+            continue
+        target = d.limits.target_utilization
+        peak, need = _need(series.get(d.key), target)
+        kept, refused = config.refuse_lowering_tags(table.name, table.tag_limits, d.dimension, need)
+        if refused:
+            # only ever raised: a hold's lift on top of the tags' limits stays
+            d = replace(
+                d,
+                limits=Limits(
+                    max(d.limits.min_capacity, kept.min_capacity),
+                    max(d.limits.max_capacity, kept.max_capacity),
+                    d.limits.target_utilization,
+                ),
+            )
+        for r in refused:
+            refused_keys.add(r.key)
+            now_limit = getattr(d.limits, f"{r.limit}_capacity")
+            consumption = (
+                "its consumption is not known this tick, and unknown data never lowers capacity"
+                if need is None
+                else f"it consumes up to {peak:.1f} units/s, {need} units at its "
+                f"{target:.0%} target"
+            )
+            log_event(
+                "tag-refused",
+                level=logging.WARNING,
+                table=table.name,
+                index=d.index,
+                dimension=d.dimension,
+                key=r.key,
+                value=r.value,
+                consumed=None if peak is None else round(peak, 3),
+                needs=need,
+                reason=f"{r.key}={r.value} would lower the dimension's {r.limit} below what "
+                f"it needs: {consumption}. Not obeyed: the {r.limit} stays {now_limit}",
+            )
+        dims.append(d)
+    return replace(table, dimensions=dims, refused_tags=len(refused_keys))
 
 
 def _forecast_plans(
@@ -426,6 +499,13 @@ def run_tick(
         else {}
     )
     shared_failures += metric_errors
+    checked = []
+    for table in tables:
+        try:
+            checked.append(_refuse_tags(config, table, series))
+        except Exception as exc:  # the table is left alone this tick, and fails
+            _fail(failures, table.name, f"checking its tags: {describe_error(exc)}")
+    tables = checked
     fresh: dict[Key, FloorPlan | None] = {}
     if config.policy.autopilot:
         due = [t for t in tables if forecast_due(t.name, now.minute, config.tick_minutes)]
