@@ -7,8 +7,8 @@ granted invoking the broker and nothing else, and the broker checks every reques
 this construct's configuration before it raises anything. By default it also deploys a
 small scheduled restorer that ends expired holds, so a worker that dies mid-work leaves
 nothing raised behind. ``connect(scaler)`` lets a ``ThrottleAwareScaler`` obey the holds
-(it must, if it manages the same tables) and end them in its tick; the restorer can then be
-left out (``restore_every=None``).
+(it must, if it manages the same tables) and end them in its tick, keeping its own state in
+the hold store; the restorer can then be left out (``restore_every=None``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from aws_cdk import (
     Duration,
     IStableStringProducer,
     Lazy,
-    RemovalPolicy,
     Stack,
     Token,
 )
@@ -53,6 +52,8 @@ from .runtime import (
     runtime_function,
     scalable_targets_reason,
     scheduled_function,
+    state_store_statement,
+    state_store_table,
 )
 from .runtime import (
     alarm_topic as alarm_topic_of,
@@ -76,13 +77,6 @@ _TABLE_ACTIONS = [
     "dynamodb:DescribeTable",
     "dynamodb:ListTagsOfResource",
     "dynamodb:UpdateTable",
-]
-_STORE_ACTIONS = [
-    "dynamodb:GetItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:Query",
-    "dynamodb:Scan",
 ]
 _MAX_HOLD_MINUTES = int(MAX_HOLD.total_seconds() // 60)
 
@@ -192,33 +186,16 @@ class CapacityRequests(Construct):
             self.tables.append(table)
             self._indexes.append((table, owner, []))
         self.alarm_topic = alarm_topic or alarm_topic_of(self, "DynamoDB capacity request alarms")
-        #: The hold store: holds and their leases, written with conditional writes.
-        self.hold_store = dynamodb.Table(
+        #: The hold store: holds and their leases, written with conditional writes (and,
+        #: once a scaler is connected, the scaler's state too).
+        self.hold_store = state_store_table(
             self,
             "HoldStore",
-            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            removal_policy=RemovalPolicy.DESTROY,
+            contents="table names, unit counts and expiry times",
+            backup_reason="The hold store keeps capacity holds that last 24 hours at most; "
+            "point-in-time recovery covers it, and a lost hold only ends a raise early.",
         )
         self.environment[STORE_ENV] = self.hold_store.table_name
-        skip_checkov(
-            self.hold_store,
-            "CKV_AWS_119",
-            "Encrypted at rest with DynamoDB's AWS owned key; it holds table names, unit "
-            "counts and expiry times only, so a customer managed key would protect nothing "
-            "more and cost $1 a month plus requests.",
-        )
-        for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"):
-            acknowledge(
-                self.hold_store,
-                f"{pack}-DynamoDBInBackupPlan",
-                "The hold store keeps capacity holds that last 24 hours at most; point-in-"
-                "time recovery covers it, and a lost hold only ends a raise early.",
-            )
         #: The broker: the one function workers may invoke to request capacity.
         self.broker, self.broker_policy = runtime_function(
             self,
@@ -345,16 +322,39 @@ class CapacityRequests(Construct):
 
     def connect(self, scaler: ThrottleAwareScaler) -> None:
         """Let ``scaler`` obey these holds and end them at expiry in its tick. A scaler that
-        manages these tables must be connected, or it would lower a held table."""
-        for name, value in self.environment.items():
-            scaler.function.add_environment(name, value)
-        scaler.policy.add_statements(
-            iam.PolicyStatement(
-                sid="HoldStore",
-                actions=_STORE_ACTIONS,
-                resources=[self.hold_store.table_arn],
+        manages these tables must be connected, or it would lower a held table.
+
+        Once connected, the scaler keeps its state (the configured minimum under a raise,
+        the autopilot's plans) in this construct's hold store instead of its own
+        ``StateStore``, which is removed: holds and the scaler's memory of a dimension are
+        one item, written with conditional writes under one lease, so a hold and a raise of
+        the scaler on the same dimension cannot overwrite each other's base. The scaler's
+        ``state_store`` is then ``hold_store``. A scaler has one state store, so it can be
+        connected to one CapacityRequests only, once; connect it before anything refers to
+        its own ``state_store``.
+        """
+        current = scaler.state_store
+        if current is self.hold_store:
+            raise CapacityConfigError(
+                f"{self._where}: ThrottleAwareScaler {scaler.node.path} is connected to it "
+                f"already; connect a scaler once"
             )
-        )
+        if current.node.scope is not scaler:
+            owner = current.node.scope
+            where = (
+                f"the hold store of CapacityRequests {owner.node.path}"
+                if isinstance(owner, CapacityRequests)
+                else current.node.path
+            )
+            raise CapacityConfigError(
+                f"{self._where}: ThrottleAwareScaler {scaler.node.path} already keeps its "
+                f"state in {where}; a scaler has one state store, so it can be connected to "
+                f"one CapacityRequests only"
+            )
+        for name, value in self.environment.items():
+            if name != STORE_ENV:  # the store's name follows use_state_store
+                scaler.function.add_environment(name, value)
+        scaler.use_state_store(self.hold_store)
 
     def grant_request(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a role, a user, a group, or a function or task definition)
@@ -382,9 +382,7 @@ class CapacityRequests(Construct):
                 actions=_TABLE_ACTIONS,
                 resources=[t.table_arn for t in self.tables],
             ),
-            iam.PolicyStatement(
-                sid="HoldStore", actions=_STORE_ACTIONS, resources=[self.hold_store.table_arn]
-            ),
+            state_store_statement("HoldStore", self.hold_store),
             read_autoscaling_statement(),
             move_minimums_statement(
                 "MoveMinimums", TARGET_TAG, [t.table_name for t in self.tables]

@@ -1,5 +1,5 @@
 """ThrottleAwareScaler: deploys the run-time scaler (:mod:`ddb_capacity_runtime.scaler`) on a
-schedule, with least-privilege IAM, a dead-letter path, alarms and a topic."""
+schedule, with its state store, least-privilege IAM, a dead-letter path, alarms and a topic."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import Aws, Duration, Fn, Stack, Token
+from aws_cdk import Aws, Duration, Fn, IStableStringProducer, Lazy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_dynamodb as dynamodb
@@ -26,6 +26,7 @@ from ddb_capacity_runtime.core.settings import (
     ScalerConfig,
     scale_down_ticks,
 )
+from ddb_capacity_runtime.requests.store import STORE_ENV
 
 from .compliance import acknowledge
 from .runtime import (
@@ -36,6 +37,8 @@ from .runtime import (
     read_autoscaling_statement,
     scalable_targets_reason,
     scheduled_function,
+    state_store_statement,
+    state_store_table,
 )
 from .table import TableCapacity
 
@@ -70,13 +73,20 @@ class ThrottleAwareScaler(Construct):
     :param mode: ``"autopilot"`` (default) or ``"reactive"``. The autopilot sizes raises by
         the newest minutes only (no chasing a burst that is over), decreases promptly after
         a burst, and forecasts recurring load once an hour per table, planned per 5 minutes
-        and kept in table tags, raising the minimum ahead of a known peak and holding it
-        until the peak is over (README, "Autopilot"). ``"reactive"`` is 0.3's policy.
+        and kept in the state store, raising the minimum ahead of a known peak and holding
+        it until the peak is over (README, "Autopilot"). ``"reactive"`` is 0.3's policy.
     :param topic: where alarms go. Default: a new topic, SSL enforced, KMS encrypted.
     :param pinned_at_max_for: alarm when a table sits at its max this long. Default 30 min.
     :param throttled_for: alarm when a managed table is throttled this long. Default 10 min.
     :param updating_for_ticks: alarm when a managed table is found UPDATING (and so skipped)
         by this many ticks in a row: a whole number from 1 to a day's ticks. Default 5.
+
+    The scaler keeps its run-time state (the configured minimum of a dimension it holds
+    raised, the autopilot's plans) in ``state_store``, a small on-demand table (child
+    ``StateStore``) that it writes only with conditional writes; tables' tags are
+    configuration only, and the scaler may only remove the state tags 0.4 wrote. Connected
+    to a ``CapacityRequests`` (``requests.connect(scaler)``), it keeps its state in the
+    requests' hold store instead, and ``StateStore`` is removed.
     """
 
     def __init__(
@@ -127,9 +137,19 @@ class ThrottleAwareScaler(Construct):
         self._tick = tick
         self._tables: list[dynamodb.ITable] = []
         self._overrides: dict[str, Any] = {}
-        self._tag_own_keys: iam.PolicyStatement | None = None
+        self._forget_state_tags: iam.PolicyStatement | None = None
         self._move_minimums: iam.PolicyStatement | None = None
         self.tag_key, self.tag_value = tag_key, tag_value
+        #: Where the run-time state lives (conditional writes only): the scaler's own
+        #: ``StateStore``, or a connected CapacityRequests' hold store.
+        self.state_store: dynamodb.ITable = state_store_table(
+            self,
+            "StateStore",
+            contents="table names, capacity units and forecast plans",
+            backup_reason="The scaler's state store keeps the configured minimum of each "
+            "dimension it holds raised, and the autopilot's plans; point-in-time recovery "
+            "covers it, and a lost plan is made again within the hour.",
+        )
 
         self.topic = topic or alarm_topic(self, "DynamoDB capacity scaler alarms")
         scheduled = scheduled_function(
@@ -152,6 +172,10 @@ class ThrottleAwareScaler(Construct):
             "SCALER_SCALE_DOWN_TICKS", str(scale_down_ticks(int(tick_minutes), mode))
         )
         self.function.add_environment("SCALER_METRICS_NAMESPACE", NAMESPACE)
+        self.function.add_environment(STORE_ENV, Lazy.string(_StoreName(self)))
+        self.policy.add_statements(
+            state_store_statement("StateStore", Lazy.string(_StoreArn(self)))
+        )
 
         self._grant_static()
         if tag_key:
@@ -176,6 +200,28 @@ class ThrottleAwareScaler(Construct):
         except OverrideError as exc:
             raise CapacityConfigError(f"{self._where}: {exc}") from None
         return dict(override)
+
+    # ------------------------------------------------------------------ state store
+
+    def use_state_store(self, table: dynamodb.ITable) -> None:
+        """Keep the scaler's state in ``table`` (a state store of the same shape: ``pk`` and
+        ``sk`` strings) instead of its own: the function's ``CAPACITY_HOLDS_TABLE`` and its
+        ``StateStore`` statement name ``table``, and the scaler's own ``StateStore`` is
+        removed. Once only, before anything refers to the scaler's own store.
+        ``CapacityRequests.connect`` calls it with the requests' hold store."""
+        if not (hasattr(table, "table_arn") and hasattr(table, "table_name")):
+            raise CapacityConfigError(
+                f"{self._where}: use_state_store needs an aws_dynamodb.ITable; got {table!r}"
+            )
+        if table is self.state_store:
+            return
+        if self.state_store.node.scope is not self:
+            raise CapacityConfigError(
+                f"{self._where}: already keeps its state in {self.state_store.node.path}; "
+                f"a scaler has one state store, so it cannot move to {table.node.path}"
+            )
+        self.node.try_remove_child("StateStore")
+        self.state_store = table
 
     # ------------------------------------------------------------------ tables
 
@@ -217,15 +263,15 @@ class ThrottleAwareScaler(Construct):
                 resources=[table.table_arn],
             )
         )
-        if self._tag_own_keys is None:
-            self._tag_own_keys = _tag_own_keys("RememberMinimums", [table.table_arn])
+        if self._forget_state_tags is None:
+            self._forget_state_tags = _forget_state_tags("ForgetStateTags", [table.table_arn])
             self._move_minimums = move_minimums_statement(
                 "MoveMinimums", TARGET_TAG, [table.table_name]
             )
-            self.policy.add_statements(self._tag_own_keys, self._move_minimums)
+            self.policy.add_statements(self._forget_state_tags, self._move_minimums)
         else:
             assert self._move_minimums is not None
-            self._tag_own_keys.add_resources(table.table_arn)
+            self._forget_state_tags.add_resources(table.table_arn)
             self._move_minimums.add_condition(
                 "StringEquals",
                 {f"aws:ResourceTag/{TARGET_TAG}": [t.table_name for t in self._tables]},
@@ -270,8 +316,8 @@ class ThrottleAwareScaler(Construct):
                 resources=[tables],
                 conditions={"StringEquals": {f"aws:ResourceTag/{key}": value}},
             ),
-            _tag_own_keys(
-                "RememberMinimumsOnTaggedTables",
+            _forget_state_tags(
+                "ForgetStateTagsOnTaggedTables",
                 [tables],
                 {"StringEquals": {f"aws:ResourceTag/{key}": value}},
             ),
@@ -433,6 +479,26 @@ def _label(table: dynamodb.ITable | TableCapacity) -> str:
     return re.sub(r"[^A-Za-z0-9-]", "-", path)
 
 
+@jsii.implements(IStableStringProducer)
+class _StoreName:
+    """The name of the scaler's state store when the template is written (after any
+    ``use_state_store``)."""
+
+    def __init__(self, scaler: ThrottleAwareScaler) -> None:
+        self._scaler = scaler
+
+    def produce(self) -> str:
+        return self._scaler.state_store.table_name
+
+
+@jsii.implements(IStableStringProducer)
+class _StoreArn(_StoreName):
+    """The ARN of the scaler's state store when the template is written."""
+
+    def produce(self) -> str:
+        return self._scaler.state_store.table_arn
+
+
 @jsii.implements(IValidation)
 class _ScalerValidation:
     """What can only be checked once the app is built."""
@@ -459,15 +525,15 @@ class _ScalerValidation:
         return errors
 
 
-def _tag_own_keys(
+def _forget_state_tags(
     sid: str, resources: list[str], conditions: dict[str, Any] | None = None
 ) -> iam.PolicyStatement:
-    """Tagging limited to the scaler's own tag keys (its base-min memory and its forecast
-    plans): it can neither
-    add nor change the discovery tag, nor any tag other policies rely on."""
+    """Removing the state tags 0.4 wrote (its base-min memory and its forecast plans), once
+    the run-time has moved them into the state store; nothing else. The scaler writes no
+    tag: it can neither add nor change the discovery tag, nor remove any other tag."""
     return iam.PolicyStatement(
         sid=sid,
-        actions=["dynamodb:TagResource", "dynamodb:UntagResource"],
+        actions=["dynamodb:UntagResource"],
         resources=resources,
         conditions={
             **(conditions or {}),

@@ -362,6 +362,7 @@ def test_grant_needs_something_with_a_role(stack: cdk.Stack) -> None:
 def test_a_connected_scaler_obeys_and_ends_the_holds(stack: cdk.Stack) -> None:
     from constructs_pkg import ThrottleAwareScaler
 
+    # GIVEN a scaler and capacity requests on the same table
     shipments, _ = tables(stack)
     scaler = ThrottleAwareScaler(stack, "Scaler", tables=[shipments])
     requests = CapacityRequests(
@@ -372,8 +373,10 @@ def test_a_connected_scaler_obeys_and_ends_the_holds(stack: cdk.Stack) -> None:
         max_units=5000,
         max_hold=cdk.Duration.hours(2),
     )
+    # WHEN they are connected
     requests.connect(scaler)
     template = Template.from_stack(stack)
+    # THEN the scaler knows the holds' bounds and keeps its state in the hold store
     template.has_resource_properties(
         "AWS::Lambda::Function",
         {
@@ -388,11 +391,76 @@ def test_a_connected_scaler_obeys_and_ends_the_holds(stack: cdk.Stack) -> None:
         },
     )
     statements = by_sid(policy(template, "Permissions of Throttle-aware DynamoDB capacity scaler"))
-    assert statements["HoldStore"]["Action"] == [
-        "dynamodb:GetItem",
-        "dynamodb:UpdateItem",
-        "dynamodb:DeleteItem",
-        "dynamodb:Query",
-        "dynamodb:Scan",
+    assert statements["StateStore"] == {
+        "Sid": "StateStore",
+        "Effect": "Allow",
+        "Action": [
+            "dynamodb:GetItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:Query",
+            "dynamodb:Scan",
+        ],
+        "Resource": stack.resolve(requests.hold_store.table_arn),
+    }
+    assert "HoldStore" not in statements  # one statement for the one store
+    # AND there is one store: the scaler's own is gone from the tree and the template
+    assert scaler.state_store is requests.hold_store
+    assert scaler.node.try_find_child("StateStore") is None
+    stores = template.find_resources(
+        "AWS::DynamoDB::Table", {"Properties": {"BillingMode": "PAY_PER_REQUEST"}}
+    )
+    assert list(stores) == [stack.resolve(requests.hold_store.table_name)["Ref"]]
+    template.resource_count_is("AWS::DynamoDB::Table", 3)  # shipments, plain, the store
+
+
+def test_the_hold_store_is_a_state_store(stack: cdk.Stack) -> None:
+    requests = CapacityRequests(stack, "Requests", tables=[tables(stack)[0]])
+    (store,) = (
+        Template.from_stack(stack)
+        .find_resources("AWS::DynamoDB::Table", {"Properties": {"BillingMode": "PAY_PER_REQUEST"}})
+        .values()
+    )
+    assert store["Properties"]["KeySchema"] == [
+        {"AttributeName": "pk", "KeyType": "HASH"},
+        {"AttributeName": "sk", "KeyType": "RANGE"},
     ]
-    assert statements["HoldStore"]["Resource"] == stack.resolve(requests.hold_store.table_arn)
+    assert store["Properties"]["PointInTimeRecoverySpecification"] == {
+        "PointInTimeRecoveryEnabled": True
+    }
+    assert (store["DeletionPolicy"], store["UpdateReplacePolicy"]) == ("Delete", "Delete")
+    assert store["Metadata"]["checkov"]["skip"] == [
+        {
+            "id": "CKV_AWS_119",
+            "comment": "Encrypted at rest with DynamoDB's AWS owned key; it holds table names, "
+            "unit counts and expiry times only, so a customer managed key would protect "
+            "nothing more and cost $1 a month plus requests.",
+        }
+    ]
+    assert requests.node.find_child("HoldStore") is requests.hold_store
+
+
+def test_a_scaler_connects_to_one_capacity_requests_once(stack: cdk.Stack) -> None:
+    from constructs_pkg import ThrottleAwareScaler
+
+    shipments, plain = tables(stack)
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[shipments, plain])
+    first = CapacityRequests(stack, "Requests", tables=[shipments], restore_every=None)
+    second = CapacityRequests(stack, "Others", tables=[plain], restore_every=None)
+    first.connect(scaler)
+    # WHEN it is connected again, to the same or to other capacity requests
+    with pytest.raises(CapacityConfigError) as again:
+        first.connect(scaler)
+    with pytest.raises(CapacityConfigError) as other:
+        second.connect(scaler)
+    # THEN both are refused, naming the scaler and both constructs
+    assert str(again.value) == (
+        "CapacityRequests Test/Requests: ThrottleAwareScaler Test/Scaler is connected to it "
+        "already; connect a scaler once"
+    )
+    assert str(other.value) == (
+        "CapacityRequests Test/Others: ThrottleAwareScaler Test/Scaler already keeps its "
+        "state in the hold store of CapacityRequests Test/Requests; a scaler has one state "
+        "store, so it can be connected to one CapacityRequests only"
+    )
+    assert scaler.state_store is first.hold_store

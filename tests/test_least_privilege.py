@@ -6,7 +6,8 @@ The app: a table managed by a scaler and by capacity requests (``Orders``), a ta
 by the scaler's discovery tag (``Tagged``), a table pre-warmed by PROVISION_THEN_SETTLE
 (``Catalog``), and an unmanaged table with its own auto scaling (``Unmanaged``), all in one
 account; the principals are the scaler, the broker, the restorer, the settle function and a
-worker granted capacity requests.
+worker granted capacity requests. The scaler writes no tag: it may only remove 0.4's state
+tags, and it writes the items of its state store (here the requests' hold store) alone.
 """
 
 from __future__ import annotations
@@ -32,9 +33,12 @@ PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 DISCOVERY = ("team-capacity", "managed")
 TABLES = ("Orders", "Tagged", "Catalog", "Unmanaged")
 PRINCIPALS = ("scaler", "broker", "restorer", "settle", "worker")
+STATE_TAGS = ("ddb-capacity:base-min:table:write", "ddb-capacity:forecast:index/byDay:read")
+ITEM_WRITES = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")
 
 
-def synthesize() -> Template:
+def synthesize(*, connected: bool = True) -> Template:
+    """The app above; ``connected=False`` leaves the scaler unconnected (its own store)."""
     stack = cdk.Stack(cdk.App(), "Access")
     orders = ProvisionedTable(
         stack,
@@ -68,7 +72,8 @@ def synthesize() -> Template:
         stack, "Scaler", tables=[orders], tag_key=DISCOVERY[0], tag_value=DISCOVERY[1]
     )
     requests = CapacityRequests(stack, "Requests", tables=[orders])
-    requests.connect(scaler)
+    if connected:
+        requests.connect(scaler)
     worker = iam.Role(stack, "Worker", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
     requests.grant_request(worker)
     return Template(cdk.assertions.Template.from_stack(stack).to_json())
@@ -124,6 +129,11 @@ def requests_on(template: Template, name: str) -> dict[str, Request]:
             {**table_tags, "aws:TagKeys": [key], f"aws:RequestTag/{key}": "x"},
         )
 
+    def untagging(*keys: str) -> Request:
+        return Request(
+            "dynamodb:UntagResource", table_arn, {**table_tags, "aws:TagKeys": list(keys)}
+        )
+
     return {
         "UpdateTable": Request("dynamodb:UpdateTable", table_arn, table_tags),
         "RegisterScalableTarget": Request(
@@ -138,6 +148,12 @@ def requests_on(template: Template, name: str) -> dict[str, Request]:
         "TagResource, the discovery tag": tagging("TagResource", DISCOVERY[0]),
         "UntagResource, the discovery tag": tagging("UntagResource", DISCOVERY[0]),
         "TagResource, the target tag": tagging("TagResource", "ddb-capacity:table"),
+        "TagResource, a state tag": tagging("TagResource", STATE_TAGS[0]),
+        "TagResource, a plan tag": tagging("TagResource", STATE_TAGS[1]),
+        "UntagResource, the state tags": untagging(*STATE_TAGS),
+        "UntagResource, a state tag and a foreign key": untagging(STATE_TAGS[0], "owner"),
+        "UntagResource, a foreign key": untagging("owner"),
+        "UntagResource, the target tag": untagging("ddb-capacity:table"),
     }
 
 
@@ -167,11 +183,17 @@ def test_only_the_scaler_and_the_broker_change_capacity_and_only_on_managed_tabl
         ("broker", "RegisterScalableTarget", "Orders"),
         # the settle function, once at deploy time: the table it settles, nothing else
         ("settle", "UpdateTable", "Catalog"),
+        # the scaler removes 0.4's state tags (once moved into its store) from its tables
+        ("scaler", "UntagResource, the state tags", "Orders"),
+        ("scaler", "UntagResource, the state tags", "Tagged"),
     }
-    # so nobody can change the unmanaged table, and nobody can write the discovery tag,
-    # the target tag, or a tag of someone else's
+    # so nobody can change the unmanaged table, nobody writes a tag (the discovery tag, the
+    # target tag, a state tag, someone else's), and only 0.4's state tags can be removed
     assert not any(table == "Unmanaged" for _, _, table in granted)
-    assert not any("Tag" in action for _, action, _ in granted)
+    assert not any(action.startswith("TagResource") for _, action, _ in granted)
+    assert {action for _, action, _ in granted if "tag" in action.lower()} == {
+        "UntagResource, the state tags"
+    }
 
 
 def test_the_evaluator_says_yes_where_the_policies_do(template: Template) -> None:
@@ -179,19 +201,19 @@ def test_the_evaluator_says_yes_where_the_policies_do(template: Template) -> Non
     role = roles(template)
     logical = table_logical(template, "Orders")
     orders = f"arn:{PARTITION}:dynamodb:{REGION}:{ACCOUNT}:table/{logical}"
-    remember = Request(
-        "dynamodb:TagResource",
+    forget = Request(
+        "dynamodb:UntagResource",
         orders,
-        {"aws:TagKeys": ["ddb-capacity:base-min:table:write"]},
+        {"aws:TagKeys": ["ddb-capacity:base-min:table:write", "ddb-capacity:forecast:table:read"]},
     )
-    assert allowed(template.statements_of(role["scaler"]), remember)
-    plan = Request(
-        "dynamodb:TagResource",
-        orders,
-        {"aws:TagKeys": ["ddb-capacity:forecast:table:write", "ddb-capacity:forecast:table:read"]},
+    assert allowed(template.statements_of(role["scaler"]), forget)
+    assert not allowed(template.statements_of(role["broker"]), forget)
+    store = table_logical(template, "RequestsHoldStore")
+    write = Request(
+        "dynamodb:UpdateItem", f"arn:{PARTITION}:dynamodb:{REGION}:{ACCOUNT}:table/{store}"
     )
-    assert allowed(template.statements_of(role["scaler"]), plan)
-    assert not allowed(template.statements_of(role["broker"]), plan)
+    for principal in ("scaler", "broker"):
+        assert allowed(template.statements_of(role[principal]), write)
     (broker,) = [
         k
         for k, r in template.of_type("AWS::Lambda::Function").items()
@@ -210,7 +232,8 @@ def test_the_evaluator_says_yes_where_the_policies_do(template: Template) -> Non
 
 def test_the_matrix_reads_the_template_not_a_copy(template: Template) -> None:
     """Dropping the target-tag condition from the broker's policy makes the evaluator grant
-    the unmanaged table: the matrix follows the template."""
+    the unmanaged table, and dropping the state-tag condition from the scaler's lets it
+    remove any tag: the matrix follows the template."""
     raw: dict[str, Any] = copy.deepcopy(dict(template.resources))
     for resource in raw.values():
         if resource["Type"] != "AWS::IAM::ManagedPolicy":
@@ -219,5 +242,47 @@ def test_the_matrix_reads_the_template_not_a_copy(template: Template) -> None:
             if statement.get("Sid") == "MoveMinimums":
                 statement["Condition"]["StringEquals"].pop("aws:ResourceTag/ddb-capacity:table")
                 statement["Condition"].pop("Null")
-    loosened = Template({"Resources": raw})
-    assert matrix(loosened)[("broker", "RegisterScalableTarget", "Unmanaged")]
+            if statement.get("Sid") == "ForgetStateTags":
+                statement["Condition"].pop("ForAllValues:StringLike")
+    loosened = matrix(Template({"Resources": raw}))
+    assert loosened[("broker", "RegisterScalableTarget", "Unmanaged")]
+    # and without the state-tag condition, the scaler could remove any tag of its table
+    assert loosened[("scaler", "UntagResource, the discovery tag", "Orders")]
+
+
+def item_writes(template: Template) -> dict[str, set[str]]:
+    """Principal -> the tables (logical ids) whose items it may write."""
+    tables = template.of_type("AWS::DynamoDB::Table")
+    out: dict[str, set[str]] = {}
+    for principal, role in roles(template).items():
+        statements = template.statements_of(role)
+        out[principal] = {
+            logical
+            for logical in tables
+            for action in ITEM_WRITES
+            if allowed(
+                statements,
+                Request(
+                    f"dynamodb:{action}",
+                    f"arn:{PARTITION}:dynamodb:{REGION}:{ACCOUNT}:table/{logical}",
+                ),
+            )
+        }
+    return out
+
+
+@pytest.mark.parametrize("connected", [True, False])
+def test_the_scaler_writes_the_items_of_its_state_store_only(connected: bool) -> None:
+    # GIVEN the app, its scaler connected to the capacity requests or not
+    template = synthesize(connected=connected)
+    writes = item_writes(template)
+    hold_store = table_logical(template, "RequestsHoldStore")
+    # THEN the scaler writes one table's items: the hold store once connected, else its own
+    if connected:
+        assert writes["scaler"] == {hold_store}
+        assert not [k for k in template.of_type("AWS::DynamoDB::Table") if "StateStore" in k]
+    else:
+        assert writes["scaler"] == {table_logical(template, "ScalerStateStore")}
+    # AND the broker the hold store's; nobody else any item of any table
+    assert writes["broker"] == {hold_store}
+    assert writes["restorer"] == writes["settle"] == writes["worker"] == set()

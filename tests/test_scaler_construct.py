@@ -1,5 +1,5 @@
 """ThrottleAwareScaler in the template: the function, its schedule and dead-letter path,
-the exact IAM statements, the alarms and the topic."""
+its state store, the exact IAM statements, the alarms and the topic."""
 
 from __future__ import annotations
 
@@ -76,6 +76,7 @@ def test_function_schedule_and_dead_letter_path(stack: cdk.Stack) -> None:
                     "SCALER_SCALE_DOWN_TICKS": "2",
                     "SCALER_METRICS_NAMESPACE": "DynamoDBCapacity",
                     "SCALER_OVERRIDES": Match.any_value(),
+                    "CAPACITY_HOLDS_TABLE": stack.resolve(scaler.state_store.table_name),
                 }
             },
         },
@@ -167,8 +168,9 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
         "ReadMetrics",
         "DiscoverTables",
         "ManageTaggedTables",
-        "RememberMinimums",
-        "RememberMinimumsOnTaggedTables",
+        "ForgetStateTags",
+        "ForgetStateTagsOnTaggedTables",
+        "StateStore",
         "DeadLetters",
     }  # no PutMetricData: the tick's metrics are EMF lines
     assert by_sid["ManageTable1"] == {
@@ -181,22 +183,43 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
         ],
         "Resource": stack.resolve(table.table.table_arn),
     }
-    # tagging only the scaler's own keys: never the discovery tag, nor anyone else's
-    own_keys = {
+    # no tag written: only 0.4's state tags removed, never the discovery tag nor anyone else's
+    state_tags = {
         "ForAllValues:StringLike": {
             "aws:TagKeys": ["ddb-capacity:base-min:*", "ddb-capacity:forecast:*"]
         }
     }
-    assert by_sid["RememberMinimums"] == {
-        "Sid": "RememberMinimums",
+    assert by_sid["ForgetStateTags"] == {
+        "Sid": "ForgetStateTags",
         "Effect": "Allow",
-        "Action": ["dynamodb:TagResource", "dynamodb:UntagResource"],
+        "Action": "dynamodb:UntagResource",
         "Resource": stack.resolve(table.table.table_arn),
-        "Condition": own_keys,
+        "Condition": state_tags,
     }
-    assert by_sid["RememberMinimumsOnTaggedTables"]["Condition"] == {
-        "StringEquals": {"aws:ResourceTag/team-capacity": "managed"},
-        **own_keys,
+    assert by_sid["ForgetStateTagsOnTaggedTables"] == {
+        "Sid": "ForgetStateTagsOnTaggedTables",
+        "Effect": "Allow",
+        "Action": "dynamodb:UntagResource",
+        "Resource": {
+            "Fn::Join": ["", ["arn:", partition, ":dynamodb:", region, ":", account, ":table/*"]]
+        },
+        "Condition": {
+            "StringEquals": {"aws:ResourceTag/team-capacity": "managed"},
+            **state_tags,
+        },
+    }
+    # its state: items of its own store only
+    assert by_sid["StateStore"] == {
+        "Sid": "StateStore",
+        "Effect": "Allow",
+        "Action": [
+            "dynamodb:GetItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:Query",
+            "dynamodb:Scan",
+        ],
+        "Resource": stack.resolve(scaler.state_store.table_arn),
     }
     assert by_sid["ManageTaggedTables"] == {
         "Sid": "ManageTaggedTables",
@@ -257,6 +280,105 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
     # AND nothing inline, nothing AWS-managed
     template.resource_count_is("AWS::IAM::Policy", 0)
     template.has_resource_properties("AWS::IAM::Role", {"ManagedPolicyArns": Match.absent()})
+
+
+def test_the_scaler_keeps_its_state_in_its_own_store(stack: cdk.Stack) -> None:
+    # GIVEN a scaler alone
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)])
+    template = Template.from_stack(stack)
+    # THEN its state store is an on-demand table keyed by pk and sk, with point-in-time
+    # recovery, deleted with the stack, its AWS owned key explained to checkov
+    (store,) = template.find_resources(
+        "AWS::DynamoDB::Table", {"Properties": {"BillingMode": "PAY_PER_REQUEST"}}
+    ).values()
+    assert store["Properties"] == {
+        "AttributeDefinitions": [
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+    }
+    assert (store["DeletionPolicy"], store["UpdateReplacePolicy"]) == ("Delete", "Delete")
+    (skip,) = store["Metadata"]["checkov"]["skip"]
+    assert skip["id"] == "CKV_AWS_119" and "AWS owned key" in skip["comment"]
+    # AND it is the child StateStore, the function is told its name and may use its items
+    assert scaler.node.find_child("StateStore") is scaler.state_store
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Environment": {
+                "Variables": {"CAPACITY_HOLDS_TABLE": stack.resolve(scaler.state_store.table_name)}
+            }
+        },
+    )
+    assert statements(template)["StateStore"]["Resource"] == stack.resolve(
+        scaler.state_store.table_arn
+    )
+
+
+@pytest.mark.parametrize("tag_key", [None, "team-capacity"])
+def test_the_scaler_writes_no_tag_and_removes_only_the_state_tags(
+    stack: cdk.Stack, tag_key: str | None
+) -> None:
+    ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)], tag_key=tag_key)
+    by_sid = statements(Template.from_stack(stack))
+    # no TagResource in any statement of its policy
+    actions = [
+        a
+        for s in by_sid.values()
+        for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    ]
+    assert "dynamodb:TagResource" not in actions
+    # UntagResource only in the statements that name 0.4's state tags
+    untag = {sid for sid, s in by_sid.items() if "dynamodb:UntagResource" in str(s["Action"])}
+    assert untag == {"ForgetStateTags"} | ({"ForgetStateTagsOnTaggedTables"} if tag_key else set())
+    for sid in untag:
+        assert by_sid[sid]["Action"] == "dynamodb:UntagResource"
+        assert by_sid[sid]["Condition"]["ForAllValues:StringLike"] == {
+            "aws:TagKeys": ["ddb-capacity:base-min:*", "ddb-capacity:forecast:*"]
+        }
+
+
+def test_use_state_store_moves_the_state_once(stack: cdk.Stack) -> None:
+    # GIVEN a scaler and another store
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)])
+    other = dynamodb.Table.from_table_name(stack, "Shared", "shared-store")
+    # WHEN its state moves there
+    scaler.use_state_store(other)
+    template = Template.from_stack(stack)
+    # THEN its own store is gone, and its name and its statement follow the move
+    assert scaler.node.try_find_child("StateStore") is None and scaler.state_store is other
+    assert not template.find_resources(
+        "AWS::DynamoDB::Table", {"Properties": {"BillingMode": "PAY_PER_REQUEST"}}
+    )
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {"Environment": {"Variables": {"CAPACITY_HOLDS_TABLE": "shared-store"}}},
+    )
+    assert statements(template)["StateStore"]["Resource"] == stack.resolve(other.table_arn)
+    # AND a second move is refused: one store per scaler
+    with pytest.raises(CapacityConfigError) as caught:
+        scaler.use_state_store(dynamodb.Table.from_table_name(stack, "Third", "third"))
+    assert str(caught.value) == (
+        "ThrottleAwareScaler Test/Scaler: already keeps its state in Test/Shared; a scaler "
+        "has one state store, so it cannot move to Test/Third"
+    )
+
+
+def test_use_state_store_needs_a_table(stack: cdk.Stack) -> None:
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)])
+    with pytest.raises(CapacityConfigError) as caught:
+        scaler.use_state_store("shared-store")  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "ThrottleAwareScaler Test/Scaler: use_state_store needs an aws_dynamodb.ITable; "
+        "got 'shared-store'"
+    )
+    assert scaler.node.try_find_child("StateStore") is scaler.state_store
 
 
 def test_without_tag_discovery_there_is_no_wildcard_table_statement(stack: cdk.Stack) -> None:
