@@ -5,7 +5,8 @@ for discovery, in a local moto server on 127.0.0.1, writes a minute of traffic f
 then measures in the same run:
 
 - this project's tick (``run_tick``): tag discovery, scalable targets listed once, one
-  DescribeTable per table in a pool of 16 threads, GetMetricData batched 500 queries a call;
+  DescribeTable per table in a pool of 16 threads, GetMetricData batched 500 queries a call,
+  its state read from (and written to) a state store table in the same server;
 - the same tick with one thread (DescribeTable calls one after another);
 - the 2019 article's approach: per table, DescribeScalingPolicies, DescribeTable, and one
   GetMetricStatistics per metric (4) of the table and of each GSI.
@@ -29,9 +30,13 @@ import boto3
 
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.core.settings import ScalerConfig
+from ddb_capacity_runtime.requests.store import HoldStore, create_store_table
 from ddb_capacity_runtime.scaler.tick import run_tick
 from examples.local_aws import moto_server
 
+#: The scaler's state store, made in the same moto server (untagged: the tick manages only
+#: the tagged tables).
+STORE = "bench-state-store"
 METRICS = (
     "ConsumedReadCapacityUnits",
     "ConsumedWriteCapacityUnits",
@@ -145,19 +150,24 @@ def main() -> None:
         now = datetime.now(UTC).replace(second=0, microsecond=0)
         t0 = time.perf_counter()
         names = populate(setup, args.tables, now)
+        create_store_table(setup.dynamodb, STORE)
         print(f"created {len(names)} tables with 2 GSIs each in {time.perf_counter() - t0:.1f} s")
 
         config = ScalerConfig.from_env({"SCALER_DRY_RUN": "true"})
         ours = make(endpoint)
         ours_calls = counted([ours.dynamodb, ours.autoscaling, ours.cloudwatch, ours.tagging], lat)
         t0 = time.perf_counter()
-        summary = run_tick(config, ours, now, out=io.StringIO())
+        summary = run_tick(
+            config, ours, now, out=io.StringIO(), store=HoldStore(ours.dynamodb, STORE)
+        )
         ours_s = time.perf_counter() - t0
 
         one = make(endpoint)
         one_calls = counted([one.dynamodb, one.autoscaling, one.cloudwatch, one.tagging], lat)
         t0 = time.perf_counter()
-        run_tick(config, one, now, out=io.StringIO(), threads=1)
+        run_tick(
+            config, one, now, out=io.StringIO(), threads=1, store=HoldStore(one.dynamodb, STORE)
+        )
         one_s = time.perf_counter() - t0
 
         seed = make(endpoint)

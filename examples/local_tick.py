@@ -1,6 +1,7 @@
 """Deploy the throttle-aware example to a local moto server, write traffic into its
-CloudWatch, run one scaler tick in-process with the deployed function's environment, and
-print the decisions (``make demo``). The server is stopped at the end."""
+CloudWatch, run one scaler tick in-process with the deployed function's environment and
+its deployed state store, and print the decisions (``make demo``). The server is stopped at
+the end."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.events import recorded_events
+from ddb_capacity_runtime.requests.store import STORE_ENV, HoldStore, create_store_table
 from ddb_capacity_runtime.scaler.tick import run_tick
 
 from .local_aws import (
@@ -29,11 +31,22 @@ from .local_aws import (
 STACK = "ThrottleAware"
 
 
+def state_store(dynamodb: Any, env: dict[str, str]) -> HoldStore:
+    """The scaler's state store: the table the deployed function names (the stack's
+    ``StateStore``), or, for an assembly whose scaler names none, a new one in the same
+    moto server."""
+    name = env.get(STORE_ENV, "")
+    if not name:
+        name = f"{STACK}-local-state"
+        create_store_table(dynamodb, name)
+    return HoldStore(dynamodb, name)
+
+
 def tick_against_deployment(
     endpoint: str, assembly: Path, *, deploy_first: bool = True
 ) -> dict[str, Any]:
-    """(Deploy,) write traffic, tick once. Returns the summary, the logged events, the
-    deployed table names and the function's environment."""
+    """(Deploy,) write traffic, tick once with the deployed state store. Returns the
+    summary, the logged events, the deployed table names and the function's environment."""
     if deploy_first:
         deploy(assembly, aws_env(endpoint), STACK)
     register_skipped_targets(endpoint, assembly, STACK)
@@ -61,8 +74,9 @@ def tick_against_deployment(
         cw,
         client(endpoint, "resourcegroupstaggingapi"),
     )
+    store = state_store(clients.dynamodb, env)
     with recorded_events() as lines:
-        summary = run_tick(config, clients, now, out=io.StringIO())
+        summary = run_tick(config, clients, now, out=io.StringIO(), store=store)
     return {"summary": summary, "lines": lines, "tables": tables, "environment": env}
 
 
