@@ -196,6 +196,24 @@ class World:
         )["ScalableTargets"]
         return int(t["MinCapacity"])
 
+    def memory(self, name: str, dimension: str, index: str | None = None) -> str | None:
+        """The state store's memory of a raised minimum, ``<base>:<set>``; None: none."""
+        state = self.store.get(name, index, dimension)
+        if state is None or state.base is None or state.set_to is None:
+            return None
+        return f"{state.base}:{state.set_to}"
+
+    def plan(self, name: str, dimension: str, index: str | None = None) -> str | None:
+        """The autopilot's plan kept in the state store; None: none."""
+        state = self.store.get(name, index, dimension)
+        return None if state is None else state.plan
+
+    def set_plan(
+        self, name: str, dimension: str, value: str | None, index: str | None = None
+    ) -> None:
+        """Keep ``value`` (any text: the store is untrusted input too) as a plan."""
+        assert self.store.keep_plan(name, index, dimension, value)
+
     def tags(self, name: str) -> dict[str, str]:
         arn = self.ddb.describe_table(TableName=name)["Table"]["TableArn"]
         pages = self.ddb.get_paginator("list_tags_of_resource").paginate(ResourceArn=arn)

@@ -624,10 +624,11 @@ def test_after_a_hold_and_a_scaler_raise_the_minimum_comes_back_to_the_base(
     raised = world.target_min(name, "write")
     assert raised > 2_000
     # it remembers the holds' base, not the hold's level, as the base of its own raise
-    assert world.tags(name)["ddb-capacity:base-min:table:write"] == f"100:{raised}"
+    assert world.memory(name, "write") == f"100:{raised}"
     # AND the hold expires (the scaler's raise is kept) and a later calm tick comes
     world.tick(world.now + timedelta(minutes=7), SCALER_TABLES=name, SCALER_TAG_KEY="")
-    assert world.target_min(name, "write") == raised and world.store.table(name) == []
+    assert world.target_min(name, "write") == raised
+    assert [(s.holds, s.set_to) for s in world.store.table(name)] == [((), raised)]
     world.traffic(name, "write", 5, minutes=range(-44, -28))
     world.tick(world.now + timedelta(minutes=45), SCALER_TABLES=name, SCALER_TAG_KEY="")
     # THEN the minimum is the base again, not the hold's level
@@ -691,7 +692,7 @@ def test_a_scaler_raise_a_hold_and_a_raise_during_it_never_lose_the_configured_m
     world.tick(SCALER_TABLES=name, SCALER_TAG_KEY="", SCALER_MODE="reactive")
     first = world.target_min(name, "write")
     assert first > 100
-    assert world.tags(name)["ddb-capacity:base-min:table:write"] == f"100:{first}"
+    assert world.memory(name, "write") == f"100:{first}"
     # AND a capacity request holds it higher, on top of that raise
     hold = request_capacity(
         name, write=1_000, hold=timedelta(minutes=5), clients=world.clients, store=world.store
@@ -710,11 +711,12 @@ def test_a_scaler_raise_a_hold_and_a_raise_during_it_never_lose_the_configured_m
     raised = world.target_min(name, "write")
     assert raised > held
     # THEN its memory keeps the configured minimum, not the minimum the hold started from
-    assert world.tags(name)["ddb-capacity:base-min:table:write"] == f"100:{raised}"
+    assert world.memory(name, "write") == f"100:{raised}"
     # AND after the release (the scaler's raise is kept) and a calm spell, the minimum is
     # the configured one again
     hold.release()
-    assert world.target_min(name, "write") == raised and world.store.table(name) == []
+    assert world.target_min(name, "write") == raised
+    assert [(s.holds, s.set_to) for s in world.store.table(name)] == [((), raised)]
     world.traffic(name, "write", 5, minutes=range(-44, -28))
     world.tick(
         world.now + timedelta(minutes=45),

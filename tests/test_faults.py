@@ -10,13 +10,14 @@ against."""
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from ddb_capacity_runtime.core.names import base_min_tag, forecast_tag, resource_id
+from ddb_capacity_runtime.core.names import base_min_tag, resource_id
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler.handler import complete
 from ddb_capacity_runtime.scaler.tick import TickFailed
@@ -201,20 +202,32 @@ def test_a_forged_hold_in_the_store_is_ignored_and_counted(world: World) -> None
 
 
 def test_a_stale_memory_never_overrides_a_minimum_an_operator_set(world: World) -> None:
-    # GIVEN the scaler raised the minimum from 10 to 40 once, then an operator set it to 300
+    # GIVEN the scaler raised the minimum from 10 to 40 once, then an operator set it to
+    # 300: remembered in the state store, and (on two other tables) in 0.4's state tags
     busy, idle = busy_and_idle(world)
-    faulty = world.table("operated", 300, 300, tags={base_min_tag(None, "read"): "10:40"})
+    faulty = world.table("operated", 300, 300)
     world.target(faulty, "read", 300, 1000)
+    with world.store.lease(faulty, None, "read", deadline=time.time() + 5) as lease:
+        lease.write(10, set_to=40)
+    tagged = world.table("tagged", 300, 300, tags={base_min_tag(None, "read"): "10:40"})
+    world.target(tagged, "read", 300, 1000)
     legacy = world.table("legacy", 300, 300, tags={base_min_tag(None, "read"): "10"})
     world.target(legacy, "read", 300, 1000)
     # WHEN a calm tick runs
     summary, events = world.tick()
-    # THEN the present minimum stands; the memory is ignored, and said so
+    # THEN the present minimum stands and becomes the configured one: the memory is
+    # forgotten, never obeyed, and that is said
     assert_handled(world, busy, idle)
-    assert world.target_min(faulty, "read") == 300
-    assert world.target_min(legacy, "read") == 300
-    ignored = {e["table"] for e in events if e.get("event") == "memory-ignored"}
-    assert ignored == {faulty, legacy}
+    for name in (faulty, tagged, legacy):
+        assert world.target_min(name, "read") == 300
+        assert world.store.table(name) == []
+    said = {e["table"] for e in events if e.get("event") == "minimum-set-elsewhere"}
+    assert said == {faulty, tagged}  # the oldest form never said what it set: nothing kept
+    # AND 0.4's state tags were moved into the store first, then removed
+    moved = {e["table"] for e in events if e.get("event") == "state-moved-from-tags"}
+    assert moved == {tagged, legacy}
+    for name in (tagged, legacy):
+        assert not [k for k in world.tags(name) if k.startswith("ddb-capacity:")]
     assert summary["failures"] == []
 
 
@@ -355,8 +368,8 @@ def test_a_max_tag_may_not_lower_a_limit_while_the_load_is_unknown(world: World)
     # THEN the tag does not cap the raise the known throttles ask for
     assert_handled(world, busy, idle, lowered=True)
     assert world.throughput(unsure)[1] == 215  # (100 + 3000 / 60) / 0.7, not 150
-    # AND the refusal is counted for that table only, and says why
-    assert emf(events, unsure)["RefusedTags"] == 1 and "RefusedTags" not in emf(events, busy)
+    # AND the tag held back is said, but not counted (nor alarmed): it is not known to hurt
+    assert "RefusedTags" not in emf(events, unsure) and "RefusedTags" not in emf(events, busy)
     (refused,) = [e for e in events if e.get("event") == "tag-refused"]
     assert refused["needs"] is None and "consumption is not known" in refused["reason"]
     assert summary["failures"] == []
@@ -503,13 +516,8 @@ def test_a_failing_history_read_keeps_the_plans_and_stops_every_decrease(world: 
     world.now = world.now.replace(minute=0)
     busy, idle = busy_and_idle(world)
     minute = int(world.now.timestamp() // 60)
-    planned = world.table(
-        "planned",
-        100,
-        100,
-        tags={forecast_tag(None, "write"): f"{minute - 15}:70:0:0:900/900/900/900"},
-        forecast_minute=0,
-    )
+    planned = world.table("planned", 100, 100, forecast_minute=0)
+    world.set_plan(planned, "write", f"{minute - 15}:70:0:0:900/900/900/900")
     calls: list[int] = []
 
     def count(params: dict[str, Any]) -> bool:
@@ -524,7 +532,7 @@ def test_a_failing_history_read_keeps_the_plans_and_stops_every_decrease(world: 
     # THEN it survived; the raises on what it knows went ahead, the kept plan among them
     assert world.throughput(busy) == (100, 215)
     assert world.throughput(planned)[1] == 900
-    assert forecast_tag(None, "write") in world.tags(planned)  # not dropped for a failed read
+    assert world.plan(planned, "write") is not None  # not dropped for a failed read
     # nothing was lowered, and the failed read is a shared failure, counted
     assert world.throughput(idle) == (200, 200)
     (failure,) = summary["shared_failures"]
@@ -563,8 +571,8 @@ def test_bad_values_in_one_tables_history_are_unknown_not_idle(world: World, bad
     forecasts = {(e["table"], e["dimension"]): e for e in events if e.get("event") == "forecast"}
     assert forecasts[(clean, "write")]["plan"] is not None
     assert forecasts[(faulty, "write")]["plan"] is None
-    assert forecast_tag(None, "write") in world.tags(clean)
-    assert forecast_tag(None, "write") not in world.tags(faulty)
+    assert world.plan(clean, "write") is not None
+    assert world.plan(faulty, "write") is None
     assert summary["failures"] == [] and summary["shared_failures"] == []
 
 
@@ -573,24 +581,23 @@ def test_a_plan_that_cannot_be_kept_is_a_failure_of_its_table_and_still_raises(
 ) -> None:
     # GIVEN two tables with the same daily write spike from 10 minutes past the hour
     world.now = world.now.replace(minute=0)
-    faulty = world.table("untaggable", 10, 10, forecast_minute=0)
-    healthy = world.table("taggable", 10, 10, forecast_minute=0)
+    faulty = world.table("unkept", 10, 10, forecast_minute=0)
+    healthy = world.table("kept", 10, 10, forecast_minute=0)
     for name in (faulty, healthy):
         world.daily_spikes(name, world.now, first_minute=10, per_second=600)
-    arn = world.ddb.describe_table(TableName=faulty)["Table"]["TableArn"]
     fail_before(
-        world.ddb,
-        "TagResource",
-        lambda p: p["ResourceArn"] == arn,
-        client_error("ValidationException", "TagResource"),  # e.g. its 50 tags are used up
+        world.store_ddb,
+        "UpdateItem",
+        lambda p: p["Key"]["pk"]["S"] == faulty and "#p" in p["UpdateExpression"],
+        client_error("InternalServerError", "UpdateItem"),  # the state store failing
     )
     # WHEN the hour's first tick plans both
     summary, events = world.tick(SCALER_MODE="autopilot")
     # THEN both are raised to the plan's floor this tick (the spike is 20 minutes away)
     assert world.throughput(faulty)[1] == world.throughput(healthy)[1] == 667  # 600 / 0.9
     # the plan is kept for the healthy one only, and the other's failure is counted
-    assert forecast_tag(None, "write") in world.tags(healthy)
-    assert forecast_tag(None, "write") not in world.tags(faulty)
+    assert world.plan(healthy, "write") is not None
+    assert world.plan(faulty, "write") is None
     (failure,) = summary["failures"]
     assert failure["table"] == faulty and "keeping the forecast's plans" in failure["reason"]
     assert emf(events, faulty)["Failures"] == 1 and emf(events, healthy)["Failures"] == 0

@@ -190,11 +190,20 @@ def test_scaler_role_has_only_its_managed_policy(ticked: dict[str, Any], aws_cli
         "Null": {"aws:TagKeys": "true"},
     }
     assert "PublishOwnMetrics" not in by_sid  # EMF needs no PutMetricData
-    assert by_sid["RememberMinimums"]["Condition"] == {
+    # no tag is written at run time: 0.4's state tags may only be removed
+    assert by_sid["ForgetStateTags"]["Action"] == "dynamodb:UntagResource"
+    assert by_sid["ForgetStateTags"]["Condition"] == {
         "ForAllValues:StringLike": {
             "aws:TagKeys": ["ddb-capacity:base-min:*", "ddb-capacity:forecast:*"]
         }
     }
+    assert by_sid["StateStore"]["Action"] == [
+        "dynamodb:GetItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:Query",
+        "dynamodb:Scan",
+    ]
 
 
 def test_deployed_handler_decides_against_deployed_tables(

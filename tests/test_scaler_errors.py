@@ -3,19 +3,24 @@ scaler's configuration, validated with messages that say what is wrong."""
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 import boto3
 import pytest
 from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws.actuator import apply, update_table_request
+from ddb_capacity_runtime.core.memory import Memory
 from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, UPDATE_TABLE, Change
 from ddb_capacity_runtime.core.policy import DECREASE, INCREASE
 from ddb_capacity_runtime.core.quota import DecreaseLedger
 from ddb_capacity_runtime.core.settings import ConfigError, Limits, OverrideError, ScalerConfig
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget
 from ddb_capacity_runtime.core.tags import IgnoredTag, parse_tags
+from ddb_capacity_runtime.requests.store import HoldStore, create_store_table
 
 ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/orders"
 LIMITS = Limits(5, 1000, 0.7)
@@ -153,29 +158,40 @@ def test_a_refused_decrease_does_not_hold_back_the_increase() -> None:
     assert by_change == {300: "applied", 10: "quota-exceeded"}
 
 
-def test_access_denied_on_a_scalable_target() -> None:
-    ddb, aas = client("dynamodb"), client("application-autoscaling")
+def test_access_denied_on_a_scalable_target_leaves_the_memory_as_it_was(aws_client: Any) -> None:
+    # GIVEN a raise of a target's minimum from 10 to 200, a state store, and an
+    # Application Auto Scaling that refuses it
+    store = HoldStore(aws_client("dynamodb"), f"state-{uuid.uuid4().hex[:8]}")
+    create_store_table(store.dynamodb, store.name)
+    aas = client("application-autoscaling")
     target = ScalableTarget("table/orders", "dynamodb:table:ReadCapacityUnits", 10, 1000, True)
-    table = ManagedTable("orders", ARN, {}, [dim(None, "read", 100, target)])
-    raise_min = Change(table.dimensions[0], 10, 200, "test", INCREASE, SCALABLE_TARGET)
-    with Stubber(ddb) as s_ddb, Stubber(aas) as s_aas:
-        s_ddb.add_response(
-            "tag_resource",
-            {},
-            {
-                "ResourceArn": ARN,
-                "Tags": [{"Key": "ddb-capacity:base-min:table:read", "Value": "10:200"}],
-            },
-        )
+    read = replace(dim(None, "read", 100, target), memory=Memory(10))
+    table = ManagedTable("orders", ARN, {}, [read])
+    raise_min = Change(read, 10, 200, "test", INCREASE, SCALABLE_TARGET)
+    with Stubber(aas) as s_aas:
         s_aas.add_client_error(
             "register_scalable_target",
             service_error_code="AccessDeniedException",
             service_message="nope",
         )
-        (outcome,) = apply(ddb, aas, table, [raise_min], dry_run=False)
-        s_ddb.assert_no_pending_responses()
+        (outcome,) = apply(client("dynamodb"), aas, table, [raise_min], dry_run=False, store=store)
         s_aas.assert_no_pending_responses()
+    # THEN it is reported, and the store remembers nothing (no intent left behind)
     assert outcome.status == "access-denied"
+    assert store.table("orders") == []
+
+
+def test_a_minimum_is_never_moved_without_a_state_store() -> None:
+    target = ScalableTarget("table/orders", "dynamodb:table:ReadCapacityUnits", 10, 1000, True)
+    read = replace(dim(None, "read", 100, target), memory=Memory(10))
+    table = ManagedTable("orders", ARN, {}, [read])
+    raise_min = Change(read, 10, 200, "test", INCREASE, SCALABLE_TARGET)
+    with Stubber(client("application-autoscaling")) as s_aas:  # nothing may be called
+        (outcome,) = apply(client("dynamodb"), s_aas.client, table, [raise_min], dry_run=False)
+    assert (outcome.status, outcome.error) == (
+        "failed",
+        "no state store: a minimum is never moved unremembered",
+    )
 
 
 def test_update_table_sends_the_other_dimension_as_it_is_now_not_as_it_was_read() -> None:
@@ -471,34 +487,6 @@ def test_a_backfilling_gsi_is_left_out_of_the_tick() -> None:
         )
         table = describe_table(ddb, "orders", {}, ScalerConfig.from_env({}), {}, datetime.now(UTC))
     assert [(d.index, d.dimension) for d in table.dimensions] == [(None, "read"), (None, "write")]
-
-
-def test_plan_slots_leave_room_for_every_tag_that_is_not_a_plan_and_every_memory() -> None:
-    from ddb_capacity_runtime.core.names import base_min_tag, forecast_tag
-    from ddb_capacity_runtime.scaler.tick import TAG_LIMIT, _plan_slots
-
-    limits = Limits(1, 100, 0.7)
-    target = ScalableTarget("table/T", "dynamodb:table:WriteCapacityUnits", 1, 100, True)
-
-    def dim(index: str | None, name: str, targeted: bool) -> Dimension:
-        return Dimension(
-            "T", index, name, 10, DecreaseLedger(), None, limits, target if targeted else None
-        )
-
-    tags = {f"own-{i}": "x" for i in range(7)}
-    tags[base_min_tag(None, "write")] = "1:5"  # the table's write already has its memory
-    tags[forecast_tag(None, "write")] = "0:70:0:0:5"  # plans are what the slots are for
-    tags[forecast_tag("Gone", "read")] = "0:70:0:0:5"
-    dims = [
-        dim(None, "read", True),  # targeted, no memory yet: a slot kept for it
-        dim(None, "write", True),  # targeted, memory present: no slot needed
-        dim("byUser", "read", False),  # UpdateTable: never writes a memory
-    ]
-    table = ManagedTable("T", "arn", tags, dims)
-    # 8 tags that are not plans (7 own, 1 memory) and 1 memory to come
-    assert _plan_slots(table) == TAG_LIMIT - 8 - 1
-    crowded = ManagedTable("T", "arn", {f"own-{i}": "x" for i in range(50)}, dims)
-    assert _plan_slots(crowded) == 0
 
 
 # ------------------------------------------------------------------ tags against the load

@@ -4,12 +4,12 @@ Application Auto Scaling, CloudWatch and tagging APIs, traffic written as CloudW
 from __future__ import annotations
 
 import json
+import time
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from ddb_capacity_runtime.core.names import base_min_tag, forecast_tag
 from tests.moto_world import World
 
 
@@ -87,15 +87,16 @@ def test_tables_under_auto_scaling_get_their_minimum_moved_then_restored(world: 
     # THEN the target's minimum is raised (auto scaling performs it), not the table directly
     assert world.target_min(name, "read") == 172  # (100 + 1200 / 60) / 0.7
     assert world.throughput(name)[0] == 100
-    assert world.tags(name)[base_min_tag(None, "read")] == "10:172"  # the base, the min set
+    assert world.memory(name, "read") == "10:172"  # the base, the min set (state store)
+    assert not [k for k in world.tags(name) if k.startswith("ddb-capacity:")]  # no tag
     assert {(c["via"], c["to"]) for c in summary["changes"]} >= {("scalable-target", 172)}
     # WHEN a later tick sees no throttling in its window (and light traffic up to its end)
     later = world.now + timedelta(minutes=45)
     world.traffic(name, "read", 5, minutes=range(-44, -28))
     world.tick(later, SCALER_TABLES=name, SCALER_TAG_KEY="")
-    # THEN the configured minimum is restored and the reminder tag removed
+    # THEN the configured minimum is restored and the memory forgotten
     assert world.target_min(name, "read") == 10
-    assert base_min_tag(None, "read") not in world.tags(name)
+    assert world.memory(name, "read") is None and world.store.table(name) == []
 
 
 def test_library_tags_on_a_later_page_of_the_tag_listing_are_read(world: World) -> None:
@@ -272,22 +273,22 @@ def test_the_autopilot_plans_the_hour_keeps_the_plan_in_a_tag_and_raises_ahead_o
     start = int(hour.timestamp() // 60)
     floors = [10] * 4 + [6_667] * 11  # steps 0-15; 20-70 (the spike, lead and spread)
     assert write["plan"] == f"{start}:90:0:0:" + "/".join(map(str, floors))
-    # each write plan is kept in its table's tags; a plan that never rises above the
+    # each write plan is kept in the state store; a plan that never rises above the
     # minimum (the reads) is none; nothing is raised before it is needed
     for name in (targeted, direct):
-        assert world.tags(name)[forecast_tag(None, "write")] == forecasts[(name, "write")]["plan"]
-        assert forecast_tag(None, "read") not in world.tags(name)
+        assert world.plan(name, "write") == forecasts[(name, "write")]["plan"]
+        assert world.plan(name, "read") is None
         assert forecasts[(name, "read")]["plan"] is None
     assert world.target_min(targeted, "write") == 10
     assert world.throughput(direct)[1] == 10
     # WHEN a later tick, which reads no history, comes to the planned step
     _, events = world.tick(hour + timedelta(minutes=20), **env)
     assert not [e for e in events if e.get("event") == "forecast"]
-    # THEN the tagged plan raises the target's minimum, and the other table by UpdateTable
+    # THEN the kept plan raises the target's minimum, and the other table by UpdateTable
     assert world.target_min(targeted, "write") == 6_667
     assert world.throughput(direct)[1] == 6_667
     # and the base under the raised minimum is remembered as before
-    assert world.tags(targeted)[base_min_tag(None, "write")] == "10:6667"
+    assert world.memory(targeted, "write") == "10:6667"
 
 
 def test_each_table_forecasts_in_its_own_slot_of_the_hour(world: World) -> None:
@@ -308,122 +309,112 @@ def test_each_table_forecasts_in_its_own_slot_of_the_hour(world: World) -> None:
     assert forecast(30) == {late} and forecast(32) == set()
 
 
-def test_plans_never_take_the_tag_slots_a_raise_needs_and_the_ones_left_out_are_counted(
+def test_a_table_with_fifty_tags_of_its_own_is_raised_and_keeps_its_plans(
     world: World,
 ) -> None:
-    # GIVEN a table with 47 tags of its own and a GSI, both writes under scalable targets
-    # (each may need a base-min memory tag before its raise) and both with a daily spike
-    # (the table's to 6,000/s, the index's to 3,000/s): of DynamoDB's 50 tags, 1 is left
-    # for plans. A 48th tag is the plan of an index since deleted. Beside it, the same table
-    # with a few tags of its own.
+    # GIVEN a table with 50 tags of its own (DynamoDB's limit) and a GSI, both writes under
+    # scalable targets and both with a daily spike; a plan is kept for an index since
+    # deleted
     hour = world.now.replace(minute=0)
-    own = {f"cost-centre-{i:02d}": "x" for i in range(47)}
-    own[forecast_tag("Gone", "write")] = f"{int(hour.timestamp() // 60) - 60}:70:0:0:500"
+    own = {f"cost-centre-{i:02d}": "x" for i in range(50)}
     name = world.table("Crowded", 10, 10, gsi=(10, 10), tagged=False, tags=own, forecast_minute=0)
-    roomy = world.table(
-        "Roomy", 10, 10, gsi=(10, 10), tagged=False, tags={"team": "x"}, forecast_minute=0
-    )
-    for table in (name, roomy):
-        for index, peak in ((None, 6_000), ("byUser", 3_000)):
-            world.target(table, "write", 10, 20_000, index=index)
-            world.daily_spikes(table, hour, first_minute=40, per_second=peak, index=index)
-    env = {**AUTOPILOT, "SCALER_TABLES": f"{name},{roomy}"}
+    for index, peak in ((None, 6_000), ("byUser", 3_000)):
+        world.target(name, "write", 10, 20_000, index=index)
+        world.daily_spikes(name, hour, first_minute=40, per_second=peak, index=index)
+    world.set_plan(name, "write", f"{int(hour.timestamp() // 60) - 60}:70:0:0:500", "Gone")
+    env = {**AUTOPILOT, "SCALER_TABLES": name}
     # WHEN the hour's forecast runs
     _, events = world.tick(hour, **env)
-    # THEN both are planned, the larger raise's plan is kept, the other is counted and said;
-    # the deleted index's plan is gone (the hour's forecast replaces every plan tag)
-    plans = {
-        e["index"]: e["plan"] for e in events if e.get("event") == "forecast" and e["table"] == name
-    }
-    assert plans[None] is not None and plans["byUser"] is not None
-    tags = world.tags(name)
-    assert tags[forecast_tag(None, "write")] == plans[None]
-    assert forecast_tag("byUser", "write") not in tags and len(tags) == 48
-    assert forecast_tag("Gone", "write") not in tags
-    (warning,) = [e for e in events if e.get("event") == "plans-not-kept"]
-    assert (warning["kept"], warning["not_kept"], warning["tags"]) == (1, 1, 48)
-    (emf,) = [e for e in events if e.get("TableName") == name and "PlansNotKept" in e]
-    assert emf["PlansNotKept"] == 1 and emf["Failures"] == 0
-    declared = emf["_aws"]["CloudWatchMetrics"][0]["Metrics"]
-    assert {"Name": "PlansNotKept", "Unit": "Count"} in declared
-    # AND the table with room keeps both plans: the limit is each table's own
-    assert {forecast_tag(None, "write"), forecast_tag("byUser", "write")} <= set(world.tags(roomy))
-    (roomy_emf,) = [e for e in events if e.get("TableName") == roomy and "_aws" in e]
-    assert "PlansNotKept" not in roomy_emf
-    assert [e["table"] for e in events if e.get("event") == "plans-not-kept"] == [name]
+    # THEN both plans are kept in the state store, and the deleted index's plan is gone
+    plans = {e["index"]: e["plan"] for e in events if e.get("event") == "forecast"}
+    assert world.plan(name, "write") == plans[None] is not None
+    assert world.plan(name, "write", "byUser") == plans["byUser"] is not None
+    assert world.plan(name, "write", "Gone") is None
+    assert not [e for e in events if e.get("event") == "plans-not-kept"]
+    (emf,) = [e for e in events if e.get("TableName") == name and "_aws" in e]
+    assert "PlansNotKept" not in emf and emf["Failures"] == 0
     # WHEN a later tick comes to the planned step
     _, events = world.tick(hour + timedelta(minutes=20), **env)
-    # (a tick that keeps every plan it makes, or makes none, reports no PlansNotKept: each
-    # metric of a table is a custom metric, billed for the hours it has data)
-    (later,) = [e for e in events if e.get("TableName") == name and "_aws" in e]
-    assert "PlansNotKept" not in later and later["Failures"] == 0
-    # THEN the kept plan raises the table's minimum and its memory fits (49 tags); the
-    # index, whose plan was not kept, reacts alone: its minimum is where it was
+    # THEN both minimums are raised, their memories in the store and no tag written
     assert world.target_min(name, "write") == 6_667
-    assert world.target_min(name, "write", "byUser") == 10
-    assert len(world.tags(name)) == 49
-    # WHEN the index is throttled in the newest minutes: its raise writes its memory into
-    # the slot kept for it
-    world.traffic(name, "write", 10, throttles=6_000, minutes=range(1, 3), index="byUser")
+    assert world.target_min(name, "write", "byUser") == 3_334
+    assert world.memory(name, "write") == "10:6667"
+    assert world.memory(name, "write", "byUser") == "10:3334"
+    assert world.tags(name) == own
+    # WHEN the index is throttled in the newest minutes: it is raised further
+    world.traffic(name, "write", 3_000, throttles=300_000, minutes=range(1, 3), index="byUser")
     summary, _ = world.tick(**env)
-    assert world.target_min(name, "write", "byUser") > 10 and not summary["failed"]
-    tags = world.tags(name)
-    assert base_min_tag("byUser", "write") in tags and len(tags) <= 50
+    assert world.target_min(name, "write", "byUser") > 3_334 and not summary["failed"]
+    assert world.tags(name) == own
+
+
+def test_a_plan_the_store_cannot_keep_now_is_obeyed_and_counted(world: World) -> None:
+    # GIVEN a table with a daily spike whose dimension's state a capacity request holds
+    # (its lease) while the hour's forecast runs
+    hour = world.now.replace(minute=0)
+    name = world.table("Busy", 10, 10, tagged=False, forecast_minute=0)
+    world.target(name, "write", 10, 20_000)
+    world.daily_spikes(name, hour, first_minute=40, per_second=6_000)
+    env = {**AUTOPILOT, "SCALER_TABLES": name}
+    with world.store.lease(name, None, "write", deadline=time.time() + 5):
+        _, events = world.tick(hour, **env)
+    # THEN the plan is not kept, and that is said and counted
+    assert world.plan(name, "write") is None
+    (warning,) = [e for e in events if e.get("event") == "plans-not-kept"]
+    assert warning["not_kept"] == 1
+    (emf,) = [e for e in events if e.get("TableName") == name and "_aws" in e]
+    assert emf["PlansNotKept"] == 1 and emf["Failures"] == 0
 
 
 def test_a_falling_plan_lowers_the_minimum_in_steps_and_remembers_the_base(world: World) -> None:
     # GIVEN a write target (minimum 10) with capacity and quiet traffic, at a minute that is
-    # not the hour's first (no forecast runs: the plans below are the tagged ones)
+    # not the hour's first (no forecast runs: the plans below are the kept ones)
     now = world.now - timedelta(minutes=3) if world.now.minute < 2 else world.now
     name = world.table("Falling", 10, 9_000, tagged=False, forecast_minute=0)
     world.target(name, "write", 10, 20_000)
     world.traffic(name, "write", 100, minutes=range(1, 40))
     start = int(now.timestamp() // 60)
     start -= start % 5
-    arn = world.ddb.describe_table(TableName=name)["Table"]["TableArn"]
 
     def plan(*floors: int) -> None:
-        value = f"{start}:70:0:" + "/".join(map(str, floors))
-        world.ddb.tag_resource(
-            ResourceArn=arn, Tags=[{"Key": forecast_tag(None, "write"), "Value": value}]
-        )
+        world.set_plan(name, "write", f"{start}:70:0:" + "/".join(map(str, floors)))
 
     env = {**AUTOPILOT, "SCALER_TABLES": name}
     # WHEN the plan's floor now is 8,572: the minimum is raised to it, the base remembered
     plan(8_572, 8_572)
     world.tick(now, **env)
     assert world.target_min(name, "write") == 8_572
-    assert world.tags(name)[base_min_tag(None, "write")] == "10:8572"
+    assert world.memory(name, "write") == "10:8572"
     # WHEN it falls, with 4,000 still needed within the half hour: the minimum goes to
     # 4,000, and the base is still remembered under it
     plan(10, 10, 10, 4_000)
     world.tick(now, **env)
     assert world.target_min(name, "write") == 4_000
-    assert world.tags(name)[base_min_tag(None, "write")] == "10:4000"
+    assert world.memory(name, "write") == "10:4000"
     # WHEN nothing is planned any more: the configured minimum is back, the memory gone
-    world.ddb.untag_resource(ResourceArn=arn, TagKeys=[forecast_tag(None, "write")])
+    world.set_plan(name, "write", None)
     world.tick(now, **env)
     assert world.target_min(name, "write") == 10
-    assert base_min_tag(None, "write") not in world.tags(name)
+    assert world.memory(name, "write") is None and world.store.table(name) == []
 
 
-def test_a_plan_tag_that_is_not_one_is_ignored_and_counted(world: World) -> None:
-    # GIVEN plan tags that are not plans: a floor over the quota, a start that is no minute
+def test_a_kept_plan_that_is_not_one_is_ignored_and_counted(world: World) -> None:
+    # GIVEN plans in the state store that are not plans: a floor over the quota, a start
+    # that is no minute
     minute = int(world.now.timestamp() // 60)
-    planted = {
-        forecast_tag(None, "write"): f"{minute - minute % 5}:70:0:40001",
-        forecast_tag(None, "read"): "soon:9000",
-    }
-    name = world.table("Planted", 10, 10, tagged=False, tags=planted, forecast_minute=0)
+    name = world.table("Planted", 10, 10, tagged=False, forecast_minute=0)
+    world.set_plan(name, "write", f"{minute - minute % 5}:70:0:40001")
+    world.set_plan(name, "read", "soon:9000")
     # WHEN a tick that does not forecast runs
     _, events = world.tick(world.now + timedelta(minutes=4), **AUTOPILOT, SCALER_TABLES=name)
     # THEN neither is obeyed, and both are counted
     assert world.throughput(name) == (10, 10)
     (record,) = [e for e in events if e.get("TableName") == name and "IgnoredTags" in e]
     assert record["IgnoredTags"] == 2 and record["Failures"] == 0
-    # each says what a plan tag must be, in the format the scaler writes
-    reasons = {e["reason"] for e in events if e.get("event") == "tag-ignored"}
-    (reason,) = reasons
+    # each says what a plan must be, in the format the scaler writes
+    ignored = [e for e in events if e.get("event") == "plan-ignored"]
+    assert {e["dimension"] for e in ignored} == {"read", "write"}
+    (reason,) = {e["reason"] for e in ignored}
     assert reason.startswith("expected <start minute>:<aim %>:<reserve>:<least fall>:<floor>/...")
 
 

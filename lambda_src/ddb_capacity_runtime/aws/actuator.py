@@ -1,9 +1,9 @@
 """Carries out a tick's decisions for one table; the only module here that changes AWS.
 
 - A dimension with a scalable target: its MinCapacity is moved (RegisterScalableTarget), so
-  auto scaling performs the change and knows it. The minimum it had is remembered in a
-  table tag (``ddb-capacity:base-min:...``) until it is restored, so a restart of the
-  scaler loses nothing.
+  auto scaling performs the change and knows it. The configured minimum is remembered in
+  the state store until it is restored (:mod:`.minimum`), so a restart of the scaler, or a
+  capacity request meanwhile, loses nothing.
 - Every other dimension: one UpdateTable carrying the table's and its GSIs' changes.
 
 Errors stay with their table: the caller goes on with the others.
@@ -14,23 +14,28 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..core.names import UNITS, base_min_tag
+from ..core.names import UNITS
 from ..core.plan import SCALABLE_TARGET, UPDATE_TABLE, Change
-from ..core.policy import DECREASE, INCREASE
+from ..core.policy import INCREASE
 from ..core.quota import DecreaseLedger
 from ..core.tables import ManagedTable
-from ..core.tags import BaseMin
+from ..requests.holds import CapacityRequestError, CapacityRequestTimeout
+from .minimum import set_minimum
 from .retry import describe_error
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
-    from mypy_boto3_application_autoscaling.literals import ScalableDimensionType
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from ..requests.store import HoldStore
+
+
+#: How long a move of a minimum waits for its dimension's lease (a request holding it).
+LEASE_WAIT_SECONDS = 5
 
 STATUS_BY_CODE = {
     "ResourceInUseException": "retry-next-tick",
@@ -154,37 +159,29 @@ def _send(
 
 
 def _move_min(
-    dynamodb: DynamoDBClient, aas: ApplicationAutoScalingClient, table: ManagedTable, change: Change
+    store: HoldStore | None, aas: ApplicationAutoScalingClient, change: Change
 ) -> Outcome:
-    """Move a scalable target's minimum. Raising it records the base it replaces together
-    with the minimum set (``<base>:<set>``) first; lowering it to a forecast floor still
-    above the base records the new one after; restoring the base forgets them."""
+    """Move a scalable target's minimum under its dimension's lease in the state store,
+    which remembers the configured minimum while the library holds it above
+    (:func:`.minimum.set_minimum`). A dimension whose memory changed since the table was
+    read (a capacity request moved the minimum meanwhile) is left for the next tick."""
     d = change.dimension
-    assert d.target is not None
-    tag = base_min_tag(d.index, d.dimension)
-    base = (
-        d.memory.base
-        if d.memory
-        else d.hold_base
-        if d.hold_base is not None
-        else d.target.min_capacity
-    )
+    assert d.target is not None and d.memory is not None
+    if store is None:
+        return Outcome(change, "failed", "no state store: a minimum is never moved unremembered")
     try:
-        if change.action == INCREASE:
-            memory = BaseMin(base, change.new).value()
-            dynamodb.tag_resource(ResourceArn=table.arn, Tags=[{"Key": tag, "Value": memory}])
-        aas.register_scalable_target(
-            ServiceNamespace="dynamodb",
-            ResourceId=d.target.resource_id,
-            ScalableDimension=cast("ScalableDimensionType", d.target.scalable_dimension),
-            MinCapacity=change.new,
-        )
-        if change.action == DECREASE and change.new > base:  # down to a forecast floor
-            memory = BaseMin(base, change.new).value()
-            dynamodb.tag_resource(ResourceArn=table.arn, Tags=[{"Key": tag, "Value": memory}])
-        elif change.action == DECREASE:
-            dynamodb.untag_resource(ResourceArn=table.arn, TagKeys=[tag])
+        deadline = store.clock() + LEASE_WAIT_SECONDS
+        with store.lease(d.table, d.index, d.dimension, deadline=deadline) as lease:
+            fresh = store.get(d.table, d.index, d.dimension)
+            now_seen = (fresh.base, fresh.set_to, fresh.intent) if fresh else (None, None, None)
+            if now_seen != d.seen:
+                return Outcome(change, "retry-next-tick", "its minimum moved since it was read")
+            set_minimum(lease, aas, d.target, d.memory.base, change.new)
         return Outcome(change, "applied")
+    except CapacityRequestTimeout as exc:
+        return Outcome(change, "retry-next-tick", str(exc))
+    except CapacityRequestError as exc:  # the state store failed
+        return Outcome(change, "failed", str(exc))
     except (ClientError, BotoCoreError) as exc:
         status, message = _status(exc)
         return Outcome(change, status, message)
@@ -197,12 +194,14 @@ def apply(
     changes: Sequence[Change],
     dry_run: bool,
     now: datetime | None = None,
+    store: HoldStore | None = None,
 ) -> list[Outcome]:
-    """Apply one table's changes (or only report them, in dry-run mode)."""
+    """Apply one table's changes (or only report them, in dry-run mode). ``store``: the
+    state store, which a change of a scalable target's minimum needs."""
     now = now or datetime.now(UTC)
     if dry_run:
         return [Outcome(c, "dry-run") for c in changes]
-    outcomes = [_move_min(dynamodb, aas, table, c) for c in changes if c.via == SCALABLE_TARGET]
+    outcomes = [_move_min(store, aas, c) for c in changes if c.via == SCALABLE_TARGET]
     direct = [c for c in changes if c.via == UPDATE_TABLE]
     if direct:
         outcomes += _update_table(dynamodb, table, direct, now)

@@ -9,7 +9,9 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..core.names import UNITS, resource_id, scalable_dimension
+from ..core.floorplan import FloorPlan, parse_plan
+from ..core.memory import reconcile
+from ..core.names import SCALER_TAGS, TABLE_QUOTA, UNITS, resource_id, scalable_dimension
 from ..core.quota import DecreaseLedger
 from ..core.settings import Limits, ScalerConfig
 from ..core.tables import Dimension, ManagedTable, ScalableTarget, tags_of
@@ -20,6 +22,8 @@ if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_resourcegroupstaggingapi import ResourceGroupsTaggingAPIClient
+
+    from ..requests.store import HeldDimension
 
 
 def find_tables(
@@ -136,9 +140,12 @@ def describe_table(
     targets: Mapping[tuple[str, str], ScalableTarget],
     now: datetime,
     description: Mapping[str, Any] | None = None,
+    held: Sequence[HeldDimension] = (),
 ) -> ManagedTable:
     """The table's managed dimensions. Raises NotManaged, OverrideError or ClientError.
-    ``description`` is DescribeTable's ``Table`` when the caller has just read it."""
+    ``description`` is DescribeTable's ``Table`` when the caller has just read it;
+    ``held``: what the state store says of the table's dimensions (its memory of each
+    minimum, reconciled here with the target's, and the autopilot's plans)."""
     table = description or dynamodb.describe_table(TableName=name)["Table"]
     check_managed(table)
     if tags is None:  # every page: a library tag may be on any of them
@@ -157,12 +164,15 @@ def describe_table(
             reason=ignored.reason,
         )
     limits = config.limits(name, parsed.limits)
+    by_scope = {h.scope: h for h in held}
     managed = ManagedTable(
         name,
         table["TableArn"],
         tags,
         ignored_tags=len(parsed.ignored),
         tag_limits=dict(parsed.limits),
+        legacy_memories=dict(parsed.base_mins),
+        legacy_tags=sorted(k for k in tags if k.startswith(SCALER_TAGS)),
     )
     specs: list[tuple[str | None, Mapping[str, Any]]] = [(None, table)]
     for gsi in table.get("GlobalSecondaryIndexes", []):
@@ -182,7 +192,8 @@ def describe_table(
         for dim, units in UNITS.items():
             target = targets.get((resource_id(name, index), scalable_dimension(index, dim)))
             dim_limits = limits[dim]
-            memory = parsed.base_mins.get((index, dim))
+            state = by_scope.get((index, dim))
+            memory = None
             if target is not None and target.inverted:
                 # a description is untrusted input: held, and counted
                 managed.bad_targets += 1
@@ -199,20 +210,20 @@ def describe_table(
                     "dimension is left as it is until the target is fixed",
                 )
             if target is not None:
-                if memory is not None and memory.set_to != target.min_capacity:
-                    # Someone else (an operator, a deploy) set the minimum since: the
-                    # present wins over the memory, which is ignored until rewritten.
+                memory = reconcile(state, target.min_capacity)
+                if memory.changed_elsewhere:
+                    # Someone else (an operator, a deploy) set the minimum: it is the
+                    # configured one from now on, never undone
                     log_event(
-                        "memory-ignored",
+                        "minimum-set-elsewhere",
                         table=name,
                         index=index,
                         dimension=dim,
-                        remembered_base=memory.base,
-                        remembered_set=memory.set_to,
+                        remembered_base=state.base if state else None,
+                        remembered_set=state.set_to if state else None,
                         target_min=target.min_capacity,
                     )
-                    memory = None
-                base = memory.base if memory else target.min_capacity
+                base = memory.base
                 # the target-tracking policy's own target, where it has one: the scaler
                 # and auto scaling aim at the same utilization
                 aim = (
@@ -232,7 +243,29 @@ def describe_table(
                     limits=dim_limits,
                     target=target,
                     memory=memory,
-                    plan=parsed.plans.get((index, dim)),
+                    seen=(state.base, state.set_to, state.intent) if state else (None, None, None),
+                    plan=_plan(managed, state),
                 )
             )
     return managed
+
+
+def _plan(table: ManagedTable, state: HeldDimension | None) -> FloorPlan | None:
+    """The dimension's plan from the state store; a malformed one is ignored and counted
+    (the store is untrusted input too)."""
+    if state is None or state.plan is None:
+        return None
+    plan = parse_plan(state.plan, TABLE_QUOTA) if state.plan.isascii() else None
+    if plan is None:
+        table.ignored_tags += 1
+        log_event(
+            "plan-ignored",
+            level=logging.WARNING,
+            table=state.table,
+            index=state.index,
+            dimension=state.dimension,
+            value=state.plan[:200],
+            reason="expected <start minute>:<aim %>:<reserve>:<least fall>:<floor>/..., "
+            "as the scaler writes a plan",
+        )
+    return plan

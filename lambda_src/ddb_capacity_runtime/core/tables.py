@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from .floorplan import FloorPlan
+from .memory import Memory
 from .quota import DecreaseLedger
 from .settings import Limits
 from .tags import BaseMin
@@ -44,12 +45,13 @@ class Dimension:
     last_increase: datetime | None
     limits: Limits
     target: ScalableTarget | None = None
-    #: the base minimum remembered while the scaler (or a capacity request) holds the
-    #: target's minimum raised; None when nothing valid is remembered
-    memory: BaseMin | None = None
-    #: the base minimum held by capacity requests (their hold store), when any
-    hold_base: int | None = None
-    #: the autopilot's plan of floors, read back from the table's tags; None without one
+    #: under a scalable target: the state store's memory of the dimension's minimum,
+    #: reconciled with the target's (its configured base, and what the library set)
+    memory: Memory | None = None
+    #: the state store's (base, set_to, intent) as read with the table: a move of the
+    #: minimum goes ahead only while the store still says so
+    seen: tuple[int | None, int | None, int | None] = (None, None, None)
+    #: the autopilot's plan of floors, read back from the state store; None without one
     plan: FloorPlan | None = None
     #: no decrease below this: what the plan needs within the next half hour (0: no plan)
     keep: int = 0
@@ -73,6 +75,10 @@ class ManagedTable:
     ignored_tags: int = 0  # library tags ignored as malformed or out of bounds
     plans_not_kept: int = 0  # the autopilot's plans its tags had no room for this hour
     bad_targets: int = 0  # dimensions held because their scalable target's min is above max
+    #: 0.4's state tags (a remembered minimum, a plan) still on the table: moved into the
+    #: state store, then removed
+    legacy_memories: dict[tuple[str | None, str], BaseMin] = field(default_factory=dict)
+    legacy_tags: list[str] = field(default_factory=list)
     #: the limits the table's tags set (:func:`.tags.parse_tags`), checked against each
     #: dimension's consumption once it is known (the tick's ``refuse_lowering_tags``)
     tag_limits: dict[str, float] = field(default_factory=dict)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -25,7 +25,7 @@ TRAFFIC_MINUTES = 5
 TRAFFIC_LAG_MINUTES = 2
 
 if TYPE_CHECKING:
-    from mypy_boto3_application_autoscaling.literals import ScalableDimensionType
+    pass
 
 
 @dataclass
@@ -93,22 +93,6 @@ def current_traffic(
     start, end = window(ctx.now(), TRAFFIC_MINUTES, TRAFFIC_LAG_MINUTES)
     series = metrics.fetch(ctx.clients.cloudwatch, keys, start, end)
     return {k[2]: capacity_units(max(series[k].consumed, default=0.0)) for k in keys}
-
-
-def register_min(ctx: Context, resource: str, dimension: str, minimum: int) -> None:
-    try:
-        ctx.clients.autoscaling.register_scalable_target(
-            ServiceNamespace="dynamodb",
-            ResourceId=resource,
-            ScalableDimension=cast("ScalableDimensionType", dimension),
-            MinCapacity=minimum,
-        )
-    except ClientError as exc:
-        error = exc.response.get("Error", {})
-        raise CapacityRequestError(
-            f"{resource} {dimension}: setting MinCapacity {minimum:,} "
-            f"failed: {error.get('Code')}: {error.get('Message')}"
-        ) from None
 
 
 def result_row(

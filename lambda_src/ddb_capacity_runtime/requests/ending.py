@@ -7,13 +7,18 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
+from ..aws.minimum import set_minimum
+from ..aws.retry import describe_error
+from ..core.memory import reconcile
 from ..core.plan import UPDATE_TABLE, Change
 from ..core.policy import DECREASE
 from ..core.tables import Dimension, ManagedTable
 from .broker import broker_name, invoke_broker
-from .context import Context, read_table, register_min, result_row
+from .context import Context, read_table, result_row
 from .holds import (
     DEFAULT_TIMEOUT,
     CapacityRequestError,
@@ -23,7 +28,7 @@ from .holds import (
     level,
     shown,
 )
-from .store import HeldDimension, HoldStore, open_store
+from .store import HeldDimension, HoldStore, Lease, open_store
 
 #: The status of a dimension whose holds were forgotten without lowering it.
 DROPPED = "dropped"
@@ -78,13 +83,18 @@ def end_holds(
                     lease.write(fresh.base or 1, [])
                 continue
             current = d.target.min_capacity if d.target else d.provisioned
-            base = fresh.base if fresh.base is not None else current
+            if d.target is not None:  # whose minimum it is: the store's memory, checked
+                base = reconcile(fresh, current).base
+            else:
+                base = fresh.base if fresh.base is not None else current
             active = [h for h in kept if h.active(now)]
             held_level = max(base, level([*active, *gone]))
             to = max(base, level(active))
             row, done = _lower(
                 ctx,
+                lease,
                 d=d,
+                base=base,
                 current=current,
                 held=held_level,
                 to=to,
@@ -100,8 +110,10 @@ def end_holds(
 
 def _lower(
     ctx: Context,
+    lease: Lease,
     *,
     d: Dimension,
+    base: int,
     current: int,
     held: int,
     to: int,
@@ -123,7 +135,13 @@ def _lower(
     if current <= to:
         return row(current, "unchanged"), True
     if d.target is not None:
-        register_min(ctx, d.target.resource_id, d.target.scalable_dimension, to)
+        try:
+            set_minimum(lease, ctx.clients.autoscaling, d.target, base, to)
+        except ClientError as exc:
+            raise CapacityRequestError(
+                f"{d.target.resource_id} {d.target.scalable_dimension}: setting MinCapacity "
+                f"{to:,} failed: {describe_error(exc)}"
+            ) from None
         return row(to, "applied"), True
     if not lower_direct:
         return row(current, "left-to-policy", "the scaler lowers it as the traffic allows"), True

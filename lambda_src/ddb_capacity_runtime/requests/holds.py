@@ -122,8 +122,8 @@ def level(holds: Iterable[Hold]) -> int:
 
 def lift(table: ManagedTable, held: Sequence[HeldDimension], now: datetime) -> ManagedTable:
     """``table`` with every dimension's limits lifted to its active holds' level, so the
-    scaler neither lowers a held dimension nor caps it below the hold, and with the base
-    the holds replaced, which the scaler remembers as its own base if it raises further."""
+    scaler neither lowers a held dimension nor caps it below the hold. (The configured
+    minimum under the holds is the state store's memory, which the table carries.)"""
     by_scope: Mapping[tuple[str | None, str], HeldDimension] = {h.scope: h for h in held}
     dims = []
     for d in table.dimensions:
@@ -137,7 +137,5 @@ def lift(table: ManagedTable, held: Sequence[HeldDimension], now: datetime) -> M
                         floor, max(floor, d.limits.max_capacity), d.limits.target_utilization
                     ),
                 )
-            if state.base is not None:
-                d = replace(d, hold_base=state.base)
         dims.append(d)
     return replace(table, dimensions=dims)

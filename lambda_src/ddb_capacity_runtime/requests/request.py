@@ -11,15 +11,19 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
+from ..aws.minimum import set_minimum
+from ..aws.retry import describe_error
+from ..core.memory import reconcile
 from ..core.names import scope_label
 from ..core.plan import UPDATE_TABLE, Change
 from ..core.policy import INCREASE
-from ..core.tables import Dimension
 from ..events import log_event
 from .broker import BROKER_MAX_WAIT, broker_name, invoke_broker
-from .context import Context, current_traffic, read_table, register_min, result_row
+from .context import Context, current_traffic, read_table, result_row
 from .ending import end_holds
 from .holds import (
     DEFAULT_HOLD,
@@ -233,7 +237,12 @@ def _hold(
                 state = store.get(table, index, dim)
                 now = ctx.now()
                 recorded = list(state.holds) if state else []
-                base = state.base if state and state.base is not None else _current(d)
+                if d.target is not None:  # whose minimum it is: the store's memory, checked
+                    memory = reconcile(state, d.target.min_capacity)
+                    base = memory.base
+                else:
+                    memory = None
+                    base = state.base if state and state.base is not None else d.provisioned
                 if all(h.id != new.id for h in recorded):
                     others = [h for h in recorded if h.active(now)]
                     total = new.units + sum(h.units for h in others)
@@ -253,9 +262,16 @@ def _hold(
                         f"target of {scope_label(index)} has a max of "
                         f"{d.target.max_capacity:,}; raise the max or ask for less"
                     )
-                lease.write(base, recorded)
                 if d.target is not None and d.target.min_capacity < want:
-                    register_min(ctx, d.target.resource_id, d.target.scalable_dimension, want)
+                    try:
+                        set_minimum(
+                            lease, ctx.clients.autoscaling, d.target, base, want, holds=recorded
+                        )
+                    except ClientError as exc:
+                        raise CapacityRequestError(
+                            f"{d.target.resource_id} {d.target.scalable_dimension}: setting "
+                            f"MinCapacity {want:,} failed: {describe_error(exc)}"
+                        ) from None
                     done.append(
                         result_row(
                             table,
@@ -267,6 +283,10 @@ def _hold(
                             "applied",
                         )
                     )
+                elif memory is not None:
+                    lease.write(base, recorded, set_to=memory.set_to, intent=None)
+                else:
+                    lease.write(base, recorded)
                 if d.provisioned >= want:
                     return want, done, next(h for h in recorded if h.id == new.id)
                 change = Change(d, d.provisioned, want, "capacity request", INCREASE, UPDATE_TABLE)
@@ -301,13 +321,3 @@ def _hold(
                 )
             ctx.sleep(ctx.poll_seconds)
         read_table(ctx, table, index, deadline)
-
-
-def _current(d: Dimension) -> int:
-    """What a dimension's base is when its first hold comes: its configured minimum (the
-    base the scaler remembers while it holds the minimum raised, else the minimum), or
-    without a scalable target its provisioned capacity. Never the scaler's raise: a hold
-    that took it as its base would make it the minimum for good."""
-    if d.target is None:
-        return d.provisioned
-    return d.memory.base if d.memory is not None else d.target.min_capacity

@@ -1,14 +1,26 @@
-"""The hold store: a small DynamoDB table (made by ``CapacityRequests``) with conditional
-writes, so concurrent requests, releases, restores and scaler ticks never lose a hold.
+"""The state store: a small DynamoDB table (made by ``CapacityRequests`` or
+``ThrottleAwareScaler``) with conditional writes, where every piece of the library's
+run-time state lives, so concurrent requests, releases, restores and scaler ticks never
+lose a hold or a configured minimum. Tags are configuration only.
 
-One item per held dimension (partition key ``pk`` = the table name, sort key ``sk`` =
-``<table|index/NAME>:<read|write>``):
+One item per dimension the library holds anything of (partition key ``pk`` = the table
+name, sort key ``sk`` = ``<table|index/NAME>:<read|write>``):
 
 - ``base``: the configured minimum (or, without a scalable target, the provisioned
   capacity) the dimension had before its first hold, restored when the last hold ends;
   under a raise of the scaler, the base the scaler remembers, not its raise;
 - ``holds``: a map of hold id to ``{units, expires, baseline, token}`` (``token``: the
   SHA-256 digest of the hold's release token);
+- ``set_to``: the minimum of the dimension's scalable target the library last set, while
+  it holds the minimum above ``base`` (a raise of the scaler, a hold, a forecast floor); a
+  minimum found to be neither ``set_to`` nor ``intent`` was set by someone else, and
+  becomes the new base (:mod:`..core.memory`);
+- ``intent``: a minimum about to be set, written before RegisterScalableTarget and folded
+  into ``set_to`` after it, so a crash between the two is never read as someone else's
+  change;
+- ``plan``: the autopilot's plan of floors for the dimension (``<start minute>:<aim %>:
+  <reserve>:<least fall>:<floor>/...``), written without the lease (a plan touches
+  nothing else) but never while another process holds it;
 - ``lock_owner``, ``lock_until``: a lease. Whoever changes the dimension (records or ends a
   hold and moves the minimum to match) takes the lease first, with a conditional write, and
   gives it back after; a lease left by a process that died runs out after ``LEASE``.
@@ -39,7 +51,17 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 #: Attribute names in expressions (``base`` is a reserved word).
-NAMES = {"#b": "base", "#h": "holds", "#o": "lock_owner", "#u": "lock_until"}
+NAMES = {
+    "#b": "base",
+    "#h": "holds",
+    "#o": "lock_owner",
+    "#u": "lock_until",
+    "#s": "set_to",
+    "#i": "intent",
+    "#p": "plan",
+}
+#: Leaves an attribute of :meth:`Lease.write` as it is.
+KEEP: Any = object()
 #: How long a lease lasts: far longer than the few calls made under it.
 LEASE = timedelta(seconds=60)
 #: The environment variables that name the hold store and bound its holds, for workers and
@@ -48,6 +70,8 @@ STORE_ENV = "CAPACITY_HOLDS_TABLE"
 MAX_UNITS_ENV = "CAPACITY_MAX_UNITS"
 MAX_HOLD_ENV = "CAPACITY_MAX_HOLD_MINUTES"
 MAX_TOTAL_UNITS_ENV = "CAPACITY_MAX_TOTAL_UNITS"
+#: The longest plan value read back (a plan of 7 floors is far shorter).
+MAX_PLAN_CHARS = 256
 
 
 @dataclass(frozen=True)
@@ -63,7 +87,8 @@ class HoldLimits:
 @dataclass(frozen=True)
 class HeldDimension:
     """What the store says of one dimension: its base and its holds (well-formed ones in
-    ``holds``, the ids of the others in ``malformed``)."""
+    ``holds``, the ids of the others in ``malformed``), the minimum the library set and
+    the one it is about to set, and the autopilot's plan (its raw value)."""
 
     table: str
     index: str | None
@@ -71,6 +96,9 @@ class HeldDimension:
     base: int | None
     holds: tuple[Hold, ...] = ()
     malformed: tuple[str, ...] = ()
+    set_to: int | None = None
+    intent: int | None = None
+    plan: str | None = None
 
     @property
     def scope(self) -> tuple[str | None, str]:
@@ -165,9 +193,75 @@ class HoldStore:
                 continue
             when = datetime.fromtimestamp(expires, UTC)
             holds.append(Hold(ident, index, dimension, units, when, baseline, token))
-        if base is None and not holds and not malformed:
+        set_to = _whole(item.get("set_to", {}).get("N"), 1, TABLE_QUOTA)
+        intent = _whole(item.get("intent", {}).get("N"), 1, TABLE_QUOTA)
+        plan = item.get("plan", {}).get("S")
+        plan = plan if isinstance(plan, str) and len(plan) <= MAX_PLAN_CHARS else None
+        if base is None:  # a memory without its base means nothing
+            set_to = intent = None
+        if base is None and not holds and not malformed and plan is None:
             return None
-        return HeldDimension(table, index, dimension, base, tuple(holds), tuple(malformed))
+        return HeldDimension(
+            table,
+            index,
+            dimension,
+            base,
+            tuple(holds),
+            tuple(malformed),
+            set_to,
+            intent,
+            plan,
+        )
+
+    def keep_plan(self, table: str, index: str | None, dimension: str, plan: str | None) -> bool:
+        """Keep ``plan`` (None: forget it) as the dimension's plan, with conditional writes
+        made only while nobody holds the dimension's lease (an item left with nothing goes).
+        False when someone held it: the plan is then not kept this time."""
+        key = self._key(table, index, dimension)
+        values = {":now": {"N": str(int(self.clock()))}}
+        free = "(attribute_not_exists(#u) OR #u < :now)"
+
+        def write(call: str, expression: str, names: tuple[str, ...], **kw: Any) -> bool:
+            try:
+                getattr(self.dynamodb, call)(
+                    TableName=self.name,
+                    Key=key,
+                    ConditionExpression=expression,
+                    ExpressionAttributeNames={k: NAMES[k] for k in names},
+                    **kw,
+                )
+                return True
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                    raise _store_error(self.name, exc) from None
+                return False
+
+        if plan is not None:
+            return write(
+                "update_item",
+                free,
+                ("#p", "#u"),
+                UpdateExpression="SET #p = :p",
+                ExpressionAttributeValues={**values, ":p": {"S": plan}},
+            )
+        empty = (
+            f"{free} AND (attribute_not_exists(#h) OR size(#h) = :zero) AND "
+            "attribute_not_exists(#s) AND attribute_not_exists(#i)"
+        )
+        if write(
+            "delete_item",
+            empty,
+            ("#u", "#h", "#s", "#i"),
+            ExpressionAttributeValues={**values, ":zero": {"N": "0"}},
+        ):
+            return True  # it held nothing else (or was not there)
+        return write(
+            "update_item",
+            f"attribute_exists(pk) AND {free}",
+            ("#p", "#u"),
+            UpdateExpression="REMOVE #p",
+            ExpressionAttributeValues=values,
+        )
 
     # ------------------------------------------------------------------ changing
 
@@ -240,44 +334,56 @@ class Lease:
         condition["ExpressionAttributeNames"]["#u"] = NAMES["#u"]
         return condition
 
-    def write(self, base: int, holds: list[Hold]) -> None:
-        """Record ``base`` and exactly ``holds`` (an empty list: the item goes when the
-        lease is given back)."""
+    def write(
+        self,
+        base: int,
+        holds: list[Hold] | Any = KEEP,
+        *,
+        set_to: int | None = KEEP,
+        intent: int | None = KEEP,
+    ) -> None:
+        """Record ``base``, and ``holds`` (exactly those), ``set_to`` and ``intent`` where
+        given (None: forget it; :data:`KEEP`: as it is). An item left with no hold, no
+        minimum set and no plan goes when the lease is given back."""
         condition = self._condition()
-        condition["ExpressionAttributeNames"].update({"#b": NAMES["#b"], "#h": NAMES["#h"]})
-        condition["ExpressionAttributeValues"].update(
-            {
-                ":b": {"N": str(base)},
-                ":h": {
-                    "M": {
-                        h.id: {
-                            "M": {
-                                "units": {"N": str(h.units)},
-                                "expires": {"N": str(int(h.expires.timestamp()))},
-                                "baseline": {"N": str(h.baseline)},
-                                **({"token": {"S": h.token_hash}} if h.token_hash else {}),
-                            }
-                        }
-                        for h in holds
-                    }
-                },
-            }
+        names, values = (
+            condition["ExpressionAttributeNames"],
+            condition["ExpressionAttributeValues"],
         )
-        self._call(
-            "update_item",
-            UpdateExpression="SET #b = :b, #h = :h",
-            **condition,
-        )
+        names["#b"] = NAMES["#b"]
+        values[":b"] = {"N": str(base)}
+        sets, removes = ["#b = :b"], []
+        if holds is not KEEP:
+            names["#h"] = NAMES["#h"]
+            values[":h"] = {"M": {h.id: {"M": _hold_item(h)} for h in holds}}
+            sets.append("#h = :h")
+        for attr, value, ref in (("#s", set_to, ":s"), ("#i", intent, ":i")):
+            if value is KEEP:
+                continue
+            names[attr] = NAMES[attr]
+            if value is None:
+                removes.append(attr)
+            else:
+                sets.append(f"{attr} = {ref}")
+                values[ref] = {"N": str(value)}
+        update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        self._call("update_item", UpdateExpression=update, **condition)
 
     def give_back(self) -> None:
-        """Give the lease back; an item left with no hold is deleted."""
+        """Give the lease back; an item left with no hold, no minimum set or about to be,
+        and no plan is deleted."""
         if self.done:
             return
         self.done = True
         condition = self._condition()
-        condition["ConditionExpression"] += " AND (attribute_not_exists(#h) OR size(#h) = :zero)"
+        condition["ConditionExpression"] += (
+            " AND (attribute_not_exists(#h) OR size(#h) = :zero) AND attribute_not_exists(#s)"
+            " AND attribute_not_exists(#i) AND attribute_not_exists(#p)"
+        )
         condition["ExpressionAttributeValues"][":zero"] = {"N": "0"}
-        condition["ExpressionAttributeNames"]["#h"] = NAMES["#h"]
+        condition["ExpressionAttributeNames"].update(
+            {k: NAMES[k] for k in ("#h", "#s", "#i", "#p")}
+        )
         try:
             self.store.dynamodb.delete_item(TableName=self.store.name, Key=self.key, **condition)
             return
@@ -372,6 +478,15 @@ def _whole(raw: object, low: int, high: int) -> int | None:
         return None
     value = int(raw)
     return value if low <= value <= high else None
+
+
+def _hold_item(h: Hold) -> dict[str, Any]:
+    return {
+        "units": {"N": str(h.units)},
+        "expires": {"N": str(int(h.expires.timestamp()))},
+        "baseline": {"N": str(h.baseline)},
+        **({"token": {"S": h.token_hash}} if h.token_hash else {}),
+    }
 
 
 def _is_digest(raw: object) -> bool:

@@ -10,6 +10,7 @@ from typing import Any
 from ..aws.clients import make_clients
 from ..core.settings import ScalerConfig
 from ..events import log_event
+from ..requests.holds import CapacityRequestError
 from ..requests.store import STORE_ENV, open_store
 from .tick import TickFailed, run_tick
 
@@ -20,7 +21,12 @@ def lambda_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     so that the errors alarm and the dead-letter queue see it."""
     config = ScalerConfig.from_env(os.environ)
     clients = make_clients()
-    store = open_store(None, clients) if os.environ.get(STORE_ENV) else None
+    if not os.environ.get(STORE_ENV):
+        raise CapacityRequestError(
+            f"{STORE_ENV}: not set; the scaler keeps its state in the state store that "
+            "ThrottleAwareScaler deploys (or CapacityRequests, once connected)"
+        )
+    store = open_store(None, clients)
     summary = run_tick(config, clients, datetime.now(UTC), store=store)
     complete(summary)
     return summary

@@ -12,21 +12,29 @@ nothing anywhere, while raises on the data it has still go ahead. Every failure 
 (EMF ``Failures``) and reported in the summary, whose ``failures`` and ``shared_failures``
 make the Lambda invocation fail after the tick has acted.
 
-Capacity requests: a table's expired holds are ended first, and its active holds lift the
-dimension's min (and max) to their level for the tick.
+State: every piece of the tick's state is in the state store (:mod:`..requests.store`),
+read with one Scan a tick: the memory of each minimum it holds raised (reconciled with the
+target's minimum: one someone else set becomes the configured one, never undone), the
+autopilot's plans, and the capacity requests' holds. Tags are configuration only: 0.4's
+state tags are moved into the store once, and removed (``state-moved-from-tags``).
+A table's expired holds are ended first, and its active holds lift the dimension's min
+(and max) to their level for the tick.
 
 Reports through :mod:`ddb_capacity_runtime.events`: a ``decision`` event per dimension, a
 ``hold-ended`` event per ended hold, ``table-skipped``, ``table-failed``,
-``shared-call-failed``, ``tag-refused`` and ``target-held`` events, one Embedded Metric
+``shared-call-failed``, ``tag-refused``, ``target-held``, ``minimum-set-elsewhere`` and
+``state-moved-from-tags`` events, one Embedded Metric
 Format record per table and one for the tick (no dimension: ``Failures``,
 ``SharedFailures``, ``TablesManaged``). A decided table's record (dimension ``TableName``)
 carries ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``,
 ``Failures`` and ``IgnoredTags``, and, only while what they count happens (each metric of
 a table is a CloudWatch custom metric, billed for the hours it has data):
-``PlansNotKept`` (plans its tags had no room for), ``BadTargets`` (dimensions held because
-their scalable target's minimum is above its maximum) and ``RefusedTags`` (min or max tags
+``PlansNotKept`` (plans the state store could not keep: a request held the dimension),
+``BadTargets`` (dimensions held because their scalable target's minimum is above its
+maximum) and ``RefusedTags`` (min or max tags
 not obeyed because they would lower a limit below what the dimension consumes at its
-target utilization, or while that is not known). A table that failed before it could be
+target utilization; while that is not known such a tag is not obeyed either, and only
+logged). A table that failed before it could be
 decided gets ``Failures`` = 1 alone; one skipped because it is UPDATING, ``Updating`` = 1
 alone.
 
@@ -44,7 +52,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from ..aws import actuator, discovery, metrics
 from ..aws.actuator import Outcome
@@ -53,7 +61,6 @@ from ..aws.discovery import NotManaged, TableUpdating
 from ..aws.retry import describe_error, with_retries
 from ..core.floorplan import STEP_MINUTES, FloorPlan
 from ..core.forecast import HISTORY_DAYS, apply_plans, forecast_due, plan_floors
-from ..core.names import FORECAST_TAG, base_min_tag, forecast_tag
 from ..core.plan import Change, delivered, plan_table
 from ..core.policy import HOLD, Decision, capacity_units
 from ..core.series import MINUTE, Key, Series, step_start, window
@@ -63,12 +70,7 @@ from ..events import emit_metrics, log_event
 from ..requests import ending, holds
 from ..requests.store import HeldDimension, HoldStore
 
-if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import TagTypeDef
-
 T = TypeVar("T")
-#: DynamoDB's limit of tags on one table.
-TAG_LIMIT = 50
 #: Outcomes counted as failures. ``retry-next-tick`` is not one: another update was in
 #: flight, or the capacity moved since it was read, and the next tick decides again.
 FAILED_STATUSES = frozenset({"failed", "invalid", "access-denied", "not-found", "quota-exceeded"})
@@ -162,35 +164,93 @@ def _prepare(
     clients: Clients,
     targets: Mapping[tuple[str, str], ScalableTarget] | None,
     now: datetime,
-    store: HoldStore | None,
+    store: HoldStore,
     held: list[HeldDimension],
 ) -> ManagedTable:
-    """One table as the tick will decide it: described, expired holds ended, active holds
-    applied. ``targets`` None: the account's scalable targets could not be read, and the
-    table's own are read for it. Raises NotManaged (skipped) or anything else (a failure of
-    this table: TargetsUnknown when its targets cannot be read either)."""
+    """One table as the tick will decide it: described with the state store's memory of
+    each minimum, 0.4's state tags moved into the store, minimums set by someone else made
+    the configured ones, expired holds ended, active holds applied. ``targets`` None: the
+    account's scalable targets could not be read, and the table's own are read for it.
+    Raises NotManaged (skipped) or anything else (a failure of this table: TargetsUnknown
+    when its targets cannot be read either)."""
     description = None
     if targets is None:
         description = clients.dynamodb.describe_table(TableName=name)["Table"]
         discovery.check_managed(description)
         targets = _own_targets(clients, name, description)
     table = discovery.describe_table(
-        clients.dynamodb, name, tags, config, targets, now, description=description
+        clients.dynamodb, name, tags, config, targets, now, description=description, held=held
     )
     ignored = table.ignored_tags + sum(len(s.malformed) for s in held)
-    if store is not None and not config.dry_run and any(s.needs_restore(now) for s in held):
-        for ended in ending.restore_expired(
-            name,
-            store=store,
-            clients=clients,
-            clock=now.timestamp,
-            lower_direct=False,
-            held=held,
-        ):
-            log_event("hold-ended", **ended)
-        table = discovery.describe_table(clients.dynamodb, name, None, config, targets, now)
-        held = store.table(name)
+    if not config.dry_run:
+        if _move_legacy_state(clients, store, table, held):
+            held = store.table(name)
+            table = discovery.describe_table(
+                clients.dynamodb, name, None, config, targets, now, held=held
+            )
+        changed = _adopt_minimums_set_elsewhere(store, table)
+        if any(s.needs_restore(now) for s in held):
+            for ended in ending.restore_expired(
+                name,
+                store=store,
+                clients=clients,
+                clock=now.timestamp,
+                lower_direct=False,
+                held=held,
+            ):
+                log_event("hold-ended", **ended)
+            changed = True
+        if changed:
+            held = store.table(name)
+            table = discovery.describe_table(
+                clients.dynamodb, name, None, config, targets, now, held=held
+            )
     return replace(holds.lift(table, held, now), ignored_tags=ignored)
+
+
+def _move_legacy_state(
+    clients: Clients, store: HoldStore, table: ManagedTable, held: list[HeldDimension]
+) -> bool:
+    """Move 0.4's state tags into the state store, once: a remembered minimum becomes the
+    dimension's memory unless the store has one already; plans are made anew each hour, so
+    an old plan tag is only removed. Then the tags go (one UntagResource). Returns whether
+    anything changed."""
+    if not table.legacy_tags:
+        return False
+    in_store = {h.scope for h in held if h.base is not None}
+    moved = []
+    for scope, memory in sorted(table.legacy_memories.items(), key=str):
+        if scope in in_store:
+            continue
+        index, dim = scope
+        with store.lease(table.name, index, dim, deadline=store.clock() + 5) as lease:
+            fresh = store.get(table.name, index, dim)
+            if fresh is not None and fresh.base is not None:
+                continue
+            raised = memory.set_to if memory.set_to not in (None, memory.base) else None
+            lease.write(memory.base, set_to=raised)
+            moved.append({"index": index, "dimension": dim, "base": memory.base, "set": raised})
+    clients.dynamodb.untag_resource(ResourceArn=table.arn, TagKeys=table.legacy_tags)
+    log_event("state-moved-from-tags", table=table.name, moved=moved, removed=table.legacy_tags)
+    return True
+
+
+def _adopt_minimums_set_elsewhere(store: HoldStore, table: ManagedTable) -> bool:
+    """Record, for each dimension whose minimum someone else set (its memory says
+    ``changed_elsewhere``), that minimum as its configured one: the library forgets what
+    it had set, so it never undoes the change nor reads it as its own later. Returns
+    whether anything changed."""
+    changed = False
+    for d in table.dimensions:
+        if d.memory is None or not d.memory.changed_elsewhere:
+            continue
+        with store.lease(d.table, d.index, d.dimension, deadline=store.clock() + 5) as lease:
+            fresh = store.get(d.table, d.index, d.dimension)
+            if fresh is None or (fresh.base, fresh.set_to, fresh.intent) != d.seen:
+                continue  # moved meanwhile: the next tick looks again
+            lease.write(d.memory.base, set_to=None, intent=None)
+            changed = True
+    return changed
 
 
 def _without_bad_targets(table: ManagedTable) -> ManagedTable:
@@ -247,7 +307,8 @@ def _refuse_tags(
                 ),
             )
         for r in refused:
-            refused_keys.add(r.key)
+            if need is not None:  # known to hurt: counted (and alarmed); unknown: held back
+                refused_keys.add(r.key)
             now_limit = getattr(d.limits, f"{r.limit}_capacity")
             consumption = (
                 "its consumption is not known this tick, and unknown data never lowers capacity"
@@ -257,7 +318,7 @@ def _refuse_tags(
             )
             log_event(
                 "tag-refused",
-                level=logging.WARNING,
+                level=logging.WARNING if need is not None else logging.INFO,
                 table=table.name,
                 index=d.index,
                 dimension=d.dimension,
@@ -341,81 +402,56 @@ def _minute(moment: datetime) -> int:
     return int(moment.timestamp() // 60)
 
 
-def _plan_slots(table: ManagedTable) -> int:
-    """How many plan tags ``table`` has room for: DynamoDB's TAG_LIMIT, less every tag
-    that is not a plan, less a slot for each base-min memory a raise under a scalable
-    target may have to write (that write comes before the raise: a plan must never take
-    its slot)."""
-    others = sum(1 for k in table.tags if not k.startswith(FORECAST_TAG))
-    memories = sum(
-        1
-        for d in table.dimensions
-        if d.target is not None and base_min_tag(d.index, d.dimension) not in table.tags
-    )
-    return max(0, TAG_LIMIT - others - memories)
-
-
 def _keep_plans(
-    clients: Clients,
+    store: HoldStore,
     table: ManagedTable,
     fresh: Mapping[Key, FloorPlan | None],
+    held: list[HeldDimension],
     dry_run: bool,
     failed: Callable[[str], None],
 ) -> ManagedTable:
-    """Keep this hour's plans in the table's tags, and the table with them: one
-    UntagResource for every other plan tag (dimensions the forecast no longer covers, and
-    those of indexes gone or not managed now, or not a plan at all: the hour's forecast
-    replaces them all), then one TagResource. A tag call that fails is reported to
-    ``failed`` (a failure of the table) and the tick goes on with the plans: raises this
-    tick need no tag, and the next hour plans again. Nothing changes for a table the
+    """Keep this hour's plans in the state store, and the table with them: every dimension
+    the forecast reached gets its new plan or loses its old one, and so do the plans kept
+    for dimensions no longer managed (an index gone). Nothing changes for a table the
     forecast did not reach this tick (``fresh`` has none of its dimensions).
 
-    Plans that the table's tags have no room for (:func:`_plan_slots`) are obeyed this tick
-    and not kept: the plans that raise the most above today's capacity are kept first; the
-    others' dimensions react alone until the next hour, and are counted
-    (``table.plans_not_kept``)."""
+    A plan is kept with a conditional write made only while nobody holds the dimension's
+    lease; one that could not be kept is obeyed this tick, and counted
+    (``table.plans_not_kept``): its dimension reacts alone until the next hour. A store
+    write that fails is reported to ``failed`` (a failure of the table), and the tick goes
+    on with the plans: raises this tick need no store write."""
     if not any(d.key in fresh for d in table.dimensions):
         return table
-    plans = {d.key: p for d in table.dimensions if (p := fresh.get(d.key)) is not None}
-    planned = sorted(
-        (d for d in table.dimensions if d.key in plans),
-        key=lambda d: d.provisioned - max(plans[d.key].floors),  # the largest raise first
-    )
-    kept = {d.key for d in planned[: _plan_slots(table)]}
-    tags: list[TagTypeDef] = []
-    keep_keys: set[str] = set()
-    dims = []
+    dims, not_kept = [], 0
     for d in table.dimensions:
         if d.key in fresh:
             plan = fresh[d.key]
-            if plan is not None and d.key in kept:
-                key = forecast_tag(d.index, d.dimension)
-                keep_keys.add(key)
-                if plan != d.plan:
-                    tags.append({"Key": key, "Value": plan.value()})
+            if not dry_run and plan != d.plan:
+                value = plan.value() if plan is not None else None
+                try:
+                    if not store.keep_plan(d.table, d.index, d.dimension, value):
+                        not_kept += 1
+                except Exception as exc:
+                    failed(f"keeping the forecast's plans: {describe_error(exc)}")
+                    not_kept += 1
             d = replace(d, plan=plan)
         dims.append(d)
-    drop = sorted(k for k in table.tags if k.startswith(FORECAST_TAG) and k not in keep_keys)
-    not_kept = len(planned) - len(kept)
+    managed = {(d.index, d.dimension) for d in table.dimensions}
+    for state in held:
+        if state.plan is not None and state.scope not in managed and not dry_run:
+            try:
+                store.keep_plan(state.table, state.index, state.dimension, None)
+            except Exception as exc:
+                failed(f"forgetting a plan: {describe_error(exc)}")
     if not_kept:
         log_event(
             "plans-not-kept",
             level=logging.WARNING,
             table=table.name,
-            kept=len(kept),
             not_kept=not_kept,
-            tags=len(table.tags),
-            reason=f"DynamoDB allows {TAG_LIMIT} tags on a table; the table's own tags and "
-            "the scaler's memory of raised minimums come first. These plans are obeyed this "
-            "tick only; remove tags, or manage the table with a scaler in reactive mode",
+            reason="a capacity request or restore held the dimension's state; these plans "
+            "are obeyed this tick only, and the next hour plans again",
         )
-    try:  # room first: the untagged slots may be the ones the new plans need
-        if not dry_run and drop:
-            clients.dynamodb.untag_resource(ResourceArn=table.arn, TagKeys=drop)
-        if not dry_run and tags:
-            clients.dynamodb.tag_resource(ResourceArn=table.arn, Tags=tags)
-    except Exception as exc:
-        failed(f"keeping the forecast's plans: {describe_error(exc)}")
     return replace(table, dimensions=dims, plans_not_kept=not_kept)
 
 
@@ -427,12 +463,13 @@ def run_tick(
     *,
     sleep: Callable[[float], None] = time.sleep,
     threads: int = DESCRIBE_THREADS,
-    store: HoldStore | None = None,
+    store: HoldStore,
 ) -> dict[str, Any]:
     """Discover, measure, decide and act once. Returns a summary. EMF records go to
     ``out`` (stdout by default); events to the log. ``sleep`` is the backoff between tries
-    of a shared call. ``store``: the capacity requests' hold store, whose holds the tick
-    obeys and ends at expiry."""
+    of a shared call. ``store``: the state store, with the memory of every minimum the
+    library holds raised, the autopilot's plans, and the capacity requests' holds, which
+    the tick obeys and ends at expiry."""
     now = now.astimezone(UTC)
     shared_failures: list[str] = []
 
@@ -455,8 +492,9 @@ def run_tick(
         "tag discovery", lambda: discovery.find_tables(clients.tagging, config), explicit
     )
 
-    no_holds: dict[str, list[HeldDimension]] = {}
-    held = shared("hold store", store.everything, no_holds) if store is not None else no_holds
+    # unread, no memory is known: a minimum is then never moved (its memory could not be
+    # checked), and the shared failure forbids decreases
+    held: dict[str, list[HeldDimension]] = shared("state store", store.everything, {})
 
     failures: dict[str, list[str]] = {}
     skipped: list[dict[str, str]] = []
@@ -525,7 +563,12 @@ def run_tick(
         try:
             if config.policy.autopilot:
                 table = _keep_plans(
-                    clients, table, fresh, config.dry_run, partial(_fail, failures, table.name)
+                    store,
+                    table,
+                    fresh,
+                    held.get(table.name, []),
+                    config.dry_run,
+                    partial(_fail, failures, table.name),
                 )
                 plans = {d.key: d.plan for d in table.dimensions if d.plan is not None}
                 table = apply_plans(table, plans, _minute(now))
@@ -534,7 +577,13 @@ def run_tick(
             results = {
                 id(o.change): o
                 for o in actuator.apply(
-                    clients.dynamodb, clients.autoscaling, table, changes, config.dry_run, now
+                    clients.dynamodb,
+                    clients.autoscaling,
+                    table,
+                    changes,
+                    config.dry_run,
+                    now,
+                    store=store,
                 )
             }
         except Exception as exc:
