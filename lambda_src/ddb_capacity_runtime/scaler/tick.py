@@ -199,6 +199,9 @@ def _prepare(
                 held=held,
             ):
                 log_event("hold-ended", **ended)
+            # ending holds moved minimums: the account's listing is stale for this table
+            fresh = clients.dynamodb.describe_table(TableName=name)["Table"]
+            targets = _own_targets(clients, name, fresh)
             changed = True
         if changed:
             held = store.table(name)

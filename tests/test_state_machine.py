@@ -1,0 +1,270 @@
+"""The state store's promises as a stateful property (hypothesis): scaler ticks (calm or
+throttled), capacity requests, releases, restores, an operator setting the minimum, time
+passing (holds expiring), and a crash of any one AWS or store write, in any order, on a
+table whose writes are under a scalable target. Tables, targets and metrics are in moto;
+the state store is in dynalite (atomic conditional writes, as DynamoDB's). The clock is
+virtual: every run-time call is given it.
+
+After every step:
+- no hold is lost: every hold a request returned, neither released nor expired, is in the
+  store;
+- the minimum is never below the configured one (the base: the deployed minimum, or the
+  last one an operator set);
+- whatever the store says, read against the target's minimum, gives that base back: a
+  configured minimum is never lost.
+At the end of each run, once every hold has ended and the load has fallen, the minimum is
+back at the base within a few calm ticks.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import os
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+
+from ddb_capacity_runtime.core.memory import reconcile
+from ddb_capacity_runtime.core.settings import ScalerConfig
+from ddb_capacity_runtime.requests import (
+    CapacityHold,
+    CapacityRequestError,
+    request_capacity,
+    restore_expired,
+)
+from ddb_capacity_runtime.requests.store import HoldStore
+from ddb_capacity_runtime.scaler.tick import run_tick
+from examples.local_aws import put_traffic
+from tests.moto_world import LAG, World
+
+BASE = 100
+CALM = 5.0  # units per second between bursts
+NAMES = itertools.count()
+
+
+class Crash(Exception):
+    """A process dying in the middle of its writes."""
+
+
+class CapacityStateMachine(RuleBasedStateMachine):
+    def __init__(self, world: World, store_dynamodb: Any, operator: Any) -> None:
+        super().__init__()
+        self.world = world
+        self.operator = operator  # an Application Auto Scaling client of its own
+        self.name = world.table(f"machine{next(NAMES)}", 10, BASE, tagged=False)
+        world.target(self.name, "write", BASE, 40_000)
+        self.now = world.now - timedelta(hours=6)  # virtual; metrics are put in its past
+        self.store = HoldStore(store_dynamodb, world.store.name, clock=self.clock)
+        self.base = BASE
+        self.holds: dict[str, CapacityHold] = {}
+        self.fed = self.now - timedelta(minutes=LAG + 20)
+        self.armed: list[tuple[Any, str, Callable[..., None]]] = []
+        self.feed()
+
+    # ------------------------------------------------------------------ the world
+
+    def clock(self) -> float:
+        return self.now.timestamp()
+
+    def sleep(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+    def feed(self, throttled: bool = False) -> None:
+        """Calm traffic for every minute up to the metric lag, not yet put; with
+        ``throttled``, a burst the minimum cannot serve in the newest two."""
+        end = self.now.replace(second=0, microsecond=0) - timedelta(minutes=LAG)
+        new = int((end - self.fed).total_seconds() // 60)
+        if new > 0:
+            put_traffic(self.world.cw, self.name, "write", CALM, end=end, minutes=range(new))
+            self.fed = end
+        if throttled:
+            put_traffic(
+                self.world.cw,
+                self.name,
+                "write",
+                self.minimum(),
+                end=end,
+                minutes=range(2),
+                throttles=30_000,
+            )
+
+    def minimum(self) -> int:
+        return self.world.target_min(self.name, "write")
+
+    def tick(self) -> None:
+        config = ScalerConfig.from_env(
+            {"SCALER_TABLES": self.name, "SCALER_TAG_KEY": "", "SCALER_MODE": "reactive"}
+        )
+        run_tick(
+            config,
+            self.world.clients,
+            self.now,
+            out=io.StringIO(),
+            sleep=lambda _: None,
+            store=self.store,
+        )
+
+    def disarm(self) -> None:
+        for client, event, handler in self.armed:
+            client.meta.events.unregister(event, handler)
+        self.armed = []
+
+    # ------------------------------------------------------------------ rules
+
+    @rule(throttled=st.booleans())
+    def scaler_tick(self, throttled: bool) -> None:
+        self.feed(throttled)
+        self.tick()  # a table's failure is counted in the summary, never raised
+
+    @rule(units=st.integers(1, 30).map(lambda n: n * 100), minutes=st.integers(1, 30))
+    def request(self, units: int, minutes: int) -> None:
+        self.feed()
+        try:
+            made = request_capacity(
+                self.name,
+                write=units,
+                hold=timedelta(minutes=minutes),
+                timeout=timedelta(minutes=1),
+                clients=self.world.clients,
+                store=self.store,
+                clock=self.clock,
+                sleep=self.sleep,
+                poll_seconds=5,
+            )
+        except (CapacityRequestError, Crash):
+            return  # refused, or died: nothing was promised
+        self.holds[made.id] = made
+
+    @rule(data=st.data())
+    def release(self, data: st.DataObject) -> None:
+        assume(self.holds)
+        ident = data.draw(st.sampled_from(sorted(self.holds)))
+        made = self.holds.pop(ident)
+        try:
+            made.release()
+        except (CapacityRequestError, Crash):
+            pass  # died while releasing: the hold may stay until it expires
+
+    @rule()
+    def restore(self) -> None:
+        try:
+            restore_expired(
+                self.name, clients=self.world.clients, store=self.store, clock=self.clock
+            )
+        except (CapacityRequestError, Crash):
+            pass
+
+    @rule(minimum=st.integers(1, 40).map(lambda n: n * 25))
+    def operator_sets_the_minimum(self, minimum: int) -> None:
+        state = self.store.get(self.name, None, "write")
+        # a minimum equal to one the library set, or is about to, reads as the library's
+        assume(minimum != self.minimum())
+        assume(state is None or minimum not in (state.set_to, state.intent, state.base))
+        self.operator.register_scalable_target(
+            ServiceNamespace="dynamodb",
+            ResourceId=f"table/{self.name}",
+            ScalableDimension="dynamodb:table:WriteCapacityUnits",
+            MinCapacity=minimum,
+        )
+        self.base = minimum
+
+    @rule(minutes=st.integers(1, 40))
+    def time_passes(self, minutes: int) -> None:
+        self.now += timedelta(minutes=minutes)
+        self.holds = {i: h for i, h in self.holds.items() if h.expires > self.now}
+
+    @rule(
+        call=st.sampled_from(["RegisterScalableTarget", "UpdateItem"]),
+        skip=st.integers(0, 3),
+    )
+    def a_write_will_crash(self, call: str, skip: int) -> None:
+        """The ``skip + 1``-th next ``call`` (a minimum set, or a store write) dies."""
+        self.disarm()
+        client = self.world.aas if call == "RegisterScalableTarget" else self.store.dynamodb
+        service = "application-autoscaling" if call == "RegisterScalableTarget" else "dynamodb"
+        event = f"before-call.{service}.{call}"
+        left = [skip]
+
+        def crash(**_: Any) -> None:
+            if left[0] == 0:
+                self.disarm()
+                raise Crash(call)
+            left[0] -= 1
+
+        client.meta.events.register(event, crash)
+        self.armed.append((client, event, crash))
+
+    # ------------------------------------------------------------------ invariants
+
+    @invariant()
+    def no_hold_is_lost(self) -> None:
+        stored = {h.id for s in self.store.table(self.name) for h in s.holds}
+        active = {i for i, h in self.holds.items() if h.expires > self.now}
+        assert active <= stored
+
+    @invariant()
+    def the_minimum_is_never_below_the_base(self) -> None:
+        assert self.minimum() >= self.base
+
+    @invariant()
+    def the_configured_minimum_is_never_lost(self) -> None:
+        state = self.store.get(self.name, None, "write")
+        assert reconcile(state, self.minimum()).base == self.base
+
+    def teardown(self) -> None:
+        self.disarm()
+        # every hold ends, the load falls: within a few calm ticks, the base again
+        self.holds = {}
+        self.now += timedelta(days=1, minutes=5)
+        self.fed = self.now - timedelta(minutes=LAG + 30)
+        restore_expired(self.name, clients=self.world.clients, store=self.store, clock=self.clock)
+        for _ in range(4):
+            self.now += timedelta(minutes=20)
+            self.feed()
+            self.tick()
+            if self.minimum() == self.base:
+                break
+        assert self.minimum() == self.base
+        assert all(not s.holds for s in self.store.table(self.name))
+
+
+@pytest.fixture(scope="module")
+def world(aws_env: dict[str, str], store_dynamodb: Any) -> Iterator[World]:
+    from examples import local_aws
+
+    made = World(lambda s: local_aws.client(aws_env["AWS_ENDPOINT_URL"], s), store_dynamodb)
+    made.now = datetime.now(UTC).replace(second=0, microsecond=0)
+    yield made
+
+
+#: Runs of the machine in the gate: the same runs every time (derandomized), so the gate
+#: never flips. ``STATE_MACHINE_EXAMPLES=N`` explores N new random runs instead.
+EXPLORE = os.environ.get("STATE_MACHINE_EXAMPLES")
+
+
+def test_the_state_store_keeps_its_promises(
+    world: World, store_dynamodb: Any, aws_client: Any
+) -> None:
+    operator = aws_client("application-autoscaling")
+    run_state_machine_as_test(
+        lambda: CapacityStateMachine(world, store_dynamodb, operator),
+        settings=settings(
+            max_examples=int(EXPLORE or 40),
+            stateful_step_count=12,
+            deadline=None,
+            derandomize=EXPLORE is None,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )
