@@ -231,6 +231,31 @@ def test_a_stale_memory_never_overrides_a_minimum_an_operator_set(world: World) 
     assert summary["failures"] == []
 
 
+def test_state_tags_written_after_the_move_are_not_state(world: World) -> None:
+    # GIVEN a table whose 0.4 scaler raised its write minimum from 400 to 500, moved into
+    # the state store by a first tick, then back at 400 after a calm one (two healthy
+    # tables beside it)
+    faulty = world.table("forged", 300, 500, tags={base_min_tag(None, "write"): "400:500"})
+    world.target(faulty, "write", 500, 1000)
+    world.tick()
+    assert world.memory(faulty, "write") == "400:500"
+    busy, idle = busy_and_idle(world)
+    world.tick()
+    assert world.target_min(faulty, "write") == 400 and world.store.table(faulty) == []
+    # WHEN someone allowed to tag it writes a memory that makes the configured minimum 1
+    arn = world.ddb.describe_table(TableName=faulty)["Table"]["TableArn"]
+    world.ddb.tag_resource(
+        ResourceArn=arn, Tags=[{"Key": base_min_tag(None, "write"), "Value": "1:400"}]
+    )
+    summary, events = world.tick()
+    # THEN it is not read as state: the minimum stays at the configured 400, nothing is
+    # remembered; the tag is removed and counted; the others are handled
+    assert world.target_min(faulty, "write") == 400 and world.store.table(faulty) == []
+    assert base_min_tag(None, "write") not in world.tags(faulty)
+    assert emf(events, faulty)["IgnoredTags"] == 1 and summary["failures"] == []
+    assert world.throughput(idle) == (5, 5)
+
+
 def test_a_table_found_updating_is_skipped_and_counted(world: World) -> None:
     # GIVEN a throttled table that DynamoDB reports UPDATING (moto's tables never are)
     busy, idle = busy_and_idle(world)

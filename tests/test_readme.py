@@ -162,12 +162,13 @@ def test_readme_adoption_example_synthesizes(tmp_path: Path) -> None:
     run_block(block, tmp_path)
     template = json.loads((tmp_path / "cdk.out" / "Legacy.template.json").read_text())
     types = [r["Type"] for r in template["Resources"].values()]
-    assert types.count("AWS::DynamoDB::Table") == 1
     assert types.count("AWS::ApplicationAutoScaling::ScalableTarget") == 4
-    (logical_id,) = [
+    tables = sorted(
         k for k, r in template["Resources"].items() if r["Type"] == "AWS::DynamoDB::Table"
-    ]
-    assert logical_id.startswith("Orders")  # the table's own logical ID
+    )
+    # the table, under its own logical ID, and the scaler's state store
+    assert len(tables) == 2
+    assert tables[0].startswith("Orders") and tables[1].startswith("ScalerStateStore")
 
 
 def test_the_permissions_section_lists_every_statement() -> None:

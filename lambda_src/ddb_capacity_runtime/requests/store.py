@@ -213,6 +213,21 @@ class HoldStore:
             plan,
         )
 
+    def first_time(self, table: str, what: str) -> bool:
+        """True the first time this is asked of ``table`` and ``what``, ever (a marker item,
+        ``sk`` = ``once:<what>``, written with a conditional write); False after."""
+        try:
+            self.dynamodb.put_item(
+                TableName=self.name,
+                Item={"pk": {"S": table}, "sk": {"S": f"once:{what}"}},
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+            return True
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise _store_error(self.name, exc) from None
+
     def keep_plan(self, table: str, index: str | None, dimension: str, plan: str | None) -> bool:
         """Keep ``plan`` (None: forget it) as the dimension's plan, with conditional writes
         made only while nobody holds the dimension's lease (an item left with nothing goes).

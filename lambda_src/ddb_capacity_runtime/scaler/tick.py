@@ -183,7 +183,9 @@ def _prepare(
     )
     ignored = table.ignored_tags + sum(len(s.malformed) for s in held)
     if not config.dry_run:
-        if _move_legacy_state(clients, store, table, held):
+        moved = _move_legacy_state(clients, store, table, held)
+        if moved is not None:
+            ignored += moved
             held = store.table(name)
             table = discovery.describe_table(
                 clients.dynamodb, name, None, config, targets, now, held=held
@@ -213,29 +215,43 @@ def _prepare(
 
 def _move_legacy_state(
     clients: Clients, store: HoldStore, table: ManagedTable, held: list[HeldDimension]
-) -> bool:
-    """Move 0.4's state tags into the state store, once: a remembered minimum becomes the
-    dimension's memory unless the store has one already; plans are made anew each hour, so
-    an old plan tag is only removed. Then the tags go (one UntagResource). Returns whether
-    anything changed."""
+) -> int | None:
+    """Move 0.4's state tags into the state store, once per table: a remembered minimum
+    becomes the dimension's memory unless the store has one already; plans are made anew
+    each hour, so an old plan tag is only removed. Then the tags go (one UntagResource).
+    State tags found on a table after its first move are not state any more (tags are
+    configuration, and anyone allowed to tag could write them): they are removed, and
+    counted as ignored. Returns None when the table has none, else how many were ignored."""
     if not table.legacy_tags:
-        return False
-    in_store = {h.scope for h in held if h.base is not None}
-    moved = []
-    for scope, memory in sorted(table.legacy_memories.items(), key=str):
-        if scope in in_store:
-            continue
-        index, dim = scope
-        with store.lease(table.name, index, dim, deadline=store.clock() + 5) as lease:
-            fresh = store.get(table.name, index, dim)
-            if fresh is not None and fresh.base is not None:
+        return None
+    moved: list[dict[str, Any]] = []
+    ignored = 0
+    if store.first_time(table.name, "state-tags-moved"):
+        in_store = {h.scope for h in held if h.base is not None}
+        for scope, memory in sorted(table.legacy_memories.items(), key=str):
+            if scope in in_store:
                 continue
-            raised = memory.set_to if memory.set_to not in (None, memory.base) else None
-            lease.write(memory.base, set_to=raised)
-            moved.append({"index": index, "dimension": dim, "base": memory.base, "set": raised})
+            index, dim = scope
+            with store.lease(table.name, index, dim, deadline=store.clock() + 5) as lease:
+                fresh = store.get(table.name, index, dim)
+                if fresh is not None and fresh.base is not None:
+                    continue
+                raised = memory.set_to if memory.set_to not in (None, memory.base) else None
+                lease.write(memory.base, set_to=raised)
+                moved.append({"index": index, "dimension": dim, "base": memory.base, "set": raised})
+    else:
+        ignored = len(table.legacy_tags)
+        log_event(
+            "tag-ignored",
+            level=logging.WARNING,
+            table=table.name,
+            keys=table.legacy_tags,
+            reason="state tags on a table whose state moved into the state store already: "
+            "not read, and removed",
+        )
     clients.dynamodb.untag_resource(ResourceArn=table.arn, TagKeys=table.legacy_tags)
     log_event("state-moved-from-tags", table=table.name, moved=moved, removed=table.legacy_tags)
-    return True
+    return ignored
 
 
 def _adopt_minimums_set_elsewhere(store: HoldStore, table: ManagedTable) -> bool:
