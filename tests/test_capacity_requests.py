@@ -643,8 +643,9 @@ def test_the_restorer_fails_one_table_alone_and_drops_holds_that_can_do_nothing(
     gone = datetime.now(UTC) - timedelta(minutes=1)
     names = [world.table(f"Restore{i}", 10, 40, tagged=False) for i in range(2)]
     left = world.table("LeftScope", 10, 40, tagged=False)
+    switched = world.table("OnDemandNow", 10, 40, tagged=False)
     ghost = world.name("Ghost")
-    for name in [names[0], ghost, names[1], left]:
+    for name in [names[0], ghost, names[1], left, switched]:
         if name != ghost:
             world.ddb.update_table(
                 TableName=name,
@@ -660,8 +661,9 @@ def test_the_restorer_fails_one_table_alone_and_drops_holds_that_can_do_nothing(
                 "DescribeTable",
             )
 
+    world.ddb.update_table(TableName=switched, BillingMode="PAY_PER_REQUEST")
     world.ddb.meta.events.register("before-parameter-build.dynamodb.DescribeTable", fail_one)
-    config = BrokerConfig({t: frozenset() for t in [names[0], ghost, names[1]]})
+    config = BrokerConfig({t: frozenset() for t in [names[0], ghost, names[1], switched]})
     try:
         # WHEN the broker restores THEN it fails, naming the one faulty table
         with pytest.raises(RuntimeError, match="restoring holds failed on 1 table") as caught:
@@ -672,13 +674,14 @@ def test_the_restorer_fails_one_table_alone_and_drops_holds_that_can_do_nothing(
     # AND the healthy table was restored; the faulty table's hold is left for the next run
     assert world.throughput(names[0]) == (10, 40) and stored(world, names[0]) == {}
     assert [h.id for h in world.store.table(names[1])[0].holds] == [f"dead{names[1][-4:]}"]
-    # AND the holds of the deleted table and of the table out of scope are dropped (the
-    # broker may not change a table it no longer serves: it stays where the hold left it)
-    assert stored(world, ghost) == {} and stored(world, left) == {}
-    assert world.throughput(left) == (10, 640)
-    # AND counted: two dimensions dropped
+    # AND the holds of the deleted table, of the table gone on-demand and of the table out
+    # of scope are dropped (the broker may not change a table it no longer serves: it
+    # stays where the hold left it)
+    assert stored(world, ghost) == {} and stored(world, switched) == {}
+    assert stored(world, left) == {} and world.throughput(left) == (10, 640)
+    # AND counted: three dimensions dropped
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [r["HoldsDropped"] for r in records if "HoldsDropped" in r] == [2]
+    assert [r["HoldsDropped"] for r in records if "HoldsDropped" in r] == [3]
 
 
 def test_a_scaler_raise_a_hold_and_a_raise_during_it_never_lose_the_configured_minimum(
