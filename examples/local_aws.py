@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -37,33 +37,46 @@ def free_port() -> int:
 
 
 @contextmanager
-def moto_server() -> Iterator[str]:
-    """A moto server subprocess on 127.0.0.1, stopped on exit. Yields the endpoint, which
-    names localhost: the CDK CLI's S3 uploads need it (path-style on 127.0.0.1 fails)."""
-    port = free_port()
-    server = str(Path(sys.executable).parent / "moto_server")  # the venv's own moto
-    proc = subprocess.Popen(  # noqa: S603 (the venv's own moto_server, fixed arguments)
-        [server, "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+def _local_server(
+    command: list[str], what: str, ready: Callable[[], object], endpoint: str
+) -> Iterator[str]:
+    """Run ``command`` until the ``with`` block ends; yields ``endpoint`` once ``ready()``
+    stops raising OSError (30 s at most)."""
+    proc = subprocess.Popen(  # noqa: S603 (the project's own servers, fixed arguments)
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
         deadline = time.monotonic() + 30
         while True:
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1)  # noqa: S310
+                ready()
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("moto server did not start") from None
+                    raise RuntimeError(f"{what} did not start") from None
                 time.sleep(0.2)
-        yield f"http://localhost:{port}"
+        yield endpoint
     finally:
         proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@contextmanager
+def moto_server() -> Iterator[str]:
+    """A moto server subprocess on 127.0.0.1, stopped on exit. Yields the endpoint, which
+    names localhost: the CDK CLI's S3 uploads need it (path-style on 127.0.0.1 fails)."""
+    port = free_port()
+    server = str(Path(sys.executable).parent / "moto_server")  # the venv's own moto
+    with _local_server(
+        [server, "-H", "127.0.0.1", "-p", str(port)],
+        "moto server",
+        lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1),  # noqa: S310
+        f"http://localhost:{port}",
+    ) as endpoint:
+        yield endpoint
 
 
 DYNALITE = REPO / "node_modules" / "dynalite" / "cli.js"
@@ -77,41 +90,14 @@ def dynalite_server() -> Iterator[str]:
     if not DYNALITE.exists():
         raise RuntimeError("dynalite is missing: run `make install`")
     port = free_port()
-    proc = subprocess.Popen(  # noqa: S603 (node and the pinned dynalite, fixed arguments)
-        [  # noqa: S607 (node from PATH, as npm and the CDK CLI find it)
-            "node",
-            str(DYNALITE),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--createTableMs",
-            "0",
-            "--deleteTableMs",
-            "0",
-            "--updateTableMs",
-            "0",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("dynalite did not start") from None
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    instant = ["--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"]
+    with _local_server(
+        ["node", str(DYNALITE), "--host", "127.0.0.1", "--port", str(port), *instant],
+        "dynalite",
+        lambda: socket.create_connection(("127.0.0.1", port), timeout=1).close(),
+        f"http://127.0.0.1:{port}",
+    ) as endpoint:
+        yield endpoint
 
 
 def aws_env(endpoint: str) -> dict[str, str]:
