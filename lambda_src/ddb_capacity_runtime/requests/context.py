@@ -13,11 +13,13 @@ from botocore.exceptions import ClientError
 from ..aws import metrics
 from ..aws.clients import Clients
 from ..aws.discovery import NotManaged, describe_table, scalable_targets
+from ..aws.minimum import set_minimum
+from ..aws.retry import describe_error
 from ..core.names import resource_id
 from ..core.policy import capacity_units
 from ..core.series import window
 from ..core.settings import ScalerConfig
-from ..core.tables import ManagedTable
+from ..core.tables import ManagedTable, ScalableTarget
 from .holds import CapacityRequestError, CapacityRequestTimeout, TableGone, shown
 
 #: Minutes of CloudWatch history whose peak is "the current traffic".
@@ -25,7 +27,8 @@ TRAFFIC_MINUTES = 5
 TRAFFIC_LAG_MINUTES = 2
 
 if TYPE_CHECKING:
-    pass
+    from .holds import Hold
+    from .store import Lease
 
 
 @dataclass
@@ -93,6 +96,25 @@ def current_traffic(
     start, end = window(ctx.now(), TRAFFIC_MINUTES, TRAFFIC_LAG_MINUTES)
     series = metrics.fetch(ctx.clients.cloudwatch, keys, start, end)
     return {k[2]: capacity_units(max(series[k].consumed, default=0.0)) for k in keys}
+
+
+def set_min(
+    ctx: Context,
+    lease: Lease,
+    target: ScalableTarget,
+    base: int,
+    minimum: int,
+    holds: list[Hold] | None = None,
+) -> None:
+    """Set ``target``'s minimum under ``lease``, remembered in the state store
+    (:func:`..aws.minimum.set_minimum`); an AWS refusal is a CapacityRequestError."""
+    try:
+        set_minimum(lease, ctx.clients.autoscaling, target, base, minimum, holds=holds)
+    except ClientError as exc:
+        raise CapacityRequestError(
+            f"{target.resource_id} {target.scalable_dimension}: setting MinCapacity "
+            f"{minimum:,} failed: {describe_error(exc)}"
+        ) from None
 
 
 def result_row(

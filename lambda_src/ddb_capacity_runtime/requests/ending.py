@@ -7,18 +7,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
-from ..aws.minimum import set_minimum
-from ..aws.retry import describe_error
 from ..core.memory import reconcile
 from ..core.plan import UPDATE_TABLE, Change
 from ..core.policy import DECREASE
 from ..core.tables import Dimension, ManagedTable
 from .broker import broker_name, invoke_broker
-from .context import Context, read_table, result_row
+from .context import Context, read_table, result_row, set_min
 from .holds import (
     DEFAULT_TIMEOUT,
     CapacityRequestError,
@@ -135,13 +131,7 @@ def _lower(
     if current <= to:
         return row(current, "unchanged"), True
     if d.target is not None:
-        try:
-            set_minimum(lease, ctx.clients.autoscaling, d.target, base, to)
-        except ClientError as exc:
-            raise CapacityRequestError(
-                f"{d.target.resource_id} {d.target.scalable_dimension}: setting MinCapacity "
-                f"{to:,} failed: {describe_error(exc)}"
-            ) from None
+        set_min(ctx, lease, d.target, base, to)
         return row(to, "applied"), True
     if not lower_direct:
         return row(current, "left-to-policy", "the scaler lowers it as the traffic allows"), True

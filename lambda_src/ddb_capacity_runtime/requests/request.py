@@ -11,19 +11,15 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
-from ..aws.minimum import set_minimum
-from ..aws.retry import describe_error
 from ..core.memory import reconcile
 from ..core.names import scope_label
 from ..core.plan import UPDATE_TABLE, Change
 from ..core.policy import INCREASE
 from ..events import log_event
 from .broker import BROKER_MAX_WAIT, broker_name, invoke_broker
-from .context import Context, current_traffic, read_table, result_row
+from .context import Context, current_traffic, read_table, result_row, set_min
 from .ending import end_holds
 from .holds import (
     DEFAULT_HOLD,
@@ -263,15 +259,7 @@ def _hold(
                         f"{d.target.max_capacity:,}; raise the max or ask for less"
                     )
                 if d.target is not None and d.target.min_capacity < want:
-                    try:
-                        set_minimum(
-                            lease, ctx.clients.autoscaling, d.target, base, want, holds=recorded
-                        )
-                    except ClientError as exc:
-                        raise CapacityRequestError(
-                            f"{d.target.resource_id} {d.target.scalable_dimension}: setting "
-                            f"MinCapacity {want:,} failed: {describe_error(exc)}"
-                        ) from None
+                    set_min(ctx, lease, d.target, base, want, holds=recorded)
                     done.append(
                         result_row(
                             table,
