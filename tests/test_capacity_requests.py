@@ -728,3 +728,25 @@ def test_a_scaler_raise_a_hold_and_a_raise_during_it_never_lose_the_configured_m
         SCALER_MODE="reactive",
     )
     assert world.target_min(name, "write") == 100
+
+
+def test_a_minimum_an_operator_raised_during_a_hold_stays_and_is_the_new_base(
+    world: World,
+) -> None:
+    # GIVEN a hold raising the write minimum from 100 to 1,000
+    name = world.table("OperatorAbove", 10, 100, tagged=False)
+    world.target(name, "write", 100, 10_000)
+    hold = request_capacity(name, write=1_000, clients=world.clients, store=world.store)
+    assert world.target_min(name, "write") == 1_000
+    # WHEN an operator sets it to 1,500, and the hold is released
+    world.aas.register_scalable_target(
+        ServiceNamespace="dynamodb",
+        ResourceId=f"table/{name}",
+        ScalableDimension="dynamodb:table:WriteCapacityUnits",
+        MinCapacity=1_500,
+    )
+    (row,) = hold.release()
+    # THEN the operator's minimum stands, and nothing of the library's is remembered (a
+    # later minimum of 1,000 would otherwise read as the library's)
+    assert row["status"] == "unchanged" and world.target_min(name, "write") == 1_500
+    assert world.store.table(name) == []

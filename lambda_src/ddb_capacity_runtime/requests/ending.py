@@ -79,8 +79,9 @@ def end_holds(
                     lease.write(fresh.base or 1, [])
                 continue
             current = d.target.min_capacity if d.target else d.provisioned
-            if d.target is not None:  # whose minimum it is: the store's memory, checked
-                base = reconcile(fresh, current).base
+            memory = reconcile(fresh, current) if d.target is not None else None
+            if memory is not None:  # whose minimum it is: the store's memory, checked
+                base = memory.base
             else:
                 base = fresh.base if fresh.base is not None else current
             active = [h for h in kept if h.active(now)]
@@ -99,7 +100,10 @@ def end_holds(
                 managed=managed,
             )
             rows.append(row)
-            if done:
+            if done and memory is not None and row["status"] != "applied":
+                # the minimum stays: what the library holds it at is what reconcile read
+                lease.write(base, kept, set_to=memory.set_to, intent=None)
+            elif done:
                 lease.write(base, kept)
     return rows
 
