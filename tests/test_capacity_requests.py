@@ -43,7 +43,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
-def world(aws_client: Any) -> World:
+def world(aws_client: Any, store_dynamodb: Any) -> World:
+    """Tables, targets and traffic in moto; the state store in dynalite."""
+    return World(aws_client, store_dynamodb)
+
+
+@pytest.fixture
+def moto_world(aws_client: Any) -> World:
+    """A world whose store is in moto too: for Lambda entry points, which make their own
+    clients from the environment."""
     return World(aws_client)
 
 
@@ -165,7 +173,7 @@ def test_release_keeps_capacity_raised_beyond_the_holds_by_someone_else(world: W
 
 
 def test_the_scaler_tick_restores_the_hold_of_a_killed_worker(
-    world: World, aws_env: dict[str, str]
+    world: World, aws_env: dict[str, str], dynalite_endpoint: str
 ) -> None:
     name = world.table("Crash", 10, 100)
     world.target(name, "write", 100, 10_000)
@@ -178,8 +186,10 @@ def test_the_scaler_tick_restores_the_hold_of_a_killed_worker(
         import os, signal
         from datetime import timedelta
         from ddb_capacity_runtime.requests import request_capacity
-        request_capacity({name!r}, write=2_000, hold=timedelta(minutes=5),
-                         store={world.store.name!r})
+        from ddb_capacity_runtime.requests.store import HoldStore
+        from examples.local_aws import client
+        store = HoldStore(client({dynalite_endpoint!r}, "dynamodb"), {world.store.name!r})
+        request_capacity({name!r}, write=2_000, hold=timedelta(minutes=5), store=store)
         print("raised", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     """)
@@ -228,7 +238,7 @@ def test_restore_expired_ends_only_expired_and_malformed_holds(world: World) -> 
         name, write=400, hold=timedelta(minutes=30), clients=world.clients, store=world.store
     )
     # A forged hold written straight into the store: far more than the quota
-    world.ddb.update_item(
+    world.store_ddb.update_item(
         TableName=world.store.name,
         Key={"pk": {"S": name}, "sk": {"S": "table:write"}},
         UpdateExpression="SET holds.junk = :h",
@@ -516,7 +526,7 @@ def test_holds_add_up_and_out_of_bounds_ones_are_malformed(world: World) -> None
         ("e", "10", str(int(expires.timestamp()) + 2 * 86400)),  # after the longest hold
         ("f", "-5", "0"),
     ):
-        world.ddb.update_item(
+        world.store_ddb.update_item(
             TableName=world.store.name,
             Key={"pk": {"S": "t1"}, "sk": {"S": "index/byUser:read"}},
             UpdateExpression=f"SET holds.{ident} = :h",
@@ -538,7 +548,7 @@ def test_holds_add_up_and_out_of_bounds_ones_are_malformed(world: World) -> None
 
 def test_the_lease_is_exclusive_and_runs_out(world: World) -> None:
     clock = FakeClock()
-    store = HoldStore(world.ddb, world.store.name, clock=clock)
+    store = HoldStore(world.store_ddb, world.store.name, clock=clock)
     with (
         store.lease("t2", None, "write", deadline=clock.t + 5),
         pytest.raises(CapacityRequestTimeout, match="kept the hold store busy"),
@@ -558,18 +568,18 @@ def test_the_lease_is_exclusive_and_runs_out(world: World) -> None:
 
 
 def test_the_restorer_handler_ends_expired_holds_on_its_tables(
-    world: World, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    moto_world: World, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for key, value in aws_env.items():
         monkeypatch.setenv(key, value)
-    name = world.table("Restorer", 10, 40, tagged=False)
-    world.ddb.update_table(
+    name = moto_world.table("Restorer", 10, 40, tagged=False)
+    moto_world.ddb.update_table(
         TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 640}
     )
     gone = Hold("deadworker01", None, "write", 600, datetime.now(UTC) - timedelta(minutes=1), 40)
-    with world.store.lease(name, None, "write", deadline=time.time() + 5) as lease:
+    with moto_world.store.lease(name, None, "write", deadline=time.time() + 5) as lease:
         lease.write(40, [gone])
-    monkeypatch.setenv("CAPACITY_HOLDS_TABLE", world.store.name)
+    monkeypatch.setenv("CAPACITY_HOLDS_TABLE", moto_world.store.name)
     monkeypatch.setenv("CAPACITY_SCOPES", json.dumps([{"table": name}]))
     monkeypatch.setenv("CAPACITY_BROKER", "capacity-broker")
     # the scheduled restorer asks the broker, which restores the tables it serves
@@ -590,8 +600,8 @@ def test_the_restorer_handler_ends_expired_holds_on_its_tables(
         ],
         "failed": [],
     }
-    assert world.throughput(name) == (10, 40)
-    assert stored(world, name) == {}
+    assert moto_world.throughput(name) == (10, 40)
+    assert stored(moto_world, name) == {}
     monkeypatch.setenv("CAPACITY_HOLDS_TABLE", "NoSuchStore")
     with pytest.raises(RuntimeError, match="restoring holds failed: reading the hold store No"):
         broker_handler({"action": "restore"}, None)
