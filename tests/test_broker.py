@@ -148,6 +148,26 @@ def test_a_hold_is_released_only_with_its_own_token(world: World, served: str) -
     assert mine["token"] not in json.dumps(raw)
 
 
+@pytest.mark.parametrize(
+    ("ident", "token", "shown"),
+    [
+        ("x" * 5_000, "t", "'" + "x" * 199 + "... (5,002 characters) and a str of 1"),
+        ("abc", "t" * 129, "'abc' and a str of 129"),
+        ("", "t", "'' and a str of 1"),
+        ("abc", 7, "'abc' and a int of 0"),
+    ],
+)
+def test_a_release_names_a_bounded_id_and_token(
+    world: World, served: str, ident: Any, token: Any, shown: str
+) -> None:
+    answer = call(world, {"action": "release", "table": served, "id": ident, "token": token})
+    assert answer["ok"] is False
+    assert answer["message"] == (
+        f"id and token: got {shown} characters; expected the hold's id and the token its "
+        "request returned (1 to 128 characters each)"
+    )
+
+
 def test_the_holds_of_a_dimension_add_up_to_max_total_units_at_most(
     world: World, served: str
 ) -> None:
@@ -301,7 +321,7 @@ def test_request_capacity_and_release_go_through_the_broker(
     assert moto_world.target_min(served_by_lambda, "write") == 100
     # by id, from another process, with the broker taken from the environment
     again = request_capacity(served_by_lambda, write=300, broker=broker)
-    with pytest.raises(CapacityRequestError, match="id and token: got '.*' and a NoneType"):
+    with pytest.raises(CapacityRequestError, match="id and token: got '.*' and a NoneType of 0"):
         release_hold(served_by_lambda, again.id, broker=broker)
     changes = release_hold(served_by_lambda, again.id, token=again.token, broker=broker)
     assert changes[0]["to"] == 100

@@ -59,6 +59,8 @@ NAMESPACE = "DynamoDBCapacity"
 MAX_HOLD_MINUTES = int(MAX_HOLD.total_seconds() // 60)
 #: The longest refusal message an answer carries.
 MAX_MESSAGE_CHARS = 1_000
+#: The longest hold id or release token a release may name (both are far shorter).
+MAX_ID_CHARS = 128
 
 
 class BrokerConfigError(RuntimeError):
@@ -155,10 +157,17 @@ def serve(
         if action == "release":
             table = _name(event, "table")
             ident, token = event.get("id"), event.get("token")
-            if not isinstance(ident, str) or not isinstance(token, str) or not token:
+            if (
+                not isinstance(ident, str)
+                or not isinstance(token, str)
+                or not 1 <= len(ident) <= MAX_ID_CHARS
+                or not 1 <= len(token) <= MAX_ID_CHARS
+            ):
                 raise CapacityRequestError(
-                    f"id and token: got {shown(ident)} and a {type(token).__name__}; expected "
-                    f"the hold's id and the token its request returned"
+                    f"id and token: got {shown(ident)} and a {type(token).__name__} of "
+                    f"{len(token) if isinstance(token, str) else 0} characters; expected the "
+                    f"hold's id and the token its request returned (1 to {MAX_ID_CHARS} "
+                    "characters each)"
                 )
             config.check(table, None)
             changes = release_hold(table, ident, token=token, store=held, clients=clients)
