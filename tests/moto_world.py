@@ -35,6 +35,7 @@ class World:
         # the real clock: the library's request and hold code reads it too
         self.now = datetime.now(UTC).replace(second=0, microsecond=0)
         self._store: HoldStore | None = None
+        self.targets: list[tuple[str, str]] = []  # registered here: deregistered by close()
 
     @property
     def store(self) -> HoldStore:
@@ -106,6 +107,7 @@ class World:
     ) -> None:
         resource = resource_id(name, index)
         scalable = scalable_dimension(index, dimension)
+        self.targets.append((resource, scalable))
         self.aas.register_scalable_target(
             ServiceNamespace="dynamodb",
             ResourceId=resource,
@@ -167,6 +169,19 @@ class World:
             start = hour_start - timedelta(days=day) + timedelta(minutes=first_minute)
             newest = int((end - (start + timedelta(minutes=29))).total_seconds() // 60)
             self.traffic(name, "write", per_second, minutes=range(newest, newest + 30), index=index)
+
+    def close(self) -> None:
+        """Deregister the scalable targets this world registered: moto's listing of
+        DynamoDB targets repeats its NextToken past 100 targets, and a session that kept
+        them all would make every later tick's listing fail."""
+        for resource, scalable in self.targets:
+            try:
+                self.aas.deregister_scalable_target(
+                    ServiceNamespace="dynamodb", ResourceId=resource, ScalableDimension=scalable
+                )
+            except self.aas.exceptions.ObjectNotFoundException:
+                pass
+        self.targets = []
 
     def tick(
         self, now: datetime | None = None, **env: str

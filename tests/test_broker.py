@@ -37,17 +37,21 @@ MAX_UNITS, MAX_HOLD_MINUTES, MAX_TOTAL_UNITS = 2_000, 60, 3_000
 
 
 @pytest.fixture
-def world(aws_client: Any, store_dynamodb: Any) -> World:
+def world(aws_client: Any, store_dynamodb: Any) -> Iterator[World]:
     """Tables, targets and traffic in moto; the hold store in dynalite (atomic conditional
     writes, as DynamoDB's), reached through ``serve``."""
-    return World(aws_client, store_dynamodb)
+    made = World(aws_client, store_dynamodb)
+    yield made
+    made.close()
 
 
 @pytest.fixture
-def moto_world(aws_client: Any) -> World:
+def moto_world(aws_client: Any) -> Iterator[World]:
     """A world whose hold store is in moto too: for the broker's Lambda entry point, which
     makes its own clients from the environment."""
-    return World(aws_client)
+    made = World(aws_client)
+    yield made
+    made.close()
 
 
 def serve_table(world: World, monkeypatch: pytest.MonkeyPatch, aws_env: dict[str, str]) -> str:

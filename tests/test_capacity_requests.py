@@ -13,6 +13,7 @@ import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.core.names import base_min_tag
 from ddb_capacity_runtime.requests import (
     CapacityRequestError,
     CapacityRequestTimeout,
@@ -43,16 +45,20 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
-def world(aws_client: Any, store_dynamodb: Any) -> World:
+def world(aws_client: Any, store_dynamodb: Any) -> Iterator[World]:
     """Tables, targets and traffic in moto; the state store in dynalite."""
-    return World(aws_client, store_dynamodb)
+    made = World(aws_client, store_dynamodb)
+    yield made
+    made.close()
 
 
 @pytest.fixture
-def moto_world(aws_client: Any) -> World:
+def moto_world(aws_client: Any) -> Iterator[World]:
     """A world whose store is in moto too: for Lambda entry points, which make their own
     clients from the environment."""
-    return World(aws_client)
+    made = World(aws_client)
+    yield made
+    made.close()
 
 
 def stored(world: World, name: str) -> dict[tuple[str | None, str], HeldDimension]:
@@ -760,3 +766,52 @@ def test_a_minimum_an_operator_raised_during_a_hold_stays_and_is_the_new_base(
     # later minimum of 1,000 would otherwise read as the library's)
     assert row["status"] == "unchanged" and world.target_min(name, "write") == 1_500
     assert world.store.table(name) == []
+
+
+def test_the_restore_drops_holds_only_never_a_scalers_memory_or_plan(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a store shared with a connected scaler: a table the broker does not serve with
+    # only the scaler's memory of a raised minimum, and another with only a plan
+    remembered = world.table("Remembered", 10, 40, tagged=False)
+    planned = world.table("Planned", 10, 40, tagged=False)
+    with world.store.lease(remembered, None, "write", deadline=time.time() + 5) as lease:
+        lease.write(40, set_to=640)
+    world.set_plan(planned, "write", "29000000:70:0:0:500")
+    before = {t: world.store.table(t) for t in (remembered, planned)}
+    # WHEN the broker restores the tables it serves (neither of them)
+    config = BrokerConfig({world.table("Served", 10, 40, tagged=False): frozenset()})
+    answer = serve({"action": "restore"}, config, clients=world.clients, store=world.store)
+    # THEN nothing of the scaler's is touched, and nothing is counted as dropped
+    assert answer == {"ok": True, "restored": [], "failed": []}
+    assert {t: world.store.table(t) for t in (remembered, planned)} == before
+    assert "HoldsDropped" not in capsys.readouterr().out
+
+
+def test_every_state_store_call_is_one_the_roles_may_make(world: World) -> None:
+    """moto and dynalite check no IAM: the calls the run-time makes on the state store are
+    recorded and checked against the actions the constructs grant on it."""
+    from constructs_pkg.runtime import STORE_ACTIONS
+
+    calls: set[str] = set()
+
+    def record(**kwargs: Any) -> None:
+        calls.add(kwargs["model"].name)
+
+    world.store_ddb.meta.events.register("before-call.dynamodb", record)
+    try:
+        name = world.table("Granted", 10, 100, tags={base_min_tag(None, "write"): "100:150"})
+        world.target(name, "write", 150, 10_000)
+        world.traffic(name, "write", 50, throttles=6_000, minutes=range(1, 3))
+        hold = request_capacity(name, write=500, clients=world.clients, store=world.store)
+        world.tick(SCALER_TABLES=name, SCALER_TAG_KEY="")
+        hold.release()
+        restore_expired(name, clients=world.clients, store=world.store)
+        release_hold(name, hold.id, token=hold.token, clients=world.clients, store=world.store)
+    except CapacityRequestError:
+        pass  # the second release finds no hold: refused, as it should be
+    finally:
+        world.store_ddb.meta.events.unregister("before-call.dynamodb", record)
+    assert calls - {"CreateTable", "DescribeTable"}  # the store was used
+    granted = {a.split(":", 1)[1] for a in STORE_ACTIONS}
+    assert calls - {"CreateTable", "DescribeTable"} <= granted, calls

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -19,14 +20,17 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 
 from ddb_capacity_runtime.core.names import base_min_tag, resource_id
 from ddb_capacity_runtime.core.settings import ScalerConfig
+from ddb_capacity_runtime.requests import Hold
 from ddb_capacity_runtime.scaler.handler import complete
 from ddb_capacity_runtime.scaler.tick import TickFailed
 from tests.moto_world import World
 
 
 @pytest.fixture
-def world(aws_client: Any) -> World:
-    return World(aws_client)
+def world(aws_client: Any) -> Iterator[World]:
+    made = World(aws_client)
+    yield made
+    made.close()
 
 
 def busy_and_idle(world: World) -> tuple[str, str]:
@@ -626,3 +630,124 @@ def test_a_plan_that_cannot_be_kept_is_a_failure_of_its_table_and_still_raises(
     (failure,) = summary["failures"]
     assert failure["table"] == faulty and "keeping the forecast's plans" in failure["reason"]
     assert emf(events, faulty)["Failures"] == 1 and emf(events, healthy)["Failures"] == 0
+
+
+def test_a_stale_listing_of_targets_never_becomes_the_configured_minimum(world: World) -> None:
+    # GIVEN a minimum the library holds at 200 over a configured 100, and an account-wide
+    # listing of targets that still says 300 (it was read before a release lowered it)
+    busy, idle = busy_and_idle(world)
+    faulty = world.table("stale", 300, 300)
+    world.target(faulty, "read", 200, 1000)
+    with world.store.lease(faulty, None, "read", deadline=time.time() + 5) as lease:
+        lease.write(100, set_to=200)
+
+    def stale(parsed: dict[str, Any], params: dict[str, Any], **_: Any) -> None:
+        if "ResourceIds" in params:
+            return  # a listing of one target is read now
+        for t in parsed.get("ScalableTargets", []):
+            if t["ResourceId"] == f"table/{faulty}" and "Read" in t["ScalableDimension"]:
+                t["MinCapacity"] = 300
+
+    params: dict[str, Any] = {}
+
+    def remember(**kwargs: Any) -> None:
+        params.clear()
+        params.update(kwargs["params"])
+
+    world.aas.meta.events.register(
+        "before-parameter-build.application-autoscaling.DescribeScalableTargets", remember
+    )
+    world.aas.meta.events.register(
+        "after-call.application-autoscaling.DescribeScalableTargets",
+        lambda parsed, **kw: stale(parsed, params),
+    )
+    # WHEN a tick runs
+    summary, events = world.tick()
+    # THEN the configured minimum is still 100: what the listing said was checked against
+    # the target itself before anything was written
+    assert_handled(world, busy, idle)
+    state = world.store.get(faulty, None, "read")
+    assert state is not None and (state.base, state.set_to) == (100, 200)
+    assert world.target_min(faulty, "read") == 200
+    assert summary["failures"] == []
+
+
+def test_a_hold_recorded_after_the_tick_read_the_store_is_never_lowered_under(
+    world: World,
+) -> None:
+    # GIVEN a calm table whose minimum the library holds at 500 over a configured 100
+    busy, idle = busy_and_idle(world)
+    faulty = world.table("heldlate", 300, 500)
+    world.target(faulty, "write", 500, 1000)
+    world.traffic(faulty, "write", 5)
+    with world.store.lease(faulty, None, "write", deadline=time.time() + 5) as lease:
+        lease.write(100, set_to=500)
+    # AND a capacity request that records a hold of 300 right after the tick's read
+    late = Hold("latecomer01", None, "write", 295, world.now + timedelta(minutes=30), 5)
+
+    def record(**_: Any) -> None:
+        world.store.dynamodb.meta.events.unregister("after-call.dynamodb.Scan", record)
+        with world.store.lease(faulty, None, "write", deadline=time.time() + 5) as lease:
+            lease.write(holds=[late])
+
+    world.store.dynamodb.meta.events.register("after-call.dynamodb.Scan", record)
+    # WHEN a tick would lower the minimum to the configured 100
+    summary, events = world.tick()
+    # THEN it does not: the hold it had not seen needs 300, and the next tick decides again
+    assert_handled(world, busy, idle)
+    assert world.target_min(faulty, "write") == 500
+    (row,) = [
+        e
+        for e in events
+        if e.get("event") == "decision" and e["table"] == faulty and e["dimension"] == "write"
+    ]
+    assert (
+        row["status"] == "retry-next-tick" and row["error"] == "a hold since it was read needs 300"
+    )
+    assert summary["failures"] == []
+
+
+def test_a_move_of_state_tags_that_fails_half_way_is_done_again(world: World) -> None:
+    # GIVEN a table with a 0.4 memory (configured 400, raised to 500) whose tags cannot be
+    # removed on the first try
+    faulty = world.table("halfway", 300, 500, tags={base_min_tag(None, "write"): "400:500"})
+    world.target(faulty, "write", 500, 1000)
+    arn = world.ddb.describe_table(TableName=faulty)["Table"]["TableArn"]
+    disarm = fail_before(
+        world.ddb,
+        "UntagResource",
+        lambda p: p["ResourceArn"] == arn,
+        client_error("InternalServerError", "UntagResource"),
+    )
+    summary, _ = world.tick()
+    assert [f["table"] for f in summary["failures"]] == [faulty]
+    disarm()
+    busy, idle = busy_and_idle(world)
+    # WHEN the next tick runs
+    summary, events = world.tick()
+    # THEN the move is finished: the memory is kept, the tags are gone, nothing is counted
+    # as ignored (they were the table's own 0.4 state, not tags written after the move)
+    # (the calm table's minimum comes back to the configured 400)
+    assert_handled(world, busy, idle)
+    assert world.target_min(faulty, "write") == 400
+    assert base_min_tag(None, "write") not in world.tags(faulty)
+    assert emf(events, faulty)["IgnoredTags"] == 0 and summary["failures"] == []
+
+
+def test_state_tags_on_a_table_that_never_had_state_are_not_state(world: World) -> None:
+    # GIVEN a table with a write minimum of 400 that a tick has seen once
+    faulty = world.table("neverstate", 300, 400)
+    world.target(faulty, "write", 400, 1000)
+    world.tick()
+    # WHEN someone allowed to tag it writes a memory that makes the configured minimum 1
+    busy, idle = busy_and_idle(world)
+    arn = world.ddb.describe_table(TableName=faulty)["Table"]["TableArn"]
+    world.ddb.tag_resource(
+        ResourceArn=arn, Tags=[{"Key": base_min_tag(None, "write"), "Value": "1:400"}]
+    )
+    summary, events = world.tick()
+    # THEN it is not read as state: removed and counted; the minimum stays 400
+    assert_handled(world, busy, idle)
+    assert world.target_min(faulty, "write") == 400 and world.store.table(faulty) == []
+    assert base_min_tag(None, "write") not in world.tags(faulty)
+    assert emf(events, faulty)["IgnoredTags"] == 1 and summary["failures"] == []

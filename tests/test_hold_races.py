@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -29,10 +29,11 @@ BASE = 100
 
 
 @pytest.fixture(scope="module")
-def world(aws_client_module: Any, store_dynamodb: Any) -> World:
+def world(aws_client_module: Any, store_dynamodb: Any) -> Iterator[World]:
     made = World(aws_client_module, store_dynamodb)
     assert made.store.table("none") == []  # the store exists before the threads start
-    return made
+    yield made
+    made.close()
 
 
 @pytest.fixture(scope="module")

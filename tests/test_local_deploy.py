@@ -211,7 +211,8 @@ def test_deployed_handler_decides_against_deployed_tables(
 ) -> None:
     summary, tables = ticked["summary"], ticked["tables"]
     # THEN it managed the explicit and the tagged table, not the third
-    assert summary["tables"] == 2 and summary["failed"] == []
+    assert summary["tables"] == 2 and summary["failed"] == [], summary
+    assert summary["shared_failures"] == [] and summary["failures"] == [], summary
     managed = {line["table"] for line in ticked["lines"] if line.get("event") == "decision"}
     assert managed == {tables["Feed"], tables["Clicks"]}
     # AND Feed (under target tracking) got its minimum raised, not an UpdateTable

@@ -169,6 +169,27 @@ def test_access_denied_on_a_scalable_target_leaves_the_memory_as_it_was(aws_clie
     table = ManagedTable("orders", ARN, {}, [read])
     raise_min = Change(read, 10, 200, "test", INCREASE, SCALABLE_TARGET)
     with Stubber(aas) as s_aas:
+        s_aas.add_response(  # read again under the lease: still the minimum it was
+            "describe_scalable_targets",
+            {
+                "ScalableTargets": [
+                    {
+                        "ServiceNamespace": "dynamodb",
+                        "ResourceId": "table/orders",
+                        "ScalableDimension": "dynamodb:table:ReadCapacityUnits",
+                        "MinCapacity": 10,
+                        "MaxCapacity": 1000,
+                        "RoleARN": "arn:aws:iam::123456789012:role/x",
+                        "CreationTime": datetime.now(UTC),
+                    }
+                ]
+            },
+            {
+                "ServiceNamespace": "dynamodb",
+                "ResourceIds": ["table/orders"],
+                "ScalableDimension": "dynamodb:table:ReadCapacityUnits",
+            },
+        )
         s_aas.add_client_error(
             "register_scalable_target",
             service_error_code="AccessDeniedException",

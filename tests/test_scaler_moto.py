@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -14,8 +15,10 @@ from tests.moto_world import World
 
 
 @pytest.fixture
-def world(aws_client: Any) -> World:
-    return World(aws_client)
+def world(aws_client: Any) -> Iterator[World]:
+    made = World(aws_client)
+    yield made
+    made.close()
 
 
 def test_a_tick_scales_each_table_by_its_own_evidence(world: World) -> None:

@@ -23,7 +23,8 @@ from ..core.plan import SCALABLE_TARGET, UPDATE_TABLE, Change
 from ..core.policy import INCREASE
 from ..core.quota import DecreaseLedger
 from ..core.tables import ManagedTable
-from ..requests.holds import CapacityRequestError, CapacityRequestTimeout
+from ..requests.holds import CapacityRequestError, CapacityRequestTimeout, level
+from .discovery import current_minimum
 from .minimum import set_minimum
 from .retry import describe_error
 
@@ -159,12 +160,14 @@ def _send(
 
 
 def _move_min(
-    store: HoldStore | None, aas: ApplicationAutoScalingClient, change: Change
+    store: HoldStore | None, aas: ApplicationAutoScalingClient, change: Change, now: datetime
 ) -> Outcome:
     """Move a scalable target's minimum under its dimension's lease in the state store,
     which remembers the configured minimum while the library holds it above
-    (:func:`.minimum.set_minimum`). A dimension whose memory changed since the table was
-    read (a capacity request moved the minimum meanwhile) is left for the next tick."""
+    (:func:`.minimum.set_minimum`). Under the lease the item and the target's minimum are
+    read again: a dimension whose memory or minimum moved since the tick read them (a
+    capacity request meanwhile, a stale listing), or that a hold recorded since needs
+    above the change, is left for the next tick."""
     d = change.dimension
     assert d.target is not None and d.memory is not None
     if store is None:
@@ -174,8 +177,14 @@ def _move_min(
         with store.lease(d.table, d.index, d.dimension, deadline=deadline) as lease:
             fresh = store.get(d.table, d.index, d.dimension)
             now_seen = (fresh.base, fresh.set_to, fresh.intent) if fresh else (None, None, None)
-            if now_seen != d.seen:
+            minimum = current_minimum(aas, d.target)
+            if now_seen != d.seen or minimum != d.target.min_capacity:
                 return Outcome(change, "retry-next-tick", "its minimum moved since it was read")
+            held = level(fresh.active(now)) if fresh else 0
+            if change.new < held:
+                return Outcome(
+                    change, "retry-next-tick", f"a hold since it was read needs {held:,}"
+                )
             set_minimum(lease, aas, d.target, d.memory.base, change.new)
         return Outcome(change, "applied")
     except CapacityRequestTimeout as exc:
@@ -201,7 +210,7 @@ def apply(
     now = now or datetime.now(UTC)
     if dry_run:
         return [Outcome(c, "dry-run") for c in changes]
-    outcomes = [_move_min(store, aas, c) for c in changes if c.via == SCALABLE_TARGET]
+    outcomes = [_move_min(store, aas, c, now) for c in changes if c.via == SCALABLE_TARGET]
     direct = [c for c in changes if c.via == UPDATE_TABLE]
     if direct:
         outcomes += _update_table(dynamodb, table, direct, now)

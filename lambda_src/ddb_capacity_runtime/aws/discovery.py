@@ -7,7 +7,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core.floorplan import FloorPlan, parse_plan
 from ..core.memory import reconcile
@@ -20,6 +20,7 @@ from ..events import log_event
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
+    from mypy_boto3_application_autoscaling.literals import ScalableDimensionType
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_resourcegroupstaggingapi import ResourceGroupsTaggingAPIClient
 
@@ -71,6 +72,21 @@ def scalable_targets(
         key: replace(t, target_tracking=key in tracked, target_percent=tracked.get(key))
         for key, t in listed.items()
     }
+
+
+def current_minimum(aas: ApplicationAutoScalingClient, target: ScalableTarget) -> int | None:
+    """The minimum ``target`` has now (one DescribeScalableTargets of it alone); None when
+    the target is gone or says nothing sound."""
+    answer = aas.describe_scalable_targets(
+        ServiceNamespace="dynamodb",
+        ResourceIds=[target.resource_id],
+        ScalableDimension=cast("ScalableDimensionType", target.scalable_dimension),
+    )
+    for found in answer.get("ScalableTargets", []):
+        minimum = found.get("MinCapacity")
+        if isinstance(minimum, int) and not isinstance(minimum, bool) and minimum >= 0:
+            return minimum
+    return None
 
 
 def _tracked(pages: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], float | None]:

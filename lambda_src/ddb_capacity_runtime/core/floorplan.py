@@ -19,7 +19,7 @@ MAX_RESERVE = 27
 class FloorPlan:
     """What a forecast plans for one dimension: the capacity (units) to have in force
     during each ``STEP_MINUTES`` step from minute ``start`` (on the caller's clock: epoch
-    minutes in the Lambda). The Lambda keeps it between ticks in a table tag
+    minutes in the Lambda). The Lambda keeps it between ticks in the state store
     (:meth:`value`, :func:`parse_plan`); the simulator keeps the object."""
 
     start: int
@@ -55,7 +55,7 @@ class FloorPlan:
         return max(found) if found else None
 
     def value(self) -> str:
-        """The tag value: ``<start>:<aim>:<reserve>:<least>:<floor>/<floor>/...``."""
+        """As the state store keeps it: ``<start>:<aim>:<reserve>:<least>:<floor>/...``."""
         floors = "/".join(str(f) for f in self.floors)
         return f"{self.start}:{self.aim}:{self.reserve}:{self.least}:{floors}"
 
@@ -65,8 +65,8 @@ def _units(text: str, low: int, quota: int) -> bool:
 
 
 def parse_plan(raw: str, quota: int) -> FloorPlan | None:
-    """A plan read back from its tag, or None for anything that is not one exactly (the tag
-    comes from AWS and is not trusted): a start that is a whole minute on a step boundary,
+    """A plan read back from the state store (or a 0.4 tag), or None for anything that is
+    not one exactly (it is not trusted): a start that is a whole minute on a step boundary,
     an aim from 20 to 90 %, a reserve from 0 to MAX_RESERVE decreases, the least fall's
     saving from 0 to ``quota`` units, and 1 to PLAN_STEPS floors, each a whole number of
     units from 1 to ``quota``. A tag without the least fall (``<start>:<aim>:<reserve>:

@@ -254,8 +254,8 @@ def plan_floors(
 def forecast_minute(table: str) -> int:
     """The minute of the hour from which ``table`` forecasts: one of the hour's 5-minute
     steps, picked by the CRC-32 of its name (stable across runs and processes), so the
-    tables of an account spread their forecasts, 14-day history reads and plan tag writes
-    over the hour (DynamoDB takes 5 TagResource calls a second per account)."""
+    tables of an account spread their forecasts, 14-day history reads (25 dimensions a
+    GetMetricData call) and plan writes over the hour."""
     return zlib.crc32(table.encode()) % (60 // STEP_MINUTES) * STEP_MINUTES
 
 

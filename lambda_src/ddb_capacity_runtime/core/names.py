@@ -9,10 +9,10 @@ UNITS = {"read": "ReadCapacityUnits", "write": "WriteCapacityUnits"}
 TABLE_QUOTA = 40_000
 #: Every tag this library reads or writes on a table starts with this prefix.
 TAG_PREFIX = "ddb-capacity:"
+#: 0.4's state tags (a remembered minimum, a plan of floors): state lives in the state
+#: store now, and a tick moves these into it once, then removes them. Nothing writes them.
 BASE_MIN_TAG = f"{TAG_PREFIX}base-min:"
-#: The autopilot's plan of floors, kept between ticks (core.floorplan).
 FORECAST_TAG = f"{TAG_PREFIX}forecast:"
-#: The tag keys the scaler writes on tables.
 SCALER_TAGS = (BASE_MIN_TAG, FORECAST_TAG)
 #: The tag on a scalable target that this library may move: its value is the table's name.
 #: The constructs put it on every target they create; the library's roles may call
@@ -36,11 +36,5 @@ def scope_label(index: str | None) -> str:
 
 
 def base_min_tag(index: str | None, dimension: str) -> str:
-    """The table tag that remembers a minimum while the scaler or a capacity request holds
-    it raised (the target's MinCapacity; without a target, the provisioned capacity)."""
+    """0.4's tag that remembered a raised minimum of one dimension (read once, moved)."""
     return f"{BASE_MIN_TAG}{scope_label(index)}:{dimension}"
-
-
-def forecast_tag(index: str | None, dimension: str) -> str:
-    """The table tag that keeps the autopilot's plan of floors for one dimension."""
-    return f"{FORECAST_TAG}{scope_label(index)}:{dimension}"

@@ -73,7 +73,7 @@ class ManagedTable:
     dimensions: list[Dimension] = field(default_factory=list)
     indexes: list[str] = field(default_factory=list)  # every GSI, ACTIVE or not
     ignored_tags: int = 0  # library tags ignored as malformed or out of bounds
-    plans_not_kept: int = 0  # the autopilot's plans its tags had no room for this hour
+    plans_not_kept: int = 0  # the autopilot's plans the state store could not keep this hour
     bad_targets: int = 0  # dimensions held because their scalable target's min is above max
     #: 0.4's state tags (a remembered minimum, a plan) still on the table: moved into the
     #: state store, then removed

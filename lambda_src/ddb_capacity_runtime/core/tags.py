@@ -10,18 +10,18 @@ and never the cause of an exception:
   ``int`` also take other scripts' digits, such as ``١٢``, and superscripts). A min or max
   within bounds is still refused, dimension by dimension, where it would lower a limit
   below what the dimension consumes (:meth:`.settings.ScalerConfig.refuse_lowering_tags`);
-- the scaler's memory of a raised minimum, ``ddb-capacity:base-min:<table|index/NAME>:<read|
-  write>`` = ``<base>:<set>``: the minimum it replaced and the one it set, both from 1 to the
-  table quota (a plain ``<base>``, as older versions wrote it, is read with no ``set``);
-- the autopilot's plan, ``ddb-capacity:forecast:<table|index/NAME>:<read|write>`` =
-  ``<start minute>:<aim %>:<reserve>:<least fall>:<floor>/<floor>/...``
-  (:func:`.floorplan.parse_plan`);
+- 0.4's state tags, read once when a tick first sees the table and moved into the state
+  store (:mod:`ddb_capacity_runtime.requests.store`), then removed: the memory of a raised
+  minimum, ``ddb-capacity:base-min:<table|index/NAME>:<read|write>`` = ``<base>:<set>``,
+  both from 1 to the table quota (a plain ``<base>`` is read with no ``set``), and the
+  autopilot's plan, ``ddb-capacity:forecast:<table|index/NAME>:<read|write>`` (checked by
+  :func:`.floorplan.parse_plan`, only removed: plans are made anew each hour);
 - tags the constructs write at deploy time, which the scaler knows and does not read
   (:data:`CONSTRUCT_TAGS`): ``ddb-capacity:prewarm`` on a table with a high-water mark, and
   ``ddb-capacity:table``, which belongs on scalable targets (it lets the library's roles move
   them); on a table they are skipped, never counted as ignored;
-- other keys under the prefix that the library does not know are ignored (capacity-request holds
-  live in the hold store, :mod:`ddb_capacity_runtime.requests.store`, not in tags).
+- other keys under the prefix that the library does not know are ignored (all run-time
+  state lives in the state store, :mod:`ddb_capacity_runtime.requests.store`, not in tags).
 """
 
 from __future__ import annotations
@@ -53,9 +53,6 @@ class BaseMin:
 
     base: int
     set_to: int | None = None
-
-    def value(self) -> str:
-        return str(self.base) if self.set_to is None else f"{self.base}:{self.set_to}"
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ def end_holds(
                 rows.append(result_row(table, index, dim, "-", 0, 0, "busy", str(exc)))
                 continue
             except TableGone as exc:
-                lease.write(fresh.base or 1, [])
+                lease.write(holds=[])
                 rows.append(result_row(table, index, dim, "-", 0, 0, DROPPED, str(exc)))
                 continue
             d = next(
@@ -76,7 +76,7 @@ def end_holds(
             kept = [h for h in fresh.holds if not ending(h)]
             if d is None:  # the index is gone (forget its holds) or not ACTIVE (later)
                 if index not in managed.indexes:
-                    lease.write(fresh.base or 1, [])
+                    lease.write(holds=[])
                 continue
             current = d.target.min_capacity if d.target else d.provisioned
             memory = reconcile(fresh, current) if d.target is not None else None
@@ -181,16 +181,19 @@ def restore_expired(
 
 def drop_holds(store: HoldStore, table: str, why: str, *, deadline: float) -> list[dict[str, Any]]:
     """Forget every hold of ``table`` without touching the table (what a broker does for a
-    table that left its scope: it may no longer change it). The rows say each dimension's
-    base and the level its holds had, for whoever restores it by hand."""
+    table that left its scope: it may no longer change it). Only the holds go: a scaler's
+    memory of the dimension, or its plan, stays. The rows say each dimension's base and
+    the level its holds had, for whoever restores it by hand."""
     rows = []
     for state in store.table(table):
+        if not state.holds and not state.malformed:
+            continue
         index, dim = state.scope
         with store.lease(table, index, dim, deadline=deadline) as lease:
             fresh = store.get(table, index, dim)
-            if fresh is None:
+            if fresh is None or (not fresh.holds and not fresh.malformed):
                 continue
-            lease.write(fresh.base or 1, [])
+            lease.write(holds=[])
             held = level(fresh.holds)
             rows.append(result_row(table, index, dim, "-", held, fresh.base or 0, DROPPED, why))
     return rows

@@ -19,6 +19,9 @@ from .ending import DROPPED, drop_holds, restore_expired
 from .holds import CapacityRequestError
 from .store import HoldStore, open_store
 
+#: Rows of a restore that are failures (AWS refused, or the table or index is not found).
+FAILED_ROWS = frozenset({"failed", "invalid", "access-denied", "not-found"})
+
 
 def restore_tables(
     tables: Sequence[str], *, clients: Clients | None = None, store: HoldStore | None = None
@@ -26,9 +29,11 @@ def restore_tables(
     """End the expired holds of each table in ``tables``, the hold store being ``store``
     (default ``$CAPACITY_HOLDS_TABLE``), and forget every hold of a table not in ``tables``
     (it left the broker's scope: the broker may no longer change it) or that was deleted
-    or went on-demand. Forgotten holds are counted (EMF ``HoldsDropped``) and logged with
-    the level they held, so that an operator can restore that table by hand. Each table is
-    its own fault domain; any failure raises after the others ran."""
+    or went on-demand. A dimension the restore could not lower (AWS refused) is a failure
+    too, and its hold stays for the next run. Forgotten holds are counted (EMF
+    ``HoldsDropped``) and logged with the level they held, so that an operator can restore
+    that table by hand. Each table is its own fault domain; any failure raises after the
+    others ran."""
     clients = clients or make_clients()
     store = open_store(store, clients)
     try:
@@ -38,7 +43,8 @@ def restore_tables(
             f"restoring holds failed: reading the hold store {store.name}: {describe_error(exc)}"
         ) from None
     out: dict[str, Any] = {"restored": [], "failed": []}
-    for name in [*tables, *sorted(set(held) - set(tables))]:
+    holding = {t for t, states in held.items() if any(s.holds or s.malformed for s in states)}
+    for name in [*tables, *sorted(holding - set(tables))]:
         try:
             if name in tables:
                 out["restored"] += restore_expired(
@@ -54,6 +60,10 @@ def restore_tables(
                 )
         except Exception as exc:
             out["failed"].append({"table": name, "error": describe_error(exc)})
+    # a hold whose dimension could not be lowered stays for the next run: a failure still
+    for row in out["restored"]:
+        if row["status"] in FAILED_ROWS:
+            out["failed"].append({"table": row["table"], "error": row.get("note") or row["status"]})
     dropped = [r for r in out["restored"] if r["status"] == DROPPED]
     if dropped:
         log_event("holds-dropped", level=logging.WARNING, dropped=dropped)

@@ -70,6 +70,8 @@ STORE_ENV = "CAPACITY_HOLDS_TABLE"
 MAX_UNITS_ENV = "CAPACITY_MAX_UNITS"
 MAX_HOLD_ENV = "CAPACITY_MAX_HOLD_MINUTES"
 MAX_TOTAL_UNITS_ENV = "CAPACITY_MAX_TOTAL_UNITS"
+#: The sort key prefix of a marker item (:meth:`HoldStore.mark`).
+MARKER = "once:"
 #: The longest plan value read back (a plan of 7 floors is far shorter).
 MAX_PLAN_CHARS = 256
 
@@ -150,7 +152,13 @@ class HoldStore:
 
     def everything(self) -> dict[str, list[HeldDimension]]:
         """Every held dimension of every table, by table (one paginated Scan)."""
+        return self.scan()[0]
+
+    def scan(self) -> tuple[dict[str, list[HeldDimension]], set[tuple[str, str]]]:
+        """Every held dimension of every table, by table, and every marker (:meth:`mark`)
+        as ``(table, what)``: one paginated Scan."""
         out: dict[str, list[HeldDimension]] = {}
+        markers: set[tuple[str, str]] = set()
         for page in self.dynamodb.get_paginator("scan").paginate(
             TableName=self.name, ConsistentRead=True
         ):
@@ -158,7 +166,11 @@ class HoldStore:
                 held = self._parse(item)
                 if held is not None:
                     out.setdefault(held.table, []).append(held)
-        return out
+                    continue
+                table, sk = item.get("pk", {}).get("S"), item.get("sk", {}).get("S", "")
+                if table and sk.startswith(MARKER):
+                    markers.add((table, sk[len(MARKER) :]))
+        return out, markers
 
     def _parse(self, item: Mapping[str, Any]) -> HeldDimension | None:
         """An item as a HeldDimension; None for an item that names no dimension or holds
@@ -213,20 +225,21 @@ class HoldStore:
             plan,
         )
 
-    def first_time(self, table: str, what: str) -> bool:
-        """True the first time this is asked of ``table`` and ``what``, ever (a marker item,
-        ``sk`` = ``once:<what>``, written with a conditional write); False after."""
+    def mark(self, table: str, what: str) -> None:
+        """Record, for good, that ``what`` happened to ``table`` (a marker item, ``sk`` =
+        ``once:<what>``, written with a conditional write; :meth:`scan` returns them)."""
         try:
-            self.dynamodb.put_item(
+            self.dynamodb.update_item(
                 TableName=self.name,
-                Item={"pk": {"S": table}, "sk": {"S": f"once:{what}"}},
+                Key={"pk": {"S": table}, "sk": {"S": f"{MARKER}{what}"}},
+                UpdateExpression="SET #m = :t",
                 ConditionExpression="attribute_not_exists(pk)",
+                ExpressionAttributeNames={"#m": "marked"},
+                ExpressionAttributeValues={":t": {"N": str(int(self.clock()))}},
             )
-            return True
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
-            raise _store_error(self.name, exc) from None
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise _store_error(self.name, exc) from None
 
     def keep_plan(self, table: str, index: str | None, dimension: str, plan: str | None) -> bool:
         """Keep ``plan`` (None: forget it) as the dimension's plan, with conditional writes
@@ -351,23 +364,26 @@ class Lease:
 
     def write(
         self,
-        base: int,
+        base: int | Any = KEEP,
         holds: list[Hold] | Any = KEEP,
         *,
         set_to: int | None = KEEP,
         intent: int | None = KEEP,
     ) -> None:
         """Record ``base``, and ``holds`` (exactly those), ``set_to`` and ``intent`` where
-        given (None: forget it; :data:`KEEP`: as it is). An item left with no hold, no
+        given (None: forget it; :data:`KEEP`, the default: as it is). An item left with no hold, no
         minimum set and no plan goes when the lease is given back."""
         condition = self._condition()
         names, values = (
             condition["ExpressionAttributeNames"],
             condition["ExpressionAttributeValues"],
         )
-        names["#b"] = NAMES["#b"]
-        values[":b"] = {"N": str(base)}
-        sets, removes = ["#b = :b"], []
+        sets: list[str] = []
+        removes: list[str] = []
+        if base is not KEEP:
+            names["#b"] = NAMES["#b"]
+            values[":b"] = {"N": str(base)}
+            sets.append("#b = :b")
         if holds is not KEEP:
             names["#h"] = NAMES["#h"]
             values[":h"] = {"M": {h.id: {"M": _hold_item(h)} for h in holds}}
@@ -381,8 +397,16 @@ class Lease:
             else:
                 sets.append(f"{attr} = {ref}")
                 values[ref] = {"N": str(value)}
-        update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
-        self._call("update_item", UpdateExpression=update, **condition)
+        update = " ".join(
+            part
+            for part in (
+                "SET " + ", ".join(sets) if sets else "",
+                "REMOVE " + ", ".join(removes) if removes else "",
+            )
+            if part
+        )
+        if update:
+            self._call("update_item", UpdateExpression=update, **condition)
 
     def give_back(self) -> None:
         """Give the lease back; an item left with no hold, no minimum set or about to be,

@@ -61,6 +61,7 @@ from ..aws.discovery import NotManaged, TableUpdating
 from ..aws.retry import describe_error, with_retries
 from ..core.floorplan import STEP_MINUTES, FloorPlan
 from ..core.forecast import HISTORY_DAYS, apply_plans, forecast_due, plan_floors
+from ..core.memory import reconcile
 from ..core.plan import Change, delivered, plan_table
 from ..core.policy import HOLD, Decision, capacity_units
 from ..core.series import MINUTE, Key, Series, step_start, window
@@ -166,6 +167,7 @@ def _prepare(
     now: datetime,
     store: HoldStore,
     held: list[HeldDimension],
+    marked: bool | None,
 ) -> ManagedTable:
     """One table as the tick will decide it: described with the state store's memory of
     each minimum, 0.4's state tags moved into the store, minimums set by someone else made
@@ -183,14 +185,14 @@ def _prepare(
     )
     ignored = table.ignored_tags + sum(len(s.malformed) for s in held)
     if not config.dry_run:
-        moved = _move_legacy_state(clients, store, table, held)
-        if moved is not None:
-            ignored += moved
+        moved, legacy_ignored = _move_legacy_state(clients, store, table, held, marked)
+        ignored += legacy_ignored
+        if moved:
             held = store.table(name)
             table = discovery.describe_table(
                 clients.dynamodb, name, None, config, targets, now, held=held
             )
-        changed = _adopt_minimums_set_elsewhere(store, table)
+        changed = _adopt_minimums_set_elsewhere(clients, store, table)
         if any(s.needs_restore(now) for s in held):
             for ended in ending.restore_expired(
                 name,
@@ -213,20 +215,29 @@ def _prepare(
     return replace(holds.lift(table, held, now), ignored_tags=ignored)
 
 
+#: The marker of a table whose state a 0.5 tick has taken in hand (:meth:`HoldStore.mark`).
+STATE_MARKER = "state-in-store"
+
+
 def _move_legacy_state(
-    clients: Clients, store: HoldStore, table: ManagedTable, held: list[HeldDimension]
-) -> int | None:
-    """Move 0.4's state tags into the state store, once per table: a remembered minimum
-    becomes the dimension's memory unless the store has one already; plans are made anew
-    each hour, so an old plan tag is only removed. Then the tags go (one UntagResource).
-    State tags found on a table after its first move are not state any more (tags are
-    configuration, and anyone allowed to tag could write them): they are removed, and
-    counted as ignored. Returns None when the table has none, else how many were ignored."""
-    if not table.legacy_tags:
-        return None
+    clients: Clients,
+    store: HoldStore,
+    table: ManagedTable,
+    held: list[HeldDimension],
+    marked: bool | None,
+) -> tuple[bool, int]:
+    """The first time a tick sees a table (``marked`` False), move 0.4's state tags into
+    the state store: a remembered minimum becomes the dimension's memory unless the store
+    has one already; plans are made anew each hour, so an old plan tag is only removed.
+    The tags go (one UntagResource), then the table is marked, so a failure on the way
+    makes the next tick try again. State tags found on a marked table are not state (tags
+    are configuration, and anyone allowed to tag could write them): removed, and counted
+    as ignored. ``marked`` None (the store could not be read): nothing is done. Returns
+    whether the store changed, and how many tags were ignored."""
+    if marked is None or (marked and not table.legacy_tags):
+        return False, 0
     moved: list[dict[str, Any]] = []
-    ignored = 0
-    if store.first_time(table.name, "state-tags-moved"):
+    if not marked:
         in_store = {h.scope for h in held if h.base is not None}
         for scope, memory in sorted(table.legacy_memories.items(), key=str):
             if scope in in_store:
@@ -240,35 +251,41 @@ def _move_legacy_state(
                 lease.write(memory.base, set_to=raised)
                 moved.append({"index": index, "dimension": dim, "base": memory.base, "set": raised})
     else:
-        ignored = len(table.legacy_tags)
         log_event(
             "tag-ignored",
             level=logging.WARNING,
             table=table.name,
             keys=table.legacy_tags,
-            reason="state tags on a table whose state moved into the state store already: "
-            "not read, and removed",
+            reason="state tags on a table whose state is in the state store already: not "
+            "read, and removed",
         )
-    clients.dynamodb.untag_resource(ResourceArn=table.arn, TagKeys=table.legacy_tags)
-    log_event("state-moved-from-tags", table=table.name, moved=moved, removed=table.legacy_tags)
-    return ignored
+    if table.legacy_tags:
+        clients.dynamodb.untag_resource(ResourceArn=table.arn, TagKeys=table.legacy_tags)
+        log_event("state-moved-from-tags", table=table.name, moved=moved, removed=table.legacy_tags)
+    if not marked:
+        store.mark(table.name, STATE_MARKER)
+    return bool(moved), len(table.legacy_tags) if marked else 0
 
 
-def _adopt_minimums_set_elsewhere(store: HoldStore, table: ManagedTable) -> bool:
+def _adopt_minimums_set_elsewhere(clients: Clients, store: HoldStore, table: ManagedTable) -> bool:
     """Record, for each dimension whose minimum someone else set (its memory says
     ``changed_elsewhere``), that minimum as its configured one: the library forgets what
-    it had set, so it never undoes the change nor reads it as its own later. Returns
-    whether anything changed."""
+    it had set, so it never undoes the change nor reads it as its own later. Under the
+    dimension's lease, the item and the target's minimum are read again first: what the
+    tick listed may be stale. Returns whether anything changed."""
     changed = False
     for d in table.dimensions:
-        if d.memory is None or not d.memory.changed_elsewhere:
+        if d.target is None or d.memory is None or not d.memory.changed_elsewhere:
             continue
         with store.lease(d.table, d.index, d.dimension, deadline=store.clock() + 5) as lease:
             fresh = store.get(d.table, d.index, d.dimension)
-            if fresh is None or (fresh.base, fresh.set_to, fresh.intent) != d.seen:
-                continue  # moved meanwhile: the next tick looks again
-            lease.write(d.memory.base, set_to=None, intent=None)
-            changed = True
+            minimum = discovery.current_minimum(clients.autoscaling, d.target)
+            if fresh is None or minimum is None:
+                continue
+            memory = reconcile(fresh, minimum)
+            if memory.changed_elsewhere:
+                lease.write(memory.base, set_to=None, intent=None)
+                changed = True
     return changed
 
 
@@ -364,7 +381,7 @@ def _forecast_plans(
     is, :func:`.forecast.forecast_due`): 14 days of 5-minute history of every dimension
     (one GetMetricData query each, 25 a call), and its plan of floors, or None where the
     forecast is not good enough. Each forecast is logged. A failed read is a shared
-    failure: no new plan (the plans kept in tags still hold until they end), and no
+    failure: no new plan (the plans kept in the state store still hold until they end), and no
     decrease anywhere this tick."""
     dims = [d for t in tables for d in t.dimensions]
     if not dims:
@@ -455,9 +472,9 @@ def _keep_plans(
                     not_kept += 1
             d = replace(d, plan=plan)
         dims.append(d)
-    managed = {(d.index, d.dimension) for d in table.dimensions}
-    for state in held:
-        if state.plan is not None and state.scope not in managed and not dry_run:
+    for state in held:  # an index not ACTIVE now keeps its plan; one gone loses it
+        gone = state.index is not None and state.index not in table.indexes
+        if state.plan is not None and gone and not dry_run:
             try:
                 store.keep_plan(state.table, state.index, state.dimension, None)
             except Exception as exc:
@@ -513,7 +530,8 @@ def run_tick(
 
     # unread, no memory is known: a minimum is then never moved (its memory could not be
     # checked), and the shared failure forbids decreases
-    held: dict[str, list[HeldDimension]] = shared("state store", store.everything, {})
+    scanned = shared("state store", store.scan, None)
+    held: dict[str, list[HeldDimension]] = scanned[0] if scanned else {}
 
     failures: dict[str, list[str]] = {}
     skipped: list[dict[str, str]] = []
@@ -522,7 +540,16 @@ def run_tick(
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         prepared = {
             name: pool.submit(
-                _prepare, name, tags, config, clients, targets, now, store, held.get(name, [])
+                _prepare,
+                name,
+                tags,
+                config,
+                clients,
+                targets,
+                now,
+                store,
+                held.get(name, []),
+                None if scanned is None else (name, STATE_MARKER) in scanned[1],
             )
             for name, tags in found.items()
         }
