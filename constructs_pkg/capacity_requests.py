@@ -29,7 +29,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
-from constructs import Construct
+from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import TABLE_QUOTA, TARGET_TAG
@@ -293,6 +293,7 @@ class CapacityRequests(Construct):
             self._errors_alarm(
                 self.restorer.function, "RestorerErrorsAlarm", "The capacity hold restorer failed"
             )
+        self.node.add_validation(_ConnectedScalers(self))
 
     def allow_index(self, table: dynamodb.ITable | TableCapacity, index_name: str) -> None:
         """Let workers request capacity on the GSI ``index_name`` of ``table``, one of this
@@ -332,6 +333,11 @@ class CapacityRequests(Construct):
         ``state_store`` is then ``hold_store``. A scaler has one state store, so it can be
         connected to one CapacityRequests only, once; connect it before anything refers to
         its own ``state_store``.
+
+        Synthesis fails if a scaler that manages one of these tables explicitly (its
+        ``tables``, ``add_table`` or ``enable_throttle_aware_scaling``) is not connected; a
+        scaler that finds a table by tag only cannot be checked at synth, so connect it
+        yourself.
         """
         current = scaler.state_store
         if current is self.hold_store:
@@ -340,21 +346,47 @@ class CapacityRequests(Construct):
                 f"already; connect a scaler once"
             )
         if current.node.scope is not scaler:
-            owner = current.node.scope
-            where = (
-                f"the hold store of CapacityRequests {owner.node.path}"
-                if isinstance(owner, CapacityRequests)
-                else current.node.path
-            )
             raise CapacityConfigError(
                 f"{self._where}: ThrottleAwareScaler {scaler.node.path} already keeps its "
-                f"state in {where}; a scaler has one state store, so it can be connected to "
-                f"one CapacityRequests only"
+                f"state in {_store_of(scaler)}; a scaler has one state store, so it can be "
+                f"connected to one CapacityRequests only"
             )
         for name, value in self.environment.items():
             if name != STORE_ENV:  # the store's name follows use_state_store
                 scaler.function.add_environment(name, value)
         scaler.use_state_store(self.hold_store)
+
+    def _unconnected_scalers(self) -> list[str]:
+        """Every scaler of the app that manages one of these tables explicitly but keeps
+        its state elsewhere: it would take a hold's raised minimum for an operator's change
+        and keep it as the configured minimum."""
+        errors = []
+        for scaler in self.node.root.node.find_all():
+            if not isinstance(scaler, ThrottleAwareScaler):
+                continue
+            if scaler.state_store is self.hold_store:
+                continue
+            shared = [
+                (owner or table).node.path
+                for table, owner, _ in self._indexes
+                if any(table is managed for managed in scaler.tables)
+            ]
+            if not shared:
+                continue
+            what = f"{'table' if len(shared) == 1 else 'tables'} {', '.join(shared)}"
+            if scaler.state_store.node.scope is scaler:
+                fix = "connect it: requests.connect(scaler)"
+            else:
+                fix = (
+                    f"it keeps its state in {_store_of(scaler)}, and a scaler can be "
+                    f"connected to one CapacityRequests only: serve {what} from that one"
+                )
+            errors.append(
+                f"{self._where}: ThrottleAwareScaler {scaler.node.path} manages {what}, "
+                f"which these requests serve too, but is not connected to them, so it would "
+                f"take a hold's raised minimum for the configured minimum and keep it; {fix}"
+            )
+        return errors
 
     def grant_request(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a role, a user, a group, or a function or task definition)
@@ -410,6 +442,27 @@ class CapacityRequests(Construct):
             f"AwsSolutions-IAM5[{SCALABLE_TARGETS_FINDING}]",
             scalable_targets_reason(f"{TARGET_TAG} with the name of one of its tables"),
         )
+
+
+def _store_of(scaler: ThrottleAwareScaler) -> str:
+    """Where ``scaler`` keeps its state, in words."""
+    store = scaler.state_store
+    owner = store.node.scope
+    if isinstance(owner, CapacityRequests):
+        return f"the hold store of CapacityRequests {owner.node.path}"
+    return store.node.path
+
+
+@jsii.implements(IValidation)
+class _ConnectedScalers:
+    """At synth, once ``connect`` has had its chance: every scaler that manages one of
+    these tables explicitly keeps its state in the hold store."""
+
+    def __init__(self, owner: CapacityRequests) -> None:
+        self._owner = owner
+
+    def validate(self) -> list[str]:
+        return self._owner._unconnected_scalers()
 
 
 @jsii.implements(IStableStringProducer)

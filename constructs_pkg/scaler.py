@@ -225,6 +225,13 @@ class ThrottleAwareScaler(Construct):
 
     # ------------------------------------------------------------------ tables
 
+    @property
+    def tables(self) -> tuple[dynamodb.ITable, ...]:
+        """The tables it manages explicitly (``tables``, :meth:`add_table`,
+        ``enable_throttle_aware_scaling``), a ``TableCapacity`` as its ``table``; tables
+        found by tag are known at run time only."""
+        return tuple(self._tables)
+
     def add_table(self, table: dynamodb.ITable | TableCapacity) -> None:
         """Manage ``table`` explicitly: permissions on its ARN, alarms on its throttling,
         and, for a ``ProvisionedTable``, its configured ranges as the scaler's bounds."""

@@ -464,3 +464,91 @@ def test_a_scaler_connects_to_one_capacity_requests_once(stack: cdk.Stack) -> No
         "store, so it can be connected to one CapacityRequests only"
     )
     assert scaler.state_store is first.hold_store
+
+
+def synth_errors(stack: cdk.Stack) -> list[str]:
+    """What synthesizing the app reports, one ``[path] message`` line a failed validation."""
+    app = cdk.Stage.of(stack)
+    assert app is not None
+    try:
+        app.synth()
+    except RuntimeError as exc:
+        return [line.strip() for line in str(exc).splitlines() if line.startswith("  [")]
+    return []
+
+
+UNCONNECTED = (
+    "[Test/Requests] CapacityRequests Test/Requests: ThrottleAwareScaler Test/Scaler manages "
+    "table Test/Shipments, which these requests serve too, but is not connected to them, so "
+    "it would take a hold's raised minimum for the configured minimum and keep it; connect "
+    "it: requests.connect(scaler)"
+)
+
+
+def test_an_unconnected_scaler_on_a_served_table_fails_synthesis(stack: cdk.Stack) -> None:
+    from constructs_pkg import ThrottleAwareScaler
+
+    # GIVEN a scaler and capacity requests on the same table, not connected
+    shipments, plain = tables(stack)
+    ThrottleAwareScaler(stack, "Scaler", tables=[shipments])
+    CapacityRequests(stack, "Requests", tables=[shipments, plain], restore_every=None)
+    # WHEN the app is synthesized THEN it fails, naming both, the table and the fix
+    assert synth_errors(stack) == [UNCONNECTED]
+
+
+def test_a_scaler_enabled_on_a_served_table_must_be_connected(stack: cdk.Stack) -> None:
+    from constructs_pkg import ThrottleAwareScaler
+
+    # GIVEN a tag-discovering scaler, enabled on a table the capacity requests serve
+    shipments, _ = tables(stack)
+    scaler = ThrottleAwareScaler(stack, "Scaler", tag_key="autoscaling_manager_enabled")
+    shipments.enable_throttle_aware_scaling(scaler)
+    CapacityRequests(stack, "Requests", tables=[shipments], restore_every=None)
+    # WHEN the app is synthesized THEN it fails
+    assert synth_errors(stack) == [UNCONNECTED]
+
+
+def test_a_scaler_connected_after_both_are_made_synthesizes(stack: cdk.Stack) -> None:
+    from constructs_pkg import ThrottleAwareScaler
+
+    # GIVEN a scaler and capacity requests on the same table
+    shipments, plain = tables(stack)
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[shipments])
+    requests = CapacityRequests(stack, "Requests", tables=[shipments], restore_every=None)
+    scaler.add_table(plain)
+    # WHEN they are connected THEN the app synthesizes
+    requests.connect(scaler)
+    assert synth_errors(stack) == []
+
+
+def test_a_scaler_and_capacity_requests_on_different_tables_synthesize(
+    stack: cdk.Stack,
+) -> None:
+    from constructs_pkg import ThrottleAwareScaler
+
+    # GIVEN a scaler and capacity requests on different tables, not connected
+    shipments, plain = tables(stack)
+    ThrottleAwareScaler(stack, "Scaler", tables=[plain])
+    CapacityRequests(stack, "Requests", tables=[shipments], restore_every=None)
+    # WHEN the app is synthesized THEN it passes: the two stores never share a table
+    assert synth_errors(stack) == []
+
+
+def test_a_scaler_connected_elsewhere_cannot_share_a_table(stack: cdk.Stack) -> None:
+    from constructs_pkg import ThrottleAwareScaler
+
+    # GIVEN a scaler connected to capacity requests on one table, and other capacity
+    # requests on both of the scaler's tables
+    shipments, plain = tables(stack)
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[shipments, plain])
+    CapacityRequests(stack, "Others", tables=[plain], restore_every=None).connect(scaler)
+    CapacityRequests(stack, "Requests", tables=[shipments, plain], restore_every=None)
+    # WHEN the app is synthesized THEN it fails: the scaler has its one store already
+    assert synth_errors(stack) == [
+        "[Test/Requests] CapacityRequests Test/Requests: ThrottleAwareScaler Test/Scaler "
+        "manages tables Test/Shipments, Test/Plain, which these requests serve too, but is "
+        "not connected to them, so it would take a hold's raised minimum for the configured "
+        "minimum and keep it; it keeps its state in the hold store of CapacityRequests "
+        "Test/Others, and a scaler can be connected to one CapacityRequests only: serve "
+        "tables Test/Shipments, Test/Plain from that one"
+    ]
