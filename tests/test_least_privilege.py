@@ -38,7 +38,9 @@ ITEM_WRITES = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")
 
 
 def synthesize(*, connected: bool = True) -> Template:
-    """The app above; ``connected=False`` leaves the scaler unconnected (its own store)."""
+    """The app above; ``connected=False`` leaves the scaler unconnected (its own store),
+    and then it manages no table the requests serve (synthesis refuses that unconnected):
+    it finds its tables by tag only."""
     stack = cdk.Stack(cdk.App(), "Access")
     orders = ProvisionedTable(
         stack,
@@ -69,7 +71,11 @@ def synthesize(*, connected: bool = True) -> Template:
         target_utilization_percent=70
     )
     scaler = ThrottleAwareScaler(
-        stack, "Scaler", tables=[orders], tag_key=DISCOVERY[0], tag_value=DISCOVERY[1]
+        stack,
+        "Scaler",
+        tables=[orders] if connected else [],
+        tag_key=DISCOVERY[0],
+        tag_value=DISCOVERY[1],
     )
     requests = CapacityRequests(stack, "Requests", tables=[orders])
     if connected:
