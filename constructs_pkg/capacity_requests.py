@@ -35,7 +35,7 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import TABLE_QUOTA, TARGET_TAG
 from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
-from ddb_capacity_runtime.requests.holds import MAX_HOLD
+from ddb_capacity_runtime.requests.holds import MAX_HOLD_MINUTES
 from ddb_capacity_runtime.requests.store import (
     MAX_HOLD_ENV,
     MAX_TOTAL_UNITS_ENV,
@@ -78,7 +78,6 @@ _TABLE_ACTIONS = [
     "dynamodb:ListTagsOfResource",
     "dynamodb:UpdateTable",
 ]
-_MAX_HOLD_MINUTES = int(MAX_HOLD.total_seconds() // 60)
 
 
 class CapacityRequests(Construct):
@@ -150,7 +149,7 @@ class CapacityRequests(Construct):
             )
         hold_seconds = max_hold.to_seconds() if not Token.is_unresolved(max_hold) else 0
         hold_minutes = hold_seconds / 60
-        if not 1 <= hold_minutes <= _MAX_HOLD_MINUTES or hold_seconds % 60:
+        if not 1 <= hold_minutes <= MAX_HOLD_MINUTES or hold_seconds % 60:
             raise CapacityConfigError(
                 f"{where}: max_hold must be whole minutes from 1 minute to 24 hours; got "
                 f"{max_hold.to_human_string()}"

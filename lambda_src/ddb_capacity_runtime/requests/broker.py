@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..aws.clients import Clients
 from ..events import emit_metrics, log_event
-from .holds import MAX_HOLD, CapacityRequestError, CapacityRequestTimeout, shown
+from .holds import MAX_HOLD_MINUTES, CapacityRequestError, CapacityRequestTimeout, shown
 
 if TYPE_CHECKING:
     from .store import HoldStore
@@ -55,8 +55,6 @@ BROKER_ENV = "CAPACITY_BROKER"
 BROKER_MAX_WAIT = timedelta(minutes=13)
 #: Where the broker's EMF counts go.
 NAMESPACE = "DynamoDBCapacity"
-#: The longest hold any request may ask for, in minutes (the store's own bound is tighter).
-MAX_HOLD_MINUTES = int(MAX_HOLD.total_seconds() // 60)
 #: The longest refusal message an answer carries.
 MAX_MESSAGE_CHARS = 1_000
 #: The longest hold id or release token a release may name (both are far shorter).

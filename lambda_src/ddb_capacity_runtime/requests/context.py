@@ -12,14 +12,14 @@ from botocore.exceptions import ClientError
 
 from ..aws import metrics
 from ..aws.clients import Clients
-from ..aws.discovery import NotManaged, describe_table, scalable_targets
+from ..aws.discovery import NotManaged, describe_table, scalable_targets, table_resource_ids
 from ..aws.minimum import set_minimum
 from ..aws.retry import describe_error
-from ..core.names import resource_id
+from ..core.memory import Memory, reconcile
 from ..core.policy import capacity_units
 from ..core.series import window
 from ..core.settings import ScalerConfig
-from ..core.tables import ManagedTable, ScalableTarget
+from ..core.tables import Dimension, ManagedTable, ScalableTarget
 from .holds import CapacityRequestError, CapacityRequestTimeout, TableGone, shown
 
 #: Minutes of CloudWatch history whose peak is "the current traffic".
@@ -28,7 +28,7 @@ TRAFFIC_LAG_MINUTES = 2
 
 if TYPE_CHECKING:
     from .holds import Hold
-    from .store import Lease
+    from .store import HeldDimension, Lease
 
 
 @dataclass
@@ -51,13 +51,7 @@ def read_table(ctx: Context, table: str, index: str | None, deadline: float | No
         try:
             # Every GSI's targets, not only the named index's: ending holds may touch any.
             raw = ctx.clients.dynamodb.describe_table(TableName=table)["Table"]
-            ids = [
-                resource_id(table, None),
-                *(
-                    resource_id(table, g["IndexName"])
-                    for g in raw.get("GlobalSecondaryIndexes", [])
-                ),
-            ]
+            ids = table_resource_ids(table, raw)
             targets = scalable_targets(ctx.clients.autoscaling, ids)
             managed = describe_table(
                 ctx.clients.dynamodb, table, None, config, targets, now, description=raw
@@ -96,6 +90,17 @@ def current_traffic(
     start, end = window(ctx.now(), TRAFFIC_MINUTES, TRAFFIC_LAG_MINUTES)
     series = metrics.fetch(ctx.clients.cloudwatch, keys, start, end)
     return {k[2]: capacity_units(max(series[k].consumed, default=0.0)) for k in keys}
+
+
+def base_of(d: Dimension, state: HeldDimension | None) -> tuple[Memory | None, int]:
+    """A dimension's configured base, under a scalable target from the state store's memory
+    reconciled with the target's minimum (returned too); without one, the store's base, or
+    the provisioned capacity."""
+    if d.target is not None:
+        memory = reconcile(state, d.target.min_capacity)
+        return memory, memory.base
+    base = state.base if state is not None and state.base is not None else d.provisioned
+    return None, base
 
 
 def set_min(

@@ -9,12 +9,11 @@ from typing import Any
 
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
-from ..core.memory import reconcile
 from ..core.plan import UPDATE_TABLE, Change
 from ..core.policy import DECREASE
 from ..core.tables import Dimension, ManagedTable
 from .broker import broker_name, invoke_broker
-from .context import Context, read_table, result_row, set_min
+from .context import Context, base_of, read_table, result_row, set_min
 from .holds import (
     DEFAULT_TIMEOUT,
     CapacityRequestError,
@@ -79,11 +78,7 @@ def end_holds(
                     lease.write(holds=[])
                 continue
             current = d.target.min_capacity if d.target else d.provisioned
-            memory = reconcile(fresh, current) if d.target is not None else None
-            if memory is not None:  # whose minimum it is: the store's memory, checked
-                base = memory.base
-            else:
-                base = fresh.base if fresh.base is not None else current
+            memory, base = base_of(d, fresh)
             active = [h for h in kept if h.active(now)]
             held_level = max(base, level([*active, *gone]))
             to = max(base, level(active))

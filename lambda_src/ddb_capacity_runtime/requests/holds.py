@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 DEFAULT_HOLD = timedelta(minutes=15)
 MAX_HOLD = timedelta(hours=24)
+MAX_HOLD_MINUTES = int(MAX_HOLD.total_seconds() // 60)
 DEFAULT_TIMEOUT = timedelta(minutes=10)
 #: The most characters of a caller's input that an answer or a log line repeats.
 SHOWN_CHARS = 200

@@ -13,13 +13,12 @@ from typing import Any
 
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
-from ..core.memory import reconcile
 from ..core.names import scope_label
 from ..core.plan import UPDATE_TABLE, Change
 from ..core.policy import INCREASE
 from ..events import log_event
 from .broker import BROKER_MAX_WAIT, broker_name, invoke_broker
-from .context import Context, current_traffic, read_table, result_row, set_min
+from .context import Context, base_of, current_traffic, read_table, result_row, set_min
 from .ending import end_holds
 from .holds import (
     DEFAULT_HOLD,
@@ -233,12 +232,7 @@ def _hold(
                 state = store.get(table, index, dim)
                 now = ctx.now()
                 recorded = list(state.holds) if state else []
-                if d.target is not None:  # whose minimum it is: the store's memory, checked
-                    memory = reconcile(state, d.target.min_capacity)
-                    base = memory.base
-                else:
-                    memory = None
-                    base = state.base if state and state.base is not None else d.provisioned
+                memory, base = base_of(d, state)
                 if all(h.id != new.id for h in recorded):
                     others = [h for h in recorded if h.active(now)]
                     total = new.units + sum(h.units for h in others)

@@ -45,7 +45,7 @@ from botocore.exceptions import ClientError
 
 from ..aws.clients import Clients
 from ..core.names import DIMENSIONS, TABLE_QUOTA, scope_label
-from .holds import MAX_HOLD, CapacityRequestError, CapacityRequestTimeout, Hold
+from .holds import MAX_HOLD, MAX_HOLD_MINUTES, CapacityRequestError, CapacityRequestTimeout, Hold
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -491,11 +491,10 @@ def store_name(store: str | None, env: Mapping[str, str] = os.environ) -> str:
 
 def limits_from_env(env: Mapping[str, str]) -> HoldLimits:
     """The store's bounds from the environment; a bad value names the variable."""
-    most_minutes = int(MAX_HOLD.total_seconds() // 60)
     read = {}
     for name, high in (
         (MAX_UNITS_ENV, TABLE_QUOTA),
-        (MAX_HOLD_ENV, most_minutes),
+        (MAX_HOLD_ENV, MAX_HOLD_MINUTES),
         (MAX_TOTAL_UNITS_ENV, TABLE_QUOTA),
     ):
         value = _whole(env.get(name, str(high)), 1, high)
