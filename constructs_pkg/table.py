@@ -29,7 +29,7 @@ from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import TARGET_TAG, resource_id
-from ddb_capacity_runtime.core.schedule import (
+from ddb_capacity_tools.schedule import (
     HORIZON,
     WEEKDAYS,
     CapacityWindow,

@@ -36,15 +36,11 @@ def _imports(path: Path) -> list[str]:
 
 
 def test_runtime_imports_only_stdlib_and_boto3() -> None:
-    # core/schedule.py is synth-time schedule logic (cronsim) that the constructs and the
-    # simulator share; no Lambda entry point imports it (checked below).
     allowed = STDLIB | {"boto3", "botocore"}
     offenders = []
     files = sorted(PACKAGE.rglob("*.py"))
     assert len(files) > 20
     for path in files:
-        if path == PACKAGE / "core" / "schedule.py":
-            continue
         offenders += [
             f"{path.relative_to(PACKAGE)}: {n}"
             for n in _imports(path)
@@ -54,7 +50,7 @@ def test_runtime_imports_only_stdlib_and_boto3() -> None:
 
 
 def test_core_imports_neither_boto3_nor_the_cdk() -> None:
-    allowed = STDLIB | {"cronsim"}
+    allowed = STDLIB
     offenders = [
         f"{path.name}: {n}"
         for path in sorted((PACKAGE / "core").rglob("*.py"))

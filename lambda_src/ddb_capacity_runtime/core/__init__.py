@@ -2,6 +2,6 @@
 
 Nothing under this package imports boto3, botocore or aws_cdk, so the constructs (at
 synth time), the scaler Lambda (at run time) and the simulator (on a laptop) all run the
-very same code. Import the modules themselves; this file imports nothing, so that the
-Lambda never loads what only synth time needs (``schedule`` uses cronsim).
+very same code. Import the modules themselves. Build-time schedule logic (cronsim) lives
+in ``ddb_capacity_tools.schedule``, outside the Lambda asset.
 """

@@ -1,7 +1,7 @@
 """Schedules in a serialized form, replayed with the constructs' own schedule code.
 
 A schedule file is JSON: a list of entries, each the fields of
-:class:`ddb_capacity_runtime.core.schedule.ScheduleEntry` (``constructs_pkg.ScheduleEntry``)
+:class:`ddb_capacity_tools.schedule.ScheduleEntry` (``constructs_pkg.ScheduleEntry``)
 plus where it applies::
 
     [{"name": "before-load", "schedule": "cron(55 4 ? * 2-6 *)", "dimension": "write",
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_runtime.core.schedule import ScheduleEntry, TableSchedule
+from ddb_capacity_tools.schedule import ScheduleEntry, TableSchedule
 
 from .trace import Key, key_label
 
