@@ -153,7 +153,9 @@ def main() -> None:
         create_store_table(setup.dynamodb, STORE)
         print(f"created {len(names)} tables with 2 GSIs each in {time.perf_counter() - t0:.1f} s")
 
-        config = ScalerConfig.from_env({"SCALER_DRY_RUN": "true"})
+        config = ScalerConfig.from_env(
+            {"SCALER_TAG_KEY": "autoscaling_manager_enabled", "SCALER_DRY_RUN": "true"}
+        )
         ours = make(endpoint)
         ours_calls = counted([ours.dynamodb, ours.autoscaling, ours.cloudwatch, ours.tagging], lat)
         t0 = time.perf_counter()

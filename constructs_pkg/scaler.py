@@ -20,11 +20,13 @@ from constructs import Construct, IValidation
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import DIMENSIONS, SCALER_TAGS, TARGET_TAG
 from ddb_capacity_runtime.core.settings import (
+    CONSTRUCT_SETTINGS,
     DEFAULT_TICK_MINUTES,
     MODES,
+    SETTINGS_BY_KEY,
     OverrideError,
     ScalerConfig,
-    scale_down_ticks,
+    for_mode,
 )
 from ddb_capacity_runtime.requests.store import STORE_ENV
 
@@ -163,15 +165,16 @@ class ThrottleAwareScaler(Construct):
         )
         self.function, self.policy = scheduled.function, scheduled.policy
         self.dead_letter_queue, self.rule = scheduled.dead_letter_queue, scheduled.rule
-        self.function.add_environment("SCALER_TAG_KEY", tag_key or "")
-        self.function.add_environment("SCALER_TAG_VALUE", tag_value)
-        self.function.add_environment("SCALER_DRY_RUN", "true" if dry_run else "false")
-        self.function.add_environment("SCALER_TICK_MINUTES", str(int(tick_minutes)))
-        self.function.add_environment("SCALER_MODE", mode)
-        self.function.add_environment(
-            "SCALER_SCALE_DOWN_TICKS", str(scale_down_ticks(int(tick_minutes), mode))
+        settings = ScalerConfig(
+            tag_key=tag_key,
+            tag_value=tag_value,
+            dry_run=dry_run,
+            tick_minutes=int(tick_minutes),
+            namespace=NAMESPACE,
+            policy=for_mode(mode, int(tick_minutes)),
         )
-        self.function.add_environment("SCALER_METRICS_NAMESPACE", NAMESPACE)
+        for name, value in settings.to_env(CONSTRUCT_SETTINGS).items():
+            self.function.add_environment(name, value)
         self.function.add_environment(STORE_ENV, Lazy.string(_StoreName(self)))
         self.policy.add_statements(
             state_store_statement("StateStore", Lazy.string(_StoreArn(self)))
@@ -294,8 +297,13 @@ class ThrottleAwareScaler(Construct):
     def _render_tables(self) -> None:
         stack = Stack.of(self)
         names = [t.table_name for t in self._tables]
-        self.function.add_environment("SCALER_TABLES", Fn.join(",", names) if names else "")
-        self.function.add_environment("SCALER_OVERRIDES", stack.to_json_string(self._overrides))
+        # names and overrides known at deploy time only: written as CloudFormation joins them
+        self.function.add_environment(
+            SETTINGS_BY_KEY["tables"].name, Fn.join(",", names) if names else ""
+        )
+        self.function.add_environment(
+            SETTINGS_BY_KEY["overrides"].name, stack.to_json_string(self._overrides)
+        )
 
     # ------------------------------------------------------------------ IAM
 

@@ -19,6 +19,8 @@ from ddb_capacity_runtime.scaler.tick import run_tick
 from examples.local_aws import put_traffic
 
 LAG = 2  # SCALER_METRIC_LAG_MINUTES default
+#: The tag the world's tables are discovered by.
+TAG_KEY = "autoscaling_manager_enabled"
 
 
 class World:
@@ -84,7 +86,7 @@ class World:
             ]
         all_tags = dict(tags or {})
         if tagged:
-            all_tags["autoscaling_manager_enabled"] = self.run_id
+            all_tags[TAG_KEY] = self.run_id
         if all_tags:
             extra["Tags"] = [{"Key": k, "Value": v} for k, v in all_tags.items()]
         self.ddb.create_table(
@@ -187,7 +189,9 @@ class World:
         self, now: datetime | None = None, **env: str
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """One tick; returns its summary, and its log events followed by its EMF records."""
-        config = ScalerConfig.from_env({"SCALER_TAG_VALUE": self.run_id, **env})
+        config = ScalerConfig.from_env(
+            {"SCALER_TAG_KEY": TAG_KEY, "SCALER_TAG_VALUE": self.run_id, **env}
+        )
         out = io.StringIO()
         with recorded_events() as events:
             summary = run_tick(config, self.clients, now or self.now, out=out, store=self.store)

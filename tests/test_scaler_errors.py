@@ -273,16 +273,22 @@ def test_throttled_control_plane_calls_are_retried_adaptively() -> None:
 # ------------------------------------------------------------------ configuration
 
 
+#: The least a scaler needs: one table to manage.
+ONE_TABLE = {"SCALER_TABLES": "t"}
+
+
 def test_defaults() -> None:
-    config = ScalerConfig.from_env({})
-    assert config.tag_key == "autoscaling_manager_enabled" and config.tag_value == "true"
+    config = ScalerConfig.from_env(ONE_TABLE)
+    # no tag discovery unless a tag key is set: the construct's default too
+    assert config.tag_key is None and config.tag_value == "true"
     # one tick default for the Lambda, the construct and the simulator
     assert (config.window_minutes, config.metric_lag_minutes, config.tick_minutes) == (5, 2, 2)
     # the autopilot by default: 4 low minutes (2 ticks); the reactive mode's 16 (8 ticks)
     assert config.policy.autopilot and config.policy.scale_down_minutes == 4
     assert config.dry_run is False
-    assert ScalerConfig.from_env({"SCALER_TICK_MINUTES": "5"}).policy.scale_down_minutes == 5
-    reactive = ScalerConfig.from_env({"SCALER_MODE": "reactive"}).policy
+    five = ScalerConfig.from_env({**ONE_TABLE, "SCALER_TICK_MINUTES": "5"})
+    assert five.policy.scale_down_minutes == 5
+    reactive = ScalerConfig.from_env({**ONE_TABLE, "SCALER_MODE": "reactive"}).policy
     assert not reactive.autopilot and reactive.scale_down_minutes == 16
 
 
@@ -290,7 +296,7 @@ def test_one_tick_default_everywhere() -> None:
     from constructs_pkg.scaler import DEFAULT_TICK
     from ddb_capacity_tools.simulator.policies import DEFAULT_TICK_MINUTES
 
-    assert ScalerConfig.from_env({}).tick_minutes == ScalerConfig().tick_minutes == 2
+    assert ScalerConfig.from_env(ONE_TABLE).tick_minutes == ScalerConfig().tick_minutes == 2
     assert DEFAULT_TICK.to_minutes() == DEFAULT_TICK_MINUTES == 2
 
 
@@ -304,7 +310,7 @@ def test_one_tick_default_everywhere() -> None:
         ),
         ({"SCALER_DRY_RUN": "maybe"}, "SCALER_DRY_RUN must be true or false; got 'maybe'"),
         (
-            {"SCALER_TAG_KEY": ""},
+            {},
             "no tables to manage: set SCALER_TABLES (comma-separated names) or SCALER_TAG_KEY "
             "(tag discovery)",
         ),
@@ -325,13 +331,13 @@ def test_one_tick_default_everywhere() -> None:
 )
 def test_bad_configuration_says_what_is_wrong(env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        ScalerConfig.from_env(env)
+        ScalerConfig.from_env({**ONE_TABLE, **env} if env else env)
     assert str(caught.value) == message
 
 
 def test_limits_come_from_configuration_then_tags_then_defaults() -> None:
     config = ScalerConfig.from_env(
-        {"SCALER_OVERRIDES": '{"orders": {"max": 900, "write": {"min": 20}}}'}
+        {**ONE_TABLE, "SCALER_OVERRIDES": '{"orders": {"max": 900, "write": {"min": 20}}}'}
     )
     tags = {"ddb-capacity:min": "7", "ddb-capacity:read-max": "400", "ddb-capacity:target": "50"}
     limits = config.limits("orders", parse_tags(tags).limits)
@@ -374,7 +380,9 @@ def test_malformed_tags_are_ignored_with_their_reason(tags: dict[str, str], reas
     ((key, value),) = tags.items()
     assert parsed.ignored == [IgnoredTag(key, value, reason)]
     # and the limits are the defaults, as if the tag were not there
-    assert ScalerConfig.from_env({}).limits("t", parsed.limits)["read"] == Limits(5, 1000, 0.7)
+    assert ScalerConfig.from_env(ONE_TABLE).limits("t", parsed.limits)["read"] == Limits(
+        5, 1000, 0.7
+    )
 
 
 UNITS_REASON = "expected a whole number of capacity units from 1 to 40000"
@@ -453,7 +461,9 @@ def test_bad_overrides_name_the_table_and_the_setting(
     overrides: str, tags: dict[str, str], message: str
 ) -> None:
     with pytest.raises(OverrideError) as caught:
-        ScalerConfig.from_env({"SCALER_OVERRIDES": overrides}).limits("t", parse_tags(tags).limits)
+        ScalerConfig.from_env({**ONE_TABLE, "SCALER_OVERRIDES": overrides}).limits(
+            "t", parse_tags(tags).limits
+        )
     assert str(caught.value) == message
 
 
@@ -492,7 +502,9 @@ def test_tables_not_active_or_on_demand_are_skipped(described: dict, reason: str
     with Stubber(ddb) as stubber:
         stubber.add_response("describe_table", described, {"TableName": "orders"})
         with pytest.raises(NotManaged, match=reason):
-            describe_table(ddb, "orders", {}, ScalerConfig.from_env({}), {}, datetime.now(UTC))
+            describe_table(
+                ddb, "orders", {}, ScalerConfig.from_env(ONE_TABLE), {}, datetime.now(UTC)
+            )
         stubber.assert_no_pending_responses()
 
 
@@ -506,7 +518,9 @@ def test_a_backfilling_gsi_is_left_out_of_the_tick() -> None:
         stubber.add_response(
             "describe_table", _described("ACTIVE", gsi_status="CREATING"), {"TableName": "orders"}
         )
-        table = describe_table(ddb, "orders", {}, ScalerConfig.from_env({}), {}, datetime.now(UTC))
+        table = describe_table(
+            ddb, "orders", {}, ScalerConfig.from_env(ONE_TABLE), {}, datetime.now(UTC)
+        )
     assert [(d.index, d.dimension) for d in table.dimensions] == [(None, "read"), (None, "write")]
 
 
@@ -543,7 +557,7 @@ def test_min_and_max_tags_that_would_lower_a_limit_below_the_load_are_refused(
     limits: Limits,
     refused: list[str],
 ) -> None:
-    config = ScalerConfig.from_env({"SCALER_OVERRIDES": overrides})
+    config = ScalerConfig.from_env({**ONE_TABLE, "SCALER_OVERRIDES": overrides})
     parsed = parse_tags({f"ddb-capacity:{k}": v for k, v in tags.items()}).limits
     kept, out = config.refuse_lowering_tags("t", parsed, "write", need)
     assert kept == limits
@@ -554,11 +568,11 @@ def test_a_refused_tag_names_its_value_and_limit() -> None:
     from ddb_capacity_runtime.core.settings import RefusedTag
 
     parsed = parse_tags({"ddb-capacity:read-max": "30", "ddb-capacity:read-min": "3"}).limits
-    _, out = ScalerConfig.from_env({}).refuse_lowering_tags("t", parsed, "read", 50)
+    _, out = ScalerConfig.from_env(ONE_TABLE).refuse_lowering_tags("t", parsed, "read", 50)
     assert out == [
         RefusedTag("ddb-capacity:read-max", 30, "max"),
         RefusedTag("ddb-capacity:read-min", 3, "min"),
     ]
     # the other dimension's limits are not the read tags' business
-    _, other = ScalerConfig.from_env({}).refuse_lowering_tags("t", parsed, "write", 50)
+    _, other = ScalerConfig.from_env(ONE_TABLE).refuse_lowering_tags("t", parsed, "write", 50)
     assert other == []

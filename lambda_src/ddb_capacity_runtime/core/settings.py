@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from enum import StrEnum
 from typing import Any
 
 from .names import DIMENSIONS, TABLE_QUOTA, TAG_PREFIX
@@ -25,16 +26,39 @@ SCALE_DOWN_MINUTES = 15
 LATE_MINUTES = 2
 
 
-#: The scaler's modes: ``autopilot`` (the default) and ``reactive``
-#: (:func:`.policy.autopilot_config`: no chasing a burst that is over, prompt decreases).
-MODES = ("reactive", "autopilot")
+class Mode(StrEnum):
+    """The scaler's modes: ``autopilot`` (the default) and ``reactive``
+    (:func:`.policy.autopilot_config`: no chasing a burst that is over, prompt decreases)."""
+
+    REACTIVE = "reactive"
+    AUTOPILOT = "autopilot"
 
 
-def scale_down_ticks(tick_minutes: int, mode: str = "reactive") -> int:
+#: The modes' names, for messages.
+MODES = tuple(m.value for m in Mode)
+
+
+def scale_down_ticks(tick_minutes: int, mode: str = Mode.REACTIVE) -> int:
     """Ticks of low consumption before a decrease at ``tick_minutes``: SCALE_DOWN_MINUTES,
     or the autopilot's own span."""
-    minutes = autopilot_config().scale_down_minutes if mode == "autopilot" else SCALE_DOWN_MINUTES
+    auto = mode == Mode.AUTOPILOT
+    minutes = autopilot_config().scale_down_minutes if auto else SCALE_DOWN_MINUTES
     return math.ceil(minutes / tick_minutes)
+
+
+def for_mode(
+    mode: str, tick_minutes: int = DEFAULT_TICK_MINUTES, target_utilization: float = 0.7
+) -> PolicyConfig:
+    """The policy the scaler runs in ``mode`` at ``tick_minutes`` with every other setting at
+    its default: what :meth:`ScalerConfig.from_env` starts from, and what the simulator
+    runs for a mode. Raises ValueError for an unknown mode."""
+    auto = Mode(mode) is Mode.AUTOPILOT
+    policy = (
+        autopilot_config(target_utilization)
+        if auto
+        else PolicyConfig(target_utilization=target_utilization)
+    )
+    return replace(policy, scale_down_minutes=tick_minutes * scale_down_ticks(tick_minutes, mode))
 
 
 class ConfigError(ValueError):
@@ -66,10 +90,11 @@ class RefusedTag:
 
 @dataclass(frozen=True)
 class ScalerConfig:
-    """Everything a tick needs to know besides AWS itself. Defaults are the README's."""
+    """Everything a tick needs to know besides AWS itself. Every default is one row of
+    :data:`SETTINGS` or of :func:`for_mode`."""
 
     tables: tuple[str, ...] = ()
-    tag_key: str | None = "autoscaling_manager_enabled"
+    tag_key: str | None = None
     tag_value: str = "true"
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     default_min: int = 5
@@ -79,7 +104,12 @@ class ScalerConfig:
     tick_minutes: int = DEFAULT_TICK_MINUTES
     dry_run: bool = False
     namespace: str = "DynamoDBCapacity"
-    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    policy: PolicyConfig = field(default_factory=lambda: for_mode(Mode.AUTOPILOT))
+
+    @property
+    def mode(self) -> Mode:
+        """The mode the policy runs in."""
+        return Mode.AUTOPILOT if self.policy.autopilot else Mode.REACTIVE
 
     @property
     def history_minutes(self) -> int:
@@ -92,108 +122,47 @@ class ScalerConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ScalerConfig:
-        """Read ``SCALER_*`` variables; raise :class:`ConfigError` naming the bad one."""
-
-        def number(
-            name: str, default: float, lo: float, hi: float, kind: Callable[[str], float] = int
-        ) -> Any:
-            raw = env.get(name)
-            if raw is None or raw == "":
-                return default
-            try:
-                value = kind(raw)
-            except ValueError:
-                what = "whole number" if kind is int else "number"
-                raise ConfigError(
-                    f"{name} must be a {what} from {lo:g} to {hi:g}; got {raw!r}"
-                ) from None
-            if not lo <= value <= hi:
-                raise ConfigError(f"{name} must be from {lo:g} to {hi:g}; got {raw!r}")
-            return value
-
-        def flag(name: str) -> bool:
-            raw = env.get(name, "false").strip().lower()
-            if raw not in ("true", "false", "1", "0", ""):
-                raise ConfigError(f"{name} must be true or false; got {env[name]!r}")
-            return raw in ("true", "1")
-
-        tables = tuple(t.strip() for t in env.get("SCALER_TABLES", "").split(",") if t.strip())
-        tag_key = env.get("SCALER_TAG_KEY", "autoscaling_manager_enabled").strip() or None
-        if not tables and tag_key is None:
+        """Read the ``SCALER_*`` variables of :data:`SETTINGS`; raise :class:`ConfigError`
+        naming the bad one."""
+        values = {s.key: s.parse(env) for s in SETTINGS}
+        if not values["tables"] and values["tag_key"] is None:
             raise ConfigError(
-                "no tables to manage: set SCALER_TABLES (comma-separated names) "
-                "or SCALER_TAG_KEY (tag discovery)"
+                f"no tables to manage: set {_env('tables')} (comma-separated names) "
+                f"or {_env('tag_key')} (tag discovery)"
             )
-        raw_overrides = env.get("SCALER_OVERRIDES", "") or "{}"
-        try:
-            overrides = json.loads(raw_overrides)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                f"SCALER_OVERRIDES must be a JSON object of table name to "
-                f"{{min, max, target}}; got invalid JSON ({exc.msg})"
-            ) from None
-        if not isinstance(overrides, dict) or not all(
-            isinstance(v, dict) for v in overrides.values()
-        ):
-            raise ConfigError(
-                "SCALER_OVERRIDES must be a JSON object of table name to "
-                f"{{min, max, target}}; got {raw_overrides[:200]!r}"
-            )
-        default_min = number("SCALER_DEFAULT_MIN", 5, 1, TABLE_QUOTA)
-        default_max = number("SCALER_DEFAULT_MAX", 1_000, 1, TABLE_QUOTA)
-        if default_min > default_max:
-            raise ConfigError(
-                f"SCALER_DEFAULT_MIN ({default_min}) must not be above "
-                f"SCALER_DEFAULT_MAX ({default_max})"
-            )
-        target = number("SCALER_TARGET_PERCENT", 70, 20, 90, float) / 100
-        buffer = number("SCALER_BUFFER_PERCENT", 20, 0, 70, float) / 100
-        if target - buffer <= 0:
-            raise ConfigError(
-                f"SCALER_BUFFER_PERCENT ({buffer * 100:g}) must be below "
-                f"SCALER_TARGET_PERCENT ({target * 100:g})"
-            )
-        tick = number("SCALER_TICK_MINUTES", DEFAULT_TICK_MINUTES, 1, 60)
-        mode = env.get("SCALER_MODE", "autopilot") or "autopilot"
-        if mode not in MODES:
-            raise ConfigError(f"SCALER_MODE: got {mode!r}; expected one of {', '.join(MODES)}")
-        auto = mode == "autopilot"
-        hysteresis = autopilot_config().hysteresis if auto else timedelta(minutes=30)
-        policy = PolicyConfig(
-            autopilot=auto,
-            settle_minutes=autopilot_config().settle_minutes if auto else 0,
-            target_utilization=target,
-            buffer=buffer,
-            scale_down_minutes=tick
-            * number("SCALER_SCALE_DOWN_TICKS", scale_down_ticks(tick, mode), 1, 24),
-            hysteresis=timedelta(
-                minutes=number(
-                    "SCALER_HYSTERESIS_MINUTES", int(hysteresis.total_seconds() // 60), 0, 1440
-                )
-            ),
-            min_step_fraction=number("SCALER_MIN_STEP_PERCENT", 20, 0, 1000, float) / 100,
-            min_step_units=number("SCALER_MIN_STEP_UNITS", 1, 1, TABLE_QUOTA),
-            units_per_throttled_request=number(
-                "SCALER_UNITS_PER_THROTTLED_REQUEST", 1.0, 0.5, 400, float
-            ),
-            min_saving_fraction=number("SCALER_MIN_SAVING_PERCENT", 20, 0, 100, float) / 100,
-            reserve_decreases=number("SCALER_RESERVE_DECREASES", 2, 0, 27),
-            large_saving_fraction=number("SCALER_LARGE_SAVING_PERCENT", 50, 0, 100, float) / 100,
+        _check_order(values, "default_min", "default_max", "must not be above")
+        _check_order(values, "buffer", "target", "must be below", strict=True)
+        tick, mode = values["tick_minutes"], values["mode"]
+        defaults = for_mode(mode, tick)
+        if values["scale_down_ticks"] is None:
+            values["scale_down_ticks"] = defaults.scale_down_minutes // tick
+        if values["hysteresis_minutes"] is None:
+            values["hysteresis_minutes"] = int(defaults.hysteresis.total_seconds() // 60)
+        policy = replace(
+            for_mode(mode, tick, values["target"] / 100),
+            buffer=values["buffer"] / 100,
+            scale_down_minutes=tick * values["scale_down_ticks"],
+            hysteresis=timedelta(minutes=values["hysteresis_minutes"]),
+            min_step_fraction=values["min_step_percent"] / 100,
+            min_step_units=values["min_step_units"],
+            units_per_throttled_request=values["units_per_throttled_request"],
+            min_saving_fraction=values["min_saving_percent"] / 100,
+            reserve_decreases=values["reserve_decreases"],
+            large_saving_fraction=values["large_saving_percent"] / 100,
         )
-        return cls(
-            tables=tables,
-            tag_key=tag_key,
-            tag_value=env.get("SCALER_TAG_VALUE", "true"),
-            overrides=overrides,
-            default_min=default_min,
-            default_max=default_max,
-            window_minutes=number("SCALER_WINDOW_MINUTES", 5, 1, 60),
-            metric_lag_minutes=number("SCALER_METRIC_LAG_MINUTES", 2, 0, 10),
-            tick_minutes=tick,
-            dry_run=flag("SCALER_DRY_RUN"),
-            namespace=env.get("SCALER_METRICS_NAMESPACE", "DynamoDBCapacity") or "DynamoDBCapacity",
-            policy=policy,
-        )
+        kept = {k: values[k] for k in _CONFIG_FIELDS}
+        return cls(policy=policy, **kept)
+
+    def to_env(self, keys: Iterable[str] | None = None) -> dict[str, str]:
+        """The ``SCALER_*`` variables that :meth:`from_env` reads back as this configuration:
+        those of ``keys`` (:attr:`Setting.key`), in :data:`SETTINGS`' order, or all of them.
+        Raises KeyError for an unknown key."""
+        wanted = None if keys is None else {SETTINGS_BY_KEY[k].key for k in keys}
+        return {
+            s.name: s.render(s.value_of(self))
+            for s in SETTINGS
+            if wanted is None or s.key in wanted
+        }
 
     def limits(self, table: str, tag_limits: Mapping[str, float]) -> dict[str, Limits]:
         """Per-dimension limits of ``table``: configuration overrides win over the table's
@@ -265,6 +234,277 @@ class ScalerConfig:
                 return limits, refused
             refused.append(found)
             del kept[found.key[len(TAG_PREFIX) :]]
+
+
+class Kind(StrEnum):
+    """How a setting's variable is written."""
+
+    WHOLE = "whole number"
+    NUMBER = "number"
+    FLAG = "flag"
+    TEXT = "text"  # as given, empty included
+    NAME = "name"  # empty: the default
+    OPTIONAL = "optional"  # empty: None
+    NAMES = "names"  # comma-separated
+    JSON = "json"
+    MODE = "mode"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the settings contract between the construct and the Lambda: the
+    environment variable ``name``, read into ``key`` (:meth:`ScalerConfig.from_env`) and
+    written from a configuration by ``value_of`` (:meth:`ScalerConfig.to_env`). A number
+    lies from ``lo`` to ``hi``; a ``default`` of None comes from :func:`for_mode`."""
+
+    name: str
+    key: str
+    kind: Kind
+    default: Any
+    value_of: Callable[[ScalerConfig], Any]
+    lo: float = 0
+    hi: float = 0
+
+    def parse(self, env: Mapping[str, str]) -> Any:
+        """This setting's value in ``env``, checked; raises :class:`ConfigError`."""
+        raw = env.get(self.name)
+        if self.kind in (Kind.WHOLE, Kind.NUMBER):
+            return self.default if raw is None or raw == "" else self._number(raw)
+        if self.kind is Kind.FLAG:
+            text = (raw or "false").strip().lower()
+            if text not in ("true", "false", "1", "0", ""):
+                raise ConfigError(f"{self.name} must be true or false; got {raw!r}")
+            return text in ("true", "1")
+        if self.kind is Kind.TEXT:
+            return self.default if raw is None else raw
+        if self.kind is Kind.OPTIONAL:
+            return (raw or "").strip() or None
+        if self.kind is Kind.NAMES:
+            return tuple(t.strip() for t in (raw or "").split(",") if t.strip())
+        if self.kind is Kind.JSON:
+            return _overrides(self.name, raw or "{}")
+        value = raw or self.default
+        if self.kind is Kind.MODE and value not in MODES:
+            raise ConfigError(f"{self.name}: got {value!r}; expected one of {', '.join(MODES)}")
+        return Mode(value) if self.kind is Kind.MODE else value
+
+    def render(self, value: Any) -> str:
+        """``value`` as this setting's variable holds it."""
+        if self.kind is Kind.WHOLE:
+            return str(int(value))
+        if self.kind is Kind.NUMBER:
+            return f"{value:g}"
+        if self.kind is Kind.FLAG:
+            return "true" if value else "false"
+        if self.kind is Kind.NAMES:
+            return ",".join(value)
+        if self.kind is Kind.JSON:
+            return json.dumps(dict(value))
+        return str(value or "")
+
+    def _number(self, raw: str) -> float:
+        parse: Callable[[str], float] = int if self.kind is Kind.WHOLE else float
+        try:
+            value = parse(raw)
+        except ValueError:
+            raise ConfigError(
+                f"{self.name} must be a {self.kind} from {self.lo:g} to {self.hi:g}; got {raw!r}"
+            ) from None
+        if not self.lo <= value <= self.hi:
+            raise ConfigError(f"{self.name} must be from {self.lo:g} to {self.hi:g}; got {raw!r}")
+        return value
+
+
+def _policy(name: str, scale: float = 1) -> Callable[[ScalerConfig], Any]:
+    return lambda c: getattr(c.policy, name) * scale
+
+
+#: The settings contract, one row a variable, in the order the construct writes them.
+SETTINGS: tuple[Setting, ...] = (
+    Setting("SCALER_TAG_KEY", "tag_key", Kind.OPTIONAL, None, lambda c: c.tag_key),
+    Setting("SCALER_TAG_VALUE", "tag_value", Kind.TEXT, "true", lambda c: c.tag_value),
+    Setting("SCALER_DRY_RUN", "dry_run", Kind.FLAG, False, lambda c: c.dry_run),
+    Setting(
+        "SCALER_TICK_MINUTES",
+        "tick_minutes",
+        Kind.WHOLE,
+        DEFAULT_TICK_MINUTES,
+        lambda c: c.tick_minutes,
+        1,
+        60,
+    ),
+    Setting("SCALER_MODE", "mode", Kind.MODE, Mode.AUTOPILOT, lambda c: c.mode),
+    Setting(
+        "SCALER_SCALE_DOWN_TICKS",
+        "scale_down_ticks",
+        Kind.WHOLE,
+        None,
+        lambda c: c.policy.scale_down_minutes // c.tick_minutes,
+        1,
+        24,
+    ),
+    Setting(
+        "SCALER_METRICS_NAMESPACE",
+        "namespace",
+        Kind.NAME,
+        "DynamoDBCapacity",
+        lambda c: c.namespace,
+    ),
+    Setting("SCALER_TABLES", "tables", Kind.NAMES, (), lambda c: c.tables),
+    Setting("SCALER_OVERRIDES", "overrides", Kind.JSON, {}, lambda c: c.overrides),
+    Setting(
+        "SCALER_DEFAULT_MIN", "default_min", Kind.WHOLE, 5, lambda c: c.default_min, 1, TABLE_QUOTA
+    ),
+    Setting(
+        "SCALER_DEFAULT_MAX",
+        "default_max",
+        Kind.WHOLE,
+        1_000,
+        lambda c: c.default_max,
+        1,
+        TABLE_QUOTA,
+    ),
+    Setting(
+        "SCALER_TARGET_PERCENT",
+        "target",
+        Kind.NUMBER,
+        70,
+        _policy("target_utilization", 100),
+        20,
+        90,
+    ),
+    Setting("SCALER_BUFFER_PERCENT", "buffer", Kind.NUMBER, 20, _policy("buffer", 100), 0, 70),
+    Setting(
+        "SCALER_HYSTERESIS_MINUTES",
+        "hysteresis_minutes",
+        Kind.WHOLE,
+        None,
+        lambda c: c.policy.hysteresis.total_seconds() // 60,
+        0,
+        1440,
+    ),
+    Setting(
+        "SCALER_MIN_STEP_PERCENT",
+        "min_step_percent",
+        Kind.NUMBER,
+        20,
+        _policy("min_step_fraction", 100),
+        0,
+        1000,
+    ),
+    Setting(
+        "SCALER_MIN_STEP_UNITS",
+        "min_step_units",
+        Kind.WHOLE,
+        1,
+        _policy("min_step_units"),
+        1,
+        TABLE_QUOTA,
+    ),
+    Setting(
+        "SCALER_UNITS_PER_THROTTLED_REQUEST",
+        "units_per_throttled_request",
+        Kind.NUMBER,
+        1.0,
+        _policy("units_per_throttled_request"),
+        0.5,
+        400,
+    ),
+    Setting(
+        "SCALER_MIN_SAVING_PERCENT",
+        "min_saving_percent",
+        Kind.NUMBER,
+        20,
+        _policy("min_saving_fraction", 100),
+        0,
+        100,
+    ),
+    Setting(
+        "SCALER_RESERVE_DECREASES",
+        "reserve_decreases",
+        Kind.WHOLE,
+        2,
+        _policy("reserve_decreases"),
+        0,
+        27,
+    ),
+    Setting(
+        "SCALER_LARGE_SAVING_PERCENT",
+        "large_saving_percent",
+        Kind.NUMBER,
+        50,
+        _policy("large_saving_fraction", 100),
+        0,
+        100,
+    ),
+    Setting(
+        "SCALER_WINDOW_MINUTES", "window_minutes", Kind.WHOLE, 5, lambda c: c.window_minutes, 1, 60
+    ),
+    Setting(
+        "SCALER_METRIC_LAG_MINUTES",
+        "metric_lag_minutes",
+        Kind.WHOLE,
+        2,
+        lambda c: c.metric_lag_minutes,
+        0,
+        10,
+    ),
+)
+SETTINGS_BY_KEY = {s.key: s for s in SETTINGS}
+#: What ThrottleAwareScaler writes from its own arguments (the others keep their defaults;
+#: it writes the tables and overrides itself, as CloudFormation joins them).
+CONSTRUCT_SETTINGS = (
+    "tag_key",
+    "tag_value",
+    "dry_run",
+    "tick_minutes",
+    "mode",
+    "scale_down_ticks",
+    "namespace",
+)
+#: The settings that are ScalerConfig's own fields (the others make its policy).
+_CONFIG_FIELDS = (
+    "tables",
+    "tag_key",
+    "tag_value",
+    "overrides",
+    "default_min",
+    "default_max",
+    "window_minutes",
+    "metric_lag_minutes",
+    "tick_minutes",
+    "dry_run",
+    "namespace",
+)
+
+
+def _env(key: str) -> str:
+    return SETTINGS_BY_KEY[key].name
+
+
+def _check_order(
+    values: Mapping[str, Any], low: str, high: str, phrase: str, strict: bool = False
+) -> None:
+    """Refuse ``values[low]`` above ``values[high]`` (or equal, when ``strict``)."""
+    lo, hi = values[low], values[high]
+    if lo > hi or (strict and lo == hi):
+        raise ConfigError(f"{_env(low)} ({lo:g}) {phrase} {_env(high)} ({hi:g})")
+
+
+def _overrides(name: str, raw: str) -> dict[str, Any]:
+    """The overrides variable: a JSON object of table name to an object."""
+    try:
+        overrides = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{name} must be a JSON object of table name to "
+            f"{{min, max, target}}; got invalid JSON ({exc.msg})"
+        ) from None
+    if not isinstance(overrides, dict) or not all(isinstance(v, dict) for v in overrides.values()):
+        raise ConfigError(
+            f"{name} must be a JSON object of table name to {{min, max, target}}; got {raw[:200]!r}"
+        )
+    return overrides
 
 
 OVERRIDE_KEYS = ("min", "max", "target")

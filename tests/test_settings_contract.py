@@ -1,0 +1,158 @@
+"""The scaler's settings contract is one table (settings.SETTINGS): the construct writes
+its variables with ScalerConfig.to_env, the Lambda reads them with ScalerConfig.from_env,
+and the simulator and both sides take a mode's policy from settings.for_mode."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_dynamodb as dynamodb
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from constructs_pkg import ThrottleAwareScaler
+from ddb_capacity_runtime.core.settings import (
+    CONSTRUCT_SETTINGS,
+    MODES,
+    SETTINGS,
+    SETTINGS_BY_KEY,
+    ConfigError,
+    Kind,
+    Mode,
+    ScalerConfig,
+    Setting,
+    for_mode,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _value(setting: Setting) -> st.SearchStrategy[str]:
+    """Any value ``setting`` accepts, as its variable holds it."""
+    if setting.kind is Kind.WHOLE:
+        return st.integers(int(setting.lo), int(setting.hi)).map(str)
+    if setting.kind is Kind.NUMBER:
+        numbers = st.floats(setting.lo, setting.hi, allow_nan=False)
+        return numbers.map(lambda x: f"{x:g}").filter(
+            lambda text: setting.lo <= float(text) <= setting.hi
+        )
+    if setting.kind is Kind.FLAG:
+        return st.sampled_from(["true", "false"])
+    if setting.kind is Kind.MODE:
+        return st.sampled_from(MODES)
+    if setting.kind is Kind.NAMES:
+        return st.lists(st.from_regex(r"[A-Za-z0-9_.-]{3,20}", fullmatch=True), max_size=3).map(
+            ",".join
+        )
+    if setting.kind is Kind.JSON:
+        return st.just('{"Orders": {"min": 5, "read": {"max": 90}}}')
+    return st.from_regex(r"[A-Za-z0-9_:-]{1,30}", fullmatch=True)
+
+
+@st.composite
+def environments(draw: st.DrawFn) -> dict[str, str]:
+    env = {s.name: draw(_value(s)) for s in SETTINGS if draw(st.booleans())}
+    env.setdefault("SCALER_TABLES", "Orders")
+    return env
+
+
+@settings(max_examples=200, deadline=None)
+@given(environments())
+def test_what_to_env_writes_from_env_reads_back(env: dict[str, str]) -> None:
+    try:
+        config = ScalerConfig.from_env(env)
+    except ConfigError:
+        return  # a pair of values that contradict each other (checked below)
+    assert ScalerConfig.from_env(config.to_env()) == config
+    # each setting's variable alone carries its value
+    for setting in SETTINGS:
+        (written,) = config.to_env([setting.key]).items()
+        assert written[0] == setting.name
+
+
+def test_contradicting_values_are_refused_with_both_names() -> None:
+    with pytest.raises(ConfigError, match="SCALER_DEFAULT_MIN \\(9\\) must not be above"):
+        ScalerConfig.from_env(
+            {"SCALER_TABLES": "t", "SCALER_DEFAULT_MIN": "9", "SCALER_DEFAULT_MAX": "8"}
+        )
+
+
+def test_an_unknown_key_is_refused() -> None:
+    with pytest.raises(KeyError):
+        ScalerConfig().to_env(["tick"])
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+@pytest.mark.parametrize("tick", [1, 2, 3, 5, 15, 60])
+def test_a_modes_policy_is_the_lambdas_default(mode: Mode, tick: int) -> None:
+    env = {"SCALER_TABLES": "t", "SCALER_MODE": mode, "SCALER_TICK_MINUTES": str(tick)}
+    assert ScalerConfig.from_env(env).policy == for_mode(mode, tick)
+    assert ScalerConfig.from_env(env).mode is mode
+
+
+def test_an_unknown_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="fast"):
+        for_mode("fast")
+    with pytest.raises(ConfigError, match="SCALER_MODE: got 'fast'; expected one of"):
+        ScalerConfig.from_env({"SCALER_TABLES": "t", "SCALER_MODE": "fast"})
+
+
+def test_no_setting_is_read_outside_the_table() -> None:
+    # GIVEN every SCALER_ variable named in the run-time package and the constructs
+    named = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for folder in ("lambda_src/ddb_capacity_runtime", "constructs_pkg")
+        for path in (ROOT / folder).rglob("*.py")
+        if path.name != "settings.py"
+        for name in re.findall(r"[\"']SCALER_[A-Z_]+[\"']", path.read_text())
+    }
+    # THEN none is spelt out: they come from SETTINGS
+    assert named == set()
+    assert len(SETTINGS_BY_KEY) == len(SETTINGS)
+
+
+def test_the_construct_writes_what_the_lambda_reads() -> None:
+    # GIVEN a scaler with every argument the settings come from away from its default
+    app = cdk.App()
+    stack = cdk.Stack(app, "Contract")
+    table = dynamodb.Table(
+        stack,
+        "Orders",
+        table_name="Orders",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        billing_mode=dynamodb.BillingMode.PROVISIONED,
+    )
+    ThrottleAwareScaler(
+        stack,
+        "Scaler",
+        tables=[table],
+        tag_key="team",
+        tag_value="orders",
+        tick=cdk.Duration.minutes(5),
+        dry_run=True,
+        mode="reactive",
+        overrides={"Orders": {"min": 7}},
+    )
+    template = app.synth().get_stack_by_name("Contract").template
+    (function,) = [
+        r
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function"
+        and "SCALER_MODE" in r["Properties"]["Environment"]["Variables"]
+    ]
+    variables = function["Properties"]["Environment"]["Variables"]
+    # WHEN the Lambda reads them (the table's name resolved as CloudFormation would)
+    env = {k: v for k, v in variables.items() if isinstance(v, str)}
+    env["SCALER_TABLES"] = "Orders"
+    config = ScalerConfig.from_env(env)
+    # THEN it runs as the construct was told
+    assert (config.tag_key, config.tag_value, config.dry_run) == ("team", "orders", True)
+    assert config.tick_minutes == 5 and config.mode is Mode.REACTIVE
+    assert config.policy == for_mode(Mode.REACTIVE, 5)
+    assert config.limits("Orders", {})["read"].min_capacity == 7
+    # and the construct wrote its own settings through the contract, in its order
+    own = [SETTINGS_BY_KEY[k].name for k in CONSTRUCT_SETTINGS]
+    assert [k for k in variables if k in own] == own
