@@ -7,11 +7,14 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: install demo test lint typecheck unit synth clean
+.PHONY: install install-checkov demo test lint typecheck unit docs synth clean
 
 CHECKOV_VENV := .venv-checkov
 
-install: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed
+# What the demo needs: the project's venv and the pinned CDK CLI (checkov is for the tests)
+install: $(VENV)/.installed node_modules/.installed
+
+install-checkov: $(CHECKOV_VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
@@ -54,10 +57,14 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy constructs_pkg lambda_src/ddb_capacity_runtime lambda_src/ddb_capacity_tools
 
-unit: install
+unit: install install-checkov
 	$(VENV)/bin/pytest
+
+# The docs site, built as the tests build it (tests/test_docs.py); open site/index.html
+docs: install
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 test: lint typecheck unit
 
 clean:
-	rm -rf cdk.out $(VENV) $(CHECKOV_VENV) node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out site $(VENV) $(CHECKOV_VENV) node_modules .pytest_cache .mypy_cache .ruff_cache
