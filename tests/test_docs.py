@@ -1,0 +1,360 @@
+"""The documentation site: it builds with ``mkdocs build --strict``, its examples are run as
+written, and its reference pages (permissions, alarms) name everything the constructs make."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ddb_capacity_runtime.requests.store import create_store_table
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+
+def page(name: str) -> str:
+    return (DOCS / name).read_text()
+
+
+def python_block(name: str, marker: str) -> str:
+    """The one python block of the page ``name`` that contains ``marker``."""
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", page(name), re.S) if marker in b]
+    assert len(blocks) == 1, f"{name}: {len(blocks)} python blocks contain {marker!r}"
+    return blocks[0]
+
+
+def run_block(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "app.py"
+    script.write_text(code)
+    env = {**os.environ, "CDK_OUTDIR": str(tmp_path / "cdk.out")}
+    return subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        timeout=300,
+        capture_output=True,
+        text=True,
+    )
+
+
+def template(tmp_path: Path, stack: str) -> dict[str, Any]:
+    return json.loads((tmp_path / "cdk.out" / f"{stack}.template.json").read_text())  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------- the site builds
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return out
+
+
+def text_of(page_html: str) -> str:
+    """The text of a built page: tags removed (highlighted code keeps its spacing)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", page_html))
+
+
+def test_mkdocs_build_strict_passes(site: Path) -> None:
+    assert (site / "index.html").exists()
+
+
+def test_the_reference_is_generated_from_the_docstrings(site: Path) -> None:
+    expected = {
+        "constructs": [
+            "constructs_pkg.table.ProvisionedTable",
+            "constructs_pkg.table.TableCapacity",
+            "constructs_pkg.capacity.Capacity",
+            "constructs_pkg.scaler.ThrottleAwareScaler",
+            "constructs_pkg.capacity_requests.CapacityRequests",
+        ],
+        "runtime": [
+            "ddb_capacity_runtime.requests.request_capacity",
+            "ddb_capacity_runtime.workers.scan.RateLimitedScan",
+            "ddb_capacity_runtime.workers.writer.SlowStartWriter",
+        ],
+        "tools": [
+            "ddb_capacity_tools.simulator.simulate",
+            "ddb_capacity_tools.schedule.ScheduleEntry",
+        ],
+    }
+    for name, ids in expected.items():
+        html = (site / "reference" / name / "index.html").read_text()
+        missing = [i for i in ids if f'id="{i}"' not in html]
+        assert missing == [], name
+
+
+def test_examples_are_included_from_their_files(site: Path) -> None:
+    """The pages show the example files the test suite synthesizes, not copies."""
+    shown = {
+        "guides/scaler": ("throttle_aware.py", "class ThrottleAwareStack"),
+        "guides/schedules": ("bulk_load.py", "class BulkLoadStack"),
+        "guides/capacity-requests": ("partner_import.py", "class PartnerImportStack"),
+        "guides/high-water-marks": ("settled_catalog.py", "class SettledCatalogStack"),
+        "guides/tables": ("orders_launch.py", "class OrdersLaunchStack"),
+    }
+    for where, (example, line) in shown.items():
+        assert line in (ROOT / "examples" / example).read_text()
+        assert line in text_of((site / where / "index.html").read_text()), where
+    prime_time = text_of((site / "guides" / "schedules" / "index.html").read_text())
+    assert "class PrimeTimeStack" in prime_time and "STEPS = [" in prime_time
+
+
+def test_the_docs_speak_of_the_product_only(site: Path) -> None:
+    """No word about how the project is made (issues, sessions, agents, numbered seeds); the
+    simulator's random seeds (--seed, --model-seed) are part of the product."""
+    found = []
+    for built in site.rglob("*.html"):
+        text = text_of(built.read_text())
+        pattern = r"(?i)\b(issues?|sessions?|agents?)\b|\bseed\s*#?\d"
+        for match in re.finditer(pattern, text):
+            where = text[match.start() - 40 : match.end() + 20]
+            found.append(f"{built.relative_to(site)}: {where!r}")
+    assert found == []
+
+
+def test_every_page_is_in_the_nav() -> None:
+    config = (ROOT / "mkdocs.yml").read_text()
+    pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if "hooks" not in p.parts}
+    missing = {p for p in pages if f": {p}\n" not in config}
+    assert missing == set()
+
+
+# ---------------------------------------------------------------- the guides' examples
+
+
+def test_tables_example_synthesizes_under_the_nag_packs(tmp_path: Path) -> None:
+    block = python_block("guides/tables.md", "apply_nag_packs(app)")
+    run_block(block, tmp_path)
+    tables = [
+        r
+        for r in template(tmp_path, "Shop")["Resources"].values()
+        if r["Type"] == "AWS::DynamoDB::Table"
+    ]
+    assert len(tables) == 1
+    assert tables[0]["Properties"]["WarmThroughput"] == {"ReadUnitsPerSecond": 4000}
+    # the packs ran (their report exists only then) and found nothing unacknowledged
+    report = json.loads((tmp_path / "cdk.out" / "validation-report.json").read_text())
+    assert report["pluginReports"]
+    assert {r["conclusion"] for r in report["pluginReports"]} == {"success"}
+
+
+def test_schedule_example_synthesizes(tmp_path: Path) -> None:
+    block = python_block("guides/schedules.md", "add_capacity_window")
+    result = run_block(block, tmp_path)
+    actions = {
+        a["ScheduledActionName"]: a
+        for r in template(tmp_path, "Ledger")["Resources"].values()
+        if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
+        for a in r["Properties"].get("ScheduledActions", [])
+    }
+    assert sorted(actions) == [
+        "holiday-raise",
+        "holiday-restore",
+        "nightly-load-raise",
+        "nightly-load-restore",
+    ]
+    assert len(result.stdout.strip().splitlines()) == 3  # the preview it prints
+
+
+def test_the_seasonal_ceiling_is_a_bounded_window(tmp_path: Path) -> None:
+    """The holiday entries fire once a year each: raised on December 1, restored on
+    December 25 to the configured range; never on any other day."""
+    from ddb_capacity_tools.schedule import parse, zone
+
+    block = python_block("guides/schedules.md", "add_capacity_window")
+    run_block(block, tmp_path)
+    actions = {
+        a["ScheduledActionName"]: a
+        for r in template(tmp_path, "Ledger")["Resources"].values()
+        if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
+        for a in r["Properties"].get("ScheduledActions", [])
+    }
+    start, end = datetime(2027, 1, 1, tzinfo=UTC), datetime(2029, 1, 1, tzinfo=UTC)
+    days = {}
+    for name in ("holiday-raise", "holiday-restore"):
+        action = actions[name]
+        tz = zone(action["Timezone"], name)
+        fired = list(parse(action["Schedule"], name).occurrences(tz, start, end))
+        days[name] = {(d.month, d.day) for d in fired}
+        assert len(fired) == 2, f"{name} fires {len(fired)} times in two years"
+    assert days == {"holiday-raise": {(12, 1)}, "holiday-restore": {(12, 25)}}
+    raise_, restore = actions["holiday-raise"], actions["holiday-restore"]
+    assert raise_["ScalableTargetAction"] == {"MinCapacity": 500, "MaxCapacity": 6000}
+    assert restore["ScalableTargetAction"] == {"MinCapacity": 20, "MaxCapacity": 2000}
+
+
+def test_scaler_example_synthesizes(tmp_path: Path) -> None:
+    block = python_block("guides/scaler.md", "ThrottleAwareScaler(")
+    run_block(block, tmp_path)
+    functions = [
+        r
+        for r in template(tmp_path, "Feed")["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function"
+    ]
+    assert [f["Properties"]["Handler"] for f in functions] == [
+        "ddb_capacity_runtime.scaler.handler.lambda_handler"
+    ]
+
+
+def test_simulator_example_runs(tmp_path: Path) -> None:
+    block = python_block("guides/simulator.md", "simulate(")
+    result = run_block(block, tmp_path)
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 4  # two policies x read and write
+    assert lines[0].startswith("stock:70 (None, 'read')")
+
+
+def test_capacity_requests_construct_example_synthesizes(tmp_path: Path) -> None:
+    block = python_block("guides/capacity-requests.md", "CapacityRequests(")
+    run_block(block, tmp_path)
+    resources = template(tmp_path, "Imports")["Resources"]
+    handlers = [
+        r["Properties"]["Handler"]
+        for r in resources.values()
+        if r["Type"] == "AWS::Lambda::Function"
+    ]
+    assert sorted(handlers) == [
+        "ddb_capacity_runtime.requests.broker.broker_handler",
+        "ddb_capacity_runtime.requests.restorer.restorer_handler",
+    ]
+    descriptions = sorted(
+        r["Properties"]["Description"]
+        for r in resources.values()
+        if r["Type"] == "AWS::IAM::ManagedPolicy"
+    )
+    assert descriptions == [
+        "Permissions of DynamoDB capacity hold restorer",
+        "Permissions of DynamoDB capacity request broker",
+    ]
+    # the worker's grant: invoking the broker, in its default policy
+    (inline,) = [r for r in resources.values() if r["Type"] == "AWS::IAM::Policy"]
+    (statement,) = inline["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "lambda:InvokeFunction"
+
+
+def test_capacity_request_example_runs_against_moto(
+    tmp_path: Path, aws_env: dict[str, str], aws_client: Any
+) -> None:
+    block = python_block("guides/capacity-requests.md", "request_capacity(")
+    ddb = aws_client("dynamodb")
+    pages = ddb.get_paginator("list_tables").paginate()
+    if "Shipments" not in [n for p in pages for n in p["TableNames"]]:
+        ddb.create_table(
+            TableName="Shipments",
+            BillingMode="PROVISIONED",
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
+        )
+    store = f"holds-{tmp_path.name}"
+    create_store_table(ddb, store)
+    script = tmp_path / "worker.py"
+    # run_import is the user's own work; here it checks the capacity it was promised.
+    script.write_text(
+        "import boto3\n"
+        "def run_import():\n"
+        "    table = boto3.client('dynamodb').describe_table(TableName='Shipments')['Table']\n"
+        "    print(table['ProvisionedThroughput']['WriteCapacityUnits'])\n" + block
+    )
+    env = {**os.environ, **aws_env, "PYTHONPATH": str(ROOT), "CAPACITY_HOLDS_TABLE": store}
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        env=env,
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    )
+    assert result.stdout.splitlines() == ["{'write': 2000}", "2000"]
+    table = ddb.describe_table(TableName="Shipments")["Table"]
+    assert table["ProvisionedThroughput"]["WriteCapacityUnits"] == 10  # released on exit
+
+
+def test_adoption_example_synthesizes(tmp_path: Path) -> None:
+    block = python_block("guides/adoption.md", "TableCapacity(")
+    run_block(block, tmp_path)
+    resources = template(tmp_path, "Legacy")["Resources"]
+    types = [r["Type"] for r in resources.values()]
+    assert types.count("AWS::ApplicationAutoScaling::ScalableTarget") == 4
+    tables = sorted(k for k, r in resources.items() if r["Type"] == "AWS::DynamoDB::Table")
+    # the table, under its own logical ID, and the scaler's state store
+    assert len(tables) == 2
+    assert tables[0].startswith("Orders") and tables[1].startswith("ScalerStateStore")
+
+
+# ---------------------------------------------------------------- operations pages
+
+
+def example_stacks() -> list[Any]:
+    """The example app's stacks."""
+    import aws_cdk as cdk
+
+    from examples.__main__ import build_app
+
+    app = build_app()
+    return [s for s in app.node.children if isinstance(s, cdk.Stack)]
+
+
+def test_the_permissions_page_lists_every_statement() -> None:
+    """Every Sid the library writes, in the example app and in the least-privilege test's
+    app, is in the Permissions page; a numbered or per-table Sid as its pattern."""
+    import aws_cdk as cdk
+
+    from tests.test_least_privilege import synthesize
+
+    text = page("operations/permissions.md")
+    listed = set(re.findall(r"^\| ([A-Za-z*]+) \|", text, re.M))
+    templates = [cdk.assertions.Template.from_stack(s).to_json() for s in example_stacks()]
+    templates.append({"Resources": dict(synthesize().resources)})
+    sids = set()
+    for template_ in templates:
+        for resource in template_["Resources"].values():
+            props = resource.get("Properties", {})
+            document = props.get("PolicyDocument") or props.get("KeyPolicy")
+            for statement in (document or {}).get("Statement", []):
+                if "Sid" in statement:
+                    sid = re.sub(r"^ManageTable\d+$", "ManageTable*N*", statement["Sid"])
+                    sid = re.sub(r"^AllowEventRule\w+$", "AllowEventRule*Schedule*", sid)
+                    sids.add(re.sub(r"^Settle[A-Za-z0-9]+$", "Settle*Table*", sid))
+    assert {"MoveMinimumsOfTaggedTargets", "AskTheBroker", "Settle*Table*"} <= sids
+    missing = sids - listed - {"AlarmsOfThisAccount"}
+    assert missing == set()
+    assert "AlarmsOfThisAccount" in text
+
+
+def test_the_alarm_runbook_has_an_entry_per_alarm() -> None:
+    """Every alarm the constructs create in the example app (a scaler, capacity requests
+    with a restorer) has a heading in the runbook; per-dimension throttle alarms as one."""
+    from aws_cdk import aws_cloudwatch as cloudwatch
+
+    headings = re.findall(r"^### .*$", page("operations/alarms.md"), re.M)
+    ids = set()
+    for stack in example_stacks():
+        for construct in stack.node.find_all():
+            if isinstance(construct, cloudwatch.Alarm):
+                ids.add(
+                    "Throttled" if construct.node.id.startswith("Throttled") else construct.node.id
+                )
+    assert {"ErrorsAlarm", "BrokerErrorsAlarm", "RestorerErrorsAlarm", "Throttled"} <= ids
+    missing = {i for i in ids if not any(f"`{i}" in h for h in headings)}
+    assert missing == set()
