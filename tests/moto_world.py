@@ -11,7 +11,12 @@ from typing import Any
 
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.core.forecast import forecast_minute as table_forecast_minute
-from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
+from ddb_capacity_runtime.core.names import (
+    BASE_MIN_TAG,
+    resource_id,
+    scalable_dimension,
+    scope_label,
+)
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.events import recorded_events
 from ddb_capacity_runtime.requests.store import HoldStore, create_store_table
@@ -21,6 +26,12 @@ from examples.local_aws import put_traffic
 LAG = 2  # SCALER_METRIC_LAG_MINUTES default
 #: The tag the world's tables are discovered by.
 TAG_KEY = "autoscaling_manager_enabled"
+
+
+def base_min_tag(index: str | None, dimension: str) -> str:
+    """0.4's tag that remembered a raised minimum of one dimension (a tick reads it once,
+    and moves it into the state store)."""
+    return f"{BASE_MIN_TAG}{scope_label(index)}:{dimension}"
 
 
 class World:

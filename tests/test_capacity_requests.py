@@ -24,7 +24,6 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws.clients import Clients
-from ddb_capacity_runtime.core.names import base_min_tag
 from ddb_capacity_runtime.requests import (
     CapacityRequestError,
     CapacityRequestTimeout,
@@ -39,7 +38,7 @@ from ddb_capacity_runtime.requests.broker import BrokerConfig, broker_handler, s
 from ddb_capacity_runtime.requests.holds import level
 from ddb_capacity_runtime.requests.store import HeldDimension, HoldStore, create_store_table
 from tests.local_lambda import local_lambda
-from tests.moto_world import World
+from tests.moto_world import World, base_min_tag
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from ddb_capacity_runtime.core.names import base_min_tag, resource_id
+from ddb_capacity_runtime.core.names import resource_id
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.requests import Hold
 from ddb_capacity_runtime.scaler.handler import complete
-from ddb_capacity_runtime.scaler.tick import TickFailed
-from tests.moto_world import World
+from ddb_capacity_runtime.scaler.tick import TickFailed, TickSummary
+from tests.moto_world import World, base_min_tag
 
 
 @pytest.fixture
@@ -129,7 +129,7 @@ def test_an_error_on_one_tables_describe_fails_that_table_alone(
     assert emf(events, faulty)["Failures"] == 1 and emf(events, busy)["Failures"] == 0
     assert emf(events, None)["Failures"] == 1
     with pytest.raises(TickFailed, match="1 table\\(s\\) failed"):
-        complete(summary)
+        complete(TickSummary(**summary))
 
 
 def test_an_error_on_one_tables_update_fails_that_table_alone(world: World) -> None:
@@ -469,7 +469,7 @@ def test_a_shared_call_that_keeps_failing_stops_every_decrease(
     assert failure.startswith(("scalable targets", "tag discovery", "GetMetricData"))
     assert emf(events, None)["SharedFailures"] == 1
     with pytest.raises(TickFailed, match="1 shared call\\(s\\) failed"):
-        complete(summary)
+        complete(TickSummary(**summary))
 
 
 def test_targets_that_cannot_be_read_leave_their_table_unchanged_and_fail_it_alone(

@@ -1,4 +1,7 @@
-"""What runs inside AWS Lambda and in users' workers: boto3 and the standard library only.
+"""Runs in: every Lambda function this library deploys, workers (the user's own jobs), CDK
+app (synth), workstation (simulator, ``ddb-capacity``).
+
+What runs inside AWS Lambda and in users' workers: boto3 and the standard library only.
 
 - :mod:`.core`: the pure core (policy, quota ledger, settings contract, schedules);
 - :mod:`.aws`: the one layer that talks to AWS;
@@ -6,10 +9,12 @@
 - :mod:`.requests`: capacity requests and their restorer Lambda;
 - :mod:`.settle`: the settle custom resource of PROVISION_THEN_SETTLE;
 - :mod:`.workers`: the rate-limited scan and slow-start writer users run in their workers;
-- :mod:`.events`: the one log channel.
+- :mod:`.events`: the one log channel, and the one builder of EMF records.
 
 This package never imports aws_cdk; it is the whole of every Lambda asset this library
 deploys. Inside it, imports are relative.
 """
 
 __version__ = "0.5.0"
+
+__all__ = ["__version__"]

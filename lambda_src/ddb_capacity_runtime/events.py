@@ -1,4 +1,7 @@
-"""The one log channel of every function this library deploys, and of its worker clients.
+"""Runs in: scaler Lambda, broker Lambda, settle Lambda, workers (the user's own jobs),
+workstation (examples).
+
+The one log channel of every function this library deploys, and of its worker clients.
 
 Each event is one stdlib ``logging`` record on the ``ddb_capacity_runtime`` logger: its
 message is the event name, and its fields travel as structured keys (``extra``). Under
@@ -65,6 +68,33 @@ def recorded_events() -> Iterator[list[dict[str, Any]]]:
     finally:
         LOGGER.removeHandler(handler)
         LOGGER.setLevel(previous)
+
+
+def emf_record(
+    namespace: str,
+    values: Mapping[str, float],
+    timestamp: float,
+    *,
+    table: str | None = None,
+    unit: str | None = "Count",
+) -> dict[str, Any]:
+    """One Embedded Metric Format record of ``values`` in ``namespace`` at ``timestamp``
+    (seconds since the epoch): per table (dimension ``TableName``) or with no dimension.
+    ``unit`` None: the metrics carry no unit."""
+    return {
+        "_aws": {
+            "Timestamp": int(timestamp * 1000),
+            "CloudWatchMetrics": [
+                {
+                    "Namespace": namespace,
+                    "Dimensions": [["TableName"]] if table else [[]],
+                    "Metrics": [{"Name": n, "Unit": unit} if unit else {"Name": n} for n in values],
+                }
+            ],
+        },
+        **({"TableName": table} if table else {}),
+        **values,
+    }
 
 
 def emit_metrics(record: Mapping[str, Any], out: TextIO | None = None) -> None:

@@ -1,4 +1,7 @@
-"""Carries out a tick's decisions for one table; the only module here that changes AWS.
+"""Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs, in direct mode),
+workstation (``ddb-capacity`` in direct mode, examples).
+
+Carries out a tick's decisions for one table; the only module here that changes AWS.
 
 - A dimension with a scalable target: its MinCapacity is moved (RegisterScalableTarget), so
   auto scaling performs the change and knows it. The configured minimum is remembered in
@@ -19,11 +22,13 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..core.names import UNITS
-from ..core.plan import SCALABLE_TARGET, UPDATE_TABLE, Change
-from ..core.policy import INCREASE
+from ..core.outcomes import Status
+from ..core.plan import Change, Via
+from ..core.policy import Action
 from ..core.quota import DecreaseLedger
 from ..core.tables import ManagedTable
 from ..requests.holds import CapacityRequestError, CapacityRequestTimeout, level
+from . import tables
 from .discovery import current_minimum
 from .minimum import set_minimum
 from .retry import describe_error
@@ -39,26 +44,26 @@ if TYPE_CHECKING:
 LEASE_WAIT_SECONDS = 5
 
 STATUS_BY_CODE = {
-    "ResourceInUseException": "retry-next-tick",
-    "LimitExceededException": "quota-exceeded",
-    "ValidationException": "invalid",
-    "AccessDeniedException": "access-denied",
-    "ResourceNotFoundException": "not-found",
+    "ResourceInUseException": Status.RETRY_NEXT_TICK,
+    "LimitExceededException": Status.QUOTA_EXCEEDED,
+    "ValidationException": Status.INVALID,
+    "AccessDeniedException": Status.ACCESS_DENIED,
+    "ResourceNotFoundException": Status.NOT_FOUND,
 }
 
 
 @dataclass(frozen=True)
 class Outcome:
     change: Change
-    status: str  # applied | dry-run | retry-next-tick | quota-exceeded | invalid | ...
+    status: Status
     error: str | None = None
 
 
-def _status(exc: Exception) -> tuple[str, str]:
+def _status(exc: Exception) -> tuple[Status, str]:
     if not isinstance(exc, ClientError):
-        return "failed", describe_error(exc)
+        return Status.FAILED, describe_error(exc)
     code = exc.response.get("Error", {}).get("Code", "Unknown")
-    return STATUS_BY_CODE.get(code, "failed"), describe_error(exc)
+    return STATUS_BY_CODE.get(code, Status.FAILED), describe_error(exc)
 
 
 def update_table_request(
@@ -89,7 +94,7 @@ def _fresh(
     dynamodb: DynamoDBClient, table: ManagedTable, now: datetime
 ) -> tuple[dict[tuple[str | None, str], int], dict[str | None, DecreaseLedger]]:
     """The table's provisioned capacity and decrease ledgers as DynamoDB says now."""
-    described = dynamodb.describe_table(TableName=table.name)["Table"]
+    described = tables.describe(dynamodb, table.name)
     if described["TableStatus"] != "ACTIVE":
         raise _Busy(f"table status {described['TableStatus']}")
     specs: list[tuple[str | None, Mapping[str, Any]]] = [(None, described)]
@@ -116,7 +121,7 @@ def _update_table(
     try:
         current, ledgers = _fresh(dynamodb, table, now)
     except _Busy as exc:
-        return [Outcome(c, "retry-next-tick", str(exc)) for c in changes]
+        return [Outcome(c, Status.RETRY_NEXT_TICK, str(exc)) for c in changes]
     except (ClientError, BotoCoreError) as exc:
         status, message = _status(exc)
         return [Outcome(c, status, message) for c in changes]
@@ -124,17 +129,17 @@ def _update_table(
     for c in changes:
         key = (c.dimension.index, c.dimension.dimension)
         if key not in current:
-            outcomes.append(Outcome(c, "not-found", f"{key} is gone from the table"))
+            outcomes.append(Outcome(c, Status.NOT_FOUND, f"{key} is gone from the table"))
         elif current[key] != c.old:
             outcomes.append(
                 Outcome(
                     c,
-                    "retry-next-tick",
+                    Status.RETRY_NEXT_TICK,
                     f"capacity moved from {c.old} to {current[key]} since it was read",
                 )
             )
         elif c.new < c.old and not ledgers[c.dimension.index].can_decrease(now):
-            outcomes.append(Outcome(c, "quota-exceeded", "the decrease quota allows none now"))
+            outcomes.append(Outcome(c, Status.QUOTA_EXCEEDED, "the decrease quota allows none now"))
         else:
             send.append(c)
     return outcomes + (_send(dynamodb, table, send, current) if send else [])
@@ -147,15 +152,15 @@ def _send(
     current: Mapping[tuple[str | None, str], int],
 ) -> list[Outcome]:
     try:
-        dynamodb.update_table(**update_table_request(table.name, changes, current))
-        return [Outcome(c, "applied") for c in changes]
+        tables.update(dynamodb, update_table_request(table.name, changes, current))
+        return [Outcome(c, Status.APPLIED) for c in changes]
     except (ClientError, BotoCoreError) as exc:
         status, message = _status(exc)
-        increases = [c for c in changes if c.action == INCREASE]
-        if status != "quota-exceeded" or not increases or len(increases) == len(changes):
+        increases = [c for c in changes if c.action == Action.INCREASE]
+        if status != Status.QUOTA_EXCEEDED or not increases or len(increases) == len(changes):
             return [Outcome(c, status, message) for c in changes]
         # The decreases were refused: the increases must not wait for them.
-        refused = [Outcome(c, status, message) for c in changes if c.action != INCREASE]
+        refused = [Outcome(c, status, message) for c in changes if c.action != Action.INCREASE]
         return refused + _send(dynamodb, table, increases, current)
 
 
@@ -171,7 +176,8 @@ def _move_min(
     d = change.dimension
     assert d.target is not None and d.memory is not None
     if store is None:
-        return Outcome(change, "failed", "no state store: a minimum is never moved unremembered")
+        why = "no state store: a minimum is never moved unremembered"
+        return Outcome(change, Status.FAILED, why)
     try:
         deadline = store.clock() + LEASE_WAIT_SECONDS
         with store.lease(d.table, d.index, d.dimension, deadline=deadline) as lease:
@@ -179,18 +185,19 @@ def _move_min(
             now_seen = (fresh.base, fresh.set_to, fresh.intent) if fresh else (None, None, None)
             minimum = current_minimum(aas, d.target)
             if now_seen != d.seen or minimum != d.target.min_capacity:
-                return Outcome(change, "retry-next-tick", "its minimum moved since it was read")
+                why = "its minimum moved since it was read"
+                return Outcome(change, Status.RETRY_NEXT_TICK, why)
             held = level(fresh.active(now)) if fresh else 0
             if change.new < held:
                 return Outcome(
-                    change, "retry-next-tick", f"a hold since it was read needs {held:,}"
+                    change, Status.RETRY_NEXT_TICK, f"a hold since it was read needs {held:,}"
                 )
             set_minimum(lease, aas, d.target, d.memory.base, change.new)
-        return Outcome(change, "applied")
+        return Outcome(change, Status.APPLIED)
     except CapacityRequestTimeout as exc:
-        return Outcome(change, "retry-next-tick", str(exc))
+        return Outcome(change, Status.RETRY_NEXT_TICK, str(exc))
     except CapacityRequestError as exc:  # the state store failed
-        return Outcome(change, "failed", str(exc))
+        return Outcome(change, Status.FAILED, str(exc))
     except (ClientError, BotoCoreError) as exc:
         status, message = _status(exc)
         return Outcome(change, status, message)
@@ -209,9 +216,9 @@ def apply(
     state store, which a change of a scalable target's minimum needs."""
     now = now or datetime.now(UTC)
     if dry_run:
-        return [Outcome(c, "dry-run") for c in changes]
-    outcomes = [_move_min(store, aas, c, now) for c in changes if c.via == SCALABLE_TARGET]
-    direct = [c for c in changes if c.via == UPDATE_TABLE]
+        return [Outcome(c, Status.DRY_RUN) for c in changes]
+    outcomes = [_move_min(store, aas, c, now) for c in changes if c.via == Via.SCALABLE_TARGET]
+    direct = [c for c in changes if c.via == Via.UPDATE_TABLE]
     if direct:
         outcomes += _update_table(dynamodb, table, direct, now)
     return outcomes

@@ -1,4 +1,7 @@
-"""The AWS clients the run-time code uses, made once and passed in."""
+"""Runs in: scaler Lambda, broker Lambda, settle Lambda, workers (the user's own jobs, in
+direct mode), workstation (``ddb-capacity``, examples, benchmarks).
+
+The AWS clients the run-time code uses, made once and passed in."""
 
 from __future__ import annotations
 
@@ -32,3 +35,10 @@ def make_clients(**kwargs: Any) -> Clients:
         boto3.client("cloudwatch", config=config, **kwargs),
         boto3.client("resourcegroupstaggingapi", config=config, **kwargs),
     )
+
+
+def dynamodb_client() -> DynamoDBClient:
+    """A DynamoDB client with boto3's default configuration (the settle function's)."""
+    import boto3
+
+    return boto3.client("dynamodb")

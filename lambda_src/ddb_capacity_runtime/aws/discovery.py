@@ -1,4 +1,7 @@
-"""Which tables and dimensions a tick manages, and what DynamoDB and Application Auto
+"""Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs, in direct mode),
+workstation (``ddb-capacity`` in direct mode, examples).
+
+Which tables and dimensions a tick manages, and what DynamoDB and Application Auto
 Scaling say about them. Clients are passed in; nothing here decides."""
 
 from __future__ import annotations
@@ -10,13 +13,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from ..core.floorplan import FloorPlan, parse_plan
-from ..core.memory import reconcile
+from ..core.memory import Memory, reconcile
 from ..core.names import SCALER_TAGS, TABLE_QUOTA, UNITS, resource_id, scalable_dimension
 from ..core.quota import DecreaseLedger
 from ..core.settings import Limits, ScalerConfig
 from ..core.tables import Dimension, ManagedTable, ScalableTarget, tags_of
-from ..core.tags import parse_tags
+from ..core.tags import IgnoredTag, parse_tags
 from ..events import log_event
+from . import tables
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
@@ -72,6 +76,14 @@ def scalable_targets(
         key: replace(t, target_tracking=key in tracked, target_percent=tracked.get(key))
         for key, t in listed.items()
     }
+
+
+def table_targets(
+    aas: ApplicationAutoScalingClient, name: str, description: Mapping[str, Any]
+) -> dict[tuple[str, str], ScalableTarget]:
+    """The scalable targets of the table ``name`` and of each of its GSIs (``description``
+    is DescribeTable's ``Table``): :func:`scalable_targets` of their ResourceIds."""
+    return scalable_targets(aas, table_resource_ids(name, description))
 
 
 def current_minimum(aas: ApplicationAutoScalingClient, target: ScalableTarget) -> int | None:
@@ -162,23 +174,12 @@ def describe_table(
     ``description`` is DescribeTable's ``Table`` when the caller has just read it;
     ``held``: what the state store says of the table's dimensions (its memory of each
     minimum, reconciled here with the target's, and the autopilot's plans)."""
-    table = description or dynamodb.describe_table(TableName=name)["Table"]
+    table = description or tables.describe(dynamodb, name)
     check_managed(table)
-    if tags is None:  # every page: a library tag may be on any of them
-        pages = dynamodb.get_paginator("list_tags_of_resource").paginate(
-            ResourceArn=table["TableArn"]
-        )
-        tags = tags_of(tag for page in pages for tag in page["Tags"])
+    if tags is None:
+        tags = _read_tags(dynamodb, table["TableArn"])
     parsed = parse_tags(tags)
-    for ignored in parsed.ignored:
-        log_event(
-            "tag-ignored",
-            level=logging.WARNING,
-            table=name,
-            key=ignored.key,
-            value=ignored.value,
-            reason=ignored.reason,
-        )
+    _log_ignored(name, parsed.ignored)
     limits = config.limits(name, parsed.limits)
     by_scope = {h.scope: h for h in held}
     managed = ManagedTable(
@@ -190,64 +191,13 @@ def describe_table(
         legacy_memories=dict(parsed.base_mins),
         legacy_tags=sorted(k for k in tags if k.startswith(SCALER_TAGS)),
     )
-    specs: list[tuple[str | None, Mapping[str, Any]]] = [(None, table)]
-    for gsi in table.get("GlobalSecondaryIndexes", []):
-        managed.indexes.append(gsi["IndexName"])
-        if gsi.get("IndexStatus", "ACTIVE") != "ACTIVE":
-            log_event(
-                "index-skipped",
-                table=name,
-                index=gsi["IndexName"],
-                reason=f"status {gsi['IndexStatus']}",
-            )
-            continue
-        specs.append((gsi["IndexName"], gsi))
-    for index, spec in specs:
+    for index, spec in _active_specs(managed, table):
         throughput = spec["ProvisionedThroughput"]
         ledger = DecreaseLedger.from_throughput(throughput, now)
         for dim, units in UNITS.items():
             target = targets.get((resource_id(name, index), scalable_dimension(index, dim)))
-            dim_limits = limits[dim]
             state = by_scope.get((index, dim))
-            memory = None
-            if target is not None and target.inverted:
-                # a description is untrusted input: held, and counted
-                managed.bad_targets += 1
-                log_event(
-                    "target-held",
-                    level=logging.WARNING,
-                    table=name,
-                    index=index,
-                    dimension=dim,
-                    target_min=target.min_capacity,
-                    target_max=target.max_capacity,
-                    reason=f"the scalable target's MinCapacity ({target.min_capacity}) is above "
-                    f"its MaxCapacity ({target.max_capacity}); a target needs min <= max. The "
-                    "dimension is left as it is until the target is fixed",
-                )
-            if target is not None:
-                memory = reconcile(state, target.min_capacity)
-                if memory.changed_elsewhere:
-                    # Someone else (an operator, a deploy) set the minimum: it is the
-                    # configured one from now on, never undone
-                    log_event(
-                        "minimum-set-elsewhere",
-                        table=name,
-                        index=index,
-                        dimension=dim,
-                        remembered_base=state.base if state else None,
-                        remembered_set=state.set_to if state else None,
-                        target_min=target.min_capacity,
-                    )
-                base = memory.base
-                # the target-tracking policy's own target, where it has one: the scaler
-                # and auto scaling aim at the same utilization
-                aim = (
-                    target.target_percent / 100
-                    if target.target_percent is not None
-                    else dim_limits.target_utilization
-                )
-                dim_limits = Limits(base, target.max_capacity, aim)
+            memory, dim_limits = _under_target(managed, index, dim, target, state, limits[dim])
             managed.dimensions.append(
                 Dimension(
                     table=name,
@@ -264,6 +214,97 @@ def describe_table(
                 )
             )
     return managed
+
+
+def _log_ignored(name: str, ignored: Iterable[IgnoredTag]) -> None:
+    for tag in ignored:
+        log_event(
+            "tag-ignored",
+            level=logging.WARNING,
+            table=name,
+            key=tag.key,
+            value=tag.value,
+            reason=tag.reason,
+        )
+
+
+def _read_tags(dynamodb: DynamoDBClient, arn: str) -> dict[str, str]:
+    """The table's tags: every page, since a library tag may be on any of them."""
+    pages = dynamodb.get_paginator("list_tags_of_resource").paginate(ResourceArn=arn)
+    return tags_of(tag for page in pages for tag in page["Tags"])
+
+
+def _active_specs(
+    managed: ManagedTable, table: Mapping[str, Any]
+) -> list[tuple[str | None, Mapping[str, Any]]]:
+    """The table's own description and each ACTIVE GSI's, by index name (None: the table);
+    every GSI's name goes to ``managed.indexes``, and one not ACTIVE is logged."""
+    specs: list[tuple[str | None, Mapping[str, Any]]] = [(None, table)]
+    for gsi in table.get("GlobalSecondaryIndexes", []):
+        managed.indexes.append(gsi["IndexName"])
+        if gsi.get("IndexStatus", "ACTIVE") != "ACTIVE":
+            log_event(
+                "index-skipped",
+                table=managed.name,
+                index=gsi["IndexName"],
+                reason=f"status {gsi['IndexStatus']}",
+            )
+            continue
+        specs.append((gsi["IndexName"], gsi))
+    return specs
+
+
+def _under_target(
+    managed: ManagedTable,
+    index: str | None,
+    dim: str,
+    target: ScalableTarget | None,
+    state: HeldDimension | None,
+    dim_limits: Limits,
+) -> tuple[Memory | None, Limits]:
+    """A dimension's memory and limits: under a scalable target, the state store's memory
+    reconciled with the target's minimum (whose base is the minimum), the target's max and
+    its policy's aim; elsewhere no memory and ``dim_limits``. A target whose minimum is
+    above its maximum is counted (``managed.bad_targets``) and logged."""
+    name = managed.name
+    if target is None:
+        return None, dim_limits
+    if target.inverted:
+        # a description is untrusted input: held, and counted
+        managed.bad_targets += 1
+        log_event(
+            "target-held",
+            level=logging.WARNING,
+            table=name,
+            index=index,
+            dimension=dim,
+            target_min=target.min_capacity,
+            target_max=target.max_capacity,
+            reason=f"the scalable target's MinCapacity ({target.min_capacity}) is above "
+            f"its MaxCapacity ({target.max_capacity}); a target needs min <= max. The "
+            "dimension is left as it is until the target is fixed",
+        )
+    memory = reconcile(state, target.min_capacity)
+    if memory.changed_elsewhere:
+        # Someone else (an operator, a deploy) set the minimum: it is the configured one
+        # from now on, never undone
+        log_event(
+            "minimum-set-elsewhere",
+            table=name,
+            index=index,
+            dimension=dim,
+            remembered_base=state.base if state else None,
+            remembered_set=state.set_to if state else None,
+            target_min=target.min_capacity,
+        )
+    # the target-tracking policy's own target, where it has one: the scaler and auto
+    # scaling aim at the same utilization
+    aim = (
+        target.target_percent / 100
+        if target.target_percent is not None
+        else dim_limits.target_utilization
+    )
+    return memory, Limits(memory.base, target.max_capacity, aim)
 
 
 def _plan(table: ManagedTable, state: HeldDimension | None) -> FloorPlan | None:

@@ -1,4 +1,7 @@
-"""Consumed capacity and throttle events for every dimension of a tick, fetched with
+"""Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs, in direct mode),
+workstation (simulator backtests, ``ddb-capacity``).
+
+Consumed capacity and throttle events for every dimension of a tick, fetched with
 GetMetricData in batches of up to 500 queries: the number of calls grows with the number
 of queries / 500, not with tables x metrics."""
 
@@ -6,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -76,16 +80,14 @@ def fetch(
     planned = queries(keys)
     minutes = int((end - start) / MINUTE)
     starts = [start + i * MINUTE for i in range(minutes)]
-    sums: dict[str, dict[datetime, float]] = {qid: {} for qid, *_ in planned}
-    bad: dict[str, set[datetime]] = {qid: set() for qid, *_ in planned}
-    complete: dict[str, bool] = {}
+    reads = _Reads.of(qid for qid, *_ in planned)
     newest: dict[str, datetime | None] = {}  # per query: the newest minute of its batch
     failed: set[str] = set()
     for offset in range(0, len(planned), MAX_QUERIES_PER_CALL):
         ids = [qid for qid, *_ in planned[offset : offset + MAX_QUERIES_PER_CALL]]
         batch = [q for *_, q in planned[offset : offset + MAX_QUERIES_PER_CALL]]
         try:
-            delivered = _fetch_batch(cloudwatch, batch, start, end, sums, bad, complete, call)
+            delivered = _fetch_batch(cloudwatch, batch, start, end, reads, call)
         except Exception as exc:
             if errors is None:
                 raise
@@ -93,29 +95,52 @@ def fetch(
             failed.update(ids)
             continue
         newest.update(dict.fromkeys(ids, delivered))
-    out = {}
     by_key: dict[Key, dict[str, str]] = {}
     for qid, key, kind, _ in planned:
         by_key.setdefault(key, {})[kind] = qid
+    out = {}
     for key, kinds in by_key.items():
         pair = (kinds["consumed"], kinds["throttles"])
         if any(q in failed for q in pair):
             out[key] = Series.all_unknown(starts)
-            continue
-        last = newest[pair[0]]
-        whole = all(complete.get(q, False) for q in pair)
-        unknown = [
-            not whole or last is None or m > last or any(m in bad[q] for q in pair) for m in starts
-        ]
-        consumed = [
-            0.0 if u else sums[pair[0]].get(m, 0.0) / 60
-            for m, u in zip(starts, unknown, strict=True)
-        ]
-        throttles = [
-            0.0 if u else sums[pair[1]].get(m, 0.0) for m, u in zip(starts, unknown, strict=True)
-        ]
-        out[key] = Series(list(starts), consumed, throttles, unknown)
+        else:
+            out[key] = _series(reads, pair, newest[pair[0]], starts)
     return out
+
+
+def _series(
+    reads: _Reads, pair: tuple[str, str], last: datetime | None, starts: list[datetime]
+) -> Series:
+    """One key's series from its consumed and throttle queries (``pair``), ``last`` the
+    newest known minute of their batch."""
+    whole = all(reads.complete.get(q, False) for q in pair)
+    unknown = [
+        not whole or last is None or m > last or any(m in reads.bad[q] for q in pair)
+        for m in starts
+    ]
+    consumed = [
+        0.0 if u else reads.sums[pair[0]].get(m, 0.0) / 60
+        for m, u in zip(starts, unknown, strict=True)
+    ]
+    throttles = [
+        0.0 if u else reads.sums[pair[1]].get(m, 0.0) for m, u in zip(starts, unknown, strict=True)
+    ]
+    return Series(list(starts), consumed, throttles, unknown)
+
+
+@dataclass
+class _Reads:
+    """What the pages of GetMetricData said, per query id: the sum of each minute, the
+    minutes not to be trusted, and whether the query is trusted at all."""
+
+    sums: dict[str, dict[datetime, float]]
+    bad: dict[str, set[datetime]]
+    complete: dict[str, bool] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, qids: Iterable[str]) -> _Reads:
+        ids = list(qids)
+        return cls({qid: {} for qid in ids}, {qid: set() for qid in ids})
 
 
 def _fetch_batch(
@@ -123,21 +148,19 @@ def _fetch_batch(
     batch: list[dict[str, Any]],
     start: datetime,
     end: datetime,
-    sums: dict[str, dict[datetime, float]],
-    bad: dict[str, set[datetime]],
-    complete: dict[str, bool],
+    reads: _Reads,
     call: Callable[[Callable[[], Any]], Any],
 ) -> datetime | None:
-    """Read one batch (every page) into ``sums``, ``bad`` and ``complete``; returns the
-    newest known minute in [start, end) of any trusted query of the batch (None: none).
+    """Read one batch (every page) into ``reads``; returns the newest known minute in
+    [start, end) of any trusted query of the batch (None: none).
 
-    Whatever the order of the pages: a query is trusted (``complete[qid]``) only if every
-    page carrying it reports ``Complete`` or ``PartialData`` (CloudWatch's status on a page
-    followed by more), at least one reports ``Complete``, and none of its results has
-    Timestamps and Values of different lengths. A minute is added to ``bad[qid]`` when its
-    value is NaN, negative or infinite, or when it appears more than once for the query (in
-    one page or across pages): such a minute is never summed. Results whose Id is not a
-    query of this batch are ignored.
+    Whatever the order of the pages: a query is trusted (``reads.complete[qid]``) only if
+    every page carrying it reports ``Complete`` or ``PartialData`` (CloudWatch's status on
+    a page followed by more), at least one reports ``Complete``, and none of its results has
+    Timestamps and Values of different lengths. A minute is added to ``reads.bad[qid]``
+    when its value is NaN, negative or infinite, or when it appears more than once for the
+    query (in one page or across pages): such a minute is never summed. Results whose Id is
+    not a query of this batch are ignored.
     """
     ours = {str(q["Id"]) for q in batch}
     statuses: dict[str, set[str | None]] = {qid: set() for qid in ours}
@@ -159,39 +182,50 @@ def _fetch_batch(
             if qid not in ours:
                 continue  # not a query of this batch: ignored
             statuses[qid].add(result.get("StatusCode"))
-            timestamps = result.get("Timestamps", [])
-            raw_values = result.get("Values", [])
-            if len(timestamps) != len(raw_values):
+            if not _take(result, reads.sums[qid], reads.bad[qid], seen[qid]):
                 mismatched.add(qid)  # which value is which minute is unknown
-                continue
-            values = sums[qid]
-            for ts, raw in zip(timestamps, raw_values, strict=True):
-                minute = utc(ts).replace(second=0, microsecond=0)
-                if minute in seen[qid]:
-                    bad[qid].add(minute)  # returned twice: neither value is trusted
-                    values.pop(minute, None)
-                    continue
-                seen[qid].add(minute)
-                value = float(raw)
-                if not math.isfinite(value) or value < 0:
-                    bad[qid].add(minute)
-                    continue
-                values[minute] = value
         token = response.get("NextToken")
         if not token:
             break
     newest: datetime | None = None
     for qid in ours:
         found = statuses[qid]
-        complete[qid] = (
+        reads.complete[qid] = (
             "Complete" in found and found <= {"Complete", "PartialData"} and qid not in mismatched
         )
-        if not complete[qid]:
+        if not reads.complete[qid]:
             continue
-        for minute in sums[qid]:
-            if start <= minute < end and minute not in bad[qid]:
+        for minute in reads.sums[qid]:
+            if start <= minute < end and minute not in reads.bad[qid]:
                 newest = minute if newest is None else max(newest, minute)
     return newest
+
+
+def _take(
+    result: Mapping[str, Any],
+    values: dict[datetime, float],
+    bad: set[datetime],
+    seen: set[datetime],
+) -> bool:
+    """Add one result's minutes to ``values`` (``bad``: those not to be trusted, ``seen``:
+    those any page returned); False when its Timestamps and Values differ in length."""
+    timestamps = result.get("Timestamps", [])
+    raw_values = result.get("Values", [])
+    if len(timestamps) != len(raw_values):
+        return False
+    for ts, raw in zip(timestamps, raw_values, strict=True):
+        minute = utc(ts).replace(second=0, microsecond=0)
+        if minute in seen:
+            bad.add(minute)  # returned twice: neither value is trusted
+            values.pop(minute, None)
+            continue
+        seen.add(minute)
+        value = float(raw)
+        if not math.isfinite(value) or value < 0:
+            bad.add(minute)
+            continue
+        values[minute] = value
+    return True
 
 
 #: CloudWatch returns at most 100,800 datapoints per GetMetricData call: 14 days of 5-minute
@@ -231,17 +265,17 @@ def fetch_history(
     for first in range(0, len(batch_queries), HISTORY_QUERIES_PER_CALL):
         batch = batch_queries[first : first + HISTORY_QUERIES_PER_CALL]
         qids = [str(q["Id"]) for q in batch]
-        sums: dict[str, dict[datetime, float]] = {qid: {} for qid in qids}
-        bad: dict[str, set[datetime]] = {qid: set() for qid in qids}
-        complete: dict[str, bool] = {}
-        _fetch_batch(cloudwatch, batch, start, end, sums, bad, complete, call)
+        reads = _Reads.of(qids)
+        _fetch_batch(cloudwatch, batch, start, end, reads, call)
         for qid in qids:
-            if not complete.get(qid, False):
+            if not reads.complete.get(qid, False):
                 out[ids[qid]] = [None] * steps
                 continue
             values: list[float | None] = []
             for n in range(steps):
                 moment = start + n * step_minutes * MINUTE
-                values.append(None if moment in bad[qid] else sums[qid].get(moment, 0.0) / period)
+                values.append(
+                    None if moment in reads.bad[qid] else reads.sums[qid].get(moment, 0.0) / period
+                )
             out[ids[qid]] = values
     return out

@@ -1,4 +1,7 @@
-"""Moving a scalable target's minimum, remembered in the state store: the one way the
+"""Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs, in direct mode),
+workstation (``ddb-capacity`` in direct mode).
+
+Moving a scalable target's minimum, remembered in the state store: the one way the
 scaler, a capacity request and the end of a hold change a minimum.
 
 Under the dimension's lease: the minimum about to be set is written first (``intent``),

@@ -1,4 +1,7 @@
-"""Bounded retries with exponential backoff for the calls a whole tick shares."""
+"""Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs, in direct mode),
+workstation (``ddb-capacity``).
+
+Bounded retries with exponential backoff for the calls a whole tick shares."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Errors shared by the constructs, the run-time code and the tools."""
+"""Runs in: CDK app (synth), workstation (simulator, schedules).
+
+Errors shared by the constructs, the run-time code and the tools."""
 
 
 class CapacityConfigError(ValueError):

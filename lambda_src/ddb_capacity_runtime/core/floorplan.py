@@ -1,4 +1,6 @@
-"""The autopilot's plan of floors, as the forecast makes it and a tick obeys it: plain data,
+"""Runs in: scaler Lambda, workstation (simulator).
+
+The autopilot's plan of floors, as the forecast makes it and a tick obeys it: plain data,
 its tag encoding and its parser. Pure; :mod:`.forecast` makes plans."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Recurring load, learned from a table's own history: a seasonal forecast and its error.
+"""Runs in: scaler Lambda, workstation (simulator).
+
+Recurring load, learned from a table's own history: a seasonal forecast and its error.
 
 Pure functions, no I/O. ``history`` is demand per step (units per second, oldest first,
 ending now; ``None`` where it is not known), at ``step`` minutes per step, up to 14 days.

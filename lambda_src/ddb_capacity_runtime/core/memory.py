@@ -1,4 +1,6 @@
-"""One memory per dimension: whose minimum a scalable target has. Pure.
+"""Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs, in direct mode).
+
+One memory per dimension: whose minimum a scalable target has. Pure.
 
 The state store keeps, for a dimension whose minimum the library holds above its
 configured value, that configured value (``base``), the minimum the library last set

@@ -1,4 +1,7 @@
-"""How DynamoDB, Application Auto Scaling and this library name things: dimensions,
+"""Runs in: scaler Lambda, broker Lambda, settle Lambda, workers (the user's own jobs), CDK
+app (synth), workstation (simulator, ``ddb-capacity``).
+
+How DynamoDB, Application Auto Scaling and this library name things: dimensions,
 resource ids, scalable dimensions and the library's table tags."""
 
 from __future__ import annotations
@@ -33,8 +36,3 @@ def scalable_dimension(index: str | None, dimension: str) -> str:
 def scope_label(index: str | None) -> str:
     """How tags name the table itself or one of its GSIs: ``table`` or ``index/NAME``."""
     return "table" if index is None else f"index/{index}"
-
-
-def base_min_tag(index: str | None, dimension: str) -> str:
-    """0.4's tag that remembered a raised minimum of one dimension (read once, moved)."""
-    return f"{BASE_MIN_TAG}{scope_label(index)}:{dimension}"

@@ -1,4 +1,7 @@
-"""A tick's plan for one table: every dimension's decision as a :class:`Change`. Pure; the
+"""Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs, in direct mode),
+workstation (simulator).
+
+A tick's plan for one table: every dimension's decision as a :class:`Change`. Pure; the
 scaler Lambda and the simulator both call :func:`plan_table`."""
 
 from __future__ import annotations
@@ -6,15 +9,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
-from .policy import Decision, DimensionState, combine_counter, decide, decide_scalable_min
+from .policy import Action, Decision, DimensionState, combine_counter, decide, decide_scalable_min
 from .series import Series
 from .settings import LATE_MINUTES, ScalerConfig
 from .tables import Dimension, ManagedTable
 
-#: How a change is made: by moving a scalable target's MinCapacity, or by UpdateTable.
-SCALABLE_TARGET, UPDATE_TABLE = "scalable-target", "update-table"
+
+class Via(StrEnum):
+    """How a change is made: by moving a scalable target's MinCapacity, or by UpdateTable
+    (``NONE``: a row of a dimension nothing was sent for)."""
+
+    SCALABLE_TARGET = "scalable-target"
+    UPDATE_TABLE = "update-table"
+    NONE = "-"
+
+
+SCALABLE_TARGET, UPDATE_TABLE = Via.SCALABLE_TARGET, Via.UPDATE_TABLE
 
 
 @dataclass(frozen=True)
@@ -23,8 +36,8 @@ class Change:
     old: int
     new: int
     reason: str
-    action: str
-    via: str
+    action: Action
+    via: Via
     throttles_seen: float = 0.0
 
 
@@ -60,39 +73,11 @@ def plan_table(
     planned: list[tuple[Change, Decision]] = []
     direct: dict[str | None, dict[str, tuple[Dimension, Decision]]] = {}
     for d in table.dimensions:
-        s, stopped = delivered(series[d.key])
-        state = DimensionState(
-            provisioned=d.provisioned,
-            consumed=s.consumed,
-            throttles=s.throttles,
-            minute_starts=s.minute_starts,
-            min_capacity=d.limits.min_capacity,
-            max_capacity=d.limits.max_capacity,
-            now=now,
-            ledger=d.ledger,
-            last_increase=d.last_increase,
-            target_utilization=d.limits.target_utilization,
-            unknown_minutes=s.unknown_minutes + stopped,
-            decreases_allowed=decreases_allowed,
-            keep=d.keep,
-            reserve=d.reserve,
-            least_fall=d.least_fall,
-        )
+        state = dimension_state(d, series[d.key], now, decreases_allowed)
         if d.target is not None:
             decision = decide_scalable_min(state, d.target.min_capacity, config.policy)
             planned.append(
-                (
-                    Change(
-                        d,
-                        d.target.min_capacity,
-                        decision.capacity,
-                        decision.reason,
-                        decision.action,
-                        SCALABLE_TARGET,
-                        decision.throttles_seen,
-                    ),
-                    decision,
-                )
+                (_change(d, d.target.min_capacity, decision, Via.SCALABLE_TARGET), decision)
             )
         else:
             direct.setdefault(d.index, {})[d.dimension] = (d, decide(state, config.policy))
@@ -102,18 +87,36 @@ def plan_table(
         )
         for name, (d, _) in dims.items():
             decision = combined[name]
-            planned.append(
-                (
-                    Change(
-                        d,
-                        d.provisioned,
-                        decision.capacity,
-                        decision.reason,
-                        decision.action,
-                        UPDATE_TABLE,
-                        decision.throttles_seen,
-                    ),
-                    decision,
-                )
-            )
+            planned.append((_change(d, d.provisioned, decision, Via.UPDATE_TABLE), decision))
     return planned
+
+
+def dimension_state(
+    d: Dimension, series: Series, now: datetime, decreases_allowed: bool
+) -> DimensionState:
+    """What the policy is told of ``d``: its series up to the newest delivered minute
+    (:func:`delivered`), its limits, ledger and forecast needs."""
+    s, stopped = delivered(series)
+    return DimensionState(
+        provisioned=d.provisioned,
+        consumed=s.consumed,
+        throttles=s.throttles,
+        minute_starts=s.minute_starts,
+        min_capacity=d.limits.min_capacity,
+        max_capacity=d.limits.max_capacity,
+        now=now,
+        ledger=d.ledger,
+        last_increase=d.last_increase,
+        target_utilization=d.limits.target_utilization,
+        unknown_minutes=s.unknown_minutes + stopped,
+        decreases_allowed=decreases_allowed,
+        keep=d.keep,
+        reserve=d.reserve,
+        least_fall=d.least_fall,
+    )
+
+
+def _change(d: Dimension, old: int, decision: Decision, via: Via) -> Change:
+    return Change(
+        d, old, decision.capacity, decision.reason, decision.action, via, decision.throttles_seen
+    )

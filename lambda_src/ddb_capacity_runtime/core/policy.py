@@ -1,4 +1,7 @@
-"""The throttle-aware scaling policy: pure functions, no I/O.
+"""Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs, in direct mode), CDK
+app (synth: the modes' policies), workstation (simulator).
+
+The throttle-aware scaling policy: pure functions, no I/O.
 
 One call decides one dimension (read or write of a table or GSI) from what CloudWatch
 showed and what DynamoDB reports. The Lambda and the simulator run this same code.
@@ -26,13 +29,23 @@ All results are clamped to [min, max].
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 from .quota import DecreaseLedger, utc
 
-HOLD, INCREASE, DECREASE = "hold", "increase", "decrease"
+
+class Action(StrEnum):
+    """What a decision does to a dimension's capacity (or its scalable target's minimum)."""
+
+    HOLD = "hold"
+    INCREASE = "increase"
+    DECREASE = "decrease"
+
+
+HOLD, INCREASE, DECREASE = Action.HOLD, Action.INCREASE, Action.DECREASE
 #: The share of a settle span's minutes a decrease leaves enough capacity for: two in three.
 SETTLE_QUANTILE = 2 / 3
 #: The autopilot makes no raise smaller than this (of the capacity) while not throttled.
@@ -118,7 +131,7 @@ class Decision:
 
     capacity: int
     reason: str
-    action: str
+    action: Action
     throttles_seen: float = 0.0
     free_decrease: int | None = None
 
@@ -149,95 +162,169 @@ def _clamp(value: float, state: DimensionState) -> int:
 
 
 def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Decision:
-    """Decide one dimension. See the module docstring for the rules."""
-    now = utc(state.now)
-    target = state.target_utilization or config.target_utilization
-    provisioned = state.provisioned
-    consumed, throttles = list(state.consumed), list(state.throttles)
-    seen = float(sum(throttles))
+    """Decide one dimension: the first rule of :data:`RULES` (the module docstring's table,
+    in order) that decides, else hold."""
+    view = _View.of(state, config)
+    for rule in RULES:
+        decision = rule(view)
+        if decision is not None:
+            return decision
+    return view.decision(view.provisioned, "within target")
 
-    def decision(capacity: int, reason: str, free: int | None = None) -> Decision:
-        action = (
-            INCREASE if capacity > provisioned else DECREASE if capacity < provisioned else HOLD
+
+@dataclass(frozen=True)
+class _View:
+    """What every rule of :func:`decide` reads of one dimension."""
+
+    state: DimensionState
+    config: PolicyConfig
+    now: datetime
+    target: float
+    provisioned: int
+    consumed: list[float]
+    throttles: list[float]
+    seen: float
+    since: datetime | None  # the last increase
+
+    @classmethod
+    def of(cls, state: DimensionState, config: PolicyConfig) -> _View:
+        throttles = list(state.throttles)
+        return cls(
+            state,
+            config,
+            utc(state.now),
+            state.target_utilization or config.target_utilization,
+            state.provisioned,
+            list(state.consumed),
+            throttles,
+            float(sum(throttles)),
+            utc(state.last_increase) if state.last_increase else None,
         )
-        return Decision(capacity, reason, action, seen, free)
 
-    if provisioned < state.min_capacity:
-        return decision(state.min_capacity, f"below min {state.min_capacity}")
+    def decision(self, capacity: int, reason: str, free: int | None = None) -> Decision:
+        provisioned = self.provisioned
+        action = (
+            Action.INCREASE
+            if capacity > provisioned
+            else Action.DECREASE
+            if capacity < provisioned
+            else Action.HOLD
+        )
+        return Decision(capacity, reason, action, self.seen, free)
 
-    # Throttles after the last increase: what the current capacity failed to serve.
-    since = utc(state.last_increase) if state.last_increase else None
+
+def _below_min(v: _View) -> Decision | None:
+    """provisioned < min: raise to min."""
+    if v.provisioned < v.state.min_capacity:
+        return v.decision(v.state.min_capacity, f"below min {v.state.min_capacity}")
+    return None
+
+
+def _throttled(v: _View) -> Decision | None:
+    """Throttled: raise at once to demand / target, by at least the minimum step; only
+    throttles after the last increase count (what the current capacity failed to serve)."""
+    config, state, throttles = v.config, v.state, v.throttles
     first = max(0, len(throttles) - config.recent_minutes) if config.autopilot else 0
     fresh = [
         i
         for i in range(first, len(throttles))
-        if throttles[i] > 0 and (since is None or utc(state.minute_starts[i]) >= since)
+        if throttles[i] > 0 and (v.since is None or utc(state.minute_starts[i]) >= v.since)
     ]
-    if fresh:
-        refused = [throttles[i] / 60 * config.units_per_throttled_request for i in fresh]
-        demand = max(consumed[i] + r for i, r in zip(fresh, refused, strict=True))
-        step = max(config.min_step_units, capacity_units(provisioned * config.min_step_fraction))
-        wanted = _clamp(max(demand / target, provisioned + step), state)
-        events = sum(throttles[i] for i in fresh)
-        if wanted <= provisioned:
-            return decision(
-                provisioned, f"throttled ({events:g} events) at max {state.max_capacity}"
-            )
-        return decision(wanted, f"throttled: {events:g} events, demand ~{demand:.1f}/s")
-
-    recent_peak = max(consumed[-config.recent_minutes :], default=0.0)
-    if recent_peak > provisioned * target:
-        wanted = _clamp(recent_peak / target, state)
-        if config.autopilot and provisioned < wanted < provisioned * (1 + SMALL_RAISE):
-            # not throttled: a small raise is not worth the update slot it takes, in which
-            # a larger one that may be coming would have to wait
-            return decision(provisioned, f"above target by less than a step ({wanted})")
-        if wanted > provisioned:
-            return decision(wanted, f"above target: peak {recent_peak:.1f}/s > {target:.0%}")
-
-    # Only decreases remain, and only on evidence.
-    if state.unknown_minutes or not state.decreases_allowed:
-        why = (
-            f"{state.unknown_minutes} minute(s) of the window unknown"
-            if state.unknown_minutes
-            else "a call the tick shares failed"
+    if not fresh:
+        return None
+    refused = [throttles[i] / 60 * config.units_per_throttled_request for i in fresh]
+    demand = max(v.consumed[i] + r for i, r in zip(fresh, refused, strict=True))
+    step = max(config.min_step_units, capacity_units(v.provisioned * config.min_step_fraction))
+    wanted = _clamp(max(demand / v.target, v.provisioned + step), state)
+    events = sum(throttles[i] for i in fresh)
+    if wanted <= v.provisioned:
+        return v.decision(
+            v.provisioned, f"throttled ({events:g} events) at max {state.max_capacity}"
         )
-        return decision(provisioned, f"no decrease: {why}")
-    if provisioned > state.max_capacity:
-        candidate, why, always_worth = state.max_capacity, f"above max {state.max_capacity}", True
-    else:
-        window = consumed[-config.scale_down_minutes :]
-        if len(window) < config.scale_down_minutes:
-            return decision(provisioned, "not enough history to decrease")
-        peak = max(window)
-        if peak >= provisioned * (target - config.buffer):
-            return decision(provisioned, "within target")
-        if config.settle_minutes:
-            span = sorted(consumed[-config.settle_minutes :])
-            peak = max(peak, span[int(SETTLE_QUANTILE * (len(span) - 1))])
-        candidate = _clamp(peak / target, state) if peak > 0 else state.min_capacity
-        why = "idle" if peak == 0 else f"sustained below {target - config.buffer:.0%}"
-        always_worth = False
-        if state.keep > candidate:
-            if state.keep >= provisioned:
-                return decision(provisioned, f"no decrease: the forecast needs {state.keep} soon")
-            candidate, why = state.keep, f"{why}, to {state.keep} the forecast needs soon"
-    if candidate >= provisioned:
-        return decision(provisioned, "within target")
-    blocking = sum(throttles[-config.scale_down_minutes :]) if config.autopilot else seen
+    return v.decision(wanted, f"throttled: {events:g} events, demand ~{demand:.1f}/s")
+
+
+def _above_target(v: _View) -> Decision | None:
+    """Above target: raise to peak consumed / target (the autopilot makes no small raise)."""
+    recent_peak = max(v.consumed[-v.config.recent_minutes :], default=0.0)
+    if recent_peak <= v.provisioned * v.target:
+        return None
+    wanted = _clamp(recent_peak / v.target, v.state)
+    if v.config.autopilot and v.provisioned < wanted < v.provisioned * (1 + SMALL_RAISE):
+        # not throttled: a small raise is not worth the update slot it takes, in which a
+        # larger one that may be coming would have to wait
+        return v.decision(v.provisioned, f"above target by less than a step ({wanted})")
+    if wanted > v.provisioned:
+        return v.decision(wanted, f"above target: peak {recent_peak:.1f}/s > {v.target:.0%}")
+    return None
+
+
+def _no_evidence(v: _View) -> Decision | None:
+    """Only decreases remain, and only on evidence: none while minutes are unknown or a
+    call the tick shares failed."""
+    state = v.state
+    if not state.unknown_minutes and state.decreases_allowed:
+        return None
+    why = (
+        f"{state.unknown_minutes} minute(s) of the window unknown"
+        if state.unknown_minutes
+        else "a call the tick shares failed"
+    )
+    return v.decision(v.provisioned, f"no decrease: {why}")
+
+
+def _above_max(v: _View) -> Decision | None:
+    """provisioned > max: lower to max (quota permitting)."""
+    if v.provisioned <= v.state.max_capacity:
+        return None
+    return _decrease(v, v.state.max_capacity, f"above max {v.state.max_capacity}", True)
+
+
+def _sustained_low(v: _View) -> Decision | None:
+    """Sustained low: every minute of the last K ticks below target - buffer: lower to
+    peak / target (min if idle; never below the settle span's load nor what the forecast
+    needs soon), when :func:`_decrease` allows it. None: within target."""
+    config, state = v.config, v.state
+    window = v.consumed[-config.scale_down_minutes :]
+    if len(window) < config.scale_down_minutes:
+        return v.decision(v.provisioned, "not enough history to decrease")
+    peak = max(window)
+    if peak >= v.provisioned * (v.target - config.buffer):
+        return None
+    if config.settle_minutes:
+        span = sorted(v.consumed[-config.settle_minutes :])
+        peak = max(peak, span[int(SETTLE_QUANTILE * (len(span) - 1))])
+    candidate = _clamp(peak / v.target, state) if peak > 0 else state.min_capacity
+    why = "idle" if peak == 0 else f"sustained below {v.target - config.buffer:.0%}"
+    if state.keep > candidate:
+        if state.keep >= v.provisioned:
+            return v.decision(v.provisioned, f"no decrease: the forecast needs {state.keep} soon")
+        candidate, why = state.keep, f"{why}, to {state.keep} the forecast needs soon"
+    if candidate >= v.provisioned:
+        return None
+    return _decrease(v, candidate, why, False)
+
+
+def _decrease(v: _View, candidate: int, why: str, always_worth: bool) -> Decision:
+    """Lower to ``candidate``: not while throttled, nor within the hysteresis time, nor
+    for a saving not worth a decrease (unless ``always_worth``), nor past the quota."""
+    config, state, provisioned = v.config, v.state, v.provisioned
+    blocking = sum(v.throttles[-config.scale_down_minutes :]) if config.autopilot else v.seen
     if blocking > 0:
-        return decision(provisioned, f"no decrease while throttled ({blocking:g} events in window)")
-    if since is not None and now - since < config.hysteresis:
-        return decision(
+        return v.decision(
+            provisioned, f"no decrease while throttled ({blocking:g} events in window)"
+        )
+    if v.since is not None and v.now - v.since < config.hysteresis:
+        return v.decision(
             provisioned,
-            f"increased {int((now - since).total_seconds() // 60)} "
+            f"increased {int((v.now - v.since).total_seconds() // 60)} "
             f"min ago; no decrease before {config.hysteresis}",
         )
     saving = (provisioned - candidate) / provisioned
     if not always_worth and saving < config.min_saving_fraction:
-        return decision(provisioned, f"saving {saving:.0%} not worth a decrease", candidate)
+        return v.decision(provisioned, f"saving {saving:.0%} not worth a decrease", candidate)
     allowed, why_quota = state.ledger.allows(
-        now,
+        v.now,
         saving,
         reserve=config.reserve_decreases if state.reserve is None else state.reserve,
         large_saving_fraction=config.large_saving_fraction,
@@ -245,8 +332,20 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
         least_fall=state.least_fall,
     )
     if not allowed:
-        return decision(provisioned, why_quota)
-    return decision(candidate, f"{why}; {why_quota}", candidate)
+        return v.decision(provisioned, why_quota)
+    return v.decision(candidate, f"{why}; {why_quota}", candidate)
+
+
+#: The rules of the module docstring's table, tried in order; "otherwise hold" is
+#: :func:`decide`'s own.
+RULES: tuple[Callable[[_View], Decision | None], ...] = (
+    _below_min,
+    _throttled,
+    _above_target,
+    _no_evidence,
+    _above_max,
+    _sustained_low,
+)
 
 
 def combine_counter(

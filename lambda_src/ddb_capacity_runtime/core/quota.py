@@ -1,4 +1,7 @@
-"""DynamoDB's capacity-decrease quota, as a pure ledger (no I/O).
+"""Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs, in direct mode),
+workstation (simulator, schedules).
+
+DynamoDB's capacity-decrease quota, as a pure ledger (no I/O).
 
 The rule (DynamoDB service quotas): in a UTC day, up to 4 decreases at any time; after
 those, 1 more whenever the previous hour had no decrease; at most 27 a day. The table and

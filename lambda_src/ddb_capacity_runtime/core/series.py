@@ -1,4 +1,7 @@
-"""Per-minute consumed capacity and throttle events, and the window of minutes a tick
+"""Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs, in direct mode),
+workstation (simulator).
+
+Per-minute consumed capacity and throttle events, and the window of minutes a tick
 reads."""
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""What a tick knows about a table: its dimensions, their limits, quota ledgers and
+"""Runs in: scaler Lambda, broker Lambda, settle Lambda, workers (the user's own jobs, in
+direct mode), workstation (simulator).
+
+What a tick knows about a table: its dimensions, their limits, quota ledgers and
 scalable targets. Plain data, filled in by :mod:`ddb_capacity_runtime.aws.discovery` (or
 by the simulator)."""
 

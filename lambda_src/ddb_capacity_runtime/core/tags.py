@@ -1,4 +1,6 @@
-"""The library's table tags, parsed in one place.
+"""Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs, in direct mode).
+
+The library's table tags, parsed in one place.
 
 Tags are untrusted input: anyone allowed to tag a table can write them. Every value is
 checked against bounds here, and a tag that fails is ignored (and reported), never obeyed

@@ -1,4 +1,6 @@
-"""Capacity requests ("get ready, here I come"): raise a table's minimum before heavy work,
+"""Runs in: workers (the user's own jobs), broker Lambda, workstation (``ddb-capacity``).
+
+Capacity requests ("get ready, here I come"): raise a table's minimum before heavy work,
 hold it, and restore it when the work is done or the hold expires.
 
 - :mod:`.holds`: the hold and its rules (pure);
@@ -8,8 +10,9 @@ hold it, and restore it when the work is done or the hold expires.
 - :mod:`.request`: making a request (:func:`request_capacity`, :class:`CapacityHold`);
 - :mod:`.ending`: ending holds (release, by id, at expiry);
 - :mod:`.restorer`: the ``CapacityRequests`` restorer Lambda;
-- :mod:`.broker`: the ``CapacityRequests`` broker Lambda, the only way in for workers, and
-  the client that invokes it.
+- :mod:`.broker`: the ``CapacityRequests`` broker Lambda, the only way in for workers;
+- :mod:`.client`: the client that invokes the broker (workers, the restorer);
+- :mod:`.counts`: the broker's EMF counts.
 """
 
 from .ending import release_hold, restore_expired

@@ -1,4 +1,6 @@
-"""The capacity-request broker: the one function workers may invoke to raise capacity.
+"""Runs in: broker Lambda, CDK app (synth: its environment's names and its namespace).
+
+The capacity-request broker: the one function workers may invoke to raise capacity.
 
 Workers never get UpdateTable or RegisterScalableTarget. ``CapacityRequests`` deploys this
 function with its own narrow role and grants workers ``lambda:InvokeFunction`` on it alone.
@@ -22,8 +24,9 @@ Answers: ``{"ok": true, "hold": {...}}`` (what :meth:`CapacityHold.as_json` give
 will not or could not make. Anything else (AWS failing, say) fails the invocation: it is
 counted as a Lambda error and alarmed.
 
-The client side, :func:`invoke_broker`, is what ``request_capacity(..., broker=NAME)``,
-``release_hold(..., broker=NAME)`` and ``ddb-capacity request --broker NAME`` use.
+The client side, :func:`.client.invoke_broker` (re-exported here), is what
+``request_capacity(..., broker=NAME)``, ``release_hold(..., broker=NAME)`` and
+``ddb-capacity request --broker NAME`` use.
 """
 
 from __future__ import annotations
@@ -31,30 +34,38 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..aws.clients import Clients
-from ..events import emit_metrics, log_event
+from ..events import log_event
+from .client import BROKER_ENV, BROKER_MAX_WAIT, broker_name, invoke_broker
+from .counts import NAMESPACE, count
+from .ending import release_hold
 from .holds import MAX_HOLD_MINUTES, CapacityRequestError, CapacityRequestTimeout, shown
+from .request import request_capacity
+from .restorer import restore_tables
+from .store import HoldStore, store_name
 
-if TYPE_CHECKING:
-    from .store import HoldStore
+__all__ = [  # the client's names and the broker's namespace, where they always were
+    "BROKER_ENV",
+    "BROKER_MAX_WAIT",
+    "NAMESPACE",
+    "SCOPES_ENV",
+    "BrokerConfig",
+    "BrokerConfigError",
+    "broker_handler",
+    "broker_name",
+    "count",
+    "invoke_broker",
+    "serve",
+]
 
 #: The configuration ``CapacityRequests`` gives its broker: a JSON list of
 #: ``{"table": NAME, "indexes": [NAME, ...]}``.
 SCOPES_ENV = "CAPACITY_SCOPES"
-#: The broker's function name, set on functions granted with ``grant_request``; the default
-#: of ``request_capacity``'s and ``release_hold``'s ``broker``.
-BROKER_ENV = "CAPACITY_BROKER"
-#: The broker's Lambda timeout is 15 minutes; a request waits at most this long for the
-#: table to be ready, which leaves time to withdraw the hold on a timeout.
-BROKER_MAX_WAIT = timedelta(minutes=13)
-#: Where the broker's EMF counts go.
-NAMESPACE = "DynamoDBCapacity"
 #: The longest refusal message an answer carries.
 MAX_MESSAGE_CHARS = 1_000
 #: The longest hold id or release token a release may name (both are far shorter).
@@ -123,65 +134,82 @@ def serve(
 ) -> dict[str, Any]:
     """Answer one broker event for the tables of ``config``. ``clients`` and ``store``:
     default, made from the environment (``$CAPACITY_HOLDS_TABLE`` and its bounds)."""
-    from .ending import release_hold
-    from .request import request_capacity
-    from .restorer import restore_tables
-    from .store import store_name
-
     action = event.get("action") if isinstance(event, Mapping) else None
-    held: str | HoldStore = store if store is not None else store_name(None)
+    held = _Held(store if store is not None else store_name(None), store, clients)
     try:
-        if action == "request":
-            table, index = _name(event, "table"), event.get("index")
-            if index is not None:
-                index = _name(event, "index")
-            hold_minutes = _whole(event, "hold_minutes", 15, 1, MAX_HOLD_MINUTES)
-            timeout_seconds = _whole(
-                event, "timeout_seconds", 600, 0, int(BROKER_MAX_WAIT.total_seconds())
+        if not isinstance(action, str) or action not in ACTIONS:
+            raise CapacityRequestError(
+                f"action: got {shown(action)}; expected 'request', 'release' or 'restore'"
             )
-            config.check(table, index)
-            made = request_capacity(
-                table,
-                read=event.get("read", 0),
-                write=event.get("write", 0),
-                index=index,
-                hold=timedelta(minutes=hold_minutes),
-                timeout=timedelta(seconds=timeout_seconds),
-                store=held,  # never through a broker: this is the broker
-                clients=clients,
-            )
-            log_event("request-brokered", table=made.table, index=made.index, hold_id=made.id)
-            return {"ok": True, "hold": made.as_json()}
-        if action == "release":
-            table = _name(event, "table")
-            ident, token = event.get("id"), event.get("token")
-            if (
-                not isinstance(ident, str)
-                or not isinstance(token, str)
-                or not 1 <= len(ident) <= MAX_ID_CHARS
-                or not 1 <= len(token) <= MAX_ID_CHARS
-            ):
-                raise CapacityRequestError(
-                    f"id and token: got {shown(ident)} and a {type(token).__name__} of "
-                    f"{len(token) if isinstance(token, str) else 0} characters; expected the "
-                    f"hold's id and the token its request returned (1 to {MAX_ID_CHARS} "
-                    "characters each)"
-                )
-            config.check(table, None)
-            changes = release_hold(table, ident, token=token, store=held, clients=clients)
-            return {"ok": True, "changes": changes}
-        if action == "restore":
-            return {
-                "ok": True,
-                **restore_tables(sorted(config.scopes), clients=clients, store=store),
-            }
-        raise CapacityRequestError(
-            f"action: got {shown(action)}; expected 'request', 'release' or 'restore'"
-        )
+        return ACTIONS[action](event, config, held)
     except CapacityRequestTimeout as exc:
         return _refusal("timeout", exc, event)
     except CapacityRequestError as exc:
         return _refusal("refused", exc, event)
+
+
+@dataclass(frozen=True)
+class _Held:
+    """Where an event's holds are: ``name`` (the store, or its table's name: never a
+    broker, since this is the broker), ``store`` (as given), and the clients to use."""
+
+    name: str | HoldStore
+    store: HoldStore | None
+    clients: Clients | None
+
+
+def _request(event: Mapping[str, Any], config: BrokerConfig, held: _Held) -> dict[str, Any]:
+    table, index = _name(event, "table"), event.get("index")
+    if index is not None:
+        index = _name(event, "index")
+    hold_minutes = _whole(event, "hold_minutes", 15, 1, MAX_HOLD_MINUTES)
+    timeout_seconds = _whole(event, "timeout_seconds", 600, 0, int(BROKER_MAX_WAIT.total_seconds()))
+    config.check(table, index)
+    made = request_capacity(
+        table,
+        read=event.get("read", 0),
+        write=event.get("write", 0),
+        index=index,
+        hold=timedelta(minutes=hold_minutes),
+        timeout=timedelta(seconds=timeout_seconds),
+        store=held.name,  # never through a broker: this is the broker
+        clients=held.clients,
+    )
+    log_event("request-brokered", table=made.table, index=made.index, hold_id=made.id)
+    return {"ok": True, "hold": made.as_json()}
+
+
+def _release(event: Mapping[str, Any], config: BrokerConfig, held: _Held) -> dict[str, Any]:
+    table = _name(event, "table")
+    ident, token = event.get("id"), event.get("token")
+    if (
+        not isinstance(ident, str)
+        or not isinstance(token, str)
+        or not 1 <= len(ident) <= MAX_ID_CHARS
+        or not 1 <= len(token) <= MAX_ID_CHARS
+    ):
+        raise CapacityRequestError(
+            f"id and token: got {shown(ident)} and a {type(token).__name__} of "
+            f"{len(token) if isinstance(token, str) else 0} characters; expected the "
+            f"hold's id and the token its request returned (1 to {MAX_ID_CHARS} "
+            "characters each)"
+        )
+    config.check(table, None)
+    changes = release_hold(table, ident, token=token, store=held.name, clients=held.clients)
+    return {"ok": True, "changes": changes}
+
+
+def _restore(event: Mapping[str, Any], config: BrokerConfig, held: _Held) -> dict[str, Any]:
+    restored = restore_tables(sorted(config.scopes), clients=held.clients, store=held.store)
+    return {"ok": True, **restored}
+
+
+#: What the broker does for each ``action`` of an event.
+ACTIONS: dict[str, Callable[[Mapping[str, Any], BrokerConfig, _Held], dict[str, Any]]] = {
+    "request": _request,
+    "release": _release,
+    "restore": _restore,
+}
 
 
 def _name(event: Mapping[str, Any], field: str) -> str:
@@ -203,21 +231,6 @@ def _whole(event: Mapping[str, Any], field: str, default: int, low: int, high: i
     return value
 
 
-def count(metric: str, value: int = 1) -> None:
-    """One EMF record of the broker's namespace: ``metric`` is ``value``."""
-    emit_metrics(
-        {
-            "_aws": {
-                "Timestamp": int(time.time() * 1000),
-                "CloudWatchMetrics": [
-                    {"Namespace": NAMESPACE, "Dimensions": [[]], "Metrics": [{"Name": metric}]}
-                ],
-            },
-            metric: value,
-        }
-    )
-
-
 def _refusal(kind: str, exc: Exception, event: Any) -> dict[str, Any]:
     table = event.get("table") if isinstance(event, Mapping) else None
     message = str(exc)
@@ -232,51 +245,3 @@ def _refusal(kind: str, exc: Exception, event: Any) -> dict[str, Any]:
     )
     count("Refused")
     return {"ok": False, "error": kind, "message": message}
-
-
-# ---------------------------------------------------------------------------- client side
-
-
-def broker_name(broker: str | None, env: Mapping[str, str] = os.environ) -> str | None:
-    """The broker to use: ``broker``, else ``$CAPACITY_BROKER``; None: direct mode."""
-    name = broker if broker is not None else env.get(BROKER_ENV)
-    return name.strip() if isinstance(name, str) and name.strip() else None
-
-
-def invoke_broker(name: str, payload: Mapping[str, Any], client: Any = None) -> dict[str, Any]:
-    """Invoke the broker ``name`` synchronously and return its answer; a refusal raises
-    :class:`CapacityRequestError`, a timeout :class:`CapacityRequestTimeout`."""
-    if client is None:
-        import boto3
-        from botocore.config import Config
-
-        # One attempt: a retried request would record a second hold. The read timeout
-        # outlasts the broker's own 15-minute limit.
-        client = boto3.client(
-            "lambda",
-            config=Config(read_timeout=960, retries={"total_max_attempts": 1}),
-        )
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    try:
-        response = client.invoke(
-            FunctionName=name,
-            InvocationType="RequestResponse",
-            Payload=json.dumps(payload).encode(),
-        )
-        body = response["Payload"].read()
-    except (ClientError, BotoCoreError) as exc:
-        raise CapacityRequestError(f"broker {name}: {exc}") from None
-    try:
-        answer = json.loads(body or b"null")
-    except ValueError:
-        answer = None
-    if response.get("FunctionError") or not isinstance(answer, dict):
-        detail = answer.get("errorMessage") if isinstance(answer, dict) else body[:500]
-        raise CapacityRequestError(f"broker {name} failed: {detail}")
-    if answer.get("ok") is True:
-        return answer
-    message = f"broker {name}: {answer.get('message')}"
-    if answer.get("error") == "timeout":
-        raise CapacityRequestTimeout(message)
-    raise CapacityRequestError(message)

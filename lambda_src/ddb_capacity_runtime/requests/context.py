@@ -1,4 +1,7 @@
-"""What capacity requests read and write on one table: its state (waiting while it is
+"""Runs in: broker Lambda, scaler Lambda, workers (the user's own jobs, in direct mode),
+workstation (``ddb-capacity`` in direct mode).
+
+What capacity requests read and write on one table: its state (waiting while it is
 being updated), its current traffic, scalable-target minimums, and result rows."""
 
 from __future__ import annotations
@@ -6,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
-from ..aws import metrics
+from ..aws import metrics, tables
 from ..aws.clients import Clients
-from ..aws.discovery import NotManaged, describe_table, scalable_targets, table_resource_ids
+from ..aws.discovery import NotManaged, describe_table, table_targets
 from ..aws.minimum import set_minimum
 from ..aws.retry import describe_error
 from ..core.memory import Memory, reconcile
@@ -50,9 +53,8 @@ def read_table(ctx: Context, table: str, index: str | None, deadline: float | No
         now = ctx.now()
         try:
             # Every GSI's targets, not only the named index's: ending holds may touch any.
-            raw = ctx.clients.dynamodb.describe_table(TableName=table)["Table"]
-            ids = table_resource_ids(table, raw)
-            targets = scalable_targets(ctx.clients.autoscaling, ids)
+            raw = tables.describe(ctx.clients.dynamodb, table)
+            targets = table_targets(ctx.clients.autoscaling, table, raw)
             managed = describe_table(
                 ctx.clients.dynamodb, table, None, config, targets, now, description=raw
             )
@@ -120,25 +122,3 @@ def set_min(
             f"{target.resource_id} {target.scalable_dimension}: setting MinCapacity "
             f"{minimum:,} failed: {describe_error(exc)}"
         ) from None
-
-
-def result_row(
-    table: str,
-    index: str | None,
-    dimension: str,
-    via: str,
-    old: int,
-    new: int,
-    status: str,
-    note: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "table": table,
-        "index": index,
-        "dimension": dimension,
-        "via": via,
-        "from": old,
-        "to": new,
-        "status": status,
-        **({"note": note} if note else {}),
-    }

@@ -1,4 +1,7 @@
-"""Ending capacity holds: on release, by id, or at expiry."""
+"""Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs), workstation
+(``ddb-capacity``).
+
+Ending capacity holds: on release, by id, or at expiry."""
 
 from __future__ import annotations
 
@@ -9,11 +12,12 @@ from typing import Any
 
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
-from ..core.plan import UPDATE_TABLE, Change
-from ..core.policy import DECREASE
+from ..core.outcomes import Status, result_row
+from ..core.plan import Change, Via
+from ..core.policy import Action
 from ..core.tables import Dimension, ManagedTable
-from .broker import broker_name, invoke_broker
-from .context import Context, base_of, read_table, result_row, set_min
+from .client import broker_name, invoke_broker
+from .context import Context, base_of, read_table, set_min
 from .holds import (
     DEFAULT_TIMEOUT,
     CapacityRequestError,
@@ -26,7 +30,7 @@ from .holds import (
 from .store import HeldDimension, HoldStore, Lease, open_store
 
 #: The status of a dimension whose holds were forgotten without lowering it.
-DROPPED = "dropped"
+DROPPED = Status.DROPPED
 
 
 def end_holds(
@@ -56,51 +60,59 @@ def end_holds(
         index, dim = state.scope
         with store.lease(table, index, dim, deadline=deadline, sleep=ctx.sleep) as lease:
             fresh = store.get(table, index, dim)
-            if fresh is None:
-                continue
-            try:
-                managed = read_table(ctx, table, None, None)
-            except CapacityRequestTimeout as exc:
-                rows.append(result_row(table, index, dim, "-", 0, 0, "busy", str(exc)))
-                continue
-            except TableGone as exc:
-                lease.write(holds=[])
-                rows.append(result_row(table, index, dim, "-", 0, 0, DROPPED, str(exc)))
-                continue
-            d = next(
-                (x for x in managed.dimensions if (x.index, x.dimension) == (index, dim)), None
-            )
-            now = ctx.now()
-            gone = [h for h in fresh.holds if ending(h)]
-            kept = [h for h in fresh.holds if not ending(h)]
-            if d is None:  # the index is gone (forget its holds) or not ACTIVE (later)
-                if index not in managed.indexes:
-                    lease.write(holds=[])
-                continue
-            current = d.target.min_capacity if d.target else d.provisioned
-            memory, base = base_of(d, fresh)
-            active = [h for h in kept if h.active(now)]
-            held_level = max(base, level([*active, *gone]))
-            to = max(base, level(active))
-            row, done = _lower(
-                ctx,
-                lease,
-                d=d,
-                base=base,
-                current=current,
-                held=held_level,
-                to=to,
-                lower_direct=lower_direct,
-                now=now,
-                managed=managed,
-            )
-            rows.append(row)
-            if done and memory is not None and row["status"] != "applied":
-                # the minimum stays: what the library holds it at is what reconcile read
-                lease.write(base, kept, set_to=memory.set_to, intent=None)
-            elif done:
-                lease.write(base, kept)
+            if fresh is not None:
+                rows += _end_dimension(ctx, lease, table, fresh, ending, lower_direct)
     return rows
+
+
+def _end_dimension(
+    ctx: Context,
+    lease: Lease,
+    table: str,
+    fresh: HeldDimension,
+    ending: Callable[[Hold], bool],
+    lower_direct: bool,
+) -> list[dict[str, Any]]:
+    """Under the dimension's lease, with ``fresh`` its item read under it: end the holds
+    ``ending`` selects, and lower the dimension to what the others need. Returns its row
+    (none while its index is not ACTIVE, or gone)."""
+    index, dim = fresh.scope
+    try:
+        managed = read_table(ctx, table, None, None)
+    except CapacityRequestTimeout as exc:
+        return [result_row(table, index, dim, Via.NONE, 0, 0, Status.BUSY, note=str(exc))]
+    except TableGone as exc:
+        lease.write(holds=[])
+        return [result_row(table, index, dim, Via.NONE, 0, 0, Status.DROPPED, note=str(exc))]
+    d = next((x for x in managed.dimensions if (x.index, x.dimension) == (index, dim)), None)
+    now = ctx.now()
+    gone = [h for h in fresh.holds if ending(h)]
+    kept = [h for h in fresh.holds if not ending(h)]
+    if d is None:  # the index is gone (forget its holds) or not ACTIVE (later)
+        if index not in managed.indexes:
+            lease.write(holds=[])
+        return []
+    current = d.target.min_capacity if d.target else d.provisioned
+    memory, base = base_of(d, fresh)
+    active = [h for h in kept if h.active(now)]
+    row, done = _lower(
+        ctx,
+        lease,
+        d=d,
+        base=base,
+        current=current,
+        held=max(base, level([*active, *gone])),
+        to=max(base, level(active)),
+        lower_direct=lower_direct,
+        now=now,
+        managed=managed,
+    )
+    if done and memory is not None and row["status"] != Status.APPLIED:
+        # the minimum stays: what the library holds it at is what reconcile read
+        lease.write(base, kept, set_to=memory.set_to, intent=None)
+    elif done:
+        lease.write(base, kept)
+    return [row]
 
 
 def _lower(
@@ -118,31 +130,31 @@ def _lower(
 ) -> tuple[dict[str, Any], bool]:
     """Bring one dimension from ``current`` to ``to``; returns the row and whether the
     ended holds may be forgotten."""
-    via = "scalable-target" if d.target else UPDATE_TABLE
+    via = Via.SCALABLE_TARGET if d.target else Via.UPDATE_TABLE
 
-    def row(new: int, status: str, note: str | None = None) -> dict[str, Any]:
-        return result_row(d.table, d.index, d.dimension, via, current, new, status, note)
+    def row(new: int, status: Status, note: str | None = None) -> dict[str, Any]:
+        return result_row(d.table, d.index, d.dimension, via, current, new, status, note=note)
 
     if current > held:
         # Raised beyond the holds since: that capacity is someone else's to lower (the
         # scaler remembers its own raise and restores it when calm).
-        return row(current, "kept", "raised beyond the holds since"), True
+        return row(current, Status.KEPT, "raised beyond the holds since"), True
     if current <= to:
-        return row(current, "unchanged"), True
+        return row(current, Status.UNCHANGED), True
     if d.target is not None:
         set_min(ctx, lease, d.target, base, to)
-        return row(to, "applied"), True
+        return row(to, Status.APPLIED), True
     if not lower_direct:
-        return row(current, "left-to-policy", "the scaler lowers it as the traffic allows"), True
+        note = "the scaler lowers it as the traffic allows"
+        return row(current, Status.LEFT_TO_POLICY, note), True
     if not d.ledger.can_decrease(now):
-        return row(
-            to, "quota-exceeded", "no decrease allowed now; tried again at the next restore"
-        ), False
-    change = Change(d, current, to, "capacity hold ended", DECREASE, UPDATE_TABLE)
+        note = "no decrease allowed now; tried again at the next restore"
+        return row(to, Status.QUOTA_EXCEEDED, note), False
+    change = Change(d, current, to, "capacity hold ended", Action.DECREASE, Via.UPDATE_TABLE)
     (outcome,) = actuator.apply(
         ctx.clients.dynamodb, ctx.clients.autoscaling, managed, [change], dry_run=False, now=now
     )
-    return row(to, outcome.status, outcome.error), outcome.status == "applied"
+    return row(to, outcome.status, outcome.error), outcome.status == Status.APPLIED
 
 
 def restore_expired(
@@ -190,7 +202,10 @@ def drop_holds(store: HoldStore, table: str, why: str, *, deadline: float) -> li
                 continue
             lease.write(holds=[])
             held = level(fresh.holds)
-            rows.append(result_row(table, index, dim, "-", held, fresh.base or 0, DROPPED, why))
+            base = fresh.base or 0
+            rows.append(
+                result_row(table, index, dim, Via.NONE, held, base, Status.DROPPED, note=why)
+            )
     return rows
 
 

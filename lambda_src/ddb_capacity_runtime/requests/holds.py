@@ -1,4 +1,7 @@
-"""Capacity requests: "get ready, here I come" ("Handle traffic spikes with
+"""Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs), CDK app (synth: the
+longest hold), workstation (``ddb-capacity``).
+
+Capacity requests: "get ready, here I come" ("Handle traffic spikes with
 Amazon DynamoDB provisioned capacity", design 7). The hold and its rules.
 
 A worker about to start heavy work asks for capacity on top of the current traffic. The

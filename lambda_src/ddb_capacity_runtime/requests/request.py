@@ -1,4 +1,7 @@
-"""Making a capacity request: record the hold, raise, wait until ACTIVE."""
+"""Runs in: broker Lambda, workers (the user's own jobs), workstation (``ddb-capacity
+request``).
+
+Making a capacity request: record the hold, raise, wait until ACTIVE."""
 
 from __future__ import annotations
 
@@ -14,11 +17,13 @@ from typing import Any
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
 from ..core.names import scope_label
-from ..core.plan import UPDATE_TABLE, Change
-from ..core.policy import INCREASE
+from ..core.outcomes import Status, result_row
+from ..core.plan import Change, Via
+from ..core.policy import Action
+from ..core.tables import ManagedTable
 from ..events import log_event
-from .broker import BROKER_MAX_WAIT, broker_name, invoke_broker
-from .context import Context, base_of, current_traffic, read_table, result_row, set_min
+from .client import BROKER_MAX_WAIT, broker_name, invoke_broker
+from .context import Context, base_of, current_traffic, read_table, set_min
 from .ending import end_holds
 from .holds import (
     DEFAULT_HOLD,
@@ -30,7 +35,7 @@ from .holds import (
     new_token,
     token_digest,
 )
-from .store import HoldStore, open_store, store_name
+from .store import HoldStore, Lease, open_store, store_name
 from .validate import validate_request
 
 
@@ -150,38 +155,12 @@ def request_capacity(
     wanted = validate_request(table, read, write, index, hold, timeout)
     via = broker_name(broker) if store is None else None
     if via is not None:
-        if timeout > BROKER_MAX_WAIT:
-            raise CapacityRequestError(
-                f"timeout: got {timeout}; through a broker a request waits at most "
-                f"{BROKER_MAX_WAIT}"
-            )
-        answer = invoke_broker(
-            via,
-            {
-                "action": "request",
-                "table": table,
-                "index": index,
-                "read": read,
-                "write": write,
-                "hold_minutes": int(hold.total_seconds() // 60),
-                "timeout_seconds": int(timeout.total_seconds()),
-            },
-        )
-        return CapacityHold.from_json(answer.get("hold") or {}, via)
+        return _through_broker(via, table, index, read, write, hold, timeout)
     if not isinstance(store, HoldStore):
         store = store_name(store)
     ctx = Context(clients or make_clients(), clock, sleep, poll_seconds)
     holds_store = open_store(store, ctx.clients, clock)
-    if hold > holds_store.limits.max_hold:
-        raise CapacityRequestError(
-            f"hold: got {hold}; the hold store allows at most {holds_store.limits.max_hold}"
-        )
-    for dim, units in wanted.items():
-        if units > holds_store.limits.max_units:
-            raise CapacityRequestError(
-                f"{dim}: got {units:,}; the hold store allows at most "
-                f"{holds_store.limits.max_units:,} units per hold"
-            )
+    _check_bounds(holds_store, hold, wanted)
     deadline = clock() + timeout.total_seconds()
     read_table(ctx, table, index, deadline)  # the table and index exist, and are ACTIVE
     traffic = current_traffic(ctx, table, index, wanted)
@@ -198,18 +177,67 @@ def request_capacity(
             handle.holds.append(recorded)
             handle.changes += rows
     except BaseException:
-        try:
-            handle.release()
-        except Exception:  # the restorer ends the hold at expiry
-            log_event(
-                "hold-withdraw-failed",
-                level=logging.ERROR,
-                exc_info=True,
-                table=table,
-                hold_id=ident,
-            )
+        _withdraw(handle)
         raise
     return handle
+
+
+def _through_broker(
+    via: str,
+    table: str,
+    index: str | None,
+    read: int,
+    write: int,
+    hold: timedelta,
+    timeout: timedelta,
+) -> CapacityHold:
+    """The request made by the broker ``via``: one invocation."""
+    if timeout > BROKER_MAX_WAIT:
+        raise CapacityRequestError(
+            f"timeout: got {timeout}; through a broker a request waits at most {BROKER_MAX_WAIT}"
+        )
+    answer = invoke_broker(
+        via,
+        {
+            "action": "request",
+            "table": table,
+            "index": index,
+            "read": read,
+            "write": write,
+            "hold_minutes": int(hold.total_seconds() // 60),
+            "timeout_seconds": int(timeout.total_seconds()),
+        },
+    )
+    return CapacityHold.from_json(answer.get("hold") or {}, via)
+
+
+def _check_bounds(store: HoldStore, hold: timedelta, wanted: Mapping[str, int]) -> None:
+    """Refuse a hold longer, or larger, than the hold store allows."""
+    if hold > store.limits.max_hold:
+        raise CapacityRequestError(
+            f"hold: got {hold}; the hold store allows at most {store.limits.max_hold}"
+        )
+    for dim, units in wanted.items():
+        if units > store.limits.max_units:
+            raise CapacityRequestError(
+                f"{dim}: got {units:,}; the hold store allows at most "
+                f"{store.limits.max_units:,} units per hold"
+            )
+
+
+def _withdraw(handle: CapacityHold) -> None:
+    """Withdraw a hold whose request failed; if that fails too, the restorer ends the hold
+    at its expiry."""
+    try:
+        handle.release()
+    except Exception:
+        log_event(
+            "hold-withdraw-failed",
+            level=logging.ERROR,
+            exc_info=True,
+            table=handle.table,
+            hold_id=handle.id,
+        )
 
 
 def _hold(
@@ -221,81 +249,18 @@ def _hold(
     index, dim = new.scope
     done: list[dict[str, Any]] = []
     while True:
-        busy = False
         with store.lease(table, index, dim, deadline=deadline, sleep=ctx.sleep) as lease:
             try:
                 managed = read_table(ctx, table, index, None)
             except CapacityRequestTimeout:
                 managed = None  # being updated: wait outside the lease
-            if managed is not None:
-                d = next(x for x in managed.dimensions if (x.index, x.dimension) == (index, dim))
-                state = store.get(table, index, dim)
-                now = ctx.now()
-                recorded = list(state.holds) if state else []
-                memory, base = base_of(d, state)
-                if all(h.id != new.id for h in recorded):
-                    others = [h for h in recorded if h.active(now)]
-                    total = new.units + sum(h.units for h in others)
-                    if total > store.limits.max_total_units:
-                        raise CapacityRequestError(
-                            f"{dim}: got {new.units:,} units; with the {len(others)} active "
-                            f"hold(s) on {scope_label(index)} the holds would add up to "
-                            f"{total:,}, and the hold store allows at most "
-                            f"{store.limits.max_total_units:,} units held per dimension"
-                        )
-                    baseline = min([new.baseline, *(h.baseline for h in others)])
-                    recorded.append(replace(new, baseline=baseline))
-                want = max(base, level(h for h in recorded if h.active(now)))
-                if d.target is not None and want > d.target.max_capacity:
-                    raise CapacityRequestError(
-                        f"{dim}: the request needs a minimum of {want:,} but the scalable "
-                        f"target of {scope_label(index)} has a max of "
-                        f"{d.target.max_capacity:,}; raise the max or ask for less"
-                    )
-                if d.target is not None and d.target.min_capacity < want:
-                    set_min(ctx, lease, d.target, base, want, holds=recorded)
-                    done.append(
-                        result_row(
-                            table,
-                            index,
-                            dim,
-                            "scalable-target",
-                            d.target.min_capacity,
-                            want,
-                            "applied",
-                        )
-                    )
-                elif memory is not None:
-                    lease.write(base, recorded, set_to=memory.set_to, intent=None)
-                else:
-                    lease.write(base, recorded)
-                if d.provisioned >= want:
-                    return want, done, next(h for h in recorded if h.id == new.id)
-                change = Change(d, d.provisioned, want, "capacity request", INCREASE, UPDATE_TABLE)
-                (outcome,) = actuator.apply(
-                    ctx.clients.dynamodb,
-                    ctx.clients.autoscaling,
-                    managed,
-                    [change],
-                    dry_run=False,
-                    now=now,
-                )
-                if outcome.status == "applied":
-                    done.append(
-                        result_row(table, index, dim, UPDATE_TABLE, d.provisioned, want, "applied")
-                    )
-                elif outcome.status == "retry-next-tick":
-                    busy = True
-                else:
-                    raise CapacityRequestError(
-                        f"table {table} {scope_label(index)} {dim}: raising to {want:,} "
-                        f"failed: {outcome.error}"
-                    )
-            else:
-                busy = True  # being updated
+            step = True if managed is None else _raise(ctx, store, lease, managed, new, done)
+        if not isinstance(step, bool):
+            want, recorded = step
+            return want, done, recorded
         # Another update in flight: wait a poll interval. Then wait until ACTIVE, and look
         # again (a hold recorded meanwhile by another requester is added too).
-        if busy:
+        if step:
             if ctx.clock() >= deadline:
                 raise CapacityRequestTimeout(
                     f"table {table}: capacity not reached before the timeout; wanted {dim} at "
@@ -303,3 +268,73 @@ def _hold(
                 )
             ctx.sleep(ctx.poll_seconds)
         read_table(ctx, table, index, deadline)
+
+
+def _raise(
+    ctx: Context,
+    store: HoldStore,
+    lease: Lease,
+    managed: ManagedTable,
+    new: Hold,
+    done: list[dict[str, Any]],
+) -> tuple[int, Hold] | bool:
+    """Under the dimension's lease: record ``new`` with the dimension's other holds, move
+    the target's minimum to their level, and raise the table to it (the changes made go to
+    ``done``). Returns the level and the hold as recorded once the table has it; else
+    whether another update is in flight (True) or the raise was sent (False)."""
+    table, (index, dim) = managed.name, new.scope
+    d = next(x for x in managed.dimensions if (x.index, x.dimension) == (index, dim))
+    state = store.get(table, index, dim)
+    now = ctx.now()
+    memory, base = base_of(d, state)
+    recorded = _recorded(store, list(state.holds) if state else [], new, now)
+    want = max(base, level(h for h in recorded if h.active(now)))
+    if d.target is not None and want > d.target.max_capacity:
+        raise CapacityRequestError(
+            f"{dim}: the request needs a minimum of {want:,} but the scalable "
+            f"target of {scope_label(index)} has a max of "
+            f"{d.target.max_capacity:,}; raise the max or ask for less"
+        )
+    if d.target is not None and d.target.min_capacity < want:
+        set_min(ctx, lease, d.target, base, want, holds=recorded)
+        old = d.target.min_capacity
+        via = Via.SCALABLE_TARGET
+        done.append(result_row(table, index, dim, via, old, want, Status.APPLIED))
+    elif memory is not None:
+        lease.write(base, recorded, set_to=memory.set_to, intent=None)
+    else:
+        lease.write(base, recorded)
+    if d.provisioned >= want:
+        return want, next(h for h in recorded if h.id == new.id)
+    change = Change(d, d.provisioned, want, "capacity request", Action.INCREASE, Via.UPDATE_TABLE)
+    (outcome,) = actuator.apply(
+        ctx.clients.dynamodb, ctx.clients.autoscaling, managed, [change], dry_run=False, now=now
+    )
+    if outcome.status == Status.APPLIED:
+        via = Via.UPDATE_TABLE
+        done.append(result_row(table, index, dim, via, d.provisioned, want, Status.APPLIED))
+        return False
+    if outcome.status == Status.RETRY_NEXT_TICK:
+        return True
+    raise CapacityRequestError(
+        f"table {table} {scope_label(index)} {dim}: raising to {want:,} failed: {outcome.error}"
+    )
+
+
+def _recorded(store: HoldStore, recorded: list[Hold], new: Hold, now: datetime) -> list[Hold]:
+    """The dimension's holds with ``new`` among them (once: it may be recorded already),
+    its baseline the earliest of the active holds'. Refuses holds that would add up to
+    more than the hold store allows per dimension."""
+    if any(h.id == new.id for h in recorded):
+        return recorded
+    others = [h for h in recorded if h.active(now)]
+    total = new.units + sum(h.units for h in others)
+    if total > store.limits.max_total_units:
+        raise CapacityRequestError(
+            f"{new.dimension}: got {new.units:,} units; with the {len(others)} active "
+            f"hold(s) on {scope_label(new.index)} the holds would add up to "
+            f"{total:,}, and the hold store allows at most "
+            f"{store.limits.max_total_units:,} units held per dimension"
+        )
+    baseline = min([new.baseline, *(h.baseline for h in others)])
+    return [*recorded, replace(new, baseline=baseline)]

@@ -1,4 +1,7 @@
-"""Ending expired holds on a set of tables: the ``CapacityRequests`` restorer.
+"""Runs in: restorer Lambda (:func:`restorer_handler`), broker Lambda
+(:func:`restore_tables`).
+
+Ending expired holds on a set of tables: the ``CapacityRequests`` restorer.
 
 The deployed restorer is a scheduled function whose role may only invoke the broker: it
 asks the broker to restore (``{"action": "restore"}``), and the broker, which alone holds
@@ -13,14 +16,16 @@ from typing import Any
 
 from ..aws.clients import Clients, make_clients
 from ..aws.retry import describe_error
+from ..core.outcomes import REFUSED, Status
 from ..events import log_event
-from .broker import broker_name, count, invoke_broker
-from .ending import DROPPED, drop_holds, restore_expired
+from .client import broker_name, invoke_broker
+from .counts import count
+from .ending import drop_holds, restore_expired
 from .holds import CapacityRequestError
 from .store import HoldStore, open_store
 
 #: Rows of a restore that are failures (AWS refused, or the table or index is not found).
-FAILED_ROWS = frozenset({"failed", "invalid", "access-denied", "not-found"})
+FAILED_ROWS = REFUSED
 
 
 def restore_tables(
@@ -64,7 +69,7 @@ def restore_tables(
     for row in out["restored"]:
         if row["status"] in FAILED_ROWS:
             out["failed"].append({"table": row["table"], "error": row.get("note") or row["status"]})
-    dropped = [r for r in out["restored"] if r["status"] == DROPPED]
+    dropped = [r for r in out["restored"] if r["status"] == Status.DROPPED]
     if dropped:
         log_event("holds-dropped", level=logging.WARNING, dropped=dropped)
         count("HoldsDropped", len(dropped))

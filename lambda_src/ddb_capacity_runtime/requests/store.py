@@ -1,4 +1,8 @@
-"""The state store: a small DynamoDB table (made by ``CapacityRequests`` or
+"""Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs, in direct mode), CDK
+app (synth: its environment's names and bounds), workstation (``ddb-capacity``, examples,
+benchmarks).
+
+The state store: a small DynamoDB table (made by ``CapacityRequests`` or
 ``ThrottleAwareScaler``) with conditional writes, where every piece of the library's
 run-time state lives, so concurrent requests, releases, restores and scaler ticks never
 lose a hold or a configured minimum. Tags are configuration only.

@@ -1,4 +1,6 @@
-"""Checks of a capacity request's arguments, before anything is read or changed."""
+"""Runs in: broker Lambda, workers (the user's own jobs), workstation (``ddb-capacity``).
+
+Checks of a capacity request's arguments, before anything is read or changed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The scaler Lambda's entry point: read the configuration, run one tick, report."""
+"""Runs in: scaler Lambda.
+
+The scaler Lambda's entry point: read the configuration, run one tick, report."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from ..core.settings import ScalerConfig
 from ..events import log_event
 from ..requests.holds import CapacityRequestError
 from ..requests.store import STORE_ENV, open_store
-from .tick import TickFailed, run_tick
+from .tick import TickFailed, TickSummary, tick
 
 
 def lambda_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
@@ -27,26 +29,27 @@ def lambda_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
             "ThrottleAwareScaler deploys (or CapacityRequests, once connected)"
         )
     store = open_store(None, clients)
-    summary = run_tick(config, clients, datetime.now(UTC), store=store)
+    summary = tick(config, clients, datetime.now(UTC), store=store)
     complete(summary)
-    return summary
+    return summary.to_dict()
 
 
-def complete(summary: Mapping[str, Any]) -> None:
+def complete(summary: TickSummary) -> None:
     """Log the tick's summary; raise :class:`TickFailed` when anything in it failed."""
     log_event(
         "tick-done",
-        tables=summary["tables"],
-        dimensions=summary["dimensions"],
-        changes=summary["changes"],
-        failed=summary["failed"],
-        skipped=summary["skipped"],
-        dry_run=summary["dry_run"],
-        failures=summary["failures"],
-        shared_failures=summary["shared_failures"],
+        tables=summary.tables,
+        dimensions=summary.dimensions,
+        changes=summary.changes,
+        failed=summary.failed,
+        skipped=summary.skipped,
+        dry_run=summary.dry_run,
+        failures=summary.failures,
+        shared_failures=summary.shared_failures,
     )
-    if summary["failures"] or summary["shared_failures"]:
+    if summary.failures or summary.shared_failures:
+        failures: list[Any] = [*summary.failures, *summary.shared_failures]
         raise TickFailed(
-            f"{len(summary['failures'])} table(s) failed, {len(summary['shared_failures'])} "
-            f"shared call(s) failed: {summary['failures'] + summary['shared_failures']}"[:4000]
+            f"{len(summary.failures)} table(s) failed, {len(summary.shared_failures)} "
+            f"shared call(s) failed: {failures}"[:4000]
         )

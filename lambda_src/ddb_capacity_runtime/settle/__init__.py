@@ -1,2 +1,6 @@
-"""The settle custom resource of ``PROVISION_THEN_SETTLE``: :mod:`.plan` decides (pure),
+"""Runs in: settle Lambda.
+
+The settle custom resource of ``PROVISION_THEN_SETTLE``: :mod:`.plan` decides (pure),
 :mod:`.handler` talks to DynamoDB and CloudFormation."""
+
+__all__: list[str] = []

@@ -1,4 +1,6 @@
-"""The one-shot settle step of PROVISION_THEN_SETTLE.
+"""Runs in: settle Lambda.
+
+The one-shot settle step of PROVISION_THEN_SETTLE.
 
 A table created provisioned at its high-water mark is brought down to its operating
 capacity with one UpdateTable that carries the table and every GSI together, so it
@@ -21,8 +23,10 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
+from ..aws import tables
+from ..aws.clients import dynamodb_client
 from ..events import log_event
 from .plan import SettleTarget, parse_targets, plan_settle
 
@@ -49,7 +53,7 @@ def wait_until_active(
     """DescribeTable until the table and all its GSIs are ACTIVE; TimeoutError after."""
     deadline = clock() + timeout_s
     while True:
-        description = cast("dict[str, Any]", dynamodb.describe_table(TableName=table_name)["Table"])
+        description = tables.describe(dynamodb, table_name)
         if _is_active(description):
             return description
         if clock() + poll_s > deadline:
@@ -78,7 +82,7 @@ def settle_table(
         )
         return None
     log_event("settle", table=table_name, update=update)
-    dynamodb.update_table(**update)
+    tables.update(dynamodb, update)
     return update
 
 
@@ -114,9 +118,7 @@ def handler(event: Mapping[str, Any], context: Any, dynamodb: DynamoDBClient | N
     try:
         if event["RequestType"] in ("Create", "Update"):
             if dynamodb is None:
-                import boto3
-
-                dynamodb = boto3.client("dynamodb")
+                dynamodb = dynamodb_client()
             props = event["ResourceProperties"]
             remaining_s = context.get_remaining_time_in_millis() / 1000 if context else 600.0
             update = settle_table(

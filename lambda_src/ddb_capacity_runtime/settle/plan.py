@@ -1,4 +1,6 @@
-"""What the settle step of PROVISION_THEN_SETTLE changes: pure.
+"""Runs in: settle Lambda.
+
+What the settle step of PROVISION_THEN_SETTLE changes: pure.
 
 A dimension is lowered only while its provisioned capacity still equals the high-water mark
 that CloudFormation provisioned, so a retried or repeated event spends no second decrease

@@ -1,4 +1,6 @@
-"""Clients for users' own workers: a rate-limited resumable scan, a slow-start writer, and
+"""Runs in: workers (the user's own jobs).
+
+Clients for users' own workers: a rate-limited resumable scan, a slow-start writer, and
 the token bucket that paces both by consumed capacity."""
 
 from .pacing import PacingError, TokenBucket

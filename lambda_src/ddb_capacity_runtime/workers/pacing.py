@@ -1,4 +1,6 @@
-"""A token bucket in capacity units per second, for work that paces itself by the capacity
+"""Runs in: workers (the user's own jobs).
+
+A token bucket in capacity units per second, for work that paces itself by the capacity
 DynamoDB reports it consumed (``ReturnConsumedCapacity``), not by request counts.
 
 A caller reserves an estimate before a request (:meth:`TokenBucket.acquire`) and settles

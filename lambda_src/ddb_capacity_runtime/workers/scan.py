@@ -1,4 +1,6 @@
-"""A scan that paces itself by consumed capacity, runs parallel segments in threads,
+"""Runs in: workers (the user's own jobs).
+
+A scan that paces itself by consumed capacity, runs parallel segments in threads,
 keeps pages small, and can resume after a crash from a cursor kept in a DynamoDB table.
 
 Delivery is **at least once**: a page is handed to the caller's function first and its

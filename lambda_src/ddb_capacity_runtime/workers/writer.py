@@ -1,4 +1,6 @@
-"""A batch writer that starts slow and speeds up in steps, paced by consumed write capacity,
+"""Runs in: workers (the user's own jobs).
+
+A batch writer that starts slow and speeds up in steps, paced by consumed write capacity,
 backing off when throttled, and never losing an item.
 
     writer = SlowStartWriter(dynamodb, "Orders", start_rate=100, max_rate=5_000,

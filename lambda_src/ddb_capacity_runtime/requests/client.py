@@ -1,0 +1,53 @@
+"""Runs in: workers (the user's own jobs), restorer Lambda, workstation (``ddb-capacity
+--broker``).
+
+The client side of the ``CapacityRequests`` broker: :func:`invoke_broker` is what
+``request_capacity(..., broker=NAME)``, ``release_hold(..., broker=NAME)``, the scheduled
+restorer and ``ddb-capacity request --broker NAME`` use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from ..aws.invoke import InvokeError, invoke, lambda_client
+from .holds import CapacityRequestError, CapacityRequestTimeout
+
+#: The broker's function name, set on functions granted with ``grant_request``; the default
+#: of ``request_capacity``'s and ``release_hold``'s ``broker``.
+BROKER_ENV = "CAPACITY_BROKER"
+#: The broker's Lambda timeout is 15 minutes; a request waits at most this long for the
+#: table to be ready, which leaves time to withdraw the hold on a timeout.
+BROKER_MAX_WAIT = timedelta(minutes=13)
+
+
+def broker_name(broker: str | None, env: Mapping[str, str] = os.environ) -> str | None:
+    """The broker to use: ``broker``, else ``$CAPACITY_BROKER``; None: direct mode."""
+    name = broker if broker is not None else env.get(BROKER_ENV)
+    return name.strip() if isinstance(name, str) and name.strip() else None
+
+
+def invoke_broker(name: str, payload: Mapping[str, Any], client: Any = None) -> dict[str, Any]:
+    """Invoke the broker ``name`` synchronously and return its answer; a refusal raises
+    :class:`CapacityRequestError`, a timeout :class:`CapacityRequestTimeout`."""
+    try:
+        body, function_error = invoke(client or lambda_client(), name, payload)
+    except InvokeError as exc:
+        raise CapacityRequestError(f"broker {name}: {exc}") from None
+    try:
+        answer = json.loads(body or b"null")
+    except ValueError:
+        answer = None
+    if function_error or not isinstance(answer, dict):
+        detail: object = answer.get("errorMessage") if isinstance(answer, dict) else body[:500]
+        raise CapacityRequestError(f"broker {name} failed: {detail}")
+    if answer.get("ok") is True:
+        return answer
+    message = f"broker {name}: {answer.get('message')}"
+    if answer.get("error") == "timeout":
+        raise CapacityRequestTimeout(message)
+    raise CapacityRequestError(message)

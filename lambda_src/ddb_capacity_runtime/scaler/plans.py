@@ -1,0 +1,142 @@
+"""Runs in: scaler Lambda, workstation (examples, benchmarks).
+
+The autopilot's plans in a tick: this hour's forecast of the tables whose forecast tick it
+is (:func:`forecast_plans`), and the plans kept in the state store (:func:`keep_plans`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from ..aws import metrics
+from ..aws.clients import Clients
+from ..aws.retry import describe_error, with_retries
+from ..core.floorplan import STEP_MINUTES, FloorPlan
+from ..core.forecast import HISTORY_DAYS, plan_floors
+from ..core.series import MINUTE, Key, step_start
+from ..core.settings import ScalerConfig
+from ..core.tables import ManagedTable
+from ..events import log_event
+from ..requests.store import HeldDimension, HoldStore
+
+
+def forecast_plans(
+    config: ScalerConfig,
+    clients: Clients,
+    tables: list[ManagedTable],
+    now: datetime,
+    shared: Callable[..., Any],
+    sleep: Callable[[float], None],
+) -> dict[Key, FloorPlan | None]:
+    """The autopilot's forecast of ``tables`` (those whose forecast tick of the hour this
+    is, :func:`.forecast.forecast_due`): 14 days of 5-minute history of every dimension
+    (one GetMetricData query each, 25 a call), and its plan of floors, or None where the
+    forecast is not good enough. Each forecast is logged. A failed read is a shared
+    failure: no new plan (the plans kept in the state store still hold until they end), and no
+    decrease anywhere this tick."""
+    dims = [d for t in tables for d in t.dimensions]
+    if not dims:
+        return {}
+    end = step_start(now - config.metric_lag_minutes * MINUTE, STEP_MINUTES)
+    history = shared(
+        "forecast history",
+        lambda: metrics.fetch_history(
+            clients.cloudwatch,
+            [d.key for d in dims],
+            end,
+            HISTORY_DAYS,
+            STEP_MINUTES,
+            call=lambda f: with_retries(f, sleep=sleep),
+        ),
+        {},
+        retried=True,  # each page is retried on its own; the read is not retried again
+    )
+    plans: dict[Key, FloorPlan | None] = {}
+    for d in dims:
+        if d.key not in history:
+            continue
+        plan, f = plan_floors(
+            history[d.key],
+            minute(end),
+            minute(now),
+            d.limits.target_utilization or config.policy.target_utilization,
+            d.limits.min_capacity,
+            d.limits.max_capacity,
+            minute_of_day=now.hour * 60 + now.minute,
+        )
+        log_event(
+            "forecast",
+            table=d.table,
+            index=d.index,
+            dimension=d.dimension,
+            season=f.season,
+            error=None if f.error is None else round(f.error, 4),
+            peak=f.peak,
+            floor=max(plan.floors) if plan else None,
+            plan=plan.value() if plan else None,
+            reason=f.reason,
+        )
+        plans[d.key] = plan
+    return plans
+
+
+def minute(moment: datetime) -> int:
+    """The plans' clock: whole minutes since the epoch."""
+    return int(moment.timestamp() // 60)
+
+
+def keep_plans(
+    store: HoldStore,
+    table: ManagedTable,
+    fresh: Mapping[Key, FloorPlan | None],
+    held: list[HeldDimension],
+    dry_run: bool,
+    failed: Callable[[str], None],
+) -> ManagedTable:
+    """Keep this hour's plans in the state store, and the table with them: every dimension
+    the forecast reached gets its new plan or loses its old one, and so do the plans kept
+    for dimensions no longer managed (an index gone). Nothing changes for a table the
+    forecast did not reach this tick (``fresh`` has none of its dimensions).
+
+    A plan is kept with a conditional write made only while nobody holds the dimension's
+    lease; one that could not be kept is obeyed this tick, and counted
+    (``table.plans_not_kept``): its dimension reacts alone until the next hour. A store
+    write that fails is reported to ``failed`` (a failure of the table), and the tick goes
+    on with the plans: raises this tick need no store write."""
+    if not any(d.key in fresh for d in table.dimensions):
+        return table
+    dims, not_kept = [], 0
+    for d in table.dimensions:
+        if d.key in fresh:
+            plan = fresh[d.key]
+            if not dry_run and plan != d.plan:
+                value = plan.value() if plan is not None else None
+                try:
+                    if not store.keep_plan(d.table, d.index, d.dimension, value):
+                        not_kept += 1
+                except Exception as exc:
+                    failed(f"keeping the forecast's plans: {describe_error(exc)}")
+                    not_kept += 1
+            d = replace(d, plan=plan)
+        dims.append(d)
+    for state in held:  # an index not ACTIVE now keeps its plan; one gone loses it
+        gone = state.index is not None and state.index not in table.indexes
+        if state.plan is not None and gone and not dry_run:
+            try:
+                store.keep_plan(state.table, state.index, state.dimension, None)
+            except Exception as exc:
+                failed(f"forgetting a plan: {describe_error(exc)}")
+    if not_kept:
+        log_event(
+            "plans-not-kept",
+            level=logging.WARNING,
+            table=table.name,
+            not_kept=not_kept,
+            reason="a capacity request or restore held the dimension's state; these plans "
+            "are obeyed this tick only, and the next hour plans again",
+        )
+    return replace(table, dimensions=dims, plans_not_kept=not_kept)

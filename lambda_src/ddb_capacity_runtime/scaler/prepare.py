@@ -1,0 +1,185 @@
+"""Runs in: scaler Lambda, workstation (examples, benchmarks).
+
+One table as a tick will decide it (:func:`prepare`): described with the state store's
+memory of each minimum, 0.4's state tags moved into the store once, minimums someone else
+set adopted as the configured ones, expired holds ended and active holds applied.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from ..aws import discovery, tables
+from ..aws.clients import Clients
+from ..aws.retry import describe_error
+from ..core.memory import reconcile
+from ..core.settings import ScalerConfig
+from ..core.tables import ManagedTable, ScalableTarget
+from ..events import log_event
+from ..requests import ending, holds
+from ..requests.store import HeldDimension, HoldStore
+
+
+class TargetsUnknown(Exception):
+    """Whether the table's dimensions are under scalable targets is not known this tick."""
+
+
+def own_targets(
+    clients: Clients, name: str, description: Mapping[str, Any]
+) -> dict[tuple[str, str], ScalableTarget]:
+    """The scalable targets of one table and its GSIs, read for it alone (the account's
+    listing failed). Raises TargetsUnknown when they cannot be read: nothing of the table
+    may change then, since under a target the scaler must move the target's minimum, never
+    the table itself."""
+    try:
+        return discovery.table_targets(clients.autoscaling, name, description)
+    except Exception as exc:
+        raise TargetsUnknown(
+            f"scalable targets not read ({describe_error(exc)}): whether its dimensions are "
+            "under auto scaling is not known, so none of them is changed this tick"
+        ) from exc
+
+
+def prepare(
+    name: str,
+    tags: dict[str, str] | None,
+    config: ScalerConfig,
+    clients: Clients,
+    targets: Mapping[tuple[str, str], ScalableTarget] | None,
+    now: datetime,
+    store: HoldStore,
+    held: list[HeldDimension],
+    marked: bool | None,
+) -> ManagedTable:
+    """One table as the tick will decide it: described with the state store's memory of
+    each minimum, 0.4's state tags moved into the store, minimums set by someone else made
+    the configured ones, expired holds ended, active holds applied. ``targets`` None: the
+    account's scalable targets could not be read, and the table's own are read for it.
+    Raises NotManaged (skipped) or anything else (a failure of this table: TargetsUnknown
+    when its targets cannot be read either)."""
+    description = None
+    if targets is None:
+        description = tables.describe(clients.dynamodb, name)
+        discovery.check_managed(description)
+        targets = own_targets(clients, name, description)
+    table = discovery.describe_table(
+        clients.dynamodb, name, tags, config, targets, now, description=description, held=held
+    )
+    ignored = table.ignored_tags + sum(len(s.malformed) for s in held)
+    if not config.dry_run:
+        moved, legacy_ignored = move_legacy_state(clients, store, table, held, marked)
+        ignored += legacy_ignored
+        if moved:
+            held = store.table(name)
+            table = discovery.describe_table(
+                clients.dynamodb, name, None, config, targets, now, held=held
+            )
+        changed = adopt_minimums_set_elsewhere(clients, store, table)
+        if any(s.needs_restore(now) for s in held):
+            for ended in ending.restore_expired(
+                name,
+                store=store,
+                clients=clients,
+                clock=now.timestamp,
+                lower_direct=False,
+                held=held,
+            ):
+                log_event("hold-ended", **ended)
+            # ending holds moved minimums: the account's listing is stale for this table
+            fresh = tables.describe(clients.dynamodb, name)
+            targets = own_targets(clients, name, fresh)
+            changed = True
+        if changed:
+            held = store.table(name)
+            table = discovery.describe_table(
+                clients.dynamodb, name, None, config, targets, now, held=held
+            )
+    return replace(holds.lift(table, held, now), ignored_tags=ignored)
+
+
+#: The marker of a table whose state a 0.5 tick has taken in hand (:meth:`HoldStore.mark`).
+STATE_MARKER = "state-in-store"
+
+
+def move_legacy_state(
+    clients: Clients,
+    store: HoldStore,
+    table: ManagedTable,
+    held: list[HeldDimension],
+    marked: bool | None,
+) -> tuple[bool, int]:
+    """The first time a tick sees a table (``marked`` False), move 0.4's state tags into
+    the state store: a remembered minimum becomes the dimension's memory unless the store
+    has one already; plans are made anew each hour, so an old plan tag is only removed.
+    The tags go (one UntagResource), then the table is marked, so a failure on the way
+    makes the next tick try again. State tags found on a marked table are not state (tags
+    are configuration, and anyone allowed to tag could write them): removed, and counted
+    as ignored. ``marked`` None (the store could not be read): nothing is done. Returns
+    whether the store changed, and how many tags were ignored."""
+    if marked is None or (marked and not table.legacy_tags):
+        return False, 0
+    moved: list[dict[str, Any]] = []
+    if not marked:
+        in_store = {h.scope for h in held if h.base is not None}
+        for scope, memory in sorted(table.legacy_memories.items(), key=str):
+            if scope in in_store:
+                continue
+            index, dim = scope
+            with store.lease(table.name, index, dim, deadline=store.clock() + 5) as lease:
+                fresh = store.get(table.name, index, dim)
+                if fresh is not None and fresh.base is not None:
+                    continue
+                raised = memory.set_to if memory.set_to not in (None, memory.base) else None
+                lease.write(memory.base, set_to=raised)
+                moved.append({"index": index, "dimension": dim, "base": memory.base, "set": raised})
+    else:
+        log_event(
+            "tag-ignored",
+            level=logging.WARNING,
+            table=table.name,
+            keys=table.legacy_tags,
+            reason="state tags on a table whose state is in the state store already: not "
+            "read, and removed",
+        )
+    if table.legacy_tags:
+        tables.untag(clients.dynamodb, table.arn, table.legacy_tags)
+        log_event("state-moved-from-tags", table=table.name, moved=moved, removed=table.legacy_tags)
+    if not marked:
+        store.mark(table.name, STATE_MARKER)
+    return bool(moved), len(table.legacy_tags) if marked else 0
+
+
+def adopt_minimums_set_elsewhere(clients: Clients, store: HoldStore, table: ManagedTable) -> bool:
+    """Record, for each dimension whose minimum someone else set (its memory says
+    ``changed_elsewhere``), that minimum as its configured one: the library forgets what
+    it had set, so it never undoes the change nor reads it as its own later. Under the
+    dimension's lease, the item and the target's minimum are read again first: what the
+    tick listed may be stale. Returns whether anything changed."""
+    changed = False
+    for d in table.dimensions:
+        if d.target is None or d.memory is None or not d.memory.changed_elsewhere:
+            continue
+        with store.lease(d.table, d.index, d.dimension, deadline=store.clock() + 5) as lease:
+            fresh = store.get(d.table, d.index, d.dimension)
+            minimum = discovery.current_minimum(clients.autoscaling, d.target)
+            if fresh is None or minimum is None:
+                continue
+            memory = reconcile(fresh, minimum)
+            if memory.changed_elsewhere:
+                lease.write(memory.base, set_to=None, intent=None)
+                changed = True
+    return changed
+
+
+def without_bad_targets(table: ManagedTable) -> ManagedTable:
+    """``table`` without the dimensions whose scalable target reports a minimum above its
+    maximum (counted in ``table.bad_targets``): they are held, neither decided nor acted on,
+    until the target is fixed."""
+    if not table.bad_targets:
+        return table
+    kept = [d for d in table.dimensions if d.target is None or not d.target.inverted]
+    return replace(table, dimensions=kept)
