@@ -1,4 +1,6 @@
-"""CDK constructs for DynamoDB provisioned capacity that is ready before the traffic is.
+"""Runs in: CDK app (synth time).
+
+CDK constructs for DynamoDB provisioned capacity that is ready before the traffic is.
 
 Everything here is synth-time and loads the CDK. What runs in AWS Lambda and in workers is
 :mod:`ddb_capacity_runtime`; the simulator and the ``ddb-capacity`` command line are

@@ -1,4 +1,6 @@
-"""Capacity settings for one provisioned dimension (read or write of a table or GSI).
+"""Runs in: CDK app (synth time).
+
+Capacity settings for one provisioned dimension (read or write of a table or GSI).
 
 Validation happens here, at the door, with messages that name the field, the value
 received and what is allowed. Values that are unresolved CDK tokens are not checked.

@@ -1,4 +1,6 @@
-"""CapacityRequests: the construct side of capacity requests ("get ready, here I come").
+"""Runs in: CDK app (synth time).
+
+CapacityRequests: the construct side of capacity requests ("get ready, here I come").
 
 Workers call ``ddb_capacity_runtime.requests.request_capacity`` (or ``ddb-capacity
 request``) at run time. This construct makes the hold store (a small on-demand DynamoDB

@@ -1,4 +1,6 @@
-"""cdk-nag packs and exact acknowledgements.
+"""Runs in: CDK app (synth time).
+
+cdk-nag packs and exact acknowledgements.
 
 ``apply_nag_packs(app)`` adds the five packs the project is held to. ``acknowledge``
 records one finding on one construct with its reason; it never acknowledges a rule

@@ -1,4 +1,6 @@
-"""The Lambda side shared by every function this library deploys: the asset (run-time
+"""Runs in: CDK app (synth time).
+
+The Lambda side shared by every function this library deploys: the asset (run-time
 code only), the newest Python runtime this aws-cdk-lib knows, and an explicit log group;
 and the state store table the run-time keeps its state in."""
 

@@ -1,11 +1,15 @@
-"""TableCapacity: capacity management for a DynamoDB table (one of this app's, adopted, or
+"""Runs in: CDK app (synth time).
+
+TableCapacity: capacity management for a DynamoDB table (one of this app's, adopted, or
 one imported by name): every dimension auto scaled, optionally pre-warmed to a high-water
 mark, with schedules and windows. ProvisionedTable: a Table plus a TableCapacity."""
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
@@ -29,6 +33,7 @@ from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import TARGET_TAG, resource_id
+from ddb_capacity_runtime.requests.holds import shown
 from ddb_capacity_tools.schedule import (
     HORIZON,
     WEEKDAYS,
@@ -102,12 +107,19 @@ class TableCapacity(Construct):
     :param table_quota: the account's per-table capacity quota. Default: 40,000.
     """
 
+    #: How messages name the construct.
+    _KIND = "TableCapacity"
+
+    table: dynamodb.Table
+    """The ``aws_dynamodb.Table`` it manages: adopted, made (``ProvisionedTable``), or, for
+    a table owned elsewhere, the one imported by name (only its name is used)."""
+
     def __init__(
         self,
         scope: Construct,
         id: str,
         *,
-        table: dynamodb.ITable,
+        table: dynamodb.ITable | _NewTable,
         read: Capacity,
         write: Capacity,
         indexes: Mapping[str, tuple[Capacity, Capacity]] | None = None,
@@ -115,80 +127,48 @@ class TableCapacity(Construct):
         table_quota: int = DEFAULT_TABLE_QUOTA,
     ) -> None:
         super().__init__(scope, id)
-        where = f"TableCapacity {self.node.path}"
+        where = f"{self._KIND} {self.node.path}"
+        self._validate_table(where, table)
+        self._configure(where, prewarm, table_quota, tag=isinstance(table, _NewTable))
+        if isinstance(table, _NewTable):
+            self._render_new_table(table, read=read, write=write)
+        elif isinstance(table, dynamodb.Table):
+            self._adopt(table, read=read, write=write, indexes=dict(indexes or {}))
+        else:
+            self._import(table, read=read, write=write, indexes=dict(indexes or {}))
+        self._identity = _identity(self.table)  # ready: other constructs may see it
+
+    # ------------------------------------------------------------------ construction
+
+    def _validate_table(self, where: str, table: dynamodb.ITable | _NewTable) -> None:
+        """A table TableCapacity can manage, and that no other TableCapacity manages."""
+        if isinstance(table, _NewTable):
+            table.validate(where)
+            return
         if isinstance(table, dynamodb.TableV2):
             raise CapacityConfigError(
                 f"{where}: a TableV2 (AWS::DynamoDB::GlobalTable) manages its own capacity and "
                 f"auto scaling; use TableV2's Capacity.autoscaled(...) instead"
             )
-        if not isinstance(table, dynamodb.Table):
-            if not hasattr(table, "table_name") or Token.is_unresolved(table.table_name):
-                raise CapacityConfigError(
-                    f"{where}: table must be an aws_dynamodb.Table of this app, or one "
-                    f"imported by name (Table.from_table_name); got {table!r}"
-                )
-            self._setup(where, prewarm, table_quota, tag=False)
-            self.table = cast(dynamodb.Table, table)  # only its name is used
-            self._elsewhere = True
-            for index, (r, w) in [(None, (read, write)), *dict(indexes or {}).items()]:
-                capacity = self._checked(index, read=r, write=w)
-                if any(c.high_water_mark is not None for c in capacity.values()):
-                    raise CapacityConfigError(
-                        f"{where}: high_water_mark needs the table in this app (a table "
-                        f"imported by name is owned elsewhere); leave it out"
-                    )
-                self._manage(index)
-            return
-        self._setup(where, prewarm, table_quota, tag=False)
-        self.table = table
-        """The adopted ``aws_dynamodb.Table``."""
-        cfn = self._cfn_table()
-        billing = Stack.of(self).resolve(cfn.billing_mode)
-        if billing not in (None, "PROVISIONED"):
+        if not isinstance(table, dynamodb.Table) and (
+            not hasattr(table, "table_name") or Token.is_unresolved(table.table_name)
+        ):
             raise CapacityConfigError(
-                f"{where}: the table's billing mode is {billing}; TableCapacity manages "
-                f"provisioned tables only"
+                f"{where}: table must be an aws_dynamodb.Table of this app, or one "
+                f"imported by name (Table.from_table_name); got {table!r}"
             )
-        capacity = self._checked(None, read=read, write=write)
-        cfn.provisioned_throughput = dynamodb.CfnTable.ProvisionedThroughputProperty(
-            read_capacity_units=self._initial(capacity["read"]),
-            write_capacity_units=self._initial(capacity["write"]),
-        )
-        warm = self._warm_throughput(capacity)
-        if warm is not None:
-            cfn.add_property_override("WarmThroughput", _warm_json(warm))
-        self._manage(None)
-        given = dict(indexes or {})
-        existing = [g["indexName"] for g in self._gsis()]
-        missing = [name for name in existing if name not in given]
-        unknown = [name for name in given if name not in existing]
-        if missing or unknown:
-            raise CapacityConfigError(
-                f"{where}: indexes must give (read, write) Capacity for exactly the table's "
-                f"GSIs {existing}; " + (f"missing {missing}" if missing else f"unknown {unknown}")
-            )
-        for position, name in enumerate(existing):
-            pair = given[name]
-            if not (isinstance(pair, tuple) and len(pair) == 2):
+        if isinstance(table, dynamodb.Table):
+            billing = Stack.of(table).resolve(_cfn_of(table).billing_mode)
+            if billing not in (None, "PROVISIONED"):
                 raise CapacityConfigError(
-                    f"{where}: indexes[{name!r}] must be a (read, write) pair of Capacity; "
-                    f"got {pair!r}"
+                    f"{where}: the table's billing mode is {billing}; TableCapacity manages "
+                    f"provisioned tables only"
                 )
-            capacity = self._checked(name, read=pair[0], write=pair[1])
-            base = f"GlobalSecondaryIndexes.{position}"
-            cfn.add_property_override(
-                f"{base}.ProvisionedThroughput",
-                {
-                    "ReadCapacityUnits": self._initial(capacity["read"]),
-                    "WriteCapacityUnits": self._initial(capacity["write"]),
-                },
-            )
-            warm = self._warm_throughput(capacity)
-            if warm is not None:
-                cfn.add_property_override(f"{base}.WarmThroughput", _warm_json(warm))
-            self._manage(name)
+        _validate_managed_once(self, where, table)
 
-    def _setup(self, where: str, prewarm: PrewarmMethod, table_quota: int, *, tag: bool) -> None:
+    def _configure(
+        self, where: str, prewarm: PrewarmMethod, table_quota: int, *, tag: bool
+    ) -> None:
         """The state every capacity manager has, checked."""
         if not isinstance(prewarm, PrewarmMethod):
             raise CapacityConfigError(
@@ -206,6 +186,7 @@ class TableCapacity(Construct):
         self.table_quota = table_quota
         self._where = where
         self._tag = tag
+        self._identity = frozenset[tuple[str, ...]]()  # what it manages, once made
         self._capacity: dict[str | None, dict[str, Capacity]] = {}
         self._scalable: dict[tuple[str | None, str], dynamodb.IScalableTableAttribute] = {}
         self._settle: SettleStep | None = None
@@ -216,10 +197,113 @@ class TableCapacity(Construct):
         self._elsewhere = False  # a table imported by name: only its scalable targets here
         self.node.add_validation(_ScheduleValidation(self))
 
+    def _render_new_table(self, spec: _NewTable, *, read: Capacity, write: Capacity) -> None:
+        """Make the table (child ``Resource``) at its initial capacity, and manage it."""
+        capacity = self._checked(None, read=read, write=write)
+        self.table = dynamodb.Table(
+            self,
+            "Resource",
+            billing_mode=dynamodb.BillingMode.PROVISIONED,
+            read_capacity=self._initial(capacity["read"]),
+            write_capacity=self._initial(capacity["write"]),
+            warm_throughput=self._warm_throughput(capacity),
+            **spec.props,
+        )
+        self._manage(None)
+
+    def _adopt(
+        self,
+        table: dynamodb.Table,
+        *,
+        read: Capacity,
+        write: Capacity,
+        indexes: dict[str, tuple[Capacity, Capacity]],
+    ) -> None:
+        """Set the capacity of a table of this app and of each of its GSIs, and manage them."""
+        self.table = table
+        cfn = self._cfn_table()
+        capacity = self._checked(None, read=read, write=write)
+        cfn.provisioned_throughput = dynamodb.CfnTable.ProvisionedThroughputProperty(
+            read_capacity_units=self._initial(capacity["read"]),
+            write_capacity_units=self._initial(capacity["write"]),
+        )
+        warm = self._warm_throughput(capacity)
+        if warm is not None:
+            cfn.add_property_override("WarmThroughput", _warm_json(warm))
+        self._manage(None)
+        existing = [g["indexName"] for g in self._gsis()]
+        self._validate_index_keys(indexes, existing)
+        for position, name in enumerate(existing):
+            capacity = self._checked(name, **self._pair(name, indexes[name]))
+            self._render_adopted_index(cfn, position, capacity)
+            self._manage(name)
+
+    def _validate_index_keys(self, given: Mapping[str, object], existing: Sequence[str]) -> None:
+        """``indexes`` names each GSI of the adopted table, and nothing else."""
+        unknown = [name for name in given if name not in existing]
+        if unknown:
+            close = difflib.get_close_matches(str(unknown[0]), existing, n=1)
+            raise CapacityConfigError(
+                f"{self._where}: indexes has the key {shown(unknown[0])}, which is not a "
+                f"global secondary index of the table"
+                + (f" (did you mean {close[0]!r}?)" if close else "")
+                + f"; the allowed keys are the table's GSIs {existing}, each one needed"
+            )
+        missing = [name for name in existing if name not in given]
+        if missing:
+            raise CapacityConfigError(
+                f"{self._where}: indexes must give (read, write) Capacity for exactly the "
+                f"table's GSIs {existing}; missing {missing}"
+            )
+
+    def _pair(self, name: str, pair: object) -> dict[str, Capacity]:
+        """``indexes[name]``: a (read, write) pair, as ``_checked`` takes it."""
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise CapacityConfigError(
+                f"{self._where}: indexes[{name!r}] must be a (read, write) pair of Capacity; "
+                f"got {shown(pair)}"
+            )
+        return {"read": pair[0], "write": pair[1]}
+
+    def _render_adopted_index(
+        self, cfn: dynamodb.CfnTable, position: int, capacity: dict[str, Capacity]
+    ) -> None:
+        base = f"GlobalSecondaryIndexes.{position}"
+        cfn.add_property_override(
+            f"{base}.ProvisionedThroughput",
+            {
+                "ReadCapacityUnits": self._initial(capacity["read"]),
+                "WriteCapacityUnits": self._initial(capacity["write"]),
+            },
+        )
+        warm = self._warm_throughput(capacity)
+        if warm is not None:
+            cfn.add_property_override(f"{base}.WarmThroughput", _warm_json(warm))
+
+    def _import(
+        self,
+        table: dynamodb.ITable,
+        *,
+        read: Capacity,
+        write: Capacity,
+        indexes: dict[str, tuple[Capacity, Capacity]],
+    ) -> None:
+        """Register and manage the scalable targets of a table owned elsewhere."""
+        self.table = cast(dynamodb.Table, table)  # only its name is used
+        self._elsewhere = True
+        pairs: dict[str | None, dict[str, Capacity]] = {None: {"read": read, "write": write}}
+        pairs.update({name: self._pair(name, pair) for name, pair in indexes.items()})
+        for index, pair in pairs.items():
+            capacity = self._checked(index, **pair)
+            if any(c.high_water_mark is not None for c in capacity.values()):
+                raise CapacityConfigError(
+                    f"{self._where}: high_water_mark needs the table in this app (a table "
+                    f"imported by name is owned elsewhere); leave it out"
+                )
+            self._manage(index)
+
     def _cfn_table(self) -> dynamodb.CfnTable:
-        cfn = self.table.node.default_child
-        assert isinstance(cfn, dynamodb.CfnTable)
-        return cfn
+        return _cfn_of(self.table)
 
     def _gsis(self) -> list[dict[str, Any]]:
         gsis: list[dict[str, Any]] = (
@@ -596,6 +680,8 @@ class ProvisionedTable(TableCapacity):
         Default: that construct's defaults.
     """
 
+    _KIND = "ProvisionedTable"
+
     def __init__(
         self,
         scope: Construct,
@@ -620,47 +706,85 @@ class ProvisionedTable(TableCapacity):
         contributor_insights_enabled: bool | None = None,
         **table_props: Any,
     ) -> None:
-        Construct.__init__(self, scope, id)
-        where = f"ProvisionedTable {self.node.path}"
-        capacity_props = sorted(set(table_props) & _CAPACITY_PROPS)
+        spec = _NewTable(
+            billing_mode,
+            {
+                "partition_key": partition_key,
+                "sort_key": sort_key,
+                "point_in_time_recovery_specification": (
+                    dynamodb.PointInTimeRecoverySpecification(
+                        point_in_time_recovery_enabled=point_in_time_recovery
+                    )
+                ),
+                "deletion_protection": deletion_protection,
+                "removal_policy": removal_policy,
+                "table_name": table_name,
+                "table_class": table_class,
+                "encryption": encryption,
+                "encryption_key": encryption_key,
+                "stream": stream,
+                "time_to_live_attribute": time_to_live_attribute,
+                "contributor_insights_enabled": contributor_insights_enabled,
+                **table_props,
+            },
+        )
+        super().__init__(
+            scope, id, table=spec, read=read, write=write, prewarm=prewarm, table_quota=table_quota
+        )
+
+
+@dataclass(frozen=True)
+class _NewTable:
+    """The table a ``ProvisionedTable`` makes as its child ``Resource``: its billing mode as
+    given (checked), and every other ``aws_dynamodb.Table`` prop but capacity."""
+
+    billing_mode: dynamodb.BillingMode | None
+    props: dict[str, Any]
+
+    def validate(self, where: str) -> None:
+        capacity_props = sorted(set(self.props) & _CAPACITY_PROPS)
         if capacity_props:
             raise CapacityConfigError(
                 f"{where}: {', '.join(capacity_props)} cannot be passed: read= and write= "
                 f"(Capacity) set the table's capacity"
             )
-        if billing_mode is not None and billing_mode != dynamodb.BillingMode.PROVISIONED:
+        if self.billing_mode is not None and self.billing_mode != dynamodb.BillingMode.PROVISIONED:
             raise CapacityConfigError(
-                f"{where}: billing_mode must be BillingMode.PROVISIONED; got {billing_mode}. "
+                f"{where}: billing_mode must be BillingMode.PROVISIONED; got {self.billing_mode}. "
                 f"For on-demand capacity use aws_dynamodb.Table or TableV2 directly"
             )
-        self._setup(where, prewarm, table_quota, tag=True)
 
-        table_capacity = self._checked(None, read=read, write=write)
-        self.table = dynamodb.Table(
-            self,
-            "Resource",
-            partition_key=partition_key,
-            sort_key=sort_key,
-            billing_mode=dynamodb.BillingMode.PROVISIONED,
-            read_capacity=self._initial(table_capacity["read"]),
-            write_capacity=self._initial(table_capacity["write"]),
-            warm_throughput=self._warm_throughput(table_capacity),
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=point_in_time_recovery
-            ),
-            deletion_protection=deletion_protection,
-            removal_policy=removal_policy,
-            table_name=table_name,
-            table_class=table_class,
-            encryption=encryption,
-            encryption_key=encryption_key,
-            stream=stream,
-            time_to_live_attribute=time_to_live_attribute,
-            contributor_insights_enabled=contributor_insights_enabled,
-            **table_props,
-        )
-        """The underlying ``aws_dynamodb.Table``, for grants, metrics and alarms."""
-        self._manage(None)
+
+def _cfn_of(table: dynamodb.Table) -> dynamodb.CfnTable:
+    cfn = table.node.default_child
+    assert isinstance(cfn, dynamodb.CfnTable)
+    return cfn
+
+
+def _identity(table: dynamodb.ITable) -> frozenset[tuple[str, ...]]:
+    """What tells a managed table apart in an app: a table of this app by its construct; a
+    table imported by name by that name in its account and Region (in its stack alone when
+    they are known at deploy time only: env-agnostic stacks may go to different accounts)."""
+    if isinstance(table, dynamodb.Table):
+        return frozenset({("construct", table.node.path)})
+    stack = Stack.of(table)
+    env = [str(stack.account), str(stack.region)]
+    scope = stack.node.path if any(Token.is_unresolved(v) for v in env) else ""
+    return frozenset({("name", *env, scope, table.table_name)})
+
+
+def _validate_managed_once(capacity: TableCapacity, where: str, table: dynamodb.ITable) -> None:
+    """No other TableCapacity (nor ProvisionedTable) of the app manages ``table``: two would
+    each set its capacity and register its scalable targets."""
+    keys = _identity(table)
+    name = "" if Token.is_unresolved(table.table_name) else f" ({shown(table.table_name)})"
+    for other in capacity.node.root.node.find_all():
+        if isinstance(other, TableCapacity) and other is not capacity and other._identity & keys:
+            raise CapacityConfigError(
+                f"{where}: table {table.node.path}{name} is managed already by "
+                f"{other._where}; a table takes one TableCapacity (a "
+                f"ProvisionedTable is one): give all of its capacity there, and remove this one"
+            )
 
 
 class _ImportedDimension:

@@ -1,0 +1,115 @@
+"""Mistakes a new user makes with the constructs: each is refused at once with a message
+naming the construct, the field, the value received and what is allowed."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_dynamodb as dynamodb
+
+from constructs_pkg import Capacity, CapacityConfigError, ProvisionedTable, TableCapacity
+
+PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+SMALL = Capacity(min_capacity=1, max_capacity=10)
+
+
+def provisioned(stack: cdk.Stack, id: str = "Orders") -> ProvisionedTable:
+    return ProvisionedTable(stack, id, partition_key=PK, read=SMALL, write=SMALL)
+
+
+def plain_table_with_gsi(stack: cdk.Stack) -> dynamodb.Table:
+    table = dynamodb.Table(
+        stack, "Plain", partition_key=PK, billing_mode=dynamodb.BillingMode.PROVISIONED
+    )
+    table.add_global_secondary_index(index_name="byCustomer", partition_key=PK)
+    return table
+
+
+def adopt_with_indexes(stack: cdk.Stack, indexes: dict[str, tuple[Capacity, Capacity]]) -> None:
+    table = plain_table_with_gsi(stack)
+    TableCapacity(stack, "Capacity", table=table, read=SMALL, write=SMALL, indexes=indexes)
+
+
+# ---------------------------------------------------------------------- TableCapacity
+
+
+def test_a_typo_in_the_keys_of_indexes_names_the_key_and_the_allowed_ones(
+    stack: cdk.Stack,
+) -> None:
+    with pytest.raises(CapacityConfigError) as caught:
+        adopt_with_indexes(stack, {"byCustomr": (SMALL, SMALL)})
+    assert str(caught.value) == (
+        "TableCapacity Test/Capacity: indexes has the key 'byCustomr', which is not a global "
+        "secondary index of the table (did you mean 'byCustomer'?); the allowed keys are the "
+        "table's GSIs ['byCustomer'], each one needed"
+    )
+
+
+def test_a_key_of_indexes_is_shown_cut_to_200_characters(stack: cdk.Stack) -> None:
+    with pytest.raises(CapacityConfigError) as caught:
+        adopt_with_indexes(stack, {"x" * 5000: (SMALL, SMALL)})
+    assert f"'{'x' * 199}... (5,002 characters)" in str(caught.value)
+    assert len(str(caught.value)) < 500
+
+
+def test_adopting_a_table_twice_names_both_constructs(stack: cdk.Stack) -> None:
+    table = plain_table_with_gsi(stack)
+    both = {"byCustomer": (SMALL, SMALL)}
+    TableCapacity(stack, "First", table=table, read=SMALL, write=SMALL, indexes=both)
+    with pytest.raises(CapacityConfigError) as caught:
+        TableCapacity(stack, "Second", table=table, read=SMALL, write=SMALL, indexes=both)
+    assert str(caught.value) == (
+        "TableCapacity Test/Second: table Test/Plain is managed already by TableCapacity "
+        "Test/First; a table takes one TableCapacity (a ProvisionedTable is one): give all "
+        "of its capacity there, and remove this one"
+    )
+
+
+def test_adopting_the_table_of_a_provisioned_table_names_both_constructs(
+    stack: cdk.Stack,
+) -> None:
+    orders = provisioned(stack)
+    with pytest.raises(CapacityConfigError, match=r"^TableCapacity Test/Again: table ") as caught:
+        TableCapacity(stack, "Again", table=orders.table, read=SMALL, write=SMALL)
+    assert "is managed already by ProvisionedTable Test/Orders;" in str(caught.value)
+
+
+def test_a_table_imported_by_name_twice_in_one_app_is_refused() -> None:
+    # GIVEN two stacks of one app in one account and Region, each importing "orders"
+    app = cdk.App()
+    env = cdk.Environment(account="123456789012", region="eu-west-1")
+    first, second = cdk.Stack(app, "First", env=env), cdk.Stack(app, "Second", env=env)
+    TableCapacity(
+        first,
+        "Capacity",
+        table=dynamodb.Table.from_table_name(first, "Orders", "orders"),
+        read=SMALL,
+        write=SMALL,
+    )
+    with pytest.raises(CapacityConfigError) as caught:
+        TableCapacity(
+            second,
+            "Capacity",
+            table=dynamodb.Table.from_table_name(second, "Orders", "orders"),
+            read=SMALL,
+            write=SMALL,
+        )
+    assert str(caught.value) == (
+        "TableCapacity Second/Capacity: table Second/Orders ('orders') is managed already by "
+        "TableCapacity First/Capacity; a table takes one TableCapacity (a ProvisionedTable is "
+        "one): give all of its capacity there, and remove this one"
+    )
+
+
+def test_one_name_imported_by_env_agnostic_stacks_may_be_two_tables() -> None:
+    # env-agnostic stacks may be deployed to different accounts: only one stack is checked
+    app = cdk.App()
+    for id in ("First", "Second"):
+        stack = cdk.Stack(app, id)
+        TableCapacity(
+            stack,
+            "Capacity",
+            table=dynamodb.Table.from_table_name(stack, "Orders", "orders"),
+            read=SMALL,
+            write=SMALL,
+        )
