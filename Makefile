@@ -6,6 +6,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
+export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: install install-checkov demo test lint typecheck unit docs synth clean
 
