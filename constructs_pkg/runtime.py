@@ -110,19 +110,7 @@ def runtime_function(
         assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
         description=f"Execution role of {description}",
     )
-    policy = iam.ManagedPolicy(
-        scope,
-        f"{id}Policy",
-        description=f"Permissions of {description}",
-        roles=[role],
-        statements=[
-            iam.PolicyStatement(
-                sid="WriteOwnLogs",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[log_group.log_group_arn],
-            )
-        ],
-    )
+    policy = _own_policy(scope, f"{id}Policy", description, role, log_group)
     function = lambda_.Function(
         scope,
         id,
@@ -139,6 +127,36 @@ def runtime_function(
         environment=environment,
         reserved_concurrent_executions=reserved_concurrent_executions,
     )
+    _acknowledge_function(function, policy, log_group, configured_by_environment)
+    return function, policy
+
+
+def _own_policy(
+    scope: Construct, id: str, description: str, role: iam.Role, log_group: logs.LogGroup
+) -> iam.ManagedPolicy:
+    """The function's one customer-managed policy: writing to its own log group, to start."""
+    return iam.ManagedPolicy(
+        scope,
+        id,
+        description=f"Permissions of {description}",
+        roles=[role],
+        statements=[
+            iam.PolicyStatement(
+                sid="WriteOwnLogs",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[log_group.log_group_arn],
+            )
+        ],
+    )
+
+
+def _acknowledge_function(
+    function: lambda_.Function,
+    policy: iam.ManagedPolicy,
+    log_group: logs.LogGroup,
+    configured_by_environment: bool,
+) -> None:
+    """What every run-time function, its log group and its policy are acknowledged for."""
     for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"):
         acknowledge(log_group, f"{pack}-CloudWatchLogGroupEncrypted", LOG_KEY_REASON)
     skip_checkov(log_group, "CKV_AWS_158", LOG_KEY_REASON)
@@ -161,7 +179,6 @@ def runtime_function(
         "Log streams are created at run time with generated names; the grant is limited "
         "to the function's own log group.",
     )
-    return function, policy
 
 
 #: What the run-time may do in its state store: read items, write them with conditional
@@ -324,6 +341,43 @@ def scheduled_function(
     time (reserved concurrency 1), no retries of a stale run, and failed runs in a dead-letter
     queue (SSL only, SQS-managed encryption, 14 days). ``calls`` names the AWS APIs it
     reaches, for the acknowledgements of the VPC rules."""
+    queue = _dead_letter_queue(scope, description)
+    function, policy = runtime_function(
+        scope,
+        "Function",
+        handler=handler,
+        description=description,
+        timeout=timeout,
+        memory_size=memory_size,
+    )
+    _configure_failed_runs(scope, function, policy, queue, every)
+    rule = events.Rule(
+        scope,
+        "Schedule",
+        schedule=events.Schedule.rate(every),
+        description=f"Runs the {description}",
+        targets=[
+            targets.LambdaFunction(
+                function, dead_letter_queue=queue, retry_attempts=2, max_event_age=every
+            )
+        ],
+    )
+    reasons = {
+        "Serverless-LambdaTracing": "Each run logs JSON lines (and EMF metrics where it "
+        "publishes any); tracing would add cost and an X-Ray wildcard permission.",
+        **{
+            f"{pack}-LambdaInsideVPC": f"Calls only AWS control-plane APIs ({calls}); it "
+            f"reaches nothing in a VPC."
+            for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
+        },
+    }
+    for finding, reason in reasons.items():
+        acknowledge(function, finding, reason)
+    return ScheduledFunction(function, policy, queue, rule)
+
+
+def _dead_letter_queue(scope: Construct, description: str) -> sqs.Queue:
+    """Where the failed runs of a scheduled function go (child ``DeadLetterQueue``)."""
     queue = sqs.Queue(
         scope,
         "DeadLetterQueue",
@@ -344,14 +398,18 @@ def scheduled_function(
             f"This queue is itself the dead-letter queue of the {description}'s "
             f"schedule and of its asynchronous invocations; nothing is behind it.",
         )
-    function, policy = runtime_function(
-        scope,
-        "Function",
-        handler=handler,
-        description=description,
-        timeout=timeout,
-        memory_size=memory_size,
-    )
+    return queue
+
+
+def _configure_failed_runs(
+    scope: Construct,
+    function: lambda_.Function,
+    policy: iam.ManagedPolicy,
+    queue: sqs.Queue,
+    every: Duration,
+) -> None:
+    """One run at a time; a failed run goes to ``queue`` (a DLQ and an on-failure
+    destination), never retried once a newer run is due."""
     cfn_function = function.node.default_child
     assert isinstance(cfn_function, lambda_.CfnFunction)
     cfn_function.reserved_concurrent_executions = 1  # runs never overlap
@@ -376,29 +434,6 @@ def scheduled_function(
             sid="DeadLetters", actions=["sqs:SendMessage"], resources=[queue.queue_arn]
         )
     )
-    rule = events.Rule(
-        scope,
-        "Schedule",
-        schedule=events.Schedule.rate(every),
-        description=f"Runs the {description}",
-        targets=[
-            targets.LambdaFunction(
-                function, dead_letter_queue=queue, retry_attempts=2, max_event_age=every
-            )
-        ],
-    )
-    reasons = {
-        "Serverless-LambdaTracing": "Each run logs JSON lines (and EMF metrics where it "
-        "publishes any); tracing would add cost and an X-Ray wildcard permission.",
-        **{
-            f"{pack}-LambdaInsideVPC": f"Calls only AWS control-plane APIs ({calls}); it "
-            f"reaches nothing in a VPC."
-            for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
-        },
-    }
-    for finding, reason in reasons.items():
-        acknowledge(function, finding, reason)
-    return ScheduledFunction(function, policy, queue, rule)
 
 
 def _logical_ref(log_group: logs.LogGroup) -> str:
