@@ -10,7 +10,8 @@ this construct's configuration before it raises anything. By default it also dep
 small scheduled restorer that ends expired holds, so a worker that dies mid-work leaves
 nothing raised behind. ``connect(scaler)`` lets a ``ThrottleAwareScaler`` obey the holds
 (it must, if it manages the same tables) and end them in its tick, keeping its own state in
-the hold store; the restorer can then be left out (``restore_every=None``).
+the hold store; the restorer stays even then (``CapacityRequests``: why), unless
+``restore_every=None`` leaves it out where that is safe.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import TABLE_QUOTA, TARGET_TAG
 from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
-from ddb_capacity_runtime.requests.holds import MAX_HOLD_MINUTES
+from ddb_capacity_runtime.requests.holds import MAX_HOLD_MINUTES, shown
 from ddb_capacity_runtime.requests.store import (
     MAX_HOLD_ENV,
     MAX_TOTAL_UNITS_ENV,
@@ -48,6 +49,7 @@ from ddb_capacity_runtime.requests.store import (
 from .compliance import acknowledge, skip_checkov
 from .runtime import (
     SCALABLE_TARGETS_FINDING,
+    ScheduledFunction,
     alarm_on_any,
     move_minimums_statement,
     read_autoscaling_statement,
@@ -61,7 +63,7 @@ from .runtime import (
     alarm_topic as alarm_topic_of,
 )
 from .scaler import ThrottleAwareScaler
-from .table import TableCapacity
+from .table import TableCapacity, check_table, index_names_of, table_list
 
 #: How often expired holds are ended by default: a hold outlives its expiry by at most this.
 DEFAULT_RESTORE_EVERY = Duration.minutes(5)
@@ -86,12 +88,11 @@ class CapacityRequests(Construct):
     """Lets workers raise capacity for work about to start, with automatic restore.
 
     :param tables: the tables workers may request capacity on (``ProvisionedTable`` or any
-        ``ITable``); at least one. The indexes of a ``ProvisionedTable`` are allowed too;
-        allow an index of another table with :meth:`allow_index`.
-    :param restore_every: how often a scheduled Lambda asks the broker to end expired holds
-        on these tables.
-        Default: 5 minutes. None: no restorer (a connected ``ThrottleAwareScaler`` managing
-        the tables ends them in its tick).
+        ``ITable``), as a list; at least one. The indexes of a ``ProvisionedTable`` are
+        allowed too; allow an index of another table with :meth:`allow_index`.
+    :param restore_every: how often a scheduled Lambda (the restorer) asks the broker to
+        end expired holds on these tables. Default: 5 minutes. None: no restorer; see
+        "Why the restorer stays" before choosing it.
     :param max_units: the most units one hold of one dimension may ask for; larger requests
         are refused and, if written to the store anyway, ignored. Default: 40,000.
     :param max_total_units: the most units the active holds of one dimension (a table's or
@@ -104,6 +105,27 @@ class CapacityRequests(Construct):
         reserve none).
     :param alarm_topic: where the alarms on the broker's and the restorer's failures go
         (a scaler's ``topic``, say). Default: a new topic, SSL enforced, KMS encrypted.
+
+    **Why the restorer stays when a scaler is connected.** A scaler connected with
+    :meth:`connect` ends expired holds in its tick, but only some of them, so the restorer
+    is deployed all the same:
+
+    - the scaler ends the holds of the tables it manages in that tick only; a table these
+      requests serve that it does not manage (not in its ``tables`` and not carrying its
+      discovery tag), or one it skips (UPDATING, or its tick failed on it), would keep the
+      raised minimum of a hold that expired unreleased (its worker died): nothing else ends
+      it;
+    - a scaler with ``dry_run=True`` changes nothing, so it ends no hold;
+    - holds of a table these requests no longer serve, or that was deleted or went
+      on-demand, are dropped (and counted: the ``HoldsDroppedAlarm``) by the restore alone;
+      the scaler never sees those tables;
+    - a scaler that fails on every tick (its errors alarm) must not keep capacity raised,
+      and paid for, past the holds' expiry: the restorer is a second, independent way
+      down, with a role that may only invoke the broker.
+
+    ``restore_every=None`` is safe only when none of these can happen: every served table
+    is managed explicitly by a connected scaler that is not a dry run, and no table leaves
+    ``tables`` while it is held.
     """
 
     def __init__(
@@ -120,8 +142,41 @@ class CapacityRequests(Construct):
         alarm_topic: sns.ITopic | None = None,
     ) -> None:
         super().__init__(scope, id)
-        where = f"CapacityRequests {self.node.path}"
-        self._where = where
+        self._where = f"CapacityRequests {self.node.path}"
+        self._validate_limits(max_units, max_total_units, broker_concurrency)
+        hold_minutes = self._validate_max_hold(max_hold)
+        self._validate_restore_every(restore_every)
+        self.environment = {
+            MAX_UNITS_ENV: str(max_units),
+            MAX_HOLD_ENV: str(hold_minutes),
+            MAX_TOTAL_UNITS_ENV: str(max_total_units),
+        }
+        self._configure_tables(tables)
+        self.alarm_topic = alarm_topic or alarm_topic_of(self, "DynamoDB capacity request alarms")
+        #: The hold store: holds and their leases, written with conditional writes (and,
+        #: once a scaler is connected, the scaler's state too).
+        self.hold_store = state_store_table(
+            self,
+            "HoldStore",
+            contents="table names, unit counts and expiry times",
+            backup_reason="The hold store keeps capacity holds that last 24 hours at most; "
+            "point-in-time recovery covers it, and a lost hold only ends a raise early.",
+        )
+        self.environment[STORE_ENV] = self.hold_store.table_name
+        #: The broker: the one function workers may invoke to request capacity.
+        self.broker, self.broker_policy = self._render_broker(broker_concurrency)
+        self._render_broker_alarms()
+        #: The restorer (None with ``restore_every=None``): asks the broker to end expired
+        #: holds on a schedule.
+        self.restorer = self._render_restorer(restore_every)
+        self.node.add_validation(_ConnectedScalers(self))
+
+    # ------------------------------------------------------------------ construction
+
+    def _validate_limits(
+        self, max_units: int, max_total_units: int, broker_concurrency: int | None
+    ) -> None:
+        where = self._where
         if (
             isinstance(max_units, bool)
             or not isinstance(max_units, int)
@@ -149,56 +204,48 @@ class CapacityRequests(Construct):
                 f"{where}: broker_concurrency must be a whole number from 1 to 1000, or "
                 f"None; got {broker_concurrency!r}"
             )
+
+    def _validate_max_hold(self, max_hold: Duration) -> int:
+        """``max_hold`` in whole minutes."""
         hold_seconds = max_hold.to_seconds() if not Token.is_unresolved(max_hold) else 0
         hold_minutes = hold_seconds / 60
         if not 1 <= hold_minutes <= MAX_HOLD_MINUTES or hold_seconds % 60:
             raise CapacityConfigError(
-                f"{where}: max_hold must be whole minutes from 1 minute to 24 hours; got "
+                f"{self._where}: max_hold must be whole minutes from 1 minute to 24 hours; got "
                 f"{max_hold.to_human_string()}"
             )
+        return int(hold_minutes)
+
+    def _validate_restore_every(self, restore_every: Duration | None) -> None:
         if restore_every is not None:
             seconds = restore_every.to_seconds()
             if seconds % 60 or not 60 <= seconds <= 3600:
                 raise CapacityConfigError(
-                    f"{where}: restore_every must be whole minutes "
+                    f"{self._where}: restore_every must be whole minutes "
                     f"from 1 to 60, or None; got "
                     f"{restore_every.to_human_string()}"
                 )
-        self.environment = {
-            MAX_UNITS_ENV: str(max_units),
-            MAX_HOLD_ENV: str(int(hold_minutes)),
-            MAX_TOTAL_UNITS_ENV: str(max_total_units),
-        }
-        if isinstance(tables, (str, bytes)) or not tables:
+
+    def _configure_tables(self, tables: Sequence[dynamodb.ITable | TableCapacity]) -> None:
+        given = table_list(self._where, tables)
+        if not given:
             raise CapacityConfigError(
-                f"{where}: tables must list at least one table; got {tables!r}"
+                f"{self._where}: tables must list at least one table; got {shown(tables)}"
             )
         self.tables: list[dynamodb.ITable] = []
         self._indexes: list[tuple[dynamodb.ITable, TableCapacity | None, list[str]]] = []
-        for table in tables:
+        for table in given:
+            check_table(self._where, table)
             owner = table if isinstance(table, TableCapacity) else None
             if owner is not None:
                 table = owner.table
-            if not (hasattr(table, "table_arn") and hasattr(table, "table_name")):
-                raise CapacityConfigError(
-                    f"{where}: tables must be ProvisionedTable or "
-                    f"aws_dynamodb.ITable; got {table!r}"
-                )
             self.tables.append(table)
             self._indexes.append((table, owner, []))
-        self.alarm_topic = alarm_topic or alarm_topic_of(self, "DynamoDB capacity request alarms")
-        #: The hold store: holds and their leases, written with conditional writes (and,
-        #: once a scaler is connected, the scaler's state too).
-        self.hold_store = state_store_table(
-            self,
-            "HoldStore",
-            contents="table names, unit counts and expiry times",
-            backup_reason="The hold store keeps capacity holds that last 24 hours at most; "
-            "point-in-time recovery covers it, and a lost hold only ends a raise early.",
-        )
-        self.environment[STORE_ENV] = self.hold_store.table_name
-        #: The broker: the one function workers may invoke to request capacity.
-        self.broker, self.broker_policy = runtime_function(
+
+    def _render_broker(
+        self, broker_concurrency: int | None
+    ) -> tuple[lambda_.Function, iam.ManagedPolicy]:
+        broker, policy = runtime_function(
             self,
             "Broker",
             handler="ddb_capacity_runtime.requests.broker.broker_handler",
@@ -211,50 +258,19 @@ class CapacityRequests(Construct):
             },
             reserved_concurrent_executions=broker_concurrency,
         )
-        self.broker_policy.add_statements(
+        policy.add_statements(
             *self._statements(),
             iam.PolicyStatement(
                 sid="ReadTraffic", actions=["cloudwatch:GetMetricData"], resources=["*"]
             ),
         )
         self._acknowledge(
-            self.broker_policy,
-            "DescribeScalableTargets, DescribeScalingPolicies and GetMetricData",
+            policy, "DescribeScalableTargets, DescribeScalingPolicies and GetMetricData"
         )
-        reasons = {
-            "Serverless-LambdaTracing": "Each request logs JSON lines; tracing would add "
-            "cost and an X-Ray wildcard permission.",
-            "Serverless-LambdaDLQ": "Workers invoke the broker synchronously and get its "
-            "answer or its error; there is no asynchronous event to keep.",
-            "Serverless-LambdaDefaultMemorySize": "256 MB: the broker mostly waits on "
-            "DynamoDB and Application Auto Scaling.",
-            **{
-                f"{pack}-{rule}": reason
-                for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
-                for rule, reason in (
-                    (
-                        "LambdaInsideVPC",
-                        "Calls only AWS APIs (DynamoDB, Application Auto Scaling, "
-                        "CloudWatch); it reaches nothing in a VPC.",
-                    ),
-                    (
-                        "LambdaConcurrency",
-                        "Concurrent requests are expected; they are serialized per "
-                        "dimension by the hold store's leases.",
-                    ),
-                    (
-                        "LambdaDLQ",
-                        "Invoked synchronously only; the caller gets the error.",
-                    ),
-                )
-            },
-        }
-        for finding, reason in reasons.items():
-            if broker_concurrency is None or not finding.endswith("LambdaConcurrency"):
-                acknowledge(self.broker, finding, reason)
-        skip_checkov(self.broker, "CKV_AWS_116", reasons["Serverless-LambdaDLQ"])
-        if broker_concurrency is None:
-            skip_checkov(self.broker, "CKV_AWS_115", reasons["PCI.DSS.321-LambdaConcurrency"])
+        _acknowledge_broker(broker, broker_concurrency)
+        return broker, policy
+
+    def _render_broker_alarms(self) -> None:
         self._errors_alarm(self.broker, "BrokerErrorsAlarm", "The capacity request broker failed")
         alarm_on_any(
             self,
@@ -270,35 +286,39 @@ class CapacityRequests(Construct):
             "was deleted, or went on-demand",
             self.alarm_topic,
         )
-        self.restorer = None
-        if restore_every is not None:
-            # The restorer only asks the broker to end expired holds: it changes nothing
-            # itself, so only the broker (and a connected scaler) can change capacity.
-            self.restorer = scheduled_function(
-                self,
-                handler="ddb_capacity_runtime.requests.restorer.restorer_handler",
-                description="DynamoDB capacity hold restorer",
-                timeout=RESTORER_TIMEOUT,
-                memory_size=RESTORER_MEMORY_MB,
-                every=restore_every,
-                calls="Lambda (the capacity broker)",
+
+    def _render_restorer(self, restore_every: Duration | None) -> ScheduledFunction | None:
+        """The restorer only asks the broker to end expired holds: it changes nothing
+        itself, so only the broker (and a connected scaler) can change capacity."""
+        if restore_every is None:
+            return None
+        restorer = scheduled_function(
+            self,
+            handler="ddb_capacity_runtime.requests.restorer.restorer_handler",
+            description="DynamoDB capacity hold restorer",
+            timeout=RESTORER_TIMEOUT,
+            memory_size=RESTORER_MEMORY_MB,
+            every=restore_every,
+            calls="Lambda (the capacity broker)",
+        )
+        restorer.function.add_environment(BROKER_ENV, self.broker.function_name)
+        restorer.policy.add_statements(
+            iam.PolicyStatement(
+                sid="AskTheBroker",
+                actions=["lambda:InvokeFunction"],
+                resources=[self.broker.function_arn],
             )
-            self.restorer.function.add_environment(BROKER_ENV, self.broker.function_name)
-            self.restorer.policy.add_statements(
-                iam.PolicyStatement(
-                    sid="AskTheBroker",
-                    actions=["lambda:InvokeFunction"],
-                    resources=[self.broker.function_arn],
-                )
-            )
-            self._errors_alarm(
-                self.restorer.function, "RestorerErrorsAlarm", "The capacity hold restorer failed"
-            )
-        self.node.add_validation(_ConnectedScalers(self))
+        )
+        self._errors_alarm(
+            restorer.function, "RestorerErrorsAlarm", "The capacity hold restorer failed"
+        )
+        return restorer
 
     def allow_index(self, table: dynamodb.ITable | TableCapacity, index_name: str) -> None:
         """Let workers request capacity on the GSI ``index_name`` of ``table``, one of this
-        construct's tables. (A ``ProvisionedTable``'s own indexes are allowed already.)"""
+        construct's tables. (A ``ProvisionedTable``'s own indexes are allowed already.)
+        The index must be on the table already, where that is known at synth (a table of
+        this app)."""
         target = table.table if isinstance(table, TableCapacity) else table
         entry = next((e for e in self._indexes if e[0] is target), None)
         if entry is None:
@@ -308,7 +328,16 @@ class CapacityRequests(Construct):
         if not isinstance(index_name, str) or not 3 <= len(index_name) <= 255:
             raise CapacityConfigError(
                 f"{self._where}: index_name must be a global secondary index name "
-                f"(3 to 255 characters); got {index_name!r}"
+                f"(3 to 255 characters); got {shown(index_name)}"
+            )
+        owner = entry[1] or target
+        known = index_names_of(owner)
+        if known is not None and index_name not in known:
+            raise CapacityConfigError(
+                f"{self._where}: allow_index: index_name {shown(index_name)} is not a global "
+                f"secondary index of table {owner.node.path}; "
+                + (f"its indexes are {known}" if known else "it has none")
+                + " (add an index to the table before allowing it)"
             )
         entry[2].append(index_name)
 
@@ -394,16 +423,20 @@ class CapacityRequests(Construct):
         invoke the broker, and nothing else: it never gets UpdateTable, scalable targets or
         the hold store. A function granted here gets ``$CAPACITY_BROKER`` set, so
         ``request_capacity`` goes through the broker by default."""
+        refused = CapacityConfigError(
+            f"{self._where}: grant_request needs the grantee (an iam.IGrantable): a role, a "
+            f"user, a group or something with a role (a function, a task definition); got "
+            f"{shown(grantee)}"
+        )
+        if not hasattr(grantee, "grant_principal"):
+            raise refused
         grant = iam.Grant.add_to_principal(
             grantee=grantee,
             actions=["lambda:InvokeFunction"],
             resource_arns=[self.broker.function_arn],
         )
         if not grant.success:
-            raise CapacityConfigError(
-                f"{self._where}: grant_request needs a role, a user, a group or something "
-                f"with a role (a function, a task definition); got {grantee!r}"
-            )
+            raise refused
         if isinstance(grantee, lambda_.Function):
             grantee.add_environment(BROKER_ENV, self.broker.function_name)
         return grant
@@ -443,6 +476,44 @@ class CapacityRequests(Construct):
             f"AwsSolutions-IAM5[{SCALABLE_TARGETS_FINDING}]",
             scalable_targets_reason(f"{TARGET_TAG} with the name of one of its tables"),
         )
+
+
+def _acknowledge_broker(broker: lambda_.Function, broker_concurrency: int | None) -> None:
+    """The broker's acknowledgements (its reserved concurrency's only with one)."""
+    reasons = {
+        "Serverless-LambdaTracing": "Each request logs JSON lines; tracing would add "
+        "cost and an X-Ray wildcard permission.",
+        "Serverless-LambdaDLQ": "Workers invoke the broker synchronously and get its "
+        "answer or its error; there is no asynchronous event to keep.",
+        "Serverless-LambdaDefaultMemorySize": "256 MB: the broker mostly waits on "
+        "DynamoDB and Application Auto Scaling.",
+        **{
+            f"{pack}-{rule}": reason
+            for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
+            for rule, reason in (
+                (
+                    "LambdaInsideVPC",
+                    "Calls only AWS APIs (DynamoDB, Application Auto Scaling, "
+                    "CloudWatch); it reaches nothing in a VPC.",
+                ),
+                (
+                    "LambdaConcurrency",
+                    "Concurrent requests are expected; they are serialized per "
+                    "dimension by the hold store's leases.",
+                ),
+                (
+                    "LambdaDLQ",
+                    "Invoked synchronously only; the caller gets the error.",
+                ),
+            )
+        },
+    }
+    for finding, reason in reasons.items():
+        if broker_concurrency is None or not finding.endswith("LambdaConcurrency"):
+            acknowledge(broker, finding, reason)
+    skip_checkov(broker, "CKV_AWS_116", reasons["Serverless-LambdaDLQ"])
+    if broker_concurrency is None:
+        skip_checkov(broker, "CKV_AWS_115", reasons["PCI.DSS.321-LambdaConcurrency"])
 
 
 def _store_of(scaler: ThrottleAwareScaler) -> str:

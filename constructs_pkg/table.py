@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -77,6 +77,44 @@ _CAPACITY_PROPS = frozenset(
 def _check_type(field: str, value: Any, expected: type, where: str) -> None:
     if not isinstance(value, expected):
         raise CapacityConfigError(f"{where}: {field} must be a {expected.__name__}; got {value!r}")
+
+
+def table_list(where: str, tables: object) -> list[Any]:
+    """``tables`` as given to a construct that takes several: a list (or tuple, or any
+    other iterable) of tables; a clear error for one table alone, a string, or anything
+    else."""
+    if isinstance(tables, Construct):
+        raise CapacityConfigError(
+            f"{where}: tables must be a list (sequence) of tables, such as tables=[orders]; "
+            f"got one table alone, {tables.node.path}: write tables=[...] around it"
+        )
+    if isinstance(tables, str | bytes) or not isinstance(tables, Iterable):
+        raise CapacityConfigError(
+            f"{where}: tables must be a list (sequence) of tables (ProvisionedTable, "
+            f"TableCapacity or aws_dynamodb.ITable), such as tables=[orders]; "
+            f"got {shown(tables)}"
+        )
+    return list(tables)
+
+
+def check_table(where: str, table: object) -> None:
+    """One of the ``tables`` of a construct: a ``TableCapacity`` or an ``ITable``."""
+    if not isinstance(table, TableCapacity) and not (
+        hasattr(table, "table_arn") and hasattr(table, "table_name")
+    ):
+        raise CapacityConfigError(
+            f"{where}: tables must be ProvisionedTable or aws_dynamodb.ITable; got {shown(table)}"
+        )
+
+
+def index_names_of(table: dynamodb.ITable | TableCapacity) -> list[str] | None:
+    """The GSIs of ``table`` as far as synth knows them: a ``TableCapacity``'s, or those of
+    an ``aws_dynamodb.Table`` of this app; None for a table owned elsewhere."""
+    if isinstance(table, TableCapacity):
+        return None if table._elsewhere else table.index_names
+    if isinstance(table, dynamodb.Table):
+        return [g["indexName"] for g in _gsis_of(table)]
+    return None
 
 
 @jsii.implements(dynamodb.ITable)
@@ -306,10 +344,7 @@ class TableCapacity(Construct):
         return _cfn_of(self.table)
 
     def _gsis(self) -> list[dict[str, Any]]:
-        gsis: list[dict[str, Any]] = (
-            Stack.of(self).resolve(self._cfn_table().global_secondary_indexes) or []
-        )
-        return gsis
+        return _gsis_of(self.table)
 
     def add_global_secondary_index(
         self,
@@ -759,6 +794,14 @@ def _cfn_of(table: dynamodb.Table) -> dynamodb.CfnTable:
     cfn = table.node.default_child
     assert isinstance(cfn, dynamodb.CfnTable)
     return cfn
+
+
+def _gsis_of(table: dynamodb.Table) -> list[dict[str, Any]]:
+    """The table's GSIs as its template has them (``indexName`` and the rest)."""
+    gsis: list[dict[str, Any]] = (
+        Stack.of(table).resolve(_cfn_of(table).global_secondary_indexes) or []
+    )
+    return gsis
 
 
 def _identity(table: dynamodb.ITable) -> frozenset[tuple[str, ...]]:

@@ -111,6 +111,7 @@ def test_the_broker_has_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
     requests = CapacityRequests(
         stack, "Requests", tables=[shipments, plain], restore_every=None, max_units=500
     )
+    plain.add_global_secondary_index(index_name="byDay", partition_key=PK)
     requests.allow_index(plain, "byDay")
     template = Template.from_stack(stack)
     props = policy(template, "Permissions of DynamoDB capacity request broker")
@@ -354,7 +355,7 @@ def test_grant_needs_something_with_a_role(stack: cdk.Stack) -> None:
     requests = CapacityRequests(stack, "Requests", tables=[tables(stack)[0]], restore_every=None)
     with pytest.raises(
         CapacityConfigError,
-        match="grant_request needs a role, a user, a group or something with a role",
+        match=r"grant_request needs the grantee \(an iam.IGrantable\): a role, a user, a group",
     ):
         requests.grant_request(iam.AccountRootPrincipal())  # type: ignore[arg-type]
 

@@ -7,7 +7,13 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_dynamodb as dynamodb
 
-from constructs_pkg import Capacity, CapacityConfigError, ProvisionedTable, TableCapacity
+from constructs_pkg import (
+    Capacity,
+    CapacityConfigError,
+    CapacityRequests,
+    ProvisionedTable,
+    TableCapacity,
+)
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 SMALL = Capacity(min_capacity=1, max_capacity=10)
@@ -113,3 +119,60 @@ def test_one_name_imported_by_env_agnostic_stacks_may_be_two_tables() -> None:
             read=SMALL,
             write=SMALL,
         )
+
+
+# ---------------------------------------------------------------------- CapacityRequests
+
+
+def requests_on(stack: cdk.Stack, *tables: dynamodb.ITable | TableCapacity) -> CapacityRequests:
+    return CapacityRequests(stack, "Requests", tables=list(tables), restore_every=None)
+
+
+def test_requests_on_one_table_alone_asks_for_a_list(stack: cdk.Stack) -> None:
+    orders = provisioned(stack)
+    with pytest.raises(CapacityConfigError) as caught:
+        CapacityRequests(stack, "Requests", tables=orders)  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "CapacityRequests Test/Requests: tables must be a list (sequence) of tables, such as "
+        "tables=[orders]; got one table alone, Test/Orders: write tables=[...] around it"
+    )
+
+
+def test_grant_request_of_a_string_asks_for_a_grantable(stack: cdk.Stack) -> None:
+    requests = requests_on(stack, provisioned(stack))
+    with pytest.raises(CapacityConfigError) as caught:
+        requests.grant_request("a string")  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "CapacityRequests Test/Requests: grant_request needs the grantee (an iam.IGrantable): "
+        "a role, a user, a group or something with a role (a function, a task definition); "
+        "got 'a string'"
+    )
+
+
+def test_allow_index_of_an_unknown_index_names_it_and_the_known_ones(stack: cdk.Stack) -> None:
+    plain = plain_table_with_gsi(stack)
+    requests = requests_on(stack, plain)
+    with pytest.raises(CapacityConfigError) as caught:
+        requests.allow_index(plain, "byCustomr")
+    assert str(caught.value) == (
+        "CapacityRequests Test/Requests: allow_index: index_name 'byCustomr' is not a global "
+        "secondary index of table Test/Plain; its indexes are ['byCustomer'] (add an index "
+        "to the table before allowing it)"
+    )
+    requests.allow_index(plain, "byCustomer")  # the real one is allowed
+    assert requests.scopes()[0]["indexes"] == ["byCustomer"]
+
+
+def test_allow_index_on_a_provisioned_table_knows_its_indexes(stack: cdk.Stack) -> None:
+    orders = provisioned(stack)
+    requests = requests_on(stack, orders)
+    with pytest.raises(CapacityConfigError, match=r"table Test/Orders; it has none \("):
+        requests.allow_index(orders, "byDay")
+
+
+def test_allow_index_of_a_table_owned_elsewhere_is_taken_on_trust(stack: cdk.Stack) -> None:
+    # its indexes are not known at synth
+    imported = dynamodb.Table.from_table_name(stack, "Imported", "orders")
+    requests = requests_on(stack, imported)
+    requests.allow_index(imported, "byDay")
+    assert requests.scopes() == [{"table": "orders", "indexes": ["byDay"]}]
