@@ -1,4 +1,6 @@
-"""ThrottleAwareScaler: deploys the run-time scaler (:mod:`ddb_capacity_runtime.scaler`) on a
+"""Runs in: CDK app (synth time).
+
+ThrottleAwareScaler: deploys the run-time scaler (:mod:`ddb_capacity_runtime.scaler`) on a
 schedule, with its state store, least-privilege IAM, a dead-letter path, alarms and a topic."""
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ddb_capacity_runtime.core.settings import (
     ScalerConfig,
     for_mode,
 )
+from ddb_capacity_runtime.requests.holds import shown
 from ddb_capacity_runtime.requests.store import STORE_ENV
 
 from .compliance import acknowledge
@@ -42,7 +45,7 @@ from .runtime import (
     state_store_statement,
     state_store_table,
 )
-from .table import TableCapacity
+from .table import TableCapacity, check_table, table_list
 
 #: Default tick: CloudWatch delivers a minute 1-3 minutes late; ticking every 2 minutes
 #: acts on throttling about as soon as it is visible, at half the 5-minute delay of the
@@ -64,8 +67,8 @@ ALARM_WINDOW_SECONDS = 86_400
 class ThrottleAwareScaler(Construct):
     """A scheduled Lambda that raises capacity at once when requests are throttled.
 
-    :param tables: tables to manage explicitly (``ProvisionedTable`` or any ``ITable``).
-        Default: none.
+    :param tables: tables to manage explicitly (``ProvisionedTable`` or any ``ITable``), as
+        a list. Default: none.
     :param tag_key, tag_value: also manage every table carrying this tag. Default: no tag
         discovery. Permissions for discovered tables are scoped by the tag (ABAC).
     :param overrides: per-table ``{"min", "max", "target", "read": {...}, "write": {...}}``,
@@ -109,34 +112,11 @@ class ThrottleAwareScaler(Construct):
         updating_for_ticks: int = DEFAULT_UPDATING_TICKS,
     ) -> None:
         super().__init__(scope, id)
-        where = f"ThrottleAwareScaler {self.node.path}"
-        seconds = tick.to_seconds()
-        if seconds % 60 or not 60 <= seconds <= 3600:
-            raise CapacityConfigError(
-                f"{where}: tick must be whole minutes from 1 to 60; got {tick.to_human_string()}"
-            )
-        tick_minutes = seconds // 60
-        if mode not in MODES:
-            raise CapacityConfigError(
-                f"{where}: mode must be one of {', '.join(MODES)}; got {mode!r}"
-            )
-        most = int(ALARM_WINDOW_SECONDS // seconds)
-        if (
-            isinstance(updating_for_ticks, bool)
-            or not isinstance(updating_for_ticks, int)
-            or not 1 <= updating_for_ticks <= most
-        ):
-            raise CapacityConfigError(
-                f"{where}: updating_for_ticks must be a whole number of ticks from 1 to {most} "
-                f"(a day at a tick of {tick.to_human_string()}); "
-                f"got {repr(updating_for_ticks)[:200]}"
-            )
-        if tag_key is not None and not (isinstance(tag_key, str) and 1 <= len(tag_key) <= 128):
-            raise CapacityConfigError(
-                f"{where}: tag_key must be a tag key of 1 to 128 characters; got {tag_key!r}"
-            )
-        self._where = where
+        self._where = f"ThrottleAwareScaler {self.node.path}"
+        tick_minutes = self._validate_props(tick, mode, updating_for_ticks, tag_key)
+        given = table_list(self._where, tables)
         self._tick = tick
+        self._throttled_for = throttled_for
         self._tables: list[dynamodb.ITable] = []
         self._overrides: dict[str, Any] = {}
         self._forget_state_tags: iam.PolicyStatement | None = None
@@ -152,27 +132,74 @@ class ThrottleAwareScaler(Construct):
             "dimension it holds raised, and the autopilot's plans; point-in-time recovery "
             "covers it, and a lost plan is made again within the hour.",
         )
-
         self.topic = topic or alarm_topic(self, "DynamoDB capacity scaler alarms")
+        self._render_function(
+            ScalerConfig(
+                tag_key=tag_key,
+                tag_value=tag_value,
+                dry_run=dry_run,
+                tick_minutes=tick_minutes,
+                namespace=NAMESPACE,
+                policy=for_mode(mode, tick_minutes),
+            )
+        )
+        self._grant_static()
+        if tag_key:
+            self._grant_tagged(tag_key, tag_value)
+        self._alarms(pinned_at_max_for, updating_for_ticks)
+        for table in given:
+            self.add_table(table)
+        self._configure_overrides(overrides or {})
+        self._render_tables()
+        self._acknowledge()
+        self.node.add_validation(_ScalerValidation(self))
+
+    # ------------------------------------------------------------------ construction
+
+    def _validate_props(
+        self, tick: Duration, mode: str, updating_for_ticks: int, tag_key: str | None
+    ) -> int:
+        """The props checked; returns the tick in whole minutes."""
+        where = self._where
+        seconds = tick.to_seconds()
+        if seconds % 60 or not 60 <= seconds <= 3600:
+            raise CapacityConfigError(
+                f"{where}: tick must be whole minutes from 1 to 60; got {tick.to_human_string()}"
+            )
+        if mode not in MODES:
+            raise CapacityConfigError(
+                f"{where}: mode must be one of {', '.join(MODES)}; got {mode!r}"
+            )
+        most = int(ALARM_WINDOW_SECONDS // seconds)
+        if (
+            isinstance(updating_for_ticks, bool)
+            or not isinstance(updating_for_ticks, int)
+            or not 1 <= updating_for_ticks <= most
+        ):
+            raise CapacityConfigError(
+                f"{where}: updating_for_ticks must be a whole number of ticks from 1 to {most} "
+                f"(a day at a tick of {tick.to_human_string()}); "
+                f"got {shown(updating_for_ticks)}"
+            )
+        if tag_key is not None and not (isinstance(tag_key, str) and 1 <= len(tag_key) <= 128):
+            raise CapacityConfigError(
+                f"{where}: tag_key must be a tag key of 1 to 128 characters; got {tag_key!r}"
+            )
+        return int(seconds // 60)
+
+    def _render_function(self, settings: ScalerConfig) -> None:
+        """The scheduled function, configured by ``settings`` and its state store."""
         scheduled = scheduled_function(
             self,
             handler="ddb_capacity_runtime.scaler.handler.lambda_handler",
             description="Throttle-aware DynamoDB capacity scaler",
             timeout=TIMEOUT,
             memory_size=MEMORY_MB,
-            every=tick,
+            every=self._tick,
             calls="DynamoDB, Application Auto Scaling, CloudWatch, tagging",
         )
         self.function, self.policy = scheduled.function, scheduled.policy
         self.dead_letter_queue, self.rule = scheduled.dead_letter_queue, scheduled.rule
-        settings = ScalerConfig(
-            tag_key=tag_key,
-            tag_value=tag_value,
-            dry_run=dry_run,
-            tick_minutes=int(tick_minutes),
-            namespace=NAMESPACE,
-            policy=for_mode(mode, int(tick_minutes)),
-        )
         for name, value in settings.to_env(CONSTRUCT_SETTINGS).items():
             self.function.add_environment(name, value)
         self.function.add_environment(STORE_ENV, Lazy.string(_StoreName(self)))
@@ -180,19 +207,10 @@ class ThrottleAwareScaler(Construct):
             state_store_statement("StateStore", Lazy.string(_StoreArn(self)))
         )
 
-        self._grant_static()
-        if tag_key:
-            self._grant_tagged(tag_key, tag_value)
-        self._alarms(pinned_at_max_for, updating_for_ticks)
-        self._throttled_for = throttled_for
-        for table in tables:
-            self.add_table(table)
-        for name, override in (overrides or {}).items():
+    def _configure_overrides(self, overrides: Mapping[str, Mapping[str, Any]]) -> None:
+        for name, override in overrides.items():
             self._overrides[name] = self._checked_override(name, override)
-        self._explicit_overrides = set((overrides or {}).keys())
-        self._render_tables()
-        self._acknowledge()
-        self.node.add_validation(_ScalerValidation(self))
+        self._explicit_overrides = set(overrides.keys())
 
     def _checked_override(self, name: str, override: Any) -> dict[str, Any]:
         """``override`` checked as the Lambda will check it (one definition: ScalerConfig)."""
@@ -238,57 +256,32 @@ class ThrottleAwareScaler(Construct):
     def add_table(self, table: dynamodb.ITable | TableCapacity) -> None:
         """Manage ``table`` explicitly: permissions on its ARN, alarms on its throttling,
         and, for a ``ProvisionedTable``, its configured ranges as the scaler's bounds."""
-        indexes: list[str] = []
-        if not isinstance(table, TableCapacity) and not (
-            hasattr(table, "table_arn") and hasattr(table, "table_name")
-        ):
-            raise CapacityConfigError(
-                f"{self._where}: tables must be ProvisionedTable or "
-                f"aws_dynamodb.ITable; got {table!r}"
-            )
+        check_table(self._where, table)
         label = _label(table)
+        indexes: list[str] = []
         if isinstance(table, TableCapacity):
-            indexes = table.index_names
-            self._overrides[table.table.table_name] = {
-                dim: {
-                    "min": table.capacity(dim).min_capacity,
-                    "max": table.capacity(dim).max_capacity,
-                    "target": table.capacity(dim).target_utilization_percent,
-                }
-                for dim in DIMENSIONS
-            }
-            # a GSI added later gets its alarms too
-            enrolled = table.table
-            table.on_index_added(lambda index: self._index_alarms(enrolled, label, index))
+            indexes = self._configure_bounds(table, label)
             table = table.table
         self._tables.append(table)
-        self.policy.add_statements(
-            iam.PolicyStatement(
-                sid=f"ManageTable{len(self._tables)}",
-                actions=[
-                    "dynamodb:DescribeTable",
-                    "dynamodb:UpdateTable",
-                    "dynamodb:ListTagsOfResource",
-                ],
-                resources=[table.table_arn],
-            )
-        )
-        if self._forget_state_tags is None:
-            self._forget_state_tags = _forget_state_tags("ForgetStateTags", [table.table_arn])
-            self._move_minimums = move_minimums_statement(
-                "MoveMinimums", TARGET_TAG, [table.table_name]
-            )
-            self.policy.add_statements(self._forget_state_tags, self._move_minimums)
-        else:
-            assert self._move_minimums is not None
-            self._forget_state_tags.add_resources(table.table_arn)
-            self._move_minimums.add_condition(
-                "StringEquals",
-                {f"aws:ResourceTag/{TARGET_TAG}": [t.table_name for t in self._tables]},
-            )
+        self._grant_table(table)
         for index in [None, *indexes]:
             self._index_alarms(table, label, index)
         self._render_tables()
+
+    def _configure_bounds(self, table: TableCapacity, label: str) -> list[str]:
+        """A ``TableCapacity``'s configured ranges as its overrides; a GSI added later gets
+        its alarms too. Returns its indexes."""
+        self._overrides[table.table.table_name] = {
+            dim: {
+                "min": table.capacity(dim).min_capacity,
+                "max": table.capacity(dim).max_capacity,
+                "target": table.capacity(dim).target_utilization_percent,
+            }
+            for dim in DIMENSIONS
+        }
+        enrolled = table.table
+        table.on_index_added(lambda index: self._index_alarms(enrolled, label, index))
+        return table.index_names
 
     def _index_alarms(self, table: dynamodb.ITable, label: str, index: str | None) -> None:
         for dim in DIMENSIONS:
@@ -314,6 +307,34 @@ class ThrottleAwareScaler(Construct):
                 sid="ReadMetrics", actions=["cloudwatch:GetMetricData"], resources=["*"]
             ),
         )  # no PutMetricData: the tick's metrics are EMF lines in its own log
+
+    def _grant_table(self, table: dynamodb.ITable) -> None:
+        """Describe, update and list the tags of ``table``; forget its state tags; move the
+        minimums of its scalable targets (one statement for every explicit table)."""
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid=f"ManageTable{len(self._tables)}",
+                actions=[
+                    "dynamodb:DescribeTable",
+                    "dynamodb:UpdateTable",
+                    "dynamodb:ListTagsOfResource",
+                ],
+                resources=[table.table_arn],
+            )
+        )
+        if self._forget_state_tags is None:
+            self._forget_state_tags = _forget_state_tags("ForgetStateTags", [table.table_arn])
+            self._move_minimums = move_minimums_statement(
+                "MoveMinimums", TARGET_TAG, [table.table_name]
+            )
+            self.policy.add_statements(self._forget_state_tags, self._move_minimums)
+        else:
+            assert self._move_minimums is not None
+            self._forget_state_tags.add_resources(table.table_arn)
+            self._move_minimums.add_condition(
+                "StringEquals",
+                {f"aws:ResourceTag/{TARGET_TAG}": [t.table_name for t in self._tables]},
+            )
 
     def _grant_tagged(self, key: str, value: str) -> None:
         tables = f"arn:{Aws.PARTITION}:dynamodb:{Aws.REGION}:{Aws.ACCOUNT_ID}:table/*"
@@ -378,6 +399,13 @@ class ThrottleAwareScaler(Construct):
         )
 
     def _alarms(self, pinned_for: Duration, updating_ticks: int) -> None:
+        self._render_function_alarms()
+        self._render_tick_alarms()
+        self._render_pinned_alarm(pinned_for)
+        self._render_updating_alarm(updating_ticks)
+
+    def _render_function_alarms(self) -> None:
+        """The function failed, its ticks were dropped, or it has not run for 3 ticks."""
         tick = self._tick
         alarm_on_any(
             self,
@@ -408,6 +436,9 @@ class ThrottleAwareScaler(Construct):
                 alarm_description="The capacity scaler has not run for 3 ticks",
             )
         )
+
+    def _render_tick_alarms(self) -> None:
+        """A tick found a target it holds, or a tag it does not obey."""
         alarm_on_any(
             self,
             "BadTargetsAlarm",
@@ -424,7 +455,9 @@ class ThrottleAwareScaler(Construct):
             "table consumes (or while that is not known); the scaler does not obey it",
             self.topic,
         )
-        periods = max(1, math.ceil(pinned_for.to_seconds() / tick.to_seconds()))
+
+    def _render_pinned_alarm(self, pinned_for: Duration) -> None:
+        periods = max(1, math.ceil(pinned_for.to_seconds() / self._tick.to_seconds()))
         pinned = self._per_table("CapacityAtMax", "dimensions at max, worst table")
         self._notify(
             pinned.create_alarm(
@@ -438,10 +471,12 @@ class ThrottleAwareScaler(Construct):
                 f"{pinned_for.to_human_string()}",
             )
         )
+
+    def _render_updating_alarm(self, updating_ticks: int) -> None:
         # one datapoint per tick: a table found UPDATING by every tick of the window
         # (a tick that finds none sends none, and a missing datapoint is not breaching)
         updating = self._per_table("Updating", "tables found UPDATING")
-        span = Duration.seconds(tick.to_seconds() * updating_ticks).to_human_string()
+        span = Duration.seconds(self._tick.to_seconds() * updating_ticks).to_human_string()
         self._notify(
             updating.create_alarm(
                 self,

@@ -13,6 +13,7 @@ from constructs_pkg import (
     CapacityRequests,
     ProvisionedTable,
     TableCapacity,
+    ThrottleAwareScaler,
 )
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
@@ -176,3 +177,33 @@ def test_allow_index_of_a_table_owned_elsewhere_is_taken_on_trust(stack: cdk.Sta
     requests = requests_on(stack, imported)
     requests.allow_index(imported, "byDay")
     assert requests.scopes() == [{"table": "orders", "indexes": ["byDay"]}]
+
+
+# ---------------------------------------------------------------------- ThrottleAwareScaler
+
+
+def test_a_scaler_of_one_table_alone_asks_for_a_list(stack: cdk.Stack) -> None:
+    orders = provisioned(stack)
+    with pytest.raises(CapacityConfigError) as caught:
+        ThrottleAwareScaler(stack, "Scaler", tables=orders)  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "ThrottleAwareScaler Test/Scaler: tables must be a list (sequence) of tables, such as "
+        "tables=[orders]; got one table alone, Test/Orders: write tables=[...] around it"
+    )
+
+
+@pytest.mark.parametrize("tables", ["orders", 5])
+def test_a_scaler_of_something_else_asks_for_a_list(stack: cdk.Stack, tables: object) -> None:
+    with pytest.raises(CapacityConfigError) as caught:
+        ThrottleAwareScaler(stack, "Scaler", tables=tables)  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "ThrottleAwareScaler Test/Scaler: tables must be a list (sequence) of tables "
+        "(ProvisionedTable, TableCapacity or aws_dynamodb.ITable), such as tables=[orders]; "
+        f"got {tables!r}"
+    )
+
+
+def test_a_scaler_takes_any_iterable_of_tables(stack: cdk.Stack) -> None:
+    by_name = {"orders": provisioned(stack)}
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=by_name.values())  # type: ignore[arg-type]
+    assert scaler.tables == (by_name["orders"].table,)
