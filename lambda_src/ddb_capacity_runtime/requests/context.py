@@ -2,7 +2,8 @@
 workstation (``ddb-capacity`` in direct mode).
 
 What capacity requests read and write on one table: its state (waiting while it is
-being updated), its current traffic, scalable-target minimums, and result rows."""
+being updated), its current traffic, a dimension's base, and scalable-target minimums (their
+rows: :func:`..core.outcomes.result_row`)."""
 
 from __future__ import annotations
 
