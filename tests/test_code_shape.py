@@ -160,19 +160,7 @@ def test_no_function_over_the_limit() -> None:
     assert not too_long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(too_long)
 
 
-#: Modules being rewritten elsewhere, whose docstring does not say where it runs yet.
-PENDING_DOCSTRINGS = {f"{PACKAGE}.core.settings"}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(reason="docstring being rewritten"))
-        if n in PENDING_DOCSTRINGS
-        else n
-        for n in sorted(_modules())
-    ],
-)
+@pytest.mark.parametrize("name", sorted(_modules()))
 def test_module_docstring_says_where_it_runs(name: str) -> None:
     path = _modules()[name]
     docstring = ast.get_docstring(ast.parse(path.read_text())) or ""

@@ -1,6 +1,9 @@
-"""The settings contract of the scaler, shared by the construct and the Lambda:
-environment variables, validated, and per-table limits from configuration overrides or
-table tags."""
+"""Runs in: scaler Lambda, broker Lambda, CDK app (synth), workstation (simulator).
+
+The settings contract of the scaler, shared by the construct and the Lambda: one table of
+environment variables (:data:`SETTINGS`), read and written from it, validated; a mode's
+policy (:func:`for_mode`); and per-table limits from configuration overrides or table
+tags."""
 
 from __future__ import annotations
 
