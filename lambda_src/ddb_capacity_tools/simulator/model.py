@@ -1,4 +1,6 @@
-"""The simulated table: DynamoDB's capacity mechanics minute by minute, and CloudWatch as
+"""Runs in: workstation (the `ddb-capacity` command).
+
+The simulated table: DynamoDB's capacity mechanics minute by minute, and CloudWatch as
 policies see it. Every assumption is a field of :class:`ModelParams`.
 
 Per dimension and minute, in this order:
@@ -151,18 +153,26 @@ def serve(
     """Serve ``demand`` (units/s) for ``seconds``: from provisioned capacity first, then from
     the bucket; what neither covers is throttled. Unused capacity refills the bucket, which
     holds at most ``burst_seconds`` x provisioned."""
+    return Minute(*_serve(demand, provisioned, bucket, burst_seconds, seconds))
+
+
+def _serve(
+    demand: float, provisioned: float, bucket: float, burst_seconds: float, seconds: float = 60.0
+) -> tuple[float, float, float]:
+    """:func:`serve` as a plain (served, throttled, bucket) tuple: the simulator's hot path."""
     cap = burst_seconds * provisioned
     bucket = min(max(bucket, 0.0), cap)
     if demand <= provisioned:
-        return Minute(demand, 0.0, min(cap, bucket + (provisioned - demand) * seconds))
+        return demand, 0.0, min(cap, bucket + (provisioned - demand) * seconds)
     used = min(bucket, (demand - provisioned) * seconds)
     served = provisioned + used / seconds
-    return Minute(served, max(0.0, demand - served), bucket - used)
+    return served, max(0.0, demand - served), bucket - used
 
 
 @dataclass
 class SimulatedDimension:
-    """DynamoDB's view of one dimension, plus what was published to CloudWatch."""
+    """DynamoDB's view of one dimension, plus what was published to CloudWatch. The lists
+    hold one entry per simulated minute, warm-up first."""
 
     key: Key
     provisioned: int
@@ -171,10 +181,14 @@ class SimulatedDimension:
     pending: int | None = None
     served: list[float] = field(default_factory=list)
     throttle_events: list[float] = field(default_factory=list)
-    #: The first minute at whose start each published datapoint is visible.
+    #: The first minute at whose start each published datapoint is visible; kept only when
+    #: delays are drawn (``delay_spread_minutes``), else it is the minute plus the delay.
     visible_at: list[int] = field(default_factory=list)
     throttles_visible_at: list[int] = field(default_factory=list)
     decreases: int = 0
+    #: Refused units per second, and the capacity in force, each minute.
+    throttled: list[float] = field(default_factory=list)
+    provisioned_at: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -205,9 +219,27 @@ class SimulatedTable:
         self.busy_until: dict[str | None, int] = {}
         self.apply_at: dict[str | None, int] = {}
         self.rejected_decreases = {k: 0 for k in self.keys}
-        self.recorded = {k: Recorded() for k in self.keys}
         #: every minute's start, warm-up first (minute t at index t + offset)
         self._times = [trace.time(t) for t in range(-self.offset, trace.minutes + 1)]
+        #: per dimension, in key order: its state and its demand per trace minute
+        self._served = [(self.dims[k], trace.demand[k]) for k in self.keys]
+        self._burst = params.burst
+        self._attempts = (1 + params.retries) * 60 / params.units_per_request
+
+    @property
+    def recorded(self) -> dict[Key, Recorded]:
+        """Per dimension, what the trace's minutes (not the warm-up) recorded so far."""
+        out = {}
+        for k, d in self.dims.items():
+            i = self.offset
+            out[k] = Recorded(
+                self.trace.demand[k][: max(0, len(d.served) - i)],
+                d.served[i:],
+                d.throttled[i:],
+                d.provisioned_at[i:],
+                d.throttle_events[i:],
+            )
+        return out
 
     # ------------------------------------------------------------------ time and data
 
@@ -221,9 +253,6 @@ class SimulatedTable:
         if i < 0 or i + count > len(self._times):
             return [self.trace.time(t) for t in range(first, first + count)]
         return self._times[i : i + count]
-
-    def demand(self, key: Key, t: int) -> float:
-        return self.trace.demand[key][max(t, 0)]
 
     def datapoints(
         self, key: Key, first: int, count: int, t: int, throttles: bool = False
@@ -257,12 +286,51 @@ class SimulatedTable:
         values = [0.0] * before + series[lo:hi] + [0.0] * after
         return values, [True] * before + [False] * (hi - lo) + [True] * after
 
+    def known(
+        self, key: Key, first: int, count: int, t: int, throttles: bool = False
+    ) -> list[float] | None:
+        """The datapoints of minutes ``first`` .. ``first + count - 1`` as seen at the start
+        of minute ``t`` when every one of them is known, else None."""
+        p = self.params
+        if p.delay_spread_minutes:
+            values, unknown = self.datapoints(key, first, count, t, throttles)
+            return None if any(unknown) else values
+        d = self.dims[key]
+        series = d.throttle_events if throttles else d.served
+        delay = p.throttle_delay_minutes if throttles else p.metric_delay_minutes
+        start = first + self.offset
+        stop = start + count
+        if start < 0 or stop > min(len(series), t - delay + self.offset):
+            return None
+        return series[start:stop]
+
+    def metrics(
+        self, key: Key, first: int, count: int, t: int
+    ) -> tuple[list[float], list[float], list[bool]]:
+        """Consumed and throttle events of minutes ``first`` .. ``first + count - 1`` as seen
+        at the start of minute ``t``, and per minute whether either is unknown (empty when
+        every one is known)."""
+        consumed = self.known(key, first, count, t)
+        throttles = self.known(key, first, count, t, throttles=True)
+        if consumed is not None and throttles is not None:
+            return consumed, throttles, []
+        consumed, late = self.datapoints(key, first, count, t)
+        throttles, late_events = self.datapoints(key, first, count, t, throttles=True)
+        unknown = [a or b for a, b in zip(late, late_events, strict=True)]
+        return consumed, throttles, unknown if any(unknown) else []
+
     def visible(self, key: Key, minute: int, t: int, throttles: bool = False) -> float | None:
         """The CloudWatch datapoint of ``minute`` as seen at the start of minute ``t``."""
         index = minute + self.offset
         d = self.dims[key]
-        at = d.throttles_visible_at if throttles else d.visible_at
-        if index < 0 or index >= len(at) or at[index] > t:
+        if index < 0 or index >= len(d.served):
+            return None
+        p = self.params
+        if p.delay_spread_minutes:
+            at = d.throttles_visible_at if throttles else d.visible_at
+            if at[index] > t:
+                return None
+        elif minute + 1 + (p.throttle_delay_minutes if throttles else p.metric_delay_minutes) > t:
             return None
         return d.throttle_events[index] if throttles else d.served[index]
 
@@ -323,29 +391,23 @@ class SimulatedTable:
     # ------------------------------------------------------------------ the minute
 
     def begin_minute(self, t: int) -> None:
+        if not self.apply_at:
+            return
         for index, at in list(self.apply_at.items()):
             if at <= t:
                 self._apply(index, t)
 
     def end_minute(self, t: int) -> None:
         p = self.params
-        attempts = (1 + p.retries) * 60 / p.units_per_request
-        spread = p.delay_spread_minutes
-        for key in self.keys:
-            d = self.dims[key]
-            demand = self.demand(key, t)
-            m = serve(demand, d.provisioned, d.bucket, p.burst)
-            d.bucket = m.bucket
-            d.served.append(m.served)
-            events = m.throttled * attempts
-            d.throttle_events.append(events)
-            jitter = self.rng.randint(0, spread) if spread else 0
-            d.visible_at.append(t + 1 + p.metric_delay_minutes + jitter)
-            d.throttles_visible_at.append(t + 1 + p.throttle_delay_minutes + jitter)
-            if t >= 0:
-                r = self.recorded[key]
-                r.demand.append(demand)
-                r.served.append(m.served)
-                r.throttled.append(m.throttled)
-                r.provisioned.append(d.provisioned)
-                r.throttle_events.append(events)
+        burst, attempts, spread = self._burst, self._attempts, p.delay_spread_minutes
+        minute = t if t > 0 else 0  # the warm-up repeats the trace's first minute
+        for d, demand in self._served:
+            served, throttled, d.bucket = _serve(demand[minute], d.provisioned, d.bucket, burst)
+            d.served.append(served)
+            d.throttled.append(throttled)
+            d.throttle_events.append(throttled * attempts)
+            d.provisioned_at.append(d.provisioned)
+            if spread:
+                jitter = self.rng.randint(0, spread)
+                d.visible_at.append(t + 1 + p.metric_delay_minutes + jitter)
+                d.throttles_visible_at.append(t + 1 + p.throttle_delay_minutes + jitter)

@@ -1,4 +1,6 @@
-"""The oracle: with perfect foresight, the cheapest provisioning it finds that never
+"""Runs in: workstation (the `ddb-capacity` command).
+
+The oracle: with perfect foresight, the cheapest provisioning it finds that never
 throttles and that DynamoDB's decrease quota allows. Every other policy is measured against
 it (and against :mod:`.bound`, which no zero-throttle plan can beat).
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ddb_capacity_runtime.core.policy import capacity_units
@@ -36,6 +39,28 @@ BLOCK_MINUTES = (15, 5)
 LOOKBACK_BLOCKS = {15: 96, 5: 48}
 
 
+@dataclass
+class _Reached:
+    """The dynamic program's table: for each block boundary ``i`` and each count ``k`` of
+    decreases spent on block ``i``'s UTC day, the cheapest cost of the blocks before ``i``
+    found so far (``cost[i][k]``), and the boundary and count it came from
+    (``came[i][k]``). ``order[i]`` lists the counts reached, in the order they were first
+    reached; a cost only ever moves to a strictly lower one, so ties go to the first."""
+
+    cost: list[list[float]]
+    came: list[list[tuple[int, int]]]
+    order: list[list[int]]
+
+    @classmethod
+    def empty(cls, n: int) -> _Reached:
+        width = MAX_DECREASES_PER_DAY + 1
+        return cls(
+            [[math.inf] * width for _ in range(n + 1)],
+            [[(-1, -1)] * width for _ in range(n + 1)],
+            [[] for _ in range(n + 1)],
+        )
+
+
 def _plan_resource(
     needs: Sequence[Sequence[int]],
     weights: Sequence[float],
@@ -45,60 +70,22 @@ def _plan_resource(
 ) -> list[list[int]]:
     """Per block, the capacity of each dimension of one counter (table or GSI)."""
     n = len(needs)
-    dims = range(len(weights))
+    reached = _Reached.empty(n)
+    reached.cost[0][0] = 0.0
+    reached.order[0].append(0)
     hour_blocks = math.ceil(HOUR / block)
-    # best[i]: decreases spent on block i's day -> (cost of blocks before i, previous boundary)
-    best: list[dict[int, tuple[float, int, int]]] = [{} for _ in range(n + 1)]
-    best[0][0] = (0.0, -1, -1)
     for j in range(n):
-        states = list(best[j].items())
-        if not states:
-            continue
-        level = list(needs[j])
-        rate = sum(weights[c] * level[c] for c in dims)  # the cost of a block at `level`
-        cost = 0.0
-        day_j = days[j]
-        for i in range(j + 1, min(n, j + lookback) + 1):
-            row = needs[i - 1]
-            for c in dims:
-                if row[c] > level[c]:
-                    rate += weights[c] * (row[c] - level[c])
-                    level[c] = row[c]
-            cost += rate
-            best_i = best[i]
-            if i == n:
-                decrease, same_day = False, True
-            else:
-                following = needs[i]
-                decrease = False
-                for c in dims:
-                    if following[c] < level[c]:
-                        decrease = True
-                        break
-                same_day = days[i] == day_j
-            spaced = i - j >= hour_blocks
-            for k, (spent, _, _) in states:
-                if not decrease:
-                    k_to = k if same_day else 0
-                elif not same_day:
-                    k_to = 1
-                elif k < MAX_DECREASES_PER_DAY and (k < FREE_DECREASES or spaced):
-                    k_to = k + 1
-                else:
-                    continue
-                total = spent + cost
-                current = best_i.get(k_to)
-                if current is None or total < current[0]:
-                    best_i[k_to] = (total, j, k)
+        if reached.order[j]:
+            _segments_from(j, reached, needs, weights, days, lookback, hour_blocks)
     # Walk back from the end.
-    k = min(best[n], key=lambda kk: best[n][kk][0])
+    k = min(reached.order[n], key=reached.cost[n].__getitem__)
     boundaries = []
     i = n
     while i > 0:
-        _, j, k = best[i][k]
-        boundaries.append(j)
-        i = j
+        i, k = reached.came[i][k]
+        boundaries.append(i)
     boundaries.reverse()
+    dims = range(len(weights))
     plan: list[list[int]] = []
     for s, j in enumerate(boundaries):
         end = boundaries[s + 1] if s + 1 < len(boundaries) else n
@@ -107,6 +94,66 @@ def _plan_resource(
             level = [max(level[c], needs[b][c]) for c in dims]
             plan.append(list(level))
     return plan
+
+
+def _segments_from(
+    j: int,
+    reached: _Reached,
+    needs: Sequence[Sequence[int]],
+    weights: Sequence[float],
+    days: Sequence[int],
+    lookback: int,
+    hour_blocks: int,
+) -> None:
+    """Every segment that starts at block ``j`` (its capacity the running peak of need
+    since ``j``) and ends at a boundary ``i``, from each count of decreases reached at
+    ``j``: the count at ``i`` follows the quota (a decrease at ``i`` when the next block
+    needs less than the segment's level; a new UTC day starts from none)."""
+    n = len(needs)
+    dims = range(len(weights))
+    counts = reached.order[j]
+    spent = [reached.cost[j][k] for k in counts]
+    # Per count reached, the count at i: the same one; one more, for the counts that may
+    # spend a decrease (any below the daily most, and within an hour of the segment's
+    # start only those within the free ones)
+    same = [(k, s, k) for k, s in zip(counts, spent, strict=True)]
+    spaced = [(k, s, k + 1) for k, s, _ in same if k < MAX_DECREASES_PER_DAY]
+    close = [step for step in spaced if step[0] < FREE_DECREASES]
+    level = list(needs[j])
+    rate = sum(weights[c] * level[c] for c in dims)  # the cost of a block at `level`
+    cost = 0.0
+    day_j = days[j]
+    for i in range(j + 1, min(n, j + lookback) + 1):
+        row = needs[i - 1]
+        for c in dims:
+            if row[c] > level[c]:
+                rate += weights[c] * (row[c] - level[c])
+                level[c] = row[c]
+        cost += rate
+        decrease, same_day = False, True
+        if i < n:
+            following = needs[i]
+            for c in dims:
+                if following[c] < level[c]:
+                    decrease = True
+                    break
+            same_day = days[i] == day_j
+        best, came = reached.cost[i], reached.came[i]
+        if not same_day:  # every count goes to the same one: the first cheapest wins
+            totals = [s + cost for s in spent]
+            total = min(totals)
+            k_to = 1 if decrease else 0
+            first = totals.index(total)
+            steps = [(counts[first], spent[first], k_to)]
+        else:
+            steps = same if not decrease else spaced if i - j >= hour_blocks else close
+        for k, s, k_to in steps:
+            total = s + cost
+            if total < best[k_to]:
+                if best[k_to] == math.inf:
+                    reached.order[i].append(k_to)
+                best[k_to] = total
+                came[k_to] = (j, k)
 
 
 def plan(
@@ -183,19 +230,26 @@ class Oracle:
     def __init__(self, trace: Trace, params: ModelParams, prices: Prices) -> None:
         self.plan = plan(trace, params, prices)
         self.minutes = trace.minutes
+        self.offset = params.warmup_minutes
+        #: Per key, for each minute from the warm-up's first, the level to ask for then.
+        self.asks = {k: self._asks(p, params) for k, p in self.plan.items()}
+
+    def _asks(self, p: Sequence[int], params: ModelParams) -> list[int]:
+        last = self.minutes - 1
+        spread = range(params.update_spread_minutes + 1)
+        asks = []
+        for t in range(-self.offset, self.minutes):
+            first = t + params.update_minutes
+            asks.append(max(p[min(max(first + d, 0), last)] for d in spread))
+        return asks
 
     def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
         return {k: p[0] for k, p in self.plan.items()}
 
     def act(self, sim: SimulatedTable, t: int) -> None:
-        first = t + sim.params.update_minutes
-        landing = [
-            min(max(at, 0), self.minutes - 1)
-            for at in range(first, first + sim.params.update_spread_minutes + 1)
-        ]
         wanted: dict[str | None, dict[str, int]] = {}
-        for key, p in self.plan.items():
-            level = max(p[at] for at in landing)
+        for key, asks in self.asks.items():
+            level = asks[t + self.offset]
             if level != sim.current(key):
                 wanted.setdefault(key[0], {})[key[1]] = level
         for index, values in wanted.items():

@@ -1,4 +1,6 @@
-"""The policies a trace is replayed through, named as on the command line.
+"""Runs in: workstation (the `ddb-capacity` command).
+
+The policies a trace is replayed through, named as on the command line.
 
 ``fixed:N``, ``stock:T``, ``scheduled`` (or ``scheduled:T``), ``throttle-aware``,
 ``throttle-aware+stock:T``, ``on-demand``, ``oracle`` and ``bound`` (not a policy: the
@@ -11,9 +13,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from ddb_capacity_runtime.core import settings
 from ddb_capacity_runtime.core.floorplan import STEP_MINUTES, FloorPlan
@@ -25,8 +26,9 @@ from ddb_capacity_runtime.core.forecast import (
     plan_floors,
 )
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
-from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, plan_table
-from ddb_capacity_runtime.core.policy import HOLD, PolicyConfig, autopilot_config, capacity_units
+from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, Change, plan_table
+from ddb_capacity_runtime.core.policy import HOLD, Decision, capacity_units
+from ddb_capacity_runtime.core.series import Key as SeriesKey
 from ddb_capacity_runtime.core.series import Series, window
 from ddb_capacity_runtime.core.settings import Limits, ScalerConfig
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget
@@ -36,6 +38,7 @@ from .schedules import Firing
 from .trace import MINUTE, Key, Trace
 
 SIMULATED_TABLE = "simulated"
+TABLE_ARN = f"arn:simulated:table/{SIMULATED_TABLE}"
 #: The autopilot's history: 14 days of 5-minute steps (core.forecast).
 HISTORY_STEPS = HISTORY_DAYS * 1440 // STEP_MINUTES
 #: Application Auto Scaling's alarms for target tracking on DynamoDB (DESIGN.md, "Facts").
@@ -44,7 +47,8 @@ DEFAULT_TICK_MINUTES = settings.DEFAULT_TICK_MINUTES  # the Lambda's and the con
 SPEC_HELP = (
     "fixed:N, stock:T, scheduled, scheduled:T, throttle-aware, "
     "throttle-aware+stock:T, autopilot, autopilot:T, autopilot+stock:T, on-demand, oracle "
-    "or bound (T a target utilization in percent, 20 to 90)"
+    "or bound (N capacity units, 1 to the maximum capacity; T a target utilization in "
+    "percent, 20 to 90)"
 )
 
 
@@ -68,39 +72,44 @@ class Spec:
     with_stock: bool = False
 
 
-def _target(text: str, number: str) -> int:
+def _target(text: str, number: str, option: str) -> int:
     value = int(number)
     if not 20 <= value <= 90:
         raise PolicyError(
-            f"--policy {text!r}: target utilization {value} is outside 20 to 90 "
+            f"{option} {text!r}: target utilization {value} is outside 20 to 90 "
             f"(Application Auto Scaling's range)"
         )
     return value
 
 
-def parse(text: str, max_capacity: int = 40_000) -> Spec:
-    """Parse one ``--policy`` value; :class:`PolicyError` names what is allowed."""
+#: Each policy that takes a number: its pattern (the number signed, so that a negative one
+#: is told its range), kind and whether it runs on stock auto scaling.
+_NUMBERED = (
+    (r"(stock|scheduled|autopilot):([+-]?\d+)", None, False),
+    (r"throttle-aware\+stock:([+-]?\d+)", "throttle-aware", True),
+    (r"autopilot\+stock:([+-]?\d+)", "autopilot", True),
+)
+
+
+def parse(text: str, max_capacity: int = 40_000, option: str = "--policy") -> Spec:
+    """Parse one ``--policy`` value (or the value of ``option``, which names it in errors);
+    :class:`PolicyError` names what is allowed."""
     t = text.strip()
-    if t in ("on-demand", "oracle", "bound", "throttle-aware", "scheduled"):
+    if t in ("on-demand", "oracle", "bound", "throttle-aware", "scheduled", "autopilot"):
         return Spec(text, t, 70 if t == "scheduled" else None)
-    if m := re.fullmatch(r"fixed:(\d+)", t):
+    if m := re.fullmatch(r"fixed:([+-]?\d+)", t):
         n = int(m.group(1))
         if not 1 <= n <= max_capacity:
             raise PolicyError(
-                f"--policy {text!r}: fixed capacity {n} is outside 1 to {max_capacity}"
+                f"{option} {text!r}: fixed capacity {n} is outside 1 to {max_capacity} "
+                f"(capacity units)"
             )
         return Spec(text, "fixed", n)
-    if m := re.fullmatch(r"(stock|scheduled):(\d+)", t):
-        return Spec(text, m.group(1), _target(text, m.group(2)))
-    if m := re.fullmatch(r"throttle-aware\+stock:(\d+)", t):
-        return Spec(text, "throttle-aware", _target(text, m.group(1)), with_stock=True)
-    if t == "autopilot":
-        return Spec(text, "autopilot")
-    if m := re.fullmatch(r"autopilot:(\d+)", t):
-        return Spec(text, "autopilot", _target(text, m.group(1)))
-    if m := re.fullmatch(r"autopilot\+stock:(\d+)", t):
-        return Spec(text, "autopilot", _target(text, m.group(1)), with_stock=True)
-    raise PolicyError(f"--policy: got {text!r}; expected {SPEC_HELP}")
+    for pattern, kind, with_stock in _NUMBERED:
+        if m := re.fullmatch(pattern, t):
+            value = _target(text, m.group(m.lastindex or 1), option)
+            return Spec(text, kind or m.group(1), value, with_stock=with_stock)
+    raise PolicyError(f"{option}: got {text!r}; expected {SPEC_HELP}")
 
 
 def _clamp(value: float, lo: int, hi: int) -> int:
@@ -185,49 +194,51 @@ class AutoScaling:
     def act(self, sim: SimulatedTable, t: int) -> None:
         for f in self.firings.get(t, ()):
             self.min[f.key], self.max[f.key] = f.min_capacity, f.max_capacity
-        order = sorted(sim.keys, key=lambda k: self.waiting.get(k, t))  # stable: ties keep order
+        order = (  # stable: ties keep order
+            sorted(sim.keys, key=lambda k: self.waiting.get(k, t)) if self.waiting else sim.keys
+        )
         for key in order:
             if self._enforce(sim, t, key) or sim.dims[key].pending is not None:
                 continue
             # The alarms see the newest datapoints CloudWatch has delivered (delays vary).
-            newest = self._newest(sim, key, t)
-            if newest is None:
+            newest, latest = self._newest(sim, key, t)
+            if latest is None:
                 continue
             provisioned = sim.dims[key].provisioned
-            latest = sim.visible(key, newest, t)
-            assert latest is not None
+            # Each alarm's datapoints end with the newest one, so it alone rules one out.
+            if latest > self.target * provisioned:
+                high = sim.known(key, newest - HIGH_DATAPOINTS + 1, HIGH_DATAPOINTS, t)
+                if high is not None and min(high) > self.target * provisioned:
+                    wanted = _clamp(high[-1] / self.target, self.min[key], self.max[key])
+                    if wanted > provisioned:
+                        self._update(sim, t, key, wanted)
+                continue
             threshold = (self.target - LOW_MARGIN) * provisioned
-            if latest <= self.target * provisioned and (not self.scale_in or latest >= threshold):
-                continue  # neither alarm can be in ALARM: the newest datapoint rules both out
-            high, unknown = sim.datapoints(key, newest - HIGH_DATAPOINTS + 1, HIGH_DATAPOINTS, t)
-            if not any(unknown) and min(high) > self.target * provisioned:
-                wanted = _clamp(high[-1] / self.target, self.min[key], self.max[key])
-                if wanted > provisioned:
-                    self._update(sim, t, key, wanted)
+            if not self.scale_in or latest >= threshold:
                 continue
-            if not self.scale_in:
-                continue
-            low, unknown = sim.datapoints(key, newest - LOW_DATAPOINTS + 1, LOW_DATAPOINTS, t)
-            if not any(unknown) and max(low) < threshold:
-                peak = max(low)
-                wanted = _clamp(peak / self.target, self.min[key], self.max[key])
+            low = sim.known(key, newest - LOW_DATAPOINTS + 1, LOW_DATAPOINTS, t)
+            if low is not None and max(low) < threshold:
+                wanted = _clamp(max(low) / self.target, self.min[key], self.max[key])
                 if wanted < provisioned:
                     self._update(sim, t, key, wanted)
 
-    def _newest(self, sim: SimulatedTable, key: Key, t: int) -> int | None:
-        """The newest minute whose datapoint is visible at ``t``."""
+    def _newest(self, sim: SimulatedTable, key: Key, t: int) -> tuple[int, float | None]:
+        """The newest minute whose datapoint is visible at ``t``, and that datapoint (None
+        when none is)."""
         m = t - 1 - self.params.metric_delay_minutes
         for candidate in range(m, m - self.params.delay_spread_minutes - 1, -1):
-            if sim.visible(key, candidate, t) is not None:
-                return candidate
-        return None
+            value = sim.visible(key, candidate, t)
+            if value is not None:
+                return candidate, value
+        return m, None
 
 
 class ThrottleAware:
     """The scaler Lambda, ticking every ``tick`` minutes: discovery is replaced by the
     simulated DescribeTable, CloudWatch by the delayed datapoints; the decisions are
-    :func:`handler.plan_table`'s. With ``stock`` it moves the scalable targets' minimum (the
-    base minimum is remembered as the actuator's tag does), else it calls UpdateTable."""
+    :func:`ddb_capacity_runtime.core.plan.plan_table`'s. With ``stock`` it moves the
+    scalable targets' minimum (the base minimum is remembered as the state store does),
+    else it calls UpdateTable."""
 
     def __init__(
         self,
@@ -247,13 +258,9 @@ class ThrottleAware:
             default_min=params.min_capacity,
             default_max=params.max_capacity,
             tick_minutes=tick,
-            # the Lambda's own policy for this mode and tick (ScalerConfig.from_env)
-            policy=replace(
-                autopilot_config(self.target)
-                if autopilot
-                else PolicyConfig(target_utilization=self.target),
-                scale_down_minutes=tick
-                * settings.scale_down_ticks(tick, "autopilot" if autopilot else "reactive"),
+            # the Lambda's own policy for this mode and tick
+            policy=settings.for_mode(
+                settings.Mode.AUTOPILOT if autopilot else settings.Mode.REACTIVE, tick, self.target
             ),
         )
         self.base_min: dict[Key, int] = {}
@@ -267,6 +274,10 @@ class ThrottleAware:
         self.forecasts: list[tuple[int, Key, Forecast, FloorPlan | None]] = []
         #: Each dimension's plan, kept between ticks as the Lambda keeps it in a tag.
         self.plans: dict[tuple[str, str | None, str], FloorPlan] = {}
+        #: Per key, the dimension last described and what it was made from.
+        self._dims: dict[Key, tuple[tuple[Any, ...], Dimension]] = {}
+        #: A tick's first minute read, relative to the tick (None until known).
+        self._shift: int | None = None
 
     def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
         if self.stock is not None:
@@ -276,19 +287,16 @@ class ThrottleAware:
             for k, d in trace.demand.items()
         }
 
-    def _series(
-        self, sim: SimulatedTable, key: Key, t: int, minutes: range, starts: list[datetime]
-    ) -> Series:
-        """What the Lambda's GetMetricData would return: minutes not delivered yet are
-        unknown (they read 0 and forbid any decrease, as at run time)."""
-        first, count = minutes.start, len(minutes)
-        consumed, late = sim.datapoints(key, first, count, t)
-        throttles, late_events = sim.datapoints(key, first, count, t, throttles=True)
-        unknown = [a or b for a, b in zip(late, late_events, strict=True)]
-        return Series(starts, consumed, throttles, unknown if any(unknown) else [])
+    def _series(self, sim: SimulatedTable, key: Key, t: int, first: int, count: int) -> Series:
+        """What the Lambda's GetMetricData would return for minutes ``first`` ..
+        ``first + count - 1``: minutes not delivered yet are unknown (they read 0 and forbid
+        any decrease, as at run time)."""
+        consumed, throttles, unknown = sim.metrics(key, first, count, t)
+        return Series(sim.times(first, count), consumed, throttles, unknown)
 
     def act(self, sim: SimulatedTable, t: int) -> None:
-        self._tick(sim, t)
+        if t % self.tick == 0:
+            self._tick(sim, t)
         if self.stock is not None:
             self.stock.act(sim, t)
 
@@ -327,58 +335,84 @@ class ThrottleAware:
                 self.plans.pop(d.key, None)
 
     def _tick(self, sim: SimulatedTable, t: int) -> None:
-        if t % self.tick:
-            return
         if self.autopilot:
             self._learn(sim, t)
         if sim.busy(None, t):
             return  # DescribeTable says UPDATING: the tick skips the table
-        # The minutes a tick reads, as the Lambda computes them; the same for every dimension.
+        table, series = self._describe(sim, t)
+        now = sim.time(t)
+        if self.autopilot:
+            if forecast_due(SIMULATED_TABLE, now.minute, self.tick):
+                self._plan(table.dimensions, t, now.hour * 60 + now.minute)
+            table = apply_plans(table, self.plans, t)
+        self._carry_out(sim, t, plan_table(table, series, self.config, now))
+
+    def _window(self, sim: SimulatedTable, t: int) -> tuple[int, int]:
+        """The first minute and the number of minutes a tick at ``t`` reads, as the Lambda
+        computes them (:func:`window`); the same for every dimension. On a trace that starts
+        on a whole minute the window keeps its place relative to the tick."""
+        if self._shift is not None:
+            return t + self._shift, self.config.history_minutes
         start, end = window(
             sim.time(t), self.config.history_minutes, self.config.metric_lag_minutes
         )
         first = int((start - sim.trace.start) / MINUTE)
-        minutes = range(first, first + int((end - start) / MINUTE))
-        starts = sim.times(first, len(minutes))
+        if sim.trace.start.second == 0 and sim.trace.start.microsecond == 0:
+            self._shift = first - t
+        return first, int((end - start) / MINUTE)
+
+    def _describe(
+        self, sim: SimulatedTable, t: int
+    ) -> tuple[ManagedTable, dict[SeriesKey, Series]]:
+        """The table as the Lambda's discovery and GetMetricData show it at ``t``: every
+        dimension not UPDATING, and its window of minutes."""
+        first, count = self._window(sim, t)
         dims, series = [], {}
         for key in sim.keys:
-            index, dim = key
-            if sim.busy(index, t):
+            if sim.busy(key[0], t):
                 continue
-            d = sim.dims[key]
-            target = None
-            lo = self.params.min_capacity
-            hi = self.params.max_capacity
-            if self.stock is not None:
-                target = ScalableTarget(
-                    resource_id(SIMULATED_TABLE, index),
-                    scalable_dimension(index, dim),
-                    self.stock.min[key],
-                    self.stock.max[key],
-                    True,
-                )
-                lo, hi = self.base_min.get(key, self.stock.min[key]), self.stock.max[key]
-            dims.append(
-                Dimension(
-                    SIMULATED_TABLE,
-                    index,
-                    dim,
-                    d.provisioned,
-                    sim.ledgers[index],
-                    d.last_increase,
-                    Limits(lo, hi, self.target),
-                    target,
-                )
+            d = self._dimension(sim, key)
+            dims.append(d)
+            series[d.key] = self._series(sim, key, t, first, count)
+        return _Described(SIMULATED_TABLE, TABLE_ARN, {}, dims), series
+
+    def _dimension(self, sim: SimulatedTable, key: Key) -> Dimension:
+        """``key``'s dimension as discovery reads it: the same object while nothing it holds
+        has changed (it is immutable)."""
+        index, dim = key
+        d, stock = sim.dims[key], self.stock
+        ledger = sim.ledgers[index]
+        held: tuple[Any, ...] = (d.provisioned, ledger, d.last_increase)
+        if stock is not None:
+            held += (stock.min[key], stock.max[key], self.base_min.get(key))
+        cached = self._dims.get(key)
+        if cached is not None and cached[0] == held:
+            return cached[1]
+        target = None
+        lo, hi = self.params.min_capacity, self.params.max_capacity
+        if stock is not None:
+            target = ScalableTarget(
+                resource_id(SIMULATED_TABLE, index),
+                scalable_dimension(index, dim),
+                stock.min[key],
+                stock.max[key],
+                True,
             )
-            series[(SIMULATED_TABLE, index, dim)] = self._series(sim, key, t, minutes, starts)
-        table = ManagedTable(SIMULATED_TABLE, f"arn:simulated:table/{SIMULATED_TABLE}", {}, dims)
-        if self.autopilot:
-            if forecast_due(SIMULATED_TABLE, sim.time(t).minute, self.tick):
-                moment = sim.time(t)
-                self._plan(dims, t, moment.hour * 60 + moment.minute)
-            table = apply_plans(table, self.plans, t)
+            lo, hi = self.base_min.get(key, stock.min[key]), stock.max[key]
+        limits = Limits(lo, hi, self.target)
+        made = Dimension(
+            SIMULATED_TABLE, index, dim, d.provisioned, ledger, d.last_increase, limits, target
+        )
+        self._dims[key] = (held, made)
+        return made
+
+    def _carry_out(
+        self, sim: SimulatedTable, t: int, planned: list[tuple[Change, Decision]]
+    ) -> None:
+        """Make the tick's changes: a scalable target's minimum (remembering the base
+        minimum, as the state store does), or one UpdateTable per table or GSI."""
         updates: dict[str | None, dict[str, int]] = {}
-        for change, _ in plan_table(table, series, self.config, sim.time(t)):
+        for change, _ in planned:
             if change.action == HOLD or change.new == change.old:
                 continue
             self.decisions += 1
@@ -395,6 +429,16 @@ class ThrottleAware:
                 updates.setdefault(key[0], {})[key[1]] = change.new
         for index, values in updates.items():
             sim.update_table(t, index, values)
+
+
+class _Described(ManagedTable):
+    """The simulated DescribeTable's table. Its shallow copy (:func:`apply_plans` makes one
+    each tick) is :func:`copy.copy`'s, without the generic protocol's cost."""
+
+    def __copy__(self) -> _Described:
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        return clone
 
 
 class OnDemand:
