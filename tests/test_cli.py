@@ -638,7 +638,7 @@ def test_request_names_its_store_or_says_it_has_none(request_table, monkeypatch)
     monkeypatch.delenv("CAPACITY_HOLDS_TABLE")
     code, _, err = run("request", "--table", name, "--write", "20")
     assert code == 2
-    assert "store: got None and no CAPACITY_HOLDS_TABLE; name the hold store table" in err
+    assert "--broker/--store: got neither, and neither CAPACITY_BROKER nor CAPACITY_HOLDS" in err
     code, out, err = run("request", "--table", name, "--write", "20", "--store", store)
     assert code == 0, err
     assert out.splitlines()[1].endswith(f" --store {store}")

@@ -70,11 +70,14 @@ def test_tune_refuses_a_candidate_it_cannot_deploy(tmp_path: Path) -> None:
 
 
 def test_every_candidates_code_parses_and_names_what_it_deploys() -> None:
-    from ddb_capacity_tools.simulator import ModelParams, parse
+    from ddb_capacity_tools.simulator import ModelParams, Trace, parse
     from ddb_capacity_tools.simulator.tune import CANDIDATES, code_for
 
+    trace = Trace(
+        "t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [10.0], (None, "write"): [5.0]}
+    )
     for name in CANDIDATES:
-        code = code_for(parse(name), ModelParams())
+        code = code_for(parse(name), trace, ModelParams())
         ast.parse(code)
         spec = parse(name)
         assert ("ThrottleAwareScaler" in code) == (spec.kind == "autopilot"), name

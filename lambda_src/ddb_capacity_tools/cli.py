@@ -1,4 +1,6 @@
-"""``ddb-capacity``: the simulator, the backtester and capacity requests on the command line.
+"""Runs in: workstation (the `ddb-capacity` command).
+
+``ddb-capacity``: the simulator, the backtester and capacity requests on the command line.
 
     ddb-capacity scenarios
     ddb-capacity simulate (--scenario NAME | --trace FILE.csv) [--policy P ...] [--json]
@@ -38,10 +40,12 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 
 from ddb_capacity_runtime import requests
 from ddb_capacity_runtime.aws.retry import describe_error
+from ddb_capacity_runtime.requests.broker import BROKER_ENV
+from ddb_capacity_runtime.requests.store import STORE_ENV
 
 from .simulator import chart, ensemble, report, schedules
 from .simulator import tune as tune_module
-from .simulator.backtest import history
+from .simulator.backtest import history, history_end
 from .simulator.chart import ChartError
 from .simulator.ensemble import ENSEMBLES, EnsembleError, run_ensemble, settings_of
 from .simulator.model import FRACTIONAL, ModelError, ModelParams
@@ -52,6 +56,8 @@ from .simulator.scenarios import SCENARIOS, ScenarioError, scenario
 from .simulator.schedules import ScheduleFileError
 from .simulator.trace import Trace, TraceError, key_label, read_csv
 
+#: simulate's and backtest's options that tune refuses (it tries --candidate policies).
+NOT_TUNE = ("--policy", "--schedule", "--chart")
 INPUT_ERRORS = (
     ChartError,
     EnsembleError,
@@ -76,7 +82,8 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         )
 
 
-def _run_options(parser: argparse.ArgumentParser) -> None:
+def _policy_options(parser: argparse.ArgumentParser) -> None:
+    """The options of ``simulate`` and ``backtest`` that ``tune`` has no use for."""
     parser.add_argument(
         "--policy",
         action="append",
@@ -87,6 +94,10 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--schedule", metavar="FILE.json", help="schedule entries for the scheduled policy (README)"
     )
+    parser.add_argument("--chart", metavar="FILE.png", help="write a PNG chart")
+
+
+def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tick",
         type=int,
@@ -104,7 +115,6 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true", help='print one JSON object, {"policies": [...]}'
     )
-    parser.add_argument("--chart", metavar="FILE.png", help="write a PNG chart")
     parser.add_argument(
         "--ensemble",
         metavar="NAME",
@@ -124,13 +134,14 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     _model_options(parser)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ddb-capacity", description="Backtest DynamoDB capacity policies on a traffic trace."
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    sc = sub.add_parser("scenarios", help="list the built-in scenarios")
-    sc.add_argument("--json", action="store_true")
+def _history_options(parser: argparse.ArgumentParser, days: dict[str, Any]) -> None:
+    """Where a table's CloudWatch history comes from (``--table`` is the caller's)."""
+    parser.add_argument("--index", metavar="NAME", help="a global secondary index of the table")
+    parser.add_argument("--days", type=int, metavar="N", **days)
+    parser.add_argument("--end", metavar="ISO-8601", help="end of the history (default: now)")
+
+
+def _simulate_parsers(sub: Any) -> None:
     sim = sub.add_parser("simulate", help="replay a scenario or a CSV trace")
     source = sim.add_mutually_exclusive_group(required=True)
     source.add_argument("--scenario", metavar="NAME", help=", ".join(SCENARIOS))
@@ -140,48 +151,48 @@ def build_parser() -> argparse.ArgumentParser:
         help="timestamp,read,write rows: ISO-8601 UTC, 1 a minute, units/s",
     )
     sim.add_argument("--seed", type=int, default=1, help="jitter seed of a scenario")
+    _policy_options(sim)
     _run_options(sim)
     bt = sub.add_parser("backtest", help="replay a table's CloudWatch history")
     bt.add_argument("--table", required=True, metavar="NAME")
-    bt.add_argument("--index", metavar="NAME", help="a global secondary index of the table")
-    bt.add_argument("--days", required=True, type=int, metavar="N", help="1 to 15")
-    bt.add_argument("--end", metavar="ISO-8601", help="end of the history (default: now)")
+    _history_options(bt, {"required": True, "help": "1 to 15"})
+    _policy_options(bt)
     _run_options(bt)
+
+
+def _tune_parser(sub: Any) -> None:
     tn = sub.add_parser(
         "tune", help="find the settings that suit a table's traffic, under an ensemble"
     )
     where = tn.add_mutually_exclusive_group(required=True)
     where.add_argument("--trace", metavar="FILE.csv", help="a trace (as for simulate)")
     where.add_argument("--table", metavar="NAME", help="a table's CloudWatch history")
-    tn.add_argument("--index", metavar="NAME", help="a global secondary index of the table")
-    tn.add_argument("--days", type=int, default=14, metavar="N", help="1 to 15 (default 14)")
-    tn.add_argument("--end", metavar="ISO-8601", help="end of the history (default: now)")
+    _history_options(tn, {"default": 14, "help": "1 to 15 (default 14)"})
     tn.add_argument(
         "--candidate",
         action="append",
         metavar="P",
         help="a policy to try (repeatable); default: " + ", ".join(tune_module.CANDIDATES),
     )
+    for option in NOT_TUNE:  # refused with a message naming --candidate, never ignored
+        tn.add_argument(option, action="append", help=argparse.SUPPRESS)
     _run_options(tn)
+
+
+def _request_parsers(sub: Any) -> None:
     rq = sub.add_parser(
         "request", help="raise a table's capacity for work about to start, and hold it"
     )
     rq.add_argument("--table", required=True, metavar="NAME")
     rq.add_argument("--index", metavar="NAME", help="a global secondary index of the table")
-    rq.add_argument(
-        "--read",
-        type=int,
-        default=0,
-        metavar="N",
-        help="read units per second on top of the current traffic",
-    )
-    rq.add_argument(
-        "--write",
-        type=int,
-        default=0,
-        metavar="N",
-        help="write units per second on top of the current traffic",
-    )
+    for dim in ("read", "write"):
+        rq.add_argument(
+            f"--{dim}",
+            type=int,
+            default=0,
+            metavar="N",
+            help=f"{dim} units per second on top of the current traffic",
+        )
     rq.add_argument(
         "--hold",
         type=int,
@@ -204,13 +215,13 @@ def build_parser() -> argparse.ArgumentParser:
         via.add_argument(
             "--broker",
             metavar="NAME",
-            help="the broker function CapacityRequests made (default $CAPACITY_BROKER)",
+            help=f"the broker function CapacityRequests made (default ${BROKER_ENV})",
         )
         via.add_argument(
             "--store",
             metavar="NAME",
             help="direct mode: the hold store table CapacityRequests made (default "
-            "$CAPACITY_HOLDS_TABLE when no broker is named)",
+            f"${STORE_ENV} when no broker is named)",
         )
     which = rl.add_mutually_exclusive_group(required=True)
     which.add_argument("--id", metavar="ID", help="the hold's id, as request printed it")
@@ -223,6 +234,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--expired", action="store_true", help="end every expired hold (what the restorer does)"
     )
     rl.add_argument("--json", action="store_true", help="print the changes as JSON")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ddb-capacity", description="Backtest DynamoDB capacity policies on a traffic trace."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    sc = sub.add_parser("scenarios", help="list the built-in scenarios")
+    sc.add_argument("--json", action="store_true")
+    _simulate_parsers(sub)
+    _tune_parser(sub)
+    _request_parsers(sub)
     return parser
 
 
@@ -238,8 +261,30 @@ class RequestInputError(ValueError):
     """A ``request`` / ``release`` option is out of range."""
 
 
+def _check_via(args: argparse.Namespace) -> None:
+    """Refuse a request or release that names neither a broker nor a hold store, in its
+    options or in the environment (the run-time reads ``$CAPACITY_BROKER``, then
+    ``$CAPACITY_HOLDS_TABLE``), naming both ways."""
+    expired = args.command == "release" and args.expired
+    if args.store or os.environ.get(STORE_ENV):
+        return
+    if expired:
+        raise RequestInputError(
+            f"--store: got none, and {STORE_ENV} is not set; --expired ends holds directly: "
+            f"expected --store NAME (the hold store table CapacityRequests made)"
+        )
+    if args.broker or os.environ.get(BROKER_ENV):
+        return
+    raise RequestInputError(
+        f"--broker/--store: got neither, and neither {BROKER_ENV} nor {STORE_ENV} is set; "
+        f"expected --broker NAME (the broker function CapacityRequests made) or --store NAME "
+        f"(its hold store table, direct mode)"
+    )
+
+
 def _request(args: argparse.Namespace, out: TextIO) -> int:
     if args.command == "request":
+        _check_via(args)
         hold = _minutes("--hold", args.hold, 1, 1440)
         timeout = _minutes("--timeout", args.timeout, 0, 1440)
         made = requests.request_capacity(
@@ -270,6 +315,7 @@ def _request(args: argparse.Namespace, out: TextIO) -> int:
             "--expired: got --broker too; the broker ends holds by id, and expired holds "
             "are ended by the restorer (or directly, with --store)"
         )
+    _check_via(args)
     rows = (
         requests.restore_expired(args.table, store=args.store)
         if args.expired
@@ -307,14 +353,15 @@ def _trace(args: argparse.Namespace, params: ModelParams) -> Trace:
         return read_csv(args.trace, params.max_capacity)
     if args.command == "tune" and args.trace:
         return read_csv(args.trace, params.max_capacity)
-    import boto3
-
     end = None
     if args.end:
         try:
             end = datetime.fromisoformat(args.end)
         except ValueError:
             raise TraceError(f"--end: got {args.end!r}; expected an ISO-8601 time") from None
+        history_end(end)  # before any AWS client is made
+    import boto3
+
     return history(
         boto3.client("cloudwatch"),
         boto3.client("dynamodb"),
@@ -327,6 +374,13 @@ def _trace(args: argparse.Namespace, params: ModelParams) -> Trace:
 
 
 def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    for option in NOT_TUNE:
+        given = getattr(args, option[2:])
+        if given:
+            raise PolicyError(
+                f"{option}: got {given[0]!r}; tune takes none: it tries the policies given "
+                f"with --candidate P ({tune_module.CANDIDATE_HELP}; repeatable)"
+            )
     params = ModelParams(**{f.name: getattr(args, f.name) for f in fields(ModelParams)})
     params.validate(flags=True)
     prices = Prices().overridden(args.price)
@@ -334,12 +388,9 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     settings = settings_of(name, params)
     candidates = args.candidate or list(tune_module.CANDIDATES)
     for c in candidates:
-        spec = parse(c, params.max_capacity)
+        spec = parse(c, params.max_capacity, "--candidate")
         if spec.kind not in ("stock", "autopilot", "on-demand"):
-            raise PolicyError(
-                f"--candidate: got {c!r}; expected stock:T, autopilot, autopilot:T, "
-                f"autopilot+stock:T or on-demand"
-            )
+            raise PolicyError(f"--candidate: got {c!r}; expected {tune_module.CANDIDATE_HELP}")
     trace = _trace(args, params)
     tuning = tune_module.tune(trace, settings, candidates, prices, args.tick, args.workers)
     if args.json:
@@ -356,7 +407,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.tick < 1 or args.tick > 60:
         raise PolicyError(f"--tick: got {args.tick}; expected whole minutes from 1 to 60")
     if args.chart:
-        chart.check_path(args.chart)
+        chart.check(args.chart)  # before any work: a missing matplotlib is known now
     entries = schedules.load(args.schedule) if args.schedule else None
     trace = _trace(args, params)
     specs = _specs(args, trace, params)

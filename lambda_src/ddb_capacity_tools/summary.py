@@ -1,4 +1,6 @@
-"""A human summary of a synthesized cloud assembly: each stack, each table and GSI with
+"""Runs in: workstation (`python -m ddb_capacity_tools.summary`, after a synth; `make demo`).
+
+A human summary of a synthesized cloud assembly: each stack, each table and GSI with
 its capacity range, target and high-water mark, and the cdk-nag outcome.
 
 It reads the templates CloudFormation would receive, not the constructs, so what it prints
@@ -54,8 +56,33 @@ def _ref_and_index(resource_id: Any) -> tuple[str, str | None] | None:
     return refs[0], index
 
 
-def summarize_template(stack: str, template: dict[str, Any]) -> list[DimensionRow]:
-    resources: dict[str, Any] = template.get("Resources", {})
+#: A dimension: (table logical id, index name or None, "read" or "write").
+Where = tuple[str, str | None, str]
+
+
+def table_name(
+    stack: str, logical_id: str, resource: dict[str, Any], paths: dict[str, str] | None = None
+) -> str:
+    """The name a user knows a table by: its ``TableName`` when the template sets one, else
+    its construct's id within the stack (``Orders``, from the path
+    ``Stack/Orders/Resource/Resource`` that the template's ``aws:cdk:path`` or the
+    assembly's metadata gives, in ``paths`` by logical id), else its logical id."""
+    name = resource.get("Properties", {}).get("TableName")
+    if isinstance(name, str) and name:
+        return name
+    path = resource.get("Metadata", {}).get("aws:cdk:path") or (paths or {}).get(logical_id)
+    if not isinstance(path, str):
+        return logical_id
+    parts = path.strip("/").split("/")
+    if parts and parts[0] == stack:
+        parts = parts[1:]
+    while parts and parts[-1] == "Resource":
+        parts.pop()
+    return "/".join(parts) or logical_id
+
+
+def _targets(resources: dict[str, Any]) -> dict[Where, tuple[dict[str, Any], dict[str, Any]]]:
+    """Each DynamoDB scalable target's properties and its target-tracking configuration."""
     policies = {
         props["ScalingTargetId"]["Ref"]: props.get("TargetTrackingScalingPolicyConfiguration", {})
         for props in (
@@ -65,7 +92,7 @@ def summarize_template(stack: str, template: dict[str, Any]) -> list[DimensionRo
         )
         if isinstance(props.get("ScalingTargetId"), dict)
     }
-    targets: dict[tuple[str, str | None, str], tuple[dict[str, Any], dict[str, Any]]] = {}
+    targets: dict[Where, tuple[dict[str, Any], dict[str, Any]]] = {}
     for logical_id, r in resources.items():
         if r["Type"] != "AWS::ApplicationAutoScaling::ScalableTarget":
             continue
@@ -75,13 +102,27 @@ def summarize_template(stack: str, template: dict[str, Any]) -> list[DimensionRo
             continue
         dimension = _DIMENSION[props["ScalableDimension"].rsplit(":", 1)[1]]
         targets[(found[0], found[1], dimension)] = (props, policies.get(logical_id, {}))
-    settled: dict[tuple[str, str | None, str], int] = {}
+    return targets
+
+
+def _settled(resources: dict[str, Any]) -> dict[Where, int]:
+    """Each dimension's high-water mark, as the settle custom resource provisions it."""
+    settled: dict[Where, int] = {}
     for r in resources.values():
         if r["Type"] == "Custom::CapacitySettle":
             table_ref = r["Properties"]["TableName"]["Ref"]
             for t in r["Properties"]["Targets"]:
                 settled[(table_ref, t["Index"] or None, t["Dimension"])] = int(t["HighWaterMark"])
+    return settled
 
+
+def summarize_template(
+    stack: str, template: dict[str, Any], paths: dict[str, str] | None = None
+) -> list[DimensionRow]:
+    """A row per provisioned dimension of every table and GSI of ``stack``'s template
+    (``paths``: construct paths by logical id, for :func:`table_name`)."""
+    resources: dict[str, Any] = template.get("Resources", {})
+    targets, settled = _targets(resources), _settled(resources)
     rows = []
     for logical_id, r in resources.items():
         if r["Type"] != "AWS::DynamoDB::Table":
@@ -89,41 +130,55 @@ def summarize_template(stack: str, template: dict[str, Any]) -> list[DimensionRo
         props = r["Properties"]
         if props.get("BillingMode") == "PAY_PER_REQUEST" or "ProvisionedThroughput" not in props:
             continue  # on demand (a hold store, say): no capacity to summarize
-        path = r.get("Metadata", {}).get("aws:cdk:path", logical_id)
-        name = path.split("/")[-3] if path.endswith("/Resource/Resource") else path
+        name = table_name(stack, logical_id, r, paths)
         specs: list[tuple[str | None, dict[str, Any]]] = [(None, props)]
         specs += [(g["IndexName"], g) for g in props.get("GlobalSecondaryIndexes", [])]
         for index, spec in specs:
-            warm = spec.get("WarmThroughput", {})
-            for units, dimension in _DIMENSION.items():
-                target, policy = targets.get((logical_id, index, dimension), ({}, {}))
-                warm_value = warm.get(f"{dimension.capitalize()}UnitsPerSecond")
-                settle_value = settled.get((logical_id, index, dimension))
-                hwm = warm_value or settle_value
-                prewarm = (
-                    "WARM_THROUGHPUT"
-                    if warm_value
-                    else "PROVISION_THEN_SETTLE"
-                    if settle_value
-                    else None
-                )
-                scale_in = policy.get("DisableScaleIn")
-                rows.append(
-                    DimensionRow(
-                        stack=stack,
-                        table=name,
-                        index=index,
-                        dimension=dimension,
-                        min_capacity=target.get("MinCapacity"),
-                        max_capacity=target.get("MaxCapacity"),
-                        target_percent=policy.get("TargetValue"),
-                        scale_in=None if scale_in is None else not scale_in,
-                        initial=int(spec["ProvisionedThroughput"][units]),
-                        high_water_mark=hwm,
-                        prewarm=prewarm,
-                    )
-                )
+            for dimension in _DIMENSION.values():
+                where = (logical_id, index, dimension)
+                rows.append(_row(stack, name, where, spec, targets.get(where, ({}, {})), settled))
     return rows
+
+
+def _row(
+    stack: str,
+    name: str,
+    where: Where,
+    spec: dict[str, Any],
+    scaling: tuple[dict[str, Any], dict[str, Any]],
+    settled: dict[Where, int],
+) -> DimensionRow:
+    """One dimension's row: its table's (or GSI's) ``spec``, its scalable target and
+    policy (``scaling``), and how it is pre-warmed."""
+    _, index, dimension = where
+    target, policy = scaling
+    warm_value = spec.get("WarmThroughput", {}).get(f"{dimension.capitalize()}UnitsPerSecond")
+    settle_value = settled.get(where)
+    prewarm = "WARM_THROUGHPUT" if warm_value else "PROVISION_THEN_SETTLE" if settle_value else None
+    scale_in = policy.get("DisableScaleIn")
+    return DimensionRow(
+        stack=stack,
+        table=name,
+        index=index,
+        dimension=dimension,
+        min_capacity=target.get("MinCapacity"),
+        max_capacity=target.get("MaxCapacity"),
+        target_percent=policy.get("TargetValue"),
+        scale_in=None if scale_in is None else not scale_in,
+        initial=int(spec["ProvisionedThroughput"][UNITS[dimension]]),
+        high_water_mark=warm_value or settle_value,
+        prewarm=prewarm,
+    )
+
+
+def _paths(metadata: dict[str, Any]) -> dict[str, str]:
+    """Construct paths by logical id, from a stack's ``<stack>.metadata.json``."""
+    return {
+        entry["data"]: path
+        for path, entries in metadata.items()
+        for entry in entries
+        if entry.get("type") == "aws:cdk:logicalId" and isinstance(entry.get("data"), str)
+    }
 
 
 def summarize_assembly(outdir: Path) -> list[StackSummary]:
@@ -148,7 +203,7 @@ def summarize_assembly(outdir: Path) -> list[StackSummary]:
         summaries.append(
             StackSummary(
                 name,
-                summarize_template(name, template),
+                summarize_template(name, template, _paths(metadata)),
                 acknowledged,
                 len(reports),
                 _unacknowledged(reports, name),

@@ -1,4 +1,6 @@
-"""A trace from a real table's CloudWatch history: consumed capacity plus throttled demand,
+"""Runs in: workstation (the `ddb-capacity` command).
+
+A trace from a real table's CloudWatch history: consumed capacity plus throttled demand,
 per minute, for the table or one GSI. Uses the scaler's own metric fetch."""
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def history(
             f"--days: got {days!r}; expected a whole number from 1 to {MAX_DAYS} "
             f"(CloudWatch keeps 1-minute datapoints for {MAX_DAYS} days)"
         )
+    end = history_end(end)
     try:
         description = dynamodb.describe_table(TableName=table)["Table"]
     except ClientError as exc:
@@ -49,7 +52,6 @@ def history(
                 f"--index: got {index!r}; table {table!r} has "
                 f"{', '.join(names) if names else 'no global secondary index'}"
             )
-    end = (end or datetime.now(UTC)).astimezone(UTC).replace(second=0, microsecond=0)
     start = end - timedelta(days=days)
     keys = [(table, index, "read"), (table, index, "write")]
     series = fetch(cloudwatch, keys, start, end)
@@ -66,3 +68,23 @@ def history(
         demand,
         notes=f"CloudWatch history of {name}, {days} day(s) to {end:%Y-%m-%d %H:%M} UTC",
     )
+
+
+def history_end(end: datetime | None) -> datetime:
+    """``end`` (default: now) in UTC on a whole minute; :class:`TraceError` unless it is
+    within the last ``MAX_DAYS`` days (older minutes have no 1-minute datapoints left)."""
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    if end is None:
+        return now
+    earliest = now - timedelta(days=MAX_DAYS)
+    try:
+        moment = end.astimezone(UTC).replace(second=0, microsecond=0)
+    except (ValueError, OverflowError):  # a time near datetime's limits
+        moment = None
+    if moment is None or not earliest <= moment <= now:
+        raise TraceError(
+            f"--end: got {end.isoformat()!r}; expected an ISO-8601 time from "
+            f"{earliest:%Y-%m-%dT%H:%M}Z to now ({now:%Y-%m-%dT%H:%M}Z): CloudWatch keeps "
+            f"1-minute datapoints for {MAX_DAYS} days"
+        )
+    return moment

@@ -1,7 +1,10 @@
-"""A PNG per run: demand, served and provisioned per policy over time, throttles below."""
+"""Runs in: workstation (the `ddb-capacity` command).
+
+A PNG per run: demand, served and provisioned per policy over time, throttles below."""
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,13 +34,31 @@ def check_path(path: str | Path) -> Path:
     return path
 
 
-def _pyplot() -> Any:
+#: How to get matplotlib, which only charts need.
+INSTALL = "pip install 'cdk-dynamodb-capacity[charts]'"
+
+
+def check(path: str | Path) -> Path:
+    """``path`` if a chart can be written there (:func:`check_path`) and matplotlib is
+    installed; checked before any simulation runs."""
+    checked = check_path(path)
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ChartError(_missing(checked))
+    return checked
+
+
+def _missing(path: str | Path) -> str:
+    return (
+        f"--chart: got {str(path)!r}; a chart needs matplotlib, which is not installed: "
+        f"{INSTALL} (the [charts] extra)"
+    )
+
+
+def _pyplot(path: str | Path) -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise ChartError(
-            "--chart needs matplotlib: pip install 'cdk-dynamodb-capacity[charts]'"
-        ) from None
+        raise ChartError(_missing(path)) from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -60,7 +81,7 @@ def render_ensemble(
     """Per dimension, each policy's cost and throttled units over the ensemble's settings:
     the median as a bar, the minimum and maximum as its whiskers."""
     path = check_path(path)
-    plt = _pyplot()
+    plt = _pyplot(path)
     keys = list(dict.fromkeys(r.key for r in results))
     fig, axes = plt.subplots(2, len(keys), figsize=(6 * len(keys), 7), squeeze=False)
     for c, key in enumerate(keys):
@@ -90,7 +111,7 @@ def render_ensemble(
 def render(results: Sequence[DimensionResult], trace: Trace, path: str | Path) -> Path:
     """Write the chart; one column per dimension that has demand."""
     path = check_path(path)
-    plt = _pyplot()
+    plt = _pyplot(path)
 
     keys = [k for k, d in trace.demand.items() if any(v > 0 for v in d)] or list(trace.demand)
     policies = list(dict.fromkeys(r.policy for r in results))

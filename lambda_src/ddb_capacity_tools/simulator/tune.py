@@ -1,4 +1,6 @@
-"""``ddb-capacity tune``: how to set a table's capacity for its own traffic.
+"""Runs in: workstation (the `ddb-capacity` command).
+
+``ddb-capacity tune``: how to set a table's capacity for its own traffic.
 
 Every candidate (stock target tracking, the autopilot alone and the autopilot on top of
 stock target tracking, each at several target utilizations, and on-demand) runs over the
@@ -14,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from ddb_capacity_runtime.core.policy import capacity_units
 
 from .ensemble import Spread, run_ensemble
 from .model import ModelParams
@@ -38,6 +42,10 @@ CANDIDATES = (
     "on-demand",
 )
 REFERENCE = "stock:70"
+#: The policies tune can recommend, as --candidate values.
+CANDIDATE_HELP = "stock:T, autopilot, autopilot:T, autopilot+stock:T or on-demand"
+#: The pasted code's maximum is this many times the trace's peak (:func:`bounds_for`).
+PEAK_HEADROOM = 2
 
 
 @dataclass(frozen=True)
@@ -115,24 +123,54 @@ def tune(
         if affordable
         else min(frontier, key=lambda c: (c.cost_usd.median, c.throttled_requests.median))
     )
-    return Tuning(out, best, code_for(parse(best.policy), settings[0]))
+    return Tuning(out, best, code_for(parse(best.policy), trace, settings[0]))
 
 
-def code_for(spec: Spec, params: ModelParams) -> str:
-    """The construct code that deploys ``spec`` on a table (its ranges from ``params``)."""
-    lo, hi = params.min_capacity, params.max_capacity
+def bounds_for(
+    trace: Trace, params: ModelParams, target_percent: int
+) -> dict[str, tuple[int, int]]:
+    """Per dimension (``read``, ``write``), the range the pasted code gives it, from the
+    traffic's own range at the target utilization (``T`` %):
+
+    - min: the trace's lowest minute of that dimension / T, rounded up: never more than
+      its quietest minute needs, so the range does not keep capacity the traffic never
+      asked for;
+    - max: ``PEAK_HEADROOM`` (2) x its busiest minute / T, rounded up: room for traffic up
+      to twice the trace's peak before a raise is capped;
+
+    both within the model's range (``--min-capacity`` to ``--max-capacity``, 1 to 40,000 by
+    default), and the max at least the min. The table's own dimensions are read, else (a
+    trace of one GSI) the first of that dimension."""
+    target = target_percent / 100
+    out = {}
+    for dim in ("read", "write"):
+        keys = [k for k in trace.demand if k[1] == dim]
+        key = (None, dim) if (None, dim) in trace.demand else keys[0] if keys else None
+        demand = trace.demand[key] if key is not None else []
+        low, peak = min(demand, default=0.0), max(demand, default=0.0)
+        lo, hi = params.min_capacity, params.max_capacity
+        least = max(lo, min(hi, capacity_units(low / target)))
+        most = max(least, min(hi, capacity_units(PEAK_HEADROOM * peak / target)))
+        out[dim] = (least, most)
+    return out
+
+
+def code_for(spec: Spec, trace: Trace, params: ModelParams) -> str:
+    """The construct code that deploys ``spec`` on a table, each dimension's range from the
+    trace's traffic (:func:`bounds_for`)."""
     if spec.kind == "on-demand":
         return (
             "dynamodb.Table(self, 'Table', partition_key=..., "
             "billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST)\n"
         )
     target = spec.value or 70
+    (r_lo, r_hi), (w_lo, w_hi) = bounds_for(trace, params, target).values()
     provisioned = (
         "ProvisionedTable(\n"
         "    self, 'Table', partition_key=...,\n"
-        f"    read=Capacity(min_capacity={lo}, max_capacity={hi}, "
+        f"    read=Capacity(min_capacity={r_lo}, max_capacity={r_hi}, "
         f"target_utilization_percent={target}),\n"
-        f"    write=Capacity(min_capacity={lo}, max_capacity={hi}, "
+        f"    write=Capacity(min_capacity={w_lo}, max_capacity={w_hi}, "
         f"target_utilization_percent={target}),\n"
         ")\n"
     )
@@ -148,12 +186,15 @@ def code_for(spec: Spec, params: ModelParams) -> str:
             "table = dynamodb.Table(\n"
             "    self, 'Table', partition_key=...,\n"
             "    billing_mode=dynamodb.BillingMode.PROVISIONED,\n"
-            f"    read_capacity={lo}, write_capacity={lo},\n"
+            f"    read_capacity={r_lo}, write_capacity={w_lo},\n"
             ")\n"
             "ThrottleAwareScaler(\n"
             "    self, 'Scaler', tables=[table], mode='autopilot',\n"
-            f"    overrides={{table.table_name: {{'min': {lo}, 'max': {hi}, "
-            f"'target': {target}}}}},\n"
+            "    overrides={table.table_name: {\n"
+            f"        'target': {target},\n"
+            f"        'read': {{'min': {r_lo}, 'max': {r_hi}}},\n"
+            f"        'write': {{'min': {w_lo}, 'max': {w_hi}}},\n"
+            "    }},\n"
             ")\n"
         )
     raise ValueError(f"code_for: no construct code for {spec.text!r}")

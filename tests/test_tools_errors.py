@@ -1,0 +1,182 @@
+"""``ddb-capacity``: bad input gets one clear error naming the option, the value received
+and what is allowed, before any work is done."""
+
+from __future__ import annotations
+
+import ast
+import math
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from ddb_capacity_tools.simulator import ModelParams, PolicyError, parse, tune
+from ddb_capacity_tools.simulator.trace import Trace
+from tests.test_cli import run
+from tests.test_tune import trace_file
+
+START = datetime(2026, 1, 5, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("fixed:-5", "--policy 'fixed:-5': fixed capacity -5 is outside 1 to 40000"),
+        ("stock:-70", "--policy 'stock:-70': target utilization -70 is outside 20 to 90"),
+        ("autopilot+stock:5", "--policy 'autopilot+stock:5': target utilization 5 is outside"),
+    ],
+)
+def test_a_negative_or_out_of_range_number_is_told_its_range(text: str, message: str) -> None:
+    with pytest.raises(PolicyError) as raised:
+        parse(text)
+    assert str(raised.value).startswith(message)
+    code, _, err = run("simulate", "--scenario", "spike", "--policy", text, "--quiet")
+    assert code == 2 and err == f"ddb-capacity: error: {raised.value}\n"
+
+
+def test_chart_without_matplotlib_fails_before_simulating(tmp_path: Path) -> None:
+    """matplotlib made unimportable in a fresh process: the error comes first, with nothing
+    simulated (no table on stdout, no progress bar on stderr)."""
+    chart = tmp_path / "out.png"
+    prelude = (
+        "import sys; sys.modules['matplotlib'] = None; "
+        "from ddb_capacity_tools.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    argv = ["simulate", "--scenario", "diurnal", "--workers", "1", "--chart", str(chart)]
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", prelude, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    took = time.monotonic() - started
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == "" and "\r" not in done.stderr  # no table, no progress bar
+    assert done.stderr == (
+        f"ddb-capacity: error: --chart: got {str(chart)!r}; a chart needs matplotlib, which "
+        "is not installed: pip install 'cdk-dynamodb-capacity[charts]' (the [charts] extra)\n"
+    )
+    assert took < 30  # imports only: a week of every default policy is not run
+    assert not chart.exists()
+
+
+@pytest.mark.parametrize("policy", ["stok:70", "stock:70"])
+def test_tune_refuses_policy_and_points_to_candidate(tmp_path: Path, policy: str) -> None:
+    code, out, err = run("tune", "--trace", str(trace_file(tmp_path)), "--policy", policy)
+    assert code == 2 and out == ""
+    assert err == (
+        f"ddb-capacity: error: --policy: got {policy!r}; tune takes none: it tries the "
+        "policies given with --candidate P (stock:T, autopilot, autopilot:T, "
+        "autopilot+stock:T or on-demand; repeatable)\n"
+    )
+
+
+@pytest.mark.parametrize(("option", "value"), [("--chart", "x.png"), ("--schedule", "s.json")])
+def test_tune_refuses_the_options_it_would_ignore(tmp_path: Path, option: str, value: str) -> None:
+    code, _, err = run("tune", "--trace", str(trace_file(tmp_path)), option, value)
+    assert code == 2
+    assert err.startswith(f"ddb-capacity: error: {option}: got {value!r}; tune takes none")
+
+
+@pytest.mark.parametrize(
+    ("candidate", "message"),
+    [
+        ("stock:95", "--candidate 'stock:95': target utilization 95 is outside 20 to 90"),
+        ("fixed:-5", "--candidate 'fixed:-5': fixed capacity -5 is outside 1 to 40000"),
+        ("stok:70", "--candidate: got 'stok:70'; expected fixed:N, stock:T"),
+    ],
+)
+def test_tune_candidate_errors_name_candidate(tmp_path: Path, candidate: str, message: str) -> None:
+    code, _, err = run("tune", "--trace", str(trace_file(tmp_path)), "--candidate", candidate)
+    assert code == 2 and "--policy" not in err
+    assert err.startswith(f"ddb-capacity: error: {message}")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["request", "--table", "Orders", "--write", "5"],
+            "--broker/--store: got neither, and neither CAPACITY_BROKER nor "
+            "CAPACITY_HOLDS_TABLE is set; expected --broker NAME (the broker function "
+            "CapacityRequests made) or --store NAME (its hold store table, direct mode)",
+        ),
+        (
+            ["release", "--table", "Orders", "--id", "h1", "--token", "t"],
+            "--broker/--store: got neither, and neither CAPACITY_BROKER nor",
+        ),
+        (
+            ["release", "--table", "Orders", "--expired"],
+            "--store: got none, and CAPACITY_HOLDS_TABLE is not set; --expired ends holds "
+            "directly: expected --store NAME",
+        ),
+    ],
+)
+def test_request_without_broker_or_store_names_both(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], message: str
+) -> None:
+    monkeypatch.delenv("CAPACITY_BROKER", raising=False)
+    monkeypatch.delenv("CAPACITY_HOLDS_TABLE", raising=False)
+    code, _, err = run(*argv)
+    assert code == 2
+    assert err.startswith(f"ddb-capacity: error: {message}")
+
+
+@pytest.mark.parametrize(
+    "end",
+    [
+        "0001-01-01",
+        "9999-12-31T23:59:59+00:00",
+        (datetime.now(UTC) - timedelta(days=20)).isoformat(),
+        (datetime.now(UTC) + timedelta(days=1)).isoformat(),
+    ],
+)
+@pytest.mark.parametrize("command", ["backtest", "tune"])
+def test_an_end_outside_cloudwatchs_retention_is_refused(command: str, end: str) -> None:
+    """No AWS is needed: the time is checked before any client is made."""
+    code, _, err = run(command, "--table", "Orders", "--days", "1", "--end", end)
+    assert code == 2, err
+    assert err.startswith("ddb-capacity: error: --end: got '")
+    assert "; expected an ISO-8601 time from " in err and "to now (" in err
+    assert err.rstrip().endswith("CloudWatch keeps 1-minute datapoints for 15 days")
+    assert err.count("\n") == 1
+
+
+def _trace() -> Trace:
+    """Reads 100 to 900 units/s, writes 50 with one minute of 3,000."""
+    reads = [500 + 400 * math.sin(2 * math.pi * m / 1440) for m in range(1440)]
+    writes = [3_000.0 if m == 600 else 50.0 for m in range(1440)]
+    return Trace("t", START, {(None, "read"): reads, (None, "write"): writes})
+
+
+def test_the_pasted_code_takes_its_range_from_the_traffic() -> None:
+    bounds = tune.bounds_for(_trace(), ModelParams(), 70)
+    # min: the quietest minute at 70 %; max: twice the busiest minute at 70 %
+    assert bounds == {
+        "read": (math.ceil(100 / 0.7), math.ceil(2 * 900 / 0.7)),
+        "write": (math.ceil(50 / 0.7), math.ceil(2 * 3_000 / 0.7)),
+    }
+    code = tune.code_for(parse("stock:70"), _trace(), ModelParams())
+    ast.parse(code)
+    assert "read=Capacity(min_capacity=143, max_capacity=2572, target_utilization_percent=70)" in (
+        code
+    )
+    assert "write=Capacity(min_capacity=72, max_capacity=8572, target_utilization_percent=70)" in (
+        code
+    )
+    auto = tune.code_for(parse("autopilot:60"), _trace(), ModelParams())
+    ast.parse(auto)
+    assert "'read': {'min': 167, 'max': 3000}" in auto and "read_capacity=167" in auto
+    assert "'write': {'min': 84, 'max': 10000}" in auto and "'target': 60" in auto
+
+
+def test_the_pasted_range_stays_within_1_and_the_maximum_capacity() -> None:
+    idle = Trace("idle", START, {(None, "read"): [0.0] * 60, (None, "write"): [39_000.0] * 60})
+    assert tune.bounds_for(idle, ModelParams(), 50) == {"read": (1, 1), "write": (40_000, 40_000)}
+    small = ModelParams(min_capacity=5, max_capacity=1_000)
+    assert tune.bounds_for(idle, small, 50) == {"read": (5, 5), "write": (1_000, 1_000)}
