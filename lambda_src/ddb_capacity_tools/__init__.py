@@ -1,4 +1,10 @@
-"""Tools that run on a workstation or in CI, without the CDK: the capacity simulator and
+"""Runs in: workstation, CDK app (synth).
+
+Tools that run on a workstation or in CI, without the CDK: the capacity simulator and
 backtester (:mod:`.simulator`), the ``ddb-capacity`` command line (:mod:`.cli`) and the
-cloud-assembly summary (:mod:`.summary`). They import the run-time core, never aws_cdk,
-and are not part of any Lambda asset."""
+cloud-assembly summary (:mod:`.summary`); and the schedule logic (:mod:`.schedule`), which
+the constructs also import at synth time, so this package loads in a CDK app too. They
+import the run-time core, never aws_cdk, and are not part of any Lambda asset."""
+
+#: The subpackage and modules are imported by name; the package itself exports nothing.
+__all__: list[str] = []

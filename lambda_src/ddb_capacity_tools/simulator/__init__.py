@@ -1,4 +1,6 @@
-"""The capacity simulator: replay a traffic trace through scaling policies, the scaler
+"""Runs in: workstation (the `ddb-capacity` command).
+
+The capacity simulator: replay a traffic trace through scaling policies, the scaler
 Lambda's own among them, and compare throttles, unit-hours, dollars and decreases.
 
 Loads no CDK; the command line is ``ddb-capacity`` (:mod:`ddb_capacity_tools.cli`).

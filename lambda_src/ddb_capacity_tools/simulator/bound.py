@@ -1,4 +1,6 @@
-"""``bound``: a proven lower bound on the cost of any plan that never throttles, under the
+"""Runs in: workstation (the `ddb-capacity` command).
+
+``bound``: a proven lower bound on the cost of any plan that never throttles, under the
 model, so that "x bound" cannot flatter a policy the way "x oracle" can.
 
 It is the best of two relaxations: UpdateTable latency, the decrease quota and the policy's

@@ -1,4 +1,6 @@
-"""Robustness: every policy over a documented set of plausible model settings.
+"""Runs in: workstation (the `ddb-capacity` command).
+
+Robustness: every policy over a documented set of plausible model settings.
 
 One model setting is one guess at what DynamoDB, CloudWatch and the application do. A policy
 that wins under one guess and loses under another is not a safe choice, so an ensemble runs

@@ -1,4 +1,6 @@
-"""List prices the simulator charges, in one place (us-east-1, Standard table class).
+"""Runs in: workstation (the `ddb-capacity` command).
+
+List prices the simulator charges, in one place (us-east-1, Standard table class).
 
 Override any of them from code (``Prices(wcu_hour=...)``) or from the command line
 (``--price wcu_hour=0.00070``).

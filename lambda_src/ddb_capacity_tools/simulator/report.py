@@ -1,4 +1,6 @@
-"""Results as the stable JSON contract of ``--json`` and as a readable table."""
+"""Runs in: workstation (the `ddb-capacity` command).
+
+Results as the stable JSON contract of ``--json`` and as a readable table."""
 
 from __future__ import annotations
 

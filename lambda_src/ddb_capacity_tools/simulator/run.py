@@ -1,4 +1,6 @@
-"""Run a trace through policies and report per dimension."""
+"""Runs in: workstation (the `ddb-capacity` command).
+
+Run a trace through policies and report per dimension."""
 
 from __future__ import annotations
 

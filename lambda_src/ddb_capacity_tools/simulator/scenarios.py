@@ -1,4 +1,6 @@
-"""Built-in traffic scenarios. Each is deterministic for a given seed."""
+"""Runs in: workstation (the `ddb-capacity` command).
+
+Built-in traffic scenarios. Each is deterministic for a given seed."""
 
 from __future__ import annotations
 

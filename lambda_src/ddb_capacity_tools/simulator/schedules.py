@@ -1,4 +1,6 @@
-"""Schedules in a serialized form, replayed with the constructs' own schedule code.
+"""Runs in: workstation (the `ddb-capacity` command).
+
+Schedules in a serialized form, replayed with the constructs' own schedule code.
 
 A schedule file is JSON: a list of entries, each the fields of
 :class:`ddb_capacity_tools.schedule.ScheduleEntry` (``constructs_pkg.ScheduleEntry``)

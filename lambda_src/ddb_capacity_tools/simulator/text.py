@@ -1,4 +1,6 @@
-"""Fixed-width text tables, as every simulator command prints them."""
+"""Runs in: workstation (the `ddb-capacity` command).
+
+Fixed-width text tables, as every simulator command prints them."""
 
 from __future__ import annotations
 

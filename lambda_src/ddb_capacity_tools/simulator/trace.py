@@ -1,4 +1,6 @@
-"""Traffic traces: demand per minute, in capacity units per second, for each dimension of
+"""Runs in: workstation (the `ddb-capacity` command).
+
+Traffic traces: demand per minute, in capacity units per second, for each dimension of
 one table and its GSIs; read from a CSV file or made by a built-in scenario."""
 
 from __future__ import annotations
