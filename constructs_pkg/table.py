@@ -229,7 +229,7 @@ class TableCapacity(Construct):
         self._scalable: dict[tuple[str | None, str], dynamodb.IScalableTableAttribute] = {}
         self._settle: SettleStep | None = None
         self._ranges: dict[tuple[str | None, str], tuple[int, int]] = {}
-        self._schedule = TableSchedule(where, self._ranges, table_quota)
+        self._schedule = TableSchedule(where, self._ranges, table_quota, now=datetime.now(UTC))
         self._rendered: set[tuple[str | None, str]] = set()
         self._index_listeners: list[Callable[[str], None]] = []
         self._elsewhere = False  # a table imported by name: only its scalable targets here

@@ -3,6 +3,9 @@ naming the construct, the field, the value received and what is allowed."""
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime, timedelta
+
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_dynamodb as dynamodb
@@ -12,9 +15,12 @@ from constructs_pkg import (
     CapacityConfigError,
     CapacityRequests,
     ProvisionedTable,
+    ScheduleEntry,
+    ScheduleError,
     TableCapacity,
     ThrottleAwareScaler,
 )
+from ddb_capacity_tools.schedule import TableSchedule
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 SMALL = Capacity(min_capacity=1, max_capacity=10)
@@ -207,3 +213,85 @@ def test_a_scaler_takes_any_iterable_of_tables(stack: cdk.Stack) -> None:
     by_name = {"orders": provisioned(stack)}
     scaler = ThrottleAwareScaler(stack, "Scaler", tables=by_name.values())  # type: ignore[arg-type]
     assert scaler.tables == (by_name["orders"].table,)
+
+
+# ---------------------------------------------------------------------- schedules
+
+#: How a refused schedule ends: the clock it was judged by.
+BY_THE_CLOCK = (
+    r"Now is \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d UTC by the clock of the machine running the "
+    r"synth; give a time to come, or remove the entry$"
+)
+
+
+def schedule_on(stack: cdk.Stack, expression: str, **entry: object) -> None:
+    provisioned(stack).add_schedule(
+        ScheduleEntry(name="peak", schedule=expression, min_capacity=5, **entry),  # type: ignore[arg-type]
+        dimension="read",
+    )
+
+
+def test_an_at_in_the_past_is_refused_by_the_synths_clock(stack: cdk.Stack) -> None:
+    with pytest.raises(ScheduleError) as caught:
+        schedule_on(stack, "at(1999-01-01T00:00:00)")
+    message = str(caught.value)
+    assert message.startswith(
+        "ProvisionedTable Test/Orders table read schedule 'peak': schedule "
+        "'at(1999-01-01T00:00:00)' never fires: at(1999-01-01T00:00:00) in UTC is in the "
+        "past. Now is "
+    )
+    assert re.search(BY_THE_CLOCK, message)
+    assert isinstance(caught.value, CapacityConfigError)
+
+
+def test_february_31_never_comes(stack: cdk.Stack) -> None:
+    with pytest.raises(ScheduleError) as caught:
+        schedule_on(stack, "cron(0 0 31 2 ? *)")
+    assert str(caught.value) == (
+        "ProvisionedTable Test/Orders table read schedule 'peak': schedule "
+        "'cron(0 0 31 2 ? *)' never fires: no month of '2' has a day '31' (February has 29 "
+        "days at most; April, June, September and November 30)"
+    )
+
+
+@pytest.mark.parametrize("expression", ["cron(0 0 1 1 ? 2020)", "cron(0 0 29 2 ? 2027)"])
+def test_a_cron_whose_years_hold_no_firing_to_come_is_refused(
+    stack: cdk.Stack, expression: str
+) -> None:
+    with pytest.raises(ScheduleError) as caught:
+        schedule_on(stack, expression)
+    message = str(caught.value)
+    assert f"schedule {expression!r} never fires: its year field holds no firing from now on" in (
+        message
+    )
+    assert re.search(BY_THE_CLOCK, message)
+
+
+def test_an_entry_that_ends_before_it_fires_is_refused(stack: cdk.Stack) -> None:
+    soon = datetime.now(UTC) + timedelta(days=400)
+    with pytest.raises(ScheduleError, match="never fires: its end_time .* comes before its "):
+        schedule_on(
+            stack,
+            f"at({soon:%Y-%m-%dT%H:%M:%S})",
+            end_time=soon - timedelta(days=1),
+        )
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        f"at({datetime.now(UTC).year + 1}-01-01T00:00:00)",
+        "cron(0 0 29 2 ? *)",  # leap years
+        f"cron(0 0 1 1 ? {datetime.now(UTC).year + 1}-2199)",
+        "rate(1 hour)",
+    ],
+)
+def test_schedules_that_fire_are_taken(stack: cdk.Stack, expression: str) -> None:
+    schedule_on(stack, expression)
+
+
+def test_a_simulation_of_the_past_is_not_judged_by_the_clock() -> None:
+    # the simulator replays a trace's own dates: a TableSchedule with no clock takes them
+    schedule = TableSchedule("sim", {(None, "read"): (1, 10)}, 40_000)
+    entry = ScheduleEntry(name="x", schedule="at(2020-01-05T14:57:00)", min_capacity=5)
+    assert schedule.add_entry(entry, None, "read").expression.at == datetime(2020, 1, 5, 14, 57)

@@ -1,4 +1,6 @@
-"""Scheduled scaling: Application Auto Scaling expressions, entries, windows, and the
+"""Runs in: CDK app (synth time), workstation (simulator).
+
+Scheduled scaling: Application Auto Scaling expressions, entries, windows, and the
 timeline they make, checked at build time and previewed.
 
 Expressions are Application Auto Scaling's: ``cron(minutes hours day-of-month month
@@ -92,6 +94,26 @@ class Expression:
                     return
                 if self.years is None or moment.year in self.years:
                     yield moment
+
+    def first_from(self, tz: ZoneInfo, moment: datetime) -> datetime | None:
+        """The first firing at or after ``moment`` (aware), in ``tz``; None if there is
+        none: an ``at`` before it, or a cron whose years hold no firing from then on. A
+        rate fires from ``moment`` on (its anchor is known at deployment only)."""
+        moment = moment.astimezone(tz)
+        if self.at is not None:
+            at = self.at.replace(tzinfo=tz)
+            return at if at >= moment else None
+        if self.rate is not None:
+            return moment
+        assert self.cron5 is not None
+        if self.years is None:
+            return next(iter(CronSim(self.cron5, moment - timedelta(seconds=1))), None)
+        for year in sorted(y for y in self.years if y >= moment.year):
+            start = max(moment, datetime(year, 1, 1, tzinfo=tz))
+            found = next(iter(CronSim(self.cron5, start - timedelta(seconds=1))), None)
+            if found is not None and found.year == year:
+                return found
+        return None
 
 
 def _years(field: str, where: str, text: str) -> frozenset[int] | None:
@@ -203,10 +225,26 @@ def parse(text: str, where: str) -> Expression:
     try:
         CronSim(cron5, datetime(2026, 1, 1))
     except CronSimError as exc:
+        if _days_never_come(minute, hour, dom, month):
+            raise ScheduleError(
+                f"{where}: schedule {text!r} never fires: no month of {month!r} has a day "
+                f"{dom!r} (February has 29 days at most; April, June, September and "
+                f"November 30)"
+            ) from None
         raise ScheduleError(
             f"{where}: schedule {text!r} is not a valid cron expression: {exc}"
         ) from None
     return Expression(text, cron5=cron5, years=_years(year, where, text))
+
+
+def _days_never_come(minute: str, hour: str, dom: str, month: str) -> bool:
+    """The days of month ``dom`` are valid days, but none comes in the months ``month``
+    (``cron(0 0 31 2 ? *)``): cronsim refuses such an expression as it refuses a bad one."""
+    try:
+        CronSim(f"{minute} {hour} {dom} * *", datetime(2026, 1, 1))
+    except CronSimError:
+        return False
+    return dom != "*"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -361,6 +399,32 @@ def decrease_warnings(
     return list(warnings.values())
 
 
+def _check_fires(placed: PlacedEntry, now: datetime, where: str) -> None:
+    """``placed`` fires at least once from ``now`` on (before its end_time, if any)."""
+    entry, expression = placed.entry, placed.expression
+    start = max(now, entry.start_time) if entry.start_time else now
+    first = expression.first_from(placed.tz, start)
+    if first is not None and (entry.end_time is None or first < entry.end_time):
+        return
+    if first is not None:
+        assert entry.end_time is not None
+        why = (
+            f"its end_time ({entry.end_time.isoformat()}) comes before its first firing "
+            f"({first.isoformat()})"
+        )
+    elif entry.start_time and entry.start_time > now:
+        why = f"it has no firing from its start_time ({entry.start_time.isoformat()}) on"
+    elif expression.at is not None:
+        why = f"{expression.text} in {entry.time_zone} is in the past"
+    else:
+        why = "its year field holds no firing from now on"
+    raise ScheduleError(
+        f"{where}: schedule {expression.text!r} never fires: {why}. Now is "
+        f"{now.astimezone(UTC):%Y-%m-%dT%H:%M:%S} UTC by the clock of the machine running the "
+        f"synth; give a time to come, or remove the entry"
+    )
+
+
 WEEKDAYS = ("MON", "TUE", "WED", "THU", "FRI")
 EVERY_DAY = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
 HHMM = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
@@ -413,11 +477,19 @@ class TableSchedule:
     """The scheduled actions of one ProvisionedTable, rendered onto its scalable targets."""
 
     def __init__(
-        self, where: str, ranges: dict[tuple[str | None, str], tuple[int, int]], quota: int
+        self,
+        where: str,
+        ranges: dict[tuple[str | None, str], tuple[int, int]],
+        quota: int,
+        *,
+        now: datetime | None = None,
     ) -> None:
+        """``now``: the moment the schedule is deployed from (a synth's real clock): an entry
+        with no firing from then on is refused. None (a simulation of the past): not checked."""
         self._where = where
         self._ranges = ranges
         self._quota = quota
+        self._now = now
         self._entries: list[PlacedEntry] = []
         self._windows: list[CapacityWindow] = []
 
@@ -473,6 +545,8 @@ class TableSchedule:
         placed = PlacedEntry(
             entry, index, dimension, parse(entry.schedule, where), zone(entry.time_zone, where)
         )
+        if self._now is not None:
+            _check_fires(placed, self._now, where)
         self._entries.append(placed)
         return placed
 
