@@ -181,3 +181,44 @@ def test_package_defines_all(name: str) -> None:
         if isinstance(t, ast.Name)
     }
     assert "__all__" in assigned, f"{path}: a package defines __all__"
+
+
+#: The modules that call AWS: the aws/ layer, and the state store's own table.
+AWS_LAYER = ("aws/", "requests/store.py")
+#: Names a boto3 client goes by in the run-time package.
+CLIENT_NAMES = ("dynamodb", "aas", "autoscaling", "cloudwatch", "tagging", "lambda", "client")
+
+
+def _operations() -> set[str]:
+    """Every operation, as a client method, of the services the run-time package calls."""
+    import botocore.session
+    from botocore import xform_name
+
+    session = botocore.session.get_session()
+    services = ("dynamodb", "application-autoscaling", "cloudwatch", "resourcegroupstaggingapi")
+    return {
+        xform_name(name)
+        for service in (*services, "lambda")
+        for name in session.get_service_model(service).operation_names
+    } | {"get_paginator", "get_waiter"}
+
+
+def aws_calls_outside_the_layer() -> list[str]:
+    """``client.operation(...)`` calls made outside :data:`AWS_LAYER`."""
+    operations = _operations()
+    found = []
+    for path in sorted(RUNTIME.rglob("*.py")):
+        where = path.relative_to(RUNTIME).as_posix()
+        if where.startswith(AWS_LAYER):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            receiver = ast.unparse(node.func.value).lower()
+            if node.func.attr in operations and any(n in receiver for n in CLIENT_NAMES):
+                found.append(f"{where}:{node.lineno}: {ast.unparse(node.func)}")
+    return found
+
+
+def test_every_aws_call_goes_through_the_aws_layer() -> None:
+    assert aws_calls_outside_the_layer() == []

@@ -23,10 +23,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from ..aws import items as table_items
+from ..aws.items import create_cursor_table as create_cursor_table
 from ..events import log_event
 from .pacing import TokenBucket
 
@@ -47,23 +49,6 @@ class ScanError(ValueError):
     """A scan setting that is not allowed."""
 
 
-def create_cursor_table(dynamodb: DynamoDBClient, name: str) -> None:
-    """Create the cursor table (on-demand: it sees a few writes a second at most) and wait."""
-    dynamodb.create_table(
-        TableName=name,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": "scan_id", "AttributeType": "S"},
-            {"AttributeName": "segment", "AttributeType": "N"},
-        ],
-        KeySchema=[
-            {"AttributeName": "scan_id", "KeyType": "HASH"},
-            {"AttributeName": "segment", "KeyType": "RANGE"},
-        ],
-    )
-    dynamodb.get_waiter("table_exists").wait(TableName=name)
-
-
 @dataclass(frozen=True)
 class Cursor:
     last_key: dict[str, Any] | None
@@ -82,11 +67,11 @@ class CursorStore:
         self.table = table
 
     def load(self, scan_id: str, segment: int) -> Cursor:
-        item = self.dynamodb.get_item(
-            TableName=self.table,
-            ConsistentRead=True,
-            Key={"scan_id": {"S": scan_id}, "segment": {"N": str(segment)}},
-        ).get("Item")
+        item = table_items.get_consistent(
+            self.dynamodb,
+            self.table,
+            {"scan_id": {"S": scan_id}, "segment": {"N": str(segment)}},
+        )
         if item is None:
             return Cursor(None, False, 0)
         return Cursor(
@@ -107,7 +92,7 @@ class CursorStore:
         }
         if cursor.last_key is not None:
             item["last_key"] = {"M": cursor.last_key}
-        self.dynamodb.put_item(TableName=self.table, Item=item)
+        table_items.put(self.dynamodb, self.table, item)
 
 
 @dataclass
@@ -211,7 +196,7 @@ class RateLimitedScan:
             request["ExclusiveStartKey"] = start
         for attempt in range(self.max_throttle_retries + 1):
             try:
-                return cast("dict[str, Any]", self.dynamodb.scan(**request))
+                return table_items.scan_page(self.dynamodb, request)
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") not in THROTTLED or (
                     attempt == self.max_throttle_retries

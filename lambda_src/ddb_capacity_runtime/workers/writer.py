@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import ClientError
 
+from ..aws import items as table_items
 from .pacing import PacingError, TokenBucket
 from .scan import THROTTLED
 
@@ -171,10 +172,7 @@ class SlowStartWriter:
         """One BatchWriteItem; returns the entries to send again and the units consumed."""
         result.batches += 1
         try:
-            response = self.dynamodb.batch_write_item(
-                RequestItems={self.table: [{"PutRequest": {"Item": s}} for _, s, _ in batch]},
-                ReturnConsumedCapacity="TOTAL",
-            )
+            response = table_items.write_batch(self.dynamodb, self.table, [s for _, s, _ in batch])
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code in THROTTLED:
