@@ -113,9 +113,11 @@ class RateLimitedScan:
         from the items per unit seen so far. Default: a quarter second of the rate per
         segment, at least 1.
     :param initial_limit: the first page's ``Limit``. Default 25.
-    :param store, scan_id: where cursors live and under which id; without a store the scan
-        cannot resume.
-    :param index, consistent_read, projection: passed to Scan.
+    :param store: where cursors live; without a store the scan cannot resume.
+    :param scan_id: the id its cursors are kept under in ``store``.
+    :param index: passed to Scan as ``IndexName``.
+    :param consistent_read: passed to Scan as ``ConsistentRead``.
+    :param projection: passed to Scan as ``ProjectionExpression``.
     """
 
     def __init__(
