@@ -44,7 +44,7 @@ __all__ = [
     "WEEKDAYS",
     "__version__",
     "acknowledge",
-    "skip_checkov",
     "apply_nag_packs",
     "cron",
+    "skip_checkov",
 ]

@@ -123,7 +123,8 @@ class TableCapacity(Construct):
     exists in the stack: Application Auto Scaling target tracking on read and write of the
     table and of every GSI, high-water marks by either method, schedules and windows, and
     throttle-aware scaling. The table keeps its logical ID and every property that is not
-    about capacity, so adopting it is an update, never a replacement.
+    about capacity, so adopting it is an update, never a replacement. A table takes one
+    TableCapacity in an app (a ``ProvisionedTable`` is one): a second is refused.
 
     Example::
 
