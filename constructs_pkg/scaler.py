@@ -69,8 +69,10 @@ class ThrottleAwareScaler(Construct):
 
     :param tables: tables to manage explicitly (``ProvisionedTable`` or any ``ITable``), as
         a list. Default: none.
-    :param tag_key, tag_value: also manage every table carrying this tag. Default: no tag
-        discovery. Permissions for discovered tables are scoped by the tag (ABAC).
+    :param tag_key: also manage every table carrying the tag ``tag_key=tag_value``.
+        Default: no tag discovery. Permissions for discovered tables are scoped by the tag
+        (ABAC).
+    :param tag_value: the value of that tag. Default: ``"true"``.
     :param overrides: per-table ``{"min", "max", "target", "read": {...}, "write": {...}}``,
         keyed by table name. ``ProvisionedTable``s get their configured ranges by default.
     :param tick: how often it runs. Default: 2 minutes (README: why).

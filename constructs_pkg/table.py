@@ -139,7 +139,8 @@ class TableCapacity(Construct):
         elsewhere, imported by name (``Table.from_table_name``): then this stack registers
         and owns its scalable targets (min, max, target tracking, schedules and windows)
         and changes nothing else; high-water marks need the table in this app.
-    :param read, write: the table's capacity.
+    :param read: the table's read capacity.
+    :param write: the table's write capacity.
     :param indexes: every GSI the table has, by name: ``(read, write)`` Capacity. Default:
         none (a table with GSIs must name them all).
     :param prewarm: how high-water marks are reached. Default: ``WARM_THROUGHPUT``.
@@ -707,13 +708,13 @@ class ProvisionedTable(TableCapacity):
     :param point_in_time_recovery: Default: True.
     :param deletion_protection: Default: True.
     :param removal_policy: Default: ``RemovalPolicy.RETAIN``.
-    :param table_name, table_class, encryption, encryption_key, stream,
-        time_to_live_attribute, contributor_insights_enabled, and every other
-        ``aws_dynamodb.Table`` prop (``local_secondary_indexes`` aside: use
-        ``table.add_local_secondary_index``), as keywords: passed to ``aws_dynamodb.Table``
-        unchanged. Capacity props (``read_capacity``, ``write_capacity``,
-        ``warm_throughput``, on-demand limits) are refused: ``read`` and ``write`` set them.
-        Default: that construct's defaults.
+    :param table_props: every other ``aws_dynamodb.Table`` prop, as keywords
+        (``table_name``, ``table_class``, ``encryption``, ``encryption_key``, ``stream``,
+        ``time_to_live_attribute``, ``contributor_insights_enabled``, …;
+        ``local_secondary_indexes`` aside: use ``table.add_local_secondary_index``): passed
+        to ``aws_dynamodb.Table`` unchanged. Capacity props (``read_capacity``,
+        ``write_capacity``, ``warm_throughput``, on-demand limits) are refused: ``read`` and
+        ``write`` set them. Default: that construct's defaults.
     """
 
     _KIND = "ProvisionedTable"
