@@ -123,6 +123,7 @@ def _segments_from(
     rate = sum(weights[c] * level[c] for c in dims)  # the cost of a block at `level`
     cost = 0.0
     day_j = days[j]
+    table, came_from, order, unreached = reached.cost, reached.came, reached.order, math.inf
     for i in range(j + 1, min(n, j + lookback) + 1):
         row = needs[i - 1]
         for c in dims:
@@ -138,7 +139,7 @@ def _segments_from(
                     decrease = True
                     break
             same_day = days[i] == day_j
-        best, came = reached.cost[i], reached.came[i]
+        best, came = table[i], came_from[i]
         if not same_day:  # every count goes to the same one: the first cheapest wins
             totals = [s + cost for s in spent]
             total = min(totals)
@@ -150,8 +151,8 @@ def _segments_from(
         for k, s, k_to in steps:
             total = s + cost
             if total < best[k_to]:
-                if best[k_to] == math.inf:
-                    reached.order[i].append(k_to)
+                if best[k_to] == unreached:
+                    order[i].append(k_to)
                 best[k_to] = total
                 came[k_to] = (j, k)
 
