@@ -319,6 +319,21 @@ class SimulatedTable:
         unknown = [a or b for a, b in zip(late, late_events, strict=True)]
         return consumed, throttles, unknown if any(unknown) else []
 
+    def newest(self, key: Key, t: int) -> tuple[int, float] | None:
+        """The newest consumed datapoint visible at the start of minute ``t`` and its
+        minute, or None when none of the minutes it may be is visible yet."""
+        p = self.params
+        m = t - 1 - p.metric_delay_minutes
+        if not p.delay_spread_minutes:  # delivered in order: that minute, if published
+            served = self.dims[key].served
+            i = m + self.offset
+            return (m, served[i]) if 0 <= i < len(served) else None
+        for candidate in range(m, m - p.delay_spread_minutes - 1, -1):
+            value = self.visible(key, candidate, t)
+            if value is not None:
+                return candidate, value
+        return None
+
     def visible(self, key: Key, minute: int, t: int, throttles: bool = False) -> float | None:
         """The CloudWatch datapoint of ``minute`` as seen at the start of minute ``t``."""
         index = minute + self.offset

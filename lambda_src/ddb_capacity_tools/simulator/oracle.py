@@ -236,12 +236,17 @@ class Oracle:
         self.asks = {k: self._asks(p, params) for k, p in self.plan.items()}
 
     def _asks(self, p: Sequence[int], params: ModelParams) -> list[int]:
-        last = self.minutes - 1
-        spread = range(params.update_spread_minutes + 1)
-        asks = []
-        for t in range(-self.offset, self.minutes):
-            first = t + params.update_minutes
-            asks.append(max(p[min(max(first + d, 0), last)] for d in spread))
+        """Per minute from the warm-up's first: the most ``p`` needs over every minute a
+        change asked for then may land in (clamped to the trace)."""
+        last, n = self.minutes - 1, self.offset + self.minutes
+        first, spread = params.update_minutes, params.update_spread_minutes
+        # the trace's minute that each minute from the warm-up's first on stands for
+        lands = [min(max(t, 0), last) for t in range(-self.offset, self.minutes + first + spread)]
+        asks = [p[m] for m in lands[first : first + n]]
+        for d in range(1, spread + 1):
+            asks = [
+                max(a, p[m]) for a, m in zip(asks, lands[first + d : first + d + n], strict=True)
+            ]
         return asks
 
     def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:

@@ -82,12 +82,12 @@ def _target(text: str, number: str, option: str) -> int:
     return value
 
 
-#: Each policy that takes a number: its pattern (the number signed, so that a negative one
-#: is told its range), kind and whether it runs on stock auto scaling.
+#: Each policy that takes a number: its pattern (a minus sign taken, so that a negative
+#: number is told its range), kind and whether it runs on stock auto scaling.
 _NUMBERED = (
-    (r"(stock|scheduled|autopilot):([+-]?\d+)", None, False),
-    (r"throttle-aware\+stock:([+-]?\d+)", "throttle-aware", True),
-    (r"autopilot\+stock:([+-]?\d+)", "autopilot", True),
+    (r"(stock|scheduled|autopilot):(-?\d+)", None, False),
+    (r"throttle-aware\+stock:(-?\d+)", "throttle-aware", True),
+    (r"autopilot\+stock:(-?\d+)", "autopilot", True),
 )
 
 
@@ -97,7 +97,7 @@ def parse(text: str, max_capacity: int = 40_000, option: str = "--policy") -> Sp
     t = text.strip()
     if t in ("on-demand", "oracle", "bound", "throttle-aware", "scheduled", "autopilot"):
         return Spec(text, t, 70 if t == "scheduled" else None)
-    if m := re.fullmatch(r"fixed:([+-]?\d+)", t):
+    if m := re.fullmatch(r"fixed:(-?\d+)", t):
         n = int(m.group(1))
         if not 1 <= n <= max_capacity:
             raise PolicyError(
@@ -201,9 +201,10 @@ class AutoScaling:
             if self._enforce(sim, t, key) or sim.dims[key].pending is not None:
                 continue
             # The alarms see the newest datapoints CloudWatch has delivered (delays vary).
-            newest, latest = self._newest(sim, key, t)
-            if latest is None:
+            seen = sim.newest(key, t)
+            if seen is None:
                 continue
+            newest, latest = seen
             provisioned = sim.dims[key].provisioned
             # Each alarm's datapoints end with the newest one, so it alone rules one out.
             if latest > self.target * provisioned:
@@ -221,16 +222,6 @@ class AutoScaling:
                 wanted = _clamp(max(low) / self.target, self.min[key], self.max[key])
                 if wanted < provisioned:
                     self._update(sim, t, key, wanted)
-
-    def _newest(self, sim: SimulatedTable, key: Key, t: int) -> tuple[int, float | None]:
-        """The newest minute whose datapoint is visible at ``t``, and that datapoint (None
-        when none is)."""
-        m = t - 1 - self.params.metric_delay_minutes
-        for candidate in range(m, m - self.params.delay_spread_minutes - 1, -1):
-            value = sim.visible(key, candidate, t)
-            if value is not None:
-                return candidate, value
-        return m, None
 
 
 class ThrottleAware:
