@@ -10,18 +10,16 @@ import pytest
 
 TOOLS = Path(__file__).resolve().parent.parent / "lambda_src" / "ddb_capacity_tools"
 MAX_FUNCTION_LINES = 60
-#: Modules this test leaves out: the schedule logic, which the constructs import at synth.
-LEFT_OUT = {"schedule.py"}
-MODULES = sorted(
-    name for p in TOOLS.rglob("*.py") if (name := str(p.relative_to(TOOLS))) not in LEFT_OUT
-)
+MODULES = sorted(str(p.relative_to(TOOLS)) for p in TOOLS.rglob("*.py"))
+#: Left out of the length check: schedule.py, whose parse (62 lines) is still to be split.
+LONG_LEFT_OUT = {"schedule.py"}
 
 
 def _tree(name: str) -> ast.Module:
     return ast.parse((TOOLS / name).read_text(), name)
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", [m for m in MODULES if m not in LONG_LEFT_OUT])
 def test_no_function_is_longer_than_60_lines(name: str) -> None:
     long = [
         f"{node.name} ({node.end_lineno - node.lineno + 1} lines)"
