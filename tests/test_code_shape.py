@@ -1,5 +1,6 @@
-"""The shape of the run-time package: no import cycle, no long function, every module says
-where it runs, every package says what it exports."""
+"""The shape of the three packages (the constructs, the run-time package, the tools): no
+import cycle, no long function, every module says where it runs, every package says what it
+exports, and the run-time package calls AWS through its aws/ layer only."""
 
 from __future__ import annotations
 
@@ -9,20 +10,24 @@ from pathlib import Path
 
 import pytest
 
-RUNTIME = Path(__file__).resolve().parent.parent / "lambda_src" / "ddb_capacity_runtime"
+ROOT = Path(__file__).resolve().parent.parent
+RUNTIME = ROOT / "lambda_src" / "ddb_capacity_runtime"
 PACKAGE = RUNTIME.name
+#: The packages the distribution ships.
+PACKAGES = (ROOT / "constructs_pkg", RUNTIME, ROOT / "lambda_src" / "ddb_capacity_tools")
 #: The longest function (``def`` line to its end).
 MAX_FUNCTION_LINES = 60
 
 
 def _modules() -> dict[str, Path]:
-    """Every module of the run-time package by dotted name (a package by its own name)."""
+    """Every module of the three packages by dotted name (a package by its own name)."""
     out = {}
-    for path in sorted(RUNTIME.rglob("*.py")):
-        parts = list(path.relative_to(RUNTIME.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        out[".".join(parts)] = path
+    for root in PACKAGES:
+        for path in sorted(root.rglob("*.py")):
+            parts = list(path.relative_to(root.parent).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
     return out
 
 
@@ -46,7 +51,7 @@ def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """Which run-time modules each run-time module imports. ``from X import name`` is an
+    """Which of the packages' modules each of their modules imports. ``from X import name`` is an
     edge to ``X.name`` when that is a module, else to ``X``."""
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
@@ -122,24 +127,22 @@ def _cycle_path(graph: dict[str, set[str]], component: set[str]) -> list[str]:
     return sorted(component)  # pragma: no cover
 
 
-def long_functions(root: Path = RUNTIME, limit: int = MAX_FUNCTION_LINES) -> list[str]:
-    """``path:line name (N lines)`` of every function of ``root`` longer than ``limit``."""
+def long_functions(limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """``path:line name (N lines)`` of every function of the packages longer than ``limit``."""
     out = []
-    for path in sorted(root.rglob("*.py")):
+    for path in _modules().values():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 lines = (node.end_lineno or node.lineno) - node.lineno + 1
                 if lines > limit:
-                    where = path.relative_to(root.parent)
+                    where = path.relative_to(ROOT)
                     out.append(f"{where}:{node.lineno} {node.name} ({lines} lines)")
     return out
 
 
 def test_no_import_cycles() -> None:
     cycles = find_cycles(import_graph())
-    assert not cycles, "import cycles in the run-time package:\n" + "\n".join(
-        " -> ".join(c) for c in cycles
-    )
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
 
 
 def test_the_cycle_finder_names_a_cycle() -> None:

@@ -182,19 +182,9 @@ def parse(text: str, where: str) -> Expression:
         raise ScheduleError(f"{where}: schedule must be a string such as {EXPECTED}; got {text!r}")
     text = text.strip()
     if m := AT.fullmatch(text):
-        try:
-            return Expression(text, at=datetime.fromisoformat(m.group(1)))
-        except ValueError:
-            raise ScheduleError(f"{where}: schedule {text!r} is not a real date and time") from None
+        return _parse_at(text, m.group(1), where)
     if m := RATE.fullmatch(text):
-        value, unit = int(m.group(1)), m.group(2)
-        if value < 1 or (value == 1) != (not unit.endswith("s")):
-            raise ScheduleError(
-                f"{where}: schedule {text!r}: a rate is a positive whole number "
-                f"with a singular unit for 1 (rate(1 hour)) and plural otherwise "
-                f"(rate(2 hours))"
-            )
-        return Expression(text, rate=timedelta(seconds=value * RATE_UNITS[unit.rstrip("s")]))
+        return _parse_rate(text, int(m.group(1)), m.group(2), where)
     m = CRON.fullmatch(text)
     if not m:
         raise ScheduleError(
@@ -235,6 +225,23 @@ def parse(text: str, where: str) -> Expression:
             f"{where}: schedule {text!r} is not a valid cron expression: {exc}"
         ) from None
     return Expression(text, cron5=cron5, years=_years(year, where, text))
+
+
+def _parse_at(text: str, when: str, where: str) -> Expression:
+    try:
+        return Expression(text, at=datetime.fromisoformat(when))
+    except ValueError:
+        raise ScheduleError(f"{where}: schedule {text!r} is not a real date and time") from None
+
+
+def _parse_rate(text: str, value: int, unit: str, where: str) -> Expression:
+    if value < 1 or (value == 1) != (not unit.endswith("s")):
+        raise ScheduleError(
+            f"{where}: schedule {text!r}: a rate is a positive whole number "
+            f"with a singular unit for 1 (rate(1 hour)) and plural otherwise "
+            f"(rate(2 hours))"
+        )
+    return Expression(text, rate=timedelta(seconds=value * RATE_UNITS[unit.rstrip("s")]))
 
 
 def _days_never_come(minute: str, hour: str, dom: str, month: str) -> bool:
