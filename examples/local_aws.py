@@ -11,6 +11,7 @@ function's environment.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -21,9 +22,14 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
+
+from ddb_capacity_runtime.events import LOGGER, event_fields
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 REPO = Path(__file__).resolve().parents[1]
 CDK_CLI = REPO / "node_modules" / ".bin" / "cdk"
@@ -268,3 +274,43 @@ def function_environment(endpoint: str, stack: str, logical_prefix: str) -> dict
     config = client(endpoint, "lambda").get_function_configuration(FunctionName=name)
     variables: dict[str, str] = config["Environment"]["Variables"]
     return variables
+
+
+def create_store_table(dynamodb: DynamoDBClient, name: str) -> None:
+    """Create a hold store table (on-demand), as ``CapacityRequests`` does, and wait until
+    it exists: for local runs and tests."""
+    dynamodb.create_table(
+        TableName=name,
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    dynamodb.get_waiter("table_exists").wait(TableName=name)
+
+
+@contextmanager
+def recorded_events() -> Iterator[list[dict[str, Any]]]:
+    """Collect the events logged inside the ``with`` block, as dicts of their fields (for
+    tests and local runs, where no Lambda log format is configured)."""
+    events: list[dict[str, Any]] = []
+
+    class Recorder(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            fields = event_fields(record)
+            if fields is not None:
+                events.append(fields)
+
+    handler, previous = Recorder(logging.DEBUG), LOGGER.level
+    LOGGER.addHandler(handler)
+    LOGGER.setLevel(logging.DEBUG)
+    try:
+        yield events
+    finally:
+        LOGGER.removeHandler(handler)
+        LOGGER.setLevel(previous)

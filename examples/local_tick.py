@@ -13,18 +13,19 @@ from typing import Any
 
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.core.settings import ScalerConfig
-from ddb_capacity_runtime.events import recorded_events
-from ddb_capacity_runtime.requests.store import STORE_ENV, HoldStore, create_store_table
+from ddb_capacity_runtime.requests.store import STORE_ENV, HoldStore
 from ddb_capacity_runtime.scaler.tick import run_tick
 
 from .local_aws import (
     aws_env,
     client,
+    create_store_table,
     deploy,
     function_environment,
     moto_server,
     physical_ids,
     put_traffic,
+    recorded_events,
     register_skipped_targets,
 )
 

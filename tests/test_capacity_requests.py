@@ -36,7 +36,8 @@ from ddb_capacity_runtime.requests import request as request_module
 from ddb_capacity_runtime.requests import restorer as restorer_module
 from ddb_capacity_runtime.requests.broker import BrokerConfig, broker_handler, serve
 from ddb_capacity_runtime.requests.holds import level
-from ddb_capacity_runtime.requests.store import HeldDimension, HoldStore, create_store_table
+from ddb_capacity_runtime.requests.store import HeldDimension, HoldStore
+from examples.local_aws import create_store_table
 from tests.local_lambda import local_lambda
 from tests.moto_world import World, base_min_tag
 

@@ -13,12 +13,11 @@ from pathlib import Path
 import boto3
 import pytest
 
-from ddb_capacity_runtime.requests.store import create_store_table
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.simulator.backtest import history
 from ddb_capacity_tools.simulator.scenarios import SCENARIOS
 from ddb_capacity_tools.simulator.trace import TraceError, read_csv
-from examples.local_aws import put_traffic
+from examples.local_aws import create_store_table, put_traffic
 
 CONTRACT = {
     "policy",

@@ -38,7 +38,6 @@ from hypothesis.stateful import (
 
 from ddb_capacity_runtime.core.memory import reconcile
 from ddb_capacity_runtime.core.settings import ScalerConfig
-from ddb_capacity_runtime.events import recorded_events
 from ddb_capacity_runtime.requests import (
     CapacityHold,
     CapacityRequestError,
@@ -47,7 +46,7 @@ from ddb_capacity_runtime.requests import (
 )
 from ddb_capacity_runtime.requests.store import HoldStore
 from ddb_capacity_runtime.scaler.tick import run_tick
-from examples.local_aws import put_traffic
+from examples.local_aws import put_traffic, recorded_events
 from tests.moto_world import LAG, World
 
 BASE = 100

@@ -15,11 +15,10 @@ a raw JSON line on stdout, so :func:`emit_metrics` writes them as such.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 LOGGER = logging.getLogger("ddb_capacity_runtime")
@@ -46,28 +45,6 @@ def event_fields(record: logging.LogRecord) -> dict[str, Any] | None:
         return None
     standard = RESERVED - {"event"}
     return {k: v for k, v in record.__dict__.items() if k not in standard}
-
-
-@contextlib.contextmanager
-def recorded_events() -> Iterator[list[dict[str, Any]]]:
-    """Collect the events logged inside the ``with`` block, as dicts of their fields (for
-    tests and local runs, where no Lambda log format is configured)."""
-    events: list[dict[str, Any]] = []
-
-    class Recorder(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            fields = event_fields(record)
-            if fields is not None:
-                events.append(fields)
-
-    handler, previous = Recorder(logging.DEBUG), LOGGER.level
-    LOGGER.addHandler(handler)
-    LOGGER.setLevel(logging.DEBUG)
-    try:
-        yield events
-    finally:
-        LOGGER.removeHandler(handler)
-        LOGGER.setLevel(previous)
 
 
 def emf_record(

@@ -450,24 +450,6 @@ class Lease:
             raise _store_error(self.store.name, exc) from None
 
 
-def create_store_table(dynamodb: DynamoDBClient, name: str) -> None:
-    """Create a hold store table (on-demand), as ``CapacityRequests`` does, and wait until
-    it exists: for local runs and tests."""
-    dynamodb.create_table(
-        TableName=name,
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    dynamodb.get_waiter("table_exists").wait(TableName=name)
-
-
 def open_store(
     store: str | HoldStore | None,
     clients: Clients,
