@@ -91,6 +91,284 @@ class RefusedTag:
     limit: str  # "min" or "max"
 
 
+class Kind(StrEnum):
+    """How a setting's variable is written."""
+
+    WHOLE = "whole number"
+    NUMBER = "number"
+    FLAG = "flag"
+    TEXT = "text"  # as given, empty included
+    NAME = "name"  # empty: the default
+    OPTIONAL = "optional"  # empty: None
+    NAMES = "names"  # comma-separated
+    JSON = "json"
+    MODE = "mode"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the settings contract between the construct and the Lambda: the
+    environment variable ``name``, read into ``key`` (:meth:`ScalerConfig.from_env`) and
+    written from a configuration by ``value_of`` (:meth:`ScalerConfig.to_env`). A number
+    lies from ``lo`` to ``hi``; a ``default`` of None is the policy's for the mode and tick
+    (:func:`for_mode`)."""
+
+    name: str
+    key: str
+    kind: Kind
+    default: Any
+    value_of: Callable[[ScalerConfig], Any]
+    lo: float = 0
+    hi: float = 0
+
+    def parse(self, env: Mapping[str, str]) -> Any:
+        """This setting's value in ``env``, checked; raises :class:`ConfigError`."""
+        raw = env.get(self.name)
+        if self.kind in (Kind.WHOLE, Kind.NUMBER):
+            return self.default if raw is None or raw == "" else self._number(raw)
+        if self.kind is Kind.FLAG:
+            text = (raw or "false").strip().lower()
+            if text not in ("true", "false", "1", "0", ""):
+                raise ConfigError(f"{self.name} must be true or false; got {raw!r}")
+            return text in ("true", "1")
+        if self.kind is Kind.TEXT:
+            return self.default if raw is None else raw
+        if self.kind is Kind.OPTIONAL:
+            return (raw or "").strip() or None
+        if self.kind is Kind.NAMES:
+            return tuple(t.strip() for t in (raw or "").split(",") if t.strip())
+        if self.kind is Kind.JSON:
+            return _overrides(self.name, raw or "{}")
+        value = raw or self.default
+        if self.kind is Kind.MODE and value not in MODES:
+            raise ConfigError(f"{self.name}: got {value!r}; expected one of {', '.join(MODES)}")
+        return Mode(value) if self.kind is Kind.MODE else value
+
+    def render(self, value: Any) -> str:
+        """``value`` as this setting's variable holds it."""
+        if self.kind is Kind.WHOLE:
+            return str(int(value))
+        if self.kind is Kind.NUMBER:
+            return f"{value:g}"
+        if self.kind is Kind.FLAG:
+            return "true" if value else "false"
+        if self.kind is Kind.NAMES:
+            return ",".join(value)
+        if self.kind is Kind.JSON:
+            return json.dumps(dict(value))
+        return str(value or "")
+
+    def _number(self, raw: str) -> float:
+        parse: Callable[[str], float] = int if self.kind is Kind.WHOLE else float
+        try:
+            value = parse(raw)
+        except ValueError:
+            raise ConfigError(
+                f"{self.name} must be a {self.kind} from {self.lo:g} to {self.hi:g}; got {raw!r}"
+            ) from None
+        if not self.lo <= value <= self.hi:
+            raise ConfigError(f"{self.name} must be from {self.lo:g} to {self.hi:g}; got {raw!r}")
+        return value
+
+
+def _policy(name: str, scale: float = 1) -> Callable[[ScalerConfig], Any]:
+    """A policy field as its setting holds it (a fraction as a percentage: 0.2 is 20, not
+    the 20.000000000000004 of 0.2 * 100)."""
+    return lambda c: float(f"{getattr(c.policy, name) * scale:.12g}")
+
+
+#: The settings contract, one row a variable, in the order the construct writes them.
+SETTINGS: tuple[Setting, ...] = (
+    Setting("SCALER_TAG_KEY", "tag_key", Kind.OPTIONAL, None, lambda c: c.tag_key),
+    Setting("SCALER_TAG_VALUE", "tag_value", Kind.TEXT, "true", lambda c: c.tag_value),
+    Setting("SCALER_DRY_RUN", "dry_run", Kind.FLAG, False, lambda c: c.dry_run),
+    Setting(
+        "SCALER_TICK_MINUTES",
+        "tick_minutes",
+        Kind.WHOLE,
+        DEFAULT_TICK_MINUTES,
+        lambda c: c.tick_minutes,
+        1,
+        60,
+    ),
+    Setting("SCALER_MODE", "mode", Kind.MODE, Mode.AUTOPILOT, lambda c: c.mode),
+    Setting(
+        "SCALER_SCALE_DOWN_TICKS",
+        "scale_down_ticks",
+        Kind.WHOLE,
+        None,
+        lambda c: c.policy.scale_down_minutes // c.tick_minutes,
+        1,
+        24,
+    ),
+    Setting(
+        "SCALER_METRICS_NAMESPACE",
+        "namespace",
+        Kind.NAME,
+        "DynamoDBCapacity",
+        lambda c: c.namespace,
+    ),
+    Setting("SCALER_TABLES", "tables", Kind.NAMES, (), lambda c: c.tables),
+    Setting("SCALER_OVERRIDES", "overrides", Kind.JSON, {}, lambda c: c.overrides),
+    Setting(
+        "SCALER_DEFAULT_MIN", "default_min", Kind.WHOLE, 5, lambda c: c.default_min, 1, TABLE_QUOTA
+    ),
+    Setting(
+        "SCALER_DEFAULT_MAX",
+        "default_max",
+        Kind.WHOLE,
+        1_000,
+        lambda c: c.default_max,
+        1,
+        TABLE_QUOTA,
+    ),
+    Setting(
+        "SCALER_TARGET_PERCENT",
+        "target",
+        Kind.NUMBER,
+        None,
+        _policy("target_utilization", 100),
+        20,
+        90,
+    ),
+    Setting("SCALER_BUFFER_PERCENT", "buffer", Kind.NUMBER, None, _policy("buffer", 100), 0, 70),
+    Setting(
+        "SCALER_HYSTERESIS_MINUTES",
+        "hysteresis_minutes",
+        Kind.WHOLE,
+        None,
+        lambda c: c.policy.hysteresis.total_seconds() // 60,
+        0,
+        1440,
+    ),
+    Setting(
+        "SCALER_MIN_STEP_PERCENT",
+        "min_step_percent",
+        Kind.NUMBER,
+        None,
+        _policy("min_step_fraction", 100),
+        0,
+        1000,
+    ),
+    Setting(
+        "SCALER_MIN_STEP_UNITS",
+        "min_step_units",
+        Kind.WHOLE,
+        None,
+        _policy("min_step_units"),
+        1,
+        TABLE_QUOTA,
+    ),
+    Setting(
+        "SCALER_UNITS_PER_THROTTLED_REQUEST",
+        "units_per_throttled_request",
+        Kind.NUMBER,
+        None,
+        _policy("units_per_throttled_request"),
+        0.5,
+        400,
+    ),
+    Setting(
+        "SCALER_MIN_SAVING_PERCENT",
+        "min_saving_percent",
+        Kind.NUMBER,
+        None,
+        _policy("min_saving_fraction", 100),
+        0,
+        100,
+    ),
+    Setting(
+        "SCALER_RESERVE_DECREASES",
+        "reserve_decreases",
+        Kind.WHOLE,
+        None,
+        _policy("reserve_decreases"),
+        0,
+        27,
+    ),
+    Setting(
+        "SCALER_LARGE_SAVING_PERCENT",
+        "large_saving_percent",
+        Kind.NUMBER,
+        None,
+        _policy("large_saving_fraction", 100),
+        0,
+        100,
+    ),
+    Setting(
+        "SCALER_WINDOW_MINUTES", "window_minutes", Kind.WHOLE, 5, lambda c: c.window_minutes, 1, 60
+    ),
+    Setting(
+        "SCALER_METRIC_LAG_MINUTES",
+        "metric_lag_minutes",
+        Kind.WHOLE,
+        2,
+        lambda c: c.metric_lag_minutes,
+        0,
+        10,
+    ),
+)
+SETTINGS_BY_KEY = {s.key: s for s in SETTINGS}
+#: What ThrottleAwareScaler writes from its own arguments (the others keep their defaults;
+#: it writes the tables and overrides itself, as CloudFormation joins them).
+CONSTRUCT_SETTINGS = (
+    "tag_key",
+    "tag_value",
+    "dry_run",
+    "tick_minutes",
+    "mode",
+    "scale_down_ticks",
+    "namespace",
+)
+#: The settings that are ScalerConfig's own fields (the others make its policy).
+_CONFIG_FIELDS = (
+    "tables",
+    "tag_key",
+    "tag_value",
+    "overrides",
+    "default_min",
+    "default_max",
+    "window_minutes",
+    "metric_lag_minutes",
+    "tick_minutes",
+    "dry_run",
+    "namespace",
+)
+
+
+def _env(key: str) -> str:
+    return SETTINGS_BY_KEY[key].name
+
+
+def _check_order(
+    values: Mapping[str, Any], low: str, high: str, phrase: str, strict: bool = False
+) -> None:
+    """Refuse ``values[low]`` above ``values[high]`` (or equal, when ``strict``)."""
+    lo, hi = values[low], values[high]
+    if lo > hi or (strict and lo == hi):
+        raise ConfigError(f"{_env(low)} ({lo:g}) {phrase} {_env(high)} ({hi:g})")
+
+
+def _overrides(name: str, raw: str) -> dict[str, Any]:
+    """The overrides variable: a JSON object of table name to an object."""
+    try:
+        overrides = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{name} must be a JSON object of table name to "
+            f"{{min, max, target}}; got invalid JSON ({exc.msg})"
+        ) from None
+    if not isinstance(overrides, dict) or not all(isinstance(v, dict) for v in overrides.values()):
+        raise ConfigError(
+            f"{name} must be a JSON object of table name to {{min, max, target}}; got {raw[:200]!r}"
+        )
+    return overrides
+
+
+def _default(key: str) -> Any:
+    return SETTINGS_BY_KEY[key].default
+
+
 @dataclass(frozen=True)
 class ScalerConfig:
     """Everything a tick needs to know besides AWS itself. Every default is one row of
@@ -98,16 +376,16 @@ class ScalerConfig:
 
     tables: tuple[str, ...] = ()
     tag_key: str | None = None
-    tag_value: str = "true"
+    tag_value: str = _default("tag_value")
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    default_min: int = 5
-    default_max: int = 1_000
-    window_minutes: int = 5
-    metric_lag_minutes: int = 2
-    tick_minutes: int = DEFAULT_TICK_MINUTES
-    dry_run: bool = False
-    namespace: str = "DynamoDBCapacity"
-    policy: PolicyConfig = field(default_factory=lambda: for_mode(Mode.AUTOPILOT))
+    default_min: int = _default("default_min")
+    default_max: int = _default("default_max")
+    window_minutes: int = _default("window_minutes")
+    metric_lag_minutes: int = _default("metric_lag_minutes")
+    tick_minutes: int = _default("tick_minutes")
+    dry_run: bool = _default("dry_run")
+    namespace: str = _default("namespace")
+    policy: PolicyConfig = field(default_factory=lambda: for_mode(_default("mode")))
 
     @property
     def mode(self) -> Mode:
@@ -134,13 +412,13 @@ class ScalerConfig:
                 f"or {_env('tag_key')} (tag discovery)"
             )
         _check_order(values, "default_min", "default_max", "must not be above")
-        _check_order(values, "buffer", "target", "must be below", strict=True)
         tick, mode = values["tick_minutes"], values["mode"]
-        defaults = for_mode(mode, tick)
-        if values["scale_down_ticks"] is None:
-            values["scale_down_ticks"] = defaults.scale_down_minutes // tick
-        if values["hysteresis_minutes"] is None:
-            values["hysteresis_minutes"] = int(defaults.hysteresis.total_seconds() // 60)
+        defaults = cls(tick_minutes=tick, policy=for_mode(mode, tick))
+        for setting in SETTINGS:
+            if values[setting.key] is None and setting.default is None:
+                value = setting.value_of(defaults)
+                values[setting.key] = int(value) if setting.kind is Kind.WHOLE else value
+        _check_order(values, "buffer", "target", "must be below", strict=True)
         policy = replace(
             for_mode(mode, tick, values["target"] / 100),
             buffer=values["buffer"] / 100,
@@ -237,277 +515,6 @@ class ScalerConfig:
                 return limits, refused
             refused.append(found)
             del kept[found.key[len(TAG_PREFIX) :]]
-
-
-class Kind(StrEnum):
-    """How a setting's variable is written."""
-
-    WHOLE = "whole number"
-    NUMBER = "number"
-    FLAG = "flag"
-    TEXT = "text"  # as given, empty included
-    NAME = "name"  # empty: the default
-    OPTIONAL = "optional"  # empty: None
-    NAMES = "names"  # comma-separated
-    JSON = "json"
-    MODE = "mode"
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One row of the settings contract between the construct and the Lambda: the
-    environment variable ``name``, read into ``key`` (:meth:`ScalerConfig.from_env`) and
-    written from a configuration by ``value_of`` (:meth:`ScalerConfig.to_env`). A number
-    lies from ``lo`` to ``hi``; a ``default`` of None comes from :func:`for_mode`."""
-
-    name: str
-    key: str
-    kind: Kind
-    default: Any
-    value_of: Callable[[ScalerConfig], Any]
-    lo: float = 0
-    hi: float = 0
-
-    def parse(self, env: Mapping[str, str]) -> Any:
-        """This setting's value in ``env``, checked; raises :class:`ConfigError`."""
-        raw = env.get(self.name)
-        if self.kind in (Kind.WHOLE, Kind.NUMBER):
-            return self.default if raw is None or raw == "" else self._number(raw)
-        if self.kind is Kind.FLAG:
-            text = (raw or "false").strip().lower()
-            if text not in ("true", "false", "1", "0", ""):
-                raise ConfigError(f"{self.name} must be true or false; got {raw!r}")
-            return text in ("true", "1")
-        if self.kind is Kind.TEXT:
-            return self.default if raw is None else raw
-        if self.kind is Kind.OPTIONAL:
-            return (raw or "").strip() or None
-        if self.kind is Kind.NAMES:
-            return tuple(t.strip() for t in (raw or "").split(",") if t.strip())
-        if self.kind is Kind.JSON:
-            return _overrides(self.name, raw or "{}")
-        value = raw or self.default
-        if self.kind is Kind.MODE and value not in MODES:
-            raise ConfigError(f"{self.name}: got {value!r}; expected one of {', '.join(MODES)}")
-        return Mode(value) if self.kind is Kind.MODE else value
-
-    def render(self, value: Any) -> str:
-        """``value`` as this setting's variable holds it."""
-        if self.kind is Kind.WHOLE:
-            return str(int(value))
-        if self.kind is Kind.NUMBER:
-            return f"{value:g}"
-        if self.kind is Kind.FLAG:
-            return "true" if value else "false"
-        if self.kind is Kind.NAMES:
-            return ",".join(value)
-        if self.kind is Kind.JSON:
-            return json.dumps(dict(value))
-        return str(value or "")
-
-    def _number(self, raw: str) -> float:
-        parse: Callable[[str], float] = int if self.kind is Kind.WHOLE else float
-        try:
-            value = parse(raw)
-        except ValueError:
-            raise ConfigError(
-                f"{self.name} must be a {self.kind} from {self.lo:g} to {self.hi:g}; got {raw!r}"
-            ) from None
-        if not self.lo <= value <= self.hi:
-            raise ConfigError(f"{self.name} must be from {self.lo:g} to {self.hi:g}; got {raw!r}")
-        return value
-
-
-def _policy(name: str, scale: float = 1) -> Callable[[ScalerConfig], Any]:
-    return lambda c: getattr(c.policy, name) * scale
-
-
-#: The settings contract, one row a variable, in the order the construct writes them.
-SETTINGS: tuple[Setting, ...] = (
-    Setting("SCALER_TAG_KEY", "tag_key", Kind.OPTIONAL, None, lambda c: c.tag_key),
-    Setting("SCALER_TAG_VALUE", "tag_value", Kind.TEXT, "true", lambda c: c.tag_value),
-    Setting("SCALER_DRY_RUN", "dry_run", Kind.FLAG, False, lambda c: c.dry_run),
-    Setting(
-        "SCALER_TICK_MINUTES",
-        "tick_minutes",
-        Kind.WHOLE,
-        DEFAULT_TICK_MINUTES,
-        lambda c: c.tick_minutes,
-        1,
-        60,
-    ),
-    Setting("SCALER_MODE", "mode", Kind.MODE, Mode.AUTOPILOT, lambda c: c.mode),
-    Setting(
-        "SCALER_SCALE_DOWN_TICKS",
-        "scale_down_ticks",
-        Kind.WHOLE,
-        None,
-        lambda c: c.policy.scale_down_minutes // c.tick_minutes,
-        1,
-        24,
-    ),
-    Setting(
-        "SCALER_METRICS_NAMESPACE",
-        "namespace",
-        Kind.NAME,
-        "DynamoDBCapacity",
-        lambda c: c.namespace,
-    ),
-    Setting("SCALER_TABLES", "tables", Kind.NAMES, (), lambda c: c.tables),
-    Setting("SCALER_OVERRIDES", "overrides", Kind.JSON, {}, lambda c: c.overrides),
-    Setting(
-        "SCALER_DEFAULT_MIN", "default_min", Kind.WHOLE, 5, lambda c: c.default_min, 1, TABLE_QUOTA
-    ),
-    Setting(
-        "SCALER_DEFAULT_MAX",
-        "default_max",
-        Kind.WHOLE,
-        1_000,
-        lambda c: c.default_max,
-        1,
-        TABLE_QUOTA,
-    ),
-    Setting(
-        "SCALER_TARGET_PERCENT",
-        "target",
-        Kind.NUMBER,
-        70,
-        _policy("target_utilization", 100),
-        20,
-        90,
-    ),
-    Setting("SCALER_BUFFER_PERCENT", "buffer", Kind.NUMBER, 20, _policy("buffer", 100), 0, 70),
-    Setting(
-        "SCALER_HYSTERESIS_MINUTES",
-        "hysteresis_minutes",
-        Kind.WHOLE,
-        None,
-        lambda c: c.policy.hysteresis.total_seconds() // 60,
-        0,
-        1440,
-    ),
-    Setting(
-        "SCALER_MIN_STEP_PERCENT",
-        "min_step_percent",
-        Kind.NUMBER,
-        20,
-        _policy("min_step_fraction", 100),
-        0,
-        1000,
-    ),
-    Setting(
-        "SCALER_MIN_STEP_UNITS",
-        "min_step_units",
-        Kind.WHOLE,
-        1,
-        _policy("min_step_units"),
-        1,
-        TABLE_QUOTA,
-    ),
-    Setting(
-        "SCALER_UNITS_PER_THROTTLED_REQUEST",
-        "units_per_throttled_request",
-        Kind.NUMBER,
-        1.0,
-        _policy("units_per_throttled_request"),
-        0.5,
-        400,
-    ),
-    Setting(
-        "SCALER_MIN_SAVING_PERCENT",
-        "min_saving_percent",
-        Kind.NUMBER,
-        20,
-        _policy("min_saving_fraction", 100),
-        0,
-        100,
-    ),
-    Setting(
-        "SCALER_RESERVE_DECREASES",
-        "reserve_decreases",
-        Kind.WHOLE,
-        2,
-        _policy("reserve_decreases"),
-        0,
-        27,
-    ),
-    Setting(
-        "SCALER_LARGE_SAVING_PERCENT",
-        "large_saving_percent",
-        Kind.NUMBER,
-        50,
-        _policy("large_saving_fraction", 100),
-        0,
-        100,
-    ),
-    Setting(
-        "SCALER_WINDOW_MINUTES", "window_minutes", Kind.WHOLE, 5, lambda c: c.window_minutes, 1, 60
-    ),
-    Setting(
-        "SCALER_METRIC_LAG_MINUTES",
-        "metric_lag_minutes",
-        Kind.WHOLE,
-        2,
-        lambda c: c.metric_lag_minutes,
-        0,
-        10,
-    ),
-)
-SETTINGS_BY_KEY = {s.key: s for s in SETTINGS}
-#: What ThrottleAwareScaler writes from its own arguments (the others keep their defaults;
-#: it writes the tables and overrides itself, as CloudFormation joins them).
-CONSTRUCT_SETTINGS = (
-    "tag_key",
-    "tag_value",
-    "dry_run",
-    "tick_minutes",
-    "mode",
-    "scale_down_ticks",
-    "namespace",
-)
-#: The settings that are ScalerConfig's own fields (the others make its policy).
-_CONFIG_FIELDS = (
-    "tables",
-    "tag_key",
-    "tag_value",
-    "overrides",
-    "default_min",
-    "default_max",
-    "window_minutes",
-    "metric_lag_minutes",
-    "tick_minutes",
-    "dry_run",
-    "namespace",
-)
-
-
-def _env(key: str) -> str:
-    return SETTINGS_BY_KEY[key].name
-
-
-def _check_order(
-    values: Mapping[str, Any], low: str, high: str, phrase: str, strict: bool = False
-) -> None:
-    """Refuse ``values[low]`` above ``values[high]`` (or equal, when ``strict``)."""
-    lo, hi = values[low], values[high]
-    if lo > hi or (strict and lo == hi):
-        raise ConfigError(f"{_env(low)} ({lo:g}) {phrase} {_env(high)} ({hi:g})")
-
-
-def _overrides(name: str, raw: str) -> dict[str, Any]:
-    """The overrides variable: a JSON object of table name to an object."""
-    try:
-        overrides = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{name} must be a JSON object of table name to "
-            f"{{min, max, target}}; got invalid JSON ({exc.msg})"
-        ) from None
-    if not isinstance(overrides, dict) or not all(isinstance(v, dict) for v in overrides.values()):
-        raise ConfigError(
-            f"{name} must be a JSON object of table name to {{min, max, target}}; got {raw[:200]!r}"
-        )
-    return overrides
 
 
 OVERRIDE_KEYS = ("min", "max", "target")
