@@ -358,3 +358,57 @@ def test_the_alarm_runbook_has_an_entry_per_alarm() -> None:
     assert {"ErrorsAlarm", "BrokerErrorsAlarm", "RestorerErrorsAlarm", "Throttled"} <= ids
     missing = {i for i in ids if not any(f"`{i}" in h for h in headings)}
     assert missing == set()
+
+
+# ---------------------------------------------------------------- the pages follow the code
+
+
+def module_map() -> tuple[set[str], set[str]]:
+    """The Home page's module map, as paths from the repository root: the files it has a
+    line for (two spaces per level), and the modules a folder line lists in its
+    description, when that is a plain list of names (``simulator/  model, policies, ...``)."""
+    block = re.search(r"```\n(constructs_pkg/ .*?)```", page("index.md"), re.S)
+    assert block is not None, "index.md: no module map"
+    files: set[str] = set()
+    listed: set[str] = set()
+    folders: list[str] = []
+    for line in block.group(1).splitlines():
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        name, _, description = line.strip().partition(" ")
+        folders = folders[:depth]
+        if name.endswith("/"):
+            folders.append(name)
+            if re.fullmatch(r"[a-z_]+(, [a-z_]+)*", description.strip()):
+                listed |= {f"{''.join(folders)}{w}.py" for w in description.strip().split(", ")}
+        else:
+            files.add("".join(folders) + name)
+    return files, listed
+
+
+def test_the_module_map_names_every_module() -> None:
+    """Every module of the constructs, the run-time package and the tools is in the module
+    map of the Home page (packages' ``__init__.py`` aside), and every file it names exists."""
+    files, listed = module_map()
+    modules = [
+        str(path.relative_to(ROOT))
+        for root in (
+            "constructs_pkg",
+            "lambda_src/ddb_capacity_runtime",
+            "lambda_src/ddb_capacity_tools",
+        )
+        for path in sorted((ROOT / root).rglob("*.py"))
+        if path.name != "__init__.py"
+    ]
+    assert [m for m in modules if m not in files | listed] == []
+    assert sorted(f for f in files | listed if not (ROOT / f).exists()) == []
+
+
+def test_the_configuration_table_lists_every_setting() -> None:
+    """The scaler's configuration table names every variable of the settings contract, and
+    no other ``SCALER_*`` variable."""
+    from ddb_capacity_runtime.core.settings import SETTINGS
+
+    text = page("guides/scaler-runtime.md")
+    table = text[text.index("## Configuration") : text.index("## Logs and metrics")]
+    listed = set(re.findall(r"`(SCALER_[A-Z_]+)`", table))
+    assert listed == {s.name for s in SETTINGS}
