@@ -16,16 +16,17 @@ there is no forecast and the caller reacts as it would without one.
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Mapping, Sequence
 from copy import copy
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .floorplan import MAX_RESERVE, PLAN_MINUTES, PLAN_STEPS, STEP_MINUTES, FloorPlan
 from .policy import capacity_units
 from .series import Key
 from .settings import Limits
-from .tables import ManagedTable
+from .tables import Dimension, ManagedTable
 
 DAY_MINUTES = 1440
 SEASONS = {"daily": DAY_MINUTES, "weekly": 7 * DAY_MINUTES}
@@ -70,16 +71,21 @@ class Forecast:
     reason: str
 
 
+def _known_peak(window: Sequence[float | None]) -> float | None:
+    """The highest known value of a non-empty ``window``; None if none is known."""
+    try:
+        return max(window)  # type: ignore[type-var]
+    except TypeError:  # unknown steps among them: skipped
+        values = [v for v in window if v is not None]
+        return max(values) if values else None
+
+
 def _window_peak(history: Sequence[float | None], start: int, length: int) -> float | None:
     """The highest known value of steps [start, start + length); None if none is known."""
     if start < 0:
         return None
     window = history[start : start + length]
-    try:
-        return max(window) if window else None  # type: ignore[type-var]
-    except TypeError:  # unknown steps among them: skipped
-        values = [v for v in window if v is not None]
-        return max(values) if values else None
+    return _known_peak(window) if window else None
 
 
 def _predict(
@@ -91,15 +97,73 @@ def _predict(
     known: int | None = None,
 ) -> float | None:
     """The forecast peak of steps [start, start + length), from past seasons only, as known
-    from the first ``known`` steps of ``history`` (all of it by default)."""
-    known = len(history) if known is None else known
-    peaks = [
-        p
+    from the first ``known`` steps of ``history`` (all of it by default): the highest of the
+    windows' peaks, the first of equal ones (as :func:`max` picks)."""
+    limit = (len(history) if known is None else known) - start - length
+    best: float | None = None
+    for back in range(season_steps, (lookback + 1) * season_steps, season_steps):
+        first = start - back
+        if -back > limit or first < 0:
+            continue
+        window = history[first : first + length]
+        if not window:
+            continue
+        try:
+            p = max(window)  # type: ignore[type-var]
+        except TypeError:
+            p = _known_peak(window)
+        if p is not None and (best is None or p > best):
+            best = p
+    return best
+
+
+def _window_peaks(
+    history: Sequence[float | None], first: int, count: int, length: int
+) -> list[float | None] | None:
+    """The peaks of ``count`` adjacent windows of ``length`` steps from step ``first`` (None
+    for a window starting before the history), or None when one of them is not whole or
+    holds an unknown step: the caller then takes them one by one (:func:`_window_peak`)."""
+    skipped = min(count, max(0, -(first // length))) if first < 0 else 0
+    start = first + skipped * length
+    chunk = history[start : start + (count - skipped) * length]
+    if length < 2 or len(chunk) != (count - skipped) * length:
+        return None
+    try:  # each window's max over its steps in order, as max(window) takes it
+        peaks: list[float | None] = list(map(max, *(chunk[i::length] for i in range(length))))
+    except TypeError:  # an unknown step
+        return None
+    return [None] * skipped + peaks
+
+
+def _judge(
+    history: Sequence[float | None], season_steps: int, lookback: int, starts: range
+) -> tuple[int, float, float] | None:
+    """:func:`season_error`'s sums over the adjacent windows ``starts`` (judged windows,
+    sum |forecast - actual|, sum actual), from whole windows' peaks; None when a window is
+    not whole or holds an unknown step, or a season is shorter than a window."""
+    length, count = starts.step, len(starts)
+    if length > season_steps or not count:
+        return None
+    came = _window_peaks(history, starts.start, count, length)
+    pasts = [
+        _window_peaks(history, starts.start - k * season_steps, count, length)
         for k in range(1, lookback + 1)
-        if start + length - k * season_steps <= known
-        and (p := _window_peak(history, start - k * season_steps, length)) is not None
     ]
-    return max(peaks) if peaks else None
+    if came is None or any(p is None for p in pasts):
+        return None
+    judged, predicted, actual = 0, 0.0, 0.0
+    for j, actual_peak in enumerate(came):
+        guess: float | None = None
+        for past in pasts:
+            p = past[j]  # type: ignore[index]
+            if p is not None and (guess is None or p > guess):
+                guess = p
+        if guess is None or actual_peak is None:
+            continue
+        judged += 1
+        predicted += abs(guess - actual_peak)
+        actual += actual_peak
+    return judged, predicted, actual
 
 
 def season_error(
@@ -113,17 +177,17 @@ def season_error(
     day = DAY_MINUTES // step
     if n < season_steps + day:
         return None
-    predicted = actual = 0.0
     starts = range(n - day, n - window_steps + 1, window_steps)
-    judged = 0
-    for start in starts:
-        guess = _predict(history, season_steps, lookback, start, window_steps, known=start)
-        came = _window_peak(history, start, window_steps)
-        if guess is None or came is None:
-            continue  # a window nothing is known of is not judged
-        judged += 1
-        predicted += abs(guess - came)
-        actual += came
+    sums = _judge(history, season_steps, lookback, starts)
+    if sums is None:  # window by window
+        sums = 0, 0.0, 0.0
+        for start in starts:
+            guess = _predict(history, season_steps, lookback, start, window_steps, known=start)
+            came = _window_peak(history, start, window_steps)
+            if guess is None or came is None:
+                continue  # a window nothing is known of is not judged
+            sums = sums[0] + 1, sums[1] + abs(guess - came), sums[2] + came
+    judged, predicted, actual = sums
     if judged * 2 < len(starts):
         return None  # too little of the last day is known to judge
     if actual == 0:
@@ -253,6 +317,7 @@ def plan_floors(
     return plan, Forecast(max(peaks), season, error, reason)
 
 
+@functools.lru_cache(maxsize=1024)  # asked each tick; the answer never changes
 def forecast_minute(table: str) -> int:
     """The minute of the hour from which ``table`` forecasts: one of the hour's 5-minute
     steps, picked by the CRC-32 of its name (stable across runs and processes), so the
@@ -265,6 +330,15 @@ def forecast_due(table: str, minute_of_hour: int, tick_minutes: int) -> bool:
     """Whether a tick at ``minute_of_hour`` is ``table``'s forecast tick: the first at or
     after its :func:`forecast_minute` (one tick an hour, whatever the tick's length)."""
     return (minute_of_hour - forecast_minute(table)) % 60 < min(tick_minutes, 60)
+
+
+def _with(d: Dimension, **changes: object) -> Dimension:
+    """``dataclasses.replace(d, **changes)`` for a :class:`Dimension`, whose fields are all
+    init fields without a ``__post_init__``: the same object, made by copying its fields
+    (a tick's hot path)."""
+    made: Dimension = object.__new__(type(d))
+    made.__dict__.update(d.__dict__, **changes)
+    return made
 
 
 def apply_plans(table: ManagedTable, plans: Mapping[Key, FloorPlan], minute: int) -> ManagedTable:
@@ -291,7 +365,7 @@ def apply_plans(table: ManagedTable, plans: Mapping[Key, FloorPlan], minute: int
                 max(limits.target_utilization, plan.aim / 100),
             )
         dims.append(
-            replace(
+            _with(
                 d,
                 limits=limits,
                 keep=min(keep, limits.max_capacity),

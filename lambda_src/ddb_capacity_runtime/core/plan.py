@@ -40,6 +40,26 @@ class Change:
     via: Via
     throttles_seen: float = 0.0
 
+    def __init__(
+        self,
+        dimension: Dimension,
+        old: int,
+        new: int,
+        reason: str,
+        action: Action,
+        via: Via,
+        throttles_seen: float = 0.0,
+    ) -> None:
+        # as the generated one, fields set straight into the instance's dict (hot path)
+        fields = self.__dict__
+        fields["dimension"] = dimension
+        fields["old"] = old
+        fields["new"] = new
+        fields["reason"] = reason
+        fields["action"] = action
+        fields["via"] = via
+        fields["throttles_seen"] = throttles_seen
+
 
 def delivered(series: Series) -> tuple[Series, int]:
     """``series`` without its newest minutes while they are unknown, and how many of them
@@ -96,23 +116,24 @@ def dimension_state(
 ) -> DimensionState:
     """What the policy is told of ``d``: its series up to the newest delivered minute
     (:func:`delivered`), its limits, ledger and forecast needs."""
-    s, stopped = delivered(series)
-    return DimensionState(
-        provisioned=d.provisioned,
-        consumed=s.consumed,
-        throttles=s.throttles,
-        minute_starts=s.minute_starts,
-        min_capacity=d.limits.min_capacity,
-        max_capacity=d.limits.max_capacity,
-        now=now,
-        ledger=d.ledger,
-        last_increase=d.last_increase,
-        target_utilization=d.limits.target_utilization,
-        unknown_minutes=s.unknown_minutes + stopped,
-        decreases_allowed=decreases_allowed,
-        keep=d.keep,
-        reserve=d.reserve,
-        least_fall=d.least_fall,
+    s, stopped = delivered(series) if series.unknown else (series, 0)
+    limits = d.limits
+    return DimensionState(  # by position, in DimensionState's field order (a tick's hot path)
+        d.provisioned,
+        s.consumed,
+        s.throttles,
+        s.minute_starts,
+        limits.min_capacity,
+        limits.max_capacity,
+        now,
+        d.ledger,
+        d.last_increase,
+        limits.target_utilization,
+        s.unknown_minutes + stopped,
+        decreases_allowed,
+        d.keep,
+        d.reserve,
+        d.least_fall,
     )
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from .quota import DecreaseLedger, utc
+from .quota import NO_DECREASES, DecreaseLedger, utc
 
 
 class Action(StrEnum):
@@ -122,6 +122,44 @@ class DimensionState:
     reserve: int | None = None  # decreases kept for later today; None: the configured ones
     least_fall: int = 0  # the capacity the smallest fall the reserve is kept for saves
 
+    def __init__(
+        self,
+        provisioned: int,
+        consumed: Sequence[float],
+        throttles: Sequence[float],
+        minute_starts: Sequence[datetime],
+        min_capacity: int,
+        max_capacity: int,
+        now: datetime,
+        ledger: DecreaseLedger = NO_DECREASES,
+        last_increase: datetime | None = None,
+        target_utilization: float | None = None,
+        unknown_minutes: int = 0,
+        decreases_allowed: bool = True,
+        keep: int = 0,
+        reserve: int | None = None,
+        least_fall: int = 0,
+    ) -> None:
+        # The generated __init__ of a frozen dataclass, each field set straight into the
+        # instance's dict instead of through object.__setattr__ (a tick's hot path; the
+        # default ledger is one shared immutable DecreaseLedger())
+        fields = self.__dict__
+        fields["provisioned"] = provisioned
+        fields["consumed"] = consumed
+        fields["throttles"] = throttles
+        fields["minute_starts"] = minute_starts
+        fields["min_capacity"] = min_capacity
+        fields["max_capacity"] = max_capacity
+        fields["now"] = now
+        fields["ledger"] = ledger
+        fields["last_increase"] = last_increase
+        fields["target_utilization"] = target_utilization
+        fields["unknown_minutes"] = unknown_minutes
+        fields["decreases_allowed"] = decreases_allowed
+        fields["keep"] = keep
+        fields["reserve"] = reserve
+        fields["least_fall"] = least_fall
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -134,6 +172,22 @@ class Decision:
     action: Action
     throttles_seen: float = 0.0
     free_decrease: int | None = None
+
+    def __init__(
+        self,
+        capacity: int,
+        reason: str,
+        action: Action,
+        throttles_seen: float = 0.0,
+        free_decrease: int | None = None,
+    ) -> None:
+        # as the generated one, fields set straight into the instance's dict (hot path)
+        fields = self.__dict__
+        fields["capacity"] = capacity
+        fields["reason"] = reason
+        fields["action"] = action
+        fields["throttles_seen"] = throttles_seen
+        fields["free_decrease"] = free_decrease
 
 
 def autopilot_config(target_utilization: float = 0.7) -> PolicyConfig:
@@ -164,7 +218,7 @@ def _clamp(value: float, state: DimensionState) -> int:
 def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Decision:
     """Decide one dimension: the first rule of :data:`RULES` (the module docstring's table,
     in order) that decides, else hold."""
-    view = _View.of(state, config)
+    view = _View(state, config)
     for rule in RULES:
         decision = rule(view)
         if decision is not None:
@@ -172,34 +226,38 @@ def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Deci
     return view.decision(view.provisioned, "within target")
 
 
-@dataclass(frozen=True)
 class _View:
-    """What every rule of :func:`decide` reads of one dimension."""
+    """What every rule of :func:`decide` reads of one dimension (read only; a plain class
+    with slots, as one is made per decision)."""
 
-    state: DimensionState
-    config: PolicyConfig
-    now: datetime
-    target: float
-    provisioned: int
-    consumed: list[float]
-    throttles: list[float]
-    seen: float
-    since: datetime | None  # the last increase
+    __slots__ = (
+        "state",
+        "config",
+        "now",
+        "target",
+        "provisioned",
+        "consumed",
+        "throttles",
+        "seen",
+        "since",
+    )
+
+    def __init__(self, state: DimensionState, config: PolicyConfig) -> None:
+        consumed, throttles = state.consumed, state.throttles
+        self.state = state
+        self.config = config
+        self.now: datetime = utc(state.now)
+        self.target: float = state.target_utilization or config.target_utilization
+        self.provisioned: int = state.provisioned
+        # the rules only read them: a list is kept as it is, any other sequence copied
+        self.consumed: list[float] = consumed if type(consumed) is list else list(consumed)
+        self.throttles: list[float] = throttles if type(throttles) is list else list(throttles)
+        self.seen: float = float(sum(self.throttles))
+        self.since: datetime | None = utc(state.last_increase) if state.last_increase else None
 
     @classmethod
     def of(cls, state: DimensionState, config: PolicyConfig) -> _View:
-        throttles = list(state.throttles)
-        return cls(
-            state,
-            config,
-            utc(state.now),
-            state.target_utilization or config.target_utilization,
-            state.provisioned,
-            list(state.consumed),
-            throttles,
-            float(sum(throttles)),
-            utc(state.last_increase) if state.last_increase else None,
-        )
+        return cls(state, config)
 
     def decision(self, capacity: int, reason: str, free: int | None = None) -> Decision:
         provisioned = self.provisioned

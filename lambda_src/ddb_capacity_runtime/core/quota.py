@@ -20,18 +20,27 @@ from typing import Any
 FREE_DECREASES = 4
 MAX_DECREASES_PER_DAY = 27
 HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
 
 
 def utc(moment: datetime) -> datetime:
     """``moment`` as an aware UTC datetime (naive values are taken as UTC)."""
-    if moment.tzinfo is None:
+    tz = moment.tzinfo
+    if tz is UTC:  # already UTC: astimezone would return it unchanged
+        return moment
+    if tz is None:
         return moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)
 
 
 def end_of_utc_day(now: datetime) -> datetime:
     now = utc(now)
-    return datetime(now.year, now.month, now.day, tzinfo=UTC) + timedelta(days=1)
+    return datetime(now.year, now.month, now.day, tzinfo=UTC) + DAY
+
+
+def _hourly_slots(start: datetime, eod: datetime) -> int:
+    """Hourly decreases from ``start`` to ``eod``, one at the start of each hour left."""
+    return max(0, math.ceil((eod - start) / HOUR)) if start < eod else 0
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,8 @@ class DecreaseLedger:
     def _today(self, now: datetime) -> int:
         if self.last_decrease is None:
             return self.decreases_today
-        if utc(self.last_decrease) < end_of_utc_day(now) - timedelta(days=1):
+        # before 00:00 UTC of now's day (end_of_utc_day(now) - 1 day): the counter has reset
+        if utc(self.last_decrease).date() < utc(now).date():
             return 0
         return self.decreases_today
 
@@ -73,15 +83,11 @@ class DecreaseLedger:
         now = utc(now)
         count = self._today(now)
         eod = end_of_utc_day(now)
-
-        def hourly_slots(start: datetime) -> int:
-            return max(0, math.ceil((eod - start) / HOUR)) if start < eod else 0
-
         if count < FREE_DECREASES:
-            possible = (FREE_DECREASES - count) + hourly_slots(now + HOUR)
+            possible = (FREE_DECREASES - count) + _hourly_slots(now + HOUR, eod)
         else:
             first = now if self.last_decrease is None else max(now, utc(self.last_decrease) + HOUR)
-            possible = hourly_slots(first)
+            possible = _hourly_slots(first, eod)
         return max(0, min(MAX_DECREASES_PER_DAY - count, possible))
 
     def allows(
@@ -120,3 +126,7 @@ class DecreaseLedger:
     def spend(self, now: datetime) -> DecreaseLedger:
         """The ledger after one decrease at ``now`` (for simulations and tests)."""
         return DecreaseLedger(self._today(now) + 1, utc(now))
+
+
+#: A counter with no decrease yet: the default ledger (immutable, so one is shared).
+NO_DECREASES = DecreaseLedger()

@@ -37,6 +37,21 @@ class Series:
     throttles: list[float]
     unknown: list[bool] = field(default_factory=list)
 
+    def __init__(
+        self,
+        minute_starts: list[datetime],
+        consumed: list[float],
+        throttles: list[float],
+        unknown: list[bool] | None = None,
+    ) -> None:
+        # as the generated one (``unknown`` a new empty list by default), fields set
+        # straight into the instance's dict (a tick's hot path)
+        fields = self.__dict__
+        fields["minute_starts"] = minute_starts
+        fields["consumed"] = consumed
+        fields["throttles"] = throttles
+        fields["unknown"] = [] if unknown is None else unknown
+
     @property
     def unknown_minutes(self) -> int:
         return sum(self.unknown)

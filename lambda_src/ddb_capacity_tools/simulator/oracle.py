@@ -96,6 +96,50 @@ def _plan_resource(
     return plan
 
 
+def _segment_costs(
+    j: int, stop: int, needs: Sequence[Sequence[int]], weights: Sequence[float]
+) -> tuple[list[float], list[bool]]:
+    """For each boundary ``i`` from ``j + 1`` to ``stop``: the cost of the blocks from ``j``
+    to ``i`` at the running peak of need since ``j``, and whether block ``i`` needs less
+    than that peak in some dimension (a decrease at ``i``; never at the last boundary)."""
+    n, dims = len(needs), range(len(weights))
+    level = list(needs[j])
+    rate = sum(weights[c] * level[c] for c in dims)  # the cost of a block at `level`
+    cost = 0.0
+    costs: list[float] = []
+    decreases: list[bool] = []
+    if len(weights) == 2:  # a table's or GSI's read and write: the loops unrolled
+        w0, w1 = weights
+        l0, l1 = level
+        for i in range(j + 1, stop + 1):
+            r0, r1 = needs[i - 1]
+            if r0 > l0:
+                rate += w0 * (r0 - l0)
+                l0 = r0
+            if r1 > l1:
+                rate += w1 * (r1 - l1)
+                l1 = r1
+            cost += rate
+            costs.append(cost)
+            if i < n:
+                f0, f1 = needs[i]
+                decreases.append(f0 < l0 or f1 < l1)
+            else:
+                decreases.append(False)
+        return costs, decreases
+    for i in range(j + 1, stop + 1):
+        row = needs[i - 1]
+        for c in dims:
+            if row[c] > level[c]:
+                rate += weights[c] * (row[c] - level[c])
+                level[c] = row[c]
+        cost += rate
+        costs.append(cost)
+        following = needs[i] if i < n else level
+        decreases.append(any(following[c] < level[c] for c in dims))
+    return costs, decreases
+
+
 def _segments_from(
     j: int,
     reached: _Reached,
@@ -110,51 +154,42 @@ def _segments_from(
     ``j``: the count at ``i`` follows the quota (a decrease at ``i`` when the next block
     needs less than the segment's level; a new UTC day starts from none)."""
     n = len(needs)
-    dims = range(len(weights))
     counts = reached.order[j]
     spent = [reached.cost[j][k] for k in counts]
     # Per count reached, the count at i: the same one; one more, for the counts that may
     # spend a decrease (any below the daily most, and within an hour of the segment's
     # start only those within the free ones)
-    same = [(k, s, k) for k, s in zip(counts, spent, strict=True)]
-    spaced = [(k, s, k + 1) for k, s, _ in same if k < MAX_DECREASES_PER_DAY]
+    same = list(zip(counts, spent, strict=True))
+    spaced = [(k, s, k + 1) for k, s in same if k < MAX_DECREASES_PER_DAY]
     close = [step for step in spaced if step[0] < FREE_DECREASES]
-    level = list(needs[j])
-    rate = sum(weights[c] * level[c] for c in dims)  # the cost of a block at `level`
-    cost = 0.0
     day_j = days[j]
     table, came_from, order, unreached = reached.cost, reached.came, reached.order, math.inf
-    for i in range(j + 1, min(n, j + lookback) + 1):
-        row = needs[i - 1]
-        for c in dims:
-            if row[c] > level[c]:
-                rate += weights[c] * (row[c] - level[c])
-                level[c] = row[c]
-        cost += rate
-        decrease, same_day = False, True
-        if i < n:
-            following = needs[i]
-            for c in dims:
-                if following[c] < level[c]:
-                    decrease = True
-                    break
-            same_day = days[i] == day_j
-        best, came = table[i], came_from[i]
-        if not same_day:  # every count goes to the same one: the first cheapest wins
-            totals = [s + cost for s in spent]
-            total = min(totals)
-            k_to = 1 if decrease else 0
-            first = totals.index(total)
-            steps = [(counts[first], spent[first], k_to)]
+    stop = min(n, j + lookback)
+    costs, decreases = _segment_costs(j, stop, needs, weights)
+    for i, cost, decrease in zip(range(j + 1, stop + 1), costs, decreases, strict=True):
+        best = table[i]
+        if i < n and days[i] != day_j:  # a new day: every count goes to the same one,
+            totals = [s + cost for s in spent]  # from the first cheapest
+            first = totals.index(min(totals))
+            steps = [(counts[first], spent[first], 1 if decrease else 0)]
+        elif not decrease:  # the count stays
+            for k, s in same:
+                total = s + cost
+                if total < best[k]:
+                    if best[k] == unreached:
+                        order[i].append(k)
+                    best[k] = total
+                    came_from[i][k] = (j, k)
+            continue
         else:
-            steps = same if not decrease else spaced if i - j >= hour_blocks else close
+            steps = spaced if i - j >= hour_blocks else close
         for k, s, k_to in steps:
             total = s + cost
             if total < best[k_to]:
                 if best[k_to] == unreached:
                     order[i].append(k_to)
                 best[k_to] = total
-                came[k_to] = (j, k)
+                came_from[i][k_to] = (j, k)
 
 
 def plan(

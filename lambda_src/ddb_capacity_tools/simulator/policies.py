@@ -192,36 +192,49 @@ class AutoScaling:
             self.waiting.setdefault(key, t)
 
     def act(self, sim: SimulatedTable, t: int) -> None:
-        for f in self.firings.get(t, ()):
-            self.min[f.key], self.max[f.key] = f.min_capacity, f.max_capacity
-        order = (  # stable: ties keep order
-            sorted(sim.keys, key=lambda k: self.waiting.get(k, t)) if self.waiting else sim.keys
-        )
+        firings = self.firings.get(t)
+        if firings:
+            for f in firings:
+                self.min[f.key], self.max[f.key] = f.min_capacity, f.max_capacity
+        waiting, target, dims = self.waiting, self.target, sim.dims
+        # stable: ties keep order
+        order = sorted(sim.keys, key=lambda k: waiting.get(k, t)) if waiting else sim.keys
         for key in order:
-            if self._enforce(sim, t, key) or sim.dims[key].pending is not None:
+            d = dims[key]
+            # _enforce, inline: capacity outside [min, max] (what is in flight counts)
+            pending = d.pending
+            current = d.provisioned if pending is None else pending
+            lo, hi = self.min[key], self.max[key]
+            wanted = min(max(current, lo), hi)
+            if wanted != current:
+                self._update(sim, t, key, wanted)
+                continue
+            if pending is not None:
                 continue
             # The alarms see the newest datapoints CloudWatch has delivered (delays vary).
             seen = sim.newest(key, t)
             if seen is None:
                 continue
             newest, latest = seen
-            provisioned = sim.dims[key].provisioned
+            provisioned = d.provisioned
             # Each alarm's datapoints end with the newest one, so it alone rules one out.
-            if latest > self.target * provisioned:
+            if latest > target * provisioned:
                 high = sim.known(key, newest - HIGH_DATAPOINTS + 1, HIGH_DATAPOINTS, t)
-                if high is not None and min(high) > self.target * provisioned:
-                    wanted = _clamp(high[-1] / self.target, self.min[key], self.max[key])
+                if high is not None and min(high) > target * provisioned:
+                    wanted = _clamp(high[-1] / target, lo, hi)
                     if wanted > provisioned:
                         self._update(sim, t, key, wanted)
                 continue
-            threshold = (self.target - LOW_MARGIN) * provisioned
+            threshold = (target - LOW_MARGIN) * provisioned
             if not self.scale_in or latest >= threshold:
                 continue
             low = sim.known(key, newest - LOW_DATAPOINTS + 1, LOW_DATAPOINTS, t)
-            if low is not None and max(low) < threshold:
-                wanted = _clamp(max(low) / self.target, self.min[key], self.max[key])
-                if wanted < provisioned:
-                    self._update(sim, t, key, wanted)
+            if low is not None:
+                peak = max(low)
+                if peak < threshold:
+                    wanted = _clamp(peak / target, lo, hi)
+                    if wanted < provisioned:
+                        self._update(sim, t, key, wanted)
 
 
 class ThrottleAware:

@@ -137,11 +137,16 @@ def run_policy(
     if isinstance(policy, OnDemand):
         return [_on_demand(spec, key, demand, prices) for key, demand in trace.demand.items()]
     sim = SimulatedTable(trace, params, policy.initial(trace, params))
-    for t in range(-params.warmup_minutes, trace.minutes):
-        sim.begin_minute(t)
-        policy.act(sim, t)
-        sim.end_minute(t)
-        if t >= 0:
+    begin, act, end = sim.begin_minute, policy.act, sim.end_minute
+    for t in range(-params.warmup_minutes, 0):
+        begin(t)
+        act(sim, t)
+        end(t)
+    for t in range(trace.minutes):
+        begin(t)
+        act(sim, t)
+        end(t)
+        if progress is not None:
             show(t)
     return [_result(spec, key, sim, prices) for key in sim.keys]
 

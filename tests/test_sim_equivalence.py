@@ -1,0 +1,124 @@
+"""The simulator's results and the run-time core's decisions, pinned: a hash of every
+result field, every recorded series and every decision :func:`plan_table` made, for a few
+policies over a seeded 3-day noisy trace (and a table with a GSI). The hashes were computed
+before the simulator and the core were made faster; a change that moves any result or any
+decision (its capacity, action or reason) fails here."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+import math
+import random
+
+import pytest
+
+from ddb_capacity_runtime.core.plan import Change
+from ddb_capacity_runtime.core.policy import Decision, DimensionState
+from ddb_capacity_runtime.core.series import Series
+from ddb_capacity_tools.simulator import ModelParams, Prices, parse, policies, run_policy
+from ddb_capacity_tools.simulator.scenarios import START
+from ddb_capacity_tools.simulator.trace import Trace
+
+#: (policy, tick, GSI trace, model spread) -> sha256 of its results and decisions.
+PINNED = {
+    (
+        "stock:70",
+        2,
+        False,
+        False,
+    ): "e24edabffadd26ceaa6468a6e2b27c987a5374daec544afa07f46cef63d52b88",
+    (
+        "autopilot+stock:70",
+        2,
+        False,
+        False,
+    ): "5e56eb748e90a91b3866562a04a997cb7f0cb36f3e6a918912c2c792edb75575",
+    (
+        "throttle-aware+stock:70",
+        1,
+        True,
+        False,
+    ): "8e9ade2848034e6eee552cfc93715fd9dc26e845bb3bf4f7f002d373798f001d",
+    (
+        "autopilot",
+        5,
+        True,
+        True,
+    ): "6e63a500e5c1f7c91f5adae429aebcf12a5cab864e6286948aa67bbd25b8a376",
+    ("oracle", 2, True, False): "7ad29f0661770324d78315fa4d7e285a410b1bffa84432cce806ea80fa52681a",
+}
+
+
+def _noisy(seed: int, days: int) -> dict[str, list[float]]:
+    """A daily swing peaking at 20:00 UTC, times lognormal noise, with short bursts."""
+    rng = random.Random(seed)  # noqa: S311 (a reproducible trace, not a secret)
+    minutes = days * 1440
+    burst = [1.0] * minutes
+    for _ in range(4 * days):
+        start, level = rng.randrange(minutes), rng.uniform(2.0, 4.0)
+        for m in range(start, min(minutes, start + rng.randint(2, 10))):
+            burst[m] = max(burst[m], level)
+    reads, writes = [], []
+    for m in range(minutes):
+        s = ((1 + math.cos(2 * math.pi * ((m % 1440) / 60 - 20) / 24)) / 2) ** 4
+        reads.append(min(40_000.0, (1_500 + 18_000 * s) * rng.lognormvariate(0, 0.25) * burst[m]))
+        writes.append(min(40_000.0, (300 + 4_500 * s) * rng.lognormvariate(0, 0.25) * burst[m]))
+    return {"read": reads, "write": writes}
+
+
+def _trace(gsi: bool) -> Trace:
+    table = _noisy(1, 3)
+    demand = {(None, "read"): table["read"], (None, "write"): table["write"]}
+    if gsi:
+        index = _noisy(2, 3)
+        demand |= {("by-user", "read"): index["read"], ("by-user", "write"): index["write"]}
+    return Trace("noisy-3-days", START, demand)
+
+
+def fingerprint(
+    policy: str, tick: int, gsi: bool, spread: bool, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """sha256 of every result field, recorded series and plan_table decision of one run."""
+    digest = hashlib.sha256()
+    plan_table = policies.plan_table
+
+    def recording(*args: object, **kwargs: object) -> object:
+        planned = plan_table(*args, **kwargs)  # type: ignore[arg-type]
+        digest.update(repr([(c.old, c.new, c.via, d) for c, d in planned]).encode())
+        return planned
+
+    monkeypatch.setattr(policies, "plan_table", recording)
+    params = (
+        ModelParams(delay_spread_minutes=2, update_spread_minutes=2) if spread else ModelParams()
+    )
+    for r in run_policy(parse(policy), _trace(gsi), params.validate(), Prices(), tick=tick):
+        fields = {k: v for k, v in vars(r).items() if k != "recorded"}
+        digest.update(repr((fields, vars(r.recorded))).encode())
+    return digest.hexdigest()
+
+
+@pytest.mark.parametrize(("policy", "tick", "gsi", "spread"), list(PINNED))
+def test_results_and_decisions_are_unchanged(
+    policy: str, tick: int, gsi: bool, spread: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert (
+        fingerprint(policy, tick, gsi, spread, monkeypatch) == PINNED[(policy, tick, gsi, spread)]
+    )
+
+
+@pytest.mark.parametrize("cls", [DimensionState, Decision, Change, Series])
+def test_hand_written_init_takes_every_field_in_order_with_its_default(cls: type) -> None:
+    """The hot dataclasses set their fields in a hand-written __init__: it must take every
+    field, in order, with the field's default."""
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    fields = dataclasses.fields(cls)
+    assert [p.name for p in params] == [f.name for f in fields]
+    for p, f in zip(params, fields, strict=True):
+        if f.default is not dataclasses.MISSING:
+            assert p.default == f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            assert p.default in (f.default_factory(), None)
+        else:
+            assert p.default is inspect.Parameter.empty
