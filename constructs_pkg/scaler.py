@@ -75,13 +75,13 @@ class ThrottleAwareScaler(Construct):
     :param tag_value: the value of that tag. Default: ``"true"``.
     :param overrides: per-table ``{"min", "max", "target", "read": {...}, "write": {...}}``,
         keyed by table name. ``ProvisionedTable``s get their configured ranges by default.
-    :param tick: how often it runs. Default: 2 minutes (README: why).
+    :param tick: how often it runs. Default: 2 minutes (docs: Scaler, why).
     :param dry_run: decide and log, change nothing. Default: False.
     :param mode: ``"autopilot"`` (default) or ``"reactive"``. The autopilot sizes raises by
         the newest minutes only (no chasing a burst that is over), decreases promptly after
         a burst, and forecasts recurring load once an hour per table, planned per 5 minutes
         and kept in the state store, raising the minimum ahead of a known peak and holding
-        it until the peak is over (README, "Autopilot"). ``"reactive"`` is 0.3's policy.
+        it until the peak is over (docs: Autopilot). ``"reactive"`` is 0.3's policy.
     :param topic: where alarms go. Default: a new topic, SSL enforced, KMS encrypted.
     :param pinned_at_max_for: alarm when a table sits at its max this long. Default 30 min.
     :param throttled_for: alarm when a managed table is throttled this long. Default 10 min.

@@ -147,6 +147,33 @@ def test_an_end_outside_cloudwatchs_retention_is_refused(command: str, end: str)
     assert err.count("\n") == 1
 
 
+@pytest.mark.parametrize("command", ["backtest", "tune"])
+def test_a_window_that_starts_before_cloudwatchs_retention_is_refused(command: str) -> None:
+    # GIVEN an end 10 days ago and 10 days of history: the window starts 20 days ago
+    end = (datetime.now(UTC) - timedelta(days=10)).isoformat()
+    code, _, err = run(command, "--table", "Orders", "--days", "10", "--end", end)
+    # THEN it is refused before any AWS client is made, naming --days and --end
+    assert code == 2, err
+    assert err.startswith(f"ddb-capacity: error: --days: got 10 with --end {end}; ")
+    assert "before the 15 days CloudWatch keeps 1-minute datapoints" in err
+    # while 5 days ending then fit (and go on to need AWS, which these tests do not have)
+    code, _, err = run(command, "--table", "Orders", "--days", "5", "--end", end)
+    assert "--days" not in err
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--index", "byDay"), ("--days", "3"), ("--end", "2026-01-01")]
+)
+def test_tune_on_a_trace_refuses_the_history_options(
+    tmp_path: Path, option: str, value: str
+) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("timestamp,read,write\n2026-01-05T00:00:00Z,1,2\n")
+    code, _, err = run("tune", "--trace", str(trace), option, value)
+    assert code == 2
+    assert err.startswith(f"ddb-capacity: error: {option}: got '{value}'; it applies to --table")
+
+
 def _trace() -> Trace:
     """Reads 100 to 900 units/s, writes 50 with one minute of 3,000."""
     reads = [500 + 400 * math.sin(2 * math.pi * m / 1440) for m in range(1440)]

@@ -3,8 +3,8 @@ app (synth), workstation (simulator, ``ddb-capacity``).
 
 What runs inside AWS Lambda and in users' workers: boto3 and the standard library only.
 
-- :mod:`.core`: the pure core (policy, quota ledger, settings contract, schedules);
-- :mod:`.aws`: the one layer that talks to AWS;
+- :mod:`.core`: the pure core (policy, forecast, quota ledger, settings contract);
+- :mod:`.aws`: the layer that talks to AWS (with the state store's own module);
 - :mod:`.scaler`: the throttle-aware scaler Lambda;
 - :mod:`.requests`: capacity requests and their restorer Lambda;
 - :mod:`.settle`: the settle custom resource of PROVISION_THEN_SETTLE;

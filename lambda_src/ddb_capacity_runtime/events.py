@@ -7,7 +7,7 @@ Each event is one stdlib ``logging`` record on the ``ddb_capacity_runtime`` logg
 message is the event name, and its fields travel as structured keys (``extra``). Under
 Lambda's JSON log format each record is one JSON object with ``message``, ``level``,
 ``event`` and the fields as top-level keys, ready for CloudWatch Logs Insights
-(``filter event = "decision"``). The README lists every event and its fields.
+(``filter event = "decision"``). The docs (Scaler at run time) list every event and its fields.
 
 Embedded Metric Format records are the one exception: CloudWatch extracts metrics only from
 a raw JSON line on stdout, so :func:`emit_metrics` writes them as such.

@@ -45,7 +45,7 @@ from ddb_capacity_runtime.requests.store import STORE_ENV
 
 from .simulator import chart, ensemble, report, schedules
 from .simulator import tune as tune_module
-from .simulator.backtest import history, history_end
+from .simulator.backtest import MAX_DAYS, history, history_end
 from .simulator.chart import ChartError
 from .simulator.ensemble import ENSEMBLES, EnsembleError, run_ensemble, settings_of
 from .simulator.model import FRACTIONAL, ModelError, ModelParams
@@ -71,7 +71,7 @@ INPUT_ERRORS = (
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("model (README, 'Simulator: the model')")
+    group = parser.add_argument_group("model (docs: Simulator, 'The model')")
     for f in fields(ModelParams):
         group.add_argument(
             "--" + f.name.replace("_", "-"),
@@ -92,12 +92,14 @@ def _policy_options(parser: argparse.ArgumentParser) -> None:
         f"{', '.join(DEFAULT_POLICIES)} (+ scheduled with a schedule)",
     )
     parser.add_argument(
-        "--schedule", metavar="FILE.json", help="schedule entries for the scheduled policy (README)"
+        "--schedule",
+        metavar="FILE.json",
+        help="schedule entries for the scheduled policy (docs: Simulator)",
     )
     parser.add_argument("--chart", metavar="FILE.png", help="write a PNG chart")
 
 
-def _run_options(parser: argparse.ArgumentParser) -> None:
+def _run_options(parser: argparse.ArgumentParser, json_shape: str = '{"policies": [...]}') -> None:
     parser.add_argument(
         "--tick",
         type=int,
@@ -112,15 +114,13 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="override a list price: " + ", ".join(f.name for f in fields(Prices)),
     )
-    parser.add_argument(
-        "--json", action="store_true", help='print one JSON object, {"policies": [...]}'
-    )
+    parser.add_argument("--json", action="store_true", help=f"print one JSON object, {json_shape}")
     parser.add_argument(
         "--ensemble",
         metavar="NAME",
         help="also run every policy under each model setting of this set ("
         + ", ".join(ENSEMBLES)
-        + ") and report min / median / max (README, 'Robustness')",
+        + ") and report min / median / max (docs: Simulator, 'Robustness')",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
@@ -132,6 +132,10 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
         "count. A progress bar shows with 1 only",
     )
     _model_options(parser)
+
+
+#: Days of history ``tune --table`` reads unless told.
+TUNE_DAYS = 14
 
 
 def _history_options(parser: argparse.ArgumentParser, days: dict[str, Any]) -> None:
@@ -167,7 +171,7 @@ def _tune_parser(sub: Any) -> None:
     where = tn.add_mutually_exclusive_group(required=True)
     where.add_argument("--trace", metavar="FILE.csv", help="a trace (as for simulate)")
     where.add_argument("--table", metavar="NAME", help="a table's CloudWatch history")
-    _history_options(tn, {"default": 14, "help": "1 to 15 (default 14)"})
+    _history_options(tn, {"help": f"1 to {MAX_DAYS} (default {TUNE_DAYS}; with --table)"})
     tn.add_argument(
         "--candidate",
         action="append",
@@ -176,7 +180,7 @@ def _tune_parser(sub: Any) -> None:
     )
     for option in NOT_TUNE:  # refused with a message naming --candidate, never ignored
         tn.add_argument(option, action="append", help=argparse.SUPPRESS)
-    _run_options(tn)
+    _run_options(tn, '{"ensemble", "candidates", "recommended", "code"}')
 
 
 def _request_parsers(sub: Any) -> None:
@@ -352,14 +356,14 @@ def _trace(args: argparse.Namespace, params: ModelParams) -> Trace:
             return scenario(args.scenario, args.seed)
         return read_csv(args.trace, params.max_capacity)
     if args.command == "tune" and args.trace:
+        for option, value in (("--index", args.index), ("--days", args.days), ("--end", args.end)):
+            if value is not None:
+                raise TraceError(
+                    f"{option}: got {str(value)!r}; it applies to --table only (a --trace "
+                    f"brings its own times and dimensions)"
+                )
         return read_csv(args.trace, params.max_capacity)
-    end = None
-    if args.end:
-        try:
-            end = datetime.fromisoformat(args.end)
-        except ValueError:
-            raise TraceError(f"--end: got {args.end!r}; expected an ISO-8601 time") from None
-        history_end(end)  # before any AWS client is made
+    end = _history_window(args)  # before any AWS client is made
     import boto3
 
     return history(
@@ -367,10 +371,34 @@ def _trace(args: argparse.Namespace, params: ModelParams) -> Trace:
         boto3.client("dynamodb"),
         args.table,
         args.index,
-        args.days,
+        TUNE_DAYS if args.days is None else args.days,
         end,
         args.units_per_request,
     )
+
+
+def _history_window(args: argparse.Namespace) -> datetime | None:
+    """``--end`` as a time, checked with ``--days``: the whole window must lie within the
+    days CloudWatch keeps 1-minute datapoints. None: the window ends now."""
+    end = None
+    if args.end:
+        try:
+            given = datetime.fromisoformat(args.end)
+        except ValueError:
+            raise TraceError(f"--end: got {args.end!r}; expected an ISO-8601 time") from None
+        end = history_end(given)
+    days = TUNE_DAYS if args.days is None else args.days
+    now = history_end(None)
+    if end is not None and isinstance(days, int) and 1 <= days <= MAX_DAYS:
+        start = end - timedelta(days=days)
+        if start < now - timedelta(days=MAX_DAYS):
+            raise TraceError(
+                f"--days: got {days} with --end {args.end}; that window starts at "
+                f"{start:%Y-%m-%dT%H:%M}Z, before the {MAX_DAYS} days CloudWatch keeps "
+                f"1-minute datapoints (from {now - timedelta(days=MAX_DAYS):%Y-%m-%dT%H:%M}Z): "
+                f"give fewer --days or a later --end"
+            )
+    return end
 
 
 def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
