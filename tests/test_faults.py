@@ -751,3 +751,6 @@ def test_state_tags_on_a_table_that_never_had_state_are_not_state(world: World) 
     assert world.target_min(faulty, "write") == 400 and world.store.table(faulty) == []
     assert base_min_tag(None, "write") not in world.tags(faulty)
     assert emf(events, faulty)["IgnoredTags"] == 1 and summary["failures"] == []
+    # and logged one event a tag, with its key, as discovery logs other ignored tags
+    (ignored,) = [e for e in events if e.get("event") == "tag-ignored" and e["table"] == faulty]
+    assert ignored["key"] == base_min_tag(None, "write")

@@ -137,14 +137,15 @@ def move_legacy_state(
                 lease.write(memory.base, set_to=raised)
                 moved.append({"index": index, "dimension": dim, "base": memory.base, "set": raised})
     else:
-        log_event(
-            "tag-ignored",
-            level=logging.WARNING,
-            table=table.name,
-            keys=table.legacy_tags,
-            reason="state tags on a table whose state is in the state store already: not "
-            "read, and removed",
-        )
+        for key in table.legacy_tags:  # one event a tag, as discovery logs the others
+            log_event(
+                "tag-ignored",
+                level=logging.WARNING,
+                table=table.name,
+                key=key,
+                reason="a state tag on a table whose state is in the state store already: "
+                "not read, and removed",
+            )
     if table.legacy_tags:
         tables.untag(clients.dynamodb, table.arn, table.legacy_tags)
         log_event("state-moved-from-tags", table=table.name, moved=moved, removed=table.legacy_tags)
