@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ..core.memory import why_wait
 from ..core.names import UNITS
 from ..core.outcomes import Status
 from ..core.plan import Change, Via
@@ -184,14 +185,10 @@ def _move_min(
             fresh = store.get(d.table, d.index, d.dimension)
             now_seen = (fresh.base, fresh.set_to, fresh.intent) if fresh else (None, None, None)
             minimum = current_minimum(aas, d.target)
-            if now_seen != d.seen or minimum != d.target.min_capacity:
-                why = "its minimum moved since it was read"
-                return Outcome(change, Status.RETRY_NEXT_TICK, why)
             held = level(fresh.active(now)) if fresh else 0
-            if change.new < held:
-                return Outcome(
-                    change, Status.RETRY_NEXT_TICK, f"a hold since it was read needs {held:,}"
-                )
+            wait = why_wait(d.seen, now_seen, d.target.min_capacity, minimum, held, change.new)
+            if wait is not None:
+                return Outcome(change, Status.RETRY_NEXT_TICK, wait)
             set_minimum(lease, aas, d.target, d.memory.base, change.new)
         return Outcome(change, Status.APPLIED)
     except CapacityRequestTimeout as exc:

@@ -69,3 +69,24 @@ def reconcile(state: _State | None, current: int) -> Memory:
     if current in mine:
         return Memory(base, current)
     return Memory(current, None, changed_elsewhere=True)
+
+
+def why_wait(
+    seen: tuple[int | None, ...],
+    now_seen: tuple[int | None, ...],
+    read_minimum: int,
+    minimum: int | None,
+    held: int,
+    new: int,
+) -> str | None:
+    """Why a change of a minimum decided on what a tick read (``seen``, ``read_minimum``)
+    must wait for the next tick, now that the store's memory (``now_seen``), the target's
+    minimum (None: unknown, as if moved) and the level of the holds (``held``) are read
+    again under the dimension's lease; None: it may go ahead. A memory or minimum that
+    moved meanwhile (a capacity request, a stale listing) is never acted on, nor a change
+    below a hold recorded since."""
+    if now_seen != seen or minimum != read_minimum:
+        return "its minimum moved since it was read"
+    if new < held:
+        return f"a hold since it was read needs {held:,}"
+    return None
