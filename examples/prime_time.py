@@ -2,7 +2,7 @@
 reads step up through the evening and back down
 overnight, New York time.
 
-Seed 002 stepped capacity up in 20 % increments with a cron; here each step raises the
+The article stepped capacity up in 20 % increments with a cron; here each step raises the
 auto scaling minimum, so auto scaling provisions ahead of the audience and still follows
 it above the step. Three steps down a night spend three of the day's decreases, well
 inside DynamoDB's quota (4, then 1 an hour, 27 a day); a schedule that needed more would

@@ -92,7 +92,7 @@ def test_an_unknown_ensemble_is_named():
 
 def test_figure_3_is_reproduced_under_the_ensembles_fastest_cloudwatch():
     """The AWS post's 60 % run had no throttles; the model's defaults give one throttled
-    minute, and the setting with CloudWatch at 1 minute gives none (README, "Fidelity")."""
+    minute, and the setting with CloudWatch at 1 minute gives none (docs: Simulator, "Fidelity")."""
     settings = settings_of("plausible", ModelParams())
     (_, write) = run_ensemble(scenario("spike"), [parse("stock:60")], settings, workers=1)
     assert write.throttled_requests.min == 0

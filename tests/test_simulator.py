@@ -230,7 +230,8 @@ def _by(results, policy_name, dimension="write"):
 
 
 def test_spike_timeline_follows_seed_001():
-    """Figures 2, 3 and 7 of seed 001, from the mechanics alone (README, "Fidelity")."""
+    """Figures 2, 3 and 7 of "Handle traffic spikes with Amazon DynamoDB provisioned capacity",
+    from the mechanics alone (docs: Simulator, "Fidelity")."""
     trace = scenario("spike")
     results = simulate(
         trace, [parse(p) for p in ("stock:70", "stock:60", "scheduled")], progress=None
