@@ -229,7 +229,7 @@ def _by(results, policy_name, dimension="write"):
     return next(r for r in results if r.policy == policy_name and r.key == (None, dimension))
 
 
-def test_spike_timeline_follows_seed_001():
+def test_spike_timeline_follows_the_aws_posts_figures():
     """Figures 2, 3 and 7 of "Handle traffic spikes with Amazon DynamoDB provisioned capacity",
     from the mechanics alone (docs: Simulator, "Fidelity")."""
     trace = scenario("spike")
@@ -461,7 +461,7 @@ def test_the_bound_is_tight_where_a_plan_can_meet_it(burst_fraction, max_capacit
     assert least_share * fixed.cost_usd <= floor.cost_usd <= fixed.cost_usd
 
 
-def test_figures_5_and_6_of_seed_001_follow_from_the_mechanics():
+def test_figures_5_and_6_of_the_aws_post_follow_from_the_mechanics():
     """Figure 5: the work paced to 14,000 WCU never throttles at 70 % and peaks near 20,000
     (down from 26,000). Figure 6: ramped over 11 minutes, it reaches 18,000 WCU served
     without a throttle."""
