@@ -304,7 +304,8 @@ def _throttled(v: _View) -> Decision | None:
 
 def _above_target(v: _View) -> Decision | None:
     """Above target: raise to peak consumed / target (the autopilot makes no small raise)."""
-    recent_peak = max(v.consumed[-v.config.recent_minutes :], default=0.0)
+    recent = v.consumed[-v.config.recent_minutes :]
+    recent_peak = max(recent) if recent else 0.0
     if recent_peak <= v.provisioned * v.target:
         return None
     wanted = _clamp(recent_peak / v.target, v.state)
@@ -427,6 +428,21 @@ def combine_counter(
     return out
 
 
+def _calm(state: DimensionState, config: PolicyConfig, d: Decision) -> bool:
+    """No throttles in the window, every minute known, the tick's calls answered and the
+    hysteresis time past since the last increase: the raised minimum may come down."""
+    since = utc(state.last_increase) if state.last_increase else None
+    throttled = (
+        sum(state.throttles[-config.scale_down_minutes :]) if config.autopilot else d.throttles_seen
+    )
+    return (
+        throttled == 0
+        and state.unknown_minutes == 0
+        and state.decreases_allowed
+        and (since is None or utc(state.now) - since >= config.hysteresis)
+    )
+
+
 def decide_scalable_min(
     state: DimensionState, current_min: int, config: PolicyConfig = PolicyConfig()
 ) -> Decision:
@@ -448,18 +464,8 @@ def decide_scalable_min(
             INCREASE,
             d.throttles_seen,
         )
-    since = utc(state.last_increase) if state.last_increase else None
-    throttled = (
-        sum(state.throttles[-config.scale_down_minutes :]) if config.autopilot else d.throttles_seen
-    )
-    calm = (
-        throttled == 0
-        and state.unknown_minutes == 0
-        and state.decreases_allowed
-        and (since is None or utc(state.now) - since >= config.hysteresis)
-    )
     lowest = min(max(state.min_capacity, state.keep), current_min)
-    if current_min > lowest and calm:
+    if current_min > lowest and _calm(state, config, d):
         why = (
             "pressure gone: restore configured min"
             if lowest == state.min_capacity

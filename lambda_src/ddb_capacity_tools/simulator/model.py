@@ -300,7 +300,7 @@ class SimulatedTable:
         delay = p.throttle_delay_minutes if throttles else p.metric_delay_minutes
         start = first + self.offset
         stop = start + count
-        if start < 0 or stop > min(len(series), t - delay + self.offset):
+        if start < 0 or stop > len(series) or stop > t - delay + self.offset:
             return None
         return series[start:stop]
 
@@ -423,15 +423,21 @@ class SimulatedTable:
         for d, demand in self._served:
             # _serve inline (a minute of each dimension: the hottest loop)
             wanted, provisioned = demand[minute], d.provisioned
+            # (min and max of two, as conditionals: the same one is picked on a tie)
             cap = burst * provisioned
-            bucket = min(max(d.bucket, 0.0), cap)
+            bucket = d.bucket
+            bucket = 0.0 if 0.0 > bucket else bucket
+            bucket = cap if cap < bucket else bucket
             if wanted <= provisioned:
                 served, throttled = wanted, 0.0
-                d.bucket = min(cap, bucket + (provisioned - wanted) * 60.0)
+                refill = bucket + (provisioned - wanted) * 60.0
+                d.bucket = refill if refill < cap else cap
             else:
-                used = min(bucket, (wanted - provisioned) * 60.0)
+                short = (wanted - provisioned) * 60.0
+                used = short if short < bucket else bucket
                 served = provisioned + used / 60.0
-                throttled = max(0.0, wanted - served)
+                refused = wanted - served
+                throttled = refused if refused > 0.0 else 0.0
                 d.bucket = bucket - used
             d.served.append(served)
             d.throttled.append(throttled)

@@ -37,18 +37,21 @@ from .trace import Key, Trace
 #: of each table or GSI.
 BLOCK_MINUTES = (15, 5)
 LOOKBACK_BLOCKS = {15: 96, 5: 48}
+#: The dynamic program notes a step's origin as boundary x CAME + count (counts are below).
+CAME = 32
 
 
 @dataclass
 class _Reached:
     """The dynamic program's table: for each block boundary ``i`` and each count ``k`` of
     decreases spent on block ``i``'s UTC day, the cheapest cost of the blocks before ``i``
-    found so far (``cost[i][k]``), and the boundary and count it came from
-    (``came[i][k]``). ``order[i]`` lists the counts reached, in the order they were first
-    reached; a cost only ever moves to a strictly lower one, so ties go to the first."""
+    found so far (``cost[i][k]``), and the boundary and count it came from, as one number
+    (``came[i][k]``, boundary x :data:`CAME` + count: no tuple per step). ``order[i]``
+    lists the counts reached, in the order they were first reached; a cost only ever moves
+    to a strictly lower one, so ties go to the first."""
 
     cost: list[list[float]]
-    came: list[list[tuple[int, int]]]
+    came: list[list[int]]
     order: list[list[int]]
 
     @classmethod
@@ -56,7 +59,7 @@ class _Reached:
         width = MAX_DECREASES_PER_DAY + 1
         return cls(
             [[math.inf] * width for _ in range(n + 1)],
-            [[(-1, -1)] * width for _ in range(n + 1)],
+            [[-1] * width for _ in range(n + 1)],
             [[] for _ in range(n + 1)],
         )
 
@@ -82,7 +85,7 @@ def _plan_resource(
     boundaries = []
     i = n
     while i > 0:
-        i, k = reached.came[i][k]
+        i, k = divmod(reached.came[i][k], CAME)
         boundaries.append(i)
     boundaries.reverse()
     dims = range(len(weights))
@@ -166,6 +169,7 @@ def _segments_from(
     table, came_from, order, unreached = reached.cost, reached.came, reached.order, math.inf
     stop = min(n, j + lookback)
     costs, decreases = _segment_costs(j, stop, needs, weights)
+    came = j * CAME  # where a step from j came from, less its count
     for i, cost, decrease in zip(range(j + 1, stop + 1), costs, decreases, strict=True):
         best = table[i]
         if i < n and days[i] != day_j:  # a new day: every count goes to the same one,
@@ -179,7 +183,7 @@ def _segments_from(
                     if best[k] == unreached:
                         order[i].append(k)
                     best[k] = total
-                    came_from[i][k] = (j, k)
+                    came_from[i][k] = came + k
             continue
         else:
             steps = spaced if i - j >= hour_blocks else close
@@ -189,7 +193,7 @@ def _segments_from(
                 if best[k_to] == unreached:
                     order[i].append(k_to)
                 best[k_to] = total
-                came_from[i][k_to] = (j, k)
+                came_from[i][k_to] = came + k
 
 
 def plan(

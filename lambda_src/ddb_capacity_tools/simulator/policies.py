@@ -205,7 +205,8 @@ class AutoScaling:
             pending = d.pending
             current = d.provisioned if pending is None else pending
             lo, hi = self.min[key], self.max[key]
-            wanted = min(max(current, lo), hi)
+            wanted = current if current >= lo else lo  # min(max(current, lo), hi)
+            wanted = hi if hi < wanted else wanted
             if wanted != current:
                 self._update(sim, t, key, wanted)
                 continue
