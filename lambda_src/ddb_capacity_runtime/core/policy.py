@@ -283,6 +283,8 @@ def _throttled(v: _View) -> Decision | None:
     throttles after the last increase count (what the current capacity failed to serve)."""
     config, state, throttles = v.config, v.state, v.throttles
     first = max(0, len(throttles) - config.recent_minutes) if config.autopilot else 0
+    if max(throttles[first:], default=0.0) <= 0:  # none above 0 (max is one if any is)
+        return None
     fresh = [
         i
         for i in range(first, len(throttles))

@@ -310,6 +310,14 @@ class SimulatedTable:
         """Consumed and throttle events of minutes ``first`` .. ``first + count - 1`` as seen
         at the start of minute ``t``, and per minute whether either is unknown (empty when
         every one is known)."""
+        p = self.params
+        start = first + self.offset
+        stop = start + count
+        if not p.delay_spread_minutes and start >= 0:  # both delivered in order: two cuts
+            d = self.dims[key]  # (served and throttle events are published together)
+            seen = t + self.offset - max(p.metric_delay_minutes, p.throttle_delay_minutes)
+            if stop <= len(d.served) and stop <= seen:
+                return d.served[start:stop], d.throttle_events[start:stop], []
         consumed = self.known(key, first, count, t)
         throttles = self.known(key, first, count, t, throttles=True)
         if consumed is not None and throttles is not None:

@@ -283,6 +283,7 @@ class ThrottleAware:
         self._dims: dict[Key, tuple[tuple[Any, ...], Dimension]] = {}
         #: A tick's first minute read, relative to the tick (None until known).
         self._shift: int | None = None
+        self._history_minutes = self.config.history_minutes
 
     def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
         if self.stock is not None:
@@ -357,7 +358,7 @@ class ThrottleAware:
         computes them (:func:`window`); the same for every dimension. On a trace that starts
         on a whole minute the window keeps its place relative to the tick."""
         if self._shift is not None:
-            return t + self._shift, self.config.history_minutes
+            return t + self._shift, self._history_minutes
         start, end = window(
             sim.time(t), self.config.history_minutes, self.config.metric_lag_minutes
         )
@@ -373,12 +374,13 @@ class ThrottleAware:
         dimension not UPDATING, and its window of minutes."""
         first, count = self._window(sim, t)
         dims, series = [], {}
+        busy_until = sim.busy_until
         for key in sim.keys:
-            if sim.busy(key[0], t):
+            if busy_until and sim.busy(key[0], t):
                 continue
             d = self._dimension(sim, key)
             dims.append(d)
-            series[d.key] = self._series(sim, key, t, first, count)
+            series[(SIMULATED_TABLE, key[0], key[1])] = self._series(sim, key, t, first, count)
         return _Described(SIMULATED_TABLE, TABLE_ARN, {}, dims), series
 
     def _dimension(self, sim: SimulatedTable, key: Key) -> Dimension:
