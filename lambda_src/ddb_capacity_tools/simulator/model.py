@@ -24,15 +24,17 @@ fails. Read and write of the table (or of one GSI) share a decrease counter.
 from __future__ import annotations
 
 import math
+import operator
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from itertools import accumulate, repeat
 from typing import NamedTuple
 
 from ddb_capacity_runtime.core.quota import DecreaseLedger
 
-from .trace import Key, Trace
+from .trace import MINUTE, Key, Trace
 
 #: The fields that take any number in their range; every other field is a whole number.
 FRACTIONAL = frozenset({"units_per_request", "burst_fraction"})
@@ -220,7 +222,14 @@ class SimulatedTable:
         self.apply_at: dict[str | None, int] = {}
         self.rejected_decreases = {k: 0 for k in self.keys}
         #: every minute's start, warm-up first (minute t at index t + offset)
-        self._times = [trace.time(t) for t in range(-self.offset, trace.minutes + 1)]
+        #: (each a minute after the one before: whole minutes add exactly, as trace.time's)
+        self._times: list[datetime] = list(
+            accumulate(
+                repeat(MINUTE, self.offset + trace.minutes),
+                operator.add,
+                initial=trace.time(-self.offset),
+            )
+        )
         #: per dimension, in key order: its state and its demand per trace minute
         self._served = [(self.dims[k], trace.demand[k]) for k in self.keys]
         self._burst = params.burst

@@ -20,6 +20,7 @@ long, which can only cost a decrease, never a throttle.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -170,9 +171,12 @@ def _segments_from(
     stop = min(n, j + lookback)
     costs, decreases = _segment_costs(j, stop, needs, weights)
     came = j * CAME  # where a step from j came from, less its count
+    # the first block on a later UTC day than j's (days only ever grow; the end of the
+    # trace, boundary n, counts as j's day)
+    later = bisect_right(days, day_j, j + 1, min(stop, n - 1) + 1)
     for i, cost, decrease in zip(range(j + 1, stop + 1), costs, decreases, strict=True):
         best = table[i]
-        if i < n and days[i] != day_j:  # a new day: every count goes to the same one,
+        if later <= i < n:  # a new day: every count goes to the same one,
             totals = [s + cost for s in spent]  # from the first cheapest
             first = totals.index(min(totals))
             steps = [(counts[first], spent[first], 1 if decrease else 0)]
