@@ -406,30 +406,47 @@ def decrease_warnings(
     return list(warnings.values())
 
 
-def _check_fires(placed: PlacedEntry, now: datetime, where: str) -> None:
-    """``placed`` fires at least once from ``now`` on (before its end_time, if any)."""
+def _check_fires(placed: PlacedEntry, now: datetime, where: str) -> str | None:
+    """Raise :class:`ScheduleError` if ``placed`` never fires at all (from its start_time,
+    before its end_time); a warning (None: none) if it fired once but has no firing left
+    from ``now`` on, by the synth's clock: its scheduled action would deploy and never run.
+    An app that synthesized yesterday still does today; the warning says to remove it."""
     entry, expression = placed.entry, placed.expression
+    origin = entry.start_time or datetime(YEARS[0], 1, 1, tzinfo=UTC)
+    why = _no_firing(placed, origin, "from its start_time on" if entry.start_time else "")
+    if why is not None:
+        raise ScheduleError(
+            f"{where}: schedule {expression.text!r} never fires: {why}; give a time that "
+            f"comes, or remove the entry"
+        )
     start = max(now, entry.start_time) if entry.start_time else now
+    why = _no_firing(placed, start, "from now on")
+    if why is None:
+        return None
+    return (
+        f"{where}: schedule {expression.text!r} has no firing left: {why} (now is "
+        f"{now.astimezone(UTC):%Y-%m-%dT%H:%M:%S} UTC by the clock of the machine running the "
+        f"synth); its scheduled action is deployed and never runs: remove the entry"
+    )
+
+
+def _no_firing(placed: PlacedEntry, start: datetime, since: str) -> str | None:
+    """Why ``placed`` has no firing from ``start`` (``since`` says what it is) on before
+    its end_time; None if it has."""
+    entry, expression = placed.entry, placed.expression
     first = expression.first_from(placed.tz, start)
     if first is not None and (entry.end_time is None or first < entry.end_time):
-        return
+        return None
     if first is not None:
-        assert entry.end_time is not None
-        why = (
-            f"its end_time ({entry.end_time.isoformat()}) comes before its first firing "
-            f"({first.isoformat()})"
+        return (
+            f"its end_time ({entry.end_time.isoformat() if entry.end_time else ''}) comes "
+            f"before its first firing ({first.isoformat()})"
         )
-    elif entry.start_time and entry.start_time > now:
-        why = f"it has no firing from its start_time ({entry.start_time.isoformat()}) on"
-    elif expression.at is not None:
-        why = f"{expression.text} in {entry.time_zone} is in the past"
-    else:
-        why = "its year field holds no firing from now on"
-    raise ScheduleError(
-        f"{where}: schedule {expression.text!r} never fires: {why}. Now is "
-        f"{now.astimezone(UTC):%Y-%m-%dT%H:%M:%S} UTC by the clock of the machine running the "
-        f"synth; give a time to come, or remove the entry"
-    )
+    if since.startswith("from its start_time"):
+        return f"it has no firing from its start_time ({start.isoformat()}) on"
+    if expression.at is not None:
+        return f"{expression.text} in {entry.time_zone} is in the past"
+    return f"its year field holds no firing {since}".rstrip()
 
 
 WEEKDAYS = ("MON", "TUE", "WED", "THU", "FRI")
@@ -492,11 +509,13 @@ class TableSchedule:
         now: datetime | None = None,
     ) -> None:
         """``now``: the moment the schedule is deployed from (a synth's real clock): an entry
-        with no firing from then on is refused. None (a simulation of the past): not checked."""
+        that never fires at all is refused, one with no firing left from then on is a
+        warning of :meth:`check`. None (a simulation of the past): neither is checked."""
         self._where = where
         self._ranges = ranges
         self._quota = quota
         self._now = now
+        self._stale: list[str] = []  # entries with no firing left by the synth's clock
         self._entries: list[PlacedEntry] = []
         self._windows: list[CapacityWindow] = []
 
@@ -552,8 +571,8 @@ class TableSchedule:
         placed = PlacedEntry(
             entry, index, dimension, parse(entry.schedule, where), zone(entry.time_zone, where)
         )
-        if self._now is not None:
-            _check_fires(placed, self._now, where)
+        if self._now is not None and (stale := _check_fires(placed, self._now, where)):
+            self._stale.append(stale)
         self._entries.append(placed)
         return placed
 
@@ -723,7 +742,7 @@ class TableSchedule:
         intervals, values, errors = self._analyse(start, end)
         timeline = replay(self._placed_with(values), self._ranges, start, end)
         errors = errors + timeline.errors
-        warnings = decrease_warnings(timeline, self._ranges)
+        warnings = self._stale + decrease_warnings(timeline, self._ranges)
         for w in self._windows:
             for o in self._windows:
                 if o is w or (o.index, o.dimension) != (w.index, w.dimension):
