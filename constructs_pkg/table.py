@@ -764,6 +764,7 @@ class ProvisionedTable(TableCapacity):
                 "contributor_insights_enabled": contributor_insights_enabled,
                 **table_props,
             },
+            frozenset(table_props),
         )
         super().__init__(
             scope, id, table=spec, read=read, write=write, prewarm=prewarm, table_quota=table_quota
@@ -777,8 +778,14 @@ class _NewTable:
 
     billing_mode: dynamodb.BillingMode | None
     props: dict[str, Any]
+    passed: frozenset[str] = frozenset()  # the props passed through as keywords
 
     def validate(self, where: str) -> None:
+        if "point_in_time_recovery_specification" in self.passed:
+            raise CapacityConfigError(
+                f"{where}: point_in_time_recovery_specification cannot be passed: "
+                f"point_in_time_recovery= (True or False) sets it"
+            )
         capacity_props = sorted(set(self.props) & _CAPACITY_PROPS)
         if capacity_props:
             raise CapacityConfigError(

@@ -259,6 +259,14 @@ def test_capacity_props_are_refused(stack: cdk.Stack) -> None:
     )
 
 
+def test_the_point_in_time_recovery_spec_is_set_by_its_own_argument(stack: cdk.Stack) -> None:
+    spec = dynamodb.PointInTimeRecoverySpecification(point_in_time_recovery_enabled=False)
+    assert error_of(lambda: make(stack, point_in_time_recovery_specification=spec)) == (
+        f"{WHERE}: point_in_time_recovery_specification cannot be passed: "
+        f"point_in_time_recovery= (True or False) sets it"
+    )
+
+
 def test_a_gsi_added_to_the_underlying_table_directly_is_an_error(stack: cdk.Stack) -> None:
     table = make(stack)
     table.table.add_global_secondary_index(index_name="sneaky", partition_key=GK)
