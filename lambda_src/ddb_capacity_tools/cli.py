@@ -33,7 +33,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, fields
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
@@ -142,7 +142,11 @@ def _history_options(parser: argparse.ArgumentParser, days: dict[str, Any]) -> N
     """Where a table's CloudWatch history comes from (``--table`` is the caller's)."""
     parser.add_argument("--index", metavar="NAME", help="a global secondary index of the table")
     parser.add_argument("--days", type=int, metavar="N", **days)
-    parser.add_argument("--end", metavar="ISO-8601", help="end of the history (default: now)")
+    parser.add_argument(
+        "--end",
+        metavar="ISO-8601",
+        help="end of the history, UTC unless an offset is given (default: now)",
+    )
 
 
 def _simulate_parsers(sub: Any) -> None:
@@ -386,7 +390,8 @@ def _history_window(args: argparse.Namespace) -> datetime | None:
             given = datetime.fromisoformat(args.end)
         except ValueError:
             raise TraceError(f"--end: got {args.end!r}; expected an ISO-8601 time") from None
-        end = history_end(given)
+        # a time without an offset is UTC, as every time this command prints
+        end = history_end(given if given.tzinfo else given.replace(tzinfo=UTC))
     days = TUNE_DAYS if args.days is None else args.days
     now = history_end(None)
     if end is not None and isinstance(days, int) and 1 <= days <= MAX_DAYS:
