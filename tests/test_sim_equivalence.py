@@ -109,9 +109,9 @@ def test_results_and_decisions_are_unchanged(
 
 
 @pytest.mark.parametrize("cls", [DimensionState, Decision, Change, Series])
-def test_hand_written_init_takes_every_field_in_order_with_its_default(cls: type) -> None:
-    """The hot dataclasses set their fields in a hand-written __init__: it must take every
-    field, in order, with the field's default."""
+def test_the_direct_init_takes_every_field_in_order_with_its_default(cls: type) -> None:
+    """The hot dataclasses set their fields with records.direct_init: it takes every field,
+    in order, with the field's default."""
     params = list(inspect.signature(cls.__init__).parameters.values())[1:]
     fields = dataclasses.fields(cls)
     assert [p.name for p in params] == [f.name for f in fields]

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from .policy import Action, Decision, DimensionState, combine_counter, decide, decide_scalable_min
+from .records import direct_init
 from .series import Series
 from .settings import LATE_MINUTES, ScalerConfig
 from .tables import Dimension, ManagedTable
@@ -30,6 +31,7 @@ class Via(StrEnum):
 SCALABLE_TARGET, UPDATE_TABLE = Via.SCALABLE_TARGET, Via.UPDATE_TABLE
 
 
+@direct_init
 @dataclass(frozen=True)
 class Change:
     dimension: Dimension
@@ -39,26 +41,6 @@ class Change:
     action: Action
     via: Via
     throttles_seen: float = 0.0
-
-    def __init__(
-        self,
-        dimension: Dimension,
-        old: int,
-        new: int,
-        reason: str,
-        action: Action,
-        via: Via,
-        throttles_seen: float = 0.0,
-    ) -> None:
-        # as the generated one, fields set straight into the instance's dict (hot path)
-        fields = self.__dict__
-        fields["dimension"] = dimension
-        fields["old"] = old
-        fields["new"] = new
-        fields["reason"] = reason
-        fields["action"] = action
-        fields["via"] = via
-        fields["throttles_seen"] = throttles_seen
 
 
 def delivered(series: Series) -> tuple[Series, int]:

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
 from .quota import NO_DECREASES, DecreaseLedger, utc
+from .records import direct_init
 
 
 class Action(StrEnum):
@@ -97,6 +98,7 @@ class PolicyConfig:
     settle_minutes: int = 0
 
 
+@direct_init
 @dataclass(frozen=True)
 class DimensionState:
     """What one tick knows about one dimension.
@@ -113,7 +115,7 @@ class DimensionState:
     min_capacity: int
     max_capacity: int
     now: datetime
-    ledger: DecreaseLedger = field(default_factory=DecreaseLedger)
+    ledger: DecreaseLedger = NO_DECREASES  # immutable: one shared empty ledger
     last_increase: datetime | None = None
     target_utilization: float | None = None  # overrides PolicyConfig's when set
     unknown_minutes: int = 0  # minutes of the window whose data is not known
@@ -122,45 +124,8 @@ class DimensionState:
     reserve: int | None = None  # decreases kept for later today; None: the configured ones
     least_fall: int = 0  # the capacity the smallest fall the reserve is kept for saves
 
-    def __init__(
-        self,
-        provisioned: int,
-        consumed: Sequence[float],
-        throttles: Sequence[float],
-        minute_starts: Sequence[datetime],
-        min_capacity: int,
-        max_capacity: int,
-        now: datetime,
-        ledger: DecreaseLedger = NO_DECREASES,
-        last_increase: datetime | None = None,
-        target_utilization: float | None = None,
-        unknown_minutes: int = 0,
-        decreases_allowed: bool = True,
-        keep: int = 0,
-        reserve: int | None = None,
-        least_fall: int = 0,
-    ) -> None:
-        # The generated __init__ of a frozen dataclass, each field set straight into the
-        # instance's dict instead of through object.__setattr__ (a tick's hot path; the
-        # default ledger is one shared immutable DecreaseLedger())
-        fields = self.__dict__
-        fields["provisioned"] = provisioned
-        fields["consumed"] = consumed
-        fields["throttles"] = throttles
-        fields["minute_starts"] = minute_starts
-        fields["min_capacity"] = min_capacity
-        fields["max_capacity"] = max_capacity
-        fields["now"] = now
-        fields["ledger"] = ledger
-        fields["last_increase"] = last_increase
-        fields["target_utilization"] = target_utilization
-        fields["unknown_minutes"] = unknown_minutes
-        fields["decreases_allowed"] = decreases_allowed
-        fields["keep"] = keep
-        fields["reserve"] = reserve
-        fields["least_fall"] = least_fall
 
-
+@direct_init
 @dataclass(frozen=True)
 class Decision:
     """The capacity to set and why. ``free_decrease`` is where the dimension would go if
@@ -172,22 +137,6 @@ class Decision:
     action: Action
     throttles_seen: float = 0.0
     free_decrease: int | None = None
-
-    def __init__(
-        self,
-        capacity: int,
-        reason: str,
-        action: Action,
-        throttles_seen: float = 0.0,
-        free_decrease: int | None = None,
-    ) -> None:
-        # as the generated one, fields set straight into the instance's dict (hot path)
-        fields = self.__dict__
-        fields["capacity"] = capacity
-        fields["reason"] = reason
-        fields["action"] = action
-        fields["throttles_seen"] = throttles_seen
-        fields["free_decrease"] = free_decrease
 
 
 def autopilot_config(target_utilization: float = 0.7) -> PolicyConfig:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from .quota import utc
+from .records import direct_init
 
 MINUTE = timedelta(minutes=1)
 
@@ -23,6 +24,7 @@ def step_start(moment: datetime, step_minutes: int) -> datetime:
 Key = tuple[str, "str | None", str]
 
 
+@direct_init
 @dataclass(frozen=True)
 class Series:
     """Per complete minute, oldest first: consumed units per second, throttle events.
@@ -36,21 +38,6 @@ class Series:
     consumed: list[float]
     throttles: list[float]
     unknown: list[bool] = field(default_factory=list)
-
-    def __init__(
-        self,
-        minute_starts: list[datetime],
-        consumed: list[float],
-        throttles: list[float],
-        unknown: list[bool] | None = None,
-    ) -> None:
-        # as the generated one (``unknown`` a new empty list by default), fields set
-        # straight into the instance's dict (a tick's hot path)
-        fields = self.__dict__
-        fields["minute_starts"] = minute_starts
-        fields["consumed"] = consumed
-        fields["throttles"] = throttles
-        fields["unknown"] = [] if unknown is None else unknown
 
     @property
     def unknown_minutes(self) -> int:
