@@ -10,7 +10,7 @@
     ddb-capacity request --table NAME [--index NAME] [--read N] [--write N]
                          [--hold MINUTES] [--timeout MINUTES] [--broker NAME | --store NAME]
                          [--json]
-    ddb-capacity release --table NAME (--id ID [--token TOKEN] | --expired)
+    ddb-capacity release --table NAME (--id ID [--token=TOKEN] | --expired)
                          [--broker NAME | --store NAME] [--json]
     ddb-capacity tune (--trace FILE.csv | --table NAME [--days N]) [--candidate P ...]
                       [--ensemble NAME] [--json]
@@ -236,7 +236,8 @@ def _request_parsers(sub: Any) -> None:
     rl.add_argument(
         "--token",
         metavar="TOKEN",
-        help="the hold's release token, as request printed it (needed through a broker)",
+        help="the hold's release token, as request printed it: --token=TOKEN (needed "
+        "through a broker)",
     )
     which.add_argument(
         "--expired", action="store_true", help="end every expired hold (what the restorer does)"
