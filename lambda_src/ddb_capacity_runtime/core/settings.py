@@ -171,10 +171,26 @@ class Setting:
         return value
 
 
-def _policy(name: str, scale: float = 1) -> Callable[[ScalerConfig], Any]:
-    """A policy field as its setting holds it (a fraction as a percentage: 0.2 is 20, not
-    the 20.000000000000004 of 0.2 * 100)."""
-    return lambda c: float(f"{getattr(c.policy, name) * scale:.12g}")
+@dataclass(frozen=True)
+class _PolicyField:
+    """A setting that is one field of the policy: the variable holds the field times
+    ``scale`` (a fraction as a percentage: 0.2 is 20)."""
+
+    name: str
+    scale: float = 1
+
+    def __call__(self, config: ScalerConfig) -> float:
+        """The field of ``config`` as its variable holds it (20, not the
+        20.000000000000004 of 0.2 * 100)."""
+        return float(f"{getattr(config.policy, self.name) * self.scale:.12g}")
+
+    def field_value(self, value: Any) -> Any:
+        """The policy field's value for the variable's ``value``."""
+        return value / self.scale if self.scale != 1 else value
+
+
+def _policy(name: str, scale: float = 1) -> _PolicyField:
+    return _PolicyField(name, scale)
 
 
 #: The settings contract, one row a variable, in the order the construct writes them.
@@ -420,16 +436,14 @@ class ScalerConfig:
                 values[setting.key] = int(value) if setting.kind is Kind.WHOLE else value
         _check_order(values, "buffer", "target", "must be below", strict=True)
         policy = replace(
-            for_mode(mode, tick, values["target"] / 100),
-            buffer=values["buffer"] / 100,
+            for_mode(mode, tick),
             scale_down_minutes=tick * values["scale_down_ticks"],
             hysteresis=timedelta(minutes=values["hysteresis_minutes"]),
-            min_step_fraction=values["min_step_percent"] / 100,
-            min_step_units=values["min_step_units"],
-            units_per_throttled_request=values["units_per_throttled_request"],
-            min_saving_fraction=values["min_saving_percent"] / 100,
-            reserve_decreases=values["reserve_decreases"],
-            large_saving_fraction=values["large_saving_percent"] / 100,
+            **{
+                s.value_of.name: s.value_of.field_value(values[s.key])
+                for s in SETTINGS
+                if isinstance(s.value_of, _PolicyField)
+            },
         )
         kept = {k: values[k] for k in _CONFIG_FIELDS}
         return cls(policy=policy, **kept)
