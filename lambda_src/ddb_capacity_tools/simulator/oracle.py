@@ -163,8 +163,8 @@ def _segments_from(
     # Per count reached, the count at i: the same one; one more, for the counts that may
     # spend a decrease (any below the daily most, and within an hour of the segment's
     # start only those within the free ones)
-    same = list(zip(counts, spent, strict=True))
-    spaced = [(k, s, k + 1) for k, s in same if k < MAX_DECREASES_PER_DAY]
+    same = [(k, s, k) for k, s in zip(counts, spent, strict=True)]
+    spaced = [(k, s, k + 1) for k, s, _ in same if k < MAX_DECREASES_PER_DAY]
     close = [step for step in spaced if step[0] < FREE_DECREASES]
     day_j = days[j]
     table, came_from, order, unreached = reached.cost, reached.came, reached.order, math.inf
@@ -181,14 +181,7 @@ def _segments_from(
             first = totals.index(min(totals))
             steps = [(counts[first], spent[first], 1 if decrease else 0)]
         elif not decrease:  # the count stays
-            for k, s in same:
-                total = s + cost
-                if total < best[k]:
-                    if best[k] == unreached:
-                        order[i].append(k)
-                    best[k] = total
-                    came_from[i][k] = came + k
-            continue
+            steps = same
         else:
             steps = spaced if i - j >= hour_blocks else close
         for k, s, k_to in steps:
