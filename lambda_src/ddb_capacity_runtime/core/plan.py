@@ -56,7 +56,13 @@ def delivered(series: Series) -> tuple[Series, int]:
         return series, 0
     stopped = max(0, len(series.unknown) - n - LATE_MINUTES)
     trimmed = Series(
-        series.minute_starts[:n], series.consumed[:n], series.throttles[:n], series.unknown[:n]
+        series.minute_starts[:n],
+        series.consumed[:n],
+        series.throttles[:n],
+        series.unknown[:n],
+        series.unfixable[:n],
+        series.key_range[:n],
+        series.causes_unknown,
     )
     return trimmed, stopped
 
@@ -116,6 +122,7 @@ def dimension_state(
         d.keep,
         d.reserve,
         d.least_fall,
+        s.unfixable,
     )
 
 

@@ -13,11 +13,12 @@ provisioned < min      raise to min
 throttled              raise at once to demand / target, demand = served + refused
                        (refused = throttle events x units per request), by at least
                        the minimum step; throttles older than the last increase are
-                       not counted again
+                       not counted again, nor are those capacity cannot fix (a hot
+                       key's key-range throttles: ``unfixable``)
 above target           raise to peak consumed / target
 provisioned > max      lower to max (quota permitting)
 sustained low          every minute of the last K ticks below target - buffer, no
-                       throttle in them, no increase within the hysteresis time:
+                       throttle of any cause in them, no increase within the hysteresis time:
                        lower to peak / target (min if idle), when the quota ledger
                        allows it and the saving is worth a decrease
 otherwise              hold
@@ -123,6 +124,10 @@ class DimensionState:
     keep: int = 0  # no decrease below this: what the forecast needs within the half hour
     reserve: int | None = None  # decreases kept for later today; None: the configured ones
     least_fall: int = 0  # the capacity the smallest fall the reserve is kept for saves
+    # per minute, the throttle events more capacity could not serve (key-range, account
+    # limit, on-demand maximum): never a reason to raise, still a reason not to lower.
+    # Empty: none known (every throttle is taken for a provisioned-throughput one)
+    unfixable: Sequence[float] = ()
 
 
 @direct_init
@@ -187,6 +192,7 @@ class _View:
         "provisioned",
         "consumed",
         "throttles",
+        "fixable",
         "seen",
         "since",
     )
@@ -201,6 +207,11 @@ class _View:
         # the rules only read them: a list is kept as it is, any other sequence copied
         self.consumed: list[float] = consumed if type(consumed) is list else list(consumed)
         self.throttles: list[float] = throttles if type(throttles) is list else list(throttles)
+        unfixable = state.unfixable
+        # the throttles more capacity would have served: those a raise is sized by
+        self.fixable: list[float] = (
+            _fixable(self.throttles, unfixable) if unfixable else self.throttles
+        )
         self.seen: float = float(sum(self.throttles))
         self.since: datetime | None = utc(state.last_increase) if state.last_increase else None
 
@@ -220,6 +231,15 @@ class _View:
         return Decision(capacity, reason, action, self.seen, free)
 
 
+def _fixable(throttles: list[float], unfixable: Sequence[float]) -> list[float]:
+    """Per minute, the throttle events capacity could fix: all but the unfixable ones (a
+    minute ``unfixable`` does not reach has none)."""
+    out = list(throttles)
+    for i, u in enumerate(unfixable[: len(out)]):
+        out[i] = max(0.0, out[i] - u) if u > 0 else out[i]
+    return out
+
+
 def _below_min(v: _View) -> Decision | None:
     """provisioned < min: raise to min."""
     if v.provisioned < v.state.min_capacity:
@@ -229,8 +249,9 @@ def _below_min(v: _View) -> Decision | None:
 
 def _throttled(v: _View) -> Decision | None:
     """Throttled: raise at once to demand / target, by at least the minimum step; only
-    throttles after the last increase count (what the current capacity failed to serve)."""
-    config, state, throttles = v.config, v.state, v.throttles
+    throttles after the last increase count (what the current capacity failed to serve),
+    and only those capacity can fix (a hot key's are not: :attr:`DimensionState.unfixable`)."""
+    config, state, throttles = v.config, v.state, v.fixable
     first = max(0, len(throttles) - config.recent_minutes) if config.autopilot else 0
     if max(throttles[first:], default=0.0) <= 0:  # none above 0 (max is one if any is)
         return None

@@ -32,12 +32,24 @@ class Series:
     ``unknown`` marks minutes whose data is not known (CloudWatch did not say the result was
     complete, had not delivered the minute yet, or gave a NaN, negative or infinite value);
     their values read 0 and they forbid any decrease. Empty: every minute is known.
+
+    ``throttles`` counts every throttle event, whatever its cause. Where DynamoDB's metrics
+    by cause were read (:func:`ddb_capacity_runtime.aws.metrics.fetch_causes`),
+    ``unfixable`` holds, per minute, the events more capacity could not have served
+    (key-range, account-limit and on-demand maximum throttles) and ``key_range`` the
+    key-range ones among them (a hot partition). Empty: none known, and every throttle is
+    taken for a provisioned-throughput one (the rule from before the causes were
+    published). ``causes_unknown`` counts the throttled minutes whose cause could not be
+    read, and which were therefore taken for provisioned-throughput ones.
     """
 
     minute_starts: list[datetime]
     consumed: list[float]
     throttles: list[float]
     unknown: list[bool] = field(default_factory=list)
+    unfixable: list[float] = field(default_factory=list)
+    key_range: list[float] = field(default_factory=list)
+    causes_unknown: int = 0
 
     @property
     def unknown_minutes(self) -> int:
