@@ -229,9 +229,12 @@ def put_traffic(
     minutes: range,
     throttles: float = 0,
     index: str | None = None,
+    causes: Mapping[str, float] | None = None,
 ) -> None:
     """Consumed units per second (and throttle events per minute), ``minutes`` before
-    ``end``, as DynamoDB would publish them."""
+    ``end``, as DynamoDB would publish them; ``causes``: throttle events per minute by
+    cause (``KeyRangeThroughput``, ``ProvisionedThroughput``, ...), published as
+    ``{Read,Write}<cause>ThrottleEvents`` beside the lumped ones."""
     dims = [{"Name": "TableName", "Value": table}]
     if index:
         dims.append({"Name": "GlobalSecondaryIndexName", "Value": index})
@@ -254,6 +257,15 @@ def put_traffic(
                     "Dimensions": dims,
                     "Timestamp": ts,
                     "Value": throttles,
+                }
+            )
+        for cause, events in (causes or {}).items():
+            data.append(
+                {
+                    "MetricName": f"{name}{cause}ThrottleEvents",
+                    "Dimensions": dims,
+                    "Timestamp": ts,
+                    "Value": events,
                 }
             )
     for i in range(0, len(data), 500):

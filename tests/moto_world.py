@@ -150,8 +150,10 @@ class World:
         throttles: float = 0,
         minutes: range = range(1, 16),
         index: str | None = None,
+        causes: dict[str, float] | None = None,
     ) -> None:
-        """Consumed units/s and throttle events per minute, ``minutes`` before the window end."""
+        """Consumed units/s and throttle events per minute (``causes``: by cause),
+        ``minutes`` before the window end."""
         put_traffic(
             self.cw,
             name,
@@ -161,6 +163,7 @@ class World:
             minutes=minutes,
             throttles=throttles,
             index=index,
+            causes=causes,
         )
 
     def daily_spikes(
