@@ -228,6 +228,100 @@ def _take(
     return True
 
 
+#: DynamoDB's throttle metrics by cause (``{Read,Write}<cause>ThrottleEvents``, published
+#: since 2025 beside the lumped ``ReadThrottleEvents`` / ``WriteThrottleEvents``): the one
+#: more capacity fixes first, then those it cannot (a hot key's partition, the account's
+#: per-table limit, an on-demand maximum).
+CAUSES = ("ProvisionedThroughput", "KeyRangeThroughput", "AccountLimit", "MaxOnDemandThroughput")
+
+
+def cause_queries(keys: Iterable[Key]) -> list[tuple[str, Key, str, dict[str, Any]]]:
+    """(query id, key, cause, query) for each key and each of :data:`CAUSES`."""
+    out = []
+    for i, key in enumerate(keys):
+        dim = key[2].capitalize()
+        for n, cause in enumerate(CAUSES):
+            qid = f"x{n}_{i}"
+            out.append((qid, key, cause, _query(qid, key, f"{dim}{cause}ThrottleEvents", 60)))
+    return out
+
+
+def fetch_causes(
+    cloudwatch: CloudWatchClient,
+    series: Mapping[Key, Series],
+    start: datetime,
+    end: datetime,
+    *,
+    errors: dict[Key, str] | None = None,
+    call: Callable[[Callable[[], Any]], Any] = lambda f: f(),
+) -> dict[Key, Series]:
+    """``series`` with the throttles of each throttled key told apart by cause.
+
+    Only keys with a throttle in a known minute are read (4 queries each), so a tick
+    without throttles makes no call, and the batches of :func:`fetch` stay full. Per
+    throttled minute, ``unfixable`` = the lumped events less the provisioned-throughput ones
+    and less those no cause metric explains (capacity may fix those: the rule from before
+    the causes), and ``key_range`` the key-range ones, each at most the lumped events. A
+    throttled minute that no cause metric explains at all (a time or Region without them)
+    is counted in ``causes_unknown``: all its throttles are taken for fixable. A key whose
+    cause queries fail or are not trusted keeps every throttle fixable, all its throttled
+    minutes count as unknown, and with ``errors`` given its error is recorded there (keyed
+    by the key; without, the error is raised)."""
+    throttled = [k for k, s in series.items() if any(t > 0 for t in s.throttles)]
+    out = dict(series)
+    if not throttled:
+        return out
+    planned = cause_queries(throttled)
+    reads = _Reads.of(qid for qid, *_ in planned)
+    failed: dict[str, str] = {}
+    for offset in range(0, len(planned), MAX_QUERIES_PER_CALL):
+        chunk = planned[offset : offset + MAX_QUERIES_PER_CALL]
+        batch = [q for *_, q in chunk]
+        try:
+            _fetch_batch(cloudwatch, batch, start, end, reads, call)
+        except Exception as exc:
+            if errors is None:
+                raise
+            why = f"GetMetricData, throttles by cause ({len(batch)} queries): "
+            failed.update(dict.fromkeys((q for q, *_ in chunk), why + describe_error(exc)))
+    by_key: dict[Key, list[str]] = {}
+    for qid, key, _, _ in planned:
+        by_key.setdefault(key, []).append(qid)
+    for key, qids in by_key.items():
+        broken = [q for q in qids if q in failed or not reads.complete.get(q, False)]
+        if broken and errors is not None:
+            errors[key] = failed.get(broken[0], "throttles by cause: not complete")
+        out[key] = _with_causes(series[key], reads, None if broken else qids)
+    return out
+
+
+def _with_causes(s: Series, reads: _Reads, qids: list[str] | None) -> Series:
+    """``s`` with ``unfixable``, ``key_range`` and ``causes_unknown`` from the cause
+    queries ``qids`` (in :data:`CAUSES` order; None: not read)."""
+    n = len(s.minute_starts)
+    unfixable, key_range, unknown = [0.0] * n, [0.0] * n, 0
+    for i, (minute, lumped) in enumerate(zip(s.minute_starts, s.throttles, strict=True)):
+        if lumped <= 0 or (s.unknown and s.unknown[i]):
+            continue
+        values = (
+            None
+            if qids is None or any(minute in reads.bad[q] for q in qids)
+            else [reads.sums[q].get(minute, 0.0) for q in qids]
+        )
+        if not values or sum(values) <= 0:
+            unknown += 1  # no cause said: all taken for fixable
+            continue
+        provisioned, keys = values[0], values[1]
+        fixable = provisioned + max(0.0, lumped - sum(values))
+        unfixable[i] = max(0.0, lumped - fixable)
+        key_range[i] = min(keys, unfixable[i])
+    if not any(unfixable):  # none: the lists stay empty, as for a series never read
+        unfixable, key_range = [], []
+    return Series(
+        s.minute_starts, s.consumed, s.throttles, s.unknown, unfixable, key_range, unknown
+    )
+
+
 #: CloudWatch returns at most 100,800 datapoints per GetMetricData call: 14 days of 5-minute
 #: steps are 4,032 a query, so a history call carries at most this many queries.
 HISTORY_QUERIES_PER_CALL = 25
