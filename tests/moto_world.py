@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -150,7 +151,7 @@ class World:
         throttles: float = 0,
         minutes: range = range(1, 16),
         index: str | None = None,
-        causes: dict[str, float] | None = None,
+        causes: Mapping[str, float] | None = None,
     ) -> None:
         """Consumed units/s and throttle events per minute (``causes``: by cause),
         ``minutes`` before the window end."""

@@ -28,14 +28,18 @@ A table's expired holds are ended first, and its active holds lift the dimension
 
 Reports through :mod:`ddb_capacity_runtime.events`: a ``decision`` event per dimension, a
 ``hold-ended`` event per ended hold, ``table-skipped``, ``table-failed``,
-``shared-call-failed``, ``tag-refused``, ``target-held``, ``minimum-set-elsewhere`` and
-``state-moved-from-tags`` events, one Embedded Metric
+``shared-call-failed``, ``tag-refused``, ``target-held``, ``minimum-set-elsewhere``,
+``state-moved-from-tags``, ``hot-key`` and ``throttle-causes-unknown`` events, one Embedded Metric
 Format record per table and one for the tick (no dimension: ``Failures``,
 ``SharedFailures``, ``TablesManaged``). A decided table's record (dimension ``TableName``)
 carries ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``,
 ``Failures`` and ``IgnoredTags``, and, only while what they count happens (each metric of
 a table is a CloudWatch custom metric, billed for the hours it has data):
-``PlansNotKept`` (plans the state store could not keep: a request held the dimension),
+``KeyRangeThrottleEvents`` (throttles of a hot key, which capacity cannot fix: never
+raised for; read from DynamoDB's metrics by cause for throttled dimensions only, see
+:func:`..aws.metrics.fetch_causes`; a table whose causes cannot be read fails, and its
+throttles are all taken for fixable), ``PlansNotKept`` (plans the state store could not
+keep: a request held the dimension),
 ``BadTargets`` (dimensions held because their scalable target's minimum is above its
 maximum) and ``RefusedTags`` (min or max tags
 not obeyed because they would lower a limit below what the dimension consumes at its
@@ -278,7 +282,50 @@ def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
         call=lambda f: with_retries(f, sleep=t.sleep),
     )
     t.shared_failures += errors
+    by_cause: dict[Key, str] = {}
+    series = metrics.fetch_causes(
+        t.clients.cloudwatch,
+        series,
+        start,
+        end,
+        errors=by_cause,
+        call=lambda f: with_retries(f, sleep=t.sleep),
+    )
+    for key, error in by_cause.items():  # its throttles are all taken for fixable
+        t.fail(key[0], f"{key[1] or 'table'} {key[2]}: {error}")
     return series
+
+
+def _report_causes(table: ManagedTable, series: Mapping[Key, Series]) -> float:
+    """Log each dimension's throttles capacity cannot fix (``hot-key``) and those whose
+    cause is unknown (``throttle-causes-unknown``); returns the table's key-range events."""
+    key_range = 0.0
+    for d in table.dimensions:
+        s = series.get(d.key)
+        if s is None:
+            continue
+        where: dict[str, Any] = {"table": table.name, "index": d.index, "dimension": d.dimension}
+        events = sum(s.key_range)
+        if events > 0:
+            key_range += events
+            log_event(
+                "hot-key",
+                level=logging.WARNING,
+                **where,
+                events=events,
+                unfixable_events=sum(s.unfixable),
+                consequence="not raised for: more capacity cannot serve a hot key; "
+                "CloudWatch Contributor Insights (throttled keys) names it",
+            )
+        if s.causes_unknown:
+            log_event(
+                "throttle-causes-unknown",
+                level=logging.WARNING,
+                **where,
+                minutes=s.causes_unknown,
+                consequence="their throttles are taken for provisioned-throughput ones",
+            )
+    return key_range
 
 
 def _refuse_tags(
@@ -339,7 +386,11 @@ def _decide_and_act(
         results = {}
     for change, _ in planned:
         _log_decision(t, table.name, change, results.get(id(change)))
-    t.emf(_table_metrics(table, planned, t.now, table.name in t.failures), table.name)
+    values = _table_metrics(table, planned, t.now, table.name in t.failures)
+    key_range = _report_causes(table, series)
+    if key_range:  # only while it happens (a billed custom metric)
+        values["KeyRangeThrottleEvents"] = key_range
+    t.emf(values, table.name)
     return list(results.values())
 
 
