@@ -352,6 +352,8 @@ def test_scan_retries_a_throttled_page_and_adapts_the_limit_to_item_size():
         ).run(handle)
     stub.assert_no_pending_responses()
     assert result.throttled == 1 and sleeps == [0.1]
+    assert result.throttled_by_cause["unknown"] == 1  # no ThrottlingReasons: as before
+    assert sum(result.throttled_by_cause.values()) == result.throttled
     assert len(seen) == 16 and result.consumed == 8.0
 
 
@@ -400,6 +402,9 @@ def test_writer_resends_unprocessed_items_and_slows_down():
     stub.assert_no_pending_responses()
     assert result.written == 5 and result.failed == [] and result.throttled == 2
     assert result.rates == [40, 20.0, 10.0]  # halved twice, not below the start rate
+    # neither UnprocessedItems nor an exception without ThrottlingReasons says why
+    assert result.throttled_by_cause["unknown"] == 2
+    assert sum(result.throttled_by_cause.values()) == result.throttled
 
 
 def test_writer_returns_items_it_could_not_write_instead_of_dropping_them():

@@ -1,9 +1,9 @@
 """Runs in: workers (the user's own jobs).
 
-Clients for users' own workers: a rate-limited resumable scan, a slow-start writer, and
-the token bucket that paces both by consumed capacity."""
+Clients for users' own workers: a rate-limited resumable scan, a slow-start writer, the
+token bucket that paces both by consumed capacity, and the reading of a throttle's cause."""
 
-from .pacing import PacingError, TokenBucket
+from .pacing import PacingError, TokenBucket, throttle_cause
 from .scan import CursorStore, RateLimitedScan, ScanError, create_cursor_table
 from .writer import SlowStartWriter
 
@@ -15,4 +15,5 @@ __all__ = [
     "SlowStartWriter",
     "TokenBucket",
     "create_cursor_table",
+    "throttle_cause",
 ]

@@ -8,14 +8,61 @@ the difference once the response says what was consumed (:meth:`TokenBucket.sett
 accrue at ``rate`` up to ``burst``; while they are negative (debt) every caller waits. Over
 any span T the units consumed stay within ``burst + rate x T`` plus the estimation error of
 the requests in flight. Thread-safe; the clock and sleep are injectable for tests.
+
+:func:`throttle_cause` tells the workers why DynamoDB throttled a request, from the
+``ThrottlingReasons`` of the exception: a hot key (``"key-range"``) is not cooled by slowing
+the whole job, the other causes are.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from botocore.exceptions import ClientError
+
+#: The error codes of a throttled DynamoDB request (after botocore's own retries).
+THROTTLED = (
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+)
+
+ThrottleCause = Literal["provisioned", "account-limit", "max-on-demand", "unknown", "key-range"]
+#: Every cause, strongest first: a throttle with several reasons takes the strongest's cause.
+#: All but ``"key-range"`` make a worker slow down, so a throttle counts as a hot key only
+#: when every one of its reasons says so.
+CAUSES: tuple[ThrottleCause, ...] = (
+    "provisioned",
+    "account-limit",
+    "max-on-demand",
+    "unknown",
+    "key-range",
+)
+#: The cause that slowing the whole worker does not help: one partition's own limit.
+HOT_KEY: ThrottleCause = "key-range"
+_LIMITS: dict[str, ThrottleCause] = {
+    "ProvisionedThroughputExceeded": "provisioned",
+    "KeyRangeThroughputExceeded": "key-range",
+    "AccountLimitExceeded": "account-limit",
+    "MaxOnDemandThroughputExceeded": "max-on-demand",
+}
+#: Each ``ThrottlingReason.reason`` DynamoDB documents (``<Table|Index><Read|Write><limit>``),
+#: and its cause.
+REASONS: Mapping[str, ThrottleCause] = {
+    f"{resource}{operation}{limit}": cause
+    for resource in ("Table", "Index")
+    for operation in ("Read", "Write")
+    for limit, cause in _LIMITS.items()
+}
+#: More reasons than this in one exception is not an answer DynamoDB gives (a table and its
+#: at most 20 indexes): the throttle is ``"unknown"``.
+MAX_REASONS = 64
 
 
 class PacingError(ValueError):
@@ -86,3 +133,49 @@ class TokenBucket:
         with self._lock:
             self._refill()
             self._tokens = min(self._burst, self._tokens - difference)
+
+
+def strongest(causes: Iterable[ThrottleCause]) -> ThrottleCause:
+    """The first of :data:`CAUSES` among ``causes`` (``"unknown"`` if there are none)."""
+    found = set(causes)
+    return next((cause for cause in CAUSES if cause in found), "unknown")
+
+
+def _reason_cause(entry: object) -> ThrottleCause:
+    reason = entry.get("reason") if isinstance(entry, Mapping) else None
+    return REASONS.get(reason, "unknown") if isinstance(reason, str) else "unknown"
+
+
+def reasons_cause(reasons: object) -> ThrottleCause:
+    """The cause of a throttle from its ``ThrottlingReasons`` as botocore parsed them (a list
+    of ``{"reason": ..., "resource": ...}``). Anything else (missing, not a list, empty, longer
+    than :data:`MAX_REASONS`) is ``"unknown"``, as is an entry that is not such a mapping or
+    whose reason is not one of :data:`REASONS`. Never raises."""
+    if not isinstance(reasons, list | tuple) or not reasons or len(reasons) > MAX_REASONS:
+        return "unknown"
+    return strongest(_reason_cause(entry) for entry in reasons)
+
+
+def throttle_cause(error: ClientError) -> ThrottleCause | None:
+    """Why DynamoDB throttled the request that raised ``error``; None if ``error`` is not a
+    throttle (its code is not one of :data:`THROTTLED`). botocore puts the reasons on the
+    response as ``ThrottlingReasons`` (ProvisionedThroughputExceededException,
+    RequestLimitExceeded) or ``throttlingReasons`` (ThrottlingException); responses without
+    them (older endpoints, DynamoDB Local, moto) are ``"unknown"``. Never raises."""
+    response = getattr(error, "response", None)
+    if not isinstance(response, Mapping):
+        return None
+    info = response.get("Error")
+    code = info.get("Code") if isinstance(info, Mapping) else None
+    if not isinstance(code, str) or code not in THROTTLED:
+        return None
+    reasons = response.get("ThrottlingReasons")
+    if reasons is None:
+        reasons = response.get("throttlingReasons")
+    return reasons_cause(reasons)
+
+
+def jittered(delay: float, rng: random.Random) -> float:
+    """A wait between half of ``delay`` and ``delay`` ("equal jitter"): retries of a hot key
+    spread out, and each still leaves the partition at least half the backoff to cool."""
+    return delay / 2 + rng.uniform(0.0, delay / 2)

@@ -13,11 +13,17 @@ cursor saved after, so a crash between the two delivers that page again on resum
 ``handle_page(segment, items)`` gets each page's items (low-level attribute-value form).
 ``run`` stops cleanly on KeyboardInterrupt or when ``stop`` is set: every segment finishes the
 page in hand, saves its cursor, and the result says ``interrupted``.
+
+A throttled page is retried by its own segment, with exponential backoff; the others go on at
+the scan's rate, which never changes. A hot-key throttle (``ThrottlingReasons`` say
+``KeyRangeThroughputExceeded``) is retried with a jittered backoff, so that segments stuck on
+the same partition do not retry in step. ``throttled_by_cause`` counts throttles by cause.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -30,17 +36,12 @@ from botocore.exceptions import ClientError
 from ..aws import items as table_items
 from ..aws.items import create_cursor_table as create_cursor_table
 from ..events import log_event
-from .pacing import TokenBucket
+from .pacing import CAUSES, HOT_KEY, TokenBucket, jittered, throttle_cause
+from .pacing import THROTTLED as THROTTLED
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-
-THROTTLED = (
-    "ProvisionedThroughputExceededException",
-    "ThrottlingException",
-    "RequestLimitExceeded",
-)
 MAX_LIMIT = 1000
 Page = Callable[[int, list[dict[str, Any]]], None]
 
@@ -100,9 +101,12 @@ class ScanResult:
     items: int = 0
     pages: int = 0
     consumed: float = 0.0
+    #: throttled pages retried, of every cause
     throttled: int = 0
     interrupted: bool = False
     segments_done: list[int] = field(default_factory=list)
+    #: ``throttled`` by cause (see ``pacing.CAUSES``): every cause, 0 if none
+    throttled_by_cause: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0))
 
 
 class RateLimitedScan:
@@ -118,6 +122,9 @@ class RateLimitedScan:
     :param index: passed to Scan as ``IndexName``.
     :param consistent_read: passed to Scan as ``ConsistentRead``.
     :param projection: passed to Scan as ``ProjectionExpression``.
+    :param max_throttle_retries: how often one page is retried when throttled, whatever the
+        cause; then the scan stops with the error. Default 10.
+    :param rng: the source of the hot-key backoff's jitter (for tests). Default: its own.
     """
 
     def __init__(
@@ -137,6 +144,7 @@ class RateLimitedScan:
         max_throttle_retries: int = 10,
         sleep: Callable[[float], None] = time.sleep,
         bucket: TokenBucket | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         if (
             isinstance(segments, bool)
@@ -172,6 +180,9 @@ class RateLimitedScan:
             self.extra["ProjectionExpression"] = projection
         self.max_throttle_retries = max_throttle_retries
         self.sleep = sleep
+        if rng is not None and not isinstance(rng, random.Random):
+            raise ScanError(f"rng: got {rng!r}; expected a random.Random, or None for its own")
+        self.rng = rng or random.Random()  # noqa: S311 (jitter, not secrets)
         self.stop = threading.Event()
         self._lock = threading.Lock()
         self._result = ScanResult()
@@ -200,15 +211,17 @@ class RateLimitedScan:
             try:
                 return table_items.scan_page(self.dynamodb, request)
             except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") not in THROTTLED or (
-                    attempt == self.max_throttle_retries
-                ):
+                cause = throttle_cause(exc)
+                if cause is None or attempt == self.max_throttle_retries:
                     self.bucket.settle(-estimate)
                     raise
                 with self._lock:
                     self._result.throttled += 1
+                    self._result.throttled_by_cause[cause] += 1
                 delay = min(20.0, 0.1 * 2**attempt)
-                log_event("scan-throttled", segment=segment, retry_in_seconds=delay)
+                if cause == HOT_KEY:
+                    delay = jittered(delay, self.rng)
+                log_event("scan-throttled", segment=segment, cause=cause, retry_in_seconds=delay)
                 self.sleep(delay)
                 if self.stop.is_set():
                     self.bucket.settle(-estimate)

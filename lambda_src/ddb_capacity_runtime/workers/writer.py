@@ -13,13 +13,18 @@ The rate starts at ``start_rate`` units per second and is multiplied by ``step_f
 provisioned capacity": auto scaling gets time to follow).
 When DynamoDB throttles (UnprocessedItems, ProvisionedThroughputExceededException) the rate is
 halved (not below ``start_rate``) and growth waits a full step; unprocessed items are sent
-again. An item that is still unwritten after ``max_attempts`` sends, or that DynamoDB rejects
-as invalid, is returned in ``failed``, never dropped.
+again. A hot-key throttle (the exception's ``ThrottlingReasons`` all say
+``KeyRangeThroughputExceeded``) leaves the rate and its growth alone: only that batch waits, a
+jittered backoff, and is sent again before the items after it. An item that is still unwritten
+after ``max_attempts`` sends, whatever the cause, or that DynamoDB rejects as invalid, is
+returned in ``failed``, never dropped. ``rng`` (a ``random.Random``) is the jitter's source,
+for tests; ``result.throttled_by_cause`` counts throttles by cause.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,14 +34,25 @@ from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import ClientError
 
 from ..aws import items as table_items
-from .pacing import PacingError, TokenBucket
-from .scan import THROTTLED
+from ..events import log_event
+from .pacing import (
+    CAUSES,
+    HOT_KEY,
+    PacingError,
+    ThrottleCause,
+    TokenBucket,
+    jittered,
+    strongest,
+    throttle_cause,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
 BATCH = 25
+#: An item to write: as given, serialized, and how often it was sent already.
+Entry = tuple[Mapping[str, Any], dict[str, Any], int]
 
 
 @dataclass(frozen=True)
@@ -49,10 +65,13 @@ class Failed:
 class WriteResult:
     written: int = 0
     consumed: float = 0.0
+    #: throttled sends, of every cause
     throttled: int = 0
     batches: int = 0
     failed: list[Failed] = field(default_factory=list)
     rates: list[float] = field(default_factory=list)  # the rate after each change
+    #: ``throttled`` by cause (see ``pacing.CAUSES``): every cause, 0 if none
+    throttled_by_cause: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0))
 
 
 class SlowStartWriter:
@@ -68,6 +87,7 @@ class SlowStartWriter:
         max_attempts: int = 8,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
     ) -> None:
         for name, value in (
             ("start_rate", start_rate),
@@ -102,6 +122,9 @@ class SlowStartWriter:
         self.step_seconds, self.step_factor = float(step_seconds), float(step_factor)
         self.max_attempts = max_attempts
         self.clock, self.sleep = clock, sleep
+        if rng is not None and not isinstance(rng, random.Random):
+            raise PacingError(f"rng: got {rng!r}; expected a random.Random, or None for its own")
+        self.rng = rng or random.Random()  # noqa: S311 (jitter, not secrets)
         self.bucket = TokenBucket(self.start_rate, clock=clock, sleep=sleep)
         self._serializer = TypeSerializer()
         self._stepped = clock()
@@ -112,13 +135,45 @@ class SlowStartWriter:
             self._stepped = now
             result.rates.append(self.bucket.rate)
 
-    def _back_off(self, result: WriteResult) -> None:
+    def _back_off(self, result: WriteResult, cause: ThrottleCause) -> None:
         result.throttled += 1
+        result.throttled_by_cause[cause] += 1
+        if cause == HOT_KEY:
+            return  # one partition's limit: a slower job would not cool it
         slower = max(self.start_rate, self.bucket.rate / 2)
         if slower != self.bucket.rate:
             self.bucket.set_rate(slower)
             result.rates.append(slower)
         self._stepped = self.clock()  # growth waits a full step
+
+    def _retry(
+        self, retry: Sequence[Entry], cause: ThrottleCause, result: WriteResult
+    ) -> list[Entry]:
+        """After a throttle: back off, return in ``failed`` the entries out of attempts, wait,
+        and return the others to send again."""
+        self._back_off(result, cause)
+        again = []
+        for original, serialized, attempts in retry:
+            if attempts + 1 >= self.max_attempts:
+                result.failed.append(
+                    Failed(original, f"still unprocessed after {attempts + 1} attempts")
+                )
+            else:
+                again.append((original, serialized, attempts + 1))
+        delay = min(10.0, 0.05 * 2 ** min(again[0][2], 8)) if again else 0.0
+        if cause == HOT_KEY:
+            delay = jittered(delay, self.rng)
+        log_event(
+            "write-throttled",
+            cause=cause,
+            items=len(again),
+            failed=len(retry) - len(again),
+            rate=self.bucket.rate,
+            retry_in_seconds=delay if again else None,
+        )
+        if again:
+            self.sleep(delay)
+        return again
 
     def _serialize(self, item: Mapping[str, Any]) -> dict[str, Any]:
         return {k: self._serializer.serialize(v) for k, v in item.items()}
@@ -127,7 +182,7 @@ class SlowStartWriter:
         result = WriteResult(rates=[self.bucket.rate])
         self._stepped = self.clock()
         per_item = 1.0  # units per item, learned from ConsumedCapacity
-        pending: list[tuple[Mapping[str, Any], dict[str, Any], int]] = []
+        pending: list[Entry] = []
         source = iter(items)
         exhausted = False
         while pending or not exhausted:
@@ -146,49 +201,34 @@ class SlowStartWriter:
             self._grow(self.clock(), result)
             estimate = per_item * len(batch)
             self.bucket.acquire(estimate)
-            retry, units = self._send(batch, result)
+            retry, units, cause = self._send(batch, result)
             self.bucket.settle(units - estimate)
             written = len(batch) - len(retry)
             if written > 0 and units > 0:
                 per_item = units / written
             if retry:
-                self._back_off(result)
-                again = []
-                for original, serialized, attempts in retry:
-                    if attempts + 1 >= self.max_attempts:
-                        result.failed.append(
-                            Failed(original, f"still unprocessed after {attempts + 1} attempts")
-                        )
-                    else:
-                        again.append((original, serialized, attempts + 1))
-                if again:
-                    self.sleep(min(10.0, 0.05 * 2 ** min(again[0][2], 8)))
-                pending = again + pending
+                pending = self._retry(retry, cause or "unknown", result) + pending
         return result
 
     def _send(
-        self, batch: Sequence[tuple[Mapping[str, Any], dict[str, Any], int]], result: WriteResult
-    ) -> tuple[list[tuple[Mapping[str, Any], dict[str, Any], int]], float]:
-        """One BatchWriteItem; returns the entries to send again and the units consumed."""
+        self, batch: Sequence[Entry], result: WriteResult
+    ) -> tuple[list[Entry], float, ThrottleCause | None]:
+        """One BatchWriteItem; returns the entries to send again, the units consumed, and why
+        DynamoDB throttled them (None: it did not). UnprocessedItems carry no reasons: their
+        cause is ``"unknown"``."""
         result.batches += 1
         try:
             response = table_items.write_batch(self.dynamodb, self.table, [s for _, s, _ in batch])
         except ClientError as exc:
+            cause = throttle_cause(exc)
+            if cause is not None:
+                return list(batch), 0.0, cause
             code = exc.response.get("Error", {}).get("Code", "")
-            if code in THROTTLED:
-                return list(batch), 0.0
             if code == "ValidationException" and len(batch) > 1:
-                # One bad item fails the whole batch: send each alone to find it.
-                retry: list[tuple[Mapping[str, Any], dict[str, Any], int]] = []
-                units = 0.0
-                for entry in batch:
-                    r, u = self._send([entry], result)
-                    retry.extend(r)
-                    units += u
-                return retry, units
+                return self._send_each(batch, result)
             message = exc.response.get("Error", {}).get("Message", "")
             result.failed.extend(Failed(o, f"{code}: {message}") for o, _, _ in batch)
-            return [], 0.0
+            return [], 0.0, None
         units = sum(
             float(c.get("CapacityUnits", 0.0)) for c in response.get("ConsumedCapacity", [])
         )
@@ -197,4 +237,19 @@ class SlowStartWriter:
         retry = [e for e in batch if e[1] in keys]
         result.written += len(batch) - len(retry)
         result.consumed += units
-        return retry, units
+        return retry, units, "unknown" if retry else None
+
+    def _send_each(
+        self, batch: Sequence[Entry], result: WriteResult
+    ) -> tuple[list[Entry], float, ThrottleCause | None]:
+        """One bad item fails the whole batch: send each alone to find it. Of the throttles
+        among them, the strongest cause stands for all."""
+        retry: list[Entry] = []
+        units = 0.0
+        causes: list[ThrottleCause] = []
+        for entry in batch:
+            r, u, c = self._send([entry], result)
+            retry.extend(r)
+            units += u
+            causes.extend([c] if c is not None else [])
+        return retry, units, strongest(causes) if causes else None
