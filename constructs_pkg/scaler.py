@@ -60,6 +60,8 @@ DEFAULT_THROTTLED_FOR = Duration.minutes(10)
 #: Ticks in a row that find a table UPDATING before it alarms: 10 minutes at the default
 #: tick, longer than an UpdateTable of capacity takes ("several minutes").
 DEFAULT_UPDATING_TICKS = 5
+#: How long a managed table's key-range throttles last before its hot-key alarm fires.
+DEFAULT_HOT_KEY_FOR = Duration.minutes(10)
 #: CloudWatch evaluates an alarm over at most a day (periods times evaluation periods).
 ALARM_WINDOW_SECONDS = 86_400
 
@@ -87,6 +89,11 @@ class ThrottleAwareScaler(Construct):
     :param throttled_for: alarm when a managed table is throttled this long. Default 10 min.
     :param updating_for_ticks: alarm when a managed table is found UPDATING (and so skipped)
         by this many ticks in a row: a whole number from 1 to a day's ticks. Default 5.
+    :param hot_key_for: alarm when a managed table's requests are throttled by a hot key
+        (key-range throttles, which capacity cannot fix and the scaler never raises for)
+        in every tick for this long: from one tick to a day. Default 10 minutes. One alarm
+        per managed table; its description points to CloudWatch Contributor Insights in
+        its throttled-keys mode, which names the keys (docs: Hot keys).
 
     The scaler keeps its run-time state (the configured minimum of a dimension it holds
     raised, the autopilot's plans) in ``state_store``, a small on-demand table (child
@@ -112,13 +119,14 @@ class ThrottleAwareScaler(Construct):
         pinned_at_max_for: Duration = DEFAULT_PINNED_FOR,
         throttled_for: Duration = DEFAULT_THROTTLED_FOR,
         updating_for_ticks: int = DEFAULT_UPDATING_TICKS,
+        hot_key_for: Duration = DEFAULT_HOT_KEY_FOR,
     ) -> None:
         super().__init__(scope, id)
         self._where = f"ThrottleAwareScaler {self.node.path}"
         tick_minutes = self._validate_props(tick, mode, updating_for_ticks, tag_key)
         given = table_list(self._where, tables)
-        self._tick = tick
-        self._throttled_for = throttled_for
+        self._tick, self._throttled_for = tick, throttled_for
+        self._hot_key_ticks = self._validate_hot_key_for(hot_key_for)
         self._tables: list[dynamodb.ITable] = []
         self._overrides: dict[str, Any] = {}
         self._forget_state_tags: iam.PolicyStatement | None = None
@@ -188,6 +196,22 @@ class ThrottleAwareScaler(Construct):
                 f"{where}: tag_key must be a tag key of 1 to 128 characters; got {tag_key!r}"
             )
         return int(seconds // 60)
+
+    def _validate_hot_key_for(self, hot_key_for: Duration) -> int:
+        """``hot_key_for`` checked; returns it in ticks (rounded up)."""
+        seconds = hot_key_for.to_seconds() if isinstance(hot_key_for, Duration) else None
+        tick = self._tick.to_seconds()
+        if seconds is None or not tick <= seconds <= ALARM_WINDOW_SECONDS:
+            shown_value = (
+                hot_key_for.to_human_string()
+                if isinstance(hot_key_for, Duration)
+                else shown(hot_key_for)
+            )
+            raise CapacityConfigError(
+                f"{self._where}: hot_key_for must be a Duration from one tick "
+                f"({self._tick.to_human_string()}) to 1 day; got {shown_value}"
+            )
+        return math.ceil(seconds / tick)
 
     def _render_function(self, settings: ScalerConfig) -> None:
         """The scheduled function, configured by ``settings`` and its state store."""
@@ -268,6 +292,7 @@ class ThrottleAwareScaler(Construct):
         self._grant_table(table)
         for index in [None, *indexes]:
             self._index_alarms(table, label, index)
+        self._hot_key_alarm(table, label)
         self._render_tables()
 
     def _configure_bounds(self, table: TableCapacity, label: str) -> list[str]:
@@ -490,6 +515,36 @@ class ThrottleAwareScaler(Construct):
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
                 alarm_description=f"A managed table has been UPDATING for {updating_ticks} "
                 f"ticks in a row ({span}); the scaler skips a table while it is UPDATING",
+            )
+        )
+
+    def _hot_key_alarm(self, table: dynamodb.ITable, label: str) -> None:
+        """The table's hot-key alarm: the key-range throttles the scaler counts for it (its
+        GSIs' included) in every tick of ``hot_key_for``. Named after the table, as the
+        throttle alarms are."""
+        metric = cloudwatch.Metric(
+            namespace=NAMESPACE,
+            metric_name="KeyRangeThrottleEvents",
+            dimensions_map={"TableName": table.table_name},
+            statistic="Sum",
+            period=self._tick,
+        )
+        ticks = self._hot_key_ticks
+        span = Duration.seconds(self._tick.to_seconds() * ticks).to_human_string()
+        self._notify(
+            metric.create_alarm(
+                self,
+                f"HotKey{label}",
+                threshold=1,
+                evaluation_periods=ticks,
+                datapoints_to_alarm=ticks,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                alarm_description=f"A hot key has throttled this table (or a GSI of it) for "
+                f"{span}: key-range throttles, which more capacity cannot fix and the scaler "
+                "does not raise for. Enable CloudWatch Contributor Insights on it in "
+                "throttled-keys mode (ContributorInsightsMode THROTTLED_KEYS) to see which "
+                "keys, then spread their traffic (docs: Hot keys)",
             )
         )
 

@@ -434,9 +434,9 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(stack: cdk.Stack) -> None:
     topic = stack.resolve(scaler.topic.topic_arn)
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     assert all(a["Properties"]["AlarmActions"] == [topic] for a in alarms.values())
-    # errors, DLQ, not running, bad targets, refused tags, pinned at max, updating, and
-    # 2 x 2 x (table + 1 GSI) throttling
-    assert len(alarms) == 7 + 4
+    # errors, DLQ, not running, bad targets, refused tags, pinned at max, updating,
+    # 2 x 2 x (table + 1 GSI) throttling, and the table's hot key
+    assert len(alarms) == 7 + 4 + 1
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
@@ -518,6 +518,46 @@ def test_a_table_updating_for_n_ticks_in_a_row_alarms(
     )
     assert alarm["AlarmActions"] == [stack.resolve(scaler.topic.topic_arn)]
     assert f"UPDATING for {ticks} ticks in a row" in alarm["AlarmDescription"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "ticks", "period"),
+    [
+        ({}, 5, 120),
+        ({"hot_key_for": cdk.Duration.minutes(30)}, 15, 120),
+        ({"tick": cdk.Duration.minutes(5), "hot_key_for": cdk.Duration.minutes(12)}, 3, 300),
+    ],
+)
+def test_each_managed_table_has_one_hot_key_alarm_on_its_own_key_range_throttles(
+    stack: cdk.Stack, kwargs: dict[str, Any], ticks: int, period: int
+) -> None:
+    # GIVEN two managed tables, one with a GSI
+    orders = dynamodb.Table.from_table_name(stack, "Orders", "orders")
+    table = feed(stack)
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[table, orders], **kwargs)
+    alarms = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm")
+    hot = {k: a["Properties"] for k, a in alarms.items() if k.startswith("ScalerHotKey")}
+    # THEN one alarm per table (a GSI's throttles count on its table), on the count the
+    # scaler makes per table per tick, in every tick of hot_key_for
+    assert len(hot) == 2
+    dimensions = [a["Dimensions"] for a in hot.values()]
+    assert sorted(dimensions, key=str) == sorted(
+        [
+            [{"Name": "TableName", "Value": stack.resolve(table.table.table_name)}],
+            [{"Name": "TableName", "Value": "orders"}],
+        ],
+        key=str,
+    )
+    for alarm in hot.values():
+        assert (alarm["Namespace"], alarm["MetricName"]) == (
+            "DynamoDBCapacity",
+            "KeyRangeThrottleEvents",
+        )
+        assert (alarm["Period"], alarm["Statistic"]) == (period, "Sum")
+        assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (ticks, ticks)
+        assert alarm["TreatMissingData"] == "notBreaching"
+        assert "THROTTLED_KEYS" in alarm["AlarmDescription"]
+        assert alarm["AlarmActions"] == [stack.resolve(scaler.topic.topic_arn)]
 
 
 @pytest.mark.parametrize(
@@ -606,6 +646,18 @@ def test_dry_run_and_tick(stack: cdk.Stack) -> None:
                 f"a tick of 2 minutes); got {bad!r}",
             )
             for bad in (0, 721, 2.5, True, "5")
+        ),
+        (
+            {"hot_key_for": cdk.Duration.minutes(1)},
+            "hot_key_for must be a Duration from one tick (2 minutes) to 1 day; got 1 minute",
+        ),
+        (
+            {"hot_key_for": cdk.Duration.days(2)},
+            "hot_key_for must be a Duration from one tick (2 minutes) to 1 day; got 2 days",
+        ),
+        (
+            {"hot_key_for": 10},
+            "hot_key_for must be a Duration from one tick (2 minutes) to 1 day; got 10",
         ),
     ],
 )
