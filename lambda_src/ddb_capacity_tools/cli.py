@@ -48,7 +48,7 @@ from .simulator import tune as tune_module
 from .simulator.backtest import MAX_DAYS, history, history_end
 from .simulator.chart import ChartError
 from .simulator.ensemble import ENSEMBLES, EnsembleError, run_ensemble, settings_of
-from .simulator.model import FRACTIONAL, ModelError, ModelParams
+from .simulator.model import FRACTIONAL, OFF, OPTIONAL, ModelError, ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES, SPEC_HELP, PolicyError, Spec, parse
 from .simulator.prices import PriceError, Prices
 from .simulator.run import DEFAULT_POLICIES, simulate
@@ -73,13 +73,30 @@ INPUT_ERRORS = (
 def _model_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("model (docs: Simulator, 'The model')")
     for f in fields(ModelParams):
+        number = float if f.name in FRACTIONAL else int
+        shown = f"default {f.default}"
+        if f.name in OFF:
+            number = _or_off(number)
+            shown = f"default {f.default}; off: {OPTIONAL[f.name]}"
+        elif f.name in OPTIONAL:
+            shown = f"default: {OPTIONAL[f.name]}"
         group.add_argument(
             "--" + f.name.replace("_", "-"),
             dest=f.name,
-            type=float if f.name in FRACTIONAL else int,
+            type=number,
             default=f.default,
-            help=f"default {f.default}",
+            help=shown,
         )
+
+
+def _or_off(number: type) -> Any:
+    """An option's type that also takes ``off`` (None: see ``model.OPTIONAL``)."""
+
+    def convert(text: str) -> Any:
+        return None if text.strip().lower() == "off" else number(text)
+
+    convert.__name__ = number.__name__  # argparse names it in "invalid float value"
+    return convert
 
 
 def _policy_options(parser: argparse.ArgumentParser) -> None:
@@ -419,13 +436,14 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     params.validate(flags=True)
     prices = Prices().overridden(args.price)
     name = args.ensemble or "plausible"
-    settings = settings_of(name, params)
+    settings_of(name, params)  # the name and its settings, checked before any input is read
     candidates = args.candidate or list(tune_module.CANDIDATES)
     for c in candidates:
         spec = parse(c, params.max_capacity, "--candidate")
         if spec.kind not in ("stock", "autopilot", "on-demand"):
             raise PolicyError(f"--candidate: got {c!r}; expected {tune_module.CANDIDATE_HELP}")
     trace = _trace(args, params)
+    settings = settings_of(name, params, trace)
     tuning = tune_module.tune(trace, settings, candidates, prices, args.tick, args.workers)
     if args.json:
         out.write(json.dumps({"ensemble": name, **tuning.as_json()}) + "\n")
@@ -444,6 +462,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         chart.check(args.chart)  # before any work: a missing matplotlib is known now
     entries = schedules.load(args.schedule) if args.schedule else None
     trace = _trace(args, params)
+    params = params.for_trace(trace)  # the hot key: the trace's own unless given
     specs = _specs(args, trace, params)
     if not 1 <= args.workers <= 64:
         raise PolicyError(f"--workers: got {args.workers}; expected a whole number from 1 to 64")

@@ -1,7 +1,15 @@
 """Runs in: workstation (the `ddb-capacity` command).
 
 A trace from a real table's CloudWatch history: consumed capacity plus throttled demand,
-per minute, for the table or one GSI. Uses the scaler's own metric fetch."""
+per minute, for the table or one GSI. Uses the scaler's own metric fetch.
+
+Where DynamoDB published the throttles by cause (``{Read,Write}KeyRangeThroughputThrottleEvents``
+and the others, read by the scaler's own :func:`fetch_causes`), the refused demand is split:
+the key-range part goes to :attr:`Trace.key_range`, and every replay refuses it again
+whatever the capacity (a hot partition refused it); the rest is demand capacity could have
+served. Where they were not published (older minutes, a Region without them) or could not
+be read, every throttle is taken for a provisioned-throughput one, as before the causes
+were published, and the trace's notes say so."""
 
 from __future__ import annotations
 
@@ -10,9 +18,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ddb_capacity_runtime.aws.metrics import fetch
+from ddb_capacity_runtime.aws.metrics import fetch, fetch_causes
+from ddb_capacity_runtime.core.series import Key as SeriesKey
+from ddb_capacity_runtime.core.series import Series
 
-from .trace import Trace, TraceError
+from .trace import Key, Trace, TraceError
 
 #: CloudWatch keeps 1-minute datapoints for 15 days.
 MAX_DAYS = 15
@@ -54,20 +64,56 @@ def history(
             )
     start = end - timedelta(days=days)
     keys = [(table, index, "read"), (table, index, "write")]
-    series = fetch(cloudwatch, keys, start, end)
+    errors: dict[SeriesKey, str] = {}
+    series = fetch_causes(
+        cloudwatch, fetch(cloudwatch, keys, start, end), start, end, errors=errors
+    )
     demand = {}
     for key in keys:
         s = series[key]
         demand[(index, key[2])] = [
             c + t * units_per_request / 60 for c, t in zip(s.consumed, s.throttles, strict=True)
         ]
+    key_range, said = by_cause(series, units_per_request, errors)
     name = table if index is None else f"{table}/{index}"
     return Trace(
         name,
         start,
         demand,
-        notes=f"CloudWatch history of {name}, {days} day(s) to {end:%Y-%m-%d %H:%M} UTC",
+        notes=f"CloudWatch history of {name}, {days} day(s) to {end:%Y-%m-%d %H:%M} UTC"
+        + (f"; {said}" if said else ""),
+        key_range=key_range,
     )
+
+
+def by_cause(
+    series: dict[SeriesKey, Series], units_per_request: float, errors: dict[SeriesKey, str]
+) -> tuple[dict[Key, list[float]] | None, str]:
+    """The demand refused by key range (units/s, per dimension and minute; None when none
+    was), and a note on the causes: how much of the refused demand each explains, and
+    which throttled minutes had no cause published (taken for provisioned-throughput
+    throttles, lumped)."""
+    key_range: dict[Key, list[float]] = {}
+    notes, lumped = [], []
+    for key, s in series.items():
+        refused = sum(s.throttles)
+        if refused <= 0:
+            continue
+        label = key[2]
+        if key in errors:
+            lumped.append(f"{label} (causes not read: {errors[key]})")
+        elif s.causes_unknown:
+            lumped.append(f"{label} ({s.causes_unknown} throttled minute(s) without causes)")
+        if s.key_range and any(s.key_range):
+            key_range[(key[1], key[2])] = [k * units_per_request / 60 for k in s.key_range]
+        notes.append(f"{label}: {sum(s.key_range) / refused:.0%} of throttle events key-range")
+    if lumped:
+        notes.append(
+            "throttles by cause not published for "
+            + ", ".join(lumped)
+            + ": taken for provisioned-throughput throttles (lumped)"
+        )
+    return key_range or None, "; ".join(notes)
 
 
 def history_end(end: datetime | None) -> datetime:

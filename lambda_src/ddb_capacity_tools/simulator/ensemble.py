@@ -19,6 +19,10 @@ of throttled units and cost per policy and dimension.
 - retries: none, or an SDK's 2 retries of each throttled request (the standard retry mode
   makes 3 attempts), and 2 units per request, which the throttle-aware policy is not told.
 
+- a hot key: its share of the requests at 0.5, 1 or 1.5 times the command line's (or the
+  trace's own), and DynamoDB's split for heat after half, once or twice the command
+  line's minutes, or never. With no hot key (share 0) these change nothing.
+
 Each setting carries its own seed, so the ensemble is reproducible.
 """
 
@@ -92,6 +96,22 @@ ENSEMBLES: dict[str, tuple[dict[str, Any], ...]] = {
 }
 
 
+#: Per named ensemble and setting: the factor on the hot key's share (at most 1) and on
+#: the minutes before a split for heat (None: never splits).
+HOT_KEY_SPREAD: dict[str, tuple[tuple[float, float | None], ...]] = {
+    "plausible": (
+        (1.0, 1.0),
+        (1.0, 1.0),
+        (0.5, 1.0),
+        (1.5, 2.0),
+        (1.0, None),
+        (1.5, None),
+        (0.5, 0.5),
+        (1.0, 2.0),
+    ),
+}
+
+
 class EnsembleError(ValueError):
     """An unknown ensemble name."""
 
@@ -133,17 +153,35 @@ class EnsembleResult:
         }
 
 
-def settings_of(name: str, base: ModelParams) -> list[ModelParams]:
-    """The ensemble ``name``'s settings on top of ``base`` (the other fields)."""
+def settings_of(name: str, base: ModelParams, trace: Trace | None = None) -> list[ModelParams]:
+    """The ensemble ``name``'s settings on top of ``base`` (the other fields). The hot key's
+    share is spread around ``base``'s, or ``trace``'s own when ``base`` leaves it to the
+    trace (without ``trace``, it is left to the trace, unspread)."""
     if name not in ENSEMBLES:
         raise EnsembleError(f"--ensemble: got {name!r}; expected one of {', '.join(ENSEMBLES)}")
+    if trace is not None:
+        base = base.for_trace(trace)
+    spread = HOT_KEY_SPREAD.get(name, ((1.0, 1.0),) * len(ENSEMBLES[name]))
     out = []
-    for overrides in ENSEMBLES[name]:
+    for overrides, (skew, split) in zip(ENSEMBLES[name], spread, strict=True):
         try:
-            out.append(replace(base, **overrides).validate())
+            out.append(replace(_hot_key(base, skew, split), **overrides).validate())
         except ModelError as exc:
             raise EnsembleError(f"--ensemble {name}: {exc}") from None
     return out
+
+
+def _hot_key(base: ModelParams, skew: float, split: float | None) -> ModelParams:
+    """``base`` with its hot key's share times ``skew`` (at most 1) and its minutes before
+    a split for heat times ``split`` (None: never). Without a hot key, ``base`` as it is."""
+    if not base.key_skew:
+        return base
+    minutes = base.split_minutes
+    return replace(
+        base,
+        key_skew=min(1.0, base.key_skew * skew),
+        split_minutes=None if minutes is None or split is None else max(1, round(minutes * split)),
+    )
 
 
 def _one(args: tuple[Trace, Sequence[Spec], ModelParams, Prices, Any, int]) -> list[Any]:

@@ -26,18 +26,24 @@ from __future__ import annotations
 import math
 import operator
 import random
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from itertools import accumulate, repeat
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 from ddb_capacity_runtime.core.quota import DecreaseLedger
 
+from .partitions import HotPartition
 from .trace import MINUTE, Key, Trace
 
 #: The fields that take any number in their range; every other field is a whole number.
-FRACTIONAL = frozenset({"units_per_request", "burst_fraction"})
+FRACTIONAL = frozenset({"units_per_request", "burst_fraction", "key_skew", "table_size_gb"})
+#: The fields that may also be None, and what None means.
+OPTIONAL = {"key_skew": "the trace's own", "split_minutes": "never"}
+#: Of those, the ones the command line sets to None with ``off`` (``--key-skew`` is None
+#: when it is not given).
+OFF = frozenset({"split_minutes"})
 
 
 class ModelError(ValueError):
@@ -73,6 +79,16 @@ class ModelParams:
         default). Policies move inside it.
     :param warmup_minutes: minutes simulated before the trace at its first row's demand, so
         policies start settled and with a CloudWatch history. Not counted in results.
+    :param key_skew: the hot key's share of every dimension's requests, 0 to 1 (the
+        partition model, :mod:`.partitions`). 0: no hot key, and no partition limits (the
+        model before partitions, exactly). None (the default): the trace's own
+        (:attr:`Trace.key_skew`; 0 for a CSV trace or a table's history).
+    :param split_minutes: minutes in a row the hot partition must be asked for more than it
+        serves before DynamoDB splits it for heat. None: never. Default 15.
+    :param table_size_gb: the table's size (and each GSI's): at least one partition per
+        10 GB. Default 0.
+    :param warm_read_units, warm_write_units: the table's (and each GSI's) warm throughput:
+        counted towards its partitions as if it had been provisioned. Default 0.
     """
 
     burst_seconds: int = 300
@@ -88,6 +104,11 @@ class ModelParams:
     delay_spread_minutes: int = 0
     update_spread_minutes: int = 0
     model_seed: int = 1
+    key_skew: float | None = None
+    split_minutes: int | None = 15
+    table_size_gb: float = 0.0
+    warm_read_units: int = 0
+    warm_write_units: int = 0
 
     def validate(self, flags: bool = False) -> ModelParams:
         """Raise :class:`ModelError` for the first field out of range, named as a field or,
@@ -110,9 +131,16 @@ class ModelParams:
             "delay_spread_minutes": (0, 10),
             "update_spread_minutes": (0, 30),
             "model_seed": (0, 2**31 - 1),
+            "key_skew": (0, 1),
+            "split_minutes": (1, 1440),
+            "table_size_gb": (0, 1_000_000),
+            "warm_read_units": (0, 1_000_000),
+            "warm_write_units": (0, 1_000_000),
         }
         for f in fields(self):
             value = getattr(self, f.name)
+            if value is None and f.name in OPTIONAL:
+                continue
             lo, hi = bounds[f.name]
             whole = f.name not in FRACTIONAL
             ok = (
@@ -124,8 +152,11 @@ class ModelParams:
             )
             if not ok:
                 kind = "a whole number" if whole else "a number"
+                also = ""
+                if f.name in OPTIONAL and (f.name in OFF or not flags):
+                    also = f", or {'off' if flags else 'None'} ({OPTIONAL[f.name]})"
                 raise ModelError(
-                    f"{name(f.name)}: got {value!r}; expected {kind} from {lo:g} to {hi:g}"
+                    f"{name(f.name)}: got {value!r}; expected {kind} from {lo:g} to {hi:g}{also}"
                 )
         if self.min_capacity > self.max_capacity:
             raise ModelError(
@@ -138,6 +169,14 @@ class ModelParams:
     def burst(self) -> float:
         """Seconds of unused capacity the bucket can hold, with the fraction left to you."""
         return self.burst_seconds * self.burst_fraction
+
+    def skew(self, trace: Trace) -> float:
+        """The hot key's share on ``trace``: ``key_skew``, or the trace's own when None."""
+        return trace.key_skew if self.key_skew is None else self.key_skew
+
+    def for_trace(self, trace: Trace) -> ModelParams:
+        """These parameters with ``key_skew`` resolved for ``trace`` (as results report it)."""
+        return replace(self, key_skew=self.skew(trace))
 
 
 class Minute(NamedTuple):
@@ -191,6 +230,10 @@ class SimulatedDimension:
     #: Refused units per second, and the capacity in force, each minute.
     throttled: list[float] = field(default_factory=list)
     provisioned_at: list[int] = field(default_factory=list)
+    #: Of the refused units, those the hot partition refused (key-range throttles), and
+    #: their throttle events; kept only when the partition model is on.
+    key_range: list[float] = field(default_factory=list)
+    key_range_events: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -202,6 +245,15 @@ class Recorded:
     throttled: list[float] = field(default_factory=list)
     provisioned: list[int] = field(default_factory=list)
     throttle_events: list[float] = field(default_factory=list)
+    #: Of ``throttled``, per minute, what the hot partition refused (key-range throttles).
+    #: Set (:meth:`with_key_range`) only by a run with the partition model on; else empty:
+    #: nothing was refused by key range.
+    key_range: ClassVar[Sequence[float]] = ()
+
+    def with_key_range(self, refused: Sequence[float]) -> Recorded:
+        """This record, with the key-range refusals of each minute."""
+        self.__dict__["key_range"] = list(refused)
+        return self
 
 
 class SimulatedTable:
@@ -234,6 +286,24 @@ class SimulatedTable:
         self._served = [(self.dims[k], trace.demand[k]) for k in self.keys]
         self._burst = params.burst
         self._attempts = (1 + params.retries) * 60 / params.units_per_request
+        #: per table or GSI, its partitions as the hot key meets them; None: the model is off
+        self.partitions = self._partitions(initial)
+        self._key_range = trace.key_range or {}
+
+    def _partitions(self, initial: Mapping[Key, int]) -> dict[str | None, HotPartition] | None:
+        p, trace = self.params, self.trace
+        skew = p.skew(trace)
+        if skew <= 0 and not trace.key_range:
+            return None
+        out: dict[str | None, HotPartition] = {}
+        for index, dim in self.keys:
+            part = out.get(index)
+            if part is None:
+                part = out[index] = HotPartition(skew, p.split_minutes, p.table_size_gb)
+                part.grow("read", p.warm_read_units)
+                part.grow("write", p.warm_write_units)
+            part.grow(dim, initial[(index, dim)])
+        return out
 
     @property
     def recorded(self) -> dict[Key, Recorded]:
@@ -248,6 +318,8 @@ class SimulatedTable:
                 d.provisioned_at[i:],
                 d.throttle_events[i:],
             )
+            if d.key_range:
+                out[k].with_key_range(d.key_range[i:])
         return out
 
     # ------------------------------------------------------------------ time and data
@@ -264,13 +336,20 @@ class SimulatedTable:
         return self._times[i : i + count]
 
     def datapoints(
-        self, key: Key, first: int, count: int, t: int, throttles: bool = False
+        self,
+        key: Key,
+        first: int,
+        count: int,
+        t: int,
+        throttles: bool = False,
+        key_range: bool = False,
     ) -> tuple[list[float], list[bool]]:
         """The datapoints of minutes ``first`` .. ``first + count - 1`` as seen at the start of
         minute ``t``, and which of them are unknown (not delivered yet, or before the
-        simulation): those read 0, as the run-time reads them."""
+        simulation): those read 0, as the run-time reads them. With ``key_range`` (and
+        ``throttles``): the key-range throttle events, published with the lumped ones."""
         d = self.dims[key]
-        series = d.throttle_events if throttles else d.served
+        series = d.key_range_events if key_range else d.throttle_events if throttles else d.served
         start = first + self.offset
         stop = start + count
         if self.params.delay_spread_minutes == 0:  # delivered in order: one cut
@@ -335,6 +414,15 @@ class SimulatedTable:
         throttles, late_events = self.datapoints(key, first, count, t, throttles=True)
         unknown = [a or b for a, b in zip(late, late_events, strict=True)]
         return consumed, throttles, unknown if any(unknown) else []
+
+    def key_range_events(self, key: Key, first: int, count: int, t: int) -> list[float]:
+        """Key-range throttle events of minutes ``first`` .. ``first + count - 1`` as seen at
+        the start of minute ``t``: DynamoDB publishes them with the lumped throttle events,
+        so they are delivered with the same delays; a minute not delivered reads 0. The
+        provisioned-throughput throttle events are the lumped ones less these."""
+        if not self.dims[key].key_range_events:
+            return [0.0] * count
+        return self.datapoints(key, first, count, t, throttles=True, key_range=True)[0]
 
     def newest(self, key: Key, t: int) -> tuple[int, float] | None:
         """The newest consumed datapoint visible at the start of minute ``t`` and its
@@ -419,6 +507,8 @@ class SimulatedTable:
                 continue
             if d.pending > d.provisioned:
                 d.last_increase = self.time(t)
+                if self.partitions is not None:
+                    self.partitions[index].grow(key[1], d.pending)
             elif d.pending < d.provisioned:
                 d.decreases += 1 if t >= 0 else 0
             d.provisioned, d.pending = d.pending, None
@@ -437,9 +527,12 @@ class SimulatedTable:
         p = self.params
         burst, attempts, spread = self._burst, self._attempts, p.delay_spread_minutes
         minute = t if t > 0 else 0  # the warm-up repeats the trace's first minute
+        parts = self.partitions
         for d, demand in self._served:
-            # _serve inline (a minute of each dimension: the hottest loop)
             wanted, provisioned = demand[minute], d.provisioned
+            if parts is not None:  # the hot partition refuses first (key-range throttles)
+                wanted -= self._refused_by_key_range(d, parts, wanted, minute)
+            # _serve inline (a minute of each dimension: the hottest loop)
             # (min and max of two, as conditionals: the same one is picked on a tie)
             cap = burst * provisioned
             bucket = d.bucket
@@ -456,6 +549,10 @@ class SimulatedTable:
                 refused = wanted - served
                 throttled = refused if refused > 0.0 else 0.0
                 d.bucket = bucket - used
+            if parts is not None:
+                key_range = d.key_range[-1]
+                throttled += key_range
+                d.key_range_events.append(key_range * attempts)
             d.served.append(served)
             d.throttled.append(throttled)
             d.throttle_events.append(throttled * attempts)
@@ -464,3 +561,21 @@ class SimulatedTable:
                 jitter = self.rng.randint(0, spread)
                 d.visible_at.append(t + 1 + p.metric_delay_minutes + jitter)
                 d.throttles_visible_at.append(t + 1 + p.throttle_delay_minutes + jitter)
+        if parts is not None:
+            for part in parts.values():
+                part.end_minute()
+
+    def _refused_by_key_range(
+        self,
+        d: SimulatedDimension,
+        parts: dict[str | None, HotPartition],
+        wanted: float,
+        minute: int,
+    ) -> float:
+        """What ``d``'s hot partition refuses of ``wanted`` this minute (recorded in
+        ``d.key_range``): the trace's own key-range refusals, then what the hot key's
+        partition cannot serve of the rest."""
+        given = self._key_range.get(d.key)
+        refused = parts[d.key[0]].refuse(d.key[1], wanted, given[minute] if given else 0.0)
+        d.key_range.append(refused)
+        return refused

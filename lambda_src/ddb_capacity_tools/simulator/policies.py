@@ -6,7 +6,9 @@ The policies a trace is replayed through, named as on the command line.
 ``throttle-aware+stock:T``, ``on-demand``, ``oracle`` and ``bound`` (not a policy: the
 proven lower bound on any zero-throttle plan's cost, :mod:`.bound`). The throttle-aware
 policy is the scaler Lambda's own code: :func:`ddb_capacity_runtime.core.plan.plan_table` with the
-run-time policy and quota ledger.
+run-time policy and quota ledger. It reads the throttles by cause, as the Lambda does where
+DynamoDB publishes them; with the suffix ``+lumped`` (``autopilot+stock:70+lumped``) it
+reads only the lumped throttle events, as before the causes were published.
 """
 
 from __future__ import annotations
@@ -48,8 +50,11 @@ SPEC_HELP = (
     "fixed:N, stock:T, scheduled, scheduled:T, throttle-aware, "
     "throttle-aware+stock:T, autopilot, autopilot:T, autopilot+stock:T, on-demand, oracle "
     "or bound (N capacity units, 1 to the maximum capacity; T a target utilization in "
-    "percent, 20 to 90)"
+    "percent, 20 to 90); a throttle-aware or autopilot policy + '+lumped' reads throttles "
+    "without their causes"
 )
+#: The suffix of a throttle-aware or autopilot policy that reads only lumped throttles.
+LUMPED = "+lumped"
 
 
 class PolicyError(ValueError):
@@ -70,6 +75,7 @@ class Spec:
     kind: str  # fixed | stock | scheduled | throttle-aware | on-demand | oracle | bound
     value: int | None = None  # N for fixed, T for stock/scheduled
     with_stock: bool = False
+    lumped: bool = False  # throttle-aware / autopilot: throttles read without their causes
 
 
 def _target(text: str, number: str, option: str) -> int:
@@ -95,6 +101,14 @@ def parse(text: str, max_capacity: int = 40_000, option: str = "--policy") -> Sp
     """Parse one ``--policy`` value (or the value of ``option``, which names it in errors);
     :class:`PolicyError` names what is allowed."""
     t = text.strip()
+    if t.endswith(LUMPED):
+        spec = parse(t[: -len(LUMPED)], max_capacity, option)
+        if spec.kind not in ("throttle-aware", "autopilot"):
+            raise PolicyError(
+                f"{option}: got {text!r}; {LUMPED!r} applies to throttle-aware and autopilot "
+                f"policies only"
+            )
+        return Spec(text, spec.kind, spec.value, spec.with_stock, lumped=True)
     if t in ("on-demand", "oracle", "bound", "throttle-aware", "scheduled", "autopilot"):
         return Spec(text, t, 70 if t == "scheduled" else None)
     if m := re.fullmatch(r"fixed:(-?\d+)", t):
@@ -243,7 +257,8 @@ class ThrottleAware:
     simulated DescribeTable, CloudWatch by the delayed datapoints; the decisions are
     :func:`ddb_capacity_runtime.core.plan.plan_table`'s. With ``stock`` it moves the
     scalable targets' minimum (the base minimum is remembered as the state store does),
-    else it calls UpdateTable."""
+    else it calls UpdateTable. With ``causes`` (the default) its series carry the throttles
+    by cause, as the Lambda reads them; else only the lumped throttle events."""
 
     def __init__(
         self,
@@ -252,8 +267,10 @@ class ThrottleAware:
         params: ModelParams,
         stock: AutoScaling | None = None,
         autopilot: bool = False,
+        causes: bool = True,
     ) -> None:
         self.tick = tick
+        self.causes = causes
         self.params = params
         self.stock = stock
         self.target = target_percent / 100
@@ -296,9 +313,17 @@ class ThrottleAware:
     def _series(self, sim: SimulatedTable, key: Key, t: int, first: int, count: int) -> Series:
         """What the Lambda's GetMetricData would return for minutes ``first`` ..
         ``first + count - 1``: minutes not delivered yet are unknown (they read 0 and forbid
-        any decrease, as at run time)."""
+        any decrease, as at run time). Where the table has a hot partition and a minute is
+        throttled, the causes are told apart as ``fetch_causes`` tells them: ``unfixable``
+        and ``key_range`` hold the key-range throttle events (the model's only cause that
+        capacity cannot fix)."""
         consumed, throttles, unknown = sim.metrics(key, first, count, t)
-        return Series(sim.times(first, count), consumed, throttles, unknown)
+        times = sim.times(first, count)
+        if not self.causes or sim.partitions is None or not any(throttles):
+            return Series(times, consumed, throttles, unknown)
+        key_range = sim.key_range_events(key, first, count, t)
+        unfixable = [min(k, n) for k, n in zip(key_range, throttles, strict=True)]
+        return Series(times, consumed, throttles, unknown, unfixable, unfixable)
 
     def act(self, sim: SimulatedTable, t: int) -> None:
         if t % self.tick == 0:

@@ -44,7 +44,7 @@ def table(results: Sequence[DimensionResult], trace: Trace) -> str:
     oracle's and to the bound's."""
     oracle = {r.key: r.cost_usd for r in results if r.policy == "oracle"}
     floor = {r.key: r.cost_usd for r in results if r.policy == "bound"}
-    header = (
+    header: tuple[str, ...] = (
         "policy",
         "dimension",
         "throttled units",
@@ -57,14 +57,19 @@ def table(results: Sequence[DimensionResult], trace: Trace) -> str:
         "decreases",
         "peak",
     )
-    rows = [header]
+    by_cause = any(r.throttled_by_cause["key_range"] > 0 for r in results)
+    if by_cause:  # the throttled units split by cause, where a hot partition refused some
+        header = (*header[:3], "of which key-range", *header[3:])
+    rows: list[tuple[str, ...]] = [header]
     for r in results:
         base = oracle.get(r.key)
+        key_range = f"{r.throttled_by_cause['key_range']:,.0f}"
         rows.append(
             (
                 r.policy,
                 key_label(r.key),
                 f"{r.throttled_requests:,.0f}",
+                *([key_range] if by_cause else []),
                 f"{r.throttled_minutes:,}",
                 "-" if r.first_throttle_minute is None else f"{r.first_throttle_minute}",
                 f"{r.provisioned_unit_hours:,.0f}",
@@ -86,5 +91,11 @@ def table(results: Sequence[DimensionResult], trace: Trace) -> str:
         "throttled units: capacity units refused (units/s x 60); first: minutes from "
         "the trace start; refused decreases were over DynamoDB's quota; bound: no plan "
         "without throttles costs less (README, 'Bounds')"
+        + (
+            "; key-range: refused by a hot key's partition, which no capacity fixes (the "
+            "rest are provisioned-throughput throttles)"
+            if by_cause
+            else ""
+        )
     )
     return "\n".join(lines)

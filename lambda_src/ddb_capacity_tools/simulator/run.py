@@ -14,6 +14,7 @@ from . import schedules
 from .bound import Bound, bound
 from .model import ModelParams, Recorded, SimulatedTable
 from .oracle import Oracle
+from .partitions import HotPartition
 from .policies import (
     DEFAULT_TICK_MINUTES,
     AutoScaling,
@@ -50,6 +51,16 @@ class DimensionResult:
     throttle_events: float = 0.0
     recorded: Recorded = field(repr=False, default_factory=Recorded)
 
+    @property
+    def throttled_by_cause(self) -> dict[str, float]:
+        """``throttled_requests`` by cause: ``key_range`` what a hot partition refused
+        (capacity could not help), ``provisioned`` the rest (capacity and burst fell short)."""
+        key_range = sum(self.recorded.key_range) * 60
+        return {
+            "provisioned": max(0.0, self.throttled_requests - key_range),
+            "key_range": key_range,
+        }
+
     def as_json(self) -> dict[str, Any]:
         return {
             "policy": self.policy,
@@ -65,6 +76,7 @@ class DimensionResult:
             "rejected_decreases": self.rejected_decreases,
             "demand_unit_hours": round(self.demand_unit_hours, 3),
             "throttle_events": round(self.throttle_events, 3),
+            "throttled_by_cause": {k: round(v, 3) for k, v in self.throttled_by_cause.items()},
         }
 
 
@@ -99,7 +111,14 @@ def build(
         assert spec.value is not None
         return AutoScaling(spec.value, params, keys, firings)
     stock = AutoScaling(spec.value, params, keys) if spec.with_stock and spec.value else None
-    return ThrottleAware(tick, spec.value or 70, params, stock, autopilot=spec.kind == "autopilot")
+    return ThrottleAware(
+        tick,
+        spec.value or 70,
+        params,
+        stock,
+        autopilot=spec.kind == "autopilot",
+        causes=not spec.lumped,
+    )
 
 
 def _progress(out: TextIO | None, label: str, total: int) -> Callable[[int], None]:
@@ -135,7 +154,12 @@ def run_policy(
     policy = build(spec, trace, params, prices, schedule, tick)
     show = _progress(progress, spec.text, trace.minutes)
     if isinstance(policy, OnDemand):
-        return [_on_demand(spec, key, demand, prices) for key, demand in trace.demand.items()]
+        refused = on_demand_refusals(trace, params)
+        attempts = (1 + params.retries) * 60 / params.units_per_request
+        return [
+            _on_demand(spec, key, demand, prices, refused.get(key), attempts)
+            for key, demand in trace.demand.items()
+        ]
     sim = SimulatedTable(trace, params, policy.initial(trace, params))
     begin, act, end = sim.begin_minute, policy.act, sim.end_minute
     for t in range(-params.warmup_minutes, 0):
@@ -192,23 +216,65 @@ def _bound(spec: Spec, b: Bound, trace: Trace, prices: Prices) -> DimensionResul
     )
 
 
-def _on_demand(spec: Spec, key: Key, demand: list[float], prices: Prices) -> DimensionResult:
-    requests = sum(demand) * 60
+def on_demand_refusals(trace: Trace, params: ModelParams) -> dict[Key, list[float]]:
+    """Per dimension and minute, what an on-demand table's hot partitions refuse (key-range
+    throttles: on-demand has partitions too); its partitions follow the highest demand it
+    has served. Empty when the partition model is off."""
+    skew = params.skew(trace)
+    if skew <= 0 and not trace.key_range:
+        return {}
+    given = trace.key_range or {}
+    parts: dict[str | None, HotPartition] = {}
+    for index, dim in trace.demand:
+        if index not in parts:
+            parts[index] = HotPartition(skew, params.split_minutes, params.table_size_gb)
+            parts[index].grow("read", params.warm_read_units)
+            parts[index].grow("write", params.warm_write_units)
+        parts[index].grow(dim, trace.demand[(index, dim)][0])
+    out: dict[Key, list[float]] = {k: [] for k in trace.demand}
+    for m in range(trace.minutes):
+        for key, demand in trace.demand.items():
+            part, known = parts[key[0]], given.get(key)
+            refused = part.refuse(key[1], demand[m], known[m] if known else 0.0)
+            out[key].append(refused)
+            part.grow(key[1], demand[m] - refused)
+        for part in parts.values():
+            part.end_minute()
+    return out
+
+
+def _on_demand(
+    spec: Spec,
+    key: Key,
+    demand: list[float],
+    prices: Prices,
+    refused: list[float] | None = None,
+    attempts: float = 60.0,
+) -> DimensionResult:
+    """On-demand on one dimension: every request served and billed, but what a hot
+    partition refuses (``refused``, units/s per minute; ``attempts``: throttle events per
+    refused unit/s)."""
+    served = [d - r for d, r in zip(demand, refused, strict=True)] if refused else list(demand)
+    throttled = list(refused) if refused else [0.0] * len(demand)
+    minutes = [i for i, v in enumerate(throttled) if v > 1e-9]
+    events = [v * attempts for v in throttled]
+    recorded = Recorded(list(demand), served, throttled, [0] * len(demand), events)
+    if refused:
+        recorded.with_key_range(refused)
     return DimensionResult(
         policy=spec.text,
         key=key,
-        throttled_requests=0.0,
-        throttled_minutes=0,
-        first_throttle_minute=None,
+        throttled_requests=sum(throttled) * 60,
+        throttled_minutes=len(minutes),
+        first_throttle_minute=minutes[0] if minutes else None,
         provisioned_unit_hours=0.0,
-        cost_usd=requests * prices.request_unit(key[1]),
+        cost_usd=sum(served) * 60 * prices.request_unit(key[1]),
         decreases=0,
         peak_provisioned=0,
         rejected_decreases=0,
         demand_unit_hours=sum(demand) / 60,
-        recorded=Recorded(
-            list(demand), list(demand), [0.0] * len(demand), [0] * len(demand), [0.0] * len(demand)
-        ),
+        throttle_events=sum(events),
+        recorded=recorded,
     )
 
 

@@ -205,6 +205,51 @@ def _flash_crowd(seed: int) -> Trace:
     )
 
 
+#: The hot key's share of requests in the hot-key scenarios: with 3,000 WCU of writes it
+#: alone asks its partition for 1,200 WCU, beyond the 1,000 a partition serves.
+HOT_KEY_SHARE = 0.4
+
+
+def _hot_key(seed: int) -> Trace:
+    """A steady table, 2 days: 3,000 WCU and 6,000 RCU (+-5 %), one key taking 40 % of
+    the requests."""
+    rng = _rng(seed)
+    minutes = 2 * 1440
+    return Trace(
+        "hot-key",
+        START,
+        {
+            (None, "read"): [6_000 * rng.uniform(0.95, 1.05) for _ in range(minutes)],
+            (None, "write"): [3_000 * rng.uniform(0.95, 1.05) for _ in range(minutes)],
+        },
+        notes="2 days of a steady table (6,000 RCU, 3,000 WCU) where one key takes "
+        f"{HOT_KEY_SHARE:.0%} of the requests: about 1,200 WCU on its partition, which "
+        "serves 1,000; no capacity fixes it, and no split for heat either",
+        key_skew=HOT_KEY_SHARE,
+    )
+
+
+def _hot_key_surge(seed: int) -> Trace:
+    """6 hours at 1,000 WCU and 3,000 RCU with a 5x surge for an hour from 15:00, one key
+    taking 25 % of the requests."""
+    rng = _rng(seed)
+    reads, writes = [], []
+    for m in range(6 * 60):
+        factor = 5.0 if 180 <= m < 240 else 1.0
+        reads.append(3_000 * factor * rng.uniform(0.95, 1.05))
+        writes.append(1_000 * factor * rng.uniform(0.95, 1.05))
+    return Trace(
+        "hot-key-surge",
+        START.replace(hour=12),
+        {(None, "read"): reads, (None, "write"): writes},
+        notes="6 hours of 3,000 RCU and 1,000 WCU with an unannounced 5x surge for an hour "
+        "at 15:00 UTC; one key takes 25 % of the requests: 1,250 WCU and 3,750 RCU on its "
+        "partition during the surge, beyond what a partition serves. Capacity fixes the "
+        "rest of the surge's throttles, not those",
+        key_skew=0.25,
+    )
+
+
 SCENARIOS = {
     s.name: s
     for s in (
@@ -227,6 +272,16 @@ SCENARIOS = {
         Scenario("diurnal", "a daily prime-time swing, 7 days", _diurnal),
         Scenario("nightly-batch", "writes only at night, steady reads, 7 days", _nightly_batch),
         Scenario("flash-crowd", "an unannounced 10x for 20 minutes on a steady base", _flash_crowd),
+        Scenario(
+            "hot-key",
+            "a steady table (3,000 WCU) where one key takes 40 % of the requests, 2 days",
+            _hot_key,
+        ),
+        Scenario(
+            "hot-key-surge",
+            "an unannounced 5x surge for an hour while one key takes 25 % of the requests",
+            _hot_key_surge,
+        ),
     )
 }
 

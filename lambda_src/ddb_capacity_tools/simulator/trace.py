@@ -43,7 +43,12 @@ class Trace:
     """Demand per minute from ``start`` (UTC, on a whole minute), per dimension.
 
     ``schedule`` is the scenario's own serialized schedule (see :mod:`.schedules`), used by
-    the ``scheduled`` policy when no schedule file is given.
+    the ``scheduled`` policy when no schedule file is given. ``key_skew`` is the traffic's
+    own hot key (its share of the requests, :mod:`.partitions`), used when the model's
+    ``key_skew`` is None. ``key_range``, per dimension and minute, is the part of the demand
+    that the table refused as key-range throttles (from a table's history, where DynamoDB
+    published the throttles by cause): the model refuses it again whatever the capacity;
+    None: not known.
     """
 
     name: str
@@ -51,6 +56,8 @@ class Trace:
     demand: dict[Key, list[float]]
     schedule: list[dict[str, Any]] | None = None
     notes: str = ""
+    key_skew: float = 0.0
+    key_range: dict[Key, list[float]] | None = None
 
     @property
     def minutes(self) -> int:
