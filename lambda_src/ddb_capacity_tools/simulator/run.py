@@ -12,9 +12,8 @@ from typing import Any, TextIO
 
 from . import schedules
 from .bound import Bound, bound
-from .model import ModelParams, Recorded, SimulatedTable
+from .model import HotPartition, ModelParams, Recorded, SimulatedTable
 from .oracle import Oracle
-from .partitions import HotPartition
 from .policies import (
     DEFAULT_TICK_MINUTES,
     AutoScaling,
