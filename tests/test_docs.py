@@ -344,7 +344,8 @@ def test_the_permissions_page_lists_every_statement() -> None:
 
 def test_the_alarm_runbook_has_an_entry_per_alarm() -> None:
     """Every alarm the constructs create in the example app (a scaler, capacity requests
-    with a restorer) has a heading in the runbook; per-dimension throttle alarms as one."""
+    with a restorer) has a heading in the runbook; per-dimension throttle alarms as one, and
+    per-table hot-key alarms as one."""
     from aws_cdk import aws_cloudwatch as cloudwatch
 
     headings = re.findall(r"^### .*$", page("operations/alarms.md"), re.M)
@@ -352,10 +353,9 @@ def test_the_alarm_runbook_has_an_entry_per_alarm() -> None:
     for stack in example_stacks():
         for construct in stack.node.find_all():
             if isinstance(construct, cloudwatch.Alarm):
-                ids.add(
-                    "Throttled" if construct.node.id.startswith("Throttled") else construct.node.id
-                )
-    assert {"ErrorsAlarm", "BrokerErrorsAlarm", "RestorerErrorsAlarm", "Throttled"} <= ids
+                per = [p for p in ("Throttled", "HotKey") if construct.node.id.startswith(p)]
+                ids.add(per[0] if per else construct.node.id)
+    assert {"ErrorsAlarm", "BrokerErrorsAlarm", "RestorerErrorsAlarm", "Throttled", "HotKey"} <= ids
     missing = {i for i in ids if not any(f"`{i}" in h for h in headings)}
     assert missing == set()
 
