@@ -202,7 +202,7 @@ class ModelParams:
     :param warmup_minutes: minutes simulated before the trace at its first row's demand, so
         policies start settled and with a CloudWatch history. Not counted in results.
     :param key_skew: the hot key's share of every dimension's requests, 0 to 1 (the
-        partition model, :mod:`.partitions`). 0: no hot key, and no partition limits (the
+        partition model, :class:`HotPartition`). 0: no hot key, and no partition limits (the
         model before partitions, exactly). None (the default): the trace's own
         (:attr:`Trace.key_skew`; 0 for a CSV trace or a table's history).
     :param split_minutes: minutes in a row the hot partition must be asked for more than it
