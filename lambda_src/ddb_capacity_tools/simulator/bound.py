@@ -86,5 +86,14 @@ def dimension_bound(key: Key, demand: Sequence[float], params: ModelParams) -> B
     return Bound(key, m_sum[n] + max(from_start, best[-1]), floor)
 
 
-def bound(trace: Trace, params: ModelParams) -> dict[Key, Bound]:
-    return {k: dimension_bound(k, d, params) for k, d in trace.demand.items()}
+def bound(trace: Trace, params: ModelParams, score_from: int = 0) -> dict[Key, Bound]:
+    """Per dimension, the bound on the minutes from ``score_from`` on (each fact holds for
+    them alone: the bucket holds at most ``b x P`` when they start, as at the trace's
+    start); ``floor`` covers every minute (fact 1 before ``score_from``)."""
+    out = {}
+    for k, d in trace.demand.items():
+        scored = dimension_bound(k, d[score_from:] if score_from else d, params)
+        if score_from:
+            scored = Bound(k, scored.unit_minutes, floors(d[:score_from], params) + scored.floor)
+        out[k] = scored
+    return out

@@ -380,11 +380,15 @@ class Recorded:
 
 class SimulatedTable:
     """One table and its GSIs under simulation. Minute ``t`` counts from the trace start;
-    warm-up minutes are negative."""
+    warm-up minutes are negative. Decreases applied, and decreases refused, are counted
+    from minute ``score_from`` on (the results' first minute)."""
 
-    def __init__(self, trace: Trace, params: ModelParams, initial: Mapping[Key, int]) -> None:
+    def __init__(
+        self, trace: Trace, params: ModelParams, initial: Mapping[Key, int], score_from: int = 0
+    ) -> None:
         self.trace = trace
         self.params = params
+        self.score_from = score_from
         self.keys: list[Key] = list(trace.demand)
         self.offset = params.warmup_minutes
         self.dims = {
@@ -606,7 +610,7 @@ class SimulatedTable:
         if lower:
             if not self.ledgers[index].can_decrease(now):
                 for dim, v in changes.items():
-                    if v < dims[(index, dim)].provisioned:
+                    if v < dims[(index, dim)].provisioned and t >= self.score_from:
                         self.rejected_decreases[(index, dim)] += 1
                 return "quota"
             self.ledgers[index] = self.ledgers[index].spend(now)
@@ -632,7 +636,7 @@ class SimulatedTable:
                 if self.partitions is not None:
                     self.partitions[index].grow(key[1], d.pending)
             elif d.pending < d.provisioned:
-                d.decreases += 1 if t >= 0 else 0
+                d.decreases += 1 if t >= self.score_from else 0
             d.provisioned, d.pending = d.pending, None
             d.bucket = min(d.bucket, self.params.burst * d.provisioned)
 

@@ -15,6 +15,10 @@ programming over (block, decreases spent that UTC day), with the quota rule of
 hour apart, at most 27. Between two decreases capacity is the running peak of need since the
 last one, so the plan is the cheapest of its kind; segments are at most ``lookback_blocks``
 long, which can only cost a decrease, never a throttle.
+
+Scored from a minute (``score_from``), a block costs only its share of minutes from that
+minute on: the plan is the cheapest found for the scored minutes, and still never throttles
+before them nor spends more decreases than the quota allows over the whole trace.
 """
 
 from __future__ import annotations
@@ -71,8 +75,10 @@ def _plan_resource(
     days: Sequence[int],
     block: timedelta,
     lookback: int,
+    scored: Sequence[float],
 ) -> list[list[int]]:
-    """Per block, the capacity of each dimension of one counter (table or GSI)."""
+    """Per block, the capacity of each dimension of one counter (table or GSI); a block
+    costs its ``scored`` share."""
     n = len(needs)
     reached = _Reached.empty(n)
     reached.cost[0][0] = 0.0
@@ -80,7 +86,7 @@ def _plan_resource(
     hour_blocks = math.ceil(HOUR / block)
     for j in range(n):
         if reached.order[j]:
-            _segments_from(j, reached, needs, weights, days, lookback, hour_blocks)
+            _segments_from(j, reached, needs, weights, days, lookback, hour_blocks, scored)
     # Walk back from the end.
     k = min(reached.order[n], key=reached.cost[n].__getitem__)
     boundaries = []
@@ -101,11 +107,16 @@ def _plan_resource(
 
 
 def _segment_costs(
-    j: int, stop: int, needs: Sequence[Sequence[int]], weights: Sequence[float]
+    j: int,
+    stop: int,
+    needs: Sequence[Sequence[int]],
+    weights: Sequence[float],
+    scored: Sequence[float],
 ) -> tuple[list[float], list[bool]]:
     """For each boundary ``i`` from ``j + 1`` to ``stop``: the cost of the blocks from ``j``
-    to ``i`` at the running peak of need since ``j``, and whether block ``i`` needs less
-    than that peak in some dimension (a decrease at ``i``; never at the last boundary)."""
+    to ``i`` at the running peak of need since ``j`` (each block's at its ``scored``
+    share), and whether block ``i`` needs less than that peak in some dimension (a
+    decrease at ``i``; never at the last boundary)."""
     n, dims = len(needs), range(len(weights))
     level = list(needs[j])
     rate = sum(weights[c] * level[c] for c in dims)  # the cost of a block at `level`
@@ -123,7 +134,7 @@ def _segment_costs(
             if r1 > l1:
                 rate += w1 * (r1 - l1)
                 l1 = r1
-            cost += rate
+            cost += rate * scored[i - 1]
             costs.append(cost)
             if i < n:
                 f0, f1 = needs[i]
@@ -137,7 +148,7 @@ def _segment_costs(
             if row[c] > level[c]:
                 rate += weights[c] * (row[c] - level[c])
                 level[c] = row[c]
-        cost += rate
+        cost += rate * scored[i - 1]
         costs.append(cost)
         following = needs[i] if i < n else level
         decreases.append(any(following[c] < level[c] for c in dims))
@@ -152,6 +163,7 @@ def _segments_from(
     days: Sequence[int],
     lookback: int,
     hour_blocks: int,
+    scored: Sequence[float],
 ) -> None:
     """Every segment that starts at block ``j`` (its capacity the running peak of need
     since ``j``) and ends at a boundary ``i``, from each count of decreases reached at
@@ -169,7 +181,7 @@ def _segments_from(
     day_j = days[j]
     table, came_from, order, unreached = reached.cost, reached.came, reached.order, math.inf
     stop = min(n, j + lookback)
-    costs, decreases = _segment_costs(j, stop, needs, weights)
+    costs, decreases = _segment_costs(j, stop, needs, weights, scored)
     came = j * CAME  # where a step from j came from, less its count
     # the first block on a later UTC day than j's (days only ever grow; the end of the
     # trace, boundary n, counts as j's day)
@@ -199,9 +211,11 @@ def plan(
     prices: Prices,
     block_minutes: Sequence[int] | int = BLOCK_MINUTES,
     lookback_blocks: int | None = None,
+    score_from: int = 0,
 ) -> dict[Key, list[int]]:
     """Capacity per trace minute for every dimension: for each table or GSI, the cheaper of
-    the plans made with each block length in ``block_minutes``."""
+    the plans made with each block length in ``block_minutes``, by their cost from minute
+    ``score_from`` on."""
     lengths = [block_minutes] if isinstance(block_minutes, int) else list(block_minutes)
     out: dict[Key, list[int]] = {}
     for index in dict.fromkeys(k[0] for k in trace.demand):
@@ -215,12 +229,15 @@ def plan(
                 weights,
                 length,
                 lookback_blocks or LOOKBACK_BLOCKS.get(length, 96),
+                score_from,
             )
             for length in lengths
         ]
         best = min(
             candidates,
-            key=lambda p: sum(w * sum(p[k]) for w, k in zip(weights, keys, strict=True)),
+            key=lambda p: sum(
+                w * sum(p[k][score_from:]) for w, k in zip(weights, keys, strict=True)
+            ),
         )
         out.update(best)
     return out
@@ -233,8 +250,10 @@ def _plan_counter(
     weights: Sequence[float],
     block_minutes: int,
     lookback_blocks: int,
+    score_from: int = 0,
 ) -> dict[Key, list[int]]:
-    """The plan of one table or GSI (one decrease counter) in blocks of ``block_minutes``."""
+    """The plan of one table or GSI (one decrease counter) in blocks of ``block_minutes``;
+    a block costs its share of minutes from ``score_from`` on."""
     minutes = trace.minutes
     blocks = max(1, math.ceil(minutes / block_minutes))
     block = timedelta(minutes=block_minutes)
@@ -248,7 +267,12 @@ def _plan_counter(
             peak = max(trace.demand[k][b * block_minutes : (b + 1) * block_minutes])
             row.append(max(params.min_capacity, min(params.max_capacity, capacity_units(peak))))
         needs.append(row)
-    by_block = _plan_resource(needs, weights, days, block, lookback_blocks)
+    # each block's share of minutes from score_from on (whole blocks count 1, exactly)
+    scored = [
+        min(1.0, max(0, (b + 1) * block_minutes - score_from) / block_minutes)
+        for b in range(blocks)
+    ]
+    by_block = _plan_resource(needs, weights, days, block, lookback_blocks, scored)
     return {
         k: [by_block[m // block_minutes][c] for m in range(minutes)] for c, k in enumerate(keys)
     }
@@ -264,8 +288,10 @@ class Oracle:
     range, each minute asks for the most the plan needs over every minute the change may land
     in: increases arrive in time at the longest latency, decreases never before the plan's."""
 
-    def __init__(self, trace: Trace, params: ModelParams, prices: Prices) -> None:
-        self.plan = plan(trace, params, prices)
+    def __init__(
+        self, trace: Trace, params: ModelParams, prices: Prices, score_from: int = 0
+    ) -> None:
+        self.plan = plan(trace, params, prices, score_from=score_from)
         self.minutes = trace.minutes
         self.offset = params.warmup_minutes
         #: Per key, for each minute from the warm-up's first, the level to ask for then.

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, ClassVar, TextIO
 
 from . import schedules
 from .bound import Bound, bound
@@ -49,12 +49,15 @@ class DimensionResult:
     demand_unit_hours: float
     throttle_events: float = 0.0
     recorded: Recorded = field(repr=False, default_factory=Recorded)
+    #: The trace minute from which the results count (``run_policy``'s ``score_from``);
+    #: ``recorded`` holds every minute. Set only when it is not 0 (:func:`_scored`).
+    score_from: ClassVar[int] = 0
 
     @property
     def throttled_by_cause(self) -> dict[str, float]:
         """``throttled_requests`` by cause: ``key_range`` what a hot partition refused
         (capacity could not help), ``provisioned`` the rest (capacity and burst fell short)."""
-        key_range = sum(self.recorded.key_range) * 60
+        key_range = sum(self.recorded.key_range[self.score_from :]) * 60
         return {
             "provisioned": max(0.0, self.throttled_requests - key_range),
             "key_range": key_range,
@@ -64,6 +67,7 @@ class DimensionResult:
         return {
             "policy": self.policy,
             "dimension": key_label(self.key),
+            "score_from": self.score_from,
             "index": self.key[0],
             "throttled_requests": round(self.throttled_requests, 3),
             "throttled_minutes": self.throttled_minutes,
@@ -86,6 +90,7 @@ def build(
     prices: Prices,
     schedule: Sequence[dict[str, Any]] | None,
     tick: int,
+    score_from: int = 0,
 ) -> Policy:
     if spec.kind == "fixed":
         assert spec.value is not None
@@ -93,7 +98,7 @@ def build(
     if spec.kind == "on-demand":
         return OnDemand()
     if spec.kind == "oracle":
-        return Oracle(trace, params, prices)
+        return Oracle(trace, params, prices, score_from)
     keys = list(trace.demand)
     if spec.kind == "stock":
         assert spec.value is not None
@@ -138,6 +143,23 @@ def _progress(out: TextIO | None, label: str, total: int) -> Callable[[int], Non
     return show
 
 
+def check_score_from(score_from: int | None, trace: Trace) -> int:
+    """``score_from`` as the first scored minute (None: 0); a :class:`PolicyError` when it
+    is not a minute of ``trace``."""
+    if score_from is None:
+        return 0
+    if (
+        not isinstance(score_from, int)
+        or isinstance(score_from, bool)
+        or not 0 <= score_from < trace.minutes
+    ):
+        raise PolicyError(
+            f"score_from: got {score_from!r}; expected a whole minute from 0 to "
+            f"{trace.minutes - 1} ({trace.name} has {trace.minutes:,} minutes)"
+        )
+    return score_from
+
+
 def run_policy(
     spec: Spec,
     trace: Trace,
@@ -146,20 +168,25 @@ def run_policy(
     schedule: Sequence[dict[str, Any]] | None = None,
     tick: int = DEFAULT_TICK_MINUTES,
     progress: TextIO | None = None,
+    score_from: int | None = None,
 ) -> list[DimensionResult]:
-    """Replay ``trace`` through one policy; one result per dimension."""
+    """Replay ``trace`` through one policy; one result per dimension. With ``score_from``
+    (a trace minute), the policy runs over, sees and learns from every minute, but the
+    results count from that minute on (:func:`_scored`); the oracle and the bound plan
+    for those minutes."""
+    start = check_score_from(score_from, trace)
     if spec.kind == "bound":
-        return [_bound(spec, b, trace, prices) for b in bound(trace, params).values()]
-    policy = build(spec, trace, params, prices, schedule, tick)
+        return [_bound(spec, b, trace, prices, start) for b in bound(trace, params, start).values()]
+    policy = build(spec, trace, params, prices, schedule, tick, start)
     show = _progress(progress, spec.text, trace.minutes)
     if isinstance(policy, OnDemand):
         refused = on_demand_refusals(trace, params)
         attempts = (1 + params.retries) * 60 / params.units_per_request
         return [
-            _on_demand(spec, key, demand, prices, refused.get(key), attempts)
+            _on_demand(spec, key, demand, prices, refused.get(key), attempts, start)
             for key, demand in trace.demand.items()
         ]
-    sim = SimulatedTable(trace, params, policy.initial(trace, params))
+    sim = SimulatedTable(trace, params, policy.initial(trace, params), start)
     begin, act, end = sim.begin_minute, policy.act, sim.end_minute
     for t in range(-params.warmup_minutes, 0):
         begin(t)
@@ -171,48 +198,60 @@ def run_policy(
         end(t)
         if progress is not None:
             show(t)
-    return [_result(spec, key, sim, prices) for key in sim.keys]
+    return [_result(spec, key, sim, prices, start) for key in sim.keys]
 
 
-def _result(spec: Spec, key: Key, sim: SimulatedTable, prices: Prices) -> DimensionResult:
-    r = sim.recorded[key]
-    throttled = [i for i, v in enumerate(r.throttled) if v > 1e-9]
-    unit_hours = sum(r.provisioned) / 60
-    return DimensionResult(
+def _scored(spec: Spec, key: Key, r: Recorded, start: int, **rest: Any) -> DimensionResult:
+    """One result from ``r``'s minutes from ``start`` on: throttled requests, minutes and
+    events, the first throttled minute (from the trace start), provisioned unit-hours, the
+    peak provisioned and demand unit-hours. ``rest``: the other fields (cost, decreases,
+    refused decreases), counted from ``start`` by the caller."""
+    throttled = r.throttled[start:] if start else r.throttled
+    minutes = [i for i, v in enumerate(throttled, start) if v > 1e-9]
+    provisioned = r.provisioned[start:] if start else r.provisioned
+    result = DimensionResult(
         policy=spec.text,
         key=key,
-        throttled_requests=sum(r.throttled) * 60,
-        throttled_minutes=len(throttled),
-        first_throttle_minute=throttled[0] if throttled else None,
-        provisioned_unit_hours=unit_hours,
-        cost_usd=unit_hours * prices.unit_hour(key[1]),
-        decreases=sim.dims[key].decreases,
-        peak_provisioned=max(r.provisioned, default=0),
-        rejected_decreases=sim.rejected_decreases[key],
-        demand_unit_hours=sum(r.demand) / 60,
-        throttle_events=sum(r.throttle_events),
+        throttled_requests=sum(throttled) * 60,
+        throttled_minutes=len(minutes),
+        first_throttle_minute=minutes[0] if minutes else None,
+        provisioned_unit_hours=sum(provisioned) / 60,
+        peak_provisioned=max(provisioned, default=0),
+        demand_unit_hours=sum(r.demand[start:] if start else r.demand) / 60,
+        throttle_events=sum(r.throttle_events[start:] if start else r.throttle_events),
         recorded=r,
+        **rest,
     )
+    if start:
+        result.__dict__["score_from"] = start
+    return result
 
 
-def _bound(spec: Spec, b: Bound, trace: Trace, prices: Prices) -> DimensionResult:
+def _result(
+    spec: Spec, key: Key, sim: SimulatedTable, prices: Prices, start: int = 0
+) -> DimensionResult:
+    result = _scored(
+        spec,
+        key,
+        sim.recorded[key],
+        start,
+        cost_usd=0.0,
+        decreases=sim.dims[key].decreases,
+        rejected_decreases=sim.rejected_decreases[key],
+    )
+    result.cost_usd = result.provisioned_unit_hours * prices.unit_hour(key[1])
+    return result
+
+
+def _bound(spec: Spec, b: Bound, trace: Trace, prices: Prices, start: int = 0) -> DimensionResult:
     demand = trace.demand[b.key]
-    return DimensionResult(
-        policy=spec.text,
-        key=b.key,
-        throttled_requests=0.0,
-        throttled_minutes=0,
-        first_throttle_minute=None,
-        provisioned_unit_hours=b.unit_minutes / 60,
-        cost_usd=b.cost(prices),
-        decreases=0,
-        peak_provisioned=max(b.floor, default=0),
-        rejected_decreases=0,
-        demand_unit_hours=sum(demand) / 60,
-        recorded=Recorded(
-            list(demand), list(demand), [0.0] * len(demand), list(b.floor), [0.0] * len(demand)
-        ),
+    zeros = [0.0] * len(demand)
+    recorded = Recorded(list(demand), list(demand), zeros, list(b.floor), list(zeros))
+    result = _scored(
+        spec, b.key, recorded, start, cost_usd=b.cost(prices), decreases=0, rejected_decreases=0
     )
+    result.provisioned_unit_hours = b.unit_minutes / 60
+    return result
 
 
 def on_demand_refusals(trace: Trace, params: ModelParams) -> dict[Key, list[float]]:
@@ -249,31 +288,25 @@ def _on_demand(
     prices: Prices,
     refused: list[float] | None = None,
     attempts: float = 60.0,
+    start: int = 0,
 ) -> DimensionResult:
     """On-demand on one dimension: every request served and billed, but what a hot
     partition refuses (``refused``, units/s per minute; ``attempts``: throttle events per
     refused unit/s)."""
     served = [d - r for d, r in zip(demand, refused, strict=True)] if refused else list(demand)
     throttled = list(refused) if refused else [0.0] * len(demand)
-    minutes = [i for i, v in enumerate(throttled) if v > 1e-9]
     events = [v * attempts for v in throttled]
     recorded = Recorded(list(demand), served, throttled, [0] * len(demand), events)
     if refused:
         recorded.with_key_range(refused)
-    return DimensionResult(
-        policy=spec.text,
-        key=key,
-        throttled_requests=sum(throttled) * 60,
-        throttled_minutes=len(minutes),
-        first_throttle_minute=minutes[0] if minutes else None,
-        provisioned_unit_hours=0.0,
-        cost_usd=sum(served) * 60 * prices.request_unit(key[1]),
+    return _scored(
+        spec,
+        key,
+        recorded,
+        start,
+        cost_usd=sum(served[start:]) * 60 * prices.request_unit(key[1]),
         decreases=0,
-        peak_provisioned=0,
         rejected_decreases=0,
-        demand_unit_hours=sum(demand) / 60,
-        throttle_events=sum(events),
-        recorded=recorded,
     )
 
 
@@ -286,22 +319,29 @@ def simulate(
     tick: int = DEFAULT_TICK_MINUTES,
     progress: TextIO | None = sys.stderr,
     workers: int = 1,
+    score_from: int | None = None,
 ) -> list[DimensionResult]:
     """Every policy over ``trace``: results in policy order, then dimension order. With
-    ``workers`` > 1, policies run in that many processes (no progress bar)."""
+    ``workers`` > 1, policies run in that many processes (no progress bar). ``score_from``:
+    the trace minute the results count from (:func:`run_policy`)."""
     params = (params or ModelParams()).validate()
+    check_score_from(score_from, trace)
     prices = prices or Prices()
     results: list[DimensionResult] = []
     workers = min(workers, len(specs))
     if workers > 1:  # one process per policy at a time; results in policy order
         with ProcessPoolExecutor(workers) as pool:
             jobs = [
-                pool.submit(run_policy, spec, trace, params, prices, schedule, tick)
+                pool.submit(
+                    run_policy, spec, trace, params, prices, schedule, tick, None, score_from
+                )
                 for spec in specs
             ]
             for job in jobs:
                 results.extend(job.result())
         return results
     for spec in specs:
-        results.extend(run_policy(spec, trace, params, prices, schedule, tick, progress))
+        results.extend(
+            run_policy(spec, trace, params, prices, schedule, tick, progress, score_from)
+        )
     return results
