@@ -330,12 +330,12 @@ def test_results_report_throttles_by_cause_in_json_and_text():
     results = simulate(trace, [parse("stock:70"), parse("on-demand")], progress=None)
     for r in results:
         doc = r.as_json()["throttled_by_cause"]
-        assert set(doc) == {"provisioned", "key_range"}
-        assert doc["provisioned"] + doc["key_range"] == pytest.approx(
-            r.throttled_requests, abs=0.01
-        )
+        assert set(doc) == {"provisioned", "key_range", "on_demand", "max_on_demand"}
+        assert sum(doc.values()) == pytest.approx(r.throttled_requests, abs=0.01)
     on_demand = _by(results, "on-demand")
-    assert on_demand.throttled_requests == on_demand.throttled_by_cause["key_range"] > 0
+    causes = on_demand.throttled_by_cause
+    assert causes["key_range"] > 0 and causes["provisioned"] == causes["max_on_demand"] == 0
+    assert on_demand.throttled_requests == pytest.approx(causes["key_range"] + causes["on_demand"])
     text = table(results, trace)
     assert "of which key-range" in text
     row = next(

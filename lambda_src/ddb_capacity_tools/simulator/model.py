@@ -76,7 +76,12 @@ from .trace import MINUTE, Key, Trace
 #: The fields that take any number in their range; every other field is a whole number.
 FRACTIONAL = frozenset({"units_per_request", "burst_fraction", "key_skew", "table_size_gb"})
 #: The fields that may also be None, and what None means.
-OPTIONAL = {"key_skew": "the trace's own", "split_minutes": "never"}
+OPTIONAL = {
+    "key_skew": "the trace's own",
+    "split_minutes": "never",
+    "on_demand_max_read_units": "unlimited",
+    "on_demand_max_write_units": "unlimited",
+}
 #: Of those, the ones the command line sets to None with ``off`` (``--key-skew`` is None
 #: when it is not given).
 OFF = frozenset({"split_minutes"})
@@ -168,6 +173,161 @@ class HotPartition:
             self.count += 1
 
 
+#: What a new on-demand table (or GSI) serves at once, per dimension: its initial warm
+#: throughput ("DynamoDB on-demand capacity mode", "Initial throughput and scaling
+#: properties": "up to 4,000 writes per second and 12,000 reads per second").
+ON_DEMAND_WARM = {"read": 12_000.0, "write": 4_000.0}
+
+
+class OnDemandDimension:
+    """One dimension of an on-demand table or GSI (module docstring, "On-demand"): it
+    serves at once up to double the highest traffic it served at least ``lag`` minutes
+    ago, and at least ``warm``; never more than ``cap``."""
+
+    __slots__ = ("cap", "lag", "reached", "served", "warm")
+
+    def __init__(self, warm: float, cap: float, lag: int) -> None:
+        self.warm, self.cap, self.lag = warm, cap, lag
+        #: every minute served so far (units/s), the warm-up's first
+        self.served: list[float] = []
+        #: the previous peak: the highest served at least ``lag`` minutes ago
+        self.reached = 0.0
+
+    def serve(self, wanted: float) -> tuple[float, float, float]:
+        """Serve ``wanted`` (units/s) for the next minute: (served, refused over double
+        the previous peak and the warm throughput, refused over the cap)."""
+        served = self.served
+        n = len(served)
+        if n >= self.lag and served[n - self.lag] > self.reached:
+            self.reached = served[n - self.lag]
+        over_cap = wanted - self.cap if wanted > self.cap else 0.0
+        rest = wanted - over_cap
+        limit = self.reached + self.reached
+        if limit < self.warm:
+            limit = self.warm
+        over_peak = rest - limit if rest > limit else 0.0
+        served.append(rest - over_peak)
+        return rest - over_peak, over_peak, over_cap
+
+    def settle(self, level: float, minutes: int) -> None:
+        """Serve ``level`` (at most the cap) for ``minutes``, whatever the limits: a table
+        that has served it before (the warm-up)."""
+        level = min(level, self.cap)
+        self.served += [level] * minutes
+        if len(self.served) > self.lag:
+            self.reached = max(self.reached, max(self.served[: len(self.served) - self.lag]))
+
+    def serve_all(
+        self, wanted: Sequence[float], block: int = 1440
+    ) -> tuple[list[float], list[float]]:
+        """:meth:`serve` each minute of ``wanted``: what was refused each minute over double
+        the previous peak and the warm throughput, and over the cap. A block of minutes
+        that is refused nothing is served at once (:meth:`_within`)."""
+        over_peak: list[float] = []
+        over_cap: list[float] = []
+        for first in range(0, len(wanted), block):
+            chunk = list(wanted[first : first + block])
+            if self._within(chunk):
+                over_peak += [0.0] * len(chunk)
+                over_cap += [0.0] * len(chunk)
+                continue
+            for w in chunk:
+                _, peak, cap = self.serve(w)
+                over_peak.append(peak)
+                over_cap.append(cap)
+        return over_peak, over_cap
+
+    def _within(self, chunk: list[float]) -> bool:
+        """Whether :meth:`serve` would refuse nothing of ``chunk``; if so, serve it: each
+        minute's previous peak is then the running peak of what was served (``chunk``
+        itself) ``lag`` minutes before."""
+        top = max(chunk)
+        if top > self.cap:
+            return False
+        served, lag = self.served, self.lag
+        n = len(served)
+        skip = lag - n if lag > n else 0  # minutes before the first served is lag old
+        entries = ((served[n - lag :] if n > lag else served) + chunk)[: len(chunk) - skip]
+        if top > self.warm and top > self.reached + self.reached:  # minute by minute
+            peaks = list(accumulate(entries, max, initial=self.reached))
+            reached = [self.reached] * skip + peaks[1:]
+            limits = map(max, map(operator.add, reached, reached), repeat(self.warm))
+            if any(map(operator.gt, chunk, limits)):
+                return False
+        served += chunk
+        self.reached = max(self.reached, max(entries, default=0.0))
+        return True
+
+
+def on_demand_dimension(params: ModelParams, dimension: str) -> OnDemandDimension:
+    """A new on-demand dimension under ``params``: its warm throughput the larger of a new
+    table's and ``warm_*_units``, its cap the smaller of ``on_demand_max_*_units`` and the
+    table quota (``max_capacity``)."""
+    read = dimension == "read"
+    warm = params.warm_read_units if read else params.warm_write_units
+    most = params.on_demand_max_read_units if read else params.on_demand_max_write_units
+    cap = params.max_capacity if most is None else min(most, params.max_capacity)
+    return OnDemandDimension(
+        max(ON_DEMAND_WARM[dimension], warm), float(cap), params.on_demand_peak_minutes
+    )
+
+
+class OnDemandRefusals(NamedTuple):
+    """What an on-demand dimension refuses, units/s per trace minute, by cause."""
+
+    #: by a hot key's partition (empty: the partition model is off)
+    key_range: list[float]
+    #: over double the previous peak and the warm throughput
+    on_demand: list[float]
+    #: over the maximum throughput (or the table quota)
+    max_on_demand: list[float]
+
+
+def on_demand_refusals(trace: Trace, params: ModelParams) -> dict[Key, OnDemandRefusals]:
+    """What an on-demand table refuses, per dimension that refuses anything (a dimension
+    left out refuses nothing): its hot partitions first (their partitions follow the
+    highest traffic served), then its limits (:class:`OnDemandDimension`). Before the
+    trace, ``warmup_minutes`` at the first minute's demand, served whatever the limits,
+    set the previous peak: a table that has served it before (with no warm-up, a new
+    table)."""
+    skew = params.skew(trace)
+    parts: dict[str | None, HotPartition] | None = None
+    if skew > 0 or trace.key_range:
+        parts = {}
+        for index, dim in trace.demand:
+            if index not in parts:
+                parts[index] = HotPartition(skew, params.split_minutes, params.table_size_gb)
+                parts[index].grow("read", params.warm_read_units)
+                parts[index].grow("write", params.warm_write_units)
+            parts[index].grow(dim, trace.demand[(index, dim)][0])
+    dims = {k: on_demand_dimension(params, k[1]) for k in trace.demand}
+    for k, d in dims.items():
+        d.settle(trace.demand[k][0], params.warmup_minutes)
+    if parts is None:  # each dimension on its own
+        out = {}
+        for k, d in dims.items():
+            peak, cap = d.serve_all(trace.demand[k])
+            if any(peak) or any(cap):
+                out[k] = OnDemandRefusals([], peak, cap)
+        return out
+    keys = list(trace.demand)
+    out = {k: OnDemandRefusals([], [], []) for k in keys}
+    given = trace.key_range or {}
+    for m in range(trace.minutes):
+        for key in keys:
+            wanted, known = trace.demand[key][m], given.get(key)
+            refused = parts[key[0]].refuse(key[1], wanted, known[m] if known else 0.0)
+            served, over_peak, over_cap = dims[key].serve(wanted - refused)
+            r = out[key]
+            r.key_range.append(refused)
+            r.on_demand.append(over_peak)
+            r.max_on_demand.append(over_cap)
+            parts[key[0]].grow(key[1], served)
+        for part in parts.values():
+            part.end_minute()
+    return out
+
+
 class ModelError(ValueError):
     """A model parameter outside what the model supports."""
 
@@ -210,7 +370,14 @@ class ModelParams:
     :param table_size_gb: the table's size (and each GSI's): at least one partition per
         10 GB. Default 0.
     :param warm_read_units, warm_write_units: the table's (and each GSI's) warm throughput:
-        counted towards its partitions as if it had been provisioned. Default 0.
+        counted towards its partitions as if it had been provisioned. Default 0. On
+        on-demand, what the table serves at once from the start when above a new table's
+        (:data:`ON_DEMAND_WARM`: 12,000 and 4,000): warm throughput is only ever raised.
+    :param on_demand_peak_minutes: on-demand's doubling rule (:class:`OnDemandDimension`):
+        minutes after a peak is reached before traffic may exceed double it. DynamoDB: 30.
+    :param on_demand_max_read_units, on_demand_max_write_units: an on-demand table's (and
+        each GSI's) maximum throughput (``OnDemandThroughput``): what exceeds it is throttled.
+        None (the default): unlimited, but for the table quota (``max_capacity``).
     """
 
     burst_seconds: int = 300
@@ -231,6 +398,9 @@ class ModelParams:
     table_size_gb: float = 0.0
     warm_read_units: int = 0
     warm_write_units: int = 0
+    on_demand_peak_minutes: int = 30
+    on_demand_max_read_units: int | None = None
+    on_demand_max_write_units: int | None = None
 
     def validate(self, flags: bool = False) -> ModelParams:
         """Raise :class:`ModelError` for the first field out of range, named as a field or,
@@ -258,6 +428,9 @@ class ModelParams:
             "table_size_gb": (0, 1_000_000),
             "warm_read_units": (0, 1_000_000),
             "warm_write_units": (0, 1_000_000),
+            "on_demand_peak_minutes": (1, 1440),
+            "on_demand_max_read_units": (1, 1_000_000),
+            "on_demand_max_write_units": (1, 1_000_000),
         }
         for f in fields(self):
             value = getattr(self, f.name)
@@ -371,10 +544,22 @@ class Recorded:
     #: Set (:meth:`with_key_range`) only by a run with the partition model on; else empty:
     #: nothing was refused by key range.
     key_range: ClassVar[Sequence[float]] = ()
+    #: Of ``throttled``, per minute, what on-demand's limits refused: over double the
+    #: previous peak and the warm throughput (``on_demand``), over the maximum throughput
+    #: (``max_on_demand``). Set (:meth:`with_on_demand`) only by an on-demand run that
+    #: refused some; else empty.
+    on_demand: ClassVar[Sequence[float]] = ()
+    max_on_demand: ClassVar[Sequence[float]] = ()
 
     def with_key_range(self, refused: Sequence[float]) -> Recorded:
         """This record, with the key-range refusals of each minute."""
         self.__dict__["key_range"] = list(refused)
+        return self
+
+    def with_on_demand(self, over_peak: Sequence[float], over_cap: Sequence[float]) -> Recorded:
+        """This record, with what on-demand's limits refused each minute."""
+        self.__dict__["on_demand"] = list(over_peak)
+        self.__dict__["max_on_demand"] = list(over_cap)
         return self
 
 

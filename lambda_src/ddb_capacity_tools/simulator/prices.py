@@ -1,6 +1,8 @@
 """Runs in: workstation (the `ddb-capacity` command).
 
-List prices the simulator charges, in one place (us-east-1, Standard table class).
+List prices the simulator charges, in one place (us-east-1, Standard table class): the
+Amazon DynamoDB pricing page's, after the November 2024 cut of on-demand prices (docs:
+Simulator, "Prices").
 
 Override any of them from code (``Prices(wcu_hour=...)``) or from the command line
 (``--price wcu_hour=0.00070``).

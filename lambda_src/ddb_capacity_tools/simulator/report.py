@@ -39,6 +39,11 @@ def as_json(
     }
 
 
+def _on_demand_limits(r: DimensionResult) -> float:
+    causes = r.throttled_by_cause
+    return causes["on_demand"] + causes["max_on_demand"]
+
+
 def table(results: Sequence[DimensionResult], trace: Trace) -> str:
     """A fixed-width comparison; ``x oracle`` and ``x bound`` are cost relative to the
     oracle's and to the bound's."""
@@ -60,6 +65,9 @@ def table(results: Sequence[DimensionResult], trace: Trace) -> str:
     by_cause = any(r.throttled_by_cause["key_range"] > 0 for r in results)
     if by_cause:  # the throttled units split by cause, where a hot partition refused some
         header = (*header[:3], "of which key-range", *header[3:])
+    limits = any(_on_demand_limits(r) > 0 for r in results)
+    if limits:  # and where on-demand's limits refused some
+        header = (*header[: 3 + by_cause], "of which on-demand limits", *header[3 + by_cause :])
     rows: list[tuple[str, ...]] = [header]
     for r in results:
         base = oracle.get(r.key)
@@ -70,6 +78,7 @@ def table(results: Sequence[DimensionResult], trace: Trace) -> str:
                 key_label(r.key),
                 f"{r.throttled_requests:,.0f}",
                 *([key_range] if by_cause else []),
+                *([f"{_on_demand_limits(r):,.0f}"] if limits else []),
                 f"{r.throttled_minutes:,}",
                 "-" if r.first_throttle_minute is None else f"{r.first_throttle_minute}",
                 f"{r.provisioned_unit_hours:,.0f}",
@@ -87,7 +96,13 @@ def table(results: Sequence[DimensionResult], trace: Trace) -> str:
     lines.append("")
     lines += fixed_width(rows)
     lines.append("")
-    lines.append(
+    lines.append(_legend(by_cause, limits))
+    return "\n".join(lines)
+
+
+def _legend(by_cause: bool, limits: bool) -> str:
+    """The table's footnote; the causes' columns explained where they are shown."""
+    return (
         "throttled units: capacity units refused (units/s x 60); first: minutes from "
         "the trace start; refused decreases were over DynamoDB's quota; bound: no plan "
         "without throttles costs less (README, 'Bounds')"
@@ -97,5 +112,10 @@ def table(results: Sequence[DimensionResult], trace: Trace) -> str:
             if by_cause
             else ""
         )
+        + (
+            "; on-demand limits: over double the previous peak, the warm throughput or the "
+            "maximum throughput (docs: Simulator, 'On-demand')"
+            if limits
+            else ""
+        )
     )
-    return "\n".join(lines)

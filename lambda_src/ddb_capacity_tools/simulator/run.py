@@ -4,15 +4,17 @@ Run a trace through policies and report per dimension."""
 
 from __future__ import annotations
 
+import operator
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, ClassVar, TextIO
 
 from . import schedules
 from .bound import Bound, bound
-from .model import HotPartition, ModelParams, Recorded, SimulatedTable
+from .model import ModelParams, OnDemandRefusals, Recorded, SimulatedTable, on_demand_refusals
 from .oracle import Oracle
 from .policies import (
     DEFAULT_TICK_MINUTES,
@@ -56,11 +58,20 @@ class DimensionResult:
     @property
     def throttled_by_cause(self) -> dict[str, float]:
         """``throttled_requests`` by cause: ``key_range`` what a hot partition refused
-        (capacity could not help), ``provisioned`` the rest (capacity and burst fell short)."""
-        key_range = sum(self.recorded.key_range[self.score_from :]) * 60
-        return {
-            "provisioned": max(0.0, self.throttled_requests - key_range),
+        (capacity could not help); on on-demand, ``on_demand`` what exceeded double the
+        previous peak and the warm throughput, ``max_on_demand`` what exceeded the maximum
+        throughput (or the table quota); ``provisioned`` the rest (capacity and burst fell
+        short)."""
+        r, start = self.recorded, self.score_from
+        key_range = sum(r.key_range[start:]) * 60
+        over_peak = sum(r.on_demand[start:]) * 60
+        over_cap = sum(r.max_on_demand[start:]) * 60
+        rest = self.throttled_requests - key_range - over_peak - over_cap
+        return {  # (what the sums' rounding leaves is none)
+            "provisioned": rest if rest > 1e-9 * self.throttled_requests else 0.0,
             "key_range": key_range,
+            "on_demand": over_peak,
+            "max_on_demand": over_cap,
         }
 
     def as_json(self) -> dict[str, Any]:
@@ -254,57 +265,38 @@ def _bound(spec: Spec, b: Bound, trace: Trace, prices: Prices, start: int = 0) -
     return result
 
 
-def on_demand_refusals(trace: Trace, params: ModelParams) -> dict[Key, list[float]]:
-    """Per dimension and minute, what an on-demand table's hot partitions refuse (key-range
-    throttles: on-demand has partitions too); its partitions follow the highest demand it
-    has served. Empty when the partition model is off."""
-    skew = params.skew(trace)
-    if skew <= 0 and not trace.key_range:
-        return {}
-    given = trace.key_range or {}
-    parts: dict[str | None, HotPartition] = {}
-    for index, dim in trace.demand:
-        if index not in parts:
-            parts[index] = HotPartition(skew, params.split_minutes, params.table_size_gb)
-            parts[index].grow("read", params.warm_read_units)
-            parts[index].grow("write", params.warm_write_units)
-        parts[index].grow(dim, trace.demand[(index, dim)][0])
-    out: dict[Key, list[float]] = {k: [] for k in trace.demand}
-    for m in range(trace.minutes):
-        for key, demand in trace.demand.items():
-            part, known = parts[key[0]], given.get(key)
-            refused = part.refuse(key[1], demand[m], known[m] if known else 0.0)
-            out[key].append(refused)
-            part.grow(key[1], demand[m] - refused)
-        for part in parts.values():
-            part.end_minute()
-    return out
-
-
 def _on_demand(
     spec: Spec,
     key: Key,
     demand: list[float],
     prices: Prices,
-    refused: list[float] | None = None,
+    refused: OnDemandRefusals | None = None,
     attempts: float = 60.0,
     start: int = 0,
 ) -> DimensionResult:
-    """On-demand on one dimension: every request served and billed, but what a hot
-    partition refuses (``refused``, units/s per minute; ``attempts``: throttle events per
-    refused unit/s)."""
-    served = [d - r for d, r in zip(demand, refused, strict=True)] if refused else list(demand)
-    throttled = list(refused) if refused else [0.0] * len(demand)
-    events = [v * attempts for v in throttled]
+    """On-demand on one dimension: every request served and billed, but what it refused
+    (``refused``, units/s per minute by cause; ``attempts``: throttle events per refused
+    unit/s)."""
+    if refused is None:
+        throttled = [0.0] * len(demand)
+        served = list(demand)
+    else:
+        throttled = list(map(operator.add, refused.on_demand, refused.max_on_demand))
+        if refused.key_range:
+            throttled = list(map(operator.add, throttled, refused.key_range))
+        served = list(map(operator.sub, demand, throttled))
+    events = list(map(operator.mul, throttled, repeat(attempts)))
     recorded = Recorded(list(demand), served, throttled, [0] * len(demand), events)
-    if refused:
-        recorded.with_key_range(refused)
+    if refused is not None and any(refused.key_range):
+        recorded.with_key_range(refused.key_range)
+    if refused is not None and (any(refused.on_demand) or any(refused.max_on_demand)):
+        recorded.with_on_demand(refused.on_demand, refused.max_on_demand)
     return _scored(
         spec,
         key,
         recorded,
         start,
-        cost_usd=sum(served[start:]) * 60 * prices.request_unit(key[1]),
+        cost_usd=sum(served[start:] if start else served) * 60 * prices.request_unit(key[1]),
         decreases=0,
         rejected_decreases=0,
     )
