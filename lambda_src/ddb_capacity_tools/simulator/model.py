@@ -49,7 +49,16 @@ needs (the simulator's behaviour before partitions were modelled, kept exactly).
 distribution maps onto ``key_skew``: with exponent ``s`` over ``n`` keys, the hottest key's
 share is ``1 / H(n, s)`` (:func:`zipf_share`); only the hottest key is modelled, the others
 are taken as evenly spread. On-demand tables have partitions too: theirs follow the
-highest demand served so far (run.py).
+highest demand served so far (:func:`on_demand_refusals`).
+
+On-demand, per dimension of the table and of each GSI (:class:`OnDemandDimension`), as the
+DynamoDB developer guide documents it ("DynamoDB on-demand capacity mode", "Initial throughput
+and scaling properties"; "DynamoDB maximum throughput for on-demand tables"): what exceeds
+the maximum throughput (``on_demand_max_*_units``, or the table quota ``max_capacity``) is
+refused; of the rest, what exceeds both the warm throughput (a new table's 12,000 reads and
+4,000 writes per second, or ``warm_*_units`` when higher) and double the previous peak (the
+highest traffic served ``on_demand_peak_minutes`` or more minutes before: traffic may exceed
+double a peak 30 minutes after reaching it) is refused. The peak never decays.
 
 Both kinds of throttle events are published together, with the same delays; a
 throttle-aware policy reads them by cause as the scaler Lambda does. The hot partition

@@ -474,7 +474,8 @@ class _Described(ManagedTable):
 
 
 class OnDemand:
-    """Pay per request: every request is served (see the README for what this leaves out)."""
+    """Pay per request: every request is served within on-demand's limits, which the model
+    applies (:func:`.model.on_demand_refusals`); no capacity to set."""
 
     def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
         return {k: 0 for k in trace.demand}
