@@ -15,8 +15,10 @@ import pytest
 
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.simulator.backtest import history
+from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.scenarios import SCENARIOS
 from ddb_capacity_tools.simulator.trace import TraceError, read_csv
+from ddb_capacity_tools.simulator.tune import STOCK
 from examples.local_aws import create_store_table, put_traffic
 
 CONTRACT = {
@@ -755,10 +757,65 @@ def test_tune_reads_a_tables_history(history_table):
     assert code == 0, err
     doc = json.loads(out)
     by = {c["policy"]: c for c in doc["candidates"]}
-    assert set(by) == {"stock:70", "on-demand"}
+    assert set(by) == {*STOCK, "on-demand"}  # stock at 30-90 % and on-demand: always run
     assert by["on-demand"]["throttled_requests"]["median"] == 0
     assert by["stock:70"]["throttled_requests"]["median"] > 0  # the 1,000/s hour throttles
     assert doc["recommended"] in by
     assert ("PAY_PER_REQUEST" if doc["recommended"] == "on-demand" else "ProvisionedTable") in (
         doc["code"]
     )
+
+
+# ---------------------------------------------------------------- simulate --score-from
+
+
+def test_score_from_counts_refusals_and_cost_from_that_time_on(tmp_path):
+    """An hour at 20 WCU/s, then an hour at 40: scored from the second hour, on-demand pays
+    for the second hour only, and every policy's results say where they count from."""
+    rows = minutes(60, write=20) + minutes(60, write=40, start="2026-03-01T01:00:00Z")
+    path = csv_file(tmp_path, rows)
+    args = ["simulate", "--trace", str(path), "--policy", "on-demand", "--policy", "stock:70"]
+    code, out, err = run(*args, "--json", "--quiet")
+    assert code == 0, err
+    whole = {(r["policy"], r["dimension"]): r for r in json.loads(out)["policies"]}
+    code, out, err = run(*args, "--json", "--quiet", "--score-from", "2026-03-01T01:00:00Z")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["score_from"] == {"minute": 60, "time": "2026-03-01T01:00Z"}
+    scored = {(r["policy"], r["dimension"]): r for r in doc["policies"]}
+    assert {r["score_from"] for r in scored.values()} == {60}
+    price = Prices().request_unit("write")
+    assert scored[("on-demand", "write")]["cost_usd"] == pytest.approx(60 * 40 * 60 * price)
+    assert whole[("on-demand", "write")]["cost_usd"] == pytest.approx(60 * (20 + 40) * 60 * price)
+    for key, r in scored.items():  # an hour of two: less unit-hours, no more refusals
+        assert r["provisioned_unit_hours"] < whole[key]["provisioned_unit_hours"] or (
+            key[0] == "on-demand"
+        )
+        assert r["throttled_requests"] <= whole[key]["throttled_requests"]
+    # an offset is honoured; a time without one is UTC; text output says where it counts from
+    code, out, err = run(*args, "--quiet", "--score-from", "2026-03-01T02:30:00+01:00")
+    assert code == 0, err
+    assert out.startswith("scored from 2026-03-01T01:30Z (minute 90): refusals and cost")
+
+
+@pytest.mark.parametrize(
+    ("given", "extra"),
+    [
+        ("2026-02-28T23:59:00Z", []),
+        ("2026-03-01T02:00:00Z", []),
+        ("noon", []),
+        ("2026-03-01T00:30:00Z", ["--ensemble", "plausible"]),
+    ],
+    ids=["before", "after", "not-a-time", "with-ensemble"],
+)
+def test_score_from_outside_the_trace_is_refused(tmp_path, given, extra):
+    path = csv_file(tmp_path, minutes(120))
+    code, out, err = run(
+        "simulate", "--trace", str(path), "--policy", "stock:70", "--score-from", given, *extra
+    )
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"--score-from: got {given!r}" in err
+    if extra:
+        assert "--ensemble" in err
+    else:
+        assert "expected an ISO-8601 time from 2026-03-01T00:00Z to 2026-03-01T01:59Z" in err

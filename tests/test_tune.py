@@ -5,9 +5,22 @@ from __future__ import annotations
 import ast
 import json
 import math
+import random
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
+from ddb_capacity_tools.simulator import ModelParams, Trace, parse
+from ddb_capacity_tools.simulator.ensemble import Spread
+from ddb_capacity_tools.simulator.tune import (
+    STOCK,
+    Candidate,
+    choose,
+    decide,
+    refusal_tolerance,
+)
 from tests.test_cli import run
 
 
@@ -25,17 +38,18 @@ def trace_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_tune_places_candidates_on_a_frontier_and_prints_code(tmp_path: Path) -> None:
+def test_tune_recommends_the_cheapest_that_refuses_no_more_than_the_best_stock(tmp_path: Path):
     path = trace_file(tmp_path)
     args = ["tune", "--trace", str(path), "--quiet", "--workers", "2"]
-    for c in ("stock:60", "stock:70", "autopilot:70", "autopilot+stock:70", "on-demand"):
+    for c in ("autopilot:70", "autopilot+stock:70"):
         args += ["--candidate", c]
     code, out, err = run(*args, "--json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["ensemble"] == "plausible"
     by = {c["policy"]: c for c in doc["candidates"]}
-    assert set(by) == {"stock:60", "stock:70", "autopilot:70", "autopilot+stock:70", "on-demand"}
+    # every stock target from 30 to 90 % and on-demand are always candidates
+    assert set(by) == {*STOCK, "on-demand", "autopilot:70", "autopilot+stock:70"}
     median = {
         p: (c["throttled_requests"]["median"], c["cost_usd"]["median"]) for p, c in by.items()
     }
@@ -48,19 +62,170 @@ def test_tune_places_candidates_on_a_frontier_and_prints_code(tmp_path: Path) ->
 
     for p, c in by.items():
         assert c["frontier"] == (not beaten(p)), p
+    frontier = sorted((p for p in by if not beaten(p)), key=lambda p: median[p][1])
+    assert doc["frontier"] == frontier
     assert by["on-demand"]["frontier"] and median["on-demand"][0] == 0
     # the nightly hour is learned: the autopilot refuses far less than stock, alone and on it
     assert median["autopilot:70"][0] < 0.5 * median["stock:70"][0]
-    assert median["autopilot+stock:70"][0] < 0.5 * median["stock:70"][0]
+    # the rule: the cheapest of those refusing no more than the stock target refusing least
+    best = min(STOCK, key=lambda p: median[p])
+    assert doc["rule"] == {
+        "best_stock": best,
+        "refusal_tolerance": 0.0,
+        "refusal_limit": pytest.approx(median[best][0]),
+    }
+    within = [p for p in by if median[p][0] <= median[best][0] + 1e-6]
     recommended = doc["recommended"]
-    assert by[recommended]["frontier"]
-    affordable = [p for p in by if by[p]["frontier"] and median[p][1] <= median["stock:70"][1]]
-    if affordable:
-        assert median[recommended][0] == min(median[p][0] for p in affordable)
+    assert median[recommended][1] == min(median[p][1] for p in within)
+    assert recommended in frontier
+    assert recommended in doc["reason"] and best in doc["reason"]
+    assert f"${median[recommended][1]:,.2f}" in doc["reason"]
     ast.parse(doc["code"])  # code to paste, as written
-    # the text output: the same table and the same code
+    # the text output: the table, the frontier, the recommendation with its reason, the code
     code, out, _ = run(*args)
     assert code == 0 and "<- recommended" in out and doc["code"].strip() in out
+    assert f"recommended: {recommended}. {doc['reason']}" in out
+    assert "frontier (cost vs refused units" in out
+    assert all(p in out.split("frontier (cost vs refused units")[1] for p in frontier)
+    # the recommendation is a policy simulate takes, as printed
+    code, out, err = run("simulate", "--trace", str(path), "--policy", recommended, "--json")
+    assert code == 0, err
+    assert {r["policy"] for r in json.loads(out)["policies"]} == {recommended}
+
+
+def idle_with_bursts(tmp_path: Path) -> Path:
+    """A day at 1 unit/s with a 2-minute burst to 3,000 units/s every 6 hours."""
+    start = datetime(2026, 1, 5, tzinfo=UTC)
+    rows = ["timestamp,read,write"]
+    for m in range(1440):
+        level = 3_000 if m % 360 < 2 else 1
+        rows.append(f"{(start + timedelta(minutes=m)).isoformat()},{level},{level}")
+    path = tmp_path / "bursts.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_when_on_demand_wins_it_says_by_how_much(tmp_path: Path) -> None:
+    path = idle_with_bursts(tmp_path)
+    code, out, err = run(
+        "tune", "--trace", str(path), "--candidate", "on-demand", "--quiet", "--json"
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    by = {c["policy"]: c for c in doc["candidates"]}
+    cost = {p: c["cost_usd"]["median"] for p, c in by.items()}
+    refused = {p: c["throttled_requests"]["median"] for p, c in by.items()}
+    # every stock target refuses the bursts; on-demand refuses none and pays for little
+    assert min(refused[p] for p in STOCK) > 0 and refused["on-demand"] == 0
+    assert doc["recommended"] == "on-demand"
+    od = doc["on_demand"]
+    within = [p for p in STOCK if refused[p] <= doc["rule"]["refusal_limit"] + 1e-6]
+    cheapest = min(within, key=lambda p: cost[p])
+    assert od["wins"] and od["versus"] == cheapest
+    assert od["difference_usd"] == pytest.approx(cost[cheapest] - cost["on-demand"], abs=1e-5)
+    assert od["difference_usd"] > 0
+    assert f"On-demand wins: ${od['difference_usd']:,.2f}" in doc["reason"]
+    assert "PAY_PER_REQUEST" in doc["code"]
+
+
+def placed(rng: random.Random) -> list[Candidate]:
+    """Stock targets, autopilot candidates and on-demand with random refusals and costs."""
+    names = [*STOCK, "autopilot:60", "autopilot:70", "autopilot+stock:70", "on-demand"]
+    out = []
+    for name in names:
+        refused = 0.0 if rng.random() < 0.15 else rng.uniform(0, 1_000)
+        cost = rng.uniform(1, 100)
+        out.append(Candidate(name, Spread(refused, refused, refused), Spread(cost, cost, cost)))
+    return out
+
+
+def test_the_rule_holds_at_every_tolerance_on_random_candidates() -> None:
+    rng = random.Random(7)
+    for _ in range(300):
+        candidates = placed(rng)
+        last = None
+        for tolerance in (0.0, 0.05, 0.5, 1.0):
+            pick, best = choose(candidates, tolerance)
+            stock = [c for c in candidates if c.policy in STOCK]
+            assert best.refused == min(c.refused for c in stock)
+            limit = best.refused * (1 + tolerance)
+            assert pick.refused <= limit + 1e-6
+            assert all(c.cost >= pick.cost for c in candidates if c.refused <= limit)
+            # the cheapest within a limit is never beaten on both
+            assert not any(c.refused <= pick.refused and c.cost < pick.cost for c in candidates)
+            assert last is None or pick.cost <= last  # more tolerance never costs more
+            last = pick.cost
+
+
+def test_the_reason_says_what_on_demand_would_cost_when_it_loses() -> None:
+    trace = Trace(
+        "t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [10.0], (None, "write"): [5.0]}
+    )
+
+    def c(name: str, refused: float, cost: float) -> Candidate:
+        return Candidate(name, Spread(refused, refused, refused), Spread(cost, cost, cost))
+
+    stock = [c(p, 100 + 10 * n, 50 - 5 * n) for n, p in enumerate(STOCK)]
+    cands = [*stock, c("autopilot:70", 80, 20), c("on-demand", 0, 70)]
+    tuning = decide(cands, 0.0, trace, ModelParams())
+    assert tuning.recommended.policy == "autopilot:70"
+    assert tuning.best_stock.policy == STOCK[0]
+    assert not tuning.on_demand["wins"] and tuning.on_demand["versus"] == "autopilot:70"
+    assert tuning.on_demand["difference_usd"] == pytest.approx(20 - 70)
+    assert "On-demand would cost $70.00, $50.00 more." in tuning.reason
+    assert "$30.00 (60%) less than stock:30 ($50.00)" in tuning.reason
+
+
+@pytest.mark.parametrize(
+    ("given", "fraction"), [("0", 0.0), ("0.1", 0.1), ("10%", 0.1), ("100%", 1.0), (" 1 ", 1.0)]
+)
+def test_a_refusal_tolerance_is_a_fraction_or_a_percent(given: str, fraction: float) -> None:
+    assert refusal_tolerance(given) == pytest.approx(fraction)
+
+
+@pytest.mark.parametrize(
+    ("given", "hint"),
+    [
+        ("5", "(for a percent, write it with %: 10%)"),
+        ("-0.1", ""),
+        ("150%", ""),
+        ("nan", ""),
+        ("inf", ""),
+        ("ten", ""),
+        ("", ""),
+    ],
+)
+def test_a_bad_refusal_tolerance_is_refused_naming_what_is_allowed(
+    tmp_path: Path, given: str, hint: str
+) -> None:
+    code, _, err = run(
+        "tune", "--trace", str(tmp_path / "never-read.csv"), f"--refusal-tolerance={given}"
+    )
+    assert code == 2 and err.count("\n") == 1
+    assert f"--refusal-tolerance: got {given!r}; expected a fraction from 0 to 1" in err
+    assert "or a percent from 0 to 100 followed by %" in err
+    assert hint in err
+
+
+def test_the_code_takes_the_traffics_own_range() -> None:
+    from ddb_capacity_tools.simulator.tune import code_for
+
+    start = datetime(2026, 1, 5, tzinfo=UTC)
+    reads = [37.5, 400.0, 812.0, 90.0]
+    writes = [3.0, 1_000.0, 20.0, 250.0]
+    for keys in ((None, None), ("ByGroup", "ByGroup")):  # the table, or a trace of one GSI
+        trace = Trace("t", start, {(keys[0], "read"): reads, (keys[1], "write"): writes})
+        for policy in ("stock:60", "autopilot:80", "autopilot+stock:70"):
+            t = parse(policy).value / 100
+            code = code_for(parse(policy), trace, ModelParams())
+            numbers = [int(n) for n in re.findall(r"(?:min|max)\D{0,20}?(\d+)", code)]
+            lo_r, hi_r = math.ceil(min(reads) / t), math.ceil(2 * max(reads) / t)
+            lo_w, hi_w = math.ceil(min(writes) / t), math.ceil(2 * max(writes) / t)
+            assert sorted(set(numbers)) == sorted({lo_r, hi_r, lo_w, hi_w}), (policy, code)
+    # within the model's range
+    trace = Trace("t", start, {(None, "read"): [0.0, 30_000.0], (None, "write"): [5.0, 6.0]})
+    code = code_for(parse("stock:50"), trace, ModelParams(max_capacity=40_000))
+    assert "min_capacity=1, max_capacity=40000" in code
 
 
 def test_tune_refuses_a_candidate_it_cannot_deploy(tmp_path: Path) -> None:

@@ -4,16 +4,18 @@
 
     ddb-capacity scenarios
     ddb-capacity simulate (--scenario NAME | --trace FILE.csv) [--policy P ...] [--json]
-                          [--chart FILE.png]
+                          [--chart FILE.png] [--score-from ISO-8601]
     ddb-capacity backtest --table NAME [--index NAME] --days N [--policy P ...] [--json]
-                          [--chart FILE.png]
+                          [--chart FILE.png] [--score-from ISO-8601]
     ddb-capacity request --table NAME [--index NAME] [--read N] [--write N]
                          [--hold MINUTES] [--timeout MINUTES] [--broker NAME | --store NAME]
                          [--json]
     ddb-capacity release --table NAME (--id ID [--token=TOKEN] | --expired)
                          [--broker NAME | --store NAME] [--json]
     ddb-capacity tune (--trace FILE.csv | --table NAME [--days N]) [--candidate P ...]
-                      [--ensemble NAME] [--json]
+                      [--refusal-tolerance F] [--ensemble NAME] [--json]
+    ddb-capacity advise (--table NAME [--index NAME] | --all-tables) [--days N]
+                        [--candidate P ...] [--refusal-tolerance F] [--json]
 
 ``--broker`` (default ``$CAPACITY_BROKER``) goes through the broker ``CapacityRequests``
 deploys, which is all a worker granted with ``grant_request`` may do; ``--store`` acts
@@ -22,7 +24,8 @@ A hold is ended early with the token its request printed; a broker needs it, dir
 checks it when given.
 
 Exit status: 0 on success, 2 for bad input or a refused request (the message names the
-option and the value), 1 when a request timed out (its hold is withdrawn).
+option and the value), 1 when a request timed out (its hold is withdrawn) or when advise
+could not advise a table (the others are advised).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from ddb_capacity_runtime.aws.retry import describe_error
 from ddb_capacity_runtime.requests.broker import BROKER_ENV
 from ddb_capacity_runtime.requests.store import STORE_ENV
 
+from . import advise as advise_module
 from .simulator import chart, ensemble, report, schedules
 from .simulator import tune as tune_module
 from .simulator.backtest import MAX_DAYS, history, history_end
@@ -67,6 +71,8 @@ INPUT_ERRORS = (
     ScenarioError,
     ScheduleFileError,
     TraceError,
+    tune_module.TuneError,
+    advise_module.AdviseError,
 )
 
 
@@ -176,13 +182,18 @@ def _simulate_parsers(sub: Any) -> None:
         help="timestamp,read,write rows: ISO-8601 UTC, 1 a minute, units/s",
     )
     sim.add_argument("--seed", type=int, default=1, help="jitter seed of a scenario")
-    _policy_options(sim)
-    _run_options(sim)
     bt = sub.add_parser("backtest", help="replay a table's CloudWatch history")
     bt.add_argument("--table", required=True, metavar="NAME")
     _history_options(bt, {"required": True, "help": "1 to 15"})
-    _policy_options(bt)
-    _run_options(bt)
+    for p in (sim, bt):
+        p.add_argument(
+            "--score-from",
+            metavar="ISO-8601",
+            help="count refusals and cost from this time on (a minute of the trace; UTC "
+            "unless an offset is given); policies still run over every minute",
+        )
+        _policy_options(p)
+        _run_options(p)
 
 
 def _tune_parser(sub: Any) -> None:
@@ -193,15 +204,46 @@ def _tune_parser(sub: Any) -> None:
     where.add_argument("--trace", metavar="FILE.csv", help="a trace (as for simulate)")
     where.add_argument("--table", metavar="NAME", help="a table's CloudWatch history")
     _history_options(tn, {"help": f"1 to {MAX_DAYS} (default {TUNE_DAYS}; with --table)"})
-    tn.add_argument(
+    _choice_options(tn)
+    for option in NOT_TUNE:  # refused with a message naming --candidate, never ignored
+        tn.add_argument(option, action="append", help=argparse.SUPPRESS)
+    _run_options(
+        tn,
+        '{"ensemble", "candidates", "frontier", "recommended", "reason", "rule", '
+        '"on_demand", "code"}',
+    )
+
+
+def _choice_options(parser: argparse.ArgumentParser) -> None:
+    """What tune and advise choose among, and by which rule."""
+    parser.add_argument(
         "--candidate",
         action="append",
         metavar="P",
         help="a policy to try (repeatable); default: " + ", ".join(tune_module.CANDIDATES),
     )
-    for option in NOT_TUNE:  # refused with a message naming --candidate, never ignored
-        tn.add_argument(option, action="append", help=argparse.SUPPRESS)
-    _run_options(tn, '{"ensemble", "candidates", "recommended", "code"}')
+    parser.add_argument(
+        "--refusal-tolerance",
+        default="0",
+        metavar="F",
+        help=f"{tune_module.TOLERANCE_HELP}; default 0 (docs: Tune, 'The rule')",
+    )
+
+
+def _advise_parser(sub: Any) -> None:
+    ad = sub.add_parser(
+        "advise",
+        help="recommend one option (provisioned settings or on-demand) for a table or every "
+        "table, from their CloudWatch history",
+    )
+    which = ad.add_mutually_exclusive_group(required=True)
+    which.add_argument("--table", metavar="NAME", help="one table (or, with --index, a GSI)")
+    which.add_argument(
+        "--all-tables", action="store_true", help="every table of the account and Region"
+    )
+    _history_options(ad, {"help": f"1 to {MAX_DAYS} (default {TUNE_DAYS})"})
+    _choice_options(ad)
+    _run_options(ad, '{"ensemble", "days", "end", "month_hours", "tables", "failed"}')
 
 
 def _request_parsers(sub: Any) -> None:
@@ -271,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--json", action="store_true")
     _simulate_parsers(sub)
     _tune_parser(sub)
+    _advise_parser(sub)
     _request_parsers(sub)
     return parser
 
@@ -424,6 +467,25 @@ def _history_window(args: argparse.Namespace) -> datetime | None:
     return end
 
 
+def _tuning_options(
+    args: argparse.Namespace,
+) -> tuple[float, ModelParams, Prices, str, list[str]]:
+    """tune's and advise's options, checked before any input is read: the refusal
+    tolerance, the model, the prices, the ensemble's name and the candidates."""
+    tolerance = tune_module.refusal_tolerance(args.refusal_tolerance)
+    params = ModelParams(**{f.name: getattr(args, f.name) for f in fields(ModelParams)})
+    params.validate(flags=True)
+    prices = Prices().overridden(args.price)
+    name = args.ensemble or "plausible"
+    settings_of(name, params)  # the name and its settings
+    candidates = args.candidate or list(tune_module.CANDIDATES)
+    for c in candidates:
+        spec = parse(c, params.max_capacity, "--candidate")
+        if spec.kind not in ("stock", "autopilot", "on-demand"):
+            raise PolicyError(f"--candidate: got {c!r}; expected {tune_module.CANDIDATE_HELP}")
+    return tolerance, params, prices, name, candidates
+
+
 def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for option in NOT_TUNE:
         given = getattr(args, option[2:])
@@ -432,24 +494,93 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"{option}: got {given[0]!r}; tune takes none: it tries the policies given "
                 f"with --candidate P ({tune_module.CANDIDATE_HELP}; repeatable)"
             )
-    params = ModelParams(**{f.name: getattr(args, f.name) for f in fields(ModelParams)})
-    params.validate(flags=True)
-    prices = Prices().overridden(args.price)
-    name = args.ensemble or "plausible"
-    settings_of(name, params)  # the name and its settings, checked before any input is read
-    candidates = args.candidate or list(tune_module.CANDIDATES)
-    for c in candidates:
-        spec = parse(c, params.max_capacity, "--candidate")
-        if spec.kind not in ("stock", "autopilot", "on-demand"):
-            raise PolicyError(f"--candidate: got {c!r}; expected {tune_module.CANDIDATE_HELP}")
+    tolerance, params, prices, name, candidates = _tuning_options(args)
     trace = _trace(args, params)
     settings = settings_of(name, params, trace)
-    tuning = tune_module.tune(trace, settings, candidates, prices, args.tick, args.workers)
+    tuning = tune_module.tune(
+        trace, settings, candidates, prices, args.tick, args.workers, tolerance
+    )
     if args.json:
         out.write(json.dumps({"ensemble": name, **tuning.as_json()}) + "\n")
     else:
         out.write(tune_module.table(tuning, trace, name, len(settings)) + "\n")
     return 0
+
+
+def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Exit status 1 when any table failed (the others are advised), else 0."""
+    tolerance, params, prices, name, candidates = _tuning_options(args)
+    if args.all_tables and args.index is not None:
+        raise TraceError(
+            f"--index: got {args.index!r}; it applies to --table only (--all-tables advises "
+            f"each table itself)"
+        )
+    days = TUNE_DAYS if args.days is None else args.days
+    if not 1 <= days <= MAX_DAYS:
+        raise TraceError(f"--days: got {days}; expected a whole number from 1 to {MAX_DAYS}")
+    end = _history_window(args)  # before any AWS client is made
+    import boto3
+
+    cloudwatch, dynamodb = boto3.client("cloudwatch"), boto3.client("dynamodb")
+    tables = (
+        [(t, None) for t in advise_module.list_tables(dynamodb)]
+        if args.all_tables
+        else [(args.table, args.index)]
+    )
+    setup = advise_module.Setup(
+        days,
+        end,
+        lambda trace: settings_of(name, params, trace),
+        params,
+        candidates,
+        prices,
+        args.tick,
+        args.workers,
+        tolerance,
+    )
+    results = advise_module.advise(cloudwatch, dynamodb, tables, setup, None if args.quiet else err)
+    until = _iso(end) if end else "now"
+    if args.json:
+        doc = advise_module.as_json(results, ensemble=name, days=days, end=until)
+        out.write(json.dumps(doc) + "\n")
+    else:
+        heading = (
+            f"advise: {len(tables)} table(s), {days} day(s) of CloudWatch history to {until}, "
+            f"ensemble {name} ({len(settings_of(name, params))} settings); dollars and refused "
+            f"units per month ({advise_module.MONTH_HOURS} h), medians, read + write"
+        )
+        out.write(advise_module.text(results, heading) + "\n")
+    return 1 if any(isinstance(r, advise_module.Failure) for r in results) else 0
+
+
+def _iso(moment: datetime) -> str:
+    return f"{moment:%Y-%m-%dT%H:%M}Z"
+
+
+def _score_from(text: str | None, trace: Trace, ensemble: bool) -> int | None:
+    """``--score-from`` as the trace minute it falls in (None: not given); a time without
+    an offset is UTC. Refused outside the trace's minutes, and with ``--ensemble`` (whose
+    settings count every minute)."""
+    if text is None:
+        return None
+    if ensemble:
+        raise PolicyError(
+            f"--score-from: got {text!r} with --ensemble; the ensemble counts every minute: "
+            f"give one or the other"
+        )
+    last = trace.time(trace.minutes - 1)
+    allowed = (
+        f"expected an ISO-8601 time from {_iso(trace.start)} to {_iso(last)} (the trace's minutes)"
+    )
+    try:
+        given = datetime.fromisoformat(text.strip())
+        moment = given if given.tzinfo else given.replace(tzinfo=UTC)
+        minute = (moment - trace.start) // timedelta(minutes=1)
+    except (ValueError, OverflowError):
+        raise TraceError(f"--score-from: got {text!r}; {allowed}") from None
+    if not 0 <= minute < trace.minutes:
+        raise TraceError(f"--score-from: got {text!r}; {allowed}")
+    return int(minute)
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -467,6 +598,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not 1 <= args.workers <= 64:
         raise PolicyError(f"--workers: got {args.workers}; expected a whole number from 1 to 64")
     settings = settings_of(args.ensemble, params) if args.ensemble else []
+    score_from = _score_from(args.score_from, trace, bool(settings))
     results = simulate(
         trace,
         specs,
@@ -476,6 +608,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         args.tick,
         progress=None if args.quiet else err,
         workers=args.workers,
+        score_from=score_from,
     )
     spread = (
         run_ensemble(trace, specs, settings, prices, entries, args.tick, args.workers)
@@ -484,6 +617,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     if args.json:
         doc = report.as_json(results, trace, params, prices)
+        if score_from is not None:
+            doc["score_from"] = {"minute": score_from, "time": _iso(trace.time(score_from))}
         if settings:
             doc["ensemble"] = {
                 "name": args.ensemble,
@@ -492,6 +627,11 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             }
         out.write(json.dumps(doc) + "\n")
     else:
+        if score_from is not None:
+            out.write(
+                f"scored from {_iso(trace.time(score_from))} (minute {score_from:,}): "
+                f"refusals and cost count from then on\n\n"
+            )
         out.write(report.table(results, trace) + "\n")
         if settings:
             out.write("\n" + ensemble.table(spread, args.ensemble, len(settings)) + "\n")
@@ -543,6 +683,8 @@ def main(
             return _request(args, out)
         if args.command == "tune":
             return _tune(args, out, err)
+        if args.command == "advise":
+            return _advise(args, out, err)
         return _run(args, out, err)
     except TimeoutError as exc:
         err.write(f"ddb-capacity: timed out: {exc}\n")

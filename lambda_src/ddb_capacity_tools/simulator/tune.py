@@ -2,36 +2,60 @@
 
 ``ddb-capacity tune``: how to set a table's capacity for its own traffic.
 
-Every candidate (stock target tracking, the autopilot alone and the autopilot on top of
-stock target tracking, each at several target utilizations, and on-demand) runs over the
-trace under an ensemble of model settings. The medians of refused units and cost place each
-candidate; the frontier is the candidates no other beats on both. The recommendation is the
-frontier candidate that refuses least among those costing no more than stock target
-tracking at 70 % (the console's default), or the cheapest frontier candidate when none
-does. Its construct code is printed to paste.
+Every candidate (stock target tracking at 30 to 90 %, the autopilot alone and on top of
+stock target tracking at several target utilizations, and on-demand) runs over the trace
+under an ensemble of model settings. The medians of refused units and cost place each
+candidate; the frontier is the candidates no other beats on both.
+
+The rule: the recommendation is the cheapest candidate that refuses no more than the best
+stock setting (of stock target tracking at every target from 30 to 90 %, step 10, the one
+that refuses least), times 1 + the refusal tolerance (default 0). That stock setting is a
+candidate itself, so there always is one; and the cheapest candidate within a limit on
+refusals is always on the frontier. The reason is given in words, with what on-demand
+would cost (or, when it wins, by how much). Its construct code is printed to paste.
 """
 
 from __future__ import annotations
 
+import math
+import os
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ddb_capacity_runtime.core.policy import capacity_units
 
-from .ensemble import Spread, run_ensemble
+from .ensemble import Spread
 from .model import ModelParams
 from .policies import DEFAULT_TICK_MINUTES, Spec, parse
 from .prices import Prices
+from .run import DimensionResult, simulate
 from .text import fixed_width
 from .trace import Trace
 
-#: What ``tune`` tries by default.
+__all__ = [
+    "CANDIDATES",
+    "ON_DEMAND",
+    "STOCK",
+    "Candidate",
+    "TuneError",
+    "Tuning",
+    "choose",
+    "code_for",
+    "place",
+    "refusal_tolerance",
+    "table",
+    "tune",
+]
+
+#: Stock target tracking at every target from 30 to 90 %, step 10: always run, always
+#: candidates; the one that refuses least sets the limit on refusals.
+STOCK = tuple(f"stock:{t}" for t in range(30, 100, 10))
+ON_DEMAND = "on-demand"
+#: What ``tune`` tries by default (the stock settings and on-demand are always tried).
 CANDIDATES = (
-    "stock:50",
-    "stock:60",
-    "stock:70",
-    "stock:80",
+    *STOCK,
     "autopilot:50",
     "autopilot:60",
     "autopilot:70",
@@ -39,13 +63,43 @@ CANDIDATES = (
     "autopilot+stock:60",
     "autopilot+stock:70",
     "autopilot+stock:80",
-    "on-demand",
+    ON_DEMAND,
 )
-REFERENCE = "stock:70"
 #: The policies tune can recommend, as --candidate values.
 CANDIDATE_HELP = "stock:T, autopilot, autopilot:T, autopilot+stock:T or on-demand"
 #: The pasted code's maximum is this many times the trace's peak (:func:`bounds_for`).
 PEAK_HEADROOM = 2
+#: ``--refusal-tolerance``'s largest value: 1 (100 %), twice the best stock's refusals.
+MAX_TOLERANCE = 1.0
+TOLERANCE_HELP = (
+    "a fraction from 0 to 1 (0.1) or a percent from 0 to 100 followed by % (10%): how much "
+    "more than the best stock setting the recommendation may refuse"
+)
+
+
+class TuneError(ValueError):
+    """A tune option out of range; the message names the option, the value and the range."""
+
+
+def refusal_tolerance(text: str) -> float:
+    """``--refusal-tolerance``: ``0.1`` or ``10%`` is 0.1 (the recommendation may refuse
+    10 % more than the best stock setting); 0 to 1, or 0 % to 100 %."""
+    value = text.strip()
+    percent = value.endswith("%")
+    number = value[:-1].strip() if percent else value
+    if re.fullmatch(r"\d+(\.\d*)?|\.\d+", number):
+        fraction = float(number) / (100 if percent else 1)
+        if 0 <= fraction <= MAX_TOLERANCE:
+            return fraction
+    hint = " (for a percent, write it with %: 10%)" if not percent and _is_number(number) else ""
+    raise TuneError(f"--refusal-tolerance: got {text!r}; expected {TOLERANCE_HELP}{hint}")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text)) and float(text) > MAX_TOLERANCE
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -56,6 +110,14 @@ class Candidate:
     throttled_requests: Spread
     cost_usd: Spread
     frontier: bool = False
+
+    @property
+    def refused(self) -> float:
+        return self.throttled_requests.median
+
+    @property
+    def cost(self) -> float:
+        return self.cost_usd.median
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -68,21 +130,116 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Tuning:
+    """The candidates, the one recommended and why, and its construct code. ``best_stock``
+    is the stock setting that refuses least; ``limit`` the most refused units (median) a
+    candidate may have to be recommended: its refusals x (1 + ``tolerance``)."""
+
     candidates: list[Candidate]
     recommended: Candidate
     code: str
+    best_stock: Candidate
+    tolerance: float
+    reason: str
+    on_demand: dict[str, Any]
+
+    @property
+    def limit(self) -> float:
+        return self.best_stock.refused * (1 + self.tolerance)
+
+    @property
+    def frontier(self) -> list[Candidate]:
+        """The frontier, cheapest first."""
+        return sorted((c for c in self.candidates if c.frontier), key=lambda c: c.cost)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "candidates": [c.as_json() for c in self.candidates],
+            "frontier": [c.policy for c in self.frontier],
             "recommended": self.recommended.policy,
+            "reason": self.reason,
+            "rule": {
+                "best_stock": self.best_stock.policy,
+                "refusal_tolerance": self.tolerance,
+                "refusal_limit": round(self.limit, 6),
+            },
+            "on_demand": self.on_demand,
             "code": self.code,
         }
 
 
-def _summed(values: Sequence[Sequence[float]]) -> Spread:
-    """Per setting, the sum over dimensions; then min / median / max over settings."""
-    return Spread.of([sum(v) for v in zip(*values, strict=True)])
+def place(
+    trace: Trace,
+    names: Sequence[str],
+    settings: Sequence[ModelParams],
+    prices: Prices | None = None,
+    tick: int = DEFAULT_TICK_MINUTES,
+    workers: int | None = None,
+    score_from: int | None = None,
+) -> list[Candidate]:
+    """Every policy of ``names`` over ``trace`` under each of ``settings`` (policies in
+    ``workers`` processes, default the CPU count), refused units and cost summed over the
+    dimensions, counted from minute ``score_from`` on (None: every minute; the policies
+    run over, and learn from, every minute either way); frontier marked."""
+    specs = [parse(n, settings[0].max_capacity) for n in names]
+    scored = {} if score_from is None else {"score_from": score_from}
+    runs = [
+        simulate(
+            trace,
+            specs,
+            p,
+            prices,
+            None,
+            tick,
+            progress=None,
+            workers=workers or os.cpu_count() or 1,
+            **scored,
+        )
+        for p in settings
+    ]
+    return _with_frontier([_candidate(n, runs) for n in names])
+
+
+def _candidate(name: str, runs: Sequence[Sequence[DimensionResult]]) -> Candidate:
+    """``name``'s results, per setting summed over dimensions, as min / median / max."""
+    mine = [[r for r in results if r.policy == name] for results in runs]
+    return Candidate(
+        name,
+        Spread.of([sum(r.throttled_requests for r in rs) for rs in mine]),
+        Spread.of([sum(r.cost_usd for r in rs) for rs in mine]),
+    )
+
+
+def _with_frontier(placed: Sequence[Candidate]) -> list[Candidate]:
+    """``placed``, each marked on the frontier when no other refuses no more and costs no
+    more, and less on one of the two (medians)."""
+    out = []
+    for c in placed:
+        beaten = any(
+            o.refused <= c.refused
+            and o.cost <= c.cost
+            and (o.refused < c.refused or o.cost < c.cost)
+            for o in placed
+        )
+        out.append(replace(c, frontier=not beaten))
+    return out
+
+
+def _within(value: float, limit: float) -> bool:
+    """``value`` <= ``limit``, float noise aside (sums over settings and dimensions)."""
+    return value <= limit * (1 + 1e-9) + 1e-6
+
+
+def choose(placed: Sequence[Candidate], tolerance: float = 0.0) -> tuple[Candidate, Candidate]:
+    """(the recommendation, the best stock setting): the cheapest candidate that refuses no
+    more than the stock setting of :data:`STOCK` refusing least (the cheaper of two that
+    refuse as little) x (1 + ``tolerance``); of two as cheap, the one refusing less."""
+    stock = [c for c in placed if c.policy in STOCK]
+    if not stock:
+        raise TuneError(f"tune: no stock setting among the candidates ({', '.join(STOCK)})")
+    best = min(stock, key=lambda c: (c.refused, c.cost))
+    limit = best.refused * (1 + tolerance)
+    within = [c for c in placed if _within(c.refused, limit)]
+    return min(within, key=lambda c: (c.cost, c.refused)), best
 
 
 def tune(
@@ -92,38 +249,123 @@ def tune(
     prices: Prices | None = None,
     tick: int = DEFAULT_TICK_MINUTES,
     workers: int | None = None,
+    tolerance: float = 0.0,
 ) -> Tuning:
-    names = list(dict.fromkeys([*candidates, REFERENCE]))
-    specs = [parse(n, settings[0].max_capacity) for n in names]
-    results = run_ensemble(trace, specs, settings, prices, tick=tick, workers=workers)
-    placed = []
-    for name in names:
-        mine = [r for r in results if r.policy == name]
-        placed.append(
-            (
-                name,
-                _summed([[x.throttled_requests for x in r.runs] for r in mine]),
-                _summed([[x.cost_usd for x in r.runs] for r in mine]),
-            )
-        )
-    out = []
-    for name, thr, cost in placed:
-        beaten = any(
-            t.median <= thr.median
-            and c.median <= cost.median
-            and (t.median < thr.median or c.median < cost.median)
-            for _, t, c in placed
-        )
-        out.append(Candidate(name, thr, cost, frontier=not beaten))
-    reference = next(c for c in out if c.policy == REFERENCE)
-    frontier = [c for c in out if c.frontier]
-    affordable = [c for c in frontier if c.cost_usd.median <= reference.cost_usd.median]
-    best = (
-        min(affordable, key=lambda c: (c.throttled_requests.median, c.cost_usd.median))
-        if affordable
-        else min(frontier, key=lambda c: (c.cost_usd.median, c.throttled_requests.median))
+    """``candidates``, the stock settings of :data:`STOCK` and on-demand over ``trace``
+    under ``settings``; the recommendation by :func:`choose`, its reason and its code."""
+    names = list(dict.fromkeys([*candidates, *STOCK, ON_DEMAND]))
+    return decide(
+        place(trace, names, settings, prices, tick, workers), tolerance, trace, settings[0]
     )
-    return Tuning(out, best, code_for(parse(best.policy), trace, settings[0]))
+
+
+def decide(
+    placed: Sequence[Candidate],
+    tolerance: float,
+    trace: Trace,
+    params: ModelParams,
+    period: str = "",
+) -> Tuning:
+    """The :class:`Tuning` of candidates already placed (:func:`place`) on ``trace``;
+    ``period`` follows every amount in the reason (" a month" when the candidates were
+    scaled to a month)."""
+    pick, best = choose(placed, tolerance)
+    limit = best.refused * (1 + tolerance)
+    within = [c for c in placed if _within(c.refused, limit)]
+    on_demand = _on_demand(placed, pick, within)
+    return Tuning(
+        list(placed),
+        pick,
+        code_for(parse(pick.policy), trace, params),
+        best,
+        tolerance,
+        _reason(pick, best, tolerance, len(within), on_demand, period),
+        on_demand,
+    )
+
+
+def _on_demand(
+    placed: Sequence[Candidate], pick: Candidate, within: Sequence[Candidate]
+) -> dict[str, Any]:
+    """On-demand against the recommendation, or, when on-demand is the recommendation,
+    against the cheapest provisioned candidate within the limit: ``difference_usd`` is
+    what on-demand saves (negative: what it costs more)."""
+    od = next((c for c in placed if c.policy == ON_DEMAND), None)
+    if od is None:
+        return {"wins": False, "cost_usd": None}
+    provisioned = [c for c in within if c.policy != ON_DEMAND]
+    versus = (
+        min(provisioned, key=lambda c: (c.cost, c.refused), default=None) if pick is od else pick
+    )
+    return {
+        "wins": pick is od,
+        "cost_usd": round(od.cost, 6),
+        "throttled_requests": round(od.refused, 6),
+        "within_limit": any(c is od for c in within),
+        "versus": versus.policy if versus else None,
+        "versus_cost_usd": round(versus.cost, 6) if versus else None,
+        "difference_usd": round(versus.cost - od.cost, 6) if versus else None,
+    }
+
+
+def _money(value: float) -> str:
+    return f"${value:,.2f}"
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{part / whole:.0%}" if whole > 0 else "all"
+
+
+def _reason(
+    pick: Candidate,
+    best: Candidate,
+    tolerance: float,
+    count: int,
+    od: dict[str, Any],
+    period: str = "",
+) -> str:
+    """Why ``pick``, in words; ``period`` follows every amount."""
+
+    def money(value: float) -> str:
+        return f"${value:,.2f}{period}"
+
+    units = f"units{period}"
+    allowed = f"no more than {best.policy} refuses ({best.refused:,.0f} {units}: the stock " + (
+        "setting that refuses least)"
+        if not tolerance
+        else f"setting that refuses least) plus {tolerance:.0%}, "
+        f"{best.refused * (1 + tolerance):,.0f} {units}"
+    )
+    words = [
+        f"{pick.policy} is the cheapest of the {count} candidate(s) that refuse {allowed}: "
+        f"{money(pick.cost)}, {pick.refused:,.0f} {units} refused (medians over the ensemble)."
+    ]
+    if pick is not best and not (od.get("wins") and od.get("versus") == best.policy):
+        saved = best.cost - pick.cost
+        words.append(
+            f"It costs {money(saved)} ({_share(saved, best.cost)}) less than "
+            f"{best.policy} ({money(best.cost)})."
+        )
+    if od["cost_usd"] is None:
+        words.append("On-demand was not run.")
+    elif od["wins"] and od["versus"] is not None:
+        words.append(
+            f"On-demand wins: {money(od['difference_usd'])} "
+            f"({_share(od['difference_usd'], od['versus_cost_usd'])}) less than the cheapest "
+            f"provisioned candidate within the limit, {od['versus']} "
+            f"({money(od['versus_cost_usd'])})."
+        )
+    elif not od["within_limit"]:
+        words.append(
+            f"On-demand would cost {money(od['cost_usd'])} but refuses "
+            f"{od['throttled_requests']:,.0f} {units} (a hot key's partition), more than the "
+            "limit."
+        )
+    else:
+        words.append(
+            f"On-demand would cost {money(od['cost_usd'])}, {money(-od['difference_usd'])} more."
+        )
+    return " ".join(words)
 
 
 def bounds_for(
@@ -201,23 +443,35 @@ def code_for(spec: Spec, trace: Trace, params: ModelParams) -> str:
 
 
 def table(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
+    """The candidates cheapest first, the frontier, the recommendation and its reason, the
+    code to paste."""
     header = ("policy", "frontier", "refused units (median)", "cost $ (median)", "min-max cost")
     rows = [header]
-    for c in sorted(tuning.candidates, key=lambda c: c.cost_usd.median):
+    for c in sorted(tuning.candidates, key=lambda c: (c.cost, c.refused)):
         rows.append(
             (
                 c.policy + (" <- recommended" if c is tuning.recommended else ""),
                 "yes" if c.frontier else "",
-                f"{c.throttled_requests.median:,.0f}",
-                f"{c.cost_usd.median:,.2f}",
+                f"{c.refused:,.0f}",
+                f"{c.cost:,.2f}",
                 f"{c.cost_usd.min:,.2f}-{c.cost_usd.max:,.2f}",
             )
         )
-    lines = [
-        f"{trace.name}: {trace.minutes:,} minutes, ensemble {ensemble} ({settings} settings), "
-        f"read + write",
-        "",
-        *fixed_width(rows),
-    ]
-    lines += ["", "frontier: no other candidate refuses less and costs less", "", tuning.code]
-    return "\n".join(lines)
+    frontier = ", ".join(
+        f"{c.policy} ({_money(c.cost)}, {c.refused:,.0f} refused)" for c in tuning.frontier
+    )
+    return "\n".join(
+        [
+            f"{trace.name}: {trace.minutes:,} minutes, ensemble {ensemble} ({settings} "
+            f"settings), read + write",
+            "",
+            *fixed_width(rows),
+            "",
+            "frontier (cost vs refused units: no other candidate refuses less and costs "
+            f"less), cheapest first: {frontier}",
+            "",
+            f"recommended: {tuning.recommended.policy}. {tuning.reason}",
+            "",
+            tuning.code,
+        ]
+    )

@@ -1,0 +1,181 @@
+"""The right bill: ``tune`` trained on the past and scored on the future, measured in one run.
+
+For each trace, ``tune`` (its default candidates, the ``plausible`` ensemble, refusal
+tolerance 0) runs on the first half; its recommendation is then scored on the second half
+(the policies run over the whole trace and learn from the first half; refusals and cost
+count from the half on, ``score_from``), against stock target tracking at 30 to 90 % and
+on-demand, scored the same way. Every number is a median over the ensemble's 8 settings,
+read + write.
+
+The traces: the built-in scenarios of at least 2 days (diurnal, nightly-batch, hot-key); a
+seeded noisy diurnal trace (``simulate_noisy_30_days.noisy_diurnal``, seed 1); and, when
+``../shared/traces/`` exists, each real trace there (read in place: their licence forbids
+copying them; 14 days a minute). To keep the run within about 5 minutes on 2 cores, the
+noisy trace and the real traces are cut to their first ``--days`` (default 8: 4 days to
+tune on, 4 to score on); the scenarios keep their length (7, 7 and 2 days).
+
+Goals (printed with PASS/MISS and the distance; a miss is a finding, not a reason to move
+the goal):
+
+(a) on every trace, the recommendation is not dominated by any stock target or by
+    on-demand: none refuses no more and costs less than 0.97 x the recommendation's, or
+    refuses less and costs no more (a 3 % cost tolerance);
+(b) dollar-weighted over the traces where a stock target refuses as little as the
+    recommendation, the recommendation costs at most 0.75 x the cheapest stock target that
+    refuses no more (sum of its costs / sum of those stock targets' costs);
+(c) in total over the traces, the recommendation refuses at most 0.5 x what stock:70
+    refuses, at no more than stock:70's cost.
+
+Usage:
+    .venv/bin/python -m benchmarks.right_bill [--workers 2] [--days 8] [--traces DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from benchmarks.simulate_noisy_30_days import noisy_diurnal
+from ddb_capacity_tools.simulator import ModelParams, Prices, read_csv, scenario
+from ddb_capacity_tools.simulator.ensemble import settings_of
+from ddb_capacity_tools.simulator.trace import Trace
+from ddb_capacity_tools.simulator.tune import ON_DEMAND, STOCK, Candidate, place, tune
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
+SCENARIOS = ("diurnal", "nightly-batch", "hot-key")
+COST_TOLERANCE = 0.03
+GOAL_B = 0.75
+GOAL_C_REFUSED = 0.5
+REFERENCE = "stock:70"
+
+
+def cut(trace: Trace, minutes: int) -> Trace:
+    """``trace``'s first ``minutes`` (all of them when it is shorter)."""
+    if trace.minutes <= minutes:
+        return trace
+    key_range = {k: v[:minutes] for k, v in trace.key_range.items()} if trace.key_range else None
+    return replace(
+        trace, demand={k: v[:minutes] for k, v in trace.demand.items()}, key_range=key_range
+    )
+
+
+def traces(folder: Path, days: int) -> tuple[list[Trace], str]:
+    out = [scenario(n) for n in SCENARIOS]
+    out.append(cut(noisy_diurnal(seed=1, days=days), days * 1440))
+    if not folder.is_dir():
+        return out, f"{folder} not found: no real traces"
+    real = [cut(read_csv(p), days * 1440) for p in sorted(folder.glob("*.csv"))]
+    names = [replace(t, name=t.name.removesuffix(".csv")) for t in real]
+    return out + names, f"real traces read from {folder} ({len(real)})"
+
+
+def judge(trace: Trace, workers: int) -> tuple[Candidate, dict[str, Candidate]]:
+    """Tune on the first half; the recommendation, the stock targets and on-demand scored
+    on the second half."""
+    half = trace.minutes // 2
+    settings = settings_of("plausible", ModelParams(), trace)
+    tuning = tune(cut(trace, half), settings, workers=workers)
+    names = list(dict.fromkeys([tuning.recommended.policy, *STOCK, ON_DEMAND]))
+    scored = place(trace, names, settings, Prices(), workers=workers, score_from=half)
+    by = {c.policy: c for c in scored}
+    return by[tuning.recommended.policy], by
+
+
+def dominated(rec: Candidate, other: Candidate) -> bool:
+    """Goal (a)'s test: ``other`` refuses no more and costs less than 0.97 x ``rec``, or
+    refuses less and costs no more."""
+    no_more = other.refused <= rec.refused * (1 + 1e-9) + 1e-6
+    cheaper = other.cost < (1 - COST_TOLERANCE) * rec.cost
+    return (no_more and cheaper) or (other.refused < rec.refused - 1e-6 and other.cost <= rec.cost)
+
+
+def print_trace(trace: Trace, rec: Candidate, by: dict[str, Candidate], seconds: float) -> None:
+    half = trace.minutes // 2
+    print(
+        f"\n{trace.name}: tuned on {half:,} minutes, scored on {trace.minutes - half:,} "
+        f"({seconds:.0f} s); recommended {rec.policy}"
+    )
+    print(f"  {'option':<24}{'refused units':>18}{'cost $':>12}")
+    for name in list(dict.fromkeys([rec.policy, *STOCK, ON_DEMAND])):
+        c = by[name]
+        mark = " <- recommended" if name == rec.policy else ""
+        print(f"  {name:<24}{c.refused:>18,.0f}{c.cost:>12,.2f}{mark}")
+
+
+def goals(rows: list[tuple[str, Candidate, dict[str, Candidate]]]) -> None:
+    print("\ngoals")
+    misses = []
+    for name, rec, by in rows:
+        for other in [*STOCK, ON_DEMAND]:
+            o = by[other]
+            if other != rec.policy and dominated(rec, o):
+                misses.append(
+                    f"{name}: {other} refuses {o.refused:,.0f} (vs {rec.refused:,.0f}) at "
+                    f"${o.cost:,.2f} (vs ${rec.cost:,.2f}, {o.cost / rec.cost - 1:+.1%})"
+                )
+    verdict = "PASS" if not misses else f"MISS on {len(misses)} dominations"
+    print(f"(a) not dominated by a stock target or on-demand (3 % cost tolerance): {verdict}")
+    for m in misses:
+        print(f"      {m}")
+    paid = stock_paid = 0.0
+    counted = []
+    for name, rec, by in rows:
+        matching = [by[s] for s in STOCK if by[s].refused <= rec.refused * (1 + 1e-9) + 1e-6]
+        if matching:
+            cheapest = min(matching, key=lambda c: c.cost)
+            paid += rec.cost
+            stock_paid += cheapest.cost
+            counted.append(f"{name} ({rec.cost / cheapest.cost:.2f}x {cheapest.policy})")
+    if stock_paid:
+        ratio = paid / stock_paid
+        verdict = "PASS" if ratio <= GOAL_B else "MISS"
+        print(
+            f"(b) cost / cheapest stock target refusing no more, dollar-weighted over "
+            f"{len(counted)} trace(s): {ratio:.3f}x (goal <= {GOAL_B}x, distance "
+            f"{ratio - GOAL_B:+.3f}): {verdict}"
+        )
+        print(f"      {', '.join(counted)}")
+    else:
+        print("(b) no trace where a stock target refuses as little: nothing to weigh")
+    _goal_c(rows)
+
+
+def _goal_c(rows: list[tuple[str, Candidate, dict[str, Candidate]]]) -> None:
+    refused = sum(rec.refused for _, rec, _ in rows)
+    cost = sum(rec.cost for _, rec, _ in rows)
+    ref_refused = sum(by[REFERENCE].refused for *_, by in rows)
+    ref_cost = sum(by[REFERENCE].cost for *_, by in rows)
+    r_ratio = refused / ref_refused if ref_refused else (0.0 if not refused else float("inf"))
+    c_ratio = cost / ref_cost if ref_cost else float("inf")
+    ok = r_ratio <= GOAL_C_REFUSED and c_ratio <= 1.0
+    print(
+        f"(c) in total, refused {refused:,.0f} = {r_ratio:.3f}x {REFERENCE}'s {ref_refused:,.0f} "
+        f"(goal <= {GOAL_C_REFUSED}x, distance {r_ratio - GOAL_C_REFUSED:+.3f}); cost "
+        f"${cost:,.2f} = {c_ratio:.3f}x {REFERENCE}'s ${ref_cost:,.2f} (goal <= 1x, distance "
+        f"{c_ratio - 1:+.3f}): {'PASS' if ok else 'MISS'}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--days", type=int, default=8, help="days kept of the long traces")
+    parser.add_argument("--traces", type=Path, default=SHARED)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    chosen, said = traces(args.traces, args.days)
+    print(f"right bill: {len(chosen)} traces; {said}; ensemble plausible, medians, read + write")
+    rows = []
+    for trace in chosen:
+        t0 = time.perf_counter()
+        rec, by = judge(trace, args.workers)
+        print_trace(trace, rec, by, time.perf_counter() - t0)
+        rows.append((trace.name, rec, by))
+    goals(rows)
+    print(f"\n{time.perf_counter() - started:.0f} s in all")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+"""Runs in: workstation (the `ddb-capacity` command).
+
+``ddb-capacity advise``: the right bill for one table (or GSI) or every table of an account
+and Region.
+
+For each table it reads the CloudWatch history (:func:`.simulator.backtest.history`, with
+the throttles by cause), places ``tune``'s candidates and on-demand on it under an ensemble
+(:func:`.simulator.tune.place`) and recommends one by tune's rule
+(:func:`.simulator.tune.decide`), with every option's dollars and refused units scaled to a
+month of 730 hours, and the reason.
+
+Every table is its own fault domain: a table whose history cannot be read (access denied,
+throttled, deleted meanwhile, no traffic recorded, a malformed answer) is reported as failed
+with the reason, and the others go on. What AWS returns is untrusted: table names are
+checked before use and shown with control characters escaped, error messages are cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, TextIO
+
+from ddb_capacity_runtime.aws.retry import describe_error
+
+from .simulator.backtest import history
+from .simulator.ensemble import Spread
+from .simulator.model import ModelParams
+from .simulator.policies import DEFAULT_TICK_MINUTES
+from .simulator.prices import Prices
+from .simulator.text import fixed_width
+from .simulator.trace import Trace
+from .simulator.tune import CANDIDATES, ON_DEMAND, STOCK, Candidate, Tuning, decide, place
+
+__all__ = [
+    "MONTH_HOURS",
+    "AdviseError",
+    "Advice",
+    "Failure",
+    "Setup",
+    "advise",
+    "as_json",
+    "list_tables",
+    "text",
+]
+
+#: A month, as AWS bills it: 730 hours.
+MONTH_HOURS = 730
+MONTH_MINUTES = MONTH_HOURS * 60
+#: ListTables pages read at most (100 names each): far beyond any account's table quota.
+MAX_PAGES = 1_000
+#: DynamoDB's table names: 3 to 255 of these characters.
+NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+#: An error message from AWS is cut to this many characters.
+SHOWN = 300
+
+
+class AdviseError(ValueError):
+    """The account's table list could not be read as documented: nothing is advised."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every table is advised with: the window, the ensemble's settings on top of
+    ``params``, the candidates, the prices and the refusal tolerance."""
+
+    days: int
+    end: datetime | None
+    settings_of: Callable[[Trace], list[ModelParams]]
+    params: ModelParams
+    candidates: Sequence[str] = CANDIDATES
+    prices: Prices | None = None
+    tick: int = DEFAULT_TICK_MINUTES
+    workers: int | None = None
+    tolerance: float = 0.0
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One table's advice: the tuning of its history with every option scaled to a month."""
+
+    table: str
+    index: str | None
+    minutes: int
+    tuning: Tuning
+    notes: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        t = self.tuning
+        return {
+            "table": self.table,
+            "index": self.index,
+            "status": "advised",
+            "history_minutes": self.minutes,
+            "recommended": t.recommended.policy,
+            "reason": t.reason,
+            "options": [
+                {
+                    "policy": c.policy,
+                    "usd_per_month": round(c.cost, 2),
+                    "refused_per_month": round(c.refused),
+                    "frontier": c.frontier,
+                    "recommended": c is t.recommended,
+                }
+                for c in _by_cost(t.candidates)
+            ],
+            "on_demand": t.on_demand,
+            "code": t.code,
+            "notes": self.notes,
+        }
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A table that could not be advised, and why."""
+
+    table: str
+    index: str | None
+    reason: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"table": self.table, "index": self.index, "status": "failed", "reason": self.reason}
+
+
+def shown(text: str, limit: int = SHOWN) -> str:
+    """``text`` safe to print: control characters escaped, cut to ``limit`` characters."""
+    safe = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
+    return safe if len(safe) <= limit else safe[:limit] + "..."
+
+
+def _valid_name(name: object) -> bool:
+    return isinstance(name, str) and 3 <= len(name) <= 255 and set(name) <= NAME_CHARS
+
+
+def list_tables(dynamodb: Any) -> list[str]:
+    """Every table name of the account and Region (ListTables, every page). A page that
+    repeats its token or an answer not shaped as documented raises :class:`AdviseError`; names
+    are returned as given (each is checked when advised)."""
+    names: list[Any] = []
+    token: str | None = None
+    for _ in range(MAX_PAGES):
+        page = dynamodb.list_tables(**({"ExclusiveStartTableName": token} if token else {}))
+        listed = page.get("TableNames", []) if isinstance(page, dict) else None
+        if not isinstance(listed, list):
+            raise AdviseError("ListTables: the answer has no list of TableNames")
+        names += listed
+        following = page.get("LastEvaluatedTableName")
+        if not following:
+            return list(dict.fromkeys(n if isinstance(n, str) else repr(n) for n in names))
+        if following == token or not isinstance(following, str):
+            raise AdviseError(
+                f"ListTables: the page token {shown(repr(following))} does not move on"
+            )
+        token = following
+    raise AdviseError(f"ListTables: more than {MAX_PAGES} pages")
+
+
+def advise_one(
+    cloudwatch: Any, dynamodb: Any, table: str, index: str | None, setup: Setup
+) -> Advice | Failure:
+    """One table (or GSI): its history, the candidates on it and the recommendation; a
+    :class:`Failure` with the reason when any of it fails."""
+    if not _valid_name(table):
+        return Failure(table, index, "not a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)")
+    try:
+        trace = history(
+            cloudwatch,
+            dynamodb,
+            table,
+            index,
+            setup.days,
+            setup.end,
+            setup.params.units_per_request,
+        )
+    except Exception as exc:  # a fault domain: whatever went wrong, the others go on
+        return Failure(table, index, shown(describe_error(exc)))
+    if not any(v > 0 for series in trace.demand.values() for v in series):
+        return Failure(
+            table,
+            index,
+            f"no consumed capacity or throttles in {setup.days} day(s) of CloudWatch history: "
+            "idle, on-demand without traffic, or its metrics are not readable; nothing to compare",
+        )
+    settings = setup.settings_of(trace)
+    names = list(dict.fromkeys([*setup.candidates, *STOCK, ON_DEMAND]))
+    placed = place(trace, names, settings, setup.prices, setup.tick, setup.workers)
+    monthly = [_scaled(c, MONTH_MINUTES / trace.minutes) for c in placed]
+    tuning = decide(monthly, setup.tolerance, trace, settings[0], period=" a month")
+    return Advice(table, index, trace.minutes, tuning, trace.notes)
+
+
+def _scaled(c: Candidate, factor: float) -> Candidate:
+    def times(s: Spread) -> Spread:
+        return Spread(s.min * factor, s.median * factor, s.max * factor)
+
+    return replace(c, throttled_requests=times(c.throttled_requests), cost_usd=times(c.cost_usd))
+
+
+def advise(
+    cloudwatch: Any,
+    dynamodb: Any,
+    tables: Sequence[tuple[str, str | None]],
+    setup: Setup,
+    progress: TextIO | None = None,
+) -> list[Advice | Failure]:
+    """Each ``(table, index)`` in turn (:func:`advise_one`), a progress bar on
+    ``progress``."""
+    out: list[Advice | Failure] = []
+    for n, (table, index) in enumerate(tables):
+        _bar(progress, n, len(tables), table)
+        out.append(advise_one(cloudwatch, dynamodb, table, index, setup))
+    _bar(progress, len(tables), len(tables), "")
+    return out
+
+
+def _bar(out: TextIO | None, done: int, total: int, table: str) -> None:
+    if out is None or not total:
+        return
+    width = 30
+    filled = "#" * (width * done // total)
+    label = shown(table, 40)
+    out.write(f"\radvise [{filled:<{width}}] {done}/{total} tables {label:<43}")
+    if done == total:
+        out.write("\n")
+    out.flush()
+
+
+def _by_cost(candidates: Sequence[Candidate]) -> list[Candidate]:
+    return sorted(candidates, key=lambda c: (c.cost, c.refused))
+
+
+def _where(r: Advice | Failure) -> str:
+    return shown(r.table) + (f" / {shown(r.index)}" if r.index else "")
+
+
+def text(results: Sequence[Advice | Failure], heading: str) -> str:
+    """The options of every table advised (cheapest first, the recommendation marked),
+    each recommendation's reason, then the tables that failed and why."""
+    rows = [("table", "option", "$ / month", "refused units / month", "")]
+    reasons = []
+    for r in results:
+        if isinstance(r, Failure):
+            continue
+        for n, c in enumerate(_by_cost(r.tuning.candidates)):
+            mark = "<- recommended" if c is r.tuning.recommended else ""
+            rows.append(
+                (_where(r) if n == 0 else "", c.policy, f"{c.cost:,.2f}", f"{c.refused:,.0f}", mark)
+            )
+        reasons.append(f"{_where(r)}: {r.tuning.recommended.policy}. {r.tuning.reason}")
+    failed = [r for r in results if isinstance(r, Failure)]
+    lines = [heading, ""]
+    if len(rows) > 1:
+        lines += [*fixed_width(rows), "", *reasons]
+    lines.append("")
+    lines.append(f"advised {len(results) - len(failed)} of {len(results)}; failed {len(failed)}")
+    lines += [f"  failed: {_where(f)}: {shown(f.reason)}" for f in failed]
+    return "\n".join(lines)
+
+
+def as_json(results: Sequence[Advice | Failure], **about: Any) -> dict[str, Any]:
+    """``{**about, "month_hours", "tables": [...], "failed"}``."""
+    return {
+        **about,
+        "month_hours": MONTH_HOURS,
+        "tables": [r.as_json() for r in results],
+        "failed": sum(isinstance(r, Failure) for r in results),
+    }

@@ -1,0 +1,233 @@
+"""``ddb-capacity advise``: every table of a Region or one table, against a moto server fed
+with put-metric-data; each table its own fault domain (access denied, deleted meanwhile,
+no traffic), the exit status, the monthly figures, and untrusted answers from AWS."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import pytest
+
+from ddb_capacity_tools import advise as advise_module
+from ddb_capacity_tools.advise import AdviseError, Failure, list_tables, text
+from ddb_capacity_tools.cli import main
+from ddb_capacity_tools.simulator import ModelParams
+from ddb_capacity_tools.simulator.tune import STOCK
+from examples.local_aws import put_traffic
+
+#: A Region no other test uses, so that --all-tables sees only these tables.
+REGION = "eu-west-3"
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+class Denied:
+    """What an HTTP response needs to be for botocore to raise the parsed error."""
+
+    status_code = 400
+
+
+@pytest.fixture
+def region(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """An empty Region of the moto server; the command's clients see DescribeTable of any
+    table named in ``denied`` refused with AccessDeniedException."""
+    for name, value in aws_env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("AWS_REGION", REGION)
+
+    def make(service: str) -> Any:
+        return boto3.client(  # type: ignore[call-overload]
+            service,
+            endpoint_url=aws_env["AWS_ENDPOINT_URL"],
+            region_name=REGION,
+            aws_access_key_id="test",
+            aws_secret_access_key="test",  # noqa: S106 (moto takes any key)
+        )
+
+    ddb, cloudwatch = make("dynamodb"), make("cloudwatch")
+    for name in ddb.list_tables()["TableNames"]:  # left by an earlier run of this test
+        ddb.delete_table(TableName=name)
+    denied: set[str] = set()
+    real_client = boto3.client
+
+    def deny(params: dict[str, Any], **_: Any) -> Any:
+        if json.loads(params["body"]).get("TableName") in denied:
+            error = {"Code": "AccessDeniedException", "Message": "not authorized"}
+            return Denied(), {"Error": error}
+        return None
+
+    def client(service: str, *args: Any, **kwargs: Any) -> Any:
+        made = real_client(service, *args, **kwargs)
+        if service == "dynamodb":
+            made.meta.events.register("before-call.dynamodb.DescribeTable", deny)
+        return made
+
+    monkeypatch.setattr(boto3, "client", client)
+    end = datetime.now(UTC).replace(second=0, microsecond=0)
+    return {"ddb": ddb, "cloudwatch": cloudwatch, "denied": denied, "end": end}
+
+
+def create(ddb: Any, name: str) -> str:
+    ddb.create_table(
+        TableName=name,
+        BillingMode="PROVISIONED",
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
+    )
+    return name
+
+
+def busy(region: dict[str, Any], name: str, write: float) -> str:
+    """A table with three hours of ``write`` WCU/s and 50 RCU/s before the end."""
+    create(region["ddb"], name)
+    for dim, level in (("write", write), ("read", 50)):
+        put_traffic(
+            region["cloudwatch"], name, dim, level, end=region["end"], minutes=range(1, 181)
+        )
+    return name
+
+
+def day(region: dict[str, Any]) -> list[str]:
+    return ["--days", "1", "--end", region["end"].isoformat(), "--workers", "1"]
+
+
+def test_every_table_is_advised_or_failed_on_its_own(region, monkeypatch):
+    stamp = f"{datetime.now(UTC):%H%M%S%f}"
+    small = busy(region, f"AdviseSmall{stamp}", 100)
+    large = busy(region, f"AdviseLarge{stamp}", 800)
+    denied = busy(region, f"AdviseDenied{stamp}", 100)
+    idle = create(region["ddb"], f"AdviseIdle{stamp}")
+    region["denied"].add(denied)
+    gone = create(region["ddb"], f"AdviseGone{stamp}")
+    listed = list_tables
+
+    def deleted_meanwhile(dynamodb: Any) -> list[str]:
+        names = listed(dynamodb)
+        region["ddb"].delete_table(TableName=gone)
+        return names
+
+    monkeypatch.setattr(advise_module, "list_tables", deleted_meanwhile)
+    code, out, err = run(
+        "advise", "--all-tables", *day(region), "--candidate", "on-demand", "--json"
+    )
+    assert code == 1, err  # some failed: non-zero, the others still advised
+    doc = json.loads(out)
+    by = {t["table"]: t for t in doc["tables"]}
+    assert set(by) == {small, large, denied, idle, gone}
+    assert doc["failed"] == 3
+    assert "AccessDeniedException" in by[denied]["reason"]
+    assert "no such table" in by[gone]["reason"]
+    assert "no consumed capacity" in by[idle]["reason"]
+    for name in (small, large):
+        t = by[name]
+        assert t["status"] == "advised"
+        options = {o["policy"]: o for o in t["options"]}
+        assert set(options) == {*STOCK, "on-demand"}
+        assert t["recommended"] in options and options[t["recommended"]]["recommended"]
+        assert t["recommended"] in t["reason"]
+        costs = [o["usd_per_month"] for o in t["options"]]
+        assert costs == sorted(costs)  # cheapest first
+    # eight times the writes: on-demand, billed per request, costs about eight times more
+    od = {
+        n: next(o for o in by[n]["options"] if o["policy"] == "on-demand") for n in (small, large)
+    }
+    assert od[large]["usd_per_month"] > 5 * od[small]["usd_per_month"]
+    assert "advise [" in err and "5/5 tables" in err  # the progress bar, on stderr
+
+
+def test_the_text_output_names_the_failed_and_exit_status_follows_them(region):
+    stamp = f"{datetime.now(UTC):%H%M%S%f}"
+    ok = busy(region, f"AdviseText{stamp}", 300)
+    code, out, err = run(
+        "advise", "--table", ok, *day(region), "--candidate", "on-demand", "--quiet"
+    )
+    assert code == 0, err
+    assert "<- recommended" in out and "advised 1 of 1; failed 0" in out and err == ""
+    region["denied"].add(ok)
+    code, out, err = run("advise", "--table", ok, *day(region), "--quiet")
+    assert code == 1
+    assert f"failed: {ok}: AccessDeniedException: not authorized" in out
+    assert "advised 0 of 1; failed 1" in out
+
+
+def test_monthly_figures_are_tunes_scaled_to_730_hours(region):
+    name = busy(region, f"AdviseMonth{datetime.now(UTC):%H%M%S%f}", 400)
+    args = ["--table", name, *day(region), "--candidate", "on-demand", "--json", "--quiet"]
+    code, out, err = run("advise", *args)
+    assert code == 0, err
+    advised = json.loads(out)["tables"][0]
+    code, out, err = run("tune", *args)
+    assert code == 0, err
+    tuned = json.loads(out)
+    factor = 730 * 60 / advised["history_minutes"]
+    assert advised["history_minutes"] == 1440
+    for c in tuned["candidates"]:
+        o = next(o for o in advised["options"] if o["policy"] == c["policy"])
+        assert o["usd_per_month"] == pytest.approx(c["cost_usd"]["median"] * factor, abs=0.01)
+        assert o["refused_per_month"] == pytest.approx(
+            c["throttled_requests"]["median"] * factor, abs=1
+        )
+    assert advised["recommended"] == tuned["recommended"]  # scaling changes no choice
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--all-tables", "--index", "ByGroup"],
+            "--index: got 'ByGroup'; it applies to --table only",
+        ),
+        (
+            ["--table", "T1x", "--days", "16"],
+            "--days: got 16; expected a whole number from 1 to 15",
+        ),
+        (["--table", "T1x", "--refusal-tolerance", "5"], "--refusal-tolerance: got '5'; expected"),
+        (["--table", "T1x", "--candidate", "oracle"], "--candidate: got 'oracle'; expected"),
+    ],
+)
+def test_advise_bad_input(argv, message):
+    code, _, err = run("advise", *argv)
+    assert code == 2 and message in err
+
+
+class Pages:
+    """A DynamoDB client stand-in answering ListTables with the given pages in turn."""
+
+    def __init__(self, *pages: dict[str, Any]) -> None:
+        self.pages = list(pages)
+
+    def list_tables(self, **_: Any) -> dict[str, Any]:
+        return self.pages.pop(0) if len(self.pages) > 1 else self.pages[0]
+
+
+def test_list_tables_reads_every_page_and_refuses_a_token_that_does_not_move():
+    pages = Pages(
+        {"TableNames": ["Aaa", "Bbb"], "LastEvaluatedTableName": "Bbb"},
+        {"TableNames": ["Bbb", "Ccc"]},
+    )
+    assert list_tables(pages) == ["Aaa", "Bbb", "Ccc"]
+    stuck = Pages({"TableNames": ["Aaa"], "LastEvaluatedTableName": "Aaa"})
+    with pytest.raises(AdviseError, match="does not move on"):
+        list_tables(stuck)
+    with pytest.raises(AdviseError, match="no list of TableNames"):
+        list_tables(Pages({"TableNames": "Aaa"}))
+
+
+def test_names_from_aws_are_checked_and_shown_escaped():
+    setup = advise_module.Setup(1, None, lambda trace: [], ModelParams())
+    hostile = "Orders\x1b[2J\nrm"
+    result = advise_module.advise_one(None, None, hostile, None, setup)
+    assert isinstance(result, Failure) and "not a DynamoDB table name" in result.reason
+    shown = text([result, Failure("x" * 3, None, "Boom\x1b[31m" + "y" * 1000)], "heading")
+    assert "\x1b" not in shown and "\\x1b[2J\\nrm" in shown
+    assert max(len(line) for line in shown.splitlines()) < 400  # a long message is cut
