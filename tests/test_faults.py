@@ -361,7 +361,8 @@ def test_partial_data_is_not_idle(world: World) -> None:
     assert_handled(world, busy, idle)
     assert world.throughput(faulty) == (200, 200)
     reasons = {e["reason"] for e in events if e.get("event") == "decision" and e["table"] == faulty}
-    window = ScalerConfig.from_env({"SCALER_TABLES": faulty}).history_minutes
+    config = ScalerConfig.from_env({"SCALER_TABLES": faulty})
+    window = config.history_minutes + config.metric_lag_minutes  # the tick reads both
     assert reasons == {f"no decrease: {window} minute(s) of the window unknown"}
     assert summary["failures"] == []
 

@@ -16,6 +16,7 @@ from ddb_capacity_runtime.core.policy import (
     Decision,
     DimensionState,
     PolicyConfig,
+    autopilot_config,
     combine_counter,
     decide,
 )
@@ -434,3 +435,31 @@ def test_the_reserve_goes_to_the_decreases_that_save_most() -> None:
     # with decreases to spare, the least fall does not matter
     spare = decide(state(800, low, reserve=2, least_fall=10_000), CONFIG)
     assert spare.action == DECREASE
+
+
+# ------------------------------------------------------------------ the newest minutes
+
+
+AUTOPILOT = autopilot_config()
+
+
+def test_a_fresh_minute_that_reads_low_never_lets_a_decrease_through() -> None:
+    # GIVEN 4 low minutes the autopilot would decrease on, the first two of them finished
+    # and the two newest delivered within the metric lag (CloudWatch may still add to them)
+    consumed = [80.0, 80.0, 10.0, 10.0, 1.0, 1.0]
+    # WHEN the newest two are fresh, THEN the finished minutes decide: held
+    held = decide(state(100, consumed, fresh=2), AUTOPILOT)
+    assert held.action == HOLD
+    # AND taken as finished, the same minutes would have lowered it
+    assert decide(state(100, consumed, fresh=0), AUTOPILOT).action == DECREASE
+
+
+def test_a_fresh_minute_counts_for_a_raise() -> None:
+    # GIVEN the newest minute, delivered but maybe not finished, already above target
+    # (and throttled): a partial sum is a lower bound of the minute's load
+    consumed = [50.0] * 5 + [95.0]
+    above = decide(state(100, consumed, fresh=1), AUTOPILOT)
+    assert above.action == INCREASE and above.capacity == 136
+    throttled = decide(state(100, [50.0] * 6, [0.0] * 5 + [6000.0], fresh=1), AUTOPILOT)
+    # demand 50 + 6000 / 60 = 150 units/s, at 70 %
+    assert throttled.action == INCREASE and throttled.capacity == 215

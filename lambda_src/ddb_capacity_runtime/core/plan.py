@@ -43,18 +43,18 @@ class Change:
     throttles_seen: float = 0.0
 
 
-def delivered(series: Series) -> tuple[Series, int]:
+def delivered(series: Series, lag_minutes: int = 0) -> tuple[Series, int]:
     """``series`` without its newest minutes while they are unknown, and how many of them
-    were beyond ``LATE_MINUTES``. Minutes CloudWatch has not delivered yet are not looked
-    at, as the metric lag's are not, so raises go on the newest known minutes; but data
-    that stopped for longer than CloudWatch is late (the count returned) forbids any
-    decrease, as unknown minutes before a known one do."""
+    were beyond ``lag_minutes + LATE_MINUTES``. Minutes CloudWatch has not delivered yet are
+    not looked at, so raises go on the newest known minutes; but data that stopped for
+    longer than CloudWatch is late (the count returned) forbids any decrease, as unknown
+    minutes before a known one do."""
     n = len(series.unknown)
     while n and series.unknown[n - 1]:
         n -= 1
     if n in (0, len(series.unknown)):  # nothing known at all stays unknown, and says so
         return series, 0
-    stopped = max(0, len(series.unknown) - n - LATE_MINUTES)
+    stopped = max(0, len(series.unknown) - n - LATE_MINUTES - lag_minutes)
     trimmed = Series(
         series.minute_starts[:n],
         series.consumed[:n],
@@ -80,8 +80,9 @@ def plan_table(
     :func:`delivered`), nor at all with ``decreases_allowed`` False."""
     planned: list[tuple[Change, Decision]] = []
     direct: dict[str | None, dict[str, tuple[Dimension, Decision]]] = {}
+    lag = config.metric_lag_minutes
     for d in table.dimensions:
-        state = dimension_state(d, series[d.key], now, decreases_allowed)
+        state = dimension_state(d, series[d.key], now, decreases_allowed, lag)
         if d.target is not None:
             decision = decide_scalable_min(state, d.target.min_capacity, config.policy)
             planned.append(
@@ -100,11 +101,14 @@ def plan_table(
 
 
 def dimension_state(
-    d: Dimension, series: Series, now: datetime, decreases_allowed: bool
+    d: Dimension, series: Series, now: datetime, decreases_allowed: bool, lag_minutes: int = 0
 ) -> DimensionState:
     """What the policy is told of ``d``: its series up to the newest delivered minute
-    (:func:`delivered`), its limits, ledger and forecast needs."""
-    s, stopped = delivered(series) if series.unknown else (series, 0)
+    (:func:`delivered`), of which those within the newest ``lag_minutes`` of the window
+    are ``fresh`` (CloudWatch may not have finished them: raises only), its limits, ledger
+    and forecast needs."""
+    s, stopped = delivered(series, lag_minutes) if series.unknown else (series, 0)
+    fresh = max(0, lag_minutes - (len(series.minute_starts) - len(s.minute_starts)))
     limits = d.limits
     return DimensionState(  # by position, in DimensionState's field order (a tick's hot path)
         d.provisioned,
@@ -123,6 +127,7 @@ def dimension_state(
         d.reserve,
         d.least_fall,
         s.unfixable,
+        fresh,
     )
 
 

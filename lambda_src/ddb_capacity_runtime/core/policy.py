@@ -128,6 +128,9 @@ class DimensionState:
     # limit, on-demand maximum): never a reason to raise, still a reason not to lower.
     # Empty: none known (every throttle is taken for a provisioned-throughput one)
     unfixable: Sequence[float] = ()
+    # the newest minutes of the window that CloudWatch may not have finished (the metric
+    # lag's): a raise reads them, a decrease does not (a partial minute would read low)
+    fresh: int = 0
 
 
 @direct_init
@@ -316,14 +319,16 @@ def _sustained_low(v: _View) -> Decision | None:
     peak / target (min if idle; never below the settle span's load nor what the forecast
     needs soon), when :func:`_decrease` allows it. None: within target."""
     config, state = v.config, v.state
-    window = v.consumed[-config.scale_down_minutes :]
+    # finished minutes only: a minute CloudWatch may still be adding to reads low
+    done = v.consumed[: len(v.consumed) - state.fresh] if state.fresh else v.consumed
+    window = done[-config.scale_down_minutes :]
     if len(window) < config.scale_down_minutes:
         return v.decision(v.provisioned, "not enough history to decrease")
     peak = max(window)
     if peak >= v.provisioned * (v.target - config.buffer):
         return None
     if config.settle_minutes:
-        span = sorted(v.consumed[-config.settle_minutes :])
+        span = sorted(done[-config.settle_minutes :])
         peak = max(peak, span[int(SETTLE_QUANTILE * (len(span) - 1))])
     candidate = _clamp(peak / v.target, state) if peak > 0 else state.min_capacity
     why = "idle" if peak == 0 else f"sustained below {v.target - config.buffer:.0%}"

@@ -63,7 +63,10 @@ class Series:
 
 
 def window(now: datetime, minutes: int, lag_minutes: int) -> tuple[datetime, datetime]:
-    """[start, end) of the minutes a tick reads. The newest ``lag_minutes`` are left out:
-    CloudWatch has not finished them, and an unfinished minute must not read as zero."""
-    end = utc(now).replace(second=0, microsecond=0) - lag_minutes * MINUTE
-    return end - minutes * MINUTE, end
+    """[start, end) of the minutes a tick reads: up to the newest complete minute, so a
+    minute is used as soon as CloudWatch has delivered it. ``minutes`` are read besides the
+    newest ``lag_minutes``, which CloudWatch may not have delivered, or not finished: those
+    not delivered yet are unknown (never zero), and those delivered count for raises only
+    (:attr:`ddb_capacity_runtime.core.policy.DimensionState.fresh`)."""
+    end = utc(now).replace(second=0, microsecond=0)
+    return end - (minutes + lag_minutes) * MINUTE, end

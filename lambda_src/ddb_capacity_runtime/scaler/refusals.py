@@ -18,13 +18,16 @@ from ..core.tables import ManagedTable
 from ..events import log_event
 
 
-def consumption_need(series: Series | None, target: float) -> tuple[float | None, int | None]:
+def consumption_need(
+    series: Series | None, target: float, lag_minutes: int = 0
+) -> tuple[float | None, int | None]:
     """The dimension's peak consumption (units per second) over the tick's window, and the
     capacity it takes at ``target``; (None, None) when not every minute up to the newest
-    delivered one is known (:func:`.plan.delivered`: as for a decrease)."""
+    delivered one is known (:func:`.plan.delivered`: as for a decrease). A minute still
+    being added to only reads low, so the peak over the window is never above the truth."""
     if series is None:
         return None, None
-    known, stopped = delivered(series)
+    known, stopped = delivered(series, lag_minutes)
     if known.unknown_minutes or stopped or not known.consumed:
         return None, None
     peak = max(known.consumed)
@@ -49,7 +52,7 @@ def refuse_tags(
             dims.append(d)
             continue
         target = d.limits.target_utilization
-        peak, need = consumption_need(series.get(d.key), target)
+        peak, need = consumption_need(series.get(d.key), target, config.metric_lag_minutes)
         kept, refused = config.refuse_lowering_tags(table.name, table.tag_limits, d.dimension, need)
         if refused:
             # only ever raised: a hold's lift on top of the tags' limits stays

@@ -300,7 +300,8 @@ class ThrottleAware:
         self._dims: dict[Key, tuple[tuple[Any, ...], Dimension]] = {}
         #: A tick's first minute read, relative to the tick (None until known).
         self._shift: int | None = None
-        self._history_minutes = self.config.history_minutes
+        # what a tick reads: its window and the newest minutes (the metric lag's)
+        self._history_minutes = self.config.history_minutes + self.config.metric_lag_minutes
 
     def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
         if self.stock is not None:
