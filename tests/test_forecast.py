@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -16,6 +17,7 @@ from ddb_capacity_runtime.core.forecast import (
     SPREAD_MINUTES,
     aim_for,
     apply_plans,
+    find_period,
     forecast,
     forecast_due,
     forecast_minute,
@@ -297,3 +299,54 @@ def test_a_table_forecasts_once_an_hour_in_its_own_five_minute_slot(name, tick, 
 def test_the_forecast_minute_is_stable_across_processes():
     # the CRC-32 of the name, not Python's salted hash(): every Lambda process agrees
     assert [forecast_minute(n) for n in ("simulated", "orders", "Orders")] == [20, 10, 40]
+
+
+# ------------------------------------------------------------------ seasons shorter than a day
+
+
+def bursts_every(period_minutes: int, steps: int, seed: int = 1) -> list[float | None]:
+    """Noisy base load (400/s) with a burst of 5x for the first 10 minutes of every period."""
+    rng = random.Random(seed)  # noqa: S311 (a reproducible series)
+    burst_steps = 10 // STEP
+    return [
+        400 * rng.lognormvariate(0, 0.2) * (5 if i % (period_minutes // STEP) < burst_steps else 1)
+        for i in range(steps)
+    ]
+
+
+@pytest.mark.parametrize("period", [60, 120, 180, 360])
+def test_a_burst_every_few_hours_is_found_and_forecast_after_a_day(period: int) -> None:
+    # GIVEN a day and a period of history of a load that bursts every `period` minutes
+    history = bursts_every(period, DAY + period // STEP)
+    # THEN the period is found, and its season forecasts the next burst, though no day
+    # has repeated yet (the daily season has nothing to go on)
+    assert find_period(history, STEP) == period
+    f = forecast(history, STEP, ahead_steps=(period - 5) // STEP, window_steps=3)
+    assert f.season == f"{period} min" and f.peak is not None and f.peak > 1_500
+    assert forecast(history[: DAY - 1], STEP, 0, 3).season is None  # before: nothing
+
+
+def test_the_shortest_of_equally_good_periods_is_taken() -> None:
+    # a load that repeats every 2 hours repeats every 4, 6 and 12 as well
+    assert find_period(bursts_every(120, 2 * DAY), STEP) == 120
+
+
+def test_noise_and_unknown_steps_find_no_period() -> None:
+    rng = random.Random(7)  # noqa: S311
+    noise: list[float | None] = [400 * rng.lognormvariate(0, 0.3) for _ in range(2 * DAY)]
+    assert find_period(noise, STEP) is None
+    history = bursts_every(120, 2 * DAY)
+    history[-3] = None  # a step CloudWatch gave no trusted value for
+    assert find_period(history, STEP) is None
+    assert find_period(bursts_every(120, DAY + 11), STEP) is None  # less than an hour before
+
+
+def test_a_daily_load_keeps_its_daily_season() -> None:
+    # GIVEN a week of a smooth daily swing (which any short lag also correlates with)
+    rng = random.Random(3)  # noqa: S311
+    history: list[float | None] = [
+        (1_000 + 900 * math.sin(2 * math.pi * i / DAY)) * rng.lognormvariate(0, 0.05)
+        for i in range(7 * DAY)
+    ]
+    # THEN the season judged best on the last day is still a day or a week
+    assert forecast(history, STEP, 0, 3).season in ("daily", "weekly")

@@ -5,18 +5,20 @@ Recurring load, learned from a table's own history: a seasonal forecast and its 
 Pure functions, no I/O. ``history`` is demand per step (units per second, oldest first,
 ending now; ``None`` where it is not known), at ``step`` minutes per step, up to 14 days.
 
-For each season (a day, a week) the forecast of a future window is the highest of that
-window's peaks one, two and three seasons earlier (a week: one and two), so a pattern must
-have shown up before to be forecast, and one quiet day does not hide it. The forecast is
-judged by its own error: every window of the last day is forecast from the history before
-it and compared with what came, ``sum |forecast - actual| / sum actual``. The season with
-the smaller error is used, and only when that error is at most ``max_error``; otherwise
-there is no forecast and the caller reacts as it would without one.
+For each season (a day, a week, and the period from an hour to a day that the history's
+own last day repeats best, :func:`find_period`) the forecast of a future window is the
+highest of that window's peaks one, two and three seasons earlier (a week: one and two), so
+a pattern must have shown up before to be forecast, and one quiet season does not hide it.
+The forecast is judged by its own error: every window of the last day is forecast from the
+history before it and compared with what came, ``sum |forecast - actual| / sum actual``.
+The season with the smallest error is used, and only when that error is at most
+``max_error``; otherwise there is no forecast and the caller reacts as it would without one.
 """
 
 from __future__ import annotations
 
 import functools
+import operator
 import zlib
 from collections.abc import Mapping, Sequence
 from copy import copy
@@ -30,8 +32,21 @@ from .tables import Dimension, ManagedTable
 
 DAY_MINUTES = 1440
 SEASONS = {"daily": DAY_MINUTES, "weekly": 7 * DAY_MINUTES}
-#: How many past seasons a window's forecast looks at.
+#: How many past seasons a window's forecast looks at (a season shorter than a day: as
+#: the daily one).
 LOOKBACK = {"daily": 3, "weekly": 2}
+#: :func:`find_period` compares the load of BIN_MINUTES bins (bursts of a few minutes still
+#: show in them, and the search costs a third of what 5-minute steps would).
+BIN_MINUTES = 15
+#: The periods shorter than a day :func:`find_period` tries, in minutes: from an hour, every
+#: whole number of bins that divides a day (the periods of jobs a scheduler starts every N
+#: minutes or hours).
+SHORT_PERIODS = tuple(m for m in range(60, DAY_MINUTES, BIN_MINUTES) if DAY_MINUTES % m == 0)
+#: A short period is tried only if the last day repeats it at least this well (the
+#: correlation of each bin with the bin one period earlier), and better than a day.
+MIN_CORRELATION = 0.5
+#: Periods whose correlations are within this of the best one's tie: the shortest is taken.
+CORRELATION_TIE = 0.05
 #: The forecast must be within this relative error on the last day to be used.
 MAX_ERROR = 0.35
 #: How the autopilot uses it: 5-minute steps (CloudWatch's 5-minute sums, as average units
@@ -166,13 +181,87 @@ def _judge(
     return judged, predicted, actual
 
 
+def season_minutes(season: str) -> int:
+    """The length of ``season``: ``daily``, ``weekly``, or a short period named by
+    :func:`period_name` (``"120 min"``)."""
+    known = SEASONS.get(season)
+    return known if known is not None else int(season.split()[0])
+
+
+def period_name(minutes: int) -> str:
+    """The name of a season of ``minutes`` (shorter than a day)."""
+    return f"{minutes} min"
+
+
+def _lookback(season: str) -> int:
+    return LOOKBACK.get(season, LOOKBACK["daily"])
+
+
+def find_period(history: Sequence[float | None], step: int) -> int | None:
+    """The period of :data:`SHORT_PERIODS` (minutes) that the last day of ``history``
+    repeats best, in :data:`BIN_MINUTES` bins: the correlation of each bin with the bin one
+    period earlier, at least :data:`MIN_CORRELATION` and not below the day's own (a load
+    the day repeats clearly better is left to the daily season); of periods within
+    :data:`CORRELATION_TIE` of the best, the shortest (a load that repeats every 2 hours
+    repeats every 4 as well). Only periods the history covers before its last day are
+    tried. None if none qualifies, or when a step it reads is unknown."""
+    per_bin = BIN_MINUTES // step if BIN_MINUTES % step == 0 else 0
+    day = DAY_MINUTES // BIN_MINUTES
+    # the last day, and as much before it as is known, up to a day
+    before = min(day, len(history) // per_bin - day) if per_bin else 0
+    periods = [m for m in SHORT_PERIODS if m // BIN_MINUTES <= before]
+    if not periods:
+        return None
+    span = history[len(history) - (day + before) * per_bin :]
+    try:  # each bin's sum (an unknown step fails it)
+        bins = list(span[0::per_bin])
+        for k in range(1, per_bin):
+            bins = list(map(operator.add, bins, span[k::per_bin]))  # type: ignore[arg-type]
+    except TypeError:
+        return None
+    lags = [m // BIN_MINUTES for m in periods] + ([day] if before == day else [])
+    found_r = _correlations(
+        bins[before:], [bins[before - lag : before - lag + day] for lag in lags]
+    )
+    daily = found_r.pop() if before == day else None
+    found = {m: r for m, r in zip(periods, found_r, strict=True) if r is not None}
+    best = max(found.values(), default=None)
+    if (
+        best is None
+        or best < MIN_CORRELATION
+        or (daily is not None and best < daily - CORRELATION_TIE)
+    ):
+        return None
+    return min(m for m, r in found.items() if r >= best - CORRELATION_TIE)
+
+
+def _correlations(a: Sequence[float], others: Sequence[Sequence[float]]) -> list[float | None]:
+    """Pearson's correlation of ``a`` with each of ``others`` (each of ``a``'s length); None
+    where either does not vary."""
+    count = len(a)
+    sum_a = sum(a)
+    var_a = sum(map(operator.mul, a, a)) - sum_a * sum_a / count
+    out: list[float | None] = []
+    for b in others:
+        sum_b = sum(b)
+        var_b = sum(map(operator.mul, b, b)) - sum_b * sum_b / count
+        if var_a <= 1e-9 * (1 + sum_a * sum_a / count) or var_b <= 1e-9 * (
+            1 + sum_b * sum_b / count
+        ):
+            out.append(None)
+            continue
+        cov = sum(map(operator.mul, a, b)) - sum_a * sum_b / count
+        out.append(float(cov / (var_a * var_b) ** 0.5))
+    return out
+
+
 def season_error(
     history: Sequence[float | None], step: int, season: str, window_steps: int
 ) -> float | None:
     """The relative error of ``season``'s forecast over the last day, or None without
     enough history to judge it."""
-    season_steps = SEASONS[season] // step
-    lookback = LOOKBACK[season]
+    season_steps = season_minutes(season) // step
+    lookback = _lookback(season)
     n = len(history)
     day = DAY_MINUTES // step
     if n < season_steps + day:
@@ -202,9 +291,13 @@ def _season(
     enough to use (its error at most ``max_error``)."""
     if step <= 0 or DAY_MINUTES % step:
         raise ValueError(f"step: got {step!r}; expected minutes that divide a day")
+    seasons = list(SEASONS)
+    short = find_period(history, step)
+    if short is not None and short // step >= window_steps:
+        seasons.append(period_name(short))
     judged = {
         season: error
-        for season in SEASONS
+        for season in seasons
         if (error := season_error(history, step, season, window_steps)) is not None
     }
     if not judged:
@@ -229,7 +322,7 @@ def forecast(
     if season is None or not usable:
         return Forecast(None, season, error, reason)
     start = len(history) + ahead_steps
-    peak = _predict(history, SEASONS[season] // step, LOOKBACK[season], start, window_steps)
+    peak = _predict(history, season_minutes(season) // step, _lookback(season), start, window_steps)
     if peak is None:
         return Forecast(None, season, error, "no past season covers the window")
     return Forecast(peak, season, error, reason)
@@ -250,10 +343,10 @@ def falls_ahead(
     forecast peak is at least FALL_FRACTION below the hour's before. Each will want a
     decrease, worth its size."""
     hour = 60 // STEP_MINUTES
-    season_steps = SEASONS[season] // STEP_MINUTES
+    season_steps = season_minutes(season) // STEP_MINUTES
     peaks = [
         _predict(
-            history, season_steps, LOOKBACK[season], start, min(hour, position + steps - start)
+            history, season_steps, _lookback(season), start, min(hour, position + steps - start)
         )
         for start in range(position, position + steps, hour)
     ]
@@ -289,7 +382,8 @@ def plan_floors(
         return None, Forecast(None, season, error, reason)
     assert error is not None
     aim = aim_for(error, target_utilization)
-    season_steps = SEASONS[season] // STEP_MINUTES
+    season_steps = season_minutes(season) // STEP_MINUTES
+    lookback = _lookback(season)
     first = now - (now - history_end) % STEP_MINUTES  # on the history's steps
     floors: list[int] = []
     peaks: list[float] = []
@@ -297,7 +391,7 @@ def plan_floors(
     for i in range(PLAN_STEPS):
         minute = first + i * STEP_MINUTES
         position = len(history) + (minute - history_end) // STEP_MINUTES
-        peak = _predict(history, season_steps, LOOKBACK[season], position - spread, length)
+        peak = _predict(history, season_steps, lookback, position - spread, length)
         if peak is None:
             return None, Forecast(None, season, error, "no past season covers the plan")
         peaks.append(peak)
