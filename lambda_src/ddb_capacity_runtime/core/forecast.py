@@ -47,6 +47,9 @@ SHORT_PERIODS = tuple(m for m in range(60, DAY_MINUTES, BIN_MINUTES) if DAY_MINU
 MIN_CORRELATION = 0.5
 #: Periods whose correlations are within this of the best one's tie: the shortest is taken.
 CORRELATION_TIE = 0.05
+#: A period's correlation must pass its half period's by this much: a load that repeats
+#: does so at its period, not at every lag (as a smooth one seems to).
+PEAK = 0.1
 #: The forecast must be within this relative error on the last day to be used.
 MAX_ERROR = 0.35
 #: How the autopilot uses it: 5-minute steps (CloudWatch's 5-minute sums, as average units
@@ -203,8 +206,10 @@ def find_period(history: Sequence[float | None], step: int) -> int | None:
     period earlier, at least :data:`MIN_CORRELATION` and not below the day's own (a load
     the day repeats clearly better is left to the daily season); of periods within
     :data:`CORRELATION_TIE` of the best, the shortest (a load that repeats every 2 hours
-    repeats every 4 as well). Only periods the history covers before its last day are
-    tried. None if none qualifies, or when a step it reads is unknown."""
+    repeats every 4 as well). A period must repeat better than its half period, by
+    :data:`PEAK`: a smooth load correlates with itself at any short lag, and has no period.
+    Only periods the history covers before its last day are tried. None if none qualifies,
+    or when a step it reads is unknown."""
     per_bin = BIN_MINUTES // step if BIN_MINUTES % step == 0 else 0
     day = DAY_MINUTES // BIN_MINUTES
     # the last day, and as much before it as is known, up to a day
@@ -219,20 +224,34 @@ def find_period(history: Sequence[float | None], step: int) -> int | None:
             bins = list(map(operator.add, bins, span[k::per_bin]))  # type: ignore[arg-type]
     except TypeError:
         return None
-    lags = [m // BIN_MINUTES for m in periods] + ([day] if before == day else [])
-    found_r = _correlations(
-        bins[before:], [bins[before - lag : before - lag + day] for lag in lags]
+    # each period's lag and its half's: a period repeats better than its half does (a
+    # smooth load, which any short lag correlates with, has no period), and the day's
+    minutes = sorted({*periods, *(m // 2 for m in periods)}) + (
+        [DAY_MINUTES] if before == day else []
     )
-    daily = found_r.pop() if before == day else None
-    found = {m: r for m, r in zip(periods, found_r, strict=True) if r is not None}
+    r = dict(
+        zip(
+            minutes,
+            _correlations(
+                bins[before:],
+                [
+                    bins[before - m // BIN_MINUTES : before - m // BIN_MINUTES + day]
+                    for m in minutes
+                ],
+            ),
+            strict=True,
+        )
+    )
+    daily = r.get(DAY_MINUTES)
+    found = {
+        m: c
+        for m in periods
+        if (c := r[m]) is not None and c >= MIN_CORRELATION and c > (r[m // 2] or 0.0) + PEAK
+    }
     best = max(found.values(), default=None)
-    if (
-        best is None
-        or best < MIN_CORRELATION
-        or (daily is not None and best < daily - CORRELATION_TIE)
-    ):
+    if best is None or (daily is not None and best < daily - CORRELATION_TIE):
         return None
-    return min(m for m, r in found.items() if r >= best - CORRELATION_TIE)
+    return min(m for m, c in found.items() if c >= best - CORRELATION_TIE)
 
 
 def _correlations(a: Sequence[float], others: Sequence[Sequence[float]]) -> list[float | None]:

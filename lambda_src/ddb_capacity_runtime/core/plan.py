@@ -49,12 +49,11 @@ def delivered(series: Series, lag_minutes: int = 0) -> tuple[Series, int]:
     not looked at, so raises go on the newest known minutes; but data that stopped for
     longer than CloudWatch is late (the count returned) forbids any decrease, as unknown
     minutes before a known one do."""
-    n = len(series.unknown)
-    while n and series.unknown[n - 1]:
-        n -= 1
-    if n in (0, len(series.unknown)):  # nothing known at all stays unknown, and says so
+    if not series.unknown:  # every minute known
         return series, 0
-    stopped = max(0, len(series.unknown) - n - LATE_MINUTES - lag_minutes)
+    n, stopped = _delivered(series.unknown, lag_minutes)
+    if n == len(series.minute_starts):
+        return series, stopped
     trimmed = Series(
         series.minute_starts[:n],
         series.consumed[:n],
@@ -65,6 +64,17 @@ def delivered(series: Series, lag_minutes: int = 0) -> tuple[Series, int]:
         series.causes_unknown,
     )
     return trimmed, stopped
+
+
+def _delivered(unknown: list[bool], lag_minutes: int) -> tuple[int, int]:
+    """:func:`delivered` as counts: the minutes kept (all when none is known, or none is
+    unknown at the end), and the newest unknown ones beyond the lag and LATE_MINUTES."""
+    total = n = len(unknown)
+    while n and unknown[n - 1]:
+        n -= 1
+    if n in (0, total):  # nothing known at all stays unknown, and says so
+        return total, 0
+    return n, max(0, total - n - LATE_MINUTES - lag_minutes)
 
 
 def plan_table(
@@ -107,27 +117,34 @@ def dimension_state(
     (:func:`delivered`), of which those within the newest ``lag_minutes`` of the window
     are ``fresh`` (CloudWatch may not have finished them: raises only), its limits, ledger
     and forecast needs."""
-    s, stopped = delivered(series, lag_minutes) if series.unknown else (series, 0)
-    fresh = max(0, lag_minutes - (len(series.minute_starts) - len(s.minute_starts)))
+    total = len(series.minute_starts)
+    n, stopped = _delivered(series.unknown, lag_minutes) if series.unknown else (total, 0)
+    s = series
+    consumed, throttles, starts, unfixable = s.consumed, s.throttles, s.minute_starts, s.unfixable
+    unknown = s.unknown_minutes - (total - n)  # those trimmed were all unknown
+    if n < total:  # a tick's hot path: the lists sliced, no trimmed Series made
+        consumed, throttles, starts = consumed[:n], throttles[:n], starts[:n]
+        if unfixable:
+            unfixable = unfixable[:n]
     limits = d.limits
     return DimensionState(  # by position, in DimensionState's field order (a tick's hot path)
         d.provisioned,
-        s.consumed,
-        s.throttles,
-        s.minute_starts,
+        consumed,
+        throttles,
+        starts,
         limits.min_capacity,
         limits.max_capacity,
         now,
         d.ledger,
         d.last_increase,
         limits.target_utilization,
-        s.unknown_minutes + stopped,
+        unknown + stopped,
         decreases_allowed,
         d.keep,
         d.reserve,
         d.least_fall,
-        s.unfixable,
-        fresh,
+        unfixable,
+        max(0, lag_minutes - (total - n)),
     )
 
 

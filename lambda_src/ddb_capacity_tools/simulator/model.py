@@ -726,6 +726,15 @@ class SimulatedTable:
             seen = t + self.offset - max(p.metric_delay_minutes, p.throttle_delay_minutes)
             if stop <= len(d.served) and stop <= seen:
                 return d.served[start:stop], d.throttle_events[start:stop], []
+            if p.metric_delay_minutes == p.throttle_delay_minutes and stop <= len(d.served):
+                # the newest minutes not delivered yet: unknown, reading 0
+                known = max(0, min(count, seen - start))
+                late = count - known
+                return (
+                    d.served[start : start + known] + [0.0] * late,
+                    d.throttle_events[start : start + known] + [0.0] * late,
+                    [False] * known + [True] * late if late else [],
+                )
         consumed = self.known(key, first, count, t)
         throttles = self.known(key, first, count, t, throttles=True)
         if consumed is not None and throttles is not None:
