@@ -122,6 +122,7 @@ def test_every_table_is_advised_or_failed_on_its_own(region, monkeypatch):
     )
     assert code == 1, err  # some failed: non-zero, the others still advised
     doc = json.loads(out)
+    assert (doc["days"], doc["end"]) == (1, f"{region['end']:%Y-%m-%dT%H:%M}Z")  # one window
     by = {t["table"]: t for t in doc["tables"]}
     assert set(by) == {small, large, denied, idle, gone}
     assert doc["failed"] == 3

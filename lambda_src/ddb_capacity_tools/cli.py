@@ -518,7 +518,8 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     days = TUNE_DAYS if args.days is None else args.days
     if not 1 <= days <= MAX_DAYS:
         raise TraceError(f"--days: got {days}; expected a whole number from 1 to {MAX_DAYS}")
-    end = _history_window(args)  # before any AWS client is made
+    # before any AWS client is made; one window for every table, now unless given
+    end = _history_window(args) or history_end(None)
     import boto3
 
     cloudwatch, dynamodb = boto3.client("cloudwatch"), boto3.client("dynamodb")
@@ -539,7 +540,7 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         tolerance,
     )
     results = advise_module.advise(cloudwatch, dynamodb, tables, setup, None if args.quiet else err)
-    until = _iso(end) if end else "now"
+    until = _iso(end)
     if args.json:
         doc = advise_module.as_json(results, ensemble=name, days=days, end=until)
         out.write(json.dumps(doc) + "\n")
