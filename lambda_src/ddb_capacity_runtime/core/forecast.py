@@ -219,9 +219,9 @@ def find_period(history: Sequence[float | None], step: int) -> int | None:
         return None
     span = history[len(history) - (day + before) * per_bin :]
     try:  # each bin's sum (an unknown step fails it)
-        bins = list(span[0::per_bin])
+        bins: list[float] = list(span[0::per_bin])  # type: ignore[arg-type]
         for k in range(1, per_bin):
-            bins = list(map(operator.add, bins, span[k::per_bin]))  # type: ignore[arg-type]
+            bins = list(map(operator.add, bins, span[k::per_bin]))
     except TypeError:
         return None
     # each period's lag and its half's: a period repeats better than its half does (a

@@ -728,12 +728,12 @@ class SimulatedTable:
                 return d.served[start:stop], d.throttle_events[start:stop], []
             if p.metric_delay_minutes == p.throttle_delay_minutes and stop <= len(d.served):
                 # the newest minutes not delivered yet: unknown, reading 0
-                known = max(0, min(count, seen - start))
-                late = count - known
+                delivered = max(0, min(count, seen - start))
+                missing = count - delivered
                 return (
-                    d.served[start : start + known] + [0.0] * late,
-                    d.throttle_events[start : start + known] + [0.0] * late,
-                    [False] * known + [True] * late if late else [],
+                    d.served[start : start + delivered] + [0.0] * missing,
+                    d.throttle_events[start : start + delivered] + [0.0] * missing,
+                    [False] * delivered + [True] * missing if missing else [],
                 )
         consumed = self.known(key, first, count, t)
         throttles = self.known(key, first, count, t, throttles=True)
