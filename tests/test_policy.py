@@ -463,3 +463,27 @@ def test_a_fresh_minute_counts_for_a_raise() -> None:
     throttled = decide(state(100, [50.0] * 6, [0.0] * 5 + [6000.0], fresh=1), AUTOPILOT)
     # demand 50 + 6000 / 60 = 150 units/s, at 70 %
     assert throttled.action == INCREASE and throttled.capacity == 215
+
+
+# ------------------------------------------------------------------ throttles before a raise
+
+
+def test_throttles_from_before_the_last_raise_top_it_up_only_past_what_it_serves() -> None:
+    # GIVEN a raise to 100 one minute ago, sized by served load alone (above target), and
+    # the throttles of the minute before it arriving only now (CloudWatch's delay)
+    raised = NOON - timedelta(minutes=1)
+    consumed = [60.0] * 5 + [100.0]
+    throttles = [0.0] * 5 + [3000.0]  # the newest minute started 2 minutes ago
+    s = state(100, consumed, throttles, last_increase=raised)
+    assert s.minute_starts[-1] < raised
+    # THEN the raise is topped up to that minute's demand: (100 + 50) / 0.7
+    top = decide(s, AUTOPILOT)
+    assert (top.action, top.capacity) == (INCREASE, 215)
+    assert top.reason.startswith("throttled before the last raise")
+    # AND a raise that already serves that demand at the target is not raised again (no
+    # minimum step for throttles it was sized by)
+    covered = decide(state(215, consumed, throttles, last_increase=raised), AUTOPILOT)
+    assert covered.action == HOLD
+    # AND throttles after the raise still raise by at least the step, as before
+    after = state(215, consumed, throttles, last_increase=NOON - timedelta(minutes=10))
+    assert decide(after, AUTOPILOT).capacity == 258

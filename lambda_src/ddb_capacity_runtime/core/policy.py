@@ -12,9 +12,10 @@ Rules, in order:
 provisioned < min      raise to min
 throttled              raise at once to demand / target, demand = served + refused
                        (refused = throttle events x units per request), by at least
-                       the minimum step; throttles older than the last increase are
-                       not counted again, nor are those capacity cannot fix (a hot
-                       key's key-range throttles: ``unfixable``)
+                       the minimum step; throttles older than the last increase
+                       raise only past what the capacity now serves at the target
+                       (no step), and those capacity cannot fix (a hot key's
+                       key-range throttles: ``unfixable``) never do
 above target           raise to peak consumed / target
 provisioned > max      lower to max (quota permitting)
 sustained low          every minute of the last K ticks below target - buffer, no
@@ -252,21 +253,32 @@ def _below_min(v: _View) -> Decision | None:
 
 def _throttled(v: _View) -> Decision | None:
     """Throttled: raise at once to demand / target, by at least the minimum step; only
-    throttles after the last increase count (what the current capacity failed to serve),
-    and only those capacity can fix (a hot key's are not: :attr:`DimensionState.unfixable`)."""
+    throttles after the last increase count in full (what the current capacity failed to
+    serve). Those before it count only as far as their demand is above what the current
+    capacity serves at the target: a raise sized by served load alone (above target) is
+    topped up once the throttles of its minutes arrive, and one sized by them is not
+    raised again. Only throttles capacity can fix count (a hot key's do not:
+    :attr:`DimensionState.unfixable`)."""
     config, state, throttles = v.config, v.state, v.fixable
     first = max(0, len(throttles) - config.recent_minutes) if config.autopilot else 0
     if max(throttles[first:], default=0.0) <= 0:  # none above 0 (max is one if any is)
         return None
-    fresh = [
-        i
-        for i in range(first, len(throttles))
-        if throttles[i] > 0 and (v.since is None or utc(state.minute_starts[i]) >= v.since)
-    ]
+    fresh, older = [], []
+    for i in range(first, len(throttles)):
+        if throttles[i] > 0:
+            new = v.since is None or utc(state.minute_starts[i]) >= v.since
+            (fresh if new else older).append(i)
+    per = config.units_per_throttled_request / 60
+    before = max((v.consumed[i] + throttles[i] * per for i in older), default=0.0)
     if not fresh:
-        return None
-    refused = [throttles[i] / 60 * config.units_per_throttled_request for i in fresh]
-    demand = max(v.consumed[i] + r for i, r in zip(fresh, refused, strict=True))
+        wanted = _clamp(before / v.target, state)
+        if wanted <= v.provisioned:  # served at the target now (or at the max): no raise
+            return None
+        events = sum(throttles[i] for i in older)
+        return v.decision(
+            wanted, f"throttled before the last raise: {events:g} events, demand ~{before:.1f}/s"
+        )
+    demand = max(max(v.consumed[i] + throttles[i] * per for i in fresh), before)
     step = max(config.min_step_units, capacity_units(v.provisioned * config.min_step_fraction))
     wanted = _clamp(max(demand / v.target, v.provisioned + step), state)
     events = sum(throttles[i] for i in fresh)
