@@ -263,7 +263,8 @@ def _throttled(v: _View) -> Decision | None:
     first = max(0, len(throttles) - config.recent_minutes) if config.autopilot else 0
     if max(throttles[first:], default=0.0) <= 0:  # none above 0 (max is one if any is)
         return None
-    fresh, older = [], []
+    fresh: list[int] = []
+    older: list[int] = []
     for i in range(first, len(throttles)):
         if throttles[i] > 0:
             new = v.since is None or utc(state.minute_starts[i]) >= v.since
