@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..core.quota import utc
-from ..core.series import MINUTE, Key, Series, step_start
+from ..core.series import MINUTE, Key, Series, step_start, tell_causes
 from .retry import describe_error
 
 if TYPE_CHECKING:
@@ -308,13 +308,11 @@ def _with_causes(s: Series, reads: _Reads, qids: list[str] | None) -> Series:
             if qids is None or any(minute in reads.bad[q] for q in qids)
             else [reads.sums[q].get(minute, 0.0) for q in qids]
         )
-        if not values or sum(values) <= 0:
+        told = tell_causes(lumped, values[0], values[1], sum(values[2:])) if values else None
+        if told is None:
             unknown += 1  # no cause said: all taken for fixable
             continue
-        provisioned, keys = values[0], values[1]
-        fixable = provisioned + max(0.0, lumped - sum(values))
-        unfixable[i] = max(0.0, lumped - fixable)
-        key_range[i] = min(keys, unfixable[i])
+        unfixable[i], key_range[i] = told
     if not any(unfixable):  # none: the lists stay empty, as for a series never read
         unfixable, key_range = [], []
     return Series(

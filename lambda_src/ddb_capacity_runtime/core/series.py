@@ -62,6 +62,23 @@ class Series:
         return cls(list(minute_starts), zeros, list(zeros), [True] * len(minute_starts))
 
 
+def tell_causes(
+    lumped: float, provisioned: float, key_range: float, other: float
+) -> tuple[float, float] | None:
+    """One throttled minute's events told apart by cause: ``lumped`` events in all, of which
+    DynamoDB's metrics by cause say ``provisioned`` were provisioned-throughput ones,
+    ``key_range`` key-range ones and ``other`` account-limit or on-demand-maximum ones.
+    Returns (the events more capacity could not serve, the key-range ones among them),
+    each at most ``lumped``: what no cause explains counts as fixable (the rule from before
+    the causes). None when no cause explains any of it."""
+    explained = provisioned + key_range + other
+    if explained <= 0:
+        return None
+    fixable = provisioned + max(0.0, lumped - explained)
+    unfixable = max(0.0, lumped - fixable)
+    return unfixable, min(key_range, unfixable)
+
+
 def window(now: datetime, minutes: int, lag_minutes: int) -> tuple[datetime, datetime]:
     """[start, end) of the minutes a tick reads: up to the newest complete minute, so a
     minute is used as soon as CloudWatch has delivered it. ``minutes`` are read besides the

@@ -31,7 +31,7 @@ from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, Change, plan_table
 from ddb_capacity_runtime.core.policy import HOLD, Decision, capacity_units
 from ddb_capacity_runtime.core.series import Key as SeriesKey
-from ddb_capacity_runtime.core.series import Series, window
+from ddb_capacity_runtime.core.series import Series, tell_causes, window
 from ddb_capacity_runtime.core.settings import Limits, ScalerConfig
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget
 
@@ -322,8 +322,11 @@ class ThrottleAware:
         times = sim.times(first, count)
         if not self.causes or sim.partitions is None or not any(throttles):
             return Series(times, consumed, throttles, unknown)
-        key_range = sim.key_range_events(key, first, count, t)
-        unfixable = [min(k, n) for k, n in zip(key_range, throttles, strict=True)]
+        # the model publishes key-range events; the provisioned-throughput ones are the rest
+        unfixable = [
+            (tell_causes(n, max(0.0, n - k), k, 0.0) or (0.0, 0.0))[0] if n > 0 else 0.0
+            for k, n in zip(sim.key_range_events(key, first, count, t), throttles, strict=True)
+        ]
         return Series(times, consumed, throttles, unknown, unfixable, unfixable)
 
     def act(self, sim: SimulatedTable, t: int) -> None:
