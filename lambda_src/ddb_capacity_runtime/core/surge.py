@@ -1,0 +1,277 @@
+"""Runs in: workers (the user's own processes, through :mod:`..signals`), signals Lambda,
+workstation (simulator).
+
+The fast path's one rule and one contract: what an application's process reports about
+the requests it made (:class:`Report`, :func:`parse_report`), how the reports of many
+processes add up (:func:`combine`), and when and how far that raises a dimension
+(:func:`surge_level`). The client hook, the signals function and the simulator all call
+these, so the simulator's fast path is the deployed one.
+
+A report is untrusted input: every field is bounded and checked, and a report that breaks
+a rule is refused whole with a :class:`ReportError` naming the field, the value received
+and what is allowed. A process that lies can therefore ask for at most what
+:func:`surge_level` allows, which the construct's limits and the surge cap bound, and only
+for as long as a surge lasts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .names import DIMENSIONS, TABLE_QUOTA, scope_label
+
+#: The version of the report's shape this code writes and reads.
+REPORT_VERSION = 1
+#: Throttle causes a report counts: ``provisioned`` (ProvisionedThroughputExceeded with a
+#: provisioned-throughput reason, or none given), ``key_range`` (a hot partition: more
+#: capacity cannot help) and ``other`` (account limits, on-demand maximum, anything else).
+CAUSES = ("provisioned", "key_range", "other")
+#: The most dimensions one report may carry: the table's and 20 GSIs', read and write.
+MAX_DIMENSIONS = 42
+#: The longest and shortest window a report may sum over, in seconds.
+MAX_WINDOW_SECONDS = 60.0
+MIN_WINDOW_SECONDS = 0.5
+#: The most units one process may report consuming per second on one dimension: no
+#: dimension serves more than 10 x the table quota (a quota raised tenfold).
+MAX_UNITS_PER_SECOND = 10.0 * TABLE_QUOTA
+#: The most requests, or throttled attempts, one report may count per second.
+MAX_REQUESTS_PER_SECOND = 1_000_000.0
+#: The longest process id and table name a report may carry (a table name is at most 255).
+MAX_PROCESS_CHARS = 64
+MAX_TABLE_CHARS = 255
+#: How far a report's clock may be ahead of, or behind, the signals function's.
+CLOCK_SKEW_SECONDS = 30.0
+#: How long a process's last report counts towards the sum of its dimension.
+FRESH_SECONDS = 45.0
+#: A surge is due when the estimated demand reaches this share of the provisioned
+#: capacity (the burst bucket starts to drain at 1.0), or when provisioned-throughput
+#: throttles appear.
+SURGE_AT = 1.0
+#: How long a surge holds the raised capacity after the last report that asked for it.
+DEFAULT_SURGE_MINUTES = 5
+
+
+class ReportError(ValueError):
+    """A report that breaks the contract: the message names the field, the value received
+    and what is allowed."""
+
+
+@dataclass(frozen=True)
+class DimensionReport:
+    """What one process saw of one dimension over a report's window: consumed capacity
+    units, requests answered, and throttled attempts by cause (:data:`CAUSES`)."""
+
+    index: str | None
+    dimension: str
+    units: float
+    requests: int
+    throttles: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def sort_key(self) -> str:
+        """The dimension as the state store names it: ``<table|index/NAME>:<read|write>``."""
+        return f"{scope_label(self.index)}:{self.dimension}"
+
+
+@dataclass(frozen=True)
+class Report:
+    """One process's report on one table: what it saw over the ``seconds`` before
+    ``sent`` (seconds since the epoch)."""
+
+    table: str
+    process: str
+    seconds: float
+    sent: float
+    dims: tuple[DimensionReport, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        """The report as the signals function receives it (:func:`parse_report` reads it)."""
+        return {
+            "v": REPORT_VERSION,
+            "table": self.table,
+            "process": self.process,
+            "seconds": round(self.seconds, 3),
+            "sent": round(self.sent, 3),
+            "dims": [
+                {
+                    "index": d.index,
+                    "dimension": d.dimension,
+                    "units": round(d.units, 3),
+                    "requests": d.requests,
+                    "throttles": {c: n for c, n in d.throttles.items() if n},
+                }
+                for d in self.dims
+            ],
+        }
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:80]}... ({len(text):,} characters)"
+
+
+def _number(raw: Mapping[str, Any], name: str, low: float, high: float, where: str) -> float:
+    value = raw.get(name)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not low <= value <= high
+    ):
+        raise ReportError(
+            f"{where}{name}: got {_shown(value)}; expected a number from {low:g} to {high:g}"
+        )
+    return float(value)
+
+
+def _whole(raw: Mapping[str, Any], name: str, high: float, where: str) -> int:
+    value = raw.get(name, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
+        raise ReportError(
+            f"{where}{name}: got {_shown(value)}; expected a whole number from 0 to {high:,.0f}"
+        )
+    return value
+
+
+def _name(raw: Mapping[str, Any], name: str, most: int, where: str = "") -> str:
+    value = raw.get(name)
+    if not isinstance(value, str) or not 0 < len(value) <= most:
+        raise ReportError(
+            f"{where}{name}: got {_shown(value)}; expected a string of 1 to {most} characters"
+        )
+    return value
+
+
+def parse_report(raw: object, now: float) -> Report:
+    """``raw`` (a decoded JSON report) as a :class:`Report`, checked against the contract
+    at ``now`` (seconds since the epoch); a :class:`ReportError` otherwise."""
+    if not isinstance(raw, Mapping):
+        raise ReportError(f"report: got {_shown(raw)}; expected a JSON object")
+    if raw.get("v") != REPORT_VERSION:
+        raise ReportError(f"v: got {_shown(raw.get('v'))}; expected {REPORT_VERSION}")
+    table = _name(raw, "table", MAX_TABLE_CHARS)
+    process = _name(raw, "process", MAX_PROCESS_CHARS)
+    seconds = _number(raw, "seconds", MIN_WINDOW_SECONDS, MAX_WINDOW_SECONDS, "")
+    sent = _number(
+        raw, "sent", now - FRESH_SECONDS - CLOCK_SKEW_SECONDS, now + CLOCK_SKEW_SECONDS, ""
+    )
+    dims_raw = raw.get("dims")
+    if not isinstance(dims_raw, list) or not 0 < len(dims_raw) <= MAX_DIMENSIONS:
+        raise ReportError(
+            f"dims: got {_shown(dims_raw)}; expected a list of 1 to {MAX_DIMENSIONS} dimensions"
+        )
+    dims: list[DimensionReport] = []
+    seen: set[str] = set()
+    for i, d in enumerate(dims_raw):
+        where = f"dims[{i}]."
+        if not isinstance(d, Mapping):
+            raise ReportError(f"dims[{i}]: got {_shown(d)}; expected a JSON object")
+        index = d.get("index")
+        if index is not None:
+            index = _name(d, "index", MAX_TABLE_CHARS, where)
+        dimension = d.get("dimension")
+        if dimension not in DIMENSIONS:
+            raise ReportError(
+                f"{where}dimension: got {_shown(dimension)}; expected one of {DIMENSIONS}"
+            )
+        units = _number(d, "units", 0, MAX_UNITS_PER_SECOND * seconds, where)
+        requests = _whole(d, "requests", MAX_REQUESTS_PER_SECOND * seconds, where)
+        throttles_raw = d.get("throttles", {})
+        if not isinstance(throttles_raw, Mapping) or not set(throttles_raw) <= set(CAUSES):
+            raise ReportError(
+                f"{where}throttles: got {_shown(throttles_raw)}; expected an object whose "
+                f"keys are among {CAUSES}"
+            )
+        throttles = {
+            c: _whole(throttles_raw, c, MAX_REQUESTS_PER_SECOND * seconds, f"{where}throttles.")
+            for c in CAUSES
+        }
+        report = DimensionReport(index, dimension, units, requests, throttles)
+        if report.sort_key in seen:
+            raise ReportError(
+                f"{where}: {report.sort_key} appears twice; expected each dimension once"
+            )
+        seen.add(report.sort_key)
+        dims.append(report)
+    return Report(table, process, seconds, sent, tuple(dims))
+
+
+@dataclass(frozen=True)
+class Rates:
+    """One process's view of one dimension as the combiner keeps it, per second:
+    the demand it estimates (consumed units, plus its provisioned-throughput throttled
+    attempts at its average units per request), its provisioned-throughput throttles and
+    its key-range ones; ``at``: when it was sent."""
+
+    demand: float
+    throttled: float
+    key_range: float
+    at: float
+
+
+def rates(d: DimensionReport, seconds: float, at: float) -> Rates:
+    """What one dimension of one report adds to its dimension's sum."""
+    per_request = d.units / d.requests if d.requests else 1.0
+    per_request = min(max(per_request, 0.5), 400.0)  # a 400 KB item's write is 400 units
+    throttled = d.throttles.get("provisioned", 0)
+    demand = (d.units + throttled * per_request) / seconds
+    return Rates(demand, throttled / seconds, d.throttles.get("key_range", 0) / seconds, at)
+
+
+@dataclass(frozen=True)
+class Combined:
+    """Every fresh report of one dimension, added up: estimated demand and throttled
+    attempts per second, and how many processes reported."""
+
+    demand: float = 0.0
+    throttled: float = 0.0
+    key_range: float = 0.0
+    processes: int = 0
+
+
+def combine(reports: Iterable[Rates], now: float, fresh: float = FRESH_SECONDS) -> Combined:
+    """The sum of the reports sent within ``fresh`` seconds before ``now`` (one per
+    process: its last)."""
+    demand = throttled = key_range = 0.0
+    n = 0
+    for r in reports:
+        if now - fresh <= r.at <= now + CLOCK_SKEW_SECONDS:
+            demand += r.demand
+            throttled += r.throttled
+            key_range += r.key_range
+            n += 1
+    return Combined(demand, throttled, key_range, n)
+
+
+def surge_level(
+    combined: Combined,
+    provisioned: int,
+    target_utilization: float,
+    max_capacity: int,
+    share: float = 1.0,
+    cap: int | None = None,
+) -> int | None:
+    """The capacity a surge raises a dimension to, or None when none is due.
+
+    ``combined`` is what the reporting processes saw, ``share`` the part of the traffic
+    they make (so their demand is scaled up by 1 / ``share``). A surge is due when the
+    estimated demand reaches :data:`SURGE_AT` x ``provisioned`` (the burst bucket is
+    draining), or when provisioned-throughput throttles appear; key-range throttles
+    never make one due, nor count towards its size. Its size brings the demand to
+    ``target_utilization``, at least one unit over ``provisioned``, and never over
+    ``max_capacity`` (the construct's limit) or ``cap`` (the surge cap: the most units a
+    surge may add over ``provisioned``)."""
+    if not 0 < share <= 1:
+        raise ValueError(f"share: got {share!r}; expected a number over 0, at most 1")
+    demand = combined.demand / share
+    if demand < SURGE_AT * provisioned and combined.throttled <= 0:
+        return None
+    want = math.ceil(demand / target_utilization - 1e-9)
+    want = max(want, provisioned + 1)
+    if cap is not None:
+        want = min(want, provisioned + cap)
+    want = min(want, max_capacity)
+    return want if want > provisioned else None
