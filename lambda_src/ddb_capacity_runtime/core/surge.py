@@ -50,6 +50,9 @@ FRESH_SECONDS = 45.0
 #: capacity (the burst bucket starts to drain at 1.0), or when provisioned-throughput
 #: throttles appear.
 SURGE_AT = 1.0
+#: The smallest share of the traffic a throttled dimension's reports are taken to make
+#: (:func:`surge_level`): a surge sized from them is at most 1 / this x their demand.
+MIN_SEEN_SHARE = 0.1
 #: How long a surge holds the raised capacity after the last report that asked for it.
 DEFAULT_SURGE_MINUTES = 5
 
@@ -204,12 +207,13 @@ class Rates:
     """One process's view of one dimension as the combiner keeps it, per second:
     the demand it estimates (consumed units, plus its provisioned-throughput throttled
     attempts at its average units per request), its provisioned-throughput throttles and
-    its key-range ones; ``at``: when it was sent."""
+    its key-range ones; ``at``: when it was sent; ``consumed``: the units it consumed."""
 
     demand: float
     throttled: float
     key_range: float
     at: float
+    consumed: float = 0.0
 
 
 def rates(d: DimensionReport, seconds: float, at: float) -> Rates:
@@ -218,32 +222,36 @@ def rates(d: DimensionReport, seconds: float, at: float) -> Rates:
     per_request = min(max(per_request, 0.5), 400.0)  # a 400 KB item's write is 400 units
     throttled = d.throttles.get("provisioned", 0)
     demand = (d.units + throttled * per_request) / seconds
-    return Rates(demand, throttled / seconds, d.throttles.get("key_range", 0) / seconds, at)
+    key_range = d.throttles.get("key_range", 0) / seconds
+    return Rates(demand, throttled / seconds, key_range, at, d.units / seconds)
 
 
 @dataclass(frozen=True)
 class Combined:
     """Every fresh report of one dimension, added up: estimated demand and throttled
-    attempts per second, and how many processes reported."""
+    attempts per second, how many processes reported, and the units they consumed per
+    second."""
 
     demand: float = 0.0
     throttled: float = 0.0
     key_range: float = 0.0
     processes: int = 0
+    consumed: float = 0.0
 
 
 def combine(reports: Iterable[Rates], now: float, fresh: float = FRESH_SECONDS) -> Combined:
     """The sum of the reports sent within ``fresh`` seconds before ``now`` (one per
     process: its last)."""
-    demand = throttled = key_range = 0.0
+    demand = throttled = key_range = consumed = 0.0
     n = 0
     for r in reports:
         if now - fresh <= r.at <= now + CLOCK_SKEW_SECONDS:
             demand += r.demand
             throttled += r.throttled
             key_range += r.key_range
+            consumed += r.consumed
             n += 1
-    return Combined(demand, throttled, key_range, n)
+    return Combined(demand, throttled, key_range, n, consumed)
 
 
 def surge_level(
@@ -257,18 +265,28 @@ def surge_level(
     """The capacity a surge raises a dimension to, or None when none is due.
 
     ``combined`` is what the reporting processes saw, ``share`` the part of the traffic
-    they make (so their demand is scaled up by 1 / ``share``). A surge is due when the
-    estimated demand reaches :data:`SURGE_AT` x ``provisioned`` (the burst bucket is
-    draining), or when provisioned-throughput throttles appear; key-range throttles
-    never make one due, nor count towards its size. Its size brings the demand to
-    ``target_utilization``, at least one unit over ``provisioned``, and never over
-    ``max_capacity`` (the construct's limit) or ``cap`` (the surge cap: the most units a
-    surge may add over ``provisioned``)."""
+    they make as configured (their demand is scaled up by 1 / ``share``). A surge is due
+    when the estimated demand reaches :data:`SURGE_AT` x ``provisioned`` (the burst
+    bucket is draining), or when provisioned-throughput throttles appear; key-range
+    throttles never make one due, nor count towards its size.
+
+    While throttled, a dimension serves about what is provisioned (its bucket is empty),
+    so the reports' own consumption against it tells the share of the traffic that
+    reports, whatever ``share`` says: the demand is then taken as at least
+    ``provisioned`` x their demand / their consumption (a share seen below
+    :data:`MIN_SEEN_SHARE` counts as that).
+
+    Its size brings the demand to ``target_utilization``, at least one unit over
+    ``provisioned``, and never over ``max_capacity`` (the construct's limit) or ``cap``
+    (the surge cap: the most units a surge may add over ``provisioned``)."""
     if not 0 < share <= 1:
         raise ValueError(f"share: got {share!r}; expected a number over 0, at most 1")
     demand = combined.demand / share
     if demand < SURGE_AT * provisioned and combined.throttled <= 0:
         return None
+    if combined.throttled > 0 and combined.consumed > 0 and provisioned > 0:
+        seen = max(MIN_SEEN_SHARE, min(1.0, combined.consumed / provisioned))
+        demand = max(demand, combined.demand / seen)
     want = math.ceil(demand / target_utilization - 1e-9)
     want = max(want, provisioned + 1)
     if cap is not None:
