@@ -20,7 +20,7 @@ from ..core.names import scope_label
 from ..core.outcomes import Status, result_row
 from ..core.plan import Change, Via
 from ..core.policy import Action
-from ..core.tables import ManagedTable
+from ..core.tables import Dimension, ManagedTable
 from ..events import log_event
 from .client import BROKER_MAX_WAIT, broker_name, invoke_broker
 from .context import Context, base_of, current_traffic, read_table, set_min
@@ -35,7 +35,7 @@ from .holds import (
     new_token,
     token_digest,
 )
-from .store import HoldStore, Lease, open_store, store_name
+from .store import HeldDimension, HoldStore, Lease, open_store, store_name
 from .validate import validate_request
 
 
@@ -283,11 +283,37 @@ def _raise(
     ``done``). Returns the level and the hold as recorded once the table has it; else
     whether another update is in flight (True) or the raise was sent (False)."""
     table, (index, dim) = managed.name, new.scope
-    d = next(x for x in managed.dimensions if (x.index, x.dimension) == (index, dim))
     state = store.get(table, index, dim)
+    recorded = _recorded(store, list(state.holds) if state else [], new, ctx.now())
+    step = raise_held(ctx, lease, managed, dimension_of(managed, index, dim), state, recorded, done)
+    if isinstance(step, bool):
+        return step
+    return step, next(h for h in recorded if h.id == new.id)
+
+
+def dimension_of(managed: ManagedTable, index: str | None, dim: str) -> Dimension:
+    """The dimension ``dim`` of the table (``index`` None) or of its GSI ``index``."""
+    return next(x for x in managed.dimensions if (x.index, x.dimension) == (index, dim))
+
+
+def raise_held(
+    ctx: Context,
+    lease: Lease,
+    managed: ManagedTable,
+    d: Dimension,
+    state: HeldDimension | None,
+    recorded: list[Hold],
+    done: list[dict[str, Any]],
+    why: str = "capacity request",
+) -> int | bool:
+    """Under the dimension's lease, with ``state`` its item read under it: record
+    ``recorded`` as the dimension's holds (exactly those), move the target's minimum to
+    their level, and raise the table to it (the changes made go to ``done``). Returns the
+    level once the table has it; else whether another update is in flight (True) or the
+    raise was sent (False). Never lowers anything."""
+    table, index, dim = managed.name, d.index, d.dimension
     now = ctx.now()
     memory, base = base_of(d, state)
-    recorded = _recorded(store, list(state.holds) if state else [], new, now)
     want = max(base, level(h for h in recorded if h.active(now)))
     if d.target is not None and want > d.target.max_capacity:
         raise CapacityRequestError(
@@ -305,8 +331,8 @@ def _raise(
     else:
         lease.write(base, recorded)
     if d.provisioned >= want:
-        return want, next(h for h in recorded if h.id == new.id)
-    change = Change(d, d.provisioned, want, "capacity request", Action.INCREASE, Via.UPDATE_TABLE)
+        return want
+    change = Change(d, d.provisioned, want, why, Action.INCREASE, Via.UPDATE_TABLE)
     (outcome,) = actuator.apply(
         ctx.clients.dynamodb, ctx.clients.autoscaling, managed, [change], dry_run=False, now=now
     )

@@ -1,0 +1,270 @@
+"""Runs in: signals Lambda.
+
+The fast path's combiner items in the state store: one per dimension a process reports on
+(``pk`` = the table, ``sk`` = ``surge:<table|index/NAME>:<read|write>``), whose map
+``reports`` keeps each reporting process's last :class:`~..core.surge.Rates`, keyed by its
+process id. A process's entry is written alone (UpdateItem ``SET reports.#p = :r``,
+conditional, ReturnValues ALL_NEW), so processes reporting at once never overwrite each
+other, and every writer reads back everyone's entries in the same call.
+
+The map is bounded: a process not yet in it is let in only while it holds fewer than
+:data:`MAX_PROCESSES` entries, and entries older than :data:`~..core.surge.FRESH_SECONDS`
+are removed by later writes (:func:`forget`), each with a condition that it is still the
+entry that was read, so a process's fresh entry is never removed.
+
+The item is untrusted input: every entry read back is checked (:func:`entries`), and one
+that breaks a bound is ignored, counted and removed. The state store's other readers skip
+these items: their sort key names no dimension (``HoldStore._parse``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from ..core.surge import (
+    CLOCK_SKEW_SECONDS,
+    FRESH_SECONDS,
+    MAX_PROCESS_CHARS,
+    MAX_REQUESTS_PER_SECOND,
+    MAX_UNITS_PER_SECOND,
+    Rates,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+#: The sort key prefix of a combiner item.
+COMBINER = "surge:"
+#: The most processes one dimension's combiner keeps.
+MAX_PROCESSES = 500
+#: The most entries one write removes (an expression is at most 4 KB).
+MAX_REMOVED = 25
+#: The largest demand one process's entry may say: its units, plus its throttled attempts
+#: at the largest units per request (:func:`..core.surge.rates`).
+MAX_DEMAND = MAX_UNITS_PER_SECOND + 400 * MAX_REQUESTS_PER_SECOND
+#: How far ahead of the reader's clock an entry's time may be (a report's clock may be
+#: :data:`~..core.surge.CLOCK_SKEW_SECONDS` ahead; the functions' clocks a little apart).
+MAX_AHEAD_SECONDS = CLOCK_SKEW_SECONDS + 5
+#: Attribute names in expressions.
+NAMES = {"#r": "reports"}
+_FIELDS = {"demand": "d", "throttled": "t", "key_range": "k", "at": "at"}
+
+
+@dataclass(frozen=True)
+class Entries:
+    """What a combiner item holds: the well-formed entries (``rates``, by process id);
+    the stale ones (older than fresh) and the malformed ones (``ignored``), each with the
+    raw ``at`` value read (None: none usable), which :func:`forget` removes."""
+
+    rates: dict[str, Rates] = field(default_factory=dict)
+    stale: dict[str, str | None] = field(default_factory=dict)
+    ignored: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def full(self) -> bool:
+        return len(self.rates) + len(self.stale) + len(self.ignored) >= MAX_PROCESSES
+
+
+def combiner_key(table: str, sort_key: str) -> dict[str, Any]:
+    """The key of the combiner item of ``table``'s dimension ``sort_key``
+    (``<table|index/NAME>:<read|write>``)."""
+    return {"pk": {"S": table}, "sk": {"S": f"{COMBINER}{sort_key}"}}
+
+
+def record(
+    dynamodb: DynamoDBClient,
+    store: str,
+    key: Mapping[str, Any],
+    process: str,
+    rates: Rates,
+    now: float,
+) -> Entries | None:
+    """Write ``process``'s ``rates`` into the combiner item ``key`` of the state store
+    ``store``, and return every entry it then holds; None when the item holds
+    :data:`MAX_PROCESSES` others already (their stale entries are removed first). An item
+    whose ``reports`` is not a map is reset. Raises ClientError for what else fails."""
+    entry = {"M": _entry_item(rates)}
+    for _ in range(4):
+        try:
+            answer = dynamodb.update_item(
+                TableName=store,
+                Key=dict(key),
+                UpdateExpression="SET #r.#p = :e",
+                ConditionExpression=(
+                    "attribute_exists(#r.#p) OR (attribute_type(#r, :map) AND size(#r) < :most)"
+                ),
+                ExpressionAttributeNames={**NAMES, "#p": process},
+                ExpressionAttributeValues={
+                    ":e": entry,
+                    ":map": {"S": "M"},
+                    ":most": {"N": str(MAX_PROCESSES)},
+                },
+                ReturnValues="ALL_NEW",
+            )
+            return entries(answer.get("Attributes", {}), now)
+        except ClientError as exc:
+            if _code(exc) not in ("ConditionalCheckFailedException", "ValidationException"):
+                raise
+        # Why: no map yet, a map that is not one, or a full one; read it and see.
+        item = dynamodb.get_item(TableName=store, Key=dict(key), ConsistentRead=True).get("Item")
+        reports = (item or {}).get("reports")
+        if reports is None:
+            made = _write(
+                dynamodb,
+                store,
+                key,
+                "SET #r = :m",
+                "attribute_not_exists(#r)",
+                {":m": {"M": {process: entry}}},
+                {**NAMES},
+                all_new=True,
+            )
+            if made is not None:
+                return entries(made, now)
+        elif not isinstance(reports, Mapping) or "M" not in reports:
+            _write(
+                dynamodb,
+                store,
+                key,
+                "SET #r = :m",
+                "NOT attribute_type(#r, :map)",
+                {":m": {"M": {}}, ":map": {"S": "M"}},
+                {**NAMES},
+            )
+        else:
+            found = entries(item or {}, now)
+            if found.full and process not in found.rates:
+                if not forget(dynamodb, store, key, found):
+                    return None
+    return None
+
+
+def forget(dynamodb: DynamoDBClient, store: str, key: Mapping[str, Any], found: Entries) -> int:
+    """Remove up to :data:`MAX_REMOVED` of ``found``'s stale and malformed entries, each
+    only while it is still the entry read (its ``at`` unchanged), in one conditional
+    write. Returns how many went (0 when someone wrote one of them meanwhile)."""
+    gone = list({**found.stale, **found.ignored}.items())[:MAX_REMOVED]
+    if not gone:
+        return 0
+    names: dict[str, str] = {**NAMES, "#at": "at"}
+    values: dict[str, Any] = {}
+    removes, conditions = [], []
+    for n, (process, at) in enumerate(gone):
+        names[f"#p{n}"] = process
+        removes.append(f"#r.#p{n}")
+        if at is None:
+            values[":num"] = {"S": "N"}
+            conditions.append(f"NOT attribute_type(#r.#p{n}.#at, :num)")
+        else:
+            values[f":a{n}"] = {"N": at}
+            conditions.append(f"#r.#p{n}.#at = :a{n}")
+    done = _write(
+        dynamodb,
+        store,
+        key,
+        "REMOVE " + ", ".join(removes),
+        " AND ".join(conditions),
+        values,
+        names,
+    )
+    return len(gone) if done is not None else 0
+
+
+def entries(item: Mapping[str, Any], now: float) -> Entries:
+    """The entries of a combiner item (DynamoDB's attribute values), checked: well-formed,
+    stale, or ignored (malformed, or dated too far ahead)."""
+    out = Entries()
+    raw = item.get("reports")
+    listed = raw.get("M") if isinstance(raw, Mapping) else None
+    for process, value in (listed if isinstance(listed, Mapping) else {}).items():
+        fields = value.get("M") if isinstance(value, Mapping) else None
+        at = _raw_number(fields, "at")
+        rates = _rates(fields) if isinstance(process, str) else None
+        if rates is None or not 0 < len(process) <= MAX_PROCESS_CHARS:
+            out.ignored[process] = at
+        elif rates.at > now + MAX_AHEAD_SECONDS:
+            out.ignored[process] = at
+        elif rates.at < now - FRESH_SECONDS:
+            out.stale[process] = at
+        else:
+            out.rates[process] = rates
+    return out
+
+
+def _rates(fields: Mapping[str, Any] | None) -> Rates | None:
+    """An entry's fields as Rates; None when one is missing or out of bounds."""
+    if not isinstance(fields, Mapping):
+        return None
+    read = {}
+    for name, short in _FIELDS.items():
+        text = _raw_number(fields, short)
+        try:
+            value = float(text) if text is not None else math.nan
+        except ValueError:
+            return None
+        if not math.isfinite(value):
+            return None
+        read[name] = value
+    bounds = {
+        "demand": MAX_DEMAND,
+        "throttled": MAX_REQUESTS_PER_SECOND,
+        "key_range": MAX_REQUESTS_PER_SECOND,
+    }
+    if not all(0 <= read[name] <= high for name, high in bounds.items()) or read["at"] < 0:
+        return None
+    return Rates(read["demand"], read["throttled"], read["key_range"], read["at"])
+
+
+def _raw_number(fields: Mapping[str, Any] | None, name: str) -> str | None:
+    """The N value of ``name`` among ``fields`` as DynamoDB wrote it; None otherwise."""
+    value = fields.get(name) if isinstance(fields, Mapping) else None
+    text = value.get("N") if isinstance(value, Mapping) else None
+    return text if isinstance(text, str) and 0 < len(text) <= 40 else None
+
+
+def _entry_item(rates: Rates) -> dict[str, Any]:
+    return {short: {"N": _number(getattr(rates, name))} for name, short in _FIELDS.items()}
+
+
+def _number(value: float) -> str:
+    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    return text if text not in ("", "-0") else "0"
+
+
+def _write(
+    dynamodb: DynamoDBClient,
+    store: str,
+    key: Mapping[str, Any],
+    update: str,
+    condition: str,
+    values: Mapping[str, Any],
+    names: Mapping[str, str],
+    *,
+    all_new: bool = False,
+) -> dict[str, Any] | None:
+    """One conditional UpdateItem; the item after it with ``all_new`` (else {}), or None
+    when the condition failed."""
+    try:
+        answer = dynamodb.update_item(
+            TableName=store,
+            Key=dict(key),
+            UpdateExpression=update,
+            ConditionExpression=condition,
+            ExpressionAttributeNames=dict(names),
+            ExpressionAttributeValues=dict(values),
+            ReturnValues="ALL_NEW" if all_new else "NONE",
+        )
+    except ClientError as exc:
+        if _code(exc) != "ConditionalCheckFailedException":
+            raise
+        return None
+    return dict(answer.get("Attributes", {})) if all_new else {}
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))

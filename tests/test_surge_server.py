@@ -1,0 +1,517 @@
+"""The fast path's signals function against real parts: tables and scalable targets in a
+moto server, the state store in dynalite (atomic conditional writes, as DynamoDB's are)
+where threads race; botocore's Stubber only for what moto never does (a refused
+UpdateTable, a table that is UPDATING)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from ddb_capacity_runtime.aws import combiner
+from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.core.surge import (
+    FRESH_SECONDS,
+    MAX_UNITS_PER_SECOND,
+    DimensionReport,
+    Report,
+    combine,
+)
+from ddb_capacity_runtime.requests import restore_expired
+from ddb_capacity_runtime.requests.broker import BrokerConfig, BrokerConfigError
+from ddb_capacity_runtime.requests.holds import Hold
+from ddb_capacity_runtime.requests.store import HoldLimits, HoldStore
+from ddb_capacity_runtime.requests.surge import SURGE_HOLD, SurgeSettings, take_report
+from examples.local_aws import create_store_table
+from tests.moto_world import World
+
+SETTINGS = SurgeSettings()
+
+
+@pytest.fixture
+def world(aws_client: Any, store_dynamodb: Any) -> Iterator[World]:
+    """Tables and targets in moto; the state store in dynalite."""
+    made = World(aws_client, store_dynamodb)
+    yield made
+    made.close()
+
+
+def report(
+    table: str,
+    *dims: DimensionReport,
+    process: str = "p1",
+    seconds: float = 10.0,
+    sent: float | None = None,
+) -> dict[str, Any]:
+    """A process's report as the signals function receives it."""
+    return Report(table, process, seconds, sent or time.time(), dims).as_json()
+
+
+def write(
+    per_second: float, *, throttles: dict[str, int] | None = None, index: str | None = None
+) -> DimensionReport:
+    """A write dimension's 10 seconds: ``per_second`` units in 1-unit requests."""
+    units = per_second * 10
+    return DimensionReport(index, "write", units, int(units), throttles or {})
+
+
+def read(per_second: float, index: str | None = None) -> DimensionReport:
+    units = per_second * 10
+    return DimensionReport(index, "read", units, int(units), {})
+
+
+def served(*tables: str, indexes: tuple[str, ...] = ()) -> BrokerConfig:
+    return BrokerConfig({t: frozenset(indexes) for t in tables})
+
+
+def send(
+    world: World,
+    event: object,
+    scopes: BrokerConfig,
+    settings: SurgeSettings = SETTINGS,
+    **kw: Any,
+) -> dict[str, Any]:
+    return take_report(event, scopes, settings, clients=world.clients, store=world.store, **kw)
+
+
+def counted(out: str, metric: str) -> int:
+    """The sum of ``metric`` over the EMF lines in ``out``."""
+    total = 0
+    for line in out.splitlines():
+        if line.startswith("{"):
+            total += json.loads(line).get(metric, 0)
+    return int(total)
+
+
+def surge_of(world: World, name: str, dimension: str = "write") -> Hold | None:
+    state = world.store.get(name, None, dimension)
+    return next((h for h in state.holds if h.id == SURGE_HOLD), None) if state else None
+
+
+def a_table(world: World, base: str, *, write_min: int = 100, write_max: int = 10_000) -> str:
+    name = world.table(base, 50, write_min, tagged=False)
+    world.target(name, "write", write_min, write_max)
+    return name
+
+
+# ------------------------------------------------------------------ the rule, end to end
+
+
+def test_one_report_over_provisioned_raises_the_minimum_and_the_table(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a table provisioned at 100 write units under a target (70 %)
+    name = a_table(world, "Over")
+    # WHEN one process reports 200 units/s
+    answer = send(world, report(name, write(200)), served(name))
+    # THEN the minimum and the table go to 200 / 0.7 at once, held as a surge
+    (row,) = answer["dimensions"]
+    assert (row["status"], row["to"]) == ("applied", 286)
+    assert world.target_min(name, "write") == 286
+    assert world.throughput(name) == (50, 286)
+    hold = surge_of(world, name)
+    assert hold is not None and (hold.baseline, hold.units) == (100, 186)
+    assert hold.token_hash is None  # nobody releases it: it ends at its expiry
+    left = (hold.expires - datetime.now(UTC)).total_seconds()
+    assert 4 * 60 < left <= 5 * 60
+    assert counted(capsys.readouterr().out, "SurgesApplied") == 1
+
+
+def test_a_report_below_provisioned_changes_nothing(world: World) -> None:
+    name = a_table(world, "Below")
+    answer = send(world, report(name, write(60)), served(name))
+    assert [r["status"] for r in answer["dimensions"]] == ["none"]
+    assert world.target_min(name, "write") == 100
+    assert world.throughput(name) == (50, 100)
+    assert world.store.get(name, None, "write") is None
+
+
+def test_provisioned_throughput_throttles_raise_even_below_provisioned(world: World) -> None:
+    name = a_table(world, "Throttled")
+    send(world, report(name, write(20, throttles={"provisioned": 30})), served(name))
+    # the rule: at least one unit over provisioned
+    assert world.target_min(name, "write") == 101
+    assert world.throughput(name) == (50, 101)
+
+
+def test_key_range_throttles_alone_never_raise(world: World) -> None:
+    name = a_table(world, "HotKey")
+    answer = send(
+        world,
+        report(name, write(60, throttles={"key_range": 50_000, "other": 10})),
+        served(name),
+    )
+    assert [r["status"] for r in answer["dimensions"]] == ["none"]
+    assert world.target_min(name, "write") == 100
+    assert world.store.get(name, None, "write") is None
+
+
+def test_a_table_without_a_target_is_raised_with_update_table(world: World) -> None:
+    name = world.table("NoTarget", 50, 100, tagged=False)
+    (row,) = send(world, report(name, write(200)), served(name))["dimensions"]
+    assert row["status"] == "applied"
+    assert [c["via"] for c in row["changes"]] == ["update-table"]
+    assert world.throughput(name) == (50, 286)
+    assert world.store.get(name, None, "write").base == 100  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------------ processes add up
+
+
+def test_many_processes_reporting_at_once_add_up_in_one_surge(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a table at 100 write units, and 20 processes that each see 10 units/s
+    name = a_table(world, "Many")
+    assert world.store.table(name) == []  # the store exists before the threads start
+    processes = [f"worker-{i}" for i in range(20)]
+    errors: list[BaseException] = []
+
+    def go(process: str) -> None:
+        try:
+            send(world, report(name, write(10), process=process), served(name))
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    # WHEN they all report at once
+    threads = [threading.Thread(target=go, args=(p,)) for p in processes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    # THEN every process's entry is kept, and the combined demand is their sum
+    item = world.store_ddb.get_item(
+        TableName=world.store.name,
+        Key=combiner.combiner_key(name, "table:write"),
+        ConsistentRead=True,
+    )["Item"]
+    found = combiner.entries(item, time.time())
+    assert sorted(found.rates) == sorted(processes)
+    total = combine(found.rates.values(), time.time())
+    assert (round(total.demand, 6), total.processes) == (200.0, 20)
+    # one surge: one hold, the minimum at its level, raised past 100 / 0.7 and at most 200 / 0.7
+    (state,) = world.store.table(name)
+    assert [h.id for h in state.holds] == [SURGE_HOLD]
+    level = state.holds[0].baseline + state.holds[0].units
+    assert world.target_min(name, "write") == level
+    assert 143 <= level <= 286
+    assert counted(capsys.readouterr().out, "SurgesFailed") == 0
+
+
+def test_share_scales_the_raise(world: World) -> None:
+    # GIVEN processes that make half the traffic, reporting 80 units/s
+    name = a_table(world, "Half")
+    event = report(name, write(80))
+    # THEN at share 1 nothing is due; at share 0.5 the demand is 160 units/s
+    assert send(world, event, served(name))["dimensions"][0]["status"] == "none"
+    send(world, event, served(name), SurgeSettings(share=0.5))
+    assert world.target_min(name, "write") == 229  # 160 / 0.7
+
+
+def test_the_surge_cap_and_the_targets_max_bound_a_lying_report(world: World) -> None:
+    # GIVEN two tables at 100, one with a target max of 400
+    capped = a_table(world, "Capped")
+    maxed = a_table(world, "Maxed", write_max=400)
+    lie = write(MAX_UNITS_PER_SECOND, throttles={"provisioned": 10_000_000})
+    # WHEN a process lies (the most units a report may carry, and throttles)
+    send(world, report(capped, lie), served(capped), SurgeSettings(cap=50))
+    send(world, report(maxed, lie), served(maxed))
+    # THEN the raise stops at the cap over provisioned, and at the target's max
+    assert world.target_min(capped, "write") == 150
+    assert world.throughput(capped) == (50, 150)
+    assert world.target_min(maxed, "write") == 400
+    # and the hold ends by itself: a restore after expiry brings the minimum back
+    later = lambda: time.time() + 6 * 60  # noqa: E731
+    for name in (capped, maxed):
+        (row,) = restore_expired(name, clients=world.clients, store=world.store, clock=later)
+        assert (row["status"], row["to"]) == ("applied", 100)
+        assert world.target_min(name, "write") == 100
+        assert world.store.table(name) == []
+
+
+def test_a_renewal_pushes_the_expiry_and_never_lowers_the_level(world: World) -> None:
+    # GIVEN a surge to 429 (300 units/s)
+    name = a_table(world, "Renewed")
+    send(world, report(name, write(300)), served(name))
+    first = surge_of(world, name)
+    assert first is not None and first.baseline + first.units == 429
+    # and the table lowered below it meanwhile (the minimum stays)
+    world.ddb.update_table(
+        TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 50, "WriteCapacityUnits": 150}
+    )
+    # WHEN two minutes later a report asks for less than the surge holds (200 / 0.7 = 286)
+    two_minutes_on = lambda: time.time() + 120  # noqa: E731
+    event = report(name, write(200), process="p2", sent=two_minutes_on())
+    (row,) = send(world, event, served(name), clock=two_minutes_on)["dimensions"]
+    # THEN the surge is renewed at its level, two minutes later, and nothing is lowered
+    renewed = surge_of(world, name)
+    assert renewed is not None and renewed.baseline + renewed.units == 429
+    assert renewed.expires - first.expires >= timedelta(seconds=110)
+    assert world.target_min(name, "write") == 429
+    assert (row["status"], row["to"]) == ("applied", 429)
+    assert world.throughput(name) == (50, 429)  # raised back to the surge's level
+
+
+# ------------------------------------------------------------------ untrusted input
+
+
+def test_out_of_scope_and_malformed_reports_are_refused_and_counted(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = world.table("Scoped", 50, 100, gsi=(10, 10), tagged=False)
+    other = world.table("Other", 50, 100, tagged=False)
+    huge = write(200)
+    # a table it does not serve, a report that breaks the contract, a JSON that is no report
+    for event in (
+        report(other, huge),
+        {**report(name, huge), "seconds": 0},
+        "not a report",
+        {**report(name, huge), "v": 2},
+    ):
+        answer = send(world, event, served(name))
+        assert answer["ok"] is False or answer["dimensions"][0]["status"] == "refused"
+    # an index it does not serve: that dimension alone is refused
+    answer = send(world, report(name, write(200, index="byUser"), read(10)), served(name))
+    assert [r["status"] for r in answer["dimensions"]] == ["refused", "none"]
+    out = capsys.readouterr().out
+    assert counted(out, "ReportsRefused") == 5
+    assert counted(out, "SurgesApplied") == 0
+    assert world.throughput(name, "byUser") == (10, 10)
+    assert world.throughput(other) == (50, 100)
+    assert world.store.table(name) == [] and world.store.table(other) == []
+
+
+def test_a_hostile_combiner_item_is_ignored_counted_and_cleaned(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a combiner item someone wrote: huge, future, broken and nameless entries
+    name = a_table(world, "Hostile")
+    key = combiner.combiner_key(name, "table:write")
+    now = time.time()
+
+    def entry(d: str, at: float) -> dict[str, Any]:
+        return {"M": {"d": {"N": d}, "t": {"N": "0"}, "k": {"N": "0"}, "at": {"N": str(at)}}}
+
+    world.store_ddb.put_item(
+        TableName=world.store.name,
+        Item={
+            **key,
+            "reports": {
+                "M": {
+                    "liar": entry("1e30", now),
+                    "future": entry("100000", now + 3600),
+                    "junk": {"S": "junk"},
+                    "x" * 65: entry("5000", now),
+                    "old": entry("5000", now - FRESH_SECONDS - 5),
+                }
+            },
+        },
+    )
+    # WHEN an honest process reports below provisioned
+    answer = send(world, report(name, write(50)), served(name))
+    # THEN nothing is raised; the entries are ignored, counted and removed
+    assert [r["status"] for r in answer["dimensions"]] == ["none"]
+    assert world.target_min(name, "write") == 100
+    assert counted(capsys.readouterr().out, "SurgeEntriesIgnored") == 4
+    item = world.store_ddb.get_item(TableName=world.store.name, Key=key, ConsistentRead=True)
+    assert sorted(item["Item"]["reports"]["M"]) == ["p1"]
+    # AND an item whose map is no map is reset, not obeyed
+    world.store_ddb.put_item(TableName=world.store.name, Item={**key, "reports": {"S": "x"}})
+    assert send(world, report(name, write(50)), served(name))["dimensions"][0]["status"] == "none"
+    item = world.store_ddb.get_item(TableName=world.store.name, Key=key, ConsistentRead=True)
+    assert sorted(item["Item"]["reports"]["M"]) == ["p1"]
+
+
+def test_a_full_combiner_refuses_new_processes_until_entries_go_stale(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = a_table(world, "Full")
+    key = combiner.combiner_key(name, "table:write")
+    now = time.time()
+    fresh = {
+        f"w{i}": {"M": {"d": {"N": "0"}, "t": {"N": "0"}, "k": {"N": "0"}, "at": {"N": str(now)}}}
+        for i in range(combiner.MAX_PROCESSES)
+    }
+    world.store_ddb.put_item(TableName=world.store.name, Item={**key, "reports": {"M": fresh}})
+    answer = send(world, report(name, write(500), process="newcomer"), served(name))
+    assert [r["status"] for r in answer["dimensions"]] == ["refused"]
+    assert counted(capsys.readouterr().out, "ReportsRefused") == 1
+    # a process already in it is still heard
+    assert send(world, report(name, write(1), process="w7"), served(name))["ok"]
+    # once entries are stale, a newcomer gets in (some are removed to make room)
+    later = lambda: time.time() + FRESH_SECONDS + 5  # noqa: E731
+    event = report(name, write(500), process="newcomer", sent=later())
+    (row,) = send(world, event, served(name), clock=later)["dimensions"]
+    assert row["status"] == "applied"
+
+
+def test_combiner_items_are_invisible_to_the_store_and_the_restore(world: World) -> None:
+    # GIVEN a dimension with a combiner item beside an expired hold
+    name = a_table(world, "Beside")
+    send(world, report(name, write(300)), served(name))
+    assert world.target_min(name, "write") == 429
+    # THEN the store's readers see the hold's item only
+    held, markers = world.store.scan()
+    assert [(h.index, h.dimension) for h in held[name]] == [(None, "write")]
+    assert markers == set()
+    assert world.store._parse(combiner.combiner_key(name, "table:write")) is None
+    # and the restore ends the surge as any hold, leaving the combiner item alone
+    later = lambda: time.time() + 6 * 60  # noqa: E731
+    (row,) = restore_expired(name, clients=world.clients, store=world.store, clock=later)
+    assert (row["from"], row["to"]) == (429, 100)
+    assert world.store.table(name) == []
+    item = world.store_ddb.get_item(
+        TableName=world.store.name, Key=combiner.combiner_key(name, "table:write")
+    )
+    assert list(item["Item"]["reports"]["M"]) == ["p1"]
+
+
+# ------------------------------------------------------------------ failures
+
+
+def test_a_limit_that_leaves_no_room_fails_one_dimension_and_not_the_other(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a table whose read dimension holds a request that uses the store's whole room
+    name = world.table("Room", 100, 100, tagged=False)
+    world.target(name, "read", 100, 10_000)
+    world.target(name, "write", 100, 10_000)
+    store = HoldStore(world.store_ddb, world.store.name, HoldLimits(max_total_units=1_000))
+    expires = datetime.now(UTC) + timedelta(hours=1)
+    with store.lease(name, None, "read", deadline=time.time() + 5) as lease:
+        lease.write(100, [Hold("request", None, "read", 1_000, expires, 100)])
+    # WHEN one report asks for both
+    answer = take_report(
+        report(name, read(300), write(300)),
+        served(name),
+        SETTINGS,
+        clients=world.clients,
+        store=store,
+    )
+    # THEN read fails, counted, and write surges all the same
+    rows = {r["dimension"]: r for r in answer["dimensions"]}
+    assert rows["read"]["status"] == "failed" and "no room" in rows["read"]["reason"]
+    assert rows["write"]["status"] == "applied"
+    assert world.target_min(name, "write") == 429
+    out = capsys.readouterr().out
+    assert (counted(out, "SurgesFailed"), counted(out, "SurgesApplied")) == (1, 1)
+
+
+def _table(status: str = "ACTIVE") -> dict[str, Any]:
+    return {
+        "Table": {
+            "TableName": "Orders",
+            "TableStatus": status,
+            "TableArn": "arn:aws:dynamodb:us-east-1:123456789012:table/Orders",
+            "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
+        }
+    }
+
+
+@pytest.fixture
+def stubbed(aws_client: Any, store_dynamodb: Any) -> Iterator[tuple[Stubber, Clients, HoldStore]]:
+    """A stubbed DynamoDB client for the table 'Orders' beside moto's Application Auto
+    Scaling and a state store in dynalite."""
+    name = f"holds-{uuid.uuid4().hex[:8]}"
+    create_store_table(store_dynamodb, name)
+    ddb = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stub = Stubber(ddb)
+    clients = Clients(ddb, aws_client("application-autoscaling"), aws_client("cloudwatch"), None)
+    with stub:
+        yield stub, clients, HoldStore(store_dynamodb, name)
+    stub.assert_no_pending_responses()
+
+
+def _raise_read(stub: Stubber) -> None:
+    """What raising one dimension of 'Orders' costs: DescribeTable (is it due?), reading
+    the table under the lease (DescribeTable, its tags), the actuator's fresh read."""
+    stub.add_response("describe_table", _table())
+    stub.add_response("describe_table", _table())
+    stub.add_response("list_tags_of_resource", {"Tags": []})
+    stub.add_response("describe_table", _table())
+
+
+def test_a_refused_raise_counts_and_the_other_dimension_still_surges(
+    stubbed: tuple[Stubber, Clients, HoldStore], capsys: pytest.CaptureFixture[str]
+) -> None:
+    stub, clients, store = stubbed
+    # read: the account's limit refuses the raise
+    _raise_read(stub)
+    stub.add_client_error(
+        "update_table", "LimitExceededException", "Subscriber limit exceeded", 400
+    )
+    # write: raised
+    _raise_read(stub)
+    stub.add_response("update_table", {})
+    answer = take_report(
+        report("Orders", read(100), write(100)),
+        served("Orders"),
+        SETTINGS,
+        clients=clients,
+        store=store,
+    )
+    rows = {r["dimension"]: r for r in answer["dimensions"]}
+    assert rows["read"]["status"] == "failed"
+    assert "LimitExceededException" in rows["read"]["reason"]
+    assert rows["write"]["status"] == "applied"
+    out = capsys.readouterr().out
+    assert (counted(out, "SurgesFailed"), counted(out, "SurgesApplied")) == (1, 1)
+
+
+def test_a_table_being_updated_fails_the_surge_unless_it_is_ours(
+    stubbed: tuple[Stubber, Clients, HoldStore], capsys: pytest.CaptureFixture[str]
+) -> None:
+    stub, clients, store = stubbed
+    stub.add_response("describe_table", _table("UPDATING"))
+    (row,) = take_report(
+        report("Orders", write(100)), served("Orders"), SETTINGS, clients=clients, store=store
+    )["dimensions"]
+    assert row["status"] == "failed" and "UPDATING" in row["reason"]
+    assert counted(capsys.readouterr().out, "SurgesFailed") == 1
+    # while our own surge's raise is under way, it is not a failure
+    expires = datetime.now(UTC) + timedelta(minutes=5)
+    with store.lease("Orders", None, "write", deadline=time.time() + 5) as lease:
+        lease.write(10, [Hold(SURGE_HOLD, None, "write", 100, expires, 10)])
+    stub.add_response("describe_table", _table("UPDATING"))
+    (row,) = take_report(
+        report("Orders", write(200)), served("Orders"), SETTINGS, clients=clients, store=store
+    )["dimensions"]
+    assert row["status"] == "busy"
+    assert counted(capsys.readouterr().out, "SurgesFailed") == 0
+
+
+# ------------------------------------------------------------------ settings
+
+
+def test_settings_round_trip_through_the_environment() -> None:
+    settings = SurgeSettings(share=0.5, surge_minutes=10, cap=2_000)
+    assert SurgeSettings.from_env(settings.to_env()) == settings
+    assert SurgeSettings.from_env({}) == SurgeSettings()
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"CAPACITY_SURGE_SHARE": "0"}, "share: got 0.0; expected a number over 0, at most 1"),
+        (
+            {"CAPACITY_SURGE_MINUTES": "0"},
+            "surge_minutes: got 0; expected a whole number from 1 to 1440",
+        ),
+        ({"CAPACITY_SURGE_CAP": "x"}, "invalid literal for int()"),
+    ],
+)
+def test_a_bad_setting_fails_the_invocation_naming_it(env: dict[str, str], message: str) -> None:
+    with pytest.raises(BrokerConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        SurgeSettings.from_env(env)
