@@ -1,0 +1,816 @@
+"""Runs in: workers (the user's own processes).
+
+The client hook of the fast path: :func:`watch` hooks a boto3 session (every DynamoDB
+client it makes from then on) or one DynamoDB client, sums per table, GSI and dimension
+the capacity units the process consumes, the requests answered and the throttled attempts
+by cause (:data:`..core.surge.CAUSES`), and a background thread sends them as
+:class:`..core.surge.Report` s to the signals function, which raises capacity within
+seconds instead of waiting for CloudWatch's minutes.
+
+What the hook does to requests:
+
+- it asks for ``ReturnConsumedCapacity="INDEXES"`` where the caller did not ask for any
+  (or asked ``NONE``), and removes ``ConsumedCapacity`` from the response the caller sees
+  in that case; a caller that asked keeps its answer exactly as it was;
+- it counts each throttled attempt (``needs-retry``, which sees every attempt; botocore's
+  retries included) with its cause from the error's ``ThrottlingReasons``: ``key_range``
+  for a hot partition, ``provisioned`` for provisioned throughput (and for a
+  ProvisionedThroughputExceededException that gives no reason, as moto, DynamoDB Local
+  and older endpoints answer), ``other`` for anything else (account limits, on-demand
+  maximum, RequestLimitExceeded or ThrottlingException without a reason). A reason whose
+  resource is ``.../index/NAME`` counts on that GSI, else on the table;
+- it counts consumption (``after-call``, the last attempt's answer): read for GetItem,
+  Query, Scan, BatchGetItem and TransactGetItems, write for the others, unless the answer
+  names ``ReadCapacityUnits`` or ``WriteCapacityUnits``. A table's own dimension gets the
+  request's units less its GSIs' (LSIs share the table's capacity).
+
+It never blocks, slows or fails the caller: the handlers only add to sums under a lock
+and swallow every error (counted in :attr:`Watcher.errors`); only the background thread
+sends, and a failed send is counted (:attr:`Watcher.failed_sends`), never raised. Memory
+is bounded: at most :data:`MAX_TABLES` tables of at most
+:data:`..core.surge.MAX_DIMENSIONS` dimensions each; anything beyond is dropped and
+counted (:attr:`Watcher.dropped`); a table quiet for :data:`..core.surge.FRESH_SECONDS`
+is forgotten.
+
+When it reports: the thread wakes every ``interval`` seconds (1 to 60) and sends at most
+one report per table, only when it matters: a throttle; a dimension's consumption rate
+that changed by :data:`CHANGE` (20 %) and at least :data:`MIN_CHANGE` units per second
+since the last report (a drop to zero included, so the signals function stops counting a
+process that went quiet); or :data:`KEEPALIVE_SECONDS` since the last report while the
+table has traffic (the signals function counts a process's last report for 45 s). A
+report's ``seconds`` is the time since the table's last report (or since watching
+started, or one interval before traffic resumed after a quiet spell), at most 60: a
+longer window is scaled down to 60 s at the same rate.
+
+Cost, per table and per process, with the us-east-1 prices: each report is one
+asynchronous Lambda invocation ($0.20 per million requests: $0.000000200), the signals
+function's run at 128 MB for about 50 ms (0.00625 GB-s at $0.0000166667: $0.000000104),
+and about 2 on-demand write request units on the state store ($0.625 per million:
+$0.00000125), so about $0.00000155 a report. At the most, one report every ``interval``
+seconds: 17,280 a day at 5 s, $0.027 a day ($0.81 a month). Typically, while busy at a
+steady rate, one keepalive every 30 s: 2,880 a day, $0.0045 a day ($0.13 a month). A
+quiet table costs nothing. 100 processes each busy on 10 tables: $4.50 a day typically,
+$27 at the most.
+
+The process id is ``<label>-<pid>-<random>`` (label: the host name unless ``process``
+is given), at most 64 characters. After ``os.fork`` the child starts afresh: its own id,
+sums and counters, and its own thread when it first has something to report; the
+parent's sums stay the parent's.
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import os
+import secrets
+import socket
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeGuard
+
+from .aws.invoke import invoke
+from .core.surge import (
+    FRESH_SECONDS,
+    MAX_DIMENSIONS,
+    MAX_PROCESS_CHARS,
+    MAX_REQUESTS_PER_SECOND,
+    MAX_UNITS_PER_SECOND,
+    MAX_WINDOW_SECONDS,
+    MIN_WINDOW_SECONDS,
+    DimensionReport,
+    Report,
+)
+from .workers.pacing import MAX_REASONS, reasons_cause, throttle_cause
+
+#: The signals function's name, set on functions granted the fast path; the default of
+#: :func:`watch`'s ``function``.
+SIGNALS_ENV = "CAPACITY_SIGNALS"
+#: The shortest and longest wait between two rounds of reports, in seconds.
+MIN_INTERVAL = 1.0
+MAX_INTERVAL = 60.0
+#: A report is due when a dimension's rate changed by this share of the last reported one
+#: and by at least :data:`MIN_CHANGE` units per second.
+CHANGE = 0.2
+MIN_CHANGE = 1.0
+#: A busy table is reported at least this often, well within the signals function's
+#: :data:`..core.surge.FRESH_SECONDS`.
+KEEPALIVE_SECONDS = 30.0
+#: The most tables one watcher tracks at once.
+MAX_TABLES = 1_000
+#: The longest ``process`` label: the pid and a random part fill the rest of the id.
+MAX_LABEL_CHARS = 40
+#: Each operation the hook watches, and the dimension it consumes.
+OPERATIONS: Mapping[str, str] = {
+    "GetItem": "read",
+    "Query": "read",
+    "Scan": "read",
+    "BatchGetItem": "read",
+    "TransactGetItems": "read",
+    "PutItem": "write",
+    "UpdateItem": "write",
+    "DeleteItem": "write",
+    "BatchWriteItem": "write",
+    "TransactWriteItems": "write",
+}
+#: A throttle's cause as the workers read it (:func:`..workers.pacing.throttle_cause`), as
+#: a report counts it.
+REPORT_CAUSES: Mapping[str, str] = {
+    "provisioned": "provisioned",
+    "key-range": "key_range",
+    "account-limit": "other",
+    "max-on-demand": "other",
+    "unknown": "other",
+}
+#: What a throttle without any reason counts as, by error code; any other code: ``other``.
+NO_REASON = {"ProvisionedThroughputExceededException": "provisioned"}
+
+_CONTEXT_KEY = "ddb_capacity_signals"
+_STRIP_ID = "ddb-capacity-signals-strip"
+_Key = tuple[str | None, str]
+
+
+# --- what a request touched, consumed and met -------------------------------------------
+
+
+def table_name(name: object) -> str | None:
+    """A table's name from a ``TableName`` (a name or a table's ARN); None if neither."""
+    if not isinstance(name, str) or not name:
+        return None
+    if name.startswith("arn:"):
+        resource = name.split(":", 5)[-1].split("/")
+        return resource[1] if len(resource) > 1 and resource[0] == "table" else None
+    return name
+
+
+def request_tables(operation: str, params: Mapping[str, Any]) -> tuple[str, ...]:
+    """The tables a request names, each once, in order."""
+    if operation in ("BatchGetItem", "BatchWriteItem"):
+        items = params.get("RequestItems")
+        names: list[object] = list(items) if isinstance(items, Mapping) else []
+    elif operation in ("TransactGetItems", "TransactWriteItems"):
+        names = [
+            part.get("TableName")
+            for item in params.get("TransactItems") or ()
+            if isinstance(item, Mapping)
+            for part in item.values()
+            if isinstance(part, Mapping)
+        ]
+    else:
+        names = [params.get("TableName")]
+    found = (table_name(n) for n in names)
+    return tuple(dict.fromkeys(n for n in found if n is not None))
+
+
+def _units(capacity: object, dimension: str) -> dict[str, float]:
+    """A ``Capacity`` (or ``ConsumedCapacity``) by dimension: its explicit read and write
+    units when given, else its ``CapacityUnits`` on ``dimension``."""
+    if not isinstance(capacity, Mapping):
+        return {}
+    explicit = {
+        dim: float(capacity[field_name])
+        for dim, field_name in (("read", "ReadCapacityUnits"), ("write", "WriteCapacityUnits"))
+        if _finite(capacity.get(field_name))
+    }
+    if explicit:
+        return explicit
+    total = capacity.get("CapacityUnits")
+    return {dimension: float(total)} if _finite(total) else {}
+
+
+def _finite(value: object) -> TypeGuard[float]:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
+
+
+def consumed(entry: object, dimension: str) -> dict[_Key, float]:
+    """One ``ConsumedCapacity`` entry as units by (index, dimension): each GSI's own, and
+    the table's (the entry's total less its GSIs'; the table's and its LSIs' when the
+    entry gives no total). ``dimension``: the operation's, for units that name none."""
+    if not isinstance(entry, Mapping):
+        return {}
+    out: dict[_Key, float] = {}
+    gsi_sum: dict[str, float] = {}
+    gsis = entry.get("GlobalSecondaryIndexes")
+    for name, capacity in gsis.items() if isinstance(gsis, Mapping) else ():
+        for dim, units in _units(capacity, dimension).items():
+            if isinstance(name, str) and name:
+                out[(name, dim)] = out.get((name, dim), 0.0) + units
+                gsi_sum[dim] = gsi_sum.get(dim, 0.0) + units
+    total = _units(entry, dimension)
+    if total:
+        table = {dim: max(0.0, units - gsi_sum.get(dim, 0.0)) for dim, units in total.items()}
+    else:
+        table = _units(entry.get("Table"), dimension)
+        lsis = entry.get("LocalSecondaryIndexes")
+        for capacity in lsis.values() if isinstance(lsis, Mapping) else ():
+            for dim, units in _units(capacity, dimension).items():
+                table[dim] = table.get(dim, 0.0) + units
+    for dim, units in table.items():
+        out[(None, dim)] = units
+    return out
+
+
+def _resource(arn: object) -> tuple[str, str | None] | None:
+    """(table, index or None) of a table's or index's ARN; None if it is neither."""
+    if not isinstance(arn, str) or not arn.startswith("arn:"):
+        return None
+    parts = arn.split(":", 5)[-1].split("/")
+    if len(parts) < 2 or parts[0] != "table" or not parts[1]:
+        return None
+    index = parts[3] if len(parts) >= 4 and parts[2] == "index" and parts[3] else None
+    return parts[1], index
+
+
+def _reason_dimension(entry: Mapping[str, Any], dimension: str) -> str:
+    reason = entry.get("reason")
+    if isinstance(reason, str):
+        if reason[5:].startswith("Read"):  # "Table" and "Index" are both 5 letters
+            return "read"
+        if reason[5:].startswith("Write"):
+            return "write"
+    return dimension
+
+
+def throttled(
+    parsed: Mapping[str, Any], operation: str, tables: Iterable[str]
+) -> list[tuple[str, str | None, str, str]]:
+    """The (table, index, dimension, cause) each throttled attempt counts on, from the
+    error ``parsed`` as botocore parsed it; empty if it is not a throttle. With reasons
+    that name their resources: once per resource and dimension, with the strongest of
+    its reasons; else once per table the request names, on the operation's dimension."""
+    from botocore.exceptions import ClientError
+
+    cause = throttle_cause(ClientError(dict(parsed), operation))  # type: ignore[arg-type]
+    if cause is None:
+        return []
+    dimension = OPERATIONS[operation]
+    reasons = parsed.get("ThrottlingReasons") or parsed.get("throttlingReasons")
+    if isinstance(reasons, list) and 0 < len(reasons) <= MAX_REASONS:
+        groups: dict[tuple[str, str | None, str], list[object]] = {}
+        for entry in reasons:
+            where = _resource(entry.get("resource")) if isinstance(entry, Mapping) else None
+            if where is None or not isinstance(entry, Mapping):
+                groups = {}
+                break
+            groups.setdefault((*where, _reason_dimension(entry, dimension)), []).append(entry)
+        if groups:
+            return [(*k, REPORT_CAUSES[reasons_cause(v)]) for k, v in groups.items()]
+        counted = REPORT_CAUSES[cause]
+    else:
+        error = parsed.get("Error")
+        code = error.get("Code") if isinstance(error, Mapping) else None
+        counted = NO_REASON.get(code, "other") if isinstance(code, str) else "other"
+    return [(table, None, dimension, counted) for table in tables]
+
+
+# --- the sums and when they are reported ------------------------------------------------
+
+
+def report_due(
+    elapsed: float,
+    since_report: float,
+    rates: Mapping[_Key, float],
+    reported: Mapping[_Key, float],
+    *,
+    throttles: bool,
+    traffic: bool,
+) -> bool:
+    """Whether a table's report is due: a throttle (``throttles``); a dimension whose
+    rate over the ``elapsed`` window (``rates``, units per second) moved from the last
+    reported one by :data:`CHANGE` of it and at least :data:`MIN_CHANGE`; or ``traffic``
+    and :data:`KEEPALIVE_SECONDS` ``since_report``."""
+    if elapsed <= 0:
+        return False
+    if throttles:
+        return True
+    for key in set(rates) | set(reported):
+        now, before = rates.get(key, 0.0), reported.get(key, 0.0)
+        if abs(now - before) >= max(CHANGE * before, MIN_CHANGE):
+            return True
+    return traffic and since_report >= KEEPALIVE_SECONDS
+
+
+@dataclass
+class _Sums:
+    units: float = 0.0
+    requests: int = 0
+    throttles: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Table:
+    since: float  # the start of the window the sums cover (monotonic seconds)
+    last: float | None = None  # the last report (monotonic seconds)
+    sums: dict[_Key, _Sums] = field(default_factory=dict)
+    reported: dict[_Key, float] = field(default_factory=dict)  # units per second, not 0
+
+
+class Ledger:
+    """The sums of one process, per table and dimension, and when each is reported. Times
+    are monotonic seconds passed in; not thread-safe (a :class:`Watcher` holds a lock)."""
+
+    def __init__(self, start: float, interval: float, max_tables: int = MAX_TABLES) -> None:
+        self.start = start
+        self.interval = interval
+        self.max_tables = max_tables
+        self.tables: dict[str, _Table] = {}
+        self.dropped = 0
+
+    def add(
+        self,
+        now: float,
+        table: str,
+        index: str | None,
+        dimension: str,
+        *,
+        units: float = 0.0,
+        requests: int = 0,
+        cause: str | None = None,
+    ) -> bool:
+        """Add to a dimension's sums; False (and counted in :attr:`dropped`) when that
+        would track more than :attr:`max_tables` tables or one report's dimensions."""
+        state = self.tables.get(table)
+        if state is None:
+            if len(self.tables) >= self.max_tables:
+                self.dropped += 1
+                return False
+            state = self.tables[table] = _Table(since=self.start)
+        key = (index, dimension)
+        sums = state.sums.get(key)
+        if sums is None:
+            others = sum(1 for k in state.reported if k not in state.sums)
+            if len(state.sums) + others + (key not in state.reported) > MAX_DIMENSIONS:
+                self.dropped += 1
+                return False
+            if not state.sums:  # traffic resumes: the window starts one interval back
+                state.since = max(state.since, now - self.interval)
+            sums = state.sums[key] = _Sums()
+        sums.units += units
+        sums.requests += requests
+        if cause is not None:
+            sums.throttles[cause] = sums.throttles.get(cause, 0) + 1
+        return True
+
+    def _due(self, state: _Table, now: float) -> bool:
+        elapsed = now - state.since
+        rates = {k: s.units / elapsed for k, s in state.sums.items()} if elapsed > 0 else {}
+        return report_due(
+            elapsed,
+            now - (state.last if state.last is not None else state.since),
+            rates,
+            state.reported,
+            throttles=any(any(s.throttles.values()) for s in state.sums.values()),
+            traffic=bool(state.sums),
+        )
+
+    def due(self, now: float) -> list[str]:
+        """The tables whose report is due at ``now``; forgets the tables quiet for
+        :data:`..core.surge.FRESH_SECONDS` with nothing left to report."""
+        for name, state in list(self.tables.items()):
+            quiet = now - (state.last if state.last is not None else state.since)
+            if not state.sums and not state.reported and quiet >= FRESH_SECONDS:
+                del self.tables[name]
+        return [name for name, state in self.tables.items() if self._due(state, now)]
+
+    def take(self, table: str, now: float, sent: float, process: str) -> Report | None:
+        """``table``'s report at ``now`` (``sent``: seconds since the epoch), its sums
+        reset; None if it has nothing to say (no traffic, no rate to bring to zero)."""
+        state = self.tables.get(table)
+        if state is None:
+            return None
+        keys = [*state.sums, *(k for k in state.reported if k not in state.sums)]
+        if not keys:
+            return None
+        elapsed = max(0.0, now - state.since)
+        seconds = min(max(elapsed, MIN_WINDOW_SECONDS), MAX_WINDOW_SECONDS)
+        scale = seconds / elapsed if elapsed > MAX_WINDOW_SECONDS else 1.0
+        most = int(MAX_REQUESTS_PER_SECOND * seconds)
+        dims = []
+        for index, dimension in keys[:MAX_DIMENSIONS]:
+            s = state.sums.get((index, dimension)) or _Sums()
+            units = min(s.units * scale, MAX_UNITS_PER_SECOND * seconds)
+            throttles = {c: min(math.ceil(n * scale), most) for c, n in s.throttles.items()}
+            requests = min(round(s.requests * scale), most)
+            dims.append(DimensionReport(index, dimension, units, requests, throttles))
+        state.reported = {(d.index, d.dimension): d.units / seconds for d in dims if d.units}
+        state.sums = {}
+        state.since = state.last = now
+        return Report(table, process, seconds, sent, tuple(dims))
+
+
+# --- sending ------------------------------------------------------------------------------
+
+
+def _asynchronous(params: dict[str, Any], **_: Any) -> None:
+    params["InvocationType"] = "Event"
+
+
+class LambdaSender:
+    """Sends a report to the signals function as an asynchronous invocation (``Event``:
+    Lambda queues it and answers at once). The Lambda client is made from ``session``;
+    ``eager`` makes it now (a caller's session is not shared with the sending thread),
+    else on first use; after a fork the child makes its own."""
+
+    def __init__(self, function: str, session: Any, *, eager: bool) -> None:
+        self.function = function
+        self._session = session
+        self._lock = threading.Lock()
+        self._client: Any = self._make() if eager else None
+
+    def _make(self) -> Any:
+        from botocore.config import Config
+
+        config = Config(
+            connect_timeout=2, read_timeout=5, retries={"total_max_attempts": 2, "mode": "standard"}
+        )
+        client = self._session.client("lambda", config=config)
+        # aws.invoke sends RequestResponse: this client's invocations are queued instead
+        client.meta.events.register("before-parameter-build.lambda.Invoke", _asynchronous)
+        return client
+
+    def __call__(self, payload: dict[str, Any]) -> None:
+        with self._lock:
+            if self._client is None:
+                self._client = self._make()
+            client = self._client
+        invoke(client, self.function, payload)  # raises InvokeError on a refusal
+
+    def after_fork(self) -> None:
+        self._lock = threading.Lock()
+        self._client = None
+
+
+# --- the watcher ----------------------------------------------------------------------------
+
+
+def _process_id(label: str) -> str:
+    return f"{label[:MAX_LABEL_CHARS]}-{os.getpid()}-{secrets.token_hex(4)}"[:MAX_PROCESS_CHARS]
+
+
+def _strip_added(parsed: Any = None, context: Any = None, **_: Any) -> None:
+    """Runs last after every call: takes out the ``ConsumedCapacity`` the hook asked for."""
+    try:
+        call = context.get(_CONTEXT_KEY) if isinstance(context, dict) else None
+        if isinstance(call, _Call) and call.added and isinstance(parsed, dict):
+            parsed.pop("ConsumedCapacity", None)
+    except Exception:  # noqa: BLE001, S110 (never fail the caller's request)
+        pass
+
+
+@dataclass(frozen=True)
+class _Call:
+    """What the hook noted about one request: its tables and whether it asked for the
+    consumed capacity itself."""
+
+    operation: str
+    tables: tuple[str, ...]
+    added: bool
+
+
+class Watcher:
+    """The hook :func:`watch` installs; :meth:`stop` (or leaving a ``with`` block) sends
+    the last reports and removes it. Counters: :attr:`sent`, :attr:`failed_sends`,
+    :attr:`dropped`, :attr:`errors`."""
+
+    def __init__(
+        self,
+        emitter: Any,
+        *,
+        tables: frozenset[str] | None,
+        send: Callable[[dict[str, Any]], object],
+        interval: float,
+        label: str,
+    ) -> None:
+        self._emitter = emitter
+        self._scope = tables
+        self._send = send
+        self._interval = interval
+        self._label = label
+        self._uid = f"ddb-capacity-signals-{id(self)}-{secrets.token_hex(4)}"
+        self._active = True
+        self._stopped = False
+        self._fresh_state()
+        self._handlers = (
+            ("before-parameter-build.dynamodb", self._before_parameters),
+            ("needs-retry.dynamodb", self._needs_retry),
+            ("after-call.dynamodb", self._after_call),
+        )
+        for event, handler in self._handlers:
+            emitter.register(event, handler, unique_id=f"{self._uid}-{event}")
+        emitter.register_last("after-call.dynamodb", _strip_added, unique_id=_STRIP_ID)
+        _WATCHERS.add(self)
+
+    def _fresh_state(self) -> None:
+        """Counters, sums, lock, thread and process id as new (at start, and in a forked
+        child)."""
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ledger = Ledger(time.monotonic(), self._interval)
+        self._sent = self._failed = self._errors = 0
+        self._process = _process_id(self._label)
+
+    # observability
+    @property
+    def process(self) -> str:
+        """This process's id in its reports."""
+        return self._process
+
+    @property
+    def sent(self) -> int:
+        """Reports sent."""
+        return self._sent
+
+    @property
+    def failed_sends(self) -> int:
+        """Reports whose sending raised (never passed on)."""
+        return self._failed
+
+    @property
+    def dropped(self) -> int:
+        """Observations dropped because the tables or dimensions tracked were at their
+        bound."""
+        with self._lock:
+            return self._ledger.dropped
+
+    @property
+    def errors(self) -> int:
+        """Errors the hook's handlers met and swallowed."""
+        return self._errors
+
+    @property
+    def tracked(self) -> int:
+        """How many tables the watcher tracks now."""
+        with self._lock:
+            return len(self._ledger.tables)
+
+    # the handlers: never raise, never block
+    def _failed_handler(self) -> None:
+        with self._lock:
+            self._errors += 1
+
+    def _before_parameters(self, params: Any = None, model: Any = None, **kw: Any) -> None:
+        try:
+            context = kw.get("context")
+            operation = getattr(model, "name", None)
+            if not (self._active and isinstance(operation, str) and isinstance(context, dict)):
+                return
+            if operation not in OPERATIONS or not isinstance(params, dict):
+                return
+            if isinstance(context.get(_CONTEXT_KEY), _Call):  # another watcher noted it
+                return
+            asked = params.get("ReturnConsumedCapacity") not in (None, "NONE")
+            tables = request_tables(operation, params)
+            context[_CONTEXT_KEY] = _Call(operation, tables, added=not asked)
+            if not asked:
+                params["ReturnConsumedCapacity"] = "INDEXES"
+        except Exception:  # noqa: BLE001 (never fail the caller's request)
+            self._failed_handler()
+
+    def _needs_retry(self, response: Any = None, request_dict: Any = None, **_: Any) -> None:
+        try:
+            if not self._active or not isinstance(response, tuple) or len(response) != 2:
+                return
+            http, parsed = response
+            if getattr(http, "status_code", 200) < 300 or not isinstance(parsed, Mapping):
+                return
+            context = request_dict.get("context") if isinstance(request_dict, dict) else None
+            call = context.get(_CONTEXT_KEY) if isinstance(context, dict) else None
+            if not isinstance(call, _Call):
+                return
+            hits = throttled(parsed, call.operation, call.tables)
+            self._record([(t, i, d, 0.0, 0, c) for t, i, d, c in hits])
+        except Exception:  # noqa: BLE001 (never fail the caller's request)
+            self._failed_handler()
+
+    def _after_call(self, http_response: Any = None, parsed: Any = None, **kw: Any) -> None:
+        try:
+            context = kw.get("context")
+            call = context.get(_CONTEXT_KEY) if isinstance(context, dict) else None
+            if not self._active or not isinstance(call, _Call) or not isinstance(parsed, dict):
+                return
+            if getattr(http_response, "status_code", 500) >= 300:
+                return
+            dimension = OPERATIONS[call.operation]
+            rows: list[tuple[str, str | None, str, float, int, str | None]] = [
+                (t, None, dimension, 0.0, 1, None) for t in call.tables
+            ]
+            answer = parsed.get("ConsumedCapacity")
+            for entry in answer if isinstance(answer, list) else [answer]:
+                name = table_name(entry.get("TableName")) if isinstance(entry, Mapping) else None
+                if name is None:
+                    continue
+                for (index, dim), units in consumed(entry, dimension).items():
+                    # a GSI's request counts where it consumed; the table's, once above
+                    rows.append((name, index, dim, units, int(index is not None), None))
+            self._record(rows)
+        except Exception:  # noqa: BLE001 (never fail the caller's request)
+            self._failed_handler()
+
+    def _record(self, rows: list[tuple[str, str | None, str, float, int, str | None]]) -> None:
+        rows = [r for r in rows if self._scope is None or r[0] in self._scope]
+        if not rows:
+            return
+        now = time.monotonic()
+        with self._lock:
+            for table, index, dimension, units, requests, cause in rows:
+                self._ledger.add(
+                    now, table, index, dimension, units=units, requests=requests, cause=cause
+                )
+            if self._thread is None and not self._stopped:
+                self._thread = threading.Thread(
+                    target=self._run, name="ddb-capacity-signals", daemon=True
+                )
+                self._thread.start()
+
+    # the sending thread
+    def _run(self) -> None:
+        wake = self._wake
+        while not wake.wait(self._interval):
+            self._round(every=False)
+
+    def _round(self, *, every: bool) -> None:
+        with self._lock:
+            names = list(self._ledger.tables) if every else self._ledger.due(time.monotonic())
+        for name in names:
+            with self._lock:
+                report = self._ledger.take(name, time.monotonic(), time.time(), self._process)
+            if report is not None:
+                self._deliver(report)
+
+    def _deliver(self, report: Report) -> None:
+        try:
+            self._send(report.as_json())
+        except Exception:  # noqa: BLE001 (a failed send is counted, never raised)
+            with self._lock:
+                self._failed += 1
+            return
+        with self._lock:
+            self._sent += 1
+
+    def flush(self) -> None:
+        """Send now, on the calling thread, every table's report that has something to
+        say (traffic, throttles, or a rate to bring to zero)."""
+        self._round(every=True)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Remove the hook, stop the thread and send the last reports, waiting at most
+        ``timeout`` seconds in all (sends still under way then finish in the background).
+        Calling it again does nothing."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            self._active = False
+            thread = self._thread
+        for event, _handler in self._handlers:
+            self._emitter.unregister(event, unique_id=f"{self._uid}-{event}")
+        self._wake.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        last = threading.Thread(target=self.flush, name="ddb-capacity-signals-last", daemon=True)
+        try:
+            last.start()
+        except RuntimeError:  # at interpreter shutdown no thread starts (Python 3.12+)
+            self.flush()
+            return
+        last.join(max(0.0, deadline - time.monotonic()))
+
+    def __enter__(self) -> Watcher:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def _after_fork_in_child(self) -> None:
+        self._fresh_state()
+        if isinstance(self._send, LambdaSender):
+            self._send.after_fork()
+
+
+_WATCHERS: weakref.WeakSet[Watcher] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for watcher in list(_WATCHERS):
+        watcher._after_fork_in_child()
+
+
+def _stop_at_exit() -> None:
+    for watcher in list(_WATCHERS):
+        watcher.stop(timeout=2.0)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_stop_at_exit)
+
+
+# --- watch ----------------------------------------------------------------------------------
+
+
+def _emitter_and_session(session_or_client: object) -> tuple[Any, Any, bool]:
+    """The event emitter to hook, the session to make a Lambda client from, and whether
+    that session is the caller's."""
+    import boto3
+    import botocore.session
+
+    if isinstance(session_or_client, boto3.session.Session):
+        return session_or_client.events, session_or_client, True
+    if isinstance(session_or_client, botocore.session.Session):
+        emitter = session_or_client.get_component("event_emitter")
+        return emitter, boto3.session.Session(botocore_session=session_or_client), True
+    meta = getattr(session_or_client, "meta", None)
+    model = getattr(meta, "service_model", None)
+    if meta is not None and model is not None and hasattr(meta, "events"):
+        if model.service_name != "dynamodb":
+            raise ValueError(
+                f"session_or_client: got a {model.service_name} client; expected a "
+                "DynamoDB client or a boto3 Session"
+            )
+        return meta.events, boto3.session.Session(region_name=meta.region_name), False
+    raise TypeError(
+        f"session_or_client: got {type(session_or_client).__name__}; expected a boto3 "
+        "Session (every DynamoDB client it makes is watched) or a DynamoDB client"
+    )
+
+
+def _interval(interval: object) -> float:
+    if (
+        isinstance(interval, bool)
+        or not isinstance(interval, int | float)
+        or not MIN_INTERVAL <= interval <= MAX_INTERVAL
+    ):
+        raise ValueError(
+            f"interval: got {interval!r}; expected seconds from {MIN_INTERVAL:g} to "
+            f"{MAX_INTERVAL:g}"
+        )
+    return float(interval)
+
+
+def _scope(tables: Iterable[str] | None) -> frozenset[str] | None:
+    if tables is None:
+        return None
+    if isinstance(tables, str | bytes) or not isinstance(tables, Iterable):
+        raise TypeError(f"tables: got {tables!r}; expected an iterable of table names, or None")
+    names = list(tables)
+    bad = [n for n in names if table_name(n) is None]
+    if bad:
+        raise ValueError(f"tables: got {bad[0]!r}; expected table names (or table ARNs)")
+    return frozenset(n for n in (table_name(n) for n in names) if n)
+
+
+def _label(process: str | None) -> str:
+    if process is None:
+        return socket.gethostname()[:MAX_LABEL_CHARS] or "process"
+    if not isinstance(process, str) or not 0 < len(process) <= MAX_LABEL_CHARS:
+        raise ValueError(
+            f"process: got {process!r}; expected a label of 1 to {MAX_LABEL_CHARS} characters"
+            " (the pid and a random part are added)"
+        )
+    return process
+
+
+def watch(
+    session_or_client: Any,
+    *,
+    tables: Iterable[str] | None = None,
+    function: str | None = None,
+    interval: float = 5.0,
+    send: Callable[[dict[str, Any]], object] | None = None,
+    process: str | None = None,
+) -> Watcher:
+    """Watch the DynamoDB requests of ``session_or_client`` (a boto3 Session: every
+    DynamoDB client it makes from now on; or one DynamoDB client) and report them to the
+    signals function ``function`` (default: ``$CAPACITY_SIGNALS``) every ``interval``
+    seconds when it matters; ``send`` (called with each report's JSON object) replaces
+    the Lambda invocation. ``tables``: the only tables reported (default: all).
+    ``process``: a label for this process's id (default: the host name)."""
+    emitter, session, callers = _emitter_and_session(session_or_client)
+    seconds = _interval(interval)
+    scope = _scope(tables)
+    label = _label(process)
+    if send is not None and function is not None:
+        raise ValueError(
+            f"function: got {function!r} with send; expected one of them (send replaces "
+            "the Lambda invocation)"
+        )
+    if send is not None and not callable(send):
+        raise TypeError(f"send: got {send!r}; expected a callable taking a report's JSON")
+    if send is None:
+        name = function if function is not None else os.environ.get(SIGNALS_ENV, "")
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(
+                f"function: got {function!r} and ${SIGNALS_ENV} is not set; expected the "
+                "signals function's name or ARN (or send=, a callable)"
+            )
+        send = LambdaSender(name.strip(), session, eager=callers)
+    return Watcher(emitter, tables=scope, send=send, interval=seconds, label=label)

@@ -1,0 +1,870 @@
+"""The fast path's client hook (``ddb_capacity_runtime.signals.watch``) on real boto3
+clients: against the session's moto server for real answers, and with answers injected
+through botocore's own ``before-send`` event where moto cannot give them (throttles, GSI
+capacity, thousands of tables). Reports are captured through ``send=``, and checked
+against the contract (``core.surge.parse_report``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.awsrequest import AWSResponse
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from ddb_capacity_runtime import signals
+from ddb_capacity_runtime.core.surge import (
+    FRESH_SECONDS,
+    MAX_DIMENSIONS,
+    MAX_PROCESS_CHARS,
+    Report,
+    parse_report,
+)
+from ddb_capacity_runtime.signals import (
+    KEEPALIVE_SECONDS,
+    MAX_TABLES,
+    SIGNALS_ENV,
+    Ledger,
+    report_due,
+    watch,
+)
+from examples.local_aws import REGION
+
+ACCOUNT = "123456789012"
+KEYS = {"test": "test"}
+
+
+class Capture:
+    """A ``send`` that keeps every report (checked against the contract on arrival)."""
+
+    def __init__(self) -> None:
+        self.reports: list[Report] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, payload: dict[str, Any]) -> None:
+        report = parse_report(json.loads(json.dumps(payload)), time.time())
+        with self.lock:
+            self.reports.append(report)
+
+    def totals(self) -> dict[tuple[str, str | None, str], dict[str, Any]]:
+        """Units, requests and throttles by cause, summed per (table, index, dimension)."""
+        out: dict[tuple[str, str | None, str], dict[str, Any]] = defaultdict(
+            lambda: {"units": 0.0, "requests": 0, "throttles": defaultdict(int)}
+        )
+        for r in self.reports:
+            for d in r.dims:
+                row = out[(r.table, d.index, d.dimension)]
+                row["units"] += d.units
+                row["requests"] += d.requests
+                for cause, n in d.throttles.items():
+                    row["throttles"][cause] += n
+        return {
+            k: {**v, "throttles": {c: n for c, n in v["throttles"].items() if n}}
+            for k, v in out.items()
+        }
+
+
+def ddb(endpoint: str, **config: Any) -> Any:
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",  # noqa: S106 (moto takes any key)
+        config=Config(**config) if config else None,
+    )
+
+
+def offline(**config: Any) -> Any:
+    """A DynamoDB client that never reaches a network: every answer is injected."""
+    return ddb("http://127.0.0.1:9", **config)
+
+
+def make_table(client: Any) -> str:
+    name = f"orders-{uuid.uuid4().hex[:8]}"
+    client.create_table(
+        TableName=name,
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "g", "AttributeType": "S"},
+        ],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by-g",
+                "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+                "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+            }
+        ],
+    )
+    return name
+
+
+@pytest.fixture
+def table(moto_endpoint: str) -> str:
+    return make_table(ddb(moto_endpoint))
+
+
+def item(pk: str, g: str = "x") -> dict[str, Any]:
+    return {"pk": {"S": pk}, "g": {"S": g}, "v": {"S": "value"}}
+
+
+def operations(t: str) -> list[tuple[str, dict[str, Any]]]:
+    """One call of each watched operation on table ``t``; every one can be repeated with
+    the same answer."""
+    key = {"pk": {"S": "a"}}
+    return [
+        ("put_item", {"TableName": t, "Item": item("a")}),
+        ("get_item", {"TableName": t, "Key": key}),
+        ("update_item", {"TableName": t, "Key": key, "UpdateExpression": "SET v = :v",
+                         "ExpressionAttributeValues": {":v": {"S": "value"}}}),
+        ("query", {"TableName": t, "KeyConditionExpression": "pk = :p",
+                   "ExpressionAttributeValues": {":p": {"S": "a"}}}),
+        ("query", {"TableName": t, "IndexName": "by-g", "KeyConditionExpression": "g = :g",
+                   "ExpressionAttributeValues": {":g": {"S": "x"}}}),
+        ("scan", {"TableName": t}),
+        ("batch_write_item", {"RequestItems": {t: [{"PutRequest": {"Item": item("b")}}]}}),
+        ("batch_get_item", {"RequestItems": {t: {"Keys": [key, {"pk": {"S": "b"}}]}}}),
+        ("transact_write_items", {"TransactItems": [{"Put": {"TableName": t, "Item": item("c")}}]}),
+        ("transact_get_items", {"TransactItems": [{"Get": {"TableName": t, "Key": key}}]}),
+        ("delete_item", {"TableName": t, "Key": {"pk": {"S": "nothing"}}}),
+    ]  # fmt: skip
+
+
+#: The operations whose ConsumedCapacity moto answers even when not asked for.
+MOTO_UNASKED = {"update_item", "batch_write_item", "batch_get_item", "transact_write_items"}
+READS = {"get_item", "query", "scan", "batch_get_item", "transact_get_items"}
+
+
+def seen(response: dict[str, Any]) -> dict[str, Any]:
+    """A response as the caller sees it, less what differs between any two calls."""
+    return {k: v for k, v in response.items() if k != "ResponseMetadata"}
+
+
+# --- real answers from moto ---------------------------------------------------------------
+
+
+def test_reports_sum_what_the_answers_say_per_table_and_dimension(
+    moto_endpoint: str, table: str
+) -> None:
+    # GIVEN a watched client whose caller asks for the consumed capacity itself
+    client = ddb(moto_endpoint)
+    capture = Capture()
+    watcher = watch(client, send=capture, interval=1)
+    expected = {"read": 0.0, "write": 0.0}
+    calls = {"read": 0, "write": 0}
+    # WHEN it calls every watched operation twice
+    for _ in range(2):
+        for method, kwargs in operations(table):
+            answer = getattr(client, method)(**kwargs, ReturnConsumedCapacity="INDEXES")
+            dim = "read" if method in READS else "write"
+            entries = answer.get("ConsumedCapacity", [])
+            for entry in entries if isinstance(entries, list) else [entries]:
+                assert entry["TableName"] == table
+                expected[dim] += entry.get(
+                    f"{dim.capitalize()}CapacityUnits", entry["CapacityUnits"]
+                )
+            calls[dim] += 1
+    watcher.stop()
+    # THEN the reports sum to the answers' own units, and count every request
+    totals = capture.totals()
+    assert set(totals) == {(table, None, "read"), (table, None, "write")}
+    for dim in ("read", "write"):
+        assert totals[(table, None, dim)]["units"] == pytest.approx(expected[dim])
+        assert totals[(table, None, dim)]["requests"] == calls[dim]
+    assert expected["read"] > 0 and expected["write"] > 0
+    assert {r.process for r in capture.reports} == {watcher.process}
+    assert watcher.sent == len(capture.reports) and watcher.failed_sends == watcher.errors == 0
+
+
+def test_the_caller_sees_what_it_would_see_without_the_hook(moto_endpoint: str, table: str) -> None:
+    # GIVEN a plain client and a watched one, on the same table
+    plain, hooked = ddb(moto_endpoint), ddb(moto_endpoint)
+    bodies: list[bytes] = []
+    hooked.meta.events.register(
+        "before-send.dynamodb", lambda request, **_: bodies.append(request.body)
+    )
+    capture = Capture()
+    watcher = watch(hooked, send=capture, interval=1)
+    unasked: set[str] = set()
+    # WHEN each makes the same calls, asking for no capacity, for INDEXES, and for TOTAL
+    for asked in ({}, {"ReturnConsumedCapacity": "INDEXES"}, {"ReturnConsumedCapacity": "TOTAL"},
+                  {"ReturnConsumedCapacity": "NONE"}):  # fmt: skip
+        for method, kwargs in operations(table):
+            mine = {**kwargs, **asked}
+            before = json.dumps(mine, sort_keys=True)
+            want = seen(getattr(plain, method)(**mine))
+            got = seen(getattr(hooked, method)(**mine))
+            if asked.get("ReturnConsumedCapacity", "NONE") == "NONE" and "ConsumedCapacity" in want:
+                # moto answers some capacity unasked; DynamoDB does not
+                unasked.add(method)
+                del want["ConsumedCapacity"]
+            # THEN the answers are the same (no ConsumedCapacity unless asked for)
+            assert got == want, (method, asked)
+            assert ("ConsumedCapacity" in got) == (
+                asked.get("ReturnConsumedCapacity") in ("INDEXES", "TOTAL")
+            )
+            assert json.dumps(mine, sort_keys=True) == before  # the caller's arguments
+    watcher.stop()
+    assert unasked == MOTO_UNASKED
+    # AND the hook did ask for the capacity on every request (and so reported it)
+    assert all(b'"ReturnConsumedCapacity": "INDEXES"' in b or b'"TOTAL"' in b for b in bodies)
+    assert capture.totals()[(table, None, "write")]["units"] > 0
+
+
+def errors_of(client: Any, table: str) -> list[tuple[type, dict[str, Any], str]]:
+    out = []
+    calls: list[Callable[[], object]] = [
+        lambda: client.get_item(TableName="missing-" + table, Key={"pk": {"S": "a"}}),
+        lambda: client.put_item(TableName=table, Item=item("a"), ConditionExpression="attribute_not_exists(pk)"),
+        lambda: client.put_item(TableName=table, Item=item("a"), ConditionExpression="attribute_not_exists(pk)",
+                                ReturnConsumedCapacity="TOTAL"),
+        lambda: client.transact_write_items(TransactItems=[{"ConditionCheck": {
+            "TableName": table, "Key": {"pk": {"S": "a"}}, "ConditionExpression": "attribute_not_exists(pk)"}}]),
+    ]  # fmt: skip
+    for call in calls:
+        with pytest.raises(ClientError) as caught:
+            call()
+        error = caught.value
+        out.append((type(error), error.response.get("Error", {}), str(error)))
+    return out
+
+
+def test_the_caller_gets_the_same_exceptions(moto_endpoint: str, table: str) -> None:
+    plain, hooked = ddb(moto_endpoint), ddb(moto_endpoint)
+    plain.put_item(TableName=table, Item=item("a"))
+    watcher = watch(hooked, send=Capture(), interval=1)
+    want = errors_of(plain, table)
+    got = errors_of(hooked, table)
+    watcher.stop()
+    assert [w[0].__name__ for w in want] == [
+        "ResourceNotFoundException",
+        "ConditionalCheckFailedException",
+        "ConditionalCheckFailedException",
+        "TransactionCanceledException",
+    ]
+    assert got == want
+    assert watcher.errors == 0
+
+
+def test_tables_out_of_scope_are_not_reported(moto_endpoint: str) -> None:
+    client = ddb(moto_endpoint)
+    mine, other = make_table(client), make_table(client)
+    capture = Capture()
+    arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{mine}"
+    with watch(client, tables=[arn], send=capture, interval=1) as watcher:
+        for t in (mine, other, mine):
+            client.put_item(TableName=t, Item=item("a"))
+        client.batch_write_item(
+            RequestItems={t: [{"PutRequest": {"Item": item(t)}}] for t in (mine, other)}
+        )
+        assert watcher.tracked == 1
+    assert {r.table for r in capture.reports} == {mine}
+    assert capture.totals()[(mine, None, "write")]["requests"] == 3
+
+
+def test_many_threads_on_one_client_give_exact_totals(moto_endpoint: str, table: str) -> None:
+    # GIVEN one watched client shared by 8 threads, reporting every second as they run
+    client = ddb(moto_endpoint, max_pool_connections=8)
+    per_put = client.put_item(TableName=table, Item=item("probe"), ReturnConsumedCapacity="TOTAL")[
+        "ConsumedCapacity"
+    ]["CapacityUnits"]
+    capture = Capture()
+    watcher = watch(client, send=capture, interval=1)
+    threads, n = 8, 30
+
+    def work(k: int) -> None:
+        for i in range(n):
+            asked = {"ReturnConsumedCapacity": "INDEXES"} if i % 2 else {}
+            client.put_item(TableName=table, Item=item(f"{k}-{i}"), **asked)
+
+    workers = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    watcher.stop()
+    # THEN every request and unit is reported exactly once
+    row = capture.totals()[(table, None, "write")]
+    assert row["requests"] == threads * n
+    assert row["units"] == pytest.approx(threads * n * per_put)
+    assert watcher.errors == watcher.dropped == 0
+
+
+def test_a_failing_send_is_counted_and_never_reaches_the_caller(
+    moto_endpoint: str, table: str
+) -> None:
+    def broken(_payload: dict[str, Any]) -> None:
+        raise ConnectionError("the signals function is unreachable")
+
+    client = ddb(moto_endpoint)
+    watcher = watch(client, send=broken, interval=1)
+    for i in range(3):
+        client.put_item(TableName=table, Item=item(str(i)))
+    watcher.flush()
+    assert watcher.failed_sends == 1 and watcher.sent == 0
+    client.get_item(TableName=table, Key={"pk": {"S": "0"}})
+    watcher.stop()
+    assert watcher.failed_sends == 2 and watcher.sent == 0 and watcher.errors == 0
+
+
+def test_a_slow_send_never_slows_the_caller(moto_endpoint: str, table: str) -> None:
+    # GIVEN a send that blocks until released
+    started, release = threading.Event(), threading.Event()
+    capture = Capture()
+
+    def slow(payload: dict[str, Any]) -> None:
+        started.set()
+        release.wait(20)
+        capture(payload)
+
+    client = ddb(moto_endpoint)
+    watcher = watch(client, send=slow, interval=1)
+    for i in range(10):  # a new rate: reported on the thread's first round
+        client.put_item(TableName=table, Item=item(f"first-{i}"))
+    assert started.wait(10), "the thread never sent"
+    # WHEN the caller goes on while the sending thread is stuck
+    took = []
+    for i in range(10):
+        t0 = time.monotonic()
+        client.put_item(TableName=table, Item=item(str(i)))
+        took.append(time.monotonic() - t0)
+    # THEN no call waited for the send (a generous bound: a stuck send lasts 20 s)
+    assert not release.is_set() and max(took) < 2.0
+    release.set()
+    watcher.stop()
+    assert capture.totals()[(table, None, "write")]["requests"] == 20
+
+
+def test_a_handler_error_is_counted_and_the_call_succeeds(
+    moto_endpoint: str, table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_: object) -> dict[Any, float]:
+        raise RuntimeError("a bug in the hook")
+
+    monkeypatch.setattr(signals, "consumed", broken)
+    client = ddb(moto_endpoint)
+    with watch(client, send=Capture(), interval=1) as watcher:
+        answer = client.put_item(TableName=table, Item=item("a"), ReturnValues="ALL_OLD")
+        assert "ConsumedCapacity" not in answer
+    assert watcher.errors == 1
+
+
+def test_stop_removes_the_hook(moto_endpoint: str, table: str) -> None:
+    client = ddb(moto_endpoint)
+    bodies: list[bytes] = []
+    client.meta.events.register(
+        "before-send.dynamodb", lambda request, **_: bodies.append(request.body)
+    )
+    capture = Capture()
+    watcher = watch(client, send=capture, interval=1)
+    client.put_item(TableName=table, Item=item("a"))
+    watcher.stop()
+    watcher.stop()  # again: nothing
+    client.put_item(TableName=table, Item=item("a"))
+    assert b"ReturnConsumedCapacity" in bodies[0] and b"ReturnConsumedCapacity" not in bodies[1]
+    assert capture.totals()[(table, None, "write")]["requests"] == 1
+
+
+def test_a_session_hook_watches_the_clients_it_makes_later(moto_endpoint: str, table: str) -> None:
+    session = boto3.Session(
+        aws_access_key_id="test", aws_secret_access_key="test", region_name=REGION
+    )  # noqa: S106
+    capture = Capture()
+    with watch(session, send=capture, interval=1):
+        for _ in range(2):
+            session.client("dynamodb", endpoint_url=moto_endpoint).put_item(
+                TableName=table, Item=item("a")
+            )
+        resource = session.resource("dynamodb", endpoint_url=moto_endpoint)
+        answer = resource.Table(table).get_item(Key={"pk": "a"})
+        assert answer["Item"]["g"] == "x" and "ConsumedCapacity" not in answer
+    totals = capture.totals()
+    assert totals[(table, None, "write")]["requests"] == 2
+    assert totals[(table, None, "read")]["requests"] == 1
+
+
+# --- answers injected through botocore: GSI capacity, throttles, many tables ---------------
+
+
+class Raw:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self.data
+
+
+def answer(request: Any, status: int, body: dict[str, Any]) -> AWSResponse:
+    data = json.dumps(body).encode()
+    response = AWSResponse(
+        request.url, status, {"Content-Type": "application/x-amz-json-1.0"}, Raw(data)
+    )
+    response._content = data  # noqa: SLF001 (what botocore's own parser reads)
+    return response
+
+
+def inject(
+    client: Any, bodies: Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]] | None]
+) -> None:
+    """Answer the client's requests with ``bodies(operation, request JSON)`` (None: send
+    it on), as DynamoDB would: botocore parses and retries them as real answers."""
+
+    def before_send(request: Any, **kwargs: Any) -> AWSResponse | None:
+        operation = request.headers["X-Amz-Target"].decode().split(".")[-1]
+        made = bodies(operation, json.loads(request.body))
+        return None if made is None else answer(request, *made)
+
+    client.meta.events.register("before-send.dynamodb", before_send)
+
+
+def index_arn(table: str, index: str | None = None) -> str:
+    base = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table}"
+    return base if index is None else f"{base}/index/{index}"
+
+
+def test_gsi_capacity_counts_on_the_index_and_the_rest_on_the_table() -> None:
+    # GIVEN answers shaped as DynamoDB's own with INDEXES (moto names no GSI's capacity)
+    t = "orders"
+    cc_write = {
+        "TableName": index_arn(t),
+        "CapacityUnits": 3.0,
+        "Table": {"CapacityUnits": 1.0},
+        "GlobalSecondaryIndexes": {"by-g": {"CapacityUnits": 2.0}},
+    }
+    cc_query = {
+        "TableName": t,
+        "CapacityUnits": 0.5,
+        "Table": {"CapacityUnits": 0.0},
+        "GlobalSecondaryIndexes": {"by-g": {"CapacityUnits": 0.5}},
+    }
+    cc_trans = [
+        {
+            "TableName": t,
+            "CapacityUnits": 4.0,
+            "ReadCapacityUnits": 0.0,
+            "WriteCapacityUnits": 4.0,
+            "Table": {"CapacityUnits": 2.0, "WriteCapacityUnits": 2.0},
+            "GlobalSecondaryIndexes": {"by-g": {"CapacityUnits": 2.0, "WriteCapacityUnits": 2.0}},
+        },
+        {"TableName": "other", "CapacityUnits": 2.0, "Table": {"CapacityUnits": 2.0}},
+    ]
+    sent: list[dict[str, Any]] = []
+    answers = {"PutItem": {"ConsumedCapacity": cc_write},
+               "Query": {"Items": [], "Count": 0, "ScannedCount": 0, "ConsumedCapacity": cc_query},
+               "TransactWriteItems": {"ConsumedCapacity": cc_trans}}  # fmt: skip
+
+    def bodies(operation: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        sent.append(body)
+        return 200, answers[operation]
+
+    client = offline()
+    inject(client, bodies)
+    capture = Capture()
+    with watch(client, send=capture, interval=1):
+        put = client.put_item(TableName=index_arn(t), Item=item("a"))
+        query = client.query(TableName=t, IndexName="by-g", KeyConditionExpression="g = :g",
+                             ExpressionAttributeValues={":g": {"S": "x"}}, ReturnConsumedCapacity="INDEXES")  # fmt: skip
+        client.transact_write_items(TransactItems=[
+            {"Put": {"TableName": t, "Item": item("b")}}, {"Put": {"TableName": "other", "Item": item("c")}}])  # fmt: skip
+    # THEN the caller's answers are as asked, and the units land on their dimensions
+    assert "ConsumedCapacity" not in put and query["ConsumedCapacity"] == cc_query
+    assert [b.get("ReturnConsumedCapacity") for b in sent] == ["INDEXES"] * 3
+    totals = capture.totals()
+    assert {k: (v["units"], v["requests"]) for k, v in totals.items()} == {
+        (t, None, "write"): (1.0 + 2.0, 2),
+        (t, "by-g", "write"): (2.0 + 2.0, 2),
+        (t, None, "read"): (0.0, 1),
+        (t, "by-g", "read"): (0.5, 1),
+        ("other", None, "write"): (2.0, 1),
+    }
+
+
+def throttle(code: str, reasons: list[dict[str, str]] | None) -> tuple[int, dict[str, Any]]:
+    body: dict[str, Any] = {
+        "__type": f"com.amazonaws.dynamodb.v20120810#{code}",
+        "message": "throttled",
+    }
+    if reasons is not None:
+        body["ThrottlingReasons" if code != "ThrottlingException" else "throttlingReasons"] = (
+            reasons
+        )
+    return 400, body
+
+
+PTEE = "ProvisionedThroughputExceededException"
+
+
+@pytest.mark.parametrize(
+    ("code", "reasons", "where", "cause"),
+    [
+        (PTEE, None, None, "provisioned"),
+        (
+            PTEE,
+            [{"reason": "TableWriteProvisionedThroughputExceeded", "resource": "T"}],
+            None,
+            "provisioned",
+        ),
+        (
+            PTEE,
+            [{"reason": "TableWriteKeyRangeThroughputExceeded", "resource": "T"}],
+            None,
+            "key_range",
+        ),
+        (
+            PTEE,
+            [{"reason": "IndexWriteProvisionedThroughputExceeded", "resource": "I"}],
+            "by-g",
+            "provisioned",
+        ),
+        (PTEE, [{"reason": "TableWriteAccountLimitExceeded", "resource": "T"}], None, "other"),
+        ("ThrottlingException", None, None, "other"),
+        ("RequestLimitExceeded", None, None, "other"),
+    ],
+)
+def test_every_throttled_attempt_counts_with_its_cause(
+    moto_endpoint: str,
+    table: str,
+    code: str,
+    reasons: list[dict[str, str]] | None,
+    where: str | None,
+    cause: str,
+) -> None:
+    arns = {"T": index_arn(table), "I": index_arn(table, "by-g")}
+    reasons = [{**r, "resource": arns[r["resource"]]} for r in reasons] if reasons else reasons
+
+    def run(hooked: bool) -> tuple[list[object], int, Capture]:
+        """A client with retries on whose first 2 attempts of a PutItem are throttled (then
+        moto answers), and whose second PutItem is always throttled: what the caller got,
+        and how many throttled answers it was sent."""
+        attempts: dict[str, int] = defaultdict(int)
+        injected = [0]
+
+        def bodies(_op: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+            key = body["Item"]["pk"]["S"]
+            attempts[key] += 1
+            if key == "ok" and attempts[key] > 2:
+                return None
+            injected[0] += 1
+            return throttle(code, reasons)
+
+        client = ddb(moto_endpoint, retries={"mode": "legacy", "total_max_attempts": 3})
+        inject(client, bodies)
+        capture = Capture()
+        watcher = watch(client, send=capture, interval=1) if hooked else None
+        outcomes: list[object] = []
+        for key, asked in (("ok", {}), ("never", {"ReturnConsumedCapacity": "TOTAL"})):
+            try:
+                outcomes.append(seen(client.put_item(TableName=table, Item=item(key), **asked)))
+            except ClientError as exc:
+                outcomes.append((type(exc).__name__, exc.response["Error"], str(exc)))
+        if watcher is not None:
+            watcher.stop()
+        return outcomes, injected[0], capture
+
+    # WHEN the same calls are throttled with and without the hook
+    want, _, _ = run(hooked=False)
+    got, injected, capture = run(hooked=True)
+    # THEN the caller sees the same, and every throttled attempt counts once, by cause
+    assert got == want
+    assert want[1][0] == code  # type: ignore[index]
+    if code != "RequestLimitExceeded":  # botocore's legacy retries skip RequestLimitExceeded
+        assert injected == 2 + 3 and want[0] == {}
+    totals = capture.totals()
+    assert totals[(table, where, "write")]["throttles"] == {cause: injected}
+    answered = int(want[0] == {})
+    assert totals.get((table, None, "write"), {}).get("requests", 0) == answered
+
+
+def test_the_memory_is_bounded_and_drops_are_counted() -> None:
+    # GIVEN a client answering GetItem for any table, with 2 units
+    client = offline()
+    inject(
+        client,
+        lambda _op, body: (
+            200,
+            {"ConsumedCapacity": {"TableName": body["TableName"], "CapacityUnits": 2.0}},
+        ),
+    )
+    capture = Capture()
+    extra = 50
+    watcher = watch(client, send=capture, interval=60)
+    # WHEN it reads more distinct tables than a watcher tracks
+    for i in range(MAX_TABLES + extra):
+        client.get_item(TableName=f"table-{i:05d}", Key={"pk": {"S": "a"}})
+    # THEN the tracked tables stay at the bound and the rest is dropped and counted
+    assert watcher.tracked == MAX_TABLES
+    assert watcher.dropped == 2 * extra  # each request: its count and its units
+    watcher.stop()
+    assert len({r.table for r in capture.reports}) == MAX_TABLES
+    assert watcher.sent == MAX_TABLES and watcher.errors == 0
+
+
+def test_a_report_carries_at_most_the_contracts_dimensions() -> None:
+    gsis = {f"index-{i:02d}": {"CapacityUnits": 1.0} for i in range(30)}
+    client = offline()
+    inject(client, lambda _op, _b: (200, {"ConsumedCapacity": {"TableName": "t1", "CapacityUnits": 31.0,
+                                                               "GlobalSecondaryIndexes": gsis}}))  # fmt: skip
+    capture = Capture()
+    with watch(client, send=capture, interval=1) as watcher:
+        client.put_item(TableName="t1", Item=item("a"))
+        client.get_item(TableName="t1", Key={"pk": {"S": "a"}})
+    assert [len(r.dims) for r in capture.reports] == [MAX_DIMENSIONS]
+    assert watcher.dropped == 2 * 31 - MAX_DIMENSIONS
+
+
+# --- fork ---------------------------------------------------------------------------------
+
+
+class FileSink:
+    """A ``send`` whose reports outlive a forked child: one JSON line each, with the pid."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __call__(self, payload: dict[str, Any]) -> None:
+        with self.path.open("a") as f:
+            f.write(json.dumps({"pid": os.getpid(), "report": payload}) + "\n")
+
+    def reports(self) -> list[tuple[int, Report]]:
+        lines = self.path.read_text().splitlines() if self.path.exists() else []
+        return [(r["pid"], parse_report(r["report"], time.time())) for r in map(json.loads, lines)]
+
+
+def test_a_forked_child_reports_as_its_own_process(
+    moto_endpoint: str, table: str, tmp_path: Path
+) -> None:
+    # GIVEN a watched session whose client made 3 writes, its sums not yet sent
+    session = boto3.Session(
+        aws_access_key_id="test", aws_secret_access_key="test", region_name=REGION
+    )  # noqa: S106
+    sink = FileSink(tmp_path / "reports.jsonl")
+    watcher = watch(session, send=sink, interval=60)
+    client = session.client("dynamodb", endpoint_url=moto_endpoint)
+    for i in range(3):
+        client.put_item(TableName=table, Item=item(f"parent-{i}"))
+    parent_id = watcher.process
+    # WHEN the process forks, and the child writes twice (on the inherited client and on one of its own)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        code = 1
+        try:
+            assert watcher.sent == 0 and watcher.tracked == 0
+            client.put_item(TableName=table, Item=item("child-1"))
+            session.client("dynamodb", endpoint_url=moto_endpoint).put_item(
+                TableName=table, Item=item("child-2")
+            )
+            watcher.stop()
+            code = 0 if watcher.sent == 1 else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    client.put_item(TableName=table, Item=item("parent-3"))
+    watcher.stop()
+    # THEN each reports its own writes under its own id
+    by_pid = defaultdict(list)
+    for sender, report in sink.reports():
+        by_pid[sender].append(report)
+    assert set(by_pid) == {os.getpid(), pid}
+    child_ids = {r.process for r in by_pid[pid]}
+    assert {r.process for r in by_pid[os.getpid()]} == {parent_id}
+    assert len(child_ids) == 1 and parent_id not in child_ids and f"-{pid}-" in child_ids.pop()
+
+    def writes(reports: list[Report]) -> int:
+        return sum(d.requests for r in reports for d in r.dims if d.dimension == "write")
+
+    assert writes(by_pid[pid]) == 2 and writes(by_pid[os.getpid()]) == 4
+
+
+# --- the default transport: an asynchronous Lambda invocation ----------------------------------
+
+
+class FakeLambda:
+    """An HTTP server on 127.0.0.1 that answers Lambda's Invoke as Lambda does for
+    ``Event`` (202) and keeps each request."""
+
+    def __init__(self, status: int = 202) -> None:
+        requests: list[tuple[str, dict[str, str], bytes]] = []
+        self.requests = requests
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                requests.append((self.path, dict(self.headers), body))
+                self.send_response(status)
+                if status >= 300:
+                    self.send_header("x-amzn-ErrorType", "ResourceNotFoundException")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("status", [202, 404])
+def test_reports_go_to_the_signals_function_as_asynchronous_invocations(
+    moto_endpoint: str, table: str, monkeypatch: pytest.MonkeyPatch, status: int
+) -> None:
+    fake = FakeLambda(status)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_LAMBDA", fake.url)
+    monkeypatch.setenv(SIGNALS_ENV, "capacity-signals")
+    session = boto3.Session(
+        aws_access_key_id="test", aws_secret_access_key="test", region_name=REGION
+    )  # noqa: S106
+    try:
+        with watch(session, interval=1) as watcher:
+            session.client("dynamodb", endpoint_url=moto_endpoint).put_item(
+                TableName=table, Item=item("a")
+            )
+    finally:
+        fake.close()
+    path, headers, body = fake.requests[0]
+    assert path == "/2015-03-31/functions/capacity-signals/invocations"
+    assert headers["X-Amz-Invocation-Type"] == "Event"
+    report = parse_report(json.loads(body), time.time())
+    assert report.table == table and report.process == watcher.process
+    assert (watcher.sent, watcher.failed_sends) == ((1, 0) if status == 202 else (0, 1))
+
+
+# --- the rules, on their own ----------------------------------------------------------------
+
+
+def test_when_a_report_is_due() -> None:
+    key = (None, "write")
+    due = report_due
+    assert not due(5, 5, {key: 100}, {key: 100}, throttles=False, traffic=True)
+    assert not due(5, 5, {key: 119}, {key: 100}, throttles=False, traffic=True)  # < 20 %
+    assert due(5, 5, {key: 120}, {key: 100}, throttles=False, traffic=True)
+    assert due(5, 5, {key: 80}, {key: 100}, throttles=False, traffic=True)
+    assert due(5, 5, {}, {key: 100}, throttles=False, traffic=False)  # dropped to nothing
+    assert not due(5, 5, {key: 0.5}, {}, throttles=False, traffic=True)  # under 1 unit/s
+    assert due(5, 5, {key: 0}, {}, throttles=True, traffic=True)
+    assert due(5, KEEPALIVE_SECONDS, {key: 100}, {key: 100}, throttles=False, traffic=True)
+    assert not due(5, KEEPALIVE_SECONDS, {}, {}, throttles=False, traffic=False)
+
+
+def test_the_ledger_reports_rates_over_its_window() -> None:
+    ledger = Ledger(start=1000.0, interval=5)
+    for _ in range(50):
+        ledger.add(1001.0, "t", None, "write", units=2.0, requests=1)
+    # due at once (a new rate), over the window since watching started
+    assert ledger.due(1005.0) == ["t"]
+    report = ledger.take("t", 1005.0, time.time(), "p")
+    assert report is not None and (report.seconds, report.dims[0].units) == (5.0, 100.0)
+    # a steady rate: nothing until the keepalive
+    ledger.add(1009.0, "t", None, "write", units=100.0, requests=50)
+    assert ledger.due(1010.0) == []
+    ledger.add(1034.0, "t", None, "write", units=500.0, requests=250)
+    assert ledger.due(1035.0) == ["t"]
+    report = ledger.take("t", 1035.0, time.time(), "p")
+    assert report is not None and report.seconds == 30.0 and report.dims[0].units == 600.0
+    # quiet: one report of zero, then forgotten after FRESH_SECONDS
+    assert ledger.due(1040.0) == ["t"]
+    report = ledger.take("t", 1040.0, time.time(), "p")
+    assert report is not None and report.dims[0].units == 0 and report.dims[0].requests == 0
+    assert ledger.due(1040.0 + FRESH_SECONDS - 1) == [] and "t" in ledger.tables
+    assert ledger.due(1040.0 + FRESH_SECONDS) == [] and "t" not in ledger.tables
+    # traffic after a quiet spell: the window starts one interval before it
+    ledger.add(2000.0, "t", None, "write", units=50.0, requests=5)
+    report = ledger.take("t", 2001.0, time.time(), "p")
+    assert report is not None and report.seconds == 6.0
+    # a window longer than the contract's: scaled to 60 s at the same rate
+    ledger.add(2002.0, "t", None, "write", units=1200.0, requests=120, cause="provisioned")
+    report = ledger.take("t", 2121.0, time.time(), "p")
+    assert report is not None and report.seconds == 60.0
+    assert (report.dims[0].units, report.dims[0].requests) == (600.0, 60)
+    assert report.dims[0].throttles == {"provisioned": 1}
+
+
+def test_the_process_id_fits_the_contract() -> None:
+    watcher = watch(offline(), send=Capture(), process="x" * 40)
+    watcher.stop()
+    assert len(watcher.process) <= MAX_PROCESS_CHARS and f"-{os.getpid()}-" in watcher.process
+
+
+# --- errors -------------------------------------------------------------------------------
+
+
+def test_wrong_arguments_are_refused_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SIGNALS_ENV, raising=False)
+    client = offline()
+    s3 = boto3.client("s3", region_name=REGION)
+    cases: list[tuple[Callable[[], object], type[Exception], str]] = [
+        (lambda: watch(object(), send=print), TypeError, "session_or_client: got object; expected a boto3 Session"),
+        (lambda: watch(s3, send=print), ValueError, "session_or_client: got a s3 client"),
+        (lambda: watch(client), ValueError, f"function: got None and ${SIGNALS_ENV} is not set"),
+        (lambda: watch(client, function="f", send=print), ValueError, "function: got 'f' with send"),
+        (lambda: watch(client, send=print, interval=0.5), ValueError, "interval: got 0.5; expected seconds from 1 to 60"),
+        (lambda: watch(client, send=print, interval=61), ValueError, "interval: got 61"),
+        (lambda: watch(client, send=print, interval=True), ValueError, "interval: got True"),
+        (lambda: watch(client, tables="orders", send=print), TypeError, "tables: got 'orders'; expected an iterable"),
+        (lambda: watch(client, tables=[""], send=print), ValueError, "tables: got ''"),
+        (lambda: watch(client, send=print, process="x" * 41), ValueError, "process: got 'xxxx"),
+        (lambda: watch(client, send="print"), TypeError, "send: got 'print'"),
+    ]  # fmt: skip
+    for call, kind, message in cases:
+        with pytest.raises(kind) as caught:
+            call()
+        assert str(caught.value).startswith(message), str(caught.value)
+
+
+def test_many_threads_at_full_speed_give_exact_totals() -> None:
+    # GIVEN one watched client answered at once (no network), its threads switched often
+    client = offline(max_pool_connections=16)
+    inject(
+        client,
+        lambda _op, b: (
+            200,
+            {"ConsumedCapacity": {"TableName": b["TableName"], "CapacityUnits": 0.5}},
+        ),
+    )
+    capture = Capture()
+    watcher = watch(client, send=capture, interval=1)
+    threads, tables, rounds = 8, 60, 3
+
+    def work() -> None:  # every thread meets each table at about the same time
+        for _ in range(rounds):
+            for t in range(tables):
+                client.get_item(TableName=f"hot-{t:03d}", Key={"pk": {"S": "a"}})
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        workers = [threading.Thread(target=work) for _ in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+    finally:
+        sys.setswitchinterval(switch)
+    watcher.stop()
+    # THEN not one request or unit is lost or counted twice
+    totals = capture.totals()
+    assert len(totals) == tables
+    assert {(v["requests"], v["units"]) for v in totals.values()} == {
+        (threads * rounds, threads * rounds * 0.5)
+    }
