@@ -868,3 +868,28 @@ def test_many_threads_at_full_speed_give_exact_totals() -> None:
     assert {(v["requests"], v["units"]) for v in totals.values()} == {
         (threads * rounds, threads * rounds * 0.5)
     }
+
+
+def test_two_watchers_on_one_client_never_count_a_request_twice(
+    moto_endpoint: str, table: str
+) -> None:
+    session = boto3.Session(
+        aws_access_key_id="test", aws_secret_access_key="test", region_name=REGION
+    )  # noqa: S106
+    first, second = Capture(), Capture()
+    on_session = watch(session, send=first, interval=1)
+    client = session.client("dynamodb", endpoint_url=moto_endpoint)
+    on_client = watch(client, send=second, interval=1)
+    answers = [client.put_item(TableName=table, Item=item(str(i))) for i in range(3)]
+    on_session.stop()
+    client.put_item(TableName=table, Item=item("after"))  # the client's own watcher only
+    on_client.stop()
+    assert all("ConsumedCapacity" not in a for a in answers)
+    assert first.totals()[(table, None, "write")]["requests"] == 3
+    assert second.totals()[(table, None, "write")]["requests"] == 1
+
+
+def test_the_hook_reads_the_variable_the_construct_sets() -> None:
+    from ddb_capacity_runtime.requests import surge
+
+    assert SIGNALS_ENV == surge.SIGNALS_ENV == "CAPACITY_SIGNALS"

@@ -55,7 +55,17 @@ $27 at the most.
 The process id is ``<label>-<pid>-<random>`` (label: the host name unless ``process``
 is given), at most 64 characters. After ``os.fork`` the child starts afresh: its own id,
 sums and counters, and its own thread when it first has something to report; the
-parent's sums stay the parent's.
+parent's sums stay the parent's. A child that ends with ``os._exit`` (as multiprocessing's
+do) sends its last sums only if it calls :meth:`Watcher.stop` first; a normal exit does.
+
+Limits: one request is counted by one watcher (the first that sees it), so a session
+and one of its clients both watched never count twice; the PartiQL operations are not
+watched, nor a BatchWriteItem's or BatchGetItem's unprocessed items (a batch's partial
+throttle); with ``ReturnConsumedCapacity="TOTAL"`` asked by the caller, a request's GSI
+units count on the table. After :meth:`Watcher.stop`, the clients a watched session made
+keep inert copies of the handlers (botocore copies a session's handlers into each
+client), and every watched emitter keeps the one stateless handler that takes out the
+``ConsumedCapacity`` the hook asked for (a request under way when it stopped needs it).
 """
 
 from __future__ import annotations
@@ -473,6 +483,7 @@ class _Call:
     operation: str
     tables: tuple[str, ...]
     added: bool
+    owner: object  # the watcher that counts it: two watchers never count one request twice
 
 
 class Watcher:
@@ -569,7 +580,7 @@ class Watcher:
                 return
             asked = params.get("ReturnConsumedCapacity") not in (None, "NONE")
             tables = request_tables(operation, params)
-            context[_CONTEXT_KEY] = _Call(operation, tables, added=not asked)
+            context[_CONTEXT_KEY] = _Call(operation, tables, added=not asked, owner=self)
             if not asked:
                 params["ReturnConsumedCapacity"] = "INDEXES"
         except Exception:  # noqa: BLE001 (never fail the caller's request)
@@ -584,7 +595,7 @@ class Watcher:
                 return
             context = request_dict.get("context") if isinstance(request_dict, dict) else None
             call = context.get(_CONTEXT_KEY) if isinstance(context, dict) else None
-            if not isinstance(call, _Call):
+            if not isinstance(call, _Call) or call.owner is not self:
                 return
             hits = throttled(parsed, call.operation, call.tables)
             self._record([(t, i, d, 0.0, 0, c) for t, i, d, c in hits])
@@ -595,7 +606,9 @@ class Watcher:
         try:
             context = kw.get("context")
             call = context.get(_CONTEXT_KEY) if isinstance(context, dict) else None
-            if not self._active or not isinstance(call, _Call) or not isinstance(parsed, dict):
+            if not isinstance(call, _Call) or call.owner is not self or not self._active:
+                return
+            if not isinstance(parsed, dict):
                 return
             if getattr(http_response, "status_code", 500) >= 300:
                 return
@@ -793,7 +806,9 @@ def watch(
     signals function ``function`` (default: ``$CAPACITY_SIGNALS``) every ``interval``
     seconds when it matters; ``send`` (called with each report's JSON object) replaces
     the Lambda invocation. ``tables``: the only tables reported (default: all).
-    ``process``: a label for this process's id (default: the host name)."""
+    ``process``: a label for this process's id (default: the host name). The Lambda
+    client is made from the session, or, for a client, from the default credentials in
+    the client's region. Raises TypeError or ValueError naming a wrong argument."""
     emitter, session, callers = _emitter_and_session(session_or_client)
     seconds = _interval(interval)
     scope = _scope(tables)
