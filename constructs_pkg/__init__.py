@@ -23,7 +23,7 @@ from .capacity import (
     Capacity,
     PrewarmMethod,
 )
-from .capacity_requests import CapacityRequests
+from .capacity_requests import CapacityRequests, FastPath
 from .compliance import acknowledge, apply_nag_packs, skip_checkov
 from .scaler import ThrottleAwareScaler
 from .table import ProvisionedTable, TableCapacity
@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_TABLE_QUOTA",
     "DEFAULT_TARGET_UTILIZATION",
     "EVERY_DAY",
+    "FastPath",
     "PrewarmMethod",
     "ProvisionedTable",
     "ScheduleEntry",

@@ -12,11 +12,18 @@ nothing raised behind. ``connect(scaler)`` lets a ``ThrottleAwareScaler`` obey t
 (it must, if it manages the same tables) and end them in its tick, keeping its own state in
 the hold store; the restorer stays even then (``CapacityRequests``: why), unless
 ``restore_every=None`` leaves it out where that is safe.
+
+With ``fast_path=FastPath(...)`` it also deploys the signals function: the application's
+processes report what they consume and the throttles they meet within seconds (one
+asynchronous invocation per report, through ``ddb_capacity_runtime.signals.watch``), and the
+function raises a dimension at once, as a hold that ends by itself, when their summed demand
+heads over what is provisioned. ``grant_signals`` lets a process report, and nothing else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import jsii
@@ -36,6 +43,7 @@ from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import TABLE_QUOTA, TARGET_TAG
+from ddb_capacity_runtime.core.surge import DEFAULT_SURGE_MINUTES
 from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.holds import MAX_HOLD_MINUTES, shown
@@ -45,6 +53,7 @@ from ddb_capacity_runtime.requests.store import (
     MAX_UNITS_ENV,
     STORE_ENV,
 )
+from ddb_capacity_runtime.requests.surge import SIGNALS_ENV, SurgeSettings
 
 from .compliance import acknowledge, skip_checkov
 from .runtime import (
@@ -82,6 +91,42 @@ _TABLE_ACTIONS = [
     "dynamodb:ListTagsOfResource",
     "dynamodb:UpdateTable",
 ]
+#: The signals function answers in seconds; a report is stale after a minute.
+SIGNALS_TIMEOUT = Duration.seconds(30)
+SIGNALS_MEMORY_MB = 256
+SIGNALS_MAX_EVENT_AGE = Duration.minutes(1)
+#: How many reports the signals function takes at once by default; more wait in Lambda's
+#: queue for their turn (at most :data:`SIGNALS_MAX_EVENT_AGE`), so a flood of reports
+#: cannot take the account's concurrency.
+DEFAULT_SIGNALS_CONCURRENCY = 10
+#: What the signals function does in the hold store: read an item, write it (its combiner
+#: entries, a lease, a hold) and delete an item a lease leaves empty; no Query, no Scan.
+SIGNALS_STORE_ACTIONS = ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+
+
+@dataclass(frozen=True)
+class FastPath:
+    """The fast path of :class:`CapacityRequests`: the signals function.
+
+    :param share: the part of the traffic the reporting processes make, from over 0 to 1:
+        their summed demand is scaled up by 1 / ``share``. Default: 1.0 (every process
+        that uses the tables reports).
+    :param surge_for: how long a surge holds its raise after the last report that asked
+        for it (whole minutes, 1 minute to the construct's ``max_hold``); then it ends by
+        itself, with the other expired holds. Default: 5 minutes.
+    :param surge_cap: the most units a surge may add over what a dimension had when it
+        started (a whole number from 1 to the construct's ``max_units``), so that a
+        process that lies can cost at most that. Default: None, no cap beyond the
+        construct's ``max_units`` and the scalable target's max.
+    :param concurrency: the signals function's reserved concurrency: how many reports it
+        takes at once (the others wait in Lambda's queue, a minute at most). Default: 10.
+        None: unreserved.
+    """
+
+    share: float = 1.0
+    surge_for: Duration = field(default_factory=lambda: Duration.minutes(DEFAULT_SURGE_MINUTES))
+    surge_cap: int | None = None
+    concurrency: int | None = DEFAULT_SIGNALS_CONCURRENCY
 
 
 class CapacityRequests(Construct):
@@ -105,6 +150,10 @@ class CapacityRequests(Construct):
         reserve none).
     :param alarm_topic: where the alarms on the broker's and the restorer's failures go
         (a scaler's ``topic``, say). Default: a new topic, SSL enforced, KMS encrypted.
+    :param fast_path: deploy the signals function (:class:`FastPath`), which raises a
+        dimension within seconds of the processes' reports. Without a restorer
+        (``restore_every=None``) a scaler must be connected to end its surges. Default:
+        None, no fast path.
 
     **Why the restorer stays when a scaler is connected.** A scaler connected with
     :meth:`connect` ends expired holds in its tick, but only some of them, so the restorer
@@ -140,12 +189,14 @@ class CapacityRequests(Construct):
         max_hold: Duration = DEFAULT_MAX_HOLD,
         broker_concurrency: int | None = DEFAULT_BROKER_CONCURRENCY,
         alarm_topic: sns.ITopic | None = None,
+        fast_path: FastPath | None = None,
     ) -> None:
         super().__init__(scope, id)
         self._where = f"CapacityRequests {self.node.path}"
         self._validate_limits(max_units, max_total_units, broker_concurrency)
         hold_minutes = self._validate_max_hold(max_hold)
         self._validate_restore_every(restore_every)
+        surge = self._validate_fast_path(fast_path, max_units, hold_minutes)
         self.environment = {
             MAX_UNITS_ENV: str(max_units),
             MAX_HOLD_ENV: str(hold_minutes),
@@ -169,6 +220,8 @@ class CapacityRequests(Construct):
         #: The restorer (None with ``restore_every=None``): asks the broker to end expired
         #: holds on a schedule.
         self.restorer = self._render_restorer(restore_every)
+        #: The signals function and its policy (None without ``fast_path``).
+        self.signals, self.signals_policy = self._render_signals(fast_path, surge)
         self.node.add_validation(_ConnectedScalers(self))
 
     # ------------------------------------------------------------------ construction
@@ -225,6 +278,45 @@ class CapacityRequests(Construct):
                     f"from 1 to 60, or None; got "
                     f"{restore_every.to_human_string()}"
                 )
+
+    def _validate_fast_path(
+        self, fast_path: FastPath | None, max_units: int, hold_minutes: int
+    ) -> SurgeSettings | None:
+        """The signals function's settings; None without a fast path."""
+        if fast_path is None:
+            return None
+        where = f"{self._where}: fast_path"
+        if not isinstance(fast_path, FastPath):
+            raise CapacityConfigError(f"{where} must be a FastPath or None; got {shown(fast_path)}")
+        share, cap, concurrency = fast_path.share, fast_path.surge_cap, fast_path.concurrency
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+            raise CapacityConfigError(
+                f"{where}.share must be a number over 0 and at most 1; got {shown(share)}"
+            )
+        surge_for = fast_path.surge_for
+        seconds = -1.0 if Token.is_unresolved(surge_for) else surge_for.to_seconds()
+        if seconds % 60 or not 60 <= seconds <= hold_minutes * 60:
+            raise CapacityConfigError(
+                f"{where}.surge_for must be whole minutes from 1 minute to max_hold "
+                f"({hold_minutes} minutes); got {surge_for.to_human_string()}"
+            )
+        if cap is not None and (
+            isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= max_units
+        ):
+            raise CapacityConfigError(
+                f"{where}.surge_cap must be a whole number from 1 to max_units ({max_units}), "
+                f"or None; got {shown(cap)}"
+            )
+        if concurrency is not None and (
+            isinstance(concurrency, bool)
+            or not isinstance(concurrency, int)
+            or not 1 <= concurrency <= 1_000
+        ):
+            raise CapacityConfigError(
+                f"{where}.concurrency must be a whole number from 1 to 1000, or None; got "
+                f"{shown(concurrency)}"
+            )
+        return SurgeSettings(float(share), int(seconds // 60), cap)
 
     def _configure_tables(self, tables: Sequence[dynamodb.ITable | TableCapacity]) -> None:
         given = table_list(self._where, tables)
@@ -313,6 +405,77 @@ class CapacityRequests(Construct):
             restorer.function, "RestorerErrorsAlarm", "The capacity hold restorer failed"
         )
         return restorer
+
+    def _render_signals(
+        self, fast_path: FastPath | None, surge: SurgeSettings | None
+    ) -> tuple[lambda_.Function | None, iam.ManagedPolicy | None]:
+        """The signals function: invoked asynchronously by the reporting processes, never
+        retried (a report is stale in a minute), with what a surge needs and no more."""
+        if fast_path is None or surge is None:
+            return None, None
+        signals, policy = runtime_function(
+            self,
+            "Signals",
+            handler="ddb_capacity_runtime.requests.surge.signals_handler",
+            description="DynamoDB capacity signals (fast path)",
+            timeout=SIGNALS_TIMEOUT,
+            memory_size=SIGNALS_MEMORY_MB,
+            environment={
+                **self.environment,
+                SCOPES_ENV: Lazy.string(_Scopes(self)),
+                **surge.to_env(),
+            },
+            reserved_concurrent_executions=fast_path.concurrency,
+        )
+        signals.configure_async_invoke(retry_attempts=0, max_event_age=SIGNALS_MAX_EVENT_AGE)
+        policy.add_statements(
+            iam.PolicyStatement(
+                sid="HoldTables",
+                actions=_TABLE_ACTIONS,
+                resources=[t.table_arn for t in self.tables],
+            ),
+            iam.PolicyStatement(
+                sid="SurgeStore",
+                actions=list(SIGNALS_STORE_ACTIONS),
+                resources=[self.hold_store.table_arn],
+            ),
+            read_autoscaling_statement(),
+            move_minimums_statement(
+                "MoveMinimums", TARGET_TAG, [t.table_name for t in self.tables]
+            ),
+        )
+        self._acknowledge(policy, "DescribeScalableTargets and DescribeScalingPolicies")
+        _acknowledge_signals(signals, fast_path.concurrency)
+        self._errors_alarm(
+            signals, "SignalsErrorsAlarm", "The capacity signals function (fast path) failed"
+        )
+        alarm_on_any(
+            self,
+            "SurgesFailedAlarm",
+            cloudwatch.Metric(
+                namespace=BROKER_NAMESPACE,
+                metric_name="SurgesFailed",
+                statistic="Sum",
+                period=Duration.minutes(5),
+            ),
+            "A surge of the fast path could not be applied (the raise failed, the lease or "
+            "a limit refused it, or AWS failed); the signals function's log says which",
+            self.alarm_topic,
+        )
+        return signals, policy
+
+    def grant_signals(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` (a role, a user, a group, or a function or task definition)
+        report to the signals function, and nothing else: it never gets UpdateTable,
+        scalable targets, the hold store or a hold. A function granted here gets
+        ``$CAPACITY_SIGNALS`` set, so ``ddb_capacity_runtime.signals.watch`` reports there
+        by default. Needs ``fast_path``."""
+        if self.signals is None:
+            raise CapacityConfigError(
+                f"{self._where}: grant_signals needs the fast path; pass "
+                f"fast_path=FastPath() to CapacityRequests"
+            )
+        return self._grant_invoke("grant_signals", grantee, self.signals, SIGNALS_ENV)
 
     def allow_index(self, table: dynamodb.ITable | TableCapacity, index_name: str) -> None:
         """Let workers request capacity on the GSI ``index_name`` of ``table``, one of this
@@ -418,13 +581,33 @@ class CapacityRequests(Construct):
             )
         return errors
 
+    def _unended_surges(self) -> list[str]:
+        """With a fast path but no restorer, a connected scaler must end the surges."""
+        if self.signals is None or self.restorer is not None:
+            return []
+        for scaler in self.node.root.node.find_all():
+            if isinstance(scaler, ThrottleAwareScaler) and scaler.state_store is self.hold_store:
+                return []
+        return [
+            f"{self._where}: fast_path with restore_every=None needs a connected "
+            f"ThrottleAwareScaler to end its surges at expiry, and none is connected; keep "
+            f"the restorer (restore_every) or connect a scaler: requests.connect(scaler)"
+        ]
+
     def grant_request(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a role, a user, a group, or a function or task definition)
         invoke the broker, and nothing else: it never gets UpdateTable, scalable targets or
         the hold store. A function granted here gets ``$CAPACITY_BROKER`` set, so
         ``request_capacity`` goes through the broker by default."""
+        return self._grant_invoke("grant_request", grantee, self.broker, BROKER_ENV)
+
+    def _grant_invoke(
+        self, what: str, grantee: iam.IGrantable, function: lambda_.Function, env: str
+    ) -> iam.Grant:
+        """``lambda:InvokeFunction`` on ``function`` alone for ``grantee``; a function
+        granted gets ``env`` set to its name."""
         refused = CapacityConfigError(
-            f"{self._where}: grant_request needs the grantee (an iam.IGrantable): a role, a "
+            f"{self._where}: {what} needs the grantee (an iam.IGrantable): a role, a "
             f"user, a group or something with a role (a function, a task definition); got "
             f"{shown(grantee)}"
         )
@@ -433,12 +616,12 @@ class CapacityRequests(Construct):
         grant = iam.Grant.add_to_principal(
             grantee=grantee,
             actions=["lambda:InvokeFunction"],
-            resource_arns=[self.broker.function_arn],
+            resource_arns=[function.function_arn],
         )
         if not grant.success:
             raise refused
         if isinstance(grantee, lambda_.Function):
-            grantee.add_environment(BROKER_ENV, self.broker.function_name)
+            grantee.add_environment(env, function.function_name)
         return grant
 
     def _statements(self) -> list[iam.PolicyStatement]:
@@ -516,6 +699,47 @@ def _acknowledge_broker(broker: lambda_.Function, broker_concurrency: int | None
         skip_checkov(broker, "CKV_AWS_115", reasons["PCI.DSS.321-LambdaConcurrency"])
 
 
+def _acknowledge_signals(signals: lambda_.Function, concurrency: int | None) -> None:
+    """The signals function's acknowledgements (its reserved concurrency's only with one)."""
+    no_dlq = (
+        "Each report is a minute-fresh snapshot that the next report, seconds later, "
+        "replaces; a failed or expired one is dropped on purpose (no retries, a one-minute "
+        "event age), since replaying it would raise on stale demand. Failures are counted "
+        "and alarmed (SurgesFailed, Errors)."
+    )
+    reasons = {
+        "Serverless-LambdaTracing": "Each report logs JSON lines and EMF counts; tracing "
+        "would add cost and an X-Ray wildcard permission.",
+        "Serverless-LambdaDLQ": no_dlq,
+        "Serverless-LambdaAsyncFailureDestination": no_dlq,
+        "Serverless-LambdaDefaultMemorySize": "256 MB: the function mostly waits on "
+        "DynamoDB and Application Auto Scaling.",
+        **{
+            f"{pack}-{rule}": reason
+            for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
+            for rule, reason in (
+                (
+                    "LambdaInsideVPC",
+                    "Calls only AWS APIs (DynamoDB, Application Auto Scaling); it reaches "
+                    "nothing in a VPC.",
+                ),
+                (
+                    "LambdaConcurrency",
+                    "Reports arrive from many processes at once; a dimension's changes are "
+                    "serialized by the hold store's leases.",
+                ),
+                ("LambdaDLQ", no_dlq),
+            )
+        },
+    }
+    for finding, reason in reasons.items():
+        if concurrency is None or not finding.endswith("LambdaConcurrency"):
+            acknowledge(signals, finding, reason)
+    skip_checkov(signals, "CKV_AWS_116", no_dlq)
+    if concurrency is None:
+        skip_checkov(signals, "CKV_AWS_115", reasons["PCI.DSS.321-LambdaConcurrency"])
+
+
 def _store_of(scaler: ThrottleAwareScaler) -> str:
     """Where ``scaler`` keeps its state, in words."""
     store = scaler.state_store
@@ -534,7 +758,7 @@ class _ConnectedScalers:
         self._owner = owner
 
     def validate(self) -> list[str]:
-        return self._owner._unconnected_scalers()
+        return self._owner._unconnected_scalers() + self._owner._unended_surges()
 
 
 @jsii.implements(IStableStringProducer)

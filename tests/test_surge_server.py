@@ -492,6 +492,29 @@ def test_a_table_being_updated_fails_the_surge_unless_it_is_ours(
     assert counted(capsys.readouterr().out, "SurgesFailed") == 0
 
 
+def test_every_state_store_call_is_one_the_signals_role_may_make(world: World) -> None:
+    """dynalite checks no IAM: the calls a surge, its renewal and its refusal make on the
+    state store are recorded and checked against what the construct grants the function."""
+    from constructs_pkg.capacity_requests import SIGNALS_STORE_ACTIONS
+
+    calls: set[str] = set()
+
+    def note(**kwargs: Any) -> None:
+        calls.add(kwargs["model"].name)
+
+    name = a_table(world, "Granted")
+    assert world.store.table(name) == []
+    world.store_ddb.meta.events.register("before-call.dynamodb", note)
+    try:
+        send(world, report(name, write(300)), served(name))
+        send(world, report(name, write(600, throttles={"provisioned": 5})), served(name))
+        send(world, report(name, write(1)), served(name))
+    finally:
+        world.store_ddb.meta.events.unregister("before-call.dynamodb", note)
+    granted = {a.split(":", 1)[1] for a in SIGNALS_STORE_ACTIONS}
+    assert {"GetItem", "UpdateItem"} <= calls <= granted, calls
+
+
 # ------------------------------------------------------------------ settings
 
 
