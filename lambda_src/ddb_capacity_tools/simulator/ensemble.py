@@ -22,6 +22,9 @@ of throttled units and cost per policy and dimension.
 - a hot key: its share of the requests at 0.5, 1 or 1.5 times the command line's (or the
   trace's own), and DynamoDB's split for heat after half, once or twice the command
   line's minutes, or never. With no hot key (share 0) these change nothing.
+- the fast path, when it is on: its reports' delay at 0.25, 0.5, 1 or 1.5 times the
+  command line's (5 to 30 seconds around 20), and the share of the traffic that reports
+  at 0.5, 0.75 or 1 times the command line's. With the fast path off these change nothing.
 
 Each setting carries its own seed, so the ensemble is reproducible.
 """
@@ -112,6 +115,22 @@ HOT_KEY_SPREAD: dict[str, tuple[tuple[float, float | None], ...]] = {
 }
 
 
+#: Per named ensemble and setting: the factors on the fast path's delay and on the share of
+#: the traffic that reports.
+FAST_PATH_SPREAD: dict[str, tuple[tuple[float, float], ...]] = {
+    "plausible": (
+        (1.0, 1.0),
+        (0.5, 1.0),
+        (1.5, 0.75),
+        (1.0, 0.5),
+        (0.25, 1.0),
+        (1.5, 1.0),
+        (1.0, 0.75),
+        (0.5, 0.5),
+    ),
+}
+
+
 class EnsembleError(ValueError):
     """An unknown ensemble name."""
 
@@ -162,10 +181,12 @@ def settings_of(name: str, base: ModelParams, trace: Trace | None = None) -> lis
     if trace is not None:
         base = base.for_trace(trace)
     spread = HOT_KEY_SPREAD.get(name, ((1.0, 1.0),) * len(ENSEMBLES[name]))
+    fast = FAST_PATH_SPREAD.get(name, ((1.0, 1.0),) * len(ENSEMBLES[name]))
     out = []
-    for overrides, (skew, split) in zip(ENSEMBLES[name], spread, strict=True):
+    for overrides, (skew, split), (delay, share) in zip(ENSEMBLES[name], spread, fast, strict=True):
         try:
-            out.append(replace(_hot_key(base, skew, split), **overrides).validate())
+            setting = _fast_path(_hot_key(base, skew, split), delay, share)
+            out.append(replace(setting, **overrides).validate())
         except ModelError as exc:
             raise EnsembleError(f"--ensemble {name}: {exc}") from None
     return out
@@ -181,6 +202,18 @@ def _hot_key(base: ModelParams, skew: float, split: float | None) -> ModelParams
         base,
         key_skew=min(1.0, base.key_skew * skew),
         split_minutes=None if minutes is None or split is None else max(1, round(minutes * split)),
+    )
+
+
+def _fast_path(base: ModelParams, delay: float, share: float) -> ModelParams:
+    """``base`` with its fast path's delay times ``delay`` (at least a second) and its
+    reporting share times ``share`` (at least 0.01). With the fast path off, ``base``."""
+    if base.fast_path_seconds is None:
+        return base
+    return replace(
+        base,
+        fast_path_seconds=max(1, round(base.fast_path_seconds * delay)),
+        fast_path_share=max(0.01, base.fast_path_share * share),
     )
 
 

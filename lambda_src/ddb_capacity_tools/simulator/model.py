@@ -83,13 +83,16 @@ from ddb_capacity_runtime.core.quota import DecreaseLedger
 from .trace import MINUTE, Key, Trace
 
 #: The fields that take any number in their range; every other field is a whole number.
-FRACTIONAL = frozenset({"units_per_request", "burst_fraction", "key_skew", "table_size_gb"})
+FRACTIONAL = frozenset(
+    {"units_per_request", "burst_fraction", "key_skew", "table_size_gb", "fast_path_share"}
+)
 #: The fields that may also be None, and what None means.
 OPTIONAL = {
     "key_skew": "the trace's own",
     "split_minutes": "never",
     "on_demand_max_read_units": "unlimited",
     "on_demand_max_write_units": "unlimited",
+    "fast_path_seconds": "off",
 }
 #: Of those, the ones the command line sets to None with ``off`` (``--key-skew`` is None
 #: when it is not given).
@@ -162,14 +165,18 @@ class HotPartition:
         """Of ``demand`` (units/s) on ``dimension``, what is refused as key-range throttles:
         ``given`` (refusals known from the table's history, at most the demand), then what
         the hot partition cannot serve of the rest."""
+        refused = self.would_refuse(dimension, demand, given)
+        if refused > (given if given < demand else demand):
+            self.hot = True
+        return refused
+
+    def would_refuse(self, dimension: str, demand: float, given: float = 0.0) -> float:
+        """What :meth:`refuse` refuses, without counting the minute as hot."""
         fixed = given if given < demand else demand
         if self.skew <= 0.0:
             return fixed
         over = self.share * (demand - fixed) - PARTITION_UNITS[dimension]
-        if over > 0.0:
-            self.hot = True
-            return fixed + over
-        return fixed
+        return fixed + over if over > 0.0 else fixed
 
     def end_minute(self) -> None:
         """Count the minute towards a split for heat, and split when it is due."""
@@ -387,6 +394,13 @@ class ModelParams:
     :param on_demand_max_read_units, on_demand_max_write_units: an on-demand table's (and
         each GSI's) maximum throughput (``OnDemandThroughput``): what exceeds it is throttled.
         None (the default): unlimited, but for the table quota (``max_capacity``).
+    :param fast_path_seconds: the fast path (:mod:`.fast_path`): seconds after a moment's
+        demand until the application's reports of it reach the signals function, which
+        raises capacity at once. Only the library's policies (throttle-aware, autopilot)
+        receive them. None (the default): off.
+    :param fast_path_share: the share of the traffic whose processes report (0.01 to 1).
+        The signals function is not told it (as deployed by default: it scales nothing
+        up). Default 1.
     """
 
     burst_seconds: int = 300
@@ -410,6 +424,8 @@ class ModelParams:
     on_demand_peak_minutes: int = 30
     on_demand_max_read_units: int | None = None
     on_demand_max_write_units: int | None = None
+    fast_path_seconds: int | None = None
+    fast_path_share: float = 1.0
 
     def validate(self, flags: bool = False) -> ModelParams:
         """Raise :class:`ModelError` for the first field out of range, named as a field or,
@@ -440,6 +456,8 @@ class ModelParams:
             "on_demand_peak_minutes": (1, 1440),
             "on_demand_max_read_units": (1, 1_000_000),
             "on_demand_max_write_units": (1, 1_000_000),
+            "fast_path_seconds": (1, 600),
+            "fast_path_share": (0.01, 1),
         }
         for f in fields(self):
             value = getattr(self, f.name)
@@ -592,6 +610,9 @@ class SimulatedTable:
         self.ledgers: dict[str | None, DecreaseLedger] = {k[0]: DecreaseLedger() for k in self.keys}
         self.busy_until: dict[str | None, int] = {}
         self.apply_at: dict[str | None, int] = {}
+        #: Of the changes in ``apply_at``, those that land that many seconds into their
+        #: minute (the fast path's), not at its start.
+        self.mid: dict[str | None, int] = {}
         self.rejected_decreases = {k: 0 for k in self.keys}
         #: every minute's start, warm-up first (minute t at index t + offset)
         #: (each a minute after the one before: whole minutes add exactly, as trace.time's)
@@ -793,9 +814,13 @@ class SimulatedTable:
         d = self.dims[key]
         return d.pending if d.pending is not None else d.provisioned
 
-    def update_table(self, t: int, index: str | None, values: Mapping[str, int]) -> str:
+    def update_table(
+        self, t: int, index: str | None, values: Mapping[str, int], second: int = 0
+    ) -> str:
         """UpdateTable on the table (``index`` None) or one GSI: ``applied``, ``in-use``
-        (an update is in flight) or ``quota`` (a decrease over the quota)."""
+        (an update is in flight) or ``quota`` (a decrease over the quota). ``second``: sent
+        that many seconds (0 to 59) into minute ``t``; it lands as many seconds into its
+        minute, which is then served in two parts (:meth:`end_minute`)."""
         if self.busy(index, t):
             return "in-use"
         lo, hi, dims = self.params.min_capacity, self.params.max_capacity, self.dims
@@ -822,14 +847,17 @@ class SimulatedTable:
         latency = self.params.update_minutes
         if self.params.update_spread_minutes:
             latency += self.rng.randint(0, self.params.update_spread_minutes)
-        self.busy_until[index] = t + latency
+        self.busy_until[index] = t + latency + (1 if second else 0)
         self.apply_at[index] = t + latency
-        if latency == 0:
+        if second:
+            self.mid[index] = second
+        elif latency == 0:
             self._apply(index, t)
         return "applied"
 
     def _apply(self, index: str | None, t: int) -> None:
         self.apply_at.pop(index, None)
+        self.mid.pop(index, None)
         for key in self.keys:
             d = self.dims[key]
             if key[0] != index or d.pending is None:
@@ -849,7 +877,7 @@ class SimulatedTable:
         if not self.apply_at:
             return
         for index, at in list(self.apply_at.items()):
-            if at <= t:
+            if at < t or (at == t and index not in self.mid):
                 self._apply(index, t)
 
     def end_minute(self, t: int) -> None:
@@ -857,27 +885,32 @@ class SimulatedTable:
         burst, attempts, spread = self._burst, self._attempts, p.delay_spread_minutes
         minute = t if t > 0 else 0  # the warm-up repeats the trace's first minute
         parts = self.partitions
+        landing = {i: s for i, s in self.mid.items() if self.apply_at[i] == t} if self.mid else {}
         for d, demand in self._served:
             wanted, provisioned = demand[minute], d.provisioned
             if parts is not None:  # the hot partition refuses first (key-range throttles)
                 wanted -= self._refused_by_key_range(d, parts, wanted, minute)
-            # _serve inline (a minute of each dimension: the hottest loop)
-            # (min and max of two, as conditionals: the same one is picked on a tie)
-            cap = burst * provisioned
-            bucket = d.bucket
-            bucket = 0.0 if 0.0 > bucket else bucket
-            bucket = cap if cap < bucket else bucket
-            if wanted <= provisioned:
-                served, throttled = wanted, 0.0
-                refill = bucket + (provisioned - wanted) * 60.0
-                d.bucket = refill if refill < cap else cap
+            if landing and d.key[0] in landing:
+                served, throttled = self._serve_in_two(d, wanted, landing[d.key[0]])
+                provisioned = d.provisioned if d.pending is None else d.pending
             else:
-                short = (wanted - provisioned) * 60.0
-                used = short if short < bucket else bucket
-                served = provisioned + used / 60.0
-                refused = wanted - served
-                throttled = refused if refused > 0.0 else 0.0
-                d.bucket = bucket - used
+                # _serve inline (a minute of each dimension: the hottest loop)
+                # (min and max of two, as conditionals: the same one is picked on a tie)
+                cap = burst * provisioned
+                bucket = d.bucket
+                bucket = 0.0 if 0.0 > bucket else bucket
+                bucket = cap if cap < bucket else bucket
+                if wanted <= provisioned:
+                    served, throttled = wanted, 0.0
+                    refill = bucket + (provisioned - wanted) * 60.0
+                    d.bucket = refill if refill < cap else cap
+                else:
+                    short = (wanted - provisioned) * 60.0
+                    used = short if short < bucket else bucket
+                    served = provisioned + used / 60.0
+                    refused = wanted - served
+                    throttled = refused if refused > 0.0 else 0.0
+                    d.bucket = bucket - used
             if parts is not None:
                 key_range = d.key_range[-1]
                 throttled += key_range
@@ -885,14 +918,29 @@ class SimulatedTable:
             d.served.append(served)
             d.throttled.append(throttled)
             d.throttle_events.append(throttled * attempts)
-            d.provisioned_at.append(d.provisioned)
+            d.provisioned_at.append(provisioned)
             if spread:
                 jitter = self.rng.randint(0, spread)
                 d.visible_at.append(t + 1 + p.metric_delay_minutes + jitter)
                 d.throttles_visible_at.append(t + 1 + p.throttle_delay_minutes + jitter)
+        for index in landing:
+            self._apply(index, t)
         if parts is not None:
             for part in parts.values():
                 part.end_minute()
+
+    def _serve_in_two(
+        self, d: SimulatedDimension, wanted: float, second: int
+    ) -> tuple[float, float]:
+        """Serve a minute in which a change lands ``second`` seconds in: the capacity before
+        it until then, the new one after (the burst bucket carries over). Returns the
+        minute's served and refused units per second; the bucket is left in ``d``."""
+        burst, after = self._burst, d.provisioned if d.pending is None else d.pending
+        first = _serve(wanted, d.provisioned, d.bucket, burst, float(second))
+        rest = _serve(wanted, after, first[2], burst, 60.0 - second)
+        d.bucket = rest[2]
+        served = (first[0] * second + rest[0] * (60 - second)) / 60.0
+        return served, max(0.0, wanted - served)
 
     def _refused_by_key_range(
         self,

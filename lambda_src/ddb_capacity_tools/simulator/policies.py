@@ -35,6 +35,7 @@ from ddb_capacity_runtime.core.series import Series, tell_causes, window
 from ddb_capacity_runtime.core.settings import Limits, ScalerConfig
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget
 
+from .fast_path import FastPath
 from .model import ModelParams, SimulatedTable
 from .schedules import Firing
 from .trace import MINUTE, Key, Trace
@@ -172,6 +173,8 @@ class AutoScaling:
         self.scale_in = scale_in
         self.min = {k: params.min_capacity for k in keys}
         self.max = {k: params.max_capacity for k in keys}
+        #: Per target, the minimum a surge of the fast path holds it at, above ``min``.
+        self.surge: dict[Key, int] = {}
         #: The minute each target's refused change was first asked for (oldest goes first).
         self.waiting: dict[Key, int] = {}
         self.firings: dict[int, list[Firing]] = {}
@@ -190,9 +193,17 @@ class AutoScaling:
         self.min[key] = value
         self._enforce(sim, t, key)
 
+    def set_surge(self, key: Key, level: int) -> None:
+        """Hold ``key``'s minimum at ``level`` (0: no longer) while a surge lasts; the
+        target keeps the larger of it and its own minimum."""
+        if level:
+            self.surge[key] = level
+        else:
+            self.surge.pop(key, None)
+
     def _enforce(self, sim: SimulatedTable, t: int, key: Key) -> bool:
         current = sim.current(key)
-        wanted = min(max(current, self.min[key]), self.max[key])
+        wanted = min(max(current, self.min[key], self.surge.get(key, 0)), self.max[key])
         if wanted != current:
             self._update(sim, t, key, wanted)
             return True
@@ -219,6 +230,8 @@ class AutoScaling:
             pending = d.pending
             current = d.provisioned if pending is None else pending
             lo, hi = self.min[key], self.max[key]
+            if self.surge and self.surge.get(key, 0) > lo:
+                lo = self.surge[key]
             wanted = current if current >= lo else lo  # min(max(current, lo), hi)
             wanted = hi if hi < wanted else wanted
             if wanted != current:
@@ -269,6 +282,10 @@ class ThrottleAware:
         autopilot: bool = False,
         causes: bool = True,
     ) -> None:
+        #: The fast path's signals function, when the model has one (``fast_path_seconds``).
+        self.fast = FastPath(params) if params.fast_path_seconds is not None else None
+        #: The minute of the tick under way.
+        self._now = 0
         self.tick = tick
         self.causes = causes
         self.params = params
@@ -334,6 +351,8 @@ class ThrottleAware:
             self._tick(sim, t)
         if self.stock is not None:
             self.stock.act(sim, t)
+        if self.fast is not None:
+            self.fast.act(sim, t, self.target, self.stock.set_surge if self.stock else None)
 
     def _learn(self, sim: SimulatedTable, t: int) -> None:
         """Add every 5-minute step CloudWatch has delivered: the average consumption of its
@@ -370,6 +389,7 @@ class ThrottleAware:
                 self.plans.pop(d.key, None)
 
     def _tick(self, sim: SimulatedTable, t: int) -> None:
+        self._now = t
         if self.autopilot:
             self._learn(sim, t)
         if sim.busy(None, t):
@@ -419,6 +439,9 @@ class ThrottleAware:
         d, stock = sim.dims[key], self.stock
         ledger = sim.ledgers[index]
         held: tuple[Any, ...] = (d.provisioned, ledger, d.last_increase)
+        floor = self.fast.floor(key, self._now) if self.fast is not None else 0
+        if floor:
+            held += (floor,)
         if stock is not None:
             held += (stock.min[key], stock.max[key], self.base_min.get(key))
         cached = self._dims.get(key)
@@ -435,6 +458,8 @@ class ThrottleAware:
                 True,
             )
             lo, hi = self.base_min.get(key, stock.min[key]), stock.max[key]
+        if floor > lo:  # a surge holds: the tick neither lowers nor caps it (holds.lift)
+            lo, hi = floor, max(hi, floor)
         limits = Limits(lo, hi, self.target)
         made = Dimension(
             SIMULATED_TABLE, index, dim, d.provisioned, ledger, d.last_increase, limits, target

@@ -1,0 +1,241 @@
+"""The fast path's rule (``core.surge.surge_level``) and the simulator's fast path: a change
+that lands inside a minute, surges that only the library's policies make, sized from the
+reports (and the share they tell while throttled), never for key-range throttles, held
+for a few minutes under a scalable target, and the ensemble's spread."""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ddb_capacity_runtime.core.surge import (
+    DEFAULT_SURGE_MINUTES,
+    MIN_SEEN_SHARE,
+    Combined,
+    surge_level,
+)
+from ddb_capacity_tools.cli import main
+from ddb_capacity_tools.simulator import ModelError, ModelParams, Prices, parse, scenario
+from ddb_capacity_tools.simulator.ensemble import settings_of
+from ddb_capacity_tools.simulator.model import SimulatedTable
+from ddb_capacity_tools.simulator.policies import ThrottleAware
+from ddb_capacity_tools.simulator.run import build, run_policy
+from ddb_capacity_tools.simulator.scenarios import START
+from ddb_capacity_tools.simulator.trace import Trace
+
+WRITE = (None, "write")
+
+
+def _step(before: float, after: float, at: int = 30, minutes: int = 90) -> Trace:
+    """Writes at ``before`` units/s, then ``after`` from minute ``at`` on."""
+    demand = [before] * at + [after] * (minutes - at)
+    return Trace("step", START, {WRITE: demand})
+
+
+def _run(policy: str, trace: Trace, **model: object) -> tuple[float, float]:
+    params = ModelParams(warmup_minutes=30, **model).validate()  # type: ignore[arg-type]
+    (r,) = run_policy(parse(policy), trace, params, Prices())
+    return r.throttled_requests, r.cost_usd
+
+
+# ---------------------------------------------------------------- the rule
+
+
+def test_no_surge_below_the_provisioned_capacity_and_one_at_it() -> None:
+    assert surge_level(Combined(demand=999.0), 1000, 0.7, 40_000) is None
+    assert surge_level(Combined(demand=1000.0), 1000, 0.7, 40_000) == math.ceil(1000 / 0.7)
+    assert surge_level(Combined(demand=2800.0), 1000, 0.7, 40_000) == 4000
+
+
+def test_key_range_throttles_alone_never_make_a_surge() -> None:
+    hot = Combined(demand=500.0, throttled=0.0, key_range=5_000.0, consumed=500.0)
+    assert surge_level(hot, 1000, 0.7, 40_000) is None
+
+
+def test_provisioned_throttles_make_a_surge_sized_by_the_share_they_tell() -> None:
+    # half the traffic reports: at 1,000 provisioned (all served, bucket empty) the
+    # reports consumed 500 and were refused 700 more: the demand is 2,400
+    seen = Combined(demand=1200.0, throttled=700.0, consumed=500.0)
+    assert surge_level(seen, 1000, 0.7, 40_000) == math.ceil(2400 / 0.7)
+    # told the share, the same
+    assert surge_level(seen, 1000, 0.7, 40_000, share=0.5) == math.ceil(2400 / 0.7)
+
+
+def test_a_share_seen_very_low_counts_as_the_least_one() -> None:
+    # the reports consumed 50 of the 1,000 served: a share of 0.05, taken as 0.1
+    low = Combined(demand=500.0, throttled=450.0, consumed=50.0)
+    assert surge_level(low, 1000, 1.0, 40_000) == math.ceil(500 / MIN_SEEN_SHARE)
+
+
+def test_the_cap_and_the_maximum_bound_a_surge() -> None:
+    huge = Combined(demand=1e9)
+    assert surge_level(huge, 1000, 0.7, 40_000) == 40_000
+    assert surge_level(huge, 1000, 0.7, 40_000, cap=500) == 1500
+    assert surge_level(huge, 40_000, 0.7, 40_000) is None  # at the maximum already
+
+
+@pytest.mark.parametrize("share", [0.0, -0.5, 1.5, math.nan])
+def test_a_share_out_of_range_is_refused(share: float) -> None:
+    with pytest.raises(ValueError, match="share: got"):
+        surge_level(Combined(demand=1.0), 1, 0.7, 10, share=share)
+
+
+@given(
+    demand=st.floats(0, 1e7),
+    throttled=st.floats(0, 1e6),
+    consumed=st.floats(0, 1e7),
+    key_range=st.floats(0, 1e7),
+    provisioned=st.integers(1, 40_000),
+    target=st.floats(0.2, 0.9),
+    cap=st.none() | st.integers(1, 100_000),
+)
+def test_a_surge_only_ever_raises_within_its_bounds(
+    demand: float,
+    throttled: float,
+    consumed: float,
+    key_range: float,
+    provisioned: int,
+    target: float,
+    cap: int | None,
+) -> None:
+    seen = Combined(demand, throttled, key_range, 1, consumed)
+    level = surge_level(seen, provisioned, target, 40_000, cap=cap)
+    if level is not None:
+        assert provisioned < level <= 40_000
+        assert cap is None or level <= provisioned + cap
+    without_key_range = replace(seen, key_range=0.0)
+    assert surge_level(without_key_range, provisioned, target, 40_000, cap=cap) == level
+
+
+# ---------------------------------------------------------------- the model
+
+
+def test_a_change_sent_inside_a_minute_lands_as_far_into_its_minute() -> None:
+    trace = _step(100.0, 100.0, minutes=10)
+    params = ModelParams(warmup_minutes=0, burst_seconds=0, update_minutes=1)
+    sim = SimulatedTable(trace, params, {WRITE: 50})
+    sim.begin_minute(0)
+    assert sim.update_table(0, None, {"write": 100}, second=20) == "applied"
+    sim.end_minute(0)
+    assert sim.busy(None, 1)  # UPDATING until 20 s into minute 1
+    sim.begin_minute(1)
+    assert sim.dims[WRITE].provisioned == 50
+    sim.end_minute(1)
+    d = sim.dims[WRITE]
+    assert d.provisioned == 100
+    # minute 1: 20 s at 50 (50 refused a second), 40 s at 100
+    assert d.served[1] == pytest.approx((50 * 20 + 100 * 40) / 60)
+    assert d.throttled[1] == pytest.approx(50 * 20 / 60)
+    assert d.provisioned_at[1] == 100
+    assert not sim.busy(None, 2)
+
+
+def test_the_bucket_carries_over_inside_a_minute() -> None:
+    trace = _step(200.0, 200.0, minutes=3)
+    params = ModelParams(warmup_minutes=0, burst_seconds=300, update_minutes=0)
+    sim = SimulatedTable(trace, params, {WRITE: 100})
+    sim.dims[WRITE].bucket = 1_000.0  # 10 s of the 100 missing
+    sim.begin_minute(0)
+    sim.update_table(0, None, {"write": 200}, second=30)
+    sim.end_minute(0)
+    # 30 s at 100: 10 s from the bucket, 20 s refused; then 30 s at 200
+    assert sim.dims[WRITE].throttled[0] == pytest.approx(100 * 20 / 60)
+    assert sim.dims[WRITE].provisioned == 200
+
+
+def test_fast_path_params_are_checked_by_name() -> None:
+    with pytest.raises(ModelError, match="fast_path_seconds: got 0"):
+        ModelParams(fast_path_seconds=0).validate()
+    with pytest.raises(ModelError, match="fast_path_share: got 1.5"):
+        ModelParams(fast_path_share=1.5).validate()
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["simulate", "--scenario", "spike", "--fast-path-seconds", "0"], out=out, err=err)
+    assert code == 2
+    assert "--fast-path-seconds: got 0; expected a whole number from 1 to 600" in err.getvalue()
+
+
+# ---------------------------------------------------------------- the policies
+
+
+def test_the_fast_path_catches_a_jump_the_scaler_reacts_to_minutes_late() -> None:
+    trace = _step(1_000.0, 4_000.0)
+    slow = _run("autopilot+stock:70", trace)
+    fast = _run("autopilot+stock:70", trace, fast_path_seconds=20)
+    assert slow[0] > 0
+    assert fast[0] == 0  # the bucket (166 s at 1,429) outlasts 20 s + a 1-minute update
+    assert fast[1] <= slow[1] * 1.05
+
+
+def test_a_report_a_minute_late_lands_a_minute_later() -> None:
+    trace = _step(1_000.0, 4_000.0)
+    params = dict(burst_seconds=30)
+    refused = [
+        _run("throttle-aware", trace, fast_path_seconds=s, **params)[0] for s in (10, 50, 70)
+    ]
+    assert refused[0] < refused[1] < refused[2]
+
+
+def test_stock_policies_ignore_the_fast_path() -> None:
+    trace = _step(1_000.0, 2_800.0)
+    assert _run("stock:70", trace) == _run("stock:70", trace, fast_path_seconds=5)
+
+
+def test_a_share_that_reports_sees_less_and_the_throttles_tell_the_rest() -> None:
+    # 1,429 provisioned, then 2,400 asked: half the traffic shows 1,200, below it, until
+    # the bucket (60 s) runs dry and the throttles show the rest
+    trace = _step(1_000.0, 2_400.0)
+    full = _run("throttle-aware", trace, fast_path_seconds=20, burst_seconds=60)
+    half = _run(
+        "throttle-aware", trace, fast_path_seconds=20, fast_path_share=0.5, burst_seconds=60
+    )
+    slow = _run("throttle-aware", trace, burst_seconds=60)
+    assert full[0] == 0 < half[0] < slow[0]
+
+
+def test_a_surge_holds_the_targets_minimum_then_ends_by_itself() -> None:
+    trace = _step(1_000.0, 2_800.0, minutes=120)
+    params = ModelParams(warmup_minutes=30, fast_path_seconds=20).validate()
+    policy = build(parse("autopilot+stock:70"), trace, params, Prices(), None, 5)
+    assert isinstance(policy, ThrottleAware) and policy.fast is not None
+    sim = SimulatedTable(trace, params, policy.initial(trace, params))
+    floors = {}
+    for t in range(-30, trace.minutes):
+        sim.begin_minute(t)
+        policy.act(sim, t)
+        sim.end_minute(t)
+        assert policy.stock is not None
+        floors[t] = policy.stock.surge.get(WRITE, 0)
+    assert floors[29] == 0
+    assert floors[30] == 4000  # the jump's own minute, 20 s in: 2,800 at 70 %
+    assert policy.fast.surges >= 1
+    held = [t for t, f in floors.items() if f]
+    assert held[0] == 30 and held[-1] < 30 + DEFAULT_SURGE_MINUTES + 10
+    assert sim.dims[WRITE].provisioned_at[sim.offset + 31] >= 4000
+
+
+def test_no_surge_for_a_hot_key() -> None:
+    trace = scenario("hot-key")
+    slow = run_policy(parse("autopilot"), trace, ModelParams().validate(), Prices())
+    fast = run_policy(
+        parse("autopilot"), trace, ModelParams(fast_path_seconds=20).validate(), Prices()
+    )
+    assert sum(r.throttled_by_cause["key_range"] for r in slow) > 0
+    assert [r.cost_usd for r in fast] == [r.cost_usd for r in slow]
+
+
+# ---------------------------------------------------------------- the ensemble
+
+
+def test_the_ensemble_spreads_the_delay_and_the_share_only_when_the_fast_path_is_on() -> None:
+    on = settings_of("plausible", ModelParams(fast_path_seconds=20, fast_path_share=1.0))
+    assert min(p.fast_path_seconds or 0 for p in on) == 5
+    assert max(p.fast_path_seconds or 0 for p in on) == 30
+    assert {p.fast_path_share for p in on} == {0.5, 0.75, 1.0}
+    off = settings_of("plausible", ModelParams())
+    assert {p.fast_path_seconds for p in off} == {None}
+    assert {p.fast_path_share for p in off} == {1.0}
