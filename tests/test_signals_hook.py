@@ -22,7 +22,7 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ParamValidationError
 
 from ddb_capacity_runtime import signals
 from ddb_capacity_runtime.core.surge import (
@@ -43,7 +43,6 @@ from ddb_capacity_runtime.signals import (
 from examples.local_aws import REGION
 
 ACCOUNT = "123456789012"
-KEYS = {"test": "test"}
 
 
 class Capture:
@@ -250,6 +249,9 @@ def test_the_caller_gets_the_same_exceptions(moto_endpoint: str, table: str) -> 
     watcher = watch(hooked, send=Capture(), interval=1)
     want = errors_of(plain, table)
     got = errors_of(hooked, table)
+    for client in (plain, hooked):  # a wrong value stays wrong: botocore refuses it
+        with pytest.raises(ParamValidationError, match="ReturnConsumedCapacity"):
+            client.get_item(TableName=table, Key={"pk": {"S": "a"}}, ReturnConsumedCapacity=None)
     watcher.stop()
     assert [w[0].__name__ for w in want] == [
         "ResourceNotFoundException",

@@ -578,7 +578,8 @@ class Watcher:
                 return
             if isinstance(context.get(_CONTEXT_KEY), _Call):  # another watcher noted it
                 return
-            asked = params.get("ReturnConsumedCapacity") not in (None, "NONE")
+            # NONE asks for nothing; any other value, even a wrong one, is the caller's
+            asked = params.get("ReturnConsumedCapacity", "NONE") != "NONE"
             tables = request_tables(operation, params)
             context[_CONTEXT_KEY] = _Call(operation, tables, added=not asked, owner=self)
             if not asked:
