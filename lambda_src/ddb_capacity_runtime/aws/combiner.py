@@ -110,38 +110,46 @@ def record(
         except ClientError as exc:
             if _code(exc) not in ("ConditionalCheckFailedException", "ValidationException"):
                 raise
-        # Why: no map yet, a map that is not one, or a full one; read it and see.
-        item = dynamodb.get_item(TableName=store, Key=dict(key), ConsistentRead=True).get("Item")
-        reports = (item or {}).get("reports")
-        if reports is None:
-            made = _write(
-                dynamodb,
-                store,
-                key,
-                "SET #r = :m",
-                "attribute_not_exists(#r)",
-                {":m": {"M": {process: entry}}},
-                {**NAMES},
-                all_new=True,
-            )
-            if made is not None:
-                return entries(made, now)
-        elif not isinstance(reports, Mapping) or "M" not in reports:
-            _write(
-                dynamodb,
-                store,
-                key,
-                "SET #r = :m",
-                "NOT attribute_type(#r, :map)",
-                {":m": {"M": {}}, ":map": {"S": "M"}},
-                {**NAMES},
-            )
-        else:
-            found = entries(item or {}, now)
-            if found.full and process not in found.rates:
-                if not forget(dynamodb, store, key, found):
-                    return None
+        mended = _mend(dynamodb, store, key, process, entry, now)
+        if mended is not True:
+            return mended or None
     return None
+
+
+def _mend(
+    dynamodb: DynamoDBClient,
+    store: str,
+    key: Mapping[str, Any],
+    process: str,
+    entry: Mapping[str, Any],
+    now: float,
+) -> Entries | bool:
+    """After a refused write of ``process``'s ``entry``, read the item and see why: no map
+    yet (make it with the entry: its entries), a map that is not one (reset it: True, try
+    again), a full one (forget its stale entries: True; none to forget: False), or none of
+    these any more (True)."""
+    item = dynamodb.get_item(TableName=store, Key=dict(key), ConsistentRead=True).get("Item")
+    reports = (item or {}).get("reports")
+    if reports is None:
+        made = _write(
+            dynamodb,
+            store,
+            key,
+            "SET #r = :m",
+            "attribute_not_exists(#r)",
+            {":m": {"M": {process: entry}}},
+            NAMES,
+            all_new=True,
+        )
+        return True if made is None else entries(made, now)
+    if not isinstance(reports, Mapping) or "M" not in reports:
+        values = {":m": {"M": {}}, ":map": {"S": "M"}}
+        _write(dynamodb, store, key, "SET #r = :m", "NOT attribute_type(#r, :map)", values, NAMES)
+        return True
+    found = entries(item or {}, now)
+    if found.full and process not in found.rates:
+        return forget(dynamodb, store, key, found) > 0
+    return True
 
 
 def forget(dynamodb: DynamoDBClient, store: str, key: Mapping[str, Any], found: Entries) -> int:
