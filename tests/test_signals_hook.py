@@ -314,7 +314,7 @@ def test_a_failing_send_is_counted_and_never_reaches_the_caller(
         raise ConnectionError("the signals function is unreachable")
 
     client = ddb(moto_endpoint)
-    watcher = watch(client, send=broken, interval=1)
+    watcher = watch(client, send=broken, interval=60)
     for i in range(3):
         client.put_item(TableName=table, Item=item(str(i)))
     watcher.flush()
@@ -622,7 +622,7 @@ def test_a_report_carries_at_most_the_contracts_dimensions() -> None:
     inject(client, lambda _op, _b: (200, {"ConsumedCapacity": {"TableName": "t1", "CapacityUnits": 31.0,
                                                                "GlobalSecondaryIndexes": gsis}}))  # fmt: skip
     capture = Capture()
-    with watch(client, send=capture, interval=1) as watcher:
+    with watch(client, send=capture, interval=60) as watcher:
         client.put_item(TableName="t1", Item=item("a"))
         client.get_item(TableName="t1", Key={"pk": {"S": "a"}})
     assert [len(r.dims) for r in capture.reports] == [MAX_DIMENSIONS]
@@ -738,7 +738,7 @@ def test_reports_go_to_the_signals_function_as_asynchronous_invocations(
         aws_access_key_id="test", aws_secret_access_key="test", region_name=REGION
     )  # noqa: S106
     try:
-        with watch(session, interval=1) as watcher:
+        with watch(session, interval=60) as watcher:
             session.client("dynamodb", endpoint_url=moto_endpoint).put_item(
                 TableName=table, Item=item("a")
             )
