@@ -30,7 +30,12 @@ from ddb_capacity_runtime.requests import restore_expired
 from ddb_capacity_runtime.requests.broker import BrokerConfig, BrokerConfigError
 from ddb_capacity_runtime.requests.holds import Hold
 from ddb_capacity_runtime.requests.store import HoldLimits, HoldStore
-from ddb_capacity_runtime.requests.surge import SURGE_HOLD, SurgeSettings, take_report
+from ddb_capacity_runtime.requests.surge import (
+    SURGE_HOLD,
+    SurgeSettings,
+    signals_handler,
+    take_report,
+)
 from examples.local_aws import create_store_table
 from tests.moto_world import World
 
@@ -516,6 +521,35 @@ def test_every_state_store_call_is_one_the_signals_role_may_make(world: World) -
 
 
 # ------------------------------------------------------------------ settings
+
+
+def test_the_entry_point_reads_its_configuration_from_the_environment(
+    aws_client: Any, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the function's environment as the construct writes it (store in moto too)
+    world = World(aws_client)
+    try:
+        for key, value in aws_env.items():
+            monkeypatch.setenv(key, value)
+        name = a_table(world, "Entry")
+        monkeypatch.setenv("CAPACITY_HOLDS_TABLE", world.store.name)
+        monkeypatch.setenv("CAPACITY_SCOPES", json.dumps([{"table": name}]))
+        monkeypatch.setenv("CAPACITY_MAX_UNITS", "5000")
+        monkeypatch.setenv("CAPACITY_SURGE_CAP", "50")
+        # WHEN a report arrives, THEN the surge obeys the configured cap
+        (row,) = signals_handler(report(name, write(300)), None)["dimensions"]
+        assert (row["status"], row["to"]) == ("applied", 150)
+        assert world.target_min(name, "write") == 150
+        # a broken configuration fails the invocation (alarmed), naming the variable
+        monkeypatch.setenv("CAPACITY_SURGE_SHARE", "2")
+        with pytest.raises(BrokerConfigError, match="share: got 2.0"):
+            signals_handler(report(name, write(300)), None)
+        monkeypatch.delenv("CAPACITY_SURGE_SHARE")
+        monkeypatch.delenv("CAPACITY_SCOPES")
+        with pytest.raises(BrokerConfigError, match="CAPACITY_SCOPES: got ''"):
+            signals_handler(report(name, write(300)), None)
+    finally:
+        world.close()
 
 
 def test_settings_round_trip_through_the_environment() -> None:
