@@ -23,6 +23,8 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 from botocore.exceptions import ClientError, ParamValidationError
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ddb_capacity_runtime import signals
 from ddb_capacity_runtime.core.surge import (
@@ -895,3 +897,66 @@ def test_the_hook_reads_the_variable_the_construct_sets() -> None:
     from ddb_capacity_runtime.requests import surge
 
     assert SIGNALS_ENV == surge.SIGNALS_ENV == "CAPACITY_SIGNALS"
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+capacities = st.fixed_dictionaries({"CapacityUnits": st.integers(0, 400).map(lambda n: n / 2)})
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    garbage=st.dictionaries(
+        st.sampled_from(
+            [
+                "TableName",
+                "ConsumedCapacity",
+                "RequestItems",
+                "TransactItems",
+                "Error",
+                "ThrottlingReasons",
+                "throttlingReasons",
+                "GlobalSecondaryIndexes",
+                "Table",
+                "LocalSecondaryIndexes",
+                "CapacityUnits",
+                "ReadCapacityUnits",
+            ]
+        ),
+        json_values,
+    ),
+    operation=st.sampled_from(sorted(signals.OPERATIONS)),
+)
+def test_odd_answers_and_arguments_never_raise(garbage: dict[str, Any], operation: str) -> None:
+    signals.request_tables(operation, garbage)
+    signals.consumed(garbage, "read")
+    signals.throttled({**garbage, "Error": {"Code": PTEE}}, operation, ["t"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    gsis=st.dictionaries(st.text(min_size=3, max_size=8), capacities, max_size=5),
+    table=st.integers(0, 400).map(lambda n: n / 2),
+)
+def test_the_table_and_its_gsis_add_up_to_the_answers_total(
+    gsis: dict[str, dict[str, float]], table: float
+) -> None:
+    total = table + sum(g["CapacityUnits"] for g in gsis.values())
+    entry = {"TableName": "t", "CapacityUnits": total, "GlobalSecondaryIndexes": gsis}
+    units = signals.consumed(entry, "write")
+    assert sum(units.values()) == pytest.approx(total)
+    assert units[(None, "write")] == pytest.approx(table)
+    assert {i for i, _ in units if i is not None} == set(gsis)
+    # the same answer without a total: the table's own part, and its LSIs'
+    no_total = {
+        "Table": {"CapacityUnits": table / 2},
+        "LocalSecondaryIndexes": {"l": {"CapacityUnits": table / 2}},
+    }
+    assert signals.consumed({**no_total, "GlobalSecondaryIndexes": gsis}, "write")[
+        (None, "write")
+    ] == pytest.approx(table)
