@@ -412,6 +412,18 @@ def test_a_limit_that_leaves_no_room_fails_one_dimension_and_not_the_other(
     assert (counted(out, "SurgesFailed"), counted(out, "SurgesApplied")) == (1, 1)
 
 
+def test_a_served_index_the_table_lacks_fails_naming_it(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = a_table(world, "NoIndex")
+    event = report(name, write(200, index="gone"), write(200))
+    rows = send(world, event, served(name, indexes=("gone",)))["dimensions"]
+    assert [r["status"] for r in rows] == ["failed", "applied"]
+    assert rows[0]["reason"] == f"index: table {name} has no index 'gone'"
+    out = capsys.readouterr().out
+    assert (counted(out, "SurgesFailed"), counted(out, "SurgesApplied")) == (1, 1)
+
+
 def _table(status: str = "ACTIVE") -> dict[str, Any]:
     return {
         "Table": {

@@ -187,6 +187,8 @@ def _dimension(
     if row.get("status") == "applied":
         count("SurgesApplied")
         log_event("surge-applied", **row)
+    elif row.get("status") == "renewed":
+        log_event("surge-renewed", **row)
     elif row.get("status") == "failed":
         count("SurgesFailed")
         log_event("surge-failed", level=logging.ERROR, **row)
@@ -231,7 +233,10 @@ def _surge(
     raw = tables.describe(ctx.clients.dynamodb, table)
     if raw.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
         return {**where, "status": "none", **seen}  # on demand: nothing to raise
-    provisioned = int(throughput_of(raw, d.index)[UNITS[d.dimension]])
+    try:
+        provisioned = int(throughput_of(raw, d.index)[UNITS[d.dimension]])
+    except KeyError:
+        raise CapacityRequestError(f"index: table {table} has no index {shown(d.index)}") from None
     if surge_level(combined, provisioned, 1.0, _UNBOUNDED, settings.share, settings.cap) is None:
         return {**where, "status": "none", **seen}  # not due, whatever the target and limits
     try:
