@@ -53,7 +53,8 @@ from ddb_capacity_runtime.requests.store import (
     MAX_UNITS_ENV,
     STORE_ENV,
 )
-from ddb_capacity_runtime.requests.surge import SIGNALS_ENV, SurgeSettings
+from ddb_capacity_runtime.requests.surge import SurgeSettings
+from ddb_capacity_runtime.signals import SIGNALS_ENV
 
 from .compliance import acknowledge, skip_checkov
 from .runtime import (

@@ -564,6 +564,48 @@ def test_the_entry_point_reads_its_configuration_from_the_environment(
         world.close()
 
 
+def test_the_client_hook_reports_through_lambda_and_the_table_is_raised(
+    aws_client: Any, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """End to end: a process's DynamoDB client watched by the client hook, whose reports go
+    as asynchronous invocations over HTTP to the signals function (the local Lambda
+    stand-in runs it), which raises the table's minimum."""
+    from ddb_capacity_runtime import signals
+    from examples import local_aws
+    from tests.local_lambda import local_lambda
+
+    world = World(aws_client)
+    try:
+        for key, value in aws_env.items():
+            monkeypatch.setenv(key, value)
+        # GIVEN a table at 1 write unit under a target, served by the signals function
+        name = a_table(world, "Hooked", write_min=1, write_max=1_000)
+        monkeypatch.setenv("CAPACITY_HOLDS_TABLE", world.store.name)
+        monkeypatch.setenv("CAPACITY_SCOPES", json.dumps([{"table": name}]))
+        received: list[Any] = []
+
+        def function(event: Any, context: Any) -> Any:
+            received.append(event)
+            return signals_handler(event, context)
+
+        with local_lambda({"capacity-signals": function}) as url:
+            monkeypatch.setenv("AWS_ENDPOINT_URL_LAMBDA", url)
+            ddb = local_aws.client(aws_env["AWS_ENDPOINT_URL"], "dynamodb")
+            # WHEN a watched process writes 40 items at once
+            watcher = signals.watch(ddb, function="capacity-signals", interval=1)
+            for i in range(40):
+                ddb.put_item(TableName=name, Item={"pk": {"S": f"k{i}"}})
+            watcher.flush()
+            watcher.stop()
+        # THEN its report arrived, and the minimum went up within the call
+        assert watcher.failed_sends == 0 and received
+        assert received[0]["table"] == name and received[0]["dims"][0]["units"] == 40
+        assert world.target_min(name, "write") > 1
+        assert world.throughput(name)[1] == world.target_min(name, "write")
+    finally:
+        world.close()
+
+
 def test_settings_round_trip_through_the_environment() -> None:
     settings = SurgeSettings(share=0.5, surge_minutes=10, cap=2_000)
     assert SurgeSettings.from_env(settings.to_env()) == settings

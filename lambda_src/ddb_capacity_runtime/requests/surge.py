@@ -57,7 +57,6 @@ from .store import HeldDimension, HoldLimits, HoldStore, Lease, open_store
 
 __all__ = [
     "SHARE_ENV",
-    "SIGNALS_ENV",
     "SURGE_CAP_ENV",
     "SURGE_HOLD",
     "SURGE_MINUTES_ENV",
@@ -66,9 +65,6 @@ __all__ = [
     "take_report",
 ]
 
-#: The variable that names the signals function for the processes that report (set by
-#: ``CapacityRequests.grant_signals``).
-SIGNALS_ENV = "CAPACITY_SIGNALS"
 #: The signals function's settings (``CapacityRequests``' ``FastPath``).
 SHARE_ENV = "CAPACITY_SURGE_SHARE"
 SURGE_MINUTES_ENV = "CAPACITY_SURGE_MINUTES"
