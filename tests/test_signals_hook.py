@@ -893,12 +893,6 @@ def test_two_watchers_on_one_client_never_count_a_request_twice(
     assert second.totals()[(table, None, "write")]["requests"] == 1
 
 
-def test_the_hook_reads_the_variable_the_construct_sets() -> None:
-    from ddb_capacity_runtime.requests import surge
-
-    assert SIGNALS_ENV == surge.SIGNALS_ENV == "CAPACITY_SIGNALS"
-
-
 json_values = st.recursive(
     st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=8),
     lambda inner: (

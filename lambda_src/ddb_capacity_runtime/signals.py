@@ -94,11 +94,9 @@ from .core.surge import (
     DimensionReport,
     Report,
 )
+from .core.surge import SIGNALS_ENV as SIGNALS_ENV
 from .workers.pacing import MAX_REASONS, reasons_cause, throttle_cause
 
-#: The signals function's name, set on functions granted the fast path; the default of
-#: :func:`watch`'s ``function``.
-SIGNALS_ENV = "CAPACITY_SIGNALS"
 #: The shortest and longest wait between two rounds of reports, in seconds.
 MIN_INTERVAL = 1.0
 MAX_INTERVAL = 60.0
@@ -419,10 +417,6 @@ class Ledger:
 # --- sending ------------------------------------------------------------------------------
 
 
-def _asynchronous(params: dict[str, Any], **_: Any) -> None:
-    params["InvocationType"] = "Event"
-
-
 class LambdaSender:
     """Sends a report to the signals function as an asynchronous invocation (``Event``:
     Lambda queues it and answers at once). The Lambda client is made from ``session``;
@@ -441,17 +435,14 @@ class LambdaSender:
         config = Config(
             connect_timeout=2, read_timeout=5, retries={"total_max_attempts": 2, "mode": "standard"}
         )
-        client = self._session.client("lambda", config=config)
-        # aws.invoke sends RequestResponse: this client's invocations are queued instead
-        client.meta.events.register("before-parameter-build.lambda.Invoke", _asynchronous)
-        return client
+        return self._session.client("lambda", config=config)
 
     def __call__(self, payload: dict[str, Any]) -> None:
         with self._lock:
             if self._client is None:
                 self._client = self._make()
             client = self._client
-        invoke(client, self.function, payload)  # raises InvokeError on a refusal
+        invoke(client, self.function, payload, asynchronous=True)  # InvokeError on a refusal
 
     def after_fork(self) -> None:
         self._lock = threading.Lock()

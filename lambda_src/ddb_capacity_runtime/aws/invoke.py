@@ -1,7 +1,8 @@
-"""Runs in: workers (the user's own jobs), restorer Lambda, workstation (``ddb-capacity
---broker``).
+"""Runs in: workers (the user's own jobs and processes), restorer Lambda, workstation
+(``ddb-capacity --broker``).
 
-Invoking a Lambda function synchronously: what the broker's client and the restorer send.
+Invoking a Lambda function: synchronously, what the broker's client and the restorer send;
+asynchronously, the fast path's reports.
 """
 
 from __future__ import annotations
@@ -29,15 +30,18 @@ def lambda_client() -> Any:
     )
 
 
-def invoke(client: Any, name: str, payload: Mapping[str, Any]) -> tuple[bytes, bool]:
+def invoke(
+    client: Any, name: str, payload: Mapping[str, Any], *, asynchronous: bool = False
+) -> tuple[bytes, bool]:
     """Invoke the function ``name`` with ``payload`` (as JSON) and wait for its answer;
-    returns the answer's body and whether the function failed. Raises InvokeError."""
+    returns the answer's body and whether the function failed. ``asynchronous``: Lambda
+    queues the invocation and answers at once (an empty body). Raises InvokeError."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         response = client.invoke(
             FunctionName=name,
-            InvocationType="RequestResponse",
+            InvocationType="Event" if asynchronous else "RequestResponse",
             Payload=json.dumps(payload).encode(),
         )
         body: bytes = response["Payload"].read()

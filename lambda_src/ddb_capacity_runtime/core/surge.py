@@ -23,6 +23,9 @@ from typing import Any
 
 from .names import DIMENSIONS, TABLE_QUOTA, scope_label
 
+#: The environment variable that names the signals function, for the client hook (set on a
+#: function by ``CapacityRequests.grant_signals``).
+SIGNALS_ENV = "CAPACITY_SIGNALS"
 #: The version of the report's shape this code writes and reads.
 REPORT_VERSION = 1
 #: Throttle causes a report counts: ``provisioned`` (ProvisionedThroughputExceeded with a
@@ -153,7 +156,8 @@ def parse_report(raw: object, now: float) -> Report:
     at ``now`` (seconds since the epoch); a :class:`ReportError` otherwise."""
     if not isinstance(raw, Mapping):
         raise ReportError(f"report: got {_shown(raw)}; expected a JSON object")
-    if raw.get("v") != REPORT_VERSION:
+    version = raw.get("v")
+    if type(version) is not int or version != REPORT_VERSION:
         raise ReportError(f"v: got {_shown(raw.get('v'))}; expected {REPORT_VERSION}")
     table = _name(raw, "table", MAX_TABLE_CHARS)
     process = _name(raw, "process", MAX_PROCESS_CHARS)
@@ -195,7 +199,7 @@ def parse_report(raw: object, now: float) -> Report:
         report = DimensionReport(index, dimension, units, requests, throttles)
         if report.sort_key in seen:
             raise ReportError(
-                f"{where}: {report.sort_key} appears twice; expected each dimension once"
+                f"dims[{i}]: {report.sort_key} appears twice; expected each dimension once"
             )
         seen.add(report.sort_key)
         dims.append(report)
