@@ -118,7 +118,13 @@ class FastPath:
     :param surge_cap: the most units a surge may add over what a dimension had when it
         started (a whole number from 1 to the construct's ``max_units``), so that a
         process that lies can cost at most that. Default: None, no cap beyond the
-        construct's ``max_units`` and the scalable target's max.
+        construct's ``max_units`` and the scalable target's max (without a target, the
+        table's ``ddb-capacity:max`` tag, or 1,000). What a lie costs: the units it adds,
+        for ``surge_for`` after the last lying report, plus up to ``restore_every`` until
+        the restore, plus the time auto scaling then takes to scale in (about 15
+        minutes): with the defaults, a target whose max is 40,000 write units, about
+        40,000 x $0.00065 x 25 / 60 = $10.83 for one lie in us-east-1, $26 an hour while
+        it goes on; with ``surge_cap=1_000``, $0.27 and $0.65.
     :param concurrency: the signals function's reserved concurrency: how many reports it
         takes at once (the others wait in Lambda's queue, a minute at most). Default: 10.
         None: unreserved.
