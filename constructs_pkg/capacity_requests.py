@@ -43,7 +43,7 @@ from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import TABLE_QUOTA, TARGET_TAG
-from ddb_capacity_runtime.core.surge import DEFAULT_SURGE_MINUTES
+from ddb_capacity_runtime.core.surge import DEFAULT_SURGE_MINUTES, SIGNALS_ENV
 from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.holds import MAX_HOLD_MINUTES, shown
@@ -54,7 +54,6 @@ from ddb_capacity_runtime.requests.store import (
     STORE_ENV,
 )
 from ddb_capacity_runtime.requests.surge import SurgeSettings
-from ddb_capacity_runtime.signals import SIGNALS_ENV
 
 from .compliance import acknowledge, skip_checkov
 from .runtime import (

@@ -143,9 +143,25 @@ def test_a_report_below_provisioned_changes_nothing(world: World) -> None:
 def test_provisioned_throughput_throttles_raise_even_below_provisioned(world: World) -> None:
     name = a_table(world, "Throttled")
     send(world, report(name, write(20, throttles={"provisioned": 30})), served(name))
-    # the rule: at least one unit over provisioned
-    assert world.target_min(name, "write") == 101
-    assert world.throughput(name) == (50, 101)
+    # the rule: 23 units/s of demand, seen as a fifth of the traffic (20 of the 100
+    # provisioned consumed), so 115 / 0.7
+    assert world.target_min(name, "write") == 165
+    assert world.throughput(name) == (50, 165)
+
+
+def test_while_throttled_the_reports_consumption_tells_the_share_that_reports(
+    world: World,
+) -> None:
+    # GIVEN a table at 100, throttled, whose one reporting process consumes 20 units/s
+    name = a_table(world, "Seen")
+    send(world, report(name, write(20, throttles={"provisioned": 100})), served(name))
+    # THEN its consumption, kept by the combiner, says it makes a fifth of the traffic:
+    # its demand of 30 units/s is taken as 150, and the surge is 150 / 0.7
+    assert world.target_min(name, "write") == 215
+    item = world.store_ddb.get_item(
+        TableName=world.store.name, Key=combiner.combiner_key(name, "table:write")
+    )["Item"]
+    assert combiner.entries(item, time.time()).rates["p1"].consumed == 20
 
 
 def test_key_range_throttles_alone_never_raise(world: World) -> None:

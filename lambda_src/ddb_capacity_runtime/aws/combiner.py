@@ -52,7 +52,9 @@ MAX_DEMAND = MAX_UNITS_PER_SECOND + 400 * MAX_REQUESTS_PER_SECOND
 MAX_AHEAD_SECONDS = CLOCK_SKEW_SECONDS + 5
 #: Attribute names in expressions.
 NAMES = {"#r": "reports"}
-_FIELDS = {"demand": "d", "throttled": "t", "key_range": "k", "at": "at"}
+_FIELDS = {"demand": "d", "throttled": "t", "key_range": "k", "at": "at", "consumed": "c"}
+#: Fields an entry may lack (an entry written before they were kept): read as 0.
+_OPTIONAL = {"consumed"}
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,8 @@ def _rates(fields: Mapping[str, Any] | None) -> Rates | None:
     read = {}
     for name, short in _FIELDS.items():
         text = _raw_number(fields, short)
+        if text is None and name in _OPTIONAL and short not in fields:
+            text = "0"
         try:
             value = float(text) if text is not None else math.nan
         except ValueError:
@@ -222,10 +226,11 @@ def _rates(fields: Mapping[str, Any] | None) -> Rates | None:
         "demand": MAX_DEMAND,
         "throttled": MAX_REQUESTS_PER_SECOND,
         "key_range": MAX_REQUESTS_PER_SECOND,
+        "consumed": MAX_UNITS_PER_SECOND,
     }
     if not all(0 <= read[name] <= high for name, high in bounds.items()) or read["at"] < 0:
         return None
-    return Rates(read["demand"], read["throttled"], read["key_range"], read["at"])
+    return Rates(read["demand"], read["throttled"], read["key_range"], read["at"], read["consumed"])
 
 
 def _raw_number(fields: Mapping[str, Any] | None, name: str) -> str | None:
