@@ -5,6 +5,7 @@ UpdateTable, a table that is UPDATING)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -23,6 +24,7 @@ from ddb_capacity_runtime.core.surge import (
     FRESH_SECONDS,
     MAX_UNITS_PER_SECOND,
     DimensionReport,
+    Rates,
     Report,
     combine,
 )
@@ -374,6 +376,17 @@ def test_a_full_combiner_refuses_new_processes_until_entries_go_stale(
     event = report(name, write(500), process="newcomer", sent=later())
     (row,) = send(world, event, served(name), clock=later)["dimensions"]
     assert row["status"] == "applied"
+
+
+def test_every_field_of_a_processs_rates_survives_the_combiner(world: World) -> None:
+    """A field the report's contract adds to Rates is kept by the combiner too."""
+    now = time.time()
+    values = {f.name: 1.25 + i for i, f in enumerate(dataclasses.fields(Rates))}
+    mine = Rates(**{**values, "at": round(now, 3)})
+    key = combiner.combiner_key(world.name("Fields"), "table:write")
+    assert world.store.table("none") == []
+    found = combiner.record(world.store_ddb, world.store.name, key, "p1", mine, now)
+    assert found is not None and found.rates == {"p1": mine}
 
 
 def test_combiner_items_are_invisible_to_the_store_and_the_restore(world: World) -> None:
