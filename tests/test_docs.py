@@ -124,7 +124,7 @@ def test_the_docs_speak_of_the_product_only(site: Path) -> None:
     simulator's random seeds (--seed, --model-seed) are part of the product."""
     found = []
     for built in site.rglob("*.html"):
-        text = text_of(built.read_text())
+        text = re.sub(r"boto3[\s.]+Session", "boto3's", text_of(built.read_text()))  # the API's
         pattern = r"(?i)\b(issues?|sessions?|agents?)\b|\bseed\s*#?\d"
         for match in re.finditer(pattern, text):
             where = text[match.start() - 40 : match.end() + 20]
@@ -250,6 +250,35 @@ def test_capacity_requests_construct_example_synthesizes(tmp_path: Path) -> None
     (inline,) = [r for r in resources.values() if r["Type"] == "AWS::IAM::Policy"]
     (statement,) = inline["Properties"]["PolicyDocument"]["Statement"]
     assert statement["Action"] == "lambda:InvokeFunction"
+
+
+def test_fast_path_example_synthesizes(tmp_path: Path) -> None:
+    block = python_block("guides/fast-path.md", "FastPath(")
+    run_block(block, tmp_path)
+    resources = template(tmp_path, "Orders")["Resources"]
+    handlers = sorted(
+        r["Properties"]["Handler"]
+        for r in resources.values()
+        if r["Type"] == "AWS::Lambda::Function"
+    )
+    assert handlers == [
+        "ddb_capacity_runtime.requests.broker.broker_handler",
+        "ddb_capacity_runtime.requests.restorer.restorer_handler",
+        "ddb_capacity_runtime.requests.surge.signals_handler",
+    ]
+    # the worker's grant: invoking the signals function, and nothing else
+    (inline,) = [r for r in resources.values() if r["Type"] == "AWS::IAM::Policy"]
+    (statement,) = inline["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "lambda:InvokeFunction"
+    (signals,) = [
+        k
+        for k, r in resources.items()
+        if r["Type"] == "AWS::Lambda::Function"
+        and r["Properties"]["Handler"].endswith("signals_handler")
+    ]
+    resource = statement["Resource"]
+    arns = resource if isinstance(resource, list) else [resource]
+    assert {a["Fn::GetAtt"][0] for a in arns} == {signals}
 
 
 def test_capacity_request_example_runs_against_moto(

@@ -44,13 +44,15 @@ longer window is scaled down to 60 s at the same rate.
 
 Cost, per table and per process, with the us-east-1 prices: each report is one
 asynchronous Lambda invocation ($0.20 per million requests: $0.000000200), the signals
-function's run at 128 MB for about 50 ms (0.00625 GB-s at $0.0000166667: $0.000000104),
-and about 2 on-demand write request units on the state store ($0.625 per million:
-$0.00000125), so about $0.00000155 a report. At the most, one report every ``interval``
-seconds: 17,280 a day at 5 s, $0.027 a day ($0.81 a month). Typically, while busy at a
-steady rate, one keepalive every 30 s: 2,880 a day, $0.0045 a day ($0.13 a month). A
-quiet table costs nothing. 100 processes each busy on 10 tables: $4.50 a day typically,
-$27 at the most.
+function's run at 256 MB for about 50 ms (0.0125 GB-s at $0.0000166667: $0.000000208),
+and one on-demand write per dimension reported on the state store's combiner item, of
+one write request unit per KB of the item ($0.625 per million): about 1 unit with a few
+processes reporting on a dimension, 8 with 100. A report on a table's read and write,
+with a few processes: about $0.0000016. At the most, one report every ``interval``
+seconds (17,280 a day at 5 s) costs $0.028 a day ($0.84 a month); typically, while busy
+at a steady rate, one keepalive every 30 s (2,880 a day) costs $0.0046 a day ($0.14 a
+month). A quiet table costs nothing. With 100 processes on the same table, a report costs
+about $0.0000104: $0.030 a day each at the keepalive rate, $3.00 a day for all 100.
 
 The process id is ``<label>-<pid>-<random>`` (label: the host name unless ``process``
 is given), at most 64 characters. After ``os.fork`` the child starts afresh: its own id,
