@@ -28,10 +28,12 @@ from .names import DIMENSIONS, TABLE_QUOTA, scope_label
 SIGNALS_ENV = "CAPACITY_SIGNALS"
 #: The version of the report's shape this code writes and reads.
 REPORT_VERSION = 1
-#: Throttle causes a report counts: ``provisioned`` (ProvisionedThroughputExceeded with a
-#: provisioned-throughput reason, or none given), ``key_range`` (a hot partition: more
-#: capacity cannot help) and ``other`` (account limits, on-demand maximum, anything else).
-CAUSES = ("provisioned", "key_range", "other")
+#: Throttle causes a report counts, per attempt: ``provisioned`` (a provisioned-throughput
+#: reason), ``key_range`` (a hot partition: more capacity cannot help), ``other`` (account
+#: limits, on-demand maximum, anything else) and ``unknown`` (a
+#: ProvisionedThroughputExceeded that gives no reason: an SDK too old to read DynamoDB's
+#: ``ThrottlingReasons``, or an endpoint that sends none).
+CAUSES = ("provisioned", "key_range", "other", "unknown")
 #: The most dimensions one report may carry: the table's and 20 GSIs', read and write.
 MAX_DIMENSIONS = 42
 #: The longest and shortest window a report may sum over, in seconds.
@@ -68,13 +70,17 @@ class ReportError(ValueError):
 @dataclass(frozen=True)
 class DimensionReport:
     """What one process saw of one dimension over a report's window: consumed capacity
-    units, requests answered, and throttled attempts by cause (:data:`CAUSES`)."""
+    units, requests answered, throttled attempts by cause (:data:`CAUSES`), and
+    ``failed``: the requests whose last attempt was throttled for provisioned throughput
+    (or for no reason given), so never served (a request throttled and then served is in
+    ``units`` already)."""
 
     index: str | None
     dimension: str
     units: float
     requests: int
     throttles: Mapping[str, int] = field(default_factory=dict)
+    failed: int = 0
 
     @property
     def sort_key(self) -> str:
@@ -108,6 +114,7 @@ class Report:
                     "units": round(d.units, 3),
                     "requests": d.requests,
                     "throttles": {c: n for c, n in d.throttles.items() if n},
+                    **({"failed": d.failed} if d.failed else {}),
                 }
                 for d in self.dims
             ],
@@ -196,7 +203,8 @@ def parse_report(raw: object, now: float) -> Report:
             c: _whole(throttles_raw, c, MAX_REQUESTS_PER_SECOND * seconds, f"{where}throttles.")
             for c in CAUSES
         }
-        report = DimensionReport(index, dimension, units, requests, throttles)
+        failed = _whole(d, "failed", MAX_REQUESTS_PER_SECOND * seconds, where)
+        report = DimensionReport(index, dimension, units, requests, throttles, failed)
         if report.sort_key in seen:
             raise ReportError(
                 f"dims[{i}]: {report.sort_key} appears twice; expected each dimension once"
@@ -208,26 +216,33 @@ def parse_report(raw: object, now: float) -> Report:
 
 @dataclass(frozen=True)
 class Rates:
-    """One process's view of one dimension as the combiner keeps it, per second:
-    the demand it estimates (consumed units, plus its provisioned-throughput throttled
-    attempts at its average units per request), its provisioned-throughput throttles and
-    its key-range ones; ``at``: when it was sent; ``consumed``: the units it consumed."""
+    """One process's view of one dimension as the combiner keeps it, per second: the
+    demand it estimates (consumed units, plus its failed requests at its average units
+    per request: retried attempts are not demand twice), its throttled attempts for
+    provisioned throughput, its key-range ones; ``at``: when it was sent; ``consumed``:
+    the units it consumed; ``unknown``: its throttled attempts of no known cause."""
 
     demand: float
     throttled: float
     key_range: float
     at: float
     consumed: float = 0.0
+    unknown: float = 0.0
 
 
 def rates(d: DimensionReport, seconds: float, at: float) -> Rates:
     """What one dimension of one report adds to its dimension's sum."""
     per_request = d.units / d.requests if d.requests else 1.0
     per_request = min(max(per_request, 0.5), 400.0)  # a 400 KB item's write is 400 units
-    throttled = d.throttles.get("provisioned", 0)
-    demand = (d.units + throttled * per_request) / seconds
-    key_range = d.throttles.get("key_range", 0) / seconds
-    return Rates(demand, throttled / seconds, key_range, at, d.units / seconds)
+    demand = (d.units + d.failed * per_request) / seconds
+    return Rates(
+        demand,
+        d.throttles.get("provisioned", 0) / seconds,
+        d.throttles.get("key_range", 0) / seconds,
+        at,
+        d.units / seconds,
+        d.throttles.get("unknown", 0) / seconds,
+    )
 
 
 @dataclass(frozen=True)
@@ -241,12 +256,13 @@ class Combined:
     key_range: float = 0.0
     processes: int = 0
     consumed: float = 0.0
+    unknown: float = 0.0
 
 
 def combine(reports: Iterable[Rates], now: float, fresh: float = FRESH_SECONDS) -> Combined:
     """The sum of the reports sent within ``fresh`` seconds before ``now`` (one per
     process: its last)."""
-    demand = throttled = key_range = consumed = 0.0
+    demand = throttled = key_range = consumed = unknown = 0.0
     n = 0
     for r in reports:
         if now - fresh <= r.at <= now + CLOCK_SKEW_SECONDS:
@@ -254,8 +270,9 @@ def combine(reports: Iterable[Rates], now: float, fresh: float = FRESH_SECONDS) 
             throttled += r.throttled
             key_range += r.key_range
             consumed += r.consumed
+            unknown += r.unknown
             n += 1
-    return Combined(demand, throttled, key_range, n, consumed)
+    return Combined(demand, throttled, key_range, n, consumed, unknown)
 
 
 def surge_level(
@@ -265,35 +282,47 @@ def surge_level(
     max_capacity: int,
     share: float = 1.0,
     cap: int | None = None,
+    held: int = 0,
+    base: int | None = None,
 ) -> int | None:
-    """The capacity a surge raises a dimension to, or None when none is due.
+    """The level a dimension's surge holds, or None when none is due.
 
     ``combined`` is what the reporting processes saw, ``share`` the part of the traffic
-    they make as configured (their demand is scaled up by 1 / ``share``). A surge is due
-    when the estimated demand reaches :data:`SURGE_AT` x ``provisioned`` (the burst
-    bucket is draining), or when provisioned-throughput throttles appear; key-range
-    throttles never make one due, nor count towards its size.
+    they make as configured (their demand is scaled up by 1 / ``share``). ``held`` is the
+    level of the dimension's active surge (0: none), ``base`` the capacity it had before
+    (by default ``provisioned``): what it falls back to when the surge ends.
 
-    While throttled, a dimension serves about what is provisioned (its bucket is empty),
-    so the reports' own consumption against it tells the share of the traffic that
-    reports, whatever ``share`` says: the demand is then taken as at least
-    ``provisioned`` x their demand / their consumption (a share seen below
-    :data:`MIN_SEEN_SHARE` counts as that).
+    A surge is due when the estimated demand reaches :data:`SURGE_AT` x ``base`` (the
+    burst bucket is draining, or would be again without the surge), or when throttles for
+    provisioned throughput, or of no known cause, appear. Key-range throttles never make
+    one due, nor count towards its size.
 
-    Its size brings the demand to ``target_utilization``, at least one unit over
-    ``provisioned``, and never over ``max_capacity`` (the construct's limit) or ``cap``
-    (the surge cap: the most units a surge may add over ``provisioned``)."""
+    While throttled for provisioned throughput, a dimension serves about what is
+    provisioned (its bucket is empty), so the reports' own consumption against it tells
+    the share of the traffic that reports, whatever ``share`` says: the demand is then
+    taken as at least ``provisioned`` x their demand / their consumption (a share seen
+    below :data:`MIN_SEEN_SHARE` counts as that). Throttles of no known cause make a surge
+    due, but never size one so (they may be a hot key's).
+
+    The level brings the demand to ``target_utilization``; a first surge adds at least a
+    unit over ``provisioned``; it is never over ``max_capacity`` (the construct's limit)
+    or ``base`` + ``cap`` (the surge cap), and never below ``held``: a due surge whose
+    level is ``held`` is renewed, not raised."""
     if not 0 < share <= 1:
         raise ValueError(f"share: got {share!r}; expected a number over 0, at most 1")
+    base = provisioned if base is None else base
     demand = combined.demand / share
-    if demand < SURGE_AT * provisioned and combined.throttled <= 0:
+    if demand < SURGE_AT * base and combined.throttled <= 0 and combined.unknown <= 0:
         return None
     if combined.throttled > 0 and combined.consumed > 0 and provisioned > 0:
         seen = max(MIN_SEEN_SHARE, min(1.0, combined.consumed / provisioned))
         demand = max(demand, combined.demand / seen)
     want = math.ceil(demand / target_utilization - 1e-9)
-    want = max(want, provisioned + 1)
+    if not held:
+        want = max(want, provisioned + 1)
     if cap is not None:
-        want = min(want, provisioned + cap)
+        want = min(want, base + cap)
     want = min(want, max_capacity)
+    if held:
+        return max(want, held)
     return want if want > provisioned else None
