@@ -198,7 +198,8 @@ def test_a_share_that_reports_sees_less_and_the_throttles_tell_the_rest() -> Non
 
 
 def test_a_surge_holds_the_targets_minimum_then_ends_by_itself() -> None:
-    trace = _step(1_000.0, 2_800.0, minutes=120)
+    burst = [1_000.0] * 30 + [2_800.0] * 20 + [1_000.0] * 70  # minutes 30 to 49
+    trace = Trace("burst", START, {WRITE: burst})
     params = ModelParams(warmup_minutes=30, fast_path_seconds=20).validate()
     policy = build(parse("autopilot+stock:70"), trace, params, Prices(), None, 5)
     assert isinstance(policy, ThrottleAware) and policy.fast is not None
@@ -214,8 +215,27 @@ def test_a_surge_holds_the_targets_minimum_then_ends_by_itself() -> None:
     assert floors[30] == 4000  # the jump's own minute, 20 s in: 2,800 at 70 %
     assert policy.fast.surges >= 1
     held = [t for t, f in floors.items() if f]
-    assert held[0] == 30 and held[-1] < 30 + DEFAULT_SURGE_MINUTES + 10
+    # renewed while the demand would drain the 1,429 it falls back to (to minute 49),
+    # then it expires 5 minutes later and ends at the next restore (every 5 minutes)
+    assert held == list(range(30, 50 + DEFAULT_SURGE_MINUTES))
     assert sim.dims[WRITE].provisioned_at[sim.offset + 31] >= 4000
+
+
+def test_a_held_surge_is_renewed_at_its_level_and_raised_only_for_more() -> None:
+    demand = [1_000.0] * 30 + [2_800.0] * 10 + [2_000.0] * 10 + [4_000.0] * 10 + [1_000.0] * 30
+    trace = Trace("steps", START, {WRITE: demand})
+    params = ModelParams(warmup_minutes=30, fast_path_seconds=20).validate()
+    policy = build(parse("autopilot+stock:70"), trace, params, Prices(), None, 5)
+    assert isinstance(policy, ThrottleAware) and policy.fast is not None
+    sim = SimulatedTable(trace, params, policy.initial(trace, params))
+    levels = {}
+    for t in range(-30, trace.minutes):
+        sim.begin_minute(t)
+        policy.act(sim, t)
+        sim.end_minute(t)
+        levels[t] = policy.fast.floor(WRITE, t)
+    assert {levels[t] for t in range(30, 50)} == {4000}  # 2,000 renews it, never lowers it
+    assert levels[50] == math.ceil(4000 / 0.7)
 
 
 def test_no_surge_for_a_hot_key() -> None:

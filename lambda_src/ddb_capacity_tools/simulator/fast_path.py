@@ -20,8 +20,13 @@ What the model assumes (``ModelParams.fast_path_seconds`` S and ``fast_path_shar
 - under a scalable target, the surge raises the target's minimum as a hold, which auto
   scaling then keeps (``AutoScaling.surge``); without one, it is an UpdateTable, and the
   scaler's tick does not lower the dimension below it while it holds;
-- a surge holds for :data:`~ddb_capacity_runtime.core.surge.DEFAULT_SURGE_MINUTES`
-  minutes after the last minute that called for it, then ends by itself.
+- a surge is renewed while its dimension's demand would drain the capacity it falls
+  back to (or throttles), and raised further only when the reports ask for more than it
+  holds; it expires :data:`~ddb_capacity_runtime.core.surge.DEFAULT_SURGE_MINUTES`
+  minutes after the last minute that called for it, and ends at the next restore
+  (every :data:`RESTORE_MINUTES`, the restorer's default);
+- a dimension being updated (UPDATING) starts no surge: the signals function counts it
+  and the next report tries again.
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ from ddb_capacity_runtime.core.surge import DEFAULT_SURGE_MINUTES, Combined, sur
 
 from .model import ModelParams, SimulatedTable
 from .trace import Key
+
+#: How often the restorer ends expired holds (``CapacityRequests``' default).
+RESTORE_MINUTES = 5
 
 
 class FastPath:
@@ -44,7 +52,9 @@ class FastPath:
         self.share = params.fast_path_share
         self.surge_minutes = surge_minutes
         self.max_capacity = params.max_capacity
-        self.holds: dict[Key, tuple[int, int]] = {}
+        #: Per dimension, its surge: the level held, the first minute it no longer holds,
+        #: and the capacity it falls back to.
+        self.holds: dict[Key, tuple[int, int, int]] = {}
         #: Surges sent (each raise, or each raise of a held level).
         self.surges = 0
 
@@ -52,6 +62,11 @@ class FastPath:
         """The level ``key``'s surge holds at minute ``t`` (0: none)."""
         held = self.holds.get(key)
         return held[0] if held is not None and t < held[1] else 0
+
+    def _ends(self, t: int) -> int:
+        """The minute a surge renewed at ``t`` ends: the first restore after it expires."""
+        expires = t + self.surge_minutes
+        return -(-expires // RESTORE_MINUTES) * RESTORE_MINUTES
 
     def seen(self, sim: SimulatedTable, key: Key, m: int) -> Combined | None:
         """What the reports tell of ``key``'s minute ``m``, ``self.second`` seconds into
@@ -76,7 +91,8 @@ class FastPath:
             )
         fixable = wanted - key_range
         seconds = float(self.second)
-        short = max(0.0, (fixable - d.provisioned) * seconds - d.bucket) / seconds
+        bucket = min(d.bucket, sim.params.burst * d.provisioned)
+        short = max(0.0, (fixable - d.provisioned) * seconds - bucket) / seconds
         served = fixable - short
         return Combined(share * fixable, share * short, share * key_range, 1, share * served)
 
@@ -90,7 +106,7 @@ class FastPath:
         """Minute ``t``: end the surges that ran out, then raise every dimension the
         reports call for. ``raise_floor`` (a scalable target's): keeps the raised level as
         the target's minimum while the surge holds."""
-        for key, (_, until) in list(self.holds.items()):
+        for key, (_, until, _) in list(self.holds.items()):
             if until <= t:
                 del self.holds[key]
                 if raise_floor is not None:
@@ -100,15 +116,19 @@ class FastPath:
             combined = self.seen(sim, key, t - self.delay)
             if combined is None:
                 continue
-            current = sim.current(key)
-            level = surge_level(combined, current, target, self.max_capacity)
+            current, held = sim.current(key), self.floor(key, t)
+            if not held and sim.busy(key[0], t):
+                continue  # UPDATING: no surge starts
+            base = self.holds[key][2] if held else current
+            level = surge_level(combined, current, target, self.max_capacity, held=held, base=base)
             if level is None:
                 continue
-            level = max(level, self.floor(key, t))
-            self.holds[key] = (level, t + self.surge_minutes)
-            if raise_floor is not None:
-                raise_floor(key, level)
-            raises.setdefault(key[0], {})[key[1]] = level
+            self.holds[key] = (level, self._ends(t), base)
+            if level > held:
+                if raise_floor is not None:
+                    raise_floor(key, level)
+                if level > current:
+                    raises.setdefault(key[0], {})[key[1]] = level
         for index, values in raises.items():
             if sim.update_table(t, index, values, second=self.second) == "applied":
                 self.surges += 1
