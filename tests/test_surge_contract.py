@@ -56,6 +56,7 @@ def reports(draw: st.DrawFn) -> Report:
             draw(thousandths(0, MAX_UNITS_PER_SECOND * seconds)),
             draw(st.integers(0, most)),
             {c: draw(st.integers(0, most)) for c in CAUSES},
+            draw(st.integers(0, most)),
         )
         for index, dimension in chosen
     )
@@ -89,8 +90,22 @@ def test_as_json_rounds_to_thousandths_and_leaves_out_causes_never_met() -> None
         ],
     }  # fmt: skip
     parsed = parse_report(raw, NOW)
-    assert parsed.dims[0].throttles == {"provisioned": 0, "key_range": 2, "other": 0}
+    assert parsed.dims[0].throttles == {c: 2 if c == "key_range" else 0 for c in CAUSES}
+    assert parsed.dims[0].failed == 0
     assert parsed.dims[0].sort_key == "index/by-g:read"
+
+
+def test_failed_requests_are_written_only_when_some_failed_and_read_back() -> None:
+    # GIVEN a dimension with 2 requests never served, and one with none
+    failed = DimensionReport(None, "write", 4.0, 4, {"unknown": 3}, failed=2)
+    served = DimensionReport("by-g", "write", 4.0, 4, {})
+    raw = Report("orders", "host-1-ab", 5.0, NOW, (failed, served)).as_json()
+    # THEN only the first carries the field, and both read back as they were
+    assert raw["dims"][0]["failed"] == 2 and raw["dims"][0]["throttles"] == {"unknown": 3}
+    assert "failed" not in raw["dims"][1]
+    parsed = parse_report(json.loads(json.dumps(raw)), NOW)
+    assert [d.failed for d in parsed.dims] == [2, 0]
+    assert parsed.dims[0].throttles["unknown"] == 3
 
 
 def good() -> dict[str, Any]:
@@ -164,6 +179,12 @@ BAD: list[tuple[tuple[Any, ...], Any, str]] = [
         (("dims", 0, "throttles", "key_range"), bad, "dims[0].throttles.key_range")
         for bad in [-1, 2.5, True, None, "1", NAN]
     ),
+    *(
+        (("dims", 0, "throttles", "unknown"), bad, "dims[0].throttles.unknown")
+        for bad in [-1, 2.5, True, None, "1", NAN]
+    ),
+    *((("dims", 0, "failed"), bad, "dims[0].failed") for bad in [-1, 2.5, True, None, "1", NAN]),
+    (("dims", 0, "failed"), int(MAX_REQUESTS_PER_SECOND * 10) + 1, "dims[0].failed"),
 ]
 
 
@@ -231,8 +252,9 @@ def test_the_bounds_themselves_are_accepted() -> None:
     raw["dims"][0].update(
         units=MAX_UNITS_PER_SECOND * MAX_WINDOW_SECONDS,
         requests=int(MAX_REQUESTS_PER_SECOND * MAX_WINDOW_SECONDS),
+        failed=int(MAX_REQUESTS_PER_SECOND * MAX_WINDOW_SECONDS),
     )
     assert parse_report(raw, NOW).seconds == MAX_WINDOW_SECONDS
     raw.update(seconds=MIN_WINDOW_SECONDS, sent=NOW + CLOCK_SKEW_SECONDS)
-    raw["dims"][0].update(units=0, requests=0, throttles={})
+    raw["dims"][0].update(units=0, requests=0, throttles={}, failed=0)
     assert parse_report(raw, NOW).sent == NOW + CLOCK_SKEW_SECONDS
