@@ -116,18 +116,21 @@ class FastPath:
             combined = self.seen(sim, key, t - self.delay)
             if combined is None:
                 continue
-            current, held = sim.current(key), self.floor(key, t)
+            # the capacity in force, as DescribeTable shows it (an update in flight is not)
+            provisioned, held = sim.dims[key].provisioned, self.floor(key, t)
             if not held and sim.busy(key[0], t):
                 continue  # UPDATING: no surge starts
-            base = self.holds[key][2] if held else current
-            level = surge_level(combined, current, target, self.max_capacity, held=held, base=base)
+            base = self.holds[key][2] if held else provisioned
+            level = surge_level(
+                combined, provisioned, target, self.max_capacity, held=held, base=base
+            )
             if level is None:
                 continue
             self.holds[key] = (level, self._ends(t), base)
             if level > held:
                 if raise_floor is not None:
                     raise_floor(key, level)
-                if level > current:
+                if level > sim.current(key):
                     raises.setdefault(key[0], {})[key[1]] = level
         for index, values in raises.items():
             if sim.update_table(t, index, values, second=self.second) == "applied":
