@@ -7,6 +7,7 @@ against the contract (``core.surge.parse_report``)."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import threading
@@ -34,6 +35,7 @@ from ddb_capacity_runtime.core.surge import (
     Report,
     parse_report,
 )
+from ddb_capacity_runtime.events import event_fields
 from ddb_capacity_runtime.signals import (
     KEEPALIVE_SECONDS,
     MAX_TABLES,
@@ -60,15 +62,17 @@ class Capture:
             self.reports.append(report)
 
     def totals(self) -> dict[tuple[str, str | None, str], dict[str, Any]]:
-        """Units, requests and throttles by cause, summed per (table, index, dimension)."""
+        """Units, requests, throttles by cause and failed requests, summed per (table, index,
+        dimension)."""
         out: dict[tuple[str, str | None, str], dict[str, Any]] = defaultdict(
-            lambda: {"units": 0.0, "requests": 0, "throttles": defaultdict(int)}
+            lambda: {"units": 0.0, "requests": 0, "throttles": defaultdict(int), "failed": 0}
         )
         for r in self.reports:
             for d in r.dims:
                 row = out[(r.table, d.index, d.dimension)]
                 row["units"] += d.units
                 row["requests"] += d.requests
+                row["failed"] += d.failed
                 for cause, n in d.throttles.items():
                     row["throttles"][cause] += n
         return {
@@ -516,7 +520,7 @@ PTEE = "ProvisionedThroughputExceededException"
 @pytest.mark.parametrize(
     ("code", "reasons", "where", "cause"),
     [
-        (PTEE, None, None, "provisioned"),
+        (PTEE, None, None, "unknown"),
         (
             PTEE,
             [{"reason": "TableWriteProvisionedThroughputExceeded", "resource": "T"}],
@@ -592,6 +596,8 @@ def test_every_throttled_attempt_counts_with_its_cause(
     assert totals[(table, where, "write")]["throttles"] == {cause: injected}
     answered = int(want[0] == {})
     assert totals.get((table, None, "write"), {}).get("requests", 0) == answered
+    # AND the request never served counts once as failed, when capacity could serve it
+    assert totals[(table, where, "write")]["failed"] == int(cause in ("provisioned", "unknown"))
 
 
 def test_the_memory_is_bounded_and_drops_are_counted() -> None:
@@ -829,6 +835,7 @@ def test_wrong_arguments_are_refused_clearly(monkeypatch: pytest.MonkeyPatch) ->
         (lambda: watch(client, tables=[""], send=print), ValueError, "tables: got ''"),
         (lambda: watch(client, send=print, process="x" * 41), ValueError, "process: got 'xxxx"),
         (lambda: watch(client, send="print"), TypeError, "send: got 'print'"),
+        (lambda: watch(client, send=print, account="12"), ValueError, "account: got '12'; expected a 12-digit"),
     ]  # fmt: skip
     for call, kind, message in cases:
         with pytest.raises(kind) as caught:
@@ -954,3 +961,263 @@ def test_the_table_and_its_gsis_add_up_to_the_answers_total(
     assert signals.consumed({**no_total, "GlobalSecondaryIndexes": gsis}, "write")[
         (None, "write")
     ] == pytest.approx(table)
+
+
+# --- where a throttle counts, and what is not counted ------------------------------------------
+
+
+def once() -> Any:
+    """A client that never reaches a network and never retries: every answer is injected."""
+    return offline(retries={"mode": "standard", "total_max_attempts": 1})
+
+
+def test_a_throttle_without_reasons_on_a_gsi_read_counts_on_that_gsi() -> None:
+    # GIVEN a table whose Query and Scan are throttled with no reason given, except the
+    # first Query of its LSI, answered
+    answered: set[str] = set()
+
+    def bodies(_op: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        index = body.get("IndexName")
+        if index == "by-l" and index not in answered:
+            answered.add(index)
+            cc = {"TableName": "t", "CapacityUnits": 1.0, "Table": {"CapacityUnits": 0.0},
+                  "LocalSecondaryIndexes": {"by-l": {"CapacityUnits": 1.0}}}  # fmt: skip
+            return 200, {"Items": [], "Count": 0, "ScannedCount": 0, "ConsumedCapacity": cc}
+        return throttle(PTEE, None)
+
+    client = once()
+    inject(client, bodies)
+    capture = Capture()
+    with watch(client, send=capture, interval=60):
+        client.query(TableName="t", IndexName="by-l", KeyConditionExpression="pk = :p",
+                     ExpressionAttributeValues={":p": {"S": "a"}})  # fmt: skip
+        for kwargs in ({"IndexName": "by-g"}, {"IndexName": "by-l"},
+                       {"IndexName": "by-c", "ConsistentRead": True}, {}):  # fmt: skip
+            with pytest.raises(ClientError, match=PTEE):
+                client.scan(TableName="t", **kwargs)
+    # THEN the GSI's read counts its throttle; the LSI's and a consistent read's count on
+    # the table (a GSI is never read consistently), as does the table's own
+    totals = capture.totals()
+    assert totals[("t", "by-g", "read")] == {
+        "units": 0.0, "requests": 0, "throttles": {"unknown": 1}, "failed": 1}  # fmt: skip
+    assert totals[("t", None, "read")]["throttles"] == {"unknown": 3}
+    assert totals[("t", None, "read")]["failed"] == 3
+    assert set(totals) == {("t", "by-g", "read"), ("t", None, "read")}
+
+
+def test_requests_to_another_region_are_neither_counted_nor_changed(
+    moto_endpoint: str,
+) -> None:
+    # GIVEN one watched session, and a client of it in its region and one in another
+    session = boto3.Session(
+        aws_access_key_id="test", aws_secret_access_key="test", region_name=REGION
+    )  # noqa: S106
+    capture = Capture()
+    watcher = watch(session, send=capture, interval=60)
+    here = session.client("dynamodb", endpoint_url=moto_endpoint)
+    there = session.client("dynamodb", endpoint_url=moto_endpoint, region_name="eu-west-1")
+    bodies: list[bytes] = []
+    there.meta.events.register(
+        "before-send.dynamodb", lambda request, **_: bodies.append(request.body)
+    )
+    mine, theirs = make_table(here), make_table(there)
+    # WHEN each writes and reads its own region's table
+    for client, t in ((here, mine), (there, theirs)):
+        client.put_item(TableName=t, Item=item("a"))
+        client.get_item(TableName=t, Key={"pk": {"S": "a"}})
+    watcher.stop()
+    # THEN only the reporting region's table is reported, the other's requests untouched
+    assert watcher.region == REGION
+    assert {r.table for r in capture.reports} == {mine}
+    assert capture.totals()[(mine, None, "write")]["requests"] == 1
+    assert bodies and not any(b"ReturnConsumedCapacity" in b for b in bodies)
+    assert watcher.errors == 0
+
+
+def test_a_table_arn_of_another_account_or_region_is_not_counted() -> None:
+    # GIVEN a watched client of the reporting account, answering any write
+    sent: list[dict[str, Any]] = []
+
+    def bodies(_op: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        sent.append(body)
+        name = body["TableName"]
+        return 200, {"ConsumedCapacity": {"TableName": name, "CapacityUnits": 1.0}}
+
+    client = once()
+    inject(client, bodies)
+    capture = Capture()
+    other_account = f"arn:aws:dynamodb:{REGION}:999999999999:table/orders"
+    other_region = f"arn:aws:dynamodb:eu-west-1:{ACCOUNT}:table/orders"
+    with watch(client, send=capture, interval=60, account=ACCOUNT) as watcher:
+        for name in (other_account, other_region, index_arn("orders"), "orders"):
+            client.put_item(TableName=name, Item=item("a"))
+    # THEN the account's own table counts twice (by ARN and by name), the others never,
+    # and their requests go as the caller made them
+    assert capture.totals() == {
+        ("orders", None, "write"): {"units": 2.0, "requests": 2, "throttles": {}, "failed": 0}
+    }
+    assert [b.get("ReturnConsumedCapacity") for b in sent] == [None, None, "INDEXES", "INDEXES"]
+    assert watcher.account == ACCOUNT
+    # AND the account defaults to the one the signals function's ARN names
+    function = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:signals"
+    by_function = watch(once(), function=function)
+    by_function.stop()
+    assert by_function.account == ACCOUNT and by_function.region == REGION
+
+
+def test_requests_on_tables_out_of_scope_are_left_as_made(moto_endpoint: str) -> None:
+    client = ddb(moto_endpoint)
+    mine, other = make_table(client), make_table(client)
+    bodies: list[dict[str, Any]] = []
+    client.meta.events.register(
+        "before-send.dynamodb", lambda request, **_: bodies.append(json.loads(request.body))
+    )
+    with watch(client, tables=[mine], send=Capture(), interval=60):
+        client.put_item(TableName=other, Item=item("a"))
+        client.put_item(TableName=mine, Item=item("a"))
+    assert [b.get("ReturnConsumedCapacity") for b in bodies] == [None, "INDEXES"]
+
+
+def cancelled_by(reasons: list[str]) -> tuple[int, dict[str, Any]]:
+    return 400, {
+        "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+        "Message": "Transaction cancelled",
+        "CancellationReasons": [{"Code": c, "Message": c} for c in reasons],
+    }
+
+
+@pytest.mark.parametrize(
+    ("reasons", "where"),
+    [
+        (["None", "ThrottlingError"], "t2"),  # one for one: the throttled item's table
+        (["ThrottlingError"], "t1"),  # unclear: the request's first table
+        (["ConditionalCheckFailed", "None"], None),  # not a throttle
+    ],
+)
+def test_a_transaction_cancelled_for_throttling_counts_as_a_throttle(
+    reasons: list[str], where: str | None
+) -> None:
+    client = once()
+    inject(client, lambda _op, _b: cancelled_by(reasons))
+    capture = Capture()
+    with watch(client, send=capture, interval=60) as watcher:
+        with pytest.raises(ClientError, match="TransactionCanceledException"):
+            client.transact_write_items(TransactItems=[
+                {"Put": {"TableName": "t1", "Item": item("a")}},
+                {"Put": {"TableName": "t2", "Item": item("b")}}])  # fmt: skip
+    expected = {} if where is None else {
+        (where, None, "write"): {"units": 0.0, "requests": 0, "throttles": {"unknown": 1}, "failed": 1}}  # fmt: skip
+    assert capture.totals() == expected
+    assert watcher.errors == 0
+
+
+# --- robustness: stopping, threads, logs, forks ------------------------------------------------
+
+
+def slow_send(capture: Capture, seconds: float) -> Callable[[dict[str, Any]], None]:
+    def send(payload: dict[str, Any]) -> None:
+        time.sleep(seconds)
+        capture(payload)
+
+    return send
+
+
+def reads(tables: int) -> Any:
+    """A client answering GetItem on any table with 1 unit, and read once per table."""
+    client = once()
+    inject(client, lambda _op, b: (200, {"ConsumedCapacity": {"TableName": b["TableName"], "CapacityUnits": 1.0}}))  # fmt: skip
+    return client
+
+
+def test_stop_is_bounded_when_no_thread_can_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    # GIVEN 10 tables to report through a send that takes 0.3 s each
+    class NoLastThread(threading.Thread):
+        def start(self) -> None:
+            if self.name == "ddb-capacity-signals-last":
+                raise RuntimeError("can't create new thread at interpreter shutdown")
+            super().start()
+
+    monkeypatch.setattr(signals.threading, "Thread", NoLastThread)
+    client = reads(10)
+    capture = Capture()
+    watcher = watch(client, send=slow_send(capture, 0.3), interval=60)
+    for t in range(10):
+        client.get_item(TableName=f"t{t}", Key={"pk": {"S": "a"}})
+    # WHEN it stops as at interpreter exit (the last reports sent on the calling thread)
+    t0 = time.monotonic()
+    watcher.stop(timeout=1.0)
+    took = time.monotonic() - t0
+    # THEN it stops sending once its time is up
+    assert took < 1.0 + 0.3 + 0.3, took
+    assert 1 <= watcher.sent < 10
+
+
+def test_a_thread_that_cannot_start_is_tried_again_and_stop_never_raises(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    refused = [0]
+
+    class OnceRefused(threading.Thread):
+        def start(self) -> None:
+            if self.name == "ddb-capacity-signals" and not refused[0]:
+                refused[0] += 1
+                raise RuntimeError("can't start new thread")
+            super().start()
+
+    monkeypatch.setattr(signals.threading, "Thread", OnceRefused)
+    client = reads(2)
+    capture = Capture()
+    watcher = watch(client, send=capture, interval=60)
+    client.get_item(TableName="t0", Key={"pk": {"S": "a"}})  # its thread cannot start
+    assert watcher.errors == 1 and refused[0] == 1
+    client.get_item(TableName="t1", Key={"pk": {"S": "a"}})  # it starts now
+    watcher.stop(timeout=5)
+    assert {r.table for r in capture.reports} == {"t0", "t1"} and watcher.errors == 1
+
+
+def test_the_first_failed_send_and_handler_error_of_each_kind_are_logged(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken_send(_payload: dict[str, Any]) -> None:
+        raise PermissionError("not authorized to perform: lambda:InvokeFunction")
+
+    caplog.set_level(logging.WARNING, logger="ddb_capacity_runtime")
+    client = reads(3)
+    watcher = watch(client, send=broken_send, interval=60)
+    for t in range(3):
+        client.get_item(TableName=f"t{t}", Key={"pk": {"S": "a"}})
+    watcher.flush()
+
+    def broken(*_: object) -> dict[Any, float]:
+        raise RuntimeError("a bug in the hook")
+
+    monkeypatch.setattr(signals, "consumed", broken)
+    for t in range(2):
+        client.get_item(TableName=f"t{t}", Key={"pk": {"S": "a"}})
+    watcher.stop()
+    logged = [(r.levelno, event_fields(r)) for r in caplog.records]
+    assert [(level, (fields or {}).get("event")) for level, fields in logged] == [
+        (logging.WARNING, "signals-send-failed"),
+        (logging.WARNING, "signals-hook-error"),
+    ]
+    sent, hook = (fields or {} for _, fields in logged)
+    assert sent["error"] == "PermissionError" and "lambda:InvokeFunction" in sent["reason"]
+    assert (hook["handler"], hook["error"]) == ("after-call", "RuntimeError")
+    # AND every one of them is counted
+    assert watcher.failed_sends >= 3 + 3 and watcher.errors == 2
+
+
+def test_after_a_fork_the_sender_makes_its_client_from_a_fresh_session() -> None:
+    session = boto3.Session(
+        aws_access_key_id="test", aws_secret_access_key="test", region_name=REGION
+    )  # noqa: S106
+    sender = signals.LambdaSender("signals", session, eager=True)
+    sender.after_fork()
+    made: list[Any] = []
+    fresh = sender.fresh_session
+    sender.fresh_session = lambda: made.append(fresh()) or made[-1]  # type: ignore[method-assign]
+    client = sender._make()  # noqa: SLF001 (what the child's first send does)
+    assert len(made) == 1 and made[0] is not session
+    assert made[0].region_name == REGION and client.meta.region_name == REGION
+    keys = made[0].get_credentials().get_frozen_credentials()
+    assert (keys.access_key, keys.secret_key) == ("test", "test")

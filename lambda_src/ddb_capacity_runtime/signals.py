@@ -2,23 +2,46 @@
 
 The client hook of the fast path: :func:`watch` hooks a boto3 session (every DynamoDB
 client it makes from then on) or one DynamoDB client, sums per table, GSI and dimension
-the capacity units the process consumes, the requests answered and the throttled attempts
-by cause (:data:`..core.surge.CAUSES`), and a background thread sends them as
-:class:`..core.surge.Report` s to the signals function, which raises capacity within
-seconds instead of waiting for CloudWatch's minutes.
+the capacity units the process consumes, the requests answered, the throttled attempts
+by cause (:data:`..core.surge.CAUSES`) and the requests that failed for want of
+capacity, and a background thread sends them as :class:`..core.surge.Report` s to the
+signals function, which raises capacity within seconds instead of waiting for
+CloudWatch's minutes.
 
-What the hook does to requests:
+Which requests it counts: only those to the reporting account's tables in the reporting
+region, the ones the signals function can raise. The region is the Lambda client's (the
+watched session's region, or the watched client's), or with ``send=`` the session's or
+client's region too; a session with no region takes the first request's. A request of a
+client in another region is not counted. The account is ``account=``, else the one the
+signals function's ARN names; a table given as an ARN of another account or region is
+not counted (with no account known, an ARN's account is not checked). With ``tables=``,
+only those tables are counted. A request not counted is left exactly as the caller made
+it.
+
+What the hook does to the requests it counts:
 
 - it asks for ``ReturnConsumedCapacity="INDEXES"`` where the caller did not ask for any
   (or asked ``NONE``), and removes ``ConsumedCapacity`` from the response the caller sees
   in that case; a caller that asked keeps its answer exactly as it was;
 - it counts each throttled attempt (``needs-retry``, which sees every attempt; botocore's
   retries included) with its cause from the error's ``ThrottlingReasons``: ``key_range``
-  for a hot partition, ``provisioned`` for provisioned throughput (and for a
-  ProvisionedThroughputExceededException that gives no reason, as moto, DynamoDB Local
-  and older endpoints answer), ``other`` for anything else (account limits, on-demand
-  maximum, RequestLimitExceeded or ThrottlingException without a reason). A reason whose
-  resource is ``.../index/NAME`` counts on that GSI, else on the table;
+  for a hot partition, ``provisioned`` for provisioned throughput, ``other`` for anything
+  else (account limits, on-demand maximum, RequestLimitExceeded or ThrottlingException
+  without a reason), and ``unknown`` for a ProvisionedThroughputExceededException that
+  gives no reason (older SDKs and endpoints, DynamoDB Local, moto): the signals function
+  lets those make a surge due, never size one. A reason whose resource is
+  ``.../index/NAME`` counts on that GSI, else on the table; a throttle that names no
+  resource counts on the GSI a Query or Scan reads (its ``IndexName``, unless the read is
+  consistent or the index answered before as an LSI), else on each table the request
+  names;
+- it counts a TransactionCanceledException whose ``CancellationReasons`` include
+  ``ThrottlingError`` as a throttled attempt of cause ``unknown`` (DynamoDB gives none)
+  on the table of each item so cancelled, when the reasons match the items one for one;
+  else once, on the first table the request names;
+- it counts a request whose last attempt was throttled for provisioned throughput or of
+  no known cause (``after-call`` with an error: botocore retries no more) once as
+  ``failed`` on each dimension so throttled: never served, its demand counts once,
+  however many attempts it made;
 - it counts consumption (``after-call``, the last attempt's answer): read for GetItem,
   Query, Scan, BatchGetItem and TransactGetItems, write for the others, unless the answer
   names ``ReadCapacityUnits`` or ``WriteCapacityUnits``. A table's own dimension gets the
@@ -26,7 +49,10 @@ What the hook does to requests:
 
 It never blocks, slows or fails the caller: the handlers only add to sums under a lock
 and swallow every error (counted in :attr:`Watcher.errors`); only the background thread
-sends, and a failed send is counted (:attr:`Watcher.failed_sends`), never raised. Memory
+sends, and a failed send is counted (:attr:`Watcher.failed_sends`), never raised. The
+first failed send, and the first handler error of each kind, are logged at WARNING
+(``signals-send-failed``, ``signals-hook-error``: a missing ``lambda:InvokeFunction``
+grant shows there). A thread that cannot start is tried again on the next request. Memory
 is bounded: at most :data:`MAX_TABLES` tables of at most
 :data:`..core.surge.MAX_DIMENSIONS` dimensions each; anything beyond is dropped and
 counted (:attr:`Watcher.dropped`); a table quiet for :data:`..core.surge.FRESH_SECONDS`
@@ -56,15 +82,25 @@ about $0.0000104: $0.030 a day each at the keepalive rate, $3.00 a day for all 1
 
 The process id is ``<label>-<pid>-<random>`` (label: the host name unless ``process``
 is given), at most 64 characters. After ``os.fork`` the child starts afresh: its own id,
-sums and counters, and its own thread when it first has something to report; the
+sums and counters, its own thread when it first has something to report, and its own
+Lambda client, from a fresh boto3 Session (same region, profile and explicit keys); the
 parent's sums stay the parent's. A child that ends with ``os._exit`` (as multiprocessing's
 do) sends its last sums only if it calls :meth:`Watcher.stop` first; a normal exit does.
 
-Limits: one request is counted by one watcher (the first that sees it), so a session
+Stopping (:meth:`Watcher.stop`, and at interpreter exit, 2 s for each watcher) is bounded:
+no report is started after its timeout, on the last thread or, at exit when no thread
+starts, on the calling one (a send under way finishes: the Lambda client gives up within
+2 s to connect and 5 s to read, twice at most). It never raises.
+
+Limits: one request is counted by one watcher (the first that counts it), so a session
 and one of its clients both watched never count twice; the PartiQL operations are not
 watched, nor a BatchWriteItem's or BatchGetItem's unprocessed items (a batch's partial
 throttle); with ``ReturnConsumedCapacity="TOTAL"`` asked by the caller, a request's GSI
-units count on the table. After :meth:`Watcher.stop`, the clients a watched session made
+units count on the table; a throttle that names no resource on a Query or Scan of an LSI
+not yet seen answering (nor read consistently) counts on an index of its name, which the
+signals function refuses as not served; a throttled transaction's GSIs are not told
+apart from its tables; a table named by plain name is taken to be the reporting
+account's. After :meth:`Watcher.stop`, the clients a watched session made
 keep inert copies of the handlers (botocore copies a session's handlers into each
 client), and every watched emitter keeps the one stateless handler that takes out the
 ``ConsumedCapacity`` the hook asked for (a request under way when it stopped needs it).
@@ -73,6 +109,7 @@ client), and every watched emitter keeps the one stateless handler that takes ou
 from __future__ import annotations
 
 import atexit
+import logging
 import math
 import os
 import secrets
@@ -97,6 +134,7 @@ from .core.surge import (
     Report,
 )
 from .core.surge import SIGNALS_ENV as SIGNALS_ENV
+from .events import log_event
 from .workers.pacing import MAX_REASONS, reasons_cause, throttle_cause
 
 #: The shortest and longest wait between two rounds of reports, in seconds.
@@ -136,7 +174,17 @@ REPORT_CAUSES: Mapping[str, str] = {
     "unknown": "other",
 }
 #: What a throttle without any reason counts as, by error code; any other code: ``other``.
-NO_REASON = {"ProvisionedThroughputExceededException": "provisioned"}
+NO_REASON = {"ProvisionedThroughputExceededException": "unknown"}
+#: The causes that make a request whose last attempt met them a failed one (never served
+#: for want of capacity): its demand counts once in the report's ``failed``.
+FAILED_CAUSES = frozenset({"provisioned", "unknown"})
+#: What a throttled transaction's attempt counts as: DynamoDB names no cause in a
+#: ``ThrottlingError`` cancellation reason.
+TRANSACTION_CAUSE = "unknown"
+#: The most distinct handler errors logged (each kind once); all of them are counted.
+MAX_LOGGED_KINDS = 32
+#: The most secondary indexes remembered as local (an LSI shares its table's capacity).
+MAX_LOCAL_INDEXES = 5_000
 
 _CONTEXT_KEY = "ddb_capacity_signals"
 _STRIP_ID = "ddb-capacity-signals-strip"
@@ -156,22 +204,59 @@ def table_name(name: object) -> str | None:
     return name
 
 
-def request_tables(operation: str, params: Mapping[str, Any]) -> tuple[str, ...]:
-    """The tables a request names, each once, in order."""
+def arn_place(name: object) -> tuple[str, str] | None:
+    """(region, account) a table's ARN names; None for a plain name (or anything else)."""
+    if not isinstance(name, str) or not name.startswith("arn:"):
+        return None
+    parts = name.split(":", 5)
+    return (parts[3], parts[4]) if len(parts) == 6 else None
+
+
+def _ours(name: object, region: str | None, account: str | None) -> bool:
+    """Whether ``name`` may be one of the reporting account's tables in ``region``: a
+    plain name is; an ARN is when it names that region and account (each when known)."""
+    place = arn_place(name)
+    if place is None:
+        return True
+    return (region is None or place[0] == region) and (account is None or place[1] == account)
+
+
+def _item_table(item: object) -> object:
+    """The ``TableName`` of one of a transaction's items (``{"Put": {...}}``)."""
+    if not isinstance(item, Mapping):
+        return None
+    parts = [part for part in item.values() if isinstance(part, Mapping)]
+    return parts[0].get("TableName") if len(parts) == 1 else None
+
+
+def transact_items(
+    params: Mapping[str, Any], region: str | None = None, account: str | None = None
+) -> tuple[str | None, ...]:
+    """The table of each of a transaction's items, by position (None: none, or not one of
+    the reporting account's tables in ``region``)."""
+    items = params.get("TransactItems")
+    if not isinstance(items, list | tuple):
+        return ()
+    names = (_item_table(item) for item in items)
+    return tuple(table_name(n) if _ours(n, region, account) else None for n in names)
+
+
+def request_tables(
+    operation: str,
+    params: Mapping[str, Any],
+    region: str | None = None,
+    account: str | None = None,
+) -> tuple[str, ...]:
+    """The tables a request names, each once, in order; a table given as an ARN of
+    another region or account than ``region`` and ``account`` (when given) is left out."""
     if operation in ("BatchGetItem", "BatchWriteItem"):
         items = params.get("RequestItems")
         names: list[object] = list(items) if isinstance(items, Mapping) else []
     elif operation in ("TransactGetItems", "TransactWriteItems"):
-        names = [
-            part.get("TableName")
-            for item in params.get("TransactItems") or ()
-            if isinstance(item, Mapping)
-            for part in item.values()
-            if isinstance(part, Mapping)
-        ]
+        return tuple(dict.fromkeys(n for n in transact_items(params, region, account) if n))
     else:
         names = [params.get("TableName")]
-    found = (table_name(n) for n in names)
+    found = (table_name(n) for n in names if _ours(n, region, account))
     return tuple(dict.fromkeys(n for n in found if n is not None))
 
 
@@ -250,18 +335,28 @@ def _reason_dimension(entry: Mapping[str, Any], dimension: str) -> str:
 
 
 def throttled(
-    parsed: Mapping[str, Any], operation: str, tables: Iterable[str]
+    parsed: Mapping[str, Any],
+    operation: str,
+    tables: Iterable[str],
+    index: str | None = None,
+    items: tuple[str | None, ...] = (),
 ) -> list[tuple[str, str | None, str, str]]:
     """The (table, index, dimension, cause) each throttled attempt counts on, from the
     error ``parsed`` as botocore parsed it; empty if it is not a throttle. With reasons
     that name their resources: once per resource and dimension, with the strongest of
-    its reasons; else once per table the request names, on the operation's dimension."""
+    its reasons; else once per table the request names, on the operation's dimension (on
+    ``index``, the GSI a Query or Scan reads, if any). A cancelled transaction counts
+    through :func:`cancelled` (``items``: its tables by position)."""
     from botocore.exceptions import ClientError
 
+    dimension = OPERATIONS[operation]
+    error = parsed.get("Error")
+    code = error.get("Code") if isinstance(error, Mapping) else None
+    if code == "TransactionCanceledException":
+        return cancelled(parsed, dimension, tuple(tables), items)
     cause = throttle_cause(ClientError(dict(parsed), operation))  # type: ignore[arg-type]
     if cause is None:
         return []
-    dimension = OPERATIONS[operation]
     reasons = parsed.get("ThrottlingReasons") or parsed.get("throttlingReasons")
     if isinstance(reasons, list) and 0 < len(reasons) <= MAX_REASONS:
         groups: dict[tuple[str, str | None, str], list[object]] = {}
@@ -275,10 +370,35 @@ def throttled(
             return [(*k, REPORT_CAUSES[reasons_cause(v)]) for k, v in groups.items()]
         counted = REPORT_CAUSES[cause]
     else:
-        error = parsed.get("Error")
-        code = error.get("Code") if isinstance(error, Mapping) else None
         counted = NO_REASON.get(code, "other") if isinstance(code, str) else "other"
-    return [(table, None, dimension, counted) for table in tables]
+    return [(table, index, dimension, counted) for table in tables]
+
+
+def cancelled(
+    parsed: Mapping[str, Any],
+    dimension: str,
+    tables: tuple[str, ...],
+    items: tuple[str | None, ...],
+) -> list[tuple[str, str | None, str, str]]:
+    """What a TransactionCanceledException counts as: a throttled attempt (cause
+    :data:`TRANSACTION_CAUSE`) once per table of an item whose cancellation reason is
+    ``ThrottlingError``, when the reasons match the items one for one; else once, on the
+    first table the request names. Empty when no reason is a throttle."""
+    reasons = parsed.get("CancellationReasons")
+    if not isinstance(reasons, list) or len(reasons) > 1_000:
+        return []
+    hit = [
+        i
+        for i, reason in enumerate(reasons)
+        if isinstance(reason, Mapping) and reason.get("Code") == "ThrottlingError"
+    ]
+    if not hit:
+        return []
+    if len(reasons) == len(items):
+        named = tuple(dict.fromkeys(n for n in (items[i] for i in hit) if n is not None))
+    else:
+        named = tables[:1]
+    return [(table, None, dimension, TRANSACTION_CAUSE) for table in named]
 
 
 # --- the sums and when they are reported ------------------------------------------------
@@ -313,6 +433,7 @@ class _Sums:
     units: float = 0.0
     requests: int = 0
     throttles: dict[str, int] = field(default_factory=dict)
+    failed: int = 0
 
 
 @dataclass
@@ -344,6 +465,7 @@ class Ledger:
         units: float = 0.0,
         requests: int = 0,
         cause: str | None = None,
+        failed: int = 0,
     ) -> bool:
         """Add to a dimension's sums; False (and counted in :attr:`dropped`) when that
         would track more than :attr:`max_tables` tables or one report's dimensions."""
@@ -365,6 +487,7 @@ class Ledger:
             sums = state.sums[key] = _Sums()
         sums.units += units
         sums.requests += requests
+        sums.failed += failed
         if cause is not None:
             sums.throttles[cause] = sums.throttles.get(cause, 0) + 1
         return True
@@ -377,7 +500,7 @@ class Ledger:
             now - (state.last if state.last is not None else state.since),
             rates,
             state.reported,
-            throttles=any(any(s.throttles.values()) for s in state.sums.values()),
+            throttles=any(any(s.throttles.values()) or s.failed for s in state.sums.values()),
             traffic=bool(state.sums),
         )
 
@@ -409,7 +532,8 @@ class Ledger:
             units = min(s.units * scale, MAX_UNITS_PER_SECOND * seconds)
             throttles = {c: min(math.ceil(n * scale), most) for c, n in s.throttles.items()}
             requests = min(round(s.requests * scale), most)
-            dims.append(DimensionReport(index, dimension, units, requests, throttles))
+            failed = min(math.ceil(s.failed * scale), most)
+            dims.append(DimensionReport(index, dimension, units, requests, throttles, failed))
         state.reported = {(d.index, d.dimension): d.units / seconds for d in dims if d.units}
         state.sums = {}
         state.since = state.last = now
@@ -423,13 +547,35 @@ class LambdaSender:
     """Sends a report to the signals function as an asynchronous invocation (``Event``:
     Lambda queues it and answers at once). The Lambda client is made from ``session``;
     ``eager`` makes it now (a caller's session is not shared with the sending thread),
-    else on first use; after a fork the child makes its own."""
+    else on first use. After a fork the child makes its own from a fresh boto3 Session of
+    the same region and profile (and the same keys, when the caller's session was given
+    them): a session object of the parent may hold a lock another thread had then."""
 
     def __init__(self, function: str, session: Any, *, eager: bool) -> None:
         self.function = function
         self._session = session
+        #: The region of the Lambda client: the region the watcher reports on.
+        self.region: str | None = getattr(session, "region_name", None)
+        profile = getattr(session, "profile_name", None)
+        self._profile = profile if isinstance(profile, str) and profile != "default" else None
+        self._keys: dict[str, str] = {}
         self._lock = threading.Lock()
         self._client: Any = self._make() if eager else None
+        if eager:
+            self._keys = _explicit_keys(session)
+
+    def fresh_session(self) -> Any:
+        """A new boto3 Session of the sender's region, profile and explicit keys."""
+        import boto3
+
+        keys = self._keys
+        return boto3.session.Session(
+            aws_access_key_id=keys.get("aws_access_key_id"),
+            aws_secret_access_key=keys.get("aws_secret_access_key"),
+            aws_session_token=keys.get("aws_session_token"),
+            region_name=self.region,
+            profile_name=self._profile,
+        )
 
     def _make(self) -> Any:
         from botocore.config import Config
@@ -437,7 +583,8 @@ class LambdaSender:
         config = Config(
             connect_timeout=2, read_timeout=5, retries={"total_max_attempts": 2, "mode": "standard"}
         )
-        return self._session.client("lambda", config=config)
+        session = self._session if self._session is not None else self.fresh_session()
+        return session.client("lambda", config=config)
 
     def __call__(self, payload: dict[str, Any]) -> None:
         with self._lock:
@@ -449,6 +596,23 @@ class LambdaSender:
     def after_fork(self) -> None:
         self._lock = threading.Lock()
         self._client = None
+        self._session = None  # the child's client comes from a fresh session
+
+
+def _explicit_keys(session: Any) -> dict[str, str]:
+    """The keys a session was given explicitly (none for any other credentials: a fresh
+    session finds those again)."""
+    try:
+        credentials = session.get_credentials()
+    except Exception:  # noqa: BLE001 (a fresh session then finds its own)
+        return {}
+    if credentials is None or getattr(credentials, "method", None) != "explicit":
+        return {}
+    frozen = credentials.get_frozen_credentials()
+    keys = {"aws_access_key_id": frozen.access_key, "aws_secret_access_key": frozen.secret_key}
+    if frozen.token:
+        keys["aws_session_token"] = frozen.token
+    return keys
 
 
 # --- the watcher ----------------------------------------------------------------------------
@@ -456,6 +620,14 @@ class LambdaSender:
 
 def _process_id(label: str) -> str:
     return f"{label[:MAX_LABEL_CHARS]}-{os.getpid()}-{secrets.token_hex(4)}"[:MAX_PROCESS_CHARS]
+
+
+def _warn(event: str, **fields: Any) -> None:
+    """Log ``event`` at WARNING; a logging failure is not the caller's."""
+    try:
+        log_event(event, level=logging.WARNING, **fields)
+    except Exception:  # noqa: BLE001, S110 (never fail the caller's request)
+        pass
 
 
 def _strip_added(parsed: Any = None, context: Any = None, **_: Any) -> None:
@@ -470,19 +642,27 @@ def _strip_added(parsed: Any = None, context: Any = None, **_: Any) -> None:
 
 @dataclass(frozen=True)
 class _Call:
-    """What the hook noted about one request: its tables and whether it asked for the
-    consumed capacity itself."""
+    """What the hook noted about one request: its tables (the reporting account's, in its
+    region, in ``tables=``), whether it asked for the consumed capacity itself, the GSI a
+    Query or Scan reads, and a transaction's tables by position."""
 
     operation: str
     tables: tuple[str, ...]
     added: bool
     owner: object  # the watcher that counts it: two watchers never count one request twice
+    index: str | None = None
+    items: tuple[str | None, ...] = ()
+
+
+#: (table, index, dimension, units, requests, throttle cause, failed requests)
+_Row = tuple[str, str | None, str, float, int, str | None, int]
 
 
 class Watcher:
     """The hook :func:`watch` installs; :meth:`stop` (or leaving a ``with`` block) sends
-    the last reports and removes it. Counters: :attr:`sent`, :attr:`failed_sends`,
-    :attr:`dropped`, :attr:`errors`."""
+    the last reports and removes it. ``region`` and ``account``: the reporting account's
+    (None: the region of the first request seen; any account). Counters: :attr:`sent`,
+    :attr:`failed_sends`, :attr:`dropped`, :attr:`errors`."""
 
     def __init__(
         self,
@@ -492,12 +672,16 @@ class Watcher:
         send: Callable[[dict[str, Any]], object],
         interval: float,
         label: str,
+        region: str | None = None,
+        account: str | None = None,
     ) -> None:
         self._emitter = emitter
         self._scope = tables
         self._send = send
         self._interval = interval
         self._label = label
+        self._region = region
+        self._account = account
         self._uid = f"ddb-capacity-signals-{id(self)}-{secrets.token_hex(4)}"
         self._active = True
         self._stopped = False
@@ -520,6 +704,8 @@ class Watcher:
         self._thread: threading.Thread | None = None
         self._ledger = Ledger(time.monotonic(), self._interval)
         self._sent = self._failed = self._errors = 0
+        self._logged: set[tuple[str, str]] = set()
+        self._local: set[tuple[str, str]] = set()
         self._process = _process_id(self._label)
 
     # observability
@@ -529,13 +715,23 @@ class Watcher:
         return self._process
 
     @property
+    def region(self) -> str | None:
+        """The region reported on: requests to any other are not counted."""
+        return self._region
+
+    @property
+    def account(self) -> str | None:
+        """The account reported on (None: any): another account's table ARNs not counted."""
+        return self._account
+
+    @property
     def sent(self) -> int:
         """Reports sent."""
         return self._sent
 
     @property
     def failed_sends(self) -> int:
-        """Reports whose sending raised (never passed on)."""
+        """Reports whose sending raised (never passed on; the first is logged)."""
         return self._failed
 
     @property
@@ -547,7 +743,7 @@ class Watcher:
 
     @property
     def errors(self) -> int:
-        """Errors the hook's handlers met and swallowed."""
+        """Errors the hook's handlers met and swallowed (the first of each kind logged)."""
         return self._errors
 
     @property
@@ -557,9 +753,36 @@ class Watcher:
             return len(self._ledger.tables)
 
     # the handlers: never raise, never block
-    def _failed_handler(self) -> None:
+    def _failed_handler(self, where: str, exc: BaseException) -> None:
+        kind = (where, type(exc).__name__)
         with self._lock:
             self._errors += 1
+            first = kind not in self._logged and len(self._logged) < MAX_LOGGED_KINDS
+            if first:
+                self._logged.add(kind)
+        if first:
+            _warn("signals-hook-error", handler=where, error=kind[1], reason=str(exc)[:300])
+
+    def _in_region(self, region: object) -> bool:
+        """Whether a request to ``region`` is counted (the first request's region is
+        the reporting one when none was given)."""
+        if not isinstance(region, str) or not region:
+            return True
+        if self._region is None:
+            with self._lock:
+                if self._region is None:
+                    self._region = region
+        return region == self._region
+
+    def _read_index(self, operation: str, params: Mapping[str, Any], table: str) -> str | None:
+        """The GSI a Query or Scan reads: its ``IndexName``, unless the read is consistent
+        or the index answered as a local one (an LSI uses its table's capacity)."""
+        name = params.get("IndexName")
+        if operation not in ("Query", "Scan") or not isinstance(name, str) or not name:
+            return None
+        if params.get("ConsistentRead") is True or (table, name) in self._local:
+            return None
+        return name
 
     def _before_parameters(self, params: Any = None, model: Any = None, **kw: Any) -> None:
         try:
@@ -571,14 +794,24 @@ class Watcher:
                 return
             if isinstance(context.get(_CONTEXT_KEY), _Call):  # another watcher noted it
                 return
+            if not self._in_region(context.get("client_region")):
+                return  # another region's tables: left exactly as the caller made it
+            tables = request_tables(operation, params, self._region, self._account)
+            tables = tuple(t for t in tables if self._scope is None or t in self._scope)
+            if not tables:
+                return
+            items: tuple[str | None, ...] = ()
+            if operation.startswith("Transact"):
+                mine = transact_items(params, self._region, self._account)
+                items = tuple(n if n in tables else None for n in mine)
             # NONE asks for nothing; any other value, even a wrong one, is the caller's
             asked = params.get("ReturnConsumedCapacity", "NONE") != "NONE"
-            tables = request_tables(operation, params)
-            context[_CONTEXT_KEY] = _Call(operation, tables, added=not asked, owner=self)
+            index = self._read_index(operation, params, tables[0])
+            context[_CONTEXT_KEY] = _Call(operation, tables, not asked, self, index, items)
             if not asked:
                 params["ReturnConsumedCapacity"] = "INDEXES"
-        except Exception:  # noqa: BLE001 (never fail the caller's request)
-            self._failed_handler()
+        except Exception as exc:  # noqa: BLE001 (never fail the caller's request)
+            self._failed_handler("before-parameter-build", exc)
 
     def _needs_retry(self, response: Any = None, request_dict: Any = None, **_: Any) -> None:
         try:
@@ -591,10 +824,10 @@ class Watcher:
             call = context.get(_CONTEXT_KEY) if isinstance(context, dict) else None
             if not isinstance(call, _Call) or call.owner is not self:
                 return
-            hits = throttled(parsed, call.operation, call.tables)
-            self._record([(t, i, d, 0.0, 0, c) for t, i, d, c in hits])
-        except Exception:  # noqa: BLE001 (never fail the caller's request)
-            self._failed_handler()
+            hits = throttled(parsed, call.operation, call.tables, call.index, call.items)
+            self._record([(t, i, d, 0.0, 0, c, 0) for t, i, d, c in hits])
+        except Exception as exc:  # noqa: BLE001 (never fail the caller's request)
+            self._failed_handler("needs-retry", exc)
 
     def _after_call(self, http_response: Any = None, parsed: Any = None, **kw: Any) -> None:
         try:
@@ -605,49 +838,77 @@ class Watcher:
             if not isinstance(parsed, dict):
                 return
             if getattr(http_response, "status_code", 500) >= 300:
+                # the last attempt failed: a request never served for want of capacity
+                hits = throttled(parsed, call.operation, call.tables, call.index, call.items)
+                failed = [(t, i, d) for t, i, d, c in hits if c in FAILED_CAUSES]
+                self._record([(t, i, d, 0.0, 0, None, 1) for t, i, d in dict.fromkeys(failed)])
                 return
-            dimension = OPERATIONS[call.operation]
-            rows: list[tuple[str, str | None, str, float, int, str | None]] = [
-                (t, None, dimension, 0.0, 1, None) for t in call.tables
-            ]
-            answer = parsed.get("ConsumedCapacity")
-            for entry in answer if isinstance(answer, list) else [answer]:
-                name = table_name(entry.get("TableName")) if isinstance(entry, Mapping) else None
-                if name is None:
-                    continue
-                for (index, dim), units in consumed(entry, dimension).items():
-                    # a GSI's request counts where it consumed; the table's, once above
-                    rows.append((name, index, dim, units, int(index is not None), None))
-            self._record(rows)
-        except Exception:  # noqa: BLE001 (never fail the caller's request)
-            self._failed_handler()
+            self._record(self._answered(call, parsed))
+        except Exception as exc:  # noqa: BLE001 (never fail the caller's request)
+            self._failed_handler("after-call", exc)
 
-    def _record(self, rows: list[tuple[str, str | None, str, float, int, str | None]]) -> None:
+    def _answered(self, call: _Call, parsed: Mapping[str, Any]) -> list[_Row]:
+        """The rows of a request answered: one request per table, and its units."""
+        dimension = OPERATIONS[call.operation]
+        rows: list[_Row] = [(t, None, dimension, 0.0, 1, None, 0) for t in call.tables]
+        answer = parsed.get("ConsumedCapacity")
+        for entry in answer if isinstance(answer, list) else [answer]:
+            name = table_name(entry.get("TableName")) if isinstance(entry, Mapping) else None
+            if name is None or name not in call.tables or not isinstance(entry, Mapping):
+                continue
+            self._remember_local(name, entry.get("LocalSecondaryIndexes"))
+            for (index, dim), units in consumed(entry, dimension).items():
+                # a GSI's request counts where it consumed; the table's, once above
+                rows.append((name, index, dim, units, int(index is not None), None, 0))
+        return rows
+
+    def _remember_local(self, table: str, lsis: object) -> None:
+        if not isinstance(lsis, Mapping) or len(self._local) >= MAX_LOCAL_INDEXES:
+            return
+        with self._lock:
+            self._local.update((table, n) for n in lsis if isinstance(n, str))
+
+    def _record(self, rows: list[_Row]) -> None:
         rows = [r for r in rows if self._scope is None or r[0] in self._scope]
         if not rows:
             return
         now = time.monotonic()
         with self._lock:
-            for table, index, dimension, units, requests, cause in rows:
+            for table, index, dimension, units, requests, cause, failed in rows:
                 self._ledger.add(
-                    now, table, index, dimension, units=units, requests=requests, cause=cause
+                    now,
+                    table,
+                    index,
+                    dimension,
+                    units=units,
+                    requests=requests,
+                    cause=cause,
+                    failed=failed,
                 )
             if self._thread is None and not self._stopped:
-                self._thread = threading.Thread(
+                thread = threading.Thread(
                     target=self._run, name="ddb-capacity-signals", daemon=True
                 )
-                self._thread.start()
+                thread.start()  # if it cannot start, the next request tries again
+                self._thread = thread
 
     # the sending thread
     def _run(self) -> None:
         wake = self._wake
         while not wake.wait(self._interval):
-            self._round(every=False)
+            try:
+                self._round(every=False)
+            except Exception as exc:  # noqa: BLE001 (the thread goes on)
+                self._failed_handler("send", exc)
 
-    def _round(self, *, every: bool) -> None:
+    def _round(self, *, every: bool, deadline: float | None = None) -> None:
+        """Send the reports due (``every``: every table's that has something to say);
+        none is started once ``deadline`` (monotonic seconds) has passed."""
         with self._lock:
             names = list(self._ledger.tables) if every else self._ledger.due(time.monotonic())
         for name in names:
+            if deadline is not None and time.monotonic() >= deadline:
+                return
             with self._lock:
                 report = self._ledger.take(name, time.monotonic(), time.time(), self._process)
             if report is not None:
@@ -656,22 +917,34 @@ class Watcher:
     def _deliver(self, report: Report) -> None:
         try:
             self._send(report.as_json())
-        except Exception:  # noqa: BLE001 (a failed send is counted, never raised)
+        except Exception as exc:  # noqa: BLE001 (a failed send is counted, never raised)
             with self._lock:
                 self._failed += 1
+                first = self._failed == 1
+            if first:
+                target = getattr(self._send, "function", None)
+                _warn(
+                    "signals-send-failed",
+                    table=report.table,
+                    target=target if isinstance(target, str) else None,
+                    error=type(exc).__name__,
+                    reason=str(exc)[:300],
+                )
             return
         with self._lock:
             self._sent += 1
 
-    def flush(self) -> None:
+    def flush(self, timeout: float | None = None) -> None:
         """Send now, on the calling thread, every table's report that has something to
-        say (traffic, throttles, or a rate to bring to zero)."""
-        self._round(every=True)
+        say (traffic, throttles, or a rate to bring to zero); none is started after
+        ``timeout`` seconds (None: no bound)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self._round(every=True, deadline=deadline)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Remove the hook, stop the thread and send the last reports, waiting at most
-        ``timeout`` seconds in all (sends still under way then finish in the background).
-        Calling it again does nothing."""
+        ``timeout`` seconds in all: no report is started after it (a send under way then
+        finishes in the background). Never raises; calling it again does nothing."""
         deadline = time.monotonic() + timeout
         with self._lock:
             if self._stopped:
@@ -679,16 +952,27 @@ class Watcher:
             self._stopped = True
             self._active = False
             thread = self._thread
-        for event, _handler in self._handlers:
-            self._emitter.unregister(event, unique_id=f"{self._uid}-{event}")
-        self._wake.set()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
-        last = threading.Thread(target=self.flush, name="ddb-capacity-signals-last", daemon=True)
+        try:
+            for event, _handler in self._handlers:
+                self._emitter.unregister(event, unique_id=f"{self._uid}-{event}")
+            self._wake.set()
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
+            self._last_round(deadline)
+        except Exception as exc:  # noqa: BLE001 (stopping never fails the caller)
+            self._failed_handler("stop", exc)
+
+    def _last_round(self, deadline: float) -> None:
+        last = threading.Thread(
+            target=self._round,
+            kwargs={"every": True, "deadline": deadline},
+            name="ddb-capacity-signals-last",
+            daemon=True,
+        )
         try:
             last.start()
         except RuntimeError:  # at interpreter shutdown no thread starts (Python 3.12+)
-            self.flush()
+            self._round(every=True, deadline=deadline)
             return
         last.join(max(0.0, deadline - time.monotonic()))
 
@@ -775,6 +1059,16 @@ def _scope(tables: Iterable[str] | None) -> frozenset[str] | None:
     return frozenset(n for n in (table_name(n) for n in names) if n)
 
 
+def _account(account: str | None, function: str | None) -> str | None:
+    """The reporting account: ``account``, else the one the function's ARN names."""
+    if account is not None:
+        if not isinstance(account, str) or len(account) != 12 or not account.isdigit():
+            raise ValueError(f"account: got {account!r}; expected a 12-digit AWS account id")
+        return account
+    place = arn_place(function)
+    return place[1] if place is not None and place[1] else None
+
+
 def _label(process: str | None) -> str:
     if process is None:
         return socket.gethostname()[:MAX_LABEL_CHARS] or "process"
@@ -794,15 +1088,19 @@ def watch(
     interval: float = 5.0,
     send: Callable[[dict[str, Any]], object] | None = None,
     process: str | None = None,
+    account: str | None = None,
 ) -> Watcher:
     """Watch the DynamoDB requests of ``session_or_client`` (a boto3 Session: every
     DynamoDB client it makes from now on; or one DynamoDB client) and report them to the
     signals function ``function`` (default: ``$CAPACITY_SIGNALS``) every ``interval``
     seconds when it matters; ``send`` (called with each report's JSON object) replaces
     the Lambda invocation. ``tables``: the only tables reported (default: all).
-    ``process``: a label for this process's id (default: the host name). The Lambda
-    client is made from the session, or, for a client, from the default credentials in
-    the client's region. Raises TypeError or ValueError naming a wrong argument."""
+    ``process``: a label for this process's id (default: the host name). ``account``: the
+    account whose tables are reported (default: the one ``function``'s ARN names, if
+    any); a table given as another account's ARN is not counted. The Lambda client is
+    made from the session, or, for a client, from the default credentials in the
+    client's region; that region (the session's, or the client's) is the one reported on.
+    Raises TypeError or ValueError naming a wrong argument."""
     emitter, session, callers = _emitter_and_session(session_or_client)
     seconds = _interval(interval)
     scope = _scope(tables)
@@ -821,5 +1119,18 @@ def watch(
                 f"function: got {function!r} and ${SIGNALS_ENV} is not set; expected the "
                 "signals function's name or ARN (or send=, a callable)"
             )
-        send = LambdaSender(name.strip(), session, eager=callers)
-    return Watcher(emitter, tables=scope, send=send, interval=seconds, label=label)
+        function = name.strip()
+        owner = _account(account, function)
+        send = LambdaSender(function, session, eager=callers)
+    else:
+        owner = _account(account, None)
+    region = getattr(session, "region_name", None)
+    return Watcher(
+        emitter,
+        tables=scope,
+        send=send,
+        interval=seconds,
+        label=label,
+        region=region if isinstance(region, str) and region else None,
+        account=owner,
+    )
