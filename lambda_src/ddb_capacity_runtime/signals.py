@@ -9,12 +9,12 @@ signals function, which raises capacity within seconds instead of waiting for
 CloudWatch's minutes.
 
 Which requests it counts: only those to the reporting account's tables in the reporting
-region, the ones the signals function can raise. The region is the Lambda client's (the
-watched session's region, or the watched client's), or with ``send=`` the session's or
-client's region too; a session with no region takes the first request's. A request of a
-client in another region is not counted. The account is ``account=``, else the one the
-signals function's ARN names; a table given as an ARN of another account or region is
-not counted (with no account known, an ARN's account is not checked). With ``tables=``,
+region, the ones the signals function can raise. The region is the watched session's, or
+the watched client's: the Lambda client's (with ``send=`` too); a session with no region
+takes the first request's. A request of a client in another region is not counted. The
+account is ``account=``, else the one the signals function's ARN names; a table given as
+an ARN of another account or region is not counted (with no account known, an ARN's
+account is not checked). With ``tables=``,
 only those tables are counted. A request not counted is left exactly as the caller made
 it.
 
