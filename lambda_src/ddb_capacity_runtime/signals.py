@@ -14,9 +14,8 @@ the watched client's: the Lambda client's (with ``send=`` too); a session with n
 takes the first request's. A request of a client in another region is not counted. The
 account is ``account=``, else the one the signals function's ARN names; a table given as
 an ARN of another account or region is not counted (with no account known, an ARN's
-account is not checked). With ``tables=``,
-only those tables are counted. A request not counted is left exactly as the caller made
-it.
+account is not checked). With ``tables=``, only those tables are counted. A request not
+counted is left exactly as the caller made it.
 
 What the hook does to the requests it counts:
 
