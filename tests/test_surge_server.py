@@ -34,6 +34,7 @@ from ddb_capacity_runtime.requests.holds import Hold
 from ddb_capacity_runtime.requests.store import HoldLimits, HoldStore
 from ddb_capacity_runtime.requests.surge import (
     SURGE_HOLD,
+    SURGE_LIFETIME,
     SurgeSettings,
     signals_handler,
     take_report,
@@ -64,11 +65,16 @@ def report(
 
 
 def write(
-    per_second: float, *, throttles: dict[str, int] | None = None, index: str | None = None
+    per_second: float,
+    *,
+    throttles: dict[str, int] | None = None,
+    index: str | None = None,
+    failed: int = 0,
 ) -> DimensionReport:
-    """A write dimension's 10 seconds: ``per_second`` units in 1-unit requests."""
+    """A write dimension's 10 seconds: ``per_second`` units in 1-unit requests, ``failed``
+    requests never served."""
     units = per_second * 10
-    return DimensionReport(index, "write", units, int(units), throttles or {})
+    return DimensionReport(index, "write", units, int(units), throttles or {}, failed)
 
 
 def read(per_second: float, index: str | None = None) -> DimensionReport:
@@ -144,11 +150,17 @@ def test_a_report_below_provisioned_changes_nothing(world: World) -> None:
 
 def test_provisioned_throughput_throttles_raise_even_below_provisioned(world: World) -> None:
     name = a_table(world, "Throttled")
-    send(world, report(name, write(20, throttles={"provisioned": 30})), served(name))
-    # the rule: 23 units/s of demand, seen as a fifth of the traffic (20 of the 100
+    event = write(20, throttles={"provisioned": 60}, failed=30)
+    send(world, report(name, event), served(name))
+    # the rule: 23 units/s of demand (30 requests failed in 10 s; their 60 throttled
+    # attempts are not demand twice), seen as a fifth of the traffic (20 of the 100
     # provisioned consumed), so 115 / 0.7
     assert world.target_min(name, "write") == 165
     assert world.throughput(name) == (50, 165)
+    # throttled attempts whose retries were served add no demand: 20 seen as a fifth
+    retried = a_table(world, "Retried")
+    send(world, report(retried, write(20, throttles={"provisioned": 60})), served(retried))
+    assert world.target_min(retried, "write") == 143
 
 
 def test_while_throttled_the_reports_consumption_tells_the_share_that_reports(
@@ -156,7 +168,8 @@ def test_while_throttled_the_reports_consumption_tells_the_share_that_reports(
 ) -> None:
     # GIVEN a table at 100, throttled, whose one reporting process consumes 20 units/s
     name = a_table(world, "Seen")
-    send(world, report(name, write(20, throttles={"provisioned": 100})), served(name))
+    event = write(20, throttles={"provisioned": 300}, failed=100)
+    send(world, report(name, event), served(name))
     # THEN its consumption, kept by the combiner, says it makes a fifth of the traffic:
     # its demand of 30 units/s is taken as 150, and the surge is 150 / 0.7
     assert world.target_min(name, "write") == 215
@@ -285,6 +298,177 @@ def test_a_renewal_pushes_the_expiry_and_never_lowers_the_level(world: World) ->
     assert world.throughput(name) == (50, 429)  # raised back to the surge's level
 
 
+def test_a_surge_beside_a_request_brings_the_level_of_every_hold_to_the_rule(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a request holding 200 units over the 100 it saw (a minimum of 300), and the
+    # table raised by auto scaling above that, to 500
+    name = world.table("Beside", 50, 500, tagged=False)
+    world.target(name, "write", 300, 10_000)
+    expires = datetime.now(UTC) + timedelta(hours=1)
+    with world.store.lease(name, None, "write", deadline=time.time() + 5) as lease:
+        lease.write(100, [Hold("request", None, "write", 200, expires, 100)], set_to=300)
+    # WHEN a report asks for 1,000 (700 units/s at 70 %)
+    (row,) = send(world, report(name, write(700)), served(name))["dimensions"]
+    # THEN every hold together holds 1,000: the surge adds what the request does not
+    assert (row["status"], row["to"]) == ("applied", 1_000)
+    assert world.target_min(name, "write") == 1_000
+    assert world.throughput(name) == (50, 1_000)
+    hold = surge_of(world, name)
+    assert hold is not None and hold.units == 700
+    assert counted(capsys.readouterr().out, "SurgesApplied") == 1
+
+
+def test_an_expired_surge_not_yet_restored_keeps_its_baseline_under_the_cap(
+    world: World,
+) -> None:
+    # GIVEN a liar's surge capped at 50 over 100, expired and not yet restored
+    name = a_table(world, "Liar")
+    lie = write(MAX_UNITS_PER_SECOND, throttles={"provisioned": 10_000_000}, failed=1_000_000)
+    settings = SurgeSettings(cap=50)
+    send(world, report(name, lie), served(name), settings)
+    assert world.target_min(name, "write") == 150
+    for minutes in (6, 12, 18):
+        later = lambda m=minutes: time.time() + m * 60  # noqa: E731
+        # WHEN the liar reports again, each time after the surge expired
+        (row,) = send(world, report(name, lie, sent=later()), served(name), settings, clock=later)[
+            "dimensions"
+        ]
+        # THEN the surge is renewed at its level: the cap still counts from 100
+        assert (row["status"], row["to"]) == ("renewed", 150)
+        assert world.target_min(name, "write") == 150
+        assert world.throughput(name) == (50, 150)
+        hold = surge_of(world, name)
+        assert hold is not None and (hold.baseline, hold.units) == (100, 50)
+
+
+def test_throttles_seen_before_the_raise_never_raise_again(world: World) -> None:
+    # GIVEN a surge made by a throttled process: 30 units/s, a fifth of the traffic, 215
+    name = a_table(world, "Ratchet")
+    before = time.time() - 1
+    event = write(20, throttles={"provisioned": 300}, failed=100)
+    send(world, report(name, event, sent=before), served(name))
+    assert world.target_min(name, "write") == 215
+    # WHEN another process reports after the raise, unthrottled, while the first one's
+    # report (throttled before the raise) is still fresh
+    (row,) = send(world, report(name, write(1), process="p2"), served(name))["dimensions"]
+    # THEN the old throttles are not counted against the new capacity: no second raise
+    assert row["status"] == "none"
+    assert world.target_min(name, "write") == 215
+    # and a throttled report sent after the raise is counted again
+    (row,) = send(world, report(name, event, process="p3"), served(name))["dimensions"]
+    assert row["status"] in ("applied", "renewed")
+
+
+def test_unknown_throttles_renew_at_the_same_level_and_only_for_a_lifetime(
+    world: World,
+) -> None:
+    # GIVEN throttles of no known cause, below provisioned: a surge is due, of one unit
+    name = a_table(world, "Unknown")
+    start = time.time()
+    at = lambda minutes: lambda: start + minutes * 60  # noqa: E731
+    event = write(60, throttles={"unknown": 500})
+    (row,) = send(world, report(name, event, sent=start), served(name), clock=at(0))["dimensions"]
+    assert (row["status"], row["to"]) == ("applied", 101)
+    # WHEN they go on: every renewal keeps the level (no unit more each time)
+    for minutes in (4, 8, 40):
+        (row,) = send(
+            world, report(name, event, sent=at(minutes)()), served(name), clock=at(minutes)
+        )["dimensions"]
+        assert (row["status"], row["to"]) == ("renewed", 101)
+    assert world.target_min(name, "write") == 101
+    # a renewal never pushes the expiry past the surge's lifetime (an hour)
+    (row,) = send(world, report(name, event, sent=at(58)()), served(name), clock=at(58))[
+        "dimensions"
+    ]
+    assert row["status"] == "renewed"
+    hold = surge_of(world, name)
+    assert hold is not None
+    assert hold.expires <= datetime.fromtimestamp(start, UTC) + SURGE_LIFETIME
+    # THEN after an hour the surge is no longer renewed: it ends at its expiry
+    (row,) = send(world, report(name, event, sent=at(61)()), served(name), clock=at(61))[
+        "dimensions"
+    ]
+    assert row["status"] == "ended"
+    (done,) = restore_expired(name, clients=world.clients, store=world.store, clock=at(62))
+    assert (done["status"], done["to"]) == ("applied", 100)
+    assert world.store.get(name, None, "write") is None
+
+
+def test_a_sustained_burst_on_a_table_without_a_target_keeps_its_surge(world: World) -> None:
+    # GIVEN a table without a target (and no scaler) at 100, surged to 286 by a burst
+    name = world.table("Sustained", 50, 100, tagged=False)
+    start = time.time()
+    at = lambda minutes: lambda: start + minutes * 60  # noqa: E731
+    send(world, report(name, write(200), sent=start), served(name), clock=at(0))
+    assert world.throughput(name) == (50, 286)
+    # WHEN the burst goes on (its demand under what the surge provides, over the base),
+    # and the restore runs between the reports
+    for minutes in (4, 8, 12, 16):
+        (row,) = send(
+            world, report(name, write(200), sent=at(minutes)()), served(name), clock=at(minutes)
+        )["dimensions"]
+        assert (row["status"], row["to"]) == ("renewed", 286)
+        later = at(minutes + 3)
+        assert restore_expired(name, clients=world.clients, store=world.store, clock=later) == []
+        # THEN the surge holds: no expiry, no decrease
+        assert world.throughput(name) == (50, 286)
+    # and once the burst is over, the restore lowers it at the surge's expiry, not before
+    assert restore_expired(name, clients=world.clients, store=world.store, clock=at(20)) == []
+    (row,) = restore_expired(name, clients=world.clients, store=world.store, clock=at(22))
+    assert (row["status"], row["to"]) == ("applied", 100)
+    assert world.throughput(name) == (50, 100)
+
+
+def test_a_renewal_makes_no_control_plane_call(world: World) -> None:
+    # GIVEN a surge to 429
+    name = a_table(world, "Quiet")
+    send(world, report(name, write(300)), served(name))
+    calls: list[str] = []
+
+    def note(**kwargs: Any) -> None:
+        calls.append(kwargs["model"].name)
+
+    # WHEN a report asks for what it holds already
+    for client in (world.clients.dynamodb, world.clients.autoscaling):
+        client.meta.events.register("before-call", note)
+    try:
+        (row,) = send(world, report(name, write(300)), served(name))["dimensions"]
+    finally:
+        for client in (world.clients.dynamodb, world.clients.autoscaling):
+            client.meta.events.unregister("before-call", note)
+    # THEN it is renewed with one DescribeTable: no tags, no target read, no change
+    assert (row["status"], row["to"], row["changes"]) == ("renewed", 429, [])
+    assert calls == ["DescribeTable"]
+
+
+def test_a_busy_lease_defers_the_surge_and_a_renewal_never_waits(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = a_table(world, "Leased")
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        time.sleep(seconds)
+
+    # GIVEN the dimension's lease held by another update (a request, a restore)
+    with world.store.lease(name, None, "write", deadline=time.time() + 5):
+        # WHEN a report makes a surge due
+        (row,) = send(world, report(name, write(300)), served(name), sleep=sleep)["dimensions"]
+    # THEN it is deferred (the next report tries again) after a short wait, not failed
+    assert row["status"] == "deferred"
+    assert sum(slept) <= 3
+    out = capsys.readouterr().out
+    assert (counted(out, "SurgesDeferred"), counted(out, "SurgesFailed")) == (1, 0)
+    # AND once surged, a renewal that finds the lease taken does not wait at all
+    send(world, report(name, write(300)), served(name))
+    slept.clear()
+    with world.store.lease(name, None, "write", deadline=time.time() + 5):
+        (row,) = send(world, report(name, write(300)), served(name), sleep=sleep)["dimensions"]
+    assert (row["status"], slept) == ("deferred", [])
+
+
 # ------------------------------------------------------------------ untrusted input
 
 
@@ -368,7 +552,8 @@ def test_a_full_combiner_refuses_new_processes_until_entries_go_stale(
     world.store_ddb.put_item(TableName=world.store.name, Item={**key, "reports": {"M": fresh}})
     answer = send(world, report(name, write(500), process="newcomer"), served(name))
     assert [r["status"] for r in answer["dimensions"]] == ["refused"]
-    assert counted(capsys.readouterr().out, "ReportsRefused") == 1
+    out = capsys.readouterr().out
+    assert (counted(out, "ReportsRefused"), counted(out, "CombinerFull")) == (1, 1)
     # a process already in it is still heard
     assert send(world, report(name, write(1), process="w7"), served(name))["ok"]
     # once entries are stale, a newcomer gets in (some are removed to make room)
@@ -387,6 +572,48 @@ def test_every_field_of_a_processs_rates_survives_the_combiner(world: World) -> 
     assert world.store.table("none") == []
     found = combiner.record(world.store_ddb, world.store.name, key, "p1", mine, now)
     assert found is not None and found.rates == {"p1": mine}
+
+
+def test_an_older_report_never_overwrites_a_newer_one_of_the_same_process(
+    world: World,
+) -> None:
+    # GIVEN a process's report, and an earlier one of the same process arriving after it
+    name = a_table(world, "Order")
+    now = time.time()
+    send(world, report(name, write(300), sent=now), served(name))
+    (row,) = send(world, report(name, write(1), sent=now - 5), served(name))["dimensions"]
+    # THEN the newer entry stays (the older report is ignored), and so does the surge
+    key = combiner.combiner_key(name, "table:write")
+    item = world.store_ddb.get_item(TableName=world.store.name, Key=key, ConsistentRead=True)
+    assert combiner.entries(item["Item"], time.time()).rates["p1"].demand == 300
+    assert row["status"] in ("renewed", "applied")
+    assert world.target_min(name, "write") == 429
+    # the same report delivered twice is ignored too
+    found = combiner.record(
+        world.store_ddb,
+        world.store.name,
+        key,
+        "p1",
+        Rates(5.0, 0.0, 0.0, round(now, 3), 5.0),
+        time.time(),
+    )
+    assert found is not None and found.rates["p1"].demand == 300
+
+
+def test_a_contended_combiner_is_a_failure_not_a_full_one(
+    world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = a_table(world, "Contended")
+
+    def contended(*args: Any, **kwargs: Any) -> None:
+        raise combiner.CombinerContended("the combiner item changed under each of 4 attempts")
+
+    monkeypatch.setattr(combiner, "record", contended)
+    (row,) = send(world, report(name, write(300)), served(name))["dimensions"]
+    assert row["status"] == "failed" and "changed under each" in row["reason"]
+    assert "500" not in row["reason"]
+    out = capsys.readouterr().out
+    assert (counted(out, "SurgesFailed"), counted(out, "CombinerFull")) == (1, 0)
 
 
 def test_combiner_items_are_invisible_to_the_store_and_the_restore(world: World) -> None:
@@ -534,8 +761,9 @@ def test_a_table_being_updated_fails_the_surge_unless_it_is_ours(
     (row,) = take_report(
         report("Orders", write(200)), served("Orders"), SETTINGS, clients=clients, store=store
     )["dimensions"]
-    assert row["status"] == "busy"
-    assert counted(capsys.readouterr().out, "SurgesFailed") == 0
+    assert row["status"] == "deferred"
+    out = capsys.readouterr().out
+    assert (counted(out, "SurgesFailed"), counted(out, "SurgesDeferred")) == (0, 1)
 
 
 def test_every_state_store_call_is_one_the_signals_role_may_make(world: World) -> None:
@@ -583,7 +811,7 @@ def test_the_entry_point_reads_its_configuration_from_the_environment(
         assert world.target_min(name, "write") == 150
         # a broken configuration fails the invocation (alarmed), naming the variable
         monkeypatch.setenv("CAPACITY_SURGE_SHARE", "2")
-        with pytest.raises(BrokerConfigError, match="share: got 2.0"):
+        with pytest.raises(BrokerConfigError, match="CAPACITY_SURGE_SHARE: got '2'"):
             signals_handler(report(name, write(300)), None)
         monkeypatch.delenv("CAPACITY_SURGE_SHARE")
         monkeypatch.delenv("CAPACITY_SCOPES")
@@ -644,14 +872,30 @@ def test_settings_round_trip_through_the_environment() -> None:
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"CAPACITY_SURGE_SHARE": "0"}, "share: got 0.0; expected a number over 0, at most 1"),
+        (
+            {"CAPACITY_SURGE_SHARE": "0"},
+            "CAPACITY_SURGE_SHARE: got '0'; expected a number over 0, at most 1",
+        ),
+        (
+            {"CAPACITY_SURGE_SHARE": "half"},
+            "CAPACITY_SURGE_SHARE: got 'half'; expected a number over 0, at most 1",
+        ),
         (
             {"CAPACITY_SURGE_MINUTES": "0"},
-            "surge_minutes: got 0; expected a whole number from 1 to 1440",
+            "CAPACITY_SURGE_MINUTES: got '0'; expected a whole number from 1 to 1440",
         ),
-        ({"CAPACITY_SURGE_CAP": "x"}, "invalid literal for int()"),
+        (
+            {"CAPACITY_SURGE_MINUTES": "2.5"},
+            "CAPACITY_SURGE_MINUTES: got '2.5'; expected a whole number from 1 to 1440",
+        ),
+        (
+            {"CAPACITY_SURGE_CAP": "x"},
+            "CAPACITY_SURGE_CAP: got 'x'; expected a whole number from 1 to 40000, or unset "
+            "(no cap)",
+        ),
     ],
 )
 def test_a_bad_setting_fails_the_invocation_naming_it(env: dict[str, str], message: str) -> None:
-    with pytest.raises(BrokerConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(BrokerConfigError) as info:
         SurgeSettings.from_env(env)
+    assert str(info.value) == message

@@ -5,7 +5,13 @@ The fast path's combiner items in the state store: one per dimension a process r
 ``reports`` keeps each reporting process's last :class:`~..core.surge.Rates`, keyed by its
 process id. A process's entry is written alone (UpdateItem ``SET reports.#p = :r``,
 conditional, ReturnValues ALL_NEW), so processes reporting at once never overwrite each
-other, and every writer reads back everyone's entries in the same call.
+other, and every writer reads back everyone's entries in the same call. An entry is only
+replaced by a later one of its process (its ``at`` earlier than the new one's): a report
+that arrives after a newer one of the same process is ignored.
+
+Beside ``reports``, the item keeps what the signals function remembers of the dimension's
+surge (:class:`SurgeMark`, written under the dimension's lease by :func:`mark`): when it
+started, when it last raised, and the target utilization and max its level was sized with.
 
 The map is bounded: a process not yet in it is let in only while it holds fewer than
 :data:`MAX_PROCESSES` entries, and entries older than :data:`~..core.surge.FRESH_SECONDS`
@@ -21,11 +27,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from ..core.names import TABLE_QUOTA
 from ..core.surge import (
     CLOCK_SKEW_SECONDS,
     FRESH_SECONDS,
@@ -44,17 +51,51 @@ COMBINER = "surge:"
 MAX_PROCESSES = 500
 #: The most entries one write removes (an expression is at most 4 KB).
 MAX_REMOVED = 25
-#: The largest demand one process's entry may say: its units, plus its throttled attempts
-#: at the largest units per request (:func:`..core.surge.rates`).
+#: The largest demand one process's entry may say: its units, plus its failed requests at
+#: the largest units per request (:func:`..core.surge.rates`).
 MAX_DEMAND = MAX_UNITS_PER_SECOND + 400 * MAX_REQUESTS_PER_SECOND
 #: How far ahead of the reader's clock an entry's time may be (a report's clock may be
 #: :data:`~..core.surge.CLOCK_SKEW_SECONDS` ahead; the functions' clocks a little apart).
 MAX_AHEAD_SECONDS = CLOCK_SKEW_SECONDS + 5
 #: Attribute names in expressions.
 NAMES = {"#r": "reports"}
-_FIELDS = {"demand": "d", "throttled": "t", "key_range": "k", "at": "at", "consumed": "c"}
+_FIELDS = {
+    "demand": "d",
+    "throttled": "t",
+    "key_range": "k",
+    "at": "at",
+    "consumed": "c",
+    "unknown": "u",
+}
 #: Fields an entry may lack (an entry written before they were kept): read as 0.
-_OPTIONAL = {"consumed"}
+_OPTIONAL = {"consumed", "unknown"}
+#: The bounds of an entry's fields (``at`` apart).
+_BOUNDS = {
+    "demand": MAX_DEMAND,
+    "throttled": MAX_REQUESTS_PER_SECOND,
+    "key_range": MAX_REQUESTS_PER_SECOND,
+    "consumed": MAX_UNITS_PER_SECOND,
+    "unknown": MAX_REQUESTS_PER_SECOND,
+}
+#: The surge's attributes of the item (:class:`SurgeMark`).
+_MARKS = {"started": "surge_started", "raised": "surge_raised", "aim": "surge_aim"}
+_MARK_MAX = "surge_max"
+
+
+class CombinerContended(RuntimeError):
+    """The combiner item changed under every attempt to write a process's entry."""
+
+
+@dataclass(frozen=True)
+class SurgeMark:
+    """What the combiner item remembers of its dimension's surge: when it started and last
+    raised (epoch seconds of the signals function's clock), and the target utilization
+    (``aim``) and max its level was last sized with. None: not known."""
+
+    started: float | None = None
+    raised: float | None = None
+    aim: float | None = None
+    max_capacity: int | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +107,7 @@ class Entries:
     rates: dict[str, Rates] = field(default_factory=dict)
     stale: dict[str, str | None] = field(default_factory=dict)
     ignored: dict[str, str | None] = field(default_factory=dict)
+    mark: SurgeMark = field(default_factory=SurgeMark)
 
     @property
     def full(self) -> bool:
@@ -88,8 +130,11 @@ def record(
 ) -> Entries | None:
     """Write ``process``'s ``rates`` into the combiner item ``key`` of the state store
     ``store``, and return every entry it then holds; None when the item holds
-    :data:`MAX_PROCESSES` others already (their stale entries are removed first). An item
-    whose ``reports`` is not a map is reset. Raises ClientError for what else fails."""
+    :data:`MAX_PROCESSES` others already (their stale entries are removed first). A report
+    older than (or as old as) the process's entry in the item changes nothing: the
+    entries are returned as they are. An item whose ``reports`` is not a map is reset.
+    Raises :class:`CombinerContended` when the item changed under every attempt, and
+    ClientError for what else fails."""
     entry = {"M": _entry_item(rates)}
     for _ in range(4):
         try:
@@ -98,13 +143,15 @@ def record(
                 Key=dict(key),
                 UpdateExpression="SET #r.#p = :e",
                 ConditionExpression=(
-                    "attribute_exists(#r.#p) OR (attribute_type(#r, :map) AND size(#r) < :most)"
+                    "(attribute_exists(#r.#p) OR (attribute_type(#r, :map) AND size(#r) < :most))"
+                    " AND (attribute_not_exists(#r.#p) OR #r.#p.#at < :at)"
                 ),
-                ExpressionAttributeNames={**NAMES, "#p": process},
+                ExpressionAttributeNames={**NAMES, "#p": process, "#at": "at"},
                 ExpressionAttributeValues={
                     ":e": entry,
                     ":map": {"S": "M"},
                     ":most": {"N": str(MAX_PROCESSES)},
+                    ":at": entry["M"]["at"],
                 },
                 ReturnValues="ALL_NEW",
             )
@@ -115,7 +162,10 @@ def record(
         mended = _mend(dynamodb, store, key, process, entry, now)
         if mended is not True:
             return mended or None
-    return None
+    raise CombinerContended(
+        f"the combiner item {key['sk']['S']} of table {key['pk']['S']} changed under each of "
+        f"4 attempts to write process {process[:64]!r}'s entry"
+    )
 
 
 def _mend(
@@ -128,8 +178,9 @@ def _mend(
 ) -> Entries | bool:
     """After a refused write of ``process``'s ``entry``, read the item and see why: no map
     yet (make it with the entry: its entries), a map that is not one (reset it: True, try
-    again), a full one (forget its stale entries: True; none to forget: False), or none of
-    these any more (True)."""
+    again), a newer entry of the process (its entries: the report is ignored), an entry of
+    the process whose time is no number (forget it: True), a full one (forget its stale
+    entries: True; none to forget: False), or none of these any more (True)."""
     item = dynamodb.get_item(TableName=store, Key=dict(key), ConsistentRead=True).get("Item")
     reports = (item or {}).get("reports")
     if reports is None:
@@ -149,9 +200,51 @@ def _mend(
         _write(dynamodb, store, key, "SET #r = :m", "NOT attribute_type(#r, :map)", values, NAMES)
         return True
     found = entries(item or {}, now)
+    listed = reports.get("M")
+    mine = listed.get(process) if isinstance(listed, Mapping) else None
+    if mine is not None:
+        at = _raw_number(mine.get("M") if isinstance(mine, Mapping) else None, "at")
+        if at is None:
+            forget(dynamodb, store, key, Entries(ignored={process: None}))
+            return True
+        if _float(at) >= float(entry["M"]["at"]["N"]):
+            return found  # a newer (or the same) report of this process is in already
     if found.full and process not in found.rates:
         return forget(dynamodb, store, key, found) > 0
     return True
+
+
+def mark(
+    dynamodb: DynamoDBClient,
+    store: str,
+    key: Mapping[str, Any],
+    *,
+    started: float | None = None,
+    raised: float | None = None,
+    aim: float | None = None,
+    max_capacity: int | None = None,
+) -> None:
+    """Remember what is given (not None) of the dimension's surge in its combiner item
+    (:class:`SurgeMark`); the caller holds the dimension's lease."""
+    given = {"started": started, "raised": raised, "aim": aim}
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    sets: list[str] = []
+    for n, (name, value) in enumerate(given.items()):
+        if value is not None:
+            names[f"#m{n}"], values[f":m{n}"] = _MARKS[name], {"N": _number(value)}
+            sets.append(f"#m{n} = :m{n}")
+    if max_capacity is not None:
+        names["#mx"], values[":mx"] = _MARK_MAX, {"N": str(max_capacity)}
+        sets.append("#mx = :mx")
+    if sets:
+        dynamodb.update_item(
+            TableName=store,
+            Key=dict(key),
+            UpdateExpression="SET " + ", ".join(sets),
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
 
 
 def forget(dynamodb: DynamoDBClient, store: str, key: Mapping[str, Any], found: Entries) -> int:
@@ -203,7 +296,32 @@ def entries(item: Mapping[str, Any], now: float) -> Entries:
             out.stale[process] = at
         else:
             out.rates[process] = rates
-    return out
+    return replace(out, mark=_mark(item, now))
+
+
+def _mark(item: Mapping[str, Any], now: float) -> SurgeMark:
+    """The item's :class:`SurgeMark`, each attribute checked (one out of bounds: None)."""
+    times = {}
+    for name in ("started", "raised"):
+        value = _float(_raw_number(item, _MARKS[name]))
+        times[name] = value if 0 <= value <= now + MAX_AHEAD_SECONDS else None
+    aim = _float(_raw_number(item, _MARKS["aim"]))
+    most = _float(_raw_number(item, _MARK_MAX))
+    return SurgeMark(
+        times["started"],
+        times["raised"],
+        aim if 0 < aim <= 1 else None,
+        int(most) if most.is_integer() and 1 <= most <= TABLE_QUOTA else None,
+    )
+
+
+def _float(text: str | None) -> float:
+    """``text`` as a finite number; NaN when it is none."""
+    try:
+        value = float(text) if text is not None else math.nan
+    except ValueError:
+        return math.nan
+    return value if math.isfinite(value) else math.nan
 
 
 def _rates(fields: Mapping[str, Any] | None) -> Rates | None:
@@ -215,22 +333,13 @@ def _rates(fields: Mapping[str, Any] | None) -> Rates | None:
         text = _raw_number(fields, short)
         if text is None and name in _OPTIONAL and short not in fields:
             text = "0"
-        try:
-            value = float(text) if text is not None else math.nan
-        except ValueError:
-            return None
-        if not math.isfinite(value):
+        value = _float(text)
+        if math.isnan(value):
             return None
         read[name] = value
-    bounds = {
-        "demand": MAX_DEMAND,
-        "throttled": MAX_REQUESTS_PER_SECOND,
-        "key_range": MAX_REQUESTS_PER_SECOND,
-        "consumed": MAX_UNITS_PER_SECOND,
-    }
-    if not all(0 <= read[name] <= high for name, high in bounds.items()) or read["at"] < 0:
+    if not all(0 <= read[name] <= high for name, high in _BOUNDS.items()) or read["at"] < 0:
         return None
-    return Rates(read["demand"], read["throttled"], read["key_range"], read["at"], read["consumed"])
+    return Rates(**read)
 
 
 def _raw_number(fields: Mapping[str, Any] | None, name: str) -> str | None:

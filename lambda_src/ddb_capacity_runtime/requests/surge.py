@@ -10,16 +10,26 @@ provisioned, or provisioned-throughput throttles appear, raises the dimension at
 A raise is a hold (id ``surge``, one per dimension) recorded exactly as a capacity request
 records one (:func:`.request.raise_held`): the scalable target's minimum goes up and the
 table with it (UpdateTable, sent, never waited for), or UpdateTable alone without a target.
-Later reports that still ask for it renew it (its level only ever goes up, its expiry is
-pushed); it ends by itself ``surge_minutes`` after the last of them, through the restore
-that ends every expired hold. Nothing here lowers anything.
+The surge's units are what brings the level of every active hold of the dimension (the
+earliest baseline plus all their units) to the rule's level; the level reported is the one
+applied. Its baseline is the capacity before it, kept while the surge is recorded (even
+expired, until the restore ends it), so the surge cap counts from there and never again
+from a raise of its own. Later reports that still ask for it renew it at its level (its
+expiry pushed, without a control-plane call and without waiting for the lease), or raise
+it above; throttles reported before its last raise are not counted again (they saw the
+capacity before it). A surge lasts at most :data:`SURGE_LIFETIME` from its first raise;
+it ends by itself ``surge_minutes`` after the last report that asked for it, through the
+restore that ends every expired hold. Nothing here lowers anything.
 
 A report is untrusted: a malformed one, or one for a table the function does not serve, is
 refused (EMF ``ReportsRefused``, ``report-refused`` in the log), never raised on (an
 asynchronous invocation that fails would be retried for nothing); so is a dimension of an
-index it does not serve. Each dimension is its own fault domain: a surge that could not be
-applied is counted (``SurgesFailed``, alarmed) and the others go on; an applied one is
-``SurgesApplied``.
+index it does not serve, and a newcomer to a dimension whose combiner keeps 500 processes
+already (also ``CombinerFull``, alarmed). Each dimension is its own fault domain: a surge
+that could not be applied is counted (``SurgesFailed``, alarmed) and the others go on; one
+that found its dimension's lease taken, or its table being updated while its surge is
+recorded, is deferred (``SurgesDeferred``): another update of the dimension is under way,
+and the next report tries again. A raised one is ``SurgesApplied``.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -49,16 +60,24 @@ from ..core.surge import (
 from ..core.tables import Dimension, throughput_of
 from ..events import log_event
 from .broker import BrokerConfig, BrokerConfigError
-from .context import Context, read_table
+from .context import Context, base_of, read_table
 from .counts import count
-from .holds import MAX_HOLD_MINUTES, CapacityRequestError, CapacityRequestTimeout, Hold, shown
+from .holds import (
+    MAX_HOLD_MINUTES,
+    CapacityRequestError,
+    CapacityRequestTimeout,
+    Hold,
+    level,
+    shown,
+)
 from .request import dimension_of, raise_held
-from .store import HeldDimension, HoldLimits, HoldStore, Lease, open_store
+from .store import HeldDimension, HoldStore, Lease, open_store
 
 __all__ = [
     "SHARE_ENV",
     "SURGE_CAP_ENV",
     "SURGE_HOLD",
+    "SURGE_LIFETIME",
     "SURGE_MINUTES_ENV",
     "SurgeSettings",
     "signals_handler",
@@ -71,8 +90,15 @@ SURGE_MINUTES_ENV = "CAPACITY_SURGE_MINUTES"
 SURGE_CAP_ENV = "CAPACITY_SURGE_CAP"
 #: The id of a dimension's surge hold.
 SURGE_HOLD = "surge"
-#: How long a surge waits for its dimension's lease (a request or a restore holding it).
-LEASE_WAIT_SECONDS = 10.0
+#: How long a raise waits for its dimension's lease (a request, a restore or another
+#: surge holding it: each holds it for a few calls). Short, so that one hot dimension never
+#: keeps the function's reserved slots waiting; a renewal does not wait at all. A report
+#: that finds the lease taken is deferred: the next one, seconds later, tries again.
+LEASE_WAIT_SECONDS = 2.0
+#: The longest a surge lasts from its first raise, renewals included (or the hold store's
+#: longest hold, if shorter): throttles no capacity fixes, or a process that keeps lying,
+#: cannot hold a dimension raised for longer. A new surge may start once it is restored.
+SURGE_LIFETIME = timedelta(hours=1)
 #: A bound no table reaches: the rule asked only whether a surge is due at all.
 _UNBOUNDED = 1_000_000_000
 
@@ -112,17 +138,49 @@ class SurgeSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> SurgeSettings:
-        """The settings :meth:`to_env` wrote; a bad value names its variable
-        (:class:`BrokerConfigError`: every report would fail, so the invocation fails)."""
-        raw = {n: env.get(n) for n in (SHARE_ENV, SURGE_MINUTES_ENV, SURGE_CAP_ENV)}
-        try:
-            share = float(raw[SHARE_ENV] or 1.0)
-            minutes = int(raw[SURGE_MINUTES_ENV] or DEFAULT_SURGE_MINUTES)
-            cap_text = raw[SURGE_CAP_ENV]
-            cap = int(cap_text) if cap_text else None
-            return cls(share, minutes, cap)
-        except ValueError as exc:
-            raise BrokerConfigError(f"{exc} (read from {raw!r:.300})") from None
+        """The settings :meth:`to_env` wrote (an unset or empty variable: the default); a
+        bad value fails with a :class:`BrokerConfigError` naming the variable, the value
+        and what is allowed (every report would fail, so the invocation fails)."""
+        share = _setting(env, SHARE_ENV, float, lambda v: 0 < v <= 1, "a number over 0, at most 1")
+        minutes = _setting(
+            env,
+            SURGE_MINUTES_ENV,
+            int,
+            lambda v: 1 <= v <= MAX_HOLD_MINUTES,
+            f"a whole number from 1 to {MAX_HOLD_MINUTES}",
+        )
+        cap = _setting(
+            env,
+            SURGE_CAP_ENV,
+            int,
+            lambda v: 1 <= v <= TABLE_QUOTA,
+            f"a whole number from 1 to {TABLE_QUOTA}, or unset (no cap)",
+        )
+        return cls(
+            1.0 if share is None else share,
+            DEFAULT_SURGE_MINUTES if minutes is None else minutes,
+            cap,
+        )
+
+
+def _setting(
+    env: Mapping[str, str],
+    name: str,
+    parse: Callable[[str], Any],
+    allowed: Callable[[Any], bool],
+    expected: str,
+) -> Any:
+    """The value of the variable ``name`` (None: unset or empty), parsed and checked."""
+    text = env.get(name)
+    if text is None or not text.strip():
+        return None
+    try:
+        value = parse(text.strip())
+    except ValueError:
+        value = None
+    if value is None or not allowed(value):
+        raise BrokerConfigError(f"{name}: got {shown(text)}; expected {expected}")
+    return value
 
 
 def signals_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
@@ -171,29 +229,35 @@ def _dimension(
     """Combine one dimension of ``report``, and surge it if due: its own fault domain."""
     where: dict[str, Any] = {"table": report.table, "index": d.index, "dimension": d.dimension}
     try:
-        combined = _combine(ctx, store, report, d)
-        if combined is None:
+        found = _combine(ctx, store, report, d)
+        if found is None:
+            count("CombinerFull")
             full = f"{combiner.MAX_PROCESSES} processes report on this dimension already"
             return _refused(report.table, d, CapacityRequestError(full))
-        row = _surge(ctx, store, report.table, d, combined, settings)
+        row = _surge(ctx, store, report.table, d, found, settings)
     except Exception as exc:  # each dimension is its own fault domain
         count("SurgesFailed")
         log_event("surge-failed", level=logging.ERROR, **where, reason=_reason(exc))
         return {**where, "status": "failed", "reason": _reason(exc)}
-    if row.get("status") == "applied":
+    status = row.get("status")
+    if status == "applied":
         count("SurgesApplied")
         log_event("surge-applied", **row)
-    elif row.get("status") == "renewed":
+    elif status == "renewed":
         log_event("surge-renewed", **row)
-    elif row.get("status") == "failed":
-        count("SurgesFailed")
-        log_event("surge-failed", level=logging.ERROR, **row)
+    elif status == "deferred":
+        count("SurgesDeferred")
+        log_event("surge-deferred", **row)
+    elif status == "ended":
+        log_event("surge-ended", level=logging.WARNING, **row)
     return row
 
 
-def _combine(ctx: Context, store: HoldStore, report: Report, d: DimensionReport) -> Combined | None:
-    """Write this process's rates into the dimension's combiner item; the sum of every
-    fresh entry (None: the item keeps too many processes already)."""
+def _combine(
+    ctx: Context, store: HoldStore, report: Report, d: DimensionReport
+) -> combiner.Entries | None:
+    """Write this process's rates into the dimension's combiner item; every entry it then
+    holds (None: the item keeps too many processes already)."""
     mine = rates(d, report.seconds, report.sent)
     key = combiner.combiner_key(report.table, d.sort_key)
     now = ctx.clock()
@@ -212,7 +276,47 @@ def _combine(ctx: Context, store: HoldStore, report: Report, d: DimensionReport)
         )
     if found.stale or found.ignored:
         combiner.forget(store.dynamodb, store.name, key, found)
-    return combine(found.rates.values(), now)
+    return found
+
+
+def _since_raise(found: combiner.Entries, now: float) -> Combined:
+    """The sum of ``found``'s fresh entries, their throttles counted only when sent after
+    the surge's last raise (earlier ones describe the capacity before it)."""
+    raised = found.mark.raised
+    kept = [
+        r if raised is None or r.at >= raised else replace(r, throttled=0.0, unknown=0.0)
+        for r in found.rates.values()
+    ]
+    return combine(kept, now)
+
+
+@dataclass(frozen=True)
+class _Standing:
+    """Where a dimension's surge stands: its hold as recorded (active, or expired but not
+    yet restored while the dimension stays raised over its baseline; None: no surge), the
+    baseline the rule counts from, the level held (0: no surge) and the other active
+    holds."""
+
+    surge: Hold | None
+    baseline: int
+    held: int
+    others: tuple[Hold, ...]
+
+
+def _standing(state: HeldDimension | None, provisioned: int, now: datetime) -> _Standing:
+    holds = list(state.holds) if state is not None else []
+    others = tuple(h for h in holds if h.id != SURGE_HOLD and h.active(now))
+    old = next((h for h in holds if h.id == SURGE_HOLD), None)
+    current = max(provisioned, (state.set_to if state is not None else None) or 0)
+    if old is not None and not old.active(now) and current <= old.baseline:
+        old = None  # expired, and its raise is gone: a new surge starts from here
+    if old is None:
+        return _Standing(None, min(provisioned, TABLE_QUOTA), 0, others)
+    return _Standing(old, old.baseline, level([*others, old]), others)
+
+
+def _lifetime(store: HoldStore) -> timedelta:
+    return min(SURGE_LIFETIME, store.limits.max_hold)
 
 
 def _surge(
@@ -220,11 +324,13 @@ def _surge(
     store: HoldStore,
     table: str,
     d: DimensionReport,
-    combined: Combined,
+    found: combiner.Entries,
     settings: SurgeSettings,
 ) -> dict[str, Any]:
     """Raise ``d``'s dimension as far as the rule says, if it says so."""
     where = {"table": table, "index": d.index, "dimension": d.dimension}
+    now = ctx.clock()
+    combined = _since_raise(found, now)
     seen = {"demand": round(combined.demand, 1), "processes": combined.processes}
     raw = tables.describe(ctx.clients.dynamodb, table)
     if raw.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
@@ -233,48 +339,138 @@ def _surge(
         provisioned = int(throughput_of(raw, d.index)[UNITS[d.dimension]])
     except KeyError:
         raise CapacityRequestError(f"index: table {table} has no index {shown(d.index)}") from None
-    if surge_level(combined, provisioned, 1.0, _UNBOUNDED, settings.share, settings.cap) is None:
+    standing = _standing(store.get(table, d.index, d.dimension), provisioned, ctx.now())
+    due = surge_level(
+        combined,
+        provisioned,
+        1.0,
+        _UNBOUNDED,
+        settings.share,
+        settings.cap,
+        held=standing.held,
+        base=standing.baseline,
+    )
+    if due is None:
         return {**where, "status": "none", **seen}  # not due, whatever the target and limits
-    try:
-        if raw.get("TableStatus") != "ACTIVE":
-            raise CapacityRequestTimeout(f"table {table}: busy (status {raw.get('TableStatus')})")
-        with store.lease(
-            table,
-            d.index,
-            d.dimension,
-            deadline=store.clock() + LEASE_WAIT_SECONDS,
-            sleep=ctx.sleep,
-        ) as lease:
-            made = _hold_surge(ctx, store, lease, table, d, combined, settings)
-    except CapacityRequestTimeout as exc:
-        if _surging(store, table, d, ctx.now()):
-            return {**where, "status": "busy", "reason": str(exc), **seen}  # ours, under way
-        raise
+    mark = found.mark
+    if standing.surge is not None and mark.started is not None:
+        if now >= mark.started + _lifetime(store).total_seconds():
+            minutes = int(_lifetime(store).total_seconds() // 60)
+            reason = (
+                f"the surge has lasted its longest ({minutes} minutes): it ends at its "
+                f"expiry, and a new one may start once it is restored"
+            )
+            return {**where, "status": "ended", "to": standing.held, "reason": reason, **seen}
+    renewal = (
+        standing.surge is not None
+        and mark.aim is not None
+        and mark.max_capacity is not None
+        and provisioned >= standing.held
+        and surge_level(
+            combined,
+            provisioned,
+            mark.aim,
+            mark.max_capacity,
+            settings.share,
+            settings.cap,
+            held=standing.held,
+            base=standing.baseline,
+        )
+        == standing.held
+    )
+    key = combiner.combiner_key(table, d.sort_key)
+    ours = standing.surge is not None  # a busy table or lease is then our surge's update
+    if raw.get("TableStatus") != "ACTIVE" and not renewal:
+        busy = f"table {table}: busy (status {raw.get('TableStatus')})"
+        if ours:
+            return {**where, "status": "deferred", "reason": busy, **seen}
+        raise CapacityRequestTimeout(busy)
+    with ExitStack() as held:
+        # A renewal tries the lease once, a raise waits a little: whoever holds it is
+        # changing this very dimension, and the next report tries again.
+        wait = 0.0 if renewal else LEASE_WAIT_SECONDS
+        try:
+            lease = held.enter_context(
+                store.lease(
+                    table, d.index, d.dimension, deadline=store.clock() + wait, sleep=ctx.sleep
+                )
+            )
+        except CapacityRequestTimeout as exc:
+            return {**where, "status": "deferred", "reason": str(exc), **seen}
+        state = store.get(table, d.index, d.dimension)
+        if renewal and _same(_standing(state, provisioned, ctx.now()), standing):
+            return {
+                **where,
+                **_renew(ctx, store, lease, key, state, standing, mark, settings),
+                **seen,
+            }
+        try:
+            made = _hold_surge(ctx, store, lease, key, table, d, combined, mark, settings)
+        except CapacityRequestTimeout as exc:  # the table or index is being updated
+            if ours:
+                return {**where, "status": "deferred", "reason": str(exc), **seen}
+            raise
     if made is None:
         return {**where, "status": "none", **seen}
-    level, step, done = made
-    row = {**where, "status": "applied", "to": level, "changes": done, **seen}
-    if step is True and not done:
-        return {**row, "status": "failed", "reason": "another update of the table is under way"}
-    return row if done else {**row, "status": "renewed"}
+    return {**where, **made, **seen}
+
+
+def _same(a: _Standing, b: _Standing) -> bool:
+    """Whether two readings of a surge's standing hold the same level from the same base."""
+    return (a.baseline, a.held, a.surge is None) == (b.baseline, b.held, b.surge is None)
+
+
+def _renew(
+    ctx: Context,
+    store: HoldStore,
+    lease: Lease,
+    key: Mapping[str, Any],
+    state: HeldDimension | None,
+    standing: _Standing,
+    mark: combiner.SurgeMark,
+    settings: SurgeSettings,
+) -> dict[str, Any]:
+    """Under the lease, a surge that covers the demand already: its expiry pushed, and
+    nothing else (no control-plane call)."""
+    now = ctx.now()
+    holds = list(state.holds) if state is not None else []
+    old = next(h for h in holds if h.id == SURGE_HOLD)
+    started = mark.started if mark.started is not None else ctx.clock()
+    expires = max(old.expires, _expiry(store, now, started, settings))
+    lease.write(holds=[replace(h, expires=expires) if h is old else h for h in holds])
+    if mark.started is None:
+        combiner.mark(store.dynamodb, store.name, key, started=started)
+    return {"status": "renewed", "to": standing.held, "changes": [], "until": expires.isoformat()}
+
+
+def _expiry(store: HoldStore, now: datetime, started: float, settings: SurgeSettings) -> datetime:
+    """A surge's expiry from ``now``: ``surge_minutes`` on, within the hold store's longest
+    hold and the surge's lifetime from ``started``."""
+    surge_for = min(timedelta(minutes=settings.surge_minutes), store.limits.max_hold)
+    last = datetime.fromtimestamp(started, UTC) + _lifetime(store)
+    return datetime.fromtimestamp(int(min(now + surge_for, last).timestamp()), UTC)
 
 
 def _hold_surge(
     ctx: Context,
     store: HoldStore,
     lease: Lease,
+    key: Mapping[str, Any],
     table: str,
     d: DimensionReport,
     combined: Combined,
+    mark: combiner.SurgeMark,
     settings: SurgeSettings,
-) -> tuple[int, int | bool, list[dict[str, Any]]] | None:
+) -> dict[str, Any] | None:
     """Under the dimension's lease: the rule on the live table, target and limits; then
-    the surge hold made or renewed and the dimension raised to it. Returns the surge's
-    level, what :func:`.request.raise_held` returned and the changes made; None when no
-    surge is due after all."""
+    the surge hold made or renewed and the dimension raised to it. Returns the row's
+    status, the level applied and the changes made; None when no surge is due after all."""
     managed = read_table(ctx, table, d.index, None)
     dim = dimension_of(managed, d.index, d.dimension)
     limits = dim.limits
+    now = ctx.now()
+    state = store.get(table, d.index, d.dimension)
+    standing = _standing(state, dim.provisioned, now)
     want = surge_level(
         combined,
         dim.provisioned,
@@ -282,61 +478,78 @@ def _hold_surge(
         limits.max_capacity,
         settings.share,
         settings.cap,
+        held=standing.held,
+        base=standing.baseline,
     )
     if want is None:
         return None
-    state = store.get(table, d.index, d.dimension)
-    recorded, hold = _renewed(store.limits, state, dim, want, ctx.now(), settings)
+    started = mark.started if standing.surge is not None else None
+    fresh = started is None
+    if started is None:
+        started = ctx.clock()
+    recorded = _renewed(store, state, standing, dim, want, now, started, settings)
+    _, base = base_of(dim, state)
+    before = max(base, standing.held or level(standing.others))
+    applied = max(base, level(h for h in recorded if h.active(now)))
     done: list[dict[str, Any]] = []
     step = raise_held(ctx, lease, managed, dim, state, recorded, done, why="surge")
-    return hold.baseline + hold.units, step, done
+    raised = applied > before or bool(done)
+    combiner.mark(
+        store.dynamodb,
+        store.name,
+        key,
+        started=started if fresh else None,
+        raised=ctx.clock() if raised else None,
+        aim=limits.target_utilization,
+        max_capacity=limits.max_capacity,
+    )
+    row = {"to": applied, "changes": done}
+    if step is True:  # recorded; the table's own update waits for the one under way
+        return {**row, "status": "deferred", "reason": "another update of the table is under way"}
+    return {**row, "status": "applied" if raised else "renewed"}
 
 
 def _renewed(
-    limits: HoldLimits,
+    store: HoldStore,
     state: HeldDimension | None,
+    standing: _Standing,
     d: Dimension,
     want: int,
     now: datetime,
+    started: float,
     settings: SurgeSettings,
-) -> tuple[list[Hold], Hold]:
-    """The dimension's holds with its surge hold made or renewed to reach ``want``: its
-    baseline the capacity first seen, its units what it adds (never fewer than an active
-    surge's), its expiry ``surge_minutes`` from now (never earlier than it was); clamped to
-    the surge cap, the hold store's limits and the target's max. Refuses a surge the limits
-    leave nothing to."""
+) -> list[Hold]:
+    """The dimension's holds with its surge hold made or renewed so that the level of every
+    active hold reaches ``want``: its baseline the capacity before the surge, its units
+    what it adds (never fewer than the surge's), its expiry ``surge_minutes`` from now
+    (never earlier than it was, never past its lifetime); clamped to the surge cap, the
+    hold store's limits and the target's max. Refuses a surge the limits leave nothing
+    to."""
+    limits = store.limits
     holds = list(state.holds) if state is not None else []
-    old = next((h for h in holds if h.id == SURGE_HOLD and h.active(now)), None)
-    others = [h for h in holds if h.id != SURGE_HOLD]
-    active = [h for h in others if h.active(now)]
-    baseline = old.baseline if old is not None else min(d.provisioned, TABLE_QUOTA)
-    units = max(want - baseline, old.units if old is not None else 0)
-    room = [limits.max_units, limits.max_total_units - sum(h.units for h in active)]
+    old = standing.surge
+    others = list(standing.others)
+    baseline = standing.baseline
+    floor = min([baseline, *(h.baseline for h in others)])
+    units = max(want - floor - sum(h.units for h in others), old.units if old else 0)
+    room = [limits.max_units, limits.max_total_units - sum(h.units for h in others)]
     if settings.cap is not None:
         room.append(settings.cap)
     if d.target is not None:  # the level of every hold stays within the target's max
-        floor = min([baseline, *(h.baseline for h in active)])
-        room.append(d.target.max_capacity - floor - sum(h.units for h in active))
+        room.append(d.target.max_capacity - floor - sum(h.units for h in others))
     units = min(units, *room)
     if units < 1:
         raise CapacityRequestError(
             f"the hold store's limits or the scalable target's max leave no room for a surge "
             f"to {want:,} over {baseline:,}"
         )
-    surge_for = min(timedelta(minutes=settings.surge_minutes), limits.max_hold)
-    expires = datetime.fromtimestamp(int((now + surge_for).timestamp()), UTC)
+    expires = _expiry(store, now, started, settings)
     if old is not None and old.expires > expires:
         expires = old.expires
     hold = Hold(SURGE_HOLD, d.index, d.dimension, units, expires, baseline)
     if old is not None:
         hold = replace(old, units=units, expires=expires)
-    return [*others, hold], hold
-
-
-def _surging(store: HoldStore, table: str, d: DimensionReport, now: datetime) -> bool:
-    """Whether the dimension has an active surge hold (its raise is under way)."""
-    state = store.get(table, d.index, d.dimension)
-    return state is not None and any(h.id == SURGE_HOLD and h.active(now) for h in state.holds)
+    return [*(h for h in holds if h.id != SURGE_HOLD), hold]
 
 
 def _refused(table: object, d: DimensionReport | None, exc: Exception) -> dict[str, Any]:
