@@ -113,7 +113,10 @@ class FastPath:
         that uses the tables reports).
     :param surge_for: how long a surge holds its raise after the last report that asked
         for it (whole minutes, 1 minute to the construct's ``max_hold``); then it ends by
-        itself, with the other expired holds. Default: 5 minutes.
+        itself, with the other expired holds. Default: 5 minutes. However long reports go
+        on asking for it, a surge lasts at most an hour from its first raise (or
+        ``max_hold``, if shorter), then ends at its expiry; a new one may start once it is
+        restored.
     :param surge_cap: the most units a surge may add over what a dimension had when it
         started (a whole number from 1 to the construct's ``max_units``), so that a
         process that lies can cost at most that. Default: None, no cap beyond the
@@ -444,6 +447,12 @@ class CapacityRequests(Construct):
                 sid="SurgeStore",
                 actions=list(SIGNALS_STORE_ACTIONS),
                 resources=[self.hold_store.table_arn],
+                # every item it touches (combiner, lease, surge hold) has its table as pk
+                conditions={
+                    "ForAllValues:StringEquals": {
+                        "dynamodb:LeadingKeys": [t.table_name for t in self.tables]
+                    }
+                },
             ),
             read_autoscaling_statement(),
             move_minimums_statement(
@@ -464,8 +473,35 @@ class CapacityRequests(Construct):
                 statistic="Sum",
                 period=Duration.minutes(5),
             ),
-            "A surge of the fast path could not be applied (the raise failed, the lease or "
-            "a limit refused it, or AWS failed); the signals function's log says which",
+            "A surge of the fast path could not be applied (the raise failed, a limit "
+            "refused it, or AWS failed); the signals function's log says which",
+            self.alarm_topic,
+        )
+        alarm_on_any(
+            self,
+            "CombinerFullAlarm",
+            cloudwatch.Metric(
+                namespace=BROKER_NAMESPACE,
+                metric_name="CombinerFull",
+                statistic="Sum",
+                period=Duration.minutes(5),
+            ),
+            "A report of the fast path was refused: 500 processes report on its dimension "
+            "already; the signals function's log names the dimension",
+            self.alarm_topic,
+        )
+        alarm_on_any(
+            self,
+            "SignalsDroppedAlarm",
+            cloudwatch.Metric(
+                namespace="AWS/Lambda",
+                metric_name="AsyncEventsDropped",
+                dimensions_map={"FunctionName": signals.function_name},
+                statistic="Sum",
+                period=Duration.minutes(5),
+            ),
+            "Reports to the capacity signals function (fast path) were dropped by Lambda "
+            "before it ran them (older than a minute: its reserved concurrency was busy)",
             self.alarm_topic,
         )
         return signals, policy
@@ -711,7 +747,7 @@ def _acknowledge_signals(signals: lambda_.Function, concurrency: int | None) -> 
         "Each report is a minute-fresh snapshot that the next report, seconds later, "
         "replaces; a failed or expired one is dropped on purpose (no retries, a one-minute "
         "event age), since replaying it would raise on stale demand. Failures are counted "
-        "and alarmed (SurgesFailed, Errors)."
+        "and alarmed (SurgesFailed, CombinerFull, Errors, AsyncEventsDropped)."
     )
     reasons = {
         "Serverless-LambdaTracing": "Each report logs JSON lines and EMF counts; tracing "

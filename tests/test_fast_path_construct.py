@@ -98,6 +98,8 @@ def test_the_signals_function_has_exactly_what_a_surge_needs(stack: cdk.Stack) -
             "Effect": "Allow",
             "Action": ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
             "Resource": stack.resolve(requests.hold_store.table_arn),
+            # only the items of its own tables: every one it touches has the table as pk
+            "Condition": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": names}},
         },
         "ReadAutoScaling": {
             "Sid": "ReadAutoScaling",
@@ -186,8 +188,38 @@ def test_failed_surges_and_the_functions_errors_are_alarmed(stack: cdk.Stack) ->
             "AlarmActions": topic,
         },
     )
-    # broker errors, restorer errors, holds dropped; signals errors, surges failed
-    template.resource_count_is("AWS::CloudWatch::Alarm", 5)
+    # a full combiner refusing a report, and reports Lambda dropped before running them
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "DynamoDBCapacity",
+            "MetricName": "CombinerFull",
+            "Statistic": "Sum",
+            "Threshold": 1,
+            "AlarmActions": topic,
+        },
+    )
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "AWS/Lambda",
+            "MetricName": "AsyncEventsDropped",
+            "Dimensions": [
+                {"Name": "FunctionName", "Value": stack.resolve(requests.signals.function_name)}
+            ],
+            "Statistic": "Sum",
+            "Threshold": 1,
+            "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+            "TreatMissingData": "notBreaching",
+            "AlarmActions": topic,
+        },
+    )
+    # deferred surges (another update of the dimension under way) page nobody
+    alarms = template.find_resources("AWS::CloudWatch::Alarm").values()
+    assert all(a["Properties"].get("MetricName") != "SurgesDeferred" for a in alarms)
+    # broker errors, restorer errors, holds dropped; signals errors, surges failed,
+    # combiner full, reports dropped
+    template.resource_count_is("AWS::CloudWatch::Alarm", 7)
 
 
 def test_every_alarm_of_the_fast_path_has_a_runbook_entry(stack: cdk.Stack) -> None:
@@ -197,7 +229,12 @@ def test_every_alarm_of_the_fast_path_has_a_runbook_entry(stack: cdk.Stack) -> N
     runbook = (ROOT / "docs" / "operations" / "alarms.md").read_text()
     headings = re.findall(r"^### .*$", runbook, re.M)
     ids = {c.node.id for c in stack.node.find_all() if isinstance(c, cloudwatch.Alarm)}
-    assert {"SignalsErrorsAlarm", "SurgesFailedAlarm"} <= ids
+    assert {
+        "SignalsErrorsAlarm",
+        "SurgesFailedAlarm",
+        "CombinerFullAlarm",
+        "SignalsDroppedAlarm",
+    } <= ids
     assert {i for i in ids if not any(f"`{i}" in h for h in headings)} == set()
     permissions = (ROOT / "docs" / "operations" / "permissions.md").read_text()
     assert "| SurgeStore |" in permissions and "grant_signals" in permissions
