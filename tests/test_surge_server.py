@@ -520,16 +520,26 @@ def test_a_hostile_combiner_item_is_ignored_counted_and_cleaned(
                     "junk": {"S": "junk"},
                     "x" * 65: entry("5000", now),
                     "old": entry("5000", now - FRESH_SECONDS - 5),
+                    "unknowing": {"M": {**entry("1", now)["M"], "u": {"N": "1e30"}}},
                 }
             },
+            # a surge's marks out of bounds: a raise in the future, an aim over 100 %
+            "surge_raised": {"N": str(now + 3600)},
+            "surge_started": {"N": "-5"},
+            "surge_aim": {"N": "5"},
+            "surge_max": {"N": "1e9"},
         },
     )
+    found = combiner.entries(
+        world.store_ddb.get_item(TableName=world.store.name, Key=key)["Item"], now
+    )
+    assert found.mark == combiner.SurgeMark()
     # WHEN an honest process reports below provisioned
     answer = send(world, report(name, write(50)), served(name))
     # THEN nothing is raised; the entries are ignored, counted and removed
     assert [r["status"] for r in answer["dimensions"]] == ["none"]
     assert world.target_min(name, "write") == 100
-    assert counted(capsys.readouterr().out, "SurgeEntriesIgnored") == 4
+    assert counted(capsys.readouterr().out, "SurgeEntriesIgnored") == 5
     item = world.store_ddb.get_item(TableName=world.store.name, Key=key, ConsistentRead=True)
     assert sorted(item["Item"]["reports"]["M"]) == ["p1"]
     # AND an item whose map is no map is reset, not obeyed
