@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from ddb_capacity_runtime.core.surge import (
     DEFAULT_SURGE_MINUTES,
     MIN_SEEN_SHARE,
+    SURGE_LIFETIME_MINUTES,
     Combined,
     surge_level,
 )
@@ -236,6 +237,26 @@ def test_a_held_surge_is_renewed_at_its_level_and_raised_only_for_more() -> None
         levels[t] = policy.fast.floor(WRITE, t)
     assert {levels[t] for t in range(30, 50)} == {4000}  # 2,000 renews it, never lowers it
     assert levels[50] == math.ceil(4000 / 0.7)
+
+
+def test_a_surge_lasts_at_most_its_lifetime() -> None:
+    demand = [1_000.0] * 30 + [2_800.0] * 150
+    trace = Trace("plateau", START, {WRITE: demand})
+    params = ModelParams(warmup_minutes=30, fast_path_seconds=20).validate()
+    policy = build(parse("autopilot+stock:70"), trace, params, Prices(), None, 5)
+    assert isinstance(policy, ThrottleAware) and policy.fast is not None
+    sim = SimulatedTable(trace, params, policy.initial(trace, params))
+    floors = {}
+    for t in range(-30, trace.minutes):
+        sim.begin_minute(t)
+        policy.act(sim, t)
+        sim.end_minute(t)
+        floors[t] = policy.fast.floor(WRITE, t)
+    # the plateau keeps it due, but it is not renewed from minute 30 + 60 on: it expires
+    # 5 minutes after its last renewal and ends at the next restore
+    last = 30 + SURGE_LIFETIME_MINUTES - 1
+    assert floors[last] > 0
+    assert all(floors[t] == 0 for t in range(last + DEFAULT_SURGE_MINUTES + 1, 180))
 
 
 def test_no_surge_for_a_hot_key() -> None:

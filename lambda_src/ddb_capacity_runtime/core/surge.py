@@ -58,6 +58,10 @@ SURGE_AT = 1.0
 #: The smallest share of the traffic a throttled dimension's reports are taken to make
 #: (:func:`surge_level`): a surge sized from them is at most 1 / this x their demand.
 MIN_SEEN_SHARE = 0.1
+#: The longest a surge lasts from its first raise, renewals included (or the hold store's
+#: longest hold, if shorter): throttles no capacity fixes, or a process that keeps lying,
+#: cannot hold a dimension raised for longer. A new surge may start once it is restored.
+SURGE_LIFETIME_MINUTES = 60
 #: How long a surge holds the raised capacity after the last report that asked for it.
 DEFAULT_SURGE_MINUTES = 5
 

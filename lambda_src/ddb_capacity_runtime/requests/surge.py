@@ -48,6 +48,7 @@ from ..aws.clients import Clients, make_clients
 from ..core.names import TABLE_QUOTA, UNITS
 from ..core.surge import (
     DEFAULT_SURGE_MINUTES,
+    SURGE_LIFETIME_MINUTES,
     Combined,
     DimensionReport,
     Report,
@@ -95,10 +96,8 @@ SURGE_HOLD = "surge"
 #: keeps the function's reserved slots waiting; a renewal does not wait at all. A report
 #: that finds the lease taken is deferred: the next one, seconds later, tries again.
 LEASE_WAIT_SECONDS = 2.0
-#: The longest a surge lasts from its first raise, renewals included (or the hold store's
-#: longest hold, if shorter): throttles no capacity fixes, or a process that keeps lying,
-#: cannot hold a dimension raised for longer. A new surge may start once it is restored.
-SURGE_LIFETIME = timedelta(hours=1)
+#: The longest a surge lasts (:data:`..core.surge.SURGE_LIFETIME_MINUTES`).
+SURGE_LIFETIME = timedelta(minutes=SURGE_LIFETIME_MINUTES)
 #: A bound no table reaches: the rule asked only whether a surge is due at all.
 _UNBOUNDED = 1_000_000_000
 

@@ -24,7 +24,9 @@ What the model assumes (``ModelParams.fast_path_seconds`` S and ``fast_path_shar
   back to (or throttles), and raised further only when the reports ask for more than it
   holds; it expires :data:`~ddb_capacity_runtime.core.surge.DEFAULT_SURGE_MINUTES`
   minutes after the last minute that called for it, and ends at the next restore
-  (every :data:`RESTORE_MINUTES`, the restorer's default);
+  (every :data:`RESTORE_MINUTES`, the restorer's default); it is not renewed
+  :data:`~ddb_capacity_runtime.core.surge.SURGE_LIFETIME_MINUTES` after its first raise,
+  and a new one may start once it has ended;
 - a dimension being updated (UPDATING) starts no surge: the signals function counts it
   and the next report tries again.
 """
@@ -33,7 +35,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ddb_capacity_runtime.core.surge import DEFAULT_SURGE_MINUTES, Combined, surge_level
+from ddb_capacity_runtime.core.surge import (
+    DEFAULT_SURGE_MINUTES,
+    SURGE_LIFETIME_MINUTES,
+    Combined,
+    surge_level,
+)
 
 from .model import ModelParams, SimulatedTable
 from .trace import Key
@@ -53,8 +60,8 @@ class FastPath:
         self.surge_minutes = surge_minutes
         self.max_capacity = params.max_capacity
         #: Per dimension, its surge: the level held, the first minute it no longer holds,
-        #: and the capacity it falls back to.
-        self.holds: dict[Key, tuple[int, int, int]] = {}
+        #: the capacity it falls back to, and the minute of its first raise.
+        self.holds: dict[Key, tuple[int, int, int, int]] = {}
         #: Surges sent (each raise, or each raise of a held level).
         self.surges = 0
 
@@ -106,7 +113,7 @@ class FastPath:
         """Minute ``t``: end the surges that ran out, then raise every dimension the
         reports call for. ``raise_floor`` (a scalable target's): keeps the raised level as
         the target's minimum while the surge holds."""
-        for key, (_, until, _) in list(self.holds.items()):
+        for key, (_, until, _, _) in list(self.holds.items()):
             if until <= t:
                 del self.holds[key]
                 if raise_floor is not None:
@@ -120,13 +127,15 @@ class FastPath:
             provisioned, held = sim.dims[key].provisioned, self.floor(key, t)
             if not held and sim.busy(key[0], t):
                 continue  # UPDATING: no surge starts
-            base = self.holds[key][2] if held else provisioned
+            if held and t - self.holds[key][3] >= SURGE_LIFETIME_MINUTES:
+                continue  # it has lasted its longest: it expires, and may start again
+            _, _, base, started = self.holds[key] if held else (0, 0, provisioned, t)
             level = surge_level(
                 combined, provisioned, target, self.max_capacity, held=held, base=base
             )
             if level is None:
                 continue
-            self.holds[key] = (level, self._ends(t), base)
+            self.holds[key] = (level, self._ends(t), base, started)
             if level > held:
                 if raise_floor is not None:
                     raise_floor(key, level)
