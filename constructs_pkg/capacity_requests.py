@@ -437,6 +437,14 @@ class CapacityRequests(Construct):
             reserved_concurrent_executions=fast_path.concurrency,
         )
         signals.configure_async_invoke(retry_attempts=0, max_event_age=SIGNALS_MAX_EVENT_AGE)
+        self._configure_signals_policy(policy)
+        _acknowledge_signals(signals, fast_path.concurrency)
+        self._render_signals_alarms(signals)
+        return signals, policy
+
+    def _configure_signals_policy(self, policy: iam.ManagedPolicy) -> None:
+        """What a surge needs: its tables' capacity, their items in the hold store, reading
+        their scaling and moving their scalable targets' minimums."""
         policy.add_statements(
             iam.PolicyStatement(
                 sid="HoldTables",
@@ -460,7 +468,10 @@ class CapacityRequests(Construct):
             ),
         )
         self._acknowledge(policy, "DescribeScalableTargets and DescribeScalingPolicies")
-        _acknowledge_signals(signals, fast_path.concurrency)
+
+    def _render_signals_alarms(self, signals: lambda_.Function) -> None:
+        """The signals function's alarms: it failed, a surge failed, the combiner refused a
+        report, or Lambda dropped reports before they ran."""
         self._errors_alarm(
             signals, "SignalsErrorsAlarm", "The capacity signals function (fast path) failed"
         )
@@ -504,7 +515,6 @@ class CapacityRequests(Construct):
             "before it ran them (older than a minute: its reserved concurrency was busy)",
             self.alarm_topic,
         )
-        return signals, policy
 
     def grant_signals(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a role, a user, a group, or a function or task definition)
