@@ -334,10 +334,7 @@ def _surge(
     raw = tables.describe(ctx.clients.dynamodb, table)
     if raw.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
         return {**where, "status": "none", **seen}  # on demand: nothing to raise
-    try:
-        provisioned = int(throughput_of(raw, d.index)[UNITS[d.dimension]])
-    except KeyError:
-        raise CapacityRequestError(f"index: table {table} has no index {shown(d.index)}") from None
+    provisioned = _provisioned(raw, table, d)
     standing = _standing(store.get(table, d.index, d.dimension), provisioned, ctx.now())
     due = surge_level(
         combined,
@@ -352,15 +349,50 @@ def _surge(
     if due is None:
         return {**where, "status": "none", **seen}  # not due, whatever the target and limits
     mark = found.mark
-    if standing.surge is not None and mark.started is not None:
-        if now >= mark.started + _lifetime(store).total_seconds():
-            minutes = int(_lifetime(store).total_seconds() // 60)
-            reason = (
-                f"the surge has lasted its longest ({minutes} minutes): it ends at its "
-                f"expiry, and a new one may start once it is restored"
-            )
-            return {**where, "status": "ended", "to": standing.held, "reason": reason, **seen}
-    renewal = (
+    ended = _ended(store, standing, mark, now)
+    if ended is not None:
+        return {**where, "status": "ended", "to": standing.held, "reason": ended, **seen}
+    renewal = _is_renewal(combined, provisioned, standing, mark, settings)
+    row = _apply(
+        ctx, store, table, d, raw, provisioned, combined, standing, mark, renewal, settings
+    )
+    return {**where, **row, **seen}
+
+
+def _provisioned(raw: Mapping[str, Any], table: str, d: DimensionReport) -> int:
+    """The units provisioned to ``d``'s dimension, from the table's description ``raw``."""
+    try:
+        return int(throughput_of(raw, d.index)[UNITS[d.dimension]])
+    except KeyError:
+        raise CapacityRequestError(f"index: table {table} has no index {shown(d.index)}") from None
+
+
+def _ended(
+    store: HoldStore, standing: _Standing, mark: combiner.SurgeMark, now: float
+) -> str | None:
+    """Why a surge due again is not raised nor renewed: it has lasted its longest (None:
+    it has not, or there is no surge)."""
+    if standing.surge is None or mark.started is None:
+        return None
+    if now < mark.started + _lifetime(store).total_seconds():
+        return None
+    minutes = int(_lifetime(store).total_seconds() // 60)
+    return (
+        f"the surge has lasted its longest ({minutes} minutes): it ends at its "
+        f"expiry, and a new one may start once it is restored"
+    )
+
+
+def _is_renewal(
+    combined: Combined,
+    provisioned: int,
+    standing: _Standing,
+    mark: combiner.SurgeMark,
+    settings: SurgeSettings,
+) -> bool:
+    """Whether the surge holds already what is due, sized as it was when last raised, on a
+    dimension still provisioned at its level: then only its expiry is pushed."""
+    return (
         standing.surge is not None
         and mark.aim is not None
         and mark.max_capacity is not None
@@ -377,12 +409,30 @@ def _surge(
         )
         == standing.held
     )
+
+
+def _apply(
+    ctx: Context,
+    store: HoldStore,
+    table: str,
+    d: DimensionReport,
+    raw: Mapping[str, Any],
+    provisioned: int,
+    combined: Combined,
+    standing: _Standing,
+    mark: combiner.SurgeMark,
+    renewal: bool,
+    settings: SurgeSettings,
+) -> dict[str, Any]:
+    """A due surge, under the dimension's lease: renewed, or raised by the rule on the live
+    table. Returns the row's status and what was done; a busy table or lease defers our
+    own surge's update, and fails (CapacityRequestTimeout) a new surge."""
     key = combiner.combiner_key(table, d.sort_key)
     ours = standing.surge is not None  # a busy table or lease is then our surge's update
     if raw.get("TableStatus") != "ACTIVE" and not renewal:
         busy = f"table {table}: busy (status {raw.get('TableStatus')})"
         if ours:
-            return {**where, "status": "deferred", "reason": busy, **seen}
+            return {"status": "deferred", "reason": busy}
         raise CapacityRequestTimeout(busy)
     with ExitStack() as held:
         # A renewal tries the lease once, a raise waits a little: whoever holds it is
@@ -395,23 +445,19 @@ def _surge(
                 )
             )
         except CapacityRequestTimeout as exc:
-            return {**where, "status": "deferred", "reason": str(exc), **seen}
+            return {"status": "deferred", "reason": str(exc)}
         state = store.get(table, d.index, d.dimension)
         if renewal and _same(_standing(state, provisioned, ctx.now()), standing):
-            return {
-                **where,
-                **_renew(ctx, store, lease, key, state, standing, mark, settings),
-                **seen,
-            }
+            return _renew(ctx, store, lease, key, state, standing, mark, settings)
         try:
             made = _hold_surge(ctx, store, lease, key, table, d, combined, mark, settings)
         except CapacityRequestTimeout as exc:  # the table or index is being updated
             if ours:
-                return {**where, "status": "deferred", "reason": str(exc), **seen}
+                return {"status": "deferred", "reason": str(exc)}
             raise
     if made is None:
-        return {**where, "status": "none", **seen}
-    return {**where, **made, **seen}
+        return {"status": "none"}
+    return made
 
 
 def _same(a: _Standing, b: _Standing) -> bool:
