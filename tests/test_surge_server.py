@@ -46,9 +46,25 @@ SETTINGS = SurgeSettings()
 
 
 @pytest.fixture
-def world(aws_client: Any, store_dynamodb: Any) -> Iterator[World]:
+def prompt_store(store_dynamodb: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """dynalite's client, its waiters polling every 0.1 s: now and then dynalite answers
+    the DescribeTable that follows a CreateTable with CREATING, and a hold store's
+    ``table_exists`` waiter would then sleep its default 20 s before asking again."""
+    get_waiter = store_dynamodb.get_waiter
+
+    def prompt(name: str) -> Any:
+        waiter = get_waiter(name)
+        waiter.config.delay = 0.1
+        return waiter
+
+    monkeypatch.setattr(store_dynamodb, "get_waiter", prompt)
+    return store_dynamodb
+
+
+@pytest.fixture
+def world(aws_client: Any, prompt_store: Any) -> Iterator[World]:
     """Tables and targets in moto; the state store in dynalite."""
-    made = World(aws_client, store_dynamodb)
+    made = World(aws_client, prompt_store)
     yield made
     made.close()
 
@@ -91,9 +107,13 @@ def send(
     event: object,
     scopes: BrokerConfig,
     settings: SurgeSettings = SETTINGS,
+    store: HoldStore | None = None,
     **kw: Any,
 ) -> dict[str, Any]:
-    return take_report(event, scopes, settings, clients=world.clients, store=world.store, **kw)
+    """``event`` taken by the signals function, with ``world``'s store unless ``store``."""
+    return take_report(
+        event, scopes, settings, clients=world.clients, store=store or world.store, **kw
+    )
 
 
 def counted(out: str, metric: str) -> int:
@@ -448,14 +468,16 @@ def test_a_busy_lease_defers_the_surge_and_a_renewal_never_waits(
     name = a_table(world, "Leased")
     slept: list[float] = []
 
-    def sleep(seconds: float) -> None:
+    def sleep(seconds: float) -> None:  # the signals function's store clock moves on instead
         slept.append(seconds)
-        time.sleep(seconds)
 
+    store = dataclasses.replace(world.store, clock=lambda: time.time() + sum(slept))
     # GIVEN the dimension's lease held by another update (a request, a restore)
     with world.store.lease(name, None, "write", deadline=time.time() + 5):
         # WHEN a report makes a surge due
-        (row,) = send(world, report(name, write(300)), served(name), sleep=sleep)["dimensions"]
+        (row,) = send(world, report(name, write(300)), served(name), store=store, sleep=sleep)[
+            "dimensions"
+        ]
     # THEN it is deferred (the next report tries again) after a short wait, not failed
     assert row["status"] == "deferred"
     assert sum(slept) <= 3
@@ -465,7 +487,9 @@ def test_a_busy_lease_defers_the_surge_and_a_renewal_never_waits(
     send(world, report(name, write(300)), served(name))
     slept.clear()
     with world.store.lease(name, None, "write", deadline=time.time() + 5):
-        (row,) = send(world, report(name, write(300)), served(name), sleep=sleep)["dimensions"]
+        (row,) = send(world, report(name, write(300)), served(name), store=store, sleep=sleep)[
+            "dimensions"
+        ]
     assert (row["status"], slept) == ("deferred", [])
 
 
@@ -702,18 +726,18 @@ def _table(status: str = "ACTIVE") -> dict[str, Any]:
 
 
 @pytest.fixture
-def stubbed(aws_client: Any, store_dynamodb: Any) -> Iterator[tuple[Stubber, Clients, HoldStore]]:
+def stubbed(aws_client: Any, prompt_store: Any) -> Iterator[tuple[Stubber, Clients, HoldStore]]:
     """A stubbed DynamoDB client for the table 'Orders' beside moto's Application Auto
     Scaling and a state store in dynalite."""
     name = f"holds-{uuid.uuid4().hex[:8]}"
-    create_store_table(store_dynamodb, name)
+    create_store_table(prompt_store, name)
     ddb = boto3.client(
         "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
     stub = Stubber(ddb)
     clients = Clients(ddb, aws_client("application-autoscaling"), aws_client("cloudwatch"), None)
     with stub:
-        yield stub, clients, HoldStore(store_dynamodb, name)
+        yield stub, clients, HoldStore(prompt_store, name)
     stub.assert_no_pending_responses()
 
 
