@@ -303,7 +303,10 @@ def create_store_table(dynamodb: DynamoDBClient, name: str) -> None:
         ],
         BillingMode="PAY_PER_REQUEST",
     )
-    dynamodb.get_waiter("table_exists").wait(TableName=name)
+    # a local server may answer CREATING once: look again within a second, not 20 s
+    dynamodb.get_waiter("table_exists").wait(
+        TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
+    )
 
 
 @contextmanager
