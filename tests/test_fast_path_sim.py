@@ -44,6 +44,25 @@ def _run(policy: str, trace: Trace, **model: object) -> tuple[float, float]:
     return r.throttled_requests, r.cost_usd
 
 
+def _surges(demand: list[float]) -> tuple[dict[int, int], dict[int, int], SimulatedTable]:
+    """``autopilot+stock:70`` with the fast path (S = 20) over writes at ``demand``: per
+    minute, the surge's level and the floor it holds the scalable target at; the table."""
+    trace = Trace("surges", START, {WRITE: demand})
+    params = ModelParams(warmup_minutes=30, fast_path_seconds=20).validate()
+    policy = build(parse("autopilot+stock:70"), trace, params, Prices(), None, 5)
+    assert isinstance(policy, ThrottleAware) and policy.fast is not None
+    assert policy.stock is not None
+    sim = SimulatedTable(trace, params, policy.initial(trace, params))
+    levels, floors = {}, {}
+    for t in range(-30, trace.minutes):
+        sim.begin_minute(t)
+        policy.act(sim, t)
+        sim.end_minute(t)
+        levels[t] = policy.fast.floor(WRITE, t)
+        floors[t] = policy.stock.surge.get(WRITE, 0)
+    return levels, floors, sim
+
+
 # ---------------------------------------------------------------- the rule
 
 
@@ -200,21 +219,9 @@ def test_a_share_that_reports_sees_less_and_the_throttles_tell_the_rest() -> Non
 
 def test_a_surge_holds_the_targets_minimum_then_ends_by_itself() -> None:
     burst = [1_000.0] * 30 + [2_800.0] * 20 + [1_000.0] * 70  # minutes 30 to 49
-    trace = Trace("burst", START, {WRITE: burst})
-    params = ModelParams(warmup_minutes=30, fast_path_seconds=20).validate()
-    policy = build(parse("autopilot+stock:70"), trace, params, Prices(), None, 5)
-    assert isinstance(policy, ThrottleAware) and policy.fast is not None
-    sim = SimulatedTable(trace, params, policy.initial(trace, params))
-    floors = {}
-    for t in range(-30, trace.minutes):
-        sim.begin_minute(t)
-        policy.act(sim, t)
-        sim.end_minute(t)
-        assert policy.stock is not None
-        floors[t] = policy.stock.surge.get(WRITE, 0)
+    _, floors, sim = _surges(burst)
     assert floors[29] == 0
     assert floors[30] == 4000  # the jump's own minute, 20 s in: 2,800 at 70 %
-    assert policy.fast.surges >= 1
     held = [t for t, f in floors.items() if f]
     # renewed while the demand would drain the 1,429 it falls back to (to minute 49),
     # then it expires 5 minutes later and ends at the next restore (every 5 minutes)
@@ -224,34 +231,13 @@ def test_a_surge_holds_the_targets_minimum_then_ends_by_itself() -> None:
 
 def test_a_held_surge_is_renewed_at_its_level_and_raised_only_for_more() -> None:
     demand = [1_000.0] * 30 + [2_800.0] * 10 + [2_000.0] * 10 + [4_000.0] * 10 + [1_000.0] * 30
-    trace = Trace("steps", START, {WRITE: demand})
-    params = ModelParams(warmup_minutes=30, fast_path_seconds=20).validate()
-    policy = build(parse("autopilot+stock:70"), trace, params, Prices(), None, 5)
-    assert isinstance(policy, ThrottleAware) and policy.fast is not None
-    sim = SimulatedTable(trace, params, policy.initial(trace, params))
-    levels = {}
-    for t in range(-30, trace.minutes):
-        sim.begin_minute(t)
-        policy.act(sim, t)
-        sim.end_minute(t)
-        levels[t] = policy.fast.floor(WRITE, t)
+    levels, _, _ = _surges(demand)
     assert {levels[t] for t in range(30, 50)} == {4000}  # 2,000 renews it, never lowers it
     assert levels[50] == math.ceil(4000 / 0.7)
 
 
 def test_a_surge_lasts_at_most_its_lifetime() -> None:
-    demand = [1_000.0] * 30 + [2_800.0] * 150
-    trace = Trace("plateau", START, {WRITE: demand})
-    params = ModelParams(warmup_minutes=30, fast_path_seconds=20).validate()
-    policy = build(parse("autopilot+stock:70"), trace, params, Prices(), None, 5)
-    assert isinstance(policy, ThrottleAware) and policy.fast is not None
-    sim = SimulatedTable(trace, params, policy.initial(trace, params))
-    floors = {}
-    for t in range(-30, trace.minutes):
-        sim.begin_minute(t)
-        policy.act(sim, t)
-        sim.end_minute(t)
-        floors[t] = policy.fast.floor(WRITE, t)
+    floors, _, _ = _surges([1_000.0] * 30 + [2_800.0] * 150)
     # the plateau keeps it due, but it is not renewed from minute 30 + 60 on: it expires
     # 5 minutes after its last renewal and ends at the next restore
     last = 30 + SURGE_LIFETIME_MINUTES - 1
