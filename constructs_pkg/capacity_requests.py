@@ -373,18 +373,26 @@ class CapacityRequests(Construct):
 
     def _render_broker_alarms(self) -> None:
         self._errors_alarm(self.broker, "BrokerErrorsAlarm", "The capacity request broker failed")
-        alarm_on_any(
-            self,
+        self._count_alarm(
             "HoldsDroppedAlarm",
-            cloudwatch.Metric(
-                namespace=BROKER_NAMESPACE,
-                metric_name="HoldsDropped",
-                statistic="Sum",
-                period=Duration.minutes(5),
-            ),
+            "HoldsDropped",
             "Capacity holds were dropped without lowering their table: it left the broker's "
             "tables (its minimum stays where the holds left it; the broker's log says where), "
             "was deleted, or went on-demand",
+        )
+
+    def _count_alarm(self, alarm_id: str, metric: str, description: str) -> None:
+        """An alarm on any of the functions' EMF count ``metric`` in 5 minutes."""
+        alarm_on_any(
+            self,
+            alarm_id,
+            cloudwatch.Metric(
+                namespace=BROKER_NAMESPACE,
+                metric_name=metric,
+                statistic="Sum",
+                period=Duration.minutes(5),
+            ),
+            description,
             self.alarm_topic,
         )
 
@@ -475,31 +483,17 @@ class CapacityRequests(Construct):
         self._errors_alarm(
             signals, "SignalsErrorsAlarm", "The capacity signals function (fast path) failed"
         )
-        alarm_on_any(
-            self,
+        self._count_alarm(
             "SurgesFailedAlarm",
-            cloudwatch.Metric(
-                namespace=BROKER_NAMESPACE,
-                metric_name="SurgesFailed",
-                statistic="Sum",
-                period=Duration.minutes(5),
-            ),
+            "SurgesFailed",
             "A surge of the fast path could not be applied (the raise failed, a limit "
             "refused it, or AWS failed); the signals function's log says which",
-            self.alarm_topic,
         )
-        alarm_on_any(
-            self,
+        self._count_alarm(
             "CombinerFullAlarm",
-            cloudwatch.Metric(
-                namespace=BROKER_NAMESPACE,
-                metric_name="CombinerFull",
-                statistic="Sum",
-                period=Duration.minutes(5),
-            ),
+            "CombinerFull",
             "A report of the fast path was refused: 500 processes report on its dimension "
             "already; the signals function's log names the dimension",
-            self.alarm_topic,
         )
         alarm_on_any(
             self,
