@@ -2,10 +2,10 @@
 settings, the fast path's delay spread from 5 to 30 s around S = 20 and its reporting
 share from 0.5 to 1 times F), read + write.
 
-For each trace: stock target tracking at every target from 30 to 90 %, and the library's
-policies (``autopilot+stock:70``, what a ``ProvisionedTable`` with a scaler deploys, and
-``autopilot`` alone) without the fast path and with it (``+fast``). Units refused and cost
-are each policy's ensemble medians, added over the dimensions.
+For each trace: stock target tracking at every target from 30 to 90 %, on-demand, and the
+library's policies (``autopilot+stock:70``, what a ``ProvisionedTable`` with a scaler
+deploys, and ``autopilot`` alone) without the fast path and with it (``+fast``). Units
+refused and cost are each policy's ensemble medians, added over the dimensions.
 
 Goals (refused and cost against stock:70's):
 
@@ -42,7 +42,7 @@ SECONDS = 20
 LIBRARY = ("autopilot+stock:70", "autopilot")
 FAST = ("autopilot+stock:70", "autopilot+stock:80", "autopilot")
 JUDGED = "autopilot+stock:70"
-STOCK = tuple(f"stock:{t}" for t in range(30, 100, 10))
+STOCK = (*(f"stock:{t}" for t in range(30, 100, 10)), "on-demand")
 BASE = "stock:70"
 
 
