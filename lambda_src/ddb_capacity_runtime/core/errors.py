@@ -1,6 +1,23 @@
-"""Runs in: CDK app (synth), workstation (simulator, schedules).
+"""Runs in: CDK app (synth), workstation (simulator, schedules), every Lambda function and
+the user's own processes (:func:`shown`).
 
-Errors shared by the constructs, the run-time code and the tools."""
+Errors shared by the constructs, the run-time code and the tools, and how a message
+repeats a value it was given."""
+
+#: The most characters of a caller's input that an answer or a log line repeats.
+SHOWN_CHARS = 200
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``value`` as a message repeats it: its repr, cut to ``limit`` characters (an answer
+    or a log line never carries a caller's whole input)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print
+        return f"<{type(value).__name__} too long to show>"
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
 
 
 class CapacityConfigError(ValueError):

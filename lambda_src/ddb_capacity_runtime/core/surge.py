@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import shown
 from .names import DIMENSIONS, TABLE_QUOTA, scope_label
 
 #: The environment variable that names the signals function, for the client hook (set on a
@@ -49,6 +50,8 @@ MAX_PROCESS_CHARS = 64
 MAX_TABLE_CHARS = 255
 #: How far a report's clock may be ahead of, or behind, the signals function's.
 CLOCK_SKEW_SECONDS = 30.0
+#: The most characters of a report's value that a ReportError repeats.
+SHOWN_IN_REPORT_ERRORS = 80
 #: How long a process's last report counts towards the sum of its dimension.
 FRESH_SECONDS = 45.0
 #: A surge is due when the estimated demand reaches this share of the provisioned
@@ -126,8 +129,7 @@ class Report:
 
 
 def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else f"{text[:80]}... ({len(text):,} characters)"
+    return shown(value, SHOWN_IN_REPORT_ERRORS)
 
 
 def _number(raw: Mapping[str, Any], name: str, low: float, high: float, where: str) -> float:

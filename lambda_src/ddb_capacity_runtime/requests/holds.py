@@ -39,6 +39,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from ..core.errors import SHOWN_CHARS as SHOWN_CHARS
+from ..core.errors import shown as shown
 from ..core.settings import Limits
 from ..core.tables import ManagedTable
 
@@ -49,8 +51,6 @@ DEFAULT_HOLD = timedelta(minutes=15)
 MAX_HOLD = timedelta(hours=24)
 MAX_HOLD_MINUTES = int(MAX_HOLD.total_seconds() // 60)
 DEFAULT_TIMEOUT = timedelta(minutes=10)
-#: The most characters of a caller's input that an answer or a log line repeats.
-SHOWN_CHARS = 200
 
 
 class CapacityRequestError(ValueError):
@@ -63,18 +63,6 @@ class CapacityRequestTimeout(CapacityRequestError, TimeoutError):
 
 class TableGone(CapacityRequestError):
     """The table no longer exists, or is on-demand: no hold on it can do anything."""
-
-
-def shown(value: object) -> str:
-    """``value`` as a message repeats it: its repr, cut to :data:`SHOWN_CHARS` characters
-    (an answer or a log line never carries a caller's whole input)."""
-    try:
-        text = repr(value)
-    except ValueError:  # an int too long to print
-        return f"<{type(value).__name__} too long to show>"
-    if len(text) <= SHOWN_CHARS:
-        return text
-    return f"{text[:SHOWN_CHARS]}... ({len(text):,} characters)"
 
 
 def new_token() -> str:
