@@ -44,11 +44,13 @@ def _run(policy: str, trace: Trace, **model: object) -> tuple[float, float]:
     return r.throttled_requests, r.cost_usd
 
 
-def _surges(demand: list[float]) -> tuple[dict[int, int], dict[int, int], SimulatedTable]:
+def _surges(
+    demand: list[float], **model: object
+) -> tuple[dict[int, int], dict[int, int], SimulatedTable]:
     """``autopilot+stock:70`` with the fast path (S = 20) over writes at ``demand``: per
     minute, the surge's level and the floor it holds the scalable target at; the table."""
     trace = Trace("surges", START, {WRITE: demand})
-    params = ModelParams(warmup_minutes=30, fast_path_seconds=20).validate()
+    params = ModelParams(warmup_minutes=30, fast_path_seconds=20, **model).validate()  # type: ignore[arg-type]
     policy = build(parse("autopilot+stock:70"), trace, params, Prices(), None, 5)
     assert isinstance(policy, ThrottleAware) and policy.fast is not None
     assert policy.stock is not None
@@ -243,6 +245,14 @@ def test_a_surge_lasts_at_most_its_lifetime() -> None:
     last = 30 + SURGE_LIFETIME_MINUTES - 1
     assert floors[last] > 0
     assert all(floors[t] == 0 for t in range(last + DEFAULT_SURGE_MINUTES + 1, 180))
+
+
+def test_the_surge_cap_bounds_a_surge_from_the_capacity_it_started_from() -> None:
+    demand = [1_000.0] * 30 + [4_000.0] * 20 + [1_000.0] * 30
+    uncapped, _, _ = _surges(demand)
+    capped, _, _ = _surges(demand, fast_path_cap=500)
+    assert max(uncapped.values()) == math.ceil(4000 / 0.7)
+    assert max(capped.values()) == math.ceil(1000 / 0.7) + 500  # 1,429 + 500
 
 
 def test_no_surge_for_a_hot_key() -> None:

@@ -59,6 +59,7 @@ class FastPath:
         self.share = params.fast_path_share
         self.surge_minutes = surge_minutes
         self.max_capacity = params.max_capacity
+        self.cap = params.fast_path_cap
         #: Per dimension, its surge: the level held, the first minute it no longer holds,
         #: the capacity it falls back to, and the minute of its first raise.
         self.holds: dict[Key, tuple[int, int, int, int]] = {}
@@ -131,7 +132,13 @@ class FastPath:
                 continue  # it has lasted its longest: it expires, and may start again
             _, _, base, started = self.holds[key] if held else (0, 0, provisioned, t)
             level = surge_level(
-                combined, provisioned, target, self.max_capacity, held=held, base=base
+                combined,
+                provisioned,
+                target,
+                self.max_capacity,
+                cap=self.cap,
+                held=held,
+                base=base,
             )
             if level is None:
                 continue

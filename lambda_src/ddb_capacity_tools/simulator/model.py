@@ -93,6 +93,7 @@ OPTIONAL = {
     "on_demand_max_read_units": "unlimited",
     "on_demand_max_write_units": "unlimited",
     "fast_path_seconds": "off",
+    "fast_path_cap": "no cap",
 }
 #: Of those, the ones the command line sets to None with ``off`` (``--key-skew`` is None
 #: when it is not given).
@@ -401,6 +402,9 @@ class ModelParams:
     :param fast_path_share: the share of the traffic whose processes report (0.01 to 1).
         The signals function is not told it (as deployed by default: it scales nothing
         up). Default 1.
+    :param fast_path_cap: the surge cap (``FastPath(surge_cap=...)``): the most units a
+        surge adds over the capacity it started from. None (the default): no cap but the
+        range (``max_capacity``).
     """
 
     burst_seconds: int = 300
@@ -426,6 +430,7 @@ class ModelParams:
     on_demand_max_write_units: int | None = None
     fast_path_seconds: int | None = None
     fast_path_share: float = 1.0
+    fast_path_cap: int | None = None
 
     def validate(self, flags: bool = False) -> ModelParams:
         """Raise :class:`ModelError` for the first field out of range, named as a field or,
@@ -458,6 +463,7 @@ class ModelParams:
             "on_demand_max_write_units": (1, 1_000_000),
             "fast_path_seconds": (1, 600),
             "fast_path_share": (0.01, 1),
+            "fast_path_cap": (1, 1_000_000),
         }
         for f in fields(self):
             value = getattr(self, f.name)
