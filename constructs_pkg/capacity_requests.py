@@ -707,42 +707,58 @@ class CapacityRequests(Construct):
         )
 
 
-def _acknowledge_broker(broker: lambda_.Function, broker_concurrency: int | None) -> None:
-    """The broker's acknowledgements (its reserved concurrency's only with one)."""
+#: The packs whose Lambda rules the library's functions acknowledge alike.
+_LAMBDA_PACKS = ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
+
+
+def _acknowledge_function(
+    function: lambda_.Function,
+    concurrency: int | None,
+    serverless: dict[str, str],
+    per_pack: dict[str, str],
+    no_dlq: str,
+) -> None:
+    """A function's acknowledgements: ``serverless`` (finding: reason), then each rule of
+    ``per_pack`` in every pack of :data:`_LAMBDA_PACKS`; its reserved concurrency's only
+    with one. Checkov's dead-letter check is skipped for ``no_dlq``, its concurrency check
+    for the same reason as the packs' without one."""
     reasons = {
-        "Serverless-LambdaTracing": "Each request logs JSON lines; tracing would add "
-        "cost and an X-Ray wildcard permission.",
-        "Serverless-LambdaDLQ": "Workers invoke the broker synchronously and get its "
-        "answer or its error; there is no asynchronous event to keep.",
-        "Serverless-LambdaDefaultMemorySize": "256 MB: the broker mostly waits on "
-        "DynamoDB and Application Auto Scaling.",
-        **{
-            f"{pack}-{rule}": reason
-            for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
-            for rule, reason in (
-                (
-                    "LambdaInsideVPC",
-                    "Calls only AWS APIs (DynamoDB, Application Auto Scaling, "
-                    "CloudWatch); it reaches nothing in a VPC.",
-                ),
-                (
-                    "LambdaConcurrency",
-                    "Concurrent requests are expected; they are serialized per "
-                    "dimension by the hold store's leases.",
-                ),
-                (
-                    "LambdaDLQ",
-                    "Invoked synchronously only; the caller gets the error.",
-                ),
-            )
-        },
+        **serverless,
+        **{f"{pack}-{rule}": reason for pack in _LAMBDA_PACKS for rule, reason in per_pack.items()},
     }
     for finding, reason in reasons.items():
-        if broker_concurrency is None or not finding.endswith("LambdaConcurrency"):
-            acknowledge(broker, finding, reason)
-    skip_checkov(broker, "CKV_AWS_116", reasons["Serverless-LambdaDLQ"])
-    if broker_concurrency is None:
-        skip_checkov(broker, "CKV_AWS_115", reasons["PCI.DSS.321-LambdaConcurrency"])
+        if concurrency is None or not finding.endswith("LambdaConcurrency"):
+            acknowledge(function, finding, reason)
+    skip_checkov(function, "CKV_AWS_116", no_dlq)
+    if concurrency is None:
+        skip_checkov(function, "CKV_AWS_115", per_pack["LambdaConcurrency"])
+
+
+def _acknowledge_broker(broker: lambda_.Function, broker_concurrency: int | None) -> None:
+    """The broker's acknowledgements (its reserved concurrency's only with one)."""
+    no_dlq = (
+        "Workers invoke the broker synchronously and get its answer or its error; there is "
+        "no asynchronous event to keep."
+    )
+    _acknowledge_function(
+        broker,
+        broker_concurrency,
+        {
+            "Serverless-LambdaTracing": "Each request logs JSON lines; tracing would add "
+            "cost and an X-Ray wildcard permission.",
+            "Serverless-LambdaDLQ": no_dlq,
+            "Serverless-LambdaDefaultMemorySize": "256 MB: the broker mostly waits on "
+            "DynamoDB and Application Auto Scaling.",
+        },
+        {
+            "LambdaInsideVPC": "Calls only AWS APIs (DynamoDB, Application Auto Scaling, "
+            "CloudWatch); it reaches nothing in a VPC.",
+            "LambdaConcurrency": "Concurrent requests are expected; they are serialized per "
+            "dimension by the hold store's leases.",
+            "LambdaDLQ": "Invoked synchronously only; the caller gets the error.",
+        },
+        no_dlq,
+    )
 
 
 def _acknowledge_signals(signals: lambda_.Function, concurrency: int | None) -> None:
@@ -753,37 +769,26 @@ def _acknowledge_signals(signals: lambda_.Function, concurrency: int | None) -> 
         "event age), since replaying it would raise on stale demand. Failures are counted "
         "and alarmed (SurgesFailed, CombinerFull, Errors, AsyncEventsDropped)."
     )
-    reasons = {
-        "Serverless-LambdaTracing": "Each report logs JSON lines and EMF counts; tracing "
-        "would add cost and an X-Ray wildcard permission.",
-        "Serverless-LambdaDLQ": no_dlq,
-        "Serverless-LambdaAsyncFailureDestination": no_dlq,
-        "Serverless-LambdaDefaultMemorySize": "256 MB: the function mostly waits on "
-        "DynamoDB and Application Auto Scaling.",
-        **{
-            f"{pack}-{rule}": reason
-            for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
-            for rule, reason in (
-                (
-                    "LambdaInsideVPC",
-                    "Calls only AWS APIs (DynamoDB, Application Auto Scaling); it reaches "
-                    "nothing in a VPC.",
-                ),
-                (
-                    "LambdaConcurrency",
-                    "Reports arrive from many processes at once; a dimension's changes are "
-                    "serialized by the hold store's leases.",
-                ),
-                ("LambdaDLQ", no_dlq),
-            )
+    _acknowledge_function(
+        signals,
+        concurrency,
+        {
+            "Serverless-LambdaTracing": "Each report logs JSON lines and EMF counts; tracing "
+            "would add cost and an X-Ray wildcard permission.",
+            "Serverless-LambdaDLQ": no_dlq,
+            "Serverless-LambdaAsyncFailureDestination": no_dlq,
+            "Serverless-LambdaDefaultMemorySize": "256 MB: the function mostly waits on "
+            "DynamoDB and Application Auto Scaling.",
         },
-    }
-    for finding, reason in reasons.items():
-        if concurrency is None or not finding.endswith("LambdaConcurrency"):
-            acknowledge(signals, finding, reason)
-    skip_checkov(signals, "CKV_AWS_116", no_dlq)
-    if concurrency is None:
-        skip_checkov(signals, "CKV_AWS_115", reasons["PCI.DSS.321-LambdaConcurrency"])
+        {
+            "LambdaInsideVPC": "Calls only AWS APIs (DynamoDB, Application Auto Scaling); it "
+            "reaches nothing in a VPC.",
+            "LambdaConcurrency": "Reports arrive from many processes at once; a dimension's "
+            "changes are serialized by the hold store's leases.",
+            "LambdaDLQ": no_dlq,
+        },
+        no_dlq,
+    )
 
 
 def _store_of(scaler: ThrottleAwareScaler) -> str:
