@@ -63,8 +63,6 @@ class FastPath:
         #: Per dimension, its surge: the level held, the first minute it no longer holds,
         #: the capacity it falls back to, and the minute of its first raise.
         self.holds: dict[Key, tuple[int, int, int, int]] = {}
-        #: Surges sent (each raise, or each raise of a held level).
-        self.surges = 0
 
     def floor(self, key: Key, t: int) -> int:
         """The level ``key``'s surge holds at minute ``t`` (0: none)."""
@@ -90,13 +88,9 @@ class FastPath:
             return Combined(
                 share * (served + short), share * short, share * key_range, 1, share * served
             )
-        wanted = sim.trace.demand[key][m if m > 0 else 0]
-        key_range = 0.0
-        if sim.partitions is not None:
-            given = sim._key_range.get(key)
-            key_range = sim.partitions[key[0]].would_refuse(
-                key[1], wanted, given[max(m, 0)] if given else 0.0
-            )
+        minute = m if m > 0 else 0
+        wanted = sim.trace.demand[key][minute]
+        key_range = sim.key_range_refusal(key, wanted, minute)
         fixable = wanted - key_range
         seconds = float(self.second)
         bucket = min(d.bucket, sim.params.burst * d.provisioned)
@@ -149,5 +143,4 @@ class FastPath:
                 if level > sim.current(key):
                     raises.setdefault(key[0], {})[key[1]] = level
         for index, values in raises.items():
-            if sim.update_table(t, index, values, second=self.second) == "applied":
-                self.surges += 1
+            sim.update_table(t, index, values, second=self.second)

@@ -958,7 +958,20 @@ class SimulatedTable:
         """What ``d``'s hot partition refuses of ``wanted`` this minute (recorded in
         ``d.key_range``): the trace's own key-range refusals, then what the hot key's
         partition cannot serve of the rest."""
-        given = self._key_range.get(d.key)
-        refused = parts[d.key[0]].refuse(d.key[1], wanted, given[minute] if given else 0.0)
+        refused = parts[d.key[0]].refuse(d.key[1], wanted, self._given(d.key, minute))
         d.key_range.append(refused)
         return refused
+
+    def key_range_refusal(self, key: Key, wanted: float, minute: int) -> float:
+        """What ``key``'s hot partition would refuse of ``wanted`` in trace minute
+        ``minute``, as :meth:`_refused_by_key_range` refuses it, but recording nothing
+        (0 with the partition model off)."""
+        if self.partitions is None:
+            return 0.0
+        return self.partitions[key[0]].would_refuse(key[1], wanted, self._given(key, minute))
+
+    def _given(self, key: Key, minute: int) -> float:
+        """The key-range refusals the trace itself gives for ``key``'s ``minute`` (0: none
+        known)."""
+        given = self._key_range.get(key)
+        return given[minute] if given else 0.0
