@@ -49,10 +49,10 @@ def delivered(series: Series, lag_minutes: int = 0) -> tuple[Series, int]:
     not looked at, so raises go on the newest known minutes; but data that stopped for
     longer than CloudWatch is late (the count returned) forbids any decrease, as unknown
     minutes before a known one do."""
-    if not series.unknown:  # every minute known
+    if not series.unknown and not series.undelivered:  # every minute known
         return series, 0
-    n, stopped = _delivered(series.unknown, lag_minutes)
-    if n == len(series.minute_starts):
+    n, stopped = _delivered(series, lag_minutes)
+    if n == len(series.minute_starts) and not series.undelivered:
         return series, stopped
     trimmed = Series(
         series.minute_starts[:n],
@@ -66,11 +66,13 @@ def delivered(series: Series, lag_minutes: int = 0) -> tuple[Series, int]:
     return trimmed, stopped
 
 
-def _delivered(unknown: list[bool], lag_minutes: int) -> tuple[int, int]:
+def _delivered(series: Series, lag_minutes: int) -> tuple[int, int]:
     """:func:`delivered` as counts: the minutes kept (all when none is known, or none is
-    unknown at the end), and the newest unknown ones beyond the lag and LATE_MINUTES."""
-    total = n = len(unknown)
-    while n and unknown[n - 1]:
+    unknown at the end), and the newest unknown ones beyond the lag and LATE_MINUTES. The
+    minutes ``series`` leaves out as not delivered yet (after a known one) are not kept."""
+    unknown, n = series.unknown, len(series.minute_starts)
+    total = n + series.undelivered
+    while unknown and n and unknown[n - 1]:
         n -= 1
     if n in (0, total):  # nothing known at all stays unknown, and says so
         return total, 0
@@ -117,12 +119,13 @@ def dimension_state(
     (:func:`delivered`), of which those within the newest ``lag_minutes`` of the window
     are ``fresh`` (CloudWatch may not have finished them: raises only), its limits, ledger
     and forecast needs."""
-    total = len(series.minute_starts)
-    n, stopped = _delivered(series.unknown, lag_minutes) if series.unknown else (total, 0)
     s = series
+    listed = len(s.minute_starts)
+    n, stopped = _delivered(s, lag_minutes) if s.unknown or s.undelivered else (listed, 0)
+    left_out = listed + s.undelivered - n  # the newest minutes not read: all unknown
     consumed, throttles, starts, unfixable = s.consumed, s.throttles, s.minute_starts, s.unfixable
-    unknown = s.unknown_minutes - (total - n)  # those trimmed were all unknown
-    if n < total:  # a tick's hot path: the lists sliced, no trimmed Series made
+    unknown = s.unknown_minutes - left_out
+    if n < listed:  # a tick's hot path: the lists sliced, no trimmed Series made
         consumed, throttles, starts = consumed[:n], throttles[:n], starts[:n]
         if unfixable:
             unfixable = unfixable[:n]
@@ -144,7 +147,7 @@ def dimension_state(
         d.reserve,
         d.least_fall,
         unfixable,
-        max(0, lag_minutes - (total - n)),
+        max(0, lag_minutes - left_out),
     )
 
 

@@ -41,6 +41,12 @@ class Series:
     taken for a provisioned-throughput one (the rule from before the causes were
     published). ``causes_unknown`` counts the throttled minutes whose cause could not be
     read, and which were therefore taken for provisioned-throughput ones.
+
+    ``undelivered`` counts the window's newest minutes, not delivered yet, that the lists
+    leave out: they end with the newest delivered minute (the simulator's series do, so a
+    tick need not trim them). Those minutes are unknown, as if listed reading 0. Set only
+    after a known minute: a series of which nothing is known lists every minute. 0: the
+    lists hold the whole window.
     """
 
     minute_starts: list[datetime]
@@ -50,10 +56,11 @@ class Series:
     unfixable: list[float] = field(default_factory=list)
     key_range: list[float] = field(default_factory=list)
     causes_unknown: int = 0
+    undelivered: int = 0
 
     @property
     def unknown_minutes(self) -> int:
-        return sum(self.unknown)
+        return sum(self.unknown) + self.undelivered
 
     @classmethod
     def all_unknown(cls, minute_starts: list[datetime]) -> Series:

@@ -741,10 +741,11 @@ class SimulatedTable:
 
     def metrics(
         self, key: Key, first: int, count: int, t: int
-    ) -> tuple[list[float], list[float], list[bool]]:
+    ) -> tuple[list[float], list[float], list[bool], int]:
         """Consumed and throttle events of minutes ``first`` .. ``first + count - 1`` as seen
-        at the start of minute ``t``, and per minute whether either is unknown (empty when
-        every one is known)."""
+        at the start of minute ``t``, per minute whether either is unknown (empty when every
+        one is known), and how many of the newest minutes are left out, not delivered yet
+        (:attr:`Series.undelivered`: only after a delivered minute; else 0)."""
         p = self.params
         start = first + self.offset
         stop = start + count
@@ -752,24 +753,22 @@ class SimulatedTable:
             d = self.dims[key]  # (served and throttle events are published together)
             seen = t + self.offset - max(p.metric_delay_minutes, p.throttle_delay_minutes)
             if stop <= len(d.served) and stop <= seen:
-                return d.served[start:stop], d.throttle_events[start:stop], []
+                return d.served[start:stop], d.throttle_events[start:stop], [], 0
             if p.metric_delay_minutes == p.throttle_delay_minutes and stop <= len(d.served):
-                # the newest minutes not delivered yet: unknown, reading 0
+                # the newest minutes not delivered yet: left out (unknown, reading 0)
                 delivered = max(0, min(count, seen - start))
-                missing = count - delivered
-                return (
-                    d.served[start : start + delivered] + [0.0] * missing,
-                    d.throttle_events[start : start + delivered] + [0.0] * missing,
-                    [False] * delivered + [True] * missing if missing else [],
-                )
+                if delivered:
+                    end = start + delivered
+                    return d.served[start:end], d.throttle_events[start:end], [], count - delivered
+                return [0.0] * count, [0.0] * count, [True] * count, 0
         consumed = self.known(key, first, count, t)
         throttles = self.known(key, first, count, t, throttles=True)
         if consumed is not None and throttles is not None:
-            return consumed, throttles, []
+            return consumed, throttles, [], 0
         consumed, late = self.datapoints(key, first, count, t)
         throttles, late_events = self.datapoints(key, first, count, t, throttles=True)
         unknown = [a or b for a, b in zip(late, late_events, strict=True)]
-        return consumed, throttles, unknown if any(unknown) else []
+        return consumed, throttles, unknown if any(unknown) else [], 0
 
     def key_range_events(self, key: Key, first: int, count: int, t: int) -> list[float]:
         """Key-range throttle events of minutes ``first`` .. ``first + count - 1`` as seen at

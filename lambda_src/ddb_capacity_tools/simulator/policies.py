@@ -331,20 +331,22 @@ class ThrottleAware:
     def _series(self, sim: SimulatedTable, key: Key, t: int, first: int, count: int) -> Series:
         """What the Lambda's GetMetricData would return for minutes ``first`` ..
         ``first + count - 1``: minutes not delivered yet are unknown (they read 0 and forbid
-        any decrease, as at run time). Where the table has a hot partition and a minute is
+        any decrease, as at run time; the newest ones are left out of the lists, as the tick
+        would leave them out). Where the table has a hot partition and a minute is
         throttled, the causes are told apart as ``fetch_causes`` tells them: ``unfixable``
         and ``key_range`` hold the key-range throttle events (the model's only cause that
         capacity cannot fix)."""
-        consumed, throttles, unknown = sim.metrics(key, first, count, t)
-        times = sim.times(first, count)
+        consumed, throttles, unknown, undelivered = sim.metrics(key, first, count, t)
+        listed = count - undelivered
+        times = sim.times(first, listed)
         if not self.causes or sim.partitions is None or not any(throttles):
-            return Series(times, consumed, throttles, unknown)
+            return Series(times, consumed, throttles, unknown, undelivered=undelivered)
         # the model publishes key-range events; the provisioned-throughput ones are the rest
         unfixable = [
             (tell_causes(n, max(0.0, n - k), k, 0.0) or (0.0, 0.0))[0] if n > 0 else 0.0
-            for k, n in zip(sim.key_range_events(key, first, count, t), throttles, strict=True)
+            for k, n in zip(sim.key_range_events(key, first, listed, t), throttles, strict=True)
         ]
-        return Series(times, consumed, throttles, unknown, unfixable, unfixable)
+        return Series(times, consumed, throttles, unknown, unfixable, unfixable, 0, undelivered)
 
     def act(self, sim: SimulatedTable, t: int) -> None:
         if t % self.tick == 0:
