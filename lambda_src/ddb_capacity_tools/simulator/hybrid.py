@@ -1,0 +1,220 @@
+"""Runs in: workstation (the `ddb-capacity` command).
+
+The hybrid policy (``hybrid``, ``hybrid:T``): the autopilot (``autopilot:T``) most of the
+day, on-demand in the hours of the day that the table's own history marks as bursty, and
+never more switches to on-demand than AWS allows.
+
+Billing mode is a table's, so the whole table (every dimension, every GSI) switches at
+once. Each day's plan is made from the days before it only (at most ``HISTORY_DAYS``):
+
+1. For each hour of the day, what each past day paid in that hour on the autopilot (its
+   provisioned capacity) and what on-demand would have charged for the same requests.
+   The hour's saving is the median over the past days of (autopilot - on-demand).
+2. The day's on-demand windows are the at most :data:`SWITCHES_PER_DAY` runs of whole
+   hours whose savings add up to the most (:func:`best_windows`): a cheap hour between two
+   bursty ones joins them when that saves more than a switch back and forth would.
+3. A window only starts while fewer than :data:`SWITCHES_PER_DAY` switches to on-demand
+   were made in the 24 hours before it (AWS's rolling limit); switching back to
+   provisioned is allowed at any time.
+
+The first day has no history and runs on the autopilot alone.
+
+How the run is put together (:func:`compose`): the autopilot runs over the whole trace (it
+keeps reading the table's consumed capacity while the table is on-demand, as the scaler
+does), and on-demand runs over the whole trace (its limits, :mod:`.model`); each minute
+takes the autopilot's minute or on-demand's, by the plan. What this leaves out is in the
+docs' fidelity table: the switch's own minutes (AWS: "several minutes", during which the
+table serves what it was provisioned), and on-demand's previous peak after a switch (taken
+from the on-demand run, which is never lower than what a switched table would have).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .model import Recorded
+from .prices import Prices
+from .trace import Key
+
+__all__ = [
+    "HISTORY_DAYS",
+    "SWITCHES_PER_DAY",
+    "Composed",
+    "best_windows",
+    "compose",
+    "plan",
+    "within_limit",
+]
+
+#: Switches to on-demand AWS allows a table in a rolling 24 hours (switching back to
+#: provisioned is not limited).
+SWITCHES_PER_DAY = 4
+#: The most past days a day's plan is made from.
+HISTORY_DAYS = 7
+DAY = 1440
+HOUR = 60
+
+
+def best_windows(savings: Sequence[float], most: int = SWITCHES_PER_DAY) -> list[bool]:
+    """Which hours of ``savings`` (dollars on-demand saves in each hour; negative: what it
+    costs more) run on-demand: at most ``most`` runs of consecutive hours, chosen so that
+    their savings add up to the most. Hours that save nothing are never chosen on their
+    own (an empty plan when no hour saves)."""
+    n = len(savings)
+    if most < 1 or n == 0:
+        return [False] * n
+    # best[k][i]: the most saved in hours < i with k runs, the last ending before i (off)
+    # or at i - 1 (on); how[k][i]: how that state was reached, to walk back.
+    neg = float("-inf")
+    off = [[0.0] * (n + 1) for _ in range(most + 1)]
+    on = [[neg] * (n + 1) for _ in range(most + 1)]
+    came_off = [[False] * (n + 1) for _ in range(most + 1)]  # off[k][i] from on[k][i-1]
+    came_on = [[False] * (n + 1) for _ in range(most + 1)]  # on[k][i] from off[k-1][i-1]
+    for i in range(1, n + 1):
+        s = savings[i - 1]
+        for k in range(most + 1):
+            from_on = on[k][i - 1]
+            if from_on > off[k][i - 1]:
+                off[k][i], came_off[k][i] = from_on, True
+            else:
+                off[k][i] = off[k][i - 1]
+            if k:
+                start, go_on = off[k - 1][i - 1], on[k][i - 1]
+                if start >= go_on:
+                    on[k][i], came_on[k][i] = start + s, True
+                else:
+                    on[k][i] = go_on + s
+    k = max(range(most + 1), key=lambda j: max(off[j][n], on[j][n]))
+    state_on = on[k][n] > off[k][n]
+    if max(off[k][n], on[k][n]) <= 0:
+        return [False] * n
+    chosen = [False] * n
+    i = n
+    while i > 0:
+        if state_on:
+            chosen[i - 1] = True
+            if came_on[k][i]:
+                k, state_on = k - 1, False
+        elif came_off[k][i]:
+            state_on = True
+        i -= 1
+    return chosen
+
+
+def _hourly(per_minute: Sequence[float], offset: int) -> dict[tuple[int, int], float]:
+    """``per_minute`` summed by (day, hour of day), minute 0 at minute ``offset`` of day 0."""
+    out: dict[tuple[int, int], float] = {}
+    for m, v in enumerate(per_minute):
+        day, minute = divmod(offset + m, DAY)
+        slot = (day, minute // HOUR)
+        out[slot] = out.get(slot, 0.0) + v
+    return out
+
+
+def plan(
+    provisioned_cost: Sequence[float],
+    on_demand_cost: Sequence[float],
+    offset: int = 0,
+    most: int = SWITCHES_PER_DAY,
+    history: int = HISTORY_DAYS,
+) -> list[bool]:
+    """Per trace minute, whether the table is on-demand: each day's windows
+    (:func:`best_windows`) from the hourly savings of the ``history`` days before it, the
+    rolling limit of ``most`` switches to on-demand in 24 hours kept. ``offset``: the
+    trace's first minute's minute of the day (UTC)."""
+    minutes = len(provisioned_cost)
+    paid = _hourly(provisioned_cost, offset)
+    charged = _hourly(on_demand_cost, offset)
+    days = (offset + minutes + DAY - 1) // DAY
+    wanted: list[bool] = []
+    for day in range(days):
+        savings = []
+        for hour in range(24):
+            past = [
+                paid[(d, hour)] - charged[(d, hour)]
+                for d in range(max(0, day - history), day)
+                if (d, hour) in paid
+            ]
+            savings.append(statistics.median(past) if past else 0.0)
+        hours = best_windows(savings, most)
+        wanted += [h for h in hours for _ in range(HOUR)]
+    return within_limit(wanted[offset : offset + minutes], most)
+
+
+def within_limit(wanted: Sequence[bool], most: int) -> list[bool]:
+    """``wanted`` with every on-demand window dropped that would start while ``most``
+    switches to on-demand were made in the 24 hours before it."""
+    out: list[bool] = []
+    switches: deque[int] = deque()
+    on = False
+    for m, w in enumerate(wanted):
+        if w and not on:
+            while switches and switches[0] <= m - DAY:
+                switches.popleft()
+            if len(switches) >= most:
+                out.append(False)
+                continue
+            switches.append(m)
+        on = w
+        out.append(w)
+    return out
+
+
+@dataclass
+class Composed:
+    """One dimension of the hybrid: its minutes and its cost from the first scored minute."""
+
+    recorded: Recorded
+    cost_usd: float
+    on_demand_minutes: int
+
+
+def compose(
+    base: Mapping[Key, Recorded],
+    on_demand: Mapping[Key, Recorded],
+    prices: Prices,
+    offset: int = 0,
+    start: int = 0,
+    most: int = SWITCHES_PER_DAY,
+) -> dict[Key, Composed]:
+    """The hybrid from a provisioned run (``base``) and an on-demand run of the same
+    trace, per dimension: each minute the base's or on-demand's, by :func:`plan` over the
+    table's costs (every dimension's together). ``start``: the first minute that counts
+    for the cost (the plan uses every minute)."""
+    keys = list(base)
+    minutes = len(base[keys[0]].demand) if keys else 0
+    unit = {k: prices.unit_hour(k[1]) / 60 for k in keys}
+    request = {k: prices.request_unit(k[1]) * 60 for k in keys}
+    paid = [sum(base[k].provisioned[m] * unit[k] for k in keys) for m in range(minutes)]
+    charged = [sum(on_demand[k].served[m] * request[k] for k in keys) for m in range(minutes)]
+    mask = plan(paid, charged, offset, most)
+    out = {}
+    for k in keys:
+        b, o = base[k], on_demand[k]
+
+        def pick(ours: Sequence[float], theirs: Sequence[float]) -> list[float]:
+            return [t if od else v for v, t, od in zip(ours, theirs, mask, strict=True)]
+
+        recorded = Recorded(
+            list(b.demand),
+            pick(b.served, o.served),
+            pick(b.throttled, o.throttled),
+            [0 if od else p for p, od in zip(b.provisioned, mask, strict=True)],
+            pick(b.throttle_events, o.throttle_events),
+        )
+        zeros = [0.0] * minutes
+        if b.key_range or o.key_range:
+            recorded.with_key_range(pick(b.key_range or zeros, o.key_range or zeros))
+        if o.on_demand or o.max_on_demand:
+            recorded.with_on_demand(
+                pick(zeros, o.on_demand or zeros), pick(zeros, o.max_on_demand or zeros)
+            )
+        cost = sum(
+            o.served[m] * request[k] if mask[m] else b.provisioned[m] * unit[k]
+            for m in range(start, minutes)
+        )
+        out[k] = Composed(recorded, cost, sum(mask[start:]))
+    return out

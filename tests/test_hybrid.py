@@ -1,0 +1,150 @@
+"""The hybrid billing policy: on-demand in the hours the table's own history marks as
+bursty, at most 4 switches to on-demand in a rolling 24 hours, each day planned from the
+days before it only."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ddb_capacity_tools.simulator.hybrid import (
+    DAY,
+    SWITCHES_PER_DAY,
+    best_windows,
+    compose,
+    plan,
+    within_limit,
+)
+from ddb_capacity_tools.simulator.model import Recorded
+from ddb_capacity_tools.simulator.prices import Prices
+
+
+def _runs(chosen: list[bool]) -> int:
+    return sum(1 for k, _ in itertools.groupby(chosen) if k)
+
+
+def _brute(savings: list[float], most: int) -> float:
+    best = 0.0
+    for mask in itertools.product([False, True], repeat=len(savings)):
+        if _runs(list(mask)) <= most:
+            best = max(best, sum(s for s, on in zip(savings, mask, strict=True) if on))
+    return best
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    savings=st.lists(st.integers(-5, 5).map(float), min_size=0, max_size=10),
+    most=st.integers(0, 4),
+)
+def test_best_windows_saves_the_most_with_at_most_the_allowed_runs(savings, most) -> None:
+    chosen = best_windows(savings, most)
+    assert len(chosen) == len(savings)
+    assert _runs(chosen) <= most
+    saved = sum(s for s, on in zip(savings, chosen, strict=True) if on)
+    assert saved == pytest.approx(_brute(savings, most))
+    assert saved >= 0
+
+
+def test_a_cheap_hour_between_two_bursts_joins_them_only_when_that_saves_more() -> None:
+    assert best_windows([3, -1, 3], 1) == [True, True, True]
+    assert best_windows([3, -4, 3], 1) == [True, False, False]
+    assert best_windows([3, -4, 3], 2) == [True, False, True]
+    assert best_windows([-1, -2, 0, -3], 4) == [False] * 4
+
+
+def test_within_limit_drops_a_fifth_switch_in_24_hours_and_keeps_the_next_days() -> None:
+    wanted = [False] * (2 * DAY)
+    starts = [0, 100, 200, 300, 400, DAY + 1]
+    for s in starts:
+        wanted[s : s + 10] = [True] * 10
+    kept = within_limit(wanted, SWITCHES_PER_DAY)
+    assert [kept[s] for s in starts] == [True, True, True, True, False, True]
+    assert _runs(kept) == 5
+    assert not any(kept[400:410])
+
+
+def _daily(hours_cheap: set[int], days: int, od_cheaper_by: float = 1.0) -> tuple[list, list]:
+    """Per minute: what provisioned pays and on-demand charges; on-demand is cheaper in
+    ``hours_cheap`` by ``od_cheaper_by`` per minute, dearer elsewhere by 1."""
+    paid, charged = [], []
+    for m in range(days * DAY):
+        hour = (m % DAY) // 60
+        paid.append(2.0)
+        charged.append(2.0 - od_cheaper_by if hour in hours_cheap else 3.0)
+    return paid, charged
+
+
+def test_plan_runs_on_demand_in_the_bursty_hours_from_the_second_day() -> None:
+    paid, charged = _daily({10, 11, 12}, days=3)
+    mask = plan(paid, charged)
+    assert not any(mask[:DAY])  # no history on the first day
+    for day in (1, 2):
+        on = [m % DAY for m in range(day * DAY, (day + 1) * DAY) if mask[m]]
+        assert on == list(range(600, 780))
+
+
+def test_a_days_plan_uses_only_the_days_before_it() -> None:
+    paid, charged = _daily({10}, days=3)
+    changed = list(charged)
+    changed[2 * DAY :] = [0.0] * DAY  # day 2 alone: on-demand free all day
+    assert plan(paid, charged)[: 3 * DAY] == plan(paid, changed)[: 3 * DAY]
+    paid4, charged4 = _daily({10}, days=4)
+    charged4[DAY : 3 * DAY] = [0.0] * (2 * DAY)  # the median of days 0-2 now says on-demand
+    assert not all(plan(paid4, charged4)[DAY + 60 * h] for h in range(24))
+    assert all(plan(paid4, charged4)[3 * DAY + 60 * h] for h in range(24))
+
+
+def test_plan_aligns_hours_to_the_clock_with_the_offset() -> None:
+    paid, charged = _daily({10}, days=3)
+    # the same costs, the trace starting at 06:00: its minute 0 is 06:00
+    shifted = plan(paid[360:], charged[360:], offset=360)
+    assert shifted[DAY + 600 - 360] and not shifted[DAY + 600 - 361]
+
+
+def _recorded(provisioned: list[int], served: list[float], throttled: list[float]) -> Recorded:
+    demand = [s + t for s, t in zip(served, throttled, strict=True)]
+    return Recorded(demand, served, throttled, provisioned, [t * 60 for t in throttled])
+
+
+def test_compose_takes_each_minute_from_the_run_in_force_and_bills_it() -> None:
+    prices = Prices()
+    minutes = 3 * DAY
+    bursty = [(m % DAY) // 60 == 10 for m in range(minutes)]
+    # provisioned pays 1,000 units all day and refuses 5/s in the bursty hour; on-demand
+    # serves everything, 50 units/s outside the hour and 800 in it
+    key = (None, "write")
+    base = _recorded(
+        [1000] * minutes,
+        [795.0 if b else 50.0 for b in bursty],
+        [5.0 if b else 0.0 for b in bursty],
+    )
+    od = _recorded([0] * minutes, [800.0 if b else 50.0 for b in bursty], [0.0] * minutes)
+    # at these prices on-demand is cheaper in every hour but the bursty one
+    out = compose({key: base}, {key: od}, prices, start=DAY)[key]
+    assert out.on_demand_minutes == 2 * 23 * 60
+    assert out.recorded.provisioned[:DAY] == [1000] * DAY
+    assert out.recorded.provisioned[DAY + 599] == 0 and out.recorded.provisioned[DAY + 600] == 1000
+    assert out.recorded.throttled[DAY + 600] == 5.0 and out.recorded.served[DAY + 600] == 795.0
+    expected = sum(
+        1000 / 60 * prices.unit_hour("write")
+        if b
+        else od.served[m] * 60 * prices.request_unit("write")
+        for m, b in enumerate(bursty)
+        if m >= DAY
+    )
+    assert out.cost_usd == pytest.approx(expected)
+
+
+def test_compose_stays_provisioned_when_on_demand_never_saves() -> None:
+    prices = Prices()
+    minutes = 2 * DAY
+    key = (None, "read")
+    base = _recorded([100] * minutes, [90.0] * minutes, [0.0] * minutes)
+    od = _recorded([0] * minutes, [90.0] * minutes, [0.0] * minutes)
+    out = compose({key: base}, {key: od}, prices)[key]
+    assert out.on_demand_minutes == 0
+    assert out.recorded == base
+    assert out.cost_usd == pytest.approx(100 * minutes / 60 * prices.unit_hour("read"))
