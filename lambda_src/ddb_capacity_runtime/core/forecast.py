@@ -454,6 +454,13 @@ def _with(d: Dimension, **changes: object) -> Dimension:
     return made
 
 
+def plan_asks(plan: FloorPlan, minute: int) -> tuple[int | None, int | None]:
+    """What ``plan`` asks of its dimension at ``minute`` (all :func:`apply_plans` reads of
+    it besides its aim, reserve and least fall): the floor in force (None outside the
+    plan), and the highest floor of the next KEEP_MINUTES (None once the plan has ended)."""
+    return plan.at(minute), plan.highest(minute, KEEP_MINUTES)
+
+
 def apply_plans(table: ManagedTable, plans: Mapping[Key, FloorPlan], minute: int) -> ManagedTable:
     """``table`` as the plans ask at ``minute``: each planned dimension's minimum raised to
     the floor in force (never lowered: the configured minimum stays the least), and its
@@ -465,11 +472,10 @@ def apply_plans(table: ManagedTable, plans: Mapping[Key, FloorPlan], minute: int
     dims = []
     for d in table.dimensions:
         plan = plans.get(d.key)
-        keep = plan.highest(minute, KEEP_MINUTES) if plan else None
+        floor, keep = plan_asks(plan, minute) if plan else (None, None)
         if plan is None or keep is None:  # no plan, or one that has ended
             dims.append(d)
             continue
-        floor = plan.at(minute)
         limits = d.limits
         if floor is not None:
             limits = Limits(

@@ -17,6 +17,7 @@ from typing import Any
 
 from .names import DIMENSIONS, TABLE_QUOTA, TAG_PREFIX
 from .policy import PolicyConfig, autopilot_config
+from .records import direct_init
 
 #: The one tick default of the Lambda, the construct and the simulator: CloudWatch delivers
 #: a minute 1-3 minutes late, so a 2-minute tick acts on throttling about as soon as it is
@@ -72,9 +73,11 @@ class OverrideError(ValueError):
     """One table's overrides are not usable; that table is skipped, the others go on."""
 
 
+@direct_init
 @dataclass(frozen=True)
 class Limits:
-    """Bounds and target for one dimension of one table."""
+    """Bounds and target for one dimension of one table (a tick makes one per planned
+    dimension: :func:`.records.direct_init`)."""
 
     min_capacity: int
     max_capacity: int

@@ -25,6 +25,7 @@ from ddb_capacity_runtime.core.forecast import (
     Forecast,
     apply_plans,
     forecast_due,
+    plan_asks,
     plan_floors,
 )
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
@@ -317,6 +318,10 @@ class ThrottleAware:
         self._dims: dict[Key, tuple[tuple[Any, ...], Dimension]] = {}
         #: A tick's first minute read, relative to the tick (None until known).
         self._shift: int | None = None
+        #: The table last described, and the last one :func:`apply_plans` made from it with
+        #: what the plans asked (:meth:`_apply_plans`).
+        self._described: ManagedTable | None = None
+        self._planned: tuple[ManagedTable, list[Any], ManagedTable] | None = None
         # what a tick reads: its window and the newest minutes (the metric lag's)
         self._history_minutes = self.config.history_minutes + self.config.metric_lag_minutes
 
@@ -401,8 +406,26 @@ class ThrottleAware:
         if self.autopilot:
             if forecast_due(SIMULATED_TABLE, now.minute, self.tick):
                 self._plan(table.dimensions, t, now.hour * 60 + now.minute)
-            table = apply_plans(table, self.plans, t)
+            table = self._apply_plans(table, t)
         self._carry_out(sim, t, plan_table(table, series, self.config, now))
+
+    def _apply_plans(self, table: ManagedTable, t: int) -> ManagedTable:
+        """:func:`apply_plans` at ``t``: the table it made last while the table described,
+        each dimension's plan and what the plan asks (:func:`plan_asks`) are the same, as
+        on most ticks of a plan's step (it would make an equal one)."""
+        plans = self.plans
+        if not plans:
+            return table
+        asks = []
+        for d in table.dimensions:
+            plan = plans.get(d.key)
+            asks.append((plan, plan_asks(plan, t)) if plan is not None else None)
+        last = self._planned
+        if last is not None and last[0] is table and last[1] == asks:
+            return last[2]
+        planned = apply_plans(table, plans, t)
+        self._planned = (table, asks, planned)
+        return planned
 
     def _window(self, sim: SimulatedTable, t: int) -> tuple[int, int]:
         """The first minute and the number of minutes a tick at ``t`` reads, as the Lambda
@@ -422,7 +445,8 @@ class ThrottleAware:
         self, sim: SimulatedTable, t: int
     ) -> tuple[ManagedTable, dict[SeriesKey, Series]]:
         """The table as the Lambda's discovery and GetMetricData show it at ``t``: every
-        dimension not UPDATING, and its window of minutes."""
+        dimension not UPDATING, and its window of minutes. The table is the one described
+        last while its dimensions are the same (it is read only)."""
         first, count = self._window(sim, t)
         dims, series = [], {}
         busy_until = sim.busy_until
@@ -432,7 +456,10 @@ class ThrottleAware:
             d = self._dimension(sim, key)
             dims.append(d)
             series[(SIMULATED_TABLE, key[0], key[1])] = self._series(sim, key, t, first, count)
-        return _Described(SIMULATED_TABLE, TABLE_ARN, {}, dims), series
+        last = self._described
+        if last is None or last.dimensions != dims:  # else the same table again
+            last = self._described = _Described(SIMULATED_TABLE, TABLE_ARN, {}, dims)
+        return last, series
 
     def _dimension(self, sim: SimulatedTable, key: Key) -> Dimension:
         """``key``'s dimension as discovery reads it: the same object while nothing it holds
