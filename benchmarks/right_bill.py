@@ -1,7 +1,10 @@
 """The right bill: ``tune`` trained on the past and scored on the future, measured in one run.
 
-For each trace, ``tune`` (its default candidates, the ``plausible`` ensemble, refusal
-tolerance 0 unless ``--refusal-tolerance`` is given) runs on the first half; its
+For each trace, ``tune`` (its default candidates, the ``plausible`` ensemble) runs on the
+first half, and three rules choose among its candidates: the default rule (refusal
+tolerance 0 unless ``--refusal-tolerance`` is given, refusal floor 0.02 % of the requested
+units unless ``--refusal-floor`` is), the same with no floor, and the price rule (cost plus
+the refused units at ``--refusal-price`` dollars per million, default 1). Each
 recommendation is then scored on the second half (the policies run over the whole trace
 and learn from the first half; refusals and cost count from the half on, ``score_from``),
 against stock target tracking at 30 to 90 % and on-demand, scored the same way. Every
@@ -27,15 +30,18 @@ the goal):
 (c) in total over the traces, the recommendation refuses at most 0.5 x what stock:70
     refuses, at no more than stock:70's cost.
 
+The goals are printed for each rule.
+
 Usage:
     .venv/bin/python -m benchmarks.right_bill [--workers 2] [--days 14] [--traces DIR]
-        [--refusal-tolerance 5%]
+        [--refusal-tolerance 5%] [--refusal-floor 0.02%] [--refusal-price 1]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -44,12 +50,17 @@ from ddb_capacity_tools.simulator import ModelParams, Prices, read_csv, scenario
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.trace import Trace
 from ddb_capacity_tools.simulator.tune import (
+    CANDIDATES,
     ON_DEMAND,
+    REFUSAL_FLOOR,
     STOCK,
     Candidate,
+    Rule,
+    decide,
     place,
+    refusal_floor,
+    refusal_price,
     refusal_tolerance,
-    tune,
 )
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -80,16 +91,22 @@ def traces(folder: Path, days: int) -> tuple[list[Trace], str]:
     return out + names, f"real traces read from {folder} ({len(real)})"
 
 
-def judge(trace: Trace, workers: int, tolerance: float) -> tuple[Candidate, dict[str, Candidate]]:
-    """Tune on the first half; the recommendation, the stock targets and on-demand scored
-    on the second half."""
+def judge(
+    trace: Trace, workers: int, rules: Sequence[Rule]
+) -> tuple[list[Candidate], dict[str, Candidate]]:
+    """Tune on the first half (the candidates placed once, each rule applied to them, as
+    ``tune`` does); each rule's recommendation, the stock targets and on-demand scored on
+    the second half."""
     half = trace.minutes // 2
     settings = settings_of("plausible", ModelParams(), trace)
-    tuning = tune(cut(trace, half), settings, workers=workers, tolerance=tolerance)
-    names = list(dict.fromkeys([tuning.recommended.policy, *STOCK, ON_DEMAND]))
-    scored = place(trace, names, settings, Prices(), workers=workers, score_from=half)
+    first = cut(trace, half)
+    names = list(dict.fromkeys([*CANDIDATES, *STOCK, ON_DEMAND]))
+    placed = place(first, names, settings, Prices(), workers=workers)
+    picks = [decide(placed, rule, first, settings[0]).recommended.policy for rule in rules]
+    scored_names = list(dict.fromkeys([*picks, *STOCK, ON_DEMAND]))
+    scored = place(trace, scored_names, settings, Prices(), workers=workers, score_from=half)
     by = {c.policy: c for c in scored}
-    return by[tuning.recommended.policy], by
+    return [by[p] for p in picks], by
 
 
 def dominated(rec: Candidate, other: Candidate) -> bool:
@@ -100,21 +117,24 @@ def dominated(rec: Candidate, other: Candidate) -> bool:
     return (no_more and cheaper) or (other.refused < rec.refused - 1e-6 and other.cost <= rec.cost)
 
 
-def print_trace(trace: Trace, rec: Candidate, by: dict[str, Candidate], seconds: float) -> None:
+def print_trace(
+    trace: Trace, picks: list[Candidate], labels: list[str], by: dict[str, Candidate], t: float
+) -> None:
     half = trace.minutes // 2
+    chosen = ", ".join(f"{label}: {c.policy}" for label, c in zip(labels, picks, strict=True))
     print(
         f"\n{trace.name}: tuned on {half:,} minutes, scored on {trace.minutes - half:,} "
-        f"({seconds:.0f} s); recommended {rec.policy}"
+        f"({t:.0f} s); recommended by {chosen}"
     )
     print(f"  {'option':<24}{'refused units':>18}{'cost $':>12}")
-    for name in list(dict.fromkeys([rec.policy, *STOCK, ON_DEMAND])):
+    for name in list(dict.fromkeys([*(c.policy for c in picks), *STOCK, ON_DEMAND])):
         c = by[name]
-        mark = " <- recommended" if name == rec.policy else ""
+        who = [label for label, p in zip(labels, picks, strict=True) if p.policy == name]
+        mark = f" <- {', '.join(who)}" if who else ""
         print(f"  {name:<24}{c.refused:>18,.0f}{c.cost:>12,.2f}{mark}")
 
 
 def goals(rows: list[tuple[str, Candidate, dict[str, Candidate]]]) -> None:
-    print("\ngoals")
     misses, traces_missed, worst = [], set(), 0.0
     for name, rec, by in rows:
         for other in [*STOCK, ON_DEMAND]:
@@ -179,22 +199,40 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--days", type=int, default=14, help="days kept of the long traces")
     parser.add_argument("--refusal-tolerance", default="0", help="tune's, 0.05 or 5%%")
+    parser.add_argument("--refusal-floor", default=None, help="tune's, default 0.02%%")
+    parser.add_argument(
+        "--refusal-price", default="1", help="the price rule's dollars per million refused"
+    )
     parser.add_argument("--traces", type=Path, default=SHARED)
     args = parser.parse_args()
     tolerance = refusal_tolerance(args.refusal_tolerance)
+    floor = REFUSAL_FLOOR if args.refusal_floor is None else refusal_floor(args.refusal_floor)
+    rules = {
+        "the default rule": Rule(tolerance, floor),
+        "no floor": Rule(tolerance, 0.0),
+        f"price ${refusal_price(args.refusal_price):g}/M": Rule(
+            price=refusal_price(args.refusal_price)
+        ),
+    }
+    labels = list(rules)
     started = time.perf_counter()
     chosen, said = traces(args.traces, args.days)
     print(
         f"right bill: {len(chosen)} traces; {said}; ensemble plausible, medians, read + write; "
-        f"refusal tolerance {tolerance:.0%}"
+        f"the default rule: refusal tolerance {tolerance:.0%}, floor {floor:.2%} of the "
+        f"requested units; no floor: the same without it; the price rule: cost + refused "
+        f"units at ${refusal_price(args.refusal_price):g} per million"
     )
-    rows = []
+    rows: dict[str, list[tuple[str, Candidate, dict[str, Candidate]]]] = {k: [] for k in labels}
     for trace in chosen:
         t0 = time.perf_counter()
-        rec, by = judge(trace, args.workers, tolerance)
-        print_trace(trace, rec, by, time.perf_counter() - t0)
-        rows.append((trace.name, rec, by))
-    goals(rows)
+        picks, by = judge(trace, args.workers, list(rules.values()))
+        print_trace(trace, picks, labels, by, time.perf_counter() - t0)
+        for label, pick in zip(labels, picks, strict=True):
+            rows[label].append((trace.name, pick, by))
+    for label in labels:
+        print(f"\ngoals, {label}")
+        goals(rows[label])
     print(f"\n{time.perf_counter() - started:.0f} s in all")
 
 

@@ -15,10 +15,15 @@ import pytest
 from ddb_capacity_tools.simulator import ModelParams, Trace, parse
 from ddb_capacity_tools.simulator.ensemble import Spread
 from ddb_capacity_tools.simulator.tune import (
+    REFUSAL_FLOOR,
     STOCK,
     Candidate,
+    Rule,
+    TuneError,
     choose,
     decide,
+    refusal_floor,
+    refusal_price,
     refusal_tolerance,
 )
 from tests.test_cli import run
@@ -67,14 +72,20 @@ def test_tune_recommends_the_cheapest_that_refuses_no_more_than_the_best_stock(t
     assert by["on-demand"]["frontier"] and median["on-demand"][0] == 0
     # the nightly hour is learned: the autopilot refuses far less than stock, alone and on it
     assert median["autopilot:70"][0] < 0.5 * median["stock:70"][0]
-    # the rule: the cheapest of those refusing no more than the stock target refusing least
+    # the rule: the cheapest of those refusing no more than the stock target refusing least,
+    # plus the floor: 0.02 % of the units the trace asks for
     best = min(STOCK, key=lambda p: median[p])
+    requested = requested_of(path)
+    limit = median[best][0] + REFUSAL_FLOOR * requested
     assert doc["rule"] == {
         "best_stock": best,
         "refusal_tolerance": 0.0,
-        "refusal_limit": pytest.approx(median[best][0]),
+        "refusal_floor": REFUSAL_FLOOR,
+        "requested_units": pytest.approx(requested),
+        "refusal_limit": pytest.approx(limit),
+        "refusal_price": None,
     }
-    within = [p for p in by if median[p][0] <= median[best][0] + 1e-6]
+    within = [p for p in by if median[p][0] <= limit + 1e-6]
     recommended = doc["recommended"]
     assert median[recommended][1] == min(median[p][1] for p in within)
     assert recommended in frontier
@@ -91,6 +102,12 @@ def test_tune_recommends_the_cheapest_that_refuses_no_more_than_the_best_stock(t
     code, out, err = run("simulate", "--trace", str(path), "--policy", recommended, "--json")
     assert code == 0, err
     assert {r["policy"] for r in json.loads(out)["policies"]} == {recommended}
+
+
+def requested_of(path: Path) -> float:
+    """The units a trace file asks for: every minute's read + write units/s x 60."""
+    lines = path.read_text().splitlines()[1:]
+    return sum(float(v) for line in lines for v in line.split(",")[1:]) * 60
 
 
 def idle_with_bursts(tmp_path: Path) -> Path:
@@ -139,16 +156,18 @@ def placed(rng: random.Random) -> list[Candidate]:
     return out
 
 
-def test_the_rule_holds_at_every_tolerance_on_random_candidates() -> None:
+@pytest.mark.parametrize("floor", [0.0, REFUSAL_FLOOR, 0.01])
+def test_the_rule_holds_at_every_tolerance_on_random_candidates(floor: float) -> None:
     rng = random.Random(7)
+    requested = 20_000.0
     for _ in range(300):
         candidates = placed(rng)
         last = None
         for tolerance in (0.0, 0.05, 0.5, 1.0):
-            pick, best = choose(candidates, tolerance)
+            pick, best = choose(candidates, Rule(tolerance, floor), requested)
             stock = [c for c in candidates if c.policy in STOCK]
             assert best.refused == min(c.refused for c in stock)
-            limit = best.refused * (1 + tolerance)
+            limit = best.refused * (1 + tolerance) + floor * requested
             assert pick.refused <= limit + 1e-6
             assert all(c.cost >= pick.cost for c in candidates if c.refused <= limit)
             # the cheapest within a limit is never beaten on both
@@ -167,13 +186,13 @@ def test_the_reason_says_what_on_demand_would_cost_when_it_loses() -> None:
 
     stock = [c(p, 100 + 10 * n, 50 - 5 * n) for n, p in enumerate(STOCK)]
     cands = [*stock, c("autopilot:70", 80, 20), c("on-demand", 0, 70)]
-    tuning = decide(cands, 0.0, trace, ModelParams())
+    tuning = decide(cands, Rule(), trace, ModelParams())
     assert tuning.recommended.policy == "autopilot:70"
     assert tuning.best_stock.policy == STOCK[0]
     assert not tuning.on_demand["wins"] and tuning.on_demand["versus"] == "autopilot:70"
     assert tuning.on_demand["difference_usd"] == pytest.approx(20 - 70)
     assert "On-demand would cost $70.00, $50.00 more." in tuning.reason
-    assert "$30.00 (60%) less than stock:30 ($50.00)" in tuning.reason
+    assert "$30.00 (60%) less than stock:30 ($50.00, 100 units refused)" in tuning.reason
 
 
 @pytest.mark.parametrize(
@@ -249,3 +268,87 @@ def test_every_candidates_code_parses_and_names_what_it_deploys() -> None:
         assert ("ProvisionedTable" in code) == (spec.kind == "stock" or spec.with_stock), name
         if spec.value:
             assert f"{spec.value}" in code, name
+
+
+def _c(name: str, refused: float, cost: float) -> Candidate:
+    return Candidate(name, Spread(refused, refused, refused), Spread(cost, cost, cost))
+
+
+def test_the_floor_lets_a_cheaper_candidate_refusing_a_little_more_be_recommended() -> None:
+    trace = Trace(
+        "t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [1_000.0] * 1440}
+    )  # 86,400,000 units asked for: the floor is 17,280 of them
+    stock = [_c(p, 10 * n, 100 - 5 * n) for n, p in enumerate(STOCK)]
+    cands = [*stock, _c("autopilot:70", 17_000, 40), _c("on-demand", 0, 120)]
+    strict = decide(cands, Rule(floor=0.0), trace, ModelParams())
+    assert strict.recommended.policy == STOCK[0]  # nothing else refuses 0
+    floored = decide(cands, Rule(), trace, ModelParams())
+    assert floored.recommended.policy == "autopilot:70"
+    assert floored.limit == pytest.approx(0 + REFUSAL_FLOOR * 86_400_000)
+    assert "plus 0.02% of the 86,400,000 requested units (17,280)" in floored.reason
+    assert "$60.00 (60%) less than stock:30 ($100.00" in floored.reason
+    # a candidate just over the floor is not within it
+    over = [*stock, _c("autopilot:70", 17_300, 40), _c("on-demand", 0, 120)]
+    assert decide(over, Rule(), trace, ModelParams()).recommended.policy != "autopilot:70"
+
+
+def test_the_price_rule_minimises_cost_plus_the_refusals_at_the_price() -> None:
+    rng = random.Random(11)
+    for _ in range(300):
+        candidates = placed(rng)
+        last_refused = None
+        for price in (0.01, 1.0, 100.0, 100_000.0):
+            pick, _ = choose(candidates, Rule(price=price))
+            score = {c.policy: c.cost + c.refused * price / 1e6 for c in candidates}
+            assert score[pick.policy] == pytest.approx(min(score.values()))
+            # a higher price for a refusal never recommends one that refuses more
+            assert last_refused is None or pick.refused <= last_refused + 1e-9
+            last_refused = pick.refused
+
+
+def test_the_price_rules_reason_names_the_price_and_what_the_refusals_cost() -> None:
+    trace = Trace("t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [10.0]})
+    stock = [_c(p, 1_000_000 * (n + 1), 50 - 5 * n) for n, p in enumerate(STOCK)]
+    cands = [*stock, _c("on-demand", 0, 40)]
+    tuning = decide(cands, Rule(price=2.0), trace, ModelParams())
+    # stock:90 pays $20 + 7 M refused x $2/M = $34; on-demand $40; stock:30 $50 + $2
+    assert tuning.recommended.policy == "stock:90"
+    assert tuning.as_json()["rule"]["refusal_price"] == 2.0
+    assert tuning.as_json()["rule"]["refusal_limit"] is None
+    assert "charged at $2.00 per million: $20.00 and 7,000,000 units refused ($14.00" in (
+        tuning.reason
+    )
+    assert "On-demand would cost $40.00, $20.00 more." in tuning.reason
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--refusal-floor", "2"], "--refusal-floor: got '2'; expected a fraction from 0 to 0.01"),
+        (["--refusal-floor", "2%"], "--refusal-floor: got '2%'"),
+        (["--refusal-price", "0"], "--refusal-price: got '0'; expected dollars per million"),
+        (["--refusal-price", "cheap"], "--refusal-price: got 'cheap'"),
+        (
+            ["--refusal-price", "1", "--refusal-tolerance", "5%"],
+            "--refusal-tolerance: got '5%' with --refusal-price 1; the price replaces the limit",
+        ),
+        (
+            ["--refusal-price", "1", "--refusal-floor", "0"],
+            "--refusal-floor: got '0' with --refusal-price 1",
+        ),
+    ],
+)
+def test_bad_rule_options_are_refused_naming_the_option(
+    tmp_path: Path, options: list[str], message: str
+) -> None:
+    code, _, err = run("tune", "--trace", str(tmp_path / "never-read.csv"), *options)
+    assert code == 2
+    assert message in err
+
+
+def test_a_floor_written_as_a_whole_number_is_told_to_use_a_percent() -> None:
+    with pytest.raises(TuneError, match=r"for a percent, write it with %: 0.02%"):
+        refusal_floor("0.5")
+    assert refusal_floor("0.02%") == pytest.approx(0.0002)
+    assert refusal_floor("0") == 0.0
+    assert refusal_price("1.5") == 1.5

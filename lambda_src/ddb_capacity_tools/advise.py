@@ -3,8 +3,10 @@
 ``ddb-capacity advise``: the right bill for one table (or GSI) or every table of an account
 and Region.
 
-For each table it reads the CloudWatch history (:func:`.simulator.backtest.history`, with
-the throttles by cause), places ``tune``'s candidates and on-demand on it under an ensemble
+For each table it reads the CloudWatch history of the table and every GSI it has
+(:func:`.simulator.backtest.history`, with the throttles by cause): billing mode is the
+table's, so on-demand is weighed against the whole bill, GSIs included (with ``--index``,
+one GSI alone). It places ``tune``'s candidates and on-demand on it under an ensemble
 (:func:`.simulator.tune.place`) and recommends one by tune's rule
 (:func:`.simulator.tune.decide`), with every option's dollars and refused units scaled to a
 month of 730 hours, and the reason.
@@ -31,7 +33,7 @@ from .simulator.policies import DEFAULT_TICK_MINUTES
 from .simulator.prices import Prices
 from .simulator.text import fixed_width
 from .simulator.trace import Trace
-from .simulator.tune import CANDIDATES, ON_DEMAND, STOCK, Candidate, Tuning, decide, place
+from .simulator.tune import CANDIDATES, ON_DEMAND, STOCK, Candidate, Rule, Tuning, decide, place
 
 __all__ = [
     "MONTH_HOURS",
@@ -63,7 +65,7 @@ class AdviseError(ValueError):
 @dataclass(frozen=True)
 class Setup:
     """What every table is advised with: the window, the ensemble's settings on top of
-    ``params``, the candidates, the prices and the refusal tolerance."""
+    ``params``, the candidates, the prices and the rule that chooses."""
 
     days: int
     end: datetime | None
@@ -73,7 +75,7 @@ class Setup:
     prices: Prices | None = None
     tick: int = DEFAULT_TICK_MINUTES
     workers: int | None = None
-    tolerance: float = 0.0
+    rule: Rule = Rule()
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,7 @@ def advise_one(
             setup.days,
             setup.end,
             setup.params.units_per_request,
+            with_indexes=index is None,
         )
     except Exception as exc:  # a fault domain: whatever went wrong, the others go on
         return Failure(table, index, shown(describe_error(exc)))
@@ -185,9 +188,21 @@ def advise_one(
     settings = setup.settings_of(trace)
     names = list(dict.fromkeys([*setup.candidates, *STOCK, ON_DEMAND]))
     placed = place(trace, names, settings, setup.prices, setup.tick, setup.workers)
-    monthly = [_scaled(c, MONTH_MINUTES / trace.minutes) for c in placed]
-    tuning = decide(monthly, setup.tolerance, trace, settings[0], period=" a month")
-    return Advice(table, index, trace.minutes, tuning, trace.notes)
+    scale = MONTH_MINUTES / trace.minutes
+    monthly = [_scaled(c, scale) for c in placed]
+    tuning = decide(monthly, setup.rule, trace, settings[0], period=" a month", scale=scale)
+    return Advice(table, index, trace.minutes, tuning, _notes(trace))
+
+
+def _notes(trace: Trace) -> str:
+    """The trace's notes, and, when it holds GSIs, what their figures and the code cover."""
+    gsis = sorted({k[0] for k in trace.demand if k[0] is not None})
+    if not gsis:
+        return trace.notes
+    return (
+        f"{trace.notes}; the figures are the table's and its GSIs' ({', '.join(gsis)}) "
+        "together, the code sets the table's own range: advise each GSI with --index for its own"
+    )
 
 
 def _scaled(c: Candidate, factor: float) -> Candidate:

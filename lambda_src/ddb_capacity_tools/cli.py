@@ -13,9 +13,11 @@
     ddb-capacity release --table NAME (--id ID [--token=TOKEN] | --expired)
                          [--broker NAME | --store NAME] [--json]
     ddb-capacity tune (--trace FILE.csv | --table NAME [--days N]) [--candidate P ...]
-                      [--refusal-tolerance F] [--ensemble NAME] [--json]
+                      [--refusal-tolerance F] [--refusal-floor F] [--refusal-price USD]
+                      [--ensemble NAME] [--json]
     ddb-capacity advise (--table NAME [--index NAME] | --all-tables) [--days N]
-                        [--candidate P ...] [--refusal-tolerance F] [--json]
+                        [--candidate P ...] [--refusal-tolerance F] [--refusal-floor F]
+                        [--refusal-price USD] [--json]
 
 ``--broker`` (default ``$CAPACITY_BROKER``) goes through the broker ``CapacityRequests``
 deploys, which is all a worker granted with ``grant_request`` may do; ``--store`` acts
@@ -224,9 +226,23 @@ def _choice_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--refusal-tolerance",
-        default="0",
+        default=None,
         metavar="F",
         help=f"{tune_module.TOLERANCE_HELP}; default 0 (docs: Tune, 'The rule')",
+    )
+    parser.add_argument(
+        "--refusal-floor",
+        default=None,
+        metavar="F",
+        help=f"{tune_module.FLOOR_HELP}; default {tune_module.REFUSAL_FLOOR:.2%} "
+        "(docs: Tune, 'The rule')",
+    )
+    parser.add_argument(
+        "--refusal-price",
+        default=None,
+        metavar="USD",
+        help=f"{tune_module.PRICE_HELP}; replaces the limit on refusals, so it takes neither "
+        "--refusal-tolerance nor --refusal-floor (docs: Tune, 'The rule')",
     )
 
 
@@ -467,12 +483,32 @@ def _history_window(args: argparse.Namespace) -> datetime | None:
     return end
 
 
+def _rule(args: argparse.Namespace) -> tune_module.Rule:
+    """The rule tune and advise choose by, from ``--refusal-tolerance``,
+    ``--refusal-floor`` and ``--refusal-price`` (which takes neither of the others)."""
+    if args.refusal_price is not None:
+        for option in ("--refusal-tolerance", "--refusal-floor"):
+            given = getattr(args, option[2:].replace("-", "_"))
+            if given is not None:
+                raise tune_module.TuneError(
+                    f"{option}: got {given!r} with --refusal-price {args.refusal_price}; the "
+                    "price replaces the limit on refusals: give one or the other"
+                )
+        return tune_module.Rule(price=tune_module.refusal_price(args.refusal_price))
+    tolerance = tune_module.refusal_tolerance(
+        "0" if args.refusal_tolerance is None else args.refusal_tolerance
+    )
+    if args.refusal_floor is None:
+        return tune_module.Rule(tolerance)
+    return tune_module.Rule(tolerance, tune_module.refusal_floor(args.refusal_floor))
+
+
 def _tuning_options(
     args: argparse.Namespace,
-) -> tuple[float, ModelParams, Prices, str, list[str]]:
-    """tune's and advise's options, checked before any input is read: the refusal
-    tolerance, the model, the prices, the ensemble's name and the candidates."""
-    tolerance = tune_module.refusal_tolerance(args.refusal_tolerance)
+) -> tuple[tune_module.Rule, ModelParams, Prices, str, list[str]]:
+    """tune's and advise's options, checked before any input is read: the rule, the model,
+    the prices, the ensemble's name and the candidates."""
+    rule = _rule(args)
     params = ModelParams(**{f.name: getattr(args, f.name) for f in fields(ModelParams)})
     params.validate(flags=True)
     prices = Prices().overridden(args.price)
@@ -483,7 +519,7 @@ def _tuning_options(
         spec = parse(c, params.max_capacity, "--candidate")
         if spec.kind not in ("stock", "autopilot", "on-demand"):
             raise PolicyError(f"--candidate: got {c!r}; expected {tune_module.CANDIDATE_HELP}")
-    return tolerance, params, prices, name, candidates
+    return rule, params, prices, name, candidates
 
 
 def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -494,12 +530,10 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"{option}: got {given[0]!r}; tune takes none: it tries the policies given "
                 f"with --candidate P ({tune_module.CANDIDATE_HELP}; repeatable)"
             )
-    tolerance, params, prices, name, candidates = _tuning_options(args)
+    rule, params, prices, name, candidates = _tuning_options(args)
     trace = _trace(args, params)
     settings = settings_of(name, params, trace)
-    tuning = tune_module.tune(
-        trace, settings, candidates, prices, args.tick, args.workers, tolerance
-    )
+    tuning = tune_module.tune(trace, settings, candidates, prices, args.tick, args.workers, rule)
     if args.json:
         out.write(json.dumps({"ensemble": name, **tuning.as_json()}) + "\n")
     else:
@@ -509,7 +543,7 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Exit status 1 when any table failed (the others are advised), else 0."""
-    tolerance, params, prices, name, candidates = _tuning_options(args)
+    rule, params, prices, name, candidates = _tuning_options(args)
     if args.all_tables and args.index is not None:
         raise TraceError(
             f"--index: got {args.index!r}; it applies to --table only (--all-tables advises "
@@ -537,7 +571,7 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         prices,
         args.tick,
         args.workers,
-        tolerance,
+        rule,
     )
     results = advise_module.advise(cloudwatch, dynamodb, tables, setup, None if args.quiet else err)
     until = _iso(end)

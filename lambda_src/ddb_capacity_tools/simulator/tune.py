@@ -7,12 +7,16 @@ stock target tracking at several target utilizations, and on-demand) runs over t
 under an ensemble of model settings. The medians of refused units and cost place each
 candidate; the frontier is the candidates no other beats on both.
 
-The rule: the recommendation is the cheapest candidate that refuses no more than the best
-stock setting (of stock target tracking at every target from 30 to 90 %, step 10, the one
-that refuses least), times 1 + the refusal tolerance (default 0). That stock setting is a
+The rule (:class:`Rule`): the recommendation is the cheapest candidate that refuses no more
+than the best stock setting (of stock target tracking at every target from 30 to 90 %, step
+10, the one that refuses least), times 1 + the refusal tolerance (default 0), plus the
+refusal floor: 0.02 % of the requested units by default (:data:`REFUSAL_FLOOR`), below which
+a difference in refusals is the simulator's noise, not the policy's. That stock setting is a
 candidate itself, so there always is one; and the cheapest candidate within a limit on
-refusals is always on the frontier. The reason is given in words, with what on-demand
-would cost (or, when it wins, by how much). Its construct code is printed to paste.
+refusals is always on the frontier. With a refusal price instead (dollars per million
+refused units), the recommendation is the candidate whose cost plus its refusals at that
+price is least. The reason is given in words, with what on-demand would cost (or, when it
+wins, by how much). Its construct code is printed to paste.
 """
 
 from __future__ import annotations
@@ -37,14 +41,19 @@ from .trace import Trace
 __all__ = [
     "CANDIDATES",
     "ON_DEMAND",
+    "REFUSAL_FLOOR",
     "STOCK",
     "Candidate",
+    "Rule",
     "TuneError",
     "Tuning",
     "choose",
     "code_for",
     "place",
+    "refusal_floor",
+    "refusal_price",
     "refusal_tolerance",
+    "requested_units",
     "table",
     "tune",
 ]
@@ -75,6 +84,25 @@ TOLERANCE_HELP = (
     "a fraction from 0 to 1 (0.1) or a percent from 0 to 100 followed by % (10%): how much "
     "more than the best stock setting the recommendation may refuse"
 )
+#: The rule's default floor: refusals within this share of the requested units (2 in
+#: 10,000) of the best stock setting's count as no more. Measured on the right-bill
+#: benchmark: with no floor, a choice made on a week of traffic refusing 0 units instead of
+#: a few thousand in billions bought padding that the next week did not need.
+REFUSAL_FLOOR = 0.0002
+#: ``--refusal-floor``'s largest value: 1 % of the requested units.
+MAX_FLOOR = 0.01
+FLOOR_HELP = (
+    "a fraction from 0 to 0.01 (0.0002) or a percent from 0 to 1 followed by % (0.02%): the "
+    "share of the requested units within which refusals count as no more than the best "
+    "stock setting's"
+)
+#: ``--refusal-price``'s largest value, dollars per million refused units.
+MAX_PRICE = 1_000_000.0
+PRICE_HELP = (
+    f"dollars per million refused units, more than 0 and at most {MAX_PRICE:,.0f} (1.5): "
+    "the recommendation is then the candidate whose cost plus its refusals at this price "
+    "is least"
+)
 
 
 class TuneError(ValueError):
@@ -84,22 +112,84 @@ class TuneError(ValueError):
 def refusal_tolerance(text: str) -> float:
     """``--refusal-tolerance``: ``0.1`` or ``10%`` is 0.1 (the recommendation may refuse
     10 % more than the best stock setting); 0 to 1, or 0 % to 100 %."""
+    return _fraction(text, "--refusal-tolerance", MAX_TOLERANCE, TOLERANCE_HELP, "10%")
+
+
+def refusal_floor(text: str) -> float:
+    """``--refusal-floor``: ``0.0002`` or ``0.02%`` is 0.0002 (refusals within 2 in 10,000
+    requested units of the best stock setting's count as no more); 0 to 0.01, or 0 % to
+    1 %."""
+    return _fraction(text, "--refusal-floor", MAX_FLOOR, FLOOR_HELP, "0.02%")
+
+
+def _fraction(text: str, option: str, most: float, allowed: str, example: str) -> float:
+    """``text`` as a fraction from 0 to ``most``, written as one or as a percent with %."""
     value = text.strip()
     percent = value.endswith("%")
     number = value[:-1].strip() if percent else value
     if re.fullmatch(r"\d+(\.\d*)?|\.\d+", number):
         fraction = float(number) / (100 if percent else 1)
-        if 0 <= fraction <= MAX_TOLERANCE:
+        if 0 <= fraction <= most:
             return fraction
-    hint = " (for a percent, write it with %: 10%)" if not percent and _is_number(number) else ""
-    raise TuneError(f"--refusal-tolerance: got {text!r}; expected {TOLERANCE_HELP}{hint}")
+    hint = (
+        f" (for a percent, write it with %: {example})"
+        if not percent and _is_number(number, most)
+        else ""
+    )
+    raise TuneError(f"{option}: got {text!r}; expected {allowed}{hint}")
 
 
-def _is_number(text: str) -> bool:
+def _is_number(text: str, most: float) -> bool:
     try:
-        return math.isfinite(float(text)) and float(text) > MAX_TOLERANCE
+        return math.isfinite(float(text)) and float(text) > most
     except ValueError:
         return False
+
+
+def refusal_price(text: str) -> float:
+    """``--refusal-price``: dollars per million refused units, more than 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= MAX_PRICE):
+        raise TuneError(f"--refusal-price: got {text!r}; expected {PRICE_HELP}")
+    return value
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How the recommendation is chosen. By default (``price`` None) the cheapest candidate
+    within the limit: the best stock setting's refusals x (1 + ``tolerance``), plus
+    ``floor`` x the requested units. With ``price`` (dollars per million refused units),
+    the candidate whose cost plus its refusals at that price is least; ``tolerance`` and
+    ``floor`` then play no part."""
+
+    tolerance: float = 0.0
+    floor: float = REFUSAL_FLOOR
+    price: float | None = None
+
+    def limit(self, best: Candidate, requested: float) -> float:
+        """The most refused units a candidate may have to be recommended (the limit rule)."""
+        return best.refused * (1 + self.tolerance) + self.floor * requested
+
+    def as_json(self, best: Candidate, requested: float) -> dict[str, Any]:
+        return {
+            "best_stock": best.policy,
+            "refusal_tolerance": self.tolerance,
+            "refusal_floor": self.floor,
+            "requested_units": round(requested, 6),
+            "refusal_limit": None
+            if self.price is not None
+            else round(self.limit(best, requested), 6),
+            "refusal_price": self.price,
+        }
+
+
+def requested_units(trace: Trace, scale: float = 1.0) -> float:
+    """The units ``trace`` asks for, every dimension's (units/s per minute x 60), times
+    ``scale``."""
+    return sum(sum(series) for series in trace.demand.values()) * 60 * scale
 
 
 @dataclass(frozen=True)
@@ -131,20 +221,26 @@ class Candidate:
 @dataclass(frozen=True)
 class Tuning:
     """The candidates, the one recommended and why, and its construct code. ``best_stock``
-    is the stock setting that refuses least; ``limit`` the most refused units (median) a
-    candidate may have to be recommended: its refusals x (1 + ``tolerance``)."""
+    is the stock setting that refuses least; ``rule`` how the recommendation was chosen,
+    over ``requested`` units (read + write)."""
 
     candidates: list[Candidate]
     recommended: Candidate
     code: str
     best_stock: Candidate
-    tolerance: float
+    rule: Rule
+    requested: float
     reason: str
     on_demand: dict[str, Any]
 
     @property
+    def tolerance(self) -> float:
+        return self.rule.tolerance
+
+    @property
     def limit(self) -> float:
-        return self.best_stock.refused * (1 + self.tolerance)
+        """The limit on refused units (median) of the limit rule."""
+        return self.rule.limit(self.best_stock, self.requested)
 
     @property
     def frontier(self) -> list[Candidate]:
@@ -157,11 +253,7 @@ class Tuning:
             "frontier": [c.policy for c in self.frontier],
             "recommended": self.recommended.policy,
             "reason": self.reason,
-            "rule": {
-                "best_stock": self.best_stock.policy,
-                "refusal_tolerance": self.tolerance,
-                "refusal_limit": round(self.limit, 6),
-            },
+            "rule": self.rule.as_json(self.best_stock, self.requested),
             "on_demand": self.on_demand,
             "code": self.code,
         }
@@ -229,17 +321,39 @@ def _within(value: float, limit: float) -> bool:
     return value <= limit * (1 + 1e-9) + 1e-6
 
 
-def choose(placed: Sequence[Candidate], tolerance: float = 0.0) -> tuple[Candidate, Candidate]:
-    """(the recommendation, the best stock setting): the cheapest candidate that refuses no
-    more than the stock setting of :data:`STOCK` refusing least (the cheaper of two that
-    refuse as little) x (1 + ``tolerance``); of two as cheap, the one refusing less."""
+def _score(c: Candidate, price: float) -> float:
+    """The price rule's score: cost plus the refused units at ``price`` per million."""
+    return c.cost + c.refused * price / 1_000_000
+
+
+def choose(
+    placed: Sequence[Candidate], rule: Rule = Rule(), requested: float = 0.0
+) -> tuple[Candidate, Candidate]:
+    """(the recommendation, the best stock setting). The best stock setting is the one of
+    :data:`STOCK` refusing least (the cheaper of two that refuse as little). The limit rule
+    recommends the cheapest candidate within ``rule``'s limit over ``requested`` units (of
+    two as cheap, the one refusing less); the price rule the one whose cost plus refusals
+    at the price is least (of two as good, the one refusing less)."""
     stock = [c for c in placed if c.policy in STOCK]
     if not stock:
         raise TuneError(f"tune: no stock setting among the candidates ({', '.join(STOCK)})")
     best = min(stock, key=lambda c: (c.refused, c.cost))
-    limit = best.refused * (1 + tolerance)
-    within = [c for c in placed if _within(c.refused, limit)]
+    if rule.price is not None:
+        price = rule.price
+        return min(placed, key=lambda c: (_score(c, price), c.refused)), best
+    within = _eligible(placed, rule, best, requested)
     return min(within, key=lambda c: (c.cost, c.refused)), best
+
+
+def _eligible(
+    placed: Sequence[Candidate], rule: Rule, best: Candidate, requested: float
+) -> list[Candidate]:
+    """The candidates the rule lets be recommended: within the limit (every one, under the
+    price rule)."""
+    if rule.price is not None:
+        return list(placed)
+    limit = rule.limit(best, requested)
+    return [c for c in placed if _within(c.refused, limit)]
 
 
 def tune(
@@ -249,53 +363,62 @@ def tune(
     prices: Prices | None = None,
     tick: int = DEFAULT_TICK_MINUTES,
     workers: int | None = None,
-    tolerance: float = 0.0,
+    rule: Rule = Rule(),
 ) -> Tuning:
     """``candidates``, the stock settings of :data:`STOCK` and on-demand over ``trace``
     under ``settings``; the recommendation by :func:`choose`, its reason and its code."""
     names = list(dict.fromkeys([*candidates, *STOCK, ON_DEMAND]))
-    return decide(
-        place(trace, names, settings, prices, tick, workers), tolerance, trace, settings[0]
-    )
+    return decide(place(trace, names, settings, prices, tick, workers), rule, trace, settings[0])
 
 
 def decide(
     placed: Sequence[Candidate],
-    tolerance: float,
+    rule: Rule,
     trace: Trace,
     params: ModelParams,
     period: str = "",
+    scale: float = 1.0,
 ) -> Tuning:
     """The :class:`Tuning` of candidates already placed (:func:`place`) on ``trace``;
     ``period`` follows every amount in the reason (" a month" when the candidates were
-    scaled to a month)."""
-    pick, best = choose(placed, tolerance)
-    limit = best.refused * (1 + tolerance)
-    within = [c for c in placed if _within(c.refused, limit)]
-    on_demand = _on_demand(placed, pick, within)
+    scaled to a month), and ``scale`` is that scaling (the requested units are the
+    trace's times ``scale``)."""
+    requested = requested_units(trace, scale)
+    pick, best = choose(placed, rule, requested)
+    within = _eligible(placed, rule, best, requested)
+    on_demand = _on_demand(placed, pick, within, rule)
     return Tuning(
         list(placed),
         pick,
         code_for(parse(pick.policy), trace, params),
         best,
-        tolerance,
-        _reason(pick, best, tolerance, len(within), on_demand, period),
+        rule,
+        requested,
+        _reason(pick, best, rule, requested, len(within), on_demand, period),
         on_demand,
     )
 
 
 def _on_demand(
-    placed: Sequence[Candidate], pick: Candidate, within: Sequence[Candidate]
+    placed: Sequence[Candidate], pick: Candidate, within: Sequence[Candidate], rule: Rule
 ) -> dict[str, Any]:
     """On-demand against the recommendation, or, when on-demand is the recommendation,
-    against the cheapest provisioned candidate within the limit: ``difference_usd`` is
-    what on-demand saves (negative: what it costs more)."""
+    against the provisioned candidate the rule would pick without it (the cheapest within
+    the limit, or the best at the refusal price): ``difference_usd`` is what on-demand
+    saves in dollars (negative: what it costs more)."""
     od = next((c for c in placed if c.policy == ON_DEMAND), None)
     if od is None:
         return {"wins": False, "cost_usd": None}
     provisioned = [c for c in within if c.policy != ON_DEMAND]
+    price = rule.price
     versus = (
-        min(provisioned, key=lambda c: (c.cost, c.refused), default=None) if pick is od else pick
+        min(
+            provisioned,
+            key=lambda c: (c.cost if price is None else _score(c, price), c.refused),
+            default=None,
+        )
+        if pick is od
+        else pick
     )
     return {
         "wins": pick is od,
@@ -319,7 +442,8 @@ def _share(part: float, whole: float) -> str:
 def _reason(
     pick: Candidate,
     best: Candidate,
-    tolerance: float,
+    rule: Rule,
+    requested: float,
     count: int,
     od: dict[str, Any],
     period: str = "",
@@ -330,42 +454,72 @@ def _reason(
         return f"${value:,.2f}{period}"
 
     units = f"units{period}"
-    allowed = f"no more than {best.policy} refuses ({best.refused:,.0f} {units}: the stock " + (
-        "setting that refuses least)"
-        if not tolerance
-        else f"setting that refuses least) plus {tolerance:.0%}, "
-        f"{best.refused * (1 + tolerance):,.0f} {units}"
-    )
-    words = [
-        f"{pick.policy} is the cheapest of the {count} candidate(s) that refuse {allowed}: "
-        f"{money(pick.cost)}, {pick.refused:,.0f} {units} refused (medians over the ensemble)."
-    ]
+    if rule.price is not None:
+        charge = pick.refused * rule.price / 1_000_000
+        words = [
+            f"{pick.policy} costs the least once each refused unit is charged at "
+            f"${rule.price:,.2f} per million: {money(pick.cost)} and {pick.refused:,.0f} "
+            f"{units} refused ({money(charge)} at that price), medians over the ensemble."
+        ]
+    else:
+        words = [
+            f"{pick.policy} is the cheapest of the {count} candidate(s) that refuse "
+            f"{_allowed(best, rule, requested, units)}: {money(pick.cost)}, "
+            f"{pick.refused:,.0f} {units} refused (medians over the ensemble)."
+        ]
     if pick is not best and not (od.get("wins") and od.get("versus") == best.policy):
         saved = best.cost - pick.cost
+        more = "less" if saved >= 0 else "more"
         words.append(
-            f"It costs {money(saved)} ({_share(saved, best.cost)}) less than "
-            f"{best.policy} ({money(best.cost)})."
+            f"It costs {money(abs(saved))} ({_share(abs(saved), best.cost)}) {more} than "
+            f"{best.policy} ({money(best.cost)}, {best.refused:,.0f} {units} refused), the "
+            "stock setting that refuses least."
         )
-    if od["cost_usd"] is None:
-        words.append("On-demand was not run.")
-    elif od["wins"] and od["versus"] is not None:
-        words.append(
-            f"On-demand wins: {money(od['difference_usd'])} "
-            f"({_share(od['difference_usd'], od['versus_cost_usd'])}) less than the cheapest "
-            f"provisioned candidate within the limit, {od['versus']} "
-            f"({money(od['versus_cost_usd'])})."
-        )
-    elif not od["within_limit"]:
-        words.append(
-            f"On-demand would cost {money(od['cost_usd'])} but refuses "
-            f"{od['throttled_requests']:,.0f} {units} (a hot key's partition), more than the "
-            "limit."
-        )
-    else:
-        words.append(
-            f"On-demand would cost {money(od['cost_usd'])}, {money(-od['difference_usd'])} more."
-        )
+    words.append(_on_demand_words(od, money, units))
     return " ".join(words)
+
+
+def _allowed(best: Candidate, rule: Rule, requested: float, units: str) -> str:
+    """The limit rule's limit, in words."""
+    parts = [f"{best.refused:,.0f} {units}: the stock setting that refuses least"]
+    if rule.tolerance:
+        parts.append(f"plus {rule.tolerance:.0%}")
+    if rule.floor:
+        parts.append(
+            f"plus {rule.floor:.2%} of the {requested:,.0f} requested {units} "
+            f"({rule.floor * requested:,.0f})"
+        )
+    limit = rule.limit(best, requested)
+    extra = f", {limit:,.0f} {units} in all" if len(parts) > 1 else ""
+    return f"no more than {best.policy} refuses ({', '.join(parts)}{extra})"
+
+
+def _on_demand_words(od: dict[str, Any], money: Any, units: str) -> str:
+    if od["cost_usd"] is None:
+        return "On-demand was not run."
+    if od["wins"] and od["versus"] is not None:
+        return (
+            f"On-demand wins: {money(od['difference_usd'])} "
+            f"({_share(od['difference_usd'], od['versus_cost_usd'])}) less than "
+            f"{od['versus']} ({money(od['versus_cost_usd'])}), the provisioned candidate the "
+            "rule would pick without it."
+            if od["difference_usd"] >= 0
+            else f"On-demand wins on refusals: it costs {money(-od['difference_usd'])} more "
+            f"than {od['versus']} ({money(od['versus_cost_usd'])}), the provisioned candidate "
+            "the rule would pick without it."
+        )
+    if not od["within_limit"]:
+        return (
+            f"On-demand would cost {money(od['cost_usd'])} but refuses "
+            f"{od['throttled_requests']:,.0f} {units} (its limits, or a hot key's partition), "
+            "more than the limit."
+        )
+    if od["difference_usd"] > 0:  # cheaper, but its refusals cost more at the price
+        return (
+            f"On-demand would cost {money(od['cost_usd'])}, {money(od['difference_usd'])} "
+            f"less, but refuses {od['throttled_requests']:,.0f} {units}."
+        )
+    return f"On-demand would cost {money(od['cost_usd'])}, {money(-od['difference_usd'])} more."
 
 
 def bounds_for(
