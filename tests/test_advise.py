@@ -232,3 +232,61 @@ def test_names_from_aws_are_checked_and_shown_escaped():
     shown = text([result, Failure("x" * 3, None, "Boom\x1b[31m" + "y" * 1000)], "heading")
     assert "\x1b" not in shown and "\\x1b[2J\\nrm" in shown
     assert max(len(line) for line in shown.splitlines()) < 400  # a long message is cut
+
+
+def test_a_tables_bill_counts_its_gsis_and_an_index_alone_is_its_own(region):
+    """Billing mode is the table's: on-demand is weighed against the table and its GSIs
+    together; --index advises one GSI alone."""
+    name = f"AdviseGsi{datetime.now(UTC):%H%M%S%f}"
+    region["ddb"].create_table(
+        TableName=name,
+        BillingMode="PROVISIONED",
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "g", "AttributeType": "S"},
+        ],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "ByG",
+                "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+                "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
+            }
+        ],
+    )
+    traffic = {(None, "write"): 400, (None, "read"): 50, ("ByG", "write"): 200}
+    for (index, dim), level in traffic.items():
+        put_traffic(
+            region["cloudwatch"],
+            name,
+            dim,
+            level,
+            end=region["end"],
+            minutes=range(1, 181),
+            index=index,
+        )
+    factor = 730 * 60 / 1440
+    per_unit = {"write": 0.625e-6, "read": 0.125e-6}
+
+    def on_demand(doc: dict) -> dict:
+        advised = doc["tables"][0]
+        return next(o for o in advised["options"] if o["policy"] == "on-demand")
+
+    base = ["--candidate", "on-demand", *day(region), "--json", "--quiet"]
+    for argv in (["--table", name], ["--all-tables"]):
+        code, out, err = run("advise", *argv, *base)
+        assert code == 0, err
+        doc = json.loads(out)
+        [advised] = [t for t in doc["tables"] if t["table"] == name]
+        expected = sum(v * 180 * 60 * per_unit[d] for (_, d), v in traffic.items()) * factor
+        option = next(o for o in advised["options"] if o["policy"] == "on-demand")
+        assert option["usd_per_month"] == pytest.approx(expected, abs=0.01)
+        assert "its GSIs' (ByG) together" in advised["notes"]
+    code, out, err = run("advise", "--table", name, "--index", "ByG", *base)
+    assert code == 0, err
+    alone = on_demand(json.loads(out))
+    assert alone["usd_per_month"] == pytest.approx(
+        200 * 180 * 60 * per_unit["write"] * factor, abs=0.01
+    )

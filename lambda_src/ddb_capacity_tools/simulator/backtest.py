@@ -36,10 +36,14 @@ def history(
     days: int,
     end: datetime | None = None,
     units_per_request: float = 1.0,
+    *,
+    with_indexes: bool = False,
 ) -> Trace:
     """``days`` of history ending at ``end`` (default: now, on a whole minute). Demand is
     consumed + throttle events x ``units_per_request`` / 60, in units per second: what the
-    table was asked for, as far as CloudWatch can tell."""
+    table was asked for, as far as CloudWatch can tell. The table's (``index`` None) or one
+    GSI's; with ``with_indexes`` (and no ``index``), the table's and every GSI's, as one
+    trace: the table's whole bill, since billing mode is the table's."""
     if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
         raise TraceError(
             f"--days: got {days!r}; expected a whole number from 1 to {MAX_DAYS} "
@@ -63,7 +67,11 @@ def history(
                 f"{', '.join(names) if names else 'no global secondary index'}"
             )
     start = end - timedelta(days=days)
-    keys = [(table, index, "read"), (table, index, "write")]
+    gsis = [g.get("IndexName") for g in description.get("GlobalSecondaryIndexes", [])]
+    which = [index, *(g for g in gsis if isinstance(g, str))] if with_indexes else [index]
+    if with_indexes and index is not None:
+        raise TraceError(f"--index: got {index!r}; a table's whole bill takes no --index")
+    keys = [(table, i, dim) for i in which for dim in ("read", "write")]
     errors: dict[SeriesKey, str] = {}
     series = fetch_causes(
         cloudwatch, fetch(cloudwatch, keys, start, end), start, end, errors=errors
@@ -71,11 +79,13 @@ def history(
     demand = {}
     for key in keys:
         s = series[key]
-        demand[(index, key[2])] = [
+        demand[(key[1], key[2])] = [
             c + t * units_per_request / 60 for c, t in zip(s.consumed, s.throttles, strict=True)
         ]
     key_range, said = by_cause(series, units_per_request, errors)
     name = table if index is None else f"{table}/{index}"
+    if len(which) > 1:
+        name = f"{table} (+{len(which) - 1} GSI{'s' if len(which) > 2 else ''})"
     return Trace(
         name,
         start,
@@ -99,7 +109,7 @@ def by_cause(
         refused = sum(s.throttles)
         if refused <= 0:
             continue
-        label = key[2]
+        label = key[2] if key[1] is None else f"{key[1]} {key[2]}"
         if key in errors:
             lumped.append(f"{label} (causes not read: {errors[key]})")
         elif s.causes_unknown:
