@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ddb_capacity_tools.simulator import ModelParams, PolicyError, parse, run_policy
 from ddb_capacity_tools.simulator.hybrid import (
     DAY,
     SWITCHES_PER_DAY,
@@ -20,6 +21,7 @@ from ddb_capacity_tools.simulator.hybrid import (
 )
 from ddb_capacity_tools.simulator.model import Recorded
 from ddb_capacity_tools.simulator.prices import Prices
+from ddb_capacity_tools.simulator.scenarios import scenario
 
 
 def _runs(chosen: list[bool]) -> int:
@@ -148,3 +150,31 @@ def test_compose_stays_provisioned_when_on_demand_never_saves() -> None:
     assert out.on_demand_minutes == 0
     assert out.recorded == base
     assert out.cost_usd == pytest.approx(100 * minutes / 60 * prices.unit_hour("read"))
+
+
+def test_simulate_runs_the_hybrid_as_the_autopilot_and_on_demand_composed() -> None:
+    trace = scenario("nightly-batch")
+    params, prices = ModelParams().validate(), Prices()
+    hybrid = run_policy(parse("hybrid:70"), trace, params, prices)
+    base = run_policy(parse("autopilot:70"), trace, params, prices)
+    od = run_policy(parse("on-demand"), trace, params, prices)
+    composed = compose({r.key: r.recorded for r in base}, {r.key: r.recorded for r in od}, prices)
+    for r in hybrid:
+        c = composed[r.key]
+        assert r.policy == "hybrid:70"
+        assert r.cost_usd == pytest.approx(c.cost_usd)
+        assert r.throttled_requests == pytest.approx(sum(c.recorded.throttled) * 60)
+        assert r.provisioned_unit_hours == pytest.approx(sum(c.recorded.provisioned) / 60)
+    # the nightly write burst is learned: on-demand in those hours from the second day on
+    assert max(c.on_demand_minutes for c in composed.values()) > 0
+    assert sum(r.cost_usd for r in hybrid) < sum(r.cost_usd for r in base)
+    # scored from day 3: the same plan, the cost counted from there
+    later = run_policy(parse("hybrid:70"), trace, params, prices, score_from=2 * DAY)
+    assert sum(r.cost_usd for r in later) < sum(r.cost_usd for r in hybrid)
+
+
+def test_a_hybrids_target_is_checked_as_the_autopilots() -> None:
+    assert parse("hybrid").kind == "hybrid" and parse("hybrid").value is None
+    assert parse("hybrid:60").value == 60
+    with pytest.raises(PolicyError, match=r"--policy 'hybrid:95': target utilization 95"):
+        parse("hybrid:95")

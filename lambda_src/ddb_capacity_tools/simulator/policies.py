@@ -50,10 +50,10 @@ HIGH_DATAPOINTS, LOW_DATAPOINTS, LOW_MARGIN = 2, 15, 0.20
 DEFAULT_TICK_MINUTES = settings.DEFAULT_TICK_MINUTES  # the Lambda's and the construct's
 SPEC_HELP = (
     "fixed:N, stock:T, scheduled, scheduled:T, throttle-aware, "
-    "throttle-aware+stock:T, autopilot, autopilot:T, autopilot+stock:T, on-demand, oracle "
-    "or bound (N capacity units, 1 to the maximum capacity; T a target utilization in "
-    "percent, 20 to 90); a throttle-aware or autopilot policy + '+lumped' reads throttles "
-    "without their causes"
+    "throttle-aware+stock:T, autopilot, autopilot:T, autopilot+stock:T, hybrid, hybrid:T, "
+    "on-demand, oracle or bound (N capacity units, 1 to the maximum capacity; T a target "
+    "utilization in percent, 20 to 90); a throttle-aware or autopilot policy + '+lumped' "
+    "reads throttles without their causes"
 )
 #: The suffix of a throttle-aware or autopilot policy that reads only lumped throttles.
 LUMPED = "+lumped"
@@ -74,7 +74,7 @@ class Spec:
     """A parsed ``--policy`` value."""
 
     text: str
-    kind: str  # fixed | stock | scheduled | throttle-aware | on-demand | oracle | bound
+    kind: str  # fixed | stock | scheduled | throttle-aware | autopilot | hybrid | on-demand | ...
     value: int | None = None  # N for fixed, T for stock/scheduled
     with_stock: bool = False
     lumped: bool = False  # throttle-aware / autopilot: throttles read without their causes
@@ -93,7 +93,7 @@ def _target(text: str, number: str, option: str) -> int:
 #: Each policy that takes a number: its pattern (a minus sign taken, so that a negative
 #: number is told its range), kind and whether it runs on stock auto scaling.
 _NUMBERED = (
-    (r"(stock|scheduled|autopilot):(-?\d+)", None, False),
+    (r"(stock|scheduled|autopilot|hybrid):(-?\d+)", None, False),
     (r"throttle-aware\+stock:(-?\d+)", "throttle-aware", True),
     (r"autopilot\+stock:(-?\d+)", "autopilot", True),
 )
@@ -111,7 +111,7 @@ def parse(text: str, max_capacity: int = 40_000, option: str = "--policy") -> Sp
                 f"policies only"
             )
         return Spec(text, spec.kind, spec.value, spec.with_stock, lumped=True)
-    if t in ("on-demand", "oracle", "bound", "throttle-aware", "scheduled", "autopilot"):
+    if t in ("on-demand", "oracle", "bound", "throttle-aware", "scheduled", "autopilot", "hybrid"):
         return Spec(text, t, 70 if t == "scheduled" else None)
     if m := re.fullmatch(r"fixed:(-?\d+)", t):
         n = int(m.group(1))
@@ -223,6 +223,7 @@ class AutoScaling:
             for f in firings:
                 self.min[f.key], self.max[f.key] = f.min_capacity, f.max_capacity
         waiting, target, dims = self.waiting, self.target, sim.dims
+        lows, highs, surge = self.min, self.max, self.surge
         # stable: ties keep order
         order = sorted(sim.keys, key=lambda k: waiting.get(k, t)) if waiting else sim.keys
         for key in order:
@@ -230,9 +231,9 @@ class AutoScaling:
             # _enforce, inline: capacity outside [min, max] (what is in flight counts)
             pending = d.pending
             current = d.provisioned if pending is None else pending
-            lo, hi = self.min[key], self.max[key]
-            if self.surge and self.surge.get(key, 0) > lo:
-                lo = self.surge[key]
+            lo, hi = lows[key], highs[key]
+            if surge and surge.get(key, 0) > lo:
+                lo = surge[key]
             wanted = current if current >= lo else lo  # min(max(current, lo), hi)
             wanted = hi if hi < wanted else wanted
             if wanted != current:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, ClassVar, TextIO
 
-from . import schedules
+from . import hybrid, schedules
 from .bound import Bound, bound
 from .model import ModelParams, OnDemandRefusals, Recorded, SimulatedTable, on_demand_refusals
 from .oracle import Oracle
@@ -186,6 +186,8 @@ def run_policy(
     results count from that minute on (:func:`_scored`); the oracle and the bound plan
     for those minutes."""
     start = check_score_from(score_from, trace)
+    if spec.kind == "hybrid":
+        return _hybrid(spec, trace, params, prices, tick, start)
     if spec.kind == "bound":
         return [_bound(spec, b, trace, prices, start) for b in bound(trace, params, start).values()]
     policy = build(spec, trace, params, prices, schedule, tick, start)
@@ -300,6 +302,56 @@ def _on_demand(
         decreases=0,
         rejected_decreases=0,
     )
+
+
+def hybrid_base(spec: Spec) -> Spec:
+    """The provisioned policy a hybrid spec runs outside its on-demand hours: the autopilot
+    at its target."""
+    text = "autopilot" if spec.value is None else f"autopilot:{spec.value}"
+    return Spec(text, "autopilot", spec.value)
+
+
+def _hybrid(
+    spec: Spec, trace: Trace, params: ModelParams, prices: Prices, tick: int, start: int
+) -> list[DimensionResult]:
+    """The hybrid (:mod:`.hybrid`): the autopilot at the spec's target and on-demand over
+    the whole trace, each minute taken from the one the plan puts the table in."""
+    base = run_policy(hybrid_base(spec), trace, params, prices, None, tick)
+    od = run_policy(Spec("on-demand", "on-demand"), trace, params, prices)
+    return compose_hybrid(spec, base, od, trace, prices, start)
+
+
+def compose_hybrid(
+    spec: Spec,
+    base: Sequence[DimensionResult],
+    od: Sequence[DimensionResult],
+    trace: Trace,
+    prices: Prices,
+    start: int = 0,
+) -> list[DimensionResult]:
+    """The hybrid's results from its base's (:func:`hybrid_base`) and on-demand's over the
+    same trace, counted from minute ``start``."""
+    offset = trace.start.hour * 60 + trace.start.minute
+    composed = hybrid.compose(
+        {r.key: r.recorded for r in base},
+        {r.key: r.recorded for r in od},
+        prices,
+        offset,
+        start,
+    )
+    decreases = {r.key: (r.decreases, r.rejected_decreases) for r in base}
+    return [
+        _scored(
+            spec,
+            key,
+            c.recorded,
+            start,
+            cost_usd=c.cost_usd,
+            decreases=decreases[key][0],
+            rejected_decreases=decreases[key][1],
+        )
+        for key, c in composed.items()
+    ]
 
 
 def simulate(
