@@ -97,9 +97,7 @@ def plan_table(
         state = dimension_state(d, series[d.key], now, decreases_allowed, lag)
         if d.target is not None:
             decision = decide_scalable_min(state, d.target.min_capacity, config.policy)
-            planned.append(
-                (_change(d, d.target.min_capacity, decision, Via.SCALABLE_TARGET), decision)
-            )
+            planned.append((_change(d, d.target.min_capacity, decision, SCALABLE_TARGET), decision))
         else:
             direct.setdefault(d.index, {})[d.dimension] = (d, decide(state, config.policy))
     for dims in direct.values():
@@ -108,7 +106,7 @@ def plan_table(
         )
         for name, (d, _) in dims.items():
             decision = combined[name]
-            planned.append((_change(d, d.provisioned, decision, Via.UPDATE_TABLE), decision))
+            planned.append((_change(d, d.provisioned, decision, UPDATE_TABLE), decision))
     return planned
 
 

@@ -225,12 +225,10 @@ class _View:
 
     def decision(self, capacity: int, reason: str, free: int | None = None) -> Decision:
         provisioned = self.provisioned
+        # the module's names of the actions (an enum's member read through the class costs
+        # more, and a decision is made per dimension each tick)
         action = (
-            Action.INCREASE
-            if capacity > provisioned
-            else Action.DECREASE
-            if capacity < provisioned
-            else Action.HOLD
+            INCREASE if capacity > provisioned else DECREASE if capacity < provisioned else HOLD
         )
         return Decision(capacity, reason, action, self.seen, free)
 

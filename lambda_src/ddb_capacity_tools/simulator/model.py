@@ -839,8 +839,8 @@ class SimulatedTable:
                 lower = lower or v < provisioned
         if not changes:
             return "applied"
-        now = self.time(t)
         if lower:
+            now = self.time(t)
             if not self.ledgers[index].can_decrease(now):
                 for dim, v in changes.items():
                     if v < dims[(index, dim)].provisioned and t >= self.score_from:
