@@ -178,3 +178,16 @@ def test_a_hybrids_target_is_checked_as_the_autopilots() -> None:
     assert parse("hybrid:60").value == 60
     with pytest.raises(PolicyError, match=r"--policy 'hybrid:95': target utilization 95"):
         parse("hybrid:95")
+
+
+def test_hindsight_plans_each_day_from_its_own_costs_and_never_pays_more() -> None:
+    paid, charged = _daily({10}, days=3)
+    charged[2 * DAY + 900 : 2 * DAY + 960] = [0.0] * 60  # day 2 alone: 15:00 is cheap
+    ahead, behind = plan(paid, charged), plan(paid, charged, hindsight=True)
+    assert behind[2 * DAY + 900] and not ahead[2 * DAY + 900]
+    assert behind[600] and not ahead[600]  # day 0 too: its own costs, no history needed
+
+    def cost(mask: list[bool]) -> float:
+        return sum(c if od else p for p, c, od in zip(paid, charged, mask, strict=True))
+
+    assert cost(behind) <= cost(ahead)

@@ -46,7 +46,7 @@ def trace_file(tmp_path: Path) -> Path:
 def test_tune_recommends_the_cheapest_that_refuses_no_more_than_the_best_stock(tmp_path: Path):
     path = trace_file(tmp_path)
     args = ["tune", "--trace", str(path), "--quiet", "--workers", "2"]
-    for c in ("autopilot:70", "autopilot+stock:70"):
+    for c in ("autopilot:70", "autopilot+stock:70", "hybrid:70"):
         args += ["--candidate", c]
     code, out, err = run(*args, "--json")
     assert code == 0, err
@@ -54,10 +54,17 @@ def test_tune_recommends_the_cheapest_that_refuses_no_more_than_the_best_stock(t
     assert doc["ensemble"] == "plausible"
     by = {c["policy"]: c for c in doc["candidates"]}
     # every stock target from 30 to 90 % and on-demand are always candidates
-    assert set(by) == {*STOCK, "on-demand", "autopilot:70", "autopilot+stock:70"}
+    assert set(by) == {*STOCK, "on-demand", "autopilot:70", "autopilot+stock:70", "hybrid:70"}
+    # the hybrid is shown for comparison, and never on the frontier nor recommended
+    assert by["hybrid:70"]["compared_only"] and not by["hybrid:70"]["frontier"]
+    assert all(not c["compared_only"] for p, c in by.items() if p != "hybrid:70")
+    assert "hybrid:70 (on-demand in the hours" in doc["reason"]
     median = {
-        p: (c["throttled_requests"]["median"], c["cost_usd"]["median"]) for p, c in by.items()
+        p: (c["throttled_requests"]["median"], c["cost_usd"]["median"])
+        for p, c in by.items()
+        if p != "hybrid:70"
     }
+    del by["hybrid:70"]
 
     def beaten(p: str) -> bool:
         t, c = median[p]
@@ -261,6 +268,10 @@ def test_every_candidates_code_parses_and_names_what_it_deploys() -> None:
         "t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [10.0], (None, "write"): [5.0]}
     )
     for name in CANDIDATES:
+        if name.startswith("hybrid"):  # compared only: never recommended, no code
+            with pytest.raises(ValueError, match="no construct code for 'hybrid:70'"):
+                code_for(parse(name), trace, ModelParams())
+            continue
         code = code_for(parse(name), trace, ModelParams())
         ast.parse(code)
         spec = parse(name)
@@ -352,3 +363,20 @@ def test_a_floor_written_as_a_whole_number_is_told_to_use_a_percent() -> None:
     assert refusal_floor("0.02%") == pytest.approx(0.0002)
     assert refusal_floor("0") == 0.0
     assert refusal_price("1.5") == 1.5
+
+
+def test_the_hybrid_is_compared_and_never_recommended() -> None:
+    trace = Trace("t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [10.0]})
+    stock = [_c(p, 100 * (n + 1), 50 - 5 * n) for n, p in enumerate(STOCK)]
+    # the hybrid refuses least and costs least: it would win every rule
+    cands = [*stock, _c("hybrid:70", 0, 1), _c("on-demand", 0, 40)]
+    for rule in (Rule(), Rule(floor=0.0), Rule(price=1.0), Rule(price=1e5)):
+        tuning = decide(cands, rule, trace, ModelParams())
+        assert tuning.recommended.policy != "hybrid:70"
+        by = {c["policy"]: c for c in tuning.as_json()["candidates"]}
+        assert by["hybrid:70"]["compared_only"] and not by["hybrid:70"]["frontier"]
+        assert (
+            "hybrid:70 (on-demand in the hours its past days mark as bursty) would cost $1.00"
+            in (tuning.reason)
+        )
+        assert "shown for comparison only" in tuning.reason

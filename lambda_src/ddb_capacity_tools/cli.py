@@ -517,7 +517,7 @@ def _tuning_options(
     candidates = args.candidate or list(tune_module.CANDIDATES)
     for c in candidates:
         spec = parse(c, params.max_capacity, "--candidate")
-        if spec.kind not in ("stock", "autopilot", "on-demand"):
+        if spec.kind not in ("stock", "autopilot", "on-demand", "hybrid"):
             raise PolicyError(f"--candidate: got {c!r}; expected {tune_module.CANDIDATE_HELP}")
     return rule, params, prices, name, candidates
 

@@ -120,11 +120,14 @@ def plan(
     offset: int = 0,
     most: int = SWITCHES_PER_DAY,
     history: int = HISTORY_DAYS,
+    hindsight: bool = False,
 ) -> list[bool]:
     """Per trace minute, whether the table is on-demand: each day's windows
     (:func:`best_windows`) from the hourly savings of the ``history`` days before it, the
     rolling limit of ``most`` switches to on-demand in 24 hours kept. ``offset``: the
-    trace's first minute's minute of the day (UTC)."""
+    trace's first minute's minute of the day (UTC). With ``hindsight``, each day's windows
+    come from that day's own savings: what no plan made beforehand can beat (a bound, for
+    benchmarks)."""
     minutes = len(provisioned_cost)
     paid = _hourly(provisioned_cost, offset)
     charged = _hourly(on_demand_cost, offset)
@@ -133,11 +136,8 @@ def plan(
     for day in range(days):
         savings = []
         for hour in range(24):
-            past = [
-                paid[(d, hour)] - charged[(d, hour)]
-                for d in range(max(0, day - history), day)
-                if (d, hour) in paid
-            ]
+            days_read = [day] if hindsight else range(max(0, day - history), day)
+            past = [paid[(d, hour)] - charged[(d, hour)] for d in days_read if (d, hour) in paid]
             savings.append(statistics.median(past) if past else 0.0)
         hours = best_windows(savings, most)
         wanted += [h for h in hours for _ in range(HOUR)]
@@ -179,18 +179,19 @@ def compose(
     offset: int = 0,
     start: int = 0,
     most: int = SWITCHES_PER_DAY,
+    hindsight: bool = False,
 ) -> dict[Key, Composed]:
     """The hybrid from a provisioned run (``base``) and an on-demand run of the same
     trace, per dimension: each minute the base's or on-demand's, by :func:`plan` over the
     table's costs (every dimension's together). ``start``: the first minute that counts
-    for the cost (the plan uses every minute)."""
+    for the cost (the plan uses every minute); ``hindsight``: as for :func:`plan`."""
     keys = list(base)
     minutes = len(base[keys[0]].demand) if keys else 0
     unit = {k: prices.unit_hour(k[1]) / 60 for k in keys}
     request = {k: prices.request_unit(k[1]) * 60 for k in keys}
     paid = [sum(base[k].provisioned[m] * unit[k] for k in keys) for m in range(minutes)]
     charged = [sum(on_demand[k].served[m] * request[k] for k in keys) for m in range(minutes)]
-    mask = plan(paid, charged, offset, most)
+    mask = plan(paid, charged, offset, most, hindsight=hindsight)
     out = {}
     for k in keys:
         b, o = base[k], on_demand[k]

@@ -328,9 +328,10 @@ def compose_hybrid(
     trace: Trace,
     prices: Prices,
     start: int = 0,
+    hindsight: bool = False,
 ) -> list[DimensionResult]:
     """The hybrid's results from its base's (:func:`hybrid_base`) and on-demand's over the
-    same trace, counted from minute ``start``."""
+    same trace, counted from minute ``start`` (``hindsight``: :func:`.hybrid.plan`'s)."""
     offset = trace.start.hour * 60 + trace.start.minute
     composed = hybrid.compose(
         {r.key: r.recorded for r in base},
@@ -338,6 +339,7 @@ def compose_hybrid(
         prices,
         offset,
         start,
+        hindsight=hindsight,
     )
     decreases = {r.key: (r.decreases, r.rejected_decreases) for r in base}
     return [

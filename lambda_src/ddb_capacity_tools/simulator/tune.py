@@ -34,7 +34,7 @@ from .ensemble import Spread
 from .model import ModelParams
 from .policies import DEFAULT_TICK_MINUTES, Spec, parse
 from .prices import Prices
-from .run import DimensionResult, simulate
+from .run import DimensionResult, compose_hybrid, hybrid_base, simulate
 from .text import fixed_width
 from .trace import Trace
 
@@ -72,10 +72,14 @@ CANDIDATES = (
     "autopilot+stock:60",
     "autopilot+stock:70",
     "autopilot+stock:80",
+    "hybrid:70",
     ON_DEMAND,
 )
 #: The policies tune can recommend, as --candidate values.
-CANDIDATE_HELP = "stock:T, autopilot, autopilot:T, autopilot+stock:T or on-demand"
+CANDIDATE_HELP = (
+    "stock:T, autopilot, autopilot:T, autopilot+stock:T, on-demand, or hybrid / hybrid:T "
+    "(shown for comparison, never recommended)"
+)
 #: The pasted code's maximum is this many times the trace's peak (:func:`bounds_for`).
 PEAK_HEADROOM = 2
 #: ``--refusal-tolerance``'s largest value: 1 (100 %), twice the best stock's refusals.
@@ -215,6 +219,7 @@ class Candidate:
             "throttled_requests": self.throttled_requests.as_json(),
             "cost_usd": self.cost_usd.as_json(),
             "frontier": self.frontier,
+            "compared_only": compared_only(self),
         }
 
 
@@ -271,13 +276,21 @@ def place(
     """Every policy of ``names`` over ``trace`` under each of ``settings`` (policies in
     ``workers`` processes, default the CPU count), refused units and cost summed over the
     dimensions, counted from minute ``score_from`` on (None: every minute; the policies
-    run over, and learn from, every minute either way); frontier marked."""
+    run over, and learn from, every minute either way); frontier marked among the
+    candidates that can be recommended. A hybrid is composed from its base's and
+    on-demand's runs, which run once whether or not they are candidates themselves."""
     specs = [parse(n, settings[0].max_capacity) for n in names]
+    hybrids = [s for s in specs if s.kind == "hybrid"]
+    needed = [hybrid_base(s) for s in hybrids] + ([parse(ON_DEMAND)] if hybrids else [])
+    ran = [s for s in specs if s.kind != "hybrid"]
+    ran += [s for s in needed if s.text not in {r.text for r in ran}]
     scored = {} if score_from is None else {"score_from": score_from}
-    runs = [
-        simulate(
+    prices = prices or Prices()
+    runs = []
+    for p in settings:
+        results = simulate(
             trace,
-            specs,
+            ran,
             p,
             prices,
             None,
@@ -286,8 +299,11 @@ def place(
             workers=workers or os.cpu_count() or 1,
             **scored,
         )
-        for p in settings
-    ]
+        for h in hybrids:
+            base = [r for r in results if r.policy == hybrid_base(h).text]
+            od = [r for r in results if r.policy == ON_DEMAND]
+            results += compose_hybrid(h, base, od, trace, prices, score_from or 0)
+        runs.append(results)
     return _with_frontier([_candidate(n, runs) for n in names])
 
 
@@ -301,16 +317,23 @@ def _candidate(name: str, runs: Sequence[Sequence[DimensionResult]]) -> Candidat
     )
 
 
+def compared_only(c: Candidate) -> bool:
+    """Whether ``c`` is shown for comparison and never recommended: a policy the library
+    does not deploy (the hybrid: the scaler does not switch billing modes)."""
+    return c.policy.startswith("hybrid")
+
+
 def _with_frontier(placed: Sequence[Candidate]) -> list[Candidate]:
-    """``placed``, each marked on the frontier when no other refuses no more and costs no
-    more, and less on one of the two (medians)."""
+    """``placed``, each that can be recommended marked on the frontier when no other that
+    can refuses no more and costs no more, and less on one of the two (medians)."""
     out = []
+    rivals = [o for o in placed if not compared_only(o)]
     for c in placed:
-        beaten = any(
+        beaten = compared_only(c) or any(
             o.refused <= c.refused
             and o.cost <= c.cost
             and (o.refused < c.refused or o.cost < c.cost)
-            for o in placed
+            for o in rivals
         )
         out.append(replace(c, frontier=not beaten))
     return out
@@ -338,6 +361,7 @@ def choose(
     if not stock:
         raise TuneError(f"tune: no stock setting among the candidates ({', '.join(STOCK)})")
     best = min(stock, key=lambda c: (c.refused, c.cost))
+    placed = [c for c in placed if not compared_only(c)]
     if rule.price is not None:
         price = rule.price
         return min(placed, key=lambda c: (_score(c, price), c.refused)), best
@@ -349,9 +373,10 @@ def _eligible(
     placed: Sequence[Candidate], rule: Rule, best: Candidate, requested: float
 ) -> list[Candidate]:
     """The candidates the rule lets be recommended: within the limit (every one, under the
-    price rule)."""
+    price rule); never one shown for comparison only."""
+    placed = [c for c in placed if not compared_only(c)]
     if rule.price is not None:
-        return list(placed)
+        return placed
     limit = rule.limit(best, requested)
     return [c for c in placed if _within(c.refused, limit)]
 
@@ -394,7 +419,8 @@ def decide(
         best,
         rule,
         requested,
-        _reason(pick, best, rule, requested, len(within), on_demand, period),
+        _reason(pick, best, rule, requested, len(within), on_demand, period)
+        + _compared_words(placed, pick, period),
         on_demand,
     )
 
@@ -477,6 +503,24 @@ def _reason(
         )
     words.append(_on_demand_words(od, money, units))
     return " ".join(words)
+
+
+def _compared_words(placed: Sequence[Candidate], pick: Candidate, period: str) -> str:
+    """What each candidate shown for comparison only would cost and refuse, against the
+    recommendation."""
+    words = []
+    for c in placed:
+        if not compared_only(c):
+            continue
+        saved = pick.cost - c.cost
+        words.append(
+            f" {c.policy} (on-demand in the hours its past days mark as bursty) would cost "
+            f"${c.cost:,.2f}{period} ({_share(abs(saved), pick.cost)} "
+            f"{'less' if saved >= 0 else 'more'} than the recommendation) and refuse "
+            f"{c.refused:,.0f} units{period}; it is shown for comparison only: the scaler does "
+            "not switch billing modes."
+        )
+    return "".join(words)
 
 
 def _allowed(best: Candidate, rule: Rule, requested: float, units: str) -> str:
@@ -604,7 +648,9 @@ def table(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
     for c in sorted(tuning.candidates, key=lambda c: (c.cost, c.refused)):
         rows.append(
             (
-                c.policy + (" <- recommended" if c is tuning.recommended else ""),
+                c.policy
+                + (" <- recommended" if c is tuning.recommended else "")
+                + (" (compared only)" if compared_only(c) else ""),
                 "yes" if c.frontier else "",
                 f"{c.refused:,.0f}",
                 f"{c.cost:,.2f}",

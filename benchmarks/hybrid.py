@@ -1,0 +1,116 @@
+"""Does the hybrid win? The hybrid billing policy against its two parts, measured in one run.
+
+For each trace: the autopilot alone (``autopilot:70``), on-demand, the hybrid
+(``hybrid:70``: the autopilot, with on-demand in the hours the table's own past days mark as
+bursty, at most 4 switches to on-demand in a rolling 24 hours), and the hybrid in
+hindsight (each day's windows from that day's own costs: no plan made beforehand does
+better with the same two parts). Each figure is a median over the ``plausible`` ensemble's
+8 settings, read + write, over the whole trace.
+
+The traces: each real trace of ``../shared/traces/`` (read in place: their licence forbids
+copying them; 14 days a minute), the seeded noisy diurnal trace
+(``simulate_noisy_30_days.noisy_diurnal``, 14 days) and the nightly-batch scenario.
+
+The decision rule, printed with its verdict: the hybrid is worth building into the scaler
+when, on the real traces, it costs at most 0.9 x the cheaper of its two parts among those
+that refuse no more than it (a clear margin: 10 %), on at least half of them.
+
+Usage:
+    .venv/bin/python -m benchmarks.hybrid [--workers 2] [--traces DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+from benchmarks.simulate_noisy_30_days import noisy_diurnal
+from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, scenario, simulate
+from ddb_capacity_tools.simulator.ensemble import settings_of
+from ddb_capacity_tools.simulator.run import DimensionResult, compose_hybrid
+from ddb_capacity_tools.simulator.trace import Trace
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
+BASE, ON_DEMAND, HYBRID = "autopilot:70", "on-demand", "hybrid:70"
+HINDSIGHT = "hybrid:70 in hindsight"
+MARGIN = 0.9
+
+
+def _totals(results: list[DimensionResult]) -> tuple[float, float]:
+    return sum(r.throttled_requests for r in results), sum(r.cost_usd for r in results)
+
+
+def measure(trace: Trace, workers: int) -> dict[str, tuple[float, float]]:
+    """Per option, (refused units, cost): medians over the ensemble."""
+    prices = Prices()
+    per: dict[str, list[tuple[float, float]]] = {}
+    for params in settings_of("plausible", ModelParams(), trace):
+        results = simulate(
+            trace, [parse(BASE), parse(ON_DEMAND)], params, prices, progress=None, workers=workers
+        )
+        base = [r for r in results if r.policy == BASE]
+        od = [r for r in results if r.policy == ON_DEMAND]
+        learned = compose_hybrid(parse(HYBRID), base, od, trace, prices)
+        hindsight = compose_hybrid(parse(HYBRID), base, od, trace, prices, hindsight=True)
+        for name, rs in ((BASE, base), (ON_DEMAND, od), (HYBRID, learned), (HINDSIGHT, hindsight)):
+            per.setdefault(name, []).append(_totals(rs))
+    return {
+        name: (statistics.median(r for r, _ in v), statistics.median(c for _, c in v))
+        for name, v in per.items()
+    }
+
+
+def verdict(figures: dict[str, tuple[float, float]]) -> tuple[bool, str]:
+    """Whether the hybrid wins by the clear margin on this trace, and against what."""
+    refused, cost = figures[HYBRID]
+    parts = [p for p in (BASE, ON_DEMAND) if figures[p][0] <= refused * (1 + 1e-9) + 1e-6]
+    if not parts:
+        return True, "refuses less than both parts"
+    cheaper = min(parts, key=lambda p: figures[p][1])
+    ratio = cost / figures[cheaper][1] if figures[cheaper][1] else float("inf")
+    return ratio <= MARGIN, f"{ratio:.3f}x {cheaper}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--traces", type=Path, default=SHARED)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    real = [read_csv(p) for p in sorted(args.traces.glob("*.csv"))] if args.traces.is_dir() else []
+    others = [noisy_diurnal(seed=1, days=14), scenario("nightly-batch")]
+    print(
+        f"hybrid: {len(real)} real traces from {args.traces}, and {len(others)} others; "
+        "ensemble plausible, medians, read + write, the whole trace"
+    )
+    header = f"{'trace':<26}{'option':<24}{'refused units':>16}{'cost $':>11}"
+    wins = 0
+    for n, trace in enumerate([*real, *others]):
+        t0 = time.perf_counter()
+        figures = measure(trace, args.workers)
+        won, against = verdict(figures)
+        is_real = n < len(real)
+        wins += won and is_real
+        print(f"\n{header}" if n == 0 else "")
+        for i, (name, (refused, cost)) in enumerate(figures.items()):
+            label = trace.name.removesuffix(".csv")[:25] if i == 0 else ""
+            print(f"{label:<26}{name:<24}{refused:>16,.0f}{cost:>11,.2f}")
+        hint = "" if is_real else " (not a real trace: not counted)"
+        print(
+            f"{'':<26}hybrid: {against}: {'clear win' if won else 'no clear win'}{hint} "
+            f"({time.perf_counter() - t0:.0f} s)"
+        )
+    needed = (len(real) + 1) // 2
+    build = bool(real) and wins >= needed
+    print(
+        f"\nthe hybrid wins by a clear margin (<= {MARGIN}x the cheaper part refusing no more) "
+        f"on {wins} of {len(real)} real traces (needed: {needed}): "
+        f"{'build it into the scaler' if build else 'not worth building into the scaler'}"
+    )
+    print(f"{time.perf_counter() - started:.0f} s in all")
+
+
+if __name__ == "__main__":
+    main()
