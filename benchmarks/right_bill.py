@@ -69,6 +69,7 @@ COST_TOLERANCE = 0.03
 GOAL_B = 0.75
 GOAL_C_REFUSED = 0.5
 REFERENCE = "stock:70"
+BOUND = "bound"
 
 
 def cut(trace: Trace, minutes: int) -> Trace:
@@ -103,7 +104,7 @@ def judge(
     names = list(dict.fromkeys([*CANDIDATES, *STOCK, ON_DEMAND]))
     placed = place(first, names, settings, Prices(), workers=workers)
     picks = [decide(placed, rule, first, settings[0]).recommended.policy for rule in rules]
-    scored_names = list(dict.fromkeys([*picks, *STOCK, ON_DEMAND]))
+    scored_names = list(dict.fromkeys([*picks, *STOCK, ON_DEMAND, BOUND]))
     scored = place(trace, scored_names, settings, Prices(), workers=workers, score_from=half)
     by = {c.policy: c for c in scored}
     return [by[p] for p in picks], by
@@ -127,7 +128,7 @@ def print_trace(
         f"({t:.0f} s); recommended by {chosen}"
     )
     print(f"  {'option':<24}{'refused units':>18}{'cost $':>12}")
-    for name in list(dict.fromkeys([*(c.policy for c in picks), *STOCK, ON_DEMAND])):
+    for name in list(dict.fromkeys([*(c.policy for c in picks), *STOCK, ON_DEMAND, BOUND])):
         c = by[name]
         who = [label for label, p in zip(labels, picks, strict=True) if p.policy == name]
         mark = f" <- {', '.join(who)}" if who else ""
@@ -155,7 +156,7 @@ def goals(rows: list[tuple[str, Candidate, dict[str, Candidate]]]) -> None:
     print(f"(a) not dominated by a stock target or on-demand (3 % cost tolerance): {verdict}")
     for m in misses:
         print(f"      {m}")
-    paid = stock_paid = 0.0
+    paid = stock_paid = bound_paid = 0.0
     counted = []
     for name, rec, by in rows:
         matching = [by[s] for s in STOCK if by[s].refused <= rec.refused * (1 + 1e-9) + 1e-6]
@@ -163,6 +164,7 @@ def goals(rows: list[tuple[str, Candidate, dict[str, Candidate]]]) -> None:
             cheapest = min(matching, key=lambda c: c.cost)
             paid += rec.cost
             stock_paid += cheapest.cost
+            bound_paid += by[BOUND].cost
             counted.append(f"{name} ({rec.cost / cheapest.cost:.2f}x {cheapest.policy})")
     if stock_paid:
         ratio = paid / stock_paid
@@ -173,6 +175,10 @@ def goals(rows: list[tuple[str, Candidate, dict[str, Candidate]]]) -> None:
             f"{ratio - GOAL_B:+.3f}): {verdict}"
         )
         print(f"      {', '.join(counted)}")
+        print(
+            f"      for scale: the bound (no plan that refuses nothing costs less) costs "
+            f"{bound_paid / stock_paid:.3f}x those stock targets over the same traces"
+        )
     else:
         print("(b) no trace where a stock target refuses as little: nothing to weigh")
     _goal_c(rows)
