@@ -166,7 +166,10 @@ def autopilot_config(target_utilization: float = 0.7) -> PolicyConfig:
 
 def capacity_units(value: float) -> int:
     """Whole capacity units covering ``value``, ignoring float noise (84 / 0.7 is 120)."""
-    return math.ceil(round(value, 6))
+    whole = math.floor(value)
+    if value - whole > 2e-6:  # beyond any noise: rounding to 6 places could not lower it
+        return whole + 1
+    return math.ceil(round(value, 6))  # (round is slow, and each tick sizes many raises)
 
 
 def _clamp(value: float, state: DimensionState) -> int:
