@@ -51,9 +51,10 @@ class FloorPlan:
     def highest(self, minute: int, minutes: int) -> int | None:
         """The highest floor of the steps from ``minute`` to ``minute + minutes``, or None
         when the plan has none of them."""
-        first = max(0, (minute - self.start) // STEP_MINUTES)
-        end = max(0, -(-(minute + minutes - self.start) // STEP_MINUTES))  # starting before
-        found = self.floors[first:end]
+        first = (minute - self.start) // STEP_MINUTES
+        end = -(-(minute + minutes - self.start) // STEP_MINUTES)  # steps starting before
+        # (each at least 0, by conditionals: a tick asks each plan, and max costs more)
+        found = self.floors[first if first > 0 else 0 : end if end > 0 else 0]
         return max(found) if found else None
 
     def value(self) -> str:

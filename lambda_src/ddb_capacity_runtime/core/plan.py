@@ -76,7 +76,8 @@ def _delivered(series: Series, lag_minutes: int) -> tuple[int, int]:
         n -= 1
     if n in (0, total):  # nothing known at all stays unknown, and says so
         return total, 0
-    return n, max(0, total - n - LATE_MINUTES - lag_minutes)
+    stopped = total - n - LATE_MINUTES - lag_minutes
+    return n, stopped if stopped > 0 else 0  # (a conditional, not max: a tick's hot path)
 
 
 def plan_table(
@@ -121,6 +122,7 @@ def dimension_state(
     listed = len(s.minute_starts)
     n, stopped = _delivered(s, lag_minutes) if s.unknown or s.undelivered else (listed, 0)
     left_out = listed + s.undelivered - n  # the newest minutes not read: all unknown
+    fresh = lag_minutes - left_out
     consumed, throttles, starts, unfixable = s.consumed, s.throttles, s.minute_starts, s.unfixable
     unknown = s.unknown_minutes - left_out
     if n < listed:  # a tick's hot path: the lists sliced, no trimmed Series made
@@ -145,7 +147,7 @@ def dimension_state(
         d.reserve,
         d.least_fall,
         unfixable,
-        max(0, lag_minutes - left_out),
+        fresh if fresh > 0 else 0,
     )
 
 

@@ -173,7 +173,11 @@ def capacity_units(value: float) -> int:
 
 
 def _clamp(value: float, state: DimensionState) -> int:
-    return int(max(state.min_capacity, min(state.max_capacity, capacity_units(value))))
+    # max(min, min(max, units)) as conditionals: Python's min and max of two cost more, and
+    # a tick decides every dimension (the same on a tie)
+    units = capacity_units(value)
+    units = units if units < state.max_capacity else state.max_capacity
+    return int(units if units > state.min_capacity else state.min_capacity)
 
 
 def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Decision:
@@ -262,7 +266,8 @@ def _throttled(v: _View) -> Decision | None:
     :attr:`DimensionState.unfixable`)."""
     config, state, throttles = v.config, v.state, v.fixable
     first = max(0, len(throttles) - config.recent_minutes) if config.autopilot else 0
-    if max(throttles[first:], default=0.0) <= 0:  # none above 0 (max is one if any is)
+    recent = throttles[first:]
+    if not recent or max(recent) <= 0:  # none above 0 (max is one if any is)
         return None
     fresh: list[int] = []
     older: list[int] = []
@@ -343,7 +348,8 @@ def _sustained_low(v: _View) -> Decision | None:
         return None
     if config.settle_minutes:
         span = sorted(done[-config.settle_minutes :])
-        peak = max(peak, span[int(SETTLE_QUANTILE * (len(span) - 1))])
+        settled = span[int(SETTLE_QUANTILE * (len(span) - 1))]
+        peak = settled if settled > peak else peak  # max(peak, settled)
     candidate = _clamp(peak / v.target, state) if peak > 0 else state.min_capacity
     why = "idle" if peak == 0 else f"sustained below {v.target - config.buffer:.0%}"
     if state.keep > candidate:
@@ -455,7 +461,9 @@ def decide_scalable_min(
             INCREASE,
             d.throttles_seen,
         )
-    lowest = min(max(state.min_capacity, state.keep), current_min)
+    # min(max(min_capacity, keep), current_min), as conditionals (see _clamp)
+    lowest = state.keep if state.keep > state.min_capacity else state.min_capacity
+    lowest = current_min if current_min < lowest else lowest
     if current_min > lowest and _calm(state, config, d):
         why = (
             "pressure gone: restore configured min"

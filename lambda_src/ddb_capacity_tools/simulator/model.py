@@ -751,12 +751,15 @@ class SimulatedTable:
         stop = start + count
         if not p.delay_spread_minutes and start >= 0:  # both delivered in order: two cuts
             d = self.dims[key]  # (served and throttle events are published together)
-            seen = t + self.offset - max(p.metric_delay_minutes, p.throttle_delay_minutes)
+            delay, throttle_delay = p.metric_delay_minutes, p.throttle_delay_minutes
+            seen = t + self.offset - (throttle_delay if throttle_delay > delay else delay)
             if stop <= len(d.served) and stop <= seen:
                 return d.served[start:stop], d.throttle_events[start:stop], [], 0
-            if p.metric_delay_minutes == p.throttle_delay_minutes and stop <= len(d.served):
+            if delay == throttle_delay and stop <= len(d.served):
                 # the newest minutes not delivered yet: left out (unknown, reading 0)
-                delivered = max(0, min(count, seen - start))
+                # (max(0, min(count, seen - start)), as conditionals: a tick's hot path)
+                delivered = seen - start if seen - start < count else count
+                delivered = delivered if delivered > 0 else 0
                 if delivered:
                     end = start + delivered
                     return d.served[start:end], d.throttle_events[start:end], [], count - delivered
@@ -832,7 +835,9 @@ class SimulatedTable:
         changes: dict[str, int] = {}
         lower = False
         for dim, value in values.items():
-            v = max(lo, min(hi, int(value)))
+            v = int(value)
+            v = v if v < hi else hi  # max(lo, min(hi, v)), as conditionals
+            v = v if v > lo else lo
             provisioned = dims[(index, dim)].provisioned
             if v != provisioned:
                 changes[dim] = v

@@ -129,7 +129,9 @@ def parse(text: str, max_capacity: int = 40_000, option: str = "--policy") -> Sp
 
 
 def _clamp(value: float, lo: int, hi: int) -> int:
-    return max(lo, min(hi, capacity_units(value)))
+    units = capacity_units(value)  # max(lo, min(hi, units)), as conditionals (a hot path)
+    units = units if units < hi else hi
+    return units if units > lo else lo
 
 
 class Fixed:
