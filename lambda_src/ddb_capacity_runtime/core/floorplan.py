@@ -44,9 +44,10 @@ class FloorPlan:
 
     def at(self, minute: int) -> int | None:
         """The floor in force at ``minute``, or None outside the plan."""
-        if not self.start <= minute < self.end:
+        step = (minute - self.start) // STEP_MINUTES  # (before self.end: a step it has)
+        if minute < self.start or step >= len(self.floors):
             return None
-        return self.floors[(minute - self.start) // STEP_MINUTES]
+        return self.floors[step]
 
     def highest(self, minute: int, minutes: int) -> int | None:
         """The highest floor of the steps from ``minute`` to ``minute + minutes``, or None

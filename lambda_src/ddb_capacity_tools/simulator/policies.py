@@ -374,7 +374,9 @@ class ThrottleAware:
         lag = self.config.metric_lag_minutes
         while self._next_step + STEP_MINUTES + lag <= t:
             for key in sim.keys:
-                used, _ = sim.datapoints(key, self._next_step, STEP_MINUTES, t)
+                used = sim.known(key, self._next_step, STEP_MINUTES, t)  # all known, mostly
+                if used is None:
+                    used, _ = sim.datapoints(key, self._next_step, STEP_MINUTES, t)
                 self._steps.setdefault(key, []).append(sum(used) / STEP_MINUTES)
             self._next_step += STEP_MINUTES
 
