@@ -49,6 +49,9 @@ class World:
         self.now = datetime.now(UTC).replace(second=0, microsecond=0)
         self._store: HoldStore | None = None
         self.targets: list[tuple[str, str]] = []  # registered here: deregistered by close()
+        # the backoffs a tick waited between tries of a shared call, in seconds: recorded,
+        # not slept (the faults are injected by count, never by time)
+        self.slept: list[float] = []
 
     @property
     def store(self) -> HoldStore:
@@ -208,7 +211,14 @@ class World:
         )
         out = io.StringIO()
         with recorded_events() as events:
-            summary = run_tick(config, self.clients, now or self.now, out=out, store=self.store)
+            summary = run_tick(
+                config,
+                self.clients,
+                now or self.now,
+                out=out,
+                sleep=self.slept.append,
+                store=self.store,
+            )
         return summary, events + [json.loads(line) for line in out.getvalue().splitlines()]
 
     def throughput(self, name: str, index: str | None = None) -> tuple[int, int]:

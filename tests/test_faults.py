@@ -463,8 +463,10 @@ def test_a_shared_call_that_keeps_failing_stops_every_decrease(
     fail_before(clients[service], operation, count, client_error("ThrottlingException", operation))
     # WHEN a tick runs
     summary, events = world.tick(SCALER_TABLES=",".join((busy, idle, low)))
-    # THEN it survived, retried the call a bounded number of times, and lowered nothing
+    # THEN it survived, retried the call a bounded number of times with backoff, and
+    # lowered nothing
     assert len(calls) == 3
+    assert world.slept == [1.0, 2.0]
     assert world.throughput(idle) == (200, 200)
     assert world.throughput(low) == (5, 5)  # raised to the minimum: a raise on what it knows
     if operation != "GetMetricData":
