@@ -283,6 +283,7 @@ def test_a_tables_bill_counts_its_gsis_and_an_index_alone_is_its_own(region):
         expected = sum(v * 180 * 60 * per_unit[d] for (_, d), v in traffic.items()) * factor
         option = next(o for o in advised["options"] if o["policy"] == "on-demand")
         assert option["usd_per_month"] == pytest.approx(expected, abs=0.01)
+        assert not option["compared_only"]
         assert "its GSIs' (ByG) together" in advised["notes"]
     code, out, err = run("advise", "--table", name, "--index", "ByG", *base)
     assert code == 0, err
@@ -290,3 +291,19 @@ def test_a_tables_bill_counts_its_gsis_and_an_index_alone_is_its_own(region):
     assert alone["usd_per_month"] == pytest.approx(
         200 * 180 * 60 * per_unit["write"] * factor, abs=0.01
     )
+
+
+def test_the_hybrid_is_shown_for_comparison_and_never_recommended(region):
+    name = busy(region, f"AdviseHybrid{datetime.now(UTC):%H%M%S%f}", 400)
+    base = ["--table", name, *day(region), "--candidate", "hybrid:70", "--quiet"]
+    code, out, err = run("advise", *base, "--json")
+    assert code == 0, err
+    advised = json.loads(out)["tables"][0]
+    by = {o["policy"]: o for o in advised["options"]}
+    assert by["hybrid:70"]["compared_only"] and not by["hybrid:70"]["recommended"]
+    assert advised["recommended"] != "hybrid:70"
+    assert "hybrid:70 (on-demand in the hours" in advised["reason"]
+    code, out, err = run("advise", *base)
+    assert code == 0, err
+    [row] = [line for line in out.splitlines() if "hybrid:70" in line.split()[:2]]
+    assert row.rstrip().endswith("compared only")

@@ -33,7 +33,17 @@ from .simulator.policies import DEFAULT_TICK_MINUTES
 from .simulator.prices import Prices
 from .simulator.text import fixed_width
 from .simulator.trace import Trace
-from .simulator.tune import CANDIDATES, ON_DEMAND, STOCK, Candidate, Rule, Tuning, decide, place
+from .simulator.tune import (
+    CANDIDATES,
+    ON_DEMAND,
+    STOCK,
+    Candidate,
+    Rule,
+    Tuning,
+    compared_only,
+    decide,
+    place,
+)
 
 __all__ = [
     "MONTH_HOURS",
@@ -104,6 +114,7 @@ class Advice:
                     "refused_per_month": round(c.refused),
                     "frontier": c.frontier,
                     "recommended": c is t.recommended,
+                    "compared_only": compared_only(c),
                 }
                 for c in _by_cost(t.candidates)
             ],
@@ -258,7 +269,13 @@ def text(results: Sequence[Advice | Failure], heading: str) -> str:
         if isinstance(r, Failure):
             continue
         for n, c in enumerate(_by_cost(r.tuning.candidates)):
-            mark = "<- recommended" if c is r.tuning.recommended else ""
+            mark = (
+                "<- recommended"
+                if c is r.tuning.recommended
+                else "compared only"
+                if compared_only(c)
+                else ""
+            )
             rows.append(
                 (_where(r) if n == 0 else "", c.policy, f"{c.cost:,.2f}", f"{c.refused:,.0f}", mark)
             )

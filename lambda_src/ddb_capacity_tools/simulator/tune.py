@@ -49,6 +49,8 @@ __all__ = [
     "Tuning",
     "choose",
     "code_for",
+    "compared_only",
+    "decide",
     "place",
     "refusal_floor",
     "refusal_price",
