@@ -16,19 +16,28 @@ import pytest
 CHECKOV = Path(__file__).resolve().parent.parent / ".venv-checkov" / "bin" / "checkov"
 
 
-def checkov(directory: Path) -> list[dict[str, Any]]:
+def start_checkov(directory: Path) -> subprocess.Popen[str]:
     if not CHECKOV.exists():
         pytest.fail(f"{CHECKOV} is missing: run `make install`")
-    result = subprocess.run(  # noqa: S603 (the project's own checkov, fixed arguments)
+    return subprocess.Popen(  # noqa: S603 (the project's own checkov, fixed arguments)
         [str(CHECKOV), "-d", str(directory), "--framework", "cloudformation"]
         + ["--output", "json", "--quiet", "--compact"],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=300,
     )
-    if result.returncode not in (0, 1):  # 1: failed checks, reported in the JSON
-        pytest.fail(f"checkov exited {result.returncode}: {result.stderr[-2000:]}")
-    reports = json.loads(result.stdout)
+
+
+def checkov_reports(process: subprocess.Popen[str]) -> list[dict[str, Any]]:
+    try:
+        stdout, stderr = process.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+    if process.returncode not in (0, 1):  # 1: failed checks, reported in the JSON
+        pytest.fail(f"checkov exited {process.returncode}: {stderr[-2000:]}")
+    reports = json.loads(stdout)
     return reports if isinstance(reports, list) else [reports]
 
 
@@ -39,9 +48,44 @@ def templates(cli_assembly: Path, into: Path) -> Path:
     return into
 
 
-def test_no_failed_check_and_every_skip_has_its_reason(cli_assembly: Path, tmp_path: Path) -> None:
-    directory = templates(cli_assembly, tmp_path / "templates")
-    (report,) = checkov(directory)
+def remove_skips(directory: Path) -> set[tuple[str, str]]:
+    """Take the checkov skips out of the templates in ``directory``; returns them, as
+    (check, resource) pairs in checkov's naming."""
+    skipped = set()
+    for path in directory.glob("*.template.json"):
+        template = json.loads(path.read_text())
+        for logical, resource in template["Resources"].items():
+            for skip in resource.get("Metadata", {}).pop("checkov", {}).get("skip", []):
+                skipped.add((skip["id"], f"{resource['Type']}.{logical}"))
+        path.write_text(json.dumps(template))
+    return skipped
+
+
+class Scans:
+    """checkov on the templates as synthesized, and on the same templates with their skips
+    removed: the two scans run side by side (each is mostly checkov's own start-up)."""
+
+    def __init__(self, cli_assembly: Path, tmp: Path) -> None:
+        self.directory = templates(cli_assembly, tmp / "templates")
+        self.unskipped = templates(cli_assembly, tmp / "unskipped")
+        self.skipped = remove_skips(self.unskipped)
+        scans = [start_checkov(self.directory), start_checkov(self.unskipped)]
+        try:
+            (self.report,), (self.unskipped_report,) = (checkov_reports(p) for p in scans)
+        finally:
+            for process in scans:
+                if process.poll() is None:
+                    process.kill()
+                    process.communicate()
+
+
+@pytest.fixture(scope="module")
+def scans(cli_assembly: Path, tmp_path_factory: pytest.TempPathFactory) -> Scans:
+    return Scans(cli_assembly, tmp_path_factory.mktemp("checkov"))
+
+
+def test_no_failed_check_and_every_skip_has_its_reason(scans: Scans) -> None:
+    directory, report = scans.directory, scans.report
     summary = report["summary"]
     failed = report["results"].get("failed_checks", [])
     assert summary["failed"] == 0, [(f["check_id"], f["resource"]) for f in failed]
@@ -55,16 +99,8 @@ def test_no_failed_check_and_every_skip_has_its_reason(cli_assembly: Path, tmp_p
                 assert len(skip["comment"]) > 40, (logical, skip)
 
 
-def test_a_skip_removed_is_a_failure(cli_assembly: Path, tmp_path: Path) -> None:
+def test_a_skip_removed_is_a_failure(scans: Scans) -> None:
     """The skips are what keeps checkov quiet: without them, it fails the same checks."""
-    directory = templates(cli_assembly, tmp_path / "templates")
-    skipped = set()
-    for path in directory.glob("*.template.json"):
-        template = json.loads(path.read_text())
-        for logical, resource in template["Resources"].items():
-            for skip in resource.get("Metadata", {}).pop("checkov", {}).get("skip", []):
-                skipped.add((skip["id"], f"{resource['Type']}.{logical}"))
-        path.write_text(json.dumps(template))
-    (report,) = checkov(directory)
+    report = scans.unskipped_report
     failed = {(f["check_id"], f["resource"]) for f in report["results"]["failed_checks"]}
-    assert failed == skipped  # and no skip is there for nothing
+    assert failed == scans.skipped  # and no skip is there for nothing
