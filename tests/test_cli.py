@@ -804,9 +804,8 @@ def test_score_from_counts_refusals_and_cost_from_that_time_on(tmp_path):
         ("2026-02-28T23:59:00Z", []),
         ("2026-03-01T02:00:00Z", []),
         ("noon", []),
-        ("2026-03-01T00:30:00Z", ["--ensemble", "plausible"]),
     ],
-    ids=["before", "after", "not-a-time", "with-ensemble"],
+    ids=["before", "after", "not-a-time"],
 )
 def test_score_from_outside_the_trace_is_refused(tmp_path, given, extra):
     path = csv_file(tmp_path, minutes(120))
@@ -815,7 +814,22 @@ def test_score_from_outside_the_trace_is_refused(tmp_path, given, extra):
     )
     assert code == 2 and out == "" and err.count("\n") == 1
     assert f"--score-from: got {given!r}" in err
-    if extra:
-        assert "--ensemble" in err
-    else:
-        assert "expected an ISO-8601 time from 2026-03-01T00:00Z to 2026-03-01T01:59Z" in err
+    assert "expected an ISO-8601 time from 2026-03-01T00:00Z to 2026-03-01T01:59Z" in err
+
+
+def test_score_from_applies_to_the_ensemble_too(tmp_path):
+    path = csv_file(tmp_path, minutes(120))
+    base = ["simulate", "--trace", str(path), "--policy", "stock:70", "--quiet", "--json"]
+    base += ["--ensemble", "plausible", "--workers", "1"]
+    code, out, err = run(*base, "--score-from", "2026-03-01T01:00:00Z")
+    assert code == 0, err
+    scored = json.loads(out)
+    code, out, err = run(*base)
+    assert code == 0, err
+    whole = json.loads(out)
+    assert scored["score_from"]["minute"] == 60
+
+    def cost(doc: dict) -> float:
+        return sum(p["cost_usd"]["median"] for p in doc["ensemble"]["policies"])
+
+    assert 0 < cost(scored) < cost(whole)

@@ -9,6 +9,7 @@ import random
 import pytest
 
 from ddb_capacity_tools.simulator import ModelParams, PolicyError, Prices, parse, run_policy
+from ddb_capacity_tools.simulator.ensemble import run_ensemble, settings_of
 from ddb_capacity_tools.simulator.run import DimensionResult, simulate
 from ddb_capacity_tools.simulator.scenarios import START, scenario
 from ddb_capacity_tools.simulator.trace import Trace
@@ -147,3 +148,24 @@ def test_the_spike_scored_after_it_is_quiet() -> None:
     assert first > 0
     later = _run("stock:70", spike, last + 1)
     assert all(r.throttled_requests == 0 and r.first_throttle_minute is None for r in later)
+
+
+def test_an_ensemble_scores_every_setting_from_the_start(trace) -> None:
+    settings = settings_of("plausible", ModelParams())[:3]
+    specs = [parse("stock:70"), parse("on-demand")]
+    start = 1440
+    spread = run_ensemble(trace, specs, settings, PRICES, workers=1, score_from=start)
+    for r in spread:
+        per_setting = [
+            next(
+                x
+                for x in simulate(trace, specs, p, PRICES, progress=None, score_from=start)
+                if x.policy == r.policy and x.key == r.key
+            )
+            for p in settings
+        ]
+        assert [x.cost_usd for x in r.runs] == [x.cost_usd for x in per_setting]
+        assert r.throttled_requests.max == max(x.throttled_requests for x in per_setting)
+        assert all(x.score_from == start for x in r.runs)
+    whole = run_ensemble(trace, specs, settings, PRICES, workers=1)
+    assert sum(r.cost_usd.median for r in spread) < sum(r.cost_usd.median for r in whole)

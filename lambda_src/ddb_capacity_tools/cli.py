@@ -592,17 +592,11 @@ def _iso(moment: datetime) -> str:
     return f"{moment:%Y-%m-%dT%H:%M}Z"
 
 
-def _score_from(text: str | None, trace: Trace, ensemble: bool) -> int | None:
+def _score_from(text: str | None, trace: Trace) -> int | None:
     """``--score-from`` as the trace minute it falls in (None: not given); a time without
-    an offset is UTC. Refused outside the trace's minutes, and with ``--ensemble`` (whose
-    settings count every minute)."""
+    an offset is UTC. Refused outside the trace's minutes."""
     if text is None:
         return None
-    if ensemble:
-        raise PolicyError(
-            f"--score-from: got {text!r} with --ensemble; the ensemble counts every minute: "
-            f"give one or the other"
-        )
     last = trace.time(trace.minutes - 1)
     allowed = (
         f"expected an ISO-8601 time from {_iso(trace.start)} to {_iso(last)} (the trace's minutes)"
@@ -633,7 +627,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not 1 <= args.workers <= 64:
         raise PolicyError(f"--workers: got {args.workers}; expected a whole number from 1 to 64")
     settings = settings_of(args.ensemble, params) if args.ensemble else []
-    score_from = _score_from(args.score_from, trace, bool(settings))
+    score_from = _score_from(args.score_from, trace)
     results = simulate(
         trace,
         specs,
@@ -646,7 +640,7 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         score_from=score_from,
     )
     spread = (
-        run_ensemble(trace, specs, settings, prices, entries, args.tick, args.workers)
+        run_ensemble(trace, specs, settings, prices, entries, args.tick, args.workers, score_from)
         if settings
         else []
     )

@@ -217,9 +217,13 @@ def _fast_path(base: ModelParams, delay: float, share: float) -> ModelParams:
     )
 
 
-def _one(args: tuple[Trace, Sequence[Spec], ModelParams, Prices, Any, int]) -> list[Any]:
-    trace, specs, params, prices, schedule, tick = args
-    return simulate(trace, specs, params, prices, schedule, tick, progress=None)
+def _one(
+    args: tuple[Trace, Sequence[Spec], ModelParams, Prices, Any, int, int | None],
+) -> list[Any]:
+    trace, specs, params, prices, schedule, tick, score_from = args
+    return simulate(
+        trace, specs, params, prices, schedule, tick, progress=None, score_from=score_from
+    )
 
 
 def run_ensemble(
@@ -230,11 +234,13 @@ def run_ensemble(
     schedule: Sequence[Mapping[str, Any]] | None = None,
     tick: int = DEFAULT_TICK_MINUTES,
     workers: int | None = None,
+    score_from: int | None = None,
 ) -> list[EnsembleResult]:
     """Every policy under every setting; settings run in parallel processes (``workers``,
-    default the CPU count; 1 runs them here)."""
+    default the CPU count; 1 runs them here). ``score_from``: the trace minute every
+    setting's results count from (``run_policy``'s)."""
     prices = prices or Prices()
-    jobs = [(trace, specs, p, prices, schedule, tick) for p in settings]
+    jobs = [(trace, specs, p, prices, schedule, tick, score_from) for p in settings]
     workers = min(len(jobs), workers or os.cpu_count() or 1)
     if workers <= 1:
         runs = [_one(job) for job in jobs]
