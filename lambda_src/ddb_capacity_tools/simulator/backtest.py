@@ -49,28 +49,11 @@ def history(
             f"--days: got {days!r}; expected a whole number from 1 to {MAX_DAYS} "
             f"(CloudWatch keeps 1-minute datapoints for {MAX_DAYS} days)"
         )
-    end = history_end(end)
-    try:
-        description = dynamodb.describe_table(TableName=table)["Table"]
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code")
-        if code == "ResourceNotFoundException":
-            raise TraceError(
-                f"--table: got {table!r}; no such table in this account and Region"
-            ) from None
-        raise
-    if index is not None:
-        names = [g["IndexName"] for g in description.get("GlobalSecondaryIndexes", [])]
-        if index not in names:
-            raise TraceError(
-                f"--index: got {index!r}; table {table!r} has "
-                f"{', '.join(names) if names else 'no global secondary index'}"
-            )
-    start = end - timedelta(days=days)
-    gsis = [g.get("IndexName") for g in description.get("GlobalSecondaryIndexes", [])]
-    which = [index, *(g for g in gsis if isinstance(g, str))] if with_indexes else [index]
     if with_indexes and index is not None:
         raise TraceError(f"--index: got {index!r}; a table's whole bill takes no --index")
+    end = history_end(end)
+    start = end - timedelta(days=days)
+    which = _indexes(dynamodb, table, index, with_indexes)
     keys = [(table, i, dim) for i in which for dim in ("read", "write")]
     errors: dict[SeriesKey, str] = {}
     series = fetch_causes(
@@ -94,6 +77,29 @@ def history(
         + (f"; {said}" if said else ""),
         key_range=key_range,
     )
+
+
+def _indexes(dynamodb: Any, table: str, index: str | None, with_indexes: bool) -> list[str | None]:
+    """The indexes whose history is read (None: the table's own), from DescribeTable:
+    ``index`` alone, after checking that the table has it; or, ``with_indexes``, the table
+    and every GSI it has."""
+    try:
+        description = dynamodb.describe_table(TableName=table)["Table"]
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code")
+        if code == "ResourceNotFoundException":
+            raise TraceError(
+                f"--table: got {table!r}; no such table in this account and Region"
+            ) from None
+        raise
+    names = [g.get("IndexName") for g in description.get("GlobalSecondaryIndexes", [])]
+    gsis = [n for n in names if isinstance(n, str)]  # untrusted: names only
+    if index is not None and index not in gsis:
+        raise TraceError(
+            f"--index: got {index!r}; table {table!r} has "
+            f"{', '.join(gsis) if gsis else 'no global secondary index'}"
+        )
+    return [None, *gsis] if with_indexes else [index]
 
 
 def by_cause(
