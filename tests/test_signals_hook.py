@@ -728,7 +728,8 @@ class FakeLambda:
 
         self.server = HTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # shutdown() waits for the loop's next poll: 0.05 s, not the default 0.5 s
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
 
     def close(self) -> None:
         self.server.shutdown()
