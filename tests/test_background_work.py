@@ -29,6 +29,7 @@ from ddb_capacity_runtime.workers.scan import (
     create_cursor_table,
 )
 from ddb_capacity_runtime.workers.writer import SlowStartWriter
+from examples import local_aws
 
 
 class FakeClock:
@@ -99,10 +100,12 @@ def make_table(client, name: str) -> None:
     )
 
 
-@pytest.fixture
-def loaded(aws_client):
-    """A table of 3,000 items written by the slow-start writer itself, and a cursor table."""
-    ddb = aws_client("dynamodb")
+@pytest.fixture(scope="module")
+def loaded(aws_env):
+    """A table of 3,000 items written by the slow-start writer itself, and a cursor table:
+    written once for the module, since the tests only read the items, and each scan keeps
+    its cursors under a scan id of its own."""
+    ddb = local_aws.client(aws_env["AWS_ENDPOINT_URL"], "dynamodb")
     name = f"Items{uuid.uuid4().hex[:8]}"
     make_table(ddb, name)
     items = [{"pk": f"item-{i:05d}", "n": i, "body": "x" * (i % 300)} for i in range(3_000)]
