@@ -1,11 +1,12 @@
 """Does the hybrid win? The hybrid billing policy against its two parts, measured in one run.
 
 For each trace: the autopilot alone (``autopilot:70``), on-demand, the hybrid
-(``hybrid:70``: the autopilot, with on-demand in the hours the table's own past days mark as
-bursty, at most 4 switches to on-demand in a rolling 24 hours), and the hybrid in
-hindsight (each day's windows from that day's own costs: no plan made beforehand does
-better with the same two parts). Each figure is a median over the ``plausible`` ensemble's
-8 settings, read + write, over the whole trace.
+(``hybrid:70``: the autopilot, with on-demand in the hours where on-demand cost less on the
+table's own past days, at most 4 switches to on-demand in a rolling 24 hours), and the
+hybrid in hindsight (each day's windows from that day's own costs: a cost reference for
+what better foresight could get, not a bound, since the rolling limit links the days).
+Each figure is a median over the ``plausible`` ensemble's 8 settings, read + write, over
+the whole trace.
 
 The traces: each real trace of ``../shared/traces/`` (read in place: their licence forbids
 copying them; 14 days a minute), the seeded noisy diurnal trace

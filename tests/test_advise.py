@@ -288,6 +288,7 @@ def test_a_tables_bill_counts_its_gsis_and_an_index_alone_is_its_own(region):
     code, out, err = run("advise", "--table", name, "--index", "ByG", *base)
     assert code == 0, err
     alone = on_demand(json.loads(out))
+    assert "GSIs'" not in json.loads(out)["tables"][0]["notes"]  # one GSI alone: no such note
     assert alone["usd_per_month"] == pytest.approx(
         200 * 180 * 60 * per_unit["write"] * factor, abs=0.01
     )

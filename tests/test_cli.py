@@ -501,6 +501,18 @@ def test_backtest_history_rebuilds_demand_from_consumed_and_throttles(history_ta
     gsi = history(cloudwatch, ddb, name, "ByGroup", 1, end)
     assert list(gsi.demand) == [("ByGroup", "read"), ("ByGroup", "write")]
     assert gsi.demand[("ByGroup", "read")][-10] == pytest.approx(40)
+    # the whole bill: the table's series and the GSI's, each under its own key
+    both = history(cloudwatch, ddb, name, None, 1, end, with_indexes=True)
+    assert list(both.demand) == [
+        (None, "read"),
+        (None, "write"),
+        ("ByGroup", "read"),
+        ("ByGroup", "write"),
+    ]
+    assert both.demand[(None, "write")] == write
+    assert both.demand[("ByGroup", "read")] == gsi.demand[("ByGroup", "read")]
+    assert both.demand[(None, "read")] == trace.demand[(None, "read")]
+    assert both.name == f"{name} (+1 GSI)"
 
 
 def a_day_of(name: str, end: datetime) -> list[str]:
@@ -833,3 +845,15 @@ def test_score_from_applies_to_the_ensemble_too(tmp_path):
         return sum(p["cost_usd"]["median"] for p in doc["ensemble"]["policies"])
 
     assert 0 < cost(scored) < cost(whole)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [[], ["scenarios"], ["simulate"], ["backtest"], ["tune"], ["advise"], ["request"], ["release"]],
+)
+def test_every_commands_help_prints(command, capsys):
+    """argparse formats help with %: a help text with a % sign of its own must double it."""
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--help"], io.StringIO(), io.StringIO())
+    assert exit_.value.code == 0
+    assert "usage: ddb-capacity" in capsys.readouterr().out

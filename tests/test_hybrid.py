@@ -168,9 +168,15 @@ def test_simulate_runs_the_hybrid_as_the_autopilot_and_on_demand_composed() -> N
     # the nightly write burst is learned: on-demand in those hours from the second day on
     assert max(c.on_demand_minutes for c in composed.values()) > 0
     assert sum(r.cost_usd for r in hybrid) < sum(r.cost_usd for r in base)
-    # scored from day 3: the same plan, the cost counted from there
+    # scored from day 3: the same plan and minutes, everything counted from there
     later = run_policy(parse("hybrid:70"), trace, params, prices, score_from=2 * DAY)
+    base_later = run_policy(parse("autopilot:70"), trace, params, prices, score_from=2 * DAY)
     assert sum(r.cost_usd for r in later) < sum(r.cost_usd for r in hybrid)
+    for whole, part, b in zip(hybrid, later, base_later, strict=True):
+        assert part.recorded == whole.recorded
+        assert part.score_from == 2 * DAY
+        assert (part.decreases, part.rejected_decreases) == (b.decreases, b.rejected_decreases)
+        assert part.decreases < whole.decreases or whole.decreases == 0
 
 
 def test_a_hybrids_target_is_checked_as_the_autopilots() -> None:
@@ -191,3 +197,14 @@ def test_hindsight_plans_each_day_from_its_own_costs_and_never_pays_more() -> No
         return sum(c if od else p for p, c, od in zip(paid, charged, mask, strict=True))
 
     assert cost(behind) <= cost(ahead)
+
+
+def test_a_window_refused_at_its_start_is_dropped_whole_even_when_the_limit_frees() -> None:
+    wanted = [False] * (2 * DAY)
+    for s in (0, 100, 200, 300):
+        wanted[s : s + 10] = [True] * 10
+    wanted[1430:1450] = [True] * 20  # starts 1430: 4 switches in the 24 h before it
+    kept = within_limit(wanted, SWITCHES_PER_DAY)
+    assert not any(kept[1430:1450])  # the limit frees at 1440, mid-window: still dropped
+    wanted[1500:1510] = [True] * 10  # the next window: the first switch is 24 h old
+    assert all(within_limit(wanted, SWITCHES_PER_DAY)[1500:1510])

@@ -20,6 +20,7 @@ from ddb_capacity_tools.simulator.tune import (
     Candidate,
     Rule,
     TuneError,
+    _with_frontier,
     choose,
     decide,
     refusal_floor,
@@ -339,6 +340,8 @@ def test_the_price_rules_reason_names_the_price_and_what_the_refusals_cost() -> 
         (["--refusal-floor", "2%"], "--refusal-floor: got '2%'"),
         (["--refusal-price", "0"], "--refusal-price: got '0'; expected dollars per million"),
         (["--refusal-price", "cheap"], "--refusal-price: got 'cheap'"),
+        (["--refusal-price", "1_0"], "--refusal-price: got '1_0'"),
+        (["--refusal-price", "-1", "--refusal-floor", "0"], "--refusal-price: got '-1'"),
         (
             ["--refusal-price", "1", "--refusal-tolerance", "5%"],
             "--refusal-tolerance: got '5%' with --refusal-price 1; the price replaces the limit",
@@ -368,15 +371,19 @@ def test_a_floor_written_as_a_whole_number_is_told_to_use_a_percent() -> None:
 def test_the_hybrid_is_compared_and_never_recommended() -> None:
     trace = Trace("t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [10.0]})
     stock = [_c(p, 100 * (n + 1), 50 - 5 * n) for n, p in enumerate(STOCK)]
-    # the hybrid refuses least and costs least: it would win every rule
-    cands = [*stock, _c("hybrid:70", 0, 1), _c("on-demand", 0, 40)]
+    # the hybrid refuses least and costs least: it would win every rule (as typed, too)
+    for hybrid in ("hybrid:70", " hybrid:70 "):
+        _never_recommended(trace, stock, hybrid)
+
+
+def _never_recommended(trace: Trace, stock: list[Candidate], hybrid: str) -> None:
+    cands = _with_frontier([*stock, _c(hybrid, 0, 1), _c("on-demand", 0, 40)])
     for rule in (Rule(), Rule(floor=0.0), Rule(price=1.0), Rule(price=1e5)):
         tuning = decide(cands, rule, trace, ModelParams())
-        assert tuning.recommended.policy != "hybrid:70"
+        assert tuning.recommended.policy != hybrid
         by = {c["policy"]: c for c in tuning.as_json()["candidates"]}
-        assert by["hybrid:70"]["compared_only"] and not by["hybrid:70"]["frontier"]
-        assert (
-            "hybrid:70 (on-demand in the hours its past days mark as bursty) would cost $1.00"
-            in (tuning.reason)
-        )
+        assert by[hybrid]["compared_only"] and not by[hybrid]["frontier"]
+        assert by["on-demand"]["frontier"]  # the frontier: what can be recommended
+        assert f"{hybrid} (on-demand in the hours" in tuning.reason
+        assert "would cost $1.00" in tuning.reason
         assert "shown for comparison only" in tuning.reason

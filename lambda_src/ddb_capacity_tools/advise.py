@@ -208,7 +208,7 @@ def advise_one(
 def _notes(trace: Trace) -> str:
     """The trace's notes, and, when it holds GSIs, what their figures and the code cover."""
     gsis = sorted({k[0] for k in trace.demand if k[0] is not None})
-    if not gsis:
+    if not gsis or not any(k[0] is None for k in trace.demand):  # no GSI, or one alone
         return trace.notes
     return (
         f"{trace.notes}; the figures are the table's and its GSIs' ({', '.join(gsis)}) "

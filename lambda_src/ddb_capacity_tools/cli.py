@@ -228,22 +228,31 @@ def _choice_options(parser: argparse.ArgumentParser) -> None:
         "--refusal-tolerance",
         default=None,
         metavar="F",
-        help=f"{tune_module.TOLERANCE_HELP}; default 0 (docs: Tune, 'The rule')",
+        help=_literal(f"{tune_module.TOLERANCE_HELP}; default 0 (docs: Tune, 'The rule')"),
     )
     parser.add_argument(
         "--refusal-floor",
         default=None,
         metavar="F",
-        help=f"{tune_module.FLOOR_HELP}; default {tune_module.REFUSAL_FLOOR:.2%} "
-        "(docs: Tune, 'The rule')",
+        help=_literal(
+            f"{tune_module.FLOOR_HELP}; default {tune_module.REFUSAL_FLOOR:.2%} "
+            "(docs: Tune, 'The rule')"
+        ),
     )
     parser.add_argument(
         "--refusal-price",
         default=None,
         metavar="USD",
-        help=f"{tune_module.PRICE_HELP}; replaces the limit on refusals, so it takes neither "
-        "--refusal-tolerance nor --refusal-floor (docs: Tune, 'The rule')",
+        help=_literal(
+            f"{tune_module.PRICE_HELP}; replaces the limit on refusals, so it takes neither "
+            "--refusal-tolerance nor --refusal-floor (docs: Tune, 'The rule')"
+        ),
     )
+
+
+def _literal(text: str) -> str:
+    """``text`` as argparse help: argparse formats help with %, so a % sign is doubled."""
+    return text.replace("%", "%%")
 
 
 def _advise_parser(sub: Any) -> None:
@@ -487,6 +496,7 @@ def _rule(args: argparse.Namespace) -> tune_module.Rule:
     """The rule tune and advise choose by, from ``--refusal-tolerance``,
     ``--refusal-floor`` and ``--refusal-price`` (which takes neither of the others)."""
     if args.refusal_price is not None:
+        price = tune_module.refusal_price(args.refusal_price)  # a bad price is named first
         for option in ("--refusal-tolerance", "--refusal-floor"):
             given = getattr(args, option[2:].replace("-", "_"))
             if given is not None:
@@ -494,7 +504,7 @@ def _rule(args: argparse.Namespace) -> tune_module.Rule:
                     f"{option}: got {given!r} with --refusal-price {args.refusal_price}; the "
                     "price replaces the limit on refusals: give one or the other"
                 )
-        return tune_module.Rule(price=tune_module.refusal_price(args.refusal_price))
+        return tune_module.Rule(price=price)
     tolerance = tune_module.refusal_tolerance(
         "0" if args.refusal_tolerance is None else args.refusal_tolerance
     )

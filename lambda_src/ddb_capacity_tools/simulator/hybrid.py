@@ -1,8 +1,8 @@
 """Runs in: workstation (the `ddb-capacity` command).
 
 The hybrid policy (``hybrid``, ``hybrid:T``): the autopilot (``autopilot:T``) most of the
-day, on-demand in the hours of the day that the table's own history marks as bursty, and
-never more switches to on-demand than AWS allows.
+day, on-demand in the hours of the day where, on the table's own past days, on-demand cost
+less than the autopilot, and never more switches to on-demand than AWS allows.
 
 Billing mode is a table's, so the whole table (every dimension, every GSI) switches at
 once. Each day's plan is made from the days before it only (at most ``HISTORY_DAYS``):
@@ -12,20 +12,22 @@ once. Each day's plan is made from the days before it only (at most ``HISTORY_DA
    The hour's saving is the median over the past days of (autopilot - on-demand).
 2. The day's on-demand windows are the at most :data:`SWITCHES_PER_DAY` runs of whole
    hours whose savings add up to the most (:func:`best_windows`): a cheap hour between two
-   bursty ones joins them when that saves more than a switch back and forth would.
+   on-demand ones joins them when the limit on windows makes that the better use of one
+   (switching itself costs nothing in the model).
 3. A window only starts while fewer than :data:`SWITCHES_PER_DAY` switches to on-demand
    were made in the 24 hours before it (AWS's rolling limit); switching back to
    provisioned is allowed at any time.
 
 The first day has no history and runs on the autopilot alone.
 
-How the run is put together (:func:`compose`): the autopilot runs over the whole trace (it
-keeps reading the table's consumed capacity while the table is on-demand, as the scaler
-does), and on-demand runs over the whole trace (its limits, :mod:`.model`); each minute
-takes the autopilot's minute or on-demand's, by the plan. What this leaves out is in the
-docs' fidelity table: the switch's own minutes (AWS: "several minutes", during which the
-table serves what it was provisioned), and on-demand's previous peak after a switch (taken
-from the on-demand run, which is never lower than what a switched table would have).
+How the run is put together (:func:`compose`): the autopilot runs over the whole trace on
+its own simulated provisioned table, and on-demand over the whole trace (its limits,
+:mod:`.model`); each minute takes the autopilot's minute or on-demand's, by the plan. What
+this leaves out is in the docs' fidelity table: the switch's own minutes (AWS: "several
+minutes", during which the table serves what it was provisioned for); that the autopilot,
+while the table is on-demand, would see the on-demand table's traffic rather than its own
+table's (and could make no capacity change: its decreases there still count); and
+on-demand's previous peak after a switch (the on-demand run's, not a switched table's).
 """
 
 from __future__ import annotations
@@ -126,8 +128,8 @@ def plan(
     (:func:`best_windows`) from the hourly savings of the ``history`` days before it, the
     rolling limit of ``most`` switches to on-demand in 24 hours kept. ``offset``: the
     trace's first minute's minute of the day (UTC). With ``hindsight``, each day's windows
-    come from that day's own savings: what no plan made beforehand can beat (a bound, for
-    benchmarks)."""
+    come from that day's own savings: a cost reference for benchmarks, not a bound (the
+    rolling limit links the days, and a day's choice can cost the next one a window)."""
     minutes = len(provisioned_cost)
     paid = _hourly(provisioned_cost, offset)
     charged = _hourly(on_demand_cost, offset)
@@ -149,17 +151,19 @@ def within_limit(wanted: Sequence[bool], most: int) -> list[bool]:
     switches to on-demand were made in the 24 hours before it."""
     out: list[bool] = []
     switches: deque[int] = deque()
-    on = False
+    on = dropped = False
     for m, w in enumerate(wanted):
-        if w and not on:
+        if not w:
+            on = dropped = False
+        elif not on and not dropped:  # a window's first minute: a switch to on-demand
             while switches and switches[0] <= m - DAY:
                 switches.popleft()
             if len(switches) >= most:
-                out.append(False)
-                continue
-            switches.append(m)
-        on = w
-        out.append(w)
+                dropped = True  # the whole window, not its later minutes
+            else:
+                switches.append(m)
+                on = True
+        out.append(on)
     return out
 
 

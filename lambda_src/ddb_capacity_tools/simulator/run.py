@@ -315,9 +315,10 @@ def _hybrid(
     spec: Spec, trace: Trace, params: ModelParams, prices: Prices, tick: int, start: int
 ) -> list[DimensionResult]:
     """The hybrid (:mod:`.hybrid`): the autopilot at the spec's target and on-demand over
-    the whole trace, each minute taken from the one the plan puts the table in."""
-    base = run_policy(hybrid_base(spec), trace, params, prices, None, tick)
-    od = run_policy(Spec("on-demand", "on-demand"), trace, params, prices)
+    the whole trace, each minute taken from the one the plan puts the table in; both
+    parts counted from ``start``, as ``tune.place`` runs them."""
+    base = run_policy(hybrid_base(spec), trace, params, prices, None, tick, score_from=start)
+    od = run_policy(Spec("on-demand", "on-demand"), trace, params, prices, score_from=start)
     return compose_hybrid(spec, base, od, trace, prices, start)
 
 
@@ -331,7 +332,9 @@ def compose_hybrid(
     hindsight: bool = False,
 ) -> list[DimensionResult]:
     """The hybrid's results from its base's (:func:`hybrid_base`) and on-demand's over the
-    same trace, counted from minute ``start`` (``hindsight``: :func:`.hybrid.plan`'s)."""
+    same trace, both run with ``score_from=start``: counted from minute ``start``
+    (``hindsight``: :func:`.hybrid.plan`'s). Decreases are the base's, those in on-demand
+    windows included (a simplification: an on-demand table takes no capacity update)."""
     offset = trace.start.hour * 60 + trace.start.minute
     composed = hybrid.compose(
         {r.key: r.recorded for r in base},

@@ -153,11 +153,10 @@ def _is_number(text: str, most: float) -> bool:
 
 
 def refusal_price(text: str) -> float:
-    """``--refusal-price``: dollars per million refused units, more than 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
+    """``--refusal-price``: dollars per million refused units, more than 0 (digits and a
+    decimal point only)."""
+    number = text.strip()
+    value = float(number) if re.fullmatch(r"\d+(\.\d*)?|\.\d+", number) else math.nan
     if not (math.isfinite(value) and 0 < value <= MAX_PRICE):
         raise TuneError(f"--refusal-price: got {text!r}; expected {PRICE_HELP}")
     return value
@@ -241,10 +240,6 @@ class Tuning:
     on_demand: dict[str, Any]
 
     @property
-    def tolerance(self) -> float:
-        return self.rule.tolerance
-
-    @property
     def limit(self) -> float:
         """The limit on refused units (median) of the limit rule."""
         return self.rule.limit(self.best_stock, self.requested)
@@ -322,7 +317,7 @@ def _candidate(name: str, runs: Sequence[Sequence[DimensionResult]]) -> Candidat
 def compared_only(c: Candidate) -> bool:
     """Whether ``c`` is shown for comparison and never recommended: a policy the library
     does not deploy (the hybrid: the scaler does not switch billing modes)."""
-    return c.policy.startswith("hybrid")
+    return parse(c.policy).kind == "hybrid"
 
 
 def _with_frontier(placed: Sequence[Candidate]) -> list[Candidate]:
@@ -516,7 +511,7 @@ def _compared_words(placed: Sequence[Candidate], pick: Candidate, period: str) -
             continue
         saved = pick.cost - c.cost
         words.append(
-            f" {c.policy} (on-demand in the hours its past days mark as bursty) would cost "
+            f" {c.policy} (on-demand in the hours where it cost less on past days) would cost "
             f"${c.cost:,.2f}{period} ({_share(abs(saved), pick.cost)} "
             f"{'less' if saved >= 0 else 'more'} than the recommendation) and refuse "
             f"{c.refused:,.0f} units{period}; it is shown for comparison only: the scaler does "
