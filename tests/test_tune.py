@@ -213,7 +213,7 @@ def test_a_refusal_tolerance_is_a_fraction_or_a_percent(given: str, fraction: fl
 @pytest.mark.parametrize(
     ("given", "hint"),
     [
-        ("5", "(for a percent, write it with %: 10%)"),
+        ("5", "(for a percent, write it with %: 5%)"),
         ("-0.1", ""),
         ("150%", ""),
         ("nan", ""),
@@ -361,8 +361,11 @@ def test_bad_rule_options_are_refused_naming_the_option(
 
 
 def test_a_floor_written_as_a_whole_number_is_told_to_use_a_percent() -> None:
-    with pytest.raises(TuneError, match=r"for a percent, write it with %: 0.02%"):
+    with pytest.raises(TuneError, match=r"for a percent, write it with %: 0.5%\)"):
         refusal_floor("0.5")
+    with pytest.raises(TuneError) as too_big:  # 2 % is over the 1 % most: no such hint
+        refusal_floor("2")
+    assert "write it with %" not in str(too_big.value)
     assert refusal_floor("0.02%") == pytest.approx(0.0002)
     assert refusal_floor("0") == 0.0
     assert refusal_price("1.5") == 1.5

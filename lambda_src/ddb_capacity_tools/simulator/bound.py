@@ -51,7 +51,7 @@ class Bound:
     floor: list[int]
 
     def cost(self, prices: Prices) -> float:
-        return self.unit_minutes / 60 * prices.unit_hour(self.key[1])
+        return prices.provisioned(self.key[1], self.unit_minutes)
 
 
 def floors(demand: Sequence[float], params: ModelParams) -> list[int]:

@@ -191,8 +191,8 @@ def compose(
     for the cost (the plan uses every minute); ``hindsight``: as for :func:`plan`."""
     keys = list(base)
     minutes = len(base[keys[0]].demand) if keys else 0
-    unit = {k: prices.unit_hour(k[1]) / 60 for k in keys}
-    request = {k: prices.request_unit(k[1]) * 60 for k in keys}
+    unit = {k: prices.provisioned(k[1], 1) for k in keys}  # a unit-minute's dollars
+    request = {k: prices.on_demand(k[1], 1) for k in keys}  # a minute of 1 unit/s
     paid = [sum(base[k].provisioned[m] * unit[k] for k in keys) for m in range(minutes)]
     charged = [sum(on_demand[k].served[m] * request[k] for k in keys) for m in range(minutes)]
     mask = plan(paid, charged, offset, most, hindsight=hindsight)

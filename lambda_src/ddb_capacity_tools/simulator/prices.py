@@ -37,6 +37,15 @@ class Prices:
         )
         return per_million / 1_000_000
 
+    def provisioned(self, dimension: str, unit_minutes: float) -> float:
+        """Dollars for ``unit_minutes`` of provisioned capacity (units x minutes)."""
+        return unit_minutes / 60 * self.unit_hour(dimension)
+
+    def on_demand(self, dimension: str, unit_second_minutes: float) -> float:
+        """Dollars on-demand charges for serving ``unit_second_minutes`` (units per second,
+        summed over minutes: each minute's requests are its units/s x 60)."""
+        return unit_second_minutes * 60 * self.request_unit(dimension)
+
     def overridden(self, pairs: Sequence[str]) -> Prices:
         """These prices with ``name=value`` overrides applied."""
         names = [f.name for f in fields(self)]

@@ -252,7 +252,7 @@ def _result(
         decreases=sim.dims[key].decreases,
         rejected_decreases=sim.rejected_decreases[key],
     )
-    result.cost_usd = result.provisioned_unit_hours * prices.unit_hour(key[1])
+    result.cost_usd = prices.provisioned(key[1], result.provisioned_unit_hours * 60)
     return result
 
 
@@ -298,7 +298,7 @@ def _on_demand(
         key,
         recorded,
         start,
-        cost_usd=sum(served[start:] if start else served) * 60 * prices.request_unit(key[1]),
+        cost_usd=prices.on_demand(key[1], sum(served[start:] if start else served)),
         decreases=0,
         rejected_decreases=0,
     )

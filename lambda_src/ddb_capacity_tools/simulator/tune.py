@@ -118,17 +118,17 @@ class TuneError(ValueError):
 def refusal_tolerance(text: str) -> float:
     """``--refusal-tolerance``: ``0.1`` or ``10%`` is 0.1 (the recommendation may refuse
     10 % more than the best stock setting); 0 to 1, or 0 % to 100 %."""
-    return _fraction(text, "--refusal-tolerance", MAX_TOLERANCE, TOLERANCE_HELP, "10%")
+    return _fraction(text, "--refusal-tolerance", MAX_TOLERANCE, TOLERANCE_HELP)
 
 
 def refusal_floor(text: str) -> float:
     """``--refusal-floor``: ``0.0002`` or ``0.02%`` is 0.0002 (refusals within 2 in 10,000
     requested units of the best stock setting's count as no more); 0 to 0.01, or 0 % to
     1 %."""
-    return _fraction(text, "--refusal-floor", MAX_FLOOR, FLOOR_HELP, "0.02%")
+    return _fraction(text, "--refusal-floor", MAX_FLOOR, FLOOR_HELP)
 
 
-def _fraction(text: str, option: str, most: float, allowed: str, example: str) -> float:
+def _fraction(text: str, option: str, most: float, allowed: str) -> float:
     """``text`` as a fraction from 0 to ``most``, written as one or as a percent with %."""
     value = text.strip()
     percent = value.endswith("%")
@@ -138,7 +138,7 @@ def _fraction(text: str, option: str, most: float, allowed: str, example: str) -
         if 0 <= fraction <= most:
             return fraction
     hint = (
-        f" (for a percent, write it with %: {example})"
+        f" (for a percent, write it with %: {number}%)"
         if not percent and _is_number(number, most)
         else ""
     )
@@ -146,8 +146,9 @@ def _fraction(text: str, option: str, most: float, allowed: str, example: str) -
 
 
 def _is_number(text: str, most: float) -> bool:
+    """Whether ``text`` is a number above ``most`` that, read as a percent, is allowed."""
     try:
-        return math.isfinite(float(text)) and float(text) > most
+        return math.isfinite(float(text)) and most < float(text) <= most * 100
     except ValueError:
         return False
 
