@@ -1,6 +1,7 @@
 """Shared fixtures: CDK scopes, the example app synthesized by the real CDK CLI, a local
-moto server and dynalite (each on 127.0.0.1 on a free port, stopped afterwards), and a
-stand-in for CloudFormation's pre-signed response URL."""
+moto server (emptied at the start of each test module) and dynalite (each on 127.0.0.1 on a
+free port, stopped afterwards), and a stand-in for CloudFormation's pre-signed response
+URL."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import json
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -50,11 +52,29 @@ def cli_assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return outdir
 
 
+#: The session's moto server, once started.
+_moto: list[str] = []
+
+
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
     """A moto server on 127.0.0.1 for the whole session, stopped afterwards."""
     with local_aws.moto_server() as endpoint:
+        _moto.append(endpoint)
         yield endpoint
+        _moto.clear()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def empty_moto() -> None:
+    """Each test module starts on an empty moto server (the modules share nothing in it:
+    every one makes its own tables, targets and stacks). Without it the metric data of
+    every earlier module stays, and moto's GetMetricData, which looks through all of it on
+    every query, grew to a second a call by the end of the session."""
+    if _moto:
+        reset = urllib.request.Request(f"{_moto[0]}/moto-api/reset", method="POST")
+        with urllib.request.urlopen(reset, timeout=30) as answer:  # noqa: S310 (local moto)
+            answer.read()
 
 
 @pytest.fixture(scope="session")
