@@ -25,6 +25,7 @@ from .capacity import (
 )
 from .capacity_requests import CapacityRequests, FastPath
 from .compliance import acknowledge, apply_nag_packs, skip_checkov
+from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
 from .scaler import ThrottleAwareScaler
 from .table import ProvisionedTable, TableCapacity
 
@@ -32,12 +33,14 @@ __all__ = [
     "Capacity",
     "CapacityConfigError",
     "CapacityRequests",
+    "DEFAULT_SCALABLE_TARGET_QUOTA",
     "DEFAULT_TABLE_QUOTA",
     "DEFAULT_TARGET_UTILIZATION",
     "EVERY_DAY",
     "FastPath",
     "PrewarmMethod",
     "ProvisionedTable",
+    "ScalableTargetQuota",
     "ScheduleEntry",
     "ScheduleError",
     "TableCapacity",

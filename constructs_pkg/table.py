@@ -52,6 +52,7 @@ from .capacity import (
     is_token,
 )
 from .prewarm import SettleStep
+from .quota import ScalableTargetQuota
 
 DIMENSIONS = ("read", "write")
 
@@ -177,6 +178,7 @@ class TableCapacity(Construct):
         else:
             self._import(table, read=read, write=write, indexes=dict(indexes or {}))
         self._identity = _identity(self.table)  # ready: other constructs may see it
+        ScalableTargetQuota.check(self)  # the app's scalable targets against the quota
 
     # ------------------------------------------------------------------ construction
 
