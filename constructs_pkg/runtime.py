@@ -240,13 +240,19 @@ SCALABLE_TARGETS_FINDING = (
 )
 
 
-def scalable_targets_reason(tagged: str) -> str:
+def scalable_targets_reason(tagged: str, policies: str = "") -> str:
     """What the scalable-target wildcard still allows, for its acknowledgements;
-    ``tagged`` says which tag a target must carry."""
+    ``tagged`` says which tag a target must carry, ``policies`` which targets' scaling
+    policies may be written (none when empty)."""
     return (
         "Application Auto Scaling generates scalable-target ARNs, so the grant names "
         "scalable-target/*. Its conditions allow RegisterScalableTarget (min, max, suspended "
         f"state) only on DynamoDB targets tagged {tagged}, and never with tags in the request."
+        + (
+            f" PutScalingPolicy (an owned target value) is allowed only on those of {policies}."
+            if policies
+            else ""
+        )
     )
 
 
@@ -266,9 +272,17 @@ def move_minimums_statement(sid: str, tag_key: str, values: Sequence[str]) -> ia
     """RegisterScalableTarget on the DynamoDB targets tagged ``tag_key`` with one of
     ``values``, and with no tags in the request (it cannot tag a target, nor create one: a
     target that does not exist carries no tag)."""
+    return _on_tagged_targets(sid, "RegisterScalableTarget", tag_key, values)
+
+
+def _on_tagged_targets(
+    sid: str, action: str, tag_key: str, values: Sequence[str]
+) -> iam.PolicyStatement:
+    """Application Auto Scaling's ``action`` on the DynamoDB targets tagged ``tag_key`` with
+    one of ``values``, with no tags in the request."""
     return iam.PolicyStatement(
         sid=sid,
-        actions=["application-autoscaling:RegisterScalableTarget"],
+        actions=[f"application-autoscaling:{action}"],
         resources=[SCALABLE_TARGETS],
         conditions={
             "StringEquals": {
@@ -278,6 +292,14 @@ def move_minimums_statement(sid: str, tag_key: str, values: Sequence[str]) -> ia
             "Null": {"aws:TagKeys": "true"},
         },
     )
+
+
+def set_target_values_statement(
+    sid: str, tag_key: str, values: Sequence[str]
+) -> iam.PolicyStatement:
+    """PutScalingPolicy on the DynamoDB targets tagged ``tag_key`` with one of ``values``
+    (an owned policy's target value), with no tags in the request."""
+    return _on_tagged_targets(sid, "PutScalingPolicy", tag_key, values)
 
 
 def alarm_on_any(

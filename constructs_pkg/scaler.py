@@ -42,6 +42,7 @@ from .runtime import (
     read_autoscaling_statement,
     scalable_targets_reason,
     scheduled_function,
+    set_target_values_statement,
     state_store_statement,
     state_store_table,
 )
@@ -94,6 +95,14 @@ class ThrottleAwareScaler(Construct):
         in every tick for this long: from one tick to a day. Default 10 minutes. One alarm
         per managed table; its description points to CloudWatch Contributor Insights in
         its throttled-keys mode, which names the keys (docs: Hot keys).
+    :param own_target: the autopilot also owns target tracking's target value of each
+        ``ProvisionedTable`` it manages (table and GSIs): while a plan's floor is in force it
+        sets the dimension's target-tracking policy to the plan's aim (up to 90 %, as high
+        as the forecast's error allows), and back to the ``Capacity``'s
+        ``target_utilization_percent`` after, so target tracking scales in as far as the
+        forecast allows. Autopilot mode only. CloudFormation keeps the configured value, so
+        drift detection reports the policy while a plan is in force (docs: Autopilot,
+        "Owning the target value"). Default False.
 
     The scaler keeps its run-time state (the configured minimum of a dimension it holds
     raised, the autopilot's plans) in ``state_store``, a small on-demand table (child
@@ -120,6 +129,7 @@ class ThrottleAwareScaler(Construct):
         throttled_for: Duration = DEFAULT_THROTTLED_FOR,
         updating_for_ticks: int = DEFAULT_UPDATING_TICKS,
         hot_key_for: Duration = DEFAULT_HOT_KEY_FOR,
+        own_target: bool = False,
     ) -> None:
         super().__init__(scope, id)
         self._where = f"ThrottleAwareScaler {self.node.path}"
@@ -127,10 +137,7 @@ class ThrottleAwareScaler(Construct):
         given = table_list(self._where, tables)
         self._tick, self._throttled_for = tick, throttled_for
         self._hot_key_ticks = self._validate_hot_key_for(hot_key_for)
-        self._tables: list[dynamodb.ITable] = []
-        self._overrides: dict[str, Any] = {}
-        self._forget_state_tags: iam.PolicyStatement | None = None
-        self._move_minimums: iam.PolicyStatement | None = None
+        self._init_tables(self._validate_own_target(own_target, mode))
         self.tag_key, self.tag_value = tag_key, tag_value
         #: Where the run-time state lives (conditional writes only): the scaler's own
         #: ``StateStore``, or a connected CapacityRequests' hold store.
@@ -196,6 +203,31 @@ class ThrottleAwareScaler(Construct):
                 f"{where}: tag_key must be a tag key of 1 to 128 characters; got {tag_key!r}"
             )
         return int(seconds // 60)
+
+    def _init_tables(self, own_target: bool) -> None:
+        """What the tables added will fill in: the tables, their overrides, the statements
+        that grow with them, and (``own_target``) the target values the autopilot owns."""
+        self._tables: list[dynamodb.ITable] = []
+        self._overrides: dict[str, Any] = {}
+        self._forget_state_tags: iam.PolicyStatement | None = None
+        self._move_minimums: iam.PolicyStatement | None = None
+        self._own_target = own_target
+        #: per ProvisionedTable managed, the target values the autopilot owns
+        self._owned: dict[str, Any] = {}
+        self._set_target_values: iam.PolicyStatement | None = None
+
+    def _validate_own_target(self, own_target: object, mode: str) -> bool:
+        """``own_target`` checked: a bool, True in the autopilot mode only."""
+        if not isinstance(own_target, bool):
+            raise CapacityConfigError(
+                f"{self._where}: own_target must be True or False; got {shown(own_target)}"
+            )
+        if own_target and mode != "autopilot":
+            raise CapacityConfigError(
+                f"{self._where}: own_target needs mode='autopilot' (its plans set the target "
+                f"value); got mode={mode!r}"
+            )
+        return own_target
 
     def _validate_hot_key_for(self, hot_key_for: Duration) -> int:
         """``hot_key_for`` checked; returns it in ticks (rounded up)."""
@@ -306,9 +338,38 @@ class ThrottleAwareScaler(Construct):
             }
             for dim in DIMENSIONS
         }
-        enrolled = table.table
-        table.on_index_added(lambda index: self._index_alarms(enrolled, label, index))
+        table.on_index_added(lambda index: self._index_added(table, label, index))
+        if self._own_target and not table._elsewhere:
+            self._own(table)
         return table.index_names
+
+    def _index_added(self, table: TableCapacity, label: str, index: str) -> None:
+        self._index_alarms(table.table, label, index)
+        if self._own_target and not table._elsewhere:
+            self._own(table)
+            self._render_tables()
+
+    def _own(self, table: TableCapacity) -> None:
+        """The target values of ``table``'s dimensions, the table's and each GSI's, as the
+        autopilot owns them (``own_target``), and the right to write their policies."""
+
+        def targets(index: str | None) -> dict[str, Any]:
+            return {d: table.capacity(d, index).target_utilization_percent for d in DIMENSIONS}
+
+        self._owned[table.table.table_name] = {
+            **targets(None),
+            "indexes": {i: targets(i) for i in table.index_names},
+        }
+        names = list(self._owned)
+        if self._set_target_values is None:
+            self._set_target_values = set_target_values_statement(
+                "SetOwnedTargetValues", TARGET_TAG, names
+            )
+            self.policy.add_statements(self._set_target_values)
+        else:
+            self._set_target_values.add_condition(
+                "StringEquals", {f"aws:ResourceTag/{TARGET_TAG}": names}
+            )
 
     def _index_alarms(self, table: dynamodb.ITable, label: str, index: str | None) -> None:
         for dim in DIMENSIONS:
@@ -324,6 +385,10 @@ class ThrottleAwareScaler(Construct):
         self.function.add_environment(
             SETTINGS_BY_KEY["overrides"].name, stack.to_json_string(self._overrides)
         )
+        if self._own_target:
+            self.function.add_environment(
+                SETTINGS_BY_KEY["owned_targets"].name, stack.to_json_string(self._owned)
+            )
 
     # ------------------------------------------------------------------ IAM
 
@@ -394,7 +459,8 @@ class ThrottleAwareScaler(Construct):
             "and tag:GetResources have no resource-level permissions; they only read.",
             SCALABLE_TARGETS_FINDING: scalable_targets_reason(
                 f"{TARGET_TAG} with the name of a table the scaler manages"
-                + (f", or tagged {self.tag_key}={self.tag_value}" if self.tag_key else "")
+                + (f", or tagged {self.tag_key}={self.tag_value}" if self.tag_key else ""),
+                "the ProvisionedTables it manages (own_target)" if self._owned else "",
             ),
         }
         if self.tag_key:

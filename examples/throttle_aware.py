@@ -2,7 +2,9 @@
 next to a third table left to plain target tracking.
 
 - ``Feed`` (explicit) is a ProvisionedTable under target tracking; when it is throttled the
-  scaler raises its scalable targets' minimum, so auto scaling performs the raise at once.
+  scaler raises its scalable targets' minimum, so auto scaling performs the raise at once,
+  and it owns its target tracking's target value (``own_target``): while the autopilot's
+  plan is in force, the policies aim at the plan's aim, then back at 70 %.
 - ``Clicks`` (found by tag) is a provisioned table without auto scaling; the scaler sets its
   capacity with UpdateTable, decreases planned against the daily quota.
 - ``Accounts`` is under stock target tracking only.
@@ -65,7 +67,10 @@ class ThrottleAwareStack(cdk.Stack):
             read=Capacity(min_capacity=5, max_capacity=500),
             write=Capacity(min_capacity=5, max_capacity=100),
         )
-        scaler = ThrottleAwareScaler(self, "Scaler", tag_key=TAG_KEY, tag_value=TAG_VALUE)
+        # own_target: while a plan is in force, Feed's target tracking aims at the plan's aim
+        scaler = ThrottleAwareScaler(
+            self, "Scaler", tag_key=TAG_KEY, tag_value=TAG_VALUE, own_target=True
+        )
         feed.enable_throttle_aware_scaling(scaler)
 
         for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"):

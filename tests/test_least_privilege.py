@@ -5,8 +5,8 @@ policies offline).
 The app: a table managed by a scaler and by capacity requests (``Orders``), a table found
 by the scaler's discovery tag (``Tagged``), a table pre-warmed by PROVISION_THEN_SETTLE
 (``Catalog``), and an unmanaged table with its own auto scaling (``Unmanaged``), all in one
-account; the principals are the scaler, the broker, the restorer, the settle function and a
-worker granted capacity requests. The scaler writes no tag: it may only remove 0.4's state
+account; the principals are the scaler (owning its ProvisionedTable's target values), the
+broker, the restorer, the settle function and a worker granted capacity requests. The scaler writes no tag: it may only remove 0.4's state
 tags, and it writes the items of its state store (here the requests' hold store) alone.
 """
 
@@ -76,6 +76,7 @@ def synthesize(*, connected: bool = True) -> Template:
         tables=[orders] if connected else [],
         tag_key=DISCOVERY[0],
         tag_value=DISCOVERY[1],
+        own_target=True,
     )
     requests = CapacityRequests(stack, "Requests", tables=[orders])
     if connected:
@@ -145,6 +146,14 @@ def requests_on(template: Template, name: str) -> dict[str, Request]:
         "RegisterScalableTarget": Request(
             "application-autoscaling:RegisterScalableTarget", target_arn, target_context
         ),
+        "PutScalingPolicy": Request(
+            "application-autoscaling:PutScalingPolicy", target_arn, target_context
+        ),
+        "PutScalingPolicy with tags": Request(
+            "application-autoscaling:PutScalingPolicy",
+            target_arn,
+            {**target_context, "aws:TagKeys": ["ddb-capacity:table"]},
+        ),
         "RegisterScalableTarget with tags": Request(
             "application-autoscaling:RegisterScalableTarget",
             target_arn,
@@ -182,6 +191,8 @@ def test_only_the_scaler_and_the_broker_change_capacity_and_only_on_managed_tabl
         # the scaler: its explicit table, and the table (and target) tagged for discovery
         ("scaler", "UpdateTable", "Orders"),
         ("scaler", "RegisterScalableTarget", "Orders"),
+        # and, owning its ProvisionedTable's target values, that table's policies alone
+        ("scaler", "PutScalingPolicy", "Orders"),
         ("scaler", "UpdateTable", "Tagged"),
         ("scaler", "RegisterScalableTarget", "Tagged"),
         # the broker: the tables of its CapacityRequests

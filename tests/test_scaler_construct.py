@@ -4,6 +4,7 @@ its state store, the exact IAM statements, the alarms and the topic."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import aws_cdk as cdk
@@ -831,3 +832,77 @@ def test_the_scaler_knows_every_tag_the_constructs_write(
     for key, values in written.items():
         for value in values:
             assert parse_tags({key: json.loads(value)}).ignored == [], (key, value)
+
+
+# ------------------------------------------------------------------ owned target values
+
+
+def _owned_env(stack: cdk.Stack) -> str | None:
+    (function,) = Template.from_stack(stack).find_resources("AWS::Lambda::Function").values()
+    owned = function["Properties"]["Environment"]["Variables"].get("SCALER_OWNED_TARGETS")
+    if owned is None:
+        return None
+    return "".join(p if isinstance(p, str) else "<feed>" for p in owned["Fn::Join"][1])
+
+
+def test_own_target_writes_each_dimensions_target_and_the_right_to_set_it(
+    stack: cdk.Stack,
+) -> None:
+    table = feed(stack)
+    table2 = ProvisionedTable(
+        stack,
+        "Other",
+        partition_key=PK,
+        read=Capacity(min_capacity=1, max_capacity=10, target_utilization_percent=50),
+        write=Capacity(min_capacity=1, max_capacity=10),
+    )
+    legacy = dynamodb.Table.from_table_name(stack, "Legacy", "legacy-table")
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[table, legacy], own_target=True)
+    scaler.add_table(table2)
+    table.add_global_secondary_index(
+        index_name="late",
+        partition_key=dynamodb.Attribute(name="late", type=dynamodb.AttributeType.STRING),
+        read=Capacity(min_capacity=5, max_capacity=50, target_utilization_percent=60),
+        write=Capacity(min_capacity=5, max_capacity=50),
+    )
+    owned = _owned_env(stack)
+    assert owned is not None
+    # the ProvisionedTables' targets, GSIs included (one added after enrolment too);
+    # the plain table's policies are not the scaler's
+    assert owned == (
+        '{"<feed>":{"read":70,"write":70,"indexes":{"byTopic":{"read":70,"write":70},'
+        '"late":{"read":60,"write":70}}},"<feed>":{"read":50,"write":70,"indexes":{}}}'
+    )
+    statement = statements(Template.from_stack(stack))["SetOwnedTargetValues"]
+    assert statement["Action"] == "application-autoscaling:PutScalingPolicy"
+    assert statement["Condition"]["StringEquals"]["application-autoscaling:service-namespace"] == (
+        "dynamodb"
+    )
+    tagged = statement["Condition"]["StringEquals"]["aws:ResourceTag/ddb-capacity:table"]
+    assert len(tagged) == 2 and "legacy-table" not in json.dumps(tagged)
+    assert statement["Condition"]["Null"] == {"aws:TagKeys": "true"}
+
+
+def test_without_own_target_nothing_is_owned_and_no_policy_may_be_written(
+    stack: cdk.Stack,
+) -> None:
+    ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)])
+    assert _owned_env(stack) is None
+    assert "SetOwnedTargetValues" not in statements(Template.from_stack(stack))
+    assert "PutScalingPolicy" not in json.dumps(Template.from_stack(stack).to_json())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"own_target": True, "mode": "reactive"},
+            "own_target needs mode='autopilot' (its plans set the target value); "
+            "got mode='reactive'",
+        ),
+        ({"own_target": "yes"}, "own_target must be True or False; got 'yes'"),
+    ],
+)
+def test_bad_own_target_is_refused(stack: cdk.Stack, kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(CapacityConfigError, match=re.escape(message)):
+        ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)], **kwargs)

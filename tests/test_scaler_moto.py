@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from tests.moto_world import World
 
 
@@ -447,3 +448,101 @@ def test_the_reactive_mode_never_reads_the_history(world: World) -> None:
     )
     assert not [e for e in events if e.get("event") == "forecast"]
     assert world.target_min(name, "write") == 10
+
+
+# ------------------------------------------------------------------ owned target values
+
+
+def policy_target(world: World, name: str, dimension: str, index: str | None = None) -> float:
+    (policy,) = world.aas.describe_scaling_policies(
+        ServiceNamespace="dynamodb",
+        ResourceId=resource_id(name, index),
+        ScalableDimension=scalable_dimension(index, dimension),
+    )["ScalingPolicies"]
+    config = policy["TargetTrackingScalingPolicyConfiguration"]
+    assert config["PredefinedMetricSpecification"] == {
+        "PredefinedMetricType": f"DynamoDB{dimension.capitalize()}CapacityUtilization"
+    }
+    return float(config["TargetValue"])
+
+
+def test_an_owned_policy_aims_at_the_plans_aim_and_is_set_back_after(world: World) -> None:
+    # GIVEN a write target whose policy aims at 70 %, owned by the autopilot at 70, and a
+    # read target whose policy is not owned
+    now = world.now - timedelta(minutes=3) if world.now.minute < 2 else world.now
+    name = world.table("Owned", 10, 9_000, tagged=False, forecast_minute=0)
+    world.target(name, "write", 10, 20_000)
+    world.target(name, "read", 10, 20_000, target_percent=60)
+    world.traffic(name, "write", 100, minutes=range(1, 40))
+    start = int(now.timestamp() // 60)
+    start -= start % 5
+    owned = json.dumps({name: {"write": 70}})
+    env = {**AUTOPILOT, "SCALER_TABLES": name, "SCALER_OWNED_TARGETS": owned}
+    # WHEN a plan aiming at 90 % is in force
+    world.set_plan(name, "write", f"{start}:90:0:0:8000/8000")
+    _, events = world.tick(now, **env)
+    # THEN the owned policy aims at 90, the other is left at its own 60
+    assert policy_target(world, name, "write") == 90
+    assert policy_target(world, name, "read") == 60
+    (said,) = [e for e in events if e.get("event") == "target-value"]
+    assert (said["old"], said["new"], said["dimension"]) == (70, 90, "write")
+    # WHEN the plan ends: the configured 70 is back (not the 90 the policy has now)
+    world.set_plan(name, "write", None)
+    world.tick(now, **env)
+    assert policy_target(world, name, "write") == 70
+    # WHEN nothing changes, nothing is written
+    _, events = world.tick(now, **env)
+    assert not [e for e in events if e.get("event") == "target-value"]
+
+
+def test_without_ownership_or_in_dry_run_no_policy_is_written(world: World) -> None:
+    now = world.now - timedelta(minutes=3) if world.now.minute < 2 else world.now
+    name = world.table("NotOwned", 10, 9_000, tagged=False, forecast_minute=0)
+    world.target(name, "write", 10, 20_000)
+    start = int(now.timestamp() // 60)
+    start -= start % 5
+    world.set_plan(name, "write", f"{start}:90:0:0:8000/8000")
+    world.tick(now, **AUTOPILOT, SCALER_TABLES=name)
+    assert policy_target(world, name, "write") == 70
+    owned = json.dumps({name: {"write": 70}})
+    _, events = world.tick(
+        now, **AUTOPILOT, SCALER_TABLES=name, SCALER_OWNED_TARGETS=owned, SCALER_DRY_RUN="true"
+    )
+    assert policy_target(world, name, "write") == 70
+    (said,) = [e for e in events if e.get("event") == "target-value"]
+    assert said["dry_run"] is True and said["new"] == 90
+
+
+def test_a_failed_policy_write_is_a_counted_failure_of_its_table(world: World) -> None:
+    now = world.now - timedelta(minutes=3) if world.now.minute < 2 else world.now
+    name = world.table("OwnedFails", 10, 9_000, tagged=False, forecast_minute=0)
+    world.target(name, "write", 10, 20_000)
+    start = int(now.timestamp() // 60)
+    start -= start % 5
+    world.set_plan(name, "write", f"{start}:90:0:0:8000/8000")
+
+    def refuse(**_: Any) -> None:
+        raise world.aas.exceptions.ConcurrentUpdateException(
+            {"Error": {"Code": "ConcurrentUpdateException", "Message": "busy"}},
+            "PutScalingPolicy",
+        )
+
+    hook = "before-call.application-auto-scaling.PutScalingPolicy"
+    world.aas.meta.events.register(hook, refuse)
+    owned = json.dumps({name: {"write": 70}})
+    try:
+        summary, events = world.tick(
+            now, **AUTOPILOT, SCALER_TABLES=name, SCALER_OWNED_TARGETS=owned
+        )
+    finally:
+        world.aas.meta.events.unregister(hook, refuse)
+    (failure,) = summary["failures"]
+    assert failure["table"] == name
+    assert failure["reason"].startswith("target value 70.0 -> 90: ConcurrentUpdateException")
+    (record,) = [e for e in events if e.get("TableName") == name and "Failures" in e]
+    assert record["Failures"] == 1
+    assert [e["event"] for e in events if e.get("event", "").startswith("target-value")] == [
+        "target-value-failed"
+    ]
+    # the raise the plan asks for was still made
+    assert world.target_min(name, "write") == 8_000

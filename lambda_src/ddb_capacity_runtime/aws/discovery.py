@@ -17,7 +17,7 @@ from ..core.memory import Memory, reconcile
 from ..core.names import SCALER_TAGS, TABLE_QUOTA, UNITS, resource_id, scalable_dimension
 from ..core.quota import DecreaseLedger
 from ..core.settings import Limits, ScalerConfig
-from ..core.tables import Dimension, ManagedTable, ScalableTarget, tags_of
+from ..core.tables import Dimension, ManagedTable, ScalableTarget, TrackingPolicy, tags_of
 from ..core.tags import IgnoredTag, parse_tags
 from ..events import log_event
 from . import tables
@@ -73,7 +73,12 @@ def scalable_targets(
         tracked = _tracked(policies.paginate(ServiceNamespace="dynamodb"))
         listed = _listed(listing.paginate(ServiceNamespace="dynamodb"))
     return {
-        key: replace(t, target_tracking=key in tracked, target_percent=tracked.get(key))
+        key: replace(
+            t,
+            target_tracking=key in tracked,
+            target_percent=tracked[key][0] if key in tracked else None,
+            policy=tracked[key][1] if key in tracked else None,
+        )
         for key, t in listed.items()
     }
 
@@ -101,21 +106,51 @@ def current_minimum(aas: ApplicationAutoScalingClient, target: ScalableTarget) -
     return None
 
 
-def _tracked(pages: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], float | None]:
+def _tracked(
+    pages: Iterable[Mapping[str, Any]],
+) -> dict[tuple[str, str], tuple[float | None, TrackingPolicy | None]]:
     """The resources and dimensions with a target-tracking policy, with its target (a
-    percentage from 20 to 90; None when the policy's is not one)."""
-    tracked: dict[tuple[str, str], float | None] = {}
+    percentage from 20 to 90; None when the policy's is not one) and the policy, when it
+    can be written back as it is (:func:`_policy`)."""
+    tracked: dict[tuple[str, str], tuple[float | None, TrackingPolicy | None]] = {}
     for page in pages:
         for policy in page["ScalingPolicies"]:
             if policy.get("PolicyType") == "TargetTrackingScaling":
-                value = policy.get("TargetTrackingScalingPolicyConfiguration", {}).get(
-                    "TargetValue"
-                )
+                config = policy.get("TargetTrackingScalingPolicyConfiguration", {})
+                value = config.get("TargetValue")
                 ok = isinstance(value, (int, float)) and 20 <= value <= 90  # untrusted
                 tracked[(policy["ResourceId"], policy["ScalableDimension"])] = (
-                    float(value) if ok and value is not None else None
+                    float(value) if ok and value is not None else None,
+                    _policy(policy.get("PolicyName"), config),
                 )
     return tracked
+
+
+def _policy(name: object, config: Mapping[str, Any]) -> TrackingPolicy | None:
+    """A target-tracking policy the scaler can write back with only its target value
+    changed: a name, a predefined metric and nothing else it would lose (a customized
+    metric, or anything unknown, makes it None: such a policy is never touched)."""
+    known = {
+        "TargetValue",
+        "PredefinedMetricSpecification",
+        "ScaleInCooldown",
+        "ScaleOutCooldown",
+        "DisableScaleIn",
+    }
+    metric = config.get("PredefinedMetricSpecification", {})
+    kind = metric.get("PredefinedMetricType") if isinstance(metric, Mapping) else None
+    if not (isinstance(name, str) and name and isinstance(kind, str)) or set(config) - known:
+        return None
+    if set(metric) - {"PredefinedMetricType"}:  # a resource label would be lost
+        return None
+
+    cooldowns = [config.get(k) for k in ("ScaleInCooldown", "ScaleOutCooldown")]
+    scale_in = config.get("DisableScaleIn")
+    if any(
+        c is not None and (isinstance(c, bool) or not isinstance(c, int)) for c in cooldowns
+    ) or not (scale_in is None or isinstance(scale_in, bool)):
+        return None  # a value it could not send back as it is
+    return TrackingPolicy(name, kind, cooldowns[0], cooldowns[1], scale_in)
 
 
 def _listed(pages: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], ScalableTarget]:
@@ -197,7 +232,10 @@ def describe_table(
         for dim, units in UNITS.items():
             target = targets.get((resource_id(name, index), scalable_dimension(index, dim)))
             state = by_scope.get((index, dim))
-            memory, dim_limits = _under_target(managed, index, dim, target, state, limits[dim])
+            owned = _owned(config, name, index, dim, target)
+            memory, dim_limits = _under_target(
+                managed, index, dim, target, state, limits[dim], owned
+            )
             managed.dimensions.append(
                 Dimension(
                     table=name,
@@ -211,9 +249,35 @@ def describe_table(
                     memory=memory,
                     seen=(state.base, state.set_to, state.intent) if state else (None, None, None),
                     plan=_plan(managed, state),
+                    owned_target=owned,
                 )
             )
     return managed
+
+
+def _owned(
+    config: ScalerConfig,
+    name: str,
+    index: str | None,
+    dim: str,
+    target: ScalableTarget | None,
+) -> float | None:
+    """The target value the autopilot owns for this dimension's target-tracking policy:
+    the configured one, when the policy can be written back as it is; else None (logged
+    when one is configured: that policy is left alone)."""
+    owned = config.owned_target(name, index, dim)
+    if owned is None or (target is not None and target.policy is not None):
+        return owned
+    log_event(
+        "target-not-owned",
+        level=logging.WARNING,
+        table=name,
+        index=index,
+        dimension=dim,
+        reason="no target-tracking policy with a predefined metric and nothing else "
+        "unknown: its target value is left as it is",
+    )
+    return None
 
 
 def _log_ignored(name: str, ignored: Iterable[IgnoredTag]) -> None:
@@ -261,6 +325,7 @@ def _under_target(
     target: ScalableTarget | None,
     state: HeldDimension | None,
     dim_limits: Limits,
+    owned: float | None = None,
 ) -> tuple[Memory | None, Limits]:
     """A dimension's memory and limits: under a scalable target, the state store's memory
     reconciled with the target's minimum (whose base is the minimum), the target's max and
@@ -298,9 +363,12 @@ def _under_target(
             target_min=target.min_capacity,
         )
     # the target-tracking policy's own target, where it has one: the scaler and auto
-    # scaling aim at the same utilization
+    # scaling aim at the same utilization; an owned policy's is the configured one (its
+    # own may be a plan's aim, set by the scaler)
     aim = (
-        target.target_percent / 100
+        owned
+        if owned is not None
+        else target.target_percent / 100
         if target.target_percent is not None
         else dim_limits.target_utilization
     )

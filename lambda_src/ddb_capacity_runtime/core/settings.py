@@ -229,6 +229,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("SCALER_TABLES", "tables", Kind.NAMES, (), lambda c: c.tables),
     Setting("SCALER_OVERRIDES", "overrides", Kind.JSON, {}, lambda c: c.overrides),
+    Setting("SCALER_OWNED_TARGETS", "owned_targets", Kind.JSON, {}, lambda c: c.owned_targets),
     Setting(
         "SCALER_DEFAULT_MIN", "default_min", Kind.WHOLE, 5, lambda c: c.default_min, 1, TABLE_QUOTA
     ),
@@ -345,6 +346,7 @@ _CONFIG_FIELDS = (
     "tag_key",
     "tag_value",
     "overrides",
+    "owned_targets",
     "default_min",
     "default_max",
     "window_minutes",
@@ -384,6 +386,36 @@ def _overrides(name: str, raw: str) -> dict[str, Any]:
     return overrides
 
 
+def _check_owned(owned: Mapping[str, Any], mode: Mode) -> None:
+    """The owned targets variable: each table's ``read`` and ``write`` (and each index's)
+    a target value from 20 to 90; only in the autopilot mode, whose plans set them."""
+    name = _env("owned_targets")
+    if owned and mode is not Mode.AUTOPILOT:
+        raise ConfigError(f"{name} needs {_env('mode')} {Mode.AUTOPILOT}; got {mode}")
+    for table, spec in owned.items():
+        indexes = spec.get("indexes", {})
+        scopes = [("", spec)] + (
+            [(f" index {i}", v) for i, v in indexes.items()] if isinstance(indexes, dict) else []
+        )
+        for where, values in scopes:
+            for dim in DIMENSIONS:
+                value = values.get(dim) if isinstance(values, dict) else None
+                if value is not None and not (
+                    isinstance(value, (int, float))
+                    and not isinstance(value, bool)
+                    and 20 <= value <= 90
+                ):
+                    raise ConfigError(
+                        f"{name}: table {table}{where} {dim} must be a target value from 20 "
+                        f"to 90; got {value!r}"
+                    )
+        if not isinstance(indexes, dict):
+            raise ConfigError(
+                f"{name}: table {table} indexes must be an object of index name to "
+                f"{{read, write}}; got {indexes!r}"
+            )
+
+
 def _default(key: str) -> Any:
     return SETTINGS_BY_KEY[key].default
 
@@ -397,6 +429,9 @@ class ScalerConfig:
     tag_key: str | None = None
     tag_value: str = _default("tag_value")
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: per table, the target values (percent) whose target-tracking policies the autopilot
+    #: owns: ``{"read": T, "write": T, "indexes": {name: {"read": T, "write": T}}}``
+    owned_targets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     default_min: int = _default("default_min")
     default_max: int = _default("default_max")
     window_minutes: int = _default("window_minutes")
@@ -432,6 +467,7 @@ class ScalerConfig:
             )
         _check_order(values, "default_min", "default_max", "must not be above")
         tick, mode = values["tick_minutes"], values["mode"]
+        _check_owned(values["owned_targets"], mode)
         defaults = cls(tick_minutes=tick, policy=for_mode(mode, tick))
         for setting in SETTINGS:
             if values[setting.key] is None and setting.default is None:
@@ -500,6 +536,17 @@ class ScalerConfig:
                 raise OverrideError(f"table {table} {dim}: min ({mn}) must not be above max ({mx})")
             out[dim] = Limits(mn, mx, target / 100)
         return out
+
+    def owned_target(self, table: str, index: str | None, dimension: str) -> float | None:
+        """The target value (a fraction) the autopilot owns for the dimension's
+        target-tracking policy (:attr:`owned_targets`); None when it owns none."""
+        spec = self.owned_targets.get(table)
+        if spec is None:
+            return None
+        if index is not None:
+            spec = spec.get("indexes", {}).get(index, {})
+        value = spec.get(dimension)
+        return None if value is None else float(value) / 100
 
     def refuse_lowering_tags(
         self, table: str, tag_limits: Mapping[str, float], dimension: str, need: int | None

@@ -20,6 +20,19 @@ from .tags import BaseMin
 
 
 @dataclass(frozen=True)
+class TrackingPolicy:
+    """A target-tracking policy as PutScalingPolicy takes it back: its name and the parts of
+    its configuration kept when only its target value changes (cooldowns in seconds; None:
+    not set)."""
+
+    name: str
+    metric: str
+    scale_in_cooldown: int | None = None
+    scale_out_cooldown: int | None = None
+    disable_scale_in: bool | None = None
+
+
+@dataclass(frozen=True)
 class ScalableTarget:
     resource_id: str
     scalable_dimension: str
@@ -28,6 +41,8 @@ class ScalableTarget:
     target_tracking: bool
     #: the target-tracking policy's TargetValue (a percentage), when it has one
     target_percent: float | None = None
+    #: that policy, when it can be written back as it is (:class:`TrackingPolicy`)
+    policy: TrackingPolicy | None = None
 
     @property
     def inverted(self) -> bool:
@@ -62,6 +77,9 @@ class Dimension:
     reserve: int | None = None
     #: the capacity the smallest of the plan's falls ahead saves (0: not known)
     least_fall: int = 0
+    #: the target value (a fraction) the scaler owns for the dimension's target-tracking
+    #: policy and sets back when no plan aims higher; None: the policy is not the scaler's
+    owned_target: float | None = None
 
     @property
     def key(self) -> tuple[str, str | None, str]:

@@ -29,7 +29,8 @@ A table's expired holds are ended first, and its active holds lift the dimension
 Reports through :mod:`ddb_capacity_runtime.events`: a ``decision`` event per dimension, a
 ``hold-ended`` event per ended hold, ``table-skipped``, ``table-failed``,
 ``shared-call-failed``, ``tag-refused``, ``target-held``, ``minimum-set-elsewhere``,
-``state-moved-from-tags``, ``hot-key`` and ``throttle-causes-unknown`` events, one Embedded Metric
+``state-moved-from-tags``, ``hot-key``, ``throttle-causes-unknown``, ``target-value``,
+``target-value-failed`` and ``target-not-owned`` (``own_target``) events, one Embedded Metric
 Format record per table and one for the tick (no dimension: ``Failures``,
 ``SharedFailures``, ``TablesManaged``). A decided table's record (dimension ``TableName``)
 carries ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``,
@@ -68,10 +69,12 @@ from ..aws import actuator, discovery, metrics
 from ..aws.actuator import Outcome
 from ..aws.clients import Clients
 from ..aws.discovery import NotManaged, TableUpdating
+from ..aws.policies import put_target_value
 from ..aws.retry import describe_error, with_retries
 from ..core.floorplan import FloorPlan
 from ..core.forecast import apply_plans, forecast_due
 from ..core.outcomes import DONE, REFUSED, Status, change_row
+from ..core.ownership import retargets
 from ..core.plan import Change, plan_table
 from ..core.policy import HOLD, Decision
 from ..core.series import Key, Series, window
@@ -381,6 +384,7 @@ def _decide_and_act(
             store=t.store,
         )
         results = {id(o.change): o for o in applied}
+        _retarget(t, table)
     except Exception as exc:
         t.fail(table.name, describe_error(exc))
         results = {}
@@ -392,6 +396,27 @@ def _decide_and_act(
         values["KeyRangeThrottleEvents"] = key_range
     t.emf(values, table.name)
     return list(results.values())
+
+
+def _retarget(t: _Tick, table: ManagedTable) -> None:
+    """Set each owned target-tracking policy's target value to what its dimension aims at
+    (:func:`..core.ownership.retargets`; ``table`` as the plans made it). A failed write is
+    a failure of the table; the others are still written."""
+    for r in retargets(table):
+        d = r.dimension
+        fields: dict[str, Any] = {"table": table.name, "index": d.index}
+        fields |= {"dimension": d.dimension, "old": r.old, "new": r.new}
+        fields["dry_run"] = t.config.dry_run
+        if not t.config.dry_run:
+            assert d.target is not None  # retargets gives owned targets only
+            try:
+                put_target_value(t.clients.autoscaling, d.target, r.new)
+            except Exception as exc:
+                reason = f"target value {r.old} -> {r.new}: {describe_error(exc)}"
+                t.fail(table.name, reason)
+                log_event("target-value-failed", level=logging.WARNING, **fields, reason=reason)
+                continue
+        log_event("target-value", **fields)
 
 
 def _log_decision(t: _Tick, table: str, change: Change, outcome: Outcome | None) -> None:

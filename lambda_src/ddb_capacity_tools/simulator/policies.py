@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ddb_capacity_runtime.core import settings
@@ -29,12 +29,13 @@ from ddb_capacity_runtime.core.forecast import (
     plan_floors,
 )
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
+from ddb_capacity_runtime.core.ownership import retargets
 from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, Change, plan_table
 from ddb_capacity_runtime.core.policy import HOLD, Decision, capacity_units
 from ddb_capacity_runtime.core.series import Key as SeriesKey
 from ddb_capacity_runtime.core.series import Series, tell_causes, window
 from ddb_capacity_runtime.core.settings import Limits, ScalerConfig
-from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget
+from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget, TrackingPolicy
 
 from .fast_path import FastPath
 from .model import ModelParams, SimulatedTable
@@ -53,10 +54,19 @@ SPEC_HELP = (
     "throttle-aware+stock:T, autopilot, autopilot:T, autopilot+stock:T, hybrid, hybrid:T, "
     "on-demand, oracle or bound (N capacity units, 1 to the maximum capacity; T a target "
     "utilization in percent, 20 to 90); a throttle-aware or autopilot policy + '+lumped' "
-    "reads throttles without their causes"
+    "reads throttles without their causes; autopilot+stock:T + '+owned' owns target "
+    "tracking's target value"
 )
 #: The suffix of a throttle-aware or autopilot policy that reads only lumped throttles.
 LUMPED = "+lumped"
+#: The suffix of an autopilot on stock that owns target tracking's target value (the
+#: scaler's ``own_target``).
+OWNED = "+owned"
+
+
+#: The target-tracking policy of an owned simulated target (its name and metric are never
+#: read: the simulated auto scaling tracks its target directly).
+SIMULATED_POLICY = TrackingPolicy("simulated", "DynamoDBCapacityUtilization")
 
 
 class PolicyError(ValueError):
@@ -78,6 +88,7 @@ class Spec:
     value: int | None = None  # N for fixed, T for stock/scheduled
     with_stock: bool = False
     lumped: bool = False  # throttle-aware / autopilot: throttles read without their causes
+    owned: bool = False  # autopilot on stock: the scaler owns target tracking's target value
 
 
 def _target(text: str, number: str, option: str) -> int:
@@ -103,6 +114,14 @@ def parse(text: str, max_capacity: int = 40_000, option: str = "--policy") -> Sp
     """Parse one ``--policy`` value (or the value of ``option``, which names it in errors);
     :class:`PolicyError` names what is allowed."""
     t = text.strip()
+    if t.endswith(OWNED):
+        spec = parse(t[: -len(OWNED)], max_capacity, option)
+        if not (spec.kind == "autopilot" and spec.with_stock):
+            raise PolicyError(
+                f"{option}: got {text!r}; {OWNED!r} applies to autopilot+stock:T only (the "
+                "target value of stock target tracking)"
+            )
+        return replace(spec, text=text, owned=True)
     if t.endswith(LUMPED):
         spec = parse(t[: -len(LUMPED)], max_capacity, option)
         if spec.kind not in ("throttle-aware", "autopilot"):
@@ -172,6 +191,9 @@ class AutoScaling:
         scale_in: bool = True,
     ) -> None:
         self.target = target_percent / 100
+        #: per target, a target value (a fraction) other than ``target``: an owned one, as
+        #: the scaler set it (``own_target``)
+        self.targets: dict[Key, float] = {}
         self.params = params
         self.scale_in = scale_in
         self.min = {k: params.min_capacity for k in keys}
@@ -225,10 +247,12 @@ class AutoScaling:
             for f in firings:
                 self.min[f.key], self.max[f.key] = f.min_capacity, f.max_capacity
         waiting, target, dims = self.waiting, self.target, sim.dims
-        lows, highs, surge = self.min, self.max, self.surge
+        lows, highs, surge, targets = self.min, self.max, self.surge, self.targets
         # stable: ties keep order
         order = sorted(sim.keys, key=lambda k: waiting.get(k, t)) if waiting else sim.keys
         for key in order:
+            if targets:
+                target = targets.get(key, self.target)
             d = dims[key]
             # _enforce, inline: capacity outside [min, max] (what is in flight counts)
             pending = d.pending
@@ -285,6 +309,7 @@ class ThrottleAware:
         stock: AutoScaling | None = None,
         autopilot: bool = False,
         causes: bool = True,
+        own_target: bool = False,
     ) -> None:
         #: The fast path's signals function, when the model has one (``fast_path_seconds``).
         self.fast = FastPath(params) if params.fast_path_seconds is not None else None
@@ -294,6 +319,8 @@ class ThrottleAware:
         self.causes = causes
         self.params = params
         self.stock = stock
+        #: it owns stock target tracking's target value (the scaler's ``own_target``)
+        self.own_target = own_target and stock is not None and autopilot
         self.target = target_percent / 100
         self.config = ScalerConfig(
             tables=(SIMULATED_TABLE,),
@@ -412,6 +439,8 @@ class ThrottleAware:
             if forecast_due(SIMULATED_TABLE, now.minute, self.tick):
                 self._plan(table.dimensions, t, now.hour * 60 + now.minute)
             table = self._apply_plans(table, t)
+            if self.own_target:
+                self._retarget(table)
         self._carry_out(sim, t, plan_table(table, series, self.config, now))
 
     def _apply_plans(self, table: ManagedTable, t: int) -> ManagedTable:
@@ -431,6 +460,14 @@ class ThrottleAware:
         planned = apply_plans(table, plans, t)
         self._planned = (table, asks, planned)
         return planned
+
+    def _retarget(self, table: ManagedTable) -> None:
+        """Set each owned target's target value to what its dimension aims at, as the
+        scaler's tick does (:func:`ddb_capacity_runtime.core.ownership.retargets`: the
+        plan's aim while its floor is in force, else the configured target)."""
+        assert self.stock is not None
+        for r in retargets(table):
+            self.stock.targets[(r.dimension.index, r.dimension.dimension)] = r.new / 100
 
     def _window(self, sim: SimulatedTable, t: int) -> tuple[int, int]:
         """The first minute and the number of minutes a tick at ``t`` reads, as the Lambda
@@ -478,25 +515,41 @@ class ThrottleAware:
             held += (floor,)
         if stock is not None:
             held += (stock.min[key], stock.max[key], self.base_min.get(key))
+            if self.own_target:
+                held += (stock.targets.get(key),)
         cached = self._dims.get(key)
         if cached is not None and cached[0] == held:
             return cached[1]
         target = None
         lo, hi = self.params.min_capacity, self.params.max_capacity
         if stock is not None:
+            owned = (
+                (round(stock.targets.get(key, stock.target) * 100), SIMULATED_POLICY)
+                if self.own_target
+                else (None, None)
+            )
             target = ScalableTarget(
                 resource_id(SIMULATED_TABLE, index),
                 scalable_dimension(index, dim),
                 stock.min[key],
                 stock.max[key],
                 True,
+                *owned,
             )
             lo, hi = self.base_min.get(key, stock.min[key]), stock.max[key]
         if floor > lo:  # a surge holds: the tick neither lowers nor caps it (holds.lift)
             lo, hi = floor, max(hi, floor)
         limits = Limits(lo, hi, self.target)
         made = Dimension(
-            SIMULATED_TABLE, index, dim, d.provisioned, ledger, d.last_increase, limits, target
+            SIMULATED_TABLE,
+            index,
+            dim,
+            d.provisioned,
+            ledger,
+            d.last_increase,
+            limits,
+            target,
+            owned_target=self.target if self.own_target else None,
         )
         self._dims[key] = (held, made)
         return made

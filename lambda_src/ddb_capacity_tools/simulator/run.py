@@ -133,6 +133,7 @@ def build(
         stock,
         autopilot=spec.kind == "autopilot",
         causes=not spec.lumped,
+        own_target=spec.owned,
     )
 
 

@@ -74,13 +74,14 @@ CANDIDATES = (
     "autopilot+stock:60",
     "autopilot+stock:70",
     "autopilot+stock:80",
+    "autopilot+stock:70+owned",
     "hybrid:70",
     ON_DEMAND,
 )
 #: The policies tune can recommend, as --candidate values.
 CANDIDATE_HELP = (
-    "stock:T, autopilot, autopilot:T, autopilot+stock:T, on-demand, or hybrid / hybrid:T "
-    "(shown for comparison, never recommended)"
+    "stock:T, autopilot, autopilot:T, autopilot+stock:T, autopilot+stock:T+owned, "
+    "on-demand, or hybrid / hybrid:T (shown for comparison, never recommended)"
 )
 #: The pasted code's maximum is this many times the trace's peak (:func:`bounds_for`).
 PEAK_HEADROOM = 2
@@ -615,9 +616,10 @@ def code_for(spec: Spec, trace: Trace, params: ModelParams) -> str:
     if spec.kind == "stock":
         return provisioned
     if spec.kind == "autopilot" and spec.with_stock:
+        owned = ", own_target=True" if spec.owned else ""
         return (
             f"table = {provisioned}"
-            "ThrottleAwareScaler(self, 'Scaler', tables=[table])  # the autopilot mode\n"
+            f"ThrottleAwareScaler(self, 'Scaler', tables=[table]{owned})  # the autopilot mode\n"
         )
     if spec.kind == "autopilot":
         return (
