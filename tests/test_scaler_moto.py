@@ -513,36 +513,42 @@ def test_without_ownership_or_in_dry_run_no_policy_is_written(world: World) -> N
     assert said["dry_run"] is True and said["new"] == 90
 
 
-def test_a_failed_policy_write_is_a_counted_failure_of_its_table(world: World) -> None:
+def test_a_failed_policy_write_is_a_counted_failure_of_its_table_alone(world: World) -> None:
+    # GIVEN two tables whose write policies the autopilot owns, both with a plan at 90 %,
+    # and Application Auto Scaling refusing to write the first table's policy
     now = world.now - timedelta(minutes=3) if world.now.minute < 2 else world.now
-    name = world.table("OwnedFails", 10, 9_000, tagged=False, forecast_minute=0)
-    world.target(name, "write", 10, 20_000)
     start = int(now.timestamp() // 60)
     start -= start % 5
-    world.set_plan(name, "write", f"{start}:90:0:0:8000/8000")
+    names = [world.table(n, 10, 9_000, tagged=False, forecast_minute=0) for n in ("Fails", "Fine")]
+    for name in names:
+        world.target(name, "write", 10, 20_000)
+        world.set_plan(name, "write", f"{start}:90:0:0:8000/8000")
+    failing, fine = names
 
-    def refuse(**_: Any) -> None:
-        raise world.aas.exceptions.ConcurrentUpdateException(
-            {"Error": {"Code": "ConcurrentUpdateException", "Message": "busy"}},
-            "PutScalingPolicy",
-        )
+    def refuse(params: dict[str, Any], **_: Any) -> Any:
+        if params.get("ResourceId") == resource_id(failing, None):
+            raise world.aas.exceptions.ConcurrentUpdateException(
+                {"Error": {"Code": "ConcurrentUpdateException", "Message": "busy"}},
+                "PutScalingPolicy",
+            )
+        return None
 
-    hook = "before-call.application-auto-scaling.PutScalingPolicy"
+    hook = "provide-client-params.application-auto-scaling.PutScalingPolicy"
     world.aas.meta.events.register(hook, refuse)
-    owned = json.dumps({name: {"write": 70}})
+    owned = json.dumps({n: {"write": 70} for n in names})
+    env = {**AUTOPILOT, "SCALER_TABLES": ",".join(names), "SCALER_OWNED_TARGETS": owned}
     try:
-        summary, events = world.tick(
-            now, **AUTOPILOT, SCALER_TABLES=name, SCALER_OWNED_TARGETS=owned
-        )
+        summary, events = world.tick(now, **env)
     finally:
         world.aas.meta.events.unregister(hook, refuse)
+    # THEN the failure is the first table's alone, counted, and the other table's policy
+    # and both raises were still made
     (failure,) = summary["failures"]
-    assert failure["table"] == name
+    assert failure["table"] == failing
     assert failure["reason"].startswith("target value 70.0 -> 90: ConcurrentUpdateException")
-    (record,) = [e for e in events if e.get("TableName") == name and "Failures" in e]
+    (record,) = [e for e in events if e.get("TableName") == failing and "Failures" in e]
     assert record["Failures"] == 1
-    assert [e["event"] for e in events if e.get("event", "").startswith("target-value")] == [
-        "target-value-failed"
-    ]
-    # the raise the plan asks for was still made
-    assert world.target_min(name, "write") == 8_000
+    assert policy_target(world, failing, "write") == 70
+    assert policy_target(world, fine, "write") == 90
+    assert [e["table"] for e in events if e.get("event") == "target-value-failed"] == [failing]
+    assert [world.target_min(n, "write") for n in names] == [8_000, 8_000]
