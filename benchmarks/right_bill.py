@@ -15,7 +15,7 @@ seeded noisy diurnal trace (``simulate_noisy_30_days.noisy_diurnal``, seed 1); a
 ``../shared/traces/`` exists, each real trace there (read in place: their licence forbids
 copying them; 14 days a minute). The noisy trace is ``--days`` long and the real traces
 are cut to their first ``--days`` (default 14, all of them: 7 days to tune on, 7 to score
-on); the scenarios keep their length (7, 7 and 2 days). The run took 6.5 minutes on
+on); the scenarios keep their length (7, 7 and 2 days). The run took 3.3 to 6.5 minutes on
 2 cores with other work beside it; ``--days 8`` takes about 2.
 
 Goals (printed with PASS/MISS and the distance; a miss is a finding, not a reason to move
