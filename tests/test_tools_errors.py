@@ -136,6 +136,7 @@ def test_request_without_broker_or_store_names_both(
         (datetime.now(UTC) - timedelta(days=20)).isoformat(),
         (datetime.now(UTC) + timedelta(days=1)).isoformat(),
     ],
+    ids=["year-1", "year-9999", "20-days-ago", "tomorrow"],  # the same in every process
 )
 @pytest.mark.parametrize("command", ["backtest", "tune"])
 def test_an_end_outside_cloudwatchs_retention_is_refused(command: str, end: str) -> None:
