@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -360,12 +360,16 @@ def choose(
     if not stock:
         raise TuneError(f"tune: no stock setting among the candidates ({', '.join(STOCK)})")
     best = min(stock, key=lambda c: (c.refused, c.cost))
-    placed = [c for c in placed if not compared_only(c)]
-    if rule.price is not None:
-        price = rule.price
-        return min(placed, key=lambda c: (_score(c, price), c.refused)), best
-    within = _eligible(placed, rule, best, requested)
-    return min(within, key=lambda c: (c.cost, c.refused)), best
+    return min(_eligible(placed, rule, best, requested), key=_rank(rule)), best
+
+
+def _rank(rule: Rule) -> Callable[[Candidate], tuple[float, float]]:
+    """How ``rule`` orders the candidates it may recommend, best first: by cost (the limit
+    rule) or by cost plus the refusals at the price, then by refusals."""
+    price = rule.price
+    if price is None:
+        return lambda c: (c.cost, c.refused)
+    return lambda c: (_score(c, price), c.refused)
 
 
 def _eligible(
@@ -435,16 +439,7 @@ def _on_demand(
     if od is None:
         return {"wins": False, "cost_usd": None}
     provisioned = [c for c in within if c.policy != ON_DEMAND]
-    price = rule.price
-    versus = (
-        min(
-            provisioned,
-            key=lambda c: (c.cost if price is None else _score(c, price), c.refused),
-            default=None,
-        )
-        if pick is od
-        else pick
-    )
+    versus = min(provisioned, key=_rank(rule), default=None) if pick is od else pick
     return {
         "wins": pick is od,
         "cost_usd": round(od.cost, 6),
