@@ -4,18 +4,22 @@ no traffic), the exit status, the monthly figures, and untrusted answers from AW
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import boto3
 import pytest
 
 from ddb_capacity_tools import advise as advise_module
+from ddb_capacity_tools import fleet
 from ddb_capacity_tools.advise import AdviseError, Failure, list_tables, text
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.simulator import ModelParams
+from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.tune import STOCK
 from examples.local_aws import put_traffic
 
@@ -194,6 +198,19 @@ def test_monthly_figures_are_tunes_scaled_to_730_hours(region):
         ),
         (["--table", "T1x", "--refusal-tolerance", "5"], "--refusal-tolerance: got '5'; expected"),
         (["--table", "T1x", "--candidate", "oracle"], "--candidate: got 'oracle'; expected"),
+        (
+            ["--all-tables", "--processes", "0"],
+            "--processes: got 0; expected a whole number from 1 to 64",
+        ),
+        (
+            ["--table", "T1x", "--processes", "2"],
+            "--processes: got 2; it applies to --all-tables only",
+        ),
+        (
+            ["--all-tables", "--workers", "65"],
+            "--workers: got 65; expected a whole number from 1 to 64",
+        ),
+        (["--all-tables", "--report", "s3://NO/x"], "--report: got 's3://NO/x'; expected"),
     ],
 )
 def test_advise_bad_input(argv, message):
@@ -308,3 +325,136 @@ def test_the_hybrid_is_shown_for_comparison_and_never_recommended(region):
     assert code == 0, err
     [row] = [line for line in out.splitlines() if "hybrid:70" in line.split()[:2]]
     assert row.rstrip().endswith("compared only")
+
+
+def test_tables_in_parallel_give_the_sequential_result_and_a_failure_stays_one_tables(region):
+    """--processes 2: a denied table is reported failed with its reason, the others advised,
+    in the same order and with the same figures as one process at a time."""
+    stamp = f"{datetime.now(UTC):%H%M%S%f}"
+    names = [busy(region, f"AdvisePar{n}{stamp}", level) for n, level in enumerate((100, 800))]
+    denied = busy(region, f"AdviseParDenied{stamp}", 200)
+    region["denied"].add(denied)
+    base = ["advise", "--all-tables", *day(region)[:4], "--candidate", "on-demand", "--json"]
+    code, out, err = run(*base, "--processes", "2")
+    assert code == 1, err
+    assert "advise [" in err and "3/3 tables" in err  # the bar counts tables done
+    parallel = json.loads(out)
+    by = {t["table"]: t for t in parallel["tables"]}
+    assert "AccessDeniedException" in by[denied]["reason"] and parallel["failed"] == 1
+    assert all(by[n]["status"] == "advised" for n in names)
+    assert [t["table"] for t in parallel["tables"]] == sorted(by)  # ListTables' order
+    code, out, _ = run(*base, "--processes", "1", "--workers", "1", "--quiet")
+    assert code == 1
+    assert json.loads(out) == parallel
+
+
+def test_a_process_that_dies_fails_its_table_alone(region, monkeypatch):
+    stamp = f"{datetime.now(UTC):%H%M%S%f}"
+    ok = busy(region, f"AdviseLive{stamp}", 100)
+    doomed = busy(region, f"AdviseDies{stamp}", 100)
+    real = advise_module.advise_one
+
+    def dies(cloudwatch, dynamodb, table, *args):  # runs in the pool's (forked) process
+        if table == doomed:
+            import os
+
+            os._exit(3)
+        return real(cloudwatch, dynamodb, table, *args)
+
+    monkeypatch.setattr(advise_module, "advise_one", dies)
+    setup = advise_module.Setup(
+        1,
+        region["end"],
+        partial(settings_of, "plausible", ModelParams()),
+        ModelParams(),
+        ["on-demand"],
+        workers=1,
+    )
+    results = advise_module.advise(
+        advise_module.boto3_clients, [(doomed, None), (ok, None)], setup, None, processes=2
+    )
+    assert isinstance(results[0], Failure) and "BrokenProcessPool" in results[0].reason
+    assert results[0].table == doomed and results[1].table == ok
+
+
+def test_the_report_weighs_each_tables_current_settings(region, tmp_path):
+    """--report DIR and s3://: stock:70 from a scalable target with target tracking, fixed
+    units without one, on-demand from the billing mode, unknown when auto scaling is read
+    but has no target tracking; the files in the directory and under the S3 prefix are the
+    same."""
+    stamp = f"{datetime.now(UTC):%H%M%S%f}"
+    tracked, fixed, untracked = (
+        busy(region, f"Report{kind}{stamp}", 300) for kind in ("Tracked", "Fixed", "Untracked")
+    )
+    on_demand = f"ReportOnDemand{stamp}"
+    region["ddb"].create_table(
+        TableName=on_demand,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+    )
+    for dim, level in (("write", 300), ("read", 50)):
+        put_traffic(
+            region["cloudwatch"], on_demand, dim, level, end=region["end"], minutes=range(1, 181)
+        )
+    aas = boto3.client("application-autoscaling")
+    for name in (tracked, untracked):
+        for dim in ("Read", "Write"):
+            aas.register_scalable_target(
+                ServiceNamespace="dynamodb",
+                ResourceId=f"table/{name}",
+                ScalableDimension=f"dynamodb:table:{dim}CapacityUnits",
+                MinCapacity=5,
+                MaxCapacity=4000,
+            )
+            if name == tracked:
+                aas.put_scaling_policy(
+                    PolicyName=f"{dim}70",
+                    ServiceNamespace="dynamodb",
+                    ResourceId=f"table/{name}",
+                    ScalableDimension=f"dynamodb:table:{dim}CapacityUnits",
+                    PolicyType="TargetTrackingScaling",
+                    TargetTrackingScalingPolicyConfiguration={
+                        "TargetValue": 70.0,
+                        "PredefinedMetricSpecification": {
+                            "PredefinedMetricType": f"DynamoDB{dim}CapacityUtilization"
+                        },
+                    },
+                )
+    s3 = boto3.client("s3")
+    bucket = f"fleet-{stamp}"
+    s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
+    base = ["advise", "--all-tables", *day(region)[:4], "--candidate", "on-demand", "--quiet"]
+    code, out, err = run(*base, "--json", "--report", str(tmp_path / "report"))
+    assert code == 0, err
+    advised = {t["table"]: t for t in json.loads(out)["tables"]}
+    rows = {r["table"]: r for r in csv.DictReader((tmp_path / "report" / "report.csv").open())}
+    assert {n: rows[n]["current"] for n in rows} == {
+        tracked: "stock:70",
+        fixed: "fixed:10",
+        on_demand: "on-demand",
+        untracked: "unknown",
+    }
+    for name in (tracked, on_demand):  # a candidate itself: its own figures
+        option = next(o for o in advised[name]["options"] if o["policy"] == rows[name]["current"])
+        assert float(rows[name]["usd_per_month_current"]) == pytest.approx(
+            option["usd_per_month"], abs=0.01
+        )
+    picked = next(o for o in advised[fixed]["options"] if o["recommended"])
+    saved = float(rows[fixed]["usd_per_month_current"]) - picked["usd_per_month"]
+    assert float(rows[fixed]["usd_saved_per_month"]) == pytest.approx(saved, abs=0.02)
+    # ten units against 300 WCU/s for three hours: the fixed table refuses, the advice less
+    assert float(rows[fixed]["refusals_avoided_per_month"]) > 0
+    assert rows[untracked]["usd_saved_per_month"] == ""
+    assert "without a target-tracking target" in rows[untracked]["reason"]
+    one = ["advise", "--table", fixed, *day(region)[:4], "--candidate", "on-demand", "--quiet"]
+    code, _, err = run(*one, "--report", f"s3://{bucket}/nightly/")
+    assert code == 0, err
+    (tmp_path / "one").mkdir()
+    code, _, err = run(*one, "--report", str(tmp_path / "one"))
+    assert code == 0, err
+    for name in fleet.FILES:  # the same three files, in S3 and in the directory
+        body = s3.get_object(Bucket=bucket, Key=f"nightly/{name}")["Body"].read().decode()
+        assert body == (tmp_path / "one" / name).read_text()
+    [row] = csv.DictReader((tmp_path / "one" / "report.csv").open())
+    assert row == rows[fixed]

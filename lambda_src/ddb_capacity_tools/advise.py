@@ -11,6 +11,12 @@ one GSI alone). It places ``tune``'s candidates and on-demand on it under an ens
 (:func:`.simulator.tune.decide`), with every option's dollars and refused units scaled to a
 month of 730 hours, and the reason.
 
+With ``processes`` above 1, tables are advised in that many processes at once (each
+process makes its own clients, :func:`boto3_clients`), the progress bar counting the tables
+done and the results in the order the tables were given. With ``Setup.current``, each
+table's current settings are read and placed as well (:mod:`.fleet_current`), for the
+fleet report's savings.
+
 Every table is its own fault domain: a table whose history cannot be read (access denied,
 throttled, deleted meanwhile, no traffic recorded, a malformed answer) is reported as failed
 with the reason, and the others go on. What AWS returns is untrusted: table names are
@@ -20,12 +26,14 @@ checked before use and shown with control characters escaped, error messages are
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TextIO
 
 from ddb_capacity_runtime.aws.retry import describe_error
 
+from .fleet_current import Current, current_figures, read_current
 from .simulator.backtest import history
 from .simulator.ensemble import Spread
 from .simulator.model import ModelParams
@@ -49,9 +57,12 @@ __all__ = [
     "MONTH_HOURS",
     "AdviseError",
     "Advice",
+    "Clients",
     "Failure",
     "Setup",
     "advise",
+    "advise_one",
+    "boto3_clients",
     "as_json",
     "list_tables",
     "text",
@@ -86,6 +97,29 @@ class Setup:
     tick: int = DEFAULT_TICK_MINUTES
     workers: int | None = None
     rule: Rule = Rule()
+    #: also read each table's current settings and place them (:mod:`.fleet_current`)
+    current: bool = False
+
+
+@dataclass(frozen=True)
+class Clients:
+    """The clients one process advises with."""
+
+    cloudwatch: Any
+    dynamodb: Any
+    autoscaling: Any = None
+
+
+def boto3_clients() -> Clients:
+    """CloudWatch, DynamoDB and Application Auto Scaling clients of the default session
+    (module level, so that a process of the pool can make its own)."""
+    import boto3
+
+    return Clients(
+        boto3.client("cloudwatch"),
+        boto3.client("dynamodb"),
+        boto3.client("application-autoscaling"),
+    )
 
 
 @dataclass(frozen=True)
@@ -97,6 +131,9 @@ class Advice:
     minutes: int
     tuning: Tuning
     notes: str = ""
+    #: the current settings (None: not read) and their figures a month (None: unknown)
+    current: Current | None = None
+    current_figures: Candidate | None = None
 
     def as_json(self) -> dict[str, Any]:
         t = self.tuning
@@ -121,6 +158,18 @@ class Advice:
             "on_demand": t.on_demand,
             "code": t.code,
             "notes": self.notes,
+            **({} if self.current is None else {"current": self.current_json()}),
+        }
+
+    def current_json(self) -> dict[str, Any]:
+        """The current settings: their label and figures a month, or why they are unknown."""
+        assert self.current is not None
+        figures = self.current_figures
+        return {
+            "policy": self.current.label,
+            "usd_per_month": None if figures is None else round(figures.cost, 2),
+            "refused_per_month": None if figures is None else round(figures.refused),
+            "reason": shown(self.current.reason),
         }
 
 
@@ -170,10 +219,16 @@ def list_tables(dynamodb: Any) -> list[str]:
 
 
 def advise_one(
-    cloudwatch: Any, dynamodb: Any, table: str, index: str | None, setup: Setup
+    cloudwatch: Any,
+    dynamodb: Any,
+    table: str,
+    index: str | None,
+    setup: Setup,
+    autoscaling: Any = None,
 ) -> Advice | Failure:
-    """One table (or GSI): its history, the candidates on it and the recommendation; a
-    :class:`Failure` with the reason when any of it fails."""
+    """One table (or GSI): its history, the candidates on it and the recommendation (and,
+    with ``setup.current``, its current settings' figures); a :class:`Failure` with the
+    reason when any of it fails."""
     if not _valid_name(table):
         return Failure(table, index, "not a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)")
     try:
@@ -202,7 +257,14 @@ def advise_one(
     scale = MONTH_MINUTES / trace.minutes
     monthly = [_scaled(c, scale) for c in placed]
     tuning = decide(monthly, setup.rule, trace, settings[0], period=" a month", scale=scale)
-    return Advice(table, index, trace.minutes, tuning, _notes(trace))
+    advice = Advice(table, index, trace.minutes, tuning, _notes(trace))
+    if not setup.current:
+        return advice
+    now = read_current(dynamodb, autoscaling, table, list(trace.demand), setup.params.max_capacity)
+    figures = current_figures(now, trace, placed, settings, setup.prices, setup.tick, setup.workers)
+    return replace(
+        advice, current=now, current_figures=None if figures is None else _scaled(figures, scale)
+    )
 
 
 def _notes(trace: Trace) -> str:
@@ -224,23 +286,73 @@ def _scaled(c: Candidate, factor: float) -> Candidate:
 
 
 def advise(
-    cloudwatch: Any,
-    dynamodb: Any,
+    clients: Callable[[], Clients],
     tables: Sequence[tuple[str, str | None]],
     setup: Setup,
     progress: TextIO | None = None,
+    processes: int = 1,
 ) -> list[Advice | Failure]:
-    """Each ``(table, index)`` in turn (:func:`advise_one`), a progress bar on
-    ``progress``."""
+    """Each ``(table, index)`` (:func:`advise_one`), in turn or in ``processes`` processes,
+    each with the clients ``clients()`` makes; a progress bar on ``progress``; results in
+    the order of ``tables``. A table whose advice raises, or whose process dies, is a
+    :class:`Failure` with the reason; the others go on."""
+    if processes > 1 and len(tables) > 1:
+        return _in_parallel(clients, tables, setup, progress, min(processes, len(tables)))
+    made = clients()
     out: list[Advice | Failure] = []
     for n, (table, index) in enumerate(tables):
         _bar(progress, n, len(tables), table)
-        out.append(advise_one(cloudwatch, dynamodb, table, index, setup))
+        out.append(_guarded(made, table, index, setup))
     _bar(progress, len(tables), len(tables), "")
     return out
 
 
+def _guarded(made: Clients, table: str, index: str | None, setup: Setup) -> Advice | Failure:
+    try:
+        return advise_one(made.cloudwatch, made.dynamodb, table, index, setup, made.autoscaling)
+    except Exception as exc:  # a fault domain: whatever went wrong, the others go on
+        return Failure(table, index, shown(describe_error(exc)))
+
+
+#: The clients of this process of the pool (set by :func:`_start`).
+_made: list[Clients] = []
+
+
+def _start(clients: Callable[[], Clients]) -> None:
+    _made[:] = [clients()]
+
+
+def _advise_in_pool(table: str, index: str | None, setup: Setup) -> Advice | Failure:
+    return _guarded(_made[0], table, index, setup)
+
+
+def _in_parallel(
+    clients: Callable[[], Clients],
+    tables: Sequence[tuple[str, str | None]],
+    setup: Setup,
+    progress: TextIO | None,
+    processes: int,
+) -> list[Advice | Failure]:
+    out: dict[int, Advice | Failure] = {}
+    _bar(progress, 0, len(tables), "")
+    with ProcessPoolExecutor(processes, initializer=_start, initargs=(clients,)) as pool:
+        jobs: dict[Future[Advice | Failure], int] = {
+            pool.submit(_advise_in_pool, table, index, setup): n
+            for n, (table, index) in enumerate(tables)
+        }
+        for job in as_completed(jobs):
+            n = jobs[job]
+            table, index = tables[n]
+            try:
+                out[n] = job.result()
+            except Exception as exc:  # its process died (or could not start): this one fails
+                out[n] = Failure(table, index, shown(describe_error(exc)))
+            _bar(progress, len(out), len(tables), table)
+    return [out[n] for n in range(len(tables))]
+
+
 def _bar(out: TextIO | None, done: int, total: int, table: str) -> None:
+    """The bar after ``done`` of ``total`` tables; ``table`` the one begun or done."""
     if out is None or not total:
         return
     width = 30

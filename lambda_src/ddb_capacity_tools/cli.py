@@ -15,9 +15,9 @@
     ddb-capacity tune (--trace FILE.csv | --table NAME [--days N]) [--candidate P ...]
                       [--refusal-tolerance F] [--refusal-floor F] [--refusal-price USD]
                       [--ensemble NAME] [--json]
-    ddb-capacity advise (--table NAME [--index NAME] | --all-tables) [--days N]
+    ddb-capacity advise (--table NAME [--index NAME] | --all-tables [--processes N]) [--days N]
                         [--candidate P ...] [--refusal-tolerance F] [--refusal-floor F]
-                        [--refusal-price USD] [--json]
+                        [--refusal-price USD] [--json] [--report DIR | s3://BUCKET/PREFIX]
 
 ``--broker`` (default ``$CAPACITY_BROKER``) goes through the broker ``CapacityRequests``
 deploys, which is all a worker granted with ``grant_request`` may do; ``--store`` acts
@@ -39,6 +39,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict, fields
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, TextIO
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
@@ -49,6 +50,7 @@ from ddb_capacity_runtime.requests.broker import BROKER_ENV
 from ddb_capacity_runtime.requests.store import STORE_ENV
 
 from . import advise as advise_module
+from . import fleet
 from .simulator import chart, ensemble, report, schedules
 from .simulator import tune as tune_module
 from .simulator.backtest import MAX_DAYS, history, history_end
@@ -75,6 +77,7 @@ INPUT_ERRORS = (
     TraceError,
     tune_module.TuneError,
     advise_module.AdviseError,
+    fleet.ReportError,
 )
 
 
@@ -269,6 +272,22 @@ def _advise_parser(sub: Any) -> None:
     _history_options(ad, {"help": f"1 to {MAX_DAYS} (default {TUNE_DAYS})"})
     _choice_options(ad)
     _run_options(ad, '{"ensemble", "days", "end", "month_hours", "tables", "failed"}')
+    ad.add_argument(
+        "--processes",
+        type=int,
+        metavar="N",
+        help=f"with --all-tables: tables advised at once, each in its own process, 1 to "
+        f"{MAX_PROCESSES}; default: the CPU count. Each table then runs its policies in one "
+        f"process unless --workers is given (docs: Advise, 'Many tables at once')",
+    )
+    ad.add_argument(
+        "--report",
+        metavar="DIR | s3://BUCKET/PREFIX",
+        help="also write the fleet report (report.csv, report.json, report.html: each "
+        "table's recommendation, its savings against the current settings and the refusals "
+        "avoided) to a directory or an S3 prefix (docs: Fleet report)",
+    )
+    ad.set_defaults(workers=None)  # told apart from the default: see _advise_processes
 
 
 def _request_parsers(sub: Any) -> None:
@@ -551,6 +570,32 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+#: ``advise --processes``'s largest value.
+MAX_PROCESSES = 64
+
+
+def _advise_processes(args: argparse.Namespace) -> tuple[int, int]:
+    """``--processes`` and ``--workers``, checked: tables at once (1 with ``--table``) and
+    each table's processes (default 1 when tables run in parallel, else the CPU count)."""
+    cpus = os.cpu_count() or 1
+    if args.processes is not None:
+        if not args.all_tables:
+            raise PolicyError(
+                f"--processes: got {args.processes}; it applies to --all-tables only "
+                f"(--table advises one table: --workers runs its policies in processes)"
+            )
+        if not 1 <= args.processes <= MAX_PROCESSES:
+            raise PolicyError(
+                f"--processes: got {args.processes}; expected a whole number from 1 to "
+                f"{MAX_PROCESSES}"
+            )
+    if args.workers is not None and not 1 <= args.workers <= 64:
+        raise PolicyError(f"--workers: got {args.workers}; expected a whole number from 1 to 64")
+    processes = (cpus if args.processes is None else args.processes) if args.all_tables else 1
+    workers = args.workers if args.workers is not None else 1 if processes > 1 else cpus
+    return processes, workers
+
+
 def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Exit status 1 when any table failed (the others are advised), else 0."""
     rule, params, prices, name, candidates = _tuning_options(args)
@@ -559,34 +604,40 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"--index: got {args.index!r}; it applies to --table only (--all-tables advises "
             f"each table itself)"
         )
+    processes, workers = _advise_processes(args)
     days = TUNE_DAYS if args.days is None else args.days
     if not 1 <= days <= MAX_DAYS:
         raise TraceError(f"--days: got {days}; expected a whole number from 1 to {MAX_DAYS}")
     # before any AWS client is made; one window for every table, now unless given
     end = _history_window(args) or history_end(None)
-    import boto3
-
-    cloudwatch, dynamodb = boto3.client("cloudwatch"), boto3.client("dynamodb")
+    report = fleet.destination(args.report) if args.report else None
+    made = advise_module.boto3_clients()
     tables = (
-        [(t, None) for t in advise_module.list_tables(dynamodb)]
+        [(t, None) for t in advise_module.list_tables(made.dynamodb)]
         if args.all_tables
         else [(args.table, args.index)]
     )
     setup = advise_module.Setup(
         days,
         end,
-        lambda trace: settings_of(name, params, trace),
+        partial(settings_of, name, params),
         params,
         candidates,
         prices,
         args.tick,
-        args.workers,
+        workers,
         rule,
+        current=report is not None,
     )
-    results = advise_module.advise(cloudwatch, dynamodb, tables, setup, None if args.quiet else err)
+    results = advise_module.advise(
+        advise_module.boto3_clients, tables, setup, None if args.quiet else err, processes
+    )
     until = _iso(end)
+    about = {"ensemble": name, "days": days, "end": until}
+    if report is not None:
+        fleet.write(fleet.build(results, about), report, made_s3=_s3_client)
     if args.json:
-        doc = advise_module.as_json(results, ensemble=name, days=days, end=until)
+        doc = advise_module.as_json(results, **about)
         out.write(json.dumps(doc) + "\n")
     else:
         heading = (
@@ -596,6 +647,12 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
         out.write(advise_module.text(results, heading) + "\n")
     return 1 if any(isinstance(r, advise_module.Failure) for r in results) else 0
+
+
+def _s3_client() -> Any:
+    import boto3
+
+    return boto3.client("s3")
 
 
 def _iso(moment: datetime) -> str:

@@ -1,0 +1,368 @@
+"""Runs in: workstation (``ddb-capacity advise --all-tables --report``), advisor report
+Lambda.
+
+The fleet report: one row per table of an account and Region, from ``advise``'s per-table
+documents (:meth:`.advise.Advice.as_json`, :meth:`.advise.Failure.as_json`): the option
+recommended and its dollars a month, the current settings' dollars a month, the dollars
+saved a month, the refused units a month of both and the refusals avoided, and the reason.
+A table that failed is listed with its reason; a table the nightly run has no result for is
+listed as missing. Current settings that could not be read are unknown: their savings are
+empty, never zero.
+
+Written as ``report.csv``, ``report.json`` and ``report.html`` (totals, the largest
+savings and a bar chart of every table's savings as inline SVG: no plotting library), to a
+directory or an S3 prefix. Every table name and reason is untrusted: HTML escapes them,
+CSV cells that a spreadsheet would read as a formula are quoted with a leading ``'``.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .advise import MONTH_HOURS, shown
+
+__all__ = [
+    "COLUMNS",
+    "FILES",
+    "Report",
+    "ReportError",
+    "Row",
+    "build",
+    "destination",
+    "put_s3",
+    "rows_of",
+    "write",
+]
+
+#: The report's columns, in CSV order.
+COLUMNS = (
+    "table",
+    "index",
+    "status",
+    "recommended",
+    "usd_per_month_recommended",
+    "current",
+    "usd_per_month_current",
+    "usd_saved_per_month",
+    "refused_per_month_current",
+    "refused_per_month_recommended",
+    "refusals_avoided_per_month",
+    "reason",
+)
+#: What :func:`write` writes, and the media type of each.
+FILES = {
+    "report.csv": "text/csv; charset=utf-8",
+    "report.json": "application/json",
+    "report.html": "text/html; charset=utf-8",
+}
+#: The chart draws at most this many tables (the largest savings first; the others are
+#: in the CSV and JSON); the top-savings list names this many.
+CHART_BARS = 100
+TOP = 10
+#: A text cell (name, policy, reason) is cut to this many characters.
+SHOWN = 500
+#: S3's bucket names: 3 to 63 of a-z 0-9 . - starting and ending with a letter or digit.
+BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+#: Characters a spreadsheet reads as the start of a formula.
+FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+class ReportError(ValueError):
+    """A report destination that cannot be written to; the message names ``--report``."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One table of the report; None where a figure is unknown."""
+
+    table: str
+    index: str | None
+    status: str  # advised | failed | missing
+    recommended: str | None = None
+    usd_per_month_recommended: float | None = None
+    current: str | None = None
+    usd_per_month_current: float | None = None
+    usd_saved_per_month: float | None = None
+    refused_per_month_current: float | None = None
+    refused_per_month_recommended: float | None = None
+    refusals_avoided_per_month: float | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Report:
+    rows: list[Row]
+    about: dict[str, Any] = field(default_factory=dict)
+
+    def totals(self) -> dict[str, Any]:
+        """Counts by status, and the figures summed over the tables whose current
+        settings are known."""
+        known = [r for r in self.rows if r.usd_saved_per_month is not None]
+        return {
+            "tables": len(self.rows),
+            "advised": sum(r.status == "advised" for r in self.rows),
+            "failed": sum(r.status == "failed" for r in self.rows),
+            "missing": sum(r.status == "missing" for r in self.rows),
+            "current_unknown": sum(
+                r.status == "advised" and r.usd_saved_per_month is None for r in self.rows
+            ),
+            "usd_per_month_current": _sum(r.usd_per_month_current for r in known),
+            "usd_per_month_recommended": _sum(r.usd_per_month_recommended for r in known),
+            "usd_saved_per_month": _sum(r.usd_saved_per_month for r in known),
+            "refusals_avoided_per_month": _sum(r.refusals_avoided_per_month for r in known),
+        }
+
+
+def _sum(values: Any) -> float:
+    return round(sum(v or 0.0 for v in values), 2)
+
+
+def _text(value: object) -> str:
+    """An untrusted value as text: control characters escaped, cut to :data:`SHOWN`."""
+    return shown(value if isinstance(value, str) else repr(value), SHOWN)
+
+
+def _number(value: object) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if ok and math.isfinite(value) else None  # type: ignore[arg-type]
+
+
+def _option(doc: Mapping[str, Any], policy: object) -> Mapping[str, Any]:
+    options = doc.get("options")
+    for o in options if isinstance(options, list) else []:
+        if isinstance(o, dict) and o.get("policy") == policy:
+            return o
+    return {}
+
+
+def _advised(doc: Mapping[str, Any], table: str, index: str | None) -> Row:
+    picked = doc.get("recommended")
+    option = _option(doc, picked)
+    usd, refused = _number(option.get("usd_per_month")), _number(option.get("refused_per_month"))
+    if usd is None or refused is None:
+        return Row(table, index, "failed", reason="the result has no figures for its option")
+    now = doc.get("current")
+    now = now if isinstance(now, dict) else {}
+    now_usd, now_refused = _number(now.get("usd_per_month")), _number(now.get("refused_per_month"))
+    known = now_usd is not None and now_refused is not None
+    reason = _text(doc.get("reason", ""))
+    if not known:
+        why = now.get("reason") or "not read"
+        reason = f"current settings unknown: {_text(why)}. {reason}"
+    return Row(
+        table,
+        index,
+        "advised",
+        _text(picked),
+        usd,
+        _text(now.get("policy", "unknown")) if known else "unknown",
+        now_usd,
+        round(now_usd - usd, 2) if known else None,  # type: ignore[operator]
+        now_refused,
+        refused,
+        now_refused - refused if known else None,  # type: ignore[operator]
+        reason,
+    )
+
+
+def rows_of(docs: Sequence[Mapping[str, Any]], missing: Sequence[str] = ()) -> list[Row]:
+    """The report's rows from ``advise``'s per-table documents (in their order), then the
+    ``missing`` tables. A document not shaped as ``advise`` writes it is a failed row."""
+    rows = []
+    for doc in docs:
+        table = _text(doc.get("table", "?")) if isinstance(doc, Mapping) else "?"
+        index = doc.get("index") if isinstance(doc, Mapping) else None
+        index = _text(index) if index is not None else None
+        status = doc.get("status") if isinstance(doc, Mapping) else None
+        if status == "advised":
+            rows.append(_advised(doc, table, index))
+        elif status == "failed":
+            rows.append(Row(table, index, "failed", reason=_text(doc.get("reason", ""))))
+        else:
+            rows.append(Row(table, index, "failed", reason="the result is not advise's"))
+    rows += [
+        Row(_text(t), None, "missing", reason="no result: its advice did not finish in time")
+        for t in missing
+    ]
+    return rows
+
+
+def build(
+    results: Sequence[Any], about: Mapping[str, Any], missing: Sequence[str] = ()
+) -> Report:
+    """The report of ``advise``'s results (objects with ``as_json()``, or their
+    documents), ``missing`` tables listed after them; ``about`` says what was advised."""
+    docs = [r if isinstance(r, Mapping) else r.as_json() for r in results]
+    return Report(rows_of(docs, missing), dict(about))
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA) else text
+
+
+def as_csv(report: Report) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for row in report.rows:
+        writer.writerow([_cell(getattr(row, c)) for c in COLUMNS])
+    return out.getvalue()
+
+
+def as_json(report: Report) -> str:
+    return json.dumps(
+        {
+            **report.about,
+            "month_hours": MONTH_HOURS,
+            "totals": report.totals(),
+            "tables": [asdict(r) for r in report.rows],
+        },
+        indent=1,
+    )
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:,.2f}"
+
+
+def _chart(rows: Sequence[Row]) -> str:
+    """Horizontal bars of each table's dollars saved a month (negative: the recommendation
+    costs more, as it refuses less), largest first, as inline SVG."""
+    shown = sorted(
+        (r for r in rows if r.usd_saved_per_month is not None),
+        key=lambda r: -(r.usd_saved_per_month or 0.0),
+    )[:CHART_BARS]
+    if not shown:
+        return "<p>No table with known current settings: nothing to chart.</p>"
+    most = max(abs(r.usd_saved_per_month or 0.0) for r in shown) or 1.0
+    label, half, bar = 260, 220, 16
+    zero = label + half
+    parts = []
+    for n, r in enumerate(shown):
+        saved = r.usd_saved_per_month or 0.0
+        width = half * abs(saved) / most
+        x = zero if saved >= 0 else zero - width
+        y = n * (bar + 4)
+        name = html.escape(_where(r)[:40])
+        parts.append(
+            f'<text x="{label - 6}" y="{y + 12}" text-anchor="end">{name}</text>'
+            f'<rect x="{x:.1f}" y="{y}" width="{width:.1f}" height="{bar}" '
+            f'fill="{"#2a7" if saved >= 0 else "#c44"}"><title>{name}: '
+            f"{html.escape(_money(saved))}</title></rect>"
+            f'<text x="{zero + half + 6}" y="{y + 12}">{html.escape(_money(saved))}</text>'
+        )
+    height = len(shown) * (bar + 4)
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{zero + half + 120}" '
+        f'height="{height + 4}" font-family="sans-serif" font-size="11" role="img" '
+        f'aria-label="dollars saved per month, per table">'
+        f'<line x1="{zero}" y1="0" x2="{zero}" y2="{height}" stroke="#555"/>'
+        + "".join(parts)
+        + "</svg>"
+    )
+
+
+def _where(r: Row) -> str:
+    return r.table + (f" / {r.index}" if r.index else "")
+
+
+def as_html(report: Report) -> str:
+    t = report.totals()
+    about = ", ".join(f"{k} {v}" for k, v in report.about.items())
+    top = sorted(
+        (r for r in report.rows if (r.usd_saved_per_month or 0.0) > 0),
+        key=lambda r: -(r.usd_saved_per_month or 0.0),
+    )[:TOP]
+    esc = html.escape
+    items = "".join(
+        f"<li>{esc(_where(r))}: {esc(r.current or '')} to {esc(r.recommended or '')}, "
+        f"{esc(_money(r.usd_saved_per_month))} a month</li>"
+        for r in top
+    )
+    failed = "".join(
+        f"<li>{esc(_where(r))} ({r.status}): {esc(r.reason)}</li>"
+        for r in report.rows
+        if r.status != "advised"
+    )
+    return (
+        "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>Fleet report</title></head>"
+        f"<body><h1>Fleet report</h1><p>{esc(about)}</p>"
+        f"<p>{t['tables']} tables: {t['advised']} advised, {t['failed']} failed, "
+        f"{t['missing']} missing; current settings unknown for {t['current_unknown']}.</p>"
+        f"<p>Where the current settings are known: {esc(_money(t['usd_per_month_current']))} "
+        f"a month now, {esc(_money(t['usd_per_month_recommended']))} recommended, "
+        f"<strong>{esc(_money(t['usd_saved_per_month']))} saved a month</strong>, "
+        f"{t['refusals_avoided_per_month']:,.0f} refused units a month avoided.</p>"
+        f"<h2>Largest savings</h2><ol>{items}</ol>"
+        f"<h2>Dollars saved a month, per table</h2>{_chart(report.rows)}"
+        f"<h2>Not advised</h2><ul>{failed}</ul></body></html>\n"
+    )
+
+
+def contents(report: Report) -> dict[str, str]:
+    """The three files' contents, by name."""
+    return {
+        "report.csv": as_csv(report),
+        "report.json": as_json(report),
+        "report.html": as_html(report),
+    }
+
+
+@dataclass(frozen=True)
+class Destination:
+    """A local directory (``bucket`` None) or an S3 bucket and key prefix."""
+
+    path: str
+    bucket: str | None = None
+
+
+def destination(text: str) -> Destination:
+    """``--report``'s value: ``s3://BUCKET[/PREFIX]`` or a local directory."""
+    if not text.startswith("s3://"):
+        if not text.strip():
+            raise ReportError("--report: got ''; expected a directory or s3://BUCKET/PREFIX")
+        return Destination(text)
+    bucket, _, prefix = text[5:].partition("/")
+    if not BUCKET.fullmatch(bucket):
+        raise ReportError(
+            f"--report: got {_text(text)!r}; expected s3://BUCKET/PREFIX with a bucket name of "
+            "3 to 63 lowercase letters, digits, dots and hyphens"
+        )
+    return Destination(prefix.strip("/"), bucket)
+
+
+def put_s3(s3: Any, bucket: str, prefix: str, report: Report) -> list[str]:
+    """The three files under ``prefix`` in ``bucket``; their keys."""
+    keys = []
+    for name, body in contents(report).items():
+        key = f"{prefix}/{name}" if prefix else name
+        s3.put_object(Bucket=bucket, Key=key, Body=body.encode(), ContentType=FILES[name])
+        keys.append(key)
+    return keys
+
+
+def write(report: Report, where: Destination, made_s3: Callable[[], Any]) -> list[str]:
+    """The three files in the directory (made if need be) or under the S3 prefix."""
+    if where.bucket is not None:
+        return put_s3(made_s3(), where.bucket, where.path, report)
+    directory = Path(where.path)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, body in contents(report).items():
+        (directory / name).write_text(body, encoding="utf-8")
+        written.append(str(directory / name))
+    return written

@@ -1,0 +1,176 @@
+"""Runs in: workstation (``ddb-capacity advise --report``), advisor worker Lambda.
+
+A table's current capacity settings, as DynamoDB and Application Auto Scaling say they are
+now, named as the simulator's policies, and their figures on the table's history.
+
+Per dimension (the table's read and write, each GSI's): on-demand when the table's billing
+mode is PAY_PER_REQUEST; ``stock:T`` when the dimension has a scalable target with a
+target-tracking policy at T % (a whole number from 20 to 90); ``fixed:N`` when it has no
+scalable target, at its provisioned units N. Anything else (a target without target
+tracking, a target value that is not a whole percent, units that are not a positive whole
+number, an answer not shaped as documented, a call refused) is unknown: its figures are
+never guessed, and the fleet report shows its savings as unknown, not as zero.
+
+When every dimension has the same policy, that policy runs over the whole history, as
+``advise`` runs its candidates. Otherwise each group of dimensions with one policy runs over
+its own dimensions and the groups' figures are added (minimum to minimum, median to
+median, maximum to maximum): an approximation, since it leaves out that the dimensions of
+one table wait for each other's updates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ddb_capacity_runtime.aws.discovery import table_targets
+from ddb_capacity_runtime.aws.retry import describe_error
+from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
+
+from .simulator.ensemble import Spread
+from .simulator.model import ModelParams
+from .simulator.prices import Prices
+from .simulator.trace import Key, Trace, key_label
+from .simulator.tune import ON_DEMAND, Candidate, place
+
+__all__ = ["Current", "current_figures", "read_current"]
+
+
+@dataclass(frozen=True)
+class Current:
+    """What a table's capacity is set to now: per dimension, a simulator policy (empty when
+    unknown), and ``reason`` when any is unknown."""
+
+    policies: dict[Key, str]
+    reason: str = ""
+
+    @property
+    def known(self) -> bool:
+        return not self.reason and bool(self.policies)
+
+    @property
+    def label(self) -> str:
+        """``stock:70``, or each group with its dimensions: ``fixed:10 (read, write); ...``."""
+        if not self.known:
+            return "unknown"
+        groups = _groups(self.policies)
+        if len(groups) == 1:
+            return next(iter(groups))
+        return "; ".join(
+            f"{policy} ({', '.join(key_label(k) for k in keys)})" for policy, keys in groups.items()
+        )
+
+
+def _groups(policies: Mapping[Key, str]) -> dict[str, list[Key]]:
+    groups: dict[str, list[Key]] = {}
+    for key, policy in policies.items():
+        groups.setdefault(policy, []).append(key)
+    return groups
+
+
+def _units(value: object, max_capacity: int) -> int | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= max_capacity
+    return value if ok else None  # type: ignore[return-value]
+
+
+def _provisioned(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:
+    if index is None:
+        through = description.get("ProvisionedThroughput")
+    else:
+        gsis = description.get("GlobalSecondaryIndexes")
+        found = [
+            g
+            for g in (gsis if isinstance(gsis, list) else [])
+            if isinstance(g, dict) and g.get("IndexName") == index
+        ]
+        through = found[0].get("ProvisionedThroughput") if found else None
+    return through if isinstance(through, dict) else {}
+
+
+def read_current(
+    dynamodb: Any, autoscaling: Any, table: str, keys: Sequence[Key], max_capacity: int
+) -> Current:
+    """The current settings of ``keys`` (the dimensions of the table's history): one
+    DescribeTable, then, for a provisioned table, its and its GSIs' scalable targets and
+    target-tracking policies. A failed call makes them unknown, with the reason."""
+    try:
+        description = dynamodb.describe_table(TableName=table)["Table"]
+        if not isinstance(description, dict):
+            return Current({}, "DescribeTable: the answer has no Table")
+        mode = description.get("BillingModeSummary", {}).get("BillingMode", "PROVISIONED")
+        if mode == "PAY_PER_REQUEST":
+            return Current(dict.fromkeys(keys, ON_DEMAND))
+        if mode != "PROVISIONED":
+            return Current({}, f"DescribeTable: billing mode {mode!r} is not known")
+        targets = table_targets(autoscaling, table, description)
+    except Exception as exc:  # what it could not read is unknown, never zero
+        return Current({}, describe_error(exc))
+    policies: dict[Key, str] = {}
+    for index, dimension in keys:
+        target = targets.get((resource_id(table, index), scalable_dimension(index, dimension)))
+        where = key_label((index, dimension))
+        if target is None:
+            units = _units(
+                _provisioned(description, index).get(f"{dimension.capitalize()}CapacityUnits"),
+                max_capacity,
+            )
+            if units is None:
+                return Current({}, f"{where}: provisioned units not a whole number from 1")
+            policies[(index, dimension)] = f"fixed:{units}"
+            continue
+        percent = target.target_percent
+        if percent is None or percent != int(percent):
+            return Current(
+                {}, f"{where}: auto scaling without a target-tracking target of a whole percent"
+            )
+        policies[(index, dimension)] = f"stock:{int(percent)}"
+    return Current(policies)
+
+
+def current_figures(
+    current: Current,
+    trace: Trace,
+    placed: Sequence[Candidate],
+    settings: Sequence[ModelParams],
+    prices: Prices | None,
+    tick: int,
+    workers: int | None,
+) -> Candidate | None:
+    """The current settings' refused units and cost over ``trace`` (None when unknown): the
+    candidate already ``placed`` when it is one, else its policy run under the same
+    ``settings``; groups of dimensions with different policies run apart and are added."""
+    if not current.known:
+        return None
+    groups = {p: k for p, k in _groups(current.policies).items() if k}
+    if len(groups) == 1 and set(next(iter(groups.values()))) == set(trace.demand):
+        [policy] = groups
+        for c in placed:
+            if c.policy == policy:
+                return replace(c, frontier=False)
+        return replace(place(trace, [policy], settings, prices, tick, workers)[0], frontier=False)
+    parts = [
+        place(_only(trace, keys), [policy], settings, prices, tick, workers)[0]
+        for policy, keys in groups.items()
+    ]
+    return Candidate(
+        current.label,
+        _added([c.throttled_requests for c in parts]),
+        _added([c.cost_usd for c in parts]),
+    )
+
+
+def _only(trace: Trace, keys: Sequence[Key]) -> Trace:
+    """``trace`` with only the dimensions ``keys``."""
+    ranges = trace.key_range
+    return replace(
+        trace,
+        demand={k: trace.demand[k] for k in keys},
+        key_range=None if ranges is None else {k: v for k, v in ranges.items() if k in keys},
+    )
+
+
+def _added(spreads: Sequence[Spread]) -> Spread:
+    return Spread(
+        sum(s.min for s in spreads), sum(s.median for s in spreads), sum(s.max for s in spreads)
+    )

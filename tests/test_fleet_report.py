@@ -1,0 +1,145 @@
+"""The fleet report's content from advise's per-table documents: savings against the
+current settings, unknown current settings (never zero savings), failed and missing
+tables, and untrusted names escaped in HTML and defused in CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from typing import Any
+
+import pytest
+
+from ddb_capacity_tools import fleet
+from ddb_capacity_tools.fleet import COLUMNS, ReportError, destination
+
+
+def advised(
+    table: str, picked: str, options: dict[str, tuple[float, float]], current: Any
+) -> dict[str, Any]:
+    """A document shaped as ``advise`` writes one, ``current`` as its ``current`` field."""
+    return {
+        "table": table,
+        "index": None,
+        "status": "advised",
+        "recommended": picked,
+        "reason": f"{picked} is the cheapest",
+        "options": [
+            {"policy": p, "usd_per_month": usd, "refused_per_month": refused}
+            for p, (usd, refused) in options.items()
+        ],
+        "current": current,
+    }
+
+
+OPTIONS = {"stock:70": (120.0, 500.0), "autopilot:70": (80.0, 100.0), "on-demand": (300.0, 0.0)}
+
+
+def sample() -> fleet.Report:
+    docs = [
+        advised(
+            "Orders",
+            "autopilot:70",
+            OPTIONS,
+            {"policy": "stock:70", "usd_per_month": 120.0, "refused_per_month": 500.0},
+        ),
+        advised(
+            "<script>alert(1)</script>",
+            "on-demand",
+            OPTIONS,
+            {"policy": "fixed:10", "usd_per_month": 200.0, "refused_per_month": 9000.0},
+        ),
+        advised(
+            "Unknown",
+            "autopilot:70",
+            OPTIONS,
+            {
+                "policy": "unknown",
+                "usd_per_month": None,
+                "refused_per_month": None,
+                "reason": "AccessDeniedException: <b>no</b>",
+            },
+        ),
+        {"table": "=HYPERLINK(1)", "index": None, "status": "failed", "reason": "Throttled & <x>"},
+        {"table": "Garbled", "status": "strange"},
+    ]
+    return fleet.build(docs, {"days": 1}, missing=["Late"])
+
+
+def test_rows_say_savings_against_the_current_settings_and_unknown_is_not_zero():
+    rows = {r.table: r for r in sample().rows}
+    orders = rows["Orders"]
+    assert (orders.current, orders.recommended) == ("stock:70", "autopilot:70")
+    assert orders.usd_saved_per_month == pytest.approx(120.0 - 80.0)
+    assert orders.refusals_avoided_per_month == pytest.approx(500.0 - 100.0)
+    costly = rows["<script>alert(1)</script>"]
+    assert costly.usd_saved_per_month == pytest.approx(200.0 - 300.0)  # costs more, refuses less
+    assert costly.refusals_avoided_per_month == pytest.approx(9000.0)
+    unknown = rows["Unknown"]
+    assert unknown.current == "unknown" and unknown.usd_saved_per_month is None
+    assert unknown.refusals_avoided_per_month is None
+    assert "current settings unknown: AccessDeniedException" in unknown.reason
+    assert rows["=HYPERLINK(1)"].status == "failed"
+    assert rows["Garbled"].status == "failed" and "not advise's" in rows["Garbled"].reason
+    assert rows["Late"].status == "missing"
+    totals = sample().totals()
+    assert totals == {
+        "tables": 6,
+        "advised": 3,
+        "failed": 2,
+        "missing": 1,
+        "current_unknown": 1,
+        "usd_per_month_current": 320.0,
+        "usd_per_month_recommended": 380.0,
+        "usd_saved_per_month": -60.0,
+        "refusals_avoided_per_month": 9400.0,
+    }
+
+
+def test_csv_and_json_hold_every_row_with_unknown_left_empty():
+    report = sample()
+    parsed = list(csv.DictReader(io.StringIO(fleet.as_csv(report))))
+    assert tuple(parsed[0]) == COLUMNS
+    by = {r["table"]: r for r in parsed}
+    assert by["Orders"]["usd_saved_per_month"] == "40.00"
+    assert by["Unknown"]["usd_saved_per_month"] == "" and by["Unknown"]["current"] == "unknown"
+    assert "'=HYPERLINK(1)" in by  # a formula is defused
+    assert by["Late"]["status"] == "missing"
+    doc = json.loads(fleet.as_json(report))
+    assert doc["days"] == 1 and doc["totals"]["missing"] == 1
+    [unknown] = [t for t in doc["tables"] if t["table"] == "Unknown"]
+    assert unknown["usd_saved_per_month"] is None  # null, not 0
+
+
+def test_html_escapes_every_name_and_reason_and_charts_the_known_savings():
+    page = fleet.as_html(sample())
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<b>no</b>" not in page and "Throttled &amp; &lt;x&gt;" in page
+    svg = page[page.index("<svg") : page.index("</svg>")]
+    bars = re.findall(r'<rect [^>]*width="([\d.]+)"[^>]*fill="(#\w+)"', svg)
+    assert len(bars) == 2  # the two tables with known current settings, and no other
+    widths = {fill: float(w) for w, fill in bars}
+    assert widths["#c44"] > widths["#2a7"] > 0  # -100 drawn longer than +40, as a loss
+    assert "Orders: stock:70 to autopilot:70, $40.00 a month" in page
+    assert "Late (missing)" in page
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ("s3://Bad_Bucket/x", "--report: got 's3://Bad_Bucket/x'; expected s3://BUCKET/PREFIX"),
+        ("s3://", "--report: got 's3://'; expected s3://BUCKET/PREFIX"),
+        ("", "--report: got ''; expected a directory or s3://BUCKET/PREFIX"),
+    ],
+)
+def test_a_bad_destination_is_named(given, message):
+    with pytest.raises(ReportError) as caught:
+        destination(given)
+    assert message in str(caught.value)
+
+
+def test_destinations():
+    assert destination("s3://my-bucket/a/b/") == fleet.Destination("a/b", "my-bucket")
+    assert destination("out/dir") == fleet.Destination("out/dir")
