@@ -40,7 +40,7 @@ from .simulator.model import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES
 from .simulator.prices import Prices
 from .simulator.text import fixed_width
-from .simulator.trace import Trace
+from .simulator.trace import Key, Trace
 from .simulator.tune import (
     CANDIDATES,
     ON_DEMAND,
@@ -62,6 +62,7 @@ __all__ = [
     "Setup",
     "advise",
     "advise_one",
+    "advise_trace",
     "boto3_clients",
     "as_json",
     "list_tables",
@@ -101,13 +102,20 @@ class Setup:
     current: bool = False
 
 
+#: Where a table's history and current settings come from in place of CloudWatch, DynamoDB
+#: and Application Auto Scaling: ``source(table, index, setup)`` (the fleet benchmark's
+#: synthetic tables).
+Source = Callable[[str, "str | None", Setup], tuple[Trace, Current]]
+
+
 @dataclass(frozen=True)
 class Clients:
-    """The clients one process advises with."""
+    """The clients one process advises with (or a :data:`Source` of histories)."""
 
     cloudwatch: Any
     dynamodb: Any
     autoscaling: Any = None
+    source: Source | None = None
 
 
 def boto3_clients() -> Clients:
@@ -244,6 +252,25 @@ def advise_one(
         )
     except Exception as exc:  # a fault domain: whatever went wrong, the others go on
         return Failure(table, index, shown(describe_error(exc)))
+    max_capacity = setup.params.max_capacity
+    return advise_trace(
+        trace,
+        table,
+        index,
+        setup,
+        lambda keys: read_current(dynamodb, autoscaling, table, keys, max_capacity),
+    )
+
+
+def advise_trace(
+    trace: Trace,
+    table: str,
+    index: str | None,
+    setup: Setup,
+    current: Callable[[list[Key]], Current],
+) -> Advice | Failure:
+    """The candidates on ``trace`` (the history of ``table``) and the recommendation; with
+    ``setup.current``, the figures of the settings ``current(keys)`` says the table has."""
     if not any(v > 0 for series in trace.demand.values() for v in series):
         return Failure(
             table,
@@ -260,7 +287,7 @@ def advise_one(
     advice = Advice(table, index, trace.minutes, tuning, _notes(trace))
     if not setup.current:
         return advice
-    now = read_current(dynamodb, autoscaling, table, list(trace.demand), setup.params.max_capacity)
+    now = current(list(trace.demand))
     figures = current_figures(now, trace, placed, settings, setup.prices, setup.tick, setup.workers)
     return replace(
         advice, current=now, current_figures=None if figures is None else _scaled(figures, scale)
@@ -309,6 +336,9 @@ def advise(
 
 def _guarded(made: Clients, table: str, index: str | None, setup: Setup) -> Advice | Failure:
     try:
+        if made.source is not None:
+            trace, now = made.source(table, index, setup)
+            return advise_trace(trace, table, index, setup, lambda keys: now)
         return advise_one(made.cloudwatch, made.dynamodb, table, index, setup, made.autoscaling)
     except Exception as exc:  # a fault domain: whatever went wrong, the others go on
         return Failure(table, index, shown(describe_error(exc)))

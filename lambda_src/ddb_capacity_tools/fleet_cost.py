@@ -1,0 +1,73 @@
+"""Runs in: workstation (the fleet benchmark, the docs' cost table).
+
+What the nightly fleet advisor (``FleetAdvisor``: SQS to Lambda, results in S3) costs a
+month, from AWS's public list prices (us-east-1, arm64) and the seconds a table takes.
+
+Per night, for ``tables`` tables: SQS requests (one SendMessageBatch per 10 tables, one
+ReceiveMessage and one DeleteMessage per table at batch size 1, and the event source's
+own long polls while the queue is empty: :data:`IDLE_POLLS_PER_MONTH`); Lambda requests
+(one per table, the lister's and the report's) and GB-seconds (the worker's seconds per
+table at its memory, the lister's and the report's per-table seconds at theirs); S3 PUTs
+(one result per table, the manifest, the report's three files twice: the run's and
+``latest/``) and GETs (every result and the manifest). Storage is left out: a few
+kilobytes per table a night, expired by the bucket's lifecycle rule.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["NIGHTS_PER_MONTH", "Costs", "monthly_cost"]
+
+#: Nights in a month of 730 hours.
+NIGHTS_PER_MONTH = 730 / 24
+SQS_PER_MILLION = 0.40
+LAMBDA_GB_SECOND = 0.0000133334
+LAMBDA_PER_MILLION = 0.20
+S3_PUT_PER_THOUSAND = 0.005
+S3_GET_PER_THOUSAND = 0.0004
+#: The SQS event source's long polls (up to 20 s each) on an empty queue, a month: about
+#: 5 pollers x 3 a minute (an estimate; AWS does not publish the poller count).
+IDLE_POLLS_PER_MONTH = 5 * 3 * 60 * 730
+#: The lister's and the report's seconds per table (ListTables pages and SendMessageBatch
+#: calls; GetObject calls 16 at a time), and their memory.
+LISTER_SECONDS_PER_TABLE = 0.002
+REPORT_SECONDS_PER_TABLE = 0.002
+LISTER_MB = 256
+REPORT_MB = 1024
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Dollars a month, by service."""
+
+    tables: int
+    sqs: float
+    lambda_requests: float
+    lambda_compute: float
+    s3: float
+
+    @property
+    def total(self) -> float:
+        return self.sqs + self.lambda_requests + self.lambda_compute + self.s3
+
+
+def monthly_cost(tables: int, seconds_per_table: float, worker_mb: int) -> Costs:
+    """The advisor's dollars a month for ``tables`` tables, a worker taking
+    ``seconds_per_table`` at ``worker_mb`` MB."""
+    nights = NIGHTS_PER_MONTH
+    sqs_requests = (math.ceil(tables / 10) + 2 * tables) * nights + IDLE_POLLS_PER_MONTH
+    gb_seconds = tables * (
+        seconds_per_table * worker_mb
+        + LISTER_SECONDS_PER_TABLE * LISTER_MB
+        + REPORT_SECONDS_PER_TABLE * REPORT_MB
+    )
+    puts, gets = tables + 1 + 6, tables + 1
+    return Costs(
+        tables,
+        sqs_requests / 1e6 * SQS_PER_MILLION,
+        (tables + 2) * nights / 1e6 * LAMBDA_PER_MILLION,
+        gb_seconds / 1024 * nights * LAMBDA_GB_SECOND,
+        (puts / 1e3 * S3_PUT_PER_THOUSAND + gets / 1e3 * S3_GET_PER_THOUSAND) * nights,
+    )
