@@ -428,27 +428,22 @@ def test_minutes_not_yet_delivered_are_not_idle(world: World) -> None:
 # ------------------------------------------------------------------ shared calls
 
 
-@pytest.mark.parametrize(
-    ("service", "operation"),
-    [
-        ("cloudwatch", "GetMetricData"),
-        ("application-autoscaling", "DescribeScalableTargets"),
-        ("application-autoscaling", "DescribeScalingPolicies"),
-        ("resourcegroupstaggingapi", "GetResources"),
-    ],
-)
-def test_a_shared_call_that_keeps_failing_stops_every_decrease(
-    world: World, service: str, operation: str
-) -> None:
-    # GIVEN a throttled table listed explicitly, an idle one, and one below its minimum
-    busy, idle = busy_and_idle(world)
-    low = world.table("low", 2, 2)
+SHARED_CALLS = [
+    ("cloudwatch", "GetMetricData"),
+    ("application-autoscaling", "DescribeScalableTargets"),
+    ("application-autoscaling", "DescribeScalingPolicies"),
+    ("resourcegroupstaggingapi", "GetResources"),
+]
+
+
+def fail_shared_call(world: World, service: str, operation: str, error: Exception) -> list[int]:
+    """Make the tick's own ``operation`` fail with ``error`` every time; returns its calls."""
     clients = {
         "cloudwatch": world.cw,
         "application-autoscaling": world.aas,
         "resourcegroupstaggingapi": world.clients.tagging,
     }
-    calls = []
+    calls: list[int] = []
 
     def count(params: dict[str, Any]) -> bool:
         # the tick's own minutes; the forecast's history, read at the hour's first tick in
@@ -460,7 +455,20 @@ def test_a_shared_call_that_keeps_failing_stops_every_decrease(
         calls.append(1)
         return True
 
-    fail_before(clients[service], operation, count, client_error("ThrottlingException", operation))
+    fail_before(clients[service], operation, count, error)
+    return calls
+
+
+@pytest.mark.parametrize(("service", "operation"), SHARED_CALLS)
+def test_a_shared_call_that_keeps_failing_stops_every_decrease(
+    world: World, service: str, operation: str
+) -> None:
+    # GIVEN a throttled table listed explicitly, an idle one, and one below its minimum; a
+    # shared call fails with an error that is not a throttle
+    busy, idle = busy_and_idle(world)
+    low = world.table("low", 2, 2)
+    error = client_error("ServiceUnavailable", operation)
+    calls = fail_shared_call(world, service, operation, error)
     # WHEN a tick runs
     summary, events = world.tick(SCALER_TABLES=",".join((busy, idle, low)))
     # THEN it survived, retried the call a bounded number of times with backoff, and
@@ -474,6 +482,37 @@ def test_a_shared_call_that_keeps_failing_stops_every_decrease(
     (failure,) = summary["shared_failures"]
     assert failure.startswith(("scalable targets", "tag discovery", "GetMetricData"))
     assert emf(events, None)["SharedFailures"] == 1
+    with pytest.raises(TickFailed, match="1 shared call\\(s\\) failed"):
+        complete(TickSummary(**summary))
+
+
+@pytest.mark.parametrize(("service", "operation"), SHARED_CALLS)
+def test_a_throttled_shared_call_is_counted_and_no_other_decision_waits(
+    world: World, service: str, operation: str
+) -> None:
+    # GIVEN a throttled table listed explicitly and an idle one; a shared call stays
+    # throttled through every retry
+    busy, idle = busy_and_idle(world)
+    calls = fail_shared_call(
+        world, service, operation, client_error("ThrottlingException", operation)
+    )
+    # WHEN a tick runs
+    summary, events = world.tick(SCALER_TABLES=",".join((busy, idle)))
+    # THEN it was retried with backoff, counted as a shared failure, and the tables whose
+    # data it could still read were decided as usual: the idle one lowered, unless its
+    # minutes were what the throttled call would have read (unknown never lowers)
+    assert len(calls) == 3
+    assert world.slept == [1.0, 2.0]
+    (failure,) = summary["shared_failures"]
+    assert "ThrottlingException" in failure
+    assert emf(events, None)["SharedFailures"] == 1
+    assert [e for e in events if e.get("event") == "shared-call-throttled"]
+    if operation == "GetMetricData":
+        assert world.throughput(idle) == (200, 200)
+        assert world.throughput(busy) == (100, 100)
+    else:
+        assert world.throughput(idle)[0] < 200
+        assert world.throughput(busy) == (100, 215)
     with pytest.raises(TickFailed, match="1 shared call\\(s\\) failed"):
         complete(TickSummary(**summary))
 
@@ -497,17 +536,20 @@ def test_targets_that_cannot_be_read_leave_their_table_unchanged_and_fail_it_alo
     )
     updates: list[str] = []
     world.ddb.meta.events.register(
-        "before-call.dynamodb.UpdateTable",
+        "before-parameter-build.dynamodb.UpdateTable",
         lambda params, **_: updates.append(params["TableName"]),
     )
     # WHEN a tick runs
     summary, events = world.tick()
     disarm()
-    # THEN the table whose targets are known has its minimum moved, as ever
+    # THEN the table whose targets are known has its minimum moved, as ever (its writes
+    # under the target are never sent UpdateTable; its idle reads are lowered, since a
+    # throttled listing stops no other decision)
     assert world.target_min(seen, "write") == 215  # (100 + 3000 / 60) / 0.7
+    assert world.throughput(seen) == (5, 100)
     # AND the other is left exactly as it is: no UpdateTable, no target moved
     assert world.throughput(blind) == (100, 100) and world.target_min(blind, "write") == 100
-    assert blind not in updates and seen not in updates
+    assert blind not in updates
     # AND that is a failure of that table alone, besides the shared call's
     assert [f["table"] for f in summary["failures"]] == [blind]
     assert (

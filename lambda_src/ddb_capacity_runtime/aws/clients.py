@@ -21,10 +21,13 @@ class Clients:
     autoscaling: ApplicationAutoScalingClient
     cloudwatch: CloudWatchClient
     tagging: ResourceGroupsTaggingAPIClient
+    #: SQS, for the batches of a sharded tick (None where nothing sends them)
+    sqs: Any = None
 
 
-def make_clients(**kwargs: Any) -> Clients:
-    """boto3 clients with adaptive retries (throttled control-plane calls back off)."""
+def make_clients(*, with_sqs: bool = False, **kwargs: Any) -> Clients:
+    """boto3 clients with adaptive retries (throttled control-plane calls back off); an SQS
+    client too ``with_sqs``."""
     import boto3
     from botocore.config import Config
 
@@ -34,6 +37,7 @@ def make_clients(**kwargs: Any) -> Clients:
         boto3.client("application-autoscaling", config=config, **kwargs),
         boto3.client("cloudwatch", config=config, **kwargs),
         boto3.client("resourcegroupstaggingapi", config=config, **kwargs),
+        boto3.client("sqs", config=config, **kwargs) if with_sqs else None,
     )
 
 

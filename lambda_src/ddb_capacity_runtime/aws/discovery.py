@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from ..requests.store import HeldDimension
 
 
+#: Resources named in one DescribeScalableTargets listing (a page holds 50 targets).
+RESOURCES_PER_LISTING = 50
+
+
 def find_tables(
     tagging: ResourceGroupsTaggingAPIClient, config: ScalerConfig
 ) -> dict[str, dict[str, str] | None]:
@@ -55,14 +59,19 @@ def scalable_targets(
 ) -> dict[tuple[str, str], ScalableTarget]:
     """Every DynamoDB scalable target of the account and Region, with whether it has a
     target-tracking policy: a constant number of paginated calls, whatever the table count.
-    With ``resource_ids``, only those resources' targets: one listing of them, then the
-    policies of the resources that have a target (DescribeScalingPolicies takes one
-    resource a call)."""
+    With ``resource_ids``, only those resources' targets: one listing of each
+    :data:`RESOURCES_PER_LISTING` of them, then the policies of the resources that have a
+    target (DescribeScalingPolicies takes one resource a call)."""
     listing = aas.get_paginator("describe_scalable_targets")
     policies = aas.get_paginator("describe_scaling_policies")
     if resource_ids:
+        ids = list(resource_ids)
         listed = _listed(
-            listing.paginate(ServiceNamespace="dynamodb", ResourceIds=list(resource_ids))
+            page
+            for i in range(0, len(ids), RESOURCES_PER_LISTING)
+            for page in listing.paginate(
+                ServiceNamespace="dynamodb", ResourceIds=ids[i : i + RESOURCES_PER_LISTING]
+            )
         )
         tracked = _tracked(
             page

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.quota import utc
 from ..core.series import MINUTE, Key, Series, step_start, tell_causes
-from .retry import describe_error
+from .retry import describe_error, is_throttle
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient
@@ -63,6 +63,7 @@ def fetch(
     end: datetime,
     *,
     errors: list[str] | None = None,
+    throttled: list[str] | None = None,
     call: Callable[[Callable[[], Any]], Any] = lambda f: f(),
 ) -> dict[Key, Series]:
     """Every key's series over [start, end), zero-filled per minute, with what is unknown.
@@ -75,7 +76,8 @@ def fetch(
     returned more than once.
 
     ``call`` wraps each GetMetricData call (retries). With ``errors`` given, a batch that
-    still fails leaves its keys wholly unknown and its error appended; without, it raises.
+    still fails leaves its keys wholly unknown and its error appended (to ``throttled``
+    instead, when given and the call was throttled); without, it raises.
     """
     planned = queries(keys)
     minutes = int((end - start) / MINUTE)
@@ -91,7 +93,8 @@ def fetch(
         except Exception as exc:
             if errors is None:
                 raise
-            errors.append(f"GetMetricData ({len(batch)} queries): {describe_error(exc)}")
+            into = throttled if throttled is not None and is_throttle(exc) else errors
+            into.append(f"GetMetricData ({len(batch)} queries): {describe_error(exc)}")
             failed.update(ids)
             continue
         newest.update(dict.fromkeys(ids, delivered))

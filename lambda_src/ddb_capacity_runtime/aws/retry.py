@@ -5,9 +5,10 @@ Bounded retries with exponential backoff for the calls a whole tick shares."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -22,6 +23,54 @@ FINAL_CODES = frozenset(
         "InvalidParameterValue",
     }
 )
+
+
+#: The codes of a throttled control-plane call (DynamoDB, Application Auto Scaling,
+#: CloudWatch, the Resource Groups Tagging API, SQS): the rate, not the request, was refused.
+THROTTLED_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "TooManyRequestsException",
+        "RequestLimitExceeded",
+        "RequestThrottled",
+        "LimitExceededException",
+    }
+)
+
+
+def is_throttle(exc: BaseException) -> bool:
+    """Whether ``exc`` is an AWS error that refused the call's rate (:data:`THROTTLED_CODES`)."""
+    if not isinstance(exc, ClientError):
+        return False
+    return exc.response.get("Error", {}).get("Code") in THROTTLED_CODES
+
+
+class ThrottleCounter:
+    """Counts the throttled attempts of ``clients`` while in its ``with`` block, retried ones
+    included (botocore retries them, with backoff, before a call fails)."""
+
+    def __init__(self, *clients: Any) -> None:
+        self.count = 0
+        self._clients = [c for c in clients if c is not None]
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> ThrottleCounter:
+        for client in self._clients:
+            client.meta.events.register("needs-retry.*.*", self._seen)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for client in self._clients:
+            client.meta.events.unregister("needs-retry.*.*", self._seen)
+
+    def _seen(self, response: Any = None, **_: Any) -> None:
+        parsed = response[1] if isinstance(response, tuple) and len(response) == 2 else None
+        code = parsed.get("Error", {}).get("Code") if isinstance(parsed, dict) else None
+        if code in THROTTLED_CODES:
+            with self._lock:
+                self.count += 1
 
 
 def with_retries(

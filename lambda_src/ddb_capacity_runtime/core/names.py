@@ -23,6 +23,15 @@ SCALER_TAGS = (BASE_MIN_TAG, FORECAST_TAG)
 TARGET_TAG = f"{TAG_PREFIX}table"
 
 
+#: The characters of a DynamoDB table or index name (3 to 255 of them).
+NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def is_table_name(name: object) -> bool:
+    """Whether ``name`` is a name DynamoDB allows for a table or an index."""
+    return isinstance(name, str) and 3 <= len(name) <= 255 and set(name) <= NAME_CHARS
+
+
 def resource_id(table: str, index: str | None) -> str:
     """Application Auto Scaling's ResourceId of a table or one of its GSIs."""
     return f"table/{table}" if index is None else f"table/{table}/index/{index}"

@@ -28,6 +28,12 @@ SCALE_DOWN_MINUTES = 15
 #: Newest minutes of a window CloudWatch may not have delivered yet beyond the metric lag
 #: (it delivers a minute 1-3 minutes late): a tick decides on the minutes before them.
 LATE_MINUTES = 2
+#: Above this many tables found, a tick with a batch queue is sharded: one invocation runs
+#: about 1,500 tables in a 2-minute tick at 20 ms an AWS call (2,500 took 90 s).
+DEFAULT_SHARD_ABOVE_TABLES = 1_000
+#: Tables a batch of a sharded tick: 125 tables with 2 GSIs each (6 dimensions, 2 metrics
+#: a dimension) are 1,500 metric queries, 3 full GetMetricData calls.
+DEFAULT_TABLES_PER_BATCH = 125
 
 
 class Mode(StrEnum):
@@ -327,6 +333,24 @@ SETTINGS: tuple[Setting, ...] = (
         0,
         10,
     ),
+    Setting(
+        "SCALER_SHARD_ABOVE_TABLES",
+        "shard_above_tables",
+        Kind.WHOLE,
+        DEFAULT_SHARD_ABOVE_TABLES,
+        lambda c: c.shard_above_tables,
+        1,
+        1_000_000,
+    ),
+    Setting(
+        "SCALER_TABLES_PER_BATCH",
+        "tables_per_batch",
+        Kind.WHOLE,
+        DEFAULT_TABLES_PER_BATCH,
+        lambda c: c.tables_per_batch,
+        1,
+        1_000,
+    ),
 )
 SETTINGS_BY_KEY = {s.key: s for s in SETTINGS}
 #: What ThrottleAwareScaler writes from its own arguments (the others keep their defaults;
@@ -339,6 +363,8 @@ CONSTRUCT_SETTINGS = (
     "mode",
     "scale_down_ticks",
     "namespace",
+    "shard_above_tables",
+    "tables_per_batch",
 )
 #: The settings that are ScalerConfig's own fields (the others make its policy).
 _CONFIG_FIELDS = (
@@ -354,6 +380,8 @@ _CONFIG_FIELDS = (
     "tick_minutes",
     "dry_run",
     "namespace",
+    "shard_above_tables",
+    "tables_per_batch",
 )
 
 
@@ -439,6 +467,10 @@ class ScalerConfig:
     tick_minutes: int = _default("tick_minutes")
     dry_run: bool = _default("dry_run")
     namespace: str = _default("namespace")
+    #: with a batch queue, a tick that finds more tables than this is sharded into batches
+    shard_above_tables: int = _default("shard_above_tables")
+    #: the tables of one batch of a sharded tick
+    tables_per_batch: int = _default("tables_per_batch")
     policy: PolicyConfig = field(default_factory=lambda: for_mode(_default("mode")))
 
     @property

@@ -39,7 +39,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -143,16 +143,22 @@ class HoldStore:
 
     def table(self, table: str) -> list[HeldDimension]:
         """Every held dimension of ``table``."""
-        out = []
+        return self.read(table)[0]
+
+    def read(self, table: str) -> tuple[list[HeldDimension], set[str]]:
+        """Every held dimension of ``table``, and its markers (:meth:`mark`): one paginated
+        Query of its partition."""
         pages = self.dynamodb.get_paginator("query").paginate(
             TableName=self.name,
             KeyConditionExpression="pk = :t",
             ExpressionAttributeValues={":t": {"S": table}},
             ConsistentRead=True,
         )
+        held: dict[str, list[HeldDimension]] = {}
+        markers: set[tuple[str, str]] = set()
         for page in pages:
-            out += [h for item in page.get("Items", []) if (h := self._parse(item)) is not None]
-        return out
+            self._sort(page.get("Items", []), held, markers)
+        return held.get(table, []), {what for name, what in markers if name == table}
 
     def everything(self) -> dict[str, list[HeldDimension]]:
         """Every held dimension of every table, by table (one paginated Scan)."""
@@ -166,15 +172,24 @@ class HoldStore:
         for page in self.dynamodb.get_paginator("scan").paginate(
             TableName=self.name, ConsistentRead=True
         ):
-            for item in page.get("Items", []):
-                held = self._parse(item)
-                if held is not None:
-                    out.setdefault(held.table, []).append(held)
-                    continue
-                table, sk = item.get("pk", {}).get("S"), item.get("sk", {}).get("S", "")
-                if table and sk.startswith(MARKER):
-                    markers.add((table, sk[len(MARKER) :]))
+            self._sort(page.get("Items", []), out, markers)
         return out, markers
+
+    def _sort(
+        self,
+        items: Iterable[Mapping[str, Any]],
+        held: dict[str, list[HeldDimension]],
+        markers: set[tuple[str, str]],
+    ) -> None:
+        """Each item into ``held`` (by table) or ``markers``; any other item is left out."""
+        for item in items:
+            parsed = self._parse(item)
+            if parsed is not None:
+                held.setdefault(parsed.table, []).append(parsed)
+                continue
+            table, sk = item.get("pk", {}).get("S"), item.get("sk", {}).get("S", "")
+            if table and sk.startswith(MARKER):
+                markers.add((table, sk[len(MARKER) :]))
 
     def _parse(self, item: Mapping[str, Any]) -> HeldDimension | None:
         """An item as a HeldDimension; None for an item that names no dimension or holds

@@ -1,37 +1,160 @@
-"""Runs in: scaler Lambda.
+"""Runs in: scaler Lambda (the scheduled function and the batch function).
 
-The scaler Lambda's entry point: read the configuration, run one tick, report."""
+The scaler's entry points: read the configuration, run one tick (or send its batches, or
+run one batch of it), report."""
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Mapping
-from datetime import UTC, datetime
-from typing import Any
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, TextIO
 
-from ..aws.clients import make_clients
+from ..aws import discovery
+from ..aws.clients import Clients, make_clients
+from ..aws.retry import with_retries
 from ..core.settings import ScalerConfig
-from ..events import log_event
+from ..events import emf_record, emit_metrics, log_event
 from ..requests.holds import CapacityRequestError
-from ..requests.store import STORE_ENV, open_store
-from .tick import TickFailed, TickSummary, tick
+from ..requests.store import STORE_ENV, HoldStore, open_store
+from .shard import BATCH_QUEUE_ENV, BatchError, parse_batch, send, shard
+from .tick import DESCRIBE_THREADS, TickFailed, TickSummary, tick
 
 
 def lambda_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-    """AWS Lambda entry point. A bad configuration fails the invocation with its message;
-    so does a tick in which a table or a shared call failed (after it acted on the rest),
-    so that the errors alarm and the dead-letter queue see it."""
+    """The scheduled function's entry point: one tick (:func:`coordinate`). A bad
+    configuration fails the invocation with its message; so does a tick in which a table,
+    a shared call or the sending of a batch failed (after it acted on the rest), so that
+    the errors alarm and the dead-letter queue see it."""
+    config = ScalerConfig.from_env(os.environ)
+    queue_url = os.environ.get(BATCH_QUEUE_ENV) or None
+    clients = make_clients(with_sqs=queue_url is not None)
+    store = _store(clients)
+    summary = coordinate(config, clients, datetime.now(UTC), store=store, queue_url=queue_url)
+    complete(summary)
+    return summary.to_dict()
+
+
+def batch_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+    """The batch function's entry point: each SQS record's batch (:mod:`.shard`), ticked on
+    its tables alone. A record that is not a batch, a batch received after its deadline,
+    and a batch in which anything failed fail the invocation, after every record was
+    tried; each is counted (EMF ``Failures``; ``LateBatches`` for a late one)."""
     config = ScalerConfig.from_env(os.environ)
     clients = make_clients()
+    store = _store(clients)
+    records = event.get("Records") if isinstance(event, Mapping) else None
+    if not isinstance(records, list) or not records:
+        raise BatchError(f"batch function: the event has no SQS Records; got {event!r:.200}")
+    failures = [
+        failure
+        for record in records
+        if (failure := run_batch(config, clients, record, store=store)) is not None
+    ]
+    if failures:
+        raise TickFailed(f"{len(failures)} of {len(records)} batch(es) failed: {failures}"[:4000])
+    return {"batches": len(records)}
+
+
+def run_batch(
+    config: ScalerConfig,
+    clients: Clients,
+    record: object,
+    *,
+    store: HoldStore,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    out: TextIO | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    threads: int = DESCRIBE_THREADS,
+) -> str | None:
+    """One SQS record's batch, ticked; returns why it failed, or None. A record that is
+    not a batch is refused, and a batch received after its deadline is not ticked (the
+    next tick decides its tables): both are counted."""
+    body = record.get("body") if isinstance(record, Mapping) else None
+    started = now()
+    try:
+        batch = parse_batch(body)
+    except BatchError as exc:
+        log_event("batch-refused", level=logging.ERROR, reason=str(exc))
+        _count(config, {"Failures": 1}, started, out)
+        return str(exc)
+    if started >= batch.deadline:
+        reason = f"{batch.label}: received at {started:%H:%M:%SZ}, after its deadline"
+        log_event("batch-late", level=logging.ERROR, reason=reason, tables=len(batch.tables))
+        _count(config, {"Failures": 1, "LateBatches": 1}, started, out)
+        return reason
+    summary = tick(
+        config,
+        clients,
+        started,
+        out,
+        sleep=sleep,
+        threads=threads,
+        store=store,
+        batch=batch,
+        clock=lambda: now().timestamp(),
+    )
+    try:
+        complete(summary)
+    except TickFailed as exc:
+        return f"{batch.label}: {exc}"
+    return None
+
+
+def coordinate(
+    config: ScalerConfig,
+    clients: Clients,
+    now: datetime,
+    *,
+    store: HoldStore,
+    queue_url: str | None,
+    out: TextIO | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    threads: int = DESCRIBE_THREADS,
+) -> TickSummary:
+    """One tick: with a batch queue and more than ``shard_above_tables`` tables found,
+    the tables in batches of ``tables_per_batch`` sent to the queue, each to be ticked by
+    the batch function before the next tick; otherwise the tick, run here. A batch not sent
+    is a shared failure of the tick (its tables wait for the next)."""
+
+    def here() -> TickSummary:
+        return tick(config, clients, now, out, sleep=sleep, threads=threads, store=store)
+
+    if queue_url is None:
+        return here()
+    try:
+        found = with_retries(lambda: discovery.find_tables(clients.tagging, config), sleep=sleep)
+    except Exception:  # the tick meets the failure again, and reports it as it always has
+        return here()
+    if len(found) <= config.shard_above_tables:
+        return here()
+    deadline = now + timedelta(minutes=config.tick_minutes)
+    batches = shard(found, config.tables_per_batch, now, deadline)
+    failed = send(clients.sqs, queue_url, batches, lambda f: with_retries(f, sleep=sleep))
+    sent = len(batches) - len(failed)
+    log_event("tick-sharded", tables=len(found), batches=len(batches), sent=sent)
+    _count(
+        config,
+        {"TablesFound": len(found), "BatchesSent": sent, "SharedFailures": len(failed)},
+        now,
+        out,
+    )
+    return TickSummary(len(found), 0, [], [], [], [], failed, config.dry_run, sent)
+
+
+def _count(config: ScalerConfig, values: Mapping[str, float], at: datetime, out: Any) -> None:
+    emit_metrics(emf_record(config.namespace, values, at.timestamp()), out)
+
+
+def _store(clients: Clients) -> HoldStore:
     if not os.environ.get(STORE_ENV):
         raise CapacityRequestError(
             f"{STORE_ENV}: not set; the scaler keeps its state in the state store that "
             "ThrottleAwareScaler deploys (or CapacityRequests, once connected)"
         )
-    store = open_store(None, clients)
-    summary = tick(config, clients, datetime.now(UTC), store=store)
-    complete(summary)
-    return summary.to_dict()
+    return open_store(None, clients)
 
 
 def complete(summary: TickSummary) -> None:
@@ -40,6 +163,7 @@ def complete(summary: TickSummary) -> None:
         "tick-done",
         tables=summary.tables,
         dimensions=summary.dimensions,
+        batches=summary.batches,
         changes=summary.changes,
         failed=summary.failed,
         skipped=summary.skipped,

@@ -54,17 +54,19 @@ def prepare(
     store: HoldStore,
     held: list[HeldDimension],
     marked: bool | None,
+    description: Mapping[str, Any] | None = None,
 ) -> ManagedTable:
     """One table as the tick will decide it: described with the state store's memory of
     each minimum, 0.4's state tags moved into the store, minimums set by someone else made
     the configured ones, expired holds ended, active holds applied. ``targets`` None: the
     account's scalable targets could not be read, and the table's own are read for it.
+    ``description``: its DescribeTable answer, when read already (checked managed).
     Raises NotManaged (skipped) or anything else (a failure of this table: TargetsUnknown
     when its targets cannot be read either)."""
-    description = None
     if targets is None:
-        description = tables.describe(clients.dynamodb, name)
-        discovery.check_managed(description)
+        if description is None:
+            description = tables.describe(clients.dynamodb, name)
+            discovery.check_managed(description)
         targets = own_targets(clients, name, description)
     table = discovery.describe_table(
         clients.dynamodb, name, tags, config, targets, now, description=description, held=held

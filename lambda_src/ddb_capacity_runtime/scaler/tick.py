@@ -66,11 +66,12 @@ from functools import partial
 from typing import Any, TextIO, TypeVar
 
 from ..aws import actuator, discovery, metrics
+from ..aws import tables as aws_tables
 from ..aws.actuator import Outcome
 from ..aws.clients import Clients
 from ..aws.discovery import NotManaged, TableUpdating
 from ..aws.policies import put_target_value
-from ..aws.retry import describe_error, with_retries
+from ..aws.retry import ThrottleCounter, describe_error, is_throttle, with_retries
 from ..core.floorplan import FloorPlan
 from ..core.forecast import apply_plans, forecast_due
 from ..core.outcomes import DONE, REFUSED, Status, change_row
@@ -85,6 +86,7 @@ from ..requests.store import HeldDimension, HoldStore
 from .plans import forecast_plans, keep_plans, minute
 from .prepare import STATE_MARKER, prepare, without_bad_targets
 from .refusals import refuse_tags
+from .shard import Batch
 
 T = TypeVar("T")
 #: Outcomes counted as failures. ``retry-next-tick`` is not one: another update was in
@@ -113,9 +115,12 @@ class TickSummary:
     failures: list[dict[str, str]]
     shared_failures: list[str]
     dry_run: bool
+    #: the batches a sharded tick sent (0: the tick ran here)
+    batches: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "batches": self.batches,
             "tables": self.tables,
             "dimensions": self.dimensions,
             "changes": self.changes,
@@ -137,17 +142,33 @@ class _Tick:
     out: TextIO | None
     sleep: Callable[[float], None]
     store: HoldStore
+    #: shared calls that failed: no decrease anywhere this tick
     shared_failures: list[str] = field(default_factory=list)
+    #: shared calls throttled whose loss is confined to what they read (tables not managed
+    #: this tick, their own targets read instead, series unknown): counted, and decreases
+    #: elsewhere go on
+    throttled: list[str] = field(default_factory=list)
     failures: dict[str, list[str]] = field(default_factory=dict)
     skipped: list[dict[str, str]] = field(default_factory=list)
 
-    def shared(self, what: str, call: Callable[[], T], default: T, *, retried: bool = False) -> T:
+    def shared(
+        self,
+        what: str,
+        call: Callable[[], T],
+        default: T,
+        *,
+        retried: bool = False,
+        confined: bool = False,
+    ) -> T:
         """``call``, retried with backoff unless it retries its own parts (``retried``);
-        a failure is recorded and ``default`` returned."""
+        a failure is recorded and ``default`` returned. A throttled call whose default
+        loses nothing another table's decision rests on (``confined``) is recorded in
+        :attr:`throttled` instead of forbidding decreases."""
         try:
             return call() if retried else with_retries(call, sleep=self.sleep)
         except Exception as exc:
-            self.shared_failures.append(f"{what}: {describe_error(exc)}")
+            into = self.throttled if confined and is_throttle(exc) else self.shared_failures
+            into.append(f"{what}: {describe_error(exc)}")
             return default
 
     def fail(self, table: str, reason: str) -> None:
@@ -169,9 +190,22 @@ def run_tick(
     sleep: Callable[[float], None] = time.sleep,
     threads: int = DESCRIBE_THREADS,
     store: HoldStore,
+    batch: Batch | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> dict[str, Any]:
     """:func:`tick`, its summary as a dict (:meth:`TickSummary.to_dict`)."""
-    return tick(config, clients, now, out, sleep=sleep, threads=threads, store=store).to_dict()
+    summary = tick(
+        config,
+        clients,
+        now,
+        out,
+        sleep=sleep,
+        threads=threads,
+        store=store,
+        batch=batch,
+        clock=clock,
+    )
+    return summary.to_dict()
 
 
 def tick(
@@ -183,44 +217,125 @@ def tick(
     sleep: Callable[[float], None] = time.sleep,
     threads: int = DESCRIBE_THREADS,
     store: HoldStore,
+    batch: Batch | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> TickSummary:
     """Discover, measure, decide and act once. Returns a summary. EMF records go to
     ``out`` (stdout by default); events to the log. ``sleep`` is the backoff between tries
     of a shared call. ``store``: the state store, with the memory of every minimum the
     library holds raised, the autopilot's plans, and the capacity requests' holds, which
-    the tick obeys and ends at expiry."""
+    the tick obeys and ends at expiry. With ``batch`` (:mod:`.shard`), the batch's tables
+    alone, their targets and state read for them, and none acted on once ``clock()`` (a
+    POSIX time) reaches the batch's deadline."""
     t = _Tick(config, clients, now.astimezone(UTC), out, sleep, store)
+    with ThrottleCounter(*_control_plane(clients)) as throttles:
+        if batch is None:
+            tables, held = _read_all(t, threads)
+        else:
+            tables, held = _read_batch(t, batch, threads)
+        dimensions = sum(len(table.dimensions) for table in tables)
+        series = _measure(t, tables)
+        tables = _refuse_tags(t, tables, series)
+        fresh = _forecast(t, tables)
+        for failure in t.shared_failures:
+            log_event(
+                "shared-call-failed",
+                level=logging.ERROR,
+                error=failure,
+                consequence="no decrease anywhere this tick",
+            )
+        for failure in t.throttled:
+            log_event(
+                "shared-call-throttled",
+                level=logging.ERROR,
+                error=failure,
+                consequence="what it reads is unknown this tick; other decisions go on",
+            )
+        outcomes: list[Outcome] = []
+        for table in tables:
+            if batch is not None and clock() >= batch.deadline.timestamp():
+                t.fail(table.name, f"not decided: {batch.label} reached its deadline")
+                continue
+            outcomes += _decide_and_act(t, table, series, fresh, held.get(table.name, []))
+    _report(t, tables, throttles.count)
+    return _summary(t, tables, dimensions, outcomes)
+
+
+def _control_plane(clients: Clients) -> list[Any]:
+    return [clients.dynamodb, clients.autoscaling, clients.cloudwatch, clients.tagging]
+
+
+def _read_all(t: _Tick, threads: int) -> tuple[list[ManagedTable], dict[str, list[HeldDimension]]]:
+    """Every managed table of the account and Region, as the tick decides it: one listing
+    of the scalable targets, tag discovery, one Scan of the state store."""
+    clients, config = t.clients, t.config
     # None when the account's listing fails: each table's own targets are read instead,
     # and a table whose targets stay unknown is left as it is (never sent UpdateTable)
     targets: Mapping[tuple[str, str], ScalableTarget] | None = t.shared(
-        "scalable targets", lambda: discovery.scalable_targets(clients.autoscaling), None
+        "scalable targets",
+        lambda: discovery.scalable_targets(clients.autoscaling),
+        None,
+        confined=True,
     )
     explicit: dict[str, dict[str, str] | None] = dict.fromkeys(config.tables)
     found = t.shared(
-        "tag discovery", lambda: discovery.find_tables(clients.tagging, config), explicit
+        "tag discovery",
+        lambda: discovery.find_tables(clients.tagging, config),
+        explicit,
+        confined=True,
     )
     # unread, no memory is known: a minimum is then never moved (its memory could not be
     # checked), and the shared failure forbids decreases
-    scanned = t.shared("state store", store.scan, None)
+    scanned = t.shared("state store", t.store.scan, None)
     held: dict[str, list[HeldDimension]] = scanned[0] if scanned else {}
     markers = None if scanned is None else scanned[1]
-    tables = _prepare_tables(t, found, targets, held, markers, threads)
-    dimensions = sum(len(table.dimensions) for table in tables)
-    series = _measure(t, tables)
-    tables = _refuse_tags(t, tables, series)
-    fresh = _forecast(t, tables)
-    for failure in t.shared_failures:
-        log_event(
-            "shared-call-failed",
-            level=logging.ERROR,
-            error=failure,
-            consequence="no decrease anywhere this tick",
-        )
-    outcomes: list[Outcome] = []
-    for table in tables:
-        outcomes += _decide_and_act(t, table, series, fresh, held.get(table.name, []))
-    _report(t, tables)
-    return _summary(t, tables, dimensions, outcomes)
+    return _prepare_tables(t, found, targets, held, markers, threads), held
+
+
+def _read_batch(
+    t: _Tick, batch: Batch, threads: int
+) -> tuple[list[ManagedTable], dict[str, list[HeldDimension]]]:
+    """The batch's tables as the tick decides them: each described and its state-store
+    items read (one Query each; a table whose items cannot be read fails alone), then the
+    scalable targets of them all and their GSIs listed at once."""
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        reads = {n: pool.submit(_describe_and_read, t, n) for n in batch.tables}
+    found: dict[str, dict[str, str] | None] = {}
+    descriptions: dict[str, Mapping[str, Any]] = {}
+    held: dict[str, list[HeldDimension]] = {}
+    markers: set[tuple[str, str]] = set()
+    for name, future in reads.items():
+        try:
+            descriptions[name], held[name], marks = future.result()
+        except NotManaged as exc:
+            t.skipped.append({"table": name, "reason": str(exc)})
+            continue
+        except Exception as exc:
+            t.fail(name, describe_error(exc))
+            continue
+        tags = batch.tables[name]
+        found[name] = None if tags is None else dict(tags)
+        markers |= {(name, what) for what in marks}
+    ids = [r for n, d in descriptions.items() for r in discovery.table_resource_ids(n, d)]
+    targets: Mapping[tuple[str, str], ScalableTarget] | None = t.shared(
+        "scalable targets",
+        lambda: discovery.scalable_targets(t.clients.autoscaling, ids) if ids else {},
+        None,
+        confined=True,
+    )
+    tables = _prepare_tables(t, found, targets, held, markers, threads, descriptions)
+    return tables, held
+
+
+def _describe_and_read(
+    t: _Tick, name: str
+) -> tuple[Mapping[str, Any], list[HeldDimension], set[str]]:
+    """One table of a batch: its description (NotManaged when it is not managed now) and
+    its state-store items and markers."""
+    description = aws_tables.describe(t.clients.dynamodb, name)
+    discovery.check_managed(description)
+    held, markers = t.store.read(name)
+    return description, held, markers
 
 
 def _prepare_tables(
@@ -230,10 +345,12 @@ def _prepare_tables(
     held: Mapping[str, list[HeldDimension]],
     markers: set[tuple[str, str]] | None,
     threads: int,
+    descriptions: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[ManagedTable]:
     """Every table found, as the tick will decide it (:func:`.prepare.prepare`, in
-    ``threads`` threads); a table not managed now is skipped (and one UPDATING counted),
-    one that fails is a failure of that table alone."""
+    ``threads`` threads, with its DescribeTable answer where ``descriptions`` has it); a
+    table not managed now is skipped (and one UPDATING counted), one that fails is a
+    failure of that table alone."""
     tables: list[ManagedTable] = []
     updating: list[str] = []  # skipped while UPDATING: counted, so one stuck there alarms
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
@@ -249,6 +366,7 @@ def _prepare_tables(
                 t.store,
                 held.get(name, []),
                 None if markers is None else (name, STATE_MARKER) in markers,
+                (descriptions or {}).get(name),
             )
             for name, tags in found.items()
         }
@@ -282,6 +400,7 @@ def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
         start,
         end,
         errors=errors,
+        throttled=t.throttled,
         call=lambda f: with_retries(f, sleep=t.sleep),
     )
     t.shared_failures += errors
@@ -452,9 +571,10 @@ def _table_metrics(
     }
 
 
-def _report(t: _Tick, tables: list[ManagedTable]) -> None:
+def _report(t: _Tick, tables: list[ManagedTable], throttles: int) -> None:
     """Log each failed table (with ``Failures`` = 1 for one never decided) and send the
-    tick's own EMF record."""
+    tick's own EMF record (with ``ControlPlaneThrottles``, the throttled attempts of its
+    AWS calls, only while there are any)."""
     managed = {x.name for x in tables}
     for name, reasons in t.failures.items():
         log_event("table-failed", level=logging.ERROR, table=name, reason="; ".join(reasons))
@@ -463,8 +583,9 @@ def _report(t: _Tick, tables: list[ManagedTable]) -> None:
     t.emf(
         {
             "Failures": len(t.failures),
-            "SharedFailures": len(t.shared_failures),
+            "SharedFailures": len(t.shared_failures) + len(t.throttled),
             "TablesManaged": len(tables),
+            **({"ControlPlaneThrottles": throttles} if throttles else {}),
         }
     )
 
@@ -479,6 +600,6 @@ def _summary(
         failed=[change_row(o.change, o.status, o.error) for o in outcomes if o.status not in DONE],
         skipped=t.skipped,
         failures=[{"table": n, "reason": "; ".join(r)} for n, r in t.failures.items()],
-        shared_failures=t.shared_failures,
+        shared_failures=t.shared_failures + t.throttled,
         dry_run=t.config.dry_run,
     )

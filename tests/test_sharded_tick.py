@@ -1,0 +1,368 @@
+"""The sharded tick (:mod:`ddb_capacity_runtime.scaler.shard` and the handler's
+``coordinate`` / ``run_batch``) against the moto server: the scheduled invocation sends
+batches to a real (moto) SQS queue, and the batches are run as the batch function runs
+them, several at the same time, with their own clients, one of them faulty."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.core.settings import ScalerConfig
+from ddb_capacity_runtime.scaler import handler
+from ddb_capacity_runtime.scaler.handler import coordinate, run_batch
+from ddb_capacity_runtime.scaler.shard import Batch, BatchError, parse_batch, shard
+from ddb_capacity_runtime.scaler.tick import TickFailed
+from examples.local_aws import recorded_events
+from tests.moto_world import TAG_KEY, World
+from tests.test_faults import client_error, fail_before
+
+T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def world(aws_client: Any, store_dynamodb: Any) -> Iterator[World]:
+    """Tables, targets and traffic in moto; the state store in dynalite (atomic conditional
+    writes, as DynamoDB's: batches write to it at the same time)."""
+    made = World(aws_client, store_dynamodb)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def moto_world(aws_client: Any) -> Iterator[World]:
+    """A world whose state store is in moto too: for the batch function's entry point,
+    which makes its own clients from the environment."""
+    made = World(aws_client)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def queue(aws_client: Any, world: World) -> str:
+    sqs = aws_client("sqs")
+    url = sqs.create_queue(QueueName=f"batches-{world.run_id}")["QueueUrl"]
+    yield url
+    sqs.delete_queue(QueueUrl=url)
+
+
+def config(world: World, **env: str) -> ScalerConfig:
+    return ScalerConfig.from_env(
+        {"SCALER_TAG_KEY": TAG_KEY, "SCALER_TAG_VALUE": world.run_id, **env}
+    )
+
+
+def received(aws_client: Any, url: str) -> list[dict[str, Any]]:
+    """Every message on the queue, as the event source would hand them over."""
+    sqs, out = aws_client("sqs"), []
+    while page := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+        out += [{"body": m["Body"], "messageId": m["MessageId"]} for m in page]
+    return out
+
+
+def own_clients(aws_client: Any) -> Clients:
+    """Clients of one Lambda invocation (each batch has its own)."""
+    return Clients(
+        aws_client("dynamodb"),
+        aws_client("application-autoscaling"),
+        aws_client("cloudwatch"),
+        aws_client("resourcegroupstaggingapi"),
+        aws_client("sqs"),
+    )
+
+
+def emf_records(out: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+# ------------------------------------------------------------------ the message
+
+
+def test_a_batch_reads_back_as_it_was_sent() -> None:
+    batch = Batch(T0, T0 + timedelta(minutes=2), 2, 3, {"Orders": {"team": "a"}, "Users": None})
+    assert parse_batch(batch.to_message()) == batch
+
+
+def test_tables_are_cut_in_name_order_into_batches_of_the_size_asked() -> None:
+    found = {f"t{i:03d}": None for i in range(10, 0, -1)}
+    batches = shard(found, 4, T0, T0 + timedelta(minutes=2))
+    assert [list(b.tables) for b in batches] == [
+        ["t001", "t002", "t003", "t004"],
+        ["t005", "t006", "t007", "t008"],
+        ["t009", "t010"],
+    ]
+    assert [(b.number, b.of) for b in batches] == [(1, 3), (2, 3), (3, 3)]
+
+
+GOOD = json.loads(Batch(T0, T0 + timedelta(minutes=2), 1, 1, {"Orders": None}).to_message())
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("version", 2, "version must be 1; got 2"),
+        ("tick", "yesterday", "tick must be an ISO 8601 time"),
+        ("deadline", "2026-11-22T12:02:00", "deadline must be an ISO 8601 time with its UTC"),
+        ("deadline", "2026-11-22T11:59:00+00:00", "deadline must be after tick"),
+        ("deadline", "2026-11-22T14:00:00+00:00", "deadline must be after tick and at most 1:00"),
+        ("of", 0, "of must be a whole number from 1"),
+        ("number", 2, "number must be a whole number from 1 to 1; got 2"),
+        ("number", True, "number must be a whole number"),
+        ("tables", {}, "tables must be an object of 1 to 1000 table names; got {}"),
+        ("tables", ["Orders"], "tables must be an object"),
+        ("tables", {"a b c": None}, "a table name must be 3 to 255 letters"),
+        ("tables", {"Orders": ["x"]}, "the tags of table Orders must be null or an object"),
+        ("tables", {"Orders": {"k": 1}}, "the tags of table Orders must be null or an object"),
+    ],
+)
+def test_a_message_that_is_not_a_batch_is_refused_naming_the_field(
+    field: str, value: Any, says: str
+) -> None:
+    with pytest.raises(BatchError, match=f"batch message: {says}".replace("(", "\\(")):
+        parse_batch(json.dumps({**GOOD, field: value}))
+
+
+@pytest.mark.parametrize("body", [None, "not json", "[1]", json.dumps({"version": 1})])
+def test_a_body_that_is_not_a_batch_object_is_refused(body: Any) -> None:
+    with pytest.raises(BatchError, match="batch message: "):
+        parse_batch(body)
+
+
+# ------------------------------------------------------------------ the coordinator
+
+
+def test_above_the_threshold_the_tick_sends_its_tables_in_batches(
+    world: World, aws_client: Any, queue: str
+) -> None:
+    # GIVEN 7 tagged tables, a threshold of 3 tables and batches of 3
+    names = sorted(world.table(f"t{i}", 10, 10) for i in range(7))
+    cfg = config(world, SCALER_SHARD_ABOVE_TABLES="3", SCALER_TABLES_PER_BATCH="3")
+    out = io.StringIO()
+    # WHEN the scheduled invocation ticks
+    summary = coordinate(
+        cfg, own_clients(aws_client), world.now, store=world.store, queue_url=queue, out=out
+    )
+    # THEN it decided nothing itself, and sent 3 batches holding every table once, in name
+    # order, each due before the next tick
+    assert (summary.batches, summary.tables, summary.changes) == (3, 7, [])
+    batches = sorted((parse_batch(m["body"]) for m in received(aws_client, queue)), key=str)
+    batches.sort(key=lambda b: b.number)
+    assert [list(b.tables) for b in batches] == [names[0:3], names[3:6], names[6:7]]
+    assert {b.deadline for b in batches} == {world.now + timedelta(minutes=2)}
+    assert all(tags == {TAG_KEY: world.run_id} for b in batches for tags in b.tables.values())
+    (record,) = emf_records(out)
+    assert (record["TablesFound"], record["BatchesSent"], record["SharedFailures"]) == (7, 3, 0)
+    assert world.throughput(names[0]) == (10, 10)
+
+
+def test_at_the_threshold_or_without_a_queue_the_tick_runs_in_place(
+    world: World, aws_client: Any, queue: str
+) -> None:
+    # GIVEN 3 tables (a busy one, whose minutes CloudWatch has delivered, and 2 idle ones)
+    # and a threshold of 3
+    busy, idle = busy_and_idle(world, 0)
+    other = world.table("idle", 200, 200)
+    cfg = config(world, SCALER_SHARD_ABOVE_TABLES="3")
+    # WHEN the scheduled invocation ticks, with the queue and without one
+    for url in (queue, None):
+        summary = coordinate(
+            cfg, own_clients(aws_client), world.now, store=world.store, queue_url=url
+        )
+        assert (summary.batches, summary.tables) == (0, 3)
+    # THEN the tick ran here (twice): nothing was sent, the busy table raised, the idle
+    # ones lowered
+    assert received(aws_client, queue) == []
+    assert world.throughput(busy)[1] > 215
+    assert world.throughput(idle) == world.throughput(other) == (5, 5)
+
+
+def test_a_batch_not_sent_is_a_counted_shared_failure(
+    world: World, aws_client: Any, queue: str
+) -> None:
+    # GIVEN 4 tables in batches of 2, and SQS refusing every send
+    for i in range(4):
+        world.table(f"t{i}", 10, 10)
+    clients = own_clients(aws_client)
+    error = client_error("AccessDenied", "SendMessageBatch")
+    fail_before(clients.sqs, "SendMessageBatch", lambda _: True, error)
+    cfg = config(world, SCALER_SHARD_ABOVE_TABLES="1", SCALER_TABLES_PER_BATCH="2")
+    out = io.StringIO()
+    # WHEN the scheduled invocation ticks
+    summary = coordinate(cfg, clients, world.now, store=world.store, queue_url=queue, out=out)
+    # THEN each batch not sent is a shared failure, counted, and the invocation fails
+    assert summary.batches == 0
+    assert [f.split(":")[0] for f in summary.shared_failures] == [
+        "batch 1 of 2 of the tick of " + f"{world.now:%Y-%m-%dT%H}",
+        "batch 2 of 2 of the tick of " + f"{world.now:%Y-%m-%dT%H}",
+    ]
+    assert emf_records(out)[0]["SharedFailures"] == 2
+    with pytest.raises(TickFailed, match="2 shared call"):
+        handler.complete(summary)
+
+
+# ------------------------------------------------------------------ the batches
+
+
+def busy_and_idle(world: World, n: int) -> tuple[str, str]:
+    """A table throttled at 100 writes (raised to 215) and an idle one (lowered to 5), next
+    to each other in name order."""
+    busy = world.table(f"p{n}-busy", 100, 100)
+    world.traffic(busy, "read", 60)
+    world.traffic(busy, "write", 100)
+    world.traffic(busy, "write", 0, throttles=3000, minutes=range(1, 3))
+    idle = world.table(f"p{n}-idle", 200, 200)
+    return busy, idle
+
+
+def test_batches_run_at_once_each_its_own_fault_domain(
+    world: World, aws_client: Any, queue: str
+) -> None:
+    # GIVEN 3 batches of a busy and an idle table each (the busy ones under scalable
+    # targets whose minimum the scaler raises, with its memory in the state store)
+    pairs = [busy_and_idle(world, n) for n in range(3)]
+    for busy, _ in pairs:
+        world.target(busy, "write", 100, 10_000)
+    cfg = config(world, SCALER_SHARD_ABOVE_TABLES="1", SCALER_TABLES_PER_BATCH="2")
+    coordinate(cfg, own_clients(aws_client), world.now, store=world.store, queue_url=queue)
+    records = received(aws_client, queue)
+    by_table = {t: r for r in records for t in parse_batch(r["body"]).tables}
+    # and the batch of the second pair meets a GetMetricData that keeps failing
+    faulty = by_table[pairs[1][0]]
+    clients = {id(r): own_clients(aws_client) for r in records}
+    error = client_error("ServiceUnavailable", "GetMetricData")
+    fail_before(clients[id(faulty)].cloudwatch, "GetMetricData", lambda _: True, error)
+    outs = {id(r): io.StringIO() for r in records}
+
+    def run(record: dict[str, Any]) -> str | None:
+        return run_batch(
+            cfg,
+            clients[id(record)],
+            record,
+            store=world.store,
+            now=lambda: world.now,
+            out=outs[id(record)],
+            sleep=lambda _: None,
+        )
+
+    # WHEN the batch function runs the 3 batches at the same time
+    with recorded_events(), ThreadPoolExecutor(3) as pool:
+        results = dict(zip(map(id, records), pool.map(run, records), strict=True))
+    # THEN the faulty batch failed alone: counted, its tables left as they were
+    assert [r for r in records if results[id(r)] is not None] == [faulty]
+    assert "GetMetricData" in str(results[id(faulty)])
+    tick_record = [x for x in emf_records(outs[id(faulty)]) if "TablesManaged" in x]
+    assert tick_record[0]["SharedFailures"] == 1
+    assert world.throughput(pairs[1][0]) == (100, 100)
+    assert world.throughput(pairs[1][1]) == (200, 200)
+    # and every other batch decided its tables as an unsharded tick would: raises (the
+    # target's minimum, remembered in the state store) and decreases
+    for busy, idle in (pairs[0], pairs[2]):
+        assert world.target_min(busy, "write") == 215
+        assert world.memory(busy, "write") == "100:215"
+        assert world.throughput(idle) == (5, 5)
+
+
+def test_a_batch_received_after_its_deadline_is_counted_and_not_ticked(
+    world: World, aws_client: Any
+) -> None:
+    # GIVEN a batch whose tick's interval has passed
+    idle = world.table("idle", 200, 200)
+    batch = Batch(world.now - timedelta(minutes=3), world.now, 1, 1, {idle: None})
+    out = io.StringIO()
+    # WHEN the batch function receives it
+    with recorded_events() as events:
+        reason = run_batch(
+            config(world),
+            own_clients(aws_client),
+            {"body": batch.to_message()},
+            store=world.store,
+            now=lambda: world.now,
+            out=out,
+        )
+    # THEN nothing of it was decided; it is a failure, counted as a late batch
+    assert reason is not None and "after its deadline" in reason
+    assert world.throughput(idle) == (200, 200)
+    (record,) = emf_records(out)
+    assert (record["Failures"], record["LateBatches"]) == (1, 1)
+    assert [e["event"] for e in events] == ["batch-late"]
+
+
+def test_no_table_is_acted_on_once_the_deadline_passes(world: World, aws_client: Any) -> None:
+    # GIVEN a batch of 3 idle tables (and a busy one, whose minutes CloudWatch has
+    # delivered), and a clock that reaches the deadline after the first two
+    busy, _ = busy_and_idle(world, 0)
+    names = sorted(world.table(f"q{i}", 200, 200) for i in range(3))
+    names = [busy, *names]
+    batch = Batch(world.now, world.now + timedelta(minutes=2), 1, 1, dict.fromkeys(names))
+    ticks = iter([world.now] * 3 + [batch.deadline] * 10)
+    # WHEN the batch function runs it
+    reason = run_batch(
+        config(world),
+        own_clients(aws_client),
+        {"body": batch.to_message()},
+        store=world.store,
+        now=lambda: next(ticks),
+        out=io.StringIO(),
+    )
+    # THEN the first two tables were decided; the others are failures, left for the next
+    # tick
+    assert [world.throughput(n) for n in names] == [(100, 215), (5, 5), (200, 200), (200, 200)]
+    assert reason is not None and reason.count("reached its deadline") == 2
+
+
+def test_a_record_that_is_not_a_batch_is_counted_and_the_others_still_run(
+    moto_world: World, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = moto_world
+    # GIVEN the batch function's environment, a good batch and a record that is not one
+    for key, value in aws_env.items():
+        monkeypatch.setenv(key, value)
+    for key, value in config(world).to_env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("CAPACITY_HOLDS_TABLE", world.store.name)
+    busy, idle = busy_and_idle(world, 0)
+    now = datetime.now(UTC)
+    good = Batch(now, now + timedelta(minutes=2), 1, 1, {busy: None, idle: None}).to_message()
+    event = {"Records": [{"body": "{not json"}, {"body": good}]}
+    # WHEN the batch function's entry point runs
+    with recorded_events() as events, pytest.raises(TickFailed, match="1 of 2 batch"):
+        handler.batch_handler(event, None)
+    # THEN the good batch was ticked, and the bad record refused, named and counted
+    assert world.throughput(busy) == (100, 215)
+    (refused,) = [e for e in events if e["event"] == "batch-refused"]
+    assert "not JSON" in refused["reason"]
+
+
+def test_a_batch_makes_one_getmetricdata_call_per_500_metric_queries(
+    world: World, aws_client: Any
+) -> None:
+    # GIVEN a batch of 45 tables with a GSI each: 45 x 4 dimensions x 2 metrics = 360
+    # queries, one call; then of 70 tables: 560 queries, two calls
+    names = [world.table(f"t{i:02d}", 10, 10, gsi=(10, 10)) for i in range(70)]
+    for size in (45, 70):
+        clients = own_clients(aws_client)
+        calls: list[int] = []
+        clients.cloudwatch.meta.events.register(
+            "before-call.monitoring.GetMetricData", lambda seen=calls, **_: seen.append(1)
+        )
+        batch = Batch(
+            world.now, world.now + timedelta(minutes=2), 1, 1, dict.fromkeys(names[:size])
+        )
+        run_batch(
+            config(world, SCALER_MODE="reactive"),
+            clients,
+            {"body": batch.to_message()},
+            store=world.store,
+            now=lambda: world.now,
+            out=io.StringIO(),
+        )
+        # THEN (no dimension throttled: no causes read)
+        assert len(calls) == math.ceil(size * 4 * 2 / 500)
