@@ -51,6 +51,7 @@ TAG_KEY, TAG_VALUE = "autoscaling_manager_enabled", "true"
 CONTEXT_KEY = "many_accounts"
 
 
+# --8<-- [start:settings]
 @dataclass(frozen=True)
 class Target:
     """One account and Region the scaler is deployed to; its alarms go to its own topic,
@@ -83,6 +84,7 @@ class Settings:
         )
     )
     with_pipeline: bool = True
+    # --8<-- [end:settings]
 
     @classmethod
     def from_context(cls, scope: IConstruct) -> Settings:
@@ -219,6 +221,7 @@ def check_targets(targets: Sequence[Target], *, partition: str) -> None:
 # ---------------------------------------------------------------- what each account gets
 
 
+# --8<-- [start:stages]
 class ScalerStack(cdk.Stack):
     """The scaler of one account and Region, managing the tables tagged
     ``autoscaling_manager_enabled=true`` there; its alarms go to its own topic."""
@@ -324,6 +327,7 @@ def build_app(settings: Settings | None = None, **app_kwargs: Any) -> cdk.App:
     else:
         build_stages(app, settings.targets)
     return app
+    # --8<-- [end:stages]
 
 
 # ---------------------------------------------------------------- the pipeline's findings

@@ -465,3 +465,30 @@ def test_bad_context_is_refused(context: object, message: str) -> None:
     with pytest.raises(ValueError) as raised:
         build_app(context={CONTEXT_KEY: context})
     assert str(raised.value) == message.replace("{n}", str(known))
+
+
+# ---------------------------------------------------------------- the guide follows the code
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "many-accounts.md"
+
+
+def test_the_guide_shows_the_example_sections() -> None:
+    example = (Path(__file__).resolve().parents[1] / "examples" / "many_accounts.py").read_text()
+    for section in ("settings", "stages"):
+        assert f'--8<-- "examples/many_accounts.py:{section}"' in GUIDE.read_text()
+        assert f"# --8<-- [start:{section}]" in example and f"# --8<-- [end:{section}]" in example
+
+
+def test_the_guide_names_every_setting() -> None:
+    table = GUIDE.read_text().split("## Settings", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([a-z_]+)(?:\[i\]\.[a-z_]+)?`", table))
+    named |= set(re.findall(r"`targets\[i\]\.([a-z_]+)`", table))
+    assert {f for f in Settings.__dataclass_fields__} <= named
+    assert {f for f in Target.__dataclass_fields__} <= named
+
+
+def test_the_guide_counts_the_actions_a_run_bills(assembly: Path) -> None:
+    """Cost: "a run here has 4 + 2 x (number of targets) actions"."""
+    assert "4 + 2 × (number of targets) actions" in GUIDE.read_text()
+    actions = sum(len(stage["Actions"]) for stage in pipeline_stages(assembly))
+    assert actions == 4 + 2 * len(SETTINGS.targets)
