@@ -5,7 +5,7 @@ The tables are synthetic: each table's history is one of the real traces in
 ``../shared/traces/`` (read in place: their licence forbids copying them) or the diurnal
 and nightly-batch scenarios, ``--days`` long (default 14), scaled by a factor from 0.2 to
 5 and rotated by a number of minutes, both drawn per table from a seeded generator; its
-current settings are stock:70, fixed capacity at its median demand, or on-demand, in turn.
+current settings are stock:70, fixed capacity at its peak demand, or on-demand, in turn.
 They go through ``advise``'s own path (:func:`ddb_capacity_tools.advise.advise` with a
 history source in place of CloudWatch), first in one process, then in ``--processes``
 processes, and the two results must be identical; then the fleet report is built from them.
@@ -28,8 +28,9 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import random
-import statistics
 import time
 from dataclasses import replace
 from functools import cache
@@ -77,7 +78,7 @@ def synthetic(table: str, index: str | None, setup: Setup) -> tuple[Trace, Curre
     kinds = ("stock:70", "fixed", "on-demand")
     kind = kinds[n % 3]
     policies = {
-        k: f"fixed:{max(1, round(statistics.median(v)))}" if kind == "fixed" else kind
+        k: f"fixed:{max(1, math.ceil(max(v)))}" if kind == "fixed" else kind
         for k, v in demand.items()
     }
     return trace, Current(policies)
@@ -96,6 +97,10 @@ def every_setting(trace: Trace) -> list[ModelParams]:
 
 
 def timed(tables: list[tuple[str, None]], setup: Setup, processes: int) -> tuple[float, list]:
+    """The wall-clock seconds of one ``advise`` run and its results; the machine's load
+    (runnable processes, 1-minute average) is printed before, since other work on the
+    cores takes from the processes' share."""
+    print(f"  load average before {processes} process(es): {os.getloadavg()[0]:.1f}")
     began = time.perf_counter()
     results = advise(synthetic_clients, tables, setup, None, processes)
     return time.perf_counter() - began, results

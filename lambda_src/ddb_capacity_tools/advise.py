@@ -67,6 +67,7 @@ __all__ = [
     "as_json",
     "list_tables",
     "text",
+    "valid_name",
 ]
 
 #: A month, as AWS bills it: 730 hours.
@@ -76,6 +77,8 @@ MONTH_MINUTES = MONTH_HOURS * 60
 MAX_PAGES = 1_000
 #: DynamoDB's table names: 3 to 255 of these characters.
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+#: How the reason of a table without traffic begins (it is idle, not broken).
+IDLE = "no consumed capacity or throttles"
 #: An error message from AWS is cut to this many characters.
 SHOWN = 300
 
@@ -199,7 +202,8 @@ def shown(text: str, limit: int = SHOWN) -> str:
     return safe if len(safe) <= limit else safe[:limit] + "..."
 
 
-def _valid_name(name: object) -> bool:
+def valid_name(name: object) -> bool:
+    """Whether ``name`` is a DynamoDB table name (untrusted input is checked with it)."""
     return isinstance(name, str) and 3 <= len(name) <= 255 and set(name) <= NAME_CHARS
 
 
@@ -237,7 +241,7 @@ def advise_one(
     """One table (or GSI): its history, the candidates on it and the recommendation (and,
     with ``setup.current``, its current settings' figures); a :class:`Failure` with the
     reason when any of it fails."""
-    if not _valid_name(table):
+    if not valid_name(table):
         return Failure(table, index, "not a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)")
     try:
         trace = history(
@@ -275,7 +279,7 @@ def advise_trace(
         return Failure(
             table,
             index,
-            f"no consumed capacity or throttles in {setup.days} day(s) of CloudWatch history: "
+            f"{IDLE} in {setup.days} day(s) of CloudWatch history: "
             "idle, on-demand without traffic, or its metrics are not readable; nothing to compare",
         )
     settings = setup.settings_of(trace)

@@ -196,9 +196,7 @@ def rows_of(docs: Sequence[Mapping[str, Any]], missing: Sequence[str] = ()) -> l
     return rows
 
 
-def build(
-    results: Sequence[Any], about: Mapping[str, Any], missing: Sequence[str] = ()
-) -> Report:
+def build(results: Sequence[Any], about: Mapping[str, Any], missing: Sequence[str] = ()) -> Report:
     """The report of ``advise``'s results (objects with ``as_json()``, or their
     documents), ``missing`` tables listed after them; ``about`` says what was advised."""
     docs = [r if isinstance(r, Mapping) else r.as_json() for r in results]

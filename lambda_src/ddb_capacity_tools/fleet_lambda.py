@@ -1,0 +1,305 @@
+"""Runs in: advisor Lambdas (``FleetAdvisor``'s lister, worker and report functions).
+
+The nightly fleet report, on SQS to Lambda:
+
+- the **lister** (an EventBridge schedule) lists the account's tables, writes the run's
+  manifest ``runs/<run-id>/manifest.json`` and the pointer ``runs/latest.json``, and sends
+  one SQS message per table (SendMessageBatch, 10 a call);
+- the **worker** (the queue's event source, one message a call) advises its table as
+  ``ddb-capacity advise`` does (:func:`.advise.advise_one`, current settings included) and
+  writes ``runs/<run-id>/tables/<table>.json``;
+- the **report** (scheduled a delay after the lister) reads the manifest and every
+  table's result and writes ``runs/<run-id>/report.csv|json|html`` and the same under
+  ``latest/``, listing the tables with no result as missing.
+
+Every table is its own fault domain (its failure is its result, the others go on). A
+message is untrusted input: its run id and table name are checked, and a message that is
+not one is counted and dropped (retrying it would not help). Every failure is counted as
+an EMF metric (``Failures``, ``TablesMissing``, ...), which the construct alarms on; a
+worker that cannot write its result returns the message as a batch item failure, so SQS
+retries it and, after the last retry, moves it to the dead-letter queue.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from ddb_capacity_runtime.aws.retry import describe_error
+from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
+
+from . import fleet
+from .advise import IDLE, Failure, Setup, advise_one, list_tables, shown, valid_name
+from .fleet_settings import NAMESPACE, AdvisorSettings, run_id_of, time_of
+from .simulator.ensemble import settings_of
+from .simulator.model import ModelParams
+from .simulator.tune import CANDIDATES
+
+__all__ = [
+    "advise_message",
+    "lister_handler",
+    "list_run",
+    "report_handler",
+    "report_run",
+    "worker_handler",
+]
+
+#: A result or manifest read is cut at this many bytes (untrusted: written by the worker,
+#: but the bucket is the only boundary).
+MAX_OBJECT = 1_000_000
+#: GetObject calls the report makes at once.
+READERS = 16
+#: The ensemble every table is advised under.
+ENSEMBLE = "plausible"
+
+
+def _metrics(values: Mapping[str, float]) -> None:
+    emit_metrics(emf_record(NAMESPACE, values, time.time()))
+
+
+def _key(run_id: str, name: str) -> str:
+    return f"runs/{run_id}/{name}"
+
+
+def _put_json(s3: Any, bucket: str, key: str, doc: Any) -> None:
+    body = json.dumps(doc).encode()
+    s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType="application/json")
+
+
+def _get_json(s3: Any, bucket: str, key: str) -> Any:
+    """The object's JSON; None when there is no such key."""
+    try:
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read(MAX_OBJECT + 1)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            return None
+        raise
+    if len(body) > MAX_OBJECT:
+        raise ValueError(f"{key}: larger than {MAX_OBJECT} bytes")
+    return json.loads(body)
+
+
+# ------------------------------------------------------------------------------ lister
+
+
+def list_run(
+    dynamodb: Any, s3: Any, sqs: Any, settings: AdvisorSettings, moment: datetime
+) -> dict[str, int]:
+    """One run at ``moment``: the manifest, the pointer, a message per table. Names that
+    are not table names are kept in the manifest as refused (the report lists them)."""
+    run_id = run_id_of(moment)
+    names = list_tables(dynamodb)
+    tables = [n for n in names if valid_name(n)]
+    refused = [shown(n) for n in names if not valid_name(n)]
+    manifest = {"run_id": run_id, "days": settings.days, "tables": tables, "refused": refused}
+    _put_json(s3, settings.bucket, _key(run_id, "manifest.json"), manifest)
+    _put_json(s3, settings.bucket, "runs/latest.json", {"run_id": run_id})
+    unsent = 0
+    for start in range(0, len(tables), 10):
+        unsent += _send(sqs, settings.queue_url, run_id, tables[start : start + 10])
+    return {"TablesListed": len(tables), "Failures": unsent + len(refused)}
+
+
+def _send(sqs: Any, queue_url: str, run_id: str, tables: Sequence[str]) -> int:
+    """One SendMessageBatch of ``tables`` (the failed entries retried once); how many were
+    not sent (their tables will be missing from the report)."""
+    entries = [
+        {"Id": str(n), "MessageBody": json.dumps({"run_id": run_id, "table": t})}
+        for n, t in enumerate(tables)
+    ]
+    for _ in range(2):
+        answer = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
+        failed = {f.get("Id") for f in answer.get("Failed", []) if isinstance(f, dict)}
+        entries = [e for e in entries if e["Id"] in failed]
+        if not entries:
+            return 0
+    log_event("messages_not_sent", level=logging.ERROR, tables=[t for t in tables])
+    return len(entries)
+
+
+def lister_handler(event: Mapping[str, Any], context: Any = None) -> dict[str, int]:
+    """EventBridge's scheduled event: its ``time`` names the run."""
+    import boto3
+
+    settings = AdvisorSettings.from_env(os.environ)
+    moment = _event_time(event)
+    try:
+        counts = list_run(
+            boto3.client("dynamodb"), boto3.client("s3"), boto3.client("sqs"), settings, moment
+        )
+    except Exception as exc:
+        _metrics({"Failures": 1})
+        log_event("list_failed", level=logging.ERROR, error=shown(describe_error(exc)))
+        raise
+    _metrics(counts)
+    log_event("listed", run_id=run_id_of(moment), counts=counts)
+    return counts
+
+
+def _event_time(event: Mapping[str, Any]) -> datetime:
+    """The scheduled event's time, to the minute (now when it has none)."""
+    text = event.get("time") if isinstance(event, Mapping) else None
+    try:
+        moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        moment = datetime.now(UTC)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.replace(second=0, microsecond=0)
+
+
+# ------------------------------------------------------------------------------ worker
+
+
+def advise_message(body: object, clients: Mapping[str, Any], settings: AdvisorSettings) -> str:
+    """Advise the table one message names and write its result: ``advised``, ``idle``,
+    ``failed`` (the table's own failure, written as its result) or ``invalid`` (not a
+    message of this advisor: nothing written). Writing the result may raise."""
+    try:
+        message = json.loads(body) if isinstance(body, str) else None
+    except ValueError:
+        message = None
+    message = message if isinstance(message, dict) else {}
+    run_id, table = message.get("run_id"), message.get("table")
+    end = time_of(run_id)
+    if end is None or not valid_name(table):
+        log_event(
+            "invalid_message",
+            level=logging.ERROR,
+            run_id=shown(repr(run_id), 60),
+            table=shown(repr(table), 300),
+        )
+        return "invalid"
+    assert isinstance(run_id, str) and isinstance(table, str)
+    params = ModelParams()
+    setup = Setup(
+        settings.days,
+        end,
+        partial(settings_of, ENSEMBLE, params),
+        params,
+        settings.candidate_list or CANDIDATES,
+        workers=1,  # Lambda has no shared memory for a process pool
+        current=True,
+    )
+    result = advise_one(
+        clients["cloudwatch"], clients["dynamodb"], table, None, setup, clients["autoscaling"]
+    )
+    doc = {"run_id": run_id, **result.as_json()}
+    _put_json(clients["s3"], settings.bucket, _key(run_id, f"tables/{table}.json"), doc)
+    if isinstance(result, Failure):
+        return "idle" if result.reason.startswith(IDLE) else "failed"
+    return "advised"
+
+
+#: The worker's clients, made once per execution environment.
+_clients: dict[str, Any] = {}
+
+
+def worker_handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:
+    """An SQS event (batch size 1): a message whose result could not be written is a batch
+    item failure, retried by SQS and then moved to the dead-letter queue."""
+    import boto3
+
+    settings = AdvisorSettings.from_env(os.environ)
+    if not _clients:
+        for service, name in (
+            ("cloudwatch", "cloudwatch"),
+            ("dynamodb", "dynamodb"),
+            ("application-autoscaling", "autoscaling"),
+            ("s3", "s3"),
+        ):
+            _clients[name] = boto3.client(service)  # type: ignore[call-overload]
+    counts = {"TablesAdvised": 0, "TablesIdle": 0, "TablesFailed": 0, "Failures": 0}
+    failures = []
+    records = event.get("Records", []) if isinstance(event, Mapping) else []
+    for record in records if isinstance(records, list) else []:
+        try:
+            outcome = advise_message(record.get("body"), _clients, settings)
+        except Exception as exc:
+            counts["Failures"] += 1
+            failures.append({"itemIdentifier": str(record.get("messageId", ""))})
+            log_event("result_not_written", level=logging.ERROR, error=shown(describe_error(exc)))
+            continue
+        key = {"invalid": "Failures"}.get(outcome, f"Tables{outcome.capitalize()}")
+        counts[key] += 1
+    _metrics(counts)
+    return {"batchItemFailures": failures}
+
+
+# ------------------------------------------------------------------------------ report
+
+
+def report_run(s3: Any, settings: AdvisorSettings, now: datetime) -> dict[str, int]:
+    """The report of the latest run, if it began no longer ago than the report delay plus
+    an hour (else a failure: tonight's lister did not run or did not write)."""
+    pointer = _get_json(s3, settings.bucket, "runs/latest.json")
+    run_id = pointer.get("run_id") if isinstance(pointer, dict) else None
+    began = time_of(run_id)
+    oldest = now - timedelta(minutes=settings.report_delay_minutes + 60)
+    if began is None or began < oldest:
+        log_event("no_run", level=logging.ERROR, latest=shown(repr(run_id), 60))
+        return {"Failures": 1}
+    assert isinstance(run_id, str)
+    manifest = _get_json(s3, settings.bucket, _key(run_id, "manifest.json"))
+    listed = manifest.get("tables") if isinstance(manifest, dict) else None
+    if not isinstance(listed, list):
+        log_event("no_manifest", level=logging.ERROR, run_id=run_id)
+        return {"Failures": 1}
+    tables = [t for t in listed if valid_name(t)]
+    refused = manifest.get("refused") or []
+    docs, missing = _results(s3, settings.bucket, run_id, tables)
+    docs += [
+        {"table": str(n), "status": "failed", "reason": "not a DynamoDB table name"}
+        for n in (refused if isinstance(refused, list) else [])
+    ]
+    report = fleet.build(docs, {"run_id": run_id, "days": manifest.get("days")}, missing)
+    for prefix in (f"runs/{run_id}", "latest"):
+        fleet.put_s3(s3, settings.bucket, prefix, report)
+    totals = report.totals()
+    return {
+        "TablesAdvised": totals["advised"],
+        "TablesFailed": totals["failed"],
+        "TablesMissing": totals["missing"],
+        "Failures": 0,
+    }
+
+
+def _results(
+    s3: Any, bucket: str, run_id: str, tables: Sequence[str]
+) -> tuple[list[Any], list[str]]:
+    """Each table's result (in the manifest's order) and the tables with none."""
+
+    def read(table: str) -> Any:
+        try:
+            return _get_json(s3, bucket, _key(run_id, f"tables/{table}.json"))
+        except Exception as exc:  # one unreadable result fails that table alone
+            return {"table": table, "status": "failed", "reason": shown(describe_error(exc))}
+
+    with ThreadPoolExecutor(READERS) as pool:
+        found = list(pool.map(read, tables))
+    docs = [d for d in found if d is not None]
+    return docs, [t for t, d in zip(tables, found, strict=True) if d is None]
+
+
+def report_handler(event: Mapping[str, Any], context: Any = None) -> dict[str, int]:
+    import boto3
+
+    settings = AdvisorSettings.from_env(os.environ)
+    try:
+        counts = report_run(boto3.client("s3"), settings, datetime.now(UTC))
+    except Exception as exc:
+        _metrics({"Failures": 1})
+        log_event("report_failed", level=logging.ERROR, error=shown(describe_error(exc)))
+        raise
+    _metrics(counts)
+    log_event("reported", counts=counts)
+    return counts

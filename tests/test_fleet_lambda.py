@@ -1,0 +1,192 @@
+"""The nightly fleet advisor's handlers against a moto server: the lister's manifest and
+one SQS message per table on a real (moto) queue, the worker on each message, the report
+over the run; one table faulty (deleted after the listing: its failure is its result), one
+missing (its message never handled), an invalid message counted and dropped, a result
+that cannot be written returned as a batch item failure."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+
+from ddb_capacity_tools import fleet_lambda
+from ddb_capacity_tools.fleet_settings import (
+    NAMESPACE,
+    AdvisorSettings,
+    SettingsError,
+    run_id_of,
+    time_of,
+)
+from examples.local_aws import put_traffic
+
+#: A Region no other test uses: the lister sees only these tables.
+REGION = "eu-north-1"
+
+
+@pytest.fixture
+def world(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    for name, value in {**aws_env, "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(fleet_lambda, "_clients", {})  # made again, on this endpoint
+    stamp = f"{datetime.now(UTC):%H%M%S%f}"
+    s3, sqs = boto3.client("s3"), boto3.client("sqs")
+    bucket = f"advisor-{stamp}"
+    s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
+    queue = sqs.create_queue(QueueName=f"advisor-{stamp}")["QueueUrl"]
+    settings = AdvisorSettings(bucket, queue, days=1, candidates="on-demand")
+    for name, value in settings.to_env().items():
+        monkeypatch.setenv(name, value)
+    ddb = boto3.client("dynamodb")
+    for name in ddb.list_tables()["TableNames"]:
+        ddb.delete_table(TableName=name)
+    moment = datetime.now(UTC).replace(second=0, microsecond=0)
+    return {"s3": s3, "sqs": sqs, "ddb": ddb, "settings": settings, "moment": moment}
+
+
+def busy(world: dict[str, Any], name: str, write: float) -> str:
+    world["ddb"].create_table(
+        TableName=name,
+        BillingMode="PROVISIONED",
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
+    )
+    cloudwatch = boto3.client("cloudwatch")
+    for dim, level in (("write", write), ("read", 50)):
+        put_traffic(cloudwatch, name, dim, level, end=world["moment"], minutes=range(1, 121))
+    return name
+
+
+def metrics(out: str) -> list[dict[str, Any]]:
+    """The EMF records the handlers wrote to stdout."""
+    records = [json.loads(line) for line in out.splitlines() if line.startswith('{"_aws"')]
+    assert all(r["_aws"]["CloudWatchMetrics"][0]["Namespace"] == NAMESPACE for r in records)
+    return records
+
+
+def receive(world: dict[str, Any]) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    while True:
+        got = (
+            world["sqs"]
+            .receive_message(QueueUrl=world["settings"].queue_url, MaxNumberOfMessages=10)
+            .get("Messages", [])
+        )
+        if not got:
+            return messages
+        messages += got
+
+
+def record(message: dict[str, Any]) -> dict[str, Any]:
+    """The SQS event record Lambda would pass for ``message``."""
+    return {"messageId": message["MessageId"], "body": message["Body"]}
+
+
+def test_lister_worker_report_over_one_run(world, capsys):
+    # GIVEN three tables with traffic, of which one is deleted once listed and one is
+    # never advised, and eight more without traffic (two SendMessageBatch calls)
+    stamp = f"{datetime.now(UTC):%H%M%S%f}"
+    good, faulty, late = (busy(world, f"Fleet{k}{stamp}", 200) for k in ("Good", "Gone", "Late"))
+    for n in range(8):
+        world["ddb"].create_table(
+            TableName=f"Idle{n:02d}{stamp}",
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        )
+    # WHEN the lister runs at the scheduled time
+    counts = fleet_lambda.lister_handler({"time": world["moment"].isoformat()})
+    run_id = run_id_of(world["moment"])
+    assert counts == {"TablesListed": 11, "Failures": 0}
+    world["ddb"].delete_table(TableName=faulty)
+    manifest = json.loads(
+        world["s3"]
+        .get_object(Bucket=world["settings"].bucket, Key=f"runs/{run_id}/manifest.json")["Body"]
+        .read()
+    )
+    assert set(manifest["tables"]) >= {good, faulty, late} and len(manifest["tables"]) == 11
+    # THEN one message per table is on the queue, and the worker handles each but one
+    messages = receive(world)
+    bodies = [json.loads(m["Body"]) for m in messages]
+    assert sorted(b["table"] for b in bodies) == sorted(manifest["tables"])
+    assert {b["run_id"] for b in bodies} == {run_id}
+    for message, body in zip(messages, bodies, strict=True):
+        if body["table"] != late:
+            answer = fleet_lambda.worker_handler({"Records": [record(message)]})
+            assert answer == {"batchItemFailures": []}
+    capsys.readouterr()
+    # AND the report lists the good table advised, the deleted one failed, the late missing
+    counts = fleet_lambda.report_handler({})
+    assert (counts["TablesAdvised"], counts["TablesMissing"]) == (1, 1)
+    assert counts["TablesFailed"] == 9  # the deleted table and the idle ones
+    [emf] = metrics(capsys.readouterr().out)
+    assert emf["TablesMissing"] == 1 and emf["Failures"] == 0
+    for prefix in (f"runs/{run_id}", "latest"):
+        doc = json.loads(
+            world["s3"]
+            .get_object(Bucket=world["settings"].bucket, Key=f"{prefix}/report.json")["Body"]
+            .read()
+        )
+        rows = {r["table"]: r for r in doc["tables"]}
+        assert rows[good]["status"] == "advised"
+        assert rows[good]["current"] == "fixed:10"  # 10 units without auto scaling
+        assert rows[good]["refusals_avoided_per_month"] > 0  # 200 WCU/s on 10
+        assert rows[faulty]["status"] == "failed" and "no such table" in rows[faulty]["reason"]
+        assert rows[late]["status"] == "missing"
+        assert doc["run_id"] == run_id
+
+
+def test_an_invalid_message_is_counted_and_dropped(world, capsys):
+    bad = [
+        "not json",
+        json.dumps({"run_id": "../../etc", "table": "Orders"}),
+        json.dumps({"run_id": run_id_of(world["moment"]), "table": "a/b\x1b[2J"}),
+        json.dumps(["a list"]),
+    ]
+    event = {"Records": [{"messageId": str(n), "body": b} for n, b in enumerate(bad)]}
+    assert fleet_lambda.worker_handler(event) == {"batchItemFailures": []}
+    out = capsys.readouterr().out
+    [emf] = metrics(out)
+    assert emf["Failures"] == 4 and emf["TablesAdvised"] == 0
+    listed = world["s3"].list_objects_v2(Bucket=world["settings"].bucket)
+    assert listed.get("KeyCount", 0) == 0  # nothing written
+
+
+def test_a_result_that_cannot_be_written_is_a_batch_item_failure(world, monkeypatch, capsys):
+    name = busy(world, f"FleetNoBucket{datetime.now(UTC):%H%M%S%f}", 100)
+    monkeypatch.setenv("FLEET_ADVISOR_BUCKET", "no-such-bucket-for-results")
+    body = json.dumps({"run_id": run_id_of(world["moment"]), "table": name})
+    answer = fleet_lambda.worker_handler({"Records": [{"messageId": "m-1", "body": body}]})
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
+    [emf] = metrics(capsys.readouterr().out)
+    assert emf["Failures"] == 1
+
+
+def test_a_report_without_a_recent_run_is_a_failure(world, capsys):
+    settings = world["settings"]
+    assert fleet_lambda.report_run(world["s3"], settings, world["moment"]) == {"Failures": 1}
+    old = world["moment"] - timedelta(minutes=settings.report_delay_minutes + 61)
+    world["s3"].put_object(
+        Bucket=settings.bucket, Key="runs/latest.json", Body=json.dumps({"run_id": run_id_of(old)})
+    )
+    assert fleet_lambda.report_run(world["s3"], settings, world["moment"]) == {"Failures": 1}
+
+
+def test_settings_round_trip_and_name_the_bad_variable():
+    settings = AdvisorSettings("bucket-1", "https://q", 7, 120, "on-demand,stock:70")
+    assert AdvisorSettings.from_env(settings.to_env()) == settings
+    assert settings.candidate_list == ["on-demand", "stock:70"]
+    env = {**settings.to_env(), "FLEET_ADVISOR_DAYS": "16"}
+    with pytest.raises(SettingsError, match="FLEET_ADVISOR_DAYS: got 16; expected a whole"):
+        AdvisorSettings.from_env(env)
+    env = {**settings.to_env(), "FLEET_ADVISOR_DAYS": "x"}
+    with pytest.raises(SettingsError, match="FLEET_ADVISOR_DAYS: got 'x'; expected a whole"):
+        AdvisorSettings.from_env(env)
+    with pytest.raises(SettingsError, match="FLEET_ADVISOR_BUCKET is not set"):
+        AdvisorSettings.from_env({})
+    assert time_of("20261122T0200Z") == datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
+    assert time_of("20261399T0200Z") is None and time_of(None) is None
