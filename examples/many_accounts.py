@@ -65,7 +65,8 @@ class Target:
 @dataclass(frozen=True)
 class Settings:
     """Where the pipeline runs, where its source is, and where it deploys. Every default
-    is a PLACEHOLDER (the 000000000000-style accounts cannot exist): deploying needs yours."""
+    is a PLACEHOLDER: put your accounts, repository and connection here (or in the
+    context) before deploying."""
 
     pipeline_account: str = "000000000000"  # PLACEHOLDER: the tooling account
     pipeline_region: str = "us-east-1"
@@ -270,7 +271,8 @@ def waves(targets: Iterable[Target]) -> dict[str, list[Target]]:
 
 
 def build_stages(scope: Construct, targets: Sequence[Target]) -> list[ScalerStage]:
-    """One stage per target, without a pipeline (each deploys with ``cdk deploy``)."""
+    """One stage per target, in ``scope``: a wave's stages, or the app's without a pipeline
+    (each then deploys with ``cdk deploy``)."""
     return [ScalerStage(scope, stage_id(t), target=t) for t in targets]
 
 
@@ -306,8 +308,7 @@ class ScalerPipelineStack(cdk.Stack):
         self.stages: list[ScalerStage] = []
         for region, targets in waves(settings.targets).items():
             wave = self.pipeline.add_wave(region)
-            for target in targets:
-                stage = ScalerStage(scope, stage_id(target), target=target)
+            for stage in build_stages(scope, targets):
                 wave.add_stage(stage)
                 self.stages.append(stage)
         self.pipeline.build_pipeline()  # now, so that what it made can be acknowledged
@@ -334,8 +335,8 @@ def build_app(settings: Settings | None = None, **app_kwargs: Any) -> cdk.App:
 
 INLINE_POLICY_REASON = (
     "CDK Pipelines writes each of its roles' grants as that role's default policy, attached "
-    "to that one role; the grants are CDK's, limited to this pipeline's buckets, key, "
-    "projects and the CDK bootstrap roles."
+    "to that one role; the grants are CDK's own, for this pipeline's buckets, keys, projects "
+    "and the CDK bootstrap roles, and their wildcards are acknowledged one by one."
 )
 
 #: Why each CDK Pipelines role may hold its wildcards, by its path under the pipeline.
@@ -343,8 +344,9 @@ ROLE_REASONS = {
     r"Pipeline/Role": "CodePipeline's role: read and write of objects (s3:GetObject*, "
     "s3:DeleteObject*, ...) in this pipeline's artifacts bucket and in its replication "
     "buckets in the other Regions, and use of their keys (kms:GenerateDataKey*, "
-    "kms:ReEncrypt*); the replication keys live in the Regions' support stacks, so CDK "
-    "grants kms on Resource::* there, and each key's policy admits this pipeline only.",
+    "kms:ReEncrypt*). The replication keys live in the Regions' support stacks and are "
+    "reached by alias, so CDK can only grant kms on Resource::*; each key's own policy "
+    "admits the tooling account and the deploy roles of that Region's target accounts.",
     r"Pipeline/Source/[^/]+/CodePipelineActionRole": "The source action's role: it writes "
     "the checked-out repository into the artifacts bucket; object-level wildcards on that "
     "bucket's objects and use of its key only.",
@@ -354,13 +356,14 @@ ROLE_REASONS = {
     r"UpdatePipeline/SelfMutation/Role": "The self-mutation project's role: its own logs and "
     "report groups, reading the artifacts, and running cdk deploy of the pipeline stack: "
     "cloudformation:DescribeStacks and s3:ListBucket have no narrower resource, and "
-    "sts:AssumeRole is limited by condition to the CDK bootstrap roles "
-    "(aws-cdk:bootstrap-role tag).",
+    "sts:AssumeRole is limited to the tooling account's roles tagged as CDK bootstrap "
+    "roles (aws-cdk:bootstrap-role: deploy, file-publishing, image-publishing).",
     r"Assets/FileRole": "The asset-publishing projects' role: CodeBuild logs and reports of "
-    "the Assets projects (named at synth), starting their builds, reading the artifacts, and "
-    "assuming the target accounts' file-publishing bootstrap roles.",
-    r"CodeBuildActionRole": "The role CodePipeline uses to start the CodeBuild actions; "
-    "CDK grants it codebuild:StartBuild on this pipeline's projects only.",
+    "the Assets projects, starting and reading their builds (CDK grants codebuild on "
+    "Resource::* here), reading the artifacts, and assuming the target accounts' "
+    "file-publishing bootstrap roles.",
+    r"CodeBuildActionRole": "The role CodePipeline uses to run the CodeBuild actions: "
+    "codebuild:StartBuild, BatchGetBuilds and StopBuild on this pipeline's projects only.",
 }
 
 BUCKET_REASON = (
