@@ -402,7 +402,7 @@ def targets(*given: Target) -> Settings:
             id="email",
         ),
         pytest.param(
-            replace(SETTINGS, pipeline_account=123456789012),
+            replace(SETTINGS, pipeline_account=123456789012),  # type: ignore[arg-type]
             "pipeline_account must be an AWS account id of exactly 12 digits, as a string "
             "(e.g. '123456789012'); got 123456789012",
             id="pipeline-account-number",
