@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from ddb_capacity_runtime.core.floorplan import MAX_RESERVE, PLAN_STEPS, FloorPlan, parse_plan
 from ddb_capacity_runtime.core.forecast import (
     LEAD_MINUTES,
-    MAX_AIM,
     MAX_ERROR,
     SPREAD_MINUTES,
     aim_for,
@@ -24,7 +23,7 @@ from ddb_capacity_runtime.core.forecast import (
     plan_floors,
     season_error,
 )
-from ddb_capacity_runtime.core.policy import capacity_units
+from ddb_capacity_runtime.core.policy import MAX_AIM, capacity_units
 from ddb_capacity_runtime.core.quota import DecreaseLedger
 from ddb_capacity_runtime.core.settings import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable

@@ -25,7 +25,7 @@ from copy import copy
 from dataclasses import dataclass
 
 from .floorplan import MAX_RESERVE, PLAN_MINUTES, PLAN_STEPS, STEP_MINUTES, FloorPlan
-from .policy import capacity_units
+from .policy import aim_for, capacity_units
 from .series import Key
 from .settings import Limits
 from .tables import Dimension, ManagedTable
@@ -68,11 +68,9 @@ SPREAD_MINUTES = 10
 #: within it (a decrease spent now would be undone by the raise, and the quota is daily).
 KEEP_MINUTES = 30
 #: While a plan is in force the dimension aims higher than its target, as far as the
-#: forecast's own error allows: 1 / (1 + error + HEADROOM), at most MAX_AIM. The headroom a
-#: target leaves is for load that comes before a raise can; a forecast that was right
-#: needs less of it.
-HEADROOM = 0.1
-MAX_AIM = 0.9
+#: forecast's own error allows: :func:`.policy.aim_for` (1 / (1 + error + HEADROOM), at
+#: most MAX_AIM). The headroom a target leaves is for load that comes before a raise can;
+#: a forecast that was right needs less of it.
 #: A fall the plan keeps a decrease for: an hour whose forecast peak is at least this much
 #: below the hour's before it.
 FALL_FRACTION = 0.2
@@ -345,13 +343,6 @@ def forecast(
     if peak is None:
         return Forecast(None, season, error, "no past season covers the window")
     return Forecast(peak, season, error, reason)
-
-
-def aim_for(error: float, target_utilization: float) -> float:
-    """The target utilization a plan aims at: never below the dimension's own, higher as the
-    forecast's error is lower, at most MAX_AIM; whole percent."""
-    aim = max(target_utilization, min(MAX_AIM, 1 / (1 + error + HEADROOM)))
-    return int(aim * 100) / 100
 
 
 def falls_ahead(

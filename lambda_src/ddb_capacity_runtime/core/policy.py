@@ -16,14 +16,21 @@ throttled              raise at once to demand / target, demand = served + refus
                        raise only past what the capacity now serves at the target
                        (no step), and those capacity cannot fix (a hot key's
                        key-range throttles: ``unfixable``) never do
-above target           raise to peak consumed / target
+above target           raise to peak consumed / aim
 provisioned > max      lower to max (quota permitting)
 sustained low          every minute of the last K ticks below target - buffer, no
                        throttle of any cause in them, no increase within the hysteresis time:
-                       lower to peak / target (min if idle), when the quota ledger
+                       lower to peak / aim (min if idle), when the quota ledger
                        allows it and the saving is worth a decrease
 otherwise              hold
 =====================  ========================================================
+
+The aim is the target, except with ``PolicyConfig.noise_aim`` (off in every mode: measured,
+it refused more wherever load jumped from a smooth level) on a dimension set by UpdateTable
+(not one under target tracking, which aims at its policy's target): there, while the settle
+span has no throttle and no unknown minute, the aim rises with how smooth the traffic was,
+as a plan's does with its forecast's error (:func:`aim_for` of the span's peak over its
+median, minus 1: up to ``MAX_AIM``). Raises for throttles are always sized at the target.
 
 All results are clamped to [min, max].
 """
@@ -53,6 +60,12 @@ HOLD, INCREASE, DECREASE = Action.HOLD, Action.INCREASE, Action.DECREASE
 SETTLE_QUANTILE = 2 / 3
 #: The autopilot makes no raise smaller than this (of the capacity) while not throttled.
 SMALL_RAISE = 0.1
+#: The autopilot aims higher than its target where load has been predictable (a plan's
+#: forecast was right, or the traffic was smooth): 1 / (1 + error + HEADROOM), at most
+#: MAX_AIM (:func:`aim_for`). The headroom a target leaves is for load that comes before a
+#: raise can; load that was predictable needs less of it.
+HEADROOM = 0.1
+MAX_AIM = 0.9
 
 
 @dataclass(frozen=True)
@@ -83,6 +96,10 @@ class PolicyConfig:
         (``SETTLE_QUANTILE``) of the last ``settle_minutes``, at the target, so load that
         comes and goes is not given back between its peaks, while a burst shorter than a
         third of the span is. 0 (the default): no such bound.
+    :param noise_aim: on a dimension set by UpdateTable, aim above the target as far as the
+        traffic's noise over the settle span (``settle_minutes``, else
+        ``scale_down_minutes``) allows, while that span has no throttle and no unknown
+        minute (:func:`noise_aim`). Default False.
     """
 
     target_utilization: float = 0.7
@@ -98,6 +115,7 @@ class PolicyConfig:
     large_saving_fraction: float = 0.5
     autopilot: bool = False
     settle_minutes: int = 0
+    noise_aim: bool = False
 
 
 @direct_init
@@ -154,7 +172,10 @@ def autopilot_config(target_utilization: float = 0.7) -> PolicyConfig:
     last raise, so a burst's capacity is not paid for long after it, but never below the
     load of two minutes in three of the last half hour, so noisy load is not given back
     between its peaks (the decrease quota and the saving rules still decide whether a
-    decrease is worth it). Its forecast's plan comes from :mod:`.forecast`."""
+    decrease is worth it). Its forecast's plan comes from :mod:`.forecast`. It aims at the
+    target outside a plan: :func:`noise_aim` is off (``noise_aim``, measured by
+    ``benchmarks/noise_headroom.py``, refused more on every load that jumps from a smooth
+    level)."""
     return PolicyConfig(
         target_utilization=target_utilization,
         autopilot=True,
@@ -172,6 +193,44 @@ def capacity_units(value: float) -> int:
     return math.ceil(round(value, 6))  # (round is slow, and each tick sizes many raises)
 
 
+def aim_for(error: float, target_utilization: float) -> float:
+    """The target utilization to aim at when load may exceed what was foreseen by ``error``
+    (relative; a plan's forecast error, or the traffic's :func:`noise`): never below
+    ``target_utilization``, higher as the error is lower, at most MAX_AIM; whole percent."""
+    aim = max(target_utilization, min(MAX_AIM, 1 / (1 + error + HEADROOM)))
+    return int(aim * 100) / 100
+
+
+def noise(consumed: Sequence[float]) -> float:
+    """The traffic's noise over ``consumed``: its peak over its median, minus 1 (0 for a
+    flat load); infinite when the median is not above 0 (idle, or mostly so)."""
+    ordered = sorted(consumed)
+    n = len(ordered)
+    if not n:
+        return math.inf
+    median = (ordered[(n - 1) // 2] + ordered[n // 2]) / 2
+    return ordered[-1] / median - 1 if median > 0 else math.inf
+
+
+def noise_aim(state: DimensionState, config: PolicyConfig, target: float) -> float:
+    """The aim of a dimension the autopilot sets by UpdateTable (``config.noise_aim``):
+    :func:`aim_for` of the traffic's :func:`noise` over the settle span, while every minute
+    of that span is known, none is throttled (by any cause) and the tick's calls answered;
+    else ``target``. A throttled minute's consumption is capped, so it looks smooth:
+    throttles keep the target's headroom, as unknown data does."""
+    span = config.settle_minutes or config.scale_down_minutes
+    consumed, throttles = state.consumed, state.throttles
+    if (
+        not config.noise_aim
+        or state.unknown_minutes
+        or not state.decreases_allowed
+        or len(consumed) < span
+        or any(t != 0 for t in throttles[-span:])  # a NaN counts as a throttle
+    ):
+        return target
+    return aim_for(noise(consumed[-span:]), target)
+
+
 def _clamp(value: float, state: DimensionState) -> int:
     # max(min, min(max, units)) as conditionals: Python's min and max of two cost more, and
     # a tick decides every dimension (the same on a tie)
@@ -180,10 +239,13 @@ def _clamp(value: float, state: DimensionState) -> int:
     return int(units if units > state.min_capacity else state.min_capacity)
 
 
-def decide(state: DimensionState, config: PolicyConfig = PolicyConfig()) -> Decision:
+def decide(
+    state: DimensionState, config: PolicyConfig = PolicyConfig(), *, tracked: bool = False
+) -> Decision:
     """Decide one dimension: the first rule of :data:`RULES` (the module docstring's table,
-    in order) that decides, else hold."""
-    view = _View(state, config)
+    in order) that decides, else hold. ``tracked``: the dimension is under target tracking,
+    which aims at its own policy's target (the state's): no :func:`noise_aim`."""
+    view = _View(state, config, tracked)
     for rule in RULES:
         decision = rule(view)
         if decision is not None:
@@ -200,6 +262,7 @@ class _View:
         "config",
         "now",
         "target",
+        "aim",
         "provisioned",
         "consumed",
         "throttles",
@@ -208,12 +271,18 @@ class _View:
         "since",
     )
 
-    def __init__(self, state: DimensionState, config: PolicyConfig) -> None:
+    def __init__(self, state: DimensionState, config: PolicyConfig, tracked: bool = False) -> None:
         consumed, throttles = state.consumed, state.throttles
         self.state = state
         self.config = config
         self.now: datetime = utc(state.now)
         self.target: float = state.target_utilization or config.target_utilization
+        # what raises above target and decreases size by: the target, or the noise's aim
+        self.aim: float = (
+            noise_aim(state, config, self.target)
+            if config.noise_aim and not tracked
+            else self.target
+        )
         self.provisioned: int = state.provisioned
         # the rules only read them: a list is kept as it is, any other sequence copied
         self.consumed: list[float] = consumed if type(consumed) is list else list(consumed)
@@ -297,18 +366,19 @@ def _throttled(v: _View) -> Decision | None:
 
 
 def _above_target(v: _View) -> Decision | None:
-    """Above target: raise to peak consumed / target (the autopilot makes no small raise)."""
+    """Above the aim: raise to peak consumed / aim (the autopilot makes no small raise)."""
     recent = v.consumed[-v.config.recent_minutes :]
     recent_peak = max(recent) if recent else 0.0
-    if recent_peak <= v.provisioned * v.target:
+    aim = v.aim
+    if recent_peak <= v.provisioned * aim:
         return None
-    wanted = _clamp(recent_peak / v.target, v.state)
+    wanted = _clamp(recent_peak / aim, v.state)
     if v.config.autopilot and v.provisioned < wanted < v.provisioned * (1 + SMALL_RAISE):
         # not throttled: a small raise is not worth the update slot it takes, in which a
         # larger one that may be coming would have to wait
         return v.decision(v.provisioned, f"above target by less than a step ({wanted})")
     if wanted > v.provisioned:
-        return v.decision(wanted, f"above target: peak {recent_peak:.1f}/s > {v.target:.0%}")
+        return v.decision(wanted, f"above target: peak {recent_peak:.1f}/s > {aim:.0%}")
     return None
 
 
@@ -334,24 +404,26 @@ def _above_max(v: _View) -> Decision | None:
 
 
 def _sustained_low(v: _View) -> Decision | None:
-    """Sustained low: every minute of the last K ticks below target - buffer: lower to
-    peak / target (min if idle; never below the settle span's load nor what the forecast
+    """Sustained low: every minute of the last K ticks below aim - buffer: lower to
+    peak / aim (min if idle; never below the settle span's load nor what the forecast
     needs soon), when :func:`_decrease` allows it. None: within target."""
-    config, state = v.config, v.state
+    config, state, aim = v.config, v.state, v.aim
     # finished minutes only: a minute CloudWatch may still be adding to reads low
     done = v.consumed[: len(v.consumed) - state.fresh] if state.fresh else v.consumed
     window = done[-config.scale_down_minutes :]
     if len(window) < config.scale_down_minutes:
         return v.decision(v.provisioned, "not enough history to decrease")
     peak = max(window)
-    if peak >= v.provisioned * (v.target - config.buffer):
+    if peak >= v.provisioned * (aim - config.buffer):
         return None
     if config.settle_minutes:
         span = sorted(done[-config.settle_minutes :])
         settled = span[int(SETTLE_QUANTILE * (len(span) - 1))]
         peak = settled if settled > peak else peak  # max(peak, settled)
-    candidate = _clamp(peak / v.target, state) if peak > 0 else state.min_capacity
-    why = "idle" if peak == 0 else f"sustained below {v.target - config.buffer:.0%}"
+    candidate = _clamp(peak / aim, state) if peak > 0 else state.min_capacity
+    why = "idle" if peak == 0 else f"sustained below {aim - config.buffer:.0%}"
+    if aim > v.target and peak > 0:
+        why = f"{why}, aiming at {aim:.0%} (smooth traffic)"
     if state.keep > candidate:
         if state.keep >= v.provisioned:
             return v.decision(v.provisioned, f"no decrease: the forecast needs {state.keep} soon")
@@ -451,7 +523,7 @@ def decide_scalable_min(
     hysteresis time has passed, the base minimum is restored and auto scaling scales in
     by its own rules. The result is never below the base minimum.
     """
-    d = decide(state, config)
+    d = decide(state, config, tracked=True)
     if d.action == INCREASE and d.capacity > current_min:
         return Decision(d.capacity, f"raise min: {d.reason}", INCREASE, d.throttles_seen)
     if state.min_capacity > current_min:  # a forecast floor above the target's minimum

@@ -89,6 +89,9 @@ class Spec:
     with_stock: bool = False
     lumped: bool = False  # throttle-aware / autopilot: throttles read without their causes
     owned: bool = False  # autopilot on stock: the scaler owns target tracking's target value
+    #: the autopilot's noise aim (PolicyConfig.noise_aim) on or off; None: the mode's own.
+    #: Not written on the command line: a benchmark measures the policy with and without it
+    noise_aim: bool | None = None
 
 
 def _target(text: str, number: str, option: str) -> int:
@@ -310,6 +313,7 @@ class ThrottleAware:
         autopilot: bool = False,
         causes: bool = True,
         own_target: bool = False,
+        noise_aim: bool | None = None,
     ) -> None:
         #: The fast path's signals function, when the model has one (``fast_path_seconds``).
         self.fast = FastPath(params) if params.fast_path_seconds is not None else None
@@ -322,16 +326,18 @@ class ThrottleAware:
         #: it owns stock target tracking's target value (the scaler's ``own_target``)
         self.own_target = own_target and stock is not None and autopilot
         self.target = target_percent / 100
+        policy = settings.for_mode(
+            settings.Mode.AUTOPILOT if autopilot else settings.Mode.REACTIVE, tick, self.target
+        )  # the Lambda's own policy for this mode and tick
+        if noise_aim is not None:
+            policy = replace(policy, noise_aim=noise_aim)
         self.config = ScalerConfig(
             tables=(SIMULATED_TABLE,),
             tag_key=None,
             default_min=params.min_capacity,
             default_max=params.max_capacity,
             tick_minutes=tick,
-            # the Lambda's own policy for this mode and tick
-            policy=settings.for_mode(
-                settings.Mode.AUTOPILOT if autopilot else settings.Mode.REACTIVE, tick, self.target
-            ),
+            policy=policy,
         )
         self.base_min: dict[Key, int] = {}
         self.decisions = 0

@@ -134,6 +134,7 @@ def build(
         autopilot=spec.kind == "autopilot",
         causes=not spec.lumped,
         own_target=spec.owned,
+        noise_aim=spec.noise_aim,
     )
 
 
