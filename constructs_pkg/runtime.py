@@ -1,13 +1,16 @@
 """Runs in: CDK app (synth time).
 
 The Lambda side shared by every function this library deploys: the asset (run-time
-code only), the newest Python runtime this aws-cdk-lib knows, and an explicit log group;
-and the state store table the run-time keeps its state in."""
+code only; the fleet advisor's functions have a second asset, :func:`advisor_code`, with
+the tools and their pure-Python dependencies), the newest Python runtime this aws-cdk-lib
+knows, and an explicit log group; and the state store table the run-time keeps its state
+in."""
 
 from __future__ import annotations
 
 import atexit
 import functools
+import importlib
 import re
 import shutil
 import tempfile
@@ -63,6 +66,32 @@ def staged_runtime() -> Path:
     return root
 
 
+#: The advisor asset's packages: the run-time, the tools (the simulator, ``advise``, the
+#: fleet report) and the pure-Python packages the tools import (cronsim for schedules,
+#: tzdata for time zones where the Lambda image has no zoneinfo database). boto3 and
+#: botocore come with Lambda's Python runtime.
+ADVISOR_PACKAGES = ("ddb_capacity_runtime", "ddb_capacity_tools", "cronsim", "tzdata")
+
+
+@functools.cache
+def staged_advisor() -> Path:
+    """A folder holding a copy of :data:`ADVISOR_PACKAGES` and nothing else (no caches),
+    each found through its import; removed when the process ends. No Docker: every
+    package is pure Python, copied as installed."""
+    root = Path(tempfile.mkdtemp(prefix="ddb-capacity-advisor-asset-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    for name in ADVISOR_PACKAGES:
+        module = importlib.import_module(name)
+        source = Path(str(module.__file__)).resolve().parent
+        shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return root
+
+
+def advisor_code() -> lambda_.Code:
+    """The fleet advisor's asset: :data:`ADVISOR_PACKAGES` (no aws_cdk, no tests)."""
+    return lambda_.Code.from_asset(str(staged_advisor()))
+
+
 def runtime_code() -> lambda_.Code:
     """The asset: the ``ddb_capacity_runtime`` package alone (no aws_cdk, no tools, no
     tests, no examples)."""
@@ -94,8 +123,10 @@ def runtime_function(
     environment: dict[str, str] | None = None,
     configured_by_environment: bool = True,
     reserved_concurrent_executions: int | None = None,
+    code: lambda_.Code | None = None,
 ) -> tuple[lambda_.Function, iam.ManagedPolicy]:
-    """An arm64 function on the run-time asset, with its own role and log group.
+    """An arm64 function on the run-time asset (or ``code``), with its own role and log
+    group.
 
     The role carries no AWS managed policy and no inline policy: one customer-managed
     policy (returned) lets it write to its own log group; callers add what the function
@@ -116,7 +147,7 @@ def runtime_function(
         id,
         runtime=latest_python_runtime(),
         architecture=lambda_.Architecture.ARM_64,
-        code=runtime_code(),
+        code=code or runtime_code(),
         handler=handler,
         description=description,
         timeout=timeout,
@@ -384,6 +415,13 @@ def scheduled_function(
             )
         ],
     )
+    acknowledge_control_plane_function(function, calls)
+    return ScheduledFunction(function, policy, queue, rule)
+
+
+def acknowledge_control_plane_function(function: lambda_.Function, calls: str) -> None:
+    """The findings a function that reaches only AWS APIs (``calls`` names them) is
+    acknowledged for: no tracing, no VPC."""
     reasons = {
         "Serverless-LambdaTracing": "Each run logs JSON lines (and EMF metrics where it "
         "publishes any); tracing would add cost and an X-Ray wildcard permission.",
@@ -395,7 +433,6 @@ def scheduled_function(
     }
     for finding, reason in reasons.items():
         acknowledge(function, finding, reason)
-    return ScheduledFunction(function, policy, queue, rule)
 
 
 def _dead_letter_queue(scope: Construct, description: str) -> sqs.Queue:

@@ -8,12 +8,19 @@ import csv
 import io
 import json
 import re
+from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import pytest
 
 from ddb_capacity_tools import fleet
+from ddb_capacity_tools.advise import Advice, Setup, advise_trace
 from ddb_capacity_tools.fleet import COLUMNS, ReportError, destination
+from ddb_capacity_tools.fleet_current import Current
+from ddb_capacity_tools.simulator import ModelParams
+from ddb_capacity_tools.simulator.ensemble import settings_of
+from ddb_capacity_tools.simulator.trace import Trace
 
 
 def advised(
@@ -143,3 +150,35 @@ def test_a_bad_destination_is_named(given, message):
 def test_destinations():
     assert destination("s3://my-bucket/a/b/") == fleet.Destination("a/b", "my-bucket")
     assert destination("out/dir") == fleet.Destination("out/dir")
+
+
+def test_current_settings_the_simulator_cannot_run_are_unknown_and_the_table_advised():
+    """A table's advice stands when its current settings cannot be placed (here fixed
+    capacity above the model's maximum); they are unknown, with the reason."""
+    trace = Trace(
+        "t",
+        datetime(2026, 1, 1, tzinfo=UTC),
+        {(None, "read"): [50.0] * 240, (None, "write"): [20.0] * 240},
+    )
+    setup = Setup(
+        1,
+        None,
+        partial(settings_of, "plausible", ModelParams()),
+        ModelParams(),
+        ["on-demand"],
+        workers=1,
+        current=True,
+    )
+    too_big = Current({(None, "read"): "fixed:99999", (None, "write"): "fixed:10"})
+    advice = advise_trace(trace, "Orders", None, setup, lambda keys: too_big)
+    assert isinstance(advice, Advice) and advice.current_figures is None
+    assert advice.current is not None and not advice.current.known
+    assert "fixed:99999 (read); fixed:10 (write): PolicyError" in advice.current.reason
+    [row] = fleet.build([advice], {}).rows
+    assert row.status == "advised" and row.current == "unknown" and row.usd_saved_per_month is None
+    # and settings it can run: two groups placed apart and added
+    mixed = Current({(None, "read"): "fixed:100", (None, "write"): "stock:70"})
+    placed = advise_trace(trace, "Orders", None, setup, lambda keys: mixed)
+    assert isinstance(placed, Advice) and placed.current_figures is not None
+    assert placed.current_figures.policy == "fixed:100 (read); stock:70 (write)"
+    assert placed.current_figures.cost > 0

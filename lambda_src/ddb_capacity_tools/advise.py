@@ -292,7 +292,12 @@ def advise_trace(
     if not setup.current:
         return advice
     now = current(list(trace.demand))
-    figures = current_figures(now, trace, placed, settings, setup.prices, setup.tick, setup.workers)
+    try:
+        figures = current_figures(
+            now, trace, placed, settings, setup.prices, setup.tick, setup.workers
+        )
+    except Exception as exc:  # settings the simulator cannot run are unknown, not a failure
+        now, figures = Current({}, f"{now.label}: {describe_error(exc)}"), None
     return replace(
         advice, current=now, current_figures=None if figures is None else _scaled(figures, scale)
     )

@@ -111,12 +111,14 @@ def read_current(
         target = targets.get((resource_id(table, index), scalable_dimension(index, dimension)))
         where = key_label((index, dimension))
         if target is None:
-            units = _units(
-                _provisioned(description, index).get(f"{dimension.capitalize()}CapacityUnits"),
-                max_capacity,
-            )
+            given = _provisioned(description, index).get(f"{dimension.capitalize()}CapacityUnits")
+            units = _units(given, max_capacity)
             if units is None:
-                return Current({}, f"{where}: provisioned units not a whole number from 1")
+                return Current(
+                    {},
+                    f"{where}: provisioned units {given!r}, not a whole number from 1 to "
+                    f"{max_capacity} (the model's maximum capacity)",
+                )
             policies[(index, dimension)] = f"fixed:{units}"
             continue
         percent = target.target_percent

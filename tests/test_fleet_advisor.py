@@ -1,0 +1,266 @@
+"""FleetAdvisor as a template: the bucket, the queues, the three functions on the advisor
+asset, the schedules, the event source, least-privilege IAM statement by statement, the
+alarms; synthesized under the five cdk-nag packs (an unacknowledged finding fails synth),
+cfn-lint clean; bad props refused with the prop, the value and what is allowed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import Duration
+from aws_cdk import aws_events as events
+from aws_cdk.assertions import Match, Template
+
+from constructs_pkg import apply_nag_packs
+from constructs_pkg.fleet_advisor import FleetAdvisor
+from constructs_pkg.runtime import staged_advisor
+from ddb_capacity_tools.fleet_settings import AdvisorSettings
+
+HANDLERS = {
+    f"ddb_capacity_tools.fleet_lambda.{h}_handler": h for h in ("lister", "worker", "report")
+}
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, Path]:
+    """A stack with a FleetAdvisor (the 05:30 UTC lister, a 2-hour delay), synthesized
+    under the five packs: synth raises on any unacknowledged finding."""
+    outdir = tmp_path_factory.mktemp("fleet")
+    app = cdk.App(outdir=str(outdir))
+    stack = cdk.Stack(app, "Fleet")
+    FleetAdvisor(
+        stack,
+        "Advisor",
+        schedule=events.CronOptions(minute="30", hour="23"),
+        report_delay=Duration.hours(2),
+        max_concurrency=25,
+        candidates=["on-demand", "autopilot:70"],
+    )
+    apply_nag_packs(app)
+    app.synth()
+    return Template.from_stack(stack), outdir
+
+
+def functions(template: Template) -> dict[str, dict[str, Any]]:
+    found = template.find_resources("AWS::Lambda::Function")
+    return {HANDLERS[f["Properties"]["Handler"]]: f for f in found.values()}
+
+
+def statements_of(template: Template, role: str) -> dict[str, dict[str, Any]]:
+    """The statements (by Sid) of the managed policies attached to ``role`` (a logical id)."""
+    out = {}
+    for policy in template.find_resources("AWS::IAM::ManagedPolicy").values():
+        if {"Ref": role} in policy["Properties"].get("Roles", []):
+            for s in policy["Properties"]["PolicyDocument"]["Statement"]:
+                out[s["Sid"]] = s
+    return out
+
+
+def test_three_functions_on_the_advisor_asset_with_one_settings_contract(synthesized):
+    template, outdir = synthesized
+    found = functions(template)
+    assert set(found) == {"lister", "worker", "report"}
+    for f in found.values():
+        props = f["Properties"]
+        assert props["Architectures"] == ["arm64"]
+        env = props["Environment"]["Variables"]
+        assert set(env) == set(AdvisorSettings("b").to_env())
+        assert env["FLEET_ADVISOR_CANDIDATES"] == "on-demand,autopilot:70"
+        assert env["FLEET_ADVISOR_REPORT_DELAY_MINUTES"] == "120"
+    assert found["worker"]["Properties"]["Timeout"] == 900
+    assert found["worker"]["Properties"]["MemorySize"] == 1769
+    # the asset holds the two packages and the tools' pure-Python dependencies, no more
+    staged = sorted(p.name for p in staged_advisor().iterdir())
+    assert staged == ["cronsim", "ddb_capacity_runtime", "ddb_capacity_tools", "tzdata"]
+    assert not list(staged_advisor().rglob("__pycache__"))
+
+
+def test_the_advisor_asset_imports_nothing_outside_it_but_lambdas_own(tmp_path):
+    """The handlers import, from a fresh interpreter, only the asset's packages, the
+    standard library, and boto3 with its dependencies (which Lambda's runtime has)."""
+    script = (
+        "import sys, json\n"
+        "import ddb_capacity_tools.fleet_lambda\n"
+        "top = {m.split('.')[0] for m in sys.modules if not m.startswith('_')}\n"
+        "print(json.dumps(sorted(top - set(sys.stdlib_module_names))))\n"
+    )
+    import boto3
+
+    boto_site = str(Path(boto3.__file__).resolve().parents[1])
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-S",
+            "-c",
+            f"import sys; sys.path[:0] = [{str(staged_advisor())!r}, {boto_site!r}]\n" + script,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    imported = set(json.loads(out))
+    lambdas_own = {"boto3", "botocore", "jmespath", "dateutil", "urllib3", "s3transfer", "six"}
+    assert imported - lambdas_own <= {"ddb_capacity_runtime", "ddb_capacity_tools", "cronsim"}
+
+
+def test_schedules_queue_and_event_source(synthesized):
+    template, _ = synthesized
+    rules = template.find_resources("AWS::Events::Rule")
+    crons = sorted(r["Properties"]["ScheduleExpression"] for r in rules.values())
+    # the lister at 23:30 UTC, the report 2 hours later: 01:30 the next day
+    assert crons == ["cron(30 1 * * ? *)", "cron(30 23 * * ? *)"]
+    template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "BatchSize": 1,
+            "ScalingConfig": {"MaximumConcurrency": 25},
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+        },
+    )
+    template.has_resource_properties(
+        "AWS::SQS::Queue",
+        {
+            "VisibilityTimeout": 1800,
+            "RedrivePolicy": {"maxReceiveCount": 3, "deadLetterTargetArn": Match.any_value()},
+            "SqsManagedSseEnabled": True,
+        },
+    )
+    template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "PublicAccessBlockConfiguration": {
+                "BlockPublicAcls": True,
+                "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True,
+                "RestrictPublicBuckets": True,
+            },
+            "BucketEncryption": Match.object_like({}),
+            "LifecycleConfiguration": {
+                "Rules": [Match.object_like({"ExpirationInDays": 90, "Status": "Enabled"})]
+            },
+        },
+    )
+    policy = next(iter(template.find_resources("AWS::S3::BucketPolicy").values()))
+    [deny] = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {
+        "Bool": {"aws:SecureTransport": "false"}
+    }
+
+
+def test_each_function_may_do_its_part_only(synthesized):
+    template, _ = synthesized
+    roles = {
+        name: f["Properties"]["Role"]["Fn::GetAtt"][0] for name, f in functions(template).items()
+    }
+    actions = {
+        name: {
+            sid: sorted(s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+            for sid, s in statements_of(template, role).items()
+        }
+        for name, role in roles.items()
+    }
+    logs = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    dead = ["sqs:SendMessage"]
+    assert actions["lister"] == {
+        "WriteOwnLogs": logs,
+        "DeadLetters": dead,
+        "ListTables": ["dynamodb:ListTables"],
+        "SendTables": ["sqs:SendMessage"],
+        "WriteManifest": ["s3:PutObject"],
+    }
+    assert actions["worker"] == {
+        "WriteOwnLogs": logs,
+        "ReceiveTables": [
+            "sqs:ChangeMessageVisibility",
+            "sqs:DeleteMessage",
+            "sqs:GetQueueAttributes",
+            "sqs:ReceiveMessage",
+        ],
+        "ReadMetrics": ["cloudwatch:GetMetricData"],
+        "DescribeTables": ["dynamodb:DescribeTable"],
+        "ReadAutoScaling": [
+            "application-autoscaling:DescribeScalableTargets",
+            "application-autoscaling:DescribeScalingPolicies",
+        ],
+        "WriteResults": ["s3:PutObject"],
+    }
+    assert actions["report"] == {
+        "WriteOwnLogs": logs,
+        "DeadLetters": dead,
+        "ReadRuns": ["s3:GetObject", "s3:PutObject"],
+        "ListRuns": ["s3:ListBucket"],
+    }
+    worker = statements_of(template, roles["worker"])
+    [results] = worker["WriteResults"]["Resource"]["Fn::Join"][1][-1:]
+    assert results == "/runs/*/tables/*"  # its result objects only, not the reports
+    lister = statements_of(template, roles["lister"])
+    assert lister["WriteManifest"]["Resource"]["Fn::Join"][1][-1] == "/runs/*"
+    report = statements_of(template, roles["report"])
+    assert report["ListRuns"]["Condition"] == {"StringLike": {"s3:prefix": ["runs/*"]}}
+    for role in roles.values():  # nothing inline, nothing AWS-managed
+        props = template.find_resources("AWS::IAM::Role")[role]["Properties"]
+        assert "ManagedPolicyArns" not in props and "Policies" not in props
+
+
+def test_alarms_on_dead_letters_failures_and_missing_tables(synthesized):
+    template, _ = synthesized
+    alarms = template.find_resources("AWS::CloudWatch::Alarm").values()
+    watched = {a["Properties"].get("MetricName"): a["Properties"] for a in alarms}
+    assert set(watched) == {
+        "ApproximateNumberOfMessagesVisible",
+        "Failures",
+        "TablesFailed",
+        "TablesMissing",
+    }
+    for props in watched.values():
+        assert props["Threshold"] == 1 and len(props["AlarmActions"]) == 1
+        assert props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert watched["TablesMissing"]["Namespace"] == "DynamoDBCapacity/FleetAdvisor"
+    template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
+
+
+def test_cfn_lint_finds_no_errors(synthesized):
+    _, outdir = synthesized
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "cfn-lint"), str(outdir / "Fleet.template.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode & 2 == 0, result.stdout  # 2 = errors (4 = warnings)
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        (
+            {"schedule": events.CronOptions(minute="0", hour="2", week_day="MON")},
+            "schedule: got week_day='MON'; expected a daily time: minute and hour only",
+        ),
+        (
+            {"schedule": events.CronOptions(minute="*/5", hour="2")},
+            "schedule.minute: got '*/5'; expected a whole number from 0 to 59",
+        ),
+        (
+            {"report_delay": Duration.minutes(5)},
+            "report_delay: got 5 minutes; expected 15 minutes to 23 hours",
+        ),
+        ({"max_concurrency": 1}, "max_concurrency: got 1; expected a whole number from 2 to 1,000"),
+        ({"days": 16}, "days: got 16; expected a whole number from 1 to 15"),
+        ({"candidates": ["oracle"]}, "candidates: got 'oracle'; expected stock:T"),
+        ({"candidates": ["stock:95"]}, "candidates 'stock:95': target utilization 95"),
+    ],
+)
+def test_bad_props_are_refused_with_the_prop_and_the_value(props, message):
+    stack = cdk.Stack(cdk.App(), "Bad")
+    with pytest.raises(ValueError) as caught:
+        FleetAdvisor(stack, "Advisor", **props)
+    assert "FleetAdvisor Bad/Advisor: " + message in str(caught.value)
