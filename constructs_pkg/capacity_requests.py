@@ -592,7 +592,7 @@ class CapacityRequests(Construct):
             )
         for name, value in self.environment.items():
             if name != STORE_ENV:  # the store's name follows use_state_store
-                scaler.function.add_environment(name, value)
+                scaler.add_environment(name, value)
         scaler.use_state_store(self.hold_store)
 
     def _unconnected_scalers(self) -> list[str]:

@@ -23,9 +23,12 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import DIMENSIONS, SCALER_TAGS, TARGET_TAG
 from ddb_capacity_runtime.core.settings import (
     CONSTRUCT_SETTINGS,
+    DEFAULT_SHARD_ABOVE_TABLES,
+    DEFAULT_TABLES_PER_BATCH,
     DEFAULT_TICK_MINUTES,
     MODES,
     SETTINGS_BY_KEY,
+    SHARDING_SETTINGS,
     OverrideError,
     ScalerConfig,
     for_mode,
@@ -33,6 +36,7 @@ from ddb_capacity_runtime.core.settings import (
 from ddb_capacity_runtime.requests.holds import shown
 from ddb_capacity_runtime.requests.store import STORE_ENV
 
+from .batches import CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY, BatchPath, batch_path
 from .compliance import acknowledge
 from .runtime import (
     SCALABLE_TARGETS_FINDING,
@@ -103,6 +107,19 @@ class ThrottleAwareScaler(Construct):
         forecast allows. Autopilot mode only. CloudFormation keeps the configured value, so
         drift detection reports the policy while a plan is in force (docs: Autopilot,
         "Owning the target value"). Default False.
+    :param sharded: deploy the batch path of a sharded tick: an SQS queue (child
+        ``BatchQueue``) and a batch function (child ``BatchFunction``) with its alarms. A
+        tick that finds more than ``shard_above_tables`` tables then sends them in batches
+        to the queue, and the batch function ticks each batch on its own, before the next
+        tick (docs: Fleet scale). Default False: one invocation ticks every table (about
+        1,500 within a 2-minute tick); above ``shard_above_tables`` it logs
+        ``shard-advised``.
+    :param shard_above_tables: with ``sharded``, the table count above which a tick is
+        sharded, from 1 to 1,000,000. Default 1,000.
+    :param tables_per_batch: with ``sharded``, tables in a batch, from 1 to 1,000. Default
+        125 (with 2 GSIs each, 1,500 metric queries: 3 full GetMetricData calls).
+    :param batch_concurrency: with ``sharded``, batches ticked at once (the event source's
+        maximum concurrency), from 2 to 1,000. Default 10.
 
     The scaler keeps its run-time state (the configured minimum of a dimension it holds
     raised, the autopilot's plans) in ``state_store``, a small on-demand table (child
@@ -130,25 +147,23 @@ class ThrottleAwareScaler(Construct):
         updating_for_ticks: int = DEFAULT_UPDATING_TICKS,
         hot_key_for: Duration = DEFAULT_HOT_KEY_FOR,
         own_target: bool = False,
+        sharded: bool = False,
+        shard_above_tables: int | None = None,
+        tables_per_batch: int | None = None,
+        batch_concurrency: int | None = None,
     ) -> None:
         super().__init__(scope, id)
         self._where = f"ThrottleAwareScaler {self.node.path}"
         tick_minutes = self._validate_props(tick, mode, updating_for_ticks, tag_key)
+        *sharding, concurrency = self._validate_sharding(
+            sharded, shard_above_tables, tables_per_batch, batch_concurrency
+        )
         given = table_list(self._where, tables)
-        self._tick, self._throttled_for = tick, throttled_for
+        self._tick, self._throttled_for, self.tag_key = tick, throttled_for, tag_key
         self._hot_key_ticks = self._validate_hot_key_for(hot_key_for)
         self._init_tables(self._validate_own_target(own_target, mode))
-        self.tag_key, self.tag_value = tag_key, tag_value
-        #: Where the run-time state lives (conditional writes only): the scaler's own
-        #: ``StateStore``, or a connected CapacityRequests' hold store.
-        self.state_store: dynamodb.ITable = state_store_table(
-            self,
-            "StateStore",
-            contents="table names, capacity units and forecast plans",
-            backup_reason="The scaler's state store keeps the configured minimum of each "
-            "dimension it holds raised, and the autopilot's plans; point-in-time recovery "
-            "covers it, and a lost plan is made again within the hour.",
-        )
+        self.tag_value = tag_value
+        self.state_store: dynamodb.ITable = self._own_state_store()
         self.topic = topic or alarm_topic(self, "DynamoDB capacity scaler alarms")
         self._render_function(
             ScalerConfig(
@@ -157,8 +172,11 @@ class ThrottleAwareScaler(Construct):
                 dry_run=dry_run,
                 tick_minutes=tick_minutes,
                 namespace=NAMESPACE,
+                shard_above_tables=sharding[0],
+                tables_per_batch=sharding[1],
                 policy=for_mode(mode, tick_minutes),
-            )
+            ),
+            sharded and concurrency,
         )
         self._grant_static()
         if tag_key:
@@ -204,6 +222,50 @@ class ThrottleAwareScaler(Construct):
             )
         return int(seconds // 60)
 
+    def _own_state_store(self) -> dynamodb.ITable:
+        """Where the run-time state lives (conditional writes only), ``state_store``: the
+        scaler's own ``StateStore``, until it is connected to a CapacityRequests' hold
+        store."""
+        return state_store_table(
+            self,
+            "StateStore",
+            contents="table names, capacity units and forecast plans",
+            backup_reason="The scaler's state store keeps the configured minimum of each "
+            "dimension it holds raised, and the autopilot's plans; point-in-time recovery "
+            "covers it, and a lost plan is made again within the hour.",
+        )
+
+    def _validate_sharding(
+        self, sharded: object, above: object, per_batch: object, concurrency: object
+    ) -> tuple[int, int, int]:
+        """The sharding props checked (the Lambda checks the first two again); returns
+        them with their defaults."""
+        if not isinstance(sharded, bool):
+            raise CapacityConfigError(
+                f"{self._where}: sharded must be True or False; got {shown(sharded)}"
+            )
+        checks = (
+            ("shard_above_tables", above, 1, 1_000_000, DEFAULT_SHARD_ABOVE_TABLES),
+            ("tables_per_batch", per_batch, 1, 1_000, DEFAULT_TABLES_PER_BATCH),
+            ("batch_concurrency", concurrency, *CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY),
+        )
+        out = []
+        for name, value, low, high, default in checks:
+            if value is not None and not sharded:
+                raise CapacityConfigError(
+                    f"{self._where}: {name} applies to a sharded tick only; got {shown(value)} "
+                    "without sharded=True"
+                )
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
+            ):
+                raise CapacityConfigError(
+                    f"{self._where}: {name} must be a whole number from {low:,} to {high:,}; "
+                    f"got {shown(value)}"
+                )
+            out.append(default if value is None else value)
+        return out[0], out[1], out[2]
+
     def _init_tables(self, own_target: bool) -> None:
         """What the tables added will fill in: the tables, their overrides, the statements
         that grow with them, and (``own_target``) the target values the autopilot owns."""
@@ -245,8 +307,9 @@ class ThrottleAwareScaler(Construct):
             )
         return math.ceil(seconds / tick)
 
-    def _render_function(self, settings: ScalerConfig) -> None:
-        """The scheduled function, configured by ``settings`` and its state store."""
+    def _render_function(self, settings: ScalerConfig, batch_concurrency: int | bool) -> None:
+        """The scheduled function, configured by ``settings`` and its state store; with a
+        ``batch_concurrency``, the batch path of a sharded tick too (and its settings)."""
         scheduled = scheduled_function(
             self,
             handler="ddb_capacity_runtime.scaler.handler.lambda_handler",
@@ -258,12 +321,32 @@ class ThrottleAwareScaler(Construct):
         )
         self.function, self.policy = scheduled.function, scheduled.policy
         self.dead_letter_queue, self.rule = scheduled.dead_letter_queue, scheduled.rule
-        for name, value in settings.to_env(CONSTRUCT_SETTINGS).items():
-            self.function.add_environment(name, value)
-        self.function.add_environment(STORE_ENV, Lazy.string(_StoreName(self)))
+        #: The batch queue and function of a sharded tick; None unless ``sharded``.
+        self.batches: BatchPath | None = None
+        if batch_concurrency:
+            self.batches = batch_path(
+                self,
+                scheduled=self.function,
+                scheduled_policy=self.policy,
+                dead_letter_queue=self.dead_letter_queue,
+                timeout=TIMEOUT,
+                memory_size=MEMORY_MB,
+                concurrency=int(batch_concurrency),
+            )
+        written = CONSTRUCT_SETTINGS + (SHARDING_SETTINGS if self.batches else ())
+        for name, value in settings.to_env(written).items():
+            self.add_environment(name, value)
+        self.add_environment(STORE_ENV, Lazy.string(_StoreName(self)))
         self.policy.add_statements(
             state_store_statement("StateStore", Lazy.string(_StoreArn(self)))
         )
+
+    def add_environment(self, key: str, value: str) -> None:
+        """Set ``key`` in the environment of every function of the scaler (the scheduled
+        one, and the batch function of a sharded tick), which read the same settings."""
+        self.function.add_environment(key, value)
+        if self.batches is not None:
+            self.batches.function.add_environment(key, value)
 
     def _configure_overrides(self, overrides: Mapping[str, Mapping[str, Any]]) -> None:
         for name, override in overrides.items():
@@ -379,14 +462,12 @@ class ThrottleAwareScaler(Construct):
         stack = Stack.of(self)
         names = [t.table_name for t in self._tables]
         # names and overrides known at deploy time only: written as CloudFormation joins them
-        self.function.add_environment(
-            SETTINGS_BY_KEY["tables"].name, Fn.join(",", names) if names else ""
-        )
-        self.function.add_environment(
+        self.add_environment(SETTINGS_BY_KEY["tables"].name, Fn.join(",", names) if names else "")
+        self.add_environment(
             SETTINGS_BY_KEY["overrides"].name, stack.to_json_string(self._overrides)
         )
         if self._own_target:
-            self.function.add_environment(
+            self.add_environment(
                 SETTINGS_BY_KEY["owned_targets"].name, stack.to_json_string(self._owned)
             )
 
@@ -493,6 +574,7 @@ class ThrottleAwareScaler(Construct):
 
     def _alarms(self, pinned_for: Duration, updating_ticks: int) -> None:
         self._render_function_alarms()
+        self._render_batch_alarms()
         self._render_tick_alarms()
         self._render_pinned_alarm(pinned_for)
         self._render_updating_alarm(updating_ticks)
@@ -527,6 +609,33 @@ class ThrottleAwareScaler(Construct):
                 comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
                 treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
                 alarm_description="The capacity scaler has not run for 3 ticks",
+            )
+        )
+
+    def _render_batch_alarms(self) -> None:
+        """A batch of a sharded tick failed (its function's errors; the batch itself goes
+        to the dead-letter queue), or waited a whole tick on the queue."""
+        if self.batches is None:
+            return
+        alarm_on_any(
+            self,
+            "BatchErrorsAlarm",
+            self.batches.function.metric_errors(period=self._tick),
+            "A batch of the capacity scaler's sharded tick failed",
+            self.topic,
+        )
+        self._notify(
+            self.batches.queue.metric_approximate_age_of_oldest_message(
+                period=Duration.minutes(1), statistic="Maximum"
+            ).create_alarm(
+                self,
+                "BatchesLateAlarm",
+                threshold=self._tick.to_seconds(),
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                alarm_description="A batch of the capacity scaler's sharded tick waited a whole "
+                "tick on its queue: raise batch_concurrency, or the tables per batch",
             )
         )
 

@@ -68,8 +68,9 @@ class ThrottleAwareStack(cdk.Stack):
             write=Capacity(min_capacity=5, max_capacity=100),
         )
         # own_target: while a plan is in force, Feed's target tracking aims at the plan's aim
+        # sharded: a tick that finds more than 1,000 tagged tables sends them in batches
         scaler = ThrottleAwareScaler(
-            self, "Scaler", tag_key=TAG_KEY, tag_value=TAG_VALUE, own_target=True
+            self, "Scaler", tag_key=TAG_KEY, tag_value=TAG_VALUE, own_target=True, sharded=True
         )
         feed.enable_throttle_aware_scaling(scaler)
 

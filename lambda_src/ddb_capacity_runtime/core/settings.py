@@ -363,9 +363,9 @@ CONSTRUCT_SETTINGS = (
     "mode",
     "scale_down_ticks",
     "namespace",
-    "shard_above_tables",
-    "tables_per_batch",
 )
+#: What it writes besides with ``sharded=True``.
+SHARDING_SETTINGS = ("shard_above_tables", "tables_per_batch")
 #: The settings that are ScalerConfig's own fields (the others make its policy).
 _CONFIG_FIELDS = (
     "tables",

@@ -123,7 +123,17 @@ def coordinate(
         return tick(config, clients, now, out, sleep=sleep, threads=threads, store=store)
 
     if queue_url is None:
-        return here()
+        summary = here()
+        if summary.tables > config.shard_above_tables:
+            log_event(
+                "shard-advised",
+                level=logging.WARNING,
+                tables=summary.tables,
+                shard_above_tables=config.shard_above_tables,
+                consequence="one invocation ticks every table; ThrottleAwareScaler"
+                "(sharded=True) ticks them in batches",
+            )
+        return summary
     try:
         found = with_retries(lambda: discovery.find_tables(clients.tagging, config), sleep=sleep)
     except Exception:  # the tick meets the failure again, and reports it as it always has
