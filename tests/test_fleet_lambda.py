@@ -118,11 +118,14 @@ def test_lister_worker_report_over_one_run(world, capsys):
         if body["table"] != late:
             answer = fleet_lambda.worker_handler({"Records": [record(message)]})
             assert answer == {"batchItemFailures": []}
-    capsys.readouterr()
+    worked = [m for m in metrics(capsys.readouterr().out) if "TablesAdvised" in m]
+    assert len(worked) == 10  # one record per message handled
+    assert sum(m["TablesAdvised"] for m in worked) == 1
+    assert sum(m["TablesIdle"] for m in worked) == 8  # idle: counted apart, never alarmed
+    assert sum(m["TablesFailed"] for m in worked) == 1  # the deleted table: alarmed
     # AND the report lists the good table advised, the deleted one failed, the late missing
     counts = fleet_lambda.report_handler({})
-    assert (counts["TablesAdvised"], counts["TablesMissing"]) == (1, 1)
-    assert counts["TablesFailed"] == 9  # the deleted table and the idle ones
+    assert counts == {"TablesReported": 11, "TablesMissing": 1, "Failures": 0}
     [emf] = metrics(capsys.readouterr().out)
     assert emf["TablesMissing"] == 1 and emf["Failures"] == 0
     for prefix in (f"runs/{run_id}", "latest"):

@@ -264,13 +264,8 @@ def report_run(s3: Any, settings: AdvisorSettings, now: datetime) -> dict[str, i
     report = fleet.build(docs, {"run_id": run_id, "days": manifest.get("days")}, missing)
     for prefix in (f"runs/{run_id}", "latest"):
         fleet.put_s3(s3, settings.bucket, prefix, report)
-    totals = report.totals()
-    return {
-        "TablesAdvised": totals["advised"],
-        "TablesFailed": totals["failed"],
-        "TablesMissing": totals["missing"],
-        "Failures": 0,
-    }
+    totals = report.totals()  # TablesFailed is the workers' (idle tables are not failures)
+    return {"TablesReported": totals["tables"], "TablesMissing": totals["missing"], "Failures": 0}
 
 
 def _results(
