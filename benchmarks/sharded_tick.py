@@ -1,0 +1,202 @@
+"""A sharded tick over many tables: the scheduled invocation's batches, run as the batch
+function runs them, against a local moto server with a round trip added to every call.
+
+Creates N tables (default 10,000) with 2 GSIs each, tagged for discovery, in a moto server
+on 127.0.0.1, with a minute of traffic each, a state store table and the batch queue (SQS,
+in the same server). Then, in one run:
+
+- the scheduled invocation (``coordinate``): tag discovery, then the tables in batches of
+  ``tables_per_batch`` sent to the queue;
+- the batches taken off the queue and run in this process, ``--concurrency`` at a time
+  (standing in for the SQS event source's maximum concurrency), each with its own clients
+  and the batch function's own code (``run_batch``), exactly as in Lambda.
+
+It prints each batch's duration and when the last one was done, against the tick interval
+(every batch must be done before the next tick: the goal), the AWS calls by operation, the
+GetMetricData calls against the fewest possible (the tick's metric queries / 500), and what
+the engine costs a month at 1,000, 10,000 and 50,000 tables, from the batch durations
+measured here.
+
+moto answers from this machine, one process for every call on 2 cores, where AWS's
+services answer each Lambda in parallel: the time until the last batch is done is this
+machine's, the batch durations are closer to Lambda's. ``--latency-ms`` (default 20) adds
+AWS's round trip to every call. The tick runs in dry-run (it decides, changes nothing), so
+every batch does the same work. Usage:
+    .venv/bin/python -m benchmarks.sharded_tick [--tables 10000] [--concurrency 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import math
+import statistics
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+from benchmarks.scaler_tick import STORE, counted, make, populate
+from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.core.settings import ScalerConfig
+from ddb_capacity_runtime.requests.store import HoldStore
+from ddb_capacity_runtime.scaler.handler import coordinate, run_batch
+from examples.local_aws import client, create_store_table, moto_server
+
+#: A 2-minute tick, 30 days a month.
+TICKS_A_MONTH = 30 * 24 * 30
+#: Public prices (us-east-1, arm64): Lambda per GB-second and per request, SQS per request,
+#: Step Functions Standard per state transition, Express per request and per GB-second.
+LAMBDA_GB_S, LAMBDA_REQUEST = 0.0000133334, 0.20 / 1e6
+SQS_REQUEST = 0.40 / 1e6
+SFN_TRANSITION, SFN_EXPRESS_REQUEST, SFN_EXPRESS_GB_S = 0.025 / 1000, 1.0 / 1e6, 0.00001667
+MEMORY_GB = 256 / 1024
+#: SQS requests a batch costs: its share of SendMessageBatch (10 a call), the receive and
+#: the delete of the event source.
+SQS_PER_BATCH = 0.1 + 1 + 1
+
+
+def monthly_cost(tables: int, per_batch: int, batch_seconds: float) -> dict[str, float]:
+    """Dollars a month of a sharded tick over ``tables`` (2-minute tick), each batch taking
+    ``batch_seconds``: on SQS to Lambda, and, for comparison, on Step Functions' Distributed
+    Map (a Standard parent, one Express child a batch waiting on the same Lambda)."""
+    batches = math.ceil(tables / per_batch)
+    lambda_ = TICKS_A_MONTH * batches * (batch_seconds * MEMORY_GB * LAMBDA_GB_S + LAMBDA_REQUEST)
+    sqs = TICKS_A_MONTH * batches * SQS_PER_BATCH * SQS_REQUEST
+    child = SFN_EXPRESS_REQUEST + batch_seconds * (64 / 1024) * SFN_EXPRESS_GB_S
+    sfn = TICKS_A_MONTH * (6 * SFN_TRANSITION + batches * child)
+    return {"lambda": lambda_, "sqs": sqs, "step_functions": sfn}
+
+
+def taken(sqs: Any, url: str) -> list[dict[str, Any]]:
+    """Every message on the queue, as the event source hands them over."""
+    out = []
+    while page := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+        out += [{"body": m["Body"]} for m in page]
+    return out
+
+
+def run_batches(
+    endpoint: str, config: ScalerConfig, records: list[dict[str, Any]], args: Any, t0: float
+) -> tuple[list[tuple[float, float, str | None]], Counter[str]]:
+    """Each record's batch, ``args.concurrency`` at a time, each with its own clients;
+    returns (start, end, failure) per batch, seconds after ``t0``, and the calls made."""
+    calls: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def one(record: dict[str, Any]) -> tuple[float, float, str | None]:
+        c = make(endpoint)
+        mine = counted([c.dynamodb, c.autoscaling, c.cloudwatch, c.tagging], args.latency_ms / 1000)
+        start = time.perf_counter() - t0
+        failure = run_batch(
+            config, c, record, store=HoldStore(c.dynamodb, STORE), out=io.StringIO()
+        )
+        with lock:
+            calls.update(mine)
+        return start, time.perf_counter() - t0, failure
+
+    with ThreadPoolExecutor(args.concurrency) as pool:
+        return list(pool.map(one, records)), calls
+
+
+def report(
+    args: Any,
+    coordinator_s: float,
+    timings: list[tuple[float, float, str | None]],
+    calls: Counter[str],
+    dimensions: int,
+) -> None:
+    interval = 120.0
+    durations = [end - start for start, end, _ in timings]
+    last = max(end for _, end, _ in timings)
+    failed = [f for *_, f in timings if f]
+    print(
+        f"\nsharded tick over {args.tables:,} tables ({dimensions:,} dimensions), "
+        f"{len(timings)} batches of {args.tables_per_batch}, {args.concurrency} at a time, "
+        f"{args.latency_ms:g} ms added to every call"
+    )
+    print(f"scheduled invocation (discovery, batches sent): {coordinator_s:.1f} s")
+    print(
+        f"batch duration: median {statistics.median(durations):.1f} s, "
+        f"longest {max(durations):.1f} s (the function's timeout: 180 s)"
+    )
+    print(f"batches failed: {len(failed)}")
+    goal = "PASS" if last <= interval and not failed else "MISS"
+    print(
+        f"every batch done before the next tick: {goal} (last done {last:.1f} s after the "
+        f"tick began, the interval {interval:.0f} s)"
+    )
+    fewest = math.ceil(dimensions * 2 / 500)
+    made = calls["GetMetricData"]
+    print(
+        f"GetMetricData calls: {made} (the fewest: {dimensions * 2:,} queries / 500 = {fewest}): "
+        f"{'PASS' if made <= fewest else 'MISS'}"
+    )
+    print("\nAWS calls of the batches by operation:")
+    for op, n in sorted(calls.items()):
+        print(f"  {op:<28} {n:>8,}")
+    seconds = statistics.mean(durations)
+    print(f"\ncost a month (2-minute tick, 256 MB arm64, {seconds:.1f} s a batch as measured):")
+    print(
+        f"  {'tables':>8} {'batches':>8} {'Lambda':>9} {'SQS':>7} {'= total':>9} "
+        f"{'Step Functions instead of SQS':>31}"
+    )
+    for n in (1_000, 10_000, 50_000):
+        cost = monthly_cost(n, args.tables_per_batch, seconds)
+        print(
+            f"  {n:>8,} {math.ceil(n / args.tables_per_batch):>8} {cost['lambda']:>9.2f} "
+            f"{cost['sqs']:>7.2f} {cost['lambda'] + cost['sqs']:>9.2f} "
+            f"{cost['step_functions']:>31.2f}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", type=int, default=10_000)
+    parser.add_argument("--tables-per-batch", type=int, default=125)
+    parser.add_argument("--shard-above", type=int, default=1_000)
+    parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    args = parser.parse_args()
+    with moto_server() as endpoint:
+        setup = make(endpoint)
+        t0 = time.perf_counter()
+        populate(setup, args.tables, datetime.now(UTC).replace(second=0, microsecond=0))
+        create_store_table(setup.dynamodb, STORE)
+        sqs = client(endpoint, "sqs")
+        url = sqs.create_queue(QueueName="batches")["QueueUrl"]
+        print(
+            f"created {args.tables:,} tables with 2 GSIs each in {time.perf_counter() - t0:.0f} s"
+        )
+        config = ScalerConfig.from_env(
+            {
+                "SCALER_TAG_KEY": "autoscaling_manager_enabled",
+                "SCALER_DRY_RUN": "true",
+                "SCALER_TABLES_PER_BATCH": str(args.tables_per_batch),
+                "SCALER_SHARD_ABOVE_TABLES": str(args.shard_above),
+            }
+        )
+        c = make(endpoint)
+        clients = Clients(c.dynamodb, c.autoscaling, c.cloudwatch, c.tagging, sqs)
+        counted([c.tagging, sqs], args.latency_ms / 1000)
+        t0 = time.perf_counter()
+        now = datetime.now(UTC)
+        summary = coordinate(
+            config,
+            clients,
+            now,
+            store=HoldStore(c.dynamodb, STORE),
+            queue_url=url,
+            out=io.StringIO(),
+        )
+        coordinator_s = time.perf_counter() - t0
+        records = taken(sqs, url)
+        assert len(records) == summary.batches, (len(records), summary)
+        timings, calls = run_batches(endpoint, config, records, args, t0)
+    report(args, coordinator_s, timings, calls, args.tables * 6)
+
+
+if __name__ == "__main__":
+    main()
