@@ -31,6 +31,7 @@ import argparse
 import math
 import os
 import random
+import resource
 import time
 from dataclasses import replace
 from functools import cache
@@ -96,14 +97,29 @@ def every_setting(trace: Trace) -> list[ModelParams]:
     return settings_of("plausible", ModelParams(), trace)
 
 
-def timed(tables: list[tuple[str, None]], setup: Setup, processes: int) -> tuple[float, list]:
-    """The wall-clock seconds of one ``advise`` run and its results; the machine's load
-    (runnable processes, 1-minute average) is printed before, since other work on the
-    cores takes from the processes' share."""
+def timed(
+    tables: list[tuple[str, None]], setup: Setup, processes: int
+) -> tuple[float, float, list]:
+    """The wall-clock and CPU seconds of one ``advise`` run and its results; the machine's
+    load (runnable processes, 1-minute average) and the cores the run had (CPU seconds /
+    wall-clock seconds) are printed, since other work on the cores takes from its share."""
     print(f"  load average before {processes} process(es): {os.getloadavg()[0]:.1f}")
+    cpu = _cpu_seconds()
     began = time.perf_counter()
     results = advise(synthetic_clients, tables, setup, None, processes)
-    return time.perf_counter() - began, results
+    wall = time.perf_counter() - began
+    used = _cpu_seconds() - cpu
+    print(
+        f"  {processes} process(es): {used:.1f} CPU s in {wall:.1f} s: {used / wall:.2f} cores had"
+    )
+    return wall, used, results
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its finished children (the pool's processes)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def main() -> None:
@@ -122,8 +138,8 @@ def main() -> None:
         f"fleet report: {args.tables} tables, {args.days} day(s) each ({len(bases())} base "
         f"traces, scaled and rotated); candidates: stock targets + on-demand, 1 model setting"
     )
-    sequential, one = timed(tables, fast, 1)
-    parallel, many = timed(tables, fast, args.processes)
+    sequential, _, one = timed(tables, fast, 1)
+    parallel, _, many = timed(tables, fast, args.processes)
     same = [r.as_json() for r in one] == [r.as_json() for r in many]
     ratio = parallel / sequential
     goal = 1 / args.processes
@@ -142,14 +158,16 @@ def main() -> None:
 
 
 def _cost(args: argparse.Namespace) -> None:
-    """The advisor's seconds per table at its own setting, and its cost a month."""
+    """The advisor's seconds per table at its own setting, and its cost a month. A worker
+    has a whole vCPU (1,769 MB), so its time is the CPU seconds measured here, not the
+    wall-clock seconds of a shared machine."""
     full = Setup(args.days, None, every_setting, ModelParams(), workers=1, current=True)
     sample = [(f"bench-{n:05d}", None) for n in range(args.lambda_sample)]
-    seconds, _ = timed(sample, full, 1)
-    per_table = seconds / max(1, len(sample))
+    _, cpu, _ = timed(sample, full, 1)
+    per_table = cpu / max(1, len(sample))
     print(
         f"nightly advisor's setting (every default candidate, 8 model settings): "
-        f"{per_table:.1f} s a table here (on {len(sample)} table(s))"
+        f"{per_table:.1f} CPU s a table here (on {len(sample)} table(s))"
     )
     for size in (args.tables, *SIZES):
         c = monthly_cost(size, per_table, WORKER_MB)
