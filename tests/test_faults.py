@@ -803,3 +803,41 @@ def test_state_tags_on_a_table_that_never_had_state_are_not_state(world: World) 
     # and logged one event a tag, with its key, as discovery logs other ignored tags
     (ignored,) = [e for e in events if e.get("event") == "tag-ignored" and e["table"] == faulty]
     assert ignored["key"] == base_min_tag(None, "write")
+
+
+class _Raw:
+    """The body of a response botocore did not fetch (``before-send`` answered it)."""
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def stream(self, **_: Any) -> Any:
+        yield self.body
+
+
+def test_throttled_attempts_are_counted_and_retried_by_botocore(world: World) -> None:
+    # GIVEN DynamoDB's control plane answers the tick's first two DescribeTable attempts
+    # with ThrottlingException, as AWS does over its rate (botocore retries it)
+    from botocore.awsrequest import AWSResponse
+
+    busy, idle = busy_and_idle(world)
+    assert world.store  # made before: its creation waits with DescribeTable
+    throttled = [2]
+
+    def answer(request: Any, **_: Any) -> AWSResponse | None:
+        if not throttled[0]:
+            return None
+        throttled[0] -= 1
+        body = b'{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate exceeded"}'
+        return AWSResponse(
+            request.url, 400, {"Content-Type": "application/x-amz-json-1.0"}, _Raw(body)
+        )
+
+    world.ddb.meta.events.register("before-send.dynamodb.DescribeTable", answer)
+    # WHEN a tick runs
+    summary, events = world.tick(SCALER_TABLES=",".join((busy, idle)))
+    # THEN botocore retried them, the tick went on as usual, and the tick's record counts them
+    assert throttled == [0]
+    assert summary["failures"] == [] and summary["shared_failures"] == []
+    assert_handled(world, busy, idle)
+    assert emf(events, None)["ControlPlaneThrottles"] == 2
