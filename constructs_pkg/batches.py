@@ -66,11 +66,7 @@ def batch_path(
     assert function.role is not None
     scheduled_policy.attach_to_role(function.role)
     scheduled.add_environment(BATCH_QUEUE_ENV, queue.queue_url)
-    scheduled_policy.add_statements(
-        iam.PolicyStatement(
-            sid="SendBatches", actions=["sqs:SendMessage"], resources=[queue.queue_arn]
-        )
-    )
+    _grant_send(scope, scheduled, queue)
     policy.add_statements(
         iam.PolicyStatement(
             sid="ReceiveBatches",
@@ -99,6 +95,23 @@ def batch_path(
         "policy sends a failed batch to the scaler's dead-letter queue (alarmed).",
     )
     return BatchPath(queue, function)
+
+
+def _grant_send(scope: Construct, scheduled: lambda_.Function, queue: sqs.Queue) -> None:
+    """``SendBatches``, in a policy of the scheduled function's role alone (the batch role
+    shares the scheduled function's main policy)."""
+    assert scheduled.role is not None
+    iam.ManagedPolicy(
+        scope,
+        "SendBatchesPolicy",
+        description="Lets the throttle-aware scaler send a sharded tick's batches",
+        roles=[scheduled.role],
+        statements=[
+            iam.PolicyStatement(
+                sid="SendBatches", actions=["sqs:SendMessage"], resources=[queue.queue_arn]
+            )
+        ],
+    )
 
 
 def _batch_queue(scope: Construct, dead_letter_queue: sqs.IQueue, timeout: Duration) -> sqs.Queue:

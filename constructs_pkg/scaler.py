@@ -116,10 +116,11 @@ class ThrottleAwareScaler(Construct):
         ``shard-advised``.
     :param shard_above_tables: with ``sharded``, the table count above which a tick is
         sharded, from 1 to 1,000,000. Default 1,000.
-    :param tables_per_batch: with ``sharded``, tables in a batch, from 1 to 1,000. Default
+    :param tables_per_batch: with ``sharded``, tables in a batch, from 1 to 500. Default
         125 (with 2 GSIs each, 1,500 metric queries: 3 full GetMetricData calls).
     :param batch_concurrency: with ``sharded``, batches ticked at once (the event source's
-        maximum concurrency), from 2 to 1,000. Default 10.
+        maximum concurrency, and the batch function's reserved concurrency, which must
+        leave the account 100 unreserved), from 2 to 1,000. Default 10.
 
     The scaler keeps its run-time state (the configured minimum of a dimension it holds
     raised, the autopilot's plans) in ``state_store``, a small on-demand table (child
@@ -246,7 +247,7 @@ class ThrottleAwareScaler(Construct):
             )
         checks = (
             ("shard_above_tables", above, 1, 1_000_000, DEFAULT_SHARD_ABOVE_TABLES),
-            ("tables_per_batch", per_batch, 1, 1_000, DEFAULT_TABLES_PER_BATCH),
+            ("tables_per_batch", per_batch, 1, 500, DEFAULT_TABLES_PER_BATCH),
             ("batch_concurrency", concurrency, *CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY),
         )
         out = []
@@ -630,12 +631,14 @@ class ThrottleAwareScaler(Construct):
             ).create_alarm(
                 self,
                 "BatchesLateAlarm",
-                threshold=self._tick.to_seconds(),
+                # a failed batch stays in flight for the function's timeout before it goes
+                # to the dead-letter queue: only older than that is a batch waiting
+                threshold=self._tick.to_seconds() + TIMEOUT.to_seconds(),
                 evaluation_periods=1,
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                alarm_description="A batch of the capacity scaler's sharded tick waited a whole "
-                "tick on its queue: raise batch_concurrency, or the tables per batch",
+                alarm_description="A batch of the capacity scaler's sharded tick waited on its "
+                "queue past its tick and the function's timeout: raise batch_concurrency",
             )
         )
 

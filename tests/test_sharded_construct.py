@@ -111,7 +111,7 @@ def test_each_role_may_do_its_part_of_the_batches_and_both_the_tables_part(
     _, batch = functions(sharded)[BATCH_HANDLER]
     scheduled, batches = statements(sharded, role_of(tick)), statements(sharded, role_of(batch))
     assert scheduled["SendBatches"]["Action"] == "sqs:SendMessage"
-    assert "SendBatches" not in batches or batches["SendBatches"] == scheduled["SendBatches"]
+    assert "SendBatches" not in batches
     assert sorted(batches["ReceiveBatches"]["Action"]) == [
         "sqs:ChangeMessageVisibility",
         "sqs:DeleteMessage",
@@ -136,7 +136,8 @@ def test_a_failed_or_late_batch_alarms_to_the_scalers_topic(sharded: Template) -
     assert errors["MetricName"] == "Errors"
     assert errors["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": batch_id}}]
     assert late["MetricName"] == "ApproximateAgeOfOldestMessage"
-    assert late["Threshold"] == 120 and late["Statistic"] == "Maximum"
+    # past the tick and the function's timeout (a failed batch stays in flight that long)
+    assert late["Threshold"] == 120 + 180 and late["Statistic"] == "Maximum"
     topic = errors["AlarmActions"]
     assert late["AlarmActions"] == topic == by_name["ErrorsAlarm"]["Properties"]["AlarmActions"]
 
@@ -161,8 +162,8 @@ def test_without_sharded_nothing_of_it_is_deployed(stack: cdk.Stack) -> None:
             "shard_above_tables must be a whole number from 1 to 1,000,000; got 0",
         ),
         (
-            {"sharded": True, "tables_per_batch": 1001},
-            "tables_per_batch must be a whole number from 1 to 1,000; got 1001",
+            {"sharded": True, "tables_per_batch": 501},
+            "tables_per_batch must be a whole number from 1 to 500; got 501",
         ),
         (
             {"sharded": True, "batch_concurrency": 1},

@@ -87,12 +87,12 @@ def emf_records(out: io.StringIO) -> list[dict[str, Any]]:
 
 
 def test_a_batch_reads_back_as_it_was_sent() -> None:
-    batch = Batch(T0, T0 + timedelta(minutes=2), 2, 3, {"Orders": {"team": "a"}, "Users": None})
-    assert parse_batch(batch.to_message()) == batch
+    batch = Batch(T0, T0 + timedelta(minutes=2), 2, 3, ("Orders", "Users"))
+    assert parse_batch(batch.to_message(), T0, 2) == batch
 
 
 def test_tables_are_cut_in_name_order_into_batches_of_the_size_asked() -> None:
-    found = {f"t{i:03d}": None for i in range(10, 0, -1)}
+    found = [f"t{i:03d}" for i in range(10, 0, -1)]
     batches = shard(found, 4, T0, T0 + timedelta(minutes=2))
     assert [list(b.tables) for b in batches] == [
         ["t001", "t002", "t003", "t004"],
@@ -102,38 +102,57 @@ def test_tables_are_cut_in_name_order_into_batches_of_the_size_asked() -> None:
     assert [(b.number, b.of) for b in batches] == [(1, 3), (2, 3), (3, 3)]
 
 
-GOOD = json.loads(Batch(T0, T0 + timedelta(minutes=2), 1, 1, {"Orders": None}).to_message())
+GOOD = json.loads(Batch(T0, T0 + timedelta(minutes=2), 1, 1, ("Orders",)).to_message())
 
 
 @pytest.mark.parametrize(
     ("field", "value", "says"),
     [
         ("version", 2, "version must be 1; got 2"),
+        ("version", True, "version must be 1; got True"),
         ("tick", "yesterday", "tick must be an ISO 8601 time"),
+        ("tick", "2026-11-22T12:02:30+00:00", "tick must not be later than now"),
+        ("deadline", "9999-12-31T23:59:59-14:00", "not a batch \\(OverflowError"),
         ("deadline", "2026-11-22T12:02:00", "deadline must be an ISO 8601 time with its UTC"),
         ("deadline", "2026-11-22T11:59:00+00:00", "deadline must be after tick"),
-        ("deadline", "2026-11-22T14:00:00+00:00", "deadline must be after tick and at most 1:00"),
+        (
+            "deadline",
+            "2026-11-22T12:03:00+00:00",
+            "deadline must be after tick and at most one tick \\(0:02:00\\)",
+        ),
         ("of", 0, "of must be a whole number from 1"),
         ("number", 2, "number must be a whole number from 1 to 1; got 2"),
         ("number", True, "number must be a whole number"),
-        ("tables", {}, "tables must be an object of 1 to 1000 table names; got {}"),
-        ("tables", ["Orders"], "tables must be an object"),
-        ("tables", {"a b c": None}, "a table name must be 3 to 255 letters"),
-        ("tables", {"Orders": ["x"]}, "the tags of table Orders must be null or an object"),
-        ("tables", {"Orders": {"k": 1}}, "the tags of table Orders must be null or an object"),
+        ("tables", [], "tables must be a list of 1 to 500 table names; got \\[\\]"),
+        ("tables", {"Orders": None}, "tables must be a list"),
+        ("tables", ["a b c"], "a table name must be 3 to 255 letters"),
+        ("tables", ["Orders", "Orders"], "tables must not repeat a name"),
+        ("tables", [f"t{i:04d}" for i in range(501)], "tables must be a list of 1 to 500"),
     ],
 )
 def test_a_message_that_is_not_a_batch_is_refused_naming_the_field(
     field: str, value: Any, says: str
 ) -> None:
-    with pytest.raises(BatchError, match=f"batch message: {says}".replace("(", "\\(")):
-        parse_batch(json.dumps({**GOOD, field: value}))
+    # received at T0 + 1 minute, a 2-minute tick
+    with pytest.raises(BatchError, match=f"batch message: {says}"):
+        parse_batch(json.dumps({**GOOD, field: value}), T0 + timedelta(minutes=1), 2)
 
 
-@pytest.mark.parametrize("body", [None, "not json", "[1]", json.dumps({"version": 1})])
+@pytest.mark.parametrize(
+    "body",
+    [
+        None,
+        "not json",
+        "[1]",
+        json.dumps({"version": 1}),
+        '{"version": ' + "9" * 5000 + "}",  # more digits than Python converts
+        "[" * 100_000 + "]" * 100_000,  # nested deeper than the parser recurses
+        "x" * 300_000,  # over SQS's 256 KiB
+    ],
+)
 def test_a_body_that_is_not_a_batch_object_is_refused(body: Any) -> None:
     with pytest.raises(BatchError, match="batch message: "):
-        parse_batch(body)
+        parse_batch(body, T0, 2)
 
 
 # ------------------------------------------------------------------ the coordinator
@@ -153,11 +172,14 @@ def test_above_the_threshold_the_tick_sends_its_tables_in_batches(
     # THEN it decided nothing itself, and sent 3 batches holding every table once, in name
     # order, each due before the next tick
     assert (summary.batches, summary.tables, summary.changes) == (3, 7, [])
-    batches = sorted((parse_batch(m["body"]) for m in received(aws_client, queue)), key=str)
-    batches.sort(key=lambda b: b.number)
+    messages = received(aws_client, queue)
+    batches = sorted(
+        (parse_batch(m["body"], world.now, 2) for m in messages), key=lambda b: b.number
+    )
     assert [list(b.tables) for b in batches] == [names[0:3], names[3:6], names[6:7]]
-    assert {b.deadline for b in batches} == {world.now + timedelta(minutes=2)}
-    assert all(tags == {TAG_KEY: world.run_id} for b in batches for tags in b.tables.values())
+    assert {b.deadline for b in batches} == {world.now + timedelta(minutes=2, seconds=-20)}
+    # names only: a batch reads its tables' tags itself, never from a message
+    assert all("Tags" not in m["body"] and TAG_KEY not in m["body"] for m in messages)
     (record,) = emf_records(out)
     assert (record["TablesFound"], record["BatchesSent"], record["SharedFailures"]) == (7, 3, 0)
     assert world.throughput(names[0]) == (10, 10)
@@ -233,7 +255,7 @@ def test_batches_run_at_once_each_its_own_fault_domain(
     cfg = config(world, SCALER_SHARD_ABOVE_TABLES="1", SCALER_TABLES_PER_BATCH="2")
     coordinate(cfg, own_clients(aws_client), world.now, store=world.store, queue_url=queue)
     records = received(aws_client, queue)
-    by_table = {t: r for r in records for t in parse_batch(r["body"]).tables}
+    by_table = {t: r for r in records for t in parse_batch(r["body"], world.now, 2).tables}
     # and the batch of the second pair meets a GetMetricData that keeps failing
     faulty = by_table[pairs[1][0]]
     clients = {id(r): own_clients(aws_client) for r in records}
@@ -275,7 +297,7 @@ def test_a_batch_received_after_its_deadline_is_counted_and_not_ticked(
 ) -> None:
     # GIVEN a batch whose tick's interval has passed
     idle = world.table("idle", 200, 200)
-    batch = Batch(world.now - timedelta(minutes=3), world.now, 1, 1, {idle: None})
+    batch = Batch(world.now - timedelta(minutes=2), world.now, 1, 1, (idle,))
     out = io.StringIO()
     # WHEN the batch function receives it
     with recorded_events() as events:
@@ -301,7 +323,7 @@ def test_no_table_is_acted_on_once_the_deadline_passes(world: World, aws_client:
     busy, _ = busy_and_idle(world, 0)
     names = sorted(world.table(f"q{i}", 200, 200) for i in range(3))
     names = [busy, *names]
-    batch = Batch(world.now, world.now + timedelta(minutes=2), 1, 1, dict.fromkeys(names))
+    batch = Batch(world.now, world.now + timedelta(minutes=2), 1, 1, tuple(names))
     ticks = iter([world.now] * 3 + [batch.deadline] * 10)
     # WHEN the batch function runs it
     reason = run_batch(
@@ -330,7 +352,7 @@ def test_a_record_that_is_not_a_batch_is_counted_and_the_others_still_run(
     monkeypatch.setenv("CAPACITY_HOLDS_TABLE", world.store.name)
     busy, idle = busy_and_idle(world, 0)
     now = datetime.now(UTC)
-    good = Batch(now, now + timedelta(minutes=2), 1, 1, {busy: None, idle: None}).to_message()
+    good = Batch(now, now + timedelta(minutes=2), 1, 1, (busy, idle)).to_message()
     event = {"Records": [{"body": "{not json"}, {"body": good}]}
     # WHEN the batch function's entry point runs
     with recorded_events() as events, pytest.raises(TickFailed, match="1 of 2 batch"):
@@ -353,9 +375,7 @@ def test_a_batch_makes_one_getmetricdata_call_per_500_metric_queries(
         clients.cloudwatch.meta.events.register(
             "before-call.monitoring.GetMetricData", lambda seen=calls, **_: seen.append(1)
         )
-        batch = Batch(
-            world.now, world.now + timedelta(minutes=2), 1, 1, dict.fromkeys(names[:size])
-        )
+        batch = Batch(world.now, world.now + timedelta(minutes=2), 1, 1, tuple(names[:size]))
         run_batch(
             config(world, SCALER_MODE="reactive"),
             clients,
@@ -366,3 +386,46 @@ def test_a_batch_makes_one_getmetricdata_call_per_500_metric_queries(
         )
         # THEN (no dimension throttled: no causes read)
         assert len(calls) == math.ceil(size * 4 * 2 / 500)
+
+
+def test_a_table_found_updating_in_a_batch_is_skipped_and_counted(
+    world: World, aws_client: Any
+) -> None:
+    # GIVEN a batch with a table DynamoDB reports UPDATING
+    busy, idle = busy_and_idle(world, 0)
+    world.ddb.meta.events.register(
+        "after-call.dynamodb.DescribeTable",
+        lambda parsed, **_: (
+            parsed["Table"].update(TableStatus="UPDATING")
+            if parsed.get("Table", {}).get("TableName") == idle
+            else None
+        ),
+    )
+    batch = Batch(world.now, world.now + timedelta(minutes=2), 1, 1, (busy, idle))
+    out = io.StringIO()
+    clients = Clients(world.ddb, world.aas, world.cw, world.clients.tagging)
+    # WHEN the batch function runs it
+    reason = run_batch(
+        config(world),
+        clients,
+        {"body": batch.to_message()},
+        store=world.store,
+        now=lambda: world.now,
+        out=out,
+    )
+    # THEN the UPDATING table is skipped and counted (its alarm sees a sharded table too);
+    # the other is decided
+    assert reason is None
+    assert [r for r in emf_records(out) if r.get("TableName") == idle] == [
+        {**[r for r in emf_records(out) if r.get("TableName") == idle][0], "Updating": 1}
+    ]
+    assert world.throughput(busy) == (100, 215)
+
+
+def test_a_run_keeps_the_time_it_was_scheduled_for() -> None:
+    now = datetime(2026, 11, 22, 12, 1, 30, tzinfo=UTC)
+    assert handler.scheduled_time({"time": "2026-11-22T12:00:00Z"}, now, 2) == T0
+    # nothing sound, or outside the tick before now: the clock's own time
+    for event in ({}, {"time": "yesterday"}, {"time": "2026-11-22T11:50:00Z"}, {"time": 5}):
+        assert handler.scheduled_time(event, now, 2) == now
+    assert handler.scheduled_time({"time": "2026-11-22T12:05:00Z"}, now, 2) == now

@@ -349,7 +349,7 @@ SETTINGS: tuple[Setting, ...] = (
         DEFAULT_TABLES_PER_BATCH,
         lambda c: c.tables_per_batch,
         1,
-        1_000,
+        500,
     ),
 )
 SETTINGS_BY_KEY = {s.key: s for s in SETTINGS}

@@ -19,7 +19,7 @@ from ..core.settings import ScalerConfig
 from ..events import emf_record, emit_metrics, log_event
 from ..requests.holds import CapacityRequestError
 from ..requests.store import STORE_ENV, HoldStore, open_store
-from .shard import BATCH_QUEUE_ENV, BatchError, parse_batch, send, shard
+from .shard import BATCH_QUEUE_ENV, MARGIN, BatchError, parse_batch, send, shard
 from .tick import DESCRIBE_THREADS, TickFailed, TickSummary, tick
 
 
@@ -32,9 +32,24 @@ def lambda_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     queue_url = os.environ.get(BATCH_QUEUE_ENV) or None
     clients = make_clients(with_sqs=queue_url is not None)
     store = _store(clients)
-    summary = coordinate(config, clients, datetime.now(UTC), store=store, queue_url=queue_url)
+    now = scheduled_time(event, datetime.now(UTC), config.tick_minutes)
+    summary = coordinate(config, clients, now, store=store, queue_url=queue_url)
     complete(summary)
     return summary.to_dict()
+
+
+def scheduled_time(event: object, now: datetime, tick_minutes: int) -> datetime:
+    """The time EventBridge scheduled this run for (the event's ``time``), when it says one
+    within the tick before ``now``; else ``now``. A run Lambda delayed keeps its tick's
+    time, so its batches' deadline is its tick's, not later."""
+    raw = event.get("time") if isinstance(event, Mapping) else None
+    try:
+        at = datetime.fromisoformat(raw.replace("Z", "+00:00")) if isinstance(raw, str) else None
+    except (ValueError, OverflowError):
+        at = None
+    if at is None or at.tzinfo is None:
+        return now
+    return at if now - timedelta(minutes=tick_minutes) <= at <= now else now
 
 
 def batch_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
@@ -75,7 +90,7 @@ def run_batch(
     body = record.get("body") if isinstance(record, Mapping) else None
     started = now()
     try:
-        batch = parse_batch(body)
+        batch = parse_batch(body, started, config.tick_minutes)
     except BatchError as exc:
         log_event("batch-refused", level=logging.ERROR, reason=str(exc))
         _count(config, {"Failures": 1}, started, out)
@@ -88,7 +103,7 @@ def run_batch(
     summary = tick(
         config,
         clients,
-        started,
+        batch.tick,  # the tick's own minute: its window, forecast slot and plans
         out,
         sleep=sleep,
         threads=threads,
@@ -116,7 +131,8 @@ def coordinate(
 ) -> TickSummary:
     """One tick: with a batch queue and more than ``shard_above_tables`` tables found,
     the tables in batches of ``tables_per_batch`` sent to the queue, each to be ticked by
-    the batch function before the next tick; otherwise the tick, run here. A batch not sent
+    the batch function before the next tick (``now`` + the tick, less
+    :data:`.shard.MARGIN`); otherwise the tick, run here. A batch not sent
     is a shared failure of the tick (its tables wait for the next)."""
 
     def here() -> TickSummary:
@@ -140,7 +156,7 @@ def coordinate(
         return here()
     if len(found) <= config.shard_above_tables:
         return here()
-    deadline = now + timedelta(minutes=config.tick_minutes)
+    deadline = now + timedelta(minutes=config.tick_minutes) - MARGIN
     batches = shard(found, config.tables_per_batch, now, deadline)
     failed = send(clients.sqs, queue_url, batches, lambda f: with_retries(f, sleep=sleep))
     sent = len(batches) - len(failed)

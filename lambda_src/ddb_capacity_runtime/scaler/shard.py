@@ -4,24 +4,26 @@
 A sharded tick, for more tables than one invocation can tick within the interval. The
 scheduled invocation (:func:`coordinate`) finds the managed tables; above
 ``shard_above_tables`` it cuts them into batches of ``tables_per_batch`` (in name order)
-and sends each to the batch queue as one SQS message (:class:`Batch`); at or below, it
+and sends each to the batch queue as one SQS message (:class:`Batch`: the table names
+alone; a batch reads their tags itself, as it reads everything else); at or below, it
 ticks them itself, as an unsharded scaler does. The batch function takes one message at a
 time (SQS to Lambda, at most the event source's maximum concurrency at once) and runs the
 same tick (:func:`.tick.tick` with ``batch``) on the batch's tables alone: its own
 GetMetricData calls, its own reads of their scalable targets and state-store items, its own
 failures. A batch is its own fault domain, as each table is within it.
 
-A message is untrusted input: :func:`parse_batch` checks every field, and a message it
-refuses is a failure of the batch function, never a tick of anything. A batch keeps to its
-tick: no table of it is acted on after its ``deadline`` (the next tick's time), so two
-ticks never act on one table at once; tables left when the deadline passes are failures,
-decided again by the next tick.
+A message is untrusted input: :func:`parse_batch` checks every field (a tick in the
+future, or a deadline further than one tick after it, included), and a message it refuses
+is a failure of the batch function, never a tick of anything. A batch keeps to its tick:
+no table of it is acted on after its ``deadline`` (the next scheduled tick, less
+:data:`MARGIN`), so two ticks never act on one table at once; tables left when the
+deadline passes are failures, decided again by the next tick.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -35,14 +37,17 @@ from ..core.names import is_table_name
 BATCH_QUEUE_ENV = "CAPACITY_BATCH_QUEUE_URL"
 #: The message format's version.
 VERSION = 1
-#: SendMessageBatch takes at most 10 messages a call.
+#: SendMessageBatch takes at most 10 messages a call, and 256 KiB in all.
 SEND_BATCH = 10
-#: The most tables a message may name (a batch's own limit is ``tables_per_batch``).
-MAX_TABLES = 1_000
-#: The most tags a resource carries in AWS.
-MAX_TAGS = 50
-#: A deadline at most this long after its tick.
-MAX_SPAN = timedelta(hours=1)
+SEND_BYTES = 256 * 1024
+#: The most tables a message may name (``tables_per_batch`` at most): 500 names of 255
+#: characters are 130 KB, within SQS's 256 KiB.
+MAX_TABLES = 500
+#: A batch's deadline is the next tick less this: its last write ends before the next
+#: tick's first.
+MARGIN = timedelta(seconds=20)
+#: A tick time later than the receiving clock by more than this is refused.
+SKEW = timedelta(minutes=1)
 
 
 class BatchError(CapacityConfigError):
@@ -51,15 +56,14 @@ class BatchError(CapacityConfigError):
 
 @dataclass(frozen=True)
 class Batch:
-    """One batch of a sharded tick: its tables (with the tags discovery saw, or None), the
-    tick's time, the deadline after which none of them is acted on, and its place
-    (``number`` of ``of``, from 1)."""
+    """One batch of a sharded tick: its tables' names, the tick's time, the deadline after
+    which none of them is acted on, and its place (``number`` of ``of``, from 1)."""
 
     tick: datetime
     deadline: datetime
     number: int
     of: int
-    tables: Mapping[str, Mapping[str, str] | None]
+    tables: tuple[str, ...]
 
     @property
     def label(self) -> str:
@@ -73,26 +77,18 @@ class Batch:
                 "deadline": self.deadline.isoformat(),
                 "number": self.number,
                 "of": self.of,
-                "tables": {n: None if t is None else dict(t) for n, t in self.tables.items()},
+                "tables": list(self.tables),
             },
             separators=(",", ":"),
         )
 
 
-def shard(
-    found: Mapping[str, Mapping[str, str] | None],
-    per_batch: int,
-    tick: datetime,
-    deadline: datetime,
-) -> list[Batch]:
-    """``found`` in batches of ``per_batch`` tables, in name order (a table keeps its
+def shard(names: Iterable[str], per_batch: int, tick: datetime, deadline: datetime) -> list[Batch]:
+    """The tables ``names`` in batches of ``per_batch``, in name order (a table keeps its
     batch from tick to tick while the set of tables stays the same)."""
-    names = sorted(found)
-    chunks = [names[i : i + per_batch] for i in range(0, len(names), per_batch)]
-    return [
-        Batch(tick, deadline, n, len(chunks), {name: found[name] for name in chunk})
-        for n, chunk in enumerate(chunks, start=1)
-    ]
+    ordered = sorted(names)
+    chunks = [tuple(ordered[i : i + per_batch]) for i in range(0, len(ordered), per_batch)]
+    return [Batch(tick, deadline, n, len(chunks), c) for n, c in enumerate(chunks, start=1)]
 
 
 def send(
@@ -101,11 +97,11 @@ def send(
     batches: Sequence[Batch],
     call: Callable[[Callable[[], Any]], Any],
 ) -> list[str]:
-    """Send each batch as one message (SendMessageBatch, 10 a call, each call through
-    ``call``: retries). Returns one line per batch not sent; the others are sent."""
+    """Send each batch as one message (SendMessageBatch, 10 and 256 KiB a call at most,
+    each call through ``call``: retries). Returns one line per batch not sent; the others
+    are sent."""
     failed: list[str] = []
-    for offset in range(0, len(batches), SEND_BATCH):
-        group = batches[offset : offset + SEND_BATCH]
+    for group in _groups(batches):
         entries = [{"Id": str(b.number), "MessageBody": b.to_message()} for b in group]
         try:
             answer = call(partial(sqs.send_message_batch, QueueUrl=queue_url, Entries=entries))
@@ -120,25 +116,59 @@ def send(
     return failed
 
 
-def parse_batch(body: object) -> Batch:
-    """The batch a message body says, every field checked; raises :class:`BatchError`
-    naming the field, the value and what is allowed."""
-    if not isinstance(body, str):
-        raise BatchError(f"batch message: the body must be a JSON text; got {shown(body)}")
+def _groups(batches: Sequence[Batch]) -> list[list[Batch]]:
+    """``batches`` in order, in groups SendMessageBatch takes: 10 messages and 256 KiB."""
+    groups: list[list[Batch]] = []
+    size = 0
+    for b in batches:
+        length = len(b.to_message().encode())
+        if not groups or len(groups[-1]) == SEND_BATCH or size + length > SEND_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(b)
+        size += length
+    return groups
+
+
+def parse_batch(body: object, received: datetime, tick_minutes: int) -> Batch:
+    """The batch a message body says, every field checked against a receiving clock of
+    ``received`` and a tick of ``tick_minutes``; raises :class:`BatchError` naming the
+    field, the value and what is allowed."""
+    if not isinstance(body, str) or len(body) > SEND_BYTES:
+        raise BatchError(
+            f"batch message: the body must be a JSON text of at most {SEND_BYTES} "
+            f"characters; got {shown(body)}"
+        )
+    try:
+        return _parse(body, received, timedelta(minutes=tick_minutes))
+    except (ValueError, RecursionError, OverflowError) as exc:  # int digits, nesting, years
+        if isinstance(exc, BatchError):
+            raise
+        raise BatchError(
+            f"batch message: not a batch ({type(exc).__name__}: {exc})"[:300]
+        ) from None
+
+
+def _parse(body: str, received: datetime, span: timedelta) -> Batch:
     try:
         raw = json.loads(body)
     except json.JSONDecodeError as exc:
         raise BatchError(f"batch message: not JSON ({exc.msg}); got {shown(body)}") from None
     if not isinstance(raw, dict):
         raise BatchError(f"batch message: must be a JSON object; got {shown(raw)}")
-    if raw.get("version") != VERSION:
-        got = shown(raw.get("version"))
-        raise BatchError(f"batch message: version must be {VERSION}; got {got}")
+    version = raw.get("version")
+    if type(version) is not int or version != VERSION:
+        raise BatchError(f"batch message: version must be {VERSION}; got {shown(version)}")
     tick, deadline = _time(raw, "tick"), _time(raw, "deadline")
-    if not tick < deadline <= tick + MAX_SPAN:
+    if tick > received + SKEW:
         raise BatchError(
-            f"batch message: deadline must be after tick and at most {MAX_SPAN} after it; "
-            f"got tick {tick.isoformat()}, deadline {deadline.isoformat()}"
+            f"batch message: tick must not be later than now ({received.isoformat()}); "
+            f"got {tick.isoformat()}"
+        )
+    if not tick < deadline <= tick + span:
+        raise BatchError(
+            f"batch message: deadline must be after tick and at most one tick ({span}) "
+            f"after it; got tick {tick.isoformat()}, deadline {deadline.isoformat()}"
         )
     of = _whole(raw, "of", 1, 1_000_000)
     number = _whole(raw, "number", 1, of)
@@ -160,37 +190,26 @@ def _time(raw: Mapping[str, Any], key: str) -> datetime:
 
 def _whole(raw: Mapping[str, Any], key: str, low: int, high: int) -> int:
     value = raw.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+    if type(value) is not int or not low <= value <= high:
         raise BatchError(
             f"batch message: {key} must be a whole number from {low} to {high}; got {shown(value)}"
         )
     return value
 
 
-def _tables(value: object) -> dict[str, Mapping[str, str] | None]:
-    """The ``tables`` field: an object of 1 to MAX_TABLES table names, each to null or
-    an object of at most 50 string tags (the tags themselves are checked as discovery's
-    are, by the tick)."""
-    if not isinstance(value, dict) or not 1 <= len(value) <= MAX_TABLES:
+def _tables(value: object) -> tuple[str, ...]:
+    """The ``tables`` field: a list of 1 to MAX_TABLES distinct table names."""
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_TABLES:
         raise BatchError(
-            f"batch message: tables must be an object of 1 to {MAX_TABLES} table names; "
+            f"batch message: tables must be a list of 1 to {MAX_TABLES} table names; "
             f"got {shown(value)}"
         )
-    out: dict[str, Mapping[str, str] | None] = {}
-    for name, tags in value.items():
+    for name in value:
         if not is_table_name(name):
             raise BatchError(
                 "batch message: a table name must be 3 to 255 letters, digits, '_', '-' "
                 f"or '.'; got {shown(name)}"
             )
-        if tags is not None and not (
-            isinstance(tags, dict)
-            and len(tags) <= MAX_TAGS
-            and all(isinstance(k, str) and isinstance(v, str) for k, v in tags.items())
-        ):
-            raise BatchError(
-                f"batch message: the tags of table {name} must be null or an object of at "
-                f"most {MAX_TAGS} strings; got {shown(tags)}"
-            )
-        out[name] = tags
-    return out
+    if len(set(value)) != len(value):
+        raise BatchError(f"batch message: tables must not repeat a name; got {shown(value)}")
+    return tuple(value)

@@ -296,8 +296,10 @@ def _read_batch(
     t: _Tick, batch: Batch, threads: int
 ) -> tuple[list[ManagedTable], dict[str, list[HeldDimension]]]:
     """The batch's tables as the tick decides them: each described and its state-store
-    items read (one Query each; a table whose items cannot be read fails alone), then the
-    scalable targets of them all and their GSIs listed at once."""
+    items read (one Query each; a table whose items cannot be read fails alone; one not
+    managed now is skipped, and one UPDATING counted), then the scalable targets of them
+    all and their GSIs listed at once. Their tags are read as an explicit table's: a
+    message names tables, never their configuration."""
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         reads = {n: pool.submit(_describe_and_read, t, n) for n in batch.tables}
     found: dict[str, dict[str, str] | None] = {}
@@ -309,12 +311,14 @@ def _read_batch(
             descriptions[name], held[name], marks = future.result()
         except NotManaged as exc:
             t.skipped.append({"table": name, "reason": str(exc)})
+            log_event("table-skipped", table=name, reason=str(exc))
+            if isinstance(exc, TableUpdating):  # counted, so one stuck there alarms
+                t.emf({"Updating": 1}, name)
             continue
         except Exception as exc:
             t.fail(name, describe_error(exc))
             continue
-        tags = batch.tables[name]
-        found[name] = None if tags is None else dict(tags)
+        found[name] = None  # its tags are read with it, as an explicit table's
         markers |= {(name, what) for what in marks}
     ids = [r for n, d in descriptions.items() for r in discovery.table_resource_ids(n, d)]
     targets: Mapping[tuple[str, str], ScalableTarget] | None = t.shared(
