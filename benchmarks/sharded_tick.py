@@ -2,8 +2,9 @@
 function runs them, against a local moto server with a round trip added to every call.
 
 Creates N tables (default 10,000) with 2 GSIs each, tagged for discovery, in a moto server
-on 127.0.0.1, with a minute of traffic each, a state store table and the batch queue (SQS,
-in the same server). Then, in one run:
+on 127.0.0.1, one in 100 with a minute of traffic (moto's GetMetricData reads every
+datapoint it holds for every query, which AWS does not: with one each, moto alone would
+take hours), a state store table and the batch queue (SQS, in the same server). Then, in one run:
 
 - the scheduled invocation (``coordinate``): tag discovery, then the tables in batches of
   ``tables_per_batch`` sent to the queue;
@@ -163,7 +164,8 @@ def main() -> None:
     with moto_server() as endpoint:
         setup = make(endpoint)
         t0 = time.perf_counter()
-        populate(setup, args.tables, datetime.now(UTC).replace(second=0, microsecond=0))
+        minute = datetime.now(UTC).replace(second=0, microsecond=0)
+        populate(setup, args.tables, minute, traffic_every=100)
         create_store_table(setup.dynamodb, STORE)
         sqs = client(endpoint, "sqs")
         url = sqs.create_queue(QueueName="batches")["QueueUrl"]
