@@ -195,10 +195,14 @@ def test_at_the_threshold_or_without_a_queue_the_tick_runs_in_place(
     cfg = config(world, SCALER_SHARD_ABOVE_TABLES="3")
     # WHEN the scheduled invocation ticks, with the queue and without one
     for url in (queue, None):
-        summary = coordinate(
-            cfg, own_clients(aws_client), world.now, store=world.store, queue_url=url
+        clients, pages = own_clients(aws_client), []
+        clients.tagging.meta.events.register(
+            "before-call.resource-groups-tagging-api.GetResources",
+            lambda seen=pages, **_: seen.append(1),
         )
+        summary = coordinate(cfg, clients, world.now, store=world.store, queue_url=url)
         assert (summary.batches, summary.tables) == (0, 3)
+        assert len(pages) == 1  # tag discovery once, whoever runs it
     # THEN the tick ran here (twice): nothing was sent, the busy table raised, the idle
     # ones lowered
     assert received(aws_client, queue) == []

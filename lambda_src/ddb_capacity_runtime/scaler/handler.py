@@ -135,8 +135,10 @@ def coordinate(
     :data:`.shard.MARGIN`); otherwise the tick, run here. A batch not sent
     is a shared failure of the tick (its tables wait for the next)."""
 
-    def here() -> TickSummary:
-        return tick(config, clients, now, out, sleep=sleep, threads=threads, store=store)
+    def here(found: Mapping[str, dict[str, str] | None] | None = None) -> TickSummary:
+        return tick(
+            config, clients, now, out, sleep=sleep, threads=threads, store=store, found=found
+        )
 
     if queue_url is None:
         summary = here()
@@ -155,7 +157,7 @@ def coordinate(
     except Exception:  # the tick meets the failure again, and reports it as it always has
         return here()
     if len(found) <= config.shard_above_tables:
-        return here()
+        return here(found)
     deadline = now + timedelta(minutes=config.tick_minutes) - MARGIN
     batches = shard(found, config.tables_per_batch, now, deadline)
     failed = send(clients.sqs, queue_url, batches, lambda f: with_retries(f, sleep=sleep))

@@ -219,6 +219,7 @@ def tick(
     store: HoldStore,
     batch: Batch | None = None,
     clock: Callable[[], float] = time.time,
+    found: Mapping[str, dict[str, str] | None] | None = None,
 ) -> TickSummary:
     """Discover, measure, decide and act once. Returns a summary. EMF records go to
     ``out`` (stdout by default); events to the log. ``sleep`` is the backoff between tries
@@ -226,11 +227,12 @@ def tick(
     library holds raised, the autopilot's plans, and the capacity requests' holds, which
     the tick obeys and ends at expiry. With ``batch`` (:mod:`.shard`), the batch's tables
     alone, their targets and state read for them, and none acted on once ``clock()`` (a
-    POSIX time) reaches the batch's deadline."""
+    POSIX time) reaches the batch's deadline. ``found``: the tables tag discovery found
+    already this tick (it is not run again)."""
     t = _Tick(config, clients, now.astimezone(UTC), out, sleep, store)
     with ThrottleCounter(*_control_plane(clients)) as throttles:
         if batch is None:
-            tables, held = _read_all(t, threads)
+            tables, held = _read_all(t, threads, found)
         else:
             tables, held = _read_batch(t, batch, threads)
         dimensions = sum(len(table.dimensions) for table in tables)
@@ -265,7 +267,9 @@ def _control_plane(clients: Clients) -> list[Any]:
     return [clients.dynamodb, clients.autoscaling, clients.cloudwatch, clients.tagging]
 
 
-def _read_all(t: _Tick, threads: int) -> tuple[list[ManagedTable], dict[str, list[HeldDimension]]]:
+def _read_all(
+    t: _Tick, threads: int, found: Mapping[str, dict[str, str] | None] | None
+) -> tuple[list[ManagedTable], dict[str, list[HeldDimension]]]:
     """Every managed table of the account and Region, as the tick decides it: one listing
     of the scalable targets, tag discovery, one Scan of the state store."""
     clients, config = t.clients, t.config
@@ -278,12 +282,13 @@ def _read_all(t: _Tick, threads: int) -> tuple[list[ManagedTable], dict[str, lis
         confined=True,
     )
     explicit: dict[str, dict[str, str] | None] = dict.fromkeys(config.tables)
-    found = t.shared(
-        "tag discovery",
-        lambda: discovery.find_tables(clients.tagging, config),
-        explicit,
-        confined=True,
-    )
+    if found is None:
+        found = t.shared(
+            "tag discovery",
+            lambda: discovery.find_tables(clients.tagging, config),
+            explicit,
+            confined=True,
+        )
     # unread, no memory is known: a minimum is then never moved (its memory could not be
     # checked), and the shared failure forbids decreases
     scanned = t.shared("state store", t.store.scan, None)
