@@ -18,7 +18,7 @@ throttled              raise at once to demand / target, demand = served + refus
                        key-range throttles: ``unfixable``) never do
 above target           raise to peak consumed / aim
 provisioned > max      lower to max (quota permitting)
-sustained low          every minute of the last K ticks below target - buffer, no
+sustained low          every minute of the last K ticks below aim - buffer, no
                        throttle of any cause in them, no increase within the hysteresis time:
                        lower to peak / aim (min if idle), when the quota ledger
                        allows it and the saving is worth a decrease
@@ -172,10 +172,9 @@ def autopilot_config(target_utilization: float = 0.7) -> PolicyConfig:
     last raise, so a burst's capacity is not paid for long after it, but never below the
     load of two minutes in three of the last half hour, so noisy load is not given back
     between its peaks (the decrease quota and the saving rules still decide whether a
-    decrease is worth it). Its forecast's plan comes from :mod:`.forecast`. It aims at the
-    target outside a plan: :func:`noise_aim` is off (``noise_aim``, measured by
-    ``benchmarks/noise_headroom.py``, refused more on every load that jumps from a smooth
-    level)."""
+    decrease is worth it). Its forecast's plan comes from :mod:`.forecast`. Outside a plan
+    it aims at the target (``noise_aim`` off: measured by ``benchmarks/noise_headroom.py``,
+    :func:`noise_aim` refused more wherever load jumped from a smooth level)."""
     return PolicyConfig(
         target_utilization=target_utilization,
         autopilot=True,
