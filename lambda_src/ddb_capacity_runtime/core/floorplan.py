@@ -28,7 +28,7 @@ class FloorPlan:
     floors: tuple[int, ...]
     #: the target utilization (percent) the floors are sized at, and the dimension aims at
     #: while the plan is in force: higher than the configured one when the forecast was
-    #: good (core.forecast.aim_for)
+    #: good (core.policy.aim_for)
     aim: int = 70
     #: decreases to keep for the falls the forecast sees later in the UTC day (one each),
     #: instead of the fixed reserve (core.forecast.falls_ahead)
