@@ -433,3 +433,35 @@ def test_a_run_keeps_the_time_it_was_scheduled_for() -> None:
     for event in ({}, {"time": "yesterday"}, {"time": "2026-11-22T11:50:00Z"}, {"time": 5}):
         assert handler.scheduled_time(event, now, 2) == now
     assert handler.scheduled_time({"time": "2026-11-22T12:05:00Z"}, now, 2) == now
+
+
+def test_a_batch_reads_its_tables_tags_and_never_takes_one_the_scaler_does_not_manage(
+    world: World, aws_client: Any
+) -> None:
+    # GIVEN a batch naming a tagged idle table and an idle one tagged otherwise (neither
+    # listed nor carrying the discovery tag: a message cannot put it under the scaler)
+    busy, idle = busy_and_idle(world, 0)
+    other = world.table("other", 200, 200, tagged=False, tags={"team": "payments"})
+    batch = Batch(world.now, world.now + timedelta(minutes=2), 1, 1, (busy, idle, other))
+    clients = own_clients(aws_client)
+    per_table: list[int] = []
+    clients.dynamodb.meta.events.register(
+        "before-call.dynamodb.ListTagsOfResource", lambda seen=per_table, **_: seen.append(1)
+    )
+    # WHEN the batch function runs it
+    with recorded_events() as events:
+        reason = run_batch(
+            config(world),
+            clients,
+            {"body": batch.to_message()},
+            store=world.store,
+            now=lambda: world.now,
+            out=io.StringIO(),
+        )
+    # THEN the tags came from the tagging API (one call for the batch, none a table), the
+    # managed tables were decided, and the other was skipped, untouched
+    assert reason is None and per_table == []
+    assert world.throughput(idle) == (5, 5)
+    assert world.throughput(other) == (200, 200)
+    (skipped,) = [e for e in events if e["event"] == "table-skipped"]
+    assert skipped["table"] == other and "discovery tag" in skipped["reason"]

@@ -54,6 +54,27 @@ def find_tables(
     return found
 
 
+#: ARNs named in one GetResources call.
+ARNS_PER_CALL = 100
+
+
+def tags_of_tables(
+    tagging: ResourceGroupsTaggingAPIClient, arns: Sequence[str]
+) -> dict[str, dict[str, str]]:
+    """The tags of the tables ``arns``, by table name (GetResources, 100 ARNs a call): a
+    table the tagging API does not return is not in the answer."""
+    out: dict[str, dict[str, str]] = {}
+    for i in range(0, len(arns), ARNS_PER_CALL):
+        pages = tagging.get_paginator("get_resources").paginate(
+            ResourceARNList=list(arns[i : i + ARNS_PER_CALL])
+        )
+        for page in pages:
+            for item in page["ResourceTagMappingList"]:
+                name = item["ResourceARN"].split(":table/", 1)[1].split("/", 1)[0]
+                out[name] = tags_of(item.get("Tags", []))
+    return out
+
+
 def scalable_targets(
     aas: ApplicationAutoScalingClient, resource_ids: Sequence[str] = ()
 ) -> dict[tuple[str, str], ScalableTarget]:

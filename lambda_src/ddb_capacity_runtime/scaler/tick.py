@@ -302,9 +302,9 @@ def _read_batch(
 ) -> tuple[list[ManagedTable], dict[str, list[HeldDimension]]]:
     """The batch's tables as the tick decides them: each described and its state-store
     items read (one Query each; a table whose items cannot be read fails alone; one not
-    managed now is skipped, and one UPDATING counted), then the scalable targets of them
-    all and their GSIs listed at once. Their tags are read as an explicit table's: a
-    message names tables, never their configuration."""
+    managed now is skipped, and one UPDATING counted), their tags read (:func:`_batch_tags`:
+    a message names tables, never their configuration), then the scalable targets of them
+    all and their GSIs listed at once."""
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         reads = {n: pool.submit(_describe_and_read, t, n) for n in batch.tables}
     found: dict[str, dict[str, str] | None] = {}
@@ -315,16 +315,16 @@ def _read_batch(
         try:
             descriptions[name], held[name], marks = future.result()
         except NotManaged as exc:
-            t.skipped.append({"table": name, "reason": str(exc)})
-            log_event("table-skipped", table=name, reason=str(exc))
+            t.skipped.append({"table": name, "reason": str(exc)})  # logged with the others
             if isinstance(exc, TableUpdating):  # counted, so one stuck there alarms
                 t.emf({"Updating": 1}, name)
             continue
         except Exception as exc:
             t.fail(name, describe_error(exc))
             continue
-        found[name] = None  # its tags are read with it, as an explicit table's
+        found[name] = None
         markers |= {(name, what) for what in marks}
+    found = _batch_tags(t, found, descriptions)
     ids = [r for n, d in descriptions.items() for r in discovery.table_resource_ids(n, d)]
     targets: Mapping[tuple[str, str], ScalableTarget] | None = t.shared(
         "scalable targets",
@@ -334,6 +334,39 @@ def _read_batch(
     )
     tables = _prepare_tables(t, found, targets, held, markers, threads, descriptions)
     return tables, held
+
+
+def _batch_tags(
+    t: _Tick,
+    found: dict[str, dict[str, str] | None],
+    descriptions: Mapping[str, Mapping[str, Any]],
+) -> dict[str, dict[str, str] | None]:
+    """The batch's tables with their tags, read with the tagging API (100 tables a call)
+    where the scaler discovers by tag, as tag discovery reads them; a table it does not
+    return, or all of them when it fails, read one by one with the table (None). A table
+    neither listed nor carrying the discovery tag is skipped: a message names tables, it
+    never puts one under the scaler."""
+    config = t.config
+    if not config.tag_key or not found:
+        return found
+    arns = [str(descriptions[n].get("TableArn", "")) for n in found]
+    tags = t.shared(
+        "table tags",
+        lambda: discovery.tags_of_tables(t.clients.tagging, arns),
+        None,
+        confined=True,
+    )
+    if tags is None:
+        return found
+    kept: dict[str, dict[str, str] | None] = {}
+    for name in found:
+        tagged = tags.get(name, {}).get(config.tag_key) == config.tag_value
+        if name in tags and not tagged and name not in config.tables:
+            reason = "not managed: neither listed nor carrying the discovery tag"
+            t.skipped.append({"table": name, "reason": reason})  # logged with the others
+            continue
+        kept[name] = tags.get(name)
+    return kept
 
 
 def _describe_and_read(
