@@ -634,8 +634,6 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     until = _iso(end)
     about = {"ensemble": name, "days": days, "end": until}
-    if report is not None:
-        fleet.write(fleet.build(results, about), report, made_s3=_s3_client)
     if args.json:
         doc = advise_module.as_json(results, **about)
         out.write(json.dumps(doc) + "\n")
@@ -646,6 +644,9 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"units per month ({advise_module.MONTH_HOURS} h), medians, read + write"
         )
         out.write(advise_module.text(results, heading) + "\n")
+    if report is not None:  # after the output: a report that cannot be written loses nothing
+        out.flush()
+        fleet.write(fleet.build(results, about), report, made_s3=_s3_client)
     return 1 if any(isinstance(r, advise_module.Failure) for r in results) else 0
 
 
