@@ -12,11 +12,15 @@ take hours), a state store table and the batch queue (SQS, in the same server). 
   (standing in for the SQS event source's maximum concurrency), each with its own clients
   and the batch function's own code (``run_batch``), exactly as in Lambda.
 
-It prints each batch's duration and when the last one was done, against the tick interval
-(every batch must be done before the next tick: the goal), the AWS calls by operation, the
-GetMetricData calls against the fewest possible (the tick's metric queries / 500), and what
-the engine costs a month at 1,000, 10,000 and 50,000 tables, from the batch durations
-measured here.
+It prints each batch's duration against the 2-minute tick interval (the goal: every batch
+done within it), when the last one was done, the AWS calls by operation, moto's rate, the
+tick's per-minute GetMetricData calls against the fewest possible (its metric queries /
+500; the autopilot's hourly history reads are counted apart), and what the engine costs a
+month at 1,000, 10,000 and 50,000 tables, from the batch durations measured here.
+
+The batches' deadline is set by ``--deadline-minutes`` (default 10, the tick's setting
+here), so that every batch runs and is measured even where this machine cannot serve them
+all within 2 minutes; the report says when the last one was done.
 
 moto answers from this machine, one process for every call on 2 cores, where AWS's
 services answer each Lambda in parallel: the time until the last batch is done is this
@@ -57,6 +61,9 @@ MEMORY_GB = 256 / 1024
 #: SQS requests a batch costs: its share of SendMessageBatch (10 a call), the receive and
 #: the delete of the event source.
 SQS_PER_BATCH = 0.1 + 1 + 1
+#: The state store's reads a table of a batch costs: one strongly consistent Query of an
+#: item or none (1 read request unit), on-demand at $0.125 a million.
+STORE_READ = 0.125 / 1e6
 
 
 def monthly_cost(tables: int, per_batch: int, batch_seconds: float) -> dict[str, float]:
@@ -68,7 +75,8 @@ def monthly_cost(tables: int, per_batch: int, batch_seconds: float) -> dict[str,
     sqs = TICKS_A_MONTH * batches * SQS_PER_BATCH * SQS_REQUEST
     child = SFN_EXPRESS_REQUEST + batch_seconds * (64 / 1024) * SFN_EXPRESS_GB_S
     sfn = TICKS_A_MONTH * (6 * SFN_TRANSITION + batches * child)
-    return {"lambda": lambda_, "sqs": sqs, "step_functions": sfn}
+    store = TICKS_A_MONTH * tables * STORE_READ
+    return {"lambda": lambda_, "sqs": sqs, "store": store, "step_functions": sfn}
 
 
 def taken(sqs: Any, url: str) -> list[dict[str, Any]]:
@@ -77,6 +85,12 @@ def taken(sqs: Any, url: str) -> list[dict[str, Any]]:
     while page := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
         out += [{"body": m["Body"]} for m in page]
     return out
+
+
+def _minutes(params: dict[str, Any]) -> int:
+    """1 for a GetMetricData call of the tick's per-minute reads (consumed and throttles)."""
+    queries = params.get("MetricDataQueries", [])
+    return int(all(q["MetricStat"]["Period"] == 60 and q["Id"][0] in "ct" for q in queries))
 
 
 def run_batches(
@@ -91,13 +105,17 @@ def run_batches(
     def one(record: dict[str, Any]) -> tuple[float, float, str | None]:
         c = make(endpoint)
         mine = counted([c.dynamodb, c.autoscaling, c.cloudwatch, c.tagging], args.latency_ms / 1000)
+        c.cloudwatch.meta.events.register(
+            "before-parameter-build.monitoring.GetMetricData",
+            lambda params, seen=mine, **_: seen.update(["minute reads"] * _minutes(params)),
+        )
         start = time.perf_counter() - t0
         failure = run_batch(
             config, c, record, store=HoldStore(c.dynamodb, STORE), out=io.StringIO()
         )
         with lock:
             calls.update(mine)
-            per_batch.append(mine["GetMetricData"])
+            per_batch.append(mine["minute reads"])
         return start, time.perf_counter() - t0, failure
 
     with ThreadPoolExecutor(args.concurrency) as pool:
@@ -123,42 +141,47 @@ def report(
         f"{args.latency_ms:g} ms added to every call"
     )
     print(f"scheduled invocation (discovery, batches sent): {coordinator_s:.1f} s")
+    within = sum(d <= interval for d in durations)
     print(
-        f"batch duration: median {statistics.median(durations):.1f} s, "
-        f"longest {max(durations):.1f} s (the function's timeout: 180 s)"
-    )
-    print(f"batches failed: {len(failed)}")
-    goal = "PASS" if last <= interval and not failed else "MISS"
-    print(
-        f"every batch done before the next tick: {goal} (last done {last:.1f} s after the "
-        f"tick began, the interval {interval:.0f} s)"
-    )
-    fewest = math.ceil(dimensions * 2 / 500)
-    made, most = calls["GetMetricData"], calls.pop("GetMetricData per batch")
-    per_batch = math.ceil(args.tables_per_batch * 6 * 2 / 500)
-    verdict = "PASS" if made <= fewest and most <= per_batch else "MISS"
-    print(
-        f"GetMetricData calls: {made} in all (the fewest: {dimensions * 2:,} queries / 500 = "
-        f"{fewest}), at most {most} a batch (a batch's {args.tables_per_batch * 12:,} queries "
-        f"/ 500 = {per_batch}): {verdict}"
+        f"each batch done within the 2-minute tick: "
+        f"{'PASS' if within == len(durations) and not failed else 'MISS'} ({within} of "
+        f"{len(durations)}; median {statistics.median(durations):.1f} s, longest "
+        f"{max(durations):.1f} s; the function's timeout is 180 s); batches failed: "
+        f"{len(failed)}"
     )
     for reason in sorted({f.split(": ", 1)[-1][:120] for f in failed})[:5]:
         print(f"  a failed batch: {reason}")
+    total = sum(v for k, v in calls.items() if k[0].isupper())
+    print(
+        f"all {len(timings)} batches done {last:.1f} s after the tick began "
+        f"({'within' if last <= interval else 'past'} the {interval:.0f} s interval), at "
+        f"{total / last:.0f} AWS calls a second from this machine's one moto process"
+    )
+    fewest = math.ceil(dimensions * 2 / 500)
+    made, most = calls.pop("minute reads"), calls.pop("GetMetricData per batch")
+    per_batch = math.ceil(args.tables_per_batch * 6 * 2 / 500)
+    verdict = "PASS" if made <= fewest and most <= per_batch else "MISS"
+    print(
+        f"GetMetricData calls of the tick's minutes: {made} in all (the fewest: "
+        f"{dimensions * 2:,} queries / 500 = {fewest}), at most {most} a batch (its "
+        f"{args.tables_per_batch * 12:,} queries / 500 = {per_batch}): {verdict}; the "
+        f"autopilot's hourly history reads: {calls['GetMetricData'] - made}"
+    )
     print("\nAWS calls of the batches by operation:")
     for op, n in sorted(calls.items()):
         print(f"  {op:<28} {n:>8,}")
     seconds = statistics.mean(durations)
     print(f"\ncost a month (2-minute tick, 256 MB arm64, {seconds:.1f} s a batch as measured):")
     print(
-        f"  {'tables':>8} {'batches':>8} {'Lambda':>9} {'SQS':>7} {'= total':>9} "
+        f"  {'tables':>8} {'batches':>8} {'Lambda':>9} {'SQS':>7} {'store':>7} {'= total':>9} "
         f"{'Step Functions instead of SQS':>31}"
     )
     for n in (1_000, 10_000, 50_000):
-        cost = monthly_cost(n, args.tables_per_batch, seconds)
+        c = monthly_cost(n, args.tables_per_batch, seconds)
         print(
-            f"  {n:>8,} {math.ceil(n / args.tables_per_batch):>8} {cost['lambda']:>9.2f} "
-            f"{cost['sqs']:>7.2f} {cost['lambda'] + cost['sqs']:>9.2f} "
-            f"{cost['step_functions']:>31.2f}"
+            f"  {n:>8,} {math.ceil(n / args.tables_per_batch):>8} {c['lambda']:>9.2f} "
+            f"{c['sqs']:>7.2f} {c['store']:>7.2f} {c['lambda'] + c['sqs'] + c['store']:>9.2f} "
+            f"{c['step_functions']:>31.2f}"
         )
 
 
@@ -169,6 +192,7 @@ def main() -> None:
     parser.add_argument("--shard-above", type=int, default=1_000)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--deadline-minutes", type=int, default=10)
     args = parser.parse_args()
     with moto_server() as endpoint:
         setup = make(endpoint)
@@ -187,6 +211,7 @@ def main() -> None:
                 "SCALER_DRY_RUN": "true",
                 "SCALER_TABLES_PER_BATCH": str(args.tables_per_batch),
                 "SCALER_SHARD_ABOVE_TABLES": str(args.shard_above),
+                "SCALER_TICK_MINUTES": str(args.deadline_minutes),
             }
         )
         c = make(endpoint)
