@@ -163,17 +163,24 @@ def test_scaler_rule_targets_the_function(ticked: dict[str, Any], aws_client: An
     assert "DeadLetterQueue" in target["DeadLetterConfig"]["Arn"]
 
 
-def test_scaler_role_has_only_its_managed_policy(ticked: dict[str, Any], aws_client: Any) -> None:
+def test_scaler_role_has_only_its_managed_policies(ticked: dict[str, Any], aws_client: Any) -> None:
     iam = aws_client("iam")
     (role,) = [r for r in iam.list_roles()["Roles"] if "ScalerFunctionRole" in r["RoleName"]]
     assert iam.list_role_policies(RoleName=role["RoleName"])["PolicyNames"] == []
-    (attached,) = iam.list_attached_role_policies(RoleName=role["RoleName"])["AttachedPolicies"]
-    policy = iam.get_policy(PolicyArn=attached["PolicyArn"])["Policy"]
-    document = iam.get_policy_version(
-        PolicyArn=attached["PolicyArn"], VersionId=policy["DefaultVersionId"]
-    )["PolicyVersion"]["Document"]
-    if isinstance(document, str):
-        document = json.loads(document)
+    attached = iam.list_attached_role_policies(RoleName=role["RoleName"])["AttachedPolicies"]
+    documents = []
+    for each in attached:
+        policy = iam.get_policy(PolicyArn=each["PolicyArn"])["Policy"]
+        document = iam.get_policy_version(
+            PolicyArn=each["PolicyArn"], VersionId=policy["DefaultVersionId"]
+        )["PolicyVersion"]["Document"]
+        documents.append(json.loads(document) if isinstance(document, str) else document)
+    # its own policy, and (sharded) the one that sends batches, nothing else
+    sids = sorted([s.get("Sid") for s in d["Statement"]] for d in documents)
+    assert len(documents) == 2 and ["SendBatches"] in sids
+    (document,) = [
+        d for d in documents if [s.get("Sid") for s in d["Statement"]] != ["SendBatches"]
+    ]
     by_sid = {s.get("Sid"): s for s in document["Statement"]}
     feed_arn = aws_client("dynamodb").describe_table(TableName=ticked["tables"]["Feed"])["Table"][
         "TableArn"
