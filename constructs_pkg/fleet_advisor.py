@@ -46,7 +46,7 @@ __all__ = ["FleetAdvisor"]
 #: The lister's default time: 02:00 UTC, every day.
 DEFAULT_SCHEDULE = events.CronOptions(minute="0", hour="2")
 DEFAULT_REPORT_DELAY = Duration.hours(3)
-#: Workers at once: 10 advise about 1,200 tables of 14 days in 3 hours at 88 s a table
+#: Workers at once: 10 advise about 1,800 tables of 14 days in 3 hours at 61 s a table
 #: (benchmarks/fleet_report.py; docs: Fleet report, "Limits").
 DEFAULT_MAX_CONCURRENCY = 10
 #: One full vCPU: a table's advice is single-threaded simulation.
