@@ -25,6 +25,7 @@ from .capacity import (
 )
 from .capacity_requests import CapacityRequests, FastPath
 from .compliance import acknowledge, apply_nag_packs, skip_checkov
+from .fleet_advisor import FleetAdvisor
 from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
 from .scaler import ThrottleAwareScaler
 from .table import ProvisionedTable, TableCapacity
@@ -38,6 +39,7 @@ __all__ = [
     "DEFAULT_TARGET_UTILIZATION",
     "EVERY_DAY",
     "FastPath",
+    "FleetAdvisor",
     "PrewarmMethod",
     "ProvisionedTable",
     "ScalableTargetQuota",

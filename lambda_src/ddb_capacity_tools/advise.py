@@ -122,8 +122,8 @@ class Clients:
 
 
 def boto3_clients() -> Clients:
-    """CloudWatch, DynamoDB and Application Auto Scaling clients of the default session
-    (module level, so that a process of the pool can make its own)."""
+    """CloudWatch, DynamoDB and Application Auto Scaling clients, from the environment's
+    credentials (module level, so that a process of the pool can make its own)."""
     import boto3
 
     return Clients(
