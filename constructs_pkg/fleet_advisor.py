@@ -72,7 +72,8 @@ class FleetAdvisor(Construct):
         Default: 3 hours.
     :param max_concurrency: workers at once (the event source's maximum concurrency, 2 to
         1,000). Default: 10.
-    :param days: days of CloudWatch history each table is advised on (1 to 15). Default: 14.
+    :param days: days of CloudWatch history each table is advised on (1 to 14: CloudWatch
+        keeps 1-minute datapoints 15 days, and a worker may run a day after its run). Default: 14.
     :param candidates: the policies tried (as ``advise --candidate``). Default: advise's.
     :param worker_memory_size: the worker's memory in MB (1,769 is one vCPU). Default: 1769.
     :param report_retention: how long runs are kept in the bucket. Default: 90 days.
@@ -140,6 +141,11 @@ class FleetAdvisor(Construct):
             self._whole("schedule.minute", cron.minute, 59),
             self._whole("schedule.hour", cron.hour, 23),
         )
+        if not Token.is_unresolved(delay) and delay.to_seconds() % 60:
+            raise ValueError(
+                f"{self._where}: report_delay: got {delay.to_human_string()}; expected whole "
+                "minutes, 15 minutes to 23 hours"
+            )
         delay_minutes = delay.to_minutes() if not Token.is_unresolved(delay) else 180
         if not 15 <= delay_minutes <= 23 * 60:
             raise ValueError(
@@ -151,7 +157,9 @@ class FleetAdvisor(Construct):
             ("days", days, 1, MAX_DAYS),
             ("worker_memory_size", memory, 128, 10_240),
         ):
-            if not Token.is_unresolved(value) and not low <= value <= high:
+            if Token.is_unresolved(value):
+                continue
+            if type(value) is not int or not low <= value <= high:
                 raise ValueError(
                     f"{self._where}: {name}: got {value}; expected a whole number from "
                     f"{low} to {high:,}"
@@ -216,8 +224,9 @@ class FleetAdvisor(Construct):
             "Tables",
             enforce_ssl=True,
             encryption=sqs.QueueEncryption.SQS_MANAGED,
-            # a worker may run its whole timeout; the message stays hidden meanwhile
-            visibility_timeout=WORKER_TIMEOUT.plus(WORKER_TIMEOUT),
+            # six times the worker's timeout, as AWS advises for an SQS event source: an
+            # invocation throttled by the account's concurrency still counts as a receive
+            visibility_timeout=Duration.minutes(WORKER_TIMEOUT.to_minutes() * 6),
             retention_period=Duration.days(1),
             dead_letter_queue=sqs.DeadLetterQueue(
                 queue=self.dead_letter_queue, max_receive_count=MAX_RECEIVES
@@ -380,10 +389,11 @@ class FleetAdvisor(Construct):
                 resources=[runs, self.bucket.arn_for_objects("latest/*")],
             ),
             iam.PolicyStatement(
-                sid="ListRuns",  # a missing result is then NoSuchKey, not AccessDenied
+                # a missing result is then NoSuchKey, not AccessDenied; no s3:prefix
+                # condition: a GetObject carries none, so S3 would answer 403 again
+                sid="ListRuns",
                 actions=["s3:ListBucket"],
                 resources=[self.bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": ["runs/*"]}},
             ),
         )
         self._acknowledge_wildcards(lister, worker, report)

@@ -193,3 +193,30 @@ def test_settings_round_trip_and_name_the_bad_variable():
         AdvisorSettings.from_env({})
     assert time_of("20261122T0200Z") == datetime(2026, 11, 22, 2, 0, tzinfo=UTC)
     assert time_of("20261399T0200Z") is None and time_of(None) is None
+
+
+def test_a_result_that_cannot_be_read_is_a_counted_failure_named_by_the_manifest(world, capsys):
+    # GIVEN a run whose manifest lists three tables: one result names another table, one is
+    # not a JSON object, and one is missing
+    settings, s3 = world["settings"], world["s3"]
+    run_id = run_id_of(world["moment"])
+    names = ["Named", "Broken", "Absent"]
+
+    def put(key: str, body: object) -> None:
+        s3.put_object(Bucket=settings.bucket, Key=key, Body=json.dumps(body).encode())
+
+    put("runs/latest.json", {"run_id": run_id})
+    put(f"runs/{run_id}/manifest.json", {"tables": names, "days": 1})
+    put(f"runs/{run_id}/tables/Named.json", {"table": "<b>Other</b>", "status": "failed"})
+    put(f"runs/{run_id}/tables/Broken.json", [1, 2])
+    # WHEN the report runs
+    counts = fleet_lambda.report_run(s3, settings, world["moment"])
+    # THEN the unreadable one is a failure, counted; every row is named by the manifest
+    assert counts == {"TablesReported": 3, "TablesMissing": 1, "Failures": 1}
+    doc = json.loads(
+        s3.get_object(Bucket=settings.bucket, Key=f"runs/{run_id}/report.json")["Body"].read()
+    )
+    rows = {r["table"]: r for r in doc["tables"]}
+    assert set(rows) == set(names)
+    assert rows["Broken"]["status"] == "failed" and "not a JSON object" in rows["Broken"]["reason"]
+    assert rows["Absent"]["status"] == "missing"

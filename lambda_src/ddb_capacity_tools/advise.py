@@ -26,7 +26,8 @@ checked before use and shown with control characters escaped, error messages are
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TextIO
@@ -372,22 +373,48 @@ def _in_parallel(
     progress: TextIO | None,
     processes: int,
 ) -> list[Advice | Failure]:
+    """The tables in a pool of ``processes``. A process that dies breaks the pool and every
+    job in it: the tables not done yet go to a new pool of the same size, once; after a
+    second death, each goes to a pool of its own, so a table that kills its process fails
+    alone."""
     out: dict[int, Advice | Failure] = {}
     _bar(progress, 0, len(tables), "")
+    pending = list(range(len(tables)))
+    for size in (processes, processes, 1):
+        if not pending:
+            break
+        groups = [pending] if size > 1 else [[n] for n in pending]
+        pending = [n for g in groups for n in _pool(clients, tables, setup, g, size, out, progress)]
+    return [out[n] for n in range(len(tables))]
+
+
+def _pool(
+    clients: Callable[[], Clients],
+    tables: Sequence[tuple[str, str | None]],
+    setup: Setup,
+    which: list[int],
+    processes: int,
+    out: dict[int, Advice | Failure],
+    progress: TextIO | None,
+) -> list[int]:
+    """The tables ``which`` in one pool, into ``out``; returns those a broken pool ended
+    (a pool of one: none, its table fails with the reason)."""
+    broken: list[int] = []
     with ProcessPoolExecutor(processes, initializer=_start, initargs=(clients,)) as pool:
-        jobs: dict[Future[Advice | Failure], int] = {
-            pool.submit(_advise_in_pool, table, index, setup): n
-            for n, (table, index) in enumerate(tables)
-        }
+        jobs = {pool.submit(_advise_in_pool, *tables[n], setup): n for n in which}
         for job in as_completed(jobs):
             n = jobs[job]
-            table, index = tables[n]
             try:
                 out[n] = job.result()
-            except Exception as exc:  # its process died (or could not start): this one fails
-                out[n] = Failure(table, index, shown(describe_error(exc)))
-            _bar(progress, len(out), len(tables), table)
-    return [out[n] for n in range(len(tables))]
+            except BrokenProcessPool as exc:
+                if processes > 1:
+                    broken.append(n)
+                else:
+                    out[n] = Failure(*tables[n], shown(f"its process died: {exc}"))
+            except Exception as exc:  # could not start: this one fails
+                out[n] = Failure(*tables[n], shown(describe_error(exc)))
+            _bar(progress, len(out), len(tables), tables[n][0])
+    return sorted(broken)
 
 
 def _bar(out: TextIO | None, done: int, total: int, table: str) -> None:

@@ -21,7 +21,7 @@ one table wait for each other's updates.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ddb_capacity_runtime.aws.discovery import table_targets
@@ -40,10 +40,12 @@ __all__ = ["Current", "current_figures", "read_current"]
 @dataclass(frozen=True)
 class Current:
     """What a table's capacity is set to now: per dimension, a simulator policy (empty when
-    unknown), and ``reason`` when any is unknown."""
+    unknown), and ``reason`` when any is unknown; ``ranges``: a scalable target's minimum
+    and maximum, which the policy runs within."""
 
     policies: dict[Key, str]
     reason: str = ""
+    ranges: dict[Key, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def known(self) -> bool:
@@ -54,19 +56,28 @@ class Current:
         """``stock:70``, or each group with its dimensions: ``fixed:10 (read, write); ...``."""
         if not self.known:
             return "unknown"
-        groups = _groups(self.policies)
+        groups = _groups(self)
+        names = {g: _name(*g) for g in groups}
         if len(groups) == 1:
-            return next(iter(groups))
+            return next(iter(names.values()))
         return "; ".join(
-            f"{policy} ({', '.join(key_label(k) for k in keys)})" for policy, keys in groups.items()
+            f"{names[g]} ({', '.join(key_label(k) for k in keys)})" for g, keys in groups.items()
         )
 
 
-def _groups(policies: Mapping[Key, str]) -> dict[str, list[Key]]:
-    groups: dict[str, list[Key]] = {}
-    for key, policy in policies.items():
-        groups.setdefault(policy, []).append(key)
+Group = tuple[str, tuple[int, int] | None]
+
+
+def _groups(current: Current) -> dict[Group, list[Key]]:
+    """The dimensions by policy and range: each group runs as one."""
+    groups: dict[Group, list[Key]] = {}
+    for key, policy in current.policies.items():
+        groups.setdefault((policy, current.ranges.get(key)), []).append(key)
     return groups
+
+
+def _name(policy: str, limits: tuple[int, int] | None) -> str:
+    return policy if limits is None else f"{policy} [{limits[0]}..{limits[1]}]"
 
 
 def _units(value: object, max_capacity: int) -> int | None:
@@ -107,6 +118,7 @@ def read_current(
     except Exception as exc:  # what it could not read is unknown, never zero
         return Current({}, describe_error(exc))
     policies: dict[Key, str] = {}
+    ranges: dict[Key, tuple[int, int]] = {}
     for index, dimension in keys:
         target = targets.get((resource_id(table, index), scalable_dimension(index, dimension)))
         where = key_label((index, dimension))
@@ -126,8 +138,16 @@ def read_current(
             return Current(
                 {}, f"{where}: auto scaling without a target-tracking target of a whole percent"
             )
+        low, high = target.min_capacity, target.max_capacity
+        if not 1 <= low <= high <= max_capacity:
+            return Current(
+                {},
+                f"{where}: a scalable target from {low} to {high}, not within 1 to "
+                f"{max_capacity} (the model's maximum capacity)",
+            )
         policies[(index, dimension)] = f"stock:{int(percent)}"
-    return Current(policies)
+        ranges[(index, dimension)] = (low, high)
+    return Current(policies, ranges=ranges)
 
 
 def current_figures(
@@ -140,26 +160,36 @@ def current_figures(
     workers: int | None,
 ) -> Candidate | None:
     """The current settings' refused units and cost over ``trace`` (None when unknown): the
-    candidate already ``placed`` when it is one, else its policy run under the same
-    ``settings``; groups of dimensions with different policies run apart and are added."""
+    candidate already ``placed`` when it is one (no scalable target's range to keep), else
+    its policy run under the same ``settings``, within its targets' minimum and maximum;
+    groups of dimensions with different policies or ranges run apart and are added."""
     if not current.known:
         return None
-    groups = {p: k for p, k in _groups(current.policies).items() if k}
-    if len(groups) == 1 and set(next(iter(groups.values()))) == set(trace.demand):
-        [policy] = groups
+    groups = {g: k for g, k in _groups(current).items() if k}
+    whole = len(groups) == 1 and set(next(iter(groups.values()))) == set(trace.demand)
+    if whole and next(iter(groups))[1] is None:
+        [(policy, _)] = groups
         for c in placed:
             if c.policy == policy:
                 return replace(c, frontier=False)
-        return replace(place(trace, [policy], settings, prices, tick, workers)[0], frontier=False)
     parts = [
-        place(_only(trace, keys), [policy], settings, prices, tick, workers)[0]
-        for policy, keys in groups.items()
+        place(_only(trace, keys), [policy], _within(settings, limits), prices, tick, workers)[0]
+        for (policy, limits), keys in groups.items()
     ]
+    if whole:
+        return replace(parts[0], frontier=False)
     return Candidate(
         current.label,
         _added([c.throttled_requests for c in parts]),
         _added([c.cost_usd for c in parts]),
     )
+
+
+def _within(settings: Sequence[ModelParams], limits: tuple[int, int] | None) -> list[ModelParams]:
+    """``settings`` with a scalable target's minimum and maximum, when it has them."""
+    if limits is None:
+        return list(settings)
+    return [replace(s, min_capacity=limits[0], max_capacity=limits[1]) for s in settings]
 
 
 def _only(trace: Trace, keys: Sequence[Key]) -> Trace:

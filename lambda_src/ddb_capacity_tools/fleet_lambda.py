@@ -256,7 +256,7 @@ def report_run(s3: Any, settings: AdvisorSettings, now: datetime) -> dict[str, i
         return {"Failures": 1}
     tables = [t for t in listed if valid_name(t)]
     refused = manifest.get("refused") or []
-    docs, missing = _results(s3, settings.bucket, run_id, tables)
+    docs, missing, unreadable = _results(s3, settings.bucket, run_id, tables)
     docs += [
         {"table": str(n), "status": "failed", "reason": "not a DynamoDB table name"}
         for n in (refused if isinstance(refused, list) else [])
@@ -265,24 +265,39 @@ def report_run(s3: Any, settings: AdvisorSettings, now: datetime) -> dict[str, i
     for prefix in (f"runs/{run_id}", "latest"):
         fleet.put_s3(s3, settings.bucket, prefix, report)
     totals = report.totals()  # TablesFailed is the workers' (idle tables are not failures)
-    return {"TablesReported": totals["tables"], "TablesMissing": totals["missing"], "Failures": 0}
+    return {
+        "TablesReported": totals["tables"],
+        "TablesMissing": totals["missing"],
+        "Failures": unreadable,  # results there but not readable: counted, alarmed
+    }
 
 
 def _results(
     s3: Any, bucket: str, run_id: str, tables: Sequence[str]
-) -> tuple[list[Any], list[str]]:
-    """Each table's result (in the manifest's order) and the tables with none."""
+) -> tuple[list[Any], list[str], int]:
+    """Each table's result (in the manifest's order, named after the manifest: a document
+    is untrusted), the tables with none, and how many could not be read (each a failed
+    row, logged and counted)."""
 
-    def read(table: str) -> Any:
+    def read(table: str) -> tuple[Any, bool]:
         try:
-            return _get_json(s3, bucket, _key(run_id, f"tables/{table}.json"))
+            doc = _get_json(s3, bucket, _key(run_id, f"tables/{table}.json"))
         except Exception as exc:  # one unreadable result fails that table alone
-            return {"table": table, "status": "failed", "reason": shown(describe_error(exc))}
+            reason = shown(describe_error(exc))
+        else:
+            if doc is None:
+                return None, False
+            if isinstance(doc, dict):
+                return {**doc, "table": table}, False
+            reason = "its result is not a JSON object"
+        log_event("result_not_read", level=logging.ERROR, table=table, error=reason)
+        return {"table": table, "status": "failed", "reason": reason}, True
 
     with ThreadPoolExecutor(READERS) as pool:
         found = list(pool.map(read, tables))
-    docs = [d for d in found if d is not None]
-    return docs, [t for t, d in zip(tables, found, strict=True) if d is None]
+    docs = [d for d, _ in found if d is not None]
+    missing = [t for t, (d, _) in zip(tables, found, strict=True) if d is None]
+    return docs, missing, sum(bad for _, bad in found)
 
 
 def report_handler(event: Mapping[str, Any], context: Any = None) -> dict[str, int]:

@@ -27,8 +27,9 @@ __all__ = [
 NAMESPACE = "DynamoDBCapacity/FleetAdvisor"
 #: A run's id: the minute its lister was scheduled, UTC (``20261122T0200Z``).
 RUN_ID = re.compile(r"[0-9]{8}T[0-9]{4}Z")
-#: The most days of history (CloudWatch keeps 1-minute datapoints 15 days).
-MAX_DAYS = 15
+#: The most days of history: CloudWatch keeps 1-minute datapoints 15 days, and a worker may
+#: run up to a day after its run's lister (the history ends at the run's time).
+MAX_DAYS = 14
 PREFIX = "FLEET_ADVISOR_"
 
 
