@@ -305,7 +305,10 @@ def report_handler(event: Mapping[str, Any], context: Any = None) -> dict[str, i
 
     settings = AdvisorSettings.from_env(os.environ)
     try:
-        counts = report_run(boto3.client("s3"), settings, datetime.now(UTC))
+        from botocore.config import Config
+
+        s3 = boto3.client("s3", config=Config(max_pool_connections=READERS))
+        counts = report_run(s3, settings, datetime.now(UTC))
     except Exception as exc:
         _metrics({"Failures": 1})
         log_event("report_failed", level=logging.ERROR, error=shown(describe_error(exc)))
