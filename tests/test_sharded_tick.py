@@ -18,6 +18,7 @@ import pytest
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler import handler
+from ddb_capacity_runtime.scaler import shard as shard_module
 from ddb_capacity_runtime.scaler.handler import coordinate, run_batch
 from ddb_capacity_runtime.scaler.shard import Batch, BatchError, parse_batch, shard
 from ddb_capacity_runtime.scaler.tick import TickFailed
@@ -467,3 +468,17 @@ def test_a_batch_reads_its_tables_tags_and_never_takes_one_the_scaler_does_not_m
     assert world.throughput(other) == (200, 200)
     (skipped,) = [e for e in events if e["event"] == "table-skipped"]
     assert skipped["table"] == other and "discovery tag" in skipped["reason"]
+
+
+def test_batches_are_sent_in_groups_sqs_takes() -> None:
+    # GIVEN 25 small batches, and 5 of 500 names of 250 characters (126 KB a message)
+    small = shard([f"t{i:04d}" for i in range(25)], 1, T0, T0 + timedelta(minutes=2))
+    large = shard(
+        [f"{i:04d}" + "x" * 246 for i in range(2_500)], 500, T0, T0 + timedelta(minutes=2)
+    )
+    # THEN each SendMessageBatch gets at most 10 messages and 256 KiB, in order
+    assert [len(g) for g in shard_module._groups(small)] == [10, 10, 5]
+    groups = shard_module._groups(large)
+    assert [len(g) for g in groups] == [2, 2, 1]
+    assert all(sum(len(body.encode()) for _, body in g) <= 256 * 1024 for g in groups)
+    assert [b for g in groups for b, _ in g] == large

@@ -101,8 +101,9 @@ def send(
     each call through ``call``: retries). Returns one line per batch not sent; the others
     are sent."""
     failed: list[str] = []
-    for group in _groups(batches):
-        entries = [{"Id": str(b.number), "MessageBody": b.to_message()} for b in group]
+    for pairs in _groups(batches):
+        group = [b for b, _ in pairs]
+        entries = [{"Id": str(b.number), "MessageBody": body} for b, body in pairs]
         try:
             answer = call(partial(sqs.send_message_batch, QueueUrl=queue_url, Entries=entries))
         except Exception as exc:
@@ -116,16 +117,18 @@ def send(
     return failed
 
 
-def _groups(batches: Sequence[Batch]) -> list[list[Batch]]:
-    """``batches`` in order, in groups SendMessageBatch takes: 10 messages and 256 KiB."""
-    groups: list[list[Batch]] = []
+def _groups(batches: Sequence[Batch]) -> list[list[tuple[Batch, str]]]:
+    """``batches`` in order, each with its message, in groups SendMessageBatch takes: 10
+    messages and 256 KiB."""
+    groups: list[list[tuple[Batch, str]]] = []
     size = 0
     for b in batches:
-        length = len(b.to_message().encode())
+        body = b.to_message()
+        length = len(body.encode())
         if not groups or len(groups[-1]) == SEND_BATCH or size + length > SEND_BYTES:
             groups.append([])
             size = 0
-        groups[-1].append(b)
+        groups[-1].append((b, body))
         size += length
     return groups
 
