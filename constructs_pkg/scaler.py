@@ -26,6 +26,7 @@ from ddb_capacity_runtime.core.settings import (
     DEFAULT_SHARD_ABOVE_TABLES,
     DEFAULT_TABLES_PER_BATCH,
     DEFAULT_TICK_MINUTES,
+    MAX_TABLES_PER_BATCH,
     MODES,
     SETTINGS_BY_KEY,
     SHARDING_SETTINGS,
@@ -247,7 +248,7 @@ class ThrottleAwareScaler(Construct):
             )
         checks = (
             ("shard_above_tables", above, 1, 1_000_000, DEFAULT_SHARD_ABOVE_TABLES),
-            ("tables_per_batch", per_batch, 1, 500, DEFAULT_TABLES_PER_BATCH),
+            ("tables_per_batch", per_batch, 1, MAX_TABLES_PER_BATCH, DEFAULT_TABLES_PER_BATCH),
             ("batch_concurrency", concurrency, *CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY),
         )
         out = []

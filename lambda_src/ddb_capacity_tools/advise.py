@@ -33,6 +33,7 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from ddb_capacity_runtime.aws.retry import describe_error
+from ddb_capacity_runtime.core.names import is_table_name
 
 from .fleet_current import Current, current_figures, read_current
 from .simulator.backtest import history
@@ -68,7 +69,6 @@ __all__ = [
     "as_json",
     "list_tables",
     "text",
-    "valid_name",
 ]
 
 #: A month, as AWS bills it: 730 hours.
@@ -76,8 +76,6 @@ MONTH_HOURS = 730
 MONTH_MINUTES = MONTH_HOURS * 60
 #: ListTables pages read at most (100 names each): far beyond any account's table quota.
 MAX_PAGES = 1_000
-#: DynamoDB's table names: 3 to 255 of these characters.
-NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 #: How the reason of a table without traffic begins (it is idle, not broken).
 IDLE = "no consumed capacity or throttles"
 #: An error message from AWS is cut to this many characters.
@@ -203,11 +201,6 @@ def shown(text: str, limit: int = SHOWN) -> str:
     return safe if len(safe) <= limit else safe[:limit] + "..."
 
 
-def valid_name(name: object) -> bool:
-    """Whether ``name`` is a DynamoDB table name (untrusted input is checked with it)."""
-    return isinstance(name, str) and 3 <= len(name) <= 255 and set(name) <= NAME_CHARS
-
-
 def list_tables(dynamodb: Any) -> list[str]:
     """Every table name of the account and Region (ListTables, every page). A page that
     repeats its token or an answer not shaped as documented raises :class:`AdviseError`; names
@@ -242,7 +235,7 @@ def advise_one(
     """One table (or GSI): its history, the candidates on it and the recommendation (and,
     with ``setup.current``, its current settings' figures); a :class:`Failure` with the
     reason when any of it fails."""
-    if not valid_name(table):
+    if not is_table_name(table):
         return Failure(table, index, "not a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)")
     try:
         trace = history(

@@ -35,10 +35,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from ddb_capacity_runtime.aws.retry import describe_error
+from ddb_capacity_runtime.core.names import is_table_name
 from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
 
 from . import fleet
-from .advise import IDLE, Failure, Setup, advise_one, list_tables, shown, valid_name
+from .advise import IDLE, Failure, Setup, advise_one, list_tables, shown
 from .fleet_settings import NAMESPACE, AdvisorSettings, run_id_of, time_of
 from .simulator.ensemble import settings_of
 from .simulator.model import ModelParams
@@ -98,8 +99,8 @@ def list_run(
     are not table names are kept in the manifest as refused (the report lists them)."""
     run_id = run_id_of(moment)
     names = list_tables(dynamodb)
-    tables = [n for n in names if valid_name(n)]
-    refused = [shown(n) for n in names if not valid_name(n)]
+    tables = [n for n in names if is_table_name(n)]
+    refused = [shown(n) for n in names if not is_table_name(n)]
     manifest = {"run_id": run_id, "days": settings.days, "tables": tables, "refused": refused}
     _put_json(s3, settings.bucket, _key(run_id, "manifest.json"), manifest)
     _put_json(s3, settings.bucket, "runs/latest.json", {"run_id": run_id})
@@ -171,7 +172,7 @@ def advise_message(body: object, clients: Mapping[str, Any], settings: AdvisorSe
     message = message if isinstance(message, dict) else {}
     run_id, table = message.get("run_id"), message.get("table")
     end = time_of(run_id)
-    if end is None or not valid_name(table):
+    if end is None or not is_table_name(table):
         log_event(
             "invalid_message",
             level=logging.ERROR,
@@ -254,7 +255,7 @@ def report_run(s3: Any, settings: AdvisorSettings, now: datetime) -> dict[str, i
     if not isinstance(listed, list):
         log_event("no_manifest", level=logging.ERROR, run_id=run_id)
         return {"Failures": 1}
-    tables = [t for t in listed if valid_name(t)]
+    tables = [t for t in listed if is_table_name(t)]
     refused = manifest.get("refused") or []
     docs, missing, unreadable = _results(s3, settings.bucket, run_id, tables)
     docs += [

@@ -34,6 +34,8 @@ DEFAULT_SHARD_ABOVE_TABLES = 1_000
 #: Tables a batch of a sharded tick: 125 tables with 2 GSIs each (6 dimensions, 2 metrics
 #: a dimension) are 1,500 metric queries, 3 full GetMetricData calls.
 DEFAULT_TABLES_PER_BATCH = 125
+#: The most: 500 names of 255 characters are 130 KB, within an SQS message's 256 KiB.
+MAX_TABLES_PER_BATCH = 500
 
 
 class Mode(StrEnum):
@@ -349,7 +351,7 @@ SETTINGS: tuple[Setting, ...] = (
         DEFAULT_TABLES_PER_BATCH,
         lambda c: c.tables_per_batch,
         1,
-        500,
+        MAX_TABLES_PER_BATCH,
     ),
 )
 SETTINGS_BY_KEY = {s.key: s for s in SETTINGS}

@@ -32,6 +32,7 @@ from typing import Any
 from ..aws.retry import describe_error
 from ..core.errors import CapacityConfigError, shown
 from ..core.names import is_table_name
+from ..core.settings import MAX_TABLES_PER_BATCH
 
 #: The batch function's queue (the construct sets it; without it, a tick is never sharded).
 BATCH_QUEUE_ENV = "CAPACITY_BATCH_QUEUE_URL"
@@ -40,9 +41,8 @@ VERSION = 1
 #: SendMessageBatch takes at most 10 messages a call, and 256 KiB in all.
 SEND_BATCH = 10
 SEND_BYTES = 256 * 1024
-#: The most tables a message may name (``tables_per_batch`` at most): 500 names of 255
-#: characters are 130 KB, within SQS's 256 KiB.
-MAX_TABLES = 500
+#: The most tables a message may name: the most ``tables_per_batch``.
+MAX_TABLES = MAX_TABLES_PER_BATCH
 #: A batch's deadline is the next tick less this: its last write ends before the next
 #: tick's first.
 MARGIN = timedelta(seconds=20)

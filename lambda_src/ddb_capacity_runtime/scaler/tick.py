@@ -239,20 +239,16 @@ def tick(
         series = _measure(t, tables)
         tables = _refuse_tags(t, tables, series)
         fresh = _forecast(t, tables)
-        for failure in t.shared_failures:
-            log_event(
-                "shared-call-failed",
-                level=logging.ERROR,
-                error=failure,
-                consequence="no decrease anywhere this tick",
-            )
-        for failure in t.throttled:
-            log_event(
+        for event, failures, consequence in (
+            ("shared-call-failed", t.shared_failures, "no decrease anywhere this tick"),
+            (
                 "shared-call-throttled",
-                level=logging.ERROR,
-                error=failure,
-                consequence="what it reads is unknown this tick; other decisions go on",
-            )
+                t.throttled,
+                "what it reads is unknown this tick; other decisions go on",
+            ),
+        ):
+            for failure in failures:
+                log_event(event, level=logging.ERROR, error=failure, consequence=consequence)
         outcomes: list[Outcome] = []
         for table in tables:
             if batch is not None and clock() >= batch.deadline.timestamp():
