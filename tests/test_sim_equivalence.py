@@ -1,6 +1,7 @@
 """The simulator's results and the run-time core's decisions, pinned: a hash of every
 result field, every recorded series and every decision :func:`plan_table` made, for a few
-policies over a seeded 3-day noisy trace (and a table with a GSI). The hashes were computed
+policies over a seeded 3-day noisy trace (and a table with a GSI), under the model before
+warm throughput and under the default one. The hashes were computed
 before the simulator and the core were made faster; a change that moves any result or any
 decision (its capacity, action or reason) fails here. They moved when the tick began to read
 up to the newest delivered minute (the results stayed the same; only the first tick's reason
@@ -52,6 +53,36 @@ PINNED = {
     ): "338032df0457525c7debd55f6f9f7b3c18309051d9cd75e4f9cb6bf4e8354aa6",
     ("oracle", 2, True, False): "7ad29f0661770324d78315fa4d7e285a410b1bffa84432cce806ea80fa52681a",
 }
+#: The same runs under the default model, where a raise within the warm throughput lands
+#: in seconds (``PINNED`` runs with ``warm_update_seconds=None``: the model before it,
+#: exactly). They moved when that rule came in.
+PINNED_WARM = {
+    (
+        "stock:70",
+        2,
+        False,
+        False,
+    ): "590cc1978c14d021bf93f0187120cdbc8d06b267612299f68477b7cd495ff9a4",
+    (
+        "autopilot+stock:70",
+        2,
+        False,
+        False,
+    ): "feebe6eae1fab3363b60cc768f72a70d505cf863fce65ca7e7b8ac00a95665b3",
+    (
+        "throttle-aware+stock:70",
+        1,
+        True,
+        False,
+    ): "49f92183c480002351bb4420d3c787a522d5be887f1690f84c155c796755aa89",
+    (
+        "autopilot",
+        5,
+        True,
+        True,
+    ): "fe2aea0f0584aa47de8966db818e2480501c7482af4d2f9a2acf826c8eb6a54a",
+    ("oracle", 2, True, False): "7b85d78a2219061ab7a1678e245cec9c49783274bd4f962e77f482bb882e6ff5",
+}
 
 
 def _noisy(seed: int, days: int) -> dict[str, list[float]]:
@@ -81,7 +112,12 @@ def _trace(gsi: bool) -> Trace:
 
 
 def fingerprint(
-    policy: str, tick: int, gsi: bool, spread: bool, monkeypatch: pytest.MonkeyPatch
+    policy: str,
+    tick: int,
+    gsi: bool,
+    spread: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    warm: int | None = None,
 ) -> str:
     """sha256 of every result field, recorded series and plan_table decision of one run."""
     digest = hashlib.sha256()
@@ -96,18 +132,27 @@ def fingerprint(
     params = (
         ModelParams(delay_spread_minutes=2, update_spread_minutes=2) if spread else ModelParams()
     )
+    params = dataclasses.replace(params, warm_update_seconds=warm)
     for r in run_policy(parse(policy), _trace(gsi), params.validate(), Prices(), tick=tick):
         fields = {k: v for k, v in vars(r).items() if k != "recorded"}
         digest.update(repr((fields, vars(r.recorded))).encode())
     return digest.hexdigest()
 
 
+@pytest.mark.parametrize("warm", [None, ModelParams().warm_update_seconds])
 @pytest.mark.parametrize(("policy", "tick", "gsi", "spread"), list(PINNED))
 def test_results_and_decisions_are_unchanged(
-    policy: str, tick: int, gsi: bool, spread: bool, monkeypatch: pytest.MonkeyPatch
+    policy: str,
+    tick: int,
+    gsi: bool,
+    spread: bool,
+    warm: int | None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    pinned = PINNED if warm is None else PINNED_WARM
     assert (
-        fingerprint(policy, tick, gsi, spread, monkeypatch) == PINNED[(policy, tick, gsi, spread)]
+        fingerprint(policy, tick, gsi, spread, monkeypatch, warm)
+        == pinned[(policy, tick, gsi, spread)]
     )
 
 

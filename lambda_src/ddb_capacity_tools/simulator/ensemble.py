@@ -131,6 +131,19 @@ FAST_PATH_SPREAD: dict[str, tuple[tuple[float, float], ...]] = {
 }
 
 
+#: Per named ensemble and setting: the factor on the seconds a raise within the warm
+#: throughput takes (None: it takes ``update_minutes``, like any other change).
+WARM_SPREAD: dict[str, tuple[float | None, ...]] = {
+    "plausible": (0.5, 1.0, 3.0, None, 6.0, None, 2.0, 1.0),
+}
+
+
+#: Per named ensemble and setting: the factor on the stream signal's delay.
+STREAM_SPREAD: dict[str, tuple[float, ...]] = {
+    "plausible": (1.0, 0.5, 2.0, 1.0, 4.0, 2.0, 1.0, 0.5),
+}
+
+
 class EnsembleError(ValueError):
     """An unknown ensemble name."""
 
@@ -181,11 +194,16 @@ def settings_of(name: str, base: ModelParams, trace: Trace | None = None) -> lis
     if trace is not None:
         base = base.for_trace(trace)
     spread = HOT_KEY_SPREAD.get(name, ((1.0, 1.0),) * len(ENSEMBLES[name]))
-    fast = FAST_PATH_SPREAD.get(name, ((1.0, 1.0),) * len(ENSEMBLES[name]))
+    n = len(ENSEMBLES[name])
+    fast = FAST_PATH_SPREAD.get(name, ((1.0, 1.0),) * n)
+    warm = WARM_SPREAD.get(name, (1.0,) * n)
+    stream = STREAM_SPREAD.get(name, (1.0,) * n)
     out = []
-    for overrides, (skew, split), (delay, share) in zip(ENSEMBLES[name], spread, fast, strict=True):
+    for overrides, (skew, split), (delay, share), w, s in zip(
+        ENSEMBLES[name], spread, fast, warm, stream, strict=True
+    ):
         try:
-            setting = _fast_path(_hot_key(base, skew, split), delay, share)
+            setting = _signals(_fast_path(_hot_key(base, skew, split), delay, share), w, s)
             out.append(replace(setting, **overrides).validate())
         except ModelError as exc:
             raise EnsembleError(f"--ensemble {name}: {exc}") from None
@@ -214,6 +232,21 @@ def _fast_path(base: ModelParams, delay: float, share: float) -> ModelParams:
         base,
         fast_path_seconds=max(1, round(base.fast_path_seconds * delay)),
         fast_path_share=max(0.01, base.fast_path_share * share),
+    )
+
+
+def _signals(base: ModelParams, warm: float | None, stream: float) -> ModelParams:
+    """``base`` with its warm raises' seconds times ``warm`` (None: as slow as any change)
+    and its stream's delay times ``stream`` (at least a second; off stays off)."""
+    seconds = base.warm_update_seconds
+    return replace(
+        base,
+        warm_update_seconds=None
+        if seconds is None or warm is None
+        else min(600, round(seconds * warm)),
+        stream_seconds=None
+        if base.stream_seconds is None
+        else min(600, max(1, round(base.stream_seconds * stream))),
     )
 
 

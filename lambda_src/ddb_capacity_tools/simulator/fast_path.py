@@ -15,8 +15,9 @@ What the model assumes (``ModelParams.fast_path_seconds`` S and ``fast_path_shar
   units of provisioned-throughput throttles), and the key-range throttles apart, which
   never raise anything;
 - a surge is sent S seconds into the minute whose traffic called for it (or into a later
-  minute when S is a minute or more), and lands ``update_minutes`` later at that second:
-  the minute it lands in is served in two parts (``SimulatedTable.update_table``);
+  minute when S is a minute or more), and lands as any UpdateTable does
+  (``SimulatedTable.update_table``): within the warm throughput, seconds later; above it,
+  ``update_minutes`` later at that second; the minute it lands in is served in two parts;
 - under a scalable target, the surge raises the target's minimum as a hold, which auto
   scaling then keeps (``AutoScaling.surge``); without one, it is an UpdateTable, and the
   scaler's tick does not lower the dimension below it while it holds;
@@ -29,11 +30,22 @@ What the model assumes (``ModelParams.fast_path_seconds`` S and ``fast_path_shar
   and a new one may start once it has ended;
 - a dimension being updated (UPDATING) starts no surge: the signals function counts it
   and the next report tries again.
+
+The table's stream as a signal (``ModelParams.stream_seconds`` S'): the stream reader
+sees every write the table (and each GSI) served, S' seconds after it, and nothing else:
+no reads, no refused writes, no throttles. It feeds the same rule
+(:func:`~ddb_capacity_runtime.core.surge.surge_level`) with the served writes as the
+demand: served writes at or above the capacity a surge falls back to mean the burst
+bucket is draining, and the surge sizes the capacity for them at the target; while
+throttled, the served writes are about the capacity itself, so each raise lifts it by
+1 / target until the demand is met. With both signals on, each is read at its own time
+and the surges they make are one (the larger holds).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from ddb_capacity_runtime.core.surge import (
     DEFAULT_SURGE_MINUTES,
@@ -49,14 +61,34 @@ from .trace import Key
 RESTORE_MINUTES = 5
 
 
+class Source(NamedTuple):
+    """One signal: minutes and seconds from a moment until it is seen, the share of the
+    traffic it sees, and whether it sees served writes only (the stream)."""
+
+    delay: int
+    second: int
+    share: float
+    stream: bool
+
+
+def sources(params: ModelParams) -> list[Source]:
+    """The signals ``params`` turn on, the hook's first (none: the fast path is off)."""
+    out = []
+    if params.fast_path_seconds is not None:
+        out.append(Source(*divmod(params.fast_path_seconds, 60), params.fast_path_share, False))
+    if params.stream_seconds is not None:
+        out.append(Source(*divmod(params.stream_seconds, 60), 1.0, True))
+    return out
+
+
 class FastPath:
     """The signals function over one simulated table: per dimension, the surge it holds
     (its level, and the first minute it no longer holds)."""
 
     def __init__(self, params: ModelParams, surge_minutes: int = DEFAULT_SURGE_MINUTES) -> None:
-        assert params.fast_path_seconds is not None
-        self.delay, self.second = divmod(params.fast_path_seconds, 60)
-        self.share = params.fast_path_share
+        self.sources = sources(params)
+        if not self.sources:
+            raise ValueError("FastPath: neither fast_path_seconds nor stream_seconds is set")
         self.surge_minutes = surge_minutes
         self.max_capacity = params.max_capacity
         self.cap = params.fast_path_cap
@@ -74,29 +106,34 @@ class FastPath:
         expires = t + self.surge_minutes
         return -(-expires // RESTORE_MINUTES) * RESTORE_MINUTES
 
-    def seen(self, sim: SimulatedTable, key: Key, m: int) -> Combined | None:
-        """What the reports tell of ``key``'s minute ``m``, ``self.second`` seconds into
-        it when it is the minute under way (``self.delay`` 0); None before the simulation."""
-        d, share = sim.dims[key], self.share
-        if self.delay:
+    def seen(self, sim: SimulatedTable, key: Key, m: int, source: Source) -> Combined | None:
+        """What ``source`` tells of ``key``'s minute ``m``, ``source.second`` seconds into
+        it when it is the minute under way (``source.delay`` 0); None before the simulation,
+        and for a dimension the source cannot see (the stream's reads)."""
+        d, share = sim.dims[key], source.share
+        if source.stream and key[1] != "write":
+            return None
+        if source.delay:
             i = m + sim.offset
             if i < 0 or i >= len(d.served):
                 return None
             key_range = d.key_range[i] if d.key_range else 0.0
             short = max(0.0, d.throttled[i] - key_range)
             served = d.served[i]
-            return Combined(
-                share * (served + short), share * short, share * key_range, 1, share * served
-            )
-        minute = m if m > 0 else 0
-        wanted = sim.trace.demand[key][minute]
-        key_range = sim.key_range_refusal(key, wanted, minute)
-        fixable = wanted - key_range
-        seconds = float(self.second)
-        bucket = min(d.bucket, sim.params.burst * d.provisioned)
-        short = max(0.0, (fixable - d.provisioned) * seconds - bucket) / seconds
-        served = fixable - short
-        return Combined(share * fixable, share * short, share * key_range, 1, share * served)
+        else:
+            minute = m if m > 0 else 0
+            wanted = sim.trace.demand[key][minute]
+            key_range = sim.key_range_refusal(key, wanted, minute)
+            fixable = wanted - key_range
+            seconds = float(source.second)
+            bucket = min(d.bucket, sim.params.burst * d.provisioned)
+            short = max(0.0, (fixable - d.provisioned) * seconds - bucket) / seconds
+            served = fixable - short
+        if source.stream:  # what was written, and nothing of what was refused
+            return Combined(served, 0.0, 0.0, 1, served)
+        return Combined(
+            share * (served + short), share * short, share * key_range, 1, share * served
+        )
 
     def act(
         self,
@@ -113,9 +150,21 @@ class FastPath:
                 del self.holds[key]
                 if raise_floor is not None:
                     raise_floor(key, 0)
+        for source in self.sources:
+            self._surge(sim, t, target, raise_floor, source)
+
+    def _surge(
+        self,
+        sim: SimulatedTable,
+        t: int,
+        target: float,
+        raise_floor: Callable[[Key, int], None] | None,
+        source: Source,
+    ) -> None:
+        """Raise every dimension ``source``'s view of minute ``t`` calls for."""
         raises: dict[str | None, dict[str, int]] = {}
         for key in sim.keys:
-            combined = self.seen(sim, key, t - self.delay)
+            combined = self.seen(sim, key, t - source.delay, source)
             if combined is None:
                 continue
             # the capacity in force, as DescribeTable shows it (an update in flight is not)
@@ -143,4 +192,4 @@ class FastPath:
                 if level > sim.current(key):
                     raises.setdefault(key[0], {})[key[1]] = level
         for index, values in raises.items():
-            sim.update_table(t, index, values, second=self.second)
+            sim.update_table(t, index, values, second=source.second)

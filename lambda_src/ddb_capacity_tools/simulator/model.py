@@ -16,7 +16,13 @@ Per dimension and minute, in this order:
 
 UpdateTable is asynchronous: a change takes ``update_minutes`` (plus a draw from 0 to
 ``update_spread_minutes``) to apply, and the table or GSI rejects another change meanwhile
-(ResourceInUseException). Draws come from one random generator seeded with ``model_seed``,
+(ResourceInUseException). A raise that stays within each changed dimension's warm
+throughput (the highest capacity it has ever had provisioned, or ``warm_*_units`` when
+higher: its partitions already serve it) lands ``warm_update_seconds`` after it is sent
+instead ("Understanding DynamoDB warm throughput in different scenarios": a provisioned
+table "can instantly scale" up to its warm throughput); the minute it lands in is served
+in two parts. ``warm_update_seconds`` None turns that off: every change takes
+``update_minutes``. Draws come from one random generator seeded with ``model_seed``,
 so a run is reproducible. Decreases are checked against
 the run-time :class:`DecreaseLedger` when requested, as DynamoDB does: one over the quota
 fails. Read and write of the table (or of one GSI) share a decrease counter.
@@ -94,10 +100,12 @@ OPTIONAL = {
     "on_demand_max_write_units": "unlimited",
     "fast_path_seconds": "off",
     "fast_path_cap": "no cap",
+    "warm_update_seconds": "every change takes update_minutes",
+    "stream_seconds": "off",
 }
 #: Of those, the ones the command line sets to None with ``off`` (``--key-skew`` is None
 #: when it is not given).
-OFF = frozenset({"split_minutes"})
+OFF = frozenset({"split_minutes", "warm_update_seconds"})
 
 
 #: What one partition serves per second, per dimension.
@@ -405,6 +413,14 @@ class ModelParams:
     :param fast_path_cap: the surge cap (``FastPath(surge_cap=...)``): the most units a
         surge adds over the capacity it started from. None (the default): no cap but the
         range (``max_capacity``).
+    :param warm_update_seconds: seconds a raise within the warm throughput of every
+        dimension it changes takes to land (module docstring). AWS documents it as instant;
+        the table still shows UPDATING for a moment. Default 10. None: such raises take
+        ``update_minutes`` like any other change (the model before warm throughput).
+    :param stream_seconds: the table's stream as a signal (:mod:`.fast_path`): seconds
+        after a moment until the served writes of it reach the stream reader, which raises
+        capacity at once. Only served writes are seen (reads and refused requests are not).
+        Only the library's policies receive them. None (the default): off.
     """
 
     burst_seconds: int = 300
@@ -431,6 +447,8 @@ class ModelParams:
     fast_path_seconds: int | None = None
     fast_path_share: float = 1.0
     fast_path_cap: int | None = None
+    warm_update_seconds: int | None = 10
+    stream_seconds: int | None = None
 
     def validate(self, flags: bool = False) -> ModelParams:
         """Raise :class:`ModelError` for the first field out of range, named as a field or,
@@ -464,6 +482,8 @@ class ModelParams:
             "fast_path_seconds": (1, 600),
             "fast_path_share": (0.01, 1),
             "fast_path_cap": (1, 1_000_000),
+            "warm_update_seconds": (0, 600),
+            "stream_seconds": (1, 600),
         }
         for f in fields(self):
             value = getattr(self, f.name)
@@ -562,6 +582,9 @@ class SimulatedDimension:
     #: their throttle events; kept only when the partition model is on.
     key_range: list[float] = field(default_factory=list)
     key_range_events: list[float] = field(default_factory=list)
+    #: Its warm throughput: the highest capacity it has had provisioned or warmed. A raise
+    #: up to it lands within seconds (``ModelParams.warm_update_seconds``).
+    warm: float = 0.0
 
 
 @dataclass
@@ -609,8 +632,12 @@ class SimulatedTable:
         self.score_from = score_from
         self.keys: list[Key] = list(trace.demand)
         self.offset = params.warmup_minutes
+        warm = {"read": params.warm_read_units, "write": params.warm_write_units}
         self.dims = {
-            k: SimulatedDimension(k, initial[k], params.burst * initial[k]) for k in self.keys
+            k: SimulatedDimension(
+                k, initial[k], params.burst * initial[k], warm=max(initial[k], warm[k[1]])
+            )
+            for k in self.keys
         }
         self.rng = random.Random(params.model_seed)  # noqa: S311 (a reproducible model, not a secret)
         self.ledgers: dict[str | None, DecreaseLedger] = {k[0]: DecreaseLedger() for k in self.keys}
@@ -854,9 +881,17 @@ class SimulatedTable:
             self.ledgers[index] = self.ledgers[index].spend(now)
         for dim, v in changes.items():
             self.dims[(index, dim)].pending = v
-        latency = self.params.update_minutes
-        if self.params.update_spread_minutes:
-            latency += self.rng.randint(0, self.params.update_spread_minutes)
+        quick = self.params.warm_update_seconds
+        if (
+            quick is not None
+            and not lower
+            and all(v <= dims[(index, d)].warm for d, v in changes.items())
+        ):
+            latency, second = divmod(second + quick, 60)  # within warm throughput: seconds
+        else:
+            latency = self.params.update_minutes
+            if self.params.update_spread_minutes:
+                latency += self.rng.randint(0, self.params.update_spread_minutes)
         self.busy_until[index] = t + latency + (1 if second else 0)
         self.apply_at[index] = t + latency
         if second:
@@ -874,6 +909,7 @@ class SimulatedTable:
                 continue
             if d.pending > d.provisioned:
                 d.last_increase = self.time(t)
+                d.warm = d.warm if d.warm > d.pending else float(d.pending)
                 if self.partitions is not None:
                     self.partitions[index].grow(key[1], d.pending)
             elif d.pending < d.provisioned:
@@ -950,7 +986,7 @@ class SimulatedTable:
         rest = _serve(wanted, after, first[2], burst, 60.0 - second)
         d.bucket = rest[2]
         served = (first[0] * second + rest[0] * (60 - second)) / 60.0
-        return served, max(0.0, wanted - served)
+        return served, (first[1] * second + rest[1] * (60 - second)) / 60.0
 
     def _refused_by_key_range(
         self,

@@ -37,7 +37,7 @@ from ddb_capacity_runtime.core.series import Series, tell_causes, window
 from ddb_capacity_runtime.core.settings import Limits, ScalerConfig
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget, TrackingPolicy
 
-from .fast_path import FastPath
+from .fast_path import FastPath, sources
 from .model import ModelParams, SimulatedTable
 from .schedules import Firing
 from .trace import MINUTE, Key, Trace
@@ -315,8 +315,9 @@ class ThrottleAware:
         own_target: bool = False,
         noise_aim: bool | None = None,
     ) -> None:
-        #: The fast path's signals function, when the model has one (``fast_path_seconds``).
-        self.fast = FastPath(params) if params.fast_path_seconds is not None else None
+        #: The fast path's signals function, when the model has a signal for it
+        #: (``fast_path_seconds``, ``stream_seconds``).
+        self.fast = FastPath(params) if sources(params) else None
         #: The minute of the tick under way.
         self._now = 0
         self.tick = tick
