@@ -154,6 +154,7 @@ def test_the_wheel_works_in_a_fresh_virtual_environment(tmp_path: Path) -> None:
     site = Path(where[0]).parents[1]
     assert (site / "ddb_capacity_runtime" / "py.typed").exists()
     assert (site / "constructs_pkg" / "py.typed").exists()
+    assert (site / "ddb_capacity_runtime" / "bootstrap" / "sitecustomize.py").exists()
     # AND the functions' asset is the run-time package
     assets = asset_files(app, template)
     assert (
@@ -171,3 +172,24 @@ def test_the_wheel_works_in_a_fresh_virtual_environment(tmp_path: Path) -> None:
     )
     assert helped.returncode == 0, helped.stderr
     assert "simulate" in helped.stdout and "request" in helped.stdout
+    # AND so does the launcher, its start-up hook found in the installed package
+    launched = subprocess.run(
+        [
+            str(venv / "bin" / "ddb-capacity-instrument"),
+            "--function",
+            "capacity-signals",
+            "--",
+            str(venv / "bin" / "python"),
+            "-c",
+            "import sys; from ddb_capacity_runtime import instrument; "
+            "print(bool(instrument._installed), 'sitecustomize' in sys.modules)",
+        ],
+        cwd=app,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "AWS_DEFAULT_REGION": "us-east-1"},
+    )
+    assert launched.returncode == 0, launched.stderr
+    assert launched.stdout.split() == ["True", "True"]

@@ -41,10 +41,10 @@ def test_runtime_imports_only_stdlib_and_boto3() -> None:
     files = sorted(PACKAGE.rglob("*.py"))
     assert len(files) > 20
     for path in files:
+        # the start-up hook is a top-level module (sitecustomize): it names the package
+        ok = allowed | {"ddb_capacity_runtime"} if path.parent.name == "bootstrap" else allowed
         offenders += [
-            f"{path.relative_to(PACKAGE)}: {n}"
-            for n in _imports(path)
-            if n.split(".")[0] not in allowed
+            f"{path.relative_to(PACKAGE)}: {n}" for n in _imports(path) if n.split(".")[0] not in ok
         ]
     assert offenders == []
 

@@ -674,7 +674,6 @@ class Watcher:
         region: str | None = None,
         account: str | None = None,
     ) -> None:
-        self._emitter = emitter
         self._scope = tables
         self._send = send
         self._interval = interval
@@ -690,10 +689,17 @@ class Watcher:
             ("needs-retry.dynamodb", self._needs_retry),
             ("after-call.dynamodb", self._after_call),
         )
+        self._emitters: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.attach(emitter)
+        _WATCHERS.add(self)
+
+    def attach(self, emitter: Any) -> None:
+        """Hook one more session's event emitter: its DynamoDB clients report through this
+        watcher too (the launcher's: every boto3 Session of the process, one watcher)."""
         for event, handler in self._handlers:
             emitter.register(event, handler, unique_id=f"{self._uid}-{event}")
         emitter.register_last("after-call.dynamodb", _strip_added, unique_id=_STRIP_ID)
-        _WATCHERS.add(self)
+        self._emitters.add(emitter)
 
     def _fresh_state(self) -> None:
         """Counters, sums, lock, thread and process id as new (at start, and in a forked
@@ -952,8 +958,9 @@ class Watcher:
             self._active = False
             thread = self._thread
         try:
-            for event, _handler in self._handlers:
-                self._emitter.unregister(event, unique_id=f"{self._uid}-{event}")
+            for emitter in list(self._emitters):
+                for event, _handler in self._handlers:
+                    emitter.unregister(event, unique_id=f"{self._uid}-{event}")
             self._wake.set()
             if thread is not None and thread is not threading.current_thread():
                 thread.join(max(0.0, deadline - time.monotonic()))

@@ -107,6 +107,36 @@ OPTIONAL = {
 #: when it is not given).
 OFF = frozenset({"split_minutes", "warm_update_seconds"})
 
+#: Each field's range (both ends allowed).
+BOUNDS: dict[str, tuple[float, float]] = {
+    "burst_seconds": (0, 3600),
+    "metric_delay_minutes": (0, 15),
+    "throttle_delay_minutes": (0, 15),
+    "update_minutes": (0, 10),
+    "units_per_request": (0.001, 1000),
+    "min_capacity": (1, 40_000),
+    "max_capacity": (1, 1_000_000),
+    "warmup_minutes": (0, 1440),
+    "retries": (0, 20),
+    "burst_fraction": (0, 1),
+    "delay_spread_minutes": (0, 10),
+    "update_spread_minutes": (0, 30),
+    "model_seed": (0, 2**31 - 1),
+    "key_skew": (0, 1),
+    "split_minutes": (1, 1440),
+    "table_size_gb": (0, 1_000_000),
+    "warm_read_units": (0, 1_000_000),
+    "warm_write_units": (0, 1_000_000),
+    "on_demand_peak_minutes": (1, 1440),
+    "on_demand_max_read_units": (1, 1_000_000),
+    "on_demand_max_write_units": (1, 1_000_000),
+    "fast_path_seconds": (1, 600),
+    "fast_path_share": (0.01, 1),
+    "fast_path_cap": (1, 1_000_000),
+    "warm_update_seconds": (0, 600),
+    "stream_seconds": (1, 600),
+}
+
 
 #: What one partition serves per second, per dimension.
 PARTITION_UNITS = {"read": 3_000.0, "write": 1_000.0}
@@ -457,39 +487,11 @@ class ModelParams:
         def name(field_name: str) -> str:
             return "--" + field_name.replace("_", "-") if flags else field_name
 
-        bounds: dict[str, tuple[float, float]] = {
-            "burst_seconds": (0, 3600),
-            "metric_delay_minutes": (0, 15),
-            "throttle_delay_minutes": (0, 15),
-            "update_minutes": (0, 10),
-            "units_per_request": (0.001, 1000),
-            "min_capacity": (1, 40_000),
-            "max_capacity": (1, 1_000_000),
-            "warmup_minutes": (0, 1440),
-            "retries": (0, 20),
-            "burst_fraction": (0, 1),
-            "delay_spread_minutes": (0, 10),
-            "update_spread_minutes": (0, 30),
-            "model_seed": (0, 2**31 - 1),
-            "key_skew": (0, 1),
-            "split_minutes": (1, 1440),
-            "table_size_gb": (0, 1_000_000),
-            "warm_read_units": (0, 1_000_000),
-            "warm_write_units": (0, 1_000_000),
-            "on_demand_peak_minutes": (1, 1440),
-            "on_demand_max_read_units": (1, 1_000_000),
-            "on_demand_max_write_units": (1, 1_000_000),
-            "fast_path_seconds": (1, 600),
-            "fast_path_share": (0.01, 1),
-            "fast_path_cap": (1, 1_000_000),
-            "warm_update_seconds": (0, 600),
-            "stream_seconds": (1, 600),
-        }
         for f in fields(self):
             value = getattr(self, f.name)
             if value is None and f.name in OPTIONAL:
                 continue
-            lo, hi = bounds[f.name]
+            lo, hi = BOUNDS[f.name]
             whole = f.name not in FRACTIONAL
             ok = (
                 isinstance(value, int | float)

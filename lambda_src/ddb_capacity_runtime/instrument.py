@@ -1,0 +1,186 @@
+"""Runs in: workers (the user's own processes, started through the launcher), Lambda
+functions (through the exec wrapper the constructs install).
+
+The fast path's client hook without editing the application, in the manner of
+OpenTelemetry's auto-instrumentation: ``ddb-capacity-instrument -- python app.py`` (or a
+Lambda function's exec wrapper) puts this package's ``bootstrap`` folder first on
+``PYTHONPATH``; Python imports its ``sitecustomize`` at start-up, before the application,
+and that calls :func:`install`. From then on every boto3 Session the process makes
+(``boto3.client(...)``'s default one included) reports through one
+:class:`~ddb_capacity_runtime.signals.Watcher`, as :func:`~ddb_capacity_runtime.signals.watch`
+would. A ``sitecustomize`` of the application's own, further along the path, still runs.
+
+Configured by the environment (the launcher's options set it):
+
+- ``CAPACITY_SIGNALS``: the signals function's name or ARN (required; without it nothing
+  is installed and one warning is logged);
+- ``CAPACITY_SIGNALS_TABLES``: comma-separated table names (or ARNs), the only ones
+  reported (default: every table of the account in the region);
+- ``CAPACITY_SIGNALS_INTERVAL``: seconds between reports, 1 to 60 (default 5);
+- ``CAPACITY_SIGNALS_PROCESS``: a label for the process id (default: the host name).
+
+The hook never fails the application: a setting it cannot read is logged
+(``signals-instrument-skipped``, naming the variable, the value and what is allowed, and
+one line on standard error) and nothing is installed. Python processes started by the
+application inherit the environment, and so the hook. Only boto3 Sessions are hooked: a
+client made from a bare botocore session is not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .core.surge import SIGNALS_ENV
+from .events import log_event
+
+#: The folder whose ``sitecustomize`` installs the hook at start-up.
+BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap"
+TABLES_ENV = "CAPACITY_SIGNALS_TABLES"
+INTERVAL_ENV = "CAPACITY_SIGNALS_INTERVAL"
+PROCESS_ENV = "CAPACITY_SIGNALS_PROCESS"
+#: The watcher :func:`install` made, once per process.
+_installed: list[Any] = []
+
+
+class InstrumentError(ValueError):
+    """A setting of the launcher or of the environment that cannot be used."""
+
+
+def settings(env: Mapping[str, str]) -> dict[str, Any]:
+    """:func:`~ddb_capacity_runtime.signals.watch`'s arguments from ``env``; raises
+    InstrumentError naming the variable, the value and what is allowed."""
+    function = env.get(SIGNALS_ENV, "").strip()
+    if not function:
+        raise InstrumentError(
+            f"{SIGNALS_ENV}: not set; expected the signals function's name or ARN "
+            "(CapacityRequests.grant_signals sets it on a function)"
+        )
+    out: dict[str, Any] = {"function": function}
+    tables = env.get(TABLES_ENV, "").strip()
+    if tables:
+        out["tables"] = [t.strip() for t in tables.split(",") if t.strip()]
+    interval = env.get(INTERVAL_ENV, "").strip()
+    if interval:
+        try:
+            out["interval"] = float(interval)
+        except ValueError:
+            raise InstrumentError(
+                f"{INTERVAL_ENV}: got {interval!r:.80}; expected seconds from 1 to 60"
+            ) from None
+    process = env.get(PROCESS_ENV, "").strip()
+    if process:
+        out["process"] = process
+    return out
+
+
+def install(env: Mapping[str, str] = os.environ) -> Any:
+    """Hook every boto3 Session this process makes from now on (once; later calls return
+    the same watcher). Returns the watcher, or None when nothing was installed: the reason
+    is logged, never raised."""
+    if _installed:
+        return _installed[0]
+    try:
+        import boto3
+
+        from .signals import watch
+
+        args = settings(env)
+        watcher = watch(boto3.session.Session(), **args)
+    except Exception as exc:  # noqa: BLE001 (the application starts whatever happens)
+        log_event("signals-instrument-skipped", level=logging.WARNING, reason=str(exc)[:300])
+        print(f"ddb-capacity-instrument: hook not installed: {exc}", file=sys.stderr)
+        return None
+    made = boto3.session.Session.__init__
+
+    def hooked(self: Any, *a: Any, **kw: Any) -> None:
+        made(self, *a, **kw)
+        try:
+            watcher.attach(self.events)
+        except Exception as exc:  # noqa: BLE001 (never fail the application)
+            log_event("signals-hook-error", level=logging.WARNING, where="attach", error=str(exc))
+
+    boto3.session.Session.__init__ = hooked  # type: ignore[method-assign]
+    if boto3.DEFAULT_SESSION is not None:
+        watcher.attach(boto3.DEFAULT_SESSION.events)
+    _installed.append(watcher)
+    return watcher
+
+
+def environment(
+    env: Mapping[str, str],
+    *,
+    function: str | None = None,
+    tables: str | None = None,
+    interval: str | None = None,
+    process: str | None = None,
+) -> dict[str, str]:
+    """``env`` with the bootstrap folder first on ``PYTHONPATH`` and the given settings set;
+    raises InstrumentError for a setting the hook could not use."""
+    out = dict(env)
+    for name, value in (
+        (SIGNALS_ENV, function),
+        (TABLES_ENV, tables),
+        (INTERVAL_ENV, interval),
+        (PROCESS_ENV, process),
+    ):
+        if value is not None:
+            if "\x00" in value:
+                raise InstrumentError(f"{name}: got {value!r:.80}; expected no NUL character")
+            out[name] = value
+    settings(out)  # the hook would refuse it: say so now, not in the application's log
+    path = out.get("PYTHONPATH", "")
+    out["PYTHONPATH"] = os.pathsep.join(p for p in (str(BOOTSTRAP), path) if p)
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ddb-capacity-instrument",
+        description="Run a Python command with the fast path's client hook installed: "
+        "every boto3 client it makes reports consumed capacity and throttles to the "
+        "signals function, without a line of its code changed.",
+        epilog="example: ddb-capacity-instrument --function capacity-signals -- python app.py",
+    )
+    parser.add_argument("--function", help=f"the signals function (default: ${SIGNALS_ENV})")
+    parser.add_argument("--tables", help="comma-separated tables to report (default: all)")
+    parser.add_argument("--interval", help="seconds between reports, 1 to 60 (default: 5)")
+    parser.add_argument("--process", help="a label for the process id (default: host name)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The launcher: replaces itself with the command (exit status 2 for bad options)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.print_usage(sys.stderr)
+        print("ddb-capacity-instrument: error: no command given after --", file=sys.stderr)
+        return 2
+    try:
+        env = environment(
+            os.environ,
+            function=args.function,
+            tables=args.tables,
+            interval=args.interval,
+            process=args.process,
+        )
+    except InstrumentError as exc:
+        print(f"ddb-capacity-instrument: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        os.execvpe(command[0], command, env)  # noqa: S606 (the user's own command)
+    except OSError as exc:
+        print(f"ddb-capacity-instrument: error: {command[0]}: {exc.strerror}", file=sys.stderr)
+        return 127
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,179 @@
+"""The fast path's hook without editing the application: ``ddb-capacity-instrument -- CMD``
+starts a plain boto3 program (not one line of it changed) with the hook installed at
+start-up, against a real moto server; its reports reach the signals function as Lambda
+invocations (a local HTTP server that answers as Lambda's Invoke does)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from ddb_capacity_runtime.core.surge import SIGNALS_ENV, parse_report
+from ddb_capacity_runtime.instrument import BOOTSTRAP, InstrumentError, environment, main
+from tests.test_signals_hook import REGION, FakeLambda, ddb, make_table
+
+LAUNCHER = Path(sys.executable).with_name("ddb-capacity-instrument")
+
+#: A program that knows nothing of the hook: the default session's client, and a client
+#: of a Session of its own, each write to a table.
+APP = textwrap.dedent(
+    """
+    import sys
+    import boto3
+
+    endpoint, first, second = sys.argv[1:4]
+    boto3.client("dynamodb", endpoint_url=endpoint).put_item(
+        TableName=first, Item={"pk": {"S": "a"}, "g": {"S": "x"}}
+    )
+    boto3.Session().client("dynamodb", endpoint_url=endpoint).put_item(
+        TableName=second, Item={"pk": {"S": "b"}, "g": {"S": "x"}}
+    )
+    print("app done")
+    """
+)
+
+
+def _env(fake: FakeLambda, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAPACITY_")}
+    env.update(
+        AWS_ACCESS_KEY_ID="test",
+        AWS_SECRET_ACCESS_KEY="test",  # noqa: S106 (moto takes any key)
+        AWS_DEFAULT_REGION=REGION,
+        AWS_ENDPOINT_URL_LAMBDA=fake.url,
+        **extra,
+    )
+    env.pop("AWS_ENDPOINT_URL", None)
+    return env
+
+
+def _run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603 (the project's own launcher)
+        args, env=env, cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@pytest.fixture
+def fake() -> object:
+    server = FakeLambda()
+    yield server
+    server.close()
+
+
+def test_a_program_started_through_the_launcher_reports_without_a_change(
+    moto_endpoint: str, fake: FakeLambda, tmp_path: Path
+) -> None:
+    client = ddb(moto_endpoint)
+    first, second = make_table(client), make_table(client)
+    (tmp_path / "app.py").write_text(APP)
+    done = _run(
+        [
+            str(LAUNCHER),
+            "--function",
+            "capacity-signals",
+            "--interval",
+            "1",
+            "--",
+            sys.executable,
+            "app.py",
+            moto_endpoint,
+            first,
+            second,
+        ],
+        _env(fake),
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "app done" in done.stdout
+    assert fake.requests, done.stderr
+    paths = {path for path, _, _ in fake.requests}
+    assert paths == {"/2015-03-31/functions/capacity-signals/invocations"}
+    reports = [parse_report(json.loads(body), time.time()) for _, _, body in fake.requests]
+    written = {
+        r.table for r in reports if any(d.dimension == "write" and d.units > 0 for d in r.dims)
+    }
+    assert written == {first, second}  # the default session's client and the app's own Session
+    assert len({r.process for r in reports}) == 1  # one watcher for the whole process
+
+
+def test_without_a_signals_function_the_program_runs_and_one_line_says_why(
+    moto_endpoint: str, fake: FakeLambda, tmp_path: Path
+) -> None:
+    client = ddb(moto_endpoint)
+    first, second = make_table(client), make_table(client)
+    (tmp_path / "app.py").write_text(APP)
+    env = _env(fake, PYTHONPATH=str(BOOTSTRAP))  # as the launcher sets it, without the name
+    done = _run([sys.executable, "app.py", moto_endpoint, first, second], env, tmp_path)
+    assert done.returncode == 0 and "app done" in done.stdout
+    assert f"hook not installed: {SIGNALS_ENV}: not set" in done.stderr
+    assert fake.requests == []
+
+
+def test_a_bad_setting_in_the_environment_never_stops_the_program(
+    moto_endpoint: str, fake: FakeLambda, tmp_path: Path
+) -> None:
+    client = ddb(moto_endpoint)
+    first, second = make_table(client), make_table(client)
+    (tmp_path / "app.py").write_text(APP)
+    env = _env(
+        fake,
+        PYTHONPATH=str(BOOTSTRAP),
+        CAPACITY_SIGNALS="capacity-signals",
+        CAPACITY_SIGNALS_INTERVAL="600",
+    )
+    done = _run([sys.executable, "app.py", moto_endpoint, first, second], env, tmp_path)
+    assert done.returncode == 0 and "app done" in done.stdout
+    assert "hook not installed: interval: got 600.0; expected seconds from 1 to 60" in done.stderr
+    assert fake.requests == []
+
+
+def test_the_programs_own_sitecustomize_still_runs(fake: FakeLambda, tmp_path: Path) -> None:
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("import os\nos.environ['OWN_SITE'] = 'ran'\n")
+    env = _env(fake, PYTHONPATH=str(own), CAPACITY_SIGNALS="capacity-signals")
+    done = _run(
+        [
+            str(LAUNCHER),
+            "--",
+            sys.executable,
+            "-c",
+            "import os, sys; from ddb_capacity_runtime import instrument; "
+            "print(os.environ.get('OWN_SITE'), bool(instrument._installed))",
+        ],
+        env,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ran", "True"]
+
+
+def test_the_launcher_refuses_what_the_hook_could_not_use(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(SIGNALS_ENV, raising=False)
+    assert main(["--function", "f"]) == 2
+    assert "no command given after --" in capsys.readouterr().err
+    assert main(["--", "python"]) == 2
+    assert f"{SIGNALS_ENV}: not set" in capsys.readouterr().err
+    assert main(["--function", "f", "--interval", "soon", "--", "python"]) == 2
+    assert "CAPACITY_SIGNALS_INTERVAL: got 'soon'; expected seconds from 1 to 60" in (
+        capsys.readouterr().err
+    )
+    assert main(["--function", "f", "--", "no-such-command-here"]) == 127
+    assert "no-such-command-here" in capsys.readouterr().err
+    with pytest.raises(InstrumentError, match="CAPACITY_SIGNALS_TABLES: got 'a\\\\x00b'"):
+        environment({}, function="f", tables="a\x00b")
+
+
+def test_the_bootstrap_folder_goes_first_on_the_path() -> None:
+    env = environment({"PYTHONPATH": "/app"}, function="capacity-signals")
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(BOOTSTRAP), "/app"]
+    assert env[SIGNALS_ENV] == "capacity-signals"
+    assert (BOOTSTRAP / "sitecustomize.py").is_file()
