@@ -197,12 +197,12 @@ def _index_units(
     new: Mapping[str, Any] | None,
 ) -> int:
     """Write units one table write costs ``index``, from what the images show."""
-    before = index.projected(old, table_keys) if index.holds(old) else None
-    after = index.projected(new, table_keys) if index.holds(new) else None
-    if before is None and after is None:
-        return 0
-    if before is None or after is None:  # enters or leaves the index
-        return write_units(item_size(before if after is None else after))
+    before = index.projected(old, table_keys) if old is not None and index.holds(old) else None
+    after = index.projected(new, table_keys) if new is not None and index.holds(new) else None
+    if before is None:  # enters the index, or was never in it
+        return 0 if after is None else write_units(item_size(after))
+    if after is None:  # leaves it
+        return write_units(item_size(before))
     assert old is not None and new is not None
     if any(old.get(k) != new.get(k) for k in index.keys):  # its index key moved: 2 writes
         return write_units(item_size(before)) + write_units(item_size(after))
