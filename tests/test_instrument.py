@@ -177,3 +177,37 @@ def test_the_bootstrap_folder_goes_first_on_the_path() -> None:
     assert env["PYTHONPATH"].split(os.pathsep) == [str(BOOTSTRAP), "/app"]
     assert env[SIGNALS_ENV] == "capacity-signals"
     assert (BOOTSTRAP / "sitecustomize.py").is_file()
+
+
+def test_the_lambda_exec_wrapper_starts_the_runtime_with_the_hook(
+    moto_endpoint: str, fake: FakeLambda, tmp_path: Path
+) -> None:
+    """The layer's layout: the wrapper at /opt/ddb-capacity-instrument, the run-time package
+    under /opt/python; Lambda runs the wrapper with the runtime's own command."""
+    import shutil
+
+    opt = tmp_path / "opt"
+    shutil.copytree(BOOTSTRAP.parent, opt / "python" / "ddb_capacity_runtime")
+    wrapper = opt / "ddb-capacity-instrument"
+    shutil.copy2(BOOTSTRAP / "lambda-exec-wrapper", wrapper)
+    client = ddb(moto_endpoint)
+    first, second = make_table(client), make_table(client)
+    (tmp_path / "app.py").write_text(APP)
+    env = _env(fake, CAPACITY_SIGNALS="capacity-signals", CAPACITY_SIGNALS_INTERVAL="1")
+    env["PYTHONPATH"] = str(opt / "python")  # as Lambda puts /opt/python on the path
+    done = _run(
+        [
+            str(wrapper),
+            sys.executable,
+            "-B",
+            "app.py",
+            moto_endpoint,
+            first,
+            second,
+        ],
+        env,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    reports = [parse_report(json.loads(body), time.time()) for _, _, body in fake.requests]
+    assert {r.table for r in reports} == {first, second}
