@@ -102,7 +102,9 @@ def document(title: str, body: str, data: Mapping[str, Any] | None = None) -> st
 
 def money(value: float | None) -> str:
     """Dollars as text; None is ``unknown``."""
-    return "unknown" if value is None else f"${value:,.2f}"
+    if value is None:
+        return "unknown"
+    return f"-${-value:,.2f}" if value < 0 else f"${value:,.2f}"
 
 
 def figure(caption: str, value: str, tone: str = "") -> str:

@@ -237,10 +237,11 @@
         th.setAttribute("aria-sort", down ? "descending" : "ascending");
         var key = function (r) {
           var c = r.cells[col], s = c.getAttribute("data-sort");
-          return s === null ? c.textContent.toLowerCase() : s === "" ? -Infinity : Number(s);
+          return s === null ? c.textContent.toLowerCase() : s === "" ? null : Number(s);
         };
-        rows.sort(function (a, b) {
+        rows.sort(function (a, b) {  /* unknown figures last, either way */
           var p = key(a), q = key(b), o = p < q ? -1 : p > q ? 1 : 0;
+          if (p === null || q === null) { return (p === null) - (q === null); }
           return down ? -o : o;
         });
         rows.forEach(function (r) { body.appendChild(r); });
