@@ -39,7 +39,7 @@ browser:
 	  echo "installing Debian's chromium for the report page tests"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	  $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium; }
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-fund --no-audit --loglevel=error

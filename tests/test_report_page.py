@@ -210,3 +210,20 @@ def test_readme_screenshot_exists_and_is_small():
     shot = Path(__file__).resolve().parents[1] / "docs" / "images" / "spike-page.png"
     assert shot.is_file() and shot.stat().st_size < 400_000
     assert "docs/images/spike-page.png" in (shot.parents[2] / "README.md").read_text()
+
+
+def test_the_png_leaves_out_dimensions_no_policy_throttles_on_and_labels_the_bound(tmp_path):
+    """The spike's reads never throttle: the PNG draws the writes alone (every dimension
+    when none throttles), and the bound's panel says it is a floor, not a plan."""
+    from ddb_capacity_tools.simulator import chart
+    from ddb_capacity_tools.simulator.scenarios import scenario
+
+    trace = scenario("spike", 1)
+    params = ModelParams().for_trace(trace)
+    specs = [parse("stock:70"), parse("bound")]
+    results = simulate(trace, specs, params, Prices(), None, 5, workers=1)
+    assert chart.shown_keys(results, trace) == ([(None, "write")], [(None, "read")])
+    calm = [r for r in results if r.policy == "bound"]
+    assert chart.shown_keys(calm, trace) == ([(None, "read"), (None, "write")], [])
+    assert "not a plan" in chart.ABOUT["bound"]
+    assert chart.render(results, trace, tmp_path / "spike.png").stat().st_size > 10_000

@@ -28,11 +28,11 @@ HEADER = (
     ("table", False),
     ("status", False),
     ("current", False),
-    ("$ / month now", True),
+    ("now $/mo", True),
     ("recommended", False),
-    ("$ / month recommended", True),
-    ("saved $ / month", True),
-    ("refusals avoided / month", True),
+    ("then $/mo", True),
+    ("saved $/mo", True),
+    ("refusals avoided/mo", True),
     ("reason", False),
 )
 
