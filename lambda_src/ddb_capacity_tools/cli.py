@@ -768,17 +768,29 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(report.table(results, trace) + "\n")
         if settings:
             out.write("\n" + ensemble.table(spread, args.ensemble, len(settings)) + "\n")
+    _pictures(args, err, results, trace, score_from or 0, spread)
+    return 0
+
+
+def _pictures(
+    args: argparse.Namespace,
+    err: TextIO,
+    results: Sequence[Any],
+    trace: Trace,
+    score_from: int,
+    spread: Sequence[Any],
+) -> None:
+    """The run's ``--chart`` PNG and ``--html`` page, when asked for."""
     if args.chart:
         written = (
             chart.render_ensemble(spread, trace, args.ensemble, args.chart)
-            if settings
+            if spread
             else chart.render(results, trace, args.chart)
         )
         err.write(f"chart written to {written}\n")
     if args.html:
-        body = page.run_page(results, trace, score_from or 0, spread, args.ensemble or "")
+        body = page.run_page(results, trace, score_from, spread, args.ensemble or "")
         err.write(f"page written to {page.write(args.html, body)}\n")
-    return 0
 
 
 def _scenarios(args: argparse.Namespace, out: TextIO) -> int:
