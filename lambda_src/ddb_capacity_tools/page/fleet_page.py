@@ -57,10 +57,9 @@ def table_pages(
 
 def _name(row: Row, links: str | None) -> object:
     where = row.table + (f" / {row.index}" if row.index else "")
-    linked = links is not None and row.status != "missing" and row.index is None
-    return (
-        link(links + page_name(row.table), where) if linked and is_table_name(row.table) else where
-    )
+    if links is None or row.status == "missing" or row.index or not is_table_name(row.table):
+        return where
+    return link(links + page_name(row.table), where)
 
 
 def _cells(row: Row, links: str | None, most: float) -> list[tuple[object, float | None]]:
