@@ -130,7 +130,7 @@ def test_html_escapes_every_name_and_reason_and_links_each_table_page():
     assert [float(saved) for _, saved in rows][:2] == [40.0, 0.0]  # largest saving first
     # a table name links its page; a name that is not one, and a missing table, do not
     assert '<a href="tables/Orders.html">Orders</a>' in body
-    assert '<a href="tables/Late.html">' not in body and "href=\"tables/%3C" not in body
+    assert '<a href="tables/Late.html">' not in body and 'href="tables/%3C' not in body
     assert "$40.00" in body and "-$100.00" in body
 
 
