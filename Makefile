@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install install-checkov demo test lint typecheck unit docs synth clean
+.PHONY: install install-checkov browser demo test lint typecheck unit docs synth clean
 
 CHECKOV_VENV := .venv-checkov
 
@@ -31,6 +31,16 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r requirements-checkov.txt
 	touch $@
 
+# Headless Chromium for the report page tests (tests/test_report_page.py): the
+# distribution's own package, installed only where no Chromium is on PATH (apt as root, or
+# through sudo).
+browser:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+	  echo "installing Debian's chromium for the report page tests"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-fund --no-audit --loglevel=error
 	touch $@
@@ -47,7 +57,7 @@ demo: synth
 	$(VENV)/bin/ddb-capacity simulate --scenario spike --policy stock:70 --policy stock:60 \
 		--policy throttle-aware+stock:70 --policy autopilot+stock:70 --policy scheduled \
 		--policy oracle --policy bound \
-		--chart simulation/spike.png
+		--chart simulation/spike.png --html simulation/spike.html
 
 PY_SOURCES := constructs_pkg lambda_src tests examples benchmarks
 
@@ -58,7 +68,7 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy constructs_pkg lambda_src/ddb_capacity_runtime lambda_src/ddb_capacity_tools
 
-unit: install install-checkov
+unit: install install-checkov browser
 	$(VENV)/bin/pytest
 
 # The docs site, built as the tests build it (tests/test_docs.py); open site/index.html

@@ -454,6 +454,15 @@ def test_the_report_weighs_each_tables_current_settings(region, tmp_path):
     assert float(rows[fixed]["refusals_avoided_per_month"]) > 0
     assert rows[untracked]["usd_saved_per_month"] == ""
     assert "without a target-tracking target" in rows[untracked]["reason"]
+    # the fleet page links each table's page, written beside it in tables/
+    fleet_page = (tmp_path / "report" / "report.html").read_text()
+    for name in rows:
+        assert f'href="tables/{name}.html"' in fleet_page
+        assert "What to paste" in (tmp_path / "report" / "tables" / f"{name}.html").read_text()
+    # --html on one table: its page, with the dollars a month of its current settings
+    code, _, err = run(*base[:1], "--table", fixed, *base[2:], "--html", str(tmp_path / "t.html"))
+    assert code == 0, err
+    assert "current settings (fixed:10) a month" in (tmp_path / "t.html").read_text()
     one = ["advise", "--table", fixed, *day(region)[:4], "--candidate", "on-demand", "--quiet"]
     code, _, err = run(*one, "--report", f"s3://{bucket}/nightly/")
     assert code == 0, err

@@ -141,6 +141,18 @@ def test_lister_worker_report_over_one_run(world, capsys):
         assert rows[faulty]["status"] == "failed" and "no such table" in rows[faulty]["reason"]
         assert rows[late]["status"] == "missing"
         assert doc["run_id"] == run_id
+    # AND each worker wrote its table's page beside its result; both fleet pages link it
+    bucket = world["settings"].bucket
+    table_page = f"runs/{run_id}/tables/{good}.html"
+    answer = world["s3"].get_object(Bucket=bucket, Key=table_page)
+    assert answer["ContentType"].startswith("text/html")
+    assert "What to paste" in answer["Body"].read().decode()
+    for prefix, href in (
+        (f"runs/{run_id}", f"tables/{good}.html"),
+        ("latest", f"../runs/{run_id}/tables/{good}.html"),
+    ):
+        fleet_page = world["s3"].get_object(Bucket=bucket, Key=f"{prefix}/report.html")
+        assert f'href="{href}"' in fleet_page["Body"].read().decode()
 
 
 def test_an_invalid_message_is_counted_and_dropped(world, capsys):

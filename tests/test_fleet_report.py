@@ -120,17 +120,18 @@ def test_csv_and_json_hold_every_row_with_unknown_left_empty():
     assert unknown["usd_saved_per_month"] is None  # null, not 0
 
 
-def test_html_escapes_every_name_and_reason_and_charts_the_known_savings():
+def test_html_escapes_every_name_and_reason_and_links_each_table_page():
     page = fleet.as_html(sample())
-    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "<b>no</b>" not in page and "Throttled &amp; &lt;x&gt;" in page
-    svg = page[page.index("<svg") : page.index("</svg>")]
-    bars = re.findall(r'<rect [^>]*width="([\d.]+)"[^>]*fill="(#\w+)"', svg)
-    assert len(bars) == 2  # the two tables with known current settings, and no other
-    widths = {fill: float(w) for w, fill in bars}
-    assert widths["#c44"] > widths["#2a7"] > 0  # -100 drawn longer than +40, as a loss
-    assert "Orders: stock:70 to autopilot:70, $40.00 a month" in page
-    assert "Late (missing)" in page
+    body = page[: page.index('<script type="application/json"')]
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+    assert "<b>no</b>" not in page and "Throttled &amp; &lt;x&gt;" in body
+    rows = re.findall(r"<tr data-status=\"(\w+)\" data-saved=\"(-?[\d.]+)\">", body)
+    assert len(rows) == 6  # every table, one row each
+    assert [float(saved) for _, saved in rows][:2] == [40.0, 0.0]  # largest saving first
+    # a table name links its page; a name that is not one, and a missing table, do not
+    assert '<a href="tables/Orders.html">Orders</a>' in body
+    assert '<a href="tables/Late.html">' not in body and 'href="tables/%3C' not in body
+    assert "$40.00" in body and "-$100.00" in body
 
 
 @pytest.mark.parametrize(

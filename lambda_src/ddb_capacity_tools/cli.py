@@ -4,9 +4,9 @@
 
     ddb-capacity scenarios
     ddb-capacity simulate (--scenario NAME | --trace FILE.csv) [--policy P ...] [--json]
-                          [--chart FILE.png] [--score-from ISO-8601]
+                          [--chart FILE.png] [--html FILE.html] [--score-from ISO-8601]
     ddb-capacity backtest --table NAME [--index NAME] --days N [--policy P ...] [--json]
-                          [--chart FILE.png] [--score-from ISO-8601]
+                          [--chart FILE.png] [--html FILE.html] [--score-from ISO-8601]
     ddb-capacity request --table NAME [--index NAME] [--read N] [--write N]
                          [--hold MINUTES] [--timeout MINUTES] [--broker NAME | --store NAME]
                          [--json]
@@ -14,10 +14,11 @@
                          [--broker NAME | --store NAME] [--json]
     ddb-capacity tune (--trace FILE.csv | --table NAME [--days N]) [--candidate P ...]
                       [--refusal-tolerance F] [--refusal-floor F] [--refusal-price USD]
-                      [--ensemble NAME] [--json]
+                      [--ensemble NAME] [--json] [--html FILE.html]
     ddb-capacity advise (--table NAME [--index NAME] | --all-tables [--processes N]) [--days N]
                         [--candidate P ...] [--refusal-tolerance F] [--refusal-floor F]
                         [--refusal-price USD] [--json] [--report DIR | s3://BUCKET/PREFIX]
+                        [--html FILE.html]
 
 ``--broker`` (default ``$CAPACITY_BROKER``) goes through the broker ``CapacityRequests``
 deploys, which is all a worker granted with ``grant_request`` may do; ``--store`` acts
@@ -50,7 +51,7 @@ from ddb_capacity_runtime.requests.broker import BROKER_ENV
 from ddb_capacity_runtime.requests.store import STORE_ENV
 
 from . import advise as advise_module
-from . import fleet
+from . import fleet, page
 from .simulator import chart, ensemble, report, schedules
 from .simulator import tune as tune_module
 from .simulator.backtest import MAX_DAYS, history, history_end
@@ -78,6 +79,7 @@ INPUT_ERRORS = (
     tune_module.TuneError,
     advise_module.AdviseError,
     fleet.ReportError,
+    page.HtmlError,
 )
 
 
@@ -151,6 +153,13 @@ def _run_options(parser: argparse.ArgumentParser, json_shape: str = '{"policies"
         + ") and report min / median / max (docs: Simulator, 'Robustness')",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--html",
+        metavar="FILE.html",
+        help="also write the answer as one self-contained page: charts, the frontier, the "
+        "advice (with advise --all-tables: the fleet page, each table's page in tables/ "
+        "beside it) (docs: Report pages)",
+    )
     parser.add_argument(
         "--workers",
         type=int,
@@ -560,9 +569,14 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"with --candidate P ({tune_module.CANDIDATE_HELP}; repeatable)"
             )
     rule, params, prices, name, candidates = _tuning_options(args)
+    if args.html:
+        page.check_path(args.html)  # before any work
     trace = _trace(args, params)
     settings = settings_of(name, params, trace)
     tuning = tune_module.tune(trace, settings, candidates, prices, args.tick, args.workers, rule)
+    if args.html:
+        written = page.write(args.html, page.tune_page(tuning, trace, name, len(settings)))
+        err.write(f"page written to {written}\n")
     if args.json:
         out.write(json.dumps({"ensemble": name, **tuning.as_json()}) + "\n")
     else:
@@ -611,6 +625,8 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     # before any AWS client is made; one window for every table, now unless given
     end = _history_window(args) or history_end(None)
     report = fleet.destination(args.report) if args.report else None
+    if args.html:
+        page.check_path(args.html)  # before any AWS client is made
     made = advise_module.boto3_clients()
     tables = (
         [(t, None) for t in advise_module.list_tables(made.dynamodb)]
@@ -627,7 +643,7 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         args.tick,
         workers,
         rule,
-        current=report is not None,
+        current=report is not None or args.html is not None,
     )
     results = advise_module.advise(
         advise_module.boto3_clients, tables, setup, None if args.quiet else err, processes
@@ -646,8 +662,26 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(advise_module.text(results, heading) + "\n")
     if report is not None:  # after the output: a report that cannot be written loses nothing
         out.flush()
-        fleet.write(fleet.build(results, about), report, made_s3=_s3_client)
+        pages = page.table_pages(results, about) if args.all_tables else None
+        fleet.write(fleet.build(results, about), report, made_s3=_s3_client, pages=pages)
+    if args.html:
+        _advise_page(args.html, results, about, args.all_tables, err)
     return 1 if any(isinstance(r, advise_module.Failure) for r in results) else 0
+
+
+def _advise_page(
+    path: str, results: Sequence[Any], about: dict[str, Any], fleet_wide: bool, err: TextIO
+) -> None:
+    """One table's page at ``path``; with --all-tables the fleet page there and each
+    table's page in ``tables/`` beside it."""
+    if not fleet_wide:
+        written = page.write(path, page.table_page(results[0], about))
+    else:
+        written = page.write(path, page.fleet_page(fleet.build(results, about)))
+        for name, body in page.table_pages(results, about).items():
+            (written.parent / name).parent.mkdir(exist_ok=True)
+            page.write(written.parent / name, body)
+    err.write(f"page written to {written}\n")
 
 
 def _s3_client() -> Any:
@@ -688,6 +722,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise PolicyError(f"--tick: got {args.tick}; expected whole minutes from 1 to 60")
     if args.chart:
         chart.check(args.chart)  # before any work: a missing matplotlib is known now
+    if args.html:
+        page.check_path(args.html)
     entries = schedules.load(args.schedule) if args.schedule else None
     trace = _trace(args, params)
     params = params.for_trace(trace)  # the hot key: the trace's own unless given
@@ -732,14 +768,29 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(report.table(results, trace) + "\n")
         if settings:
             out.write("\n" + ensemble.table(spread, args.ensemble, len(settings)) + "\n")
+    _pictures(args, err, results, trace, score_from or 0, spread)
+    return 0
+
+
+def _pictures(
+    args: argparse.Namespace,
+    err: TextIO,
+    results: Sequence[Any],
+    trace: Trace,
+    score_from: int,
+    spread: Sequence[Any],
+) -> None:
+    """The run's ``--chart`` PNG and ``--html`` page, when asked for."""
     if args.chart:
         written = (
             chart.render_ensemble(spread, trace, args.ensemble, args.chart)
-            if settings
+            if spread
             else chart.render(results, trace, args.chart)
         )
         err.write(f"chart written to {written}\n")
-    return 0
+    if args.html:
+        body = page.run_page(results, trace, score_from, spread, args.ensemble or "")
+        err.write(f"page written to {page.write(args.html, body)}\n")
 
 
 def _scenarios(args: argparse.Namespace, out: TextIO) -> int:

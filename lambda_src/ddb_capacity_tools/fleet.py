@@ -9,16 +9,17 @@ A table that failed is listed with its reason; a table the nightly run has no re
 listed as missing. Current settings that could not be read are unknown: their savings are
 empty, never zero.
 
-Written as ``report.csv``, ``report.json`` and ``report.html`` (totals, the largest
-savings and a bar chart of every table's savings as inline SVG: no plotting library), to a
-directory or an S3 prefix. Every table name and reason is untrusted: HTML escapes them,
-CSV cells that a spreadsheet would read as a formula are quoted with a leading ``'``.
+Written as ``report.csv``, ``report.json`` and ``report.html`` (the fleet page,
+:func:`.page.fleet_page`: the totals and one row per table, sortable and filterable, each
+linked to the table's own page under ``tables/``), with those table pages when given, to
+a directory or an S3 prefix. Every table name and reason is untrusted: the page escapes
+them, CSV cells that a spreadsheet would read as a formula are quoted with a leading
+``'``.
 """
 
 from __future__ import annotations
 
 import csv
-import html
 import io
 import json
 import math
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .advise import MONTH_HOURS, shown
+from .page import TABLE_PAGES, fleet_page
 
 __all__ = [
     "COLUMNS",
@@ -69,10 +71,6 @@ FILES = {
     "report.json": "application/json",
     "report.html": "text/html; charset=utf-8",
 }
-#: The chart draws at most this many tables (the largest savings first; the others are
-#: in the CSV and JSON); the top-savings list names this many.
-CHART_BARS = 100
-TOP = 10
 #: A text cell (name, policy, reason) is cut to this many characters.
 SHOWN = 500
 #: S3's bucket names: 3 to 63 of a-z 0-9 . - starting and ending with a letter or digit.
@@ -238,90 +236,21 @@ def as_json(report: Report) -> str:
     )
 
 
-def _money(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:,.2f}"
+def as_html(report: Report, links: str | None = TABLE_PAGES) -> str:
+    """The fleet page (:func:`.page.fleet_page`), table pages linked under ``links``."""
+    return fleet_page(report, links)
 
 
-def _chart(rows: Sequence[Row]) -> str:
-    """Horizontal bars of each table's dollars saved a month (negative: the recommendation
-    costs more, as it refuses less), largest first, as inline SVG."""
-    shown = sorted(
-        (r for r in rows if r.usd_saved_per_month is not None),
-        key=lambda r: -(r.usd_saved_per_month or 0.0),
-    )[:CHART_BARS]
-    if not shown:
-        return "<p>No table with known current settings: nothing to chart.</p>"
-    most = max(abs(r.usd_saved_per_month or 0.0) for r in shown) or 1.0
-    label, half, bar = 260, 220, 16
-    zero = label + half
-    parts = []
-    for n, r in enumerate(shown):
-        saved = r.usd_saved_per_month or 0.0
-        width = half * abs(saved) / most
-        x = zero if saved >= 0 else zero - width
-        y = n * (bar + 4)
-        name = html.escape(_where(r)[:40])
-        parts.append(
-            f'<text x="{label - 6}" y="{y + 12}" text-anchor="end">{name}</text>'
-            f'<rect x="{x:.1f}" y="{y}" width="{width:.1f}" height="{bar}" '
-            f'fill="{"#2a7" if saved >= 0 else "#c44"}"><title>{name}: '
-            f"{html.escape(_money(saved))}</title></rect>"
-            f'<text x="{zero + half + 6}" y="{y + 12}">{html.escape(_money(saved))}</text>'
-        )
-    height = len(shown) * (bar + 4)
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{zero + half + 120}" '
-        f'height="{height + 4}" font-family="sans-serif" font-size="11" role="img" '
-        f'aria-label="dollars saved per month, per table">'
-        f'<line x1="{zero}" y1="0" x2="{zero}" y2="{height}" stroke="#555"/>'
-        + "".join(parts)
-        + "</svg>"
-    )
-
-
-def _where(r: Row) -> str:
-    return r.table + (f" / {r.index}" if r.index else "")
-
-
-def as_html(report: Report) -> str:
-    t = report.totals()
-    about = ", ".join(f"{k} {v}" for k, v in report.about.items())
-    top = sorted(
-        (r for r in report.rows if (r.usd_saved_per_month or 0.0) > 0),
-        key=lambda r: -(r.usd_saved_per_month or 0.0),
-    )[:TOP]
-    esc = html.escape
-    items = "".join(
-        f"<li>{esc(_where(r))}: {esc(r.current or '')} to {esc(r.recommended or '')}, "
-        f"{esc(_money(r.usd_saved_per_month))} a month</li>"
-        for r in top
-    )
-    failed = "".join(
-        f"<li>{esc(_where(r))} ({r.status}): {esc(r.reason)}</li>"
-        for r in report.rows
-        if r.status != "advised"
-    )
-    return (
-        "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>Fleet report</title></head>"
-        f"<body><h1>Fleet report</h1><p>{esc(about)}</p>"
-        f"<p>{t['tables']} tables: {t['advised']} advised, {t['failed']} failed, "
-        f"{t['missing']} missing; current settings unknown for {t['current_unknown']}.</p>"
-        f"<p>Where the current settings are known: {esc(_money(t['usd_per_month_current']))} "
-        f"a month now, {esc(_money(t['usd_per_month_recommended']))} recommended, "
-        f"<strong>{esc(_money(t['usd_saved_per_month']))} saved a month</strong>, "
-        f"{t['refusals_avoided_per_month']:,.0f} refused units a month avoided.</p>"
-        f"<h2>Largest savings</h2><ol>{items}</ol>"
-        f"<h2>Dollars saved a month, per table</h2>{_chart(report.rows)}"
-        f"<h2>Not advised</h2><ul>{failed}</ul></body></html>\n"
-    )
-
-
-def contents(report: Report) -> dict[str, str]:
-    """The three files' contents, by name."""
+def contents(
+    report: Report, links: str | None = TABLE_PAGES, pages: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The three files' contents, by name, then ``pages`` (each table's page, by its name
+    under ``tables/``); the fleet page links the table pages under ``links``."""
     return {
         "report.csv": as_csv(report),
         "report.json": as_json(report),
-        "report.html": as_html(report),
+        "report.html": as_html(report, links),
+        **(pages or {}),
     }
 
 
@@ -348,24 +277,39 @@ def destination(text: str) -> Destination:
     return Destination(prefix.strip("/"), bucket)
 
 
-def put_s3(s3: Any, bucket: str, prefix: str, report: Report) -> list[str]:
-    """The three files under ``prefix`` in ``bucket``; their keys."""
+def put_s3(
+    s3: Any,
+    bucket: str,
+    prefix: str,
+    report: Report,
+    links: str | None = TABLE_PAGES,
+    pages: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The three files (and ``pages``) under ``prefix`` in ``bucket``; their keys."""
     keys = []
-    for name, body in contents(report).items():
+    for name, body in contents(report, links, pages).items():
         key = f"{prefix}/{name}" if prefix else name
-        s3.put_object(Bucket=bucket, Key=key, Body=body.encode(), ContentType=FILES[name])
+        kind = FILES.get(name, FILES["report.html"])
+        s3.put_object(Bucket=bucket, Key=key, Body=body.encode(), ContentType=kind)
         keys.append(key)
     return keys
 
 
-def write(report: Report, where: Destination, made_s3: Callable[[], Any]) -> list[str]:
-    """The three files in the directory (made if need be) or under the S3 prefix."""
+def write(
+    report: Report,
+    where: Destination,
+    made_s3: Callable[[], Any],
+    pages: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The three files (and ``pages``, each table's page by its name under ``tables/``)
+    in the directory (made if need be) or under the S3 prefix."""
     if where.bucket is not None:
-        return put_s3(made_s3(), where.bucket, where.path, report)
+        return put_s3(made_s3(), where.bucket, where.path, report, pages=pages)
     directory = Path(where.path)
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, body in contents(report).items():
+    for name, body in contents(report, pages=pages).items():
+        (directory / name).parent.mkdir(exist_ok=True)
         (directory / name).write_text(body, encoding="utf-8")
         written.append(str(directory / name))
     return written

@@ -7,10 +7,12 @@ The nightly fleet report, on SQS to Lambda:
   one SQS message per table (SendMessageBatch, 10 a call);
 - the **worker** (the queue's event source, one message a call) advises its table as
   ``ddb-capacity advise`` does (:func:`.advise.advise_one`, current settings included) and
-  writes ``runs/<run-id>/tables/<table>.json``;
+  writes ``runs/<run-id>/tables/<table>.json`` and the table's page beside it,
+  ``runs/<run-id>/tables/<table>.html``;
 - the **report** (scheduled a delay after the lister) reads the manifest and every
   table's result and writes ``runs/<run-id>/report.csv|json|html`` and the same under
-  ``latest/``, listing the tables with no result as missing.
+  ``latest/``, listing the tables with no result as missing; the fleet page
+  (``report.html``) links each table's page.
 
 Every table is its own fault domain (its failure is its result, the others go on). A
 message is untrusted input: its run id and table name are checked, and a message that is
@@ -38,7 +40,7 @@ from ddb_capacity_runtime.aws.retry import describe_error
 from ddb_capacity_runtime.core.names import is_table_name
 from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
 
-from . import fleet
+from . import fleet, page
 from .advise import IDLE, Failure, Setup, advise_one, list_tables, shown
 from .fleet_settings import NAMESPACE, AdvisorSettings, run_id_of, time_of
 from .simulator.ensemble import settings_of
@@ -196,6 +198,13 @@ def advise_message(body: object, clients: Mapping[str, Any], settings: AdvisorSe
     )
     doc = {"run_id": run_id, **result.as_json()}
     _put_json(clients["s3"], settings.bucket, _key(run_id, f"tables/{table}.json"), doc)
+    body = page.table_page(result, {"run_id": run_id, "days": settings.days})
+    clients["s3"].put_object(
+        Bucket=settings.bucket,
+        Key=_key(run_id, page.TABLE_PAGES + page.page_name(table)),
+        Body=body.encode(),
+        ContentType=fleet.FILES["report.html"],
+    )
     if isinstance(result, Failure):
         return "idle" if result.reason.startswith(IDLE) else "failed"
     return "advised"
@@ -263,8 +272,12 @@ def report_run(s3: Any, settings: AdvisorSettings, now: datetime) -> dict[str, i
         for n in (refused if isinstance(refused, list) else [])
     ]
     report = fleet.build(docs, {"run_id": run_id, "days": manifest.get("days")}, missing)
-    for prefix in (f"runs/{run_id}", "latest"):
-        fleet.put_s3(s3, settings.bucket, prefix, report)
+    # the table pages are the workers', under the run: latest/ links to them there
+    for prefix, links in (
+        (f"runs/{run_id}", page.TABLE_PAGES),
+        ("latest", f"../runs/{run_id}/{page.TABLE_PAGES}"),
+    ):
+        fleet.put_s3(s3, settings.bucket, prefix, report, links)
     totals = report.totals()  # TablesFailed is the workers' (idle tables are not failures)
     return {
         "TablesReported": totals["tables"],

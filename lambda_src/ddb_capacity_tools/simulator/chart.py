@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .run import DimensionResult
-from .trace import Trace, key_label
+from .trace import Key, Trace, key_label
 
 if TYPE_CHECKING:
     from .ensemble import EnsembleResult
@@ -108,12 +108,68 @@ def render_ensemble(
     return _save(fig, plt, path)
 
 
+#: What a panel's title says of the runs that are not plans a scaler follows.
+ABOUT = {
+    "bound": "a floor on cost, not a plan",
+    "oracle": "the best plan, knowing the future",
+}
+
+
+def shown_keys(results: Sequence[DimensionResult], trace: Trace) -> tuple[list[Key], list[Key]]:
+    """(the dimensions drawn, those left out): a dimension no policy throttles on is left
+    out when another throttles; when none does, every dimension with demand is drawn."""
+    demanded = [k for k, d in trace.demand.items() if any(v > 0 for v in d)] or list(trace.demand)
+    throttling = {r.key for r in results if any(v > 0 for v in r.recorded.throttled)}
+    drawn = [k for k in demanded if k in throttling] or demanded
+    return drawn, [k for k in demanded if k not in drawn]
+
+
+def _policy_panel(ax: Any, result: DimensionResult, times: list[Any], color: str) -> None:
+    """Demand, the capacity the policy provisioned and what it refused, on one axis."""
+    rec = result.recorded
+    ax.plot(times, rec.demand, color="0.6", lw=0.8, label="demand")
+    ax.fill_between(times, 0, rec.throttled, color="#c81e1e", lw=0, label="refused", step="post")
+    bound = result.policy == "bound"
+    if result.peak_provisioned:
+        ax.step(
+            times,
+            rec.provisioned,
+            where="post",
+            color="#7a5195" if bound else color,
+            ls="--" if bound else "-",
+            lw=1.1,
+            label="bound (a cost floor, not a plan)" if bound else "provisioned",
+        )
+    about = f" ({ABOUT[result.policy]})" if result.policy in ABOUT else ""
+    ax.set_title(
+        f"{result.policy}{about} - {key_label(result.key)}: {result.throttled_minutes} "
+        f"throttled min, ${result.cost_usd:,.2f}",
+        fontsize=9,
+    )
+    ax.set_ylabel("units/s", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=7, loc="upper left")
+
+
+def _throttle_strip(ax: Any, rows: Sequence[DimensionResult], times: list[Any]) -> None:
+    """One row per policy, a mark at each minute it throttled: policies told apart."""
+    minute = times[1] - times[0] if len(times) > 1 else None
+    for n, r in enumerate(rows):
+        spans = [(times[m], minute) for m, v in enumerate(r.recorded.throttled) if v > 0]
+        if spans and minute is not None:
+            ax.broken_barh(spans, (n - 0.35, 0.7), color="#c81e1e")
+    ax.set_yticks(range(len(rows)), [r.policy for r in rows], fontsize=7)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_title(f"throttled minutes per policy - {key_label(rows[0].key)}", fontsize=9)
+    ax.tick_params(labelsize=7)
+
+
 def render(results: Sequence[DimensionResult], trace: Trace, path: str | Path) -> Path:
-    """Write the chart; one column per dimension that has demand."""
+    """Write the chart: one column per dimension that throttles (every one with demand
+    when none does): each policy on its own row, then their throttled minutes apart."""
     path = check_path(path)
     plt = _pyplot(path)
-
-    keys = [k for k, d in trace.demand.items() if any(v > 0 for v in d)] or list(trace.demand)
+    keys, left_out = shown_keys(results, trace)
     policies = list(dict.fromkeys(r.policy for r in results))
     by = {(r.policy, r.key): r for r in results}
     times = [trace.time(m) for m in range(trace.minutes)]
@@ -124,38 +180,14 @@ def render(results: Sequence[DimensionResult], trace: Trace, path: str | Path) -
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for c, key in enumerate(keys):
         for r, policy in enumerate(policies):
-            ax = axes[r][c]
-            result = by[(policy, key)]
-            rec = result.recorded
-            ax.plot(times, rec.demand, color="0.6", lw=0.8, label="demand")
-            ax.plot(times, rec.served, color=colors[r % len(colors)], lw=0.9, label="served")
-            if result.peak_provisioned:
-                ax.step(
-                    times, rec.provisioned, where="post", color="black", lw=1.1, label="provisioned"
-                )
-            ax.set_title(
-                f"{policy} - {key_label(key)}: {result.throttled_minutes} throttled "
-                f"min, ${result.cost_usd:,.2f}",
-                fontsize=9,
-            )
-            ax.set_ylabel("units/s", fontsize=8)
-            ax.tick_params(labelsize=7)
-            if r == 0:
-                ax.legend(fontsize=7, loc="upper left")
-        ax = axes[-1][c]
-        for r, policy in enumerate(policies):
-            ax.plot(
-                times,
-                by[(policy, key)].recorded.throttled,
-                color=colors[r % len(colors)],
-                lw=0.9,
-                label=policy,
-            )
-        ax.set_title(f"throttled - {key_label(key)}", fontsize=9)
-        ax.set_ylabel("units/s refused", fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.legend(fontsize=7, loc="upper left")
-    fig.suptitle(f"{trace.name}: {trace.start:%Y-%m-%d %H:%M} UTC, {trace.minutes:,} minutes")
+            _policy_panel(axes[r][c], by[(policy, key)], times, colors[r % len(colors)])
+        _throttle_strip(axes[-1][c], [by[(p, key)] for p in policies], times)
+    omitted = ", ".join(key_label(k) for k in left_out)
+    fig.suptitle(
+        f"{trace.name}: {trace.start:%Y-%m-%d %H:%M} UTC, {trace.minutes:,} minutes"
+        + (f"\nnot drawn: {omitted} (no policy throttles; see --html)" if omitted else ""),
+        fontsize=10,
+    )
     fig.autofmt_xdate()
     fig.tight_layout()
     return _save(fig, plt, path)

@@ -1,0 +1,132 @@
+"""Runs in: workstation (the `ddb-capacity` command), advisor Lambdas.
+
+The frontier (cost against refused units, one point per candidate, the recommendation
+highlighted and the ensemble's spread as whiskers) and the advice (what to paste, the
+dollars, the reason in words), as page sections.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..simulator.ensemble import EnsembleResult, Spread
+from ..simulator.run import DimensionResult
+from ..simulator.tune import Candidate, Tuning, compared_only
+from ..simulator.tune import _with_frontier as with_frontier
+from .document import figure, money, table, text
+
+__all__ = ["advice_section", "candidates_of_ensemble", "candidates_of_run", "frontier_section"]
+
+
+def _point(c: Candidate, recommended: Candidate | None) -> dict[str, Any]:
+    r, cost = c.throttled_requests, c.cost_usd
+    return {
+        "name": c.policy,
+        "cost": round(cost.median, 4),
+        "cost_min": round(cost.min, 4),
+        "cost_max": round(cost.max, 4),
+        "refused": round(r.median, 2),
+        "refused_min": round(r.min, 2),
+        "refused_max": round(r.max, 2),
+        "frontier": c.frontier,
+        "recommended": c is recommended,
+        "compared_only": compared_only(c),
+    }
+
+
+def candidates_of_run(results: Sequence[DimensionResult]) -> list[Candidate]:
+    """Each policy of one run (every dimension summed), the bound left out: it is a floor
+    on cost, not a candidate."""
+    names = [p for p in dict.fromkeys(r.policy for r in results) if p != "bound"]
+    out = []
+    for name in names:
+        mine = [r for r in results if r.policy == name]
+        refused = sum(r.throttled_requests for r in mine)
+        cost = sum(r.cost_usd for r in mine)
+        out.append(Candidate(name, Spread(refused, refused, refused), Spread(cost, cost, cost)))
+    return with_frontier(out)
+
+
+def candidates_of_ensemble(spread: Sequence[EnsembleResult]) -> list[Candidate]:
+    """Each policy over an ensemble: per setting, every dimension summed; then min /
+    median / max over the settings (the bound left out)."""
+    names = [p for p in dict.fromkeys(r.policy for r in spread) if p != "bound"]
+    out = []
+    for name in names:
+        mine = [r for r in spread if r.policy == name]
+        settings = range(len(mine[0].runs))
+        refused = [sum(r.runs[s].throttled_requests for r in mine) for s in settings]
+        cost = [sum(r.runs[s].cost_usd for r in mine) for s in settings]
+        out.append(Candidate(name, Spread.of(refused), Spread.of(cost)))
+    return with_frontier(out)
+
+
+def frontier_section(
+    candidates: Sequence[Candidate],
+    recommended: Candidate | None,
+    period: str,
+    spread_note: str = "",
+) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The frontier chart and the candidates' table; ``period`` says what the dollars
+    cover ("over the trace", "a month")."""
+    chart = {
+        "kind": "frontier",
+        "title": f"cost ({period}) against refused units, one point per candidate",
+        "x_label": "refused units (log scale; 0 at the left)",
+        "points": [_point(c, recommended) for c in candidates],
+    }
+    rows = []
+    marks = []
+    for c in sorted(candidates, key=lambda c: (c.cost, c.refused)):
+        name = c.policy + (" (recommended)" if c is recommended else "")
+        name += " (compared only)" if compared_only(c) else ""
+        spread = f"{money(c.cost_usd.min)} to {money(c.cost_usd.max)}"
+        rows.append(
+            [
+                (name, None),
+                ("yes" if c.frontier else "", None),
+                (f"{c.refused:,.0f}", c.refused),
+                (money(c.cost), c.cost),
+                (spread, c.cost_usd.max - c.cost_usd.min),
+            ]
+        )
+        marks.append('class="recommended"' if c is recommended else "")
+    header = [
+        ("policy", False),
+        ("on the frontier", False),
+        ("refused units", True),
+        (f"cost {period}", True),
+        ("cost, min to max", True),
+    ]
+    body = (
+        "<h2>The frontier: cost against refusals</h2>"
+        '<p class="lead">Each point is a candidate: further left refuses fewer units, lower '
+        "costs less. Blue points are on the frontier (no other candidate both costs less and "
+        "refuses less), joined by the dashed line; the green point is the recommendation; "
+        "hollow points are shown for comparison only."
+        f"{text(spread_note)}</p>"
+        '<div class="chart" data-chart="frontier"></div>' + table(header, rows, row_attrs=marks)
+    )
+    return body, {"frontier": chart}
+
+
+def advice_section(tuning: Tuning, period: str, now: Candidate | None = None) -> str:
+    """The recommendation: the dollars (now and after, when the current settings are
+    known), the reason in words and the code to paste."""
+    pick = tuning.recommended
+    figures = [figure("recommended", pick.policy), figure(f"its cost {period}", money(pick.cost))]
+    if now is not None:
+        saved = now.cost - pick.cost
+        figures[1:1] = [figure(f"current settings ({now.policy}) {period}", money(now.cost))]
+        figures.append(figure(f"saved {period}", money(saved), "good" if saved >= 0 else "bad"))
+    od = tuning.on_demand
+    if od.get("cost_usd") is not None and pick.policy != "on-demand":
+        figures.append(figure(f"on-demand {period}", money(od["cost_usd"])))
+    return (
+        "<h2>The advice</h2>"
+        f'<div class="figures">{"".join(figures)}</div>'
+        f"<p>{text(tuning.reason)}</p>"
+        "<h3>What to paste</h3>"
+        f"<pre><code>{text(tuning.code)}</code></pre>"
+    )

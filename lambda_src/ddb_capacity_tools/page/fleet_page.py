@@ -1,0 +1,133 @@
+"""Runs in: workstation (``ddb-capacity advise --all-tables --report``), advisor report
+Lambda.
+
+The fleet page: the fleet's totals, then one row per table (current cost, recommended
+cost, saving, the recommendation and the reason), largest saving first, sortable by any
+column and filtered by words and status; each advised or failed table links to its own
+page (:func:`.pages.table_page`) under ``links``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ddb_capacity_runtime.core.names import is_table_name
+
+from .document import bar, document, figure, link, money, table, text
+from .pages import table_page
+
+if TYPE_CHECKING:
+    from ..advise import Advice, Failure
+    from ..fleet import Report, Row
+
+__all__ = ["TABLE_PAGES", "fleet_page", "page_name", "table_pages"]
+
+#: Where the table pages go, beside the fleet page.
+TABLE_PAGES = "tables/"
+HEADER = (
+    ("table", False),
+    ("status", False),
+    ("current", False),
+    ("now $/mo", True),
+    ("recommended", False),
+    ("then $/mo", True),
+    ("saved $/mo", True),
+    ("refusals avoided/mo", True),
+    ("reason", False),
+)
+
+
+def page_name(table_name: str) -> str:
+    """A table page's file name (a table name is 3-255 of ``a-z A-Z 0-9 _ . -``)."""
+    return f"{table_name}.html"
+
+
+def table_pages(
+    results: Sequence[Advice | Failure], about: dict[str, Any] | None = None
+) -> dict[str, str]:
+    """Each table's page (:func:`.pages.table_page`) by its name under
+    :data:`TABLE_PAGES`, for the rows :func:`fleet_page` links: tables (not GSIs) whose
+    name is a table name."""
+    return {
+        TABLE_PAGES + page_name(r.table): table_page(r, about)
+        for r in results
+        if r.index is None and is_table_name(r.table)
+    }
+
+
+def _name(row: Row, links: str | None) -> object:
+    where = row.table + (f" / {row.index}" if row.index else "")
+    if links is None or row.status == "missing" or row.index or not is_table_name(row.table):
+        return where
+    return link(links + page_name(row.table), where)
+
+
+def _cells(row: Row, links: str | None, most: float) -> list[tuple[object, float | None]]:
+    saved = row.usd_saved_per_month
+    avoided = row.refusals_avoided_per_month
+    return [
+        (_name(row, links), None),
+        (row.status, None),
+        (row.current or "", None),
+        (money(row.usd_per_month_current), row.usd_per_month_current),
+        (row.recommended or "", None),
+        (money(row.usd_per_month_recommended), row.usd_per_month_recommended),
+        (bar(money(saved), (saved or 0.0) / most) if saved is not None else "unknown", saved),
+        ("unknown" if avoided is None else f"{avoided:,.0f}", avoided),
+        (row.reason, None),
+    ]
+
+
+def _totals(t: dict[str, Any]) -> str:
+    return (
+        '<div class="figures">'
+        + figure("tables", f"{t['tables']:,}")
+        + figure("advised / failed / missing", f"{t['advised']} / {t['failed']} / {t['missing']}")
+        + figure("now, a month", money(t["usd_per_month_current"]))
+        + figure("recommended, a month", money(t["usd_per_month_recommended"]))
+        + figure(
+            "saved a month",
+            money(t["usd_saved_per_month"]),
+            "good" if t["usd_saved_per_month"] >= 0 else "bad",
+        )
+        + figure("refusals avoided a month", f"{t['refusals_avoided_per_month']:,.0f}")
+        + "</div>"
+    )
+
+
+def _controls() -> str:
+    return (
+        '<div class="controls"><input type="search" data-filter="fleet" '
+        'placeholder="Filter: table, policy or reason" aria-label="filter the tables">'
+        '<select data-status="fleet" aria-label="status"><option value="">every status'
+        '</option><option value="advised">advised</option><option value="failed">failed'
+        '</option><option value="missing">missing</option></select>'
+        '<span data-shown="fleet" class="muted"></span></div>'
+    )
+
+
+def fleet_page(report: Report, links: str | None = TABLE_PAGES) -> str:
+    """The fleet page of ``report``; table pages linked under ``links`` (None: no links)."""
+    rows = sorted(report.rows, key=lambda r: -(r.usd_saved_per_month or 0.0))
+    most = max((abs(r.usd_saved_per_month or 0.0) for r in rows), default=0.0) or 1.0
+    about = ", ".join(f"{k} {v}" for k, v in report.about.items())
+    t = report.totals()
+    unknown = t["current_unknown"]
+    body = (
+        f'<h1>Fleet report</h1><p class="lead">{text(about)}</p>{_totals(t)}'
+        '<p class="muted">Totals cover the tables whose current settings are known'
+        f"{text(f' (unknown for {unknown})' if unknown else '')}; a saving below zero is a "
+        "recommendation that costs more because it refuses less. Click a column to sort, "
+        "a table to see its own page.</p>"
+        f"{_controls()}"
+        + table(
+            HEADER,
+            (_cells(r, links, most) for r in rows),
+            'id="fleet" class="sortable filterable"',
+            (
+                f'data-status="{text(r.status)}" data-saved="{r.usd_saved_per_month or 0.0:.2f}"'
+                for r in rows
+            ),
+        )
+    )
+    return document("Fleet report", body)

@@ -1,0 +1,90 @@
+"""Runs in: workstation (the `ddb-capacity` command), advisor worker Lambda.
+
+The page of each command: ``simulate`` and ``backtest`` (:func:`run_page`), ``tune``
+(:func:`tune_page`) and one table's ``advise`` (:func:`table_page`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..advise import Advice, Failure
+from ..simulator.ensemble import EnsembleResult
+from ..simulator.run import DimensionResult
+from ..simulator.trace import Trace
+from ..simulator.tune import Tuning
+from .choice import advice_section, candidates_of_ensemble, candidates_of_run, frontier_section
+from .document import document, text
+from .series import demand_section, series_section
+
+__all__ = ["run_page", "table_page", "tune_page"]
+
+
+def _about(trace: Trace, extra: str = "") -> str:
+    words = f"{trace.minutes:,} minutes from {trace.start:%Y-%m-%d %H:%M} UTC"
+    notes = f" {trace.notes}." if trace.notes else ""
+    return f'<p class="lead">{text(words + extra + ".")}{text(notes)}</p>'
+
+
+def run_page(
+    results: Sequence[DimensionResult],
+    trace: Trace,
+    score_from: int = 0,
+    spread: Sequence[EnsembleResult] = (),
+    ensemble: str = "",
+) -> str:
+    """``simulate``'s or ``backtest``'s page: the time series, then every policy's cost
+    against its refusals (min to max over the ensemble, when one ran)."""
+    scored = f"; scored from {trace.time(score_from):%Y-%m-%d %H:%M} UTC" if score_from else ""
+    series, charts = series_section(results, trace, score_from)
+    candidates = candidates_of_ensemble(spread) if spread else candidates_of_run(results)
+    bound = sum(r.cost_usd for r in results if r.policy == "bound")
+    note = f" The whiskers span the {ensemble} ensemble's settings." if spread else ""
+    if any(r.policy == "bound" for r in results):
+        note += f" The bound (${bound:,.2f}) is a floor on cost, not a candidate: not drawn."
+    frontier, more = frontier_section(candidates, None, "over the trace", note)
+    body = f"<h1>{text(trace.name)}</h1>{_about(trace, scored)}{series}{frontier}"
+    return document(f"{trace.name}: simulation", body, {"charts": {**charts, **more}})
+
+
+def tune_page(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
+    """``tune``'s page: the advice, the frontier with each candidate's spread over the
+    ensemble, and the demand it was tuned on."""
+    note = f" The whiskers span the {ensemble} ensemble's {settings} settings."
+    frontier, charts = frontier_section(
+        tuning.candidates, tuning.recommended, "over the trace", note
+    )
+    demand, more = demand_section(trace)
+    body = (
+        f"<h1>{text(trace.name)}: tune</h1>{_about(trace)}"
+        f"{advice_section(tuning, 'over the trace')}{frontier}{demand}"
+    )
+    return document(f"{trace.name}: tune", body, {"charts": {**charts, **more}})
+
+
+def _where(result: Advice | Failure) -> str:
+    return result.table + (f" / {result.index}" if result.index else "")
+
+
+def table_page(result: Advice | Failure, about: dict[str, Any] | None = None) -> str:
+    """One table's ``advise`` page: the advice a month (against its current settings when
+    they are known) and the frontier; a table that failed shows why."""
+    where = _where(result)
+    window = ", ".join(f"{k} {v}" for k, v in (about or {}).items())
+    head = f"<h1>{text(where)}</h1>" + (f'<p class="lead">{text(window)}</p>' if window else "")
+    if isinstance(result, Failure):
+        body = f"{head}<h2>Not advised</h2><p>{text(result.reason)}</p>"
+        return document(f"{where}: advise", body)
+    tuning = result.tuning
+    section = advice_section(tuning, "a month", result.current_figures)
+    if result.current is not None and result.current_figures is None:
+        section += f"<p>Current settings unknown: {text(result.current.reason)}</p>"
+    frontier, charts = frontier_section(
+        tuning.candidates,
+        tuning.recommended,
+        "a month",
+        " The whiskers span the ensemble's settings.",
+    )
+    notes = f'<p class="muted">{text(result.notes)}</p>' if result.notes else ""
+    body = f"{head}{section}{notes}{frontier}"
+    return document(f"{where}: advise", body, {"charts": charts})

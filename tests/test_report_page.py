@@ -1,0 +1,229 @@
+"""The report pages in a real browser (headless Chromium, tests/browser.py): they render
+without a script error or a console message, their charts hold a series per policy with a
+point per minute, the screenshot is not blank, the fleet page sorts and filters, stays small
+for 1,000 tables, and a hostile name is shown as text and runs nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ddb_capacity_tools import cli, fleet, page
+from ddb_capacity_tools.page.document import data_block
+from ddb_capacity_tools.simulator import ModelParams
+from ddb_capacity_tools.simulator.policies import parse
+from ddb_capacity_tools.simulator.prices import Prices
+from ddb_capacity_tools.simulator.run import simulate
+from ddb_capacity_tools.simulator.trace import Trace
+from ddb_capacity_tools.simulator.tune import tune
+
+from . import browser
+
+HOSTILE = "</script><img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
+SPIKE_POLICIES = ("stock:70", "throttle-aware+stock:70", "scheduled", "oracle", "bound")
+
+
+def data_of(html: str) -> dict[str, Any]:
+    block = re.search(r'<script type="application/json" id="page-data">(.*?)</script>', html)
+    assert block is not None
+    parsed: dict[str, Any] = json.loads(block.group(1))
+    return parsed
+
+
+def panels(dom: str, chart: str) -> list[str]:
+    """The SVG panels the browser drew inside one chart's holder."""
+    start = dom.index(f'data-chart="{chart}"')
+    end = dom.find('data-chart="', start + 1)
+    return re.findall(
+        r"<svg [^>]*class=\"panel[^\"]*\".*?</svg>", dom[start : end if end > 0 else None]
+    )
+
+
+def series(svg: str) -> list[tuple[str, str, int]]:
+    return [
+        (name, role, int(points))
+        for name, role, points in re.findall(
+            r'data-series="([^"]*)" data-role="([^"]*)" data-points="(\d+)"', svg
+        )
+    ]
+
+
+def test_the_spike_page_renders_every_policy_and_minute_in_a_browser(tmp_path, capsys):
+    out = tmp_path / "spike.html"
+    argv = ["simulate", "--scenario", "spike", "--quiet", "--workers", "1", "--html", str(out)]
+    argv += [a for p in SPIKE_POLICIES for a in ("--policy", p)]
+    assert cli.main(argv) == 0
+    loaded = browser.load(out, tmp_path)
+    assert loaded.console == []  # no script error, nothing logged
+    assert 'data-rendered="ok"' in loaded.dom
+    for chart in ("series-0", "series-1"):  # read, write
+        strip, *policy_panels = panels(loaded.dom, chart)
+        assert [name for name, _, _ in series(strip)] == list(SPIKE_POLICIES)
+        assert len(policy_panels) == len(SPIKE_POLICIES)
+        for svg in policy_panels:
+            drawn = series(svg)
+            assert {role for _, role, _ in drawn} >= {"demand", "throttled"}
+            assert {points for _, _, points in drawn} == {180}  # a point a minute
+        bound = policy_panels[SPIKE_POLICIES.index("bound")]
+        assert "a floor on cost, not a plan" in bound and 'data-role="bound"' in bound
+    # the writes throttle and are open; the reads never do and are folded away
+    assert re.search(r"<details><summary>read: no policy throttles", loaded.dom)
+    assert re.search(r"<details open=\"\"><summary>write: \d of 5 policies throttle", loaded.dom)
+    frontier = panels(loaded.dom, "frontier")[0]
+    assert len(re.findall(r'<g class="point[^"]*" data-point=', frontier)) == 4  # not the bound
+    shot = browser.screenshot(out, tmp_path)
+    assert browser.not_blank(shot) > 100
+
+
+def small_trace(name: str = "steady", index: str | None = None) -> Trace:
+    reads = [100.0 + (m % 60) * 5 for m in range(240)]
+    writes = [50.0 if m < 120 else 400.0 for m in range(240)]
+    return Trace(
+        name, datetime(2026, 1, 5, tzinfo=UTC), {(index, "read"): reads, (index, "write"): writes}
+    )
+
+
+def test_the_tune_page_highlights_the_recommendation_on_the_frontier(tmp_path):
+    trace = small_trace()
+    tuning = tune(trace, [ModelParams(), ModelParams(metric_delay_minutes=3)], ["autopilot:70"])
+    out = page.write(tmp_path / "tune.html", page.tune_page(tuning, trace, "two", 2))
+    loaded = browser.load(out, tmp_path)
+    assert loaded.console == [] and 'data-rendered="ok"' in loaded.dom
+    frontier = panels(loaded.dom, "frontier")[0]
+    points = re.findall(r'<g class="point([^"]*)" data-point="([^"]*)"', frontier)
+    assert len(points) == len(tuning.candidates)  # stock 30-90 %, autopilot:70, on-demand
+    [picked] = [name for classes, name in points if "recommended" in classes]
+    assert picked == tuning.recommended.policy
+    assert "What to paste" in loaded.dom and tuning.recommended.policy in loaded.dom
+    assert [p for _, _, p in series(panels(loaded.dom, "demand-0")[0])] == [240]
+
+
+def fleet_docs(tables: int) -> list[dict[str, Any]]:
+    """``tables`` documents shaped as ``advise`` writes them, each saving a different sum."""
+    docs = []
+    for n in range(tables):
+        now, after = 50.0 + n, 40.0 + (n * 7) % 90
+        docs.append(
+            {
+                "table": f"orders-{n:04d}",
+                "index": None,
+                "status": "advised",
+                "recommended": "autopilot+stock:70",
+                "reason": "autopilot+stock:70 is the cheapest of the 14 candidate(s) that "
+                "refuse no more than stock:30 refuses (0 units a month: the stock setting "
+                f"that refuses least): ${after:,.2f} a month, 0 units a month refused.",
+                "options": [
+                    {"policy": "autopilot+stock:70", "usd_per_month": after, "refused_per_month": 0}
+                ],
+                "current": {"policy": "stock:70", "usd_per_month": now, "refused_per_month": 10},
+            }
+        )
+    return docs
+
+
+def synthetic_fleet(tables: int) -> fleet.Report:
+    docs = fleet_docs(tables)
+    return fleet.build(docs, {"days": 14, "ensemble": "plausible"}, missing=["late-table"])
+
+
+#: Appended to a copy of the fleet page: sorts by the saving column, then filters, as a
+#: person would click and type, and records what the page shows.
+DRIVE = """<script>
+var t = document.getElementById("fleet"), heads = t.querySelectorAll("th");
+heads[6].click(); heads[6].click();
+var firstAscending = t.tBodies[0].rows[0].cells[0].textContent;
+var box = document.querySelector("[data-filter=fleet]");
+box.value = "orders-0999"; box.dispatchEvent(new Event("input"));
+var shown = Array.prototype.filter.call(t.tBodies[0].rows, function (r) { return !r.hidden; });
+document.body.setAttribute("data-first-ascending", firstAscending);
+document.body.setAttribute("data-shown-rows", shown.length);
+</script></body>"""
+
+
+def test_the_fleet_page_of_1000_tables_is_small_sorts_and_filters(tmp_path):
+    report = synthetic_fleet(1000)
+    html = fleet.as_html(report)
+    assert len(html.encode()) < 3_000_000  # a few MB at most: measured 0.61 MB
+    out = tmp_path / "report.html"
+    out.write_text(html.replace("</body>", DRIVE, 1), encoding="utf-8")
+    loaded = browser.load(out, tmp_path)
+    assert loaded.console == [] and 'data-rendered="ok"' in loaded.dom
+    assert len(re.findall(r"<tr data-status=", loaded.dom)) == 1001
+    assert loaded.dom.count('href="tables/orders-') == 1000  # the missing table links nowhere
+    savings = [r.usd_saved_per_month or 0.0 for r in report.rows]
+    least = report.rows[savings.index(min(savings))].table
+    assert f'data-first-ascending="{least}"' in loaded.dom
+    assert 'data-shown-rows="1"' in loaded.dom
+    assert re.search(r"1 shown, \$[\d,.]+ a month to save among them", loaded.dom)
+
+
+def test_a_hostile_name_is_text_everywhere_and_runs_nothing(tmp_path):
+    """A table, index and trace named to break out of the page: shown as text in every
+    page, no element made of it, no script run."""
+    trace = small_trace(HOSTILE, index=HOSTILE)
+    params = ModelParams().for_trace(trace)
+    results = simulate(
+        trace, [parse("stock:70"), parse("bound")], params, Prices(), None, 5, workers=1
+    )
+    docs = [
+        {"table": HOSTILE, "index": HOSTILE, "status": "failed", "reason": HOSTILE},
+        {**fleet_docs(1)[0], "table": HOSTILE, "reason": HOSTILE},
+    ]
+    pages = {
+        "run.html": page.run_page(results, trace),
+        "fleet.html": fleet.as_html(fleet.build(docs, {"run": HOSTILE})),
+    }
+    for name, html in pages.items():
+        assert HOSTILE not in html  # never raw, not even in the JSON block
+        out = tmp_path / name
+        out.write_text(html, encoding="utf-8")
+        loaded = browser.load(out, tmp_path / name[:-5])
+        assert loaded.console == [] and 'data-rendered="ok"' in loaded.dom
+        body = re.search(r"<body[^>]*>", loaded.dom)
+        assert body is not None and "data-pwned" not in body.group(0)  # nothing ran
+        assert "<img" not in loaded.dom  # no element made of a name
+        assert "&lt;/script&gt;&lt;img src=x onerror=" in loaded.dom  # as text, as given
+
+
+@pytest.mark.parametrize("command", ["tune", "advise"])
+def test_a_page_that_cannot_be_written_is_refused_before_any_work(command, tmp_path, capsys):
+    where = ["--trace", "x.csv"] if command == "tune" else ["--table", "orders"]
+    missing = str(tmp_path / "nowhere" / "page.html")
+    assert cli.main([command, *where, "--html", missing]) == 2
+    assert f"--html: got {missing!r}; the folder" in capsys.readouterr().err
+    assert cli.main([command, *where, "--html", str(tmp_path / "page.png")]) == 2
+    assert "expected a file name ending in .html" in capsys.readouterr().err
+
+
+def test_the_page_data_block_cannot_be_closed_by_a_value():
+    block = data_block({"name": "</script><!--&"})
+    assert "</script><!--" not in block[: -len("</script>")]
+    assert json.loads(block[block.index(">") + 1 : -len("</script>")]) == {"name": "</script><!--&"}
+
+
+def test_readme_screenshot_exists_and_is_small():
+    shot = Path(__file__).resolve().parents[1] / "docs" / "images" / "spike-page.png"
+    assert shot.is_file() and shot.stat().st_size < 400_000
+    assert "docs/images/spike-page.png" in (shot.parents[2] / "README.md").read_text()
+
+
+def test_the_png_leaves_out_dimensions_no_policy_throttles_on_and_labels_the_bound(tmp_path):
+    """The spike's reads never throttle: the PNG draws the writes alone (every dimension
+    when none throttles), and the bound's panel says it is a floor, not a plan."""
+    from ddb_capacity_tools.simulator import chart
+    from ddb_capacity_tools.simulator.scenarios import scenario
+
+    trace = scenario("spike", 1)
+    params = ModelParams().for_trace(trace)
+    specs = [parse("stock:70"), parse("bound")]
+    results = simulate(trace, specs, params, Prices(), None, 5, workers=1)
+    assert chart.shown_keys(results, trace) == ([(None, "write")], [(None, "read")])
+    calm = [r for r in results if r.policy == "bound"]
+    assert chart.shown_keys(calm, trace) == ([(None, "read"), (None, "write")], [])
+    assert "not a plan" in chart.ABOUT["bound"]
+    assert chart.render(results, trace, tmp_path / "spike.png").stat().st_size > 10_000
