@@ -26,6 +26,7 @@ from ddb_capacity_runtime.core.settings import (
     Setting,
     for_mode,
 )
+from tests.hypothesis_profiles import examples
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,7 +60,7 @@ def environments(draw: st.DrawFn) -> dict[str, str]:
     return env
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(environments())
 def test_what_to_env_writes_from_env_reads_back(env: dict[str, str]) -> None:
     try:
