@@ -180,17 +180,7 @@ class ThrottleAwareScaler(Construct):
         self.state_store: dynamodb.ITable = self._own_state_store()
         self.topic = topic or alarm_topic(self, "DynamoDB capacity scaler alarms")
         self._render_function(
-            ScalerConfig(
-                tag_key=tag_key,
-                tag_value=tag_value,
-                dry_run=dry_run,
-                tick_minutes=tick_minutes,
-                namespace=NAMESPACE,
-                shard_above_tables=sharding[0],
-                tables_per_batch=sharding[1],
-                policy=for_mode(mode, tick_minutes),
-                read_legacy_state_until=self._validate_legacy_until(read_legacy_state_until),
-            ),
+            self._settings(mode, tick_minutes, dry_run, sharding, read_legacy_state_until),
             sharded and concurrency,
         )
         self._grant_static()
@@ -236,6 +226,23 @@ class ThrottleAwareScaler(Construct):
                 f"{where}: tag_key must be a tag key of 1 to 128 characters; got {tag_key!r}"
             )
         return int(seconds // 60)
+
+    def _settings(
+        self, mode: str, tick_minutes: int, dry_run: bool, sharding: list[int], until: object
+    ) -> ScalerConfig:
+        """The settings the construct writes from its props (``until``:
+        ``read_legacy_state_until``, checked here)."""
+        return ScalerConfig(
+            tag_key=self.tag_key,
+            tag_value=self.tag_value,
+            dry_run=dry_run,
+            tick_minutes=tick_minutes,
+            namespace=NAMESPACE,
+            shard_above_tables=sharding[0],
+            tables_per_batch=sharding[1],
+            policy=for_mode(mode, tick_minutes),
+            read_legacy_state_until=self._validate_legacy_until(until),
+        )
 
     def _validate_legacy_until(self, until: object) -> date | None:
         """``read_legacy_state_until`` checked: None, or a date from today (UTC) to
