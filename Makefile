@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install install-checkov browser demo test lint typecheck unit docs synth clean
+.PHONY: install install-checkov browser demo test lint typecheck unit explore docs synth clean
 
 CHECKOV_VENV := .venv-checkov
 
@@ -70,6 +70,16 @@ typecheck: install
 
 unit: install install-checkov browser
 	$(VENV)/bin/pytest
+
+# The property tests (hypothesis) randomized at scale: each test's examples times
+# HYPOTHESIS_EXPLORE_SCALE (20 unless set), new random ones every run (tests/hypothesis_profiles.py);
+# `make test` runs them derandomized, the same examples every time. EXPLORE_ARGS goes to pytest
+# (e.g. EXPLORE_ARGS=tests/test_policy.py). Both runs go ahead; either failing fails the target.
+EXPLORE_ARGS ?= tests
+explore: install
+	HYPOTHESIS_PROFILE=explore $(VENV)/bin/pytest -q -m hypothesis $(EXPLORE_ARGS); first=$$?; \
+	HYPOTHESIS_PROFILE=explore $(VENV)/bin/pytest -q tests/test_state_machine.py; \
+	second=$$?; exit $$(( first || second ))
 
 # The docs site, built as the tests build it (tests/test_docs.py); open site/index.html
 docs: install

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import jsii
@@ -26,6 +27,8 @@ from ddb_capacity_runtime.core.settings import (
     DEFAULT_SHARD_ABOVE_TABLES,
     DEFAULT_TABLES_PER_BATCH,
     DEFAULT_TICK_MINUTES,
+    LEGACY_SETTINGS,
+    MAX_LEGACY_STATE_DAYS,
     MAX_TABLES_PER_BATCH,
     MODES,
     SETTINGS_BY_KEY,
@@ -122,6 +125,14 @@ class ThrottleAwareScaler(Construct):
     :param batch_concurrency: with ``sharded``, batches ticked at once (the event source's
         maximum concurrency, and the batch function's reserved concurrency, which must
         leave the account 100 unreserved), from 2 to 1,000. Default 10.
+    :param read_legacy_state_until: an upgrade from 0.4 only: the last UTC day (a
+        ``datetime.date``, from today to 30 days ahead) on which the scaler reads 0.4's
+        state tags (``ddb-capacity:base-min:*``, the minimum it held raised) on a table it
+        sees for the first time, and moves them into the state store; a remembered minimum
+        is never moved below the dimension's configured one (its ``overrides`` min, a
+        ``ProvisionedTable``'s range, else the target's minimum now). Default: never read:
+        such tags are removed unread and counted as ignored (docs: Scaler, "Upgrading
+        from 0.4").
 
     The scaler keeps its run-time state (the configured minimum of a dimension it holds
     raised, the autopilot's plans) in ``state_store``, a small on-demand table (child
@@ -153,6 +164,7 @@ class ThrottleAwareScaler(Construct):
         shard_above_tables: int | None = None,
         tables_per_batch: int | None = None,
         batch_concurrency: int | None = None,
+        read_legacy_state_until: date | None = None,
     ) -> None:
         super().__init__(scope, id)
         self._where = f"ThrottleAwareScaler {self.node.path}"
@@ -168,16 +180,7 @@ class ThrottleAwareScaler(Construct):
         self.state_store: dynamodb.ITable = self._own_state_store()
         self.topic = topic or alarm_topic(self, "DynamoDB capacity scaler alarms")
         self._render_function(
-            ScalerConfig(
-                tag_key=tag_key,
-                tag_value=tag_value,
-                dry_run=dry_run,
-                tick_minutes=tick_minutes,
-                namespace=NAMESPACE,
-                shard_above_tables=sharding[0],
-                tables_per_batch=sharding[1],
-                policy=for_mode(mode, tick_minutes),
-            ),
+            self._settings(mode, tick_minutes, dry_run, sharding, read_legacy_state_until),
             sharded and concurrency,
         )
         self._grant_static()
@@ -223,6 +226,38 @@ class ThrottleAwareScaler(Construct):
                 f"{where}: tag_key must be a tag key of 1 to 128 characters; got {tag_key!r}"
             )
         return int(seconds // 60)
+
+    def _settings(
+        self, mode: str, tick_minutes: int, dry_run: bool, sharding: list[int], until: object
+    ) -> ScalerConfig:
+        """The settings the construct writes from its props (``until``:
+        ``read_legacy_state_until``, checked here)."""
+        return ScalerConfig(
+            tag_key=self.tag_key,
+            tag_value=self.tag_value,
+            dry_run=dry_run,
+            tick_minutes=tick_minutes,
+            namespace=NAMESPACE,
+            shard_above_tables=sharding[0],
+            tables_per_batch=sharding[1],
+            policy=for_mode(mode, tick_minutes),
+            read_legacy_state_until=self._validate_legacy_until(until),
+        )
+
+    def _validate_legacy_until(self, until: object) -> date | None:
+        """``read_legacy_state_until`` checked: None, or a date from today (UTC) to
+        MAX_LEGACY_STATE_DAYS ahead (an upgrade's window, never an open door)."""
+        if until is None:
+            return None
+        today = datetime.now(UTC).date()
+        last = today + timedelta(days=MAX_LEGACY_STATE_DAYS)
+        if isinstance(until, datetime) or not isinstance(until, date) or not today <= until <= last:
+            raise CapacityConfigError(
+                f"{self._where}: read_legacy_state_until must be a datetime.date from today "
+                f"({today}) to {MAX_LEGACY_STATE_DAYS} days ahead ({last}): 0.4's state tags "
+                f"are read during an upgrade only; got {shown(until)}"
+            )
+        return until
 
     def _own_state_store(self) -> dynamodb.ITable:
         """Where the run-time state lives (conditional writes only), ``state_store``: the
@@ -335,7 +370,11 @@ class ThrottleAwareScaler(Construct):
                 memory_size=MEMORY_MB,
                 concurrency=int(batch_concurrency),
             )
-        written = CONSTRUCT_SETTINGS + (SHARDING_SETTINGS if self.batches else ())
+        written = (
+            CONSTRUCT_SETTINGS
+            + (SHARDING_SETTINGS if self.batches else ())
+            + (LEGACY_SETTINGS if settings.read_legacy_state_until else ())
+        )
         for name, value in settings.to_env(written).items():
             self.add_environment(name, value)
         self.add_environment(STORE_ENV, Lazy.string(_StoreName(self)))

@@ -1,7 +1,7 @@
 """Shared fixtures: CDK scopes, the example app synthesized by the real CDK CLI, a local
 moto server (emptied at the start of each test module) and dynalite (each on 127.0.0.1 on a
 free port, stopped afterwards), and a stand-in for CloudFormation's pre-signed response
-URL."""
+URL. Loads the hypothesis profile (tests/hypothesis_profiles.py) first."""
 
 from __future__ import annotations
 
@@ -26,6 +26,11 @@ import pytest
 
 from examples import local_aws
 from examples.local_aws import ACCOUNT, REGION
+from tests.hypothesis_profiles import load_profile
+
+# the gate's profile unless HYPOTHESIS_PROFILE asks to explore: loaded before any test
+# module is imported, so every @settings a test sets inherits it
+load_profile()
 
 __all__ = ["ACCOUNT", "REGION"]
 

@@ -34,6 +34,19 @@ def base_min_tag(index: str | None, dimension: str) -> str:
     return f"{BASE_MIN_TAG}{scope_label(index)}:{dimension}"
 
 
+def upgrade_window(now: datetime, days: int = 1) -> dict[str, str]:
+    """The setting that opens an upgrade's window for reading 0.4's state tags, ending
+    ``days`` after ``now``'s UTC day."""
+    until = now.astimezone(UTC).date() + timedelta(days=days)
+    return {"SCALER_READ_LEGACY_STATE_UNTIL": until.isoformat()}
+
+
+def configured_min(table: str, dimension: str, units: int) -> dict[str, str]:
+    """The setting that states ``table``'s configured minimum of ``dimension`` (as a
+    ``TableCapacity``'s range does)."""
+    return {"SCALER_OVERRIDES": json.dumps({table: {dimension: {"min": units}}})}
+
+
 class World:
     """Tables, targets and traffic in the moto server, isolated by a unique tag value."""
 

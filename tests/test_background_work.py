@@ -30,6 +30,7 @@ from ddb_capacity_runtime.workers.scan import (
 )
 from ddb_capacity_runtime.workers.writer import SlowStartWriter
 from examples import local_aws
+from tests.hypothesis_profiles import examples
 
 
 class FakeClock:
@@ -46,7 +47,7 @@ class FakeClock:
 # ---------------------------------------------------------------- the token bucket
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     rate=st.floats(1, 5_000),
     burst_factor=st.floats(0.1, 5),

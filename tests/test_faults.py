@@ -23,7 +23,7 @@ from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.requests import Hold
 from ddb_capacity_runtime.scaler.handler import complete
 from ddb_capacity_runtime.scaler.tick import TickFailed, TickSummary
-from tests.moto_world import World, base_min_tag
+from tests.moto_world import World, base_min_tag, configured_min, upgrade_window
 
 
 @pytest.fixture
@@ -210,7 +210,8 @@ def test_a_forged_hold_in_the_store_is_ignored_and_counted(world: World) -> None
 
 def test_a_stale_memory_never_overrides_a_minimum_an_operator_set(world: World) -> None:
     # GIVEN the scaler raised the minimum from 10 to 40 once, then an operator set it to
-    # 300: remembered in the state store, and (on two other tables) in 0.4's state tags
+    # 300: remembered in the state store, and (on two other tables) in 0.4's state tags,
+    # read during an upgrade's window
     busy, idle = busy_and_idle(world)
     faulty = world.table("operated", 300, 300)
     world.target(faulty, "read", 300, 1000)
@@ -221,15 +222,17 @@ def test_a_stale_memory_never_overrides_a_minimum_an_operator_set(world: World) 
     legacy = world.table("legacy", 300, 300, tags={base_min_tag(None, "read"): "10"})
     world.target(legacy, "read", 300, 1000)
     # WHEN a calm tick runs
-    summary, events = world.tick()
+    summary, events = world.tick(**upgrade_window(world.now))
     # THEN the present minimum stands and becomes the configured one: the memory is
-    # forgotten, never obeyed, and that is said
+    # forgotten, never obeyed, and that is said (a tag's base is never below the present
+    # minimum: nothing of the tags is kept)
     assert_handled(world, busy, idle)
     for name in (faulty, tagged, legacy):
         assert world.target_min(name, "read") == 300
-        assert world.store.table(name) == []
+        assert world.memory(name, "read") is None
+    assert world.store.table(faulty) == []
     said = {e["table"] for e in events if e.get("event") == "minimum-set-elsewhere"}
-    assert said == {faulty, tagged}  # the oldest form never said what it set: nothing kept
+    assert said == {faulty}
     # AND 0.4's state tags were moved into the store first, then removed
     moved = {e["table"] for e in events if e.get("event") == "state-moved-from-tags"}
     assert moved == {tagged, legacy}
@@ -239,22 +242,23 @@ def test_a_stale_memory_never_overrides_a_minimum_an_operator_set(world: World) 
 
 
 def test_state_tags_written_after_the_move_are_not_state(world: World) -> None:
-    # GIVEN a table whose 0.4 scaler raised its write minimum from 400 to 500, moved into
-    # the state store by a first tick, then back at 400 after a calm one (two healthy
-    # tables beside it)
+    # GIVEN a table configured at a write minimum of 400, whose 0.4 scaler raised it to
+    # 500, moved into the state store by a first tick of an upgrade's window, then back at
+    # 400 after a calm one (two healthy tables beside it)
     faulty = world.table("forged", 300, 500, tags={base_min_tag(None, "write"): "400:500"})
     world.target(faulty, "write", 500, 1000)
-    world.tick()
+    env = {**upgrade_window(world.now), **configured_min(faulty, "write", 400)}
+    world.tick(**env)
     assert world.memory(faulty, "write") == "400:500"
     busy, idle = busy_and_idle(world)
-    world.tick()
+    world.tick(**env)
     assert world.target_min(faulty, "write") == 400 and world.store.table(faulty) == []
     # WHEN someone allowed to tag it writes a memory that makes the configured minimum 1
     arn = world.ddb.describe_table(TableName=faulty)["Table"]["TableArn"]
     world.ddb.tag_resource(
         ResourceArn=arn, Tags=[{"Key": base_min_tag(None, "write"), "Value": "1:400"}]
     )
-    summary, events = world.tick()
+    summary, events = world.tick(**env)
     # THEN it is not read as state: the minimum stays at the configured 400, nothing is
     # remembered; the tag is removed and counted; the others are handled
     assert world.target_min(faulty, "write") == 400 and world.store.table(faulty) == []
@@ -756,11 +760,82 @@ def test_a_hold_recorded_after_the_tick_read_the_store_is_never_lowered_under(
     assert summary["failures"] == []
 
 
+def newly_tagged_with_a_forged_memory(world: World, base: str) -> str:
+    """A table newly brought into scope with a write minimum of 400 and a 0.4 memory
+    claiming the library raised it from 1 (so that a calm tick would restore 1)."""
+    name = world.table(base, 300, 400, tags={base_min_tag(None, "write"): "1:400"})
+    world.target(name, "write", 400, 1000)
+    return name
+
+
+def test_a_0_4_state_tag_is_removed_unread_outside_an_upgrades_window(world: World) -> None:
+    # GIVEN a table newly tagged for discovery, carrying a forged 0.4 memory of its write
+    # minimum (two healthy tables beside it), and no upgrade's window open
+    forged = newly_tagged_with_a_forged_memory(world, "forged")
+    busy, idle = busy_and_idle(world)
+    # WHEN two calm ticks run
+    summary, events = world.tick()
+    assert_handled(world, busy, idle)
+    world.tick()
+    # THEN the tag was not read: nothing remembered, the minimum stays 400; the tag is
+    # removed, counted and logged with why
+    assert world.target_min(forged, "write") == 400 and world.store.table(forged) == []
+    assert base_min_tag(None, "write") not in world.tags(forged)
+    assert emf(events, forged)["IgnoredTags"] == 1 and summary["failures"] == []
+    (ignored,) = [e for e in events if e.get("event") == "tag-ignored" and e["table"] == forged]
+    assert "upgrade's window" in ignored["reason"] and "not read" in ignored["reason"]
+
+
+@pytest.mark.parametrize("configured", [None, 400])
+def test_a_0_4_state_tag_never_lowers_a_minimum_even_in_an_upgrades_window(
+    world: World, configured: int | None
+) -> None:
+    # GIVEN the same forged memory, read in an upgrade's window, on a table whose minimum
+    # the deployment does not state (400 is the target's), or states as 400
+    forged = newly_tagged_with_a_forged_memory(world, "forged")
+    busy, idle = busy_and_idle(world)
+    env = upgrade_window(world.now)
+    if configured is not None:
+        env.update(configured_min(forged, "write", configured))
+    # WHEN two calm ticks run
+    summary, events = world.tick(**env)
+    assert_handled(world, busy, idle)
+    world.tick(**env)
+    # THEN the memory moved has a base of no less than the configured 400: the minimum
+    # stays 400, and the tag is gone
+    assert world.target_min(forged, "write") == 400
+    assert world.memory(forged, "write") is None
+    assert base_min_tag(None, "write") not in world.tags(forged)
+    (moved,) = [e for e in events if e.get("event") == "state-moved-from-tags"]
+    assert moved["moved"] == [{"index": None, "dimension": "write", "base": 400, "set": None}]
+    assert summary["failures"] == []
+
+
+def test_an_upgrade_moves_the_remembered_minimum_into_the_store(world: World) -> None:
+    # GIVEN a table configured at a write minimum of 100 that 0.4 raised to 400 and
+    # remembered in its tag, in an upgrade's window
+    upgraded = world.table("upgraded", 300, 400, tags={base_min_tag(None, "write"): "100:400"})
+    world.target(upgraded, "write", 400, 1000)
+    env = {**upgrade_window(world.now, days=30), **configured_min(upgraded, "write", 100)}
+    # WHEN the first tick runs
+    summary, events = world.tick(**env)
+    # THEN the memory is in the store, the tag gone, nothing counted as ignored
+    assert world.memory(upgraded, "write") == "100:400"
+    assert base_min_tag(None, "write") not in world.tags(upgraded)
+    assert emf(events, upgraded)["IgnoredTags"] == 0 and summary["failures"] == []
+    # AND once calm, the configured minimum comes back
+    busy, idle = busy_and_idle(world)
+    world.tick(**env)
+    assert_handled(world, busy, idle)
+    assert world.target_min(upgraded, "write") == 100
+
+
 def test_a_move_of_state_tags_that_fails_half_way_is_done_again(world: World) -> None:
     # GIVEN a table with a 0.4 memory (configured 400, raised to 500) whose tags cannot be
-    # removed on the first try
+    # removed on the first try, in an upgrade's window
     faulty = world.table("halfway", 300, 500, tags={base_min_tag(None, "write"): "400:500"})
     world.target(faulty, "write", 500, 1000)
+    env = {**upgrade_window(world.now), **configured_min(faulty, "write", 400)}
     arn = world.ddb.describe_table(TableName=faulty)["Table"]["TableArn"]
     disarm = fail_before(
         world.ddb,
@@ -768,12 +843,12 @@ def test_a_move_of_state_tags_that_fails_half_way_is_done_again(world: World) ->
         lambda p: p["ResourceArn"] == arn,
         client_error("InternalServerError", "UntagResource"),
     )
-    summary, _ = world.tick()
+    summary, _ = world.tick(**env)
     assert [f["table"] for f in summary["failures"]] == [faulty]
     disarm()
     busy, idle = busy_and_idle(world)
     # WHEN the next tick runs
-    summary, events = world.tick()
+    summary, events = world.tick(**env)
     # THEN the move is finished: the memory is kept, the tags are gone, nothing is counted
     # as ignored (they were the table's own 0.4 state, not tags written after the move)
     # (the calm table's minimum comes back to the configured 400)

@@ -27,12 +27,13 @@ from ddb_capacity_runtime.core.policy import MAX_AIM, capacity_units
 from ddb_capacity_runtime.core.quota import DecreaseLedger
 from ddb_capacity_runtime.core.settings import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable
+from tests.hypothesis_profiles import examples
 
 STEP = 5
 DAY = 1440 // STEP
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(
     profile=st.lists(st.floats(0, 5_000, allow_nan=False), min_size=DAY, max_size=DAY),
     days=st.integers(4, 9),
@@ -48,7 +49,7 @@ def test_an_exactly_daily_series_is_forecast_exactly(profile, days, ahead, windo
     assert f.peak == pytest.approx(expected)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(
     profile=st.lists(st.floats(1, 5_000, allow_nan=False), min_size=DAY, max_size=DAY),
     scale=st.floats(0.1, 10),
@@ -109,13 +110,13 @@ PLAN = st.builds(
 )
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(plan=PLAN)
 def test_a_plan_reads_back_from_its_tag_exactly(plan):
     assert parse_plan(plan.value(), 40_000) == plan
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(raw=st.text(max_size=120))
 def test_anything_else_in_a_plan_tag_is_no_plan_and_never_an_error(raw):
     plan = parse_plan(raw, 40_000)
@@ -179,7 +180,7 @@ def test_a_plan_gives_the_floor_in_force_and_the_highest_ahead():
     assert plan.highest(80, 21) == 10 and plan.highest(90, 100) == 50
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     floors=st.lists(st.integers(1, 100), min_size=1, max_size=PLAN_STEPS),
     minute=st.integers(0, 200),
@@ -195,7 +196,7 @@ def test_the_highest_floor_ahead_is_that_of_the_steps_the_span_overlaps(floors, 
     assert plan.highest(minute, minutes) == (max(overlapping) if overlapping else None)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     profile=st.lists(st.floats(0, 5_000, allow_nan=False), min_size=DAY, max_size=DAY),
     now=st.integers(0, DAY * STEP - 1),
@@ -229,7 +230,7 @@ def test_spikes_at_random_times_are_no_plan():
     assert plan is None and f.error is not None and f.error > MAX_ERROR
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(error=st.floats(0, 10), target=st.floats(0.2, 0.9))
 def test_a_plan_aims_higher_only_as_far_as_its_error_allows(error, target):
     aim = aim_for(error, target)
@@ -280,7 +281,7 @@ def test_a_tick_obeys_the_plan_in_force():
     assert ended == dim("write")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(name=st.text(min_size=1, max_size=255), tick=st.integers(1, 60), phase=st.integers(0, 59))
 def test_a_table_forecasts_once_an_hour_in_its_own_five_minute_slot(name, tick, phase):
     minute = forecast_minute(name)

@@ -22,6 +22,7 @@ from ddb_capacity_tools.simulator.hybrid import (
 from ddb_capacity_tools.simulator.model import Recorded
 from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.scenarios import scenario
+from tests.hypothesis_profiles import examples
 
 
 def _runs(chosen: list[bool]) -> int:
@@ -36,7 +37,7 @@ def _brute(savings: list[float], most: int) -> float:
     return best
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     savings=st.lists(st.integers(-5, 5).map(float), min_size=0, max_size=10),
     most=st.integers(0, 4),

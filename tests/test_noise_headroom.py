@@ -31,6 +31,7 @@ from ddb_capacity_runtime.core.settings import Mode, for_mode
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse
 from ddb_capacity_tools.simulator.run import build, run_policy
 from ddb_capacity_tools.simulator.trace import Trace
+from tests.hypothesis_profiles import examples
 from tests.test_policy import NOON, state
 
 OFF = autopilot_config()
@@ -145,7 +146,7 @@ def test_a_dimension_under_target_tracking_aims_at_its_policys_target() -> None:
 # ------------------------------------------------------------------ property
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     provisioned=st.integers(1, 5_000),
     load=st.lists(st.floats(0, 6_000, allow_nan=False), min_size=SPAN, max_size=SPAN + 4),
@@ -183,7 +184,7 @@ def test_throttles_or_unknown_data_never_lower_capacity_below_the_targets(
     assert on == off
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     load=st.lists(st.floats(0, 6_000, allow_nan=False), min_size=1, max_size=40),
     target=st.sampled_from([0.2, 0.5, 0.7, 0.9]),

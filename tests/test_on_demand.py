@@ -15,6 +15,7 @@ from ddb_capacity_tools.simulator.model import ON_DEMAND_WARM
 from ddb_capacity_tools.simulator.run import DimensionResult
 from ddb_capacity_tools.simulator.scenarios import START, scenario
 from ddb_capacity_tools.simulator.trace import Trace
+from tests.hypothesis_profiles import examples
 
 LAG = ModelParams().on_demand_peak_minutes
 WARM = ON_DEMAND_WARM["write"]
@@ -34,7 +35,7 @@ def _refused(r: DimensionResult) -> list[float]:
 levels = st.floats(min_value=0, max_value=60_000, allow_nan=False)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(writes=st.lists(levels, min_size=1, max_size=200), warmup=st.sampled_from([0, 10, 60]))
 def test_demand_within_double_the_previous_peak_is_never_refused(writes, warmup) -> None:
     r = _run(writes, warmup_minutes=warmup, max_capacity=1_000_000)
@@ -51,7 +52,7 @@ def test_demand_within_double_the_previous_peak_is_never_refused(writes, warmup)
     assert r.throttled_by_cause["on_demand"] == pytest.approx(r.throttled_requests)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(level=st.floats(min_value=WARM, max_value=40_000))
 def test_a_sustained_level_is_served_once_the_peak_has_doubled_enough(level) -> None:
     """A new table (no warm-up) at a steady ``level``: it serves the warm throughput, then
@@ -64,7 +65,7 @@ def test_a_sustained_level_is_served_once_the_peak_has_doubled_enough(level) -> 
         assert r.recorded.served[t] == pytest.approx(WARM * 2 ** (t // LAG))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     base=st.floats(min_value=WARM / 2, max_value=8_000),
     factor=st.floats(min_value=2.01, max_value=4.0),

@@ -40,6 +40,7 @@ from ddb_capacity_tools.simulator.report import table
 from ddb_capacity_tools.simulator.scenarios import START
 from ddb_capacity_tools.simulator.trace import Trace
 from examples.local_aws import put_traffic
+from tests.hypothesis_profiles import examples
 
 DIMS = st.sampled_from(["read", "write"])
 SHARES = st.floats(0.0, 1.0)
@@ -71,7 +72,7 @@ def test_a_zipf_distribution_maps_onto_the_hot_keys_share():
     assert zipf_share(2, 1) == 1.0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(skew=SHARES, dimension=DIMS, demand=UNITS, given_=UNITS, read=UNITS, write=UNITS)
 def test_key_range_refusals_stay_within_the_demand_and_vanish_without_skew(
     skew, dimension, demand, given_, read, write
@@ -87,7 +88,7 @@ def test_key_range_refusals_stay_within_the_demand_and_vanish_without_skew(
     assert unskewed.refuse(dimension, demand) == 0.0
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     skew=SHARES,
     split=st.one_of(st.none(), st.integers(1, 5)),
@@ -108,7 +109,7 @@ def test_partitions_never_merge_and_the_hot_partition_never_narrows_below_its_ke
         count = part.count
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(skew=st.floats(0.01, 0.99), dimension=DIMS, demand=st.floats(1.0, 40_000.0))
 def test_a_split_for_heat_lowers_key_range_refusals_and_clears_them_unless_the_key_alone_exceeds(
     skew, dimension, demand

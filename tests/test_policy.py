@@ -21,6 +21,7 @@ from ddb_capacity_runtime.core.policy import (
     decide,
 )
 from ddb_capacity_runtime.core.quota import DecreaseLedger
+from tests.hypothesis_profiles import examples
 
 NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 CONFIG = PolicyConfig()
@@ -230,17 +231,43 @@ def test_never_decreases_while_throttled(s: DimensionState) -> None:
 
 @given(states())
 def test_every_increase_is_justified(s: DimensionState) -> None:
+    # an increase has one of the module docstring's reasons: below the minimum, throttles
+    # since the last raise, load above the target, or throttles before the last raise
+    # whose demand the capacity now does not serve at the target; a raise for those alone
+    # goes no further than that demand at the target (no step)
     d = decide(s)
-    if d.action == INCREASE:
-        fresh_throttles = any(
-            t > 0 and (s.last_increase is None or m >= s.last_increase)
-            for t, m in zip(s.throttles, s.minute_starts, strict=True)
-        )
-        above_target = max(s.consumed[-2:]) > s.provisioned * CONFIG.target_utilization
-        assert fresh_throttles or above_target or s.provisioned < s.min_capacity
+    if d.action != INCREASE:
+        return
+    new = [s.last_increase is None or m >= s.last_increase for m in s.minute_starts]
+    fresh_throttles = any(t > 0 and n for t, n in zip(s.throttles, new, strict=True))
+    above_target = max(s.consumed[-2:]) > s.provisioned * CONFIG.target_utilization
+    if fresh_throttles or above_target or s.provisioned < s.min_capacity:
+        return
+    per = CONFIG.units_per_throttled_request / 60
+    older = [
+        c + t * per for c, t, n in zip(s.consumed, s.throttles, new, strict=True) if t > 0 and not n
+    ]
+    assert older, d.reason
+    needed = max(older) / CONFIG.target_utilization
+    assert s.provisioned < needed, d.reason
+    assert d.capacity - 1 < needed, d.reason
 
 
-@settings(max_examples=60, deadline=None)
+def test_throttles_before_the_last_raise_raise_past_what_the_capacity_serves() -> None:
+    # GIVEN capacity 1 (min 1, max 2), raised at noon, and a minute before that served 1/s
+    # with one request refused: 1.02/s, more than 1 unit serves at 70 %
+    consumed, throttles = [0.0] * 5, [0.0] * 5
+    consumed[2], throttles[2] = 1.0, 1.0
+    s = state(1, consumed, throttles, min_capacity=1, max_capacity=2, last_increase=NOON)
+    # WHEN the policy decides
+    d = decide(s)
+    # THEN it raises to what serves that demand at the target (here the max), as the rule
+    # "throttles older than the last increase" says
+    assert (d.action, d.capacity) == (INCREASE, 2)
+    assert d.reason.startswith("throttled before the last raise")
+
+
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(
         st.floats(min_value=0, max_value=3_000, allow_nan=False), min_size=24 * 12, max_size=24 * 12

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aws_cdk as cdk
@@ -906,3 +907,53 @@ def test_without_own_target_nothing_is_owned_and_no_policy_may_be_written(
 def test_bad_own_target_is_refused(stack: cdk.Stack, kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(CapacityConfigError, match=re.escape(message)):
         ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)], **kwargs)
+
+
+def scaler_variables(stack: cdk.Stack) -> list[dict[str, Any]]:
+    """The environment of each function of the stack that reads the scaler's settings."""
+    functions = Template.from_stack(stack).find_resources("AWS::Lambda::Function").values()
+    return [
+        f["Properties"]["Environment"]["Variables"]
+        for f in functions
+        if "SCALER_MODE" in f["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+
+
+def test_0_4_state_tags_are_read_only_in_the_window_the_app_opens(stack: cdk.Stack) -> None:
+    from ddb_capacity_runtime.core.settings import ScalerConfig
+
+    # GIVEN a scaler without the option, and a sharded one opening a week's window
+    ThrottleAwareScaler(stack, "Closed", tables=[feed(stack)])
+    until = datetime.now(UTC).date() + timedelta(days=7)
+    ThrottleAwareScaler(
+        stack, "Open", tables=[], tag_key="managed", sharded=True, read_legacy_state_until=until
+    )
+    closed, *opened = scaler_variables(stack)
+    # THEN the first writes nothing (never read); both functions of the other read the date
+    assert "SCALER_READ_LEGACY_STATE_UNTIL" not in closed
+    assert len(opened) == 2
+    for env in opened:
+        assert env["SCALER_READ_LEGACY_STATE_UNTIL"] == until.isoformat()
+        config = ScalerConfig.from_env({k: v for k, v in env.items() if isinstance(v, str)})
+        assert config.read_legacy_state_until == until
+
+
+@pytest.mark.parametrize(
+    ("days", "value"),
+    [(-1, None), (31, None), (None, "2026-12-01"), (None, datetime(2026, 12, 1, tzinfo=UTC))],
+)
+def test_a_window_in_the_past_too_far_ahead_or_not_a_date_is_refused(
+    stack: cdk.Stack, days: int | None, value: object
+) -> None:
+    today = datetime.now(UTC).date()
+    until = value if days is None else today + timedelta(days=days)
+    last = today + timedelta(days=30)
+    with pytest.raises(
+        CapacityConfigError,
+        match=re.escape(
+            f"ThrottleAwareScaler Test/Scaler: read_legacy_state_until must be a datetime.date "
+            f"from today ({today}) to 30 days ahead ({last}): 0.4's state tags are read during "
+            f"an upgrade only; got "
+        ),
+    ):
+        ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)], read_legacy_state_until=until)

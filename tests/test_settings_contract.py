@@ -5,6 +5,7 @@ and the simulator and both sides take a mode's policy from settings.for_mode."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -26,6 +27,7 @@ from ddb_capacity_runtime.core.settings import (
     Setting,
     for_mode,
 )
+from tests.hypothesis_profiles import examples
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,6 +51,8 @@ def _value(setting: Setting) -> st.SearchStrategy[str]:
         )
     if setting.kind is Kind.JSON:
         return st.just('{"Orders": {"min": 5, "read": {"max": 90}}}')
+    if setting.kind is Kind.DATE:
+        return st.dates().map(lambda d: d.isoformat())
     return st.from_regex(r"[A-Za-z0-9_:-]{1,30}", fullmatch=True)
 
 
@@ -59,7 +63,7 @@ def environments(draw: st.DrawFn) -> dict[str, str]:
     return env
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(environments())
 def test_what_to_env_writes_from_env_reads_back(env: dict[str, str]) -> None:
     try:
@@ -78,6 +82,44 @@ def test_contradicting_values_are_refused_with_both_names() -> None:
         ScalerConfig.from_env(
             {"SCALER_TABLES": "t", "SCALER_DEFAULT_MIN": "9", "SCALER_DEFAULT_MAX": "8"}
         )
+
+
+@pytest.mark.parametrize("raw", ["20261201", "2026-13-01", "2026-02-30", "tomorrow", "2026-1-1"])
+def test_a_date_that_is_not_one_is_refused_naming_the_variable(raw: str) -> None:
+    with pytest.raises(
+        ConfigError,
+        match=f"SCALER_READ_LEGACY_STATE_UNTIL must be a date as YYYY-MM-DD \\(or empty: "
+        f"none\\); got '{raw}'",
+    ):
+        ScalerConfig.from_env({"SCALER_TABLES": "t", "SCALER_READ_LEGACY_STATE_UNTIL": raw})
+
+
+NOW = datetime(2026, 11, 20, 23, 59, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("until", "refused"),
+    [
+        (None, "read only during an upgrade's window"),
+        (date(2026, 11, 19), "the window for reading 0.4's state tags ended"),
+        (date(2026, 11, 20), None),
+        (date(2026, 12, 20), None),  # 30 days
+        (date(2026, 12, 21), "more than 30 days ahead"),
+    ],
+)
+def test_0_4_state_tags_are_read_only_within_an_upgrades_window(
+    until: date | None, refused: str | None
+) -> None:
+    said = ScalerConfig(read_legacy_state_until=until).legacy_state_refused(NOW)
+    assert said == refused if refused is None else refused in (said or "")
+
+
+def test_the_configured_minimum_comes_from_the_overrides_alone() -> None:
+    config = ScalerConfig(overrides={"a": {"min": 40, "read": {"min": 300}}, "b": {"max": 9}})
+    assert config.configured_min("a", "read") == 300
+    assert config.configured_min("a", "write") == 40
+    assert config.configured_min("b", "read") is None  # the default min is not stated
+    assert config.configured_min("c", "read") is None
 
 
 def test_an_unknown_key_is_refused() -> None:

@@ -257,13 +257,19 @@ def test_a_batch_not_sent_is_a_counted_shared_failure(
 # ------------------------------------------------------------------ the batches
 
 
+def throttled(world: World, base: str, *, tagged: bool = True) -> str:
+    """A table throttled at 100 writes: a tick raises it to 215."""
+    name = world.table(base, 100, 100, tagged=tagged)
+    world.traffic(name, "read", 60)
+    world.traffic(name, "write", 100)
+    world.traffic(name, "write", 0, throttles=3000, minutes=range(1, 3))
+    return name
+
+
 def busy_and_idle(world: World, n: int) -> tuple[str, str]:
     """A table throttled at 100 writes (raised to 215) and an idle one (lowered to 5), next
     to each other in name order."""
-    busy = world.table(f"p{n}-busy", 100, 100)
-    world.traffic(busy, "read", 60)
-    world.traffic(busy, "write", 100)
-    world.traffic(busy, "write", 0, throttles=3000, minutes=range(1, 3))
+    busy = throttled(world, f"p{n}-busy")
     idle = world.table(f"p{n}-idle", 200, 200)
     return busy, idle
 
@@ -451,6 +457,73 @@ def test_a_batch_reads_its_tables_tags_and_never_takes_one_the_scaler_does_not_m
     assert world.throughput(other) == (200, 200)
     (skipped,) = [e for e in events if e["event"] == "table-skipped"]
     assert skipped["table"] == other and "discovery tag" in skipped["reason"]
+
+
+def test_a_batch_never_acts_on_a_table_that_was_never_tagged(world: World, aws_client: Any) -> None:
+    # GIVEN a forged batch naming a managed idle table and an idle table with no tag at all
+    # (the tagging API does not return it), under a scaler that discovers by tag
+    busy, idle = busy_and_idle(world, 0)
+    never = world.table("never-tagged", 300, 300, tagged=False)
+    batch = Batch(world.now, world.now + timedelta(minutes=2), 1, 1, (busy, idle, never))
+    # WHEN the batch function runs it
+    with recorded_events() as events:
+        reason = ticked(world, own_clients(aws_client), batch)
+    # THEN the never-tagged table is skipped, untouched; the managed ones are decided
+    assert reason is None
+    assert world.throughput(never) == (300, 300)
+    assert world.throughput(idle) == (5, 5)
+    (skipped,) = [e for e in events if e["event"] == "table-skipped"]
+    assert skipped["table"] == never and "discovery tag" in skipped["reason"]
+
+
+def test_while_the_tag_read_fails_only_listed_tables_are_acted_on(
+    world: World, aws_client: Any
+) -> None:
+    # GIVEN a batch naming three throttled tables (each would be raised from 100 to 215
+    # writes): a listed one, a tagged one and a never-tagged one; and GetResources refusing
+    # every call (a shared failure: no decrease anywhere, raises go ahead)
+    listed, tagged, never = (
+        throttled(world, base, tagged=base == "tagged") for base in ("listed", "tagged", "never")
+    )
+    batch = Batch(world.now, world.now + timedelta(minutes=2), 1, 1, (listed, tagged, never))
+    clients = own_clients(aws_client)
+    fail_before(
+        clients.tagging,
+        "GetResources",
+        lambda _: True,
+        client_error("AccessDeniedException", "GetResources"),
+    )
+    out = io.StringIO()
+    # WHEN the batch function runs it
+    reason = ticked(world, clients, batch, out, SCALER_TABLES=listed)
+    # THEN the listed table is decided; the others wait, untouched, each a counted failure
+    assert world.throughput(listed) == (100, 215)
+    assert world.throughput(tagged) == (100, 100)
+    assert world.throughput(never) == (100, 100)
+    assert reason is not None and reason.count("its tags could not be read") == 2
+    failed = {r["TableName"] for r in emf_records(out) if r.get("Failures") == 1}
+    assert failed == {tagged, never}
+
+
+def test_a_scaler_that_discovers_nothing_by_tag_acts_on_listed_tables_only(
+    world: World, aws_client: Any
+) -> None:
+    # GIVEN a scaler of listed tables only, and a batch naming one of them and another
+    # table (carrying the tag the other tests' scalers discover by); both throttled
+    listed = throttled(world, "only", tagged=False)
+    other = throttled(world, "other")
+    batch = Batch(world.now, world.now + timedelta(minutes=2), 1, 1, (listed, other))
+    # WHEN the batch function runs it
+    with recorded_events() as events:
+        reason = ticked(
+            world, own_clients(aws_client), batch, SCALER_TAG_KEY="", SCALER_TABLES=listed
+        )
+    # THEN the other table is skipped, untouched
+    assert reason is None
+    assert world.throughput(listed) == (100, 215)
+    assert world.throughput(other) == (100, 100)
+    (skipped,) = [e for e in events if e["event"] == "table-skipped"]
+    assert skipped["table"] == other
 
 
 def test_batches_are_sent_in_groups_sqs_takes() -> None:

@@ -45,6 +45,7 @@ from ddb_capacity_runtime.signals import (
     watch,
 )
 from examples.local_aws import REGION
+from tests.hypothesis_profiles import examples
 
 ACCOUNT = "123456789012"
 
@@ -911,7 +912,7 @@ json_values = st.recursive(
 capacities = st.fixed_dictionaries({"CapacityUnits": st.integers(0, 400).map(lambda n: n / 2)})
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     garbage=st.dictionaries(
         st.sampled_from(
@@ -940,7 +941,7 @@ def test_odd_answers_and_arguments_never_raise(garbage: dict[str, Any], operatio
     signals.throttled({**garbage, "Error": {"Code": PTEE}}, operation, ["t"])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     gsis=st.dictionaries(st.text(min_size=3, max_size=8), capacities, max_size=5),
     table=st.integers(0, 400).map(lambda n: n / 2),

@@ -29,6 +29,7 @@ from ddb_capacity_tools.simulator.model import SimulatedTable
 from ddb_capacity_tools.simulator.oracle import plan
 from ddb_capacity_tools.simulator.scenarios import SCENARIOS
 from ddb_capacity_tools.simulator.trace import Trace
+from tests.hypothesis_profiles import examples
 
 START = datetime(2026, 1, 5, 12, tzinfo=UTC)
 units = st.floats(min_value=0, max_value=50_000, allow_nan=False)
@@ -57,7 +58,7 @@ def test_serve_conserves_demand_and_bounds_the_bucket(demand, provisioned, bucke
         assert m.bucket == pytest.approx(min(bucket, cap) - (m.served - provisioned) * 60, abs=1e-6)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(
     demands=st.lists(units, min_size=1, max_size=120),
     provisioned=st.integers(1, 20_000),
@@ -413,7 +414,7 @@ def test_dimensions_sharing_a_table_take_turns_whatever_their_order():
 # ---------------------------------------------------------------- the bound
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     demand=st.lists(st.floats(0, 3_000, allow_nan=False), min_size=30, max_size=150),
     burst_fraction=st.sampled_from([0.0, 0.5, 1.0]),

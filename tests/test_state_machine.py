@@ -47,6 +47,7 @@ from ddb_capacity_runtime.requests import (
 from ddb_capacity_runtime.requests.store import HoldStore
 from ddb_capacity_runtime.scaler.tick import run_tick
 from examples.local_aws import put_traffic, recorded_events
+from tests.hypothesis_profiles import examples
 from tests.moto_world import LAG, World
 
 BASE = 100
@@ -273,8 +274,9 @@ def world(aws_env: dict[str, str], store_dynamodb: Any) -> Iterator[World]:
     made.close()
 
 
-#: Runs of the machine in the gate: the same runs every time (derandomized), so the gate
-#: never flips. ``STATE_MACHINE_EXAMPLES=N`` explores N new random runs instead.
+#: Runs of the machine: the profile's (tests/hypothesis_profiles.py: in the gate the same
+#: runs every time, derandomized, so the gate never flips; ``make explore`` many more
+#: random ones). ``STATE_MACHINE_EXAMPLES=N`` explores N new random runs instead.
 EXPLORE = os.environ.get("STATE_MACHINE_EXAMPLES")
 
 
@@ -285,11 +287,10 @@ def test_the_state_store_keeps_its_promises(
     run_state_machine_as_test(
         lambda: CapacityStateMachine(world, store_dynamodb, operator),
         settings=settings(
-            max_examples=int(EXPLORE or 40),
+            max_examples=int(EXPLORE) if EXPLORE else examples(40),
             stateful_step_count=12,
             deadline=None,
-            derandomize=EXPLORE is None,
-            database=None,
+            derandomize=EXPLORE is None and settings.default.derandomize,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         ),
     )

@@ -30,6 +30,7 @@ from ddb_capacity_runtime.core.surge import (
     ReportError,
     parse_report,
 )
+from tests.hypothesis_profiles import examples
 
 NOW = 1_800_000_000.0
 
@@ -69,7 +70,7 @@ def reports(draw: st.DrawFn) -> Report:
     )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(reports())
 def test_a_report_reads_back_as_it_was_written(report: Report) -> None:
     assert parse_report(json.loads(json.dumps(report.as_json())), NOW) == report

@@ -24,6 +24,7 @@ from ddb_capacity_runtime.core.tables import ScalableTarget
 from ddb_capacity_runtime.core.tags import parse_tags
 from ddb_capacity_runtime.requests.holds import lift
 from ddb_capacity_runtime.requests.store import HoldStore
+from tests.hypothesis_profiles import examples
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 MINUTES = 15
@@ -53,7 +54,7 @@ def windows_with_unknown_minutes(draw: Any) -> DimensionState:
     )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(windows_with_unknown_minutes(), st.integers(1, TABLE_QUOTA))
 def test_no_decrease_on_a_window_with_unknown_data(state: DimensionState, current_min: int) -> None:
     config = PolicyConfig(scale_down_minutes=MINUTES)
@@ -61,7 +62,7 @@ def test_no_decrease_on_a_window_with_unknown_data(state: DimensionState, curren
     assert decide_scalable_min(state, current_min, config).capacity >= current_min
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(windows_with_unknown_minutes())
 def test_no_decrease_when_a_shared_call_failed(state: DimensionState) -> None:
     known = DimensionState(**{**state.__dict__, "unknown_minutes": 0, "decreases_allowed": False})
@@ -101,7 +102,7 @@ tag_values = st.one_of(
 tag_sets = st.dictionaries(ours | st.text(max_size=20), tag_values, max_size=8)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(tag_sets)
 def test_tags_of_any_content_never_raise_and_never_leave_the_bounds(tags: dict[str, str]) -> None:
     # GIVEN a table of 100/100 with a GSI, its read under a target of [10, 1000]
@@ -179,7 +180,7 @@ store_items = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(store_items)
 def test_store_items_of_any_content_never_raise_and_stay_within_bounds(item: dict) -> None:
     store = HoldStore(None, "holds", clock=lambda: NOW.timestamp())  # type: ignore[arg-type]

@@ -32,6 +32,7 @@ from ddb_capacity_runtime.workers.pacing import (
 )
 from ddb_capacity_runtime.workers.scan import RateLimitedScan, ScanError
 from ddb_capacity_runtime.workers.writer import SlowStartWriter
+from tests.hypothesis_profiles import examples
 
 ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/t"
 #: Every reason DynamoDB documents, spelled out here (not derived as the code derives them).
@@ -254,7 +255,7 @@ ENTRY = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(value=JSONISH | st.lists(ENTRY | JSONISH, max_size=80))
 def test_the_classifier_never_raises_and_says_hot_key_only_when_every_reason_does(value):
     cause = reasons_cause(value)
@@ -281,7 +282,7 @@ def test_the_strongest_cause_follows_the_documented_order():
     assert strongest(list(reversed(CAUSES))) == "provisioned"
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(delay=st.floats(0, 100), seed=st.integers(0, 2**32))
 def test_a_jittered_wait_is_between_half_and_all_of_the_backoff(delay, seed):
     assert delay / 2 <= jittered(delay, random.Random(seed)) <= delay

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -36,6 +37,11 @@ DEFAULT_SHARD_ABOVE_TABLES = 1_000
 DEFAULT_TABLES_PER_BATCH = 125
 #: The most: 500 names of 255 characters are 130 KB, within an SQS message's 256 KiB.
 MAX_TABLES_PER_BATCH = 500
+#: 0.4's state tags are read only until a date at most this many days ahead (an upgrade's
+#: window: ``read_legacy_state_until``); after it, and without it, they are removed unread.
+MAX_LEGACY_STATE_DAYS = 30
+#: A date as the settings write it.
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 class Mode(StrEnum):
@@ -114,6 +120,7 @@ class Kind(StrEnum):
     NAMES = "names"  # comma-separated
     JSON = "json"
     MODE = "mode"
+    DATE = "date"  # YYYY-MM-DD; empty: None
 
 
 @dataclass(frozen=True)
@@ -150,6 +157,8 @@ class Setting:
             return tuple(t.strip() for t in (raw or "").split(",") if t.strip())
         if self.kind is Kind.JSON:
             return _overrides(self.name, raw or "{}")
+        if self.kind is Kind.DATE:
+            return _date(self.name, raw)
         value = raw or self.default
         if self.kind is Kind.MODE and value not in MODES:
             raise ConfigError(f"{self.name}: got {value!r}; expected one of {', '.join(MODES)}")
@@ -167,6 +176,8 @@ class Setting:
             return ",".join(value)
         if self.kind is Kind.JSON:
             return json.dumps(dict(value))
+        if self.kind is Kind.DATE:
+            return value.isoformat() if value else ""
         return str(value or "")
 
     def _number(self, raw: str) -> float:
@@ -353,6 +364,13 @@ SETTINGS: tuple[Setting, ...] = (
         1,
         MAX_TABLES_PER_BATCH,
     ),
+    Setting(
+        "SCALER_READ_LEGACY_STATE_UNTIL",
+        "read_legacy_state_until",
+        Kind.DATE,
+        None,
+        lambda c: c.read_legacy_state_until,
+    ),
 )
 SETTINGS_BY_KEY = {s.key: s for s in SETTINGS}
 #: What ThrottleAwareScaler writes from its own arguments (the others keep their defaults;
@@ -368,6 +386,8 @@ CONSTRUCT_SETTINGS = (
 )
 #: What it writes besides with ``sharded=True``.
 SHARDING_SETTINGS = ("shard_above_tables", "tables_per_batch")
+#: What it writes besides with ``read_legacy_state_until``.
+LEGACY_SETTINGS = ("read_legacy_state_until",)
 #: The settings that are ScalerConfig's own fields (the others make its policy).
 _CONFIG_FIELDS = (
     "tables",
@@ -384,6 +404,7 @@ _CONFIG_FIELDS = (
     "namespace",
     "shard_above_tables",
     "tables_per_batch",
+    "read_legacy_state_until",
 )
 
 
@@ -414,6 +435,19 @@ def _overrides(name: str, raw: str) -> dict[str, Any]:
             f"{name} must be a JSON object of table name to {{min, max, target}}; got {raw[:200]!r}"
         )
     return overrides
+
+
+def _date(name: str, raw: str | None) -> date | None:
+    """A date variable: YYYY-MM-DD, or empty (None)."""
+    text = (raw or "").strip()
+    if not text:
+        return None
+    try:
+        if _DATE.fullmatch(text):
+            return date.fromisoformat(text)
+    except ValueError:
+        pass  # a day or month that does not exist
+    raise ConfigError(f"{name} must be a date as YYYY-MM-DD (or empty: none); got {raw!r}")
 
 
 def _check_owned(owned: Mapping[str, Any], mode: Mode) -> None:
@@ -473,6 +507,9 @@ class ScalerConfig:
     shard_above_tables: int = _default("shard_above_tables")
     #: the tables of one batch of a sharded tick
     tables_per_batch: int = _default("tables_per_batch")
+    #: the last UTC day on which 0.4's state tags are read (an upgrade's window, at most
+    #: MAX_LEGACY_STATE_DAYS ahead); None: never read, removed unread
+    read_legacy_state_until: date | None = None
     policy: PolicyConfig = field(default_factory=lambda: for_mode(_default("mode")))
 
     @property
@@ -570,6 +607,33 @@ class ScalerConfig:
                 raise OverrideError(f"table {table} {dim}: min ({mn}) must not be above max ({mx})")
             out[dim] = Limits(mn, mx, target / 100)
         return out
+
+    def legacy_state_refused(self, now: datetime) -> str | None:
+        """Why 0.4's state tags are not read on ``now``'s UTC day (removed unread); None:
+        they are, within the window ``read_legacy_state_until`` opens."""
+        until, today = self.read_legacy_state_until, now.astimezone(UTC).date()
+        name = _env("read_legacy_state_until")
+        if until is None:
+            return f"0.4's state tags are read only during an upgrade's window ({name} unset)"
+        if today > until:
+            return f"the window for reading 0.4's state tags ended ({name} {until})"
+        if until > today + timedelta(days=MAX_LEGACY_STATE_DAYS):
+            return (
+                f"{name} ({until}) is more than {MAX_LEGACY_STATE_DAYS} days ahead: 0.4's "
+                "state tags are read only during an upgrade's window"
+            )
+        return None
+
+    def configured_min(self, table: str, dimension: str) -> int | None:
+        """The minimum the deployment itself states for ``table``'s ``dimension``: its
+        overrides' (a ``TableCapacity``'s configured range, or the scaler's ``overrides``);
+        None when they state none (a table's tags are never a source of it). Raises
+        :class:`OverrideError`."""
+        raw = self.overrides.get(table, {})
+        nested = raw.get(dimension, {})
+        if "min" not in raw and not (isinstance(nested, Mapping) and "min" in nested):
+            return None
+        return self.limits(table, {})[dimension].min_capacity
 
     def owned_target(self, table: str, index: str | None, dimension: str) -> float | None:
         """The target value (a fraction) the autopilot owns for the dimension's

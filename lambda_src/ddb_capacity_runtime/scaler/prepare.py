@@ -17,8 +17,10 @@ from ..aws import discovery, tables
 from ..aws.clients import Clients
 from ..aws.retry import describe_error
 from ..core.memory import reconcile
+from ..core.names import BASE_MIN_TAG, scope_label
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable, ScalableTarget
+from ..core.tags import parse_tags
 from ..events import log_event
 from ..requests import ending, holds
 from ..requests.store import HeldDimension, HoldStore
@@ -73,7 +75,7 @@ def prepare(
     )
     ignored = table.ignored_tags + sum(len(s.malformed) for s in held)
     if not config.dry_run:
-        moved, legacy_ignored = move_legacy_state(clients, store, table, held, marked)
+        moved, legacy_ignored = move_legacy_state(clients, store, table, held, marked, config, now)
         ignored += legacy_ignored
         if moved:
             held = store.table(name)
@@ -113,47 +115,95 @@ def move_legacy_state(
     table: ManagedTable,
     held: list[HeldDimension],
     marked: bool | None,
+    config: ScalerConfig,
+    now: datetime,
 ) -> tuple[bool, int]:
     """The first time a tick sees a table (``marked`` False), move 0.4's state tags into
-    the state store: a remembered minimum becomes the dimension's memory unless the store
-    has one already; plans are made anew each hour, so an old plan tag is only removed.
+    the state store, within an upgrade's window only (``config.read_legacy_state_until``,
+    on ``now``'s UTC day: :meth:`.ScalerConfig.legacy_state_refused`): a remembered
+    minimum becomes the dimension's memory unless the store has one already, its base
+    never below the dimension's configured minimum (:func:`legacy_floor`: a tag never
+    lowers a minimum); plans are made anew each hour, so an old plan tag is only removed.
     The tags go (one UntagResource), then the table is marked, so a failure on the way
-    makes the next tick try again. State tags found on a marked table are not state (tags
-    are configuration, and anyone allowed to tag could write them): removed, and counted
-    as ignored. ``marked`` None (the store could not be read): nothing is done. Returns
-    whether the store changed, and how many tags were ignored."""
+    makes the next tick try again. State tags found outside the window, or on a marked
+    table, are not state (tags are configuration, and anyone allowed to tag could write
+    them): removed unread, and counted as ignored. ``marked`` None (the store could not be
+    read): nothing is done. Returns whether the store changed, and how many tags were
+    ignored."""
     if marked is None or (marked and not table.legacy_tags):
         return False, 0
     moved: list[dict[str, Any]] = []
-    if not marked:
+    unplaced = 0
+    refused = (
+        "a state tag on a table whose state is in the state store already"
+        if marked
+        else config.legacy_state_refused(now)
+    )
+    if refused is None:
         in_store = {h.scope for h in held if h.base is not None}
         for scope, memory in sorted(table.legacy_memories.items(), key=str):
             if scope in in_store:
                 continue
             index, dim = scope
+            floor = legacy_floor(table, scope, config)
+            if floor is None:
+                unplaced += 1
+                key = f"{BASE_MIN_TAG}{scope_label(index)}:{dim}"
+                _log_unread(table, "it names no dimension of the table", [key])
+                continue
+            base = max(memory.base, floor)
             with store.lease(table.name, index, dim, deadline=store.clock() + 5) as lease:
                 fresh = store.get(table.name, index, dim)
                 if fresh is not None and fresh.base is not None:
                     continue
-                raised = memory.set_to if memory.set_to not in (None, memory.base) else None
-                lease.write(memory.base, set_to=raised)
-                moved.append({"index": index, "dimension": dim, "base": memory.base, "set": raised})
+                raised = memory.set_to if memory.set_to and memory.set_to > base else None
+                lease.write(base, set_to=raised)
+                moved.append({"index": index, "dimension": dim, "base": base, "set": raised})
     else:
-        for key in table.legacy_tags:  # one event a tag, as discovery logs the others
-            log_event(
-                "tag-ignored",
-                level=logging.WARNING,
-                table=table.name,
-                key=key,
-                reason="a state tag on a table whose state is in the state store already: "
-                "not read, and removed",
-            )
+        unread = _well_formed(table)
+        _log_unread(table, refused, unread)
     if table.legacy_tags:
         tables.untag(clients.dynamodb, table.arn, table.legacy_tags)
         log_event("state-moved-from-tags", table=table.name, moved=moved, removed=table.legacy_tags)
     if not marked:
         store.mark(table.name, STATE_MARKER)
-    return bool(moved), len(table.legacy_tags) if marked else 0
+    return bool(moved), unplaced if refused is None else len(unread)
+
+
+def legacy_floor(
+    table: ManagedTable, scope: tuple[str | None, str], config: ScalerConfig
+) -> int | None:
+    """The lowest base a 0.4 memory of ``scope`` (index, dimension) may give: the minimum
+    the deployment states for the dimension (:meth:`.ScalerConfig.configured_min`), else
+    the minimum its scalable target has now (or, without a target, its limits' minimum).
+    None: the table has no such dimension now (the memory is not moved)."""
+    for d in table.dimensions:
+        if (d.index, d.dimension) == scope:
+            configured = config.configured_min(table.name, d.dimension)
+            if configured is not None:
+                return configured
+            return d.target.min_capacity if d.target else d.limits.min_capacity
+    return None
+
+
+def _well_formed(table: ManagedTable) -> list[str]:
+    """The table's state tags that discovery did not count as ignored already (malformed
+    ones are counted, and logged, where they are parsed)."""
+    state = {k: table.tags[k] for k in table.legacy_tags if k in table.tags}
+    malformed = {tag.key for tag in parse_tags(state).ignored}
+    return [k for k in table.legacy_tags if k not in malformed]
+
+
+def _log_unread(table: ManagedTable, why: str, keys: list[str]) -> None:
+    """One ``tag-ignored`` event a state tag removed unread, as discovery logs the others."""
+    for key in keys:
+        log_event(
+            "tag-ignored",
+            level=logging.WARNING,
+            table=table.name,
+            key=key,
+            reason=f"{why}: not read, and removed",
+        )
 
 
 def adopt_minimums_set_elsewhere(clients: Clients, store: HoldStore, table: ManagedTable) -> bool:

@@ -337,31 +337,40 @@ def _batch_tags(
     found: dict[str, dict[str, str] | None],
     descriptions: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, dict[str, str] | None]:
-    """The batch's tables with their tags, read with the tagging API (100 tables a call)
-    where the scaler discovers by tag, as tag discovery reads them; a table it does not
-    return, or all of them when it fails, read one by one with the table (None). A table
-    neither listed nor carrying the discovery tag is skipped: a message names tables, it
-    never puts one under the scaler."""
-    config = t.config
-    if not config.tag_key or not found:
-        return found
-    arns = [str(descriptions[n].get("TableArn", "")) for n in found]
-    tags = t.shared(
-        "table tags",
-        lambda: discovery.tags_of_tables(t.clients.tagging, arns),
-        None,
-        confined=True,
-    )
-    if tags is None:
-        return found
+    """The batch's tables the scaler provably manages, with their tags where read: a
+    message names tables, it never puts one under the scaler. A table is kept when it is
+    listed in the scaler's tables, or when this batch's tag read (the tagging API, 100
+    tables a call, as tag discovery reads them) shows it carrying the discovery tag; any
+    other (never tagged, tagged otherwise, or named while the scaler discovers nothing by
+    tag) is skipped. When the tag read fails, the tables not listed wait for the next tick:
+    each a failure (counted), none acted on. A kept table's tags are the read's, or
+    (None) read one by one with the table."""
+    config, listed = t.config, set(t.config.tables)
+    tags: dict[str, dict[str, str]] | None = {}
+    if config.tag_key:
+        arns = [str(descriptions[n].get("TableArn", "")) for n in found]
+        tags = t.shared(
+            "table tags",
+            lambda: discovery.tags_of_tables(t.clients.tagging, arns),
+            None,
+            confined=True,
+        )
     kept: dict[str, dict[str, str] | None] = {}
     for name in found:
-        tagged = tags.get(name, {}).get(config.tag_key) == config.tag_value
-        if name in tags and not tagged and name not in config.tables:
+        seen = None if tags is None else tags.get(name)
+        if name in listed:
+            kept[name] = seen
+        elif tags is None:
+            t.fail(
+                name,
+                "not decided: its tags could not be read, so whether it carries the "
+                "discovery tag is not known; the next tick decides it",
+            )
+        elif config.tag_key and (seen or {}).get(config.tag_key) == config.tag_value:
+            kept[name] = seen
+        else:
             reason = "not managed: neither listed nor carrying the discovery tag"
             t.skipped.append({"table": name, "reason": reason})  # logged with the others
-            continue
-        kept[name] = tags.get(name)
     return kept
 
 
