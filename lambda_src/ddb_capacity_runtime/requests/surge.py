@@ -59,6 +59,7 @@ from ..core.surge import (
     surge_level,
 )
 from ..core.tables import Dimension, throughput_of
+from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
 from .broker import BrokerConfig, BrokerConfigError
 from .context import Context, base_of, read_table
@@ -98,6 +99,9 @@ SURGE_HOLD = "surge"
 LEASE_WAIT_SECONDS = 2.0
 #: The longest a surge lasts (:data:`..core.surge.SURGE_LIFETIME_MINUTES`).
 SURGE_LIFETIME = timedelta(minutes=SURGE_LIFETIME_MINUTES)
+#: The largest report the function reads, as JSON text (42 dimensions of the longest
+#: names take about 20,000 characters).
+MAX_REPORT_CHARS = 64 * 1024
 #: A bound no table reaches: the rule asked only whether a surge is due at all.
 _UNBOUNDED = 1_000_000_000
 
@@ -202,6 +206,10 @@ def take_report(
     tables and indexes served; ``clients`` and ``store``: default, from the environment
     (``$CAPACITY_HOLDS_TABLE`` and its bounds). Returns, per dimension, what was done."""
     now = clock()
+    try:
+        check_json(event, "report", max_chars=MAX_REPORT_CHARS)
+    except UntrustedJSONError as exc:  # before anything reads it, its table included
+        return {"ok": False, **_refused(None, None, exc)}
     try:
         report = parse_report(event, now)
         scopes.check(report.table, None)
