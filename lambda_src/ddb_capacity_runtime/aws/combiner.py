@@ -39,7 +39,9 @@ from ..core.surge import (
     MAX_PROCESS_CHARS,
     MAX_REQUESTS_PER_SECOND,
     MAX_UNITS_PER_SECOND,
+    Budget,
     Rates,
+    read_budget,
 )
 
 if TYPE_CHECKING:
@@ -80,6 +82,7 @@ _BOUNDS = {
 #: The surge's attributes of the item (:class:`SurgeMark`).
 _MARKS = {"started": "surge_started", "raised": "surge_raised", "aim": "surge_aim"}
 _MARK_MAX = "surge_max"
+_BUDGET = "surge_budget"
 
 
 class CombinerContended(RuntimeError):
@@ -96,6 +99,10 @@ class SurgeMark:
     raised: float | None = None
     aim: float | None = None
     max_capacity: int | None = None
+    #: The dimension's surge budget window (None: none yet) and its text as read (the
+    #: condition of the next :func:`spend`).
+    budget: Budget | None = None
+    budget_text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -307,12 +314,46 @@ def _mark(item: Mapping[str, Any], now: float) -> SurgeMark:
         times[name] = value if 0 <= value <= now + MAX_AHEAD_SECONDS else None
     aim = _float(_raw_number(item, _MARKS["aim"]))
     most = _float(_raw_number(item, _MARK_MAX))
+    raw = item.get(_BUDGET)
+    text = raw.get("S") if isinstance(raw, Mapping) else None
+    budget = read_budget(text, now)
+    if raw is not None and budget is None:  # not one: spent, for a window from now
+        budget = Budget(float(int(now)), 10 * TABLE_QUOTA, 10 * TABLE_QUOTA)
     return SurgeMark(
         times["started"],
         times["raised"],
         aim if 0 < aim <= 1 else None,
         int(most) if most.is_integer() and 1 <= most <= TABLE_QUOTA else None,
+        budget,
+        text if isinstance(text, str) else None,
     )
+
+
+def spend(
+    dynamodb: DynamoDBClient,
+    store: str,
+    key: Mapping[str, Any],
+    read: str | None,
+    window: Budget,
+) -> bool:
+    """Write the budget ``window`` (its units used included) into the combiner item
+    ``key``, only while the item still holds the window ``read`` (its text as read; None:
+    no window, or one that is not a string). False when it changed meanwhile."""
+    if read is None:
+        condition = "attribute_not_exists(#b) OR NOT attribute_type(#b, :s)"
+        values: dict[str, Any] = {":s": {"S": "S"}}
+    else:
+        condition, values = "#b = :read", {":read": {"S": read}}
+    done = _write(
+        dynamodb,
+        store,
+        key,
+        "SET #b = :b",
+        condition,
+        {**values, ":b": {"S": window.text()}},
+        {"#b": _BUDGET},
+    )
+    return done is not None
 
 
 def _float(text: str | None) -> float:

@@ -48,15 +48,22 @@ from ..aws.clients import Clients, make_clients
 from ..core.names import TABLE_QUOTA, UNITS
 from ..core.surge import (
     DEFAULT_SURGE_MINUTES,
+    DEFAULT_SURGE_SCALE,
+    MAX_SURGE_SCALE,
     SURGE_LIFETIME_MINUTES,
+    UNBOUNDED,
+    Budget,
     Combined,
     DimensionReport,
     Report,
     ReportError,
+    budget_left,
+    budget_window,
     combine,
     parse_report,
     rates,
     surge_level,
+    surge_room,
 )
 from ..core.tables import Dimension, throughput_of
 from ..core.untrusted import UntrustedJSONError, check_json
@@ -77,7 +84,9 @@ from .store import HeldDimension, HoldStore, Lease, open_store
 
 __all__ = [
     "SHARE_ENV",
+    "SURGE_BUDGET_ENV",
     "SURGE_CAP_ENV",
+    "SURGE_SCALE_ENV",
     "SURGE_HOLD",
     "SURGE_LIFETIME",
     "SURGE_MINUTES_ENV",
@@ -90,6 +99,8 @@ __all__ = [
 SHARE_ENV = "CAPACITY_SURGE_SHARE"
 SURGE_MINUTES_ENV = "CAPACITY_SURGE_MINUTES"
 SURGE_CAP_ENV = "CAPACITY_SURGE_CAP"
+SURGE_SCALE_ENV = "CAPACITY_SURGE_SCALE"
+SURGE_BUDGET_ENV = "CAPACITY_SURGE_BUDGET"
 #: The id of a dimension's surge hold.
 SURGE_HOLD = "surge"
 #: How long a raise waits for its dimension's lease (a request, a restore or another
@@ -110,12 +121,19 @@ _UNBOUNDED = 1_000_000_000
 class SurgeSettings:
     """How the signals function raises: ``share`` is the part of the traffic the reporting
     processes make (0 to 1), ``surge_minutes`` how long a surge holds after the last report
-    that asked for it, ``cap`` the most units a surge may add over what was provisioned
-    (None: no cap beyond the limits)."""
+    that asked for it. The surge cap: ``cap``, the most units a surge may add over the
+    capacity its dimension had when it started; without one, ``scale``: a surge reaches at
+    most ``scale`` x that capacity (and may add :data:`..core.surge.MIN_SURGE_ROOM` units
+    in any case); neither: no cap beyond the limits. ``budget``: the most units the surges
+    of one dimension add in a window of :data:`..core.surge.BUDGET_WINDOW_SECONDS`; None:
+    twice what one surge may add from the window's start (:func:`..core.surge.budget_left`);
+    :data:`..core.surge.UNBOUNDED`: no budget."""
 
     share: float = 1.0
     surge_minutes: int = DEFAULT_SURGE_MINUTES
     cap: int | None = None
+    scale: float | None = DEFAULT_SURGE_SCALE
+    budget: int | str | None = None
 
     def __post_init__(self) -> None:
         share, minutes, cap = self.share, self.surge_minutes, self.cap
@@ -130,14 +148,41 @@ class SurgeSettings:
             raise ValueError(
                 f"cap: got {shown(cap)}; expected None or a whole number from 1 to {TABLE_QUOTA}"
             )
+        if self.scale is not None and not _scale(self.scale):
+            raise ValueError(
+                f"scale: got {shown(self.scale)}; expected None or a number over 1, at most "
+                f"{MAX_SURGE_SCALE:g}"
+            )
+        if self.budget not in (None, UNBOUNDED) and not _whole(self.budget, 1, 10 * TABLE_QUOTA):
+            raise ValueError(
+                f"budget: got {shown(self.budget)}; expected None, {UNBOUNDED!r} or a whole "
+                f"number from 1 to {10 * TABLE_QUOTA}"
+            )
+
+    def room(self, start: int) -> int | None:
+        """The most units one surge may add over ``start`` (None: no cap)."""
+        return surge_room(start, self.cap, None if self.cap is not None else self.scale)
+
+    def budget_left(self, window: Budget) -> int | None:
+        """The units ``window``'s surges may still add (None: no budget)."""
+        if self.budget == UNBOUNDED:
+            return None
+        budget = self.budget if isinstance(self.budget, int) else None
+        scale = None if self.cap is not None else self.scale
+        return budget_left(window, budget, self.cap, scale)
 
     def to_env(self) -> dict[str, str]:
         """The settings as the construct writes them into the function's environment."""
-        return {
-            SHARE_ENV: repr(float(self.share)),
-            SURGE_MINUTES_ENV: str(self.surge_minutes),
-            **({SURGE_CAP_ENV: str(self.cap)} if self.cap is not None else {}),
-        }
+        env = {SHARE_ENV: repr(float(self.share)), SURGE_MINUTES_ENV: str(self.surge_minutes)}
+        if self.cap is not None:
+            env[SURGE_CAP_ENV] = str(self.cap)
+        elif self.scale is None:
+            env[SURGE_CAP_ENV] = UNBOUNDED
+        else:
+            env[SURGE_SCALE_ENV] = repr(float(self.scale))
+        if self.budget is not None:
+            env[SURGE_BUDGET_ENV] = str(self.budget)
+        return env
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> SurgeSettings:
@@ -155,15 +200,41 @@ class SurgeSettings:
         cap = _setting(
             env,
             SURGE_CAP_ENV,
-            int,
-            lambda v: 1 <= v <= TABLE_QUOTA,
-            f"a whole number from 1 to {TABLE_QUOTA}, or unset (no cap)",
+            _or_unbounded(int),
+            lambda v: v == UNBOUNDED or 1 <= v <= TABLE_QUOTA,
+            f"a whole number from 1 to {TABLE_QUOTA}, {UNBOUNDED!r} (no cap), or unset "
+            f"(the default cap: {SURGE_SCALE_ENV} x the start)",
+        )
+        scale = _setting(
+            env, SURGE_SCALE_ENV, float, _scale, f"a number over 1, at most {MAX_SURGE_SCALE:g}"
+        )
+        budget = _setting(
+            env,
+            SURGE_BUDGET_ENV,
+            _or_unbounded(int),
+            lambda v: v == UNBOUNDED or 1 <= v <= 10 * TABLE_QUOTA,
+            f"a whole number from 1 to {10 * TABLE_QUOTA}, {UNBOUNDED!r}, or unset (the "
+            "default budget)",
         )
         return cls(
             1.0 if share is None else share,
             DEFAULT_SURGE_MINUTES if minutes is None else minutes,
-            cap,
+            cap if isinstance(cap, int) else None,
+            None if cap == UNBOUNDED else (DEFAULT_SURGE_SCALE if scale is None else scale),
+            budget,
         )
+
+
+def _or_unbounded(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    return lambda text: UNBOUNDED if text == UNBOUNDED else parse(text)
+
+
+def _scale(value: object) -> bool:
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and 1 < value <= MAX_SURGE_SCALE
+    )
 
 
 def _setting(
@@ -257,6 +328,8 @@ def _dimension(
         log_event("surge-deferred", **row)
     elif status == "ended":
         log_event("surge-ended", level=logging.WARNING, **row)
+    elif status == "limited":
+        log_event("surge-over-budget", level=logging.WARNING, **row)
     return row
 
 
@@ -350,7 +423,7 @@ def _surge(
         1.0,
         _UNBOUNDED,
         settings.share,
-        settings.cap,
+        settings.room(standing.baseline),
         held=standing.held,
         base=standing.baseline,
     )
@@ -411,7 +484,7 @@ def _is_renewal(
             mark.aim,
             mark.max_capacity,
             settings.share,
-            settings.cap,
+            settings.room(standing.baseline),
             held=standing.held,
             base=standing.baseline,
         )
@@ -530,7 +603,7 @@ def _hold_surge(
         limits.target_utilization,
         limits.max_capacity,
         settings.share,
-        settings.cap,
+        settings.room(standing.baseline),
         held=standing.held,
         base=standing.baseline,
     )
@@ -540,13 +613,28 @@ def _hold_surge(
     fresh = started is None
     if started is None:
         started = ctx.clock()
-    recorded = _renewed(store, state, standing, dim, want, now, started, settings)
+    window = budget_window(mark.budget, ctx.clock(), standing.baseline)
+    left = settings.budget_left(window)
+    if left == 0 and want > standing.held:
+        count("SurgesOverBudget")
+        if standing.surge is None:
+            return {"status": "limited", "to": standing.held, "reason": _spent(window)}
+    recorded = _renewed(store, state, standing, dim, want, now, started, settings, left)
+    added = _units_of(recorded) - (standing.surge.units if standing.surge else 0)
+    if added > 0 and not combiner.spend(
+        store.dynamodb, store.name, key, mark.budget_text, replace(window, used=window.used + added)
+    ):
+        return {"status": "deferred", "reason": "the dimension's surge budget changed meanwhile"}
+    if added > 0 and left is not None and added >= left:
+        count("SurgesOverBudget")
     _, base = base_of(dim, state)
     before = max(base, standing.held or level(standing.others))
     applied = max(base, level(h for h in recorded if h.active(now)))
     done: list[dict[str, Any]] = []
     step = raise_held(ctx, lease, managed, dim, state, recorded, done, why="surge")
     raised = applied > before or bool(done)
+    if added > 0:
+        count("SurgeUnits", added)
     combiner.mark(
         store.dynamodb,
         store.name,
@@ -562,6 +650,19 @@ def _hold_surge(
     return {**row, "status": "applied" if raised else "renewed"}
 
 
+def _units_of(holds: list[Hold]) -> int:
+    """The units of the surge hold among ``holds``."""
+    return next(h.units for h in holds if h.id == SURGE_HOLD)
+
+
+def _spent(window: Budget) -> str:
+    return (
+        f"the dimension's surge budget is spent: {window.used:,} units added since "
+        f"{datetime.fromtimestamp(window.start, UTC).isoformat()}, counting from "
+        f"{window.level:,}; a new window begins an hour after that"
+    )
+
+
 def _renewed(
     store: HoldStore,
     state: HeldDimension | None,
@@ -571,13 +672,14 @@ def _renewed(
     now: datetime,
     started: float,
     settings: SurgeSettings,
+    left: int | None = None,
 ) -> list[Hold]:
     """The dimension's holds with its surge hold made or renewed so that the level of every
     active hold reaches ``want``: its baseline the capacity before the surge, its units
     what it adds (never fewer than the surge's), its expiry ``surge_minutes`` from now
     (never earlier than it was, never past its lifetime); clamped to the surge cap, the
-    hold store's limits and the target's max. Refuses a surge the limits leave nothing
-    to."""
+    budget ``left`` (None: none), the hold store's limits and the target's max. Refuses a
+    surge the limits leave nothing to."""
     limits = store.limits
     holds = list(state.holds) if state is not None else []
     old = standing.surge
@@ -586,8 +688,11 @@ def _renewed(
     floor = min([baseline, *(h.baseline for h in others)])
     units = max(want - floor - sum(h.units for h in others), old.units if old else 0)
     room = [limits.max_units, limits.max_total_units - sum(h.units for h in others)]
-    if settings.cap is not None:
-        room.append(settings.cap)
+    cap = settings.room(baseline)
+    if cap is not None:
+        room.append(cap)
+    if left is not None:  # the budget: what the surge holds already, and what is left
+        room.append((old.units if old else 0) + left)
     if d.target is not None:  # the level of every hold stays within the target's max
         room.append(d.target.max_capacity - floor - sum(h.units for h in others))
     units = min(units, *room)
