@@ -22,8 +22,8 @@ from ddb_capacity_runtime.aws import combiner
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.core.surge import (
     FRESH_SECONDS,
-    UNBOUNDED,
     MAX_UNITS_PER_SECOND,
+    UNBOUNDED,
     DimensionReport,
     Rates,
     Report,

@@ -1,0 +1,129 @@
+"""Surges a lie cannot buy: the default surge cap (a multiple of the capacity a dimension
+had when its surge started) and the per-dimension budget of surge units a window, as pure
+rules and against real parts (tables and targets in moto, the state store in dynalite)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from ddb_capacity_runtime.core.surge import (
+    BUDGET_WINDOW_SECONDS,
+    MAX_UNITS_PER_SECOND,
+    MIN_SURGE_ROOM,
+    UNBOUNDED,
+    Budget,
+    budget_left,
+    budget_window,
+    read_budget,
+    surge_room,
+)
+from ddb_capacity_runtime.requests import restore_expired
+from ddb_capacity_runtime.requests.surge import SurgeSettings
+from tests.moto_world import World
+from tests.test_surge_server import a_table, counted, report, send, served, write
+from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
+from tests.test_surge_server import world as world  # noqa: F401 (fixture)
+
+#: A process that lies: the most units a report may carry, and throttles.
+LIE = write(MAX_UNITS_PER_SECOND, throttles={"provisioned": 10_000_000}, failed=1_000_000)
+
+
+# ------------------------------------------------------------------ the rules
+
+
+def test_the_default_cap_is_a_multiple_of_the_start_with_a_floor() -> None:
+    assert surge_room(100, None, 4.0) == MIN_SURGE_ROOM * 3  # 400 at most: adds 300
+    assert surge_room(1_000, None, 4.0) == 3_000
+    assert surge_room(1, None, 4.0) == MIN_SURGE_ROOM  # a tiny dimension may still surge
+    assert surge_room(1_000, 50, 4.0) == 50  # a cap that is set is kept
+    assert surge_room(1_000, None, None) is None  # unbounded
+
+
+def test_the_budget_counts_from_the_lowest_start_of_back_to_back_windows() -> None:
+    first = budget_window(None, 1_000.0, 100)
+    assert first == Budget(1_000.0, 100, 0)
+    assert budget_left(Budget(1_000.0, 100, 250), None, None, 4.0) == 350  # 2 x 300 - 250
+    # a window that ended: the next counts from the lower of its start and the last one's
+    later = budget_window(Budget(1_000.0, 100, 600), 1_000.0 + BUDGET_WINDOW_SECONDS, 700)
+    assert later == Budget(1_000.0 + BUDGET_WINDOW_SECONDS, 100, 0)
+    # after a quiet window, it counts from the dimension's level again
+    quiet = budget_window(Budget(1_000.0, 100, 600), 1_000.0 + 2 * BUDGET_WINDOW_SECONDS, 700)
+    assert quiet.level == 700
+    assert budget_left(first, 5_000, None, 4.0) == 5_000
+    assert budget_left(first, None, None, None) is None
+
+
+def test_a_budget_window_round_trips_and_a_bad_one_is_none() -> None:
+    window = Budget(1_700_000_000.0, 250, 75)
+    assert read_budget(window.text(), 1_700_000_100.0) == window
+    for bad in (None, "", "1:2", "a:b:c", "1:0:3", "9999999999:1:1", "1:2:3:4", 7):
+        assert read_budget(bad, 1_700_000_100.0) is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"scale": 1.0}, "scale: got 1.0; expected None or a number over 1, at most 100"),
+        ({"budget": 0}, "budget: got 0; expected None, 'unbounded' or a whole number from 1"),
+        ({"budget": "lots"}, "budget: got 'lots'; expected None, 'unbounded'"),
+    ],
+)
+def test_a_bad_bound_is_refused_naming_it(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        SurgeSettings(**kwargs)
+
+
+# ------------------------------------------------------------------ end to end
+
+
+def test_one_lie_with_the_defaults_raises_at_most_four_times_the_start(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a table at 100 write units under a target whose max is 40,000
+    name = a_table(world, "OneLie", write_max=40_000)
+    # WHEN a process that may only invoke the signals function lies once
+    (row,) = send(world, report(name, LIE), served(name), SurgeSettings())["dimensions"]
+    # THEN the surge stops at 4 x 100, not at the target's max
+    assert (row["status"], row["to"]) == ("applied", 400)
+    assert world.target_min(name, "write") == 400
+    assert counted(capsys.readouterr().out, "SurgeUnits") == 300
+
+
+def test_repeated_lies_never_add_more_than_the_budget_in_a_window(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a table at 100 (moto never scales in: each surge starts from the last level)
+    name = a_table(world, "Budgeted", write_max=40_000)
+    settings = SurgeSettings()  # the default budget: 2 x 300 units an hour from 100
+    start = time.time()
+    levels = []
+    for minutes in (0, 7, 14, 21):
+        at = lambda m=minutes: start + m * 60  # noqa: E731
+        # WHEN the liar reports after each restore
+        restore_expired(name, clients=world.clients, store=world.store, clock=at)
+        (row,) = send(world, report(name, LIE, sent=at()), served(name), settings, clock=at)[
+            "dimensions"
+        ]
+        levels.append((row["status"], world.throughput(name)[1]))
+    # THEN the surges add 600 units in all: 300, 300 (from 400, short of its cap), none
+    assert levels == [("applied", 400), ("applied", 700), ("limited", 700), ("limited", 700)]
+    out = capsys.readouterr().out
+    assert counted(out, "SurgeUnits") == 600
+    assert counted(out, "SurgesOverBudget") == 3
+    # and a new window an hour later counts from 100 again: 600 more at most
+    later = lambda: start + BUDGET_WINDOW_SECONDS + 60  # noqa: E731
+    restore_expired(name, clients=world.clients, store=world.store, clock=later)
+    send(world, report(name, LIE, sent=later()), served(name), settings, clock=later)
+    assert world.throughput(name)[1] == 1_300
+
+
+def test_an_explicit_budget_and_no_bounds_at_all(world: World) -> None:
+    small = a_table(world, "SmallBudget", write_max=40_000)
+    send(world, report(small, LIE), served(small), SurgeSettings(budget=50))
+    assert world.target_min(small, "write") == 150
+    free = a_table(world, "Unbounded", write_max=40_000)
+    send(world, report(free, LIE), served(free), SurgeSettings(scale=None, budget=UNBOUNDED))
+    assert world.target_min(free, "write") == 40_000
