@@ -23,7 +23,7 @@ from .capacity import (
     Capacity,
     PrewarmMethod,
 )
-from .capacity_requests import CapacityRequests, FastPath
+from .capacity_requests import UNBOUNDED, CapacityRequests, FastPath
 from .compliance import acknowledge, apply_nag_packs, skip_checkov
 from .fleet_advisor import FleetAdvisor
 from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
@@ -46,6 +46,7 @@ __all__ = [
     "ScheduleEntry",
     "ScheduleError",
     "TableCapacity",
+    "UNBOUNDED",
     "ThrottleAwareScaler",
     "WEEKDAYS",
     "__version__",

@@ -21,11 +21,11 @@ capacity before it). A surge lasts at most :data:`SURGE_LIFETIME` from its first
 it ends by itself ``surge_minutes`` after the last report that asked for it, through the
 restore that ends every expired hold. Nothing here lowers anything.
 
-A report is untrusted: a malformed one, or one for a table the function does not serve, is
-refused (EMF ``ReportsRefused``, ``report-refused`` in the log), never raised on (an
-asynchronous invocation that fails would be retried for nothing); so is a dimension of an
-index it does not serve, and a newcomer to a dimension whose combiner keeps 500 processes
-already (also ``CombinerFull``, alarmed). Each dimension is its own fault domain: a surge
+A report is untrusted: a malformed one (EMF ``ReportsRefused``, alarmed), or one for a
+table the function does not serve (``ReportsNotServed``), is refused (``report-refused`` in
+the log), never raised on (an asynchronous invocation that fails would be retried for
+nothing); so is a dimension of an index it does not serve (``ReportsNotServed``), and a
+newcomer to a dimension whose combiner is full (``CombinerFull``, alarmed). Each dimension is its own fault domain: a surge
 that could not be applied is counted (``SurgesFailed``, alarmed) and the others go on; one
 that found its dimension's lease taken, or its table being updated while its surge is
 recorded, is deferred (``SurgesDeferred``): another update of the dimension is under way,
@@ -283,10 +283,13 @@ def take_report(
         return {"ok": False, **_refused(None, None, exc)}
     try:
         report = parse_report(event, now)
-        scopes.check(report.table, None)
-    except (ReportError, CapacityRequestError) as exc:
+    except ReportError as exc:
         table = event.get("table") if isinstance(event, Mapping) else None
         return {"ok": False, **_refused(table, None, exc)}
+    try:
+        scopes.check(report.table, None)
+    except CapacityRequestError as exc:
+        return {"ok": False, **_refused(report.table, None, exc, "ReportsNotServed")}
     served: list[DimensionReport] = []
     rows: list[dict[str, Any]] = []
     for d in report.dims:
@@ -294,7 +297,7 @@ def take_report(
             scopes.check(report.table, d.index)
             served.append(d)
         except CapacityRequestError as exc:
-            rows.append(_refused(report.table, d, exc))
+            rows.append(_refused(report.table, d, exc, "ReportsNotServed"))
     ctx = Context(clients or make_clients(), clock, sleep, 0)
     held = open_store(store, ctx.clients, clock)
     rows += [_dimension(ctx, held, report, d, settings) for d in served]
@@ -311,7 +314,7 @@ def _dimension(
         if found is None:
             count("CombinerFull")
             full = f"{combiner.MAX_PROCESSES} processes report on this dimension already"
-            return _refused(report.table, d, CapacityRequestError(full))
+            return _refused(report.table, d, CapacityRequestError(full), "CombinerFull")
         row = _surge(ctx, store, report.table, d, found, settings)
     except Exception as exc:  # each dimension is its own fault domain
         count("SurgesFailed")
@@ -710,8 +713,15 @@ def _renewed(
     return [*(h for h in holds if h.id != SURGE_HOLD), hold]
 
 
-def _refused(table: object, d: DimensionReport | None, exc: Exception) -> dict[str, Any]:
-    count("ReportsRefused")
+def _refused(
+    table: object, d: DimensionReport | None, exc: Exception, metric: str = "ReportsRefused"
+) -> dict[str, Any]:
+    """A report, or one dimension of it, refused and counted as ``metric``: a malformed
+    one (``ReportsRefused``, alarmed: the client hook never sends one), a table or index
+    not served (``ReportsNotServed``: a hook that watches every table of a session reports
+    on them too), a full combiner (``CombinerFull``, alarmed)."""
+    if metric != "CombinerFull":
+        count(metric)
     where: dict[str, Any] = {"index": d.index, "dimension": d.dimension} if d else {}
     log_event(
         "report-refused", level=logging.WARNING, table=shown(table), **where, reason=_reason(exc)
