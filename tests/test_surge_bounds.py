@@ -9,14 +9,20 @@ from typing import Any
 
 import pytest
 
+from ddb_capacity_runtime.aws import combiner
 from ddb_capacity_runtime.core.surge import (
     BUDGET_WINDOW_SECONDS,
+    MAX_PROCESS_CHARS,
+    MAX_REQUESTS_PER_SECOND,
     MAX_UNITS_PER_SECOND,
     MIN_SURGE_ROOM,
     UNBOUNDED,
     Budget,
+    ReportError,
     budget_left,
     budget_window,
+    is_process_id,
+    parse_report,
     read_budget,
     surge_room,
 )
@@ -127,3 +133,66 @@ def test_an_explicit_budget_and_no_bounds_at_all(world: World) -> None:
     free = a_table(world, "Unbounded", write_max=40_000)
     send(world, report(free, LIE), served(free), SurgeSettings(scale=None, budget=UNBOUNDED))
     assert world.target_min(free, "write") == 40_000
+
+
+# ------------------------------------------------------------------ process ids, item size
+
+
+@pytest.mark.parametrize(
+    "process", ["", "a b", "p" * 65, "naïve", "x\x00y", 7, None, "../etc/passwd", "a;b"]
+)
+def test_a_process_id_out_of_its_format_is_refused_naming_it(process: object) -> None:
+    raw = {**report("Orders", write(1)), "process": process}
+    with pytest.raises(ReportError, match="process: got .*; expected 1 to 64 letters, digits"):
+        parse_report(raw, time.time())
+
+
+def test_the_hooks_process_ids_are_in_the_format() -> None:
+    from ddb_capacity_runtime.signals import _label, _process_id
+
+    assert is_process_id(_process_id("web.host-01_a"))
+    assert is_process_id(_process_id("host name/with:odd chars é"))
+    with pytest.raises(ValueError, match="process: got 'a b'; expected a label of 1 to 40"):
+        _label("a b")
+
+
+def test_a_reports_write_stays_within_12_units_when_the_combiner_is_full(
+    world: World,
+) -> None:
+    # GIVEN a dimension whose combiner holds all but one process it keeps, each with the
+    # longest id and numbers near their bounds
+    name = a_table(world, "Sized")
+    key = combiner.combiner_key(name, "table:write")
+    now = time.time()
+    highs = {"d": combiner.MAX_DEMAND, "c": MAX_UNITS_PER_SECOND, "at": now}
+    entry = {
+        f: {"N": f"{highs.get(f, MAX_REQUESTS_PER_SECOND) - 0.123:.3f}"}
+        for f in ("d", "t", "k", "c", "u", "at")
+    }
+    fresh = {
+        f"w{i:0{MAX_PROCESS_CHARS - 1}d}": {"M": entry} for i in range(combiner.MAX_PROCESSES - 1)
+    }
+    world.store_ddb.put_item(TableName=world.store.name, Item={**key, "reports": {"M": fresh}})
+    used: list[float] = []
+
+    def ask(params: dict[str, Any], **_: Any) -> None:
+        params["ReturnConsumedCapacity"] = "TOTAL"
+
+    def note(parsed: dict[str, Any], **_: Any) -> None:
+        used.append(parsed.get("ConsumedCapacity", {}).get("CapacityUnits", 0))
+
+    events = world.store_ddb.meta.events
+    events.register("before-parameter-build.dynamodb.UpdateItem", ask, unique_id="sized-ask")
+    events.register("after-call.dynamodb.UpdateItem", note, unique_id="sized-note")
+    try:
+        # WHEN the last process it keeps reports (dynalite counts units by item size, as
+        # DynamoDB does: 1 per KB of the larger of the item before and after)
+        last = "n" * MAX_PROCESS_CHARS
+        answer = send(world, report(name, write(1), process=last), served(name))
+    finally:
+        events.unregister("before-parameter-build.dynamodb.UpdateItem", unique_id="sized-ask")
+        events.unregister("after-call.dynamodb.UpdateItem", unique_id="sized-note")
+    # THEN it was let in, and its write cost 12 units at most
+    assert answer["dimensions"][0]["status"] != "refused"
+    print("write units of a report on a full combiner:", used[0])
+    assert used and used[0] <= 12, used

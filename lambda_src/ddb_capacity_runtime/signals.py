@@ -111,6 +111,7 @@ import atexit
 import logging
 import math
 import os
+import re
 import secrets
 import socket
 import threading
@@ -185,6 +186,8 @@ MAX_LOGGED_KINDS = 32
 #: The most secondary indexes remembered as local (an LSI shares its table's capacity).
 MAX_LOCAL_INDEXES = 5_000
 
+#: What a process id does not take (:data:`..core.surge.PROCESS_ID`).
+_NOT_IN_IDS = re.compile(r"[^A-Za-z0-9._-]")
 _CONTEXT_KEY = "ddb_capacity_signals"
 _STRIP_ID = "ddb-capacity-signals-strip"
 _Key = tuple[str | None, str]
@@ -618,7 +621,10 @@ def _explicit_keys(session: Any) -> dict[str, str]:
 
 
 def _process_id(label: str) -> str:
-    return f"{label[:MAX_LABEL_CHARS]}-{os.getpid()}-{secrets.token_hex(4)}"[:MAX_PROCESS_CHARS]
+    """``<label>-<pid>-<8 hex digits>``: a process id (:func:`..core.surge.is_process_id`);
+    a character a process id does not take becomes ``_``."""
+    plain = _NOT_IN_IDS.sub("_", label[:MAX_LABEL_CHARS])
+    return f"{plain}-{os.getpid()}-{secrets.token_hex(4)}"[:MAX_PROCESS_CHARS]
 
 
 def _warn(event: str, **fields: Any) -> None:
@@ -1071,10 +1077,14 @@ def _account(account: str | None, function: str | None) -> str | None:
 def _label(process: str | None) -> str:
     if process is None:
         return socket.gethostname()[:MAX_LABEL_CHARS] or "process"
-    if not isinstance(process, str) or not 0 < len(process) <= MAX_LABEL_CHARS:
+    if (
+        not isinstance(process, str)
+        or not 0 < len(process) <= MAX_LABEL_CHARS
+        or _NOT_IN_IDS.search(process)
+    ):
         raise ValueError(
-            f"process: got {process!r}; expected a label of 1 to {MAX_LABEL_CHARS} characters"
-            " (the pid and a random part are added)"
+            f"process: got {process!r}; expected a label of 1 to {MAX_LABEL_CHARS} letters, "
+            "digits, '.', '_' or '-' (the pid and a random part are added)"
         )
     return process
 

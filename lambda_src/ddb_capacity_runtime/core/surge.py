@@ -17,9 +17,10 @@ for as long as a surge lasts.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import shown
 from .names import DIMENSIONS, TABLE_QUOTA, scope_label
@@ -48,6 +49,9 @@ MAX_REQUESTS_PER_SECOND = 1_000_000.0
 #: The longest process id and table name a report may carry (a table name is at most 255).
 MAX_PROCESS_CHARS = 64
 MAX_TABLE_CHARS = 255
+#: A process id: 1 to :data:`MAX_PROCESS_CHARS` letters, digits, ``.``, ``_`` or ``-``
+#: (the client hook's are ``<label>-<pid>-<8 hex digits>``).
+PROCESS_ID = re.compile(rf"[A-Za-z0-9._-]{{1,{MAX_PROCESS_CHARS}}}")
 #: How far a report's clock may be ahead of, or behind, the signals function's.
 CLOCK_SKEW_SECONDS = 30.0
 #: The most characters of a report's value that a ReportError repeats.
@@ -178,6 +182,11 @@ def _name(raw: Mapping[str, Any], name: str, most: int, where: str = "") -> str:
     return value
 
 
+def is_process_id(value: object) -> TypeGuard[str]:
+    """Whether ``value`` is a process id (:data:`PROCESS_ID`)."""
+    return isinstance(value, str) and PROCESS_ID.fullmatch(value) is not None
+
+
 def parse_report(raw: object, now: float) -> Report:
     """``raw`` (a decoded JSON report) as a :class:`Report`, checked against the contract
     at ``now`` (seconds since the epoch); a :class:`ReportError` otherwise."""
@@ -187,7 +196,12 @@ def parse_report(raw: object, now: float) -> Report:
     if type(version) is not int or version != REPORT_VERSION:
         raise ReportError(f"v: got {_shown(raw.get('v'))}; expected {REPORT_VERSION}")
     table = _name(raw, "table", MAX_TABLE_CHARS)
-    process = _name(raw, "process", MAX_PROCESS_CHARS)
+    process = raw.get("process")
+    if not is_process_id(process):
+        raise ReportError(
+            f"process: got {_shown(process)}; expected 1 to {MAX_PROCESS_CHARS} letters, "
+            "digits, '.', '_' or '-'"
+        )
     seconds = _number(raw, "seconds", MIN_WINDOW_SECONDS, MAX_WINDOW_SECONDS, "")
     sent = _number(
         raw, "sent", now - FRESH_SECONDS - CLOCK_SKEW_SECONDS, now + CLOCK_SKEW_SECONDS, ""

@@ -25,11 +25,15 @@ A report is untrusted: a malformed one (EMF ``ReportsRefused``, alarmed), or one
 table the function does not serve (``ReportsNotServed``), is refused (``report-refused`` in
 the log), never raised on (an asynchronous invocation that fails would be retried for
 nothing); so is a dimension of an index it does not serve (``ReportsNotServed``), and a
-newcomer to a dimension whose combiner is full (``CombinerFull``, alarmed). Each dimension is its own fault domain: a surge
-that could not be applied is counted (``SurgesFailed``, alarmed) and the others go on; one
-that found its dimension's lease taken, or its table being updated while its surge is
-recorded, is deferred (``SurgesDeferred``): another update of the dimension is under way,
-and the next report tries again. A raised one is ``SurgesApplied``.
+newcomer to a dimension whose combiner is full (``CombinerFull``, alarmed). Each dimension
+is its own fault domain: a surge that could not be applied is counted (``SurgesFailed``,
+alarmed) and the others go on; one that found its dimension's lease taken, or its table
+being updated while its surge is recorded, is deferred (``SurgesDeferred``): another update
+of the dimension is under way, and the next report tries again. A raised one is
+``SurgesApplied``, and the units it added ``SurgeUnits`` (alarmed over a threshold). A
+surge is bounded by the surge cap (by default 4 x the capacity its dimension had when it
+started) and by the dimension's budget of surge units an hour (kept in its combiner item);
+one refused or cut short by its budget is ``SurgesOverBudget`` (alarmed).
 """
 
 from __future__ import annotations
