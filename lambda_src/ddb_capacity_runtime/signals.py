@@ -19,9 +19,12 @@ counted is left exactly as the caller made it.
 
 What the hook does to the requests it counts:
 
-- it asks for ``ReturnConsumedCapacity="INDEXES"`` where the caller did not ask for any
-  (or asked ``NONE``), and removes ``ConsumedCapacity`` from the response the caller sees
-  in that case; a caller that asked keeps its answer exactly as it was;
+- in its default mode (:data:`CONSUMED`) it asks for ``ReturnConsumedCapacity="INDEXES"``
+  where the caller did not ask for any (or asked ``NONE``), and removes
+  ``ConsumedCapacity`` from the response the caller sees in that case; a caller that asked
+  keeps its answer exactly as it was. In mode :data:`THROTTLES` it changes no request: it
+  then sees the consumed capacity only of the requests whose caller asked for it, so a
+  surge is due on throttles but sized only from the requests refused;
 - it counts each throttled attempt (``needs-retry``, which sees every attempt; botocore's
   retries included) with its cause from the error's ``ThrottlingReasons``: ``key_range``
   for a hot partition, ``provisioned`` for provisioned throughput, ``other`` for anything
@@ -183,6 +186,15 @@ FAILED_CAUSES = frozenset({"provisioned", "unknown"})
 TRANSACTION_CAUSE = "unknown"
 #: The most distinct handler errors logged (each kind once); all of them are counted.
 MAX_LOGGED_KINDS = 32
+#: The hook's modes: ``consumed`` asks DynamoDB for the consumed capacity of every request
+#: counted (``ReturnConsumedCapacity="INDEXES"`` where the caller asked for none);
+#: ``throttles`` leaves every request exactly as the caller made it, and counts the
+#: throttles, the requests answered and refused, and the capacity only of the requests
+#: whose caller asked for it (an account whose IAM policies condition on
+#: ``dynamodb:ReturnConsumedCapacity`` may refuse a request that asks for it).
+CONSUMED = "consumed"
+THROTTLES = "throttles"
+MODES = (CONSUMED, THROTTLES)
 #: The most secondary indexes remembered as local (an LSI shares its table's capacity).
 MAX_LOCAL_INDEXES = 5_000
 
@@ -679,8 +691,10 @@ class Watcher:
         label: str,
         region: str | None = None,
         account: str | None = None,
+        mode: str = CONSUMED,
     ) -> None:
         self._emitter = emitter
+        self._ask = mode == CONSUMED  # ask for the consumed capacity the caller did not
         self._scope = tables
         self._send = send
         self._interval = interval
@@ -812,8 +826,9 @@ class Watcher:
             # NONE asks for nothing; any other value, even a wrong one, is the caller's
             asked = params.get("ReturnConsumedCapacity", "NONE") != "NONE"
             index = self._read_index(operation, params, tables[0])
-            context[_CONTEXT_KEY] = _Call(operation, tables, not asked, self, index, items)
-            if not asked:
+            add = not asked and self._ask
+            context[_CONTEXT_KEY] = _Call(operation, tables, add, self, index, items)
+            if add:
                 params["ReturnConsumedCapacity"] = "INDEXES"
         except Exception as exc:  # noqa: BLE001 (never fail the caller's request)
             self._failed_handler("before-parameter-build", exc)
@@ -1098,6 +1113,7 @@ def watch(
     send: Callable[[dict[str, Any]], object] | None = None,
     process: str | None = None,
     account: str | None = None,
+    mode: str = CONSUMED,
 ) -> Watcher:
     """Watch the DynamoDB requests of ``session_or_client`` (a boto3 Session: every
     DynamoDB client it makes from now on; or one DynamoDB client) and report them to the
@@ -1109,7 +1125,11 @@ def watch(
     any); a table given as another account's ARN is not counted. The Lambda client is
     made from the session, or, for a client, from the default credentials in the
     client's region; that region (the session's, or the client's) is the one reported on.
-    Raises TypeError or ValueError naming a wrong argument."""
+    ``mode``: :data:`CONSUMED` (ask for the consumed capacity) or :data:`THROTTLES` (never
+    change a request: throttles, and only the capacity the caller asked for). Raises
+    TypeError or ValueError naming a wrong argument."""
+    if mode not in MODES:
+        raise ValueError(f"mode: got {mode!r}; expected one of {MODES}")
     emitter, session, callers = _emitter_and_session(session_or_client)
     seconds = _interval(interval)
     scope = _scope(tables)
@@ -1142,4 +1162,5 @@ def watch(
         label=label,
         region=region if isinstance(region, str) and region else None,
         account=owner,
+        mode=mode,
     )
