@@ -98,32 +98,62 @@ def test_one_lie_with_the_defaults_raises_at_most_four_times_the_start(
     assert counted(capsys.readouterr().out, "SurgeUnits") == 300
 
 
+def scale_in(world: World, name: str) -> None:
+    """What auto scaling does after a surge's restore: the table back at its minimum (moto
+    never scales in by itself)."""
+    world.clients.dynamodb.update_table(
+        TableName=name,
+        ProvisionedThroughput={
+            "ReadCapacityUnits": world.throughput(name)[0],
+            "WriteCapacityUnits": world.target_min(name, "write"),
+        },
+    )
+
+
 def test_repeated_lies_never_add_more_than_the_budget_in_a_window(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # GIVEN a table at 100 (moto never scales in: each surge starts from the last level)
+    # GIVEN a table at 100 under a target whose max is 40,000, and the default bounds: a
+    # surge to 400 at most, 2 x 300 units an hour
     name = a_table(world, "Budgeted", write_max=40_000)
-    settings = SurgeSettings()  # the default budget: 2 x 300 units an hour from 100
+    settings = SurgeSettings()
     start = time.time()
     levels = []
     for minutes in (0, 7, 14, 21):
         at = lambda m=minutes: start + m * 60  # noqa: E731
-        # WHEN the liar reports after each restore
+        # WHEN the liar reports after each restore and scale-in
         restore_expired(name, clients=world.clients, store=world.store, clock=at)
+        scale_in(world, name)
         (row,) = send(world, report(name, LIE, sent=at()), served(name), settings, clock=at)[
             "dimensions"
         ]
         levels.append((row["status"], world.throughput(name)[1]))
-    # THEN the surges add 600 units in all: 300, 300 (from 400, short of its cap), none
-    assert levels == [("applied", 400), ("applied", 700), ("limited", 700), ("limited", 700)]
+    # THEN the surges add 600 units in the hour: 300, 300, then none
+    assert levels == [("applied", 400), ("applied", 400), ("limited", 100), ("limited", 100)]
     out = capsys.readouterr().out
     assert counted(out, "SurgeUnits") == 600
     assert counted(out, "SurgesOverBudget") == 3
-    # and a new window an hour later counts from 100 again: 600 more at most
+    # and a new window an hour later allows 600 more
     later = lambda: start + BUDGET_WINDOW_SECONDS + 60  # noqa: E731
-    restore_expired(name, clients=world.clients, store=world.store, clock=later)
     send(world, report(name, LIE, sent=later()), served(name), settings, clock=later)
-    assert world.throughput(name)[1] == 1_300
+    assert world.throughput(name)[1] == 400
+
+
+def test_lies_after_each_restore_never_climb_over_the_cap_of_where_they_began(
+    world: World,
+) -> None:
+    # GIVEN a table raised to 400 by a lie, restored, but not yet scaled in (auto scaling
+    # takes about 15 minutes)
+    name = a_table(world, "Climber", write_max=40_000)
+    start = time.time()
+    for minutes in (0, 7, 14, 70, 77):
+        at = lambda m=minutes: start + m * 60  # noqa: E731
+        restore_expired(name, clients=world.clients, store=world.store, clock=at)
+        # WHEN the liar reports again, from the raised level
+        send(world, report(name, LIE, sent=at()), served(name), SurgeSettings(), clock=at)
+        # THEN the surge never counts its cap from a level a surge of its own raised
+        assert world.throughput(name)[1] == 400
+        assert world.target_min(name, "write") in (100, 400)
 
 
 def test_an_explicit_budget_and_no_bounds_at_all(world: World) -> None:

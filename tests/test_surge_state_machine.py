@@ -8,7 +8,8 @@ run-time call is given it.
 
 After every step:
 - a surge never exceeds its cap: its units are at most what the surge cap allows over the
-  capacity its dimension had when it started, and its level never passes the max;
+  capacity its dimension had when it started, nor its level over what the cap allows from
+  the level its budget window counts from, and it never passes the max;
 - the budget is never exceeded: the units the surges of a dimension added in a budget
   window, as the model counts them and as the store records them, are at most its budget;
 - nothing lowers capacity: a report never lowers a table's provisioned capacity or a
@@ -156,6 +157,11 @@ class LyingReports(RuleBasedStateMachine):
                 room = SETTINGS.room(hold.baseline)
                 assert room is not None and hold.units <= room, (hold, room)
                 assert hold.baseline + hold.units <= MAX
+                # nor over the cap from where the lies of its budget window began
+                window = self.budget(name, dimension)
+                if window is not None and window.level <= hold.baseline:
+                    top = window.level + (SETTINGS.room(window.level) or 0)
+                    assert hold.baseline + hold.units <= max(top, hold.baseline), (hold, window)
 
     @invariant()
     def the_budget_is_never_exceeded(self) -> None:

@@ -163,9 +163,16 @@ class SurgeSettings:
                 f"number from 1 to {10 * TABLE_QUOTA}"
             )
 
-    def room(self, start: int) -> int | None:
-        """The most units one surge may add over ``start`` (None: no cap)."""
-        return surge_room(start, self.cap, None if self.cap is not None else self.scale)
+    def room(self, start: int, since: int | None = None) -> int | None:
+        """The most units one surge may add over ``start`` (None: no cap); with ``since``
+        (the level its budget window counts from), its level also stays within what the
+        cap allows over ``since``: lies repeated after each restore, while auto scaling
+        has not yet scaled in, cannot climb."""
+        scale = None if self.cap is not None else self.scale
+        room = surge_room(start, self.cap, scale)
+        if room is None or since is None or since >= start:
+            return room
+        return max(0, min(room, since + (surge_room(since, self.cap, scale) or 0) - start))
 
     def budget_left(self, window: Budget) -> int | None:
         """The units ``window``'s surges may still add (None: no budget)."""
@@ -430,7 +437,7 @@ def _surge(
         1.0,
         _UNBOUNDED,
         settings.share,
-        settings.room(standing.baseline),
+        settings.room(standing.baseline, _since(found.mark, now, standing)),
         held=standing.held,
         base=standing.baseline,
     )
@@ -440,7 +447,7 @@ def _surge(
     ended = _ended(store, standing, mark, now)
     if ended is not None:
         return {**where, "status": "ended", "to": standing.held, "reason": ended, **seen}
-    renewal = _is_renewal(combined, provisioned, standing, mark, settings)
+    renewal = _is_renewal(combined, provisioned, standing, mark, settings, now)
     row = _apply(
         ctx, store, table, d, raw, provisioned, combined, standing, mark, renewal, settings
     )
@@ -477,6 +484,7 @@ def _is_renewal(
     standing: _Standing,
     mark: combiner.SurgeMark,
     settings: SurgeSettings,
+    now: float,
 ) -> bool:
     """Whether the surge holds already what is due, sized as it was when last raised, on a
     dimension still provisioned at its level: then only its expiry is pushed."""
@@ -491,7 +499,7 @@ def _is_renewal(
             mark.aim,
             mark.max_capacity,
             settings.share,
-            settings.room(standing.baseline),
+            settings.room(standing.baseline, _since(mark, now, standing)),
             held=standing.held,
             base=standing.baseline,
         )
@@ -610,7 +618,7 @@ def _hold_surge(
         limits.target_utilization,
         limits.max_capacity,
         settings.share,
-        settings.room(standing.baseline),
+        settings.room(standing.baseline, _since(mark, ctx.clock(), standing)),
         held=standing.held,
         base=standing.baseline,
     )
@@ -626,7 +634,9 @@ def _hold_surge(
         count("SurgesOverBudget")
         if standing.surge is None:
             return {"status": "limited", "to": standing.held, "reason": _spent(window)}
-    recorded = _renewed(store, state, standing, dim, want, now, started, settings, left)
+    recorded = _renewed(
+        store, state, standing, dim, want, now, started, settings, left, window.level
+    )
     added = _units_of(recorded) - (standing.surge.units if standing.surge else 0)
     if added > 0 and not combiner.spend(
         store.dynamodb, store.name, key, mark.budget_text, replace(window, used=window.used + added)
@@ -657,6 +667,11 @@ def _hold_surge(
     return {**row, "status": "applied" if raised else "renewed"}
 
 
+def _since(mark: combiner.SurgeMark, now: float, standing: _Standing) -> int:
+    """The level the dimension's budget window counts from at ``now``."""
+    return budget_window(mark.budget, now, standing.baseline).level
+
+
 def _units_of(holds: list[Hold]) -> int:
     """The units of the surge hold among ``holds``."""
     return next(h.units for h in holds if h.id == SURGE_HOLD)
@@ -680,6 +695,7 @@ def _renewed(
     started: float,
     settings: SurgeSettings,
     left: int | None = None,
+    since: int | None = None,
 ) -> list[Hold]:
     """The dimension's holds with its surge hold made or renewed so that the level of every
     active hold reaches ``want``: its baseline the capacity before the surge, its units
@@ -695,7 +711,7 @@ def _renewed(
     floor = min([baseline, *(h.baseline for h in others)])
     units = max(want - floor - sum(h.units for h in others), old.units if old else 0)
     room = [limits.max_units, limits.max_total_units - sum(h.units for h in others)]
-    cap = settings.room(baseline)
+    cap = settings.room(baseline, since)
     if cap is not None:
         room.append(cap)
     if left is not None:  # the budget: what the surge holds already, and what is left
