@@ -9,6 +9,7 @@ Everything here is synth-time and loads the CDK. What runs in AWS Lambda and in 
 
 from ddb_capacity_runtime import __version__
 from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.surge import UNBOUNDED
 from ddb_capacity_tools.schedule import (
     EVERY_DAY,
     WEEKDAYS,
@@ -23,7 +24,7 @@ from .capacity import (
     Capacity,
     PrewarmMethod,
 )
-from .capacity_requests import UNBOUNDED, CapacityRequests, FastPath
+from .capacity_requests import CapacityRequests, FastPath
 from .compliance import acknowledge, apply_nag_packs, skip_checkov
 from .fleet_advisor import FleetAdvisor
 from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota

@@ -612,16 +612,7 @@ def _hold_surge(
     now = ctx.now()
     state = store.get(table, d.index, d.dimension)
     standing = _standing(state, dim.provisioned, now)
-    want = surge_level(
-        combined,
-        dim.provisioned,
-        limits.target_utilization,
-        limits.max_capacity,
-        settings.share,
-        settings.room(standing.baseline, _since(mark, ctx.clock(), standing)),
-        held=standing.held,
-        base=standing.baseline,
-    )
+    want = _level_on(dim, combined, standing, settings, _since(mark, ctx.clock(), standing))
     if want is None:
         return None
     started = mark.started if standing.surge is not None else None
@@ -629,21 +620,12 @@ def _hold_surge(
     if started is None:
         started = ctx.clock()
     window = budget_window(mark.budget, ctx.clock(), standing.baseline)
-    left = settings.budget_left(window)
-    if left == 0 and want > standing.held:
-        count("SurgesOverBudget")
-        if standing.surge is None:
-            return {"status": "limited", "to": standing.held, "reason": _spent(window)}
-    recorded = _renewed(
-        store, state, standing, dim, want, now, started, settings, left, window.level
+    budgeted = _budgeted(
+        store, key, state, standing, dim, want, now, started, settings, mark, window
     )
-    added = _units_of(recorded) - (standing.surge.units if standing.surge else 0)
-    if added > 0 and not combiner.spend(
-        store.dynamodb, store.name, key, mark.budget_text, replace(window, used=window.used + added)
-    ):
-        return {"status": "deferred", "reason": "the dimension's surge budget changed meanwhile"}
-    if added > 0 and left is not None and added >= left:
-        count("SurgesOverBudget")
+    if isinstance(budgeted, dict):
+        return budgeted
+    recorded, added = budgeted
     _, base = base_of(dim, state)
     before = max(base, standing.held or level(standing.others))
     applied = max(base, level(h for h in recorded if h.active(now)))
@@ -665,6 +647,56 @@ def _hold_surge(
     if step is True:  # recorded; the table's own update waits for the one under way
         return {**row, "status": "deferred", "reason": "another update of the table is under way"}
     return {**row, "status": "applied" if raised else "renewed"}
+
+
+def _budgeted(
+    store: HoldStore,
+    key: Mapping[str, Any],
+    state: HeldDimension | None,
+    standing: _Standing,
+    dim: Dimension,
+    want: int,
+    now: datetime,
+    started: float,
+    settings: SurgeSettings,
+    mark: combiner.SurgeMark,
+    window: Budget,
+) -> tuple[list[Hold], int] | dict[str, Any]:
+    """The dimension's holds with its surge made or renewed within the budget ``window``
+    leaves, and the units the surge adds, spent from the window first (a conditional
+    write on the window as read); a row when the budget refuses a new surge, or changed
+    meanwhile."""
+    left = settings.budget_left(window)
+    if left == 0 and want > standing.held:
+        count("SurgesOverBudget")
+        if standing.surge is None:
+            return {"status": "limited", "to": standing.held, "reason": _spent(window)}
+    recorded = _renewed(
+        store, state, standing, dim, want, now, started, settings, left, window.level
+    )
+    added = _units_of(recorded) - (standing.surge.units if standing.surge else 0)
+    spent = replace(window, used=window.used + added)
+    if added > 0 and not combiner.spend(store.dynamodb, store.name, key, mark.budget_text, spent):
+        return {"status": "deferred", "reason": "the dimension's surge budget changed meanwhile"}
+    if added > 0 and left is not None and added >= left:
+        count("SurgesOverBudget")
+    return recorded, added
+
+
+def _level_on(
+    dim: Dimension, combined: Combined, standing: _Standing, settings: SurgeSettings, since: int
+) -> int | None:
+    """The rule on the live dimension ``dim``, its target and limits."""
+    return surge_level(
+        combined,
+        dim.provisioned,
+        dim.limits.target_utilization,
+        dim.limits.max_capacity,
+        settings.share,
+        settings.room(standing.baseline, since),
+        held=standing.held,
+        base=standing.baseline,
+    )
 
 
 def _since(mark: combiner.SurgeMark, now: float, standing: _Standing) -> int:
