@@ -9,6 +9,7 @@ Everything here is synth-time and loads the CDK. What runs in AWS Lambda and in 
 
 from ddb_capacity_runtime import __version__
 from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.surge import UNBOUNDED
 from ddb_capacity_tools.schedule import (
     EVERY_DAY,
     WEEKDAYS,
@@ -46,6 +47,7 @@ __all__ = [
     "ScheduleEntry",
     "ScheduleError",
     "TableCapacity",
+    "UNBOUNDED",
     "ThrottleAwareScaler",
     "WEEKDAYS",
     "__version__",

@@ -35,6 +35,7 @@ from aws_cdk import (
     Token,
 )
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -43,7 +44,13 @@ from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import TABLE_QUOTA, TARGET_TAG
-from ddb_capacity_runtime.core.surge import DEFAULT_SURGE_MINUTES, SIGNALS_ENV
+from ddb_capacity_runtime.core.surge import (
+    DEFAULT_SURGE_MINUTES,
+    DEFAULT_SURGE_SCALE,
+    MAX_SURGE_SCALE,
+    SIGNALS_ENV,
+    UNBOUNDED,
+)
 from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.holds import MAX_HOLD_MINUTES, shown
@@ -99,6 +106,8 @@ SIGNALS_MAX_EVENT_AGE = Duration.minutes(1)
 #: queue for their turn (at most :data:`SIGNALS_MAX_EVENT_AGE`), so a flood of reports
 #: cannot take the account's concurrency.
 DEFAULT_SIGNALS_CONCURRENCY = 10
+#: The default threshold of the ``SurgeUnitsAlarm``: units surges add in an hour.
+DEFAULT_SURGE_ALARM_UNITS = 10_000
 #: What the signals function does in the hold store: read an item, write it (its combiner
 #: entries, a lease, a hold) and delete an item a lease leaves empty; no Query, no Scan.
 SIGNALS_STORE_ACTIONS = ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
@@ -119,23 +128,38 @@ class FastPath:
         restored.
     :param surge_cap: the most units a surge may add over what a dimension had when it
         started (a whole number from 1 to the construct's ``max_units``), so that a
-        process that lies can cost at most that. Default: None, no cap beyond the
-        construct's ``max_units`` and the scalable target's max (without a target, the
-        table's ``ddb-capacity:max`` tag, or 1,000). What a lie costs: the units it adds,
-        for ``surge_for`` after the last lying report, plus up to ``restore_every`` until
-        the restore, plus the time auto scaling then takes to scale in (about 15
-        minutes): with the defaults, a target whose max is 40,000 write units, about
-        40,000 x $0.00065 x 25 / 60 = $10.83 for one lie in us-east-1, $26 an hour while
-        it goes on; with ``surge_cap=1_000``, $0.27 and $0.65.
+        process that lies can cost at most that. Default: None, the default cap: at most
+        ``surge_scale`` (4) x what the dimension had when the surge started, and at least
+        100 units over it. ``UNBOUNDED``: no cap beyond the construct's ``max_units`` and
+        the scalable target's max. Whatever the cap, a surge never passes the limits and
+        the target's max. What a lie costs: the units it adds, for ``surge_for`` after the
+        last lying report, plus up to ``restore_every`` until the restore, plus the time
+        auto scaling then takes to scale in (about 15 minutes): with the defaults, on a
+        dimension at 100 write units, 300 units: about $0.08 for one lie in us-east-1, and
+        the budget bounds what lies add in an hour (docs/guides/fast-path.md gives the
+        worst case).
     :param concurrency: the signals function's reserved concurrency: how many reports it
         takes at once (the others wait in Lambda's queue, a minute at most). Default: 10.
         None: unreserved.
+    :param surge_scale: the default cap's multiple: with ``surge_cap`` None, a surge takes
+        a dimension to at most ``surge_scale`` x the capacity it had when the surge
+        started (and may add 100 units in any case), never above the limits. More than 1,
+        at most 100. Default: 4.
+    :param surge_budget: the most units the surges of one dimension may add in an hour (a
+        whole number from 1 to 400,000). Default: None, twice what one surge may add from
+        the level the hour's first surge started from. ``UNBOUNDED``: no budget.
+    :param surge_alarm_units: the ``SurgeUnitsAlarm`` fires when surges add this many units
+        or more within an hour, over every dimension served. Default: 10,000. None: no
+        such alarm.
     """
 
     share: float = 1.0
     surge_for: Duration = field(default_factory=lambda: Duration.minutes(DEFAULT_SURGE_MINUTES))
-    surge_cap: int | None = None
+    surge_cap: int | str | None = None
     concurrency: int | None = DEFAULT_SIGNALS_CONCURRENCY
+    surge_scale: float = DEFAULT_SURGE_SCALE
+    surge_budget: int | str | None = None
+    surge_alarm_units: int | None = DEFAULT_SURGE_ALARM_UNITS
 
 
 class CapacityRequests(Construct):
@@ -297,7 +321,7 @@ class CapacityRequests(Construct):
         where = f"{self._where}: fast_path"
         if not isinstance(fast_path, FastPath):
             raise CapacityConfigError(f"{where} must be a FastPath or None; got {shown(fast_path)}")
-        share, cap, concurrency = fast_path.share, fast_path.surge_cap, fast_path.concurrency
+        share, concurrency = fast_path.share, fast_path.concurrency
         if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
             raise CapacityConfigError(
                 f"{where}.share must be a number over 0 and at most 1; got {shown(share)}"
@@ -309,13 +333,6 @@ class CapacityRequests(Construct):
                 f"{where}.surge_for must be whole minutes from 1 minute to max_hold "
                 f"({hold_minutes} minutes); got {surge_for.to_human_string()}"
             )
-        if cap is not None and (
-            isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= max_units
-        ):
-            raise CapacityConfigError(
-                f"{where}.surge_cap must be a whole number from 1 to max_units ({max_units}), "
-                f"or None; got {shown(cap)}"
-            )
         if concurrency is not None and (
             isinstance(concurrency, bool)
             or not isinstance(concurrency, int)
@@ -325,7 +342,8 @@ class CapacityRequests(Construct):
                 f"{where}.concurrency must be a whole number from 1 to 1000, or None; got "
                 f"{shown(concurrency)}"
             )
-        return SurgeSettings(float(share), int(seconds // 60), cap)
+        bounds = _surge_bounds(where, fast_path, max_units)
+        return SurgeSettings(float(share), int(seconds // 60), *bounds)
 
     def _configure_tables(self, tables: Sequence[dynamodb.ITable | TableCapacity]) -> None:
         given = table_list(self._where, tables)
@@ -396,6 +414,29 @@ class CapacityRequests(Construct):
             self.alarm_topic,
         )
 
+    def _surge_units_alarm(self, threshold: int) -> None:
+        """An alarm when the fast path's surges add ``threshold`` units or more in an hour."""
+        metric = cloudwatch.Metric(
+            namespace=BROKER_NAMESPACE,
+            metric_name="SurgeUnits",
+            statistic="Sum",
+            period=Duration.hours(1),
+        )
+        alarm = metric.create_alarm(
+            self,
+            "SurgeUnitsAlarm",
+            threshold=threshold,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=(
+                f"The fast path's surges added {threshold:,} capacity units or more in an "
+                "hour (SurgeUnits): busy bursts, or a process that lies; the signals "
+                "function's surge-applied lines name the dimensions"
+            ),
+        )
+        alarm.add_alarm_action(cw_actions.SnsAction(self.alarm_topic))
+
     def _render_restorer(self, restore_every: Duration | None) -> ScheduledFunction | None:
         """The restorer only asks the broker to end expired holds: it changes nothing
         itself, so only the broker (and a connected scaler) can change capacity."""
@@ -447,7 +488,7 @@ class CapacityRequests(Construct):
         signals.configure_async_invoke(retry_attempts=0, max_event_age=SIGNALS_MAX_EVENT_AGE)
         self._configure_signals_policy(policy)
         _acknowledge_signals(signals, fast_path.concurrency)
-        self._render_signals_alarms(signals)
+        self._render_signals_alarms(signals, fast_path)
         return signals, policy
 
     def _configure_signals_policy(self, policy: iam.ManagedPolicy) -> None:
@@ -477,12 +518,28 @@ class CapacityRequests(Construct):
         )
         self._acknowledge(policy, "DescribeScalableTargets and DescribeScalingPolicies")
 
-    def _render_signals_alarms(self, signals: lambda_.Function) -> None:
+    def _render_signals_alarms(self, signals: lambda_.Function, fast_path: FastPath) -> None:
         """The signals function's alarms: it failed, a surge failed, the combiner refused a
-        report, or Lambda dropped reports before they ran."""
+        report, a report was malformed, a surge met its budget, surges added many units,
+        or Lambda dropped reports before they ran."""
         self._errors_alarm(
             signals, "SignalsErrorsAlarm", "The capacity signals function (fast path) failed"
         )
+        self._count_alarm(
+            "ReportsRefusedAlarm",
+            "ReportsRefused",
+            "A report to the fast path's signals function was malformed (the client hook "
+            "never sends one: a process that lies, or another version): the signals "
+            "function's log says which field",
+        )
+        self._count_alarm(
+            "SurgeBudgetAlarm",
+            "SurgesOverBudget",
+            "A surge of the fast path met its dimension's budget of surge units for the hour "
+            "(a process that lies, or a budget too small): the log names the dimension",
+        )
+        if fast_path.surge_alarm_units is not None:
+            self._surge_units_alarm(fast_path.surge_alarm_units)
         self._count_alarm(
             "SurgesFailedAlarm",
             "SurgesFailed",
@@ -709,6 +766,48 @@ class CapacityRequests(Construct):
 
 #: The packs whose Lambda rules the library's functions acknowledge alike.
 _LAMBDA_PACKS = ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
+
+
+def _whole_number(value: object, low: int, high: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and low <= value <= high
+
+
+def _surge_bounds(
+    where: str, fast_path: FastPath, max_units: int
+) -> tuple[int | None, float | None, int | str | None]:
+    """The signals function's cap, scale and budget (:class:`SurgeSettings`) from
+    ``fast_path``'s ``surge_cap``, ``surge_scale``, ``surge_budget`` and
+    ``surge_alarm_units``, each checked."""
+    cap, scale, budget = fast_path.surge_cap, fast_path.surge_scale, fast_path.surge_budget
+    if cap is not None and cap != UNBOUNDED and not _whole_number(cap, 1, max_units):
+        raise CapacityConfigError(
+            f"{where}.surge_cap must be a whole number from 1 to max_units ({max_units}), "
+            f"None (the default cap) or UNBOUNDED; got {shown(cap)}"
+        )
+    if isinstance(scale, bool) or not isinstance(scale, int | float) or not 1 < scale <= 100:
+        raise CapacityConfigError(
+            f"{where}.surge_scale must be a number over 1, at most {MAX_SURGE_SCALE:g}; "
+            f"got {shown(scale)}"
+        )
+    if cap is not None and scale != DEFAULT_SURGE_SCALE:
+        raise CapacityConfigError(
+            f"{where}.surge_scale applies to the default cap only; got surge_scale="
+            f"{shown(scale)} with surge_cap={shown(cap)}: set one of them"
+        )
+    if budget is not None and budget != UNBOUNDED and not _whole_number(budget, 1, 400_000):
+        raise CapacityConfigError(
+            f"{where}.surge_budget must be a whole number from 1 to 400000, None (the "
+            f"default budget) or UNBOUNDED; got {shown(budget)}"
+        )
+    alarm = fast_path.surge_alarm_units
+    if alarm is not None and not _whole_number(alarm, 1, 10_000_000):
+        raise CapacityConfigError(
+            f"{where}.surge_alarm_units must be a whole number from 1 to 10000000, or None; "
+            f"got {shown(alarm)}"
+        )
+    if cap == UNBOUNDED:
+        return None, None, budget
+    return (cap if isinstance(cap, int) else None), float(scale), budget
 
 
 def _acknowledge_function(

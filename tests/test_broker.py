@@ -222,7 +222,11 @@ def test_the_holds_of_a_dimension_add_up_to_max_total_units_at_most(
         ),
         (
             {"table": "x" * 1_500_000, "write": 10},
-            "table: got '" + "x" * 199 + "... (1,500,002 characters); expected a name of 3 "
+            "event: larger than 65,536 characters of JSON; expected at most 65,536",
+        ),
+        (
+            {"table": "x" * 60_000, "write": 10},
+            "table: got '" + "x" * 199 + "... (60,002 characters); expected a name of 3 "
             "to 255 characters",
         ),
         (

@@ -17,6 +17,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
 from constructs_pkg import (
+    UNBOUNDED,
     Capacity,
     CapacityConfigError,
     CapacityRequests,
@@ -218,8 +219,79 @@ def test_failed_surges_and_the_functions_errors_are_alarmed(stack: cdk.Stack) ->
     alarms = template.find_resources("AWS::CloudWatch::Alarm").values()
     assert all(a["Properties"].get("MetricName") != "SurgesDeferred" for a in alarms)
     # broker errors, restorer errors, holds dropped; signals errors, surges failed,
-    # combiner full, reports dropped
-    template.resource_count_is("AWS::CloudWatch::Alarm", 7)
+    # combiner full, reports dropped, reports refused, surge budget met, surge units
+    template.resource_count_is("AWS::CloudWatch::Alarm", 10)
+
+
+def test_refused_reports_the_budget_and_surge_volume_are_alarmed(stack: cdk.Stack) -> None:
+    # GIVEN the fast path with its defaults, and one whose volume alarm is set
+    shipments, plain = tables(stack)
+    requests = CapacityRequests(stack, "Requests", tables=[shipments], fast_path=FastPath())
+    topic = [stack.resolve(requests.alarm_topic.topic_arn)]
+    template = Template.from_stack(stack)
+    # THEN a malformed report and a surge that met its budget each page at once
+    for metric in ("ReportsRefused", "SurgesOverBudget"):
+        template.has_resource_properties(
+            "AWS::CloudWatch::Alarm",
+            {
+                "Namespace": "DynamoDBCapacity",
+                "MetricName": metric,
+                "Threshold": 1,
+                "Period": 300,
+                "AlarmActions": topic,
+            },
+        )
+    # and surges adding 10,000 units in an hour do
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "DynamoDBCapacity",
+            "MetricName": "SurgeUnits",
+            "Statistic": "Sum",
+            "Period": 3600,
+            "Threshold": 10_000,
+            "AlarmActions": topic,
+        },
+    )
+    other = cdk.Stack(cdk.App(), "Other")
+    shipments, _ = tables(other)
+    CapacityRequests(
+        other, "Requests", tables=[shipments], fast_path=FastPath(surge_alarm_units=None)
+    )
+    alarms = Template.from_stack(other).find_resources("AWS::CloudWatch::Alarm").values()
+    assert all(a["Properties"].get("MetricName") != "SurgeUnits" for a in alarms)
+
+
+def test_the_default_cap_and_budget_reach_the_signals_function(stack: cdk.Stack) -> None:
+    shipments, _ = tables(stack)
+    CapacityRequests(stack, "Default", tables=[shipments], fast_path=FastPath())
+    CapacityRequests(
+        stack, "Scaled", tables=[shipments], fast_path=FastPath(surge_scale=2.5, surge_budget=3_000)
+    )
+    CapacityRequests(
+        stack,
+        "Free",
+        tables=[shipments],
+        fast_path=FastPath(surge_cap=UNBOUNDED, surge_budget=UNBOUNDED),
+    )
+    template = Template.from_stack(stack)
+    found = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Handler": "ddb_capacity_runtime.requests.surge.signals_handler"}},
+    )
+    envs = {
+        key.split("Signals")[0]: {
+            k: v
+            for k, v in r["Properties"]["Environment"]["Variables"].items()
+            if k in ("CAPACITY_SURGE_CAP", "CAPACITY_SURGE_SCALE", "CAPACITY_SURGE_BUDGET")
+        }
+        for key, r in found.items()
+    }
+    assert [envs[k] for k in sorted(envs)] == [
+        {"CAPACITY_SURGE_SCALE": "4.0"},
+        {"CAPACITY_SURGE_CAP": "unbounded", "CAPACITY_SURGE_BUDGET": "unbounded"},
+        {"CAPACITY_SURGE_SCALE": "2.5", "CAPACITY_SURGE_BUDGET": "3000"},
+    ]
 
 
 def test_every_alarm_of_the_fast_path_has_a_runbook_entry(stack: cdk.Stack) -> None:
@@ -329,11 +401,36 @@ def test_without_a_restorer_a_connected_scaler_must_end_the_surges() -> None:
         ),
         (
             FastPath(surge_cap=0),
-            "fast_path.surge_cap must be a whole number from 1 to max_units (5000), or None; got 0",
+            "fast_path.surge_cap must be a whole number from 1 to max_units (5000), None (the "
+            "default cap) or UNBOUNDED; got 0",
+        ),
+        (
+            FastPath(surge_cap="none"),
+            "fast_path.surge_cap must be a whole number from 1 to max_units (5000), None (the "
+            "default cap) or UNBOUNDED; got 'none'",
+        ),
+        (
+            FastPath(surge_scale=1),
+            "fast_path.surge_scale must be a number over 1, at most 100; got 1",
+        ),
+        (
+            FastPath(surge_cap=500, surge_scale=2.0),
+            "fast_path.surge_scale applies to the default cap only; got surge_scale=2.0 with "
+            "surge_cap=500: set one of them",
+        ),
+        (
+            FastPath(surge_budget=-5),
+            "fast_path.surge_budget must be a whole number from 1 to 400000, None (the default "
+            "budget) or UNBOUNDED; got -5",
+        ),
+        (
+            FastPath(surge_alarm_units=0.5),
+            "fast_path.surge_alarm_units must be a whole number from 1 to 10000000, or None; "
+            "got 0.5",
         ),
         (
             FastPath(surge_cap=5_001),
-            "fast_path.surge_cap must be a whole number from 1 to max_units (5000), or None; "
+            "fast_path.surge_cap must be a whole number from 1 to max_units (5000), None (the default cap) or UNBOUNDED; "
             "got 5001",
         ),
         (

@@ -161,12 +161,14 @@ def test_an_invalid_message_is_counted_and_dropped(world, capsys):
         json.dumps({"run_id": "../../etc", "table": "Orders"}),
         json.dumps({"run_id": run_id_of(world["moment"]), "table": "a/b\x1b[2J"}),
         json.dumps(["a list"]),
+        '{"run_id": ' + "[" * 992 + "]" * 992 + ', "table": "Orders"}',  # deeper than repr
+        json.dumps({"run_id": run_id_of(world["moment"]), "table": "Orders", "x": "y" * 5000}),
     ]
     event = {"Records": [{"messageId": str(n), "body": b} for n, b in enumerate(bad)]}
     assert fleet_lambda.worker_handler(event) == {"batchItemFailures": []}
     out = capsys.readouterr().out
     [emf] = metrics(out)
-    assert emf["Failures"] == 4 and emf["TablesAdvised"] == 0
+    assert emf["Failures"] == 6 and emf["TablesAdvised"] == 0
     listed = world["s3"].list_objects_v2(Bucket=world["settings"].bucket)
     assert listed.get("KeyCount", 0) == 0  # nothing written
 

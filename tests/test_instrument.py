@@ -166,6 +166,10 @@ def test_the_launcher_refuses_what_the_hook_could_not_use(
     assert "CAPACITY_SIGNALS_INTERVAL: got 'soon'; expected seconds from 1 to 60" in (
         capsys.readouterr().err
     )
+    assert main(["--function", "f", "--mode", "all", "--", "python"]) == 2
+    assert "CAPACITY_SIGNALS_MODE: got 'all'; expected one of consumed, throttles" in (
+        capsys.readouterr().err
+    )
     assert main(["--function", "f", "--", "no-such-command-here"]) == 127
     assert "no-such-command-here" in capsys.readouterr().err
     with pytest.raises(InstrumentError, match="CAPACITY_SIGNALS_TABLES: got 'a\\\\x00b'"):
@@ -211,3 +215,45 @@ def test_the_lambda_exec_wrapper_starts_the_runtime_with_the_hook(
     assert done.returncode == 0, done.stderr
     reports = [parse_report(json.loads(body), time.time()) for _, _, body in fake.requests]
     assert {r.table for r in reports} == {first, second}
+
+
+def test_in_throttles_mode_the_program_s_requests_are_left_as_they_are(
+    moto_endpoint: str, fake: FakeLambda, tmp_path: Path
+) -> None:
+    client = ddb(moto_endpoint)
+    table = make_table(client)
+    (tmp_path / "app.py").write_text(
+        textwrap.dedent(
+            """
+            import sys
+            import boto3
+
+            client = boto3.client("dynamodb", endpoint_url=sys.argv[1])
+            sent = []
+            client.meta.events.register("before-send.dynamodb", lambda request, **_: sent.append(request.body))
+            client.put_item(TableName=sys.argv[2], Item={"pk": {"S": "a"}, "g": {"S": "x"}})
+            print(any(b"ReturnConsumedCapacity" in body for body in sent))
+            """
+        )
+    )
+    runs = {}
+    for mode in ("consumed", "throttles"):
+        done = _run(
+            [
+                str(LAUNCHER),
+                "--function",
+                "capacity-signals",
+                "--mode",
+                mode,
+                "--",
+                sys.executable,
+                "app.py",
+                moto_endpoint,
+                table,
+            ],
+            _env(fake),
+            tmp_path,
+        )
+        assert done.returncode == 0, done.stderr
+        runs[mode] = done.stdout.split()[-1]
+    assert runs == {"consumed": "True", "throttles": "False"}

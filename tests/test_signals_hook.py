@@ -1223,3 +1223,41 @@ def test_after_a_fork_the_sender_makes_its_client_from_a_fresh_session() -> None
     assert made[0].region_name == REGION and client.meta.region_name == REGION
     keys = made[0].get_credentials().get_frozen_credentials()
     assert (keys.access_key, keys.secret_key) == ("test", "test")
+
+
+def test_the_throttles_mode_leaves_every_request_as_made_and_still_reports_throttles(
+    moto_endpoint: str, table: str
+) -> None:
+    # GIVEN a real client on moto, watched in the mode that changes no request, whose
+    # PutItems of key "hot" are always throttled for provisioned throughput
+    reason = [{"reason": "TableWriteProvisionedThroughputExceeded", "resource": index_arn(table)}]
+    bodies: list[dict[str, Any]] = []
+
+    def answers(_op: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        bodies.append(body)
+        hot = body.get("Item", {}).get("pk", {}).get("S") == "hot"
+        return throttle(PTEE, reason) if hot else None
+
+    client = ddb(moto_endpoint, retries={"mode": "legacy", "total_max_attempts": 3})
+    inject(client, answers)
+    capture = Capture()
+    watcher = watch(client, send=capture, interval=1, mode="throttles")
+    # WHEN it writes, is throttled, and asks for its own capacity once
+    client.put_item(TableName=table, Item=item("cold"))
+    with pytest.raises(ClientError):
+        client.put_item(TableName=table, Item=item("hot"))
+    asked = client.put_item(TableName=table, Item=item("told"), ReturnConsumedCapacity="TOTAL")
+    watcher.stop()
+    # THEN no request the hook saw carries a ReturnConsumedCapacity it added
+    assert len(bodies) == 5 and "ConsumedCapacity" in asked
+    assert [b.get("ReturnConsumedCapacity") for b in bodies] == [None, None, None, None, "TOTAL"]
+    # AND the throttles, the refused request and the answered ones are reported; the
+    # capacity only of the request that asked for it
+    totals = capture.totals()[(table, None, "write")]
+    assert totals["throttles"] == {"provisioned": 3} and totals["failed"] == 1
+    assert totals["requests"] == 2 and totals["units"] == 1.0
+
+
+def test_an_unknown_mode_is_refused_naming_it() -> None:
+    with pytest.raises(ValueError, match="mode: got 'quiet'; expected one of"):
+        watch(offline(), send=Capture(), mode="quiet")

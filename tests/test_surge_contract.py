@@ -24,6 +24,7 @@ from ddb_capacity_runtime.core.surge import (
     MAX_UNITS_PER_SECOND,
     MAX_WINDOW_SECONDS,
     MIN_WINDOW_SECONDS,
+    PROCESS_ID,
     REPORT_VERSION,
     DimensionReport,
     Report,
@@ -63,7 +64,7 @@ def reports(draw: st.DrawFn) -> Report:
     )
     return Report(
         draw(names),
-        draw(st.text(min_size=1, max_size=MAX_PROCESS_CHARS)),
+        draw(st.from_regex(PROCESS_ID, fullmatch=True)),
         seconds,
         draw(thousandths(NOW - FRESH_SECONDS - CLOCK_SKEW_SECONDS, NOW + CLOCK_SKEW_SECONDS)),
         dims,
@@ -154,6 +155,8 @@ BAD: list[tuple[tuple[Any, ...], Any, str]] = [
     (("process",), "p" * (MAX_PROCESS_CHARS + 1), "process"),
     (("process",), "", "process"),
     (("process",), ["p"], "process"),
+    (("process",), "p q", "process"),
+    (("process",), "p\u00e9", "process"),
     *((("seconds",), bad, "seconds") for bad in BAD_NUMBERS),
     (("seconds",), MIN_WINDOW_SECONDS - 0.001, "seconds"),
     (("seconds",), MAX_WINDOW_SECONDS + 0.001, "seconds"),

@@ -23,6 +23,7 @@ from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.core.surge import (
     FRESH_SECONDS,
     MAX_UNITS_PER_SECOND,
+    UNBOUNDED,
     DimensionReport,
     Rates,
     Report,
@@ -42,7 +43,9 @@ from ddb_capacity_runtime.requests.surge import (
 from examples.local_aws import create_store_table
 from tests.moto_world import World
 
-SETTINGS = SurgeSettings()
+#: No cap and no budget: the rule's own bounds (the limits and the target's max) alone. The
+#: default cap and budget have tests of their own (tests/test_surge_bounds.py).
+SETTINGS = SurgeSettings(scale=None, budget=UNBOUNDED)
 
 
 @pytest.fixture
@@ -515,7 +518,8 @@ def test_out_of_scope_and_malformed_reports_are_refused_and_counted(
     answer = send(world, report(name, write(200, index="byUser"), read(10)), served(name))
     assert [r["status"] for r in answer["dimensions"]] == ["refused", "none"]
     out = capsys.readouterr().out
-    assert counted(out, "ReportsRefused") == 5
+    # the malformed ones are alarmed; the tables and indexes not served are not
+    assert (counted(out, "ReportsRefused"), counted(out, "ReportsNotServed")) == (3, 2)
     assert counted(out, "SurgesApplied") == 0
     assert world.throughput(name, "byUser") == (10, 10)
     assert world.throughput(other) == (50, 100)
@@ -587,7 +591,7 @@ def test_a_full_combiner_refuses_new_processes_until_entries_go_stale(
     answer = send(world, report(name, write(500), process="newcomer"), served(name))
     assert [r["status"] for r in answer["dimensions"]] == ["refused"]
     out = capsys.readouterr().out
-    assert (counted(out, "ReportsRefused"), counted(out, "CombinerFull")) == (1, 1)
+    assert (counted(out, "ReportsRefused"), counted(out, "CombinerFull")) == (0, 1)
     # a process already in it is still heard
     assert send(world, report(name, write(1), process="w7"), served(name))["ok"]
     # once entries are stale, a newcomer gets in (some are removed to make room)
@@ -900,6 +904,12 @@ def test_the_client_hook_reports_through_lambda_and_the_table_is_raised(
 def test_settings_round_trip_through_the_environment() -> None:
     settings = SurgeSettings(share=0.5, surge_minutes=10, cap=2_000)
     assert SurgeSettings.from_env(settings.to_env()) == settings
+    for other in (
+        SurgeSettings(scale=2.5, budget=5_000),
+        SurgeSettings(scale=None, budget=UNBOUNDED),
+        SurgeSettings(cap=300, budget=UNBOUNDED),
+    ):
+        assert SurgeSettings.from_env(other.to_env()) == other
     assert SurgeSettings.from_env({}) == SurgeSettings()
 
 
@@ -924,8 +934,18 @@ def test_settings_round_trip_through_the_environment() -> None:
         ),
         (
             {"CAPACITY_SURGE_CAP": "x"},
-            "CAPACITY_SURGE_CAP: got 'x'; expected a whole number from 1 to 40000, or unset "
-            "(no cap)",
+            "CAPACITY_SURGE_CAP: got 'x'; expected a whole number from 1 to 40000, "
+            "'unbounded' (no cap), or unset (the default cap: CAPACITY_SURGE_SCALE x the "
+            "start)",
+        ),
+        (
+            {"CAPACITY_SURGE_SCALE": "1"},
+            "CAPACITY_SURGE_SCALE: got '1'; expected a number over 1, at most 100",
+        ),
+        (
+            {"CAPACITY_SURGE_BUDGET": "0"},
+            "CAPACITY_SURGE_BUDGET: got '0'; expected a whole number from 1 to 400000, "
+            "'unbounded', or unset (the default budget)",
         ),
     ],
 )

@@ -17,7 +17,10 @@ Configured by the environment (the launcher's options set it):
 - ``CAPACITY_SIGNALS_TABLES``: comma-separated table names (or ARNs), the only ones
   reported (default: every table of the account in the region);
 - ``CAPACITY_SIGNALS_INTERVAL``: seconds between reports, 1 to 60 (default 5);
-- ``CAPACITY_SIGNALS_PROCESS``: a label for the process id (default: the host name).
+- ``CAPACITY_SIGNALS_PROCESS``: a label for the process id (default: the host name);
+- ``CAPACITY_SIGNALS_MODE``: ``consumed`` (the default: the hook asks DynamoDB for the
+  consumed capacity of the requests it counts) or ``throttles`` (it changes no request,
+  for accounts whose policies condition on ``dynamodb:ReturnConsumedCapacity``).
 
 The hook never fails the application: a setting it cannot read is logged
 (``signals-instrument-skipped``, naming the variable, the value and what is allowed, and
@@ -38,12 +41,14 @@ from typing import Any
 
 from .core.surge import SIGNALS_ENV
 from .events import log_event
+from .signals import MODES
 
 #: The folder whose ``sitecustomize`` installs the hook at start-up.
 BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap"
 TABLES_ENV = "CAPACITY_SIGNALS_TABLES"
 INTERVAL_ENV = "CAPACITY_SIGNALS_INTERVAL"
 PROCESS_ENV = "CAPACITY_SIGNALS_PROCESS"
+MODE_ENV = "CAPACITY_SIGNALS_MODE"
 #: The watcher :func:`install` made, once per process.
 _installed: list[Any] = []
 
@@ -76,6 +81,13 @@ def settings(env: Mapping[str, str]) -> dict[str, Any]:
     process = env.get(PROCESS_ENV, "").strip()
     if process:
         out["process"] = process
+    mode = env.get(MODE_ENV, "").strip()
+    if mode:
+        if mode not in MODES:
+            raise InstrumentError(
+                f"{MODE_ENV}: got {mode!r:.80}; expected one of {', '.join(MODES)}"
+            )
+        out["mode"] = mode
     return out
 
 
@@ -119,6 +131,7 @@ def environment(
     tables: str | None = None,
     interval: str | None = None,
     process: str | None = None,
+    mode: str | None = None,
 ) -> dict[str, str]:
     """``env`` with the bootstrap folder first on ``PYTHONPATH`` and the given settings set;
     raises InstrumentError for a setting the hook could not use."""
@@ -128,6 +141,7 @@ def environment(
         (TABLES_ENV, tables),
         (INTERVAL_ENV, interval),
         (PROCESS_ENV, process),
+        (MODE_ENV, mode),
     ):
         if value is not None:
             if "\x00" in value:
@@ -151,6 +165,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tables", help="comma-separated tables to report (default: all)")
     parser.add_argument("--interval", help="seconds between reports, 1 to 60 (default: 5)")
     parser.add_argument("--process", help="a label for the process id (default: host name)")
+    parser.add_argument(
+        "--mode",
+        help="consumed (default: ask for consumed capacity) or throttles (change no request)",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
     return parser
 
@@ -171,6 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             tables=args.tables,
             interval=args.interval,
             process=args.process,
+            mode=args.mode,
         )
     except InstrumentError as exc:
         print(f"ddb-capacity-instrument: error: {exc}", file=sys.stderr)

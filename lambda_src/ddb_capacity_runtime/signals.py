@@ -19,9 +19,12 @@ counted is left exactly as the caller made it.
 
 What the hook does to the requests it counts:
 
-- it asks for ``ReturnConsumedCapacity="INDEXES"`` where the caller did not ask for any
-  (or asked ``NONE``), and removes ``ConsumedCapacity`` from the response the caller sees
-  in that case; a caller that asked keeps its answer exactly as it was;
+- in its default mode (:data:`CONSUMED`) it asks for ``ReturnConsumedCapacity="INDEXES"``
+  where the caller did not ask for any (or asked ``NONE``), and removes
+  ``ConsumedCapacity`` from the response the caller sees in that case; a caller that asked
+  keeps its answer exactly as it was. In mode :data:`THROTTLES` it changes no request: it
+  then sees the consumed capacity only of the requests whose caller asked for it, so a
+  surge is due on throttles but sized only from the requests refused;
 - it counts each throttled attempt (``needs-retry``, which sees every attempt; botocore's
   retries included) with its cause from the error's ``ThrottlingReasons``: ``key_range``
   for a hot partition, ``provisioned`` for provisioned throughput, ``other`` for anything
@@ -111,6 +114,7 @@ import atexit
 import logging
 import math
 import os
+import re
 import secrets
 import socket
 import threading
@@ -182,9 +186,20 @@ FAILED_CAUSES = frozenset({"provisioned", "unknown"})
 TRANSACTION_CAUSE = "unknown"
 #: The most distinct handler errors logged (each kind once); all of them are counted.
 MAX_LOGGED_KINDS = 32
+#: The hook's modes: ``consumed`` asks DynamoDB for the consumed capacity of every request
+#: counted (``ReturnConsumedCapacity="INDEXES"`` where the caller asked for none);
+#: ``throttles`` leaves every request exactly as the caller made it, and counts the
+#: throttles, the requests answered and refused, and the capacity only of the requests
+#: whose caller asked for it (an account whose IAM policies condition on
+#: ``dynamodb:ReturnConsumedCapacity`` may refuse a request that asks for it).
+CONSUMED = "consumed"
+THROTTLES = "throttles"
+MODES = (CONSUMED, THROTTLES)
 #: The most secondary indexes remembered as local (an LSI shares its table's capacity).
 MAX_LOCAL_INDEXES = 5_000
 
+#: What a process id does not take (:data:`..core.surge.PROCESS_ID`).
+_NOT_IN_IDS = re.compile(r"[^A-Za-z0-9._-]")
 _CONTEXT_KEY = "ddb_capacity_signals"
 _STRIP_ID = "ddb-capacity-signals-strip"
 _Key = tuple[str | None, str]
@@ -618,7 +633,10 @@ def _explicit_keys(session: Any) -> dict[str, str]:
 
 
 def _process_id(label: str) -> str:
-    return f"{label[:MAX_LABEL_CHARS]}-{os.getpid()}-{secrets.token_hex(4)}"[:MAX_PROCESS_CHARS]
+    """``<label>-<pid>-<8 hex digits>``: a process id (:func:`..core.surge.is_process_id`);
+    a character a process id does not take becomes ``_``."""
+    plain = _NOT_IN_IDS.sub("_", label[:MAX_LABEL_CHARS])
+    return f"{plain}-{os.getpid()}-{secrets.token_hex(4)}"[:MAX_PROCESS_CHARS]
 
 
 def _warn(event: str, **fields: Any) -> None:
@@ -673,7 +691,9 @@ class Watcher:
         label: str,
         region: str | None = None,
         account: str | None = None,
+        mode: str = CONSUMED,
     ) -> None:
+        self._ask = mode == CONSUMED  # ask for the consumed capacity the caller did not
         self._scope = tables
         self._send = send
         self._interval = interval
@@ -812,8 +832,9 @@ class Watcher:
             # NONE asks for nothing; any other value, even a wrong one, is the caller's
             asked = params.get("ReturnConsumedCapacity", "NONE") != "NONE"
             index = self._read_index(operation, params, tables[0])
-            context[_CONTEXT_KEY] = _Call(operation, tables, not asked, self, index, items)
-            if not asked:
+            add = not asked and self._ask
+            context[_CONTEXT_KEY] = _Call(operation, tables, add, self, index, items)
+            if add:
                 params["ReturnConsumedCapacity"] = "INDEXES"
         except Exception as exc:  # noqa: BLE001 (never fail the caller's request)
             self._failed_handler("before-parameter-build", exc)
@@ -1078,10 +1099,14 @@ def _account(account: str | None, function: str | None) -> str | None:
 def _label(process: str | None) -> str:
     if process is None:
         return socket.gethostname()[:MAX_LABEL_CHARS] or "process"
-    if not isinstance(process, str) or not 0 < len(process) <= MAX_LABEL_CHARS:
+    if (
+        not isinstance(process, str)
+        or not 0 < len(process) <= MAX_LABEL_CHARS
+        or _NOT_IN_IDS.search(process)
+    ):
         raise ValueError(
-            f"process: got {process!r}; expected a label of 1 to {MAX_LABEL_CHARS} characters"
-            " (the pid and a random part are added)"
+            f"process: got {process!r}; expected a label of 1 to {MAX_LABEL_CHARS} letters, "
+            "digits, '.', '_' or '-' (the pid and a random part are added)"
         )
     return process
 
@@ -1095,6 +1120,7 @@ def watch(
     send: Callable[[dict[str, Any]], object] | None = None,
     process: str | None = None,
     account: str | None = None,
+    mode: str = CONSUMED,
 ) -> Watcher:
     """Watch the DynamoDB requests of ``session_or_client`` (a boto3 Session: every
     DynamoDB client it makes from now on; or one DynamoDB client) and report them to the
@@ -1106,7 +1132,11 @@ def watch(
     any); a table given as another account's ARN is not counted. The Lambda client is
     made from the session, or, for a client, from the default credentials in the
     client's region; that region (the session's, or the client's) is the one reported on.
-    Raises TypeError or ValueError naming a wrong argument."""
+    ``mode``: :data:`CONSUMED` (ask for the consumed capacity) or :data:`THROTTLES` (never
+    change a request: throttles, and only the capacity the caller asked for). Raises
+    TypeError or ValueError naming a wrong argument."""
+    if mode not in MODES:
+        raise ValueError(f"mode: got {mode!r}; expected one of {MODES}")
     emitter, session, callers = _emitter_and_session(session_or_client)
     seconds = _interval(interval)
     scope = _scope(tables)
@@ -1139,4 +1169,5 @@ def watch(
         label=label,
         region=region if isinstance(region, str) and region else None,
         account=owner,
+        mode=mode,
     )

@@ -38,6 +38,7 @@ from botocore.exceptions import ClientError
 
 from ddb_capacity_runtime.aws.retry import describe_error
 from ddb_capacity_runtime.core.names import is_table_name
+from ddb_capacity_runtime.core.untrusted import UntrustedJSONError, parse_json
 from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
 
 from . import fleet, page
@@ -59,6 +60,8 @@ __all__ = [
 #: A result or manifest read is cut at this many bytes (untrusted: written by the worker,
 #: but the bucket is the only boundary).
 MAX_OBJECT = 1_000_000
+#: The largest worker message read (a run id and a table name take under 400 characters).
+MAX_MESSAGE_CHARS = 4096
 #: GetObject calls the report makes at once.
 READERS = 16
 #: The ensemble every table is advised under.
@@ -88,7 +91,7 @@ def _get_json(s3: Any, bucket: str, key: str) -> Any:
         raise
     if len(body) > MAX_OBJECT:
         raise ValueError(f"{key}: larger than {MAX_OBJECT} bytes")
-    return json.loads(body)
+    return parse_json(body.decode(errors="replace"), key, max_chars=MAX_OBJECT)
 
 
 # ------------------------------------------------------------------------------ lister
@@ -168,8 +171,8 @@ def advise_message(body: object, clients: Mapping[str, Any], settings: AdvisorSe
     ``failed`` (the table's own failure, written as its result) or ``invalid`` (not a
     message of this advisor: nothing written). Writing the result may raise."""
     try:
-        message = json.loads(body) if isinstance(body, str) else None
-    except ValueError:
+        message = parse_json(body, "fleet message", max_chars=MAX_MESSAGE_CHARS)
+    except UntrustedJSONError:
         message = None
     message = message if isinstance(message, dict) else {}
     run_id, table = message.get("run_id"), message.get("table")

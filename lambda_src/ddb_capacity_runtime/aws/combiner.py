@@ -36,10 +36,12 @@ from ..core.names import TABLE_QUOTA
 from ..core.surge import (
     CLOCK_SKEW_SECONDS,
     FRESH_SECONDS,
-    MAX_PROCESS_CHARS,
     MAX_REQUESTS_PER_SECOND,
     MAX_UNITS_PER_SECOND,
+    Budget,
     Rates,
+    is_process_id,
+    read_budget,
 )
 
 if TYPE_CHECKING:
@@ -47,8 +49,10 @@ if TYPE_CHECKING:
 
 #: The sort key prefix of a combiner item.
 COMBINER = "surge:"
-#: The most processes one dimension's combiner keeps.
-MAX_PROCESSES = 500
+#: The most processes one dimension's combiner keeps. It bounds the item, and so what
+#: each report's write costs: at 100 processes of the longest ids, under 12 KB, so 12
+#: write units at most (1 with a few processes).
+MAX_PROCESSES = 100
 #: The most entries one write removes (an expression is at most 4 KB).
 MAX_REMOVED = 25
 #: The largest demand one process's entry may say: its units, plus its failed requests at
@@ -80,6 +84,7 @@ _BOUNDS = {
 #: The surge's attributes of the item (:class:`SurgeMark`).
 _MARKS = {"started": "surge_started", "raised": "surge_raised", "aim": "surge_aim"}
 _MARK_MAX = "surge_max"
+_BUDGET = "surge_budget"
 
 
 class CombinerContended(RuntimeError):
@@ -96,6 +101,10 @@ class SurgeMark:
     raised: float | None = None
     aim: float | None = None
     max_capacity: int | None = None
+    #: The dimension's surge budget window (None: none yet) and its text as read (the
+    #: condition of the next :func:`spend`).
+    budget: Budget | None = None
+    budget_text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -288,7 +297,7 @@ def entries(item: Mapping[str, Any], now: float) -> Entries:
         fields = value.get("M") if isinstance(value, Mapping) else None
         at = _raw_number(fields, "at")
         rates = _rates(fields) if isinstance(process, str) else None
-        if rates is None or not 0 < len(process) <= MAX_PROCESS_CHARS:
+        if rates is None or not is_process_id(process):
             out.ignored[process] = at
         elif rates.at > now + MAX_AHEAD_SECONDS:
             out.ignored[process] = at
@@ -307,12 +316,46 @@ def _mark(item: Mapping[str, Any], now: float) -> SurgeMark:
         times[name] = value if 0 <= value <= now + MAX_AHEAD_SECONDS else None
     aim = _float(_raw_number(item, _MARKS["aim"]))
     most = _float(_raw_number(item, _MARK_MAX))
+    raw = item.get(_BUDGET)
+    text = raw.get("S") if isinstance(raw, Mapping) else None
+    budget = read_budget(text, now)
+    if raw is not None and budget is None:  # not one: spent, for a window from now
+        budget = Budget(float(int(now)), 10 * TABLE_QUOTA, 10 * TABLE_QUOTA)
     return SurgeMark(
         times["started"],
         times["raised"],
         aim if 0 < aim <= 1 else None,
         int(most) if most.is_integer() and 1 <= most <= TABLE_QUOTA else None,
+        budget,
+        text if isinstance(text, str) else None,
     )
+
+
+def spend(
+    dynamodb: DynamoDBClient,
+    store: str,
+    key: Mapping[str, Any],
+    read: str | None,
+    window: Budget,
+) -> bool:
+    """Write the budget ``window`` (its units used included) into the combiner item
+    ``key``, only while the item still holds the window ``read`` (its text as read; None:
+    no window, or one that is not a string). False when it changed meanwhile."""
+    if read is None:
+        condition = "attribute_not_exists(#b) OR NOT attribute_type(#b, :s)"
+        values: dict[str, Any] = {":s": {"S": "S"}}
+    else:
+        condition, values = "#b = :read", {":read": {"S": read}}
+    done = _write(
+        dynamodb,
+        store,
+        key,
+        "SET #b = :b",
+        condition,
+        {**values, ":b": {"S": window.text()}},
+        {"#b": _BUDGET},
+    )
+    return done is not None
 
 
 def _float(text: str | None) -> float:
@@ -354,7 +397,7 @@ def _entry_item(rates: Rates) -> dict[str, Any]:
 
 
 def _number(value: float) -> str:
-    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
     return text if text not in ("", "-0") else "0"
 
 

@@ -15,6 +15,8 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
         text = repr(value)
     except ValueError:  # an int too long to print
         return f"<{type(value).__name__} too long to show>"
+    except RecursionError:  # nested deeper than repr recurses
+        return f"<{type(value).__name__} nested too deep to show>"
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text):,} characters)"

@@ -17,9 +17,10 @@ for as long as a surge lasts.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import shown
 from .names import DIMENSIONS, TABLE_QUOTA, scope_label
@@ -48,6 +49,9 @@ MAX_REQUESTS_PER_SECOND = 1_000_000.0
 #: The longest process id and table name a report may carry (a table name is at most 255).
 MAX_PROCESS_CHARS = 64
 MAX_TABLE_CHARS = 255
+#: A process id: 1 to :data:`MAX_PROCESS_CHARS` letters, digits, ``.``, ``_`` or ``-``
+#: (the client hook's are ``<label>-<pid>-<8 hex digits>``).
+PROCESS_ID = re.compile(rf"[A-Za-z0-9._-]{{1,{MAX_PROCESS_CHARS}}}")
 #: How far a report's clock may be ahead of, or behind, the signals function's.
 CLOCK_SKEW_SECONDS = 30.0
 #: The most characters of a report's value that a ReportError repeats.
@@ -67,6 +71,20 @@ MIN_SEEN_SHARE = 0.1
 SURGE_LIFETIME_MINUTES = 60
 #: How long a surge holds the raised capacity after the last report that asked for it.
 DEFAULT_SURGE_MINUTES = 5
+#: The default surge cap: a surge takes a dimension to at most this multiple of the
+#: capacity it had when the surge started (its start)...
+DEFAULT_SURGE_SCALE = 4.0
+#: ... and may always add this many units (a dimension at 1 unit can still surge).
+MIN_SURGE_ROOM = 100
+#: The largest multiple a surge cap may be set to.
+MAX_SURGE_SCALE = 100.0
+#: The window of a dimension's surge budget: the units its surges add within one window
+#: are bounded (:func:`budget_left`).
+BUDGET_WINDOW_SECONDS = 3600
+#: The default budget: this many times what one surge may add from the window's start.
+DEFAULT_BUDGET_SURGES = 2
+#: What a setting says to turn a default bound off (the surge cap, the budget).
+UNBOUNDED = "unbounded"
 
 
 class ReportError(ValueError):
@@ -164,6 +182,11 @@ def _name(raw: Mapping[str, Any], name: str, most: int, where: str = "") -> str:
     return value
 
 
+def is_process_id(value: object) -> TypeGuard[str]:
+    """Whether ``value`` is a process id (:data:`PROCESS_ID`)."""
+    return isinstance(value, str) and PROCESS_ID.fullmatch(value) is not None
+
+
 def parse_report(raw: object, now: float) -> Report:
     """``raw`` (a decoded JSON report) as a :class:`Report`, checked against the contract
     at ``now`` (seconds since the epoch); a :class:`ReportError` otherwise."""
@@ -173,7 +196,12 @@ def parse_report(raw: object, now: float) -> Report:
     if type(version) is not int or version != REPORT_VERSION:
         raise ReportError(f"v: got {_shown(raw.get('v'))}; expected {REPORT_VERSION}")
     table = _name(raw, "table", MAX_TABLE_CHARS)
-    process = _name(raw, "process", MAX_PROCESS_CHARS)
+    process = raw.get("process")
+    if not is_process_id(process):
+        raise ReportError(
+            f"process: got {_shown(process)}; expected 1 to {MAX_PROCESS_CHARS} letters, "
+            "digits, '.', '_' or '-'"
+        )
     seconds = _number(raw, "seconds", MIN_WINDOW_SECONDS, MAX_WINDOW_SECONDS, "")
     sent = _number(
         raw, "sent", now - FRESH_SECONDS - CLOCK_SKEW_SECONDS, now + CLOCK_SKEW_SECONDS, ""
@@ -332,3 +360,68 @@ def surge_level(
     if held:
         return max(want, held)
     return want if want > provisioned else None
+
+
+def surge_room(start: int, cap: int | None, scale: float | None) -> int | None:
+    """The most units one surge may add over ``start`` (the capacity its dimension had
+    when it started): ``cap`` when given; else ``scale`` x ``start`` less ``start``, at
+    least :data:`MIN_SURGE_ROOM`; None when neither is given (no cap)."""
+    if cap is not None:
+        return cap
+    if scale is None:
+        return None
+    return max(math.floor(scale * start) - start, MIN_SURGE_ROOM)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A dimension's surge budget window: when it began (``start``, epoch seconds), the
+    level its budget counts from (``level``) and the units its surges added (``used``)."""
+
+    start: float
+    level: int
+    used: int
+
+    def text(self) -> str:
+        """As the combiner item keeps it."""
+        return f"{self.start:.0f}:{self.level}:{self.used}"
+
+
+def read_budget(text: object, now: float) -> Budget | None:
+    """A budget window as :meth:`Budget.text` wrote it, checked (None when it is not one)."""
+    parts = text.split(":") if isinstance(text, str) and len(text) <= 64 else []
+    if len(parts) != 3 or not all(p.isdigit() and len(p) <= 12 for p in parts):
+        return None
+    start, level, used = (int(p) for p in parts)
+    if start > now + CLOCK_SKEW_SECONDS or not 1 <= level <= 10 * TABLE_QUOTA:
+        return None
+    return Budget(float(start), level, used)
+
+
+def budget_window(
+    kept: Budget | None, now: float, level: int, window: float = BUDGET_WINDOW_SECONDS
+) -> Budget:
+    """The budget window in force at ``now`` for a surge that starts from ``level``:
+    ``kept`` while it lasts; else a new one from ``now`` with nothing used, counting from
+    ``level``, or from ``kept``'s level when that is lower and ``kept`` ended less than a
+    window ago: windows back to back never count from a level the surges of the last one
+    raised (a lie repeated every hour cannot climb)."""
+    if kept is not None and now < kept.start + window:
+        return kept
+    if kept is not None and now < kept.start + 2 * window:
+        level = min(level, kept.level)
+    return Budget(float(int(now)), level, 0)
+
+
+def budget_left(
+    window: Budget, budget: int | None, cap: int | None, scale: float | None
+) -> int | None:
+    """The units the surges of ``window`` may still add: ``budget`` (units a window) when
+    given, else :data:`DEFAULT_BUDGET_SURGES` x what one surge may add from the window's
+    level (:func:`surge_room`); None: no budget (no budget given, and no cap)."""
+    if budget is None:
+        room = surge_room(window.level, cap, scale)
+        if room is None:
+            return None
+        budget = DEFAULT_BUDGET_SURGES * room
+    return max(0, budget - window.used)

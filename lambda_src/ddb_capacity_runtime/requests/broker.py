@@ -40,6 +40,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..aws.clients import Clients
+from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
 from .client import BROKER_ENV, BROKER_MAX_WAIT, broker_name, invoke_broker
 from .counts import NAMESPACE, count
@@ -68,6 +69,8 @@ __all__ = [  # the client's names and the broker's namespace, where they always 
 SCOPES_ENV = "CAPACITY_SCOPES"
 #: The longest refusal message an answer carries.
 MAX_MESSAGE_CHARS = 1_000
+#: The largest event the broker reads (as JSON text; its own events are far smaller).
+MAX_EVENT_CHARS = 64 * 1024
 #: The longest hold id or release token a release may name (both are far shorter).
 MAX_ID_CHARS = 128
 
@@ -134,6 +137,10 @@ def serve(
 ) -> dict[str, Any]:
     """Answer one broker event for the tables of ``config``. ``clients`` and ``store``:
     default, made from the environment (``$CAPACITY_HOLDS_TABLE`` and its bounds)."""
+    try:
+        check_json(event, "event", max_chars=MAX_EVENT_CHARS)
+    except UntrustedJSONError as exc:  # before anything reads it, its table included
+        return _refusal("refused", exc, None)
     action = event.get("action") if isinstance(event, Mapping) else None
     held = _Held(store if store is not None else store_name(None), store, clients)
     try:

@@ -21,15 +21,19 @@ capacity before it). A surge lasts at most :data:`SURGE_LIFETIME` from its first
 it ends by itself ``surge_minutes`` after the last report that asked for it, through the
 restore that ends every expired hold. Nothing here lowers anything.
 
-A report is untrusted: a malformed one, or one for a table the function does not serve, is
-refused (EMF ``ReportsRefused``, ``report-refused`` in the log), never raised on (an
-asynchronous invocation that fails would be retried for nothing); so is a dimension of an
-index it does not serve, and a newcomer to a dimension whose combiner keeps 500 processes
-already (also ``CombinerFull``, alarmed). Each dimension is its own fault domain: a surge
-that could not be applied is counted (``SurgesFailed``, alarmed) and the others go on; one
-that found its dimension's lease taken, or its table being updated while its surge is
-recorded, is deferred (``SurgesDeferred``): another update of the dimension is under way,
-and the next report tries again. A raised one is ``SurgesApplied``.
+A report is untrusted: a malformed one (EMF ``ReportsRefused``, alarmed), or one for a
+table the function does not serve (``ReportsNotServed``), is refused (``report-refused`` in
+the log), never raised on (an asynchronous invocation that fails would be retried for
+nothing); so is a dimension of an index it does not serve (``ReportsNotServed``), and a
+newcomer to a dimension whose combiner is full (``CombinerFull``, alarmed). Each dimension
+is its own fault domain: a surge that could not be applied is counted (``SurgesFailed``,
+alarmed) and the others go on; one that found its dimension's lease taken, or its table
+being updated while its surge is recorded, is deferred (``SurgesDeferred``): another update
+of the dimension is under way, and the next report tries again. A raised one is
+``SurgesApplied``, and the units it added ``SurgeUnits`` (alarmed over a threshold). A
+surge is bounded by the surge cap (by default 4 x the capacity its dimension had when it
+started) and by the dimension's budget of surge units an hour (kept in its combiner item);
+one refused or cut short by its budget is ``SurgesOverBudget`` (alarmed).
 """
 
 from __future__ import annotations
@@ -48,17 +52,25 @@ from ..aws.clients import Clients, make_clients
 from ..core.names import TABLE_QUOTA, UNITS
 from ..core.surge import (
     DEFAULT_SURGE_MINUTES,
+    DEFAULT_SURGE_SCALE,
+    MAX_SURGE_SCALE,
     SURGE_LIFETIME_MINUTES,
+    UNBOUNDED,
+    Budget,
     Combined,
     DimensionReport,
     Report,
     ReportError,
+    budget_left,
+    budget_window,
     combine,
     parse_report,
     rates,
     surge_level,
+    surge_room,
 )
 from ..core.tables import Dimension, throughput_of
+from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
 from .broker import BrokerConfig, BrokerConfigError
 from .context import Context, base_of, read_table
@@ -76,7 +88,9 @@ from .store import HeldDimension, HoldStore, Lease, open_store
 
 __all__ = [
     "SHARE_ENV",
+    "SURGE_BUDGET_ENV",
     "SURGE_CAP_ENV",
+    "SURGE_SCALE_ENV",
     "SURGE_HOLD",
     "SURGE_LIFETIME",
     "SURGE_MINUTES_ENV",
@@ -89,6 +103,8 @@ __all__ = [
 SHARE_ENV = "CAPACITY_SURGE_SHARE"
 SURGE_MINUTES_ENV = "CAPACITY_SURGE_MINUTES"
 SURGE_CAP_ENV = "CAPACITY_SURGE_CAP"
+SURGE_SCALE_ENV = "CAPACITY_SURGE_SCALE"
+SURGE_BUDGET_ENV = "CAPACITY_SURGE_BUDGET"
 #: The id of a dimension's surge hold.
 SURGE_HOLD = "surge"
 #: How long a raise waits for its dimension's lease (a request, a restore or another
@@ -98,6 +114,9 @@ SURGE_HOLD = "surge"
 LEASE_WAIT_SECONDS = 2.0
 #: The longest a surge lasts (:data:`..core.surge.SURGE_LIFETIME_MINUTES`).
 SURGE_LIFETIME = timedelta(minutes=SURGE_LIFETIME_MINUTES)
+#: The largest report the function reads, as JSON text (42 dimensions of the longest
+#: names take about 20,000 characters).
+MAX_REPORT_CHARS = 64 * 1024
 #: A bound no table reaches: the rule asked only whether a surge is due at all.
 _UNBOUNDED = 1_000_000_000
 
@@ -106,12 +125,19 @@ _UNBOUNDED = 1_000_000_000
 class SurgeSettings:
     """How the signals function raises: ``share`` is the part of the traffic the reporting
     processes make (0 to 1), ``surge_minutes`` how long a surge holds after the last report
-    that asked for it, ``cap`` the most units a surge may add over what was provisioned
-    (None: no cap beyond the limits)."""
+    that asked for it. The surge cap: ``cap``, the most units a surge may add over the
+    capacity its dimension had when it started; without one, ``scale``: a surge reaches at
+    most ``scale`` x that capacity (and may add :data:`..core.surge.MIN_SURGE_ROOM` units
+    in any case); neither: no cap beyond the limits. ``budget``: the most units the surges
+    of one dimension add in a window of :data:`..core.surge.BUDGET_WINDOW_SECONDS`; None:
+    twice what one surge may add from the window's start (:func:`..core.surge.budget_left`);
+    :data:`..core.surge.UNBOUNDED`: no budget."""
 
     share: float = 1.0
     surge_minutes: int = DEFAULT_SURGE_MINUTES
     cap: int | None = None
+    scale: float | None = DEFAULT_SURGE_SCALE
+    budget: int | str | None = None
 
     def __post_init__(self) -> None:
         share, minutes, cap = self.share, self.surge_minutes, self.cap
@@ -126,14 +152,48 @@ class SurgeSettings:
             raise ValueError(
                 f"cap: got {shown(cap)}; expected None or a whole number from 1 to {TABLE_QUOTA}"
             )
+        if self.scale is not None and not _scale(self.scale):
+            raise ValueError(
+                f"scale: got {shown(self.scale)}; expected None or a number over 1, at most "
+                f"{MAX_SURGE_SCALE:g}"
+            )
+        if self.budget not in (None, UNBOUNDED) and not _whole(self.budget, 1, 10 * TABLE_QUOTA):
+            raise ValueError(
+                f"budget: got {shown(self.budget)}; expected None, {UNBOUNDED!r} or a whole "
+                f"number from 1 to {10 * TABLE_QUOTA}"
+            )
+
+    def room(self, start: int, since: int | None = None) -> int | None:
+        """The most units one surge may add over ``start`` (None: no cap); with ``since``
+        (the level its budget window counts from), its level also stays within what the
+        cap allows over ``since``: lies repeated after each restore, while auto scaling
+        has not yet scaled in, cannot climb."""
+        scale = None if self.cap is not None else self.scale
+        room = surge_room(start, self.cap, scale)
+        if room is None or since is None or since >= start:
+            return room
+        return max(0, min(room, since + (surge_room(since, self.cap, scale) or 0) - start))
+
+    def budget_left(self, window: Budget) -> int | None:
+        """The units ``window``'s surges may still add (None: no budget)."""
+        if self.budget == UNBOUNDED:
+            return None
+        budget = self.budget if isinstance(self.budget, int) else None
+        scale = None if self.cap is not None else self.scale
+        return budget_left(window, budget, self.cap, scale)
 
     def to_env(self) -> dict[str, str]:
         """The settings as the construct writes them into the function's environment."""
-        return {
-            SHARE_ENV: repr(float(self.share)),
-            SURGE_MINUTES_ENV: str(self.surge_minutes),
-            **({SURGE_CAP_ENV: str(self.cap)} if self.cap is not None else {}),
-        }
+        env = {SHARE_ENV: repr(float(self.share)), SURGE_MINUTES_ENV: str(self.surge_minutes)}
+        if self.cap is not None:
+            env[SURGE_CAP_ENV] = str(self.cap)
+        elif self.scale is None:
+            env[SURGE_CAP_ENV] = UNBOUNDED
+        else:
+            env[SURGE_SCALE_ENV] = repr(float(self.scale))
+        if self.budget is not None:
+            env[SURGE_BUDGET_ENV] = str(self.budget)
+        return env
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> SurgeSettings:
@@ -151,15 +211,41 @@ class SurgeSettings:
         cap = _setting(
             env,
             SURGE_CAP_ENV,
-            int,
-            lambda v: 1 <= v <= TABLE_QUOTA,
-            f"a whole number from 1 to {TABLE_QUOTA}, or unset (no cap)",
+            _or_unbounded(int),
+            lambda v: v == UNBOUNDED or 1 <= v <= TABLE_QUOTA,
+            f"a whole number from 1 to {TABLE_QUOTA}, {UNBOUNDED!r} (no cap), or unset "
+            f"(the default cap: {SURGE_SCALE_ENV} x the start)",
+        )
+        scale = _setting(
+            env, SURGE_SCALE_ENV, float, _scale, f"a number over 1, at most {MAX_SURGE_SCALE:g}"
+        )
+        budget = _setting(
+            env,
+            SURGE_BUDGET_ENV,
+            _or_unbounded(int),
+            lambda v: v == UNBOUNDED or 1 <= v <= 10 * TABLE_QUOTA,
+            f"a whole number from 1 to {10 * TABLE_QUOTA}, {UNBOUNDED!r}, or unset (the "
+            "default budget)",
         )
         return cls(
             1.0 if share is None else share,
             DEFAULT_SURGE_MINUTES if minutes is None else minutes,
-            cap,
+            cap if isinstance(cap, int) else None,
+            None if cap == UNBOUNDED else (DEFAULT_SURGE_SCALE if scale is None else scale),
+            budget,
         )
+
+
+def _or_unbounded(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    return lambda text: UNBOUNDED if text == UNBOUNDED else parse(text)
+
+
+def _scale(value: object) -> bool:
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and 1 < value <= MAX_SURGE_SCALE
+    )
 
 
 def _setting(
@@ -203,11 +289,18 @@ def take_report(
     (``$CAPACITY_HOLDS_TABLE`` and its bounds). Returns, per dimension, what was done."""
     now = clock()
     try:
+        check_json(event, "report", max_chars=MAX_REPORT_CHARS)
+    except UntrustedJSONError as exc:  # before anything reads it, its table included
+        return {"ok": False, **_refused(None, None, exc)}
+    try:
         report = parse_report(event, now)
-        scopes.check(report.table, None)
-    except (ReportError, CapacityRequestError) as exc:
+    except ReportError as exc:
         table = event.get("table") if isinstance(event, Mapping) else None
         return {"ok": False, **_refused(table, None, exc)}
+    try:
+        scopes.check(report.table, None)
+    except CapacityRequestError as exc:
+        return {"ok": False, **_refused(report.table, None, exc, "ReportsNotServed")}
     served: list[DimensionReport] = []
     rows: list[dict[str, Any]] = []
     for d in report.dims:
@@ -215,7 +308,7 @@ def take_report(
             scopes.check(report.table, d.index)
             served.append(d)
         except CapacityRequestError as exc:
-            rows.append(_refused(report.table, d, exc))
+            rows.append(_refused(report.table, d, exc, "ReportsNotServed"))
     ctx = Context(clients or make_clients(), clock, sleep, 0)
     held = open_store(store, ctx.clients, clock)
     rows += [_dimension(ctx, held, report, d, settings) for d in served]
@@ -232,7 +325,7 @@ def _dimension(
         if found is None:
             count("CombinerFull")
             full = f"{combiner.MAX_PROCESSES} processes report on this dimension already"
-            return _refused(report.table, d, CapacityRequestError(full))
+            return _refused(report.table, d, CapacityRequestError(full), "CombinerFull")
         row = _surge(ctx, store, report.table, d, found, settings)
     except Exception as exc:  # each dimension is its own fault domain
         count("SurgesFailed")
@@ -249,6 +342,8 @@ def _dimension(
         log_event("surge-deferred", **row)
     elif status == "ended":
         log_event("surge-ended", level=logging.WARNING, **row)
+    elif status == "limited":
+        log_event("surge-over-budget", level=logging.WARNING, **row)
     return row
 
 
@@ -342,7 +437,7 @@ def _surge(
         1.0,
         _UNBOUNDED,
         settings.share,
-        settings.cap,
+        settings.room(standing.baseline, _since(found.mark, now, standing)),
         held=standing.held,
         base=standing.baseline,
     )
@@ -352,7 +447,7 @@ def _surge(
     ended = _ended(store, standing, mark, now)
     if ended is not None:
         return {**where, "status": "ended", "to": standing.held, "reason": ended, **seen}
-    renewal = _is_renewal(combined, provisioned, standing, mark, settings)
+    renewal = _is_renewal(combined, provisioned, standing, mark, settings, now)
     row = _apply(
         ctx, store, table, d, raw, provisioned, combined, standing, mark, renewal, settings
     )
@@ -389,6 +484,7 @@ def _is_renewal(
     standing: _Standing,
     mark: combiner.SurgeMark,
     settings: SurgeSettings,
+    now: float,
 ) -> bool:
     """Whether the surge holds already what is due, sized as it was when last raised, on a
     dimension still provisioned at its level: then only its expiry is pushed."""
@@ -403,7 +499,7 @@ def _is_renewal(
             mark.aim,
             mark.max_capacity,
             settings.share,
-            settings.cap,
+            settings.room(standing.baseline, _since(mark, now, standing)),
             held=standing.held,
             base=standing.baseline,
         )
@@ -516,29 +612,28 @@ def _hold_surge(
     now = ctx.now()
     state = store.get(table, d.index, d.dimension)
     standing = _standing(state, dim.provisioned, now)
-    want = surge_level(
-        combined,
-        dim.provisioned,
-        limits.target_utilization,
-        limits.max_capacity,
-        settings.share,
-        settings.cap,
-        held=standing.held,
-        base=standing.baseline,
-    )
+    want = _level_on(dim, combined, standing, settings, _since(mark, ctx.clock(), standing))
     if want is None:
         return None
     started = mark.started if standing.surge is not None else None
     fresh = started is None
     if started is None:
         started = ctx.clock()
-    recorded = _renewed(store, state, standing, dim, want, now, started, settings)
+    window = budget_window(mark.budget, ctx.clock(), standing.baseline)
+    budgeted = _budgeted(
+        store, key, state, standing, dim, want, now, started, settings, mark, window
+    )
+    if isinstance(budgeted, dict):
+        return budgeted
+    recorded, added = budgeted
     _, base = base_of(dim, state)
     before = max(base, standing.held or level(standing.others))
     applied = max(base, level(h for h in recorded if h.active(now)))
     done: list[dict[str, Any]] = []
     step = raise_held(ctx, lease, managed, dim, state, recorded, done, why="surge")
     raised = applied > before or bool(done)
+    if added > 0:
+        count("SurgeUnits", added)
     combiner.mark(
         store.dynamodb,
         store.name,
@@ -554,6 +649,74 @@ def _hold_surge(
     return {**row, "status": "applied" if raised else "renewed"}
 
 
+def _budgeted(
+    store: HoldStore,
+    key: Mapping[str, Any],
+    state: HeldDimension | None,
+    standing: _Standing,
+    dim: Dimension,
+    want: int,
+    now: datetime,
+    started: float,
+    settings: SurgeSettings,
+    mark: combiner.SurgeMark,
+    window: Budget,
+) -> tuple[list[Hold], int] | dict[str, Any]:
+    """The dimension's holds with its surge made or renewed within the budget ``window``
+    leaves, and the units the surge adds, spent from the window first (a conditional
+    write on the window as read); a row when the budget refuses a new surge, or changed
+    meanwhile."""
+    left = settings.budget_left(window)
+    if left == 0 and want > standing.held:
+        count("SurgesOverBudget")
+        if standing.surge is None:
+            return {"status": "limited", "to": standing.held, "reason": _spent(window)}
+    recorded = _renewed(
+        store, state, standing, dim, want, now, started, settings, left, window.level
+    )
+    added = _units_of(recorded) - (standing.surge.units if standing.surge else 0)
+    spent = replace(window, used=window.used + added)
+    if added > 0 and not combiner.spend(store.dynamodb, store.name, key, mark.budget_text, spent):
+        return {"status": "deferred", "reason": "the dimension's surge budget changed meanwhile"}
+    if added > 0 and left is not None and added >= left:
+        count("SurgesOverBudget")
+    return recorded, added
+
+
+def _level_on(
+    dim: Dimension, combined: Combined, standing: _Standing, settings: SurgeSettings, since: int
+) -> int | None:
+    """The rule on the live dimension ``dim``, its target and limits."""
+    return surge_level(
+        combined,
+        dim.provisioned,
+        dim.limits.target_utilization,
+        dim.limits.max_capacity,
+        settings.share,
+        settings.room(standing.baseline, since),
+        held=standing.held,
+        base=standing.baseline,
+    )
+
+
+def _since(mark: combiner.SurgeMark, now: float, standing: _Standing) -> int:
+    """The level the dimension's budget window counts from at ``now``."""
+    return budget_window(mark.budget, now, standing.baseline).level
+
+
+def _units_of(holds: list[Hold]) -> int:
+    """The units of the surge hold among ``holds``."""
+    return next(h.units for h in holds if h.id == SURGE_HOLD)
+
+
+def _spent(window: Budget) -> str:
+    return (
+        f"the dimension's surge budget is spent: {window.used:,} units added since "
+        f"{datetime.fromtimestamp(window.start, UTC).isoformat()}, counting from "
+        f"{window.level:,}; a new window begins an hour after that"
+    )
+
+
 def _renewed(
     store: HoldStore,
     state: HeldDimension | None,
@@ -563,13 +726,15 @@ def _renewed(
     now: datetime,
     started: float,
     settings: SurgeSettings,
+    left: int | None = None,
+    since: int | None = None,
 ) -> list[Hold]:
     """The dimension's holds with its surge hold made or renewed so that the level of every
     active hold reaches ``want``: its baseline the capacity before the surge, its units
     what it adds (never fewer than the surge's), its expiry ``surge_minutes`` from now
     (never earlier than it was, never past its lifetime); clamped to the surge cap, the
-    hold store's limits and the target's max. Refuses a surge the limits leave nothing
-    to."""
+    budget ``left`` (None: none), the hold store's limits and the target's max. Refuses a
+    surge the limits leave nothing to."""
     limits = store.limits
     holds = list(state.holds) if state is not None else []
     old = standing.surge
@@ -578,8 +743,11 @@ def _renewed(
     floor = min([baseline, *(h.baseline for h in others)])
     units = max(want - floor - sum(h.units for h in others), old.units if old else 0)
     room = [limits.max_units, limits.max_total_units - sum(h.units for h in others)]
-    if settings.cap is not None:
-        room.append(settings.cap)
+    cap = settings.room(baseline, since)
+    if cap is not None:
+        room.append(cap)
+    if left is not None:  # the budget: what the surge holds already, and what is left
+        room.append((old.units if old else 0) + left)
     if d.target is not None:  # the level of every hold stays within the target's max
         room.append(d.target.max_capacity - floor - sum(h.units for h in others))
     units = min(units, *room)
@@ -597,8 +765,15 @@ def _renewed(
     return [*(h for h in holds if h.id != SURGE_HOLD), hold]
 
 
-def _refused(table: object, d: DimensionReport | None, exc: Exception) -> dict[str, Any]:
-    count("ReportsRefused")
+def _refused(
+    table: object, d: DimensionReport | None, exc: Exception, metric: str = "ReportsRefused"
+) -> dict[str, Any]:
+    """A report, or one dimension of it, refused and counted as ``metric``: a malformed
+    one (``ReportsRefused``, alarmed: the client hook never sends one), a table or index
+    not served (``ReportsNotServed``: a hook that watches every table of a session reports
+    on them too), a full combiner (``CombinerFull``, alarmed)."""
+    if metric != "CombinerFull":
+        count(metric)
     where: dict[str, Any] = {"index": d.index, "dimension": d.dimension} if d else {}
     log_event(
         "report-refused", level=logging.WARNING, table=shown(table), **where, reason=_reason(exc)

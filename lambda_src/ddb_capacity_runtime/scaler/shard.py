@@ -33,6 +33,7 @@ from ..aws.retry import describe_error
 from ..core.errors import CapacityConfigError, shown
 from ..core.names import is_table_name
 from ..core.settings import MAX_TABLES_PER_BATCH
+from ..core.untrusted import UntrustedJSONError, parse_json
 
 #: The batch function's queue (the construct sets it; without it, a tick is never sharded).
 BATCH_QUEUE_ENV = "CAPACITY_BATCH_QUEUE_URL"
@@ -137,26 +138,17 @@ def parse_batch(body: object, received: datetime, tick_minutes: int) -> Batch:
     """The batch a message body says, every field checked against a receiving clock of
     ``received`` and a tick of ``tick_minutes``; raises :class:`BatchError` naming the
     field, the value and what is allowed."""
-    if not isinstance(body, str) or len(body) > SEND_BYTES:
-        raise BatchError(
-            f"batch message: the body must be a JSON text of at most {SEND_BYTES} "
-            f"characters; got {shown(body)}"
-        )
     try:
-        return _parse(body, received, timedelta(minutes=tick_minutes))
-    except (ValueError, RecursionError, OverflowError) as exc:  # int digits, nesting, years
-        if isinstance(exc, BatchError):
-            raise
-        raise BatchError(
-            f"batch message: not a batch ({type(exc).__name__}: {exc})"[:300]
-        ) from None
+        raw = parse_json(body, "batch message", max_chars=SEND_BYTES)
+    except UntrustedJSONError as exc:
+        raise BatchError(str(exc)) from None
+    try:
+        return _parse(raw, received, timedelta(minutes=tick_minutes))
+    except OverflowError as exc:  # a year out of range
+        raise BatchError(f"batch message: not a batch (OverflowError: {exc})"[:300]) from None
 
 
-def _parse(body: str, received: datetime, span: timedelta) -> Batch:
-    try:
-        raw = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise BatchError(f"batch message: not JSON ({exc.msg}); got {shown(body)}") from None
+def _parse(raw: object, received: datetime, span: timedelta) -> Batch:
     if not isinstance(raw, dict):
         raise BatchError(f"batch message: must be a JSON object; got {shown(raw)}")
     version = raw.get("version")

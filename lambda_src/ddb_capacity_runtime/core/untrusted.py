@@ -1,0 +1,114 @@
+"""Runs in: every Lambda function that takes a message or an event from outside (the
+signals function, the broker, the sharded tick's batch function, the fleet advisor's
+worker).
+
+One bound on every untrusted JSON, checked before anything else looks at it: how deep it
+nests and how large it is. Python's own ``json`` and ``repr`` recurse once per level, so a
+value nested a thousand levels deep fails them with RecursionError (an invocation that
+fails is retried, or kills a log line) instead of being refused as invalid. Here nothing
+recurses: :func:`parse_json` measures a text's nesting before decoding it, and
+:func:`check_json` walks a decoded value (a Lambda event) with a stack of its own. Both
+refuse with an :class:`UntrustedJSONError` (a ValueError) that names what was given, how
+deep or large it was and what is allowed, and never repeats the value itself.
+
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["MAX_DEPTH", "UntrustedJSONError", "check_json", "parse_json"]
+
+#: The deepest nesting any message or event of the library has is 4 (a report's
+#: ``dims[i].throttles``); this leaves room and stays far from Python's recursion limit.
+MAX_DEPTH = 16
+#: JSON strings (with their escapes), removed before the nesting is measured: a bracket
+#: inside a string nests nothing.
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+class UntrustedJSONError(ValueError):
+    """A JSON text or value nested deeper, or larger, than allowed."""
+
+
+def parse_json(text: object, what: str, *, max_chars: int, max_depth: int = MAX_DEPTH) -> Any:
+    """``text`` decoded, once it is known to be a string of at most ``max_chars``
+    characters nested at most ``max_depth`` levels; an :class:`UntrustedJSONError` naming
+    ``what`` otherwise, and for what is not JSON at all (a json.JSONDecodeError, or an
+    integer of more digits than Python converts, is a ValueError too)."""
+    if not isinstance(text, str):
+        raise UntrustedJSONError(f"{what}: got a {type(text).__name__}; expected a JSON text")
+    if len(text) > max_chars:
+        raise UntrustedJSONError(
+            f"{what}: got {len(text):,} characters; expected at most {max_chars:,}"
+        )
+    depth = _text_depth(text)
+    if depth > max_depth:
+        raise UntrustedJSONError(
+            f"{what}: nested {depth:,} levels deep; expected at most {max_depth}"
+        )
+    try:
+        return json.loads(text)
+    except ValueError as exc:  # JSONDecodeError, or too many digits for an int
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)[:120]
+        raise UntrustedJSONError(f"{what}: not JSON ({reason})") from None
+
+
+def _text_depth(text: str) -> int:
+    """How deep ``text``'s brackets nest, outside its strings (a malformed text may give
+    any number: the decoder then refuses it)."""
+    depth = most = 0
+    for bracket in _BRACKETS.finditer(_STRINGS.sub('""', text)):
+        if bracket.group() in "[{":
+            depth += 1
+            most = max(most, depth)
+        else:
+            depth -= 1
+    return most
+
+
+def check_json(value: object, what: str, *, max_chars: int, max_depth: int = MAX_DEPTH) -> None:
+    """Refuse (:class:`UntrustedJSONError`, naming ``what``) a decoded value nested deeper
+    than ``max_depth`` levels, or whose JSON text would be longer than ``max_chars``
+    (about: each string's length and quotes, each number's digits, each key, separator
+    and bracket). Walks with a stack of its own, and stops at the first bound passed."""
+    size = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping | list | tuple):
+            if depth > max_depth:
+                raise UntrustedJSONError(
+                    f"{what}: nested more than {max_depth} levels deep; expected at most "
+                    f"{max_depth}"
+                )
+            children = list(item.items()) if isinstance(item, Mapping) else list(item)
+            size += 2 + len(children)
+            for child in children:
+                if isinstance(child, tuple) and isinstance(item, Mapping):
+                    key, child = child
+                    size += _scalar_chars(key) + 1
+                stack.append((child, depth + 1))
+        else:
+            size += _scalar_chars(item)
+        if size > max_chars:
+            raise UntrustedJSONError(
+                f"{what}: larger than {max_chars:,} characters of JSON; expected at most "
+                f"{max_chars:,}"
+            )
+
+
+def _scalar_chars(value: object) -> int:
+    """About how many characters ``value`` takes in a JSON text."""
+    if isinstance(value, str):
+        return len(value) + 2
+    if isinstance(value, bool) or value is None:
+        return 5
+    if isinstance(value, int):
+        return max(1, value.bit_length() * 3 // 10 + 1)  # its digits, without printing it
+    return 24  # a float, or what JSON has not

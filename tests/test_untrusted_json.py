@@ -1,0 +1,117 @@
+"""Every untrusted JSON is bounded in depth and size before anything uses it: the shared
+helper (:mod:`ddb_capacity_runtime.core.untrusted`) and each entry point that takes a
+message or an event from outside (the signals function, the broker; the batch function's
+``parse_batch`` and the fleet worker are covered in their own test files)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ddb_capacity_runtime.core.errors import shown
+from ddb_capacity_runtime.core.untrusted import (
+    MAX_DEPTH,
+    UntrustedJSONError,
+    check_json,
+    parse_json,
+)
+from ddb_capacity_runtime.requests.broker import MAX_EVENT_CHARS, BrokerConfig, serve
+from ddb_capacity_runtime.requests.surge import MAX_REPORT_CHARS, SurgeSettings, take_report
+
+
+def nested(levels: int, leaf: object = 1) -> Any:
+    """``leaf`` inside ``levels`` lists, built without recursion."""
+    value = leaf
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def emf_total(out: str, metric: str) -> int:
+    return sum(json.loads(line).get(metric, 0) for line in out.splitlines() if line.startswith("{"))
+
+
+# ------------------------------------------------------------------ the helper
+
+
+def test_a_text_nested_too_deep_is_refused_before_it_is_decoded() -> None:
+    text = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(
+        UntrustedJSONError,
+        match=f"message: nested 100,000 levels deep; expected at most {MAX_DEPTH}",
+    ):
+        parse_json(text, "message", max_chars=1_000_000)
+
+
+def test_brackets_inside_strings_nest_nothing() -> None:
+    text = json.dumps({"a": '[[[[[[[[[[[[[[[[[[[["[[[[', "b": [[1]]})
+    assert parse_json(text, "message", max_chars=1_000, max_depth=3)["b"] == [[1]]
+
+
+def test_a_text_too_long_or_not_json_is_refused_naming_it() -> None:
+    with pytest.raises(
+        UntrustedJSONError, match="message: got 2,001 characters; expected at most 2,000"
+    ):
+        parse_json("x" * 2_001, "message", max_chars=2_000)
+    with pytest.raises(UntrustedJSONError, match="message: not JSON"):
+        parse_json("{", "message", max_chars=2_000)
+    with pytest.raises(UntrustedJSONError, match="message: got a bytes; expected a JSON text"):
+        parse_json(b"{}", "message", max_chars=2_000)
+
+
+def test_a_decoded_value_nested_too_deep_or_too_large_is_refused() -> None:
+    with pytest.raises(UntrustedJSONError, match=f"event: nested more than {MAX_DEPTH} levels"):
+        check_json({"a": nested(992)}, "event", max_chars=10_000)
+    with pytest.raises(UntrustedJSONError, match="event: larger than 1,000 characters"):
+        check_json({"a": "x" * 1_000}, "event", max_chars=1_000)
+    with pytest.raises(UntrustedJSONError, match="event: larger than 1,000 characters"):
+        check_json(list(range(1_000)), "event", max_chars=1_000)
+    check_json({"a": nested(MAX_DEPTH - 1)}, "event", max_chars=1_000)  # within: no error
+
+
+def test_shown_never_fails_on_a_value_nested_deeper_than_repr_goes() -> None:
+    assert shown(nested(100_000)) == "<list nested too deep to show>"
+
+
+# ------------------------------------------------------------------ the entry points
+
+
+SCOPES = BrokerConfig({"Orders": frozenset()})
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"v": 1, "table": nested(992), "process": "p1"},  # repr recursed past its limit
+        {"v": 1, "table": "Orders", "dims": nested(40)},
+        {"v": 1, "table": "Orders", "process": "p" * MAX_REPORT_CHARS},
+    ],
+)
+def test_the_signals_function_refuses_a_deep_or_large_report_and_counts_it(
+    event: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a report nested deeper, or larger, than any report the hook sends
+    # WHEN the signals function takes it (no AWS call is made before it is refused)
+    answer = take_report(event, SCOPES, SurgeSettings())
+    # THEN it is refused, counted, and the invocation does not fail
+    assert answer["ok"] is False and answer["status"] == "refused"
+    assert "report: " in answer["reason"]
+    assert emf_total(capsys.readouterr().out, "ReportsRefused") == 1
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"action": "request", "table": nested(992)},
+        {"action": "request", "table": "Orders", "read": "1" * MAX_EVENT_CHARS},
+    ],
+)
+def test_the_broker_refuses_a_deep_or_large_event_and_counts_it(
+    event: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    answer = serve(event, SCOPES)
+    assert answer["ok"] is False and answer["error"] == "refused"
+    assert answer["message"].startswith("event: ")
+    assert emf_total(capsys.readouterr().out, "Refused") == 1
