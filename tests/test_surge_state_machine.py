@@ -41,6 +41,7 @@ from ddb_capacity_runtime.requests import restore_expired
 from ddb_capacity_runtime.requests.broker import BrokerConfig
 from ddb_capacity_runtime.requests.store import HoldStore
 from ddb_capacity_runtime.requests.surge import SURGE_HOLD, SurgeSettings, take_report
+from tests.hypothesis_profiles import examples
 from tests.moto_world import World
 from tests.test_state_machine import world as world  # noqa: F401 (the module's fixture)
 
@@ -193,11 +194,10 @@ def test_lying_reports_never_buy_more_than_the_cap_and_the_budget(
     run_state_machine_as_test(
         lambda: LyingReports(world, store_dynamodb),
         settings=settings(
-            max_examples=int(EXPLORE or 8),
+            max_examples=int(EXPLORE) if EXPLORE else examples(8),
             stateful_step_count=12,
             deadline=None,
-            derandomize=EXPLORE is None,
-            database=None,
+            derandomize=EXPLORE is None and settings.default.derandomize,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         ),
     )
