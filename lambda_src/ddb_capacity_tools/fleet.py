@@ -21,7 +21,6 @@ import csv
 import html
 import io
 import json
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
