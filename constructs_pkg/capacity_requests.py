@@ -151,7 +151,8 @@ class CapacityRequests(Construct):
         are refused and, if written to the store anyway, ignored. Default: 40,000.
     :param max_total_units: the most units the active holds of one dimension (a table's or
         a GSI's read or write) may add up to; a request that would pass it is refused.
-        Default: 40,000 (the table quota). At least ``max_units``.
+        Default: ``max_units``, so the holds of a dimension add up to one largest hold at
+        most; raise it to let holds stack. From ``max_units`` to 40,000.
     :param max_hold: the longest hold. Default: 24 hours.
     :param broker_concurrency: the broker's reserved concurrency: how many requests it
         serves at once; a worker beyond it gets an error at once. Default: 10. None:
@@ -194,7 +195,7 @@ class CapacityRequests(Construct):
         tables: Sequence[dynamodb.ITable | TableCapacity],
         restore_every: Duration | None = DEFAULT_RESTORE_EVERY,
         max_units: int = TABLE_QUOTA,
-        max_total_units: int = TABLE_QUOTA,
+        max_total_units: int | None = None,
         max_hold: Duration = DEFAULT_MAX_HOLD,
         broker_concurrency: int | None = DEFAULT_BROKER_CONCURRENCY,
         alarm_topic: sns.ITopic | None = None,
@@ -202,14 +203,14 @@ class CapacityRequests(Construct):
     ) -> None:
         super().__init__(scope, id)
         self._where = f"CapacityRequests {self.node.path}"
-        self._validate_limits(max_units, max_total_units, broker_concurrency)
+        total = self._validate_limits(max_units, max_total_units, broker_concurrency)
         hold_minutes = self._validate_max_hold(max_hold)
         self._validate_restore_every(restore_every)
         surge = self._validate_fast_path(fast_path, max_units, hold_minutes)
         self.environment = {
             MAX_UNITS_ENV: str(max_units),
             MAX_HOLD_ENV: str(hold_minutes),
-            MAX_TOTAL_UNITS_ENV: str(max_total_units),
+            MAX_TOTAL_UNITS_ENV: str(total),
         }
         self._configure_tables(tables)
         self.alarm_topic = alarm_topic or alarm_topic_of(self, "DynamoDB capacity request alarms")
@@ -236,8 +237,9 @@ class CapacityRequests(Construct):
     # ------------------------------------------------------------------ construction
 
     def _validate_limits(
-        self, max_units: int, max_total_units: int, broker_concurrency: int | None
-    ) -> None:
+        self, max_units: int, max_total_units: int | None, broker_concurrency: int | None
+    ) -> int:
+        """The limits checked; the holds' total (``max_units`` unless given)."""
         where = self._where
         if (
             isinstance(max_units, bool)
@@ -248,6 +250,8 @@ class CapacityRequests(Construct):
                 f"{where}: max_units must be a whole number from 1 to {TABLE_QUOTA}; "
                 f"got {max_units!r}"
             )
+        if max_total_units is None:
+            max_total_units = max_units
         if (
             isinstance(max_total_units, bool)
             or not isinstance(max_total_units, int)
@@ -266,6 +270,7 @@ class CapacityRequests(Construct):
                 f"{where}: broker_concurrency must be a whole number from 1 to 1000, or "
                 f"None; got {broker_concurrency!r}"
             )
+        return max_total_units
 
     def _validate_max_hold(self, max_hold: Duration) -> int:
         """``max_hold`` in whole minutes."""
