@@ -56,6 +56,7 @@ from ddb_capacity_runtime.requests.store import (
 from ddb_capacity_runtime.requests.surge import SurgeSettings
 
 from .compliance import acknowledge, skip_checkov
+from .props import duration_prop
 from .runtime import (
     SCALABLE_TARGETS_FINDING,
     ScheduledFunction,
@@ -274,6 +275,7 @@ class CapacityRequests(Construct):
 
     def _validate_max_hold(self, max_hold: Duration) -> int:
         """``max_hold`` in whole minutes."""
+        duration_prop(self._where, "max_hold", max_hold, Duration.minutes(1))
         hold_seconds = max_hold.to_seconds() if not Token.is_unresolved(max_hold) else 0
         hold_minutes = hold_seconds / 60
         if not 1 <= hold_minutes <= MAX_HOLD_MINUTES or hold_seconds % 60:
@@ -284,6 +286,9 @@ class CapacityRequests(Construct):
         return int(hold_minutes)
 
     def _validate_restore_every(self, restore_every: Duration | None) -> None:
+        duration_prop(
+            self._where, "restore_every", restore_every, Duration.minutes(1), optional=True
+        )
         if restore_every is not None:
             seconds = restore_every.to_seconds()
             if seconds % 60 or not 60 <= seconds <= 3600:
@@ -308,6 +313,7 @@ class CapacityRequests(Construct):
                 f"{where}.share must be a number over 0 and at most 1; got {shown(share)}"
             )
         surge_for = fast_path.surge_for
+        duration_prop(self._where, "fast_path.surge_for", surge_for, Duration.minutes(1))
         seconds = -1.0 if Token.is_unresolved(surge_for) else surge_for.to_seconds()
         if seconds % 60 or not 60 <= seconds <= hold_minutes * 60:
             raise CapacityConfigError(

@@ -31,6 +31,7 @@ from constructs import Construct
 from ddb_capacity_tools.fleet_settings import MAX_DAYS, NAMESPACE, AdvisorSettings
 
 from .compliance import acknowledge, skip_checkov
+from .props import duration_prop, whole_prop
 from .runtime import (
     _configure_failed_runs,
     _dead_letter_queue,
@@ -99,6 +100,13 @@ class FleetAdvisor(Construct):
         cron = schedule or DEFAULT_SCHEDULE
         start = self._validate(cron, report_delay, max_concurrency, days, worker_memory_size)
         self._check_candidates(candidates or ())
+        duration_prop(
+            self._where,
+            "report_retention",
+            report_retention,
+            Duration.days(1),
+            step=Duration.days(1),
+        )
         self.bucket = self._render_bucket(report_retention)
         #: failed table messages (after three receives) and failed scheduled runs
         self.dead_letter_queue = _dead_letter_queue(self, "DynamoDB fleet advisor")
@@ -141,6 +149,7 @@ class FleetAdvisor(Construct):
             self._whole("schedule.minute", cron.minute, 59),
             self._whole("schedule.hour", cron.hour, 23),
         )
+        duration_prop(self._where, "report_delay", delay, Duration.minutes(15))
         if not Token.is_unresolved(delay) and delay.to_seconds() % 60:
             raise ValueError(
                 f"{self._where}: report_delay: got {delay.to_human_string()}; expected whole "
@@ -157,13 +166,7 @@ class FleetAdvisor(Construct):
             ("days", days, 1, MAX_DAYS),
             ("worker_memory_size", memory, 128, 10_240),
         ):
-            if Token.is_unresolved(value):
-                continue
-            if type(value) is not int or not low <= value <= high:
-                raise ValueError(
-                    f"{self._where}: {name}: got {value}; expected a whole number from "
-                    f"{low} to {high:,}"
-                )
+            whole_prop(self._where, name, value, low, high)
         return hour * 60 + minute
 
     def _whole(self, name: str, text: str | None, high: int) -> int:
