@@ -158,11 +158,6 @@ class ThrottleAwareScaler(Construct):
         super().__init__(scope, id)
         self._where = f"ThrottleAwareScaler {self.node.path}"
         tick_minutes = self._validate_props(tick, mode, updating_for_ticks, tag_key)
-        for name, duration in (
-            ("pinned_at_max_for", pinned_at_max_for),
-            ("throttled_for", throttled_for),
-        ):
-            duration_prop(self._where, name, duration, Duration.minutes(1))
         *sharding, concurrency = self._validate_sharding(
             sharded, shard_above_tables, tables_per_batch, batch_concurrency
         )
@@ -578,6 +573,11 @@ class ThrottleAwareScaler(Construct):
         )
 
     def _alarms(self, pinned_for: Duration, updating_ticks: int) -> None:
+        for name, duration in (
+            ("pinned_at_max_for", pinned_for),
+            ("throttled_for", self._throttled_for),
+        ):
+            duration_prop(self._where, name, duration, Duration.minutes(1))
         self._render_function_alarms()
         self._render_batch_alarms()
         self._render_tick_alarms()
