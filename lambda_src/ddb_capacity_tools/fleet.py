@@ -143,8 +143,9 @@ def _text(value: object) -> str:
 def _number(value: object) -> float | None:
     """A number within ±:data:`LARGEST` as a float; None for anything else (NaN, infinity,
     an integer too large for a float, a bool, text)."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return float(value) if ok and -LARGEST <= value <= LARGEST else None  # type: ignore[operator]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if -LARGEST <= value <= LARGEST else None
 
 
 def refused_figures(doc: Mapping[str, Any]) -> str | None:
