@@ -9,12 +9,15 @@ received and what is allowed. Values that are unresolved CDK tokens are not chec
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import Duration, Token
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
+
+from .props import duration_prop
 
 #: DynamoDB's default per-table quota for provisioned read and for write capacity units.
 DEFAULT_TABLE_QUOTA = 40_000
@@ -46,7 +49,10 @@ class PrewarmMethod(enum.Enum):
 
 
 def is_token(value: Any) -> bool:
-    """True when ``value`` is an unresolved CDK token (checked at deploy time instead)."""
+    """True when ``value`` is an unresolved CDK token (checked at deploy time instead). A
+    float that is not finite is never one (and jsii cannot take it)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
     return Token.is_unresolved(value)
 
 
@@ -133,6 +139,10 @@ class Capacity:
             raise CapacityConfigError(
                 f"{where}: high_water_mark ({hwm}) is below min_capacity ({mn}); a "
                 f"high-water mark is the peak the table must take, at least its minimum"
+            )
+        for cooldown in ("scale_in_cooldown", "scale_out_cooldown"):
+            duration_prop(
+                where, cooldown, getattr(self, cooldown), Duration.seconds(0), optional=True
             )
         if not isinstance(self.disable_scale_in, bool):
             raise CapacityConfigError(

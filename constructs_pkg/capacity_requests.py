@@ -63,6 +63,7 @@ from ddb_capacity_runtime.requests.store import (
 from ddb_capacity_runtime.requests.surge import SurgeSettings
 
 from .compliance import acknowledge, skip_checkov
+from .props import duration_prop
 from .runtime import (
     SCALABLE_TARGETS_FINDING,
     ScheduledFunction,
@@ -175,7 +176,8 @@ class CapacityRequests(Construct):
         are refused and, if written to the store anyway, ignored. Default: 40,000.
     :param max_total_units: the most units the active holds of one dimension (a table's or
         a GSI's read or write) may add up to; a request that would pass it is refused.
-        Default: 40,000 (the table quota). At least ``max_units``.
+        Default: ``max_units``, so the holds of a dimension add up to one largest hold at
+        most; raise it to let holds stack. From ``max_units`` to 40,000.
     :param max_hold: the longest hold. Default: 24 hours.
     :param broker_concurrency: the broker's reserved concurrency: how many requests it
         serves at once; a worker beyond it gets an error at once. Default: 10. None:
@@ -218,7 +220,7 @@ class CapacityRequests(Construct):
         tables: Sequence[dynamodb.ITable | TableCapacity],
         restore_every: Duration | None = DEFAULT_RESTORE_EVERY,
         max_units: int = TABLE_QUOTA,
-        max_total_units: int = TABLE_QUOTA,
+        max_total_units: int | None = None,
         max_hold: Duration = DEFAULT_MAX_HOLD,
         broker_concurrency: int | None = DEFAULT_BROKER_CONCURRENCY,
         alarm_topic: sns.ITopic | None = None,
@@ -226,14 +228,14 @@ class CapacityRequests(Construct):
     ) -> None:
         super().__init__(scope, id)
         self._where = f"CapacityRequests {self.node.path}"
-        self._validate_limits(max_units, max_total_units, broker_concurrency)
+        total = self._validate_limits(max_units, max_total_units, broker_concurrency)
         hold_minutes = self._validate_max_hold(max_hold)
         self._validate_restore_every(restore_every)
         surge = self._validate_fast_path(fast_path, max_units, hold_minutes)
         self.environment = {
             MAX_UNITS_ENV: str(max_units),
             MAX_HOLD_ENV: str(hold_minutes),
-            MAX_TOTAL_UNITS_ENV: str(max_total_units),
+            MAX_TOTAL_UNITS_ENV: str(total),
         }
         self._configure_tables(tables)
         self.alarm_topic = alarm_topic or alarm_topic_of(self, "DynamoDB capacity request alarms")
@@ -260,8 +262,9 @@ class CapacityRequests(Construct):
     # ------------------------------------------------------------------ construction
 
     def _validate_limits(
-        self, max_units: int, max_total_units: int, broker_concurrency: int | None
-    ) -> None:
+        self, max_units: int, max_total_units: int | None, broker_concurrency: int | None
+    ) -> int:
+        """The limits checked; the holds' total (``max_units`` unless given)."""
         where = self._where
         if (
             isinstance(max_units, bool)
@@ -272,6 +275,8 @@ class CapacityRequests(Construct):
                 f"{where}: max_units must be a whole number from 1 to {TABLE_QUOTA}; "
                 f"got {max_units!r}"
             )
+        if max_total_units is None:
+            max_total_units = max_units
         if (
             isinstance(max_total_units, bool)
             or not isinstance(max_total_units, int)
@@ -290,9 +295,11 @@ class CapacityRequests(Construct):
                 f"{where}: broker_concurrency must be a whole number from 1 to 1000, or "
                 f"None; got {broker_concurrency!r}"
             )
+        return max_total_units
 
     def _validate_max_hold(self, max_hold: Duration) -> int:
         """``max_hold`` in whole minutes."""
+        duration_prop(self._where, "max_hold", max_hold, Duration.minutes(1))
         hold_seconds = max_hold.to_seconds() if not Token.is_unresolved(max_hold) else 0
         hold_minutes = hold_seconds / 60
         if not 1 <= hold_minutes <= MAX_HOLD_MINUTES or hold_seconds % 60:
@@ -303,6 +310,9 @@ class CapacityRequests(Construct):
         return int(hold_minutes)
 
     def _validate_restore_every(self, restore_every: Duration | None) -> None:
+        duration_prop(
+            self._where, "restore_every", restore_every, Duration.minutes(1), optional=True
+        )
         if restore_every is not None:
             seconds = restore_every.to_seconds()
             if seconds % 60 or not 60 <= seconds <= 3600:
@@ -327,6 +337,7 @@ class CapacityRequests(Construct):
                 f"{where}.share must be a number over 0 and at most 1; got {shown(share)}"
             )
         surge_for = fast_path.surge_for
+        duration_prop(self._where, "fast_path.surge_for", surge_for, Duration.minutes(1))
         seconds = -1.0 if Token.is_unresolved(surge_for) else surge_for.to_seconds()
         if seconds % 60 or not 60 <= seconds <= hold_minutes * 60:
             raise CapacityConfigError(

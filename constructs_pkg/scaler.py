@@ -42,6 +42,7 @@ from ddb_capacity_runtime.requests.store import STORE_ENV
 
 from .batches import CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY, BatchPath, batch_path
 from .compliance import acknowledge
+from .props import duration_prop
 from .runtime import (
     SCALABLE_TARGETS_FINDING,
     alarm_on_any,
@@ -201,6 +202,7 @@ class ThrottleAwareScaler(Construct):
     ) -> int:
         """The props checked; returns the tick in whole minutes."""
         where = self._where
+        duration_prop(where, "tick", tick, Duration.minutes(1))
         seconds = tick.to_seconds()
         if seconds % 60 or not 60 <= seconds <= 3600:
             raise CapacityConfigError(
@@ -330,17 +332,13 @@ class ThrottleAwareScaler(Construct):
 
     def _validate_hot_key_for(self, hot_key_for: Duration) -> int:
         """``hot_key_for`` checked; returns it in ticks (rounded up)."""
-        seconds = hot_key_for.to_seconds() if isinstance(hot_key_for, Duration) else None
+        duration_prop(self._where, "hot_key_for", hot_key_for, Duration.minutes(1))
+        seconds = hot_key_for.to_seconds()
         tick = self._tick.to_seconds()
-        if seconds is None or not tick <= seconds <= ALARM_WINDOW_SECONDS:
-            shown_value = (
-                hot_key_for.to_human_string()
-                if isinstance(hot_key_for, Duration)
-                else shown(hot_key_for)
-            )
+        if not tick <= seconds <= ALARM_WINDOW_SECONDS:
             raise CapacityConfigError(
                 f"{self._where}: hot_key_for must be a Duration from one tick "
-                f"({self._tick.to_human_string()}) to 1 day; got {shown_value}"
+                f"({self._tick.to_human_string()}) to 1 day; got {hot_key_for.to_human_string()}"
             )
         return math.ceil(seconds / tick)
 
@@ -614,6 +612,11 @@ class ThrottleAwareScaler(Construct):
         )
 
     def _alarms(self, pinned_for: Duration, updating_ticks: int) -> None:
+        for name, duration in (
+            ("pinned_at_max_for", pinned_for),
+            ("throttled_for", self._throttled_for),
+        ):
+            duration_prop(self._where, name, duration, Duration.minutes(1))
         self._render_function_alarms()
         self._render_batch_alarms()
         self._render_tick_alarms()

@@ -52,6 +52,7 @@ from .capacity import (
     is_token,
 )
 from .prewarm import SettleStep
+from .props import duration_prop
 from .quota import ScalableTargetQuota
 
 DIMENSIONS = ("read", "write")
@@ -461,6 +462,9 @@ class TableCapacity(Construct):
         another window active at that moment needs. A capacity above the configured max
         raises the max for the window too."""
         self._check_dimension(dimension, index_name)
+        where = f"{self._where} window {name!r}"
+        duration_prop(where, "duration", duration, Duration.minutes(1))
+        duration_prop(where, "lead", lead, Duration.seconds(0), optional=True)
         self._schedule.add_window(
             CapacityWindow(
                 name=name,

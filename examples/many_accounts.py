@@ -414,7 +414,35 @@ def _acknowledge_role_policy(pipeline: pipelines.CodePipeline, policy: iam.CfnPo
     for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"):
         acknowledge(policy, f"{pack}-IAMNoInlinePolicy", INLINE_POLICY_REASON)
     for finding in wildcard_findings(policy):
-        acknowledge(policy, finding, reasons[0])
+        if finding == ANY_RESOURCE:
+            acknowledge(policy, finding, any_resource_reason(policy, reasons[0]))
+        else:
+            acknowledge(policy, finding, reasons[0])
+
+
+#: The finding of a statement on every resource.
+ANY_RESOURCE = "AwsSolutions-IAM5[Resource::*]"
+
+
+def any_resource_reason(policy: iam.CfnPolicy, role_reason: str) -> str:
+    """The reason for ``policy``'s statements on Resource::*: what they grant, named action
+    by action (KMS and codebuild:StartBuild among them), as CDK Pipelines' defaults."""
+    document = cdk.Stack.of(policy).resolve(policy.policy_document)
+    actions = sorted(
+        action
+        for statement in document["Statement"]
+        if "*" in _listed(statement.get("Resource"))
+        for action in _listed(statement.get("Action"))
+    )
+    return (
+        f"CDK Pipelines' default grant, not this example's: {', '.join(actions)} on "
+        f"Resource::*. CDK Pipelines writes these with no narrower resource and offers no "
+        f"prop to narrow them. {role_reason}"
+    )
+
+
+def _listed(value: object) -> list[object]:
+    return value if isinstance(value, list) else [value]
 
 
 def _role(path: str) -> str:

@@ -193,6 +193,37 @@ def test_the_holds_of_a_dimension_add_up_to_max_total_units_at_most(
     assert request(world, served, index="byUser", write=100)["ok"] is True
 
 
+@pytest.mark.parametrize("made_by", ["construct", "environment without a total"])
+def test_by_default_the_holds_of_a_dimension_add_up_to_one_largest_hold(
+    world: World, served: str, stack: Any, monkeypatch: pytest.MonkeyPatch, made_by: str
+) -> None:
+    # GIVEN a broker bounded to 2,000 units a hold and no max_total_units: as the construct
+    # configures it, or from an environment that names no total (an older construct's)
+    if made_by == "construct":
+        from aws_cdk import aws_dynamodb as dynamodb
+
+        from constructs_pkg import CapacityRequests
+
+        table = dynamodb.Table.from_table_name(stack, "Served", served)
+        made = CapacityRequests(stack, "Requests", tables=[table], max_units=MAX_UNITS)
+        assert made.environment["CAPACITY_MAX_TOTAL_UNITS"] == str(MAX_UNITS)
+        for name in ("CAPACITY_MAX_UNITS", "CAPACITY_MAX_TOTAL_UNITS"):
+            monkeypatch.setenv(name, made.environment[name])
+    else:
+        monkeypatch.delenv("CAPACITY_MAX_TOTAL_UNITS")
+    # WHEN four workers each ask for the largest hold
+    answers = [request(world, served, write=MAX_UNITS) for _ in range(4)]
+    # THEN the first is held and the three others are refused by name: the store holds
+    # one largest hold, and the minimum is raised by that much only
+    assert [a["ok"] for a in answers] == [True, False, False, False]
+    assert answers[1]["message"] == (
+        "write: got 2,000 units; with the 1 active hold(s) on table the holds would add up "
+        "to 4,000, and the hold store allows at most 2,000 units held per dimension"
+    )
+    assert world.target_min(served, "write") == 50 + MAX_UNITS
+    assert sum(h.units for s in world.store.table(served) for h in s.holds) == MAX_UNITS
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [

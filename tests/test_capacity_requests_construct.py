@@ -164,7 +164,7 @@ def test_the_broker_has_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
     ).values()
     env = broker["Properties"]["Environment"]["Variables"]
     assert env["CAPACITY_MAX_UNITS"] == "500"
-    assert env["CAPACITY_MAX_TOTAL_UNITS"] == "40000"
+    assert env["CAPACITY_MAX_TOTAL_UNITS"] == "500"  # max_units unless given
     # a flood of requests cannot take the account's concurrency
     assert broker["Properties"]["ReservedConcurrentExecutions"] == 10
     assert env["CAPACITY_HOLDS_TABLE"] == stack.resolve(requests.hold_store.table_name)

@@ -1,4 +1,5 @@
-"""checkov on the example app's templates, synthesized by the CDK CLI: no failed check, and
+"""checkov on the example app's templates, synthesized by the CDK CLI, and on a
+``FleetAdvisor`` stack's (the example app has none): no failed check, and
 every skipped one carries its reason in the resource's metadata, where checkov (and a
 reviewer reading the template) finds it. checkov runs from its own venv, made by
 ``make install`` (its pins conflict with the project's)."""
@@ -41,10 +42,23 @@ def checkov_reports(process: subprocess.Popen[str]) -> list[dict[str, Any]]:
     return reports if isinstance(reports, list) else [reports]
 
 
-def templates(cli_assembly: Path, into: Path) -> Path:
+def fleet_advisor_assembly(outdir: Path) -> Path:
+    """A stack holding a ``FleetAdvisor`` with its defaults, synthesized into ``outdir``."""
+    import aws_cdk as cdk
+
+    from constructs_pkg import FleetAdvisor
+
+    app = cdk.App(outdir=str(outdir))
+    FleetAdvisor(cdk.Stack(app, "FleetAdvisorStack"), "Advisor")
+    app.synth()
+    return outdir
+
+
+def templates(assemblies: list[Path], into: Path) -> Path:
     into.mkdir()
-    for template in cli_assembly.glob("*.template.json"):
-        shutil.copy(template, into)
+    for assembly in assemblies:
+        for template in assembly.glob("*.template.json"):
+            shutil.copy(template, into)
     return into
 
 
@@ -66,8 +80,9 @@ class Scans:
     removed: the two scans run side by side (each is mostly checkov's own start-up)."""
 
     def __init__(self, cli_assembly: Path, tmp: Path) -> None:
-        self.directory = templates(cli_assembly, tmp / "templates")
-        self.unskipped = templates(cli_assembly, tmp / "unskipped")
+        assemblies = [cli_assembly, fleet_advisor_assembly(tmp / "advisor.out")]
+        self.directory = templates(assemblies, tmp / "templates")
+        self.unskipped = templates(assemblies, tmp / "unskipped")
         self.skipped = remove_skips(self.unskipped)
         scans = [start_checkov(self.directory), start_checkov(self.unskipped)]
         try:
@@ -97,6 +112,25 @@ def test_no_failed_check_and_every_skip_has_its_reason(scans: Scans) -> None:
             for skip in resource.get("Metadata", {}).get("checkov", {}).get("skip", []):
                 assert skip["id"].startswith("CKV_AWS_"), (logical, skip)
                 assert len(skip["comment"]) > 40, (logical, skip)
+
+
+def test_the_fleet_advisors_bucket_and_worker_are_scanned_and_acknowledged(scans: Scans) -> None:
+    # GIVEN the FleetAdvisor stack among the scanned templates; without its skips checkov
+    # fails its bucket's access logs and versioning, and its worker's dead-letter queue and
+    # reserved concurrency (so they were scanned) ...
+    unskipped = scans.unskipped_report["results"]["failed_checks"]
+    failed = {(f["check_id"], f["resource"].split(".")[1][:13]) for f in unskipped}
+    expected = {
+        ("CKV_AWS_18", "AdvisorReport"),
+        ("CKV_AWS_21", "AdvisorReport"),
+        ("CKV_AWS_115", "AdvisorWorker"),
+        ("CKV_AWS_116", "AdvisorWorker"),
+    }
+    assert expected <= failed
+    # THEN ... each is acknowledged on its resource with its reason, and nothing fails
+    skipped = {(check, resource.split(".")[1][:13]) for check, resource in scans.skipped}
+    assert expected <= skipped
+    assert scans.report["summary"]["failed"] == 0
 
 
 def test_a_skip_removed_is_a_failure(scans: Scans) -> None:

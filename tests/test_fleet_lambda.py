@@ -234,3 +234,60 @@ def test_a_result_that_cannot_be_read_is_a_counted_failure_named_by_the_manifest
     assert set(rows) == set(names)
     assert rows["Broken"]["status"] == "failed" and "not a JSON object" in rows["Broken"]["reason"]
     assert rows["Absent"]["status"] == "missing"
+
+
+def strict_json(body: bytes) -> Any:
+    """JSON as RFC 8259 has it: ``Infinity`` and ``NaN`` are refused."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(body, parse_constant=refuse)
+
+
+def test_tampered_finite_figures_are_unreadable_results_and_the_report_stays_json(world):
+    # GIVEN a run whose results hold figures a real result cannot: the largest floats
+    # (their sums overflow), an integer too large for a float, and one honest result
+    settings, s3 = world["settings"], world["s3"]
+    run_id = run_id_of(world["moment"])
+    huge = 1.7e308
+
+    def result(usd: Any, now_usd: Any) -> dict[str, Any]:
+        return {
+            "status": "advised",
+            "recommended": "on-demand",
+            "options": [{"policy": "on-demand", "usd_per_month": usd, "refused_per_month": 0}],
+            "current": {"policy": "fixed:5", "usd_per_month": now_usd, "refused_per_month": 0},
+        }
+
+    results = {
+        "Plus": result(-huge, huge),
+        "Minus": result(huge, -huge),
+        "Wide": result(10**400, 1.0),
+        "Honest": result(2.5, 4.0),
+    }
+    s3.put_object(
+        Bucket=settings.bucket, Key="runs/latest.json", Body=json.dumps({"run_id": run_id})
+    )
+    s3.put_object(
+        Bucket=settings.bucket,
+        Key=f"runs/{run_id}/manifest.json",
+        Body=json.dumps({"tables": list(results), "days": 1}),
+    )
+    for name, doc in results.items():
+        s3.put_object(
+            Bucket=settings.bucket, Key=f"runs/{run_id}/tables/{name}.json", Body=json.dumps(doc)
+        )
+    # WHEN the report runs
+    counts = fleet_lambda.report_run(s3, settings, world["moment"])
+    # THEN the three tampered results are counted as unreadable, failed rows that say why,
+    # and report.json is JSON (no Infinity) with the honest table's figures in its totals
+    assert counts == {"TablesReported": 4, "TablesMissing": 0, "Failures": 3}
+    body = s3.get_object(Bucket=settings.bucket, Key=f"runs/{run_id}/report.json")["Body"]
+    doc = strict_json(body.read())
+    rows = {r["table"]: r for r in doc["tables"]}
+    for name in ("Plus", "Minus", "Wide"):
+        assert rows[name]["status"] == "failed"
+        assert "usd_per_month" in rows[name]["reason"] and "within" in rows[name]["reason"]
+    assert rows["Honest"]["usd_saved_per_month"] == 1.5
+    assert doc["totals"]["usd_saved_per_month"] == 1.5

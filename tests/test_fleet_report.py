@@ -183,3 +183,29 @@ def test_current_settings_the_simulator_cannot_run_are_unknown_and_the_table_adv
     assert isinstance(placed, Advice) and placed.current_figures is not None
     assert placed.current_figures.policy == "fixed:100 (read); stock:70 (write)"
     assert placed.current_figures.cost > 0
+
+
+@pytest.mark.parametrize(
+    "figure",
+    [1.7e308, -1.7e308, 1e16, 10**400, float("inf"), True],
+    ids=["largest", "smallest", "1e16", "int-1e400", "inf", "bool"],
+)
+def test_a_figure_beyond_the_largest_fails_its_row_and_json_stays_json(figure):
+    # GIVEN advise's documents, one of which carries an absurd figure for its current
+    # settings beside a table with one for its recommended option
+    docs = [
+        advised(
+            "Tampered",
+            "on-demand",
+            OPTIONS,
+            {"policy": "fixed:1", "usd_per_month": figure, "refused_per_month": 0.0},
+        ),
+        advised("Other", "on-demand", {"on-demand": (-1.7e308, 0.0)}, None),
+    ]
+    # WHEN the report is built and written as JSON
+    report = fleet.build(docs, {"days": 1})
+    text = fleet.as_json(report)
+    # THEN both rows fail with a reason naming the figure, and the JSON has no Infinity
+    assert [r.status for r in report.rows] == ["failed", "failed"]
+    assert all("usd_per_month" in r.reason for r in report.rows)
+    assert "Infinity" not in text and json.loads(text)["totals"]["usd_saved_per_month"] == 0

@@ -229,6 +229,39 @@ def test_every_acknowledgement_is_exact_and_reasoned(assembly: Path) -> None:
     assert not [f for f in pipeline if re.search(r"\[Action::[a-z0-9-]+:\*\]", f)]
 
 
+def test_grants_on_any_resource_are_acknowledged_as_cdk_pipelines_defaults(
+    assembly: Path,
+) -> None:
+    """CDK Pipelines grants KMS and codebuild:StartBuild (among others) on Resource::*:
+    each such policy's acknowledgement says so, naming every action it grants there."""
+    granted: set[str] = set()
+    for path in assembly.glob("*.metadata.json"):
+        template = read(path.with_name(path.name.replace(".metadata.json", ".template.json")))
+        for where, entries in read(path).items():
+            logical = next((e["data"] for e in entries if e["type"] == "aws:cdk:logicalId"), "")
+            resource = template["Resources"].get(logical, {})
+            if resource.get("Type") != "AWS::IAM::Policy":
+                continue
+            on_any = {
+                action
+                for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+                if "*" in listed(statement["Resource"])
+                for action in listed(statement["Action"])
+            }
+            if not on_any:
+                continue
+            reasons = {f: r for _, f, r in acknowledgements({where: entries})}
+            reason = reasons["AwsSolutions::AwsSolutions-IAM5[Resource::*]"]
+            assert reason.startswith("CDK Pipelines' default grant, not this example's: ")
+            assert all(action in reason for action in on_any), (where, on_any, reason)
+            granted |= on_any
+    assert {"kms:Decrypt", "kms:GenerateDataKey*", "codebuild:StartBuild"} <= granted
+
+
+def listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
 def test_the_example_adds_one_acknowledgement_to_a_stage(assembly: Path) -> None:
     """A stage holds the scaler's own acknowledgements and, with an e-mail, the
     subscription's; nothing stack-wide, nothing on the pipeline's behalf."""

@@ -659,7 +659,8 @@ def test_dry_run_and_tick(stack: cdk.Stack) -> None:
         ),
         (
             {"hot_key_for": 10},
-            "hot_key_for must be a Duration from one tick (2 minutes) to 1 day; got 10",
+            "hot_key_for: got 10 (int); expected a Duration of at least 1 minute, a multiple "
+            "of 1 second (aws_cdk.Duration.minutes(5), say)",
         ),
     ],
 )

@@ -82,7 +82,8 @@ def actions_of(
         ),
         (
             "cron(0 25 ? * MON *)",
-            "X: schedule 'cron(0 25 ? * MON *)' is not a valid cron expression: Bad hour",
+            "X: schedule 'cron(0 25 ? * MON *)': hours field '25' is out of range; expected "
+            "0-23 (a value, a range a-b, a list a,b, a step a/n, or *)",
         ),
         (
             "cron(0 5 ? * 0 *)",
@@ -198,6 +199,32 @@ def test_entry_on_an_unknown_index(stack: cdk.Stack) -> None:
         f"{WHERE}: unknown global secondary index 'byCustomr'; the table's indexes are: "
         f"'byCustomer'"
     )
+
+
+RANGE = "(a value, a range a-b, a list a,b, a step a/n, or *)"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("cron(0 25 * * * *)", "hours field '25' is out of range; expected 0-23"),
+        ("cron(60 5 * * * *)", "minutes field '60' is out of range; expected 0-59"),
+        ("cron(0 5 32 * * *)", "day-of-month field '32' is out of range; expected 1-31, L or ?"),
+        ("cron(0 5 * 13 * *)", "month field '13' is out of range; expected 1-12 or JAN-DEC"),
+        ("cron(0 5 * * 8 *)", "day-of-week must be 1-7 (SUN-SAT) or SUN-SAT; got 8"),
+        ("cron(0 5 * * * 1969)", "years must be from 1970 to 2199; got '1969'"),
+    ],
+    ids=["hours", "minutes", "day-of-month", "month", "day-of-week", "year"],
+)
+def test_a_field_out_of_range_is_named_before_the_question_mark_rule(text, message):
+    # GIVEN an expression with both day fields * (the ? rule) and one field out of range
+    # WHEN it is parsed
+    with pytest.raises(ScheduleError) as refused:
+        parse(text, "X")
+    # THEN the field out of range is named, with what it allows
+    assert str(refused.value).startswith(f"X: schedule {text!r}: {message}")
+    if "field" in message:
+        assert str(refused.value).endswith(RANGE)
 
 
 def test_entry_with_a_malformed_expression_names_the_entry(stack: cdk.Stack) -> None:

@@ -54,7 +54,7 @@ from . import advise as advise_module
 from . import fleet, page
 from .simulator import chart, ensemble, report, schedules
 from .simulator import tune as tune_module
-from .simulator.backtest import MAX_DAYS, history, history_end
+from .simulator.backtest import MAX_DAYS, check_days, history, history_end
 from .simulator.chart import ChartError
 from .simulator.ensemble import ENSEMBLES, EnsembleError, run_ensemble, settings_of
 from .simulator.model import FRACTIONAL, OFF, OPTIONAL, ModelError, ModelParams
@@ -383,6 +383,40 @@ class RequestInputError(ValueError):
     """A ``request`` / ``release`` option is out of range."""
 
 
+class OptionError(ValueError):
+    """A value argparse lets through that no option takes."""
+
+
+def _check_values(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse, for every option of the command that takes a value, ``--opt=--`` (argparse
+    drops a lone ``--`` and stores an empty list) and a NUL byte (no file name, table name
+    or time holds one), naming the option, the value and what it takes."""
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for action in subparsers.choices[args.command]._actions:
+        if not action.option_strings or action.nargs == 0:
+            continue
+        value = getattr(args, action.dest, None)
+        given = value if isinstance(action, argparse._AppendAction) else [value]
+        for item in given or []:
+            if item == [] or (isinstance(item, str) and "\0" in item):
+                kind = getattr(action.type, "__name__", "")
+                what = action.metavar or {"int": "a whole number", "float": "a number"}.get(
+                    kind, "a value"
+                )
+                if action.help and action.help != argparse.SUPPRESS:
+                    what += f" ({_literal_help(action.help)})"
+                shown = "'--'" if item == [] else repr(item)
+                raise OptionError(
+                    f"{action.option_strings[-1]}: got {shown}; expected {what}"
+                    + (", never a lone '--'" if item == [] else ", without a NUL byte")
+                )
+
+
+def _literal_help(text: str) -> str:
+    """Help text as shown: argparse's ``%%`` is one ``%``."""
+    return text.replace("%%", "%")
+
+
 def _check_via(args: argparse.Namespace) -> None:
     """Refuse a request or release that names neither a broker nor a hold store, in its
     options or in the environment (the run-time reads ``$CAPACITY_BROKER``, then
@@ -470,10 +504,10 @@ def _specs(args: argparse.Namespace, trace: Trace, params: ModelParams) -> list[
 def _trace(args: argparse.Namespace, params: ModelParams) -> Trace:
     """The scenario, the CSV trace (demand at most ``--max-capacity``) or the history."""
     if args.command == "simulate":
-        if args.scenario:
+        if args.scenario is not None:
             return scenario(args.scenario, args.seed)
         return read_csv(args.trace, params.max_capacity)
-    if args.command == "tune" and args.trace:
+    if args.command == "tune" and args.trace is not None:
         for option, value in (("--index", args.index), ("--days", args.days), ("--end", args.end)):
             if value is not None:
                 raise TraceError(
@@ -506,9 +540,9 @@ def _history_window(args: argparse.Namespace) -> datetime | None:
             raise TraceError(f"--end: got {args.end!r}; expected an ISO-8601 time") from None
         # a time without an offset is UTC, as every time this command prints
         end = history_end(given if given.tzinfo else given.replace(tzinfo=UTC))
-    days = TUNE_DAYS if args.days is None else args.days
+    days = check_days(TUNE_DAYS if args.days is None else args.days)
     now = history_end(None)
-    if end is not None and isinstance(days, int) and 1 <= days <= MAX_DAYS:
+    if end is not None:
         start = end - timedelta(days=days)
         if start < now - timedelta(days=MAX_DAYS):
             raise TraceError(
@@ -619,9 +653,7 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"each table itself)"
         )
     processes, workers = _advise_processes(args)
-    days = TUNE_DAYS if args.days is None else args.days
-    if not 1 <= days <= MAX_DAYS:
-        raise TraceError(f"--days: got {days}; expected a whole number from 1 to {MAX_DAYS}")
+    days = check_days(TUNE_DAYS if args.days is None else args.days)
     # before any AWS client is made; one window for every table, now unless given
     end = _history_window(args) or history_end(None)
     report = fleet.destination(args.report) if args.report else None
@@ -714,22 +746,40 @@ def _score_from(text: str | None, trace: Trace) -> int | None:
     return int(minute)
 
 
-def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    params = ModelParams(**{f.name: getattr(args, f.name) for f in fields(ModelParams)})
-    params.validate(flags=True)
-    prices = Prices().overridden(args.price)
+def _check_run(args: argparse.Namespace, params: ModelParams) -> None:
+    """simulate's and backtest's options that need no trace, checked before one is read
+    (a backtest's needs AWS: a bad option is named before a missing Region is)."""
     if args.tick < 1 or args.tick > 60:
         raise PolicyError(f"--tick: got {args.tick}; expected whole minutes from 1 to 60")
+    if not 1 <= args.workers <= 64:
+        raise PolicyError(f"--workers: got {args.workers}; expected a whole number from 1 to 64")
+    for name in args.policy or []:
+        parse(name, params.max_capacity)
+    if args.ensemble is not None:
+        settings_of(args.ensemble, params)
+    if args.command == "backtest" and args.score_from is not None:  # a trace's: its minutes
+        try:
+            datetime.fromisoformat(args.score_from.strip())
+        except ValueError:
+            raise TraceError(
+                f"--score-from: got {args.score_from!r}; expected an ISO-8601 time within the "
+                f"history (--days to --end)"
+            ) from None
     if args.chart:
         chart.check(args.chart)  # before any work: a missing matplotlib is known now
     if args.html:
         page.check_path(args.html)
-    entries = schedules.load(args.schedule) if args.schedule else None
+
+
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    params = ModelParams(**{f.name: getattr(args, f.name) for f in fields(ModelParams)})
+    params.validate(flags=True)
+    prices = Prices().overridden(args.price)
+    _check_run(args, params)
+    entries = schedules.load(args.schedule) if args.schedule is not None else None
     trace = _trace(args, params)
     params = params.for_trace(trace)  # the hot key: the trace's own unless given
     specs = _specs(args, trace, params)
-    if not 1 <= args.workers <= 64:
-        raise PolicyError(f"--workers: got {args.workers}; expected a whole number from 1 to 64")
     settings = settings_of(args.ensemble, params) if args.ensemble else []
     score_from = _score_from(args.score_from, trace)
     results = simulate(
@@ -823,8 +873,10 @@ def main(
 ) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     try:
+        _check_values(parser, args)
         if args.command == "scenarios":
             return _scenarios(args, out)
         if args.command in ("request", "release"):
@@ -837,7 +889,7 @@ def main(
     except TimeoutError as exc:
         err.write(f"ddb-capacity: timed out: {exc}\n")
         return 1
-    except (*INPUT_ERRORS, RequestInputError, requests.CapacityRequestError) as exc:
+    except (*INPUT_ERRORS, RequestInputError, OptionError, requests.CapacityRequestError) as exc:
         err.write(f"ddb-capacity: error: {exc}\n")
         return 2
     except NoRegionError:

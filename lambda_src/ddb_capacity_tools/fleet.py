@@ -22,7 +22,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -46,6 +45,7 @@ __all__ = [
     "contents",
     "destination",
     "put_s3",
+    "refused_figures",
     "rows_of",
     "write",
 ]
@@ -77,6 +77,10 @@ SHOWN = 500
 BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 #: Characters a spreadsheet reads as the start of a formula.
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
+#: The largest figure (dollars or refused units a month) one table's result may carry. A
+#: result is untrusted: larger ones are refused, so no sum or difference of them can
+#: overflow to infinity, which JSON cannot hold.
+LARGEST = 1e15
 
 
 class ReportError(ValueError):
@@ -135,8 +139,28 @@ def _text(value: object) -> str:
 
 
 def _number(value: object) -> float | None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return float(value) if ok and math.isfinite(value) else None  # type: ignore[arg-type]
+    """A number within ±:data:`LARGEST` as a float; None for anything else (NaN, infinity,
+    an integer too large for a float, a bool, text)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if -LARGEST <= value <= LARGEST else None
+
+
+def refused_figures(doc: Mapping[str, Any]) -> str | None:
+    """Why an advised result's figures cannot be reported (one that is there but is not a
+    number within ±:data:`LARGEST`), or None when they can."""
+    if doc.get("status") != "advised":
+        return None
+    options = doc.get("options")
+    for place in [*(options if isinstance(options, list) else []), doc.get("current")]:
+        for name in ("usd_per_month", "refused_per_month"):
+            value = place.get(name) if isinstance(place, Mapping) else None
+            if value is not None and _number(value) is None:
+                return (
+                    f"the result's {name} is {_text(value)[:40]}; expected a finite number "
+                    f"within ±{LARGEST:.0e}"
+                )
+    return None
 
 
 def _option(doc: Mapping[str, Any], policy: object) -> Mapping[str, Any]:
@@ -186,7 +210,10 @@ def rows_of(docs: Sequence[Mapping[str, Any]], missing: Sequence[str] = ()) -> l
         index = doc.get("index") if isinstance(doc, Mapping) else None
         index = _text(index) if index is not None else None
         status = doc.get("status") if isinstance(doc, Mapping) else None
-        if status == "advised":
+        refused = refused_figures(doc) if isinstance(doc, Mapping) else None
+        if refused is not None:
+            rows.append(Row(table, index, "failed", reason=refused))
+        elif status == "advised":
             rows.append(_advised(doc, table, index))
         elif status == "failed":
             rows.append(Row(table, index, "failed", reason=_text(doc.get("reason", ""))))
@@ -233,6 +260,7 @@ def as_json(report: Report) -> str:
             "tables": [asdict(r) for r in report.rows],
         },
         indent=1,
+        allow_nan=False,
     )
 
 

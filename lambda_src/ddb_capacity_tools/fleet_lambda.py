@@ -293,8 +293,8 @@ def _results(
     s3: Any, bucket: str, run_id: str, tables: Sequence[str]
 ) -> tuple[list[Any], list[str], int]:
     """Each table's result (in the manifest's order, named after the manifest: a document
-    is untrusted), the tables with none, and how many could not be read (each a failed
-    row, logged and counted)."""
+    is untrusted), the tables with none, and how many could not be read or hold a figure
+    the report refuses (each a failed row, logged and counted)."""
 
     def read(table: str) -> tuple[Any, bool]:
         try:
@@ -304,9 +304,10 @@ def _results(
         else:
             if doc is None:
                 return None, False
-            if isinstance(doc, dict):
+            found = fleet.refused_figures(doc) if isinstance(doc, dict) else None
+            if isinstance(doc, dict) and found is None:
                 return {**doc, "table": table}, False
-            reason = "its result is not a JSON object"
+            reason = found or "its result is not a JSON object"
         log_event("result_not_read", level=logging.ERROR, table=table, error=reason)
         return {"table": table, "status": "failed", "reason": reason}, True
 

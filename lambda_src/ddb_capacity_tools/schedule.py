@@ -28,6 +28,14 @@ RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
 RATE_UNITS = {"minute": 60, "hour": 3600, "day": 86400}
 DOW_NUMBER = re.compile(r"(?<![#/\d])(\d+)")
 YEARS = (1970, 2199)
+#: The first four cron fields, each with what it allows; checked one at a time (with ``*``
+#: in the others) before the ``?`` rule, so an error names the field that is wrong.
+CRON_FIELDS = (
+    ("minutes", "0-59"),
+    ("hours", "0-23"),
+    ("day-of-month", "1-31, L or ?"),
+    ("month", "1-12 or JAN-DEC"),
+)
 EXPECTED = (
     "cron(minutes hours day-of-month month day-of-week year) with ? in day-of-month "
     "or day-of-week, at(yyyy-mm-ddThh:mm:ss) or rate(N minutes|hours|days)"
@@ -198,6 +206,8 @@ def parse(text: str, where: str) -> Expression:
             f"expression has 6: minutes hours day-of-month month day-of-week year"
         )
     minute, hour, dom, month, dow, year = fields
+    _check_fields(fields, where, text)
+    years = _years(year, where, text)
     if (dom == "?") == (dow == "?"):
         raise ScheduleError(
             f"{where}: schedule {text!r}: exactly one of day-of-month ({dom!r}) "
@@ -224,7 +234,25 @@ def parse(text: str, where: str) -> Expression:
         raise ScheduleError(
             f"{where}: schedule {text!r} is not a valid cron expression: {exc}"
         ) from None
-    return Expression(text, cron5=cron5, years=_years(year, where, text))
+    return Expression(text, cron5=cron5, years=years)
+
+
+def _check_fields(fields: Sequence[str], where: str, text: str) -> None:
+    """Each cron field on its own, before the rules between fields: the first that is out
+    of its range (``cron(0 25 * * * *)``: hours) is named with what it allows."""
+    for n, (name, allowed) in enumerate(CRON_FIELDS):
+        if fields[n] == "?" and name == "day-of-month":
+            continue
+        alone = " ".join(fields[n] if k == n else "*" for k in range(5))
+        try:
+            CronSim(alone, datetime(2026, 1, 1))
+        except CronSimError:
+            raise ScheduleError(
+                f"{where}: schedule {text!r}: {name} field {fields[n]!r} is out of range; "
+                f"expected {allowed} (a value, a range a-b, a list a,b, a step a/n, or *)"
+            ) from None
+    if fields[4] != "?":
+        _dow_to_standard(fields[4], where, text)
 
 
 def _parse_at(text: str, when: str, where: str) -> Expression:

@@ -491,14 +491,16 @@ def store_name(store: str | None, env: Mapping[str, str] = os.environ) -> str:
 
 
 def limits_from_env(env: Mapping[str, str]) -> HoldLimits:
-    """The store's bounds from the environment; a bad value names the variable."""
-    read = {}
+    """The store's bounds from the environment; a bad value names the variable. Without
+    ``CAPACITY_MAX_TOTAL_UNITS``, a dimension's holds add up to ``max_units`` at most."""
+    read: dict[str, int] = {}
     for name, high in (
         (MAX_UNITS_ENV, TABLE_QUOTA),
         (MAX_HOLD_ENV, MAX_HOLD_MINUTES),
         (MAX_TOTAL_UNITS_ENV, TABLE_QUOTA),
     ):
-        value = _whole(env.get(name, str(high)), 1, high)
+        default = read.get(MAX_UNITS_ENV, high) if name == MAX_TOTAL_UNITS_ENV else high
+        value = _whole(env.get(name, str(default)), 1, high)
         if value is None:
             raise CapacityRequestError(
                 f"{name}: got {env.get(name)!r:.200}; expected a whole number from 1 to {high}"

@@ -28,6 +28,16 @@ from .trace import Key, Trace, TraceError
 MAX_DAYS = 15
 
 
+def check_days(days: object) -> int:
+    """``--days``, refused unless a whole number from 1 to :data:`MAX_DAYS`."""
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
+        raise TraceError(
+            f"--days: got {days!r}; expected a whole number from 1 to {MAX_DAYS} "
+            f"(CloudWatch keeps 1-minute datapoints for {MAX_DAYS} days)"
+        )
+    return days
+
+
 def history(
     cloudwatch: Any,
     dynamodb: Any,
@@ -44,11 +54,7 @@ def history(
     table was asked for, as far as CloudWatch can tell. The table's (``index`` None) or one
     GSI's; with ``with_indexes`` (and no ``index``), the table's and every GSI's, as one
     trace: the table's whole bill, since billing mode is the table's."""
-    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
-        raise TraceError(
-            f"--days: got {days!r}; expected a whole number from 1 to {MAX_DAYS} "
-            f"(CloudWatch keeps 1-minute datapoints for {MAX_DAYS} days)"
-        )
+    check_days(days)
     if with_indexes and index is not None:
         raise TraceError(f"--index: got {index!r}; a table's whole bill takes no --index")
     end = history_end(end)

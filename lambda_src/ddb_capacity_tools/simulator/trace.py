@@ -89,8 +89,11 @@ def _timestamp(text: str, where: str) -> datetime:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
         raise TraceError(f"{where}: got {_shown(text)}; expected {TIMESTAMP}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
+    if moment.tzinfo is None:  # local time or UTC? Never guessed
+        raise TraceError(
+            f"{where}: got {_shown(text)}; expected a timestamp with its UTC offset (Z or "
+            f"+00:00): one without could be any time zone's"
+        )
     if moment.utcoffset() != timedelta(0):
         raise TraceError(f"{where}: got {_shown(text)}; expected a UTC timestamp (Z or +00:00)")
     if moment.second or moment.microsecond:
@@ -164,14 +167,17 @@ def _text(row: list[str], limit: int | None, where: str) -> None:
 
 
 def read_csv(path: str | Path, max_capacity: int | None = None) -> Trace:
-    """Read ``timestamp,read,write`` rows: ISO-8601 UTC, one per minute, units per second.
+    """Read ``timestamp,read,write`` rows: ISO-8601 UTC (``Z`` or ``+00:00``: a timestamp
+    without an offset is refused), one per minute, units per second. A UTF-8 byte-order
+    mark before the header is skipped.
 
     Demand is at most ``max_capacity`` (``--max-capacity``), when given, and at most
     :data:`MAX_DEMAND`; timestamps are from :data:`FIRST_TIME` to :data:`LAST_TIME`.
     """
     path = Path(path)
     try:
-        handle = path.open(newline="", encoding="utf-8", errors="surrogateescape")
+        # utf-8-sig: a byte-order mark, as spreadsheets save one, is not part of the header
+        handle = path.open(newline="", encoding="utf-8-sig", errors="surrogateescape")
     except OSError as exc:
         raise TraceError(f"{path}: cannot be read: {exc.strerror}") from None
     reads: list[float] = []

@@ -1,0 +1,64 @@
+"""Runs in: CDK app (synth time).
+
+The checks the constructs' props share, at the door: a Duration prop and a whole-number
+prop, each refused with the prop's name, the value received and what is allowed, before
+the value reaches jsii (whose own errors name no prop, and which a NaN stops outright).
+Unresolved CDK tokens are not checked.
+"""
+
+from __future__ import annotations
+
+import math
+
+from aws_cdk import Duration, Token
+
+from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
+
+__all__ = ["duration_prop", "whole_prop"]
+
+
+def duration_prop(
+    where: str,
+    name: str,
+    value: object,
+    floor: Duration,
+    *,
+    step: Duration | None = None,
+    optional: bool = False,
+) -> Duration | None:
+    """``value`` when it is a ``Duration`` of at least ``floor`` and a multiple of ``step``
+    (default: 1 second), or None when ``optional`` and None. The prop's own range above
+    the floor is its caller's."""
+    if value is None and optional:
+        return None
+    step = step or Duration.seconds(1)
+    allowed = (
+        f"a Duration of at least {floor.to_human_string()}, a multiple of "
+        f"{step.to_human_string()}" + (", or None" if optional else "")
+    )
+    if not isinstance(value, Duration):
+        raise CapacityConfigError(
+            f"{where}: {name}: got {shown(value)} ({type(value).__name__}); expected {allowed} "
+            "(aws_cdk.Duration.minutes(5), say)"
+        )
+    seconds = value.to_seconds(integral=False)
+    if Token.is_unresolved(seconds):
+        return value
+    steps = seconds / step.to_seconds(integral=False)
+    if seconds < floor.to_seconds(integral=False) or not float(steps).is_integer():
+        raise CapacityConfigError(
+            f"{where}: {name}: got {value.to_human_string()}; expected {allowed}"
+        )
+    return value
+
+
+def whole_prop(where: str, name: str, value: object, low: int, high: int) -> int:
+    """``value`` when it is a whole number from ``low`` to ``high`` (or an unresolved
+    token); a bool, a float (NaN and infinity included) or text is refused."""
+    if isinstance(value, float) and math.isfinite(value) and Token.is_unresolved(value):
+        return value  # type: ignore[return-value]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise CapacityConfigError(
+            f"{where}: {name}: got {shown(value)}; expected a whole number from {low:,} to {high:,}"
+        )
+    return value
