@@ -43,7 +43,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_runtime.core.names import TABLE_QUOTA, TARGET_TAG
+from ddb_capacity_runtime.core.names import TABLE_QUOTA, TARGET_TAG, is_table_name
 from ddb_capacity_runtime.core.surge import (
     DEFAULT_SURGE_MINUTES,
     DEFAULT_SURGE_SCALE,
@@ -51,6 +51,7 @@ from ddb_capacity_runtime.core.surge import (
     SIGNALS_ENV,
     UNBOUNDED,
 )
+from ddb_capacity_runtime.instrument import MODE_ENV, TABLES_ENV
 from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.holds import MAX_HOLD_MINUTES, shown
@@ -61,13 +62,18 @@ from ddb_capacity_runtime.requests.store import (
     STORE_ENV,
 )
 from ddb_capacity_runtime.requests.surge import SurgeSettings
+from ddb_capacity_runtime.signals import MODES
 
+from .capacity import is_token
 from .compliance import acknowledge, skip_checkov
 from .props import duration_prop
 from .runtime import (
+    HOOK_WRAPPER,
     SCALABLE_TARGETS_FINDING,
     ScheduledFunction,
     alarm_on_any,
+    hook_layer,
+    hook_runtimes,
     move_minimums_statement,
     read_autoscaling_statement,
     runtime_function,
@@ -591,6 +597,48 @@ class CapacityRequests(Construct):
             )
         return self._grant_invoke("grant_signals", grantee, self.signals, SIGNALS_ENV)
 
+    def instrument(
+        self,
+        function: lambda_.Function,
+        *,
+        tables: Sequence[str] | None = None,
+        mode: str = "consumed",
+    ) -> iam.Grant:
+        """Install the fast path's client hook in the Python ``function`` without changing
+        its code: a layer with the run-time package and an exec wrapper
+        (``AWS_LAMBDA_EXEC_WRAPPER``) that installs the hook before the handler is
+        imported, the function granted and told where to report, as
+        :meth:`grant_signals` does. ``tables``: the only tables reported (default: all
+        of the account's in the Region); ``mode``: ``consumed`` (the hook asks for the
+        consumed capacity of the requests it counts) or ``throttles`` (it changes no
+        request). Needs ``fast_path``."""
+        if not isinstance(function, lambda_.Function):
+            raise CapacityConfigError(
+                f"{self._where}: instrument needs a lambda_.Function (its layers and "
+                f"environment are set); got {shown(function)}"
+            )
+        runtime = function.runtime
+        allowed = [r.name for r in hook_runtimes()]
+        if runtime.name not in allowed:
+            raise CapacityConfigError(
+                f"{self._where}: instrument: function {function.node.path} runs "
+                f"{runtime.name}; the hook is for Python functions on {', '.join(allowed)} "
+                f"(elsewhere, call grant_signals and report from your own code)"
+            )
+        if mode not in MODES:
+            raise CapacityConfigError(
+                f"{self._where}: instrument: mode must be one of {', '.join(MODES)}; got "
+                f"{shown(mode)}"
+            )
+        names = _table_names(self._where, tables)
+        grant = self.grant_signals(function)
+        function.add_layers(hook_layer(self))
+        function.add_environment("AWS_LAMBDA_EXEC_WRAPPER", HOOK_WRAPPER)
+        function.add_environment(MODE_ENV, mode)
+        if names:
+            function.add_environment(TABLES_ENV, ",".join(names))
+        return grant
+
     def allow_index(self, table: dynamodb.ITable | TableCapacity, index_name: str) -> None:
         """Let workers request capacity on the GSI ``index_name`` of ``table``, one of this
         construct's tables. (A ``ProvisionedTable``'s own indexes are allowed already.)
@@ -932,3 +980,20 @@ class _Scopes:
 
     def produce(self) -> str:
         return Stack.of(self._owner).to_json_string(self._owner.scopes())
+
+
+def _table_names(where: str, tables: Sequence[str] | None) -> list[str]:
+    """The table names an instrumented function reports on (None: every table)."""
+    if tables is None:
+        return []
+    if isinstance(tables, str) or not isinstance(tables, Sequence):
+        raise CapacityConfigError(
+            f"{where}: instrument: tables must be a list of table names; got {shown(tables)}"
+        )
+    bad = [t for t in tables if not is_token(t) and not is_table_name(t)]
+    if bad or not tables:
+        raise CapacityConfigError(
+            f"{where}: instrument: tables must name 1 or more tables (3 to 255 of "
+            f"a-z A-Z 0-9 _ . -); got {shown(bad[0] if bad else tables)}"
+        )
+    return list(tables)

@@ -92,6 +92,51 @@ def advisor_code() -> lambda_.Code:
     return lambda_.Code.from_asset(str(staged_advisor()))
 
 
+#: Where the fast path's exec wrapper sits in a function that has the hook's layer.
+HOOK_WRAPPER = "/opt/ddb-capacity-instrument"
+
+
+@functools.cache
+def staged_hook_layer() -> Path:
+    """A folder laid out as the hook's Lambda layer: the run-time package under
+    ``python/`` (Lambda puts ``/opt/python`` on the path) and the exec wrapper at the
+    root (``/opt/ddb-capacity-instrument``, executable); removed when the process ends."""
+    root = Path(tempfile.mkdtemp(prefix="ddb-capacity-layer-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    shutil.copytree(
+        RUNTIME_PACKAGE,
+        root / "python" / RUNTIME_PACKAGE.name,
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    wrapper = root / Path(HOOK_WRAPPER).name
+    shutil.copy2(RUNTIME_PACKAGE / "bootstrap" / "lambda-exec-wrapper", wrapper)
+    wrapper.chmod(0o755)
+    return root
+
+
+def hook_runtimes() -> list[lambda_.Runtime]:
+    """The Lambda Python runtimes the hook runs on (3.11 and later) that this aws-cdk-lib
+    knows."""
+    found = (getattr(lambda_.Runtime, f"PYTHON_3_{minor}", None) for minor in range(11, 30))
+    return [r for r in found if isinstance(r, lambda_.Runtime)]
+
+
+def hook_layer(scope: Construct) -> lambda_.LayerVersion:
+    """The fast path's hook layer, one per stack."""
+    stack = Stack.of(scope)
+    found = stack.node.try_find_child("DdbCapacityHookLayer")
+    if isinstance(found, lambda_.LayerVersion):
+        return found
+    return lambda_.LayerVersion(
+        stack,
+        "DdbCapacityHookLayer",
+        code=lambda_.Code.from_asset(str(staged_hook_layer())),
+        compatible_runtimes=hook_runtimes(),
+        description="The DynamoDB capacity fast path's client hook, installed at start-up "
+        "by its exec wrapper (AWS_LAMBDA_EXEC_WRAPPER)",
+    )
+
+
 def runtime_code() -> lambda_.Code:
     """The asset: the ``ddb_capacity_runtime`` package alone (no aws_cdk, no tools, no
     tests, no examples)."""

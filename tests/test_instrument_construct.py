@@ -1,0 +1,169 @@
+"""``CapacityRequests.instrument(function)``: the fast path's hook in a Python Lambda function
+without a change to its code: the hook's layer (the run-time package and the exec wrapper),
+the wrapper set, the function granted and told where to report; the layer's wrapper starts
+a runtime with the hook; refusals by name; the five cdk-nag packs."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk.assertions import Template
+
+from constructs_pkg import CapacityConfigError, CapacityRequests, FastPath, apply_nag_packs
+from constructs_pkg.runtime import HOOK_WRAPPER, staged_hook_layer
+from tests.test_capacity_requests_construct import tables
+
+
+def _app_function(
+    stack: cdk.Stack, runtime: lambda_.Runtime = lambda_.Runtime.PYTHON_3_12
+) -> lambda_.Function:
+    return lambda_.Function(
+        stack,
+        "App",
+        runtime=runtime,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(e, c): pass"),
+    )
+
+
+def test_a_function_is_instrumented_without_a_change_to_its_code(stack: cdk.Stack) -> None:
+    shipments, _ = tables(stack)
+    requests = CapacityRequests(stack, "Requests", tables=[shipments], fast_path=FastPath())
+    function = _app_function(stack)
+    grant = requests.instrument(function, tables=["shipments"], mode="throttles")
+    other = lambda_.Function(
+        stack,
+        "Other",
+        runtime=lambda_.Runtime.PYTHON_3_12,
+        handler="other.handler",
+        code=lambda_.Code.from_inline("def handler(e, c): pass"),
+    )
+    requests.instrument(other)
+    assert grant.success and requests.signals is not None
+    template = Template.from_stack(stack)
+    # one layer for the stack, on both functions
+    (layer_id,) = template.find_resources("AWS::Lambda::LayerVersion")
+    functions = {
+        r["Properties"]["Handler"]: r["Properties"]
+        for r in template.find_resources("AWS::Lambda::Function").values()
+    }
+    assert functions["index.handler"]["Layers"] == [{"Ref": layer_id}]
+    assert functions["other.handler"]["Layers"] == [{"Ref": layer_id}]
+    signals = stack.resolve(requests.signals.function_name)
+    assert functions["index.handler"]["Environment"]["Variables"] == {
+        "AWS_LAMBDA_EXEC_WRAPPER": HOOK_WRAPPER,
+        "CAPACITY_SIGNALS": signals,
+        "CAPACITY_SIGNALS_MODE": "throttles",
+        "CAPACITY_SIGNALS_TABLES": "shipments",
+    }
+    assert functions["other.handler"]["Environment"]["Variables"] == {
+        "AWS_LAMBDA_EXEC_WRAPPER": HOOK_WRAPPER,
+        "CAPACITY_SIGNALS": signals,
+        "CAPACITY_SIGNALS_MODE": "consumed",
+    }
+
+
+def test_the_layer_holds_the_package_and_an_executable_wrapper(tmp_path: Path) -> None:
+    layer = staged_hook_layer()
+    wrapper = layer / Path(HOOK_WRAPPER).name
+    assert wrapper.stat().st_mode & stat.S_IXUSR
+    assert (layer / "python" / "ddb_capacity_runtime" / "bootstrap" / "sitecustomize.py").is_file()
+    assert not list(layer.rglob("__pycache__"))
+    # the wrapper starts a runtime (here python) with the hook installed from the layer
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(layer / "python"),
+        "CAPACITY_SIGNALS": "capacity-signals",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    done = subprocess.run(  # noqa: S603 (the layer's own wrapper)
+        [
+            str(wrapper),
+            sys.executable,
+            "-c",
+            "from ddb_capacity_runtime import instrument; print(bool(instrument._installed), instrument.__file__)",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    installed, where = done.stdout.split()
+    assert installed == "True" and where.startswith(str(layer))
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda r, f, s: r.instrument(_app_function(s, lambda_.Runtime.NODEJS_20_X)),
+            "instrument: function Test/App runs nodejs20.x; the hook is for Python functions on python3.11",
+        ),
+        (
+            lambda r, f, s: r.instrument(f, mode="all"),
+            "instrument: mode must be one of consumed, throttles; got 'all'",
+        ),
+        (
+            lambda r, f, s: r.instrument(f, tables="shipments"),
+            "instrument: tables must be a list of table names; got 'shipments'",
+        ),
+        (
+            lambda r, f, s: r.instrument(f, tables=["x"]),
+            "instrument: tables must name 1 or more tables (3 to 255 of a-z A-Z 0-9 _ . -); got 'x'",
+        ),
+        (
+            lambda r, f, s: r.instrument("App"),
+            "instrument needs a lambda_.Function (its layers and environment are set); got 'App'",
+        ),
+    ],
+)
+def test_bad_instrument_calls_are_refused_by_name(stack: cdk.Stack, call, message: str) -> None:  # type: ignore[no-untyped-def]
+    shipments, _ = tables(stack)
+    requests = CapacityRequests(stack, "Requests", tables=[shipments], fast_path=FastPath())
+    function = _app_function(stack) if "nodejs" not in message else None
+    with pytest.raises(CapacityConfigError, match=None) as raised:
+        call(requests, function, stack)
+    assert message in str(raised.value)
+
+
+def test_without_the_fast_path_instrument_is_refused(stack: cdk.Stack) -> None:
+    shipments, _ = tables(stack)
+    requests = CapacityRequests(stack, "Requests", tables=[shipments])
+    with pytest.raises(CapacityConfigError, match="grant_signals needs the fast path"):
+        requests.instrument(_app_function(stack))
+
+
+def test_the_five_nag_packs_pass_with_an_instrumented_function() -> None:
+    app = cdk.App()
+    stack = cdk.Stack(
+        app, "Instrumented", env=cdk.Environment(account="123456789012", region="us-east-1")
+    )
+    shipments, _ = tables(stack)
+    requests = CapacityRequests(stack, "Requests", tables=[shipments], fast_path=FastPath())
+    function = lambda_.Function(
+        stack,
+        "App",
+        runtime=lambda_.Runtime.PYTHON_3_13,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(e, c): pass"),
+    )
+    requests.instrument(function)
+    apply_nag_packs(app)
+    try:
+        app.synth()
+    except Exception as exc:  # noqa: BLE001 (the report names what failed)
+        # the user's own function, role and tables are theirs to settle (the grant lands in
+        # the function's own inline policy, as every CDK grant does); the layer instrument
+        # adds has no finding
+        findings = [line for line in str(exc).splitlines() if "HookLayer" in line]
+        assert findings == [], str(exc)[:3000]
