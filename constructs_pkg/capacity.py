@@ -15,9 +15,7 @@ from typing import Any
 from aws_cdk import Duration, Token
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-
-#: DynamoDB's default per-table quota for provisioned read and for write capacity units.
-DEFAULT_TABLE_QUOTA = 40_000
+from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA, MAX_TABLE_QUOTA
 
 #: Application Auto Scaling's range for DynamoDB target utilization, in percent.
 TARGET_UTILIZATION_RANGE = (20, 90)
@@ -48,6 +46,22 @@ class PrewarmMethod(enum.Enum):
 def is_token(value: Any) -> bool:
     """True when ``value`` is an unresolved CDK token (checked at deploy time instead)."""
     return Token.is_unresolved(value)
+
+
+def check_table_quota(where: str, table_quota: Any) -> int:
+    """``table_quota`` checked (a whole number of capacity units from 1 to
+    :data:`MAX_TABLE_QUOTA`; a token is taken as given); returns it."""
+    if not is_token(table_quota) and (
+        isinstance(table_quota, bool)
+        or not isinstance(table_quota, int)
+        or not 1 <= table_quota <= MAX_TABLE_QUOTA
+    ):
+        raise CapacityConfigError(
+            f"{where}: table_quota must be a whole number of capacity units from 1 to "
+            f"{MAX_TABLE_QUOTA:,} (the account's per-table quota; DynamoDB's default is "
+            f"{DEFAULT_TABLE_QUOTA:,}); got {table_quota!r}"
+        )
+    return int(table_quota)
 
 
 def _is_whole(value: Any) -> bool:

@@ -38,6 +38,7 @@ from ddb_capacity_runtime.requests.holds import shown
 from ddb_capacity_runtime.requests.store import STORE_ENV
 
 from .batches import CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY, BatchPath, batch_path
+from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from .compliance import acknowledge
 from .runtime import (
     SCALABLE_TARGETS_FINDING,
@@ -122,6 +123,10 @@ class ThrottleAwareScaler(Construct):
     :param batch_concurrency: with ``sharded``, batches ticked at once (the event source's
         maximum concurrency, and the batch function's reserved concurrency, which must
         leave the account 100 unreserved), from 2 to 1,000. Default 10.
+    :param table_quota: the account's per-table capacity quota, in capacity units: the
+        largest capacity the scaler reads, remembers or sets for one dimension (a minimum,
+        a maximum, an override), from 1 to 1,000,000. Default: 40,000 (DynamoDB's default
+        quota). Raise it with the quota, or minimums above it are never remembered.
 
     The scaler keeps its run-time state (the configured minimum of a dimension it holds
     raised, the autopilot's plans) in ``state_store``, a small on-demand table (child
@@ -153,9 +158,11 @@ class ThrottleAwareScaler(Construct):
         shard_above_tables: int | None = None,
         tables_per_batch: int | None = None,
         batch_concurrency: int | None = None,
+        table_quota: int = DEFAULT_TABLE_QUOTA,
     ) -> None:
         super().__init__(scope, id)
         self._where = f"ThrottleAwareScaler {self.node.path}"
+        self.table_quota = check_table_quota(self._where, table_quota)
         tick_minutes = self._validate_props(tick, mode, updating_for_ticks, tag_key)
         *sharding, concurrency = self._validate_sharding(
             sharded, shard_above_tables, tables_per_batch, batch_concurrency
@@ -177,6 +184,7 @@ class ThrottleAwareScaler(Construct):
                 shard_above_tables=sharding[0],
                 tables_per_batch=sharding[1],
                 policy=for_mode(mode, tick_minutes),
+                table_quota=self.table_quota,
             ),
             sharded and concurrency,
         )
@@ -360,7 +368,8 @@ class ThrottleAwareScaler(Construct):
         if Token.is_unresolved(name):  # a name known at deploy time only: kept as given
             return dict(override) if isinstance(override, Mapping) else override
         try:
-            ScalerConfig(overrides={name: override}).limits(name, {})
+            config = ScalerConfig(overrides={name: override}, table_quota=self.table_quota)
+            config.limits(name, {})
         except OverrideError as exc:
             raise CapacityConfigError(f"{self._where}: {exc}") from None
         return dict(override)

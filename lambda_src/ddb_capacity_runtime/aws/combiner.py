@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..core.names import TABLE_QUOTA
+from ..core.names import MAX_TABLE_QUOTA
 from ..core.surge import (
     CLOCK_SKEW_SECONDS,
     FRESH_SECONDS,
@@ -311,7 +311,7 @@ def _mark(item: Mapping[str, Any], now: float) -> SurgeMark:
         times["started"],
         times["raised"],
         aim if 0 < aim <= 1 else None,
-        int(most) if most.is_integer() and 1 <= most <= TABLE_QUOTA else None,
+        int(most) if most.is_integer() and 1 <= most <= MAX_TABLE_QUOTA else None,
     )
 
 

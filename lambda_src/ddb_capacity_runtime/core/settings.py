@@ -15,7 +15,13 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
-from .names import DIMENSIONS, TABLE_QUOTA, TAG_PREFIX
+from .names import (
+    DEFAULT_TABLE_QUOTA,
+    DIMENSIONS,
+    MAX_TABLE_QUOTA,
+    TABLE_QUOTA_ENV,
+    TAG_PREFIX,
+)
 from .policy import PolicyConfig, autopilot_config
 from .records import direct_init
 
@@ -239,7 +245,22 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SCALER_OVERRIDES", "overrides", Kind.JSON, {}, lambda c: c.overrides),
     Setting("SCALER_OWNED_TARGETS", "owned_targets", Kind.JSON, {}, lambda c: c.owned_targets),
     Setting(
-        "SCALER_DEFAULT_MIN", "default_min", Kind.WHOLE, 5, lambda c: c.default_min, 1, TABLE_QUOTA
+        TABLE_QUOTA_ENV,
+        "table_quota",
+        Kind.WHOLE,
+        DEFAULT_TABLE_QUOTA,
+        lambda c: c.table_quota,
+        1,
+        MAX_TABLE_QUOTA,
+    ),
+    Setting(
+        "SCALER_DEFAULT_MIN",
+        "default_min",
+        Kind.WHOLE,
+        5,
+        lambda c: c.default_min,
+        1,
+        MAX_TABLE_QUOTA,
     ),
     Setting(
         "SCALER_DEFAULT_MAX",
@@ -248,7 +269,7 @@ SETTINGS: tuple[Setting, ...] = (
         1_000,
         lambda c: c.default_max,
         1,
-        TABLE_QUOTA,
+        MAX_TABLE_QUOTA,
     ),
     Setting(
         "SCALER_TARGET_PERCENT",
@@ -285,7 +306,7 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         _policy("min_step_units"),
         1,
-        TABLE_QUOTA,
+        MAX_TABLE_QUOTA,
     ),
     Setting(
         "SCALER_UNITS_PER_THROTTLED_REQUEST",
@@ -365,6 +386,7 @@ CONSTRUCT_SETTINGS = (
     "mode",
     "scale_down_ticks",
     "namespace",
+    "table_quota",
 )
 #: What it writes besides with ``sharded=True``.
 SHARDING_SETTINGS = ("shard_above_tables", "tables_per_batch")
@@ -384,6 +406,7 @@ _CONFIG_FIELDS = (
     "namespace",
     "shard_above_tables",
     "tables_per_batch",
+    "table_quota",
 )
 
 
@@ -473,6 +496,9 @@ class ScalerConfig:
     shard_above_tables: int = _default("shard_above_tables")
     #: the tables of one batch of a sharded tick
     tables_per_batch: int = _default("tables_per_batch")
+    #: the largest capacity of a table's dimension (the account's table quota): every
+    #: capacity the scaler reads or sets is bounded by it
+    table_quota: int = _default("table_quota")
     policy: PolicyConfig = field(default_factory=lambda: for_mode(_default("mode")))
 
     @property
@@ -500,6 +526,7 @@ class ScalerConfig:
                 f"or {_env('tag_key')} (tag discovery)"
             )
         _check_order(values, "default_min", "default_max", "must not be above")
+        _check_order(values, "default_max", "table_quota", "must not be above")
         tick, mode = values["tick_minutes"], values["mode"]
         _check_owned(values["owned_targets"], mode)
         defaults = cls(tick_minutes=tick, policy=for_mode(mode, tick))
@@ -508,6 +535,7 @@ class ScalerConfig:
                 value = setting.value_of(defaults)
                 values[setting.key] = int(value) if setting.kind is Kind.WHOLE else value
         _check_order(values, "buffer", "target", "must be below", strict=True)
+        _check_order(values, "min_step_units", "table_quota", "must not be above")
         policy = replace(
             for_mode(mode, tick),
             scale_down_minutes=tick * values["scale_down_ticks"],
@@ -554,8 +582,8 @@ class ScalerConfig:
             mn, mn_from = _pick(sources, "min", self.default_min)
             mx, mx_from = _pick(sources, "max", self.default_max)
             tg, tg_from = _pick(sources, "target", self.policy.target_utilization * 100)
-            mn = _whole(table, dim, mn_from, mn)
-            mx = _whole(table, dim, mx_from, mx)
+            mn = _whole(table, dim, mn_from, mn, self.table_quota)
+            mx = _whole(table, dim, mx_from, mx, self.table_quota)
             try:
                 target = float(tg)
             except (TypeError, ValueError):
@@ -654,14 +682,14 @@ def _pick(
     return default, f"default {name}"
 
 
-def _whole(table: str, dim: str, source: str, value: Any) -> int:
+def _whole(table: str, dim: str, source: str, value: Any, quota: int) -> int:
     try:
         number = float(value)
     except (TypeError, ValueError):
         number = float("nan")
-    if not number.is_integer() or not 1 <= number <= TABLE_QUOTA:
+    if not number.is_integer() or not 1 <= number <= quota:
         raise OverrideError(
             f"table {table} {dim}: {source} must be a whole number of capacity "
-            f"units from 1 to {TABLE_QUOTA}; got {value!r}"
+            f"units from 1 to {quota} (the table quota, {TABLE_QUOTA_ENV}); got {value!r}"
         )
     return int(number)

@@ -45,7 +45,7 @@ from typing import Any
 
 from ..aws import combiner, tables
 from ..aws.clients import Clients, make_clients
-from ..core.names import TABLE_QUOTA, UNITS
+from ..core.names import MAX_TABLE_QUOTA, UNITS
 from ..core.surge import (
     DEFAULT_SURGE_MINUTES,
     SURGE_LIFETIME_MINUTES,
@@ -122,9 +122,10 @@ class SurgeSettings:
                 f"surge_minutes: got {shown(minutes)}; expected a whole number from 1 to "
                 f"{MAX_HOLD_MINUTES}"
             )
-        if cap is not None and not _whole(cap, 1, TABLE_QUOTA):
+        if cap is not None and not _whole(cap, 1, MAX_TABLE_QUOTA):
             raise ValueError(
-                f"cap: got {shown(cap)}; expected None or a whole number from 1 to {TABLE_QUOTA}"
+                f"cap: got {shown(cap)}; expected None or a whole number from 1 to "
+                f"{MAX_TABLE_QUOTA}"
             )
 
     def to_env(self) -> dict[str, str]:
@@ -152,8 +153,8 @@ class SurgeSettings:
             env,
             SURGE_CAP_ENV,
             int,
-            lambda v: 1 <= v <= TABLE_QUOTA,
-            f"a whole number from 1 to {TABLE_QUOTA}, or unset (no cap)",
+            lambda v: 1 <= v <= MAX_TABLE_QUOTA,
+            f"a whole number from 1 to {MAX_TABLE_QUOTA}, or unset (no cap)",
         )
         return cls(
             1.0 if share is None else share,
@@ -310,7 +311,7 @@ def _standing(state: HeldDimension | None, provisioned: int, now: datetime) -> _
     if old is not None and not old.active(now) and current <= old.baseline:
         old = None  # expired, and its raise is gone: a new surge starts from here
     if old is None:
-        return _Standing(None, min(provisioned, TABLE_QUOTA), 0, others)
+        return _Standing(None, min(provisioned, MAX_TABLE_QUOTA), 0, others)
     return _Standing(old, old.baseline, level([*others, old]), others)
 
 
