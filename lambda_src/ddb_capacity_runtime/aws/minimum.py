@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
+from ..core.deadline import NONE, Deadline
 from .clients import call_bound
 
 if TYPE_CHECKING:
@@ -36,15 +37,18 @@ def set_minimum(
     new: int,
     *,
     holds: list[Hold] | None = None,
+    deadline: Deadline = NONE,
 ) -> None:
     """Set ``target``'s minimum to ``new`` while ``lease`` is held, remembering ``base`` as
     the dimension's configured minimum (and recording ``holds`` with it, when given).
     Raises the ClientError of RegisterScalableTarget, with nothing else changed, and
     LeaseLost when the lease was lost: before the register (nothing was set), or after it
-    (the minimum was set, and its intent keeps it the library's)."""
+    (the minimum was set, and its intent keeps it the library's). Raises DeadlinePassed,
+    with nothing written or sent, once ``deadline`` has passed."""
     from ..requests.holds import LeaseLost  # the store imports this layer's neighbours
     from ..requests.store import KEEP
 
+    deadline.check(f"RegisterScalableTarget of {target.resource_id} MinCapacity {new:,}")
     renew = call_bound(autoscaling)
     lease.write(base, KEEP if holds is None else holds, intent=new, renew_for=renew)
     try:
