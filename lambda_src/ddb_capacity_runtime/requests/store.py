@@ -522,14 +522,19 @@ class Lease:
             self.recent, self.until = recent, until
 
     def give_back(self) -> None:
-        """Give the lease back. The item stays (at rest once it holds nothing): its lease
-        version only grows, and its recent intents keep a late register the library's."""
+        """Give the lease back (one that another process took since the last write is its
+        own: nothing to give back). The item stays (at rest once it holds nothing): its
+        lease version only grows, and its recent intents keep a late register the
+        library's."""
         if self.done:
             return
         self.done = True
         condition = self._condition()
         condition["ExpressionAttributeNames"]["#u"] = NAMES["#u"]
-        self._call("update_item", UpdateExpression="REMOVE #o, #u", **condition)
+        try:
+            self._call("update_item", UpdateExpression="REMOVE #o, #u", **condition)
+        except LeaseLost:
+            pass  # another process took it since the last write: nothing left to give back
 
     def _call(self, operation: str, **kwargs: Any) -> None:
         try:
