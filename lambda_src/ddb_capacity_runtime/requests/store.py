@@ -564,6 +564,16 @@ def open_store(
     return HoldStore(clients.dynamodb, store_name(store, env), limits_from_env(env), clock)
 
 
+def store_quota(store: str | HoldStore | None, env: Mapping[str, str] = os.environ) -> int:
+    """The table quota that bounds ``store``: its own, or ``$CAPACITY_TABLE_QUOTA``'s."""
+    if isinstance(store, HoldStore):
+        return store.limits.quota
+    try:
+        return parse_table_quota(env.get(TABLE_QUOTA_ENV))
+    except ValueError as exc:
+        raise CapacityRequestError(str(exc)) from None
+
+
 def store_name(store: str | None, env: Mapping[str, str] = os.environ) -> str:
     """The hold store's table name: ``store``, else ``$CAPACITY_HOLDS_TABLE``."""
     name = store or env.get(STORE_ENV, "")
@@ -578,10 +588,7 @@ def store_name(store: str | None, env: Mapping[str, str] = os.environ) -> str:
 def limits_from_env(env: Mapping[str, str]) -> HoldLimits:
     """The store's bounds from the environment (the table quota, ``$CAPACITY_TABLE_QUOTA``,
     bounds the others); a bad value names the variable."""
-    try:
-        quota = parse_table_quota(env.get(TABLE_QUOTA_ENV))
-    except ValueError as exc:
-        raise CapacityRequestError(str(exc)) from None
+    quota = store_quota(None, env)
     read = {}
     for name, high in (
         (MAX_UNITS_ENV, quota),
