@@ -250,7 +250,7 @@ def test_contended_leases_never_carry_a_tick_past_its_deadline(
     store = world.store
     for n, (name, index, dim) in enumerate(dims, start=1):  # another process holds each
         monkeypatch.setattr(store_module, "LEASE", timedelta(seconds=lease_seconds * n))
-        assert store._take(store._key(name, index, dim)) is not None
+        store.lease(name, index, dim, deadline=store.clock()).__enter__()
     sent: list[float] = []
     world.aas.meta.events.register(
         "before-call.application-autoscaling.RegisterScalableTarget",
