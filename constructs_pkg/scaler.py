@@ -162,12 +162,10 @@ class ThrottleAwareScaler(Construct):
     ) -> None:
         super().__init__(scope, id)
         self._where = f"ThrottleAwareScaler {self.node.path}"
-        self.table_quota = check_table_quota(self._where, table_quota)
-        tick_minutes = self._validate_props(tick, mode, updating_for_ticks, tag_key)
+        tick_minutes = self._validate_props(tick, mode, updating_for_ticks, tag_key, table_quota)
         *sharding, concurrency = self._validate_sharding(
             sharded, shard_above_tables, tables_per_batch, batch_concurrency
         )
-        given = table_list(self._where, tables)
         self._tick, self._throttled_for, self.tag_key = tick, throttled_for, tag_key
         self._hot_key_ticks = self._validate_hot_key_for(hot_key_for)
         self._init_tables(self._validate_own_target(own_target, mode))
@@ -192,7 +190,7 @@ class ThrottleAwareScaler(Construct):
         if tag_key:
             self._grant_tagged(tag_key, tag_value)
         self._alarms(pinned_at_max_for, updating_for_ticks)
-        for table in given:
+        for table in table_list(self._where, tables):
             self.add_table(table)
         self._configure_overrides(overrides or {})
         self._render_tables()
@@ -202,10 +200,17 @@ class ThrottleAwareScaler(Construct):
     # ------------------------------------------------------------------ construction
 
     def _validate_props(
-        self, tick: Duration, mode: str, updating_for_ticks: int, tag_key: str | None
+        self,
+        tick: Duration,
+        mode: str,
+        updating_for_ticks: int,
+        tag_key: str | None,
+        table_quota: int,
     ) -> int:
-        """The props checked; returns the tick in whole minutes."""
+        """The props checked (``table_quota`` kept as :attr:`table_quota`); returns the
+        tick in whole minutes."""
         where = self._where
+        self.table_quota = check_table_quota(where, table_quota)
         seconds = tick.to_seconds()
         if seconds % 60 or not 60 <= seconds <= 3600:
             raise CapacityConfigError(

@@ -10,6 +10,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, TextIO
 
 from ..aws import discovery
@@ -149,18 +150,8 @@ def coordinate(
     is a shared failure of the tick (its tables wait for the next). A tick run here sends
     nothing after ``deadline`` (a POSIX time; None: none)."""
 
-    def here(found: Mapping[str, dict[str, str] | None] | None = None) -> TickSummary:
-        return tick(
-            config,
-            clients,
-            now,
-            out,
-            sleep=sleep,
-            threads=threads,
-            store=store,
-            found=found,
-            deadline=deadline,
-        )
+    here = partial(tick, config, clients, now, out, store=store, deadline=deadline)
+    here = partial(here, sleep=sleep, threads=threads)  # a tick run here
 
     if queue_url is None:
         summary = here()
@@ -179,7 +170,7 @@ def coordinate(
     except Exception:  # the tick meets the failure again, and reports it as it always has
         return here()
     if len(found) <= config.shard_above_tables:
-        return here(found)
+        return here(found=found)
     deadline = now + timedelta(minutes=config.tick_minutes) - MARGIN
     batches = shard(found, config.tables_per_batch, now, deadline)
     failed = send(clients.sqs, queue_url, batches, lambda f: with_retries(f, sleep=sleep))

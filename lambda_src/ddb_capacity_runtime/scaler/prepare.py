@@ -79,8 +79,8 @@ def prepare(
     )
     ignored = table.ignored_tags + sum(len(s.malformed) for s in held)
     if not config.dry_run:
-        moved, legacy_ignored = move_legacy_state(clients, store, table, held, marked, deadline)
-        ignored += legacy_ignored
+        moved, dropped = move_legacy_state(clients, store, table, held, marked, deadline)
+        ignored += dropped
         if moved:
             held = store.table(name)
             table = discovery.describe_table(
@@ -98,9 +98,8 @@ def prepare(
                 stop=deadline,
             ):
                 log_event("hold-ended", **ended)
-            # ending holds moved minimums: the account's listing is stale for this table
-            deadline.check(f"DescribeTable of {name}")
-            fresh = tables.describe(clients.dynamodb, name)
+            deadline.check(f"DescribeTable of {name}")  # ending holds moved minimums: the
+            fresh = tables.describe(clients.dynamodb, name)  # listing is stale for this table
             targets = own_targets(clients, name, fresh)
             changed = True
         if changed:
