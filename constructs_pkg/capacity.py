@@ -15,7 +15,8 @@ from typing import Any
 from aws_cdk import Duration, Token
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA, MAX_TABLE_QUOTA
+from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA as DEFAULT_TABLE_QUOTA
+from ddb_capacity_runtime.core.names import MAX_TABLE_QUOTA as MAX_TABLE_QUOTA
 
 #: Application Auto Scaling's range for DynamoDB target utilization, in percent.
 TARGET_UTILIZATION_RANGE = (20, 90)

@@ -248,9 +248,11 @@ def test_contended_leases_never_carry_a_tick_past_its_deadline(
         world.target(name, dim, 10, 1_000, index=index)
         world.traffic(name, dim, 10, throttles=500, minutes=range(1, 6), index=index)
     store = world.store
-    for n, (name, index, dim) in enumerate(dims, start=1):  # another process holds each
+    holders = []  # kept: a lease held by another process, never given back here
+    for n, (name, index, dim) in enumerate(dims, start=1):
         monkeypatch.setattr(store_module, "LEASE", timedelta(seconds=lease_seconds * n))
-        store.lease(name, index, dim, deadline=store.clock()).__enter__()
+        holders.append(store.lease(name, index, dim, deadline=store.clock()))
+        holders[-1].__enter__()
     sent: list[float] = []
     world.aas.meta.events.register(
         "before-call.application-autoscaling.RegisterScalableTarget",

@@ -78,10 +78,11 @@ def call_bound(client: Any) -> float:
     config = client.meta.config
     retries = config.retries or {}
     mode = retries.get("mode", "legacy")
-    attempts = retries.get("total_max_attempts")
-    if attempts is None:
-        retried = retries.get("max_attempts")
-        attempts = LEGACY_ATTEMPTS if retried is None else retried + 1
+    total = retries.get("total_max_attempts")
+    retried = retries.get("max_attempts")
+    attempts = int(total) if total is not None else LEGACY_ATTEMPTS
+    if total is None and retried is not None:
+        attempts = int(retried) + 1
     per_attempt = float(config.connect_timeout) + float(config.read_timeout)
     if mode == "adaptive":
         per_attempt += ADAPTIVE_WAIT_SECONDS
@@ -89,4 +90,4 @@ def call_bound(client: Any) -> float:
         2**i if mode == "legacy" else min(2**i, MAX_BACKOFF_SECONDS)
         for i in range(max(0, attempts - 1))
     )
-    return attempts * per_attempt + backoff
+    return float(attempts * per_attempt + backoff)

@@ -171,8 +171,8 @@ def coordinate(
         return here()
     if len(found) <= config.shard_above_tables:
         return here(found=found)
-    deadline = now + timedelta(minutes=config.tick_minutes) - MARGIN
-    batches = shard(found, config.tables_per_batch, now, deadline)
+    batches_end = now + timedelta(minutes=config.tick_minutes) - MARGIN
+    batches = shard(found, config.tables_per_batch, now, batches_end)
     failed = send(clients.sqs, queue_url, batches, lambda f: with_retries(f, sleep=sleep))
     sent = len(batches) - len(failed)
     log_event("tick-sharded", tables=len(found), batches=len(batches), sent=sent)
