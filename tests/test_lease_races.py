@@ -101,6 +101,31 @@ def _in_thread(action: Callable[[], None]) -> tuple[threading.Thread, list[BaseE
     return thread, errors
 
 
+def _two_writers(
+    world: World, base: str, first_client: Any, stall: float, wait: float
+) -> tuple[str, list[tuple[str, int]], list[BaseException]]:
+    """A first writer setting the minimum to 1,050 through ``first_client``, its register
+    stalled ``stall`` s; half a second later a second writer (waiting up to ``wait`` s for
+    the lease) setting it back to the base. Returns the table, the registers in the order
+    sent, and what the first writer raised."""
+    name, target = _target(world, base)
+    order: list[tuple[str, int]] = []
+    _stalled(first_client, stall, order)
+    store = world.store
+
+    def first() -> None:
+        with store.lease(name, None, "write", deadline=store.clock() + 1) as lease:
+            set_minimum(lease, first_client, target, BASE, LATE)
+
+    thread, errors = _in_thread(first)
+    time.sleep(0.5)
+    with store.lease(name, None, "write", deadline=store.clock() + wait) as lease:
+        order.append(("second", BASE))
+        set_minimum(lease, world.aas, target, BASE, BASE)
+    thread.join(30)
+    return name, order, errors
+
+
 @pytest.mark.usefixtures("short_lease")
 def test_a_register_slower_than_the_lease_is_never_overtaken(
     world: World, aws_env: dict[str, str]
@@ -109,22 +134,9 @@ def test_a_register_slower_than_the_lease_is_never_overtaken(
     WHEN a second writer wants the lease meanwhile, to restore the base
     THEN the first writer's lease was renewed for as long as its call can take: the second
     waits, registers after it, and the configured minimum (100) is never lost."""
-    name, target = _target(world, "slowreg")
-    slow = _aas(world, aws_env)  # botocore's defaults: a call may take 615 s
-    order: list[tuple[str, int]] = []
-    _stalled(slow, 4.0, order)
+    # botocore's defaults: a call may take 615 s
+    name, order, errors = _two_writers(world, "slowreg", _aas(world, aws_env), 4.0, 30)
     store = world.store
-
-    def first() -> None:
-        with store.lease(name, None, "write", deadline=store.clock() + 1) as lease:
-            set_minimum(lease, slow, target, BASE, LATE)
-
-    thread, errors = _in_thread(first)
-    time.sleep(0.5)
-    with store.lease(name, None, "write", deadline=store.clock() + 30) as lease:
-        order.append(("second", BASE))
-        set_minimum(lease, world.aas, target, BASE, BASE)
-    thread.join(30)
     assert errors == []  # the first writer was told the truth: its minimum was recorded
     assert order == [("stalled", LATE), ("second", BASE)]
     minimum = world.target_min(name, "write")
@@ -142,7 +154,6 @@ def test_a_register_that_lands_after_its_lease_was_taken_is_never_adopted(
     the first writer's register lands (the minimum is 1,050)
     THEN the first writer is told its minimum was set but not recorded, and the next reader
     reads 1,050 as the library's own (a recent intent), not as a configured minimum."""
-    name, target = _target(world, "latereg")
     bounded = _aas(
         world,
         aws_env,
@@ -150,19 +161,8 @@ def test_a_register_that_lands_after_its_lease_was_taken_is_never_adopted(
         read_timeout=1,
         retries={"mode": "standard", "total_max_attempts": 1},
     )
-    order: list[tuple[str, int]] = []
-    _stalled(bounded, 12.0, order)
+    name, _, errors = _two_writers(world, "latereg", bounded, 12.0, 20)
     store = world.store
-
-    def first() -> None:
-        with store.lease(name, None, "write", deadline=store.clock() + 1) as lease:
-            set_minimum(lease, bounded, target, BASE, LATE)
-
-    thread, errors = _in_thread(first)
-    time.sleep(0.5)
-    with store.lease(name, None, "write", deadline=store.clock() + 20) as lease:
-        set_minimum(lease, world.aas, target, BASE, BASE)
-    thread.join(30)
     assert world.target_min(name, "write") == LATE  # the late register landed
     (lost,) = errors
     assert isinstance(lost, LeaseLost)
