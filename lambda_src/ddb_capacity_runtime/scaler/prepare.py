@@ -158,7 +158,8 @@ def move_legacy_state(
                 if fresh is not None and fresh.base is not None:
                     continue
                 raised = memory.set_to if memory.set_to not in (None, memory.base) else None
-                lease.write(memory.base, set_to=raised)
+                if raised is not None:  # a base alone says nothing the target does not
+                    lease.write(memory.base, set_to=raised)
                 moved.append({"index": index, "dimension": dim, "base": memory.base, "set": raised})
     else:
         for key in table.legacy_tags:  # one event a tag, as discovery logs the others
