@@ -16,11 +16,10 @@ from typing import Any
 from aws_cdk import Duration, Token
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA as DEFAULT_TABLE_QUOTA
+from ddb_capacity_runtime.core.names import MAX_TABLE_QUOTA as MAX_TABLE_QUOTA
 
 from .props import duration_prop
-
-#: DynamoDB's default per-table quota for provisioned read and for write capacity units.
-DEFAULT_TABLE_QUOTA = 40_000
 
 #: Application Auto Scaling's range for DynamoDB target utilization, in percent.
 TARGET_UTILIZATION_RANGE = (20, 90)
@@ -54,6 +53,22 @@ def is_token(value: Any) -> bool:
     if isinstance(value, float) and not math.isfinite(value):
         return False
     return Token.is_unresolved(value)
+
+
+def check_table_quota(where: str, table_quota: Any) -> int:
+    """``table_quota`` checked (a whole number of capacity units from 1 to
+    :data:`MAX_TABLE_QUOTA`; a token is taken as given); returns it."""
+    if not is_token(table_quota) and (
+        isinstance(table_quota, bool)
+        or not isinstance(table_quota, int)
+        or not 1 <= table_quota <= MAX_TABLE_QUOTA
+    ):
+        raise CapacityConfigError(
+            f"{where}: table_quota must be a whole number of capacity units from 1 to "
+            f"{MAX_TABLE_QUOTA:,} (the account's per-table quota; DynamoDB's default is "
+            f"{DEFAULT_TABLE_QUOTA:,}); got {table_quota!r}"
+        )
+    return int(table_quota)
 
 
 def _is_whole(value: Any) -> bool:

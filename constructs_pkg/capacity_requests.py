@@ -43,7 +43,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_runtime.core.names import TABLE_QUOTA, TARGET_TAG, is_table_name
+from ddb_capacity_runtime.core.names import TABLE_QUOTA_ENV, TARGET_TAG, is_table_name
 from ddb_capacity_runtime.core.surge import (
     DEFAULT_SURGE_MINUTES,
     DEFAULT_SURGE_SCALE,
@@ -64,7 +64,7 @@ from ddb_capacity_runtime.requests.store import (
 from ddb_capacity_runtime.requests.surge import SurgeSettings
 from ddb_capacity_runtime.signals import MODES
 
-from .capacity import is_token
+from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota, is_token
 from .compliance import acknowledge, skip_checkov
 from .props import duration_prop
 from .runtime import (
@@ -179,12 +179,17 @@ class CapacityRequests(Construct):
         end expired holds on these tables. Default: 5 minutes. None: no restorer; see
         "Why the restorer stays" before choosing it.
     :param max_units: the most units one hold of one dimension may ask for; larger requests
-        are refused and, if written to the store anyway, ignored. Default: 40,000.
+        are refused and, if written to the store anyway, ignored. At most ``table_quota``.
+        Default: 40,000.
     :param max_total_units: the most units the active holds of one dimension (a table's or
         a GSI's read or write) may add up to; a request that would pass it is refused.
         Default: ``max_units``, so the holds of a dimension add up to one largest hold at
-        most; raise it to let holds stack. From ``max_units`` to 40,000.
+        most; raise it to let holds stack. From ``max_units`` to ``table_quota``.
     :param max_hold: the longest hold. Default: 24 hours.
+    :param table_quota: the account's per-table capacity quota, in capacity units: the
+        largest capacity the hold store reads or a request may reach (a base, a hold's
+        baseline, a minimum set), from 1 to 1,000,000. Default: 40,000 (DynamoDB's default
+        quota). A connected scaler must have the same.
     :param broker_concurrency: the broker's reserved concurrency: how many requests it
         serves at once; a worker beyond it gets an error at once. Default: 10. None:
         unreserved (an account whose concurrency limit is 10, as new accounts have, can
@@ -225,15 +230,17 @@ class CapacityRequests(Construct):
         *,
         tables: Sequence[dynamodb.ITable | TableCapacity],
         restore_every: Duration | None = DEFAULT_RESTORE_EVERY,
-        max_units: int = TABLE_QUOTA,
+        max_units: int = DEFAULT_TABLE_QUOTA,
         max_total_units: int | None = None,
         max_hold: Duration = DEFAULT_MAX_HOLD,
         broker_concurrency: int | None = DEFAULT_BROKER_CONCURRENCY,
         alarm_topic: sns.ITopic | None = None,
         fast_path: FastPath | None = None,
+        table_quota: int = DEFAULT_TABLE_QUOTA,
     ) -> None:
         super().__init__(scope, id)
         self._where = f"CapacityRequests {self.node.path}"
+        self.table_quota = check_table_quota(self._where, table_quota)
         total = self._validate_limits(max_units, max_total_units, broker_concurrency)
         hold_minutes = self._validate_max_hold(max_hold)
         self._validate_restore_every(restore_every)
@@ -242,6 +249,7 @@ class CapacityRequests(Construct):
             MAX_UNITS_ENV: str(max_units),
             MAX_HOLD_ENV: str(hold_minutes),
             MAX_TOTAL_UNITS_ENV: str(total),
+            TABLE_QUOTA_ENV: str(self.table_quota),
         }
         self._configure_tables(tables)
         self.alarm_topic = alarm_topic or alarm_topic_of(self, "DynamoDB capacity request alarms")
@@ -275,10 +283,11 @@ class CapacityRequests(Construct):
         if (
             isinstance(max_units, bool)
             or not isinstance(max_units, int)
-            or not (1 <= max_units <= TABLE_QUOTA)
+            or not (1 <= max_units <= self.table_quota)
         ):
             raise CapacityConfigError(
-                f"{where}: max_units must be a whole number from 1 to {TABLE_QUOTA}; "
+                f"{where}: max_units must be a whole number from 1 to table_quota "
+                f"({self.table_quota}); "
                 f"got {max_units!r}"
             )
         if max_total_units is None:
@@ -286,11 +295,11 @@ class CapacityRequests(Construct):
         if (
             isinstance(max_total_units, bool)
             or not isinstance(max_total_units, int)
-            or not (max_units <= max_total_units <= TABLE_QUOTA)
+            or not (max_units <= max_total_units <= self.table_quota)
         ):
             raise CapacityConfigError(
                 f"{where}: max_total_units must be a whole number from max_units "
-                f"({max_units:,}) to {TABLE_QUOTA}; got {max_total_units!r}"
+                f"({max_units:,}) to table_quota ({self.table_quota}); got {max_total_units!r}"
             )
         if broker_concurrency is not None and (
             isinstance(broker_concurrency, bool)
@@ -705,6 +714,12 @@ class CapacityRequests(Construct):
                 f"{self._where}: ThrottleAwareScaler {scaler.node.path} already keeps its "
                 f"state in {_store_of(scaler)}; a scaler has one state store, so it can be "
                 f"connected to one CapacityRequests only"
+            )
+        if scaler.table_quota != self.table_quota:
+            raise CapacityConfigError(
+                f"{self._where}: table_quota is {self.table_quota:,} but ThrottleAwareScaler "
+                f"{scaler.node.path} has {scaler.table_quota:,}; one state store has one "
+                f"table quota: give both the same"
             )
         for name, value in self.environment.items():
             if name != STORE_ENV:  # the store's name follows use_state_store

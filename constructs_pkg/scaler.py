@@ -41,6 +41,7 @@ from ddb_capacity_runtime.requests.holds import shown
 from ddb_capacity_runtime.requests.store import STORE_ENV
 
 from .batches import CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY, BatchPath, batch_path
+from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from .compliance import acknowledge
 from .props import duration_prop
 from .runtime import (
@@ -134,6 +135,10 @@ class ThrottleAwareScaler(Construct):
         ``ProvisionedTable``'s range, else the target's minimum now). Default: never read:
         such tags are removed unread and counted as ignored (docs: Scaler, "Upgrading
         from 0.4").
+    :param table_quota: the account's per-table capacity quota, in capacity units: the
+        largest capacity the scaler reads, remembers or sets for one dimension (a minimum,
+        a maximum, an override), from 1 to 1,000,000. Default: 40,000 (DynamoDB's default
+        quota). Raise it with the quota, or minimums above it are never remembered.
 
     The scaler keeps its run-time state (the configured minimum of a dimension it holds
     raised, the autopilot's plans) in ``state_store``, a small on-demand table (child
@@ -166,14 +171,14 @@ class ThrottleAwareScaler(Construct):
         tables_per_batch: int | None = None,
         batch_concurrency: int | None = None,
         read_legacy_state_until: date | None = None,
+        table_quota: int = DEFAULT_TABLE_QUOTA,
     ) -> None:
         super().__init__(scope, id)
         self._where = f"ThrottleAwareScaler {self.node.path}"
-        tick_minutes = self._validate_props(tick, mode, updating_for_ticks, tag_key)
+        tick_minutes = self._validate_props(tick, mode, updating_for_ticks, tag_key, table_quota)
         *sharding, concurrency = self._validate_sharding(
             sharded, shard_above_tables, tables_per_batch, batch_concurrency
         )
-        given = table_list(self._where, tables)
         self._tick, self._throttled_for, self.tag_key = tick, throttled_for, tag_key
         self._hot_key_ticks = self._validate_hot_key_for(hot_key_for)
         self._init_tables(self._validate_own_target(own_target, mode))
@@ -188,7 +193,7 @@ class ThrottleAwareScaler(Construct):
         if tag_key:
             self._grant_tagged(tag_key, tag_value)
         self._alarms(pinned_at_max_for, updating_for_ticks)
-        for table in given:
+        for table in table_list(self._where, tables):
             self.add_table(table)
         self._configure_overrides(overrides or {})
         self._render_tables()
@@ -198,11 +203,18 @@ class ThrottleAwareScaler(Construct):
     # ------------------------------------------------------------------ construction
 
     def _validate_props(
-        self, tick: Duration, mode: str, updating_for_ticks: int, tag_key: str | None
+        self,
+        tick: Duration,
+        mode: str,
+        updating_for_ticks: int,
+        tag_key: str | None,
+        table_quota: int,
     ) -> int:
-        """The props checked; returns the tick in whole minutes."""
+        """The props checked (``table_quota`` kept as :attr:`table_quota`); returns the
+        tick in whole minutes."""
         where = self._where
         duration_prop(where, "tick", tick, Duration.minutes(1))
+        self.table_quota = check_table_quota(where, table_quota)
         seconds = tick.to_seconds()
         if seconds % 60 or not 60 <= seconds <= 3600:
             raise CapacityConfigError(
@@ -244,6 +256,7 @@ class ThrottleAwareScaler(Construct):
             tables_per_batch=sharding[1],
             policy=for_mode(mode, tick_minutes),
             read_legacy_state_until=self._validate_legacy_until(until),
+            table_quota=self.table_quota,
         )
 
     def _validate_legacy_until(self, until: object) -> date | None:
@@ -397,7 +410,8 @@ class ThrottleAwareScaler(Construct):
         if Token.is_unresolved(name):  # a name known at deploy time only: kept as given
             return dict(override) if isinstance(override, Mapping) else override
         try:
-            ScalerConfig(overrides={name: override}).limits(name, {})
+            config = ScalerConfig(overrides={name: override}, table_quota=self.table_quota)
+            config.limits(name, {})
         except OverrideError as exc:
             raise CapacityConfigError(f"{self._where}: {exc}") from None
         return dict(override)

@@ -49,6 +49,7 @@ from .capacity import (
     MAX_GSIS_PER_TABLE,
     Capacity,
     PrewarmMethod,
+    check_table_quota,
     is_token,
 )
 from .prewarm import SettleStep
@@ -218,13 +219,7 @@ class TableCapacity(Construct):
                 f"{where}: prewarm must be PrewarmMethod.WARM_THROUGHPUT or "
                 f"PrewarmMethod.PROVISION_THEN_SETTLE; got {prewarm!r}"
             )
-        if not is_token(table_quota) and (
-            isinstance(table_quota, bool) or not isinstance(table_quota, int) or table_quota < 1
-        ):
-            raise CapacityConfigError(
-                f"{where}: table_quota must be a whole number of capacity units >= 1; "
-                f"got {table_quota!r}"
-            )
+        check_table_quota(where, table_quota)
         self.prewarm = prewarm
         self.table_quota = table_quota
         self._where = where

@@ -435,10 +435,10 @@ def test_the_module_map_names_every_module() -> None:
 
 def test_the_configuration_table_lists_every_setting() -> None:
     """The scaler's configuration table names every variable of the settings contract, and
-    no other ``SCALER_*`` variable."""
+    no other ``SCALER_*`` variable (nor another table quota variable)."""
     from ddb_capacity_runtime.core.settings import SETTINGS
 
     text = page("guides/scaler-runtime.md")
     table = text[text.index("## Configuration") : text.index("## Logs and metrics")]
-    listed = set(re.findall(r"`(SCALER_[A-Z_]+)`", table))
+    listed = set(re.findall(r"`((?:SCALER|CAPACITY_TABLE)_[A-Z_]+)`", table))
     assert listed == {s.name for s in SETTINGS}

@@ -200,7 +200,7 @@ def test_access_denied_on_a_scalable_target_leaves_the_memory_as_it_was(aws_clie
         s_aas.assert_no_pending_responses()
     # THEN it is reported, and the store remembers nothing (no intent left behind)
     assert outcome.status == "access-denied"
-    assert store.table("orders") == []
+    assert not any(s.holding for s in store.table("orders"))
 
 
 def test_a_minimum_is_never_moved_without_a_state_store() -> None:
@@ -261,13 +261,20 @@ def test_every_decrease_is_checked_against_the_ledger_as_dynamodb_reports_it_now
     assert outcome.status == "quota-exceeded"
 
 
-def test_throttled_control_plane_calls_are_retried_adaptively() -> None:
-    from ddb_capacity_runtime.aws.clients import make_clients
+def test_control_plane_calls_are_retried_and_bounded_inside_a_lease() -> None:
+    from ddb_capacity_runtime.aws.clients import call_bound, make_clients
+    from ddb_capacity_runtime.requests.store import LEASE
 
     clients = make_clients(
         region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
-    retries = clients.dynamodb.meta.config.retries
+    # the calls made under a state-store lease: retried, and bounded well inside it
+    for client in (clients.dynamodb, clients.autoscaling):
+        retries = client.meta.config.retries
+        assert retries["mode"] == "standard" and retries["total_max_attempts"] == 3
+        assert call_bound(client) == 3 * (2 + 8) + 1 + 2 <= LEASE.total_seconds() * 0.6
+    # the reads of a tick: adaptive retries (throttled calls back off)
+    retries = clients.cloudwatch.meta.config.retries
     assert retries["mode"] == "adaptive" and retries["total_max_attempts"] == 11
 
 
@@ -449,7 +456,7 @@ def test_an_ignored_tag_shows_at_most_200_characters_of_its_value() -> None:
             '{"t": {"write": {"min": 2.5}}}',
             {},
             "table t write: override write.min must be a whole number of capacity units from "
-            "1 to 40000; got 2.5",
+            "1 to 40000 (the table quota, CAPACITY_TABLE_QUOTA); got 2.5",
         ),
         (
             "{}",

@@ -1,7 +1,10 @@
 """The state store's promises as a stateful property (hypothesis): scaler ticks (calm or
-throttled), capacity requests, releases, restores, an operator setting the minimum, time
-passing (holds expiring), and a crash of any one AWS or store write, in any order, on a
-table whose writes are under a scalable target. Tables, targets and metrics are in moto;
+throttled, with a deadline that passes during a lease wait), capacity requests (by writers
+whose clocks are up to 90 s off, for up to 45,000 units under a table quota of 80,000),
+releases, restores, an operator setting the minimum (up to 60,000), time passing (holds
+expiring), a register slower than the lease (another writer wanting the lease
+meanwhile), and a crash of any one AWS or store write, in any order, on a table whose
+writes are under a scalable target. Tables, targets and metrics are in moto;
 the state store is in dynalite (atomic conditional writes, as DynamoDB's). The clock is
 virtual: every run-time call is given it.
 
@@ -11,13 +14,16 @@ After every step:
 - the minimum is never below the configured one (the base: the deployed minimum, or the
   last one an operator set);
 - whatever the store says, read against the target's minimum, gives that base back: a
-  configured minimum is never lost.
+  configured minimum is never lost, and never changes but by its owner (nothing is
+  adopted from the library's own late write);
+- no register is sent after a tick's deadline.
 At the end of each run, once every hold has ended and the load has fallen, the minimum is
 back at the base within a few calm ticks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import os
@@ -44,7 +50,7 @@ from ddb_capacity_runtime.requests import (
     request_capacity,
     restore_expired,
 )
-from ddb_capacity_runtime.requests.store import HoldStore
+from ddb_capacity_runtime.requests.store import HoldLimits, HoldStore
 from ddb_capacity_runtime.scaler.tick import run_tick
 from examples.local_aws import put_traffic, recorded_events
 from tests.hypothesis_profiles import examples
@@ -52,6 +58,11 @@ from tests.moto_world import LAG, World
 
 BASE = 100
 CALM = 5.0  # units per second between bursts
+QUOTA = 80_000  # the account's table quota: twice DynamoDB's default
+SKEWS = st.sampled_from([0.0, -90.0, 90.0])  # a writer's clock, off the true time
+UNITS = st.one_of(
+    st.integers(1, 30).map(lambda n: n * 100), st.integers(400, 450).map(lambda n: n * 100)
+)
 NAMES = itertools.count()
 
 
@@ -65,12 +76,18 @@ class CapacityStateMachine(RuleBasedStateMachine):
         self.world = world
         self.operator = operator  # an Application Auto Scaling client of its own
         self.name = world.table(f"machine{next(NAMES)}", 10, BASE, tagged=False)
-        world.target(self.name, "write", BASE, 40_000)
+        world.target(self.name, "write", BASE, QUOTA)
         # virtual, and moving on with real time between the steps that move it (a lease
         # left by a crash runs out; waits end): metrics are put in its past
         self.start = world.now - timedelta(hours=6)
         self.since = time.monotonic()
-        self.store = HoldStore(store_dynamodb, world.store.name, clock=self.clock)
+        self.limits = HoldLimits(QUOTA, timedelta(hours=24), QUOTA, QUOTA)
+        self.store = HoldStore(store_dynamodb, world.store.name, self.limits, self.clock)
+        self.registered: list[float] = []  # when each register was sent (the clock)
+        world.aas.meta.events.register(
+            "before-parameter-build.application-autoscaling.RegisterScalableTarget",
+            self.record_register,
+        )
         self.base = BASE
         self.holds: dict[str, CapacityHold] = {}
         self.fed = self.now - timedelta(minutes=LAG + 20)
@@ -88,6 +105,14 @@ class CapacityStateMachine(RuleBasedStateMachine):
 
     def clock(self) -> float:
         return self.now.timestamp()
+
+    def record_register(self, **_: Any) -> None:
+        self.registered.append(self.clock())
+
+    def writer(self, skew: float) -> tuple[HoldStore, Callable[[], float]]:
+        """Another process's view of the store: its clock ``skew`` seconds off."""
+        clock = (lambda: self.clock() + skew) if skew else self.clock
+        return HoldStore(self.store.dynamodb, self.store.name, self.limits, clock), clock
 
     def sleep(self, seconds: float) -> None:
         self.advance(timedelta(seconds=seconds))
@@ -114,9 +139,14 @@ class CapacityStateMachine(RuleBasedStateMachine):
     def minimum(self) -> int:
         return self.world.target_min(self.name, "write")
 
-    def tick(self) -> dict[str, Any]:
+    def tick(self, deadline: float | None = None) -> dict[str, Any]:
         config = ScalerConfig.from_env(
-            {"SCALER_TABLES": self.name, "SCALER_TAG_KEY": "", "SCALER_MODE": "reactive"}
+            {
+                "SCALER_TABLES": self.name,
+                "SCALER_TAG_KEY": "",
+                "SCALER_MODE": "reactive",
+                "CAPACITY_TABLE_QUOTA": str(QUOTA),
+            }
         )
         return run_tick(
             config,
@@ -125,12 +155,33 @@ class CapacityStateMachine(RuleBasedStateMachine):
             out=io.StringIO(),
             sleep=lambda _: None,
             store=self.store,
+            clock=self.clock,
+            deadline=deadline,
         )
 
     def disarm(self) -> None:
         for client, event, handler in self.armed:
             client.meta.events.unregister(event, handler)
         self.armed = []
+
+    def ask(self, units: int, minutes: int, skew: float) -> None:
+        """A capacity request by a writer whose clock is ``skew`` seconds off."""
+        store, clock = self.writer(skew)
+        try:
+            made = request_capacity(
+                self.name,
+                write=units,
+                hold=timedelta(minutes=minutes),
+                timeout=timedelta(minutes=1),
+                clients=self.world.clients,
+                store=store,
+                clock=clock,
+                sleep=self.sleep,
+                poll_seconds=5,
+            )
+        except (CapacityRequestError, Crash):
+            return  # refused, or died: nothing was promised
+        self.holds[made.id] = made
 
     # ------------------------------------------------------------------ rules
 
@@ -139,24 +190,57 @@ class CapacityStateMachine(RuleBasedStateMachine):
         self.feed(throttled)
         self.tick()  # a table's failure is counted in the summary, never raised
 
-    @rule(units=st.integers(1, 30).map(lambda n: n * 100), minutes=st.integers(1, 30))
-    def request(self, units: int, minutes: int) -> None:
+    @rule(units=UNITS, minutes=st.integers(1, 30), skew=SKEWS)
+    def request(self, units: int, minutes: int, skew: float) -> None:
         self.feed()
+        self.ask(units, minutes, skew)
+
+    @rule(
+        seconds=st.integers(61, 300),
+        units=UNITS,
+        minutes=st.integers(1, 30),
+        skew=SKEWS,
+    )
+    def a_register_outlives_the_lease(
+        self, seconds: int, units: int, minutes: int, skew: float
+    ) -> None:
+        """The next register is sent ``seconds`` late (longer than a lease), and meanwhile
+        another writer (its clock ``skew`` seconds off) makes a request."""
+        self.disarm()
+        client, event = (
+            self.world.aas,
+            ("before-parameter-build.application-autoscaling.RegisterScalableTarget"),
+        )
+
+        def stall(**_: Any) -> None:
+            self.disarm()
+            self.advance(timedelta(seconds=seconds))
+            self.ask(units, minutes, skew)
+
+        client.meta.events.register(event, stall)
+        self.armed.append((client, event, stall))
+
+    @rule(throttled=st.booleans(), seconds=st.sampled_from([0.0, 0.3, 1.0]), skew=SKEWS)
+    def a_tick_whose_deadline_passes_in_a_lease_wait(
+        self, throttled: bool, seconds: float, skew: float
+    ) -> None:
+        """A tick with a deadline ``seconds`` away while another writer (its clock
+        ``skew`` seconds off) holds the dimension's lease: nothing is sent after it."""
+        self.feed(throttled)
+        other, _ = self.writer(skew)
         try:
-            made = request_capacity(
-                self.name,
-                write=units,
-                hold=timedelta(minutes=minutes),
-                timeout=timedelta(minutes=1),
-                clients=self.world.clients,
-                store=self.store,
-                clock=self.clock,
-                sleep=self.sleep,
-                poll_seconds=5,
-            )
-        except (CapacityRequestError, Crash):
-            return  # refused, or died: nothing was promised
-        self.holds[made.id] = made
+            held = other._take(other._key(self.name, None, "write"))
+        except Crash:
+            held = None  # it died taking it: a lease it took runs out
+        deadline = self.clock() + seconds
+        sent = len(self.registered)
+        try:
+            self.tick(deadline)
+        finally:
+            with contextlib.suppress(Crash):  # died giving it back: it runs out
+                if held is not None:
+                    held.give_back()
+        assert all(at <= deadline for at in self.registered[sent:])
 
     @rule(data=st.data())
     def release(self, data: st.DataObject) -> None:
@@ -177,12 +261,15 @@ class CapacityStateMachine(RuleBasedStateMachine):
         except (CapacityRequestError, Crash):
             pass
 
-    @rule(minimum=st.integers(1, 40).map(lambda n: n * 25))
+    @rule(minimum=st.one_of(st.integers(1, 40).map(lambda n: n * 25), st.integers(41_000, 60_000)))
     def operator_sets_the_minimum(self, minimum: int) -> None:
         state = self.store.get(self.name, None, "write")
-        # a minimum equal to one the library set, or is about to, reads as the library's
+        # a minimum equal to one the library set, is about to, or recently meant to, reads
+        # as the library's
         assume(minimum != self.minimum())
-        assume(state is None or minimum not in (state.set_to, state.intent, state.base))
+        assume(
+            state is None or minimum not in (state.set_to, state.intent, state.base, *state.recent)
+        )
         self.operator.register_scalable_target(
             ServiceNamespace="dynamodb",
             ResourceId=f"table/{self.name}",
@@ -238,7 +325,11 @@ class CapacityStateMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         try:
             self.back_to_the_base()
-        finally:  # moto lists at most 100 targets soundly: only the live runs' are kept
+        finally:
+            self.world.aas.meta.events.unregister(
+                "before-parameter-build.application-autoscaling.RegisterScalableTarget",
+                self.record_register,
+            )  # moto lists at most 100 targets soundly: only the live runs' are kept
             self.world.close()
 
     def back_to_the_base(self) -> None:

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddb_capacity_runtime.aws.discovery import describe_table
-from ddb_capacity_runtime.core.names import TABLE_QUOTA, TAG_PREFIX
+from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA as TABLE_QUOTA
+from ddb_capacity_runtime.core.names import TAG_PREFIX
 from ddb_capacity_runtime.core.plan import plan_table
 from ddb_capacity_runtime.core.policy import (
     DimensionState,

@@ -9,7 +9,9 @@ Carries out a tick's decisions for one table; the only module here that changes 
   capacity request meanwhile, loses nothing.
 - Every other dimension: one UpdateTable carrying the table's and its GSIs' changes.
 
-Errors stay with their table: the caller goes on with the others.
+Errors stay with their table: the caller goes on with the others. Nothing is sent once the
+tick's deadline has passed (no lease waited for, no control-plane call made, a lease wait
+cut at it): such a change is ``deadline-passed``, and the next tick decides it again.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ..core.deadline import NONE, Deadline, DeadlinePassed
 from ..core.memory import why_wait
 from ..core.names import UNITS
 from ..core.outcomes import Status
@@ -114,13 +117,20 @@ class _Busy(Exception):
 
 
 def _update_table(
-    dynamodb: DynamoDBClient, table: ManagedTable, changes: list[Change], now: datetime
+    dynamodb: DynamoDBClient,
+    table: ManagedTable,
+    changes: list[Change],
+    now: datetime,
+    deadline: Deadline = NONE,
 ) -> list[Outcome]:
     """Re-read the table, then send what still applies: a change whose dimension moved since
     it was planned is left for the next tick, and a decrease the quota ledger refuses now is
-    not sent."""
+    not sent (nor anything once ``deadline`` has passed)."""
     try:
+        deadline.check(f"DescribeTable of {table.name}")
         current, ledgers = _fresh(dynamodb, table, now)
+    except DeadlinePassed as exc:
+        return [Outcome(c, Status.DEADLINE, str(exc)) for c in changes]
     except _Busy as exc:
         return [Outcome(c, Status.RETRY_NEXT_TICK, str(exc)) for c in changes]
     except (ClientError, BotoCoreError) as exc:
@@ -143,7 +153,7 @@ def _update_table(
             outcomes.append(Outcome(c, Status.QUOTA_EXCEEDED, "the decrease quota allows none now"))
         else:
             send.append(c)
-    return outcomes + (_send(dynamodb, table, send, current) if send else [])
+    return outcomes + (_send(dynamodb, table, send, current, deadline) if send else [])
 
 
 def _send(
@@ -151,10 +161,14 @@ def _send(
     table: ManagedTable,
     changes: list[Change],
     current: Mapping[tuple[str | None, str], int],
+    deadline: Deadline,
 ) -> list[Outcome]:
     try:
+        deadline.check(f"UpdateTable of {table.name}")
         tables.update(dynamodb, update_table_request(table.name, changes, current))
         return [Outcome(c, Status.APPLIED) for c in changes]
+    except DeadlinePassed as exc:
+        return [Outcome(c, Status.DEADLINE, str(exc)) for c in changes]
     except (ClientError, BotoCoreError) as exc:
         status, message = _status(exc)
         increases = [c for c in changes if c.action == Action.INCREASE]
@@ -162,37 +176,47 @@ def _send(
             return [Outcome(c, status, message) for c in changes]
         # The decreases were refused: the increases must not wait for them.
         refused = [Outcome(c, status, message) for c in changes if c.action != Action.INCREASE]
-        return refused + _send(dynamodb, table, increases, current)
+        return refused + _send(dynamodb, table, increases, current, deadline)
 
 
 def _move_min(
-    store: HoldStore | None, aas: ApplicationAutoScalingClient, change: Change, now: datetime
+    store: HoldStore | None,
+    aas: ApplicationAutoScalingClient,
+    change: Change,
+    now: datetime,
+    deadline: Deadline = NONE,
 ) -> Outcome:
     """Move a scalable target's minimum under its dimension's lease in the state store,
     which remembers the configured minimum while the library holds it above
     (:func:`.minimum.set_minimum`). Under the lease the item and the target's minimum are
     read again: a dimension whose memory or minimum moved since the tick read them (a
     capacity request meanwhile, a stale listing), or that a hold recorded since needs
-    above the change, is left for the next tick."""
+    above the change, is left for the next tick. The lease is waited for until
+    ``deadline`` at most, and no call is made after it."""
     d = change.dimension
     assert d.target is not None and d.memory is not None
     if store is None:
         why = "no state store: a minimum is never moved unremembered"
         return Outcome(change, Status.FAILED, why)
     try:
-        deadline = store.clock() + LEASE_WAIT_SECONDS
-        with store.lease(d.table, d.index, d.dimension, deadline=deadline) as lease:
+        deadline.check(f"the lease of {d.table} {d.index or 'table'} {d.dimension}")
+        wait_until = deadline.wait_until(store.clock(), LEASE_WAIT_SECONDS)
+        with store.lease(d.table, d.index, d.dimension, deadline=wait_until) as lease:
             fresh = store.get(d.table, d.index, d.dimension)
             now_seen = (fresh.base, fresh.set_to, fresh.intent) if fresh else (None, None, None)
+            deadline.check(f"DescribeScalableTargets of {d.target.resource_id}")
             minimum = current_minimum(aas, d.target)
             held = level(fresh.active(now)) if fresh else 0
             wait = why_wait(d.seen, now_seen, d.target.min_capacity, minimum, held, change.new)
             if wait is not None:
                 return Outcome(change, Status.RETRY_NEXT_TICK, wait)
-            set_minimum(lease, aas, d.target, d.memory.base, change.new)
+            set_minimum(lease, aas, d.target, d.memory.base, change.new, deadline=deadline)
         return Outcome(change, Status.APPLIED)
+    except DeadlinePassed as exc:
+        return Outcome(change, Status.DEADLINE, str(exc))
     except CapacityRequestTimeout as exc:
-        return Outcome(change, Status.RETRY_NEXT_TICK, str(exc))
+        late = deadline.left() <= 0  # the wait was cut at the deadline
+        return Outcome(change, Status.DEADLINE if late else Status.RETRY_NEXT_TICK, str(exc))
     except CapacityRequestError as exc:  # the state store failed
         return Outcome(change, Status.FAILED, str(exc))
     except (ClientError, BotoCoreError) as exc:
@@ -208,14 +232,18 @@ def apply(
     dry_run: bool,
     now: datetime | None = None,
     store: HoldStore | None = None,
+    deadline: Deadline = NONE,
 ) -> list[Outcome]:
     """Apply one table's changes (or only report them, in dry-run mode). ``store``: the
-    state store, which a change of a scalable target's minimum needs."""
+    state store, which a change of a scalable target's minimum needs; ``deadline``: after
+    it nothing is sent (the changes left are ``deadline-passed``)."""
     now = now or datetime.now(UTC)
     if dry_run:
         return [Outcome(c, Status.DRY_RUN) for c in changes]
-    outcomes = [_move_min(store, aas, c, now) for c in changes if c.via == Via.SCALABLE_TARGET]
+    outcomes = [
+        _move_min(store, aas, c, now, deadline) for c in changes if c.via == Via.SCALABLE_TARGET
+    ]
     direct = [c for c in changes if c.via == Via.UPDATE_TABLE]
     if direct:
-        outcomes += _update_table(dynamodb, table, direct, now)
+        outcomes += _update_table(dynamodb, table, direct, now, deadline)
     return outcomes

@@ -8,6 +8,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+#: Every control-plane call (DynamoDB, Application Auto Scaling) of the library's own
+#: clients: at most this long to connect, this long to read an answer, this many attempts
+#: in all (standard retries, jittered backoff of at most 1 s, then 2 s): 33 s at worst
+#: (:func:`call_bound`), well inside a state-store lease (60 s, renewed before each call).
+CONNECT_TIMEOUT_SECONDS = 2
+READ_TIMEOUT_SECONDS = 8
+CONTROL_PLANE_ATTEMPTS = 3
+#: botocore's longest backoff between two attempts, and its legacy mode's attempts.
+MAX_BACKOFF_SECONDS = 20
+LEGACY_ATTEMPTS = 5
+#: What adaptive retries' client-side rate limiter may add to an attempt (its slowest
+#: rate is 0.5 requests a second).
+ADAPTIVE_WAIT_SECONDS = 2
+
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
     from mypy_boto3_cloudwatch import CloudWatchClient
@@ -26,15 +40,22 @@ class Clients:
 
 
 def make_clients(*, with_sqs: bool = False, **kwargs: Any) -> Clients:
-    """boto3 clients with adaptive retries (throttled control-plane calls back off); an SQS
-    client too ``with_sqs``."""
+    """boto3 clients: DynamoDB and Application Auto Scaling bounded
+    (:data:`CONTROL_PLANE_ATTEMPTS` standard retries, short timeouts), since they are
+    called under state-store leases; CloudWatch, the tagging API and SQS (``with_sqs``)
+    with adaptive retries (throttled calls back off)."""
     import boto3
     from botocore.config import Config
 
     config = Config(retries={"mode": "adaptive", "max_attempts": 10})
+    bounded = Config(
+        connect_timeout=CONNECT_TIMEOUT_SECONDS,
+        read_timeout=READ_TIMEOUT_SECONDS,
+        retries={"mode": "standard", "total_max_attempts": CONTROL_PLANE_ATTEMPTS},
+    )
     return Clients(
-        boto3.client("dynamodb", config=config, **kwargs),
-        boto3.client("application-autoscaling", config=config, **kwargs),
+        boto3.client("dynamodb", config=bounded, **kwargs),
+        boto3.client("application-autoscaling", config=bounded, **kwargs),
         boto3.client("cloudwatch", config=config, **kwargs),
         boto3.client("resourcegroupstaggingapi", config=config, **kwargs),
         boto3.client("sqs", config=config, **kwargs) if with_sqs else None,
@@ -46,3 +67,27 @@ def dynamodb_client() -> DynamoDBClient:
     import boto3
 
     return boto3.client("dynamodb")
+
+
+def call_bound(client: Any) -> float:
+    """The longest one call of ``client`` can take, from its own configuration: every
+    attempt waiting its connect and read timeouts, and the longest backoff between them
+    (with adaptive retries, the rate limiter's wait too). A lease is renewed to cover it
+    before a control-plane call under it (a client of the user's with botocore's
+    defaults, 60 s timeouts and 5 legacy attempts, gets a lease of about 10 minutes)."""
+    config = client.meta.config
+    retries = config.retries or {}
+    mode = retries.get("mode", "legacy")
+    total = retries.get("total_max_attempts")
+    retried = retries.get("max_attempts")
+    attempts = int(total) if total is not None else LEGACY_ATTEMPTS
+    if total is None and retried is not None:
+        attempts = int(retried) + 1
+    per_attempt = float(config.connect_timeout) + float(config.read_timeout)
+    if mode == "adaptive":
+        per_attempt += ADAPTIVE_WAIT_SECONDS
+    backoff = sum(
+        2**i if mode == "legacy" else min(2**i, MAX_BACKOFF_SECONDS)
+        for i in range(max(0, attempts - 1))
+    )
+    return float(attempts * per_attempt + backoff)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..core.names import TABLE_QUOTA
+from ..core.names import MAX_TABLE_QUOTA
 from ..core.surge import (
     CLOCK_SKEW_SECONDS,
     FRESH_SECONDS,
@@ -320,12 +320,12 @@ def _mark(item: Mapping[str, Any], now: float) -> SurgeMark:
     text = raw.get("S") if isinstance(raw, Mapping) else None
     budget = read_budget(text, now)
     if raw is not None and budget is None:  # not one: spent, for a window from now
-        budget = Budget(float(int(now)), 10 * TABLE_QUOTA, 10 * TABLE_QUOTA)
+        budget = Budget(float(int(now)), 10 * MAX_TABLE_QUOTA, 10 * MAX_TABLE_QUOTA)
     return SurgeMark(
         times["started"],
         times["raised"],
         aim if 0 < aim <= 1 else None,
-        int(most) if most.is_integer() and 1 <= most <= TABLE_QUOTA else None,
+        int(most) if most.is_integer() and 1 <= most <= MAX_TABLE_QUOTA else None,
         budget,
         text if isinstance(text, str) else None,
     )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..core.floorplan import FloorPlan, parse_plan
 from ..core.memory import Memory, reconcile
-from ..core.names import SCALER_TAGS, TABLE_QUOTA, UNITS, resource_id, scalable_dimension
+from ..core.names import SCALER_TAGS, UNITS, resource_id, scalable_dimension
 from ..core.quota import DecreaseLedger
 from ..core.settings import Limits, ScalerConfig
 from ..core.tables import Dimension, ManagedTable, ScalableTarget, TrackingPolicy, tags_of
@@ -243,7 +243,7 @@ def describe_table(
     check_managed(table)
     if tags is None:
         tags = _read_tags(dynamodb, table["TableArn"])
-    parsed = parse_tags(tags)
+    parsed = parse_tags(tags, config.table_quota)
     _log_ignored(name, parsed.ignored)
     limits = config.limits(name, parsed.limits)
     by_scope = {h.scope: h for h in held}
@@ -278,7 +278,7 @@ def describe_table(
                     target=target,
                     memory=memory,
                     seen=(state.base, state.set_to, state.intent) if state else (None, None, None),
-                    plan=_plan(managed, state),
+                    plan=_plan(managed, state, config.table_quota),
                     owned_target=owned,
                 )
             )
@@ -405,12 +405,12 @@ def _under_target(
     return memory, Limits(memory.base, target.max_capacity, aim)
 
 
-def _plan(table: ManagedTable, state: HeldDimension | None) -> FloorPlan | None:
+def _plan(table: ManagedTable, state: HeldDimension | None, quota: int) -> FloorPlan | None:
     """The dimension's plan from the state store; a malformed one is ignored and counted
     (the store is untrusted input too)."""
     if state is None or state.plan is None:
         return None
-    plan = parse_plan(state.plan, TABLE_QUOTA) if state.plan.isascii() else None
+    plan = parse_plan(state.plan, quota) if state.plan.isascii() else None
     if plan is None:
         table.ignored_tags += 1
         log_event(

@@ -4,15 +4,21 @@ workstation (``ddb-capacity`` in direct mode).
 Moving a scalable target's minimum, remembered in the state store: the one way the
 scaler, a capacity request and the end of a hold change a minimum.
 
-Under the dimension's lease: the minimum about to be set is written first (``intent``),
-then RegisterScalableTarget, then it becomes ``set_to`` (forgotten when it is the base).
-A crash between any two of these leaves a memory that :func:`..core.memory.reconcile`
-still reads as the library's, so the configured minimum is never lost.
+Under the dimension's lease: the minimum about to be set is written first (``intent``,
+added to the recent intents too), in the same conditional write that renews the lease for
+longer than the register can take (:func:`.clients.call_bound` of the client), then
+RegisterScalableTarget, then it becomes ``set_to`` (forgotten when it is the base). A
+crash between any two of these, or a register that lands after its lease was lost, leaves
+a memory that :func:`..core.memory.reconcile` still reads as the library's, so the
+configured minimum is never lost.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
+
+from ..core.deadline import NONE, Deadline
+from .clients import call_bound
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
@@ -31,13 +37,20 @@ def set_minimum(
     new: int,
     *,
     holds: list[Hold] | None = None,
+    deadline: Deadline = NONE,
 ) -> None:
     """Set ``target``'s minimum to ``new`` while ``lease`` is held, remembering ``base`` as
     the dimension's configured minimum (and recording ``holds`` with it, when given).
-    Raises the ClientError of RegisterScalableTarget, with nothing else changed."""
-    from ..requests.store import KEEP  # the store imports this layer's neighbours
+    Raises the ClientError of RegisterScalableTarget, with nothing else changed, and
+    LeaseLost when the lease was lost: before the register (nothing was set), or after it
+    (the minimum was set, and its intent keeps it the library's). Raises DeadlinePassed,
+    with nothing written or sent, once ``deadline`` has passed."""
+    from ..requests.holds import LeaseLost  # the store imports this layer's neighbours
+    from ..requests.store import KEEP
 
-    lease.write(base, KEEP if holds is None else holds, intent=new)
+    deadline.check(f"RegisterScalableTarget of {target.resource_id} MinCapacity {new:,}")
+    renew = call_bound(autoscaling)
+    lease.write(base, KEEP if holds is None else holds, intent=new, renew_for=renew)
     try:
         autoscaling.register_scalable_target(
             ServiceNamespace="dynamodb",
@@ -48,4 +61,12 @@ def set_minimum(
     except Exception:
         lease.write(base, KEEP, intent=None)
         raise
-    lease.write(base, KEEP, set_to=None if new == base else new, intent=None)
+    try:
+        lease.write(base, KEEP, set_to=None if new == base else new, intent=None)
+    except LeaseLost:
+        raise LeaseLost(
+            f"{target.resource_id} {target.scalable_dimension}: MinCapacity was set to "
+            f"{new:,}, but the state store's lease ran out (another process took it) before "
+            "that was recorded; it stays among the library's recent intents, never read as "
+            "someone else's change"
+        ) from None

@@ -4,11 +4,13 @@ One memory per dimension: whose minimum a scalable target has. Pure.
 
 The state store keeps, for a dimension whose minimum the library holds above its
 configured value, that configured value (``base``), the minimum the library last set
-(``set_to``) and the one it is about to set (``intent``, written before
-RegisterScalableTarget). Every reader reconciles that memory with the minimum the target
-reports before acting:
+(``set_to``), the one it is about to set (``intent``, written before
+RegisterScalableTarget) and its recent intents (``recent``: a register can land after the
+lease it was sent under was lost). Every reader reconciles that memory with the minimum
+the target reports before acting:
 
-- the minimum is the one the library set (or was about to set): the memory holds;
+- the minimum is the one the library set (or was about to set, or recently meant to set):
+  the memory holds;
 - the library holds nothing raised and the minimum is the base: nothing to remember;
 - any other minimum was set by someone else (an operator, a deploy): it becomes the new
   base, is never undone and never lost, and whatever the library set is forgotten.
@@ -40,6 +42,8 @@ class _State(Protocol):
     def intent(self) -> int | None: ...
     @property
     def holds(self) -> Iterable[_Hold]: ...
+    @property
+    def recent(self) -> Iterable[int]: ...
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,7 @@ def reconcile(state: _State | None, current: int) -> Memory:
             mine.add(max(base, min(h.baseline for h in holds) + sum(h.units for h in holds)))
     if current == base:
         return Memory(base)
-    if current in mine:
+    if current in mine or current in set(state.recent):
         return Memory(base, current)
     return Memory(current, None, changed_elsewhere=True)
 

@@ -8,8 +8,16 @@ from __future__ import annotations
 
 DIMENSIONS = ("read", "write")
 UNITS = {"read": "ReadCapacityUnits", "write": "WriteCapacityUnits"}
-#: DynamoDB's default quota of read (and of write) capacity units per table.
-TABLE_QUOTA = 40_000
+#: DynamoDB's default quota of read (and of write) capacity units per table: the largest
+#: capacity the library reads, sets or obeys unless it is given the table quota of the
+#: account (``table_quota`` of the constructs, :data:`TABLE_QUOTA_ENV` at run time).
+DEFAULT_TABLE_QUOTA = 40_000
+#: The largest table quota accepted: DynamoDB publishes no hard per-table maximum (the
+#: quota is raised on request), so this ceiling only refuses nonsense, 25 times the default.
+MAX_TABLE_QUOTA = 1_000_000
+#: The environment variable that carries the table quota to the run-time functions (part of
+#: the scaler's settings contract, and read by the state store's bounds).
+TABLE_QUOTA_ENV = "CAPACITY_TABLE_QUOTA"
 #: Every tag this library reads or writes on a table starts with this prefix.
 TAG_PREFIX = "ddb-capacity:"
 #: 0.4's state tags (a remembered minimum, a plan of floors): state lives in the state
@@ -25,6 +33,21 @@ TARGET_TAG = f"{TAG_PREFIX}table"
 
 #: The characters of a DynamoDB table or index name (3 to 255 of them).
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def parse_table_quota(raw: object, name: str = TABLE_QUOTA_ENV) -> int:
+    """The table quota in ``raw`` (a whole number from 1 to :data:`MAX_TABLE_QUOTA`, as
+    text or int; None or empty: :data:`DEFAULT_TABLE_QUOTA`). Raises ValueError naming
+    ``name``, the value received and what is allowed."""
+    if raw is None or raw == "":
+        return DEFAULT_TABLE_QUOTA
+    text = str(raw).strip() if isinstance(raw, (str, int)) and not isinstance(raw, bool) else ""
+    if text.isascii() and text.isdigit() and len(text) <= 7 and 1 <= int(text) <= MAX_TABLE_QUOTA:
+        return int(text)
+    raise ValueError(
+        f"{name}: got {raw!r:.100}; expected a whole number of capacity units from 1 to "
+        f"{MAX_TABLE_QUOTA:,} (DynamoDB's default quota is {DEFAULT_TABLE_QUOTA:,})"
+    )
 
 
 def is_table_name(name: object) -> bool:

@@ -37,6 +37,9 @@ class Status(StrEnum):
     BUSY = "busy"
     #: The dimension's holds were forgotten without lowering it.
     DROPPED = "dropped"
+    #: The tick's deadline passed before the change was sent (its lease waited for, or its
+    #: control-plane call made): nothing was sent, and the next tick decides again.
+    DEADLINE = "deadline-passed"
 
 
 #: Statuses of a change AWS refused, or whose table or index was not found.

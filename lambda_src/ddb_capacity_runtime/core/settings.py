@@ -16,7 +16,13 @@ from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from .names import DIMENSIONS, TABLE_QUOTA, TAG_PREFIX
+from .names import (
+    DEFAULT_TABLE_QUOTA,
+    DIMENSIONS,
+    MAX_TABLE_QUOTA,
+    TABLE_QUOTA_ENV,
+    TAG_PREFIX,
+)
 from .policy import PolicyConfig, autopilot_config
 from .records import direct_init
 
@@ -250,7 +256,22 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SCALER_OVERRIDES", "overrides", Kind.JSON, {}, lambda c: c.overrides),
     Setting("SCALER_OWNED_TARGETS", "owned_targets", Kind.JSON, {}, lambda c: c.owned_targets),
     Setting(
-        "SCALER_DEFAULT_MIN", "default_min", Kind.WHOLE, 5, lambda c: c.default_min, 1, TABLE_QUOTA
+        TABLE_QUOTA_ENV,
+        "table_quota",
+        Kind.WHOLE,
+        DEFAULT_TABLE_QUOTA,
+        lambda c: c.table_quota,
+        1,
+        MAX_TABLE_QUOTA,
+    ),
+    Setting(
+        "SCALER_DEFAULT_MIN",
+        "default_min",
+        Kind.WHOLE,
+        5,
+        lambda c: c.default_min,
+        1,
+        MAX_TABLE_QUOTA,
     ),
     Setting(
         "SCALER_DEFAULT_MAX",
@@ -259,7 +280,7 @@ SETTINGS: tuple[Setting, ...] = (
         1_000,
         lambda c: c.default_max,
         1,
-        TABLE_QUOTA,
+        MAX_TABLE_QUOTA,
     ),
     Setting(
         "SCALER_TARGET_PERCENT",
@@ -296,7 +317,7 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         _policy("min_step_units"),
         1,
-        TABLE_QUOTA,
+        MAX_TABLE_QUOTA,
     ),
     Setting(
         "SCALER_UNITS_PER_THROTTLED_REQUEST",
@@ -383,6 +404,7 @@ CONSTRUCT_SETTINGS = (
     "mode",
     "scale_down_ticks",
     "namespace",
+    "table_quota",
 )
 #: What it writes besides with ``sharded=True``.
 SHARDING_SETTINGS = ("shard_above_tables", "tables_per_batch")
@@ -405,6 +427,7 @@ _CONFIG_FIELDS = (
     "shard_above_tables",
     "tables_per_batch",
     "read_legacy_state_until",
+    "table_quota",
 )
 
 
@@ -510,6 +533,9 @@ class ScalerConfig:
     #: the last UTC day on which 0.4's state tags are read (an upgrade's window, at most
     #: MAX_LEGACY_STATE_DAYS ahead); None: never read, removed unread
     read_legacy_state_until: date | None = None
+    #: the largest capacity of a table's dimension (the account's table quota): every
+    #: capacity the scaler reads or sets is bounded by it
+    table_quota: int = _default("table_quota")
     policy: PolicyConfig = field(default_factory=lambda: for_mode(_default("mode")))
 
     @property
@@ -537,6 +563,7 @@ class ScalerConfig:
                 f"or {_env('tag_key')} (tag discovery)"
             )
         _check_order(values, "default_min", "default_max", "must not be above")
+        _check_order(values, "default_max", "table_quota", "must not be above")
         tick, mode = values["tick_minutes"], values["mode"]
         _check_owned(values["owned_targets"], mode)
         defaults = cls(tick_minutes=tick, policy=for_mode(mode, tick))
@@ -545,6 +572,7 @@ class ScalerConfig:
                 value = setting.value_of(defaults)
                 values[setting.key] = int(value) if setting.kind is Kind.WHOLE else value
         _check_order(values, "buffer", "target", "must be below", strict=True)
+        _check_order(values, "min_step_units", "table_quota", "must not be above")
         policy = replace(
             for_mode(mode, tick),
             scale_down_minutes=tick * values["scale_down_ticks"],
@@ -591,8 +619,8 @@ class ScalerConfig:
             mn, mn_from = _pick(sources, "min", self.default_min)
             mx, mx_from = _pick(sources, "max", self.default_max)
             tg, tg_from = _pick(sources, "target", self.policy.target_utilization * 100)
-            mn = _whole(table, dim, mn_from, mn)
-            mx = _whole(table, dim, mx_from, mx)
+            mn = _whole(table, dim, mn_from, mn, self.table_quota)
+            mx = _whole(table, dim, mx_from, mx, self.table_quota)
             try:
                 target = float(tg)
             except (TypeError, ValueError):
@@ -718,14 +746,14 @@ def _pick(
     return default, f"default {name}"
 
 
-def _whole(table: str, dim: str, source: str, value: Any) -> int:
+def _whole(table: str, dim: str, source: str, value: Any, quota: int) -> int:
     try:
         number = float(value)
     except (TypeError, ValueError):
         number = float("nan")
-    if not number.is_integer() or not 1 <= number <= TABLE_QUOTA:
+    if not number.is_integer() or not 1 <= number <= quota:
         raise OverrideError(
             f"table {table} {dim}: {source} must be a whole number of capacity "
-            f"units from 1 to {TABLE_QUOTA}; got {value!r}"
+            f"units from 1 to {quota} (the table quota, {TABLE_QUOTA_ENV}); got {value!r}"
         )
     return int(number)

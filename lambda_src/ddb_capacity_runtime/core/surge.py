@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from .errors import shown
-from .names import DIMENSIONS, TABLE_QUOTA, scope_label
+from .names import DIMENSIONS, MAX_TABLE_QUOTA, scope_label
 
 #: The environment variable that names the signals function, for the client hook (set on a
 #: function by ``CapacityRequests.grant_signals``).
@@ -42,8 +42,8 @@ MAX_DIMENSIONS = 42
 MAX_WINDOW_SECONDS = 60.0
 MIN_WINDOW_SECONDS = 0.5
 #: The most units one process may report consuming per second on one dimension: no
-#: dimension serves more than 10 x the table quota (a quota raised tenfold).
-MAX_UNITS_PER_SECOND = 10.0 * TABLE_QUOTA
+#: dimension serves more than the largest table quota accepted.
+MAX_UNITS_PER_SECOND = float(MAX_TABLE_QUOTA)
 #: The most requests, or throttled attempts, one report may count per second.
 MAX_REQUESTS_PER_SECOND = 1_000_000.0
 #: The longest process id and table name a report may carry (a table name is at most 255).
@@ -393,7 +393,7 @@ def read_budget(text: object, now: float) -> Budget | None:
     if len(parts) != 3 or not all(p.isdigit() and len(p) <= 12 for p in parts):
         return None
     start, level, used = (int(p) for p in parts)
-    if start > now + CLOCK_SKEW_SECONDS or not 1 <= level <= 10 * TABLE_QUOTA:
+    if start > now + CLOCK_SKEW_SECONDS or not 1 <= level <= 10 * MAX_TABLE_QUOTA:
         return None
     return Budget(float(start), level, used)
 

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .floorplan import MAX_RESERVE, PLAN_STEPS, FloorPlan, parse_plan
-from .names import BASE_MIN_TAG, FORECAST_TAG, TABLE_QUOTA, TAG_PREFIX, TARGET_TAG
+from .names import BASE_MIN_TAG, DEFAULT_TABLE_QUOTA, FORECAST_TAG, TAG_PREFIX, TARGET_TAG
 
 LIMIT_NAMES = frozenset(
     f"{prefix}{name}" for prefix in ("", "read-", "write-") for name in ("min", "max", "target")
@@ -79,7 +79,7 @@ _WHOLE = re.compile(r"[ \t]*[0-9]{1,9}[ \t]*")
 _DECIMAL = re.compile(r"[ \t]*[0-9]{1,9}(?:\.[0-9]{1,9})?[ \t]*")
 
 
-def whole_units(raw: object, quota: int = TABLE_QUOTA) -> int | None:
+def whole_units(raw: object, quota: int = DEFAULT_TABLE_QUOTA) -> int | None:
     """``raw`` as a whole number of capacity units from 1 to ``quota``, else None."""
     if isinstance(raw, bool):
         return None
@@ -103,7 +103,7 @@ def percent(raw: object) -> float | None:
     return value if math.isfinite(value) and 20 <= value <= 90 else None
 
 
-def parse_base_min(raw: str, quota: int = TABLE_QUOTA) -> BaseMin | None:
+def parse_base_min(raw: str, quota: int = DEFAULT_TABLE_QUOTA) -> BaseMin | None:
     base, sep, set_to = raw.partition(":")
     parsed = whole_units(base, quota)
     if parsed is None:
@@ -114,7 +114,7 @@ def parse_base_min(raw: str, quota: int = TABLE_QUOTA) -> BaseMin | None:
     return None if set_units is None else BaseMin(parsed, set_units)
 
 
-def parse_tags(tags: Mapping[str, str], quota: int = TABLE_QUOTA) -> TableTags:
+def parse_tags(tags: Mapping[str, str], quota: int = DEFAULT_TABLE_QUOTA) -> TableTags:
     """Every library tag of a table, checked; see the module docstring."""
     out = TableTags()
     for key, value in tags.items():

@@ -19,6 +19,7 @@ from ..aws.clients import Clients
 from ..aws.discovery import NotManaged, describe_table, table_targets
 from ..aws.minimum import set_minimum
 from ..aws.retry import describe_error
+from ..core.deadline import NONE, Deadline
 from ..core.memory import Memory, reconcile
 from ..core.policy import capacity_units
 from ..core.series import window
@@ -113,11 +114,14 @@ def set_min(
     base: int,
     minimum: int,
     holds: list[Hold] | None = None,
+    deadline: Deadline = NONE,
 ) -> None:
     """Set ``target``'s minimum under ``lease``, remembered in the state store
-    (:func:`..aws.minimum.set_minimum`); an AWS refusal is a CapacityRequestError."""
+    (:func:`..aws.minimum.set_minimum`, nothing sent once ``deadline`` passed); an AWS
+    refusal is a CapacityRequestError."""
     try:
-        set_minimum(lease, ctx.clients.autoscaling, target, base, minimum, holds=holds)
+        aas = ctx.clients.autoscaling
+        set_minimum(lease, aas, target, base, minimum, holds=holds, deadline=deadline)
     except ClientError as exc:
         raise CapacityRequestError(
             f"{target.resource_id} {target.scalable_dimension}: setting MinCapacity "

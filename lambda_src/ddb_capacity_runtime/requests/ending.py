@@ -12,6 +12,7 @@ from typing import Any
 
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
+from ..core.deadline import NONE, Deadline
 from ..core.outcomes import Status, result_row
 from ..core.plan import Change, Via
 from ..core.policy import Action
@@ -42,6 +43,7 @@ def end_holds(
     deadline: float,
     lower_direct: bool = True,
     held: list[HeldDimension] | None = None,
+    stop: Deadline = NONE,
 ) -> list[dict[str, Any]]:
     """End the holds of ``table`` that ``ending`` selects (and drop malformed ones): each
     dimension they touched goes to what its remaining holds need, never below its base,
@@ -52,16 +54,19 @@ def end_holds(
     without a scalable target where they are (the scaler's policy lowers them with the
     traffic, spending one decrease, not two). On a table that was deleted or went
     on-demand every hold of the dimension is dropped (status ``dropped``): nothing is left
-    to lower."""
+    to lower. ``stop``: a tick's deadline, after which no lease is waited for and no call
+    made (DeadlinePassed is raised; the holds left wait for the next restore)."""
     rows: list[dict[str, Any]] = []
     for state in held if held is not None else store.table(table):
         if not state.malformed and not any(ending(h) for h in state.holds):
             continue
         index, dim = state.scope
-        with store.lease(table, index, dim, deadline=deadline, sleep=ctx.sleep) as lease:
+        stop.check(f"the lease of {table} {index or 'table'} {dim}")
+        until = min(deadline, store.clock() + stop.left())
+        with store.lease(table, index, dim, deadline=until, sleep=ctx.sleep) as lease:
             fresh = store.get(table, index, dim)
             if fresh is not None:
-                rows += _end_dimension(ctx, lease, table, fresh, ending, lower_direct)
+                rows += _end_dimension(ctx, lease, table, fresh, ending, lower_direct, stop)
     return rows
 
 
@@ -72,11 +77,13 @@ def _end_dimension(
     fresh: HeldDimension,
     ending: Callable[[Hold], bool],
     lower_direct: bool,
+    stop: Deadline,
 ) -> list[dict[str, Any]]:
     """Under the dimension's lease, with ``fresh`` its item read under it: end the holds
     ``ending`` selects, and lower the dimension to what the others need. Returns its row
     (none while its index is not ACTIVE, or gone)."""
     index, dim = fresh.scope
+    stop.check(f"DescribeTable of {table}")
     try:
         managed = read_table(ctx, table, None, None)
     except CapacityRequestTimeout as exc:
@@ -106,6 +113,7 @@ def _end_dimension(
         lower_direct=lower_direct,
         now=now,
         managed=managed,
+        stop=stop,
     )
     if done and memory is not None and row["status"] != Status.APPLIED:
         # the minimum stays: what the library holds it at is what reconcile read
@@ -127,6 +135,7 @@ def _lower(
     lower_direct: bool,
     now: datetime,
     managed: ManagedTable,
+    stop: Deadline,
 ) -> tuple[dict[str, Any], bool]:
     """Bring one dimension from ``current`` to ``to``; returns the row and whether the
     ended holds may be forgotten."""
@@ -142,7 +151,7 @@ def _lower(
     if current <= to:
         return row(current, Status.UNCHANGED), True
     if d.target is not None:
-        set_min(ctx, lease, d.target, base, to)
+        set_min(ctx, lease, d.target, base, to, deadline=stop)
         return row(to, Status.APPLIED), True
     if not lower_direct:
         note = "the scaler lowers it as the traffic allows"
@@ -152,7 +161,13 @@ def _lower(
         return row(to, Status.QUOTA_EXCEEDED, note), False
     change = Change(d, current, to, "capacity hold ended", Action.DECREASE, Via.UPDATE_TABLE)
     (outcome,) = actuator.apply(
-        ctx.clients.dynamodb, ctx.clients.autoscaling, managed, [change], dry_run=False, now=now
+        ctx.clients.dynamodb,
+        ctx.clients.autoscaling,
+        managed,
+        [change],
+        dry_run=False,
+        now=now,
+        deadline=stop,
     )
     return row(to, outcome.status, outcome.error), outcome.status == Status.APPLIED
 
@@ -165,10 +180,12 @@ def restore_expired(
     clock: Callable[[], float] = time.time,
     lower_direct: bool = True,
     held: list[HeldDimension] | None = None,
+    stop: Deadline = NONE,
 ) -> list[dict[str, Any]]:
     """End every expired (or malformed) hold on ``table``: what the scaler's tick (with
-    ``lower_direct`` False) and the ``CapacityRequests`` restorer run. A dimension being
-    updated is left for the next run. ``held`` is what the caller just read of the store."""
+    ``lower_direct`` False, and its deadline ``stop``) and the ``CapacityRequests``
+    restorer run. A dimension being updated is left for the next run. ``held`` is what the
+    caller just read of the store."""
     ctx = Context(clients or make_clients(), clock, time.sleep, 0)
     holds_store = open_store(store, ctx.clients, clock)
     now = ctx.now()
@@ -183,6 +200,7 @@ def restore_expired(
         deadline=holds_store.clock() + 30,
         lower_direct=lower_direct,
         held=states,
+        stop=stop,
     )
 
 

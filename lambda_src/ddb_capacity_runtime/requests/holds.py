@@ -61,6 +61,11 @@ class CapacityRequestTimeout(CapacityRequestError, TimeoutError):
     """The table did not reach the requested capacity in time (the hold was withdrawn)."""
 
 
+class LeaseLost(CapacityRequestError):
+    """A write under a state-store lease that was no longer the writer's (it ran out and
+    another process took it): nothing was written."""
+
+
 class TableGone(CapacityRequestError):
     """The table no longer exists, or is on-demand: no hold on it can do anything."""
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
-from ..core.names import scope_label
+from ..core.names import MAX_TABLE_QUOTA, scope_label
 from ..core.outcomes import Status, result_row
 from ..core.plan import Change, Via
 from ..core.policy import Action
@@ -35,7 +35,7 @@ from .holds import (
     new_token,
     token_digest,
 )
-from .store import HeldDimension, HoldStore, Lease, open_store, store_name
+from .store import HeldDimension, HoldStore, Lease, open_store, store_name, store_quota
 from .validate import validate_request
 
 
@@ -152,8 +152,10 @@ def request_capacity(
     request, and :class:`CapacityRequestTimeout` when ``timeout`` passes first; in both
     cases the hold is withdrawn again.
     """
-    wanted = validate_request(table, read, write, index, hold, timeout)
     via = broker_name(broker) if store is None else None
+    # direct: up to the hold store's table quota; through a broker: the broker checks it
+    quota = store_quota(store) if via is None else MAX_TABLE_QUOTA
+    wanted = validate_request(table, read, write, index, hold, timeout, quota)
     if via is not None:
         return _through_broker(via, table, index, read, write, hold, timeout)
     if not isinstance(store, HoldStore):

@@ -25,9 +25,22 @@ name, sort key ``sk`` = ``<table|index/NAME>:<read|write>``):
 - ``plan``: the autopilot's plan of floors for the dimension (``<start minute>:<aim %>:
   <reserve>:<least fall>:<floor>/...``), written without the lease (a plan touches
   nothing else) but never while another process holds it;
-- ``lock_owner``, ``lock_until``: a lease. Whoever changes the dimension (records or ends a
-  hold and moves the minimum to match) takes the lease first, with a conditional write, and
-  gives it back after; a lease left by a process that died runs out after ``LEASE``.
+- ``recent``: the library's last :data:`RECENT_INTENTS` intents (minimum to the time it
+  was written), each for :data:`INTENT_MEMORY`: a minimum that is one of them is the
+  library's own (a register that landed late), never someone else's change;
+- ``lock_owner``, ``lock_until``, ``lease_version``: a fenced lease. Whoever changes the
+  dimension (records or ends a hold and moves the minimum to match) takes the lease first,
+  with a conditional write that adds 1 to ``lease_version`` (the fencing token: it only
+  grows, since an item that was ever leased is never deleted), and gives it back after.
+  Every write under the lease is conditional on its owner and version, so a process whose
+  lease ended and was taken by another writes nothing. The lease is renewed (conditional on
+  the version) right before each control-plane call, for longer than that call can take
+  (:func:`..aws.clients.call_bound`). A lease left by a process that died runs out after
+  ``LEASE``; a taker's clock is trusted only to within :data:`CLOCK_SKEW`, so another
+  process takes it once ``lock_until + CLOCK_SKEW`` is past by its own clock.
+
+Once nothing is held, an item stays at rest (its base, its recent intents, its lease
+version), so a late register of the library is still read as the library's.
 
 Items are untrusted input like tags: a hold whose units exceed the configured maximum, or
 that expires later than the longest hold from now, is malformed, never obeyed, and removed
@@ -48,8 +61,21 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ..aws.clients import Clients
-from ..core.names import DIMENSIONS, TABLE_QUOTA, scope_label
-from .holds import MAX_HOLD, MAX_HOLD_MINUTES, CapacityRequestError, CapacityRequestTimeout, Hold
+from ..core.names import (
+    DEFAULT_TABLE_QUOTA,
+    DIMENSIONS,
+    TABLE_QUOTA_ENV,
+    parse_table_quota,
+    scope_label,
+)
+from .holds import (
+    MAX_HOLD,
+    MAX_HOLD_MINUTES,
+    CapacityRequestError,
+    CapacityRequestTimeout,
+    Hold,
+    LeaseLost,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -63,11 +89,24 @@ NAMES = {
     "#s": "set_to",
     "#i": "intent",
     "#p": "plan",
+    "#v": "lease_version",
+    "#r": "recent",
 }
 #: Leaves an attribute of :meth:`Lease.write` as it is.
 KEEP: Any = object()
-#: How long a lease lasts: far longer than the few calls made under it.
+#: How long a lease lasts: far longer than the few calls made under it (each control-plane
+#: call of the library's own clients takes at most :func:`..aws.clients.call_bound`, 33 s,
+#: and the lease is renewed right before it).
 LEASE = timedelta(seconds=60)
+#: The clock skew tolerated between two writers of the store: a lease is taken from
+#: another process only once its ``lock_until`` is this far past by the taker's own clock,
+#: so writers whose clocks are each within 90 s of the true time never take a held lease.
+CLOCK_SKEW = timedelta(seconds=180)
+#: A renewal covers the call it precedes and this much more.
+RENEW_MARGIN = timedelta(seconds=5)
+#: The library's intents kept per dimension, and how long each counts as the library's.
+RECENT_INTENTS = 8
+INTENT_MEMORY = timedelta(days=1)
 #: The environment variables that name the hold store and bound its holds, for workers and
 #: for the Lambda functions (set by ``CapacityRequests``).
 STORE_ENV = "CAPACITY_HOLDS_TABLE"
@@ -82,19 +121,22 @@ MAX_PLAN_CHARS = 256
 
 @dataclass(frozen=True)
 class HoldLimits:
-    """The largest hold the store obeys (units per dimension and duration), and the most
-    units the active holds of one dimension may add up to."""
+    """The largest hold the store obeys (units per dimension and duration), the most
+    units the active holds of one dimension may add up to, and the table quota: the largest
+    capacity the store reads (a base, a minimum set, an intent, a baseline)."""
 
-    max_units: int = TABLE_QUOTA
+    max_units: int = DEFAULT_TABLE_QUOTA
     max_hold: timedelta = MAX_HOLD
-    max_total_units: int = TABLE_QUOTA
+    max_total_units: int = DEFAULT_TABLE_QUOTA
+    quota: int = DEFAULT_TABLE_QUOTA
 
 
 @dataclass(frozen=True)
 class HeldDimension:
     """What the store says of one dimension: its base and its holds (well-formed ones in
     ``holds``, the ids of the others in ``malformed``), the minimum the library set and
-    the one it is about to set, and the autopilot's plan (its raw value)."""
+    the one it is about to set, the autopilot's plan (its raw value) and the library's
+    recent intents (:data:`INTENT_MEMORY`)."""
 
     table: str
     index: str | None
@@ -105,10 +147,19 @@ class HeldDimension:
     set_to: int | None = None
     intent: int | None = None
     plan: str | None = None
+    recent: tuple[int, ...] = ()
 
     @property
     def scope(self) -> tuple[str | None, str]:
         return (self.index, self.dimension)
+
+    @property
+    def holding(self) -> bool:
+        """Whether the library holds anything of the dimension (an item at rest keeps only
+        its base and recent intents)."""
+        return bool(self.holds or self.malformed or self.plan is not None) or (
+            self.set_to is not None or self.intent is not None
+        )
 
     def active(self, now: datetime) -> list[Hold]:
         return [h for h in self.holds if h.active(now)]
@@ -204,7 +255,8 @@ class HoldStore:
             index = scope[len("index/") :]
         else:
             return None
-        base = _whole(item.get("base", {}).get("N"), 1, TABLE_QUOTA)
+        quota = self.limits.quota
+        base = _whole(item.get("base", {}).get("N"), 1, quota)
         now = datetime.fromtimestamp(self.clock(), UTC)
         latest = (now + self.limits.max_hold).timestamp() + 60
         holds, malformed = [], []
@@ -212,7 +264,7 @@ class HoldStore:
             fields = raw.get("M", {}) if isinstance(raw, Mapping) else {}
             units = _whole(fields.get("units", {}).get("N"), 1, self.limits.max_units)
             expires = _whole(fields.get("expires", {}).get("N"), 0, int(latest))
-            baseline = _whole(fields.get("baseline", {}).get("N"), 0, TABLE_QUOTA)
+            baseline = _whole(fields.get("baseline", {}).get("N"), 0, quota)
             token = fields.get("token", {}).get("S") if "token" in fields else None
             if (
                 units is None
@@ -224,12 +276,14 @@ class HoldStore:
                 continue
             when = datetime.fromtimestamp(expires, UTC)
             holds.append(Hold(ident, index, dimension, units, when, baseline, token))
-        set_to = _whole(item.get("set_to", {}).get("N"), 1, TABLE_QUOTA)
-        intent = _whole(item.get("intent", {}).get("N"), 1, TABLE_QUOTA)
+        set_to = _whole(item.get("set_to", {}).get("N"), 1, quota)
+        intent = _whole(item.get("intent", {}).get("N"), 1, quota)
+        recent = recent_intents(item.get("recent"), quota, now.timestamp())
         plan = item.get("plan", {}).get("S")
         plan = plan if isinstance(plan, str) and len(plan) <= MAX_PLAN_CHARS else None
         if base is None:  # a memory without its base means nothing
             set_to = intent = None
+            recent = {}
         if base is None and not holds and not malformed and plan is None:
             return None
         return HeldDimension(
@@ -242,6 +296,7 @@ class HoldStore:
             set_to,
             intent,
             plan,
+            tuple(sorted(recent)),
         )
 
     def mark(self, table: str, what: str) -> None:
@@ -265,7 +320,7 @@ class HoldStore:
         made only while nobody holds the dimension's lease (an item left with nothing goes).
         False when someone held it: the plan is then not kept this time."""
         key = self._key(table, index, dimension)
-        values = {":now": {"N": str(int(self.clock()))}}
+        values = {":now": {"N": str(int(self.clock() - CLOCK_SKEW.total_seconds()))}}
         free = "(attribute_not_exists(#u) OR #u < :now)"
 
         def write(call: str, expression: str, names: tuple[str, ...], **kw: Any) -> bool:
@@ -291,14 +346,15 @@ class HoldStore:
                 UpdateExpression="SET #p = :p",
                 ExpressionAttributeValues={**values, ":p": {"S": plan}},
             )
+        # an item that was ever leased stays (its lease version only grows)
         empty = (
             f"{free} AND (attribute_not_exists(#h) OR size(#h) = :zero) AND "
-            "attribute_not_exists(#s) AND attribute_not_exists(#i)"
+            "attribute_not_exists(#s) AND attribute_not_exists(#i) AND attribute_not_exists(#v)"
         )
         if write(
             "delete_item",
             empty,
-            ("#u", "#h", "#s", "#i"),
+            ("#u", "#h", "#s", "#i", "#v"),
             ExpressionAttributeValues={**values, ":zero": {"N": "0"}},
         ):
             return True  # it held nothing else (or was not there)
@@ -323,63 +379,86 @@ class HoldStore:
         sleep: Callable[[float], None] = time.sleep,
     ) -> Iterator[Lease]:
         """Hold the dimension's lease inside the ``with`` block, waiting for it until
-        ``deadline`` (a ``clock`` value); raises CapacityRequestTimeout after."""
-        owner = uuid.uuid4().hex
+        ``deadline`` (a ``clock`` value; a wait never sleeps past it); raises
+        CapacityRequestTimeout after."""
         key = self._key(table, index, dimension)
         wait = 0.05
         while True:
-            now = self.clock()
-            try:
-                self.dynamodb.update_item(
-                    TableName=self.name,
-                    Key=key,
-                    UpdateExpression="SET #o = :o, #u = :u",
-                    ConditionExpression="attribute_not_exists(#u) OR #u < :now",
-                    ExpressionAttributeNames={"#o": NAMES["#o"], "#u": NAMES["#u"]},
-                    ExpressionAttributeValues={
-                        ":o": {"S": owner},
-                        ":u": {"N": str(int(now + LEASE.total_seconds()))},
-                        ":now": {"N": str(int(now))},
-                    },
-                )
+            lease = self._take(key)
+            if lease is not None:
                 break
-            except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                    raise _store_error(self.name, exc) from None
-            if self.clock() >= deadline:
+            left = deadline - self.clock()
+            if left <= 0:
                 raise CapacityRequestTimeout(
                     f"table {table} {scope_label(index)} {dimension}: another request or "
                     f"restore kept the hold store busy until the timeout"
                 )
-            sleep(wait)
+            sleep(min(wait, left))
             wait = min(1.0, wait * 2)
-        lease = Lease(self, key, owner)
         try:
             yield lease
         finally:
             lease.give_back()
 
+    def _take(self, key: dict[str, Any]) -> Lease | None:
+        """The dimension's lease, taken with one conditional write that adds 1 to its
+        version, when nobody holds it (its ``lock_until`` is :data:`CLOCK_SKEW` past by
+        this clock); None when somebody does."""
+        owner = uuid.uuid4().hex
+        now = self.clock()
+        until = now + LEASE.total_seconds()
+        try:
+            answer = self.dynamodb.update_item(
+                TableName=self.name,
+                Key=key,
+                UpdateExpression="SET #o = :o, #u = :u ADD #v :one",
+                ConditionExpression="attribute_not_exists(#u) OR #u < :free",
+                ExpressionAttributeNames={k: NAMES[k] for k in ("#o", "#u", "#v")},
+                ExpressionAttributeValues={
+                    ":o": {"S": owner},
+                    ":u": {"N": str(int(until))},
+                    ":free": {"N": str(int(now - CLOCK_SKEW.total_seconds()))},
+                    ":one": {"N": "1"},
+                },
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise _store_error(self.name, exc) from None
+            return None
+        item = answer.get("Attributes", {})
+        version = int(item["lease_version"]["N"])
+        recent = recent_intents(item.get("recent"), self.limits.quota, now)
+        return Lease(self, key, owner, version, int(until), recent)
+
 
 @dataclass
 class Lease:
-    """A held lease on one dimension's item: the only way to change it."""
+    """A held lease on one dimension's item: the only way to change it. ``version`` is its
+    fencing token: every write under it is conditional on it (and on ``owner``). ``until``:
+    when it runs out, by the store's clock; ``recent``: the library's recent intents."""
 
     store: HoldStore
     key: dict[str, Any]
     owner: str
+    version: int
+    until: int
+    recent: dict[int, int] = field(default_factory=dict)
     done: bool = False
 
     def _condition(self) -> dict[str, Any]:
         return {
-            "ConditionExpression": "#o = :me",
-            "ExpressionAttributeNames": {"#o": NAMES["#o"]},
-            "ExpressionAttributeValues": {":me": {"S": self.owner}},
+            "ConditionExpression": "#o = :me AND #v = :v",
+            "ExpressionAttributeNames": {"#o": NAMES["#o"], "#v": NAMES["#v"]},
+            "ExpressionAttributeValues": {
+                ":me": {"S": self.owner},
+                ":v": {"N": str(self.version)},
+            },
         }
 
-    def _released(self) -> dict[str, Any]:
-        condition = self._condition()
-        condition["ExpressionAttributeNames"]["#u"] = NAMES["#u"]
-        return condition
+    def left(self) -> float:
+        """Seconds until the lease runs out, by the store's clock."""
+        return self.until - self.store.clock()
 
     def write(
         self,
@@ -388,10 +467,13 @@ class Lease:
         *,
         set_to: int | None = KEEP,
         intent: int | None = KEEP,
+        renew_for: float | None = None,
     ) -> None:
         """Record ``base``, and ``holds`` (exactly those), ``set_to`` and ``intent`` where
-        given (None: forget it; :data:`KEEP`, the default: as it is). An item left with no hold, no
-        minimum set and no plan goes when the lease is given back."""
+        given (None: forget it; :data:`KEEP`, the default: as it is); an intent is added
+        to the recent ones too. ``renew_for``: renew the lease in the same write, to cover
+        a call of up to that many seconds (and :data:`RENEW_MARGIN`), at least ``LEASE``.
+        Raises CapacityRequestError when the lease is no longer this one's."""
         condition = self._condition()
         names, values = (
             condition["ExpressionAttributeNames"],
@@ -399,23 +481,34 @@ class Lease:
         )
         sets: list[str] = []
         removes: list[str] = []
+
+        def put(attr: str, ref: str, value: dict[str, Any]) -> None:
+            names[attr] = NAMES[attr]
+            values[ref] = value
+            sets.append(f"{attr} = {ref}")
+
         if base is not KEEP:
-            names["#b"] = NAMES["#b"]
-            values[":b"] = {"N": str(base)}
-            sets.append("#b = :b")
+            put("#b", ":b", {"N": str(base)})
         if holds is not KEEP:
-            names["#h"] = NAMES["#h"]
-            values[":h"] = {"M": {h.id: {"M": _hold_item(h)} for h in holds}}
-            sets.append("#h = :h")
+            put("#h", ":h", {"M": {h.id: {"M": _hold_item(h)} for h in holds}})
         for attr, value, ref in (("#s", set_to, ":s"), ("#i", intent, ":i")):
             if value is KEEP:
                 continue
-            names[attr] = NAMES[attr]
             if value is None:
+                names[attr] = NAMES[attr]
                 removes.append(attr)
             else:
-                sets.append(f"{attr} = {ref}")
-                values[ref] = {"N": str(value)}
+                put(attr, ref, {"N": str(value)})
+        now = self.store.clock()
+        recent = self.recent
+        if intent is not KEEP and intent is not None:
+            recent = _remember(self.recent, intent, int(now))
+            put("#r", ":r", {"M": {str(v): {"N": str(t)} for v, t in recent.items()}})
+        until = self.until
+        if renew_for is not None:
+            span = max(LEASE.total_seconds(), renew_for + RENEW_MARGIN.total_seconds())
+            until = int(now + span)
+            put("#u", ":u", {"N": str(until)})
         update = " ".join(
             part
             for part in (
@@ -426,30 +519,22 @@ class Lease:
         )
         if update:
             self._call("update_item", UpdateExpression=update, **condition)
+            self.recent, self.until = recent, until
 
     def give_back(self) -> None:
-        """Give the lease back; an item left with no hold, no minimum set or about to be,
-        and no plan is deleted."""
+        """Give the lease back (one that another process took since the last write is its
+        own: nothing to give back). The item stays (at rest once it holds nothing): its
+        lease version only grows, and its recent intents keep a late register the
+        library's."""
         if self.done:
             return
         self.done = True
         condition = self._condition()
-        condition["ConditionExpression"] += (
-            " AND (attribute_not_exists(#h) OR size(#h) = :zero) AND attribute_not_exists(#s)"
-            " AND attribute_not_exists(#i) AND attribute_not_exists(#p)"
-        )
-        condition["ExpressionAttributeValues"][":zero"] = {"N": "0"}
-        condition["ExpressionAttributeNames"].update(
-            {k: NAMES[k] for k in ("#h", "#s", "#i", "#p")}
-        )
+        condition["ExpressionAttributeNames"]["#u"] = NAMES["#u"]
         try:
-            self.store.dynamodb.delete_item(TableName=self.store.name, Key=self.key, **condition)
-            return
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise _store_error(self.store.name, exc) from None
-        # It holds something: keep the item, give the lease back.
-        self._call("update_item", UpdateExpression="REMOVE #o, #u", **self._released())
+            self._call("update_item", UpdateExpression="REMOVE #o, #u", **condition)
+        except LeaseLost:
+            pass  # another process took it since the last write: nothing left to give back
 
     def _call(self, operation: str, **kwargs: Any) -> None:
         try:
@@ -458,9 +543,9 @@ class Lease:
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                raise CapacityRequestError(
-                    "the hold store's lease ran out before the change was recorded; "
-                    "nothing was recorded, try again"
+                raise LeaseLost(
+                    "the hold store's lease ran out (another process took it) before the "
+                    "change was recorded; nothing more was recorded, try again"
                 ) from None
             raise _store_error(self.store.name, exc) from None
 
@@ -479,6 +564,16 @@ def open_store(
     return HoldStore(clients.dynamodb, store_name(store, env), limits_from_env(env), clock)
 
 
+def store_quota(store: str | HoldStore | None, env: Mapping[str, str] = os.environ) -> int:
+    """The table quota that bounds ``store``: its own, or ``$CAPACITY_TABLE_QUOTA``'s."""
+    if isinstance(store, HoldStore):
+        return store.limits.quota
+    try:
+        return parse_table_quota(env.get(TABLE_QUOTA_ENV))
+    except ValueError as exc:
+        raise CapacityRequestError(str(exc)) from None
+
+
 def store_name(store: str | None, env: Mapping[str, str] = os.environ) -> str:
     """The hold store's table name: ``store``, else ``$CAPACITY_HOLDS_TABLE``."""
     name = store or env.get(STORE_ENV, "")
@@ -491,13 +586,15 @@ def store_name(store: str | None, env: Mapping[str, str] = os.environ) -> str:
 
 
 def limits_from_env(env: Mapping[str, str]) -> HoldLimits:
-    """The store's bounds from the environment; a bad value names the variable. Without
+    """The store's bounds from the environment (the table quota, ``$CAPACITY_TABLE_QUOTA``,
+    bounds the others); a bad value names the variable. Without
     ``CAPACITY_MAX_TOTAL_UNITS``, a dimension's holds add up to ``max_units`` at most."""
+    quota = store_quota(None, env)
     read: dict[str, int] = {}
     for name, high in (
-        (MAX_UNITS_ENV, TABLE_QUOTA),
+        (MAX_UNITS_ENV, quota),
         (MAX_HOLD_ENV, MAX_HOLD_MINUTES),
-        (MAX_TOTAL_UNITS_ENV, TABLE_QUOTA),
+        (MAX_TOTAL_UNITS_ENV, quota),
     ):
         default = read.get(MAX_UNITS_ENV, high) if name == MAX_TOTAL_UNITS_ENV else high
         value = _whole(env.get(name, str(default)), 1, high)
@@ -510,7 +607,37 @@ def limits_from_env(env: Mapping[str, str]) -> HoldLimits:
         read[MAX_UNITS_ENV],
         timedelta(minutes=read[MAX_HOLD_ENV]),
         read[MAX_TOTAL_UNITS_ENV],
+        quota,
     )
+
+
+def recent_intents(raw: object, quota: int, now: float) -> dict[int, int]:
+    """The recent intents of an item's ``recent`` attribute (minimum to the time written),
+    those written within :data:`INTENT_MEMORY` before ``now`` (or at most
+    :data:`CLOCK_SKEW` after it) and within the table quota; the newest
+    :data:`RECENT_INTENTS` of them. Anything else in it is left out."""
+    entries = raw.get("M") if isinstance(raw, Mapping) else None
+    if not isinstance(entries, Mapping):
+        return {}
+    oldest = now - INTENT_MEMORY.total_seconds()
+    latest = now + CLOCK_SKEW.total_seconds()
+    kept = {}
+    for value, when in list(entries.items())[: RECENT_INTENTS * 4]:
+        units = _whole(value, 1, quota)
+        at = _whole(when.get("N") if isinstance(when, Mapping) else None, 0, int(latest))
+        if units is not None and at is not None and at >= oldest:
+            kept[units] = at
+    newest = sorted(kept.items(), key=lambda kv: kv[1])[-RECENT_INTENTS:]
+    return dict(newest)
+
+
+def _remember(recent: Mapping[int, int], intent: int, now: int) -> dict[int, int]:
+    """``recent`` with ``intent`` written at ``now``: the newest :data:`RECENT_INTENTS`."""
+    kept = {
+        v: t for v, t in recent.items() if v != intent and t >= now - INTENT_MEMORY.total_seconds()
+    }
+    kept[intent] = now
+    return dict(sorted(kept.items(), key=lambda kv: kv[1])[-RECENT_INTENTS:])
 
 
 def _whole(raw: object, low: int, high: int) -> int | None:

@@ -49,7 +49,7 @@ from typing import Any
 
 from ..aws import combiner, tables
 from ..aws.clients import Clients, make_clients
-from ..core.names import TABLE_QUOTA, UNITS
+from ..core.names import MAX_TABLE_QUOTA, UNITS
 from ..core.surge import (
     DEFAULT_SURGE_MINUTES,
     DEFAULT_SURGE_SCALE,
@@ -148,19 +148,22 @@ class SurgeSettings:
                 f"surge_minutes: got {shown(minutes)}; expected a whole number from 1 to "
                 f"{MAX_HOLD_MINUTES}"
             )
-        if cap is not None and not _whole(cap, 1, TABLE_QUOTA):
+        if cap is not None and not _whole(cap, 1, MAX_TABLE_QUOTA):
             raise ValueError(
-                f"cap: got {shown(cap)}; expected None or a whole number from 1 to {TABLE_QUOTA}"
+                f"cap: got {shown(cap)}; expected None or a whole number from 1 to "
+                f"{MAX_TABLE_QUOTA}"
             )
         if self.scale is not None and not _scale(self.scale):
             raise ValueError(
                 f"scale: got {shown(self.scale)}; expected None or a number over 1, at most "
                 f"{MAX_SURGE_SCALE:g}"
             )
-        if self.budget not in (None, UNBOUNDED) and not _whole(self.budget, 1, 10 * TABLE_QUOTA):
+        if self.budget not in (None, UNBOUNDED) and not _whole(
+            self.budget, 1, 10 * MAX_TABLE_QUOTA
+        ):
             raise ValueError(
                 f"budget: got {shown(self.budget)}; expected None, {UNBOUNDED!r} or a whole "
-                f"number from 1 to {10 * TABLE_QUOTA}"
+                f"number from 1 to {10 * MAX_TABLE_QUOTA}"
             )
 
     def room(self, start: int, since: int | None = None) -> int | None:
@@ -212,8 +215,8 @@ class SurgeSettings:
             env,
             SURGE_CAP_ENV,
             _or_unbounded(int),
-            lambda v: v == UNBOUNDED or 1 <= v <= TABLE_QUOTA,
-            f"a whole number from 1 to {TABLE_QUOTA}, {UNBOUNDED!r} (no cap), or unset "
+            lambda v: v == UNBOUNDED or 1 <= v <= MAX_TABLE_QUOTA,
+            f"a whole number from 1 to {MAX_TABLE_QUOTA}, {UNBOUNDED!r} (no cap), or unset "
             f"(the default cap: {SURGE_SCALE_ENV} x the start)",
         )
         scale = _setting(
@@ -223,8 +226,8 @@ class SurgeSettings:
             env,
             SURGE_BUDGET_ENV,
             _or_unbounded(int),
-            lambda v: v == UNBOUNDED or 1 <= v <= 10 * TABLE_QUOTA,
-            f"a whole number from 1 to {10 * TABLE_QUOTA}, {UNBOUNDED!r}, or unset (the "
+            lambda v: v == UNBOUNDED or 1 <= v <= 10 * MAX_TABLE_QUOTA,
+            f"a whole number from 1 to {10 * MAX_TABLE_QUOTA}, {UNBOUNDED!r}, or unset (the "
             "default budget)",
         )
         return cls(
@@ -405,7 +408,7 @@ def _standing(state: HeldDimension | None, provisioned: int, now: datetime) -> _
     if old is not None and not old.active(now) and current <= old.baseline:
         old = None  # expired, and its raise is gone: a new surge starts from here
     if old is None:
-        return _Standing(None, min(provisioned, TABLE_QUOTA), 0, others)
+        return _Standing(None, min(provisioned, MAX_TABLE_QUOTA), 0, others)
     return _Standing(old, old.baseline, level([*others, old]), others)
 
 

@@ -7,13 +7,22 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from ..core.names import TABLE_QUOTA
+from ..core.names import MAX_TABLE_QUOTA
 from .holds import MAX_HOLD, CapacityRequestError, shown
 
 
 def validate_request(
-    table: Any, read: Any, write: Any, index: Any, hold: Any, timeout: Any
+    table: Any,
+    read: Any,
+    write: Any,
+    index: Any,
+    hold: Any,
+    timeout: Any,
+    quota: int = MAX_TABLE_QUOTA,
 ) -> dict[str, int]:
+    """The units asked for per dimension, each checked up to the table quota ``quota`` (by
+    default the largest accepted: where the quota is not known yet, the hold store's
+    bounds, which come from it, check the units again)."""
     if not isinstance(table, str) or not 3 <= len(table) <= 255:
         raise CapacityRequestError(
             f"table: got {shown(table)}; expected a table name (3 to 255 characters)"
@@ -25,10 +34,10 @@ def validate_request(
         )
     wanted = {}
     for name, units in (("read", read), ("write", write)):
-        if isinstance(units, bool) or not isinstance(units, int) or not 0 <= units <= TABLE_QUOTA:
+        if isinstance(units, bool) or not isinstance(units, int) or not 0 <= units <= quota:
             raise CapacityRequestError(
                 f"{name}: got {shown(units)}; expected a whole number of "
-                f"capacity units from 0 to {TABLE_QUOTA:,}"
+                f"capacity units from 0 to {quota:,}"
             )
         if units:
             wanted[name] = units

@@ -10,6 +10,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, TextIO
 
 from ..aws import discovery
@@ -33,7 +34,8 @@ def lambda_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     clients = make_clients(with_sqs=queue_url is not None)
     store = _store(clients)
     now = scheduled_time(event, datetime.now(UTC), config.tick_minutes)
-    summary = coordinate(config, clients, now, store=store, queue_url=queue_url)
+    deadline = tick_deadline(now, config.tick_minutes, context, time.time())
+    summary = coordinate(config, clients, now, store=store, queue_url=queue_url, deadline=deadline)
     complete(summary)
     return summary.to_dict()
 
@@ -50,6 +52,17 @@ def scheduled_time(event: object, now: datetime, tick_minutes: int) -> datetime:
     if at is None or at.tzinfo is None:
         return now
     return at if now - timedelta(minutes=tick_minutes) <= at <= now else now
+
+
+def tick_deadline(now: datetime, tick_minutes: int, context: Any, clock: float) -> float:
+    """The deadline of a tick run here (a POSIX time): the next tick less
+    :data:`.shard.MARGIN`, as a batch's, and no later than the function's timeout (its
+    ``context``'s remaining time from ``clock``, the time now) less the same margin."""
+    ends = [(now + timedelta(minutes=tick_minutes) - MARGIN).timestamp()]
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if callable(remaining):
+        ends.append(clock + remaining() / 1000 - MARGIN.total_seconds())
+    return min(ends)
 
 
 def batch_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
@@ -128,17 +141,17 @@ def coordinate(
     out: TextIO | None = None,
     sleep: Callable[[float], None] = time.sleep,
     threads: int = DESCRIBE_THREADS,
+    deadline: float | None = None,
 ) -> TickSummary:
     """One tick: with a batch queue and more than ``shard_above_tables`` tables found,
     the tables in batches of ``tables_per_batch`` sent to the queue, each to be ticked by
     the batch function before the next tick (``now`` + the tick, less
     :data:`.shard.MARGIN`); otherwise the tick, run here. A batch not sent
-    is a shared failure of the tick (its tables wait for the next)."""
+    is a shared failure of the tick (its tables wait for the next). A tick run here sends
+    nothing after ``deadline`` (a POSIX time; None: none)."""
 
-    def here(found: Mapping[str, dict[str, str] | None] | None = None) -> TickSummary:
-        return tick(
-            config, clients, now, out, sleep=sleep, threads=threads, store=store, found=found
-        )
+    here = partial(tick, config, clients, now, out, store=store, deadline=deadline)
+    here = partial(here, sleep=sleep, threads=threads)  # a tick run here
 
     if queue_url is None:
         summary = here()
@@ -157,9 +170,9 @@ def coordinate(
     except Exception:  # the tick meets the failure again, and reports it as it always has
         return here()
     if len(found) <= config.shard_above_tables:
-        return here(found)
-    deadline = now + timedelta(minutes=config.tick_minutes) - MARGIN
-    batches = shard(found, config.tables_per_batch, now, deadline)
+        return here(found=found)
+    batches_end = now + timedelta(minutes=config.tick_minutes) - MARGIN
+    batches = shard(found, config.tables_per_batch, now, batches_end)
     failed = send(clients.sqs, queue_url, batches, lambda f: with_retries(f, sleep=sleep))
     sent = len(batches) - len(failed)
     log_event("tick-sharded", tables=len(found), batches=len(batches), sent=sent)

@@ -2,13 +2,16 @@
 
 One table as a tick will decide it (:func:`prepare`): described with the state store's
 memory of each minimum, 0.4's state tags moved into the store once, minimums someone else
-set adopted as the configured ones, expired holds ended and active holds applied.
+set adopted as the configured ones, expired holds ended and active holds applied. No
+lease is waited for and no control-plane call made once the tick's deadline has passed
+(DeadlinePassed: the table is left for the next tick).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -16,6 +19,7 @@ from typing import Any
 from ..aws import discovery, tables
 from ..aws.clients import Clients
 from ..aws.retry import describe_error
+from ..core.deadline import NONE, Deadline
 from ..core.memory import reconcile
 from ..core.names import BASE_MIN_TAG, scope_label
 from ..core.settings import ScalerConfig
@@ -23,7 +27,7 @@ from ..core.tables import ManagedTable, ScalableTarget
 from ..core.tags import parse_tags
 from ..events import log_event
 from ..requests import ending, holds
-from ..requests.store import HeldDimension, HoldStore
+from ..requests.store import HeldDimension, HoldStore, Lease
 
 
 class TargetsUnknown(Exception):
@@ -57,6 +61,7 @@ def prepare(
     held: list[HeldDimension],
     marked: bool | None,
     description: Mapping[str, Any] | None = None,
+    deadline: Deadline = NONE,
 ) -> ManagedTable:
     """One table as the tick will decide it: described with the state store's memory of
     each minimum, 0.4's state tags moved into the store, minimums set by someone else made
@@ -64,7 +69,8 @@ def prepare(
     account's scalable targets could not be read, and the table's own are read for it.
     ``description``: its DescribeTable answer, when read already (checked managed).
     Raises NotManaged (skipped) or anything else (a failure of this table: TargetsUnknown
-    when its targets cannot be read either)."""
+    when its targets cannot be read either; DeadlinePassed once ``deadline`` has passed
+    before a lease wait or a control-plane call that changes or re-reads it)."""
     if targets is None:
         if description is None:
             description = tables.describe(clients.dynamodb, name)
@@ -75,14 +81,16 @@ def prepare(
     )
     ignored = table.ignored_tags + sum(len(s.malformed) for s in held)
     if not config.dry_run:
-        moved, legacy_ignored = move_legacy_state(clients, store, table, held, marked, config, now)
+        moved, legacy_ignored = move_legacy_state(
+            clients, store, table, held, marked, config, now, deadline
+        )
         ignored += legacy_ignored
         if moved:
             held = store.table(name)
             table = discovery.describe_table(
                 clients.dynamodb, name, None, config, targets, now, held=held
             )
-        changed = adopt_minimums_set_elsewhere(clients, store, table)
+        changed = adopt_minimums_set_elsewhere(clients, store, table, deadline)
         if any(s.needs_restore(now) for s in held):
             for ended in ending.restore_expired(
                 name,
@@ -91,10 +99,11 @@ def prepare(
                 clock=now.timestamp,
                 lower_direct=False,
                 held=held,
+                stop=deadline,
             ):
                 log_event("hold-ended", **ended)
-            # ending holds moved minimums: the account's listing is stale for this table
-            fresh = tables.describe(clients.dynamodb, name)
+            deadline.check(f"DescribeTable of {name}")  # ending holds moved minimums: the
+            fresh = tables.describe(clients.dynamodb, name)  # listing is stale for this table
             targets = own_targets(clients, name, fresh)
             changed = True
         if changed:
@@ -103,6 +112,20 @@ def prepare(
                 clients.dynamodb, name, None, config, targets, now, held=held
             )
     return replace(holds.lift(table, held, now), ignored_tags=ignored)
+
+
+#: How long a change of the store here waits for its dimension's lease.
+LEASE_WAIT_SECONDS = 5
+
+
+def _lease(
+    store: HoldStore, table: str, index: str | None, dim: str, deadline: Deadline
+) -> AbstractContextManager[Lease]:
+    """The dimension's lease, waited for :data:`LEASE_WAIT_SECONDS` and no later than
+    ``deadline`` (DeadlinePassed when it has passed already)."""
+    deadline.check(f"the lease of {table} {index or 'table'} {dim}")
+    until = deadline.wait_until(store.clock(), LEASE_WAIT_SECONDS)
+    return store.lease(table, index, dim, deadline=until)
 
 
 #: The marker of a table whose state a 0.5 tick has taken in hand (:meth:`HoldStore.mark`).
@@ -117,6 +140,7 @@ def move_legacy_state(
     marked: bool | None,
     config: ScalerConfig,
     now: datetime,
+    deadline: Deadline = NONE,
 ) -> tuple[bool, int]:
     """The first time a tick sees a table (``marked`` False), move 0.4's state tags into
     the state store, within an upgrade's window only (``config.read_legacy_state_until``,
@@ -152,17 +176,19 @@ def move_legacy_state(
                 _log_unread(table, "it names no dimension of the table", [key])
                 continue
             base = max(memory.base, floor)
-            with store.lease(table.name, index, dim, deadline=store.clock() + 5) as lease:
+            with _lease(store, table.name, index, dim, deadline) as lease:
                 fresh = store.get(table.name, index, dim)
                 if fresh is not None and fresh.base is not None:
                     continue
                 raised = memory.set_to if memory.set_to and memory.set_to > base else None
-                lease.write(base, set_to=raised)
+                if raised is not None:  # a base alone says nothing the target does not
+                    lease.write(base, set_to=raised)
                 moved.append({"index": index, "dimension": dim, "base": base, "set": raised})
     else:
         unread = _well_formed(table)
         _log_unread(table, refused, unread)
     if table.legacy_tags:
+        deadline.check(f"UntagResource of {table.name}")
         tables.untag(clients.dynamodb, table.arn, table.legacy_tags)
         log_event("state-moved-from-tags", table=table.name, moved=moved, removed=table.legacy_tags)
     if not marked:
@@ -206,7 +232,9 @@ def _log_unread(table: ManagedTable, why: str, keys: list[str]) -> None:
         )
 
 
-def adopt_minimums_set_elsewhere(clients: Clients, store: HoldStore, table: ManagedTable) -> bool:
+def adopt_minimums_set_elsewhere(
+    clients: Clients, store: HoldStore, table: ManagedTable, deadline: Deadline = NONE
+) -> bool:
     """Record, for each dimension whose minimum someone else set (its memory says
     ``changed_elsewhere``), that minimum as its configured one: the library forgets what
     it had set, so it never undoes the change nor reads it as its own later. Under the
@@ -216,8 +244,9 @@ def adopt_minimums_set_elsewhere(clients: Clients, store: HoldStore, table: Mana
     for d in table.dimensions:
         if d.target is None or d.memory is None or not d.memory.changed_elsewhere:
             continue
-        with store.lease(d.table, d.index, d.dimension, deadline=store.clock() + 5) as lease:
+        with _lease(store, d.table, d.index, d.dimension, deadline) as lease:
             fresh = store.get(d.table, d.index, d.dimension)
+            deadline.check(f"DescribeScalableTargets of {d.target.resource_id}")
             minimum = discovery.current_minimum(clients.autoscaling, d.target)
             if fresh is None or minimum is None:
                 continue

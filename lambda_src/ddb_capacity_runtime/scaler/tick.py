@@ -52,6 +52,13 @@ alone.
 When the account's scalable targets cannot be read, each table's own are read; a table
 whose targets stay unknown is a failure of that table, and nothing of it changes that tick
 (under a scalable target the scaler moves the target's minimum, never the table itself).
+
+A tick keeps to its deadline (a batch's, or the one its handler gives it: the next tick
+less a margin, within the function's timeout): before each lease wait and each
+control-plane call that changes or re-reads a table it checks it, and a lease wait never
+runs past it. What is left (a table not decided, a change not sent) is a failure of its
+table, counted in the tick's ``DeadlinePassed`` (only while it happens), and decided by the
+next tick.
 """
 
 from __future__ import annotations
@@ -72,6 +79,7 @@ from ..aws.clients import Clients
 from ..aws.discovery import NotManaged, TableUpdating
 from ..aws.policies import put_target_value
 from ..aws.retry import ThrottleCounter, describe_error, is_throttle, with_retries
+from ..core.deadline import Deadline, DeadlinePassed
 from ..core.floorplan import FloorPlan
 from ..core.forecast import apply_plans, forecast_due
 from ..core.outcomes import DONE, REFUSED, Status, change_row
@@ -82,6 +90,7 @@ from ..core.series import Key, Series, window
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable, ScalableTarget
 from ..events import emf_record, emit_metrics, log_event
+from ..requests.holds import CapacityRequestTimeout
 from ..requests.store import HeldDimension, HoldStore
 from .plans import forecast_plans, keep_plans, minute
 from .prepare import STATE_MARKER, prepare, without_bad_targets
@@ -91,7 +100,7 @@ from .shard import Batch
 T = TypeVar("T")
 #: Outcomes counted as failures. ``retry-next-tick`` is not one: another update was in
 #: flight, or the capacity moved since it was read, and the next tick decides again.
-FAILED_STATUSES = REFUSED | {Status.QUOTA_EXCEEDED}
+FAILED_STATUSES = REFUSED | {Status.QUOTA_EXCEEDED, Status.DEADLINE}
 #: DescribeTable calls in flight at once.
 DESCRIBE_THREADS = 16
 
@@ -142,6 +151,10 @@ class _Tick:
     out: TextIO | None
     sleep: Callable[[float], None]
     store: HoldStore
+    #: after it, nothing is sent (:mod:`..core.deadline`)
+    deadline: Deadline = field(default_factory=Deadline)
+    #: tables not decided, and changes not sent, because the deadline passed
+    late: int = 0
     #: shared calls that failed: no decrease anywhere this tick
     shared_failures: list[str] = field(default_factory=list)
     #: shared calls throttled whose loss is confined to what they read (tables not managed
@@ -175,6 +188,17 @@ class _Tick:
         """Record a failure of ``table``."""
         self.failures.setdefault(table, []).append(reason)
 
+    def fail_late(self, table: str, reason: str) -> None:
+        """Record a failure of ``table`` because the deadline passed (counted)."""
+        self.late += 1
+        self.fail(table, reason)
+
+    def passed(self, exc: Exception) -> bool:
+        """Whether ``exc`` is the deadline's: raised by it, or a lease wait cut at it."""
+        return isinstance(exc, DeadlinePassed) or (
+            isinstance(exc, CapacityRequestTimeout) and self.deadline.left() <= 0
+        )
+
     def emf(self, values: Mapping[str, float], table: str | None = None) -> None:
         """One Embedded Metric Format record: per table, or for the tick."""
         record = emf_record(self.config.namespace, values, self.now.timestamp(), table=table)
@@ -192,6 +216,7 @@ def run_tick(
     store: HoldStore,
     batch: Batch | None = None,
     clock: Callable[[], float] = time.time,
+    deadline: float | None = None,
 ) -> dict[str, Any]:
     """:func:`tick`, its summary as a dict (:meth:`TickSummary.to_dict`)."""
     summary = tick(
@@ -204,6 +229,7 @@ def run_tick(
         store=store,
         batch=batch,
         clock=clock,
+        deadline=deadline,
     )
     return summary.to_dict()
 
@@ -220,16 +246,19 @@ def tick(
     batch: Batch | None = None,
     clock: Callable[[], float] = time.time,
     found: Mapping[str, dict[str, str] | None] | None = None,
+    deadline: float | None = None,
 ) -> TickSummary:
     """Discover, measure, decide and act once. Returns a summary. EMF records go to
     ``out`` (stdout by default); events to the log. ``sleep`` is the backoff between tries
     of a shared call. ``store``: the state store, with the memory of every minimum the
     library holds raised, the autopilot's plans, and the capacity requests' holds, which
     the tick obeys and ends at expiry. With ``batch`` (:mod:`.shard`), the batch's tables
-    alone, their targets and state read for them, and none acted on once ``clock()`` (a
-    POSIX time) reaches the batch's deadline. ``found``: the tables tag discovery found
-    already this tick (it is not run again)."""
-    t = _Tick(config, clients, now.astimezone(UTC), out, sleep, store)
+    alone, their targets and state read for them. ``found``: the tables tag discovery found
+    already this tick (it is not run again). Nothing is sent once ``clock()`` (a POSIX
+    time) reaches ``deadline`` or the batch's, whichever is first."""
+    ends = [x for x in (deadline, batch.deadline.timestamp() if batch else None) if x is not None]
+    stop = Deadline(min(ends) if ends else None, clock)
+    t = _Tick(config, clients, now.astimezone(UTC), out, sleep, store, stop)
     with ThrottleCounter(*_control_plane(clients)) as throttles:
         if batch is None:
             tables, held = _read_all(t, threads, found)
@@ -250,9 +279,10 @@ def tick(
             for failure in failures:
                 log_event(event, level=logging.ERROR, error=failure, consequence=consequence)
         outcomes: list[Outcome] = []
+        label = batch.label if batch is not None else "the tick"
         for table in tables:
-            if batch is not None and clock() >= batch.deadline.timestamp():
-                t.fail(table.name, f"not decided: {batch.label} reached its deadline")
+            if stop.left() <= 0:
+                t.fail_late(table.name, f"not decided: {label} reached its deadline")
                 continue
             outcomes += _decide_and_act(t, table, series, fresh, held.get(table.name, []))
     _report(t, tables, throttles.count)
@@ -414,6 +444,7 @@ def _prepare_tables(
                 held.get(name, []),
                 None if markers is None else (name, STATE_MARKER) in markers,
                 (descriptions or {}).get(name),
+                t.deadline,
             )
             for name, tags in found.items()
         }
@@ -425,7 +456,7 @@ def _prepare_tables(
                 if isinstance(exc, TableUpdating):
                     updating.append(name)
             except Exception as exc:
-                t.fail(name, describe_error(exc))
+                (t.fail_late if t.passed(exc) else t.fail)(name, describe_error(exc))
     for entry in t.skipped:
         log_event("table-skipped", table=entry["table"], reason=entry["reason"])
     for name in updating:  # only while it happens (a billed custom metric)
@@ -548,7 +579,9 @@ def _decide_and_act(
             t.config.dry_run,
             t.now,
             store=t.store,
+            deadline=t.deadline,
         )
+        t.late += sum(1 for o in applied if o.status == Status.DEADLINE)
         results = {id(o.change): o for o in applied}
         _retarget(t, table)
     except Exception as exc:
@@ -575,6 +608,9 @@ def _retarget(t: _Tick, table: ManagedTable) -> None:
         fields["dry_run"] = t.config.dry_run
         if not t.config.dry_run:
             assert d.target is not None  # retargets gives owned targets only
+            if t.deadline.left() <= 0:
+                t.fail_late(table.name, f"target value {r.old} -> {r.new}: deadline passed")
+                continue
             try:
                 put_target_value(t.clients.autoscaling, d.target, r.new)
             except Exception as exc:
@@ -633,6 +669,7 @@ def _report(t: _Tick, tables: list[ManagedTable], throttles: int) -> None:
             "SharedFailures": len(t.shared_failures) + len(t.throttled),
             "TablesManaged": len(tables),
             **({"ControlPlaneThrottles": throttles} if throttles else {}),
+            **({"DeadlinePassed": t.late} if t.late else {}),
         }
     )
 

@@ -1,0 +1,271 @@
+"""The state store's leases under the races that lose a configured minimum: a register
+slower than the lease, writers whose clocks are skewed, a minimum above DynamoDB's default
+quota, and a tick whose leases are contended past its deadline. Targets and tables in a
+moto server, the store in dynalite (atomic conditional writes, as DynamoDB's)."""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from ddb_capacity_runtime.aws.minimum import set_minimum
+from ddb_capacity_runtime.core.memory import reconcile
+from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA
+from ddb_capacity_runtime.core.settings import ScalerConfig
+from ddb_capacity_runtime.core.tables import ScalableTarget
+from ddb_capacity_runtime.requests import store as store_module
+from ddb_capacity_runtime.requests.holds import CapacityRequestTimeout, Hold, LeaseLost
+from ddb_capacity_runtime.requests.store import HoldLimits, HoldStore
+from ddb_capacity_runtime.scaler.shard import Batch
+from ddb_capacity_runtime.scaler.tick import run_tick
+from examples.local_aws import recorded_events
+from tests.moto_world import World
+
+BASE = 100
+LATE = 1_050
+
+
+@pytest.fixture(scope="module")
+def world(aws_env: dict[str, str], store_dynamodb: Any) -> Iterator[World]:
+    from examples import local_aws
+
+    made = World(lambda s: local_aws.client(aws_env["AWS_ENDPOINT_URL"], s), store_dynamodb)
+    assert made.store.table("none") == []  # the store exists
+    yield made
+    made.close()
+
+
+def _target(world: World, base: str) -> tuple[str, ScalableTarget]:
+    name = world.table(base, 10, BASE, tagged=False)
+    world.target(name, "write", BASE, 40_000)
+    target = ScalableTarget(
+        resource_id=f"table/{name}",
+        scalable_dimension="dynamodb:table:WriteCapacityUnits",
+        min_capacity=BASE,
+        max_capacity=40_000,
+        target_tracking=True,
+    )
+    return name, target
+
+
+def _stalled(client: Any, seconds: float, registered: list[tuple[str, int]]) -> None:
+    """``client``'s RegisterScalableTarget calls wait ``seconds`` before they are sent
+    (a slow network, or retries); each one sent is recorded with its minimum."""
+
+    def stall(params: dict[str, Any], **_: Any) -> None:
+        time.sleep(seconds)
+        registered.append(("stalled", params["MinCapacity"]))
+
+    client.meta.events.register(
+        "before-parameter-build.application-autoscaling.RegisterScalableTarget", stall
+    )
+
+
+def _aas(world: World, aws_env: dict[str, str], **config: Any) -> Any:
+    return boto3.client(
+        "application-autoscaling",
+        endpoint_url=aws_env["AWS_ENDPOINT_URL"],
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",  # noqa: S106 (moto takes any key; not a secret)
+        config=Config(**config),
+    )
+
+
+@pytest.fixture
+def short_lease(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 2-second lease, and no skew allowance: the writers share one clock here."""
+    monkeypatch.setattr(store_module, "LEASE", timedelta(seconds=2))
+    monkeypatch.setattr(store_module, "CLOCK_SKEW", timedelta(0))
+
+
+def _in_thread(action: Callable[[], None]) -> tuple[threading.Thread, list[BaseException]]:
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            action()
+        except BaseException as exc:  # noqa: BLE001 (reported by the test)
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, errors
+
+
+def _two_writers(
+    world: World, base: str, first_client: Any, stall: float, wait: float
+) -> tuple[str, list[tuple[str, int]], list[BaseException]]:
+    """A first writer setting the minimum to 1,050 through ``first_client``, its register
+    stalled ``stall`` s; half a second later a second writer (waiting up to ``wait`` s for
+    the lease) setting it back to the base. Returns the table, the registers in the order
+    sent, and what the first writer raised."""
+    name, target = _target(world, base)
+    order: list[tuple[str, int]] = []
+    _stalled(first_client, stall, order)
+    store = world.store
+
+    def first() -> None:
+        with store.lease(name, None, "write", deadline=store.clock() + 1) as lease:
+            set_minimum(lease, first_client, target, BASE, LATE)
+
+    thread, errors = _in_thread(first)
+    time.sleep(0.5)
+    with store.lease(name, None, "write", deadline=store.clock() + wait) as lease:
+        order.append(("second", BASE))
+        set_minimum(lease, world.aas, target, BASE, BASE)
+    thread.join(30)
+    return name, order, errors
+
+
+@pytest.mark.usefixtures("short_lease")
+def test_a_register_slower_than_the_lease_is_never_overtaken(
+    world: World, aws_env: dict[str, str]
+) -> None:
+    """GIVEN a writer whose RegisterScalableTarget (to 1,050) stalls 4 s under a 2 s lease
+    WHEN a second writer wants the lease meanwhile, to restore the base
+    THEN the first writer's lease was renewed for as long as its call can take: the second
+    waits, registers after it, and the configured minimum (100) is never lost."""
+    # botocore's defaults: a call may take 615 s
+    name, order, errors = _two_writers(world, "slowreg", _aas(world, aws_env), 4.0, 30)
+    store = world.store
+    assert errors == []  # the first writer was told the truth: its minimum was recorded
+    assert order == [("stalled", LATE), ("second", BASE)]
+    minimum = world.target_min(name, "write")
+    assert minimum == BASE
+    assert reconcile(store.get(name, None, "write"), minimum).base == BASE
+
+
+@pytest.mark.usefixtures("short_lease")
+def test_a_register_that_lands_after_its_lease_was_taken_is_never_adopted(
+    world: World, aws_env: dict[str, str]
+) -> None:
+    """GIVEN a writer whose register outlives even its renewed lease (a client bounded to
+    2 s, and a request that AWS applies 12 s later)
+    WHEN a second writer takes the lease after it ran out and restores the base, and then
+    the first writer's register lands (the minimum is 1,050)
+    THEN the first writer is told its minimum was set but not recorded, and the next reader
+    reads 1,050 as the library's own (a recent intent), not as a configured minimum."""
+    bounded = _aas(
+        world,
+        aws_env,
+        connect_timeout=1,
+        read_timeout=1,
+        retries={"mode": "standard", "total_max_attempts": 1},
+    )
+    name, _, errors = _two_writers(world, "latereg", bounded, 12.0, 20)
+    store = world.store
+    assert world.target_min(name, "write") == LATE  # the late register landed
+    (lost,) = errors
+    assert isinstance(lost, LeaseLost)
+    assert "MinCapacity was set to 1,050" in str(lost)
+    memory = reconcile(store.get(name, None, "write"), LATE)
+    assert (memory.base, memory.set_to, memory.changed_elsewhere) == (BASE, LATE, False)
+
+
+class _Skewed:
+    """A clock ``offset`` seconds off the true time (moved on by ``advance``)."""
+
+    def __init__(self, offset: float) -> None:
+        self.offset = offset
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+
+@pytest.mark.parametrize(("holder", "taker"), [(-90, 90), (0, 90), (-90, 0), (90, -90)])
+def test_a_writer_with_a_skewed_clock_never_takes_a_held_lease(
+    world: World, holder: float, taker: float
+) -> None:
+    """GIVEN a lease held now by a writer whose clock is ``holder`` seconds off
+    WHEN a writer whose clock is ``taker`` seconds off wants it that same second
+    THEN it waits (90 s either way is within the skew tolerated); and once the lease
+    plus the skew tolerated have passed by its clock, it gets it (a dead holder's lease
+    still runs out)."""
+    name = world.name(f"skew{holder}{taker}".replace("-", "m"))
+    holding = HoldStore(world.store_ddb, world.store.name, clock=_Skewed(holder))
+    taking_clock = _Skewed(taker)
+    taking = HoldStore(world.store_ddb, world.store.name, clock=taking_clock)
+    with holding.lease(name, None, "write", deadline=0) as held:
+        with pytest.raises(CapacityRequestTimeout):
+            with taking.lease(name, None, "write", deadline=taking.clock() + 0.3):
+                pass
+        later = held.until + store_module.CLOCK_SKEW.total_seconds() + 1
+        taking_clock.offset += later - taking.clock()
+        with taking.lease(name, None, "write", deadline=taking.clock()) as taken:
+            assert taken.version == held.version + 1
+        with pytest.raises(LeaseLost):  # fenced: the first writer can write nothing more
+            held.write(BASE)
+        held.done = True
+
+
+def test_minimums_above_the_default_quota_are_remembered(world: World) -> None:
+    """GIVEN a table quota of 80,000
+    WHEN the library raises a minimum from 30,000 to 43,572, and records a hold of 2,000
+    over a configured minimum of 50,000
+    THEN both are read back as the library's: the raise is not someone else's change, and
+    the hold is not malformed."""
+    store = HoldStore(world.store_ddb, world.store.name, HoldLimits(quota=80_000))
+    name = world.name("quota")
+    with store.lease(name, None, "write", deadline=store.clock()) as lease:
+        lease.write(30_000, set_to=43_572)
+    memory = reconcile(store.get(name, None, "write"), 43_572)
+    assert (memory.base, memory.set_to, memory.changed_elsewhere) == (30_000, 43_572, False)
+    expires = datetime.now(UTC) + timedelta(hours=1)
+    hold = Hold("h1", None, "read", 2_000, expires, 50_000)
+    with store.lease(name, None, "read", deadline=store.clock()) as lease:
+        lease.write(50_000, [hold])
+    state = store.get(name, None, "read")
+    assert state is not None and state.malformed == () and state.holds[0].baseline == 50_000
+    # a store given no quota reads DynamoDB's default: the base above it is not read
+    default = HoldStore(world.store_ddb, world.store.name).get(name, None, "read")
+    assert (
+        default is not None and default.base is None and HoldLimits().quota == DEFAULT_TABLE_QUOTA
+    )
+
+
+@pytest.mark.parametrize("lease_seconds", [60, 1])
+def test_contended_leases_never_carry_a_tick_past_its_deadline(
+    world: World, monkeypatch: pytest.MonkeyPatch, lease_seconds: int
+) -> None:
+    """GIVEN six throttled dimensions under scalable targets, each one's lease held by
+    another process (for a minute or more, or running out a second after another's)
+    WHEN a batch with a deadline 3 s away ticks them
+    THEN no RegisterScalableTarget is sent after the deadline, the batch ends close to it,
+    and what was left fails the batch and is counted (DeadlinePassed)."""
+    monkeypatch.setattr(store_module, "CLOCK_SKEW", timedelta(0))
+    names = [world.table(f"late{lease_seconds}{n}", 10, 10, gsi=(10, 10)) for n in "ab"]
+    dims = [(n, i, d) for n in names for i in (None, "byUser") for d in ("read", "write")][:6]
+    for name, index, dim in dims:
+        world.target(name, dim, 10, 1_000, index=index)
+        world.traffic(name, dim, 10, throttles=500, minutes=range(1, 6), index=index)
+    store = world.store
+    holders = []  # kept: a lease held by another process, never given back here
+    for n, (name, index, dim) in enumerate(dims, start=1):
+        monkeypatch.setattr(store_module, "LEASE", timedelta(seconds=lease_seconds * n))
+        holders.append(store.lease(name, index, dim, deadline=store.clock()))
+        holders[-1].__enter__()
+    sent: list[float] = []
+    world.aas.meta.events.register(
+        "before-call.application-autoscaling.RegisterScalableTarget",
+        lambda **_: sent.append(time.time()),
+    )
+    config = ScalerConfig.from_env({"SCALER_TABLES": ",".join(names), "SCALER_MODE": "reactive"})
+    deadline = datetime.now(UTC) + timedelta(seconds=3)
+    batch = Batch(world.now, deadline, 1, 1, tuple(names))
+    out = io.StringIO()
+    with recorded_events():
+        summary = run_tick(config, world.clients, world.now, out, store=store, batch=batch)
+    ended = time.time()
+    assert all(at <= deadline.timestamp() for at in sent), (sent, deadline.timestamp())
+    assert ended - deadline.timestamp() < 2.5
+    assert summary["failures"], summary
+    assert '"DeadlinePassed"' in out.getvalue()
