@@ -92,19 +92,7 @@ def prepare(
             )
         changed = adopt_minimums_set_elsewhere(clients, store, table, deadline)
         if any(s.needs_restore(now) for s in held):
-            for ended in ending.restore_expired(
-                name,
-                store=store,
-                clients=clients,
-                clock=now.timestamp,
-                lower_direct=False,
-                held=held,
-                stop=deadline,
-            ):
-                log_event("hold-ended", **ended)
-            deadline.check(f"DescribeTable of {name}")  # ending holds moved minimums: the
-            fresh = tables.describe(clients.dynamodb, name)  # listing is stale for this table
-            targets = own_targets(clients, name, fresh)
+            targets = _end_expired(name, clients, store, held, now, deadline)
             changed = True
         if changed:
             held = store.table(name)
@@ -112,6 +100,31 @@ def prepare(
                 clients.dynamodb, name, None, config, targets, now, held=held
             )
     return replace(holds.lift(table, held, now), ignored_tags=ignored)
+
+
+def _end_expired(
+    name: str,
+    clients: Clients,
+    store: HoldStore,
+    held: list[HeldDimension],
+    now: datetime,
+    deadline: Deadline,
+) -> Mapping[tuple[str, str], ScalableTarget]:
+    """End the table's expired holds; returns its scalable targets read again (ending
+    holds moved minimums: the account's listing is stale for this table)."""
+    for ended in ending.restore_expired(
+        name,
+        store=store,
+        clients=clients,
+        clock=now.timestamp,
+        lower_direct=False,
+        held=held,
+        stop=deadline,
+    ):
+        log_event("hold-ended", **ended)
+    deadline.check(f"DescribeTable of {name}")
+    fresh = tables.describe(clients.dynamodb, name)
+    return own_targets(clients, name, fresh)
 
 
 #: How long a change of the store here waits for its dimension's lease.
@@ -157,33 +170,13 @@ def move_legacy_state(
     if marked is None or (marked and not table.legacy_tags):
         return False, 0
     moved: list[dict[str, Any]] = []
-    unplaced = 0
     refused = (
         "a state tag on a table whose state is in the state store already"
         if marked
         else config.legacy_state_refused(now)
     )
     if refused is None:
-        in_store = {h.scope for h in held if h.base is not None}
-        for scope, memory in sorted(table.legacy_memories.items(), key=str):
-            if scope in in_store:
-                continue
-            index, dim = scope
-            floor = legacy_floor(table, scope, config)
-            if floor is None:
-                unplaced += 1
-                key = f"{BASE_MIN_TAG}{scope_label(index)}:{dim}"
-                _log_unread(table, "it names no dimension of the table", [key])
-                continue
-            base = max(memory.base, floor)
-            with _lease(store, table.name, index, dim, deadline) as lease:
-                fresh = store.get(table.name, index, dim)
-                if fresh is not None and fresh.base is not None:
-                    continue
-                raised = memory.set_to if memory.set_to and memory.set_to > base else None
-                if raised is not None:  # a base alone says nothing the target does not
-                    lease.write(base, set_to=raised)
-                moved.append({"index": index, "dimension": dim, "base": base, "set": raised})
+        unplaced = _move_memories(store, table, held, config, deadline, moved)
     else:
         unread = _well_formed(table)
         _log_unread(table, refused, unread)
@@ -194,6 +187,41 @@ def move_legacy_state(
     if not marked:
         store.mark(table.name, STATE_MARKER)
     return bool(moved), unplaced if refused is None else len(unread)
+
+
+def _move_memories(
+    store: HoldStore,
+    table: ManagedTable,
+    held: list[HeldDimension],
+    config: ScalerConfig,
+    deadline: Deadline,
+    moved: list[dict[str, Any]],
+) -> int:
+    """Move each remembered minimum of 0.4's tags that the store has none of into it, its
+    base never below :func:`legacy_floor` (each added to ``moved``); returns how many
+    named no dimension of the table."""
+    unplaced = 0
+    in_store = {h.scope for h in held if h.base is not None}
+    for scope, memory in sorted(table.legacy_memories.items(), key=str):
+        if scope in in_store:
+            continue
+        index, dim = scope
+        floor = legacy_floor(table, scope, config)
+        if floor is None:
+            unplaced += 1
+            key = f"{BASE_MIN_TAG}{scope_label(index)}:{dim}"
+            _log_unread(table, "it names no dimension of the table", [key])
+            continue
+        base = max(memory.base, floor)
+        with _lease(store, table.name, index, dim, deadline) as lease:
+            fresh = store.get(table.name, index, dim)
+            if fresh is not None and fresh.base is not None:
+                continue
+            raised = memory.set_to if memory.set_to and memory.set_to > base else None
+            if raised is not None:  # a base alone says nothing the target does not
+                lease.write(base, set_to=raised)
+            moved.append({"index": index, "dimension": dim, "base": base, "set": raised})
+    return unplaced
 
 
 def legacy_floor(
