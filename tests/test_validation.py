@@ -194,7 +194,12 @@ def test_capacity_of_wrong_type(stack: cdk.Stack) -> None:
 
 def test_table_quota_not_positive(stack: cdk.Stack) -> None:
     message = error_of(lambda: make(stack, table_quota=0))
-    assert message == f"{WHERE}: table_quota must be a whole number of capacity units >= 1; got 0"
+    assert message == (
+        f"{WHERE}: table_quota must be a whole number of capacity units from 1 to 1,000,000 "
+        "(the account's per-table quota; DynamoDB's default is 40,000); got 0"
+    )
+    above = error_of(lambda: make(cdk.Stack(cdk.App(), "Other"), table_quota=1_000_001))
+    assert above.endswith("DynamoDB's default is 40,000); got 1000001")
 
 
 def test_prewarm_of_wrong_type(stack: cdk.Stack) -> None:
