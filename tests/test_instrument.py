@@ -66,12 +66,19 @@ def fake() -> object:
     server.close()
 
 
-def test_a_program_started_through_the_launcher_reports_without_a_change(
-    moto_endpoint: str, fake: FakeLambda, tmp_path: Path
-) -> None:
+@pytest.fixture
+def app(moto_endpoint: str, tmp_path: Path) -> list[str]:
+    """The program's file in ``tmp_path`` and its arguments: the endpoint and two new
+    tables."""
     client = ddb(moto_endpoint)
-    first, second = make_table(client), make_table(client)
     (tmp_path / "app.py").write_text(APP)
+    return ["app.py", moto_endpoint, make_table(client), make_table(client)]
+
+
+def test_a_program_started_through_the_launcher_reports_without_a_change(
+    app: list[str], fake: FakeLambda, tmp_path: Path
+) -> None:
+    first, second = app[2:]
     done = _run(
         [
             str(LAUNCHER),
@@ -81,10 +88,7 @@ def test_a_program_started_through_the_launcher_reports_without_a_change(
             "1",
             "--",
             sys.executable,
-            "app.py",
-            moto_endpoint,
-            first,
-            second,
+            *app,
         ],
         _env(fake),
         tmp_path,
@@ -103,31 +107,25 @@ def test_a_program_started_through_the_launcher_reports_without_a_change(
 
 
 def test_without_a_signals_function_the_program_runs_and_one_line_says_why(
-    moto_endpoint: str, fake: FakeLambda, tmp_path: Path
+    app: list[str], fake: FakeLambda, tmp_path: Path
 ) -> None:
-    client = ddb(moto_endpoint)
-    first, second = make_table(client), make_table(client)
-    (tmp_path / "app.py").write_text(APP)
     env = _env(fake, PYTHONPATH=str(BOOTSTRAP))  # as the launcher sets it, without the name
-    done = _run([sys.executable, "app.py", moto_endpoint, first, second], env, tmp_path)
+    done = _run([sys.executable, *app], env, tmp_path)
     assert done.returncode == 0 and "app done" in done.stdout
     assert f"hook not installed: {SIGNALS_ENV}: not set" in done.stderr
     assert fake.requests == []
 
 
 def test_a_bad_setting_in_the_environment_never_stops_the_program(
-    moto_endpoint: str, fake: FakeLambda, tmp_path: Path
+    app: list[str], fake: FakeLambda, tmp_path: Path
 ) -> None:
-    client = ddb(moto_endpoint)
-    first, second = make_table(client), make_table(client)
-    (tmp_path / "app.py").write_text(APP)
     env = _env(
         fake,
         PYTHONPATH=str(BOOTSTRAP),
         CAPACITY_SIGNALS="capacity-signals",
         CAPACITY_SIGNALS_INTERVAL="600",
     )
-    done = _run([sys.executable, "app.py", moto_endpoint, first, second], env, tmp_path)
+    done = _run([sys.executable, *app], env, tmp_path)
     assert done.returncode == 0 and "app done" in done.stdout
     assert "hook not installed: interval: got 600.0; expected seconds from 1 to 60" in done.stderr
     assert fake.requests == []
@@ -184,7 +182,7 @@ def test_the_bootstrap_folder_goes_first_on_the_path() -> None:
 
 
 def test_the_lambda_exec_wrapper_starts_the_runtime_with_the_hook(
-    moto_endpoint: str, fake: FakeLambda, tmp_path: Path
+    app: list[str], fake: FakeLambda, tmp_path: Path
 ) -> None:
     """The layer's layout: the wrapper at /opt/ddb-capacity-instrument, the run-time package
     under /opt/python; Lambda runs the wrapper with the runtime's own command."""
@@ -194,27 +192,16 @@ def test_the_lambda_exec_wrapper_starts_the_runtime_with_the_hook(
     shutil.copytree(BOOTSTRAP.parent, opt / "python" / "ddb_capacity_runtime")
     wrapper = opt / "ddb-capacity-instrument"
     shutil.copy2(BOOTSTRAP / "lambda-exec-wrapper", wrapper)
-    client = ddb(moto_endpoint)
-    first, second = make_table(client), make_table(client)
-    (tmp_path / "app.py").write_text(APP)
     env = _env(fake, CAPACITY_SIGNALS="capacity-signals", CAPACITY_SIGNALS_INTERVAL="1")
     env["PYTHONPATH"] = str(opt / "python")  # as Lambda puts /opt/python on the path
     done = _run(
-        [
-            str(wrapper),
-            sys.executable,
-            "-B",
-            "app.py",
-            moto_endpoint,
-            first,
-            second,
-        ],
+        [str(wrapper), sys.executable, "-B", *app],
         env,
         tmp_path,
     )
     assert done.returncode == 0, done.stderr
     reports = [parse_report(json.loads(body), time.time()) for _, _, body in fake.requests]
-    assert {r.table for r in reports} == {first, second}
+    assert {r.table for r in reports} == set(app[2:])
 
 
 def test_in_throttles_mode_the_program_s_requests_are_left_as_they_are(

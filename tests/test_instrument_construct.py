@@ -22,13 +22,16 @@ from tests.test_capacity_requests_construct import tables
 
 
 def _app_function(
-    stack: cdk.Stack, runtime: lambda_.Runtime = lambda_.Runtime.PYTHON_3_12
+    stack: cdk.Stack,
+    runtime: lambda_.Runtime = lambda_.Runtime.PYTHON_3_12,
+    name: str = "App",
+    module: str = "index",
 ) -> lambda_.Function:
     return lambda_.Function(
         stack,
-        "App",
+        name,
         runtime=runtime,
-        handler="index.handler",
+        handler=f"{module}.handler",
         code=lambda_.Code.from_inline("def handler(e, c): pass"),
     )
 
@@ -38,13 +41,7 @@ def test_a_function_is_instrumented_without_a_change_to_its_code(stack: cdk.Stac
     requests = CapacityRequests(stack, "Requests", tables=[shipments], fast_path=FastPath())
     function = _app_function(stack)
     grant = requests.instrument(function, tables=["shipments"], mode="throttles")
-    other = lambda_.Function(
-        stack,
-        "Other",
-        runtime=lambda_.Runtime.PYTHON_3_12,
-        handler="other.handler",
-        code=lambda_.Code.from_inline("def handler(e, c): pass"),
-    )
+    other = _app_function(stack, name="Other", module="other")
     requests.instrument(other)
     assert grant.success and requests.signals is not None
     template = Template.from_stack(stack)
@@ -150,14 +147,7 @@ def test_the_five_nag_packs_pass_with_an_instrumented_function() -> None:
     )
     shipments, _ = tables(stack)
     requests = CapacityRequests(stack, "Requests", tables=[shipments], fast_path=FastPath())
-    function = lambda_.Function(
-        stack,
-        "App",
-        runtime=lambda_.Runtime.PYTHON_3_13,
-        handler="index.handler",
-        code=lambda_.Code.from_inline("def handler(e, c): pass"),
-    )
-    requests.instrument(function)
+    requests.instrument(_app_function(stack, lambda_.Runtime.PYTHON_3_13))
     apply_nag_packs(app)
     try:
         app.synth()
