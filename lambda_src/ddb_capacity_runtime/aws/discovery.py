@@ -17,7 +17,14 @@ from ..core.memory import Memory, reconcile
 from ..core.names import SCALER_TAGS, UNITS, resource_id, scalable_dimension
 from ..core.quota import DecreaseLedger
 from ..core.settings import Limits, ScalerConfig
-from ..core.tables import Dimension, ManagedTable, ScalableTarget, TrackingPolicy, tags_of
+from ..core.tables import (
+    Dimension,
+    ManagedTable,
+    ScalableTarget,
+    TrackingPolicy,
+    tags_of,
+    warm_of,
+)
 from ..core.tags import IgnoredTag, parse_tags
 from ..events import log_event
 from . import tables
@@ -280,6 +287,7 @@ def describe_table(
                     seen=(state.base, state.set_to, state.intent) if state else (None, None, None),
                     plan=_plan(managed, state, config.table_quota),
                     owned_target=owned,
+                    warm=warm_of(spec, dim, config.table_quota),
                 )
             )
     return managed

@@ -362,15 +362,46 @@ def surge_level(
     return want if want > provisioned else None
 
 
-def surge_room(start: int, cap: int | None, scale: float | None) -> int | None:
+def surge_room(
+    start: int, cap: int | None, scale: float | None, warm: int | None = None
+) -> int | None:
     """The most units one surge may add over ``start`` (the capacity its dimension had
     when it started): ``cap`` when given; else ``scale`` x ``start`` less ``start``, at
-    least :data:`MIN_SURGE_ROOM`; None when neither is given (no cap)."""
+    least :data:`MIN_SURGE_ROOM`, and at least up to ``warm``, the dimension's warm
+    throughput when known; None when neither ``cap`` nor ``scale`` is given (no cap).
+
+    Why the scaled cap reaches the warm throughput: a raise to it lands at once (its
+    partitions already serve it: no split, no minutes of UPDATING), so a burst that needs
+    it gets it in one step, instead of one capped raise now and the rest minutes later
+    from the scaler's tick. It stays a bound: the warm throughput is the highest level the
+    dimension was ever provisioned or pre-warmed to (the owner's own high-water mark), and
+    the construct's max and the surge's lifetime still hold. An explicit ``cap`` in units
+    is the owner's word and is never widened; an unknown warm throughput (None) widens
+    nothing."""
     if cap is not None:
         return cap
     if scale is None:
         return None
-    return max(math.floor(scale * start) - start, MIN_SURGE_ROOM)
+    room = max(math.floor(scale * start) - start, MIN_SURGE_ROOM)
+    return room if warm is None else max(room, warm - start)
+
+
+def cap_room(
+    start: int,
+    since: int | None,
+    cap: int | None,
+    scale: float | None,
+    warm: int | None = None,
+) -> int | None:
+    """The most units one surge may add over ``start`` (:func:`surge_room`; None: no cap);
+    with ``since`` (the level its budget window counts from), its level also stays within
+    what the cap allows over ``since``: lies repeated after each restore, while auto
+    scaling has not yet scaled in, cannot climb (nor past the warm throughput: a level
+    within it is allowed from any start)."""
+    room = surge_room(start, cap, scale, warm)
+    if room is None or since is None or since >= start:
+        return room
+    return max(0, min(room, since + (surge_room(since, cap, scale, warm) or 0) - start))
 
 
 @dataclass(frozen=True)
@@ -414,13 +445,19 @@ def budget_window(
 
 
 def budget_left(
-    window: Budget, budget: int | None, cap: int | None, scale: float | None
+    window: Budget,
+    budget: int | None,
+    cap: int | None,
+    scale: float | None,
+    warm: int | None = None,
 ) -> int | None:
     """The units the surges of ``window`` may still add: ``budget`` (units a window) when
     given, else :data:`DEFAULT_BUDGET_SURGES` x what one surge may add from the window's
-    level (:func:`surge_room`); None: no budget (no budget given, and no cap)."""
+    level (:func:`surge_room`, the warm throughput ``warm`` included: the default budget
+    never cuts short a raise that lands at once); None: no budget (no budget given, and
+    no cap)."""
     if budget is None:
-        room = surge_room(window.level, cap, scale)
+        room = surge_room(window.level, cap, scale, warm)
         if room is None:
             return None
         budget = DEFAULT_BUDGET_SURGES * room

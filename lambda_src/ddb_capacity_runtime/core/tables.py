@@ -80,6 +80,14 @@ class Dimension:
     #: the target value (a fraction) the scaler owns for the dimension's target-tracking
     #: policy and sets back when no plan aims higher; None: the policy is not the scaler's
     owned_target: float | None = None
+    #: its warm throughput (:func:`warm_of`): a raise to at most this lands at once; None:
+    #: not known, and then no raise is taken to land at once
+    warm: int | None = None
+
+    def within_warm(self, level: int) -> bool:
+        """Whether a raise to ``level`` lands at once: at or below a known warm throughput
+        (its partitions already serve it: no split, no update latency)."""
+        return self.warm is not None and level <= self.warm
 
     @property
     def key(self) -> tuple[str, str | None, str]:
@@ -106,17 +114,47 @@ class ManagedTable:
     refused_tags: int = 0  # min or max tags not obeyed: they would lower a limit below the load
 
 
+def spec_of(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:
+    """The entry of the table (``index`` None: DescribeTable's ``Table`` itself) or of one
+    GSI in DescribeTable's ``Table``. Raises KeyError for an unknown index."""
+    if index is None:
+        return description
+    for gsi in description.get("GlobalSecondaryIndexes", []):
+        if gsi["IndexName"] == index:
+            found: Mapping[str, Any] = gsi
+            return found
+    raise KeyError(f"index {index!r} not found on table {description.get('TableName')!r}")
+
+
 def throughput_of(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:
     """The ProvisionedThroughput of the table (``index`` None) or of one GSI, from
     DescribeTable's ``Table``. Raises KeyError for an unknown index."""
-    if index is None:
-        throughput: Mapping[str, Any] = description["ProvisionedThroughput"]
-        return throughput
-    for gsi in description.get("GlobalSecondaryIndexes", []):
-        if gsi["IndexName"] == index:
-            found: Mapping[str, Any] = gsi["ProvisionedThroughput"]
-            return found
-    raise KeyError(f"index {index!r} not found on table {description.get('TableName')!r}")
+    throughput: Mapping[str, Any] = spec_of(description, index)["ProvisionedThroughput"]
+    return throughput
+
+
+#: DescribeTable's ``WarmThroughput`` fields, per dimension.
+WARM_UNITS = {"read": "ReadUnitsPerSecond", "write": "WriteUnitsPerSecond"}
+#: The one ``WarmThroughput.Status`` whose values are in force: while it is being raised
+#: (``UPDATING``) the partitions may not serve the new values yet.
+WARM_ACTIVE = "ACTIVE"
+
+
+def warm_of(spec: Mapping[str, Any], dimension: str, quota: int) -> int | None:
+    """The warm throughput of one dimension of the table or GSI whose DescribeTable entry
+    is ``spec`` (:func:`spec_of`): the units per second its partitions serve at once, so a
+    raise to at most this lands at once. Untrusted input: None (unknown) unless
+    ``WarmThroughput`` is an object whose ``Status`` is ``ACTIVE`` and whose field for
+    ``dimension`` is a whole number from 1 to ``quota`` (the table quota: a value above
+    it is not one the library may provision). Unknown never lowers capacity nor enlarges
+    a raise: every caller treats None as "no raise lands at once"."""
+    warm = spec.get("WarmThroughput")
+    if not isinstance(warm, Mapping) or warm.get("Status") != WARM_ACTIVE:
+        return None
+    value = warm.get(WARM_UNITS[dimension])
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= quota:
+        return None
+    return value
 
 
 def tags_of(listing: Iterable[Mapping[str, object]]) -> dict[str, str]:

@@ -43,7 +43,7 @@ from ..aws.clients import Clients
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
 from .client import BROKER_ENV, BROKER_MAX_WAIT, broker_name, invoke_broker
-from .counts import NAMESPACE, count
+from .counts import NAMESPACE, count, count_within_warm
 from .ending import release_hold
 from .holds import MAX_HOLD_MINUTES, CapacityRequestError, CapacityRequestTimeout, shown
 from .request import request_capacity
@@ -182,6 +182,7 @@ def _request(event: Mapping[str, Any], config: BrokerConfig, held: _Held) -> dic
         store=held.name,  # never through a broker: this is the broker
         clients=held.clients,
     )
+    count_within_warm(made.changes)
     log_event("request-brokered", table=made.table, index=made.index, hold_id=made.id)
     return {"ok": True, "hold": made.as_json()}
 

@@ -327,7 +327,7 @@ def raise_held(
         set_min(ctx, lease, d.target, base, want, holds=recorded)
         old = d.target.min_capacity
         via = Via.SCALABLE_TARGET
-        done.append(result_row(table, index, dim, via, old, want, Status.APPLIED))
+        done.append(_raise_row(d, via, old, want))
     elif memory is not None:
         lease.write(base, recorded, set_to=memory.set_to, intent=None)
     else:
@@ -340,13 +340,22 @@ def raise_held(
     )
     if outcome.status == Status.APPLIED:
         via = Via.UPDATE_TABLE
-        done.append(result_row(table, index, dim, via, d.provisioned, want, Status.APPLIED))
+        done.append(_raise_row(d, via, d.provisioned, want))
         return False
     if outcome.status == Status.RETRY_NEXT_TICK:
         return True
     raise CapacityRequestError(
         f"table {table} {scope_label(index)} {dim}: raising to {want:,} failed: {outcome.error}"
     )
+
+
+def _raise_row(d: Dimension, via: str, old: int, new: int) -> dict[str, Any]:
+    """The row of a raise of ``d`` (its scalable target's minimum, or the table), with
+    ``within_warm``: whether the table's raise to ``new`` lands at once, within the
+    dimension's warm throughput (its partitions already serve it: no split, no minutes of
+    UPDATING); False when that throughput is not known."""
+    row = result_row(d.table, d.index, d.dimension, via, old, new, Status.APPLIED)
+    return {**row, "within_warm": d.within_warm(new)}
 
 
 def _recorded(store: HoldStore, recorded: list[Hold], new: Hold, now: datetime) -> list[Hold]:

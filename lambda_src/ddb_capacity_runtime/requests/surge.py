@@ -63,18 +63,18 @@ from ..core.surge import (
     ReportError,
     budget_left,
     budget_window,
+    cap_room,
     combine,
     parse_report,
     rates,
     surge_level,
-    surge_room,
 )
-from ..core.tables import Dimension, throughput_of
+from ..core.tables import Dimension, spec_of, throughput_of, warm_of
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
 from .broker import BrokerConfig, BrokerConfigError
 from .context import Context, base_of, read_table
-from .counts import count
+from .counts import count, count_within_warm
 from .holds import (
     MAX_HOLD_MINUTES,
     CapacityRequestError,
@@ -166,24 +166,21 @@ class SurgeSettings:
                 f"number from 1 to {10 * MAX_TABLE_QUOTA}"
             )
 
-    def room(self, start: int, since: int | None = None) -> int | None:
-        """The most units one surge may add over ``start`` (None: no cap); with ``since``
-        (the level its budget window counts from), its level also stays within what the
-        cap allows over ``since``: lies repeated after each restore, while auto scaling
-        has not yet scaled in, cannot climb."""
+    def room(self, start: int, since: int | None = None, warm: int | None = None) -> int | None:
+        """The most units one surge may add over ``start`` (None: no cap), within what
+        the cap allows over ``since`` (:func:`..core.surge.cap_room`); the default cap
+        reaches the dimension's warm throughput ``warm`` when known."""
         scale = None if self.cap is not None else self.scale
-        room = surge_room(start, self.cap, scale)
-        if room is None or since is None or since >= start:
-            return room
-        return max(0, min(room, since + (surge_room(since, self.cap, scale) or 0) - start))
+        return cap_room(start, since, self.cap, scale, warm)
 
-    def budget_left(self, window: Budget) -> int | None:
-        """The units ``window``'s surges may still add (None: no budget)."""
+    def budget_left(self, window: Budget, warm: int | None = None) -> int | None:
+        """The units ``window``'s surges may still add (None: no budget); the default
+        budget counts the warm throughput ``warm`` as one surge's room."""
         if self.budget == UNBOUNDED:
             return None
         budget = self.budget if isinstance(self.budget, int) else None
         scale = None if self.cap is not None else self.scale
-        return budget_left(window, budget, self.cap, scale)
+        return budget_left(window, budget, self.cap, scale, warm)
 
     def to_env(self) -> dict[str, str]:
         """The settings as the construct writes them into the function's environment."""
@@ -337,6 +334,7 @@ def _dimension(
     status = row.get("status")
     if status == "applied":
         count("SurgesApplied")
+        count_within_warm(row.get("changes", []))
         log_event("surge-applied", **row)
     elif status == "renewed":
         log_event("surge-renewed", **row)
@@ -433,6 +431,7 @@ def _surge(
     if raw.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
         return {**where, "status": "none", **seen}  # on demand: nothing to raise
     provisioned = _provisioned(raw, table, d)
+    warm = warm_of(spec_of(raw, d.index), d.dimension, store.limits.quota)
     standing = _standing(store.get(table, d.index, d.dimension), provisioned, ctx.now())
     due = surge_level(
         combined,
@@ -440,7 +439,7 @@ def _surge(
         1.0,
         _UNBOUNDED,
         settings.share,
-        settings.room(standing.baseline, _since(found.mark, now, standing)),
+        settings.room(standing.baseline, _since(found.mark, now, standing), warm),
         held=standing.held,
         base=standing.baseline,
     )
@@ -450,7 +449,7 @@ def _surge(
     ended = _ended(store, standing, mark, now)
     if ended is not None:
         return {**where, "status": "ended", "to": standing.held, "reason": ended, **seen}
-    renewal = _is_renewal(combined, provisioned, standing, mark, settings, now)
+    renewal = _is_renewal(combined, provisioned, standing, mark, settings, now, warm)
     row = _apply(
         ctx, store, table, d, raw, provisioned, combined, standing, mark, renewal, settings
     )
@@ -488,9 +487,11 @@ def _is_renewal(
     mark: combiner.SurgeMark,
     settings: SurgeSettings,
     now: float,
+    warm: int | None,
 ) -> bool:
     """Whether the surge holds already what is due, sized as it was when last raised, on a
-    dimension still provisioned at its level: then only its expiry is pushed."""
+    dimension still provisioned at its level (``warm``: its warm throughput): then only
+    its expiry is pushed."""
     return (
         standing.surge is not None
         and mark.aim is not None
@@ -502,7 +503,7 @@ def _is_renewal(
             mark.aim,
             mark.max_capacity,
             settings.share,
-            settings.room(standing.baseline, _since(mark, now, standing)),
+            settings.room(standing.baseline, _since(mark, now, standing), warm),
             held=standing.held,
             base=standing.baseline,
         )
@@ -646,7 +647,7 @@ def _hold_surge(
         aim=limits.target_utilization,
         max_capacity=limits.max_capacity,
     )
-    row = {"to": applied, "changes": done}
+    row = {"to": applied, "changes": done, "within_warm": dim.within_warm(applied)}
     if step is True:  # recorded; the table's own update waits for the one under way
         return {**row, "status": "deferred", "reason": "another update of the table is under way"}
     return {**row, "status": "applied" if raised else "renewed"}
@@ -669,7 +670,7 @@ def _budgeted(
     leaves, and the units the surge adds, spent from the window first (a conditional
     write on the window as read); a row when the budget refuses a new surge, or changed
     meanwhile."""
-    left = settings.budget_left(window)
+    left = settings.budget_left(window, dim.warm)
     if left == 0 and want > standing.held:
         count("SurgesOverBudget")
         if standing.surge is None:
@@ -696,7 +697,7 @@ def _level_on(
         dim.limits.target_utilization,
         dim.limits.max_capacity,
         settings.share,
-        settings.room(standing.baseline, since),
+        settings.room(standing.baseline, since, dim.warm),
         held=standing.held,
         base=standing.baseline,
     )
@@ -746,7 +747,7 @@ def _renewed(
     floor = min([baseline, *(h.baseline for h in others)])
     units = max(want - floor - sum(h.units for h in others), old.units if old else 0)
     room = [limits.max_units, limits.max_total_units - sum(h.units for h in others)]
-    cap = settings.room(baseline, since)
+    cap = settings.room(baseline, since, d.warm)
     if cap is not None:
         room.append(cap)
     if left is not None:  # the budget: what the surge holds already, and what is left

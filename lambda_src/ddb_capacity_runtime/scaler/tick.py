@@ -36,6 +36,8 @@ Format record per table and one for the tick (no dimension: ``Failures``,
 carries ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``,
 ``Failures`` and ``IgnoredTags``, and, only while what they count happens (each metric of
 a table is a CloudWatch custom metric, billed for the hours it has data):
+``RaisesWithinWarm`` (raises applied within their dimension's warm throughput, which
+landed at once; a raise's ``decision`` event says ``within_warm`` too),
 ``KeyRangeThrottleEvents`` (throttles of a hot key, which capacity cannot fix: never
 raised for; read from DynamoDB's metrics by cause for throttled dimensions only, see
 :func:`..aws.metrics.fetch_causes`; a table whose causes cannot be read fails, and its
@@ -65,7 +67,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -85,7 +87,7 @@ from ..core.forecast import apply_plans, forecast_due
 from ..core.outcomes import DONE, REFUSED, Status, change_row
 from ..core.ownership import retargets
 from ..core.plan import Change, plan_table
-from ..core.policy import HOLD, Decision
+from ..core.policy import HOLD, INCREASE, Decision
 from ..core.series import Key, Series, window
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable, ScalableTarget
@@ -590,6 +592,9 @@ def _decide_and_act(
     for change, _ in planned:
         _log_decision(t, table.name, change, results.get(id(change)))
     values = _table_metrics(table, planned, t.now, table.name in t.failures)
+    warm = within_warm(results.values())
+    if warm:  # only while it happens (a billed custom metric)
+        values["RaisesWithinWarm"] = warm
     key_range = _report_causes(table, series)
     if key_range:  # only while it happens (a billed custom metric)
         values["KeyRangeThrottleEvents"] = key_range
@@ -630,10 +635,25 @@ def _log_decision(t: _Tick, table: str, change: Change, outcome: Outcome | None)
         "reason": change.reason,
         "throttles_seen": change.throttles_seen,
     }
+    if change.action == INCREASE:
+        fields["within_warm"] = change.dimension.within_warm(change.new)
     log_event("decision", **fields)
     if outcome is not None and outcome.status in FAILED_STATUSES:
         d = change.dimension
         t.fail(table, f"{d.index or 'table'} {d.dimension}: {outcome.status}: {outcome.error}")
+
+
+def within_warm(outcomes: Iterable[Outcome]) -> int:
+    """How many of ``outcomes`` are raises applied within their dimension's warm throughput:
+    they landed at once (its partitions already serve the level: no split, no minutes of
+    UPDATING). A dimension whose warm throughput is not known counts as not within it."""
+    return sum(
+        1
+        for o in outcomes
+        if o.status == Status.APPLIED
+        and o.change.action == INCREASE
+        and o.change.dimension.within_warm(o.change.new)
+    )
 
 
 def _table_metrics(

@@ -29,7 +29,15 @@ What the model assumes (``ModelParams.fast_path_seconds`` S and ``fast_path_shar
   :data:`~ddb_capacity_runtime.core.surge.SURGE_LIFETIME_MINUTES` after its first raise,
   and a new one may start once it has ended;
 - a dimension being updated (UPDATING) starts no surge: the signals function counts it
-  and the next report tries again.
+  and the next report tries again;
+- a surge is bounded as the signals function bounds it by default
+  (:func:`~ddb_capacity_runtime.core.surge.cap_room`,
+  :func:`~ddb_capacity_runtime.core.surge.budget_left`, the same code): at most 4x the
+  capacity it started from (at least 100 units more), or ``fast_path_cap`` units more
+  when set, and at most twice that per dimension an hour (its budget window); the default
+  cap and budget reach the dimension's warm throughput, as DescribeTable shows it (the
+  highest level it ever had, or was pre-warmed to), since a raise to it lands at once.
+  With ``warm_update_seconds`` None (the model before warm throughput) it is not known.
 
 The table's stream as a signal (``ModelParams.stream_seconds`` S'): the stream reader
 sees every write the table (and each GSI) served, S' seconds after it, and nothing else:
@@ -49,8 +57,13 @@ from typing import NamedTuple
 
 from ddb_capacity_runtime.core.surge import (
     DEFAULT_SURGE_MINUTES,
+    DEFAULT_SURGE_SCALE,
     SURGE_LIFETIME_MINUTES,
+    Budget,
     Combined,
+    budget_left,
+    budget_window,
+    cap_room,
     surge_level,
 )
 
@@ -91,7 +104,14 @@ class FastPath:
             raise ValueError("FastPath: neither fast_path_seconds nor stream_seconds is set")
         self.surge_minutes = surge_minutes
         self.max_capacity = params.max_capacity
+        #: the surge cap as the signals function's settings give it: units when set,
+        #: else the default scale (``SurgeSettings``' defaults)
         self.cap = params.fast_path_cap
+        self.scale = DEFAULT_SURGE_SCALE if self.cap is None else None
+        #: whether DescribeTable's warm throughput is modelled (and so known)
+        self.warm_known = params.warm_update_seconds is not None
+        #: Per dimension, its surge budget window (as the combiner item keeps it).
+        self.budgets: dict[Key, Budget] = {}
         #: Per dimension, its surge: the level held, the first minute it no longer holds,
         #: the capacity it falls back to, and the minute of its first raise.
         self.holds: dict[Key, tuple[int, int, int, int]] = {}
@@ -135,6 +155,37 @@ class FastPath:
             share * (served + short), share * short, share * key_range, 1, share * served
         )
 
+    def _level(
+        self,
+        sim: SimulatedTable,
+        key: Key,
+        combined: Combined,
+        target: float,
+        held: int,
+        base: int,
+        now: int,
+    ) -> int | None:
+        """The signals function's level for ``key`` at ``now`` (seconds into the run):
+        the rule within the surge cap, then within what the dimension's budget window
+        leaves (the units it adds spent from it)."""
+        warm = int(sim.dims[key].warm) if self.warm_known else None
+        window = budget_window(self.budgets.get(key), now, base)
+        room = cap_room(base, window.level, self.cap, self.scale, warm)
+        provisioned = sim.dims[key].provisioned
+        level = surge_level(
+            combined, provisioned, target, self.max_capacity, cap=room, held=held, base=base
+        )
+        if level is None:
+            return None
+        left = budget_left(window, None, self.cap, self.scale, warm)
+        start = max(held, base)
+        if left is not None:
+            level = max(held, min(level, start + left))
+        if not held and level <= provisioned:
+            return None  # the budget is spent: no surge starts
+        self.budgets[key] = Budget(window.start, window.level, window.used + level - start)
+        return level
+
     def act(
         self,
         sim: SimulatedTable,
@@ -174,15 +225,7 @@ class FastPath:
             if held and t - self.holds[key][3] >= SURGE_LIFETIME_MINUTES:
                 continue  # it has lasted its longest: it expires, and may start again
             _, _, base, started = self.holds[key] if held else (0, 0, provisioned, t)
-            level = surge_level(
-                combined,
-                provisioned,
-                target,
-                self.max_capacity,
-                cap=self.cap,
-                held=held,
-                base=base,
-            )
+            level = self._level(sim, key, combined, target, held, base, t * 60 + source.second)
             if level is None:
                 continue
             self.holds[key] = (level, self._ends(t), base, started)

@@ -99,7 +99,7 @@ OPTIONAL = {
     "on_demand_max_read_units": "unlimited",
     "on_demand_max_write_units": "unlimited",
     "fast_path_seconds": "off",
-    "fast_path_cap": "no cap",
+    "fast_path_cap": "the signals function's default cap and budget",
     "warm_update_seconds": "every change takes update_minutes",
     "stream_seconds": "off",
 }
@@ -441,8 +441,10 @@ class ModelParams:
         The signals function is not told it (as deployed by default: it scales nothing
         up). Default 1.
     :param fast_path_cap: the surge cap (``FastPath(surge_cap=...)``): the most units a
-        surge adds over the capacity it started from. None (the default): no cap but the
-        range (``max_capacity``).
+        surge adds over the capacity it started from. None (the default): the signals
+        function's default, 4x the capacity it started from (at least 100 units more) or
+        up to the warm throughput when higher; either way within the default budget
+        (:mod:`.fast_path`).
     :param warm_update_seconds: seconds a raise within the warm throughput of every
         dimension it changes takes to land (module docstring). AWS documents it as instant;
         the table still shows UPDATING for a moment. Default 10. None: such raises take
