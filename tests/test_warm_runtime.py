@@ -20,9 +20,20 @@ from hypothesis import strategies as st
 from ddb_capacity_runtime.aws import discovery
 from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA
 from ddb_capacity_runtime.core.settings import ScalerConfig
-from ddb_capacity_runtime.core.surge import budget_left, budget_window, cap_room, surge_room
+from ddb_capacity_runtime.core.surge import (
+    Combined,
+    budget_left,
+    budget_window,
+    cap_room,
+    surge_room,
+)
 from ddb_capacity_runtime.core.tables import warm_of
 from ddb_capacity_runtime.requests.surge import SurgeSettings
+from ddb_capacity_tools.simulator import ModelParams
+from ddb_capacity_tools.simulator.fast_path import FastPath
+from ddb_capacity_tools.simulator.model import SimulatedTable
+from ddb_capacity_tools.simulator.scenarios import START
+from ddb_capacity_tools.simulator.trace import Trace
 from tests.hypothesis_profiles import examples
 from tests.moto_world import World
 from tests.test_fast_path_sim import WRITE, _surges
@@ -264,7 +275,9 @@ def test_the_tick_reports_a_raise_within_the_warm_throughput(world: World) -> No
     (raised,) = [
         line
         for line in lines
-        if line.get("event") == "decision" and line["table"] == name and line["action"] == "increase"
+        if line.get("event") == "decision"
+        and line["table"] == name
+        and line["action"] == "increase"
     ]
     assert (raised["to"], raised["within_warm"]) == (215, True)
     (emf,) = [line for line in lines if "_aws" in line and line.get("TableName") == name]
@@ -300,3 +313,20 @@ def test_the_simulators_fast_path_reaches_a_warm_level_in_one_step() -> None:
     # AND with the model before warm throughput (not known), the cap holds
     capped, _, _ = _surges(demand, warm_write_units=20_000, warm_update_seconds=None)
     assert max(capped.values()) == 4 * math.ceil(1_000 / 0.7)
+
+
+def test_the_simulators_fast_path_spends_the_default_budget() -> None:
+    # GIVEN a simulated table at 1,000 write units, warm throughput not modelled
+    trace = Trace("flat", START, {WRITE: [1_000.0] * 120})
+    params = ModelParams(
+        warmup_minutes=0, fast_path_seconds=20, warm_update_seconds=None
+    ).validate()
+    sim = SimulatedTable(trace, params, {WRITE: 1_000})
+    fast = FastPath(params)
+    lie = Combined(demand=40_000.0, processes=1)
+    # WHEN three surges start from 1,000 within an hour
+    levels = [fast._level(sim, WRITE, lie, 0.7, 0, 1_000, at) for at in (0, 600, 1_200)]
+    # THEN the first two add 3,000 each (the cap) and the third finds the budget spent
+    assert levels == [4_000, 4_000, None]
+    # AND a new window, an hour on, allows a surge again
+    assert fast._level(sim, WRITE, lie, 0.7, 0, 1_000, 3_600) == 4_000
