@@ -36,6 +36,7 @@ from ddb_capacity_tools.simulator.scenarios import START
 from ddb_capacity_tools.simulator.trace import Trace
 from tests.hypothesis_profiles import examples
 from tests.moto_world import World
+from tests.test_broker import request, serve_table
 from tests.test_fast_path_sim import WRITE, _surges
 from tests.test_surge_server import a_table, counted, report, send, served, write
 from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
@@ -283,6 +284,28 @@ def test_the_tick_reports_a_raise_within_the_warm_throughput(world: World) -> No
     (emf,) = [line for line in lines if "_aws" in line and line.get("TableName") == name]
     assert emf["RaisesWithinWarm"] == 1
     assert "RaisesWithinWarm" in json.dumps(emf["_aws"])
+
+
+def test_a_capacity_request_within_the_warm_throughput_says_so_and_is_counted(
+    world: World,
+    aws_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN a brokered table at 100 write units (50 of traffic), pre-warmed to 1,000
+    name = serve_table(world, monkeypatch, aws_env)
+    _prewarm(world, name, 1_000)
+    # WHEN a worker asks for 500 more: a level of 550, within the warm throughput
+    answer = request(world, name, write=500)
+    # THEN the answer's rows say the raise was within it, and the broker counts one
+    assert answer["ok"] is True
+    changes = answer["hold"]["changes"]
+    assert [(c["to"], c["within_warm"]) for c in changes] == [(550, True), (550, True)]
+    assert counted(capsys.readouterr().out, "RaisesWithinWarm") == 1
+    # AND a request past it says it was not
+    answer = request(world, name, write=1_500)
+    assert [c["within_warm"] for c in answer["hold"]["changes"]] == [False, False]
+    assert counted(capsys.readouterr().out, "RaisesWithinWarm") == 0
 
 
 # ------------------------------------------------------------------ the simulator
