@@ -1,7 +1,12 @@
 """Shared fixtures: CDK scopes, the example app synthesized by the real CDK CLI, a local
 moto server (emptied at the start of each test module) and dynalite (each on 127.0.0.1 on a
 free port, stopped afterwards), and a stand-in for CloudFormation's pre-signed response
-URL. Loads the hypothesis profile (tests/hypothesis_profiles.py) first."""
+URL. Loads the hypothesis profile (tests/hypothesis_profiles.py) first.
+
+Under pytest-xdist (``make unit`` runs ``-n 2``) each worker has its own servers and
+temporary folders; a test module runs whole on one worker (its module fixtures are made
+once), and the modules that read the CLI's synthesized example app share one worker, so
+the app is synthesized once (:func:`pytest_xdist_make_scheduler`)."""
 
 from __future__ import annotations
 
@@ -33,6 +38,23 @@ from tests.hypothesis_profiles import load_profile
 load_profile()
 
 __all__ = ["ACCOUNT", "REGION"]
+
+
+#: The modules that read :func:`cli_assembly`: one xdist work unit, so one synth.
+ASSEMBLY_MODULES = ("test_checkov.py", "test_examples.py", "test_local_deploy.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's file-by-file scheduling, but :data:`ASSEMBLY_MODULES` as one unit."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class ByModule(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "cli_assembly" if Path(path).name in ASSEMBLY_MODULES else path
+
+    return ByModule(config, log)
 
 
 @pytest.fixture
