@@ -101,7 +101,8 @@ class LyingReports(RuleBasedStateMachine):
             item = self.world.store_ddb.get_item(
                 TableName=self.world.store.name, Key=key, ConsistentRead=True
             ).get("Item", {})
-            self.seen[("budget", name, dimension)] = combiner.entries(item, self.clock()).mark.budget
+            marks = combiner.entries(item, self.clock()).mark
+            self.seen[("budget", name, dimension)] = marks.budget
         return self.seen[("budget", name, dimension)]
 
     # ------------------------------------------------------------------ rules
