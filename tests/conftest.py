@@ -42,17 +42,37 @@ __all__ = ["ACCOUNT", "REGION"]
 
 #: The modules that read :func:`cli_assembly`: one xdist work unit, so one synth.
 ASSEMBLY_MODULES = ("test_checkov.py", "test_examples.py", "test_local_deploy.py")
+#: The longest work units, started first so that neither worker is left with a long one
+#: at the end; the others follow in collection order.
+LONGEST_FIRST = (
+    "cli_assembly",
+    "tests/test_packaging.py",
+    "tests/test_docs.py",
+    "tests/test_surge_state_machine.py",
+    "tests/test_report_page.py",
+)
+
+
+def _work_unit(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
+    return "cli_assembly" if Path(path).name in ASSEMBLY_MODULES else path
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """xdist's file-by-file scheduling, but :data:`ASSEMBLY_MODULES` as one unit."""
+    """xdist's file-by-file scheduling, but :data:`ASSEMBLY_MODULES` as one unit and the
+    units of :data:`LONGEST_FIRST` handed out first."""
     from xdist.scheduler import LoadFileScheduling
 
     class ByModule(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return "cli_assembly" if Path(path).name in ASSEMBLY_MODULES else path
+            return _work_unit(nodeid)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            for unit in reversed(LONGEST_FIRST):  # to the front of the queue, in order
+                if unit in self.workqueue:
+                    self.workqueue.move_to_end(unit, last=False)
+            super()._assign_work_unit(node)
 
     return ByModule(config, log)
 
