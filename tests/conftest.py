@@ -46,9 +46,13 @@ ASSEMBLY_MODULES = ("test_checkov.py", "test_examples.py", "test_local_deploy.py
 #: at the end; the others follow in collection order.
 LONGEST_FIRST = (
     "cli_assembly",
+    "tests/test_hold_races.py",
     "tests/test_packaging.py",
+    "tests/test_state_machine.py",
     "tests/test_docs.py",
+    "tests/test_tune.py",
     "tests/test_surge_state_machine.py",
+    "tests/test_instrument_construct.py",
     "tests/test_report_page.py",
 )
 
