@@ -72,8 +72,11 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy constructs_pkg lambda_src/ddb_capacity_runtime lambda_src/ddb_capacity_tools
 
+# The tests on two workers (pytest-xdist): much of the suite waits on local servers, the
+# CDK CLI and Chromium. A module runs whole on one worker (tests/conftest.py); a plain
+# `.venv/bin/pytest` runs them one by one.
 unit: install install-checkov browser
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n 2
 
 # The property tests (hypothesis) randomized at scale: each test's examples times
 # HYPOTHESIS_EXPLORE_SCALE (20 unless set), new random ones every run (tests/hypothesis_profiles.py);

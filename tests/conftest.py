@@ -1,7 +1,12 @@
 """Shared fixtures: CDK scopes, the example app synthesized by the real CDK CLI, a local
 moto server (emptied at the start of each test module) and dynalite (each on 127.0.0.1 on a
 free port, stopped afterwards), and a stand-in for CloudFormation's pre-signed response
-URL. Loads the hypothesis profile (tests/hypothesis_profiles.py) first."""
+URL. Loads the hypothesis profile (tests/hypothesis_profiles.py) first.
+
+Under pytest-xdist (``make unit`` runs ``-n 2``) each worker has its own servers and
+temporary folders; a test module runs whole on one worker (its module fixtures are made
+once), and the modules that read the CLI's synthesized example app share one worker, so
+the app is synthesized once (:func:`pytest_xdist_make_scheduler`)."""
 
 from __future__ import annotations
 
@@ -33,6 +38,47 @@ from tests.hypothesis_profiles import load_profile
 load_profile()
 
 __all__ = ["ACCOUNT", "REGION"]
+
+
+#: The modules that read :func:`cli_assembly`: one xdist work unit, so one synth.
+ASSEMBLY_MODULES = ("test_checkov.py", "test_examples.py", "test_local_deploy.py")
+#: The longest work units, started first so that neither worker is left with a long one
+#: at the end; the others follow in collection order.
+LONGEST_FIRST = (
+    "cli_assembly",
+    "tests/test_hold_races.py",
+    "tests/test_packaging.py",
+    "tests/test_state_machine.py",
+    "tests/test_docs.py",
+    "tests/test_tune.py",
+    "tests/test_surge_state_machine.py",
+    "tests/test_instrument_construct.py",
+    "tests/test_report_page.py",
+)
+
+
+def _work_unit(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
+    return "cli_assembly" if Path(path).name in ASSEMBLY_MODULES else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's file-by-file scheduling, but :data:`ASSEMBLY_MODULES` as one unit and the
+    units of :data:`LONGEST_FIRST` handed out first."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class ByModule(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _work_unit(nodeid)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            for unit in reversed(LONGEST_FIRST):  # to the front of the queue, in order
+                if unit in self.workqueue:
+                    self.workqueue.move_to_end(unit, last=False)
+            super()._assign_work_unit(node)
+
+    return ByModule(config, log)
 
 
 @pytest.fixture
