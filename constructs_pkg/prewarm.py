@@ -14,7 +14,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from .compliance import acknowledge, skip_checkov
-from .runtime import runtime_function
+from .runtime import FunctionConfig, runtime_function
 
 PROVIDER_ID = "CapacitySettleProvider"
 
@@ -35,8 +35,7 @@ def settle_function(scope: Construct) -> tuple[lambda_.Function, iam.ManagedPoli
         "Function",
         handler="ddb_capacity_runtime.settle.handler.handler",
         description="Settles PROVISION_THEN_SETTLE tables from their high-water mark",
-        timeout=Duration.minutes(10),
-        memory_size=256,
+        config=FunctionConfig(256, Duration.minutes(10)),
         configured_by_environment=False,  # its tables come in each event
     )
     reasons = {
