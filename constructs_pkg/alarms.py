@@ -185,7 +185,7 @@ class AlarmSet:
             f"alarm_options[{alarm_id!r}].evaluation_periods",
             periods,
             1,
-            ALARM_WINDOW_SECONDS // period,
+            int(ALARM_WINDOW_SECONDS // period),
         )
 
 

@@ -8,7 +8,12 @@ the real aws-cdk-lib (and the five cdk-nag packs where the template changes)."""
 from __future__ import annotations
 
 import inspect
+import json
 import math
+import os
+import re
+import subprocess
+import sys
 import typing
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,7 +67,8 @@ def orders(stack: cdk.Stack) -> ProvisionedTable:
 
 
 def alarms_of(template: Template) -> list[dict[str, Any]]:
-    return [a["Properties"] for a in template.find_resources("AWS::CloudWatch::Alarm").values()]
+    found = template.find_resources("AWS::CloudWatch::Alarm").values()
+    return [{"AlarmDescription": "", **a["Properties"]} for a in found]
 
 
 def refused(make: typing.Callable[[cdk.Stack], object]) -> str:
@@ -303,6 +309,7 @@ def test_a_metric_the_scaler_does_not_send_is_refused(
 
 
 RUNTIME = Path(ddb_capacity_runtime.__file__).parent
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("name", sorted(set(SCALER_METRICS) | set(REQUEST_METRICS)), ids=str)
@@ -588,3 +595,42 @@ def test_a_tick_in_any_allowed_timeout_keeps_time_to_act_and_ends_before_it(
 def test_the_broker_timeout_outlasts_its_longest_wait() -> None:
     shortest = REQUEST_FUNCTIONS["Broker"].shortest.to_seconds()
     assert shortest > BROKER_MAX_WAIT.total_seconds()
+
+
+# ---------------------------------------------------------------------- the guide's app
+
+
+def test_the_guides_app_synthesizes_as_it_says(tmp_path: Path) -> None:
+    # GIVEN the guide's three python blocks, one app in three parts
+    text = (ROOT / "docs" / "guides" / "alarms-metrics-functions.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 3
+    # WHEN it runs
+    script = tmp_path / "app.py"
+    script.write_text("\n".join(blocks))
+    env = {**os.environ, "CDK_OUTDIR": str(tmp_path / "cdk.out")}
+    subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, check=True, timeout=300)
+    template = Template.from_json(
+        json.loads((tmp_path / "cdk.out" / "Orders.template.json").read_text())
+    )
+    alarms = alarms_of(template)
+    # THEN the alarms are as its options say
+    assert not [a for a in alarms if "sat at its max" in a["AlarmDescription"]]
+    throttling = [a for a in alarms if a["AlarmDescription"].startswith("Sustained")]
+    assert {(a["Threshold"], a["EvaluationPeriods"]) for a in throttling} == {(50, 3)}
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm", {"MetricName": "Refused", "Threshold": 10, "Period": 3600}
+    )
+    # AND the functions as their options say
+    restorers = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Description": "DynamoDB capacity hold restorer", "MemorySize": 256}},
+    )
+    assert len(restorers) == 1
+    (restorer,) = restorers.values()
+    assert retention_of(template, restorer["Properties"]) == 30
+    brokers = template.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Description": "DynamoDB capacity request broker"}},
+    ).values()
+    assert sorted(b["Properties"]["Architectures"][0] for b in brokers) == ["arm64", "x86_64"]
