@@ -97,6 +97,12 @@ class FunctionConfig:
     log_retention: logs.RetentionDays = LOG_RETENTION
     architecture: lambda_.Architecture = ARCHITECTURE
 
+    def __str__(self) -> str:
+        return (
+            f"{self.memory_size} MB, a timeout of {self.timeout.to_human_string()}, logs kept "
+            f"{self.log_retention.name}, {self.architecture.name}"
+        )
+
 
 def function_configs(
     where: str, options: object, defaults: Mapping[str, FunctionDefaults]

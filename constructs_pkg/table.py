@@ -56,9 +56,10 @@ from .capacity import (
     check_table_quota,
     is_token,
 )
-from .prewarm import SettleStep
+from .prewarm import SETTLE_DEFAULTS, SettleStep
 from .props import MetricProps, duration_prop
 from .quota import ScalableTargetQuota
+from .runtime import FunctionConfig, FunctionOptions, function_configs
 
 DIMENSIONS = ("read", "write")
 
@@ -152,6 +153,11 @@ class TableCapacity(Construct):
         none (a table with GSIs must name them all).
     :param prewarm: how high-water marks are reached. Default: ``WARM_THROUGHPUT``.
     :param table_quota: the account's per-table capacity quota. Default: 40,000.
+    :param function_options: with ``PROVISION_THEN_SETTLE`` only, ``{"Settle":
+        FunctionOptions(...)}``: the stack's settle function (memory, timeout from 1 to 15
+        minutes, log retention, architecture) merged over its defaults (256 MB, 10 minutes;
+        CloudFormation waits 2 minutes more). Every settled table of a stack shares that
+        function, so they must ask for the same. Default: the defaults.
     """
 
     #: How messages name the construct.
@@ -172,11 +178,13 @@ class TableCapacity(Construct):
         indexes: Mapping[str, tuple[Capacity, Capacity]] | None = None,
         prewarm: PrewarmMethod = PrewarmMethod.WARM_THROUGHPUT,
         table_quota: int = DEFAULT_TABLE_QUOTA,
+        function_options: Mapping[str, FunctionOptions] | None = None,
     ) -> None:
         super().__init__(scope, id)
         where = f"{self._KIND} {self.node.path}"
         self._validate_table(where, table)
         self._configure(where, prewarm, table_quota, tag=isinstance(table, _NewTable))
+        self._settle_config = self._validate_function_options(function_options)
         if isinstance(table, _NewTable):
             self._render_new_table(table, read=read, write=write)
         elif isinstance(table, dynamodb.Table):
@@ -213,6 +221,17 @@ class TableCapacity(Construct):
                     f"provisioned tables only"
                 )
         _validate_managed_once(self, where, table)
+
+    def _validate_function_options(self, options: object) -> FunctionConfig:
+        """``function_options``: the settle function's (``"Settle"``), PROVISION_THEN_SETTLE
+        only; returns its config merged over the defaults."""
+        if options is not None and self.prewarm is not PrewarmMethod.PROVISION_THEN_SETTLE:
+            raise CapacityConfigError(
+                f"{self._where}: function_options: got {shown(options)}; they set the settle "
+                f"function of prewarm=PrewarmMethod.PROVISION_THEN_SETTLE only, and prewarm is "
+                f"{self.prewarm.name}"
+            )
+        return function_configs(self._where, options, SETTLE_DEFAULTS)["Settle"]
 
     def _configure(
         self, where: str, prewarm: PrewarmMethod, table_quota: int, *, tag: bool
@@ -560,7 +579,13 @@ class TableCapacity(Construct):
             initial = self._initial(capacity)
             if initial > capacity.min_capacity:
                 if self._settle is None:
-                    self._settle = SettleStep(self, "Settle", table=self.table)
+                    self._settle = SettleStep(
+                        self,
+                        "Settle",
+                        table=self.table,
+                        where=self._where,
+                        config=self._settle_config,
+                    )
                 self._settle.add_target(index_name, dimension, initial, capacity.min_capacity)
 
     @staticmethod
@@ -749,6 +774,11 @@ class ProvisionedTable(TableCapacity):
         a ``Capacity`` sets ``high_water_mark``.
     :param table_quota: the per-table capacity quota of the account, in capacity units.
         Default: 40,000 (DynamoDB's default quota).
+    :param function_options: with ``PROVISION_THEN_SETTLE`` only, ``{"Settle":
+        FunctionOptions(...)}``: the stack's settle function (memory, timeout from 1 to 15
+        minutes, log retention, architecture) merged over its defaults (256 MB, 10 minutes;
+        CloudFormation waits 2 minutes more). Every settled table of a stack shares that
+        function, so they must ask for the same. Default: the defaults.
     :param billing_mode: only ``BillingMode.PROVISIONED`` is accepted. Default: PROVISIONED.
     :param point_in_time_recovery: Default: True.
     :param deletion_protection: Default: True.
@@ -786,6 +816,7 @@ class ProvisionedTable(TableCapacity):
         stream: dynamodb.StreamViewType | None = None,
         time_to_live_attribute: str | None = None,
         contributor_insights_enabled: bool | None = None,
+        function_options: Mapping[str, FunctionOptions] | None = None,
         **table_props: Any,
     ) -> None:
         spec = _NewTable(
@@ -812,7 +843,14 @@ class ProvisionedTable(TableCapacity):
             frozenset(table_props),
         )
         super().__init__(
-            scope, id, table=spec, read=read, write=write, prewarm=prewarm, table_quota=table_quota
+            scope,
+            id,
+            table=spec,
+            read=read,
+            write=write,
+            prewarm=prewarm,
+            table_quota=table_quota,
+            function_options=function_options,
         )
 
 

@@ -42,6 +42,7 @@ from constructs_pkg import (
     FastPath,
     FleetAdvisor,
     FunctionOptions,
+    PrewarmMethod,
     ProvisionedTable,
     ThrottleAwareScaler,
     acknowledge,
@@ -634,3 +635,78 @@ def test_the_guides_app_synthesizes_as_it_says(tmp_path: Path) -> None:
         {"Properties": {"Description": "DynamoDB capacity request broker"}},
     ).values()
     assert sorted(b["Properties"]["Architectures"][0] for b in brokers) == ["arm64", "x86_64"]
+
+
+# ---------------------------------------------------------------------- the settle function
+
+HIGH = Capacity(min_capacity=5, max_capacity=100, high_water_mark=1_000)
+
+
+def settled(stack: cdk.Stack, id: str, options: Any) -> ProvisionedTable:
+    return ProvisionedTable(
+        stack,
+        id,
+        partition_key=PK,
+        read=HIGH,
+        write=SMALL,
+        prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
+        function_options=options,
+    )
+
+
+def test_the_settle_function_takes_its_options_and_cloudformation_waits_longer(
+    stack: cdk.Stack,
+) -> None:
+    # GIVEN two settled tables asking for the same settle function
+    options = {"Settle": FunctionOptions(memory_size=512, timeout=Duration.minutes(5))}
+    settled(stack, "Catalog", options)
+    settled(stack, "Prices", options)
+    template = Template.from_stack(stack)
+    # THEN the stack's one settle function runs so, and CloudFormation waits 2 minutes more
+    function = function_of(
+        template, "Settles PROVISION_THEN_SETTLE tables from their high-water mark"
+    )
+    assert (function["MemorySize"], function["Timeout"]) == (512, 300)
+    settles = template.find_resources("Custom::CapacitySettle").values()
+    assert [s["Properties"]["ServiceTimeout"] for s in settles] == ["420", "420"]
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (
+            lambda s: ProvisionedTable(
+                s,
+                "T",
+                partition_key=PK,
+                read=SMALL,
+                write=SMALL,
+                function_options={"Settle": FunctionOptions()},
+            ),
+            "ProvisionedTable Test/T: function_options: got {'Settle': FunctionOptions(",
+        ),
+        (
+            lambda s: settled(s, "T", {"Settle": FunctionOptions(timeout=Duration.seconds(30))}),
+            "function_options['Settle']: timeout: got 30 seconds; expected a Duration from 1 "
+            "minute to 15 minutes: the settle step waits for its table until 30 seconds",
+        ),
+    ],
+)
+def test_bad_settle_function_options_are_refused(make: Any, expected: str) -> None:
+    message = refused(make)
+    assert expected in message, message
+
+
+def test_a_second_settled_table_asking_for_another_function_is_told_why() -> None:
+    message = refused(
+        lambda s: (
+            settled(s, "Catalog", None),
+            settled(s, "Prices", {"Settle": FunctionOptions(memory_size=512)}),
+        )
+    )
+    assert message.startswith(
+        "ProvisionedTable Test/Prices: function_options['Settle']: got 512 MB, a timeout of "
+        "10 minutes, logs kept ONE_YEAR, arm64; but the stack's one settle function "
+        "(Test/CapacitySettleProvider) is already made with 256 MB,"
+    ), message
+    assert "every PROVISION_THEN_SETTLE table of a stack shares it" in message, message
