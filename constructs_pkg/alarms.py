@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from aws_cdk import Duration, Token
+from aws_cdk import Annotations, Duration, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_sns as sns
@@ -148,6 +148,12 @@ class AlarmSet:
         self._owner, self._where, self._topic, self._options = owner, where, topic, options
         self._alarms: dict[str, cloudwatch.Alarm] = {}
         self.alarms: Mapping[str, cloudwatch.Alarm] = MappingProxyType(self._alarms)
+        for alarm_id in sorted(i for i, o in options.items() if not o.enabled):
+            Annotations.of(owner).add_warning_v2(
+                f"ddb-capacity:alarm-off:{alarm_id}",
+                f"{where}: alarm {alarm_id} is off (alarm_options): its metric is still sent, "
+                "but nothing alarms on it",
+            )
 
     def add(
         self, alarm_id: str, spec: AlarmSpec, *, construct_id: str = "", key: str = ""
@@ -208,12 +214,12 @@ def emf_metric(
             f"{where}: metric: got {shown(metric_name)}; expected one of the metrics it "
             f"sends: {', '.join(sorted(known))}"
         )
-    if (table_name is None) != (scope != "table") and scope != "both":
-        needs = (
-            "needs table_name (it is sent per table)"
-            if scope == "table"
-            else ("is sent once a run, with no TableName: leave table_name out")
-        )
+    needs = ""
+    if scope == "table" and table_name is None:
+        needs = "needs table_name (it is sent per table)"
+    elif scope == "run" and table_name is not None:
+        needs = "is sent once a run, with no TableName: leave table_name out"
+    if needs:
         raise CapacityConfigError(
             f"{where}: metric {metric_name!r} {needs}; got table_name={shown(table_name)}"
         )

@@ -30,7 +30,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
-from aws_cdk.assertions import Match, Template
+from aws_cdk.assertions import Annotations, Match, Template
 from constructs import IConstruct
 
 import ddb_capacity_runtime
@@ -178,6 +178,9 @@ def test_alarm_options_turn_off_rethreshold_and_add_actions(stack: cdk.Stack) ->
     alarms = alarms_of(template)
     # THEN the alarm turned off is made nowhere
     assert "PinnedAtMax" not in scaler.alarms
+    Annotations.from_stack(stack).has_warning(
+        "/Test/Scaler", Match.string_like_regexp("alarm PinnedAtMax is off")
+    )
     assert not [a for a in alarms if "sat at its max" in a["AlarmDescription"]]
     # AND every throttling alarm takes 3 minutes of 50 throttles (the default: 10 of 1)
     throttling = [a for a in alarms if a["AlarmDescription"].startswith("Sustained")]
