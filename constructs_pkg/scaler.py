@@ -9,7 +9,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, Unpack
 
 import jsii
 from aws_cdk import Aws, Duration, Fn, IStableStringProducer, Lazy, Stack, Token
@@ -18,7 +18,6 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IValidation
-from typing_extensions import Unpack
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import DIMENSIONS, SCALER_TAGS, TARGET_TAG

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any, Unpack, cast
 
 import jsii
 from aws_cdk import (
@@ -33,7 +33,6 @@ from aws_cdk import aws_kms as kms
 from aws_cdk.interfaces import ResourceEnvironment
 from aws_cdk.interfaces.aws_dynamodb import TableReference
 from constructs import Construct, IValidation
-from typing_extensions import Unpack
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import TARGET_TAG, resource_id
