@@ -18,6 +18,7 @@ from ddb_capacity_tools.schedule import (
     cron,
 )
 
+from .alarms import AlarmOptions
 from .capacity import (
     DEFAULT_TABLE_QUOTA,
     DEFAULT_TARGET_UTILIZATION,
@@ -28,10 +29,12 @@ from .capacity_requests import CapacityRequests, FastPath
 from .compliance import acknowledge, apply_nag_packs, skip_checkov
 from .fleet_advisor import FleetAdvisor
 from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
+from .runtime import FunctionOptions
 from .scaler import ThrottleAwareScaler
 from .table import ProvisionedTable, TableCapacity
 
 __all__ = [
+    "AlarmOptions",
     "Capacity",
     "CapacityConfigError",
     "CapacityRequests",
@@ -41,6 +44,7 @@ __all__ = [
     "EVERY_DAY",
     "FastPath",
     "FleetAdvisor",
+    "FunctionOptions",
     "PrewarmMethod",
     "ProvisionedTable",
     "ScalableTargetQuota",

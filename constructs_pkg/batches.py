@@ -22,7 +22,7 @@ from constructs import Construct
 from ddb_capacity_runtime.scaler.shard import BATCH_QUEUE_ENV
 
 from .compliance import acknowledge, skip_checkov
-from .runtime import acknowledge_control_plane_function, runtime_function
+from .runtime import FunctionConfig, acknowledge_control_plane_function, runtime_function
 
 #: Batches ticked at once: 10,000 tables in batches of 125 are 80 batches, about 8 rounds
 #: of 10 within a 2-minute tick (benchmarks/sharded_tick.py).
@@ -45,21 +45,19 @@ def batch_path(
     scheduled: lambda_.Function,
     scheduled_policy: iam.ManagedPolicy,
     dead_letter_queue: sqs.IQueue,
-    timeout: Duration,
-    memory_size: int,
+    config: FunctionConfig,
     concurrency: int,
 ) -> BatchPath:
     """The queue (child ``BatchQueue``) and the batch function (child ``BatchFunction``) of
     ``scheduled``, whose policy the batch function's role gets too (the same tables,
     targets and state store), and whose environment names the queue."""
-    queue = _batch_queue(scope, dead_letter_queue, timeout)
+    queue = _batch_queue(scope, dead_letter_queue, config.timeout)
     function, policy = runtime_function(
         scope,
         "BatchFunction",
         handler="ddb_capacity_runtime.scaler.handler.batch_handler",
         description="Throttle-aware DynamoDB capacity scaler, batches of a sharded tick",
-        timeout=timeout,
-        memory_size=memory_size,
+        config=config,
         reserved_concurrent_executions=concurrency,
     )
     _acknowledge(function, queue)

@@ -22,9 +22,9 @@ heads over what is provisioned. ``grant_signals`` lets a process report, and not
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import jsii
 from aws_cdk import (
@@ -35,7 +35,6 @@ from aws_cdk import (
     Token,
 )
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -54,6 +53,7 @@ from ddb_capacity_runtime.core.surge import (
 from ddb_capacity_runtime.instrument import MODE_ENV, TABLES_ENV
 from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
+from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
 from ddb_capacity_runtime.requests.holds import MAX_HOLD_MINUTES, shown
 from ddb_capacity_runtime.requests.store import (
     MAX_HOLD_ENV,
@@ -64,14 +64,17 @@ from ddb_capacity_runtime.requests.store import (
 from ddb_capacity_runtime.requests.surge import SurgeSettings
 from ddb_capacity_runtime.signals import MODES
 
+from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, emf_metric, says
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota, is_token
 from .compliance import acknowledge, skip_checkov
-from .props import duration_prop
+from .props import MetricProps, duration_prop
 from .runtime import (
     HOOK_WRAPPER,
     SCALABLE_TARGETS_FINDING,
+    FunctionDefaults,
+    FunctionOptions,
     ScheduledFunction,
-    alarm_on_any,
+    function_configs,
     hook_layer,
     hook_runtimes,
     move_minimums_statement,
@@ -118,6 +121,58 @@ DEFAULT_SURGE_ALARM_UNITS = 10_000
 #: What the signals function does in the hold store: read an item, write it (its combiner
 #: entries, a lease, a hold) and delete an item a lease leaves empty; no Query, no Scan.
 SIGNALS_STORE_ACTIONS = ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+#: The functions' defaults and the timeouts their logic allows (``function_options``).
+FUNCTION_DEFAULTS = {
+    "Broker": FunctionDefaults(
+        BROKER_MEMORY_MB,
+        BROKER_TIMEOUT,
+        shortest=BROKER_TIMEOUT,
+        why=f"a request waits up to {int(BROKER_MAX_WAIT.total_seconds() // 60)} minutes for "
+        "its table (BROKER_MAX_WAIT), and the broker then needs the time left to withdraw "
+        "the hold; Lambda's longest is 15 minutes",
+    ),
+    "Restorer": FunctionDefaults(
+        RESTORER_MEMORY_MB, RESTORER_TIMEOUT, shortest=Duration.minutes(1)
+    ),
+    "Signals": FunctionDefaults(
+        SIGNALS_MEMORY_MB,
+        SIGNALS_TIMEOUT,
+        shortest=Duration.seconds(10),
+        longest=SIGNALS_MAX_EVENT_AGE,
+        why="a report is stale after a minute (the function's maximum event age)",
+    ),
+}
+#: The EMF counts the broker, the restorer and the signals function send (namespace
+#: ``DynamoDBCapacity``, no dimension).
+REQUEST_METRICS = dict.fromkeys(
+    (
+        "Refused",
+        "HoldsDropped",
+        "ReportsRefused",
+        "ReportsNotServed",
+        "CombinerFull",
+        "SurgesApplied",
+        "SurgesDeferred",
+        "SurgesFailed",
+        "SurgesOverBudget",
+        "SurgeUnits",
+        "SurgeEntriesIgnored",
+    ),
+    "run",
+)
+#: The alarms, by stable id (``alarm_options``, ``alarms``).
+ALARM_IDS = (
+    "BrokerErrors",
+    "HoldsDropped",
+    "RestorerErrors",
+    "SignalsErrors",
+    "ReportsRefused",
+    "SurgeBudget",
+    "SurgeUnits",
+    "SurgesFailed",
+    "CombinerFull",
+    "SignalsDropped",
+)
 
 
 @dataclass(frozen=True)
@@ -200,6 +255,14 @@ class CapacityRequests(Construct):
         dimension within seconds of the processes' reports. Without a restorer
         (``restore_every=None``) a scaler must be connected to end its surges. Default:
         None, no fast path.
+    :param alarm_options: per alarm id (see :attr:`alarms`), an ``AlarmOptions``: off,
+        another threshold or evaluation periods, more actions. Default: every alarm as
+        documented (docs: Alarms).
+    :param function_options: per function (``"Broker"``, ``"Restorer"``, ``"Signals"``), a
+        ``FunctionOptions`` merged over its defaults: the broker 256 MB and 15 minutes (its
+        timeout cannot be shorter: a request waits up to 13 minutes), the restorer 128 MB and
+        3 minutes (1 to 15 minutes), the signals function 256 MB and 30 seconds (10 seconds
+        to a minute); logs kept one year; ARM_64.
 
     **Why the restorer stays when a scaler is connected.** A scaler connected with
     :meth:`connect` ends expired holds in its tick, but only some of them, so the restorer
@@ -237,9 +300,13 @@ class CapacityRequests(Construct):
         alarm_topic: sns.ITopic | None = None,
         fast_path: FastPath | None = None,
         table_quota: int = DEFAULT_TABLE_QUOTA,
+        alarm_options: Mapping[str, AlarmOptions] | None = None,
+        function_options: Mapping[str, FunctionOptions] | None = None,
     ) -> None:
         super().__init__(scope, id)
         self._where = f"CapacityRequests {self.node.path}"
+        alarm_options = checked_alarm_options(self._where, ALARM_IDS, alarm_options)
+        self._functions = function_configs(self._where, function_options, FUNCTION_DEFAULTS)
         self.table_quota = check_table_quota(self._where, table_quota)
         total = self._validate_limits(max_units, max_total_units, broker_concurrency)
         hold_minutes = self._validate_max_hold(max_hold)
@@ -253,6 +320,7 @@ class CapacityRequests(Construct):
         }
         self._configure_tables(tables)
         self.alarm_topic = alarm_topic or alarm_topic_of(self, "DynamoDB capacity request alarms")
+        self._alarm_set = AlarmSet(self, self._where, self.alarm_topic, alarm_options)
         #: The hold store: holds and their leases, written with conditional writes (and,
         #: once a scaler is connected, the scaler's state too).
         self.hold_store = state_store_table(
@@ -395,8 +463,7 @@ class CapacityRequests(Construct):
             "Broker",
             handler="ddb_capacity_runtime.requests.broker.broker_handler",
             description="DynamoDB capacity request broker",
-            timeout=BROKER_TIMEOUT,
-            memory_size=BROKER_MEMORY_MB,
+            config=self._functions["Broker"],
             environment={
                 **self.environment,
                 SCOPES_ENV: Lazy.string(_Scopes(self)),
@@ -416,9 +483,9 @@ class CapacityRequests(Construct):
         return broker, policy
 
     def _render_broker_alarms(self) -> None:
-        self._errors_alarm(self.broker, "BrokerErrorsAlarm", "The capacity request broker failed")
+        self._errors_alarm(self.broker, "BrokerErrors", "The capacity request broker failed")
         self._count_alarm(
-            "HoldsDroppedAlarm",
+            "HoldsDropped",
             "HoldsDropped",
             "Capacity holds were dropped without lowering their table: it left the broker's "
             "tables (its minimum stays where the holds left it; the broker's log says where), "
@@ -427,41 +494,63 @@ class CapacityRequests(Construct):
 
     def _count_alarm(self, alarm_id: str, metric: str, description: str) -> None:
         """An alarm on any of the functions' EMF count ``metric`` in 5 minutes."""
-        alarm_on_any(
-            self,
-            alarm_id,
-            cloudwatch.Metric(
-                namespace=BROKER_NAMESPACE,
-                metric_name=metric,
-                statistic="Sum",
-                period=Duration.minutes(5),
-            ),
-            description,
-            self.alarm_topic,
-        )
+        self._alarm_set.add(alarm_id, AlarmSpec(self.metric(metric), says(description)))
 
     def _surge_units_alarm(self, threshold: int) -> None:
         """An alarm when the fast path's surges add ``threshold`` units or more in an hour."""
-        metric = cloudwatch.Metric(
-            namespace=BROKER_NAMESPACE,
-            metric_name="SurgeUnits",
-            statistic="Sum",
-            period=Duration.hours(1),
-        )
-        alarm = metric.create_alarm(
-            self,
-            "SurgeUnitsAlarm",
-            threshold=threshold,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=(
-                f"The fast path's surges added {threshold:,} capacity units or more in an "
-                "hour (SurgeUnits): busy bursts, or a process that lies; the signals "
-                "function's surge-applied lines name the dimensions"
+        self._alarm_set.add(
+            "SurgeUnits",
+            AlarmSpec(
+                self.metric_surge_units(period=Duration.hours(1)),
+                says(
+                    f"The fast path's surges added {threshold:,} capacity units or more in an "
+                    "hour (SurgeUnits): busy bursts, or a process that lies; the signals "
+                    "function's surge-applied lines name the dimensions"
+                ),
+                threshold=threshold,
             ),
         )
-        alarm.add_alarm_action(cw_actions.SnsAction(self.alarm_topic))
+
+    @property
+    def alarms(self) -> Mapping[str, cloudwatch.Alarm]:
+        """The alarms by stable id (read-only): ``BrokerErrors``, ``HoldsDropped``;
+        ``RestorerErrors`` with a restorer; ``SignalsErrors``, ``ReportsRefused``,
+        ``SurgeBudget``, ``SurgeUnits``, ``SurgesFailed``, ``CombinerFull`` and
+        ``SignalsDropped`` with a fast path. An alarm turned off is absent."""
+        return self._alarm_set.alarms
+
+    def metric(self, metric_name: str, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
+        """The EMF count ``metric_name`` its functions send (namespace ``DynamoDBCapacity``,
+        no dimension; docs: Alarms). Default: Sum over 5 minutes."""
+        return emf_metric(
+            self._where,
+            BROKER_NAMESPACE,
+            REQUEST_METRICS,
+            metric_name,
+            None,
+            Duration.minutes(5),
+            props,
+        )
+
+    def metric_refused(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
+        """Requests the broker refused."""
+        return self.metric("Refused", **props)
+
+    def metric_holds_dropped(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
+        """Holds dropped without lowering their table (it left, was deleted, went on-demand)."""
+        return self.metric("HoldsDropped", **props)
+
+    def metric_reports_refused(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
+        """Malformed reports to the fast path's signals function."""
+        return self.metric("ReportsRefused", **props)
+
+    def metric_surges_failed(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
+        """Surges of the fast path that could not be applied."""
+        return self.metric("SurgesFailed", **props)
+
+    def metric_surge_units(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
+        """Capacity units the fast path's surges added."""
+        return self.metric("SurgeUnits", **props)
 
     def _render_restorer(self, restore_every: Duration | None) -> ScheduledFunction | None:
         """The restorer only asks the broker to end expired holds: it changes nothing
@@ -472,8 +561,7 @@ class CapacityRequests(Construct):
             self,
             handler="ddb_capacity_runtime.requests.restorer.restorer_handler",
             description="DynamoDB capacity hold restorer",
-            timeout=RESTORER_TIMEOUT,
-            memory_size=RESTORER_MEMORY_MB,
+            config=self._functions["Restorer"],
             every=restore_every,
             calls="Lambda (the capacity broker)",
         )
@@ -485,9 +573,7 @@ class CapacityRequests(Construct):
                 resources=[self.broker.function_arn],
             )
         )
-        self._errors_alarm(
-            restorer.function, "RestorerErrorsAlarm", "The capacity hold restorer failed"
-        )
+        self._errors_alarm(restorer.function, "RestorerErrors", "The capacity hold restorer failed")
         return restorer
 
     def _render_signals(
@@ -502,8 +588,7 @@ class CapacityRequests(Construct):
             "Signals",
             handler="ddb_capacity_runtime.requests.surge.signals_handler",
             description="DynamoDB capacity signals (fast path)",
-            timeout=SIGNALS_TIMEOUT,
-            memory_size=SIGNALS_MEMORY_MB,
+            config=self._functions["Signals"],
             environment={
                 **self.environment,
                 SCOPES_ENV: Lazy.string(_Scopes(self)),
@@ -549,17 +634,17 @@ class CapacityRequests(Construct):
         report, a report was malformed, a surge met its budget, surges added many units,
         or Lambda dropped reports before they ran."""
         self._errors_alarm(
-            signals, "SignalsErrorsAlarm", "The capacity signals function (fast path) failed"
+            signals, "SignalsErrors", "The capacity signals function (fast path) failed"
         )
         self._count_alarm(
-            "ReportsRefusedAlarm",
+            "ReportsRefused",
             "ReportsRefused",
             "A report to the fast path's signals function was malformed (the client hook "
             "never sends one: a process that lies, or another version): the signals "
             "function's log says which field",
         )
         self._count_alarm(
-            "SurgeBudgetAlarm",
+            "SurgeBudget",
             "SurgesOverBudget",
             "A surge of the fast path met its dimension's budget of surge units for the hour "
             "(a process that lies, or a budget too small): the log names the dimension",
@@ -567,30 +652,33 @@ class CapacityRequests(Construct):
         if fast_path.surge_alarm_units is not None:
             self._surge_units_alarm(fast_path.surge_alarm_units)
         self._count_alarm(
-            "SurgesFailedAlarm",
+            "SurgesFailed",
             "SurgesFailed",
             "A surge of the fast path could not be applied (the raise failed, a limit "
             "refused it, or AWS failed); the signals function's log says which",
         )
         self._count_alarm(
-            "CombinerFullAlarm",
+            "CombinerFull",
             "CombinerFull",
             "A report of the fast path was refused: 500 processes report on its dimension "
             "already; the signals function's log names the dimension",
         )
-        alarm_on_any(
-            self,
-            "SignalsDroppedAlarm",
-            cloudwatch.Metric(
-                namespace="AWS/Lambda",
-                metric_name="AsyncEventsDropped",
-                dimensions_map={"FunctionName": signals.function_name},
-                statistic="Sum",
-                period=Duration.minutes(5),
+        self._alarm_set.add(
+            "SignalsDropped",
+            AlarmSpec(
+                cloudwatch.Metric(
+                    namespace="AWS/Lambda",
+                    metric_name="AsyncEventsDropped",
+                    dimensions_map={"FunctionName": signals.function_name},
+                    statistic="Sum",
+                    period=Duration.minutes(5),
+                ),
+                says(
+                    "Reports to the capacity signals function (fast path) were dropped by "
+                    "Lambda before it ran them (older than a minute: its reserved concurrency "
+                    "was busy)"
+                ),
             ),
-            "Reports to the capacity signals function (fast path) were dropped by Lambda "
-            "before it ran them (older than a minute: its reserved concurrency was busy)",
-            self.alarm_topic,
         )
 
     def grant_signals(self, grantee: iam.IGrantable) -> iam.Grant:
@@ -816,12 +904,8 @@ class CapacityRequests(Construct):
         ]
 
     def _errors_alarm(self, function: lambda_.Function, id: str, description: str) -> None:
-        alarm_on_any(
-            self,
-            id,
-            function.metric_errors(period=Duration.minutes(5)),
-            description,
-            self.alarm_topic,
+        self._alarm_set.add(
+            id, AlarmSpec(function.metric_errors(period=Duration.minutes(5)), says(description))
         )
 
     @staticmethod

@@ -15,7 +15,7 @@ metrics alarm to ``topic``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from aws_cdk import Aws, Duration, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -30,14 +30,18 @@ from constructs import Construct
 
 from ddb_capacity_tools.fleet_settings import MAX_DAYS, NAMESPACE, AdvisorSettings
 
+from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, says
 from .compliance import acknowledge, skip_checkov
 from .props import duration_prop, whole_prop
 from .runtime import (
+    FunctionConfig,
+    FunctionDefaults,
+    FunctionOptions,
     _configure_failed_runs,
     _dead_letter_queue,
     advisor_code,
-    alarm_on_any,
     alarm_topic,
+    function_configs,
     read_autoscaling_statement,
     runtime_function,
 )
@@ -54,13 +58,24 @@ DEFAULT_MAX_CONCURRENCY = 10
 DEFAULT_WORKER_MEMORY = 1769
 DEFAULT_RETENTION = Duration.days(90)
 DEFAULT_DAYS = 14
-#: Lambda's longest run: a worker advises one table within it.
+#: Lambda's longest run: a worker advises one table within it (and the lister and the
+#: report run within it too), unless function_options say.
 WORKER_TIMEOUT = Duration.minutes(15)
 #: A message is received this many times before it goes to the dead-letter queue.
 MAX_RECEIVES = 3
 #: The kinds of policy ``advise`` can recommend (``candidates``).
 CANDIDATE_KINDS = ("stock", "autopilot", "on-demand", "hybrid")
 PACKS_VPC = ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
+#: The alarms, by stable id (``alarm_options``, ``alarms``).
+ALARM_IDS = ("DeadLetters", "Failures", "TablesFailed", "TablesMissing")
+
+
+def function_defaults(worker_memory_size: int) -> dict[str, FunctionDefaults]:
+    """The functions' defaults (``function_options``): each may run 1 to 15 minutes."""
+    return {
+        name: FunctionDefaults(memory, WORKER_TIMEOUT, shortest=Duration.minutes(1))
+        for name, memory in (("Lister", 256), ("Worker", worker_memory_size), ("Report", 1024))
+    }
 
 
 class FleetAdvisor(Construct):
@@ -79,6 +94,14 @@ class FleetAdvisor(Construct):
     :param worker_memory_size: the worker's memory in MB (1,769 is one vCPU). Default: 1769.
     :param report_retention: how long runs are kept in the bucket. Default: 90 days.
     :param topic: where the alarms go. Default: a topic of its own (SSL, KMS-encrypted).
+    :param alarm_options: per alarm id (``"DeadLetters"``, ``"Failures"``,
+        ``"TablesFailed"``, ``"TablesMissing"``), an ``AlarmOptions``: off, another threshold
+        or evaluation periods, more actions. Default: every alarm on any count in 5 minutes.
+    :param function_options: per function (``"Lister"``, ``"Worker"``, ``"Report"``), a
+        ``FunctionOptions`` merged over its defaults (256 MB, ``worker_memory_size`` and
+        1,024 MB; 15 minutes each, from 1 to 15 minutes; logs kept one year; ARM_64). The
+        ``Tables`` queue hides a message six times the worker's timeout. A worker's
+        ``memory_size`` here wins over ``worker_memory_size``.
     """
 
     def __init__(
@@ -94,11 +117,17 @@ class FleetAdvisor(Construct):
         worker_memory_size: int = DEFAULT_WORKER_MEMORY,
         report_retention: Duration = DEFAULT_RETENTION,
         topic: sns.ITopic | None = None,
+        alarm_options: Mapping[str, AlarmOptions] | None = None,
+        function_options: Mapping[str, FunctionOptions] | None = None,
     ) -> None:
         super().__init__(scope, id)
         self._where = f"FleetAdvisor {self.node.path}"
         cron = schedule or DEFAULT_SCHEDULE
         start = self._validate(cron, report_delay, max_concurrency, days, worker_memory_size)
+        alarm_options = checked_alarm_options(self._where, ALARM_IDS, alarm_options)
+        self._functions = function_configs(
+            self._where, function_options, function_defaults(worker_memory_size)
+        )
         self._check_candidates(candidates or ())
         duration_prop(
             self._where,
@@ -120,12 +149,15 @@ class FleetAdvisor(Construct):
         )
         self.topic = topic or alarm_topic(self, "DynamoDB fleet advisor alarms")
         self._policies: dict[str, iam.ManagedPolicy] = {}
-        self.lister = self._scheduled("Lister", "lister_handler", settings, start, 256)
-        self.worker = self._render_worker(settings, max_concurrency, worker_memory_size)
+        self.lister = self._scheduled("Lister", "lister_handler", settings, start)
+        self.worker = self._render_worker(settings, max_concurrency)
         delayed = (start + int(report_delay.to_minutes())) % 1440
-        self.report = self._scheduled("Report", "report_handler", settings, delayed, 1024)
+        self.report = self._scheduled("Report", "report_handler", settings, delayed)
         self._grant()
-        self.alarms = self._render_alarms()
+        alarm_set = AlarmSet(self, self._where, self.topic, alarm_options)
+        self._render_alarms(alarm_set)
+        #: The alarms by stable id (read-only); one turned off is absent.
+        self.alarms = alarm_set.alarms
 
     # ---------------------------------------------------------------- validation
 
@@ -232,7 +264,7 @@ class FleetAdvisor(Construct):
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             # six times the worker's timeout, as AWS advises for an SQS event source: an
             # invocation throttled by the account's concurrency still counts as a receive
-            visibility_timeout=Duration.minutes(WORKER_TIMEOUT.to_minutes() * 6),
+            visibility_timeout=Duration.seconds(self._functions["Worker"].timeout.to_seconds() * 6),
             retention_period=Duration.days(1),
             dead_letter_queue=sqs.DeadLetterQueue(
                 queue=self.dead_letter_queue, max_receive_count=MAX_RECEIVES
@@ -249,16 +281,14 @@ class FleetAdvisor(Construct):
         id: str,
         handler: str,
         settings: AdvisorSettings,
-        timeout: Duration,
-        memory: int,
+        config: FunctionConfig,
     ) -> tuple[lambda_.Function, iam.ManagedPolicy]:
         function, policy = runtime_function(
             scope,
             id,
             handler=f"ddb_capacity_tools.fleet_lambda.{handler}",
             description=f"DynamoDB fleet advisor, {handler.removesuffix('_handler')}",
-            timeout=timeout,
-            memory_size=memory,
+            config=config,
             environment=settings.to_env(),
             code=advisor_code(),
         )
@@ -276,14 +306,12 @@ class FleetAdvisor(Construct):
         return function, policy
 
     def _scheduled(
-        self, id: str, handler: str, settings: AdvisorSettings, minute_of_day: int, memory: int
+        self, id: str, handler: str, settings: AdvisorSettings, minute_of_day: int
     ) -> lambda_.Function:
         """A function run daily at ``minute_of_day`` UTC: failed runs to the dead-letter
         queue, one run at a time, no retry of a stale run."""
         scope = Construct(self, id)
-        function, policy = self._function(
-            scope, "Function", handler, settings, Duration.minutes(15), memory
-        )
+        function, policy = self._function(scope, "Function", handler, settings, self._functions[id])
         _configure_failed_runs(scope, function, policy, self.dead_letter_queue, Duration.hours(1))
         events.Rule(
             scope,
@@ -304,11 +332,9 @@ class FleetAdvisor(Construct):
         self._policies[id] = policy
         return function
 
-    def _render_worker(
-        self, settings: AdvisorSettings, concurrency: int, memory: int
-    ) -> lambda_.Function:
+    def _render_worker(self, settings: AdvisorSettings, concurrency: int) -> lambda_.Function:
         function, policy = self._function(
-            self, "Worker", "worker_handler", settings, WORKER_TIMEOUT, memory
+            self, "Worker", "worker_handler", settings, self._functions["Worker"]
         )
         no_dlq = (
             "Invoked synchronously by its SQS event source: a message that fails goes to "
@@ -444,9 +470,9 @@ class FleetAdvisor(Construct):
 
     # ---------------------------------------------------------------- alarms
 
-    def _render_alarms(self) -> dict[str, cloudwatch.Alarm]:
+    def _render_alarms(self, alarm_set: AlarmSet) -> None:
         period = Duration.minutes(5)
-        metrics: dict[str, tuple[cloudwatch.IMetric, str]] = {
+        metrics: dict[str, tuple[cloudwatch.Metric, str]] = {
             "DeadLetters": (
                 self.dead_letter_queue.metric_approximate_number_of_messages_visible(
                     period=period, statistic="Maximum"
@@ -455,7 +481,7 @@ class FleetAdvisor(Construct):
                 "dead-letter queue and the functions' logs.",
             ),
         }
-        for name, says in (
+        for name, description in (
             (
                 "Failures",
                 "The advisor failed (a run, a result not written, a message not "
@@ -476,12 +502,10 @@ class FleetAdvisor(Construct):
                 cloudwatch.Metric(
                     namespace=NAMESPACE, metric_name=name, statistic="Sum", period=period
                 ),
-                says,
+                description,
             )
-        return {
-            name: alarm_on_any(self, f"{name}Alarm", metric, says, self.topic)
-            for name, (metric, says) in metrics.items()
-        }
+        for name, (metric, description) in metrics.items():
+            alarm_set.add(name, AlarmSpec(metric, says(description)))
 
 
 _SQS_KEY_REASON = (

@@ -13,14 +13,40 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from ddb_capacity_runtime.core.errors import CapacityConfigError
+
 from .compliance import acknowledge, skip_checkov
-from .runtime import runtime_function
+from .runtime import FunctionConfig, FunctionDefaults, runtime_function
 
 PROVIDER_ID = "CapacitySettleProvider"
+#: The settle function's defaults and the timeouts it allows (``function_options["Settle"]``
+#: of a PROVISION_THEN_SETTLE table). CloudFormation waits 2 minutes more than the timeout.
+SETTLE_DEFAULTS = {
+    "Settle": FunctionDefaults(
+        256,
+        Duration.minutes(10),
+        shortest=Duration.minutes(1),
+        why="the settle step waits for its table until 30 seconds before its timeout, "
+        "then answers CloudFormation: at least a minute, and Lambda's longest is 15 minutes",
+    )
+}
+#: What CloudFormation waits for the settle function beyond its timeout.
+SERVICE_MARGIN = Duration.minutes(2)
 
 
-def settle_function(scope: Construct) -> tuple[lambda_.Function, iam.ManagedPolicy]:
-    """The stack's one settle function and its policy, created on first use."""
+class _SettleProvider(Construct):
+    """The holder of the stack's settle function, with the config it was made with."""
+
+    def __init__(self, scope: Construct, id: str, config: FunctionConfig) -> None:
+        super().__init__(scope, id)
+        self.config = config
+
+
+def settle_function(
+    scope: Construct, where: str, config: FunctionConfig
+) -> tuple[lambda_.Function, iam.ManagedPolicy]:
+    """The stack's one settle function and its policy, created on first use as ``config``
+    says; a later table (``where``) must ask for the same ``config``."""
     stack = Stack.of(scope)
     existing = stack.node.try_find_child(PROVIDER_ID)
     if existing is not None:
@@ -28,15 +54,22 @@ def settle_function(scope: Construct) -> tuple[lambda_.Function, iam.ManagedPoli
         policy = existing.node.find_child("FunctionPolicy")
         assert isinstance(function, lambda_.Function)
         assert isinstance(policy, iam.ManagedPolicy)
+        made = existing.config if isinstance(existing, _SettleProvider) else config
+        if made != config:
+            raise CapacityConfigError(
+                f"{where}: function_options['Settle']: got {config}; but the stack's one "
+                f"settle function ({existing.node.path}) is already made with {made}: every "
+                "PROVISION_THEN_SETTLE table of a stack shares it, so give them the same "
+                "function_options"
+            )
         return function, policy
-    holder = Construct(stack, PROVIDER_ID)
+    holder = _SettleProvider(stack, PROVIDER_ID, config)
     function, policy = runtime_function(
         holder,
         "Function",
         handler="ddb_capacity_runtime.settle.handler.handler",
         description="Settles PROVISION_THEN_SETTLE tables from their high-water mark",
-        timeout=Duration.minutes(10),
-        memory_size=256,
+        config=config,
         configured_by_environment=False,  # its tables come in each event
     )
     reasons = {
@@ -74,10 +107,18 @@ class SettleStep(Construct):
     """Lowers a PROVISION_THEN_SETTLE table's dimensions from their high-water mark to
     their operating minimum, once, with one UpdateTable (one decrease per counter)."""
 
-    def __init__(self, scope: Construct, id: str, *, table: dynamodb.Table) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        table: dynamodb.Table,
+        where: str,
+        config: FunctionConfig,
+    ) -> None:
         super().__init__(scope, id)
         self._targets: list[dict[str, Any]] = []
-        function, policy = settle_function(self)
+        function, policy = settle_function(self, where, config)
         cfn_table = table.node.default_child
         assert isinstance(cfn_table, dynamodb.CfnTable)
         policy.add_statements(
@@ -92,7 +133,9 @@ class SettleStep(Construct):
             "Resource",
             service_token=function.function_arn,
             resource_type="Custom::CapacitySettle",
-            service_timeout=Duration.minutes(12),
+            service_timeout=Duration.seconds(
+                config.timeout.to_seconds() + SERVICE_MARGIN.to_seconds()
+            ),
             properties={"TableName": table.table_name, "Targets": []},
         )
 

@@ -3,18 +3,40 @@
 The checks the constructs' props share, at the door: a Duration prop and a whole-number
 prop, each refused with the prop's name, the value received and what is allowed, before
 the value reaches jsii (whose own errors name no prop, and which a NaN stops outright).
-Unresolved CDK tokens are not checked.
+Unresolved CDK tokens are not checked. And :class:`MetricProps`, the keyword options every
+``metric_*`` method takes, as aws-cdk-lib's ``MetricOptions``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import TypedDict
 
 from aws_cdk import Duration, Token
+from aws_cdk import aws_cloudwatch as cloudwatch
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 
-__all__ = ["duration_prop", "whole_prop"]
+__all__ = ["MetricProps", "duration_prop", "whole_prop"]
+
+
+class MetricProps(TypedDict, total=False):
+    """The keyword options of a ``metric_*`` method: aws-cdk-lib's
+    ``aws_cloudwatch.MetricOptions``, field for field."""
+
+    account: str
+    color: str
+    dimensions_map: Mapping[str, str]
+    id: str
+    label: str
+    period: Duration
+    region: str
+    stack_account: str
+    stack_region: str
+    statistic: str
+    unit: cloudwatch.Unit
+    visible: bool
 
 
 def duration_prop(

@@ -14,13 +14,11 @@ import importlib
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Aws, Duration, RemovalPolicy, Stack
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import Aws, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -33,8 +31,10 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 import ddb_capacity_runtime
+from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 
 from .compliance import acknowledge, skip_checkov
+from .props import duration_prop, whole_prop
 
 #: The installed run-time package, found through its import, never through the current
 #: directory: a user's own ``lambda_src/`` folder cannot take its place.
@@ -45,8 +45,138 @@ LOG_KEY_REASON = (
     "The log holds table names and capacity numbers only; CloudWatch Logs encrypts it at "
     "rest with its own key, and a KMS key would cost $1 a month per function."
 )
-#: Log retention of every function this library deploys.
+#: Log retention of every function this library deploys, unless its FunctionOptions say.
 LOG_RETENTION = logs.RetentionDays.ONE_YEAR
+#: The architecture of every function, unless its FunctionOptions say.
+ARCHITECTURE = lambda_.Architecture.ARM_64
+#: Lambda's memory range, in MB.
+MEMORY_RANGE = (128, 10_240)
+#: Lambda's longest timeout.
+MAX_TIMEOUT = Duration.minutes(15)
+
+
+@dataclass(frozen=True)
+class FunctionOptions:
+    """What to change of one function a construct deploys (its ``function_options``, keyed
+    by the function's name: ``"Scaler"``, ``"Broker"``, ...), merged over the construct's
+    defaults: a field set here wins, a field left None keeps the default.
+
+    :param memory_size: memory in MB, from 128 to 10,240. Default: the construct's (256 MB
+        for most; docs: Constructs reference).
+    :param timeout: the function's timeout, within the range the function's deadline logic
+        allows (named in the error when refused). Default: the construct's.
+    :param log_retention: how long its log group keeps logs. Default: one year.
+    :param architecture: ``Architecture.ARM_64`` or ``X86_64`` (the code is pure Python).
+        Default: ARM_64.
+    """
+
+    memory_size: int | None = None
+    timeout: Duration | None = None
+    log_retention: logs.RetentionDays | None = None
+    architecture: lambda_.Architecture | None = None
+
+
+@dataclass(frozen=True)
+class FunctionDefaults:
+    """A function's defaults and the timeouts its logic allows: from ``shortest`` to
+    ``longest``, for the reason ``why``."""
+
+    memory_size: int
+    timeout: Duration
+    shortest: Duration
+    longest: Duration = MAX_TIMEOUT
+    why: str = "Lambda's longest timeout is 15 minutes"
+
+
+@dataclass(frozen=True)
+class FunctionConfig:
+    """A function's settings, the user's FunctionOptions merged over its defaults."""
+
+    memory_size: int
+    timeout: Duration
+    log_retention: logs.RetentionDays = LOG_RETENTION
+    architecture: lambda_.Architecture = ARCHITECTURE
+
+    def __str__(self) -> str:
+        return (
+            f"{self.memory_size} MB, a timeout of {self.timeout.to_human_string()}, logs kept "
+            f"{self.log_retention.name}, {self.architecture.name}"
+        )
+
+
+def function_configs(
+    where: str, options: object, defaults: Mapping[str, FunctionDefaults]
+) -> dict[str, FunctionConfig]:
+    """``function_options`` (None, or a mapping from the names in ``defaults`` to
+    FunctionOptions) checked and merged over ``defaults``: one FunctionConfig a name."""
+    if options is None:
+        options = {}
+    if not isinstance(options, Mapping):
+        raise CapacityConfigError(
+            f"{where}: function_options: got {shown(options)}; expected a mapping from a "
+            f"function name ({', '.join(defaults)}) to a FunctionOptions, or None"
+        )
+    for name, option in options.items():
+        if name not in defaults:
+            raise CapacityConfigError(
+                f"{where}: function_options: unknown function {shown(name)}; expected one "
+                f"of: {', '.join(defaults)}"
+            )
+        if not isinstance(option, FunctionOptions):
+            raise CapacityConfigError(
+                f"{where}: function_options[{name!r}]: got {shown(option)}; expected a "
+                "FunctionOptions"
+            )
+    return {
+        name: _merged(f"{where}: function_options[{name!r}]", options.get(name), default)
+        for name, default in defaults.items()
+    }
+
+
+def _merged(
+    where: str, option: FunctionOptions | None, default: FunctionDefaults
+) -> FunctionConfig:
+    """``option`` checked and merged over ``default`` (a field None keeps the default)."""
+    if option is None:
+        return FunctionConfig(default.memory_size, default.timeout)
+    memory = default.memory_size
+    if option.memory_size is not None:
+        memory = whole_prop(where, "memory_size", option.memory_size, *MEMORY_RANGE)
+    timeout = default.timeout
+    if option.timeout is not None:
+        timeout = _checked_timeout(where, option.timeout, default)
+    for name, value, kind, expected in (
+        ("log_retention", option.log_retention, logs.RetentionDays, "aws_logs.RetentionDays"),
+        ("architecture", option.architecture, lambda_.Architecture, "aws_lambda.Architecture"),
+    ):
+        if value is not None and not isinstance(value, kind):
+            raise CapacityConfigError(
+                f"{where}: {name}: got {shown(value)}; expected an {expected}, or None"
+            )
+    return FunctionConfig(
+        memory,
+        timeout,
+        option.log_retention or LOG_RETENTION,
+        option.architecture or ARCHITECTURE,
+    )
+
+
+def _checked_timeout(where: str, timeout: object, default: FunctionDefaults) -> Duration:
+    checked = duration_prop(where, "timeout", timeout, Duration.seconds(1))
+    assert checked is not None
+    seconds = checked.to_seconds()
+    low, high = default.shortest.to_seconds(), default.longest.to_seconds()
+    if not Token.is_unresolved(seconds) and not low <= seconds <= high:
+        allowed = (
+            f"exactly {default.longest.to_human_string()}"
+            if low == high
+            else f"from {default.shortest.to_human_string()} to {default.longest.to_human_string()}"
+        )
+        raise CapacityConfigError(
+            f"{where}: timeout: got {checked.to_human_string()}; expected a Duration "
+            f"{allowed}: {default.why}"
+        )
+    return checked
 
 
 @functools.cache
@@ -163,22 +293,21 @@ def runtime_function(
     *,
     handler: str,
     description: str,
-    timeout: Duration,
-    memory_size: int,
+    config: FunctionConfig,
     environment: dict[str, str] | None = None,
     configured_by_environment: bool = True,
     reserved_concurrent_executions: int | None = None,
     code: lambda_.Code | None = None,
 ) -> tuple[lambda_.Function, iam.ManagedPolicy]:
-    """An arm64 function on the run-time asset (or ``code``), with its own role and log
-    group.
+    """A function on the run-time asset (or ``code``), with its own role and log group, as
+    ``config`` says (memory, timeout, log retention, architecture).
 
     The role carries no AWS managed policy and no inline policy: one customer-managed
     policy (returned) lets it write to its own log group; callers add what the function
     needs to that policy.
     """
     log_group = logs.LogGroup(
-        scope, f"{id}Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
+        scope, f"{id}Logs", retention=config.log_retention, removal_policy=RemovalPolicy.DESTROY
     )
     role = iam.Role(
         scope,
@@ -191,12 +320,12 @@ def runtime_function(
         scope,
         id,
         runtime=latest_python_runtime(),
-        architecture=lambda_.Architecture.ARM_64,
+        architecture=config.architecture,
         code=code or runtime_code(),
         handler=handler,
         description=description,
-        timeout=timeout,
-        memory_size=memory_size,
+        timeout=config.timeout,
+        memory_size=config.memory_size,
         role=role,
         log_group=log_group,
         logging_format=lambda_.LoggingFormat.JSON,
@@ -378,24 +507,6 @@ def set_target_values_statement(
     return _on_tagged_targets(sid, "PutScalingPolicy", tag_key, values)
 
 
-def alarm_on_any(
-    scope: Construct, id: str, metric: cloudwatch.IMetric, description: str, topic: sns.ITopic
-) -> cloudwatch.Alarm:
-    """An alarm to ``topic`` when ``metric`` is 1 or more in one period (no data: OK):
-    what every failure the library counts gets."""
-    alarm = metric.create_alarm(  # type: ignore[attr-defined]
-        scope,
-        id,
-        threshold=1,
-        evaluation_periods=1,
-        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        alarm_description=description,
-    )
-    alarm.add_alarm_action(cw_actions.SnsAction(topic))
-    return alarm  # type: ignore[no-any-return]
-
-
 def alarm_topic(scope: Construct, display_name: str) -> sns.Topic:
     """A topic for a construct's alarms: SSL enforced, encrypted with its own KMS key (about
     $1 a month), which only CloudWatch alarms of this account may use to publish."""
@@ -430,8 +541,7 @@ def scheduled_function(
     *,
     handler: str,
     description: str,
-    timeout: Duration,
-    memory_size: int,
+    config: FunctionConfig,
     every: Duration,
     calls: str,
 ) -> ScheduledFunction:
@@ -445,8 +555,7 @@ def scheduled_function(
         "Function",
         handler=handler,
         description=description,
-        timeout=timeout,
-        memory_size=memory_size,
+        config=config,
     )
     _configure_failed_runs(scope, function, policy, queue, every)
     rule = events.Rule(

@@ -9,12 +9,11 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, Unpack
 
 import jsii
 from aws_cdk import Aws, Duration, Fn, IStableStringProducer, Lazy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
@@ -39,15 +38,27 @@ from ddb_capacity_runtime.core.settings import (
 )
 from ddb_capacity_runtime.requests.holds import shown
 from ddb_capacity_runtime.requests.store import STORE_ENV
+from ddb_capacity_runtime.scaler.shard import MARGIN
 
+from .alarms import (
+    ALARM_WINDOW_SECONDS,
+    AlarmOptions,
+    AlarmSet,
+    AlarmSpec,
+    checked_alarm_options,
+    emf_metric,
+    says,
+)
 from .batches import CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY, BatchPath, batch_path
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from .compliance import acknowledge
-from .props import duration_prop
+from .props import MetricProps, duration_prop
 from .runtime import (
     SCALABLE_TARGETS_FINDING,
-    alarm_on_any,
+    FunctionDefaults,
+    FunctionOptions,
     alarm_topic,
+    function_configs,
     move_minimums_statement,
     read_autoscaling_statement,
     scalable_targets_reason,
@@ -65,7 +76,65 @@ DEFAULT_TICK = Duration.minutes(DEFAULT_TICK_MINUTES)
 #: Sized from benchmarks/scaler_tick.py: 1,000 tables x 2 GSIs is ~1,040 AWS calls a tick.
 TIMEOUT = Duration.minutes(3)
 MEMORY_MB = 256
+#: The scaler's function (the scheduled one; a sharded tick's batch function too): its
+#: defaults and the timeouts a tick's deadline allows (``function_options["Scaler"]``).
+FUNCTION_DEFAULTS = {
+    "Scaler": FunctionDefaults(
+        MEMORY_MB,
+        TIMEOUT,
+        shortest=Duration.minutes(1),
+        why=f"a tick sends nothing in the last {int(MARGIN.total_seconds())} seconds before "
+        "its timeout (its deadline), and needs the rest to read metrics and decide: at least "
+        "a minute, and Lambda's longest is 15 minutes",
+    )
+}
 NAMESPACE = "DynamoDBCapacity"
+#: The EMF metrics the tick sends (docs: Scaler run-time, "Logs and metrics"): per table
+#: (dimension TableName), once a run (no dimension), or both.
+SCALER_METRICS = {
+    **dict.fromkeys(
+        (
+            "Decisions",
+            "ThrottleEventsSeen",
+            "DecreasesLeft",
+            "CapacityAtMax",
+            "IgnoredTags",
+            "PlansNotKept",
+            "BadTargets",
+            "RefusedTags",
+            "KeyRangeThrottleEvents",
+            "Updating",
+        ),
+        "table",
+    ),
+    **dict.fromkeys(
+        (
+            "SharedFailures",
+            "TablesManaged",
+            "ControlPlaneThrottles",
+            "DeadlinePassed",
+            "TablesFound",
+            "BatchesSent",
+            "LateBatches",
+        ),
+        "run",
+    ),
+    "Failures": "both",
+}
+#: The scaler's alarms, by stable id (``alarm_options``, ``alarms``).
+ALARM_IDS = (
+    "Errors",
+    "DeadLetters",
+    "NotRunning",
+    "BatchErrors",
+    "BatchesLate",
+    "BadTargets",
+    "RefusedTags",
+    "PinnedAtMax",
+    "Updating",
+    "SustainedThrottling",
+    "HotKey",
+)
 DEFAULT_PINNED_FOR = Duration.minutes(30)
 DEFAULT_THROTTLED_FOR = Duration.minutes(10)
 #: Ticks in a row that find a table UPDATING before it alarms: 10 minutes at the default
@@ -73,8 +142,6 @@ DEFAULT_THROTTLED_FOR = Duration.minutes(10)
 DEFAULT_UPDATING_TICKS = 5
 #: How long a managed table's key-range throttles last before its hot-key alarm fires.
 DEFAULT_HOT_KEY_FOR = Duration.minutes(10)
-#: CloudWatch evaluates an alarm over at most a day (periods times evaluation periods).
-ALARM_WINDOW_SECONDS = 86_400
 
 
 class ThrottleAwareScaler(Construct):
@@ -139,6 +206,16 @@ class ThrottleAwareScaler(Construct):
         largest capacity the scaler reads, remembers or sets for one dimension (a minimum,
         a maximum, an override), from 1 to 1,000,000. Default: 40,000 (DynamoDB's default
         quota). Raise it with the quota, or minimums above it are never remembered.
+    :param alarm_options: per alarm id (``"Errors"``, ``"DeadLetters"``, ``"NotRunning"``,
+        ``"BatchErrors"``, ``"BatchesLate"``, ``"BadTargets"``, ``"RefusedTags"``,
+        ``"PinnedAtMax"``, ``"Updating"``, ``"SustainedThrottling"`` and ``"HotKey"``, the
+        last two for every managed table), an ``AlarmOptions``: off, another threshold or
+        evaluation periods, more actions. Default: every alarm as documented (docs:
+        Alarms). The alarms made are :attr:`alarms`.
+    :param function_options: ``{"Scaler": FunctionOptions(...)}``: the memory, timeout
+        (1 to 15 minutes), log retention and architecture of the scaler's function (and of
+        a sharded tick's batch function), merged over the defaults. Default: 256 MB, 3
+        minutes, one year, ARM_64.
 
     The scaler keeps its run-time state (the configured minimum of a dimension it holds
     raised, the autopilot's plans) in ``state_store``, a small on-demand table (child
@@ -172,9 +249,15 @@ class ThrottleAwareScaler(Construct):
         batch_concurrency: int | None = None,
         read_legacy_state_until: date | None = None,
         table_quota: int = DEFAULT_TABLE_QUOTA,
+        alarm_options: Mapping[str, AlarmOptions] | None = None,
+        function_options: Mapping[str, FunctionOptions] | None = None,
     ) -> None:
         super().__init__(scope, id)
         self._where = f"ThrottleAwareScaler {self.node.path}"
+        self._alarm_options = checked_alarm_options(self._where, ALARM_IDS, alarm_options)
+        self._function_config = function_configs(self._where, function_options, FUNCTION_DEFAULTS)[
+            "Scaler"
+        ]
         tick_minutes = self._validate_props(tick, mode, updating_for_ticks, tag_key, table_quota)
         *sharding, concurrency = self._validate_sharding(
             sharded, shard_above_tables, tables_per_batch, batch_concurrency
@@ -362,8 +445,7 @@ class ThrottleAwareScaler(Construct):
             self,
             handler="ddb_capacity_runtime.scaler.handler.lambda_handler",
             description="Throttle-aware DynamoDB capacity scaler",
-            timeout=TIMEOUT,
-            memory_size=MEMORY_MB,
+            config=self._function_config,
             every=self._tick,
             calls="DynamoDB, Application Auto Scaling, CloudWatch, tagging",
         )
@@ -377,8 +459,7 @@ class ThrottleAwareScaler(Construct):
                 scheduled=self.function,
                 scheduled_policy=self.policy,
                 dead_letter_queue=self.dead_letter_queue,
-                timeout=TIMEOUT,
-                memory_size=MEMORY_MB,
+                config=self._function_config,
                 concurrency=int(batch_concurrency),
             )
         written = (
@@ -609,10 +690,58 @@ class ThrottleAwareScaler(Construct):
         for resource, reason in wildcards.items():
             acknowledge(self.policy, f"AwsSolutions-IAM5[{resource}]", reason)
 
-    # ------------------------------------------------------------------ alarms
+    # ------------------------------------------------------------------ alarms and metrics
 
-    def _notify(self, alarm: cloudwatch.Alarm) -> None:
-        alarm.add_alarm_action(actions.SnsAction(self.topic))
+    @property
+    def alarms(self) -> Mapping[str, cloudwatch.Alarm]:
+        """The scaler's alarms by stable id (read-only): ``Errors``, ``DeadLetters``,
+        ``NotRunning``, ``BadTargets``, ``RefusedTags``, ``PinnedAtMax``, ``Updating``;
+        ``BatchErrors`` and ``BatchesLate`` when sharded; ``SustainedThrottling/<table>-<dim>``
+        (``<table>-<index>-<dim>`` for a GSI) and ``HotKey/<table>`` per managed table. An
+        alarm turned off by ``alarm_options`` is absent."""
+        return self._alarm_set.alarms
+
+    def metric(
+        self, metric_name: str, *, table_name: str | None = None, **props: Unpack[MetricProps]
+    ) -> cloudwatch.Metric:
+        """The tick's EMF metric ``metric_name`` (namespace ``DynamoDBCapacity``): per table
+        with ``table_name``, else the tick's own record (docs: Scaler run-time, "Logs and
+        metrics"). Default: Sum over one tick."""
+        return emf_metric(
+            self._where, NAMESPACE, SCALER_METRICS, metric_name, table_name, self._tick, props
+        )
+
+    def metric_failures(
+        self, *, table_name: str | None = None, **props: Unpack[MetricProps]
+    ) -> cloudwatch.Metric:
+        """Tables that failed a tick (``table_name``: 1 when that table failed)."""
+        return self.metric("Failures", table_name=table_name, **props)
+
+    def metric_shared_failures(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
+        """Shared calls of a tick that failed after their retries."""
+        return self.metric("SharedFailures", **props)
+
+    def metric_deadline_passed(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
+        """Tables and changes a tick left to the next because its deadline passed."""
+        return self.metric("DeadlinePassed", **props)
+
+    def metric_capacity_at_max(
+        self, table_name: str, **props: Unpack[MetricProps]
+    ) -> cloudwatch.Metric:
+        """The table's dimensions provisioned at their max, per tick."""
+        return self.metric("CapacityAtMax", table_name=table_name, **props)
+
+    def metric_throttle_events_seen(
+        self, table_name: str, **props: Unpack[MetricProps]
+    ) -> cloudwatch.Metric:
+        """The table's throttle events the tick saw."""
+        return self.metric("ThrottleEventsSeen", table_name=table_name, **props)
+
+    def metric_key_range_throttle_events(
+        self, table_name: str, **props: Unpack[MetricProps]
+    ) -> cloudwatch.Metric:
+        """The table's key-range (hot key) throttles, its GSIs' included."""
+        return self.metric("KeyRangeThrottleEvents", table_name=table_name, **props)
 
     def _per_table(self, metric_name: str, label: str) -> cloudwatch.MathExpression:
         """The tick's per-table EMF metric ``metric_name`` (dimension TableName), the worst
@@ -631,6 +760,7 @@ class ThrottleAwareScaler(Construct):
             ("throttled_for", self._throttled_for),
         ):
             duration_prop(self._where, name, duration, Duration.minutes(1))
+        self._alarm_set = AlarmSet(self, self._where, self.topic, self._alarm_options)
         self._render_function_alarms()
         self._render_batch_alarms()
         self._render_tick_alarms()
@@ -639,35 +769,28 @@ class ThrottleAwareScaler(Construct):
 
     def _render_function_alarms(self) -> None:
         """The function failed, its ticks were dropped, or it has not run for 3 ticks."""
-        tick = self._tick
-        alarm_on_any(
-            self,
-            "ErrorsAlarm",
-            self.function.metric_errors(period=tick),
-            "The capacity scaler failed",
-            self.topic,
+        tick, add = self._tick, self._alarm_set.add
+        add(
+            "Errors",
+            AlarmSpec(self.function.metric_errors(period=tick), says("The capacity scaler failed")),
         )
-        alarm_on_any(
-            self,
-            "DeadLettersAlarm",
-            self.dead_letter_queue.metric_approximate_number_of_messages_visible(
-                period=Duration.minutes(5)
+        add(
+            "DeadLetters",
+            AlarmSpec(
+                self.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=Duration.minutes(5)
+                ),
+                says("Scaler ticks were dropped"),
             ),
-            "Scaler ticks were dropped",
-            self.topic,
         )
-        self._notify(
-            self.function.metric_invocations(
-                period=Duration.seconds(tick.to_seconds() * 3)
-            ).create_alarm(
-                self,
-                "NotRunningAlarm",
-                threshold=1,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
-                alarm_description="The capacity scaler has not run for 3 ticks",
-            )
+        add(
+            "NotRunning",
+            AlarmSpec(
+                self.function.metric_invocations(period=Duration.seconds(tick.to_seconds() * 3)),
+                says("The capacity scaler has not run for 3 ticks"),
+                comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+                missing=cloudwatch.TreatMissingData.BREACHING,
+            ),
         )
 
     def _render_batch_alarms(self) -> None:
@@ -675,82 +798,85 @@ class ThrottleAwareScaler(Construct):
         to the dead-letter queue), or waited a whole tick on the queue."""
         if self.batches is None:
             return
-        alarm_on_any(
-            self,
-            "BatchErrorsAlarm",
-            self.batches.function.metric_errors(period=self._tick),
-            "A batch of the capacity scaler's sharded tick failed",
-            self.topic,
+        self._alarm_set.add(
+            "BatchErrors",
+            AlarmSpec(
+                self.batches.function.metric_errors(period=self._tick),
+                says("A batch of the capacity scaler's sharded tick failed"),
+            ),
         )
-        self._notify(
-            self.batches.queue.metric_approximate_age_of_oldest_message(
-                period=Duration.minutes(1), statistic="Maximum"
-            ).create_alarm(
-                self,
-                "BatchesLateAlarm",
+        self._alarm_set.add(
+            "BatchesLate",
+            AlarmSpec(
+                self.batches.queue.metric_approximate_age_of_oldest_message(
+                    period=Duration.minutes(1), statistic="Maximum"
+                ),
+                says(
+                    "A batch of the capacity scaler's sharded tick waited on its queue past "
+                    "its tick and the function's timeout: raise batch_concurrency"
+                ),
                 # a failed batch stays in flight for the function's timeout before it goes
                 # to the dead-letter queue: only older than that is a batch waiting
-                threshold=self._tick.to_seconds() + TIMEOUT.to_seconds(),
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                alarm_description="A batch of the capacity scaler's sharded tick waited on its "
-                "queue past its tick and the function's timeout: raise batch_concurrency",
-            )
+                threshold=self._tick.to_seconds() + self._function_config.timeout.to_seconds(),
+            ),
         )
 
     def _render_tick_alarms(self) -> None:
         """A tick found a target it holds, or a tag it does not obey."""
-        alarm_on_any(
-            self,
-            "BadTargetsAlarm",
-            self._per_table("BadTargets", "targets with min > max, worst table"),
-            "A managed table has a scalable target whose minimum is above its maximum; the "
-            "scaler holds that dimension until the target is fixed",
-            self.topic,
+        self._alarm_set.add(
+            "BadTargets",
+            AlarmSpec(
+                self._per_table("BadTargets", "targets with min > max, worst table"),
+                says(
+                    "A managed table has a scalable target whose minimum is above its maximum; "
+                    "the scaler holds that dimension until the target is fixed"
+                ),
+            ),
         )
-        alarm_on_any(
-            self,
-            "RefusedTagsAlarm",
-            self._per_table("RefusedTags", "tags refused, worst table"),
-            "A managed table has a min or max tag that would lower a limit below what the "
-            "table consumes (or while that is not known); the scaler does not obey it",
-            self.topic,
+        self._alarm_set.add(
+            "RefusedTags",
+            AlarmSpec(
+                self._per_table("RefusedTags", "tags refused, worst table"),
+                says(
+                    "A managed table has a min or max tag that would lower a limit below what "
+                    "the table consumes (or while that is not known); the scaler does not obey it"
+                ),
+            ),
         )
+
+    def _ticks(self, periods: int) -> str:
+        """``periods`` ticks, in words."""
+        return Duration.seconds(self._tick.to_seconds() * periods).to_human_string()
 
     def _render_pinned_alarm(self, pinned_for: Duration) -> None:
         periods = max(1, math.ceil(pinned_for.to_seconds() / self._tick.to_seconds()))
-        pinned = self._per_table("CapacityAtMax", "dimensions at max, worst table")
-        self._notify(
-            pinned.create_alarm(
-                self,
-                "PinnedAtMaxAlarm",
-                threshold=1,
+        given = pinned_for.to_human_string()
+        self._alarm_set.add(
+            "PinnedAtMax",
+            AlarmSpec(
+                self._per_table("CapacityAtMax", "dimensions at max, worst table"),
+                lambda n: (
+                    "A managed table has sat at its max for "
+                    + (given if n == periods else self._ticks(n))
+                ),
                 evaluation_periods=periods,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                alarm_description=f"A managed table has sat at its max for "
-                f"{pinned_for.to_human_string()}",
-            )
+            ),
         )
 
     def _render_updating_alarm(self, updating_ticks: int) -> None:
         # one datapoint per tick: a table found UPDATING by every tick of the window
         # (a tick that finds none sends none, and a missing datapoint is not breaching)
-        updating = self._per_table("Updating", "tables found UPDATING")
-        span = Duration.seconds(self._tick.to_seconds() * updating_ticks).to_human_string()
-        self._notify(
-            updating.create_alarm(
-                self,
-                "UpdatingAlarm",
-                threshold=1,
+        self._alarm_set.add(
+            "Updating",
+            AlarmSpec(
+                self._per_table("Updating", "tables found UPDATING"),
+                lambda n: (
+                    f"A managed table has been UPDATING for {n} ticks in a row "
+                    f"({self._ticks(n)}); the scaler skips a table while it is UPDATING"
+                ),
                 evaluation_periods=updating_ticks,
-                datapoints_to_alarm=updating_ticks,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                alarm_description=f"A managed table has been UPDATING for {updating_ticks} "
-                f"ticks in a row ({span}); the scaler skips a table while it is UPDATING",
-            )
+                every_period=True,
+            ),
         )
 
     def _hot_key_alarm(self, table: dynamodb.ITable, label: str) -> None:
@@ -764,23 +890,22 @@ class ThrottleAwareScaler(Construct):
             statistic="Sum",
             period=self._tick,
         )
-        ticks = self._hot_key_ticks
-        span = Duration.seconds(self._tick.to_seconds() * ticks).to_human_string()
-        self._notify(
-            metric.create_alarm(
-                self,
-                f"HotKey{label}",
-                threshold=1,
-                evaluation_periods=ticks,
-                datapoints_to_alarm=ticks,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                alarm_description=f"A hot key has throttled this table (or a GSI of it) for "
-                f"{span}: key-range throttles, which more capacity cannot fix and the scaler "
-                "does not raise for. Enable CloudWatch Contributor Insights on it in "
-                "throttled-keys mode (ContributorInsightsMode THROTTLED_KEYS) to see which "
-                "keys, then spread their traffic (docs: Hot keys)",
-            )
+        self._alarm_set.add(
+            "HotKey",
+            AlarmSpec(
+                metric,
+                lambda n: (
+                    f"A hot key has throttled this table (or a GSI of it) for "
+                    f"{self._ticks(n)}: key-range throttles, which more capacity cannot fix and "
+                    "the scaler does not raise for. Enable CloudWatch Contributor Insights on it "
+                    "in throttled-keys mode (ContributorInsightsMode THROTTLED_KEYS) to see which "
+                    "keys, then spread their traffic (docs: Hot keys)"
+                ),
+                evaluation_periods=self._hot_key_ticks,
+                every_period=True,
+            ),
+            construct_id=f"HotKey{label}",
+            key=f"HotKey/{label}",
         )
 
     def _throttle_alarm(
@@ -800,18 +925,16 @@ class ThrottleAwareScaler(Construct):
         # named after the table and index, never after list positions: removing one table
         # leaves every other alarm as it is
         label = f"{table_label}{'' if index is None else '-' + index}-{dim}"
-        self._notify(
-            metric.create_alarm(
-                self,
-                f"Throttled{label}",
-                threshold=1,
+        self._alarm_set.add(
+            "SustainedThrottling",
+            AlarmSpec(
+                metric,
+                says(f"Sustained {dim} throttling{'' if index is None else ' on index ' + index}"),
                 evaluation_periods=minutes,
-                datapoints_to_alarm=minutes,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                alarm_description=f"Sustained {dim} throttling"
-                f"{'' if index is None else ' on index ' + index}",
-            )
+                every_period=True,
+            ),
+            construct_id=f"Throttled{label}",
+            key=f"SustainedThrottling/{label}",
         )
 
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any, Unpack, cast
 
 import jsii
 from aws_cdk import (
@@ -26,9 +26,12 @@ from aws_cdk import (
     Token,
 )
 from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk.interfaces import ResourceEnvironment
+from aws_cdk.interfaces.aws_dynamodb import TableReference
 from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
@@ -52,9 +55,10 @@ from .capacity import (
     check_table_quota,
     is_token,
 )
-from .prewarm import SettleStep
-from .props import duration_prop
+from .prewarm import SETTLE_DEFAULTS, SettleStep
+from .props import MetricProps, duration_prop
 from .quota import ScalableTargetQuota
+from .runtime import FunctionConfig, FunctionOptions, function_configs
 
 DIMENSIONS = ("read", "write")
 
@@ -148,6 +152,11 @@ class TableCapacity(Construct):
         none (a table with GSIs must name them all).
     :param prewarm: how high-water marks are reached. Default: ``WARM_THROUGHPUT``.
     :param table_quota: the account's per-table capacity quota. Default: 40,000.
+    :param function_options: with ``PROVISION_THEN_SETTLE`` only, ``{"Settle":
+        FunctionOptions(...)}``: the stack's settle function (memory, timeout from 1 to 15
+        minutes, log retention, architecture) merged over its defaults (256 MB, 10 minutes;
+        CloudFormation waits 2 minutes more). Every settled table of a stack shares that
+        function, so they must ask for the same. Default: the defaults.
     """
 
     #: How messages name the construct.
@@ -168,11 +177,13 @@ class TableCapacity(Construct):
         indexes: Mapping[str, tuple[Capacity, Capacity]] | None = None,
         prewarm: PrewarmMethod = PrewarmMethod.WARM_THROUGHPUT,
         table_quota: int = DEFAULT_TABLE_QUOTA,
+        function_options: Mapping[str, FunctionOptions] | None = None,
     ) -> None:
         super().__init__(scope, id)
         where = f"{self._KIND} {self.node.path}"
         self._validate_table(where, table)
         self._configure(where, prewarm, table_quota, tag=isinstance(table, _NewTable))
+        self._settle_config = self._validate_function_options(function_options)
         if isinstance(table, _NewTable):
             self._render_new_table(table, read=read, write=write)
         elif isinstance(table, dynamodb.Table):
@@ -209,6 +220,17 @@ class TableCapacity(Construct):
                     f"provisioned tables only"
                 )
         _validate_managed_once(self, where, table)
+
+    def _validate_function_options(self, options: object) -> FunctionConfig:
+        """``function_options``: the settle function's (``"Settle"``), PROVISION_THEN_SETTLE
+        only; returns its config merged over the defaults."""
+        if options is not None and self.prewarm is not PrewarmMethod.PROVISION_THEN_SETTLE:
+            raise CapacityConfigError(
+                f"{self._where}: function_options: got {shown(options)}; they set the settle "
+                f"function of prewarm=PrewarmMethod.PROVISION_THEN_SETTLE only, and prewarm is "
+                f"{self.prewarm.name}"
+            )
+        return function_configs(self._where, options, SETTLE_DEFAULTS)["Settle"]
 
     def _configure(
         self, where: str, prewarm: PrewarmMethod, table_quota: int, *, tag: bool
@@ -556,7 +578,13 @@ class TableCapacity(Construct):
             initial = self._initial(capacity)
             if initial > capacity.min_capacity:
                 if self._settle is None:
-                    self._settle = SettleStep(self, "Settle", table=self.table)
+                    self._settle = SettleStep(
+                        self,
+                        "Settle",
+                        table=self.table,
+                        where=self._where,
+                        config=self._settle_config,
+                    )
                 self._settle.add_target(index_name, dimension, initial, capacity.min_capacity)
 
     @staticmethod
@@ -592,81 +620,121 @@ class TableCapacity(Construct):
     # ------------------------------------------------------------------ ITable, by delegation
 
     @property
-    def env(self) -> Any:
+    def env(self) -> ResourceEnvironment:
+        """The table's account and Region."""
         return self.table.env
 
     @property
     def table_arn(self) -> str:
+        """The table's ARN."""
         return self.table.table_arn
 
     @property
     def table_name(self) -> str:
+        """The table's name."""
         return self.table.table_name
 
     @property
     def table_stream_arn(self) -> str | None:
+        """The ARN of the table's stream, if it has one."""
         return self.table.table_stream_arn
 
     @property
-    def encryption_key(self) -> Any:
+    def encryption_key(self) -> kms.IKey | None:
+        """The customer-managed key the table is encrypted with, if any."""
         return self.table.encryption_key
 
     @property
-    def table_ref(self) -> Any:
+    def table_ref(self) -> TableReference:
+        """A reference to the table (its name and ARN)."""
         return self.table.table_ref
 
     def apply_removal_policy(self, policy: RemovalPolicy) -> None:
+        """Apply ``policy`` to the table."""
         self.table.apply_removal_policy(policy)
 
-    def grant(self, grantee: Any, *actions: str) -> Any:
+    def grant(self, grantee: iam.IGrantable, *actions: str) -> iam.Grant:
+        """Let ``grantee`` perform ``actions`` on the table and its indexes."""
         return self.table.grant(grantee, *actions)
 
-    def grant_full_access(self, grantee: Any) -> Any:
+    def grant_full_access(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` perform every DynamoDB action (``dynamodb:*``) on the table."""
         return self.table.grant_full_access(grantee)
 
-    def grant_read_data(self, grantee: Any) -> Any:
+    def grant_read_data(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` read the table's data (GetItem, Query, Scan, ...)."""
         return self.table.grant_read_data(grantee)
 
-    def grant_read_write_data(self, grantee: Any) -> Any:
+    def grant_read_write_data(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` read and write the table's data."""
         return self.table.grant_read_write_data(grantee)
 
-    def grant_stream(self, grantee: Any, *actions: str) -> Any:
+    def grant_stream(self, grantee: iam.IGrantable, *actions: str) -> iam.Grant:
+        """Let ``grantee`` perform ``actions`` on the table's stream."""
         return self.table.grant_stream(grantee, *actions)
 
-    def grant_stream_read(self, grantee: Any) -> Any:
+    def grant_stream_read(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` read the table's stream."""
         return self.table.grant_stream_read(grantee)
 
-    def grant_table_list_streams(self, grantee: Any) -> Any:
+    def grant_table_list_streams(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` list the table's streams."""
         return self.table.grant_table_list_streams(grantee)
 
-    def grant_write_data(self, grantee: Any) -> Any:
+    def grant_write_data(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` write the table's data (PutItem, UpdateItem, DeleteItem, ...)."""
         return self.table.grant_write_data(grantee)
 
-    def metric(self, metric_name: str, **props: Any) -> Any:
+    def metric(self, metric_name: str, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
+        """The table's CloudWatch metric ``metric_name`` (namespace ``AWS/DynamoDB``)."""
         return self.table.metric(metric_name, **props)
 
-    def metric_conditional_check_failed_requests(self, **props: Any) -> Any:
+    def metric_conditional_check_failed_requests(
+        self, **props: Unpack[MetricProps]
+    ) -> cloudwatch.Metric:
+        """Conditional writes that failed their condition, per period."""
         return self.table.metric_conditional_check_failed_requests(**props)
 
-    def metric_consumed_read_capacity_units(self, **props: Any) -> Any:
+    def metric_consumed_read_capacity_units(
+        self, **props: Unpack[MetricProps]
+    ) -> cloudwatch.Metric:
+        """Read capacity units consumed, per period."""
         return self.table.metric_consumed_read_capacity_units(**props)
 
-    def metric_consumed_write_capacity_units(self, **props: Any) -> Any:
+    def metric_consumed_write_capacity_units(
+        self, **props: Unpack[MetricProps]
+    ) -> cloudwatch.Metric:
+        """Write capacity units consumed, per period."""
         return self.table.metric_consumed_write_capacity_units(**props)
 
-    def metric_successful_request_latency(self, **props: Any) -> Any:
+    def metric_successful_request_latency(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
+        """Latency of successful requests (give ``dimensions_map`` with an ``Operation``)."""
         return self.table.metric_successful_request_latency(**props)
 
-    def metric_system_errors_for_operations(self, **props: Any) -> Any:
-        return self.table.metric_system_errors_for_operations(**props)
+    def metric_system_errors_for_operations(
+        self,
+        *,
+        operations: Sequence[dynamodb.Operation] | None = None,
+        **props: Unpack[MetricProps],
+    ) -> cloudwatch.IMetric:
+        """Server errors (HTTP 500) of ``operations`` (default: all), summed."""
+        return self.table.metric_system_errors_for_operations(operations=operations, **props)
 
-    def metric_throttled_requests(self, **props: Any) -> Any:
+    def metric_throttled_requests(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
+        """Throttled requests (deprecated by aws-cdk-lib: use the ``_for_operations`` one)."""
         return self.table.metric_throttled_requests(**props)
 
-    def metric_throttled_requests_for_operations(self, **props: Any) -> Any:
-        return self.table.metric_throttled_requests_for_operations(**props)
+    def metric_throttled_requests_for_operations(
+        self,
+        *,
+        operations: Sequence[dynamodb.Operation] | None = None,
+        **props: Unpack[MetricProps],
+    ) -> cloudwatch.IMetric:
+        """Throttled requests of ``operations`` (default: all), summed."""
+        return self.table.metric_throttled_requests_for_operations(operations=operations, **props)
 
-    def metric_user_errors(self, **props: Any) -> Any:
+    def metric_user_errors(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
+        """Requests refused as client errors (HTTP 400), per period."""
         return self.table.metric_user_errors(**props)
 
     def _unmanaged_indexes(self) -> list[str]:
@@ -705,6 +773,11 @@ class ProvisionedTable(TableCapacity):
         a ``Capacity`` sets ``high_water_mark``.
     :param table_quota: the per-table capacity quota of the account, in capacity units.
         Default: 40,000 (DynamoDB's default quota).
+    :param function_options: with ``PROVISION_THEN_SETTLE`` only, ``{"Settle":
+        FunctionOptions(...)}``: the stack's settle function (memory, timeout from 1 to 15
+        minutes, log retention, architecture) merged over its defaults (256 MB, 10 minutes;
+        CloudFormation waits 2 minutes more). Every settled table of a stack shares that
+        function, so they must ask for the same. Default: the defaults.
     :param billing_mode: only ``BillingMode.PROVISIONED`` is accepted. Default: PROVISIONED.
     :param point_in_time_recovery: Default: True.
     :param deletion_protection: Default: True.
@@ -742,6 +815,7 @@ class ProvisionedTable(TableCapacity):
         stream: dynamodb.StreamViewType | None = None,
         time_to_live_attribute: str | None = None,
         contributor_insights_enabled: bool | None = None,
+        function_options: Mapping[str, FunctionOptions] | None = None,
         **table_props: Any,
     ) -> None:
         spec = _NewTable(
@@ -768,7 +842,14 @@ class ProvisionedTable(TableCapacity):
             frozenset(table_props),
         )
         super().__init__(
-            scope, id, table=spec, read=read, write=write, prewarm=prewarm, table_quota=table_quota
+            scope,
+            id,
+            table=spec,
+            read=read,
+            write=write,
+            prewarm=prewarm,
+            table_quota=table_quota,
+            function_options=function_options,
         )
 
 

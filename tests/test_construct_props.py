@@ -25,6 +25,7 @@ from constructs_pkg import (
     CapacityRequests,
     FastPath,
     FleetAdvisor,
+    FunctionOptions,
     ProvisionedTable,
     TableCapacity,
     ThrottleAwareScaler,
@@ -73,6 +74,9 @@ MAKERS: dict[str, Callable[[cdk.Stack, dict[str, Any]], object]] = {
         s, "R", tables=[provisioned(s)], fast_path=FastPath(**p)
     ),
     "FleetAdvisor.__init__": lambda s, p: FleetAdvisor(s, "F", **p),
+    "FunctionOptions.__init__": lambda s, p: ThrottleAwareScaler(
+        s, "S", tables=[provisioned(s)], function_options={"Scaler": FunctionOptions(**p)}
+    ),
     "ThrottleAwareScaler.__init__": lambda s, p: ThrottleAwareScaler(
         s, "S", tables=[provisioned(s)], **p
     ),
@@ -121,6 +125,7 @@ def test_the_walk_finds_the_duration_props_of_every_construct():
         "CapacityRequests.max_hold",
         "FastPath.surge_for",
         "FleetAdvisor.report_retention",
+        "FunctionOptions.timeout",
         "ThrottleAwareScaler.hot_key_for",
         "TableCapacity.lead",
     } <= found

@@ -1,0 +1,230 @@
+"""Runs in: CDK app (synth time).
+
+Alarms and metrics as a construct's surface. :class:`AlarmOptions` is what a user may say
+about one alarm (on or off, its threshold, its evaluation periods, more actions), given per
+stable alarm id; :class:`AlarmSet` builds a construct's alarms over their defaults with
+those options and keeps them by id (a construct's ``alarms``); :func:`emf_metric` is a
+construct's ``metric(...)`` on the EMF metrics its functions send.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from aws_cdk import Annotations, Duration, Token
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
+
+from .props import MetricProps, whole_prop
+
+__all__ = ["AlarmOptions", "AlarmSet", "AlarmSpec", "checked_alarm_options", "emf_metric"]
+
+#: CloudWatch evaluates an alarm over at most a day (period times evaluation periods).
+ALARM_WINDOW_SECONDS = 86_400
+
+
+@dataclass(frozen=True)
+class AlarmOptions:
+    """What to change of one alarm of a construct (its ``alarm_options``, keyed by the
+    alarm's id: ``"Errors"``, ``"PinnedAtMax"``, ...). Unset fields keep the alarm's
+    defaults.
+
+    :param enabled: False: the alarm is not made (nor in the construct's ``alarms``); the
+        metric is still sent. Default: True.
+    :param threshold: the value the alarm compares its metric with, a number above 0.
+        Default: the alarm's own (1 for a count: any failure alarms).
+    :param evaluation_periods: how many periods in a row must breach, a whole number from 1
+        to a day of the alarm's periods. Default: the alarm's own (derived from props such
+        as ``throttled_for`` where it has one).
+    :param actions: more actions for the alarm (``aws_cloudwatch_actions.SnsAction``, ...),
+        besides its topic. Default: none.
+    """
+
+    enabled: bool = True
+    threshold: float | None = None
+    evaluation_periods: int | None = None
+    actions: Sequence[cloudwatch.IAlarmAction] = ()
+
+
+def checked_alarm_options(
+    where: str, known: Sequence[str], options: object
+) -> dict[str, AlarmOptions]:
+    """``alarm_options`` checked: None, or a mapping from the ids in ``known`` to
+    :class:`AlarmOptions` whose fields are each of the allowed kind."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise CapacityConfigError(
+            f"{where}: alarm_options: got {shown(options)}; expected a mapping from an alarm "
+            f"id ({', '.join(known)}) to an AlarmOptions, or None"
+        )
+    for alarm_id, option in options.items():
+        name = f"alarm_options[{alarm_id!r}]"
+        if alarm_id not in known:
+            near = difflib.get_close_matches(str(alarm_id), known, n=1)
+            raise CapacityConfigError(
+                f"{where}: alarm_options: unknown alarm id {shown(alarm_id)}"
+                + (f" (did you mean {near[0]!r}?)" if near else "")
+                + f"; expected one of: {', '.join(known)}"
+            )
+        if not isinstance(option, AlarmOptions):
+            raise CapacityConfigError(
+                f"{where}: {name}: got {shown(option)}; expected an AlarmOptions"
+            )
+        _check_option(where, name, option)
+    return dict(options)
+
+
+def _check_option(where: str, name: str, option: AlarmOptions) -> None:
+    if not isinstance(option.enabled, bool):
+        raise CapacityConfigError(
+            f"{where}: {name}.enabled: got {shown(option.enabled)}; expected True or False"
+        )
+    threshold = option.threshold
+    if threshold is not None and not (
+        isinstance(threshold, int | float)
+        and not isinstance(threshold, bool)
+        and math.isfinite(threshold)
+        and threshold > 0
+    ):
+        raise CapacityConfigError(
+            f"{where}: {name}.threshold: got {shown(threshold)}; expected a number above 0, "
+            "or None (the alarm's own)"
+        )
+    if option.evaluation_periods is not None:
+        whole_prop(where, f"{name}.evaluation_periods", option.evaluation_periods, 1, 1_440)
+    actions = option.actions
+    if isinstance(actions, str | bytes) or not isinstance(actions, Sequence):
+        raise CapacityConfigError(
+            f"{where}: {name}.actions: got {shown(actions)}; expected a list of CloudWatch "
+            "alarm actions (aws_cloudwatch_actions.SnsAction(topic), say)"
+        )
+    for action in actions:
+        if not callable(getattr(action, "bind", None)):
+            raise CapacityConfigError(
+                f"{where}: {name}.actions: got {shown(action)}; expected a CloudWatch alarm "
+                "action (aws_cloudwatch.IAlarmAction: aws_cloudwatch_actions.SnsAction(topic), "
+                "say)"
+            )
+
+
+@dataclass(frozen=True)
+class AlarmSpec:
+    """One alarm's defaults: ``describe`` gives its description from its evaluation
+    periods; ``every_period``: every evaluation period must breach (DatapointsToAlarm set)."""
+
+    metric: cloudwatch.Metric | cloudwatch.MathExpression
+    describe: Callable[[int], str]
+    threshold: float = 1
+    evaluation_periods: int = 1
+    every_period: bool = False
+    comparison: cloudwatch.ComparisonOperator = field(
+        default=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+    )
+    missing: cloudwatch.TreatMissingData = field(default=cloudwatch.TreatMissingData.NOT_BREACHING)
+
+
+def says(description: str) -> Callable[[int], str]:
+    """A description that does not depend on the evaluation periods."""
+    return lambda _periods: description
+
+
+class AlarmSet:
+    """A construct's alarms, by stable id: each made from its :class:`AlarmSpec` with the
+    construct's :class:`AlarmOptions` over it, notifying ``topic`` and the option's
+    actions. ``alarms`` is the read-only view a construct returns."""
+
+    def __init__(
+        self, owner: Construct, where: str, topic: sns.ITopic, options: Mapping[str, AlarmOptions]
+    ) -> None:
+        self._owner, self._where, self._topic, self._options = owner, where, topic, options
+        self._alarms: dict[str, cloudwatch.Alarm] = {}
+        self.alarms: Mapping[str, cloudwatch.Alarm] = MappingProxyType(self._alarms)
+        for alarm_id in sorted(i for i, o in options.items() if not o.enabled):
+            Annotations.of(owner).add_warning_v2(
+                f"ddb-capacity:alarm-off:{alarm_id}",
+                f"{where}: alarm {alarm_id} is off (alarm_options): its metric is still sent, "
+                "but nothing alarms on it",
+            )
+
+    def add(
+        self, alarm_id: str, spec: AlarmSpec, *, construct_id: str = "", key: str = ""
+    ) -> cloudwatch.Alarm | None:
+        """The alarm ``alarm_id`` (child ``construct_id``, default ``<alarm_id>Alarm``; kept
+        as ``key``, default ``alarm_id``), or None when its options turn it off."""
+        option = self._options.get(alarm_id, AlarmOptions())
+        if not option.enabled:
+            return None
+        periods = option.evaluation_periods or spec.evaluation_periods
+        self._check_window(alarm_id, spec, option.evaluation_periods)
+        alarm = spec.metric.create_alarm(
+            self._owner,
+            construct_id or f"{alarm_id}Alarm",
+            threshold=spec.threshold if option.threshold is None else option.threshold,
+            evaluation_periods=periods,
+            datapoints_to_alarm=periods if spec.every_period else None,
+            comparison_operator=spec.comparison,
+            treat_missing_data=spec.missing,
+            alarm_description=spec.describe(periods),
+        )
+        alarm.add_alarm_action(cw_actions.SnsAction(self._topic))
+        for action in option.actions:
+            alarm.add_alarm_action(action)
+        self._alarms[key or alarm_id] = alarm
+        return alarm
+
+    def _check_window(self, alarm_id: str, spec: AlarmSpec, periods: int | None) -> None:
+        """A day of the alarm's periods at most (CloudWatch's limit)."""
+        period = spec.metric.period.to_seconds()
+        if periods is None or Token.is_unresolved(period):
+            return
+        whole_prop(
+            f"{self._where} (a day of {Duration.seconds(period).to_human_string()} periods)",
+            f"alarm_options[{alarm_id!r}].evaluation_periods",
+            periods,
+            1,
+            int(ALARM_WINDOW_SECONDS // period),
+        )
+
+
+def emf_metric(
+    where: str,
+    namespace: str,
+    known: Mapping[str, str],
+    metric_name: str,
+    table_name: str | None,
+    default_period: Duration,
+    props: MetricProps,
+) -> cloudwatch.Metric:
+    """The EMF metric ``metric_name`` of ``namespace``: one of ``known`` (name to where it
+    is sent: ``"table"``, per table, dimension ``TableName``; ``"run"``, no dimension;
+    ``"both"``), for ``table_name`` or with no dimension. Default statistic Sum, default
+    period ``default_period``; ``props`` win."""
+    scope = known.get(metric_name)
+    if scope is None:
+        raise CapacityConfigError(
+            f"{where}: metric: got {shown(metric_name)}; expected one of the metrics it "
+            f"sends: {', '.join(sorted(known))}"
+        )
+    needs = ""
+    if scope == "table" and table_name is None:
+        needs = "needs table_name (it is sent per table)"
+    elif scope == "run" and table_name is not None:
+        needs = "is sent once a run, with no TableName: leave table_name out"
+    if needs:
+        raise CapacityConfigError(
+            f"{where}: metric {metric_name!r} {needs}; got table_name={shown(table_name)}"
+        )
+    dimensions = {"TableName": table_name} if table_name is not None else None
+    merged: MetricProps = {"statistic": "Sum", "period": default_period, **props}
+    if dimensions is not None:
+        merged["dimensions_map"] = {**dimensions, **props.get("dimensions_map", {})}
+    return cloudwatch.Metric(namespace=namespace, metric_name=metric_name, **merged)
