@@ -29,6 +29,7 @@ from .compliance import acknowledge, apply_nag_packs, skip_checkov
 from .fleet_advisor import FleetAdvisor
 from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
 from .scaler import ThrottleAwareScaler
+from .stream_signal import StreamSignal
 from .table import ProvisionedTable, TableCapacity
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "ScalableTargetQuota",
     "ScheduleEntry",
     "ScheduleError",
+    "StreamSignal",
     "TableCapacity",
     "UNBOUNDED",
     "ThrottleAwareScaler",
