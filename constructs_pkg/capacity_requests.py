@@ -252,7 +252,7 @@ class CapacityRequests(Construct):
         hold_minutes = self._validate_max_hold(max_hold)
         self._validate_restore_every(restore_every)
         surge = self._validate_fast_path(fast_path, max_units, hold_minutes)
-        stream = check_stream_signal(self._where, fast_path.stream) if surge else None
+        stream = check_stream_signal(self._where, fast_path.stream) if fast_path else None
         self.environment = {
             MAX_UNITS_ENV: str(max_units),
             MAX_HOLD_ENV: str(hold_minutes),
