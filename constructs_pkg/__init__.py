@@ -31,6 +31,7 @@ from .fleet_advisor import FleetAdvisor
 from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
 from .runtime import FunctionOptions
 from .scaler import ThrottleAwareScaler
+from .stream_signal import StreamSignal
 from .table import ProvisionedTable, TableCapacity
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "ScalableTargetQuota",
     "ScheduleEntry",
     "ScheduleError",
+    "StreamSignal",
     "TableCapacity",
     "UNBOUNDED",
     "ThrottleAwareScaler",

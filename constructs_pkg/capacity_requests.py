@@ -89,6 +89,7 @@ from .runtime import (
     alarm_topic as alarm_topic_of,
 )
 from .scaler import ThrottleAwareScaler
+from .stream_signal import StreamReader, StreamSignal, check_stream_signal
 from .table import TableCapacity, check_table, index_names_of, table_list
 
 #: How often expired holds are ended by default: a hold outlives its expiry by at most this.
@@ -213,6 +214,11 @@ class FastPath:
     :param surge_alarm_units: the ``SurgeUnitsAlarm`` fires when surges add this many units
         or more within an hour, over every dimension served. Default: 10,000. None: no
         such alarm.
+    :param stream: the table's own DynamoDB stream as a write signal, with no client in
+        the application: a stream reader attached to each served table's stream feeds the
+        same surge decision as the reports (:class:`StreamSignal`; True: its defaults).
+        A ``ProvisionedTable`` gets its stream turned on (``NEW_AND_OLD_IMAGES``); any
+        other table must have one. Default: False.
     """
 
     share: float = 1.0
@@ -222,6 +228,7 @@ class FastPath:
     surge_scale: float = DEFAULT_SURGE_SCALE
     surge_budget: int | str | None = None
     surge_alarm_units: int | None = DEFAULT_SURGE_ALARM_UNITS
+    stream: bool | StreamSignal = False
 
 
 class CapacityRequests(Construct):
@@ -312,6 +319,7 @@ class CapacityRequests(Construct):
         hold_minutes = self._validate_max_hold(max_hold)
         self._validate_restore_every(restore_every)
         surge = self._validate_fast_path(fast_path, max_units, hold_minutes)
+        stream = check_stream_signal(self._where, fast_path.stream) if fast_path else None
         self.environment = {
             MAX_UNITS_ENV: str(max_units),
             MAX_HOLD_ENV: str(hold_minutes),
@@ -339,6 +347,8 @@ class CapacityRequests(Construct):
         self.restorer = self._render_restorer(restore_every)
         #: The signals function and its policy (None without ``fast_path``).
         self.signals, self.signals_policy = self._render_signals(fast_path, surge)
+        #: The stream reader (None without ``FastPath(stream=...)``).
+        self.stream_reader = self._render_stream_reader(stream, surge)
         self.node.add_validation(_ConnectedScalers(self))
 
     # ------------------------------------------------------------------ construction
@@ -602,7 +612,37 @@ class CapacityRequests(Construct):
         self._render_signals_alarms(signals, fast_path)
         return signals, policy
 
-    def _configure_signals_policy(self, policy: iam.ManagedPolicy) -> None:
+    def _render_stream_reader(
+        self, stream: StreamSignal | None, surge: SurgeSettings | None
+    ) -> StreamReader | None:
+        """The stream reader: each served table's stream mapped to it, with what a surge
+        needs (as the signals function) and reading the streams."""
+        if stream is None or surge is None:
+            return None
+        reader = StreamReader(
+            self,
+            "StreamReader",
+            signal=stream,
+            tables=[(table, owner) for table, owner, _ in self._indexes],
+            environment={
+                **self.environment,
+                SCOPES_ENV: Lazy.string(_Scopes(self)),
+                **surge.to_env(),
+            },
+            topic=self.alarm_topic,
+            where=self._where,
+        )
+        self._configure_signals_policy(
+            reader.policy, "DescribeScalableTargets, DescribeScalingPolicies and ListStreams"
+        )
+        _acknowledge_stream_reader(reader.function)
+        return reader
+
+    def _configure_signals_policy(
+        self,
+        policy: iam.ManagedPolicy,
+        reads: str = "DescribeScalableTargets and DescribeScalingPolicies",
+    ) -> None:
         """What a surge needs: its tables' capacity, their items in the hold store, reading
         their scaling and moving their scalable targets' minimums."""
         policy.add_statements(
@@ -627,7 +667,7 @@ class CapacityRequests(Construct):
                 "MoveMinimums", TARGET_TAG, [t.table_name for t in self.tables]
             ),
         )
-        self._acknowledge(policy, "DescribeScalableTargets and DescribeScalingPolicies")
+        self._acknowledge(policy, reads)
 
     def _render_signals_alarms(self, signals: lambda_.Function, fast_path: FastPath) -> None:
         """The signals function's alarms: it failed, a surge failed, the combiner refused a
@@ -1042,6 +1082,35 @@ def _acknowledge_signals(signals: lambda_.Function, concurrency: int | None) -> 
             "reaches nothing in a VPC.",
             "LambdaConcurrency": "Reports arrive from many processes at once; a dimension's "
             "changes are serialized by the hold store's leases.",
+            "LambdaDLQ": no_dlq,
+        },
+        no_dlq,
+    )
+
+
+def _acknowledge_stream_reader(reader: lambda_.Function) -> None:
+    """The stream reader's acknowledgements (unreserved: one invocation per shard)."""
+    no_dlq = (
+        "The stream reader's records are a signal about now: a batch that failed is "
+        "worthless a minute later, and replaying it would count its writes twice. The "
+        "reader counts its failures (StreamFailed) and they are alarmed, with its Errors."
+    )
+    _acknowledge_function(
+        reader,
+        None,
+        {
+            "Serverless-LambdaTracing": "Each batch logs JSON lines only when something "
+            "happens, and EMF counts; tracing would add cost and an X-Ray wildcard "
+            "permission.",
+            "Serverless-LambdaDLQ": no_dlq,
+            "Serverless-LambdaDefaultMemorySize": "256 MB: a batch of up to 1,000 records "
+            "is read, then the function waits on DynamoDB.",
+        },
+        {
+            "LambdaInsideVPC": "Calls only AWS APIs (DynamoDB, Application Auto Scaling); "
+            "it reaches nothing in a VPC.",
+            "LambdaConcurrency": "Lambda runs one invocation per stream shard at a time; "
+            "reserved concurrency below the shard count would only delay the signal.",
             "LambdaDLQ": no_dlq,
         },
         no_dlq,

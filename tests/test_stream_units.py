@@ -18,8 +18,12 @@ from ddb_capacity_runtime.core.stream import (
     Shape,
     batch_rates,
     item_size,
+    record_time,
     record_units,
+    seen_shape,
+    shape_of,
     value_size,
+    window_rate,
 )
 from tests.test_signals_hook import ddb
 
@@ -193,3 +197,57 @@ def test_records_from_moto_streams_are_estimated(moto_endpoint: str) -> None:
     rates = batch_rates(records, Shape(("pk",)))
     # 6 puts of 2 units, an update to 3 units, a delete of 2 units, over the seconds spanned
     assert rates.units[None] * rates.seconds == pytest.approx(6 * 2 + 3 + 2)
+
+
+# ---------------------------------------------------------------- what the reader needs
+
+
+def test_gsis_are_seen_only_where_the_view_type_shows_them() -> None:
+    base = {"pk": s("a"), "g": s("1"), "note": s("n" * 1_500)}
+    update = record(old=base)  # an OLD_IMAGE update: the new image is not in the record
+    assert record_units(update, seen_shape(SHAPE, "OLD_IMAGE")) == {None: 2}
+    assert record_units(update, seen_shape(SHAPE, "KEYS_ONLY")) == {None: 2}
+    assert record_units(update, seen_shape(SHAPE, None)) == {None: 2}
+    assert "by-g" in record_units(update, seen_shape(SHAPE, "NEW_AND_OLD_IMAGES"))
+    assert seen_shape(SHAPE, "NEW_IMAGE") == SHAPE
+
+
+def test_a_tables_shape_is_read_from_its_description_and_bad_gsis_left_out() -> None:
+    description = {
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": "by-c",
+                "KeySchema": [{"AttributeName": "c", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["note"]},
+            },
+            {"IndexName": "no-keys", "Projection": {"ProjectionType": "ALL"}},
+            {"IndexName": "odd", "KeySchema": [{"AttributeName": "o"}], "Projection": "ALL"},
+            "not an index",
+        ],
+    }
+    assert shape_of(description) == Shape(("pk",), (Index("by-c", ("c",), "INCLUDE", ("note",)),))
+    assert shape_of({"KeySchema": "?"}) == Shape(())
+
+
+@pytest.mark.parametrize(
+    ("units", "latest", "previous", "rate"),
+    [
+        (60, 104.0, 0, 12.0),  # 60 units over the 5 seconds the window has run
+        (60, 104.9, 0, 12.0),  # a record's time counts by its whole second
+        (60, 100.0, 0, 60.0),  # its first second: 1 second at least
+        (60, 130.0, 0, 6.0),  # a whole window at most
+        (10, 101.0, 200, 20.0),  # the last whole window's rate, when it is more
+    ],
+)
+def test_the_served_rate_of_the_counting_windows(
+    units: float, latest: float, previous: float, rate: float
+) -> None:
+    assert window_rate(units, 100, latest, previous) == rate
+
+
+def test_the_batch_keeps_its_units_beside_its_rates() -> None:
+    records = [record(new={"pk": s(str(i)), "v": s("x" * 1_500)}, at=100.0 + i) for i in range(3)]
+    rates = batch_rates(records, Shape(("pk",)))
+    assert rates.totals == {None: 6.0} and rates.units == {None: 2.0}
+    assert record_time(records[2]) == 102.0 and record_time("?") is None

@@ -18,13 +18,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .simulator.prices import Prices
+
 __all__ = ["NIGHTS_PER_MONTH", "Costs", "monthly_cost"]
 
 #: Nights in a month of 730 hours.
 NIGHTS_PER_MONTH = 730 / 24
 SQS_PER_MILLION = 0.40
-LAMBDA_GB_SECOND = 0.0000133334
-LAMBDA_PER_MILLION = 0.20
+LAMBDA_GB_SECOND = Prices().lambda_gb_second
+LAMBDA_PER_MILLION = Prices().lambda_request_million
 S3_PUT_PER_THOUSAND = 0.005
 S3_GET_PER_THOUSAND = 0.0004
 #: The SQS event source's long polls (up to 20 s each) on an empty queue, a month: about

@@ -177,6 +177,13 @@ def record(
     )
 
 
+def read(dynamodb: DynamoDBClient, store: str, key: Mapping[str, Any], now: float) -> Entries:
+    """The combiner item ``key`` as it stands (a consistent read), checked (:func:`entries`);
+    empty when there is none. The stream reader reads its dimension's surge mark here."""
+    item = dynamodb.get_item(TableName=store, Key=dict(key), ConsistentRead=True).get("Item")
+    return entries(item or {}, now)
+
+
 def _mend(
     dynamodb: DynamoDBClient,
     store: str,

@@ -30,7 +30,7 @@ import base64
 import binascii
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -49,6 +49,11 @@ WRITE_UNIT_BYTES = 1024
 MAX_DEPTH = 32
 #: The principal of TTL deletions in a record's ``userIdentity``.
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
+#: The view types whose records show what the GSIs write (:data:`ACCURACY`): with the
+#: others an update would read as the item leaving every index, or show nothing.
+GSI_VIEWS = ("NEW_AND_OLD_IMAGES", "NEW_IMAGE")
+#: The stream reader's counting window, in seconds: its shards' units add up per window.
+WINDOW_SECONDS = 10
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,61 @@ def _binary_size(raw: str | bytes) -> int | None:
         return None
 
 
+def seen_shape(shape: Shape, view: object) -> Shape:
+    """``shape`` as records of the view type ``view`` let it be seen: its GSIs only where
+    the images show them (:data:`GSI_VIEWS`)."""
+    return shape if view in GSI_VIEWS else Shape(shape.keys)
+
+
+def shape_of(description: Mapping[str, Any]) -> Shape:
+    """The :class:`Shape` of a table from its DescribeTable ``Table`` (untrusted: a GSI
+    whose key or projection cannot be read is left out, so it is never estimated)."""
+    keys = _key_names(description.get("KeySchema"))
+    indexes = []
+    gsis = description.get("GlobalSecondaryIndexes")
+    for gsi in gsis if isinstance(gsis, list) else []:
+        name = gsi.get("IndexName") if isinstance(gsi, Mapping) else None
+        index_keys = _key_names(gsi.get("KeySchema")) if isinstance(gsi, Mapping) else ()
+        projection = gsi.get("Projection") if isinstance(gsi, Mapping) else None
+        kind = projection.get("ProjectionType") if isinstance(projection, Mapping) else None
+        include = projection.get("NonKeyAttributes", []) if isinstance(projection, Mapping) else []
+        if (
+            isinstance(name, str)
+            and index_keys
+            and kind in ("ALL", "KEYS_ONLY", "INCLUDE")
+            and isinstance(include, list)
+            and all(isinstance(a, str) for a in include)
+        ):
+            indexes.append(Index(name, index_keys, kind, tuple(include)))
+    return Shape(keys, tuple(indexes))
+
+
+def _key_names(schema: object) -> tuple[str, ...]:
+    """The attribute names of a KeySchema; () when it is not one."""
+    if not isinstance(schema, list) or not 1 <= len(schema) <= 2:
+        return ()
+    names = [k.get("AttributeName") if isinstance(k, Mapping) else None for k in schema]
+    return tuple(n for n in names if isinstance(n, str)) if all(names) else ()
+
+
+def record_time(record: object) -> float | None:
+    """A record's ``ApproximateCreationDateTime`` as seconds since the epoch (None: it
+    has none that can be read)."""
+    body = record.get("dynamodb") if isinstance(record, Mapping) else None
+    return _seconds(body.get("ApproximateCreationDateTime") if isinstance(body, Mapping) else None)
+
+
+def window_rate(
+    units: float, start: float, latest: float, previous: float, window: int = WINDOW_SECONDS
+) -> float:
+    """Write units per second from the counting windows: the window under way's ``units``
+    over the seconds from its ``start`` to its ``latest`` record (1 second at least, the
+    window at most), or the window before's ``previous`` units over a whole window,
+    whichever is more. DynamoDB rounds a record's time down to the second."""
+    elapsed = min(float(window), max(1.0, math.floor(latest) - start + 1.0))
+    return max(units / elapsed, previous / window)
+
+
 def _seconds(when: object) -> float | None:
     """A record's time as seconds since the epoch: a number in a Lambda event, a datetime
     from the Streams API through boto3; None for anything else."""
@@ -220,6 +280,8 @@ class StreamRates:
     seconds: float
     ttl: int = 0
     malformed: int = 0
+    #: The units themselves, per table (None) and GSI.
+    totals: Mapping[str | None, float] = field(default_factory=dict)
 
 
 def batch_rates(records: Iterable[object], shape: Shape) -> StreamRates:
@@ -237,15 +299,13 @@ def batch_rates(records: Iterable[object], shape: Shape) -> StreamRates:
         if is_ttl_deletion(record):
             ttl += 1
             continue
-        body = record.get("dynamodb")
-        when = _seconds(
-            body.get("ApproximateCreationDateTime") if isinstance(body, Mapping) else None
-        )
+        when = record_time(record)
         if when is not None:
             times.append(when)
-        if not isinstance(body, Mapping):
+        if not isinstance(record.get("dynamodb"), Mapping):
             malformed += 1
         for scope, units in record_units(record, shape).items():
             totals[scope] = totals.get(scope, 0.0) + units
     seconds = max(1.0, max(times) - min(times) + 1.0) if times else 1.0
-    return StreamRates({k: v / seconds for k, v in totals.items()}, seconds, ttl, malformed)
+    rates = {k: v / seconds for k, v in totals.items()}
+    return StreamRates(rates, seconds, ttl, malformed, totals)

@@ -96,6 +96,7 @@ __all__ = [
     "SURGE_MINUTES_ENV",
     "SurgeSettings",
     "signals_handler",
+    "surge_dimension",
     "take_report",
 ]
 
@@ -319,18 +320,33 @@ def _dimension(
     ctx: Context, store: HoldStore, report: Report, d: DimensionReport, settings: SurgeSettings
 ) -> dict[str, Any]:
     """Combine one dimension of ``report``, and surge it if due: its own fault domain."""
-    where: dict[str, Any] = {"table": report.table, "index": d.index, "dimension": d.dimension}
     try:
         found = _combine(ctx, store, report, d)
-        if found is None:
-            count("CombinerFull")
-            full = f"{combiner.MAX_PROCESSES} processes report on this dimension already"
-            return _refused(report.table, d, CapacityRequestError(full), "CombinerFull")
-        row = _surge(ctx, store, report.table, d, found, settings)
     except Exception as exc:  # each dimension is its own fault domain
-        count("SurgesFailed")
-        log_event("surge-failed", level=logging.ERROR, **where, reason=_reason(exc))
-        return {**where, "status": "failed", "reason": _reason(exc)}
+        return _failed(report.table, d, exc)
+    if found is None:
+        count("CombinerFull")
+        full = f"{combiner.MAX_PROCESSES} processes report on this dimension already"
+        return _refused(report.table, d, CapacityRequestError(full), "CombinerFull")
+    return surge_dimension(ctx, store, report.table, d, found, settings)
+
+
+def surge_dimension(
+    ctx: Context,
+    store: HoldStore,
+    table: str,
+    d: DimensionReport,
+    found: combiner.Entries,
+    settings: SurgeSettings,
+) -> dict[str, Any]:
+    """The one surge decision on ``d``'s dimension, from what ``found`` holds (the
+    combined reports, or the stream reader's rate) and its surge mark: raised, renewed or
+    left alone, counted and logged; its own fault domain. The signals function and the
+    stream reader both decide here."""
+    try:
+        row = _surge(ctx, store, table, d, found, settings)
+    except Exception as exc:  # each dimension is its own fault domain
+        return _failed(table, d, exc)
     status = row.get("status")
     if status == "applied":
         count("SurgesApplied")
@@ -346,6 +362,14 @@ def _dimension(
     elif status == "limited":
         log_event("surge-over-budget", level=logging.WARNING, **row)
     return row
+
+
+def _failed(table: str, d: DimensionReport, exc: Exception) -> dict[str, Any]:
+    """A dimension whose surge failed: counted (``SurgesFailed``, alarmed) and logged."""
+    where: dict[str, Any] = {"table": table, "index": d.index, "dimension": d.dimension}
+    count("SurgesFailed")
+    log_event("surge-failed", level=logging.ERROR, **where, reason=_reason(exc))
+    return {**where, "status": "failed", "reason": _reason(exc)}
 
 
 def _combine(

@@ -2,7 +2,8 @@
 
 List prices the simulator charges, in one place (us-east-1, Standard table class): the
 Amazon DynamoDB pricing page's, after the November 2024 cut of on-demand prices (docs:
-Simulator, "Prices").
+Simulator, "Prices"); and the AWS Lambda pricing page's for the library's own functions
+(us-east-1, arm64), which the fleet advisor's and the stream signal's costs are priced at.
 
 Override any of them from code (``Prices(wcu_hour=...)``) or from the command line
 (``--price wcu_hour=0.00070``).
@@ -21,12 +22,15 @@ class PriceError(ValueError):
 
 @dataclass(frozen=True)
 class Prices:
-    """Dollars per provisioned unit-hour and per million on-demand request units."""
+    """Dollars per provisioned unit-hour and per million on-demand request units; and
+    Lambda's per GB-second (arm64) and per million requests."""
 
     wcu_hour: float = 0.00065
     rcu_hour: float = 0.00013
     write_request_million: float = 0.625
     read_request_million: float = 0.125
+    lambda_gb_second: float = 0.0000133334
+    lambda_request_million: float = 0.20
 
     def unit_hour(self, dimension: str) -> float:
         return self.wcu_hour if dimension == "write" else self.rcu_hour

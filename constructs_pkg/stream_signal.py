@@ -1,0 +1,354 @@
+"""Runs in: CDK app (synth time).
+
+The fast path's write signal from each served table's own DynamoDB stream
+(``FastPath(stream=True)`` or ``FastPath(stream=StreamSignal(...))`` on
+``CapacityRequests``): the stream reader function, one event source mapping per served
+table's stream, its stream permissions, its alarms, and the checks that the stream exists
+and that the reader is not a third reader of it.
+
+A table the library makes (``ProvisionedTable``) gets its stream turned on, with
+``NEW_AND_OLD_IMAGES``: the only view type whose records give the exact units of the
+table and of every GSI (``ddb_capacity_runtime.core.stream.ACCURACY``); a stream costs
+nothing by its view type, and Lambda's reads of it are not charged by DynamoDB. A table
+it does not make must have a stream already, whose ARN is known to the app.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import jsii
+from aws_cdk import Duration, Names, Stack, Token
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_pipes as pipes
+from aws_cdk import aws_sns as sns
+from constructs import Construct, IConstruct, IValidation
+
+from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.requests.counts import NAMESPACE
+from ddb_capacity_runtime.requests.holds import shown
+
+from .compliance import acknowledge
+from .props import duration_prop
+from .runtime import alarm_on_any, runtime_function
+from .table import ProvisionedTable, TableCapacity
+
+__all__ = ["MAX_STREAM_READERS", "StreamReader", "StreamSignal", "check_stream_signal"]
+
+#: DynamoDB's readers per shard: "No more than two processes at most should be reading
+#: from the same streams shard at the same time."
+MAX_STREAM_READERS = 2
+#: The view type a table the library makes gets its stream with.
+VIEW_TYPE = dynamodb.StreamViewType.NEW_AND_OLD_IMAGES
+#: What the reader may do with the streams: read their records (Lambda's event source
+#: mapping reads them in the function's name).
+STREAM_ACTIONS = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"]
+READER_TIMEOUT = Duration.seconds(30)
+READER_MEMORY_MB = 256
+#: The ``StreamLagAlarm`` fires when the records reach the reader this late.
+LAG_ALARM_SECONDS = 30
+_NONE = Duration.seconds(0)
+
+
+@dataclass(frozen=True)
+class StreamSignal:
+    """The table's own DynamoDB stream as the fast path's write signal, with no client in
+    the application: ``FastPath(stream=StreamSignal(...))``, or ``stream=True`` for these
+    defaults. Each served table's stream gets an event source mapping to the stream
+    reader, which starts at the newest records (``LATEST``): the signal is about now.
+
+    :param batching_window: how long Lambda gathers a shard's records before it invokes
+        the reader (0 to 10 seconds): the signal's delay, and what the reader costs
+        (about one invocation per shard per window while the table is written).
+        Default: 1 second.
+    :param max_record_age: records older than this are dropped (60 seconds to 1 hour):
+        a late record is worthless as a signal. Default: 60 seconds (Lambda's least).
+    :param retry_attempts: how often a failed invocation is retried (0 to 10). The reader
+        counts its own failures and never fails an invocation for them; a retry follows
+        only a timeout or a broken configuration. Default: 2.
+    :param batch_size: the most records an invocation takes (1 to 10,000). Default: 1,000.
+    :param other_stream_readers: readers of the served tables' streams outside this app
+        (another app's function, a pipe, a replication tool), for the check that the
+        reader is at most the second reader of each stream; count the most any one table
+        has. Default: 0.
+    """
+
+    batching_window: Duration = field(default_factory=lambda: Duration.seconds(1))
+    max_record_age: Duration = field(default_factory=lambda: Duration.seconds(60))
+    retry_attempts: int = 2
+    batch_size: int = 1_000
+    other_stream_readers: int = 0
+
+
+def _whole(value: object, low: int, high: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and low <= value <= high
+
+
+def check_stream_signal(where: str, stream: object) -> StreamSignal | None:
+    """``FastPath.stream`` checked (``where`` names the construct): a StreamSignal (True:
+    the defaults), or None (False)."""
+    if stream is False or stream is None:
+        return None
+    if stream is True:
+        return StreamSignal()
+    owner = "fast_path.stream"
+    if not isinstance(stream, StreamSignal):
+        raise CapacityConfigError(
+            f"{where}: {owner} must be True, False or a StreamSignal; got {shown(stream)}"
+        )
+    window = duration_prop(where, f"{owner}.batching_window", stream.batching_window, _NONE)
+    age = duration_prop(where, f"{owner}.max_record_age", stream.max_record_age, _NONE)
+    assert window is not None and age is not None
+    if not Token.is_unresolved(window) and window.to_seconds() > 10:
+        raise CapacityConfigError(
+            f"{where}: {owner}.batching_window must be whole seconds from 0 to 10; got "
+            f"{window.to_human_string()}"
+        )
+    if not Token.is_unresolved(age) and not 60 <= age.to_seconds() <= 3600:
+        raise CapacityConfigError(
+            f"{where}: {owner}.max_record_age must be whole seconds from 60 seconds to 1 "
+            f"hour (a late record is worthless as a signal); got {age.to_human_string()}"
+        )
+    checks = (
+        ("retry_attempts", stream.retry_attempts, 0, 10),
+        ("batch_size", stream.batch_size, 1, 10_000),
+        ("other_stream_readers", stream.other_stream_readers, 0, MAX_STREAM_READERS - 1),
+    )
+    for name, value, low, high in checks:
+        if not _whole(value, low, high):
+            raise CapacityConfigError(
+                f"{where}: {owner}.{name} must be a whole number from {low} to {high}; got "
+                f"{shown(value)}"
+            )
+    return stream
+
+
+def stream_arn_of(where: str, table: dynamodb.ITable, owner: TableCapacity | None) -> str:
+    """The ARN of ``table``'s stream: turned on (``NEW_AND_OLD_IMAGES``) where the library
+    made the table and it has none; refused, naming the table, where it is not known."""
+    if table.table_stream_arn is not None:
+        return table.table_stream_arn
+    if isinstance(owner, ProvisionedTable) and isinstance(table, dynamodb.Table):
+        cfn = table.node.default_child
+        assert isinstance(cfn, dynamodb.CfnTable)
+        cfn.stream_specification = dynamodb.CfnTable.StreamSpecificationProperty(
+            stream_view_type=VIEW_TYPE.value
+        )
+        return cfn.attr_stream_arn
+    name = table.table_name if not Token.is_unresolved(table.table_name) else "(named at deploy)"
+    raise CapacityConfigError(
+        f"{where}: fast_path.stream reads each table's DynamoDB stream, and table "
+        f"{(owner or table).node.path} ({name}) has none that this app knows: turn its "
+        f"stream on (stream=StreamViewType.NEW_AND_OLD_IMAGES), or, for a table imported, "
+        f"give its stream ARN (Table.from_table_attributes(..., table_stream_arn=...))"
+    )
+
+
+class StreamReader(Construct):
+    """The stream reader function and its event source mappings, one per served table's
+    stream (made by ``CapacityRequests`` with ``FastPath(stream=...)``).
+
+    :param signal: the mappings' settings.
+    :param tables: each served table, with the ``TableCapacity`` that manages it (None).
+    :param environment: the function's environment (the signals function's).
+    :param topic: where its alarms go.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        signal: StreamSignal,
+        tables: Sequence[tuple[dynamodb.ITable, TableCapacity | None]],
+        environment: Mapping[str, str],
+        topic: sns.ITopic,
+        where: str,
+    ) -> None:
+        super().__init__(scope, id)
+        self._where = where
+        self._signal = signal
+        #: Each served table's construct path and its stream's ARN.
+        self.streams = [
+            ((owner or table).node.path, stream_arn_of(where, table, owner))
+            for table, owner in tables
+        ]
+        self.function, self.policy = runtime_function(
+            self,
+            "Function",
+            handler="ddb_capacity_runtime.stream_reader.stream_handler",
+            description="DynamoDB capacity stream reader (fast path)",
+            timeout=READER_TIMEOUT,
+            memory_size=READER_MEMORY_MB,
+            environment=dict(environment),
+        )
+        self._quiet_platform_lines()
+        self.mappings = [
+            self._map(path, arn, (owner or table))
+            for (path, arn), (table, owner) in zip(self.streams, tables, strict=True)
+        ]
+        self._grant_streams()
+        self._render_alarms(topic)
+        self.node.add_validation(_Readers(self))
+
+    def _quiet_platform_lines(self) -> None:
+        """Lambda's own start and report lines left out (``SystemLogLevel`` WARN): the
+        reader runs about once a second per shard, and they would be most of its log."""
+        cfn = self.function.node.default_child
+        assert isinstance(cfn, lambda_.CfnFunction)
+        cfn.add_property_override("LoggingConfig.SystemLogLevel", "WARN")
+
+    def _map(self, path: str, arn: str, table: IConstruct) -> lambda_.EventSourceMapping:
+        """The event source mapping of one table's stream: the newest records, a short
+        batching window, a short record age and few retries."""
+        signal = self._signal
+        mapping = lambda_.EventSourceMapping(
+            self,
+            f"Reads{Names.unique_id(table)}",
+            target=self.function,
+            event_source_arn=arn,
+            starting_position=lambda_.StartingPosition.LATEST,
+            batch_size=signal.batch_size,
+            max_batching_window=signal.batching_window,
+            max_record_age=signal.max_record_age,
+            retry_attempts=signal.retry_attempts,
+            bisect_batch_on_error=False,
+            parallelization_factor=1,
+        )
+        # Lambda checks at creation that the role may read the stream: the policy first
+        mapping.node.add_dependency(self.policy)
+        acknowledge(
+            mapping,
+            "Serverless-LambdaEventSourceMappingDestination",
+            "The records are a signal about now: a batch dropped after its retries is "
+            "worthless a minute later, and nothing replays it (replaying would count its "
+            "writes twice). The reader's failures are counted and alarmed "
+            "(StreamReaderErrorsAlarm, StreamFailedAlarm, StreamLagAlarm).",
+        )
+        return mapping
+
+    def _grant_streams(self) -> None:
+        """Reading the served tables' streams, and listing streams (Lambda checks it)."""
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid="ReadStreams",
+                actions=list(STREAM_ACTIONS),
+                resources=[arn for _, arn in self.streams],
+            ),
+            iam.PolicyStatement(
+                sid="ListStreams", actions=["dynamodb:ListStreams"], resources=["*"]
+            ),
+        )
+
+    def _render_alarms(self, topic: sns.ITopic) -> None:
+        """The reader failed, could not count a table's records, met records that break
+        the bounds or of a table not served, or reads its records late."""
+        alarm_on_any(
+            self,
+            "StreamReaderErrorsAlarm",
+            self.function.metric_errors(period=Duration.minutes(5)),
+            "The capacity stream reader (fast path) failed",
+            topic,
+        )
+        counts = {
+            "StreamFailedAlarm": (
+                "StreamFailed",
+                "The stream reader could not count a "
+                "table's records (its log's stream-failed lines say why)",
+            ),
+            "StreamRecordsMalformedAlarm": (
+                "StreamRecordsMalformed",
+                "The stream reader met records that break its bounds",
+            ),
+            "StreamRecordsNotServedAlarm": (
+                "StreamRecordsNotServed",
+                "The stream reader got records of a table it does not serve",
+            ),
+        }
+        for alarm_id, (metric, description) in counts.items():
+            alarm_on_any(
+                self,
+                alarm_id,
+                cloudwatch.Metric(
+                    namespace=NAMESPACE,
+                    metric_name=metric,
+                    statistic="Sum",
+                    period=Duration.minutes(5),
+                ),
+                description,
+                topic,
+            )
+        lag = self.function.metric(
+            "IteratorAge", statistic="Maximum", period=Duration.minutes(1)
+        ).create_alarm(
+            self,
+            "StreamLagAlarm",
+            threshold=LAG_ALARM_SECONDS * 1000,
+            evaluation_periods=3,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=(
+                f"The stream reader's records arrive {LAG_ALARM_SECONDS} seconds or more "
+                "after their writes, 3 minutes running: the stream signal is late"
+            ),
+        )
+        lag.add_alarm_action(cw_actions.SnsAction(topic))
+
+    def readers(self) -> list[str]:
+        """Why the app is refused: each served table's stream whose readers (the event
+        source mappings and pipes of the app, and ``other_stream_readers``) are more than
+        DynamoDB allows."""
+        errors = []
+        found = _app_readers(self)
+        others = self._signal.other_stream_readers
+        for path, arn in self.streams:
+            mine = found.get(_key(self, arn), [])
+            if len(mine) + others > MAX_STREAM_READERS:
+                outside = f", and {others} outside the app (other_stream_readers)" if others else ""
+                errors.append(
+                    f"{self._where}: fast_path.stream would be a third reader of the stream of "
+                    f"table {path}: its readers are {', '.join(sorted(mine))}{outside}; "
+                    f"DynamoDB allows {MAX_STREAM_READERS} readers per shard: remove a reader, "
+                    f"or leave this table out of the stream signal"
+                )
+        return errors
+
+
+def _key(scope: IConstruct, value: object) -> str:
+    """A stream ARN as its stack resolves it, for comparing."""
+    return json.dumps(Stack.of(scope).resolve(value), sort_keys=True)
+
+
+def _app_readers(scope: IConstruct) -> dict[str, list[str]]:
+    """Every reader of a stream in the app: its event source mappings and its pipes, by
+    the stream ARN they read (resolved), each named by its construct path."""
+    out: dict[str, list[str]] = {}
+    for c in scope.node.root.node.find_all():
+        if isinstance(c, lambda_.CfnEventSourceMapping):
+            source: object = c.event_source_arn
+        elif isinstance(c, pipes.CfnPipe):
+            source = c.source
+        else:
+            continue
+        if source is None:
+            continue
+        owner = c.node.scope if c.node.id == "Resource" and c.node.scope is not None else c
+        out.setdefault(_key(c, source), []).append(owner.node.path)
+    return out
+
+
+@jsii.implements(IValidation)
+class _Readers:
+    """At synth, once the whole app is built: the reader is never a third reader."""
+
+    def __init__(self, owner: StreamReader) -> None:
+        self._owner = owner
+
+    def validate(self) -> list[str]:
+        return self._owner.readers()

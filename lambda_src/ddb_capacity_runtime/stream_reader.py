@@ -1,0 +1,294 @@
+"""Runs in: stream reader Lambda.
+
+The fast path's write signal from each served table's own DynamoDB stream, with no client
+in the application's processes (``CapacityRequests``' ``FastPath(stream=...)``). An event
+source mapping hands this function batches of one shard's records; it turns them into
+write units per table and per GSI where the stream's view type shows them
+(:mod:`.core.stream`: DynamoDB's sizing rules, TTL deletions left out), adds them to the
+per-10-second counters of the state store that every shard of the stream adds to
+(:mod:`.aws.stream_counts`), and decides on the sum with the signals function's one surge
+decision (:func:`.requests.surge.surge_dimension`): served writes at or above what is
+provisioned mean the burst bucket is draining, so the dimension is raised before it
+empties, within the same surge cap and hourly budget as the hook's reports. Nothing here
+lowers anything.
+
+The served writes are what the stream can see: refused demand, reads and the GSI writes
+a view type hides are not in it. Records are untrusted input: an event that is not the
+event source's shape is refused, each record is bounded (:mod:`.core.untrusted`) before
+anything reads it, and one that breaks a bound or names no table counts for nothing.
+Failures are counted (EMF, alarmed) and never fail the invocation: a retried batch would
+be added to the counters twice, and late records are worthless as a signal.
+
+Counts: ``StreamRecordsMalformed`` (alarmed), ``StreamRecordsNotServed`` (records of a
+table the construct does not serve: alarmed), ``StreamFailed`` (a table's records could
+not be counted: alarmed), ``StreamRecordsLate`` (a window older than the counters keep),
+``StreamTtlDeletions``; and the surge decision's own (``SurgesApplied``,
+``SurgesFailed``, ...).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .aws import combiner, stream_counts, tables
+from .aws.clients import Clients, make_clients
+from .core.names import UNITS
+from .core.stream import (
+    WINDOW_SECONDS,
+    Shape,
+    batch_rates,
+    record_time,
+    seen_shape,
+    shape_of,
+    window_rate,
+)
+from .core.surge import CLOCK_SKEW_SECONDS, SURGE_AT, DimensionReport, Rates
+from .core.tables import throughput_of
+from .core.untrusted import UntrustedJSONError, check_json
+from .events import log_event
+from .requests.broker import BrokerConfig
+from .requests.context import Context
+from .requests.counts import count
+from .requests.holds import CapacityRequestError, shown
+from .requests.store import HoldStore, open_store
+from .requests.surge import SurgeSettings, surge_dimension
+
+__all__ = ["MAX_RECORDS", "STREAM_ENTRY", "read_stream", "stream_handler"]
+
+#: The most records an event may carry: the event source's largest batch.
+MAX_RECORDS = 10_000
+#: One record's bound, as JSON text: two images of DynamoDB's largest item (400 KB),
+#: with room for base64 and the attribute wrappers.
+MAX_RECORD_CHARS = 2 * 1024 * 1024
+#: One record's deepest nesting: an item may nest 32 levels, each two levels of JSON.
+MAX_RECORD_DEPTH = 72
+#: The id the stream's rate goes by among the combined entries of a dimension.
+STREAM_ENTRY = "stream"
+#: A table's stream ARN (``arn:...:dynamodb:<region>:<account>:table/<NAME>/stream/<label>``).
+STREAM_ARN = re.compile(
+    r"arn:aws[a-z-]*:dynamodb:[a-z0-9-]{1,32}:\d{12}:table/([A-Za-z0-9_.-]{3,255})/stream/"
+    r"[A-Za-z0-9_.:-]{1,64}"
+)
+
+
+def stream_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+    """AWS Lambda entry point of the ``CapacityRequests`` stream reader."""
+    # A broken configuration fails the invocation (its errors are alarmed).
+    return read_stream(event, BrokerConfig.from_env(), SurgeSettings.from_env())
+
+
+def read_stream(
+    event: object,
+    scopes: BrokerConfig,
+    settings: SurgeSettings,
+    *,
+    clients: Clients | None = None,
+    store: HoldStore | None = None,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Count one batch of stream records and surge what their sum makes due. ``scopes``:
+    the tables and indexes served; ``clients`` and ``store``: default, from the
+    environment. Returns, per table and dimension, what was done."""
+    records = event.get("Records") if isinstance(event, Mapping) else None
+    if not isinstance(records, list) or len(records) > MAX_RECORDS:
+        count("StreamRecordsMalformed")
+        reason = (
+            f"Records: got {shown(records)}; expected a list of at most {MAX_RECORDS:,} "
+            "stream records"
+        )
+        log_event("stream-refused", level=logging.WARNING, reason=reason)
+        return {"ok": False, "reason": reason}
+    by_table = _by_table(records)
+    ctx = Context(clients or make_clients(), clock, sleep, 0)
+    held: HoldStore | None = None
+    rows: list[dict[str, Any]] = []
+    for table, mine in by_table.items():
+        try:
+            scopes.check(table, None)
+        except CapacityRequestError as exc:
+            count("StreamRecordsNotServed", len(mine))
+            log_event("stream-refused", level=logging.WARNING, table=table, reason=str(exc))
+            rows.append({"table": table, "status": "refused", "reason": str(exc)})
+            continue
+        try:  # each table is its own fault domain
+            held = held or open_store(store, ctx.clients, clock)
+            rows += _table(ctx, held, table, mine, scopes, settings)
+        except Exception as exc:
+            count("StreamFailed")
+            log_event("stream-failed", level=logging.ERROR, table=table, reason=_reason(exc))
+            rows.append({"table": table, "status": "failed", "reason": _reason(exc)})
+    return {"ok": True, "dimensions": rows}
+
+
+def _by_table(records: Sequence[object]) -> dict[str, list[Mapping[str, Any]]]:
+    """The records by the table their ``eventSourceARN`` names, each bounded first; those
+    that break a bound or name no table are counted (``StreamRecordsMalformed``)."""
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    malformed = 0
+    for record in records:
+        try:
+            check_json(record, "record", max_chars=MAX_RECORD_CHARS, max_depth=MAX_RECORD_DEPTH)
+        except UntrustedJSONError:
+            malformed += 1
+            continue
+        arn = record.get("eventSourceARN") if isinstance(record, Mapping) else None
+        found = STREAM_ARN.fullmatch(arn) if isinstance(arn, str) else None
+        if found is None or not isinstance(record, Mapping):
+            malformed += 1
+            continue
+        out.setdefault(found.group(1), []).append(record)
+    if malformed:
+        count("StreamRecordsMalformed", malformed)
+        log_event("stream-records-malformed", level=logging.WARNING, records=malformed)
+    return out
+
+
+@dataclass(frozen=True)
+class _Window:
+    """One counting window of a batch: its start, its units per table (None) and GSI, and
+    its latest record's time."""
+
+    start: int
+    units: Mapping[str | None, float]
+    latest: float
+
+
+def _table(
+    ctx: Context,
+    store: HoldStore,
+    table: str,
+    records: list[Mapping[str, Any]],
+    scopes: BrokerConfig,
+    settings: SurgeSettings,
+) -> list[dict[str, Any]]:
+    """One table's records: counted per window and dimension, then each dimension
+    decided on its sum."""
+    description = tables.describe(ctx.clients.dynamodb, table)
+    billing = description.get("BillingModeSummary")
+    if isinstance(billing, Mapping) and billing.get("BillingMode") == "PAY_PER_REQUEST":
+        return [{"table": table, "status": "none", "reason": "on demand: nothing to raise"}]
+    windows = _windows(records, seen_shape(shape_of(description), _view(records)), ctx.clock())
+    rows = []
+    for index in sorted({i for w in windows for i in w.units}, key=lambda i: i or ""):
+        if index is not None:
+            try:
+                scopes.check(table, index)
+            except CapacityRequestError:
+                continue  # an index the construct does not serve: not raised
+        mine = [w for w in windows if w.units.get(index, 0) > 0]
+        if mine:
+            rows.append(_dimension(ctx, store, table, index, mine, description, settings))
+    return rows
+
+
+def _view(records: list[Mapping[str, Any]]) -> str | None:
+    """The stream's view type, when its records agree on one (None: GSIs not seen)."""
+    views = {
+        r["dynamodb"].get("StreamViewType")
+        for r in records
+        if isinstance(r.get("dynamodb"), Mapping)
+    }
+    (view,) = views if len(views) == 1 else (None,)
+    return view if isinstance(view, str) else None
+
+
+def _windows(records: list[Mapping[str, Any]], shape: Shape, now: float) -> list[_Window]:
+    """The batch's counting windows, oldest first: each record in the window of its time
+    (a time ahead of ``now`` counts as now; none at all, as the batch's latest). TTL
+    deletions and malformed records are counted here."""
+    known = [t for t in map(record_time, records) if t is not None]
+    fallback = min(max(known), now) if known else now
+    groups: dict[int, list[Mapping[str, Any]]] = {}
+    latest: dict[int, float] = {}
+    for record in records:
+        when = record_time(record)
+        when = fallback if when is None else min(when, now + CLOCK_SKEW_SECONDS)
+        start = int(when // WINDOW_SECONDS) * WINDOW_SECONDS
+        groups.setdefault(start, []).append(record)
+        latest[start] = max(latest.get(start, when), when)
+    out, ttl, malformed = [], 0, 0
+    for start in sorted(groups):
+        rates = batch_rates(groups[start], shape)
+        ttl, malformed = ttl + rates.ttl, malformed + rates.malformed
+        out.append(_Window(start, rates.totals, latest[start]))
+    if ttl:
+        count("StreamTtlDeletions", ttl)
+    if malformed:
+        count("StreamRecordsMalformed", malformed)
+    return out
+
+
+def _dimension(
+    ctx: Context,
+    store: HoldStore,
+    table: str,
+    index: str | None,
+    windows: list[_Window],
+    description: Mapping[str, Any],
+    settings: SurgeSettings,
+) -> dict[str, Any]:
+    """Add one dimension's units to its counters, and decide on the sums: its own fault
+    domain."""
+    d = DimensionReport(index, "write", 0.0, 0)
+    where: dict[str, Any] = {"table": table, "index": index, "dimension": "write"}
+    try:
+        sums = _add(store, table, d.sort_key, index, windows)
+        if not sums:
+            return {**where, "status": "late"}
+        current = windows[-1] if windows[-1].start in sums else None
+        if current is None:
+            return {**where, "status": "late"}
+        previous = sums.get(current.start - WINDOW_SECONDS, 0.0)
+        rate = window_rate(sums[current.start], current.start, current.latest, previous)
+        found = combiner.read(
+            store.dynamodb, store.name, combiner.combiner_key(table, d.sort_key), ctx.clock()
+        )
+        if _quiet(rate, description, index) and found.mark.started is None:
+            return {**where, "status": "none", "rate": round(rate, 1)}
+    except Exception as exc:
+        count("StreamFailed")
+        log_event("stream-failed", level=logging.ERROR, **where, reason=_reason(exc))
+        return {**where, "status": "failed", "reason": _reason(exc)}
+    now = ctx.clock()
+    seen = combiner.Entries(rates={STREAM_ENTRY: Rates(rate, 0.0, 0.0, now, rate)}, mark=found.mark)
+    return {**surge_dimension(ctx, store, table, d, seen, settings), "rate": round(rate, 1)}
+
+
+def _add(
+    store: HoldStore, table: str, sort_key: str, index: str | None, windows: list[_Window]
+) -> dict[int, float]:
+    """Each window's units added to its counter: the sums read back, by window start;
+    windows too late to count are counted (``StreamRecordsLate``) and left out."""
+    sums: dict[int, float] = {}
+    late = 0
+    for w in windows:
+        units = int(round(w.units[index]))
+        total = stream_counts.add(store.dynamodb, store.name, table, sort_key, w.start, units)
+        if total is None:
+            late += units
+        else:
+            sums[w.start] = total
+    if late:
+        count("StreamRecordsLate", late)
+    return sums
+
+
+def _quiet(rate: float, description: Mapping[str, Any], index: str | None) -> bool:
+    """Whether ``rate`` is below what the dimension has provisioned (from ``description``,
+    read moments ago), so that no surge is due unless one is under way already."""
+    try:
+        provisioned = int(throughput_of(description, index)[UNITS["write"]])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False  # unknown: decide
+    return rate < SURGE_AT * provisioned
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 1_000 else text[:1_000] + "..."

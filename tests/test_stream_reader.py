@@ -1,0 +1,337 @@
+"""The stream reader against real parts: a table with a stream in moto, its records read
+with a real boto3 ``dynamodbstreams`` client and handed to the reader in the event source
+mapping's event shape; the state store (its counters and the surge's items) in dynalite,
+whose conditional writes are atomic as DynamoDB's are."""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+import uuid
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from ddb_capacity_runtime.aws import stream_counts
+from ddb_capacity_runtime.core.stream import WINDOW_SECONDS
+from ddb_capacity_runtime.requests.broker import BrokerConfig
+from ddb_capacity_runtime.requests.surge import SurgeSettings
+from ddb_capacity_runtime.stream_reader import MAX_RECORDS, read_stream
+from tests.moto_world import World
+from tests.test_surge_server import SETTINGS, counted, served, surge_of
+from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
+from tests.test_surge_server import world as world  # noqa: F401 (fixture)
+
+#: An item of 1,500 bytes: 2 write units on the table, and on a GSI that projects it all.
+NOTE = "x" * 1_490
+
+
+def streamed_table(world: World, base: str, write: int = 10, gsi_write: int = 10) -> str:
+    """A provisioned table in moto with a NEW_AND_OLD_IMAGES stream and a GSI ``byUser``
+    that projects every attribute, its write dimension under a scalable target."""
+    name = world.name(base)
+    world.ddb.create_table(
+        TableName=name,
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "user", "AttributeType": "S"},
+        ],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "byUser",
+                "KeySchema": [{"AttributeName": "user", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+                "ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": gsi_write},
+            }
+        ],
+        ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": write},
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )
+    world.target(name, "write", write, 1_000)
+    return name
+
+
+def put_items(world: World, name: str, n: int, *, user: bool = True) -> None:
+    for i in range(n):
+        item = {"pk": {"S": f"item-{uuid.uuid4().hex[:6]}-{i}"}, "note": {"S": NOTE}}
+        if user:
+            item["user"] = {"S": f"u{i % 3}"}
+        world.ddb.put_item(TableName=name, Item=item)
+
+
+def stream_records(world: World, name: str) -> tuple[str, list[dict[str, Any]]]:
+    """The table's stream ARN and every record of its shards, read with boto3."""
+    streams = world.clients.dynamodb.meta  # the same endpoint as the world's clients
+    client = _streams_client(streams.endpoint_url)
+    arn = world.ddb.describe_table(TableName=name)["Table"]["LatestStreamArn"]
+    records: list[dict[str, Any]] = []
+    for shard in client.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+        iterator = client.get_shard_iterator(
+            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        records += client.get_records(ShardIterator=iterator)["Records"]
+    return arn, records
+
+
+def _streams_client(endpoint: str) -> Any:
+    import boto3
+
+    return boto3.client(
+        "dynamodbstreams",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",  # noqa: S106 (moto takes any key)
+    )
+
+
+def lambda_event(
+    arn: str, records: list[dict[str, Any]], at: float | None = None
+) -> dict[str, Any]:
+    """``records`` as Lambda hands them to a function: each with the stream's
+    ``eventSourceARN``, times in seconds since the epoch (``at``: all at that second),
+    binary values in base64."""
+    out = []
+    for record in records:
+        body = dict(record["dynamodb"])
+        when = body.get("ApproximateCreationDateTime")
+        if isinstance(when, datetime):
+            body["ApproximateCreationDateTime"] = when.timestamp()
+        if at is not None:
+            body["ApproximateCreationDateTime"] = at
+        for image in ("NewImage", "OldImage", "Keys"):
+            if image in body:
+                body[image] = {k: _wire(v) for k, v in body[image].items()}
+        out.append({**record, "dynamodb": body, "eventSourceARN": arn})
+    return {"Records": out}
+
+
+def _wire(value: dict[str, Any]) -> dict[str, Any]:
+    ((kind, raw),) = value.items()
+    if kind == "B" and isinstance(raw, bytes):
+        return {"B": base64.b64encode(raw).decode()}
+    return value
+
+
+def window_sum(world: World, name: str, sort_key: str, start: int) -> float | None:
+    item = world.store_ddb.get_item(
+        TableName=world.store.name,
+        Key=stream_counts.counter_key(name, sort_key, start),
+        ConsistentRead=True,
+    ).get("Item")
+    if item is None or int(item["w"]["N"]) != start:
+        return None
+    return float(item["u"]["N"])
+
+
+def read(
+    world: World, event: object, scopes: BrokerConfig, settings: SurgeSettings = SETTINGS
+) -> dict[str, Any]:
+    return read_stream(event, scopes, settings, clients=world.clients, store=world.store)
+
+
+def settled(now: float) -> tuple[int, float]:
+    """A window that ended a little while ago, and a second 4 s into it (5 s elapsed)."""
+    start = int((now - 2 * WINDOW_SECONDS) // WINDOW_SECONDS) * WINDOW_SECONDS
+    return start, start + 4.0
+
+
+# ------------------------------------------------------------------ end to end
+
+
+def test_writes_at_or_over_provisioned_raise_the_table_and_its_gsi(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a table and its GSI provisioned at 10 write units, with a stream
+    name = streamed_table(world, "Streamed")
+    world.target(name, "write", 10, 1_000, index="byUser")
+    # WHEN 30 items of 1,500 bytes are written (2 units each, on the table and the GSI),
+    # and their records reach the reader within one window, 5 seconds into it
+    put_items(world, name, 30)
+    arn, records = stream_records(world, name)
+    assert len(records) == 30
+    start, at = settled(time.time())
+    answer = read(world, lambda_event(arn, records, at), served(name, indexes=("byUser",)))
+    # THEN the counters hold 60 units for the window, on the table and on the GSI
+    assert window_sum(world, name, "table:write", start) == 60
+    assert window_sum(world, name, "index/byUser:write", start) == 60
+    # and 12 units/s (60 over 5 s) raise both at once, to 12 / 0.7
+    rows = {r["index"]: r for r in answer["dimensions"]}
+    assert rows[None]["rate"] == rows["byUser"]["rate"] == 12.0
+    assert (rows[None]["status"], rows[None]["to"]) == ("applied", 18)
+    assert (rows["byUser"]["status"], rows["byUser"]["to"]) == ("applied", 18)
+    assert world.target_min(name, "write") == 18
+    hold = surge_of(world, name)
+    assert hold is not None and hold.baseline == 10
+    assert counted(capsys.readouterr().out, "SurgesApplied") == 2
+
+
+def test_writes_below_provisioned_are_counted_and_raise_nothing(world: World) -> None:
+    name = streamed_table(world, "Calm", write=100)
+    put_items(world, name, 10, user=False)
+    arn, records = stream_records(world, name)
+    start, at = settled(time.time())
+    answer = read(world, lambda_event(arn, records, at), served(name))
+    assert window_sum(world, name, "table:write", start) == 20
+    assert [(r["status"], r["rate"]) for r in answer["dimensions"]] == [("none", 4.0)]
+    assert world.target_min(name, "write") == 100
+    assert surge_of(world, name) is None
+
+
+def test_shards_add_up_and_the_sum_decides(world: World) -> None:
+    # GIVEN a table at 10 write units whose writes arrive through two shards, each
+    # carrying 30 units of one window: 6 units/s each, 12 together
+    name = streamed_table(world, "Shards")
+    put_items(world, name, 30, user=False)
+    arn, records = stream_records(world, name)
+    start, at = settled(time.time())
+    first, second = records[:15], records[15:]
+    # WHEN the first shard's batch is read: its own writes are below provisioned
+    one = read(world, lambda_event(arn, first, at), served(name))
+    assert [r["status"] for r in one["dimensions"]] == ["none"]
+    assert world.target_min(name, "write") == 10
+    # THEN the second shard's batch reads the sum of both, and raises
+    two = read(world, lambda_event(arn, second, at), served(name))
+    assert window_sum(world, name, "table:write", start) == 60
+    assert [(r["status"], r["rate"], r.get("to")) for r in two["dimensions"]] == [
+        ("applied", 12.0, 18)
+    ]
+
+
+def test_ttl_deletions_are_left_out(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN a table's records: 5 puts, and 20 deletions by Time to Live in AWS's shape
+    name = streamed_table(world, "Expiring", write=100)
+    put_items(world, name, 5, user=False)
+    arn, records = stream_records(world, name)
+    ttl = [
+        {
+            "eventID": uuid.uuid4().hex,
+            "eventName": "REMOVE",
+            "eventVersion": "1.1",
+            "eventSource": "aws:dynamodb",
+            "awsRegion": "us-east-1",
+            "dynamodb": {
+                "ApproximateCreationDateTime": time.time(),
+                "Keys": {"pk": {"S": f"old-{i}"}},
+                "OldImage": {"pk": {"S": f"old-{i}"}, "note": {"S": NOTE * 3}},
+                "SequenceNumber": str(10**20 + i),
+                "SizeBytes": 4_500,
+                "StreamViewType": "NEW_AND_OLD_IMAGES",
+            },
+            "userIdentity": {"type": "Service", "principalId": "dynamodb.amazonaws.com"},
+        }
+        for i in range(20)
+    ]
+    start, at = settled(time.time())
+    read(world, lambda_event(arn, records + ttl, at), served(name))
+    # THEN only the puts count: 10 units, not 10 + 20 x 5
+    assert window_sum(world, name, "table:write", start) == 10
+    assert counted(capsys.readouterr().out, "StreamTtlDeletions") == 20
+
+
+# ------------------------------------------------------------------ untrusted input
+
+
+def test_an_event_that_is_not_a_batch_of_records_is_refused(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scopes = served("anything")
+    for event in ({}, {"Records": "no"}, {"Records": [{}] * (MAX_RECORDS + 1)}, []):
+        assert read(world, event, scopes)["ok"] is False
+    assert counted(capsys.readouterr().out, "StreamRecordsMalformed") == 4
+
+
+def test_malformed_and_foreign_records_count_for_nothing(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = streamed_table(world, "Untrusted", write=100)
+    put_items(world, name, 2, user=False)
+    arn, records = stream_records(world, name)
+    start, at = settled(time.time())
+    event = lambda_event(arn, records, at)
+    deep: dict[str, Any] = {"S": "x"}
+    for _ in range(100):
+        deep = {"M": {"a": deep}}
+    bad = [
+        {**event["Records"][0], "dynamodb": {"NewImage": {"pk": deep}}},  # nested too deep
+        {**event["Records"][0], "eventSourceARN": "arn:aws:s3:::not-a-stream"},
+        "not a record",
+    ]
+    other = arn.replace(name, f"Other-{world.run_id}")
+    foreign = [{**event["Records"][0], "eventSourceARN": other}] * 3
+    answer = read(world, {"Records": event["Records"] + bad + foreign}, served(name))
+    out = capsys.readouterr().out
+    assert counted(out, "StreamRecordsMalformed") == 3
+    assert counted(out, "StreamRecordsNotServed") == 3
+    assert window_sum(world, name, "table:write", start) == 4  # the two puts alone
+    assert {r["status"] for r in answer["dimensions"]} == {"refused", "none"}
+
+
+def test_an_index_not_served_is_counted_but_never_raised(world: World) -> None:
+    name = streamed_table(world, "IndexNotServed")
+    put_items(world, name, 30)
+    arn, records = stream_records(world, name)
+    _, at = settled(time.time())
+    answer = read(world, lambda_event(arn, records, at), served(name))
+    assert [r["index"] for r in answer["dimensions"]] == [None]
+
+
+def test_a_failing_store_is_counted_and_fails_no_invocation(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = streamed_table(world, "NoStore")
+    put_items(world, name, 30, user=False)
+    arn, records = stream_records(world, name)
+    _, at = settled(time.time())
+    from ddb_capacity_runtime.requests.store import HoldStore
+
+    missing = HoldStore(world.store_ddb, f"missing-{world.run_id}")
+    answer = read_stream(
+        lambda_event(arn, records, at), served(name), SETTINGS, clients=world.clients, store=missing
+    )
+    assert [r["status"] for r in answer["dimensions"]] == ["failed"]
+    assert counted(capsys.readouterr().out, "StreamFailed") == 1
+    assert world.target_min(name, "write") == 10
+
+
+# ------------------------------------------------------------------ the counters
+
+
+def test_a_window_older_than_the_ring_is_too_late(world: World) -> None:
+    ddb, store = world.store_ddb, world.store.name
+    table = world.name("Ring")
+    now = int(time.time()) // WINDOW_SECONDS * WINDOW_SECONDS
+    old = now - stream_counts.SLOTS * WINDOW_SECONDS  # the same slot, a ring earlier
+    assert stream_counts.add(ddb, store, table, "table:write", now, 5) == 5
+    assert stream_counts.add(ddb, store, table, "table:write", old, 7) is None
+    assert stream_counts.add(ddb, store, table, "table:write", now, 2) == 7
+    # and a newer window takes its slot over from an older one
+    newer = now + stream_counts.SLOTS * WINDOW_SECONDS
+    assert stream_counts.add(ddb, store, table, "table:write", newer, 3) == 3
+
+
+def test_shards_adding_at_once_lose_nothing(world: World) -> None:
+    # GIVEN a slot that counts an older window, and 8 shards adding to a new one at once
+    ddb, store = world.store_ddb, world.store.name
+    table = world.name("Race")
+    now = int(time.time()) // WINDOW_SECONDS * WINDOW_SECONDS
+    stream_counts.add(ddb, store, table, "table:write", now - stream_counts.SLOTS * 10, 99)
+    errors: list[BaseException] = []
+
+    def go() -> None:
+        try:
+            stream_counts.add(ddb, store, table, "table:write", now, 1)
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=go) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    # THEN the slot counts the new window, and every shard's unit is in it
+    assert errors == []
+    assert window_sum(world, table, "table:write", now) == 8
