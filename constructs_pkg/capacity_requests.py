@@ -89,7 +89,15 @@ from .runtime import (
     alarm_topic as alarm_topic_of,
 )
 from .scaler import ThrottleAwareScaler
-from .stream_signal import StreamReader, StreamSignal, check_stream_signal
+from .stream_signal import (
+    READER_MEMORY_MB,
+    READER_TIMEOUT,
+    STREAM_ALARM_IDS,
+    STREAM_COUNT_ALARMS,
+    StreamReader,
+    StreamSignal,
+    check_stream_signal,
+)
 from .table import TableCapacity, check_table, index_names_of, table_list
 
 #: How often expired holds are ended by default: a hold outlives its expiry by at most this.
@@ -142,6 +150,14 @@ FUNCTION_DEFAULTS = {
         longest=SIGNALS_MAX_EVENT_AGE,
         why="a report is stale after a minute (the function's maximum event age)",
     ),
+    "StreamReader": FunctionDefaults(
+        READER_MEMORY_MB,
+        READER_TIMEOUT,
+        shortest=Duration.seconds(10),
+        longest=Duration.minutes(1),
+        why="a batch of records is worthless after its maximum record age (a minute at "
+        "most); a longer run holds the shard's next batch back",
+    ),
 }
 #: The EMF counts the broker, the restorer and the signals function send (namespace
 #: ``DynamoDBCapacity``, no dimension).
@@ -158,6 +174,7 @@ REQUEST_METRICS = dict.fromkeys(
         "SurgesOverBudget",
         "SurgeUnits",
         "SurgeEntriesIgnored",
+        *STREAM_COUNT_ALARMS,
     ),
     "run",
 )
@@ -173,6 +190,7 @@ ALARM_IDS = (
     "SurgesFailed",
     "CombinerFull",
     "SignalsDropped",
+    *STREAM_ALARM_IDS,
 )
 
 
@@ -265,7 +283,8 @@ class CapacityRequests(Construct):
     :param alarm_options: per alarm id (see :attr:`alarms`), an ``AlarmOptions``: off,
         another threshold or evaluation periods, more actions. Default: every alarm as
         documented (docs: Alarms).
-    :param function_options: per function (``"Broker"``, ``"Restorer"``, ``"Signals"``), a
+    :param function_options: per function (``"Broker"``, ``"Restorer"``, ``"Signals"``,
+        ``"StreamReader"``), a
         ``FunctionOptions`` merged over its defaults: the broker 256 MB and 15 minutes (its
         timeout cannot be shorter: a request waits up to 13 minutes), the restorer 128 MB and
         3 minutes (1 to 15 minutes), the signals function 256 MB and 30 seconds (10 seconds
@@ -526,7 +545,9 @@ class CapacityRequests(Construct):
         """The alarms by stable id (read-only): ``BrokerErrors``, ``HoldsDropped``;
         ``RestorerErrors`` with a restorer; ``SignalsErrors``, ``ReportsRefused``,
         ``SurgeBudget``, ``SurgeUnits``, ``SurgesFailed``, ``CombinerFull`` and
-        ``SignalsDropped`` with a fast path. An alarm turned off is absent."""
+        ``SignalsDropped`` with a fast path; ``StreamReaderErrors``, ``StreamFailed``,
+        ``StreamRecordsMalformed``, ``StreamRecordsNotServed`` and ``StreamLag`` with its
+        stream signal (``FastPath(stream=...)``). An alarm turned off is absent."""
         return self._alarm_set.alarms
 
     def metric(self, metric_name: str, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
@@ -629,7 +650,8 @@ class CapacityRequests(Construct):
                 SCOPES_ENV: Lazy.string(_Scopes(self)),
                 **surge.to_env(),
             },
-            topic=self.alarm_topic,
+            config=self._functions["StreamReader"],
+            alarms=self._alarm_set,
             where=self._where,
         )
         self._configure_signals_policy(

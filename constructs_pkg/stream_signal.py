@@ -22,21 +22,20 @@ from dataclasses import dataclass, field
 import jsii
 from aws_cdk import Duration, Names, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_pipes as pipes
-from aws_cdk import aws_sns as sns
 from constructs import Construct, IConstruct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.requests.counts import NAMESPACE
 from ddb_capacity_runtime.requests.holds import shown
 
+from .alarms import AlarmSet, AlarmSpec, says
 from .compliance import acknowledge
 from .props import duration_prop
-from .runtime import alarm_on_any, runtime_function
+from .runtime import FunctionConfig, runtime_function
 from .table import ProvisionedTable, TableCapacity
 
 __all__ = ["MAX_STREAM_READERS", "StreamReader", "StreamSignal", "check_stream_signal"]
@@ -54,6 +53,15 @@ READER_MEMORY_MB = 256
 #: The ``StreamLagAlarm`` fires when the records reach the reader this late.
 LAG_ALARM_SECONDS = 30
 _NONE = Duration.seconds(0)
+#: The reader's EMF counts that alarm at any value (each its alarm's id and metric name).
+STREAM_COUNT_ALARMS = {
+    "StreamFailed": "The stream reader could not count a table's records (its log's "
+    "stream-failed lines say why)",
+    "StreamRecordsMalformed": "The stream reader met records that break its bounds",
+    "StreamRecordsNotServed": "The stream reader got records of a table it does not serve",
+}
+#: The alarms the reader adds to its owner's, by stable id.
+STREAM_ALARM_IDS = ("StreamReaderErrors", *STREAM_COUNT_ALARMS, "StreamLag")
 
 
 @dataclass(frozen=True)
@@ -157,7 +165,11 @@ class StreamReader(Construct):
     :param signal: the mappings' settings.
     :param tables: each served table, with the ``TableCapacity`` that manages it (None).
     :param environment: the function's environment (the signals function's).
-    :param topic: where its alarms go.
+    :param config: the function's settings (``function_options["StreamReader"]`` over
+        its defaults).
+    :param alarms: the owner's alarms, where the reader's own are added by stable id
+        (``StreamReaderErrors``, ``StreamFailed``, ``StreamRecordsMalformed``,
+        ``StreamRecordsNotServed``, ``StreamLag``).
     """
 
     def __init__(
@@ -168,7 +180,8 @@ class StreamReader(Construct):
         signal: StreamSignal,
         tables: Sequence[tuple[dynamodb.ITable, TableCapacity | None]],
         environment: Mapping[str, str],
-        topic: sns.ITopic,
+        config: FunctionConfig,
+        alarms: AlarmSet,
         where: str,
     ) -> None:
         super().__init__(scope, id)
@@ -184,8 +197,7 @@ class StreamReader(Construct):
             "Function",
             handler="ddb_capacity_runtime.stream_reader.stream_handler",
             description="DynamoDB capacity stream reader (fast path)",
-            timeout=READER_TIMEOUT,
-            memory_size=READER_MEMORY_MB,
+            config=config,
             environment=dict(environment),
         )
         self._quiet_platform_lines()
@@ -194,7 +206,7 @@ class StreamReader(Construct):
             for (path, arn), (table, owner) in zip(self.streams, tables, strict=True)
         ]
         self._grant_streams()
-        self._render_alarms(topic)
+        self._render_alarms(alarms)
         self.node.add_validation(_Readers(self))
 
     def _quiet_platform_lines(self) -> None:
@@ -246,59 +258,39 @@ class StreamReader(Construct):
             ),
         )
 
-    def _render_alarms(self, topic: sns.ITopic) -> None:
+    def _render_alarms(self, alarms: AlarmSet) -> None:
         """The reader failed, could not count a table's records, met records that break
         the bounds or of a table not served, or reads its records late."""
-        alarm_on_any(
-            self,
-            "StreamReaderErrorsAlarm",
-            self.function.metric_errors(period=Duration.minutes(5)),
-            "The capacity stream reader (fast path) failed",
-            topic,
+        alarms.add(
+            "StreamReaderErrors",
+            AlarmSpec(
+                self.function.metric_errors(period=Duration.minutes(5)),
+                says("The capacity stream reader (fast path) failed"),
+            ),
         )
-        counts = {
-            "StreamFailedAlarm": (
-                "StreamFailed",
-                "The stream reader could not count a "
-                "table's records (its log's stream-failed lines say why)",
-            ),
-            "StreamRecordsMalformedAlarm": (
-                "StreamRecordsMalformed",
-                "The stream reader met records that break its bounds",
-            ),
-            "StreamRecordsNotServedAlarm": (
-                "StreamRecordsNotServed",
-                "The stream reader got records of a table it does not serve",
-            ),
-        }
-        for alarm_id, (metric, description) in counts.items():
-            alarm_on_any(
-                self,
-                alarm_id,
-                cloudwatch.Metric(
-                    namespace=NAMESPACE,
-                    metric_name=metric,
-                    statistic="Sum",
-                    period=Duration.minutes(5),
-                ),
-                description,
-                topic,
+        for alarm_id, description in STREAM_COUNT_ALARMS.items():
+            metric = cloudwatch.Metric(
+                namespace=NAMESPACE,
+                metric_name=alarm_id,
+                statistic="Sum",
+                period=Duration.minutes(5),
             )
-        lag = self.function.metric(
-            "IteratorAge", statistic="Maximum", period=Duration.minutes(1)
-        ).create_alarm(
-            self,
-            "StreamLagAlarm",
-            threshold=LAG_ALARM_SECONDS * 1000,
-            evaluation_periods=3,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=(
-                f"The stream reader's records arrive {LAG_ALARM_SECONDS} seconds or more "
-                "after their writes, 3 minutes running: the stream signal is late"
+            alarms.add(alarm_id, AlarmSpec(metric, says(description)))
+        alarms.add(
+            "StreamLag",
+            AlarmSpec(
+                self.function.metric(
+                    "IteratorAge", statistic="Maximum", period=Duration.minutes(1)
+                ),
+                lambda periods: (
+                    f"The stream reader's records arrive {LAG_ALARM_SECONDS} seconds or "
+                    f"more after their writes, {periods} minutes running: the stream signal "
+                    "is late"
+                ),
+                threshold=LAG_ALARM_SECONDS * 1000,
+                evaluation_periods=3,
             ),
         )
-        lag.add_alarm_action(cw_actions.SnsAction(topic))
 
     def readers(self) -> list[str]:
         """Why the app is refused: each served table's stream whose readers (the event

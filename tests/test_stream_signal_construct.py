@@ -20,10 +20,12 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk.assertions import Match, Template
 
 from constructs_pkg import (
+    AlarmOptions,
     Capacity,
     CapacityConfigError,
     CapacityRequests,
     FastPath,
+    FunctionOptions,
     ProvisionedTable,
     StreamSignal,
     acknowledge,
@@ -311,15 +313,11 @@ def test_a_batching_window_that_is_not_a_duration_is_refused(stack: cdk.Stack) -
 
 
 def test_every_alarm_of_the_reader_has_a_runbook_entry(stack: cdk.Stack) -> None:
-    from aws_cdk import aws_cloudwatch as cloudwatch
-
     requests = CapacityRequests(
         stack, "Requests", tables=[provisioned(stack)], fast_path=FastPath(stream=True)
     )
     assert requests.stream_reader is not None
-    ids = {
-        c.node.id for c in requests.stream_reader.node.find_all() if isinstance(c, cloudwatch.Alarm)
-    }
+    ids = {alarm.node.id for key, alarm in requests.alarms.items() if key.startswith("Stream")}
     assert ids == {
         "StreamReaderErrorsAlarm",
         "StreamFailedAlarm",
@@ -353,3 +351,48 @@ def test_the_five_nag_packs_and_cfn_lint_pass_with_the_stream_signal(tmp_path: P
         timeout=300,
     )
     assert result.returncode & 2 == 0, result.stdout
+
+
+def test_the_reader_takes_function_options_within_its_record_age(stack: cdk.Stack) -> None:
+    # GIVEN the stream signal with the reader's memory and timeout changed
+    CapacityRequests(
+        stack,
+        "Requests",
+        tables=[provisioned(stack)],
+        fast_path=FastPath(stream=True),
+        function_options={
+            "StreamReader": FunctionOptions(memory_size=512, timeout=cdk.Duration.seconds(20))
+        },
+    )
+    # THEN the reader runs with them
+    reader = function(Template.from_stack(stack), HANDLER)
+    assert (reader["MemorySize"], reader["Timeout"]) == (512, 20)
+
+
+def test_a_reader_timeout_past_a_minute_is_refused(stack: cdk.Stack) -> None:
+    with pytest.raises(CapacityConfigError, match=r"function_options\['StreamReader'\].*timeout"):
+        CapacityRequests(
+            stack,
+            "Requests",
+            tables=[provisioned(stack)],
+            fast_path=FastPath(stream=True),
+            function_options={"StreamReader": FunctionOptions(timeout=cdk.Duration.minutes(2))},
+        )
+
+
+def test_the_reader_alarms_take_alarm_options(stack: cdk.Stack) -> None:
+    # GIVEN the lag alarm re-thresholded and the not-served alarm turned off
+    requests = CapacityRequests(
+        stack,
+        "Requests",
+        tables=[provisioned(stack)],
+        fast_path=FastPath(stream=True),
+        alarm_options={
+            "StreamLag": AlarmOptions(threshold=60_000),
+            "StreamRecordsNotServed": AlarmOptions(enabled=False),
+        },
+    )
+    # THEN the lag alarm has the new threshold and the other is not made
+    assert "StreamRecordsNotServed" not in requests.alarms
+    lag = requests.alarms["StreamLag"].node.default_child
+    assert stack.resolve(lag.threshold) == 60_000  # type: ignore[union-attr]
