@@ -77,13 +77,16 @@ def test_tune_recommends_the_cheapest_that_refuses_no_more_than_the_best_stock(t
         assert c["frontier"] == (not beaten(p)), p
     frontier = sorted((p for p in by if not beaten(p)), key=lambda p: median[p][1])
     assert doc["frontier"] == frontier
-    assert by["on-demand"]["frontier"] and median["on-demand"][0] == 0
+    assert median["on-demand"][0] == 0
     # the nightly hour is learned: the autopilot refuses far less than stock, alone and on it
     assert median["autopilot:70"][0] < 0.5 * median["stock:70"][0]
     # the rule: the cheapest of those refusing no more than the stock target refusing least,
     # plus the floor: 0.02 % of the units the trace asks for
+    # on the later half (from the split tune says it used), scaled to a month of 730 hours
     best = min(STOCK, key=lambda p: median[p])
-    requested = requested_of(path)
+    split = doc["validation"]["split_minute"]
+    assert split == 3 * 1440 // 2 and doc["validation"]["choose_minutes"] == 3 * 1440 - split
+    requested = requested_of(path, split) * 730 * 60 / (3 * 1440 - split)
     limit = median[best][0] + REFUSAL_FLOOR * requested
     assert doc["rule"] == {
         "best_stock": best,
@@ -112,45 +115,29 @@ def test_tune_recommends_the_cheapest_that_refuses_no_more_than_the_best_stock(t
     assert {r["policy"] for r in json.loads(out)["policies"]} == {recommended}
 
 
-def requested_of(path: Path) -> float:
-    """The units a trace file asks for: every minute's read + write units/s x 60."""
-    lines = path.read_text().splitlines()[1:]
+def requested_of(path: Path, start: int = 0) -> float:
+    """The units a trace file asks for from minute ``start`` on: every minute's read +
+    write units/s x 60."""
+    lines = path.read_text().splitlines()[1 + start :]
     return sum(float(v) for line in lines for v in line.split(",")[1:]) * 60
 
 
-def idle_with_bursts(tmp_path: Path) -> Path:
-    """A day at 1 unit/s with a 2-minute burst to 3,000 units/s every 6 hours."""
-    start = datetime(2026, 1, 5, tzinfo=UTC)
-    rows = ["timestamp,read,write"]
-    for m in range(1440):
-        level = 3_000 if m % 360 < 2 else 1
-        rows.append(f"{(start + timedelta(minutes=m)).isoformat()},{level},{level}")
-    path = tmp_path / "bursts.csv"
-    path.write_text("\n".join(rows) + "\n")
-    return path
-
-
-def test_when_on_demand_wins_it_says_by_how_much(tmp_path: Path) -> None:
-    path = idle_with_bursts(tmp_path)
-    code, out, err = run(
-        "tune", "--trace", str(path), "--candidate", "on-demand", "--quiet", "--json"
-    )
-    assert code == 0, err
-    doc = json.loads(out)
-    by = {c["policy"]: c for c in doc["candidates"]}
-    cost = {p: c["cost_usd"]["median"] for p, c in by.items()}
-    refused = {p: c["throttled_requests"]["median"] for p, c in by.items()}
-    # every stock target refuses the bursts; on-demand refuses none and pays for little
-    assert min(refused[p] for p in STOCK) > 0 and refused["on-demand"] == 0
-    assert doc["recommended"] == "on-demand"
-    od = doc["on_demand"]
-    within = [p for p in STOCK if refused[p] <= doc["rule"]["refusal_limit"] + 1e-6]
-    cheapest = min(within, key=lambda p: cost[p])
-    assert od["wins"] and od["versus"] == cheapest
-    assert od["difference_usd"] == pytest.approx(cost[cheapest] - cost["on-demand"], abs=1e-5)
-    assert od["difference_usd"] > 0
-    assert f"On-demand wins: ${od['difference_usd']:,.2f}" in doc["reason"]
-    assert "PAY_PER_REQUEST" in doc["code"]
+def test_when_on_demand_wins_it_says_by_how_much() -> None:
+    # GIVEN every stock target refusing (the lower the target, the less and the dearer) and
+    # on-demand refusing none, for less than the stock target refusing least
+    trace = Trace("t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "write"): [1.0] * 1440})
+    stock = [_c(p, 1_000 * (n + 1), 40 - 5 * n) for n, p in enumerate(STOCK)]
+    cands = [*stock, _c("on-demand", 0, 12)]
+    # WHEN the rule chooses
+    tuning = decide(cands, Rule(floor=0.0), trace, ModelParams())
+    # THEN on-demand, with what it saves against the provisioned candidate the rule would
+    # pick without it (stock:30, the only stock target within the limit), and its code
+    assert tuning.recommended.policy == "on-demand"
+    od = tuning.on_demand
+    assert od["wins"] and od["versus"] == "stock:30"
+    assert od["difference_usd"] == pytest.approx(40 - 12)
+    assert "On-demand wins: $28.00 (70%) less than stock:30 ($40.00)" in tuning.reason
+    assert "PAY_PER_REQUEST" in tuning.code
 
 
 def placed(rng: random.Random) -> list[Candidate]:
@@ -262,24 +249,39 @@ def test_tune_refuses_a_candidate_it_cannot_deploy(tmp_path: Path) -> None:
 
 
 def test_every_candidates_code_parses_and_names_what_it_deploys() -> None:
-    from ddb_capacity_tools.simulator import ModelParams, Trace, parse
-    from ddb_capacity_tools.simulator.tune import CANDIDATES, code_for
+    from ddb_capacity_tools.simulator import ModelParams, Trace
+    from ddb_capacity_tools.simulator.tune import (
+        CANDIDATES,
+        code_for,
+        spec_of,
+        split_prewarm,
+        warm_levels,
+    )
 
     trace = Trace(
         "t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [10.0], (None, "write"): [5.0]}
     )
     for name in CANDIDATES:
+        spec = spec_of(name)
         if name.startswith("hybrid"):  # compared only: never recommended, no code
             with pytest.raises(ValueError, match="no construct code for 'hybrid:70'"):
-                code_for(parse(name), trace, ModelParams())
+                code_for(spec, trace, ModelParams())
             continue
-        code = code_for(parse(name), trace, ModelParams())
+        warmed = split_prewarm(name)[1]
+        warm = warm_levels(trace, 1, spec.value or 70, ModelParams()) if warmed else None
+        code = code_for(spec, trace, ModelParams(), warm)
         ast.parse(code)
-        spec = parse(name)
         assert ("ThrottleAwareScaler" in code) == (spec.kind == "autopilot"), name
         assert ("ProvisionedTable" in code) == (spec.kind == "stock" or spec.with_stock), name
+        assert ("high_water_mark=" in code) == warmed, name
         if spec.value:
             assert f"{spec.value}" in code, name
+        if warm:  # pre-warmed to the peak / T: 10 / 0.8 = 13 and 5 / 0.8 = 7 at T = 80
+            assert f"high_water_mark={warm['read']})" in code, name
+            assert warm == {
+                "read": math.ceil(10 / (spec.value / 100)),
+                "write": math.ceil(5 / (spec.value / 100)),
+            }
 
 
 def _c(name: str, refused: float, cost: float) -> Candidate:
