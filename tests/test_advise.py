@@ -165,7 +165,7 @@ def test_the_text_output_names_the_failed_and_exit_status_follows_them(region):
     assert "advised 0 of 1; failed 1" in out
 
 
-def test_monthly_figures_are_tunes_scaled_to_730_hours(region):
+def test_advise_and_tune_give_the_same_figures_a_month_from_the_later_half(region):
     name = busy(region, f"AdviseMonth{datetime.now(UTC):%H%M%S%f}", 400)
     args = ["--table", name, *day(region), "--candidate", "on-demand", "--json", "--quiet"]
     code, out, err = run("advise", *args)
@@ -174,15 +174,19 @@ def test_monthly_figures_are_tunes_scaled_to_730_hours(region):
     code, out, err = run("tune", *args)
     assert code == 0, err
     tuned = json.loads(out)
-    factor = 730 * 60 / advised["history_minutes"]
     assert advised["history_minutes"] == 1440
+    # both chose on the later half (from minute 720) and scaled it to a month of 730 hours
+    assert tuned["validation"]["split_minute"] == 720
+    assert tuned["validation"]["choose_minutes"] == 720
+    assert tuned["validation"]["month_hours"] == 730
     for c in tuned["candidates"]:
         o = next(o for o in advised["options"] if o["policy"] == c["policy"])
-        assert o["usd_per_month"] == pytest.approx(c["cost_usd"]["median"] * factor, abs=0.01)
-        assert o["refused_per_month"] == pytest.approx(
-            c["throttled_requests"]["median"] * factor, abs=1
-        )
-    assert advised["recommended"] == tuned["recommended"]  # scaling changes no choice
+        assert o["usd_per_month"] == pytest.approx(c["cost_usd"]["median"], abs=0.01)
+        assert o["refused_per_month"] == pytest.approx(c["throttled_requests"]["median"], abs=1)
+    assert advised["recommended"] == tuned["recommended"]
+    # the one day is too short to judge: both say so, plainly
+    assert tuned["warnings"] and tuned["warnings"] == advised["warnings"]
+    assert "at least 2 days (2,880 minutes) are needed" in tuned["warnings"][0]
 
 
 @pytest.mark.parametrize(
@@ -284,7 +288,8 @@ def test_a_tables_bill_counts_its_gsis_and_an_index_alone_is_its_own(region):
             minutes=range(1, 181),
             index=index,
         )
-    factor = 730 * 60 / 1440
+    # the traffic's 180 minutes are all in the later half of the day, which is scaled to a month
+    factor = 730 * 60 / 720
     per_unit = {"write": 0.625e-6, "read": 0.125e-6}
 
     def on_demand(doc: dict) -> dict:

@@ -154,12 +154,18 @@ class Advice:
             "status": "advised",
             "history_minutes": self.minutes,
             "recommended": t.recommended.policy,
+            "summary": t.summary,
             "reason": t.reason,
+            "warnings": list(t.warnings),
+            "validation": t.validation,
             "options": [
                 {
                     "policy": c.policy,
                     "usd_per_month": round(c.cost, 2),
                     "refused_per_month": round(c.refused),
+                    "usd_per_month_spread": c.cost_usd.as_json(),
+                    "refused_per_month_spread": c.throttled_requests.as_json(),
+                    "one_time_usd": None if c.once_usd is None else round(c.once_usd, 2),
                     "frontier": c.frontier,
                     "recommended": c is t.recommended,
                     "compared_only": compared_only(c),
