@@ -150,6 +150,37 @@ def test_every_table_is_advised_or_failed_on_its_own(region, monkeypatch):
     assert "advise [" in err and "5/5 tables" in err  # the progress bar, on stderr
 
 
+def test_the_text_output_labels_every_column_and_prints_the_code(region):
+    stamp = f"{datetime.now(UTC):%H%M%S%f}"
+    name = busy(region, f"AdviseLabels{stamp}", 300)
+    code, out, err = run("advise", "--table", name, *day(region), "--candidate", "on-demand")
+    assert code == 0, err
+    lines = out.splitlines()
+    [header] = [line for line in lines if line.startswith("table ")]
+    assert header.split() == [
+        "table",
+        "option",
+        "$",
+        "/",
+        "month",
+        "refused",
+        "units",
+        "/",
+        "month",
+        "note",
+    ]
+    # the recommendation in one sentence, why, and its code to paste, per table
+    assert any(line.startswith(f"{name}: Use ") for line in lines)
+    assert f"  code to paste (CDK, Python) for {name}:" in lines
+    code_lines = out.split(f"code to paste (CDK, Python) for {name}:")[1].splitlines()[1]
+    assert "ProvisionedTable(" in code_lines or "PAY_PER_REQUEST" in code_lines
+    # a line for each term shown, and the plain warning: one day is too short to judge
+    assert "what the terms mean:" in out and "- on-demand: PAY_PER_REQUEST" in out
+    assert "warning: " in out and "at least 2 days" in out
+    # the progress bar on stderr
+    assert "advise [" in err and "1/1 tables" in err
+
+
 def test_the_text_output_names_the_failed_and_exit_status_follows_them(region):
     stamp = f"{datetime.now(UTC):%H%M%S%f}"
     ok = busy(region, f"AdviseText{stamp}", 300)

@@ -774,12 +774,11 @@ def decide(
 
 
 def _warm_for(name: str, trace: Trace, params: ModelParams) -> dict[str, int] | None:
-    """A pre-warmed candidate's warm throughput, per dimension, for its code."""
+    """A pre-warmed candidate's warm throughput, per dimension, for its code: the peak of
+    the whole history / its target (the validation warmed it to the earlier part's)."""
     if not split_prewarm(name)[1]:
         return None
-    return warm_levels(
-        trace, validation_split(trace) or trace.minutes, spec_of(name).value or 70, params
-    )
+    return warm_levels(trace, trace.minutes, spec_of(name).value or 70, params)
 
 
 def _simpler_words(pick: Candidate, ruled: Candidate, rule: Rule, period: str) -> str:
