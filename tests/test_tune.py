@@ -585,3 +585,16 @@ def test_tune_warns_plainly_when_the_history_is_too_short(tmp_path: Path) -> Non
         "tune", "--trace", str(path), "--quiet", "--json", "--candidate", "on-demand"
     )
     assert json.loads(out)["warnings"] == [lines[0]]
+
+
+def test_the_right_bill_benchmark_runs_in_its_quick_mode(capsys: pytest.CaptureFixture[str]):
+    from benchmarks import right_bill
+
+    right_bill.main(["--quick", "--workers", "1"])
+    out = capsys.readouterr().out
+    # per trace: tuned on the first half (validated within it), scored on the second, with
+    # its verdict; then the goals with their distance
+    assert "noisy-diurnal: tuned on 1,440 minutes, scored on 1,440" in out
+    assert re.search(r"verdict \(the default rule\): (not dominated|dominated by \S+)", out)
+    assert "the cheapest stock target refusing no more" in out
+    assert "(c) in total, refused" in out and "stock:70's" in out
