@@ -1145,12 +1145,8 @@ def _spread(s: Spread, digits: int) -> str:
     return f"{s.min:,.{digits}f} / {s.median:,.{digits}f} / {s.max:,.{digits}f}"
 
 
-def table(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
-    """The warnings, the recommendation in one sentence, the candidates cheapest first
-    with every column labelled, the frontier, the reason, a line for each term shown, the
-    code to paste."""
-    v = tuning.validation
-    period = "a month" if v else "over the trace"
+def _rows(tuning: Tuning, period: str) -> list[tuple[str, ...]]:
+    """The table's header and a row per candidate, cheapest first."""
     header = (
         "policy",
         "frontier",
@@ -1174,6 +1170,15 @@ def table(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
                 once,
             )
         )
+    return rows
+
+
+def table(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
+    """The warnings, the recommendation in one sentence, the candidates cheapest first
+    with every column labelled, the frontier, the reason, a line for each term shown, the
+    code to paste."""
+    v = tuning.validation
+    rows = _rows(tuning, "a month" if v else "over the trace")
     frontier = ", ".join(
         f"{c.policy} ({_money(c.cost)}, {c.refused:,.0f} refused)" for c in tuning.frontier
     )
