@@ -6,10 +6,11 @@ and Region.
 For each table it reads the CloudWatch history of the table and every GSI it has
 (:func:`.simulator.backtest.history`, with the throttles by cause): billing mode is the
 table's, so on-demand is weighed against the whole bill, GSIs included (with ``--index``,
-one GSI alone). It places ``tune``'s candidates and on-demand on it under an ensemble
-(:func:`.simulator.tune.place`) and recommends one by tune's rule
-(:func:`.simulator.tune.decide`), with every option's dollars and refused units scaled to a
-month of 730 hours, and the reason.
+one GSI alone). It chooses as ``tune`` does, by validation: ``tune``'s candidates and
+on-demand placed on the history under an ensemble (:func:`.simulator.tune.place_split`),
+each family fitted on the earlier half and the fitted candidates compared on the later half
+(:func:`.simulator.tune.validate`) by tune's rule, with every option's dollars and refused
+units from the later half scaled to a month of 730 hours, the reason and the code.
 
 With ``processes`` above 1, tables are advised in that many processes at once (each
 process makes its own clients, :func:`boto3_clients`), the progress bar counting the tables

@@ -3,9 +3,15 @@
 ``ddb-capacity tune``: how to set a table's capacity for its own traffic.
 
 Every candidate (stock target tracking at 30 to 90 %, the autopilot alone and on top of
-stock target tracking at several target utilizations, and on-demand) runs over the trace
-under an ensemble of model settings. The medians of refused units and cost place each
-candidate; the frontier is the candidates no other beats on both.
+stock target tracking at several target utilizations, the same on a pre-warmed table, and
+on-demand) runs once over the trace under an ensemble of model settings. The choice is
+made by validation (:func:`validate`): each family of candidates (the same policy at
+another target) is fitted on the earlier half of the history (:func:`fit`), and the fitted
+candidates, every stock target and on-demand are compared on the later half. A policy only
+sees the past, so one run gives both halves' figures (:func:`place_split`). The figures
+shown are the later half's, scaled to a month of 730 hours, as min / median / max over the
+ensemble; the medians place each candidate, and the frontier is the candidates no other
+beats on both.
 
 The rule (:class:`Rule`): the recommendation is the cheapest candidate that refuses no more
 than the best stock setting (of stock target tracking at every target from 30 to 90 %, step
@@ -15,8 +21,12 @@ a difference in refusals is the simulator's noise, not the policy's. That stock 
 candidate itself, so there always is one; and the cheapest candidate within a limit on
 refusals is always on the frontier. With a refusal price instead (dollars per million
 refused units), the recommendation is the candidate whose cost plus its refusals at that
-price is least. The reason is given in words, with what on-demand would cost (or, when it
-wins, by how much). Its construct code is printed to paste.
+price is least. Of that pick and a simpler candidate (:func:`complexity`) the rule also
+allows at no more than the pick's cost plus its noise (:func:`noise`: half the spread of
+its cost over the ensemble), the simpler is recommended (:func:`simpler`). The reason is
+given in one sentence and in words, with what on-demand would cost (or, when it wins, by
+how much); every term shown is explained (:func:`terms`); a history shorter than
+:data:`MIN_HISTORY_DAYS` is warned of plainly. Its construct code is printed to paste.
 """
 
 from __future__ import annotations
