@@ -948,8 +948,9 @@ def _on_demand_words(od: dict[str, Any], money: Any, units: str) -> str:
     if not od["within_limit"]:
         return (
             f"On-demand would cost {money(od['cost_usd'])} but refuses "
-            f"{od['throttled_requests']:,.0f} {units} (its limits, or a hot key's partition), "
-            "more than the limit."
+            f"{od['throttled_requests']:,.0f} {units}, more than the limit: it serves at once only "
+            "up to double its previous peak (more about 30 minutes later), and a hot key's "
+            "partition throttles whatever the mode."
         )
     if od["difference_usd"] > 0:  # cheaper, but its refusals cost more at the price
         return (
@@ -1164,7 +1165,7 @@ def _rows(tuning: Tuning, period: str) -> list[tuple[str, ...]]:
         f"$ {period} (min / median / max)",
         "of which once $",
     )
-    rows = [header]
+    rows: list[tuple[str, ...]] = [header]
     for c in sorted(tuning.candidates, key=lambda c: (c.cost, c.refused)):
         mark = " <- recommended" if c is tuning.recommended else ""
         mark += (
