@@ -793,10 +793,15 @@ def _warm_for(name: str, trace: Trace, params: ModelParams) -> dict[str, int] | 
 
 def _simpler_words(pick: Candidate, ruled: Candidate, rule: Rule, period: str) -> str:
     extra = _rank(rule)(pick)[0] - _rank(rule)(ruled)[0]
+    verb = "costs" if rule.price is None else "scores"
+    than = (
+        f"{verb} as much"
+        if abs(extra) < 0.005
+        else f"{verb} ${abs(extra):,.2f}{period} {'more' if extra > 0 else 'less'}"
+    )
     return (
         f"The rule alone picks {ruled.policy} (${ruled.cost:,.2f}{period}); {pick.policy} is "
-        f"simpler to deploy and {'costs' if rule.price is None else 'scores'} "
-        f"${abs(extra):,.2f}{period} {'more' if extra > 0 else 'less'}, within the noise "
+        f"simpler to deploy and {than}, within the noise "
         f"(${noise(ruled):,.2f}: half the spread of {ruled.policy}'s cost over the ensemble), "
         "so the simpler is recommended."
     )
