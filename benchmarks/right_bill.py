@@ -1,7 +1,9 @@
 """The right bill: ``tune`` trained on the past and scored on the future, measured in one run.
 
 For each trace, ``tune`` (its default candidates, the ``plausible`` ensemble) runs on the
-first half, and three rules choose among its candidates: the default rule (refusal
+first half as the command does: it validates within that half (each candidate family
+fitted on its first quarter of the trace, the fitted candidates compared on its second
+quarter), and three rules choose among its candidates: the default rule (refusal
 tolerance 0 unless ``--refusal-tolerance`` is given, refusal floor 0.02 % of the requested
 units unless ``--refusal-floor`` is), the same with no floor, and the price rule (cost plus
 the refused units at ``--refusal-price`` dollars per million, default 1). Each
@@ -30,11 +32,16 @@ the goal):
 (c) in total over the traces, the recommendation refuses at most 0.5 x what stock:70
     refuses, at no more than stock:70's cost.
 
-The goals are printed for each rule.
+The goals are printed for each rule, and each trace's verdict under the default rule:
+whether the recommendation is dominated, and its cost against the cheapest stock target
+refusing no more.
+
+``--quick`` (for the test suite, seconds): one seeded noisy trace of 2 days, 2 of the
+ensemble's settings, the stock targets, ``autopilot+stock:80`` and ``:90`` and on-demand.
 
 Usage:
     .venv/bin/python -m benchmarks.right_bill [--workers 2] [--days 14] [--traces DIR]
-        [--refusal-tolerance 5%] [--refusal-floor 0.02%] [--refusal-price 1]
+        [--refusal-tolerance 5%] [--refusal-floor 0.02%] [--refusal-price 1] [--quick]
 """
 
 from __future__ import annotations
@@ -56,11 +63,13 @@ from ddb_capacity_tools.simulator.tune import (
     STOCK,
     Candidate,
     Rule,
-    decide,
     place,
+    place_split,
     refusal_floor,
     refusal_price,
     refusal_tolerance,
+    validate,
+    validation_split,
 )
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -92,18 +101,30 @@ def traces(folder: Path, days: int) -> tuple[list[Trace], str]:
     return out + names, f"real traces read from {folder} ({len(real)})"
 
 
+#: --quick's candidates (with the stock targets and on-demand) and ensemble settings.
+QUICK_CANDIDATES = ("autopilot+stock:80", "autopilot+stock:90")
+QUICK_SETTINGS = 2
+
+
 def judge(
-    trace: Trace, workers: int, rules: Sequence[Rule]
+    trace: Trace,
+    workers: int,
+    rules: Sequence[Rule],
+    candidates: Sequence[str] = CANDIDATES,
+    settings_count: int | None = None,
 ) -> tuple[list[Candidate], dict[str, Candidate]]:
-    """Tune on the first half (the candidates placed once, each rule applied to them, as
-    ``tune`` does); each rule's recommendation, the stock targets and on-demand scored on
-    the second half."""
+    """Tune on the first half as ``tune`` does (the candidates placed once over it, split
+    for validation; each rule applied to them); each rule's recommendation, the stock
+    targets and on-demand scored on the second half."""
     half = trace.minutes // 2
-    settings = settings_of("plausible", ModelParams(), trace)
+    settings = settings_of("plausible", ModelParams(), trace)[:settings_count]
     first = cut(trace, half)
-    names = list(dict.fromkeys([*CANDIDATES, *STOCK, ON_DEMAND]))
-    placed = place(first, names, settings, Prices(), workers=workers)
-    picks = [decide(placed, rule, first, settings[0]).recommended.policy for rule in rules]
+    names = list(dict.fromkeys([*candidates, *STOCK, ON_DEMAND]))
+    split = validation_split(first)
+    early, later = place_split(first, names, settings, Prices(), 5, workers, split)
+    picks = [
+        validate(early, later, rule, first, settings[0], split).recommended.policy for rule in rules
+    ]
     scored_names = list(dict.fromkeys([*picks, *STOCK, ON_DEMAND, BOUND]))
     scored = place(trace, scored_names, settings, Prices(), workers=workers, score_from=half)
     by = {c.policy: c for c in scored}
@@ -133,6 +154,22 @@ def print_trace(
         who = [label for label, p in zip(labels, picks, strict=True) if p.policy == name]
         mark = f" <- {', '.join(who)}" if who else ""
         print(f"  {name:<24}{c.refused:>18,.0f}{c.cost:>12,.2f}{mark}")
+    print(f"  verdict ({labels[0]}): {verdict(picks[0], by)}")
+
+
+def verdict(rec: Candidate, by: dict[str, Candidate]) -> str:
+    """Whether ``rec`` is dominated (goal (a)), and its cost against the cheapest stock
+    target refusing no more."""
+    beaten = [o for o in (*STOCK, ON_DEMAND) if o != rec.policy and dominated(rec, by[o])]
+    words = f"dominated by {', '.join(beaten)}" if beaten else "not dominated"
+    matching = [by[s] for s in STOCK if by[s].refused <= rec.refused * (1 + 1e-9) + 1e-6]
+    if not matching:
+        return f"{words}; no stock target refuses as little"
+    cheapest = min(matching, key=lambda c: c.cost)
+    ratio = rec.cost / cheapest.cost if cheapest.cost else float("inf")
+    return (
+        f"{words}; costs {ratio:.2f}x {cheapest.policy}, the cheapest stock target refusing no more"
+    )
 
 
 def goals(rows: list[tuple[str, Candidate, dict[str, Candidate]]]) -> None:
@@ -200,7 +237,7 @@ def _goal_c(rows: list[tuple[str, Candidate, dict[str, Candidate]]]) -> None:
     )
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--days", type=int, default=14, help="days kept of the long traces")
@@ -210,7 +247,8 @@ def main() -> None:
         "--refusal-price", default="1", help="the price rule's dollars per million refused"
     )
     parser.add_argument("--traces", type=Path, default=SHARED)
-    args = parser.parse_args()
+    parser.add_argument("--quick", action="store_true", help="one 2-day trace, in seconds")
+    args = parser.parse_args(argv)
     tolerance = refusal_tolerance(args.refusal_tolerance)
     floor = REFUSAL_FLOOR if args.refusal_floor is None else refusal_floor(args.refusal_floor)
     rules = {
@@ -222,7 +260,11 @@ def main() -> None:
     }
     labels = list(rules)
     started = time.perf_counter()
-    chosen, said = traces(args.traces, args.days)
+    if args.quick:
+        chosen, said = [noisy_diurnal(seed=1, days=2)], "--quick: one noisy 2-day trace"
+        candidates, count = QUICK_CANDIDATES, QUICK_SETTINGS
+    else:
+        (chosen, said), candidates, count = traces(args.traces, args.days), CANDIDATES, None
     print(
         f"right bill: {len(chosen)} traces; {said}; ensemble plausible, medians, read + write; "
         f"the default rule: refusal tolerance {tolerance:.0%}, floor {floor:.2%} of the "
@@ -232,7 +274,7 @@ def main() -> None:
     rows: dict[str, list[tuple[str, Candidate, dict[str, Candidate]]]] = {k: [] for k in labels}
     for trace in chosen:
         t0 = time.perf_counter()
-        picks, by = judge(trace, args.workers, list(rules.values()))
+        picks, by = judge(trace, args.workers, list(rules.values()), candidates, count)
         print_trace(trace, picks, labels, by, time.perf_counter() - t0)
         for label, pick in zip(labels, picks, strict=True):
             rows[label].append((trace.name, pick, by))

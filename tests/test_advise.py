@@ -150,6 +150,37 @@ def test_every_table_is_advised_or_failed_on_its_own(region, monkeypatch):
     assert "advise [" in err and "5/5 tables" in err  # the progress bar, on stderr
 
 
+def test_the_text_output_labels_every_column_and_prints_the_code(region):
+    stamp = f"{datetime.now(UTC):%H%M%S%f}"
+    name = busy(region, f"AdviseLabels{stamp}", 300)
+    code, out, err = run("advise", "--table", name, *day(region), "--candidate", "on-demand")
+    assert code == 0, err
+    lines = out.splitlines()
+    [header] = [line for line in lines if line.startswith("table ")]
+    assert header.split() == [
+        "table",
+        "option",
+        "$",
+        "/",
+        "month",
+        "refused",
+        "units",
+        "/",
+        "month",
+        "note",
+    ]
+    # the recommendation in one sentence, why, and its code to paste, per table
+    assert any(line.startswith(f"{name}: Use ") for line in lines)
+    assert f"  code to paste (CDK, Python) for {name}:" in lines
+    code_lines = out.split(f"code to paste (CDK, Python) for {name}:")[1].splitlines()[1]
+    assert "ProvisionedTable(" in code_lines or "PAY_PER_REQUEST" in code_lines
+    # a line for each term shown, and the plain warning: one day is too short to judge
+    assert "what the terms mean:" in out and "- on-demand: PAY_PER_REQUEST" in out
+    assert "warning: " in out and "at least 2 days" in out
+    # the progress bar on stderr
+    assert "advise [" in err and "1/1 tables" in err
+
+
 def test_the_text_output_names_the_failed_and_exit_status_follows_them(region):
     stamp = f"{datetime.now(UTC):%H%M%S%f}"
     ok = busy(region, f"AdviseText{stamp}", 300)
@@ -165,7 +196,7 @@ def test_the_text_output_names_the_failed_and_exit_status_follows_them(region):
     assert "advised 0 of 1; failed 1" in out
 
 
-def test_monthly_figures_are_tunes_scaled_to_730_hours(region):
+def test_advise_and_tune_give_the_same_figures_a_month_from_the_later_half(region):
     name = busy(region, f"AdviseMonth{datetime.now(UTC):%H%M%S%f}", 400)
     args = ["--table", name, *day(region), "--candidate", "on-demand", "--json", "--quiet"]
     code, out, err = run("advise", *args)
@@ -174,15 +205,19 @@ def test_monthly_figures_are_tunes_scaled_to_730_hours(region):
     code, out, err = run("tune", *args)
     assert code == 0, err
     tuned = json.loads(out)
-    factor = 730 * 60 / advised["history_minutes"]
     assert advised["history_minutes"] == 1440
+    # both chose on the later half (from minute 720) and scaled it to a month of 730 hours
+    assert tuned["validation"]["split_minute"] == 720
+    assert tuned["validation"]["choose_minutes"] == 720
+    assert tuned["validation"]["month_hours"] == 730
     for c in tuned["candidates"]:
         o = next(o for o in advised["options"] if o["policy"] == c["policy"])
-        assert o["usd_per_month"] == pytest.approx(c["cost_usd"]["median"] * factor, abs=0.01)
-        assert o["refused_per_month"] == pytest.approx(
-            c["throttled_requests"]["median"] * factor, abs=1
-        )
-    assert advised["recommended"] == tuned["recommended"]  # scaling changes no choice
+        assert o["usd_per_month"] == pytest.approx(c["cost_usd"]["median"], abs=0.01)
+        assert o["refused_per_month"] == pytest.approx(c["throttled_requests"]["median"], abs=1)
+    assert advised["recommended"] == tuned["recommended"]
+    # the one day is too short to judge: both say so, plainly
+    assert tuned["warnings"] and tuned["warnings"] == advised["warnings"]
+    assert "at least 2 days (2,880 minutes) are needed" in tuned["warnings"][0]
 
 
 @pytest.mark.parametrize(
@@ -284,7 +319,8 @@ def test_a_tables_bill_counts_its_gsis_and_an_index_alone_is_its_own(region):
             minutes=range(1, 181),
             index=index,
         )
-    factor = 730 * 60 / 1440
+    # the traffic's 180 minutes are all in the later half of the day, which is scaled to a month
+    factor = 730 * 60 / 720
     per_unit = {"write": 0.625e-6, "read": 0.125e-6}
 
     def on_demand(doc: dict) -> dict:

@@ -77,13 +77,16 @@ def test_tune_recommends_the_cheapest_that_refuses_no_more_than_the_best_stock(t
         assert c["frontier"] == (not beaten(p)), p
     frontier = sorted((p for p in by if not beaten(p)), key=lambda p: median[p][1])
     assert doc["frontier"] == frontier
-    assert by["on-demand"]["frontier"] and median["on-demand"][0] == 0
+    assert median["on-demand"][0] == 0
     # the nightly hour is learned: the autopilot refuses far less than stock, alone and on it
     assert median["autopilot:70"][0] < 0.5 * median["stock:70"][0]
     # the rule: the cheapest of those refusing no more than the stock target refusing least,
     # plus the floor: 0.02 % of the units the trace asks for
+    # on the later half (from the split tune says it used), scaled to a month of 730 hours
     best = min(STOCK, key=lambda p: median[p])
-    requested = requested_of(path)
+    split = doc["validation"]["split_minute"]
+    assert split == 3 * 1440 // 2 and doc["validation"]["choose_minutes"] == 3 * 1440 - split
+    requested = requested_of(path, split) * 730 * 60 / (3 * 1440 - split)
     limit = median[best][0] + REFUSAL_FLOOR * requested
     assert doc["rule"] == {
         "best_stock": best,
@@ -112,45 +115,29 @@ def test_tune_recommends_the_cheapest_that_refuses_no_more_than_the_best_stock(t
     assert {r["policy"] for r in json.loads(out)["policies"]} == {recommended}
 
 
-def requested_of(path: Path) -> float:
-    """The units a trace file asks for: every minute's read + write units/s x 60."""
-    lines = path.read_text().splitlines()[1:]
+def requested_of(path: Path, start: int = 0) -> float:
+    """The units a trace file asks for from minute ``start`` on: every minute's read +
+    write units/s x 60."""
+    lines = path.read_text().splitlines()[1 + start :]
     return sum(float(v) for line in lines for v in line.split(",")[1:]) * 60
 
 
-def idle_with_bursts(tmp_path: Path) -> Path:
-    """A day at 1 unit/s with a 2-minute burst to 3,000 units/s every 6 hours."""
-    start = datetime(2026, 1, 5, tzinfo=UTC)
-    rows = ["timestamp,read,write"]
-    for m in range(1440):
-        level = 3_000 if m % 360 < 2 else 1
-        rows.append(f"{(start + timedelta(minutes=m)).isoformat()},{level},{level}")
-    path = tmp_path / "bursts.csv"
-    path.write_text("\n".join(rows) + "\n")
-    return path
-
-
-def test_when_on_demand_wins_it_says_by_how_much(tmp_path: Path) -> None:
-    path = idle_with_bursts(tmp_path)
-    code, out, err = run(
-        "tune", "--trace", str(path), "--candidate", "on-demand", "--quiet", "--json"
-    )
-    assert code == 0, err
-    doc = json.loads(out)
-    by = {c["policy"]: c for c in doc["candidates"]}
-    cost = {p: c["cost_usd"]["median"] for p, c in by.items()}
-    refused = {p: c["throttled_requests"]["median"] for p, c in by.items()}
-    # every stock target refuses the bursts; on-demand refuses none and pays for little
-    assert min(refused[p] for p in STOCK) > 0 and refused["on-demand"] == 0
-    assert doc["recommended"] == "on-demand"
-    od = doc["on_demand"]
-    within = [p for p in STOCK if refused[p] <= doc["rule"]["refusal_limit"] + 1e-6]
-    cheapest = min(within, key=lambda p: cost[p])
-    assert od["wins"] and od["versus"] == cheapest
-    assert od["difference_usd"] == pytest.approx(cost[cheapest] - cost["on-demand"], abs=1e-5)
-    assert od["difference_usd"] > 0
-    assert f"On-demand wins: ${od['difference_usd']:,.2f}" in doc["reason"]
-    assert "PAY_PER_REQUEST" in doc["code"]
+def test_when_on_demand_wins_it_says_by_how_much() -> None:
+    # GIVEN every stock target refusing (the lower the target, the less and the dearer) and
+    # on-demand refusing none, for less than the stock target refusing least
+    trace = Trace("t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "write"): [1.0] * 1440})
+    stock = [_c(p, 1_000 * (n + 1), 40 - 5 * n) for n, p in enumerate(STOCK)]
+    cands = [*stock, _c("on-demand", 0, 12)]
+    # WHEN the rule chooses
+    tuning = decide(cands, Rule(floor=0.0), trace, ModelParams())
+    # THEN on-demand, with what it saves against the provisioned candidate the rule would
+    # pick without it (stock:30, the only stock target within the limit), and its code
+    assert tuning.recommended.policy == "on-demand"
+    od = tuning.on_demand
+    assert od["wins"] and od["versus"] == "stock:30"
+    assert od["difference_usd"] == pytest.approx(40 - 12)
+    assert "On-demand wins: $28.00 (70%) less than stock:30 ($40.00)" in tuning.reason
+    assert "PAY_PER_REQUEST" in tuning.code
 
 
 def placed(rng: random.Random) -> list[Candidate]:
@@ -262,24 +249,39 @@ def test_tune_refuses_a_candidate_it_cannot_deploy(tmp_path: Path) -> None:
 
 
 def test_every_candidates_code_parses_and_names_what_it_deploys() -> None:
-    from ddb_capacity_tools.simulator import ModelParams, Trace, parse
-    from ddb_capacity_tools.simulator.tune import CANDIDATES, code_for
+    from ddb_capacity_tools.simulator import ModelParams, Trace
+    from ddb_capacity_tools.simulator.tune import (
+        CANDIDATES,
+        code_for,
+        spec_of,
+        split_prewarm,
+        warm_levels,
+    )
 
     trace = Trace(
         "t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [10.0], (None, "write"): [5.0]}
     )
     for name in CANDIDATES:
+        spec = spec_of(name)
         if name.startswith("hybrid"):  # compared only: never recommended, no code
             with pytest.raises(ValueError, match="no construct code for 'hybrid:70'"):
-                code_for(parse(name), trace, ModelParams())
+                code_for(spec, trace, ModelParams())
             continue
-        code = code_for(parse(name), trace, ModelParams())
+        warmed = split_prewarm(name)[1]
+        warm = warm_levels(trace, 1, spec.value or 70, ModelParams()) if warmed else None
+        code = code_for(spec, trace, ModelParams(), warm)
         ast.parse(code)
-        spec = parse(name)
         assert ("ThrottleAwareScaler" in code) == (spec.kind == "autopilot"), name
         assert ("ProvisionedTable" in code) == (spec.kind == "stock" or spec.with_stock), name
+        assert ("high_water_mark=" in code) == warmed, name
         if spec.value:
             assert f"{spec.value}" in code, name
+        if warm:  # pre-warmed to the peak / T: 10 / 0.8 = 13 and 5 / 0.8 = 7 at T = 80
+            assert f"high_water_mark={warm['read']})" in code, name
+            assert warm == {
+                "read": math.ceil(10 / (spec.value / 100)),
+                "write": math.ceil(5 / (spec.value / 100)),
+            }
 
 
 def _c(name: str, refused: float, cost: float) -> Candidate:
@@ -390,3 +392,209 @@ def _never_recommended(trace: Trace, stock: list[Candidate], hybrid: str) -> Non
         assert f"{hybrid} (on-demand in the hours" in tuning.reason
         assert "would cost $1.00" in tuning.reason
         assert "shown for comparison only" in tuning.reason
+
+
+# --- choosing by validation, the simpler policy, pre-warming, and output a person can act on
+
+
+def _spread(name: str, refused: float, cost: float, noise: float = 0.0) -> Candidate:
+    """A candidate whose cost spreads ``noise`` either side of ``cost`` over the ensemble."""
+    return Candidate(
+        name, Spread(refused, refused, refused), Spread(cost - noise, cost, cost + noise)
+    )
+
+
+def test_the_choice_follows_the_later_part_of_the_history() -> None:
+    from ddb_capacity_tools.simulator.tune import validate
+
+    # GIVEN a history whose later half differs from its earlier: stock:90 refused nothing
+    # early on, and refuses much in the later half, where stock:60 refuses nothing
+    minutes = 2 * 2 * 1440
+    trace = Trace("t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [100.0] * minutes})
+    early = [_c(p, 0, 100 - n) for n, p in enumerate(STOCK)] + [_c("on-demand", 0, 500)]
+    later = [_c(p, 0 if p <= "stock:60" else 5e6, 100 - n) for n, p in enumerate(STOCK)]
+    later += [_c("on-demand", 0, 500)]
+    # WHEN tune validates: fitted on the earlier half, chosen on the later
+    tuning = validate(early, later, Rule(floor=0.0), trace, ModelParams(), minutes // 2)
+    # THEN the choice is the later half's, and the answer says which split it used
+    assert early[-2].policy == "stock:90"  # the earlier half alone would pick stock:90
+    assert tuning.recommended.policy == "stock:60"
+    assert tuning.validation["split_minute"] == minutes // 2
+    assert tuning.validation["split_time"] == "2026-01-07T00:00Z"
+    assert tuning.validation["fit_minutes"] == tuning.validation["choose_minutes"] == 2880
+    assert tuning.warnings == ()  # four days: long enough
+
+
+def test_a_family_is_fitted_on_the_earlier_part_and_only_its_fit_goes_on() -> None:
+    from ddb_capacity_tools.simulator.tune import fit, validate
+
+    stock = [_c(p, 0, 100) for p in STOCK]
+    # GIVEN autopilot:60 the cheapest of its family refusing no more on the earlier half,
+    # and autopilot:80 cheaper on the later half (but not fitted)
+    early = [*stock, _c("autopilot:60", 0, 50), _c("autopilot:80", 10, 40), _c("on-demand", 0, 99)]
+    later = [*stock, _c("autopilot:60", 0, 60), _c("autopilot:80", 0, 30), _c("on-demand", 0, 99)]
+    assert fit(early, Rule(floor=0.0), 1e6) == {"autopilot:T": "autopilot:60"}
+    trace = Trace("t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [1.0] * 2880})
+    tuning = validate(early, later, Rule(floor=0.0), trace, ModelParams(), 1440)
+    # THEN only the fitted member is compared on the later half, and recommended there
+    shown = {c.policy for c in tuning.candidates}
+    assert "autopilot:80" not in shown and "autopilot:60" in shown
+    assert tuning.recommended.policy == "autopilot:60"
+    assert tuning.validation["fitted"] == {"autopilot:T": "autopilot:60"}
+
+
+@pytest.mark.parametrize(
+    ("stock_cost", "expected"), [(104.0, "stock:70"), (106.0, "autopilot+stock:70")]
+)
+def test_the_simpler_policy_is_preferred_within_the_noise(stock_cost: float, expected: str) -> None:
+    # GIVEN autopilot+stock:70 cheapest at $100, its cost spreading $95-$105 over the
+    # ensemble (the noise: half that spread, $5), and stock:70 refusing as little
+    trace = Trace("t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [1.0] * 1440})
+    stock = [_c(p, 0 if p == "stock:70" else 1e6, stock_cost) for p in STOCK]
+    cands = [*stock, _spread("autopilot+stock:70", 0, 100, noise=5), _c("on-demand", 0, 900)]
+    tuning = decide(cands, Rule(floor=0.0), trace, ModelParams())
+    # THEN stock:70 when it costs within the noise ($104 <= $105), else the autopilot
+    assert tuning.recommended.policy == expected
+    if expected == "stock:70":
+        assert tuning.simpler_than == ("autopilot+stock:70", pytest.approx(5.0))
+        assert "within the noise ($5.00: half the spread of autopilot+stock:70's cost" in (
+            tuning.reason
+        )
+        assert "the simplest within the noise of the cheapest" in tuning.summary
+    else:
+        assert tuning.simpler_than is None
+
+
+def _steady_then_step() -> Trace:
+    """Two days: reads and writes at 100 units/s, with an hour at 400 each afternoon."""
+    demand = [400.0 if 900 <= m % 1440 < 960 else 100.0 for m in range(2 * 1440)]
+    return Trace(
+        "step", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): demand, (None, "write"): demand}
+    )
+
+
+def test_the_earlier_and_later_parts_add_up_to_the_whole_run() -> None:
+    from ddb_capacity_tools.simulator.ensemble import settings_of
+    from ddb_capacity_tools.simulator.tune import place, place_split
+
+    trace = _steady_then_step()
+    settings = settings_of("plausible", ModelParams(), trace)[:2]
+    names = ["stock:70", "on-demand"]
+    early, later = place_split(trace, names, settings, None, 5, 1, 1440)
+    whole = place(trace, names, settings, None, 5, 1)
+    for e, late, w in zip(early, later, whole, strict=True):
+        assert e.policy == late.policy == w.policy
+        assert e.cost + late.cost == pytest.approx(w.cost)
+        assert e.refused + late.refused == pytest.approx(w.refused, abs=1e-6)
+        assert e.cost > 0 and late.cost > 0
+
+
+def test_a_pre_warmed_candidate_pays_its_one_time_charge() -> None:
+    from ddb_capacity_tools.simulator import Prices
+    from ddb_capacity_tools.simulator.ensemble import settings_of
+    from ddb_capacity_tools.simulator.tune import compared_only, place, warm_levels
+
+    trace = _steady_then_step()
+    settings = settings_of("plausible", ModelParams(), trace)[:1]
+    names = ["autopilot+stock:80", "autopilot+stock:80+prewarm"]
+    # GIVEN the pre-warming prices (dollars per unit/s of warm throughput added)
+    prices = Prices(warm_read_unit=0.01, warm_write_unit=0.05)
+    plain, warmed = place(trace, names, settings, prices, 5, 1, score_from=1440)
+    # THEN the table is warmed to the earlier day's peak / 0.8 on each dimension, and the
+    # charge for it is in the cost, once: 500 x $0.01 + 500 x $0.05 = $30
+    assert warm_levels(trace, 1440, 80, ModelParams()) == {"read": 500, "write": 500}
+    assert warmed.once_usd == pytest.approx(30.0)
+    assert warmed.cost > 30.0 and not compared_only(warmed)
+    assert plain.once_usd == 0.0
+    # GIVEN no such price: the candidate is shown unpriced, and never recommended
+    [unpriced] = place(trace, names[1:], settings, None, 5, 1, score_from=1440)
+    assert unpriced.once_usd is None and compared_only(unpriced)
+    assert unpriced.cost == pytest.approx(warmed.cost - 30.0)
+    cands = [*(_c(p, 0, 100) for p in STOCK), _c("on-demand", 0, 100), replace_cost(unpriced, 1)]
+    tuning = decide(cands, Rule(), trace, ModelParams())
+    assert tuning.recommended.policy != unpriced.policy
+    assert "which is not priced: give --price warm_read_unit=USD" in tuning.reason
+
+
+def replace_cost(c: Candidate, cost: float) -> Candidate:
+    from dataclasses import replace
+
+    return replace(c, cost_usd=Spread(cost, cost, cost))
+
+
+def test_a_pre_warming_price_is_a_price_override() -> None:
+    from ddb_capacity_tools.simulator import Prices
+
+    prices = Prices().overridden(["warm_read_unit=0.002", "warm_write_unit=0.01"])
+    assert prices.prewarm(1_000, 100) == pytest.approx(3.0)
+    assert Prices().prewarm(1_000, 0) is None  # needed, not given: unpriced
+    assert Prices().prewarm(0, 0) == 0.0  # nothing added: nothing to pay
+
+
+def test_tune_shows_progress_a_summary_the_terms_and_the_code(tmp_path: Path) -> None:
+    path = trace_file(tmp_path)
+    args = ["tune", "--trace", str(path), "--workers", "2"]
+    code, out, err = run(*args, "--candidate", "autopilot+stock:70+owned")
+    assert code == 0, err
+    # progress on stderr: the runs done, to the last
+    assert "tune [" in err and "0/8 runs" in err and "8/8 runs" in err
+    lines = out.splitlines()
+    # the recommendation in one sentence, with its dollars a month and their spread
+    [summary] = [line for line in lines if line.startswith("Use ")]
+    assert summary.count(". ") == 0 and summary.endswith(".")
+    assert " a month ($" in summary and "over the ensemble" in summary
+    assert "figures a month (730 h)" in lines[0]
+    assert "fitted on 2,160 minutes, chosen on the later 2,160 (from 2026-01-06T12:00Z)" in lines[0]
+    # every column labelled, with the period
+    assert "refused units a month (min / median / max)" in out
+    assert "$ a month (min / median / max)" in out
+    # a line for each term shown
+    terms = out.split("what the terms mean:")[1].split("code to paste")[0]
+    for term in (
+        "- stock:T:",
+        "- autopilot+stock:T:",
+        "- +owned:",
+        "- on-demand:",
+        "- the rule:",
+        "- validation:",
+        "double the previous peak",
+    ):
+        assert term in terms, term
+    assert "- +prewarm:" not in terms and "- hybrid" not in terms  # not shown: not explained
+    assert "code to paste (CDK, Python):" in out
+    assert not any(line.startswith("warning:") for line in lines)  # three days: enough
+    # --quiet: no bar
+    code, out, err = run(*args, "--quiet")
+    assert code == 0 and err == ""
+
+
+def test_tune_warns_plainly_when_the_history_is_too_short(tmp_path: Path) -> None:
+    start = datetime(2026, 1, 5, tzinfo=UTC)
+    rows = ["timestamp,read,write"]
+    rows += [f"{(start + timedelta(minutes=m)).isoformat()},100,50" for m in range(3)]
+    path = tmp_path / "three.csv"
+    path.write_text("\n".join(rows) + "\n")
+    code, out, err = run("tune", "--trace", str(path), "--quiet", "--candidate", "on-demand")
+    assert code == 0, err
+    lines = out.splitlines()
+    # first and last: the warning, with the minimum needed and why
+    for line in (lines[0], lines[-1]):
+        assert line.startswith("warning: three.csv holds 3 minutes of traffic; at least 2 days")
+        assert "one day to fit on and one to choose on" in line
+    code, out, err = run(
+        "tune", "--trace", str(path), "--quiet", "--json", "--candidate", "on-demand"
+    )
+    assert json.loads(out)["warnings"] == [lines[0]]
+
+
+def test_the_right_bill_benchmark_runs_in_its_quick_mode(capsys: pytest.CaptureFixture[str]):
+    from benchmarks import right_bill
+
+    right_bill.main(["--quick", "--workers", "1"])
+    out = capsys.readouterr().out
+    # per trace: tuned on the first half (validated within it), scored on the second, with
+    # its verdict; then the goals with their distance
+    assert "noisy-diurnal: tuned on 1,440 minutes, scored on 1,440" in out
+    assert re.search(r"verdict \(the default rule\): (not dominated|dominated by \S+)", out)
+    assert "the cheapest stock target refusing no more" in out
+    assert "(c) in total, refused" in out and "stock:70's" in out

@@ -6,10 +6,11 @@ and Region.
 For each table it reads the CloudWatch history of the table and every GSI it has
 (:func:`.simulator.backtest.history`, with the throttles by cause): billing mode is the
 table's, so on-demand is weighed against the whole bill, GSIs included (with ``--index``,
-one GSI alone). It places ``tune``'s candidates and on-demand on it under an ensemble
-(:func:`.simulator.tune.place`) and recommends one by tune's rule
-(:func:`.simulator.tune.decide`), with every option's dollars and refused units scaled to a
-month of 730 hours, and the reason.
+one GSI alone). It chooses as ``tune`` does, by validation: ``tune``'s candidates and
+on-demand placed on the history under an ensemble (:func:`.simulator.tune.place_split`),
+each family fitted on the earlier half and the fitted candidates compared on the later half
+(:func:`.simulator.tune.validate`) by tune's rule, with every option's dollars and refused
+units from the later half scaled to a month of 730 hours, the reason and the code.
 
 With ``processes`` above 1, tables are advised in that many processes at once (each
 process makes its own clients, :func:`boto3_clients`), the progress bar counting the tables
@@ -37,22 +38,26 @@ from ddb_capacity_runtime.core.names import is_table_name
 
 from .fleet_current import Current, current_figures, read_current
 from .simulator.backtest import history
-from .simulator.ensemble import Spread
 from .simulator.model import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES
 from .simulator.prices import Prices
-from .simulator.text import fixed_width
+from .simulator.text import bar, fixed_width
 from .simulator.trace import Key, Trace
 from .simulator.tune import (
     CANDIDATES,
+    MONTH_HOURS,
+    MONTH_MINUTES,
     ON_DEMAND,
     STOCK,
     Candidate,
     Rule,
     Tuning,
     compared_only,
-    decide,
-    place,
+    place_split,
+    scaled,
+    terms,
+    validate,
+    validation_split,
 )
 
 __all__ = [
@@ -71,9 +76,6 @@ __all__ = [
     "text",
 ]
 
-#: A month, as AWS bills it: 730 hours.
-MONTH_HOURS = 730
-MONTH_MINUTES = MONTH_HOURS * 60
 #: ListTables pages read at most (100 names each): far beyond any account's table quota.
 MAX_PAGES = 1_000
 #: How the reason of a table without traffic begins (it is idle, not broken).
@@ -153,12 +155,18 @@ class Advice:
             "status": "advised",
             "history_minutes": self.minutes,
             "recommended": t.recommended.policy,
+            "summary": t.summary,
             "reason": t.reason,
+            "warnings": list(t.warnings),
+            "validation": t.validation,
             "options": [
                 {
                     "policy": c.policy,
                     "usd_per_month": round(c.cost, 2),
                     "refused_per_month": round(c.refused),
+                    "usd_per_month_spread": c.cost_usd.as_json(),
+                    "refused_per_month_spread": c.throttled_requests.as_json(),
+                    "one_time_usd": None if c.once_usd is None else round(c.once_usd, 2),
                     "frontier": c.frontier,
                     "recommended": c is t.recommended,
                     "compared_only": compared_only(c),
@@ -278,22 +286,24 @@ def advise_trace(
         )
     settings = setup.settings_of(trace)
     names = list(dict.fromkeys([*setup.candidates, *STOCK, ON_DEMAND]))
-    placed = place(trace, names, settings, setup.prices, setup.tick, setup.workers)
-    scale = MONTH_MINUTES / trace.minutes
-    monthly = [_scaled(c, scale) for c in placed]
-    tuning = decide(monthly, setup.rule, trace, settings[0], period=" a month", scale=scale)
+    split = validation_split(trace)
+    early, later = place_split(
+        trace, names, settings, setup.prices, setup.tick, setup.workers, split
+    )
+    tuning = validate(early, later, setup.rule, trace, settings[0], split)
+    scale = MONTH_MINUTES / (trace.minutes - split)
     advice = Advice(table, index, trace.minutes, tuning, _notes(trace))
     if not setup.current:
         return advice
     now = current(list(trace.demand))
     try:
         figures = current_figures(
-            now, trace, placed, settings, setup.prices, setup.tick, setup.workers
+            now, trace, later, settings, setup.prices, setup.tick, setup.workers, split or None
         )
     except Exception as exc:  # settings the simulator cannot run are unknown, not a failure
         now, figures = Current({}, f"{now.label}: {describe_error(exc)}"), None
     return replace(
-        advice, current=now, current_figures=None if figures is None else _scaled(figures, scale)
+        advice, current=now, current_figures=None if figures is None else scaled(figures, scale)
     )
 
 
@@ -306,13 +316,6 @@ def _notes(trace: Trace) -> str:
         f"{trace.notes}; the figures are the table's and its GSIs' ({', '.join(gsis)}) "
         "together, the code sets the table's own range: advise each GSI with --index for its own"
     )
-
-
-def _scaled(c: Candidate, factor: float) -> Candidate:
-    def times(s: Spread) -> Spread:
-        return Spread(s.min * factor, s.median * factor, s.max * factor)
-
-    return replace(c, throttled_requests=times(c.throttled_requests), cost_usd=times(c.cost_usd))
 
 
 def advise(
@@ -412,15 +415,7 @@ def _pool(
 
 def _bar(out: TextIO | None, done: int, total: int, table: str) -> None:
     """The bar after ``done`` of ``total`` tables; ``table`` the one begun or done."""
-    if out is None or not total:
-        return
-    width = 30
-    filled = "#" * (width * done // total)
-    label = shown(table, 40)
-    out.write(f"\radvise [{filled:<{width}}] {done}/{total} tables {label:<43}")
-    if done == total:
-        out.write("\n")
-    out.flush()
+    bar(out, "advise", done, total, "tables", shown(table, 40))
 
 
 def _by_cost(candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -432,33 +427,53 @@ def _where(r: Advice | Failure) -> str:
 
 
 def text(results: Sequence[Advice | Failure], heading: str) -> str:
-    """The options of every table advised (cheapest first, the recommendation marked),
-    each recommendation's reason, then the tables that failed and why."""
-    rows = [("table", "option", "$ / month", "refused units / month", "")]
-    reasons = []
+    """The options of every table advised (cheapest first, the recommendation marked,
+    every column labelled), then per table its warnings, the recommendation in one
+    sentence, the reason and the code to paste; a line for each term shown; then the
+    tables that failed and why."""
+    rows = [("table", "option", "$ / month", "refused units / month", "note")]
+    per_table = []
     for r in results:
         if isinstance(r, Failure):
             continue
-        for n, c in enumerate(_by_cost(r.tuning.candidates)):
-            mark = (
-                "<- recommended"
-                if c is r.tuning.recommended
-                else "compared only"
-                if compared_only(c)
-                else ""
-            )
-            rows.append(
-                (_where(r) if n == 0 else "", c.policy, f"{c.cost:,.2f}", f"{c.refused:,.0f}", mark)
-            )
-        reasons.append(f"{_where(r)}: {r.tuning.recommended.policy}. {r.tuning.reason}")
+        t = r.tuning
+        for n, c in enumerate(_by_cost(t.candidates)):
+            rows.append((_where(r) if n == 0 else "", c.policy, *_figures(c), _mark(c, t)))
+        per_table += [
+            "",
+            *t.warnings,
+            f"{_where(r)}: {t.summary}",
+            f"  why: {t.reason}",
+            f"  code to paste (CDK, Python) for {_where(r)}:",
+            *(f"    {line}" for line in t.code.splitlines()),
+        ]
     failed = [r for r in results if isinstance(r, Failure)]
     lines = [heading, ""]
     if len(rows) > 1:
-        lines += [*fixed_width(rows), "", *reasons]
+        advised = [r for r in results if isinstance(r, Advice)]
+        lines += [*fixed_width(rows), *per_table, "", "what the terms mean:"]
+        lines += terms(advised[0].tuning)
     lines.append("")
     lines.append(f"advised {len(results) - len(failed)} of {len(results)}; failed {len(failed)}")
     lines += [f"  failed: {_where(f)}: {shown(f.reason)}" for f in failed]
     return "\n".join(lines)
+
+
+def _figures(c: Candidate) -> tuple[str, str]:
+    """A candidate's cost and refused units a month: median, and the ensemble's range."""
+    cost, refused = c.cost_usd, c.throttled_requests
+    return (
+        f"{cost.median:,.2f} ({cost.min:,.2f}-{cost.max:,.2f})",
+        f"{refused.median:,.0f} ({refused.min:,.0f}-{refused.max:,.0f})",
+    )
+
+
+def _mark(c: Candidate, t: Tuning) -> str:
+    if c is t.recommended:
+        return "<- recommended"
+    if c.once_usd is None:
+        return "unpriced pre-warming"
+    return "compared only" if compared_only(c) else ""
 
 
 def as_json(results: Sequence[Advice | Failure], **about: Any) -> dict[str, Any]:

@@ -166,7 +166,8 @@ def _run_options(parser: argparse.ArgumentParser, json_shape: str = '{"policies"
         default=os.cpu_count() or 1,
         metavar="N",
         help="processes running policies (and ensemble settings) at once; default: the CPU "
-        "count. A progress bar shows with 1 only",
+        "count. simulate and backtest show a progress bar with 1 only; tune and advise "
+        "show theirs (runs done, tables done) whatever the count",
     )
     _model_options(parser)
 
@@ -588,8 +589,10 @@ def _tuning_options(
     settings_of(name, params)  # the name and its settings
     candidates = args.candidate or list(tune_module.CANDIDATES)
     for c in candidates:
-        spec = parse(c, params.max_capacity, "--candidate")
-        if spec.kind not in ("stock", "autopilot", "on-demand", "hybrid"):
+        spec = tune_module.spec_of(c, params.max_capacity, "--candidate")
+        warmed = tune_module.split_prewarm(c)[1]
+        kinds = ("stock", "autopilot") if warmed else ("stock", "autopilot", "on-demand", "hybrid")
+        if spec.kind not in kinds:
             raise PolicyError(f"--candidate: got {c!r}; expected {tune_module.CANDIDATE_HELP}")
     return rule, params, prices, name, candidates
 
@@ -607,7 +610,10 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         page.check_path(args.html)  # before any work
     trace = _trace(args, params)
     settings = settings_of(name, params, trace)
-    tuning = tune_module.tune(trace, settings, candidates, prices, args.tick, args.workers, rule)
+    progress = None if args.quiet else err
+    tuning = tune_module.tune(
+        trace, settings, candidates, prices, args.tick, args.workers, rule, progress
+    )
     if args.html:
         written = page.write(args.html, page.tune_page(tuning, trace, name, len(settings)))
         err.write(f"page written to {written}\n")
@@ -688,8 +694,10 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         heading = (
             f"advise: {len(tables)} table(s), {days} day(s) of CloudWatch history to {until}, "
-            f"ensemble {name} ({len(settings_of(name, params))} settings); dollars and refused "
-            f"units per month ({advise_module.MONTH_HOURS} h), medians, read + write"
+            f"ensemble {name} ({len(settings_of(name, params))} settings); each table's "
+            f"options fitted on the earlier half of its history and chosen on the later half; "
+            f"dollars and refused units per month ({advise_module.MONTH_HOURS} h) from the "
+            f"later half, median (min-max over the ensemble), read + write"
         )
         out.write(advise_module.text(results, heading) + "\n")
     if report is not None:  # after the output: a report that cannot be written loses nothing

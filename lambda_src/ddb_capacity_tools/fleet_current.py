@@ -158,8 +158,10 @@ def current_figures(
     prices: Prices | None,
     tick: int,
     workers: int | None,
+    score_from: int | None = None,
 ) -> Candidate | None:
-    """The current settings' refused units and cost over ``trace`` (None when unknown): the
+    """The current settings' refused units and cost over ``trace`` (None when unknown),
+    counted from minute ``score_from`` on as the ``placed`` candidates were: the
     candidate already ``placed`` when it is one (no scalable target's range to keep), else
     its policy run under the same ``settings``, within its targets' minimum and maximum;
     groups of dimensions with different policies or ranges run apart and are added."""
@@ -173,7 +175,15 @@ def current_figures(
             if c.policy == policy:
                 return replace(c, frontier=False)
     parts = [
-        place(_only(trace, keys), [policy], _within(settings, limits), prices, tick, workers)[0]
+        place(
+            _only(trace, keys),
+            [policy],
+            _within(settings, limits),
+            prices,
+            tick,
+            workers,
+            score_from,
+        )[0]
         for (policy, limits), keys in groups.items()
     ]
     if whole:

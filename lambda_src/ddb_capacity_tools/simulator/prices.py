@@ -7,6 +7,14 @@ Simulator, "Prices"); and the AWS Lambda pricing page's for the library's own fu
 
 Override any of them from code (``Prices(wcu_hour=...)``) or from the command line
 (``--price wcu_hour=0.00070``).
+
+Pre-warming (raising a table's warm throughput) is billed once for the warm throughput
+added ("Understanding DynamoDB warm throughput": pre-warming beyond the default values is
+charged; the amount is on the pricing page). No price for it was found published in a form
+this project could check, so it has no default: ``warm_read_unit`` and ``warm_write_unit``
+are the user's (``--price warm_write_unit=...``, dollars per read or write unit per second
+of warm throughput added), and where they are not given a pre-warmed option is shown
+unpriced and never recommended.
 """
 
 from __future__ import annotations
@@ -31,6 +39,10 @@ class Prices:
     read_request_million: float = 0.125
     lambda_gb_second: float = 0.0000133334
     lambda_request_million: float = 0.20
+    #: One-time dollars per unit per second of warm throughput added by pre-warming (read,
+    #: write). None: not priced (no published default; see the module's docstring).
+    warm_read_unit: float | None = None
+    warm_write_unit: float | None = None
 
     def unit_hour(self, dimension: str) -> float:
         return self.wcu_hour if dimension == "write" else self.rcu_hour
@@ -49,6 +61,20 @@ class Prices:
         """Dollars on-demand charges for serving ``unit_second_minutes`` (units per second,
         summed over minutes: each minute's requests are its units/s x 60)."""
         return unit_second_minutes * 60 * self.request_unit(dimension)
+
+    def prewarm(self, read_units: float, write_units: float) -> float | None:
+        """The one-time charge for pre-warming ``read_units`` and ``write_units`` of warm
+        throughput (None: a price that is needed is not given)."""
+        total = 0.0
+        for units, price in (
+            (read_units, self.warm_read_unit),
+            (write_units, self.warm_write_unit),
+        ):
+            if units > 0:
+                if price is None:
+                    return None
+                total += units * price
+        return total
 
     def overridden(self, pairs: Sequence[str]) -> Prices:
         """These prices with ``name=value`` overrides applied."""

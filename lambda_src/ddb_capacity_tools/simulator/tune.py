@@ -3,9 +3,15 @@
 ``ddb-capacity tune``: how to set a table's capacity for its own traffic.
 
 Every candidate (stock target tracking at 30 to 90 %, the autopilot alone and on top of
-stock target tracking at several target utilizations, and on-demand) runs over the trace
-under an ensemble of model settings. The medians of refused units and cost place each
-candidate; the frontier is the candidates no other beats on both.
+stock target tracking at several target utilizations, the same on a pre-warmed table, and
+on-demand) runs once over the trace under an ensemble of model settings. The choice is
+made by validation (:func:`validate`): each family of candidates (the same policy at
+another target) is fitted on the earlier half of the history (:func:`fit`), and the fitted
+candidates, every stock target and on-demand are compared on the later half. A policy only
+sees the past, so one run gives both halves' figures (:func:`place_split`). The figures
+shown are the later half's, scaled to a month of 730 hours, as min / median / max over the
+ensemble; the medians place each candidate, and the frontier is the candidates no other
+beats on both.
 
 The rule (:class:`Rule`): the recommendation is the cheapest candidate that refuses no more
 than the best stock setting (of stock target tracking at every target from 30 to 90 %, step
@@ -15,8 +21,12 @@ a difference in refusals is the simulator's noise, not the policy's. That stock 
 candidate itself, so there always is one; and the cheapest candidate within a limit on
 refusals is always on the frontier. With a refusal price instead (dollars per million
 refused units), the recommendation is the candidate whose cost plus its refusals at that
-price is least. The reason is given in words, with what on-demand would cost (or, when it
-wins, by how much). Its construct code is printed to paste.
+price is least. Of that pick and a simpler candidate (:func:`complexity`) the rule also
+allows at no more than the pick's cost plus its noise (:func:`noise`: half the spread of
+its cost over the ensemble), the simpler is recommended (:func:`simpler`). The reason is
+given in one sentence and in words, with what on-demand would cost (or, when it wins, by
+how much); every term shown is explained (:func:`terms`); a history shorter than
+:data:`MIN_HISTORY_DAYS` is warned of plainly. Its construct code is printed to paste.
 """
 
 from __future__ import annotations
@@ -25,8 +35,8 @@ import math
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, TextIO
 
 from ddb_capacity_runtime.core.policy import capacity_units
 
@@ -35,14 +45,18 @@ from .model import ModelParams
 from .policies import DEFAULT_TICK_MINUTES, Spec, parse
 from .prices import Prices
 from .run import DimensionResult, compose_hybrid, hybrid_base, simulate
-from .text import fixed_width
+from .text import bar, fixed_width
 from .trace import Trace
 
 __all__ = [
     "CANDIDATES",
+    "MIN_HISTORY_DAYS",
+    "MONTH_HOURS",
     "ON_DEMAND",
+    "PREWARM",
     "REFUSAL_FLOOR",
     "STOCK",
+    "TERMS",
     "Candidate",
     "Rule",
     "TuneError",
@@ -50,8 +64,22 @@ __all__ = [
     "choose",
     "code_for",
     "compared_only",
+    "complexity",
     "decide",
+    "family",
+    "fit",
+    "history_warnings",
+    "noise",
     "place",
+    "place_split",
+    "scaled",
+    "simpler",
+    "spec_of",
+    "split_prewarm",
+    "terms",
+    "validate",
+    "validation_split",
+    "warm_levels",
     "refusal_floor",
     "refusal_price",
     "refusal_tolerance",
@@ -75,13 +103,20 @@ CANDIDATES = (
     "autopilot+stock:70",
     "autopilot+stock:80",
     "autopilot+stock:70+owned",
+    "autopilot+stock:80+prewarm",
+    "autopilot+stock:90+prewarm",
     "hybrid:70",
     ON_DEMAND,
 )
+#: The suffix of a candidate run on a pre-warmed table: its warm throughput raised once to
+#: the earlier part's peak / T on each dimension (:func:`warm_levels`), the one-time charge
+#: in its cost (:meth:`.Prices.prewarm`).
+PREWARM = "+prewarm"
 #: The policies tune can recommend, as --candidate values.
 CANDIDATE_HELP = (
-    "stock:T, autopilot, autopilot:T, autopilot+stock:T, autopilot+stock:T+owned, "
-    "on-demand, or hybrid / hybrid:T (shown for comparison, never recommended)"
+    "stock:T, autopilot, autopilot:T, autopilot+stock:T, autopilot+stock:T+owned, any of "
+    "these with +prewarm (a pre-warmed table), on-demand, or hybrid / hybrid:T (shown for "
+    "comparison, never recommended)"
 )
 #: The pasted code's maximum is this many times the trace's peak (:func:`bounds_for`).
 PEAK_HEADROOM = 2
@@ -207,6 +242,9 @@ class Candidate:
     throttled_requests: Spread
     cost_usd: Spread
     frontier: bool = False
+    #: Of ``cost_usd``, the one-time charge (pre-warming); None: a charge is due but not
+    #: priced (``cost_usd`` then holds the running cost only).
+    once_usd: float | None = 0.0
 
     @property
     def refused(self) -> float:
@@ -223,6 +261,7 @@ class Candidate:
             "cost_usd": self.cost_usd.as_json(),
             "frontier": self.frontier,
             "compared_only": compared_only(self),
+            "one_time_usd": None if self.once_usd is None else round(self.once_usd, 6),
         }
 
 
@@ -240,6 +279,14 @@ class Tuning:
     requested: float
     reason: str
     on_demand: dict[str, Any]
+    #: the recommendation in one sentence
+    summary: str = ""
+    #: how the history was split, and what the earlier part fitted (:func:`validate`)
+    validation: dict[str, Any] = field(default_factory=dict)
+    #: plain warnings: a history too short to judge (:func:`history_warnings`)
+    warnings: tuple[str, ...] = ()
+    #: a simpler candidate preferred within the noise: (the one the rule picked, the noise)
+    simpler_than: tuple[str, float] | None = None
 
     @property
     def limit(self) -> float:
@@ -260,6 +307,9 @@ class Tuning:
             "rule": self.rule.as_json(self.best_stock, self.requested),
             "on_demand": self.on_demand,
             "code": self.code,
+            "summary": self.summary,
+            "validation": self.validation,
+            "warnings": list(self.warnings),
         }
 
 
@@ -271,55 +321,199 @@ def place(
     tick: int = DEFAULT_TICK_MINUTES,
     workers: int | None = None,
     score_from: int | None = None,
+    progress: TextIO | None = None,
 ) -> list[Candidate]:
     """Every policy of ``names`` over ``trace`` under each of ``settings`` (policies in
     ``workers`` processes, default the CPU count), refused units and cost summed over the
     dimensions, counted from minute ``score_from`` on (None: every minute; the policies
     run over, and learn from, every minute either way); frontier marked among the
     candidates that can be recommended. A hybrid is composed from its base's and
-    on-demand's runs, which run once whether or not they are candidates themselves."""
-    specs = [parse(n, settings[0].max_capacity) for n in names]
+    on-demand's runs, which run once whether or not they are candidates themselves. A
+    pre-warmed candidate (:data:`PREWARM`) runs on a table warmed to the peak of the
+    minutes before ``score_from`` (all of them when None) / its target, the one-time
+    charge in its cost. A progress bar on ``progress``, one step per run."""
+    prices = prices or Prices()
+    until = score_from or trace.minutes
+    runs = _runs(trace, names, settings, prices, tick, workers, score_from, progress)
+    once = {n: _once(n, trace, until, prices, settings[0]) for n in names}
+    return _with_frontier([_candidate(n, runs, once[n]) for n in names])
+
+
+def place_split(
+    trace: Trace,
+    names: Sequence[str],
+    settings: Sequence[ModelParams],
+    prices: Prices | None,
+    tick: int,
+    workers: int | None,
+    split: int,
+    progress: TextIO | None = None,
+) -> tuple[list[Candidate], list[Candidate]]:
+    """(the earlier part's candidates, the later part's): every policy of ``names`` run
+    once over the whole trace (:func:`place`), counted over minutes 0 to ``split`` and from
+    ``split`` on. A policy sees only the past, so what it did before ``split`` is what it
+    would have done on the earlier part alone. The hybrid is not counted on the earlier
+    part (it is never fitted)."""
+    prices = prices or Prices()
+    runs = _runs(trace, names, settings, prices, tick, workers, split, progress)
+    once = {n: _once(n, trace, split, prices, settings[0]) for n in names}
+    later = _with_frontier([_candidate(n, runs, once[n]) for n in names])
+    early = [_early(n, runs, split, prices, once[n]) for n in names if spec_of(n).kind != "hybrid"]
+    return early, later
+
+
+def _runs(
+    trace: Trace,
+    names: Sequence[str],
+    settings: Sequence[ModelParams],
+    prices: Prices,
+    tick: int,
+    workers: int | None,
+    score_from: int | None,
+    progress: TextIO | None,
+) -> list[list[DimensionResult]]:
+    """Per setting, the results of every policy of ``names`` (see :func:`place`)."""
+    warmed = [n for n in names if split_prewarm(n)[1]]
+    specs = [parse(n, settings[0].max_capacity) for n in names if n not in warmed]
     hybrids = [s for s in specs if s.kind == "hybrid"]
     needed = [hybrid_base(s) for s in hybrids] + ([parse(ON_DEMAND)] if hybrids else [])
     ran = [s for s in specs if s.kind != "hybrid"]
     ran += [s for s in needed if s.text not in {r.text for r in ran}]
     scored = {} if score_from is None else {"score_from": score_from}
-    prices = prices or Prices()
+    total, done = len(settings) * (1 + len(warmed)), 0
     runs = []
-    for p in settings:
+    for n, p in enumerate(settings, 1):
+        bar(progress, "tune", done, total, "runs", f"model setting {n} of {len(settings)}")
         results = simulate(
-            trace,
-            ran,
-            p,
-            prices,
-            None,
-            tick,
-            progress=None,
-            workers=workers or os.cpu_count() or 1,
-            **scored,
+            trace, ran, p, prices, None, tick, None, workers or os.cpu_count() or 1, **scored
         )
         for h in hybrids:
             base = [r for r in results if r.policy == hybrid_base(h).text]
             od = [r for r in results if r.policy == ON_DEMAND]
             results += compose_hybrid(h, base, od, trace, prices, score_from or 0)
+        done += 1
+        for name in warmed:
+            bar(progress, "tune", done, total, "runs", f"{name}, setting {n}")
+            results += _prewarmed(name, trace, p, prices, tick, score_from)
+            done += 1
         runs.append(results)
-    return _with_frontier([_candidate(n, runs) for n in names])
+    bar(progress, "tune", total, total, "runs", "")
+    return runs
 
 
-def _candidate(name: str, runs: Sequence[Sequence[DimensionResult]]) -> Candidate:
-    """``name``'s results, per setting summed over dimensions, as min / median / max."""
+def _prewarmed(
+    name: str,
+    trace: Trace,
+    params: ModelParams,
+    prices: Prices,
+    tick: int,
+    score_from: int | None,
+) -> list[DimensionResult]:
+    """``name`` (a :data:`PREWARM` candidate) run on a table warmed as :func:`warm_levels`
+    says, its results named ``name``."""
+    spec = spec_of(name, params.max_capacity)
+    levels = warm_levels(trace, score_from or trace.minutes, spec.value or 70, params)
+    warm = replace(
+        params,
+        warm_read_units=max(params.warm_read_units, levels["read"]),
+        warm_write_units=max(params.warm_write_units, levels["write"]),
+    )
+    scored = {} if score_from is None else {"score_from": score_from}
+    results = simulate(trace, [spec], warm, prices, None, tick, None, 1, **scored)
+    for r in results:
+        r.policy = name
+    return results
+
+
+def warm_levels(
+    trace: Trace, minutes: int, target_percent: int, params: ModelParams
+) -> dict[str, int]:
+    """The warm throughput a pre-warmed candidate is given, per dimension (``read``,
+    ``write``): the busiest minute of the first ``minutes`` (the part the choice is fitted
+    on) of that dimension, table or GSI, / the target ``T`` %, rounded up, at most
+    ``--max-capacity``; 0 for a dimension the trace does not have. Warm throughput set so
+    lets target tracking raise to the highest level the earlier part needed at once."""
+    out = {}
+    for dim in ("read", "write"):
+        peaks = [max(v[:minutes], default=0.0) for (_, d), v in trace.demand.items() if d == dim]
+        peak = max(peaks, default=0.0)
+        units = capacity_units(peak * 100 / target_percent) if peak > 0 else 0
+        out[dim] = min(params.max_capacity, units)
+    return out
+
+
+def _once(
+    name: str, trace: Trace, minutes: int, prices: Prices, params: ModelParams
+) -> float | None:
+    """The one-time charge of ``name``: 0 but for a pre-warmed candidate, whose warm
+    throughput (:func:`warm_levels`) is charged on the table and on each GSI (every unit
+    as added: what the table already has warm is not known, so this is at most what AWS
+    charges); None when the price is not given."""
+    if not split_prewarm(name)[1]:
+        return 0.0
+    levels = warm_levels(trace, minutes, spec_of(name).value or 70, params)
+    count = {d: sum(1 for k in trace.demand if k[1] == d) for d in ("read", "write")}
+    return prices.prewarm(levels["read"] * count["read"], levels["write"] * count["write"])
+
+
+def _candidate(
+    name: str, runs: Sequence[Sequence[DimensionResult]], once: float | None = 0.0
+) -> Candidate:
+    """``name``'s results, per setting summed over dimensions, as min / median / max; the
+    one-time charge ``once`` added to each cost."""
     mine = [[r for r in results if r.policy == name] for results in runs]
     return Candidate(
         name,
         Spread.of([sum(r.throttled_requests for r in rs) for rs in mine]),
-        Spread.of([sum(r.cost_usd for r in rs) for rs in mine]),
+        Spread.of([sum(r.cost_usd for r in rs) + (once or 0.0) for rs in mine]),
+        once_usd=once,
     )
+
+
+def _early(
+    name: str,
+    runs: Sequence[Sequence[DimensionResult]],
+    split: int,
+    prices: Prices,
+    once: float | None,
+) -> Candidate:
+    """``name``'s results over minutes 0 to ``split`` only, from what each run recorded;
+    the one-time charge ``once`` added to each cost."""
+    on_demand = spec_of(name).kind == "on-demand"
+    refused, cost = [], []
+    for results in runs:
+        mine = [r for r in results if r.policy == name]
+        refused.append(sum(sum(r.recorded.throttled[:split]) for r in mine) * 60)
+        cost.append(
+            (once or 0.0)
+            + sum(
+                prices.on_demand(r.key[1], sum(r.recorded.served[:split]))
+                if on_demand
+                else prices.provisioned(r.key[1], sum(r.recorded.provisioned[:split]))
+                for r in mine
+            )
+        )
+    return Candidate(name, Spread.of(refused), Spread.of(cost), once_usd=once)
 
 
 def compared_only(c: Candidate) -> bool:
     """Whether ``c`` is shown for comparison and never recommended: a policy the library
-    does not deploy (the hybrid: the scaler does not switch billing modes)."""
-    return parse(c.policy).kind == "hybrid"
+    does not deploy (the hybrid: the scaler does not switch billing modes), or one whose
+    one-time charge is not priced (a pre-warmed table without ``warm_*_unit`` prices)."""
+    return spec_of(c.policy).kind == "hybrid" or c.once_usd is None
+
+
+def split_prewarm(name: str) -> tuple[str, bool]:
+    """(the policy without :data:`PREWARM`, whether the table is pre-warmed)."""
+    text = name.strip()
+    if text.endswith(PREWARM):
+        return text[: -len(PREWARM)], True
+    return text, False
+
+
+def spec_of(name: str, max_capacity: int = 40_000, option: str = "--policy") -> Spec:
+    """The policy a candidate runs (a pre-warmed one's, without :data:`PREWARM`)."""
+    return parse(split_prewarm(name)[0], max_capacity, option)
 
 
 def _with_frontier(placed: Sequence[Candidate]) -> list[Candidate]:
@@ -392,11 +586,165 @@ def tune(
     tick: int = DEFAULT_TICK_MINUTES,
     workers: int | None = None,
     rule: Rule = Rule(),
+    progress: TextIO | None = None,
 ) -> Tuning:
     """``candidates``, the stock settings of :data:`STOCK` and on-demand over ``trace``
-    under ``settings``; the recommendation by :func:`choose`, its reason and its code."""
+    under ``settings``, chosen by validation (:func:`validate`): fitted on the earlier half,
+    chosen on the later half, figures a month. A progress bar on ``progress``."""
     names = list(dict.fromkeys([*candidates, *STOCK, ON_DEMAND]))
-    return decide(place(trace, names, settings, prices, tick, workers), rule, trace, settings[0])
+    split = validation_split(trace)
+    early, later = place_split(trace, names, settings, prices, tick, workers, split, progress)
+    return validate(early, later, rule, trace, settings[0], split)
+
+
+#: A history shorter than this many days is too short to judge (:func:`history_warnings`).
+MIN_HISTORY_DAYS = 2
+#: A month, as AWS bills it: 730 hours.
+MONTH_HOURS = 730
+MONTH_MINUTES = MONTH_HOURS * 60
+
+
+def validation_split(trace: Trace) -> int:
+    """The minute the later part starts: half the trace (the earlier part fits, the later
+    part chooses); 0 for a trace of one minute (nothing to fit on)."""
+    return trace.minutes // 2
+
+
+def history_warnings(trace: Trace) -> tuple[str, ...]:
+    """A plain warning when ``trace`` is shorter than :data:`MIN_HISTORY_DAYS`: each part
+    of the validation needs a whole day, the period of daily traffic and of DynamoDB's
+    decrease quota, so a shorter history cannot tell a setting that fits the day from one
+    that fits an hour."""
+    need = MIN_HISTORY_DAYS * 1440
+    if trace.minutes >= need:
+        return ()
+    return (
+        f"warning: {trace.name} holds {trace.minutes:,} minutes of traffic; at least "
+        f"{MIN_HISTORY_DAYS} days ({need:,} minutes) are needed to judge: one day to fit "
+        "on and one to choose on, each a whole daily cycle and a whole day of DynamoDB's "
+        "decrease quota. Treat the recommendation as a guess, and tune again on a longer "
+        "history (--days, or a longer --trace).",
+    )
+
+
+def family(name: str) -> str:
+    """The candidates that differ only in their target: ``autopilot+stock:70+owned`` is of
+    ``autopilot+stock:T+owned``."""
+    return re.sub(r":\d+", ":T", name)
+
+
+def fit(early: Sequence[Candidate], rule: Rule, requested: float) -> dict[str, str]:
+    """Per family (:func:`family`) of more than one candidate, the member ``rule`` picks
+    on the earlier part (the cheapest within the limit that the stock setting refusing
+    least there sets, over ``requested`` units; the one refusing least when none is within;
+    under the price rule, the best at the price). Stock target tracking is not fitted: every
+    target goes on to the later part, where the stock setting refusing least sets the
+    limit."""
+    stock = [c for c in early if c.policy in STOCK]
+    best = min(stock, key=lambda c: (c.refused, c.cost))
+    limit = rule.limit(best, requested)
+    groups: dict[str, list[Candidate]] = {}
+    for c in early:
+        groups.setdefault(family(c.policy), []).append(c)
+    out = {}
+    for name, members in groups.items():
+        if name == "stock:T" or len(members) < 2:
+            continue
+        within = [c for c in members if rule.price is not None or _within(c.refused, limit)]
+        pick = (
+            min(within, key=_rank(rule))
+            if within
+            else min(members, key=lambda c: (c.refused, c.cost))
+        )
+        out[name] = pick.policy
+    return out
+
+
+def validate(
+    early: Sequence[Candidate],
+    later: Sequence[Candidate],
+    rule: Rule,
+    trace: Trace,
+    params: ModelParams,
+    split: int,
+) -> Tuning:
+    """Choose by validation: each family fitted on the earlier part (:func:`fit`), the
+    fitted candidates, every stock target and on-demand chosen among on the later part
+    (from minute ``split``) by :func:`decide`, every figure scaled to a month of
+    :data:`MONTH_HOURS` (a one-time charge counted once, in that month)."""
+    fitted = fit(early, rule, _requested(trace, 0, split)) if split else {}
+    kept = [c for c in later if fitted.get(family(c.policy), c.policy) == c.policy]
+    minutes = trace.minutes - split
+    scale = MONTH_MINUTES / minutes
+    monthly = _with_frontier([scaled(c, scale) for c in kept])
+    requested = _requested(trace, split, trace.minutes) * scale
+    tuning = decide(monthly, rule, trace, params, " a month", scale, requested)
+    validation = {
+        "split_minute": split,
+        "split_time": f"{trace.time(split):%Y-%m-%dT%H:%M}Z",
+        "fit_minutes": split,
+        "choose_minutes": minutes,
+        "fitted": fitted,
+        "month_hours": MONTH_HOURS,
+        "signals": {
+            "fast_path_seconds": params.fast_path_seconds,
+            "fast_path_share": params.fast_path_share,
+            "stream_seconds": params.stream_seconds,
+        },
+    }
+    return replace(tuning, validation=validation, warnings=history_warnings(trace))
+
+
+def _requested(trace: Trace, start: int, end: int) -> float:
+    """The units ``trace`` asks for from minute ``start`` to ``end``."""
+    return sum(sum(series[start:end]) for series in trace.demand.values()) * 60
+
+
+def scaled(c: Candidate, factor: float) -> Candidate:
+    """``c`` with its refused units and running cost times ``factor`` (its one-time charge
+    counted once)."""
+    once = c.once_usd or 0.0
+
+    def times(s: Spread, fixed: float = 0.0) -> Spread:
+        return Spread(
+            (s.min - fixed) * factor + fixed,
+            (s.median - fixed) * factor + fixed,
+            (s.max - fixed) * factor + fixed,
+        )
+
+    return replace(
+        c, throttled_requests=times(c.throttled_requests), cost_usd=times(c.cost_usd, once)
+    )
+
+
+def complexity(name: str) -> int:
+    """How much a candidate deploys beyond a table: stock target tracking and on-demand 0,
+    the autopilot scaler 1 (on stock too), owning the target value 1 more, pre-warming 1
+    more."""
+    spec = spec_of(name)
+    n = 1 if spec.kind in ("autopilot", "throttle-aware", "hybrid") else 0
+    return n + spec.owned + split_prewarm(name)[1]
+
+
+def noise(c: Candidate) -> float:
+    """The noise of ``c``'s cost: half the spread of its cost over the ensemble's model
+    settings (max - min) / 2. A cost difference smaller than that is not one the model can
+    vouch for."""
+    return (c.cost_usd.max - c.cost_usd.min) / 2
+
+
+def simpler(pick: Candidate, eligible: Sequence[Candidate], rule: Rule) -> Candidate:
+    """The simplest of the candidates the rule may recommend that are simpler than
+    ``pick`` (:func:`complexity`) and cost (or, under the price rule, score) no more than
+    ``pick``'s plus its :func:`noise`; ``pick`` itself when there is none. Of two as
+    simple, the better by the rule."""
+    rank = _rank(rule)
+    bar_ = rank(pick)[0] + noise(pick)
+    level = complexity(pick.policy)
+    near = [c for c in eligible if complexity(c.policy) < level and rank(c)[0] <= bar_]
+    if not near:
+        return pick
+    return min(near, key=lambda c: (complexity(c.policy), *rank(c)))
 
 
 def decide(
@@ -406,25 +754,74 @@ def decide(
     params: ModelParams,
     period: str = "",
     scale: float = 1.0,
+    requested: float | None = None,
 ) -> Tuning:
     """The :class:`Tuning` of candidates already placed (:func:`place`) on ``trace``;
     ``period`` follows every amount in the reason (" a month" when the candidates were
     scaled to a month), and ``scale`` is that scaling (the requested units are the
-    trace's times ``scale``)."""
-    requested = requested_units(trace, scale)
-    pick, best = choose(placed, rule, requested)
+    trace's times ``scale``, unless ``requested`` gives them). Of the rule's pick and a
+    simpler candidate within the noise, the simpler (:func:`simpler`)."""
+    requested = requested_units(trace, scale) if requested is None else requested
+    ruled, best = choose(placed, rule, requested)
     within = _eligible(placed, rule, best, requested)
+    pick = simpler(ruled, within, rule)
     on_demand = _on_demand(placed, pick, within, rule)
+    reason = _reason(pick, best, rule, requested, len(within), on_demand, period)
+    if pick is not ruled:
+        reason += " " + _simpler_words(pick, ruled, rule, period)
     return Tuning(
         list(placed),
         pick,
-        code_for(parse(pick.policy), trace, params),
+        code_for(spec_of(pick.policy), trace, params, _warm_for(pick.policy, trace, params)),
         best,
         rule,
         requested,
-        _reason(pick, best, rule, requested, len(within), on_demand, period)
-        + _compared_words(placed, pick, period),
+        reason + _compared_words(placed, pick, period),
         on_demand,
+        summary=_summary(pick, best, rule, pick is not ruled, period),
+        simpler_than=None if pick is ruled else (ruled.policy, noise(ruled)),
+    )
+
+
+def _warm_for(name: str, trace: Trace, params: ModelParams) -> dict[str, int] | None:
+    """A pre-warmed candidate's warm throughput, per dimension, for its code: the peak of
+    the whole history / its target (the validation warmed it to the earlier part's)."""
+    if not split_prewarm(name)[1]:
+        return None
+    return warm_levels(trace, trace.minutes, spec_of(name).value or 70, params)
+
+
+def _simpler_words(pick: Candidate, ruled: Candidate, rule: Rule, period: str) -> str:
+    extra = _rank(rule)(pick)[0] - _rank(rule)(ruled)[0]
+    verb = "costs" if rule.price is None else "scores"
+    than = (
+        f"{verb} as much"
+        if abs(extra) < 0.005
+        else f"{verb} ${abs(extra):,.2f}{period} {'more' if extra > 0 else 'less'}"
+    )
+    return (
+        f"The rule alone picks {ruled.policy} (${ruled.cost:,.2f}{period}); {pick.policy} is "
+        f"simpler to deploy and {than}, within the noise "
+        f"(${noise(ruled):,.2f}: half the spread of {ruled.policy}'s cost over the ensemble), "
+        "so the simpler is recommended."
+    )
+
+
+def _summary(pick: Candidate, best: Candidate, rule: Rule, simpler_than: bool, period: str) -> str:
+    """The recommendation in one sentence."""
+    c, r = pick.cost_usd, pick.throttled_requests
+    if rule.price is not None:
+        why = f"the least cost plus refused units at ${rule.price:,.2f} per million"
+    else:
+        why = (
+            f"the cheapest that refuses no more than {best.policy} (the stock target "
+            "refusing least) allows"
+        )
+        why = f"the simplest within the noise of {why}" if simpler_than else why
+    return (
+        f"Use {pick.policy}: {why}, at ${c.median:,.2f}{period} (${c.min:,.2f} to "
+        f"${c.max:,.2f} over the ensemble), refusing {r.median:,.0f} units{period} "
+        f"({r.min:,.0f} to {r.max:,.0f})."
     )
 
 
@@ -504,6 +901,13 @@ def _compared_words(placed: Sequence[Candidate], pick: Candidate, period: str) -
     recommendation."""
     words = []
     for c in placed:
+        if c.once_usd is None:
+            words.append(
+                f" {c.policy} would cost ${c.cost:,.2f}{period} and refuse {c.refused:,.0f} "
+                f"units{period} before its one-time pre-warming charge, which is not priced: "
+                "give --price warm_read_unit=USD and --price warm_write_unit=USD to weigh it."
+            )
+            continue
         if not compared_only(c):
             continue
         saved = pick.cost - c.cost
@@ -549,8 +953,9 @@ def _on_demand_words(od: dict[str, Any], money: Any, units: str) -> str:
     if not od["within_limit"]:
         return (
             f"On-demand would cost {money(od['cost_usd'])} but refuses "
-            f"{od['throttled_requests']:,.0f} {units} (its limits, or a hot key's partition), "
-            "more than the limit."
+            f"{od['throttled_requests']:,.0f} {units}, more than the limit: it serves at once only "
+            "up to double its previous peak (more about 30 minutes later), and a hot key's "
+            "partition throttles whatever the mode."
         )
     if od["difference_usd"] > 0:  # cheaper, but its refusals cost more at the price
         return (
@@ -589,9 +994,12 @@ def bounds_for(
     return out
 
 
-def code_for(spec: Spec, trace: Trace, params: ModelParams) -> str:
+def code_for(
+    spec: Spec, trace: Trace, params: ModelParams, warm: dict[str, int] | None = None
+) -> str:
     """The construct code that deploys ``spec`` on a table, each dimension's range from the
-    trace's traffic (:func:`bounds_for`)."""
+    trace's traffic (:func:`bounds_for`); with ``warm`` (per dimension), the table
+    pre-warmed to it; with the fast path's signals on in ``params``, the fast path."""
     if spec.kind == "on-demand":
         return (
             "dynamodb.Table(self, 'Table', partition_key=..., "
@@ -599,29 +1007,40 @@ def code_for(spec: Spec, trace: Trace, params: ModelParams) -> str:
         )
     target = spec.value or 70
     (r_lo, r_hi), (w_lo, w_hi) = bounds_for(trace, params, target).values()
-    provisioned = (
-        "ProvisionedTable(\n"
-        "    self, 'Table', partition_key=...,\n"
-        f"    read=Capacity(min_capacity={r_lo}, max_capacity={r_hi}, "
-        f"target_utilization_percent={target}),\n"
-        f"    write=Capacity(min_capacity={w_lo}, max_capacity={w_hi}, "
-        f"target_utilization_percent={target}),\n"
-        ")\n"
-    )
-    if spec.kind == "stock":
-        return provisioned
-    if spec.kind == "autopilot" and spec.with_stock:
+    if spec.kind == "stock" or (spec.kind == "autopilot" and spec.with_stock):
+        marks = {
+            d: f", high_water_mark={warm[d]}" if warm and warm[d] else "" for d in ("read", "write")
+        }
+        table = (
+            "ProvisionedTable(\n"
+            "    self, 'Table', partition_key=...,\n"
+            f"    read=Capacity(min_capacity={r_lo}, max_capacity={r_hi}, "
+            f"target_utilization_percent={target}{marks['read']}),\n"
+            f"    write=Capacity(min_capacity={w_lo}, max_capacity={w_hi}, "
+            f"target_utilization_percent={target}{marks['write']}),\n"
+            ")\n"
+        )
+        if spec.kind == "stock":
+            return table + _fast_path_code(params, False)
         owned = ", own_target=True" if spec.owned else ""
         return (
-            f"table = {provisioned}"
+            f"table = {table}"
             f"ThrottleAwareScaler(self, 'Scaler', tables=[table]{owned})  # the autopilot mode\n"
+            + _fast_path_code(params, True)
         )
     if spec.kind == "autopilot":
+        warmed = (
+            f"    warm_throughput=dynamodb.WarmThroughput(read_units_per_second="
+            f"{warm['read'] or None}, write_units_per_second={warm['write'] or None}),\n"
+            if warm
+            else ""
+        )
         return (
             "table = dynamodb.Table(\n"
             "    self, 'Table', partition_key=...,\n"
             "    billing_mode=dynamodb.BillingMode.PROVISIONED,\n"
             f"    read_capacity={r_lo}, write_capacity={w_lo},\n"
+            f"{warmed}"
             ")\n"
             "ThrottleAwareScaler(\n"
             "    self, 'Scaler', tables=[table], mode='autopilot',\n"
@@ -630,35 +1049,168 @@ def code_for(spec: Spec, trace: Trace, params: ModelParams) -> str:
             f"        'read': {{'min': {r_lo}, 'max': {r_hi}}},\n"
             f"        'write': {{'min': {w_lo}, 'max': {w_hi}}},\n"
             "    }},\n"
-            ")\n"
+            ")\n" + _fast_path_code(params, True)
         )
     raise ValueError(f"code_for: no construct code for {spec.text!r}")
 
 
-def table(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
-    """The candidates cheapest first, the frontier, the recommendation and its reason, the
-    code to paste."""
-    header = ("policy", "frontier", "refused units (median)", "cost $ (median)", "min-max cost")
-    rows = [header]
+def _fast_path_code(params: ModelParams, library: bool) -> str:
+    """The fast path's code when the model runs with its signals and the policy is the
+    library's (stock target tracking sees no signal: nothing to add)."""
+    if not library or (params.fast_path_seconds is None and params.stream_seconds is None):
+        return ""
+    hook = (
+        "# the hook in the processes that use the table (docs: Fast path)\n"
+        "CapacityRequests(self, 'Requests', tables=[table], fast_path=FastPath())\n"
+        if params.fast_path_seconds is not None
+        else ""
+    )
+    stream = (
+        "# and the table's stream as a write signal (docs: Fast path)\n"
+        if params.stream_seconds is not None
+        else ""
+    )
+    return hook + stream
+
+
+#: What each term a tune or advise answer shows means, keyed by what shows it.
+TERMS = {
+    "stock": "stock:T: Application Auto Scaling target tracking at T % utilization on read "
+    "and write, as ProvisionedTable sets it up alone; no library scaler",
+    "autopilot": "autopilot:T: the library's ThrottleAwareScaler in autopilot mode, without "
+    "target tracking: it raises at once when requests are throttled, raises ahead of peaks "
+    "it forecasts from the table's own history and plans decreases within the day's quota, "
+    "aiming at T % utilization",
+    "autopilot+stock": "autopilot+stock:T: stock target tracking at T % with the autopilot "
+    "scaler on top (it moves the scalable target's minimum, so auto scaling knows)",
+    "owned": "+owned: the scaler also owns target tracking's target value (own_target=True) "
+    "and moves it, instead of only the minimum",
+    "prewarm": "+prewarm: the table pre-warmed once: warm throughput raised to the earlier "
+    "part's busiest minute / T on each dimension, so a raise up to it lands in seconds; "
+    "the one-time charge is in the cost (the 'once' column) and counted in the first month. "
+    "Unpriced unless you give --price warm_read_unit=USD --price warm_write_unit=USD "
+    "(dollars per unit/s of warm throughput added; no default is published here): an "
+    "unpriced option is shown, never recommended",
+    "on-demand": "on-demand: PAY_PER_REQUEST billing, charged per request. It refuses units "
+    "too: DynamoDB serves at once up to double the previous peak (at least the warm "
+    "throughput: 12,000 reads / 4,000 writes a second on a new table) and more only about "
+    "30 minutes later, so a burst beyond double what came before is throttled",
+    "hybrid": "hybrid:T: on-demand in the hours where it cost less on past days, "
+    "autopilot:T otherwise; compared only: the scaler does not switch billing modes",
+}
+
+
+def terms(tuning: Tuning) -> list[str]:
+    """One line for each term the answer shows: the policies' names, the rule, the
+    figures, the validation."""
+    shown = [c.policy for c in tuning.candidates]
+    keys = set()
+    for name in shown:
+        spec = spec_of(name)
+        keys.add("autopilot+stock" if spec.with_stock else spec.kind)
+        keys |= {"owned"} if spec.owned else set()
+        keys |= {"prewarm"} if split_prewarm(name)[1] else set()
+    lines = [f"- {TERMS[k]}." for k in TERMS if k in keys]
+    v = tuning.validation
+    signals = v.get("signals", {})
+    if signals.get("fast_path_seconds") is not None or signals.get("stream_seconds") is not None:
+        lines.append(
+            "- with the fast path: the library's policies (autopilot) also receive the "
+            "signals you said you have (--fast-path-seconds: the hook; --stream-seconds: "
+            "the table's stream); stock target tracking and on-demand see none."
+        )
+    lines += [
+        f"- the rule: {_rule_words(tuning.rule)}",
+        "- refused units: capacity units DynamoDB would throttle (a request retried counts "
+        "each time); $: what DynamoDB bills for read and write capacity, nothing else.",
+        "- min / median / max: over the ensemble's model settings (CloudWatch delay, "
+        "update latency, burst, retries): a choice must hold across them.",
+        "- frontier: no other option refuses no more and costs no more.",
+    ]
+    if v:
+        lines.append(
+            f"- validation: each option family (the same policy at another T) was fitted on "
+            f"the earlier {v['fit_minutes']:,} minutes, and the fitted options were compared "
+            f"on the later {v['choose_minutes']:,} (from {v['split_time']}); the figures "
+            f"shown are the later part's, scaled to a month of {v['month_hours']} hours."
+        )
+    return lines
+
+
+def _rule_words(rule: Rule) -> str:
+    if rule.price is not None:
+        first = (
+            f"the option whose cost plus its refused units at ${rule.price:,.2f} per million "
+            "is least"
+        )
+    else:
+        more = f" plus {rule.tolerance:.0%}" if rule.tolerance else ""
+        first = (
+            "the cheapest option that refuses no more than the stock target refusing least"
+            f"{more}, plus {rule.floor:.2%} of the requested units (the refusal floor: a "
+            "smaller difference is the simulator's noise, not the policy's)"
+        )
+    return (
+        f"{first}; then, of it and a simpler option (stock before the autopilot, fewer "
+        "features) the rule also allows at no more than its cost plus the noise (half the "
+        "spread of its cost over the ensemble), the simpler."
+    )
+
+
+def _spread(s: Spread, digits: int) -> str:
+    return f"{s.min:,.{digits}f} / {s.median:,.{digits}f} / {s.max:,.{digits}f}"
+
+
+def _rows(tuning: Tuning, period: str) -> list[tuple[str, ...]]:
+    """The table's header and a row per candidate, cheapest first."""
+    header = (
+        "policy",
+        "frontier",
+        f"refused units {period} (min / median / max)",
+        f"$ {period} (min / median / max)",
+        "of which once $",
+    )
+    rows: list[tuple[str, ...]] = [header]
     for c in sorted(tuning.candidates, key=lambda c: (c.cost, c.refused)):
+        mark = " <- recommended" if c is tuning.recommended else ""
+        mark += (
+            " (unpriced)" if c.once_usd is None else " (compared only)" if compared_only(c) else ""
+        )
+        once = "" if c.once_usd == 0 else "unpriced" if c.once_usd is None else f"{c.once_usd:,.2f}"
         rows.append(
             (
-                c.policy
-                + (" <- recommended" if c is tuning.recommended else "")
-                + (" (compared only)" if compared_only(c) else ""),
+                c.policy + mark,
                 "yes" if c.frontier else "",
-                f"{c.refused:,.0f}",
-                f"{c.cost:,.2f}",
-                f"{c.cost_usd.min:,.2f}-{c.cost_usd.max:,.2f}",
+                _spread(c.throttled_requests, 0),
+                _spread(c.cost_usd, 2),
+                once,
             )
         )
+    return rows
+
+
+def table(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
+    """The warnings, the recommendation in one sentence, the candidates cheapest first
+    with every column labelled, the frontier, the reason, a line for each term shown, the
+    code to paste."""
+    v = tuning.validation
+    rows = _rows(tuning, "a month" if v else "over the trace")
     frontier = ", ".join(
         f"{c.policy} ({_money(c.cost)}, {c.refused:,.0f} refused)" for c in tuning.frontier
     )
+    scope = (
+        f"fitted on {v['fit_minutes']:,} minutes, chosen on the later {v['choose_minutes']:,} "
+        f"(from {v['split_time']}); figures a month ({v['month_hours']} h)"
+        if v
+        else "figures over the trace"
+    )
     return "\n".join(
         [
+            *tuning.warnings,
             f"{trace.name}: {trace.minutes:,} minutes, ensemble {ensemble} ({settings} "
-            f"settings), read + write",
+            f"settings), read + write; {scope}",
+            "",
+            tuning.summary,
             "",
             *fixed_width(rows),
             "",
@@ -667,6 +1219,11 @@ def table(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
             "",
             f"recommended: {tuning.recommended.policy}. {tuning.reason}",
             "",
+            "what the terms mean:",
+            *terms(tuning),
+            "",
+            "code to paste (CDK, Python):",
             tuning.code,
+            *tuning.warnings,
         ]
     )
