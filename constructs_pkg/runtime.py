@@ -1,7 +1,7 @@
 """Runs in: CDK app (synth time).
 
 The Lambda side shared by every function this library deploys: the asset (run-time
-code only; the fleet advisor's functions have a second asset, :func:`advisor_code`, with
+code only; the fleet advisor's functions have a second asset, `advisor_code`, with
 the tools and their pure-Python dependencies), the newest Python runtime this aws-cdk-lib
 knows, and an explicit log group; and the state store table the run-time keeps its state
 in."""
@@ -75,7 +75,7 @@ ADVISOR_PACKAGES = ("ddb_capacity_runtime", "ddb_capacity_tools", "cronsim", "tz
 
 @functools.cache
 def staged_advisor() -> Path:
-    """A folder holding a copy of :data:`ADVISOR_PACKAGES` and nothing else (no caches),
+    """A folder holding a copy of `ADVISOR_PACKAGES` and nothing else (no caches),
     each found through its import; removed when the process ends. No Docker: every
     package is pure Python, copied as installed."""
     root = Path(tempfile.mkdtemp(prefix="ddb-capacity-advisor-asset-"))
@@ -88,7 +88,7 @@ def staged_advisor() -> Path:
 
 
 def advisor_code() -> lambda_.Code:
-    """The fleet advisor's asset: :data:`ADVISOR_PACKAGES` (no aws_cdk, no tests)."""
+    """The fleet advisor's asset: `ADVISOR_PACKAGES` (no aws_cdk, no tests)."""
     return lambda_.Code.from_asset(str(staged_advisor()))
 
 
@@ -299,7 +299,7 @@ def state_store_table(
 
 
 def state_store_statement(sid: str, table: dynamodb.ITable | str) -> iam.PolicyStatement:
-    """:data:`STORE_ACTIONS` on the state store ``table`` (or its ARN), and nothing else."""
+    """`STORE_ACTIONS` on the state store ``table`` (or its ARN), and nothing else."""
     arn = table if isinstance(table, str) else table.table_arn
     return iam.PolicyStatement(sid=sid, actions=list(STORE_ACTIONS), resources=[arn])
 
@@ -309,7 +309,7 @@ def state_store_statement(sid: str, table: dynamodb.ITable | str) -> iam.PolicyS
 SCALABLE_TARGETS = (
     f"arn:{Aws.PARTITION}:application-autoscaling:{Aws.REGION}:{Aws.ACCOUNT_ID}:scalable-target/*"
 )
-#: How cdk-nag prints :data:`SCALABLE_TARGETS` in a finding.
+#: How cdk-nag prints `SCALABLE_TARGETS` in a finding.
 SCALABLE_TARGETS_FINDING = (
     "Resource::arn:<AWS::Partition>:application-autoscaling:<AWS::Region>:"
     "<AWS::AccountId>:scalable-target/*"
@@ -435,7 +435,7 @@ def scheduled_function(
     every: Duration,
     calls: str,
 ) -> ScheduledFunction:
-    """A :func:`runtime_function` run every ``every`` by an EventBridge rule: one run at a
+    """A `runtime_function` run every ``every`` by an EventBridge rule: one run at a
     time (reserved concurrency 1), no retries of a stale run, and failed runs in a dead-letter
     queue (SSL only, SQS-managed encryption, 14 days). ``calls`` names the AWS APIs it
     reaches, for the acknowledgements of the VPC rules."""

@@ -1,6 +1,6 @@
 """Runs in: CDK app (synth time).
 
-ThrottleAwareScaler: deploys the run-time scaler (:mod:`ddb_capacity_runtime.scaler`) on a
+ThrottleAwareScaler: deploys the run-time scaler (`ddb_capacity_runtime.scaler`) on a
 schedule, with its state store, least-privilege IAM, a dead-letter path, alarms and a topic."""
 
 from __future__ import annotations
@@ -210,7 +210,7 @@ class ThrottleAwareScaler(Construct):
         tag_key: str | None,
         table_quota: int,
     ) -> int:
-        """The props checked (``table_quota`` kept as :attr:`table_quota`); returns the
+        """The props checked (``table_quota`` kept as `table_quota`); returns the
         tick in whole minutes."""
         where = self._where
         duration_prop(where, "tick", tick, Duration.minutes(1))
@@ -442,7 +442,7 @@ class ThrottleAwareScaler(Construct):
 
     @property
     def tables(self) -> tuple[dynamodb.ITable, ...]:
-        """The tables it manages explicitly (``tables``, :meth:`add_table`,
+        """The tables it manages explicitly (``tables``, [`add_table`][],
         ``enable_throttle_aware_scaling``), a ``TableCapacity`` as its ``table``; tables
         found by tag are known at run time only."""
         return tuple(self._tables)

@@ -13,7 +13,7 @@ entry is removed, the new one put); each write sized by what it projects (the ta
 and the index's keys, plus the projected attributes: all of them for ``ALL``).
 
 What a record shows depends on the stream's view type; the estimate is exact only where
-the images are (:data:`ACCURACY`). Never seen: writes that changed nothing (no record),
+the images are (`ACCURACY`). Never seen: writes that changed nothing (no record),
 writes refused by a condition (they consume a unit, and make no record), and
 transactional writes' doubling (a record does not say it came from a transaction): the
 estimate is a lower bound of the units consumed. TTL deletions (``userIdentity`` of the

@@ -2,7 +2,7 @@
 direct mode), workstation (simulator).
 
 What a tick knows about a table: its dimensions, their limits, quota ledgers and
-scalable targets. Plain data, filled in by :mod:`ddb_capacity_runtime.aws.discovery` (or
+scalable targets. Plain data, filled in by `ddb_capacity_runtime.aws.discovery` (or
 by the simulator)."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class ScalableTarget:
     target_tracking: bool
     #: the target-tracking policy's TargetValue (a percentage), when it has one
     target_percent: float | None = None
-    #: that policy, when it can be written back as it is (:class:`TrackingPolicy`)
+    #: that policy, when it can be written back as it is (`TrackingPolicy`)
     policy: TrackingPolicy | None = None
 
     @property
@@ -100,7 +100,7 @@ class ManagedTable:
     #: state store, then removed
     legacy_memories: dict[tuple[str | None, str], BaseMin] = field(default_factory=dict)
     legacy_tags: list[str] = field(default_factory=list)
-    #: the limits the table's tags set (:func:`.tags.parse_tags`), checked against each
+    #: the limits the table's tags set (`tags.parse_tags`), checked against each
     #: dimension's consumption once it is known (the tick's ``refuse_lowering_tags``)
     tag_limits: dict[str, float] = field(default_factory=dict)
     refused_tags: int = 0  # min or max tags not obeyed: they would lower a limit below the load

@@ -7,10 +7,10 @@ stock target tracking at several target utilizations, and on-demand) runs over t
 under an ensemble of model settings. The medians of refused units and cost place each
 candidate; the frontier is the candidates no other beats on both.
 
-The rule (:class:`Rule`): the recommendation is the cheapest candidate that refuses no more
+The rule ([`Rule`][]): the recommendation is the cheapest candidate that refuses no more
 than the best stock setting (of stock target tracking at every target from 30 to 90 %, step
 10, the one that refuses least), times 1 + the refusal tolerance (default 0), plus the
-refusal floor: 0.02 % of the requested units by default (:data:`REFUSAL_FLOOR`), below which
+refusal floor: 0.02 % of the requested units by default (`REFUSAL_FLOOR`), below which
 a difference in refusals is the simulator's noise, not the policy's. That stock setting is a
 candidate itself, so there always is one; and the cheapest candidate within a limit on
 refusals is always on the frontier. With a refusal price instead (dollars per million
@@ -83,7 +83,7 @@ CANDIDATE_HELP = (
     "stock:T, autopilot, autopilot:T, autopilot+stock:T, autopilot+stock:T+owned, "
     "on-demand, or hybrid / hybrid:T (shown for comparison, never recommended)"
 )
-#: The pasted code's maximum is this many times the trace's peak (:func:`bounds_for`).
+#: The pasted code's maximum is this many times the trace's peak (`bounds_for`).
 PEAK_HEADROOM = 2
 #: ``--refusal-tolerance``'s largest value: 1 (100 %), twice the best stock's refusals.
 MAX_TOLERANCE = 1.0
@@ -352,7 +352,7 @@ def choose(
     placed: Sequence[Candidate], rule: Rule = Rule(), requested: float = 0.0
 ) -> tuple[Candidate, Candidate]:
     """(the recommendation, the best stock setting). The best stock setting is the one of
-    :data:`STOCK` refusing least (the cheaper of two that refuse as little). The limit rule
+    `STOCK` refusing least (the cheaper of two that refuse as little). The limit rule
     recommends the cheapest candidate within ``rule``'s limit over ``requested`` units (of
     two as cheap, the one refusing less); the price rule the one whose cost plus refusals
     at the price is least (of two as good, the one refusing less)."""
@@ -393,8 +393,8 @@ def tune(
     workers: int | None = None,
     rule: Rule = Rule(),
 ) -> Tuning:
-    """``candidates``, the stock settings of :data:`STOCK` and on-demand over ``trace``
-    under ``settings``; the recommendation by :func:`choose`, its reason and its code."""
+    """``candidates``, the stock settings of `STOCK` and on-demand over ``trace``
+    under ``settings``; the recommendation by [`choose`][], its reason and its code."""
     names = list(dict.fromkeys([*candidates, *STOCK, ON_DEMAND]))
     return decide(place(trace, names, settings, prices, tick, workers), rule, trace, settings[0])
 
@@ -407,7 +407,7 @@ def decide(
     period: str = "",
     scale: float = 1.0,
 ) -> Tuning:
-    """The :class:`Tuning` of candidates already placed (:func:`place`) on ``trace``;
+    """The [`Tuning`][] of candidates already placed ([`place`][]) on ``trace``;
     ``period`` follows every amount in the reason (" a month" when the candidates were
     scaled to a month), and ``scale`` is that scaling (the requested units are the
     trace's times ``scale``)."""
@@ -591,7 +591,7 @@ def bounds_for(
 
 def code_for(spec: Spec, trace: Trace, params: ModelParams) -> str:
     """The construct code that deploys ``spec`` on a table, each dimension's range from the
-    trace's traffic (:func:`bounds_for`)."""
+    trace's traffic ([`bounds_for`][])."""
     if spec.kind == "on-demand":
         return (
             "dynamodb.Table(self, 'Table', partition_key=..., "
