@@ -2,16 +2,15 @@
 
 The Lambda side shared by every function this library deploys: the asset (run-time
 code only; the fleet advisor's functions have a second asset, `advisor_code`, with
-the tools and their pure-Python dependencies), the newest Python runtime this aws-cdk-lib
-knows, and an explicit log group; and the state store table the run-time keeps its state
-in."""
+the tools and their pure-Python dependencies), the one Python runtime they run on
+(`FUNCTION_PYTHON`, the Python the tests run on), and an explicit log group; and the
+state store table the run-time keeps its state in."""
 
 from __future__ import annotations
 
 import atexit
 import functools
 import importlib
-import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -143,18 +142,24 @@ def runtime_code() -> lambda_.Code:
     return lambda_.Code.from_asset(str(staged_runtime()))
 
 
-def latest_python_runtime() -> lambda_.Runtime:
-    """The newest Python runtime the installed aws-cdk-lib knows (what AwsSolutions-L1 wants).
+FUNCTION_PYTHON = (3, 11)
+"""The Python (major, minor) of every function this library deploys: the one its tests run
+on, so the code a function runs is the code that was tested. Lambda's ``python3.11`` runs on
+Amazon Linux 2; AWS lists its deprecation for June 30, 2027 (creating functions blocked
+from July 31, 2027, updating them from August 31, 2027)."""
 
-    ``Runtime.determine_latest_python_runtime`` answers from region facts that lag behind
-    the runtimes the library defines, so the version is read off the ``PYTHON_3_*`` members.
-    """
-    known: list[lambda_.Runtime] = [
-        getattr(lambda_.Runtime, name)
-        for name in dir(lambda_.Runtime)
-        if re.fullmatch(r"PYTHON_3_\d+", name)
-    ]
-    return max(known, key=lambda runtime: int(runtime.name.rsplit(".", 1)[1]))
+#: Why AwsSolutions-L1 and Serverless-LambdaLatestVersion (the newest runtime) do not apply.
+RUNTIME_REASON = (
+    "Runs on python3.11, the Python the library's tests run on, so the code deployed is the "
+    "code tested; the newest runtime would run untested code."
+)
+
+
+def function_runtime() -> lambda_.Runtime:
+    """The Lambda runtime of every function this library deploys (`FUNCTION_PYTHON`)."""
+    major, minor = FUNCTION_PYTHON
+    runtime: lambda_.Runtime = getattr(lambda_.Runtime, f"PYTHON_{major}_{minor}")
+    return runtime
 
 
 def runtime_function(
@@ -190,7 +195,7 @@ def runtime_function(
     function = lambda_.Function(
         scope,
         id,
-        runtime=latest_python_runtime(),
+        runtime=function_runtime(),
         architecture=lambda_.Architecture.ARM_64,
         code=code or runtime_code(),
         handler=handler,
@@ -233,6 +238,8 @@ def _acknowledge_function(
     configured_by_environment: bool,
 ) -> None:
     """What every run-time function, its log group and its policy are acknowledged for."""
+    for finding in ("AwsSolutions-L1", "Serverless-LambdaLatestVersion"):
+        acknowledge(function, finding, RUNTIME_REASON)
     for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"):
         acknowledge(log_group, f"{pack}-CloudWatchLogGroupEncrypted", LOG_KEY_REASON)
     skip_checkov(log_group, "CKV_AWS_158", LOG_KEY_REASON)

@@ -74,6 +74,23 @@ def test_every_acknowledgement_is_exact_and_reasoned(assembly: Path) -> None:
     assert seen > 0
 
 
+def test_every_function_runs_the_python_the_tests_run_on(assembly: Path) -> None:
+    """The code a function runs on Lambda is the code these tests ran: its runtime is this
+    interpreter's major.minor (one constant, ``FUNCTION_PYTHON``)."""
+    from constructs_pkg.runtime import FUNCTION_PYTHON
+
+    tested = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    assert FUNCTION_PYTHON == sys.version_info[:2]
+    runtimes = {
+        f"{template.stem}/{name}": resource["Properties"]["Runtime"]
+        for template in assembly.glob("*.template.json")
+        for name, resource in json.loads(template.read_text())["Resources"].items()
+        if resource["Type"] == "AWS::Lambda::Function"
+    }
+    assert len(runtimes) >= 4  # the scaler, the broker, the restorer, the settle function
+    assert {k: v for k, v in runtimes.items() if v != tested} == {}
+
+
 def test_a_missing_acknowledgement_fails_the_synth(tmp_path: Path) -> None:
     # GIVEN a table whose backup finding nobody acknowledged
     app = cdk.App(outdir=str(tmp_path))
