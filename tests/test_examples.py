@@ -91,6 +91,24 @@ def test_every_function_runs_the_python_the_tests_run_on(assembly: Path) -> None
     assert {k: v for k, v in runtimes.items() if v != tested} == {}
 
 
+def test_cdk_json_sets_the_recommended_feature_flags() -> None:
+    """``cdk.json`` carries every feature flag a new app of the installed aws-cdk-lib gets
+    (its ``recommended-feature-flags.json``, what ``cdk init`` writes), at that value: the
+    CLI then has no unconfigured flag to report."""
+    import tarfile
+
+    import aws_cdk
+
+    (bundle,) = (Path(aws_cdk.__file__).parent / "_jsii").glob("aws-cdk-lib@*.jsii.tgz")
+    with tarfile.open(bundle) as archive:
+        member = archive.extractfile("package/recommended-feature-flags.json")
+        assert member is not None
+        recommended = json.loads(member.read())
+    context = json.loads((Path(__file__).parents[1] / "cdk.json").read_text())["context"]
+    assert len(recommended) > 50
+    assert {k: v for k, v in recommended.items() if context.get(k) != v} == {}
+
+
 def test_a_missing_acknowledgement_fails_the_synth(tmp_path: Path) -> None:
     # GIVEN a table whose backup finding nobody acknowledged
     app = cdk.App(outdir=str(tmp_path))
