@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: install install-checkov browser demo test lint typecheck unit explore docs synth clean
+.PHONY: install install-checkov browser demo test lint typecheck unit explore docs dist synth clean
 
 CHECKOV_VENV := .venv-checkov
 
@@ -92,6 +92,13 @@ explore: install
 docs: install
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
+# The wheel and the source distribution in dist/, built as tests/test_packaging.py builds
+# the ones it installs and checks, and accepted by twine (the wheel is built from the sdist)
+dist: install
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(VENV)/bin/twine check --strict dist/*
+
 # Installs first, then the three gates side by side (mypy is CPU-bound while much of the
 # test suite waits on local servers and the CDK CLI; checkov's venv, which only the tests
 # need, is built while ruff and mypy run); any gate failing fails the target.
@@ -100,4 +107,4 @@ test:
 	$(MAKE) --no-print-directory -j3 lint typecheck unit
 
 clean:
-	rm -rf cdk.out site $(VENV) $(CHECKOV_VENV) node_modules .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out site dist $(VENV) $(CHECKOV_VENV) node_modules .pytest_cache .mypy_cache .ruff_cache

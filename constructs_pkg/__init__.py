@@ -3,8 +3,8 @@
 CDK constructs for DynamoDB provisioned capacity that is ready before the traffic is.
 
 Everything here is synth-time and loads the CDK. What runs in AWS Lambda and in workers is
-:mod:`ddb_capacity_runtime`; the simulator and the ``ddb-capacity`` command line are
-:mod:`ddb_capacity_tools`. Neither of those imports this package.
+[`ddb_capacity_runtime`][]; the simulator and the ``ddb-capacity`` command line are
+`ddb_capacity_tools`. Neither of those imports this package.
 """
 
 from ddb_capacity_runtime import __version__

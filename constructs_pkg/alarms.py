@@ -1,9 +1,9 @@
 """Runs in: CDK app (synth time).
 
-Alarms and metrics as a construct's surface. :class:`AlarmOptions` is what a user may say
+Alarms and metrics as a construct's surface. `AlarmOptions` is what a user may say
 about one alarm (on or off, its threshold, its evaluation periods, more actions), given per
-stable alarm id; :class:`AlarmSet` builds a construct's alarms over their defaults with
-those options and keeps them by id (a construct's ``alarms``); :func:`emf_metric` is a
+stable alarm id; `AlarmSet` builds a construct's alarms over their defaults with
+those options and keeps them by id (a construct's ``alarms``); `emf_metric` is a
 construct's ``metric(...)`` on the EMF metrics its functions send.
 """
 
@@ -58,7 +58,7 @@ def checked_alarm_options(
     where: str, known: Sequence[str], options: object
 ) -> dict[str, AlarmOptions]:
     """``alarm_options`` checked: None, or a mapping from the ids in ``known`` to
-    :class:`AlarmOptions` whose fields are each of the allowed kind."""
+    `AlarmOptions` whose fields are each of the allowed kind."""
     if options is None:
         return {}
     if not isinstance(options, Mapping):
@@ -138,8 +138,8 @@ def says(description: str) -> Callable[[int], str]:
 
 
 class AlarmSet:
-    """A construct's alarms, by stable id: each made from its :class:`AlarmSpec` with the
-    construct's :class:`AlarmOptions` over it, notifying ``topic`` and the option's
+    """A construct's alarms, by stable id: each made from its `AlarmSpec` with the
+    construct's `AlarmOptions` over it, notifying ``topic`` and the option's
     actions. ``alarms`` is the read-only view a construct returns."""
 
     def __init__(

@@ -1,7 +1,7 @@
 """Runs in: CDK app (synth time).
 
 The batch path of a sharded tick (``ThrottleAwareScaler(shard_above_tables=...)``,
-:mod:`ddb_capacity_runtime.scaler.shard`): an SQS queue the scheduled function sends its
+`ddb_capacity_runtime.scaler.shard`): an SQS queue the scheduled function sends its
 batches to, and a batch function that takes them one at a time, at most ``concurrency`` at
 once (the event source's maximum concurrency), with the scheduled function's permissions on
 the tables (the scaler sets both functions' environment alike). A batch that fails is not

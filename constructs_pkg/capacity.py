@@ -24,8 +24,8 @@ from .props import duration_prop
 #: Application Auto Scaling's range for DynamoDB target utilization, in percent.
 TARGET_UTILIZATION_RANGE = (20, 90)
 
-#: Application Auto Scaling's stock default target, in percent.
 DEFAULT_TARGET_UTILIZATION = 70
+"""Application Auto Scaling's stock default target, in percent."""
 
 #: DynamoDB's default quota of global secondary indexes per table.
 MAX_GSIS_PER_TABLE = 20
@@ -57,7 +57,7 @@ def is_token(value: Any) -> bool:
 
 def check_table_quota(where: str, table_quota: Any) -> int:
     """``table_quota`` checked (a whole number of capacity units from 1 to
-    :data:`MAX_TABLE_QUOTA`; a token is taken as given); returns it."""
+    `MAX_TABLE_QUOTA`; a token is taken as given); returns it."""
     if not is_token(table_quota) and (
         isinstance(table_quota, bool)
         or not isinstance(table_quota, int)
@@ -85,8 +85,8 @@ class Capacity:
 
     :param min_capacity: the auto scaling minimum, in capacity units; also the operating
         capacity the table settles to. Whole number >= 1.
-    :param max_capacity: the auto scaling maximum, in capacity units. Whole number
-        >= ``min_capacity`` and <= the table quota (40,000 by default).
+    :param max_capacity: the auto scaling maximum, in capacity units. Whole number, at
+        least ``min_capacity`` and at most the table quota (40,000 by default).
     :param target_utilization_percent: target tracking's target. Default: 70 (%),
         Application Auto Scaling's stock value. Allowed: 20 to 90.
     :param scale_in_cooldown: time after a scale-in before another. Default: not set,
@@ -96,8 +96,8 @@ class Capacity:
     :param disable_scale_in: when True, target tracking never lowers capacity.
         Default: False (scale-in on).
     :param high_water_mark: capacity units this dimension must take instantly from the
-        first minute (the production peak). Default: none, no pre-warming. Allowed:
-        >= ``min_capacity`` and <= the table quota; it may exceed ``max_capacity``
+        first minute (the production peak). Default: none, no pre-warming. Allowed: at
+        least ``min_capacity`` and at most the table quota; it may exceed ``max_capacity``
         (a ceiling a schedule raises later).
     """
 
@@ -110,7 +110,7 @@ class Capacity:
     high_water_mark: int | None = None
 
     def validate(self, where: str, quota: int) -> None:
-        """Raise :class:`CapacityConfigError` for the first setting that is not allowed.
+        """Raise [`CapacityConfigError`][] for the first setting that is not allowed.
 
         ``where`` names the dimension in messages, e.g. ``"Orders table read"``.
         """

@@ -122,7 +122,7 @@ SIGNALS_TIMEOUT = Duration.seconds(30)
 SIGNALS_MEMORY_MB = 256
 SIGNALS_MAX_EVENT_AGE = Duration.minutes(1)
 #: How many reports the signals function takes at once by default; more wait in Lambda's
-#: queue for their turn (at most :data:`SIGNALS_MAX_EVENT_AGE`), so a flood of reports
+#: queue for their turn (at most `SIGNALS_MAX_EVENT_AGE`), so a flood of reports
 #: cannot take the account's concurrency.
 DEFAULT_SIGNALS_CONCURRENCY = 10
 #: The default threshold of the ``SurgeUnitsAlarm``: units surges add in an hour.
@@ -196,7 +196,7 @@ ALARM_IDS = (
 
 @dataclass(frozen=True)
 class FastPath:
-    """The fast path of :class:`CapacityRequests`: the signals function.
+    """The fast path of [`CapacityRequests`][]: the signals function.
 
     :param share: the part of the traffic the reporting processes make, from over 0 to 1:
         their summed demand is scaled up by 1 / ``share``. Default: 1.0 (every process
@@ -234,7 +234,7 @@ class FastPath:
         such alarm.
     :param stream: the table's own DynamoDB stream as a write signal, with no client in
         the application: a stream reader attached to each served table's stream feeds the
-        same surge decision as the reports (:class:`StreamSignal`; True: its defaults).
+        same surge decision as the reports (`StreamSignal`; True: its defaults).
         A ``ProvisionedTable`` gets its stream turned on (``NEW_AND_OLD_IMAGES``); any
         other table must have one. Default: False.
     """
@@ -254,7 +254,7 @@ class CapacityRequests(Construct):
 
     :param tables: the tables workers may request capacity on (``ProvisionedTable`` or any
         ``ITable``), as a list; at least one. The indexes of a ``ProvisionedTable`` are
-        allowed too; allow an index of another table with :meth:`allow_index`.
+        allowed too; allow an index of another table with [`allow_index`][].
     :param restore_every: how often a scheduled Lambda (the restorer) asks the broker to
         end expired holds on these tables. Default: 5 minutes. None: no restorer; see
         "Why the restorer stays" before choosing it.
@@ -276,11 +276,11 @@ class CapacityRequests(Construct):
         reserve none).
     :param alarm_topic: where the alarms on the broker's and the restorer's failures go
         (a scaler's ``topic``, say). Default: a new topic, SSL enforced, KMS encrypted.
-    :param fast_path: deploy the signals function (:class:`FastPath`), which raises a
+    :param fast_path: deploy the signals function ([`FastPath`][]), which raises a
         dimension within seconds of the processes' reports. Without a restorer
         (``restore_every=None``) a scaler must be connected to end its surges. Default:
         None, no fast path.
-    :param alarm_options: per alarm id (see :attr:`alarms`), an ``AlarmOptions``: off,
+    :param alarm_options: per alarm id (see `alarms`), an ``AlarmOptions``: off,
         another threshold or evaluation periods, more actions. Default: every alarm as
         documented (docs: Alarms).
     :param function_options: per function (``"Broker"``, ``"Restorer"``, ``"Signals"``,
@@ -291,7 +291,7 @@ class CapacityRequests(Construct):
         to a minute); logs kept one year; ARM_64.
 
     **Why the restorer stays when a scaler is connected.** A scaler connected with
-    :meth:`connect` ends expired holds in its tick, but only some of them, so the restorer
+    [`connect`][] ends expired holds in its tick, but only some of them, so the restorer
     is deployed all the same:
 
     - the scaler ends the holds of the tables it manages in that tick only; a table these
@@ -767,7 +767,7 @@ class CapacityRequests(Construct):
         its code: a layer with the run-time package and an exec wrapper
         (``AWS_LAMBDA_EXEC_WRAPPER``) that installs the hook before the handler is
         imported, the function granted and told where to report, as
-        :meth:`grant_signals` does. ``tables``: the only tables reported (default: all
+        [`grant_signals`][] does. ``tables``: the only tables reported (default: all
         of the account's in the Region); ``mode``: ``consumed`` (the hook asks for the
         consumed capacity of the requests it counts) or ``throttles`` (it changes no
         request). Needs ``fast_path``."""
@@ -995,7 +995,7 @@ def _whole_number(value: object, low: int, high: int) -> bool:
 def _surge_bounds(
     where: str, fast_path: FastPath, max_units: int
 ) -> tuple[int | None, float | None, int | str | None]:
-    """The signals function's cap, scale and budget (:class:`SurgeSettings`) from
+    """The signals function's cap, scale and budget (`SurgeSettings`) from
     ``fast_path``'s ``surge_cap``, ``surge_scale``, ``surge_budget`` and
     ``surge_alarm_units``, each checked."""
     cap, scale, budget = fast_path.surge_cap, fast_path.surge_scale, fast_path.surge_budget
@@ -1038,7 +1038,7 @@ def _acknowledge_function(
     no_dlq: str,
 ) -> None:
     """A function's acknowledgements: ``serverless`` (finding: reason), then each rule of
-    ``per_pack`` in every pack of :data:`_LAMBDA_PACKS`; its reserved concurrency's only
+    ``per_pack`` in every pack of `_LAMBDA_PACKS`; its reserved concurrency's only
     with one. Checkov's dead-letter check is skipped for ``no_dlq``, its concurrency check
     for the same reason as the packs' without one."""
     reasons = {

@@ -13,7 +13,7 @@ from __future__ import annotations
 from aws_cdk import Acknowledgment, CfnResource, Validations
 from constructs import IConstruct
 
-#: The packs :func:`apply_nag_packs` adds, by their class names in ``cdk_nag``.
+#: The packs `apply_nag_packs` adds, by their class names in ``cdk_nag``.
 NAG_PACKS = (
     "AwsSolutionsChecks",
     "ServerlessChecks",

@@ -1,7 +1,7 @@
 """Runs in: CDK app (synth time).
 
 ``FleetAdvisor``: the fleet report of every table of the account and Region, made nightly
-in the account, on SQS to Lambda (:mod:`ddb_capacity_tools.fleet_lambda`).
+in the account, on SQS to Lambda (`ddb_capacity_tools.fleet_lambda`).
 
 An EventBridge rule runs the lister at a daily UTC time (``schedule``); it lists the
 tables, writes the run's manifest to the report bucket and sends one message per table to

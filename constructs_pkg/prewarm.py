@@ -1,7 +1,7 @@
 """Runs in: CDK app (synth time).
 
 The settle step of PROVISION_THEN_SETTLE: a CloudFormation custom resource per table,
-served by one function per stack (:mod:`ddb_capacity_runtime.settle`)."""
+served by one function per stack (`ddb_capacity_runtime.settle`)."""
 
 from __future__ import annotations
 

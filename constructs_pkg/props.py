@@ -3,7 +3,7 @@
 The checks the constructs' props share, at the door: a Duration prop and a whole-number
 prop, each refused with the prop's name, the value received and what is allowed, before
 the value reaches jsii (whose own errors name no prop, and which a NaN stops outright).
-Unresolved CDK tokens are not checked. And :class:`MetricProps`, the keyword options every
+Unresolved CDK tokens are not checked. And `MetricProps`, the keyword options every
 ``metric_*`` method takes, as aws-cdk-lib's ``MetricOptions``.
 """
 

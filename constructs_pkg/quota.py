@@ -34,9 +34,9 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError
 
 __all__ = ["DEFAULT_SCALABLE_TARGET_QUOTA", "DEFAULT_WARN_AT", "ScalableTargetQuota"]
 
-#: Application Auto Scaling's default quota of DynamoDB scalable targets per account and
-#: Region.
 DEFAULT_SCALABLE_TARGET_QUOTA = 5_000
+"""Application Auto Scaling's default quota of DynamoDB scalable targets per account and
+Region."""
 #: The share of the quota at which the check warns.
 DEFAULT_WARN_AT = 0.8
 #: The warning's id (``cdk synth`` prints it; ``Annotations`` can acknowledge it).
@@ -47,7 +47,7 @@ _ENV_AGNOSTIC = "environment-agnostic stacks"
 class ScalableTargetQuota(Construct):
     """The check on one app: at synth, a warning on each stack of an account and Region
     whose DynamoDB scalable targets pass ``warn_at`` x ``quota``. One per app, at its root;
-    made and found with :meth:`check`."""
+    made and found with [`check`][]."""
 
     ID = "DdbCapacityScalableTargetQuota"
 

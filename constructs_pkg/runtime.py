@@ -1,17 +1,16 @@
 """Runs in: CDK app (synth time).
 
 The Lambda side shared by every function this library deploys: the asset (run-time
-code only; the fleet advisor's functions have a second asset, :func:`advisor_code`, with
-the tools and their pure-Python dependencies), the newest Python runtime this aws-cdk-lib
-knows, and an explicit log group; and the state store table the run-time keeps its state
-in."""
+code only; the fleet advisor's functions have a second asset, `advisor_code`, with
+the tools and their pure-Python dependencies), the one Python runtime they run on
+(`FUNCTION_PYTHON`, the Python the tests run on), and an explicit log group; and the
+state store table the run-time keeps its state in."""
 
 from __future__ import annotations
 
 import atexit
 import functools
 import importlib
-import re
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -205,7 +204,7 @@ ADVISOR_PACKAGES = ("ddb_capacity_runtime", "ddb_capacity_tools", "cronsim", "tz
 
 @functools.cache
 def staged_advisor() -> Path:
-    """A folder holding a copy of :data:`ADVISOR_PACKAGES` and nothing else (no caches),
+    """A folder holding a copy of `ADVISOR_PACKAGES` and nothing else (no caches),
     each found through its import; removed when the process ends. No Docker: every
     package is pure Python, copied as installed."""
     root = Path(tempfile.mkdtemp(prefix="ddb-capacity-advisor-asset-"))
@@ -218,7 +217,7 @@ def staged_advisor() -> Path:
 
 
 def advisor_code() -> lambda_.Code:
-    """The fleet advisor's asset: :data:`ADVISOR_PACKAGES` (no aws_cdk, no tests)."""
+    """The fleet advisor's asset: `ADVISOR_PACKAGES` (no aws_cdk, no tests)."""
     return lambda_.Code.from_asset(str(staged_advisor()))
 
 
@@ -273,18 +272,24 @@ def runtime_code() -> lambda_.Code:
     return lambda_.Code.from_asset(str(staged_runtime()))
 
 
-def latest_python_runtime() -> lambda_.Runtime:
-    """The newest Python runtime the installed aws-cdk-lib knows (what AwsSolutions-L1 wants).
+FUNCTION_PYTHON = (3, 11)
+"""The Python (major, minor) of every function this library deploys: the one its tests run
+on, so the code a function runs is the code that was tested. Lambda's ``python3.11`` runs on
+Amazon Linux 2; AWS lists its deprecation for June 30, 2027 (creating functions blocked
+from July 31, 2027, updating them from August 31, 2027)."""
 
-    ``Runtime.determine_latest_python_runtime`` answers from region facts that lag behind
-    the runtimes the library defines, so the version is read off the ``PYTHON_3_*`` members.
-    """
-    known: list[lambda_.Runtime] = [
-        getattr(lambda_.Runtime, name)
-        for name in dir(lambda_.Runtime)
-        if re.fullmatch(r"PYTHON_3_\d+", name)
-    ]
-    return max(known, key=lambda runtime: int(runtime.name.rsplit(".", 1)[1]))
+#: Why AwsSolutions-L1 and Serverless-LambdaLatestVersion (the newest runtime) do not apply.
+RUNTIME_REASON = (
+    "Runs on python3.11, the Python the library's tests run on, so the code deployed is the "
+    "code tested; the newest runtime would run untested code."
+)
+
+
+def function_runtime() -> lambda_.Runtime:
+    """The Lambda runtime of every function this library deploys (`FUNCTION_PYTHON`)."""
+    major, minor = FUNCTION_PYTHON
+    runtime: lambda_.Runtime = getattr(lambda_.Runtime, f"PYTHON_{major}_{minor}")
+    return runtime
 
 
 def runtime_function(
@@ -319,7 +324,7 @@ def runtime_function(
     function = lambda_.Function(
         scope,
         id,
-        runtime=latest_python_runtime(),
+        runtime=function_runtime(),
         architecture=config.architecture,
         code=code or runtime_code(),
         handler=handler,
@@ -362,6 +367,8 @@ def _acknowledge_function(
     configured_by_environment: bool,
 ) -> None:
     """What every run-time function, its log group and its policy are acknowledged for."""
+    for finding in ("AwsSolutions-L1", "Serverless-LambdaLatestVersion"):
+        acknowledge(function, finding, RUNTIME_REASON)
     for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"):
         acknowledge(log_group, f"{pack}-CloudWatchLogGroupEncrypted", LOG_KEY_REASON)
     skip_checkov(log_group, "CKV_AWS_158", LOG_KEY_REASON)
@@ -428,7 +435,7 @@ def state_store_table(
 
 
 def state_store_statement(sid: str, table: dynamodb.ITable | str) -> iam.PolicyStatement:
-    """:data:`STORE_ACTIONS` on the state store ``table`` (or its ARN), and nothing else."""
+    """`STORE_ACTIONS` on the state store ``table`` (or its ARN), and nothing else."""
     arn = table if isinstance(table, str) else table.table_arn
     return iam.PolicyStatement(sid=sid, actions=list(STORE_ACTIONS), resources=[arn])
 
@@ -438,7 +445,7 @@ def state_store_statement(sid: str, table: dynamodb.ITable | str) -> iam.PolicyS
 SCALABLE_TARGETS = (
     f"arn:{Aws.PARTITION}:application-autoscaling:{Aws.REGION}:{Aws.ACCOUNT_ID}:scalable-target/*"
 )
-#: How cdk-nag prints :data:`SCALABLE_TARGETS` in a finding.
+#: How cdk-nag prints `SCALABLE_TARGETS` in a finding.
 SCALABLE_TARGETS_FINDING = (
     "Resource::arn:<AWS::Partition>:application-autoscaling:<AWS::Region>:"
     "<AWS::AccountId>:scalable-target/*"
@@ -545,7 +552,7 @@ def scheduled_function(
     every: Duration,
     calls: str,
 ) -> ScheduledFunction:
-    """A :func:`runtime_function` run every ``every`` by an EventBridge rule: one run at a
+    """A `runtime_function` run every ``every`` by an EventBridge rule: one run at a
     time (reserved concurrency 1), no retries of a stale run, and failed runs in a dead-letter
     queue (SSL only, SQS-managed encryption, 14 days). ``calls`` names the AWS APIs it
     reaches, for the acknowledgements of the VPC rules."""

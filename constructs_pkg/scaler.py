@@ -1,6 +1,6 @@
 """Runs in: CDK app (synth time).
 
-ThrottleAwareScaler: deploys the run-time scaler (:mod:`ddb_capacity_runtime.scaler`) on a
+ThrottleAwareScaler: deploys the run-time scaler (`ddb_capacity_runtime.scaler`) on a
 schedule, with its state store, least-privilege IAM, a dead-letter path, alarms and a topic."""
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ class ThrottleAwareScaler(Construct):
         ``"PinnedAtMax"``, ``"Updating"``, ``"SustainedThrottling"`` and ``"HotKey"``, the
         last two for every managed table), an ``AlarmOptions``: off, another threshold or
         evaluation periods, more actions. Default: every alarm as documented (docs:
-        Alarms). The alarms made are :attr:`alarms`.
+        Alarms). The alarms made are `alarms`.
     :param function_options: ``{"Scaler": FunctionOptions(...)}``: the memory, timeout
         (1 to 15 minutes), log retention and architecture of the scaler's function (and of
         a sharded tick's batch function), merged over the defaults. Default: 256 MB, 3
@@ -293,7 +293,7 @@ class ThrottleAwareScaler(Construct):
         tag_key: str | None,
         table_quota: int,
     ) -> int:
-        """The props checked (``table_quota`` kept as :attr:`table_quota`); returns the
+        """The props checked (``table_quota`` kept as `table_quota`); returns the
         tick in whole minutes."""
         where = self._where
         duration_prop(where, "tick", tick, Duration.minutes(1))
@@ -523,7 +523,7 @@ class ThrottleAwareScaler(Construct):
 
     @property
     def tables(self) -> tuple[dynamodb.ITable, ...]:
-        """The tables it manages explicitly (``tables``, :meth:`add_table`,
+        """The tables it manages explicitly (``tables``, [`add_table`][],
         ``enable_throttle_aware_scaling``), a ``TableCapacity`` as its ``table``; tables
         found by tag are known at run time only."""
         return tuple(self._tables)

@@ -753,7 +753,7 @@ class TableCapacity(Construct):
 class ProvisionedTable(TableCapacity):
     """A provisioned ``aws_dynamodb.Table`` with Application Auto Scaling target tracking
     on read and write of the table and of every GSI, and an optional high-water mark: a
-    ``Table`` plus a :class:`TableCapacity`, in one construct.
+    ``Table`` plus a [`TableCapacity`][], in one construct.
 
     Example::
 

@@ -75,9 +75,11 @@ def _run(page: Path, profile: Path, *extra: str) -> tuple[str, str]:
     return out, err
 
 
-def load(page: Path, tmp: Path) -> Loaded:
-    """The page's DOM after its scripts ran, and what it wrote to the console."""
-    out, err = _run(page, tmp / "profile-dom", "--dump-dom")
+def load(page: Path, tmp: Path, window: tuple[int, int] | None = None) -> Loaded:
+    """The page's DOM after its scripts ran, and what it wrote to the console; ``window``:
+    the browser window's width and height in pixels (default: Chromium's)."""
+    size = [f"--window-size={window[0]},{window[1]}"] if window else []
+    out, err = _run(page, tmp / "profile-dom", *size, "--dump-dom")
     return Loaded(out, CONSOLE.findall(err))
 
 

@@ -133,6 +133,213 @@ def test_the_docs_speak_of_the_product_only(site: Path) -> None:
     assert found == []
 
 
+# A Sphinx role left in a docstring (``:func:`watch```), as mkdocstrings shows it: the
+# role's name, then what it names. The docstrings speak Markdown: cross-references
+# ``[`watch`][]`` and code spans.
+ROLE = re.compile(
+    r":(?:py:)?(?:mod|class|func|meth|attr|data|exc|obj|const|ref|term|doc):(?=[`\w.~])"
+)
+
+
+def test_the_site_shows_no_raw_sphinx_roles(site: Path) -> None:
+    found = []
+    for built in site.rglob("*.html"):
+        for match in ROLE.finditer(text_of(built.read_text())):
+            found.append(f"{built.relative_to(site)}: {match.group(0)}")
+    assert found == []
+
+
+def test_the_code_writes_no_sphinx_roles() -> None:
+    """One docstring style, the one the reference renders: no Sphinx role in the code of the
+    three packages (docstrings or comments)."""
+    found = []
+    for root in ("constructs_pkg", "lambda_src"):
+        for path in sorted((ROOT / root).rglob("*.py")):
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if ROLE.search(line):
+                    found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert found == []
+
+
+def test_the_reference_renders_no_quote_blocks(site: Path) -> None:
+    """A docstring line that starts with ``>`` (``>= min_capacity``) renders as a quote."""
+    for name in ("constructs", "runtime", "tools"):
+        built = (site / "reference" / name / "index.html").read_text()
+        assert "<blockquote" not in built, name
+
+
+def built_pages(site: Path) -> dict[str, str]:
+    """Every built page by its path in the site (``guides/scaler/index.html``)."""
+    return {str(p.relative_to(site)): p.read_text() for p in site.rglob("*.html")}
+
+
+def anchors_of(page_html: str) -> set[str]:
+    return set(re.findall(r'\b(?:id|name)="([^"]+)"', page_html))
+
+
+def test_every_internal_link_resolves(site: Path) -> None:
+    """Every link of the site to one of its own pages or anchors names one that exists."""
+    pages = built_pages(site)
+    anchors = {path: anchors_of(body) for path, body in pages.items()}
+    broken = []
+    for path, body in pages.items():
+        for href in re.findall(r'<a\b[^>]*\bhref="([^"]*)"', body):
+            href = html.unescape(href)
+            if re.match(r"[a-z][a-z0-9+.-]*:", href):  # https:, mailto:
+                continue
+            target, _, fragment = href.partition("#")
+            target = target.split("?")[0]
+            if target:
+                # 404.html links from the site's root (it is served at any depth)
+                base = site if target.startswith("/") else (site / path).parent
+                resolved = base / target.lstrip("/")
+                if resolved.is_dir() or target.endswith("/"):
+                    resolved = resolved / "index.html"
+                if not resolved.resolve().is_file():
+                    broken.append(f"{path}: {href}")
+                    continue
+                key = str(resolved.resolve().relative_to(site.resolve()))
+            else:
+                key = path
+            if fragment and key in anchors and fragment not in anchors[key]:
+                broken.append(f"{path}: {href}")
+    assert broken == []
+
+
+def test_the_site_loads_nothing_from_other_hosts(site: Path) -> None:
+    """No font, style sheet or script from another host (the theme's web fonts are off):
+    the site renders the same offline, and tells no other host who reads it."""
+    fetched = re.compile(
+        r"<(?:link|script|img|iframe)\b[^>]*\b(?:href|src)=\"(?:https?:)?//[^\"]+\""
+        r"|url\(\s*['\"]?(?:https?:)?//|@import\s+['\"]?(?:url\()?\s*['\"]?(?:https?:)?//"
+    )
+    found = []
+    for built in [*site.rglob("*.html"), *site.rglob("*.css")]:
+        found += [f"{built.relative_to(site)}: {m}" for m in fetched.findall(built.read_text())]
+    assert found == []
+
+
+def test_no_table_has_an_empty_header(site: Path) -> None:
+    empty = []
+    for path, body in built_pages(site).items():
+        for head in re.findall(r"<thead>(.*?)</thead>", body, re.S):
+            if not text_of(head).strip():
+                empty.append(path)
+    assert empty == []
+
+
+def test_every_export_of_the_constructs_is_in_the_reference(site: Path) -> None:
+    """Every public name of ``constructs_pkg`` (its ``__all__``) has an entry on the
+    constructs page, where it is defined or as the package's own."""
+    import constructs_pkg
+
+    built = (site / "reference" / "constructs" / "index.html").read_text()
+    ids = set(re.findall(r'id="(constructs_pkg[\w.]*)"', built))
+    names = [n for n in constructs_pkg.__all__ if not n.startswith("_")]
+    assert {"ScheduleEntry", "cron"} <= set(names)
+    missing = [n for n in names if not any(i.rsplit(".", 1)[-1] == n for i in ids)]
+    assert missing == []
+
+
+def documented_runtime_imports() -> set[str]:
+    """What the guides and the README tell users to import from the run-time package, as
+    full names (``ddb_capacity_runtime.signals.watch``)."""
+    texts = [p.read_text() for p in DOCS.rglob("*.md")] + [(ROOT / "README.md").read_text()]
+    names = set()
+    for text in texts:
+        for block in re.findall(r"```python\n(.*?)```", text, re.S):
+            for module, grouped, listed in re.findall(
+                r"^from (ddb_capacity_runtime[\w.]*) import (?:\(([^)]*)\)|(.+))$", block, re.M
+            ):
+                imported = (grouped or listed).split(",")
+                names |= {f"{module}.{n.strip()}" for n in imported if n.strip()}
+    return names
+
+
+def test_every_documented_runtime_export_is_in_the_reference(site: Path) -> None:
+    built = (site / "reference" / "runtime" / "index.html").read_text()
+    names = documented_runtime_imports()
+    assert "ddb_capacity_runtime.signals.watch" in names
+    assert "ddb_capacity_runtime.requests.request_capacity" in names
+    missing = sorted(n for n in names if f'id="{n}"' not in built)
+    assert missing == []
+
+
+def test_searching_signals_watch_finds_its_reference(site: Path) -> None:
+    """The search index splits words as the search box does (the configured separator):
+    every word of ``signals.watch`` is in the reference entry of ``watch``."""
+    index = json.loads((site / "search" / "search_index.json").read_text())
+    separator = re.compile(index["config"]["separator"])
+    words = {w.lower() for w in separator.split("signals.watch") if w}
+    assert words == {"signals", "watch"}
+    (entry,) = [
+        d
+        for d in index["docs"]
+        if d["location"] == "reference/runtime/#ddb_capacity_runtime.signals.watch"
+    ]
+    indexed = {w.lower() for w in separator.split(text_of(entry["title"] + " " + entry["text"]))}
+    assert words <= indexed
+
+
+def doc_references() -> list[tuple[str, str]]:
+    """Every page section the tools and the run-time name in their strings (what the
+    command line prints, and their docstrings): ``docs/<page>.md#<anchor>``, and README
+    sections as ``README, '<heading>'``."""
+    import ast
+
+    refs = []
+    for root in ("lambda_src/ddb_capacity_tools", "lambda_src/ddb_capacity_runtime"):
+        for path in sorted((ROOT / root).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    refs += re.findall(r"docs/([\w/-]+)\.md#([\w-]+)", node.value)
+                    refs += [
+                        ("README", s)
+                        for s in re.findall(r"README(?:\.md)?,\s*['\"]([^'\"]+)['\"]", node.value)
+                    ]
+    return refs
+
+
+def test_every_section_the_tools_point_to_exists(site: Path) -> None:
+    refs = doc_references()
+    assert ("guides/simulator", "bounds-oracle-and-bound") in refs  # simulate's footer
+    readme = (ROOT / "README.md").read_text()
+    missing = []
+    for page_, anchor in refs:
+        if page_ == "README":
+            if not re.search(rf"^#+ {re.escape(anchor)}\s*$", readme, re.M):
+                missing.append(f"README: {anchor}")
+        elif f'id="{anchor}"' not in (site / page_ / "index.html").read_text():
+            missing.append(f"{page_}#{anchor}")
+    assert missing == []
+
+
+def test_the_home_page_install_block_fits_at_1280_px(site: Path, tmp_path: Path) -> None:
+    """In a 1280 px wide browser, the Home page's install block shows whole, without
+    scrolling sideways (the architecture sketches below it may scroll)."""
+    from tests import browser
+
+    probe = site / "probe-overflow.html"
+    script = (
+        "<script>window.addEventListener('load', () => {"
+        "for (const c of document.querySelectorAll('.md-content pre > code')) {"
+        "if (!c.textContent.includes('pip install')) continue;"
+        "console.log((c.scrollWidth > c.clientWidth ? 'OVERFLOW ' : 'FITS ')"
+        " + c.textContent.split('\\n')[0]); }});</script>"
+    )
+    probe.write_text((site / "index.html").read_text().replace("</body>", script + "</body>"))
+    try:
+        loaded = browser.load(probe, tmp_path, window=(1280, 900))
+    finally:
+        probe.unlink()
+    # a console line: "message", source: file (line)
+    verdicts = [
+        line.split('"')[1] for line in loaded.console if line.startswith(('"FITS', '"OVERF'))
+    ]
+    assert any("pip install ." in v for v in verdicts), loaded.console
+    assert [v for v in verdicts if v.startswith("OVERFLOW")] == []
+
+
 def test_every_page_is_in_the_nav() -> None:
     config = (ROOT / "mkdocs.yml").read_text()
     pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if "hooks" not in p.parts}

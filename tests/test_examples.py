@@ -74,6 +74,50 @@ def test_every_acknowledgement_is_exact_and_reasoned(assembly: Path) -> None:
     assert seen > 0
 
 
+def test_every_function_runs_the_python_the_tests_run_on(assembly: Path) -> None:
+    """The code a function runs on Lambda is the code these tests ran: its runtime is this
+    interpreter's major.minor (one constant, ``FUNCTION_PYTHON``)."""
+    from constructs_pkg.runtime import FUNCTION_PYTHON
+
+    tested = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    assert FUNCTION_PYTHON == sys.version_info[:2]
+    runtimes = {
+        f"{template.stem}/{name}": resource["Properties"]["Runtime"]
+        for template in assembly.glob("*.template.json")
+        for name, resource in json.loads(template.read_text())["Resources"].items()
+        if resource["Type"] == "AWS::Lambda::Function"
+    }
+    assert len(runtimes) >= 4  # the scaler, the broker, the restorer, the settle function
+    assert {k: v for k, v in runtimes.items() if v != tested} == {}
+
+
+#: The recommended feature flags ``cdk.json`` sets otherwise, and why: each would change the
+#: example app's templates without fixing anything.
+FLAGS_KEPT = {
+    # sorts each IAM statement's actions: the same grants, every policy rewritten
+    "@aws-cdk/aws-iam:minimizePolicies": False,
+}
+
+
+def test_cdk_json_sets_the_recommended_feature_flags() -> None:
+    """``cdk.json`` carries every feature flag a new app of the installed aws-cdk-lib gets
+    (its ``recommended-feature-flags.json``, what ``cdk init`` writes), at that value but
+    for ``FLAGS_KEPT``: the CLI then has no unconfigured flag to report."""
+    import tarfile
+
+    import aws_cdk
+
+    (bundle,) = (Path(aws_cdk.__file__).parent / "_jsii").glob("aws-cdk-lib@*.jsii.tgz")
+    with tarfile.open(bundle) as archive:
+        member = archive.extractfile("package/recommended-feature-flags.json")
+        assert member is not None
+        recommended = json.loads(member.read())
+    context = json.loads((Path(__file__).parents[1] / "cdk.json").read_text())["context"]
+    assert len(recommended) > 50
+    expected = {**recommended, **FLAGS_KEPT}
+    assert {k: v for k, v in expected.items() if context.get(k) != v} == {}
+
+
 def test_a_missing_acknowledgement_fails_the_synth(tmp_path: Path) -> None:
     # GIVEN a table whose backup finding nobody acknowledged
     app = cdk.App(outdir=str(tmp_path))

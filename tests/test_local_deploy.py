@@ -131,12 +131,12 @@ def ticked(deployed: Path, moto_endpoint: str) -> dict[str, Any]:
 
 
 def test_scaler_function_is_deployed_as_declared(ticked: dict[str, Any], aws_client: Any) -> None:
-    from constructs_pkg.runtime import latest_python_runtime
+    from constructs_pkg.runtime import function_runtime
 
     functions = aws_client("lambda").list_functions()["Functions"]
     (function,) = [f for f in functions if "ScalerFunction" in f["FunctionName"]]
     assert function["Handler"] == "ddb_capacity_runtime.scaler.handler.lambda_handler"
-    assert function["Runtime"] == latest_python_runtime().name
+    assert function["Runtime"] == function_runtime().name
     env = function["Environment"]["Variables"]
     feed = ticked["tables"]["Feed"]
     assert env["SCALER_TABLES"] == feed

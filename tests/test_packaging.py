@@ -101,15 +101,41 @@ def test_a_users_own_lambda_src_folder_does_not_shadow_the_library(tmp_path: Pat
         )
 
 
-def test_the_wheel_works_in_a_fresh_virtual_environment(tmp_path: Path) -> None:
-    # GIVEN the wheel, built from the repository
-    dist = tmp_path / "dist"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)],
-        check=True,
-        timeout=300,
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel and the source distribution, built as ``make dist`` builds them (the wheel
+    from the sdist)."""
+    out = tmp_path_factory.mktemp("dist")
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
+        timeout=600,
         capture_output=True,
+        text=True,
+        check=False,
     )
+    assert built.returncode == 0, built.stderr[-3000:]
+    return out
+
+
+def test_twine_accepts_the_distributions(dist: Path) -> None:
+    """What ``make dist`` builds passes ``twine check --strict``: the metadata PyPI needs,
+    and a README that renders as the project's description."""
+    files = sorted(str(p) for p in dist.iterdir())
+    assert sorted(Path(f).suffix for f in files) == [".gz", ".whl"]
+    twine = Path(sys.executable).parent / "twine"
+    checked = subprocess.run(
+        [str(twine), "check", "--strict", *files],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.count("PASSED") == 2
+
+
+def test_the_wheel_works_in_a_fresh_virtual_environment(dist: Path, tmp_path: Path) -> None:
+    # GIVEN the wheel, built from the repository's source distribution
     (wheel,) = dist.glob("*.whl")
     # AND a fresh virtual environment outside the repository, with the wheel installed (by
     # this environment's pip, so the new one needs none of its own; without compiling every

@@ -21,7 +21,7 @@ from constructs_pkg import (
     ProvisionedTable,
     ThrottleAwareScaler,
 )
-from constructs_pkg.runtime import latest_python_runtime
+from constructs_pkg.runtime import function_runtime
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
@@ -55,13 +55,13 @@ def test_function_schedule_and_dead_letter_path(stack: cdk.Stack) -> None:
     table = feed(stack)
     scaler = ThrottleAwareScaler(stack, "Scaler", tables=[table])
     template = Template.from_stack(stack)
-    # THEN the function runs the run-time handler on the newest Python runtime, arm64,
+    # THEN the function runs the run-time handler on the Python the tests run on, arm64,
     # one at a time, sized from the benchmark, with the scaler's configuration
     template.has_resource_properties(
         "AWS::Lambda::Function",
         {
             "Handler": "ddb_capacity_runtime.scaler.handler.lambda_handler",
-            "Runtime": latest_python_runtime().name,
+            "Runtime": function_runtime().name,
             "Architectures": ["arm64"],
             "ReservedConcurrentExecutions": 1,
             "Timeout": 180,

@@ -11,7 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 
 from constructs_pkg import Capacity, PrewarmMethod, ProvisionedTable
-from constructs_pkg.runtime import latest_python_runtime
+from constructs_pkg.runtime import function_runtime
 from constructs_pkg.table import PREWARM_TAG
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
@@ -319,7 +319,7 @@ def test_provision_then_settle(stack: cdk.Stack) -> None:
         "AWS::Lambda::Function",
         {
             "Handler": "ddb_capacity_runtime.settle.handler.handler",
-            "Runtime": latest_python_runtime().name,
+            "Runtime": function_runtime().name,
             "Architectures": ["arm64"],
             "Timeout": 600,
             "MemorySize": 256,

@@ -3,13 +3,13 @@ app (synth), workstation (simulator, ``ddb-capacity``).
 
 What runs inside AWS Lambda and in users' workers: boto3 and the standard library only.
 
-- :mod:`.core`: the pure core (policy, forecast, quota ledger, settings contract);
-- :mod:`.aws`: the layer that talks to AWS (with the state store's own module);
-- :mod:`.scaler`: the throttle-aware scaler Lambda;
-- :mod:`.requests`: capacity requests and their restorer Lambda;
-- :mod:`.settle`: the settle custom resource of PROVISION_THEN_SETTLE;
-- :mod:`.workers`: the rate-limited scan and slow-start writer users run in their workers;
-- :mod:`.events`: the one log channel, and the one builder of EMF records.
+- `core`: the pure core (policy, forecast, quota ledger, settings contract);
+- `aws`: the layer that talks to AWS (with the state store's own module);
+- `scaler`: the throttle-aware scaler Lambda;
+- [`requests`][]: capacity requests and their restorer Lambda;
+- `settle`: the settle custom resource of PROVISION_THEN_SETTLE;
+- `workers`: the rate-limited scan and slow-start writer users run in their workers;
+- [`events`][]: the one log channel, and the one builder of EMF records.
 
 This package never imports aws_cdk; it is the whole of every Lambda asset this library
 deploys. Inside it, imports are relative.

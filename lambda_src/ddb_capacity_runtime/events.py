@@ -10,7 +10,7 @@ Lambda's JSON log format each record is one JSON object with ``message``, ``leve
 (``filter event = "decision"``). The docs (Scaler at run time) list every event and its fields.
 
 Embedded Metric Format records are the one exception: CloudWatch extracts metrics only from
-a raw JSON line on stdout, so :func:`emit_metrics` writes them as such.
+a raw JSON line on stdout, so [`emit_metrics`][] writes them as such.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def log_event(
 
 
 def event_fields(record: logging.LogRecord) -> dict[str, Any] | None:
-    """The event name and fields of a record :func:`log_event` made (None for others)."""
+    """The event name and fields of a record [`log_event`][] made (None for others)."""
     event = getattr(record, "event", None)
     if event is None:
         return None

@@ -5,9 +5,9 @@ The fast path's client hook without editing the application, in the manner of
 OpenTelemetry's auto-instrumentation: ``ddb-capacity-instrument -- python app.py`` (or a
 Lambda function's exec wrapper) puts this package's ``bootstrap`` folder first on
 ``PYTHONPATH``; Python imports its ``sitecustomize`` at start-up, before the application,
-and that calls :func:`install`. From then on every boto3 Session the process makes
+and that calls `install`. From then on every boto3 Session the process makes
 (``boto3.client(...)``'s default one included) reports through one
-:class:`~ddb_capacity_runtime.signals.Watcher`, as :func:`~ddb_capacity_runtime.signals.watch`
+[`Watcher`][ddb_capacity_runtime.signals.Watcher], as [`watch`][ddb_capacity_runtime.signals.watch]
 would. A ``sitecustomize`` of the application's own, further along the path, still runs.
 
 Configured by the environment (the launcher's options set it):
@@ -49,7 +49,7 @@ TABLES_ENV = "CAPACITY_SIGNALS_TABLES"
 INTERVAL_ENV = "CAPACITY_SIGNALS_INTERVAL"
 PROCESS_ENV = "CAPACITY_SIGNALS_PROCESS"
 MODE_ENV = "CAPACITY_SIGNALS_MODE"
-#: The watcher :func:`install` made, once per process.
+#: The watcher `install` made, once per process.
 _installed: list[Any] = []
 
 
@@ -58,7 +58,7 @@ class InstrumentError(ValueError):
 
 
 def settings(env: Mapping[str, str]) -> dict[str, Any]:
-    """:func:`~ddb_capacity_runtime.signals.watch`'s arguments from ``env``; raises
+    """[`watch`][ddb_capacity_runtime.signals.watch]'s arguments from ``env``; raises
     InstrumentError naming the variable, the value and what is allowed."""
     function = env.get(SIGNALS_ENV, "").strip()
     if not function:

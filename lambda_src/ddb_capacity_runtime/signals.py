@@ -1,28 +1,28 @@
 """Runs in: workers (the user's own processes).
 
-The client hook of the fast path: :func:`watch` hooks a boto3 session (every DynamoDB
+The client hook of the fast path: [`watch`][] hooks a boto3 Session (every DynamoDB
 client it makes from then on) or one DynamoDB client, sums per table, GSI and dimension
 the capacity units the process consumes, the requests answered, the throttled attempts
-by cause (:data:`..core.surge.CAUSES`) and the requests that failed for want of
-capacity, and a background thread sends them as :class:`..core.surge.Report` s to the
+by cause (`core.surge.CAUSES`) and the requests that failed for want of
+capacity, and a background thread sends them as `core.surge.Report`s to the
 signals function, which raises capacity within seconds instead of waiting for
 CloudWatch's minutes.
 
 Which requests it counts: only those to the reporting account's tables in the reporting
-region, the ones the signals function can raise. The region is the watched session's, or
-the watched client's: the Lambda client's (with ``send=`` too); a session with no region
-takes the first request's. A request of a client in another region is not counted. The
-account is ``account=``, else the one the signals function's ARN names; a table given as
-an ARN of another account or region is not counted (with no account known, an ARN's
-account is not checked). With ``tables=``, only those tables are counted. A request not
-counted is left exactly as the caller made it.
+region, the ones the signals function can raise. The region is the watched boto3
+Session's, or the watched client's: the Lambda client's (with ``send=`` too); a boto3
+Session with no region takes the first request's. A request of a client in another region
+is not counted. The account is ``account=``, else the one the signals function's ARN names;
+a table given as an ARN of another account or region is not counted (with no account
+known, an ARN's account is not checked). With ``tables=``, only those tables are counted.
+A request not counted is left exactly as the caller made it.
 
 What the hook does to the requests it counts:
 
-- in its default mode (:data:`CONSUMED`) it asks for ``ReturnConsumedCapacity="INDEXES"``
+- in its default mode ([`CONSUMED`][]) it asks for ``ReturnConsumedCapacity="INDEXES"``
   where the caller did not ask for any (or asked ``NONE``), and removes
   ``ConsumedCapacity`` from the response the caller sees in that case; a caller that asked
-  keeps its answer exactly as it was. In mode :data:`THROTTLES` it changes no request: it
+  keeps its answer exactly as it was. In mode [`THROTTLES`][] it changes no request: it
   then sees the consumed capacity only of the requests whose caller asked for it, so a
   surge is due on throttles but sized only from the requests refused;
 - it counts each throttled attempt (``needs-retry``, which sees every attempt; botocore's
@@ -50,21 +50,21 @@ What the hook does to the requests it counts:
   request's units less its GSIs' (LSIs share the table's capacity).
 
 It never blocks, slows or fails the caller: the handlers only add to sums under a lock
-and swallow every error (counted in :attr:`Watcher.errors`); only the background thread
-sends, and a failed send is counted (:attr:`Watcher.failed_sends`), never raised. The
+and swallow every error (counted in [`Watcher.errors`][]); only the background thread
+sends, and a failed send is counted ([`Watcher.failed_sends`][]), never raised. The
 first failed send, and the first handler error of each kind, are logged at WARNING
 (``signals-send-failed``, ``signals-hook-error``: a missing ``lambda:InvokeFunction``
 grant shows there). A thread that cannot start is tried again on the next request. Memory
-is bounded: at most :data:`MAX_TABLES` tables of at most
-:data:`..core.surge.MAX_DIMENSIONS` dimensions each; anything beyond is dropped and
-counted (:attr:`Watcher.dropped`); a table quiet for :data:`..core.surge.FRESH_SECONDS`
+is bounded: at most `MAX_TABLES` tables of at most
+`core.surge.MAX_DIMENSIONS` dimensions each; anything beyond is dropped and
+counted ([`Watcher.dropped`][]); a table quiet for `core.surge.FRESH_SECONDS`
 is forgotten.
 
 When it reports: the thread wakes every ``interval`` seconds (1 to 60) and sends at most
 one report per table, only when it matters: a throttle; a dimension's consumption rate
-that changed by :data:`CHANGE` (20 %) and at least :data:`MIN_CHANGE` units per second
+that changed by `CHANGE` (20 %) and at least `MIN_CHANGE` units per second
 since the last report (a drop to zero included, so the signals function stops counting a
-process that went quiet); or :data:`KEEPALIVE_SECONDS` since the last report while the
+process that went quiet); or `KEEPALIVE_SECONDS` since the last report while the
 table has traffic (the signals function counts a process's last report for 45 s). A
 report's ``seconds`` is the time since the table's last report (or since watching
 started, or one interval before traffic resumed after a quiet spell), at most 60: a
@@ -87,24 +87,24 @@ is given), at most 64 characters. After ``os.fork`` the child starts afresh: its
 sums and counters, its own thread when it first has something to report, and its own
 Lambda client, from a fresh boto3 Session (same region, profile and explicit keys); the
 parent's sums stay the parent's. A child that ends with ``os._exit`` (as multiprocessing's
-do) sends its last sums only if it calls :meth:`Watcher.stop` first; a normal exit does.
+do) sends its last sums only if it calls [`Watcher.stop`][] first; a normal exit does.
 
-Stopping (:meth:`Watcher.stop`, and at interpreter exit, 2 s for each watcher) is bounded:
+Stopping ([`Watcher.stop`][], and at interpreter exit, 2 s for each watcher) is bounded:
 no report is started after its timeout, on the last thread or, at exit when no thread
 starts, on the calling one (a send under way finishes: the Lambda client gives up within
 2 s to connect and 5 s to read, twice at most). It never raises.
 
-Limits: one request is counted by one watcher (the first that counts it), so a session
-and one of its clients both watched never count twice; the PartiQL operations are not
+Limits: one request is counted by one watcher (the first that counts it), so a boto3
+Session and one of its clients both watched never count twice; the PartiQL operations are not
 watched, nor a BatchWriteItem's or BatchGetItem's unprocessed items (a batch's partial
 throttle); with ``ReturnConsumedCapacity="TOTAL"`` asked by the caller, a request's GSI
 units count on the table; a throttle that names no resource on a Query or Scan of an LSI
 not yet seen answering (nor read consistently) counts on an index of its name, which the
 signals function refuses as not served; a throttled transaction's GSIs are not told
 apart from its tables; a table named by plain name is taken to be the reporting
-account's. After :meth:`Watcher.stop`, the clients a watched session made
-keep inert copies of the handlers (botocore copies a session's handlers into each
-client), and every watched emitter keeps the one stateless handler that takes out the
+account's. After [`Watcher.stop`][], the clients a watched boto3 Session made
+keep inert copies of the handlers (botocore copies the boto3 Session's handlers into
+each client), and every watched emitter keeps the one stateless handler that takes out the
 ``ConsumedCapacity`` the hook asked for (a request under way when it stopped needs it).
 """
 
@@ -144,11 +144,11 @@ from .workers.pacing import MAX_REASONS, reasons_cause, throttle_cause
 MIN_INTERVAL = 1.0
 MAX_INTERVAL = 60.0
 #: A report is due when a dimension's rate changed by this share of the last reported one
-#: and by at least :data:`MIN_CHANGE` units per second.
+#: and by at least `MIN_CHANGE` units per second.
 CHANGE = 0.2
 MIN_CHANGE = 1.0
 #: A busy table is reported at least this often, well within the signals function's
-#: :data:`..core.surge.FRESH_SECONDS`.
+#: `core.surge.FRESH_SECONDS`.
 KEEPALIVE_SECONDS = 30.0
 #: The most tables one watcher tracks at once.
 MAX_TABLES = 1_000
@@ -167,7 +167,7 @@ OPERATIONS: Mapping[str, str] = {
     "BatchWriteItem": "write",
     "TransactWriteItems": "write",
 }
-#: A throttle's cause as the workers read it (:func:`..workers.pacing.throttle_cause`), as
+#: A throttle's cause as the workers read it (`workers.pacing.throttle_cause`), as
 #: a report counts it.
 REPORT_CAUSES: Mapping[str, str] = {
     "provisioned": "provisioned",
@@ -186,19 +186,19 @@ FAILED_CAUSES = frozenset({"provisioned", "unknown"})
 TRANSACTION_CAUSE = "unknown"
 #: The most distinct handler errors logged (each kind once); all of them are counted.
 MAX_LOGGED_KINDS = 32
-#: The hook's modes: ``consumed`` asks DynamoDB for the consumed capacity of every request
-#: counted (``ReturnConsumedCapacity="INDEXES"`` where the caller asked for none);
-#: ``throttles`` leaves every request exactly as the caller made it, and counts the
-#: throttles, the requests answered and refused, and the capacity only of the requests
-#: whose caller asked for it (an account whose IAM policies condition on
-#: ``dynamodb:ReturnConsumedCapacity`` may refuse a request that asks for it).
 CONSUMED = "consumed"
+"""The hook's default mode: it asks DynamoDB for the consumed capacity of every request
+counted (``ReturnConsumedCapacity="INDEXES"`` where the caller asked for none)."""
 THROTTLES = "throttles"
+"""The hook's mode that leaves every request exactly as the caller made it, and counts the
+throttles, the requests answered and refused, and the capacity only of the requests whose
+caller asked for it (an account whose IAM policies condition on
+``dynamodb:ReturnConsumedCapacity`` may refuse a request that asks for it)."""
 MODES = (CONSUMED, THROTTLES)
 #: The most secondary indexes remembered as local (an LSI shares its table's capacity).
 MAX_LOCAL_INDEXES = 5_000
 
-#: What a process id does not take (:data:`..core.surge.PROCESS_ID`).
+#: What a process id does not take (`core.surge.PROCESS_ID`).
 _NOT_IN_IDS = re.compile(r"[^A-Za-z0-9._-]")
 _CONTEXT_KEY = "ddb_capacity_signals"
 _STRIP_ID = "ddb-capacity-signals-strip"
@@ -360,7 +360,7 @@ def throttled(
     that name their resources: once per resource and dimension, with the strongest of
     its reasons; else once per table the request names, on the operation's dimension (on
     ``index``, the GSI a Query or Scan reads, if any). A cancelled transaction counts
-    through :func:`cancelled` (``items``: its tables by position)."""
+    through `cancelled` (``items``: its tables by position)."""
     from botocore.exceptions import ClientError
 
     dimension = OPERATIONS[operation]
@@ -395,7 +395,7 @@ def cancelled(
     items: tuple[str | None, ...],
 ) -> list[tuple[str, str | None, str, str]]:
     """What a TransactionCanceledException counts as: a throttled attempt (cause
-    :data:`TRANSACTION_CAUSE`) once per table of an item whose cancellation reason is
+    `TRANSACTION_CAUSE`) once per table of an item whose cancellation reason is
     ``ThrottlingError``, when the reasons match the items one for one; else once, on the
     first table the request names. Empty when no reason is a throttle."""
     reasons = parsed.get("CancellationReasons")
@@ -429,8 +429,8 @@ def report_due(
 ) -> bool:
     """Whether a table's report is due: a throttle (``throttles``); a dimension whose
     rate over the ``elapsed`` window (``rates``, units per second) moved from the last
-    reported one by :data:`CHANGE` of it and at least :data:`MIN_CHANGE`; or ``traffic``
-    and :data:`KEEPALIVE_SECONDS` ``since_report``."""
+    reported one by `CHANGE` of it and at least `MIN_CHANGE`; or ``traffic``
+    and `KEEPALIVE_SECONDS` ``since_report``."""
     if elapsed <= 0:
         return False
     if throttles:
@@ -460,7 +460,7 @@ class _Table:
 
 class Ledger:
     """The sums of one process, per table and dimension, and when each is reported. Times
-    are monotonic seconds passed in; not thread-safe (a :class:`Watcher` holds a lock)."""
+    are monotonic seconds passed in; not thread-safe (a [`Watcher`][] holds a lock)."""
 
     def __init__(self, start: float, interval: float, max_tables: int = MAX_TABLES) -> None:
         self.start = start
@@ -481,8 +481,8 @@ class Ledger:
         cause: str | None = None,
         failed: int = 0,
     ) -> bool:
-        """Add to a dimension's sums; False (and counted in :attr:`dropped`) when that
-        would track more than :attr:`max_tables` tables or one report's dimensions."""
+        """Add to a dimension's sums; False (and counted in `dropped`) when that
+        would track more than `max_tables` tables or one report's dimensions."""
         state = self.tables.get(table)
         if state is None:
             if len(self.tables) >= self.max_tables:
@@ -520,7 +520,7 @@ class Ledger:
 
     def due(self, now: float) -> list[str]:
         """The tables whose report is due at ``now``; forgets the tables quiet for
-        :data:`..core.surge.FRESH_SECONDS` with nothing left to report."""
+        `core.surge.FRESH_SECONDS` with nothing left to report."""
         for name, state in list(self.tables.items()):
             quiet = now - (state.last if state.last is not None else state.since)
             if not state.sums and not state.reported and quiet >= FRESH_SECONDS:
@@ -633,7 +633,7 @@ def _explicit_keys(session: Any) -> dict[str, str]:
 
 
 def _process_id(label: str) -> str:
-    """``<label>-<pid>-<8 hex digits>``: a process id (:func:`..core.surge.is_process_id`);
+    """``<label>-<pid>-<8 hex digits>``: a process id (`core.surge.is_process_id`);
     a character a process id does not take becomes ``_``."""
     plain = _NOT_IN_IDS.sub("_", label[:MAX_LABEL_CHARS])
     return f"{plain}-{os.getpid()}-{secrets.token_hex(4)}"[:MAX_PROCESS_CHARS]
@@ -676,10 +676,10 @@ _Row = tuple[str, str | None, str, float, int, str | None, int]
 
 
 class Watcher:
-    """The hook :func:`watch` installs; :meth:`stop` (or leaving a ``with`` block) sends
+    """The hook [`watch`][] installs; [`stop`][] (or leaving a ``with`` block) sends
     the last reports and removes it. ``region`` and ``account``: the reporting account's
-    (None: the region of the first request seen; any account). Counters: :attr:`sent`,
-    :attr:`failed_sends`, :attr:`dropped`, :attr:`errors`."""
+    (None: the region of the first request seen; any account). Counters: [`sent`][],
+    [`failed_sends`][], [`dropped`][], [`errors`][]."""
 
     def __init__(
         self,
@@ -714,7 +714,7 @@ class Watcher:
         _WATCHERS.add(self)
 
     def attach(self, emitter: Any) -> None:
-        """Hook one more session's event emitter: its DynamoDB clients report through this
+        """Hook one more boto3 Session's event emitter: its DynamoDB clients report through this
         watcher too (the launcher's: every boto3 Session of the process, one watcher)."""
         for event, handler in self._handlers:
             emitter.register(event, handler, unique_id=f"{self._uid}-{event}")
@@ -1130,9 +1130,9 @@ def watch(
     ``process``: a label for this process's id (default: the host name). ``account``: the
     account whose tables are reported (default: the one ``function``'s ARN names, if
     any); a table given as another account's ARN is not counted. The Lambda client is
-    made from the session, or, for a client, from the default credentials in the
-    client's region; that region (the session's, or the client's) is the one reported on.
-    ``mode``: :data:`CONSUMED` (ask for the consumed capacity) or :data:`THROTTLES` (never
+    made from the boto3 Session, or, for a client, from the default credentials in the
+    client's region; that region (the boto3 Session's, or the client's) is reported on.
+    ``mode``: [`CONSUMED`][] (ask for the consumed capacity) or [`THROTTLES`][] (never
     change a request: throttles, and only the capacity the caller asked for). Raises
     TypeError or ValueError naming a wrong argument."""
     if mode not in MODES:

@@ -4,17 +4,17 @@ The fast path's write signal from each served table's own DynamoDB stream, with 
 in the application's processes (``CapacityRequests``' ``FastPath(stream=...)``). An event
 source mapping hands this function batches of one shard's records; it turns them into
 write units per table and per GSI where the stream's view type shows them
-(:mod:`.core.stream`: DynamoDB's sizing rules, TTL deletions left out), adds them to the
+(`core.stream`: DynamoDB's sizing rules, TTL deletions left out), adds them to the
 per-10-second counters of the state store that every shard of the stream adds to
-(:mod:`.aws.stream_counts`), and decides on the sum with the signals function's one surge
-decision (:func:`.requests.surge.surge_dimension`): served writes at or above what is
+(`aws.stream_counts`), and decides on the sum with the signals function's one surge
+decision (`requests.surge.surge_dimension`): served writes at or above what is
 provisioned mean the burst bucket is draining, so the dimension is raised before it
 empties, within the same surge cap and hourly budget as the hook's reports. Nothing here
 lowers anything.
 
 The served writes are what the stream can see: refused demand, reads and the GSI writes
 a view type hides are not in it. Records are untrusted input: an event that is not the
-event source's shape is refused, each record is bounded (:mod:`.core.untrusted`) before
+event source's shape is refused, each record is bounded (`core.untrusted`) before
 anything reads it, and one that breaks a bound or names no table counts for nothing.
 Failures are counted (EMF, alarmed) and never fail the invocation: a retried batch would
 be added to the counters twice, and late records are worthless as a signal.

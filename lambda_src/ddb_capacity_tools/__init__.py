@@ -1,8 +1,8 @@
 """Runs in: workstation, CDK app (synth).
 
 Tools that run on a workstation or in CI, without the CDK: the capacity simulator and
-backtester (:mod:`.simulator`), the ``ddb-capacity`` command line (:mod:`.cli`) and the
-cloud-assembly summary (:mod:`.summary`); and the schedule logic (:mod:`.schedule`), which
+backtester ([`simulator`][]), the ``ddb-capacity`` command line (`cli`) and the
+cloud-assembly summary (`summary`); and the schedule logic ([`schedule`][]), which
 the constructs also import at synth time, so this package loads in a CDK app too. They
 import the run-time core, never aws_cdk, and are not part of any Lambda asset."""
 

@@ -4,18 +4,18 @@
 and Region.
 
 For each table it reads the CloudWatch history of the table and every GSI it has
-(:func:`.simulator.backtest.history`, with the throttles by cause): billing mode is the
+(`simulator.backtest.history`, with the throttles by cause): billing mode is the
 table's, so on-demand is weighed against the whole bill, GSIs included (with ``--index``,
 one GSI alone). It chooses as ``tune`` does, by validation: ``tune``'s candidates and
-on-demand placed on the history under an ensemble (:func:`.simulator.tune.place_split`),
+on-demand placed on the history under an ensemble (`simulator.tune.place_split`),
 each family fitted on the earlier half and the fitted candidates compared on the later half
-(:func:`.simulator.tune.validate`) by tune's rule, with every option's dollars and refused
+(`simulator.tune.validate`) by tune's rule, with every option's dollars and refused
 units from the later half scaled to a month of 730 hours, the reason and the code.
 
 With ``processes`` above 1, tables are advised in that many processes at once (each
-process makes its own clients, :func:`boto3_clients`), the progress bar counting the tables
+process makes its own clients, [`boto3_clients`][]), the progress bar counting the tables
 done and the results in the order the tables were given. With ``Setup.current``, each
-table's current settings are read and placed as well (:mod:`.fleet_current`), for the
+table's current settings are read and placed as well ([`fleet_current`][]), for the
 fleet report's savings.
 
 Every table is its own fault domain: a table whose history cannot be read (access denied,
@@ -102,7 +102,7 @@ class Setup:
     tick: int = DEFAULT_TICK_MINUTES
     workers: int | None = None
     rule: Rule = Rule()
-    #: also read each table's current settings and place them (:mod:`.fleet_current`)
+    #: also read each table's current settings and place them (`fleet_current`)
     current: bool = False
 
 
@@ -114,7 +114,7 @@ Source = Callable[[str, "str | None", Setup], tuple[Trace, Current]]
 
 @dataclass(frozen=True)
 class Clients:
-    """The clients one process advises with (or a :data:`Source` of histories)."""
+    """The clients one process advises with (or a `Source` of histories)."""
 
     cloudwatch: Any
     dynamodb: Any
@@ -211,7 +211,7 @@ def shown(text: str, limit: int = SHOWN) -> str:
 
 def list_tables(dynamodb: Any) -> list[str]:
     """Every table name of the account and Region (ListTables, every page). A page that
-    repeats its token or an answer not shaped as documented raises :class:`AdviseError`; names
+    repeats its token or an answer not shaped as documented raises [`AdviseError`][]; names
     are returned as given (each is checked when advised)."""
     names: list[Any] = []
     token: str | None = None
@@ -241,7 +241,7 @@ def advise_one(
     autoscaling: Any = None,
 ) -> Advice | Failure:
     """One table (or GSI): its history, the candidates on it and the recommendation (and,
-    with ``setup.current``, its current settings' figures); a :class:`Failure` with the
+    with ``setup.current``, its current settings' figures); a [`Failure`][] with the
     reason when any of it fails."""
     if not is_table_name(table):
         return Failure(table, index, "not a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)")
@@ -325,10 +325,10 @@ def advise(
     progress: TextIO | None = None,
     processes: int = 1,
 ) -> list[Advice | Failure]:
-    """Each ``(table, index)`` (:func:`advise_one`), in turn or in ``processes`` processes,
+    """Each ``(table, index)`` ([`advise_one`][]), in turn or in ``processes`` processes,
     each with the clients ``clients()`` makes; a progress bar on ``progress``; results in
     the order of ``tables``. A table whose advice raises, or whose process dies, is a
-    :class:`Failure` with the reason; the others go on."""
+    [`Failure`][] with the reason; the others go on."""
     if processes > 1 and len(tables) > 1:
         return _in_parallel(clients, tables, setup, progress, min(processes, len(tables)))
     made = clients()
@@ -350,7 +350,7 @@ def _guarded(made: Clients, table: str, index: str | None, setup: Setup) -> Advi
         return Failure(table, index, shown(describe_error(exc)))
 
 
-#: The clients of this process of the pool (set by :func:`_start`).
+#: The clients of this process of the pool (set by `_start`).
 _made: list[Clients] = []
 
 

@@ -2,7 +2,7 @@
 Lambda.
 
 The fleet report: one row per table of an account and Region, from ``advise``'s per-table
-documents (:meth:`.advise.Advice.as_json`, :meth:`.advise.Failure.as_json`): the option
+documents (`advise.Advice.as_json`, `advise.Failure.as_json`): the option
 recommended and its dollars a month, the current settings' dollars a month, the dollars
 saved a month, the refused units a month of both and the refusals avoided, and the reason.
 A table that failed is listed with its reason; a table the nightly run has no result for is
@@ -10,7 +10,7 @@ listed as missing. Current settings that could not be read are unknown: their sa
 empty, never zero.
 
 Written as ``report.csv``, ``report.json`` and ``report.html`` (the fleet page,
-:func:`.page.fleet_page`: the totals and one row per table, sortable and filterable, each
+`page.fleet_page`: the totals and one row per table, sortable and filterable, each
 linked to the table's own page under ``tables/``), with those table pages when given, to
 a directory or an S3 prefix. Every table name and reason is untrusted: the page escapes
 them, CSV cells that a spreadsheet would read as a formula are quoted with a leading
@@ -65,7 +65,7 @@ COLUMNS = (
     "refusals_avoided_per_month",
     "reason",
 )
-#: What :func:`write` writes, and the media type of each.
+#: What `write` writes, and the media type of each.
 FILES = {
     "report.csv": "text/csv; charset=utf-8",
     "report.json": "application/json",
@@ -134,12 +134,12 @@ def _sum(values: Any) -> float:
 
 
 def _text(value: object) -> str:
-    """An untrusted value as text: control characters escaped, cut to :data:`SHOWN`."""
+    """An untrusted value as text: control characters escaped, cut to `SHOWN`."""
     return shown(value if isinstance(value, str) else repr(value), SHOWN)
 
 
 def _number(value: object) -> float | None:
-    """A number within ±:data:`LARGEST` as a float; None for anything else (NaN, infinity,
+    """A number within ±`LARGEST` as a float; None for anything else (NaN, infinity,
     an integer too large for a float, a bool, text)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -148,7 +148,7 @@ def _number(value: object) -> float | None:
 
 def refused_figures(doc: Mapping[str, Any]) -> str | None:
     """Why an advised result's figures cannot be reported (one that is there but is not a
-    number within ±:data:`LARGEST`), or None when they can."""
+    number within ±`LARGEST`), or None when they can."""
     if doc.get("status") != "advised":
         return None
     options = doc.get("options")
@@ -265,7 +265,7 @@ def as_json(report: Report) -> str:
 
 
 def as_html(report: Report, links: str | None = TABLE_PAGES) -> str:
-    """The fleet page (:func:`.page.fleet_page`), table pages linked under ``links``."""
+    """The fleet page (`page.fleet_page`), table pages linked under ``links``."""
     return fleet_page(report, links)
 
 

@@ -5,7 +5,7 @@ month, from AWS's public list prices (us-east-1, arm64) and the seconds a table 
 
 Per night, for ``tables`` tables: SQS requests (one SendMessageBatch per 10 tables, one
 ReceiveMessage and one DeleteMessage per table at batch size 1, and the event source's
-own long polls while the queue is empty: :data:`IDLE_POLLS_PER_MONTH`); Lambda requests
+own long polls while the queue is empty: `IDLE_POLLS_PER_MONTH`); Lambda requests
 (one per table, the lister's and the report's) and GB-seconds (the worker's seconds per
 table at its memory, the lister's and the report's per-table seconds at theirs); S3 PUTs
 (one result per table, the manifest, the report's three files twice: the run's and

@@ -6,7 +6,7 @@ The nightly fleet report, on SQS to Lambda:
   manifest ``runs/<run-id>/manifest.json`` and the pointer ``runs/latest.json``, and sends
   one SQS message per table (SendMessageBatch, 10 a call);
 - the **worker** (the queue's event source, one message a call) advises its table as
-  ``ddb-capacity advise`` does (:func:`.advise.advise_one`, current settings included) and
+  ``ddb-capacity advise`` does ([`advise.advise_one`][], current settings included) and
   writes ``runs/<run-id>/tables/<table>.json`` and the table's page beside it,
   ``runs/<run-id>/tables/<table>.html``;
 - the **report** (scheduled a delay after the lister) reads the manifest and every

@@ -1,8 +1,8 @@
 """Runs in: CDK app (``FleetAdvisor``, synth time), advisor Lambdas.
 
 The one settings contract of the nightly fleet advisor: the construct writes the functions'
-environment with :meth:`AdvisorSettings.to_env`, the functions read it back with
-:meth:`AdvisorSettings.from_env`, so no field can be lost at the boundary. Loads nothing
+environment with `AdvisorSettings.to_env`, the functions read it back with
+`AdvisorSettings.from_env`, so no field can be lost at the boundary. Loads nothing
 heavier than the standard library.
 """
 

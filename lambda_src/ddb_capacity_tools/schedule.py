@@ -48,7 +48,7 @@ class ScheduleError(CapacityConfigError):
 
 def zone_name(value: object) -> object:
     """A time zone as its IANA name: a string as it is, or the name of a ``cdk.TimeZone``
-    (anything with a ``timezone_name``); anything else is returned for :func:`zone` to
+    (anything with a ``timezone_name``); anything else is returned for [`zone`][] to
     refuse."""
     name = getattr(value, "timezone_name", None)
     return name if isinstance(name, str) else value
@@ -288,7 +288,7 @@ class ScheduleEntry:
 
     :param name: unique per scalable target (table or GSI, read or write).
     :param schedule: ``cron(...)``, ``at(...)`` or ``rate(...)`` (module docstring), as a
-        string, from :func:`cron` fields, or an ``aws_applicationautoscaling.Schedule``.
+        string, from [`cron`][] fields, or an ``aws_applicationautoscaling.Schedule``.
     :param min_capacity, max_capacity: at least one. A max may go above the range the
         table was configured with (a seasonal ceiling).
     :param time_zone: IANA name, or a ``cdk.TimeZone``. Default: ``"UTC"``.
@@ -435,7 +435,7 @@ def decrease_warnings(
 
 
 def _check_fires(placed: PlacedEntry, now: datetime, where: str) -> str | None:
-    """Raise :class:`ScheduleError` if ``placed`` never fires at all (from its start_time,
+    """Raise [`ScheduleError`][] if ``placed`` never fires at all (from its start_time,
     before its end_time); a warning (None: none) if it fired once but has no firing left
     from ``now`` on, by the synth's clock: its scheduled action would deploy and never run.
     An app that synthesized yesterday still does today; the warning says to remove it."""
@@ -478,7 +478,9 @@ def _no_firing(placed: PlacedEntry, start: datetime, since: str) -> str | None:
 
 
 WEEKDAYS = ("MON", "TUE", "WED", "THU", "FRI")
+"""Monday to Friday: the ``week_days`` of a capacity window by default."""
 EVERY_DAY = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
+"""Every day of the week, as the ``week_days`` of a capacity window."""
 HHMM = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
 HORIZON = timedelta(days=28)
 
@@ -538,7 +540,7 @@ class TableSchedule:
     ) -> None:
         """``now``: the moment the schedule is deployed from (a synth's real clock): an entry
         that never fires at all is refused, one with no firing left from then on is a
-        warning of :meth:`check`. None (a simulation of the past): neither is checked."""
+        warning of [`check`][]. None (a simulation of the past): neither is checked."""
         self._where = where
         self._ranges = ranges
         self._quota = quota

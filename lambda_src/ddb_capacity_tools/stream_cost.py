@@ -1,7 +1,7 @@
 """Runs in: workstation (the docs' cost table of the stream signal).
 
 What the fast path's stream signal (``FastPath(stream=...)``) costs a month on one table
-written at a steady rate, from list prices (:class:`.simulator.prices.Prices`: us-east-1,
+written at a steady rate, from list prices (`simulator.prices.Prices`: us-east-1,
 Lambda on arm64, the state store on demand).
 
 DynamoDB does not charge the reads of a stream by a Lambda function's event source
@@ -12,10 +12,10 @@ GSI's), one write to its counter and one strongly consistent read of the surge's
 the state store (the surge decision reads more, but only while a surge is due or under
 way). Assumptions, each a module constant: the stream has a shard per partition, and a
 table written at W items of 1 KB or less a second runs at the target utilization
-:data:`TARGET`, so W / 0.7 write units over 1,000 units a partition (reads would add
+`TARGET`, so W / 0.7 write units over 1,000 units a partition (reads would add
 partitions, and shards); Lambda invokes each shard once per batching window while it has
 records (or as often as ``batch_size`` fills); an invocation lasts
-:data:`BASE_SECONDS` plus :data:`RECORD_SECONDS` a record, at :data:`MEMORY_MB`.
+`BASE_SECONDS` plus `RECORD_SECONDS` a record, at `MEMORY_MB`.
 Lambda's own start and report lines are not logged (the reader's system log level is
 WARN), so the log costs nothing at rest.
 """

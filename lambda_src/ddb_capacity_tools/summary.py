@@ -120,7 +120,7 @@ def summarize_template(
     stack: str, template: dict[str, Any], paths: dict[str, str] | None = None
 ) -> list[DimensionRow]:
     """A row per provisioned dimension of every table and GSI of ``stack``'s template
-    (``paths``: construct paths by logical id, for :func:`table_name`)."""
+    (``paths``: construct paths by logical id, for `table_name`)."""
     resources: dict[str, Any] = template.get("Resources", {})
     targets, settled = _targets(resources), _settled(resources)
     rows = []

@@ -5,7 +5,7 @@ Carries out a tick's decisions for one table; the only module here that changes 
 
 - A dimension with a scalable target: its MinCapacity is moved (RegisterScalableTarget), so
   auto scaling performs the change and knows it. The configured minimum is remembered in
-  the state store until it is restored (:mod:`.minimum`), so a restart of the scaler, or a
+  the state store until it is restored (`minimum`), so a restart of the scaler, or a
   capacity request meanwhile, loses nothing.
 - Every other dimension: one UpdateTable carrying the table's and its GSIs' changes.
 
@@ -188,7 +188,7 @@ def _move_min(
 ) -> Outcome:
     """Move a scalable target's minimum under its dimension's lease in the state store,
     which remembers the configured minimum while the library holds it above
-    (:func:`.minimum.set_minimum`). Under the lease the item and the target's minimum are
+    (`minimum.set_minimum`). Under the lease the item and the target's minimum are
     read again: a dimension whose memory or minimum moved since the tick read them (a
     capacity request meanwhile, a stale listing), or that a hold recorded since needs
     above the change, is left for the next tick. The lease is waited for until

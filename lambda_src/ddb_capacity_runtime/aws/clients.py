@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 #: Every control-plane call (DynamoDB, Application Auto Scaling) of the library's own
 #: clients: at most this long to connect, this long to read an answer, this many attempts
 #: in all (standard retries, jittered backoff of at most 1 s, then 2 s): 33 s at worst
-#: (:func:`call_bound`), well inside a state-store lease (60 s, renewed before each call).
+#: (`call_bound`), well inside a state-store lease (60 s, renewed before each call).
 CONNECT_TIMEOUT_SECONDS = 2
 READ_TIMEOUT_SECONDS = 8
 CONTROL_PLANE_ATTEMPTS = 3
@@ -41,7 +41,7 @@ class Clients:
 
 def make_clients(*, with_sqs: bool = False, **kwargs: Any) -> Clients:
     """boto3 clients: DynamoDB and Application Auto Scaling bounded
-    (:data:`CONTROL_PLANE_ATTEMPTS` standard retries, short timeouts), since they are
+    (`CONTROL_PLANE_ATTEMPTS` standard retries, short timeouts), since they are
     called under state-store leases; CloudWatch, the tagging API and SQS (``with_sqs``)
     with adaptive retries (throttled calls back off)."""
     import boto3

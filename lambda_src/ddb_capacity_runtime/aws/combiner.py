@@ -2,7 +2,7 @@
 
 The fast path's combiner items in the state store: one per dimension a process reports on
 (``pk`` = the table, ``sk`` = ``surge:<table|index/NAME>:<read|write>``), whose map
-``reports`` keeps each reporting process's last :class:`~..core.surge.Rates`, keyed by its
+``reports`` keeps each reporting process's last `Rates`, keyed by its
 process id. A process's entry is written alone (UpdateItem ``SET reports.#p = :r``,
 conditional, ReturnValues ALL_NEW), so processes reporting at once never overwrite each
 other, and every writer reads back everyone's entries in the same call. An entry is only
@@ -10,15 +10,15 @@ replaced by a later one of its process (its ``at`` earlier than the new one's): 
 that arrives after a newer one of the same process is ignored.
 
 Beside ``reports``, the item keeps what the signals function remembers of the dimension's
-surge (:class:`SurgeMark`, written under the dimension's lease by :func:`mark`): when it
+surge (`SurgeMark`, written under the dimension's lease by `mark`): when it
 started, when it last raised, and the target utilization and max its level was sized with.
 
 The map is bounded: a process not yet in it is let in only while it holds fewer than
-:data:`MAX_PROCESSES` entries, and entries older than :data:`~..core.surge.FRESH_SECONDS`
-are removed by later writes (:func:`forget`), each with a condition that it is still the
+`MAX_PROCESSES` entries, and entries older than `FRESH_SECONDS`
+are removed by later writes (`forget`), each with a condition that it is still the
 entry that was read, so a process's fresh entry is never removed.
 
-The item is untrusted input: every entry read back is checked (:func:`entries`), and one
+The item is untrusted input: every entry read back is checked (`entries`), and one
 that breaks a bound is ignored, counted and removed. The state store's other readers skip
 these items: their sort key names no dimension (``HoldStore._parse``).
 """
@@ -56,10 +56,10 @@ MAX_PROCESSES = 100
 #: The most entries one write removes (an expression is at most 4 KB).
 MAX_REMOVED = 25
 #: The largest demand one process's entry may say: its units, plus its failed requests at
-#: the largest units per request (:func:`..core.surge.rates`).
+#: the largest units per request (`core.surge.rates`).
 MAX_DEMAND = MAX_UNITS_PER_SECOND + 400 * MAX_REQUESTS_PER_SECOND
 #: How far ahead of the reader's clock an entry's time may be (a report's clock may be
-#: :data:`~..core.surge.CLOCK_SKEW_SECONDS` ahead; the functions' clocks a little apart).
+#: `CLOCK_SKEW_SECONDS` ahead; the functions' clocks a little apart).
 MAX_AHEAD_SECONDS = CLOCK_SKEW_SECONDS + 5
 #: Attribute names in expressions.
 NAMES = {"#r": "reports"}
@@ -81,7 +81,7 @@ _BOUNDS = {
     "consumed": MAX_UNITS_PER_SECOND,
     "unknown": MAX_REQUESTS_PER_SECOND,
 }
-#: The surge's attributes of the item (:class:`SurgeMark`).
+#: The surge's attributes of the item (`SurgeMark`).
 _MARKS = {"started": "surge_started", "raised": "surge_raised", "aim": "surge_aim"}
 _MARK_MAX = "surge_max"
 _BUDGET = "surge_budget"
@@ -102,7 +102,7 @@ class SurgeMark:
     aim: float | None = None
     max_capacity: int | None = None
     #: The dimension's surge budget window (None: none yet) and its text as read (the
-    #: condition of the next :func:`spend`).
+    #: condition of the next `spend`).
     budget: Budget | None = None
     budget_text: str | None = None
 
@@ -111,7 +111,7 @@ class SurgeMark:
 class Entries:
     """What a combiner item holds: the well-formed entries (``rates``, by process id);
     the stale ones (older than fresh) and the malformed ones (``ignored``), each with the
-    raw ``at`` value read (None: none usable), which :func:`forget` removes."""
+    raw ``at`` value read (None: none usable), which `forget` removes."""
 
     rates: dict[str, Rates] = field(default_factory=dict)
     stale: dict[str, str | None] = field(default_factory=dict)
@@ -139,10 +139,10 @@ def record(
 ) -> Entries | None:
     """Write ``process``'s ``rates`` into the combiner item ``key`` of the state store
     ``store``, and return every entry it then holds; None when the item holds
-    :data:`MAX_PROCESSES` others already (their stale entries are removed first). A report
+    `MAX_PROCESSES` others already (their stale entries are removed first). A report
     older than (or as old as) the process's entry in the item changes nothing: the
     entries are returned as they are. An item whose ``reports`` is not a map is reset.
-    Raises :class:`CombinerContended` when the item changed under every attempt, and
+    Raises `CombinerContended` when the item changed under every attempt, and
     ClientError for what else fails."""
     entry = {"M": _entry_item(rates)}
     for _ in range(4):
@@ -178,7 +178,7 @@ def record(
 
 
 def read(dynamodb: DynamoDBClient, store: str, key: Mapping[str, Any], now: float) -> Entries:
-    """The combiner item ``key`` as it stands (a consistent read), checked (:func:`entries`);
+    """The combiner item ``key`` as it stands (a consistent read), checked (`entries`);
     empty when there is none. The stream reader reads its dimension's surge mark here."""
     item = dynamodb.get_item(TableName=store, Key=dict(key), ConsistentRead=True).get("Item")
     return entries(item or {}, now)
@@ -241,7 +241,7 @@ def mark(
     max_capacity: int | None = None,
 ) -> None:
     """Remember what is given (not None) of the dimension's surge in its combiner item
-    (:class:`SurgeMark`); the caller holds the dimension's lease."""
+    (`SurgeMark`); the caller holds the dimension's lease."""
     given = {"started": started, "raised": raised, "aim": aim}
     names: dict[str, str] = {}
     values: dict[str, Any] = {}
@@ -264,7 +264,7 @@ def mark(
 
 
 def forget(dynamodb: DynamoDBClient, store: str, key: Mapping[str, Any], found: Entries) -> int:
-    """Remove up to :data:`MAX_REMOVED` of ``found``'s stale and malformed entries, each
+    """Remove up to `MAX_REMOVED` of ``found``'s stale and malformed entries, each
     only while it is still the entry read (its ``at`` unchanged), in one conditional
     write. Returns how many went (0 when someone wrote one of them meanwhile)."""
     gone = list({**found.stale, **found.ignored}.items())[:MAX_REMOVED]
@@ -316,7 +316,7 @@ def entries(item: Mapping[str, Any], now: float) -> Entries:
 
 
 def _mark(item: Mapping[str, Any], now: float) -> SurgeMark:
-    """The item's :class:`SurgeMark`, each attribute checked (one out of bounds: None)."""
+    """The item's `SurgeMark`, each attribute checked (one out of bounds: None)."""
     times = {}
     for name in ("started", "raised"):
         value = _float(_raw_number(item, _MARKS[name]))

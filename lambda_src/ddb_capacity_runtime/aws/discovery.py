@@ -88,7 +88,7 @@ def scalable_targets(
     """Every DynamoDB scalable target of the account and Region, with whether it has a
     target-tracking policy: a constant number of paginated calls, whatever the table count.
     With ``resource_ids``, only those resources' targets: one listing of each
-    :data:`RESOURCES_PER_LISTING` of them, then the policies of the resources that have a
+    `RESOURCES_PER_LISTING` of them, then the policies of the resources that have a
     target (DescribeScalingPolicies takes one resource a call)."""
     listing = aas.get_paginator("describe_scalable_targets")
     policies = aas.get_paginator("describe_scaling_policies")
@@ -124,7 +124,7 @@ def table_targets(
     aas: ApplicationAutoScalingClient, name: str, description: Mapping[str, Any]
 ) -> dict[tuple[str, str], ScalableTarget]:
     """The scalable targets of the table ``name`` and of each of its GSIs (``description``
-    is DescribeTable's ``Table``): :func:`scalable_targets` of their ResourceIds."""
+    is DescribeTable's ``Table``): `scalable_targets` of their ResourceIds."""
     return scalable_targets(aas, table_resource_ids(name, description))
 
 
@@ -148,7 +148,7 @@ def _tracked(
 ) -> dict[tuple[str, str], tuple[float | None, TrackingPolicy | None]]:
     """The resources and dimensions with a target-tracking policy, with its target (a
     percentage from 20 to 90; None when the policy's is not one) and the policy, when it
-    can be written back as it is (:func:`_policy`)."""
+    can be written back as it is (`_policy`)."""
     tracked: dict[tuple[str, str], tuple[float | None, TrackingPolicy | None]] = {}
     for page in pages:
         for policy in page["ScalingPolicies"]:

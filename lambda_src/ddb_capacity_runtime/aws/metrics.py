@@ -239,7 +239,7 @@ CAUSES = ("ProvisionedThroughput", "KeyRangeThroughput", "AccountLimit", "MaxOnD
 
 
 def cause_queries(keys: Iterable[Key]) -> list[tuple[str, Key, str, dict[str, Any]]]:
-    """(query id, key, cause, query) for each key and each of :data:`CAUSES`."""
+    """(query id, key, cause, query) for each key and each of `CAUSES`."""
     out = []
     for i, key in enumerate(keys):
         dim = key[2].capitalize()
@@ -261,7 +261,7 @@ def fetch_causes(
     """``series`` with the throttles of each throttled key told apart by cause.
 
     Only keys with a throttle in a known minute are read (4 queries each), so a tick
-    without throttles makes no call, and the batches of :func:`fetch` stay full. Per
+    without throttles makes no call, and the batches of `fetch` stay full. Per
     throttled minute, ``unfixable`` = the lumped events less the provisioned-throughput ones
     and less those no cause metric explains (capacity may fix those: the rule from before
     the causes), and ``key_range`` the key-range ones, each at most the lumped events. A
@@ -300,7 +300,7 @@ def fetch_causes(
 
 def _with_causes(s: Series, reads: _Reads, qids: list[str] | None) -> Series:
     """``s`` with ``unfixable``, ``key_range`` and ``causes_unknown`` from the cause
-    queries ``qids`` (in :data:`CAUSES` order; None: not read)."""
+    queries ``qids`` (in `CAUSES` order; None: not read)."""
     n = len(s.minute_starts)
     unfixable, key_range, unknown = [0.0] * n, [0.0] * n, 0
     for i, (minute, lumped) in enumerate(zip(s.minute_starts, s.throttles, strict=True)):

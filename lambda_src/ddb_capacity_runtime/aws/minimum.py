@@ -6,10 +6,10 @@ scaler, a capacity request and the end of a hold change a minimum.
 
 Under the dimension's lease: the minimum about to be set is written first (``intent``,
 added to the recent intents too), in the same conditional write that renews the lease for
-longer than the register can take (:func:`.clients.call_bound` of the client), then
+longer than the register can take (`clients.call_bound` of the client), then
 RegisterScalableTarget, then it becomes ``set_to`` (forgotten when it is the base). A
 crash between any two of these, or a register that lands after its lease was lost, leaves
-a memory that :func:`..core.memory.reconcile` still reads as the library's, so the
+a memory that `core.memory.reconcile` still reads as the library's, so the
 configured minimum is never lost.
 """
 

@@ -1,6 +1,6 @@
 """Runs in: scaler Lambda.
 
-Setting an owned target-tracking policy's target value (:mod:`..core.ownership`):
+Setting an owned target-tracking policy's target value (`core.ownership`):
 PutScalingPolicy with the policy as it was read, its target value changed and nothing
 else."""
 

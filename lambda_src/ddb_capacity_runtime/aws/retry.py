@@ -41,7 +41,7 @@ THROTTLED_CODES = frozenset(
 
 
 def is_throttle(exc: BaseException) -> bool:
-    """Whether ``exc`` is an AWS error that refused the call's rate (:data:`THROTTLED_CODES`)."""
+    """Whether ``exc`` is an AWS error that refused the call's rate (`THROTTLED_CODES`)."""
     if not isinstance(exc, ClientError):
         return False
     return exc.response.get("Error", {}).get("Code") in THROTTLED_CODES

@@ -2,14 +2,14 @@
 
 The stream reader's counters in the state store: the write units the records of a
 table's stream stood for, per dimension and counting window
-(:data:`~..core.stream.WINDOW_SECONDS`), summed over the stream's shards. A Lambda
+(`WINDOW_SECONDS`), summed over the stream's shards. A Lambda
 invocation sees one shard's records, so each adds its own with an atomic ``ADD`` and reads
 back the sum of every shard's so far in the same call.
 
-The counters are a ring: :data:`SLOTS` items per dimension (``pk`` = the table, ``sk`` =
+The counters are a ring: `SLOTS` items per dimension (``pk`` = the table, ``sk`` =
 ``stream:<slot>:<table|index/NAME>:write``), each holding the start of the window it
 counts (``w``) and its units (``u``). A window takes its slot over from an older one with
-a conditional write, so the store never holds more than :data:`SLOTS` items per dimension
+a conditional write, so the store never holds more than `SLOTS` items per dimension
 and needs no expiry. A window older than the ring is too late to count. The state store's
 other readers skip these items: their sort key names no dimension.
 

@@ -2,7 +2,7 @@
 
 Imported by Python at start-up when ``ddb-capacity-instrument`` (or the Lambda exec
 wrapper) put this folder first on ``PYTHONPATH``: installs the fast path's client hook
-(:func:`ddb_capacity_runtime.instrument.install`), then runs the next ``sitecustomize``
+(`ddb_capacity_runtime.instrument.install`), then runs the next ``sitecustomize``
 on the path, if any. Nothing here ever stops the application from starting."""
 
 from __future__ import annotations

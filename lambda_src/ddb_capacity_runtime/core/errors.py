@@ -1,5 +1,5 @@
 """Runs in: CDK app (synth), workstation (simulator, schedules), every Lambda function and
-the user's own processes (:func:`shown`).
+the user's own processes ([`shown`][]).
 
 Errors shared by the constructs, the run-time code and the tools, and how a message
 repeats a value it was given."""

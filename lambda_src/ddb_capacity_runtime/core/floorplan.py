@@ -1,7 +1,7 @@
 """Runs in: scaler Lambda, workstation (simulator).
 
 The autopilot's plan of floors, as the forecast makes it and a tick obeys it: plain data,
-its tag encoding and its parser. Pure; :mod:`.forecast` makes plans."""
+its tag encoding and its parser. Pure; `forecast` makes plans."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class FloorPlan:
     """What a forecast plans for one dimension: the capacity (units) to have in force
     during each ``STEP_MINUTES`` step from minute ``start`` (on the caller's clock: epoch
     minutes in the Lambda). The Lambda keeps it between ticks in the state store
-    (:meth:`value`, :func:`parse_plan`); the simulator keeps the object."""
+    (`value`, `parse_plan`); the simulator keeps the object."""
 
     start: int
     floors: tuple[int, ...]

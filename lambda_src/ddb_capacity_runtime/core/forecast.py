@@ -6,7 +6,7 @@ Pure functions, no I/O. ``history`` is demand per step (units per second, oldest
 ending now; ``None`` where it is not known), at ``step`` minutes per step, up to 14 days.
 
 For each season (a day, a week, and the period from an hour to a day that the history's
-own last day repeats best, :func:`find_period`) the forecast of a future window is the
+own last day repeats best, `find_period`) the forecast of a future window is the
 highest of that window's peaks one, two and three seasons earlier (a week: one and two), so
 a pattern must have shown up before to be forecast, and one quiet season does not hide it.
 The forecast is judged by its own error: every window of the last day is forecast from the
@@ -35,10 +35,10 @@ SEASONS = {"daily": DAY_MINUTES, "weekly": 7 * DAY_MINUTES}
 #: How many past seasons a window's forecast looks at (a season shorter than a day: as
 #: the daily one).
 LOOKBACK = {"daily": 3, "weekly": 2}
-#: :func:`find_period` compares the load of BIN_MINUTES bins (bursts of a few minutes still
+#: `find_period` compares the load of BIN_MINUTES bins (bursts of a few minutes still
 #: show in them, and the search costs a third of what 5-minute steps would).
 BIN_MINUTES = 15
-#: The periods shorter than a day :func:`find_period` tries, in minutes: from an hour, every
+#: The periods shorter than a day `find_period` tries, in minutes: from an hour, every
 #: whole number of bins that divides a day (the periods of jobs a scheduler starts every N
 #: minutes or hours).
 SHORT_PERIODS = tuple(m for m in range(60, DAY_MINUTES, BIN_MINUTES) if DAY_MINUTES % m == 0)
@@ -68,7 +68,7 @@ SPREAD_MINUTES = 10
 #: within it (a decrease spent now would be undone by the raise, and the quota is daily).
 KEEP_MINUTES = 30
 #: While a plan is in force the dimension aims higher than its target, as far as the
-#: forecast's own error allows: :func:`.policy.aim_for` (1 / (1 + error + HEADROOM), at
+#: forecast's own error allows: `policy.aim_for` (1 / (1 + error + HEADROOM), at
 #: most MAX_AIM). The headroom a target leaves is for load that comes before a raise can;
 #: a forecast that was right needs less of it.
 #: A fall the plan keeps a decrease for: an hour whose forecast peak is at least this much
@@ -114,7 +114,7 @@ def _predict(
 ) -> float | None:
     """The forecast peak of steps [start, start + length), from past seasons only, as known
     from the first ``known`` steps of ``history`` (all of it by default): the highest of the
-    windows' peaks, the first of equal ones (as :func:`max` picks)."""
+    windows' peaks, the first of equal ones (as `max` picks)."""
     limit = (len(history) if known is None else known) - start - length
     best: float | None = None
     for back in range(season_steps, (lookback + 1) * season_steps, season_steps):
@@ -138,7 +138,7 @@ def _window_peaks(
 ) -> list[float | None] | None:
     """The peaks of ``count`` adjacent windows of ``length`` steps from step ``first`` (None
     for a window starting before the history), or None when one of them is not whole or
-    holds an unknown step: the caller then takes them one by one (:func:`_window_peak`)."""
+    holds an unknown step: the caller then takes them one by one (`_window_peak`)."""
     skipped = min(count, max(0, -(first // length))) if first < 0 else 0
     start = first + skipped * length
     chunk = history[start : start + (count - skipped) * length]
@@ -154,7 +154,7 @@ def _window_peaks(
 def _judge(
     history: Sequence[float | None], season_steps: int, lookback: int, starts: range
 ) -> tuple[int, float, float] | None:
-    """:func:`season_error`'s sums over the adjacent windows ``starts`` (judged windows,
+    """`season_error`'s sums over the adjacent windows ``starts`` (judged windows,
     sum |forecast - actual|, sum actual), from whole windows' peaks; None when a window is
     not whole or holds an unknown step, or a season is shorter than a window."""
     length, count = starts.step, len(starts)
@@ -184,7 +184,7 @@ def _judge(
 
 def season_minutes(season: str) -> int:
     """The length of ``season``: ``daily``, ``weekly``, or a short period named by
-    :func:`period_name` (``"120 min"``)."""
+    `period_name` (``"120 min"``)."""
     known = SEASONS.get(season)
     return known if known is not None else int(season.split()[0])
 
@@ -199,13 +199,13 @@ def _lookback(season: str) -> int:
 
 
 def find_period(history: Sequence[float | None], step: int) -> int | None:
-    """The period of :data:`SHORT_PERIODS` (minutes) that the last day of ``history``
-    repeats best, in :data:`BIN_MINUTES` bins: the correlation of each bin with the bin one
-    period earlier, at least :data:`MIN_CORRELATION` and not below the day's own (a load
+    """The period of `SHORT_PERIODS` (minutes) that the last day of ``history``
+    repeats best, in `BIN_MINUTES` bins: the correlation of each bin with the bin one
+    period earlier, at least `MIN_CORRELATION` and not below the day's own (a load
     the day repeats clearly better is left to the daily season); of periods within
-    :data:`CORRELATION_TIE` of the best, the shortest (a load that repeats every 2 hours
+    `CORRELATION_TIE` of the best, the shortest (a load that repeats every 2 hours
     repeats every 4 as well). A period must repeat better than its half period, by
-    :data:`PEAK`: a smooth load correlates with itself at any short lag, and has no period.
+    `PEAK`: a smooth load correlates with itself at any short lag, and has no period.
     Only periods the history covers before its last day are tried. None if none qualifies,
     or when a step it reads is unknown."""
     per_bin = BIN_MINUTES // step if BIN_MINUTES % step == 0 else 0
@@ -432,12 +432,12 @@ def forecast_minute(table: str) -> int:
 
 def forecast_due(table: str, minute_of_hour: int, tick_minutes: int) -> bool:
     """Whether a tick at ``minute_of_hour`` is ``table``'s forecast tick: the first at or
-    after its :func:`forecast_minute` (one tick an hour, whatever the tick's length)."""
+    after its `forecast_minute` (one tick an hour, whatever the tick's length)."""
     return (minute_of_hour - forecast_minute(table)) % 60 < min(tick_minutes, 60)
 
 
 def _with(d: Dimension, **changes: object) -> Dimension:
-    """``dataclasses.replace(d, **changes)`` for a :class:`Dimension`, whose fields are all
+    """``dataclasses.replace(d, **changes)`` for a `Dimension`, whose fields are all
     init fields without a ``__post_init__``: the same object, made by copying its fields
     (a tick's hot path)."""
     made: Dimension = object.__new__(type(d))
@@ -446,7 +446,7 @@ def _with(d: Dimension, **changes: object) -> Dimension:
 
 
 def plan_asks(plan: FloorPlan, minute: int) -> tuple[int | None, int | None]:
-    """What ``plan`` asks of its dimension at ``minute`` (all :func:`apply_plans` reads of
+    """What ``plan`` asks of its dimension at ``minute`` (all `apply_plans` reads of
     it besides its aim, reserve and least fall): the floor in force (None outside the
     plan), and the highest floor of the next KEEP_MINUTES (None once the plan has ended)."""
     return plan.at(minute), plan.highest(minute, KEEP_MINUTES)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 DIMENSIONS = ("read", "write")
 UNITS = {"read": "ReadCapacityUnits", "write": "WriteCapacityUnits"}
-#: DynamoDB's default quota of read (and of write) capacity units per table: the largest
-#: capacity the library reads, sets or obeys unless it is given the table quota of the
-#: account (``table_quota`` of the constructs, :data:`TABLE_QUOTA_ENV` at run time).
 DEFAULT_TABLE_QUOTA = 40_000
+"""DynamoDB's default quota of read (and of write) capacity units per table: the largest
+capacity the library reads, sets or obeys unless it is given the table quota of the
+account (``table_quota`` of the constructs, `TABLE_QUOTA_ENV` at run time)."""
 #: The largest table quota accepted: DynamoDB publishes no hard per-table maximum (the
 #: quota is raised on request), so this ceiling only refuses nonsense, 25 times the default.
 MAX_TABLE_QUOTA = 1_000_000
@@ -36,8 +36,8 @@ NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
 
 
 def parse_table_quota(raw: object, name: str = TABLE_QUOTA_ENV) -> int:
-    """The table quota in ``raw`` (a whole number from 1 to :data:`MAX_TABLE_QUOTA`, as
-    text or int; None or empty: :data:`DEFAULT_TABLE_QUOTA`). Raises ValueError naming
+    """The table quota in ``raw`` (a whole number from 1 to `MAX_TABLE_QUOTA`, as
+    text or int; None or empty: `DEFAULT_TABLE_QUOTA`). Raises ValueError naming
     ``name``, the value received and what is allowed."""
     if raw is None or raw == "":
         return DEFAULT_TABLE_QUOTA

@@ -2,7 +2,7 @@
 
 Target tracking's target value, owned by the autopilot (``SCALER_OWNED_TARGETS``; the
 construct's ``own_target``). A dimension whose target-tracking policy the scaler owns aims,
-while a plan's floor is in force, at the plan's aim (:func:`.forecast.apply_plans` puts it
+while a plan's floor is in force, at the plan's aim (`forecast.apply_plans` puts it
 in the dimension's limits: at most 90 %, higher as the forecast was right), and otherwise at
 its configured target value. So target tracking scales in as far as the forecast allows,
 where at its configured 70 % it would keep the padding the plan does not need.
@@ -31,7 +31,7 @@ class Retarget:
 
 
 def retargets(table: ManagedTable) -> list[Retarget]:
-    """The owned policies of ``table`` (as the plans made it: :func:`.forecast.apply_plans`)
+    """The owned policies of ``table`` (as the plans made it: `forecast.apply_plans`)
     whose target value is not what the dimension aims at now."""
     out = []
     for d in table.dimensions:

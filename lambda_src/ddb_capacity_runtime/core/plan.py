@@ -1,8 +1,8 @@
 """Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs, in direct mode),
 workstation (simulator).
 
-A tick's plan for one table: every dimension's decision as a :class:`Change`. Pure; the
-scaler Lambda and the simulator both call :func:`plan_table`."""
+A tick's plan for one table: every dimension's decision as a `Change`. Pure; the
+scaler Lambda and the simulator both call `plan_table`."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def delivered(series: Series, lag_minutes: int = 0) -> tuple[Series, int]:
 
 
 def _delivered(series: Series, lag_minutes: int) -> tuple[int, int]:
-    """:func:`delivered` as counts: the minutes kept (all when none is known, or none is
+    """`delivered` as counts: the minutes kept (all when none is known, or none is
     unknown at the end), and the newest unknown ones beyond the lag and LATE_MINUTES. The
     minutes ``series`` leaves out as not delivered yet (after a known one) are not kept."""
     unknown, n = series.unknown, len(series.minute_starts)
@@ -90,7 +90,7 @@ def plan_table(
 ) -> list[tuple[Change, Decision]]:
     """Every dimension's decision (holds included) as a Change; pure. No dimension is
     lowered while its series has unknown minutes (before its newest known one: see
-    :func:`delivered`), nor at all with ``decreases_allowed`` False."""
+    `delivered`), nor at all with ``decreases_allowed`` False."""
     planned: list[tuple[Change, Decision]] = []
     direct: dict[str | None, dict[str, tuple[Dimension, Decision]]] = {}
     lag = config.metric_lag_minutes
@@ -115,7 +115,7 @@ def dimension_state(
     d: Dimension, series: Series, now: datetime, decreases_allowed: bool, lag_minutes: int = 0
 ) -> DimensionState:
     """What the policy is told of ``d``: its series up to the newest delivered minute
-    (:func:`delivered`), of which those within the newest ``lag_minutes`` of the window
+    (`delivered`), of which those within the newest ``lag_minutes`` of the window
     are ``fresh`` (CloudWatch may not have finished them: raises only), its limits, ledger
     and forecast needs."""
     s = series

@@ -29,7 +29,7 @@ The aim is the target, except with ``PolicyConfig.noise_aim`` (off in every mode
 it refused more wherever load jumped from a smooth level) on a dimension set by UpdateTable
 (not one under target tracking, which aims at its policy's target): there, while the settle
 span has no throttle and no unknown minute, the aim rises with how smooth the traffic was,
-as a plan's does with its forecast's error (:func:`aim_for` of the span's peak over its
+as a plan's does with its forecast's error (`aim_for` of the span's peak over its
 median, minus 1: up to ``MAX_AIM``). Raises for throttles are always sized at the target.
 
 All results are clamped to [min, max].
@@ -62,7 +62,7 @@ SETTLE_QUANTILE = 2 / 3
 SMALL_RAISE = 0.1
 #: The autopilot aims higher than its target where load has been predictable (a plan's
 #: forecast was right, or the traffic was smooth): 1 / (1 + error + HEADROOM), at most
-#: MAX_AIM (:func:`aim_for`). The headroom a target leaves is for load that comes before a
+#: MAX_AIM (`aim_for`). The headroom a target leaves is for load that comes before a
 #: raise can; load that was predictable needs less of it.
 HEADROOM = 0.1
 MAX_AIM = 0.9
@@ -70,7 +70,7 @@ MAX_AIM = 0.9
 
 @dataclass(frozen=True)
 class PolicyConfig:
-    """Tuning of the policy; every field is documented in the README.
+    """Tuning of the policy; every field is documented below.
 
     :param target_utilization: consumed / provisioned to aim for (0.2 to 0.9). Default 0.7.
     :param buffer: lower target = target - buffer; consumption must stay below it to
@@ -99,7 +99,7 @@ class PolicyConfig:
     :param noise_aim: on a dimension set by UpdateTable, aim above the target as far as the
         traffic's noise over the settle span (``settle_minutes``, else
         ``scale_down_minutes``) allows, while that span has no throttle and no unknown
-        minute (:func:`noise_aim`). Default False.
+        minute (`noise_aim`). Default False.
     """
 
     target_utilization: float = 0.7
@@ -172,9 +172,9 @@ def autopilot_config(target_utilization: float = 0.7) -> PolicyConfig:
     last raise, so a burst's capacity is not paid for long after it, but never below the
     load of two minutes in three of the last half hour, so noisy load is not given back
     between its peaks (the decrease quota and the saving rules still decide whether a
-    decrease is worth it). Its forecast's plan comes from :mod:`.forecast`. Outside a plan
+    decrease is worth it). Its forecast's plan comes from `forecast`. Outside a plan
     it aims at the target (``noise_aim`` off: measured by ``benchmarks/noise_headroom.py``,
-    :func:`noise_aim` refused more wherever load jumped from a smooth level)."""
+    `noise_aim` refused more wherever load jumped from a smooth level)."""
     return PolicyConfig(
         target_utilization=target_utilization,
         autopilot=True,
@@ -194,7 +194,7 @@ def capacity_units(value: float) -> int:
 
 def aim_for(error: float, target_utilization: float) -> float:
     """The target utilization to aim at when load may exceed what was foreseen by ``error``
-    (relative; a plan's forecast error, or the traffic's :func:`noise`): never below
+    (relative; a plan's forecast error, or the traffic's `noise`): never below
     ``target_utilization``, higher as the error is lower, at most MAX_AIM; whole percent."""
     aim = max(target_utilization, min(MAX_AIM, 1 / (1 + error + HEADROOM)))
     return int(aim * 100) / 100
@@ -213,7 +213,7 @@ def noise(consumed: Sequence[float]) -> float:
 
 def noise_aim(state: DimensionState, config: PolicyConfig, target: float) -> float:
     """The aim of a dimension the autopilot sets by UpdateTable (``config.noise_aim``):
-    :func:`aim_for` of the traffic's :func:`noise` over the settle span, while every minute
+    `aim_for` of the traffic's `noise` over the settle span, while every minute
     of that span is known, none is throttled (by any cause) and the tick's calls answered;
     else ``target``. A throttled minute's consumption is capped, so it looks smooth:
     throttles keep the target's headroom, as unknown data does."""
@@ -241,9 +241,9 @@ def _clamp(value: float, state: DimensionState) -> int:
 def decide(
     state: DimensionState, config: PolicyConfig = PolicyConfig(), *, tracked: bool = False
 ) -> Decision:
-    """Decide one dimension: the first rule of :data:`RULES` (the module docstring's table,
+    """Decide one dimension: the first rule of `RULES` (the module docstring's table,
     in order) that decides, else hold. ``tracked``: the dimension is under target tracking,
-    which aims at its own policy's target (the state's): no :func:`noise_aim`."""
+    which aims at its own policy's target (the state's): no `noise_aim`."""
     view = _View(state, config, tracked)
     for rule in RULES:
         decision = rule(view)
@@ -253,7 +253,7 @@ def decide(
 
 
 class _View:
-    """What every rule of :func:`decide` reads of one dimension (read only; a plain class
+    """What every rule of `decide` reads of one dimension (read only; a plain class
     with slots, as one is made per decision)."""
 
     __slots__ = (
@@ -331,7 +331,7 @@ def _throttled(v: _View) -> Decision | None:
     capacity serves at the target: a raise sized by served load alone (above target) is
     topped up once the throttles of its minutes arrive, and one sized by them is not
     raised again. Only throttles capacity can fix count (a hot key's do not:
-    :attr:`DimensionState.unfixable`)."""
+    `DimensionState.unfixable`)."""
     config, state, throttles = v.config, v.state, v.fixable
     first = max(0, len(throttles) - config.recent_minutes) if config.autopilot else 0
     recent = throttles[first:]
@@ -405,7 +405,7 @@ def _above_max(v: _View) -> Decision | None:
 def _sustained_low(v: _View) -> Decision | None:
     """Sustained low: every minute of the last K ticks below aim - buffer: lower to
     peak / aim (min if idle; never below the settle span's load nor what the forecast
-    needs soon), when :func:`_decrease` allows it. None: within target."""
+    needs soon), when `_decrease` allows it. None: within target."""
     config, state, aim = v.config, v.state, v.aim
     # finished minutes only: a minute CloudWatch may still be adding to reads low
     done = v.consumed[: len(v.consumed) - state.fresh] if state.fresh else v.consumed
@@ -464,7 +464,7 @@ def _decrease(v: _View, candidate: int, why: str, always_worth: bool) -> Decisio
 
 
 #: The rules of the module docstring's table, tried in order; "otherwise hold" is
-#: :func:`decide`'s own.
+#: `decide`'s own.
 RULES: tuple[Callable[[_View], Decision | None], ...] = (
     _below_min,
     _throttled,

@@ -1,7 +1,7 @@
 """Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs, in direct mode), CDK
 app (synth), workstation (simulator).
 
-:func:`direct_init`: a frozen dataclass's ``__init__`` without the cost of
+`direct_init`: a frozen dataclass's ``__init__`` without the cost of
 ``object.__setattr__`` per field, for the records a tick makes by the thousand. Pure.
 """
 

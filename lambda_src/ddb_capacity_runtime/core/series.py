@@ -34,7 +34,7 @@ class Series:
     their values read 0 and they forbid any decrease. Empty: every minute is known.
 
     ``throttles`` counts every throttle event, whatever its cause. Where DynamoDB's metrics
-    by cause were read (:func:`ddb_capacity_runtime.aws.metrics.fetch_causes`),
+    by cause were read (`ddb_capacity_runtime.aws.metrics.fetch_causes`),
     ``unfixable`` holds, per minute, the events more capacity could not have served
     (key-range, account-limit and on-demand maximum throttles) and ``key_range`` the
     key-range ones among them (a hot partition). Empty: none known, and every throttle is
@@ -91,6 +91,6 @@ def window(now: datetime, minutes: int, lag_minutes: int) -> tuple[datetime, dat
     minute is used as soon as CloudWatch has delivered it. ``minutes`` are read besides the
     newest ``lag_minutes``, which CloudWatch may not have delivered, or not finished: those
     not delivered yet are unknown (never zero), and those delivered count for raises only
-    (:attr:`ddb_capacity_runtime.core.policy.DimensionState.fresh`)."""
+    (`ddb_capacity_runtime.core.policy.DimensionState.fresh`)."""
     end = utc(now).replace(second=0, microsecond=0)
     return end - (minutes + lag_minutes) * MINUTE, end

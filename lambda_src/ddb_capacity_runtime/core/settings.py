@@ -1,8 +1,8 @@
 """Runs in: scaler Lambda, broker Lambda, CDK app (synth), workstation (simulator).
 
 The settings contract of the scaler, shared by the construct and the Lambda: one table of
-environment variables (:data:`SETTINGS`), read and written from it, validated; a mode's
-policy (:func:`for_mode`); and per-table limits from configuration overrides or table
+environment variables (`SETTINGS`), read and written from it, validated; a mode's
+policy (`for_mode`); and per-table limits from configuration overrides or table
 tags."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 class Mode(StrEnum):
     """The scaler's modes: ``autopilot`` (the default) and ``reactive``
-    (:func:`.policy.autopilot_config`: no chasing a burst that is over, prompt decreases)."""
+    (`policy.autopilot_config`: no chasing a burst that is over, prompt decreases)."""
 
     REACTIVE = "reactive"
     AUTOPILOT = "autopilot"
@@ -74,7 +74,7 @@ def for_mode(
     mode: str, tick_minutes: int = DEFAULT_TICK_MINUTES, target_utilization: float = 0.7
 ) -> PolicyConfig:
     """The policy the scaler runs in ``mode`` at ``tick_minutes`` with every other setting at
-    its default: what :meth:`ScalerConfig.from_env` starts from, and what the simulator
+    its default: what `ScalerConfig.from_env` starts from, and what the simulator
     runs for a mode. Raises ValueError for an unknown mode."""
     auto = Mode(mode) is Mode.AUTOPILOT
     policy = (
@@ -97,7 +97,7 @@ class OverrideError(ValueError):
 @dataclass(frozen=True)
 class Limits:
     """Bounds and target for one dimension of one table (a tick makes one per planned
-    dimension: :func:`.records.direct_init`)."""
+    dimension: `records.direct_init`)."""
 
     min_capacity: int
     max_capacity: int
@@ -132,10 +132,10 @@ class Kind(StrEnum):
 @dataclass(frozen=True)
 class Setting:
     """One row of the settings contract between the construct and the Lambda: the
-    environment variable ``name``, read into ``key`` (:meth:`ScalerConfig.from_env`) and
-    written from a configuration by ``value_of`` (:meth:`ScalerConfig.to_env`). A number
+    environment variable ``name``, read into ``key`` (`ScalerConfig.from_env`) and
+    written from a configuration by ``value_of`` (`ScalerConfig.to_env`). A number
     lies from ``lo`` to ``hi``; a ``default`` of None is the policy's for the mode and tick
-    (:func:`for_mode`)."""
+    (`for_mode`)."""
 
     name: str
     key: str
@@ -146,7 +146,7 @@ class Setting:
     hi: float = 0
 
     def parse(self, env: Mapping[str, str]) -> Any:
-        """This setting's value in ``env``, checked; raises :class:`ConfigError`."""
+        """This setting's value in ``env``, checked; raises `ConfigError`."""
         raw = env.get(self.name)
         if self.kind in (Kind.WHOLE, Kind.NUMBER):
             return self.default if raw is None or raw == "" else self._number(raw)
@@ -510,7 +510,7 @@ def _default(key: str) -> Any:
 @dataclass(frozen=True)
 class ScalerConfig:
     """Everything a tick needs to know besides AWS itself. Every default is one row of
-    :data:`SETTINGS` or of :func:`for_mode`."""
+    `SETTINGS` or of `for_mode`."""
 
     tables: tuple[str, ...] = ()
     tag_key: str | None = None
@@ -554,7 +554,7 @@ class ScalerConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ScalerConfig:
-        """Read the ``SCALER_*`` variables of :data:`SETTINGS`; raise :class:`ConfigError`
+        """Read the ``SCALER_*`` variables of `SETTINGS`; raise `ConfigError`
         naming the bad one."""
         values = {s.key: s.parse(env) for s in SETTINGS}
         if not values["tables"] and values["tag_key"] is None:
@@ -587,8 +587,8 @@ class ScalerConfig:
         return cls(policy=policy, **kept)
 
     def to_env(self, keys: Iterable[str] | None = None) -> dict[str, str]:
-        """The ``SCALER_*`` variables that :meth:`from_env` reads back as this configuration:
-        those of ``keys`` (:attr:`Setting.key`), in :data:`SETTINGS`' order, or all of them.
+        """The ``SCALER_*`` variables that `from_env` reads back as this configuration:
+        those of ``keys`` (`Setting.key`), in `SETTINGS`' order, or all of them.
         Raises KeyError for an unknown key."""
         wanted = None if keys is None else {SETTINGS_BY_KEY[k].key for k in keys}
         return {
@@ -599,8 +599,8 @@ class ScalerConfig:
 
     def limits(self, table: str, tag_limits: Mapping[str, float]) -> dict[str, Limits]:
         """Per-dimension limits of ``table``: configuration overrides win over the table's
-        ``ddb-capacity:*`` tags (already checked by :func:`.tags.parse_tags`), which win over
-        the defaults. Raises :class:`OverrideError`."""
+        ``ddb-capacity:*`` tags (already checked by `tags.parse_tags`), which win over
+        the defaults. Raises `OverrideError`."""
         from_tags: dict[str, Any] = dict(tag_limits)
         raw = self.overrides.get(table, {})
         check_override(table, raw)
@@ -656,7 +656,7 @@ class ScalerConfig:
         """The minimum the deployment itself states for ``table``'s ``dimension``: its
         overrides' (a ``TableCapacity``'s configured range, or the scaler's ``overrides``);
         None when they state none (a table's tags are never a source of it). Raises
-        :class:`OverrideError`."""
+        `OverrideError`."""
         raw = self.overrides.get(table, {})
         nested = raw.get(dimension, {})
         if "min" not in raw and not (isinstance(nested, Mapping) and "min" in nested):
@@ -665,7 +665,7 @@ class ScalerConfig:
 
     def owned_target(self, table: str, index: str | None, dimension: str) -> float | None:
         """The target value (a fraction) the autopilot owns for the dimension's
-        target-tracking policy (:attr:`owned_targets`); None when it owns none."""
+        target-tracking policy (`owned_targets`); None when it owns none."""
         spec = self.owned_targets.get(table)
         if spec is None:
             return None
@@ -713,8 +713,8 @@ OVERRIDE_KEYS = ("min", "max", "target")
 def check_override(table: str, override: object) -> None:
     """The shape of one table's override, as the construct writes it and the Lambda reads
     it: ``min``, ``max``, ``target``, and ``read`` / ``write`` objects of the same three.
-    Raises :class:`OverrideError` naming the table and the key (values are checked by
-    :meth:`ScalerConfig.limits`)."""
+    Raises `OverrideError` naming the table and the key (values are checked by
+    `ScalerConfig.limits`)."""
     allowed = ", ".join((*OVERRIDE_KEYS, *DIMENSIONS))
     if not isinstance(override, Mapping):
         raise OverrideError(

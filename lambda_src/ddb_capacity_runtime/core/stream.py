@@ -13,7 +13,7 @@ entry is removed, the new one put); each write sized by what it projects (the ta
 and the index's keys, plus the projected attributes: all of them for ``ALL``).
 
 What a record shows depends on the stream's view type; the estimate is exact only where
-the images are (:data:`ACCURACY`). Never seen: writes that changed nothing (no record),
+the images are (`ACCURACY`). Never seen: writes that changed nothing (no record),
 writes refused by a condition (they consume a unit, and make no record), and
 transactional writes' doubling (a record does not say it came from a transaction): the
 estimate is a lower bound of the units consumed. TTL deletions (``userIdentity`` of the
@@ -49,7 +49,7 @@ WRITE_UNIT_BYTES = 1024
 MAX_DEPTH = 32
 #: The principal of TTL deletions in a record's ``userIdentity``.
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
-#: The view types whose records show what the GSIs write (:data:`ACCURACY`): with the
+#: The view types whose records show what the GSIs write (`ACCURACY`): with the
 #: others an update would read as the item leaving every index, or show nothing.
 GSI_VIEWS = ("NEW_AND_OLD_IMAGES", "NEW_IMAGE")
 #: The stream reader's counting window, in seconds: its shards' units add up per window.
@@ -153,12 +153,12 @@ def _binary_size(raw: str | bytes) -> int | None:
 
 def seen_shape(shape: Shape, view: object) -> Shape:
     """``shape`` as records of the view type ``view`` let it be seen: its GSIs only where
-    the images show them (:data:`GSI_VIEWS`)."""
+    the images show them (`GSI_VIEWS`)."""
     return shape if view in GSI_VIEWS else Shape(shape.keys)
 
 
 def shape_of(description: Mapping[str, Any]) -> Shape:
-    """The :class:`Shape` of a table from its DescribeTable ``Table`` (untrusted: a GSI
+    """The `Shape` of a table from its DescribeTable ``Table`` (untrusted: a GSI
     whose key or projection cannot be read is left out, so it is never estimated)."""
     keys = _key_names(description.get("KeySchema"))
     indexes = []

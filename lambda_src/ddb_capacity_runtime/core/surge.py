@@ -1,16 +1,16 @@
-"""Runs in: workers (the user's own processes, through :mod:`..signals`), signals Lambda,
+"""Runs in: workers (the user's own processes, through [`signals`][]), signals Lambda,
 workstation (simulator).
 
 The fast path's one rule and one contract: what an application's process reports about
-the requests it made (:class:`Report`, :func:`parse_report`), how the reports of many
-processes add up (:func:`combine`), and when and how far that raises a dimension
-(:func:`surge_level`). The client hook, the signals function and the simulator all call
+the requests it made (`Report`, `parse_report`), how the reports of many
+processes add up (`combine`), and when and how far that raises a dimension
+(`surge_level`). The client hook, the signals function and the simulator all call
 these, so the simulator's fast path is the deployed one.
 
 A report is untrusted input: every field is bounded and checked, and a report that breaks
-a rule is refused whole with a :class:`ReportError` naming the field, the value received
+a rule is refused whole with a `ReportError` naming the field, the value received
 and what is allowed. A process that lies can therefore ask for at most what
-:func:`surge_level` allows, which the construct's limits and the surge cap bound, and only
+`surge_level` allows, which the construct's limits and the surge cap bound, and only
 for as long as a surge lasts.
 """
 
@@ -49,7 +49,7 @@ MAX_REQUESTS_PER_SECOND = 1_000_000.0
 #: The longest process id and table name a report may carry (a table name is at most 255).
 MAX_PROCESS_CHARS = 64
 MAX_TABLE_CHARS = 255
-#: A process id: 1 to :data:`MAX_PROCESS_CHARS` letters, digits, ``.``, ``_`` or ``-``
+#: A process id: 1 to `MAX_PROCESS_CHARS` letters, digits, ``.``, ``_`` or ``-``
 #: (the client hook's are ``<label>-<pid>-<8 hex digits>``).
 PROCESS_ID = re.compile(rf"[A-Za-z0-9._-]{{1,{MAX_PROCESS_CHARS}}}")
 #: How far a report's clock may be ahead of, or behind, the signals function's.
@@ -63,7 +63,7 @@ FRESH_SECONDS = 45.0
 #: throttles appear.
 SURGE_AT = 1.0
 #: The smallest share of the traffic a throttled dimension's reports are taken to make
-#: (:func:`surge_level`): a surge sized from them is at most 1 / this x their demand.
+#: (`surge_level`): a surge sized from them is at most 1 / this x their demand.
 MIN_SEEN_SHARE = 0.1
 #: The longest a surge lasts from its first raise, renewals included (or the hold store's
 #: longest hold, if shorter): throttles no capacity fixes, or a process that keeps lying,
@@ -79,12 +79,12 @@ MIN_SURGE_ROOM = 100
 #: The largest multiple a surge cap may be set to.
 MAX_SURGE_SCALE = 100.0
 #: The window of a dimension's surge budget: the units its surges add within one window
-#: are bounded (:func:`budget_left`).
+#: are bounded (`budget_left`).
 BUDGET_WINDOW_SECONDS = 3600
 #: The default budget: this many times what one surge may add from the window's start.
 DEFAULT_BUDGET_SURGES = 2
-#: What a setting says to turn a default bound off (the surge cap, the budget).
 UNBOUNDED = "unbounded"
+"""What a setting says to turn a default bound off (the surge cap, the budget)."""
 
 
 class ReportError(ValueError):
@@ -95,7 +95,7 @@ class ReportError(ValueError):
 @dataclass(frozen=True)
 class DimensionReport:
     """What one process saw of one dimension over a report's window: consumed capacity
-    units, requests answered, throttled attempts by cause (:data:`CAUSES`), and
+    units, requests answered, throttled attempts by cause (`CAUSES`), and
     ``failed``: the requests whose last attempt was throttled for provisioned throughput
     (or for no reason given), so never served (a request throttled and then served is in
     ``units`` already)."""
@@ -125,7 +125,7 @@ class Report:
     dims: tuple[DimensionReport, ...]
 
     def as_json(self) -> dict[str, Any]:
-        """The report as the signals function receives it (:func:`parse_report` reads it)."""
+        """The report as the signals function receives it (`parse_report` reads it)."""
         return {
             "v": REPORT_VERSION,
             "table": self.table,
@@ -183,13 +183,13 @@ def _name(raw: Mapping[str, Any], name: str, most: int, where: str = "") -> str:
 
 
 def is_process_id(value: object) -> TypeGuard[str]:
-    """Whether ``value`` is a process id (:data:`PROCESS_ID`)."""
+    """Whether ``value`` is a process id (`PROCESS_ID`)."""
     return isinstance(value, str) and PROCESS_ID.fullmatch(value) is not None
 
 
 def parse_report(raw: object, now: float) -> Report:
-    """``raw`` (a decoded JSON report) as a :class:`Report`, checked against the contract
-    at ``now`` (seconds since the epoch); a :class:`ReportError` otherwise."""
+    """``raw`` (a decoded JSON report) as a `Report`, checked against the contract
+    at ``now`` (seconds since the epoch); a `ReportError` otherwise."""
     if not isinstance(raw, Mapping):
         raise ReportError(f"report: got {_shown(raw)}; expected a JSON object")
     version = raw.get("v")
@@ -326,7 +326,7 @@ def surge_level(
     level of the dimension's active surge (0: none), ``base`` the capacity it had before
     (by default ``provisioned``): what it falls back to when the surge ends.
 
-    A surge is due when the estimated demand reaches :data:`SURGE_AT` x ``base`` (the
+    A surge is due when the estimated demand reaches `SURGE_AT` x ``base`` (the
     burst bucket is draining, or would be again without the surge), or when throttles for
     provisioned throughput, or of no known cause, appear. Key-range throttles never make
     one due, nor count towards its size.
@@ -335,7 +335,7 @@ def surge_level(
     provisioned (its bucket is empty), so the reports' own consumption against it tells
     the share of the traffic that reports, whatever ``share`` says: the demand is then
     taken as at least ``provisioned`` x their demand / their consumption (a share seen
-    below :data:`MIN_SEEN_SHARE` counts as that). Throttles of no known cause make a surge
+    below `MIN_SEEN_SHARE` counts as that). Throttles of no known cause make a surge
     due, but never size one so (they may be a hot key's).
 
     The level brings the demand to ``target_utilization``; a first surge adds at least a
@@ -367,7 +367,7 @@ def surge_room(
 ) -> int | None:
     """The most units one surge may add over ``start`` (the capacity its dimension had
     when it started): ``cap`` when given; else ``scale`` x ``start`` less ``start``, at
-    least :data:`MIN_SURGE_ROOM`, and at least up to ``warm``, the dimension's warm
+    least `MIN_SURGE_ROOM`, and at least up to ``warm``, the dimension's warm
     throughput when known; None when neither ``cap`` nor ``scale`` is given (no cap).
 
     Why the scaled cap reaches the warm throughput: a raise to it lands at once (its
@@ -393,7 +393,7 @@ def cap_room(
     scale: float | None,
     warm: int | None = None,
 ) -> int | None:
-    """The most units one surge may add over ``start`` (:func:`surge_room`; None: no cap);
+    """The most units one surge may add over ``start`` (`surge_room`; None: no cap);
     with ``since`` (the level its budget window counts from), its level also stays within
     what the cap allows over ``since``: lies repeated after each restore, while auto
     scaling has not yet scaled in, cannot climb (nor past the warm throughput: a level
@@ -419,7 +419,7 @@ class Budget:
 
 
 def read_budget(text: object, now: float) -> Budget | None:
-    """A budget window as :meth:`Budget.text` wrote it, checked (None when it is not one)."""
+    """A budget window as `Budget.text` wrote it, checked (None when it is not one)."""
     parts = text.split(":") if isinstance(text, str) and len(text) <= 64 else []
     if len(parts) != 3 or not all(p.isdigit() and len(p) <= 12 for p in parts):
         return None
@@ -452,8 +452,8 @@ def budget_left(
     warm: int | None = None,
 ) -> int | None:
     """The units the surges of ``window`` may still add: ``budget`` (units a window) when
-    given, else :data:`DEFAULT_BUDGET_SURGES` x what one surge may add from the window's
-    level (:func:`surge_room`, the warm throughput ``warm`` included: the default budget
+    given, else `DEFAULT_BUDGET_SURGES` x what one surge may add from the window's
+    level (`surge_room`, the warm throughput ``warm`` included: the default budget
     never cuts short a raise that lands at once); None: no budget (no budget given, and
     no cap)."""
     if budget is None:

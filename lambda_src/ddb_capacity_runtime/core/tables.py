@@ -2,7 +2,7 @@
 direct mode), workstation (simulator).
 
 What a tick knows about a table: its dimensions, their limits, quota ledgers and
-scalable targets. Plain data, filled in by :mod:`ddb_capacity_runtime.aws.discovery` (or
+scalable targets. Plain data, filled in by `ddb_capacity_runtime.aws.discovery` (or
 by the simulator)."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class ScalableTarget:
     target_tracking: bool
     #: the target-tracking policy's TargetValue (a percentage), when it has one
     target_percent: float | None = None
-    #: that policy, when it can be written back as it is (:class:`TrackingPolicy`)
+    #: that policy, when it can be written back as it is (`TrackingPolicy`)
     policy: TrackingPolicy | None = None
 
     @property
@@ -80,7 +80,7 @@ class Dimension:
     #: the target value (a fraction) the scaler owns for the dimension's target-tracking
     #: policy and sets back when no plan aims higher; None: the policy is not the scaler's
     owned_target: float | None = None
-    #: its warm throughput (:func:`warm_of`): a raise to at most this lands at once; None:
+    #: its warm throughput (`warm_of`): a raise to at most this lands at once; None:
     #: not known, and then no raise is taken to land at once
     warm: int | None = None
 
@@ -108,7 +108,7 @@ class ManagedTable:
     #: state store, then removed
     legacy_memories: dict[tuple[str | None, str], BaseMin] = field(default_factory=dict)
     legacy_tags: list[str] = field(default_factory=list)
-    #: the limits the table's tags set (:func:`.tags.parse_tags`), checked against each
+    #: the limits the table's tags set (`tags.parse_tags`), checked against each
     #: dimension's consumption once it is known (the tick's ``refuse_lowering_tags``)
     tag_limits: dict[str, float] = field(default_factory=dict)
     refused_tags: int = 0  # min or max tags not obeyed: they would lower a limit below the load
@@ -142,7 +142,7 @@ WARM_ACTIVE = "ACTIVE"
 
 def warm_of(spec: Mapping[str, Any], dimension: str, quota: int) -> int | None:
     """The warm throughput of one dimension of the table or GSI whose DescribeTable entry
-    is ``spec`` (:func:`spec_of`): the units per second its partitions serve at once, so a
+    is ``spec`` (`spec_of`): the units per second its partitions serve at once, so a
     raise to at most this lands at once. Untrusted input: None (unknown) unless
     ``WarmThroughput`` is an object whose ``Status`` is ``ACTIVE`` and whose field for
     ``dimension`` is a whole number from 1 to ``quota`` (the table quota: a value above

@@ -11,19 +11,19 @@ and never the cause of an exception:
   percentages from 20 to 90, written in ASCII digits (``0``-``9``: ``str.isdigit`` and
   ``int`` also take other scripts' digits, such as ``١٢``, and superscripts). A min or max
   within bounds is still refused, dimension by dimension, where it would lower a limit
-  below what the dimension consumes (:meth:`.settings.ScalerConfig.refuse_lowering_tags`);
+  below what the dimension consumes (`settings.ScalerConfig.refuse_lowering_tags`);
 - 0.4's state tags, read once when a tick first sees the table and moved into the state
-  store (:mod:`ddb_capacity_runtime.requests.store`), then removed: the memory of a raised
+  store (`ddb_capacity_runtime.requests.store`), then removed: the memory of a raised
   minimum, ``ddb-capacity:base-min:<table|index/NAME>:<read|write>`` = ``<base>:<set>``,
   both from 1 to the table quota (a plain ``<base>`` is read with no ``set``), and the
   autopilot's plan, ``ddb-capacity:forecast:<table|index/NAME>:<read|write>`` (checked by
-  :func:`.floorplan.parse_plan`, only removed: plans are made anew each hour);
+  `floorplan.parse_plan`, only removed: plans are made anew each hour);
 - tags the constructs write at deploy time, which the scaler knows and does not read
-  (:data:`CONSTRUCT_TAGS`): ``ddb-capacity:prewarm`` on a table with a high-water mark, and
+  (`CONSTRUCT_TAGS`): ``ddb-capacity:prewarm`` on a table with a high-water mark, and
   ``ddb-capacity:table``, which belongs on scalable targets (it lets the library's roles move
   them); on a table they are skipped, never counted as ignored;
 - other keys under the prefix that the library does not know are ignored (all run-time
-  state lives in the state store, :mod:`ddb_capacity_runtime.requests.store`, not in tags).
+  state lives in the state store, `ddb_capacity_runtime.requests.store`, not in tags).
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ One bound on every untrusted JSON, checked before anything else looks at it: how
 nests and how large it is. Python's own ``json`` and ``repr`` recurse once per level, so a
 value nested a thousand levels deep fails them with RecursionError (an invocation that
 fails is retried, or kills a log line) instead of being refused as invalid. Here nothing
-recurses: :func:`parse_json` measures a text's nesting before decoding it, and
-:func:`check_json` walks a decoded value (a Lambda event) with a stack of its own. Both
-refuse with an :class:`UntrustedJSONError` (a ValueError) that names what was given, how
+recurses: `parse_json` measures a text's nesting before decoding it, and
+`check_json` walks a decoded value (a Lambda event) with a stack of its own. Both
+refuse with an `UntrustedJSONError` (a ValueError) that names what was given, how
 deep or large it was and what is allowed, and never repeats the value itself.
 
 Stdlib only.
@@ -38,7 +38,7 @@ class UntrustedJSONError(ValueError):
 
 def parse_json(text: object, what: str, *, max_chars: int, max_depth: int = MAX_DEPTH) -> Any:
     """``text`` decoded, once it is known to be a string of at most ``max_chars``
-    characters nested at most ``max_depth`` levels; an :class:`UntrustedJSONError` naming
+    characters nested at most ``max_depth`` levels; an `UntrustedJSONError` naming
     ``what`` otherwise, and for what is not JSON at all (a json.JSONDecodeError, or an
     integer of more digits than Python converts, is a ValueError too)."""
     if not isinstance(text, str):
@@ -73,7 +73,7 @@ def _text_depth(text: str) -> int:
 
 
 def check_json(value: object, what: str, *, max_chars: int, max_depth: int = MAX_DEPTH) -> None:
-    """Refuse (:class:`UntrustedJSONError`, naming ``what``) a decoded value nested deeper
+    """Refuse (`UntrustedJSONError`, naming ``what``) a decoded value nested deeper
     than ``max_depth`` levels, or whose JSON text would be longer than ``max_chars``
     (about: each string's length and quotes, each number's digits, each key, separator
     and bracket). Walks with a stack of its own, and stops at the first bound passed."""

@@ -3,16 +3,17 @@
 Capacity requests ("get ready, here I come"): raise a table's minimum before heavy work,
 hold it, and restore it when the work is done or the hold expires.
 
-- :mod:`.holds`: the hold and its rules (pure);
-- :mod:`.store`: the hold store, a DynamoDB table with conditional writes and leases;
-- :mod:`.validate`: checks of a request's arguments;
-- :mod:`.context`: reading the table and its traffic, moving minimums;
-- :mod:`.request`: making a request (:func:`request_capacity`, :class:`CapacityHold`);
-- :mod:`.ending`: ending holds (release, by id, at expiry);
-- :mod:`.restorer`: the ``CapacityRequests`` restorer Lambda;
-- :mod:`.broker`: the ``CapacityRequests`` broker Lambda, the only way in for workers;
-- :mod:`.client`: the client that invokes the broker (workers, the restorer);
-- :mod:`.counts`: the broker's EMF counts.
+- `holds`: the hold and its rules (pure);
+- `store`: the hold store, a DynamoDB table with conditional writes and leases;
+- `validate`: checks of a request's arguments;
+- `context`: reading the table and its traffic, moving minimums;
+- `request`: making a request ([`request_capacity`][ddb_capacity_runtime.requests.request_capacity],
+  [`CapacityHold`][ddb_capacity_runtime.requests.CapacityHold]);
+- `ending`: ending holds (release, by id, at expiry);
+- `restorer`: the ``CapacityRequests`` restorer Lambda;
+- `broker`: the ``CapacityRequests`` broker Lambda, the only way in for workers;
+- `client`: the client that invokes the broker (workers, the restorer);
+- `counts`: the broker's EMF counts.
 """
 
 from .ending import release_hold, restore_expired

@@ -6,7 +6,8 @@ Workers never get UpdateTable or RegisterScalableTarget. ``CapacityRequests`` de
 function with its own narrow role and grants workers ``lambda:InvokeFunction`` on it alone.
 The broker checks each request against the construct's configuration (its tables, the
 indexes it allows, the largest hold in units and in time), then makes it through the hold
-store exactly as a direct :func:`~.request.request_capacity` would.
+store exactly as a direct [`request_capacity`][ddb_capacity_runtime.requests.request_capacity]
+would.
 
 Events (JSON):
 
@@ -18,13 +19,13 @@ Events (JSON):
   scheduled restorer asks for), and forget the holds of tables it no longer serves or
   that were deleted or went on-demand (counted as ``HoldsDropped``).
 
-Answers: ``{"ok": true, "hold": {...}}`` (what :meth:`CapacityHold.as_json` gives),
+Answers: ``{"ok": true, "hold": {...}}`` (what `CapacityHold.as_json` gives),
 ``{"ok": true, "changes": [...]}``, ``{"ok": true, "restored": [...], "failed": []}``, or
 ``{"ok": false, "error": "refused"|"timeout", "message": ...}`` for a request the broker
 will not or could not make. Anything else (AWS failing, say) fails the invocation: it is
 counted as a Lambda error and alarmed.
 
-The client side, :func:`.client.invoke_broker` (re-exported here), is what
+The client side, `client.invoke_broker` (re-exported here), is what
 ``request_capacity(..., broker=NAME)``, ``release_hold(..., broker=NAME)`` and
 ``ddb-capacity request --broker NAME`` use.
 """

@@ -1,7 +1,7 @@
 """Runs in: workers (the user's own jobs), restorer Lambda, workstation (``ddb-capacity
 --broker``).
 
-The client side of the ``CapacityRequests`` broker: :func:`invoke_broker` is what
+The client side of the ``CapacityRequests`` broker: `invoke_broker` is what
 ``request_capacity(..., broker=NAME)``, ``release_hold(..., broker=NAME)``, the scheduled
 restorer and ``ddb-capacity request --broker NAME`` use.
 """
@@ -33,7 +33,8 @@ def broker_name(broker: str | None, env: Mapping[str, str] = os.environ) -> str 
 
 def invoke_broker(name: str, payload: Mapping[str, Any], client: Any = None) -> dict[str, Any]:
     """Invoke the broker ``name`` synchronously and return its answer; a refusal raises
-    :class:`CapacityRequestError`, a timeout :class:`CapacityRequestTimeout`."""
+    [`CapacityRequestError`][ddb_capacity_runtime.requests.CapacityRequestError], a timeout
+    [`CapacityRequestTimeout`][ddb_capacity_runtime.requests.CapacityRequestTimeout]."""
     try:
         body, function_error = invoke(client or lambda_client(), name, payload)
     except InvokeError as exc:

@@ -3,7 +3,7 @@ workstation (``ddb-capacity`` in direct mode).
 
 What capacity requests read and write on one table: its state (waiting while it is
 being updated), its current traffic, a dimension's base, and scalable-target minimums (their
-rows: :func:`..core.outcomes.result_row`)."""
+rows: `core.outcomes.result_row`)."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def set_min(
     deadline: Deadline = NONE,
 ) -> None:
     """Set ``target``'s minimum under ``lease``, remembered in the state store
-    (:func:`..aws.minimum.set_minimum`, nothing sent once ``deadline`` passed); an AWS
+    (`aws.minimum.set_minimum`, nothing sent once ``deadline`` passed); an AWS
     refusal is a CapacityRequestError."""
     try:
         aas = ctx.clients.autoscaling

@@ -1,4 +1,4 @@
-"""Runs in: broker Lambda, CDK app (synth: the namespace, through :mod:`.broker`).
+"""Runs in: broker Lambda, CDK app (synth: the namespace, through `broker`).
 
 The broker's Embedded Metric Format counts (``Refused``, ``HoldsDropped``, and
 ``RaisesWithinWarm``: the dimensions a request or a surge raised within their warm

@@ -239,9 +239,11 @@ def release_hold(
     sleep: Callable[[float], None] = time.sleep,
 ) -> list[dict[str, Any]]:
     """End the hold ``hold_id`` on ``table`` with its release ``token`` (what
-    :func:`request_capacity` returned in ``CapacityHold.token``), as
-    :meth:`CapacityHold.release` does, for a process that no longer has the handle.
-    Raises CapacityRequestError if there is no such hold, or the token is not its own.
+    [`request_capacity`][ddb_capacity_runtime.requests.request_capacity] returned in
+    ``CapacityHold.token``), as
+    [`CapacityHold.release`][ddb_capacity_runtime.requests.CapacityHold.release] does, for a process
+    that no longer has the handle. Raises CapacityRequestError if there is no such hold, or the
+    token is not its own.
 
     Through a broker (``broker``; default ``$CAPACITY_BROKER``) unless ``store`` is given;
     a broker needs the token. In direct mode (an administrator who may write the hold store

@@ -14,19 +14,20 @@ workers asking for +5,000 each get +10,000 over the traffic. At every moment the
 follows one rule: the base (the minimum before the first hold), or, while holds are
 active, the larger of the base and their level.
 
-Holds live in the hold store (:mod:`.store`), a small DynamoDB table with conditional writes.
+Holds live in the hold store (`store`), a small DynamoDB table with conditional writes.
 
 - Where the dimension has a scalable target, its MinCapacity is raised, so auto scaling
   knows and will not undo the raise; the table is also raised at once with UpdateTable
   instead of waiting for auto scaling's scaling activity.
 - Elsewhere the provisioned capacity is raised with UpdateTable.
 
-A hold ends when it is released (the handle) or when it expires (:func:`.restore_expired`,
-run by the scaler's tick and by the ``CapacityRequests`` restorer, so a worker that dies
-leaves nothing behind). Ending lowers the minimum to what the remaining holds need, never
-below the base, and never cuts capacity that someone else raised beyond the holds' level.
-Without a scalable target that lowering is an UpdateTable decrease, made only when the
-decrease quota allows; otherwise the hold stays and the next restore tries again.
+A hold ends when it is released (the handle) or when it expires
+([`restore_expired`][ddb_capacity_runtime.requests.restore_expired], run by the scaler's tick and by
+the ``CapacityRequests`` restorer, so a worker that dies leaves nothing behind). Ending lowers the
+minimum to what the remaining holds need, never below the base, and never cuts capacity that someone
+else raised beyond the holds' level. Without a scalable target that lowering is an UpdateTable
+decrease, made only when the decrease quota allows; otherwise the hold stays and the next restore
+tries again.
 """
 
 from __future__ import annotations

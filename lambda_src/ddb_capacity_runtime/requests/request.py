@@ -41,10 +41,11 @@ from .validate import validate_request
 
 @dataclass
 class CapacityHold:
-    """What :func:`request_capacity` returns: the hold, the capacity now guaranteed per
-    dimension (``levels``), and what was changed. Release it early with :meth:`release`,
-    or use it as a context manager; otherwise it ends at ``expires``. ``token`` is the
-    hold's release token: only its holder can end the hold early."""
+    """What [`request_capacity`][ddb_capacity_runtime.requests.request_capacity] returns: the hold,
+    the capacity now guaranteed per dimension (``levels``), and what was changed. Release it early
+    with [`release`][ddb_capacity_runtime.requests.CapacityHold.release], or use it as a context
+    manager; otherwise it ends at ``expires``. ``token`` is the hold's release token: only its
+    holder can end the hold early."""
 
     table: str
     index: str | None
@@ -93,7 +94,7 @@ class CapacityHold:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], broker: str) -> CapacityHold:
-        """The hold a broker made, from its answer (:meth:`as_json`)."""
+        """The hold a broker made, from its answer (`as_json`)."""
         try:
             expires = datetime.fromisoformat(data["expires"])
             index = data.get("index")
@@ -140,7 +141,7 @@ def request_capacity(
 ) -> CapacityHold:
     """Raise ``table`` (or its GSI ``index``) by ``read`` / ``write`` units per second over
     the current traffic, wait until it is ACTIVE with that capacity, and hold it for
-    ``hold``. Returns a :class:`CapacityHold`.
+    ``hold``. Returns a [`CapacityHold`][ddb_capacity_runtime.requests.CapacityHold].
 
     Through a broker (``broker``, a function name; default ``$CAPACITY_BROKER``), the
     request is one Lambda invocation, which is all a worker granted with
@@ -148,9 +149,10 @@ def request_capacity(
     administrator with the rights the broker has), the hold is recorded in the hold store
     ``store`` (a table name; default ``$CAPACITY_HOLDS_TABLE``) and the table raised here.
 
-    Raises :class:`CapacityRequestError` for bad input or a table that cannot take the
-    request, and :class:`CapacityRequestTimeout` when ``timeout`` passes first; in both
-    cases the hold is withdrawn again.
+    Raises [`CapacityRequestError`][ddb_capacity_runtime.requests.CapacityRequestError] for bad
+    input or a table that cannot take the request, and
+    [`CapacityRequestTimeout`][ddb_capacity_runtime.requests.CapacityRequestTimeout] when
+    ``timeout`` passes first; in both cases the hold is withdrawn again.
     """
     via = broker_name(broker) if store is None else None
     # direct: up to the hold store's table quota; through a broker: the broker checks it

@@ -1,11 +1,11 @@
-"""Runs in: restorer Lambda (:func:`restorer_handler`), broker Lambda
-(:func:`restore_tables`).
+"""Runs in: restorer Lambda (`restorer_handler`), broker Lambda
+(`restore_tables`).
 
 Ending expired holds on a set of tables: the ``CapacityRequests`` restorer.
 
 The deployed restorer is a scheduled function whose role may only invoke the broker: it
 asks the broker to restore (``{"action": "restore"}``), and the broker, which alone holds
-the rights to change capacity, runs :func:`restore_tables` on the tables it serves.
+the rights to change capacity, runs `restore_tables` on the tables it serves.
 """
 
 from __future__ import annotations

@@ -18,15 +18,15 @@ name, sort key ``sk`` = ``<table|index/NAME>:<read|write>``):
 - ``set_to``: the minimum of the dimension's scalable target the library last set, while
   it holds the minimum above ``base`` (a raise of the scaler, a hold, a forecast floor); a
   minimum found to be neither ``set_to`` nor ``intent`` was set by someone else, and
-  becomes the new base (:mod:`..core.memory`);
+  becomes the new base (`core.memory`);
 - ``intent``: a minimum about to be set, written before RegisterScalableTarget and folded
   into ``set_to`` after it, so a crash between the two is never read as someone else's
   change;
 - ``plan``: the autopilot's plan of floors for the dimension (``<start minute>:<aim %>:
   <reserve>:<least fall>:<floor>/...``), written without the lease (a plan touches
   nothing else) but never while another process holds it;
-- ``recent``: the library's last :data:`RECENT_INTENTS` intents (minimum to the time it
-  was written), each for :data:`INTENT_MEMORY`: a minimum that is one of them is the
+- ``recent``: the library's last `RECENT_INTENTS` intents (minimum to the time it
+  was written), each for `INTENT_MEMORY`: a minimum that is one of them is the
   library's own (a register that landed late), never someone else's change;
 - ``lock_owner``, ``lock_until``, ``lease_version``: a fenced lease. Whoever changes the
   dimension (records or ends a hold and moves the minimum to match) takes the lease first,
@@ -35,8 +35,8 @@ name, sort key ``sk`` = ``<table|index/NAME>:<read|write>``):
   Every write under the lease is conditional on its owner and version, so a process whose
   lease ended and was taken by another writes nothing. The lease is renewed (conditional on
   the version) right before each control-plane call, for longer than that call can take
-  (:func:`..aws.clients.call_bound`). A lease left by a process that died runs out after
-  ``LEASE``; a taker's clock is trusted only to within :data:`CLOCK_SKEW`, so another
+  (`aws.clients.call_bound`). A lease left by a process that died runs out after
+  ``LEASE``; a taker's clock is trusted only to within `CLOCK_SKEW`, so another
   process takes it once ``lock_until + CLOCK_SKEW`` is past by its own clock.
 
 Once nothing is held, an item stays at rest (its base, its recent intents, its lease
@@ -92,10 +92,10 @@ NAMES = {
     "#v": "lease_version",
     "#r": "recent",
 }
-#: Leaves an attribute of :meth:`Lease.write` as it is.
+#: Leaves an attribute of `Lease.write` as it is.
 KEEP: Any = object()
 #: How long a lease lasts: far longer than the few calls made under it (each control-plane
-#: call of the library's own clients takes at most :func:`..aws.clients.call_bound`, 33 s,
+#: call of the library's own clients takes at most `aws.clients.call_bound`, 33 s,
 #: and the lease is renewed right before it).
 LEASE = timedelta(seconds=60)
 #: The clock skew tolerated between two writers of the store: a lease is taken from
@@ -113,7 +113,7 @@ STORE_ENV = "CAPACITY_HOLDS_TABLE"
 MAX_UNITS_ENV = "CAPACITY_MAX_UNITS"
 MAX_HOLD_ENV = "CAPACITY_MAX_HOLD_MINUTES"
 MAX_TOTAL_UNITS_ENV = "CAPACITY_MAX_TOTAL_UNITS"
-#: The sort key prefix of a marker item (:meth:`HoldStore.mark`).
+#: The sort key prefix of a marker item (`HoldStore.mark`).
 MARKER = "once:"
 #: The longest plan value read back (a plan of 7 floors is far shorter).
 MAX_PLAN_CHARS = 256
@@ -136,7 +136,7 @@ class HeldDimension:
     """What the store says of one dimension: its base and its holds (well-formed ones in
     ``holds``, the ids of the others in ``malformed``), the minimum the library set and
     the one it is about to set, the autopilot's plan (its raw value) and the library's
-    recent intents (:data:`INTENT_MEMORY`)."""
+    recent intents (`INTENT_MEMORY`)."""
 
     table: str
     index: str | None
@@ -197,7 +197,7 @@ class HoldStore:
         return self.read(table)[0]
 
     def read(self, table: str) -> tuple[list[HeldDimension], set[str]]:
-        """Every held dimension of ``table``, and its markers (:meth:`mark`): one paginated
+        """Every held dimension of ``table``, and its markers (`mark`): one paginated
         Query of its partition."""
         pages = self.dynamodb.get_paginator("query").paginate(
             TableName=self.name,
@@ -216,7 +216,7 @@ class HoldStore:
         return self.scan()[0]
 
     def scan(self) -> tuple[dict[str, list[HeldDimension]], set[tuple[str, str]]]:
-        """Every held dimension of every table, by table, and every marker (:meth:`mark`)
+        """Every held dimension of every table, by table, and every marker (`mark`)
         as ``(table, what)``: one paginated Scan."""
         out: dict[str, list[HeldDimension]] = {}
         markers: set[tuple[str, str]] = set()
@@ -301,7 +301,7 @@ class HoldStore:
 
     def mark(self, table: str, what: str) -> None:
         """Record, for good, that ``what`` happened to ``table`` (a marker item, ``sk`` =
-        ``once:<what>``, written with a conditional write; :meth:`scan` returns them)."""
+        ``once:<what>``, written with a conditional write; `scan` returns them)."""
         try:
             self.dynamodb.update_item(
                 TableName=self.name,
@@ -402,7 +402,7 @@ class HoldStore:
 
     def _take(self, key: dict[str, Any]) -> Lease | None:
         """The dimension's lease, taken with one conditional write that adds 1 to its
-        version, when nobody holds it (its ``lock_until`` is :data:`CLOCK_SKEW` past by
+        version, when nobody holds it (its ``lock_until`` is `CLOCK_SKEW` past by
         this clock); None when somebody does."""
         owner = uuid.uuid4().hex
         now = self.clock()
@@ -470,9 +470,9 @@ class Lease:
         renew_for: float | None = None,
     ) -> None:
         """Record ``base``, and ``holds`` (exactly those), ``set_to`` and ``intent`` where
-        given (None: forget it; :data:`KEEP`, the default: as it is); an intent is added
+        given (None: forget it; `KEEP`, the default: as it is); an intent is added
         to the recent ones too. ``renew_for``: renew the lease in the same write, to cover
-        a call of up to that many seconds (and :data:`RENEW_MARGIN`), at least ``LEASE``.
+        a call of up to that many seconds (and `RENEW_MARGIN`), at least ``LEASE``.
         Raises CapacityRequestError when the lease is no longer this one's."""
         condition = self._condition()
         names, values = (
@@ -613,9 +613,9 @@ def limits_from_env(env: Mapping[str, str]) -> HoldLimits:
 
 def recent_intents(raw: object, quota: int, now: float) -> dict[int, int]:
     """The recent intents of an item's ``recent`` attribute (minimum to the time written),
-    those written within :data:`INTENT_MEMORY` before ``now`` (or at most
-    :data:`CLOCK_SKEW` after it) and within the table quota; the newest
-    :data:`RECENT_INTENTS` of them. Anything else in it is left out."""
+    those written within `INTENT_MEMORY` before ``now`` (or at most
+    `CLOCK_SKEW` after it) and within the table quota; the newest
+    `RECENT_INTENTS` of them. Anything else in it is left out."""
     entries = raw.get("M") if isinstance(raw, Mapping) else None
     if not isinstance(entries, Mapping):
         return {}
@@ -632,7 +632,7 @@ def recent_intents(raw: object, quota: int, now: float) -> dict[int, int]:
 
 
 def _remember(recent: Mapping[int, int], intent: int, now: int) -> dict[int, int]:
-    """``recent`` with ``intent`` written at ``now``: the newest :data:`RECENT_INTENTS`."""
+    """``recent`` with ``intent`` written at ``now``: the newest `RECENT_INTENTS`."""
     kept = {
         v: t for v, t in recent.items() if v != intent and t >= now - INTENT_MEMORY.total_seconds()
     }

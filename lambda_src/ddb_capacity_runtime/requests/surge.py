@@ -2,13 +2,13 @@
 
 The fast path's server side: the signals function. The application's processes report
 within seconds what they consume and the throttles they meet (one asynchronous invocation
-per report, its payload :meth:`..core.surge.Report.as_json`); this function adds up the
-reports of every process per dimension in the state store (:mod:`..aws.combiner`) and, when
-the one rule (:func:`..core.surge.surge_level`) says the summed demand heads over what is
+per report, its payload `core.surge.Report.as_json`); this function adds up the
+reports of every process per dimension in the state store (`aws.combiner`) and, when
+the one rule (`core.surge.surge_level`) says the summed demand heads over what is
 provisioned, or provisioned-throughput throttles appear, raises the dimension at once.
 
 A raise is a hold (id ``surge``, one per dimension) recorded exactly as a capacity request
-records one (:func:`.request.raise_held`): the scalable target's minimum goes up and the
+records one (`request.raise_held`): the scalable target's minimum goes up and the
 table with it (UpdateTable, sent, never waited for), or UpdateTable alone without a target.
 The surge's units are what brings the level of every active hold of the dimension (the
 earliest baseline plus all their units) to the rule's level; the level reported is the one
@@ -17,7 +17,7 @@ expired, until the restore ends it), so the surge cap counts from there and neve
 from a raise of its own. Later reports that still ask for it renew it at its level (its
 expiry pushed, without a control-plane call and without waiting for the lease), or raise
 it above; throttles reported before its last raise are not counted again (they saw the
-capacity before it). A surge lasts at most :data:`SURGE_LIFETIME` from its first raise;
+capacity before it). A surge lasts at most `SURGE_LIFETIME` from its first raise;
 it ends by itself ``surge_minutes`` after the last report that asked for it, through the
 restore that ends every expired hold. Nothing here lowers anything.
 
@@ -113,7 +113,7 @@ SURGE_HOLD = "surge"
 #: keeps the function's reserved slots waiting; a renewal does not wait at all. A report
 #: that finds the lease taken is deferred: the next one, seconds later, tries again.
 LEASE_WAIT_SECONDS = 2.0
-#: The longest a surge lasts (:data:`..core.surge.SURGE_LIFETIME_MINUTES`).
+#: The longest a surge lasts (`core.surge.SURGE_LIFETIME_MINUTES`).
 SURGE_LIFETIME = timedelta(minutes=SURGE_LIFETIME_MINUTES)
 #: The largest report the function reads, as JSON text (42 dimensions of the longest
 #: names take about 20,000 characters).
@@ -128,11 +128,11 @@ class SurgeSettings:
     processes make (0 to 1), ``surge_minutes`` how long a surge holds after the last report
     that asked for it. The surge cap: ``cap``, the most units a surge may add over the
     capacity its dimension had when it started; without one, ``scale``: a surge reaches at
-    most ``scale`` x that capacity (and may add :data:`..core.surge.MIN_SURGE_ROOM` units
+    most ``scale`` x that capacity (and may add `core.surge.MIN_SURGE_ROOM` units
     in any case); neither: no cap beyond the limits. ``budget``: the most units the surges
-    of one dimension add in a window of :data:`..core.surge.BUDGET_WINDOW_SECONDS`; None:
-    twice what one surge may add from the window's start (:func:`..core.surge.budget_left`);
-    :data:`..core.surge.UNBOUNDED`: no budget."""
+    of one dimension add in a window of `core.surge.BUDGET_WINDOW_SECONDS`; None:
+    twice what one surge may add from the window's start (`core.surge.budget_left`);
+    `core.surge.UNBOUNDED`: no budget."""
 
     share: float = 1.0
     surge_minutes: int = DEFAULT_SURGE_MINUTES
@@ -169,7 +169,7 @@ class SurgeSettings:
 
     def room(self, start: int, since: int | None = None, warm: int | None = None) -> int | None:
         """The most units one surge may add over ``start`` (None: no cap), within what
-        the cap allows over ``since`` (:func:`..core.surge.cap_room`); the default cap
+        the cap allows over ``since`` (`core.surge.cap_room`); the default cap
         reaches the dimension's warm throughput ``warm`` when known."""
         scale = None if self.cap is not None else self.scale
         return cap_room(start, since, self.cap, scale, warm)
@@ -198,8 +198,8 @@ class SurgeSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> SurgeSettings:
-        """The settings :meth:`to_env` wrote (an unset or empty variable: the default); a
-        bad value fails with a :class:`BrokerConfigError` naming the variable, the value
+        """The settings `to_env` wrote (an unset or empty variable: the default); a
+        bad value fails with a `BrokerConfigError` naming the variable, the value
         and what is allowed (every report would fail, so the invocation fails)."""
         share = _setting(env, SHARE_ENV, float, lambda v: 0 < v <= 1, "a number over 0, at most 1")
         minutes = _setting(

@@ -1,6 +1,6 @@
 """Runs in: scaler Lambda, workstation (examples, benchmarks).
 
-The throttle-aware scaler Lambda: :mod:`.handler` (entry point) and :mod:`.tick`, whose
-steps are :mod:`.prepare`, :mod:`.refusals` and :mod:`.plans`."""
+The throttle-aware scaler Lambda: `handler` (entry point) and `tick`, whose
+steps are `prepare`, `refusals` and `plans`."""
 
 __all__: list[str] = []

@@ -25,7 +25,7 @@ from .tick import DESCRIBE_THREADS, TickFailed, TickSummary, tick
 
 
 def lambda_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-    """The scheduled function's entry point: one tick (:func:`coordinate`). A bad
+    """The scheduled function's entry point: one tick (`coordinate`). A bad
     configuration fails the invocation with its message; so does a tick in which a table,
     a shared call or the sending of a batch failed (after it acted on the rest), so that
     the errors alarm and the dead-letter queue see it."""
@@ -56,7 +56,7 @@ def scheduled_time(event: object, now: datetime, tick_minutes: int) -> datetime:
 
 def tick_deadline(now: datetime, tick_minutes: int, context: Any, clock: float) -> float:
     """The deadline of a tick run here (a POSIX time): the next tick less
-    :data:`.shard.MARGIN`, as a batch's, and no later than the function's timeout (its
+    `shard.MARGIN`, as a batch's, and no later than the function's timeout (its
     ``context``'s remaining time from ``clock``, the time now) less the same margin."""
     ends = [(now + timedelta(minutes=tick_minutes) - MARGIN).timestamp()]
     remaining = getattr(context, "get_remaining_time_in_millis", None)
@@ -66,7 +66,7 @@ def tick_deadline(now: datetime, tick_minutes: int, context: Any, clock: float) 
 
 
 def batch_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-    """The batch function's entry point: each SQS record's batch (:mod:`.shard`), ticked on
+    """The batch function's entry point: each SQS record's batch (`shard`), ticked on
     its tables alone. A record that is not a batch, a batch received after its deadline,
     and a batch in which anything failed fail the invocation, after every record was
     tried; each is counted (EMF ``Failures``; ``LateBatches`` for a late one)."""
@@ -146,7 +146,7 @@ def coordinate(
     """One tick: with a batch queue and more than ``shard_above_tables`` tables found,
     the tables in batches of ``tables_per_batch`` sent to the queue, each to be ticked by
     the batch function before the next tick (``now`` + the tick, less
-    :data:`.shard.MARGIN`); otherwise the tick, run here. A batch not sent
+    `shard.MARGIN`); otherwise the tick, run here. A batch not sent
     is a shared failure of the tick (its tables wait for the next). A tick run here sends
     nothing after ``deadline`` (a POSIX time; None: none)."""
 
@@ -199,7 +199,7 @@ def _store(clients: Clients) -> HoldStore:
 
 
 def complete(summary: TickSummary) -> None:
-    """Log the tick's summary; raise :class:`TickFailed` when anything in it failed."""
+    """Log the tick's summary; raise `TickFailed` when anything in it failed."""
     log_event(
         "tick-done",
         tables=summary.tables,

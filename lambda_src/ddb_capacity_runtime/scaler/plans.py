@@ -1,7 +1,7 @@
 """Runs in: scaler Lambda, workstation (examples, benchmarks).
 
 The autopilot's plans in a tick: this hour's forecast of the tables whose forecast tick it
-is (:func:`forecast_plans`), and the plans kept in the state store (:func:`keep_plans`).
+is (`forecast_plans`), and the plans kept in the state store (`keep_plans`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def forecast_plans(
     sleep: Callable[[float], None],
 ) -> dict[Key, FloorPlan | None]:
     """The autopilot's forecast of ``tables`` (those whose forecast tick of the hour this
-    is, :func:`.forecast.forecast_due`): 14 days of 5-minute history of every dimension
+    is, `forecast.forecast_due`): 14 days of 5-minute history of every dimension
     (one GetMetricData query each, 25 a call), and its plan of floors, or None where the
     forecast is not good enough. Each forecast is logged. A failed read is a shared
     failure: no new plan (the plans kept in the state store still hold until they end), and no

@@ -1,6 +1,6 @@
 """Runs in: scaler Lambda, workstation (examples, benchmarks).
 
-One table as a tick will decide it (:func:`prepare`): described with the state store's
+One table as a tick will decide it (`prepare`): described with the state store's
 memory of each minimum, 0.4's state tags moved into the store once, minimums someone else
 set adopted as the configured ones, expired holds ended and active holds applied. No
 lease is waited for and no control-plane call made once the tick's deadline has passed
@@ -134,14 +134,14 @@ LEASE_WAIT_SECONDS = 5
 def _lease(
     store: HoldStore, table: str, index: str | None, dim: str, deadline: Deadline
 ) -> AbstractContextManager[Lease]:
-    """The dimension's lease, waited for :data:`LEASE_WAIT_SECONDS` and no later than
+    """The dimension's lease, waited for `LEASE_WAIT_SECONDS` and no later than
     ``deadline`` (DeadlinePassed when it has passed already)."""
     deadline.check(f"the lease of {table} {index or 'table'} {dim}")
     until = deadline.wait_until(store.clock(), LEASE_WAIT_SECONDS)
     return store.lease(table, index, dim, deadline=until)
 
 
-#: The marker of a table whose state a 0.5 tick has taken in hand (:meth:`HoldStore.mark`).
+#: The marker of a table whose state a 0.5 tick has taken in hand (`HoldStore.mark`).
 STATE_MARKER = "state-in-store"
 
 
@@ -157,9 +157,9 @@ def move_legacy_state(
 ) -> tuple[bool, int]:
     """The first time a tick sees a table (``marked`` False), move 0.4's state tags into
     the state store, within an upgrade's window only (``config.read_legacy_state_until``,
-    on ``now``'s UTC day: :meth:`.ScalerConfig.legacy_state_refused`): a remembered
+    on ``now``'s UTC day: `ScalerConfig.legacy_state_refused`): a remembered
     minimum becomes the dimension's memory unless the store has one already, its base
-    never below the dimension's configured minimum (:func:`legacy_floor`: a tag never
+    never below the dimension's configured minimum (`legacy_floor`: a tag never
     lowers a minimum); plans are made anew each hour, so an old plan tag is only removed.
     The tags go (one UntagResource), then the table is marked, so a failure on the way
     makes the next tick try again. State tags found outside the window, or on a marked
@@ -198,7 +198,7 @@ def _move_memories(
     moved: list[dict[str, Any]],
 ) -> int:
     """Move each remembered minimum of 0.4's tags that the store has none of into it, its
-    base never below :func:`legacy_floor` (each added to ``moved``); returns how many
+    base never below `legacy_floor` (each added to ``moved``); returns how many
     named no dimension of the table."""
     unplaced = 0
     in_store = {h.scope for h in held if h.base is not None}
@@ -228,7 +228,7 @@ def legacy_floor(
     table: ManagedTable, scope: tuple[str | None, str], config: ScalerConfig
 ) -> int | None:
     """The lowest base a 0.4 memory of ``scope`` (index, dimension) may give: the minimum
-    the deployment states for the dimension (:meth:`.ScalerConfig.configured_min`), else
+    the deployment states for the dimension (`ScalerConfig.configured_min`), else
     the minimum its scalable target has now (or, without a target, its limits' minimum).
     None: the table has no such dimension now (the memory is not moved)."""
     for d in table.dimensions:

@@ -1,7 +1,7 @@
 """Runs in: scaler Lambda, workstation (examples, benchmarks).
 
 Min and max tags a tick refuses: those that would lower a dimension's limit below what it
-consumes at its target utilization, or while that is not known (:func:`refuse_tags`).
+consumes at its target utilization, or while that is not known (`refuse_tags`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def consumption_need(
 ) -> tuple[float | None, int | None]:
     """The dimension's peak consumption (units per second) over the tick's window, and the
     capacity it takes at ``target``; (None, None) when not every minute up to the newest
-    delivered one is known (:func:`.plan.delivered`: as for a decrease). A minute still
+    delivered one is known (`plan.delivered`: as for a decrease). A minute still
     being added to only reads low, so the peak over the window is never above the truth."""
     if series is None:
         return None, None
@@ -39,7 +39,7 @@ def refuse_tags(
 ) -> ManagedTable:
     """``table`` with the min and max tags that would lower a dimension's limit below what
     it consumes at its target utilization (or while that is not known) refused for that
-    dimension (:meth:`.ScalerConfig.refuse_lowering_tags`): the dimension keeps the limits
+    dimension (`ScalerConfig.refuse_lowering_tags`): the dimension keeps the limits
     it would have without them (and any hold's lift). Each refusal is logged
     (``tag-refused``) and the tags refused are counted (``table.refused_tags``). A dimension
     under a scalable target has the target's limits, not the tags'."""

@@ -2,21 +2,21 @@
 (tests, benchmarks).
 
 A sharded tick, for more tables than one invocation can tick within the interval. The
-scheduled invocation (:func:`coordinate`) finds the managed tables; above
+scheduled invocation (`coordinate`) finds the managed tables; above
 ``shard_above_tables`` it cuts them into batches of ``tables_per_batch`` (in name order)
-and sends each to the batch queue as one SQS message (:class:`Batch`: the table names
+and sends each to the batch queue as one SQS message (`Batch`: the table names
 alone; a batch reads their tags itself, as it reads everything else); at or below, it
 ticks them itself, as an unsharded scaler does. The batch function takes one message at a
 time (SQS to Lambda, at most the event source's maximum concurrency at once) and runs the
-same tick (:func:`.tick.tick` with ``batch``) on the batch's tables alone: its own
+same tick (`tick.tick` with ``batch``) on the batch's tables alone: its own
 GetMetricData calls, its own reads of their scalable targets and state-store items, its own
 failures. A batch is its own fault domain, as each table is within it.
 
-A message is untrusted input: :func:`parse_batch` checks every field (a tick in the
+A message is untrusted input: `parse_batch` checks every field (a tick in the
 future, or a deadline further than one tick after it, included), and a message it refuses
 is a failure of the batch function, never a tick of anything. A batch keeps to its tick:
 no table of it is acted on after its ``deadline`` (the next scheduled tick, less
-:data:`MARGIN`), so two ticks never act on one table at once; tables left when the
+`MARGIN`), so two ticks never act on one table at once; tables left when the
 deadline passes are failures, decided again by the next tick.
 """
 
@@ -136,7 +136,7 @@ def _groups(batches: Sequence[Batch]) -> list[list[tuple[Batch, str]]]:
 
 def parse_batch(body: object, received: datetime, tick_minutes: int) -> Batch:
     """The batch a message body says, every field checked against a receiving clock of
-    ``received`` and a tick of ``tick_minutes``; raises :class:`BatchError` naming the
+    ``received`` and a tick of ``tick_minutes``; raises `BatchError` naming the
     field, the value and what is allowed."""
     try:
         raw = parse_json(body, "batch message", max_chars=SEND_BYTES)

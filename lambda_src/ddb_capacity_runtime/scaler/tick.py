@@ -2,13 +2,13 @@
 
 One tick of the throttle-aware scaler: discover, measure, decide, act, report.
 
-:func:`tick` (and :func:`run_tick`, its summary as a dict) takes its clients and clock as
+`tick` (and `run_tick`, its summary as a dict) takes its clients and clock as
 arguments, so the same tick runs in Lambda, in tests against a moto server, and in
-benchmarks. Its steps: :mod:`.prepare` (each table as the tick decides it),
-:mod:`..aws.metrics` (the window's series), :mod:`.refusals` (tags refused),
-:mod:`.plans` (the autopilot's forecast), the pure
-:func:`ddb_capacity_runtime.core.plan.plan_table` (the decisions), and
-:mod:`..aws.actuator` (acting).
+benchmarks. Its steps: `prepare` (each table as the tick decides it),
+`aws.metrics` (the window's series), `refusals` (tags refused),
+`plans` (the autopilot's forecast), the pure
+`ddb_capacity_runtime.core.plan.plan_table` (the decisions), and
+`aws.actuator` (acting).
 
 Every table is its own fault domain: whatever goes wrong for one table (an AWS error, a
 connection error, a bad override, anything raised) fails that table alone, and the others
@@ -18,7 +18,7 @@ nothing anywhere, while raises on the data it has still go ahead. Every failure 
 (EMF ``Failures``) and reported in the summary, whose ``failures`` and ``shared_failures``
 make the Lambda invocation fail after the tick has acted.
 
-State: every piece of the tick's state is in the state store (:mod:`..requests.store`),
+State: every piece of the tick's state is in the state store (`requests.store`),
 read with one Scan a tick: the memory of each minimum it holds raised (reconciled with the
 target's minimum: one someone else set becomes the configured one, never undone), the
 autopilot's plans, and the capacity requests' holds. Tags are configuration only: 0.4's
@@ -26,7 +26,7 @@ state tags are moved into the store once, and removed (``state-moved-from-tags``
 A table's expired holds are ended first, and its active holds lift the dimension's min
 (and max) to their level for the tick.
 
-Reports through :mod:`ddb_capacity_runtime.events`: a ``decision`` event per dimension, a
+Reports through [`ddb_capacity_runtime.events`][]: a ``decision`` event per dimension, a
 ``hold-ended`` event per ended hold, ``table-skipped``, ``table-failed``,
 ``shared-call-failed``, ``tag-refused``, ``target-held``, ``minimum-set-elsewhere``,
 ``state-moved-from-tags``, ``hot-key``, ``throttle-causes-unknown``, ``target-value``,
@@ -40,7 +40,7 @@ a table is a CloudWatch custom metric, billed for the hours it has data):
 landed at once; a raise's ``decision`` event says ``within_warm`` too),
 ``KeyRangeThrottleEvents`` (throttles of a hot key, which capacity cannot fix: never
 raised for; read from DynamoDB's metrics by cause for throttled dimensions only, see
-:func:`..aws.metrics.fetch_causes`; a table whose causes cannot be read fails, and its
+`aws.metrics.fetch_causes`; a table whose causes cannot be read fails, and its
 throttles are all taken for fixable), ``PlansNotKept`` (plans the state store could not
 keep: a request held the dimension),
 ``BadTargets`` (dimensions held because their scalable target's minimum is above its
@@ -115,7 +115,7 @@ class TickFailed(RuntimeError):
 class TickSummary:
     """What one tick did: the tables and dimensions it managed, the changes made
     (``changes``) and not made (``failed``) as rows, the tables skipped, the tables that
-    failed, and the shared calls that failed. :meth:`to_dict` is the scaler Lambda's
+    failed, and the shared calls that failed. `to_dict` is the scaler Lambda's
     answer and the fields of its ``tick-done`` event."""
 
     tables: int
@@ -153,7 +153,7 @@ class _Tick:
     out: TextIO | None
     sleep: Callable[[float], None]
     store: HoldStore
-    #: after it, nothing is sent (:mod:`..core.deadline`)
+    #: after it, nothing is sent (`core.deadline`)
     deadline: Deadline = field(default_factory=Deadline)
     #: tables not decided, and changes not sent, because the deadline passed
     late: int = 0
@@ -178,7 +178,7 @@ class _Tick:
         """``call``, retried with backoff unless it retries its own parts (``retried``);
         a failure is recorded and ``default`` returned. A throttled call whose default
         loses nothing another table's decision rests on (``confined``) is recorded in
-        :attr:`throttled` instead of forbidding decreases."""
+        `throttled` instead of forbidding decreases."""
         try:
             return call() if retried else with_retries(call, sleep=self.sleep)
         except Exception as exc:
@@ -220,7 +220,7 @@ def run_tick(
     clock: Callable[[], float] = time.time,
     deadline: float | None = None,
 ) -> dict[str, Any]:
-    """:func:`tick`, its summary as a dict (:meth:`TickSummary.to_dict`)."""
+    """`tick`, its summary as a dict (`TickSummary.to_dict`)."""
     summary = tick(
         config,
         clients,
@@ -254,7 +254,7 @@ def tick(
     ``out`` (stdout by default); events to the log. ``sleep`` is the backoff between tries
     of a shared call. ``store``: the state store, with the memory of every minimum the
     library holds raised, the autopilot's plans, and the capacity requests' holds, which
-    the tick obeys and ends at expiry. With ``batch`` (:mod:`.shard`), the batch's tables
+    the tick obeys and ends at expiry. With ``batch`` (`shard`), the batch's tables
     alone, their targets and state read for them. ``found``: the tables tag discovery found
     already this tick (it is not run again). Nothing is sent once ``clock()`` (a POSIX
     time) reaches ``deadline`` or the batch's, whichever is first."""
@@ -330,7 +330,7 @@ def _read_batch(
 ) -> tuple[list[ManagedTable], dict[str, list[HeldDimension]]]:
     """The batch's tables as the tick decides them: each described and its state-store
     items read (one Query each; a table whose items cannot be read fails alone; one not
-    managed now is skipped, and one UPDATING counted), their tags read (:func:`_batch_tags`:
+    managed now is skipped, and one UPDATING counted), their tags read (`_batch_tags`:
     a message names tables, never their configuration), then the scalable targets of them
     all and their GSIs listed at once."""
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
@@ -426,7 +426,7 @@ def _prepare_tables(
     threads: int,
     descriptions: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[ManagedTable]:
-    """Every table found, as the tick will decide it (:func:`.prepare.prepare`, in
+    """Every table found, as the tick will decide it (`prepare.prepare`, in
     ``threads`` threads, with its DescribeTable answer where ``descriptions`` has it); a
     table not managed now is skipped (and one UPDATING counted), one that fails is a
     failure of that table alone."""
@@ -534,7 +534,7 @@ def _refuse_tags(
     t: _Tick, tables: list[ManagedTable], series: Mapping[Key, Series]
 ) -> list[ManagedTable]:
     """``tables`` with the tags refused that would lower a limit below the need
-    (:func:`.refusals.refuse_tags`); a table whose check fails is left alone, and fails."""
+    (`refusals.refuse_tags`); a table whose check fails is left alone, and fails."""
     checked = []
     for table in tables:
         try:
@@ -604,7 +604,7 @@ def _decide_and_act(
 
 def _retarget(t: _Tick, table: ManagedTable) -> None:
     """Set each owned target-tracking policy's target value to what its dimension aims at
-    (:func:`..core.ownership.retargets`; ``table`` as the plans made it). A failed write is
+    (`core.ownership.retargets`; ``table`` as the plans made it). A failed write is
     a failure of the table; the others are still written."""
     for r in retargets(table):
         d = r.dimension

@@ -1,6 +1,6 @@
 """Runs in: settle Lambda.
 
-The settle custom resource of ``PROVISION_THEN_SETTLE``: :mod:`.plan` decides (pure),
-:mod:`.handler` talks to DynamoDB and CloudFormation."""
+The settle custom resource of ``PROVISION_THEN_SETTLE``: `plan` decides (pure),
+`handler` talks to DynamoDB and CloudFormation."""
 
 __all__: list[str] = []

@@ -11,8 +11,8 @@ capacity still equals the high-water mark that CloudFormation provisioned. Once 
 been settled, or auto scaling has moved it (up for traffic, or down), it is left alone,
 so a retried or repeated event spends no second decrease and never cuts live capacity.
 
-Layers: :func:`.plan.plan_settle` is pure; :func:`settle_table` talks to DynamoDB through a
-client passed in; :func:`handler` is the thin CloudFormation custom-resource entry point.
+Layers: `plan.plan_settle` is pure; `settle_table` talks to DynamoDB through a
+client passed in; `handler` is the thin CloudFormation custom-resource entry point.
 """
 
 from __future__ import annotations

@@ -3,13 +3,13 @@
 A token bucket in capacity units per second, for work that paces itself by the capacity
 DynamoDB reports it consumed (``ReturnConsumedCapacity``), not by request counts.
 
-A caller reserves an estimate before a request (:meth:`TokenBucket.acquire`) and settles
-the difference once the response says what was consumed (:meth:`TokenBucket.settle`). Tokens
+A caller reserves an estimate before a request ([`TokenBucket.acquire`][]) and settles
+the difference once the response says what was consumed ([`TokenBucket.settle`][]). Tokens
 accrue at ``rate`` up to ``burst``; while they are negative (debt) every caller waits. Over
 any span T the units consumed stay within ``burst + rate x T`` plus the estimation error of
 the requests in flight. Thread-safe; the clock and sleep are injectable for tests.
 
-:func:`throttle_cause` tells the workers why DynamoDB throttled a request, from the
+[`throttle_cause`][] tells the workers why DynamoDB throttled a request, from the
 ``ThrottlingReasons`` of the exception: a hot key (``"key-range"``) is not cooled by slowing
 the whole job, the other causes are.
 """
@@ -136,7 +136,7 @@ class TokenBucket:
 
 
 def strongest(causes: Iterable[ThrottleCause]) -> ThrottleCause:
-    """The first of :data:`CAUSES` among ``causes`` (``"unknown"`` if there are none)."""
+    """The first of `CAUSES` among ``causes`` (``"unknown"`` if there are none)."""
     found = set(causes)
     return next((cause for cause in CAUSES if cause in found), "unknown")
 
@@ -149,8 +149,8 @@ def _reason_cause(entry: object) -> ThrottleCause:
 def reasons_cause(reasons: object) -> ThrottleCause:
     """The cause of a throttle from its ``ThrottlingReasons`` as botocore parsed them (a list
     of ``{"reason": ..., "resource": ...}``). Anything else (missing, not a list, empty, longer
-    than :data:`MAX_REASONS`) is ``"unknown"``, as is an entry that is not such a mapping or
-    whose reason is not one of :data:`REASONS`. Never raises."""
+    than `MAX_REASONS`) is ``"unknown"``, as is an entry that is not such a mapping or
+    whose reason is not one of `REASONS`. Never raises."""
     if not isinstance(reasons, list | tuple) or not reasons or len(reasons) > MAX_REASONS:
         return "unknown"
     return strongest(_reason_cause(entry) for entry in reasons)
@@ -158,7 +158,7 @@ def reasons_cause(reasons: object) -> ThrottleCause:
 
 def throttle_cause(error: ClientError) -> ThrottleCause | None:
     """Why DynamoDB throttled the request that raised ``error``; None if ``error`` is not a
-    throttle (its code is not one of :data:`THROTTLED`). botocore puts the reasons on the
+    throttle (its code is not one of `THROTTLED`). botocore puts the reasons on the
     response as ``ThrottlingReasons`` (ProvisionedThroughputExceededException,
     RequestLimitExceeded) or ``throttlingReasons`` (ThrottlingException); responses without
     them (older endpoints, DynamoDB Local, moto) are ``"unknown"``. Never raises."""

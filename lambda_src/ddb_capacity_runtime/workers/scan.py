@@ -264,7 +264,7 @@ class RateLimitedScan:
             limit = self.next_limit(len(items), units, self.page_units) or limit
 
     def _cursor(self, segment: int) -> Cursor:
-        """The segment's saved cursor (a fresh one without a store); :class:`ScanError` if it
+        """The segment's saved cursor (a fresh one without a store); [`ScanError`][] if it
         was saved by a scan of another number of segments."""
         if self.store is None or self.scan_id is None:
             return Cursor(None, False, 0)
@@ -279,7 +279,7 @@ class RateLimitedScan:
 
     def run(self, handle: Page) -> ScanResult:
         """Scan every segment; returns when all are done, or stopped. Resuming a scan with
-        another number of segments than it began with raises :class:`ScanError` (a segment
+        another number of segments than it began with raises [`ScanError`][] (a segment
         of one split is not a segment of another: items would be lost or repeated). Every
         segment's cursor is checked before any page is read."""
         cursors = [self._cursor(segment) for segment in range(self.segments)]

@@ -4,7 +4,7 @@ The report page: one self-contained HTML file per answer (``--html FILE`` on ``s
 ``backtest``, ``tune`` and ``advise``) and the fleet page of ``advise --all-tables
 --report`` and the nightly advisor. Charts are drawn in the browser by a small script
 inlined in the page (``page.js``) from the page's own JSON: no plotting library, no CDN, no
-server. Every name is escaped (:mod:`.document`)."""
+server. Every name is escaped (`document`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Runs in: workstation (the `ddb-capacity` command), advisor report Lambda.
 
 The one way a report page is put together: every untrusted value (table and index names,
-trace names, reasons, policies) goes through :func:`text` into HTML or through
-:func:`data_block` into the page's JSON, and the page's style and script
+trace names, reasons, policies) goes through `text` into HTML or through
+`data_block` into the page's JSON, and the page's style and script
 (``page.css``, ``page.js``, in this package) are inlined: the file opens offline, with no
 server, no CDN and no web font.
 """
@@ -43,13 +43,13 @@ class HtmlError(ValueError):
 
 
 class Markup(str):
-    """HTML made here from escaped parts (:func:`link`, :func:`bar`): :func:`text` and
-    :func:`table` leave it as it is."""
+    """HTML made here from escaped parts (`link`, `bar`): `text` and
+    `table` leave it as it is."""
 
 
 def text(value: object) -> str:
     """``value`` as HTML text or an attribute's value: ``& < > " '`` escaped (a
-    :class:`Markup` is already HTML)."""
+    `Markup` is already HTML)."""
     if isinstance(value, Markup):
         return value
     return html.escape(value if isinstance(value, str) else str(value), quote=True)
@@ -85,7 +85,7 @@ def _asset(name: str) -> str:
 
 def document(title: str, body: str, data: Mapping[str, Any] | None = None) -> str:
     """A whole page: ``title`` (text, escaped here), ``body`` (HTML made with
-    :func:`text`), ``data`` for the charts (:func:`data_block`), the style and the script
+    `text`), ``data`` for the charts (`data_block`), the style and the script
     inline."""
     return (
         "<!DOCTYPE html>\n"
@@ -155,7 +155,8 @@ def check_path(path: str | Path) -> Path:
 
 
 def write(path: str | Path, page: str) -> Path:
-    """Write ``page`` to ``path`` (checked by :func:`check_path`)."""
+    """Write ``page`` to ``path`` (checked by
+    [`check_path`][ddb_capacity_tools.page.check_path])."""
     path = check_path(path)
     try:
         path.write_text(page, encoding="utf-8")

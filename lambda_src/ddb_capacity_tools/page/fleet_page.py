@@ -4,7 +4,7 @@ Lambda.
 The fleet page: the fleet's totals, then one row per table (current cost, recommended
 cost, saving, the recommendation and the reason), largest saving first, sortable by any
 column and filtered by words and status; each advised or failed table links to its own
-page (:func:`.pages.table_page`) under ``links``."""
+page ([`pages.table_page`][ddb_capacity_tools.page.table_page]) under ``links``."""
 
 from __future__ import annotations
 
@@ -45,8 +45,8 @@ def page_name(table_name: str) -> str:
 def table_pages(
     results: Sequence[Advice | Failure], about: dict[str, Any] | None = None
 ) -> dict[str, str]:
-    """Each table's page (:func:`.pages.table_page`) by its name under
-    :data:`TABLE_PAGES`, for the rows :func:`fleet_page` links: tables (not GSIs) whose
+    """Each table's page ([`pages.table_page`][ddb_capacity_tools.page.table_page]) by its name
+    under `TABLE_PAGES`, for the rows `fleet_page` links: tables (not GSIs) whose
     name is a table name."""
     return {
         TABLE_PAGES + page_name(r.table): table_page(r, about)

@@ -1,7 +1,9 @@
 """Runs in: workstation (the `ddb-capacity` command), advisor worker Lambda.
 
-The page of each command: ``simulate`` and ``backtest`` (:func:`run_page`), ``tune``
-(:func:`tune_page`) and one table's ``advise`` (:func:`table_page`)."""
+The page of each command: ``simulate`` and ``backtest``
+([`run_page`][ddb_capacity_tools.page.run_page]), ``tune``
+([`tune_page`][ddb_capacity_tools.page.tune_page]) and one table's ``advise``
+([`table_page`][ddb_capacity_tools.page.table_page])."""
 
 from __future__ import annotations
 

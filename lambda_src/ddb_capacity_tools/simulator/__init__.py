@@ -3,7 +3,7 @@
 The capacity simulator: replay a traffic trace through scaling policies, the scaler
 Lambda's own among them, and compare throttles, unit-hours, dollars and decreases.
 
-Loads no CDK; the command line is ``ddb-capacity`` (:mod:`ddb_capacity_tools.cli`).
+Loads no CDK; the command line is ``ddb-capacity`` (`ddb_capacity_tools.cli`).
 """
 
 from .model import ModelError, ModelParams, serve

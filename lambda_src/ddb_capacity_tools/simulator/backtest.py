@@ -4,8 +4,8 @@ A trace from a real table's CloudWatch history: consumed capacity plus throttled
 per minute, for the table or one GSI. Uses the scaler's own metric fetch.
 
 Where DynamoDB published the throttles by cause (``{Read,Write}KeyRangeThroughputThrottleEvents``
-and the others, read by the scaler's own :func:`fetch_causes`), the refused demand is split:
-the key-range part goes to :attr:`Trace.key_range`, and every replay refuses it again
+and the others, read by the scaler's own `fetch_causes`), the refused demand is split:
+the key-range part goes to `Trace.key_range`, and every replay refuses it again
 whatever the capacity (a hot partition refused it); the rest is demand capacity could have
 served. Where they were not published (older minutes, a Region without them) or could not
 be read, every throttle is taken for a provisioned-throughput one, as before the causes
@@ -29,7 +29,7 @@ MAX_DAYS = 15
 
 
 def check_days(days: object) -> int:
-    """``--days``, refused unless a whole number from 1 to :data:`MAX_DAYS`."""
+    """``--days``, refused unless a whole number from 1 to `MAX_DAYS`."""
     if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
         raise TraceError(
             f"--days: got {days!r}; expected a whole number from 1 to {MAX_DAYS} "
@@ -139,8 +139,9 @@ def by_cause(
 
 
 def history_end(end: datetime | None) -> datetime:
-    """``end`` (default: now) in UTC on a whole minute; :class:`TraceError` unless it is
-    within the last ``MAX_DAYS`` days (older minutes have no 1-minute datapoints left)."""
+    """``end`` (default: now) in UTC on a whole minute;
+    [`TraceError`][ddb_capacity_tools.simulator.TraceError] unless it is within the last
+    ``MAX_DAYS`` days (older minutes have no 1-minute datapoints left)."""
     now = datetime.now(UTC).replace(second=0, microsecond=0)
     if end is None:
         return now

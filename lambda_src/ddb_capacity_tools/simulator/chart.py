@@ -39,7 +39,7 @@ INSTALL = "pip install 'cdk-dynamodb-capacity[charts]'"
 
 
 def check(path: str | Path) -> Path:
-    """``path`` if a chart can be written there (:func:`check_path`) and matplotlib is
+    """``path`` if a chart can be written there (`check_path`) and matplotlib is
     installed; checked before any simulation runs."""
     checked = check_path(path)
     if importlib.util.find_spec("matplotlib") is None:

@@ -310,6 +310,7 @@ def table(results: Sequence[EnsembleResult], name: str, settings: int) -> str:
                 f"{c.min:,.2f} / {c.median:,.2f} / {c.max:,.2f}",
             )
         )
-    lines = [f"ensemble {name}: {settings} model settings (README, 'Robustness')", ""]
+    guide = "docs/guides/simulator.md#robustness-ensemble"
+    lines = [f"ensemble {name}: {settings} model settings ({guide})", ""]
     lines += fixed_width(rows)
     return "\n".join(lines)

@@ -3,7 +3,7 @@
 The fast path in the simulator: the application's processes report what they consume and
 the throttles they meet (``ddb_capacity_runtime.signals.watch``), and the signals function
 raises a dimension at once when the reports call for it
-(:func:`ddb_capacity_runtime.core.surge.surge_level`, the deployed rule).
+(`ddb_capacity_runtime.core.surge.surge_level`, the deployed rule).
 
 What the model assumes (``ModelParams.fast_path_seconds`` S and ``fast_path_share`` F):
 
@@ -23,16 +23,16 @@ What the model assumes (``ModelParams.fast_path_seconds`` S and ``fast_path_shar
   scaler's tick does not lower the dimension below it while it holds;
 - a surge is renewed while its dimension's demand would drain the capacity it falls
   back to (or throttles), and raised further only when the reports ask for more than it
-  holds; it expires :data:`~ddb_capacity_runtime.core.surge.DEFAULT_SURGE_MINUTES`
+  holds; it expires `DEFAULT_SURGE_MINUTES`
   minutes after the last minute that called for it, and ends at the next restore
-  (every :data:`RESTORE_MINUTES`, the restorer's default); it is not renewed
-  :data:`~ddb_capacity_runtime.core.surge.SURGE_LIFETIME_MINUTES` after its first raise,
+  (every `RESTORE_MINUTES`, the restorer's default); it is not renewed
+  `SURGE_LIFETIME_MINUTES` after its first raise,
   and a new one may start once it has ended;
 - a dimension being updated (UPDATING) starts no surge: the signals function counts it
   and the next report tries again;
 - a surge is bounded as the signals function bounds it by default
-  (:func:`~ddb_capacity_runtime.core.surge.cap_room`,
-  :func:`~ddb_capacity_runtime.core.surge.budget_left`, the same code): at most 4x the
+  (`cap_room`,
+  `budget_left`, the same code): at most 4x the
   capacity it started from (at least 100 units more), or ``fast_path_cap`` units more
   when set, and at most twice that per dimension an hour (its budget window); the default
   cap and budget reach the dimension's warm throughput, as DescribeTable shows it (the
@@ -42,7 +42,7 @@ What the model assumes (``ModelParams.fast_path_seconds`` S and ``fast_path_shar
 The table's stream as a signal (``ModelParams.stream_seconds`` S'): the stream reader
 sees every write the table (and each GSI) served, S' seconds after it, and nothing else:
 no reads, no refused writes, no throttles. It feeds the same rule
-(:func:`~ddb_capacity_runtime.core.surge.surge_level`) with the served writes as the
+(`surge_level`) with the served writes as the
 demand: served writes at or above the capacity a surge falls back to mean the burst
 bucket is draining, and the surge sizes the capacity for them at the target; while
 throttled, the served writes are about the capacity itself, so each raise lifts it by

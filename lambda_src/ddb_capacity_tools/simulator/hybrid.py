@@ -10,19 +10,19 @@ once. Each day's plan is made from the days before it only (at most ``HISTORY_DA
 1. For each hour of the day, what each past day paid in that hour on the autopilot (its
    provisioned capacity) and what on-demand would have charged for the same requests.
    The hour's saving is the median over the past days of (autopilot - on-demand).
-2. The day's on-demand windows are the at most :data:`SWITCHES_PER_DAY` runs of whole
-   hours whose savings add up to the most (:func:`best_windows`): a cheap hour between two
+2. The day's on-demand windows are the at most `SWITCHES_PER_DAY` runs of whole
+   hours whose savings add up to the most (`best_windows`): a cheap hour between two
    on-demand ones joins them when the limit on windows makes that the better use of one
    (switching itself costs nothing in the model).
-3. A window only starts while fewer than :data:`SWITCHES_PER_DAY` switches to on-demand
+3. A window only starts while fewer than `SWITCHES_PER_DAY` switches to on-demand
    were made in the 24 hours before it (AWS's rolling limit); switching back to
    provisioned is allowed at any time.
 
 The first day has no history and runs on the autopilot alone.
 
-How the run is put together (:func:`compose`): the autopilot runs over the whole trace on
+How the run is put together (`compose`): the autopilot runs over the whole trace on
 its own simulated provisioned table, and on-demand over the whole trace (its limits,
-:mod:`.model`); each minute takes the autopilot's minute or on-demand's, by the plan. What
+`model`); each minute takes the autopilot's minute or on-demand's, by the plan. What
 this leaves out is in the docs' fidelity table: the switch's own minutes (AWS: "several
 minutes", during which the table serves what it was provisioned for); that the autopilot,
 while the table is on-demand, would see the on-demand table's traffic rather than its own
@@ -125,7 +125,7 @@ def plan(
     hindsight: bool = False,
 ) -> list[bool]:
     """Per trace minute, whether the table is on-demand: each day's windows
-    (:func:`best_windows`) from the hourly savings of the ``history`` days before it, the
+    (`best_windows`) from the hourly savings of the ``history`` days before it, the
     rolling limit of ``most`` switches to on-demand in 24 hours kept. ``offset``: the
     trace's first minute's minute of the day (UTC). With ``hindsight``, each day's windows
     come from that day's own savings: a cost reference for benchmarks, not a bound (the
@@ -186,9 +186,9 @@ def compose(
     hindsight: bool = False,
 ) -> dict[Key, Composed]:
     """The hybrid from a provisioned run (``base``) and an on-demand run of the same
-    trace, per dimension: each minute the base's or on-demand's, by :func:`plan` over the
+    trace, per dimension: each minute the base's or on-demand's, by `plan` over the
     table's costs (every dimension's together). ``start``: the first minute that counts
-    for the cost (the plan uses every minute); ``hindsight``: as for :func:`plan`."""
+    for the cost (the plan uses every minute); ``hindsight``: as for `plan`."""
     keys = list(base)
     minutes = len(base[keys[0]].demand) if keys else 0
     unit = {k: prices.provisioned(k[1], 1) for k in keys}  # a unit-minute's dollars

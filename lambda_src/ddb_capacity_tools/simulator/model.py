@@ -1,7 +1,8 @@
 """Runs in: workstation (the `ddb-capacity` command).
 
 The simulated table: DynamoDB's capacity mechanics minute by minute, and CloudWatch as
-policies see it. Every assumption is a field of :class:`ModelParams`.
+policies see it. Every assumption is a field of
+[`ModelParams`][ddb_capacity_tools.simulator.ModelParams].
 
 Per dimension and minute, in this order:
 
@@ -9,7 +10,8 @@ Per dimension and minute, in this order:
 2. the policy acts on what it can see (delayed CloudWatch datapoints, DescribeTable);
 3. a hot key's partition refuses what it cannot serve (key-range throttles, below); the
    rest of the demand is served from provisioned capacity, then from the burst bucket, and
-   what neither serves is throttled (provisioned-throughput throttles, :func:`serve`);
+   what neither serves is throttled (provisioned-throughput throttles,
+   [`serve`][ddb_capacity_tools.simulator.serve]);
 4. the minute's served consumption and throttle events are published, to become visible
    ``metric_delay_minutes`` / ``throttle_delay_minutes`` (plus a draw from 0 to
    ``delay_spread_minutes``) after the minute ends.
@@ -24,12 +26,12 @@ table "can instantly scale" up to its warm throughput); the minute it lands in i
 in two parts. ``warm_update_seconds`` None turns that off: every change takes
 ``update_minutes``. Draws come from one random generator seeded with ``model_seed``,
 so a run is reproducible. Decreases are checked against
-the run-time :class:`DecreaseLedger` when requested, as DynamoDB does: one over the quota
+the run-time `DecreaseLedger` when requested, as DynamoDB does: one over the quota
 fails. Read and write of the table (or of one GSI) share a decrease counter.
 
-Partitions, as a hot key meets them (:class:`HotPartition`). DynamoDB spreads a table over
+Partitions, as a hot key meets them (`HotPartition`). DynamoDB spreads a table over
 partitions by the hash of the partition key; each partition serves at most
-:data:`PARTITION_UNITS` (3,000 RCU and 1,000 WCU per second), whatever the table's
+`PARTITION_UNITS` (3,000 RCU and 1,000 WCU per second), whatever the table's
 provisioned capacity. A key that takes a large share of the requests (a hot key) loads its
 partition beyond that limit, and what the partition cannot serve is refused as a key-range
 throttle: more provisioned capacity does not help.
@@ -53,11 +55,11 @@ The model, per table and per GSI (read and write of one share its partitions):
 ``key_skew`` 0 turns the model off: uniform traffic spreads over as many partitions as it
 needs (the simulator's behaviour before partitions were modelled, kept exactly). A Zipf
 distribution maps onto ``key_skew``: with exponent ``s`` over ``n`` keys, the hottest key's
-share is ``1 / H(n, s)`` (:func:`zipf_share`); only the hottest key is modelled, the others
+share is ``1 / H(n, s)`` (`zipf_share`); only the hottest key is modelled, the others
 are taken as evenly spread. On-demand tables have partitions too: theirs follow the
-highest demand served so far (:func:`on_demand_refusals`).
+highest demand served so far (`on_demand_refusals`).
 
-On-demand, per dimension of the table and of each GSI (:class:`OnDemandDimension`), as the
+On-demand, per dimension of the table and of each GSI (`OnDemandDimension`), as the
 DynamoDB developer guide documents it ("DynamoDB on-demand capacity mode", "Initial throughput
 and scaling properties"; "DynamoDB maximum throughput for on-demand tables"): what exceeds
 the maximum throughput (``on_demand_max_*_units``, or the table quota ``max_capacity``) is
@@ -69,7 +71,7 @@ double a peak 30 minutes after reaching it) is refused. The peak never decays.
 Both kinds of throttle events are published together, with the same delays; a
 throttle-aware policy reads them by cause as the scaler Lambda does. The hot partition
 does not lean on the burst bucket (a partition's limit is a hard one), and on a trace from
-a table's history (:attr:`Trace.key_range`) the key-range refusals DynamoDB published are
+a table's history (`Trace.key_range`) the key-range refusals DynamoDB published are
 refused again first, whatever the capacity.
 """
 
@@ -210,7 +212,7 @@ class HotPartition:
         return refused
 
     def would_refuse(self, dimension: str, demand: float, given: float = 0.0) -> float:
-        """What :meth:`refuse` refuses, without counting the minute as hot."""
+        """What `refuse` refuses, without counting the minute as hot."""
         fixed = given if given < demand else demand
         if self.skew <= 0.0:
             return fixed
@@ -275,9 +277,9 @@ class OnDemandDimension:
     def serve_all(
         self, wanted: Sequence[float], block: int = 1440
     ) -> tuple[list[float], list[float]]:
-        """:meth:`serve` each minute of ``wanted``: what was refused each minute over double
+        """`serve` each minute of ``wanted``: what was refused each minute over double
         the previous peak and the warm throughput, and over the cap. A block of minutes
-        that is refused nothing is served at once (:meth:`_within`)."""
+        that is refused nothing is served at once (`_within`)."""
         over_peak: list[float] = []
         over_cap: list[float] = []
         for first in range(0, len(wanted), block):
@@ -293,7 +295,7 @@ class OnDemandDimension:
         return over_peak, over_cap
 
     def _within(self, chunk: list[float]) -> bool:
-        """Whether :meth:`serve` would refuse nothing of ``chunk``; if so, serve it: each
+        """Whether `serve` would refuse nothing of ``chunk``; if so, serve it: each
         minute's previous peak is then the running peak of what was served (``chunk``
         itself) ``lag`` minutes before."""
         top = max(chunk)
@@ -341,7 +343,7 @@ class OnDemandRefusals(NamedTuple):
 def on_demand_refusals(trace: Trace, params: ModelParams) -> dict[Key, OnDemandRefusals]:
     """What an on-demand table refuses, per dimension that refuses anything (a dimension
     left out refuses nothing): its hot partitions first (their partitions follow the
-    highest traffic served), then its limits (:class:`OnDemandDimension`). Before the
+    highest traffic served), then its limits (`OnDemandDimension`). Before the
     trace, ``warmup_minutes`` at the first minute's demand, served whatever the limits,
     set the previous peak: a table that has served it before (with no warm-up, a new
     table)."""
@@ -389,7 +391,7 @@ class ModelError(ValueError):
 
 @dataclass(frozen=True)
 class ModelParams:
-    """The model's assumptions (README, "Simulator: the model").
+    """The model's assumptions (docs/guides/simulator.md#the-model).
 
     :param burst_seconds: seconds of unused capacity the burst bucket keeps. DynamoDB: 300.
     :param metric_delay_minutes: minutes after a minute ends before its consumed datapoint
@@ -417,9 +419,9 @@ class ModelParams:
     :param warmup_minutes: minutes simulated before the trace at its first row's demand, so
         policies start settled and with a CloudWatch history. Not counted in results.
     :param key_skew: the hot key's share of every dimension's requests, 0 to 1 (the
-        partition model, :class:`HotPartition`). 0: no hot key, and no partition limits (the
+        partition model, `HotPartition`). 0: no hot key, and no partition limits (the
         model before partitions, exactly). None (the default): the trace's own
-        (:attr:`Trace.key_skew`; 0 for a CSV trace or a table's history).
+        (`Trace.key_skew`; 0 for a CSV trace or a table's history).
     :param split_minutes: minutes in a row the hot partition must be asked for more than it
         serves before DynamoDB splits it for heat. None: never. Default 15.
     :param table_size_gb: the table's size (and each GSI's): at least one partition per
@@ -427,13 +429,13 @@ class ModelParams:
     :param warm_read_units, warm_write_units: the table's (and each GSI's) warm throughput:
         counted towards its partitions as if it had been provisioned. Default 0. On
         on-demand, what the table serves at once from the start when above a new table's
-        (:data:`ON_DEMAND_WARM`: 12,000 and 4,000): warm throughput is only ever raised.
-    :param on_demand_peak_minutes: on-demand's doubling rule (:class:`OnDemandDimension`):
+        (`ON_DEMAND_WARM`: 12,000 and 4,000): warm throughput is only ever raised.
+    :param on_demand_peak_minutes: on-demand's doubling rule (`OnDemandDimension`):
         minutes after a peak is reached before traffic may exceed double it. DynamoDB: 30.
     :param on_demand_max_read_units, on_demand_max_write_units: an on-demand table's (and
         each GSI's) maximum throughput (``OnDemandThroughput``): what exceeds it is throttled.
         None (the default): unlimited, but for the table quota (``max_capacity``).
-    :param fast_path_seconds: the fast path (:mod:`.fast_path`): seconds after a moment's
+    :param fast_path_seconds: the fast path (`fast_path`): seconds after a moment's
         demand until the application's reports of it reach the signals function, which
         raises capacity at once. Only the library's policies (throttle-aware, autopilot)
         receive them. None (the default): off.
@@ -444,12 +446,12 @@ class ModelParams:
         surge adds over the capacity it started from. None (the default): the signals
         function's default, 4x the capacity it started from (at least 100 units more) or
         up to the warm throughput when higher; either way within the default budget
-        (:mod:`.fast_path`).
+        (`fast_path`).
     :param warm_update_seconds: seconds a raise within the warm throughput of every
         dimension it changes takes to land (module docstring). AWS documents it as instant;
         the table still shows UPDATING for a moment. Default 10. None: such raises take
         ``update_minutes`` like any other change (the model before warm throughput).
-    :param stream_seconds: the table's stream as a signal (:mod:`.fast_path`): seconds
+    :param stream_seconds: the table's stream as a signal (`fast_path`): seconds
         after a moment until the served writes of it reach the stream reader, which raises
         capacity at once. Only served writes are seen (reads and refused requests are not).
         Only the library's policies receive them. None (the default): off.
@@ -483,8 +485,8 @@ class ModelParams:
     stream_seconds: int | None = None
 
     def validate(self, flags: bool = False) -> ModelParams:
-        """Raise :class:`ModelError` for the first field out of range, named as a field or,
-        with ``flags``, as the command-line option."""
+        """Raise [`ModelError`][ddb_capacity_tools.simulator.ModelError] for the first field out of
+        range, named as a field or, with ``flags``, as the command-line option."""
 
         def name(field_name: str) -> str:
             return "--" + field_name.replace("_", "-") if flags else field_name
@@ -552,7 +554,8 @@ def serve(
 def _serve(
     demand: float, provisioned: float, bucket: float, burst_seconds: float, seconds: float = 60.0
 ) -> tuple[float, float, float]:
-    """:func:`serve` as a plain (served, throttled, bucket) tuple: the simulator's hot path."""
+    """[`serve`][ddb_capacity_tools.simulator.serve] as a plain (served, throttled, bucket) tuple:
+    the simulator's hot path."""
     cap = burst_seconds * provisioned
     bucket = min(max(bucket, 0.0), cap)
     if demand <= provisioned:
@@ -601,12 +604,12 @@ class Recorded:
     provisioned: list[int] = field(default_factory=list)
     throttle_events: list[float] = field(default_factory=list)
     #: Of ``throttled``, per minute, what the hot partition refused (key-range throttles).
-    #: Set (:meth:`with_key_range`) only by a run with the partition model on; else empty:
+    #: Set (`with_key_range`) only by a run with the partition model on; else empty:
     #: nothing was refused by key range.
     key_range: ClassVar[Sequence[float]] = ()
     #: Of ``throttled``, per minute, what on-demand's limits refused: over double the
     #: previous peak and the warm throughput (``on_demand``), over the maximum throughput
-    #: (``max_on_demand``). Set (:meth:`with_on_demand`) only by an on-demand run that
+    #: (``max_on_demand``). Set (`with_on_demand`) only by an on-demand run that
     #: refused some; else empty.
     on_demand: ClassVar[Sequence[float]] = ()
     max_on_demand: ClassVar[Sequence[float]] = ()
@@ -776,7 +779,7 @@ class SimulatedTable:
         """Consumed and throttle events of minutes ``first`` .. ``first + count - 1`` as seen
         at the start of minute ``t``, per minute whether either is unknown (empty when every
         one is known), and how many of the newest minutes are left out, not delivered yet
-        (:attr:`Series.undelivered`: only after a delivered minute; else 0)."""
+        (`Series.undelivered`: only after a delivered minute; else 0)."""
         p = self.params
         start = first + self.offset
         stop = start + count
@@ -859,7 +862,7 @@ class SimulatedTable:
         """UpdateTable on the table (``index`` None) or one GSI: ``applied``, ``in-use``
         (an update is in flight) or ``quota`` (a decrease over the quota). ``second``: sent
         that many seconds (0 to 59) into minute ``t``; it lands as many seconds into its
-        minute, which is then served in two parts (:meth:`end_minute`)."""
+        minute, which is then served in two parts (`end_minute`)."""
         if self.busy(index, t):
             return "in-use"
         lo, hi, dims = self.params.min_capacity, self.params.max_capacity, self.dims
@@ -1008,7 +1011,7 @@ class SimulatedTable:
 
     def key_range_refusal(self, key: Key, wanted: float, minute: int) -> float:
         """What ``key``'s hot partition would refuse of ``wanted`` in trace minute
-        ``minute``, as :meth:`_refused_by_key_range` refuses it, but recording nothing
+        ``minute``, as `_refused_by_key_range` refuses it, but recording nothing
         (0 with the partition model off)."""
         if self.partitions is None:
             return 0.0

@@ -2,7 +2,7 @@
 
 The oracle: with perfect foresight, the cheapest provisioning it finds that never
 throttles and that DynamoDB's decrease quota allows. Every other policy is measured against
-it (and against :mod:`.bound`, which no zero-throttle plan can beat).
+it (and against `bound`, which no zero-throttle plan can beat).
 
 Capacity follows the trace in blocks of 15 minutes, and again of 5 minutes, and the cheaper
 plan of each table or GSI is kept (finer blocks pay where demand moves within 15 minutes).
@@ -11,7 +11,7 @@ relied on, since DynamoDB may spend it on maintenance). Increases are free at an
 start; a decrease resets a table's (or GSI's) read and write to the block's need and spends
 one decrease of its counter. Which block starts get a decrease is chosen by dynamic
 programming over (block, decreases spent that UTC day), with the quota rule of
-:mod:`ddb_capacity_runtime.core.quota`: the first 4 of a day at any time, then at least an
+`ddb_capacity_runtime.core.quota`: the first 4 of a day at any time, then at least an
 hour apart, at most 27. Between two decreases capacity is the running peak of need since the
 last one, so the plan is the cheapest of its kind; segments are at most ``lookback_blocks``
 long, which can only cost a decrease, never a throttle.
@@ -51,7 +51,7 @@ class _Reached:
     """The dynamic program's table: for each block boundary ``i`` and each count ``k`` of
     decreases spent on block ``i``'s UTC day, the cheapest cost of the blocks before ``i``
     found so far (``cost[i][k]``), and the boundary and count it came from, as one number
-    (``came[i][k]``, boundary x :data:`CAME` + count: no tuple per step). ``order[i]``
+    (``came[i][k]``, boundary x `CAME` + count: no tuple per step). ``order[i]``
     lists the counts reached, in the order they were first reached; a cost only ever moves
     to a strictly lower one, so ties go to the first."""
 
@@ -283,7 +283,7 @@ def _day(moment: datetime) -> int:
 
 
 class Oracle:
-    """Replays :func:`plan` through the simulated table, each change requested
+    """Replays `plan` through the simulated table, each change requested
     ``update_minutes`` before the block it is for. When UpdateTable's latency is drawn from a
     range, each minute asks for the most the plan needs over every minute the change may land
     in: increases arrive in time at the longest latency, decreases never before the plan's."""

@@ -4,8 +4,8 @@ The policies a trace is replayed through, named as on the command line.
 
 ``fixed:N``, ``stock:T``, ``scheduled`` (or ``scheduled:T``), ``throttle-aware``,
 ``throttle-aware+stock:T``, ``on-demand``, ``oracle`` and ``bound`` (not a policy: the
-proven lower bound on any zero-throttle plan's cost, :mod:`.bound`). The throttle-aware
-policy is the scaler Lambda's own code: :func:`ddb_capacity_runtime.core.plan.plan_table` with the
+proven lower bound on any zero-throttle plan's cost, `bound`). The throttle-aware
+policy is the scaler Lambda's own code: `ddb_capacity_runtime.core.plan.plan_table` with the
 run-time policy and quota ledger. It reads the throttles by cause, as the Lambda does where
 DynamoDB publishes them; with the suffix ``+lumped`` (``autopilot+stock:70+lumped``) it
 reads only the lumped throttle events, as before the causes were published.
@@ -115,7 +115,7 @@ _NUMBERED = (
 
 def parse(text: str, max_capacity: int = 40_000, option: str = "--policy") -> Spec:
     """Parse one ``--policy`` value (or the value of ``option``, which names it in errors);
-    :class:`PolicyError` names what is allowed."""
+    [`PolicyError`][ddb_capacity_tools.simulator.PolicyError] names what is allowed."""
     t = text.strip()
     if t.endswith(OWNED):
         spec = parse(t[: -len(OWNED)], max_capacity, option)
@@ -176,7 +176,7 @@ class AutoScaling:
     datapoint / target; the low alarm (the last 15 below (target - 20 points) x provisioned)
     scales in, but only to the highest of those 15 datapoints / target. Target tracking does
     not scale in so far that the metric would likely go back above the target; sizing on the
-    window's peak is how the model reads that rule (README, "The model").
+    window's peak is how the model reads that rule (docs/guides/simulator.md#stock-target-tracking).
 
     A refused UpdateTable (another update of the table or GSI in flight, or the decrease
     quota) is retried the next minute, as the alarm stays in ALARM and Application Auto
@@ -299,7 +299,7 @@ class AutoScaling:
 class ThrottleAware:
     """The scaler Lambda, ticking every ``tick`` minutes: discovery is replaced by the
     simulated DescribeTable, CloudWatch by the delayed datapoints; the decisions are
-    :func:`ddb_capacity_runtime.core.plan.plan_table`'s. With ``stock`` it moves the
+    `ddb_capacity_runtime.core.plan.plan_table`'s. With ``stock`` it moves the
     scalable targets' minimum (the base minimum is remembered as the state store does),
     else it calls UpdateTable. With ``causes`` (the default) its series carry the throttles
     by cause, as the Lambda reads them; else only the lumped throttle events."""
@@ -355,8 +355,8 @@ class ThrottleAware:
         self._dims: dict[Key, tuple[tuple[Any, ...], Dimension]] = {}
         #: A tick's first minute read, relative to the tick (None until known).
         self._shift: int | None = None
-        #: The table last described, and the last one :func:`apply_plans` made from it with
-        #: what the plans asked (:meth:`_apply_plans`).
+        #: The table last described, and the last one `apply_plans` made from it with
+        #: what the plans asked (`_apply_plans`).
         self._described: ManagedTable | None = None
         self._planned: tuple[ManagedTable, list[Any], ManagedTable] | None = None
         # what a tick reads: its window and the newest minutes (the metric lag's)
@@ -451,8 +451,8 @@ class ThrottleAware:
         self._carry_out(sim, t, plan_table(table, series, self.config, now))
 
     def _apply_plans(self, table: ManagedTable, t: int) -> ManagedTable:
-        """:func:`apply_plans` at ``t``: the table it made last while the table described,
-        each dimension's plan and what the plan asks (:func:`plan_asks`) are the same, as
+        """`apply_plans` at ``t``: the table it made last while the table described,
+        each dimension's plan and what the plan asks (`plan_asks`) are the same, as
         on most ticks of a plan's step (it would make an equal one)."""
         plans = self.plans
         if not plans:
@@ -470,7 +470,7 @@ class ThrottleAware:
 
     def _retarget(self, table: ManagedTable) -> None:
         """Set each owned target's target value to what its dimension aims at, as the
-        scaler's tick does (:func:`ddb_capacity_runtime.core.ownership.retargets`: the
+        scaler's tick does (`ddb_capacity_runtime.core.ownership.retargets`: the
         plan's aim while its floor is in force, else the configured target)."""
         assert self.stock is not None
         for r in retargets(table):
@@ -478,7 +478,7 @@ class ThrottleAware:
 
     def _window(self, sim: SimulatedTable, t: int) -> tuple[int, int]:
         """The first minute and the number of minutes a tick at ``t`` reads, as the Lambda
-        computes them (:func:`window`); the same for every dimension. On a trace that starts
+        computes them (`window`); the same for every dimension. On a trace that starts
         on a whole minute the window keeps its place relative to the tick."""
         if self._shift is not None:
             return t + self._shift, self._history_minutes
@@ -587,8 +587,8 @@ class ThrottleAware:
 
 
 class _Described(ManagedTable):
-    """The simulated DescribeTable's table. Its shallow copy (:func:`apply_plans` makes one
-    each tick) is :func:`copy.copy`'s, without the generic protocol's cost."""
+    """The simulated DescribeTable's table. Its shallow copy (`apply_plans` makes one
+    each tick) is `copy.copy`'s, without the generic protocol's cost."""
 
     def __copy__(self) -> _Described:
         clone = object.__new__(type(self))
@@ -598,7 +598,7 @@ class _Described(ManagedTable):
 
 class OnDemand:
     """Pay per request: every request is served within on-demand's limits, which the model
-    applies (:func:`.model.on_demand_refusals`); no capacity to set."""
+    applies (`model.on_demand_refusals`); no capacity to set."""
 
     def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
         return {k: 0 for k in trace.demand}

@@ -18,7 +18,8 @@ from .trace import Trace, key_label
 def as_json(
     results: Sequence[DimensionResult], trace: Trace, params: ModelParams, prices: Prices
 ) -> dict[str, Any]:
-    """``{"policies": [...]}``: one element per policy and dimension (README, "--json")."""
+    """``{"policies": [...]}``: one element per policy and dimension
+    (docs/guides/simulator.md#json-output)."""
     oracle = {r.key: r.cost_usd for r in results if r.policy == "oracle"}
     floor = {r.key: r.cost_usd for r in results if r.policy == "bound"}
     return {
@@ -105,7 +106,7 @@ def _legend(by_cause: bool, limits: bool) -> str:
     return (
         "throttled units: capacity units refused (units/s x 60); first: minutes from "
         "the trace start; refused decreases were over DynamoDB's quota; bound: no plan "
-        "without throttles costs less (README, 'Bounds')"
+        "without throttles costs less (docs/guides/simulator.md#bounds-oracle-and-bound)"
         + (
             "; key-range: refused by a hot key's partition, which no capacity fixes (the "
             "rest are provisioned-throughput throttles)"

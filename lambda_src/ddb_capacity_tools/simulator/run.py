@@ -52,7 +52,7 @@ class DimensionResult:
     throttle_events: float = 0.0
     recorded: Recorded = field(repr=False, default_factory=Recorded)
     #: The trace minute from which the results count (``run_policy``'s ``score_from``);
-    #: ``recorded`` holds every minute. Set only when it is not 0 (:func:`_scored`).
+    #: ``recorded`` holds every minute. Set only when it is not 0 (`_scored`).
     score_from: ClassVar[int] = 0
 
     @property
@@ -157,8 +157,9 @@ def _progress(out: TextIO | None, label: str, total: int) -> Callable[[int], Non
 
 
 def check_score_from(score_from: int | None, trace: Trace) -> int:
-    """``score_from`` as the first scored minute (None: 0); a :class:`PolicyError` when it
-    is not a minute of ``trace``."""
+    """``score_from`` as the first scored minute (None: 0); a
+    [`PolicyError`][ddb_capacity_tools.simulator.PolicyError] when it is not a minute of
+    ``trace``."""
     if score_from is None:
         return 0
     if (
@@ -185,7 +186,7 @@ def run_policy(
 ) -> list[DimensionResult]:
     """Replay ``trace`` through one policy; one result per dimension. With ``score_from``
     (a trace minute), the policy runs over, sees and learns from every minute, but the
-    results count from that minute on (:func:`_scored`); the oracle and the bound plan
+    results count from that minute on (`_scored`); the oracle and the bound plan
     for those minutes."""
     start = check_score_from(score_from, trace)
     if spec.kind == "hybrid":
@@ -316,7 +317,7 @@ def hybrid_base(spec: Spec) -> Spec:
 def _hybrid(
     spec: Spec, trace: Trace, params: ModelParams, prices: Prices, tick: int, start: int
 ) -> list[DimensionResult]:
-    """The hybrid (:mod:`.hybrid`): the autopilot at the spec's target and on-demand over
+    """The hybrid (`hybrid`): the autopilot at the spec's target and on-demand over
     the whole trace, each minute taken from the one the plan puts the table in; both
     parts counted from ``start``, as ``tune.place`` runs them."""
     base = run_policy(hybrid_base(spec), trace, params, prices, None, tick, score_from=start)
@@ -333,9 +334,9 @@ def compose_hybrid(
     start: int = 0,
     hindsight: bool = False,
 ) -> list[DimensionResult]:
-    """The hybrid's results from its base's (:func:`hybrid_base`) and on-demand's over the
+    """The hybrid's results from its base's (`hybrid_base`) and on-demand's over the
     same trace, both run with ``score_from=start``: counted from minute ``start``
-    (``hindsight``: :func:`.hybrid.plan`'s). Decreases are the base's, those in on-demand
+    (``hindsight``: `hybrid.plan`'s). Decreases are the base's, those in on-demand
     windows included (a simplification: an on-demand table takes no capacity update)."""
     offset = trace.start.hour * 60 + trace.start.minute
     composed = hybrid.compose(
@@ -374,7 +375,8 @@ def simulate(
 ) -> list[DimensionResult]:
     """Every policy over ``trace``: results in policy order, then dimension order. With
     ``workers`` > 1, policies run in that many processes (no progress bar). ``score_from``:
-    the trace minute the results count from (:func:`run_policy`)."""
+    the trace minute the results count from
+    ([`run_policy`][ddb_capacity_tools.simulator.run_policy])."""
     params = (params or ModelParams()).validate()
     check_score_from(score_from, trace)
     prices = prices or Prices()

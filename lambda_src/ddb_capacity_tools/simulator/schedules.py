@@ -3,7 +3,7 @@
 Schedules in a serialized form, replayed with the constructs' own schedule code.
 
 A schedule file is JSON: a list of entries, each the fields of
-:class:`ddb_capacity_tools.schedule.ScheduleEntry` (``constructs_pkg.ScheduleEntry``)
+[`ScheduleEntry`][ddb_capacity_tools.schedule.ScheduleEntry] (``constructs_pkg.ScheduleEntry``)
 plus where it applies::
 
     [{"name": "before-load", "schedule": "cron(55 4 ? * 2-6 *)", "dimension": "write",
@@ -89,7 +89,7 @@ def firings(
     minutes: int,
 ) -> list[Firing]:
     """Every firing from ``LOOKBACK`` before ``start`` to the end of the trace, with the
-    range in force after it, computed by the constructs' :class:`TableSchedule`."""
+    range in force after it, computed by the constructs' [`TableSchedule`][]."""
     schedule = TableSchedule("schedule", dict(ranges), max(mx for _, mx in ranges.values()))
     for number, raw in enumerate(entries, start=1):
         where = f"schedule entry {number}"

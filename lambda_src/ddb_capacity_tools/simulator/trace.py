@@ -42,9 +42,9 @@ def key_label(key: Key) -> str:
 class Trace:
     """Demand per minute from ``start`` (UTC, on a whole minute), per dimension.
 
-    ``schedule`` is the scenario's own serialized schedule (see :mod:`.schedules`), used by
+    ``schedule`` is the scenario's own serialized schedule (see `schedules`), used by
     the ``scheduled`` policy when no schedule file is given. ``key_skew`` is the traffic's
-    own hot key (its share of the requests, :class:`.model.HotPartition`), used when the model's
+    own hot key (its share of the requests, `model.HotPartition`), used when the model's
     ``key_skew`` is None. ``key_range``, per dimension and minute, is the part of the demand
     that the table refused as key-range throttles (from a table's history, where DynamoDB
     published the throttles by cause): the model refuses it again whatever the capacity;
@@ -68,7 +68,7 @@ class Trace:
 
 
 def _shown(text: str) -> str:
-    """``text`` quoted for an error message, in at most :data:`SHOWN` characters (and its
+    """``text`` quoted for an error message, in at most `SHOWN` characters (and its
     length when cut); bytes that are not UTF-8 are shown as bytes."""
     value: str | bytes = text
     if _not_utf8(text):
@@ -127,7 +127,7 @@ def _units(text: str, where: str, max_capacity: int | None) -> float:
 
 
 def _split(line: str) -> list[str]:
-    """The fields of one CSV line, roughly as :mod:`csv` would split it: for a line it refuses
+    """The fields of one CSV line, roughly as `csv` would split it: for a line it refuses
     (a field over its size limit), to say which field is at fault."""
     fields: list[str] = []
     field: list[str] = []
@@ -172,7 +172,7 @@ def read_csv(path: str | Path, max_capacity: int | None = None) -> Trace:
     mark before the header is skipped.
 
     Demand is at most ``max_capacity`` (``--max-capacity``), when given, and at most
-    :data:`MAX_DEMAND`; timestamps are from :data:`FIRST_TIME` to :data:`LAST_TIME`.
+    `MAX_DEMAND`; timestamps are from `FIRST_TIME` to `LAST_TIME`.
     """
     path = Path(path)
     try:

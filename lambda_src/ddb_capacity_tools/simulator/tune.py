@@ -5,28 +5,28 @@
 Every candidate (stock target tracking at 30 to 90 %, the autopilot alone and on top of
 stock target tracking at several target utilizations, the same on a pre-warmed table, and
 on-demand) runs once over the trace under an ensemble of model settings. The choice is
-made by validation (:func:`validate`): each family of candidates (the same policy at
-another target) is fitted on the earlier half of the history (:func:`fit`), and the fitted
+made by validation (`validate`): each family of candidates (the same policy at
+another target) is fitted on the earlier half of the history (`fit`), and the fitted
 candidates, every stock target and on-demand are compared on the later half. A policy only
-sees the past, so one run gives both halves' figures (:func:`place_split`). The figures
+sees the past, so one run gives both halves' figures (`place_split`). The figures
 shown are the later half's, scaled to a month of 730 hours, as min / median / max over the
 ensemble; the medians place each candidate, and the frontier is the candidates no other
 beats on both.
 
-The rule (:class:`Rule`): the recommendation is the cheapest candidate that refuses no more
+The rule ([`Rule`][]): the recommendation is the cheapest candidate that refuses no more
 than the best stock setting (of stock target tracking at every target from 30 to 90 %, step
 10, the one that refuses least), times 1 + the refusal tolerance (default 0), plus the
-refusal floor: 0.02 % of the requested units by default (:data:`REFUSAL_FLOOR`), below which
+refusal floor: 0.02 % of the requested units by default (`REFUSAL_FLOOR`), below which
 a difference in refusals is the simulator's noise, not the policy's. That stock setting is a
 candidate itself, so there always is one; and the cheapest candidate within a limit on
 refusals is always on the frontier. With a refusal price instead (dollars per million
 refused units), the recommendation is the candidate whose cost plus its refusals at that
-price is least. Of that pick and a simpler candidate (:func:`complexity`) the rule also
-allows at no more than the pick's cost plus its noise (:func:`noise`: half the spread of
-its cost over the ensemble), the simpler is recommended (:func:`simpler`). The reason is
+price is least. Of that pick and a simpler candidate (`complexity`) the rule also
+allows at no more than the pick's cost plus its noise (`noise`: half the spread of
+its cost over the ensemble), the simpler is recommended (`simpler`). The reason is
 given in one sentence and in words, with what on-demand would cost (or, when it wins, by
-how much); every term shown is explained (:func:`terms`); a history shorter than
-:data:`MIN_HISTORY_DAYS` is warned of plainly. Its construct code is printed to paste.
+how much); every term shown is explained (`terms`); a history shorter than
+`MIN_HISTORY_DAYS` is warned of plainly. Its construct code is printed to paste.
 """
 
 from __future__ import annotations
@@ -109,8 +109,8 @@ CANDIDATES = (
     ON_DEMAND,
 )
 #: The suffix of a candidate run on a pre-warmed table: its warm throughput raised once to
-#: the earlier part's peak / T on each dimension (:func:`warm_levels`), the one-time charge
-#: in its cost (:meth:`.Prices.prewarm`).
+#: the earlier part's peak / T on each dimension (`warm_levels`), the one-time charge
+#: in its cost (`Prices.prewarm`).
 PREWARM = "+prewarm"
 #: The policies tune can recommend, as --candidate values.
 CANDIDATE_HELP = (
@@ -118,7 +118,7 @@ CANDIDATE_HELP = (
     "these with +prewarm (a pre-warmed table), on-demand, or hybrid / hybrid:T (shown for "
     "comparison, never recommended)"
 )
-#: The pasted code's maximum is this many times the trace's peak (:func:`bounds_for`).
+#: The pasted code's maximum is this many times the trace's peak (`bounds_for`).
 PEAK_HEADROOM = 2
 #: ``--refusal-tolerance``'s largest value: 1 (100 %), twice the best stock's refusals.
 MAX_TOLERANCE = 1.0
@@ -281,9 +281,9 @@ class Tuning:
     on_demand: dict[str, Any]
     #: the recommendation in one sentence
     summary: str = ""
-    #: how the history was split, and what the earlier part fitted (:func:`validate`)
+    #: how the history was split, and what the earlier part fitted (`validate`)
     validation: dict[str, Any] = field(default_factory=dict)
-    #: plain warnings: a history too short to judge (:func:`history_warnings`)
+    #: plain warnings: a history too short to judge (`history_warnings`)
     warnings: tuple[str, ...] = ()
     #: a simpler candidate preferred within the noise: (the one the rule picked, the noise)
     simpler_than: tuple[str, float] | None = None
@@ -329,7 +329,7 @@ def place(
     run over, and learn from, every minute either way); frontier marked among the
     candidates that can be recommended. A hybrid is composed from its base's and
     on-demand's runs, which run once whether or not they are candidates themselves. A
-    pre-warmed candidate (:data:`PREWARM`) runs on a table warmed to the peak of the
+    pre-warmed candidate (`PREWARM`) runs on a table warmed to the peak of the
     minutes before ``score_from`` (all of them when None) / its target, the one-time
     charge in its cost. A progress bar on ``progress``, one step per run."""
     prices = prices or Prices()
@@ -350,7 +350,7 @@ def place_split(
     progress: TextIO | None = None,
 ) -> tuple[list[Candidate], list[Candidate]]:
     """(the earlier part's candidates, the later part's): every policy of ``names`` run
-    once over the whole trace (:func:`place`), counted over minutes 0 to ``split`` and from
+    once over the whole trace (`place`), counted over minutes 0 to ``split`` and from
     ``split`` on. A policy sees only the past, so what it did before ``split`` is what it
     would have done on the earlier part alone. The hybrid is not counted on the earlier
     part (it is never fitted)."""
@@ -372,7 +372,7 @@ def _runs(
     score_from: int | None,
     progress: TextIO | None,
 ) -> list[list[DimensionResult]]:
-    """Per setting, the results of every policy of ``names`` (see :func:`place`)."""
+    """Per setting, the results of every policy of ``names`` (see `place`)."""
     warmed = [n for n in names if split_prewarm(n)[1]]
     specs = [parse(n, settings[0].max_capacity) for n in names if n not in warmed]
     hybrids = [s for s in specs if s.kind == "hybrid"]
@@ -409,7 +409,7 @@ def _prewarmed(
     tick: int,
     score_from: int | None,
 ) -> list[DimensionResult]:
-    """``name`` (a :data:`PREWARM` candidate) run on a table warmed as :func:`warm_levels`
+    """``name`` (a `PREWARM` candidate) run on a table warmed as `warm_levels`
     says, its results named ``name``."""
     spec = spec_of(name, params.max_capacity)
     levels = warm_levels(trace, score_from or trace.minutes, spec.value or 70, params)
@@ -446,7 +446,7 @@ def _once(
     name: str, trace: Trace, minutes: int, prices: Prices, params: ModelParams
 ) -> float | None:
     """The one-time charge of ``name``: 0 but for a pre-warmed candidate, whose warm
-    throughput (:func:`warm_levels`) is charged on the table and on each GSI (every unit
+    throughput (`warm_levels`) is charged on the table and on each GSI (every unit
     as added: what the table already has warm is not known, so this is at most what AWS
     charges); None when the price is not given."""
     if not split_prewarm(name)[1]:
@@ -504,7 +504,7 @@ def compared_only(c: Candidate) -> bool:
 
 
 def split_prewarm(name: str) -> tuple[str, bool]:
-    """(the policy without :data:`PREWARM`, whether the table is pre-warmed)."""
+    """(the policy without `PREWARM`, whether the table is pre-warmed)."""
     text = name.strip()
     if text.endswith(PREWARM):
         return text[: -len(PREWARM)], True
@@ -512,7 +512,7 @@ def split_prewarm(name: str) -> tuple[str, bool]:
 
 
 def spec_of(name: str, max_capacity: int = 40_000, option: str = "--policy") -> Spec:
-    """The policy a candidate runs (a pre-warmed one's, without :data:`PREWARM`)."""
+    """The policy a candidate runs (a pre-warmed one's, without `PREWARM`)."""
     return parse(split_prewarm(name)[0], max_capacity, option)
 
 
@@ -546,7 +546,7 @@ def choose(
     placed: Sequence[Candidate], rule: Rule = Rule(), requested: float = 0.0
 ) -> tuple[Candidate, Candidate]:
     """(the recommendation, the best stock setting). The best stock setting is the one of
-    :data:`STOCK` refusing least (the cheaper of two that refuse as little). The limit rule
+    `STOCK` refusing least (the cheaper of two that refuse as little). The limit rule
     recommends the cheapest candidate within ``rule``'s limit over ``requested`` units (of
     two as cheap, the one refusing less); the price rule the one whose cost plus refusals
     at the price is least (of two as good, the one refusing less)."""
@@ -588,8 +588,8 @@ def tune(
     rule: Rule = Rule(),
     progress: TextIO | None = None,
 ) -> Tuning:
-    """``candidates``, the stock settings of :data:`STOCK` and on-demand over ``trace``
-    under ``settings``, chosen by validation (:func:`validate`): fitted on the earlier half,
+    """``candidates``, the stock settings of `STOCK` and on-demand over ``trace``
+    under ``settings``, chosen by validation (`validate`): fitted on the earlier half,
     chosen on the later half, figures a month. A progress bar on ``progress``."""
     names = list(dict.fromkeys([*candidates, *STOCK, ON_DEMAND]))
     split = validation_split(trace)
@@ -597,7 +597,7 @@ def tune(
     return validate(early, later, rule, trace, settings[0], split)
 
 
-#: A history shorter than this many days is too short to judge (:func:`history_warnings`).
+#: A history shorter than this many days is too short to judge (`history_warnings`).
 MIN_HISTORY_DAYS = 2
 #: A month, as AWS bills it: 730 hours.
 MONTH_HOURS = 730
@@ -611,7 +611,7 @@ def validation_split(trace: Trace) -> int:
 
 
 def history_warnings(trace: Trace) -> tuple[str, ...]:
-    """A plain warning when ``trace`` is shorter than :data:`MIN_HISTORY_DAYS`: each part
+    """A plain warning when ``trace`` is shorter than `MIN_HISTORY_DAYS`: each part
     of the validation needs a whole day, the period of daily traffic and of DynamoDB's
     decrease quota, so a shorter history cannot tell a setting that fits the day from one
     that fits an hour."""
@@ -634,7 +634,7 @@ def family(name: str) -> str:
 
 
 def fit(early: Sequence[Candidate], rule: Rule, requested: float) -> dict[str, str]:
-    """Per family (:func:`family`) of more than one candidate, the member ``rule`` picks
+    """Per family (`family`) of more than one candidate, the member ``rule`` picks
     on the earlier part (the cheapest within the limit that the stock setting refusing
     least there sets, over ``requested`` units; the one refusing least when none is within;
     under the price rule, the best at the price). Stock target tracking is not fitted: every
@@ -668,10 +668,10 @@ def validate(
     params: ModelParams,
     split: int,
 ) -> Tuning:
-    """Choose by validation: each family fitted on the earlier part (:func:`fit`), the
+    """Choose by validation: each family fitted on the earlier part (`fit`), the
     fitted candidates, every stock target and on-demand chosen among on the later part
-    (from minute ``split``) by :func:`decide`, every figure scaled to a month of
-    :data:`MONTH_HOURS` (a one-time charge counted once, in that month)."""
+    (from minute ``split``) by `decide`, every figure scaled to a month of
+    `MONTH_HOURS` (a one-time charge counted once, in that month)."""
     fitted = fit(early, rule, _requested(trace, 0, split)) if split else {}
     kept = [c for c in later if fitted.get(family(c.policy), c.policy) == c.policy]
     minutes = trace.minutes - split
@@ -735,8 +735,8 @@ def noise(c: Candidate) -> float:
 
 def simpler(pick: Candidate, eligible: Sequence[Candidate], rule: Rule) -> Candidate:
     """The simplest of the candidates the rule may recommend that are simpler than
-    ``pick`` (:func:`complexity`) and cost (or, under the price rule, score) no more than
-    ``pick``'s plus its :func:`noise`; ``pick`` itself when there is none. Of two as
+    ``pick`` (`complexity`) and cost (or, under the price rule, score) no more than
+    ``pick``'s plus its `noise`; ``pick`` itself when there is none. Of two as
     simple, the better by the rule."""
     rank = _rank(rule)
     bar_ = rank(pick)[0] + noise(pick)
@@ -756,11 +756,11 @@ def decide(
     scale: float = 1.0,
     requested: float | None = None,
 ) -> Tuning:
-    """The :class:`Tuning` of candidates already placed (:func:`place`) on ``trace``;
+    """The [`Tuning`][] of candidates already placed ([`place`][]) on ``trace``;
     ``period`` follows every amount in the reason (" a month" when the candidates were
     scaled to a month), and ``scale`` is that scaling (the requested units are the
     trace's times ``scale``, unless ``requested`` gives them). Of the rule's pick and a
-    simpler candidate within the noise, the simpler (:func:`simpler`)."""
+    simpler candidate within the noise, the simpler (`simpler`)."""
     requested = requested_units(trace, scale) if requested is None else requested
     ruled, best = choose(placed, rule, requested)
     within = _eligible(placed, rule, best, requested)
@@ -998,7 +998,7 @@ def code_for(
     spec: Spec, trace: Trace, params: ModelParams, warm: dict[str, int] | None = None
 ) -> str:
     """The construct code that deploys ``spec`` on a table, each dimension's range from the
-    trace's traffic (:func:`bounds_for`); with ``warm`` (per dimension), the table
+    trace's traffic (`bounds_for`); with ``warm`` (per dimension), the table
     pre-warmed to it; with the fast path's signals on in ``params``, the fast path."""
     if spec.kind == "on-demand":
         return (
