@@ -27,6 +27,7 @@ from constructs_pkg import (
     FleetAdvisor,
     FunctionOptions,
     ProvisionedTable,
+    StreamSignal,
     TableCapacity,
     ThrottleAwareScaler,
 )
@@ -74,6 +75,9 @@ MAKERS: dict[str, Callable[[cdk.Stack, dict[str, Any]], object]] = {
         s, "R", tables=[provisioned(s)], fast_path=FastPath(**p)
     ),
     "FleetAdvisor.__init__": lambda s, p: FleetAdvisor(s, "F", **p),
+    "StreamSignal.__init__": lambda s, p: CapacityRequests(
+        s, "R", tables=[provisioned(s)], fast_path=FastPath(stream=StreamSignal(**p))
+    ),
     "FunctionOptions.__init__": lambda s, p: ThrottleAwareScaler(
         s, "S", tables=[provisioned(s)], function_options={"Scaler": FunctionOptions(**p)}
     ),
