@@ -67,9 +67,16 @@ def test_a_users_app_is_deployed_locally_and_its_scaler_ticked(user_app: str, tm
     assert "deploying Scaled, Plain to a local moto server" in out or (
         "deploying Plain, Scaled to a local moto server" in out
     ), out
-    assert re.search(r"deployed Scaled: \d+ resources, 2 scalable targets", out), out
-    assert "one scaler tick: 1 tables managed, " in out and ", 0 failed" in out, out
+    assert re.search(r"deployed Scaled: \d+ resources, 0 scalable targets", out), out
     assert re.search(r"Scaled/ScalerFunction\w+ \(", out), out
+    assert "one scaler tick: 1 tables managed, 1 changes, 0 failed" in out, out
+    # AND its decisions are about the deployed table: the writes raised to the scaler's
+    # floor of 5 with UpdateTable, the reads held (no history to lower them on)
+    rows = [line.split() for line in out.splitlines() if line.startswith("  Scaled-Orders")]
+    assert [row[2:6] for row in rows] == [
+        ["read", "update-table", "7", "7"],
+        ["write", "update-table", "3", "5"],
+    ], out
     # AND the stack without one is named as such
     assert "Plain: no ThrottleAwareScaler in this stack, nothing to tick" in out
     assert (tmp_path / "assembly" / "Scaled.template.json").exists()

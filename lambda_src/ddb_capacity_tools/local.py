@@ -75,16 +75,17 @@ def decision_report(
 ) -> str:
     """The tick's counts and one row per decision; ``names`` maps a table's physical name
     to the name shown (others are shown as they are)."""
+    decisions = [line for line in lines if line.get("event") == "decision"]
+    shown = [names.get(line["table"], line["table"]) for line in decisions]
+    width = max([10, *(len(name) for name in shown)])
     rows = [
         f"one scaler tick: {summary['tables']} tables managed, {len(summary['changes'])} "
         f"changes, {len(summary['failed'])} failed\n",
-        f"  {'table':<10} {'index':<8} {'dim':<5} {'via':<15} {'from':>5} {'to':>5}  reason",
+        f"  {'table':<{width}} {'index':<8} {'dim':<5} {'via':<15} {'from':>5} {'to':>5}  reason",
     ]
-    for line in lines:
-        if line.get("event") != "decision":
-            continue
+    for name, line in zip(shown, decisions, strict=True):
         rows.append(
-            f"  {names.get(line['table'], line['table']):<10} {line['index'] or '-':<8} "
+            f"  {name:<{width}} {line['index'] or '-':<8} "
             f"{line['dimension']:<5} {line['via']:<15} {line['from']:>5} {line['to']:>5}  "
             f"{line['reason']}"
         )
