@@ -32,7 +32,7 @@ from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.requests.store import HoldStore
 from ddb_capacity_runtime.scaler.tick import run_tick
-from examples.local_aws import create_store_table, moto_server
+from ddb_capacity_tools.local_aws import create_store_table, moto_server
 
 #: The scaler's state store, made in the same moto server (untagged: the tick manages only
 #: the tagged tables).

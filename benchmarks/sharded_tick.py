@@ -49,7 +49,7 @@ from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.requests.store import HoldStore
 from ddb_capacity_runtime.scaler.handler import coordinate, run_batch
-from examples.local_aws import client, create_store_table, moto_server
+from ddb_capacity_tools.local_aws import client, create_store_table, moto_server
 
 #: A 2-minute tick, 30 days a month.
 TICKS_A_MONTH = 30 * 24 * 30

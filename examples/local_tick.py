@@ -5,42 +5,25 @@ the end."""
 
 from __future__ import annotations
 
-import io
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.core.settings import ScalerConfig
-from ddb_capacity_runtime.requests.store import STORE_ENV, HoldStore
-from ddb_capacity_runtime.scaler.tick import run_tick
-
-from .local_aws import (
+from ddb_capacity_tools.local import decision_report, tick_once
+from ddb_capacity_tools.local_aws import (
     aws_env,
     client,
-    create_store_table,
     deploy,
     function_environment,
     moto_server,
     physical_ids,
     put_traffic,
-    recorded_events,
     register_skipped_targets,
 )
 
 STACK = "ThrottleAware"
-
-
-def state_store(dynamodb: Any, env: dict[str, str]) -> HoldStore:
-    """The scaler's state store: the table the deployed function names (the stack's
-    ``StateStore``), or, for an assembly whose scaler names none, a new one in the same
-    moto server."""
-    name = env.get(STORE_ENV, "")
-    if not name:
-        name = f"{STACK}-local-state"
-        create_store_table(dynamodb, name)
-    return HoldStore(dynamodb, name)
 
 
 def tick_against_deployment(
@@ -69,15 +52,7 @@ def tick_against_deployment(
     put_traffic(cw, tables["Clicks"], "write", 0, throttles=3_000, end=end, minutes=range(1, 3))
     # Accounts: busy and throttled too, but not the scaler's: stock target tracking only
     put_traffic(cw, tables["Accounts"], "read", 5, throttles=600, end=end, minutes=range(1, 3))
-    clients = Clients(
-        client(endpoint, "dynamodb"),
-        client(endpoint, "application-autoscaling"),
-        cw,
-        client(endpoint, "resourcegroupstaggingapi"),
-    )
-    store = state_store(clients.dynamodb, env)
-    with recorded_events() as lines:
-        summary = run_tick(config, clients, now, out=io.StringIO(), store=store)
+    summary, lines = tick_once(endpoint, env, now, f"{STACK}-local-state")
     return {"summary": summary, "lines": lines, "tables": tables, "environment": env}
 
 
@@ -87,20 +62,7 @@ def main() -> int:
         print(f"deploying {STACK} to a local moto server ({endpoint}) ...")
         result = tick_against_deployment(endpoint, assembly)
     names = {v: k for k, v in result["tables"].items()}
-    print(
-        f"one scaler tick: {result['summary']['tables']} tables managed, "
-        f"{len(result['summary']['changes'])} changes, {len(result['summary']['failed'])} "
-        f"failed\n"
-    )
-    print(f"  {'table':<10} {'index':<8} {'dim':<5} {'via':<15} {'from':>5} {'to':>5}  reason")
-    for line in result["lines"]:
-        if line.get("event") != "decision":
-            continue
-        print(
-            f"  {names.get(line['table'], line['table']):<10} {line['index'] or '-':<8} "
-            f"{line['dimension']:<5} {line['via']:<15} {line['from']:>5} {line['to']:>5}  "
-            f"{line['reason']}"
-        )
+    print(decision_report(result["summary"], result["lines"], names), end="")
     print("\nAccounts is not the scaler's: stock target tracking handles it. Server stopped.")
     return 0
 

@@ -29,8 +29,8 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 
-from examples import local_aws
-from examples.local_aws import ACCOUNT, REGION
+from ddb_capacity_tools import local_aws
+from ddb_capacity_tools.local_aws import ACCOUNT, REGION
 from tests.hypothesis_profiles import load_profile
 
 # the gate's profile unless HYPOTHESIS_PROFILE asks to explore: loaded before any test

@@ -21,7 +21,7 @@ from ddb_capacity_runtime.core.names import (
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.requests.store import HoldStore
 from ddb_capacity_runtime.scaler.tick import run_tick
-from examples.local_aws import create_store_table, put_traffic, recorded_events
+from ddb_capacity_tools.local_aws import create_store_table, put_traffic, recorded_events
 
 LAG = 2  # SCALER_METRIC_LAG_MINUTES default
 #: The tag the world's tables are discovered by.

@@ -15,7 +15,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Template
 
 from constructs_pkg import Capacity, CapacityConfigError, PrewarmMethod, TableCapacity
-from examples.local_aws import deploy, physical_ids
+from ddb_capacity_tools.local_aws import deploy, physical_ids
 
 CAPACITY_PROPERTIES = {"ProvisionedThroughput", "WarmThroughput"}
 

@@ -29,7 +29,7 @@ from ddb_capacity_runtime.workers.scan import (
     create_cursor_table,
 )
 from ddb_capacity_runtime.workers.writer import SlowStartWriter
-from examples import local_aws
+from ddb_capacity_tools import local_aws
 from tests.hypothesis_profiles import examples
 
 
@@ -262,7 +262,7 @@ def test_every_segments_cursor_is_checked_for_the_segment_count_before_any_page(
 
 KILLED_SCAN = textwrap.dedent("""
     import sys
-    from examples.local_aws import client
+    from ddb_capacity_tools.local_aws import client
     from ddb_capacity_runtime.workers.scan import CursorStore, RateLimitedScan
     endpoint, table, cursors, out = sys.argv[1:]
     ddb = client(endpoint, "dynamodb")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from examples.local_aws import create_store_table
+from ddb_capacity_tools.local_aws import create_store_table
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

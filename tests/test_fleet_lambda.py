@@ -21,7 +21,7 @@ from ddb_capacity_tools.fleet_settings import (
     run_id_of,
     time_of,
 )
-from examples.local_aws import put_traffic
+from ddb_capacity_tools.local_aws import put_traffic
 
 #: A Region no other test uses: the lister sees only these tables.
 REGION = "eu-north-1"

@@ -37,7 +37,7 @@ def world(aws_client_module: Any, store_dynamodb: Any) -> Iterator[World]:
 
 @pytest.fixture(scope="module")
 def aws_client_module(aws_env: dict[str, str]) -> Any:
-    from examples import local_aws
+    from ddb_capacity_tools import local_aws
 
     return lambda service: local_aws.client(aws_env["AWS_ENDPOINT_URL"], service)
 

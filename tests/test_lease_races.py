@@ -26,7 +26,7 @@ from ddb_capacity_runtime.requests.holds import CapacityRequestTimeout, Hold, Le
 from ddb_capacity_runtime.requests.store import HoldLimits, HoldStore
 from ddb_capacity_runtime.scaler.shard import Batch
 from ddb_capacity_runtime.scaler.tick import run_tick
-from examples.local_aws import recorded_events
+from ddb_capacity_tools.local_aws import recorded_events
 from tests.moto_world import World
 
 BASE = 100
@@ -35,7 +35,7 @@ LATE = 1_050
 
 @pytest.fixture(scope="module")
 def world(aws_env: dict[str, str], store_dynamodb: Any) -> Iterator[World]:
-    from examples import local_aws
+    from ddb_capacity_tools import local_aws
 
     made = World(lambda s: local_aws.client(aws_env["AWS_ENDPOINT_URL"], s), store_dynamodb)
     assert made.store.table("none") == []  # the store exists

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ddb_capacity_runtime.settle.handler import handler
-from examples.local_aws import drop_key_tags
+from ddb_capacity_tools.local_aws import drop_key_tags
 
 from .conftest import ACCOUNT, REGION, ResponseCatcher, cfn_event, run_cdk
 
@@ -252,7 +252,7 @@ def test_capacity_requests_deploy_a_broker_and_a_restorer(
     from ddb_capacity_runtime.requests import request_capacity
     from ddb_capacity_runtime.requests.broker import broker_handler
     from ddb_capacity_runtime.requests.restorer import restorer_handler
-    from examples.local_aws import function_environment, physical_ids
+    from ddb_capacity_tools.local_aws import function_environment, physical_ids
 
     from .local_lambda import local_lambda
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from examples.local_aws import put_traffic
+from ddb_capacity_tools.local_aws import put_traffic
 from tests.moto_world import World
 
 

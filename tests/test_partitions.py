@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from ddb_capacity_runtime.core.series import Series
 from ddb_capacity_tools.cli import main
+from ddb_capacity_tools.local_aws import put_traffic
 from ddb_capacity_tools.simulator import (
     ModelError,
     ModelParams,
@@ -39,7 +40,6 @@ from ddb_capacity_tools.simulator.model import (
 from ddb_capacity_tools.simulator.report import table
 from ddb_capacity_tools.simulator.scenarios import START
 from ddb_capacity_tools.simulator.trace import Trace
-from examples.local_aws import put_traffic
 from tests.hypothesis_profiles import examples
 
 DIMS = st.sampled_from(["read", "write"])

@@ -21,7 +21,7 @@ from ddb_capacity_runtime.core.settings import ConfigError, Limits, OverrideErro
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget
 from ddb_capacity_runtime.core.tags import IgnoredTag, parse_tags
 from ddb_capacity_runtime.requests.store import HoldStore
-from examples.local_aws import create_store_table
+from ddb_capacity_tools.local_aws import create_store_table
 
 ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/orders"
 LIMITS = Limits(5, 1000, 0.7)

@@ -22,7 +22,7 @@ from ddb_capacity_runtime.scaler import shard as shard_module
 from ddb_capacity_runtime.scaler.handler import coordinate, run_batch
 from ddb_capacity_runtime.scaler.shard import Batch, BatchError, parse_batch, shard
 from ddb_capacity_runtime.scaler.tick import TickFailed
-from examples.local_aws import recorded_events
+from ddb_capacity_tools.local_aws import recorded_events
 from tests.moto_world import TAG_KEY, World
 from tests.test_faults import client_error, fail_before, minute_queries
 

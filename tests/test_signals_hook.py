@@ -44,7 +44,7 @@ from ddb_capacity_runtime.signals import (
     report_due,
     watch,
 )
-from examples.local_aws import REGION
+from ddb_capacity_tools.local_aws import REGION
 from tests.hypothesis_profiles import examples
 
 ACCOUNT = "123456789012"

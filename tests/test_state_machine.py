@@ -52,7 +52,7 @@ from ddb_capacity_runtime.requests import (
 )
 from ddb_capacity_runtime.requests.store import HoldLimits, HoldStore
 from ddb_capacity_runtime.scaler.tick import run_tick
-from examples.local_aws import put_traffic, recorded_events
+from ddb_capacity_tools.local_aws import put_traffic, recorded_events
 from tests.hypothesis_profiles import examples
 from tests.moto_world import LAG, World
 
@@ -357,7 +357,7 @@ class CapacityStateMachine(RuleBasedStateMachine):
 
 @pytest.fixture(scope="module")
 def world(aws_env: dict[str, str], store_dynamodb: Any) -> Iterator[World]:
-    from examples import local_aws
+    from ddb_capacity_tools import local_aws
 
     made = World(lambda s: local_aws.client(aws_env["AWS_ENDPOINT_URL"], s), store_dynamodb)
     made.now = datetime.now(UTC).replace(second=0, microsecond=0)

@@ -40,7 +40,7 @@ from ddb_capacity_runtime.requests.surge import (
     signals_handler,
     take_report,
 )
-from examples.local_aws import create_store_table
+from ddb_capacity_tools.local_aws import create_store_table
 from tests.moto_world import World
 
 #: No cap and no budget: the rule's own bounds (the limits and the target's max) alone. The
@@ -868,7 +868,7 @@ def test_the_client_hook_reports_through_lambda_and_the_table_is_raised(
     as asynchronous invocations over HTTP to the signals function (the local Lambda
     stand-in runs it), which raises the table's minimum."""
     from ddb_capacity_runtime import signals
-    from examples import local_aws
+    from ddb_capacity_tools import local_aws
     from tests.local_lambda import local_lambda
 
     world = World(aws_client)

@@ -19,6 +19,10 @@
                         [--candidate P ...] [--refusal-tolerance F] [--refusal-floor F]
                         [--refusal-price USD] [--json] [--report DIR | s3://BUCKET/PREFIX]
                         [--html FILE.html]
+    ddb-capacity local --app COMMAND [--stack NAME] [--out DIR]
+
+``local`` deploys your CDK app to a moto server on 127.0.0.1 and runs one scaler tick
+(`ddb_capacity_tools.local`).
 
 ``--broker`` (default ``$CAPACITY_BROKER``) goes through the broker ``CapacityRequests``
 deploys, which is all a worker granted with ``grant_request`` may do; ``--store`` acts
@@ -51,7 +55,7 @@ from ddb_capacity_runtime.requests.broker import BROKER_ENV
 from ddb_capacity_runtime.requests.store import STORE_ENV
 
 from . import advise as advise_module
-from . import fleet, page
+from . import fleet, local, page
 from .simulator import chart, ensemble, report, schedules
 from .simulator import tune as tune_module
 from .simulator.backtest import MAX_DAYS, check_days, history, history_end
@@ -358,6 +362,23 @@ def _request_parsers(sub: Any) -> None:
     rl.add_argument("--json", action="store_true", help="print the changes as JSON")
 
 
+def _local_parser(sub: Any) -> None:
+    lc = sub.add_parser(
+        "local",
+        help="deploy your CDK app to a local moto server and run one scaler tick",
+        description="Synthesize your CDK app with the pinned CDK CLI, deploy it to a moto "
+        "server on 127.0.0.1 (stopped at the end), run one tick of each ThrottleAwareScaler "
+        "with its deployed environment, and print the decisions.",
+    )
+    lc.add_argument(
+        "--app", metavar="COMMAND", help='the command that runs your CDK app: "python app.py"'
+    )
+    lc.add_argument("--stack", metavar="NAME", help="deploy this stack only (default: every one)")
+    lc.add_argument(
+        "--out", metavar="DIR", help="write the cloud assembly here (default: a temporary folder)"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ddb-capacity", description="Backtest DynamoDB capacity policies on a traffic trace."
@@ -369,6 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     _tune_parser(sub)
     _advise_parser(sub)
     _request_parsers(sub)
+    _local_parser(sub)
     return parser
 
 
@@ -893,11 +915,19 @@ def main(
             return _tune(args, out, err)
         if args.command == "advise":
             return _advise(args, out, err)
+        if args.command == "local":
+            return local.run_local(args.app or "", args.stack, args.out, out)
         return _run(args, out, err)
     except TimeoutError as exc:
         err.write(f"ddb-capacity: timed out: {exc}\n")
         return 1
-    except (*INPUT_ERRORS, RequestInputError, OptionError, requests.CapacityRequestError) as exc:
+    except (
+        *INPUT_ERRORS,
+        RequestInputError,
+        OptionError,
+        local.LocalError,
+        requests.CapacityRequestError,
+    ) as exc:
         err.write(f"ddb-capacity: error: {exc}\n")
         return 2
     except NoRegionError:

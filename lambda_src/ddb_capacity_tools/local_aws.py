@@ -1,6 +1,8 @@
-"""A local AWS for demos, tests and benchmarks: a moto server on 127.0.0.1, dynalite where
-conditional writes must be atomic, the pinned CDK CLI, and the pieces moto's CloudFormation
-leaves out.
+"""Runs in: workstation, CI.
+
+A local AWS for ``ddb-capacity local``, demos, tests and benchmarks: a moto server on
+127.0.0.1, dynalite where conditional writes must be atomic, the pinned CDK CLI, and the
+pieces moto's CloudFormation leaves out.
 
 moto's CloudFormation skips scalable targets, scaling policies and alarms, and cannot run
 Lambda code. ``register_skipped_targets`` registers the template's scalable targets as
@@ -31,8 +33,10 @@ from ddb_capacity_runtime.events import LOGGER, event_fields
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CDK_CLI = REPO / "node_modules" / ".bin" / "cdk"
+#: The CDK CLI version whose cloud assemblies aws-cdk-lib 2.275 writes (npm's ``latest`` is older)
+CDK_CLI_PIN = "aws-cdk@2.1148.1"
 ACCOUNT, REGION = "123456789012", "us-east-1"
 
 
@@ -128,15 +132,24 @@ def client(endpoint: str, service: str) -> Any:
     )
 
 
+def cdk_cli(cwd: Path) -> Path:
+    """The pinned CDK CLI: ``cwd``'s ``node_modules/.bin/cdk``, else this checkout's."""
+    for found in (cwd / "node_modules" / ".bin" / "cdk", CDK_CLI):
+        if found.exists():
+            return found
+    raise RuntimeError(
+        f"the CDK CLI is missing: no node_modules/.bin/cdk in {cwd}; install the pinned one "
+        f"with `npm install --save-dev {CDK_CLI_PIN}` there (or `make install` in this checkout)"
+    )
+
+
 def run_cdk(
-    *args: str, env: Mapping[str, str], timeout: int = 600
+    *args: str, env: Mapping[str, str], timeout: int = 600, cwd: Path = REPO
 ) -> subprocess.CompletedProcess[str]:
-    """The pinned CDK CLI from node_modules; raises with its output when it fails."""
-    if not CDK_CLI.exists():
-        raise RuntimeError("the pinned CDK CLI is missing: run `make install`")
+    """The pinned CDK CLI (`cdk_cli`) run in ``cwd``; raises with its output when it fails."""
     result = subprocess.run(  # noqa: S603 (the pinned CDK CLI from node_modules)
-        [str(CDK_CLI), *args],
-        cwd=REPO,
+        [str(cdk_cli(cwd)), *args],
+        cwd=cwd,
         env={**os.environ, **env},
         capture_output=True,
         text=True,
@@ -150,11 +163,12 @@ def run_cdk(
     return result
 
 
-def deploy(assembly: Path, env: Mapping[str, str], *stacks: str) -> None:
-    """Bootstrap, then deploy ``stacks`` (all without) of ``assembly``. Stacks are created
-    or updated with CreateStack/UpdateStack directly (moto's change sets cannot update)."""
+def deploy(assembly: Path, env: Mapping[str, str], *stacks: str, cwd: Path = REPO) -> None:
+    """Bootstrap, then deploy ``stacks`` (all without) of ``assembly``, with the CDK CLI
+    found from ``cwd``. Stacks are created or updated with CreateStack/UpdateStack directly
+    (moto's change sets cannot update)."""
     drop_key_tags(assembly)
-    run_cdk("bootstrap", f"aws://{ACCOUNT}/{REGION}", "--app", str(assembly), env=env)
+    run_cdk("bootstrap", f"aws://{ACCOUNT}/{REGION}", "--app", str(assembly), env=env, cwd=cwd)
     run_cdk(
         "deploy",
         *(stacks or ("--all",)),
@@ -165,6 +179,7 @@ def deploy(assembly: Path, env: Mapping[str, str], *stacks: str) -> None:
         "--method",
         "direct",
         env=env,
+        cwd=cwd,
     )
 
 
@@ -206,7 +221,8 @@ def register_skipped_targets(endpoint: str, assembly: Path, stack: str) -> int:
         if resource["Type"] != "AWS::ApplicationAutoScaling::ScalableTarget":
             continue
         props = resource["Properties"]
-        parts = props["ResourceId"]["Fn::Join"][1]
+        given = props["ResourceId"]
+        parts = [given] if isinstance(given, str) else given["Fn::Join"][1]
         resource_id = "".join(ids[p["Ref"]] if isinstance(p, dict) else p for p in parts)
         aas.register_scalable_target(
             ServiceNamespace="dynamodb",
