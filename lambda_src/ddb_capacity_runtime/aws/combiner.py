@@ -200,7 +200,7 @@ def _mend(
     item = dynamodb.get_item(TableName=store, Key=dict(key), ConsistentRead=True).get("Item")
     reports = (item or {}).get("reports")
     if reports is None:
-        made = _write(
+        made = conditional_update(
             dynamodb,
             store,
             key,
@@ -213,7 +213,9 @@ def _mend(
         return True if made is None else entries(made, now)
     if not isinstance(reports, Mapping) or "M" not in reports:
         values = {":m": {"M": {}}, ":map": {"S": "M"}}
-        _write(dynamodb, store, key, "SET #r = :m", "NOT attribute_type(#r, :map)", values, NAMES)
+        conditional_update(
+            dynamodb, store, key, "SET #r = :m", "NOT attribute_type(#r, :map)", values, NAMES
+        )
         return True
     found = entries(item or {}, now)
     listed = reports.get("M")
@@ -282,7 +284,7 @@ def forget(dynamodb: DynamoDBClient, store: str, key: Mapping[str, Any], found: 
         else:
             values[f":a{n}"] = {"N": at}
             conditions.append(f"#r.#p{n}.#at = :a{n}")
-    done = _write(
+    done = conditional_update(
         dynamodb,
         store,
         key,
@@ -353,7 +355,7 @@ def spend(
         values: dict[str, Any] = {":s": {"S": "S"}}
     else:
         condition, values = "#b = :read", {":read": {"S": read}}
-    done = _write(
+    done = conditional_update(
         dynamodb,
         store,
         key,
@@ -408,7 +410,7 @@ def _number(value: float) -> str:
     return text if text not in ("", "-0") else "0"
 
 
-def _write(
+def conditional_update(
     dynamodb: DynamoDBClient,
     store: str,
     key: Mapping[str, Any],
@@ -419,8 +421,9 @@ def _write(
     *,
     all_new: bool = False,
 ) -> dict[str, Any] | None:
-    """One conditional UpdateItem; the item after it with ``all_new`` (else {}), or None
-    when the condition failed."""
+    """One conditional UpdateItem on the state store; the item after it with ``all_new``
+    (else {}), or None when the condition failed (the combiner's and the stream reader's
+    counters' one writer)."""
     try:
         answer = dynamodb.update_item(
             TableName=store,

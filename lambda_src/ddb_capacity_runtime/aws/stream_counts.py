@@ -23,10 +23,9 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
 from ..core.stream import WINDOW_SECONDS
 from ..core.surge import MAX_UNITS_PER_SECOND
+from .combiner import conditional_update
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -86,22 +85,17 @@ def _update(
     start: int,
 ) -> Mapping[str, Any] | None:
     """One conditional UpdateItem on the window starting at ``start`` (``:w``); the
-    attributes it wrote (None: the condition failed)."""
-    try:
-        answer = dynamodb.update_item(
-            TableName=store,
-            Key=dict(key),
-            UpdateExpression=update,
-            ConditionExpression=condition,
-            ExpressionAttributeNames={"#u": "u", "#w": "w"},
-            ExpressionAttributeValues={**values, ":w": {"N": str(start)}},
-            ReturnValues="UPDATED_NEW",
-        )
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-            raise
-        return None
-    return dict(answer.get("Attributes", {}))
+    item after it (None: the condition failed)."""
+    return conditional_update(
+        dynamodb,
+        store,
+        key,
+        update,
+        condition,
+        {**values, ":w": {"N": str(start)}},
+        {"#u": "u", "#w": "w"},
+        all_new=True,
+    )
 
 
 def _sum(attributes: Mapping[str, Any], units: int) -> float:
