@@ -297,6 +297,28 @@ def test_a_failing_store_is_counted_and_fails_no_invocation(
     assert world.target_min(name, "write") == 10
 
 
+def test_one_table_failing_leaves_the_other_tables_of_the_batch_raised(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN one batch with the records of two served tables, one of which is deleted
+    # before the batch is read (its DescribeTable fails)
+    healthy, gone = streamed_table(world, "Healthy"), streamed_table(world, "Gone")
+    put_items(world, healthy, 30, user=False)
+    put_items(world, gone, 30, user=False)
+    _, at = settled(time.time())
+    events = [lambda_event(*stream_records(world, name), at) for name in (healthy, gone)]
+    world.ddb.delete_table(TableName=gone)
+    batch = {"Records": events[0]["Records"] + events[1]["Records"]}
+    # WHEN the reader takes it
+    answer = read(world, batch, served(healthy, gone))
+    # THEN the deleted table's part fails alone, counted, and the other table is raised
+    rows = {r["table"]: r for r in answer["dimensions"]}
+    assert rows[gone]["status"] == "failed"
+    assert (rows[healthy]["status"], rows[healthy].get("to")) == ("applied", 18)
+    assert world.target_min(healthy, "write") == 18
+    assert counted(capsys.readouterr().out, "StreamFailed") == 1
+
+
 # ------------------------------------------------------------------ the counters
 
 
