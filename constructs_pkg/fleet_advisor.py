@@ -152,6 +152,8 @@ class FleetAdvisor(Construct):
         self.lister = self._scheduled("Lister", "lister_handler", settings, start)
         self.worker = self._render_worker(settings, max_concurrency)
         delayed = (start + int(report_delay.to_minutes())) % 1440
+        #: the report's minute of the day (UTC) and its delay after the lister, in minutes
+        self.report_minute, self.report_delay_minutes = delayed, settings.report_delay_minutes
         self.report = self._scheduled("Report", "report_handler", settings, delayed)
         self._grant()
         alarm_set = AlarmSet(self, self._where, self.topic, alarm_options)

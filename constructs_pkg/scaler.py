@@ -9,6 +9,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
+from types import MappingProxyType
 from typing import Any, Unpack
 
 import jsii
@@ -587,6 +588,13 @@ class ThrottleAwareScaler(Construct):
             self._set_target_values.add_condition(
                 "StringEquals", {f"aws:ResourceTag/{TARGET_TAG}": names}
             )
+
+    @property
+    def owned_targets(self) -> Mapping[str, Any] | None:
+        """The target values the autopilot owns, by table name (``own_target``: each
+        ``ProvisionedTable``'s ``{"read", "write", "indexes": {...}}``, as the function's
+        ``SCALER_OWNED_TARGETS`` holds them); None without ``own_target``."""
+        return MappingProxyType(self._owned) if self._own_target else None
 
     def _index_alarms(self, table: dynamodb.ITable, label: str, index: str | None) -> None:
         for dim in DIMENSIONS:

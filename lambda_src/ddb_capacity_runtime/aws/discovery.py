@@ -269,7 +269,7 @@ def describe_table(
         for dim, units in UNITS.items():
             target = targets.get((resource_id(name, index), scalable_dimension(index, dim)))
             state = by_scope.get((index, dim))
-            owned = _owned(config, name, index, dim, target)
+            owned = _owned(config, name, index, dim, target, state)
             memory, dim_limits = _under_target(
                 managed, index, dim, target, state, limits[dim], owned
             )
@@ -299,11 +299,15 @@ def _owned(
     index: str | None,
     dim: str,
     target: ScalableTarget | None,
+    state: HeldDimension | None = None,
 ) -> float | None:
     """The target value the autopilot owns for this dimension's target-tracking policy:
-    the configured one, when the policy can be written back as it is; else None (logged
+    the configured one (or, with ``tuned_targets``, the one the nightly tuning loop keeps
+    in the state store), when the policy can be written back as it is; else None (logged
     when one is configured: that policy is left alone)."""
     owned = config.owned_target(name, index, dim)
+    if owned is not None and config.tuned_targets and state is not None and state.tuned:
+        owned = state.tuned / 100
     if owned is None or (target is not None and target.policy is not None):
         return owned
     log_event(

@@ -255,6 +255,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SCALER_TABLES", "tables", Kind.NAMES, (), lambda c: c.tables),
     Setting("SCALER_OVERRIDES", "overrides", Kind.JSON, {}, lambda c: c.overrides),
     Setting("SCALER_OWNED_TARGETS", "owned_targets", Kind.JSON, {}, lambda c: c.owned_targets),
+    Setting("SCALER_TUNED_TARGETS", "tuned_targets", Kind.FLAG, False, lambda c: c.tuned_targets),
     Setting(
         TABLE_QUOTA_ENV,
         "table_quota",
@@ -408,6 +409,8 @@ CONSTRUCT_SETTINGS = (
 )
 #: What it writes besides with ``sharded=True``.
 SHARDING_SETTINGS = ("shard_above_tables", "tables_per_batch")
+#: What it writes besides when a ``NightlyTuning`` tunes its owned target values.
+TUNED_SETTINGS = ("tuned_targets",)
 #: What it writes besides with ``read_legacy_state_until``.
 LEGACY_SETTINGS = ("read_legacy_state_until",)
 #: The settings that are ScalerConfig's own fields (the others make its policy).
@@ -417,6 +420,7 @@ _CONFIG_FIELDS = (
     "tag_value",
     "overrides",
     "owned_targets",
+    "tuned_targets",
     "default_min",
     "default_max",
     "window_minutes",
@@ -519,6 +523,9 @@ class ScalerConfig:
     #: per table, the target values (percent) whose target-tracking policies the autopilot
     #: owns: ``{"read": T, "write": T, "indexes": {name: {"read": T, "write": T}}}``
     owned_targets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: an owned dimension aims at the target value the nightly tuning loop keeps for it in
+    #: the state store (``tuned``), where there is one, in place of its configured one
+    tuned_targets: bool = _default("tuned_targets")
     default_min: int = _default("default_min")
     default_max: int = _default("default_max")
     window_minutes: int = _default("window_minutes")

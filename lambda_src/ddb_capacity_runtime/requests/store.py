@@ -25,6 +25,10 @@ name, sort key ``sk`` = ``<table|index/NAME>:<read|write>``):
 - ``plan``: the autopilot's plan of floors for the dimension (``<start minute>:<aim %>:
   <reserve>:<least fall>:<floor>/...``), written without the lease (a plan touches
   nothing else) but never while another process holds it;
+- ``tuned``: the target value (percent) the nightly tuning loop set for the dimension, and
+  the report run that set it (``{target, run}``, `TUNED`); the scaler obeys it in place
+  of the configured target of a dimension whose target value it owns, once the deployment
+  says so (``SCALER_TUNED_TARGETS``);
 - ``recent``: the library's last `RECENT_INTENTS` intents (minimum to the time it
   was written), each for `INTENT_MEMORY`: a minimum that is one of them is the
   library's own (a register that landed late), never someone else's change;
@@ -91,7 +95,10 @@ NAMES = {
     "#p": "plan",
     "#v": "lease_version",
     "#r": "recent",
+    "#t": "tuned",
 }
+#: The attribute of a dimension's item that holds the nightly tuning loop's target value.
+TUNED = "tuned"
 #: Leaves an attribute of `Lease.write` as it is.
 KEEP: Any = object()
 #: How long a lease lasts: far longer than the few calls made under it (each control-plane
@@ -148,6 +155,8 @@ class HeldDimension:
     intent: int | None = None
     plan: str | None = None
     recent: tuple[int, ...] = ()
+    #: the nightly tuning loop's target value (percent, 20 to 90); None: none or malformed
+    tuned: int | None = None
 
     @property
     def scope(self) -> tuple[str | None, str]:
@@ -284,7 +293,8 @@ class HoldStore:
         if base is None:  # a memory without its base means nothing
             set_to = intent = None
             recent = {}
-        if base is None and not holds and not malformed and plan is None:
+        tuned = _whole(item.get(TUNED, {}).get("M", {}).get("target", {}).get("N"), 20, 90)
+        if base is None and not holds and not malformed and plan is None and tuned is None:
             return None
         return HeldDimension(
             table,
@@ -297,6 +307,7 @@ class HoldStore:
             intent,
             plan,
             tuple(sorted(recent)),
+            tuned,
         )
 
     def mark(self, table: str, what: str) -> None:
@@ -349,12 +360,13 @@ class HoldStore:
         # an item that was ever leased stays (its lease version only grows)
         empty = (
             f"{free} AND (attribute_not_exists(#h) OR size(#h) = :zero) AND "
-            "attribute_not_exists(#s) AND attribute_not_exists(#i) AND attribute_not_exists(#v)"
+            "attribute_not_exists(#s) AND attribute_not_exists(#i) AND attribute_not_exists(#v) "
+            "AND attribute_not_exists(#t)"
         )
         if write(
             "delete_item",
             empty,
-            ("#u", "#h", "#s", "#i", "#v"),
+            ("#u", "#h", "#s", "#i", "#v", "#t"),
             ExpressionAttributeValues={**values, ":zero": {"N": "0"}},
         ):
             return True  # it held nothing else (or was not there)

@@ -1,0 +1,298 @@
+"""Runs in: CDK app (synth time).
+
+``NightlyTuning``: the loop that keeps each table tuned (opt-in). Every night, a while after
+a ``FleetAdvisor``'s report, one function (`ddb_capacity_tools.tuning_lambda`) moves
+each target value a ``ThrottleAwareScaler(own_target=True)`` owns toward the table's
+recommendation, within ``allowed_targets`` and at most ``max_step`` points a night. It
+writes the value where the scaler reads it (the dimension's item in the scaler's state
+store), and the scaler's next tick writes it to the target-tracking policy it owns: the
+loop never writes a scaling policy, a scalable target or a table, and never switches a
+billing mode (an on-demand recommendation is logged as advice, with its dollars).
+
+A construct of its own rather than a prop of ``FleetAdvisor``: the advisor only reads
+(every table of the account), the loop writes (the scaler's owned tables' target values);
+the write permission, its alarms and its off switch (remove the construct) stay in one
+place the app names, next to the two constructs it joins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import jsii
+from aws_cdk import Duration, IStableListProducer, IStableStringProducer, Lazy, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sns as sns
+from constructs import Construct, IValidation
+
+from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
+from ddb_capacity_runtime.core.settings import SETTINGS_BY_KEY
+from ddb_capacity_runtime.requests.store import TUNED
+from ddb_capacity_tools.tuning import NAMESPACE, Bounds, SettingsError, TuningSettings
+
+from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, says
+from .compliance import acknowledge
+from .fleet_advisor import FleetAdvisor
+from .runtime import (
+    FunctionDefaults,
+    FunctionOptions,
+    _configure_failed_runs,
+    _dead_letter_queue,
+    acknowledge_control_plane_function,
+    advisor_code,
+    alarm_topic,
+    function_configs,
+    runtime_function,
+)
+from .scaler import ThrottleAwareScaler, _StoreArn, _StoreName
+
+__all__ = ["NightlyTuning"]
+
+#: How long after the advisor's report the loop runs.
+AFTER_REPORT_MINUTES = 30
+#: The default largest step a night, in percentage points.
+DEFAULT_MAX_STEP = 10
+FUNCTION_DEFAULTS = {"Tuner": FunctionDefaults(256, Duration.minutes(5), Duration.minutes(1))}
+#: The alarms, by stable id (``alarm_options``, ``alarms``).
+ALARM_IDS = ("Changed", "DeadLetters", "Failures", "TablesFailed", "Unreadable")
+
+
+class NightlyTuning(Construct):
+    """The nightly loop that keeps each owned target value tuned (module docstring).
+
+    :param advisor: the ``FleetAdvisor`` whose report it applies; it runs 30 minutes after
+        the report.
+    :param scaler: the ``ThrottleAwareScaler`` whose target values it tunes; it needs
+        ``own_target=True``, and tunes every table (and GSI) the scaler owns the target
+        value of. The scaler is told to obey the tuned values (``SCALER_TUNED_TARGETS``).
+    :param allowed_targets: the target values (whole percentages, 20 to 90) it may set: a
+        set, a list or a ``range`` (``range(50, 91, 5)``). Nothing outside them is ever set,
+        so their lowest is the lowest target value (the most capacity) and their highest the
+        highest (the least).
+    :param max_step: the most percentage points one dimension's target value moves a
+        night, 1 to 70. Default: 10.
+    :param dry_run: compute and log every change (``target-tuned`` with ``dry_run``), and
+        count it (``TargetsWouldChange``), but change nothing. Default: False.
+    :param topic: where the alarms go. Default: a topic of its own (SSL, KMS-encrypted).
+    :param alarm_options: per alarm id (``"Changed"``, ``"DeadLetters"``, ``"Failures"``,
+        ``"TablesFailed"``, ``"Unreadable"``), an ``AlarmOptions``. Default: every alarm on
+        any count in 5 minutes (``Changed``: a target value was changed).
+    :param function_options: ``{"Tuner": FunctionOptions(...)}`` merged over its
+        defaults: 256 MB, 5 minutes (1 to 15), logs kept one year, ARM_64.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        advisor: FleetAdvisor,
+        scaler: ThrottleAwareScaler,
+        allowed_targets: Sequence[int],
+        max_step: int = DEFAULT_MAX_STEP,
+        dry_run: bool = False,
+        topic: sns.ITopic | None = None,
+        alarm_options: Mapping[str, AlarmOptions] | None = None,
+        function_options: Mapping[str, FunctionOptions] | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        self._where = f"NightlyTuning {self.node.path}"
+        bounds = self._validate(advisor, scaler, allowed_targets, max_step, dry_run)
+        alarm_options = checked_alarm_options(self._where, ALARM_IDS, alarm_options)
+        config = function_configs(self._where, function_options, FUNCTION_DEFAULTS)["Tuner"]
+        self.scaler, self.advisor, self.bounds, self.dry_run = scaler, advisor, bounds, dry_run
+        settings = TuningSettings(
+            advisor.bucket.bucket_name,
+            Lazy.string(_StoreName(scaler)),
+            {},
+            bounds,
+            dry_run,
+            advisor.report_delay_minutes,
+        )
+        env = settings.to_env()
+        env["NIGHTLY_TUNING_OWNED"] = Lazy.string(_Owned(scaler))
+        self.dead_letter_queue = _dead_letter_queue(self, "DynamoDB nightly tuning")
+        self.function, self.policy = runtime_function(
+            self,
+            "Function",
+            handler="ddb_capacity_tools.tuning_lambda.tuning_handler",
+            description="DynamoDB nightly tuning",
+            config=config,
+            environment=env,
+            code=advisor_code(),
+        )
+        _configure_failed_runs(
+            self, self.function, self.policy, self.dead_letter_queue, Duration.hours(1)
+        )
+        acknowledge_control_plane_function(self.function, "S3, DynamoDB")
+        self.rule = self._render_schedule(advisor.report_minute + AFTER_REPORT_MINUTES)
+        self._grant()
+        scaler.add_environment(SETTINGS_BY_KEY["tuned_targets"].name, "true")
+        self.topic = topic or alarm_topic(self, "DynamoDB nightly tuning alarms")
+        alarm_set = AlarmSet(self, self._where, self.topic, alarm_options)
+        self._render_alarms(alarm_set)
+        #: The alarms by stable id (read-only); one turned off is absent.
+        self.alarms = alarm_set.alarms
+        self.node.add_validation(_TuningValidation(self))
+
+    def _validate(
+        self,
+        advisor: object,
+        scaler: object,
+        allowed: object,
+        max_step: object,
+        dry_run: object,
+    ) -> Bounds:
+        if not isinstance(advisor, FleetAdvisor):
+            raise CapacityConfigError(
+                f"{self._where}: advisor: got {shown(advisor)}; expected a FleetAdvisor"
+            )
+        if not isinstance(scaler, ThrottleAwareScaler) or scaler.owned_targets is None:
+            raise CapacityConfigError(
+                f"{self._where}: scaler: got {shown(scaler)}; expected a ThrottleAwareScaler "
+                "with own_target=True (the loop tunes the target values the scaler owns)"
+            )
+        if not isinstance(dry_run, bool):
+            raise CapacityConfigError(
+                f"{self._where}: dry_run: got {shown(dry_run)}; expected True or False"
+            )
+        try:
+            return Bounds.checked(self._where, allowed, max_step)
+        except SettingsError as exc:
+            raise CapacityConfigError(str(exc)) from None
+
+    def _render_schedule(self, minute_of_day: int) -> events.Rule:
+        minute = minute_of_day % 1440
+        return events.Rule(
+            self,
+            "Schedule",
+            schedule=events.Schedule.cron(minute=str(minute % 60), hour=str(minute // 60)),
+            description="Runs the DynamoDB nightly tuning after the fleet report",
+            targets=[
+                targets.LambdaFunction(
+                    self.function,
+                    dead_letter_queue=self.dead_letter_queue,
+                    retry_attempts=2,
+                    max_event_age=Duration.hours(1),
+                )
+            ],
+        )
+
+    def _grant(self) -> None:
+        """Read the advisor's runs; read and write the ``tuned`` attribute of the owned
+        tables' items in the scaler's state store, and nothing else."""
+        bucket = self.advisor.bucket
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid="ReadRuns",
+                actions=["s3:GetObject"],
+                resources=[bucket.arn_for_objects("runs/*")],
+            ),
+            iam.PolicyStatement(
+                # a missing result is then NoSuchKey, not AccessDenied
+                sid="ListRuns",
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+            ),
+            iam.PolicyStatement(
+                sid="TuneOwnedTargets",
+                actions=["dynamodb:GetItem", "dynamodb:UpdateItem"],
+                resources=[Lazy.string(_StoreArn(self.scaler))],
+                conditions={
+                    "ForAllValues:StringEquals": {
+                        "dynamodb:LeadingKeys": Lazy.list(_OwnedNames(self.scaler)),
+                        "dynamodb:Attributes": ["pk", "sk", TUNED],
+                    }
+                },
+            ),
+        )
+        logical = bucket.node.default_child
+        assert logical is not None
+        ref = f"<{Stack.of(bucket).get_logical_id(logical)}.Arn>"  # type: ignore[arg-type]
+        acknowledge(
+            self.policy,
+            f"AwsSolutions-IAM5[Resource::{ref}/runs/*]",
+            "The loop reads the latest run's pointer and the owned tables' results, under "
+            "the run's prefix, named at run time; it writes nothing there.",
+        )
+
+    def _render_alarms(self, alarm_set: AlarmSet) -> None:
+        period = Duration.minutes(5)
+        alarm_set.add(
+            "DeadLetters",
+            AlarmSpec(
+                self.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=period, statistic="Maximum"
+                ),
+                says("A scheduled run of the nightly tuning failed: see its log."),
+            ),
+        )
+        for name, metric_name, description in (
+            (
+                "Changed",
+                "TargetsChanged",
+                "The nightly tuning changed a target value: see "
+                "its log's target-tuned events (table, dimension, old, new, why, run id).",
+            ),
+            (
+                "Failures",
+                "Failures",
+                "The nightly tuning did not run: no fresh fleet report, "
+                "or its settings; see its log.",
+            ),
+            (
+                "TablesFailed",
+                "TablesFailed",
+                "A table could not be tuned (the state store, "
+                "S3): see its log's table-not-tuned events.",
+            ),
+            (
+                "Unreadable",
+                "Unreadable",
+                "A table's recommendation could not be read: "
+                "nothing changed; see its log's recommendation-unreadable events.",
+            ),
+        ):
+            metric = cloudwatch.Metric(
+                namespace=NAMESPACE, metric_name=metric_name, statistic="Sum", period=period
+            )
+            alarm_set.add(name, AlarmSpec(metric, says(description)))
+
+
+@jsii.implements(IStableStringProducer)
+class _Owned:
+    """The scaler's owned target values as JSON, when the template is written."""
+
+    def __init__(self, scaler: ThrottleAwareScaler) -> None:
+        self._scaler = scaler
+
+    def produce(self) -> str:
+        return Stack.of(self._scaler).to_json_string(dict(self._scaler.owned_targets or {}))
+
+
+@jsii.implements(IStableListProducer)
+class _OwnedNames:
+    """The names of the tables whose target values the scaler owns."""
+
+    def __init__(self, scaler: ThrottleAwareScaler) -> None:
+        self._scaler = scaler
+
+    def produce(self) -> list[str]:
+        return list(self._scaler.owned_targets or {})
+
+
+@jsii.implements(IValidation)
+class _TuningValidation:
+    def __init__(self, tuning: NightlyTuning) -> None:
+        self._tuning = tuning
+
+    def validate(self) -> list[str]:
+        if self._tuning.scaler.owned_targets:
+            return []
+        return [
+            f"{self._tuning._where}: nothing to tune: the scaler owns no target value (add a "
+            "ProvisionedTable to the ThrottleAwareScaler with own_target=True)"
+        ]

@@ -1,0 +1,309 @@
+"""The nightly tuning loop against a moto server: the fleet advisor's worker advises a
+table from its CloudWatch history, the loop moves the table's owned target values toward
+the recommendation within the bounds (kept in the scaler's state store), and the scaler's
+next tick writes them to the target-tracking policies it owns. A table at its bound gets
+no change, a dry run changes nothing but logs, a result that cannot be read changes
+nothing and is counted, one table that fails leaves the others tuned, and billing advice
+is never applied."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
+from ddb_capacity_tools import fleet_lambda
+from ddb_capacity_tools.fleet_settings import AdvisorSettings, run_id_of
+from ddb_capacity_tools.local_aws import recorded_events
+from ddb_capacity_tools.tuning import (
+    Bounds,
+    SettingsError,
+    TuningSettings,
+    read_recommendation,
+    step,
+)
+from ddb_capacity_tools.tuning_lambda import tune_run, tuning_handler
+from tests.moto_world import World
+
+AUTOPILOT = {"SCALER_MODE": "autopilot"}
+
+
+@pytest.fixture
+def world(aws_client: Any) -> Iterator[World]:
+    w = World(aws_client)
+    w.s3 = aws_client("s3")  # type: ignore[attr-defined]
+    w.bucket = f"advisor-{w.run_id}"  # type: ignore[attr-defined]
+    w.s3.create_bucket(Bucket=w.bucket)  # type: ignore[attr-defined]
+    yield w
+    w.close()
+
+
+def settings(world: World, owned: dict[str, Any], **kw: Any) -> TuningSettings:
+    bounds = kw.pop("bounds", Bounds(tuple(range(50, 91, 5)), 10))
+    return TuningSettings(world.bucket, world.store.name, owned, bounds, **kw)  # type: ignore[attr-defined]
+
+
+def put_result(world: World, run_id: str, table: str, doc: Any) -> None:
+    body = doc if isinstance(doc, str) else json.dumps(doc)
+    world.s3.put_object(  # type: ignore[attr-defined]
+        Bucket=world.bucket,  # type: ignore[attr-defined]
+        Key=f"runs/{run_id}/tables/{table}.json",
+        Body=body.encode(),
+    )
+
+
+def start_run(world: World, minutes_ago: int = 0) -> str:
+    run_id = run_id_of(world.now - timedelta(minutes=minutes_ago))
+    world.s3.put_object(  # type: ignore[attr-defined]
+        Bucket=world.bucket,  # type: ignore[attr-defined]
+        Key="runs/latest.json",
+        Body=json.dumps({"run_id": run_id}).encode(),
+    )
+    return run_id
+
+
+def advised(table: str, policy: str, usd: float = 10.0) -> dict[str, Any]:
+    """A table's result as the advisor's worker writes it (its fields the loop reads)."""
+    return {
+        "run_id": "x",
+        "table": table,
+        "index": None,
+        "status": "advised",
+        "recommended": policy,
+        "reason": "cheapest that refuses no more",
+        "options": [{"policy": policy, "usd_per_month": usd, "refused_per_month": 0}],
+        "current": {"policy": "stock:70", "usd_per_month": 14.0, "refused_per_month": 0},
+    }
+
+
+def tuned(world: World, table: str, dimension: str, index: str | None = None) -> int | None:
+    state = world.store.get(table, index, dimension)
+    return None if state is None else state.tuned
+
+
+def tune(world: World, config: TuningSettings) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    with recorded_events() as events:
+        counts = tune_run(world.s3, world.ddb, config, world.now)  # type: ignore[attr-defined]
+    return counts, events
+
+
+def policy_target(world: World, name: str, dimension: str) -> float:
+    (policy,) = world.aas.describe_scaling_policies(
+        ServiceNamespace="dynamodb",
+        ResourceId=resource_id(name, None),
+        ScalableDimension=scalable_dimension(None, dimension),
+    )["ScalingPolicies"]
+    return float(policy["TargetTrackingScalingPolicyConfiguration"]["TargetValue"])
+
+
+# ------------------------------------------------------------------------------ the rule
+
+
+def test_a_step_moves_toward_the_recommendation_within_the_allowed_targets() -> None:
+    bounds = Bounds((50, 60, 70, 80, 90), 10)
+    assert step(70, 90, bounds) == 80  # no further than the step
+    assert step(80, 90, bounds) == 90
+    assert step(90, 90, bounds) is None  # there already
+    assert step(90, 95 - 5, Bounds((50, 90), 10)) is None
+    assert step(70, 30, bounds) == 60  # down too: never below the lowest allowed
+    assert step(50, 30, bounds) is None  # at its bound
+    assert step(72, 90, Bounds((50, 90), 10)) is None  # nothing allowed within the step
+    assert step(65, 65, bounds) == 60  # between two: the lower target, more capacity
+    assert step(70, 90, Bounds(tuple(range(50, 91)), 5)) == 75
+
+
+def test_bounds_and_settings_name_the_bad_value() -> None:
+    with pytest.raises(SettingsError, match=r"here: allowed_targets: got '\[10, 50\]'"):
+        Bounds.checked("here", [10, 50], 5)
+    with pytest.raises(SettingsError, match=r"allowed_targets: got '\(\)'; expected one or more"):
+        Bounds.checked("here", (), 5)
+    with pytest.raises(SettingsError, match=r"here: max_step: got 0; expected a whole number"):
+        Bounds.checked("here", range(50, 91), 0)
+    good = TuningSettings("b", "s", {"T": {"write": 70}}, Bounds((60, 70), 5), dry_run=True)
+    assert TuningSettings.from_env(good.to_env()) == good
+    with pytest.raises(SettingsError, match=r"NIGHTLY_TUNING_MAX_STEP: got 'x'"):
+        TuningSettings.from_env({**good.to_env(), "NIGHTLY_TUNING_MAX_STEP": "x"})
+    with pytest.raises(SettingsError, match=r"NIGHTLY_TUNING_ALLOWED is not set"):
+        TuningSettings.from_env({})
+
+
+def test_a_recommendation_is_read_as_the_report_reads_it() -> None:
+    assert read_recommendation(advised("T1x", "stock:90"), "T1x").target == 90
+    assert read_recommendation(advised("T1x", "autopilot+stock:80+owned"), "T1x").target == 80
+    demand = read_recommendation(advised("T1x", "on-demand", 3.5), "T1x")
+    assert demand.target is None and demand.advice and demand.usd_per_month == 3.5
+    assert read_recommendation(advised("Other", "stock:90"), "T1x").malformed
+    assert read_recommendation({**advised("T1x", "stock:95")}, "T1x").malformed
+    nan = advised("T1x", "stock:90")
+    nan["options"][0]["usd_per_month"] = float("inf")
+    assert read_recommendation(nan, "T1x").malformed
+    failed = {"table": "T1x", "status": "failed", "reason": "no such table"}
+    assert not read_recommendation(failed, "T1x").malformed  # the advisor's failure
+
+
+# ------------------------------------------------------------------------------ on moto
+
+
+def test_a_table_whose_traffic_changed_gets_a_new_target_that_its_scaler_applies(
+    world: World, aws_client: Any
+) -> None:
+    # GIVEN a table whose write target the autopilot owns at 70 %, busy for the last three
+    # hours of a day without traffic, and the advisor's worker advising it from its
+    # CloudWatch history
+    name = world.table("Steady", 10, 400, tagged=False)
+    world.target(name, "write", 10, 20_000)
+    world.traffic(name, "write", 150, minutes=range(1, 181))
+    world.traffic(name, "read", 1, minutes=range(1, 181))
+    run_id = start_run(world)
+    clients = {
+        "cloudwatch": world.cw,
+        "dynamodb": world.ddb,
+        "autoscaling": world.aas,
+        "s3": world.s3,  # type: ignore[attr-defined]
+    }
+    advisor = AdvisorSettings(world.bucket, "", days=1, candidates="stock:50,stock:90")  # type: ignore[attr-defined]
+    body = json.dumps({"run_id": run_id, "table": name})
+    assert fleet_lambda.advise_message(body, clients, advisor) == "advised"
+    doc = json.loads(
+        world.s3.get_object(  # type: ignore[attr-defined]
+            Bucket=world.bucket,  # type: ignore[attr-defined]
+            Key=f"runs/{run_id}/tables/{name}.json",
+        )["Body"].read()
+    )
+    wanted = read_recommendation(doc, name).target
+    assert wanted is not None and abs(wanted - 70) >= 10, doc["recommended"]
+    expected = 70 + (10 if wanted > 70 else -10)  # 10 points toward it, and no further
+    owned = {name: {"write": 70}}
+    # WHEN the loop runs with targets 50-90 allowed and a step of 10 points
+    counts, events = tune(world, settings(world, owned))
+    # THEN the write target moves 10 points toward the recommendation, logged with why
+    assert tuned(world, name, "write") == expected
+    assert counts["TargetsChanged"] == 1 and counts["Failures"] == 0
+    (said,) = [e for e in events if e.get("event") == "target-tuned"]
+    assert (said["table"], said["dimension"], said["old"]) == (name, "write", 70)
+    assert said["new"] == expected
+    assert said["run_id"] == run_id and doc["recommended"] in said["why"]
+    # AND a retry of the same run changes nothing again
+    counts, _ = tune(world, settings(world, owned))
+    assert tuned(world, name, "write") == expected and counts["TargetsKept"] == 1
+    # AND the scaler's next tick writes it to the policy it owns
+    env = {
+        **AUTOPILOT,
+        "SCALER_TABLES": name,
+        "SCALER_OWNED_TARGETS": json.dumps(owned),
+        "SCALER_TUNED_TARGETS": "true",
+    }
+    world.tick(**env)
+    assert policy_target(world, name, "write") == expected
+    # AND without the setting (the loop removed) the scaler aims at the configured 70
+    world.tick(**{**env, "SCALER_TUNED_TARGETS": "false"})
+    assert policy_target(world, name, "write") == 70
+
+
+def test_a_table_at_its_bound_gets_no_change(world: World) -> None:
+    name = world.table("AtBound", 10, 10, tagged=False)
+    run_id = start_run(world)
+    put_result(world, run_id, name, advised(name, "stock:90"))
+    owned = {name: {"read": 90, "write": 70}}
+    counts, events = tune(world, settings(world, owned, bounds=Bounds((50, 60, 70), 10)))
+    assert tuned(world, name, "read") is None and tuned(world, name, "write") is None
+    assert counts["TargetsChanged"] == 0 and counts["TargetsKept"] == 2
+    kept = [e for e in events if e.get("event") == "target-kept"]
+    assert {(e["dimension"], e["target"]) for e in kept} == {("read", 90), ("write", 70)}
+
+
+def test_a_dry_run_changes_nothing_but_logs_and_counts(world: World) -> None:
+    name = world.table("DryRun", 10, 10, tagged=False)
+    run_id = start_run(world)
+    put_result(world, run_id, name, advised(name, "stock:90"))
+    counts, events = tune(world, settings(world, {name: {"write": 70}}, dry_run=True))
+    assert tuned(world, name, "write") is None
+    assert counts["TargetsWouldChange"] == 1 and counts["TargetsChanged"] == 0
+    (said,) = [e for e in events if e.get("event") == "target-tuned"]
+    assert said["dry_run"] is True and (said["old"], said["new"]) == (70, 80)
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        "not json",
+        "[" * 40 + "]" * 40,
+        {"table": "someone-else", "status": "advised"},
+        {"status": "advised", "recommended": "stock:90", "options": []},
+        "bad-figures",
+        "bad-policy",
+    ],
+)
+def test_a_malformed_result_changes_nothing_and_is_counted(world: World, doc: Any) -> None:
+    name = world.table("Malformed", 10, 10, tagged=False)
+    run_id = start_run(world)
+    if doc == "bad-figures":
+        doc = advised(name, "stock:90")
+        doc["options"][0]["usd_per_month"] = 1e300
+    elif doc == "bad-policy":
+        doc = advised(name, "stock:99")
+    elif isinstance(doc, dict) and "table" not in doc:
+        doc = {**doc, "table": name}
+    put_result(world, run_id, name, doc)
+    counts, events = tune(world, settings(world, {name: {"write": 70}}))
+    assert tuned(world, name, "write") is None
+    assert counts["Unreadable"] == 1 and counts["TablesFailed"] == 0, counts
+    assert counts["TargetsChanged"] == 0
+    assert [e for e in events if e.get("level") == "ERROR" or e.get("table") == name]
+
+
+def test_one_failing_table_leaves_the_others_tuned(world: World) -> None:
+    # GIVEN two tables recommended stock:90, and the store refusing the first's write
+    names = [world.table(n, 10, 10, tagged=False) for n in ("Fails", "Fine")]
+    run_id = start_run(world)
+    for name in names:
+        put_result(world, run_id, name, advised(name, "stock:90"))
+    failing, fine = names
+
+    def refuse(params: dict[str, Any], **_: Any) -> None:
+        if params.get("Key", {}).get("pk", {}).get("S") == failing:
+            raise world.ddb.exceptions.ProvisionedThroughputExceededException(
+                {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow"}},
+                "UpdateItem",
+            )
+
+    hook = "provide-client-params.dynamodb.UpdateItem"
+    world.ddb.meta.events.register(hook, refuse)
+    try:
+        counts, events = tune(world, settings(world, {n: {"write": 70} for n in names}))
+    finally:
+        world.ddb.meta.events.unregister(hook, refuse)
+    assert counts["TablesFailed"] == 1 and counts["TargetsChanged"] == 2  # tried, one written
+    assert tuned(world, failing, "write") is None and tuned(world, fine, "write") == 80
+    (failed,) = [e for e in events if e.get("event") == "table-not-tuned"]
+    assert failed["table"] == failing and "ProvisionedThroughputExceeded" in failed["error"]
+
+
+def test_billing_advice_is_logged_with_its_dollars_and_never_applied(world: World) -> None:
+    name = world.table("Demand", 10, 10, tagged=False)
+    run_id = start_run(world)
+    put_result(world, run_id, name, advised(name, "on-demand", 3.25))
+    counts, events = tune(world, settings(world, {name: {"write": 70}}))
+    assert tuned(world, name, "write") is None and counts["BillingAdvice"] == 1
+    (said,) = [e for e in events if e.get("event") == "billing-advice"]
+    assert said["usd_per_month"] == 3.25 and said["usd_per_month_current"] == 14.0
+    assert world.throughput(name) == (10, 10)  # still provisioned, as it was
+
+
+def test_a_stale_run_changes_nothing_and_is_a_counted_failure(
+    world: World, monkeypatch: pytest.MonkeyPatch, aws_env: dict[str, str], capsys: Any
+) -> None:
+    name = world.table("Stale", 10, 10, tagged=False)
+    run_id = start_run(world, minutes_ago=180 + 121)
+    put_result(world, run_id, name, advised(name, "stock:90"))
+    config = settings(world, {name: {"write": 70}})
+    for key, value in {**aws_env, **config.to_env()}.items():
+        monkeypatch.setenv(key, value)
+    counts = tuning_handler({})
+    assert counts["Failures"] == 1 and tuned(world, name, "write") is None
+    (emf,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    assert emf["Failures"] == 1 and emf["TargetsChanged"] == 0

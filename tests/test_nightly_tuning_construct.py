@@ -1,0 +1,186 @@
+"""NightlyTuning as a template: one function on the advisor asset, scheduled after the
+advisor's report, its settings contract, least-privilege IAM (the ``tuned`` attribute of
+the owned tables' items in the scaler's state store, the advisor's runs read), the scaler
+told to obey the tuned values, the alarms; synthesized under the five cdk-nag packs,
+cfn-lint clean; bad props refused with the prop, the value and what is allowed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import Duration
+from aws_cdk import aws_events as events
+from aws_cdk.assertions import Match, Template
+
+from constructs_pkg import apply_nag_packs
+from constructs_pkg.alarms import AlarmOptions
+from constructs_pkg.capacity import Capacity
+from constructs_pkg.compliance import acknowledge
+from constructs_pkg.fleet_advisor import FleetAdvisor
+from constructs_pkg.scaler import ThrottleAwareScaler
+from constructs_pkg.table import ProvisionedTable
+from constructs_pkg.tuning import NightlyTuning
+from ddb_capacity_tools.tuning import Bounds, TuningSettings
+
+HANDLER = "ddb_capacity_tools.tuning_lambda.tuning_handler"
+
+
+def app_with(stack: cdk.Stack, *, own_target: bool = True, **tuning: Any) -> NightlyTuning:
+    table = ProvisionedTable(
+        stack,
+        "Orders",
+        partition_key=cdk.aws_dynamodb.Attribute(
+            name="pk", type=cdk.aws_dynamodb.AttributeType.STRING
+        ),
+        read=Capacity(min_capacity=5, max_capacity=100, target_utilization_percent=60),
+        write=Capacity(min_capacity=5, max_capacity=100),
+    )
+    for pack in ("HIPAA.Security", "NIST.800.53.R5"):
+        acknowledge(table.table, f"{pack}-DynamoDBInBackupPlan", "A table of this test only.")
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[table], own_target=own_target)
+    advisor = FleetAdvisor(
+        stack,
+        "Advisor",
+        schedule=events.CronOptions(minute="30", hour="23"),
+        report_delay=Duration.hours(2),
+    )
+    props = {"allowed_targets": range(50, 91, 5), **tuning}
+    return NightlyTuning(stack, "Tuning", advisor=advisor, scaler=scaler, **props)
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, Path]:
+    outdir = tmp_path_factory.mktemp("tuning")
+    app = cdk.App(outdir=str(outdir))
+    stack = cdk.Stack(app, "Tuned")
+    app_with(stack, max_step=5, dry_run=True)
+    apply_nag_packs(app)
+    app.synth()
+    return Template.from_stack(stack), outdir
+
+
+def tuner(template: Template) -> dict[str, Any]:
+    (found,) = [
+        f
+        for f in template.find_resources("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"] == HANDLER
+    ]
+    return found
+
+
+def test_one_function_after_the_report_with_one_settings_contract(synthesized):
+    template, _ = synthesized
+    props = tuner(template)["Properties"]
+    env = props["Environment"]["Variables"]
+    assert set(env) == set(TuningSettings("b", "s", {}, Bounds((50,), 1)).to_env())
+    assert env["NIGHTLY_TUNING_ALLOWED"] == "50,55,60,65,70,75,80,85,90"
+    assert (env["NIGHTLY_TUNING_MAX_STEP"], env["NIGHTLY_TUNING_DRY_RUN"]) == ("5", "true")
+    assert env["NIGHTLY_TUNING_REPORT_DELAY_MINUTES"] == "120"
+    assert props["ReservedConcurrentExecutions"] == 1 and props["Timeout"] == 300
+    crons = sorted(
+        r["Properties"]["ScheduleExpression"]
+        for r in template.find_resources("AWS::Events::Rule").values()
+    )
+    # the lister at 23:30, the report at 01:30, the loop 30 minutes later
+    assert "cron(0 2 * * ? *)" in crons
+
+
+def test_the_scaler_obeys_the_tuned_values_and_both_read_one_owned_map(synthesized):
+    template, _ = synthesized
+    functions = template.find_resources("AWS::Lambda::Function").values()
+    (scaler,) = [
+        f for f in functions if f["Properties"]["Handler"].endswith("scaler.handler.lambda_handler")
+    ]
+    scaler_env = scaler["Properties"]["Environment"]["Variables"]
+    assert scaler_env["SCALER_TUNED_TARGETS"] == "true"
+    tuner_env = tuner(template)["Properties"]["Environment"]["Variables"]
+    assert tuner_env["NIGHTLY_TUNING_OWNED"] == scaler_env["SCALER_OWNED_TARGETS"]
+    assert tuner_env["NIGHTLY_TUNING_STORE"] == scaler_env["CAPACITY_HOLDS_TABLE"]
+
+
+def statements(template: Template) -> dict[str, dict[str, Any]]:
+    role = tuner(template)["Properties"]["Role"]["Fn::GetAtt"][0]
+    out = {}
+    for policy in template.find_resources("AWS::IAM::ManagedPolicy").values():
+        if {"Ref": role} in policy["Properties"].get("Roles", []):
+            for s in policy["Properties"]["PolicyDocument"]["Statement"]:
+                out[s["Sid"]] = s
+    return out
+
+
+def test_it_may_read_the_runs_and_write_the_tuned_attribute_of_owned_tables_only(synthesized):
+    template, _ = synthesized
+    found = statements(template)
+    assert set(found) == {"WriteOwnLogs", "DeadLetters", "ReadRuns", "ListRuns", "TuneOwnedTargets"}
+    assert found["ReadRuns"]["Action"] == "s3:GetObject"
+    assert found["ReadRuns"]["Resource"]["Fn::Join"][1][-1] == "/runs/*"
+    tune = found["TuneOwnedTargets"]
+    assert sorted(tune["Action"]) == ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+    tables = template.find_resources("AWS::DynamoDB::Table")
+    (store,) = [t for t in tables if t.startswith("ScalerStateStore")]
+    (orders,) = [t for t in tables if t.startswith("Orders")]
+    assert tune["Resource"] == {"Fn::GetAtt": [store, "Arn"]}
+    condition = tune["Condition"]["ForAllValues:StringEquals"]
+    assert condition["dynamodb:Attributes"] == ["pk", "sk", "tuned"]
+    assert condition["dynamodb:LeadingKeys"] == [{"Ref": orders}]  # the owned table only
+    # no scaling policy, scalable target or table write: the scaler applies the value
+    actions = {
+        a
+        for s in found.values()
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert not {a for a in actions if a.startswith("application-autoscaling")}
+    assert "dynamodb:UpdateTable" not in actions
+
+
+def test_alarms_on_changes_failures_unreadable_results_and_dead_letters(synthesized):
+    template, _ = synthesized
+    alarms = template.find_resources("AWS::CloudWatch::Alarm").values()
+    ours = {
+        a["Properties"].get("MetricName"): a["Properties"]
+        for a in alarms
+        if a["Properties"].get("Namespace") == "DynamoDBCapacity/NightlyTuning"
+    }
+    assert set(ours) == {"TargetsChanged", "Failures", "TablesFailed", "Unreadable"}
+    for props in ours.values():
+        assert props["Threshold"] == 1 and len(props["AlarmActions"]) == 1
+
+
+def test_alarms_are_returned_by_id_and_can_be_turned_off(stack):
+    tuning = app_with(stack, alarm_options={"Changed": AlarmOptions(enabled=False)})
+    assert set(tuning.alarms) == {"DeadLetters", "Failures", "TablesFailed", "Unreadable"}
+
+
+def test_cfn_lint_finds_no_errors(synthesized):
+    _, outdir = synthesized
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "cfn-lint"), str(outdir / "Tuned.template.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode & 2 == 0, result.stdout
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        ({"allowed_targets": [10, 50]}, "allowed_targets: got '[10, 50]'; expected one or more"),
+        ({"allowed_targets": []}, "allowed_targets: got '[]'; expected one or more"),
+        ({"allowed_targets": "70"}, "allowed_targets: got '70'; expected one or more"),
+        ({"max_step": 0}, "max_step: got 0; expected a whole number of percentage points"),
+        ({"max_step": 7.5}, "max_step: got 7.5; expected a whole number"),
+        ({"dry_run": "yes"}, "dry_run: got 'yes'; expected True or False"),
+        ({"own_target": False}, "scaler: got "),
+    ],
+)
+def test_bad_props_are_refused_with_the_prop_and_the_value(props, message):
+    stack = cdk.Stack(cdk.App(), "Bad")
+    with pytest.raises(ValueError) as caught:
+        app_with(stack, **props)
+    assert "NightlyTuning Bad/Tuning: " + message in str(caught.value)
