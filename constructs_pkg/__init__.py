@@ -33,6 +33,7 @@ from .runtime import FunctionOptions
 from .scaler import ThrottleAwareScaler
 from .stream_signal import StreamSignal
 from .table import ProvisionedTable, TableCapacity
+from .tuning import NightlyTuning
 
 __all__ = [
     "AlarmOptions",
@@ -46,6 +47,7 @@ __all__ = [
     "FastPath",
     "FleetAdvisor",
     "FunctionOptions",
+    "NightlyTuning",
     "PrewarmMethod",
     "ProvisionedTable",
     "ScalableTargetQuota",

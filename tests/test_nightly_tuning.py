@@ -307,3 +307,16 @@ def test_a_stale_run_changes_nothing_and_is_a_counted_failure(
     assert counts["Failures"] == 1 and tuned(world, name, "write") is None
     (emf,) = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
     assert emf["Failures"] == 1 and emf["TargetsChanged"] == 0
+
+
+def test_a_tuned_target_outlives_a_forgotten_plan_and_a_plan_outlives_nothing_else(
+    world: World,
+) -> None:
+    # GIVEN a tuned write target, and a plan the autopilot keeps and then forgets
+    name = world.table("Kept", 10, 10, tagged=False)
+    put_result(world, start_run(world), name, advised(name, "stock:90"))
+    tune(world, settings(world, {name: {"write": 70}}))
+    world.set_plan(name, "write", "1:90:0:0:20")
+    world.set_plan(name, "write", None)
+    # THEN the item, and its tuned target, stay (forgetting a plan deletes only a bare item)
+    assert tuned(world, name, "write") == 80 and world.plan(name, "write") is None

@@ -15,7 +15,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration
 from aws_cdk import aws_events as events
-from aws_cdk.assertions import Match, Template
+from aws_cdk.assertions import Template
 
 from constructs_pkg import apply_nag_packs
 from constructs_pkg.alarms import AlarmOptions
