@@ -151,9 +151,14 @@ class NightlyTuning(Construct):
                 f"{self._where}: advisor: got {shown(advisor)}; expected a FleetAdvisor"
             )
         if not isinstance(scaler, ThrottleAwareScaler) or scaler.owned_targets is None:
+            got = (
+                f"ThrottleAwareScaler {scaler.node.path} without own_target=True"
+                if isinstance(scaler, ThrottleAwareScaler)
+                else shown(scaler)
+            )
             raise CapacityConfigError(
-                f"{self._where}: scaler: got {shown(scaler)}; expected a ThrottleAwareScaler "
-                "with own_target=True (the loop tunes the target values the scaler owns)"
+                f"{self._where}: scaler: got {got}; expected a ThrottleAwareScaler with "
+                "own_target=True (the loop tunes the target values the scaler owns)"
             )
         if not isinstance(dry_run, bool):
             raise CapacityConfigError(

@@ -22,10 +22,12 @@ from constructs_pkg.alarms import AlarmOptions
 from constructs_pkg.capacity import Capacity
 from constructs_pkg.compliance import acknowledge
 from constructs_pkg.fleet_advisor import FleetAdvisor
+from constructs_pkg.runtime import FunctionOptions
 from constructs_pkg.scaler import ThrottleAwareScaler
 from constructs_pkg.table import ProvisionedTable
 from constructs_pkg.tuning import NightlyTuning
 from ddb_capacity_tools.tuning import Bounds, TuningSettings
+from tests.test_fleet_advisor import statements_of
 
 HANDLER = "ddb_capacity_tools.tuning_lambda.tuning_handler"
 
@@ -104,13 +106,7 @@ def test_the_scaler_obeys_the_tuned_values_and_both_read_one_owned_map(synthesiz
 
 
 def statements(template: Template) -> dict[str, dict[str, Any]]:
-    role = tuner(template)["Properties"]["Role"]["Fn::GetAtt"][0]
-    out = {}
-    for policy in template.find_resources("AWS::IAM::ManagedPolicy").values():
-        if {"Ref": role} in policy["Properties"].get("Roles", []):
-            for s in policy["Properties"]["PolicyDocument"]["Statement"]:
-                out[s["Sid"]] = s
-    return out
+    return statements_of(template, tuner(template)["Properties"]["Role"]["Fn::GetAtt"][0])
 
 
 def test_it_may_read_the_runs_and_write_the_tuned_attribute_of_owned_tables_only(synthesized):
@@ -156,6 +152,14 @@ def test_alarms_are_returned_by_id_and_can_be_turned_off(stack):
     assert set(tuning.alarms) == {"DeadLetters", "Failures", "TablesFailed", "Unreadable"}
 
 
+def test_function_options_merge_over_the_defaults(stack):
+    tuning = app_with(stack, function_options={"Tuner": FunctionOptions(memory_size=512)})
+    template = Template.from_stack(stack)
+    props = tuner(template)["Properties"]
+    assert (props["MemorySize"], props["Timeout"]) == (512, 300)
+    assert tuning.function.node.path == "Test/Tuning/Function"
+
+
 def test_cfn_lint_finds_no_errors(synthesized):
     _, outdir = synthesized
     result = subprocess.run(
@@ -176,7 +180,11 @@ def test_cfn_lint_finds_no_errors(synthesized):
         ({"max_step": 0}, "max_step: got 0; expected a whole number of percentage points"),
         ({"max_step": 7.5}, "max_step: got 7.5; expected a whole number"),
         ({"dry_run": "yes"}, "dry_run: got 'yes'; expected True or False"),
-        ({"own_target": False}, "scaler: got "),
+        (
+            {"own_target": False},
+            "scaler: got ThrottleAwareScaler Bad/Scaler without own_target=True; expected a "
+            "ThrottleAwareScaler with own_target=True",
+        ),
     ],
 )
 def test_bad_props_are_refused_with_the_prop_and_the_value(props, message):
