@@ -119,8 +119,10 @@ def read_recommendation(doc: object, table: str) -> Recommendation:
         # the report refuses is unreadable here
         broken = doc.get("status") != "failed"
         return Recommendation(None, None, f"not advised: {row.reason}", malformed=broken)
-    money = {"usd_per_month": row.usd_per_month_recommended}
-    money["usd_per_month_current"] = row.usd_per_month_current
+    money: dict[str, Any] = {
+        "usd_per_month": row.usd_per_month_recommended,
+        "usd_per_month_current": row.usd_per_month_current,
+    }
     try:
         spec = parse(str(row.recommended), option="recommended")
     except PolicyError as exc:

@@ -124,7 +124,12 @@ def _tune_table(run: _Run, table: str, spec: object) -> None:
 def _no_target(run: _Run, table: str, rec: Recommendation) -> None:
     """A recommendation with no target value to apply: unreadable (counted, an error),
     billing advice (logged with its dollars) or one that names none."""
-    fields = {"table": table, "run_id": run.run_id, "recommended": rec.policy, "why": rec.why}
+    fields: dict[str, Any] = {
+        "table": table,
+        "run_id": run.run_id,
+        "recommended": rec.policy,
+        "why": rec.why,
+    }
     if rec.malformed:
         run.counts["Unreadable"] += 1
         log_event("recommendation-unreadable", level=logging.ERROR, **fields)
@@ -171,7 +176,12 @@ def _tune_dimension(
     kept = item.get(TUNED, {}).get("M", {}) if isinstance(item.get(TUNED), dict) else {}
     tuned = whole_units(kept.get("target", {}).get("N"), 90)
     tuned = tuned if tuned is not None and tuned >= LOWEST else None
-    where = {"table": table, "index": index, "dimension": dimension, "run_id": run.run_id}
+    where: dict[str, Any] = {
+        "table": table,
+        "index": index,
+        "dimension": dimension,
+        "run_id": run.run_id,
+    }
     if kept.get("run", {}).get("S") == run.run_id:
         run.counts["TargetsKept"] += 1
         log_event("target-kept", **where, target=tuned, why="this run was applied already")
