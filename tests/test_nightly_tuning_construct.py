@@ -83,7 +83,7 @@ def test_one_function_after_the_report_with_one_settings_contract(synthesized):
     assert env["NIGHTLY_TUNING_ALLOWED"] == "50,55,60,65,70,75,80,85,90"
     assert (env["NIGHTLY_TUNING_MAX_STEP"], env["NIGHTLY_TUNING_DRY_RUN"]) == ("5", "true")
     assert env["NIGHTLY_TUNING_REPORT_DELAY_MINUTES"] == "120"
-    assert props["ReservedConcurrentExecutions"] == 1 and props["Timeout"] == 300
+    assert props["ReservedConcurrentExecutions"] == 1 and props["Timeout"] == 900
     crons = sorted(
         r["Properties"]["ScheduleExpression"]
         for r in template.find_resources("AWS::Events::Rule").values()
@@ -156,7 +156,7 @@ def test_function_options_merge_over_the_defaults(stack):
     tuning = app_with(stack, function_options={"Tuner": FunctionOptions(memory_size=512)})
     template = Template.from_stack(stack)
     props = tuner(template)["Properties"]
-    assert (props["MemorySize"], props["Timeout"]) == (512, 300)
+    assert (props["MemorySize"], props["Timeout"]) == (512, 900)
     assert tuning.function.node.path == "Test/Tuning/Function"
 
 
