@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "LOWEST",
+    "FRESH_MINUTES",
     "HIGHEST",
+    "LOWEST",
     "NAMESPACE",
     "Bounds",
     "Recommendation",
+    "SettingsError",
     "TuningSettings",
     "read_recommendation",
     "step",
@@ -29,6 +31,8 @@ __all__ = [
 
 #: Application Auto Scaling's range for DynamoDB target values, in percent.
 LOWEST, HIGHEST = 20, 90
+#: A run is applied up to this many minutes after its report ran.
+FRESH_MINUTES = 120
 #: The loop's EMF namespace.
 NAMESPACE = "DynamoDBCapacity/NightlyTuning"
 PREFIX = "NIGHTLY_TUNING_"
@@ -191,7 +195,3 @@ class TuningSettings:
             get("DRY_RUN") == "true",
             int(numbers["REPORT_DELAY_MINUTES"]),
         )
-
-
-#: A run is applied up to this many minutes after its report ran.
-FRESH_MINUTES = 120

@@ -194,6 +194,8 @@ def _tune_dimension(
         log_event("target-kept", **where, target=old, why=why)
         return
     dry = run.settings.dry_run
+    if not dry:  # written first: a change is logged and counted once it is made
+        _write(run, key, tuned, new)
     log_event(
         "target-tuned",
         **where,
@@ -205,8 +207,6 @@ def _tune_dimension(
         dry_run=dry,
     )
     run.counts["TargetsWouldChange" if dry else "TargetsChanged"] += 1
-    if not dry:
-        _write(run, key, tuned, new)
 
 
 def _write(run: _Run, key: Mapping[str, Any], tuned: int | None, new: int) -> None:
