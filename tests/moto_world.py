@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.forecast import forecast_minute as table_forecast_minute
 from ddb_capacity_runtime.core.names import (
     BASE_MIN_TAG,
@@ -19,7 +20,6 @@ from ddb_capacity_runtime.core.names import (
     scope_label,
 )
 from ddb_capacity_runtime.core.settings import ScalerConfig
-from ddb_capacity_runtime.requests.store import HoldStore
 from ddb_capacity_runtime.scaler.tick import run_tick
 from ddb_capacity_tools.local_aws import create_store_table, put_traffic, recorded_events
 

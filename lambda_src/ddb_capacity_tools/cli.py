@@ -51,8 +51,8 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 
 from ddb_capacity_runtime import requests
 from ddb_capacity_runtime.aws.retry import describe_error
+from ddb_capacity_runtime.aws.store import STORE_ENV
 from ddb_capacity_runtime.requests.broker import BROKER_ENV
-from ddb_capacity_runtime.requests.store import STORE_ENV
 
 from . import advise as advise_module
 from . import fleet, local, page

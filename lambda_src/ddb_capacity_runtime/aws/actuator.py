@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..core.deadline import NONE, Deadline, DeadlinePassed
+from ..core.holds import CapacityRequestError, CapacityRequestTimeout, level
 from ..core.memory import why_wait
 from ..core.names import UNITS
 from ..core.outcomes import Status
@@ -31,7 +32,6 @@ from ..core.plan import Change, Via
 from ..core.policy import Action
 from ..core.quota import DecreaseLedger
 from ..core.tables import ManagedTable
-from ..requests.holds import CapacityRequestError, CapacityRequestTimeout, level
 from . import tables
 from .discovery import current_minimum
 from .minimum import set_minimum
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ..requests.store import HoldStore
+    from .store import HoldStore
 
 
 #: How long a move of a minimum waits for its dimension's lease (a request holding it).

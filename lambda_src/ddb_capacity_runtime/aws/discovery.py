@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_resourcegroupstaggingapi import ResourceGroupsTaggingAPIClient
 
-    from ..requests.store import HeldDimension
+    from ..core.holds import HeldDimension
 
 
 #: Resources named in one DescribeScalableTargets listing (a page holds 50 targets).

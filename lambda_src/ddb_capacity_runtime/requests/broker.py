@@ -41,15 +41,16 @@ from datetime import timedelta
 from typing import Any
 
 from ..aws.clients import Clients
+from ..aws.store import HoldStore, store_name
+from ..core.errors import shown
+from ..core.holds import MAX_HOLD_MINUTES, CapacityRequestError, CapacityRequestTimeout
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
 from .client import BROKER_ENV, BROKER_MAX_WAIT, broker_name, invoke_broker
 from .counts import NAMESPACE, count, count_within_warm
 from .ending import release_hold
-from .holds import MAX_HOLD_MINUTES, CapacityRequestError, CapacityRequestTimeout, shown
 from .request import request_capacity
 from .restorer import restore_tables
-from .store import HoldStore, store_name
 
 __all__ = [  # the client's names and the broker's namespace, where they always were
     "BROKER_ENV",

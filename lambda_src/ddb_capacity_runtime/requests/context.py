@@ -20,20 +20,21 @@ from ..aws.discovery import NotManaged, describe_table, table_targets
 from ..aws.minimum import set_minimum
 from ..aws.retry import describe_error
 from ..core.deadline import NONE, Deadline
+from ..core.errors import shown
+from ..core.holds import CapacityRequestError, CapacityRequestTimeout, TableGone
 from ..core.memory import Memory, reconcile
 from ..core.policy import capacity_units
 from ..core.series import window
 from ..core.settings import ScalerConfig
 from ..core.tables import Dimension, ManagedTable, ScalableTarget
-from .holds import CapacityRequestError, CapacityRequestTimeout, TableGone, shown
 
 #: Minutes of CloudWatch history whose peak is "the current traffic".
 TRAFFIC_MINUTES = 5
 TRAFFIC_LAG_MINUTES = 2
 
 if TYPE_CHECKING:
-    from .holds import Hold
-    from .store import HeldDimension, Lease
+    from ..aws.store import Lease
+    from ..core.holds import HeldDimension, Hold
 
 
 @dataclass

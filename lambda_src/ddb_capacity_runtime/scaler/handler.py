@@ -16,10 +16,10 @@ from typing import Any, TextIO
 from ..aws import discovery
 from ..aws.clients import Clients, make_clients
 from ..aws.retry import with_retries
+from ..aws.store import STORE_ENV, HoldStore, open_store
+from ..core.holds import CapacityRequestError
 from ..core.settings import ScalerConfig
 from ..events import emf_record, emit_metrics, log_event
-from ..requests.holds import CapacityRequestError
-from ..requests.store import STORE_ENV, HoldStore, open_store
 from .shard import BATCH_QUEUE_ENV, MARGIN, BatchError, parse_batch, send, shard
 from .tick import DESCRIBE_THREADS, TickFailed, TickSummary, tick
 

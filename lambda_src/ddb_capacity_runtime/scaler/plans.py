@@ -15,13 +15,14 @@ from typing import Any
 from ..aws import metrics
 from ..aws.clients import Clients
 from ..aws.retry import describe_error, with_retries
+from ..aws.store import HoldStore
 from ..core.floorplan import STEP_MINUTES, FloorPlan
 from ..core.forecast import HISTORY_DAYS, plan_floors
+from ..core.holds import HeldDimension
 from ..core.series import MINUTE, Key, step_start
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable
 from ..events import log_event
-from ..requests.store import HeldDimension, HoldStore
 
 
 def forecast_plans(

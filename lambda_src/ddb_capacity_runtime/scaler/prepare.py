@@ -19,15 +19,17 @@ from typing import Any
 from ..aws import discovery, tables
 from ..aws.clients import Clients
 from ..aws.retry import describe_error
+from ..aws.store import HoldStore, Lease
+from ..core import holds
 from ..core.deadline import NONE, Deadline
+from ..core.holds import HeldDimension
 from ..core.memory import reconcile
 from ..core.names import BASE_MIN_TAG, scope_label
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable, ScalableTarget
 from ..core.tags import parse_tags
 from ..events import log_event
-from ..requests import ending, holds
-from ..requests.store import HeldDimension, HoldStore, Lease
+from ..requests import ending
 
 
 class TargetsUnknown(Exception):

@@ -18,7 +18,7 @@ nothing anywhere, while raises on the data it has still go ahead. Every failure 
 (EMF ``Failures``) and reported in the summary, whose ``failures`` and ``shared_failures``
 make the Lambda invocation fail after the tick has acted.
 
-State: every piece of the tick's state is in the state store (`requests.store`),
+State: every piece of the tick's state is in the state store (`aws.store`),
 read with one Scan a tick: the memory of each minimum it holds raised (reconciled with the
 target's minimum: one someone else set becomes the configured one, never undone), the
 autopilot's plans, and the capacity requests' holds. Tags are configuration only: 0.4's
@@ -81,9 +81,11 @@ from ..aws.clients import Clients
 from ..aws.discovery import NotManaged, TableUpdating
 from ..aws.policies import put_target_value
 from ..aws.retry import ThrottleCounter, describe_error, is_throttle, with_retries
+from ..aws.store import HoldStore
 from ..core.deadline import Deadline, DeadlinePassed
 from ..core.floorplan import FloorPlan
 from ..core.forecast import apply_plans, forecast_due
+from ..core.holds import CapacityRequestTimeout, HeldDimension
 from ..core.outcomes import DONE, REFUSED, Status, change_row
 from ..core.ownership import retargets
 from ..core.plan import Change, plan_table
@@ -92,8 +94,6 @@ from ..core.series import Key, Series, window
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable, ScalableTarget
 from ..events import emf_record, emit_metrics, log_event
-from ..requests.holds import CapacityRequestTimeout
-from ..requests.store import HeldDimension, HoldStore
 from .plans import forecast_plans, keep_plans, minute
 from .prepare import STATE_MARKER, prepare, without_bad_targets
 from .refusals import refuse_tags

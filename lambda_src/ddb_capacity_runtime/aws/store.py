@@ -60,7 +60,15 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..aws.clients import Clients
+from ..core.holds import (
+    MAX_HOLD,
+    MAX_HOLD_MINUTES,
+    CapacityRequestError,
+    CapacityRequestTimeout,
+    HeldDimension,
+    Hold,
+    LeaseLost,
+)
 from ..core.names import (
     DEFAULT_TABLE_QUOTA,
     DIMENSIONS,
@@ -68,14 +76,7 @@ from ..core.names import (
     parse_table_quota,
     scope_label,
 )
-from .holds import (
-    MAX_HOLD,
-    MAX_HOLD_MINUTES,
-    CapacityRequestError,
-    CapacityRequestTimeout,
-    Hold,
-    LeaseLost,
-)
+from .clients import Clients
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -129,43 +130,6 @@ class HoldLimits:
     max_hold: timedelta = MAX_HOLD
     max_total_units: int = DEFAULT_TABLE_QUOTA
     quota: int = DEFAULT_TABLE_QUOTA
-
-
-@dataclass(frozen=True)
-class HeldDimension:
-    """What the store says of one dimension: its base and its holds (well-formed ones in
-    ``holds``, the ids of the others in ``malformed``), the minimum the library set and
-    the one it is about to set, the autopilot's plan (its raw value) and the library's
-    recent intents (`INTENT_MEMORY`)."""
-
-    table: str
-    index: str | None
-    dimension: str
-    base: int | None
-    holds: tuple[Hold, ...] = ()
-    malformed: tuple[str, ...] = ()
-    set_to: int | None = None
-    intent: int | None = None
-    plan: str | None = None
-    recent: tuple[int, ...] = ()
-
-    @property
-    def scope(self) -> tuple[str | None, str]:
-        return (self.index, self.dimension)
-
-    @property
-    def holding(self) -> bool:
-        """Whether the library holds anything of the dimension (an item at rest keeps only
-        its base and recent intents)."""
-        return bool(self.holds or self.malformed or self.plan is not None) or (
-            self.set_to is not None or self.intent is not None
-        )
-
-    def active(self, now: datetime) -> list[Hold]:
-        return [h for h in self.holds if h.active(now)]
-
-    def needs_restore(self, now: datetime) -> bool:
-        return bool(self.malformed) or any(not h.active(now) for h in self.holds)
 
 
 @dataclass
