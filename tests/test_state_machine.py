@@ -153,7 +153,6 @@ class CapacityStateMachine(RuleBasedStateMachine):
             self.world.clients,
             self.now,
             out=io.StringIO(),
-            sleep=lambda _: None,
             store=self.store,
             clock=self.clock,
             deadline=deadline,

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from .errors import CapacityError
 from .settings import Limits
 from .tables import ManagedTable
 
@@ -48,7 +49,7 @@ MAX_HOLD_MINUTES = int(MAX_HOLD.total_seconds() // 60)
 DEFAULT_TIMEOUT = timedelta(minutes=10)
 
 
-class CapacityRequestError(ValueError):
+class CapacityRequestError(CapacityError, ValueError):
     """A request that cannot be made or completed; the message says why."""
 
 

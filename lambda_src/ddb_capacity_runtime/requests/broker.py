@@ -42,7 +42,7 @@ from typing import Any
 
 from ..aws.clients import Clients
 from ..aws.store import HoldStore, store_name
-from ..core.errors import shown
+from ..core.errors import CapacityError, shown
 from ..core.holds import MAX_HOLD_MINUTES, CapacityRequestError, CapacityRequestTimeout
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
@@ -77,7 +77,7 @@ MAX_EVENT_CHARS = 64 * 1024
 MAX_ID_CHARS = 128
 
 
-class BrokerConfigError(RuntimeError):
+class BrokerConfigError(CapacityError, RuntimeError):
     """The broker's own configuration is broken: every request would fail, so the
     invocation fails (a Lambda error, alarmed) instead of refusing the caller."""
 

@@ -70,7 +70,7 @@ from ..core.surge import (
     Combined,
     DimensionReport,
     Report,
-    ReportError,
+    SurgeReportError,
     budget_left,
     budget_window,
     cap_room,
@@ -296,7 +296,7 @@ def take_report(
         return {"ok": False, **_refused(None, None, exc)}
     try:
         report = parse_report(event, now)
-    except ReportError as exc:
+    except SurgeReportError as exc:
         table = event.get("table") if isinstance(event, Mapping) else None
         return {"ok": False, **_refused(table, None, exc)}
     try:

@@ -18,10 +18,11 @@ from typing import Any
 
 from ..aws import discovery, tables
 from ..aws.clients import Clients
-from ..aws.retry import describe_error
+from ..aws.errors import describe_error
 from ..aws.store import HoldStore, Lease
 from ..core import holds
 from ..core.deadline import NONE, Deadline
+from ..core.errors import CapacityError
 from ..core.holds import HeldDimension
 from ..core.memory import reconcile
 from ..core.names import BASE_MIN_TAG, scope_label
@@ -32,7 +33,7 @@ from ..events import log_event
 from ..requests import ending
 
 
-class TargetsUnknown(Exception):
+class TargetsUnknown(CapacityError):
     """Whether the table's dimensions are under scalable targets is not known this tick."""
 
 
