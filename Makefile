@@ -65,9 +65,11 @@ demo: synth
 
 PY_SOURCES := constructs_pkg lambda_src tests examples benchmarks
 
+# ruff, and the run-time package's import layers (pyproject.toml's [tool.importlinter])
 lint: install
 	$(VENV)/bin/ruff check $(PY_SOURCES)
 	$(VENV)/bin/ruff format --check $(PY_SOURCES)
+	$(VENV)/bin/lint-imports --no-cache --no-logo
 
 typecheck: install
 	$(VENV)/bin/mypy constructs_pkg lambda_src/ddb_capacity_runtime lambda_src/ddb_capacity_tools

@@ -29,8 +29,8 @@ from typing import Any
 import boto3
 
 from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.settings import ScalerConfig
-from ddb_capacity_runtime.requests.store import HoldStore
 from ddb_capacity_runtime.scaler.tick import run_tick
 from ddb_capacity_tools.local_aws import create_store_table, moto_server
 

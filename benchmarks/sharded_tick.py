@@ -46,8 +46,8 @@ from typing import Any
 
 from benchmarks.scaler_tick import STORE, counted, make, populate
 from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.settings import ScalerConfig
-from ddb_capacity_runtime.requests.store import HoldStore
 from ddb_capacity_runtime.scaler.handler import coordinate, run_batch
 from ddb_capacity_tools.local_aws import client, create_store_table, moto_server
 

@@ -41,7 +41,14 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IValidation
 
-from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.aws.store import (
+    MAX_HOLD_ENV,
+    MAX_TOTAL_UNITS_ENV,
+    MAX_UNITS_ENV,
+    STORE_ENV,
+)
+from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
+from ddb_capacity_runtime.core.holds import MAX_HOLD_MINUTES
 from ddb_capacity_runtime.core.names import TABLE_QUOTA_ENV, TARGET_TAG, is_table_name
 from ddb_capacity_runtime.core.surge import (
     DEFAULT_SURGE_MINUTES,
@@ -54,13 +61,6 @@ from ddb_capacity_runtime.instrument import MODE_ENV, TABLES_ENV
 from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
-from ddb_capacity_runtime.requests.holds import MAX_HOLD_MINUTES, shown
-from ddb_capacity_runtime.requests.store import (
-    MAX_HOLD_ENV,
-    MAX_TOTAL_UNITS_ENV,
-    MAX_UNITS_ENV,
-    STORE_ENV,
-)
 from ddb_capacity_runtime.requests.surge import SurgeSettings
 from ddb_capacity_runtime.signals import MODES
 

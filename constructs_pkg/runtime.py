@@ -407,7 +407,7 @@ STORE_ACTIONS = [
 def state_store_table(
     scope: Construct, id: str, *, contents: str, backup_reason: str
 ) -> dynamodb.Table:
-    """A state store (``ddb_capacity_runtime.requests.store``): an on-demand table keyed by
+    """A state store (``ddb_capacity_runtime.aws.store``): an on-demand table keyed by
     ``pk`` and ``sk`` (strings), with point-in-time recovery, deleted with its stack (it
     holds run-time state only, never the user's data). ``contents`` says what it holds,
     for the reason it keeps DynamoDB's AWS owned key; ``backup_reason`` why no AWS Backup

@@ -20,7 +20,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IValidation
 
-from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.aws.store import STORE_ENV
+from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.names import DIMENSIONS, SCALER_TAGS, TARGET_TAG
 from ddb_capacity_runtime.core.settings import (
     CONSTRUCT_SETTINGS,
@@ -37,8 +38,6 @@ from ddb_capacity_runtime.core.settings import (
     ScalerConfig,
     for_mode,
 )
-from ddb_capacity_runtime.requests.holds import shown
-from ddb_capacity_runtime.requests.store import STORE_ENV
 from ddb_capacity_runtime.scaler.shard import MARGIN
 
 from .alarms import (

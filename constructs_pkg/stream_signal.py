@@ -28,9 +28,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_pipes as pipes
 from constructs import Construct, IConstruct, IValidation
 
-from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.requests.counts import NAMESPACE
-from ddb_capacity_runtime.requests.holds import shown
 
 from .alarms import AlarmSet, AlarmSpec, says
 from .compliance import acknowledge

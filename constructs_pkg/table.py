@@ -34,9 +34,8 @@ from aws_cdk.interfaces import ResourceEnvironment
 from aws_cdk.interfaces.aws_dynamodb import TableReference
 from constructs import Construct, IValidation
 
-from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.names import TARGET_TAG, resource_id
-from ddb_capacity_runtime.requests.holds import shown
 from ddb_capacity_tools.schedule import (
     HORIZON,
     WEEKDAYS,

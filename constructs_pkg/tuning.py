@@ -30,7 +30,7 @@ from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.settings import SETTINGS_BY_KEY
-from ddb_capacity_runtime.requests.store import TUNED
+from ddb_capacity_runtime.aws.store import TUNED
 from ddb_capacity_tools.tuning import NAMESPACE, Bounds, SettingsError, TuningSettings
 
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, says

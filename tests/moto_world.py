@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.forecast import forecast_minute as table_forecast_minute
 from ddb_capacity_runtime.core.names import (
     BASE_MIN_TAG,
@@ -19,7 +20,6 @@ from ddb_capacity_runtime.core.names import (
     scope_label,
 )
 from ddb_capacity_runtime.core.settings import ScalerConfig
-from ddb_capacity_runtime.requests.store import HoldStore
 from ddb_capacity_runtime.scaler.tick import run_tick
 from ddb_capacity_tools.local_aws import create_store_table, put_traffic, recorded_events
 
@@ -62,9 +62,6 @@ class World:
         self.now = datetime.now(UTC).replace(second=0, microsecond=0)
         self._store: HoldStore | None = None
         self.targets: list[tuple[str, str]] = []  # registered here: deregistered by close()
-        # the backoffs a tick waited between tries of a shared call, in seconds: recorded,
-        # not slept (the faults are injected by count, never by time)
-        self.slept: list[float] = []
 
     @property
     def store(self) -> HoldStore:
@@ -216,9 +213,10 @@ class World:
         self.targets = []
 
     def tick(
-        self, now: datetime | None = None, **env: str
+        self, now: datetime | None = None, *, deadline: float | None = None, **env: str
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """One tick; returns its summary, and its log events followed by its EMF records."""
+        """One tick (sending nothing after ``deadline``, a POSIX time, when given); returns
+        its summary, and its log events followed by its EMF records."""
         config = ScalerConfig.from_env(
             {"SCALER_TAG_KEY": TAG_KEY, "SCALER_TAG_VALUE": self.run_id, **env}
         )
@@ -229,8 +227,8 @@ class World:
                 self.clients,
                 now or self.now,
                 out=out,
-                sleep=self.slept.append,
                 store=self.store,
+                deadline=deadline,
             )
         return summary, events + [json.loads(line) for line in out.getvalue().splitlines()]
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from ddb_capacity_runtime.aws.store import limits_from_env
 from ddb_capacity_runtime.requests import (
     CapacityRequestError,
     CapacityRequestTimeout,
@@ -28,7 +29,6 @@ from ddb_capacity_runtime.requests.broker import (
     broker_handler,
     serve,
 )
-from ddb_capacity_runtime.requests.store import limits_from_env
 from ddb_capacity_tools import cli
 from tests.local_lambda import local_lambda
 from tests.moto_world import World

@@ -24,6 +24,8 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.aws.store import CLOCK_SKEW, LEASE, HoldStore
+from ddb_capacity_runtime.core.holds import HeldDimension, level
 from ddb_capacity_runtime.requests import (
     CapacityRequestError,
     CapacityRequestTimeout,
@@ -35,8 +37,6 @@ from ddb_capacity_runtime.requests import (
 from ddb_capacity_runtime.requests import request as request_module
 from ddb_capacity_runtime.requests import restorer as restorer_module
 from ddb_capacity_runtime.requests.broker import BrokerConfig, broker_handler, serve
-from ddb_capacity_runtime.requests.holds import level
-from ddb_capacity_runtime.requests.store import CLOCK_SKEW, LEASE, HeldDimension, HoldStore
 from ddb_capacity_tools.local_aws import create_store_table
 from tests.local_lambda import local_lambda
 from tests.moto_world import World, base_min_tag
@@ -193,7 +193,7 @@ def test_the_scaler_tick_restores_the_hold_of_a_killed_worker(
         import os, signal
         from datetime import timedelta
         from ddb_capacity_runtime.requests import request_capacity
-        from ddb_capacity_runtime.requests.store import HoldStore
+        from ddb_capacity_runtime.aws.store import HoldStore
         from ddb_capacity_tools.local_aws import client
         store = HoldStore(client({dynalite_endpoint!r}, "dynamodb"), {world.store.name!r})
         request_capacity({name!r}, write=2_000, hold=timedelta(minutes=5), store=store)

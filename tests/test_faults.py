@@ -479,10 +479,9 @@ def test_a_shared_call_that_keeps_failing_stops_every_decrease(
     calls = fail_shared_call(world, service, operation, error)
     # WHEN a tick runs
     summary, events = world.tick(SCALER_TABLES=",".join((busy, idle, low)))
-    # THEN it survived, retried the call a bounded number of times with backoff, and
-    # lowered nothing
-    assert len(calls) == 3
-    assert world.slept == [1.0, 2.0]
+    # THEN it survived, made the call once (botocore's retries, below where the error is
+    # injected, are the only ones: the library adds none), and lowered nothing
+    assert len(calls) == 1
     assert world.throughput(idle) == (200, 200)
     assert world.throughput(low) == (5, 5)  # raised to the minimum: a raise on what it knows
     if operation != "GetMetricData":
@@ -506,11 +505,11 @@ def test_a_throttled_shared_call_is_counted_and_no_other_decision_waits(
     )
     # WHEN a tick runs
     summary, events = world.tick(SCALER_TABLES=",".join((busy, idle)))
-    # THEN it was retried with backoff, counted as a shared failure, and the tables whose
-    # data it could still read were decided as usual: the idle one lowered, unless its
-    # minutes were what the throttled call would have read (unknown never lowers)
-    assert len(calls) == 3
-    assert world.slept == [1.0, 2.0]
+    # THEN it was made once (the library adds no retries to botocore's), counted as a
+    # shared failure, and the tables whose data it could still read were decided as usual:
+    # the idle one lowered, unless its minutes were what the throttled call would have read
+    # (unknown never lowers)
+    assert len(calls) == 1
     (failure,) = summary["shared_failures"]
     assert "ThrottlingException" in failure
     assert emf(events, None)["SharedFailures"] == 1
@@ -570,21 +569,30 @@ def test_targets_that_cannot_be_read_leave_their_table_unchanged_and_fail_it_alo
 
 
 def test_a_shared_call_that_recovers_on_retry_is_not_a_failure(world: World) -> None:
+    # GIVEN Application Auto Scaling throttles the first attempt of the tick's listing of
+    # the scalable targets, as AWS does over its rate
+    from botocore.awsrequest import AWSResponse
+
     busy, idle = busy_and_idle(world)
-    calls = []
+    sent: list[int] = []
 
-    def first_only(params: dict[str, Any]) -> bool:
-        if not minute_queries(params):
-            return False  # the forecast's history, at the hour's first tick: not counted
-        calls.append(1)
-        return len(calls) == 1
+    def answer(request: Any, **_: Any) -> AWSResponse | None:
+        sent.append(1)
+        if len(sent) > 1:
+            return None
+        body = b'{"__type":"ThrottlingException","message":"Rate exceeded"}'
+        headers = {"Content-Type": "application/x-amz-json-1.1"}
+        return AWSResponse(request.url, 400, headers, _Raw(body))
 
-    fail_before(
-        world.cw, "GetMetricData", first_only, client_error("ThrottlingException", "GetMetricData")
-    )
+    event = "before-send.application-auto-scaling.DescribeScalableTargets"
+    world.aas.meta.events.register(event, answer)
+    # WHEN a tick runs
     summary, _ = world.tick()
+    world.aas.meta.events.unregister(event, answer)
+    # THEN botocore retried it (the library adds no retry of its own), and the tick went
+    # on as usual
     assert_handled(world, busy, idle)
-    assert len(calls) == 2 and summary["shared_failures"] == []
+    assert len(sent) >= 2 and summary["shared_failures"] == []
 
 
 # ------------------------------------------------------------------ the autopilot's forecast
@@ -612,9 +620,9 @@ def test_a_failing_history_read_keeps_the_plans_and_stops_every_decrease(world: 
     fail_before(world.cw, "GetMetricData", count, client_error("ThrottlingException", "x"))
     # WHEN the tick runs and every read of the history fails
     summary, events = world.tick(SCALER_MODE="autopilot")
-    # THEN the one page of history was tried 3 times, not retried again as a whole
-    # (the tick's own minutes, the busy table's throttles by cause, the history's tries)
-    assert len(calls) == 1 + 1 + 3
+    # THEN the one page of history was asked for once (botocore's retries are the only
+    # ones): the tick's own minutes, the busy table's throttles by cause, the history
+    assert len(calls) == 1 + 1 + 1
     # THEN it survived; the raises on what it knows went ahead, the kept plan among them
     assert world.throughput(busy) == (100, 215)
     assert world.throughput(planned)[1] == 900

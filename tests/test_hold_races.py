@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from ddb_capacity_runtime.core.holds import level
 from ddb_capacity_runtime.requests import (
     release_hold,
     request_capacity,
     restore_expired,
 )
-from ddb_capacity_runtime.requests.holds import level
 from tests.moto_world import World
 
 TRIALS = 50

@@ -16,14 +16,14 @@ import boto3
 import pytest
 from botocore.config import Config
 
+from ddb_capacity_runtime.aws import store as store_module
 from ddb_capacity_runtime.aws.minimum import set_minimum
+from ddb_capacity_runtime.aws.store import HoldLimits, HoldStore
+from ddb_capacity_runtime.core.holds import CapacityRequestTimeout, Hold, LeaseLost
 from ddb_capacity_runtime.core.memory import reconcile
 from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.core.tables import ScalableTarget
-from ddb_capacity_runtime.requests import store as store_module
-from ddb_capacity_runtime.requests.holds import CapacityRequestTimeout, Hold, LeaseLost
-from ddb_capacity_runtime.requests.store import HoldLimits, HoldStore
 from ddb_capacity_runtime.scaler.shard import Batch
 from ddb_capacity_runtime.scaler.tick import run_tick
 from ddb_capacity_tools.local_aws import recorded_events

@@ -13,6 +13,7 @@ import pytest
 from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws.actuator import apply, update_table_request
+from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.memory import Memory
 from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, UPDATE_TABLE, Change
 from ddb_capacity_runtime.core.policy import DECREASE, INCREASE
@@ -20,7 +21,6 @@ from ddb_capacity_runtime.core.quota import DecreaseLedger
 from ddb_capacity_runtime.core.settings import ConfigError, Limits, OverrideError, ScalerConfig
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget
 from ddb_capacity_runtime.core.tags import IgnoredTag, parse_tags
-from ddb_capacity_runtime.requests.store import HoldStore
 from ddb_capacity_tools.local_aws import create_store_table
 
 ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/orders"
@@ -263,7 +263,7 @@ def test_every_decrease_is_checked_against_the_ledger_as_dynamodb_reports_it_now
 
 def test_control_plane_calls_are_retried_and_bounded_inside_a_lease() -> None:
     from ddb_capacity_runtime.aws.clients import call_bound, make_clients
-    from ddb_capacity_runtime.requests.store import LEASE
+    from ddb_capacity_runtime.aws.store import LEASE
 
     clients = make_clients(
         region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"

@@ -303,7 +303,6 @@ def test_batches_run_at_once_each_its_own_fault_domain(
             store=world.store,
             now=lambda: world.now,
             out=outs[id(record)],
-            sleep=lambda _: None,
         )
 
     # WHEN the batch function runs the 3 batches at the same time

@@ -42,6 +42,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from ddb_capacity_runtime.aws.store import HoldLimits, HoldStore
 from ddb_capacity_runtime.core.memory import reconcile
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.requests import (
@@ -50,7 +51,6 @@ from ddb_capacity_runtime.requests import (
     request_capacity,
     restore_expired,
 )
-from ddb_capacity_runtime.requests.store import HoldLimits, HoldStore
 from ddb_capacity_runtime.scaler.tick import run_tick
 from ddb_capacity_tools.local_aws import put_traffic, recorded_events
 from tests.hypothesis_profiles import examples
@@ -153,7 +153,6 @@ class CapacityStateMachine(RuleBasedStateMachine):
             self.world.clients,
             self.now,
             out=io.StringIO(),
-            sleep=lambda _: None,
             store=self.store,
             clock=self.clock,
             deadline=deadline,

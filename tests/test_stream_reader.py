@@ -286,7 +286,7 @@ def test_a_failing_store_is_counted_and_fails_no_invocation(
     put_items(world, name, 30, user=False)
     arn, records = stream_records(world, name)
     _, at = settled(time.time())
-    from ddb_capacity_runtime.requests.store import HoldStore
+    from ddb_capacity_runtime.aws.store import HoldStore
 
     missing = HoldStore(world.store_ddb, f"missing-{world.run_id}")
     answer = read_stream(

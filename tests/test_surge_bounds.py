@@ -18,7 +18,7 @@ from ddb_capacity_runtime.core.surge import (
     MIN_SURGE_ROOM,
     UNBOUNDED,
     Budget,
-    ReportError,
+    SurgeReportError,
     budget_left,
     budget_window,
     is_process_id,
@@ -173,7 +173,7 @@ def test_an_explicit_budget_and_no_bounds_at_all(world: World) -> None:
 )
 def test_a_process_id_out_of_its_format_is_refused_naming_it(process: object) -> None:
     raw = {**report("Orders", write(1)), "process": process}
-    with pytest.raises(ReportError, match="process: got .*; expected 1 to 64 letters, digits"):
+    with pytest.raises(SurgeReportError, match="process: got .*; expected 1 to 64 letters, digits"):
         parse_report(raw, time.time())
 
 

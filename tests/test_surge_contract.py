@@ -1,6 +1,6 @@
 """The fast path's report contract (``core.surge``): what a process writes
 (``Report.as_json``) the signals function reads back as it was (``parse_report``), through
-JSON; and every field that breaks a rule is refused whole with a ``ReportError`` that names
+JSON; and every field that breaks a rule is refused whole with a ``SurgeReportError`` that names
 the field and the value received."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ddb_capacity_runtime.core.surge import (
     REPORT_VERSION,
     DimensionReport,
     Report,
-    ReportError,
+    SurgeReportError,
     parse_report,
 )
 from tests.hypothesis_profiles import examples
@@ -202,7 +202,7 @@ def test_every_bad_field_is_refused_naming_it_and_its_value(
     path: tuple[Any, ...], value: Any, field: str
 ) -> None:
     raw = put(good(), path, value)
-    with pytest.raises(ReportError) as caught:
+    with pytest.raises(SurgeReportError) as caught:
         parse_report(raw, NOW)
     message = str(caught.value)
     shown = "None" if value is MISSING else repr(value)[:40]
@@ -212,20 +212,20 @@ def test_every_bad_field_is_refused_naming_it_and_its_value(
 
 @pytest.mark.parametrize("version", [True, 1.0])
 def test_a_version_that_only_equals_1_is_refused(version: object) -> None:
-    with pytest.raises(ReportError, match=f"^v: got {version!r}"):
+    with pytest.raises(SurgeReportError, match=f"^v: got {version!r}"):
         parse_report(put(good(), ("v",), version), NOW)
 
 
 def test_a_report_that_is_not_an_object_is_refused() -> None:
     for raw in (None, [good()], "{}", 1):
-        with pytest.raises(ReportError, match=r"^report: got .*; expected a JSON object"):
+        with pytest.raises(SurgeReportError, match=r"^report: got .*; expected a JSON object"):
             parse_report(raw, NOW)
 
 
 def test_a_dimension_twice_is_refused() -> None:
     raw = good()
     raw["dims"].append(dict(raw["dims"][1], units=1.0))
-    with pytest.raises(ReportError) as caught:
+    with pytest.raises(SurgeReportError) as caught:
         parse_report(raw, NOW)
     assert str(caught.value).startswith("dims[2]: ") and "index/by-g:write appears twice" in str(
         caught.value
@@ -240,7 +240,7 @@ def test_more_dimensions_than_a_table_has_are_refused() -> None:
         for d in ("read", "write")
     ][: MAX_DIMENSIONS + 1]
     with pytest.raises(
-        ReportError, match=rf"^dims: got .*; expected a list of 1 to {MAX_DIMENSIONS}"
+        SurgeReportError, match=rf"^dims: got .*; expected a list of 1 to {MAX_DIMENSIONS}"
     ):
         parse_report(raw, NOW)
     raw["dims"] = raw["dims"][:MAX_DIMENSIONS]
@@ -248,7 +248,7 @@ def test_more_dimensions_than_a_table_has_are_refused() -> None:
 
 
 def test_a_long_value_is_shown_cut_short() -> None:
-    with pytest.raises(ReportError) as caught:
+    with pytest.raises(SurgeReportError) as caught:
         parse_report(put(good(), ("table",), "t" * 1000), NOW)
     message = str(caught.value)
     assert "(1,002 characters)" in message and len(message) < 200

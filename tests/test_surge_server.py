@@ -20,6 +20,8 @@ from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws import combiner
 from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.aws.store import HoldLimits, HoldStore
+from ddb_capacity_runtime.core.holds import Hold
 from ddb_capacity_runtime.core.surge import (
     FRESH_SECONDS,
     MAX_UNITS_PER_SECOND,
@@ -31,8 +33,6 @@ from ddb_capacity_runtime.core.surge import (
 )
 from ddb_capacity_runtime.requests import restore_expired
 from ddb_capacity_runtime.requests.broker import BrokerConfig, BrokerConfigError
-from ddb_capacity_runtime.requests.holds import Hold
-from ddb_capacity_runtime.requests.store import HoldLimits, HoldStore
 from ddb_capacity_runtime.requests.surge import (
     SURGE_HOLD,
     SURGE_LIFETIME,

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from ddb_capacity_runtime.aws import combiner
+from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.surge import (
     MAX_REQUESTS_PER_SECOND,
     MAX_UNITS_PER_SECOND,
@@ -39,7 +40,6 @@ from ddb_capacity_runtime.core.surge import (
 )
 from ddb_capacity_runtime.requests import restore_expired
 from ddb_capacity_runtime.requests.broker import BrokerConfig
-from ddb_capacity_runtime.requests.store import HoldStore
 from ddb_capacity_runtime.requests.surge import SURGE_HOLD, SurgeSettings, take_report
 from tests.hypothesis_profiles import examples
 from tests.moto_world import World

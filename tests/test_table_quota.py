@@ -10,11 +10,11 @@ from aws_cdk import assertions
 from aws_cdk import aws_dynamodb as dynamodb
 
 from constructs_pkg import CapacityRequests, ThrottleAwareScaler
+from ddb_capacity_runtime.aws.store import limits_from_env
 from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.holds import CapacityRequestError
 from ddb_capacity_runtime.core.names import MAX_TABLE_QUOTA, TABLE_QUOTA_ENV
 from ddb_capacity_runtime.core.settings import ConfigError, OverrideError, ScalerConfig
-from ddb_capacity_runtime.requests.holds import CapacityRequestError
-from ddb_capacity_runtime.requests.store import limits_from_env
 from ddb_capacity_runtime.requests.validate import validate_request
 
 ONE_TABLE = {"SCALER_TABLES": "t"}

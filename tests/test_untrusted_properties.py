@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddb_capacity_runtime.aws.discovery import describe_table
+from ddb_capacity_runtime.aws.store import HoldStore
+from ddb_capacity_runtime.core.holds import lift
 from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA as TABLE_QUOTA
 from ddb_capacity_runtime.core.names import TAG_PREFIX
 from ddb_capacity_runtime.core.plan import plan_table
@@ -23,8 +25,6 @@ from ddb_capacity_runtime.core.series import Series
 from ddb_capacity_runtime.core.settings import OverrideError, ScalerConfig
 from ddb_capacity_runtime.core.tables import ScalableTarget
 from ddb_capacity_runtime.core.tags import parse_tags
-from ddb_capacity_runtime.requests.holds import lift
-from ddb_capacity_runtime.requests.store import HoldStore
 from tests.hypothesis_profiles import examples
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)

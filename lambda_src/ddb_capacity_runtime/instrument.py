@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .core.errors import CapacityError
 from .core.surge import SIGNALS_ENV
 from .events import log_event
 from .signals import MODES
@@ -53,7 +54,7 @@ MODE_ENV = "CAPACITY_SIGNALS_MODE"
 _installed: list[Any] = []
 
 
-class InstrumentError(ValueError):
+class InstrumentError(CapacityError, ValueError):
     """A setting of the launcher or of the environment that cannot be used."""
 
 

@@ -37,6 +37,9 @@ from typing import Any
 
 from .aws import combiner, stream_counts, tables
 from .aws.clients import Clients, make_clients
+from .aws.store import HoldStore, open_store
+from .core.errors import shown
+from .core.holds import CapacityRequestError
 from .core.names import UNITS
 from .core.stream import (
     WINDOW_SECONDS,
@@ -54,8 +57,6 @@ from .events import log_event
 from .requests.broker import BrokerConfig
 from .requests.context import Context
 from .requests.counts import count
-from .requests.holds import CapacityRequestError, shown
-from .requests.store import HoldStore, open_store
 from .requests.surge import SurgeSettings, surge_dimension
 
 __all__ = ["MAX_RECORDS", "STREAM_ENTRY", "read_stream", "stream_handler"]

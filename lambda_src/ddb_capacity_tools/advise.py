@@ -33,7 +33,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TextIO
 
-from ddb_capacity_runtime.aws.retry import describe_error
+from ddb_capacity_runtime.aws.errors import describe_error
+from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.core.names import is_table_name
 
 from .fleet_current import Current, current_figures, read_current
@@ -84,7 +85,7 @@ IDLE = "no consumed capacity or throttles"
 SHOWN = 300
 
 
-class AdviseError(ValueError):
+class AdviseError(CapacityError, ValueError):
     """The account's table list could not be read as documented: nothing is advised."""
 
 

@@ -50,9 +50,10 @@ from typing import Any, TextIO
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
 from ddb_capacity_runtime import requests
-from ddb_capacity_runtime.aws.retry import describe_error
+from ddb_capacity_runtime.aws.errors import describe_error
+from ddb_capacity_runtime.aws.store import STORE_ENV
+from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.requests.broker import BROKER_ENV
-from ddb_capacity_runtime.requests.store import STORE_ENV
 
 from . import advise as advise_module
 from . import fleet, local, page
@@ -402,11 +403,11 @@ def _minutes(option: str, value: int, low: int, high: int) -> timedelta:
     return timedelta(minutes=value)
 
 
-class RequestInputError(ValueError):
+class RequestInputError(CapacityError, ValueError):
     """A ``request`` / ``release`` option is out of range."""
 
 
-class OptionError(ValueError):
+class OptionError(CapacityError, ValueError):
     """A value argparse lets through that no option takes."""
 
 

@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ddb_capacity_runtime.core.errors import CapacityError
+
 from .advise import MONTH_HOURS, shown
 from .page import TABLE_PAGES, fleet_page
 
@@ -83,7 +85,7 @@ FORMULA = ("=", "+", "-", "@", "\t", "\r")
 LARGEST = 1e15
 
 
-class ReportError(ValueError):
+class ReportError(CapacityError, ValueError):
     """A report destination that cannot be written to; the message names ``--report``."""
 
 

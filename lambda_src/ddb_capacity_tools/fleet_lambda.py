@@ -36,7 +36,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ddb_capacity_runtime.aws.retry import describe_error
+from ddb_capacity_runtime.aws.errors import NO_SUCH_KEY, describe_error, error_code
 from ddb_capacity_runtime.core.names import is_table_name
 from ddb_capacity_runtime.core.untrusted import UntrustedJSONError, parse_json
 from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
@@ -86,7 +86,7 @@ def _get_json(s3: Any, bucket: str, key: str) -> Any:
     try:
         body = s3.get_object(Bucket=bucket, Key=key)["Body"].read(MAX_OBJECT + 1)
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+        if error_code(exc) in NO_SUCH_KEY:
             return None
         raise
     if len(body) > MAX_OBJECT:

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 
+from ddb_capacity_runtime.core.errors import CapacityError
+
 __all__ = [
     "MAX_DAYS",
     "NAMESPACE",
@@ -33,7 +35,7 @@ MAX_DAYS = 14
 PREFIX = "FLEET_ADVISOR_"
 
 
-class SettingsError(ValueError):
+class SettingsError(CapacityError, ValueError):
     """An environment variable the advisor cannot run with; the message names it."""
 
 

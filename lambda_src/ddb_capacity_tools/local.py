@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.aws.store import STORE_ENV, HoldStore
+from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.core.settings import ScalerConfig
-from ddb_capacity_runtime.requests.store import STORE_ENV, HoldStore
 from ddb_capacity_runtime.scaler.tick import run_tick
 
 from .local_aws import (
@@ -38,7 +39,7 @@ from .local_aws import (
 SCALER_HANDLER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
 
 
-class LocalError(ValueError):
+class LocalError(CapacityError, ValueError):
     """An option of ``local`` names no app or stack that can be deployed locally."""
 
 

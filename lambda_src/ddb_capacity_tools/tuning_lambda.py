@@ -4,7 +4,7 @@ The loop that keeps each table tuned: after the fleet advisor's nightly report, 
 whose target values the scaler owns (``ThrottleAwareScaler(own_target=True)``) is moved
 toward its recommendation, within the user's `tuning.Bounds`. The loop writes the target
 value a dimension aims at where the scaler reads it, the ``tuned`` attribute of the
-dimension's item in the scaler's state store (`ddb_capacity_runtime.requests.store`), with
+dimension's item in the scaler's state store (`ddb_capacity_runtime.aws.store`), with
 a conditional write; the scaler's next tick writes it to the target-tracking policy it
 owns (`ddb_capacity_runtime.core.ownership`). The loop never writes a scaling policy, a
 scalable target or a table, and never switches a billing mode: an on-demand or hybrid
@@ -32,7 +32,7 @@ from ddb_capacity_runtime.aws.retry import describe_error
 from ddb_capacity_runtime.core.names import DIMENSIONS, is_table_name, scope_label
 from ddb_capacity_runtime.core.tags import whole_units
 from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
-from ddb_capacity_runtime.requests.store import TUNED
+from ddb_capacity_runtime.aws.store import TUNED
 
 from .advise import shown
 from .fleet_lambda import _get_json, _key

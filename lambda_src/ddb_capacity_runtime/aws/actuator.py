@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..core.deadline import NONE, Deadline, DeadlinePassed
+from ..core.errors import CapacityError
+from ..core.holds import CapacityRequestError, CapacityRequestTimeout, level
 from ..core.memory import why_wait
 from ..core.names import UNITS
 from ..core.outcomes import Status
@@ -31,29 +33,20 @@ from ..core.plan import Change, Via
 from ..core.policy import Action
 from ..core.quota import DecreaseLedger
 from ..core.tables import ManagedTable
-from ..requests.holds import CapacityRequestError, CapacityRequestTimeout, level
 from . import tables
 from .discovery import current_minimum
+from .errors import describe_error, meaning
 from .minimum import set_minimum
-from .retry import describe_error
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ..requests.store import HoldStore
+    from .store import HoldStore
 
 
 #: How long a move of a minimum waits for its dimension's lease (a request holding it).
 LEASE_WAIT_SECONDS = 5
-
-STATUS_BY_CODE = {
-    "ResourceInUseException": Status.RETRY_NEXT_TICK,
-    "LimitExceededException": Status.QUOTA_EXCEEDED,
-    "ValidationException": Status.INVALID,
-    "AccessDeniedException": Status.ACCESS_DENIED,
-    "ResourceNotFoundException": Status.NOT_FOUND,
-}
 
 
 @dataclass(frozen=True)
@@ -66,8 +59,7 @@ class Outcome:
 def _status(exc: Exception) -> tuple[Status, str]:
     if not isinstance(exc, ClientError):
         return Status.FAILED, describe_error(exc)
-    code = exc.response.get("Error", {}).get("Code", "Unknown")
-    return STATUS_BY_CODE.get(code, Status.FAILED), describe_error(exc)
+    return meaning(exc).status, describe_error(exc)
 
 
 def update_table_request(
@@ -112,7 +104,7 @@ def _fresh(
     return current, ledgers
 
 
-class _Busy(Exception):
+class _Busy(CapacityError):
     """The table is being updated: nothing is sent this time."""
 
 

@@ -75,19 +75,38 @@ def call_bound(client: Any) -> float:
     (with adaptive retries, the rate limiter's wait too). A lease is renewed to cover it
     before a control-plane call under it (a client of the user's with botocore's
     defaults, 60 s timeouts and 5 legacy attempts, gets a lease of about 10 minutes)."""
-    config = client.meta.config
-    retries = config.retries or {}
-    mode = retries.get("mode", "legacy")
+    mode, attempts = _retries(client)
+    backoff = sum(_backoff(mode, made) for made in range(1, attempts))
+    return float(attempts * _attempt_bound(client, mode) + backoff)
+
+
+def retry_bound(client: Any, made: int) -> float:
+    """The longest a retry of a call of ``client`` can take once ``made`` attempts failed:
+    botocore's longest backoff after them, then one attempt (its timeouts, and with
+    adaptive retries the rate limiter's wait)."""
+    mode, _ = _retries(client)
+    return _backoff(mode, made) + _attempt_bound(client, mode)
+
+
+def _retries(client: Any) -> tuple[str, int]:
+    """``client``'s retry mode, and the most attempts it makes of one call."""
+    retries = client.meta.config.retries or {}
     total = retries.get("total_max_attempts")
     retried = retries.get("max_attempts")
     attempts = int(total) if total is not None else LEGACY_ATTEMPTS
     if total is None and retried is not None:
         attempts = int(retried) + 1
+    return str(retries.get("mode", "legacy")), attempts
+
+
+def _attempt_bound(client: Any, mode: str) -> float:
+    """The longest one attempt of a call of ``client`` can take."""
+    config = client.meta.config
     per_attempt = float(config.connect_timeout) + float(config.read_timeout)
-    if mode == "adaptive":
-        per_attempt += ADAPTIVE_WAIT_SECONDS
-    backoff = sum(
-        2**i if mode == "legacy" else min(2**i, MAX_BACKOFF_SECONDS)
-        for i in range(max(0, attempts - 1))
-    )
-    return float(attempts * per_attempt + backoff)
+    return per_attempt + (ADAPTIVE_WAIT_SECONDS if mode == "adaptive" else 0.0)
+
+
+def _backoff(mode: str, made: int) -> float:
+    """botocore's longest wait before the next attempt once ``made`` attempts failed."""
+    wait = 2 ** (made - 1)
+    return float(wait if mode == "legacy" else min(wait, MAX_BACKOFF_SECONDS))

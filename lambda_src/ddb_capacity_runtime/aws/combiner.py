@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from ..core.errors import CapacityError
 from ..core.names import MAX_TABLE_QUOTA
 from ..core.surge import (
     CLOCK_SKEW_SECONDS,
@@ -43,6 +44,7 @@ from ..core.surge import (
     is_process_id,
     read_budget,
 )
+from .errors import CONDITION_FAILED, error_code
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -87,7 +89,7 @@ _MARK_MAX = "surge_max"
 _BUDGET = "surge_budget"
 
 
-class CombinerContended(RuntimeError):
+class CombinerContended(CapacityError, RuntimeError):
     """The combiner item changed under every attempt to write a process's entry."""
 
 
@@ -166,7 +168,7 @@ def record(
             )
             return entries(answer.get("Attributes", {}), now)
         except ClientError as exc:
-            if _code(exc) not in ("ConditionalCheckFailedException", "ValidationException"):
+            if error_code(exc) not in (CONDITION_FAILED, "ValidationException"):
                 raise
         mended = _mend(dynamodb, store, key, process, entry, now)
         if mended is not True:
@@ -435,11 +437,7 @@ def conditional_update(
             ReturnValues="ALL_NEW" if all_new else "NONE",
         )
     except ClientError as exc:
-        if _code(exc) != "ConditionalCheckFailedException":
+        if error_code(exc) != CONDITION_FAILED:
             raise
         return None
     return dict(answer.get("Attributes", {})) if all_new else {}
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))

@@ -12,6 +12,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
+from ..core.errors import CapacityError
 from ..core.floorplan import FloorPlan, parse_plan
 from ..core.memory import Memory, reconcile
 from ..core.names import SCALER_TAGS, UNITS, resource_id, scalable_dimension
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_resourcegroupstaggingapi import ResourceGroupsTaggingAPIClient
 
-    from ..requests.store import HeldDimension
+    from ..core.holds import HeldDimension
 
 
 #: Resources named in one DescribeScalableTargets listing (a page holds 50 targets).
@@ -212,7 +213,7 @@ def table_resource_ids(name: str, description: Mapping[str, Any]) -> list[str]:
     return [resource_id(name, None), *(resource_id(name, i) for i in indexes)]
 
 
-class NotManaged(Exception):
+class NotManaged(CapacityError):
     """The table is skipped this tick (not ACTIVE, on-demand); not an error."""
 
 

@@ -11,8 +11,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.errors import CapacityError
 
-class InvokeError(Exception):
+
+class InvokeError(CapacityError):
     """The invocation itself failed (AWS refused it, or the connection failed); the
     message is AWS's."""
 

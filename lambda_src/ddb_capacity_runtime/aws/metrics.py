@@ -7,16 +7,15 @@ of queries / 500, not with tables x metrics."""
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..core.quota import utc
 from ..core.series import MINUTE, Key, Series, step_start, tell_causes
-from .retry import describe_error, is_throttle
+from .errors import describe_error, is_throttle
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient
@@ -64,7 +63,6 @@ def fetch(
     *,
     errors: list[str] | None = None,
     throttled: list[str] | None = None,
-    call: Callable[[Callable[[], Any]], Any] = lambda f: f(),
 ) -> dict[Key, Series]:
     """Every key's series over [start, end), zero-filled per minute, with what is unknown.
 
@@ -75,9 +73,10 @@ def fetch(
     than idle), or when its value is NaN, negative or infinite or its timestamp was
     returned more than once.
 
-    ``call`` wraps each GetMetricData call (retries). With ``errors`` given, a batch that
-    still fails leaves its keys wholly unknown and its error appended (to ``throttled``
-    instead, when given and the call was throttled); without, it raises.
+    Each GetMetricData call is retried by botocore (the client's retry mode). With
+    ``errors`` given, a batch that still fails leaves its keys wholly unknown and its error
+    appended (to ``throttled`` instead, when given and the call was throttled); without, it
+    raises.
     """
     planned = queries(keys)
     minutes = int((end - start) / MINUTE)
@@ -89,7 +88,7 @@ def fetch(
         ids = [qid for qid, *_ in planned[offset : offset + MAX_QUERIES_PER_CALL]]
         batch = [q for *_, q in planned[offset : offset + MAX_QUERIES_PER_CALL]]
         try:
-            delivered = _fetch_batch(cloudwatch, batch, start, end, reads, call)
+            delivered = _fetch_batch(cloudwatch, batch, start, end, reads)
         except Exception as exc:
             if errors is None:
                 raise
@@ -152,7 +151,6 @@ def _fetch_batch(
     start: datetime,
     end: datetime,
     reads: _Reads,
-    call: Callable[[Callable[[], Any]], Any],
 ) -> datetime | None:
     """Read one batch (every page) into ``reads``; returns the newest known minute in
     [start, end) of any trusted query of the batch (None: none).
@@ -179,7 +177,7 @@ def _fetch_batch(
         }
         if token:
             kwargs["NextToken"] = token
-        response = call(functools.partial(cloudwatch.get_metric_data, **kwargs))
+        response = cloudwatch.get_metric_data(**kwargs)
         for result in response["MetricDataResults"]:
             qid = result["Id"]
             if qid not in ours:
@@ -256,7 +254,6 @@ def fetch_causes(
     end: datetime,
     *,
     errors: dict[Key, str] | None = None,
-    call: Callable[[Callable[[], Any]], Any] = lambda f: f(),
 ) -> dict[Key, Series]:
     """``series`` with the throttles of each throttled key told apart by cause.
 
@@ -281,7 +278,7 @@ def fetch_causes(
         chunk = planned[offset : offset + MAX_QUERIES_PER_CALL]
         batch = [q for *_, q in chunk]
         try:
-            _fetch_batch(cloudwatch, batch, start, end, reads, call)
+            _fetch_batch(cloudwatch, batch, start, end, reads)
         except Exception as exc:
             if errors is None:
                 raise
@@ -334,8 +331,6 @@ def fetch_history(
     end: datetime,
     days: int,
     step_minutes: int,
-    *,
-    call: Callable[[Callable[[], Any]], Any] = lambda f: f(),
 ) -> dict[Key, list[float | None]]:
     """Each key's consumed capacity over the ``days`` before ``end``, as average units per
     second per ``step_minutes`` step (oldest first), for the autopilot's forecast. A step
@@ -361,7 +356,7 @@ def fetch_history(
         batch = batch_queries[first : first + HISTORY_QUERIES_PER_CALL]
         qids = [str(q["Id"]) for q in batch]
         reads = _Reads.of(qids)
-        _fetch_batch(cloudwatch, batch, start, end, reads, call)
+        _fetch_batch(cloudwatch, batch, start, end, reads)
         for qid in qids:
             if not reads.complete.get(qid, False):
                 out[ids[qid]] = [None] * steps

@@ -18,15 +18,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from ..core.deadline import NONE, Deadline
+from ..core.holds import LeaseLost
 from .clients import call_bound
+from .store import KEEP
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
     from mypy_boto3_application_autoscaling.literals import ScalableDimensionType
 
+    from ..core.holds import Hold
     from ..core.tables import ScalableTarget
-    from ..requests.holds import Hold
-    from ..requests.store import Lease
+    from .store import Lease
 
 
 def set_minimum(
@@ -45,9 +47,6 @@ def set_minimum(
     LeaseLost when the lease was lost: before the register (nothing was set), or after it
     (the minimum was set, and its intent keeps it the library's). Raises DeadlinePassed,
     with nothing written or sent, once ``deadline`` has passed."""
-    from ..requests.holds import LeaseLost  # the store imports this layer's neighbours
-    from ..requests.store import KEEP
-
     deadline.check(f"RegisterScalableTarget of {target.resource_id} MinCapacity {new:,}")
     renew = call_bound(autoscaling)
     lease.write(base, KEEP if holds is None else holds, intent=new, renew_for=renew)

@@ -1,50 +1,20 @@
 """Runs in: scaler Lambda, broker Lambda, workers (the user's own jobs, in direct mode),
 workstation (``ddb-capacity``).
 
-Bounded retries with exponential backoff for the calls a whole tick shares."""
+The one retry policy: botocore's own, as the clients are configured (`aws.clients`:
+adaptive or standard retries, bounded attempts and timeouts); the library adds no retries of
+its own. Inside a tick, `RetryWithin` bounds it by the tick's deadline (no retry that could
+end after it), and `ThrottleCounter` counts the throttled attempts."""
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-T = TypeVar("T")
-#: Errors no retry can fix.
-FINAL_CODES = frozenset(
-    {
-        "AccessDeniedException",
-        "AccessDenied",
-        "ValidationException",
-        "UnrecognizedClientException",
-        "InvalidParameterValue",
-    }
-)
-
-
-#: The codes of a throttled control-plane call (DynamoDB, Application Auto Scaling,
-#: CloudWatch, the Resource Groups Tagging API, SQS): the rate, not the request, was refused.
-THROTTLED_CODES = frozenset(
-    {
-        "Throttling",
-        "ThrottlingException",
-        "ThrottledException",
-        "TooManyRequestsException",
-        "RequestLimitExceeded",
-        "RequestThrottled",
-        "LimitExceededException",
-    }
-)
-
-
-def is_throttle(exc: BaseException) -> bool:
-    """Whether ``exc`` is an AWS error that refused the call's rate (`THROTTLED_CODES`)."""
-    if not isinstance(exc, ClientError):
-        return False
-    return exc.response.get("Error", {}).get("Code") in THROTTLED_CODES
+from ..core.deadline import Deadline
+from .clients import retry_bound
+from .errors import error_code, is_throttle
 
 
 class ThrottleCounter:
@@ -67,37 +37,53 @@ class ThrottleCounter:
 
     def _seen(self, response: Any = None, **_: Any) -> None:
         parsed = response[1] if isinstance(response, tuple) and len(response) == 2 else None
-        code = parsed.get("Error", {}).get("Code") if isinstance(parsed, dict) else None
-        if code in THROTTLED_CODES:
+        if is_throttle(parsed):
             with self._lock:
                 self.count += 1
 
 
-def with_retries(
-    call: Callable[[], T],
-    *,
-    attempts: int = 3,
-    base_delay: float = 1.0,
-    sleep: Callable[[float], None] = time.sleep,
-) -> T:
-    """``call()``, tried up to ``attempts`` times on AWS or connection errors, waiting
-    ``base_delay`` x 2^n between tries; the last error is raised."""
-    for attempt in range(attempts):
-        try:
-            return call()
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in FINAL_CODES or attempt == attempts - 1:
-                raise
-        except BotoCoreError:
-            if attempt == attempts - 1:
-                raise
-        sleep(base_delay * 2**attempt)
-    raise AssertionError("not reached")  # pragma: no cover
+class RetryWithin:
+    """While in its ``with`` block, botocore retries a failed call of ``clients`` only when
+    the retry (botocore's longest backoff, then one whole attempt: `clients.retry_bound`)
+    ends before ``deadline``; otherwise the call fails at once with the error it met, as
+    botocore raises it after its last attempt. ``refused`` counts the retries refused.
 
+    A ``needs-retry`` hook, run on every attempt (after `ThrottleCounter`'s, so a refused
+    attempt is still counted, and before botocore's retry handler, so no retry quota is
+    spent on it)."""
 
-def describe_error(exc: BaseException) -> str:
-    """One line naming an error: the AWS error code and message, or the exception."""
-    if isinstance(exc, ClientError):
-        error = exc.response.get("Error", {})
-        return f"{error.get('Code')}: {error.get('Message')}"
-    return f"{type(exc).__name__}: {exc}"
+    def __init__(self, deadline: Deadline, *clients: Any) -> None:
+        self.deadline = deadline
+        self.refused = 0
+        self._hooks = [(c, partial(self._check, c)) for c in clients if c is not None]
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> RetryWithin:
+        for client, hook in self._hooks:
+            client.meta.events.register_last("needs-retry.*.*", hook)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for client, hook in self._hooks:
+            client.meta.events.unregister("needs-retry.*.*", hook)
+
+    def _check(
+        self,
+        client: Any,
+        response: Any = None,
+        caught_exception: BaseException | None = None,
+        attempts: int = 1,
+        operation: Any = None,
+        **_: Any,
+    ) -> None:
+        http, parsed = response if isinstance(response, tuple) else (None, None)
+        status = getattr(http, "status_code", 200)
+        if caught_exception is None and status < 300 and error_code(parsed) is None:
+            return  # an answer: nothing to retry
+        if self.deadline.left() > retry_bound(client, attempts):
+            return  # botocore decides, as it always does
+        with self._lock:
+            self.refused += 1
+        if caught_exception is not None:
+            raise caught_exception
+        raise client.exceptions.from_code(error_code(parsed))(parsed, operation.name)

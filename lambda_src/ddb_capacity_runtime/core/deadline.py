@@ -13,8 +13,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .errors import CapacityError
 
-class DeadlinePassed(Exception):
+
+class DeadlinePassed(CapacityError):
     """The deadline passed before a lease wait or a control-plane call: nothing was sent."""
 
 

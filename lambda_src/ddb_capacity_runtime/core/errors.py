@@ -2,7 +2,13 @@
 the user's own processes ([`shown`][]).
 
 Errors shared by the constructs, the run-time code and the tools, and how a message
-repeats a value it was given."""
+repeats a value it was given.
+
+Every exception the three packages raise derives from [`CapacityError`][], so
+``except CapacityError`` catches any of them; each also keeps the built-in its callers
+already catch: ``ValueError`` for input that breaks a rule (the message names the field,
+the value received and what is allowed), ``RuntimeError`` for a run that failed,
+``TimeoutError`` for a wait that ran out."""
 
 #: The most characters of a caller's input that an answer or a log line repeats.
 SHOWN_CHARS = 200
@@ -22,5 +28,9 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     return f"{text[:limit]}... ({len(text):,} characters)"
 
 
-class CapacityConfigError(ValueError):
+class CapacityError(Exception):
+    """The root of every exception the library raises."""
+
+
+class CapacityConfigError(CapacityError, ValueError):
     """A capacity setting that DynamoDB or Application Auto Scaling would refuse."""

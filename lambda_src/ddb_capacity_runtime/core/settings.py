@@ -16,6 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from .errors import CapacityError
 from .names import (
     DEFAULT_TABLE_QUOTA,
     DIMENSIONS,
@@ -85,11 +86,11 @@ def for_mode(
     return replace(policy, scale_down_minutes=tick_minutes * scale_down_ticks(tick_minutes, mode))
 
 
-class ConfigError(ValueError):
+class ConfigError(CapacityError, ValueError):
     """The scaler's environment is not usable; the message says what to change."""
 
 
-class OverrideError(ValueError):
+class OverrideError(CapacityError, ValueError):
     """One table's overrides are not usable; that table is skipped, the others go on."""
 
 

@@ -8,7 +8,7 @@ processes add up (`combine`), and when and how far that raises a dimension
 these, so the simulator's fast path is the deployed one.
 
 A report is untrusted input: every field is bounded and checked, and a report that breaks
-a rule is refused whole with a `ReportError` naming the field, the value received
+a rule is refused whole with a `SurgeReportError` naming the field, the value received
 and what is allowed. A process that lies can therefore ask for at most what
 `surge_level` allows, which the construct's limits and the surge cap bound, and only
 for as long as a surge lasts.
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from .errors import shown
+from .errors import CapacityError, shown
 from .names import DIMENSIONS, MAX_TABLE_QUOTA, scope_label
 
 #: The environment variable that names the signals function, for the client hook (set on a
@@ -54,7 +54,7 @@ MAX_TABLE_CHARS = 255
 PROCESS_ID = re.compile(rf"[A-Za-z0-9._-]{{1,{MAX_PROCESS_CHARS}}}")
 #: How far a report's clock may be ahead of, or behind, the signals function's.
 CLOCK_SKEW_SECONDS = 30.0
-#: The most characters of a report's value that a ReportError repeats.
+#: The most characters of a report's value that a SurgeReportError repeats.
 SHOWN_IN_REPORT_ERRORS = 80
 #: How long a process's last report counts towards the sum of its dimension.
 FRESH_SECONDS = 45.0
@@ -87,7 +87,7 @@ UNBOUNDED = "unbounded"
 """What a setting says to turn a default bound off (the surge cap, the budget)."""
 
 
-class ReportError(ValueError):
+class SurgeReportError(CapacityError, ValueError):
     """A report that breaks the contract: the message names the field, the value received
     and what is allowed."""
 
@@ -158,7 +158,7 @@ def _number(raw: Mapping[str, Any], name: str, low: float, high: float, where: s
         or not math.isfinite(value)
         or not low <= value <= high
     ):
-        raise ReportError(
+        raise SurgeReportError(
             f"{where}{name}: got {_shown(value)}; expected a number from {low:g} to {high:g}"
         )
     return float(value)
@@ -167,7 +167,7 @@ def _number(raw: Mapping[str, Any], name: str, low: float, high: float, where: s
 def _whole(raw: Mapping[str, Any], name: str, high: float, where: str) -> int:
     value = raw.get(name, 0)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
-        raise ReportError(
+        raise SurgeReportError(
             f"{where}{name}: got {_shown(value)}; expected a whole number from 0 to {high:,.0f}"
         )
     return value
@@ -176,7 +176,7 @@ def _whole(raw: Mapping[str, Any], name: str, high: float, where: str) -> int:
 def _name(raw: Mapping[str, Any], name: str, most: int, where: str = "") -> str:
     value = raw.get(name)
     if not isinstance(value, str) or not 0 < len(value) <= most:
-        raise ReportError(
+        raise SurgeReportError(
             f"{where}{name}: got {_shown(value)}; expected a string of 1 to {most} characters"
         )
     return value
@@ -189,16 +189,16 @@ def is_process_id(value: object) -> TypeGuard[str]:
 
 def parse_report(raw: object, now: float) -> Report:
     """``raw`` (a decoded JSON report) as a `Report`, checked against the contract
-    at ``now`` (seconds since the epoch); a `ReportError` otherwise."""
+    at ``now`` (seconds since the epoch); a `SurgeReportError` otherwise."""
     if not isinstance(raw, Mapping):
-        raise ReportError(f"report: got {_shown(raw)}; expected a JSON object")
+        raise SurgeReportError(f"report: got {_shown(raw)}; expected a JSON object")
     version = raw.get("v")
     if type(version) is not int or version != REPORT_VERSION:
-        raise ReportError(f"v: got {_shown(raw.get('v'))}; expected {REPORT_VERSION}")
+        raise SurgeReportError(f"v: got {_shown(raw.get('v'))}; expected {REPORT_VERSION}")
     table = _name(raw, "table", MAX_TABLE_CHARS)
     process = raw.get("process")
     if not is_process_id(process):
-        raise ReportError(
+        raise SurgeReportError(
             f"process: got {_shown(process)}; expected 1 to {MAX_PROCESS_CHARS} letters, "
             "digits, '.', '_' or '-'"
         )
@@ -208,7 +208,7 @@ def parse_report(raw: object, now: float) -> Report:
     )
     dims_raw = raw.get("dims")
     if not isinstance(dims_raw, list) or not 0 < len(dims_raw) <= MAX_DIMENSIONS:
-        raise ReportError(
+        raise SurgeReportError(
             f"dims: got {_shown(dims_raw)}; expected a list of 1 to {MAX_DIMENSIONS} dimensions"
         )
     dims: list[DimensionReport] = []
@@ -216,20 +216,20 @@ def parse_report(raw: object, now: float) -> Report:
     for i, d in enumerate(dims_raw):
         where = f"dims[{i}]."
         if not isinstance(d, Mapping):
-            raise ReportError(f"dims[{i}]: got {_shown(d)}; expected a JSON object")
+            raise SurgeReportError(f"dims[{i}]: got {_shown(d)}; expected a JSON object")
         index = d.get("index")
         if index is not None:
             index = _name(d, "index", MAX_TABLE_CHARS, where)
         dimension = d.get("dimension")
         if dimension not in DIMENSIONS:
-            raise ReportError(
+            raise SurgeReportError(
                 f"{where}dimension: got {_shown(dimension)}; expected one of {DIMENSIONS}"
             )
         units = _number(d, "units", 0, MAX_UNITS_PER_SECOND * seconds, where)
         requests = _whole(d, "requests", MAX_REQUESTS_PER_SECOND * seconds, where)
         throttles_raw = d.get("throttles", {})
         if not isinstance(throttles_raw, Mapping) or not set(throttles_raw) <= set(CAUSES):
-            raise ReportError(
+            raise SurgeReportError(
                 f"{where}throttles: got {_shown(throttles_raw)}; expected an object whose "
                 f"keys are among {CAUSES}"
             )
@@ -240,7 +240,7 @@ def parse_report(raw: object, now: float) -> Report:
         failed = _whole(d, "failed", MAX_REQUESTS_PER_SECOND * seconds, where)
         report = DimensionReport(index, dimension, units, requests, throttles, failed)
         if report.sort_key in seen:
-            raise ReportError(
+            raise SurgeReportError(
                 f"dims[{i}]: {report.sort_key} appears twice; expected each dimension once"
             )
         seen.add(report.sort_key)

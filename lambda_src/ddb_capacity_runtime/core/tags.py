@@ -13,7 +13,7 @@ and never the cause of an exception:
   within bounds is still refused, dimension by dimension, where it would lower a limit
   below what the dimension consumes (`settings.ScalerConfig.refuse_lowering_tags`);
 - 0.4's state tags, read once when a tick first sees the table and moved into the state
-  store (`ddb_capacity_runtime.requests.store`), then removed: the memory of a raised
+  store (`ddb_capacity_runtime.aws.store`), then removed: the memory of a raised
   minimum, ``ddb-capacity:base-min:<table|index/NAME>:<read|write>`` = ``<base>:<set>``,
   both from 1 to the table quota (a plain ``<base>`` is read with no ``set``), and the
   autopilot's plan, ``ddb-capacity:forecast:<table|index/NAME>:<read|write>`` (checked by
@@ -23,7 +23,7 @@ and never the cause of an exception:
   ``ddb-capacity:table``, which belongs on scalable targets (it lets the library's roles move
   them); on a table they are skipped, never counted as ignored;
 - other keys under the prefix that the library does not know are ignored (all run-time
-  state lives in the state store, `ddb_capacity_runtime.requests.store`, not in tags).
+  state lives in the state store, `ddb_capacity_runtime.aws.store`, not in tags).
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .errors import CapacityError
+
 __all__ = ["MAX_DEPTH", "UntrustedJSONError", "check_json", "parse_json"]
 
 #: The deepest nesting any message or event of the library has is 4 (a report's
@@ -32,7 +34,7 @@ _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKETS = re.compile(r"[\[\]{}]")
 
 
-class UntrustedJSONError(ValueError):
+class UntrustedJSONError(CapacityError, ValueError):
     """A JSON text or value nested deeper, or larger, than allowed."""
 
 

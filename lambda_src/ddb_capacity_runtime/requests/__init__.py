@@ -3,8 +3,7 @@
 Capacity requests ("get ready, here I come"): raise a table's minimum before heavy work,
 hold it, and restore it when the work is done or the hold expires.
 
-- `holds`: the hold and its rules (pure);
-- `store`: the hold store, a DynamoDB table with conditional writes and leases;
+- (the hold and its rules are `core.holds`, pure; the hold store is `aws.store`)
 - `validate`: checks of a request's arguments;
 - `context`: reading the table and its traffic, moving minimums;
 - `request`: making a request ([`request_capacity`][ddb_capacity_runtime.requests.request_capacity],
@@ -16,8 +15,8 @@ hold it, and restore it when the work is done or the hold expires.
 - `counts`: the broker's EMF counts.
 """
 
+from ..core.holds import CapacityRequestError, CapacityRequestTimeout, Hold
 from .ending import release_hold, restore_expired
-from .holds import CapacityRequestError, CapacityRequestTimeout, Hold
 from .request import CapacityHold, request_capacity
 
 __all__ = [

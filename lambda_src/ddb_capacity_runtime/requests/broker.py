@@ -41,15 +41,16 @@ from datetime import timedelta
 from typing import Any
 
 from ..aws.clients import Clients
+from ..aws.store import HoldStore, store_name
+from ..core.errors import CapacityError, shown
+from ..core.holds import MAX_HOLD_MINUTES, CapacityRequestError, CapacityRequestTimeout
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
 from .client import BROKER_ENV, BROKER_MAX_WAIT, broker_name, invoke_broker
 from .counts import NAMESPACE, count, count_within_warm
 from .ending import release_hold
-from .holds import MAX_HOLD_MINUTES, CapacityRequestError, CapacityRequestTimeout, shown
 from .request import request_capacity
 from .restorer import restore_tables
-from .store import HoldStore, store_name
 
 __all__ = [  # the client's names and the broker's namespace, where they always were
     "BROKER_ENV",
@@ -76,7 +77,7 @@ MAX_EVENT_CHARS = 64 * 1024
 MAX_ID_CHARS = 128
 
 
-class BrokerConfigError(RuntimeError):
+class BrokerConfigError(CapacityError, RuntimeError):
     """The broker's own configuration is broken: every request would fail, so the
     invocation fails (a Lambda error, alarmed) instead of refusing the caller."""
 

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..aws.invoke import InvokeError, invoke, lambda_client
-from .holds import CapacityRequestError, CapacityRequestTimeout
+from ..core.holds import CapacityRequestError, CapacityRequestTimeout
 
 #: The broker's function name, set on functions granted with ``grant_request``; the default
 #: of ``request_capacity``'s and ``release_hold``'s ``broker``.

@@ -17,23 +17,24 @@ from botocore.exceptions import ClientError
 from ..aws import metrics, tables
 from ..aws.clients import Clients
 from ..aws.discovery import NotManaged, describe_table, table_targets
+from ..aws.errors import describe_error, error_code
 from ..aws.minimum import set_minimum
-from ..aws.retry import describe_error
 from ..core.deadline import NONE, Deadline
+from ..core.errors import shown
+from ..core.holds import CapacityRequestError, CapacityRequestTimeout, TableGone
 from ..core.memory import Memory, reconcile
 from ..core.policy import capacity_units
 from ..core.series import window
 from ..core.settings import ScalerConfig
 from ..core.tables import Dimension, ManagedTable, ScalableTarget
-from .holds import CapacityRequestError, CapacityRequestTimeout, TableGone, shown
 
 #: Minutes of CloudWatch history whose peak is "the current traffic".
 TRAFFIC_MINUTES = 5
 TRAFFIC_LAG_MINUTES = 2
 
 if TYPE_CHECKING:
-    from .holds import Hold
-    from .store import HeldDimension, Lease
+    from ..aws.store import Lease
+    from ..core.holds import HeldDimension, Hold
 
 
 @dataclass
@@ -73,14 +74,11 @@ def read_table(ctx: Context, table: str, index: str | None, deadline: float | No
                 ) from None
             busy = str(exc)
         except ClientError as exc:
-            error = exc.response.get("Error", {})
-            if error.get("Code") == "ResourceNotFoundException":
+            if error_code(exc) == "ResourceNotFoundException":
                 raise TableGone(
                     f"table: got {shown(table)}; no such table in this account and Region"
                 ) from None
-            raise CapacityRequestError(
-                f"table {table}: {error.get('Code')}: {error.get('Message')}"
-            ) from None
+            raise CapacityRequestError(f"table {table}: {describe_error(exc)}") from None
         if deadline is None or ctx.clock() >= deadline:
             raise CapacityRequestTimeout(f"table {table}: still busy ({busy})")
         ctx.sleep(ctx.poll_seconds)

@@ -12,23 +12,24 @@ from typing import Any
 
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
+from ..aws.store import HoldStore, Lease, open_store
 from ..core.deadline import NONE, Deadline
+from ..core.errors import shown
+from ..core.holds import (
+    DEFAULT_TIMEOUT,
+    CapacityRequestError,
+    CapacityRequestTimeout,
+    HeldDimension,
+    Hold,
+    TableGone,
+    level,
+)
 from ..core.outcomes import Status, result_row
 from ..core.plan import Change, Via
 from ..core.policy import Action
 from ..core.tables import Dimension, ManagedTable
 from .client import broker_name, invoke_broker
 from .context import Context, base_of, read_table, set_min
-from .holds import (
-    DEFAULT_TIMEOUT,
-    CapacityRequestError,
-    CapacityRequestTimeout,
-    Hold,
-    TableGone,
-    level,
-    shown,
-)
-from .store import HeldDimension, HoldStore, Lease, open_store
 
 #: The status of a dimension whose holds were forgotten without lowering it.
 DROPPED = Status.DROPPED

@@ -16,6 +16,18 @@ from typing import Any
 
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
+from ..aws.store import HoldStore, Lease, open_store, store_name, store_quota
+from ..core.holds import (
+    DEFAULT_HOLD,
+    DEFAULT_TIMEOUT,
+    CapacityRequestError,
+    CapacityRequestTimeout,
+    HeldDimension,
+    Hold,
+    level,
+    new_token,
+    token_digest,
+)
 from ..core.names import MAX_TABLE_QUOTA, scope_label
 from ..core.outcomes import Status, result_row
 from ..core.plan import Change, Via
@@ -25,17 +37,6 @@ from ..events import log_event
 from .client import BROKER_MAX_WAIT, broker_name, invoke_broker
 from .context import Context, base_of, current_traffic, read_table, set_min
 from .ending import end_holds
-from .holds import (
-    DEFAULT_HOLD,
-    DEFAULT_TIMEOUT,
-    CapacityRequestError,
-    CapacityRequestTimeout,
-    Hold,
-    level,
-    new_token,
-    token_digest,
-)
-from .store import HeldDimension, HoldStore, Lease, open_store, store_name, store_quota
 from .validate import validate_request
 
 

@@ -15,14 +15,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..aws.clients import Clients, make_clients
-from ..aws.retry import describe_error
+from ..aws.errors import describe_error
+from ..aws.store import HoldStore, open_store
+from ..core.holds import CapacityRequestError
 from ..core.outcomes import REFUSED, Status
 from ..events import log_event
 from .client import broker_name, invoke_broker
 from .counts import count
 from .ending import drop_holds, restore_expired
-from .holds import CapacityRequestError
-from .store import HoldStore, open_store
 
 #: Rows of a restore that are failures (AWS refused, or the table or index is not found).
 FAILED_ROWS = REFUSED

@@ -49,6 +49,16 @@ from typing import Any
 
 from ..aws import combiner, tables
 from ..aws.clients import Clients, make_clients
+from ..aws.store import HoldStore, Lease, open_store
+from ..core.errors import shown
+from ..core.holds import (
+    MAX_HOLD_MINUTES,
+    CapacityRequestError,
+    CapacityRequestTimeout,
+    HeldDimension,
+    Hold,
+    level,
+)
 from ..core.names import MAX_TABLE_QUOTA, UNITS
 from ..core.surge import (
     DEFAULT_SURGE_MINUTES,
@@ -60,7 +70,7 @@ from ..core.surge import (
     Combined,
     DimensionReport,
     Report,
-    ReportError,
+    SurgeReportError,
     budget_left,
     budget_window,
     cap_room,
@@ -75,16 +85,7 @@ from ..events import log_event
 from .broker import BrokerConfig, BrokerConfigError
 from .context import Context, base_of, read_table
 from .counts import count, count_within_warm
-from .holds import (
-    MAX_HOLD_MINUTES,
-    CapacityRequestError,
-    CapacityRequestTimeout,
-    Hold,
-    level,
-    shown,
-)
 from .request import dimension_of, raise_held
-from .store import HeldDimension, HoldStore, Lease, open_store
 
 __all__ = [
     "SHARE_ENV",
@@ -295,7 +296,7 @@ def take_report(
         return {"ok": False, **_refused(None, None, exc)}
     try:
         report = parse_report(event, now)
-    except ReportError as exc:
+    except SurgeReportError as exc:
         table = event.get("table") if isinstance(event, Mapping) else None
         return {"ok": False, **_refused(table, None, exc)}
     try:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from ..core.errors import shown
+from ..core.holds import MAX_HOLD, CapacityRequestError
 from ..core.names import MAX_TABLE_QUOTA
-from .holds import MAX_HOLD, CapacityRequestError, shown
 
 
 def validate_request(

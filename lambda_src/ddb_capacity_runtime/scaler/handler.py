@@ -15,11 +15,12 @@ from typing import Any, TextIO
 
 from ..aws import discovery
 from ..aws.clients import Clients, make_clients
-from ..aws.retry import with_retries
+from ..aws.retry import RetryWithin
+from ..aws.store import STORE_ENV, HoldStore, open_store
+from ..core.deadline import Deadline
+from ..core.holds import CapacityRequestError
 from ..core.settings import ScalerConfig
 from ..events import emf_record, emit_metrics, log_event
-from ..requests.holds import CapacityRequestError
-from ..requests.store import STORE_ENV, HoldStore, open_store
 from .shard import BATCH_QUEUE_ENV, MARGIN, BatchError, parse_batch, send, shard
 from .tick import DESCRIBE_THREADS, TickFailed, TickSummary, tick
 
@@ -94,7 +95,6 @@ def run_batch(
     store: HoldStore,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     out: TextIO | None = None,
-    sleep: Callable[[float], None] = time.sleep,
     threads: int = DESCRIBE_THREADS,
 ) -> str | None:
     """One SQS record's batch, ticked; returns why it failed, or None. A record that is
@@ -118,7 +118,6 @@ def run_batch(
         clients,
         batch.tick,  # the tick's own minute: its window, forecast slot and plans
         out,
-        sleep=sleep,
         threads=threads,
         store=store,
         batch=batch,
@@ -139,7 +138,6 @@ def coordinate(
     store: HoldStore,
     queue_url: str | None,
     out: TextIO | None = None,
-    sleep: Callable[[float], None] = time.sleep,
     threads: int = DESCRIBE_THREADS,
     deadline: float | None = None,
 ) -> TickSummary:
@@ -151,7 +149,7 @@ def coordinate(
     nothing after ``deadline`` (a POSIX time; None: none)."""
 
     here = partial(tick, config, clients, now, out, store=store, deadline=deadline)
-    here = partial(here, sleep=sleep, threads=threads)  # a tick run here
+    here = partial(here, threads=threads)  # a tick run here
 
     if queue_url is None:
         summary = here()
@@ -166,14 +164,16 @@ def coordinate(
             )
         return summary
     try:
-        found = with_retries(lambda: discovery.find_tables(clients.tagging, config), sleep=sleep)
+        with RetryWithin(Deadline(deadline), clients.tagging):
+            found = discovery.find_tables(clients.tagging, config)
     except Exception:  # the tick meets the failure again, and reports it as it always has
         return here()
     if len(found) <= config.shard_above_tables:
         return here(found=found)
     batches_end = now + timedelta(minutes=config.tick_minutes) - MARGIN
     batches = shard(found, config.tables_per_batch, now, batches_end)
-    failed = send(clients.sqs, queue_url, batches, lambda f: with_retries(f, sleep=sleep))
+    with RetryWithin(Deadline(deadline), clients.sqs):
+        failed = send(clients.sqs, queue_url, batches)
     sent = len(batches) - len(failed)
     log_event("tick-sharded", tables=len(found), batches=len(batches), sent=sent)
     _count(

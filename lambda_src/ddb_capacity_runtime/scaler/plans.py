@@ -14,14 +14,15 @@ from typing import Any
 
 from ..aws import metrics
 from ..aws.clients import Clients
-from ..aws.retry import describe_error, with_retries
+from ..aws.errors import describe_error
+from ..aws.store import HoldStore
 from ..core.floorplan import STEP_MINUTES, FloorPlan
 from ..core.forecast import HISTORY_DAYS, plan_floors
+from ..core.holds import HeldDimension
 from ..core.series import MINUTE, Key, step_start
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable
 from ..events import log_event
-from ..requests.store import HeldDimension, HoldStore
 
 
 def forecast_plans(
@@ -30,7 +31,6 @@ def forecast_plans(
     tables: list[ManagedTable],
     now: datetime,
     shared: Callable[..., Any],
-    sleep: Callable[[float], None],
 ) -> dict[Key, FloorPlan | None]:
     """The autopilot's forecast of ``tables`` (those whose forecast tick of the hour this
     is, `forecast.forecast_due`): 14 days of 5-minute history of every dimension
@@ -50,10 +50,8 @@ def forecast_plans(
             end,
             HISTORY_DAYS,
             STEP_MINUTES,
-            call=lambda f: with_retries(f, sleep=sleep),
         ),
         {},
-        retried=True,  # each page is retried on its own; the read is not retried again
     )
     plans: dict[Key, FloorPlan | None] = {}
     for d in dims:

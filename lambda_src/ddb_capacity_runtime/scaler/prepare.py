@@ -18,19 +18,22 @@ from typing import Any
 
 from ..aws import discovery, tables
 from ..aws.clients import Clients
-from ..aws.retry import describe_error
+from ..aws.errors import describe_error
+from ..aws.store import HoldStore, Lease
+from ..core import holds
 from ..core.deadline import NONE, Deadline
+from ..core.errors import CapacityError
+from ..core.holds import HeldDimension
 from ..core.memory import reconcile
 from ..core.names import BASE_MIN_TAG, scope_label
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable, ScalableTarget
 from ..core.tags import parse_tags
 from ..events import log_event
-from ..requests import ending, holds
-from ..requests.store import HeldDimension, HoldStore, Lease
+from ..requests import ending
 
 
-class TargetsUnknown(Exception):
+class TargetsUnknown(CapacityError):
     """Whether the table's dimensions are under scalable targets is not known this tick."""
 
 

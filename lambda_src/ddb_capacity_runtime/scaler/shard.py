@@ -23,13 +23,12 @@ deadline passes are failures, decided again by the next tick.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from typing import Any
 
-from ..aws.retry import describe_error
+from ..aws.errors import describe_error
 from ..core.errors import CapacityConfigError, shown
 from ..core.names import is_table_name
 from ..core.settings import MAX_TABLES_PER_BATCH
@@ -96,17 +95,15 @@ def send(
     sqs: Any,
     queue_url: str,
     batches: Sequence[Batch],
-    call: Callable[[Callable[[], Any]], Any],
 ) -> list[str]:
-    """Send each batch as one message (SendMessageBatch, 10 and 256 KiB a call at most,
-    each call through ``call``: retries). Returns one line per batch not sent; the others
-    are sent."""
+    """Send each batch as one message (SendMessageBatch, 10 and 256 KiB a call at most).
+    Returns one line per batch not sent; the others are sent."""
     failed: list[str] = []
     for pairs in _groups(batches):
         group = [b for b, _ in pairs]
         entries = [{"Id": str(b.number), "MessageBody": body} for b, body in pairs]
         try:
-            answer = call(partial(sqs.send_message_batch, QueueUrl=queue_url, Entries=entries))
+            answer = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
         except Exception as exc:
             failed += [f"{b.label}: not sent: {describe_error(exc)}" for b in group]
             continue

@@ -13,12 +13,13 @@ benchmarks. Its steps: `prepare` (each table as the tick decides it),
 Every table is its own fault domain: whatever goes wrong for one table (an AWS error, a
 connection error, a bad override, anything raised) fails that table alone, and the others
 are still decided and acted on. The calls a tick shares (tag discovery, scalable targets and
-policies, GetMetricData) are retried with backoff; one that still fails makes the tick lower
+policies, GetMetricData) are retried by botocore, never past the tick's deadline
+(`aws.retry.RetryWithin`); one that still fails makes the tick lower
 nothing anywhere, while raises on the data it has still go ahead. Every failure is counted
 (EMF ``Failures``) and reported in the summary, whose ``failures`` and ``shared_failures``
 make the Lambda invocation fail after the tick has acted.
 
-State: every piece of the tick's state is in the state store (`requests.store`),
+State: every piece of the tick's state is in the state store (`aws.store`),
 read with one Scan a tick: the memory of each minimum it holds raised (reconciled with the
 target's minimum: one someone else set becomes the configured one, never undone), the
 autopilot's plans, and the capacity requests' holds. Tags are configuration only: 0.4's
@@ -79,11 +80,15 @@ from ..aws import tables as aws_tables
 from ..aws.actuator import Outcome
 from ..aws.clients import Clients
 from ..aws.discovery import NotManaged, TableUpdating
+from ..aws.errors import describe_error, is_throttle
 from ..aws.policies import put_target_value
-from ..aws.retry import ThrottleCounter, describe_error, is_throttle, with_retries
+from ..aws.retry import RetryWithin, ThrottleCounter
+from ..aws.store import HoldStore
 from ..core.deadline import Deadline, DeadlinePassed
+from ..core.errors import CapacityError
 from ..core.floorplan import FloorPlan
 from ..core.forecast import apply_plans, forecast_due
+from ..core.holds import CapacityRequestTimeout, HeldDimension
 from ..core.outcomes import DONE, REFUSED, Status, change_row
 from ..core.ownership import retargets
 from ..core.plan import Change, plan_table
@@ -92,8 +97,6 @@ from ..core.series import Key, Series, window
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable, ScalableTarget
 from ..events import emf_record, emit_metrics, log_event
-from ..requests.holds import CapacityRequestTimeout
-from ..requests.store import HeldDimension, HoldStore
 from .plans import forecast_plans, keep_plans, minute
 from .prepare import STATE_MARKER, prepare, without_bad_targets
 from .refusals import refuse_tags
@@ -107,7 +110,7 @@ FAILED_STATUSES = REFUSED | {Status.QUOTA_EXCEEDED, Status.DEADLINE}
 DESCRIBE_THREADS = 16
 
 
-class TickFailed(RuntimeError):
+class TickFailed(CapacityError, RuntimeError):
     """The tick acted on every table it could, but some table or shared call failed."""
 
 
@@ -151,7 +154,6 @@ class _Tick:
     clients: Clients
     now: datetime
     out: TextIO | None
-    sleep: Callable[[float], None]
     store: HoldStore
     #: after it, nothing is sent (`core.deadline`)
     deadline: Deadline = field(default_factory=Deadline)
@@ -172,15 +174,14 @@ class _Tick:
         call: Callable[[], T],
         default: T,
         *,
-        retried: bool = False,
         confined: bool = False,
     ) -> T:
-        """``call``, retried with backoff unless it retries its own parts (``retried``);
-        a failure is recorded and ``default`` returned. A throttled call whose default
+        """``call`` (botocore retries each AWS call in it); a failure is recorded and
+        ``default`` returned. A throttled call whose default
         loses nothing another table's decision rests on (``confined``) is recorded in
         `throttled` instead of forbidding decreases."""
         try:
-            return call() if retried else with_retries(call, sleep=self.sleep)
+            return call()
         except Exception as exc:
             into = self.throttled if confined and is_throttle(exc) else self.shared_failures
             into.append(f"{what}: {describe_error(exc)}")
@@ -213,7 +214,6 @@ def run_tick(
     now: datetime,
     out: TextIO | None = None,
     *,
-    sleep: Callable[[float], None] = time.sleep,
     threads: int = DESCRIBE_THREADS,
     store: HoldStore,
     batch: Batch | None = None,
@@ -226,7 +226,6 @@ def run_tick(
         clients,
         now,
         out,
-        sleep=sleep,
         threads=threads,
         store=store,
         batch=batch,
@@ -242,7 +241,6 @@ def tick(
     now: datetime,
     out: TextIO | None = None,
     *,
-    sleep: Callable[[float], None] = time.sleep,
     threads: int = DESCRIBE_THREADS,
     store: HoldStore,
     batch: Batch | None = None,
@@ -251,8 +249,8 @@ def tick(
     deadline: float | None = None,
 ) -> TickSummary:
     """Discover, measure, decide and act once. Returns a summary. EMF records go to
-    ``out`` (stdout by default); events to the log. ``sleep`` is the backoff between tries
-    of a shared call. ``store``: the state store, with the memory of every minimum the
+    ``out`` (stdout by default); events to the log. ``store``: the state store, with the
+    memory of every minimum the
     library holds raised, the autopilot's plans, and the capacity requests' holds, which
     the tick obeys and ends at expiry. With ``batch`` (`shard`), the batch's tables
     alone, their targets and state read for them. ``found``: the tables tag discovery found
@@ -260,8 +258,9 @@ def tick(
     time) reaches ``deadline`` or the batch's, whichever is first."""
     ends = [x for x in (deadline, batch.deadline.timestamp() if batch else None) if x is not None]
     stop = Deadline(min(ends) if ends else None, clock)
-    t = _Tick(config, clients, now.astimezone(UTC), out, sleep, store, stop)
-    with ThrottleCounter(*_control_plane(clients)) as throttles:
+    t = _Tick(config, clients, now.astimezone(UTC), out, store, stop)
+    aws = _control_plane(clients)
+    with ThrottleCounter(*aws) as throttles, RetryWithin(stop, *aws):
         if batch is None:
             tables, held = _read_all(t, threads, found)
         else:
@@ -481,7 +480,6 @@ def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
         end,
         errors=errors,
         throttled=t.throttled,
-        call=lambda f: with_retries(f, sleep=t.sleep),
     )
     t.shared_failures += errors
     by_cause: dict[Key, str] = {}
@@ -491,7 +489,6 @@ def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
         start,
         end,
         errors=by_cause,
-        call=lambda f: with_retries(f, sleep=t.sleep),
     )
     for key, error in by_cause.items():  # its throttles are all taken for fixable
         t.fail(key[0], f"{key[1] or 'table'} {key[2]}: {error}")
@@ -551,7 +548,7 @@ def _forecast(t: _Tick, tables: list[ManagedTable]) -> dict[Key, FloorPlan | Non
     due = [x for x in tables if forecast_due(x.name, t.now.minute, t.config.tick_minutes)]
     if not due:
         return {}
-    return forecast_plans(t.config, t.clients, due, t.now, t.shared, t.sleep)
+    return forecast_plans(t.config, t.clients, due, t.now, t.shared)
 
 
 def _decide_and_act(

@@ -23,15 +23,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Literal
 
+from ..aws.errors import CODES, is_throttle
+from ..core.errors import CapacityError
+
 if TYPE_CHECKING:
     from botocore.exceptions import ClientError
 
-#: The error codes of a throttled DynamoDB request (after botocore's own retries).
-THROTTLED = (
-    "ProvisionedThroughputExceededException",
-    "ThrottlingException",
-    "RequestLimitExceeded",
-)
+#: The error codes of a throttled request (after botocore's own retries): those that the
+#: one table of AWS's error codes (`aws.errors.CODES`) calls throttled.
+THROTTLED = tuple(sorted(code for code, meaning in CODES.items() if meaning.throttled))
 
 ThrottleCause = Literal["provisioned", "account-limit", "max-on-demand", "unknown", "key-range"]
 #: Every cause, strongest first: a throttle with several reasons takes the strongest's cause.
@@ -65,7 +65,7 @@ REASONS: Mapping[str, ThrottleCause] = {
 MAX_REASONS = 64
 
 
-class PacingError(ValueError):
+class PacingError(CapacityError, ValueError):
     """A rate or burst that is not a positive number."""
 
 
@@ -162,13 +162,9 @@ def throttle_cause(error: ClientError) -> ThrottleCause | None:
     response as ``ThrottlingReasons`` (ProvisionedThroughputExceededException,
     RequestLimitExceeded) or ``throttlingReasons`` (ThrottlingException); responses without
     them (older endpoints, DynamoDB Local, moto) are ``"unknown"``. Never raises."""
-    response = getattr(error, "response", None)
-    if not isinstance(response, Mapping):
+    if not is_throttle(error):
         return None
-    info = response.get("Error")
-    code = info.get("Code") if isinstance(info, Mapping) else None
-    if not isinstance(code, str) or code not in THROTTLED:
-        return None
+    response = error.response
     reasons = response.get("ThrottlingReasons")
     if reasons is None:
         reasons = response.get("throttlingReasons")

@@ -35,6 +35,7 @@ from botocore.exceptions import ClientError
 
 from ..aws import items as table_items
 from ..aws.items import create_cursor_table as create_cursor_table
+from ..core.errors import CapacityError
 from ..events import log_event
 from .pacing import CAUSES, HOT_KEY, TokenBucket, jittered, throttle_cause
 from .pacing import THROTTLED as THROTTLED
@@ -46,7 +47,7 @@ MAX_LIMIT = 1000
 Page = Callable[[int, list[dict[str, Any]]], None]
 
 
-class ScanError(ValueError):
+class ScanError(CapacityError, ValueError):
     """A scan setting that is not allowed."""
 
 

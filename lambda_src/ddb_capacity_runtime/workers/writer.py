@@ -34,6 +34,7 @@ from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import ClientError
 
 from ..aws import items as table_items
+from ..aws.errors import describe_error, error_code
 from ..events import log_event
 from .pacing import (
     CAUSES,
@@ -223,11 +224,9 @@ class SlowStartWriter:
             cause = throttle_cause(exc)
             if cause is not None:
                 return list(batch), 0.0, cause
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code == "ValidationException" and len(batch) > 1:
+            if error_code(exc) == "ValidationException" and len(batch) > 1:
                 return self._send_each(batch, result)
-            message = exc.response.get("Error", {}).get("Message", "")
-            result.failed.extend(Failed(o, f"{code}: {message}") for o, _, _ in batch)
+            result.failed.extend(Failed(o, describe_error(exc)) for o, _, _ in batch)
             return [], 0.0, None
         units = sum(
             float(c.get("CapacityUnits", 0.0)) for c in response.get("ConsumedCapacity", [])

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ddb_capacity_runtime.core.errors import CapacityError
+
 __all__ = [
     "HtmlError",
     "Markup",
@@ -38,7 +40,7 @@ __all__ = [
 OPTION = "--html"
 
 
-class HtmlError(ValueError):
+class HtmlError(CapacityError, ValueError):
     """A page cannot be written (a bad file name, a folder that does not exist)."""
 
 

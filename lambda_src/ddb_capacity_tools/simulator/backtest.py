@@ -18,6 +18,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from ddb_capacity_runtime.aws.errors import error_code
 from ddb_capacity_runtime.aws.metrics import fetch, fetch_causes
 from ddb_capacity_runtime.core.series import Key as SeriesKey
 from ddb_capacity_runtime.core.series import Series
@@ -92,8 +93,7 @@ def _indexes(dynamodb: Any, table: str, index: str | None, with_indexes: bool) -
     try:
         description = dynamodb.describe_table(TableName=table)["Table"]
     except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code")
-        if code == "ResourceNotFoundException":
+        if error_code(exc) == "ResourceNotFoundException":
             raise TraceError(
                 f"--table: got {table!r}; no such table in this account and Region"
             ) from None

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ddb_capacity_runtime.core.errors import CapacityError
+
 from .run import DimensionResult
 from .trace import Key, Trace, key_label
 
@@ -16,7 +18,7 @@ if TYPE_CHECKING:
     from .ensemble import EnsembleResult
 
 
-class ChartError(ValueError):
+class ChartError(CapacityError, ValueError):
     """The chart cannot be written (matplotlib missing, a bad file name)."""
 
 

@@ -38,6 +38,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from ddb_capacity_runtime.core.errors import CapacityError
+
 from .model import ModelError, ModelParams
 from .policies import DEFAULT_TICK_MINUTES, Spec
 from .prices import Prices
@@ -144,7 +146,7 @@ STREAM_SPREAD: dict[str, tuple[float, ...]] = {
 }
 
 
-class EnsembleError(ValueError):
+class EnsembleError(CapacityError, ValueError):
     """An unknown ensemble name."""
 
 

@@ -86,6 +86,7 @@ from datetime import datetime
 from itertools import accumulate, repeat
 from typing import ClassVar, NamedTuple
 
+from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.core.quota import DecreaseLedger
 
 from .trace import MINUTE, Key, Trace
@@ -385,7 +386,7 @@ def on_demand_refusals(trace: Trace, params: ModelParams) -> dict[Key, OnDemandR
     return out
 
 
-class ModelError(ValueError):
+class ModelError(CapacityError, ValueError):
     """A model parameter outside what the model supports."""
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ddb_capacity_runtime.core import settings
+from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.core.floorplan import STEP_MINUTES, FloorPlan
 from ddb_capacity_runtime.core.forecast import (
     HISTORY_DAYS,
@@ -69,7 +70,7 @@ OWNED = "+owned"
 SIMULATED_POLICY = TrackingPolicy("simulated", "DynamoDBCapacityUtilization")
 
 
-class PolicyError(ValueError):
+class PolicyError(CapacityError, ValueError):
     """A policy name the simulator does not know, or that cannot run on this input."""
 
 

@@ -23,8 +23,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 
+from ddb_capacity_runtime.core.errors import CapacityError
 
-class PriceError(ValueError):
+
+class PriceError(CapacityError, ValueError):
     """A price override that is not a known name with a non-negative number."""
 
 

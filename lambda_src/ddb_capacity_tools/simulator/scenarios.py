@@ -10,13 +10,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from ddb_capacity_runtime.core.errors import CapacityError
+
 from .trace import Trace
 
 #: A Monday; every scenario starts on it.
 START = datetime(2026, 1, 5, tzinfo=UTC)
 
 
-class ScenarioError(ValueError):
+class ScenarioError(CapacityError, ValueError):
     """An unknown scenario name."""
 
 

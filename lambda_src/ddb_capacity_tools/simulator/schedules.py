@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.errors import CapacityConfigError, CapacityError
 from ddb_capacity_tools.schedule import ScheduleEntry, TableSchedule
 
 from .trace import Key, key_label
@@ -44,7 +44,7 @@ FIELDS = {
 LOOKBACK = timedelta(days=7)
 
 
-class ScheduleFileError(ValueError):
+class ScheduleFileError(CapacityError, ValueError):
     """A schedule that cannot be read; the message names the entry and field."""
 
 

@@ -12,6 +12,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ddb_capacity_runtime.core.errors import CapacityError
+
 MINUTE = timedelta(minutes=1)
 #: (index, dimension): index None for the table itself, dimension "read" or "write".
 Key = tuple["str | None", str]
@@ -28,7 +30,7 @@ TIMESTAMP = "an ISO-8601 UTC timestamp such as 2026-01-05T13:00:00Z"
 UNITS = "a number of capacity units per second"
 
 
-class TraceError(ValueError):
+class TraceError(CapacityError, ValueError):
     """A trace that cannot be simulated; the message names the line and column."""
 
 

@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
+from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.core.policy import capacity_units
 
 from .ensemble import Spread
@@ -147,7 +148,7 @@ PRICE_HELP = (
 )
 
 
-class TuneError(ValueError):
+class TuneError(CapacityError, ValueError):
     """A tune option out of range; the message names the option, the value and the range."""
 
 

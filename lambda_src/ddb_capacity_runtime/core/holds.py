@@ -14,7 +14,7 @@ workers asking for +5,000 each get +10,000 over the traffic. At every moment the
 follows one rule: the base (the minimum before the first hold), or, while holds are
 active, the larger of the base and their level.
 
-Holds live in the hold store (`store`), a small DynamoDB table with conditional writes.
+Holds live in the hold store (`aws.store`), a small DynamoDB table with conditional writes.
 
 - Where the dimension has a scalable target, its MinCapacity is raised, so auto scaling
   knows and will not undo the raise; the table is also raised at once with UpdateTable
@@ -38,15 +38,10 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
-from ..core.errors import SHOWN_CHARS as SHOWN_CHARS
-from ..core.errors import shown as shown
-from ..core.settings import Limits
-from ..core.tables import ManagedTable
-
-if TYPE_CHECKING:
-    from .store import HeldDimension
+from .errors import CapacityError
+from .settings import Limits
+from .tables import ManagedTable
 
 DEFAULT_HOLD = timedelta(minutes=15)
 MAX_HOLD = timedelta(hours=24)
@@ -54,7 +49,7 @@ MAX_HOLD_MINUTES = int(MAX_HOLD.total_seconds() // 60)
 DEFAULT_TIMEOUT = timedelta(minutes=10)
 
 
-class CapacityRequestError(ValueError):
+class CapacityRequestError(CapacityError, ValueError):
     """A request that cannot be made or completed; the message says why."""
 
 
@@ -137,3 +132,42 @@ def lift(table: ManagedTable, held: Sequence[HeldDimension], now: datetime) -> M
                 )
         dims.append(d)
     return replace(table, dimensions=dims)
+
+
+@dataclass(frozen=True)
+class HeldDimension:
+    """What the store says of one dimension: its base and its holds (well-formed ones in
+    ``holds``, the ids of the others in ``malformed``), the minimum the library set and
+    the one it is about to set, the autopilot's plan (its raw value) and the library's
+    recent intents (`aws.store.INTENT_MEMORY`)."""
+
+    table: str
+    index: str | None
+    dimension: str
+    base: int | None
+    holds: tuple[Hold, ...] = ()
+    malformed: tuple[str, ...] = ()
+    set_to: int | None = None
+    intent: int | None = None
+    plan: str | None = None
+    recent: tuple[int, ...] = ()
+    #: the nightly tuning loop's target value (percent, 20 to 90); None: none or malformed
+    tuned: int | None = None
+
+    @property
+    def scope(self) -> tuple[str | None, str]:
+        return (self.index, self.dimension)
+
+    @property
+    def holding(self) -> bool:
+        """Whether the library holds anything of the dimension (an item at rest keeps only
+        its base and recent intents)."""
+        return bool(self.holds or self.malformed or self.plan is not None) or (
+            self.set_to is not None or self.intent is not None
+        )
+
+    def active(self, now: datetime) -> list[Hold]:
+        return [h for h in self.holds if h.active(now)]
+
+    def needs_restore(self, now: datetime) -> bool:
+        return bool(self.malformed) or any(not h.active(now) for h in self.holds)

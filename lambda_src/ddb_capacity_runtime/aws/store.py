@@ -64,7 +64,15 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..aws.clients import Clients
+from ..core.holds import (
+    MAX_HOLD,
+    MAX_HOLD_MINUTES,
+    CapacityRequestError,
+    CapacityRequestTimeout,
+    HeldDimension,
+    Hold,
+    LeaseLost,
+)
 from ..core.names import (
     DEFAULT_TABLE_QUOTA,
     DIMENSIONS,
@@ -72,14 +80,8 @@ from ..core.names import (
     parse_table_quota,
     scope_label,
 )
-from .holds import (
-    MAX_HOLD,
-    MAX_HOLD_MINUTES,
-    CapacityRequestError,
-    CapacityRequestTimeout,
-    Hold,
-    LeaseLost,
-)
+from .clients import Clients
+from .errors import CONDITION_FAILED, describe_error, error_code
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -136,45 +138,6 @@ class HoldLimits:
     max_hold: timedelta = MAX_HOLD
     max_total_units: int = DEFAULT_TABLE_QUOTA
     quota: int = DEFAULT_TABLE_QUOTA
-
-
-@dataclass(frozen=True)
-class HeldDimension:
-    """What the store says of one dimension: its base and its holds (well-formed ones in
-    ``holds``, the ids of the others in ``malformed``), the minimum the library set and
-    the one it is about to set, the autopilot's plan (its raw value) and the library's
-    recent intents (`INTENT_MEMORY`)."""
-
-    table: str
-    index: str | None
-    dimension: str
-    base: int | None
-    holds: tuple[Hold, ...] = ()
-    malformed: tuple[str, ...] = ()
-    set_to: int | None = None
-    intent: int | None = None
-    plan: str | None = None
-    recent: tuple[int, ...] = ()
-    #: the nightly tuning loop's target value (percent, 20 to 90); None: none or malformed
-    tuned: int | None = None
-
-    @property
-    def scope(self) -> tuple[str | None, str]:
-        return (self.index, self.dimension)
-
-    @property
-    def holding(self) -> bool:
-        """Whether the library holds anything of the dimension (an item at rest keeps only
-        its base and recent intents)."""
-        return bool(self.holds or self.malformed or self.plan is not None) or (
-            self.set_to is not None or self.intent is not None
-        )
-
-    def active(self, now: datetime) -> list[Hold]:
-        return [h for h in self.holds if h.active(now)]
-
-    def needs_restore(self, now: datetime) -> bool:
-        return bool(self.malformed) or any(not h.active(now) for h in self.holds)
 
 
 @dataclass
@@ -255,36 +218,14 @@ class HoldStore:
         """An item as a HeldDimension; None for an item that names no dimension or holds
         nothing (a lease alone)."""
         table = item.get("pk", {}).get("S")
-        scope, _, dimension = item.get("sk", {}).get("S", "").rpartition(":")
-        if not table or dimension not in DIMENSIONS:
+        scope = _scope(item.get("sk", {}).get("S", ""))
+        if not table or scope is None:
             return None
-        if scope == "table":
-            index = None
-        elif scope.startswith("index/") and len(scope) > len("index/"):
-            index = scope[len("index/") :]
-        else:
-            return None
+        index, dimension = scope
         quota = self.limits.quota
         base = _whole(item.get("base", {}).get("N"), 1, quota)
         now = datetime.fromtimestamp(self.clock(), UTC)
-        latest = (now + self.limits.max_hold).timestamp() + 60
-        holds, malformed = [], []
-        for ident, raw in item.get("holds", {}).get("M", {}).items():
-            fields = raw.get("M", {}) if isinstance(raw, Mapping) else {}
-            units = _whole(fields.get("units", {}).get("N"), 1, self.limits.max_units)
-            expires = _whole(fields.get("expires", {}).get("N"), 0, int(latest))
-            baseline = _whole(fields.get("baseline", {}).get("N"), 0, quota)
-            token = fields.get("token", {}).get("S") if "token" in fields else None
-            if (
-                units is None
-                or expires is None
-                or baseline is None
-                or (token is not None and not _is_digest(token))
-            ):
-                malformed.append(ident)
-                continue
-            when = datetime.fromtimestamp(expires, UTC)
-            holds.append(Hold(ident, index, dimension, units, when, baseline, token))
+        holds, malformed = self._holds(item.get("holds", {}).get("M", {}), index, dimension, now)
         set_to = _whole(item.get("set_to", {}).get("N"), 1, quota)
         intent = _whole(item.get("intent", {}).get("N"), 1, quota)
         recent = recent_intents(item.get("recent"), quota, now.timestamp())
@@ -310,6 +251,29 @@ class HoldStore:
             tuned,
         )
 
+    def _holds(
+        self, raw: Mapping[str, Any], index: str | None, dimension: str, now: datetime
+    ) -> tuple[list[Hold], list[str]]:
+        """An item's holds: the well-formed ones, and the ids of the others (units over the
+        largest hold, an expiry past the longest hold from ``now``, a baseline over the
+        quota, a token that is not a digest)."""
+        latest = (now + self.limits.max_hold).timestamp() + 60
+        holds, malformed = [], []
+        for ident, entry in raw.items():
+            fields = entry.get("M", {}) if isinstance(entry, Mapping) else {}
+            units = _whole(fields.get("units", {}).get("N"), 1, self.limits.max_units)
+            expires = _whole(fields.get("expires", {}).get("N"), 0, int(latest))
+            baseline = _whole(fields.get("baseline", {}).get("N"), 0, self.limits.quota)
+            token = fields.get("token", {}).get("S") if "token" in fields else None
+            if units is None or expires is None or baseline is None:
+                malformed.append(ident)
+            elif token is not None and not _is_digest(token):
+                malformed.append(ident)
+            else:
+                when = datetime.fromtimestamp(expires, UTC)
+                holds.append(Hold(ident, index, dimension, units, when, baseline, token))
+        return holds, malformed
+
     def mark(self, table: str, what: str) -> None:
         """Record, for good, that ``what`` happened to ``table`` (a marker item, ``sk`` =
         ``once:<what>``, written with a conditional write; `scan` returns them)."""
@@ -323,7 +287,7 @@ class HoldStore:
                 ExpressionAttributeValues={":t": {"N": str(int(self.clock()))}},
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if error_code(exc) != CONDITION_FAILED:
                 raise _store_error(self.name, exc) from None
 
     def keep_plan(self, table: str, index: str | None, dimension: str, plan: str | None) -> bool:
@@ -345,7 +309,7 @@ class HoldStore:
                 )
                 return True
             except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                if error_code(exc) != CONDITION_FAILED:
                     raise _store_error(self.name, exc) from None
                 return False
 
@@ -435,7 +399,7 @@ class HoldStore:
                 ReturnValues="ALL_NEW",
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if error_code(exc) != CONDITION_FAILED:
                 raise _store_error(self.name, exc) from None
             return None
         item = answer.get("Attributes", {})
@@ -554,7 +518,7 @@ class Lease:
                 TableName=self.store.name, Key=self.key, **kwargs
             )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            if error_code(exc) == CONDITION_FAILED:
                 raise LeaseLost(
                     "the hold store's lease ran out (another process took it) before the "
                     "change was recorded; nothing more was recorded, try again"
@@ -669,10 +633,22 @@ def _hold_item(h: Hold) -> dict[str, Any]:
     }
 
 
+def _scope(sk: str) -> tuple[str | None, str] | None:
+    """The (index, dimension) a sort key ``<table|index/NAME>:<read|write>`` names; None
+    for any other."""
+    scope, _, dimension = sk.rpartition(":")
+    if dimension not in DIMENSIONS:
+        return None
+    if scope == "table":
+        return None, dimension
+    if scope.startswith("index/") and len(scope) > len("index/"):
+        return scope[len("index/") :], dimension
+    return None
+
+
 def _is_digest(raw: object) -> bool:
     return isinstance(raw, str) and len(raw) == 64 and all(c in "0123456789abcdef" for c in raw)
 
 
 def _store_error(name: str, exc: ClientError) -> CapacityRequestError:
-    error = exc.response.get("Error", {})
-    return CapacityRequestError(f"hold store {name}: {error.get('Code')}: {error.get('Message')}")
+    return CapacityRequestError(f"hold store {name}: {describe_error(exc)}")
