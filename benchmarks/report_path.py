@@ -1,20 +1,23 @@
-"""A fast-path report's way through the signals function, counted in module entries.
+"""A fast-path report's way through the signals function: modules entered, phases, calls.
 
 Starts a moto server (the table and its scalable target) and dynalite (the state store,
-whose conditional writes are atomic), both on 127.0.0.1 on free ports, and sends reports
-through `ddb_capacity_runtime.requests.surge.take_report` (what the signals handler
-runs): the first raises a surge, the second renews it. While each report is taken, a
-profile hook follows the innermost frame of the run-time package: each time that frame's
-module changes, the new module is entered. It prints, per report, the entries, the modules
-entered, how many entries return to a module already left, the entries per module and the
-AWS calls made, then stops both servers.
+whose conditional writes are atomic), both on 127.0.0.1 on free ports, and sends two
+reports through `ddb_capacity_runtime.requests.surge.take_report` (what the signals
+handler runs): the first raises a surge, the second renews it. While each is taken, a
+profile hook follows the run-time package, and prints:
 
-Fewer entries, and fewer returns, mean a report's way reads the state it needs, decides
-in one place and writes, instead of going back and forth between the modules that read,
-decide and write.
+- ``entries``: each change of the innermost package frame's module (by a call or a
+  return), how many modules, how many entries into a module entered before;
+- ``calls``: the calls from one package module into another, counted the same way;
+- ``phases``: the report's AWS calls as ``read`` or ``write`` and the signals function's
+  calls into the decision's module (`core.surge`) as ``decide``, in order, consecutive
+  ones of a kind once (``-v``: each call, and the whole way);
+- the AWS calls by operation.
+
+Both servers are stopped at the end.
 
 Usage:
-    .venv/bin/python -m benchmarks.report_path
+    .venv/bin/python -m benchmarks.report_path [-v]
 """
 
 from __future__ import annotations
@@ -42,14 +45,32 @@ TABLE = "report-path"
 STORE = "report-path-store"
 
 
+#: The module that decides, and the one whose calls into it are the decision's.
+DECIDES, SIGNALS = PACKAGE + "core.surge", PACKAGE + "requests.surge"
+#: The AWS operations that only read.
+READS = ("Get", "Describe", "List", "Query", "Scan", "BatchGet")
+
+
 @dataclass
 class Way:
     """The modules of the run-time package entered, in order (``entries``: each change of
     the innermost package frame's module, by a call or a return; ``calls``: the calls from
-    one package module into another)."""
+    one package module into another), and the report's phases: ``read`` and ``write`` (its
+    AWS calls), ``decide`` (the signals function's calls into the decision's module),
+    consecutive ones of a kind counted once."""
 
     entries: list[str] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
+    phases: list[str] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+
+    def phase(self, kind: str, what: str) -> None:
+        if not self.phases or self.phases[-1] != kind:
+            self.phases.append(kind)
+        self.steps.append(what)
+
+    def aws_call(self, model: Any, **_: Any) -> None:
+        self.phase("read" if model.name.startswith(READS) else "write", model.name)
 
     def hook(self, frame: FrameType, event: str, _arg: object) -> None:
         if event not in ("call", "return"):
@@ -71,8 +92,11 @@ class Way:
         caller = frame.f_back
         if not callee.startswith(PACKAGE) or caller is None:
             return
-        if caller.f_globals.get("__name__", "") != callee:
+        calling = caller.f_globals.get("__name__", "")
+        if calling != callee:
             self.calls.append(callee[len(PACKAGE) :])
+        if callee == DECIDES and calling == SIGNALS:
+            self.phase("decide", frame.f_code.co_name)
 
     def summary(self) -> dict[str, Any]:
         return {"entries": _tally(self.entries), "calls": _tally(self.calls)}
@@ -93,15 +117,24 @@ def _tally(modules: list[str]) -> dict[str, Any]:
     }
 
 
-def counted(clients: list[Any]) -> Counter[str]:
+def counted(clients: list[Any], ways: list[Way]) -> Counter[str]:
+    """Count the ``clients``' calls by operation, and mark each as a phase of the last of
+    ``ways``."""
     calls: Counter[str] = Counter()
+
+    def seen(model: Any, **kw: Any) -> None:
+        calls.update([model.name])
+        if ways:
+            ways[-1].aws_call(model)
+
     for c in clients:
-        c.meta.events.register("before-call.*.*", lambda model, **_: calls.update([model.name]))
+        c.meta.events.register("before-call.*.*", seen)
     return calls
 
 
-def traced(call: Callable[[], Any]) -> tuple[Any, Way]:
+def traced(call: Callable[[], Any], ways: list[Way]) -> tuple[Any, Way]:
     way = Way()
+    ways.append(way)
     sys.setprofile(way.hook)
     try:
         answer = call()
@@ -137,7 +170,8 @@ def world(moto: str, dynalite: str) -> tuple[Clients, HoldStore]:
 def main() -> None:
     with moto_server() as moto, dynalite_server() as dynalite:
         clients, store = world(moto, dynalite)
-        calls = counted([clients.dynamodb, clients.autoscaling, store.dynamodb])
+        ways: list[Way] = []
+        calls = counted([clients.dynamodb, clients.autoscaling, store.dynamodb], ways)
         scopes = BrokerConfig({TABLE: frozenset()})
         settings = SurgeSettings(scale=None, budget=UNBOUNDED)
         for name in ("raise", "renew"):
@@ -146,7 +180,8 @@ def main() -> None:
             event = Report(TABLE, "p1", 10.0, time.time(), (dim,)).as_json()
             with contextlib.redirect_stdout(io.StringIO()):  # the EMF lines
                 answer, way = traced(
-                    lambda e=event: take_report(e, scopes, settings, clients=clients, store=store)
+                    lambda e=event: take_report(e, scopes, settings, clients=clients, store=store),
+                    ways,
                 )
             (row,) = answer["dimensions"]
             print(f"{name}: status {row['status']}")
@@ -158,6 +193,8 @@ def main() -> None:
                 print("    per module: " + ", ".join(f"{m} {n}" for m, n in s["per_module"]))
             if "-v" in sys.argv:
                 print("  way: " + " > ".join(way.entries))
+                print("  steps: " + " > ".join(way.steps))
+            print(f"  phases: {len(way.phases)}: " + " > ".join(way.phases))
             print("  AWS calls: " + ", ".join(f"{k} {v}" for k, v in sorted(calls.items())))
 
 

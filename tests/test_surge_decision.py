@@ -18,6 +18,7 @@ from ddb_capacity_runtime.core.surge import (
     Combined,
     Held,
     Live,
+    Rates,
     SurgeBounds,
     budget_window,
     first_look,
@@ -28,7 +29,6 @@ from ddb_capacity_runtime.core.surge import (
     standing,
     surge_expiry,
     surge_lifetime,
-    Rates,
 )
 from tests.hypothesis_profiles import examples
 
@@ -125,7 +125,9 @@ def test_a_spent_budget_refuses_a_new_surge_and_a_target_max_with_no_room_refuse
     stands = standing(None, [], None, 100, AT)
     spent = Mark(budget=Budget(NOW - 60, 100, 10_000))
     bounded = SurgeBounds(budget=10_000)
-    plan = plan_raise(demand(300), Live(100, 0.7, 10_000), NOW, stands, spent, bounded, Limits(), 100)
+    plan = plan_raise(
+        demand(300), Live(100, 0.7, 10_000), NOW, stands, spent, bounded, Limits(), 100
+    )
     assert plan.status == "limited" and plan.over_budget and "budget is spent" in plan.reason
     # another hold takes the target's max already
     other = Held(900, 100, until(10))
@@ -190,7 +192,12 @@ marks = st.builds(
     st.none() | st.floats(0.2, 0.9),
     st.none() | st.integers(1, 40_000),
     st.none()
-    | st.builds(Budget, st.floats(NOW - 7_200, NOW).map(int).map(float), st.integers(1, 40_000), st.integers(0, 80_000)),
+    | st.builds(
+        Budget,
+        st.floats(NOW - 7_200, NOW).map(int).map(float),
+        st.integers(1, 40_000),
+        st.integers(0, 80_000),
+    ),
 )
 bounds = st.builds(
     SurgeBounds,
@@ -209,7 +216,9 @@ limits = st.builds(
 
 
 @settings(max_examples=examples(150), deadline=None)
-@given(combined, lives, st.none() | holds, st.lists(holds, max_size=3), marks, st.integers(1, 40_000))
+@given(
+    combined, lives, st.none() | holds, st.lists(holds, max_size=3), marks, st.integers(1, 40_000)
+)
 def test_a_plan_never_holds_less_than_the_surge_held(
     seen: Combined, live: Live, surge: Held | None, others: list[Held], mark: Mark, base: int
 ) -> None:
@@ -232,7 +241,9 @@ def test_a_plan_never_holds_less_than_the_surge_held(
 
 
 @settings(max_examples=examples(150), deadline=None)
-@given(combined, lives, st.none() | holds, st.lists(holds, max_size=3), marks, st.floats(0.001, 10_000))
+@given(
+    combined, lives, st.none() | holds, st.lists(holds, max_size=3), marks, st.floats(0.001, 10_000)
+)
 def test_throttles_of_no_known_cause_never_lower_what_is_asked(
     seen: Combined, live: Live, surge: Held | None, others: list[Held], mark: Mark, unknown: float
 ) -> None:
@@ -253,9 +264,7 @@ def test_throttles_of_no_known_cause_never_lower_what_is_asked(
 
 
 @settings(max_examples=examples(200), deadline=None)
-@given(
-    combined, lives, st.none() | holds, st.lists(holds, max_size=3), marks, bounds, limits
-)
+@given(combined, lives, st.none() | holds, st.lists(holds, max_size=3), marks, bounds, limits)
 def test_the_cap_the_budget_and_the_limits_bound_every_raise(
     seen: Combined,
     live: Live,

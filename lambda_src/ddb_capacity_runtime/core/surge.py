@@ -763,19 +763,12 @@ def plan_raise(
     started = mark.started if stands.surge is not None and mark.started is not None else now
     units = _surge_units(live, stands, want, room, left, limits)
     if units < 1:
-        return SurgePlan(
-            "refused",
-            want,
-            over_budget=refused,
-            reason=f"the hold store's limits or the scalable target's max leave no room for "
-            f"a surge to {want:,} over {stands.baseline:,}",
-        )
+        return SurgePlan("refused", want, over_budget=refused, reason=_no_room(want, stands))
     at = datetime.fromtimestamp(now, UTC)
     expires = surge_expiry(at, started, bounds.surge_minutes, limits.max_hold)
-    held = stands.surge.units if stands.surge is not None else 0
-    if stands.surge is not None and stands.surge.expires > expires:
-        expires = stands.surge.expires
-    added = units - held
+    if stands.surge is not None:  # never earlier than it was
+        expires = max(expires, stands.surge.expires)
+    added = units - (stands.surge.units if stands.surge is not None else 0)
     new = Held(units, stands.baseline, expires)
     return SurgePlan(
         "raise",
@@ -802,9 +795,9 @@ def _surge_units(
 ) -> int:
     """The units of a surge hold that bring the level of every active hold to ``want``,
     never fewer than the surge holds already, within the bounds."""
-    held = stands.surge.units if stands.surge is not None else 0
-    others = sum(h.units for h in stands.others)
-    floor = min([stands.baseline, *(h.baseline for h in stands.others)])
+    held: int = stands.surge.units if stands.surge is not None else 0
+    others: int = sum(h.units for h in stands.others)
+    floor: int = min([stands.baseline, *(h.baseline for h in stands.others)])
     units = max(want - floor - others, held)
     room = [limits.max_units, limits.max_total_units - others]
     if cap is not None:
@@ -814,6 +807,13 @@ def _surge_units(
     if live.target_max is not None:  # the level of every hold stays within the target's max
         room.append(live.target_max - floor - others)
     return min(units, *room)
+
+
+def _no_room(want: int, stands: Standing[Any]) -> str:
+    return (
+        f"the hold store's limits or the scalable target's max leave no room for a surge "
+        f"to {want:,} over {stands.baseline:,}"
+    )
 
 
 def budget_spent(window: Budget) -> str:

@@ -69,7 +69,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TextIO, TypeVar
@@ -83,7 +83,7 @@ from ..aws.policies import put_target_value
 from ..aws.retry import ThrottleCounter, describe_error, is_throttle, with_retries
 from ..core.deadline import Deadline, DeadlinePassed
 from ..core.floorplan import FloorPlan
-from ..core.forecast import apply_plans, forecast_due
+from ..core.forecast import apply_plans, forecast_due, with_plans
 from ..core.outcomes import DONE, REFUSED, Status, change_row
 from ..core.ownership import retargets
 from ..core.plan import Change, plan_table
@@ -564,15 +564,21 @@ def _decide_and_act(
     """Decide every dimension of ``table`` and apply the changes; log each decision and
     send the table's EMF record. Returns the outcomes of the changes sent."""
     planned: list[tuple[Change, Decision]] = []
+    read = table
     try:
+        # Decide, on what the tick read: this hour's plans, then every dimension's change.
         if t.config.policy.autopilot:
-            failed = partial(t.fail, table.name)
-            table = keep_plans(t.store, table, fresh, held, t.config.dry_run, failed)
+            table = with_plans(table, fresh)
             plans = {d.key: d.plan for d in table.dimensions if d.plan is not None}
             table = apply_plans(table, plans, minute(t.now))
         allowed = not t.shared_failures
         planned = plan_table(table, series, t.config, t.now, decreases_allowed=allowed)
         changes = [c for c, _ in planned if c.action != HOLD and c.new != c.old]
+        # Act: the plans kept, the changes applied (each guarded by its own condition).
+        if t.config.policy.autopilot and any(d.key in fresh for d in read.dimensions):
+            failed = partial(t.fail, table.name)
+            not_kept = keep_plans(t.store, read, fresh, held, t.config.dry_run, failed)
+            table = replace(table, plans_not_kept=not_kept)
         applied = actuator.apply(
             t.clients.dynamodb,
             t.clients.autoscaling,
