@@ -28,9 +28,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IValidation
 
+from ddb_capacity_runtime.aws.store import TUNED
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.settings import SETTINGS_BY_KEY
-from ddb_capacity_runtime.aws.store import TUNED
 from ddb_capacity_tools.tuning import NAMESPACE, Bounds, SettingsError, TuningSettings
 
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, says

@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ddb_capacity_runtime.aws.retry import describe_error
+from ddb_capacity_runtime.aws.errors import describe_error
+from ddb_capacity_runtime.aws.store import TUNED
 from ddb_capacity_runtime.core.names import DIMENSIONS, is_table_name, scope_label
 from ddb_capacity_runtime.core.tags import whole_units
 from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
-from ddb_capacity_runtime.aws.store import TUNED
 
 from .advise import shown
 from .fleet_lambda import _get_json, _key

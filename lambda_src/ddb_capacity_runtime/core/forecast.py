@@ -22,7 +22,7 @@ import operator
 import zlib
 from collections.abc import Mapping, Sequence
 from copy import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .floorplan import MAX_RESERVE, PLAN_MINUTES, PLAN_STEPS, STEP_MINUTES, FloorPlan
 from .policy import aim_for, capacity_units
@@ -450,6 +450,16 @@ def plan_asks(plan: FloorPlan, minute: int) -> tuple[int | None, int | None]:
     it besides its aim, reserve and least fall): the floor in force (None outside the
     plan), and the highest floor of the next KEEP_MINUTES (None once the plan has ended)."""
     return plan.at(minute), plan.highest(minute, KEEP_MINUTES)
+
+
+def with_plans(table: ManagedTable, fresh: Mapping[Key, FloorPlan | None]) -> ManagedTable:
+    """``table`` with this hour's plans ``fresh``: every dimension the forecast reached gets
+    its new plan, or loses its old one (None); the others keep theirs. The tick decides on
+    them before it keeps them in the state store (`scaler.plans.keep_plans`)."""
+    if not any(d.key in fresh for d in table.dimensions):
+        return table
+    dims = [replace(d, plan=fresh[d.key]) if d.key in fresh else d for d in table.dimensions]
+    return replace(table, dimensions=dims)
 
 
 def apply_plans(table: ManagedTable, plans: Mapping[Key, FloorPlan], minute: int) -> ManagedTable:

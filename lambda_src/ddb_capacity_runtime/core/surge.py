@@ -19,8 +19,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Generic, Protocol, TypeGuard, TypeVar
 
 from .errors import CapacityError, shown
 from .names import DIMENSIONS, MAX_TABLE_QUOTA, scope_label
@@ -462,3 +463,371 @@ def budget_left(
             return None
         budget = DEFAULT_BUDGET_SURGES * room
     return max(0, budget - window.used)
+
+
+# The surge decision. The signals function (and the stream reader) read what a report's
+# dimension needs (the combined reports and their surge mark, the table, the state store's
+# item), decide here on that plain data, and only then write. A decision taken before the
+# dimension's lease is taken again on what is read under it (the lease is the condition of
+# every write): `first_look` says whether to take the lease at all, `plan_raise` what
+# to write under it.
+
+#: A bound no table reaches: the first look asks only whether a surge is due at all.
+NO_LIMIT = 1_000_000_000
+
+
+class HoldLike(Protocol):
+    """A hold as the surge decision reads it (the state store's holds are such)."""
+
+    @property
+    def units(self) -> int: ...
+    @property
+    def baseline(self) -> int: ...
+    @property
+    def expires(self) -> datetime: ...
+
+
+HoldT = TypeVar("HoldT", bound=HoldLike)
+
+
+class MarkLike(Protocol):
+    """What a combiner item remembers of its dimension's surge (`aws.combiner.SurgeMark`)."""
+
+    @property
+    def started(self) -> float | None: ...
+    @property
+    def aim(self) -> float | None: ...
+    @property
+    def max_capacity(self) -> int | None: ...
+    @property
+    def budget(self) -> Budget | None: ...
+
+
+class HoldBounds(Protocol):
+    """The state store's bounds on holds (`requests.store.HoldLimits`)."""
+
+    @property
+    def max_units(self) -> int: ...
+    @property
+    def max_total_units(self) -> int: ...
+    @property
+    def max_hold(self) -> timedelta: ...
+
+
+@dataclass(frozen=True)
+class Held:
+    """A hold as plain data: ``units`` over ``baseline``, until ``expires``."""
+
+    units: int
+    baseline: int
+    expires: datetime
+
+
+def hold_level(holds: Iterable[HoldLike]) -> int:
+    """The capacity ``holds`` of one dimension ask for: the earliest baseline plus all
+    their units (0 for none)."""
+    held = list(holds)
+    return min(h.baseline for h in held) + sum(h.units for h in held) if held else 0
+
+
+@dataclass(frozen=True)
+class SurgeBounds:
+    """How far a surge may go: ``share`` is the part of the traffic the reporting
+    processes make (0 to 1), ``surge_minutes`` how long a surge holds after the last
+    report that asked for it. The surge cap: ``cap`` units over the capacity its dimension
+    had when it started; without one, ``scale`` x that capacity (`surge_room`);
+    neither: no cap. ``budget``: the most units the surges of one dimension add in a
+    window of `BUDGET_WINDOW_SECONDS` (None: the default, `budget_left`;
+    `UNBOUNDED`: no budget)."""
+
+    share: float = 1.0
+    surge_minutes: int = DEFAULT_SURGE_MINUTES
+    cap: int | None = None
+    scale: float | None = DEFAULT_SURGE_SCALE
+    budget: int | str | None = None
+
+    def room(self, start: int, since: int | None = None, warm: int | None = None) -> int | None:
+        """The most units one surge may add over ``start`` (None: no cap), within what
+        the cap allows over ``since`` (`cap_room`); the default cap reaches the
+        dimension's warm throughput ``warm`` when known."""
+        scale = None if self.cap is not None else self.scale
+        return cap_room(start, since, self.cap, scale, warm)
+
+    def budget_left(self, window: Budget, warm: int | None = None) -> int | None:
+        """The units ``window``'s surges may still add (None: no budget); the default
+        budget counts the warm throughput ``warm`` as one surge's room."""
+        if self.budget == UNBOUNDED:
+            return None
+        budget = self.budget if isinstance(self.budget, int) else None
+        scale = None if self.cap is not None else self.scale
+        return budget_left(window, budget, self.cap, scale, warm)
+
+
+@dataclass(frozen=True)
+class Live:
+    """A dimension as read: its provisioned units, the target utilization (``aim``) and
+    max its surge is sized with, its warm throughput (None: unknown) and its scalable
+    target's max (None: no target)."""
+
+    provisioned: int
+    aim: float = 1.0
+    max_capacity: int = NO_LIMIT
+    warm: int | None = None
+    target_max: int | None = None
+
+
+@dataclass(frozen=True)
+class Standing(Generic[HoldT]):
+    """Where a dimension's surge stands: its hold as recorded (active, or expired but not
+    yet restored while the dimension stays raised over its baseline; None: no surge), the
+    baseline the rule counts from, the level held (0: no surge) and the other active
+    holds."""
+
+    surge: HoldT | None
+    baseline: int
+    held: int
+    others: tuple[HoldT, ...]
+
+    def same(self, other: Standing[Any]) -> bool:
+        """Whether ``other`` holds the same level from the same base."""
+        mine = (self.baseline, self.held, self.surge is None)
+        return mine == (other.baseline, other.held, other.surge is None)
+
+
+def standing(
+    surge: HoldT | None,
+    others: Iterable[HoldT],
+    set_to: int | None,
+    provisioned: int,
+    now: datetime,
+) -> Standing[HoldT]:
+    """Where the surge stands at ``now``: ``surge`` is its hold as recorded (None: none),
+    ``others`` the dimension's other holds, ``set_to`` the minimum the library set (None:
+    none), ``provisioned`` the dimension's units."""
+    active = tuple(h for h in others if now < h.expires)
+    current = max(provisioned, set_to or 0)
+    if surge is not None and now >= surge.expires and current <= surge.baseline:
+        surge = None  # expired, and its raise is gone: a new surge starts from here
+    if surge is None:
+        return Standing(None, min(provisioned, MAX_TABLE_QUOTA), 0, active)
+    return Standing(surge, surge.baseline, hold_level([*active, surge]), active)
+
+
+def since_raise(reports: Iterable[Rates], raised: float | None, now: float) -> Combined:
+    """The sum of the fresh ``reports``, their throttles counted only when sent after
+    the surge's last raise ``raised`` (None: none; earlier ones describe the capacity
+    before it)."""
+    kept = [r if raised is None or r.at >= raised else _no_throttles(r) for r in reports]
+    return combine(kept, now)
+
+
+def _no_throttles(r: Rates) -> Rates:
+    return Rates(r.demand, 0.0, r.key_range, r.at, r.consumed, 0.0)
+
+
+def surge_lifetime(max_hold: timedelta) -> timedelta:
+    """The longest a surge lasts: `SURGE_LIFETIME_MINUTES`, within the longest hold."""
+    return min(timedelta(minutes=SURGE_LIFETIME_MINUTES), max_hold)
+
+
+def surge_expiry(now: datetime, started: float, minutes: int, max_hold: timedelta) -> datetime:
+    """A surge's expiry from ``now``: ``minutes`` on, within the longest hold
+    ``max_hold`` and the surge's lifetime from ``started`` (epoch seconds)."""
+    surge_for = min(timedelta(minutes=minutes), max_hold)
+    last = datetime.fromtimestamp(started, UTC) + surge_lifetime(max_hold)
+    return datetime.fromtimestamp(int(min(now + surge_for, last).timestamp()), UTC)
+
+
+@dataclass(frozen=True)
+class Look:
+    """The first look at a due report: ``none`` (no surge due), ``ended`` (the surge has
+    lasted its longest: ``reason``), ``renew`` (the surge holds what is due: its expiry
+    pushed) or ``raise`` (the rule, on the live table under the lease)."""
+
+    status: str
+    reason: str = ""
+
+
+def first_look(
+    combined: Combined,
+    live: Live,
+    now: float,
+    stands: Standing[Any],
+    mark: MarkLike,
+    bounds: SurgeBounds,
+    lifetime: timedelta,
+) -> Look:
+    """Whether ``combined`` makes a surge due on the dimension ``live`` (its target and
+    limits not read yet: whatever they are) as it ``stands`` at ``now``, and if so what
+    the lease is taken for."""
+    since = budget_window(mark.budget, now, stands.baseline).level
+    room = bounds.room(stands.baseline, since, live.warm)
+    due = surge_level(
+        combined,
+        live.provisioned,
+        1.0,
+        NO_LIMIT,
+        bounds.share,
+        room,
+        held=stands.held,
+        base=stands.baseline,
+    )
+    if due is None:
+        return Look("none")
+    if stands.surge is not None and mark.started is not None:
+        if now >= mark.started + lifetime.total_seconds():
+            minutes = int(lifetime.total_seconds() // 60)
+            return Look(
+                "ended",
+                f"the surge has lasted its longest ({minutes} minutes): it ends at its "
+                f"expiry, and a new one may start once it is restored",
+            )
+    renewal = (
+        stands.surge is not None
+        and mark.aim is not None
+        and mark.max_capacity is not None
+        and live.provisioned >= stands.held
+        and surge_level(
+            combined,
+            live.provisioned,
+            mark.aim,
+            mark.max_capacity,
+            bounds.share,
+            room,
+            held=stands.held,
+            base=stands.baseline,
+        )
+        == stands.held
+    )
+    return Look("renew" if renewal else "raise")
+
+
+@dataclass(frozen=True)
+class SurgePlan:
+    """What to write for a due surge, under the dimension's lease. ``status``: ``none``
+    (no surge due after all), ``limited`` (the budget refuses a new one), ``refused`` (the
+    limits leave it no room: ``reason``) or ``raise``: the surge hold at ``units`` until
+    ``expires`` (its baseline the standing's), ``added`` units over what it held, to spend
+    from the budget window ``spend`` (None: nothing to spend), ``started`` (``fresh``: a
+    new surge, its start to remember), the level ``before`` and ``applied``;
+    ``over_budget``: cut short, or refused, by the budget."""
+
+    status: str
+    want: int = 0
+    units: int = 0
+    expires: datetime | None = None
+    added: int = 0
+    spend: Budget | None = None
+    started: float = 0.0
+    fresh: bool = False
+    before: int = 0
+    applied: int = 0
+    over_budget: bool = False
+    reason: str = ""
+
+
+def plan_raise(
+    combined: Combined,
+    live: Live,
+    now: float,
+    stands: Standing[Any],
+    mark: MarkLike,
+    bounds: SurgeBounds,
+    limits: HoldBounds,
+    base: int,
+) -> SurgePlan:
+    """The surge the rule asks of the dimension ``live`` (its target and limits read)
+    as it ``stands`` at ``now``, over its configured ``base``: made or renewed so that the
+    level of every active hold reaches the rule's level; its units never fewer than the
+    surge's, clamped to the surge cap, the budget left, the hold store's ``limits`` and the
+    target's max; its expiry ``surge_minutes`` on (never earlier than it was, never past
+    its lifetime). Never lowers anything."""
+    window = budget_window(mark.budget, now, stands.baseline)
+    room = bounds.room(stands.baseline, window.level, live.warm)
+    want = surge_level(
+        combined,
+        live.provisioned,
+        live.aim,
+        live.max_capacity,
+        bounds.share,
+        room,
+        held=stands.held,
+        base=stands.baseline,
+    )
+    if want is None:
+        return SurgePlan("none")
+    left = bounds.budget_left(window, live.warm)
+    refused = left == 0 and want > stands.held
+    if refused and stands.surge is None:
+        return SurgePlan("limited", want, over_budget=True, reason=budget_spent(window))
+    started = mark.started if stands.surge is not None and mark.started is not None else now
+    units = _surge_units(live, stands, want, room, left, limits)
+    if units < 1:
+        return SurgePlan("refused", want, over_budget=refused, reason=_no_room(want, stands))
+    at = datetime.fromtimestamp(now, UTC)
+    expires = surge_expiry(at, started, bounds.surge_minutes, limits.max_hold)
+    if stands.surge is not None:  # never earlier than it was
+        expires = max(expires, stands.surge.expires)
+    added = units - (stands.surge.units if stands.surge is not None else 0)
+    new = Held(units, stands.baseline, expires)
+    return SurgePlan(
+        "raise",
+        want,
+        units,
+        expires,
+        added,
+        replace(window, used=window.used + added) if added > 0 else None,
+        started,
+        stands.surge is None or mark.started is None,
+        max(base, stands.held or hold_level(stands.others)),
+        max(base, hold_level([h for h in (*stands.others, new) if at < h.expires])),
+        refused or (added > 0 and left is not None and added >= left),
+    )
+
+
+def _surge_units(
+    live: Live,
+    stands: Standing[Any],
+    want: int,
+    cap: int | None,
+    left: int | None,
+    limits: HoldBounds,
+) -> int:
+    """The units of a surge hold that bring the level of every active hold to ``want``,
+    never fewer than the surge holds already, within the bounds."""
+    held: int = stands.surge.units if stands.surge is not None else 0
+    others: int = sum(h.units for h in stands.others)
+    floor: int = min([stands.baseline, *(h.baseline for h in stands.others)])
+    units = max(want - floor - others, held)
+    room = [limits.max_units, limits.max_total_units - others]
+    if cap is not None:
+        room.append(cap)
+    if left is not None:  # the budget: what the surge holds already, and what is left
+        room.append(held + left)
+    if live.target_max is not None:  # the level of every hold stays within the target's max
+        room.append(live.target_max - floor - others)
+    return min(units, *room)
+
+
+def _no_room(want: int, stands: Standing[Any]) -> str:
+    return (
+        f"the hold store's limits or the scalable target's max leave no room for a surge "
+        f"to {want:,} over {stands.baseline:,}"
+    )
+
+
+def budget_spent(window: Budget) -> str:
+    """Why the budget ``window`` refuses a new surge."""
+    return (
+        f"the dimension's surge budget is spent: {window.used:,} units added since "
+        f"{datetime.fromtimestamp(window.start, UTC).isoformat()}, counting from "
+        f"{window.level:,}; a new window begins an hour after that"
+    )
+
+
+def renewed_until(
+    expires: datetime, now: datetime, started: float, minutes: int, max_hold: timedelta
+) -> datetime:
+    """A renewed surge's expiry: pushed ``minutes`` on from ``now`` (`surge_expiry`),
+    never earlier than ``expires``, its expiry so far."""
+    return max(expires, surge_expiry(now, started, minutes, max_hold))

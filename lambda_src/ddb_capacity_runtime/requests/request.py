@@ -17,6 +17,7 @@ from typing import Any
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
 from ..aws.store import HoldStore, Lease, open_store, store_name, store_quota
+from ..core.holding import held_raise
 from ..core.holds import (
     DEFAULT_HOLD,
     DEFAULT_TIMEOUT,
@@ -313,29 +314,36 @@ def raise_held(
 ) -> int | bool:
     """Under the dimension's lease, with ``state`` its item read under it: record
     ``recorded`` as the dimension's holds (exactly those), move the target's minimum to
-    their level, and raise the table to it (the changes made go to ``done``). Returns the
-    level once the table has it; else whether another update is in flight (True) or the
-    raise was sent (False). Never lowers anything."""
+    their level, and raise the table to it (the changes made go to ``done``), as
+    `core.holding.held_raise` decides on what was read. Returns the level once the table
+    has it; else whether another update is in flight (True) or the raise was sent
+    (False). Never lowers anything."""
     table, index, dim = managed.name, d.index, d.dimension
     now = ctx.now()
     memory, base = base_of(d, state)
-    want = max(base, level(h for h in recorded if h.active(now)))
-    if d.target is not None and want > d.target.max_capacity:
+    target = d.target
+    plan = held_raise(
+        base,
+        level(h for h in recorded if h.active(now)),
+        d.provisioned,
+        target.min_capacity if target is not None else None,
+        target.max_capacity if target is not None else None,
+    )
+    want = plan.want
+    if plan.over_max and target is not None:
         raise CapacityRequestError(
             f"{dim}: the request needs a minimum of {want:,} but the scalable "
             f"target of {scope_label(index)} has a max of "
-            f"{d.target.max_capacity:,}; raise the max or ask for less"
+            f"{target.max_capacity:,}; raise the max or ask for less"
         )
-    if d.target is not None and d.target.min_capacity < want:
-        set_min(ctx, lease, d.target, base, want, holds=recorded)
-        old = d.target.min_capacity
-        via = Via.SCALABLE_TARGET
-        done.append(_raise_row(d, via, old, want))
+    if plan.set_min and target is not None:
+        set_min(ctx, lease, target, base, want, holds=recorded)
+        done.append(_raise_row(d, Via.SCALABLE_TARGET, target.min_capacity, want))
     elif memory is not None:
         lease.write(base, recorded, set_to=memory.set_to, intent=None)
     else:
         lease.write(base, recorded)
-    if d.provisioned >= want:
+    if not plan.update_table:
         return want
     change = Change(d, d.provisioned, want, why, Action.INCREASE, Via.UPDATE_TABLE)
     (outcome,) = actuator.apply(

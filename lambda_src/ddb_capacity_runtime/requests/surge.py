@@ -57,7 +57,6 @@ from ..core.holds import (
     CapacityRequestTimeout,
     HeldDimension,
     Hold,
-    level,
 )
 from ..core.names import MAX_TABLE_QUOTA, UNITS
 from ..core.surge import (
@@ -66,20 +65,24 @@ from ..core.surge import (
     MAX_SURGE_SCALE,
     SURGE_LIFETIME_MINUTES,
     UNBOUNDED,
-    Budget,
     Combined,
     DimensionReport,
+    Live,
     Report,
+    Standing,
+    SurgeBounds,
+    SurgePlan,
     SurgeReportError,
-    budget_left,
-    budget_window,
-    cap_room,
-    combine,
+    first_look,
     parse_report,
+    plan_raise,
     rates,
-    surge_level,
+    renewed_until,
+    since_raise,
+    standing,
+    surge_lifetime,
 )
-from ..core.tables import Dimension, spec_of, throughput_of, warm_of
+from ..core.tables import Dimension, ManagedTable, spec_of, throughput_of, warm_of
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
 from .broker import BrokerConfig, BrokerConfigError
@@ -119,12 +122,10 @@ SURGE_LIFETIME = timedelta(minutes=SURGE_LIFETIME_MINUTES)
 #: The largest report the function reads, as JSON text (42 dimensions of the longest
 #: names take about 20,000 characters).
 MAX_REPORT_CHARS = 64 * 1024
-#: A bound no table reaches: the rule asked only whether a surge is due at all.
-_UNBOUNDED = 1_000_000_000
 
 
 @dataclass(frozen=True)
-class SurgeSettings:
+class SurgeSettings(SurgeBounds):
     """How the signals function raises: ``share`` is the part of the traffic the reporting
     processes make (0 to 1), ``surge_minutes`` how long a surge holds after the last report
     that asked for it. The surge cap: ``cap``, the most units a surge may add over the
@@ -134,12 +135,6 @@ class SurgeSettings:
     of one dimension add in a window of `core.surge.BUDGET_WINDOW_SECONDS`; None:
     twice what one surge may add from the window's start (`core.surge.budget_left`);
     `core.surge.UNBOUNDED`: no budget."""
-
-    share: float = 1.0
-    surge_minutes: int = DEFAULT_SURGE_MINUTES
-    cap: int | None = None
-    scale: float | None = DEFAULT_SURGE_SCALE
-    budget: int | str | None = None
 
     def __post_init__(self) -> None:
         share, minutes, cap = self.share, self.surge_minutes, self.cap
@@ -167,22 +162,6 @@ class SurgeSettings:
                 f"budget: got {shown(self.budget)}; expected None, {UNBOUNDED!r} or a whole "
                 f"number from 1 to {10 * MAX_TABLE_QUOTA}"
             )
-
-    def room(self, start: int, since: int | None = None, warm: int | None = None) -> int | None:
-        """The most units one surge may add over ``start`` (None: no cap), within what
-        the cap allows over ``since`` (`core.surge.cap_room`); the default cap
-        reaches the dimension's warm throughput ``warm`` when known."""
-        scale = None if self.cap is not None else self.scale
-        return cap_room(start, since, self.cap, scale, warm)
-
-    def budget_left(self, window: Budget, warm: int | None = None) -> int | None:
-        """The units ``window``'s surges may still add (None: no budget); the default
-        budget counts the warm throughput ``warm`` as one surge's room."""
-        if self.budget == UNBOUNDED:
-            return None
-        budget = self.budget if isinstance(self.budget, int) else None
-        scale = None if self.cap is not None else self.scale
-        return budget_left(window, budget, self.cap, scale, warm)
 
     def to_env(self) -> dict[str, str]:
         """The settings as the construct writes them into the function's environment."""
@@ -399,44 +378,40 @@ def _combine(
     return found
 
 
-def _since_raise(found: combiner.Entries, now: float) -> Combined:
-    """The sum of ``found``'s fresh entries, their throttles counted only when sent after
-    the surge's last raise (earlier ones describe the capacity before it)."""
-    raised = found.mark.raised
-    kept = [
-        r if raised is None or r.at >= raised else replace(r, throttled=0.0, unknown=0.0)
-        for r in found.rates.values()
-    ]
-    return combine(kept, now)
-
-
 @dataclass(frozen=True)
-class _Standing:
-    """Where a dimension's surge stands: its hold as recorded (active, or expired but not
-    yet restored while the dimension stays raised over its baseline; None: no surge), the
-    baseline the rule counts from, the level held (0: no surge) and the other active
-    holds."""
+class _Seen:
+    """What the first look at one dimension read and saw: the combined reports (and their
+    surge mark), the dimension as described, where its surge stood."""
 
-    surge: Hold | None
-    baseline: int
-    held: int
-    others: tuple[Hold, ...]
+    table: str
+    d: DimensionReport
+    combined: Combined
+    mark: combiner.SurgeMark
+    live: Live
+    stands: Standing[Hold]
 
-
-def _standing(state: HeldDimension | None, provisioned: int, now: datetime) -> _Standing:
-    holds = list(state.holds) if state is not None else []
-    others = tuple(h for h in holds if h.id != SURGE_HOLD and h.active(now))
-    old = next((h for h in holds if h.id == SURGE_HOLD), None)
-    current = max(provisioned, (state.set_to if state is not None else None) or 0)
-    if old is not None and not old.active(now) and current <= old.baseline:
-        old = None  # expired, and its raise is gone: a new surge starts from here
-    if old is None:
-        return _Standing(None, min(provisioned, MAX_TABLE_QUOTA), 0, others)
-    return _Standing(old, old.baseline, level([*others, old]), others)
+    @property
+    def key(self) -> dict[str, Any]:
+        return combiner.combiner_key(self.table, self.d.sort_key)
 
 
-def _lifetime(store: HoldStore) -> timedelta:
-    return min(SURGE_LIFETIME, store.limits.max_hold)
+def _standing(state: HeldDimension | None, provisioned: int, now: float) -> Standing[Hold]:
+    """Where the dimension's surge stands at ``now`` (`core.surge.standing`), from its item."""
+    holds = state.holds if state is not None else ()
+    surge = next((h for h in holds if h.id == SURGE_HOLD), None)
+    others = [h for h in holds if h.id != SURGE_HOLD]
+    set_to = state.set_to if state is not None else None
+    return standing(surge, others, set_to, provisioned, datetime.fromtimestamp(now, UTC))
+
+
+def _live(dim: Dimension) -> Live:
+    """The dimension as the decision reads it: its units, target, limits and warm
+    throughput."""
+    target_max = dim.target.max_capacity if dim.target is not None else None
+    limits = dim.limits
+    return Live(
+        dim.provisioned, limits.target_utilization, limits.max_capacity, dim.warm, target_max
+    )
 
 
 def _surge(
@@ -447,37 +422,28 @@ def _surge(
     found: combiner.Entries,
     settings: SurgeSettings,
 ) -> dict[str, Any]:
-    """Raise ``d``'s dimension as far as the rule says, if it says so."""
+    """Raise ``d``'s dimension as far as the rule says, if it says so. Read the table and
+    the dimension's item; look (`core.surge.first_look`); take the lease only for a
+    surge that is due, and decide again on what is read under it."""
     where = {"table": table, "index": d.index, "dimension": d.dimension}
     now = ctx.clock()
-    combined = _since_raise(found, now)
+    combined = since_raise(found.rates.values(), found.mark.raised, now)
     seen = {"demand": round(combined.demand, 1), "processes": combined.processes}
     raw = tables.describe(ctx.clients.dynamodb, table)
     if raw.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
         return {**where, "status": "none", **seen}  # on demand: nothing to raise
     provisioned = _provisioned(raw, table, d)
     warm = warm_of(spec_of(raw, d.index), d.dimension, store.limits.quota)
-    standing = _standing(store.get(table, d.index, d.dimension), provisioned, ctx.now())
-    due = surge_level(
-        combined,
-        provisioned,
-        1.0,
-        _UNBOUNDED,
-        settings.share,
-        settings.room(standing.baseline, _since(found.mark, now, standing), warm),
-        held=standing.held,
-        base=standing.baseline,
-    )
-    if due is None:
+    stands = _standing(store.get(table, d.index, d.dimension), provisioned, now)
+    live = Live(provisioned, warm=warm)
+    lifetime = surge_lifetime(store.limits.max_hold)
+    look = first_look(combined, live, now, stands, found.mark, settings, lifetime)
+    if look.status == "none":
         return {**where, "status": "none", **seen}  # not due, whatever the target and limits
-    mark = found.mark
-    ended = _ended(store, standing, mark, now)
-    if ended is not None:
-        return {**where, "status": "ended", "to": standing.held, "reason": ended, **seen}
-    renewal = _is_renewal(combined, provisioned, standing, mark, settings, now, warm)
-    row = _apply(
-        ctx, store, table, d, raw, provisioned, combined, standing, mark, renewal, settings
-    )
+    if look.status == "ended":
+        return {**where, "status": "ended", "to": stands.held, "reason": look.reason, **seen}
+    first = _Seen(table, d, combined, found.mark, live, stands)
+    row = _apply(ctx, store, first, raw.get("TableStatus"), look.status == "renew", settings)
     return {**where, **row, **seen}
 
 
@@ -489,73 +455,21 @@ def _provisioned(raw: Mapping[str, Any], table: str, d: DimensionReport) -> int:
         raise CapacityRequestError(f"index: table {table} has no index {shown(d.index)}") from None
 
 
-def _ended(
-    store: HoldStore, standing: _Standing, mark: combiner.SurgeMark, now: float
-) -> str | None:
-    """Why a surge due again is not raised nor renewed: it has lasted its longest (None:
-    it has not, or there is no surge)."""
-    if standing.surge is None or mark.started is None:
-        return None
-    if now < mark.started + _lifetime(store).total_seconds():
-        return None
-    minutes = int(_lifetime(store).total_seconds() // 60)
-    return (
-        f"the surge has lasted its longest ({minutes} minutes): it ends at its "
-        f"expiry, and a new one may start once it is restored"
-    )
-
-
-def _is_renewal(
-    combined: Combined,
-    provisioned: int,
-    standing: _Standing,
-    mark: combiner.SurgeMark,
-    settings: SurgeSettings,
-    now: float,
-    warm: int | None,
-) -> bool:
-    """Whether the surge holds already what is due, sized as it was when last raised, on a
-    dimension still provisioned at its level (``warm``: its warm throughput): then only
-    its expiry is pushed."""
-    return (
-        standing.surge is not None
-        and mark.aim is not None
-        and mark.max_capacity is not None
-        and provisioned >= standing.held
-        and surge_level(
-            combined,
-            provisioned,
-            mark.aim,
-            mark.max_capacity,
-            settings.share,
-            settings.room(standing.baseline, _since(mark, now, standing), warm),
-            held=standing.held,
-            base=standing.baseline,
-        )
-        == standing.held
-    )
-
-
 def _apply(
     ctx: Context,
     store: HoldStore,
-    table: str,
-    d: DimensionReport,
-    raw: Mapping[str, Any],
-    provisioned: int,
-    combined: Combined,
-    standing: _Standing,
-    mark: combiner.SurgeMark,
+    first: _Seen,
+    status: object,
     renewal: bool,
     settings: SurgeSettings,
 ) -> dict[str, Any]:
     """A due surge, under the dimension's lease: renewed, or raised by the rule on the live
     table. Returns the row's status and what was done; a busy table or lease defers our
     own surge's update, and fails (CapacityRequestTimeout) a new surge."""
-    key = combiner.combiner_key(table, d.sort_key)
-    ours = standing.surge is not None  # a busy table or lease is then our surge's update
-    if raw.get("TableStatus") != "ACTIVE" and not renewal:
-        busy = f"table {table}: busy (status {raw.get('TableStatus')})"
+    table, d = first.table, first.d
+    ours = first.stands.surge is not None  # a busy table or lease is then our surge's update
+    if status != "ACTIVE" and not renewal:
+        busy = f"table {table}: busy (status {status})"
         if ours:
             return {"status": "deferred", "reason": busy}
         raise CapacityRequestTimeout(busy)
@@ -571,227 +485,121 @@ def _apply(
             )
         except CapacityRequestTimeout as exc:
             return {"status": "deferred", "reason": str(exc)}
+        # Under the lease, what the look rested on is read again: the item, and for a
+        # raise the live table and its target; the decision is taken again on it.
         state = store.get(table, d.index, d.dimension)
-        if renewal and _same(_standing(state, provisioned, ctx.now()), standing):
-            return _renew(ctx, store, lease, key, state, standing, mark, settings)
+        if renewal:
+            now = ctx.clock()
+            if _standing(state, first.live.provisioned, now).same(first.stands):
+                return _renew(ctx, store, lease, first, state, settings)
         try:
-            made = _hold_surge(ctx, store, lease, key, table, d, combined, mark, settings)
+            return _raise(ctx, store, lease, first, state, settings)
         except CapacityRequestTimeout as exc:  # the table or index is being updated
             if ours:
                 return {"status": "deferred", "reason": str(exc)}
             raise
-    if made is None:
-        return {"status": "none"}
-    return made
-
-
-def _same(a: _Standing, b: _Standing) -> bool:
-    """Whether two readings of a surge's standing hold the same level from the same base."""
-    return (a.baseline, a.held, a.surge is None) == (b.baseline, b.held, b.surge is None)
 
 
 def _renew(
     ctx: Context,
     store: HoldStore,
     lease: Lease,
-    key: Mapping[str, Any],
+    first: _Seen,
     state: HeldDimension | None,
-    standing: _Standing,
-    mark: combiner.SurgeMark,
     settings: SurgeSettings,
 ) -> dict[str, Any]:
     """Under the lease, a surge that covers the demand already: its expiry pushed, and
     nothing else (no control-plane call)."""
-    now = ctx.now()
     holds = list(state.holds) if state is not None else []
     old = next(h for h in holds if h.id == SURGE_HOLD)
+    mark = first.mark
     started = mark.started if mark.started is not None else ctx.clock()
-    expires = max(old.expires, _expiry(store, now, started, settings))
+    expires = renewed_until(
+        old.expires, ctx.now(), started, settings.surge_minutes, store.limits.max_hold
+    )
     lease.write(holds=[replace(h, expires=expires) if h is old else h for h in holds])
     if mark.started is None:
-        combiner.mark(store.dynamodb, store.name, key, started=started)
-    return {"status": "renewed", "to": standing.held, "changes": [], "until": expires.isoformat()}
+        combiner.mark(store.dynamodb, store.name, first.key, started=started)
+    to = first.stands.held
+    return {"status": "renewed", "to": to, "changes": [], "until": expires.isoformat()}
 
 
-def _expiry(store: HoldStore, now: datetime, started: float, settings: SurgeSettings) -> datetime:
-    """A surge's expiry from ``now``: ``surge_minutes`` on, within the hold store's longest
-    hold and the surge's lifetime from ``started``."""
-    surge_for = min(timedelta(minutes=settings.surge_minutes), store.limits.max_hold)
-    last = datetime.fromtimestamp(started, UTC) + _lifetime(store)
-    return datetime.fromtimestamp(int(min(now + surge_for, last).timestamp()), UTC)
-
-
-def _hold_surge(
+def _raise(
     ctx: Context,
     store: HoldStore,
     lease: Lease,
-    key: Mapping[str, Any],
-    table: str,
-    d: DimensionReport,
-    combined: Combined,
-    mark: combiner.SurgeMark,
+    first: _Seen,
+    state: HeldDimension | None,
     settings: SurgeSettings,
-) -> dict[str, Any] | None:
-    """Under the dimension's lease: the rule on the live table, target and limits; then
-    the surge hold made or renewed and the dimension raised to it. Returns the row's
-    status, the level applied and the changes made; None when no surge is due after all."""
-    managed = read_table(ctx, table, d.index, None)
-    dim = dimension_of(managed, d.index, d.dimension)
-    limits = dim.limits
-    now = ctx.now()
-    state = store.get(table, d.index, d.dimension)
-    standing = _standing(state, dim.provisioned, now)
-    want = _level_on(dim, combined, standing, settings, _since(mark, ctx.clock(), standing))
-    if want is None:
-        return None
-    started = mark.started if standing.surge is not None else None
-    fresh = started is None
-    if started is None:
-        started = ctx.clock()
-    window = budget_window(mark.budget, ctx.clock(), standing.baseline)
-    budgeted = _budgeted(
-        store, key, state, standing, dim, want, now, started, settings, mark, window
-    )
-    if isinstance(budgeted, dict):
-        return budgeted
-    recorded, added = budgeted
+) -> dict[str, Any]:
+    """Under the dimension's lease, with ``state`` its item read under it: read the live
+    table, target and limits; decide (`core.surge.plan_raise`); then write the surge
+    hold (made or renewed), spend the budget and raise the dimension to it. Returns the
+    row's status, the level applied and the changes made."""
+    managed = read_table(ctx, first.table, first.d.index, None)
+    dim = dimension_of(managed, first.d.index, first.d.dimension)
     _, base = base_of(dim, state)
-    before = max(base, standing.held or level(standing.others))
-    applied = max(base, level(h for h in recorded if h.active(now)))
+    now = ctx.clock()
+    stands = _standing(state, dim.provisioned, now)
+    plan = plan_raise(
+        first.combined, _live(dim), now, stands, first.mark, settings, store.limits, base
+    )
+    if plan.status == "none":
+        return {"status": "none"}
+    if plan.status != "raise":
+        if plan.over_budget:
+            count("SurgesOverBudget")
+        if plan.status == "limited":
+            return {"status": "limited", "to": stands.held, "reason": plan.reason}
+        raise CapacityRequestError(plan.reason)
+    return _act(ctx, store, lease, first, managed, dim, state, stands, plan)
+
+
+def _act(
+    ctx: Context,
+    store: HoldStore,
+    lease: Lease,
+    first: _Seen,
+    managed: ManagedTable,
+    dim: Dimension,
+    state: HeldDimension | None,
+    stands: Standing[Hold],
+    plan: SurgePlan,
+) -> dict[str, Any]:
+    """Write what ``plan`` decided: the budget spent first (a conditional write on the
+    window as read: one changed meanwhile defers the surge), then the surge hold recorded
+    and the dimension raised to it (`request.raise_held`), then the surge's mark."""
+    key = first.key
+    if plan.spend is not None and not combiner.spend(
+        store.dynamodb, store.name, key, first.mark.budget_text, plan.spend
+    ):
+        return {"status": "deferred", "reason": "the dimension's surge budget changed meanwhile"}
+    if plan.over_budget:
+        count("SurgesOverBudget")
+    old, expires = stands.surge, plan.expires or ctx.now()
+    hold = Hold(SURGE_HOLD, dim.index, dim.dimension, plan.units, expires, stands.baseline)
+    if old is not None:
+        hold = replace(old, units=plan.units, expires=expires)
+    holds = state.holds if state is not None else ()
+    recorded = [*(h for h in holds if h.id != SURGE_HOLD), hold]
     done: list[dict[str, Any]] = []
     step = raise_held(ctx, lease, managed, dim, state, recorded, done, why="surge")
-    raised = applied > before or bool(done)
-    if added > 0:
-        count("SurgeUnits", added)
+    raised = plan.applied > plan.before or bool(done)
+    if plan.added > 0:
+        count("SurgeUnits", plan.added)
     combiner.mark(
         store.dynamodb,
         store.name,
         key,
-        started=started if fresh else None,
+        started=plan.started if plan.fresh else None,
         raised=ctx.clock() if raised else None,
-        aim=limits.target_utilization,
-        max_capacity=limits.max_capacity,
+        aim=dim.limits.target_utilization,
+        max_capacity=dim.limits.max_capacity,
     )
-    row = {"to": applied, "changes": done, "within_warm": dim.within_warm(applied)}
+    row = {"to": plan.applied, "changes": done, "within_warm": dim.within_warm(plan.applied)}
     if step is True:  # recorded; the table's own update waits for the one under way
         return {**row, "status": "deferred", "reason": "another update of the table is under way"}
     return {**row, "status": "applied" if raised else "renewed"}
-
-
-def _budgeted(
-    store: HoldStore,
-    key: Mapping[str, Any],
-    state: HeldDimension | None,
-    standing: _Standing,
-    dim: Dimension,
-    want: int,
-    now: datetime,
-    started: float,
-    settings: SurgeSettings,
-    mark: combiner.SurgeMark,
-    window: Budget,
-) -> tuple[list[Hold], int] | dict[str, Any]:
-    """The dimension's holds with its surge made or renewed within the budget ``window``
-    leaves, and the units the surge adds, spent from the window first (a conditional
-    write on the window as read); a row when the budget refuses a new surge, or changed
-    meanwhile."""
-    left = settings.budget_left(window, dim.warm)
-    if left == 0 and want > standing.held:
-        count("SurgesOverBudget")
-        if standing.surge is None:
-            return {"status": "limited", "to": standing.held, "reason": _spent(window)}
-    recorded = _renewed(
-        store, state, standing, dim, want, now, started, settings, left, window.level
-    )
-    added = _units_of(recorded) - (standing.surge.units if standing.surge else 0)
-    spent = replace(window, used=window.used + added)
-    if added > 0 and not combiner.spend(store.dynamodb, store.name, key, mark.budget_text, spent):
-        return {"status": "deferred", "reason": "the dimension's surge budget changed meanwhile"}
-    if added > 0 and left is not None and added >= left:
-        count("SurgesOverBudget")
-    return recorded, added
-
-
-def _level_on(
-    dim: Dimension, combined: Combined, standing: _Standing, settings: SurgeSettings, since: int
-) -> int | None:
-    """The rule on the live dimension ``dim``, its target and limits."""
-    return surge_level(
-        combined,
-        dim.provisioned,
-        dim.limits.target_utilization,
-        dim.limits.max_capacity,
-        settings.share,
-        settings.room(standing.baseline, since, dim.warm),
-        held=standing.held,
-        base=standing.baseline,
-    )
-
-
-def _since(mark: combiner.SurgeMark, now: float, standing: _Standing) -> int:
-    """The level the dimension's budget window counts from at ``now``."""
-    return budget_window(mark.budget, now, standing.baseline).level
-
-
-def _units_of(holds: list[Hold]) -> int:
-    """The units of the surge hold among ``holds``."""
-    return next(h.units for h in holds if h.id == SURGE_HOLD)
-
-
-def _spent(window: Budget) -> str:
-    return (
-        f"the dimension's surge budget is spent: {window.used:,} units added since "
-        f"{datetime.fromtimestamp(window.start, UTC).isoformat()}, counting from "
-        f"{window.level:,}; a new window begins an hour after that"
-    )
-
-
-def _renewed(
-    store: HoldStore,
-    state: HeldDimension | None,
-    standing: _Standing,
-    d: Dimension,
-    want: int,
-    now: datetime,
-    started: float,
-    settings: SurgeSettings,
-    left: int | None = None,
-    since: int | None = None,
-) -> list[Hold]:
-    """The dimension's holds with its surge hold made or renewed so that the level of every
-    active hold reaches ``want``: its baseline the capacity before the surge, its units
-    what it adds (never fewer than the surge's), its expiry ``surge_minutes`` from now
-    (never earlier than it was, never past its lifetime); clamped to the surge cap, the
-    budget ``left`` (None: none), the hold store's limits and the target's max. Refuses a
-    surge the limits leave nothing to."""
-    limits = store.limits
-    holds = list(state.holds) if state is not None else []
-    old = standing.surge
-    others = list(standing.others)
-    baseline = standing.baseline
-    floor = min([baseline, *(h.baseline for h in others)])
-    units = max(want - floor - sum(h.units for h in others), old.units if old else 0)
-    room = [limits.max_units, limits.max_total_units - sum(h.units for h in others)]
-    cap = settings.room(baseline, since, d.warm)
-    if cap is not None:
-        room.append(cap)
-    if left is not None:  # the budget: what the surge holds already, and what is left
-        room.append((old.units if old else 0) + left)
-    if d.target is not None:  # the level of every hold stays within the target's max
-        room.append(d.target.max_capacity - floor - sum(h.units for h in others))
-    units = min(units, *room)
-    if units < 1:
-        raise CapacityRequestError(
-            f"the hold store's limits or the scalable target's max leave no room for a surge "
-            f"to {want:,} over {baseline:,}"
-        )
-    expires = _expiry(store, now, started, settings)
-    if old is not None and old.expires > expires:
-        expires = old.expires
-    hold = Hold(SURGE_HOLD, d.index, d.dimension, units, expires, baseline)
-    if old is not None:
-        hold = replace(old, units=units, expires=expires)
-    return [*(h for h in holds if h.id != SURGE_HOLD), hold]
 
 
 def _refused(

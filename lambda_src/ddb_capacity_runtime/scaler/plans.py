@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -94,20 +93,21 @@ def keep_plans(
     held: list[HeldDimension],
     dry_run: bool,
     failed: Callable[[str], None],
-) -> ManagedTable:
-    """Keep this hour's plans in the state store, and the table with them: every dimension
+) -> int:
+    """Keep this hour's plans in the state store: every dimension of ``table`` (as read)
     the forecast reached gets its new plan or loses its old one, and so do the plans kept
     for dimensions no longer managed (an index gone). Nothing changes for a table the
-    forecast did not reach this tick (``fresh`` has none of its dimensions).
+    forecast did not reach this tick (``fresh`` has none of its dimensions). The tick has
+    decided on the plans already (`core.forecast.with_plans`).
 
     A plan is kept with a conditional write made only while nobody holds the dimension's
-    lease; one that could not be kept is obeyed this tick, and counted
-    (``table.plans_not_kept``): its dimension reacts alone until the next hour. A store
-    write that fails is reported to ``failed`` (a failure of the table), and the tick goes
-    on with the plans: raises this tick need no store write."""
+    lease; one that could not be kept is obeyed this tick, and counted (the number
+    returned, ``table.plans_not_kept``): its dimension reacts alone until the next hour. A
+    store write that fails is reported to ``failed`` (a failure of the table), and the
+    tick goes on with the plans: raises this tick need no store write."""
     if not any(d.key in fresh for d in table.dimensions):
-        return table
-    dims, not_kept = [], 0
+        return 0
+    not_kept = 0
     for d in table.dimensions:
         if d.key in fresh:
             plan = fresh[d.key]
@@ -119,8 +119,6 @@ def keep_plans(
                 except Exception as exc:
                     failed(f"keeping the forecast's plans: {describe_error(exc)}")
                     not_kept += 1
-            d = replace(d, plan=plan)
-        dims.append(d)
     for state in held:  # an index not ACTIVE now keeps its plan; one gone loses it
         gone = state.index is not None and state.index not in table.indexes
         if state.plan is not None and gone and not dry_run:
@@ -137,4 +135,4 @@ def keep_plans(
             reason="a capacity request or restore held the dimension's state; these plans "
             "are obeyed this tick only, and the next hour plans again",
         )
-    return replace(table, dimensions=dims, plans_not_kept=not_kept)
+    return not_kept

@@ -70,7 +70,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TextIO, TypeVar
@@ -87,7 +87,7 @@ from ..aws.store import HoldStore
 from ..core.deadline import Deadline, DeadlinePassed
 from ..core.errors import CapacityError
 from ..core.floorplan import FloorPlan
-from ..core.forecast import apply_plans, forecast_due
+from ..core.forecast import apply_plans, forecast_due, with_plans
 from ..core.holds import CapacityRequestTimeout, HeldDimension
 from ..core.outcomes import DONE, REFUSED, Status, change_row
 from ..core.ownership import retargets
@@ -561,15 +561,21 @@ def _decide_and_act(
     """Decide every dimension of ``table`` and apply the changes; log each decision and
     send the table's EMF record. Returns the outcomes of the changes sent."""
     planned: list[tuple[Change, Decision]] = []
+    read = table
     try:
+        # Decide, on what the tick read: this hour's plans, then every dimension's change.
         if t.config.policy.autopilot:
-            failed = partial(t.fail, table.name)
-            table = keep_plans(t.store, table, fresh, held, t.config.dry_run, failed)
+            table = with_plans(table, fresh)
             plans = {d.key: d.plan for d in table.dimensions if d.plan is not None}
             table = apply_plans(table, plans, minute(t.now))
         allowed = not t.shared_failures
         planned = plan_table(table, series, t.config, t.now, decreases_allowed=allowed)
         changes = [c for c, _ in planned if c.action != HOLD and c.new != c.old]
+        # Act: the plans kept, the changes applied (each guarded by its own condition).
+        if t.config.policy.autopilot and any(d.key in fresh for d in read.dimensions):
+            failed = partial(t.fail, table.name)
+            not_kept = keep_plans(t.store, read, fresh, held, t.config.dry_run, failed)
+            table = replace(table, plans_not_kept=not_kept)
         applied = actuator.apply(
             t.clients.dynamodb,
             t.clients.autoscaling,

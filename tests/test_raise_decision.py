@@ -1,0 +1,67 @@
+"""The broker's and the tick's decisions as pure functions of plain data, taken before
+anything is written: how a dimension is raised to what its holds ask
+(`core.holding.held_raise`, which a capacity request and a surge both write), and a tick's
+table with this hour's plans (`core.forecast.with_plans`), on which it decides before
+it keeps them in the state store."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ddb_capacity_runtime.core.floorplan import FloorPlan
+from ddb_capacity_runtime.core.forecast import with_plans
+from ddb_capacity_runtime.core.holding import HeldRaise, held_raise
+from ddb_capacity_runtime.core.quota import DecreaseLedger
+from ddb_capacity_runtime.core.settings import Limits
+from ddb_capacity_runtime.core.tables import Dimension, ManagedTable
+from tests.hypothesis_profiles import examples
+
+units = st.integers(1, 40_000)
+
+
+def test_a_hold_over_the_target_moves_its_minimum_and_the_table() -> None:
+    assert held_raise(100, 300, 100, 100, 1_000) == HeldRaise(300, True, True)
+    # the target's minimum is there already; the table is not yet
+    assert held_raise(100, 300, 200, 300, 1_000) == HeldRaise(300, False, True)
+    # no target: the table alone
+    assert held_raise(100, 300, 100) == HeldRaise(300, False, True)
+    # holds that ask less than the base ask for the base, and nothing moves
+    assert held_raise(500, 300, 500, 500, 1_000) == HeldRaise(500, False, False)
+
+
+def test_a_hold_over_the_targets_max_is_refused_with_nothing_moved() -> None:
+    assert held_raise(100, 2_000, 100, 100, 1_000) == HeldRaise(2_000, over_max=True)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(units, st.integers(0, 40_000), units, st.none() | st.tuples(units, units))
+def test_a_raise_to_the_holds_never_lowers_anything(
+    base: int, held: int, provisioned: int, target: tuple[int, int] | None
+) -> None:
+    low, high = target if target is not None else (None, None)
+    plan = held_raise(base, held, provisioned, low, high)
+    assert plan.want == max(base, held)  # never below the base, nor the holds' level
+    if plan.over_max:
+        assert high is not None and plan.want > high
+        assert not plan.set_min and not plan.update_table
+        return
+    assert plan.set_min == (low is not None and low < plan.want)  # only ever up
+    assert plan.update_table == (provisioned < plan.want)  # only ever up
+
+
+def dimension(name: str, plan: FloorPlan | None = None) -> Dimension:
+    limits = Limits(min_capacity=5, max_capacity=1_000, target_utilization=0.7)
+    return Dimension("T", None, name, 100, DecreaseLedger(), None, limits, plan=plan)
+
+
+def test_this_hours_plans_replace_the_kept_ones_of_the_dimensions_reached() -> None:
+    kept = FloorPlan(600, (50, 300), 85, 3, 120)
+    new = FloorPlan(660, (80, 400), 80, 2, 100)
+    table = ManagedTable("T", "arn", {}, [dimension("read", kept), dimension("write", kept)])
+    # the forecast reached write (a new plan) and read (no plan now: it loses its own)
+    planned = with_plans(table, {("T", None, "write"): new, ("T", None, "read"): None})
+    assert [d.plan for d in planned.dimensions] == [None, new]
+    assert [d.plan for d in table.dimensions] == [kept, kept]  # what was read is unchanged
+    # a table the forecast did not reach keeps its plans
+    assert with_plans(table, {("U", None, "write"): new}) is table
