@@ -360,9 +360,18 @@ def test_a_daily_load_keeps_its_daily_season() -> None:
 # ------------------------------------------------------------------ the gate: a forecast earns its place
 
 
-def _noisy_level(sigma: float, days: int = 4, seed: int = 1) -> list[float | None]:
+def _noisy_level(sigma: float = 0.1, seed: int = 1) -> list[float | None]:
+    """4 days of noise (lognormal, ``sigma``) around a daily swing whose level fell by a
+    fifth after the first day: the highest of past seasons is a quarter above the load."""
     rng = random.Random(seed)
-    return [1_000 * rng.lognormvariate(0, sigma) for _ in range(DAY * days)]
+    levels = (1.0, 0.8, 0.8, 0.8)
+    return [
+        1_000
+        * levels[i // DAY]
+        * (1.5 + math.sin(2 * math.pi * i / DAY))
+        * rng.lognormvariate(0, sigma)
+        for i in range(DAY * 4)
+    ]
 
 
 def _nightly_batch(days: int = 4) -> list[float | None]:
@@ -386,10 +395,10 @@ def test_a_forecast_that_beats_reacting_alone_plans_and_says_so():
 
 
 def test_a_usable_forecast_that_does_not_beat_reacting_alone_is_not_used():
-    """Noise around a level: each season's error is within MAX_ERROR, so the forecast
-    alone would plan, but its floors (the highest of past seasons) hold more than reacting
-    does for no load they cover: it does not earn its place."""
-    history = _noisy_level(0.2)
+    """Noisy load a fifth below its first day: the season's error is within MAX_ERROR, so
+    the forecast alone would plan, but its floors (the highest of past seasons) hold more
+    than reacting does for no load they cover: it does not earn its place."""
+    history = _noisy_level()
     plan, f = _plan_now(history)
     assert f.error is not None and f.error <= MAX_ERROR  # usable by its own error
     assert plan is None and f.gate == IDLE
@@ -411,7 +420,7 @@ def test_the_gate_scores_refused_load_above_provisioned_capacity():
 def test_unknown_data_never_turns_the_forecast_off():
     """An unknown step in the backtest's day: the gate cannot judge, and the forecast is
     used as before it (turning it off could lower capacity on unknown data)."""
-    history = _noisy_level(0.2)
+    history = _noisy_level()
     history[-3] = None
     assert backtest(history, "daily", 0.9, 0.7, 1, 40_000) is None
     plan, f = _plan_now(history)
