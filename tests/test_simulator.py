@@ -628,3 +628,13 @@ def test_delivered_trims_only_the_newest_unknown_minutes_and_no_more_than_late_o
     assert trimmed.minute_starts == starts[:2] and stopped == 1
     known = Series(starts, [1.0] * 5, [0.0] * 5, [])
     assert delivered(known) == (known, 0)
+
+
+def test_the_padding_benchmark_runs_in_its_quick_mode(capsys: pytest.CaptureFixture[str]):
+    from benchmarks import padding
+
+    padding.main(["--quick", "--workers", "1", "--targets", "70"])
+    out = capsys.readouterr().out
+    assert "smooth-diurnal (smooth)" in out and "noisy-flat (noisy)" in out
+    assert "extra by cause" in out and "forecast " in out and "reaction " in out
+    assert "autopilot:T <= 1.0x stock:T at equal refusals, smooth: PASS" in out

@@ -31,7 +31,7 @@ from ddb_capacity_runtime.core.forecast import (
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_runtime.core.ownership import retargets
 from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, Change, plan_table
-from ddb_capacity_runtime.core.policy import HOLD, Decision, capacity_units
+from ddb_capacity_runtime.core.policy import HOLD, Decision, PolicyConfig, capacity_units
 from ddb_capacity_runtime.core.series import Key as SeriesKey
 from ddb_capacity_runtime.core.series import Series, tell_causes, window
 from ddb_capacity_runtime.core.settings import Limits, ScalerConfig
@@ -326,6 +326,21 @@ class AutoScaling:
                     self._update(sim, t, key, wanted)
 
 
+def _policy(
+    autopilot: bool,
+    tick: int,
+    target: float,
+    noise_aim: bool | None,
+    tweaks: tuple[tuple[str, Any], ...],
+) -> PolicyConfig:
+    """The Lambda's own policy for the mode and tick, with a benchmark's changes."""
+    mode = settings.Mode.AUTOPILOT if autopilot else settings.Mode.REACTIVE
+    policy = settings.for_mode(mode, tick, target)
+    if noise_aim is not None:
+        policy = replace(policy, noise_aim=noise_aim)
+    return replace(policy, **dict(tweaks)) if tweaks else policy
+
+
 class ThrottleAware:
     """The scaler Lambda, ticking every ``tick`` minutes: discovery is replaced by the
     simulated DescribeTable, CloudWatch by the delayed datapoints; the decisions are
@@ -359,13 +374,7 @@ class ThrottleAware:
         #: it owns stock target tracking's target value (the scaler's ``own_target``)
         self.own_target = own_target and stock is not None and autopilot
         self.target = target_percent / 100
-        policy = settings.for_mode(
-            settings.Mode.AUTOPILOT if autopilot else settings.Mode.REACTIVE, tick, self.target
-        )  # the Lambda's own policy for this mode and tick
-        if noise_aim is not None:
-            policy = replace(policy, noise_aim=noise_aim)
-        if tweaks:
-            policy = replace(policy, **dict(tweaks))
+        policy = _policy(autopilot, tick, self.target, noise_aim, tweaks)
         self.config = ScalerConfig(
             tables=(SIMULATED_TABLE,),
             tag_key=None,
