@@ -100,6 +100,7 @@ SCALER_METRICS = {
             "CapacityAtMax",
             "IgnoredTags",
             "PlansNotKept",
+            "ForecastsOn",
             "BadTargets",
             "RefusedTags",
             "KeyRangeThrottleEvents",

@@ -11,11 +11,16 @@ from hypothesis import strategies as st
 
 from ddb_capacity_runtime.core.floorplan import MAX_RESERVE, PLAN_STEPS, FloorPlan, parse_plan
 from ddb_capacity_runtime.core.forecast import (
+    EARNS,
+    IDLE,
     LEAD_MINUTES,
     MAX_ERROR,
     SPREAD_MINUTES,
+    UNKNOWN,
+    Forecast,
     aim_for,
     apply_plans,
+    backtest,
     find_period,
     forecast,
     forecast_due,
@@ -350,3 +355,74 @@ def test_a_daily_load_keeps_its_daily_season() -> None:
     ]
     # THEN the season judged best on the last day is still a day or a week
     assert forecast(history, STEP, 0, 3).season in ("daily", "weekly")
+
+
+# ------------------------------------------------------------------ the gate: a forecast earns its place
+
+
+def _noisy_level(sigma: float = 0.1, seed: int = 1) -> list[float | None]:
+    """4 days of noise (lognormal, ``sigma``) around a daily swing whose level fell by a
+    fifth after the first day: the highest of past seasons is a quarter above the load."""
+    rng = random.Random(seed)
+    levels = (1.0, 0.8, 0.8, 0.8)
+    return [
+        1_000
+        * levels[i // DAY]
+        * (1.5 + math.sin(2 * math.pi * i / DAY))
+        * rng.lognormvariate(0, sigma)
+        for i in range(DAY * 4)
+    ]
+
+
+def _nightly_batch(days: int = 4) -> list[float | None]:
+    day: list[float | None] = [20.0] * DAY
+    day[24:48] = [8_000.0] * 24  # 02:00-04:00
+    return day * days  # ends at midnight
+
+
+def _plan_now(history: list[float | None]) -> tuple[FloorPlan | None, Forecast]:
+    end = len(history) * STEP
+    return plan_floors(history, end, end, 0.7, 1, 40_000)
+
+
+def test_a_forecast_that_beats_reacting_alone_plans_and_says_so():
+    history = _nightly_batch()
+    scores = backtest(history, "daily", 0.9, 0.7, 1, 40_000)
+    assert scores is not None and scores[0] < scores[1]
+    plan, f = _plan_now(history)
+    assert plan is not None and f.gate == EARNS
+    assert "beats reacting alone" in f.reason
+
+
+def test_a_usable_forecast_that_does_not_beat_reacting_alone_is_not_used():
+    """Noisy load a fifth below its first day: the season's error is within MAX_ERROR, so
+    the forecast alone would plan, but its floors (the highest of past seasons) hold more
+    than reacting does for no load they cover: it does not earn its place."""
+    history = _noisy_level()
+    plan, f = _plan_now(history)
+    assert f.error is not None and f.error <= MAX_ERROR  # usable by its own error
+    assert plan is None and f.gate == IDLE
+    assert "does not beat reacting alone" in f.reason
+
+
+def test_the_gate_scores_refused_load_above_provisioned_capacity():
+    """A forecast whose floors cover load that reacting alone refuses earns its place
+    even where its floors hold more units: a refused unit weighs REFUSED_WEIGHT."""
+    history = _nightly_batch()
+    with_forecast, without = backtest(history, "daily", 0.7, 0.7, 1, 40_000) or (0.0, 0.0)
+    assert with_forecast < without
+    # a flat load: the floors (at the target) hold what reacting holds, no more: no gain
+    flat: list[float | None] = [500.0] * (DAY * 4)
+    with_forecast, without = backtest(flat, "daily", 0.7, 0.7, 1, 40_000) or (0.0, 1.0)
+    assert with_forecast == without
+
+
+def test_unknown_data_never_turns_the_forecast_off():
+    """An unknown step in the backtest's day: the gate cannot judge, and the forecast is
+    used as before it (turning it off could lower capacity on unknown data)."""
+    history = _noisy_level()
+    history[-3] = None
+    assert backtest(history, "daily", 0.9, 0.7, 1, 40_000) is None
+    plan, f = _plan_now(history)
+    assert plan is not None and f.gate == UNKNOWN
+    assert "not backtested" in f.reason

@@ -484,12 +484,24 @@ def test_a_fresh_minute_that_reads_low_never_lets_a_decrease_through() -> None:
 def test_a_fresh_minute_counts_for_a_raise() -> None:
     # GIVEN the newest minute, delivered but maybe not finished, already above target
     # (and throttled): a partial sum is a lower bound of the minute's load
-    consumed = [50.0] * 5 + [95.0]
+    consumed = [50.0] * 4 + [80.0, 95.0]
     above = decide(state(100, consumed, fresh=1), AUTOPILOT)
     assert above.action == INCREASE and above.capacity == 136
     throttled = decide(state(100, [50.0] * 6, [0.0] * 5 + [6000.0], fresh=1), AUTOPILOT)
     # demand 50 + 6000 / 60 = 150 units/s, at 70 %
     assert throttled.action == INCREASE and throttled.capacity == 215
+
+
+def test_the_autopilot_raises_above_target_only_when_every_recent_minute_is() -> None:
+    # GIVEN one noisy minute above target among the recent ones, no throttle
+    one = decide(state(100, [50.0] * 5 + [95.0]), AUTOPILOT)
+    # THEN no capacity is bought for it (target tracking's high alarm wants 2 of 2)
+    assert one.action == HOLD
+    # AND the reactive mode still raises for it
+    assert decide(state(100, [50.0] * 5 + [95.0]), CONFIG).action == INCREASE
+    # AND two minutes above target raise to their peak at the target
+    both = decide(state(100, [50.0] * 4 + [80.0, 95.0]), AUTOPILOT)
+    assert both.action == INCREASE and both.capacity == 136
 
 
 # ------------------------------------------------------------------ throttles before a raise

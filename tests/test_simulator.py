@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from ddb_capacity_runtime.core import plan as core_plan
 from ddb_capacity_runtime.core import policy, quota
-from ddb_capacity_runtime.core.forecast import forecast_minute
+from ddb_capacity_runtime.core.forecast import EARNS, IDLE, forecast_minute
 from ddb_capacity_tools.simulator import (
     ModelError,
     ModelParams,
@@ -27,7 +28,7 @@ from ddb_capacity_tools.simulator import (
 from ddb_capacity_tools.simulator import policies as sim_policies
 from ddb_capacity_tools.simulator.model import SimulatedTable
 from ddb_capacity_tools.simulator.oracle import plan
-from ddb_capacity_tools.simulator.scenarios import SCENARIOS
+from ddb_capacity_tools.simulator.scenarios import SCENARIOS, nightly_batch
 from ddb_capacity_tools.simulator.trace import Trace
 from tests.hypothesis_profiles import examples
 
@@ -521,6 +522,45 @@ def test_the_simulator_runs_the_policy_the_lambda_builds(mode: str) -> None:
     assert simulated.config.policy == lambda_policy
 
 
+def _gates(trace: Trace) -> Counter[str]:
+    """The simulated autopilot over ``trace``: its forecasts' gates from the third day on
+    (the first day the backtest has a day to replay), read and write."""
+    policy = sim_policies.ThrottleAware(5, 70, ModelParams(), autopilot=True)
+    sim = SimulatedTable(trace, ModelParams(), policy.initial(trace, ModelParams()))
+    for t in range(-ModelParams().warmup_minutes, trace.minutes):
+        sim.begin_minute(t)
+        policy.act(sim, t)
+        sim.end_minute(t)
+    return Counter(f.gate for t, _, f, _ in policy.forecasts if t >= 2 * 1440)
+
+
+def test_noisy_traffic_leaves_the_forecast_off_and_a_clean_periodic_one_turns_it_on():
+    rng = random.Random(4)
+    # noise (lognormal, sigma 0.25 a minute) on a daily swing whose level fell by a fifth
+    # after its first day: each season's own error is small enough to plan, but the
+    # highest of past seasons holds more than reacting needs
+    levels = (1.0, 0.8, 0.8)
+
+    def noisy_minute(m: int, base: float) -> float:
+        swing = 1.5 + math.sin(2 * math.pi * m / 1440)
+        return base * levels[m // 1440] * swing * rng.lognormvariate(0, 0.25)
+
+    noisy = Trace(
+        "noisy",
+        scenario("diurnal").start,
+        {
+            (None, "read"): [noisy_minute(m, 3_000) for m in range(3 * 1440)],
+            (None, "write"): [noisy_minute(m, 750) for m in range(3 * 1440)],
+        },
+    )
+    gates = _gates(noisy)
+    assert gates and set(gates) <= {IDLE}
+    # a clean nightly batch: the plan is there before the load, reacting alone is not
+    batch = nightly_batch(1, days=3)
+    gates = _gates(batch)
+    assert gates[EARNS] >= 24  # the write dimension's every hour of the third day
+
+
 def test_the_simulated_autopilot_forecasts_once_an_hour_at_its_tables_minute():
     trace = scenario("nightly-batch")
     policy = sim_policies.ThrottleAware(
@@ -588,3 +628,13 @@ def test_delivered_trims_only_the_newest_unknown_minutes_and_no_more_than_late_o
     assert trimmed.minute_starts == starts[:2] and stopped == 1
     known = Series(starts, [1.0] * 5, [0.0] * 5, [])
     assert delivered(known) == (known, 0)
+
+
+def test_the_padding_benchmark_runs_in_its_quick_mode(capsys: pytest.CaptureFixture[str]):
+    from benchmarks import padding
+
+    padding.main(["--quick", "--workers", "1", "--targets", "70"])
+    out = capsys.readouterr().out
+    assert "smooth-diurnal (smooth)" in out and "noisy-flat (noisy)" in out
+    assert "extra by cause" in out and "forecast " in out and "reaction " in out
+    assert "autopilot:T <= 1.0x stock:T at equal refusals, smooth: PASS" in out

@@ -13,6 +13,13 @@ The forecast is judged by its own error: every window of the last day is forecas
 history before it and compared with what came, ``sum |forecast - actual| / sum actual``.
 The season with the smallest error is used, and only when that error is at most
 ``max_error``; otherwise there is no forecast and the caller reacts as it would without one.
+
+A forecast must also earn its place (`backtest`): replayed over the last day of the
+history, the capacity its plans would have held (the floors, and the aim they allow) must
+score better than its own no-forecast baseline, the capacity reacting alone would have
+held at the target, where a unit refused counts as ``REFUSED_WEIGHT`` units provisioned.
+A forecast that does not is not used: the dimension reacts alone. One the backtest cannot
+judge (an unknown step) is used as before, since unknown data never lowers capacity.
 """
 
 from __future__ import annotations
@@ -64,6 +71,11 @@ LEAD_MINUTES = 10
 #: a pattern that comes a little early or late is still covered; the season's error is
 #: judged on windows of that width.
 SPREAD_MINUTES = 10
+#: A plan's floor for a step covers the forecast peak of this many steps: the step, its
+#: lead and SPREAD_MINUTES either side, from SPREAD_STEPS before it.
+SPREAD_STEPS = SPREAD_MINUTES // STEP_MINUTES
+LEAD_STEPS = -(-LEAD_MINUTES // STEP_MINUTES)
+FLOOR_STEPS = 1 + LEAD_STEPS + 2 * SPREAD_STEPS
 #: Decreases look this far ahead in the plan: no decrease below what the forecast needs
 #: within it (a decrease spent now would be undone by the raise, and the quota is daily).
 KEEP_MINUTES = 30
@@ -74,6 +86,18 @@ KEEP_MINUTES = 30
 #: A fall the plan keeps a decrease for: an hour whose forecast peak is at least this much
 #: below the hour's before it.
 FALL_FRACTION = 0.2
+#: The backtest (`backtest`): a unit of demand the capacity did not cover for a step
+#: counts as this many units provisioned for it. High, as 5-minute steps hide the minutes
+#: of a burst that are refused (benchmarks/padding.py: with 10, noisy diurnal traffic lost
+#: the forecast that kept its refusals below stock target tracking's).
+REFUSED_WEIGHT = 100.0
+#: The backtest's no-forecast baseline holds the peak of this many steps, ending
+#: LEAD_MINUTES before the step, at the target: a raise lands LEAD_MINUTES after the load
+#: that asks for it, and a decrease waits for a quarter hour of low load, as target
+#: tracking's do.
+BASELINE_STEPS = 3
+#: The gate's states (`Forecast.gate`, the ``forecast`` event and the decisions).
+EARNS, IDLE, UNKNOWN = "earns", "off", "unknown"
 
 
 @dataclass(frozen=True)
@@ -85,6 +109,9 @@ class Forecast:
     season: str | None
     error: float | None
     reason: str
+    #: whether the forecast earned its place (`backtest`): EARNS, IDLE (it did not:
+    #: no plan), UNKNOWN (not judged: an unknown step, or no plan was made to judge)
+    gate: str = UNKNOWN
 
 
 def _known_peak(window: Sequence[float | None]) -> float | None:
@@ -208,38 +235,14 @@ def find_period(history: Sequence[float | None], step: int) -> int | None:
     `PEAK`: a smooth load correlates with itself at any short lag, and has no period.
     Only periods the history covers before its last day are tried. None if none qualifies,
     or when a step it reads is unknown."""
-    per_bin = BIN_MINUTES // step if BIN_MINUTES % step == 0 else 0
-    day = DAY_MINUTES // BIN_MINUTES
-    # the last day, and as much before it as is known, up to a day
-    before = min(day, len(history) // per_bin - day) if per_bin else 0
+    bins = _bins(history, step)
+    if bins is None:
+        return None
+    values, before = bins
     periods = [m for m in SHORT_PERIODS if m // BIN_MINUTES <= before]
     if not periods:
         return None
-    span = history[len(history) - (day + before) * per_bin :]
-    try:  # each bin's sum (an unknown step fails it)
-        bins: list[float] = list(span[0::per_bin])  # type: ignore[arg-type]
-        for k in range(1, per_bin):
-            bins = list(map(operator.add, bins, span[k::per_bin]))
-    except TypeError:
-        return None
-    # each period's lag and its half's: a period repeats better than its half does (a
-    # smooth load, which any short lag correlates with, has no period), and the day's
-    minutes = sorted({*periods, *(m // 2 for m in periods)}) + (
-        [DAY_MINUTES] if before == day else []
-    )
-    r = dict(
-        zip(
-            minutes,
-            _correlations(
-                bins[before:],
-                [
-                    bins[before - m // BIN_MINUTES : before - m // BIN_MINUTES + day]
-                    for m in minutes
-                ],
-            ),
-            strict=True,
-        )
-    )
+    r = _lag_correlations(values, before, periods)
     daily = r.get(DAY_MINUTES)
     found = {
         m: c
@@ -250,6 +253,43 @@ def find_period(history: Sequence[float | None], step: int) -> int | None:
     if best is None or (daily is not None and best < daily - CORRELATION_TIE):
         return None
     return min(m for m, c in found.items() if c >= best - CORRELATION_TIE)
+
+
+def _bins(history: Sequence[float | None], step: int) -> tuple[list[float], int] | None:
+    """The `BIN_MINUTES` bins `find_period` reads: each bin's sum over the last day of
+    ``history`` and as much before it as is known, up to a day, and how many bins come
+    before the last day. None when ``step`` does not divide a bin, or a step it reads is
+    unknown."""
+    per_bin = BIN_MINUTES // step if BIN_MINUTES % step == 0 else 0
+    if not per_bin:
+        return None
+    day = DAY_MINUTES // BIN_MINUTES
+    before = min(day, len(history) // per_bin - day)
+    if before <= 0:
+        return [], 0
+    span = history[len(history) - (day + before) * per_bin :]
+    try:  # each bin's sum (an unknown step fails it)
+        bins: list[float] = list(span[0::per_bin])  # type: ignore[arg-type]
+        for k in range(1, per_bin):
+            bins = list(map(operator.add, bins, span[k::per_bin]))
+    except TypeError:
+        return None
+    return bins, before
+
+
+def _lag_correlations(
+    bins: Sequence[float], before: int, periods: Sequence[int]
+) -> dict[int, float | None]:
+    """The last day's correlation (of `_bins`) with itself each period earlier, and each
+    half period earlier (a period repeats better than its half does: a smooth load, which
+    any short lag correlates with, has no period), and a day earlier when a whole day
+    precedes it (minutes -> correlation)."""
+    day = DAY_MINUTES // BIN_MINUTES
+    minutes = sorted({*periods, *(m // 2 for m in periods)}) + (
+        [DAY_MINUTES] if before == day else []
+    )
+    lagged = [bins[before - m // BIN_MINUTES : before - m // BIN_MINUTES + day] for m in minutes]
+    return dict(zip(minutes, _correlations(bins[before:], lagged), strict=True))
 
 
 def _correlations(a: Sequence[float], others: Sequence[Sequence[float]]) -> list[float | None]:
@@ -386,8 +426,7 @@ def plan_floors(
     the plan's reserve is the falls the forecast sees from the plan's end to the day's end.
     ``history`` ends at minute ``history_end`` (exclusive), on the same clock as ``now``;
     the plan's steps are the history's."""
-    spread = SPREAD_MINUTES // STEP_MINUTES
-    season, error, reason, usable = _season(history, STEP_MINUTES, 2 * spread + 1, max_error)
+    season, error, reason, usable = _season(history, STEP_MINUTES, 2 * SPREAD_STEPS + 1, max_error)
     if season is None or not usable:
         return None, Forecast(None, season, error, reason)
     assert error is not None
@@ -397,11 +436,10 @@ def plan_floors(
     first = now - (now - history_end) % STEP_MINUTES  # on the history's steps
     floors: list[int] = []
     peaks: list[float] = []
-    length = 1 + -(-LEAD_MINUTES // STEP_MINUTES) + 2 * spread  # the step, its lead, spread
     for i in range(PLAN_STEPS):
         minute = first + i * STEP_MINUTES
         position = len(history) + (minute - history_end) // STEP_MINUTES
-        peak = _predict(history, season_steps, lookback, position - spread, length)
+        peak = _predict(history, season_steps, lookback, position - SPREAD_STEPS, FLOOR_STEPS)
         if peak is None:
             return None, Forecast(None, season, error, "no past season covers the plan")
         peaks.append(peak)
@@ -409,6 +447,11 @@ def plan_floors(
         floors.append(max(min_capacity, min(max_capacity, units)))
     if max(floors) <= min_capacity:
         return None, Forecast(max(peaks), season, error, f"{reason}; the minimum covers it")
+    scores = backtest(history, season, aim, target_utilization, min_capacity, max_capacity)
+    if scores is not None and scores[0] >= scores[1]:
+        why = f"{reason}; {gate_reason(scores)}"
+        return None, Forecast(max(peaks), season, error, why, IDLE)
+    reason = f"{reason}; {gate_reason(scores)}"
     falls: list[float] = []
     if minute_of_day is not None:  # the falls between the plan's end and the UTC day's end
         left = DAY_MINUTES - (minute_of_day - (now - first) + PLAN_MINUTES)
@@ -418,7 +461,59 @@ def plan_floors(
     # the smallest fall's saving, in units at the aim (at most the quota, as a floor)
     least = min(max_capacity, capacity_units(falls[-1] / aim)) if falls else 0
     plan = FloorPlan(first, tuple(floors), round(aim * 100), len(falls), least)
-    return plan, Forecast(max(peaks), season, error, reason)
+    return plan, Forecast(max(peaks), season, error, reason, UNKNOWN if scores is None else EARNS)
+
+
+def backtest(
+    history: Sequence[float | None],
+    season: str,
+    aim: float,
+    target_utilization: float,
+    min_capacity: int,
+    max_capacity: int,
+) -> tuple[float, float] | None:
+    """Whether the forecast earns its place: the last day of ``history`` replayed twice,
+    step by step. Without the forecast (its baseline), the capacity holds the peak of the
+    BASELINE_STEPS steps ending LEAD_STEPS before each step, at the target; with it, the
+    larger of that peak at ``aim`` and the plan's floor for the step (``season``'s
+    forecast, from the history before the step, at ``aim``). Each is scored as the units
+    it held plus REFUSED_WEIGHT times the load it did not cover, summed over the steps;
+    returns (the score with the forecast, the score without): it earns its place when the
+    first is lower. None when a step it reads is unknown or no past season covers a step
+    (not judged)."""
+    day = DAY_MINUTES // STEP_MINUTES
+    n = len(history)
+    reach = LEAD_STEPS + BASELINE_STEPS - 1
+    if n < day + reach or any(v is None for v in history[n - day - reach :]):
+        return None
+    season_steps = season_minutes(season) // STEP_MINUTES
+    lookback = _lookback(season)
+    known: Sequence[float] = history[n - day - reach :]  # type: ignore[assignment]
+
+    def units(value: float) -> int:
+        return max(min_capacity, min(max_capacity, capacity_units(value)))
+
+    with_forecast = without = 0.0
+    for i in range(n - day, n):
+        load = known[i - n + day + reach]
+        recent = max(known[i - n + day : i - n + day + BASELINE_STEPS])
+        alone = units(recent / target_utilization)
+        peak = _predict(history, season_steps, lookback, i - SPREAD_STEPS, FLOOR_STEPS, known=i)
+        if peak is None:
+            return None
+        planned = max(units(peak / aim), units(recent / aim))
+        without += alone + REFUSED_WEIGHT * max(0.0, load - alone)
+        with_forecast += planned + REFUSED_WEIGHT * max(0.0, load - planned)
+    return with_forecast, without
+
+
+def gate_reason(scores: tuple[float, float] | None) -> str:
+    """The gate's verdict in words, from `backtest`'s scores."""
+    if scores is None:
+        return "not backtested (an unknown step): used"
+    with_forecast, without = scores
+    verb = "beats" if with_forecast < without else "does not beat"
+    return f"{verb} reacting alone over the last day (score {with_forecast:,.0f} vs {without:,.0f})"
 
 
 @functools.lru_cache(maxsize=1024)  # asked each tick; the answer never changes

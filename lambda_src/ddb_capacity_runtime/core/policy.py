@@ -89,8 +89,9 @@ class PolicyConfig:
     :param large_saving_fraction: a saving that may spend the reserve. Default 0.5.
     :param autopilot: raises are sized by the newest ``recent_minutes`` only: throttles
         older than that are a burst already over, and are not chased; no raise above target
-        without throttles of less than ``SMALL_RAISE`` (an update in flight blocks the
-        next one); only throttles within ``scale_down_minutes`` stop a decrease.
+        without throttles unless every one of those minutes is above it (as target
+        tracking's high alarm), nor of less than ``SMALL_RAISE`` (an update in flight
+        blocks the next one); only throttles within ``scale_down_minutes`` stop a decrease.
         Default False.
     :param settle_minutes: a decrease goes no lower than the load of two minutes in three
         (``SETTLE_QUANTILE``) of the last ``settle_minutes``, at the target, so load that
@@ -365,12 +366,18 @@ def _throttled(v: _View) -> Decision | None:
 
 
 def _above_target(v: _View) -> Decision | None:
-    """Above the aim: raise to peak consumed / aim (the autopilot makes no small raise)."""
+    """Above the aim: raise to peak consumed / aim. The autopilot raises only when every
+    one of the recent minutes is above the aim, as target tracking's high alarm does (one
+    noisy minute is no reason to buy capacity; a throttled one raises by `_throttled`),
+    and makes no small raise."""
     recent = v.consumed[-v.config.recent_minutes :]
     recent_peak = max(recent) if recent else 0.0
     aim = v.aim
     if recent_peak <= v.provisioned * aim:
         return None
+    if v.config.autopilot and min(recent) <= v.provisioned * aim:
+        return None  # not every recent minute above the aim: no raise (the later rules
+        # lower nothing while one is above it)
     wanted = _clamp(recent_peak / aim, v.state)
     if v.config.autopilot and v.provisioned < wanted < v.provisioned * (1 + SMALL_RAISE):
         # not throttled: a small raise is not worth the update slot it takes, in which a

@@ -76,6 +76,7 @@ def forecast_plans(
             floor=max(plan.floors) if plan else None,
             plan=plan.value() if plan else None,
             reason=f.reason,
+            gate=f.gate,
         )
         plans[d.key] = plan
     return plans

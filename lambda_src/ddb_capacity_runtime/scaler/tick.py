@@ -35,7 +35,8 @@ Reports through [`ddb_capacity_runtime.events`][]: a ``decision`` event per dime
 Format record per table and one for the tick (no dimension: ``Failures``,
 ``SharedFailures``, ``TablesManaged``). A decided table's record (dimension ``TableName``)
 carries ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``,
-``Failures`` and ``IgnoredTags``, and, only while what they count happens (each metric of
+``Failures`` and ``IgnoredTags`` (and, in autopilot, ``ForecastsOn``: the dimensions whose
+forecast earned its place and plans), and, only while what they count happens (each metric of
 a table is a CloudWatch custom metric, billed for the hours it has data):
 ``RaisesWithinWarm`` (raises applied within their dimension's warm throughput, which
 landed at once; a raise's ``decision`` event says ``within_warm`` too),
@@ -595,6 +596,8 @@ def _decide_and_act(
     for change, _ in planned:
         _log_decision(t, table.name, change, results.get(id(change)))
     values = _table_metrics(table, planned, t.now, table.name in t.failures)
+    if t.config.policy.autopilot:  # dimensions whose forecast earned its place (a plan)
+        values["ForecastsOn"] = sum(1 for d in table.dimensions if d.plan is not None)
     warm = within_warm(results.values())
     if warm:  # only while it happens (a billed custom metric)
         values["RaisesWithinWarm"] = warm
@@ -640,6 +643,8 @@ def _log_decision(t: _Tick, table: str, change: Change, outcome: Outcome | None)
     }
     if change.action == INCREASE:
         fields["within_warm"] = change.dimension.within_warm(change.new)
+    if t.config.policy.autopilot:  # the forecast's gate: a plan in force, or reacting alone
+        fields["forecast"] = "on" if change.dimension.plan is not None else "off"
     log_event("decision", **fields)
     if outcome is not None and outcome.status in FAILED_STATUSES:
         d = change.dimension

@@ -32,7 +32,7 @@ from ddb_capacity_runtime.core.forecast import (
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_runtime.core.ownership import retargets
 from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, Change, plan_table
-from ddb_capacity_runtime.core.policy import HOLD, Decision, capacity_units
+from ddb_capacity_runtime.core.policy import HOLD, Decision, PolicyConfig, capacity_units
 from ddb_capacity_runtime.core.series import Key as SeriesKey
 from ddb_capacity_runtime.core.series import Series, tell_causes, window
 from ddb_capacity_runtime.core.settings import Limits, ScalerConfig
@@ -70,6 +70,10 @@ OWNED = "+owned"
 SIMULATED_POLICY = TrackingPolicy("simulated", "DynamoDBCapacityUtilization")
 
 
+#: A target's [min, max] (capacity units).
+Bounds = tuple[int, int]
+
+
 class PolicyError(CapacityError, ValueError):
     """A policy name the simulator does not know, or that cannot run on this input."""
 
@@ -93,6 +97,11 @@ class Spec:
     #: the autopilot's noise aim (PolicyConfig.noise_aim) on or off; None: the mode's own.
     #: Not written on the command line: a benchmark measures the policy with and without it
     noise_aim: bool | None = None
+    #: the autopilot's forecast on (the default) or off, and replacements of its policy's
+    #: fields (PolicyConfig): not written on the command line either, a benchmark turns
+    #: each part off in turn to measure what it buys (``benchmarks/padding.py``)
+    forecast: bool = True
+    tweaks: tuple[tuple[str, Any], ...] = ()
 
 
 def _target(text: str, number: str, option: str) -> int:
@@ -250,51 +259,87 @@ class AutoScaling:
         if firings:
             for f in firings:
                 self.min[f.key], self.max[f.key] = f.min_capacity, f.max_capacity
-        waiting, target, dims = self.waiting, self.target, sim.dims
-        lows, highs, surge, targets = self.min, self.max, self.surge, self.targets
+        waiting = self.waiting
         # stable: ties keep order
         order = sorted(sim.keys, key=lambda k: waiting.get(k, t)) if waiting else sim.keys
         for key in order:
-            if targets:
-                target = targets.get(key, self.target)
-            d = dims[key]
-            # _enforce, inline: capacity outside [min, max] (what is in flight counts)
-            pending = d.pending
-            current = d.provisioned if pending is None else pending
-            lo, hi = lows[key], highs[key]
-            if surge and surge.get(key, 0) > lo:
-                lo = surge[key]
-            wanted = current if current >= lo else lo  # min(max(current, lo), hi)
-            wanted = hi if hi < wanted else wanted
-            if wanted != current:
+            self._act_on(sim, t, key)
+
+    def _range(self, key: Key) -> tuple[int, int]:
+        """``key``'s [min, max]: a surge's minimum where it is higher."""
+        lo, surge = self.min[key], self.surge
+        if surge and surge.get(key, 0) > lo:
+            lo = surge[key]
+        return lo, self.max[key]
+
+    def _act_on(self, sim: SimulatedTable, t: int, key: Key) -> None:
+        """One target's minute: capacity moved into [min, max], else its alarms."""
+        target = self.targets.get(key, self.target) if self.targets else self.target
+        d = sim.dims[key]
+        # _enforce, inline: capacity outside [min, max] (what is in flight counts)
+        pending = d.pending
+        current = d.provisioned if pending is None else pending
+        lo, hi = self._range(key)
+        wanted = current if current >= lo else lo  # min(max(current, lo), hi)
+        wanted = hi if hi < wanted else wanted
+        if wanted != current:
+            self._update(sim, t, key, wanted)
+            return
+        if pending is not None:
+            return
+        # The alarms see the newest datapoints CloudWatch has delivered (delays vary).
+        seen = sim.newest(key, t)
+        if seen is None:
+            return
+        newest, latest = seen
+        provisioned = d.provisioned
+        # Each alarm's datapoints end with the newest one, so it alone rules one out.
+        if latest > target * provisioned:
+            self._scale_out(sim, t, key, newest, target, (lo, hi))
+        elif self.scale_in and latest < (target - LOW_MARGIN) * provisioned:
+            self._scale_in(sim, t, key, newest, target, (lo, hi))
+
+    def _scale_out(
+        self, sim: SimulatedTable, t: int, key: Key, newest: int, target: float, bounds: Bounds
+    ) -> None:
+        """The high alarm: the last HIGH_DATAPOINTS above target x provisioned scale out to
+        the latest datapoint / target."""
+        provisioned = sim.dims[key].provisioned
+        high = sim.known(key, newest - HIGH_DATAPOINTS + 1, HIGH_DATAPOINTS, t)
+        if high is not None and min(high) > target * provisioned:
+            wanted = _clamp(high[-1] / target, *bounds)
+            if wanted > provisioned:
                 self._update(sim, t, key, wanted)
-                continue
-            if pending is not None:
-                continue
-            # The alarms see the newest datapoints CloudWatch has delivered (delays vary).
-            seen = sim.newest(key, t)
-            if seen is None:
-                continue
-            newest, latest = seen
-            provisioned = d.provisioned
-            # Each alarm's datapoints end with the newest one, so it alone rules one out.
-            if latest > target * provisioned:
-                high = sim.known(key, newest - HIGH_DATAPOINTS + 1, HIGH_DATAPOINTS, t)
-                if high is not None and min(high) > target * provisioned:
-                    wanted = _clamp(high[-1] / target, lo, hi)
-                    if wanted > provisioned:
-                        self._update(sim, t, key, wanted)
-                continue
-            threshold = (target - LOW_MARGIN) * provisioned
-            if not self.scale_in or latest >= threshold:
-                continue
-            low = sim.known(key, newest - LOW_DATAPOINTS + 1, LOW_DATAPOINTS, t)
-            if low is not None:
-                peak = max(low)
-                if peak < threshold:
-                    wanted = _clamp(peak / target, lo, hi)
-                    if wanted < provisioned:
-                        self._update(sim, t, key, wanted)
+
+    def _scale_in(
+        self, sim: SimulatedTable, t: int, key: Key, newest: int, target: float, bounds: Bounds
+    ) -> None:
+        """The low alarm: the last LOW_DATAPOINTS below (target - LOW_MARGIN) x provisioned
+        scale in to the highest of them / target."""
+        provisioned = sim.dims[key].provisioned
+        threshold = (target - LOW_MARGIN) * provisioned
+        low = sim.known(key, newest - LOW_DATAPOINTS + 1, LOW_DATAPOINTS, t)
+        if low is not None:
+            peak = max(low)
+            if peak < threshold:
+                wanted = _clamp(peak / target, *bounds)
+                if wanted < provisioned:
+                    self._update(sim, t, key, wanted)
+
+
+def _policy(
+    autopilot: bool,
+    tick: int,
+    target: float,
+    noise_aim: bool | None,
+    tweaks: tuple[tuple[str, Any], ...],
+) -> PolicyConfig:
+    """The Lambda's own policy for the mode and tick, with a benchmark's changes."""
+    mode = settings.Mode.AUTOPILOT if autopilot else settings.Mode.REACTIVE
+    policy = settings.for_mode(mode, tick, target)
+    if noise_aim is not None:
+        policy = replace(policy, noise_aim=noise_aim)
+    return replace(policy, **dict(tweaks)) if tweaks else policy
 
 
 class ThrottleAware:
@@ -315,6 +360,8 @@ class ThrottleAware:
         causes: bool = True,
         own_target: bool = False,
         noise_aim: bool | None = None,
+        forecast: bool = True,
+        tweaks: tuple[tuple[str, Any], ...] = (),
     ) -> None:
         #: The fast path's signals function, when the model has a signal for it
         #: (``fast_path_seconds``, ``stream_seconds``).
@@ -328,11 +375,7 @@ class ThrottleAware:
         #: it owns stock target tracking's target value (the scaler's ``own_target``)
         self.own_target = own_target and stock is not None and autopilot
         self.target = target_percent / 100
-        policy = settings.for_mode(
-            settings.Mode.AUTOPILOT if autopilot else settings.Mode.REACTIVE, tick, self.target
-        )  # the Lambda's own policy for this mode and tick
-        if noise_aim is not None:
-            policy = replace(policy, noise_aim=noise_aim)
+        policy = _policy(autopilot, tick, self.target, noise_aim, tweaks)
         self.config = ScalerConfig(
             tables=(SIMULATED_TABLE,),
             tag_key=None,
@@ -344,6 +387,8 @@ class ThrottleAware:
         self.base_min: dict[Key, int] = {}
         self.decisions = 0
         self.autopilot = autopilot
+        #: the autopilot plans by its forecast (off: it reacts alone)
+        self.forecasting = autopilot and forecast
         #: The autopilot's history: per key, each 5-minute step's average consumption, as
         #: CloudWatch's 5-minute sums give it to the Lambda.
         self._steps: dict[Key, list[float | None]] = {}
@@ -444,7 +489,7 @@ class ThrottleAware:
         table, series = self._describe(sim, t)
         now = sim.time(t)
         if self.autopilot:
-            if forecast_due(SIMULATED_TABLE, now.minute, self.tick):
+            if self.forecasting and forecast_due(SIMULATED_TABLE, now.minute, self.tick):
                 self._plan(table.dimensions, t, now.hour * 60 + now.minute)
             table = self._apply_plans(table, t)
             if self.own_target:

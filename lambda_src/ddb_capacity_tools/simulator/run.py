@@ -135,6 +135,8 @@ def build(
         causes=not spec.lumped,
         own_target=spec.owned,
         noise_aim=spec.noise_aim,
+        forecast=spec.forecast,
+        tweaks=spec.tweaks,
     )
 
 
