@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from ddb_capacity_runtime.core.holds import level
 from ddb_capacity_runtime.core.surge import (
     UNBOUNDED,
     Budget,
@@ -22,7 +23,6 @@ from ddb_capacity_runtime.core.surge import (
     SurgeBounds,
     budget_window,
     first_look,
-    hold_level,
     plan_raise,
     renewed_until,
     since_raise,
@@ -293,5 +293,5 @@ def test_the_cap_the_budget_and_the_limits_bound_every_raise(
     assert plan.units + sum(h.units for h in stands.others) <= store.max_total_units
     if live.target_max is not None:
         active = [*stands.others, Held(plan.units, stands.baseline, until(1))]
-        assert hold_level(active) <= live.target_max
+        assert level(active) <= live.target_max
     assert plan.want <= max(live.max_capacity, stands.held)

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .fleet_settings import SettingsError
+
 __all__ = [
     "FRESH_MINUTES",
     "HIGHEST",
@@ -40,10 +42,6 @@ PREFIX = "NIGHTLY_TUNING_"
 #: billing mode, which the loop never does: they are advice only.
 TUNED_KINDS = ("stock", "autopilot")
 ADVICE_KINDS = ("on-demand", "hybrid")
-
-
-class SettingsError(ValueError):
-    """An environment variable or prop the loop cannot run with; the message names it."""
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from .errors import CapacityError
 from .settings import Limits
@@ -104,13 +105,54 @@ class Hold:
         )
 
 
-def level(holds: Iterable[Hold]) -> int:
+class Holding(Protocol):
+    """A hold as a level counts it: the traffic it saw and its units (`Hold`, and a surge's
+    hold as `core.surge` reads it)."""
+
+    @property
+    def baseline(self) -> int: ...
+    @property
+    def units(self) -> int: ...
+
+
+def level(holds: Iterable[Holding]) -> int:
     """The capacity a set of holds of one dimension asks for: the earliest traffic they saw
     plus all their units (0 for none)."""
     held = list(holds)
     if not held:
         return 0
     return min(h.baseline for h in held) + sum(h.units for h in held)
+
+
+@dataclass(frozen=True)
+class HeldRaise:
+    """What raising a dimension to its holds takes: the level ``want``; whether the
+    scalable target's minimum moves to it (``set_min``); whether the table is below it
+    (``update_table``: an UpdateTable); ``over_max``: the target's max is below it (refused,
+    nothing written)."""
+
+    want: int
+    set_min: bool = False
+    update_table: bool = False
+    over_max: bool = False
+
+
+def held_raise(
+    base: int,
+    held: int,
+    provisioned: int,
+    target_min: int | None = None,
+    target_max: int | None = None,
+) -> HeldRaise:
+    """Raise a dimension whose configured base is ``base`` to the level of its active holds
+    ``held`` (never below the base): its scalable target's minimum (``target_min`` and
+    ``target_max``; None: no target) moves up to it when below, and the table
+    (``provisioned``) too. Never lowers anything."""
+    want = max(base, held)
+    if target_max is not None and want > target_max:
+        return HeldRaise(want, over_max=True)
+    set_min = target_min is not None and target_min < want
+    return HeldRaise(want, set_min, provisioned < want)
 
 
 def lift(table: ManagedTable, held: Sequence[HeldDimension], now: datetime) -> ManagedTable:

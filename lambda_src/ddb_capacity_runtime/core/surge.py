@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Protocol, TypeGuard, TypeVar
 
 from .errors import CapacityError, shown
+from .holds import level
 from .names import DIMENSIONS, MAX_TABLE_QUOTA, scope_label
 
 #: The environment variable that names the signals function, for the client hook (set on a
@@ -523,13 +524,6 @@ class Held:
     expires: datetime
 
 
-def hold_level(holds: Iterable[HoldLike]) -> int:
-    """The capacity ``holds`` of one dimension ask for: the earliest baseline plus all
-    their units (0 for none)."""
-    held = list(holds)
-    return min(h.baseline for h in held) + sum(h.units for h in held) if held else 0
-
-
 @dataclass(frozen=True)
 class SurgeBounds:
     """How far a surge may go: ``share`` is the part of the traffic the reporting
@@ -610,7 +604,7 @@ def standing(
         surge = None  # expired, and its raise is gone: a new surge starts from here
     if surge is None:
         return Standing(None, min(provisioned, MAX_TABLE_QUOTA), 0, active)
-    return Standing(surge, surge.baseline, hold_level([*active, surge]), active)
+    return Standing(surge, surge.baseline, level([*active, surge]), active)
 
 
 def since_raise(reports: Iterable[Rates], raised: float | None, now: float) -> Combined:
@@ -779,8 +773,8 @@ def plan_raise(
         replace(window, used=window.used + added) if added > 0 else None,
         started,
         stands.surge is None or mark.started is None,
-        max(base, stands.held or hold_level(stands.others)),
-        max(base, hold_level([h for h in (*stands.others, new) if at < h.expires])),
+        max(base, stands.held or level(stands.others)),
+        max(base, level([h for h in (*stands.others, new) if at < h.expires])),
         refused or (added > 0 and left is not None and added >= left),
     )
 

@@ -17,7 +17,6 @@ from typing import Any
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
 from ..aws.store import HoldStore, Lease, open_store, store_name, store_quota
-from ..core.holding import held_raise
 from ..core.holds import (
     DEFAULT_HOLD,
     DEFAULT_TIMEOUT,
@@ -25,6 +24,7 @@ from ..core.holds import (
     CapacityRequestTimeout,
     HeldDimension,
     Hold,
+    held_raise,
     level,
     new_token,
     token_digest,
@@ -315,7 +315,7 @@ def raise_held(
     """Under the dimension's lease, with ``state`` its item read under it: record
     ``recorded`` as the dimension's holds (exactly those), move the target's minimum to
     their level, and raise the table to it (the changes made go to ``done``), as
-    `core.holding.held_raise` decides on what was read. Returns the level once the table
+    `core.holds.held_raise` decides on what was read. Returns the level once the table
     has it; else whether another update is in flight (True) or the raise was sent
     (False). Never lowers anything."""
     table, index, dim = managed.name, d.index, d.dimension
