@@ -878,27 +878,11 @@ class SimulatedTable:
                 lower = lower or v < provisioned
         if not changes:
             return "applied"
-        if lower:
-            now = self.time(t)
-            if not self.ledgers[index].can_decrease(now):
-                for dim, v in changes.items():
-                    if v < dims[(index, dim)].provisioned and t >= self.score_from:
-                        self.rejected_decreases[(index, dim)] += 1
-                return "quota"
-            self.ledgers[index] = self.ledgers[index].spend(now)
+        if lower and not self._spend_decrease(t, index, changes):
+            return "quota"
         for dim, v in changes.items():
             self.dims[(index, dim)].pending = v
-        quick = self.params.warm_update_seconds
-        if (
-            quick is not None
-            and not lower
-            and all(v <= dims[(index, d)].warm for d, v in changes.items())
-        ):
-            latency, second = divmod(second + quick, 60)  # within warm throughput: seconds
-        else:
-            latency = self.params.update_minutes
-            if self.params.update_spread_minutes:
-                latency += self.rng.randint(0, self.params.update_spread_minutes)
+        latency, second = self._latency(index, changes, lower, second)
         self.busy_until[index] = t + latency + (1 if second else 0)
         self.apply_at[index] = t + latency
         if second:
@@ -906,6 +890,39 @@ class SimulatedTable:
         elif latency == 0:
             self._apply(index, t)
         return "applied"
+
+    def _spend_decrease(self, t: int, index: str | None, changes: Mapping[str, int]) -> bool:
+        """Spend one of ``index``'s decreases at minute ``t`` if the quota allows (True);
+        else count each lowered dimension's refused decrease (from ``score_from`` on)."""
+        now = self.time(t)
+        ledger = self.ledgers[index]
+        if ledger.can_decrease(now):
+            self.ledgers[index] = ledger.spend(now)
+            return True
+        for dim, v in changes.items():
+            if v < self.dims[(index, dim)].provisioned and t >= self.score_from:
+                self.rejected_decreases[(index, dim)] += 1
+        return False
+
+    def _latency(
+        self, index: str | None, changes: Mapping[str, int], lower: bool, second: int
+    ) -> tuple[int, int]:
+        """Minutes until ``changes`` (sent ``second`` seconds into the minute) land, and the
+        second of that minute they land at: a raise within every changed dimension's warm
+        throughput in ``warm_update_seconds``, any other change in ``update_minutes`` plus
+        a draw from 0 to ``update_spread_minutes`` (and at a minute's start)."""
+        p, dims = self.params, self.dims
+        quick = p.warm_update_seconds
+        if (
+            quick is not None
+            and not lower
+            and all(v <= dims[(index, d)].warm for d, v in changes.items())
+        ):
+            return divmod(second + quick, 60)
+        latency = p.update_minutes
+        if p.update_spread_minutes:
+            latency += self.rng.randint(0, p.update_spread_minutes)
+        return latency, second
 
     def _apply(self, index: str | None, t: int) -> None:
         self.apply_at.pop(index, None)
@@ -978,8 +995,13 @@ class SimulatedTable:
                 d.throttles_visible_at.append(t + 1 + p.throttle_delay_minutes + jitter)
         for index in landing:
             self._apply(index, t)
-        if parts is not None:
-            for part in parts.values():
+        self._end_partitions()
+
+    def _end_partitions(self) -> None:
+        """Each hot partition counts the minute towards a split for heat (none with the
+        partition model off)."""
+        if self.partitions is not None:
+            for part in self.partitions.values():
                 part.end_minute()
 
     def _serve_in_two(
