@@ -38,7 +38,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from .model import ModelError, ModelParams
+from .params import ModelError, ModelParams
 from .policies import DEFAULT_TICK_MINUTES, Spec
 from .prices import Prices
 from .run import DimensionResult, simulate

@@ -32,7 +32,8 @@ from datetime import datetime, timedelta
 from ddb_capacity_runtime.core.policy import capacity_units
 from ddb_capacity_runtime.core.quota import FREE_DECREASES, HOUR, MAX_DECREASES_PER_DAY
 
-from .model import ModelParams, SimulatedTable
+from .model import SimulatedTable
+from .params import ModelParams
 from .prices import Prices
 from .trace import Key, Trace
 
