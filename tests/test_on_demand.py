@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddb_capacity_tools.simulator import ModelError, ModelParams, Prices, parse, run_policy
-from ddb_capacity_tools.simulator.model import ON_DEMAND_WARM
+from ddb_capacity_tools.simulator.on_demand import ON_DEMAND_WARM
 from ddb_capacity_tools.simulator.run import DimensionResult
 from ddb_capacity_tools.simulator.scenarios import START, scenario
 from ddb_capacity_tools.simulator.trace import Trace

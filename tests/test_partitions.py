@@ -30,10 +30,10 @@ from ddb_capacity_tools.simulator import (
 )
 from ddb_capacity_tools.simulator.backtest import history
 from ddb_capacity_tools.simulator.ensemble import settings_of
-from ddb_capacity_tools.simulator.model import (
+from ddb_capacity_tools.simulator.model import SimulatedTable
+from ddb_capacity_tools.simulator.partitions import (
     PARTITION_UNITS,
     HotPartition,
-    SimulatedTable,
     partition_count,
     zipf_share,
 )

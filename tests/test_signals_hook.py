@@ -27,7 +27,6 @@ from botocore.exceptions import ClientError, ParamValidationError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddb_capacity_runtime import signals
 from ddb_capacity_runtime.core.surge import (
     FRESH_SECONDS,
     MAX_DIMENSIONS,
@@ -36,14 +35,11 @@ from ddb_capacity_runtime.core.surge import (
     parse_report,
 )
 from ddb_capacity_runtime.events import event_fields
-from ddb_capacity_runtime.signals import (
-    KEEPALIVE_SECONDS,
-    MAX_TABLES,
-    SIGNALS_ENV,
-    Ledger,
-    report_due,
-    watch,
-)
+from ddb_capacity_runtime.signals import KEEPALIVE_SECONDS, MAX_TABLES, SIGNALS_ENV, watch
+from ddb_capacity_runtime.signals import hook as signals_hook
+from ddb_capacity_runtime.signals import parse as signals_parse
+from ddb_capacity_runtime.signals import sender as signals_sender
+from ddb_capacity_runtime.signals.ledger import Ledger, report_due
 from ddb_capacity_tools.local_aws import REGION
 from tests.hypothesis_profiles import examples
 
@@ -365,7 +361,7 @@ def test_a_handler_error_is_counted_and_the_call_succeeds(
     def broken(*_: object) -> dict[Any, float]:
         raise RuntimeError("a bug in the hook")
 
-    monkeypatch.setattr(signals, "consumed", broken)
+    monkeypatch.setattr(signals_hook, "consumed", broken)
     client = ddb(moto_endpoint)
     with watch(client, send=Capture(), interval=1) as watcher:
         answer = client.put_item(TableName=table, Item=item("a"), ReturnValues="ALL_OLD")
@@ -933,12 +929,12 @@ capacities = st.fixed_dictionaries({"CapacityUnits": st.integers(0, 400).map(lam
         ),
         json_values,
     ),
-    operation=st.sampled_from(sorted(signals.OPERATIONS)),
+    operation=st.sampled_from(sorted(signals_parse.OPERATIONS)),
 )
 def test_odd_answers_and_arguments_never_raise(garbage: dict[str, Any], operation: str) -> None:
-    signals.request_tables(operation, garbage)
-    signals.consumed(garbage, "read")
-    signals.throttled({**garbage, "Error": {"Code": PTEE}}, operation, ["t"])
+    signals_parse.request_tables(operation, garbage)
+    signals_parse.consumed(garbage, "read")
+    signals_parse.throttled({**garbage, "Error": {"Code": PTEE}}, operation, ["t"])
 
 
 @settings(max_examples=examples(200), deadline=None)
@@ -951,7 +947,7 @@ def test_the_table_and_its_gsis_add_up_to_the_answers_total(
 ) -> None:
     total = table + sum(g["CapacityUnits"] for g in gsis.values())
     entry = {"TableName": "t", "CapacityUnits": total, "GlobalSecondaryIndexes": gsis}
-    units = signals.consumed(entry, "write")
+    units = signals_parse.consumed(entry, "write")
     assert sum(units.values()) == pytest.approx(total)
     assert units[(None, "write")] == pytest.approx(table)
     assert {i for i, _ in units if i is not None} == set(gsis)
@@ -960,7 +956,7 @@ def test_the_table_and_its_gsis_add_up_to_the_answers_total(
         "Table": {"CapacityUnits": table / 2},
         "LocalSecondaryIndexes": {"l": {"CapacityUnits": table / 2}},
     }
-    assert signals.consumed({**no_total, "GlobalSecondaryIndexes": gsis}, "write")[
+    assert signals_parse.consumed({**no_total, "GlobalSecondaryIndexes": gsis}, "write")[
         (None, "write")
     ] == pytest.approx(table)
 
@@ -1139,7 +1135,7 @@ def test_stop_is_bounded_when_no_thread_can_start(monkeypatch: pytest.MonkeyPatc
                 raise RuntimeError("can't create new thread at interpreter shutdown")
             super().start()
 
-    monkeypatch.setattr(signals.threading, "Thread", NoLastThread)
+    monkeypatch.setattr(signals_hook.threading, "Thread", NoLastThread)
     client = reads(10)
     capture = Capture()
     watcher = watch(client, send=slow_send(capture, 0.3), interval=60)
@@ -1166,7 +1162,7 @@ def test_a_thread_that_cannot_start_is_tried_again_and_stop_never_raises(
                 raise RuntimeError("can't start new thread")
             super().start()
 
-    monkeypatch.setattr(signals.threading, "Thread", OnceRefused)
+    monkeypatch.setattr(signals_hook.threading, "Thread", OnceRefused)
     client = reads(2)
     capture = Capture()
     watcher = watch(client, send=capture, interval=60)
@@ -1193,7 +1189,7 @@ def test_the_first_failed_send_and_handler_error_of_each_kind_are_logged(
     def broken(*_: object) -> dict[Any, float]:
         raise RuntimeError("a bug in the hook")
 
-    monkeypatch.setattr(signals, "consumed", broken)
+    monkeypatch.setattr(signals_hook, "consumed", broken)
     for t in range(2):
         client.get_item(TableName=f"t{t}", Key={"pk": {"S": "a"}})
     watcher.stop()
@@ -1213,7 +1209,7 @@ def test_after_a_fork_the_sender_makes_its_client_from_a_fresh_session() -> None
     session = boto3.Session(
         aws_access_key_id="test", aws_secret_access_key="test", region_name=REGION
     )  # noqa: S106
-    sender = signals.LambdaSender("signals", session, eager=True)
+    sender = signals_sender.LambdaSender("signals", session, eager=True)
     sender.after_fork()
     made: list[Any] = []
     fresh = sender.fresh_session

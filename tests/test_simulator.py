@@ -20,6 +20,7 @@ from ddb_capacity_tools.simulator import (
     PolicyError,
     PriceError,
     Prices,
+    oracle,
     parse,
     scenario,
     serve,
@@ -300,6 +301,23 @@ def test_oracle_plan_spends_at_most_27_decreases_a_day_and_covers_demand():
             if capacity[m] < capacity[m - 1]:
                 per_day[m // 1440] += 1
         assert max(per_day.values()) <= quota.MAX_DECREASES_PER_DAY
+
+
+def test_a_new_day_starts_from_the_first_count_that_is_cheapest_once_the_segment_is_added():
+    """A new UTC day takes the first count (in the order reached) whose cost, with the
+    segment's added, is the least. Two costs that differ by one unit in the last place
+    can tie once added: the earlier one is taken, as when each is added."""
+    # GIVEN two counts at block 0: count 1 reached first, a hair costlier than count 0,
+    # and blocks 1 and 2 on the next UTC day, each costing 1.0
+    reached = oracle._Reached.empty(3)
+    reached.order[0] += [1, 0]
+    reached.cost[0][1], reached.cost[0][0] = 1.0 + 2**-52, 1.0
+    # WHEN the segments from block 0 are taken
+    oracle._segments_from(0, reached, [[1], [1], [1]], [1.0], [0, 1, 1], 3, 4, [1.0] * 3)
+    # THEN both sums round to 2.0 (a tie), and block 1's count 0 comes from count 1
+    assert (1.0 + 2**-52) + 1.0 == 1.0 + 1.0
+    assert reached.cost[1][0] == 2.0
+    assert divmod(reached.came[1][0], oracle.CAME) == (0, 1)
 
 
 def test_on_demand_is_priced_per_request_and_never_throttles():

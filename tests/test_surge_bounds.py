@@ -178,7 +178,7 @@ def test_a_process_id_out_of_its_format_is_refused_naming_it(process: object) ->
 
 
 def test_the_hooks_process_ids_are_in_the_format() -> None:
-    from ddb_capacity_runtime.signals import _label, _process_id
+    from ddb_capacity_runtime.signals.hook import _label, _process_id
 
     assert is_process_id(_process_id("web.host-01_a"))
     assert is_process_id(_process_id("host name/with:odd chars é"))

@@ -39,7 +39,7 @@ from ddb_capacity_runtime.core.names import is_table_name
 
 from .fleet_current import Current, current_figures, read_current
 from .simulator.backtest import history
-from .simulator.model import ModelParams
+from .simulator.params import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES
 from .simulator.prices import Prices
 from .simulator.text import bar, fixed_width

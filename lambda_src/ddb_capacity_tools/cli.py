@@ -62,7 +62,7 @@ from .simulator import tune as tune_module
 from .simulator.backtest import MAX_DAYS, check_days, history, history_end
 from .simulator.chart import ChartError
 from .simulator.ensemble import ENSEMBLES, EnsembleError, run_ensemble, settings_of
-from .simulator.model import FRACTIONAL, OFF, OPTIONAL, ModelError, ModelParams
+from .simulator.params import FRACTIONAL, OFF, OPTIONAL, ModelError, ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES, SPEC_HELP, PolicyError, Spec, parse
 from .simulator.prices import PriceError, Prices
 from .simulator.run import DEFAULT_POLICIES, simulate
@@ -108,7 +108,7 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _or_off(number: type) -> Any:
-    """An option's type that also takes ``off`` (None: see ``model.OPTIONAL``)."""
+    """An option's type that also takes ``off`` (None: see ``params.OPTIONAL``)."""
 
     def convert(text: str) -> Any:
         return None if text.strip().lower() == "off" else number(text)

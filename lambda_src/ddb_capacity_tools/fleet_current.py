@@ -29,7 +29,7 @@ from ddb_capacity_runtime.aws.errors import describe_error
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 
 from .simulator.ensemble import Spread
-from .simulator.model import ModelParams
+from .simulator.params import ModelParams
 from .simulator.prices import Prices
 from .simulator.trace import Key, Trace, key_label
 from .simulator.tune import ON_DEMAND, Candidate, place

@@ -45,7 +45,7 @@ from . import fleet, page
 from .advise import IDLE, Failure, Setup, advise_one, list_tables, shown
 from .fleet_settings import NAMESPACE, AdvisorSettings, run_id_of, time_of
 from .simulator.ensemble import settings_of
-from .simulator.model import ModelParams
+from .simulator.params import ModelParams
 from .simulator.tune import CANDIDATES
 
 __all__ = [

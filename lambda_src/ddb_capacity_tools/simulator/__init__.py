@@ -6,7 +6,8 @@ Lambda's own among them, and compare throttles, unit-hours, dollars and decrease
 Loads no CDK; the command line is ``ddb-capacity`` (`ddb_capacity_tools.cli`).
 """
 
-from .model import ModelError, ModelParams, serve
+from .model import serve
+from .params import ModelError, ModelParams
 from .policies import PolicyError, parse
 from .prices import PriceError, Prices
 from .run import DEFAULT_POLICIES, DimensionResult, run_policy, simulate

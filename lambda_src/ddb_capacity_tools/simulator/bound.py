@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-from .model import ModelParams
+from .params import ModelParams
 from .prices import Prices
 from .trace import Key, Trace
 

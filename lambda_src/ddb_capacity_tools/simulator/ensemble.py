@@ -40,7 +40,7 @@ from typing import Any
 
 from ddb_capacity_runtime.core.errors import CapacityError
 
-from .model import ModelError, ModelParams
+from .params import ModelError, ModelParams
 from .policies import DEFAULT_TICK_MINUTES, Spec
 from .prices import Prices
 from .run import DimensionResult, simulate

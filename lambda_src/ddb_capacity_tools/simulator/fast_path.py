@@ -67,7 +67,8 @@ from ddb_capacity_runtime.core.surge import (
     surge_level,
 )
 
-from .model import ModelParams, SimulatedTable
+from .model import SimulatedTable
+from .params import ModelParams
 from .trace import Key
 
 #: How often the restorer ends expired holds (``CapacityRequests``' default).

@@ -2,13 +2,14 @@
 
 The simulated table: DynamoDB's capacity mechanics minute by minute, and CloudWatch as
 policies see it. Every assumption is a field of
-[`ModelParams`][ddb_capacity_tools.simulator.ModelParams].
+[`ModelParams`][ddb_capacity_tools.simulator.ModelParams] (`params`); a hot key's
+partitions are modelled in `partitions`, an on-demand table in `on_demand`.
 
 Per dimension and minute, in this order:
 
 1. changes whose UpdateTable latency has passed take effect;
 2. the policy acts on what it can see (delayed CloudWatch datapoints, DescribeTable);
-3. a hot key's partition refuses what it cannot serve (key-range throttles, below); the
+3. a hot key's partition refuses what it cannot serve (key-range throttles, `partitions`); the
    rest of the demand is served from provisioned capacity, then from the burst bucket, and
    what neither serves is throttled (provisioned-throughput throttles,
    [`serve`][ddb_capacity_tools.simulator.serve]);
@@ -29,45 +30,6 @@ so a run is reproducible. Decreases are checked against
 the run-time `DecreaseLedger` when requested, as DynamoDB does: one over the quota
 fails. Read and write of the table (or of one GSI) share a decrease counter.
 
-Partitions, as a hot key meets them (`HotPartition`). DynamoDB spreads a table over
-partitions by the hash of the partition key; each partition serves at most
-`PARTITION_UNITS` (3,000 RCU and 1,000 WCU per second), whatever the table's
-provisioned capacity. A key that takes a large share of the requests (a hot key) loads its
-partition beyond that limit, and what the partition cannot serve is refused as a key-range
-throttle: more provisioned capacity does not help.
-
-The model, per table and per GSI (read and write of one share its partitions):
-
-- **count**: the published historical formula ``ceil(RCU / 3000 + WCU / 1000)`` over the
-  highest read and write capacity ever provisioned or warmed, at least
-  ``ceil(size / 10 GB)``, and never fewer than before (DynamoDB never merges partitions);
-  one more per split for heat;
-- **the hot partition**: the hot key's share ``key_skew`` of every request (reads and
-  writes alike), plus its slice of
-  the rest, spread evenly over the key space: ``skew + (1 - skew) x width``, where
-  ``width`` is the hot partition's share of the key space (``1 / count`` at first, and no
-  more than that when the count grows);
-- **split for heat**: after ``split_minutes`` minutes in a row in which the hot partition
-  was asked for more than it serves (on reads or writes), DynamoDB splits it: its width
-  halves, so its share falls towards the key's own, and never below it (a partition is
-  never narrower than one key).
-
-``key_skew`` 0 turns the model off: uniform traffic spreads over as many partitions as it
-needs (the simulator's behaviour before partitions were modelled, kept exactly). A Zipf
-distribution maps onto ``key_skew``: with exponent ``s`` over ``n`` keys, the hottest key's
-share is ``1 / H(n, s)`` (`zipf_share`); only the hottest key is modelled, the others
-are taken as evenly spread. On-demand tables have partitions too: theirs follow the
-highest demand served so far (`on_demand_refusals`).
-
-On-demand, per dimension of the table and of each GSI (`OnDemandDimension`), as the
-DynamoDB developer guide documents it ("DynamoDB on-demand capacity mode", "Initial throughput
-and scaling properties"; "DynamoDB maximum throughput for on-demand tables"): what exceeds
-the maximum throughput (``on_demand_max_*_units``, or the table quota ``max_capacity``) is
-refused; of the rest, what exceeds both the warm throughput (a new table's 12,000 reads and
-4,000 writes per second, or ``warm_*_units`` when higher) and double the previous peak (the
-highest traffic served ``on_demand_peak_minutes`` or more minutes before: traffic may exceed
-double a peak 30 minutes after reaching it) is refused. The peak never decays.
-
 Both kinds of throttle events are published together, with the same delays; a
 throttle-aware policy reads them by cause as the scaler Lambda does. The hot partition
 does not lean on the burst bucket (a partition's limit is a hard one), and on a trace from
@@ -77,461 +39,19 @@ refused again first, whatever the capacity.
 
 from __future__ import annotations
 
-import math
 import operator
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import accumulate, repeat
 from typing import ClassVar, NamedTuple
 
-from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.core.quota import DecreaseLedger
 
+from .params import ModelParams
+from .partitions import HotPartition
 from .trace import MINUTE, Key, Trace
-
-#: The fields that take any number in their range; every other field is a whole number.
-FRACTIONAL = frozenset(
-    {"units_per_request", "burst_fraction", "key_skew", "table_size_gb", "fast_path_share"}
-)
-#: The fields that may also be None, and what None means.
-OPTIONAL = {
-    "key_skew": "the trace's own",
-    "split_minutes": "never",
-    "on_demand_max_read_units": "unlimited",
-    "on_demand_max_write_units": "unlimited",
-    "fast_path_seconds": "off",
-    "fast_path_cap": "the signals function's default cap and budget",
-    "warm_update_seconds": "every change takes update_minutes",
-    "stream_seconds": "off",
-}
-#: Of those, the ones the command line sets to None with ``off`` (``--key-skew`` is None
-#: when it is not given).
-OFF = frozenset({"split_minutes", "warm_update_seconds"})
-
-#: Each field's range (both ends allowed).
-BOUNDS: dict[str, tuple[float, float]] = {
-    "burst_seconds": (0, 3600),
-    "metric_delay_minutes": (0, 15),
-    "throttle_delay_minutes": (0, 15),
-    "update_minutes": (0, 10),
-    "units_per_request": (0.001, 1000),
-    "min_capacity": (1, 40_000),
-    "max_capacity": (1, 1_000_000),
-    "warmup_minutes": (0, 1440),
-    "retries": (0, 20),
-    "burst_fraction": (0, 1),
-    "delay_spread_minutes": (0, 10),
-    "update_spread_minutes": (0, 30),
-    "model_seed": (0, 2**31 - 1),
-    "key_skew": (0, 1),
-    "split_minutes": (1, 1440),
-    "table_size_gb": (0, 1_000_000),
-    "warm_read_units": (0, 1_000_000),
-    "warm_write_units": (0, 1_000_000),
-    "on_demand_peak_minutes": (1, 1440),
-    "on_demand_max_read_units": (1, 1_000_000),
-    "on_demand_max_write_units": (1, 1_000_000),
-    "fast_path_seconds": (1, 600),
-    "fast_path_share": (0.01, 1),
-    "fast_path_cap": (1, 1_000_000),
-    "warm_update_seconds": (0, 600),
-    "stream_seconds": (1, 600),
-}
-
-
-#: What one partition serves per second, per dimension.
-PARTITION_UNITS = {"read": 3_000.0, "write": 1_000.0}
-#: What one partition holds.
-GB_PER_PARTITION = 10.0
-
-
-def partition_count(read_units: float, write_units: float, size_gb: float = 0.0) -> int:
-    """The partitions a table (or GSI) needs for its capacity and its size, at least 1."""
-    by_units = math.ceil(
-        read_units / PARTITION_UNITS["read"] + write_units / PARTITION_UNITS["write"]
-    )
-    return max(1, by_units, math.ceil(size_gb / GB_PER_PARTITION))
-
-
-def zipf_share(exponent: float, keys: int) -> float:
-    """The hottest key's share of requests under a Zipf distribution of ``exponent`` over
-    ``keys`` keys: the value of ``key_skew`` that stands for it."""
-    if keys < 1 or exponent < 0:
-        raise ValueError(f"zipf_share: got {exponent!r} over {keys!r} keys; expected >= 0, >= 1")
-    total: float = sum(math.pow(k, -exponent) for k in range(1, keys + 1))
-    return 1.0 / total
-
-
-@dataclass
-class HotPartition:
-    """One table's or GSI's partitions, seen from its hot key (module docstring)."""
-
-    skew: float
-    split_minutes: int | None
-    size_gb: float = 0.0
-    #: The highest read and write capacity provisioned or warmed so far.
-    peak: dict[str, float] = field(default_factory=lambda: {"read": 0.0, "write": 0.0})
-    count: int = 1
-    #: The hot partition's share of the key space.
-    width: float = 1.0
-    splits: int = 0
-    #: Minutes in a row the hot partition was asked for more than it serves.
-    hot_for: int = 0
-    #: Whether it was, in the minute under way.
-    hot: bool = False
-
-    def __post_init__(self) -> None:
-        self._resize()
-
-    def grow(self, dimension: str, units: float) -> None:
-        """Capacity ``units`` provisioned or warmed on ``dimension``: more partitions if it
-        is the highest yet."""
-        if units > self.peak[dimension]:
-            self.peak[dimension] = units
-            self._resize()
-
-    def _resize(self) -> None:
-        base = partition_count(self.peak["read"], self.peak["write"], self.size_gb)
-        if base + self.splits > self.count:
-            self.count = base + self.splits
-        self.width = min(self.width, 1.0 / base)
-
-    @property
-    def share(self) -> float:
-        """The hot partition's share of the requests."""
-        return self.skew + (1.0 - self.skew) * self.width
-
-    def refuse(self, dimension: str, demand: float, given: float = 0.0) -> float:
-        """Of ``demand`` (units/s) on ``dimension``, what is refused as key-range throttles:
-        ``given`` (refusals known from the table's history, at most the demand), then what
-        the hot partition cannot serve of the rest."""
-        refused = self.would_refuse(dimension, demand, given)
-        if refused > (given if given < demand else demand):
-            self.hot = True
-        return refused
-
-    def would_refuse(self, dimension: str, demand: float, given: float = 0.0) -> float:
-        """What `refuse` refuses, without counting the minute as hot."""
-        fixed = given if given < demand else demand
-        if self.skew <= 0.0:
-            return fixed
-        over = self.share * (demand - fixed) - PARTITION_UNITS[dimension]
-        return fixed + over if over > 0.0 else fixed
-
-    def end_minute(self) -> None:
-        """Count the minute towards a split for heat, and split when it is due."""
-        self.hot_for = self.hot_for + 1 if self.hot else 0
-        self.hot = False
-        if self.split_minutes is not None and self.hot_for >= self.split_minutes:
-            self.hot_for = 0
-            self.width /= 2
-            self.splits += 1
-            self.count += 1
-
-
-#: What a new on-demand table (or GSI) serves at once, per dimension: its initial warm
-#: throughput ("DynamoDB on-demand capacity mode", "Initial throughput and scaling
-#: properties": "up to 4,000 writes per second and 12,000 reads per second").
-ON_DEMAND_WARM = {"read": 12_000.0, "write": 4_000.0}
-
-
-class OnDemandDimension:
-    """One dimension of an on-demand table or GSI (module docstring, "On-demand"): it
-    serves at once up to double the highest traffic it served at least ``lag`` minutes
-    ago, and at least ``warm``; never more than ``cap``."""
-
-    __slots__ = ("cap", "lag", "reached", "served", "warm")
-
-    def __init__(self, warm: float, cap: float, lag: int) -> None:
-        self.warm, self.cap, self.lag = warm, cap, lag
-        #: every minute served so far (units/s), the warm-up's first
-        self.served: list[float] = []
-        #: the previous peak: the highest served at least ``lag`` minutes ago
-        self.reached = 0.0
-
-    def serve(self, wanted: float) -> tuple[float, float, float]:
-        """Serve ``wanted`` (units/s) for the next minute: (served, refused over double
-        the previous peak and the warm throughput, refused over the cap)."""
-        served = self.served
-        n = len(served)
-        if n >= self.lag and served[n - self.lag] > self.reached:
-            self.reached = served[n - self.lag]
-        over_cap = wanted - self.cap if wanted > self.cap else 0.0
-        rest = wanted - over_cap
-        limit = self.reached + self.reached
-        if limit < self.warm:
-            limit = self.warm
-        over_peak = rest - limit if rest > limit else 0.0
-        served.append(rest - over_peak)
-        return rest - over_peak, over_peak, over_cap
-
-    def settle(self, level: float, minutes: int) -> None:
-        """Serve ``level`` (at most the cap) for ``minutes``, whatever the limits: a table
-        that has served it before (the warm-up)."""
-        level = min(level, self.cap)
-        self.served += [level] * minutes
-        if len(self.served) > self.lag:
-            self.reached = max(self.reached, max(self.served[: len(self.served) - self.lag]))
-
-    def serve_all(
-        self, wanted: Sequence[float], block: int = 1440
-    ) -> tuple[list[float], list[float]]:
-        """`serve` each minute of ``wanted``: what was refused each minute over double
-        the previous peak and the warm throughput, and over the cap. A block of minutes
-        that is refused nothing is served at once (`_within`)."""
-        over_peak: list[float] = []
-        over_cap: list[float] = []
-        for first in range(0, len(wanted), block):
-            chunk = list(wanted[first : first + block])
-            if self._within(chunk):
-                over_peak += [0.0] * len(chunk)
-                over_cap += [0.0] * len(chunk)
-                continue
-            for w in chunk:
-                _, peak, cap = self.serve(w)
-                over_peak.append(peak)
-                over_cap.append(cap)
-        return over_peak, over_cap
-
-    def _within(self, chunk: list[float]) -> bool:
-        """Whether `serve` would refuse nothing of ``chunk``; if so, serve it: each
-        minute's previous peak is then the running peak of what was served (``chunk``
-        itself) ``lag`` minutes before."""
-        top = max(chunk)
-        if top > self.cap:
-            return False
-        served, lag = self.served, self.lag
-        n = len(served)
-        skip = lag - n if lag > n else 0  # minutes before the first served is lag old
-        entries = ((served[n - lag :] if n > lag else served) + chunk)[: len(chunk) - skip]
-        if top > self.warm and top > self.reached + self.reached:  # minute by minute
-            peaks = list(accumulate(entries, max, initial=self.reached))
-            reached = [self.reached] * skip + peaks[1:]
-            limits = map(max, map(operator.add, reached, reached), repeat(self.warm))
-            if any(map(operator.gt, chunk, limits)):
-                return False
-        served += chunk
-        self.reached = max(self.reached, max(entries, default=0.0))
-        return True
-
-
-def on_demand_dimension(params: ModelParams, dimension: str) -> OnDemandDimension:
-    """A new on-demand dimension under ``params``: its warm throughput the larger of a new
-    table's and ``warm_*_units``, its cap the smaller of ``on_demand_max_*_units`` and the
-    table quota (``max_capacity``)."""
-    read = dimension == "read"
-    warm = params.warm_read_units if read else params.warm_write_units
-    most = params.on_demand_max_read_units if read else params.on_demand_max_write_units
-    cap = params.max_capacity if most is None else min(most, params.max_capacity)
-    return OnDemandDimension(
-        max(ON_DEMAND_WARM[dimension], warm), float(cap), params.on_demand_peak_minutes
-    )
-
-
-class OnDemandRefusals(NamedTuple):
-    """What an on-demand dimension refuses, units/s per trace minute, by cause."""
-
-    #: by a hot key's partition (empty: the partition model is off)
-    key_range: list[float]
-    #: over double the previous peak and the warm throughput
-    on_demand: list[float]
-    #: over the maximum throughput (or the table quota)
-    max_on_demand: list[float]
-
-
-def on_demand_refusals(trace: Trace, params: ModelParams) -> dict[Key, OnDemandRefusals]:
-    """What an on-demand table refuses, per dimension that refuses anything (a dimension
-    left out refuses nothing): its hot partitions first (their partitions follow the
-    highest traffic served), then its limits (`OnDemandDimension`). Before the
-    trace, ``warmup_minutes`` at the first minute's demand, served whatever the limits,
-    set the previous peak: a table that has served it before (with no warm-up, a new
-    table)."""
-    skew = params.skew(trace)
-    parts: dict[str | None, HotPartition] | None = None
-    if skew > 0 or trace.key_range:
-        parts = {}
-        for index, dim in trace.demand:
-            if index not in parts:
-                parts[index] = HotPartition(skew, params.split_minutes, params.table_size_gb)
-                parts[index].grow("read", params.warm_read_units)
-                parts[index].grow("write", params.warm_write_units)
-            parts[index].grow(dim, trace.demand[(index, dim)][0])
-    dims = {k: on_demand_dimension(params, k[1]) for k in trace.demand}
-    for k, d in dims.items():
-        d.settle(trace.demand[k][0], params.warmup_minutes)
-    if parts is None:  # each dimension on its own
-        out = {}
-        for k, d in dims.items():
-            peak, cap = d.serve_all(trace.demand[k])
-            if any(peak) or any(cap):
-                out[k] = OnDemandRefusals([], peak, cap)
-        return out
-    keys = list(trace.demand)
-    out = {k: OnDemandRefusals([], [], []) for k in keys}
-    given = trace.key_range or {}
-    for m in range(trace.minutes):
-        for key in keys:
-            wanted, known = trace.demand[key][m], given.get(key)
-            refused = parts[key[0]].refuse(key[1], wanted, known[m] if known else 0.0)
-            served, over_peak, over_cap = dims[key].serve(wanted - refused)
-            r = out[key]
-            r.key_range.append(refused)
-            r.on_demand.append(over_peak)
-            r.max_on_demand.append(over_cap)
-            parts[key[0]].grow(key[1], served)
-        for part in parts.values():
-            part.end_minute()
-    return out
-
-
-class ModelError(CapacityError, ValueError):
-    """A model parameter outside what the model supports."""
-
-
-@dataclass(frozen=True)
-class ModelParams:
-    """The model's assumptions (docs/guides/simulator.md#the-model).
-
-    :param burst_seconds: seconds of unused capacity the burst bucket keeps. DynamoDB: 300.
-    :param metric_delay_minutes: minutes after a minute ends before its consumed datapoint
-        is visible. CloudWatch: 1-3. Default 2.
-    :param throttle_delay_minutes: the same for throttle events. Default 2.
-    :param update_minutes: minutes an UpdateTable takes to apply. Default 1 ("Handle traffic
-        spikes with Amazon DynamoDB provisioned capacity": "less
-        than a minute usually" once the high-water mark is set).
-    :param units_per_request: capacity units one throttled request would have used; converts
-        refused units into throttle events. Default 1. Policies are not told it: the
-        throttle-aware policy assumes 1.
-    :param retries: attempts the application makes after a throttled one (AWS SDKs retry
-        throttles, with backoff, within seconds). Each attempt is a throttle event, as
-        CloudWatch counts them; a minute's capacity is spent by then, so a retried request is
-        refused again and, after the last attempt, lost. Default 0.
-    :param burst_fraction: the fraction of the burst bucket DynamoDB leaves you (it may spend
-        burst capacity on its own maintenance and does not promise it). Default 1.
-    :param delay_spread_minutes: each minute's datapoints become visible after their delay
-        plus a uniform draw from 0 to this (CloudWatch: 1 to 3 minutes in all). Default 0.
-    :param update_spread_minutes: each UpdateTable takes ``update_minutes`` plus a uniform
-        draw from 0 to this. Default 0.
-    :param model_seed: seeds the draws. Default 1.
-    :param min_capacity, max_capacity: each dimension's range (the table quota, 40,000 by
-        default). Policies move inside it.
-    :param warmup_minutes: minutes simulated before the trace at its first row's demand, so
-        policies start settled and with a CloudWatch history. Not counted in results.
-    :param key_skew: the hot key's share of every dimension's requests, 0 to 1 (the
-        partition model, `HotPartition`). 0: no hot key, and no partition limits (the
-        model before partitions, exactly). None (the default): the trace's own
-        (`Trace.key_skew`; 0 for a CSV trace or a table's history).
-    :param split_minutes: minutes in a row the hot partition must be asked for more than it
-        serves before DynamoDB splits it for heat. None: never. Default 15.
-    :param table_size_gb: the table's size (and each GSI's): at least one partition per
-        10 GB. Default 0.
-    :param warm_read_units, warm_write_units: the table's (and each GSI's) warm throughput:
-        counted towards its partitions as if it had been provisioned. Default 0. On
-        on-demand, what the table serves at once from the start when above a new table's
-        (`ON_DEMAND_WARM`: 12,000 and 4,000): warm throughput is only ever raised.
-    :param on_demand_peak_minutes: on-demand's doubling rule (`OnDemandDimension`):
-        minutes after a peak is reached before traffic may exceed double it. DynamoDB: 30.
-    :param on_demand_max_read_units, on_demand_max_write_units: an on-demand table's (and
-        each GSI's) maximum throughput (``OnDemandThroughput``): what exceeds it is throttled.
-        None (the default): unlimited, but for the table quota (``max_capacity``).
-    :param fast_path_seconds: the fast path (`fast_path`): seconds after a moment's
-        demand until the application's reports of it reach the signals function, which
-        raises capacity at once. Only the library's policies (throttle-aware, autopilot)
-        receive them. None (the default): off.
-    :param fast_path_share: the share of the traffic whose processes report (0.01 to 1).
-        The signals function is not told it (as deployed by default: it scales nothing
-        up). Default 1.
-    :param fast_path_cap: the surge cap (``FastPath(surge_cap=...)``): the most units a
-        surge adds over the capacity it started from. None (the default): the signals
-        function's default, 4x the capacity it started from (at least 100 units more) or
-        up to the warm throughput when higher; either way within the default budget
-        (`fast_path`).
-    :param warm_update_seconds: seconds a raise within the warm throughput of every
-        dimension it changes takes to land (module docstring). AWS documents it as instant;
-        the table still shows UPDATING for a moment. Default 10. None: such raises take
-        ``update_minutes`` like any other change (the model before warm throughput).
-    :param stream_seconds: the table's stream as a signal (`fast_path`): seconds
-        after a moment until the served writes of it reach the stream reader, which raises
-        capacity at once. Only served writes are seen (reads and refused requests are not).
-        Only the library's policies receive them. None (the default): off.
-    """
-
-    burst_seconds: int = 300
-    metric_delay_minutes: int = 2
-    throttle_delay_minutes: int = 2
-    update_minutes: int = 1
-    units_per_request: float = 1.0
-    min_capacity: int = 1
-    max_capacity: int = 40_000
-    warmup_minutes: int = 60
-    retries: int = 0
-    burst_fraction: float = 1.0
-    delay_spread_minutes: int = 0
-    update_spread_minutes: int = 0
-    model_seed: int = 1
-    key_skew: float | None = None
-    split_minutes: int | None = 15
-    table_size_gb: float = 0.0
-    warm_read_units: int = 0
-    warm_write_units: int = 0
-    on_demand_peak_minutes: int = 30
-    on_demand_max_read_units: int | None = None
-    on_demand_max_write_units: int | None = None
-    fast_path_seconds: int | None = None
-    fast_path_share: float = 1.0
-    fast_path_cap: int | None = None
-    warm_update_seconds: int | None = 10
-    stream_seconds: int | None = None
-
-    def validate(self, flags: bool = False) -> ModelParams:
-        """Raise [`ModelError`][ddb_capacity_tools.simulator.ModelError] for the first field out of
-        range, named as a field or, with ``flags``, as the command-line option."""
-
-        def name(field_name: str) -> str:
-            return "--" + field_name.replace("_", "-") if flags else field_name
-
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None and f.name in OPTIONAL:
-                continue
-            lo, hi = BOUNDS[f.name]
-            whole = f.name not in FRACTIONAL
-            ok = (
-                isinstance(value, int | float)
-                and not isinstance(value, bool)
-                and math.isfinite(value)
-                and lo <= value <= hi
-                and (not whole or float(value).is_integer())
-            )
-            if not ok:
-                kind = "a whole number" if whole else "a number"
-                also = ""
-                if f.name in OPTIONAL and (f.name in OFF or not flags):
-                    also = f", or {'off' if flags else 'None'} ({OPTIONAL[f.name]})"
-                raise ModelError(
-                    f"{name(f.name)}: got {value!r}; expected {kind} from {lo:g} to {hi:g}{also}"
-                )
-        if self.min_capacity > self.max_capacity:
-            raise ModelError(
-                f"{name('min_capacity')}: got {self.min_capacity}; expected at "
-                f"most {name('max_capacity')} ({self.max_capacity})"
-            )
-        return self
-
-    @property
-    def burst(self) -> float:
-        """Seconds of unused capacity the bucket can hold, with the fraction left to you."""
-        return self.burst_seconds * self.burst_fraction
-
-    def skew(self, trace: Trace) -> float:
-        """The hot key's share on ``trace``: ``key_skew``, or the trace's own when None."""
-        return trace.key_skew if self.key_skew is None else self.key_skew
-
-    def for_trace(self, trace: Trace) -> ModelParams:
-        """These parameters with ``key_skew`` resolved for ``trace`` (as results report it)."""
-        return replace(self, key_skew=self.skew(trace))
 
 
 class Minute(NamedTuple):
@@ -879,27 +399,11 @@ class SimulatedTable:
                 lower = lower or v < provisioned
         if not changes:
             return "applied"
-        if lower:
-            now = self.time(t)
-            if not self.ledgers[index].can_decrease(now):
-                for dim, v in changes.items():
-                    if v < dims[(index, dim)].provisioned and t >= self.score_from:
-                        self.rejected_decreases[(index, dim)] += 1
-                return "quota"
-            self.ledgers[index] = self.ledgers[index].spend(now)
+        if lower and not self._spend_decrease(t, index, changes):
+            return "quota"
         for dim, v in changes.items():
             self.dims[(index, dim)].pending = v
-        quick = self.params.warm_update_seconds
-        if (
-            quick is not None
-            and not lower
-            and all(v <= dims[(index, d)].warm for d, v in changes.items())
-        ):
-            latency, second = divmod(second + quick, 60)  # within warm throughput: seconds
-        else:
-            latency = self.params.update_minutes
-            if self.params.update_spread_minutes:
-                latency += self.rng.randint(0, self.params.update_spread_minutes)
+        latency, second = self._latency(index, changes, lower, second)
         self.busy_until[index] = t + latency + (1 if second else 0)
         self.apply_at[index] = t + latency
         if second:
@@ -907,6 +411,39 @@ class SimulatedTable:
         elif latency == 0:
             self._apply(index, t)
         return "applied"
+
+    def _spend_decrease(self, t: int, index: str | None, changes: Mapping[str, int]) -> bool:
+        """Spend one of ``index``'s decreases at minute ``t`` if the quota allows (True);
+        else count each lowered dimension's refused decrease (from ``score_from`` on)."""
+        now = self.time(t)
+        ledger = self.ledgers[index]
+        if ledger.can_decrease(now):
+            self.ledgers[index] = ledger.spend(now)
+            return True
+        for dim, v in changes.items():
+            if v < self.dims[(index, dim)].provisioned and t >= self.score_from:
+                self.rejected_decreases[(index, dim)] += 1
+        return False
+
+    def _latency(
+        self, index: str | None, changes: Mapping[str, int], lower: bool, second: int
+    ) -> tuple[int, int]:
+        """Minutes until ``changes`` (sent ``second`` seconds into the minute) land, and the
+        second of that minute they land at: a raise within every changed dimension's warm
+        throughput in ``warm_update_seconds``, any other change in ``update_minutes`` plus
+        a draw from 0 to ``update_spread_minutes`` (and at a minute's start)."""
+        p, dims = self.params, self.dims
+        quick = p.warm_update_seconds
+        if (
+            quick is not None
+            and not lower
+            and all(v <= dims[(index, d)].warm for d, v in changes.items())
+        ):
+            return divmod(second + quick, 60)
+        latency = p.update_minutes
+        if p.update_spread_minutes:
+            latency += self.rng.randint(0, p.update_spread_minutes)
+        return latency, second
 
     def _apply(self, index: str | None, t: int) -> None:
         self.apply_at.pop(index, None)
@@ -979,8 +516,13 @@ class SimulatedTable:
                 d.throttles_visible_at.append(t + 1 + p.throttle_delay_minutes + jitter)
         for index in landing:
             self._apply(index, t)
-        if parts is not None:
-            for part in parts.values():
+        self._end_partitions()
+
+    def _end_partitions(self) -> None:
+        """Each hot partition counts the minute towards a split for heat (none with the
+        partition model off)."""
+        if self.partitions is not None:
+            for part in self.partitions.values():
                 part.end_minute()
 
     def _serve_in_two(

@@ -32,7 +32,8 @@ from datetime import datetime, timedelta
 from ddb_capacity_runtime.core.policy import capacity_units
 from ddb_capacity_runtime.core.quota import FREE_DECREASES, HOUR, MAX_DECREASES_PER_DAY
 
-from .model import ModelParams, SimulatedTable
+from .model import SimulatedTable
+from .params import ModelParams
 from .prices import Prices
 from .trace import Key, Trace
 
@@ -186,11 +187,18 @@ def _segments_from(
     # the first block on a later UTC day than j's (days only ever grow; the end of the
     # trace, boundary n, counts as j's day)
     later = bisect_right(days, day_j, j + 1, min(stop, n - 1) + 1)
+    # The first cheapest count, with a segment's cost added, is the first cheapest (the
+    # sum is monotone) unless one before it ties with it once added (by rounding).
+    least = min(spent)
+    cheapest = spent.index(least)
+    before = min(spent[:cheapest], default=unreached)
     for i, cost, decrease in zip(range(j + 1, stop + 1), costs, decreases, strict=True):
         best = table[i]
         if later <= i < n:  # a new day: every count goes to the same one,
-            totals = [s + cost for s in spent]  # from the first cheapest
-            first = totals.index(min(totals))
+            first = cheapest  # from the first cheapest
+            if before + cost == least + cost:
+                totals = [s + cost for s in spent]
+                first = totals.index(min(totals))
             steps = [(counts[first], spent[first], 1 if decrease else 0)]
         elif not decrease:  # the count stays
             steps = same

@@ -39,7 +39,8 @@ from ddb_capacity_runtime.core.settings import Limits, ScalerConfig
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget, TrackingPolicy
 
 from .fast_path import FastPath, sources
-from .model import ModelParams, SimulatedTable
+from .model import SimulatedTable
+from .params import ModelParams
 from .schedules import Firing
 from .trace import MINUTE, Key, Trace
 
@@ -644,7 +645,7 @@ class _Described(ManagedTable):
 
 class OnDemand:
     """Pay per request: every request is served within on-demand's limits, which the model
-    applies (`model.on_demand_refusals`); no capacity to set."""
+    applies (`on_demand.on_demand_refusals`); no capacity to set."""
 
     def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
         return {k: 0 for k in trace.demand}

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from .model import ModelParams
+from .params import ModelParams
 from .prices import Prices
 from .run import DimensionResult
 from .text import fixed_width

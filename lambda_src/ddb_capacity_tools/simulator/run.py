@@ -14,8 +14,10 @@ from typing import Any, ClassVar, TextIO
 
 from . import hybrid, schedules
 from .bound import Bound, bound
-from .model import ModelParams, OnDemandRefusals, Recorded, SimulatedTable, on_demand_refusals
+from .model import Recorded, SimulatedTable
+from .on_demand import OnDemandRefusals, on_demand_refusals
 from .oracle import Oracle
+from .params import ModelParams
 from .policies import (
     DEFAULT_TICK_MINUTES,
     AutoScaling,

@@ -46,7 +46,7 @@ class Trace:
 
     ``schedule`` is the scenario's own serialized schedule (see `schedules`), used by
     the ``scheduled`` policy when no schedule file is given. ``key_skew`` is the traffic's
-    own hot key (its share of the requests, `model.HotPartition`), used when the model's
+    own hot key (its share of the requests, `partitions.HotPartition`), used when the model's
     ``key_skew`` is None. ``key_range``, per dimension and minute, is the part of the demand
     that the table refused as key-range throttles (from a table's history, where DynamoDB
     published the throttles by cause): the model refuses it again whatever the capacity;

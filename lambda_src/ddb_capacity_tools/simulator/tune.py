@@ -42,7 +42,7 @@ from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.core.policy import capacity_units
 
 from .ensemble import Spread
-from .model import ModelParams
+from .params import ModelParams
 from .policies import DEFAULT_TICK_MINUTES, Spec, parse
 from .prices import Prices
 from .run import DimensionResult, compose_hybrid, hybrid_base, simulate

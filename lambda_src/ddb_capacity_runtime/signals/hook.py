@@ -1,0 +1,601 @@
+"""Runs in: workers (the user's own processes).
+
+The fast path's client hook: `watch` and the `Watcher` it installs on a boto3
+Session's (or one DynamoDB client's) events, its handlers, its sending thread, and
+stopping at exit and starting afresh after a fork
+(docs/guides/fast-path.md#how-the-hook-counts).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import re
+import secrets
+import socket
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.surge import MAX_PROCESS_CHARS, SIGNALS_ENV, Report
+from ..events import log_event
+from .ledger import Ledger
+from .parse import (
+    OPERATIONS,
+    arn_place,
+    consumed,
+    request_tables,
+    table_name,
+    throttled,
+    transact_items,
+)
+from .sender import LambdaSender
+
+#: The shortest and longest wait between two rounds of reports, in seconds.
+MIN_INTERVAL = 1.0
+MAX_INTERVAL = 60.0
+#: The longest ``process`` label: the pid and a random part fill the rest of the id.
+MAX_LABEL_CHARS = 40
+#: The causes that make a request whose last attempt met them a failed one (never served
+#: for want of capacity): its demand counts once in the report's ``failed``.
+FAILED_CAUSES = frozenset({"provisioned", "unknown"})
+#: The most distinct handler errors logged (each kind once); all of them are counted.
+MAX_LOGGED_KINDS = 32
+CONSUMED = "consumed"
+"""The hook's default mode: it asks DynamoDB for the consumed capacity of every request
+counted (``ReturnConsumedCapacity="INDEXES"`` where the caller asked for none)."""
+THROTTLES = "throttles"
+"""The hook's mode that leaves every request exactly as the caller made it, and counts the
+throttles, the requests answered and refused, and the capacity only of the requests whose
+caller asked for it (an account whose IAM policies condition on
+``dynamodb:ReturnConsumedCapacity`` may refuse a request that asks for it)."""
+MODES = (CONSUMED, THROTTLES)
+#: The most secondary indexes remembered as local (an LSI shares its table's capacity).
+MAX_LOCAL_INDEXES = 5_000
+
+#: What a process id does not take (`core.surge.PROCESS_ID`).
+_NOT_IN_IDS = re.compile(r"[^A-Za-z0-9._-]")
+_CONTEXT_KEY = "ddb_capacity_signals"
+_STRIP_ID = "ddb-capacity-signals-strip"
+
+
+def _process_id(label: str) -> str:
+    """``<label>-<pid>-<8 hex digits>``: a process id (`core.surge.is_process_id`);
+    a character a process id does not take becomes ``_``."""
+    plain = _NOT_IN_IDS.sub("_", label[:MAX_LABEL_CHARS])
+    return f"{plain}-{os.getpid()}-{secrets.token_hex(4)}"[:MAX_PROCESS_CHARS]
+
+
+def _warn(event: str, **fields: Any) -> None:
+    """Log ``event`` at WARNING; a logging failure is not the caller's."""
+    try:
+        log_event(event, level=logging.WARNING, **fields)
+    except Exception:  # noqa: BLE001, S110 (never fail the caller's request)
+        pass
+
+
+def _strip_added(parsed: Any = None, context: Any = None, **_: Any) -> None:
+    """Runs last after every call: takes out the ``ConsumedCapacity`` the hook asked for."""
+    try:
+        call = context.get(_CONTEXT_KEY) if isinstance(context, dict) else None
+        if isinstance(call, _Call) and call.added and isinstance(parsed, dict):
+            parsed.pop("ConsumedCapacity", None)
+    except Exception:  # noqa: BLE001, S110 (never fail the caller's request)
+        pass
+
+
+@dataclass(frozen=True)
+class _Call:
+    """What the hook noted about one request: its tables (the reporting account's, in its
+    region, in ``tables=``), whether it asked for the consumed capacity itself, the GSI a
+    Query or Scan reads, and a transaction's tables by position."""
+
+    operation: str
+    tables: tuple[str, ...]
+    added: bool
+    owner: object  # the watcher that counts it: two watchers never count one request twice
+    index: str | None = None
+    items: tuple[str | None, ...] = ()
+
+
+#: (table, index, dimension, units, requests, throttle cause, failed requests)
+_Row = tuple[str, str | None, str, float, int, str | None, int]
+
+
+class Watcher:
+    """The hook [`watch`][] installs; [`stop`][] (or leaving a ``with`` block) sends
+    the last reports and removes it. ``region`` and ``account``: the reporting account's
+    (None: the region of the first request seen; any account). Counters: [`sent`][],
+    [`failed_sends`][], [`dropped`][], [`errors`][]."""
+
+    def __init__(
+        self,
+        emitter: Any,
+        *,
+        tables: frozenset[str] | None,
+        send: Callable[[dict[str, Any]], object],
+        interval: float,
+        label: str,
+        region: str | None = None,
+        account: str | None = None,
+        mode: str = CONSUMED,
+    ) -> None:
+        self._ask = mode == CONSUMED  # ask for the consumed capacity the caller did not
+        self._scope = tables
+        self._send = send
+        self._interval = interval
+        self._label = label
+        self._region = region
+        self._account = account
+        self._uid = f"ddb-capacity-signals-{id(self)}-{secrets.token_hex(4)}"
+        self._active = True
+        self._stopped = False
+        self._fresh_state()
+        self._handlers = (
+            ("before-parameter-build.dynamodb", self._before_parameters),
+            ("needs-retry.dynamodb", self._needs_retry),
+            ("after-call.dynamodb", self._after_call),
+        )
+        self._emitters: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.attach(emitter)
+        _WATCHERS.add(self)
+
+    def attach(self, emitter: Any) -> None:
+        """Hook one more boto3 Session's event emitter: its DynamoDB clients report through this
+        watcher too (the launcher's: every boto3 Session of the process, one watcher)."""
+        for event, handler in self._handlers:
+            emitter.register(event, handler, unique_id=f"{self._uid}-{event}")
+        emitter.register_last("after-call.dynamodb", _strip_added, unique_id=_STRIP_ID)
+        self._emitters.add(emitter)
+
+    def _fresh_state(self) -> None:
+        """Counters, sums, lock, thread and process id as new (at start, and in a forked
+        child)."""
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ledger = Ledger(time.monotonic(), self._interval)
+        self._sent = self._failed = self._errors = 0
+        self._logged: set[tuple[str, str]] = set()
+        self._local: set[tuple[str, str]] = set()
+        self._process = _process_id(self._label)
+
+    # observability
+    @property
+    def process(self) -> str:
+        """This process's id in its reports."""
+        return self._process
+
+    @property
+    def region(self) -> str | None:
+        """The region reported on: requests to any other are not counted."""
+        return self._region
+
+    @property
+    def account(self) -> str | None:
+        """The account reported on (None: any): another account's table ARNs not counted."""
+        return self._account
+
+    @property
+    def sent(self) -> int:
+        """Reports sent."""
+        return self._sent
+
+    @property
+    def failed_sends(self) -> int:
+        """Reports whose sending raised (never passed on; the first is logged)."""
+        return self._failed
+
+    @property
+    def dropped(self) -> int:
+        """Observations dropped because the tables or dimensions tracked were at their
+        bound."""
+        with self._lock:
+            return self._ledger.dropped
+
+    @property
+    def errors(self) -> int:
+        """Errors the hook's handlers met and swallowed (the first of each kind logged)."""
+        return self._errors
+
+    @property
+    def tracked(self) -> int:
+        """How many tables the watcher tracks now."""
+        with self._lock:
+            return len(self._ledger.tables)
+
+    # the handlers: never raise, never block
+    def _failed_handler(self, where: str, exc: BaseException) -> None:
+        kind = (where, type(exc).__name__)
+        with self._lock:
+            self._errors += 1
+            first = kind not in self._logged and len(self._logged) < MAX_LOGGED_KINDS
+            if first:
+                self._logged.add(kind)
+        if first:
+            _warn("signals-hook-error", handler=where, error=kind[1], reason=str(exc)[:300])
+
+    def _in_region(self, region: object) -> bool:
+        """Whether a request to ``region`` is counted (the first request's region is
+        the reporting one when none was given)."""
+        if not isinstance(region, str) or not region:
+            return True
+        if self._region is None:
+            with self._lock:
+                if self._region is None:
+                    self._region = region
+        return region == self._region
+
+    def _read_index(self, operation: str, params: Mapping[str, Any], table: str) -> str | None:
+        """The GSI a Query or Scan reads: its ``IndexName``, unless the read is consistent
+        or the index answered as a local one (an LSI uses its table's capacity)."""
+        name = params.get("IndexName")
+        if operation not in ("Query", "Scan") or not isinstance(name, str) or not name:
+            return None
+        if params.get("ConsistentRead") is True or (table, name) in self._local:
+            return None
+        return name
+
+    def _before_parameters(self, params: Any = None, model: Any = None, **kw: Any) -> None:
+        try:
+            context = kw.get("context")
+            operation = getattr(model, "name", None)
+            if not (self._active and isinstance(operation, str) and isinstance(context, dict)):
+                return
+            if operation not in OPERATIONS or not isinstance(params, dict):
+                return
+            if isinstance(context.get(_CONTEXT_KEY), _Call):  # another watcher noted it
+                return
+            if not self._in_region(context.get("client_region")):
+                return  # another region's tables: left exactly as the caller made it
+            tables = request_tables(operation, params, self._region, self._account)
+            tables = tuple(t for t in tables if self._scope is None or t in self._scope)
+            if not tables:
+                return
+            items: tuple[str | None, ...] = ()
+            if operation.startswith("Transact"):
+                mine = transact_items(params, self._region, self._account)
+                items = tuple(n if n in tables else None for n in mine)
+            # NONE asks for nothing; any other value, even a wrong one, is the caller's
+            asked = params.get("ReturnConsumedCapacity", "NONE") != "NONE"
+            index = self._read_index(operation, params, tables[0])
+            add = not asked and self._ask
+            context[_CONTEXT_KEY] = _Call(operation, tables, add, self, index, items)
+            if add:
+                params["ReturnConsumedCapacity"] = "INDEXES"
+        except Exception as exc:  # noqa: BLE001 (never fail the caller's request)
+            self._failed_handler("before-parameter-build", exc)
+
+    def _needs_retry(self, response: Any = None, request_dict: Any = None, **_: Any) -> None:
+        try:
+            if not self._active or not isinstance(response, tuple) or len(response) != 2:
+                return
+            http, parsed = response
+            if getattr(http, "status_code", 200) < 300 or not isinstance(parsed, Mapping):
+                return
+            context = request_dict.get("context") if isinstance(request_dict, dict) else None
+            call = context.get(_CONTEXT_KEY) if isinstance(context, dict) else None
+            if not isinstance(call, _Call) or call.owner is not self:
+                return
+            hits = throttled(parsed, call.operation, call.tables, call.index, call.items)
+            self._record([(t, i, d, 0.0, 0, c, 0) for t, i, d, c in hits])
+        except Exception as exc:  # noqa: BLE001 (never fail the caller's request)
+            self._failed_handler("needs-retry", exc)
+
+    def _after_call(self, http_response: Any = None, parsed: Any = None, **kw: Any) -> None:
+        try:
+            context = kw.get("context")
+            call = context.get(_CONTEXT_KEY) if isinstance(context, dict) else None
+            if not isinstance(call, _Call) or call.owner is not self or not self._active:
+                return
+            if not isinstance(parsed, dict):
+                return
+            if getattr(http_response, "status_code", 500) >= 300:
+                # the last attempt failed: a request never served for want of capacity
+                hits = throttled(parsed, call.operation, call.tables, call.index, call.items)
+                failed = [(t, i, d) for t, i, d, c in hits if c in FAILED_CAUSES]
+                self._record([(t, i, d, 0.0, 0, None, 1) for t, i, d in dict.fromkeys(failed)])
+                return
+            self._record(self._answered(call, parsed))
+        except Exception as exc:  # noqa: BLE001 (never fail the caller's request)
+            self._failed_handler("after-call", exc)
+
+    def _answered(self, call: _Call, parsed: Mapping[str, Any]) -> list[_Row]:
+        """The rows of a request answered: one request per table, and its units."""
+        dimension = OPERATIONS[call.operation]
+        rows: list[_Row] = [(t, None, dimension, 0.0, 1, None, 0) for t in call.tables]
+        answer = parsed.get("ConsumedCapacity")
+        for entry in answer if isinstance(answer, list) else [answer]:
+            name = table_name(entry.get("TableName")) if isinstance(entry, Mapping) else None
+            if name is None or name not in call.tables or not isinstance(entry, Mapping):
+                continue
+            self._remember_local(name, entry.get("LocalSecondaryIndexes"))
+            for (index, dim), units in consumed(entry, dimension).items():
+                # a GSI's request counts where it consumed; the table's, once above
+                rows.append((name, index, dim, units, int(index is not None), None, 0))
+        return rows
+
+    def _remember_local(self, table: str, lsis: object) -> None:
+        if not isinstance(lsis, Mapping) or len(self._local) >= MAX_LOCAL_INDEXES:
+            return
+        with self._lock:
+            self._local.update((table, n) for n in lsis if isinstance(n, str))
+
+    def _record(self, rows: list[_Row]) -> None:
+        rows = [r for r in rows if self._scope is None or r[0] in self._scope]
+        if not rows:
+            return
+        now = time.monotonic()
+        with self._lock:
+            for table, index, dimension, units, requests, cause, failed in rows:
+                self._ledger.add(
+                    now,
+                    table,
+                    index,
+                    dimension,
+                    units=units,
+                    requests=requests,
+                    cause=cause,
+                    failed=failed,
+                )
+            if self._thread is None and not self._stopped:
+                thread = threading.Thread(
+                    target=self._run, name="ddb-capacity-signals", daemon=True
+                )
+                thread.start()  # if it cannot start, the next request tries again
+                self._thread = thread
+
+    # the sending thread
+    def _run(self) -> None:
+        wake = self._wake
+        while not wake.wait(self._interval):
+            try:
+                self._round(every=False)
+            except Exception as exc:  # noqa: BLE001 (the thread goes on)
+                self._failed_handler("send", exc)
+
+    def _round(self, *, every: bool, deadline: float | None = None) -> None:
+        """Send the reports due (``every``: every table's that has something to say);
+        none is started once ``deadline`` (monotonic seconds) has passed."""
+        with self._lock:
+            names = list(self._ledger.tables) if every else self._ledger.due(time.monotonic())
+        for name in names:
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            with self._lock:
+                report = self._ledger.take(name, time.monotonic(), time.time(), self._process)
+            if report is not None:
+                self._deliver(report)
+
+    def _deliver(self, report: Report) -> None:
+        try:
+            self._send(report.as_json())
+        except Exception as exc:  # noqa: BLE001 (a failed send is counted, never raised)
+            with self._lock:
+                self._failed += 1
+                first = self._failed == 1
+            if first:
+                target = getattr(self._send, "function", None)
+                _warn(
+                    "signals-send-failed",
+                    table=report.table,
+                    target=target if isinstance(target, str) else None,
+                    error=type(exc).__name__,
+                    reason=str(exc)[:300],
+                )
+            return
+        with self._lock:
+            self._sent += 1
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send now, on the calling thread, every table's report that has something to
+        say (traffic, throttles, or a rate to bring to zero); none is started after
+        ``timeout`` seconds (None: no bound)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self._round(every=True, deadline=deadline)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Remove the hook, stop the thread and send the last reports, waiting at most
+        ``timeout`` seconds in all: no report is started after it (a send under way then
+        finishes in the background). Never raises; calling it again does nothing."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            self._active = False
+            thread = self._thread
+        try:
+            for emitter in list(self._emitters):
+                for event, _handler in self._handlers:
+                    emitter.unregister(event, unique_id=f"{self._uid}-{event}")
+            self._wake.set()
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
+            self._last_round(deadline)
+        except Exception as exc:  # noqa: BLE001 (stopping never fails the caller)
+            self._failed_handler("stop", exc)
+
+    def _last_round(self, deadline: float) -> None:
+        last = threading.Thread(
+            target=self._round,
+            kwargs={"every": True, "deadline": deadline},
+            name="ddb-capacity-signals-last",
+            daemon=True,
+        )
+        try:
+            last.start()
+        except RuntimeError:  # at interpreter shutdown no thread starts (Python 3.12+)
+            self._round(every=True, deadline=deadline)
+            return
+        last.join(max(0.0, deadline - time.monotonic()))
+
+    def __enter__(self) -> Watcher:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def _after_fork_in_child(self) -> None:
+        self._fresh_state()
+        if isinstance(self._send, LambdaSender):
+            self._send.after_fork()
+
+
+_WATCHERS: weakref.WeakSet[Watcher] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for watcher in list(_WATCHERS):
+        watcher._after_fork_in_child()
+
+
+def _stop_at_exit() -> None:
+    for watcher in list(_WATCHERS):
+        watcher.stop(timeout=2.0)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_stop_at_exit)
+
+
+def _emitter_and_session(session_or_client: object) -> tuple[Any, Any, bool]:
+    """The event emitter to hook, the session to make a Lambda client from, and whether
+    that session is the caller's."""
+    import boto3
+    import botocore.session
+
+    if isinstance(session_or_client, boto3.session.Session):
+        return session_or_client.events, session_or_client, True
+    if isinstance(session_or_client, botocore.session.Session):
+        emitter = session_or_client.get_component("event_emitter")
+        return emitter, boto3.session.Session(botocore_session=session_or_client), True
+    meta = getattr(session_or_client, "meta", None)
+    model = getattr(meta, "service_model", None)
+    if meta is not None and model is not None and hasattr(meta, "events"):
+        if model.service_name != "dynamodb":
+            raise ValueError(
+                f"session_or_client: got a {model.service_name} client; expected a "
+                "DynamoDB client or a boto3 Session"
+            )
+        return meta.events, boto3.session.Session(region_name=meta.region_name), False
+    raise TypeError(
+        f"session_or_client: got {type(session_or_client).__name__}; expected a boto3 "
+        "Session (every DynamoDB client it makes is watched) or a DynamoDB client"
+    )
+
+
+def _interval(interval: object) -> float:
+    if (
+        isinstance(interval, bool)
+        or not isinstance(interval, int | float)
+        or not MIN_INTERVAL <= interval <= MAX_INTERVAL
+    ):
+        raise ValueError(
+            f"interval: got {interval!r}; expected seconds from {MIN_INTERVAL:g} to "
+            f"{MAX_INTERVAL:g}"
+        )
+    return float(interval)
+
+
+def _scope(tables: Iterable[str] | None) -> frozenset[str] | None:
+    if tables is None:
+        return None
+    if isinstance(tables, str | bytes) or not isinstance(tables, Iterable):
+        raise TypeError(f"tables: got {tables!r}; expected an iterable of table names, or None")
+    names = list(tables)
+    bad = [n for n in names if table_name(n) is None]
+    if bad:
+        raise ValueError(f"tables: got {bad[0]!r}; expected table names (or table ARNs)")
+    return frozenset(n for n in (table_name(n) for n in names) if n)
+
+
+def _account(account: str | None, function: str | None) -> str | None:
+    """The reporting account: ``account``, else the one the function's ARN names."""
+    if account is not None:
+        if not isinstance(account, str) or len(account) != 12 or not account.isdigit():
+            raise ValueError(f"account: got {account!r}; expected a 12-digit AWS account id")
+        return account
+    place = arn_place(function)
+    return place[1] if place is not None and place[1] else None
+
+
+def _label(process: str | None) -> str:
+    if process is None:
+        return socket.gethostname()[:MAX_LABEL_CHARS] or "process"
+    if (
+        not isinstance(process, str)
+        or not 0 < len(process) <= MAX_LABEL_CHARS
+        or _NOT_IN_IDS.search(process)
+    ):
+        raise ValueError(
+            f"process: got {process!r}; expected a label of 1 to {MAX_LABEL_CHARS} letters, "
+            "digits, '.', '_' or '-' (the pid and a random part are added)"
+        )
+    return process
+
+
+def watch(
+    session_or_client: Any,
+    *,
+    tables: Iterable[str] | None = None,
+    function: str | None = None,
+    interval: float = 5.0,
+    send: Callable[[dict[str, Any]], object] | None = None,
+    process: str | None = None,
+    account: str | None = None,
+    mode: str = CONSUMED,
+) -> Watcher:
+    """Watch the DynamoDB requests of ``session_or_client`` (a boto3 Session: every
+    DynamoDB client it makes from now on; or one DynamoDB client) and report them to the
+    signals function ``function`` (default: ``$CAPACITY_SIGNALS``) every ``interval``
+    seconds when it matters; ``send`` (called with each report's JSON object) replaces
+    the Lambda invocation. ``tables``: the only tables reported (default: all).
+    ``process``: a label for this process's id (default: the host name). ``account``: the
+    account whose tables are reported (default: the one ``function``'s ARN names, if
+    any); a table given as another account's ARN is not counted. The Lambda client is
+    made from the boto3 Session, or, for a client, from the default credentials in the
+    client's region; that region (the boto3 Session's, or the client's) is reported on.
+    ``mode``: [`CONSUMED`][] (ask for the consumed capacity) or [`THROTTLES`][] (never
+    change a request: throttles, and only the capacity the caller asked for). Raises
+    TypeError or ValueError naming a wrong argument."""
+    if mode not in MODES:
+        raise ValueError(f"mode: got {mode!r}; expected one of {MODES}")
+    emitter, session, callers = _emitter_and_session(session_or_client)
+    seconds = _interval(interval)
+    scope = _scope(tables)
+    label = _label(process)
+    if send is not None and function is not None:
+        raise ValueError(
+            f"function: got {function!r} with send; expected one of them (send replaces "
+            "the Lambda invocation)"
+        )
+    if send is not None and not callable(send):
+        raise TypeError(f"send: got {send!r}; expected a callable taking a report's JSON")
+    if send is None:
+        name = function if function is not None else os.environ.get(SIGNALS_ENV, "")
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(
+                f"function: got {function!r} and ${SIGNALS_ENV} is not set; expected the "
+                "signals function's name or ARN (or send=, a callable)"
+            )
+        function = name.strip()
+        owner = _account(account, function)
+        send = LambdaSender(function, session, eager=callers)
+    else:
+        owner = _account(account, None)
+    region = getattr(session, "region_name", None)
+    return Watcher(
+        emitter,
+        tables=scope,
+        send=send,
+        interval=seconds,
+        label=label,
+        region=region if isinstance(region, str) and region else None,
+        account=owner,
+        mode=mode,
+    )
