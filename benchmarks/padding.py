@@ -25,6 +25,8 @@ keeping the previous ones off (the difference each step makes is that part's sha
   minutes instead of 15, the minimum step of a throttled raise).
 
 A share is in unit-hours (read + write) and dollars, positive where the part costs more.
+(The owned target value, ``+owned``, belongs to ``autopilot+stock:T`` only: autopilot:T
+sets capacity itself, so it has no share here.)
 
 The traces: generated ones, seeded, with shapes the product was not tuned on (a smooth
 diurnal swing, a nightly batch (noisy at its low level), a noisy diurnal swing with
