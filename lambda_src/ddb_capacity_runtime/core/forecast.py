@@ -528,9 +528,7 @@ def _floor_peaks(
     segment = history[lo:stop]
     width = len(segment) - FLOOR_STEPS + 1
     try:  # each window's maximum, window j starting at step lo + j
-        slide: list[float] = list(
-            map(max, *(segment[k : k + width] for k in range(FLOOR_STEPS)))  # type: ignore[arg-type]
-        )
+        slide: list[float] = list(map(max, *(segment[k : k + width] for k in range(FLOOR_STEPS))))
     except TypeError:
         return None
     out: list[float | None] = []
