@@ -25,6 +25,8 @@ keeping the previous ones off (the difference each step makes is that part's sha
   minutes instead of 15, the minimum step of a throttled raise).
 
 A share is in unit-hours (read + write) and dollars, positive where the part costs more.
+(The owned target value, ``+owned``, belongs to ``autopilot+stock:T`` only: autopilot:T
+sets capacity itself, so it has no share here.)
 
 The traces: generated ones, seeded, with shapes the product was not tuned on (a smooth
 diurnal swing, a nightly batch (noisy at its low level), a noisy diurnal swing with
@@ -221,7 +223,7 @@ def print_trace(
     print(f"\n{name} ({'smooth' if smooth else 'noisy'})")
     print(
         f"  {'T':>3}{'stock $':>11}{'stock refused':>15}{'auto $':>11}{'auto refused':>15}"
-        f"{'ratio':>7}  extra by cause (unit-hours / $)"
+        f"{'ratio':>8}  extra by cause (unit-hours / $)"
     )
     verdicts = []
     for target in targets:
@@ -232,7 +234,7 @@ def print_trace(
         verdicts.append((target, ratio, verdict(auto, stock), refused))
         print(
             f"  {target:>3}{stock.cost:>11,.2f}{stock.refused:>15,.0f}{auto.cost:>11,.2f}"
-            f"{auto.refused:>15,.0f}{ratio:>7.3f}  {decomposition(rows)}"
+            f"{auto.refused:>15,.0f}{ratio:>8.3f}  {decomposition(rows)}"
         )
     return verdicts
 

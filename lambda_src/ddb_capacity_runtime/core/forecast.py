@@ -493,18 +493,55 @@ def backtest(
     def units(value: float) -> int:
         return max(min_capacity, min(max_capacity, capacity_units(value)))
 
+    floors = _floor_peaks(history, season_steps, lookback, n - day)
     with_forecast = without = 0.0
     for i in range(n - day, n):
         load = known[i - n + day + reach]
         recent = max(known[i - n + day : i - n + day + BASELINE_STEPS])
         alone = units(recent / target_utilization)
-        peak = _predict(history, season_steps, lookback, i - SPREAD_STEPS, FLOOR_STEPS, known=i)
+        peak = (
+            floors[i - n + day]
+            if floors is not None
+            else _predict(history, season_steps, lookback, i - SPREAD_STEPS, FLOOR_STEPS, known=i)
+        )
         if peak is None:
             return None
         planned = max(units(peak / aim), units(recent / aim))
         without += alone + REFUSED_WEIGHT * max(0.0, load - alone)
         with_forecast += planned + REFUSED_WEIGHT * max(0.0, load - planned)
     return with_forecast, without
+
+
+def _floor_peaks(
+    history: Sequence[float | None], season_steps: int, lookback: int, first: int
+) -> list[float | None] | None:
+    """For each step ``i`` from ``first`` to the history's end, what `_predict` gives
+    for the plan's floor there (``i - SPREAD_STEPS``, FLOOR_STEPS steps, known up to
+    ``i``), from one sliding maximum over the steps the seasons read; None when one of
+    those steps is unknown or a season is not longer than a floor's window (the caller
+    then asks `_predict` step by step)."""
+    n = len(history)
+    lo = max(0, first - SPREAD_STEPS - lookback * season_steps)
+    stop = n - SPREAD_STEPS - season_steps + FLOOR_STEPS  # the last window's end
+    if season_steps <= FLOOR_STEPS or stop - lo < FLOOR_STEPS:
+        return None
+    segment = history[lo:stop]
+    width = len(segment) - FLOOR_STEPS + 1
+    try:  # each window's maximum, window j starting at step lo + j
+        slide: list[float] = list(map(max, *(segment[k : k + width] for k in range(FLOOR_STEPS))))
+    except TypeError:
+        return None
+    out: list[float | None] = []
+    for i in range(first, n):
+        best: float | None = None
+        for back in range(season_steps, (lookback + 1) * season_steps, season_steps):
+            start = i - SPREAD_STEPS - back
+            if start >= lo:
+                p = slide[start - lo]
+                if best is None or p > best:
+                    best = p
+        out.append(best)
+    return out
 
 
 def gate_reason(scores: tuple[float, float] | None) -> str:
