@@ -1,10 +1,10 @@
 """Runs in: CDK app (synth time).
 
-The Lambda side shared by every function this library deploys: the asset (run-time
-code only; the fleet advisor's functions have a second asset, `advisor_code`, with
-the tools and their pure-Python dependencies), the one Python runtime they run on
-(`FUNCTION_PYTHON`, the Python the tests run on), and an explicit log group; and the
-state store table the run-time keeps its state in."""
+The Lambda side shared by every function this library deploys: the assets (each
+function's holds the run-time modules its handler imports; the fleet advisor's functions
+have their own, `advisor_code`, with the tools and their pure-Python dependencies), the
+one Python runtime they run on (`FUNCTION_PYTHON`, the Python the tests run on), and an
+explicit log group; and the state store table the run-time keeps its state in."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from constructs import Construct
 import ddb_capacity_runtime
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 
+from .assets import handler_closure, staged_modules
 from .compliance import acknowledge, skip_checkov
 from .props import duration_prop, whole_prop
 
@@ -178,23 +179,6 @@ def _checked_timeout(where: str, timeout: object, default: FunctionDefaults) -> 
     return checked
 
 
-@functools.cache
-def staged_runtime() -> Path:
-    """A folder holding a copy of the run-time package and nothing else (no caches).
-
-    The package may sit in a site-packages folder beside every other library, so the
-    asset is staged from a copy; the CDK copies it on into the cloud assembly, and the
-    folder is removed when the process ends."""
-    root = Path(tempfile.mkdtemp(prefix="ddb-capacity-asset-"))
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
-    shutil.copytree(
-        RUNTIME_PACKAGE,
-        root / RUNTIME_PACKAGE.name,
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-    )
-    return root
-
-
 #: The advisor asset's packages: the run-time, the tools (the simulator, ``advise``, the
 #: fleet report) and the pure-Python packages the tools import (cronsim for schedules,
 #: tzdata for time zones where the Lambda image has no zoneinfo database). boto3 and
@@ -266,10 +250,13 @@ def hook_layer(scope: Construct) -> lambda_.LayerVersion:
     )
 
 
-def runtime_code() -> lambda_.Code:
-    """The asset: the ``ddb_capacity_runtime`` package alone (no aws_cdk, no tools, no
-    tests, no examples)."""
-    return lambda_.Code.from_asset(str(staged_runtime()))
+def runtime_code(handler: str) -> lambda_.Code:
+    """The asset of the function whose handler is ``handler``
+    (``"ddb_capacity_runtime.module.function"``): the run-time modules that handler imports
+    and nothing else (no aws_cdk, no tools, no other function's code), found from the
+    package's import graph (`assets.handler_closure`)."""
+    modules = handler_closure(RUNTIME_PACKAGE, handler)
+    return lambda_.Code.from_asset(str(staged_modules(RUNTIME_PACKAGE, modules)))
 
 
 FUNCTION_PYTHON = (3, 11)
@@ -304,8 +291,8 @@ def runtime_function(
     reserved_concurrent_executions: int | None = None,
     code: lambda_.Code | None = None,
 ) -> tuple[lambda_.Function, iam.ManagedPolicy]:
-    """A function on the run-time asset (or ``code``), with its own role and log group, as
-    ``config`` says (memory, timeout, log retention, architecture).
+    """A function on its own run-time asset (`runtime_code`, or ``code``), with its own
+    role and log group, as ``config`` says (memory, timeout, log retention, architecture).
 
     The role carries no AWS managed policy and no inline policy: one customer-managed
     policy (returned) lets it write to its own log group; callers add what the function
@@ -326,7 +313,7 @@ def runtime_function(
         id,
         runtime=function_runtime(),
         architecture=config.architecture,
-        code=code or runtime_code(),
+        code=code or runtime_code(handler),
         handler=handler,
         description=description,
         timeout=config.timeout,
