@@ -307,7 +307,7 @@ def runtime_function(
         assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
         description=f"Execution role of {description}",
     )
-    policy = _own_policy(scope, f"{id}Policy", description, role, log_group)
+    policy = own_policy(scope, f"{id}Policy", description, role, log_group)
     function = lambda_.Function(
         scope,
         id,
@@ -324,15 +324,15 @@ def runtime_function(
         environment=environment,
         reserved_concurrent_executions=reserved_concurrent_executions,
     )
-    _acknowledge_function(function, policy, log_group, configured_by_environment)
+    _acknowledge_function(function, log_group, configured_by_environment)
     return function, policy
 
 
-def _own_policy(
+def own_policy(
     scope: Construct, id: str, description: str, role: iam.Role, log_group: logs.LogGroup
 ) -> iam.ManagedPolicy:
-    """The function's one customer-managed policy: writing to its own log group, to start."""
-    return iam.ManagedPolicy(
+    """A function's one customer-managed policy: writing to its own log group, to start."""
+    policy = iam.ManagedPolicy(
         scope,
         id,
         description=f"Permissions of {description}",
@@ -345,15 +345,21 @@ def _own_policy(
             )
         ],
     )
+    acknowledge(
+        policy,
+        f"AwsSolutions-IAM5[Resource::<{_logical_ref(log_group)}.Arn>:*]",
+        "Log streams are created at run time with generated names; the grant is limited "
+        "to the function's own log group.",
+    )
+    return policy
 
 
 def _acknowledge_function(
     function: lambda_.Function,
-    policy: iam.ManagedPolicy,
     log_group: logs.LogGroup,
     configured_by_environment: bool,
 ) -> None:
-    """What every run-time function, its log group and its policy are acknowledged for."""
+    """What every run-time function and its log group are acknowledged for."""
     for finding in ("AwsSolutions-L1", "Serverless-LambdaLatestVersion"):
         acknowledge(function, finding, RUNTIME_REASON)
     for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"):
@@ -371,12 +377,6 @@ def _acknowledge_function(
         "CKV_AWS_117",
         "Calls only AWS APIs (DynamoDB, Application Auto Scaling, CloudWatch, Lambda); it "
         "reaches nothing in a VPC, and a VPC would need NAT or endpoints to reach them.",
-    )
-    acknowledge(
-        policy,
-        f"AwsSolutions-IAM5[Resource::<{_logical_ref(log_group)}.Arn>:*]",
-        "Log streams are created at run time with generated names; the grant is limited "
-        "to the function's own log group.",
     )
 
 
