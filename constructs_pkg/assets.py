@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 __all__ = [
+    "closure",
     "handler_closure",
     "import_graph",
     "module_files",
