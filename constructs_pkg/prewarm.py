@@ -1,106 +1,268 @@
 """Runs in: CDK app (synth time).
 
 The settle step of PROVISION_THEN_SETTLE: a CloudFormation custom resource per table,
-served by one function per stack (`ddb_capacity_runtime.settle`)."""
+served by one `custom_resources.Provider` per stack, whose two functions
+(`ddb_capacity_runtime.settle.handler`'s `on_event` and `is_complete`) check the step and
+settle the table once it is ACTIVE; the provider waits between calls and answers
+CloudFormation."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnResource, CustomResource, Duration, Stack
+from aws_cdk import CfnResource, CustomResource, Duration, RemovalPolicy, Stack, custom_resources
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as stepfunctions
 from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.settle.plan import SETTLE_WAIT_S
 
 from .compliance import acknowledge, skip_checkov
-from .runtime import FunctionConfig, FunctionDefaults, runtime_function
+from .runtime import LOG_KEY_REASON, FunctionConfig, FunctionDefaults, own_policy, runtime_function
 
 PROVIDER_ID = "CapacitySettleProvider"
-#: The settle function's defaults and the timeouts it allows (``function_options["Settle"]``
-#: of a PROVISION_THEN_SETTLE table). CloudFormation waits 2 minutes more than the timeout.
+#: The settle functions' defaults and the timeouts they allow (``function_options["Settle"]``
+#: of a PROVISION_THEN_SETTLE table): each call is short, the waiting is the provider's.
 SETTLE_DEFAULTS = {
     "Settle": FunctionDefaults(
         256,
-        Duration.minutes(10),
-        shortest=Duration.minutes(1),
-        why="the settle step waits for its table until 30 seconds before its timeout, "
-        "then answers CloudFormation: at least a minute, and Lambda's longest is 15 minutes",
+        Duration.minutes(1),
+        shortest=Duration.seconds(30),
+        why="each call of the settle step makes one DescribeTable and at most one "
+        "UpdateTable (the provider waits between calls): at least 30 seconds, and Lambda's "
+        "longest is 15 minutes",
     )
 }
-#: What CloudFormation waits for the settle function beyond its timeout.
+#: How often the provider asks whether the table is ACTIVE and settled.
+QUERY_INTERVAL = Duration.seconds(10)
+#: The provider's own time limit: a minute more than the settle step waits for its table
+#: (`SETTLE_WAIT_S`), so the step's own error, naming the table's status, comes first.
+TOTAL_TIMEOUT = Duration.seconds(SETTLE_WAIT_S + 60)
+#: What CloudFormation waits for the provider beyond its time limit.
 SERVICE_MARGIN = Duration.minutes(2)
+#: Why the functions of the settle step need no dead-letter queue.
+ANSWERED_BY_PROVIDER = (
+    "Invoked only by the custom-resource provider, synchronously: every failure reaches "
+    "CloudFormation through the provider's response and fails the deployment."
+)
+#: Why the settle step's functions and the provider's reserve no concurrency.
+ONCE_PER_TABLE = (
+    "Runs at deploy time only, for each table created or updated; reserving concurrency "
+    "would take it from the account for nothing."
+)
+
+#: The settle step's two functions: construct id, handler, description.
+SETTLE_FUNCTIONS = (
+    ("OnEvent", "on_event", "Checks the settle step of PROVISION_THEN_SETTLE tables"),
+    (
+        "IsComplete",
+        "is_complete",
+        "Settles PROVISION_THEN_SETTLE tables from their high-water mark",
+    ),
+)
+#: The compliance packs that check functions' DLQs, concurrency and VPCs.
+PACKS = ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
 
 
 class _SettleProvider(Construct):
-    """The holder of the stack's settle function, with the config it was made with."""
+    """The stack's settle step: its two functions (`on_event`, `is_complete`) behind a
+    `custom_resources.Provider`, made with ``config``; ``policy`` is `is_complete`'s."""
 
     def __init__(self, scope: Construct, id: str, config: FunctionConfig) -> None:
         super().__init__(scope, id)
         self.config = config
+        made = {
+            name: runtime_function(
+                self,
+                name,
+                handler=f"ddb_capacity_runtime.settle.handler.{handler}",
+                description=description,
+                config=config,
+                configured_by_environment=False,  # its tables come in each event
+            )
+            for name, handler, description in SETTLE_FUNCTIONS
+        }
+        (on_event, _), (is_complete, self.policy) = made["OnEvent"], made["IsComplete"]
+        log_group = logs.LogGroup(
+            self,
+            "ProviderLogs",
+            retention=config.log_retention,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        roles = {name: self._framework_role(name) for name in FRAMEWORK_ROLES}
+        self.provider = custom_resources.Provider(
+            self,
+            "Provider",
+            on_event_handler=on_event,
+            is_complete_handler=is_complete,
+            query_interval=QUERY_INTERVAL,
+            total_timeout=TOTAL_TIMEOUT,
+            log_group=log_group,
+            # roles whose grants are the policies below, not the provider's inline ones
+            framework_on_event_role=roles["OnEvent"].without_policy_updates(),
+            framework_complete_and_timeout_role=roles[
+                "CompleteAndTimeout"
+            ].without_policy_updates(),
+        )
+        self._grant_framework(roles, log_group, on_event, is_complete)
+        self._acknowledge(log_group, on_event, is_complete)
+
+    def _framework_role(self, name: str) -> iam.Role:
+        return iam.Role(
+            self,
+            f"Framework{name}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"Execution role of the settle step's provider ({FRAMEWORK_ROLES[name]})",
+        )
+
+    def _grant_framework(
+        self,
+        roles: dict[str, iam.Role],
+        log_group: logs.LogGroup,
+        *functions: lambda_.Function,
+    ) -> None:
+        """What the provider's framework functions may do, in one customer-managed policy a
+        role: write their log group, invoke (and wait for) the two settle functions, and,
+        for its onEvent, start its waiter."""
+        waiter = self._waiter()
+        for name, role in roles.items():
+            policy = own_policy(
+                self, f"Framework{name}Policy", "the settle step's provider", role, log_group
+            )
+            policy.add_statements(
+                iam.PolicyStatement(
+                    sid="InvokeSettleFunctions",
+                    actions=["lambda:InvokeFunction", "lambda:GetFunction"],
+                    resources=[f.function_arn for f in functions],
+                )
+            )
+            if name == "OnEvent":
+                policy.add_statements(
+                    iam.PolicyStatement(
+                        sid="StartWaiter",
+                        actions=["states:StartExecution"],
+                        resources=[waiter.ref],  # a state machine's Ref is its ARN
+                    )
+                )
+        for cfn in self._framework_functions():
+            cfn.memory_size = FRAMEWORK_MEMORY_MB
+
+    def _framework_functions(self) -> list[lambda_.CfnFunction]:
+        """The provider's framework functions: onEvent, isComplete, onTimeout."""
+        found = []
+        for framework in ("framework-onEvent", "framework-isComplete", "framework-onTimeout"):
+            cfn = self.provider.node.find_child(framework).node.default_child
+            assert isinstance(cfn, lambda_.CfnFunction)
+            found.append(cfn)
+        return found
+
+    def _waiter(self) -> stepfunctions.CfnStateMachine:
+        """The provider's waiter: the state machine that calls is_complete again."""
+        cfn = self.provider.node.find_child("waiter-state-machine").node.default_child
+        assert isinstance(cfn, stepfunctions.CfnStateMachine)
+        return cfn
+
+    def _acknowledge(self, log_group: logs.LogGroup, *functions: lambda_.Function) -> None:
+        calls = "the DynamoDB control plane (DescribeTable, UpdateTable) and Lambda"
+        reasons = {
+            "Serverless-LambdaDLQ": ANSWERED_BY_PROVIDER,
+            "Serverless-LambdaAsyncFailureDestination": ANSWERED_BY_PROVIDER,
+            "Serverless-LambdaTracing": "A few calls per table creation; its log lines "
+            "record them, tracing adds nothing but cost.",
+            **{f"{pack}-LambdaDLQ": ANSWERED_BY_PROVIDER for pack in PACKS},
+            **{f"{pack}-LambdaConcurrency": ONCE_PER_TABLE for pack in PACKS[:2]},
+            **{
+                f"{pack}-LambdaInsideVPC": f"Calls only {calls}; it reaches no resource "
+                "inside a VPC."
+                for pack in PACKS
+            },
+        }
+        for finding, reason in reasons.items():
+            acknowledge(self, finding, reason)
+        for pack in PACKS:
+            acknowledge(log_group, f"{pack}-CloudWatchLogGroupEncrypted", LOG_KEY_REASON)
+        skip_checkov(log_group, "CKV_AWS_158", LOG_KEY_REASON)
+        for function in functions:
+            skip_checkov(function, "CKV_AWS_116", ANSWERED_BY_PROVIDER)
+            skip_checkov(function, "CKV_AWS_115", ONCE_PER_TABLE)
+        for cfn in self._framework_functions():
+            skip_checkov(cfn, "CKV_AWS_116", ANSWERED_BY_PROVIDER)
+            skip_checkov(cfn, "CKV_AWS_115", ONCE_PER_TABLE)
+            skip_checkov(
+                cfn,
+                "CKV_AWS_117",
+                "The provider's framework calls only Lambda and Step Functions APIs; it "
+                "reaches nothing in a VPC.",
+            )
+            skip_checkov(
+                cfn,
+                "CKV_AWS_173",
+                "The environment holds the ARNs of the settle functions and the waiter, no "
+                "secret; Lambda encrypts it at rest with its own key.",
+            )
+        self._acknowledge_waiter()
+
+    def _acknowledge_waiter(self) -> None:
+        """The waiter state machine and its role, which the provider makes as it will."""
+        waiter = self.provider.node.find_child("waiter-state-machine")
+        stack = Stack.of(self)
+        for cfn in self._framework_functions()[1:]:  # isComplete, onTimeout
+            acknowledge(
+                waiter,
+                f"AwsSolutions-IAM5[Resource::<{stack.get_logical_id(cfn)}.Arn>:*]",
+                "The provider's waiter may invoke its own framework function and that "
+                "function's versions (the grant aws-cdk-lib's Provider makes), nothing else.",
+            )
+        for pack in PACKS:
+            acknowledge(
+                waiter,
+                f"{pack}-IAMNoInlinePolicy",
+                "The provider's waiter role and its one inline policy are made by aws-cdk-lib's "
+                "Provider, which takes no role for it; the policy only invokes the provider's "
+                "two framework functions.",
+            )
+        for finding in (
+            "AwsSolutions-SF1",
+            "AwsSolutions-SF2",
+            "Serverless-StepFunctionStateMachineXray",
+        ):
+            acknowledge(
+                waiter,
+                finding,
+                "The waiter only calls is_complete again every 10 seconds at deploy time; "
+                "each call logs the table's status in the settle function's log group, and "
+                "a failure reaches CloudFormation with its reason.",
+            )
 
 
-def settle_function(
-    scope: Construct, where: str, config: FunctionConfig
-) -> tuple[lambda_.Function, iam.ManagedPolicy]:
-    """The stack's one settle function and its policy, created on first use as ``config``
-    says; a later table (``where``) must ask for the same ``config``."""
+#: The provider's framework roles: one for its onEvent function, one shared by its
+#: isComplete and onTimeout functions (two, as aws-cdk-lib asks, so they form no cycle).
+FRAMEWORK_ROLES = {"OnEvent": "onEvent", "CompleteAndTimeout": "isComplete and onTimeout"}
+#: The memory of the provider's framework functions, which only relay events (Lambda's
+#: default, set explicitly).
+FRAMEWORK_MEMORY_MB = 128
+
+
+def settle_provider(scope: Construct, where: str, config: FunctionConfig) -> _SettleProvider:
+    """The stack's one settle step, created on first use as ``config`` says; a later table
+    (``where``) must ask for the same ``config``."""
     stack = Stack.of(scope)
     existing = stack.node.try_find_child(PROVIDER_ID)
-    if existing is not None:
-        function = existing.node.find_child("Function")
-        policy = existing.node.find_child("FunctionPolicy")
-        assert isinstance(function, lambda_.Function)
-        assert isinstance(policy, iam.ManagedPolicy)
-        made = existing.config if isinstance(existing, _SettleProvider) else config
-        if made != config:
-            raise CapacityConfigError(
-                f"{where}: function_options['Settle']: got {config}; but the stack's one "
-                f"settle function ({existing.node.path}) is already made with {made}: every "
-                "PROVISION_THEN_SETTLE table of a stack shares it, so give them the same "
-                "function_options"
-            )
-        return function, policy
-    holder = _SettleProvider(stack, PROVIDER_ID, config)
-    function, policy = runtime_function(
-        holder,
-        "Function",
-        handler="ddb_capacity_runtime.settle.handler.handler",
-        description="Settles PROVISION_THEN_SETTLE tables from their high-water mark",
-        config=config,
-        configured_by_environment=False,  # its tables come in each event
-    )
-    reasons = {
-        "Serverless-LambdaDLQ": "Invoked only by CloudFormation, which waits for the "
-        "function's own SUCCESS/FAILED response; a failed event fails the deployment.",
-        "HIPAA.Security-LambdaDLQ": "Invoked only by CloudFormation, which receives every "
-        "failure through the custom-resource response.",
-        "NIST.800.53.R5-LambdaDLQ": "Invoked only by CloudFormation, which receives every "
-        "failure through the custom-resource response.",
-        "PCI.DSS.321-LambdaDLQ": "Invoked only by CloudFormation, which receives every "
-        "failure through the custom-resource response.",
-        "Serverless-LambdaAsyncFailureDestination": "Invoked only by CloudFormation, "
-        "which receives every failure through the custom-resource response.",
-        "Serverless-LambdaTracing": "One DynamoDB call per table creation; its log line "
-        "records it, tracing adds nothing but cost.",
-        "HIPAA.Security-LambdaConcurrency": "Runs once per table creation; reserving "
-        "concurrency would take it from the account for nothing.",
-        "NIST.800.53.R5-LambdaConcurrency": "Runs once per table creation; reserving "
-        "concurrency would take it from the account for nothing.",
-        "HIPAA.Security-LambdaInsideVPC": "Calls only the DynamoDB control plane "
-        "(DescribeTable, UpdateTable); it reaches no resource inside a VPC.",
-        "NIST.800.53.R5-LambdaInsideVPC": "Calls only the DynamoDB control plane "
-        "(DescribeTable, UpdateTable); it reaches no resource inside a VPC.",
-        "PCI.DSS.321-LambdaInsideVPC": "Calls only the DynamoDB control plane "
-        "(DescribeTable, UpdateTable); it reaches no resource inside a VPC.",
-    }
-    for finding, reason in reasons.items():
-        acknowledge(holder, finding, reason)
-    skip_checkov(function, "CKV_AWS_116", reasons["Serverless-LambdaDLQ"])
-    skip_checkov(function, "CKV_AWS_115", reasons["HIPAA.Security-LambdaConcurrency"])
-    return function, policy
+    if existing is None:
+        return _SettleProvider(stack, PROVIDER_ID, config)
+    assert isinstance(existing, _SettleProvider)
+    if existing.config != config:
+        raise CapacityConfigError(
+            f"{where}: function_options['Settle']: got {config}; but the stack's one "
+            f"settle step ({existing.node.path}) is already made with {existing.config}: "
+            "every PROVISION_THEN_SETTLE table of a stack shares it, so give them the same "
+            "function_options"
+        )
+    return existing
 
 
 class SettleStep(Construct):
@@ -118,23 +280,26 @@ class SettleStep(Construct):
     ) -> None:
         super().__init__(scope, id)
         self._targets: list[dict[str, Any]] = []
-        function, policy = settle_function(self, where, config)
+        provider = settle_provider(self, where, config)
         cfn_table = table.node.default_child
         assert isinstance(cfn_table, dynamodb.CfnTable)
-        policy.add_statements(
+        provider.policy.add_statements(
             iam.PolicyStatement(
                 sid=f"Settle{Stack.of(table).get_logical_id(cfn_table)}",
                 actions=["dynamodb:DescribeTable", "dynamodb:UpdateTable"],
                 resources=[table.table_arn],
             )
         )
+        # Not "Resource": CloudFormation cannot change a custom resource's ServiceToken, so
+        # the step served by the provider has a new id, which replaces the one served by a
+        # single function before it (the old one's Delete goes to the old function).
         self.resource = CustomResource(
             self,
-            "Resource",
-            service_token=function.function_arn,
+            "Step",
+            service_token=provider.provider.service_token,
             resource_type="Custom::CapacitySettle",
             service_timeout=Duration.seconds(
-                config.timeout.to_seconds() + SERVICE_MARGIN.to_seconds()
+                TOTAL_TIMEOUT.to_seconds() + SERVICE_MARGIN.to_seconds()
             ),
             properties={"TableName": table.table_name, "Targets": []},
         )

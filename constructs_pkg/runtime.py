@@ -1,10 +1,10 @@
 """Runs in: CDK app (synth time).
 
-The Lambda side shared by every function this library deploys: the asset (run-time
-code only; the fleet advisor's functions have a second asset, `advisor_code`, with
-the tools and their pure-Python dependencies), the one Python runtime they run on
-(`FUNCTION_PYTHON`, the Python the tests run on), and an explicit log group; and the
-state store table the run-time keeps its state in."""
+The Lambda side shared by every function this library deploys: the assets (each
+function's holds the run-time modules its handler imports; the fleet advisor's functions
+have their own, `advisor_code`, with the tools and their pure-Python dependencies), the
+one Python runtime they run on (`FUNCTION_PYTHON`, the Python the tests run on), and an
+explicit log group; and the state store table the run-time keeps its state in."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from constructs import Construct
 import ddb_capacity_runtime
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 
+from .assets import handler_closure, staged_modules
 from .compliance import acknowledge, skip_checkov
 from .props import duration_prop, whole_prop
 
@@ -178,23 +179,6 @@ def _checked_timeout(where: str, timeout: object, default: FunctionDefaults) -> 
     return checked
 
 
-@functools.cache
-def staged_runtime() -> Path:
-    """A folder holding a copy of the run-time package and nothing else (no caches).
-
-    The package may sit in a site-packages folder beside every other library, so the
-    asset is staged from a copy; the CDK copies it on into the cloud assembly, and the
-    folder is removed when the process ends."""
-    root = Path(tempfile.mkdtemp(prefix="ddb-capacity-asset-"))
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
-    shutil.copytree(
-        RUNTIME_PACKAGE,
-        root / RUNTIME_PACKAGE.name,
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-    )
-    return root
-
-
 #: The advisor asset's packages: the run-time, the tools (the simulator, ``advise``, the
 #: fleet report) and the pure-Python packages the tools import (cronsim for schedules,
 #: tzdata for time zones where the Lambda image has no zoneinfo database). boto3 and
@@ -266,10 +250,13 @@ def hook_layer(scope: Construct) -> lambda_.LayerVersion:
     )
 
 
-def runtime_code() -> lambda_.Code:
-    """The asset: the ``ddb_capacity_runtime`` package alone (no aws_cdk, no tools, no
-    tests, no examples)."""
-    return lambda_.Code.from_asset(str(staged_runtime()))
+def runtime_code(handler: str) -> lambda_.Code:
+    """The asset of the function whose handler is ``handler``
+    (``"ddb_capacity_runtime.module.function"``): the run-time modules that handler imports
+    and nothing else (no aws_cdk, no tools, no other function's code), found from the
+    package's import graph (`assets.handler_closure`)."""
+    modules = handler_closure(RUNTIME_PACKAGE, handler)
+    return lambda_.Code.from_asset(str(staged_modules(RUNTIME_PACKAGE, modules)))
 
 
 FUNCTION_PYTHON = (3, 11)
@@ -304,8 +291,8 @@ def runtime_function(
     reserved_concurrent_executions: int | None = None,
     code: lambda_.Code | None = None,
 ) -> tuple[lambda_.Function, iam.ManagedPolicy]:
-    """A function on the run-time asset (or ``code``), with its own role and log group, as
-    ``config`` says (memory, timeout, log retention, architecture).
+    """A function on its own run-time asset (`runtime_code`, or ``code``), with its own
+    role and log group, as ``config`` says (memory, timeout, log retention, architecture).
 
     The role carries no AWS managed policy and no inline policy: one customer-managed
     policy (returned) lets it write to its own log group; callers add what the function
@@ -320,13 +307,13 @@ def runtime_function(
         assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
         description=f"Execution role of {description}",
     )
-    policy = _own_policy(scope, f"{id}Policy", description, role, log_group)
+    policy = own_policy(scope, f"{id}Policy", description, role, log_group)
     function = lambda_.Function(
         scope,
         id,
         runtime=function_runtime(),
         architecture=config.architecture,
-        code=code or runtime_code(),
+        code=code or runtime_code(handler),
         handler=handler,
         description=description,
         timeout=config.timeout,
@@ -337,15 +324,15 @@ def runtime_function(
         environment=environment,
         reserved_concurrent_executions=reserved_concurrent_executions,
     )
-    _acknowledge_function(function, policy, log_group, configured_by_environment)
+    _acknowledge_function(function, log_group, configured_by_environment)
     return function, policy
 
 
-def _own_policy(
+def own_policy(
     scope: Construct, id: str, description: str, role: iam.Role, log_group: logs.LogGroup
 ) -> iam.ManagedPolicy:
-    """The function's one customer-managed policy: writing to its own log group, to start."""
-    return iam.ManagedPolicy(
+    """A function's one customer-managed policy: writing to its own log group, to start."""
+    policy = iam.ManagedPolicy(
         scope,
         id,
         description=f"Permissions of {description}",
@@ -358,15 +345,21 @@ def _own_policy(
             )
         ],
     )
+    acknowledge(
+        policy,
+        f"AwsSolutions-IAM5[Resource::<{_logical_ref(log_group)}.Arn>:*]",
+        "Log streams are created at run time with generated names; the grant is limited "
+        "to the function's own log group.",
+    )
+    return policy
 
 
 def _acknowledge_function(
     function: lambda_.Function,
-    policy: iam.ManagedPolicy,
     log_group: logs.LogGroup,
     configured_by_environment: bool,
 ) -> None:
-    """What every run-time function, its log group and its policy are acknowledged for."""
+    """What every run-time function and its log group are acknowledged for."""
     for finding in ("AwsSolutions-L1", "Serverless-LambdaLatestVersion"):
         acknowledge(function, finding, RUNTIME_REASON)
     for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"):
@@ -384,12 +377,6 @@ def _acknowledge_function(
         "CKV_AWS_117",
         "Calls only AWS APIs (DynamoDB, Application Auto Scaling, CloudWatch, Lambda); it "
         "reaches nothing in a VPC, and a VPC would need NAT or endpoints to reach them.",
-    )
-    acknowledge(
-        policy,
-        f"AwsSolutions-IAM5[Resource::<{_logical_ref(log_group)}.Arn>:*]",
-        "Log streams are created at run time with generated names; the grant is limited "
-        "to the function's own log group.",
     )
 
 

@@ -152,10 +152,11 @@ class TableCapacity(Construct):
     :param prewarm: how high-water marks are reached. Default: ``WARM_THROUGHPUT``.
     :param table_quota: the account's per-table capacity quota. Default: 40,000.
     :param function_options: with ``PROVISION_THEN_SETTLE`` only, ``{"Settle":
-        FunctionOptions(...)}``: the stack's settle function (memory, timeout from 1 to 15
-        minutes, log retention, architecture) merged over its defaults (256 MB, 10 minutes;
-        CloudFormation waits 2 minutes more). Every settled table of a stack shares that
-        function, so they must ask for the same. Default: the defaults.
+        FunctionOptions(...)}``: the stack's two settle functions (memory, timeout from 30
+        seconds to 15 minutes for each call, log retention, architecture) merged over their
+        defaults (256 MB, 1 minute; the provider waits for the table between calls, up to 30
+        minutes). Every settled table of a stack shares them, so they must ask for the same.
+        Default: the defaults.
     """
 
     #: How messages name the construct.
@@ -221,7 +222,7 @@ class TableCapacity(Construct):
         _validate_managed_once(self, where, table)
 
     def _validate_function_options(self, options: object) -> FunctionConfig:
-        """``function_options``: the settle function's (``"Settle"``), PROVISION_THEN_SETTLE
+        """``function_options``: the settle functions' (``"Settle"``), PROVISION_THEN_SETTLE
         only; returns its config merged over the defaults."""
         if options is not None and self.prewarm is not PrewarmMethod.PROVISION_THEN_SETTLE:
             raise CapacityConfigError(
@@ -773,10 +774,11 @@ class ProvisionedTable(TableCapacity):
     :param table_quota: the per-table capacity quota of the account, in capacity units.
         Default: 40,000 (DynamoDB's default quota).
     :param function_options: with ``PROVISION_THEN_SETTLE`` only, ``{"Settle":
-        FunctionOptions(...)}``: the stack's settle function (memory, timeout from 1 to 15
-        minutes, log retention, architecture) merged over its defaults (256 MB, 10 minutes;
-        CloudFormation waits 2 minutes more). Every settled table of a stack shares that
-        function, so they must ask for the same. Default: the defaults.
+        FunctionOptions(...)}``: the stack's two settle functions (memory, timeout from 30
+        seconds to 15 minutes for each call, log retention, architecture) merged over their
+        defaults (256 MB, 1 minute; the provider waits for the table between calls, up to 30
+        minutes). Every settled table of a stack shares them, so they must ask for the same.
+        Default: the defaults.
     :param billing_mode: only ``BillingMode.PROVISIONED`` is accepted. Default: PROVISIONED.
     :param point_in_time_recovery: Default: True.
     :param deletion_protection: Default: True.

@@ -16,13 +16,10 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "true")
 
-import json
 import subprocess
 import sys
-import threading
 import urllib.request
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -155,45 +152,11 @@ def aws_client(aws_env: dict[str, str]) -> Any:
     return make
 
 
-class ResponseCatcher:
-    """An HTTP server on 127.0.0.1 that records the PUTs CloudFormation would receive."""
-
-    def __init__(self) -> None:
-        bodies: list[dict[str, Any]] = []
-        self.bodies = bodies
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_PUT(self) -> None:  # noqa: N802 (http.server's name)
-                length = int(self.headers["Content-Length"])
-                bodies.append(json.loads(self.rfile.read(length)))
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/response"
-        # shutdown() waits for the loop's next poll: 0.05 s, not the default 0.5 s
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def response_catcher() -> Iterator[ResponseCatcher]:
-    catcher = ResponseCatcher()
-    yield catcher
-    catcher.close()
-
-
-def cfn_event(request_type: str, response_url: str, properties: dict[str, Any]) -> dict[str, Any]:
+def cfn_event(request_type: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """A custom-resource event as the provider passes it to its handlers."""
     return {
         "RequestType": request_type,
-        "ResponseURL": response_url,
+        "ResponseURL": "https://cloudformation-custom-resource-response.example/response",
         "StackId": f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/Test/1",
         "RequestId": "req-1",
         "LogicalResourceId": "Settle",

@@ -7,10 +7,12 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from constructs_pkg import assets
+from constructs_pkg.assets import module_files
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ROOT / "lambda_src" / "ddb_capacity_runtime"
@@ -23,58 +25,14 @@ MAX_FUNCTION_LINES = 60
 
 def _modules() -> dict[str, Path]:
     """Every module of the three packages by dotted name (a package by its own name)."""
-    out = {}
-    for root in PACKAGES:
-        for path in sorted(root.rglob("*.py")):
-            parts = list(path.relative_to(root.parent).with_suffix("").parts)
-            if parts[-1] == "__init__":
-                parts.pop()
-            out[".".join(parts)] = path
-    return out
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import of ``tree``, at module level or in a function, except those under
-    ``if TYPE_CHECKING:``."""
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                yield from _imports(child)
-            continue
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node
-        yield from _imports(node)
+    return module_files(PACKAGES)
 
 
 def import_graph() -> dict[str, set[str]]:
-    """Which of the packages' modules each of their modules imports. ``from X import name`` is an
-    edge to ``X.name`` when that is a module, else to ``X``."""
-    modules = _modules()
-    graph: dict[str, set[str]] = {name: set() for name in modules}
-    for name, path in modules.items():
-        is_package = path.name == "__init__.py"
-        here = name.split(".") if is_package else name.split(".")[:-1]
-        for node in _imports(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            else:
-                if node.level:
-                    base = here[: len(here) - node.level + 1]
-                    source = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    source = node.module or ""
-                targets = [
-                    f"{source}.{a.name}" if f"{source}.{a.name}" in modules else source
-                    for a in node.names
-                ]
-            graph[name] |= {t for t in targets if t in modules and t != name}
-    return graph
+    """Which of the packages' modules each of their modules imports (the graph the Lambda
+    assets are built from): ``from X import name`` is an edge to ``X.name`` when that is a
+    module, else to ``X``; imports under ``if TYPE_CHECKING:`` are not edges."""
+    return assets.import_graph(PACKAGES)
 
 
 def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:

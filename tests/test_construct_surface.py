@@ -640,7 +640,7 @@ def test_the_guides_app_synthesizes_as_it_says(tmp_path: Path) -> None:
     assert sorted(b["Properties"]["Architectures"][0] for b in brokers) == ["arm64", "x86_64"]
 
 
-# ---------------------------------------------------------------------- the settle function
+# ---------------------------------------------------------------------- the settle functions
 
 HIGH = Capacity(min_capacity=5, max_capacity=100, high_water_mark=1_000)
 
@@ -657,21 +657,24 @@ def settled(stack: cdk.Stack, id: str, options: Any) -> ProvisionedTable:
     )
 
 
-def test_the_settle_function_takes_its_options_and_cloudformation_waits_longer(
+def test_the_settle_functions_take_their_options_and_the_wait_is_the_providers(
     stack: cdk.Stack,
 ) -> None:
-    # GIVEN two settled tables asking for the same settle function
+    # GIVEN two settled tables asking for the same settle functions
     options = {"Settle": FunctionOptions(memory_size=512, timeout=Duration.minutes(5))}
     settled(stack, "Catalog", options)
     settled(stack, "Prices", options)
     template = Template.from_stack(stack)
-    # THEN the stack's one settle function runs so, and CloudFormation waits 2 minutes more
-    function = function_of(
-        template, "Settles PROVISION_THEN_SETTLE tables from their high-water mark"
-    )
-    assert (function["MemorySize"], function["Timeout"]) == (512, 300)
+    # THEN the stack's two settle functions run so
+    for description in (
+        "Checks the settle step of PROVISION_THEN_SETTLE tables",
+        "Settles PROVISION_THEN_SETTLE tables from their high-water mark",
+    ):
+        function = function_of(template, description)
+        assert (function["MemorySize"], function["Timeout"]) == (512, 300)
+    # AND CloudFormation waits for the provider's 31 minutes and 2 more, whatever the options
     settles = template.find_resources("Custom::CapacitySettle").values()
-    assert [s["Properties"]["ServiceTimeout"] for s in settles] == ["420", "420"]
+    assert [s["Properties"]["ServiceTimeout"] for s in settles] == ["1980", "1980"]
 
 
 @pytest.mark.parametrize(
@@ -689,9 +692,9 @@ def test_the_settle_function_takes_its_options_and_cloudformation_waits_longer(
             "ProvisionedTable Test/T: function_options: got {'Settle': FunctionOptions(",
         ),
         (
-            lambda s: settled(s, "T", {"Settle": FunctionOptions(timeout=Duration.seconds(30))}),
-            "function_options['Settle']: timeout: got 30 seconds; expected a Duration from 1 "
-            "minute to 15 minutes: the settle step waits for its table until 30 seconds",
+            lambda s: settled(s, "T", {"Settle": FunctionOptions(timeout=Duration.seconds(20))}),
+            "function_options['Settle']: timeout: got 20 seconds; expected a Duration from 30 "
+            "seconds to 15 minutes: each call of the settle step makes one DescribeTable",
         ),
     ],
 )
@@ -709,7 +712,7 @@ def test_a_second_settled_table_asking_for_another_function_is_told_why() -> Non
     )
     assert message.startswith(
         "ProvisionedTable Test/Prices: function_options['Settle']: got 512 MB, a timeout of "
-        "10 minutes, logs kept ONE_YEAR, arm64; but the stack's one settle function "
+        "1 minute, logs kept ONE_YEAR, arm64; but the stack's one settle step "
         "(Test/CapacitySettleProvider) is already made with 256 MB,"
     ), message
     assert "every PROVISION_THEN_SETTLE table of a stack shares it" in message, message

@@ -6,7 +6,8 @@ The app: a table managed by a scaler and by capacity requests (``Orders``), a ta
 by the scaler's discovery tag (``Tagged``), a table pre-warmed by PROVISION_THEN_SETTLE
 (``Catalog``), and an unmanaged table with its own auto scaling (``Unmanaged``), all in one
 account; the principals are the scaler (owning its ProvisionedTable's target values), the
-broker, the restorer, the settle function and a worker granted capacity requests. The scaler writes no tag: it may only remove 0.4's state
+broker, the restorer, the settle step's functions (and its provider's) and a worker granted
+capacity requests. The scaler writes no tag: it may only remove 0.4's state
 tags, and it writes the items of its state store (here the requests' hold store) alone.
 """
 
@@ -32,7 +33,16 @@ from tests.iam_eval import ACCOUNT, PARTITION, REGION, Request, Template, allowe
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 DISCOVERY = ("team-capacity", "managed")
 TABLES = ("Orders", "Tagged", "Catalog", "Unmanaged")
-PRINCIPALS = ("scaler", "broker", "restorer", "settle", "worker")
+PRINCIPALS = (
+    "scaler",
+    "broker",
+    "restorer",
+    "settle",
+    "settle-check",
+    "provider",
+    "provider-waiter",
+    "worker",
+)
 STATE_TAGS = ("ddb-capacity:base-min:table:write", "ddb-capacity:forecast:index/byDay:read")
 ITEM_WRITES = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")
 
@@ -102,7 +112,12 @@ def roles(template: Template) -> dict[str, str]:
         "ddb_capacity_runtime.scaler.handler.lambda_handler": "scaler",
         "ddb_capacity_runtime.requests.broker.broker_handler": "broker",
         "ddb_capacity_runtime.requests.restorer.restorer_handler": "restorer",
-        "ddb_capacity_runtime.settle.handler.handler": "settle",
+        "ddb_capacity_runtime.settle.handler.is_complete": "settle",
+        "ddb_capacity_runtime.settle.handler.on_event": "settle-check",
+        # the settle step's provider (aws-cdk-lib's framework functions, on roles of ours)
+        "framework.onEvent": "provider",
+        "framework.isComplete": "provider-waiter",
+        "framework.onTimeout": "provider-waiter",
     }
     found = {
         handlers[f["Properties"]["Handler"]]: f["Properties"]["Role"]["Fn::GetAtt"][0]
@@ -302,4 +317,5 @@ def test_the_scaler_writes_the_items_of_its_state_store_only(connected: bool) ->
         assert writes["scaler"] == {table_logical(template, "ScalerStateStore")}
     # AND the broker the hold store's; nobody else any item of any table
     assert writes["broker"] == {hold_store}
-    assert writes["restorer"] == writes["settle"] == writes["worker"] == set()
+    for principal in set(PRINCIPALS) - {"scaler", "broker"}:
+        assert writes[principal] == set(), principal

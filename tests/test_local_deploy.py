@@ -2,9 +2,9 @@
 server on 127.0.0.1, then boto3 checks what exists.
 
 moto's CloudFormation skips scalable targets and scaling policies, and it cannot run the
-settle function (no Docker): the template tests cover the former, and the deployed settle
+settle functions (no Docker): the template tests cover the former, and the deployed settle
 step is run here in-process against the deployed table with the properties CloudFormation
-holds for it.
+holds for it, as its provider calls it (on_event, then is_complete).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from ddb_capacity_runtime.settle.handler import handler
+from ddb_capacity_runtime.settle.handler import is_complete, on_event
 from ddb_capacity_tools.local_aws import drop_key_tags
 
-from .conftest import ACCOUNT, REGION, ResponseCatcher, cfn_event, run_cdk
+from .conftest import ACCOUNT, REGION, cfn_event, run_cdk
 
 pytestmark = pytest.mark.deploy
 
@@ -93,30 +93,27 @@ def test_orders_table_is_pre_warmed(deployed: Path, aws_client: Any) -> None:
     assert tags(aws_client, table) == {"app": "orders", "ddb-capacity:prewarm": "WARM_THROUGHPUT"}
 
 
-def test_catalog_is_created_at_its_mark_then_settled(
-    deployed: Path, aws_client: Any, response_catcher: ResponseCatcher
-) -> None:
+def test_catalog_is_created_at_its_mark_then_settled(deployed: Path, aws_client: Any) -> None:
     # GIVEN the catalog as CloudFormation created it: at its high-water mark
     table = describe(aws_client, "SettledCatalog")
     assert throughput(table) == (8_000, 2_000)
     assert tags(aws_client, table)["ddb-capacity:prewarm"] == "PROVISION_THEN_SETTLE"
-    # AND the deployed settle function, as CloudFormation knows it
+    # AND the deployed settle functions, as CloudFormation knows them
     functions = aws_client("lambda").list_functions()["Functions"]
-    (function,) = [f for f in functions if "CapacitySettleProvider" in f["FunctionName"]]
-    assert function["Handler"] == "ddb_capacity_runtime.settle.handler.handler"
+    handlers = {f["Handler"] for f in functions if "CapacitySettleProvider" in f["FunctionName"]}
+    assert {
+        "ddb_capacity_runtime.settle.handler.on_event",
+        "ddb_capacity_runtime.settle.handler.is_complete",
+    } <= handlers
     template = json.loads((deployed / "SettledCatalog.template.json").read_text())
     (settle,) = [r for r in template["Resources"].values() if r["Type"] == "Custom::CapacitySettle"]
     properties = {**settle["Properties"], "TableName": table["TableName"]}
-    # WHEN the settle step runs against the deployed table
-    dynamodb = aws_client("dynamodb")
-    handler(
-        cfn_event("Create", response_catcher.url, json.loads(json.dumps(properties))),
-        None,
-        dynamodb=dynamodb,
-    )
-    # THEN it reports success and the catalog is at its operating minimum
-    assert response_catcher.bodies[-1]["Status"] == "SUCCESS"
-    assert response_catcher.bodies[-1]["Data"] == {"Settled": "true"}
+    # WHEN the settle step runs against the deployed table, as its provider calls it
+    event = cfn_event("Create", json.loads(json.dumps(properties)))
+    started = on_event(event, None)
+    done = is_complete({**event, **started}, None, dynamodb=aws_client("dynamodb"))
+    # THEN it is done at once (the table is ACTIVE) and the catalog is at its operating minimum
+    assert done == {"IsComplete": True, "Data": {"Settled": "true"}}
     assert throughput(describe(aws_client, "SettledCatalog")) == (25, 10)
 
 

@@ -1,5 +1,6 @@
 """The settle step of PROVISION_THEN_SETTLE: the pure plan, the real UpdateTable against a
-moto server, the CloudFormation response, and (Stubber) the table states moto never shows."""
+moto server, the provider's two calls (on_event, then is_complete until done), and (Stubber)
+the table states moto never shows."""
 
 from __future__ import annotations
 
@@ -11,15 +12,17 @@ import pytest
 from botocore.stub import Stubber
 
 from ddb_capacity_runtime.settle.handler import (
+    SettleError,
     SettleTarget,
-    handler,
+    is_complete,
+    on_event,
     parse_targets,
     plan_settle,
     settle_table,
-    wait_until_active,
 )
+from ddb_capacity_runtime.settle.plan import SETTLE_WAIT_S
 
-from .conftest import ResponseCatcher, cfn_event
+from .conftest import cfn_event
 
 
 def description(
@@ -174,20 +177,18 @@ def test_settle_spends_one_update_and_is_idempotent(dynamodb: Any) -> None:
     name = create_at_mark(dynamodb)
     calls = count_update_table_calls(dynamodb)
     # WHEN settled
-    sent = settle_table(dynamodb, name, TARGETS, timeout_s=30)
+    sent = settle_table(dynamodb, dynamodb.describe_table(TableName=name)["Table"], TARGETS)
     # THEN one UpdateTable brought the table and its GSI to operating capacity
     assert len(calls) == 1 and sent is not None
     assert throughput(dynamodb, name) == {None: (25, 10), "bySupplier": (4, 2)}
     # AND settling again (a retried event) spends nothing
-    assert settle_table(dynamodb, name, TARGETS, timeout_s=30) is None
+    assert settle_table(dynamodb, dynamodb.describe_table(TableName=name)["Table"], TARGETS) is None
     assert len(calls) == 1
 
 
-def test_handler_reports_success_to_cloudformation(
-    dynamodb: Any, response_catcher: ResponseCatcher
-) -> None:
-    name = create_at_mark(dynamodb)
-    props = {
+def properties(name: str) -> dict[str, Any]:
+    """The resource's properties as CloudFormation sends them (numbers as strings)."""
+    return {
         "TableName": name,
         "Targets": [
             {
@@ -199,77 +200,136 @@ def test_handler_reports_success_to_cloudformation(
             for t in TARGETS
         ],
     }
-    handler(cfn_event("Create", response_catcher.url, props), None, dynamodb=dynamodb)
-    (body,) = response_catcher.bodies
-    assert body["Status"] == "SUCCESS"
-    assert body["Data"] == {"Settled": "true"}
-    assert body["PhysicalResourceId"] == f"{name}-settle"
-    assert body["RequestId"] == "req-1" and body["LogicalResourceId"] == "Settle"
+
+
+def provider_calls(event: dict[str, Any], dynamodb: Any, now: float = 1e9) -> dict[str, Any]:
+    """What the provider does: on_event, then is_complete on the event with on_event's
+    answer, until done; the final answer, its Data merged over on_event's."""
+    started = on_event(event, None, clock=lambda: now)
+    asked = {**event, **started}
+    for _ in range(5):
+        done = is_complete(asked, None, dynamodb=dynamodb, clock=lambda: now)
+        if done["IsComplete"]:
+            data = {**started.get("Data", {}), **done.get("Data", {})}
+            return {"PhysicalResourceId": started["PhysicalResourceId"], "Data": data}
+    raise AssertionError("not complete after 5 calls")
+
+
+def test_the_provider_settles_a_created_table(dynamodb: Any) -> None:
+    # GIVEN a table created at its high-water mark
+    name = create_at_mark(dynamodb)
+    # WHEN CloudFormation creates its settle step
+    answer = provider_calls(cfn_event("Create", properties(name)), dynamodb)
+    # THEN the resource is named for the table, says it settled, and the table is settled
+    assert answer == {
+        "PhysicalResourceId": f"{name}-settle",
+        "Data": {"SettleBy": str(int(1e9 + SETTLE_WAIT_S)), "Settled": "true"},
+    }
     assert throughput(dynamodb, name)[None] == (25, 10)
+    # AND an update of the step (the same targets) spends nothing and keeps the name
+    event = {**cfn_event("Update", properties(name)), "PhysicalResourceId": f"{name}-settle"}
+    again = provider_calls(event, dynamodb)
+    assert again["PhysicalResourceId"] == f"{name}-settle"
+    assert again["Data"]["Settled"] == "false"
 
 
-def test_handler_reports_failure_with_the_reason(
-    dynamodb: Any, response_catcher: ResponseCatcher
+def test_a_failure_names_its_cause_and_is_logged(
+    dynamodb: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    props = {"TableName": "no-such-table", "Targets": []}
-    handler(cfn_event("Create", response_catcher.url, props), None, dynamodb=dynamodb)
-    (body,) = response_catcher.bodies
-    assert body["Status"] == "FAILED"
-    assert body["Reason"].startswith("ResourceNotFoundException:")
+    event = {**cfn_event("Create", {"TableName": "no-such-table", "Targets": []}), "Data": {}}
+    with pytest.raises(SettleError, match=r"^ResourceNotFoundException: "):
+        is_complete(event, None, dynamodb=dynamodb)
+    (failed,) = [r for r in caplog.records if r.getMessage() == "settle-failed"]
+    assert failed.levelname == "ERROR" and failed.table == "no-such-table"
 
 
-def test_handler_delete_touches_nothing(response_catcher: ResponseCatcher) -> None:
+def test_on_event_refuses_bad_targets_before_any_wait() -> None:
+    event = cfn_event(
+        "Create",
+        {"TableName": "t", "Targets": [{"Dimension": "r", "HighWaterMark": "1", "Operating": "1"}]},
+    )
+    with pytest.raises(
+        SettleError, match=r"^ValueError: Targets\[0\].Dimension must be read or write; got 'r'"
+    ):
+        on_event(event, None)
+
+
+def test_delete_touches_nothing() -> None:
     client = boto3.client(
         "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
     with Stubber(client) as stubber:  # any AWS call would fail: none is queued
-        event = cfn_event("Delete", response_catcher.url, {"TableName": "t", "Targets": []})
+        event = cfn_event("Delete", {"TableName": "t", "Targets": []})
         event["PhysicalResourceId"] = "t-settle"
-        handler(event, None, dynamodb=client)
+        assert on_event(event, None) == {"PhysicalResourceId": "t-settle"}
+        assert is_complete(event, None, dynamodb=client) == {"IsComplete": True}
         stubber.assert_no_pending_responses()
-    (body,) = response_catcher.bodies
-    assert body["Status"] == "SUCCESS" and body["PhysicalResourceId"] == "t-settle"
 
 
 # ---------------------------------------------------------------- states moto never shows
 
 
-def test_wait_until_active_polls_through_updating() -> None:
-    # moto's tables are ACTIVE at once; a real one is CREATING, then its GSI backfills.
-    client = boto3.client(
+def stubbed() -> Any:
+    return boto3.client(
         "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
+
+
+ORDERS_TARGETS = [
+    {"Index": "", "Dimension": "read", "HighWaterMark": "10", "Operating": "2"},
+]
+
+
+def test_is_complete_waits_through_creating_and_backfilling() -> None:
+    # moto's tables are ACTIVE at once; a real one is CREATING, then its GSI backfills.
+    client = stubbed()
     creating = description(10, 10, status="CREATING")
     backfilling = description(10, 10, {"byG": (1, 1)})
     backfilling["GlobalSecondaryIndexes"][0]["IndexStatus"] = "CREATING"
     active = description(10, 10, {"byG": (1, 1)})
-    slept: list[float] = []
+    event = {
+        **cfn_event("Create", {"TableName": "orders", "Targets": ORDERS_TARGETS}),
+        "Data": {"SettleBy": "1000"},
+    }
+    answers = []
     with Stubber(client) as stubber:
         for state in (creating, backfilling, active):
             stubber.add_response("describe_table", {"Table": state}, {"TableName": "orders"})
-        result = wait_until_active(client, "orders", timeout_s=60, poll_s=5, sleep=slept.append)
-        stubber.assert_no_pending_responses()
-    assert result["TableStatus"] == "ACTIVE" and slept == [5, 5]
-
-
-def test_wait_until_active_times_out() -> None:
-    client = boto3.client(
-        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
-    )
-    now = [0.0]
-
-    def sleep(seconds: float) -> None:
-        now[0] += seconds
-
-    with Stubber(client) as stubber:
+        stubber.add_response(
+            "update_table",
+            {},
+            {
+                "TableName": "orders",
+                "ProvisionedThroughput": {"ReadCapacityUnits": 2, "WriteCapacityUnits": 10},
+            },
+        )
         for _ in range(3):
-            stubber.add_response(
-                "describe_table",
-                {"Table": description(1, 1, status="UPDATING")},
-                {"TableName": "orders"},
-            )
-        with pytest.raises(TimeoutError, match="table orders not ACTIVE after 12 s"):
-            wait_until_active(
-                client, "orders", timeout_s=12, poll_s=5, clock=lambda: now[0], sleep=sleep
-            )
+            answers.append(is_complete(event, None, dynamodb=client, clock=lambda: 999.0))
+        stubber.assert_no_pending_responses()
+    # THEN it is not done while the table or its GSI is not ACTIVE, then settles it once
+    assert answers == [
+        {"IsComplete": False},
+        {"IsComplete": False},
+        {"IsComplete": True, "Data": {"Settled": "true"}},
+    ]
+
+
+def test_is_complete_fails_a_table_not_active_in_time() -> None:
+    client = stubbed()
+    event = {
+        **cfn_event("Create", {"TableName": "orders", "Targets": ORDERS_TARGETS}),
+        "Data": {"SettleBy": "1000"},
+    }
+    with Stubber(client) as stubber:
+        stubber.add_response(
+            "describe_table",
+            {"Table": description(1, 1, status="UPDATING")},
+            {"TableName": "orders"},
+        )
+        with pytest.raises(
+            SettleError,
+            match=f"^TimeoutError: table orders not ACTIVE after {SETTLE_WAIT_S} s "
+            r"\(status UPDATING\)",
+        ):
+            is_complete(event, None, dynamodb=client, clock=lambda: 1001.0)
         stubber.assert_no_pending_responses()

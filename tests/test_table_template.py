@@ -314,19 +314,33 @@ def test_provision_then_settle(stack: cdk.Stack) -> None:
             ],
         },
     )
-    # AND its function runs the run-time package on the newest Python runtime, arm64
-    template.has_resource_properties(
-        "AWS::Lambda::Function",
-        {
-            "Handler": "ddb_capacity_runtime.settle.handler.handler",
-            "Runtime": function_runtime().name,
-            "Architectures": ["arm64"],
-            "Timeout": 600,
-            "MemorySize": 256,
-            "LoggingConfig": Match.object_like({"LogFormat": "JSON"}),
-        },
-    )
+    # AND its two functions run the run-time package on the tests' Python runtime, arm64,
+    # each call short: the provider waits between them
+    for handler in ("on_event", "is_complete"):
+        template.has_resource_properties(
+            "AWS::Lambda::Function",
+            {
+                "Handler": f"ddb_capacity_runtime.settle.handler.{handler}",
+                "Runtime": function_runtime().name,
+                "Architectures": ["arm64"],
+                "Timeout": 60,
+                "MemorySize": 256,
+                "LoggingConfig": Match.object_like({"LogFormat": "JSON"}),
+            },
+        )
     template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 365})
+    # AND the provider asks every 10 seconds until 31 minutes have passed (the step's own
+    # 30 and a minute), and CloudFormation waits 2 minutes more
+    (machine,) = template.find_resources("AWS::StepFunctions::StateMachine").values()
+    definition = "".join(
+        p for p in machine["Properties"]["DefinitionString"]["Fn::Join"][1] if isinstance(p, str)
+    )
+    assert '"IntervalSeconds":10,"MaxAttempts":186' in definition
+    template.has_resource_properties(
+        "Custom::CapacitySettle",
+        {"ServiceToken": {"Fn::GetAtt": [Match.string_like_regexp("frameworkonEvent"), "Arn"]}},
+    )
+    template.has_resource_properties("Custom::CapacitySettle", {"ServiceTimeout": "1980"})
 
 
 def test_settle_function_is_one_per_stack_and_scoped_to_its_tables(stack: cdk.Stack) -> None:
@@ -343,11 +357,56 @@ def test_settle_function_is_one_per_stack_and_scoped_to_its_tables(stack: cdk.St
         for name in ("First", "Second")
     ]
     template = Template.from_stack(stack)
-    # THEN one function serves both settle steps
-    template.resource_count_is("AWS::Lambda::Function", 1)
+    # THEN one provider, with its two functions (and its framework's three), serves both
+    # settle steps
+    handlers = [
+        f["Properties"]["Handler"]
+        for f in template.find_resources("AWS::Lambda::Function").values()
+    ]
+    assert sorted(handlers) == [
+        "ddb_capacity_runtime.settle.handler.is_complete",
+        "ddb_capacity_runtime.settle.handler.on_event",
+        "framework.isComplete",
+        "framework.onEvent",
+        "framework.onTimeout",
+    ]
     template.resource_count_is("Custom::CapacitySettle", 2)
-    # AND its customer-managed policy names exactly those two tables, nothing wider
-    template.resource_count_is("AWS::IAM::Policy", 0)
+    # AND the one inline policy is the provider's waiter's, which invokes its framework
+    (policy,) = template.find_resources("AWS::IAM::Policy").values()
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert {s["Action"] for s in statements} == {"lambda:InvokeFunction"}
+    # AND the framework's functions invoke (and wait for) the two settle functions only,
+    # and its onEvent starts the waiter, through customer-managed policies
+    template.has_resource_properties(
+        "AWS::IAM::ManagedPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Sid": "InvokeSettleFunctions",
+                                "Action": ["lambda:InvokeFunction", "lambda:GetFunction"],
+                                "Resource": [
+                                    {"Fn::GetAtt": [Match.string_like_regexp("OnEvent"), "Arn"]},
+                                    {"Fn::GetAtt": [Match.string_like_regexp("IsComplete"), "Arn"]},
+                                ],
+                            }
+                        ),
+                        Match.object_like(
+                            {"Sid": "StartWaiter", "Action": "states:StartExecution"}
+                        ),
+                    ]
+                )
+            },
+            "Roles": [{"Ref": Match.string_like_regexp("FrameworkOnEventRole")}],
+        },
+    )
+    assert not any(
+        "ManagedPolicyArns" in r["Properties"]
+        for r in template.find_resources("AWS::IAM::Role").values()
+    )
+    # AND is_complete's customer-managed policy names exactly those two tables, nothing wider
     template.has_resource_properties(
         "AWS::IAM::ManagedPolicy",
         {
@@ -364,11 +423,16 @@ def test_settle_function_is_one_per_stack_and_scoped_to_its_tables(stack: cdk.St
                     ]
                 )
             },
-            "Roles": [{"Ref": Match.string_like_regexp("CapacitySettleProviderFunctionRole")}],
+            "Roles": [{"Ref": Match.string_like_regexp("CapacitySettleProviderIsCompleteRole")}],
         },
     )
-    # AND the role carries no AWS managed policy
-    template.has_resource_properties("AWS::IAM::Role", {"ManagedPolicyArns": Match.absent()})
+    # AND the functions' roles carry no AWS managed policy
+    roles = template.find_resources(
+        "AWS::IAM::Role",
+        {"Properties": {"Description": Match.string_like_regexp("PROVISION_THEN_SETTLE")}},
+    )
+    assert len(roles) == 2
+    assert all("ManagedPolicyArns" not in r["Properties"] for r in roles.values())
 
 
 def test_settle_skips_marks_equal_to_minimum(stack: cdk.Stack) -> None:

@@ -527,6 +527,24 @@ def _key(window: CapacityWindow) -> WindowKey:
     return (window.index, window.dimension, window.name)
 
 
+def _is_whole_in(value: object, most: int) -> bool:
+    """``value`` is an int (not a bool) from 1 to ``most``."""
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most
+
+
+def _check_times(where: str, entry: ScheduleEntry) -> None:
+    """``entry``'s start and end, when set, are timezone-aware, the start first."""
+    for name in ("start_time", "end_time"):
+        value = getattr(entry, name)
+        if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
+            raise ScheduleError(f"{where}: {name} must be a timezone-aware datetime; got {value!r}")
+    if entry.start_time and entry.end_time and entry.start_time >= entry.end_time:
+        raise ScheduleError(
+            f"{where}: start_time ({entry.start_time.isoformat()}) must be "
+            f"before end_time ({entry.end_time.isoformat()})"
+        )
+
+
 class TableSchedule:
     """The scheduled actions of one ProvisionedTable, rendered onto its scalable targets."""
 
@@ -554,6 +572,21 @@ class TableSchedule:
     def add_entry(self, entry: ScheduleEntry, index: str | None, dimension: str) -> PlacedEntry:
         label = f"{self._where} {'table' if index is None else 'index ' + repr(index)} {dimension}"
         where = f"{label} schedule {getattr(entry, 'name', entry)!r}"
+        self._check_name(label, where, entry, index, dimension)
+        self._check_capacities(where, entry)
+        _check_times(where, entry)
+        placed = PlacedEntry(
+            entry, index, dimension, parse(entry.schedule, where), zone(entry.time_zone, where)
+        )
+        if self._now is not None and (stale := _check_fires(placed, self._now, where)):
+            self._stale.append(stale)
+        self._entries.append(placed)
+        return placed
+
+    def _check_name(
+        self, label: str, where: str, entry: object, index: str | None, dimension: str
+    ) -> None:
+        """``entry`` is a ScheduleEntry whose name is well formed and new on its dimension."""
         if not isinstance(entry, ScheduleEntry):
             raise ScheduleError(f"{label}: entry must be a ScheduleEntry; got {entry!r}")
         if not isinstance(entry.name, str) or not re.fullmatch(r"[\w.:/#-]{1,200}", entry.name):
@@ -566,15 +599,14 @@ class TableSchedule:
                 f"{where}: the name is already used on this dimension; names "
                 f"must be unique per scalable target"
             )
+
+    def _check_capacities(self, where: str, entry: ScheduleEntry) -> None:
+        """``entry`` sets a min, a max or both, each whole from 1 to the quota, min <= max."""
         if entry.min_capacity is None and entry.max_capacity is None:
             raise ScheduleError(f"{where}: set min_capacity, max_capacity or both; got neither")
         for name in ("min_capacity", "max_capacity"):
             value = getattr(entry, name)
-            if value is not None and (
-                isinstance(value, bool)
-                or not isinstance(value, int)
-                or not 1 <= value <= self._quota
-            ):
+            if value is not None and not _is_whole_in(value, self._quota):
                 raise ScheduleError(
                     f"{where}: {name} must be a whole number from 1 to {self._quota}; got {value!r}"
                 )
@@ -587,24 +619,6 @@ class TableSchedule:
                 f"{where}: min_capacity ({entry.min_capacity}) must be lower "
                 f"than or equal to max_capacity ({entry.max_capacity})"
             )
-        for name in ("start_time", "end_time"):
-            value = getattr(entry, name)
-            if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
-                raise ScheduleError(
-                    f"{where}: {name} must be a timezone-aware datetime; got {value!r}"
-                )
-        if entry.start_time and entry.end_time and entry.start_time >= entry.end_time:
-            raise ScheduleError(
-                f"{where}: start_time ({entry.start_time.isoformat()}) must be "
-                f"before end_time ({entry.end_time.isoformat()})"
-            )
-        placed = PlacedEntry(
-            entry, index, dimension, parse(entry.schedule, where), zone(entry.time_zone, where)
-        )
-        if self._now is not None and (stale := _check_fires(placed, self._now, where)):
-            self._stale.append(stale)
-        self._entries.append(placed)
-        return placed
 
     def add_window(self, window: CapacityWindow) -> None:
         scope = "table" if window.index is None else f"index {window.index!r}"

@@ -152,16 +152,9 @@ class Setting:
         if self.kind in (Kind.WHOLE, Kind.NUMBER):
             return self.default if raw is None or raw == "" else self._number(raw)
         if self.kind is Kind.FLAG:
-            text = (raw or "false").strip().lower()
-            if text not in ("true", "false", "1", "0", ""):
-                raise ConfigError(f"{self.name} must be true or false; got {raw!r}")
-            return text in ("true", "1")
-        if self.kind is Kind.TEXT:
-            return self.default if raw is None else raw
-        if self.kind is Kind.OPTIONAL:
-            return (raw or "").strip() or None
-        if self.kind is Kind.NAMES:
-            return tuple(t.strip() for t in (raw or "").split(",") if t.strip())
+            return self._flag(raw)
+        if self.kind in (Kind.TEXT, Kind.OPTIONAL, Kind.NAMES):
+            return self._text(raw)
         if self.kind is Kind.JSON:
             return _overrides(self.name, raw or "{}")
         if self.kind is Kind.DATE:
@@ -170,6 +163,20 @@ class Setting:
         if self.kind is Kind.MODE and value not in MODES:
             raise ConfigError(f"{self.name}: got {value!r}; expected one of {', '.join(MODES)}")
         return Mode(value) if self.kind is Kind.MODE else value
+
+    def _flag(self, raw: str | None) -> bool:
+        text = (raw or "false").strip().lower()
+        if text not in ("true", "false", "1", "0", ""):
+            raise ConfigError(f"{self.name} must be true or false; got {raw!r}")
+        return text in ("true", "1")
+
+    def _text(self, raw: str | None) -> str | None | tuple[str, ...]:
+        """A TEXT (as given), OPTIONAL (empty: None) or NAMES (comma-separated) value."""
+        if self.kind is Kind.TEXT:
+            return self.default if raw is None else raw
+        if self.kind is Kind.OPTIONAL:
+            return (raw or "").strip() or None
+        return tuple(t.strip() for t in (raw or "").split(",") if t.strip())
 
     def render(self, value: Any) -> str:
         """``value`` as this setting's variable holds it."""

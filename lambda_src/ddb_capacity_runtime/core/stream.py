@@ -94,6 +94,13 @@ def value_size(value: object, depth: int = 0) -> int | None:
     if not isinstance(value, Mapping) or len(value) != 1 or depth > MAX_DEPTH:
         return None
     ((kind, raw),) = value.items()
+    if kind in ("SS", "NS", "BS", "L", "M"):
+        return _collection_size(kind, raw, depth)
+    return _scalar_size(kind, raw)
+
+
+def _scalar_size(kind: object, raw: object) -> int | None:
+    """The bytes of a scalar value ``{kind: raw}``; None when malformed."""
     if kind == "S" and isinstance(raw, str):
         return len(raw.encode("utf-8", "surrogatepass"))
     if kind == "N" and isinstance(raw, str):
@@ -102,6 +109,12 @@ def value_size(value: object, depth: int = 0) -> int | None:
         return _binary_size(raw)
     if kind in ("BOOL", "NULL"):
         return 1
+    return None
+
+
+def _collection_size(kind: str, raw: object, depth: int) -> int | None:
+    """The bytes of a set, list or map ``{kind: raw}``; None when it or a member is
+    malformed."""
     if kind in ("SS", "NS", "BS") and isinstance(raw, list):
         sizes = [value_size({kind[0]: v}, depth + 1) for v in raw]
         return None if None in sizes else sum(s for s in sizes if s is not None)

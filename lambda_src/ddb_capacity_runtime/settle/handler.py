@@ -1,10 +1,14 @@
 """Runs in: settle Lambda.
 
-The one-shot settle step of PROVISION_THEN_SETTLE.
+The one-shot settle step of PROVISION_THEN_SETTLE, as the two handlers of a CloudFormation
+custom resource provider (aws-cdk-lib's `custom_resources.Provider`, which answers
+CloudFormation and asks `is_complete` again every few seconds until it says done or the
+step's time is up).
 
 A table created provisioned at its high-water mark is brought down to its operating
 capacity with one UpdateTable that carries the table and every GSI together, so it
-spends exactly one decrease on each counter it touches.
+spends exactly one decrease on each counter it touches, once the table and all its GSIs
+are ACTIVE.
 
 It is idempotent by construction: a dimension is lowered only while its provisioned
 capacity still equals the high-water mark that CloudFormation provisioned. Once it has
@@ -12,26 +16,30 @@ been settled, or auto scaling has moved it (up for traffic, or down), it is left
 so a retried or repeated event spends no second decrease and never cuts live capacity.
 
 Layers: `plan.plan_settle` is pure; `settle_table` talks to DynamoDB through a
-client passed in; `handler` is the thin CloudFormation custom-resource entry point.
+client passed in; `on_event` and `is_complete` are the thin entry points (the provider
+answers CloudFormation).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..aws import tables
 from ..aws.clients import dynamodb_client
 from ..events import log_event
-from .plan import SettleTarget, parse_targets, plan_settle
+from .plan import SETTLE_WAIT_S, SettleTarget, parse_targets, plan_settle
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+
+class SettleError(Exception):
+    """The settle step failed; its message (the cause's type and message) is the reason
+    CloudFormation shows."""
 
 
 def _is_active(description: Mapping[str, Any]) -> bool:
@@ -41,38 +49,12 @@ def _is_active(description: Mapping[str, Any]) -> bool:
     )
 
 
-def wait_until_active(
-    dynamodb: DynamoDBClient,
-    table_name: str,
-    *,
-    timeout_s: float,
-    poll_s: float = 5.0,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
-) -> dict[str, Any]:
-    """DescribeTable until the table and all its GSIs are ACTIVE; TimeoutError after."""
-    deadline = clock() + timeout_s
-    while True:
-        description = tables.describe(dynamodb, table_name)
-        if _is_active(description):
-            return description
-        if clock() + poll_s > deadline:
-            raise TimeoutError(
-                f"table {table_name} not ACTIVE after {timeout_s:.0f} s "
-                f"(status {description['TableStatus']})"
-            )
-        sleep(poll_s)
-
-
 def settle_table(
-    dynamodb: DynamoDBClient,
-    table_name: str,
-    targets: list[SettleTarget],
-    *,
-    timeout_s: float = 600.0,
+    dynamodb: DynamoDBClient, description: Mapping[str, Any], targets: list[SettleTarget]
 ) -> dict[str, Any] | None:
-    """Settle one table; returns the UpdateTable arguments sent, or None if none was needed."""
-    description = wait_until_active(dynamodb, table_name, timeout_s=timeout_s)
+    """Settle one ACTIVE table (``description``, its DescribeTable): the UpdateTable
+    arguments sent, or None if none was needed."""
+    table_name = description["TableName"]
     update = plan_settle(description, targets)
     if update is None:
         log_event(
@@ -86,50 +68,13 @@ def settle_table(
     return update
 
 
-def _respond(event: Mapping[str, Any], status: str, reason: str, data: Mapping[str, Any]) -> None:
-    body = json.dumps(
-        {
-            "Status": status,
-            "Reason": reason[:3000],
-            "PhysicalResourceId": event.get("PhysicalResourceId")
-            or f"{event['ResourceProperties']['TableName']}-settle",
-            "StackId": event["StackId"],
-            "RequestId": event["RequestId"],
-            "LogicalResourceId": event["LogicalResourceId"],
-            "Data": dict(data),
-        }
-    ).encode()
-    url = event["ResponseURL"]
-    if urllib.parse.urlsplit(url).scheme not in ("https", "http"):
-        raise ValueError(f"ResponseURL must be an http(s) URL; got {url!r}")
-    request = urllib.request.Request(  # noqa: S310 (scheme checked above)
-        url,
-        data=body,
-        method="PUT",
-        headers={"Content-Type": "", "Content-Length": str(len(body))},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 (checked)
-        response.read()
-
-
-def handler(event: Mapping[str, Any], context: Any, dynamodb: DynamoDBClient | None = None) -> None:
-    """CloudFormation custom-resource entry point (Create and Update settle; Delete is a no-op)."""
-    data: dict[str, Any] = {"Settled": "false"}
+@contextmanager
+def _failures(event: Mapping[str, Any]) -> Iterator[None]:
+    """Every failure logged (``settle-failed``) and raised as a `SettleError` naming its
+    cause, which the provider sends CloudFormation as the reason, failing the deploy."""
     try:
-        if event["RequestType"] in ("Create", "Update"):
-            if dynamodb is None:
-                dynamodb = dynamodb_client()
-            props = event["ResourceProperties"]
-            remaining_s = context.get_remaining_time_in_millis() / 1000 if context else 600.0
-            update = settle_table(
-                dynamodb,
-                props["TableName"],
-                parse_targets(props["Targets"]),
-                timeout_s=max(remaining_s - 30, 1),
-            )
-            data["Settled"] = "true" if update else "false"
-        _respond(event, "SUCCESS", "settled", data)
-    except Exception as exc:  # every failure must reach CloudFormation, or it waits an hour
+        yield
+    except Exception as exc:
         log_event(
             "settle-failed",
             level=logging.ERROR,
@@ -138,4 +83,49 @@ def handler(event: Mapping[str, Any], context: Any, dynamodb: DynamoDBClient | N
             request_type=event.get("RequestType"),
             error=f"{type(exc).__name__}: {exc}",
         )
-        _respond(event, "FAILED", f"{type(exc).__name__}: {exc}", data)
+        raise SettleError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def on_event(
+    event: Mapping[str, Any], context: Any, clock: Callable[[], float] = time.time
+) -> dict[str, Any]:
+    """The provider's first call for each event: Create and Update check the targets and
+    note by when the table must be ACTIVE (``Data.SettleBy``, seconds since the epoch);
+    Delete does nothing. The waiting and the UpdateTable are `is_complete`'s."""
+    with _failures(event):
+        props = event["ResourceProperties"]
+        physical = event.get("PhysicalResourceId") or f"{props['TableName']}-settle"
+        if event["RequestType"] not in ("Create", "Update"):
+            return {"PhysicalResourceId": physical}
+        parse_targets(props["Targets"])
+        settle_by = int(clock() + SETTLE_WAIT_S)
+        return {"PhysicalResourceId": physical, "Data": {"SettleBy": str(settle_by)}}
+
+
+def is_complete(
+    event: Mapping[str, Any],
+    context: Any,
+    dynamodb: DynamoDBClient | None = None,
+    clock: Callable[[], float] = time.time,
+) -> dict[str, Any]:
+    """The provider's call every few seconds until done: settles the table once it and its
+    GSIs are ACTIVE (``Data.Settled`` says whether an UpdateTable was sent); a table not
+    ACTIVE by ``SettleBy`` fails the step. Delete is done at once."""
+    with _failures(event):
+        if event["RequestType"] not in ("Create", "Update"):
+            return {"IsComplete": True}
+        props = event["ResourceProperties"]
+        name = props["TableName"]
+        targets = parse_targets(props["Targets"])
+        dynamodb = dynamodb or dynamodb_client()
+        description = tables.describe(dynamodb, name)
+        if not _is_active(description):
+            status = description["TableStatus"]
+            if clock() > int(event["Data"]["SettleBy"]):
+                raise TimeoutError(
+                    f"table {name} not ACTIVE after {SETTLE_WAIT_S:.0f} s (status {status})"
+                )
+            log_event("settle-waiting", table=name, status=status)
+            return {"IsComplete": False}
+        update = settle_table(dynamodb, description, targets)
+        return {"IsComplete": True, "Data": {"Settled": "true" if update else "false"}}

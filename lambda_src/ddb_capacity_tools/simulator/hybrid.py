@@ -199,27 +199,32 @@ def compose(
     out = {}
     for k in keys:
         b, o = base[k], on_demand[k]
-
-        def pick(ours: Sequence[float], theirs: Sequence[float]) -> list[float]:
-            return [t if od else v for v, t, od in zip(ours, theirs, mask, strict=True)]
-
-        recorded = Recorded(
-            list(b.demand),
-            pick(b.served, o.served),
-            pick(b.throttled, o.throttled),
-            [0 if od else p for p, od in zip(b.provisioned, mask, strict=True)],
-            pick(b.throttle_events, o.throttle_events),
-        )
-        zeros = [0.0] * minutes
-        if b.key_range or o.key_range:
-            recorded.with_key_range(pick(b.key_range or zeros, o.key_range or zeros))
-        if o.on_demand or o.max_on_demand:
-            recorded.with_on_demand(
-                pick(zeros, o.on_demand or zeros), pick(zeros, o.max_on_demand or zeros)
-            )
         cost = sum(
             o.served[m] * request[k] if mask[m] else b.provisioned[m] * unit[k]
             for m in range(start, minutes)
         )
-        out[k] = Composed(recorded, cost, sum(mask[start:]))
+        out[k] = Composed(_picked(b, o, mask), cost, sum(mask[start:]))
     return out
+
+
+def _picked(b: Recorded, o: Recorded, mask: Sequence[bool]) -> Recorded:
+    """Each minute of ``b`` (provisioned) or, where ``mask`` is set, of ``o`` (on-demand)."""
+
+    def pick(ours: Sequence[float], theirs: Sequence[float]) -> list[float]:
+        return [t if od else v for v, t, od in zip(ours, theirs, mask, strict=True)]
+
+    recorded = Recorded(
+        list(b.demand),
+        pick(b.served, o.served),
+        pick(b.throttled, o.throttled),
+        [0 if od else p for p, od in zip(b.provisioned, mask, strict=True)],
+        pick(b.throttle_events, o.throttle_events),
+    )
+    zeros = [0.0] * len(mask)
+    if b.key_range or o.key_range:
+        recorded.with_key_range(pick(b.key_range or zeros, o.key_range or zeros))
+    if o.on_demand or o.max_on_demand:
+        recorded.with_on_demand(
+            pick(zeros, o.on_demand or zeros), pick(zeros, o.max_on_demand or zeros)
+        )
+    return recorded

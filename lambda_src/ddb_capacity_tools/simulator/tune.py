@@ -374,12 +374,7 @@ def _runs(
     progress: TextIO | None,
 ) -> list[list[DimensionResult]]:
     """Per setting, the results of every policy of ``names`` (see `place`)."""
-    warmed = [n for n in names if split_prewarm(n)[1]]
-    specs = [parse(n, settings[0].max_capacity) for n in names if n not in warmed]
-    hybrids = [s for s in specs if s.kind == "hybrid"]
-    needed = [hybrid_base(s) for s in hybrids] + ([parse(ON_DEMAND)] if hybrids else [])
-    ran = [s for s in specs if s.kind != "hybrid"]
-    ran += [s for s in needed if s.text not in {r.text for r in ran}]
+    warmed, ran, hybrids = _run_plan(names, settings[0].max_capacity)
     scored = {} if score_from is None else {"score_from": score_from}
     total, done = len(settings) * (1 + len(warmed)), 0
     runs = []
@@ -388,10 +383,7 @@ def _runs(
         results = simulate(
             trace, ran, p, prices, None, tick, None, workers or os.cpu_count() or 1, **scored
         )
-        for h in hybrids:
-            base = [r for r in results if r.policy == hybrid_base(h).text]
-            od = [r for r in results if r.policy == ON_DEMAND]
-            results += compose_hybrid(h, base, od, trace, prices, score_from or 0)
+        results += _hybrids(hybrids, results, trace, prices, score_from or 0)
         done += 1
         for name in warmed:
             bar(progress, "tune", done, total, "runs", f"{name}, setting {n}")
@@ -400,6 +392,35 @@ def _runs(
         runs.append(results)
     bar(progress, "tune", total, total, "runs", "")
     return runs
+
+
+def _run_plan(names: Sequence[str], max_capacity: int) -> tuple[list[str], list[Spec], list[Spec]]:
+    """What `_runs` runs for ``names``: the pre-warmed candidates (run on their own), the
+    policies simulated together (each hybrid's base and on-demand among them), and the
+    hybrids (composed from those)."""
+    warmed = [n for n in names if split_prewarm(n)[1]]
+    specs = [parse(n, max_capacity) for n in names if n not in warmed]
+    hybrids = [s for s in specs if s.kind == "hybrid"]
+    needed = [hybrid_base(s) for s in hybrids] + ([parse(ON_DEMAND)] if hybrids else [])
+    ran = [s for s in specs if s.kind != "hybrid"]
+    ran += [s for s in needed if s.text not in {r.text for r in ran}]
+    return warmed, ran, hybrids
+
+
+def _hybrids(
+    hybrids: Sequence[Spec],
+    results: Sequence[DimensionResult],
+    trace: Trace,
+    prices: Prices,
+    score_from: int,
+) -> list[DimensionResult]:
+    """Each hybrid of ``hybrids`` composed from its base's and on-demand's ``results``."""
+    out: list[DimensionResult] = []
+    od = [r for r in results if r.policy == ON_DEMAND]
+    for h in hybrids:
+        base = [r for r in results if r.policy == hybrid_base(h).text]
+        out += compose_hybrid(h, base, od, trace, prices, score_from)
+    return out
 
 
 def _prewarmed(
