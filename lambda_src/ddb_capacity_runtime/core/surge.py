@@ -505,7 +505,7 @@ class MarkLike(Protocol):
 
 
 class HoldBounds(Protocol):
-    """The state store's bounds on holds (`requests.store.HoldLimits`)."""
+    """The state store's bounds on holds (`aws.store.HoldLimits`)."""
 
     @property
     def max_units(self) -> int: ...
