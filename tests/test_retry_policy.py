@@ -145,6 +145,7 @@ def test_a_shared_call_throttled_on_every_attempt_is_tried_as_its_client_says(
         # (no wrapper tried a whole call again), and the listing failed the shared reads
         assert calls == ["account", "table"]
         assert throttler.sent == 2 * CONTROL_PLANE_ATTEMPTS == 6
+        print(summary["shared_failures"])
         (failure,) = summary["shared_failures"]
         assert failure.startswith("scalable targets") and "ThrottlingException" in failure
         assert world.throughput(idle) == (200, 200)
@@ -234,11 +235,12 @@ def test_a_tick_retries_nothing_past_its_deadline(aws_client: Any) -> None:
         summary, _ = world.tick(deadline=time.time() + 60, SCALER_TABLES=idle)
         throttler.close()
         # THEN each GetMetricData call was sent once (botocore's retries refused at the
-        # deadline, no backoff slept), the failure is a shared one, and nothing was lowered
+        # deadline, no backoff slept), the failures are shared ones, and nothing was lowered
         assert calls[0] >= 1 and throttler.sent == calls[0]
         assert time.monotonic() - started < 30
-        (failure,) = summary["shared_failures"]
-        assert "ThrottlingException" in failure
+        # (one shared call, or two when the tick also fetches the forecast's history)
+        failures = summary["shared_failures"]
+        assert failures and all("ThrottlingException" in f for f in failures), failures
         assert world.throughput(idle) == (200, 200)
     finally:
         world.close()

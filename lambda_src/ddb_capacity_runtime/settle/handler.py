@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..aws import tables
 from ..aws.clients import dynamodb_client
+from ..core.errors import CapacityError
 from ..events import log_event
 from .plan import SETTLE_WAIT_S, SettleTarget, parse_targets, plan_settle
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class SettleError(Exception):
+class SettleError(CapacityError):
     """The settle step failed; its message (the cause's type and message) is the reason
     CloudFormation shows."""
 
