@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ddb_capacity_runtime.core.ownership import HIGHEST, LOWEST
+
 from .fleet_settings import SettingsError
 
 __all__ = [
@@ -31,8 +33,6 @@ __all__ = [
     "step",
 ]
 
-#: Application Auto Scaling's range for DynamoDB target values, in percent.
-LOWEST, HIGHEST = 20, 90
 #: A run is applied up to this many minutes after its report ran.
 FRESH_MINUTES = 120
 #: The loop's EMF namespace.

@@ -29,9 +29,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ddb_capacity_runtime.aws.errors import describe_error
-from ddb_capacity_runtime.aws.store import TUNED
+from ddb_capacity_runtime.aws.store import TUNED, tuned_of
 from ddb_capacity_runtime.core.names import DIMENSIONS, is_table_name, scope_label
-from ddb_capacity_runtime.core.tags import whole_units
 from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
 
 from .advise import shown
@@ -39,7 +38,6 @@ from .fleet_lambda import _get_json, _key
 from .fleet_settings import time_of
 from .tuning import (
     FRESH_MINUTES,
-    LOWEST,
     NAMESPACE,
     Recommendation,
     TuningSettings,
@@ -174,8 +172,7 @@ def _tune_dimension(
         ExpressionAttributeNames={"#t": TUNED},
     ).get("Item", {})
     kept = item.get(TUNED, {}).get("M", {}) if isinstance(item.get(TUNED), dict) else {}
-    tuned = whole_units(kept.get("target", {}).get("N"), 90)
-    tuned = tuned if tuned is not None and tuned >= LOWEST else None
+    tuned = tuned_of(item)
     where: dict[str, Any] = {
         "table": table,
         "index": index,

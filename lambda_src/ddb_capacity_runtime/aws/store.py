@@ -80,6 +80,7 @@ from ..core.names import (
     parse_table_quota,
     scope_label,
 )
+from ..core.ownership import HIGHEST, LOWEST
 from .clients import Clients
 from .errors import CONDITION_FAILED, describe_error, error_code
 
@@ -234,7 +235,7 @@ class HoldStore:
         if base is None:  # a memory without its base means nothing
             set_to = intent = None
             recent = {}
-        tuned = _whole(item.get(TUNED, {}).get("M", {}).get("target", {}).get("N"), 20, 90)
+        tuned = tuned_of(item)
         if base is None and not holds and not malformed and plan is None and tuned is None:
             return None
         return HeldDimension(
@@ -614,6 +615,16 @@ def _remember(recent: Mapping[int, int], intent: int, now: int) -> dict[int, int
     }
     kept[intent] = now
     return dict(sorted(kept.items(), key=lambda kv: kv[1])[-RECENT_INTENTS:])
+
+
+def tuned_of(item: Mapping[str, Any]) -> int | None:
+    """The nightly tuning loop's target value kept in a dimension's ``item`` (`TUNED`'s
+    ``target``): a whole percent from `ownership.LOWEST` to `ownership.HIGHEST`; None
+    when there is none or it is malformed. The scaler and the loop both read it here."""
+    kept = item.get(TUNED)
+    fields = kept.get("M") if isinstance(kept, Mapping) else None
+    target = fields.get("target") if isinstance(fields, Mapping) else None
+    return _whole(target.get("N") if isinstance(target, Mapping) else None, LOWEST, HIGHEST)
 
 
 def _whole(raw: object, low: int, high: int) -> int | None:
