@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Protocol, TypeGuard, TypeVar
 
 from .errors import CapacityError, shown
-from .holds import level
+from .holds import Holding, level
 from .names import DIMENSIONS, MAX_TABLE_QUOTA, scope_label
 
 #: The environment variable that names the signals function, for the client hook (set on a
@@ -477,13 +477,10 @@ def budget_left(
 NO_LIMIT = 1_000_000_000
 
 
-class HoldLike(Protocol):
-    """A hold as the surge decision reads it (the state store's holds are such)."""
+class HoldLike(Holding, Protocol):
+    """A hold as the surge decision reads it: a `core.holds.Holding` (its units over its
+    baseline) that ends (the state store's holds are such)."""
 
-    @property
-    def units(self) -> int: ...
-    @property
-    def baseline(self) -> int: ...
     @property
     def expires(self) -> datetime: ...
 
