@@ -494,10 +494,12 @@ def backtest(
         return max(min_capacity, min(max_capacity, capacity_units(value)))
 
     floors = _floor_peaks(history, season_steps, lookback, n - day)
+    # each step's baseline peak, from one sliding maximum (step i's is recents[i - n + day])
+    recents = list(map(max, *(known[k : k + day] for k in range(BASELINE_STEPS))))
     with_forecast = without = 0.0
     for i in range(n - day, n):
         load = known[i - n + day + reach]
-        recent = max(known[i - n + day : i - n + day + BASELINE_STEPS])
+        recent = recents[i - n + day]
         alone = units(recent / target_utilization)
         peak = (
             floors[i - n + day]
