@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
 
+from ..aws.errors import error_code
 from ..workers.pacing import MAX_REASONS, reasons_cause, throttle_cause
 
 #: Each operation the hook watches, and the dimension it consumes.
@@ -199,8 +200,7 @@ def throttled(
     from botocore.exceptions import ClientError
 
     dimension = OPERATIONS[operation]
-    error = parsed.get("Error")
-    code = error.get("Code") if isinstance(error, Mapping) else None
+    code = error_code(parsed)
     if code == "TransactionCanceledException":
         return cancelled(parsed, dimension, tuple(tables), items)
     cause = throttle_cause(ClientError(dict(parsed), operation))  # type: ignore[arg-type]
