@@ -11,13 +11,20 @@ from hypothesis import strategies as st
 
 from ddb_capacity_runtime.core.floorplan import MAX_RESERVE, PLAN_STEPS, FloorPlan, parse_plan
 from ddb_capacity_runtime.core.forecast import (
+    BASELINE_STEPS,
     EARNS,
+    FLOOR_STEPS,
     IDLE,
     LEAD_MINUTES,
+    LEAD_STEPS,
+    LOOKBACK,
     MAX_ERROR,
+    REFUSED_WEIGHT,
     SPREAD_MINUTES,
+    SPREAD_STEPS,
     UNKNOWN,
     Forecast,
+    _predict,
     aim_for,
     apply_plans,
     backtest,
@@ -27,8 +34,9 @@ from ddb_capacity_runtime.core.forecast import (
     forecast_minute,
     plan_floors,
     season_error,
+    season_minutes,
 )
-from ddb_capacity_runtime.core.policy import MAX_AIM, capacity_units
+from ddb_capacity_runtime.core.policy import MAX_AIM, capacity_units, units_within
 from ddb_capacity_runtime.core.quota import DecreaseLedger
 from ddb_capacity_runtime.core.settings import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable
@@ -426,3 +434,73 @@ def test_unknown_data_never_turns_the_forecast_off():
     plan, f = _plan_now(history)
     assert plan is not None and f.gate == UNKNOWN
     assert "not backtested" in f.reason
+
+
+def _replayed(
+    history: list[float | None], season: str, aim: float, target: float, lo: int, hi: int
+) -> tuple[float, float] | None:
+    """`backtest` as its docstring says it, step by step from `_predict`: the plain
+    replay the fast one (sliding maxima, sizes a day at once) must equal exactly."""
+    season_steps, lookback = season_minutes(season) // STEP, LOOKBACK[season]
+    n, reach = len(history), LEAD_STEPS + BASELINE_STEPS - 1
+    if n < DAY + reach or any(v is None for v in history[n - DAY - reach :]):
+        return None
+
+    def units(value: float) -> int:
+        return max(lo, min(hi, capacity_units(value)))
+
+    with_forecast = without = 0.0
+    for i in range(n - DAY, n):
+        load = history[i]
+        recent = max(history[i - reach : i - LEAD_STEPS + 1])  # type: ignore[type-var]
+        assert load is not None and recent is not None
+        alone = units(recent / target)
+        peak = _predict(history, season_steps, lookback, i - SPREAD_STEPS, FLOOR_STEPS, known=i)
+        if peak is None:
+            return None
+        planned = max(units(peak / aim), units(recent / aim))
+        without += alone + REFUSED_WEIGHT * max(0.0, load - alone)
+        with_forecast += planned + REFUSED_WEIGHT * max(0.0, load - planned)
+    return with_forecast, without
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    days=st.floats(1.02, 15.0),
+    season=st.sampled_from(["daily", "weekly"]),
+    holes=st.integers(0, 3),
+    aim=st.sampled_from([0.7, 0.83, 0.9]),
+    bounds=st.sampled_from([(1, 40_000), (40, 40_000), (1, 300), (5, 5)]),
+)
+def test_the_backtest_scores_exactly_as_a_plain_replay(seed, days, season, holes, aim, bounds):
+    """Any history (short ones, ones a season's windows start before, unknown steps,
+    ties, bounds that clip): the backtest's scores equal the plain replay's to the bit."""
+    rng = random.Random(seed)
+    levels = [0.0, 35.0, 84.0, 120.0, 700.0, 1_000.0]
+    history: list[float | None] = [
+        rng.choice(levels) * rng.choice([1.0, 1.0, 0.5, rng.uniform(0.5, 2.0)])
+        for _ in range(int(days * DAY))
+    ]
+    for _ in range(holes):
+        history[rng.randrange(len(history))] = None
+    expected = _replayed(history, season, aim, 0.7, *bounds)
+    assert backtest(history, season, aim, 0.7, *bounds) == expected
+
+
+@given(
+    wholes=st.lists(st.integers(0, 100_000), min_size=1, max_size=20),
+    offsets=st.lists(
+        st.sampled_from([0.0, 1e-7, 4.9e-7, 5e-7, 1e-6, 1.9e-6, 2e-6, 2.1e-6, 0.5, 1 - 1e-9]),
+        min_size=20,
+        max_size=20,
+    ),
+    divisor=st.sampled_from([1.0, 0.7, 0.9, 0.33]),
+    bounds=st.sampled_from([(1, 40_000), (40, 400), (7, 7)]),
+)
+def test_units_within_sizes_each_value_as_capacity_units_and_clamps(
+    wholes, offsets, divisor, bounds
+):
+    values = [(w + o) / divisor for w, o in zip(wholes, offsets, strict=False)]
+    lo, hi = bounds
+    assert units_within(values, lo, hi) == [max(lo, min(hi, capacity_units(v))) for v in values]

@@ -32,7 +32,7 @@ from copy import copy
 from dataclasses import dataclass, replace
 
 from .floorplan import MAX_RESERVE, PLAN_MINUTES, PLAN_STEPS, STEP_MINUTES, FloorPlan
-from .policy import aim_for, capacity_units
+from .policy import aim_for, capacity_units, units_within
 from .series import Key
 from .settings import Limits
 from .tables import Dimension, ManagedTable
@@ -489,28 +489,26 @@ def backtest(
     season_steps = season_minutes(season) // STEP_MINUTES
     lookback = _lookback(season)
     known: Sequence[float] = history[n - day - reach :]  # type: ignore[assignment]
-
-    def units(value: float) -> int:
-        return max(min_capacity, min(max_capacity, capacity_units(value)))
-
     floors = _floor_peaks(history, season_steps, lookback, n - day)
+    if floors is None:  # step by step
+        floors = [
+            _predict(history, season_steps, lookback, i - SPREAD_STEPS, FLOOR_STEPS, known=i)
+            for i in range(n - day, n)
+        ]
+    if None in floors:
+        return None
     # each step's baseline peak, from one sliding maximum (step i's is recents[i - n + day])
     recents = list(map(max, *(known[k : k + day] for k in range(BASELINE_STEPS))))
+    bounds = min_capacity, max_capacity
+    alone = units_within([recent / target_utilization for recent in recents], *bounds)
+    # the larger of the floor's units and the baseline's at the aim: units are monotone,
+    # so those of the larger load
+    larger = map(max, floors, recents)  # type: ignore[arg-type]
+    planned = units_within([load / aim for load in larger], *bounds)
     with_forecast = without = 0.0
-    for i in range(n - day, n):
-        load = known[i - n + day + reach]
-        recent = recents[i - n + day]
-        alone = units(recent / target_utilization)
-        peak = (
-            floors[i - n + day]
-            if floors is not None
-            else _predict(history, season_steps, lookback, i - SPREAD_STEPS, FLOOR_STEPS, known=i)
-        )
-        if peak is None:
-            return None
-        planned = max(units(peak / aim), units(recent / aim))
-        without += alone + REFUSED_WEIGHT * max(0.0, load - alone)
-        with_forecast += planned + REFUSED_WEIGHT * max(0.0, load - planned)
+    for load, a, p in zip(known[reach:], alone, planned, strict=True):
+        without += a + REFUSED_WEIGHT * (load - a) if load > a else a
+        with_forecast += p + REFUSED_WEIGHT * (load - p) if load > p else p
     return with_forecast, without
 
 
@@ -519,31 +517,31 @@ def _floor_peaks(
 ) -> list[float | None] | None:
     """For each step ``i`` from ``first`` to the history's end, what `_predict` gives
     for the plan's floor there (``i - SPREAD_STEPS``, FLOOR_STEPS steps, known up to
-    ``i``), from one sliding maximum over the steps the seasons read; None when one of
-    those steps is unknown or a season is not longer than a floor's window (the caller
-    then asks `_predict` step by step)."""
+    ``i``): per season back, the sliding maximum over the windows those steps read, and
+    the first largest of the seasons. None when one of those steps is unknown, a season is
+    not longer than a floor's window, or a season's windows start before the history for
+    some of the steps only (the caller then asks `_predict` step by step)."""
     n = len(history)
-    lo = max(0, first - SPREAD_STEPS - lookback * season_steps)
-    stop = n - SPREAD_STEPS - season_steps + FLOOR_STEPS  # the last window's end
-    if season_steps <= FLOOR_STEPS or stop - lo < FLOOR_STEPS:
+    if season_steps <= FLOOR_STEPS:
         return None
-    segment = history[lo:stop]
-    width = len(segment) - FLOOR_STEPS + 1
-    try:  # each window's maximum, window j starting at step lo + j
-        slide: list[float] = list(map(max, *(segment[k : k + width] for k in range(FLOOR_STEPS))))
-    except TypeError:
-        return None
-    out: list[float | None] = []
-    for i in range(first, n):
-        best: float | None = None
-        for back in range(season_steps, (lookback + 1) * season_steps, season_steps):
-            start = i - SPREAD_STEPS - back
-            if start >= lo:
-                p = slide[start - lo]
-                if best is None or p > best:
-                    best = p
-        out.append(best)
-    return out
+    lo = max(0, first - SPREAD_STEPS - lookback * season_steps)  # the first step it reads
+    columns: list[list[float]] = []
+    for back in range(season_steps, (lookback + 1) * season_steps, season_steps):
+        start, end = first - SPREAD_STEPS - back, n - SPREAD_STEPS - back
+        if end <= lo:
+            continue  # no step's window for this season starts in the history
+        if start < lo:
+            return None
+        segment = history[start : end - 1 + FLOOR_STEPS]
+        width = end - start
+        try:  # each window's maximum, window j starting at step start + j
+            columns.append(list(map(max, *(segment[k : k + width] for k in range(FLOOR_STEPS)))))
+        except TypeError:  # an unknown step
+            return None
+    if not columns:
+        return [None] * (n - first)
+    # the first largest, as max() takes it
+    return list(columns[0]) if len(columns) == 1 else list(map(max, *columns))
 
 
 def gate_reason(scores: tuple[float, float] | None) -> str:

@@ -185,12 +185,27 @@ def autopilot_config(target_utilization: float = 0.7) -> PolicyConfig:
     )
 
 
+#: How far above a whole number a value may be and still be that number's float noise.
+FLOAT_NOISE = 2e-6
+
+
 def capacity_units(value: float) -> int:
     """Whole capacity units covering ``value``, ignoring float noise (84 / 0.7 is 120)."""
     whole = math.floor(value)
-    if value - whole > 2e-6:  # beyond any noise: rounding to 6 places could not lower it
+    if value - whole > FLOAT_NOISE:  # beyond any noise: rounding to 6 places could not lower it
         return whole + 1
     return math.ceil(round(value, 6))  # (round is slow, and each tick sizes many raises)
+
+
+def units_within(values: Sequence[float], lowest: int, highest: int) -> list[int]:
+    """`capacity_units` of each of ``values``, within [``lowest``, ``highest``]: one pass
+    over many (a backtest sizes hundreds at once)."""
+    wholes = [
+        whole + 1 if value - whole > FLOAT_NOISE else capacity_units(value)
+        for value, whole in zip(values, map(math.floor, values), strict=True)
+    ]
+    # max(lowest, min(highest, w)), without two calls a value
+    return [lowest if (x := highest if w > highest else w) < lowest else x for w in wholes]
 
 
 def aim_for(error: float, target_utilization: float) -> float:
