@@ -484,7 +484,7 @@ def backtest(
     day = DAY_MINUTES // STEP_MINUTES
     n = len(history)
     reach = LEAD_STEPS + BASELINE_STEPS - 1
-    if n < day + reach or any(v is None for v in history[n - day - reach :]):
+    if n < day + reach or None in history[n - day - reach :]:
         return None
     season_steps = season_minutes(season) // STEP_MINUTES
     lookback = _lookback(season)
