@@ -51,15 +51,15 @@ from .scaler import ThrottleAwareScaler, _StoreArn, _StoreName
 
 __all__ = ["NightlyTuning"]
 
-#: How long after the advisor's report the loop runs.
 AFTER_REPORT_MINUTES = 30
-#: The default largest step a night, in percentage points.
+"""How long after the advisor's report the loop runs."""
 DEFAULT_MAX_STEP = 10
-#: 15 minutes: about 290 ms a table of four owned dimensions on a local moto server (one
-#: GetObject, a GetItem and an UpdateItem each), so about 3,000 owned tables a run.
+"""The default largest step a night, in percentage points."""
 FUNCTION_DEFAULTS = {"Tuner": FunctionDefaults(256, Duration.minutes(15), Duration.minutes(1))}
-#: The alarms, by stable id (``alarm_options``, ``alarms``).
+"""15 minutes: about 290 ms a table of four owned dimensions on a local moto server (one GetObject,
+a GetItem and an UpdateItem each), so about 3,000 owned tables a run."""
 ALARM_IDS = ("Changed", "DeadLetters", "Failures", "TablesFailed", "Unreadable")
+"""The alarms, by stable id (``alarm_options``, ``alarms``)."""
 
 
 class NightlyTuning(Construct):
@@ -136,8 +136,8 @@ class NightlyTuning(Construct):
         self.topic = topic or alarm_topic(self, "DynamoDB nightly tuning alarms")
         alarm_set = AlarmSet(self, self._where, self.topic, alarm_options)
         self._render_alarms(alarm_set)
-        #: The alarms by stable id (read-only); one turned off is absent.
         self.alarms = alarm_set.alarms
+        """The alarms by stable id (read-only); one turned off is absent."""
         self.node.add_validation(_TuningValidation(self))
 
     def _validate(

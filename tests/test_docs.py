@@ -161,6 +161,44 @@ def test_the_code_writes_no_sphinx_roles() -> None:
     assert found == []
 
 
+# A Sphinx attribute comment (``#: text`` above ``NAME = ...``), which the reference does not
+# read: it reads a string placed directly below the attribute.
+ATTRIBUTE_COMMENT = re.compile(r"^\s*#:")
+
+
+def test_the_code_documents_attributes_with_docstrings_below_them() -> None:
+    """An attribute's text is a docstring below it, so the reference shows it; a ``#:``
+    comment above it never reaches the site."""
+    found = []
+    for root in ("constructs_pkg", "lambda_src"):
+        for path in sorted((ROOT / root).rglob("*.py")):
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if ATTRIBUTE_COMMENT.match(line):
+                    found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert found == []
+
+
+def test_the_reference_shows_what_attributes_are(site: Path) -> None:
+    """A module constant, an instance attribute set outside ``__init__``, a dataclass field
+    and a run-time constant each show the text of their docstring under their heading."""
+    shown = {
+        "constructs": {
+            "constructs_pkg.stream_signal.MAX_STREAM_READERS": "readers per shard",
+            "constructs_pkg.scaler.ThrottleAwareScaler.batches": "None unless sharded",
+            "constructs_pkg.scaler.DEFAULT_UPDATING_TICKS": "Ticks in a row",
+        },
+        "runtime": {"ddb_capacity_runtime.signals.KEEPALIVE_SECONDS": "A busy table"},
+        "tools": {"ddb_capacity_tools.simulator.tune.PEAK_HEADROOM": "times the trace's peak"},
+    }
+    for name, attributes in shown.items():
+        built = (site / "reference" / name / "index.html").read_text()
+        for attribute, words in attributes.items():
+            start = built.find(f'id="{attribute}"')
+            assert start >= 0, f"{attribute} has no entry on the {name} page"
+            end = built.find("doc-heading", start + len(attribute) + 30)
+            assert words in " ".join(text_of(built[start:end]).split()), attribute
+
+
 def test_the_reference_renders_no_quote_blocks(site: Path) -> None:
     """A docstring line that starts with ``>`` (``>= min_capacity``) renders as a quote."""
     for name in ("constructs", "runtime", "tools"):

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from ..core.holds import HeldDimension
 
 
-#: Resources named in one DescribeScalableTargets listing (a page holds 50 targets).
 RESOURCES_PER_LISTING = 50
+"""Resources named in one DescribeScalableTargets listing (a page holds 50 targets)."""
 
 
 def find_tables(
@@ -62,8 +62,8 @@ def find_tables(
     return found
 
 
-#: ARNs named in one GetResources call.
 ARNS_PER_CALL = 100
+"""ARNs named in one GetResources call."""
 
 
 def tags_of_tables(
