@@ -100,6 +100,7 @@ SCALER_METRICS = {
             "ForecastsOn",
             "BadTargets",
             "RefusedTags",
+            "RefusedTunedTargets",
             "KeyRangeThrottleEvents",
             "Updating",
         ),

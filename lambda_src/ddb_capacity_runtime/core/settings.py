@@ -124,6 +124,7 @@ class Kind(StrEnum):
     NAME = "name"  # empty: the default
     OPTIONAL = "optional"  # empty: None
     NAMES = "names"  # comma-separated
+    WHOLES = "whole numbers"  # comma-separated, each from lo to hi; empty: none
     JSON = "json"
     MODE = "mode"
     DATE = "date"  # YYYY-MM-DD; empty: None
@@ -152,6 +153,8 @@ class Setting:
             return self.default if raw is None or raw == "" else self._number(raw)
         if self.kind is Kind.FLAG:
             return self._flag(raw)
+        if self.kind is Kind.WHOLES:
+            return self._wholes(raw)
         if self.kind in (Kind.TEXT, Kind.OPTIONAL, Kind.NAMES):
             return self._text(raw)
         if self.kind is Kind.JSON:
@@ -168,6 +171,16 @@ class Setting:
         if text not in ("true", "false", "1", "0", ""):
             raise ConfigError(f"{self.name} must be true or false; got {raw!r}")
         return text in ("true", "1")
+
+    def _wholes(self, raw: str | None) -> tuple[int, ...]:
+        """A WHOLES value: the distinct numbers, in order."""
+        texts = [t.strip() for t in (raw or "").split(",") if t.strip()]
+        if not all(t.isascii() and t.isdigit() and self.lo <= int(t) <= self.hi for t in texts):
+            raise ConfigError(
+                f"{self.name} must be whole numbers from {self.lo:g} to {self.hi:g}, "
+                f"comma-separated; got {raw!r}"
+            )
+        return tuple(sorted({int(t) for t in texts}))
 
     def _text(self, raw: str | None) -> str | None | tuple[str, ...]:
         """A TEXT (as given), OPTIONAL (empty: None) or NAMES (comma-separated) value."""
@@ -187,6 +200,8 @@ class Setting:
             return "true" if value else "false"
         if self.kind is Kind.NAMES:
             return ",".join(value)
+        if self.kind is Kind.WHOLES:
+            return ",".join(str(v) for v in value)
         if self.kind is Kind.JSON:
             return json.dumps(dict(value))
         if self.kind is Kind.DATE:
@@ -262,6 +277,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SCALER_OVERRIDES", "overrides", Kind.JSON, {}, lambda c: c.overrides),
     Setting("SCALER_OWNED_TARGETS", "owned_targets", Kind.JSON, {}, lambda c: c.owned_targets),
     Setting("SCALER_TUNED_TARGETS", "tuned_targets", Kind.FLAG, False, lambda c: c.tuned_targets),
+    Setting(
+        "SCALER_TUNED_ALLOWED",
+        "tuned_allowed",
+        Kind.WHOLES,
+        (),
+        lambda c: c.tuned_allowed,
+        20,
+        90,
+    ),
     Setting(
         TABLE_QUOTA_ENV,
         "table_quota",
@@ -416,7 +440,7 @@ CONSTRUCT_SETTINGS = (
 the tables and overrides itself, as CloudFormation joins them)."""
 SHARDING_SETTINGS = ("shard_above_tables", "tables_per_batch")
 """What it writes besides with ``sharded=True``."""
-TUNED_SETTINGS = ("tuned_targets",)
+TUNED_SETTINGS = ("tuned_targets", "tuned_allowed")
 """What it writes besides when a ``NightlyTuning`` tunes its owned target values."""
 LEGACY_SETTINGS = ("read_legacy_state_until",)
 """What it writes besides with ``read_legacy_state_until``."""
@@ -427,6 +451,7 @@ _CONFIG_FIELDS = (
     "overrides",
     "owned_targets",
     "tuned_targets",
+    "tuned_allowed",
     "default_min",
     "default_max",
     "window_minutes",
@@ -533,6 +558,9 @@ class ScalerConfig:
     tuned_targets: bool = _default("tuned_targets")
     """an owned dimension aims at the target value the nightly tuning loop keeps for it in the state
     store (``tuned``), where there is one, in place of its configured one"""
+    tuned_allowed: tuple[int, ...] = ()
+    """the target values (percent) the nightly tuning loop may set: a tuned one outside them is
+    refused (the configured one is aimed at); empty: any from 20 to 90"""
     default_min: int = _default("default_min")
     default_max: int = _default("default_max")
     window_minutes: int = _default("window_minutes")

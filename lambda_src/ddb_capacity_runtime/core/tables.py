@@ -112,6 +112,7 @@ class ManagedTable:
     """the limits the table's tags set (`tags.parse_tags`), checked against each dimension's
     consumption once it is known (the tick's ``refuse_lowering_tags``)"""
     refused_tags: int = 0  # min or max tags not obeyed: they would lower a limit below the load
+    refused_tuned: int = 0  # tuned target values not obeyed: outside the allowed targets
 
 
 def spec_of(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:

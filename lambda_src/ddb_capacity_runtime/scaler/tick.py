@@ -46,10 +46,11 @@ raised for; read from DynamoDB's metrics by cause for throttled dimensions only,
 throttles are all taken for fixable), ``PlansNotKept`` (plans the state store could not
 keep: a request held the dimension),
 ``BadTargets`` (dimensions held because their scalable target's minimum is above its
-maximum) and ``RefusedTags`` (min or max tags
+maximum), ``RefusedTags`` (min or max tags
 not obeyed because they would lower a limit below what the dimension consumes at its
 target utilization; while that is not known such a tag is not obeyed either, and only
-logged). A table that failed before it could be
+logged) and ``RefusedTunedTargets`` (tuned target values outside the nightly tuning's
+allowed targets, not obeyed: the configured one is aimed at). A table that failed before it could be
 decided gets ``Failures`` = 1 alone; one skipped because it is UPDATING, ``Updating`` = 1
 alone.
 
@@ -678,6 +679,7 @@ def _table_metrics(
         **({"PlansNotKept": table.plans_not_kept} if table.plans_not_kept else {}),
         **({"BadTargets": table.bad_targets} if table.bad_targets else {}),
         **({"RefusedTags": table.refused_tags} if table.refused_tags else {}),
+        **({"RefusedTunedTargets": table.refused_tuned} if table.refused_tuned else {}),
     }
 
 
