@@ -27,8 +27,8 @@ from .props import MetricProps, whole_prop
 
 __all__ = ["AlarmOptions", "AlarmSet", "AlarmSpec", "checked_alarm_options", "emf_metric"]
 
-#: CloudWatch evaluates an alarm over at most a day (period times evaluation periods).
 ALARM_WINDOW_SECONDS = 86_400
+"""CloudWatch evaluates an alarm over at most a day (period times evaluation periods)."""
 
 
 @dataclass(frozen=True)

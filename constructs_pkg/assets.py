@@ -9,8 +9,9 @@ A module's closure includes its parent packages (importing ``a.b.c`` runs ``a/__
 and ``a/b/__init__.py``) and whatever they import in turn.
 
 The files are staged without their docstrings and comments (`stripped_source`): a
-docstring becomes ``""`` and a comment nothing, every line kept where it was, so a
-traceback from the function names the same lines as the source in the repository."""
+docstring (a module's, a class's, a function's or an attribute's) becomes ``""`` and a
+comment nothing, every line kept where it was, so a traceback from the function names the
+same lines as the source in the repository."""
 
 from __future__ import annotations
 
@@ -143,22 +144,21 @@ def staged_modules(package: Path, modules: frozenset[str]) -> Path:
     return root
 
 
-#: (first line, first column, last line, end column) of a piece of source, lines from 1.
 Span = tuple[int, int, int, int]
+"""(first line, first column, last line, end column) of a piece of source, lines from 1."""
 
 
 def _docstrings(tree: ast.Module) -> Iterator[Span]:
-    """Where the docstrings of ``tree`` (the module's, each class's and function's) are."""
-    for node in [tree, *ast.walk(tree)]:
-        if not isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            continue
-        first = node.body[0] if node.body else None
+    """Where the docstrings of ``tree`` are: every statement that is a string alone (the
+    module's, each class's and function's, and each attribute's below its assignment), which
+    runs as nothing."""
+    for node in ast.walk(tree):
         if (
-            isinstance(first, ast.Expr)
-            and isinstance(first.value, ast.Constant)
-            and isinstance(first.value.value, str)
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
         ):
-            yield first.lineno, first.col_offset, first.end_lineno or 0, first.end_col_offset or 0
+            yield node.lineno, node.col_offset, node.end_lineno or 0, node.end_col_offset or 0
 
 
 def _comments(source: str) -> Iterator[Span]:

@@ -24,11 +24,11 @@ from ddb_capacity_runtime.scaler.shard import BATCH_QUEUE_ENV
 from .compliance import acknowledge, skip_checkov
 from .runtime import FunctionConfig, acknowledge_control_plane_function, runtime_function
 
-#: Batches ticked at once: 10,000 tables in batches of 125 are 80 batches, about 8 rounds
-#: of 10 within a 2-minute tick (benchmarks/sharded_tick.py).
 DEFAULT_BATCH_CONCURRENCY = 10
-#: SQS event sources take a maximum concurrency from 2 to 1,000.
+"""Batches ticked at once: 10,000 tables in batches of 125 are 80 batches, about 8 rounds of 10
+within a 2-minute tick (benchmarks/sharded_tick.py)."""
 CONCURRENCY_RANGE = (2, 1_000)
+"""SQS event sources take a maximum concurrency from 2 to 1,000."""
 
 
 @dataclass(frozen=True)

@@ -21,14 +21,14 @@ from ddb_capacity_runtime.core.names import MAX_TABLE_QUOTA as MAX_TABLE_QUOTA
 
 from .props import duration_prop
 
-#: Application Auto Scaling's range for DynamoDB target utilization, in percent.
 TARGET_UTILIZATION_RANGE = (20, 90)
+"""Application Auto Scaling's range for DynamoDB target utilization, in percent."""
 
 DEFAULT_TARGET_UTILIZATION = 70
 """Application Auto Scaling's stock default target, in percent."""
 
-#: DynamoDB's default quota of global secondary indexes per table.
 MAX_GSIS_PER_TABLE = 20
+"""DynamoDB's default quota of global secondary indexes per table."""
 
 
 class PrewarmMethod(enum.Enum):

@@ -100,37 +100,36 @@ from .stream_signal import (
 )
 from .table import TableCapacity, check_table, index_names_of, table_list
 
-#: How often expired holds are ended by default: a hold outlives its expiry by at most this.
 DEFAULT_RESTORE_EVERY = Duration.minutes(5)
+"""How often expired holds are ended by default: a hold outlives its expiry by at most this."""
 RESTORER_TIMEOUT = Duration.minutes(3)
 DEFAULT_MAX_HOLD = Duration.hours(24)
 RESTORER_MEMORY_MB = 128
-#: The broker waits for the table while a request is made: Lambda's longest timeout.
 BROKER_TIMEOUT = Duration.minutes(15)
+"""The broker waits for the table while a request is made: Lambda's longest timeout."""
 BROKER_MEMORY_MB = 256
-#: How many requests the broker serves at once by default; more are refused by Lambda
-#: (TooManyRequestsException), so a flood of requests cannot take the account's concurrency.
 DEFAULT_BROKER_CONCURRENCY = 10
+"""How many requests the broker serves at once by default; more are refused by Lambda
+(TooManyRequestsException), so a flood of requests cannot take the account's concurrency."""
 
 _TABLE_ACTIONS = [
     "dynamodb:DescribeTable",
     "dynamodb:ListTagsOfResource",
     "dynamodb:UpdateTable",
 ]
-#: The signals function answers in seconds; a report is stale after a minute.
 SIGNALS_TIMEOUT = Duration.seconds(30)
+"""The signals function answers in seconds; a report is stale after a minute."""
 SIGNALS_MEMORY_MB = 256
 SIGNALS_MAX_EVENT_AGE = Duration.minutes(1)
-#: How many reports the signals function takes at once by default; more wait in Lambda's
-#: queue for their turn (at most `SIGNALS_MAX_EVENT_AGE`), so a flood of reports
-#: cannot take the account's concurrency.
 DEFAULT_SIGNALS_CONCURRENCY = 10
-#: The default threshold of the ``SurgeUnitsAlarm``: units surges add in an hour.
+"""How many reports the signals function takes at once by default; more wait in Lambda's queue for
+their turn (at most `SIGNALS_MAX_EVENT_AGE`), so a flood of reports cannot take the account's
+concurrency."""
 DEFAULT_SURGE_ALARM_UNITS = 10_000
-#: What the signals function does in the hold store: read an item, write it (its combiner
-#: entries, a lease, a hold) and delete an item a lease leaves empty; no Query, no Scan.
+"""The default threshold of the ``SurgeUnitsAlarm``: units surges add in an hour."""
 SIGNALS_STORE_ACTIONS = ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
-#: The functions' defaults and the timeouts their logic allows (``function_options``).
+"""What the signals function does in the hold store: read an item, write it (its combiner entries, a
+lease, a hold) and delete an item a lease leaves empty; no Query, no Scan."""
 FUNCTION_DEFAULTS = {
     "Broker": FunctionDefaults(
         BROKER_MEMORY_MB,
@@ -159,8 +158,7 @@ FUNCTION_DEFAULTS = {
         "most); a longer run holds the shard's next batch back",
     ),
 }
-#: The EMF counts the broker, the restorer and the signals function send (namespace
-#: ``DynamoDBCapacity``, no dimension).
+"""The functions' defaults and the timeouts their logic allows (``function_options``)."""
 REQUEST_METRICS = dict.fromkeys(
     (
         "Refused",
@@ -178,7 +176,8 @@ REQUEST_METRICS = dict.fromkeys(
     ),
     "run",
 )
-#: The alarms, by stable id (``alarm_options``, ``alarms``).
+"""The EMF counts the broker, the restorer and the signals function send (namespace
+``DynamoDBCapacity``, no dimension)."""
 ALARM_IDS = (
     "BrokerErrors",
     "HoldsDropped",
@@ -192,6 +191,7 @@ ALARM_IDS = (
     "SignalsDropped",
     *STREAM_ALARM_IDS,
 )
+"""The alarms, by stable id (``alarm_options``, ``alarms``)."""
 
 
 @dataclass(frozen=True)
@@ -348,8 +348,6 @@ class CapacityRequests(Construct):
         self._configure_tables(tables)
         self.alarm_topic = alarm_topic or alarm_topic_of(self, "DynamoDB capacity request alarms")
         self._alarm_set = AlarmSet(self, self._where, self.alarm_topic, alarm_options)
-        #: The hold store: holds and their leases, written with conditional writes (and,
-        #: once a scaler is connected, the scaler's state too).
         self.hold_store = state_store_table(
             self,
             "HoldStore",
@@ -357,17 +355,19 @@ class CapacityRequests(Construct):
             backup_reason="The hold store keeps capacity holds that last 24 hours at most; "
             "point-in-time recovery covers it, and a lost hold only ends a raise early.",
         )
+        """The hold store: holds and their leases, written with conditional writes (and, once a
+        scaler is connected, the scaler's state too)."""
         self.environment[STORE_ENV] = self.hold_store.table_name
-        #: The broker: the one function workers may invoke to request capacity.
         self.broker, self.broker_policy = self._render_broker(broker_concurrency)
+        """The broker: the one function workers may invoke to request capacity."""
         self._render_broker_alarms()
-        #: The restorer (None with ``restore_every=None``): asks the broker to end expired
-        #: holds on a schedule.
         self.restorer = self._render_restorer(restore_every)
-        #: The signals function and its policy (None without ``fast_path``).
+        """The restorer (None with ``restore_every=None``): asks the broker to end expired holds on
+        a schedule."""
         self.signals, self.signals_policy = self._render_signals(fast_path, surge)
-        #: The stream reader (None without ``FastPath(stream=...)``).
+        """The signals function and its policy (None without ``fast_path``)."""
         self.stream_reader = self._render_stream_reader(stream, surge)
+        """The stream reader (None without ``FastPath(stream=...)``)."""
         self.node.add_validation(_ConnectedScalers(self))
 
     # ------------------------------------------------------------------ construction
@@ -984,8 +984,8 @@ class CapacityRequests(Construct):
         )
 
 
-#: The packs whose Lambda rules the library's functions acknowledge alike.
 _LAMBDA_PACKS = ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
+"""The packs whose Lambda rules the library's functions acknowledge alike."""
 
 
 def _whole_number(value: object, low: int, high: int) -> bool:

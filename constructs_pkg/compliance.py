@@ -13,7 +13,6 @@ from __future__ import annotations
 from aws_cdk import Acknowledgment, CfnResource, Validations
 from constructs import IConstruct
 
-#: The packs `apply_nag_packs` adds, by their class names in ``cdk_nag``.
 NAG_PACKS = (
     "AwsSolutionsChecks",
     "ServerlessChecks",
@@ -21,6 +20,7 @@ NAG_PACKS = (
     "NIST80053R5Checks",
     "PCIDSS321Checks",
 )
+"""The packs `apply_nag_packs` adds, by their class names in ``cdk_nag``."""
 
 
 def apply_nag_packs(scope: IConstruct) -> None:

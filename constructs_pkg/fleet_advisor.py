@@ -48,26 +48,26 @@ from .runtime import (
 
 __all__ = ["FleetAdvisor"]
 
-#: The lister's default time: 02:00 UTC, every day.
 DEFAULT_SCHEDULE = events.CronOptions(minute="0", hour="2")
+"""The lister's default time: 02:00 UTC, every day."""
 DEFAULT_REPORT_DELAY = Duration.hours(3)
-#: Workers at once: 10 advise about 1,800 tables of 14 days in 3 hours at 61 s a table
-#: (benchmarks/fleet_report.py; docs: Fleet report, "Limits").
 DEFAULT_MAX_CONCURRENCY = 10
-#: One full vCPU: a table's advice is single-threaded simulation.
+"""Workers at once: 10 advise about 1,800 tables of 14 days in 3 hours at 61 s a table
+(benchmarks/fleet_report.py; docs: Fleet report, "Limits")."""
 DEFAULT_WORKER_MEMORY = 1769
+"""One full vCPU: a table's advice is single-threaded simulation."""
 DEFAULT_RETENTION = Duration.days(90)
 DEFAULT_DAYS = 14
-#: Lambda's longest run: a worker advises one table within it (and the lister and the
-#: report run within it too), unless function_options say.
 WORKER_TIMEOUT = Duration.minutes(15)
-#: A message is received this many times before it goes to the dead-letter queue.
+"""Lambda's longest run: a worker advises one table within it (and the lister and the report run
+within it too), unless function_options say."""
 MAX_RECEIVES = 3
-#: The kinds of policy ``advise`` can recommend (``candidates``).
+"""A message is received this many times before it goes to the dead-letter queue."""
 CANDIDATE_KINDS = ("stock", "autopilot", "on-demand", "hybrid")
+"""The kinds of policy ``advise`` can recommend (``candidates``)."""
 PACKS_VPC = ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
-#: The alarms, by stable id (``alarm_options``, ``alarms``).
 ALARM_IDS = ("DeadLetters", "Failures", "TablesFailed", "TablesMissing")
+"""The alarms, by stable id (``alarm_options``, ``alarms``)."""
 
 
 def function_defaults(worker_memory_size: int) -> dict[str, FunctionDefaults]:
@@ -137,8 +137,8 @@ class FleetAdvisor(Construct):
             step=Duration.days(1),
         )
         self.bucket = self._render_bucket(report_retention)
-        #: failed table messages (after three receives) and failed scheduled runs
         self.dead_letter_queue = _dead_letter_queue(self, "DynamoDB fleet advisor")
+        """failed table messages (after three receives) and failed scheduled runs"""
         self.queue = self._render_queue()
         settings = AdvisorSettings(
             self.bucket.bucket_name,
@@ -152,14 +152,14 @@ class FleetAdvisor(Construct):
         self.lister = self._scheduled("Lister", "lister_handler", settings, start)
         self.worker = self._render_worker(settings, max_concurrency)
         delayed = (start + int(report_delay.to_minutes())) % 1440
-        #: the report's minute of the day (UTC) and its delay after the lister, in minutes
         self.report_minute, self.report_delay_minutes = delayed, settings.report_delay_minutes
+        """the report's minute of the day (UTC) and its delay after the lister, in minutes"""
         self.report = self._scheduled("Report", "report_handler", settings, delayed)
         self._grant()
         alarm_set = AlarmSet(self, self._where, self.topic, alarm_options)
         self._render_alarms(alarm_set)
-        #: The alarms by stable id (read-only); one turned off is absent.
         self.alarms = alarm_set.alarms
+        """The alarms by stable id (read-only); one turned off is absent."""
 
     # ---------------------------------------------------------------- validation
 

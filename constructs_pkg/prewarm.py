@@ -25,8 +25,6 @@ from .compliance import acknowledge, skip_checkov
 from .runtime import LOG_KEY_REASON, FunctionConfig, FunctionDefaults, own_policy, runtime_function
 
 PROVIDER_ID = "CapacitySettleProvider"
-#: The settle functions' defaults and the timeouts they allow (``function_options["Settle"]``
-#: of a PROVISION_THEN_SETTLE table): each call is short, the waiting is the provider's.
 SETTLE_DEFAULTS = {
     "Settle": FunctionDefaults(
         256,
@@ -37,25 +35,26 @@ SETTLE_DEFAULTS = {
         "longest is 15 minutes",
     )
 }
-#: How often the provider asks whether the table is ACTIVE and settled.
+"""The settle functions' defaults and the timeouts they allow (``function_options["Settle"]`` of a
+PROVISION_THEN_SETTLE table): each call is short, the waiting is the provider's."""
 QUERY_INTERVAL = Duration.seconds(10)
-#: The provider's own time limit: a minute more than the settle step waits for its table
-#: (`SETTLE_WAIT_S`), so the step's own error, naming the table's status, comes first.
+"""How often the provider asks whether the table is ACTIVE and settled."""
 TOTAL_TIMEOUT = Duration.seconds(SETTLE_WAIT_S + 60)
-#: What CloudFormation waits for the provider beyond its time limit.
+"""The provider's own time limit: a minute more than the settle step waits for its table
+(`SETTLE_WAIT_S`), so the step's own error, naming the table's status, comes first."""
 SERVICE_MARGIN = Duration.minutes(2)
-#: Why the functions of the settle step need no dead-letter queue.
+"""What CloudFormation waits for the provider beyond its time limit."""
 ANSWERED_BY_PROVIDER = (
     "Invoked only by the custom-resource provider, synchronously: every failure reaches "
     "CloudFormation through the provider's response and fails the deployment."
 )
-#: Why the settle step's functions and the provider's reserve no concurrency.
+"""Why the functions of the settle step need no dead-letter queue."""
 ONCE_PER_TABLE = (
     "Runs at deploy time only, for each table created or updated; reserving concurrency "
     "would take it from the account for nothing."
 )
+"""Why the settle step's functions and the provider's reserve no concurrency."""
 
-#: The settle step's two functions: construct id, handler, description.
 SETTLE_FUNCTIONS = (
     ("OnEvent", "on_event", "Checks the settle step of PROVISION_THEN_SETTLE tables"),
     (
@@ -64,8 +63,9 @@ SETTLE_FUNCTIONS = (
         "Settles PROVISION_THEN_SETTLE tables from their high-water mark",
     ),
 )
-#: The compliance packs that check functions' DLQs, concurrency and VPCs.
+"""The settle step's two functions: construct id, handler, description."""
 PACKS = ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
+"""The compliance packs that check functions' DLQs, concurrency and VPCs."""
 
 
 class _SettleProvider(Construct):
@@ -239,12 +239,12 @@ class _SettleProvider(Construct):
             )
 
 
-#: The provider's framework roles: one for its onEvent function, one shared by its
-#: isComplete and onTimeout functions (two, as aws-cdk-lib asks, so they form no cycle).
 FRAMEWORK_ROLES = {"OnEvent": "onEvent", "CompleteAndTimeout": "isComplete and onTimeout"}
-#: The memory of the provider's framework functions, which only relay events (Lambda's
-#: default, set explicitly).
+"""The provider's framework roles: one for its onEvent function, one shared by its isComplete and
+onTimeout functions (two, as aws-cdk-lib asks, so they form no cycle)."""
 FRAMEWORK_MEMORY_MB = 128
+"""The memory of the provider's framework functions, which only relay events (Lambda's default, set
+explicitly)."""
 
 
 def settle_provider(scope: Construct, where: str, config: FunctionConfig) -> _SettleProvider:

@@ -37,10 +37,10 @@ __all__ = ["DEFAULT_SCALABLE_TARGET_QUOTA", "DEFAULT_WARN_AT", "ScalableTargetQu
 DEFAULT_SCALABLE_TARGET_QUOTA = 5_000
 """Application Auto Scaling's default quota of DynamoDB scalable targets per account and
 Region."""
-#: The share of the quota at which the check warns.
 DEFAULT_WARN_AT = 0.8
-#: The warning's id (``cdk synth`` prints it; ``Annotations`` can acknowledge it).
+"""The share of the quota at which the check warns."""
 WARNING_ID = "ddb-capacity:scalable-target-quota"
+"""The warning's id (``cdk synth`` prints it; ``Annotations`` can acknowledge it)."""
 _ENV_AGNOSTIC = "environment-agnostic stacks"
 
 

@@ -36,23 +36,23 @@ from .assets import handler_closure, staged_modules
 from .compliance import acknowledge, skip_checkov
 from .props import duration_prop, whole_prop
 
-#: The installed run-time package, found through its import, never through the current
-#: directory: a user's own ``lambda_src/`` folder cannot take its place.
 RUNTIME_PACKAGE = Path(ddb_capacity_runtime.__file__).resolve().parent
+"""The installed run-time package, found through its import, never through the current directory: a
+user's own ``lambda_src/`` folder cannot take its place."""
 
-#: Why the functions' logs have no KMS key of their own.
 LOG_KEY_REASON = (
     "The log holds table names and capacity numbers only; CloudWatch Logs encrypts it at "
     "rest with its own key, and a KMS key would cost $1 a month per function."
 )
-#: Log retention of every function this library deploys, unless its FunctionOptions say.
+"""Why the functions' logs have no KMS key of their own."""
 LOG_RETENTION = logs.RetentionDays.ONE_YEAR
-#: The architecture of every function, unless its FunctionOptions say.
+"""Log retention of every function this library deploys, unless its FunctionOptions say."""
 ARCHITECTURE = lambda_.Architecture.ARM_64
-#: Lambda's memory range, in MB.
+"""The architecture of every function, unless its FunctionOptions say."""
 MEMORY_RANGE = (128, 10_240)
-#: Lambda's longest timeout.
+"""Lambda's memory range, in MB."""
 MAX_TIMEOUT = Duration.minutes(15)
+"""Lambda's longest timeout."""
 
 
 @dataclass(frozen=True)
@@ -179,11 +179,11 @@ def _checked_timeout(where: str, timeout: object, default: FunctionDefaults) -> 
     return checked
 
 
-#: The advisor asset's packages: the run-time, the tools (the simulator, ``advise``, the
-#: fleet report) and the pure-Python packages the tools import (cronsim for schedules,
-#: tzdata for time zones where the Lambda image has no zoneinfo database). boto3 and
-#: botocore come with Lambda's Python runtime.
 ADVISOR_PACKAGES = ("ddb_capacity_runtime", "ddb_capacity_tools", "cronsim", "tzdata")
+"""The advisor asset's packages: the run-time, the tools (the simulator, ``advise``, the fleet
+report) and the pure-Python packages the tools import (cronsim for schedules, tzdata for time zones
+where the Lambda image has no zoneinfo database). boto3 and botocore come with Lambda's Python
+runtime."""
 
 
 @functools.cache
@@ -205,8 +205,8 @@ def advisor_code() -> lambda_.Code:
     return lambda_.Code.from_asset(str(staged_advisor()))
 
 
-#: Where the fast path's exec wrapper sits in a function that has the hook's layer.
 HOOK_WRAPPER = "/opt/ddb-capacity-instrument"
+"""Where the fast path's exec wrapper sits in a function that has the hook's layer."""
 
 
 @functools.cache
@@ -265,11 +265,11 @@ on, so the code a function runs is the code that was tested. Lambda's ``python3.
 Amazon Linux 2; AWS lists its deprecation for June 30, 2027 (creating functions blocked
 from July 31, 2027, updating them from August 31, 2027)."""
 
-#: Why AwsSolutions-L1 and Serverless-LambdaLatestVersion (the newest runtime) do not apply.
 RUNTIME_REASON = (
     "Runs on python3.11, the Python the library's tests run on, so the code deployed is the "
     "code tested; the newest runtime would run untested code."
 )
+"""Why AwsSolutions-L1 and Serverless-LambdaLatestVersion (the newest runtime) do not apply."""
 
 
 def function_runtime() -> lambda_.Runtime:
@@ -380,8 +380,6 @@ def _acknowledge_function(
     )
 
 
-#: What the run-time may do in its state store: read items, write them with conditional
-#: writes, and list a table's items (Query) or all of them (Scan).
 STORE_ACTIONS = [
     "dynamodb:GetItem",
     "dynamodb:UpdateItem",
@@ -389,6 +387,8 @@ STORE_ACTIONS = [
     "dynamodb:Query",
     "dynamodb:Scan",
 ]
+"""What the run-time may do in its state store: read items, write them with conditional writes, and
+list a table's items (Query) or all of them (Scan)."""
 
 
 def state_store_table(
@@ -427,16 +427,16 @@ def state_store_statement(sid: str, table: dynamodb.ITable | str) -> iam.PolicyS
     return iam.PolicyStatement(sid=sid, actions=list(STORE_ACTIONS), resources=[arn])
 
 
-#: Every scalable target of the account and Region: Application Auto Scaling generates
-#: target ARNs, so a grant can only name them all and narrow them down with conditions.
 SCALABLE_TARGETS = (
     f"arn:{Aws.PARTITION}:application-autoscaling:{Aws.REGION}:{Aws.ACCOUNT_ID}:scalable-target/*"
 )
-#: How cdk-nag prints `SCALABLE_TARGETS` in a finding.
+"""Every scalable target of the account and Region: Application Auto Scaling generates target ARNs,
+so a grant can only name them all and narrow them down with conditions."""
 SCALABLE_TARGETS_FINDING = (
     "Resource::arn:<AWS::Partition>:application-autoscaling:<AWS::Region>:"
     "<AWS::AccountId>:scalable-target/*"
 )
+"""How cdk-nag prints `SCALABLE_TARGETS` in a finding."""
 
 
 def scalable_targets_reason(tagged: str, policies: str = "") -> str:

@@ -69,15 +69,12 @@ from .runtime import (
 )
 from .table import TableCapacity, check_table, table_list
 
-#: Default tick: CloudWatch delivers a minute 1-3 minutes late; ticking every 2 minutes
-#: acts on throttling about as soon as it is visible, at half the 5-minute delay of the
-#: 2019 Lambda article.
 DEFAULT_TICK = Duration.minutes(DEFAULT_TICK_MINUTES)
-#: Sized from benchmarks/scaler_tick.py: 1,000 tables x 2 GSIs is ~1,040 AWS calls a tick.
+"""Default tick: CloudWatch delivers a minute 1-3 minutes late; ticking every 2 minutes acts on
+throttling about as soon as it is visible, at half the 5-minute delay of the 2019 Lambda article."""
 TIMEOUT = Duration.minutes(3)
+"""Sized from benchmarks/scaler_tick.py: 1,000 tables x 2 GSIs is ~1,040 AWS calls a tick."""
 MEMORY_MB = 256
-#: The scaler's function (the scheduled one; a sharded tick's batch function too): its
-#: defaults and the timeouts a tick's deadline allows (``function_options["Scaler"]``).
 FUNCTION_DEFAULTS = {
     "Scaler": FunctionDefaults(
         MEMORY_MB,
@@ -88,9 +85,9 @@ FUNCTION_DEFAULTS = {
         "a minute, and Lambda's longest is 15 minutes",
     )
 }
+"""The scaler's function (the scheduled one; a sharded tick's batch function too): its defaults and
+the timeouts a tick's deadline allows (``function_options["Scaler"]``)."""
 NAMESPACE = "DynamoDBCapacity"
-#: The EMF metrics the tick sends (docs: Scaler run-time, "Logs and metrics"): per table
-#: (dimension TableName), once a run (no dimension), or both.
 SCALER_METRICS = {
     **dict.fromkeys(
         (
@@ -103,6 +100,7 @@ SCALER_METRICS = {
             "ForecastsOn",
             "BadTargets",
             "RefusedTags",
+            "RefusedTunedTargets",
             "KeyRangeThrottleEvents",
             "Updating",
         ),
@@ -122,7 +120,8 @@ SCALER_METRICS = {
     ),
     "Failures": "both",
 }
-#: The scaler's alarms, by stable id (``alarm_options``, ``alarms``).
+"""The EMF metrics the tick sends (docs: Scaler run-time, "Logs and metrics"): per table (dimension
+TableName), once a run (no dimension), or both."""
 ALARM_IDS = (
     "Errors",
     "DeadLetters",
@@ -136,13 +135,14 @@ ALARM_IDS = (
     "SustainedThrottling",
     "HotKey",
 )
+"""The scaler's alarms, by stable id (``alarm_options``, ``alarms``)."""
 DEFAULT_PINNED_FOR = Duration.minutes(30)
 DEFAULT_THROTTLED_FOR = Duration.minutes(10)
-#: Ticks in a row that find a table UPDATING before it alarms: 10 minutes at the default
-#: tick, longer than an UpdateTable of capacity takes ("several minutes").
 DEFAULT_UPDATING_TICKS = 5
-#: How long a managed table's key-range throttles last before its hot-key alarm fires.
+"""Ticks in a row that find a table UPDATING before it alarms: 10 minutes at the default tick,
+longer than an UpdateTable of capacity takes ("several minutes")."""
 DEFAULT_HOT_KEY_FOR = Duration.minutes(10)
+"""How long a managed table's key-range throttles last before its hot-key alarm fires."""
 
 
 class ThrottleAwareScaler(Construct):
@@ -225,6 +225,9 @@ class ThrottleAwareScaler(Construct):
     to a ``CapacityRequests`` (``requests.connect(scaler)``), it keeps its state in the
     requests' hold store instead, and ``StateStore`` is removed.
     """
+
+    batches: BatchPath | None
+    """The batch queue and function of a sharded tick; None unless ``sharded``."""
 
     def __init__(
         self,
@@ -410,8 +413,8 @@ class ThrottleAwareScaler(Construct):
         self._forget_state_tags: iam.PolicyStatement | None = None
         self._move_minimums: iam.PolicyStatement | None = None
         self._own_target = own_target
-        #: per ProvisionedTable managed, the target values the autopilot owns
         self._owned: dict[str, Any] = {}
+        """per ProvisionedTable managed, the target values the autopilot owns"""
         self._set_target_values: iam.PolicyStatement | None = None
 
     def _validate_own_target(self, own_target: object, mode: str) -> bool:
@@ -452,8 +455,7 @@ class ThrottleAwareScaler(Construct):
         )
         self.function, self.policy = scheduled.function, scheduled.policy
         self.dead_letter_queue, self.rule = scheduled.dead_letter_queue, scheduled.rule
-        #: The batch queue and function of a sharded tick; None unless ``sharded``.
-        self.batches: BatchPath | None = None
+        self.batches = None
         if batch_concurrency:
             self.batches = batch_path(
                 self,

@@ -39,28 +39,28 @@ from .table import ProvisionedTable, TableCapacity
 
 __all__ = ["MAX_STREAM_READERS", "StreamReader", "StreamSignal", "check_stream_signal"]
 
-#: DynamoDB's readers per shard: "No more than two processes at most should be reading
-#: from the same streams shard at the same time."
 MAX_STREAM_READERS = 2
-#: The view type a table the library makes gets its stream with.
+"""DynamoDB's readers per shard: "No more than two processes at most should be reading from the same
+streams shard at the same time." """
 VIEW_TYPE = dynamodb.StreamViewType.NEW_AND_OLD_IMAGES
-#: What the reader may do with the streams: read their records (Lambda's event source
-#: mapping reads them in the function's name).
+"""The view type a table the library makes gets its stream with."""
 STREAM_ACTIONS = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"]
+"""What the reader may do with the streams: read their records (Lambda's event source mapping reads
+them in the function's name)."""
 READER_TIMEOUT = Duration.seconds(30)
 READER_MEMORY_MB = 256
-#: The ``StreamLagAlarm`` fires when the records reach the reader this late.
 LAG_ALARM_SECONDS = 30
+"""The ``StreamLagAlarm`` fires when the records reach the reader this late."""
 _NONE = Duration.seconds(0)
-#: The reader's EMF counts that alarm at any value (each its alarm's id and metric name).
 STREAM_COUNT_ALARMS = {
     "StreamFailed": "The stream reader could not count a table's records (its log's "
     "stream-failed lines say why)",
     "StreamRecordsMalformed": "The stream reader met records that break its bounds",
     "StreamRecordsNotServed": "The stream reader got records of a table it does not serve",
 }
-#: The alarms the reader adds to its owner's, by stable id.
+"""The reader's EMF counts that alarm at any value (each its alarm's id and metric name)."""
 STREAM_ALARM_IDS = ("StreamReaderErrors", *STREAM_COUNT_ALARMS, "StreamLag")
+"""The alarms the reader adds to its owner's, by stable id."""
 
 
 @dataclass(frozen=True)
@@ -186,11 +186,11 @@ class StreamReader(Construct):
         super().__init__(scope, id)
         self._where = where
         self._signal = signal
-        #: Each served table's construct path and its stream's ARN.
         self.streams = [
             ((owner or table).node.path, stream_arn_of(where, table, owner))
             for table, owner in tables
         ]
+        """Each served table's construct path and its stream's ARN."""
         self.function, self.policy = runtime_function(
             self,
             "Function",

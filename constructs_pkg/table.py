@@ -61,14 +61,13 @@ from .runtime import FunctionConfig, FunctionOptions, function_configs
 
 DIMENSIONS = ("read", "write")
 
-#: DynamoDB's rule for index names.
 INDEX_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
+"""DynamoDB's rule for index names."""
 
-#: Tag set on a table that has a high-water mark; its value is the PrewarmMethod's name.
 PREWARM_TAG = "ddb-capacity:prewarm"
+"""Tag set on a table that has a high-water mark; its value is the PrewarmMethod's name."""
 
 
-#: Table props that set capacity: ProvisionedTable sets them from ``read`` and ``write``.
 _CAPACITY_PROPS = frozenset(
     {
         "read_capacity",
@@ -78,6 +77,7 @@ _CAPACITY_PROPS = frozenset(
         "max_write_request_units",
     }
 )
+"""Table props that set capacity: ProvisionedTable sets them from ``read`` and ``write``."""
 
 
 def _check_type(field: str, value: Any, expected: type, where: str) -> None:
@@ -159,8 +159,8 @@ class TableCapacity(Construct):
         Default: the defaults.
     """
 
-    #: How messages name the construct.
     _KIND = "TableCapacity"
+    """How messages name the construct."""
 
     table: dynamodb.Table
     """The ``aws_dynamodb.Table`` it manages: adopted, made (``ProvisionedTable``), or, for

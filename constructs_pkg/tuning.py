@@ -30,7 +30,7 @@ from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.aws.store import TUNED
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
-from ddb_capacity_runtime.core.settings import SETTINGS_BY_KEY
+from ddb_capacity_runtime.core.settings import TUNED_SETTINGS, ScalerConfig
 from ddb_capacity_tools.tuning import NAMESPACE, Bounds, SettingsError, TuningSettings
 
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, says
@@ -51,15 +51,15 @@ from .scaler import ThrottleAwareScaler, _StoreArn, _StoreName
 
 __all__ = ["NightlyTuning"]
 
-#: How long after the advisor's report the loop runs.
 AFTER_REPORT_MINUTES = 30
-#: The default largest step a night, in percentage points.
+"""How long after the advisor's report the loop runs."""
 DEFAULT_MAX_STEP = 10
-#: 15 minutes: about 290 ms a table of four owned dimensions on a local moto server (one
-#: GetObject, a GetItem and an UpdateItem each), so about 3,000 owned tables a run.
+"""The default largest step a night, in percentage points."""
 FUNCTION_DEFAULTS = {"Tuner": FunctionDefaults(256, Duration.minutes(15), Duration.minutes(1))}
-#: The alarms, by stable id (``alarm_options``, ``alarms``).
-ALARM_IDS = ("Changed", "DeadLetters", "Failures", "TablesFailed", "Unreadable")
+"""15 minutes: about 290 ms a table of four owned dimensions on a local moto server (one GetObject,
+a GetItem and an UpdateItem each), so about 3,000 owned tables a run."""
+ALARM_IDS = ("Changed", "DeadLetters", "Failures", "TablesFailed", "Unreadable", "Refused")
+"""The alarms, by stable id (``alarm_options``, ``alarms``)."""
 
 
 class NightlyTuning(Construct):
@@ -69,7 +69,8 @@ class NightlyTuning(Construct):
         the report.
     :param scaler: the ``ThrottleAwareScaler`` whose target values it tunes; it needs
         ``own_target=True``, and tunes every table (and GSI) the scaler owns the target
-        value of. The scaler is told to obey the tuned values (``SCALER_TUNED_TARGETS``).
+        value of. The scaler is told to obey the tuned values (``SCALER_TUNED_TARGETS``)
+        that lie in ``allowed_targets`` (``SCALER_TUNED_ALLOWED``).
     :param allowed_targets: the target values (whole percentages, 20 to 90) it may set: a
         set, a list or a ``range`` (``range(50, 91, 5)``). Nothing outside them is ever set,
         so their lowest is the lowest target value (the most capacity) and their highest the
@@ -80,8 +81,10 @@ class NightlyTuning(Construct):
         count it (``TargetsWouldChange``), but change nothing. Default: False.
     :param topic: where the alarms go. Default: a topic of its own (SSL, KMS-encrypted).
     :param alarm_options: per alarm id (``"Changed"``, ``"DeadLetters"``, ``"Failures"``,
-        ``"TablesFailed"``, ``"Unreadable"``), an ``AlarmOptions``. Default: every alarm on
-        any count in 5 minutes (``Changed``: a target value was changed).
+        ``"TablesFailed"``, ``"Unreadable"``, ``"Refused"``), an ``AlarmOptions``. Default:
+        every alarm on any count in 5 minutes (``Changed``: a target value was changed;
+        ``Refused``: the scaler refused a tuned value outside ``allowed_targets``, on any
+        count in a tick).
     :param function_options: ``{"Tuner": FunctionOptions(...)}`` merged over its
         defaults: 256 MB, 15 minutes (1 to 15), logs kept one year, ARM_64.
     """
@@ -132,12 +135,14 @@ class NightlyTuning(Construct):
         acknowledge_control_plane_function(self.function, "S3, DynamoDB")
         self.rule = self._render_schedule(advisor.report_minute + AFTER_REPORT_MINUTES)
         self._grant()
-        scaler.add_environment(SETTINGS_BY_KEY["tuned_targets"].name, "true")
+        tuned = ScalerConfig(tuned_targets=True, tuned_allowed=bounds.allowed)
+        for key, value in tuned.to_env(TUNED_SETTINGS).items():
+            scaler.add_environment(key, value)
         self.topic = topic or alarm_topic(self, "DynamoDB nightly tuning alarms")
         alarm_set = AlarmSet(self, self._where, self.topic, alarm_options)
         self._render_alarms(alarm_set)
-        #: The alarms by stable id (read-only); one turned off is absent.
         self.alarms = alarm_set.alarms
+        """The alarms by stable id (read-only); one turned off is absent."""
         self.node.add_validation(_TuningValidation(self))
 
     def _validate(
@@ -267,6 +272,17 @@ class NightlyTuning(Construct):
                 namespace=NAMESPACE, metric_name=metric_name, statistic="Sum", period=period
             )
             alarm_set.add(name, AlarmSpec(metric, says(description)))
+        refused = self.scaler._per_table("RefusedTunedTargets", "tuned values refused, worst table")
+        alarm_set.add(
+            "Refused",
+            AlarmSpec(
+                refused,
+                says(
+                    "The scaler refused a tuned target value outside allowed_targets and aims "
+                    "at the configured one: see its log's tuned-target-refused events."
+                ),
+            ),
+        )
 
 
 @jsii.implements(IStableStringProducer)

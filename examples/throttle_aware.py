@@ -8,6 +8,10 @@ next to a third table left to plain target tracking.
 - ``Clicks`` (found by tag) is a provisioned table without auto scaling; the scaler sets its
   capacity with UpdateTable, decreases planned against the daily quota.
 - ``Accounts`` is under stock target tracking only.
+
+A ``FleetAdvisor`` reports on the account's tables every night, and ``NightlyTuning`` moves
+``Feed``'s owned target values toward its recommendation, 50 to 90 %, 10 points a night at
+most.
 """
 
 import aws_cdk as cdk
@@ -16,6 +20,8 @@ from constructs import Construct
 
 from constructs_pkg import (
     Capacity,
+    FleetAdvisor,
+    NightlyTuning,
     ProvisionedTable,
     ThrottleAwareScaler,
     acknowledge,
@@ -73,6 +79,15 @@ class ThrottleAwareStack(cdk.Stack):
             self, "Scaler", tag_key=TAG_KEY, tag_value=TAG_VALUE, own_target=True, sharded=True
         )
         feed.enable_throttle_aware_scaling(scaler)
+        # each night, after the advisor's report, Feed's target values move toward it
+        NightlyTuning(
+            self,
+            "Tuning",
+            advisor=FleetAdvisor(self, "Advisor"),
+            scaler=scaler,
+            allowed_targets=range(50, 91, 5),
+            max_step=10,
+        )
 
         for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"):
             acknowledge(

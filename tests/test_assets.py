@@ -12,7 +12,6 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import Any
 
 import aws_cdk as cdk
 import boto3
@@ -217,12 +216,12 @@ def test_the_closure_follows_function_level_imports_and_parent_packages(tmp_path
 
 
 def without_docstrings(tree: ast.Module) -> str:
-    """``tree`` dumped with its docstrings emptied and where each node starts (a docstring's
-    end moves, and with it the end of a body it closes)."""
-    for node in [tree, *ast.walk(tree)]:
-        body: Any = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
-            value = body[0].value
+    """``tree`` dumped with its docstrings (every statement that is a string alone) emptied
+    and where each node starts (a docstring's end moves, and with it the end of a body it
+    closes)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr):
+            value = node.value
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
                 value.value = ""
     for node in ast.walk(tree):
@@ -238,6 +237,33 @@ def test_a_stripped_module_keeps_every_statement_on_its_line(path: Path) -> None
     assert stripped.count("\n") == source.count("\n")
     assert without_docstrings(ast.parse(stripped)) == without_docstrings(ast.parse(source))
     assert not any(line.lstrip().startswith("#") for line in stripped.splitlines())
+
+
+def test_stripping_empties_attribute_docstrings() -> None:
+    """The string below an assignment documents the attribute (the reference shows it); the
+    asset needs it no more than a function's docstring."""
+    source = (
+        "LIMIT = 3\n"
+        '"""How many, at most,\n'
+        'in a minute."""\n'
+        "class C:\n"
+        "    size: int = 1\n"
+        '    """Its size."""\n'
+        "    def __init__(self) -> None:\n"
+        "        self.name = 'n'\n"
+        '        """Its name."""\n'
+    )
+    assert stripped_source(source) == (
+        "LIMIT = 3\n"
+        '""\n'
+        "\n"
+        "class C:\n"
+        "    size: int = 1\n"
+        '    ""\n'
+        "    def __init__(self) -> None:\n"
+        "        self.name = 'n'\n"
+        '        ""\n'
+    )
 
 
 def test_stripping_keeps_strings_that_are_not_docstrings() -> None:

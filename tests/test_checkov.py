@@ -1,7 +1,7 @@
-"""checkov on the example app's templates, synthesized by the CDK CLI, and on a
-``FleetAdvisor`` stack's (the example app has none): no failed check, and
-every skipped one carries its reason in the resource's metadata, where checkov (and a
-reviewer reading the template) finds it. checkov runs from its own venv, made by
+"""checkov on the example app's templates, synthesized by the CDK CLI (a ``FleetAdvisor``
+and a ``NightlyTuning`` among them): no failed check, and every skipped one carries its
+reason in the resource's metadata, where checkov (and a reviewer reading the template)
+finds it. checkov runs from its own venv, made by
 ``make install`` (its pins conflict with the project's)."""
 
 from __future__ import annotations
@@ -47,18 +47,6 @@ def checkov_reports(process: subprocess.Popen[str]) -> list[dict[str, Any]]:
     return reports if isinstance(reports, list) else [reports]
 
 
-def fleet_advisor_assembly(outdir: Path) -> Path:
-    """A stack holding a ``FleetAdvisor`` with its defaults, synthesized into ``outdir``."""
-    import aws_cdk as cdk
-
-    from constructs_pkg import FleetAdvisor
-
-    app = cdk.App(outdir=str(outdir))
-    FleetAdvisor(cdk.Stack(app, "FleetAdvisorStack"), "Advisor")
-    app.synth()
-    return outdir
-
-
 def templates(assemblies: list[Path], into: Path) -> Path:
     into.mkdir()
     for assembly in assemblies:
@@ -85,7 +73,7 @@ class Scans:
     removed: the two scans run side by side (each is mostly checkov's own start-up)."""
 
     def __init__(self, cli_assembly: Path, tmp: Path) -> None:
-        assemblies = [cli_assembly, fleet_advisor_assembly(tmp / "advisor.out")]
+        assemblies = [cli_assembly]
         self.directory = templates(assemblies, tmp / "templates")
         self.unskipped = templates(assemblies, tmp / "unskipped")
         self.skipped = remove_skips(self.unskipped)
@@ -120,7 +108,7 @@ def test_no_failed_check_and_every_skip_has_its_reason(scans: Scans) -> None:
 
 
 def test_the_fleet_advisors_bucket_and_worker_are_scanned_and_acknowledged(scans: Scans) -> None:
-    # GIVEN the FleetAdvisor stack among the scanned templates; without its skips checkov
+    # GIVEN the example app's FleetAdvisor among the scanned templates; without its skips checkov
     # fails its bucket's access logs and versioning, and its worker's dead-letter queue and
     # reserved concurrency (so they were scanned) ...
     unskipped = scans.unskipped_report["results"]["failed_checks"]
@@ -143,3 +131,35 @@ def test_a_skip_removed_is_a_failure(scans: Scans) -> None:
     report = scans.unskipped_report
     failed = {(f["check_id"], f["resource"]) for f in report["results"]["failed_checks"]}
     assert failed == scans.skipped  # and no skip is there for nothing
+
+
+TUNING_HANDLER = "ddb_capacity_tools.tuning_lambda.tuning_handler"
+
+
+def test_the_nightly_tunings_function_and_queue_are_scanned_and_acknowledged(
+    scans: Scans,
+) -> None:
+    # GIVEN the example app's NightlyTuning: its function and that function's dead-letter
+    # queue, found in the scanned templates by the handler
+    resources = {}
+    for path in scans.directory.glob("*.template.json"):
+        resources.update(json.loads(path.read_text())["Resources"])
+    functions = [
+        logical
+        for logical, resource in resources.items()
+        if resource["Type"] == "AWS::Lambda::Function"
+        and resource["Properties"].get("Handler") == TUNING_HANDLER
+    ]
+    assert len(functions) == 1, f"{len(functions)} functions run {TUNING_HANDLER}"
+    (function,) = functions
+    queue = resources[function]["Properties"]["DeadLetterConfig"]["TargetArn"]["Fn::GetAtt"][0]
+    # WHEN their skips are removed, checkov fails the function's VPC check and the queue's
+    # KMS check (so both were scanned) ...
+    unskipped = scans.unskipped_report["results"]["failed_checks"]
+    failed = {(f["check_id"], f["resource"].split(".", 1)[1]) for f in unskipped}
+    expected = {("CKV_AWS_117", function), ("CKV_AWS_27", queue)}
+    assert expected <= failed
+    # THEN ... each is acknowledged on its resource with its reason, and nothing fails
+    skipped = {(check, resource.split(".", 1)[1]) for check, resource in scans.skipped}
+    assert expected <= skipped
+    assert scans.report["summary"]["failed"] == 0

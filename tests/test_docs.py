@@ -149,16 +149,57 @@ def test_the_site_shows_no_raw_sphinx_roles(site: Path) -> None:
     assert found == []
 
 
-def test_the_code_writes_no_sphinx_roles() -> None:
-    """One docstring style, the one the reference renders: no Sphinx role in the code of the
-    three packages (docstrings or comments)."""
+def code_lines_matching(pattern: re.Pattern[str]) -> list[str]:
+    """Every line of the three packages' code in which ``pattern`` finds something, as
+    ``path:number: line``."""
     found = []
     for root in ("constructs_pkg", "lambda_src"):
         for path in sorted((ROOT / root).rglob("*.py")):
             for number, line in enumerate(path.read_text().splitlines(), 1):
-                if ROLE.search(line):
+                if pattern.search(line):
                     found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
-    assert found == []
+    return found
+
+
+def test_the_code_writes_no_sphinx_roles() -> None:
+    """One docstring style, the one the reference renders: no Sphinx role in the code of the
+    three packages (docstrings or comments)."""
+    assert code_lines_matching(ROLE) == []
+
+
+# A Sphinx attribute comment (``#: text`` above ``NAME = ...``), which the reference does not
+# read: it reads a string placed directly below the attribute.
+ATTRIBUTE_COMMENT = re.compile(r"^\s*#:")
+
+
+def test_the_code_documents_attributes_with_docstrings_below_them() -> None:
+    """An attribute's text is a docstring below it, so the reference shows it; a ``#:``
+    comment above it never reaches the site."""
+    assert code_lines_matching(ATTRIBUTE_COMMENT) == []
+
+
+def test_the_reference_shows_what_attributes_are(site: Path) -> None:
+    """Module constants, an attribute declared on a construct's class and a dataclass field
+    each show the text of their docstring under their heading."""
+    shown = {
+        "constructs": {
+            "constructs_pkg.stream_signal.MAX_STREAM_READERS": "readers per shard",
+            "constructs_pkg.scaler.ThrottleAwareScaler.batches": "None unless sharded",
+            "constructs_pkg.scaler.DEFAULT_UPDATING_TICKS": "Ticks in a row",
+        },
+        "runtime": {
+            "ddb_capacity_runtime.signals.KEEPALIVE_SECONDS": "A busy table",
+            "ddb_capacity_runtime.workers.writer.WriteResult.throttled": "of every cause",
+        },
+        "tools": {"ddb_capacity_tools.simulator.tune.PEAK_HEADROOM": "times the trace's peak"},
+    }
+    for name, attributes in shown.items():
+        built = (site / "reference" / name / "index.html").read_text()
+        for attribute, words in attributes.items():
+            start = built.find(f'id="{attribute}"')
+            assert start >= 0, f"{attribute} has no entry on the {name} page"
+            end = built.find("doc-heading", start + len(attribute) + 30)
+            assert words in " ".join(text_of(built[start:end]).split()), attribute
 
 
 def test_the_reference_renders_no_quote_blocks(site: Path) -> None:

@@ -204,6 +204,41 @@ def test_a_table_whose_traffic_changed_gets_a_new_target_that_its_scaler_applies
     assert policy_target(world, name, "write") == 70
 
 
+def test_the_scaler_refuses_a_tuned_value_outside_the_allowed_targets(world: World) -> None:
+    # GIVEN a table whose write target the autopilot owns at 70 %, tuned to 80 by the loop
+    name = world.table("Narrowed", 10, 400, tagged=False)
+    world.target(name, "write", 10, 20_000)
+    put_result(world, start_run(world), name, advised(name, "stock:90"))
+    owned = {name: {"write": 70}}
+    tune(world, settings(world, owned))
+    assert tuned(world, name, "write") == 80
+    env = {
+        **AUTOPILOT,
+        "SCALER_TABLES": name,
+        "SCALER_OWNED_TARGETS": json.dumps(owned),
+        "SCALER_TUNED_TARGETS": "true",
+    }
+    # WHEN the scaler is told the allowed targets are 50, 60 and 70 (the app narrowed them)
+    _, events = world.tick(**env, SCALER_TUNED_ALLOWED="50,60,70")
+    # THEN it aims at the configured 70, not at the 80 it does not know as allowed, and says
+    # so: logged, and counted in the table's EMF record (the loop's Refused alarm)
+    assert policy_target(world, name, "write") == 70
+    (refused,) = [e for e in events if e.get("event") == "tuned-target-refused"]
+    assert (refused["table"], refused["dimension"], refused["value"]) == (name, "write", 80)
+    (record,) = [e for e in events if "_aws" in e and e.get("TableName") == name]
+    assert record["RefusedTunedTargets"] == 1
+    # AND with 80 among the allowed targets it aims at 80, and refuses nothing
+    _, events = world.tick(**env, SCALER_TUNED_ALLOWED="50,60,70,80")
+    assert policy_target(world, name, "write") == 80
+    (record,) = [e for e in events if "_aws" in e and e.get("TableName") == name]
+    assert "RefusedTunedTargets" not in record
+    assert not [e for e in events if e.get("event") == "tuned-target-refused"]
+    # AND the loop's next run, with the narrowed bounds, moves the value back into them
+    put_result(world, start_run(world, minutes_ago=1), name, advised(name, "stock:90"))
+    tune(world, settings(world, owned, bounds=Bounds((50, 60, 70), 10)))
+    assert tuned(world, name, "write") == 70
+
+
 def test_a_table_at_its_bound_gets_no_change(world: World) -> None:
     name = world.table("AtBound", 10, 10, tagged=False)
     run_id = start_run(world)

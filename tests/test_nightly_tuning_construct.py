@@ -99,6 +99,8 @@ def test_the_scaler_obeys_the_tuned_values_and_both_read_one_owned_map(synthesiz
     ]
     scaler_env = scaler["Properties"]["Environment"]["Variables"]
     assert scaler_env["SCALER_TUNED_TARGETS"] == "true"
+    # the scaler knows the allowed targets too, and obeys no tuned value outside them
+    assert scaler_env["SCALER_TUNED_ALLOWED"] == "50,55,60,65,70,75,80,85,90"
     tuner_env = tuner(template)["Properties"]["Environment"]["Variables"]
     assert tuner_env["NIGHTLY_TUNING_OWNED"] == scaler_env["SCALER_OWNED_TARGETS"]
     assert tuner_env["NIGHTLY_TUNING_STORE"] == scaler_env["CAPACITY_HOLDS_TABLE"]
@@ -146,9 +148,33 @@ def test_alarms_on_changes_failures_unreadable_results_and_dead_letters(synthesi
         assert props["Threshold"] == 1 and len(props["AlarmActions"]) == 1
 
 
+def test_an_alarm_on_tuned_values_the_scaler_refuses(synthesized):
+    # GIVEN the scaler counts, per table, the tuned values it refuses (RefusedTunedTargets)
+    template, _ = synthesized
+    alarms = template.find_resources("AWS::CloudWatch::Alarm").values()
+    # THEN the loop alarms on the worst table's count, at any value
+    (refused,) = [
+        a["Properties"]
+        for a in alarms
+        if any(
+            'MetricName="RefusedTunedTargets"' in m.get("Expression", "")
+            for m in a["Properties"].get("Metrics", [])
+        )
+    ]
+    (expression,) = [m["Expression"] for m in refused["Metrics"] if "Expression" in m]
+    assert expression.startswith("MAX(SEARCH('{DynamoDBCapacity,TableName}")
+    assert refused["Threshold"] == 1 and len(refused["AlarmActions"]) == 1
+
+
 def test_alarms_are_returned_by_id_and_can_be_turned_off(stack):
     tuning = app_with(stack, alarm_options={"Changed": AlarmOptions(enabled=False)})
-    assert set(tuning.alarms) == {"DeadLetters", "Failures", "TablesFailed", "Unreadable"}
+    assert set(tuning.alarms) == {
+        "DeadLetters",
+        "Failures",
+        "TablesFailed",
+        "Unreadable",
+        "Refused",
+    }
 
 
 def test_function_options_merge_over_the_defaults(stack):

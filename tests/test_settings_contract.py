@@ -43,6 +43,9 @@ def _value(setting: Setting) -> st.SearchStrategy[str]:
         )
     if setting.kind is Kind.FLAG:
         return st.sampled_from(["true", "false"])
+    if setting.kind is Kind.WHOLES:
+        wholes = st.lists(st.integers(int(setting.lo), int(setting.hi)), max_size=4)
+        return wholes.map(lambda values: ",".join(map(str, values)))
     if setting.kind is Kind.MODE:
         return st.sampled_from(MODES)
     if setting.kind is Kind.NAMES:
@@ -82,6 +85,18 @@ def test_contradicting_values_are_refused_with_both_names() -> None:
         ScalerConfig.from_env(
             {"SCALER_TABLES": "t", "SCALER_DEFAULT_MIN": "9", "SCALER_DEFAULT_MAX": "8"}
         )
+
+
+@pytest.mark.parametrize("raw", ["50,x", "50,95", "19", "50.5", "50;60"])
+def test_allowed_tuned_targets_that_are_not_whole_percentages_are_refused(raw: str) -> None:
+    with pytest.raises(
+        ConfigError,
+        match=f"SCALER_TUNED_ALLOWED must be whole numbers from 20 to 90, comma-separated; "
+        f"got '{raw}'",
+    ):
+        ScalerConfig.from_env({"SCALER_TABLES": "t", "SCALER_TUNED_ALLOWED": raw})
+    config = ScalerConfig.from_env({"SCALER_TABLES": "t", "SCALER_TUNED_ALLOWED": " 60,50,60 "})
+    assert config.tuned_allowed == (50, 60)
 
 
 @pytest.mark.parametrize("raw", ["20261201", "2026-13-01", "2026-02-30", "tomorrow", "2026-1-1"])

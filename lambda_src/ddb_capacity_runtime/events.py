@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 LOGGER = logging.getLogger("ddb_capacity_runtime")
-#: Names a field may not take: they are LogRecord's own attributes.
 RESERVED = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "event"}
+"""Names a field may not take: they are LogRecord's own attributes."""
 
 
 def log_event(

@@ -44,14 +44,14 @@ from .core.surge import SIGNALS_ENV
 from .events import log_event
 from .signals import MODES
 
-#: The folder whose ``sitecustomize`` installs the hook at start-up.
 BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap"
+"""The folder whose ``sitecustomize`` installs the hook at start-up."""
 TABLES_ENV = "CAPACITY_SIGNALS_TABLES"
 INTERVAL_ENV = "CAPACITY_SIGNALS_INTERVAL"
 PROCESS_ENV = "CAPACITY_SIGNALS_PROCESS"
 MODE_ENV = "CAPACITY_SIGNALS_MODE"
-#: The watcher `install` made, once per process.
 _installed: list[Any] = []
+"""The watcher `install` made, once per process."""
 
 
 class InstrumentError(CapacityError, ValueError):

@@ -61,20 +61,20 @@ from .requests.surge import SurgeSettings, surge_dimension
 
 __all__ = ["MAX_RECORDS", "STREAM_ENTRY", "read_stream", "stream_handler"]
 
-#: The most records an event may carry: the event source's largest batch.
 MAX_RECORDS = 10_000
-#: One record's bound, as JSON text: two images of DynamoDB's largest item (400 KB),
-#: with room for base64 and the attribute wrappers.
+"""The most records an event may carry: the event source's largest batch."""
 MAX_RECORD_CHARS = 2 * 1024 * 1024
-#: One record's deepest nesting: an item may nest 32 levels, each two levels of JSON.
+"""One record's bound, as JSON text: two images of DynamoDB's largest item (400 KB), with room for
+base64 and the attribute wrappers."""
 MAX_RECORD_DEPTH = 72
-#: The id the stream's rate goes by among the combined entries of a dimension.
+"""One record's deepest nesting: an item may nest 32 levels, each two levels of JSON."""
 STREAM_ENTRY = "stream"
-#: A table's stream ARN (``arn:...:dynamodb:<region>:<account>:table/<NAME>/stream/<label>``).
+"""The id the stream's rate goes by among the combined entries of a dimension."""
 STREAM_ARN = re.compile(
     r"arn:aws[a-z-]*:dynamodb:[a-z0-9-]{1,32}:\d{12}:table/([A-Za-z0-9_.-]{3,255})/stream/"
     r"[A-Za-z0-9_.:-]{1,64}"
 )
+"""A table's stream ARN (``arn:...:dynamodb:<region>:<account>:table/<NAME>/stream/<label>``)."""
 
 
 def stream_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:

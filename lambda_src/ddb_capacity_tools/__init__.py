@@ -6,5 +6,5 @@ cloud-assembly summary (`summary`); and the schedule logic ([`schedule`][]), whi
 the constructs also import at synth time, so this package loads in a CDK app too. They
 import the run-time core, never aws_cdk, and are not part of any Lambda asset."""
 
-#: The subpackage and modules are imported by name; the package itself exports nothing.
 __all__: list[str] = []
+"""The subpackage and modules are imported by name; the package itself exports nothing."""

@@ -77,12 +77,12 @@ __all__ = [
     "text",
 ]
 
-#: ListTables pages read at most (100 names each): far beyond any account's table quota.
 MAX_PAGES = 1_000
-#: How the reason of a table without traffic begins (it is idle, not broken).
+"""ListTables pages read at most (100 names each): far beyond any account's table quota."""
 IDLE = "no consumed capacity or throttles"
-#: An error message from AWS is cut to this many characters.
+"""How the reason of a table without traffic begins (it is idle, not broken)."""
 SHOWN = 300
+"""An error message from AWS is cut to this many characters."""
 
 
 class AdviseError(CapacityError, ValueError):
@@ -103,14 +103,14 @@ class Setup:
     tick: int = DEFAULT_TICK_MINUTES
     workers: int | None = None
     rule: Rule = Rule()
-    #: also read each table's current settings and place them (`fleet_current`)
     current: bool = False
+    """also read each table's current settings and place them (`fleet_current`)"""
 
 
-#: Where a table's history and current settings come from in place of CloudWatch, DynamoDB
-#: and Application Auto Scaling: ``source(table, index, setup)`` (the fleet benchmark's
-#: synthetic tables).
 Source = Callable[[str, "str | None", Setup], tuple[Trace, Current]]
+"""Where a table's history and current settings come from in place of CloudWatch, DynamoDB and
+Application Auto Scaling: ``source(table, index, setup)`` (the fleet benchmark's synthetic
+tables)."""
 
 
 @dataclass(frozen=True)
@@ -144,8 +144,8 @@ class Advice:
     minutes: int
     tuning: Tuning
     notes: str = ""
-    #: the current settings (None: not read) and their figures a month (None: unknown)
     current: Current | None = None
+    """the current settings (None: not read) and their figures a month (None: unknown)"""
     current_figures: Candidate | None = None
 
     def as_json(self) -> dict[str, Any]:
@@ -351,8 +351,8 @@ def _guarded(made: Clients, table: str, index: str | None, setup: Setup) -> Advi
         return Failure(table, index, shown(describe_error(exc)))
 
 
-#: The clients of this process of the pool (set by `_start`).
 _made: list[Clients] = []
+"""The clients of this process of the pool (set by `_start`)."""
 
 
 def _start(clients: Callable[[], Clients]) -> None:

@@ -70,8 +70,8 @@ from .simulator.scenarios import SCENARIOS, ScenarioError, scenario
 from .simulator.schedules import ScheduleFileError
 from .simulator.trace import Trace, TraceError, key_label, read_csv
 
-#: simulate's and backtest's options that tune refuses (it tries --candidate policies).
 NOT_TUNE = ("--policy", "--schedule", "--chart")
+"""simulate's and backtest's options that tune refuses (it tries --candidate policies)."""
 INPUT_ERRORS = (
     ChartError,
     EnsembleError,
@@ -177,8 +177,8 @@ def _run_options(parser: argparse.ArgumentParser, json_shape: str = '{"policies"
     _model_options(parser)
 
 
-#: Days of history ``tune --table`` reads unless told.
 TUNE_DAYS = 14
+"""Days of history ``tune --table`` reads unless told."""
 
 
 def _history_options(parser: argparse.ArgumentParser, days: dict[str, Any]) -> None:
@@ -647,8 +647,8 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-#: ``advise --processes``'s largest value.
 MAX_PROCESSES = 64
+"""``advise --processes``'s largest value."""
 
 
 def _advise_processes(args: argparse.Namespace) -> tuple[int, int]:

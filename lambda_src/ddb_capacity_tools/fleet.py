@@ -52,7 +52,6 @@ __all__ = [
     "write",
 ]
 
-#: The report's columns, in CSV order.
 COLUMNS = (
     "table",
     "index",
@@ -67,22 +66,23 @@ COLUMNS = (
     "refusals_avoided_per_month",
     "reason",
 )
-#: What `write` writes, and the media type of each.
+"""The report's columns, in CSV order."""
 FILES = {
     "report.csv": "text/csv; charset=utf-8",
     "report.json": "application/json",
     "report.html": "text/html; charset=utf-8",
 }
-#: A text cell (name, policy, reason) is cut to this many characters.
+"""What `write` writes, and the media type of each."""
 SHOWN = 500
-#: S3's bucket names: 3 to 63 of a-z 0-9 . - starting and ending with a letter or digit.
+"""A text cell (name, policy, reason) is cut to this many characters."""
 BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
-#: Characters a spreadsheet reads as the start of a formula.
+"""S3's bucket names: 3 to 63 of a-z 0-9 . - starting and ending with a letter or digit."""
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
-#: The largest figure (dollars or refused units a month) one table's result may carry. A
-#: result is untrusted: larger ones are refused, so no sum or difference of them can
-#: overflow to infinity, which JSON cannot hold.
+"""Characters a spreadsheet reads as the start of a formula."""
 LARGEST = 1e15
+"""The largest figure (dollars or refused units a month) one table's result may carry. A result is
+untrusted: larger ones are refused, so no sum or difference of them can overflow to infinity, which
+JSON cannot hold."""
 
 
 class ReportError(CapacityError, ValueError):

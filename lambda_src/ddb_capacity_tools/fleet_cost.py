@@ -22,19 +22,19 @@ from .simulator.prices import Prices
 
 __all__ = ["NIGHTS_PER_MONTH", "Costs", "monthly_cost"]
 
-#: Nights in a month of 730 hours.
 NIGHTS_PER_MONTH = 730 / 24
+"""Nights in a month of 730 hours."""
 SQS_PER_MILLION = 0.40
 LAMBDA_GB_SECOND = Prices().lambda_gb_second
 LAMBDA_PER_MILLION = Prices().lambda_request_million
 S3_PUT_PER_THOUSAND = 0.005
 S3_GET_PER_THOUSAND = 0.0004
-#: The SQS event source's long polls (up to 20 s each) on an empty queue, a month: about
-#: 5 pollers x 3 a minute (an estimate; AWS does not publish the poller count).
 IDLE_POLLS_PER_MONTH = 5 * 3 * 60 * 730
-#: The lister's and the report's seconds per table (ListTables pages and SendMessageBatch
-#: calls; GetObject calls 16 at a time), and their memory.
+"""The SQS event source's long polls (up to 20 s each) on an empty queue, a month: about 5 pollers x
+3 a minute (an estimate; AWS does not publish the poller count)."""
 LISTER_SECONDS_PER_TABLE = 0.002
+"""The lister's and the report's seconds per table (ListTables pages and SendMessageBatch calls;
+GetObject calls 16 at a time), and their memory."""
 REPORT_SECONDS_PER_TABLE = 0.002
 LISTER_MB = 256
 REPORT_MB = 1024

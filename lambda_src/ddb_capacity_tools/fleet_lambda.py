@@ -57,15 +57,15 @@ __all__ = [
     "worker_handler",
 ]
 
-#: A result or manifest read is cut at this many bytes (untrusted: written by the worker,
-#: but the bucket is the only boundary).
 MAX_OBJECT = 1_000_000
-#: The largest worker message read (a run id and a table name take under 400 characters).
+"""A result or manifest read is cut at this many bytes (untrusted: written by the worker, but the
+bucket is the only boundary)."""
 MAX_MESSAGE_CHARS = 4096
-#: GetObject calls the report makes at once.
+"""The largest worker message read (a run id and a table name take under 400 characters)."""
 READERS = 16
-#: The ensemble every table is advised under.
+"""GetObject calls the report makes at once."""
 ENSEMBLE = "plausible"
+"""The ensemble every table is advised under."""
 
 
 def _metrics(values: Mapping[str, float]) -> None:
@@ -213,8 +213,8 @@ def advise_message(body: object, clients: Mapping[str, Any], settings: AdvisorSe
     return "advised"
 
 
-#: The worker's clients, made once per execution environment.
 _clients: dict[str, Any] = {}
+"""The worker's clients, made once per execution environment."""
 
 
 def worker_handler(event: Mapping[str, Any], context: Any = None) -> dict[str, Any]:

@@ -25,13 +25,13 @@ __all__ = [
     "time_of",
 ]
 
-#: The advisor's EMF namespace.
 NAMESPACE = "DynamoDBCapacity/FleetAdvisor"
-#: A run's id: the minute its lister was scheduled, UTC (``20261122T0200Z``).
+"""The advisor's EMF namespace."""
 RUN_ID = re.compile(r"[0-9]{8}T[0-9]{4}Z")
-#: The most days of history: CloudWatch keeps 1-minute datapoints 15 days, and a worker may
-#: run up to a day after its run's lister (the history ends at the run's time).
+"""A run's id: the minute its lister was scheduled, UTC (``20261122T0200Z``)."""
 MAX_DAYS = 14
+"""The most days of history: CloudWatch keeps 1-minute datapoints 15 days, and a worker may run up
+to a day after its run's lister (the history ends at the run's time)."""
 PREFIX = "FLEET_ADVISOR_"
 
 

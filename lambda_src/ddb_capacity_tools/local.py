@@ -35,8 +35,8 @@ from .local_aws import (
     run_cdk,
 )
 
-#: The handler of a ThrottleAwareScaler's scheduled function (its batch function differs)
 SCALER_HANDLER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
+"""The handler of a ThrottleAwareScaler's scheduled function (its batch function differs)"""
 
 
 class LocalError(CapacityError, ValueError):

@@ -35,8 +35,9 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parents[2]
 CDK_CLI = REPO / "node_modules" / ".bin" / "cdk"
-#: The CDK CLI version whose cloud assemblies aws-cdk-lib 2.275 writes (npm's ``latest`` is older)
 CDK_CLI_PIN = "aws-cdk@2.1148.1"
+"""The CDK CLI version whose cloud assemblies aws-cdk-lib 2.275 writes (npm's ``latest`` is
+older)"""
 ACCOUNT, REGION = "123456789012", "us-east-1"
 
 

@@ -28,14 +28,14 @@ RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
 RATE_UNITS = {"minute": 60, "hour": 3600, "day": 86400}
 DOW_NUMBER = re.compile(r"(?<![#/\d])(\d+)")
 YEARS = (1970, 2199)
-#: The first four cron fields, each with what it allows; checked one at a time (with ``*``
-#: in the others) before the ``?`` rule, so an error names the field that is wrong.
 CRON_FIELDS = (
     ("minutes", "0-59"),
     ("hours", "0-23"),
     ("day-of-month", "1-31, L or ?"),
     ("month", "1-12 or JAN-DEC"),
 )
+"""The first four cron fields, each with what it allows; checked one at a time (with ``*`` in the
+others) before the ``?`` rule, so an error names the field that is wrong."""
 EXPECTED = (
     "cron(minutes hours day-of-month month day-of-week year) with ? in day-of-month "
     "or day-of-week, at(yyyy-mm-ddThh:mm:ss) or rate(N minutes|hours|days)"

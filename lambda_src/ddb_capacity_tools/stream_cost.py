@@ -29,21 +29,21 @@ from .simulator.prices import Prices
 
 __all__ = ["StreamCost", "monthly_stream_cost"]
 
-#: Seconds in a month of 730 hours.
 SECONDS_PER_MONTH = 730 * 3600
-#: The target utilization the table runs at (the library's default target).
+"""Seconds in a month of 730 hours."""
 TARGET = 0.7
-#: Write units a partition serves.
+"""The target utilization the table runs at (the library's default target)."""
 PARTITION_WRITE_UNITS = 1_000
-#: An invocation's time without its records: DescribeTable, a counter's ADD and a read of
-#: the surge's mark (each a few milliseconds in the Region), and Python's own.
+"""Write units a partition serves."""
 BASE_SECONDS = 0.1
-#: The time to read and size one record.
+"""An invocation's time without its records: DescribeTable, a counter's ADD and a read of the
+surge's mark (each a few milliseconds in the Region), and Python's own."""
 RECORD_SECONDS = 0.0001
-#: The reader's memory (``constructs_pkg.stream_signal.READER_MEMORY_MB``).
+"""The time to read and size one record."""
 MEMORY_MB = 256
-#: How often Lambda polls a shard when the batching window is 0.
+"""The reader's memory (``constructs_pkg.stream_signal.READER_MEMORY_MB``)."""
 POLLS_PER_SECOND = 4
+"""How often Lambda polls a shard when the batching window is 0."""
 
 
 @dataclass(frozen=True)

@@ -56,8 +56,8 @@ def _ref_and_index(resource_id: Any) -> tuple[str, str | None] | None:
     return refs[0], index
 
 
-#: A dimension: (table logical id, index name or None, "read" or "write").
 Where = tuple[str, str | None, str]
+"""A dimension: (table logical id, index name or None, "read" or "write")."""
 
 
 def table_name(

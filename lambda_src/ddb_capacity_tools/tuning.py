@@ -33,14 +33,14 @@ __all__ = [
     "step",
 ]
 
-#: A run is applied up to this many minutes after its report ran.
 FRESH_MINUTES = 120
-#: The loop's EMF namespace.
+"""A run is applied up to this many minutes after its report ran."""
 NAMESPACE = "DynamoDBCapacity/NightlyTuning"
+"""The loop's EMF namespace."""
 PREFIX = "NIGHTLY_TUNING_"
-#: The policies whose target value the loop applies; on-demand and hybrid switch the
-#: billing mode, which the loop never does: they are advice only.
 TUNED_KINDS = ("stock", "autopilot")
+"""The policies whose target value the loop applies; on-demand and hybrid switch the billing mode,
+which the loop never does: they are advice only."""
 ADVICE_KINDS = ("on-demand", "hybrid")
 
 

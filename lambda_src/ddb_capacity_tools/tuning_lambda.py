@@ -47,7 +47,6 @@ from .tuning import (
 
 __all__ = ["COUNTS", "tune_run", "tuning_handler"]
 
-#: What a run counts (every one is sent, zeros included, so an alarm sees its data).
 COUNTS = (
     "TargetsChanged",
     "TargetsWouldChange",
@@ -58,6 +57,7 @@ COUNTS = (
     "TablesFailed",
     "Failures",
 )
+"""What a run counts (every one is sent, zeros included, so an alarm sees its data)."""
 
 
 @dataclass

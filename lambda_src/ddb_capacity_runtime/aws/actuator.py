@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     from .store import HoldStore
 
 
-#: How long a move of a minimum waits for its dimension's lease (a request holding it).
 LEASE_WAIT_SECONDS = 5
+"""How long a move of a minimum waits for its dimension's lease (a request holding it)."""
 
 
 @dataclass(frozen=True)

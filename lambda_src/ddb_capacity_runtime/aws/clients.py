@@ -8,19 +8,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-#: Every control-plane call (DynamoDB, Application Auto Scaling) of the library's own
-#: clients: at most this long to connect, this long to read an answer, this many attempts
-#: in all (standard retries, jittered backoff of at most 1 s, then 2 s): 33 s at worst
-#: (`call_bound`), well inside a state-store lease (60 s, renewed before each call).
 CONNECT_TIMEOUT_SECONDS = 2
+"""Every control-plane call (DynamoDB, Application Auto Scaling) of the library's own clients: at
+most this long to connect, this long to read an answer, this many attempts in all (standard retries,
+jittered backoff of at most 1 s, then 2 s): 33 s at worst (`call_bound`), well inside a state-store
+lease (60 s, renewed before each call)."""
 READ_TIMEOUT_SECONDS = 8
 CONTROL_PLANE_ATTEMPTS = 3
-#: botocore's longest backoff between two attempts, and its legacy mode's attempts.
 MAX_BACKOFF_SECONDS = 20
+"""botocore's longest backoff between two attempts, and its legacy mode's attempts."""
 LEGACY_ATTEMPTS = 5
-#: What adaptive retries' client-side rate limiter may add to an attempt (its slowest
-#: rate is 0.5 requests a second).
 ADAPTIVE_WAIT_SECONDS = 2
+"""What adaptive retries' client-side rate limiter may add to an attempt (its slowest rate is 0.5
+requests a second)."""
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
@@ -35,8 +35,8 @@ class Clients:
     autoscaling: ApplicationAutoScalingClient
     cloudwatch: CloudWatchClient
     tagging: ResourceGroupsTaggingAPIClient
-    #: SQS, for the batches of a sharded tick (None where nothing sends them)
     sqs: Any = None
+    """SQS, for the batches of a sharded tick (None where nothing sends them)"""
 
 
 def make_clients(*, with_sqs: bool = False, **kwargs: Any) -> Clients:

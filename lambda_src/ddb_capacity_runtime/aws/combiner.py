@@ -49,22 +49,22 @@ from .errors import CONDITION_FAILED, error_code
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-#: The sort key prefix of a combiner item.
 COMBINER = "surge:"
-#: The most processes one dimension's combiner keeps. It bounds the item, and so what
-#: each report's write costs: at 100 processes of the longest ids, under 12 KB, so 12
-#: write units at most (1 with a few processes).
+"""The sort key prefix of a combiner item."""
 MAX_PROCESSES = 100
-#: The most entries one write removes (an expression is at most 4 KB).
+"""The most processes one dimension's combiner keeps. It bounds the item, and so what each report's
+write costs: at 100 processes of the longest ids, under 12 KB, so 12 write units at most (1 with a
+few processes)."""
 MAX_REMOVED = 25
-#: The largest demand one process's entry may say: its units, plus its failed requests at
-#: the largest units per request (`core.surge.rates`).
+"""The most entries one write removes (an expression is at most 4 KB)."""
 MAX_DEMAND = MAX_UNITS_PER_SECOND + 400 * MAX_REQUESTS_PER_SECOND
-#: How far ahead of the reader's clock an entry's time may be (a report's clock may be
-#: `CLOCK_SKEW_SECONDS` ahead; the functions' clocks a little apart).
+"""The largest demand one process's entry may say: its units, plus its failed requests at the
+largest units per request (`core.surge.rates`)."""
 MAX_AHEAD_SECONDS = CLOCK_SKEW_SECONDS + 5
-#: Attribute names in expressions.
+"""How far ahead of the reader's clock an entry's time may be (a report's clock may be
+`CLOCK_SKEW_SECONDS` ahead; the functions' clocks a little apart)."""
 NAMES = {"#r": "reports"}
+"""Attribute names in expressions."""
 _FIELDS = {
     "demand": "d",
     "throttled": "t",
@@ -73,9 +73,8 @@ _FIELDS = {
     "consumed": "c",
     "unknown": "u",
 }
-#: Fields an entry may lack (an entry written before they were kept): read as 0.
 _OPTIONAL = {"consumed", "unknown"}
-#: The bounds of an entry's fields (``at`` apart).
+"""Fields an entry may lack (an entry written before they were kept): read as 0."""
 _BOUNDS = {
     "demand": MAX_DEMAND,
     "throttled": MAX_REQUESTS_PER_SECOND,
@@ -83,8 +82,9 @@ _BOUNDS = {
     "consumed": MAX_UNITS_PER_SECOND,
     "unknown": MAX_REQUESTS_PER_SECOND,
 }
-#: The surge's attributes of the item (`SurgeMark`).
+"""The bounds of an entry's fields (``at`` apart)."""
 _MARKS = {"started": "surge_started", "raised": "surge_raised", "aim": "surge_aim"}
+"""The surge's attributes of the item (`SurgeMark`)."""
 _MARK_MAX = "surge_max"
 _BUDGET = "surge_budget"
 
@@ -103,9 +103,9 @@ class SurgeMark:
     raised: float | None = None
     aim: float | None = None
     max_capacity: int | None = None
-    #: The dimension's surge budget window (None: none yet) and its text as read (the
-    #: condition of the next `spend`).
     budget: Budget | None = None
+    """The dimension's surge budget window (None: none yet) and its text as read (the condition of
+    the next `spend`)."""
     budget_text: str | None = None
 
 

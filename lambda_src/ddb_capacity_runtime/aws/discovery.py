@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from ..core.holds import HeldDimension
 
 
-#: Resources named in one DescribeScalableTargets listing (a page holds 50 targets).
 RESOURCES_PER_LISTING = 50
+"""Resources named in one DescribeScalableTargets listing (a page holds 50 targets)."""
 
 
 def find_tables(
@@ -62,8 +62,8 @@ def find_tables(
     return found
 
 
-#: ARNs named in one GetResources call.
 ARNS_PER_CALL = 100
+"""ARNs named in one GetResources call."""
 
 
 def tags_of_tables(
@@ -270,7 +270,7 @@ def describe_table(
         for dim, units in UNITS.items():
             target = targets.get((resource_id(name, index), scalable_dimension(index, dim)))
             state = by_scope.get((index, dim))
-            owned = _owned(config, name, index, dim, target, state)
+            owned = _owned(config, managed, index, dim, target, state)
             memory, dim_limits = _under_target(
                 managed, index, dim, target, state, limits[dim], owned
             )
@@ -296,7 +296,7 @@ def describe_table(
 
 def _owned(
     config: ScalerConfig,
-    name: str,
+    managed: ManagedTable,
     index: str | None,
     dim: str,
     target: ScalableTarget | None,
@@ -304,11 +304,12 @@ def _owned(
 ) -> float | None:
     """The target value the autopilot owns for this dimension's target-tracking policy:
     the configured one (or, with ``tuned_targets``, the one the nightly tuning loop keeps
-    in the state store), when the policy can be written back as it is; else None (logged
-    when one is configured: that policy is left alone)."""
+    in the state store, if allowed: `_tuned_allowed`), when the policy can be written
+    back as it is; else None (logged when one is configured: that policy is left alone)."""
+    name = managed.name
     owned = config.owned_target(name, index, dim)
     if owned is not None and config.tuned_targets and state is not None and state.tuned:
-        owned = state.tuned / 100
+        owned = state.tuned / 100 if _tuned_allowed(config, managed, state) else owned
     if owned is None or (target is not None and target.policy is not None):
         return owned
     log_event(
@@ -321,6 +322,28 @@ def _owned(
         "unknown: its target value is left as it is",
     )
     return None
+
+
+def _tuned_allowed(config: ScalerConfig, managed: ManagedTable, state: HeldDimension) -> bool:
+    """Whether the dimension's tuned target value is one the nightly tuning loop may set
+    (``tuned_allowed``; none given: any the store reads). One that is not (the app narrowed
+    the allowed targets since, or someone else wrote it) is unknown: refused, logged and
+    counted (``managed.refused_tuned``), and the configured target value is aimed at."""
+    if not config.tuned_allowed or state.tuned in config.tuned_allowed:
+        return True
+    managed.refused_tuned += 1
+    log_event(
+        "tuned-target-refused",
+        level=logging.WARNING,
+        table=managed.name,
+        index=state.index,
+        dimension=state.dimension,
+        value=state.tuned,
+        allowed=list(config.tuned_allowed),
+        reason="not one of the nightly tuning's allowed targets: the configured target "
+        "value is aimed at",
+    )
+    return False
 
 
 def _log_ignored(name: str, ignored: Iterable[IgnoredTag]) -> None:

@@ -20,19 +20,17 @@ from ..core.outcomes import Status
 class Meaning:
     """What one AWS error code means to the library."""
 
-    #: The rate, not the request, was refused (botocore's retry mode retries it).
     throttled: bool = False
-    #: No retry can fix it (botocore does not retry it either).
+    """The rate, not the request, was refused (botocore's retry mode retries it)."""
     final: bool = False
-    #: What a change that met it became.
+    """No retry can fix it (botocore does not retry it either)."""
     status: Status = Status.FAILED
+    """What a change that met it became."""
 
 
 _THROTTLED = Meaning(throttled=True)
 _FINAL = Meaning(final=True)
 
-#: Every AWS error code the library tells apart, by meaning. A code that is not here is
-#: `UNKNOWN`: not throttled, not known to be final, and a failed change.
 CODES: Mapping[str, Meaning] = {
     # the rate was refused: DynamoDB's data plane, and the control planes the library calls
     # (DynamoDB, Application Auto Scaling, CloudWatch, the Resource Groups Tagging API, SQS)
@@ -55,12 +53,14 @@ CODES: Mapping[str, Meaning] = {
     # an UpdateTable already in flight: the next tick tries again
     "ResourceInUseException": Meaning(status=Status.RETRY_NEXT_TICK),
 }
-#: The meaning of a code that `CODES` does not name.
+"""Every AWS error code the library tells apart, by meaning. A code that is not here is `UNKNOWN`:
+not throttled, not known to be final, and a failed change."""
 UNKNOWN = Meaning()
-#: A conditional write whose condition did not hold (the store's leases, markers, plans).
+"""The meaning of a code that `CODES` does not name."""
 CONDITION_FAILED = "ConditionalCheckFailedException"
-#: A missing S3 object (GetObject says ``NoSuchKey``; HeadObject, only the status ``404``).
+"""A conditional write whose condition did not hold (the store's leases, markers, plans)."""
 NO_SUCH_KEY = frozenset({"NoSuchKey", "404"})
+"""A missing S3 object (GetObject says ``NoSuchKey``; HeadObject, only the status ``404``)."""
 
 
 def error_code(error: BaseException | Mapping[str, Any] | None) -> str | None:

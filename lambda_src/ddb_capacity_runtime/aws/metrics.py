@@ -229,11 +229,11 @@ def _take(
     return True
 
 
-#: DynamoDB's throttle metrics by cause (``{Read,Write}<cause>ThrottleEvents``, published
-#: since 2025 beside the lumped ``ReadThrottleEvents`` / ``WriteThrottleEvents``): the one
-#: more capacity fixes first, then those it cannot (a hot key's partition, the account's
-#: per-table limit, an on-demand maximum).
 CAUSES = ("ProvisionedThroughput", "KeyRangeThroughput", "AccountLimit", "MaxOnDemandThroughput")
+"""DynamoDB's throttle metrics by cause (``{Read,Write}<cause>ThrottleEvents``, published since 2025
+beside the lumped ``ReadThrottleEvents`` / ``WriteThrottleEvents``): the one more capacity fixes
+first, then those it cannot (a hot key's partition, the account's per-table limit, an on-demand
+maximum)."""
 
 
 def cause_queries(keys: Iterable[Key]) -> list[tuple[str, Key, str, dict[str, Any]]]:
@@ -320,9 +320,9 @@ def _with_causes(s: Series, reads: _Reads, qids: list[str] | None) -> Series:
     )
 
 
-#: CloudWatch returns at most 100,800 datapoints per GetMetricData call: 14 days of 5-minute
-#: steps are 4,032 a query, so a history call carries at most this many queries.
 HISTORY_QUERIES_PER_CALL = 25
+"""CloudWatch returns at most 100,800 datapoints per GetMetricData call: 14 days of 5-minute steps
+are 4,032 a query, so a history call carries at most this many queries."""
 
 
 def fetch_history(

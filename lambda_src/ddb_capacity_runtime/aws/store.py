@@ -87,7 +87,6 @@ from .errors import CONDITION_FAILED, describe_error, error_code
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-#: Attribute names in expressions (``base`` is a reserved word).
 NAMES = {
     "#b": "base",
     "#h": "holds",
@@ -100,33 +99,34 @@ NAMES = {
     "#r": "recent",
     "#t": "tuned",
 }
-#: The attribute of a dimension's item that holds the nightly tuning loop's target value.
+"""Attribute names in expressions (``base`` is a reserved word)."""
 TUNED = "tuned"
-#: Leaves an attribute of `Lease.write` as it is.
+"""The attribute of a dimension's item that holds the nightly tuning loop's target value."""
 KEEP: Any = object()
-#: How long a lease lasts: far longer than the few calls made under it (each control-plane
-#: call of the library's own clients takes at most `aws.clients.call_bound`, 33 s,
-#: and the lease is renewed right before it).
+"""Leaves an attribute of `Lease.write` as it is."""
 LEASE = timedelta(seconds=60)
-#: The clock skew tolerated between two writers of the store: a lease is taken from
-#: another process only once its ``lock_until`` is this far past by the taker's own clock,
-#: so writers whose clocks are each within 90 s of the true time never take a held lease.
+"""How long a lease lasts: far longer than the few calls made under it (each control-plane call of
+the library's own clients takes at most `aws.clients.call_bound`, 33 s, and the lease is renewed
+right before it)."""
 CLOCK_SKEW = timedelta(seconds=180)
-#: A renewal covers the call it precedes and this much more.
+"""The clock skew tolerated between two writers of the store: a lease is taken from another process
+only once its ``lock_until`` is this far past by the taker's own clock, so writers whose clocks are
+each within 90 s of the true time never take a held lease."""
 RENEW_MARGIN = timedelta(seconds=5)
-#: The library's intents kept per dimension, and how long each counts as the library's.
+"""A renewal covers the call it precedes and this much more."""
 RECENT_INTENTS = 8
+"""The library's intents kept per dimension, and how long each counts as the library's."""
 INTENT_MEMORY = timedelta(days=1)
-#: The environment variables that name the hold store and bound its holds, for workers and
-#: for the Lambda functions (set by ``CapacityRequests``).
 STORE_ENV = "CAPACITY_HOLDS_TABLE"
+"""The environment variables that name the hold store and bound its holds, for workers and for the
+Lambda functions (set by ``CapacityRequests``)."""
 MAX_UNITS_ENV = "CAPACITY_MAX_UNITS"
 MAX_HOLD_ENV = "CAPACITY_MAX_HOLD_MINUTES"
 MAX_TOTAL_UNITS_ENV = "CAPACITY_MAX_TOTAL_UNITS"
-#: The sort key prefix of a marker item (`HoldStore.mark`).
 MARKER = "once:"
-#: The longest plan value read back (a plan of 7 floors is far shorter).
+"""The sort key prefix of a marker item (`HoldStore.mark`)."""
 MAX_PLAN_CHARS = 256
+"""The longest plan value read back (a plan of 7 floors is far shorter)."""
 
 
 @dataclass(frozen=True)

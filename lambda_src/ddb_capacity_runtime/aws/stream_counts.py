@@ -30,13 +30,13 @@ from .combiner import conditional_update
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-#: The sort key prefix of a counter item.
 COUNTER = "stream:"
-#: Windows kept per dimension: a minute of them, as long as the event source keeps a
-#: record (its maximum record age).
+"""The sort key prefix of a counter item."""
 SLOTS = 6
-#: The most units a window's sum may hold: no dimension serves more per second.
+"""Windows kept per dimension: a minute of them, as long as the event source keeps a record (its
+maximum record age)."""
 MAX_WINDOW_UNITS = MAX_UNITS_PER_SECOND * WINDOW_SECONDS
+"""The most units a window's sum may hold: no dimension serves more per second."""
 
 
 def counter_key(table: str, sort_key: str, start: int) -> dict[str, Any]:

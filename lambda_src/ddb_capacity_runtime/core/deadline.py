@@ -43,5 +43,5 @@ class Deadline:
         return now + max(0.0, min(most, self.left()))
 
 
-#: No deadline.
 NONE = Deadline()
+"""No deadline."""

@@ -10,8 +10,8 @@ already catch: ``ValueError`` for input that breaks a rule (the message names th
 the value received and what is allowed), ``RuntimeError`` for a run that failed,
 ``TimeoutError`` for a wait that ran out."""
 
-#: The most characters of a caller's input that an answer or a log line repeats.
 SHOWN_CHARS = 200
+"""The most characters of a caller's input that an answer or a log line repeats."""
 
 
 def shown(value: object, limit: int = SHOWN_CHARS) -> str:

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: The forecast's step: CloudWatch's 5-minute sums, as average units per second.
 STEP_MINUTES = 5
-#: How far a plan reaches: the hour until the next forecast, and a spare quarter hour
-#: should that one fail.
+"""The forecast's step: CloudWatch's 5-minute sums, as average units per second."""
 PLAN_MINUTES = 75
+"""How far a plan reaches: the hour until the next forecast, and a spare quarter hour should that
+one fail."""
 PLAN_STEPS = PLAN_MINUTES // STEP_MINUTES
-#: DynamoDB's decreases a day: 4 at any time, and one more for each hour without one.
 MAX_RESERVE = 27
+"""DynamoDB's decreases a day: 4 at any time, and one more for each hour without one."""
 
 
 @dataclass(frozen=True)
@@ -26,17 +26,17 @@ class FloorPlan:
 
     start: int
     floors: tuple[int, ...]
-    #: the target utilization (percent) the floors are sized at, and the dimension aims at
-    #: while the plan is in force: higher than the configured one when the forecast was
-    #: good (core.policy.aim_for)
     aim: int = 70
-    #: decreases to keep for the falls the forecast sees later in the UTC day (one each),
-    #: instead of the fixed reserve (core.forecast.falls_ahead)
+    """the target utilization (percent) the floors are sized at, and the dimension aims at while the
+    plan is in force: higher than the configured one when the forecast was good
+    (core.policy.aim_for)"""
     reserve: int = 0
-    #: the capacity (units) the smallest of those falls saves: a decrease that saves at
-    #: least as much outranks it and may spend the reserve; 0 when not known (the reserve
-    #: is then spent only for a large saving, as without a plan)
+    """decreases to keep for the falls the forecast sees later in the UTC day (one each), instead of
+    the fixed reserve (core.forecast.falls_ahead)"""
     least: int = 0
+    """the capacity (units) the smallest of those falls saves: a decrease that saves at least as
+    much outranks it and may spend the reserve; 0 when not known (the reserve is then spent only for
+    a large saving, as without a plan)"""
 
     @property
     def end(self) -> int:

@@ -39,65 +39,62 @@ from .tables import Dimension, ManagedTable
 
 DAY_MINUTES = 1440
 SEASONS = {"daily": DAY_MINUTES, "weekly": 7 * DAY_MINUTES}
-#: How many past seasons a window's forecast looks at (a season shorter than a day: as
-#: the daily one).
 LOOKBACK = {"daily": 3, "weekly": 2}
-#: `find_period` compares the load of BIN_MINUTES bins (bursts of a few minutes still
-#: show in them, and the search costs a third of what 5-minute steps would).
+"""How many past seasons a window's forecast looks at (a season shorter than a day: as the daily
+one)."""
 BIN_MINUTES = 15
-#: The periods shorter than a day `find_period` tries, in minutes: from an hour, every
-#: whole number of bins that divides a day (the periods of jobs a scheduler starts every N
-#: minutes or hours).
+"""`find_period` compares the load of BIN_MINUTES bins (bursts of a few minutes still show in them,
+and the search costs a third of what 5-minute steps would)."""
 SHORT_PERIODS = tuple(m for m in range(60, DAY_MINUTES, BIN_MINUTES) if DAY_MINUTES % m == 0)
-#: A short period is tried only if the last day repeats it at least this well (the
-#: correlation of each bin with the bin one period earlier), and better than a day.
+"""The periods shorter than a day `find_period` tries, in minutes: from an hour, every whole number
+of bins that divides a day (the periods of jobs a scheduler starts every N minutes or hours)."""
 MIN_CORRELATION = 0.5
-#: Periods whose correlations are within this of the best one's tie: the shortest is taken.
+"""A short period is tried only if the last day repeats it at least this well (the correlation of
+each bin with the bin one period earlier), and better than a day."""
 CORRELATION_TIE = 0.05
-#: A period's correlation must pass its half period's by this much: a load that repeats
-#: does so at its period, not at every lag (as a smooth one seems to).
+"""Periods whose correlations are within this of the best one's tie: the shortest is taken."""
 PEAK = 0.1
-#: The forecast must be within this relative error on the last day to be used.
+"""A period's correlation must pass its half period's by this much: a load that repeats does so at
+its period, not at every lag (as a smooth one seems to)."""
 MAX_ERROR = 0.35
-#: How the autopilot uses it: 5-minute steps (CloudWatch's 5-minute sums, as average units
-#: per second), 14 days of them, and a forecast once an hour (forecast_minute). That
-#: forecast is a plan: a floor for each step from the tick's step to PLAN_MINUTES later (the
-#: hour until the next forecast, and a spare quarter hour should that one fail).
+"""The forecast must be within this relative error on the last day to be used."""
 HISTORY_DAYS = 14
-#: A step's floor covers the load forecast until LEAD_MINUTES after the step: what a raise
-#: needs to land before the load (the next tick, and UpdateTable's latency).
+"""How the autopilot uses it: 5-minute steps (CloudWatch's 5-minute sums, as average units per
+second), 14 days of them, and a forecast once an hour (forecast_minute). That forecast is a plan: a
+floor for each step from the tick's step to PLAN_MINUTES later (the hour until the next forecast,
+and a spare quarter hour should that one fail)."""
 LEAD_MINUTES = 10
-#: A step's forecast is the peak of past seasons within SPREAD_MINUTES either side of it, so
-#: a pattern that comes a little early or late is still covered; the season's error is
-#: judged on windows of that width.
+"""A step's floor covers the load forecast until LEAD_MINUTES after the step: what a raise needs to
+land before the load (the next tick, and UpdateTable's latency)."""
 SPREAD_MINUTES = 10
-#: A plan's floor for a step covers the forecast peak of this many steps: the step, its
-#: lead and SPREAD_MINUTES either side, from SPREAD_STEPS before it.
+"""A step's forecast is the peak of past seasons within SPREAD_MINUTES either side of it, so a
+pattern that comes a little early or late is still covered; the season's error is judged on windows
+of that width."""
 SPREAD_STEPS = SPREAD_MINUTES // STEP_MINUTES
+"""A plan's floor for a step covers the forecast peak of this many steps: the step, its lead and
+SPREAD_MINUTES either side, from SPREAD_STEPS before it."""
 LEAD_STEPS = -(-LEAD_MINUTES // STEP_MINUTES)
 FLOOR_STEPS = 1 + LEAD_STEPS + 2 * SPREAD_STEPS
-#: Decreases look this far ahead in the plan: no decrease below what the forecast needs
-#: within it (a decrease spent now would be undone by the raise, and the quota is daily).
 KEEP_MINUTES = 30
-#: While a plan is in force the dimension aims higher than its target, as far as the
-#: forecast's own error allows: `policy.aim_for` (1 / (1 + error + HEADROOM), at
-#: most MAX_AIM). The headroom a target leaves is for load that comes before a raise can;
-#: a forecast that was right needs less of it.
-#: A fall the plan keeps a decrease for: an hour whose forecast peak is at least this much
-#: below the hour's before it.
+"""Decreases look this far ahead in the plan: no decrease below what the forecast needs within it (a
+decrease spent now would be undone by the raise, and the quota is daily)."""
 FALL_FRACTION = 0.2
-#: The backtest (`backtest`): a unit of demand the capacity did not cover for a step
-#: counts as this many units provisioned for it. High, as 5-minute steps hide the minutes
-#: of a burst that are refused (benchmarks/padding.py: with 10, noisy diurnal traffic lost
-#: the forecast that kept its refusals below stock target tracking's).
+"""While a plan is in force the dimension aims higher than its target, as far as the forecast's own
+error allows: `policy.aim_for` (1 / (1 + error + HEADROOM), at most MAX_AIM). The headroom a target
+leaves is for load that comes before a raise can; a forecast that was right needs less of it. A fall
+the plan keeps a decrease for: an hour whose forecast peak is at least this much below the hour's
+before it."""
 REFUSED_WEIGHT = 100.0
-#: The backtest's no-forecast baseline holds the peak of this many steps, ending
-#: LEAD_MINUTES before the step, at the target: a raise lands LEAD_MINUTES after the load
-#: that asks for it, and a decrease waits for a quarter hour of low load, as target
-#: tracking's do.
+"""The backtest (`backtest`): a unit of demand the capacity did not cover for a step counts as this
+many units provisioned for it. High, as 5-minute steps hide the minutes of a burst that are refused
+(benchmarks/padding.py: with 10, noisy diurnal traffic lost the forecast that kept its refusals
+below stock target tracking's)."""
 BASELINE_STEPS = 3
-#: The gate's states (`Forecast.gate`, the ``forecast`` event and the decisions).
+"""The backtest's no-forecast baseline holds the peak of this many steps, ending LEAD_MINUTES before
+the step, at the target: a raise lands LEAD_MINUTES after the load that asks for it, and a decrease
+waits for a quarter hour of low load, as target tracking's do."""
 EARNS, IDLE, UNKNOWN = "earns", "off", "unknown"
+"""The gate's states (`Forecast.gate`, the ``forecast`` event and the decisions)."""
 
 
 @dataclass(frozen=True)
@@ -109,9 +106,9 @@ class Forecast:
     season: str | None
     error: float | None
     reason: str
-    #: whether the forecast earned its place (`backtest`): EARNS, IDLE (it did not:
-    #: no plan), UNKNOWN (not judged: an unknown step, or no plan was made to judge)
     gate: str = UNKNOWN
+    """whether the forecast earned its place (`backtest`): EARNS, IDLE (it did not: no plan),
+    UNKNOWN (not judged: an unknown step, or no plan was made to judge)"""
 
 
 def _known_peak(window: Sequence[float | None]) -> float | None:

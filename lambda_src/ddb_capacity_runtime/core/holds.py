@@ -193,8 +193,8 @@ class HeldDimension:
     intent: int | None = None
     plan: str | None = None
     recent: tuple[int, ...] = ()
-    #: the nightly tuning loop's target value (percent, 20 to 90); None: none or malformed
     tuned: int | None = None
+    """the nightly tuning loop's target value (percent, 20 to 90); None: none or malformed"""
 
     @property
     def scope(self) -> tuple[str | None, str]:

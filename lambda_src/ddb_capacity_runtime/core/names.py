@@ -12,27 +12,27 @@ DEFAULT_TABLE_QUOTA = 40_000
 """DynamoDB's default quota of read (and of write) capacity units per table: the largest
 capacity the library reads, sets or obeys unless it is given the table quota of the
 account (``table_quota`` of the constructs, `TABLE_QUOTA_ENV` at run time)."""
-#: The largest table quota accepted: DynamoDB publishes no hard per-table maximum (the
-#: quota is raised on request), so this ceiling only refuses nonsense, 25 times the default.
 MAX_TABLE_QUOTA = 1_000_000
-#: The environment variable that carries the table quota to the run-time functions (part of
-#: the scaler's settings contract, and read by the state store's bounds).
+"""The largest table quota accepted: DynamoDB publishes no hard per-table maximum (the quota is
+raised on request), so this ceiling only refuses nonsense, 25 times the default."""
 TABLE_QUOTA_ENV = "CAPACITY_TABLE_QUOTA"
-#: Every tag this library reads or writes on a table starts with this prefix.
+"""The environment variable that carries the table quota to the run-time functions (part of the
+scaler's settings contract, and read by the state store's bounds)."""
 TAG_PREFIX = "ddb-capacity:"
-#: 0.4's state tags (a remembered minimum, a plan of floors): state lives in the state
-#: store now, and a tick moves these into it once, then removes them. Nothing writes them.
+"""Every tag this library reads or writes on a table starts with this prefix."""
 BASE_MIN_TAG = f"{TAG_PREFIX}base-min:"
+"""0.4's state tags (a remembered minimum, a plan of floors): state lives in the state store now,
+and a tick moves these into it once, then removes them. Nothing writes them."""
 FORECAST_TAG = f"{TAG_PREFIX}forecast:"
 SCALER_TAGS = (BASE_MIN_TAG, FORECAST_TAG)
-#: The tag on a scalable target that this library may move: its value is the table's name.
-#: The constructs put it on every target they create; the library's roles may call
-#: RegisterScalableTarget only on targets that carry it (with one of their tables' names).
 TARGET_TAG = f"{TAG_PREFIX}table"
+"""The tag on a scalable target that this library may move: its value is the table's name. The
+constructs put it on every target they create; the library's roles may call RegisterScalableTarget
+only on targets that carry it (with one of their tables' names)."""
 
 
-#: The characters of a DynamoDB table or index name (3 to 255 of them).
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+"""The characters of a DynamoDB table or index name (3 to 255 of them)."""
 
 
 def parse_table_quota(raw: object, name: str = TABLE_QUOTA_ENV) -> int:

@@ -18,34 +18,34 @@ class Status(StrEnum):
 
     APPLIED = "applied"
     DRY_RUN = "dry-run"
-    #: Another update was in flight, or the capacity moved since it was read: the next
-    #: tick decides again.
     RETRY_NEXT_TICK = "retry-next-tick"
+    """Another update was in flight, or the capacity moved since it was read: the next tick decides
+    again."""
     QUOTA_EXCEEDED = "quota-exceeded"
     INVALID = "invalid"
     ACCESS_DENIED = "access-denied"
     NOT_FOUND = "not-found"
     FAILED = "failed"
-    #: The tick decided the dimension and made no change (a hold, or no outcome).
     HELD = "held"
-    #: Ending holds: raised beyond the holds since, left as it is.
+    """The tick decided the dimension and made no change (a hold, or no outcome)."""
     KEPT = "kept"
+    """Ending holds: raised beyond the holds since, left as it is."""
     UNCHANGED = "unchanged"
-    #: Ending holds without lowering a dimension that has no scalable target.
     LEFT_TO_POLICY = "left-to-policy"
-    #: Ending holds: the table is being updated; the next restore tries again.
+    """Ending holds without lowering a dimension that has no scalable target."""
     BUSY = "busy"
-    #: The dimension's holds were forgotten without lowering it.
+    """Ending holds: the table is being updated; the next restore tries again."""
     DROPPED = "dropped"
-    #: The tick's deadline passed before the change was sent (its lease waited for, or its
-    #: control-plane call made): nothing was sent, and the next tick decides again.
+    """The dimension's holds were forgotten without lowering it."""
     DEADLINE = "deadline-passed"
+    """The tick's deadline passed before the change was sent (its lease waited for, or its
+    control-plane call made): nothing was sent, and the next tick decides again."""
 
 
-#: Statuses of a change AWS refused, or whose table or index was not found.
 REFUSED = frozenset({Status.FAILED, Status.INVALID, Status.ACCESS_DENIED, Status.NOT_FOUND})
-#: Statuses a change made for good carries.
+"""Statuses of a change AWS refused, or whose table or index was not found."""
 DONE = frozenset({Status.APPLIED, Status.DRY_RUN})
+"""Statuses a change made for good carries."""
 
 
 def result_row(

@@ -16,8 +16,8 @@ from .tables import Dimension, ManagedTable
 
 __all__ = ["Retarget", "retargets"]
 
-#: Application Auto Scaling's range for DynamoDB target values, in percent.
 LOWEST, HIGHEST = 20, 90
+"""Application Auto Scaling's range for DynamoDB target values, in percent."""
 
 
 @dataclass(frozen=True)

@@ -56,15 +56,15 @@ class Action(StrEnum):
 
 
 HOLD, INCREASE, DECREASE = Action.HOLD, Action.INCREASE, Action.DECREASE
-#: The share of a settle span's minutes a decrease leaves enough capacity for: two in three.
 SETTLE_QUANTILE = 2 / 3
-#: The autopilot makes no raise smaller than this (of the capacity) while not throttled.
+"""The share of a settle span's minutes a decrease leaves enough capacity for: two in three."""
 SMALL_RAISE = 0.1
-#: The autopilot aims higher than its target where load has been predictable (a plan's
-#: forecast was right, or the traffic was smooth): 1 / (1 + error + HEADROOM), at most
-#: MAX_AIM (`aim_for`). The headroom a target leaves is for load that comes before a
-#: raise can; load that was predictable needs less of it.
+"""The autopilot makes no raise smaller than this (of the capacity) while not throttled."""
 HEADROOM = 0.1
+"""The autopilot aims higher than its target where load has been predictable (a plan's forecast was
+right, or the traffic was smooth): 1 / (1 + error + HEADROOM), at most MAX_AIM (`aim_for`). The
+headroom a target leaves is for load that comes before a raise can; load that was predictable needs
+less of it."""
 MAX_AIM = 0.9
 
 
@@ -485,8 +485,6 @@ def _decrease(v: _View, candidate: int, why: str, always_worth: bool) -> Decisio
     return v.decision(candidate, f"{why}; {why_quota}", candidate)
 
 
-#: The rules of the module docstring's table, tried in order; "otherwise hold" is
-#: `decide`'s own.
 RULES: tuple[Callable[[_View], Decision | None], ...] = (
     _below_min,
     _throttled,
@@ -495,6 +493,7 @@ RULES: tuple[Callable[[_View], Decision | None], ...] = (
     _above_max,
     _sustained_low,
 )
+"""The rules of the module docstring's table, tried in order; "otherwise hold" is `decide`'s own."""
 
 
 def combine_counter(

@@ -128,5 +128,5 @@ class DecreaseLedger:
         return DecreaseLedger(self._today(now) + 1, utc(now))
 
 
-#: A counter with no decrease yet: the default ledger (immutable, so one is shared).
 NO_DECREASES = DecreaseLedger()
+"""A counter with no decrease yet: the default ledger (immutable, so one is shared)."""

@@ -27,28 +27,27 @@ from .names import (
 from .policy import PolicyConfig, autopilot_config
 from .records import direct_init
 
-#: The one tick default of the Lambda, the construct and the simulator: CloudWatch delivers
-#: a minute 1-3 minutes late, so a 2-minute tick acts on throttling about as soon as it is
-#: visible.
 DEFAULT_TICK_MINUTES = 2
-#: Consumption must stay low this long before a decrease, whatever the tick.
+"""The one tick default of the Lambda, the construct and the simulator: CloudWatch delivers a minute
+1-3 minutes late, so a 2-minute tick acts on throttling about as soon as it is visible."""
 SCALE_DOWN_MINUTES = 15
-#: Newest minutes of a window CloudWatch may not have delivered yet beyond the metric lag
-#: (it delivers a minute 1-3 minutes late): a tick decides on the minutes before them.
+"""Consumption must stay low this long before a decrease, whatever the tick."""
 LATE_MINUTES = 2
-#: Above this many tables found, a tick with a batch queue is sharded: one invocation runs
-#: about 1,500 tables in a 2-minute tick at 20 ms an AWS call (2,500 took 90 s).
+"""Newest minutes of a window CloudWatch may not have delivered yet beyond the metric lag (it
+delivers a minute 1-3 minutes late): a tick decides on the minutes before them."""
 DEFAULT_SHARD_ABOVE_TABLES = 1_000
-#: Tables a batch of a sharded tick: 125 tables with 2 GSIs each (6 dimensions, 2 metrics
-#: a dimension) are 1,500 metric queries, 3 full GetMetricData calls.
+"""Above this many tables found, a tick with a batch queue is sharded: one invocation runs about
+1,500 tables in a 2-minute tick at 20 ms an AWS call (2,500 took 90 s)."""
 DEFAULT_TABLES_PER_BATCH = 125
-#: The most: 500 names of 255 characters are 130 KB, within an SQS message's 256 KiB.
+"""Tables a batch of a sharded tick: 125 tables with 2 GSIs each (6 dimensions, 2 metrics a
+dimension) are 1,500 metric queries, 3 full GetMetricData calls."""
 MAX_TABLES_PER_BATCH = 500
-#: 0.4's state tags are read only until a date at most this many days ahead (an upgrade's
-#: window: ``read_legacy_state_until``); after it, and without it, they are removed unread.
+"""The most: 500 names of 255 characters are 130 KB, within an SQS message's 256 KiB."""
 MAX_LEGACY_STATE_DAYS = 30
-#: A date as the settings write it.
+"""0.4's state tags are read only until a date at most this many days ahead (an upgrade's window:
+``read_legacy_state_until``); after it, and without it, they are removed unread."""
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+"""A date as the settings write it."""
 
 
 class Mode(StrEnum):
@@ -59,8 +58,8 @@ class Mode(StrEnum):
     AUTOPILOT = "autopilot"
 
 
-#: The modes' names, for messages.
 MODES = tuple(m.value for m in Mode)
+"""The modes' names, for messages."""
 
 
 def scale_down_ticks(tick_minutes: int, mode: str = Mode.REACTIVE) -> int:
@@ -125,6 +124,7 @@ class Kind(StrEnum):
     NAME = "name"  # empty: the default
     OPTIONAL = "optional"  # empty: None
     NAMES = "names"  # comma-separated
+    WHOLES = "whole numbers"  # comma-separated, each from lo to hi; empty: none
     JSON = "json"
     MODE = "mode"
     DATE = "date"  # YYYY-MM-DD; empty: None
@@ -153,6 +153,8 @@ class Setting:
             return self.default if raw is None or raw == "" else self._number(raw)
         if self.kind is Kind.FLAG:
             return self._flag(raw)
+        if self.kind is Kind.WHOLES:
+            return self._wholes(raw)
         if self.kind in (Kind.TEXT, Kind.OPTIONAL, Kind.NAMES):
             return self._text(raw)
         if self.kind is Kind.JSON:
@@ -169,6 +171,16 @@ class Setting:
         if text not in ("true", "false", "1", "0", ""):
             raise ConfigError(f"{self.name} must be true or false; got {raw!r}")
         return text in ("true", "1")
+
+    def _wholes(self, raw: str | None) -> tuple[int, ...]:
+        """A WHOLES value: the distinct numbers, in order."""
+        texts = [t.strip() for t in (raw or "").split(",") if t.strip()]
+        if not all(t.isascii() and t.isdigit() and self.lo <= int(t) <= self.hi for t in texts):
+            raise ConfigError(
+                f"{self.name} must be whole numbers from {self.lo:g} to {self.hi:g}, "
+                f"comma-separated; got {raw!r}"
+            )
+        return tuple(sorted({int(t) for t in texts}))
 
     def _text(self, raw: str | None) -> str | None | tuple[str, ...]:
         """A TEXT (as given), OPTIONAL (empty: None) or NAMES (comma-separated) value."""
@@ -188,6 +200,8 @@ class Setting:
             return "true" if value else "false"
         if self.kind is Kind.NAMES:
             return ",".join(value)
+        if self.kind is Kind.WHOLES:
+            return ",".join(str(v) for v in value)
         if self.kind is Kind.JSON:
             return json.dumps(dict(value))
         if self.kind is Kind.DATE:
@@ -229,7 +243,6 @@ def _policy(name: str, scale: float = 1) -> _PolicyField:
     return _PolicyField(name, scale)
 
 
-#: The settings contract, one row a variable, in the order the construct writes them.
 SETTINGS: tuple[Setting, ...] = (
     Setting("SCALER_TAG_KEY", "tag_key", Kind.OPTIONAL, None, lambda c: c.tag_key),
     Setting("SCALER_TAG_VALUE", "tag_value", Kind.TEXT, "true", lambda c: c.tag_value),
@@ -264,6 +277,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SCALER_OVERRIDES", "overrides", Kind.JSON, {}, lambda c: c.overrides),
     Setting("SCALER_OWNED_TARGETS", "owned_targets", Kind.JSON, {}, lambda c: c.owned_targets),
     Setting("SCALER_TUNED_TARGETS", "tuned_targets", Kind.FLAG, False, lambda c: c.tuned_targets),
+    Setting(
+        "SCALER_TUNED_ALLOWED",
+        "tuned_allowed",
+        Kind.WHOLES,
+        (),
+        lambda c: c.tuned_allowed,
+        20,
+        90,
+    ),
     Setting(
         TABLE_QUOTA_ENV,
         "table_quota",
@@ -402,9 +424,8 @@ SETTINGS: tuple[Setting, ...] = (
         lambda c: c.read_legacy_state_until,
     ),
 )
+"""The settings contract, one row a variable, in the order the construct writes them."""
 SETTINGS_BY_KEY = {s.key: s for s in SETTINGS}
-#: What ThrottleAwareScaler writes from its own arguments (the others keep their defaults;
-#: it writes the tables and overrides itself, as CloudFormation joins them).
 CONSTRUCT_SETTINGS = (
     "tag_key",
     "tag_value",
@@ -415,13 +436,14 @@ CONSTRUCT_SETTINGS = (
     "namespace",
     "table_quota",
 )
-#: What it writes besides with ``sharded=True``.
+"""What ThrottleAwareScaler writes from its own arguments (the others keep their defaults; it writes
+the tables and overrides itself, as CloudFormation joins them)."""
 SHARDING_SETTINGS = ("shard_above_tables", "tables_per_batch")
-#: What it writes besides when a ``NightlyTuning`` tunes its owned target values.
-TUNED_SETTINGS = ("tuned_targets",)
-#: What it writes besides with ``read_legacy_state_until``.
+"""What it writes besides with ``sharded=True``."""
+TUNED_SETTINGS = ("tuned_targets", "tuned_allowed")
+"""What it writes besides when a ``NightlyTuning`` tunes its owned target values."""
 LEGACY_SETTINGS = ("read_legacy_state_until",)
-#: The settings that are ScalerConfig's own fields (the others make its policy).
+"""What it writes besides with ``read_legacy_state_until``."""
 _CONFIG_FIELDS = (
     "tables",
     "tag_key",
@@ -429,6 +451,7 @@ _CONFIG_FIELDS = (
     "overrides",
     "owned_targets",
     "tuned_targets",
+    "tuned_allowed",
     "default_min",
     "default_max",
     "window_minutes",
@@ -441,6 +464,7 @@ _CONFIG_FIELDS = (
     "read_legacy_state_until",
     "table_quota",
 )
+"""The settings that are ScalerConfig's own fields (the others make its policy)."""
 
 
 def _env(key: str) -> str:
@@ -528,12 +552,15 @@ class ScalerConfig:
     tag_key: str | None = None
     tag_value: str = _default("tag_value")
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    #: per table, the target values (percent) whose target-tracking policies the autopilot
-    #: owns: ``{"read": T, "write": T, "indexes": {name: {"read": T, "write": T}}}``
     owned_targets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    #: an owned dimension aims at the target value the nightly tuning loop keeps for it in
-    #: the state store (``tuned``), where there is one, in place of its configured one
+    """per table, the target values (percent) whose target-tracking policies the autopilot owns:
+    ``{"read": T, "write": T, "indexes": {name: {"read": T, "write": T}}}``"""
     tuned_targets: bool = _default("tuned_targets")
+    """an owned dimension aims at the target value the nightly tuning loop keeps for it in the state
+    store (``tuned``), where there is one, in place of its configured one"""
+    tuned_allowed: tuple[int, ...] = ()
+    """the target values (percent) the nightly tuning loop may set: a tuned one outside them is
+    refused (the configured one is aimed at); empty: any from 20 to 90"""
     default_min: int = _default("default_min")
     default_max: int = _default("default_max")
     window_minutes: int = _default("window_minutes")
@@ -541,16 +568,16 @@ class ScalerConfig:
     tick_minutes: int = _default("tick_minutes")
     dry_run: bool = _default("dry_run")
     namespace: str = _default("namespace")
-    #: with a batch queue, a tick that finds more tables than this is sharded into batches
     shard_above_tables: int = _default("shard_above_tables")
-    #: the tables of one batch of a sharded tick
+    """with a batch queue, a tick that finds more tables than this is sharded into batches"""
     tables_per_batch: int = _default("tables_per_batch")
-    #: the last UTC day on which 0.4's state tags are read (an upgrade's window, at most
-    #: MAX_LEGACY_STATE_DAYS ahead); None: never read, removed unread
+    """the tables of one batch of a sharded tick"""
     read_legacy_state_until: date | None = None
-    #: the largest capacity of a table's dimension (the account's table quota): every
-    #: capacity the scaler reads or sets is bounded by it
+    """the last UTC day on which 0.4's state tags are read (an upgrade's window, at most
+    MAX_LEGACY_STATE_DAYS ahead); None: never read, removed unread"""
     table_quota: int = _default("table_quota")
+    """the largest capacity of a table's dimension (the account's table quota): every capacity the
+    scaler reads or sets is bounded by it"""
     policy: PolicyConfig = field(default_factory=lambda: for_mode(_default("mode")))
 
     @property

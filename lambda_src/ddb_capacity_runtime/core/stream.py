@@ -35,7 +35,6 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-#: What an estimate from each view type sees, for the docs and the reader's log.
 ACCURACY = {
     "NEW_AND_OLD_IMAGES": "exact for the table and every GSI (transactions count once)",
     "NEW_IMAGE": "puts and growing updates exact, deletes 1 unit, GSIs only where the item "
@@ -43,17 +42,18 @@ ACCURACY = {
     "OLD_IMAGE": "deletes exact, puts 1 unit, updates by the old size; GSIs not seen",
     "KEYS_ONLY": "1 unit a record (exact for items of 1 KB or less); GSIs not seen",
 }
-#: What DynamoDB bills a write unit for.
+"""What an estimate from each view type sees, for the docs and the reader's log."""
 WRITE_UNIT_BYTES = 1024
-#: Deeper than DynamoDB allows an item to nest (32 levels): such a value is malformed.
+"""What DynamoDB bills a write unit for."""
 MAX_DEPTH = 32
-#: The principal of TTL deletions in a record's ``userIdentity``.
+"""Deeper than DynamoDB allows an item to nest (32 levels): such a value is malformed."""
 TTL_PRINCIPAL = "dynamodb.amazonaws.com"
-#: The view types whose records show what the GSIs write (`ACCURACY`): with the
-#: others an update would read as the item leaving every index, or show nothing.
+"""The principal of TTL deletions in a record's ``userIdentity``."""
 GSI_VIEWS = ("NEW_AND_OLD_IMAGES", "NEW_IMAGE")
-#: The stream reader's counting window, in seconds: its shards' units add up per window.
+"""The view types whose records show what the GSIs write (`ACCURACY`): with the others an update
+would read as the item leaving every index, or show nothing."""
 WINDOW_SECONDS = 10
+"""The stream reader's counting window, in seconds: its shards' units add up per window."""
 
 
 @dataclass(frozen=True)
@@ -293,8 +293,8 @@ class StreamRates:
     seconds: float
     ttl: int = 0
     malformed: int = 0
-    #: The units themselves, per table (None) and GSI.
     totals: Mapping[str | None, float] = field(default_factory=dict)
+    """The units themselves, per table (None) and GSI."""
 
 
 def batch_rates(records: Iterable[object], shape: Shape) -> StreamRates:

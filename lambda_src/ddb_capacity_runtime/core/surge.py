@@ -27,64 +27,62 @@ from .errors import CapacityError, shown
 from .holds import Holding, level
 from .names import DIMENSIONS, MAX_TABLE_QUOTA, scope_label
 
-#: The environment variable that names the signals function, for the client hook (set on a
-#: function by ``CapacityRequests.grant_signals``).
 SIGNALS_ENV = "CAPACITY_SIGNALS"
-#: The version of the report's shape this code writes and reads.
+"""The environment variable that names the signals function, for the client hook (set on a function
+by ``CapacityRequests.grant_signals``)."""
 REPORT_VERSION = 1
-#: Throttle causes a report counts, per attempt: ``provisioned`` (a provisioned-throughput
-#: reason), ``key_range`` (a hot partition: more capacity cannot help), ``other`` (account
-#: limits, on-demand maximum, anything else) and ``unknown`` (a
-#: ProvisionedThroughputExceeded that gives no reason: an SDK too old to read DynamoDB's
-#: ``ThrottlingReasons``, or an endpoint that sends none).
+"""The version of the report's shape this code writes and reads."""
 CAUSES = ("provisioned", "key_range", "other", "unknown")
-#: The most dimensions one report may carry: the table's and 20 GSIs', read and write.
+"""Throttle causes a report counts, per attempt: ``provisioned`` (a provisioned-throughput reason),
+``key_range`` (a hot partition: more capacity cannot help), ``other`` (account limits, on-demand
+maximum, anything else) and ``unknown`` (a ProvisionedThroughputExceeded that gives no reason: an
+SDK too old to read DynamoDB's ``ThrottlingReasons``, or an endpoint that sends none)."""
 MAX_DIMENSIONS = 42
-#: The longest and shortest window a report may sum over, in seconds.
+"""The most dimensions one report may carry: the table's and 20 GSIs', read and write."""
 MAX_WINDOW_SECONDS = 60.0
+"""The longest and shortest window a report may sum over, in seconds."""
 MIN_WINDOW_SECONDS = 0.5
-#: The most units one process may report consuming per second on one dimension: no
-#: dimension serves more than the largest table quota accepted.
 MAX_UNITS_PER_SECOND = float(MAX_TABLE_QUOTA)
-#: The most requests, or throttled attempts, one report may count per second.
+"""The most units one process may report consuming per second on one dimension: no dimension serves
+more than the largest table quota accepted."""
 MAX_REQUESTS_PER_SECOND = 1_000_000.0
-#: The longest process id and table name a report may carry (a table name is at most 255).
+"""The most requests, or throttled attempts, one report may count per second."""
 MAX_PROCESS_CHARS = 64
+"""The longest process id and table name a report may carry (a table name is at most 255)."""
 MAX_TABLE_CHARS = 255
-#: A process id: 1 to `MAX_PROCESS_CHARS` letters, digits, ``.``, ``_`` or ``-``
-#: (the client hook's are ``<label>-<pid>-<8 hex digits>``).
 PROCESS_ID = re.compile(rf"[A-Za-z0-9._-]{{1,{MAX_PROCESS_CHARS}}}")
-#: How far a report's clock may be ahead of, or behind, the signals function's.
+"""A process id: 1 to `MAX_PROCESS_CHARS` letters, digits, ``.``, ``_`` or ``-`` (the client hook's
+are ``<label>-<pid>-<8 hex digits>``)."""
 CLOCK_SKEW_SECONDS = 30.0
-#: The most characters of a report's value that a SurgeReportError repeats.
+"""How far a report's clock may be ahead of, or behind, the signals function's."""
 SHOWN_IN_REPORT_ERRORS = 80
-#: How long a process's last report counts towards the sum of its dimension.
+"""The most characters of a report's value that a SurgeReportError repeats."""
 FRESH_SECONDS = 45.0
-#: A surge is due when the estimated demand reaches this share of the provisioned
-#: capacity (the burst bucket starts to drain at 1.0), or when provisioned-throughput
-#: throttles appear.
+"""How long a process's last report counts towards the sum of its dimension."""
 SURGE_AT = 1.0
-#: The smallest share of the traffic a throttled dimension's reports are taken to make
-#: (`surge_level`): a surge sized from them is at most 1 / this x their demand.
+"""A surge is due when the estimated demand reaches this share of the provisioned capacity (the
+burst bucket starts to drain at 1.0), or when provisioned-throughput throttles appear."""
 MIN_SEEN_SHARE = 0.1
-#: The longest a surge lasts from its first raise, renewals included (or the hold store's
-#: longest hold, if shorter): throttles no capacity fixes, or a process that keeps lying,
-#: cannot hold a dimension raised for longer. A new surge may start once it is restored.
+"""The smallest share of the traffic a throttled dimension's reports are taken to make
+(`surge_level`): a surge sized from them is at most 1 / this x their demand."""
 SURGE_LIFETIME_MINUTES = 60
-#: How long a surge holds the raised capacity after the last report that asked for it.
+"""The longest a surge lasts from its first raise, renewals included (or the hold store's longest
+hold, if shorter): throttles no capacity fixes, or a process that keeps lying, cannot hold a
+dimension raised for longer. A new surge may start once it is restored."""
 DEFAULT_SURGE_MINUTES = 5
-#: The default surge cap: a surge takes a dimension to at most this multiple of the
-#: capacity it had when the surge started (its start)...
+"""How long a surge holds the raised capacity after the last report that asked for it."""
 DEFAULT_SURGE_SCALE = 4.0
-#: ... and may always add this many units (a dimension at 1 unit can still surge).
+"""The default surge cap: a surge takes a dimension to at most this multiple of the capacity it had
+when the surge started (its start)..."""
 MIN_SURGE_ROOM = 100
-#: The largest multiple a surge cap may be set to.
+"""... and may always add this many units (a dimension at 1 unit can still surge)."""
 MAX_SURGE_SCALE = 100.0
-#: The window of a dimension's surge budget: the units its surges add within one window
-#: are bounded (`budget_left`).
+"""The largest multiple a surge cap may be set to."""
 BUDGET_WINDOW_SECONDS = 3600
-#: The default budget: this many times what one surge may add from the window's start.
+"""The window of a dimension's surge budget: the units its surges add within one window are bounded
+(`budget_left`)."""
 DEFAULT_BUDGET_SURGES = 2
+"""The default budget: this many times what one surge may add from the window's start."""
 UNBOUNDED = "unbounded"
 """What a setting says to turn a default bound off (the surge cap, the budget)."""
 
@@ -473,8 +471,8 @@ def budget_left(
 # every write): `first_look` says whether to take the lease at all, `plan_raise` what
 # to write under it.
 
-#: A bound no table reaches: the first look asks only whether a surge is due at all.
 NO_LIMIT = 1_000_000_000
+"""A bound no table reaches: the first look asks only whether a surge is due at all."""
 
 
 class HoldLike(Holding, Protocol):

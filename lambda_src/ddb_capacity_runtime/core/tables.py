@@ -39,10 +39,10 @@ class ScalableTarget:
     min_capacity: int
     max_capacity: int
     target_tracking: bool
-    #: the target-tracking policy's TargetValue (a percentage), when it has one
     target_percent: float | None = None
-    #: that policy, when it can be written back as it is (`TrackingPolicy`)
+    """the target-tracking policy's TargetValue (a percentage), when it has one"""
     policy: TrackingPolicy | None = None
+    """that policy, when it can be written back as it is (`TrackingPolicy`)"""
 
     @property
     def inverted(self) -> bool:
@@ -63,26 +63,26 @@ class Dimension:
     last_increase: datetime | None
     limits: Limits
     target: ScalableTarget | None = None
-    #: under a scalable target: the state store's memory of the dimension's minimum,
-    #: reconciled with the target's (its configured base, and what the library set)
     memory: Memory | None = None
-    #: the state store's (base, set_to, intent) as read with the table: a move of the
-    #: minimum goes ahead only while the store still says so
+    """under a scalable target: the state store's memory of the dimension's minimum, reconciled with
+    the target's (its configured base, and what the library set)"""
     seen: tuple[int | None, int | None, int | None] = (None, None, None)
-    #: the autopilot's plan of floors, read back from the state store; None without one
+    """the state store's (base, set_to, intent) as read with the table: a move of the minimum goes
+    ahead only while the store still says so"""
     plan: FloorPlan | None = None
-    #: no decrease below this: what the plan needs within the next half hour (0: no plan)
+    """the autopilot's plan of floors, read back from the state store; None without one"""
     keep: int = 0
-    #: decreases to keep for later today, from the plan's forecast (None: the configured)
+    """no decrease below this: what the plan needs within the next half hour (0: no plan)"""
     reserve: int | None = None
-    #: the capacity the smallest of the plan's falls ahead saves (0: not known)
+    """decreases to keep for later today, from the plan's forecast (None: the configured)"""
     least_fall: int = 0
-    #: the target value (a fraction) the scaler owns for the dimension's target-tracking
-    #: policy and sets back when no plan aims higher; None: the policy is not the scaler's
+    """the capacity the smallest of the plan's falls ahead saves (0: not known)"""
     owned_target: float | None = None
-    #: its warm throughput (`warm_of`): a raise to at most this lands at once; None:
-    #: not known, and then no raise is taken to land at once
+    """the target value (a fraction) the scaler owns for the dimension's target-tracking policy and
+    sets back when no plan aims higher; None: the policy is not the scaler's"""
     warm: int | None = None
+    """its warm throughput (`warm_of`): a raise to at most this lands at once; None: not known, and
+    then no raise is taken to land at once"""
 
     def within_warm(self, level: int) -> bool:
         """Whether a raise to ``level`` lands at once: at or below a known warm throughput
@@ -104,14 +104,15 @@ class ManagedTable:
     ignored_tags: int = 0  # library tags ignored as malformed or out of bounds
     plans_not_kept: int = 0  # the autopilot's plans the state store could not keep this hour
     bad_targets: int = 0  # dimensions held because their scalable target's min is above max
-    #: 0.4's state tags (a remembered minimum, a plan) still on the table: moved into the
-    #: state store, then removed
     legacy_memories: dict[tuple[str | None, str], BaseMin] = field(default_factory=dict)
+    """0.4's state tags (a remembered minimum, a plan) still on the table: moved into the state
+    store, then removed"""
     legacy_tags: list[str] = field(default_factory=list)
-    #: the limits the table's tags set (`tags.parse_tags`), checked against each
-    #: dimension's consumption once it is known (the tick's ``refuse_lowering_tags``)
     tag_limits: dict[str, float] = field(default_factory=dict)
+    """the limits the table's tags set (`tags.parse_tags`), checked against each dimension's
+    consumption once it is known (the tick's ``refuse_lowering_tags``)"""
     refused_tags: int = 0  # min or max tags not obeyed: they would lower a limit below the load
+    refused_tuned: int = 0  # tuned target values not obeyed: outside the allowed targets
 
 
 def spec_of(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:
@@ -133,11 +134,11 @@ def throughput_of(description: Mapping[str, Any], index: str | None) -> Mapping[
     return throughput
 
 
-#: DescribeTable's ``WarmThroughput`` fields, per dimension.
 WARM_UNITS = {"read": "ReadUnitsPerSecond", "write": "WriteUnitsPerSecond"}
-#: The one ``WarmThroughput.Status`` whose values are in force: while it is being raised
-#: (``UPDATING``) the partitions may not serve the new values yet.
+"""DescribeTable's ``WarmThroughput`` fields, per dimension."""
 WARM_ACTIVE = "ACTIVE"
+"""The one ``WarmThroughput.Status`` whose values are in force: while it is being raised
+(``UPDATING``) the partitions may not serve the new values yet."""
 
 
 def warm_of(spec: Mapping[str, Any], dimension: str, quota: int) -> int | None:

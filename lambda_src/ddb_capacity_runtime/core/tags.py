@@ -39,13 +39,13 @@ from .names import BASE_MIN_TAG, DEFAULT_TABLE_QUOTA, FORECAST_TAG, TAG_PREFIX, 
 LIMIT_NAMES = frozenset(
     f"{prefix}{name}" for prefix in ("", "read-", "write-") for name in ("min", "max", "target")
 )
-#: Set by the constructs on a table with a high-water mark; its value is the PrewarmMethod.
 PREWARM_TAG = f"{TAG_PREFIX}prewarm"
-#: Every tag key the constructs write (tests/test_scaler_construct.py checks a synthesized
-#: template against it): known to the library, not read by the scaler.
+"""Set by the constructs on a table with a high-water mark; its value is the PrewarmMethod."""
 CONSTRUCT_TAGS = frozenset({PREWARM_TAG, TARGET_TAG})
-#: How much of a bad value a message shows.
+"""Every tag key the constructs write (tests/test_scaler_construct.py checks a synthesized template
+against it): known to the library, not read by the scaler."""
 SHOWN = 200
+"""How much of a bad value a message shows."""
 _SCOPE = re.compile(r"(table|index/(?P<index>[A-Za-z0-9_.\-]{3,255})):(?P<dim>read|write)")
 
 
@@ -74,8 +74,8 @@ class TableTags:
     ignored: list[IgnoredTag] = field(default_factory=list)
 
 
-#: A whole number in ASCII digits, and a decimal one; ASCII white space around is allowed.
 _WHOLE = re.compile(r"[ \t]*[0-9]{1,9}[ \t]*")
+"""A whole number in ASCII digits, and a decimal one; ASCII white space around is allowed."""
 _DECIMAL = re.compile(r"[ \t]*[0-9]{1,9}(?:\.[0-9]{1,9})?[ \t]*")
 
 

@@ -25,12 +25,12 @@ from .errors import CapacityError
 
 __all__ = ["MAX_DEPTH", "UntrustedJSONError", "check_json", "parse_json"]
 
-#: The deepest nesting any message or event of the library has is 4 (a report's
-#: ``dims[i].throttles``); this leaves room and stays far from Python's recursion limit.
 MAX_DEPTH = 16
-#: JSON strings (with their escapes), removed before the nesting is measured: a bracket
-#: inside a string nests nothing.
+"""The deepest nesting any message or event of the library has is 4 (a report's
+``dims[i].throttles``); this leaves room and stays far from Python's recursion limit."""
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+"""JSON strings (with their escapes), removed before the nesting is measured: a bracket inside a
+string nests nothing."""
 _BRACKETS = re.compile(r"[\[\]{}]")
 
 

@@ -66,15 +66,15 @@ __all__ = [  # the client's names and the broker's namespace, where they always 
     "serve",
 ]
 
-#: The configuration ``CapacityRequests`` gives its broker: a JSON list of
-#: ``{"table": NAME, "indexes": [NAME, ...]}``.
 SCOPES_ENV = "CAPACITY_SCOPES"
-#: The longest refusal message an answer carries.
+"""The configuration ``CapacityRequests`` gives its broker: a JSON list of ``{"table": NAME,
+"indexes": [NAME, ...]}``."""
 MAX_MESSAGE_CHARS = 1_000
-#: The largest event the broker reads (as JSON text; its own events are far smaller).
+"""The longest refusal message an answer carries."""
 MAX_EVENT_CHARS = 64 * 1024
-#: The longest hold id or release token a release may name (both are far shorter).
+"""The largest event the broker reads (as JSON text; its own events are far smaller)."""
 MAX_ID_CHARS = 128
+"""The longest hold id or release token a release may name (both are far shorter)."""
 
 
 class BrokerConfigError(CapacityError, RuntimeError):
@@ -214,12 +214,12 @@ def _restore(event: Mapping[str, Any], config: BrokerConfig, held: _Held) -> dic
     return {"ok": True, **restored}
 
 
-#: What the broker does for each ``action`` of an event.
 ACTIONS: dict[str, Callable[[Mapping[str, Any], BrokerConfig, _Held], dict[str, Any]]] = {
     "request": _request,
     "release": _release,
     "restore": _restore,
 }
+"""What the broker does for each ``action`` of an event."""
 
 
 def _name(event: Mapping[str, Any], field: str) -> str:

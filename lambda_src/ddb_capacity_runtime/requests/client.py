@@ -17,12 +17,12 @@ from typing import Any
 from ..aws.invoke import InvokeError, invoke, lambda_client
 from ..core.holds import CapacityRequestError, CapacityRequestTimeout
 
-#: The broker's function name, set on functions granted with ``grant_request``; the default
-#: of ``request_capacity``'s and ``release_hold``'s ``broker``.
 BROKER_ENV = "CAPACITY_BROKER"
-#: The broker's Lambda timeout is 15 minutes; a request waits at most this long for the
-#: table to be ready, which leaves time to withdraw the hold on a timeout.
+"""The broker's function name, set on functions granted with ``grant_request``; the default of
+``request_capacity``'s and ``release_hold``'s ``broker``."""
 BROKER_MAX_WAIT = timedelta(minutes=13)
+"""The broker's Lambda timeout is 15 minutes; a request waits at most this long for the table to be
+ready, which leaves time to withdraw the hold on a timeout."""
 
 
 def broker_name(broker: str | None, env: Mapping[str, str] = os.environ) -> str | None:

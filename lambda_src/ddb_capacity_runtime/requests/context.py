@@ -28,8 +28,8 @@ from ..core.series import window
 from ..core.settings import ScalerConfig
 from ..core.tables import Dimension, ManagedTable, ScalableTarget
 
-#: Minutes of CloudWatch history whose peak is "the current traffic".
 TRAFFIC_MINUTES = 5
+"""Minutes of CloudWatch history whose peak is "the current traffic"."""
 TRAFFIC_LAG_MINUTES = 2
 
 if TYPE_CHECKING:

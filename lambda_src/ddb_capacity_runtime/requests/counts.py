@@ -13,8 +13,8 @@ from typing import Any
 
 from ..events import emf_record, emit_metrics
 
-#: Where the broker's EMF counts go.
 NAMESPACE = "DynamoDBCapacity"
+"""Where the broker's EMF counts go."""
 
 
 def count(metric: str, value: int = 1) -> None:

@@ -31,8 +31,8 @@ from ..core.tables import Dimension, ManagedTable
 from .client import broker_name, invoke_broker
 from .context import Context, base_of, read_table, set_min
 
-#: The status of a dimension whose holds were forgotten without lowering it.
 DROPPED = Status.DROPPED
+"""The status of a dimension whose holds were forgotten without lowering it."""
 
 
 def end_holds(

@@ -24,8 +24,8 @@ from .client import broker_name, invoke_broker
 from .counts import count
 from .ending import drop_holds, restore_expired
 
-#: Rows of a restore that are failures (AWS refused, or the table or index is not found).
 FAILED_ROWS = REFUSED
+"""Rows of a restore that are failures (AWS refused, or the table or index is not found)."""
 
 
 def restore_tables(

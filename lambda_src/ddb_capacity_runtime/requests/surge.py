@@ -104,24 +104,24 @@ __all__ = [
     "take_report",
 ]
 
-#: The signals function's settings (``CapacityRequests``' ``FastPath``).
 SHARE_ENV = "CAPACITY_SURGE_SHARE"
+"""The signals function's settings (``CapacityRequests``' ``FastPath``)."""
 SURGE_MINUTES_ENV = "CAPACITY_SURGE_MINUTES"
 SURGE_CAP_ENV = "CAPACITY_SURGE_CAP"
 SURGE_SCALE_ENV = "CAPACITY_SURGE_SCALE"
 SURGE_BUDGET_ENV = "CAPACITY_SURGE_BUDGET"
-#: The id of a dimension's surge hold.
 SURGE_HOLD = "surge"
-#: How long a raise waits for its dimension's lease (a request, a restore or another
-#: surge holding it: each holds it for a few calls). Short, so that one hot dimension never
-#: keeps the function's reserved slots waiting; a renewal does not wait at all. A report
-#: that finds the lease taken is deferred: the next one, seconds later, tries again.
+"""The id of a dimension's surge hold."""
 LEASE_WAIT_SECONDS = 2.0
-#: The longest a surge lasts (`core.surge.SURGE_LIFETIME_MINUTES`).
+"""How long a raise waits for its dimension's lease (a request, a restore or another surge holding
+it: each holds it for a few calls). Short, so that one hot dimension never keeps the function's
+reserved slots waiting; a renewal does not wait at all. A report that finds the lease taken is
+deferred: the next one, seconds later, tries again."""
 SURGE_LIFETIME = timedelta(minutes=SURGE_LIFETIME_MINUTES)
-#: The largest report the function reads, as JSON text (42 dimensions of the longest
-#: names take about 20,000 characters).
+"""The longest a surge lasts (`core.surge.SURGE_LIFETIME_MINUTES`)."""
 MAX_REPORT_CHARS = 64 * 1024
+"""The largest report the function reads, as JSON text (42 dimensions of the longest names take
+about 20,000 characters)."""
 
 
 @dataclass(frozen=True)

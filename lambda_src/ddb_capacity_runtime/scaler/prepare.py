@@ -130,8 +130,8 @@ def _end_expired(
     return own_targets(clients, name, fresh)
 
 
-#: How long a change of the store here waits for its dimension's lease.
 LEASE_WAIT_SECONDS = 5
+"""How long a change of the store here waits for its dimension's lease."""
 
 
 def _lease(
@@ -144,8 +144,8 @@ def _lease(
     return store.lease(table, index, dim, deadline=until)
 
 
-#: The marker of a table whose state a 0.5 tick has taken in hand (`HoldStore.mark`).
 STATE_MARKER = "state-in-store"
+"""The marker of a table whose state a 0.5 tick has taken in hand (`HoldStore.mark`)."""
 
 
 def move_legacy_state(

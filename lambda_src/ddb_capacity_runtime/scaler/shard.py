@@ -34,20 +34,20 @@ from ..core.names import is_table_name
 from ..core.settings import MAX_TABLES_PER_BATCH
 from ..core.untrusted import UntrustedJSONError, parse_json
 
-#: The batch function's queue (the construct sets it; without it, a tick is never sharded).
 BATCH_QUEUE_ENV = "CAPACITY_BATCH_QUEUE_URL"
-#: The message format's version.
+"""The batch function's queue (the construct sets it; without it, a tick is never sharded)."""
 VERSION = 1
-#: SendMessageBatch takes at most 10 messages a call, and 256 KiB in all.
+"""The message format's version."""
 SEND_BATCH = 10
+"""SendMessageBatch takes at most 10 messages a call, and 256 KiB in all."""
 SEND_BYTES = 256 * 1024
-#: The most tables a message may name: the most ``tables_per_batch``.
 MAX_TABLES = MAX_TABLES_PER_BATCH
-#: A batch's deadline is the next tick less this: its last write ends before the next
-#: tick's first.
+"""The most tables a message may name: the most ``tables_per_batch``."""
 MARGIN = timedelta(seconds=20)
-#: A tick time later than the receiving clock by more than this is refused.
+"""A batch's deadline is the next tick less this: its last write ends before the next tick's
+first."""
 SKEW = timedelta(minutes=1)
+"""A tick time later than the receiving clock by more than this is refused."""
 
 
 class BatchError(CapacityConfigError):

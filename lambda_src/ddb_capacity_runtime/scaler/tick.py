@@ -46,10 +46,11 @@ raised for; read from DynamoDB's metrics by cause for throttled dimensions only,
 throttles are all taken for fixable), ``PlansNotKept`` (plans the state store could not
 keep: a request held the dimension),
 ``BadTargets`` (dimensions held because their scalable target's minimum is above its
-maximum) and ``RefusedTags`` (min or max tags
+maximum), ``RefusedTags`` (min or max tags
 not obeyed because they would lower a limit below what the dimension consumes at its
 target utilization; while that is not known such a tag is not obeyed either, and only
-logged). A table that failed before it could be
+logged) and ``RefusedTunedTargets`` (tuned target values outside the nightly tuning's
+allowed targets, not obeyed: the configured one is aimed at). A table that failed before it could be
 decided gets ``Failures`` = 1 alone; one skipped because it is UPDATING, ``Updating`` = 1
 alone.
 
@@ -104,11 +105,11 @@ from .refusals import refuse_tags
 from .shard import Batch
 
 T = TypeVar("T")
-#: Outcomes counted as failures. ``retry-next-tick`` is not one: another update was in
-#: flight, or the capacity moved since it was read, and the next tick decides again.
 FAILED_STATUSES = REFUSED | {Status.QUOTA_EXCEEDED, Status.DEADLINE}
-#: DescribeTable calls in flight at once.
+"""Outcomes counted as failures. ``retry-next-tick`` is not one: another update was in flight, or
+the capacity moved since it was read, and the next tick decides again."""
 DESCRIBE_THREADS = 16
+"""DescribeTable calls in flight at once."""
 
 
 class TickFailed(CapacityError, RuntimeError):
@@ -130,8 +131,8 @@ class TickSummary:
     failures: list[dict[str, str]]
     shared_failures: list[str]
     dry_run: bool
-    #: the batches a sharded tick sent (0: the tick ran here)
     batches: int = 0
+    """the batches a sharded tick sent (0: the tick ran here)"""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -156,16 +157,15 @@ class _Tick:
     now: datetime
     out: TextIO | None
     store: HoldStore
-    #: after it, nothing is sent (`core.deadline`)
     deadline: Deadline = field(default_factory=Deadline)
-    #: tables not decided, and changes not sent, because the deadline passed
+    """after it, nothing is sent (`core.deadline`)"""
     late: int = 0
-    #: shared calls that failed: no decrease anywhere this tick
+    """tables not decided, and changes not sent, because the deadline passed"""
     shared_failures: list[str] = field(default_factory=list)
-    #: shared calls throttled whose loss is confined to what they read (tables not managed
-    #: this tick, their own targets read instead, series unknown): counted, and decreases
-    #: elsewhere go on
+    """shared calls that failed: no decrease anywhere this tick"""
     throttled: list[str] = field(default_factory=list)
+    """shared calls throttled whose loss is confined to what they read (tables not managed this
+    tick, their own targets read instead, series unknown): counted, and decreases elsewhere go on"""
     failures: dict[str, list[str]] = field(default_factory=dict)
     skipped: list[dict[str, str]] = field(default_factory=list)
 
@@ -679,6 +679,7 @@ def _table_metrics(
         **({"PlansNotKept": table.plans_not_kept} if table.plans_not_kept else {}),
         **({"BadTargets": table.bad_targets} if table.bad_targets else {}),
         **({"RefusedTags": table.refused_tags} if table.refused_tags else {}),
+        **({"RefusedTunedTargets": table.refused_tuned} if table.refused_tuned else {}),
     }
 
 

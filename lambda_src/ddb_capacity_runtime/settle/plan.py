@@ -17,9 +17,9 @@ from ..core.names import UNITS
 from ..core.tables import throughput_of
 
 READ, WRITE = "read", "write"
-#: How long the settle step waits for its table and GSIs to be ACTIVE, from the event's
-#: first call, before it fails the deploy (the provider's own time limit is a little longer).
 SETTLE_WAIT_S = 1800
+"""How long the settle step waits for its table and GSIs to be ACTIVE, from the event's first call,
+before it fails the deploy (the provider's own time limit is a little longer)."""
 
 
 @dataclass(frozen=True)

@@ -35,16 +35,16 @@ from .parse import (
 )
 from .sender import LambdaSender
 
-#: The shortest and longest wait between two rounds of reports, in seconds.
 MIN_INTERVAL = 1.0
+"""The shortest and longest wait between two rounds of reports, in seconds."""
 MAX_INTERVAL = 60.0
-#: The longest ``process`` label: the pid and a random part fill the rest of the id.
 MAX_LABEL_CHARS = 40
-#: The causes that make a request whose last attempt met them a failed one (never served
-#: for want of capacity): its demand counts once in the report's ``failed``.
+"""The longest ``process`` label: the pid and a random part fill the rest of the id."""
 FAILED_CAUSES = frozenset({"provisioned", "unknown"})
-#: The most distinct handler errors logged (each kind once); all of them are counted.
+"""The causes that make a request whose last attempt met them a failed one (never served for want of
+capacity): its demand counts once in the report's ``failed``."""
 MAX_LOGGED_KINDS = 32
+"""The most distinct handler errors logged (each kind once); all of them are counted."""
 CONSUMED = "consumed"
 """The hook's default mode: it asks DynamoDB for the consumed capacity of every request
 counted (``ReturnConsumedCapacity="INDEXES"`` where the caller asked for none)."""
@@ -54,11 +54,11 @@ throttles, the requests answered and refused, and the capacity only of the reque
 caller asked for it (an account whose IAM policies condition on
 ``dynamodb:ReturnConsumedCapacity`` may refuse a request that asks for it)."""
 MODES = (CONSUMED, THROTTLES)
-#: The most secondary indexes remembered as local (an LSI shares its table's capacity).
 MAX_LOCAL_INDEXES = 5_000
+"""The most secondary indexes remembered as local (an LSI shares its table's capacity)."""
 
-#: What a process id does not take (`core.surge.PROCESS_ID`).
 _NOT_IN_IDS = re.compile(r"[^A-Za-z0-9._-]")
+"""What a process id does not take (`core.surge.PROCESS_ID`)."""
 _CONTEXT_KEY = "ddb_capacity_signals"
 _STRIP_ID = "ddb-capacity-signals-strip"
 
@@ -102,8 +102,8 @@ class _Call:
     items: tuple[str | None, ...] = ()
 
 
-#: (table, index, dimension, units, requests, throttle cause, failed requests)
 _Row = tuple[str, str | None, str, float, int, str | None, int]
+"""(table, index, dimension, units, requests, throttle cause, failed requests)"""
 
 
 class Watcher:

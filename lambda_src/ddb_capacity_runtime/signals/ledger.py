@@ -22,15 +22,15 @@ from ..core.surge import (
 )
 from .parse import _Key
 
-#: A report is due when a dimension's rate changed by this share of the last reported one
-#: and by at least `MIN_CHANGE` units per second.
 CHANGE = 0.2
+"""A report is due when a dimension's rate changed by this share of the last reported one and by at
+least `MIN_CHANGE` units per second."""
 MIN_CHANGE = 1.0
-#: A busy table is reported at least this often, well within the signals function's
-#: `core.surge.FRESH_SECONDS`.
 KEEPALIVE_SECONDS = 30.0
-#: The most tables one watcher tracks at once.
+"""A busy table is reported at least this often, well within the signals function's
+`core.surge.FRESH_SECONDS`."""
 MAX_TABLES = 1_000
+"""The most tables one watcher tracks at once."""
 
 
 def report_due(

@@ -14,7 +14,6 @@ from typing import Any, TypeGuard
 from ..aws.errors import error_code
 from ..workers.pacing import MAX_REASONS, reasons_cause, throttle_cause
 
-#: Each operation the hook watches, and the dimension it consumes.
 OPERATIONS: Mapping[str, str] = {
     "GetItem": "read",
     "Query": "read",
@@ -27,8 +26,7 @@ OPERATIONS: Mapping[str, str] = {
     "BatchWriteItem": "write",
     "TransactWriteItems": "write",
 }
-#: A throttle's cause as the workers read it (`workers.pacing.throttle_cause`), as
-#: a report counts it.
+"""Each operation the hook watches, and the dimension it consumes."""
 REPORT_CAUSES: Mapping[str, str] = {
     "provisioned": "provisioned",
     "key-range": "key_range",
@@ -36,11 +34,13 @@ REPORT_CAUSES: Mapping[str, str] = {
     "max-on-demand": "other",
     "unknown": "other",
 }
-#: What a throttle without any reason counts as, by error code; any other code: ``other``.
+"""A throttle's cause as the workers read it (`workers.pacing.throttle_cause`), as a report counts
+it."""
 NO_REASON = {"ProvisionedThroughputExceededException": "unknown"}
-#: What a throttled transaction's attempt counts as: DynamoDB names no cause in a
-#: ``ThrottlingError`` cancellation reason.
+"""What a throttle without any reason counts as, by error code; any other code: ``other``."""
 TRANSACTION_CAUSE = "unknown"
+"""What a throttled transaction's attempt counts as: DynamoDB names no cause in a
+``ThrottlingError`` cancellation reason."""
 _Key = tuple[str | None, str]
 
 

@@ -24,8 +24,8 @@ class LambdaSender:
     def __init__(self, function: str, session: Any, *, eager: bool) -> None:
         self.function = function
         self._session = session
-        #: The region of the Lambda client: the region the watcher reports on.
         self.region: str | None = getattr(session, "region_name", None)
+        """The region of the Lambda client: the region the watcher reports on."""
         profile = getattr(session, "profile_name", None)
         self._profile = profile if isinstance(profile, str) and profile != "default" else None
         self._keys: dict[str, str] = {}

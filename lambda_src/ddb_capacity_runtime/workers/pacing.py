@@ -29,14 +29,11 @@ from ..core.errors import CapacityError
 if TYPE_CHECKING:
     from botocore.exceptions import ClientError
 
-#: The error codes of a throttled request (after botocore's own retries): those that the
-#: one table of AWS's error codes (`aws.errors.CODES`) calls throttled.
 THROTTLED = tuple(sorted(code for code, meaning in CODES.items() if meaning.throttled))
+"""The error codes of a throttled request (after botocore's own retries): those that the one table
+of AWS's error codes (`aws.errors.CODES`) calls throttled."""
 
 ThrottleCause = Literal["provisioned", "account-limit", "max-on-demand", "unknown", "key-range"]
-#: Every cause, strongest first: a throttle with several reasons takes the strongest's cause.
-#: All but ``"key-range"`` make a worker slow down, so a throttle counts as a hot key only
-#: when every one of its reasons says so.
 CAUSES: tuple[ThrottleCause, ...] = (
     "provisioned",
     "account-limit",
@@ -44,25 +41,28 @@ CAUSES: tuple[ThrottleCause, ...] = (
     "unknown",
     "key-range",
 )
-#: The cause that slowing the whole worker does not help: one partition's own limit.
+"""Every cause, strongest first: a throttle with several reasons takes the strongest's cause. All
+but ``"key-range"`` make a worker slow down, so a throttle counts as a hot key only when every one
+of its reasons says so."""
 HOT_KEY: ThrottleCause = "key-range"
+"""The cause that slowing the whole worker does not help: one partition's own limit."""
 _LIMITS: dict[str, ThrottleCause] = {
     "ProvisionedThroughputExceeded": "provisioned",
     "KeyRangeThroughputExceeded": "key-range",
     "AccountLimitExceeded": "account-limit",
     "MaxOnDemandThroughputExceeded": "max-on-demand",
 }
-#: Each ``ThrottlingReason.reason`` DynamoDB documents (``<Table|Index><Read|Write><limit>``),
-#: and its cause.
 REASONS: Mapping[str, ThrottleCause] = {
     f"{resource}{operation}{limit}": cause
     for resource in ("Table", "Index")
     for operation in ("Read", "Write")
     for limit, cause in _LIMITS.items()
 }
-#: More reasons than this in one exception is not an answer DynamoDB gives (a table and its
-#: at most 20 indexes): the throttle is ``"unknown"``.
+"""Each ``ThrottlingReason.reason`` DynamoDB documents (``<Table|Index><Read|Write><limit>``), and
+its cause."""
 MAX_REASONS = 64
+"""More reasons than this in one exception is not an answer DynamoDB gives (a table and its at most
+20 indexes): the throttle is ``"unknown"``."""
 
 
 class PacingError(CapacityError, ValueError):

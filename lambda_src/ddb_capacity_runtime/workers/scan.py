@@ -56,8 +56,8 @@ class Cursor:
     last_key: dict[str, Any] | None
     done: bool
     items: int
-    #: TotalSegments of the scan that wrote the cursor (None: written by an older version)
     segments: int | None = None
+    """TotalSegments of the scan that wrote the cursor (None: written by an older version)"""
 
 
 class CursorStore:
@@ -102,12 +102,12 @@ class ScanResult:
     items: int = 0
     pages: int = 0
     consumed: float = 0.0
-    #: throttled pages retried, of every cause
     throttled: int = 0
+    """throttled pages retried, of every cause"""
     interrupted: bool = False
     segments_done: list[int] = field(default_factory=list)
-    #: ``throttled`` by cause (see ``pacing.CAUSES``): every cause, 0 if none
     throttled_by_cause: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0))
+    """``throttled`` by cause (see ``pacing.CAUSES``): every cause, 0 if none"""
 
 
 class RateLimitedScan:

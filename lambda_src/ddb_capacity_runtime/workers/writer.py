@@ -52,8 +52,8 @@ if TYPE_CHECKING:
 
 
 BATCH = 25
-#: An item to write: as given, serialized, and how often it was sent already.
 Entry = tuple[Mapping[str, Any], dict[str, Any], int]
+"""An item to write: as given, serialized, and how often it was sent already."""
 
 
 @dataclass(frozen=True)
@@ -66,13 +66,13 @@ class Failed:
 class WriteResult:
     written: int = 0
     consumed: float = 0.0
-    #: throttled sends, of every cause
     throttled: int = 0
+    """throttled sends, of every cause"""
     batches: int = 0
     failed: list[Failed] = field(default_factory=list)
     rates: list[float] = field(default_factory=list)  # the rate after each change
-    #: ``throttled`` by cause (see ``pacing.CAUSES``): every cause, 0 if none
     throttled_by_cause: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0))
+    """``throttled`` by cause (see ``pacing.CAUSES``): every cause, 0 if none"""
 
 
 class SlowStartWriter:

@@ -36,8 +36,8 @@ __all__ = [
     "write",
 ]
 
-#: The ``--html`` option's name, in its errors.
 OPTION = "--html"
+"""The ``--html`` option's name, in its errors."""
 
 
 class HtmlError(CapacityError, ValueError):

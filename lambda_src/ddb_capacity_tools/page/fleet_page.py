@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = ["TABLE_PAGES", "fleet_page", "page_name", "table_pages"]
 
-#: Where the table pages go, beside the fleet page.
 TABLE_PAGES = "tables/"
+"""Where the table pages go, beside the fleet page."""
 HEADER = (
     ("table", False),
     ("status", False),

@@ -18,7 +18,6 @@ from .document import money, text
 
 __all__ = ["COLORS", "demand_section", "series_section", "steps", "sparse"]
 
-#: One colour per policy, in the order the policies were given (matplotlib's tab10).
 COLORS = (
     "#1f77b4",
     "#ff7f0e",
@@ -31,12 +30,13 @@ COLORS = (
     "#7f7f7f",
     "#d62728",
 )
-#: What each kind of run is, where its panel's title alone would mislead.
+"""One colour per policy, in the order the policies were given (matplotlib's tab10)."""
 ABOUT = {
     "bound": "a floor on cost, not a plan: no scaler could follow it",
     "oracle": "the best feasible plan, knowing the future",
     "on-demand": "no provisioned capacity: billed per request",
 }
+"""What each kind of run is, where its panel's title alone would mislead."""
 PANEL_HEIGHT = 130
 
 

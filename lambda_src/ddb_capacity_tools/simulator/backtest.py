@@ -25,8 +25,8 @@ from ddb_capacity_runtime.core.series import Series
 
 from .trace import Key, Trace, TraceError
 
-#: CloudWatch keeps 1-minute datapoints for 15 days.
 MAX_DAYS = 15
+"""CloudWatch keeps 1-minute datapoints for 15 days."""
 
 
 def check_days(days: object) -> int:

@@ -38,8 +38,8 @@ from .params import ModelParams
 from .prices import Prices
 from .trace import Key, Trace
 
-#: Stretches start and end on these minute boundaries (the split's granularity).
 STRETCH_MINUTES = 60
+"""Stretches start and end on these minute boundaries (the split's granularity)."""
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,8 @@ def check_path(path: str | Path) -> Path:
     return path
 
 
-#: How to get matplotlib, which only charts need.
 INSTALL = "pip install 'cdk-dynamodb-capacity[charts]'"
+"""How to get matplotlib, which only charts need."""
 
 
 def check(path: str | Path) -> Path:
@@ -110,11 +110,11 @@ def render_ensemble(
     return _save(fig, plt, path)
 
 
-#: What a panel's title says of the runs that are not plans a scaler follows.
 ABOUT = {
     "bound": "a floor on cost, not a plan",
     "oracle": "the best plan, knowing the future",
 }
+"""What a panel's title says of the runs that are not plans a scaler follows."""
 
 
 def shown_keys(results: Sequence[DimensionResult], trace: Trace) -> tuple[list[Key], list[Key]]:

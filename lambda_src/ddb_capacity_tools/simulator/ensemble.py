@@ -47,7 +47,6 @@ from .run import DimensionResult, simulate
 from .text import fixed_width
 from .trace import Key, Trace, key_label
 
-#: Named ensembles: each setting overrides these fields of the command line's model.
 ENSEMBLES: dict[str, tuple[dict[str, Any], ...]] = {
     "plausible": (
         {"metric_delay_minutes": 1, "throttle_delay_minutes": 1, "update_minutes": 1},
@@ -99,10 +98,9 @@ ENSEMBLES: dict[str, tuple[dict[str, Any], ...]] = {
         },
     ),
 }
+"""Named ensembles: each setting overrides these fields of the command line's model."""
 
 
-#: Per named ensemble and setting: the factor on the hot key's share (at most 1) and on
-#: the minutes before a split for heat (None: never splits).
 HOT_KEY_SPREAD: dict[str, tuple[tuple[float, float | None], ...]] = {
     "plausible": (
         (1.0, 1.0),
@@ -115,10 +113,10 @@ HOT_KEY_SPREAD: dict[str, tuple[tuple[float, float | None], ...]] = {
         (1.0, 2.0),
     ),
 }
+"""Per named ensemble and setting: the factor on the hot key's share (at most 1) and on the minutes
+before a split for heat (None: never splits)."""
 
 
-#: Per named ensemble and setting: the factors on the fast path's delay and on the share of
-#: the traffic that reports.
 FAST_PATH_SPREAD: dict[str, tuple[tuple[float, float], ...]] = {
     "plausible": (
         (1.0, 1.0),
@@ -131,19 +129,21 @@ FAST_PATH_SPREAD: dict[str, tuple[tuple[float, float], ...]] = {
         (0.5, 0.5),
     ),
 }
+"""Per named ensemble and setting: the factors on the fast path's delay and on the share of the
+traffic that reports."""
 
 
-#: Per named ensemble and setting: the factor on the seconds a raise within the warm
-#: throughput takes (None: it takes ``update_minutes``, like any other change).
 WARM_SPREAD: dict[str, tuple[float | None, ...]] = {
     "plausible": (0.5, 1.0, 3.0, None, 6.0, None, 2.0, 1.0),
 }
+"""Per named ensemble and setting: the factor on the seconds a raise within the warm throughput
+takes (None: it takes ``update_minutes``, like any other change)."""
 
 
-#: Per named ensemble and setting: the factor on the stream signal's delay.
 STREAM_SPREAD: dict[str, tuple[float, ...]] = {
     "plausible": (1.0, 0.5, 2.0, 1.0, 4.0, 2.0, 1.0, 0.5),
 }
+"""Per named ensemble and setting: the factor on the stream signal's delay."""
 
 
 class EnsembleError(CapacityError, ValueError):

@@ -71,8 +71,8 @@ from .model import SimulatedTable
 from .params import ModelParams
 from .trace import Key
 
-#: How often the restorer ends expired holds (``CapacityRequests``' default).
 RESTORE_MINUTES = 5
+"""How often the restorer ends expired holds (``CapacityRequests``' default)."""
 
 
 class Source(NamedTuple):
@@ -105,17 +105,17 @@ class FastPath:
             raise ValueError("FastPath: neither fast_path_seconds nor stream_seconds is set")
         self.surge_minutes = surge_minutes
         self.max_capacity = params.max_capacity
-        #: the surge cap as the signals function's settings give it: units when set,
-        #: else the default scale (``SurgeSettings``' defaults)
         self.cap = params.fast_path_cap
+        """the surge cap as the signals function's settings give it: units when set, else the
+        default scale (``SurgeSettings``' defaults)"""
         self.scale = DEFAULT_SURGE_SCALE if self.cap is None else None
-        #: whether DescribeTable's warm throughput is modelled (and so known)
         self.warm_known = params.warm_update_seconds is not None
-        #: Per dimension, its surge budget window (as the combiner item keeps it).
+        """whether DescribeTable's warm throughput is modelled (and so known)"""
         self.budgets: dict[Key, Budget] = {}
-        #: Per dimension, its surge: the level held, the first minute it no longer holds,
-        #: the capacity it falls back to, and the minute of its first raise.
+        """Per dimension, its surge budget window (as the combiner item keeps it)."""
         self.holds: dict[Key, tuple[int, int, int, int]] = {}
+        """Per dimension, its surge: the level held, the first minute it no longer holds, the
+        capacity it falls back to, and the minute of its first raise."""
 
     def floor(self, key: Key, t: int) -> int:
         """The level ``key``'s surge holds at minute ``t`` (0: none)."""

@@ -51,11 +51,11 @@ __all__ = [
     "within_limit",
 ]
 
-#: Switches to on-demand AWS allows a table in a rolling 24 hours (switching back to
-#: provisioned is not limited).
 SWITCHES_PER_DAY = 4
-#: The most past days a day's plan is made from.
+"""Switches to on-demand AWS allows a table in a rolling 24 hours (switching back to provisioned is
+not limited)."""
 HISTORY_DAYS = 7
+"""The most past days a day's plan is made from."""
 DAY = 1440
 HOUR = 60
 

@@ -98,21 +98,21 @@ class SimulatedDimension:
     pending: int | None = None
     served: list[float] = field(default_factory=list)
     throttle_events: list[float] = field(default_factory=list)
-    #: The first minute at whose start each published datapoint is visible; kept only when
-    #: delays are drawn (``delay_spread_minutes``), else it is the minute plus the delay.
     visible_at: list[int] = field(default_factory=list)
+    """The first minute at whose start each published datapoint is visible; kept only when delays
+    are drawn (``delay_spread_minutes``), else it is the minute plus the delay."""
     throttles_visible_at: list[int] = field(default_factory=list)
     decreases: int = 0
-    #: Refused units per second, and the capacity in force, each minute.
     throttled: list[float] = field(default_factory=list)
+    """Refused units per second, and the capacity in force, each minute."""
     provisioned_at: list[int] = field(default_factory=list)
-    #: Of the refused units, those the hot partition refused (key-range throttles), and
-    #: their throttle events; kept only when the partition model is on.
     key_range: list[float] = field(default_factory=list)
+    """Of the refused units, those the hot partition refused (key-range throttles), and their
+    throttle events; kept only when the partition model is on."""
     key_range_events: list[float] = field(default_factory=list)
-    #: Its warm throughput: the highest capacity it has had provisioned or warmed. A raise
-    #: up to it lands within seconds (``ModelParams.warm_update_seconds``).
     warm: float = 0.0
+    """Its warm throughput: the highest capacity it has had provisioned or warmed. A raise up to it
+    lands within seconds (``ModelParams.warm_update_seconds``)."""
 
 
 @dataclass
@@ -124,15 +124,14 @@ class Recorded:
     throttled: list[float] = field(default_factory=list)
     provisioned: list[int] = field(default_factory=list)
     throttle_events: list[float] = field(default_factory=list)
-    #: Of ``throttled``, per minute, what the hot partition refused (key-range throttles).
-    #: Set (`with_key_range`) only by a run with the partition model on; else empty:
-    #: nothing was refused by key range.
     key_range: ClassVar[Sequence[float]] = ()
-    #: Of ``throttled``, per minute, what on-demand's limits refused: over double the
-    #: previous peak and the warm throughput (``on_demand``), over the maximum throughput
-    #: (``max_on_demand``). Set (`with_on_demand`) only by an on-demand run that
-    #: refused some; else empty.
+    """Of ``throttled``, per minute, what the hot partition refused (key-range throttles). Set
+    (`with_key_range`) only by a run with the partition model on; else empty: nothing was refused by
+    key range."""
     on_demand: ClassVar[Sequence[float]] = ()
+    """Of ``throttled``, per minute, what on-demand's limits refused: over double the previous peak
+    and the warm throughput (``on_demand``), over the maximum throughput (``max_on_demand``). Set
+    (`with_on_demand`) only by an on-demand run that refused some; else empty."""
     max_on_demand: ClassVar[Sequence[float]] = ()
 
     def with_key_range(self, refused: Sequence[float]) -> Recorded:
@@ -171,12 +170,10 @@ class SimulatedTable:
         self.ledgers: dict[str | None, DecreaseLedger] = {k[0]: DecreaseLedger() for k in self.keys}
         self.busy_until: dict[str | None, int] = {}
         self.apply_at: dict[str | None, int] = {}
-        #: Of the changes in ``apply_at``, those that land that many seconds into their
-        #: minute (the fast path's), not at its start.
         self.mid: dict[str | None, int] = {}
+        """Of the changes in ``apply_at``, those that land that many seconds into their minute (the
+        fast path's), not at its start."""
         self.rejected_decreases = {k: 0 for k in self.keys}
-        #: every minute's start, warm-up first (minute t at index t + offset)
-        #: (each a minute after the one before: whole minutes add exactly, as trace.time's)
         self._times: list[datetime] = list(
             accumulate(
                 repeat(MINUTE, self.offset + trace.minutes),
@@ -184,12 +181,14 @@ class SimulatedTable:
                 initial=trace.time(-self.offset),
             )
         )
-        #: per dimension, in key order: its state and its demand per trace minute
+        """every minute's start, warm-up first (minute t at index t + offset) (each a minute after
+        the one before: whole minutes add exactly, as trace.time's)"""
         self._served = [(self.dims[k], trace.demand[k]) for k in self.keys]
+        """per dimension, in key order: its state and its demand per trace minute"""
         self._burst = params.burst
         self._attempts = (1 + params.retries) * 60 / params.units_per_request
-        #: per table or GSI, its partitions as the hot key meets them; None: the model is off
         self.partitions = self._partitions(initial)
+        """per table or GSI, its partitions as the hot key meets them; None: the model is off"""
         self._key_range = trace.key_range or {}
 
     def _partitions(self, initial: Mapping[Key, int]) -> dict[str | None, HotPartition] | None:

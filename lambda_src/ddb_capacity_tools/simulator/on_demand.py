@@ -21,10 +21,10 @@ from .params import ModelParams
 from .partitions import HotPartition
 from .trace import Key, Trace
 
-#: What a new on-demand table (or GSI) serves at once, per dimension: its initial warm
-#: throughput ("DynamoDB on-demand capacity mode", "Initial throughput and scaling
-#: properties": "up to 4,000 writes per second and 12,000 reads per second").
 ON_DEMAND_WARM = {"read": 12_000.0, "write": 4_000.0}
+"""What a new on-demand table (or GSI) serves at once, per dimension: its initial warm throughput
+("DynamoDB on-demand capacity mode", "Initial throughput and scaling properties": "up to 4,000
+writes per second and 12,000 reads per second")."""
 
 
 class OnDemandDimension:
@@ -36,10 +36,10 @@ class OnDemandDimension:
 
     def __init__(self, warm: float, cap: float, lag: int) -> None:
         self.warm, self.cap, self.lag = warm, cap, lag
-        #: every minute served so far (units/s), the warm-up's first
         self.served: list[float] = []
-        #: the previous peak: the highest served at least ``lag`` minutes ago
+        """every minute served so far (units/s), the warm-up's first"""
         self.reached = 0.0
+        """the previous peak: the highest served at least ``lag`` minutes ago"""
 
     def serve(self, wanted: float) -> tuple[float, float, float]:
         """Serve ``wanted`` (units/s) for the next minute: (served, refused over double
@@ -123,12 +123,12 @@ def on_demand_dimension(params: ModelParams, dimension: str) -> OnDemandDimensio
 class OnDemandRefusals(NamedTuple):
     """What an on-demand dimension refuses, units/s per trace minute, by cause."""
 
-    #: by a hot key's partition (empty: the partition model is off)
     key_range: list[float]
-    #: over double the previous peak and the warm throughput
+    """by a hot key's partition (empty: the partition model is off)"""
     on_demand: list[float]
-    #: over the maximum throughput (or the table quota)
+    """over double the previous peak and the warm throughput"""
     max_on_demand: list[float]
+    """over the maximum throughput (or the table quota)"""
 
 
 def on_demand_refusals(trace: Trace, params: ModelParams) -> dict[Key, OnDemandRefusals]:

@@ -37,14 +37,13 @@ from .params import ModelParams
 from .prices import Prices
 from .trace import Key, Trace
 
-#: Block lengths the oracle plans with, each with the longest segment it considers between
-#: two decreases (in blocks: 24 hours of 15 minutes; 4 hours of 5 minutes, which found the
-#: same plans as 8 hours on every shared trace at half the time). It keeps the cheaper plan
-#: of each table or GSI.
 BLOCK_MINUTES = (15, 5)
+"""Block lengths the oracle plans with, each with the longest segment it considers between two
+decreases (in blocks: 24 hours of 15 minutes; 4 hours of 5 minutes, which found the same plans as 8
+hours on every shared trace at half the time). It keeps the cheaper plan of each table or GSI."""
 LOOKBACK_BLOCKS = {15: 96, 5: 48}
-#: The dynamic program notes a step's origin as boundary x CAME + count (counts are below).
 CAME = 32
+"""The dynamic program notes a step's origin as boundary x CAME + count (counts are below)."""
 
 
 @dataclass
@@ -302,8 +301,8 @@ class Oracle:
         self.plan = plan(trace, params, prices, score_from=score_from)
         self.minutes = trace.minutes
         self.offset = params.warmup_minutes
-        #: Per key, for each minute from the warm-up's first, the level to ask for then.
         self.asks = {k: self._asks(p, params) for k, p in self.plan.items()}
+        """Per key, for each minute from the warm-up's first, the level to ask for then."""
 
     def _asks(self, p: Sequence[int], params: ModelParams) -> list[int]:
         """Per minute from the warm-up's first: the most ``p`` needs over every minute a

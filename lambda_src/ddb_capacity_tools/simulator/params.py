@@ -13,11 +13,10 @@ from ddb_capacity_runtime.core.errors import CapacityError
 
 from .trace import Trace
 
-#: The fields that take any number in their range; every other field is a whole number.
 FRACTIONAL = frozenset(
     {"units_per_request", "burst_fraction", "key_skew", "table_size_gb", "fast_path_share"}
 )
-#: The fields that may also be None, and what None means.
+"""The fields that take any number in their range; every other field is a whole number."""
 OPTIONAL = {
     "key_skew": "the trace's own",
     "split_minutes": "never",
@@ -28,11 +27,11 @@ OPTIONAL = {
     "warm_update_seconds": "every change takes update_minutes",
     "stream_seconds": "off",
 }
-#: Of those, the ones the command line sets to None with ``off`` (``--key-skew`` is None
-#: when it is not given).
+"""The fields that may also be None, and what None means."""
 OFF = frozenset({"split_minutes", "warm_update_seconds"})
+"""Of those, the ones the command line sets to None with ``off`` (``--key-skew`` is None when it is
+not given)."""
 
-#: Each field's range (both ends allowed).
 BOUNDS: dict[str, tuple[float, float]] = {
     "burst_seconds": (0, 3600),
     "metric_delay_minutes": (0, 15),
@@ -61,6 +60,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "warm_update_seconds": (0, 600),
     "stream_seconds": (1, 600),
 }
+"""Each field's range (both ends allowed)."""
 
 
 class ModelError(CapacityError, ValueError):

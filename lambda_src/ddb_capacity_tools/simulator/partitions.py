@@ -36,10 +36,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-#: What one partition serves per second, per dimension.
 PARTITION_UNITS = {"read": 3_000.0, "write": 1_000.0}
-#: What one partition holds.
+"""What one partition serves per second, per dimension."""
 GB_PER_PARTITION = 10.0
+"""What one partition holds."""
 
 
 def partition_count(read_units: float, write_units: float, size_gb: float = 0.0) -> int:
@@ -66,16 +66,16 @@ class HotPartition:
     skew: float
     split_minutes: int | None
     size_gb: float = 0.0
-    #: The highest read and write capacity provisioned or warmed so far.
     peak: dict[str, float] = field(default_factory=lambda: {"read": 0.0, "write": 0.0})
+    """The highest read and write capacity provisioned or warmed so far."""
     count: int = 1
-    #: The hot partition's share of the key space.
     width: float = 1.0
+    """The hot partition's share of the key space."""
     splits: int = 0
-    #: Minutes in a row the hot partition was asked for more than it serves.
     hot_for: int = 0
-    #: Whether it was, in the minute under way.
+    """Minutes in a row the hot partition was asked for more than it serves."""
     hot: bool = False
+    """Whether it was, in the minute under way."""
 
     def __post_init__(self) -> None:
         self._resize()

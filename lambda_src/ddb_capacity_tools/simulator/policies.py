@@ -46,10 +46,10 @@ from .trace import MINUTE, Key, Trace
 
 SIMULATED_TABLE = "simulated"
 TABLE_ARN = f"arn:simulated:table/{SIMULATED_TABLE}"
-#: The autopilot's history: 14 days of 5-minute steps (core.forecast).
 HISTORY_STEPS = HISTORY_DAYS * 1440 // STEP_MINUTES
-#: Application Auto Scaling's alarms for target tracking on DynamoDB (DESIGN.md, "Facts").
+"""The autopilot's history: 14 days of 5-minute steps (core.forecast)."""
 HIGH_DATAPOINTS, LOW_DATAPOINTS, LOW_MARGIN = 2, 15, 0.20
+"""Application Auto Scaling's alarms for target tracking on DynamoDB (DESIGN.md, "Facts")."""
 DEFAULT_TICK_MINUTES = settings.DEFAULT_TICK_MINUTES  # the Lambda's and the construct's
 SPEC_HELP = (
     "fixed:N, stock:T, scheduled, scheduled:T, throttle-aware, "
@@ -59,20 +59,20 @@ SPEC_HELP = (
     "reads throttles without their causes; autopilot+stock:T + '+owned' owns target "
     "tracking's target value"
 )
-#: The suffix of a throttle-aware or autopilot policy that reads only lumped throttles.
 LUMPED = "+lumped"
-#: The suffix of an autopilot on stock that owns target tracking's target value (the
-#: scaler's ``own_target``).
+"""The suffix of a throttle-aware or autopilot policy that reads only lumped throttles."""
 OWNED = "+owned"
+"""The suffix of an autopilot on stock that owns target tracking's target value (the scaler's
+``own_target``)."""
 
 
-#: The target-tracking policy of an owned simulated target (its name and metric are never
-#: read: the simulated auto scaling tracks its target directly).
 SIMULATED_POLICY = TrackingPolicy("simulated", "DynamoDBCapacityUtilization")
+"""The target-tracking policy of an owned simulated target (its name and metric are never read: the
+simulated auto scaling tracks its target directly)."""
 
 
-#: A target's [min, max] (capacity units).
 Bounds = tuple[int, int]
+"""A target's [min, max] (capacity units)."""
 
 
 class PolicyError(CapacityError, ValueError):
@@ -95,13 +95,13 @@ class Spec:
     with_stock: bool = False
     lumped: bool = False  # throttle-aware / autopilot: throttles read without their causes
     owned: bool = False  # autopilot on stock: the scaler owns target tracking's target value
-    #: the autopilot's noise aim (PolicyConfig.noise_aim) on or off; None: the mode's own.
-    #: Not written on the command line: a benchmark measures the policy with and without it
     noise_aim: bool | None = None
-    #: the autopilot's forecast on (the default) or off, and replacements of its policy's
-    #: fields (PolicyConfig): not written on the command line either, a benchmark turns
-    #: each part off in turn to measure what it buys (``benchmarks/padding.py``)
+    """the autopilot's noise aim (PolicyConfig.noise_aim) on or off; None: the mode's own. Not
+    written on the command line: a benchmark measures the policy with and without it"""
     forecast: bool = True
+    """the autopilot's forecast on (the default) or off, and replacements of its policy's fields
+    (PolicyConfig): not written on the command line either, a benchmark turns each part off in turn
+    to measure what it buys (``benchmarks/padding.py``)"""
     tweaks: tuple[tuple[str, Any], ...] = ()
 
 
@@ -115,13 +115,13 @@ def _target(text: str, number: str, option: str) -> int:
     return value
 
 
-#: Each policy that takes a number: its pattern (a minus sign taken, so that a negative
-#: number is told its range), kind and whether it runs on stock auto scaling.
 _NUMBERED = (
     (r"(stock|scheduled|autopilot|hybrid):(-?\d+)", None, False),
     (r"throttle-aware\+stock:(-?\d+)", "throttle-aware", True),
     (r"autopilot\+stock:(-?\d+)", "autopilot", True),
 )
+"""Each policy that takes a number: its pattern (a minus sign taken, so that a negative number is
+told its range), kind and whether it runs on stock auto scaling."""
 
 
 def parse(text: str, max_capacity: int = 40_000, option: str = "--policy") -> Spec:
@@ -205,17 +205,17 @@ class AutoScaling:
         scale_in: bool = True,
     ) -> None:
         self.target = target_percent / 100
-        #: per target, a target value (a fraction) other than ``target``: an owned one, as
-        #: the scaler set it (``own_target``)
         self.targets: dict[Key, float] = {}
+        """per target, a target value (a fraction) other than ``target``: an owned one, as the
+        scaler set it (``own_target``)"""
         self.params = params
         self.scale_in = scale_in
         self.min = {k: params.min_capacity for k in keys}
         self.max = {k: params.max_capacity for k in keys}
-        #: Per target, the minimum a surge of the fast path holds it at, above ``min``.
         self.surge: dict[Key, int] = {}
-        #: The minute each target's refused change was first asked for (oldest goes first).
+        """Per target, the minimum a surge of the fast path holds it at, above ``min``."""
         self.waiting: dict[Key, int] = {}
+        """The minute each target's refused change was first asked for (oldest goes first)."""
         self.firings: dict[int, list[Firing]] = {}
         for f in firings:
             self.firings.setdefault(f.minute, []).append(f)
@@ -364,17 +364,17 @@ class ThrottleAware:
         forecast: bool = True,
         tweaks: tuple[tuple[str, Any], ...] = (),
     ) -> None:
-        #: The fast path's signals function, when the model has a signal for it
-        #: (``fast_path_seconds``, ``stream_seconds``).
         self.fast = FastPath(params) if sources(params) else None
-        #: The minute of the tick under way.
+        """The fast path's signals function, when the model has a signal for it
+        (``fast_path_seconds``, ``stream_seconds``)."""
         self._now = 0
+        """The minute of the tick under way."""
         self.tick = tick
         self.causes = causes
         self.params = params
         self.stock = stock
-        #: it owns stock target tracking's target value (the scaler's ``own_target``)
         self.own_target = own_target and stock is not None and autopilot
+        """it owns stock target tracking's target value (the scaler's ``own_target``)"""
         self.target = target_percent / 100
         policy = _policy(autopilot, tick, self.target, noise_aim, tweaks)
         self.config = ScalerConfig(
@@ -388,23 +388,23 @@ class ThrottleAware:
         self.base_min: dict[Key, int] = {}
         self.decisions = 0
         self.autopilot = autopilot
-        #: the autopilot plans by its forecast (off: it reacts alone)
         self.forecasting = autopilot and forecast
-        #: The autopilot's history: per key, each 5-minute step's average consumption, as
-        #: CloudWatch's 5-minute sums give it to the Lambda.
+        """the autopilot plans by its forecast (off: it reacts alone)"""
         self._steps: dict[Key, list[float | None]] = {}
+        """The autopilot's history: per key, each 5-minute step's average consumption, as
+        CloudWatch's 5-minute sums give it to the Lambda."""
         self._next_step: int | None = None
-        #: Every forecast made: (minute, key, forecast, plan).
         self.forecasts: list[tuple[int, Key, Forecast, FloorPlan | None]] = []
-        #: Each dimension's plan, kept between ticks as the Lambda keeps it in a tag.
+        """Every forecast made: (minute, key, forecast, plan)."""
         self.plans: dict[tuple[str, str | None, str], FloorPlan] = {}
-        #: Per key, the dimension last described and what it was made from.
+        """Each dimension's plan, kept between ticks as the Lambda keeps it in a tag."""
         self._dims: dict[Key, tuple[tuple[Any, ...], Dimension]] = {}
-        #: A tick's first minute read, relative to the tick (None until known).
+        """Per key, the dimension last described and what it was made from."""
         self._shift: int | None = None
-        #: The table last described, and the last one `apply_plans` made from it with
-        #: what the plans asked (`_apply_plans`).
+        """A tick's first minute read, relative to the tick (None until known)."""
         self._described: ManagedTable | None = None
+        """The table last described, and the last one `apply_plans` made from it with what the plans
+        asked (`_apply_plans`)."""
         self._planned: tuple[ManagedTable, list[Any], ManagedTable] | None = None
         # what a tick reads: its window and the newest minutes (the metric lag's)
         self._history_minutes = self.config.history_minutes + self.config.metric_lag_minutes

@@ -41,9 +41,9 @@ class Prices:
     read_request_million: float = 0.125
     lambda_gb_second: float = 0.0000133334
     lambda_request_million: float = 0.20
-    #: One-time dollars per unit per second of warm throughput added by pre-warming (read,
-    #: write). None: not priced (no published default; see the module's docstring).
     warm_read_unit: float | None = None
+    """One-time dollars per unit per second of warm throughput added by pre-warming (read, write).
+    None: not priced (no published default; see the module's docstring)."""
     warm_write_unit: float | None = None
 
     def unit_hour(self, dimension: str) -> float:

@@ -31,8 +31,8 @@ from .policies import (
 from .prices import Prices
 from .trace import Key, Trace, key_label
 
-#: What runs when no policy is named (``scheduled`` joins when the input has a schedule).
 DEFAULT_POLICIES = ("stock:70", "autopilot+stock:70", "on-demand", "oracle", "bound")
+"""What runs when no policy is named (``scheduled`` joins when the input has a schedule)."""
 DAY_MINUTES = 1440
 
 
@@ -53,9 +53,9 @@ class DimensionResult:
     demand_unit_hours: float
     throttle_events: float = 0.0
     recorded: Recorded = field(repr=False, default_factory=Recorded)
-    #: The trace minute from which the results count (``run_policy``'s ``score_from``);
-    #: ``recorded`` holds every minute. Set only when it is not 0 (`_scored`).
     score_from: ClassVar[int] = 0
+    """The trace minute from which the results count (``run_policy``'s ``score_from``); ``recorded``
+    holds every minute. Set only when it is not 0 (`_scored`)."""
 
     @property
     def throttled_by_cause(self) -> dict[str, float]:

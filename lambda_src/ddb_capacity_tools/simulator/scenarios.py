@@ -14,8 +14,8 @@ from ddb_capacity_runtime.core.errors import CapacityError
 
 from .trace import Trace
 
-#: A Monday; every scenario starts on it.
 START = datetime(2026, 1, 5, tzinfo=UTC)
+"""A Monday; every scenario starts on it."""
 
 
 class ScenarioError(CapacityError, ValueError):
@@ -207,9 +207,9 @@ def _flash_crowd(seed: int) -> Trace:
     )
 
 
-#: The hot key's share of requests in the hot-key scenarios: with 3,000 WCU of writes it
-#: alone asks its partition for 1,200 WCU, beyond the 1,000 a partition serves.
 HOT_KEY_SHARE = 0.4
+"""The hot key's share of requests in the hot-key scenarios: with 3,000 WCU of writes it alone asks
+its partition for 1,200 WCU, beyond the 1,000 a partition serves."""
 
 
 def _hot_key(seed: int) -> Trace:

@@ -40,8 +40,8 @@ FIELDS = {
     "start_time",
     "end_time",
 }
-#: How far before a trace's start firings are replayed, to know the range in force at its start.
 LOOKBACK = timedelta(days=7)
+"""How far before a trace's start firings are replayed, to know the range in force at its start."""
 
 
 class ScheduleFileError(CapacityError, ValueError):

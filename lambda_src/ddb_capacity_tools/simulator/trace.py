@@ -15,17 +15,17 @@ from typing import Any
 from ddb_capacity_runtime.core.errors import CapacityError
 
 MINUTE = timedelta(minutes=1)
-#: (index, dimension): index None for the table itself, dimension "read" or "write".
 Key = tuple["str | None", str]
+"""(index, dimension): index None for the table itself, dimension "read" or "write"."""
 CSV_HEADER = ["timestamp", "read", "write"]
-#: The most demand a CSV trace may have, in units per second: the largest ``--max-capacity``.
 MAX_DEMAND = 1_000_000
-#: The span of a CSV trace's timestamps: far enough from datetime's limits (years 1 and
-#: 9999) for the warm-up before the trace and the minutes after it.
+"""The most demand a CSV trace may have, in units per second: the largest ``--max-capacity``."""
 FIRST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+"""The span of a CSV trace's timestamps: far enough from datetime's limits (years 1 and 9999) for
+the warm-up before the trace and the minutes after it."""
 LAST_TIME = datetime(2999, 12, 31, 23, 59, tzinfo=UTC)
-#: A value quoted in an error is cut to this many characters.
 SHOWN = 200
+"""A value quoted in an error is cut to this many characters."""
 TIMESTAMP = "an ISO-8601 UTC timestamp such as 2026-01-05T13:00:00Z"
 UNITS = "a number of capacity units per second"
 

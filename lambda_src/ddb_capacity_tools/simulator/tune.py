@@ -89,11 +89,10 @@ __all__ = [
     "tune",
 ]
 
-#: Stock target tracking at every target from 30 to 90 %, step 10: always run, always
-#: candidates; the one that refuses least sets the limit on refusals.
 STOCK = tuple(f"stock:{t}" for t in range(30, 100, 10))
+"""Stock target tracking at every target from 30 to 90 %, step 10: always run, always candidates;
+the one that refuses least sets the limit on refusals."""
 ON_DEMAND = "on-demand"
-#: What ``tune`` tries by default (the stock settings and on-demand are always tried).
 CANDIDATES = (
     *STOCK,
     "autopilot:50",
@@ -109,38 +108,39 @@ CANDIDATES = (
     "hybrid:70",
     ON_DEMAND,
 )
-#: The suffix of a candidate run on a pre-warmed table: its warm throughput raised once to
-#: the earlier part's peak / T on each dimension (`warm_levels`), the one-time charge
-#: in its cost (`Prices.prewarm`).
+"""What ``tune`` tries by default (the stock settings and on-demand are always tried)."""
 PREWARM = "+prewarm"
-#: The policies tune can recommend, as --candidate values.
+"""The suffix of a candidate run on a pre-warmed table: its warm throughput raised once to the
+earlier part's peak / T on each dimension (`warm_levels`), the one-time charge in its cost
+(`Prices.prewarm`)."""
 CANDIDATE_HELP = (
     "stock:T, autopilot, autopilot:T, autopilot+stock:T, autopilot+stock:T+owned, any of "
     "these with +prewarm (a pre-warmed table), on-demand, or hybrid / hybrid:T (shown for "
     "comparison, never recommended)"
 )
-#: The pasted code's maximum is this many times the trace's peak (`bounds_for`).
+"""The policies tune can recommend, as --candidate values."""
 PEAK_HEADROOM = 2
-#: ``--refusal-tolerance``'s largest value: 1 (100 %), twice the best stock's refusals.
+"""The pasted code's maximum is this many times the trace's peak (`bounds_for`)."""
 MAX_TOLERANCE = 1.0
+"""``--refusal-tolerance``'s largest value: 1 (100 %), twice the best stock's refusals."""
 TOLERANCE_HELP = (
     "a fraction from 0 to 1 (0.1) or a percent from 0 to 100 followed by % (10%): how much "
     "more than the best stock setting the recommendation may refuse"
 )
-#: The rule's default floor: refusals within this share of the requested units (2 in
-#: 10,000) of the best stock setting's count as no more. Measured on the right-bill
-#: benchmark: with no floor, a choice made on a week of traffic refusing 0 units instead of
-#: a few thousand in billions bought padding that the next week did not need.
 REFUSAL_FLOOR = 0.0002
-#: ``--refusal-floor``'s largest value: 1 % of the requested units.
+"""The rule's default floor: refusals within this share of the requested units (2 in 10,000) of the
+best stock setting's count as no more. Measured on the right-bill benchmark: with no floor, a choice
+made on a week of traffic refusing 0 units instead of a few thousand in billions bought padding that
+the next week did not need."""
 MAX_FLOOR = 0.01
+"""``--refusal-floor``'s largest value: 1 % of the requested units."""
 FLOOR_HELP = (
     "a fraction from 0 to 0.01 (0.0002) or a percent from 0 to 1 followed by % (0.02%): the "
     "share of the requested units within which refusals count as no more than the best "
     "stock setting's"
 )
-#: ``--refusal-price``'s largest value, dollars per million refused units.
 MAX_PRICE = 1_000_000.0
+"""``--refusal-price``'s largest value, dollars per million refused units."""
 PRICE_HELP = (
     f"dollars per million refused units, more than 0 and at most {MAX_PRICE:,.0f} (1.5): "
     "the recommendation is then the candidate whose cost plus its refusals at this price "
@@ -243,9 +243,9 @@ class Candidate:
     throttled_requests: Spread
     cost_usd: Spread
     frontier: bool = False
-    #: Of ``cost_usd``, the one-time charge (pre-warming); None: a charge is due but not
-    #: priced (``cost_usd`` then holds the running cost only).
     once_usd: float | None = 0.0
+    """Of ``cost_usd``, the one-time charge (pre-warming); None: a charge is due but not priced
+    (``cost_usd`` then holds the running cost only)."""
 
     @property
     def refused(self) -> float:
@@ -280,14 +280,14 @@ class Tuning:
     requested: float
     reason: str
     on_demand: dict[str, Any]
-    #: the recommendation in one sentence
     summary: str = ""
-    #: how the history was split, and what the earlier part fitted (`validate`)
+    """the recommendation in one sentence"""
     validation: dict[str, Any] = field(default_factory=dict)
-    #: plain warnings: a history too short to judge (`history_warnings`)
+    """how the history was split, and what the earlier part fitted (`validate`)"""
     warnings: tuple[str, ...] = ()
-    #: a simpler candidate preferred within the noise: (the one the rule picked, the noise)
+    """plain warnings: a history too short to judge (`history_warnings`)"""
     simpler_than: tuple[str, float] | None = None
+    """a simpler candidate preferred within the noise: (the one the rule picked, the noise)"""
 
     @property
     def limit(self) -> float:
@@ -619,10 +619,10 @@ def tune(
     return validate(early, later, rule, trace, settings[0], split)
 
 
-#: A history shorter than this many days is too short to judge (`history_warnings`).
 MIN_HISTORY_DAYS = 2
-#: A month, as AWS bills it: 730 hours.
+"""A history shorter than this many days is too short to judge (`history_warnings`)."""
 MONTH_HOURS = 730
+"""A month, as AWS bills it: 730 hours."""
 MONTH_MINUTES = MONTH_HOURS * 60
 
 
@@ -1095,7 +1095,6 @@ def _fast_path_code(params: ModelParams, library: bool) -> str:
     return hook + stream
 
 
-#: What each term a tune or advise answer shows means, keyed by what shows it.
 TERMS = {
     "stock": "stock:T: Application Auto Scaling target tracking at T % utilization on read "
     "and write, as ProvisionedTable sets it up alone; no library scaler",
@@ -1120,6 +1119,7 @@ TERMS = {
     "hybrid": "hybrid:T: on-demand in the hours where it cost less on past days, "
     "autopilot:T otherwise; compared only: the scaler does not switch billing modes",
 }
+"""What each term a tune or advise answer shows means, keyed by what shows it."""
 
 
 def terms(tuning: Tuning) -> list[str]:
