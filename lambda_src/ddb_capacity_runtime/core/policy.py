@@ -185,8 +185,8 @@ def autopilot_config(target_utilization: float = 0.7) -> PolicyConfig:
     )
 
 
-#: How far above a whole number a value may be and still be that number's float noise.
 FLOAT_NOISE = 2e-6
+"""How far above a whole number a value may be and still be that number's float noise."""
 
 
 def capacity_units(value: float) -> int:
