@@ -167,6 +167,7 @@ def write_bytecode(root: Path, source: Path) -> Path:
         optimize=0,
         invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
     )
+    assert written is not None  # doraise: a source that does not compile raises
     return Path(written)
 
 
