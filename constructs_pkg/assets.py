@@ -175,8 +175,8 @@ def write_bytecode(root: Path, source: Path) -> Path:
 Span = tuple[int, int, int, int]
 
 
-#: What a class's docstring becomes. Not empty: ``@dataclass`` gives a class whose
-#: docstring is empty one made from its signature (`inspect.signature`, some 0.2 ms a
+#: What a class's docstring becomes. Not empty: to a class whose docstring is empty,
+#: ``@dataclass`` gives one made from its signature (`inspect.signature`, some 0.2 ms a
 #: class on a cold start).
 CLASS_DOCSTRING = '"_"'
 
