@@ -8,11 +8,11 @@ of each module, at module level or in a function, but not those under
 A module's closure includes its parent packages (importing ``a.b.c`` runs ``a/__init__.py``
 and ``a/b/__init__.py``) and whatever they import in turn.
 
-The files are staged without their docstrings and comments (`stripped_source`): a
-docstring becomes ``""`` (a class's ``"_"``) and a comment nothing, every line kept where
-it was, so a traceback from the function names the same lines as the source in the
-repository. A few modules may also be shipped compiled (`write_bytecode`), to save their
-compiling on a cold start."""
+The files are staged without their docstrings, comments and functions' annotations
+(`stripped_source`): a docstring becomes ``""`` (a class's ``"_"``), a comment and an
+annotation nothing, every line kept where it was, so a traceback from the function names
+the same lines as the source in the repository. A few modules may also be shipped
+compiled (`write_bytecode`), to save their compiling on a cold start."""
 
 from __future__ import annotations
 
@@ -197,6 +197,37 @@ def _docstrings(tree: ast.Module) -> Iterator[tuple[Span, str]]:
             yield span, CLASS_DOCSTRING if isinstance(node, ast.ClassDef) else '""'
 
 
+def _column(line: str, offset: int) -> int:
+    """The column in ``line`` of the UTF-8 byte ``offset`` (as `ast` counts columns)."""
+    return len(line.encode()[:offset].decode(errors="ignore"))
+
+
+def _annotations(tree: ast.Module, lines: Sequence[str]) -> Iterator[Span]:
+    """Where the annotations of the parameters and returns of ``tree``'s functions are
+    (``: int`` of ``x: int``, `` -> int`` of ``) -> int``), those on one line. Under
+    ``from __future__ import annotations`` they are strings nothing at run time reads, but
+    compiling parses each and turns it back into a string."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        a = node.args
+        for arg in [*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg]:
+            note = arg.annotation if arg is not None else None
+            if arg is None or note is None or arg.lineno != note.end_lineno:
+                continue
+            line = lines[arg.lineno - 1]
+            start = _column(line, arg.col_offset) + len(arg.arg)
+            yield arg.lineno, start, arg.lineno, _column(line, note.end_col_offset or 0)
+        returns = node.returns
+        if returns is None or returns.lineno != returns.end_lineno:
+            continue
+        line = lines[returns.lineno - 1]
+        before = line[: _column(line, returns.col_offset)].rstrip()
+        if before.endswith("->") and before[:-2].rstrip().endswith(")"):
+            start = len(before[:-2].rstrip())
+            yield returns.lineno, start, returns.lineno, _column(line, returns.end_col_offset or 0)
+
+
 def _comments(source: str) -> Iterator[Span]:
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.COMMENT:
@@ -204,12 +235,14 @@ def _comments(source: str) -> Iterator[Span]:
 
 
 def stripped_source(source: str) -> str:
-    """``source`` with each docstring replaced by ``""`` (a class's by `CLASS_DOCSTRING`)
-    and each comment removed, every other token on the line and column it had (a removed
-    line is left empty)."""
+    """``source`` with each docstring replaced by ``""`` (a class's by `CLASS_DOCSTRING`),
+    each comment removed and each function's annotations on one line (`_annotations`),
+    every statement on the line it had (a removed line is left empty)."""
     lines = source.splitlines(keepends=True)
-    docstrings = dict(_docstrings(ast.parse(source)))
-    for span in sorted(docstrings.keys() | set(_comments(source)), reverse=True):
+    tree = ast.parse(source)
+    docstrings = dict(_docstrings(tree))
+    spans = docstrings.keys() | set(_comments(source)) | set(_annotations(tree, lines))
+    for span in sorted(spans, reverse=True):
         first, column, last, end = span
         head = lines[first - 1][:column] + docstrings.get(span, "")
         tail = lines[last - 1][end:]
