@@ -8,10 +8,12 @@ of each module, at module level or in a function, but not those under
 A module's closure includes its parent packages (importing ``a.b.c`` runs ``a/__init__.py``
 and ``a/b/__init__.py``) and whatever they import in turn.
 
-The files are staged without their docstrings and comments (`stripped_source`): a
-docstring (a module's, a class's, a function's or an attribute's) becomes ``""`` and a
-comment nothing, every line kept where it was, so a traceback from the function names the
-same lines as the source in the repository."""
+The files are staged without their docstrings (a module's, a class's, a function's or an
+attribute's), comments and functions' annotations (`stripped_source`): a docstring becomes
+``""`` (a class's ``"_"``), a comment and an annotation nothing, every line kept where it
+was, so a traceback from the function names the same lines as the source in the
+repository. A few modules may also be shipped compiled (`write_bytecode`), to save their
+compiling on a cold start."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import ast
 import atexit
 import functools
 import io
+import py_compile
 import shutil
 import tempfile
 import tokenize
@@ -32,6 +35,7 @@ __all__ = [
     "module_files",
     "staged_modules",
     "stripped_source",
+    "write_bytecode",
 ]
 
 
@@ -129,10 +133,12 @@ def handler_closure(package: Path, handler: str) -> frozenset[str]:
 
 
 @functools.cache
-def staged_modules(package: Path, modules: frozenset[str]) -> Path:
+def staged_modules(
+    package: Path, modules: frozenset[str], compiled: frozenset[str] = frozenset()
+) -> Path:
     """A folder holding the files of ``modules`` (dotted names under the package folder
     ``package``) and nothing else, laid out as the package is; removed when the process
-    ends."""
+    ends. Those of ``compiled`` also get their bytecode (`write_bytecode`)."""
     files = module_files([package])
     root = Path(tempfile.mkdtemp(prefix="ddb-capacity-asset-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
@@ -141,24 +147,85 @@ def staged_modules(package: Path, modules: frozenset[str]) -> Path:
         target = root / source.relative_to(package.parent)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(stripped_source(source.read_text()))
+        if name in compiled:
+            write_bytecode(root, target)
     return root
+
+
+def write_bytecode(root: Path, source: Path) -> Path:
+    """The bytecode of ``source`` (a file under ``root``) for this Python, written where
+    the import system looks for it (``__pycache__/<name>.cpython-311.pyc`` on Python
+    3.11), so that importing the module does not compile it. Checked by hash: the import
+    system uses it while the source's hash matches, else compiles the source (not by
+    time: a file's time changes as the asset is copied, zipped and unzipped). The file's
+    name in the bytecode is its path under ``root``, so the bytes depend on the source
+    alone. Only a Python of the same version reads it (another looks for its own cache
+    tag)."""
+    written = py_compile.compile(
+        str(source),
+        dfile=str(source.relative_to(root)),
+        doraise=True,
+        optimize=0,
+        invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
+    )
+    assert written is not None  # doraise: a source that does not compile raises
+    return Path(written)
 
 
 Span = tuple[int, int, int, int]
 """(first line, first column, last line, end column) of a piece of source, lines from 1."""
 
 
-def _docstrings(tree: ast.Module) -> Iterator[Span]:
-    """Where the docstrings of ``tree`` are: every statement that is a string alone (the
-    module's, each class's and function's, and each attribute's below its assignment), which
-    runs as nothing."""
+CLASS_DOCSTRING = '"_"'
+"""What a class's docstring becomes. Not empty: to a class whose docstring is empty,
+``@dataclass`` gives one made from its signature (`inspect.signature`, some 0.2 ms a class
+on a cold start)."""
+
+
+def _docstrings(tree: ast.Module) -> Iterator[tuple[Span, str]]:
+    """Where the docstrings of ``tree`` are, each with what it becomes: every statement
+    that is a string alone (the module's, each class's and function's, and each
+    attribute's below its assignment), which runs as nothing."""
+    classes = {id(node.body[0]) for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Expr)
             and isinstance(node.value, ast.Constant)
             and isinstance(node.value.value, str)
         ):
-            yield node.lineno, node.col_offset, node.end_lineno or 0, node.end_col_offset or 0
+            span = node.lineno, node.col_offset, node.end_lineno or 0, node.end_col_offset or 0
+            yield span, CLASS_DOCSTRING if id(node) in classes else '""'
+
+
+def _column(line: str, offset: int) -> int:
+    """The column in ``line`` of the UTF-8 byte ``offset`` (as `ast` counts columns)."""
+    return len(line.encode()[:offset].decode(errors="ignore"))
+
+
+def _annotations(tree: ast.Module, lines: Sequence[str]) -> Iterator[Span]:
+    """Where the annotations of the parameters and returns of ``tree``'s functions are
+    (``: int`` of ``x: int``, `` -> int`` of ``) -> int``), those on one line. Under
+    ``from __future__ import annotations`` they are strings nothing at run time reads, but
+    compiling parses each and turns it back into a string."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        a = node.args
+        for arg in [*a.posonlyargs, *a.args, a.vararg, *a.kwonlyargs, a.kwarg]:
+            note = arg.annotation if arg is not None else None
+            if arg is None or note is None or arg.lineno != note.end_lineno:
+                continue
+            line = lines[arg.lineno - 1]
+            start = _column(line, arg.col_offset) + len(arg.arg)
+            yield arg.lineno, start, arg.lineno, _column(line, note.end_col_offset or 0)
+        returns = node.returns
+        if returns is None or returns.lineno != returns.end_lineno:
+            continue
+        line = lines[returns.lineno - 1]
+        before = line[: _column(line, returns.col_offset)].rstrip()
+        if before.endswith("->") and before[:-2].rstrip().endswith(")"):
+            start = len(before[:-2].rstrip())
+            yield returns.lineno, start, returns.lineno, _column(line, returns.end_col_offset or 0)
 
 
 def _comments(source: str) -> Iterator[Span]:
@@ -168,13 +235,16 @@ def _comments(source: str) -> Iterator[Span]:
 
 
 def stripped_source(source: str) -> str:
-    """``source`` with each docstring replaced by ``""`` and each comment removed, every
-    other token on the line and column it had (a removed line is left empty)."""
+    """``source`` with each docstring replaced by ``""`` (a class's by `CLASS_DOCSTRING`),
+    each comment removed and each function's annotations on one line (`_annotations`),
+    every statement on the line it had (a removed line is left empty)."""
     lines = source.splitlines(keepends=True)
-    docstrings = set(_docstrings(ast.parse(source)))
-    for span in sorted(docstrings | set(_comments(source)), reverse=True):
+    tree = ast.parse(source)
+    docstrings = dict(_docstrings(tree))
+    spans = docstrings.keys() | set(_comments(source)) | set(_annotations(tree, lines))
+    for span in sorted(spans, reverse=True):
         first, column, last, end = span
-        head = lines[first - 1][:column] + ('""' if span in docstrings else "")
+        head = lines[first - 1][:column] + docstrings.get(span, "")
         tail = lines[last - 1][end:]
         if first == last:
             lines[first - 1] = (head + tail).rstrip() + "\n"

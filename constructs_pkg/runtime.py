@@ -12,6 +12,7 @@ import atexit
 import functools
 import importlib
 import shutil
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -250,13 +251,39 @@ def hook_layer(scope: Construct) -> lambda_.LayerVersion:
     )
 
 
+COMPILED_MODULES = frozenset({"ddb_capacity_runtime.scaler.tick"})
+"""The modules shipped compiled too, in every asset that holds them, when the Python
+synthesizing is the functions' (`FUNCTION_PYTHON`; `assets.write_bytecode`): Lambda's
+``/var/task`` is read-only, so without it a cold start compiles every module it imports.
+The scaler's tick, its largest module: its bytecode saves each of the scaler's cold starts
+some 10 ms of compiling (``benchmarks/handler_import.py``), and fits the scaler asset's
+size (``tests/test_assets.py``)."""
+
+
+def compiled_modules(python: tuple[int, int] | None = None) -> frozenset[str]:
+    """`COMPILED_MODULES` when ``python`` (default: the Python running this, a CPython)
+    is `FUNCTION_PYTHON`, the Python the functions run on; else none: another Python's
+    bytecode would be of no use to them."""
+    if python is None:
+        if sys.implementation.name != "cpython":
+            return frozenset()
+        python = (sys.version_info.major, sys.version_info.minor)
+    return COMPILED_MODULES if python == FUNCTION_PYTHON else frozenset()
+
+
+def staged_asset(handler: str, package: Path = RUNTIME_PACKAGE) -> Path:
+    """The folder of the asset of the function whose handler is ``handler``
+    (``"ddb_capacity_runtime.module.function"``): the modules of the run-time ``package``
+    that handler imports and nothing else (no aws_cdk, no tools, no other function's
+    code), found from the package's import graph (`assets.handler_closure`), those of
+    `compiled_modules` with their bytecode."""
+    modules = handler_closure(package, handler)
+    return staged_modules(package, modules, modules & compiled_modules())
+
+
 def runtime_code(handler: str) -> lambda_.Code:
-    """The asset of the function whose handler is ``handler``
-    (``"ddb_capacity_runtime.module.function"``): the run-time modules that handler imports
-    and nothing else (no aws_cdk, no tools, no other function's code), found from the
-    package's import graph (`assets.handler_closure`)."""
-    modules = handler_closure(RUNTIME_PACKAGE, handler)
-    return lambda_.Code.from_asset(str(staged_modules(RUNTIME_PACKAGE, modules)))
+    """The asset of the function whose handler is ``handler`` (`staged_asset`)."""
+    return lambda_.Code.from_asset(str(staged_asset(handler)))
 
 
 FUNCTION_PYTHON = (3, 11)

@@ -8,10 +8,13 @@ from __future__ import annotations
 import ast
 import io
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
+from importlib.util import cache_from_source
 from pathlib import Path
+from typing import Any
 
 import aws_cdk as cdk
 import boto3
@@ -33,7 +36,9 @@ from constructs_pkg.assets import (
     import_graph,
     module_files,
     stripped_source,
+    write_bytecode,
 )
+from constructs_pkg.runtime import COMPILED_MODULES, FUNCTION_PYTHON, compiled_modules
 
 PACKAGE = Path(ddb_capacity_runtime.__file__).resolve().parent
 SCALER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
@@ -98,16 +103,23 @@ def test_every_run_time_function_is_synthesized(assets: dict[str, Path]) -> None
 
 def test_the_scaler_asset_is_small(assets: dict[str, Path]) -> None:
     size = zipped_size(assets[SCALER])
-    assert size <= SCALER_ZIPPED_LIMIT, f"the scaler's asset is {size:,} bytes zipped"
+    compiled = sum(p.stat().st_size for p in assets[SCALER].rglob("*.pyc"))
+    assert size <= SCALER_ZIPPED_LIMIT, (
+        f"the scaler's asset is {size:,} bytes zipped, with {compiled:,} bytes of bytecode "
+        "(runtime.COMPILED_MODULES) unzipped"
+    )
 
 
 def test_each_asset_holds_its_handlers_modules_and_no_other(assets: dict[str, Path]) -> None:
     by_name = module_files([PACKAGE])
     for handler, folder in assets.items():
         files = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
-        expected = {
-            str(by_name[name].relative_to(PACKAGE.parent))
-            for name in handler_closure(PACKAGE, handler)
+        closure = handler_closure(PACKAGE, handler)
+        expected = {str(by_name[name].relative_to(PACKAGE.parent)) for name in closure}
+        # the few modules shipped compiled too (the tests run on the functions' Python)
+        expected |= {
+            str(Path(cache_from_source(str(by_name[name]))).relative_to(PACKAGE.parent))
+            for name in closure & COMPILED_MODULES
         }
         assert files == expected, handler
     # another function's code stays out: the settle step carries no scaler, no broker
@@ -159,6 +171,121 @@ def test_each_asset_imports_its_handler_with_only_the_asset(assets: dict[str, Pa
         assert done.returncode == 0, f"{handler}:\n{done.stderr[-3000:]}"
         loaded = json.loads(done.stdout)
         assert loaded and all(str(f).startswith(str(folder)) for f in loaded.values()), handler
+
+
+#: Imports ``argv[2]`` from the asset ``argv[1]`` in a fresh interpreter (run with ``-v``,
+#: which reports each module read from bytecode), and prints the module's ``MARK``.
+IMPORT_ONE = """
+import importlib, sys
+sys.path[:0] = [sys.argv[1], sys.argv[3]]
+print(getattr(importlib.import_module(sys.argv[2]), "MARK", None))
+"""
+
+
+def import_verbosely(folder: Path, module: str) -> subprocess.CompletedProcess[str]:
+    boto_site = str(Path(boto3.__file__).resolve().parents[1])
+    return subprocess.run(
+        [sys.executable, "-I", "-S", "-B", "-v", "-c", IMPORT_ONE, str(folder), module, boto_site],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+
+
+def test_the_scaler_asset_ships_its_tick_compiled(assets: dict[str, Path], tmp_path: Path) -> None:
+    # GIVEN the scaler's asset, synthesized by the functions' Python (as the tests run)
+    assert sys.version_info[:2] == FUNCTION_PYTHON
+    folder = assets[SCALER]
+    tick = "ddb_capacity_runtime.scaler.tick"
+    source = folder / "ddb_capacity_runtime" / "scaler" / "tick.py"
+    cached = Path(cache_from_source(str(source)))
+    assert tick in COMPILED_MODULES and cached.is_file()
+    # WHEN a fresh interpreter imports the tick from it, writing no bytecode (as on Lambda)
+    done = import_verbosely(folder, tick)
+    # THEN it reads the tick's bytecode instead of compiling its source
+    assert f"code object from '{cached}'" in done.stderr
+    # and the bytecode depends on the source alone: made again elsewhere, the same bytes
+    copy = tmp_path / "asset"
+    shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    again = write_bytecode(copy, copy / source.relative_to(folder))
+    assert again.read_bytes() == cached.read_bytes()
+
+
+def test_shipped_bytecode_gives_way_to_a_changed_source(tmp_path: Path) -> None:
+    # GIVEN a module compiled into its __pycache__, then its source changed (as when a
+    # function's code is edited in place)
+    source = tmp_path / "pkg" / "mod.py"
+    source.parent.mkdir()
+    (source.parent / "__init__.py").write_text("")
+    source.write_text("MARK = 'compiled'\n")
+    cached = write_bytecode(tmp_path, source)
+    assert cached == Path(cache_from_source(str(source)))
+    source.write_text("MARK = 'edited'\n")
+    # WHEN a fresh interpreter imports it
+    done = import_verbosely(tmp_path, "pkg.mod")
+    # THEN it runs the source, not the stale bytecode
+    assert done.stdout.strip() == "edited"
+    assert f"code object from '{cached}'" not in done.stderr
+
+
+def test_only_the_functions_python_ships_bytecode() -> None:
+    # another Python's bytecode would be of no use to the functions: source alone
+    assert compiled_modules(FUNCTION_PYTHON) == COMPILED_MODULES
+    major, minor = FUNCTION_PYTHON
+    assert compiled_modules((major, minor + 1)) == frozenset()
+    assert compiled_modules((major, minor - 1)) == frozenset()
+
+
+def test_the_scalers_handler_imports_no_request_code() -> None:
+    """The scaler imports ``requests`` (for ``ending``) but never makes a request nor
+    releases a hold: the package gives `request_capacity` and `CapacityHold` on first
+    use, and ``ending`` imports the broker's client when it releases one."""
+    # GIVEN a fresh interpreter
+    script = (
+        "import sys, json\n"
+        "import ddb_capacity_runtime.scaler.handler\n"
+        "before = sorted(sys.modules)\n"
+        "from ddb_capacity_runtime import requests\n"
+        "requests.request_capacity, requests.CapacityHold\n"
+        "try:\n"
+        "    requests.no_such_name\n"
+        "except AttributeError as exc:\n"
+        "    error = str(exc)\n"
+        "print(json.dumps([before, sorted(sys.modules), error]))\n"
+    )
+    # WHEN it imports the scaler's handler, then asks the package for a request's names
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    before, after, error = json.loads(done.stdout)
+    # THEN the handler's import left the request's modules out, and asking brings them
+    request = {f"{PACKAGE.name}.requests.{name}" for name in ("request", "validate", "client")} | {
+        f"{PACKAGE.name}.aws.invoke"
+    }
+    assert f"{PACKAGE.name}.requests.ending" in before
+    assert not request & set(before) and request <= set(after)
+    assert error == "module 'ddb_capacity_runtime.requests' has no attribute 'no_such_name'"
+
+
+def test_the_handler_import_benchmark_runs_in_its_quick_mode(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from benchmarks import handler_import
+
+    # GIVEN the benchmark, measuring the scaler's handler against a baseline (here the
+    # same package, staged the same way)
+    handler_import.main(["--quick", "--baseline", str(PACKAGE)])
+    # THEN it prints each measure of both, and their difference (the times themselves
+    # depend on the machine)
+    out = capsys.readouterr().out
+    assert out.startswith(f"{SCALER} (1 runs, ms: median (min-max))")
+    for measure in ("handler wall", "handler cpu", "+ later wall", "+ later cpu"):
+        assert f"  {measure}" in out and "current" in out and "baseline" in out
+    assert out.count("difference ") == 4
+    with pytest.raises(SystemExit):
+        handler_import.main(["--quick", "--baseline", str(PACKAGE / "core" / "policy.py")])
+    assert "--baseline: got" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ the import graph
@@ -216,17 +343,22 @@ def test_the_closure_follows_function_level_imports_and_parent_packages(tmp_path
 
 
 def without_docstrings(tree: ast.Module) -> str:
-    """``tree`` dumped with its docstrings (every statement that is a string alone) emptied
-    and where each node starts (a docstring's end moves, and with it the end of a body it
-    closes)."""
+    """``tree`` dumped with its docstrings (every statement that is a string alone) emptied,
+    without its functions' annotations, and with the line each node starts on (a
+    docstring's end moves, and with it the end of a body it closes; an annotation's
+    removal moves what follows it on its line)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Expr):
             value = node.value
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
                 value.value = ""
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            node.returns = None
+        if isinstance(node, ast.arg):
+            node.annotation = None
     for node in ast.walk(tree):
         if hasattr(node, "end_lineno"):
-            node.end_lineno = node.end_col_offset = None
+            node.end_lineno = node.end_col_offset = node.col_offset = None
     return ast.dump(tree, include_attributes=True)
 
 
@@ -289,3 +421,67 @@ def test_stripping_keeps_strings_that_are_not_docstrings() -> None:
         '    return """a\n'
         '    b"""\n'
     )
+
+
+def test_stripping_drops_the_annotations_of_functions_on_one_line() -> None:
+    """Under ``from __future__ import annotations`` nothing at run time reads them, but a
+    cold start parses each and turns it back into a string."""
+    # GIVEN functions annotated on one line (non-ASCII text before an annotation, a
+    # comment after one), on several lines, and a dataclass, whose fields' annotations
+    # make its fields
+    source = (
+        "from __future__ import annotations\n"
+        "from dataclasses import dataclass, fields\n"
+        "def f(a: int, /, b: dict[str, int] = {}, *args: 'X', c: int = 1, **kw: int) -> int:\n"
+        "    return a\n"
+        'def g(s: str = "é—x", t: int | None = None) -> str: return s  # s\n'
+        "def h(\n"
+        "    a: dict[\n"
+        "        str, int\n"
+        "    ],\n"
+        ") -> dict[\n"
+        "    str, int\n"
+        "]:\n"
+        "    return a\n"
+        "@dataclass\n"
+        "class P:\n"
+        "    x: int\n"
+    )
+    # WHEN it is stripped
+    stripped = stripped_source(source)
+    # THEN the annotations on one line are gone, those over several lines stay, every
+    # statement is on its line, and the code does what it did
+    lines = stripped.splitlines()
+    assert lines[2] == "def f(a, /, b = {}, *args, c = 1, **kw):"
+    assert lines[4] == 'def g(s = "é—x", t = None): return s'
+    assert lines[5:12] == source.splitlines()[5:12]
+    assert lines[15] == "    x: int"
+    namespace: dict[str, Any] = {}
+    exec(compile(stripped, "stripped", "exec"), namespace)  # noqa: S102 (the source above)
+    assert namespace["f"](1, c=2) == 1 and namespace["g"]() == "é—x"
+    assert namespace["f"].__annotations__ == {} and namespace["h"]({}) == {}
+    assert [f.name for f in namespace["fields"](namespace["P"])] == ["x"]
+
+
+def test_a_stripped_dataclass_keeps_a_docstring_and_needs_no_signature() -> None:
+    """An empty docstring would make ``@dataclass`` build one from ``inspect.signature``,
+    a cost every cold start paid for each of the scaler's dataclasses."""
+    # GIVEN a module with a documented dataclass and a documented function
+    source = (
+        "from dataclasses import dataclass\n"
+        "@dataclass(frozen=True)\n"
+        "class Point:\n"
+        '    """A point, documented at length."""\n'
+        "    x: int\n"
+        "def f():\n"
+        '    """Doc."""\n'
+    )
+    # WHEN it is stripped and run
+    stripped = stripped_source(source)
+    namespace: dict[str, Any] = {}
+    exec(compile(stripped, "stripped", "exec"), namespace)  # noqa: S102 (the source above)
+    # THEN the class's docstring is the placeholder, not one made from its signature, and
+    # a function's is empty
+    assert namespace["Point"].__doc__ == "_"
+    assert namespace["f"].__doc__ == ""
+    assert namespace["Point"](1) == namespace["Point"](x=1)

@@ -15,9 +15,15 @@ hold it, and restore it when the work is done or the hold expires.
 - `counts`: the broker's EMF counts.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..core.holds import CapacityRequestError, CapacityRequestTimeout, Hold
 from .ending import release_hold, restore_expired
-from .request import CapacityHold, request_capacity
+
+if TYPE_CHECKING:
+    from .request import CapacityHold, request_capacity
 
 __all__ = [
     "CapacityHold",
@@ -28,3 +34,17 @@ __all__ = [
     "request_capacity",
     "restore_expired",
 ]
+
+_FROM_REQUEST = frozenset({"CapacityHold", "request_capacity"})
+"""The names `request` gives, imported on first use (`__getattr__`)."""
+
+
+def __getattr__(name: str) -> object:
+    """`CapacityHold` and `request_capacity`, imported from `request` when first asked
+    for: the scaler imports this package (for `ending`) and never makes a request, so its
+    cold start does not compile `request` and `validate`."""
+    if name in _FROM_REQUEST:
+        from . import request
+
+        return getattr(request, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,7 +28,6 @@ from ..core.outcomes import Status, result_row
 from ..core.plan import Change, Via
 from ..core.policy import Action
 from ..core.tables import Dimension, ManagedTable
-from .client import broker_name, invoke_broker
 from .context import Context, base_of, read_table, set_min
 
 DROPPED = Status.DROPPED
@@ -249,6 +248,10 @@ def release_hold(
     Through a broker (``broker``; default ``$CAPACITY_BROKER``) unless ``store`` is given;
     a broker needs the token. In direct mode (an administrator who may write the hold store
     anyway) the token is checked when given."""
+    # imported here: the scaler ends holds (at expiry) but never releases one, and its
+    # cold start need not compile the broker's client
+    from .client import broker_name, invoke_broker
+
     via = broker_name(broker) if store is None else None
     if via is not None:
         answer = invoke_broker(
