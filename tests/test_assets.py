@@ -392,7 +392,7 @@ def test_stripping_empties_attribute_docstrings() -> None:
         "class C:\n"
         "    size: int = 1\n"
         '    ""\n'
-        "    def __init__(self) -> None:\n"
+        "    def __init__(self):\n"  # (a function's annotations on one line go too)
         "        self.name = 'n'\n"
         '        ""\n'
     )
