@@ -125,11 +125,19 @@ def closure(graph: Mapping[str, set[str]], start: str) -> set[str]:
     return found
 
 
+@functools.cache
+def _package_graph(package: Path) -> Mapping[str, set[str]]:
+    """`import_graph` of the package folder ``package``, read once a process: every
+    function an app deploys stages its asset from the same package (as `staged_modules`
+    stages each set of modules once)."""
+    return import_graph([package])
+
+
 def handler_closure(package: Path, handler: str) -> frozenset[str]:
     """The modules of ``package`` (a package folder) that the function ``handler``
     (``"package.module.function"``) runs."""
     module = handler.rsplit(".", 1)[0]
-    return frozenset(closure(import_graph([package]), module))
+    return frozenset(closure(_package_graph(package), module))
 
 
 @functools.cache

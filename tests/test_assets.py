@@ -30,6 +30,7 @@ from constructs_pkg import (
     ProvisionedTable,
     ThrottleAwareScaler,
 )
+from constructs_pkg import assets as assets_module
 from constructs_pkg.assets import (
     closure,
     handler_closure,
@@ -337,6 +338,23 @@ def test_the_closure_follows_function_level_imports_and_parent_packages(tmp_path
     }
     with pytest.raises(KeyError, match="no module 'pkg.gone' in the import graph"):
         closure(import_graph([package]), "pkg.gone")
+
+
+def test_the_packages_import_graph_is_read_once_a_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every function of an app stages its asset from the one run-time package: its import
+    graph is read once, not once a function (synthesizing an app with many functions spent
+    most of its time parsing the same modules again)."""
+    first = handler_closure(PACKAGE, SCALER)
+
+    def read_again(roots: Any) -> Any:
+        raise AssertionError(f"the import graph of {roots} read again")
+
+    monkeypatch.setattr(assets_module, "import_graph", read_again)
+    assert handler_closure(PACKAGE, SCALER) == first
+    batch = handler_closure(PACKAGE, "ddb_capacity_runtime.scaler.handler.batch_handler")
+    assert "ddb_capacity_runtime.scaler.handler" in batch
 
 
 # ------------------------------------------------------------------ stripped sources

@@ -10,10 +10,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
-import os
 import re
-import subprocess
-import sys
 import typing
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +53,7 @@ from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
 from ddb_capacity_runtime.scaler.handler import tick_deadline
 from ddb_capacity_runtime.scaler.shard import MARGIN
+from tests.test_docs import run_block
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 SMALL = Capacity(min_capacity=1, max_capacity=10)
@@ -610,10 +608,7 @@ def test_the_guides_app_synthesizes_as_it_says(tmp_path: Path) -> None:
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     assert len(blocks) == 3
     # WHEN it runs
-    script = tmp_path / "app.py"
-    script.write_text("\n".join(blocks))
-    env = {**os.environ, "CDK_OUTDIR": str(tmp_path / "cdk.out")}
-    subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, check=True, timeout=300)
+    run_block("\n".join(blocks), tmp_path)
     template = Template.from_json(
         json.loads((tmp_path / "cdk.out" / "Orders.template.json").read_text())
     )

@@ -3,10 +3,13 @@ written, and its reference pages (permissions, alarms) name everything the const
 
 from __future__ import annotations
 
+import contextlib
 import html
+import io
 import json
 import os
 import re
+import runpy
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -32,19 +35,18 @@ def python_block(name: str, marker: str) -> str:
     return blocks[0]
 
 
-def run_block(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def run_block(code: str, tmp_path: Path) -> str:
+    """Run ``code``, a page's python block saved as ``tmp_path / "app.py"``, as a script in
+    this process (one CDK toolkit for every block, none started for each); returns what it
+    printed. The cloud assembly of the app it makes is ``tmp_path / "cdk.out"``."""
     script = tmp_path / "app.py"
     script.write_text(code)
-    env = {**os.environ, "CDK_OUTDIR": str(tmp_path / "cdk.out")}
-    return subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env=env,
-        check=True,
-        timeout=300,
-        capture_output=True,
-        text=True,
-    )
+    printed = io.StringIO()
+    with contextlib.chdir(tmp_path), contextlib.redirect_stdout(printed):
+        names = runpy.run_path(str(script), run_name="__main__")
+    if "app" in names:
+        (tmp_path / "cdk.out").symlink_to(names["app"].outdir)
+    return printed.getvalue()
 
 
 def template(tmp_path: Path, stack: str) -> dict[str, Any]:
@@ -407,37 +409,38 @@ def test_tables_example_synthesizes_under_the_nag_packs(tmp_path: Path) -> None:
     assert {r["conclusion"] for r in report["pluginReports"]} == {"success"}
 
 
-def test_schedule_example_synthesizes(tmp_path: Path) -> None:
-    block = python_block("guides/schedules.md", "add_capacity_window")
-    result = run_block(block, tmp_path)
+@pytest.fixture(scope="module")
+def ledger(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    """The schedules page's example, run once: the scheduled actions of its stack by name,
+    and what it printed."""
+    folder = tmp_path_factory.mktemp("ledger")
+    printed = run_block(python_block("guides/schedules.md", "add_capacity_window"), folder)
     actions = {
         a["ScheduledActionName"]: a
-        for r in template(tmp_path, "Ledger")["Resources"].values()
+        for r in template(folder, "Ledger")["Resources"].values()
         if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
         for a in r["Properties"].get("ScheduledActions", [])
     }
+    return actions, printed
+
+
+def test_schedule_example_synthesizes(ledger: tuple[dict[str, Any], str]) -> None:
+    actions, printed = ledger
     assert sorted(actions) == [
         "holiday-raise",
         "holiday-restore",
         "nightly-load-raise",
         "nightly-load-restore",
     ]
-    assert len(result.stdout.strip().splitlines()) == 3  # the preview it prints
+    assert len(printed.strip().splitlines()) == 3  # the preview it prints
 
 
-def test_the_seasonal_ceiling_is_a_bounded_window(tmp_path: Path) -> None:
+def test_the_seasonal_ceiling_is_a_bounded_window(ledger: tuple[dict[str, Any], str]) -> None:
     """The holiday entries fire once a year each: raised on December 1, restored on
     December 25 to the configured range; never on any other day."""
     from ddb_capacity_tools.schedule import parse, zone
 
-    block = python_block("guides/schedules.md", "add_capacity_window")
-    run_block(block, tmp_path)
-    actions = {
-        a["ScheduledActionName"]: a
-        for r in template(tmp_path, "Ledger")["Resources"].values()
-        if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
-        for a in r["Properties"].get("ScheduledActions", [])
-    }
+    actions, _ = ledger
     start, end = datetime(2027, 1, 1, tzinfo=UTC), datetime(2029, 1, 1, tzinfo=UTC)
     days = {}
     for name in ("holiday-raise", "holiday-restore"):
@@ -467,8 +470,7 @@ def test_scaler_example_synthesizes(tmp_path: Path) -> None:
 
 def test_simulator_example_runs(tmp_path: Path) -> None:
     block = python_block("guides/simulator.md", "simulate(")
-    result = run_block(block, tmp_path)
-    lines = result.stdout.strip().splitlines()
+    lines = run_block(block, tmp_path).strip().splitlines()
     assert len(lines) == 4  # two policies x read and write
     assert lines[0].startswith("stock:70 (None, 'read')")
 
