@@ -88,7 +88,11 @@ def test_readme_states_what_destroy_retains() -> None:
 
     from examples.__main__ import build_app
 
-    words = {"AWS::DynamoDB::Table": "ProvisionedTable", "AWS::KMS::Key": "KMS key"}
+    words = {
+        "AWS::DynamoDB::Table": "ProvisionedTable",
+        "AWS::KMS::Key": "KMS key",
+        "AWS::S3::Bucket": "reports bucket",
+    }
     text = README.read_text()
     section = text[text.index("## Costs") : text.index("## Documentation")]
     assert "cdk destroy" in section

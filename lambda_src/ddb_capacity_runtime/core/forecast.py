@@ -500,7 +500,7 @@ def backtest(
     alone = units_within([recent / target_utilization for recent in recents], *bounds)
     # the larger of the floor's units and the baseline's at the aim: units are monotone,
     # so those of the larger load
-    larger = map(max, floors, recents)  # type: ignore[arg-type]
+    larger = map(max, floors, recents)
     planned = units_within([load / aim for load in larger], *bounds)
     with_forecast = without = 0.0
     for load, a, p in zip(known[reach:], alone, planned, strict=True):
