@@ -495,12 +495,13 @@ def backtest(
     if None in floors:
         return None
     # each step's baseline peak, from one sliding maximum (step i's is recents[i - n + day])
-    recents = list(map(max, *(known[k : k + day] for k in range(BASELINE_STEPS))))
+    recents = _sliding_maxima(known, 0, day, BASELINE_STEPS)
     bounds = min_capacity, max_capacity
     alone = units_within([recent / target_utilization for recent in recents], *bounds)
     # the larger of the floor's units and the baseline's at the aim: units are monotone,
     # so those of the larger load
-    larger = map(max, floors, recents)
+    peaks: list[float] = floors  # type: ignore[assignment]  # (none unknown: checked)
+    larger = map(max, peaks, recents)
     planned = units_within([load / aim for load in larger], *bounds)
     with_forecast = without = 0.0
     for load, a, p in zip(known[reach:], alone, planned, strict=True):
@@ -521,24 +522,28 @@ def _floor_peaks(
     n = len(history)
     if season_steps <= FLOOR_STEPS:
         return None
-    lo = max(0, first - SPREAD_STEPS - lookback * season_steps)  # the first step it reads
     columns: list[list[float]] = []
     for back in range(season_steps, (lookback + 1) * season_steps, season_steps):
         start, end = first - SPREAD_STEPS - back, n - SPREAD_STEPS - back
-        if end <= lo:
+        if end <= 0:
             continue  # no step's window for this season starts in the history
-        if start < lo:
+        if start < 0:
             return None
-        segment = history[start : end - 1 + FLOOR_STEPS]
-        width = end - start
         try:  # each window's maximum, window j starting at step start + j
-            columns.append(list(map(max, *(segment[k : k + width] for k in range(FLOOR_STEPS)))))
+            columns.append(_sliding_maxima(history, start, end - start, FLOOR_STEPS))  # type: ignore[arg-type]
         except TypeError:  # an unknown step
             return None
     if not columns:
         return [None] * (n - first)
     # the first largest, as max() takes it
     return list(columns[0]) if len(columns) == 1 else list(map(max, *columns))
+
+
+def _sliding_maxima(values: Sequence[float], first: int, count: int, length: int) -> list[float]:
+    """The maxima of the ``count`` windows of ``length`` steps of ``values`` that start at
+    steps ``first``, ``first + 1``, ..., each the first largest (as max() takes it), in one
+    pass; raises TypeError where a window holds an unknown step (None)."""
+    return list(map(max, *(values[first + k : first + k + count] for k in range(length))))
 
 
 def gate_reason(scores: tuple[float, float] | None) -> str:
