@@ -174,7 +174,7 @@ class Setting:
 
     def _wholes(self, raw: str | None) -> tuple[int, ...]:
         """A WHOLES value: the distinct numbers, in order."""
-        texts = [t.strip() for t in (raw or "").split(",") if t.strip()]
+        texts = _listed(raw)
         if not all(t.isascii() and t.isdigit() and self.lo <= int(t) <= self.hi for t in texts):
             raise ConfigError(
                 f"{self.name} must be whole numbers from {self.lo:g} to {self.hi:g}, "
@@ -188,7 +188,7 @@ class Setting:
             return self.default if raw is None else raw
         if self.kind is Kind.OPTIONAL:
             return (raw or "").strip() or None
-        return tuple(t.strip() for t in (raw or "").split(",") if t.strip())
+        return _listed(raw)
 
     def render(self, value: Any) -> str:
         """``value`` as this setting's variable holds it."""
@@ -198,10 +198,8 @@ class Setting:
             return f"{value:g}"
         if self.kind is Kind.FLAG:
             return "true" if value else "false"
-        if self.kind is Kind.NAMES:
-            return ",".join(value)
-        if self.kind is Kind.WHOLES:
-            return ",".join(str(v) for v in value)
+        if self.kind in (Kind.NAMES, Kind.WHOLES):
+            return ",".join(map(str, value))
         if self.kind is Kind.JSON:
             return json.dumps(dict(value))
         if self.kind is Kind.DATE:
@@ -219,6 +217,12 @@ class Setting:
         if not self.lo <= value <= self.hi:
             raise ConfigError(f"{self.name} must be from {self.lo:g} to {self.hi:g}; got {raw!r}")
         return value
+
+
+def _listed(raw: str | None) -> tuple[str, ...]:
+    """The comma-separated items of a NAMES or WHOLES variable, each stripped; empty
+    ones left out."""
+    return tuple(t.strip() for t in (raw or "").split(",") if t.strip())
 
 
 @dataclass(frozen=True)
