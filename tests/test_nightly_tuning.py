@@ -205,16 +205,21 @@ def test_a_table_whose_traffic_changed_gets_a_new_target_that_its_scaler_applies
 
 
 def test_the_scaler_refuses_a_tuned_value_outside_the_allowed_targets(world: World) -> None:
-    # GIVEN a table whose write target the autopilot owns at 70 %, tuned to 80 by the loop
+    # GIVEN a table whose write target the autopilot owns at 70 %, tuned to 80 by the loop,
+    # and beside it one tuned to 60
     name = world.table("Narrowed", 10, 400, tagged=False)
-    world.target(name, "write", 10, 20_000)
-    put_result(world, start_run(world), name, advised(name, "stock:90"))
-    owned = {name: {"write": 70}}
+    other = world.table("Beside", 10, 400, tagged=False)
+    for table in (name, other):
+        world.target(table, "write", 10, 20_000)
+    run_id = start_run(world)
+    put_result(world, run_id, name, advised(name, "stock:90"))
+    put_result(world, run_id, other, advised(other, "stock:50"))
+    owned = {name: {"write": 70}, other: {"write": 70}}
     tune(world, settings(world, owned))
-    assert tuned(world, name, "write") == 80
+    assert (tuned(world, name, "write"), tuned(world, other, "write")) == (80, 60)
     env = {
         **AUTOPILOT,
-        "SCALER_TABLES": name,
+        "SCALER_TABLES": f"{name},{other}",
         "SCALER_OWNED_TARGETS": json.dumps(owned),
         "SCALER_TUNED_TARGETS": "true",
     }
@@ -227,6 +232,10 @@ def test_the_scaler_refuses_a_tuned_value_outside_the_allowed_targets(world: Wor
     assert (refused["table"], refused["dimension"], refused["value"]) == (name, "write", 80)
     (record,) = [e for e in events if "_aws" in e and e.get("TableName") == name]
     assert record["RefusedTunedTargets"] == 1
+    # AND the table beside it, its tuned value allowed, aims at it and refuses nothing
+    assert policy_target(world, other, "write") == 60
+    (beside,) = [e for e in events if "_aws" in e and e.get("TableName") == other]
+    assert "RefusedTunedTargets" not in beside
     # AND with 80 among the allowed targets it aims at 80, and refuses nothing
     _, events = world.tick(**env, SCALER_TUNED_ALLOWED="50,60,70,80")
     assert policy_target(world, name, "write") == 80
