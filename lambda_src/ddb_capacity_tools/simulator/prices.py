@@ -15,6 +15,22 @@ this project could check, so it has no default: ``warm_read_unit`` and ``warm_wr
 are the user's (``--price warm_write_unit=...``, dollars per read or write unit per second
 of warm throughput added), and where they are not given a pre-warmed option is shown
 unpriced and never recommended.
+
+Reserved capacity (``ddb-capacity reserve``, docs: Reserved capacity) is bought per Region in
+blocks of 100 provisioned units of the Standard table class, for a term of one year or three:
+a one-time upfront fee and an hourly fee per block, paid whether the units are used or not.
+The defaults are the us-east-1 figures in wide circulation (per 100 units: one year, $150 and
+$0.0128 an hour for writes, $30 and $0.0025 for reads; three years, $180 and $0.0081 for
+writes, $36 and $0.0016 for reads). AWS's own pages as stored here state the terms and the
+discounts ("up to 54 %" for one year, "up to 77 %" for three: Amazon DynamoDB Developer
+Guide, "DynamoDB reserved capacity"), which these figures reproduce to the percent, but not
+the dollar figures themselves: they are UNVERIFIED (`RESERVED_VERIFIED`), and the plan says
+so. Override each (``--price reserved_1y_wcu_upfront=...``).
+
+The Standard-Infrequent Access table class (docs: Tune, "Table class") stores data for less and
+serves throughput for more: us-east-1 list prices, $0.25 a GB-month stored in Standard (the
+first 25 GB of each month free) against $0.10 in Standard-IA, and 25 % more per provisioned
+unit-hour and per on-demand request unit in Standard-IA.
 """
 
 from __future__ import annotations
@@ -24,6 +40,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 
 from ddb_capacity_runtime.core.errors import CapacityError
+
+TERMS: dict[str, int] = {"1y": 8760, "3y": 26280}
+"""The reservation terms AWS offers, and the hours each runs (a year of 365 days)."""
+BLOCK_UNITS = 100
+"""Reserved capacity is bought in blocks of this many read or write units."""
+RESERVED_VERIFIED = False
+"""Whether the reserved prices' defaults were checked against AWS's own pricing page (see the
+module's docstring): they were not, and output that uses them says so."""
 
 
 class PriceError(CapacityError, ValueError):
@@ -45,6 +69,25 @@ class Prices:
     """One-time dollars per unit per second of warm throughput added by pre-warming (read, write).
     None: not priced (no published default; see the module's docstring)."""
     warm_write_unit: float | None = None
+    reserved_1y_wcu_upfront: float = 150.0
+    """Reserved capacity, one year: dollars up front per 100 write units."""
+    reserved_1y_wcu_hour: float = 0.0128
+    """Reserved capacity, one year: dollars an hour per 100 write units."""
+    reserved_1y_rcu_upfront: float = 30.0
+    reserved_1y_rcu_hour: float = 0.0025
+    reserved_3y_wcu_upfront: float = 180.0
+    reserved_3y_wcu_hour: float = 0.0081
+    reserved_3y_rcu_upfront: float = 36.0
+    reserved_3y_rcu_hour: float = 0.0016
+    storage_gb_month: float = 0.25
+    """Standard table class: dollars a GB-month stored (after the free 25 GB)."""
+    storage_free_gb: float = 25.0
+    """Standard table class: GB stored free each month."""
+    ia_storage_gb_month: float = 0.10
+    """Standard-Infrequent Access: dollars a GB-month stored."""
+    ia_throughput_factor: float = 1.25
+    """Standard-Infrequent Access: its price per provisioned unit-hour and per on-demand request
+    unit, as a multiple of Standard's."""
 
     def unit_hour(self, dimension: str) -> float:
         return self.wcu_hour if dimension == "write" else self.rcu_hour
@@ -77,6 +120,20 @@ class Prices:
                     return None
                 total += units * price
         return total
+
+    def reserved_unit_hour(self, term: str, dimension: str) -> float:
+        """Dollars an hour for one reserved unit of ``dimension`` over ``term`` (a key of
+        `TERMS`): the hourly fee plus the upfront fee spread evenly over the term's hours, per
+        unit (a block is `BLOCK_UNITS`)."""
+        kind = "wcu" if dimension == "write" else "rcu"
+        upfront = getattr(self, f"reserved_{term}_{kind}_upfront")
+        hourly = getattr(self, f"reserved_{term}_{kind}_hour")
+        return (upfront / TERMS[term] + hourly) / BLOCK_UNITS
+
+    def break_even(self, term: str, dimension: str) -> float:
+        """The share of hours a reserved unit must be provisioned to cost no more than the
+        same unit bought hour by hour at the list price."""
+        return self.reserved_unit_hour(term, dimension) / self.unit_hour(dimension)
 
     def overridden(self, pairs: Sequence[str]) -> Prices:
         """These prices with ``name=value`` overrides applied."""
