@@ -28,8 +28,7 @@ the dollar figures themselves: they are UNVERIFIED (`RESERVED_VERIFIED`), and th
 so. Override each (``--price reserved_1y_wcu_upfront=...``).
 
 The Standard-Infrequent Access table class (docs: Tune, "Table class") stores data for less and
-serves throughput for more: us-east-1 list prices, $0.25 a GB-month stored in Standard (the
-first 25 GB of each month free) against $0.10 in Standard-IA, and 25 % more per provisioned
+serves throughput for more: us-east-1 list prices, $0.25 a GB-month stored in Standard against $0.10 in Standard-IA, and 25 % more per provisioned
 unit-hour and per on-demand request unit in Standard-IA.
 """
 
@@ -80,9 +79,8 @@ class Prices:
     reserved_3y_rcu_upfront: float = 36.0
     reserved_3y_rcu_hour: float = 0.0016
     storage_gb_month: float = 0.25
-    """Standard table class: dollars a GB-month stored (after the free 25 GB)."""
-    storage_free_gb: float = 25.0
-    """Standard table class: GB stored free each month."""
+    """Standard table class: dollars a GB-month stored (the 25 GB AWS stores free each month
+    are the account's, whichever tables hold them, so a table's class is compared without them)."""
     ia_storage_gb_month: float = 0.10
     """Standard-Infrequent Access: dollars a GB-month stored."""
     ia_throughput_factor: float = 1.25
