@@ -19,6 +19,8 @@
                         [--candidate P ...] [--refusal-tolerance F] [--refusal-floor F]
                         [--refusal-price USD] [--json] [--report DIR | s3://BUCKET/PREFIX]
                         [--html FILE.html]
+    ddb-capacity reserve (--trace FILE.csv ... | --all-tables [--days N]) [--score-from ISO-8601]
+                         [--current P] [--policy P] [--term 1y|3y|both] [--json] [--html FILE.html]
     ddb-capacity local --app COMMAND [--stack NAME] [--out DIR]
 
 ``local`` deploys your CDK app to a moto server on 127.0.0.1 and runs one scaler tick
@@ -56,7 +58,7 @@ from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.requests.broker import BROKER_ENV
 
 from . import advise as advise_module
-from . import fleet, local, page
+from . import fleet, local, page, reserve, reserve_command
 from .simulator import chart, ensemble, report, schedules
 from .simulator import tune as tune_module
 from .simulator.backtest import MAX_DAYS, check_days, history, history_end
@@ -85,6 +87,7 @@ INPUT_ERRORS = (
     advise_module.AdviseError,
     fleet.ReportError,
     page.HtmlError,
+    reserve.ReserveError,
 )
 
 
@@ -390,6 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
     _simulate_parsers(sub)
     _tune_parser(sub)
     _advise_parser(sub)
+    reserve_command.add_parser(sub)
     _request_parsers(sub)
     _local_parser(sub)
     return parser
@@ -916,6 +920,8 @@ def main(
             return _tune(args, out, err)
         if args.command == "advise":
             return _advise(args, out, err)
+        if args.command == "reserve":
+            return reserve_command.run(args, out, err, _score_from)
         if args.command == "local":
             return local.run_local(args.app or "", args.stack, args.out, out)
         return _run(args, out, err)

@@ -16,7 +16,7 @@ from ..simulator.run import DimensionResult
 from ..simulator.trace import Key, Trace, key_label
 from .document import money, text
 
-__all__ = ["COLORS", "demand_section", "series_section", "steps", "sparse"]
+__all__ = ["COLORS", "demand_section", "holder", "series_section", "sparse", "steps"]
 
 COLORS = (
     "#1f77b4",
@@ -116,7 +116,7 @@ def _dimension(
     )
     body = (
         f"<details{' open' if throttling or not folded else ''}><summary>{text(summary)}</summary>"
-        f"{_legend()}{_holder(chart_id)}</details>"
+        f"{_legend()}{holder(chart_id)}</details>"
     )
     return body, _chart(trace, score_from, panels, rows[0].recorded.demand)
 
@@ -125,7 +125,7 @@ def _throttles(r: DimensionResult) -> bool:
     return any(v > 0 for v in r.recorded.throttled)
 
 
-def _holder(chart_id: str) -> str:
+def holder(chart_id: str) -> str:
     return (
         f'<div class="chart" data-chart="{text(chart_id)}"><div class="zoom-bar">'
         '<button type="button" class="zoom-reset">Reset zoom</button>'
@@ -173,5 +173,5 @@ def demand_section(trace: Trace) -> tuple[str, dict[str, dict[str, Any]]]:
     for n, (key, demand) in enumerate(trace.demand.items()):
         panel = {"title": f"demand: {key_label(key)} (units/s)", "height": PANEL_HEIGHT}
         charts[f"demand-{n}"] = _chart(trace, 0, [{**panel, "series": [DEMAND]}], demand)
-        parts.append(_holder(f"demand-{n}"))
+        parts.append(holder(f"demand-{n}"))
     return "<h2>Demand</h2>" + "".join(parts), charts

@@ -124,8 +124,8 @@ class Prices:
         `TERMS`): the hourly fee plus the upfront fee spread evenly over the term's hours, per
         unit (a block is `BLOCK_UNITS`)."""
         kind = "wcu" if dimension == "write" else "rcu"
-        upfront = getattr(self, f"reserved_{term}_{kind}_upfront")
-        hourly = getattr(self, f"reserved_{term}_{kind}_hour")
+        upfront = float(getattr(self, f"reserved_{term}_{kind}_upfront"))
+        hourly = float(getattr(self, f"reserved_{term}_{kind}_hour"))
         return (upfront / TERMS[term] + hourly) / BLOCK_UNITS
 
     def break_even(self, term: str, dimension: str) -> float:

@@ -1,0 +1,682 @@
+"""Runs in: workstation (the `ddb-capacity` command).
+
+``ddb-capacity reserve``: how much reserved capacity a fleet of tables (one account and
+Region) should buy, with the scaler in the loop (docs: Reserved capacity).
+
+Each table's policy is the one ``tune`` recommends on the planning part of its history (or
+the one ``--policy`` names). That policy runs over the table's whole history (it sees only
+the past, so what it does on the planning part is what it would have done on that part
+alone), as does the policy that made the past bill (``--current``). Their provisioned units
+are billed by the hour as AWS bills them (`hourly`: an hour's units are the highest level
+provisioned in it, per table and GSI, summed over the fleet), read and write apart.
+
+The plan (`size`) is the number of 100-unit blocks per dimension that minimizes the
+expected bill of the planning part under the recommended policies, where the expected bill
+is the mean over `FUTURES`: traffic as it was, a sixth lower and a third lower. A
+reservation runs for a year or three; the history for days or weeks: the plan assumes the
+traffic may fall and does not assume that it grows (units above a reservation are bought
+hour by hour at the list price, which loses nothing but the discount). Of the terms asked
+for, the one whose expected bill is least is the plan's; none when no block pays.
+
+Every hour of a part is weighted by the minutes of it the part holds, so a part that begins
+or ends within an hour bills that hour for those minutes only. A minute provisioned at 0 is
+an on-demand minute (an on-demand or hybrid recommendation): its requests are billed at the
+on-demand price, outside any reservation.
+
+The anchors (`anchors`) size the same reservation the way others do, from ``--current``'s
+hours on the planning part: the level met in 95 % of hours, rounded down to blocks
+(`NOPS_SHARE`), and the level that would have cost least over those hours (past-optimal).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
+from itertools import accumulate
+from typing import Any, TextIO
+
+from ddb_capacity_runtime.core.errors import CapacityError
+
+from .simulator.ensemble import settings_of
+from .simulator.params import ModelParams
+from .simulator.policies import DEFAULT_TICK_MINUTES, parse
+from .simulator.prices import BLOCK_UNITS, RESERVED_VERIFIED, TERMS, Prices
+from .simulator.run import DimensionResult, run_policy
+from .simulator.text import bar
+from .simulator.trace import Trace
+from .simulator.tune import CANDIDATES, MONTH_HOURS, Rule, split_prewarm, tune
+
+__all__ = [
+    "DIMENSIONS",
+    "FUTURES",
+    "FALL",
+    "NOPS_SHARE",
+    "Hours",
+    "Plan",
+    "ReserveError",
+    "Setup",
+    "TableHours",
+    "anchors",
+    "as_json",
+    "bill",
+    "check_fleet",
+    "check_split",
+    "figures",
+    "fleet_bill",
+    "hourly",
+    "plan_fleet",
+    "plan_table",
+    "prices_json",
+    "plan_tables",
+    "size",
+    "text",
+]
+
+DIMENSIONS = ("read", "write")
+FUTURES = (1.0, 5 / 6, 2 / 3)
+"""The futures a plan is sized for, as factors on the planning part's hourly units, equally
+likely: traffic as it was, a sixth lower, a third lower."""
+FALL = 2 / 3
+"""The stress shown beside a plan: every hour's units a third lower."""
+NOPS_SHARE = 0.95
+"""The anchor rule's share of hours: reserve the level met in this share of them."""
+MIN_PART_MINUTES = 60
+"""The planning part and the scored part each hold at least an hour."""
+
+
+class ReserveError(CapacityError, ValueError):
+    """A fleet or an option ``reserve`` cannot plan with; the message names it."""
+
+
+@dataclass(frozen=True)
+class Hours:
+    """Hourly provisioned units per dimension (``read``, ``write``: one value an hour), each
+    hour's weight (the share of the hour the part holds), and the dollars billed outside
+    provisioned capacity (on-demand minutes), over one part of the history."""
+
+    read: list[int]
+    write: list[int]
+    weights: list[float]
+    other_usd: float = 0.0
+
+    def units(self, dimension: str) -> list[int]:
+        return self.read if dimension == "read" else self.write
+
+    @property
+    def hours(self) -> float:
+        return sum(self.weights)
+
+    def __add__(self, other: Hours) -> Hours:
+        return Hours(
+            [a + b for a, b in zip(self.read, other.read, strict=True)],
+            [a + b for a, b in zip(self.write, other.write, strict=True)],
+            self.weights,
+            self.other_usd + other.other_usd,
+        )
+
+
+def _hour_of(trace: Trace, minute: int) -> int:
+    """The clock hour ``minute`` falls in, counted from the trace's first clock hour."""
+    return (trace.start.minute + minute) // 60
+
+
+def hourly(
+    results: Sequence[DimensionResult], trace: Trace, start: int, end: int, prices: Prices
+) -> Hours:
+    """What AWS bills for minutes ``start`` to ``end`` of one table's run (``results``: its
+    table and GSIs): per dimension and clock hour, each key's highest provisioned level in
+    the hour, summed over the keys; a minute provisioned at 0 is billed as on-demand."""
+    first, last = _hour_of(trace, start), _hour_of(trace, end - 1)
+    weights = [0.0] * (last - first + 1)
+    for m in range(start, end):
+        weights[_hour_of(trace, m) - first] += 1 / 60
+    sums = {d: [0] * len(weights) for d in DIMENSIONS}
+    other = 0.0
+    for r in results:
+        peaks = [0] * len(weights)
+        provisioned, served = r.recorded.provisioned, r.recorded.served
+        od = 0.0
+        for m in range(start, end):
+            level = provisioned[m]
+            h = _hour_of(trace, m) - first
+            if level > peaks[h]:
+                peaks[h] = level
+            elif level <= 0:
+                od += served[m]
+        other += prices.on_demand(r.key[1], od)
+        column = sums[r.key[1]]
+        for h, level in enumerate(peaks):
+            column[h] += level
+    return Hours(sums["read"], sums["write"], weights, other)
+
+
+@dataclass(frozen=True)
+class _Sorted:
+    """One dimension's hourly units sorted, with running sums of weights and weighted units:
+    the bill at any reserved level in a binary search."""
+
+    units: list[float]
+    weight: list[float]
+    weighted: list[float]
+
+    @classmethod
+    def of(cls, units: Sequence[float], weights: Sequence[float]) -> _Sorted:
+        pairs = sorted(zip(units, weights, strict=True))
+        us = [float(u) for u, _ in pairs]
+        ws = [w for _, w in pairs]
+        return cls(
+            us,
+            [0.0, *accumulate(ws)],
+            [0.0, *accumulate(u * w for u, w in pairs)],
+        )
+
+    def above(self, level: float) -> float:
+        """Weighted unit-hours above ``level``."""
+        i = bisect.bisect_right(self.units, level)
+        weight = self.weight[-1] - self.weight[i]
+        return self.weighted[-1] - self.weighted[i] - level * weight
+
+
+def bill(
+    units: Sequence[float],
+    weights: Sequence[float],
+    reserved: int,
+    reserved_rate: float,
+    list_rate: float,
+) -> float:
+    """Dollars for these hours: ``reserved`` units at ``reserved_rate`` an hour whether used
+    or not, and every hour's units above them at ``list_rate``."""
+    return _Sorted.of(units, weights).above(reserved) * list_rate + (
+        reserved * reserved_rate * sum(weights)
+    )
+
+
+def _best_level(
+    sorted_futures: Sequence[_Sorted], hours: float, reserved_rate: float, list_rate: float
+) -> tuple[int, float]:
+    """The whole number of blocks whose mean bill over ``sorted_futures`` is least (the
+    fewest of equal bills), and that bill."""
+    top = max((s.units[-1] for s in sorted_futures if s.units), default=0.0)
+    best, best_bill = 0, math.inf
+    for blocks in range(int(top // BLOCK_UNITS) + 1):
+        level = blocks * BLOCK_UNITS
+        mean = sum(s.above(level) for s in sorted_futures) / len(sorted_futures)
+        total = mean * list_rate + level * reserved_rate * hours
+        if total < best_bill - 1e-9:
+            best, best_bill = level, total
+    return best, best_bill
+
+
+def size(
+    hours: Hours, term: str, prices: Prices, futures: Sequence[float] = FUTURES
+) -> dict[str, int]:
+    """The reserved units per dimension (whole blocks) whose mean bill over ``futures``
+    (factors on ``hours``' units) is least for ``term``."""
+    out = {}
+    for d in DIMENSIONS:
+        sorted_futures = [
+            _Sorted.of([f * u for u in hours.units(d)], hours.weights) for f in futures
+        ]
+        out[d] = _best_level(
+            sorted_futures, hours.hours, prices.reserved_unit_hour(term, d), prices.unit_hour(d)
+        )[0]
+    return out
+
+
+def fleet_bill(
+    hours: Hours, reserved: dict[str, int], term: str | None, prices: Prices, factor: float = 1.0
+) -> float:
+    """Dollars for ``hours`` (units times ``factor``) with ``reserved`` units of ``term``
+    (None: no reservation), on-demand minutes included."""
+    total = hours.other_usd * factor
+    for d in DIMENSIONS:
+        units = [factor * u for u in hours.units(d)]
+        rate = 0.0 if term is None else prices.reserved_unit_hour(term, d)
+        total += bill(
+            units, hours.weights, reserved.get(d, 0) if term else 0, rate, prices.unit_hour(d)
+        )
+    return total
+
+
+def anchors(current: Hours, term: str, prices: Prices) -> dict[str, dict[str, int]]:
+    """The reservation two common rules size from ``current``'s hours (the bill the old
+    policy made): ``nops_95``, the level met in `NOPS_SHARE` of hours, rounded down to
+    whole blocks (none below one block); ``past_optimal``, the level that would have cost
+    least over those hours."""
+    nops, past = {}, {}
+    for d in DIMENSIONS:
+        units = current.units(d)
+        nops[d] = _met_in(units, current.weights, NOPS_SHARE) // BLOCK_UNITS * BLOCK_UNITS
+        past[d] = _best_level(
+            [_Sorted.of(units, current.weights)],
+            current.hours,
+            prices.reserved_unit_hour(term, d),
+            prices.unit_hour(d),
+        )[0]
+    return {"nops_95": nops, "past_optimal": past}
+
+
+def _met_in(units: Sequence[int], weights: Sequence[float], share: float) -> int:
+    """The highest level the units reach or pass in at least ``share`` of the (weighted)
+    hours."""
+    if not units:
+        return 0
+    pairs = sorted(zip(units, weights, strict=True), reverse=True)
+    need, seen = share * sum(weights), 0.0
+    for u, w in pairs:
+        seen += w
+        if seen >= need - 1e-9:
+            return int(u)
+    return int(pairs[-1][0])
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every table of a plan is run with."""
+
+    current: str = "stock:70"
+    policy: str | None = None
+    """Every table's policy; None: each table's recommendation by ``tune`` on the planning
+    part."""
+    candidates: tuple[str, ...] = CANDIDATES
+    ensemble: str = "plausible"
+    params: ModelParams = field(default_factory=ModelParams)
+    prices: Prices = field(default_factory=Prices)
+    tick: int = DEFAULT_TICK_MINUTES
+    rule: Rule = field(default_factory=Rule)
+
+
+@dataclass(frozen=True)
+class TableHours:
+    """One table: the policy it runs, its hours under it (planning and scored parts) and
+    under ``--current`` (both parts), the units each refused on the scored part, and tune's
+    warnings."""
+
+    name: str
+    policy: str
+    plan: Hours
+    score: Hours | None
+    current: Hours
+    current_score: Hours | None
+    refused: float
+    current_refused: float
+    warnings: tuple[str, ...] = ()
+
+
+def _cut(trace: Trace, end: int) -> Trace:
+    """``trace``'s minutes before ``end``."""
+    return replace(
+        trace,
+        demand={k: v[:end] for k, v in trace.demand.items()},
+        key_range=None
+        if trace.key_range is None
+        else {k: v[:end] for k, v in trace.key_range.items()},
+    )
+
+
+def _recommend(trace: Trace, split: int, setup: Setup) -> tuple[str, tuple[str, ...]]:
+    """The policy tune recommends on ``trace``'s minutes before ``split``, and its
+    warnings."""
+    planning = _cut(trace, split)
+    settings = settings_of(setup.ensemble, setup.params, planning)
+    tuning = tune(
+        planning, settings, setup.candidates, setup.prices, setup.tick, 1, setup.rule, None
+    )
+    return tuning.recommended.policy, tuning.warnings
+
+
+def _run(name: str, trace: Trace, split: int, setup: Setup) -> list[DimensionResult]:
+    spec = parse(split_prewarm(name)[0], setup.params.max_capacity)
+    params = setup.params.for_trace(trace)
+    return run_policy(spec, trace, params, setup.prices, None, setup.tick, None, split or None)
+
+
+def plan_table(trace: Trace, split: int, setup: Setup) -> TableHours:
+    """One table's hours under its policy and under ``setup.current``: the planning part is
+    minutes 0 to ``split`` (the whole trace when ``split`` is its length)."""
+    policy, warnings = (
+        (setup.policy, ()) if setup.policy is not None else _recommend(trace, split, setup)
+    )
+    end, prices = trace.minutes, setup.prices
+    ran = _run(policy, trace, split, setup)
+    was = ran if policy == setup.current else _run(setup.current, trace, split, setup)
+    scored = split < end
+
+    def refused(results: Sequence[DimensionResult]) -> float:
+        return sum(r.throttled_requests for r in results) if scored else 0.0
+
+    return TableHours(
+        trace.name,
+        policy,
+        hourly(ran, trace, 0, split, prices),
+        hourly(ran, trace, split, end, prices) if scored else None,
+        hourly(was, trace, 0, split, prices),
+        hourly(was, trace, split, end, prices) if scored else None,
+        refused(ran),
+        refused(was),
+        warnings,
+    )
+
+
+def check_fleet(traces: Sequence[Trace], labels: Sequence[str]) -> None:
+    """A [`ReserveError`][] unless every trace covers the same minutes (one account and
+    Region's hours are billed together)."""
+    first = traces[0]
+    for trace, label in zip(traces[1:], labels[1:], strict=True):
+        if trace.start != first.start or trace.minutes != first.minutes:
+            raise ReserveError(
+                f"--trace {label}: got {_window(trace)}; expected the same minutes as "
+                f"{labels[0]} ({_window(first)}): a fleet's traces cover one window"
+            )
+
+
+def _window(trace: Trace) -> str:
+    return f"{trace.start:%Y-%m-%dT%H:%MZ} + {trace.minutes:,} minutes"
+
+
+def check_split(split: int, minutes: int, scored: bool) -> None:
+    """A [`ReserveError`][] unless both parts hold `MIN_PART_MINUTES`."""
+    if split < MIN_PART_MINUTES or (scored and minutes - split < MIN_PART_MINUTES):
+        raise ReserveError(
+            f"--score-from: got minute {split:,} of {minutes:,}; expected a time that leaves "
+            f"at least {MIN_PART_MINUTES} minutes before it (to plan on) and after it (to "
+            f"score on)"
+        )
+
+
+def plan_tables(
+    traces: Sequence[Trace],
+    split: int,
+    setup: Setup,
+    processes: int | None = None,
+    progress: TextIO | None = None,
+) -> list[TableHours]:
+    """Every table's hours (`plan_table`), in ``processes`` processes (default the CPU
+    count), in the order given; a progress bar on ``progress``, a step a table."""
+    processes = min(processes or os.cpu_count() or 1, len(traces))
+    total = len(traces)
+    bar(progress, "reserve", 0, total, "tables", "")
+    if processes <= 1:
+        out = []
+        for n, trace in enumerate(traces, 1):
+            out.append(plan_table(trace, split, setup))
+            bar(progress, "reserve", n, total, "tables", trace.name[:40])
+        return out
+    done: dict[int, TableHours] = {}
+    with ProcessPoolExecutor(processes) as pool:
+        jobs = {pool.submit(plan_table, t, split, setup): n for n, t in enumerate(traces)}
+        for job in as_completed(jobs):
+            done[jobs[job]] = job.result()
+            bar(progress, "reserve", len(done), total, "tables", traces[jobs[job]].name[:40])
+    return [done[n] for n in range(total)]
+
+
+def _sum(parts: Sequence[Hours | None]) -> Hours | None:
+    kept = [p for p in parts if p is not None]
+    if not kept:
+        return None
+    total = kept[0]
+    for p in kept[1:]:
+        total = total + p
+    return total
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A fleet's plan: the term (None: no reservation) and units per dimension; per term
+    asked for, its own sizing and expected bill; the fleet's hours; its tables."""
+
+    term: str | None
+    units: dict[str, int]
+    by_term: dict[str, dict[str, Any]]
+    tables: list[TableHours]
+    plan: Hours
+    score: Hours | None
+    current: Hours
+    current_score: Hours | None
+    prices: Prices
+    setup: Setup
+
+
+def plan_fleet(tables: Sequence[TableHours], terms: Sequence[str], setup: Setup) -> Plan:
+    """The fleet's plan from its tables' hours: each term of ``terms`` sized (`size`) on the
+    fleet's planning hours, the one with the least expected bill chosen (none when no
+    block pays)."""
+    prices = setup.prices
+    plan = _sum([t.plan for t in tables])
+    current = _sum([t.current for t in tables])
+    assert plan is not None and current is not None
+    none = _expected(plan, {}, None, prices)
+    by_term: dict[str, dict[str, Any]] = {}
+    best: tuple[float, str | None, dict[str, int]] = (none, None, {d: 0 for d in DIMENSIONS})
+    for term in terms:
+        units = size(plan, term, prices)
+        expected = _expected(plan, units, term, prices)
+        by_term[term] = {"units": units, "expected_usd": expected}
+        if any(units.values()) and expected < best[0] - 1e-9:
+            best = (expected, term, units)
+    return Plan(
+        best[1],
+        best[2],
+        by_term,
+        list(tables),
+        plan,
+        _sum([t.score for t in tables]),
+        current,
+        _sum([t.current_score for t in tables]),
+        prices,
+        setup,
+    )
+
+
+def _expected(hours: Hours, units: dict[str, int], term: str | None, prices: Prices) -> float:
+    """The mean bill over `FUTURES`."""
+    return sum(fleet_bill(hours, units, term, prices, f) for f in FUTURES) / len(FUTURES)
+
+
+def _monthly(value: float, hours: Hours) -> float:
+    return value * MONTH_HOURS / hours.hours if hours.hours else 0.0
+
+
+def _judged(plan: Plan) -> Hours:
+    """The hours a plan's figures are given on: the scored part's, else the planning
+    part's."""
+    return plan.score if plan.score is not None else plan.plan
+
+
+def figures(plan: Plan) -> dict[str, Any]:
+    """The plan's monthly dollars with and without it (and with traffic a third lower),
+    its upfront fee, the break-even utilization and the anchors' sizes and bills."""
+    hours, prices, term = _judged(plan), plan.prices, plan.term
+    with_plan = fleet_bill(hours, plan.units, term, prices)
+    without = fleet_bill(hours, {}, None, prices)
+    fall_with = fleet_bill(hours, plan.units, term, prices, FALL)
+    fall_without = fleet_bill(hours, {}, None, prices, FALL)
+    sized = term or "1y"
+    anchor = anchors(plan.current, sized, prices)
+    out: dict[str, Any] = {
+        "judged_on": "scored" if plan.score is not None else "planning",
+        "monthly_usd": {
+            "with_plan": round(_monthly(with_plan, hours), 2),
+            "without_plan": round(_monthly(without, hours), 2),
+        },
+        "fall_by_third_monthly_usd": {
+            "with_plan": round(_monthly(fall_with, hours), 2),
+            "without_plan": round(_monthly(fall_without, hours), 2),
+        },
+        "upfront_usd": round(_upfront(plan.units, term, prices), 2),
+        "break_even": {
+            t: {d: round(prices.break_even(t, d), 4) for d in DIMENSIONS} for t in TERMS
+        },
+        "anchors": {
+            rule: {
+                "term": sized,
+                "units": units,
+                "monthly_usd": round(_monthly(fleet_bill(hours, units, sized, prices), hours), 2),
+            }
+            for rule, units in anchor.items()
+        },
+    }
+    if plan.current_score is not None:
+        current = fleet_bill(plan.current_score, {}, None, prices)
+        out["current_monthly_usd"] = round(_monthly(current, plan.current_score), 2)
+    return out
+
+
+def _upfront(units: dict[str, int], term: str | None, prices: Prices) -> float:
+    if term is None:
+        return 0.0
+    return sum(
+        units.get(d, 0) / BLOCK_UNITS * float(getattr(prices, f"reserved_{term}_{kind}_upfront"))
+        for d, kind in (("read", "rcu"), ("write", "wcu"))
+    )
+
+
+def prices_json(prices: Prices) -> dict[str, Any]:
+    return {
+        "rcu_hour": prices.rcu_hour,
+        "wcu_hour": prices.wcu_hour,
+        "reserved": {
+            term: {
+                "rcu_hour_per_unit": prices.reserved_unit_hour(term, "read"),
+                "wcu_hour_per_unit": prices.reserved_unit_hour(term, "write"),
+                "rcu_upfront_per_block": getattr(prices, f"reserved_{term}_rcu_upfront"),
+                "wcu_upfront_per_block": getattr(prices, f"reserved_{term}_wcu_upfront"),
+                "rcu_hour_per_block": getattr(prices, f"reserved_{term}_rcu_hour"),
+                "wcu_hour_per_block": getattr(prices, f"reserved_{term}_wcu_hour"),
+                "term_hours": TERMS[term],
+            }
+            for term in TERMS
+        },
+        "reserved_verified": RESERVED_VERIFIED and prices == Prices(),
+    }
+
+
+def _dims(hours: Hours | None) -> dict[str, list[int]] | None:
+    return None if hours is None else {d: list(hours.units(d)) for d in DIMENSIONS}
+
+
+def as_json(plan: Plan, about: dict[str, Any]) -> dict[str, Any]:
+    """``--json``'s object."""
+    return {
+        **about,
+        "plan": {
+            "term": plan.term,
+            "read_units": plan.units.get("read", 0),
+            "write_units": plan.units.get("write", 0),
+        },
+        "terms": {
+            t: {**v["units"], "expected_usd": round(v["expected_usd"], 4)}
+            for t, v in plan.by_term.items()
+        },
+        "prices": prices_json(plan.prices),
+        "futures": list(FUTURES),
+        "tables": [
+            {"name": t.name, "policy": t.policy, "warnings": list(t.warnings)} for t in plan.tables
+        ],
+        "plan_hourly": _dims(plan.plan),
+        "score_hourly": _dims(plan.score),
+        "current_train_hourly": _dims(plan.current),
+        "current_score_hourly": _dims(plan.current_score),
+        "hour_weights": {
+            "plan": [round(w, 4) for w in plan.plan.weights],
+            "score": None if plan.score is None else [round(w, 4) for w in plan.score.weights],
+        },
+        "on_demand_usd": {
+            "plan": round(plan.plan.other_usd, 4),
+            "score": None if plan.score is None else round(plan.score.other_usd, 4),
+        },
+        "refused": {
+            "plan": round(sum(t.refused for t in plan.tables), 3),
+            "current": round(sum(t.current_refused for t in plan.tables), 3),
+        }
+        if plan.score is not None
+        else None,
+        **figures(plan),
+    }
+
+
+def _money(value: float) -> str:
+    return f"${value:,.2f}"
+
+
+def text(plan: Plan, about: dict[str, Any]) -> str:
+    """The plan in words: what was planned on, the plan, its dollars, the stress, how it was
+    sized, and the prices' status."""
+    f = figures(plan)
+    lines = [about["heading"], ""]
+    width = max((len(t.name) for t in plan.tables), default=5)
+    lines.append(f"{'table':<{width}}  policy")
+    for t in plan.tables:
+        lines.append(f"{t.name:<{width}}  {t.policy}")
+        lines.extend(f"{'':<{width}}  {w}" for w in t.warnings)
+    lines.append("")
+    if plan.term is None:
+        lines.append("plan: no reservation (no block of 100 units pays on these hours)")
+    else:
+        r, w = plan.units["read"], plan.units["write"]
+        lines.append(
+            f"plan: reserve {r:,} read units ({r // BLOCK_UNITS} blocks) and {w:,} write "
+            f"units ({w // BLOCK_UNITS} blocks) for {plan.term} "
+            f"({_money(f['upfront_usd'])} up front)"
+        )
+    m, fall = f["monthly_usd"], f["fall_by_third_monthly_usd"]
+    on = "the scored part" if plan.score is not None else "the planning part"
+    lines += [
+        f"a month, on {on}: {_money(m['with_plan'])} with the plan, "
+        f"{_money(m['without_plan'])} without it",
+        f"if traffic falls by a third: {_money(fall['with_plan'])} with the plan, "
+        f"{_money(fall['without_plan'])} without it",
+    ]
+    if "current_monthly_usd" in f:
+        lines.append(
+            f"the current policy ({plan.setup.current}), no reservation: "
+            f"{_money(f['current_monthly_usd'])} a month"
+        )
+    if plan.score is not None:
+        lines.append(
+            f"refused on the scored part: {sum(t.refused for t in plan.tables):,.0f} units "
+            f"under these policies, {sum(t.current_refused for t in plan.tables):,.0f} under "
+            f"{plan.setup.current}"
+        )
+    be = f["break_even"]
+    lines += [
+        "break-even: a reserved unit pays when provisioned in "
+        + "; ".join(f"{t}: {be[t]['read']:.0%} (read), {be[t]['write']:.0%} (write)" for t in TERMS)
+        + " of hours",
+        _sized_words(plan, f),
+        _prices_words(plan.prices),
+    ]
+    return "\n".join(lines)
+
+
+def _sized_words(plan: Plan, f: dict[str, Any]) -> str:
+    anchor = f["anchors"]
+    terms = ", ".join(
+        f"{t}: {v['units']['read']:,} read / {v['units']['write']:,} write"
+        for t, v in plan.by_term.items()
+    )
+    return (
+        "how it was sized: the blocks whose mean bill over the planning part's hours is "
+        "least, with traffic as it was, a sixth lower and a third lower, under each table's "
+        f"policy ({terms}); the least expected bill chooses the term. From "
+        f"{plan.setup.current}'s hours instead, the level met in 95 % of hours would be "
+        f"{anchor['nops_95']['units']['read']:,} / {anchor['nops_95']['units']['write']:,} "
+        f"({_money(anchor['nops_95']['monthly_usd'])} a month), the past-optimal level "
+        f"{anchor['past_optimal']['units']['read']:,} / "
+        f"{anchor['past_optimal']['units']['write']:,} "
+        f"({_money(anchor['past_optimal']['monthly_usd'])} a month)"
+    )
+
+
+def _prices_words(prices: Prices) -> str:
+    if prices == Prices() and not RESERVED_VERIFIED:
+        return (
+            "prices: us-east-1 list prices; the reserved fees are UNVERIFIED defaults "
+            "(docs: Reserved capacity, 'Prices'): check them and override with --price"
+        )
+    return "prices: as given with --price"

@@ -1,0 +1,260 @@
+"""Runs in: workstation (the `ddb-capacity` command).
+
+``ddb-capacity reserve``'s options and its run: the fleet's traces (``--trace`` files, or
+every table's CloudWatch history with ``--all-tables``), checked before any work, planned by
+[`reserve`][ddb_capacity_tools.reserve], and written as words, JSON or a page.
+
+    ddb-capacity reserve (--trace FILE.csv [--trace FILE.csv ...] | --all-tables [--days N]
+                         [--end ISO-8601]) [--score-from ISO-8601] [--current P] [--policy P]
+                         [--candidate P ...] [--term 1y|3y|both] [--price NAME=VALUE ...]
+                         [--processes N] [--json] [--html FILE.html] [--quiet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Callable
+from dataclasses import fields, replace
+from datetime import datetime
+from typing import Any, TextIO
+
+from ddb_capacity_runtime.aws.errors import describe_error
+from ddb_capacity_runtime.core.names import is_table_name
+
+from . import advise as advise_module
+from . import page, reserve
+from .page.reserve_page import reserve_page
+from .simulator.backtest import MAX_DAYS, check_days, history, history_end
+from .simulator.params import ModelParams
+from .simulator.policies import PolicyError, parse
+from .simulator.prices import TERMS, Prices
+from .simulator.trace import Trace, TraceError, read_csv
+from .simulator.tune import CANDIDATE_HELP, CANDIDATES, spec_of
+
+__all__ = ["DEFAULT_DAYS", "add_parser", "run"]
+
+DEFAULT_DAYS = 14
+"""Days of CloudWatch history ``--all-tables`` reads unless told."""
+MAX_PROCESSES = 64
+PROVISIONED = ("stock", "autopilot", "throttle-aware", "scheduled", "fixed")
+"""The policy kinds ``--current`` takes: a past bill made by provisioned capacity."""
+
+
+def add_parser(sub: Any) -> None:
+    """``reserve``'s subcommand and its options."""
+    rs = sub.add_parser(
+        "reserve",
+        help="plan reserved capacity for a fleet of tables, with each table's recommended "
+        "policy in the loop",
+    )
+    where = rs.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--trace",
+        action="append",
+        metavar="FILE.csv",
+        help="one table's trace (as for simulate); repeatable, one per table, every one over "
+        "the same minutes",
+    )
+    where.add_argument(
+        "--all-tables",
+        action="store_true",
+        help="every table of the account and Region, from its CloudWatch history",
+    )
+    rs.add_argument(
+        "--days", type=int, metavar="N", help=f"1 to {MAX_DAYS} (default {DEFAULT_DAYS})"
+    )
+    rs.add_argument("--end", metavar="ISO-8601", help="end of the history (default: now)")
+    rs.add_argument(
+        "--score-from",
+        metavar="ISO-8601",
+        help="plan on the minutes before this time, score the plan on the rest (default: plan "
+        "on every minute, score none)",
+    )
+    rs.add_argument(
+        "--current",
+        default="stock:70",
+        metavar="P",
+        help="the provisioned policy that made the past bill (default stock:70)",
+    )
+    rs.add_argument(
+        "--policy",
+        metavar="P",
+        help=f"every table's policy ({CANDIDATE_HELP}); default: each table's recommendation by "
+        "tune on the planning part",
+    )
+    rs.add_argument(
+        "--candidate",
+        action="append",
+        metavar="P",
+        help="a policy tune tries (repeatable); default: tune's own",
+    )
+    rs.add_argument(
+        "--term",
+        choices=(*TERMS, "both"),
+        default="1y",
+        help="the reservation's term; both: the cheaper of the two (default 1y, offered in "
+        "every Region)",
+    )
+    rs.add_argument(
+        "--price",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a price: " + ", ".join(f.name for f in fields(Prices)),
+    )
+    rs.add_argument(
+        "--processes",
+        type=int,
+        metavar="N",
+        help=f"tables planned at once, 1 to {MAX_PROCESSES}; default: the CPU count",
+    )
+    rs.add_argument("--json", action="store_true", help="print one JSON object")
+    rs.add_argument(
+        "--html", metavar="FILE.html", help="also write a page: the fleet's hours and the plan"
+    )
+    rs.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _setup(args: argparse.Namespace) -> reserve.Setup:
+    """The options that need no trace, checked."""
+    params = ModelParams()
+    prices = Prices().overridden(args.price)
+    current = parse(args.current, params.max_capacity)
+    if current.kind not in PROVISIONED:
+        raise PolicyError(
+            f"--current: got {args.current!r}; expected a provisioned policy (stock:T, "
+            "autopilot..., throttle-aware..., fixed:N): a reservation covers provisioned units"
+        )
+    if args.policy is not None:
+        spec_of(args.policy, params.max_capacity, "--policy")
+    for c in args.candidate or []:
+        spec_of(c, params.max_capacity, "--candidate")
+    if args.processes is not None and not 1 <= args.processes <= MAX_PROCESSES:
+        raise reserve.ReserveError(
+            f"--processes: got {args.processes}; expected a whole number from 1 to {MAX_PROCESSES}"
+        )
+    return reserve.Setup(
+        current=args.current,
+        policy=args.policy,
+        candidates=tuple(args.candidate or CANDIDATES),
+        params=params,
+        prices=prices,
+    )
+
+
+def _traces(args: argparse.Namespace, err: TextIO) -> tuple[list[Trace], list[str]]:
+    """The fleet's traces and their labels (file names, or table names), and the tables
+    whose history could not be read (named on ``err``)."""
+    if args.trace:
+        if args.days is not None or args.end is not None:
+            raise reserve.ReserveError(
+                f"--{'days' if args.days is not None else 'end'}: applies to --all-tables "
+                "only (a --trace file holds its own minutes)"
+            )
+        traces = [read_csv(path) for path in args.trace]
+        if len(set(args.trace)) != len(args.trace):
+            twice = next(p for p in args.trace if args.trace.count(p) > 1)
+            raise reserve.ReserveError(
+                f"--trace: got {twice!r} twice; expected each table's trace once"
+            )
+        reserve.check_fleet(traces, args.trace)
+        return traces, list(args.trace)
+    return _cloudwatch(args, err)
+
+
+def _cloudwatch(args: argparse.Namespace, err: TextIO) -> tuple[list[Trace], list[str]]:
+    """Every table's history (its GSIs' with it) over one window; a table that cannot be
+    read is named on ``err`` and left out (the plan then reserves for the others only)."""
+    days = check_days(DEFAULT_DAYS if args.days is None else args.days)
+    end = history_end(_time("--end", args.end) if args.end else None)
+    made = advise_module.boto3_clients()
+    traces, labels, failed = [], [], []
+    for name in advise_module.list_tables(made.dynamodb):
+        if not is_table_name(name):
+            failed.append((name, "not a DynamoDB table name"))
+            continue
+        try:
+            trace = history(
+                made.cloudwatch, made.dynamodb, name, None, days, end, with_indexes=True
+            )
+        except Exception as exc:  # a fault domain: the others are planned
+            failed.append((name, advise_module.shown(describe_error(exc))))
+            continue
+        traces.append(replace(trace, name=name))
+        labels.append(name)
+    for name, why in failed:
+        err.write(f"reserve: {advise_module.shown(name)}: left out: {why}\n")
+    if not traces:
+        raise reserve.ReserveError("--all-tables: no table's history could be read")
+    args.failed = [name for name, _ in failed]
+    return traces, labels
+
+
+def _time(option: str, text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise TraceError(f"{option}: got {text!r}; expected an ISO-8601 time") from None
+
+
+def run(
+    args: argparse.Namespace,
+    out: TextIO,
+    err: TextIO,
+    score_from: Callable[[str | None, Trace], int | None],
+) -> int:
+    """Plan and write; exit status 1 when a table of ``--all-tables`` was left out."""
+    setup = _setup(args)
+    terms = list(TERMS) if args.term == "both" else [args.term]
+    if args.html:
+        page.check_path(args.html)
+    args.failed = []
+    traces, _ = _traces(args, err)
+    given = score_from(args.score_from, traces[0])
+    split = traces[0].minutes if given is None else given
+    reserve.check_split(split, traces[0].minutes, given is not None)
+    processes = args.processes or os.cpu_count() or 1
+    tables = reserve.plan_tables(traces, split, setup, processes, None if args.quiet else err)
+    plan = reserve.plan_fleet(tables, terms, setup)
+    about = _about(traces[0], split, given is not None, setup, args.term)
+    if args.json:
+        out.write(json.dumps(reserve.as_json(plan, about)) + "\n")
+    else:
+        out.write(reserve.text(plan, about) + "\n")
+    if args.html:
+        written = page.write(args.html, reserve_page(plan, traces[0], split, about))
+        err.write(f"page written to {written}\n")
+    return 1 if args.failed else 0
+
+
+def _about(
+    trace: Trace, split: int, scored: bool, setup: reserve.Setup, term: str
+) -> dict[str, Any]:
+    def iso(minute: int) -> str:
+        return f"{trace.time(minute):%Y-%m-%dT%H:%M}Z"
+
+    policy = (
+        f"every table on {setup.policy}"
+        if setup.policy
+        else "each table's policy recommended by tune on the planning part"
+    )
+    heading = (
+        f"reserve: planned on {iso(0)} to {iso(split - 1)} ({split:,} minutes)"
+        + (
+            f", scored on {iso(split)} to {iso(trace.minutes - 1)} "
+            f"({trace.minutes - split:,} minutes)"
+            if scored
+            else ", not scored (no --score-from)"
+        )
+        + f"; {policy}; term {term}"
+    )
+    return {
+        "heading": heading,
+        "planning": {"from": iso(0), "minutes": split},
+        "scored": {"from": iso(split), "minutes": trace.minutes - split} if scored else None,
+        "current": setup.current,
+        "policy": setup.policy,
+        "term_asked": term,
+    }
