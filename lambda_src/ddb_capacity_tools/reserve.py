@@ -227,6 +227,23 @@ def size(
     return out
 
 
+def no_regret(hours: Hours, term: str, prices: Prices, fall: float = FALL) -> dict[str, int]:
+    """Per dimension, the past-optimal level of ``hours`` (whole blocks), cut to the most
+    blocks that still cost no more than no reservation if every hour's units were ``fall``
+    times as many."""
+    out = {}
+    for d in DIMENSIONS:
+        rate, listed = prices.reserved_unit_hour(term, d), prices.unit_hour(d)
+        best = _best_level([_Sorted.of(hours.units(d), hours.weights)], hours.hours, rate, listed)
+        low = _Sorted.of([fall * u for u in hours.units(d)], hours.weights)
+        level = best[0]
+        free = low.above(0.0) * listed
+        while level > 0 and low.above(level) * listed + level * rate * hours.hours > free + 1e-9:
+            level -= BLOCK_UNITS
+        out[d] = level
+    return out
+
+
 def fleet_bill(
     hours: Hours, reserved: dict[str, int], term: str | None, prices: Prices, factor: float = 1.0
 ) -> float:
@@ -332,7 +349,8 @@ def _recommend(trace: Trace, split: int, setup: Setup) -> tuple[str, tuple[str, 
 def _run(name: str, trace: Trace, split: int, setup: Setup) -> list[DimensionResult]:
     spec = parse(split_prewarm(name)[0], setup.params.max_capacity)
     params = setup.params.for_trace(trace)
-    return run_policy(spec, trace, params, setup.prices, None, setup.tick, None, split or None)
+    scored = split if 0 < split < trace.minutes else None  # results count from the scored part
+    return run_policy(spec, trace, params, setup.prices, None, setup.tick, None, scored)
 
 
 def plan_table(trace: Trace, split: int, setup: Setup) -> TableHours:

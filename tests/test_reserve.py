@@ -1,0 +1,277 @@
+"""``ddb-capacity reserve``: the hour's billed units, the bill with and without a reservation,
+the sizing rule, the anchors, a fleet against its tables alone, the command's output and its
+refusals, and ``--all-tables`` against a moto server."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ddb_capacity_tools import reserve
+from ddb_capacity_tools.cli import main
+from ddb_capacity_tools.local_aws import put_traffic
+from ddb_capacity_tools.simulator.model import Recorded
+from ddb_capacity_tools.simulator.prices import Prices
+from ddb_capacity_tools.simulator.run import DimensionResult
+from ddb_capacity_tools.simulator.trace import Trace
+
+START = datetime(2026, 1, 5, 0, 30, tzinfo=UTC)
+PRICES = Prices()
+REGION = "ap-south-2"
+"""A Region no other test uses, so that --all-tables sees only these tables."""
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def result(dimension: str, provisioned: list[int], served: list[float] | None = None) -> Any:
+    served = served if served is not None else [0.0] * len(provisioned)
+    zeros = [0.0] * len(provisioned)
+    recorded = Recorded(list(served), list(served), zeros, list(provisioned), zeros)
+    return DimensionResult(
+        "p", (None, dimension), 0.0, 0, None, 0.0, 0.0, 0, 0, 0, 0.0, recorded=recorded
+    )
+
+
+def trace_of(minutes: int, start: datetime = START) -> Trace:
+    return Trace("t", start, {(None, "read"): [1.0] * minutes, (None, "write"): [1.0] * minutes})
+
+
+def test_an_hour_bills_its_highest_level_and_a_part_hour_its_minutes():
+    # 00:30 to 02:29: half of hour 0, all of hour 1, half of hour 2
+    levels = [100] * 30 + [100] * 59 + [500] + [50] * 10 + [70] * 20
+    hours = reserve.hourly(
+        [result("read", levels), result("write", [10] * 120)], trace_of(120), 0, 120, PRICES
+    )
+    assert hours.read == [100, 500, 70]
+    assert hours.write == [10, 10, 10]
+    assert hours.weights == pytest.approx([0.5, 1.0, 0.5])
+    assert hours.other_usd == 0
+
+
+def test_a_table_and_its_index_are_summed_and_on_demand_minutes_billed_per_request():
+    table = result("write", [200] * 60)
+    index = result("write", [0] * 30 + [300] * 30, served=[50.0] * 60)
+    index.key = ("ByG", "write")
+    hours = reserve.hourly(
+        [table, index, result("read", [5] * 60)],
+        trace_of(60, START.replace(minute=0)),
+        0,
+        60,
+        PRICES,
+    )
+    assert hours.write == [500]
+    assert hours.other_usd == pytest.approx(PRICES.on_demand("write", 30 * 50.0))
+
+
+def test_reserved_units_cost_their_rate_used_or_not_and_units_above_cost_the_list_price():
+    rate, listed = 0.3, 1.0
+    assert reserve.bill([100, 300], [1, 1], 200, rate, listed) == pytest.approx(
+        2 * 200 * rate + 100 * listed
+    )
+    assert reserve.bill([100, 300], [1, 0.5], 0, rate, listed) == pytest.approx(100 + 150)
+
+
+def flat(units: int, hours: int = 100) -> reserve.Hours:
+    return reserve.Hours([units] * hours, [units] * hours, [1.0] * hours)
+
+
+def test_flat_traffic_reserves_more_for_three_years_than_one_and_never_above_its_level():
+    one, three = (reserve.size(flat(1_000), term, PRICES) for term in ("1y", "3y"))
+    assert three == {"read": 1_000, "write": 1_000}
+    assert all(0 < one[d] < 1_000 for d in reserve.DIMENSIONS)
+    assert all(v % 100 == 0 for v in (*one.values(), *three.values()))
+    # with a single future, the level as it was
+    assert reserve.size(flat(1_000), "1y", PRICES, futures=(1.0,))["read"] == 1_000
+
+
+def test_a_reservation_that_would_not_pay_is_not_made():
+    spiky = reserve.Hours([0] * 99 + [5_000], [0] * 99 + [5_000], [1.0] * 100)
+    assert reserve.size(spiky, "1y", PRICES) == {"read": 0, "write": 0}
+
+
+def test_the_anchor_rules_read_the_hours_they_are_given():
+    units = list(range(100, 2_100, 20))  # 100 hours, 100 to 2,080
+    hours = reserve.Hours(units, units, [1.0] * 100)
+    anchors = reserve.anchors(hours, "1y", PRICES)
+    # met in 95 of 100 hours: the 6th lowest, 200, already a whole block
+    assert anchors["nops_95"]["read"] == 200
+    # the past-optimal level leaves about 46 % of hours above it
+    above = sum(u > anchors["past_optimal"]["read"] for u in units)
+    assert 40 <= above <= 52
+
+
+def test_the_no_regret_cut_never_loses_money_at_a_third_less_traffic():
+    hours = reserve.Hours([900, 1_000, 1_100] * 30, [300] * 90, [1.0] * 90)
+    cut = reserve.no_regret(hours, "1y", PRICES)
+    for d in reserve.DIMENSIONS:
+        units = [2 / 3 * u for u in hours.units(d)]
+        with_it = reserve.bill(
+            units, hours.weights, cut[d], PRICES.reserved_unit_hour("1y", d), PRICES.unit_hour(d)
+        )
+        without = reserve.bill(units, hours.weights, 0, 0.0, PRICES.unit_hour(d))
+        assert with_it <= without + 1e-9
+
+
+def table_hours(name: str, read: list[int], write: list[int]) -> reserve.TableHours:
+    hours = reserve.Hours(read, write, [1.0] * len(read))
+    return reserve.TableHours(name, "stock:90", hours, None, hours, None, 0.0, 0.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 3_000), min_size=24, max_size=24), min_size=2, max_size=4),
+    st.sampled_from(["1y", "3y"]),
+)
+def test_a_fleet_planned_as_one_never_expects_more_than_its_tables_planned_alone(levels, term):
+    setup = reserve.Setup()
+    tables = [table_hours(f"t{n}", u, u[::-1]) for n, u in enumerate(levels)]
+    fleet = reserve.plan_fleet(tables, [term], setup)
+    alone = sum(
+        reserve.plan_fleet([t], [term], setup).by_term[term]["expected_usd"] for t in tables
+    )
+    assert fleet.by_term[term]["expected_usd"] <= alone + 1e-6
+
+
+def write_trace(path: Path, minutes: int, read: float, start: datetime = START) -> str:
+    rows = ["timestamp,read,write"]
+    for m in range(minutes):
+        swing = read * (1.5 if (m // 60) % 24 >= 12 else 1.0)
+        rows.append(f"{start + timedelta(minutes=m):%Y-%m-%dT%H:%M:%SZ},{swing},{swing / 4}")
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def fleet_files(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    folder = tmp_path_factory.mktemp("fleet")
+    return [
+        write_trace(folder / "orders.csv", 2 * 1440, 800),
+        write_trace(folder / "carts.csv", 2 * 1440, 300),
+    ]
+
+
+def test_json_holds_the_plan_the_prices_and_each_part_of_hours(fleet_files, tmp_path):
+    page = tmp_path / "plan.html"
+    code, out, err = run(
+        "reserve", "--trace", fleet_files[0], "--trace", fleet_files[1],
+        "--score-from", "2026-01-06T00:30", "--policy", "stock:90", "--term", "both",
+        "--json", "--quiet", "--processes", "1", "--html", str(page),
+    )  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    plan = doc["plan"]
+    assert plan["term"] in ("1y", "3y")
+    assert plan["read_units"] > 0 and plan["read_units"] % 100 == 0
+    assert plan["write_units"] % 100 == 0
+    reserved = doc["prices"]["reserved"]
+    assert reserved["1y"]["wcu_hour_per_unit"] == pytest.approx((150 / 8760 + 0.0128) / 100)
+    assert doc["prices"]["reserved_verified"] is False
+    # a day from 00:30: 25 clock hours, the first and last half-hours
+    assert len(doc["score_hourly"]["read"]) == len(doc["hour_weights"]["score"]) == 25
+    assert sum(doc["hour_weights"]["score"]) == pytest.approx(24)
+    assert len(doc["current_train_hourly"]["write"]) == 25
+    # the recommended stock:90 provisions less than the past bill's stock:70, hour by hour
+    assert sum(doc["plan_hourly"]["read"]) < sum(doc["current_train_hourly"]["read"])
+    assert doc["refused"] is not None
+    monthly = doc["monthly_usd"]
+    assert monthly["with_plan"] < monthly["without_plan"]
+    assert doc["fall_by_third_monthly_usd"]["without_plan"] < monthly["without_plan"]
+    html = page.read_text()
+    assert "Reserved capacity: 2 table(s)" in html and "page written" in err
+
+
+def test_words_name_the_plan_the_stress_and_the_unverified_prices(fleet_files):
+    code, out, _ = run(
+        "reserve", "--trace", fleet_files[0], "--score-from", "2026-01-06T00:30",
+        "--policy", "stock:80", "--quiet", "--processes", "1",
+    )  # fmt: skip
+    assert code == 0
+    assert "plan: reserve" in out and "for 1y" in out
+    assert "if traffic falls by a third" in out
+    assert "UNVERIFIED" in out
+    assert "--price" in out
+
+
+def test_an_overridden_price_moves_the_plan(fleet_files):
+    args = ["reserve", "--trace", fleet_files[0], "--policy", "stock:90", "--json", "--quiet"]
+    cheap = json.loads(run(*args)[1])
+    dear = json.loads(run(*args, "--price", "reserved_1y_rcu_hour=0.012")[1])
+    assert dear["plan"]["read_units"] < cheap["plan"]["read_units"]
+    assert dear["prices"]["reserved_verified"] is False
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--score-from", "2027-01-01T00:00"], "--score-from: got '2027-01-01T00:00'"),
+        (["--score-from", "2026-01-05T00:40"], "--score-from: got minute 10"),
+        (["--processes", "0"], "--processes: got 0; expected a whole number from 1 to 64"),
+        (["--current", "on-demand"], "--current: got 'on-demand'; expected a provisioned"),
+        (["--policy", "sometimes"], "--policy: got 'sometimes'"),
+        (["--days", "3"], "--days: applies to --all-tables only"),
+        (["--price", "reserved_1y_wcu_hour=-1"], "--price reserved_1y_wcu_hour: got '-1'"),
+    ],
+)
+def test_bad_input_is_refused_in_one_line_naming_it(fleet_files, extra, words):
+    code, out, err = run("reserve", "--trace", fleet_files[0], "--quiet", *extra)
+    assert code == 2 and not out
+    assert words in err and err.count("\n") == 1
+
+
+def test_traces_of_different_windows_are_not_one_fleet(fleet_files, tmp_path):
+    later = write_trace(tmp_path / "later.csv", 2 * 1440, 100, START + timedelta(hours=1))
+    code, _, err = run("reserve", "--trace", fleet_files[0], "--trace", later, "--quiet")
+    assert code == 2
+    assert f"--trace {later}: got 2026-01-05T01:30Z + 2,880 minutes" in err
+    assert "a fleet's traces cover one window" in err
+    code, _, err = run("reserve", "--trace", fleet_files[0], "--trace", fleet_files[0])
+    assert code == 2 and "twice" in err
+
+
+def test_a_term_not_offered_is_refused(fleet_files, capsys):
+    with pytest.raises(SystemExit) as exc:
+        run("reserve", "--trace", fleet_files[0], "--term", "2y")
+    assert exc.value.code == 2
+    assert "invalid choice: '2y'" in capsys.readouterr().err
+
+
+def test_all_tables_plans_on_every_readable_table(aws_env, monkeypatch):
+    for name, value in aws_env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("AWS_REGION", REGION)
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+    for name in ddb.list_tables()["TableNames"]:
+        ddb.delete_table(TableName=name)
+    end = datetime.now(UTC).replace(second=0, microsecond=0)
+    for name, level in (("ReserveBig", 900), ("ReserveSmall", 150)):
+        ddb.create_table(
+            TableName=name,
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+        )
+        for dim in ("read", "write"):
+            put_traffic(cloudwatch, name, dim, level, end=end, minutes=range(1, 1440))
+    code, out, err = run(
+        "reserve", "--all-tables", "--days", "1", "--end", end.isoformat(),
+        "--policy", "stock:90", "--json", "--quiet", "--processes", "1",
+    )  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    assert sorted(t["name"] for t in doc["tables"]) == ["ReserveBig", "ReserveSmall"]
+    # both tables' units, summed: more than the bigger alone provisions at 90 %
+    assert max(doc["plan_hourly"]["write"]) >= 900 / 0.9 + 150
