@@ -96,6 +96,17 @@ def test_flat_traffic_reserves_more_for_three_years_than_one_and_never_above_its
     assert reserve.size(flat(1_000), "1y", PRICES, futures=(1.0,))["read"] == 1_000
 
 
+def test_the_plan_is_cut_to_what_still_pays_at_a_third_less_traffic():
+    # busy half the hours: one year pays at the full level (50 % > 46 % of hours), but at a
+    # third less traffic only up to 667 x 0.5 / 0.46 units
+    half = reserve.Hours([1_000, 0] * 50, [1_000, 0] * 50, [1.0] * 100)
+    assert reserve.size(half, "1y", PRICES, futures=(1.0,))["read"] == 1_000
+    assert reserve.no_regret(half, "1y", PRICES) == {"read": 700, "write": 700}
+    # three years pay down to 23 % of hours: no cut
+    assert reserve.no_regret(half, "3y", PRICES)["read"] == 1_000
+    assert reserve.no_regret(flat(1_000), "1y", PRICES) == {"read": 1_000, "write": 1_000}
+
+
 def test_a_reservation_that_would_not_pay_is_not_made():
     spiky = reserve.Hours([0] * 99 + [5_000], [0] * 99 + [5_000], [1.0] * 100)
     assert reserve.size(spiky, "1y", PRICES) == {"read": 0, "write": 0}
