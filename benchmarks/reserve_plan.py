@@ -159,15 +159,19 @@ def fleet_report(name: str, tables: list[reserve.TableHours], setup: reserve.Set
     """Print one fleet's goals (a) to (c) for each term; the verdicts."""
     out = []
     print(f"\n== fleet {name}: {len(tables)} tables ==")
-    for t in tables:
-        print(f"  {t.name:<28} {t.policy}")
     for term in TERMS:
         plan = reserve.plan_fleet(tables, [term], setup)
+        print(f"\n  term {term}: each table's policy (at list prices, when another)")
+        for t in tables:
+            policy = plan.policies[t.name]
+            listed = "" if policy == t.listed.policy else f" ({t.listed.policy})"
+            print(f"    {t.name:<28} {policy}{listed}")
         assert plan.score is not None and plan.current_score is not None
         units = plan.units if plan.term else {}
         ours = _score(plan, units, term)
         stock70 = reserve.fleet_bill(plan.current_score, {}, None, plan.prices)
-        no_plan = _score(plan, {}, term)
+        assert plan.listed_score is not None
+        no_plan = reserve.fleet_bill(plan.listed_score, {}, None, plan.prices)
         anchors = reserve.anchors(plan.current, term, plan.prices)
         anchor_bills = {rule: _score(plan, u, term) for rule, u in anchors.items()}
         better = min(anchor_bills.values())
@@ -176,15 +180,14 @@ def fleet_report(name: str, tables: list[reserve.TableHours], setup: reserve.Set
         capped = reserve.no_regret(plan.plan, term, plan.prices)
         capped_bill = _score(plan, capped, term)
         alone = _alone(tables, term, setup)
-        refused = sum(t.refused for t in tables)
-        refused70 = sum(t.current_refused for t in tables)
+        refused, refused70 = plan.refused, plan.current_refused
         a = ours <= 0.5 * stock70 and refused <= refused70
         b = ours <= 0.93 * better
         c = ours <= alone + 1e-6
         print(
-            f"\n  term {term}: plan {units.get('read', 0):,} read / {units.get('write', 0):,} "
+            f"  plan {units.get('read', 0):,} read / {units.get('write', 0):,} "
             f"write units; scored bill ${ours:,.2f}\n"
-            f"    stock:70, no reservation ${stock70:,.2f}; these policies, no reservation "
+            f"    stock:70, no reservation ${stock70:,.2f}; the listed policies, no reservation "
             f"${no_plan:,.2f}\n"
             f"    refused: {refused:,.0f} units (these policies) against {refused70:,.0f} "
             f"(stock:70)\n"

@@ -136,8 +136,8 @@ def test_the_no_regret_cut_never_loses_money_at_a_third_less_traffic():
 
 
 def table_hours(name: str, read: list[int], write: list[int]) -> reserve.TableHours:
-    hours = reserve.Hours(read, write, [1.0] * len(read))
-    return reserve.TableHours(name, "stock:90", hours, None, hours, None, 0.0, 0.0)
+    run = reserve.Run("stock:90", reserve.Hours(read, write, [1.0] * len(read)), None, 0.0)
+    return reserve.TableHours(name, run, run)
 
 
 @settings(max_examples=40, deadline=None)

@@ -4,7 +4,9 @@
 Region) should buy, with the scaler in the loop (docs: Reserved capacity).
 
 Each table's policy is the one ``tune`` recommends on the planning part of its history (or
-the one ``--policy`` names). That policy runs over the table's whole history (it sees only
+the one ``--policy`` names); ``tune``'s rule also chooses again among the same runs with
+provisioned units at the reserved rate (`_recommend`), and the fleet switches a table to
+that choice where, with the reservation sized again, its bill is less (`_choose`). That policy runs over the table's whole history (it sees only
 the past, so what it does on the planning part is what it would have done on that part
 alone), as does the policy that made the past bill (``--current``). Their provisioned units
 are billed by the hour as AWS bills them (`hourly`: an hour's units are the highest level
@@ -35,7 +37,6 @@ hours on the planning part: the level met in 95 % of hours, rounded down to bloc
 from __future__ import annotations
 
 import bisect
-import math
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -45,14 +46,26 @@ from typing import Any, TextIO
 
 from ddb_capacity_runtime.core.errors import CapacityError
 
-from .simulator.ensemble import settings_of
+from .simulator.ensemble import Spread, settings_of
 from .simulator.params import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES, parse
 from .simulator.prices import BLOCK_UNITS, RESERVED_VERIFIED, TERMS, Prices
 from .simulator.run import DimensionResult, run_policy
 from .simulator.text import bar
 from .simulator.trace import Trace
-from .simulator.tune import CANDIDATES, MONTH_HOURS, Rule, split_prewarm, tune
+from .simulator.tune import (
+    CANDIDATES,
+    MONTH_HOURS,
+    ON_DEMAND,
+    STOCK,
+    Candidate,
+    Rule,
+    place_split,
+    spec_of,
+    split_prewarm,
+    validate,
+    validation_split,
+)
 
 __all__ = [
     "DIMENSIONS",
@@ -115,11 +128,17 @@ class Hours:
         return sum(self.weights)
 
     def __add__(self, other: Hours) -> Hours:
+        return self._with(other, 1)
+
+    def __sub__(self, other: Hours) -> Hours:
+        return self._with(other, -1)
+
+    def _with(self, other: Hours, sign: int) -> Hours:
         return Hours(
-            [a + b for a, b in zip(self.read, other.read, strict=True)],
-            [a + b for a, b in zip(self.write, other.write, strict=True)],
+            [a + sign * b for a, b in zip(self.read, other.read, strict=True)],
+            [a + sign * b for a, b in zip(self.write, other.write, strict=True)],
             self.weights,
-            self.other_usd + other.other_usd,
+            self.other_usd + sign * other.other_usd,
         )
 
 
@@ -203,16 +222,23 @@ def _best_level(
     sorted_futures: Sequence[_Sorted], hours: float, reserved_rate: float, list_rate: float
 ) -> tuple[int, float]:
     """The whole number of blocks whose mean bill over ``sorted_futures`` is least (the
-    fewest of equal bills), and that bill."""
-    top = max((s.units[-1] for s in sorted_futures if s.units), default=0.0)
-    best, best_bill = 0, math.inf
-    for blocks in range(int(top // BLOCK_UNITS) + 1):
+    fewest of equal bills), and that bill. The bill is convex in the level, so a binary
+    search on whether one more block lowers it finds the least."""
+
+    def total(blocks: int) -> float:
         level = blocks * BLOCK_UNITS
         mean = sum(s.above(level) for s in sorted_futures) / len(sorted_futures)
-        total = mean * list_rate + level * reserved_rate * hours
-        if total < best_bill - 1e-9:
-            best, best_bill = level, total
-    return best, best_bill
+        return mean * list_rate + level * reserved_rate * hours
+
+    top = max((s.units[-1] for s in sorted_futures if s.units), default=0.0)
+    low, high = 0, int(top // BLOCK_UNITS) + 1
+    while low < high:  # the first block count that one more block does not improve on
+        mid = (low + high) // 2
+        if total(mid + 1) < total(mid) - 1e-9:
+            low = mid + 1
+        else:
+            high = mid
+    return low * BLOCK_UNITS, total(low)
 
 
 def size(
@@ -312,20 +338,32 @@ class Setup:
 
 
 @dataclass(frozen=True)
-class TableHours:
-    """One table: the policy it runs, its hours under it (planning and scored parts) and
-    under ``--current`` (both parts), the units each refused on the scored part, and tune's
-    warnings."""
+class Run:
+    """One table under one policy: its hours on the planning and the scored parts (None:
+    not scored) and the units it refused on the scored part."""
 
-    name: str
     policy: str
     plan: Hours
     score: Hours | None
-    current: Hours
-    current_score: Hours | None
     refused: float
-    current_refused: float
+
+
+@dataclass(frozen=True)
+class TableHours:
+    """One table: the policy tune recommends at the list prices (``listed``), the one it
+    recommends where provisioned units cost the reserved rate (``reserved``; None: the same
+    policy, or ``--policy`` was given), the same under ``--current`` (``current``), and
+    tune's warnings."""
+
+    name: str
+    listed: Run
+    current: Run
+    reserved: Run | None = None
     warnings: tuple[str, ...] = ()
+
+    def run(self, switched: bool) -> Run:
+        """The reserved-price run when ``switched`` and there is one, else the listed."""
+        return self.reserved if switched and self.reserved is not None else self.listed
 
 
 def _cut(trace: Trace, end: int) -> Trace:
@@ -339,47 +377,84 @@ def _cut(trace: Trace, end: int) -> Trace:
     )
 
 
-def _recommend(trace: Trace, split: int, setup: Setup) -> tuple[str, tuple[str, ...]]:
-    """The policy tune recommends on ``trace``'s minutes before ``split``, and its
-    warnings."""
+RESERVED_TERM = "1y"
+"""The term whose rate prices provisioned units when each table's policy is chosen again as
+if its units were reserved (`_recommend`): the dearer of the two, so the choice is the
+conservative one."""
+
+
+def _at_rate(c: Candidate, factor: float) -> Candidate:
+    """``c`` with its running cost times ``factor`` when it is a provisioned policy (its
+    one-time charge, and on-demand's and the hybrid's costs, as they were)."""
+    if c.policy == ON_DEMAND or spec_of(c.policy).kind == "hybrid":
+        return c
+    once = c.once_usd or 0.0
+    cost = c.cost_usd
+    return replace(
+        c,
+        cost_usd=Spread(
+            (cost.min - once) * factor + once,
+            (cost.median - once) * factor + once,
+            (cost.max - once) * factor + once,
+        ),
+    )
+
+
+def _recommend(trace: Trace, split: int, setup: Setup) -> tuple[str, str, tuple[str, ...]]:
+    """The policy tune recommends on ``trace``'s minutes before ``split`` at the list prices,
+    the one it recommends where every provisioned unit costs the reserved rate of
+    `RESERVED_TERM` (the same runs, chosen again), and tune's warnings."""
     planning = _cut(trace, split)
     settings = settings_of(setup.ensemble, setup.params, planning)
-    tuning = tune(
-        planning, settings, setup.candidates, setup.prices, setup.tick, 1, setup.rule, None
+    names = list(dict.fromkeys([*setup.candidates, *STOCK, ON_DEMAND]))
+    cut = validation_split(planning)
+    early, later = place_split(planning, names, settings, setup.prices, setup.tick, 1, cut)
+    listed = validate(early, later, setup.rule, planning, settings[0], cut)
+    factor = max(
+        setup.prices.break_even(RESERVED_TERM, d) for d in DIMENSIONS
+    )  # the reserved rate / the list price
+    cheaper = validate(
+        [_at_rate(c, factor) for c in early],
+        [_at_rate(c, factor) for c in later],
+        setup.rule,
+        planning,
+        settings[0],
+        cut,
     )
-    return tuning.recommended.policy, tuning.warnings
+    return listed.recommended.policy, cheaper.recommended.policy, listed.warnings
 
 
-def _run(name: str, trace: Trace, split: int, setup: Setup) -> list[DimensionResult]:
+def _run(name: str, trace: Trace, split: int, setup: Setup) -> Run:
     spec = parse(split_prewarm(name)[0], setup.params.max_capacity)
     params = setup.params.for_trace(trace)
     scored = split if 0 < split < trace.minutes else None  # results count from the scored part
-    return run_policy(spec, trace, params, setup.prices, None, setup.tick, None, scored)
+    ran = run_policy(spec, trace, params, setup.prices, None, setup.tick, None, scored)
+    end, prices = trace.minutes, setup.prices
+    return Run(
+        name,
+        hourly(ran, trace, 0, split, prices),
+        hourly(ran, trace, split, end, prices) if scored else None,
+        sum(r.throttled_requests for r in ran) if scored else 0.0,
+    )
 
 
 def plan_table(trace: Trace, split: int, setup: Setup) -> TableHours:
-    """One table's hours under its policy and under ``setup.current``: the planning part is
-    minutes 0 to ``split`` (the whole trace when ``split`` is its length)."""
-    policy, warnings = (
-        (setup.policy, ()) if setup.policy is not None else _recommend(trace, split, setup)
-    )
-    end, prices = trace.minutes, setup.prices
-    ran = _run(policy, trace, split, setup)
-    was = ran if policy == setup.current else _run(setup.current, trace, split, setup)
-    scored = split < end
-
-    def refused(results: Sequence[DimensionResult]) -> float:
-        return sum(r.throttled_requests for r in results) if scored else 0.0
-
+    """One table's hours under its policy (and its policy at reserved prices, when another)
+    and under ``setup.current``: the planning part is minutes 0 to ``split`` (the whole
+    trace when ``split`` is its length)."""
+    warnings: tuple[str, ...] = ()
+    if setup.policy is not None:
+        listed, cheaper = setup.policy, setup.policy
+    else:
+        listed, cheaper, warnings = _recommend(trace, split, setup)
+    runs: dict[str, Run] = {}
+    for name in dict.fromkeys([listed, cheaper, setup.current]):
+        runs[name] = _run(name, trace, split, setup)
     return TableHours(
         trace.name,
-        policy,
-        hourly(ran, trace, 0, split, prices),
-        hourly(ran, trace, split, end, prices) if scored else None,
-        hourly(was, trace, 0, split, prices),
-        hourly(was, trace, split, end, prices) if scored else None,
-        refused(ran),
-        refused(was),
+        runs[listed],
+        runs[setup.current],
+        None if cheaper == listed else runs[cheaper],
         warnings,
     )
 
@@ -438,6 +513,7 @@ def plan_tables(
 
 
 def _sum(parts: Sequence[Hours | None]) -> Hours | None:
+    """The parts' hours added up (None when every part is None)."""
     kept = [p for p in parts if p is not None]
     if not kept:
         return None
@@ -450,46 +526,87 @@ def _sum(parts: Sequence[Hours | None]) -> Hours | None:
 @dataclass(frozen=True)
 class Plan:
     """A fleet's plan: the term (None: no reservation) and units per dimension; per term
-    asked for, its own sizing and expected bill; the fleet's hours; its tables."""
+    asked for, its own sizing, bill over the planning part and the tables it switched to
+    their reserved-price policy; the tables, the policy each runs under the plan, and the
+    fleet's hours under those policies and under ``--current``."""
 
     term: str | None
     units: dict[str, int]
     by_term: dict[str, dict[str, Any]]
     tables: list[TableHours]
+    policies: dict[str, str]
     plan: Hours
     score: Hours | None
+    listed: Hours
+    """the planning part's hours with every table on its listed policy (no reservation's
+    bill: what the fleet runs without the plan)"""
+    listed_score: Hours | None
     current: Hours
     current_score: Hours | None
+    refused: float
+    current_refused: float
     prices: Prices
     setup: Setup
 
 
+def _choose(
+    tables: Sequence[TableHours], term: str, prices: Prices
+) -> tuple[set[str], dict[str, int], float]:
+    """For ``term``: the tables switched to their reserved-price policy, the reserved units
+    (`no_regret`) and the bill over the planning part. Every table starts on its listed
+    policy; in turn, each table with another policy at reserved prices is switched when
+    that, with the reservation sized again, lowers the fleet's bill."""
+    hours = _sum([t.listed.plan for t in tables])
+    assert hours is not None
+    units = no_regret(hours, term, prices)
+    least = fleet_bill(hours, units, term, prices)
+    switched: set[str] = set()
+    for t in tables:
+        if t.reserved is None:
+            continue
+        trial = hours - t.listed.plan + t.reserved.plan
+        trial_units = no_regret(trial, term, prices)
+        trial_bill = fleet_bill(trial, trial_units, term, prices)
+        if trial_bill < least - 1e-9:
+            hours, units, least = trial, trial_units, trial_bill
+            switched.add(t.name)
+    return switched, units, least
+
+
 def plan_fleet(tables: Sequence[TableHours], terms: Sequence[str], setup: Setup) -> Plan:
-    """The fleet's plan from its tables' hours: each term of ``terms`` sized (`size`) on the
-    fleet's planning hours, the one with the least expected bill chosen (none when no
-    block pays)."""
+    """The fleet's plan from its tables' hours: for each term of ``terms``, the tables'
+    policies (`_choose`) and the reserved units (`no_regret`); of those, the term whose
+    bill over the planning part is least, against no reservation with every table on its
+    listed policy (none when no block pays)."""
     prices = setup.prices
-    plan = _sum([t.plan for t in tables])
-    current = _sum([t.current for t in tables])
-    assert plan is not None and current is not None
-    none = fleet_bill(plan, {}, None, prices)
+    listed = _sum([t.listed.plan for t in tables])
+    assert listed is not None
     by_term: dict[str, dict[str, Any]] = {}
-    best: tuple[float, str | None, dict[str, int]] = (none, None, {d: 0 for d in DIMENSIONS})
-    for term in terms:
-        units = no_regret(plan, term, prices)
-        expected = fleet_bill(plan, units, term, prices)
-        by_term[term] = {"units": units, "expected_usd": expected}
-        if any(units.values()) and expected < best[0] - 1e-9:
-            best = (expected, term, units)
+    best: tuple[float, str | None] = (fleet_bill(listed, {}, None, prices), None)
+    for each in terms:
+        switched, units, least = _choose(tables, each, prices)
+        by_term[each] = {"units": units, "expected_usd": least, "switched": sorted(switched)}
+        if any(units.values()) and least < best[0] - 1e-9:
+            best = (least, each)
+    term = best[1]
+    chosen = set(by_term[term]["switched"]) if term is not None else set()
+    runs = [t.run(t.name in chosen) for t in tables]
+    current = _sum([t.current.plan for t in tables])
+    assert current is not None
     return Plan(
-        best[1],
-        best[2],
+        term,
+        by_term[term]["units"] if term else {d: 0 for d in DIMENSIONS},
         by_term,
         list(tables),
-        plan,
-        _sum([t.score for t in tables]),
+        {t.name: r.policy for t, r in zip(tables, runs, strict=True)},
+        _sum([r.plan for r in runs]) or listed,
+        _sum([r.score for r in runs]),
+        listed,
+        _sum([t.listed.score for t in tables]),
         current,
-        _sum([t.current_score for t in tables]),
+        _sum([t.current.score for t in tables]),
+        sum(r.refused for r in runs),
+        sum(t.current.refused for t in tables),
         prices,
         setup,
     )
@@ -509,10 +626,12 @@ def figures(plan: Plan) -> dict[str, Any]:
     """The plan's monthly dollars with and without it (and with traffic a third lower),
     its upfront fee, the break-even utilization and the anchors' sizes and bills."""
     hours, prices, term = _judged(plan), plan.prices, plan.term
+    listed = plan.listed_score if plan.score is not None else plan.listed
+    assert listed is not None
     with_plan = fleet_bill(hours, plan.units, term, prices)
-    without = fleet_bill(hours, {}, None, prices)
+    without = fleet_bill(listed, {}, None, prices)
     fall_with = fleet_bill(hours, plan.units, term, prices, FALL)
-    fall_without = fleet_bill(hours, {}, None, prices, FALL)
+    fall_without = fleet_bill(listed, {}, None, prices, FALL)
     sized = term or "1y"
     anchor = anchors(plan.current, sized, prices)
     out: dict[str, Any] = {
@@ -593,7 +712,14 @@ def as_json(plan: Plan, about: dict[str, Any]) -> dict[str, Any]:
         "prices": prices_json(plan.prices),
         "sizing": {"rule": "past-optimal, cut to break even at a fall", "fall": round(FALL, 4)},
         "tables": [
-            {"name": t.name, "policy": t.policy, "warnings": list(t.warnings)} for t in plan.tables
+            {
+                "name": t.name,
+                "policy": plan.policies[t.name],
+                "listed_policy": t.listed.policy,
+                "reserved_policy": None if t.reserved is None else t.reserved.policy,
+                "warnings": list(t.warnings),
+            }
+            for t in plan.tables
         ],
         "plan_hourly": _dims(plan.plan),
         "score_hourly": _dims(plan.score),
@@ -608,8 +734,8 @@ def as_json(plan: Plan, about: dict[str, Any]) -> dict[str, Any]:
             "score": None if plan.score is None else round(plan.score.other_usd, 4),
         },
         "refused": {
-            "plan": round(sum(t.refused for t in plan.tables), 3),
-            "current": round(sum(t.current_refused for t in plan.tables), 3),
+            "plan": round(plan.refused, 3),
+            "current": round(plan.current_refused, 3),
         }
         if plan.score is not None
         else None,
@@ -629,7 +755,9 @@ def text(plan: Plan, about: dict[str, Any]) -> str:
     width = max((len(t.name) for t in plan.tables), default=5)
     lines.append(f"{'table':<{width}}  policy")
     for t in plan.tables:
-        lines.append(f"{t.name:<{width}}  {t.policy}")
+        policy = plan.policies[t.name]
+        why = "" if policy == t.listed.policy else f" (at list prices: {t.listed.policy})"
+        lines.append(f"{t.name:<{width}}  {policy}{why}")
         lines.extend(f"{'':<{width}}  {w}" for w in t.warnings)
     lines.append("")
     if plan.term is None:
@@ -656,8 +784,8 @@ def text(plan: Plan, about: dict[str, Any]) -> str:
         )
     if plan.score is not None:
         lines.append(
-            f"refused on the scored part: {sum(t.refused for t in plan.tables):,.0f} units "
-            f"under these policies, {sum(t.current_refused for t in plan.tables):,.0f} under "
+            f"refused on the scored part: {plan.refused:,.0f} units under these policies, "
+            f"{plan.current_refused:,.0f} under "
             f"{plan.setup.current}"
         )
     be = f["break_even"]
