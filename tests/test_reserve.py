@@ -286,3 +286,31 @@ def test_all_tables_plans_on_every_readable_table(aws_env, monkeypatch):
     assert sorted(t["name"] for t in doc["tables"]) == ["ReserveBig", "ReserveSmall"]
     # both tables' units, summed: more than the bigger alone provisions at 90 %
     assert max(doc["plan_hourly"]["write"]) >= 900 / 0.9 + 150
+
+
+def on_demand_or_provisioned(name: str, od_usd: float, units: list[int]) -> reserve.TableHours:
+    """A table tune puts on on-demand at the list price (``od_usd`` over the hours), with a
+    provisioned alternative of ``units`` an hour at the reserved rate."""
+    weights = [1.0] * len(units)
+    listed = reserve.Run(
+        "on-demand", reserve.Hours([0] * len(units), [0] * len(units), weights, od_usd), None, 0.0
+    )
+    provisioned = reserve.Run("stock:90", reserve.Hours(units, units, weights), None, 0.0)
+    return reserve.TableHours(name, listed, listed, provisioned)
+
+
+def test_a_table_switches_to_provisioned_where_the_reservation_makes_it_cheaper():
+    steady = [1_000] * 48
+    listed_usd = reserve.fleet_bill(reserve.Hours(steady, steady, [1.0] * 48), {}, None, PRICES)
+    # on-demand costs 10 % less than provisioned at the list price, but a reservation of the
+    # steady level costs about half: the fleet switches it and reserves for it
+    table = on_demand_or_provisioned("steady", 0.9 * listed_usd, steady)
+    plan = reserve.plan_fleet([table], ["1y"], reserve.Setup())
+    assert plan.policies == {"steady": "stock:90"}
+    assert plan.units == {"read": 1_000, "write": 1_000}
+    assert plan.by_term["1y"]["switched"] == ["steady"]
+    # a spike once in two days: a reservation does not pay, on-demand stays
+    spike = [0] * 47 + [20_000]
+    spiky = on_demand_or_provisioned("spiky", 0.5, spike)
+    plan = reserve.plan_fleet([spiky], ["1y"], reserve.Setup())
+    assert plan.policies == {"spiky": "on-demand"} and plan.term is None
