@@ -23,6 +23,9 @@ from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.run import DimensionResult
 from ddb_capacity_tools.simulator.trace import Trace
 
+from . import browser
+from .test_report_page import panels, series
+
 START = datetime(2026, 1, 5, 0, 30, tzinfo=UTC)
 PRICES = Prices()
 REGION = "ap-south-2"
@@ -314,3 +317,25 @@ def test_a_table_switches_to_provisioned_where_the_reservation_makes_it_cheaper(
     spiky = on_demand_or_provisioned("spiky", 0.5, spike)
     plan = reserve.plan_fleet([spiky], ["1y"], reserve.Setup())
     assert plan.policies == {"spiky": "on-demand"} and plan.term is None
+
+
+def test_the_page_draws_the_fleet_hours_and_the_reserved_line_in_a_browser(fleet_files, tmp_path):
+    out = tmp_path / "plan.html"
+    code, _, err = run(
+        "reserve", "--trace", fleet_files[0], "--trace", fleet_files[1],
+        "--score-from", "2026-01-06T00:30", "--policy", "stock:90", "--quiet",
+        "--processes", "1", "--html", str(out),
+    )  # fmt: skip
+    assert code == 0, err
+    loaded = browser.load(out, tmp_path)
+    assert loaded.console == []  # no script error, nothing logged
+    assert 'data-rendered="ok"' in loaded.dom
+    for chart in ("reserve-0", "reserve-1"):  # read, write
+        (panel,) = panels(loaded.dom, chart)
+        drawn = {(name, role) for name, role, _ in series(panel)}
+        assert drawn == {
+            ("these policies", "demand"),
+            ("stock:70", "capacity"),
+            ("reserved", "bound"),
+        }
+        assert {points for _, _, points in series(panel)} == {2 * 1440}  # a point a minute
