@@ -10,7 +10,11 @@ one GSI alone). It chooses as ``tune`` does, by validation: ``tune``'s candidate
 on-demand placed on the history under an ensemble (`simulator.tune.place_split`),
 each family fitted on the earlier half and the fitted candidates compared on the later half
 (`simulator.tune.validate`) by tune's rule, with every option's dollars and refused
-units from the later half scaled to a month of 730 hours, the reason and the code.
+units from the later half scaled to a month of 730 hours, the reason and the code. The
+table class is advised on the table's size (`read_size`: DescribeTable's ``TableSizeBytes``
+and each GSI's ``IndexSizeBytes``, untrusted: a value missing, negative or not a number
+leaves the size unknown, and then no class is advised, and the advice says why) and the
+recommendation's dollars (`simulator.tune.class_advice`).
 
 With ``processes`` above 1, tables are advised in that many processes at once (each
 process makes its own clients, [`boto3_clients`][]), the progress bar counting the tables
@@ -26,6 +30,7 @@ checked before use and shown with control characters escaped, error messages are
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -46,6 +51,7 @@ from .simulator.text import bar, fixed_width
 from .simulator.trace import Key, Trace
 from .simulator.tune import (
     CANDIDATES,
+    MAX_SIZE_GB,
     MONTH_HOURS,
     MONTH_MINUTES,
     ON_DEMAND,
@@ -53,6 +59,7 @@ from .simulator.tune import (
     Candidate,
     Rule,
     Tuning,
+    class_lines,
     compared_only,
     place_split,
     scaled,
@@ -68,12 +75,15 @@ __all__ = [
     "Clients",
     "Failure",
     "Setup",
+    "Size",
     "advise",
     "advise_one",
     "advise_trace",
     "boto3_clients",
     "as_json",
     "list_tables",
+    "read_size",
+    "table_size",
     "text",
 ]
 
@@ -83,6 +93,8 @@ IDLE = "no consumed capacity or throttles"
 """How the reason of a table without traffic begins (it is idle, not broken)."""
 SHOWN = 300
 """An error message from AWS is cut to this many characters."""
+BYTES_PER_GB = 2**30
+"""A GB of storage, in bytes."""
 
 
 class AdviseError(CapacityError, ValueError):
@@ -147,6 +159,8 @@ class Advice:
     current: Current | None = None
     """the current settings (None: not read) and their figures a month (None: unknown)"""
     current_figures: Candidate | None = None
+    unsized: str = ""
+    """why no table class is advised (the table's size is unknown); empty when one is"""
 
     def as_json(self) -> dict[str, Any]:
         t = self.tuning
@@ -177,6 +191,7 @@ class Advice:
             "on_demand": t.on_demand,
             "code": t.code,
             "notes": self.notes,
+            "table_class": None if t.table_class is None else t.table_class.as_json(),
             **({} if self.current is None else {"current": self.current_json()}),
         }
 
@@ -233,6 +248,61 @@ def list_tables(dynamodb: Any) -> list[str]:
     raise AdviseError(f"ListTables: more than {MAX_PAGES} pages")
 
 
+@dataclass(frozen=True)
+class Size:
+    """A table's stored size: ``gb``, or None and ``unknown`` saying why."""
+
+    gb: float | None
+    unknown: str = ""
+
+
+def table_size(description: Any) -> Size:
+    """The size DescribeTable's answer gives a table: its ``TableSizeBytes`` plus each GSI's
+    ``IndexSizeBytes`` (stored, and billed, in the table's class), in GB. Untrusted: a value
+    missing, not a number (text, a bool, NaN, infinity) or negative, or a total above
+    `simulator.tune.MAX_SIZE_GB`, leaves the size unknown, saying which."""
+    table = description if isinstance(description, dict) else {}
+    gsis = table.get("GlobalSecondaryIndexes", [])
+    if not isinstance(gsis, list):
+        return Size(None, "DescribeTable's GlobalSecondaryIndexes is not a list")
+    parts = [("TableSizeBytes", table.get("TableSizeBytes"))]
+    for gsi in (g if isinstance(g, dict) else {} for g in gsis):
+        name = shown(str(gsi.get("IndexName")), 60)
+        parts.append((f"IndexSizeBytes of GSI {name}", gsi.get("IndexSizeBytes")))
+    total = 0.0
+    for name, value in parts:
+        size = _bytes(value)
+        if size is None:
+            got = "missing" if value is None else shown(repr(value), 40)
+            return Size(None, f"DescribeTable's {name} is {got}: expected a number of bytes >= 0")
+        total += size
+    if total / BYTES_PER_GB > MAX_SIZE_GB:
+        return Size(None, f"DescribeTable gives {total:,.0f} bytes, above {MAX_SIZE_GB:,.0f} GB")
+    return Size(total / BYTES_PER_GB)
+
+
+def _bytes(value: object) -> float | None:
+    """``value`` as a number of bytes: a finite number >= 0 (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def read_size(dynamodb: Any, table: str, index: str | None) -> Size:
+    """``table``'s size (`table_size`), read with DescribeTable; unknown for one GSI alone
+    (``index``: the class is the whole table's) or when it cannot be read."""
+    if index is not None:
+        return Size(None, "the table class is the whole table's: advise the table without --index")
+    try:
+        return table_size(dynamodb.describe_table(TableName=table)["Table"])
+    except Exception as exc:  # the size is unknown, the advice stands
+        return Size(None, f"DescribeTable: {shown(describe_error(exc))}")
+
+
 def advise_one(
     cloudwatch: Any,
     dynamodb: Any,
@@ -241,9 +311,10 @@ def advise_one(
     setup: Setup,
     autoscaling: Any = None,
 ) -> Advice | Failure:
-    """One table (or GSI): its history, the candidates on it and the recommendation (and,
-    with ``setup.current``, its current settings' figures); a [`Failure`][] with the
-    reason when any of it fails."""
+    """One table (or GSI): its history and size (`read_size`), the candidates on it and
+    the recommendation (and, with ``setup.current``, its current settings' figures); a
+    [`Failure`][] with the reason when any of it fails (its size aside: unknown, it only
+    leaves the table class unadvised)."""
     if not is_table_name(table):
         return Failure(table, index, "not a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)")
     try:
@@ -266,6 +337,7 @@ def advise_one(
         index,
         setup,
         lambda keys: read_current(dynamodb, autoscaling, table, keys, max_capacity),
+        read_size(dynamodb, table, index),
     )
 
 
@@ -275,9 +347,12 @@ def advise_trace(
     index: str | None,
     setup: Setup,
     current: Callable[[list[Key]], Current],
+    size: Size = Size(None, "its size was not read"),
 ) -> Advice | Failure:
-    """The candidates on ``trace`` (the history of ``table``) and the recommendation; with
-    ``setup.current``, the figures of the settings ``current(keys)`` says the table has."""
+    """The candidates on ``trace`` (the history of ``table``) and the recommendation, and
+    the table class for its ``size`` (none when the size is unknown: the notes say why);
+    with ``setup.current``, the figures of the settings ``current(keys)`` says the table
+    has."""
     if not any(v > 0 for series in trace.demand.values() for v in series):
         return Failure(
             table,
@@ -291,9 +366,11 @@ def advise_trace(
     early, later = place_split(
         trace, names, settings, setup.prices, setup.tick, setup.workers, split
     )
-    tuning = validate(early, later, setup.rule, trace, settings[0], split)
+    tuning = validate(early, later, setup.rule, trace, settings[0], split, size.gb, setup.prices)
     scale = MONTH_MINUTES / (trace.minutes - split)
-    advice = Advice(table, index, trace.minutes, tuning, _notes(trace))
+    unsized = "" if size.gb is not None else f"no table class advised: {size.unknown}"
+    notes = "; ".join(n for n in (_notes(trace), unsized) if n)
+    advice = Advice(table, index, trace.minutes, tuning, notes, unsized=unsized)
     if not setup.current:
         return advice
     now = current(list(trace.demand))
@@ -445,6 +522,7 @@ def text(results: Sequence[Advice | Failure], heading: str) -> str:
             *t.warnings,
             f"{_where(r)}: {t.summary}",
             f"  why: {t.reason}",
+            *(f"  {line}" for line in _class_lines(r)),
             f"  code to paste (CDK, Python) for {_where(r)}:",
             *(f"    {line}" for line in t.code.splitlines()),
         ]
@@ -458,6 +536,13 @@ def text(results: Sequence[Advice | Failure], heading: str) -> str:
     lines.append(f"advised {len(results) - len(failed)} of {len(results)}; failed {len(failed)}")
     lines += [f"  failed: {_where(f)}: {shown(f.reason)}" for f in failed]
     return "\n".join(lines)
+
+
+def _class_lines(r: Advice) -> list[str]:
+    """The table-class block (`simulator.tune.class_lines`), or why there is none."""
+    if r.tuning.table_class is None:
+        return [f"table class: {r.unsized or 'not advised'}"]
+    return class_lines(r.tuning.table_class)
 
 
 def _figures(c: Candidate) -> tuple[str, str]:

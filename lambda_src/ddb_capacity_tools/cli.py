@@ -233,8 +233,12 @@ def _tune_parser(sub: Any) -> None:
     _run_options(
         tn,
         '{"ensemble", "candidates", "frontier", "recommended", "reason", "rule", '
-        '"on_demand", "code"}',
+        '"on_demand", "code", "table_class"}',
     )
+    # the model's --table-size-gb also asks tune for the table class: read by _tune
+    size = next(a for a in tn._actions if a.dest == "table_size_gb")
+    size.type, size.default, size.metavar = None, None, "N"
+    size.help = _literal(f"{tune_module.SIZE_HELP} (docs: Tune, 'Table class')")
 
 
 def _choice_options(parser: argparse.ArgumentParser) -> None:
@@ -632,6 +636,9 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"{option}: got {given[0]!r}; tune takes none: it tries the policies given "
                 f"with --candidate P ({tune_module.CANDIDATE_HELP}; repeatable)"
             )
+    given = args.table_size_gb  # None when not given: no table-class advice
+    size = None if given is None else tune_module.table_size_gb(given)
+    args.table_size_gb = size or 0.0  # the partition model's, as for simulate
     rule, params, prices, name, candidates = _tuning_options(args)
     if args.html:
         page.check_path(args.html)  # before any work
@@ -639,7 +646,7 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     settings = settings_of(name, params, trace)
     progress = None if args.quiet else err
     tuning = tune_module.tune(
-        trace, settings, candidates, prices, args.tick, args.workers, rule, progress
+        trace, settings, candidates, prices, args.tick, args.workers, rule, progress, size
     )
     if args.html:
         written = page.write(args.html, page.tune_page(tuning, trace, name, len(settings)))

@@ -4,7 +4,8 @@ Lambda.
 The fleet report: one row per table of an account and Region, from ``advise``'s per-table
 documents (`advise.Advice.as_json`, `advise.Failure.as_json`): the option
 recommended and its dollars a month, the current settings' dollars a month, the dollars
-saved a month, the refused units a month of both and the refusals avoided, and the reason.
+saved a month, the refused units a month of both and the refusals avoided, the reason, and
+the table class advised (empty when the table's size was unknown).
 A table that failed is listed with its reason; a table the nightly run has no result for is
 listed as missing. Current settings that could not be read are unknown: their savings are
 empty, never zero.
@@ -32,6 +33,7 @@ from ddb_capacity_runtime.core.errors import CapacityError
 
 from .advise import MONTH_HOURS, shown
 from .page import TABLE_PAGES, fleet_page
+from .simulator.tune import TABLE_CLASSES
 
 __all__ = [
     "COLUMNS",
@@ -65,6 +67,7 @@ COLUMNS = (
     "refused_per_month_recommended",
     "refusals_avoided_per_month",
     "reason",
+    "table_class",
 )
 """The report's columns, in CSV order."""
 FILES = {
@@ -105,6 +108,8 @@ class Row:
     refused_per_month_recommended: float | None = None
     refusals_avoided_per_month: float | None = None
     reason: str = ""
+    table_class: str | None = None
+    """the table class advised (`simulator.tune.TABLE_CLASSES`); None: none was"""
 
 
 @dataclass(frozen=True)
@@ -200,7 +205,14 @@ def _advised(doc: Mapping[str, Any], table: str, index: str | None) -> Row:
         refused,
         now_refused - refused if known else None,  # type: ignore[operator]
         reason,
+        _table_class(doc.get("table_class")),
     )
+
+
+def _table_class(advice: object) -> str | None:
+    """The class an advised result recommends, if it is one DynamoDB has (untrusted)."""
+    picked = advice.get("recommended") if isinstance(advice, Mapping) else None
+    return picked if picked in TABLE_CLASSES else None
 
 
 def rows_of(docs: Sequence[Mapping[str, Any]], missing: Sequence[str] = ()) -> list[Row]:

@@ -27,6 +27,11 @@ its cost over the ensemble), the simpler is recommended (`simpler`). The reason 
 given in one sentence and in words, with what on-demand would cost (or, when it wins, by
 how much); every term shown is explained (`terms`); a history shorter than
 `MIN_HISTORY_DAYS` is warned of plainly. Its construct code is printed to paste.
+
+Given the table's size, the table class is advised too (`class_advice`): the
+recommendation's dollars a month under Standard and under Standard-Infrequent Access, its
+storage plus its throughput in each, and the cheaper (`STANDARD_IA`), which the pasted code
+then sets.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.core.policy import capacity_units
 
 from .ensemble import Spread
-from .params import ModelParams
+from .params import BOUNDS, ModelParams
 from .policies import DEFAULT_TICK_MINUTES, Spec, parse
 from .prices import Prices
 from .run import DimensionResult, compose_hybrid, hybrid_base, simulate
@@ -56,13 +61,20 @@ __all__ = [
     "ON_DEMAND",
     "PREWARM",
     "REFUSAL_FLOOR",
+    "STANDARD",
+    "STANDARD_IA",
     "STOCK",
+    "TABLE_CLASSES",
     "TERMS",
     "Candidate",
+    "ClassAdvice",
+    "ClassBill",
     "Rule",
     "TuneError",
     "Tuning",
     "choose",
+    "class_advice",
+    "class_lines",
     "code_for",
     "compared_only",
     "complexity",
@@ -86,6 +98,7 @@ __all__ = [
     "refusal_tolerance",
     "requested_units",
     "table",
+    "table_size_gb",
     "tune",
 ]
 
@@ -200,6 +213,30 @@ def refusal_price(text: str) -> float:
     return value
 
 
+MAX_SIZE_GB = BOUNDS["table_size_gb"][1]
+"""``--table-size-gb``'s largest value (the model's)."""
+SIZE_ALLOWED = (
+    f"the table's size in GB, a number from 0 to {MAX_SIZE_GB:,.0f} (digits and a decimal "
+    "point: 120 or 0.5)"
+)
+"""``--table-size-gb``'s values, in words."""
+SIZE_HELP = (
+    f"{SIZE_ALLOWED}; GB of 2^30 bytes, its indexes' included. Given, tune also advises the "
+    "table class; with --key-skew, it also sets the partitions (0 when not given)"
+)
+"""``--table-size-gb``'s help."""
+
+
+def table_size_gb(text: str) -> float:
+    """``--table-size-gb``: the table's size in GB, a number from 0 to `MAX_SIZE_GB`
+    (digits and a decimal point only)."""
+    number = text.strip()
+    value = float(number) if re.fullmatch(r"\d+(\.\d*)?|\.\d+", number) else math.nan
+    if not (math.isfinite(value) and value <= MAX_SIZE_GB):
+        raise TuneError(f"--table-size-gb: got {text!r}; expected {SIZE_ALLOWED}")
+    return value
+
+
 @dataclass(frozen=True)
 class Rule:
     """How the recommendation is chosen. By default (``price`` None) the cheapest candidate
@@ -288,6 +325,8 @@ class Tuning:
     """plain warnings: a history too short to judge (`history_warnings`)"""
     simpler_than: tuple[str, float] | None = None
     """a simpler candidate preferred within the noise: (the one the rule picked, the noise)"""
+    table_class: ClassAdvice | None = None
+    """the table class advised (`class_advice`); None: the table's size was not given"""
 
     @property
     def limit(self) -> float:
@@ -311,6 +350,7 @@ class Tuning:
             "summary": self.summary,
             "validation": self.validation,
             "warnings": list(self.warnings),
+            "table_class": None if self.table_class is None else self.table_class.as_json(),
         }
 
 
@@ -609,14 +649,16 @@ def tune(
     workers: int | None = None,
     rule: Rule = Rule(),
     progress: TextIO | None = None,
+    size_gb: float | None = None,
 ) -> Tuning:
     """``candidates``, the stock settings of `STOCK` and on-demand over ``trace``
     under ``settings``, chosen by validation (`validate`): fitted on the earlier half,
-    chosen on the later half, figures a month. A progress bar on ``progress``."""
+    chosen on the later half, figures a month; with ``size_gb``, the table class advised
+    too. A progress bar on ``progress``."""
     names = list(dict.fromkeys([*candidates, *STOCK, ON_DEMAND]))
     split = validation_split(trace)
     early, later = place_split(trace, names, settings, prices, tick, workers, split, progress)
-    return validate(early, later, rule, trace, settings[0], split)
+    return validate(early, later, rule, trace, settings[0], split, size_gb, prices)
 
 
 MIN_HISTORY_DAYS = 2
@@ -689,18 +731,23 @@ def validate(
     trace: Trace,
     params: ModelParams,
     split: int,
+    size_gb: float | None = None,
+    prices: Prices | None = None,
 ) -> Tuning:
     """Choose by validation: each family fitted on the earlier part (`fit`), the
     fitted candidates, every stock target and on-demand chosen among on the later part
     (from minute ``split``) by `decide`, every figure scaled to a month of
-    `MONTH_HOURS` (a one-time charge counted once, in that month)."""
+    `MONTH_HOURS` (a one-time charge counted once, in that month); with ``size_gb``, the
+    table class advised on the month's figures at ``prices``."""
     fitted = fit(early, rule, _requested(trace, 0, split)) if split else {}
     kept = [c for c in later if fitted.get(family(c.policy), c.policy) == c.policy]
     minutes = trace.minutes - split
     scale = MONTH_MINUTES / minutes
     monthly = _with_frontier([scaled(c, scale) for c in kept])
     requested = _requested(trace, split, trace.minutes) * scale
-    tuning = decide(monthly, rule, trace, params, " a month", scale, requested)
+    tuning = decide(
+        monthly, rule, trace, params, " a month", scale, requested, size_gb, prices or Prices()
+    )
     validation = {
         "split_minute": split,
         "split_time": f"{trace.time(split):%Y-%m-%dT%H:%M}Z",
@@ -777,12 +824,16 @@ def decide(
     period: str = "",
     scale: float = 1.0,
     requested: float | None = None,
+    size_gb: float | None = None,
+    prices: Prices | None = None,
 ) -> Tuning:
     """The [`Tuning`][] of candidates already placed ([`place`][]) on ``trace``;
     ``period`` follows every amount in the reason (" a month" when the candidates were
     scaled to a month), and ``scale`` is that scaling (the requested units are the
     trace's times ``scale``, unless ``requested`` gives them). Of the rule's pick and a
-    simpler candidate within the noise, the simpler (`simpler`)."""
+    simpler candidate within the noise, the simpler (`simpler`). With ``size_gb``, the
+    table class for the pick's cost (its throughput: `class_advice`, at ``prices``), and
+    the code sets it."""
     requested = requested_units(trace, scale) if requested is None else requested
     ruled, best = choose(placed, rule, requested)
     within = _eligible(placed, rule, best, requested)
@@ -791,10 +842,17 @@ def decide(
     reason = _reason(pick, best, rule, requested, len(within), on_demand, period)
     if pick is not ruled:
         reason += " " + _simpler_words(pick, ruled, rule, period)
+    classes = None if size_gb is None else class_advice(size_gb, pick.cost, prices or Prices())
     return Tuning(
         list(placed),
         pick,
-        code_for(spec_of(pick.policy), trace, params, _warm_for(pick.policy, trace, params)),
+        code_for(
+            spec_of(pick.policy),
+            trace,
+            params,
+            _warm_for(pick.policy, trace, params),
+            None if classes is None else classes.recommended,
+        ),
         best,
         rule,
         requested,
@@ -802,6 +860,7 @@ def decide(
         on_demand,
         summary=_summary(pick, best, rule, pick is not ruled, period),
         simpler_than=None if pick is ruled else (ruled.policy, noise(ruled)),
+        table_class=classes,
     )
 
 
@@ -1017,15 +1076,22 @@ def bounds_for(
 
 
 def code_for(
-    spec: Spec, trace: Trace, params: ModelParams, warm: dict[str, int] | None = None
+    spec: Spec,
+    trace: Trace,
+    params: ModelParams,
+    warm: dict[str, int] | None = None,
+    table_class: str | None = None,
 ) -> str:
     """The construct code that deploys ``spec`` on a table, each dimension's range from the
     trace's traffic (`bounds_for`); with ``warm`` (per dimension), the table
-    pre-warmed to it; with the fast path's signals on in ``params``, the fast path."""
+    pre-warmed to it; with the fast path's signals on in ``params``, the fast path; with
+    ``table_class`` `STANDARD_IA`, the table in that class (Standard is the default)."""
+    klass = f"table_class=dynamodb.TableClass.{STANDARD_IA}" if table_class == STANDARD_IA else ""
+    line = f"    {klass},\n" if klass else ""
     if spec.kind == "on-demand":
         return (
             "dynamodb.Table(self, 'Table', partition_key=..., "
-            "billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST)\n"
+            f"billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST{', ' + klass if klass else ''})\n"
         )
     target = spec.value or 70
     (r_lo, r_hi), (w_lo, w_hi) = bounds_for(trace, params, target).values()
@@ -1040,6 +1106,7 @@ def code_for(
             f"target_utilization_percent={target}{marks['read']}),\n"
             f"    write=Capacity(min_capacity={w_lo}, max_capacity={w_hi}, "
             f"target_utilization_percent={target}{marks['write']}),\n"
+            f"{line}"
             ")\n"
         )
         if spec.kind == "stock":
@@ -1062,7 +1129,7 @@ def code_for(
             "    self, 'Table', partition_key=...,\n"
             "    billing_mode=dynamodb.BillingMode.PROVISIONED,\n"
             f"    read_capacity={r_lo}, write_capacity={w_lo},\n"
-            f"{warmed}"
+            f"{warmed}{line}"
             ")\n"
             "ThrottleAwareScaler(\n"
             "    self, 'Scaler', tables=[table], mode='autopilot',\n"
@@ -1093,6 +1160,113 @@ def _fast_path_code(params: ModelParams, library: bool) -> str:
         else ""
     )
     return hook + stream
+
+
+STANDARD = "STANDARD"
+STANDARD_IA = "STANDARD_INFREQUENT_ACCESS"
+TABLE_CLASSES = (STANDARD, STANDARD_IA)
+"""DynamoDB's table classes, as DescribeTable and CloudFormation name them."""
+CLASS_CAVEATS = (
+    "Reserved capacity applies to the Standard class only: a table moved to Standard-IA "
+    "leaves any reservation it used. AWS allows at most two table class updates per table "
+    "in any 30 days, so switch only for a difference that lasts."
+)
+"""What the table-class advice cannot weigh, said with every piece of it."""
+
+
+@dataclass(frozen=True)
+class ClassBill:
+    """One table class's dollars a month: storage and throughput."""
+
+    storage_usd: float
+    throughput_usd: float
+
+    @property
+    def total_usd(self) -> float:
+        return self.storage_usd + self.throughput_usd
+
+    def as_json(self) -> dict[str, float]:
+        return {
+            "storage_usd": round(self.storage_usd, 6),
+            "throughput_usd": round(self.throughput_usd, 6),
+            "total_usd": round(self.total_usd, 6),
+        }
+
+
+@dataclass(frozen=True)
+class ClassAdvice:
+    """The table class advised for a table of ``size_gb``: each class's bill a month, the
+    cheaper recommended (Standard when they cost the same: nothing to move), and
+    ``break_even_gb``, the size above which Standard-IA is cheaper at this throughput (None:
+    it never is; 0: at any size)."""
+
+    size_gb: float
+    standard: ClassBill
+    infrequent: ClassBill
+    break_even_gb: float | None
+
+    @property
+    def recommended(self) -> str:
+        cheaper = self.infrequent.total_usd < self.standard.total_usd
+        return STANDARD_IA if cheaper else STANDARD
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "recommended": self.recommended,
+            "size_gb": round(self.size_gb, 6),
+            "standard": self.standard.as_json(),
+            "standard_infrequent_access": self.infrequent.as_json(),
+        }
+
+
+def class_advice(size_gb: float, throughput_usd: float, prices: Prices) -> ClassAdvice:
+    """The table class for a table of ``size_gb`` whose throughput (read and write
+    capacity, or on-demand requests, its indexes' included) costs ``throughput_usd`` a
+    month under Standard: storage at ``prices.storage_gb_month`` against
+    ``prices.ia_storage_gb_month``, throughput times ``prices.ia_throughput_factor`` under
+    Standard-IA. The 25 GB AWS stores free each month are the account's, not a table's, so
+    they are not counted."""
+    extra = throughput_usd * (prices.ia_throughput_factor - 1)
+    saved_per_gb = prices.storage_gb_month - prices.ia_storage_gb_month
+    break_even = None if saved_per_gb <= 0 else max(0.0, extra / saved_per_gb)
+    return ClassAdvice(
+        size_gb,
+        ClassBill(size_gb * prices.storage_gb_month, throughput_usd),
+        ClassBill(size_gb * prices.ia_storage_gb_month, throughput_usd + extra),
+        break_even,
+    )
+
+
+def class_lines(advice: ClassAdvice) -> list[str]:
+    """The table-class block: both classes' dollars a month, the recommendation with why in
+    one sentence, and what the advice cannot weigh (`CLASS_CAVEATS`)."""
+    std, ia = advice.standard, advice.infrequent
+    rows: list[tuple[str, ...]] = [("class", "storage $", "throughput $", "total $", "")]
+    for name, bill in ((STANDARD, std), (STANDARD_IA, ia)):
+        money = (bill.storage_usd, bill.throughput_usd, bill.total_usd)
+        mark = "<- recommended" if name == advice.recommended else ""
+        rows.append((name, *(f"{v:,.2f}" for v in money), mark))
+    stored = std.storage_usd - ia.storage_usd
+    served = ia.throughput_usd - std.throughput_usd
+    gb = f"{advice.size_gb:,.3f}".rstrip("0").rstrip(".") + " GB"
+    if advice.recommended == STANDARD_IA:
+        why = (
+            f"at {gb}, Standard-IA stores the table for ${stored:,.2f} a month less, more than "
+            f"the ${served:,.2f} more it charges for throughput"
+        )
+    else:
+        why = (
+            f"at {gb}, Standard-IA would store the table for ${stored:,.2f} a month less but "
+            f"charge ${served:,.2f} more for throughput"
+        )
+    if advice.break_even_gb:
+        why += f"; Standard-IA is cheaper above {advice.break_even_gb:,.1f} GB at this throughput"
+    return [
+        f"table class (dollars a month; {gb} stored, the recommendation's throughput):",
+        *(f"  {line}" for line in fixed_width(rows, left=1)),
+        f"  {advice.recommended}: {why}.",
+        f"  {CLASS_CAVEATS}",
+    ]
 
 
 TERMS = {
@@ -1241,6 +1415,7 @@ def table(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
             "",
             f"recommended: {tuning.recommended.policy}. {tuning.reason}",
             "",
+            *([*class_lines(tuning.table_class), ""] if tuning.table_class else []),
             "what the terms mean:",
             *terms(tuning),
             "",
