@@ -282,6 +282,12 @@ def test_every_candidates_code_parses_and_names_what_it_deploys() -> None:
                 "read": math.ceil(10 / (spec.value / 100)),
                 "write": math.ceil(5 / (spec.value / 100)),
             }
+        # in Standard-IA (the table class advised): the same code, the class on the table
+        infrequent = code_for(spec, trace, ModelParams(), warm, "STANDARD_INFREQUENT_ACCESS")
+        ast.parse(infrequent)
+        klass = "table_class=dynamodb.TableClass.STANDARD_INFREQUENT_ACCESS"
+        assert infrequent.count(klass) == 1 and "table_class" not in code, name
+        assert infrequent.replace(f"    {klass},\n", "").replace(f", {klass}", "") == code, name
 
 
 def _c(name: str, refused: float, cost: float) -> Candidate:

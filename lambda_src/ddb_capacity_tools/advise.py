@@ -368,8 +368,9 @@ def advise_trace(
     )
     tuning = validate(early, later, setup.rule, trace, settings[0], split, size.gb, setup.prices)
     scale = MONTH_MINUTES / (trace.minutes - split)
-    unsized = "" if size.gb is not None else f"no table class advised: {size.unknown}"
-    notes = "; ".join(n for n in (_notes(trace), unsized) if n)
+    unsized = "" if size.gb is not None else size.unknown
+    unadvised = f"no table class advised: {unsized}" if unsized else ""
+    notes = "; ".join(n for n in (_notes(trace), unadvised) if n)
     advice = Advice(table, index, trace.minutes, tuning, notes, unsized=unsized)
     if not setup.current:
         return advice
@@ -541,7 +542,7 @@ def text(results: Sequence[Advice | Failure], heading: str) -> str:
 def _class_lines(r: Advice) -> list[str]:
     """The table-class block (`simulator.tune.class_lines`), or why there is none."""
     if r.tuning.table_class is None:
-        return [f"table class: {r.unsized or 'not advised'}"]
+        return [f"table class: not advised: {r.unsized or 'the table size is unknown'}"]
     return class_lines(r.tuning.table_class)
 
 
