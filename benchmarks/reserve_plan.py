@@ -180,6 +180,12 @@ def fleet_report(name: str, tables: list[reserve.TableHours], setup: reserve.Set
         capped = reserve.no_regret(plan.plan, term, plan.prices)
         capped_bill = _score(plan, capped, term)
         alone = _alone(tables, term, setup)
+        hindsight = reserve.size(plan.score, term, plan.prices, futures=(1.0,))
+        hindsight_bill = _score(plan, hindsight, term)
+        own_world = {
+            rule: reserve.fleet_bill(plan.current_score, u, term, plan.prices)
+            for rule, u in anchors.items()
+        }
         refused, refused70 = plan.refused, plan.current_refused
         a = ours <= 0.5 * stock70 and refused <= refused70
         b = ours <= 0.93 * better
@@ -195,6 +201,14 @@ def fleet_report(name: str, tables: list[reserve.TableHours], setup: reserve.Set
                 f"    anchor {rule}: {anchors[rule]['read']:,} / {anchors[rule]['write']:,} "
                 f"-> ${bill_:,.2f}\n"
                 for rule, bill_ in anchor_bills.items()
+            )
+            + f"    hindsight (the level best for the scored hours themselves): "
+            f"{hindsight['read']:,} / {hindsight['write']:,} -> ${hindsight_bill:,.2f} "
+            f"({hindsight_bill / better:.3f} x the better anchor: no sizing can do better)\n"
+            + "".join(
+                f"    anchor {rule} on stock:70's own scored hours (its policy kept): "
+                f"${bill_:,.2f} ({ours / bill_:.3f})\n"
+                for rule, bill_ in own_world.items()
             )
             + f"    without the rule for uncertainty: {raw['read']:,} / {raw['write']:,} -> "
             f"${raw_bill:,.2f}\n"
