@@ -14,7 +14,7 @@
                          [--broker NAME | --store NAME] [--json]
     ddb-capacity tune (--trace FILE.csv | --table NAME [--days N]) [--candidate P ...]
                       [--refusal-tolerance F] [--refusal-floor F] [--refusal-price USD]
-                      [--ensemble NAME] [--json] [--html FILE.html]
+                      [--table-size-gb N] [--ensemble NAME] [--json] [--html FILE.html]
     ddb-capacity advise (--table NAME [--index NAME] | --all-tables [--processes N]) [--days N]
                         [--candidate P ...] [--refusal-tolerance F] [--refusal-floor F]
                         [--refusal-price USD] [--json] [--report DIR | s3://BUCKET/PREFIX]
