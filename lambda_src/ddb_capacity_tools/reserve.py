@@ -6,11 +6,12 @@ Region) should buy, with the scaler in the loop (docs: Reserved capacity).
 Each table's policy is the one ``tune`` recommends on the planning part of its history (or
 the one ``--policy`` names); ``tune``'s rule also chooses again among the same runs with
 provisioned units at the reserved rate (`_recommend`), and the fleet switches a table to
-that choice where, with the reservation sized again, its bill is less (`_choose`). That policy runs over the table's whole history (it sees only
-the past, so what it does on the planning part is what it would have done on that part
-alone), as does the policy that made the past bill (``--current``). Their provisioned units
-are billed by the hour as AWS bills them (`hourly`: an hour's units are the highest level
-provisioned in it, per table and GSI, summed over the fleet), read and write apart.
+that choice where, with the reservation sized again, its bill is less (`_choose`). That
+policy runs over the table's whole history (it sees only the past, so what it does on the
+planning part is what it would have done on that part alone), as does the policy that made
+the past bill (``--current``). Their provisioned units are billed by the hour as AWS bills
+them (`hourly`: an hour's units are the highest level provisioned in it, per table and GSI,
+summed over the fleet), read and write apart.
 
 The plan (`no_regret`) is, per dimension, the number of 100-unit blocks that would have
 cost least over the planning part under the recommended policies, cut to the most blocks

@@ -92,8 +92,8 @@ def add_parser(sub: Any) -> None:
     )
     rs.add_argument(
         "--term",
-        choices=(*TERMS, "both"),
         default="1y",
+        metavar="1y|3y|both",
         help="the reservation's term; both: the cheaper of the two (default 1y, offered in "
         "every Region)",
     )
@@ -120,6 +120,10 @@ def add_parser(sub: Any) -> None:
 def _setup(args: argparse.Namespace) -> reserve.Setup:
     """The options that need no trace, checked."""
     params = ModelParams()
+    if args.term not in (*TERMS, "both"):
+        raise reserve.ReserveError(
+            f"--term: got {args.term!r}; expected 1y, 3y or both (the terms AWS offers)"
+        )
     prices = Prices().overridden(args.price)
     current = parse(args.current, params.max_capacity)
     if current.kind not in PROVISIONED:

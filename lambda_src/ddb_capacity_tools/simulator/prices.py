@@ -27,9 +27,10 @@ Guide, "DynamoDB reserved capacity"), which these figures reproduce to the perce
 the dollar figures themselves: they are UNVERIFIED (`RESERVED_VERIFIED`), and the plan says
 so. Override each (``--price reserved_1y_wcu_upfront=...``).
 
-The Standard-Infrequent Access table class (docs: Tune, "Table class") stores data for less and
-serves throughput for more: us-east-1 list prices, $0.25 a GB-month stored in Standard against $0.10 in Standard-IA, and 25 % more per provisioned
-unit-hour and per on-demand request unit in Standard-IA.
+The Standard-Infrequent Access table class (docs: Tune, "Table class") stores data for less
+and serves throughput for more: us-east-1 list prices, $0.25 a GB-month stored in Standard
+against $0.10 in Standard-IA, and 25 % more per provisioned unit-hour and per on-demand
+request unit in Standard-IA.
 """
 
 from __future__ import annotations
