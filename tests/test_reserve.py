@@ -263,25 +263,42 @@ def test_a_term_not_offered_is_refused(fleet_files):
     )
 
 
-def test_all_tables_plans_on_every_readable_table(aws_env, monkeypatch):
+@pytest.fixture(scope="module")
+def region(aws_env: dict[str, str]) -> Any:
+    """Two tables of a Region no other test uses, with a day of steady traffic each (900
+    and 150 units/s); the end of that day."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in aws_env.items():
+            patch.setenv(name, value)
+        patch.setenv("AWS_DEFAULT_REGION", REGION)
+        patch.setenv("AWS_REGION", REGION)
+        ddb = boto3.client("dynamodb", region_name=REGION)
+        cloudwatch = boto3.client("cloudwatch", region_name=REGION)
+        for name in ddb.list_tables()["TableNames"]:
+            ddb.delete_table(TableName=name)
+        end = datetime.now(UTC).replace(second=0, microsecond=0)
+        for name, level in (("ReserveBig", 900), ("ReserveSmall", 150)):
+            ddb.create_table(
+                TableName=name,
+                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
+            )
+            for dim in ("read", "write"):
+                put_traffic(cloudwatch, name, dim, level, end=end, minutes=range(1, 1440))
+        yield end
+
+
+@pytest.fixture
+def in_region(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in aws_env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     monkeypatch.setenv("AWS_REGION", REGION)
-    ddb = boto3.client("dynamodb", region_name=REGION)
-    cloudwatch = boto3.client("cloudwatch", region_name=REGION)
-    for name in ddb.list_tables()["TableNames"]:
-        ddb.delete_table(TableName=name)
-    end = datetime.now(UTC).replace(second=0, microsecond=0)
-    for name, level in (("ReserveBig", 900), ("ReserveSmall", 150)):
-        ddb.create_table(
-            TableName=name,
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
-        )
-        for dim in ("read", "write"):
-            put_traffic(cloudwatch, name, dim, level, end=end, minutes=range(1, 1440))
+
+
+def test_all_tables_plans_on_every_readable_table(region, in_region):
+    end = region
     code, out, err = run(
         "reserve", "--all-tables", "--days", "1", "--end", end.isoformat(),
         "--policy", "stock:90", "--json", "--quiet", "--processes", "1",
@@ -341,3 +358,29 @@ def test_the_page_draws_the_fleet_hours_and_the_reserved_line_in_a_browser(fleet
             ("reserved", "bound"),
         }
         assert {points for _, _, points in series(panel)} == {2 * 1440}  # a point a minute
+
+
+def test_advise_all_tables_shows_the_reservation_beside_each_tables_advice(
+    region, in_region, tmp_path
+):
+    end = region
+    code, out, err = run(
+        "advise", "--all-tables", "--days", "1", "--end", end.isoformat(), "--quiet",
+        "--processes", "1", "--workers", "1", "--report", str(tmp_path), "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    plan = json.loads(out)["reservation"]
+    assert plan["term"] == "1y" and plan["read_units"] > 0 and plan["read_units"] % 100 == 0
+    units = plan["median_hourly_units"]
+    assert set(units) == {"ReserveBig", "ReserveSmall"}
+    assert units["ReserveBig"]["read"] > 900 > units["ReserveSmall"]["read"] > 150
+    assert plan["monthly_usd"]["with_plan"] < plan["monthly_usd"]["without_plan"]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["reservation"] == plan
+    page = (tmp_path / "report.html").read_text()
+    assert "<h2>Reserved capacity</h2>" in page and 'id="reservation"' in page
+    code, words, _ = run(
+        "advise", "--all-tables", "--days", "1", "--end", end.isoformat(), "--quiet",
+        "--processes", "1", "--workers", "1",
+    )  # fmt: skip
+    assert "reserved capacity, on the recommendations: reserve" in words

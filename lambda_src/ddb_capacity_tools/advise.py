@@ -43,6 +43,8 @@ from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.core.names import is_table_name
 
 from .fleet_current import Current, current_figures, read_current
+from .reserve import Setup as ReserveSetup
+from .reserve import TableHours, plan_table
 from .simulator.backtest import history
 from .simulator.params import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES
@@ -117,6 +119,9 @@ class Setup:
     rule: Rule = Rule()
     current: bool = False
     """also read each table's current settings and place them (`fleet_current`)"""
+    reserve_hours: bool = False
+    """also run each table's recommendation over its whole history for the fleet's
+    reservation plan (`reserve.plan_table`)"""
 
 
 Source = Callable[[str, "str | None", Setup], tuple[Trace, Current]]
@@ -159,6 +164,9 @@ class Advice:
     current: Current | None = None
     """the current settings (None: not read) and their figures a month (None: unknown)"""
     current_figures: Candidate | None = None
+    hours: TableHours | None = None
+    """the table's hours under its recommendation, for the reservation plan (None: not
+    asked for)"""
     unsized: str = ""
     """why no table class is advised (the table's size is unknown); empty when one is"""
 
@@ -372,6 +380,8 @@ def advise_trace(
     unadvised = f"no table class advised: {unsized}" if unsized else ""
     notes = "; ".join(n for n in (_notes(trace), unadvised) if n)
     advice = Advice(table, index, trace.minutes, tuning, notes, unsized=unsized)
+    if setup.reserve_hours:
+        advice = replace(advice, hours=_hours(trace, table, tuning.recommended.policy, setup))
     if not setup.current:
         return advice
     now = current(list(trace.demand))
@@ -384,6 +394,19 @@ def advise_trace(
     return replace(
         advice, current=now, current_figures=None if figures is None else scaled(figures, scale)
     )
+
+
+def _hours(trace: Trace, table: str, policy: str, setup: Setup) -> TableHours:
+    """``trace``'s hours under ``policy`` over the whole history (the reservation plan's
+    input; the policy is its own ``current``, so it runs once)."""
+    recommended = ReserveSetup(
+        current=policy,
+        policy=policy,
+        params=setup.params,
+        prices=setup.prices or Prices(),
+        tick=setup.tick,
+    )
+    return replace(plan_table(trace, trace.minutes, recommended), name=table)
 
 
 def _notes(trace: Trace) -> str:

@@ -716,14 +716,18 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         workers,
         rule,
         current=report is not None or args.html is not None,
+        reserve_hours=args.all_tables,
     )
     results = advise_module.advise(
         advise_module.boto3_clients, tables, setup, None if args.quiet else err, processes
     )
     until = _iso(end)
     about = {"ensemble": name, "days": days, "end": until}
+    reservation = _reservation(results, prices) if args.all_tables else None
     if args.json:
         doc = advise_module.as_json(results, **about)
+        if args.all_tables:
+            doc["reservation"] = reservation
         out.write(json.dumps(doc) + "\n")
     else:
         heading = (
@@ -734,24 +738,43 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"later half, median (min-max over the ensemble), read + write"
         )
         out.write(advise_module.text(results, heading) + "\n")
+        if reservation is not None:
+            out.write("\n" + reserve.summary_words(reservation) + "\n")
     if report is not None:  # after the output: a report that cannot be written loses nothing
         out.flush()
         pages = page.table_pages(results, about) if args.all_tables else None
-        fleet.write(fleet.build(results, about), report, made_s3=_s3_client, pages=pages)
+        built = fleet.build(results, about, reservation=reservation)
+        fleet.write(built, report, made_s3=_s3_client, pages=pages)
     if args.html:
-        _advise_page(args.html, results, about, args.all_tables, err)
+        _advise_page(args.html, results, about, args.all_tables, err, reservation)
     return 1 if any(isinstance(r, advise_module.Failure) for r in results) else 0
 
 
+def _reservation(results: Sequence[Any], prices: Prices) -> dict[str, Any] | None:
+    """The reservation plan (one year) on the advised tables' recommendations over their
+    whole history (`reserve.summary`); None when no table was advised."""
+    hours = [r.hours for r in results if getattr(r, "hours", None) is not None]
+    if not hours:
+        return None
+    plan = reserve.plan_fleet(hours, ["1y"], reserve.Setup(prices=prices))
+    return reserve.summary(plan)
+
+
 def _advise_page(
-    path: str, results: Sequence[Any], about: dict[str, Any], fleet_wide: bool, err: TextIO
+    path: str,
+    results: Sequence[Any],
+    about: dict[str, Any],
+    fleet_wide: bool,
+    err: TextIO,
+    reservation: dict[str, Any] | None = None,
 ) -> None:
     """One table's page at ``path``; with --all-tables the fleet page there and each
     table's page in ``tables/`` beside it."""
     if not fleet_wide:
         written = page.write(path, page.table_page(results[0], about))
     else:
-        written = page.write(path, page.fleet_page(fleet.build(results, about)))
+        built = fleet.build(results, about, reservation=reservation)
+        written = page.write(path, page.fleet_page(built))
         for name, body in page.table_pages(results, about).items():
             (written.parent / name).parent.mkdir(exist_ok=True)
             page.write(written.parent / name, body)

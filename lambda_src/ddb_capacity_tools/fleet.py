@@ -116,6 +116,9 @@ class Row:
 class Report:
     rows: list[Row]
     about: dict[str, Any] = field(default_factory=dict)
+    reservation: dict[str, Any] | None = None
+    """the fleet's reservation plan on the recommendations (`reserve.summary`); None: not
+    made (a single table, or the nightly advisor)"""
 
     def totals(self) -> dict[str, Any]:
         """Counts by status, and the figures summed over the tables whose current
@@ -240,11 +243,17 @@ def rows_of(docs: Sequence[Mapping[str, Any]], missing: Sequence[str] = ()) -> l
     return rows
 
 
-def build(results: Sequence[Any], about: Mapping[str, Any], missing: Sequence[str] = ()) -> Report:
+def build(
+    results: Sequence[Any],
+    about: Mapping[str, Any],
+    missing: Sequence[str] = (),
+    reservation: dict[str, Any] | None = None,
+) -> Report:
     """The report of ``advise``'s results (objects with ``as_json()``, or their
-    documents), ``missing`` tables listed after them; ``about`` says what was advised."""
+    documents), ``missing`` tables listed after them; ``about`` says what was advised;
+    ``reservation``, the fleet's reservation plan when one was made."""
     docs = [r if isinstance(r, Mapping) else r.as_json() for r in results]
-    return Report(rows_of(docs, missing), dict(about))
+    return Report(rows_of(docs, missing), dict(about), reservation)
 
 
 def _cell(value: object) -> str:
@@ -271,6 +280,7 @@ def as_json(report: Report) -> str:
             **report.about,
             "month_hours": MONTH_HOURS,
             "totals": report.totals(),
+            **({} if report.reservation is None else {"reservation": report.reservation}),
             "tables": [asdict(r) for r in report.rows],
         },
         indent=1,

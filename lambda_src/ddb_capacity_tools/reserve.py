@@ -91,6 +91,8 @@ __all__ = [
     "prices_json",
     "plan_tables",
     "size",
+    "summary",
+    "summary_words",
     "text",
 ]
 
@@ -742,6 +744,55 @@ def as_json(plan: Plan, about: dict[str, Any]) -> dict[str, Any]:
         else None,
         **figures(plan),
     }
+
+
+def summary(plan: Plan) -> dict[str, Any]:
+    """The plan in short, for ``advise --all-tables`` and its fleet report: the plan, its
+    upfront fee, the month with and without it (and at a third less traffic), the prices'
+    status, and each table's median hourly units under its policy."""
+    f = figures(plan)
+    tables: dict[str, dict[str, float]] = {}
+    for t in plan.tables:
+        run = t.run(plan.policies[t.name] != t.listed.policy)
+        tables[t.name] = {d: _median(run.plan.units(d)) for d in DIMENSIONS}
+    return {
+        "term": plan.term,
+        "read_units": plan.units.get("read", 0),
+        "write_units": plan.units.get("write", 0),
+        "upfront_usd": f["upfront_usd"],
+        "monthly_usd": f["monthly_usd"],
+        "fall_by_third_monthly_usd": f["fall_by_third_monthly_usd"],
+        "break_even": f["break_even"],
+        "reserved_verified": prices_json(plan.prices)["reserved_verified"],
+        "median_hourly_units": tables,
+    }
+
+
+def _median(values: Sequence[int]) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    mid = len(ordered) // 2
+    return float(ordered[mid]) if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def summary_words(short: dict[str, Any]) -> str:
+    """`summary` in one paragraph."""
+    m, fall = short["monthly_usd"], short["fall_by_third_monthly_usd"]
+    plan = (
+        "no reservation pays"
+        if short["term"] is None
+        else f"reserve {short['read_units']:,} read and {short['write_units']:,} write units "
+        f"for {short['term']} ({_money(short['upfront_usd'])} up front)"
+    )
+    unverified = "" if short["reserved_verified"] else "; the reserved fees are unverified"
+    return (
+        f"reserved capacity, on the recommendations: {plan}: {_money(m['with_plan'])} a month "
+        f"with it, {_money(m['without_plan'])} without it; with a third less traffic "
+        f"{_money(fall['with_plan'])} and {_money(fall['without_plan'])}{unverified} "
+        "(docs: Reserved capacity; ddb-capacity reserve plans it with each table's policy "
+        "chosen again at the reserved rate)"
+    )
 
 
 def _money(value: float) -> str:

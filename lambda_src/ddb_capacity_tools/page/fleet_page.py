@@ -95,6 +95,56 @@ def _totals(t: dict[str, Any]) -> str:
     )
 
 
+def _reservation(plan: dict[str, Any] | None) -> str:
+    """The fleet's reservation plan, and each table's median hourly units under its
+    recommendation beside it; nothing when no plan was made."""
+    if plan is None:
+        return ""
+    units = plan["median_hourly_units"]
+    total = {d: sum(v[d] for v in units.values()) or 1.0 for d in ("read", "write")}
+    rows = sorted(units.items(), key=lambda kv: -(kv[1]["read"] + 5 * kv[1]["write"]))
+    m = plan["monthly_usd"]
+    words = (
+        "no reservation pays"
+        if plan["term"] is None
+        else f"{plan['read_units']:,} read and {plan['write_units']:,} write units for "
+        f"{plan['term']}"
+    )
+    return (
+        "<h2>Reserved capacity</h2>"
+        '<div class="figures">'
+        + figure("plan", words)
+        + figure("a month with it", money(m["with_plan"]), "good")
+        + figure("a month without it", money(m["without_plan"]))
+        + figure("up front", money(plan["upfront_usd"]))
+        + "</div>"
+        + '<p class="muted">'
+        + text(
+            "Sized on each table's recommendation over its whole history (docs: Reserved "
+            "capacity): an hour's units are the highest provisioned in it, summed over the "
+            "tables. `ddb-capacity reserve` plans it with each table's policy chosen again "
+            "at the reserved rate and scores it on history it was not planned on."
+            + ("" if plan["reserved_verified"] else " The reserved fees are unverified.")
+        )
+        + "</p>"
+        + table(
+            (("table", False), ("read units an hour", True), ("share", True),
+             ("write units an hour", True), ("share", True)),
+            (
+                (
+                    (name, None),
+                    (f"{v['read']:,.0f}", v["read"]),
+                    (f"{v['read'] / total['read']:.0%}", v["read"] / total["read"]),
+                    (f"{v['write']:,.0f}", v["write"]),
+                    (f"{v['write'] / total['write']:.0%}", v["write"] / total["write"]),
+                )
+                for name, v in rows
+            ),
+            'id="reservation" class="sortable"',
+        )
+    )  # fmt: skip
+
+
 def _controls() -> str:
     return (
         '<div class="controls"><input type="search" data-filter="fleet" '
@@ -119,6 +169,8 @@ def fleet_page(report: Report, links: str | None = TABLE_PAGES) -> str:
         f"{text(f' (unknown for {unknown})' if unknown else '')}; a saving below zero is a "
         "recommendation that costs more because it refuses less. Click a column to sort, "
         "a table to see its own page.</p>"
+        f"{_reservation(report.reservation)}"
+        "<h2>Tables</h2>"
         f"{_controls()}"
         + table(
             HEADER,
