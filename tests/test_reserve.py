@@ -384,3 +384,29 @@ def test_advise_all_tables_shows_the_reservation_beside_each_tables_advice(
         "--processes", "1", "--workers", "1",
     )  # fmt: skip
     assert "reserved capacity, on the recommendations: reserve" in words
+
+
+def test_a_fleet_reports_recommendations_replace_tune_for_the_tables_it_advised(
+    fleet_files, tmp_path
+):
+    report = tmp_path / "report.json"
+    rows = [
+        {"table": "orders", "index": None, "status": "advised", "recommended": "stock:80"},
+        {"table": "carts", "index": None, "status": "advised", "recommended": "sometimes"},
+        {"table": "o\u0000", "index": None, "status": "advised", "recommended": "stock:50"},
+        "not a row",
+    ]
+    report.write_text(json.dumps({"tables": rows}))
+    code, out, err = run(
+        "reserve", "--trace", fleet_files[0], "--trace", fleet_files[1], "--quiet", "--json",
+        "--recommended", str(report), "--candidate", "stock:90", "--processes", "1",
+    )  # fmt: skip
+    assert code == 0, err
+    tables = {t["name"]: t for t in json.loads(out)["tables"]}
+    assert tables["orders"]["listed_policy"] == "stock:80"
+    assert tables["orders"]["reserved_policy"] is None  # given, not tuned
+    # carts' recommendation is not one the simulator runs: tuned as if not in the report
+    assert tables["carts"]["listed_policy"] != "sometimes"
+    report.write_text('{"tables": 3}')
+    code, _, err = run("reserve", "--trace", fleet_files[0], "--recommended", str(report))
+    assert code == 2 and "--recommended" in err and "not a fleet report" in err

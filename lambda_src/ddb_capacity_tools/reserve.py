@@ -332,6 +332,9 @@ class Setup:
     policy: str | None = None
     """Every table's policy; None: each table's recommendation by ``tune`` on the planning
     part."""
+    policies: dict[str, str] = field(default_factory=dict)
+    """Per table name, its policy (a fleet report's recommendation); a table not named here
+    gets ``policy``, or tune's recommendation."""
     candidates: tuple[str, ...] = CANDIDATES
     ensemble: str = "plausible"
     params: ModelParams = field(default_factory=ModelParams)
@@ -446,8 +449,9 @@ def plan_table(trace: Trace, split: int, setup: Setup) -> TableHours:
     and under ``setup.current``: the planning part is minutes 0 to ``split`` (the whole
     trace when ``split`` is its length)."""
     warnings: tuple[str, ...] = ()
-    if setup.policy is not None:
-        listed, cheaper = setup.policy, setup.policy
+    given = setup.policies.get(trace.name, setup.policy)
+    if given is not None:
+        listed, cheaper = given, given
     else:
         listed, cheaper, warnings = _recommend(trace, split, setup)
     runs: dict[str, Run] = {}

@@ -6,7 +6,8 @@ every table's CloudWatch history with ``--all-tables``), checked before any work
 
     ddb-capacity reserve (--trace FILE.csv [--trace FILE.csv ...] | --all-tables [--days N]
                          [--end ISO-8601]) [--score-from ISO-8601] [--current P] [--policy P]
-                         [--candidate P ...] [--term 1y|3y|both] [--price NAME=VALUE ...]
+                         [--recommended REPORT.json] [--candidate P ...] [--term 1y|3y|both]
+                         [--price NAME=VALUE ...]
                          [--processes N] [--json] [--html FILE.html] [--quiet]
 """
 
@@ -18,6 +19,7 @@ import os
 from collections.abc import Callable
 from dataclasses import fields, replace
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TextIO
 
 from ddb_capacity_runtime.aws.errors import describe_error
@@ -85,6 +87,12 @@ def add_parser(sub: Any) -> None:
         "tune on the planning part",
     )
     rs.add_argument(
+        "--recommended",
+        metavar="REPORT.json",
+        help="a fleet report's report.json (advise --report, FleetAdvisor): each table it "
+        "advised runs its recommendation, no tune of its own; the others are tuned",
+    )
+    rs.add_argument(
         "--candidate",
         action="append",
         metavar="P",
@@ -142,10 +150,47 @@ def _setup(args: argparse.Namespace) -> reserve.Setup:
     return reserve.Setup(
         current=args.current,
         policy=args.policy,
+        policies=_recommended(args.recommended) if args.recommended else {},
         candidates=tuple(args.candidate or CANDIDATES),
         params=params,
         prices=prices,
     )
+
+
+MAX_REPORT_BYTES = 64 * 1024 * 1024
+"""The largest report ``--recommended`` reads."""
+
+
+def _recommended(path: str) -> dict[str, str]:
+    """Each advised table's recommendation in the fleet report at ``path`` (untrusted: a row
+    whose name is not a table name, or whose policy the simulator cannot run, is left out,
+    and its table is tuned)."""
+    option = f"--recommended: {path!r}"
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_REPORT_BYTES + 1)
+        doc = json.loads(raw) if len(raw) <= MAX_REPORT_BYTES else None
+    except ValueError:
+        doc = None
+    rows = doc.get("tables") if isinstance(doc, dict) else None
+    if not isinstance(rows, list):
+        raise reserve.ReserveError(
+            f"{option}: not a fleet report; expected a report.json (at most "
+            f"{MAX_REPORT_BYTES // 2**20} MiB) with a list of tables"
+        )
+    out: dict[str, str] = {}
+    for row in rows:
+        if not isinstance(row, dict) or row.get("status") != "advised" or row.get("index"):
+            continue
+        name, policy = row.get("table"), row.get("recommended")
+        if not isinstance(name, str) or not is_table_name(name) or not isinstance(policy, str):
+            continue
+        try:
+            spec_of(policy, ModelParams().max_capacity, "recommended")
+        except PolicyError:
+            continue
+        out[name] = policy
+    return out
 
 
 def _traces(args: argparse.Namespace, err: TextIO) -> tuple[list[Trace], list[str]]:
@@ -157,7 +202,7 @@ def _traces(args: argparse.Namespace, err: TextIO) -> tuple[list[Trace], list[st
                 f"--{'days' if args.days is not None else 'end'}: applies to --all-tables "
                 "only (a --trace file holds its own minutes)"
             )
-        traces = [read_csv(path) for path in args.trace]
+        traces = [replace(read_csv(path), name=Path(path).stem) for path in args.trace]
         if len(set(args.trace)) != len(args.trace):
             twice = next(p for p in args.trace if args.trace.count(p) > 1)
             raise reserve.ReserveError(
