@@ -721,25 +721,9 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     results = advise_module.advise(
         advise_module.boto3_clients, tables, setup, None if args.quiet else err, processes
     )
-    until = _iso(end)
-    about = {"ensemble": name, "days": days, "end": until}
+    about = {"ensemble": name, "days": days, "end": _iso(end)}
     reservation = _reservation(results, prices) if args.all_tables else None
-    if args.json:
-        doc = advise_module.as_json(results, **about)
-        if args.all_tables:
-            doc["reservation"] = reservation
-        out.write(json.dumps(doc) + "\n")
-    else:
-        heading = (
-            f"advise: {len(tables)} table(s), {days} day(s) of CloudWatch history to {until}, "
-            f"ensemble {name} ({len(settings_of(name, params))} settings); each table's "
-            f"options fitted on the earlier half of its history and chosen on the later half; "
-            f"dollars and refused units per month ({advise_module.MONTH_HOURS} h) from the "
-            f"later half, median (min-max over the ensemble), read + write"
-        )
-        out.write(advise_module.text(results, heading) + "\n")
-        if reservation is not None:
-            out.write("\n" + reserve.summary_words(reservation) + "\n")
+    _advise_output(args, out, results, about, reservation, len(settings_of(name, params)))
     if report is not None:  # after the output: a report that cannot be written loses nothing
         out.flush()
         pages = page.table_pages(results, about) if args.all_tables else None
@@ -748,6 +732,34 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.html:
         _advise_page(args.html, results, about, args.all_tables, err, reservation)
     return 1 if any(isinstance(r, advise_module.Failure) for r in results) else 0
+
+
+def _advise_output(
+    args: argparse.Namespace,
+    out: TextIO,
+    results: Sequence[Any],
+    about: dict[str, Any],
+    reservation: dict[str, Any] | None,
+    settings: int,
+) -> None:
+    """advise's answer on ``out``: one JSON object, or the words (with ``--all-tables``,
+    the reservation plan after the tables)."""
+    if args.json:
+        doc = advise_module.as_json(results, **about)
+        if args.all_tables:
+            doc["reservation"] = reservation
+        out.write(json.dumps(doc) + "\n")
+        return
+    heading = (
+        f"advise: {len(results)} table(s), {about['days']} day(s) of CloudWatch history to "
+        f"{about['end']}, ensemble {about['ensemble']} ({settings} settings); each table's "
+        f"options fitted on the earlier half of its history and chosen on the later half; "
+        f"dollars and refused units per month ({advise_module.MONTH_HOURS} h) from the "
+        f"later half, median (min-max over the ensemble), read + write"
+    )
+    out.write(advise_module.text(results, heading) + "\n")
+    if reservation is not None:
+        out.write("\n" + reserve.summary_words(reservation) + "\n")
 
 
 def _reservation(results: Sequence[Any], prices: Prices) -> dict[str, Any] | None:

@@ -51,6 +51,17 @@ def add_parser(sub: Any) -> None:
         help="plan reserved capacity for a fleet of tables, with each table's recommended "
         "policy in the loop",
     )
+    _input_options(rs)
+    _plan_options(rs)
+    rs.add_argument("--json", action="store_true", help="print one JSON object")
+    rs.add_argument(
+        "--html", metavar="FILE.html", help="also write a page: the fleet's hours and the plan"
+    )
+    rs.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _input_options(rs: argparse.ArgumentParser) -> None:
+    """Where the fleet's history comes from, and its planning and scored parts."""
     where = rs.add_mutually_exclusive_group(required=True)
     where.add_argument(
         "--trace",
@@ -74,6 +85,10 @@ def add_parser(sub: Any) -> None:
         help="plan on the minutes before this time, score the plan on the rest (default: plan "
         "on every minute, score none)",
     )
+
+
+def _plan_options(rs: argparse.ArgumentParser) -> None:
+    """The policies, the term, the prices and the processes."""
     rs.add_argument(
         "--current",
         default="stock:70",
@@ -118,11 +133,6 @@ def add_parser(sub: Any) -> None:
         metavar="N",
         help=f"tables planned at once, 1 to {MAX_PROCESSES}; default: the CPU count",
     )
-    rs.add_argument("--json", action="store_true", help="print one JSON object")
-    rs.add_argument(
-        "--html", metavar="FILE.html", help="also write a page: the fleet's hours and the plan"
-    )
-    rs.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def _setup(args: argparse.Namespace) -> reserve.Setup:
