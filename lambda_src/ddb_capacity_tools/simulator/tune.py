@@ -1118,29 +1118,44 @@ def code_for(
             + _fast_path_code(params, True)
         )
     if spec.kind == "autopilot":
-        warmed = (
-            f"    warm_throughput=dynamodb.WarmThroughput(read_units_per_second="
-            f"{warm['read'] or None}, write_units_per_second={warm['write'] or None}),\n"
-            if warm
-            else ""
-        )
-        return (
-            "table = dynamodb.Table(\n"
-            "    self, 'Table', partition_key=...,\n"
-            "    billing_mode=dynamodb.BillingMode.PROVISIONED,\n"
-            f"    read_capacity={r_lo}, write_capacity={w_lo},\n"
-            f"{warmed}{line}"
-            ")\n"
-            "ThrottleAwareScaler(\n"
-            "    self, 'Scaler', tables=[table], mode='autopilot',\n"
-            "    overrides={table.table_name: {\n"
-            f"        'target': {target},\n"
-            f"        'read': {{'min': {r_lo}, 'max': {r_hi}}},\n"
-            f"        'write': {{'min': {w_lo}, 'max': {w_hi}}},\n"
-            "    }},\n"
-            ")\n" + _fast_path_code(params, True)
+        return _autopilot_code(target, (r_lo, r_hi), (w_lo, w_hi), warm, line) + (
+            _fast_path_code(params, True)
         )
     raise ValueError(f"code_for: no construct code for {spec.text!r}")
+
+
+def _autopilot_code(
+    target: int,
+    read: tuple[int, int],
+    write: tuple[int, int],
+    warm: dict[str, int] | None,
+    line: str,
+) -> str:
+    """The autopilot alone: a provisioned table at the ranges' minimums (pre-warmed to
+    ``warm``) and a scaler that overrides its target and ranges; ``line``, the table
+    class's line or nothing."""
+    warmed = (
+        f"    warm_throughput=dynamodb.WarmThroughput(read_units_per_second="
+        f"{warm['read'] or None}, write_units_per_second={warm['write'] or None}),\n"
+        if warm
+        else ""
+    )
+    return (
+        "table = dynamodb.Table(\n"
+        "    self, 'Table', partition_key=...,\n"
+        "    billing_mode=dynamodb.BillingMode.PROVISIONED,\n"
+        f"    read_capacity={read[0]}, write_capacity={write[0]},\n"
+        f"{warmed}{line}"
+        ")\n"
+        "ThrottleAwareScaler(\n"
+        "    self, 'Scaler', tables=[table], mode='autopilot',\n"
+        "    overrides={table.table_name: {\n"
+        f"        'target': {target},\n"
+        f"        'read': {{'min': {read[0]}, 'max': {read[1]}}},\n"
+        f"        'write': {{'min': {write[0]}, 'max': {write[1]}}},\n"
+        "    }},\n"
+        ")\n"
+    )
 
 
 def _fast_path_code(params: ModelParams, library: bool) -> str:
