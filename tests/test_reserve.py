@@ -410,3 +410,14 @@ def test_a_fleet_reports_recommendations_replace_tune_for_the_tables_it_advised(
     report.write_text('{"tables": 3}')
     code, _, err = run("reserve", "--trace", fleet_files[0], "--recommended", str(report))
     assert code == 2 and "--recommended" in err and "not a fleet report" in err
+
+
+def test_the_reserve_benchmark_runs_in_its_quick_mode(capsys):
+    from benchmarks import reserve_plan
+
+    assert reserve_plan.main(["--quick", "--processes", "1"]) == 0
+    printed = capsys.readouterr().out
+    for term in ("1y", "3y"):
+        assert f"term {term}:" in printed
+    assert printed.count("(c) fleet <= tables alone: PASS") == 2
+    assert "hindsight" in printed and "(d) 20 tables" in printed
