@@ -24,6 +24,7 @@ from ddb_capacity_tools.simulator.run import DimensionResult
 from ddb_capacity_tools.simulator.trace import Trace
 
 from . import browser
+from .hypothesis_profiles import examples
 from .test_report_page import panels, series
 
 START = datetime(2026, 1, 5, 0, 30, tzinfo=UTC)
@@ -143,7 +144,7 @@ def table_hours(name: str, read: list[int], write: list[int]) -> reserve.TableHo
     return reserve.TableHours(name, run, run)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     st.lists(st.lists(st.integers(0, 3_000), min_size=24, max_size=24), min_size=2, max_size=4),
     st.sampled_from(["1y", "3y"]),
