@@ -27,13 +27,15 @@ def apply_nag_packs(scope: IConstruct) -> None:
     """Validate everything under ``scope`` with AwsSolutions, Serverless, HIPAA Security,
     NIST 800-53 R5 and PCI DSS 3.2.1. An unacknowledged error makes synth fail.
 
-    Needs cdk-nag (``pip install 'cdk-dynamodb-capacity[nag]'``); the constructs do not.
+    Needs cdk-nag (``pip install 'cdk-nag>=3,<4'``, what the package's ``[nag]`` extra
+    installs); the constructs do not.
     """
     try:
         import cdk_nag
     except ModuleNotFoundError as exc:
         raise ModuleNotFoundError(
-            "apply_nag_packs needs cdk-nag: pip install 'cdk-dynamodb-capacity[nag]'"
+            "apply_nag_packs needs cdk-nag: pip install 'cdk-nag>=3,<4' (what the package's "
+            "[nag] extra installs)"
         ) from exc
     Validations.of(scope).add_plugins(*(getattr(cdk_nag, pack)(scope) for pack in NAG_PACKS))
 

@@ -127,7 +127,10 @@ def test_a_bad_setting_in_the_environment_never_stops_the_program(
     )
     done = _run([sys.executable, *app], env, tmp_path)
     assert done.returncode == 0 and "app done" in done.stdout
-    assert "hook not installed: interval: got 600.0; expected seconds from 1 to 60" in done.stderr
+    assert (
+        "hook not installed: CAPACITY_SIGNALS_INTERVAL: got '600'; expected seconds from 1 to 60"
+        in done.stderr
+    )
     assert fake.requests == []
 
 
@@ -142,14 +145,16 @@ def test_the_programs_own_sitecustomize_still_runs(fake: FakeLambda, tmp_path: P
             "--",
             sys.executable,
             "-c",
-            "import os, sys; from ddb_capacity_runtime import instrument; "
-            "print(os.environ.get('OWN_SITE'), bool(instrument._installed))",
+            "import os, sys, sitecustomize; from ddb_capacity_runtime import instrument; "
+            "print(os.environ.get('OWN_SITE'), bool(instrument._installed), "
+            "sitecustomize.__file__)",
         ],
         env,
         tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["ran", "True"]
+    # and `import sitecustomize` finds the program's own, not the hook's
+    assert done.stdout.split() == ["ran", "True", str(own / "sitecustomize.py")]
 
 
 def test_the_launcher_refuses_what_the_hook_could_not_use(
@@ -158,12 +163,13 @@ def test_the_launcher_refuses_what_the_hook_could_not_use(
     monkeypatch.delenv(SIGNALS_ENV, raising=False)
     assert main(["--function", "f"]) == 2
     assert "no command given after --" in capsys.readouterr().err
-    assert main(["--", "python"]) == 2
-    assert f"{SIGNALS_ENV}: not set" in capsys.readouterr().err
     assert main(["--function", "f", "--interval", "soon", "--", "python"]) == 2
     assert "CAPACITY_SIGNALS_INTERVAL: got 'soon'; expected seconds from 1 to 60" in (
         capsys.readouterr().err
     )
+    # without a function too: a bad setting is refused before the program starts
+    assert main(["--interval", "600", "--", "python"]) == 2
+    assert "CAPACITY_SIGNALS_INTERVAL: got '600'" in capsys.readouterr().err
     assert main(["--function", "f", "--mode", "all", "--", "python"]) == 2
     assert "CAPACITY_SIGNALS_MODE: got 'all'; expected one of consumed, throttles" in (
         capsys.readouterr().err
@@ -244,3 +250,74 @@ def test_in_throttles_mode_the_program_s_requests_are_left_as_they_are(
         assert done.returncode == 0, done.stderr
         runs[mode] = done.stdout.split()[-1]
     assert runs == {"consumed": "True", "throttles": "False"}
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "variable"),
+    [
+        ("--interval", "600", "CAPACITY_SIGNALS_INTERVAL"),
+        ("--interval", "0", "CAPACITY_SIGNALS_INTERVAL"),
+        ("--interval", "0.5", "CAPACITY_SIGNALS_INTERVAL"),
+        ("--interval", "nan", "CAPACITY_SIGNALS_INTERVAL"),
+        ("--interval", "inf", "CAPACITY_SIGNALS_INTERVAL"),
+        ("--interval", "-5", "CAPACITY_SIGNALS_INTERVAL"),
+        ("--process", "a b", "CAPACITY_SIGNALS_PROCESS"),
+        ("--process", "p" * 41, "CAPACITY_SIGNALS_PROCESS"),
+        ("--process", "a/b", "CAPACITY_SIGNALS_PROCESS"),
+        ("--tables", "Orders,no such table", "CAPACITY_SIGNALS_TABLES"),
+        ("--tables", "ab", "CAPACITY_SIGNALS_TABLES"),
+        ("--tables", "t" * 256, "CAPACITY_SIGNALS_TABLES"),
+        ("--tables", ",,,", "CAPACITY_SIGNALS_TABLES"),
+    ],
+)
+def test_the_launcher_refuses_before_starting_what_the_hook_would_refuse(
+    option: str,
+    value: str,
+    variable: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(SIGNALS_ENV, "capacity-signals")
+    # main() returns only when it refuses: a command it accepted would replace this process
+    assert main([option, value, "--", "no-such-command-here"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"ddb-capacity-instrument: error: {variable}: got {value!r:.80}")
+    assert "no-such-command-here" not in err and err.count("\n") == 1
+
+
+def test_without_a_function_the_launcher_warns_and_runs_the_program_unhooked(
+    fake: FakeLambda, tmp_path: Path
+) -> None:
+    env = _env(fake)
+    probe = (
+        "import os, sys; print(os.environ.get('PYTHONPATH', ''), "
+        "any(m.startswith('ddb_capacity_runtime') for m in sys.modules)); sys.exit(3)"
+    )
+    done = _run([str(LAUNCHER), "--", sys.executable, "-c", probe], env, tmp_path)
+    assert done.returncode == 3  # the program's own status: it ran
+    assert str(BOOTSTRAP) not in done.stdout and done.stdout.split()[-1] == "False"
+    assert "warning: no signals function (--function or CAPACITY_SIGNALS)" in done.stderr
+
+
+def test_the_bootstrap_without_its_settings_imports_nothing(
+    fake: FakeLambda, tmp_path: Path
+) -> None:
+    env = _env(fake, PYTHONPATH=str(BOOTSTRAP))  # inherited by a child, the hook's name not
+    probe = (
+        "import sys; print(sorted(m for m in sys.modules "
+        "if m.startswith(('ddb_capacity', 'boto', 'botocore'))))"
+    )
+    done = _run([sys.executable, "-c", probe], env, tmp_path)
+    assert done.returncode == 0
+    assert done.stdout.strip() == "[]"
+    assert f"hook not installed: {SIGNALS_ENV}: not set" in done.stderr
+
+
+def test_the_hook_start_up_benchmark_runs_in_its_quick_mode(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from benchmarks import hook_startup
+
+    assert hook_startup.main(["--quick"]) == 0
+    printed = capsys.readouterr().out
+    assert "without the hook" in printed and "the hook's path, unset" in printed

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -40,9 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from .core.errors import CapacityError
+from .core.names import is_table_name
 from .core.surge import SIGNALS_ENV
 from .events import log_event
 from .signals import MODES
+from .signals.hook import _interval, _label, _scope
 
 BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap"
 """The folder whose ``sitecustomize`` installs the hook at start-up."""
@@ -59,8 +62,9 @@ class InstrumentError(CapacityError, ValueError):
 
 
 def settings(env: Mapping[str, str]) -> dict[str, Any]:
-    """[`watch`][ddb_capacity_runtime.signals.watch]'s arguments from ``env``; raises
-    InstrumentError naming the variable, the value and what is allowed."""
+    """[`watch`][ddb_capacity_runtime.signals.watch]'s arguments from ``env``, each checked
+    as the hook checks it; raises InstrumentError naming the variable, the value and what is
+    allowed."""
     function = env.get(SIGNALS_ENV, "").strip()
     if not function:
         raise InstrumentError(
@@ -68,20 +72,38 @@ def settings(env: Mapping[str, str]) -> dict[str, Any]:
             "(CapacityRequests.grant_signals sets it on a function)"
         )
     out: dict[str, Any] = {"function": function}
+    out.update(_options(env))
+    return out
+
+
+def _options(env: Mapping[str, str]) -> dict[str, Any]:
+    """The settings besides the function, checked (`settings`)."""
+    out: dict[str, Any] = {}
     tables = env.get(TABLES_ENV, "").strip()
     if tables:
-        out["tables"] = [t.strip() for t in tables.split(",") if t.strip()]
+        names = [t.strip() for t in tables.split(",") if t.strip()]
+        allowed = "comma-separated table names (3-255 of a-z A-Z 0-9 _ . -) or table ARNs"
+        _check(TABLES_ENV, tables, allowed, _scope, names)
+        bad = [n for n in names if not (n.startswith("arn:") or is_table_name(n))]
+        if bad:
+            raise InstrumentError(f"{TABLES_ENV}: got {tables!r:.80}; expected {allowed}")
+        if not names:
+            raise InstrumentError(
+                f"{TABLES_ENV}: got {tables!r:.80}; expected at least one table name "
+                "(unset it to report every table)"
+            )
+        out["tables"] = names
     interval = env.get(INTERVAL_ENV, "").strip()
     if interval:
         try:
-            out["interval"] = float(interval)
+            seconds = float(interval)
         except ValueError:
-            raise InstrumentError(
-                f"{INTERVAL_ENV}: got {interval!r:.80}; expected seconds from 1 to 60"
-            ) from None
+            seconds = math.nan
+        out["interval"] = _check(INTERVAL_ENV, interval, "seconds from 1 to 60", _interval, seconds)
     process = env.get(PROCESS_ENV, "").strip()
     if process:
-        out["process"] = process
+        allowed = "a label of 1 to 40 letters, digits, '.', '_' or '-'"
+        out["process"] = _check(PROCESS_ENV, process, allowed, _label, process)
     mode = env.get(MODE_ENV, "").strip()
     if mode:
         if mode not in MODES:
@@ -90,6 +112,15 @@ def settings(env: Mapping[str, str]) -> dict[str, Any]:
             )
         out["mode"] = mode
     return out
+
+
+def _check(name: str, given: str, allowed: str, check: Any, value: Any) -> Any:
+    """``check(value)``, the hook's own check of a setting; InstrumentError naming the
+    variable ``name``, the text ``given`` and what is ``allowed`` when it refuses."""
+    try:
+        return check(value)
+    except (TypeError, ValueError):
+        raise InstrumentError(f"{name}: got {given!r:.80}; expected {allowed}") from None
 
 
 def install(env: Mapping[str, str] = os.environ) -> Any:
@@ -174,8 +205,28 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _launch_environment(given: dict[str, str | None]) -> dict[str, str]:
+    """The command's environment: with a signals function (``--function`` or the
+    environment's), the hook's (`environment`); without one, every other setting is still
+    checked, one warning says the program runs without the hook, and the environment is
+    left as it is. InstrumentError for a setting the hook could not use."""
+    function = given["function"] if given["function"] is not None else os.environ.get(SIGNALS_ENV)
+    if function is not None and function.strip():
+        return environment(os.environ, **given)
+    options = {k: v for k, v in given.items() if k != "function"}
+    environment({**os.environ, SIGNALS_ENV: "unset"}, **options)  # checked, then dropped
+    print(
+        f"ddb-capacity-instrument: warning: no signals function (--function or "
+        f"{SIGNALS_ENV}): the program runs without the hook",
+        file=sys.stderr,
+    )
+    return dict(os.environ)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """The launcher: replaces itself with the command (exit status 2 for bad options)."""
+    """The launcher: replaces itself with the command (exit status 2 for bad options, before
+    the command starts); without a signals function it warns and runs the command
+    unhooked."""
     parser = _parser()
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -183,15 +234,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         print("ddb-capacity-instrument: error: no command given after --", file=sys.stderr)
         return 2
+    given = {
+        "function": args.function,
+        "tables": args.tables,
+        "interval": args.interval,
+        "process": args.process,
+        "mode": args.mode,
+    }
     try:
-        env = environment(
-            os.environ,
-            function=args.function,
-            tables=args.tables,
-            interval=args.interval,
-            process=args.process,
-            mode=args.mode,
-        )
+        env = _launch_environment(given)
     except InstrumentError as exc:
         print(f"ddb-capacity-instrument: error: {exc}", file=sys.stderr)
         return 2

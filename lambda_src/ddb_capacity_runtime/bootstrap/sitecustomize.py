@@ -3,7 +3,10 @@
 Imported by Python at start-up when ``ddb-capacity-instrument`` (or the Lambda exec
 wrapper) put this folder first on ``PYTHONPATH``: installs the fast path's client hook
 (`ddb_capacity_runtime.instrument.install`), then runs the next ``sitecustomize``
-on the path, if any. Nothing here ever stops the application from starting."""
+on the path, if any, and leaves it as the ``sitecustomize`` module the application sees.
+Without ``CAPACITY_SIGNALS`` it imports nothing (a process that inherits the path but not
+the hook's settings starts as fast as without it) and says so in one line. Nothing here
+ever stops the application from starting."""
 
 from __future__ import annotations
 
@@ -12,8 +15,19 @@ import importlib.util
 import os
 import sys
 
+SIGNALS_ENV = "CAPACITY_SIGNALS"
+"""The signals function's variable (`ddb_capacity_runtime.core.surge.SIGNALS_ENV`), read
+here before anything is imported."""
+
 
 def _install() -> None:
+    if not os.environ.get(SIGNALS_ENV, "").strip():
+        print(
+            f"ddb-capacity-instrument: hook not installed: {SIGNALS_ENV}: not set; expected "
+            "the signals function's name or ARN",
+            file=sys.stderr,
+        )
+        return
     try:
         from ddb_capacity_runtime.instrument import install
 
@@ -29,6 +43,7 @@ def _next_sitecustomize() -> None:
     if spec is None or spec.loader is None:
         return
     module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module  # `import sitecustomize` finds the application's
     spec.loader.exec_module(module)
 
 

@@ -36,7 +36,7 @@ def check_path(path: str | Path) -> Path:
     return path
 
 
-INSTALL = "pip install 'cdk-dynamodb-capacity[charts]'"
+INSTALL = "pip install 'matplotlib>=3.8,<4'"
 """How to get matplotlib, which only charts need."""
 
 
@@ -52,7 +52,7 @@ def check(path: str | Path) -> Path:
 def _missing(path: str | Path) -> str:
     return (
         f"--chart: got {str(path)!r}; a chart needs matplotlib, which is not installed: "
-        f"{INSTALL} (the [charts] extra)"
+        f"{INSTALL} (what the package's [charts] extra installs)"
     )
 
 
