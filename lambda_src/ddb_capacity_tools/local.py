@@ -174,6 +174,11 @@ def run_local(app: str, stack: str | None, out_dir: str | None, out: TextIO) -> 
             f"--app: got {app!r}; expected the command that runs your CDK app, "
             f'e.g. --app "python app.py"'
         )
+    if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise LocalError(
+            f"--out: got {out_dir!r}; it names a file: expected a folder for the cloud "
+            "assembly (made if missing)"
+        )
     cwd = Path.cwd()
     try:
         cdk_cli(cwd)

@@ -56,11 +56,32 @@ class Firing:
     max_capacity: int
 
 
+MAX_SCHEDULE_BYTES = 4 * 1024 * 1024
+"""The largest schedule file read: a schedule is a list of entries, far smaller than this."""
+
+
 def load(path: str | Path) -> list[dict[str, Any]]:
+    """The schedule entries of the JSON file at ``path``, read up to `MAX_SCHEDULE_BYTES`;
+    [`ScheduleFileError`][ddb_capacity_tools.simulator.ScheduleFileError] naming the file,
+    the line and column, or the size, for what is not a list of entries."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        with Path(path).open("rb") as handle:
+            raw = handle.read(MAX_SCHEDULE_BYTES + 1)
     except OSError as exc:
         raise ScheduleFileError(f"{path}: cannot be read: {exc.strerror}") from None
+    if len(raw) > MAX_SCHEDULE_BYTES:
+        raise ScheduleFileError(
+            f"{path}: larger than {MAX_SCHEDULE_BYTES // 2**20} MiB; expected a JSON list of "
+            "schedule entries"
+        )
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ScheduleFileError(f"{path}: not UTF-8 (byte {exc.start:,})") from None
+    except RecursionError:
+        raise ScheduleFileError(
+            f"{path}: nested too deep to read; expected a JSON list of schedule entries"
+        ) from None
     except json.JSONDecodeError as exc:
         raise ScheduleFileError(
             f"{path} line {exc.lineno}, column {exc.colno}: not JSON: {exc.msg}"

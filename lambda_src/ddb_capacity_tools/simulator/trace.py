@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,6 +28,9 @@ LAST_TIME = datetime(2999, 12, 31, 23, 59, tzinfo=UTC)
 SHOWN = 200
 """A value quoted in an error is cut to this many characters."""
 TIMESTAMP = "an ISO-8601 UTC timestamp such as 2026-01-05T13:00:00Z"
+MAX_LINE_CHARS = 1_000
+"""The longest line a CSV trace may have: a row is a timestamp and two numbers, so a longer
+line is not a trace's (a device such as /dev/zero has no line end at all)."""
 UNITS = "a number of capacity units per second"
 
 
@@ -168,6 +172,23 @@ def _text(row: list[str], limit: int | None, where: str) -> None:
         )
 
 
+def _bounded_lines(handle: Any, path: Path) -> Iterator[str]:
+    """The lines of ``handle``, each read up to `MAX_LINE_CHARS`: a longer one is refused
+    with its line number, so no file is read without bound."""
+    number = 0
+    while True:
+        text = handle.readline(MAX_LINE_CHARS + 1)
+        if not text:
+            return
+        number += 1
+        if len(text) > MAX_LINE_CHARS:
+            raise TraceError(
+                f"{path} line {number}: longer than {MAX_LINE_CHARS:,} characters; expected "
+                f"rows of {','.join(CSV_HEADER)}"
+            )
+        yield text
+
+
 def read_csv(path: str | Path, max_capacity: int | None = None) -> Trace:
     """Read ``timestamp,read,write`` rows: ISO-8601 UTC (``Z`` or ``+00:00``: a timestamp
     without an offset is refused), one per minute, units per second. A UTF-8 byte-order
@@ -186,7 +207,7 @@ def read_csv(path: str | Path, max_capacity: int | None = None) -> Trace:
     writes: list[float] = []
     start: datetime | None = None
     with handle:
-        lines = enumerate(handle, start=1)
+        lines = enumerate(_bounded_lines(handle, path), start=1)
         first = next(lines, None)
         if first is None:
             raise TraceError(

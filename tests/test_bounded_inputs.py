@@ -1,0 +1,77 @@
+"""Inputs read with a bound: a trace or a schedule file that never ends (a device such as
+/dev/zero), a schedule nested deeper than Python can parse, and ``local --out`` naming a
+file: each refused in one line naming the option or file, nothing read without bound."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from ddb_capacity_tools.cli import main
+from ddb_capacity_tools.simulator.schedules import MAX_SCHEDULE_BYTES
+from ddb_capacity_tools.simulator.trace import MAX_LINE_CHARS
+
+ZERO = Path("/dev/zero")
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.skipif(not ZERO.exists(), reason="no /dev/zero on this system")
+def test_a_trace_that_never_ends_is_refused_at_its_first_long_line():
+    code, out, err = run("simulate", "--trace", str(ZERO), "--policy", "stock:70", "--quiet")
+    assert code == 2 and not out
+    assert err == (
+        f"ddb-capacity: error: {ZERO} line 1: longer than {MAX_LINE_CHARS:,} characters; "
+        "expected rows of timestamp,read,write\n"
+    )
+
+
+def test_a_long_line_after_good_rows_is_named_by_its_number(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text(
+        "timestamp,read,write\n2026-01-05T00:00:00Z,1,1\n" + "9" * (MAX_LINE_CHARS + 5) + "\n"
+    )
+    code, _, err = run("simulate", "--trace", str(path), "--quiet")
+    assert code == 2 and f"{path} line 3: longer than" in err
+
+
+@pytest.mark.skipif(not ZERO.exists(), reason="no /dev/zero on this system")
+def test_a_schedule_that_never_ends_is_refused_by_its_size():
+    code, _, err = run("simulate", "--scenario", "spike", "--schedule", str(ZERO), "--quiet")
+    assert code == 2
+    assert f"{ZERO}: larger than {MAX_SCHEDULE_BYTES // 2**20} MiB" in err
+
+
+def test_a_schedule_nested_too_deep_is_refused(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    code, _, err = run("simulate", "--scenario", "spike", "--schedule", str(path), "--quiet")
+    assert code == 2
+    assert err == (
+        f"ddb-capacity: error: {path}: nested too deep to read; expected a JSON list of "
+        "schedule entries\n"
+    )
+
+
+def test_a_schedule_that_is_not_utf8_is_refused(tmp_path):
+    path = tmp_path / "latin.json"
+    path.write_bytes(b'[{"name": "caf\xe9"}]')
+    code, _, err = run("simulate", "--scenario", "spike", "--schedule", str(path), "--quiet")
+    assert code == 2 and f"{path}: not UTF-8 (byte 14)" in err
+
+
+def test_local_out_naming_a_file_blames_out_not_the_app(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "taken").write_text("a file")
+    code, _, err = run("local", "--app", "python app.py", "--out", "taken")
+    assert code == 2
+    assert err == (
+        "ddb-capacity: error: --out: got 'taken'; it names a file: expected a folder for the "
+        "cloud assembly (made if missing)\n"
+    )
