@@ -35,7 +35,7 @@ def test_a_trace_that_never_ends_is_refused_at_its_first_long_line():
 def test_a_long_line_after_good_rows_is_named_by_its_number(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text(
-        "timestamp,read,write\n2026-01-05T00:00:00Z,1,1\n" + "9" * (MAX_LINE_CHARS + 5) + "\n"
+        "timestamp,read,write\n2026-01-05T00:00:00Z,1,1\n" + "," * (MAX_LINE_CHARS + 5) + "\n"
     )
     code, _, err = run("simulate", "--trace", str(path), "--quiet")
     assert code == 2 and f"{path} line 3: longer than" in err

@@ -28,9 +28,10 @@ LAST_TIME = datetime(2999, 12, 31, 23, 59, tzinfo=UTC)
 SHOWN = 200
 """A value quoted in an error is cut to this many characters."""
 TIMESTAMP = "an ISO-8601 UTC timestamp such as 2026-01-05T13:00:00Z"
-MAX_LINE_CHARS = 1_000
-"""The longest line a CSV trace may have: a row is a timestamp and two numbers, so a longer
-line is not a trace's (a device such as /dev/zero has no line end at all)."""
+MAX_LINE_CHARS = 4 * csv.field_size_limit()
+"""The longest line a CSV trace may have: more than a row of three fields each at csv's own
+limit (a longer field is named by its column), so a longer line is not a trace's (a device
+such as /dev/zero has no line end at all)."""
 UNITS = "a number of capacity units per second"
 
 
