@@ -35,7 +35,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def _value(setting: Setting) -> st.SearchStrategy[str]:
     """Any value ``setting`` accepts, as its variable holds it."""
     if setting.kind is Kind.WHOLE:
-        return st.integers(int(setting.lo), int(setting.hi)).map(str)
+        step = setting.step
+        return st.integers(int(setting.lo) // step, int(setting.hi) // step).map(
+            lambda n: str(n * step)
+        )
     if setting.kind is Kind.NUMBER:
         numbers = st.floats(setting.lo, setting.hi, allow_nan=False)
         return numbers.map(lambda x: f"{x:g}").filter(

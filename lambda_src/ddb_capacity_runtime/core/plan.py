@@ -6,14 +6,24 @@ scaler Lambda and the simulator both call `plan_table`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from .policy import Action, Decision, DimensionState, combine_counter, decide, decide_scalable_min
+from .policy import (
+    DECREASE,
+    HOLD,
+    Action,
+    Decision,
+    DimensionState,
+    combine_counter,
+    decide,
+    decide_scalable_min,
+)
 from .records import direct_init
+from .reservation import Floor, Reservation
 from .series import Series
 from .settings import LATE_MINUTES, ScalerConfig
 from .tables import Dimension, ManagedTable
@@ -87,10 +97,14 @@ def plan_table(
     now: datetime,
     *,
     decreases_allowed: bool = True,
+    floor: Floor | None = None,
 ) -> list[tuple[Change, Decision]]:
     """Every dimension's decision (holds included) as a Change; pure. No dimension is
     lowered while its series has unknown minutes (before its newest known one: see
-    `delivered`), nor at all with ``decreases_allowed`` False."""
+    `delivered`), nor at all with ``decreases_allowed`` False. With a reservation
+    ``floor``, each decrease of a table or GSI changed by UpdateTable is first cut at it
+    (nothing spent) before read and write share their counter, so a decrease the floor
+    holds never makes the other dimension's ride along; `plan_floored` then spends it."""
     planned: list[tuple[Change, Decision]] = []
     direct: dict[str | None, dict[str, tuple[Dimension, Decision]]] = {}
     lag = config.metric_lag_minutes
@@ -101,14 +115,46 @@ def plan_table(
             planned.append((_change(d, d.target.min_capacity, decision, SCALABLE_TARGET), decision))
         else:
             direct.setdefault(d.index, {})[d.dimension] = (d, decide(state, config.policy))
+    trial = floor.copy() if floor is not None else None
     for dims in direct.values():
-        combined = combine_counter(
-            {k: v[1] for k, v in dims.items()}, {k: v[0].provisioned for k, v in dims.items()}
-        )
+        decisions = {k: v[1] for k, v in dims.items()}
+        if trial is not None:
+            decisions = {k: _cut_decision(v[0], decisions[k], trial) for k, v in dims.items()}
+        combined = combine_counter(decisions, {k: v[0].provisioned for k, v in dims.items()})
         for name, (d, _) in dims.items():
             decision = combined[name]
             planned.append((_change(d, d.provisioned, decision, UPDATE_TABLE), decision))
     return planned
+
+
+def plan_floored(
+    table: ManagedTable,
+    series: Mapping[Any, Series],
+    config: ScalerConfig,
+    now: datetime,
+    floor: Floor | None,
+    *,
+    decreases_allowed: bool = True,
+) -> tuple[list[tuple[Change, Decision]], list[Held]]:
+    """`plan_table` with its decreases cut at the reservation ``floor`` (`floor_planned`,
+    which spends it), and the decreases held back; without a floor, `plan_table`'s."""
+    planned = plan_table(
+        table, series, config, now, decreases_allowed=decreases_allowed, floor=floor
+    )
+    return floor_planned(planned, floor) if floor is not None else (planned, [])
+
+
+def _cut_decision(d: Dimension, decision: Decision, trial: Floor) -> Decision:
+    """``decision`` with a decrease cut at ``trial`` (a copy of the floor): held when
+    nothing of it is left."""
+    if decision.action != DECREASE or decision.capacity >= d.provisioned:
+        return decision
+    allowed = trial.cut(d.dimension, d.provisioned, decision.capacity)
+    if allowed == decision.capacity:
+        return decision
+    if allowed >= d.provisioned:
+        return replace(decision, capacity=d.provisioned, action=HOLD)
+    return replace(decision, capacity=allowed)
 
 
 def dimension_state(
@@ -155,3 +201,55 @@ def _change(d: Dimension, old: int, decision: Decision, via: Via) -> Change:
     return Change(
         d, old, decision.capacity, decision.reason, decision.action, via, decision.throttles_seen
     )
+
+
+@dataclass(frozen=True)
+class Held:
+    """A decrease the reservation held back: asked from ``old`` to ``asked``, made to
+    ``new`` (``old``: not made)."""
+
+    change: Change
+    asked: int
+
+
+def floor_planned(
+    planned: Sequence[tuple[Change, Decision]], floor: Floor
+) -> tuple[list[tuple[Change, Decision]], list[Held]]:
+    """``planned`` (`plan_table`'s) with every decrease cut at ``floor``: one that
+    would take a dimension's total below its reservation is made smaller, or held when
+    nothing of it is left; and the decreases held back. A decrease's fall is from the
+    dimension's provisioned capacity to its new value (under a scalable target, the new
+    minimum: capacity may fall to it), so what the floor allows is never more than the
+    capacity may lose."""
+    out: list[tuple[Change, Decision]] = []
+    held: list[Held] = []
+    for change, decision in planned:
+        if change.action == HOLD or change.new >= change.old:
+            out.append((change, decision))
+            continue
+        d = change.dimension
+        new = floor.cut(d.dimension, d.provisioned, change.new)
+        if new == change.new:
+            out.append((change, decision))
+            continue
+        kept = min(new, change.old)
+        units = floor.reservation.units(d.dimension)
+        reason = f"{change.reason}; held at {kept}: the reservation ({units} units) covers it"
+        action = HOLD if kept == change.old else change.action
+        cut = replace(change, new=kept, reason=reason, action=action)
+        out.append((cut, replace(decision, capacity=kept, reason=reason, action=action)))
+        held.append(Held(cut, change.new))
+    return out, held
+
+
+def reservation_floor(reservation: Reservation, tables: Iterable[ManagedTable]) -> Floor | None:
+    """The reservation floor over every dimension of ``tables`` (those a tick, or a batch
+    of a sharded tick, decides), or None without a reservation. A table or GSI not among
+    them (its description failed, it is UPDATING, not ACTIVE or not managed) counts 0
+    towards its dimension's total: what is not known never allows a decrease. A batch sees
+    its own tables only, so it keeps their total alone at or above the whole reservation
+    (more than needed, never less)."""
+    if not reservation:
+        return None
+    dims = (d for table in tables for d in table.dimensions)
+    return Floor.over(reservation, ((d.dimension, d.provisioned) for d in dims))

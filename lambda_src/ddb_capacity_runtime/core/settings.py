@@ -26,6 +26,7 @@ from .names import (
 )
 from .policy import PolicyConfig, autopilot_config
 from .records import direct_init
+from .reservation import BLOCK_UNITS, MAX_RESERVED_UNITS, Reservation
 
 DEFAULT_TICK_MINUTES = 2
 """The one tick default of the Lambda, the construct and the simulator: CloudWatch delivers a minute
@@ -145,6 +146,8 @@ class Setting:
     value_of: Callable[[ScalerConfig], Any]
     lo: float = 0
     hi: float = 0
+    step: int = 1
+    """a whole number is a multiple of this (reserved units: whole hundreds)"""
 
     def parse(self, env: Mapping[str, str]) -> Any:
         """This setting's value in ``env``, checked; raises `ConfigError`."""
@@ -216,6 +219,11 @@ class Setting:
             ) from None
         if not self.lo <= value <= self.hi:
             raise ConfigError(f"{self.name} must be from {self.lo:g} to {self.hi:g}; got {raw!r}")
+        if value % self.step:
+            raise ConfigError(
+                f"{self.name} must be a multiple of {self.step} from {self.lo:g} to "
+                f"{self.hi:g}; got {raw!r}"
+            )
         return value
 
 
@@ -421,6 +429,26 @@ SETTINGS: tuple[Setting, ...] = (
         MAX_TABLES_PER_BATCH,
     ),
     Setting(
+        "SCALER_RESERVED_READ_UNITS",
+        "reserved_read_units",
+        Kind.WHOLE,
+        0,
+        lambda c: c.reserved_read_units,
+        0,
+        MAX_RESERVED_UNITS,
+        BLOCK_UNITS,
+    ),
+    Setting(
+        "SCALER_RESERVED_WRITE_UNITS",
+        "reserved_write_units",
+        Kind.WHOLE,
+        0,
+        lambda c: c.reserved_write_units,
+        0,
+        MAX_RESERVED_UNITS,
+        BLOCK_UNITS,
+    ),
+    Setting(
         "SCALER_READ_LEGACY_STATE_UNTIL",
         "read_legacy_state_until",
         Kind.DATE,
@@ -448,6 +476,8 @@ TUNED_SETTINGS = ("tuned_targets", "tuned_allowed")
 """What it writes besides when a ``NightlyTuning`` tunes its owned target values."""
 LEGACY_SETTINGS = ("read_legacy_state_until",)
 """What it writes besides with ``read_legacy_state_until``."""
+RESERVED_SETTINGS = ("reserved_read_units", "reserved_write_units")
+"""What it writes besides with ``reserved``."""
 _CONFIG_FIELDS = (
     "tables",
     "tag_key",
@@ -467,6 +497,8 @@ _CONFIG_FIELDS = (
     "tables_per_batch",
     "read_legacy_state_until",
     "table_quota",
+    "reserved_read_units",
+    "reserved_write_units",
 )
 """The settings that are ScalerConfig's own fields (the others make its policy)."""
 
@@ -582,7 +614,16 @@ class ScalerConfig:
     table_quota: int = _default("table_quota")
     """the largest capacity of a table's dimension (the account's table quota): every capacity the
     scaler reads or sets is bounded by it"""
+    reserved_read_units: int = _default("reserved_read_units")
+    reserved_write_units: int = _default("reserved_write_units")
+    """the Region's reserved capacity (whole hundreds; 0: none): the tick never lowers the total
+    of a dimension over the tables it decides below it (`reservation`)"""
     policy: PolicyConfig = field(default_factory=lambda: for_mode(_default("mode")))
+
+    @property
+    def reservation(self) -> Reservation:
+        """The reserved units, read and write."""
+        return Reservation(self.reserved_read_units, self.reserved_write_units)
 
     @property
     def mode(self) -> Mode:

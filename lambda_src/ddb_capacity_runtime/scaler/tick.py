@@ -93,8 +93,9 @@ from ..core.forecast import apply_plans, forecast_due, with_plans
 from ..core.holds import CapacityRequestTimeout, HeldDimension
 from ..core.outcomes import DONE, REFUSED, Status, change_row
 from ..core.ownership import retargets
-from ..core.plan import Change, plan_table
+from ..core.plan import Change, Held, plan_floored, reservation_floor
 from ..core.policy import HOLD, INCREASE, Decision
+from ..core.reservation import Floor
 from ..core.series import Key, Series, window
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable, ScalableTarget
@@ -168,6 +169,8 @@ class _Tick:
     tick, their own targets read instead, series unknown): counted, and decreases elsewhere go on"""
     failures: dict[str, list[str]] = field(default_factory=dict)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    floor: Floor | None = None
+    """the reservation floor over the tables decided (None: no reservation)"""
 
     def shared(
         self,
@@ -270,6 +273,7 @@ def tick(
         series = _measure(t, tables)
         tables = _refuse_tags(t, tables, series)
         fresh = _forecast(t, tables)
+        t.floor = reservation_floor(config.reservation, tables)
         for event, failures, consequence in (
             ("shared-call-failed", t.shared_failures, "no decrease anywhere this tick"),
             (
@@ -562,6 +566,7 @@ def _decide_and_act(
     """Decide every dimension of ``table`` and apply the changes; log each decision and
     send the table's EMF record. Returns the outcomes of the changes sent."""
     planned: list[tuple[Change, Decision]] = []
+    held_back: list[Held] = []
     read = table
     try:
         # Decide, on what the tick read: this hour's plans, then every dimension's change.
@@ -570,7 +575,10 @@ def _decide_and_act(
             plans = {d.key: d.plan for d in table.dimensions if d.plan is not None}
             table = apply_plans(table, plans, minute(t.now))
         allowed = not t.shared_failures
-        planned = plan_table(table, series, t.config, t.now, decreases_allowed=allowed)
+        planned, held_back = plan_floored(
+            table, series, t.config, t.now, t.floor, decreases_allowed=allowed
+        )
+        _log_held(t, table.name, held_back)
         changes = [c for c, _ in planned if c.action != HOLD and c.new != c.old]
         # Act: the plans kept, the changes applied (each guarded by its own condition).
         if t.config.policy.autopilot and any(d.key in fresh for d in read.dimensions):
@@ -604,8 +612,27 @@ def _decide_and_act(
     key_range = _report_causes(table, series)
     if key_range:  # only while it happens (a billed custom metric)
         values["KeyRangeThrottleEvents"] = key_range
+    if held_back:  # only while it happens (a billed custom metric)
+        values["HeldByReservation"] = len(held_back)
     t.emf(values, table.name)
     return list(results.values())
+
+
+def _log_held(t: _Tick, table: str, held: list[Held]) -> None:
+    """A ``held-by-reservation`` event for each decrease of ``table`` the reservation floor
+    held back (cut, or not made)."""
+    for h in held:
+        d = h.change.dimension
+        log_event(
+            "held-by-reservation",
+            table=table,
+            index=d.index,
+            dimension=d.dimension,
+            old=h.change.old,
+            asked=h.asked,
+            new=h.change.new,
+            reserved=t.config.reservation.units(d.dimension),
+        )
 
 
 def _retarget(t: _Tick, table: ManagedTable) -> None:

@@ -10,6 +10,11 @@ import math
 from dataclasses import dataclass, fields, replace
 
 from ddb_capacity_runtime.core.errors import CapacityError
+from ddb_capacity_runtime.core.reservation import (
+    MAX_RESERVED_UNITS,
+    Reservation,
+    reserved_problem,
+)
 
 from .trace import Trace
 
@@ -59,8 +64,12 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "fast_path_cap": (1, 1_000_000),
     "warm_update_seconds": (0, 600),
     "stream_seconds": (1, 600),
+    "reserved_read_units": (0, MAX_RESERVED_UNITS),
+    "reserved_write_units": (0, MAX_RESERVED_UNITS),
 }
 """Each field's range (both ends allowed)."""
+HUNDREDS = frozenset({"reserved_read_units", "reserved_write_units"})
+"""The fields that take whole hundreds only (reserved capacity's blocks of 100 units)."""
 
 
 class ModelError(CapacityError, ValueError):
@@ -133,6 +142,12 @@ class ModelParams:
         after a moment until the served writes of it reach the stream reader, which raises
         capacity at once. Only served writes are seen (reads and refused requests are not).
         Only the library's policies receive them. None (the default): off.
+    :param reserved_read_units, reserved_write_units: the Region's reserved capacity
+        covering the table, in whole hundreds (blocks of 100 units). Each minute, the part
+        of a dimension's provisioned total (table and GSIs) at or below it costs nothing;
+        what is above is charged at the list price (`run`). The reservation's own fee is
+        sunk and not counted. A ``+reserved`` policy never lowers the total below it.
+        Default 0: no reservation.
     """
 
     burst_seconds: int = 300
@@ -161,6 +176,8 @@ class ModelParams:
     fast_path_cap: int | None = None
     warm_update_seconds: int | None = 10
     stream_seconds: int | None = None
+    reserved_read_units: int = 0
+    reserved_write_units: int = 0
 
     def validate(self, flags: bool = False) -> ModelParams:
         """Raise [`ModelError`][ddb_capacity_tools.simulator.ModelError] for the first field out of
@@ -182,6 +199,10 @@ class ModelParams:
                 and lo <= value <= hi
                 and (not whole or float(value).is_integer())
             )
+            if ok and f.name in HUNDREDS and reserved_problem(int(value)) is not None:
+                ok = False
+            if not ok and f.name in HUNDREDS:
+                raise ModelError(f"{name(f.name)}: got {value!r}; {reserved_problem(value)}")
             if not ok:
                 kind = "a whole number" if whole else "a number"
                 also = ""
@@ -196,6 +217,11 @@ class ModelParams:
                 f"most {name('max_capacity')} ({self.max_capacity})"
             )
         return self
+
+    @property
+    def reservation(self) -> Reservation:
+        """The reserved read and write units (`reserved_read_units`, `reserved_write_units`)."""
+        return Reservation(self.reserved_read_units, self.reserved_write_units)
 
     @property
     def burst(self) -> float:

@@ -8,7 +8,11 @@ proven lower bound on any zero-throttle plan's cost, `bound`). The throttle-awar
 policy is the scaler Lambda's own code: `ddb_capacity_runtime.core.plan.plan_table` with the
 run-time policy and quota ledger. It reads the throttles by cause, as the Lambda does where
 DynamoDB publishes them; with the suffix ``+lumped`` (``autopilot+stock:70+lumped``) it
-reads only the lumped throttle events, as before the causes were published.
+reads only the lumped throttle events, as before the causes were published. With the
+suffix ``+reserved``, written last (``stock:70+reserved``, ``autopilot+stock:70+reserved``),
+a provisioned policy is reservation-aware: it never lowers a dimension's provisioned total
+(table and GSIs) below the model's reserved units (`ModelParams.reserved_read_units`),
+cutting its decreases at `ddb_capacity_runtime.core.reservation.Floor`, the scaler's own.
 """
 
 from __future__ import annotations
@@ -31,8 +35,15 @@ from ddb_capacity_runtime.core.forecast import (
 )
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_runtime.core.ownership import retargets
-from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, Change, plan_table
+from ddb_capacity_runtime.core.plan import (
+    SCALABLE_TARGET,
+    Change,
+    floor_planned,
+    plan_table,
+    reservation_floor,
+)
 from ddb_capacity_runtime.core.policy import HOLD, Decision, PolicyConfig, capacity_units
+from ddb_capacity_runtime.core.reservation import Floor, Reservation
 from ddb_capacity_runtime.core.series import Key as SeriesKey
 from ddb_capacity_runtime.core.series import Series, tell_causes, window
 from ddb_capacity_runtime.core.settings import Limits, ScalerConfig
@@ -57,13 +68,18 @@ SPEC_HELP = (
     "on-demand, oracle or bound (N capacity units, 1 to the maximum capacity; T a target "
     "utilization in percent, 20 to 90); a throttle-aware or autopilot policy + '+lumped' "
     "reads throttles without their causes; autopilot+stock:T + '+owned' owns target "
-    "tracking's target value"
+    "tracking's target value; any of them but fixed:N, hybrid, on-demand, oracle and bound "
+    "+ '+reserved' (written last) never lowers the total below the reserved units"
 )
 LUMPED = "+lumped"
 """The suffix of a throttle-aware or autopilot policy that reads only lumped throttles."""
 OWNED = "+owned"
 """The suffix of an autopilot on stock that owns target tracking's target value (the scaler's
 ``own_target``)."""
+RESERVED = "+reserved"
+"""The suffix of a reservation-aware provisioned policy (written last)."""
+RESERVABLE = frozenset({"stock", "scheduled", "throttle-aware", "autopilot"})
+"""The kinds ``+reserved`` applies to: those that decrease capacity."""
 
 
 SIMULATED_POLICY = TrackingPolicy("simulated", "DynamoDBCapacityUtilization")
@@ -103,6 +119,9 @@ class Spec:
     (PolicyConfig): not written on the command line either, a benchmark turns each part off in turn
     to measure what it buys (``benchmarks/padding.py``)"""
     tweaks: tuple[tuple[str, Any], ...] = ()
+    reserved: bool = False
+    """reservation-aware (``+reserved``): no decrease takes a dimension's total below the
+    model's reserved units"""
 
 
 def _target(text: str, number: str, option: str) -> int:
@@ -128,6 +147,15 @@ def parse(text: str, max_capacity: int = 40_000, option: str = "--policy") -> Sp
     """Parse one ``--policy`` value (or the value of ``option``, which names it in errors);
     [`PolicyError`][ddb_capacity_tools.simulator.PolicyError] names what is allowed."""
     t = text.strip()
+    if t.endswith(RESERVED):
+        spec = parse(t[: -len(RESERVED)], max_capacity, option)
+        if spec.kind not in RESERVABLE:
+            raise PolicyError(
+                f"{option}: got {text!r}; {RESERVED!r} applies to stock, scheduled, "
+                "throttle-aware and autopilot policies only (those that lower capacity), "
+                "written last"
+            )
+        return replace(spec, text=text, reserved=True)
     if t.endswith(OWNED):
         spec = parse(t[: -len(OWNED)], max_capacity, option)
         if not (spec.kind == "autopilot" and spec.with_stock):
@@ -194,6 +222,12 @@ class AutoScaling:
     Scaling retries the scaling activity. Targets that share a table (its read and write, or
     a GSI's) are served oldest-waiting first, so neither starves the other whatever the
     order of the dimensions.
+
+    With a ``reservation`` (``stock:T+reserved``), a scale-in is cut so that the
+    dimension's total over the table and its GSIs stays at or above the reserved units
+    (`Floor`, a change in flight counted at the lower of its old and new capacity):
+    target tracking as it would be if it knew the reservation. The library deploys no
+    such target tracking; the scaler's floor holds its own decreases.
     """
 
     def __init__(
@@ -203,8 +237,11 @@ class AutoScaling:
         keys: Sequence[Key],
         firings: Sequence[Firing] = (),
         scale_in: bool = True,
+        reservation: Reservation | None = None,
     ) -> None:
         self.target = target_percent / 100
+        self.reservation = reservation if reservation else None
+        """scale-in never takes a dimension's total below it (None: no floor)"""
         self.targets: dict[Key, float] = {}
         """per target, a target value (a fraction) other than ``target``: an owned one, as the
         scaler set it (``own_target``)"""
@@ -324,8 +361,21 @@ class AutoScaling:
             peak = max(low)
             if peak < threshold:
                 wanted = _clamp(peak / target, *bounds)
+                if wanted < provisioned and self.reservation is not None:
+                    wanted = self._floor(sim).cut(key[1], provisioned, wanted)
                 if wanted < provisioned:
                     self._update(sim, t, key, wanted)
+
+    def _floor(self, sim: SimulatedTable) -> Floor:
+        """The reservation floor over every dimension now (a change in flight counted at
+        the lower of its old and new capacity)."""
+        assert self.reservation is not None
+        capacities = []
+        for key in sim.keys:
+            d = sim.dims[key]
+            level = d.provisioned if d.pending is None else min(d.provisioned, d.pending)
+            capacities.append((key[1], level))
+        return Floor.over(self.reservation, capacities)
 
 
 def _policy(
@@ -349,7 +399,10 @@ class ThrottleAware:
     `ddb_capacity_runtime.core.plan.plan_table`'s. With ``stock`` it moves the
     scalable targets' minimum (the base minimum is remembered as the state store does),
     else it calls UpdateTable. With ``causes`` (the default) its series carry the throttles
-    by cause, as the Lambda reads them; else only the lumped throttle events."""
+    by cause, as the Lambda reads them; else only the lumped throttle events. With
+    ``reserved``, its decreases are cut at the model's reservation as the Lambda's are
+    (`ddb_capacity_runtime.core.plan.plan_floored`; its tables: this one); stock target
+    tracking beneath it scales in as stock does."""
 
     def __init__(
         self,
@@ -363,6 +416,7 @@ class ThrottleAware:
         noise_aim: bool | None = None,
         forecast: bool = True,
         tweaks: tuple[tuple[str, Any], ...] = (),
+        reserved: bool = False,
     ) -> None:
         self.fast = FastPath(params) if sources(params) else None
         """The fast path's signals function, when the model has a signal for it
@@ -384,6 +438,8 @@ class ThrottleAware:
             default_max=params.max_capacity,
             tick_minutes=tick,
             policy=policy,
+            reserved_read_units=params.reserved_read_units if reserved else 0,
+            reserved_write_units=params.reserved_write_units if reserved else 0,
         )
         self.base_min: dict[Key, int] = {}
         self.decisions = 0
@@ -495,7 +551,14 @@ class ThrottleAware:
             table = self._apply_plans(table, t)
             if self.own_target:
                 self._retarget(table)
-        self._carry_out(sim, t, plan_table(table, series, self.config, now))
+        floor = reservation_floor(self.config.reservation, [table])  # its tables: this one
+        if floor is None:
+            planned = plan_table(table, series, self.config, now)
+        else:  # plan_floored, as the Lambda's tick (plan_table by this module's name)
+            planned, _ = floor_planned(
+                plan_table(table, series, self.config, now, floor=floor), floor
+            )
+        self._carry_out(sim, t, planned)
 
     def _apply_plans(self, table: ManagedTable, t: int) -> ManagedTable:
         """`apply_plans` at ``t``: the table it made last while the table described,

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, ClassVar, TextIO
 
+from ddb_capacity_runtime.core.names import DIMENSIONS
+
 from . import hybrid, schedules
 from .bound import Bound, bound
 from .model import Recorded, SimulatedTable
@@ -113,9 +115,10 @@ def build(
     if spec.kind == "oracle":
         return Oracle(trace, params, prices, score_from)
     keys = list(trace.demand)
+    reservation = params.reservation if spec.reserved else None
     if spec.kind == "stock":
         assert spec.value is not None
-        return AutoScaling(spec.value, params, keys)
+        return AutoScaling(spec.value, params, keys, reservation=reservation)
     if spec.kind == "scheduled":
         entries = schedule if schedule is not None else trace.schedule
         if not entries:
@@ -126,7 +129,7 @@ def build(
         ranges = {k: (params.min_capacity, params.max_capacity) for k in keys}
         firings = schedules.firings(entries, keys, ranges, trace.start, trace.minutes)
         assert spec.value is not None
-        return AutoScaling(spec.value, params, keys, firings)
+        return AutoScaling(spec.value, params, keys, firings, reservation=reservation)
     stock = AutoScaling(spec.value, params, keys) if spec.with_stock and spec.value else None
     return ThrottleAware(
         tick,
@@ -139,6 +142,7 @@ def build(
         noise_aim=spec.noise_aim,
         forecast=spec.forecast,
         tweaks=spec.tweaks,
+        reserved=spec.reserved,
     )
 
 
@@ -194,9 +198,17 @@ def run_policy(
     for those minutes."""
     start = check_score_from(score_from, trace)
     if spec.kind == "hybrid":
+        if params.reservation:
+            raise PolicyError(
+                f"--policy {spec.text!r}: the hybrid does not model reserved capacity; run it "
+                "with --reserved-read-units 0 and --reserved-write-units 0"
+            )
         return _hybrid(spec, trace, params, prices, tick, start)
     if spec.kind == "bound":
-        return [_bound(spec, b, trace, prices, start) for b in bound(trace, params, start).values()]
+        found = [
+            _bound(spec, b, trace, prices, start) for b in bound(trace, params, start).values()
+        ]
+        return charge_reserved(found, params, prices)
     policy = build(spec, trace, params, prices, schedule, tick, start)
     show = _progress(progress, spec.text, trace.minutes)
     if isinstance(policy, OnDemand):
@@ -218,7 +230,36 @@ def run_policy(
         end(t)
         if progress is not None:
             show(t)
-    return [_result(spec, key, sim, prices, start) for key in sim.keys]
+    return charge_reserved(
+        [_result(spec, key, sim, prices, start) for key in sim.keys], params, prices
+    )
+
+
+def charge_reserved(
+    results: list[DimensionResult], params: ModelParams, prices: Prices
+) -> list[DimensionResult]:
+    """``results`` (provisioned, one per dimension of one run) costed under the model's
+    reservation: each minute, the part of a dimension's provisioned total (table and
+    GSIs) at or below its reserved units is free (the reservation's fee is sunk), and what
+    is above it is charged at the list price. The charged part of a minute is shared among
+    the dimension's keys in proportion to what each had provisioned that minute, so the
+    keys' costs add up to the dimension's. Unit-hours stay the provisioned ones. Without a
+    reservation, ``results`` as they are."""
+    reservation = params.reservation
+    if not reservation:
+        return results
+    for dimension in DIMENSIONS:
+        units = reservation.units(dimension)
+        mine = [r for r in results if r.key[1] == dimension]
+        if not units or not mine:
+            continue
+        lists = [r.recorded.provisioned[r.score_from :] for r in mine]
+        totals = [sum(minute) for minute in zip(*lists, strict=True)]
+        shares = [1 - units / total if total > units else 0.0 for total in totals]
+        for r, provisioned in zip(mine, lists, strict=True):
+            charged = sum(map(operator.mul, provisioned, shares))
+            r.cost_usd = prices.provisioned(dimension, charged)
+    return results
 
 
 def _scored(spec: Spec, key: Key, r: Recorded, start: int, **rest: Any) -> DimensionResult:
