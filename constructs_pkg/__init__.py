@@ -28,6 +28,7 @@ from .capacity import (
 from .capacity_requests import CapacityRequests, FastPath
 from .compliance import acknowledge, apply_nag_packs, skip_checkov
 from .fleet_advisor import FleetAdvisor
+from .props import ReservedCapacity
 from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
 from .runtime import FunctionOptions
 from .scaler import ThrottleAwareScaler
@@ -50,6 +51,7 @@ __all__ = [
     "NightlyTuning",
     "PrewarmMethod",
     "ProvisionedTable",
+    "ReservedCapacity",
     "ScalableTargetQuota",
     "ScheduleEntry",
     "ScheduleError",

@@ -4,21 +4,52 @@ The checks the constructs' props share, at the door: a Duration prop and a whole
 prop, each refused with the prop's name, the value received and what is allowed, before
 the value reaches jsii (whose own errors name no prop, and which a NaN stops outright).
 Unresolved CDK tokens are not checked. And `MetricProps`, the keyword options every
-``metric_*`` method takes, as aws-cdk-lib's ``MetricOptions``.
+``metric_*`` method takes, as aws-cdk-lib's ``MetricOptions``; and `ReservedCapacity`, the
+Region's reserved units a ``ThrottleAwareScaler`` keeps its tables' total above.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TypedDict
 
 from aws_cdk import Duration, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
+from ddb_capacity_runtime.core.reservation import Reservation, reserved_problem
 
-__all__ = ["MetricProps", "duration_prop", "whole_prop"]
+__all__ = ["MetricProps", "ReservedCapacity", "duration_prop", "whole_prop"]
+
+
+@dataclass(frozen=True)
+class ReservedCapacity:
+    """The Region's DynamoDB reserved capacity (Standard table class), as bought: whole
+    hundreds of read and write units. Checked when made: each a whole number of hundreds
+    from 0 to 10,000,000 (0: none of that dimension).
+
+    :param read_units: reserved read capacity units. Default 0.
+    :param write_units: reserved write capacity units. Default 0.
+    """
+
+    read_units: int = 0
+    write_units: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("read_units", "write_units"):
+            value = getattr(self, name)
+            problem = reserved_problem(value)
+            if problem is not None:
+                raise CapacityConfigError(
+                    f"ReservedCapacity: {name}: got {shown(value)}; {problem}"
+                )
+
+    @property
+    def reservation(self) -> Reservation:
+        """The same units, as the run-time reads them."""
+        return Reservation(self.read_units, self.write_units)
 
 
 class MetricProps(TypedDict, total=False):

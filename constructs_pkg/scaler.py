@@ -32,6 +32,7 @@ from ddb_capacity_runtime.core.settings import (
     MAX_LEGACY_STATE_DAYS,
     MAX_TABLES_PER_BATCH,
     MODES,
+    RESERVED_SETTINGS,
     SETTINGS_BY_KEY,
     SHARDING_SETTINGS,
     OverrideError,
@@ -52,7 +53,7 @@ from .alarms import (
 from .batches import CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY, BatchPath, batch_path
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from .compliance import acknowledge
-from .props import MetricProps, duration_prop
+from .props import MetricProps, ReservedCapacity, duration_prop
 from .runtime import (
     SCALABLE_TARGETS_FINDING,
     FunctionDefaults,
@@ -103,6 +104,7 @@ SCALER_METRICS = {
             "RefusedTunedTargets",
             "KeyRangeThrottleEvents",
             "Updating",
+            "HeldByReservation",
         ),
         "table",
     ),
@@ -207,6 +209,14 @@ class ThrottleAwareScaler(Construct):
         largest capacity the scaler reads, remembers or sets for one dimension (a minimum,
         a maximum, an override), from 1 to 1,000,000. Default: 40,000 (DynamoDB's default
         quota). Raise it with the quota, or minimums above it are never remembered.
+    :param reserved: the Region's reserved capacity (`ReservedCapacity`): the scaler then
+        never lowers the provisioned total of the tables it manages (per dimension, tables
+        and GSIs) below the reserved units: a decrease that would is cut back to the
+        reservation, or not made; raises are never limited. A table whose capacity is not
+        known that tick counts 0, so fewer decreases happen, never more. A sharded tick's
+        batch keeps its own tables' total at or above the whole reservation. It does not
+        see reserved units used by tables it does not manage (docs: Scaler, "Reserved
+        capacity"). Default: None (no reservation).
     :param alarm_options: per alarm id (``"Errors"``, ``"DeadLetters"``, ``"NotRunning"``,
         ``"BatchErrors"``, ``"BatchesLate"``, ``"BadTargets"``, ``"RefusedTags"``,
         ``"PinnedAtMax"``, ``"Updating"``, ``"SustainedThrottling"`` and ``"HotKey"``, the
@@ -253,6 +263,7 @@ class ThrottleAwareScaler(Construct):
         batch_concurrency: int | None = None,
         read_legacy_state_until: date | None = None,
         table_quota: int = DEFAULT_TABLE_QUOTA,
+        reserved: ReservedCapacity | None = None,
         alarm_options: Mapping[str, AlarmOptions] | None = None,
         function_options: Mapping[str, FunctionOptions] | None = None,
     ) -> None:
@@ -263,6 +274,7 @@ class ThrottleAwareScaler(Construct):
             "Scaler"
         ]
         tick_minutes = self._validate_props(tick, mode, updating_for_ticks, tag_key, table_quota)
+        self.reserved = self._validate_reserved(reserved)
         *sharding, concurrency = self._validate_sharding(
             sharded, shard_above_tables, tables_per_batch, batch_concurrency
         )
@@ -344,7 +356,18 @@ class ThrottleAwareScaler(Construct):
             policy=for_mode(mode, tick_minutes),
             read_legacy_state_until=self._validate_legacy_until(until),
             table_quota=self.table_quota,
+            reserved_read_units=self.reserved.read_units if self.reserved else 0,
+            reserved_write_units=self.reserved.write_units if self.reserved else 0,
         )
+
+    def _validate_reserved(self, reserved: object) -> ReservedCapacity | None:
+        """``reserved`` checked: None or a `ReservedCapacity` (which checks its units)."""
+        if reserved is not None and not isinstance(reserved, ReservedCapacity):
+            raise CapacityConfigError(
+                f"{self._where}: reserved: got {shown(reserved)}; expected "
+                "ReservedCapacity(read_units=..., write_units=...) or None"
+            )
+        return reserved
 
     def _validate_legacy_until(self, until: object) -> date | None:
         """``read_legacy_state_until`` checked: None, or a date from today (UTC) to
@@ -469,6 +492,7 @@ class ThrottleAwareScaler(Construct):
             CONSTRUCT_SETTINGS
             + (SHARDING_SETTINGS if self.batches else ())
             + (LEGACY_SETTINGS if settings.read_legacy_state_until else ())
+            + (RESERVED_SETTINGS if settings.reservation else ())
         )
         for name, value in settings.to_env(written).items():
             self.add_environment(name, value)

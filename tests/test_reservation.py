@@ -1,0 +1,278 @@
+"""Reserved capacity: the floor the scaler and the simulator's ``+reserved`` policies share, the
+simulator's cost rule under a reservation, the construct's ``reserved`` prop, and the tick
+against a moto server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_dynamodb as dynamodb
+
+from constructs_pkg import CapacityConfigError, ReservedCapacity, ThrottleAwareScaler
+from ddb_capacity_runtime.core.reservation import Floor, Reservation
+from ddb_capacity_runtime.core.settings import ConfigError, ScalerConfig
+from ddb_capacity_tools.cli import main
+from ddb_capacity_tools.simulator import (
+    ModelError,
+    ModelParams,
+    PolicyError,
+    Prices,
+    Trace,
+    parse,
+    scenario,
+    simulate,
+)
+from tests.moto_world import World
+
+START = datetime(2026, 1, 5, tzinfo=UTC)
+
+# ---------------------------------------------------------------------- the floor
+
+
+def test_the_floor_cuts_decreases_at_the_reservation_and_spends_its_headroom() -> None:
+    floor = Floor.over(Reservation(read_units=500), [("read", 300), ("read", 400), ("write", 9)])
+    assert floor.cut("read", 400, 100) == 200  # 700 - 500: 200 may fall
+    assert floor.cut("read", 300, 5) == 300  # nothing left
+    assert floor.cut("read", 300, 900) == 900  # a raise is never limited
+    assert floor.cut("write", 9, 1) == 1  # no write reservation
+
+
+def test_a_capacity_not_counted_allows_no_decrease() -> None:
+    # the total below the reservation already: nothing may fall, whatever is asked
+    floor = Floor.over(Reservation(write_units=1000), [("write", 600)])
+    assert floor.cut("write", 600, 1) == 600
+
+
+# ---------------------------------------------------------------------- the cost rule
+
+
+def flat(read: float, write: float, minutes: int = 120, gsi: bool = False) -> Trace:
+    demand = {(None, "read"): [read] * minutes, (None, "write"): [write] * minutes}
+    if gsi:
+        demand[("byUser", "write")] = [write] * minutes
+    return Trace("flat", START, demand)
+
+
+def costs(trace: Trace, policy: str, **reserved: int) -> dict[Any, float]:
+    params = ModelParams(warmup_minutes=0, **reserved)
+    return {r.key: r.cost_usd for r in simulate(trace, [parse(policy)], params, progress=None)}
+
+
+def test_capacity_below_the_reservation_costs_nothing_and_above_costs_list_price() -> None:
+    trace, prices = flat(10, 10), Prices()
+    hours = trace.minutes / 60
+    for reserved, charged in ((0, 300), (200, 100), (300, 0), (500, 0)):
+        got = costs(trace, "fixed:300", reserved_write_units=reserved)
+        assert got[(None, "write")] == pytest.approx(charged * hours * prices.unit_hour("write"))
+        # reads are not covered by a write reservation
+        assert got[(None, "read")] == pytest.approx(300 * hours * prices.unit_hour("read"))
+
+
+def test_a_dimensions_keys_share_its_charged_part_and_add_up_to_it() -> None:
+    # GIVEN a table and a GSI at 300 write units each (600), 400 reserved
+    trace, prices = flat(10, 10, gsi=True), Prices()
+    got = costs(trace, "fixed:300", reserved_write_units=400)
+    hours = trace.minutes / 60
+    # THEN 200 units are charged, shared in proportion (100 each)
+    total = got[(None, "write")] + got[("byUser", "write")]
+    assert total == pytest.approx(200 * hours * prices.unit_hour("write"))
+    assert got[(None, "write")] == pytest.approx(got[("byUser", "write")])
+
+
+def test_on_demand_is_not_covered_and_unit_hours_stay_provisioned() -> None:
+    trace = flat(10, 10)
+    assert costs(trace, "on-demand", reserved_write_units=1000) == costs(trace, "on-demand")
+    (row,) = [
+        r
+        for r in simulate(
+            trace, [parse("fixed:300")], ModelParams(reserved_write_units=300), progress=None
+        )
+        if r.key == (None, "write")
+    ]
+    assert row.cost_usd == 0 and row.provisioned_unit_hours == pytest.approx(300 * 2)
+
+
+# ---------------------------------------------------------------------- the +reserved policies
+
+
+@pytest.mark.parametrize("policy", ["stock:70", "stock:90", "throttle-aware"])
+def test_the_aware_policy_refuses_no_more_and_costs_no_more(policy: str) -> None:
+    # GIVEN a day of diurnal traffic, reserved at about the unaware policy's median total
+    day = scenario("diurnal")
+    trace = replace(day, demand={k: v[:1440] for k, v in day.demand.items()})
+    params = ModelParams(reserved_read_units=4900, reserved_write_units=1200)
+    unaware, aware = (
+        {r.key: r for r in simulate(trace, [parse(p)], params, progress=None)}
+        for p in (policy, policy + "+reserved")
+    )
+    # THEN the aware one refuses no more and costs no more, under the same cost rule
+    refused = [sum(r.throttled_requests for r in x.values()) for x in (unaware, aware)]
+    cost = [sum(r.cost_usd for r in x.values()) for x in (unaware, aware)]
+    assert refused[1] <= refused[0] and cost[1] <= cost[0] + 1e-9
+    # AND it never lowered a dimension's total below the reservation
+    for key, r in aware.items():
+        units = params.reservation.units(key[1])
+        before = r.recorded.provisioned
+        lowered = [b for a, b in zip(before, before[1:], strict=False) if b < a]
+        assert all(level >= units for level in lowered)
+    # AND capacity was held higher somewhere: the floor is what made the difference
+    assert any(
+        sum(aware[k].recorded.provisioned) > sum(unaware[k].recorded.provisioned) for k in aware
+    )
+
+
+def test_reserved_applies_to_policies_that_lower_capacity_only() -> None:
+    assert parse("autopilot+stock:70+reserved").reserved
+    assert parse("stock:70+reserved").value == 70
+    for text in ("fixed:5+reserved", "on-demand+reserved", "oracle+reserved"):
+        with pytest.raises(PolicyError, match=r"'\+reserved' applies to stock, scheduled"):
+            parse(text)
+
+
+def test_the_hybrid_with_a_reservation_is_refused_by_name() -> None:
+    with pytest.raises(PolicyError, match="the hybrid does not model reserved capacity"):
+        simulate(flat(1, 1), [parse("hybrid")], ModelParams(reserved_read_units=100))
+
+
+@pytest.mark.parametrize("value", [150, -100, 10_000_100, 99.5])
+def test_reserved_units_that_are_not_whole_hundreds_are_refused(value: Any) -> None:
+    with pytest.raises(
+        ModelError, match=rf"^--reserved-write-units: got {value!r}; expected a whole"
+    ):
+        ModelParams(reserved_write_units=value).validate(flags=True)
+
+
+def test_the_command_line_takes_the_reservation_and_refuses_a_bad_one(capsys: Any) -> None:
+    code = main(["simulate", "--scenario", "spike", "--reserved-read-units", "550"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--reserved-read-units: got 550; expected a whole number of hundreds" in err
+    args = ["simulate", "--scenario", "spike", "--policy", "stock:70+reserved", "--json"]
+    assert main([*args, "--reserved-write-units", "8000"]) == 0
+    assert '"stock:70+reserved"' in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------- settings and construct
+
+
+def test_the_lambda_refuses_reserved_units_that_are_not_hundreds() -> None:
+    with pytest.raises(ConfigError, match="SCALER_RESERVED_READ_UNITS must be a multiple of 100"):
+        ScalerConfig.from_env({"SCALER_TABLES": "t", "SCALER_RESERVED_READ_UNITS": "150"})
+    config = ScalerConfig.from_env({"SCALER_TABLES": "t", "SCALER_RESERVED_WRITE_UNITS": "300"})
+    assert config.reservation == Reservation(0, 300)
+
+
+def _scaler(**props: Any) -> dict[str, Any]:
+    app = cdk.App()
+    stack = cdk.Stack(app, "Reserved")
+    table = dynamodb.Table(
+        stack,
+        "Orders",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        billing_mode=dynamodb.BillingMode.PROVISIONED,
+    )
+    ThrottleAwareScaler(stack, "Scaler", tables=[table], **props)
+    template = cdk.assertions.Template.from_stack(stack)
+    (function,) = [
+        f
+        for f in template.find_resources("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"].endswith("scaler.handler.lambda_handler")
+    ]
+    env: dict[str, Any] = function["Properties"]["Environment"]["Variables"]
+    return env
+
+
+def test_the_template_carries_the_reservation() -> None:
+    env = _scaler(reserved=ReservedCapacity(read_units=500, write_units=1200))
+    assert env["SCALER_RESERVED_READ_UNITS"] == "500"
+    assert env["SCALER_RESERVED_WRITE_UNITS"] == "1200"
+    assert ScalerConfig.from_env(
+        {k: v for k, v in env.items() if isinstance(v, str)} | {"SCALER_TABLES": "t"}
+    ).reservation == Reservation(500, 1200)
+    assert "SCALER_RESERVED_READ_UNITS" not in _scaler()
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("read_units", 150), ("write_units", -100), ("read_units", True)]
+)
+def test_bad_reserved_props_are_refused_naming_them(field: str, value: Any) -> None:
+    with pytest.raises(
+        CapacityConfigError,
+        match=rf"ReservedCapacity: {field}: got {value!r}; expected a whole number of hundreds",
+    ):
+        ReservedCapacity(**{field: value})
+    with pytest.raises(CapacityConfigError, match=r"reserved: got 500; expected ReservedCapacity"):
+        _scaler(reserved=500)
+
+
+# ---------------------------------------------------------------------- the tick, on moto
+
+
+@pytest.fixture
+def world(aws_client: Any) -> Iterator[World]:
+    made = World(aws_client)
+    yield made
+    made.close()
+
+
+def idle(world: World, base: str, read: int, write: int) -> str:
+    """A table named after ``base`` with a unit a second of traffic over the whole window."""
+    name = world.table(base, read, write)
+    for dimension in ("read", "write"):
+        world.traffic(name, dimension, 1, minutes=range(0, 40))
+    return name
+
+
+def test_a_decrease_is_cut_back_at_the_reservation(world: World) -> None:
+    # GIVEN two idle tables: 400 and 300 write units, 400 reserved
+    big = idle(world, "big", 200, 400)
+    small = idle(world, "small", 200, 300)
+    # WHEN one tick runs
+    summary, lines = world.tick(SCALER_RESERVED_WRITE_UNITS="400")
+    # THEN the writes fall by 300 in all (700 -> 400), in the order the tables are decided;
+    # the reads, not reserved, fall to the minimum
+    writes = world.throughput(big)[1] + world.throughput(small)[1]
+    assert writes == 400
+    assert world.throughput(big)[0] == world.throughput(small)[0] == 5
+    assert summary["failures"] == []
+    held = [line for line in lines if line.get("event") == "held-by-reservation"]
+    assert held and all(h["reserved"] == 400 and h["new"] > h["asked"] for h in held)
+    counted = sum(line.get("HeldByReservation", 0) for line in lines if "_aws" in line)
+    assert counted == len(held)
+
+
+def test_a_table_whose_description_fails_counts_as_zero(world: World) -> None:
+    # GIVEN an idle table of 400 write units and one of 300 whose DescribeTable fails
+    quiet = idle(world, "idle", 200, 400)
+    broken = idle(world, "broken", 200, 300)
+
+    def fail(params: dict[str, Any], **_: Any) -> None:
+        if params.get("TableName") == broken:
+            raise RuntimeError("injected: DescribeTable failed")
+
+    world.ddb.meta.events.register("before-parameter-build.dynamodb.DescribeTable", fail)
+    try:
+        summary, _ = world.tick(SCALER_RESERVED_WRITE_UNITS="300")
+    finally:
+        world.ddb.meta.events.unregister("before-parameter-build.dynamodb.DescribeTable", fail)
+    # THEN the idle table keeps the whole reservation (400 - 300 may fall, no more): the
+    # broken table's 300 units were not counted
+    assert world.throughput(quiet)[1] == 300
+    assert world.throughput(broken) == (200, 300)
+    assert [f["table"] for f in summary["failures"]] == [broken]
+
+
+def test_the_reservation_benchmark_runs_in_its_quick_mode(capsys: Any) -> None:
+    from benchmarks import reservation_aware
+
+    assert reservation_aware.main(["--quick", "--processes", "1"]) == 0
+    printed = capsys.readouterr().out
+    rows = [line for line in printed.splitlines() if " stock:70 " in line]
+    assert len(rows) == 4  # two scenarios, two levels
+    assert all(line.endswith("holds") for line in rows)
+    assert "real traces: not read in --quick" in printed
