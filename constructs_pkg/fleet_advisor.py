@@ -215,7 +215,17 @@ class FleetAdvisor(Construct):
         from ddb_capacity_tools.simulator.policies import PolicyError, parse
         from ddb_capacity_tools.simulator.tune import CANDIDATE_HELP
 
+        if isinstance(candidates, str | bytes):
+            raise ValueError(
+                f"{self._where}: candidates: got {candidates!r}; expected a list of policies "
+                f"({CANDIDATE_HELP})"
+            )
         for c in candidates:
+            if not isinstance(c, str):
+                raise ValueError(
+                    f"{self._where}: candidates: got {c!r} (a {type(c).__name__}); expected a "
+                    f"policy's name: {CANDIDATE_HELP}"
+                )
             try:
                 kind = parse(c, option="candidates").kind
             except PolicyError as exc:

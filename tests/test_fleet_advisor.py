@@ -265,6 +265,8 @@ def test_cfn_lint_finds_no_errors(synthesized):
         ({"max_concurrency": 10.5}, "max_concurrency: got 10.5; expected a whole number"),
         ({"candidates": ["oracle"]}, "candidates: got 'oracle'; expected stock:T"),
         ({"candidates": ["stock:95"]}, "candidates 'stock:95': target utilization 95"),
+        ({"candidates": [5]}, "candidates: got 5 (a int); expected a policy's name: stock:T"),
+        ({"candidates": "stock:70"}, "candidates: got 'stock:70'; expected a list of policies"),
     ],
 )
 def test_bad_props_are_refused_with_the_prop_and_the_value(props, message):
