@@ -606,14 +606,13 @@ def _decide_and_act(
     values = _table_metrics(table, planned, t.now, table.name in t.failures)
     if t.config.policy.autopilot:  # dimensions whose forecast earned its place (a plan)
         values["ForecastsOn"] = sum(1 for d in table.dimensions if d.plan is not None)
-    warm = within_warm(results.values())
-    if warm:  # only while it happens (a billed custom metric)
-        values["RaisesWithinWarm"] = warm
-    key_range = _report_causes(table, series)
-    if key_range:  # only while it happens (a billed custom metric)
-        values["KeyRangeThrottleEvents"] = key_range
-    if held_back:  # only while it happens (a billed custom metric)
-        values["HeldByReservation"] = len(held_back)
+    occasional = {
+        "RaisesWithinWarm": within_warm(results.values()),
+        "KeyRangeThrottleEvents": _report_causes(table, series),
+        "HeldByReservation": len(held_back),
+    }
+    # only while they happen (each a billed custom metric)
+    values |= {name: value for name, value in occasional.items() if value}
     t.emf(values, table.name)
     return list(results.values())
 

@@ -7,6 +7,7 @@ field of [`ModelParams`][ddb_capacity_tools.simulator.ModelParams] with its rang
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
 from ddb_capacity_runtime.core.errors import CapacityError
@@ -188,7 +189,7 @@ class ModelParams:
 
         for f in fields(self):
             value = getattr(self, f.name)
-            if value is None and f.name in OPTIONAL:
+            if (value is None and f.name in OPTIONAL) or f.name in HUNDREDS:
                 continue
             lo, hi = BOUNDS[f.name]
             whole = f.name not in FRACTIONAL
@@ -199,10 +200,6 @@ class ModelParams:
                 and lo <= value <= hi
                 and (not whole or float(value).is_integer())
             )
-            if ok and f.name in HUNDREDS and reserved_problem(int(value)) is not None:
-                ok = False
-            if not ok and f.name in HUNDREDS:
-                raise ModelError(f"{name(f.name)}: got {value!r}; {reserved_problem(value)}")
             if not ok:
                 kind = "a whole number" if whole else "a number"
                 also = ""
@@ -211,12 +208,23 @@ class ModelParams:
                 raise ModelError(
                     f"{name(f.name)}: got {value!r}; expected {kind} from {lo:g} to {hi:g}{also}"
                 )
+        self._check_hundreds(name)
         if self.min_capacity > self.max_capacity:
             raise ModelError(
                 f"{name('min_capacity')}: got {self.min_capacity}; expected at "
                 f"most {name('max_capacity')} ({self.max_capacity})"
             )
         return self
+
+    def _check_hundreds(self, name: Callable[[str], str]) -> None:
+        """Raise `ModelError` for a reserved-units field that is not whole hundreds from 0 to
+        the most (`reserved_problem`), named by ``name``."""
+        for hundreds in sorted(HUNDREDS):
+            value = getattr(self, hundreds)
+            whole = isinstance(value, float) and value.is_integer()
+            problem = reserved_problem(int(value) if whole else value)
+            if problem is not None:
+                raise ModelError(f"{name(hundreds)}: got {value!r}; {problem}")
 
     @property
     def reservation(self) -> Reservation:
