@@ -64,7 +64,7 @@ from .simulator import tune as tune_module
 from .simulator.backtest import MAX_DAYS, check_days, history, history_end
 from .simulator.chart import ChartError
 from .simulator.ensemble import ENSEMBLES, EnsembleError, run_ensemble, settings_of
-from .simulator.params import FRACTIONAL, OFF, OPTIONAL, ModelError, ModelParams
+from .simulator.params import FRACTIONAL, HUNDREDS, OFF, OPTIONAL, ModelError, ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES, SPEC_HELP, PolicyError, Spec, parse
 from .simulator.prices import PriceError, Prices
 from .simulator.run import DEFAULT_POLICIES, simulate
@@ -101,6 +101,12 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
             shown = f"default {f.default}; off: {OPTIONAL[f.name]}"
         elif f.name in OPTIONAL:
             shown = f"default: {OPTIONAL[f.name]}"
+        elif f.name in HUNDREDS:
+            shown = (
+                f"the Region's reserved {f.name.split('_')[1]} units, whole hundreds: "
+                "capacity below them is charged nothing, and a +reserved policy never lowers "
+                "the total below them; default 0, none (docs: Simulator, 'Reserved capacity')"
+            )
         group.add_argument(
             "--" + f.name.replace("_", "-"),
             dest=f.name,
