@@ -100,6 +100,8 @@ def test_the_tune_page_highlights_the_recommendation_on_the_frontier(tmp_path):
     [picked] = [name for classes, name in points if "recommended" in classes]
     assert picked == tuning.recommended.policy
     assert "What to paste" in loaded.dom and tuning.recommended.policy in loaded.dom
+    # tune's figures are a month's (730 hours), and the page says so
+    assert "its cost a month" in loaded.dom and "over the trace" not in loaded.dom
     assert [p for _, _, p in series(panels(loaded.dom, "demand-0")[0])] == [240]
 
 

@@ -53,13 +53,11 @@ def tune_page(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str
     """``tune``'s page: the advice, the frontier with each candidate's spread over the
     ensemble, and the demand it was tuned on."""
     note = f" The whiskers span the {ensemble} ensemble's {settings} settings."
-    frontier, charts = frontier_section(
-        tuning.candidates, tuning.recommended, "over the trace", note
-    )
+    frontier, charts = frontier_section(tuning.candidates, tuning.recommended, "a month", note)
     demand, more = demand_section(trace)
     body = (
         f"<h1>{text(trace.name)}: tune</h1>{_about(trace)}"
-        f"{advice_section(tuning, 'over the trace')}{frontier}{demand}"
+        f"{advice_section(tuning, 'a month')}{frontier}{demand}"
     )
     return document(f"{trace.name}: tune", body, {"charts": {**charts, **more}})
 
