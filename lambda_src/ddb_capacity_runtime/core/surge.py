@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Protocol, TypeGuard, TypeVar
 
+from .bucket import Drain
 from .errors import CapacityError, shown
 from .holds import Holding, level
 from .names import DIMENSIONS, MAX_TABLE_QUOTA, scope_label
@@ -85,6 +86,14 @@ DEFAULT_BUDGET_SURGES = 2
 """The default budget: this many times what one surge may add from the window's start."""
 UNBOUNDED = "unbounded"
 """What a setting says to turn a default bound off (the surge cap, the budget)."""
+TRUSTED_SOURCES = ("stream", "cloudwatch")
+"""Where the demand that widens the default surge cap (`surge_room`'s ``trusted``) comes from:
+the table's stream (the writes DynamoDB served, as the stream reader counts them) and
+CloudWatch's consumed-capacity metrics. Both are DynamoDB's own measures: no process can forge
+them. A process's report is not among them."""
+TRUSTED_MINUTES = 5
+"""How far back CloudWatch's consumed capacity is read for the trusted demand: its busiest minute
+of the last five it shows."""
 
 
 class SurgeReportError(CapacityError, ValueError):
@@ -318,6 +327,7 @@ def surge_level(
     cap: int | None = None,
     held: int = 0,
     base: int | None = None,
+    drain: Drain | None = None,
 ) -> int | None:
     """The level a dimension's surge holds, or None when none is due.
 
@@ -329,7 +339,10 @@ def surge_level(
     A surge is due when the estimated demand reaches `SURGE_AT` x ``base`` (the
     burst bucket is draining, or would be again without the surge), or when throttles for
     provisioned throughput, or of no known cause, appear. Key-range throttles never make
-    one due, nor count towards its size.
+    one due, nor count towards its size. With ``drain`` (the bucket rule,
+    `core.bucket`), a new surge (none ``held``) that no throttle calls for is due only
+    when the bucket would empty before a raise lands: noise the bucket absorbs raises
+    nothing.
 
     While throttled for provisioned throughput, a dimension serves about what is
     provisioned (its bucket is empty), so the reports' own consumption against it tells
@@ -346,8 +359,11 @@ def surge_level(
         raise ValueError(f"share: got {share!r}; expected a number over 0, at most 1")
     base = provisioned if base is None else base
     demand = combined.demand / share
-    if demand < SURGE_AT * base and combined.throttled <= 0 and combined.unknown <= 0:
+    throttled = combined.throttled > 0 or combined.unknown > 0
+    if demand < SURGE_AT * base and not throttled:
         return None
+    if not held and not throttled and drain is not None and not drain.due(demand, provisioned):
+        return None  # the bucket lasts until a raise sent later lands
     if combined.throttled > 0 and combined.consumed > 0 and provisioned > 0:
         seen = max(MIN_SEEN_SHARE, min(1.0, combined.consumed / provisioned))
         demand = max(demand, combined.demand / seen)
@@ -363,12 +379,26 @@ def surge_level(
 
 
 def surge_room(
-    start: int, cap: int | None, scale: float | None, warm: int | None = None
+    start: int,
+    cap: int | None,
+    scale: float | None,
+    warm: int | None = None,
+    trusted: float = 0.0,
 ) -> int | None:
     """The most units one surge may add over ``start`` (the capacity its dimension had
     when it started): ``cap`` when given; else ``scale`` x ``start`` less ``start``, at
-    least `MIN_SURGE_ROOM`, and at least up to ``warm``, the dimension's warm
-    throughput when known; None when neither ``cap`` nor ``scale`` is given (no cap).
+    least `MIN_SURGE_ROOM`, at least up to ``warm``, the dimension's warm
+    throughput when known, and at least up to ``scale`` x ``trusted``, the demand (units a
+    second) that DynamoDB itself measured served; None when neither ``cap`` nor ``scale``
+    is given (no cap).
+
+    Why the scaled cap counts from the trusted demand (`TRUSTED_SOURCES`): the cap is
+    there because a process's report may lie, and a lie can ask for anything. What
+    DynamoDB served, as its stream records it or CloudWatch counts it, no process can
+    forge: a flash crowd that the table serves at 400 units is one, whatever the surge
+    started from, so a surge may reach ``scale`` x 400 while a lying report on a quiet
+    table still gets ``scale`` x its start. The budget counts the same way
+    (`budget_left`).
 
     Why the scaled cap reaches the warm throughput: a raise to it lands at once (its
     partitions already serve it: no split, no minutes of UPDATING), so a burst that needs
@@ -383,6 +413,8 @@ def surge_room(
     if scale is None:
         return None
     room = max(math.floor(scale * start) - start, MIN_SURGE_ROOM)
+    if trusted > start:
+        room = max(room, math.floor(scale * trusted) - start)
     return room if warm is None else max(room, warm - start)
 
 
@@ -392,16 +424,18 @@ def cap_room(
     cap: int | None,
     scale: float | None,
     warm: int | None = None,
+    trusted: float = 0.0,
 ) -> int | None:
     """The most units one surge may add over ``start`` (`surge_room`; None: no cap);
     with ``since`` (the level its budget window counts from), its level also stays within
     what the cap allows over ``since``: lies repeated after each restore, while auto
-    scaling has not yet scaled in, cannot climb (nor past the warm throughput: a level
-    within it is allowed from any start)."""
-    room = surge_room(start, cap, scale, warm)
+    scaling has not yet scaled in, cannot climb (nor past the warm throughput, nor past
+    ``scale`` x the ``trusted`` demand: a level within them is allowed from any start)."""
+    room = surge_room(start, cap, scale, warm, trusted)
     if room is None or since is None or since >= start:
         return room
-    return max(0, min(room, since + (surge_room(since, cap, scale, warm) or 0) - start))
+    again = surge_room(since, cap, scale, warm, trusted) or 0
+    return max(0, min(room, since + again - start))
 
 
 @dataclass(frozen=True)
@@ -450,14 +484,16 @@ def budget_left(
     cap: int | None,
     scale: float | None,
     warm: int | None = None,
+    trusted: float = 0.0,
 ) -> int | None:
     """The units the surges of ``window`` may still add: ``budget`` (units a window) when
     given, else `DEFAULT_BUDGET_SURGES` x what one surge may add from the window's
-    level (`surge_room`, the warm throughput ``warm`` included: the default budget
-    never cuts short a raise that lands at once); None: no budget (no budget given, and
-    no cap)."""
+    level (`surge_room`, the warm throughput ``warm`` and the ``trusted`` demand
+    included: the default budget never cuts short a raise that lands at once, nor one
+    that DynamoDB's own measure of the demand calls for); None: no budget (no budget
+    given, and no cap)."""
     if budget is None:
-        room = surge_room(window.level, cap, scale, warm)
+        room = surge_room(window.level, cap, scale, warm, trusted)
         if room is None:
             return None
         budget = DEFAULT_BUDGET_SURGES * room
@@ -535,34 +571,48 @@ class SurgeBounds:
     scale: float | None = DEFAULT_SURGE_SCALE
     budget: int | str | None = None
 
-    def room(self, start: int, since: int | None = None, warm: int | None = None) -> int | None:
+    def room(
+        self,
+        start: int,
+        since: int | None = None,
+        warm: int | None = None,
+        trusted: float = 0.0,
+    ) -> int | None:
         """The most units one surge may add over ``start`` (None: no cap), within what
         the cap allows over ``since`` (`cap_room`); the default cap reaches the
-        dimension's warm throughput ``warm`` when known."""
+        dimension's warm throughput ``warm`` when known, and ``scale`` x the ``trusted``
+        demand."""
         scale = None if self.cap is not None else self.scale
-        return cap_room(start, since, self.cap, scale, warm)
+        return cap_room(start, since, self.cap, scale, warm, trusted)
 
-    def budget_left(self, window: Budget, warm: int | None = None) -> int | None:
+    def budget_left(
+        self, window: Budget, warm: int | None = None, trusted: float = 0.0
+    ) -> int | None:
         """The units ``window``'s surges may still add (None: no budget); the default
-        budget counts the warm throughput ``warm`` as one surge's room."""
+        budget counts the warm throughput ``warm``, and the ``trusted`` demand's room, as
+        one surge's room."""
         if self.budget == UNBOUNDED:
             return None
         budget = self.budget if isinstance(self.budget, int) else None
         scale = None if self.cap is not None else self.scale
-        return budget_left(window, budget, self.cap, scale, warm)
+        return budget_left(window, budget, self.cap, scale, warm, trusted)
 
 
 @dataclass(frozen=True)
 class Live:
     """A dimension as read: its provisioned units, the target utilization (``aim``) and
     max its surge is sized with, its warm throughput (None: unknown) and its scalable
-    target's max (None: no target)."""
+    target's max (None: no target); ``drain``, the bucket rule's view of it (None: a
+    surge is due as soon as the demand reaches the capacity), and ``trusted``, the demand
+    DynamoDB itself measured served, in units a second (`TRUSTED_SOURCES`; 0: none)."""
 
     provisioned: int
     aim: float = 1.0
     max_capacity: int = NO_LIMIT
     warm: int | None = None
     target_max: int | None = None
+    drain: Drain | None = None
+    trusted: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -650,7 +700,7 @@ def first_look(
     limits not read yet: whatever they are) as it ``stands`` at ``now``, and if so what
     the lease is taken for."""
     since = budget_window(mark.budget, now, stands.baseline).level
-    room = bounds.room(stands.baseline, since, live.warm)
+    room = bounds.room(stands.baseline, since, live.warm, live.trusted)
     due = surge_level(
         combined,
         live.provisioned,
@@ -660,6 +710,7 @@ def first_look(
         room,
         held=stands.held,
         base=stands.baseline,
+        drain=live.drain,
     )
     if due is None:
         return Look("none")
@@ -732,7 +783,7 @@ def plan_raise(
     target's max; its expiry ``surge_minutes`` on (never earlier than it was, never past
     its lifetime). Never lowers anything."""
     window = budget_window(mark.budget, now, stands.baseline)
-    room = bounds.room(stands.baseline, window.level, live.warm)
+    room = bounds.room(stands.baseline, window.level, live.warm, live.trusted)
     want = surge_level(
         combined,
         live.provisioned,
@@ -742,10 +793,11 @@ def plan_raise(
         room,
         held=stands.held,
         base=stands.baseline,
+        drain=live.drain,
     )
     if want is None:
         return SurgePlan("none")
-    left = bounds.budget_left(window, live.warm)
+    left = bounds.budget_left(window, live.warm, live.trusted)
     refused = left == 0 and want > stands.held
     if refused and stands.surge is None:
         return SurgePlan("limited", want, over_budget=True, reason=budget_spent(window))

@@ -55,10 +55,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from ddb_capacity_runtime.core.bucket import Bucket, Drain, advance
 from ddb_capacity_runtime.core.surge import (
     DEFAULT_SURGE_MINUTES,
     DEFAULT_SURGE_SCALE,
     SURGE_LIFETIME_MINUTES,
+    TRUSTED_MINUTES,
     Budget,
     Combined,
     budget_left,
@@ -73,6 +75,9 @@ from .trace import Key
 
 RESTORE_MINUTES = 5
 """How often the restorer ends expired holds (``CapacityRequests``' default)."""
+LOOK_SECONDS = 60
+"""How often the simulated signals function looks at a source: once a minute (the deployed one
+looks at every report, seconds apart, so the bucket rule here errs towards more surges)."""
 
 
 class Source(NamedTuple):
@@ -116,6 +121,10 @@ class FastPath:
         self.holds: dict[Key, tuple[int, int, int, int]] = {}
         """Per dimension, its surge: the level held, the first minute it no longer holds, the
         capacity it falls back to, and the minute of its first raise."""
+        self.buckets: dict[tuple[Key, bool], Bucket] = {}
+        """Per dimension and source (the stream: True), the bucket rule's estimate
+        (`core.bucket`), as the state store keeps it."""
+        self.metric_delay = params.metric_delay_minutes
 
     def floor(self, key: Key, t: int) -> int:
         """The level ``key``'s surge holds at minute ``t`` (0: none)."""
@@ -156,29 +165,62 @@ class FastPath:
             share * (served + short), share * short, share * key_range, 1, share * served
         )
 
+    def trusted(self, sim: SimulatedTable, key: Key, t: int, source: Source, seen: float) -> float:
+        """The demand DynamoDB itself measured served on ``key`` as the signals function
+        can know it at minute ``t`` (`core.surge.TRUSTED_SOURCES`): for the stream, what
+        it saw served (``seen``); for the hook, CloudWatch's busiest consumed minute of the
+        last `TRUSTED_MINUTES` it shows (``metric_delay_minutes`` late)."""
+        if source.stream:
+            return seen
+        served = sim.dims[key].served
+        end = t + sim.offset - self.metric_delay
+        return max(served[max(0, end - TRUSTED_MINUTES) : max(0, end)], default=0.0)
+
+    def _drain(
+        self, sim: SimulatedTable, key: Key, source: Source, combined: Combined, now: int
+    ) -> Drain:
+        """The bucket rule's view of ``key`` at ``now``: its estimate advanced by what
+        ``source`` saw consumed."""
+        d = sim.dims[key]
+        mine = (key, source.stream)
+        bucket = advance(self.buckets.get(mine), int(d.provisioned), combined.consumed, now)
+        self.buckets[mine] = bucket
+        warm = int(d.warm) if self.warm_known else None
+        return Drain(bucket, warm, LOOK_SECONDS, blind=source.stream)
+
     def _level(
         self,
         sim: SimulatedTable,
         key: Key,
         combined: Combined,
         target: float,
-        held: int,
-        base: int,
+        stands: tuple[int, int],
         now: int,
+        seen: tuple[Drain, float],
     ) -> int | None:
-        """The signals function's level for ``key`` at ``now`` (seconds into the run):
-        the rule within the surge cap, then within what the dimension's budget window
-        leaves (the units it adds spent from it)."""
+        """The signals function's level for ``key`` at ``now`` (seconds into the run),
+        its surge ``stands`` (the level held, the capacity it falls back to) and what it
+        ``seen`` of the dimension (the bucket rule's view, the trusted demand): the rule
+        within the surge cap, then within what the dimension's budget window leaves (the
+        units it adds spent from it)."""
+        (held, base), (drain, trusted) = stands, seen
         warm = int(sim.dims[key].warm) if self.warm_known else None
         window = budget_window(self.budgets.get(key), now, base)
-        room = cap_room(base, window.level, self.cap, self.scale, warm)
+        room = cap_room(base, window.level, self.cap, self.scale, warm, trusted)
         provisioned = sim.dims[key].provisioned
         level = surge_level(
-            combined, provisioned, target, self.max_capacity, cap=room, held=held, base=base
+            combined,
+            provisioned,
+            target,
+            self.max_capacity,
+            cap=room,
+            held=held,
+            base=base,
+            drain=drain,
         )
         if level is None:
             return None
-        left = budget_left(window, None, self.cap, self.scale, warm)
+        left = budget_left(window, None, self.cap, self.scale, warm, trusted)
         start = max(held, base)
         if left is not None:
             level = max(held, min(level, start + left))
@@ -219,6 +261,8 @@ class FastPath:
             combined = self.seen(sim, key, t - source.delay, source)
             if combined is None:
                 continue
+            now = t * 60 + source.second
+            drain = self._drain(sim, key, source, combined, now)  # every look counts
             # the capacity in force, as DescribeTable shows it (an update in flight is not)
             provisioned, held = sim.dims[key].provisioned, self.floor(key, t)
             if not held and sim.busy(key[0], t):
@@ -226,7 +270,8 @@ class FastPath:
             if held and t - self.holds[key][3] >= SURGE_LIFETIME_MINUTES:
                 continue  # it has lasted its longest: it expires, and may start again
             _, _, base, started = self.holds[key] if held else (0, 0, provisioned, t)
-            level = self._level(sim, key, combined, target, held, base, t * 60 + source.second)
+            seen = (drain, self.trusted(sim, key, t, source, combined.consumed))
+            level = self._level(sim, key, combined, target, (held, base), now, seen)
             if level is None:
                 continue
             self.holds[key] = (level, self._ends(t), base, started)

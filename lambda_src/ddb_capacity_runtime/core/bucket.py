@@ -1,0 +1,167 @@
+"""Runs in: signals Lambda, stream reader Lambda, workstation (simulator).
+
+The fast path's burst-bucket rule: a surge starts only when the dimension's burst bucket,
+as measured from the capacity it consumed against what it had provisioned, would run out
+before an ordinary raise lands. Noise the bucket absorbs raises nothing.
+
+DynamoDB keeps up to `BURST_SECONDS` of a dimension's unused provisioned capacity and
+spends it when demand goes over what is provisioned ("Burst capacity"). A minute above
+capacity is no refusal while the bucket covers it, and a raise sent then pays for units
+that prevent nothing. The signals function and the stream reader therefore keep an
+estimate of the bucket (`Bucket`, advanced at each look by `advance`) and, before a
+surge starts, ask `would_empty`: at the demand seen, does the bucket last until a raise
+sent at the next look would land? A raise within the dimension's warm throughput lands in
+seconds (`WARM_RAISE_SECONDS`); one above it takes minutes (`COLD_RAISE_SECONDS`).
+
+What is not known is taken the way that never lowers capacity:
+
+- no estimate (a dimension seen for the first time, or not seen for `MAX_GAP_SECONDS`)
+  starts empty, so a surge is due exactly as without the rule, until the consumption
+  seen has filled it;
+- over a gap between looks, the bucket refills at the lower of the capacities provisioned
+  at its two ends, less the higher of the consumption rates seen at them;
+- the processes that report may carry only part of the traffic: the estimate is only as
+  good as the share configured (``FastPath(share=...)``), and throttles always make a
+  surge due, whatever it says (the bucket is empty then).
+
+The simulator's fast path calls the same functions (``simulator.fast_path``), with a look
+a minute (it decides once a simulated minute), so what it shows is the deployed rule,
+erring towards more surges than the deployed one, which looks at every report.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = [
+    "ASSUMED_BURST_SECONDS",
+    "BURST_SECONDS",
+    "PINNED_SHARE",
+    "COLD_RAISE_SECONDS",
+    "Drain",
+    "MAX_GAP_SECONDS",
+    "WARM_RAISE_SECONDS",
+    "Bucket",
+    "advance",
+    "lead_seconds",
+    "read_bucket",
+    "would_empty",
+]
+
+BURST_SECONDS = 300
+"""Seconds of unused provisioned capacity DynamoDB keeps in a dimension's burst bucket."""
+ASSUMED_BURST_SECONDS = 150
+"""Seconds of unused capacity the estimate takes the bucket to hold at most: half of what DynamoDB
+keeps, because DynamoDB does not promise burst capacity (it may spend some on its own
+maintenance). An estimate that is too high would wait for a bucket that is not there."""
+PINNED_SHARE = 0.02
+"""Consumption within this share above what is provisioned reads as pinned at the capacity: a
+dimension whose bucket is empty serves what is provisioned and refuses the rest. A signal that sees
+no refusals (the stream) cannot tell it from demand that happens to equal the capacity, so it makes
+a surge due whatever the estimate says."""
+WARM_RAISE_SECONDS = 10
+"""How long a raise within the dimension's warm throughput takes to land: its partitions serve it
+already, and the update applies within seconds."""
+COLD_RAISE_SECONDS = 120
+"""How long a raise above the warm throughput is taken to need: the table splits partitions, which
+takes minutes (DynamoDB's own words; usually one or two)."""
+MAX_GAP_SECONDS = BURST_SECONDS
+"""The longest gap between two looks over which the estimate is carried: after a longer one it is
+not known (`advance` starts it empty again)."""
+MAX_TEXT_CHARS = 96
+"""The longest estimate's text `read_bucket` reads."""
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """An estimate of a dimension's burst bucket: ``level`` unit-seconds left at ``at``
+    (epoch seconds), with ``provisioned`` units and ``rate`` units a second consumed as
+    last seen."""
+
+    level: float
+    at: float
+    provisioned: int
+    rate: float
+
+    def text(self) -> str:
+        """As the state store keeps it (`read_bucket` reads it back)."""
+        return f"{self.level:.0f}:{self.at:.0f}:{self.provisioned}:{self.rate:.1f}"
+
+
+def read_bucket(text: object, now: float, quota: int) -> Bucket | None:
+    """An estimate as `Bucket.text` wrote it, checked as the untrusted input it is:
+    None when it is not one, or breaks a bound (its time ahead of ``now``, its units over
+    ``quota``, its level over what the bucket holds)."""
+    parts = text.split(":") if isinstance(text, str) and len(text) <= MAX_TEXT_CHARS else []
+    if len(parts) != 4:
+        return None
+    try:
+        level, at, rate = float(parts[0]), float(parts[1]), float(parts[3])
+        provisioned = int(parts[2])
+    except ValueError:
+        return None
+    values = (level, at, rate)
+    if not all(math.isfinite(v) and v >= 0 for v in values) or not 0 <= provisioned <= quota:
+        return None
+    if at > now + 60 or level > ASSUMED_BURST_SECONDS * provisioned or rate > 10 * quota:
+        return None
+    return Bucket(level, at, provisioned, rate)
+
+
+def advance(kept: Bucket | None, provisioned: int, rate: float, now: float) -> Bucket:
+    """The estimate at ``now``, from ``kept`` (the last one; None: none) and what is seen
+    now: ``provisioned`` units, ``rate`` units a second consumed. Unknown (no ``kept``,
+    or one older than `MAX_GAP_SECONDS`) starts empty; a ``kept`` from the future (another
+    clock) is carried without refilling."""
+    rate = max(0.0, rate)
+    if kept is None or now - kept.at > MAX_GAP_SECONDS:
+        return Bucket(0.0, now, provisioned, rate)
+    seconds = max(0.0, now - kept.at)
+    refill = (min(provisioned, kept.provisioned) - max(rate, kept.rate)) * seconds
+    level = min(max(kept.level + refill, 0.0), ASSUMED_BURST_SECONDS * provisioned)
+    return Bucket(level, max(now, kept.at), provisioned, rate)
+
+
+def lead_seconds(demand: float, warm: int | None, next_look: float) -> float:
+    """How long from now until a raise sent at the next look (``next_look`` seconds on)
+    would land: within the warm throughput ``warm`` (it covers ``demand``) seconds, above it
+    (or not known) minutes."""
+    lands = WARM_RAISE_SECONDS if warm is not None and demand <= warm else COLD_RAISE_SECONDS
+    return next_look + lands
+
+
+def would_empty(
+    bucket: Bucket | None,
+    demand: float,
+    provisioned: int,
+    warm: int | None,
+    next_look: float,
+    blind: bool = False,
+) -> bool:
+    """Whether ``demand`` (units a second) would empty ``bucket`` before a raise sent at
+    the next look lands (`lead_seconds`); True when the bucket is not known, and, for a
+    signal ``blind`` to refusals (the stream), when the consumption last seen is pinned at
+    the capacity (`PINNED_SHARE`)."""
+    if bucket is None:
+        return True
+    if blind and provisioned <= bucket.rate <= provisioned * (1 + PINNED_SHARE):
+        return True
+    over = demand - provisioned
+    return bucket.level <= max(0.0, over) * lead_seconds(demand, warm, next_look)
+
+
+@dataclass(frozen=True)
+class Drain:
+    """What the bucket rule needs of a dimension at a look: its bucket's estimate (None:
+    not known), its warm throughput (None: not known), the seconds until the next look, and
+    whether the signal is ``blind`` to refusals (the stream sees only what was served)."""
+
+    bucket: Bucket | None
+    warm: int | None
+    next_look: float
+    blind: bool = False
+
+    def due(self, demand: float, provisioned: int) -> bool:
+        """Whether a surge is due for ``demand`` on ``provisioned`` units (`would_empty`)."""
+        return would_empty(self.bucket, demand, provisioned, self.warm, self.next_look, self.blind)
