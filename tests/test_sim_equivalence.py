@@ -13,7 +13,10 @@ above it): the autopilot's runs cost 8-13 % less on this trace (autopilot+stock:
 $356.41 -> $328.23, autopilot $614.42 -> $562.96 before warm throughput; $357.48 ->
 $329.03 and $646.41 -> $563.79 with it), refusing more before warm throughput
 (0 -> 0.65 M and 3.51 M -> 7.76 M requests) and about as much with it (0 -> 0, 5.19 M ->
-5.29 M)."""
+5.29 M). And when the autopilot on target tracking stopped raising for load over the
+capacity that the burst bucket absorbs (``core.bucket``): autopilot+stock:70 $328.23 ->
+$322.12 before warm throughput and $329.03 -> $322.91 with it, refusing the same (0.65 M,
+0); the other runs did not move."""
 
 from __future__ import annotations
 
@@ -45,7 +48,7 @@ PINNED = {
         2,
         False,
         False,
-    ): "0bc080ff3718f239e5f92daaa6520b907472078ae439f5cbf5394f281a425bd3",
+    ): "bb9be02d7dc58823eb0ffe12110f4c2603dbc0e497d661ae4c0b1b7bd2daf971",
     (
         "throttle-aware+stock:70",
         1,
@@ -75,7 +78,7 @@ PINNED_WARM = {
         2,
         False,
         False,
-    ): "a86a4612bc6e4b7ad1d988366d3ccab36833412e5a03b3d31595a6bc89f1aec0",
+    ): "b86cdecb20c0d9a4b0bf04039fecfe2f04d64c373db0475ed934b6bf265f9ca9",
     (
         "throttle-aware+stock:70",
         1,

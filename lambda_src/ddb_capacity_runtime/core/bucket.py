@@ -37,6 +37,7 @@ from dataclasses import dataclass
 __all__ = [
     "ASSUMED_BURST_SECONDS",
     "BURST_SECONDS",
+    "PINNED_SECONDS",
     "PINNED_SHARE",
     "COLD_RAISE_SECONDS",
     "Drain",
@@ -45,6 +46,7 @@ __all__ = [
     "Bucket",
     "advance",
     "lead_seconds",
+    "pinned",
     "read_bucket",
     "would_empty",
 ]
@@ -58,8 +60,12 @@ maintenance). An estimate that is too high would wait for a bucket that is not t
 PINNED_SHARE = 0.02
 """Consumption within this share above what is provisioned reads as pinned at the capacity: a
 dimension whose bucket is empty serves what is provisioned and refuses the rest. A signal that sees
-no refusals (the stream) cannot tell it from demand that happens to equal the capacity, so it makes
-a surge due whatever the estimate says."""
+no refusals (the stream) cannot tell it from demand that happens to equal the capacity for a
+moment, so consumption pinned for `PINNED_SECONDS` makes a surge due whatever the estimate
+says."""
+PINNED_SECONDS = 10
+"""How long consumption must stay pinned at the capacity, from one look to a later one, to read as
+refusals (noise that touches the capacity once does not)."""
 WARM_RAISE_SECONDS = 10
 """How long a raise within the dimension's warm throughput takes to land: its partitions serve it
 already, and the update applies within seconds."""
@@ -71,22 +77,44 @@ MAX_GAP_SECONDS = BURST_SECONDS
 not known (`advance` starts it empty again)."""
 MAX_TEXT_CHARS = 96
 """The longest estimate's text `read_bucket` reads."""
+WRONG_SECONDS = 10
+"""An estimate that still held this many seconds of the provisioned capacity when refusals appeared
+was wrong (`advance`)."""
+DISTRUST_SECONDS = 24 * 3600
+"""How long an estimate found wrong is set aside: the rule then lets a surge start as soon as the
+demand reaches the capacity, as without it. What makes an estimate wrong lasts (processes that
+report only part of the traffic, a bucket DynamoDB keeps smaller), so it is not tried again
+for a day."""
 
 
 @dataclass(frozen=True)
 class Bucket:
     """An estimate of a dimension's burst bucket: ``level`` unit-seconds left at ``at``
     (epoch seconds), with ``provisioned`` units and ``rate`` units a second consumed as
-    last seen."""
+    last seen; ``until``: the estimate was found wrong and is set aside until then (epoch
+    seconds; 0: it is not)."""
 
     level: float
     at: float
     provisioned: int
     rate: float
+    until: float = 0.0
+    pinned_since: float = 0.0
+    """When consumption was first seen `pinned` at the capacity, look after look up to this one
+    (0: it is not)."""
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the estimate is used (it was not found wrong in the last
+        `DISTRUST_SECONDS`)."""
+        return self.at >= self.until
 
     def text(self) -> str:
         """As the state store keeps it (`read_bucket` reads it back)."""
-        return f"{self.level:.0f}:{self.at:.0f}:{self.provisioned}:{self.rate:.1f}"
+        return (
+            f"{self.level:.0f}:{self.at:.0f}:{self.provisioned}:{self.rate:.1f}:{self.until:.0f}"
+            f":{self.pinned_since:.0f}"
+        )
 
 
 def read_bucket(text: object, now: float, quota: int) -> Bucket | None:
@@ -94,33 +122,56 @@ def read_bucket(text: object, now: float, quota: int) -> Bucket | None:
     None when it is not one, or breaks a bound (its time ahead of ``now``, its units over
     ``quota``, its level over what the bucket holds)."""
     parts = text.split(":") if isinstance(text, str) and len(text) <= MAX_TEXT_CHARS else []
-    if len(parts) != 4:
+    if len(parts) != 6:
         return None
     try:
-        level, at, rate = float(parts[0]), float(parts[1]), float(parts[3])
+        level, at, rate, until, since = (float(parts[i]) for i in (0, 1, 3, 4, 5))
         provisioned = int(parts[2])
     except ValueError:
         return None
-    values = (level, at, rate)
+    values = (level, at, rate, until, since)
     if not all(math.isfinite(v) and v >= 0 for v in values) or not 0 <= provisioned <= quota:
         return None
     if at > now + 60 or level > ASSUMED_BURST_SECONDS * provisioned or rate > 10 * quota:
         return None
-    return Bucket(level, at, provisioned, rate)
+    if until > at + DISTRUST_SECONDS or since > at:
+        return None
+    return Bucket(level, at, provisioned, rate, until, since)
 
 
-def advance(kept: Bucket | None, provisioned: int, rate: float, now: float) -> Bucket:
+def advance(
+    kept: Bucket | None, provisioned: int, rate: float, now: float, refused: bool = False
+) -> Bucket:
     """The estimate at ``now``, from ``kept`` (the last one; None: none) and what is seen
-    now: ``provisioned`` units, ``rate`` units a second consumed. Unknown (no ``kept``,
-    or one older than `MAX_GAP_SECONDS`) starts empty; a ``kept`` from the future (another
-    clock) is carried without refilling."""
+    now: ``provisioned`` units, ``rate`` units a second consumed, and whether requests are
+    ``refused`` for capacity (throttles reported; for the stream, consumption `pinned` at
+    the capacity). Unknown (no ``kept``, or one older than `MAX_GAP_SECONDS`) starts
+    empty; a ``kept`` from the future (another clock) is carried without refilling.
+
+    Refusals mean the bucket is empty: the estimate is emptied, and when it still held
+    `WRONG_SECONDS` of the capacity it was wrong, and is set aside for
+    `DISTRUST_SECONDS`."""
     rate = max(0.0, rate)
+    until = kept.until if kept is not None else 0.0
     if kept is None or now - kept.at > MAX_GAP_SECONDS:
-        return Bucket(0.0, now, provisioned, rate)
+        since = now if pinned(rate, provisioned) else 0.0
+        return Bucket(0.0, now, provisioned, rate, until, since)
     seconds = max(0.0, now - kept.at)
     refill = (min(provisioned, kept.provisioned) - max(rate, kept.rate)) * seconds
     level = min(max(kept.level + refill, 0.0), ASSUMED_BURST_SECONDS * provisioned)
-    return Bucket(level, max(now, kept.at), provisioned, rate)
+    at = max(now, kept.at)
+    if refused:
+        if level > WRONG_SECONDS * provisioned:
+            until = at + DISTRUST_SECONDS
+        level = 0.0
+    since = (kept.pinned_since or at) if pinned(rate, provisioned) else 0.0
+    return Bucket(level, at, provisioned, rate, until, since)
+
+
+def pinned(rate: float, provisioned: int) -> bool:
+    """Whether consumption at ``rate`` reads as pinned at the ``provisioned`` capacity
+    (`PINNED_SHARE`): what a signal blind to refusals sees of them."""
+    return provisioned <= rate <= provisioned * (1 + PINNED_SHARE)
 
 
 def lead_seconds(demand: float, warm: int | None, next_look: float) -> float:
@@ -140,12 +191,12 @@ def would_empty(
     blind: bool = False,
 ) -> bool:
     """Whether ``demand`` (units a second) would empty ``bucket`` before a raise sent at
-    the next look lands (`lead_seconds`); True when the bucket is not known, and, for a
-    signal ``blind`` to refusals (the stream), when the consumption last seen is pinned at
-    the capacity (`PINNED_SHARE`)."""
-    if bucket is None:
+    the next look lands (`lead_seconds`); True when the bucket is not known or set aside
+    (`Bucket.trusted`), and, for a signal ``blind`` to refusals (the stream), when the
+    consumption has been `pinned` at the capacity for `PINNED_SECONDS`."""
+    if bucket is None or not bucket.trusted:
         return True
-    if blind and provisioned <= bucket.rate <= provisioned * (1 + PINNED_SHARE):
+    if blind and bucket.pinned_since and bucket.at - bucket.pinned_since >= PINNED_SECONDS:
         return True
     over = demand - provisioned
     return bucket.level <= max(0.0, over) * lead_seconds(demand, warm, next_look)

@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from .bucket import Bucket, advance, would_empty
 from .quota import NO_DECREASES, DecreaseLedger, utc
 from .records import direct_init
 
@@ -284,12 +285,14 @@ class _View:
         "fixable",
         "seen",
         "since",
+        "tracked",
     )
 
     def __init__(self, state: DimensionState, config: PolicyConfig, tracked: bool = False) -> None:
         consumed, throttles = state.consumed, state.throttles
         self.state = state
         self.config = config
+        self.tracked = tracked
         self.now: datetime = utc(state.now)
         self.target: float = state.target_utilization or config.target_utilization
         # what raises above target and decreases size by: the target, or the noise's aim
@@ -393,6 +396,8 @@ def _above_target(v: _View) -> Decision | None:
     if v.config.autopilot and min(recent) <= v.provisioned * aim:
         return None  # not every recent minute above the aim: no raise (the later rules
         # lower nothing while one is above it)
+    if v.tracked and v.config.autopilot and recent_peak > v.provisioned and _bucket_lasts(v):
+        return None  # over the capacity, but the burst bucket lasts: no raise (nor a decrease)
     wanted = _clamp(recent_peak / aim, v.state)
     if v.config.autopilot and v.provisioned < wanted < v.provisioned * (1 + SMALL_RAISE):
         # not throttled: a small raise is not worth the update slot it takes, in which a
@@ -401,6 +406,30 @@ def _above_target(v: _View) -> Decision | None:
     if wanted > v.provisioned:
         return v.decision(wanted, f"above target: peak {recent_peak:.1f}/s > {aim:.0%}")
     return None
+
+
+LOOK_SECONDS = 180
+"""How far ahead the autopilot looks when it asks whether the burst bucket lasts: CloudWatch's lag
+(its newest minute is about two old) and the next tick."""
+
+
+def _bucket_lasts(v: _View) -> bool:
+    """Whether the burst bucket, estimated from the window's consumption against what is
+    provisioned now (`core.bucket`, the fast path's rule; unknown at the window's
+    start: empty), outlasts the recent peak until a raise at the next tick would land. A
+    window with an unknown minute or a throttle never does. Asked only of an autopilot on
+    target tracking, over the capacity: load the bucket absorbs is noise a raise would pay
+    for and prevent nothing, and target tracking scales out by its own alarm if it lasts.
+    Load above the aim but within the capacity drains nothing, and is raised for as before
+    (the headroom the target leaves); the autopilot alone, whose raises are the only ones,
+    raises as before too."""
+    if v.state.unknown_minutes or v.seen > 0:
+        return False
+    estimate: Bucket | None = None
+    for i, used in enumerate(v.consumed):
+        estimate = advance(estimate, v.provisioned, used, 60.0 * i)
+    peak = max(v.consumed[-v.config.recent_minutes :])
+    return not would_empty(estimate, peak, v.provisioned, None, LOOK_SECONDS)
 
 
 def _no_evidence(v: _View) -> Decision | None:

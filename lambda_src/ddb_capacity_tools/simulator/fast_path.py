@@ -182,8 +182,10 @@ class FastPath:
         """The bucket rule's view of ``key`` at ``now``: its estimate advanced by what
         ``source`` saw consumed."""
         d = sim.dims[key]
-        mine = (key, source.stream)
-        bucket = advance(self.buckets.get(mine), int(d.provisioned), combined.consumed, now)
+        mine, provisioned = (key, source.stream), int(d.provisioned)
+        # the hook's throttles show the bucket empty; the stream sees none (`Drain.blind`)
+        refused = not source.stream and (combined.throttled > 0 or combined.unknown > 0)
+        bucket = advance(self.buckets.get(mine), provisioned, combined.consumed, now, refused)
         self.buckets[mine] = bucket
         warm = int(d.warm) if self.warm_known else None
         return Drain(bucket, warm, LOOK_SECONDS, blind=source.stream)

@@ -207,6 +207,37 @@ def _flash_crowd(seed: int) -> Trace:
     )
 
 
+def poisson(rng: random.Random, mean: float) -> int:
+    """A draw from a Poisson distribution of ``mean`` (Knuth's method: fine for the
+    means here, up to a few dozen)."""
+    limit, k, p = math.exp(-mean), 0, rng.random()
+    while p > limit:
+        k += 1
+        p *= rng.random()
+    return k
+
+
+def noisy(seed: int, events: float = 10.0, units: float = 20.0, days: int = 2) -> Trace:
+    """Poisson-like traffic: each minute's requests a Poisson draw of mean ``events``,
+    each ``units`` units a second (writes; reads 3x), for ``days`` days. Nothing but
+    noise: a minute may run at twice the mean and the next at half."""
+    rng = _rng(seed)
+    n = days * 24 * 60
+    writes = [poisson(rng, events) * units for _ in range(n)]
+    reads = [poisson(rng, events) * units * 3 for _ in range(n)]
+    return Trace(
+        f"noisy-{events:g}",
+        START,
+        {(None, "read"): reads, (None, "write"): writes},
+        notes=f"{days} days of Poisson-like noise: {events:g} events a minute on average, "
+        f"{units:g} WCU (and {3 * units:g} RCU) each",
+    )
+
+
+def _noisy(seed: int) -> Trace:
+    return noisy(seed)
+
+
 HOT_KEY_SHARE = 0.4
 """The hot key's share of requests in the hot-key scenarios: with 3,000 WCU of writes it alone asks
 its partition for 1,200 WCU, beyond the 1,000 a partition serves."""
@@ -274,6 +305,11 @@ SCENARIOS = {
         Scenario("diurnal", "a daily prime-time swing, 7 days", _diurnal),
         Scenario("nightly-batch", "writes only at night, steady reads, 7 days", _nightly_batch),
         Scenario("flash-crowd", "an unannounced 10x for 20 minutes on a steady base", _flash_crowd),
+        Scenario(
+            "noisy",
+            "Poisson-like noise around 200 WCU and 600 RCU (10 events a minute), 2 days",
+            _noisy,
+        ),
         Scenario(
             "hot-key",
             "a steady table (3,000 WCU) where one key takes 40 % of the requests, 2 days",
