@@ -15,7 +15,7 @@ $329.03 and $646.41 -> $563.79 with it), refusing more before warm throughput
 (0 -> 0.65 M and 3.51 M -> 7.76 M requests) and about as much with it (0 -> 0, 5.19 M ->
 5.29 M). And when the autopilot on target tracking stopped raising for load over the
 capacity that the burst bucket absorbs (``core.bucket``): autopilot+stock:70 $328.23 ->
-$322.12 before warm throughput and $329.03 -> $322.91 with it, refusing the same (0.65 M,
+$325.80 before warm throughput and $329.03 -> $326.59 with it, refusing the same (0.65 M,
 0); the other runs did not move."""
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ PINNED = {
         2,
         False,
         False,
-    ): "bb9be02d7dc58823eb0ffe12110f4c2603dbc0e497d661ae4c0b1b7bd2daf971",
+    ): "4941aa5889159998c15a4ec4390a888b3df3344aebc45148e5eaaeb4ad83759e",
     (
         "throttle-aware+stock:70",
         1,
@@ -78,7 +78,7 @@ PINNED_WARM = {
         2,
         False,
         False,
-    ): "b86cdecb20c0d9a4b0bf04039fecfe2f04d64c373db0475ed934b6bf265f9ca9",
+    ): "d0aea8774d74ff9c7ad5bd7b2db7f779c2fa8ce6404b0b5f0bfdaba5c360d267",
     (
         "throttle-aware+stock:70",
         1,

@@ -69,9 +69,11 @@ refusals (noise that touches the capacity once does not)."""
 WARM_RAISE_SECONDS = 10
 """How long a raise within the dimension's warm throughput takes to land: its partitions serve it
 already, and the update applies within seconds."""
-COLD_RAISE_SECONDS = 120
-"""How long a raise above the warm throughput is taken to need: the table splits partitions, which
-takes minutes (DynamoDB's own words; usually one or two)."""
+COLD_RAISE_SECONDS = 300
+"""How long a raise above the warm throughput is taken to need: the table adds partitions, which
+takes minutes (usually one or two, at times five: the simulator's ensemble spans 1 to 5). The
+longer figure: a surge sent too early costs a few minutes of capacity, one sent too late costs
+the refusals until it lands."""
 MAX_GAP_SECONDS = BURST_SECONDS
 """The longest gap between two looks over which the estimate is carried: after a longer one it is
 not known (`advance` starts it empty again)."""
