@@ -7,10 +7,15 @@ write units per table and per GSI where the stream's view type shows them
 (`core.stream`: DynamoDB's sizing rules, TTL deletions left out), adds them to the
 per-10-second counters of the state store that every shard of the stream adds to
 (`aws.stream_counts`), and decides on the sum with the signals function's one surge
-decision (`requests.surge.surge_dimension`): served writes at or above what is
-provisioned mean the burst bucket is draining, so the dimension is raised before it
-empties, within the same surge cap and hourly budget as the hook's reports. Nothing here
-lowers anything.
+decision (`requests.surge.surge_dimension`): served writes over what is provisioned
+drain the burst bucket, so the dimension is raised before it would empty (the stream's own
+estimate of the bucket, `requests.surge.keep_bucket`, kept at every batch, quiet ones
+included), within the same surge cap and hourly budget as the hook's reports. The stream
+sees no refusals: served writes pinned at what is provisioned read as refusals
+(`core.bucket.pinned`), whatever the estimate says. The stream is DynamoDB's own record
+of the writes it served, so its rate is the trusted demand the default surge cap counts
+from (`core.surge.TRUSTED_SOURCES`), and it is taken whole (``share`` is the hook's).
+Nothing here lowers anything.
 
 The served writes are what the stream can see: refused demand, reads and the GSI writes
 a view type hides are not in it. Records are untrusted input: an event that is not the
@@ -32,7 +37,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .aws import combiner, stream_counts, tables
@@ -57,7 +62,7 @@ from .events import log_event
 from .requests.broker import BrokerConfig
 from .requests.context import Context
 from .requests.counts import count
-from .requests.surge import SurgeSettings, surge_dimension
+from .requests.surge import STREAM, Signal, SurgeSettings, keep_bucket, surge_dimension
 
 __all__ = ["MAX_RECORDS", "STREAM_ENTRY", "read_stream", "stream_handler"]
 
@@ -106,6 +111,7 @@ def read_stream(
         log_event("stream-refused", level=logging.WARNING, reason=reason)
         return {"ok": False, "reason": reason}
     by_table = _by_table(records)
+    settings = replace(settings, share=1.0)  # the stream sees every write, not a share
     ctx = Context(clients or make_clients(), clock, sleep, 0)
     held: HoldStore | None = None
     rows: list[dict[str, Any]] = []
@@ -235,30 +241,35 @@ def _dimension(
     settings: SurgeSettings,
 ) -> dict[str, Any]:
     """Add one dimension's units to its counters, and decide on the sums: its own fault
-    domain."""
+    domain. A quiet dimension (below what is provisioned, no surge under way) only has
+    its bucket estimate kept."""
     d = DimensionReport(index, "write", 0.0, 0)
     where: dict[str, Any] = {"table": table, "index": index, "dimension": "write"}
     try:
         sums = _add(store, table, d.sort_key, index, windows)
-        if not sums:
-            return {**where, "status": "late"}
         current = windows[-1] if windows[-1].start in sums else None
         if current is None:
             return {**where, "status": "late"}
         previous = sums.get(current.start - WINDOW_SECONDS, 0.0)
         rate = window_rate(sums[current.start], current.start, current.latest, previous)
-        found = combiner.read(
-            store.dynamodb, store.name, combiner.combiner_key(table, d.sort_key), ctx.clock()
-        )
-        if _quiet(rate, description, index) and found.mark.started is None:
-            return {**where, "status": "none", "rate": round(rate, 1)}
+        key = combiner.combiner_key(table, d.sort_key)
+        found = combiner.read(store.dynamodb, store.name, key, ctx.clock())
+        signal = Signal(STREAM, WINDOW_SECONDS, trusted=rate)
+        provisioned = _provisioned(description, index)
+        quiet = found.mark.started is None  # below the capacity, with no surge under way
+        if provisioned is not None and rate < SURGE_AT * provisioned and quiet:
+            bucket = keep_bucket(ctx, store, key, found, signal, (provisioned, rate, False))
+            level = round(bucket.level)
+            return {**where, "status": "none", "rate": round(rate, 1), "bucket": level}
     except Exception as exc:
         count("StreamFailed")
         log_event("stream-failed", level=logging.ERROR, **where, reason=_reason(exc))
         return {**where, "status": "failed", "reason": _reason(exc)}
     now = ctx.clock()
-    seen = combiner.Entries(rates={STREAM_ENTRY: Rates(rate, 0.0, 0.0, now, rate)}, mark=found.mark)
-    return {**surge_dimension(ctx, store, table, d, seen, settings), "rate": round(rate, 1)}
+    rates = {STREAM_ENTRY: Rates(rate, 0.0, 0.0, now, rate)}
+    seen = combiner.Entries(rates=rates, mark=found.mark, buckets=found.buckets)
+    row = surge_dimension(ctx, store, table, d, seen, settings, signal)
+    return {**row, "rate": round(rate, 1)}
 
 
 def _add(
@@ -280,14 +291,13 @@ def _add(
     return sums
 
 
-def _quiet(rate: float, description: Mapping[str, Any], index: str | None) -> bool:
-    """Whether ``rate`` is below what the dimension has provisioned (from ``description``,
-    read moments ago), so that no surge is due unless one is under way already."""
+def _provisioned(description: Mapping[str, Any], index: str | None) -> int | None:
+    """The write units the dimension has provisioned, from ``description`` (read moments
+    ago); None when it does not say."""
     try:
-        provisioned = int(throughput_of(description, index)[UNITS["write"]])
+        return int(throughput_of(description, index)[UNITS["write"]])
     except (KeyError, TypeError, ValueError, AttributeError):
-        return False  # unknown: decide
-    return rate < SURGE_AT * provisioned
+        return None  # unknown: decide
 
 
 def _reason(exc: BaseException) -> str:

@@ -11,7 +11,10 @@ that arrives after a newer one of the same process is ignored.
 
 Beside ``reports``, the item keeps what the signals function remembers of the dimension's
 surge (`SurgeMark`, written under the dimension's lease by `mark`): when it
-started, when it last raised, and the target utilization and max its level was sized with.
+started, when it last raised, the target utilization and max its level was sized with, and
+when CloudWatch was last read to corroborate a capped surge (`claim_check`). It also keeps
+the burst-bucket estimate of each signal (`BUCKETS`: the hook's reports and the stream,
+each `core.bucket.Bucket.text`), written by `keep_bucket` on the text read.
 
 The map is bounded: a process not yet in it is let in only while it holds fewer than
 `MAX_PROCESSES` entries, and entries older than `FRESH_SECONDS`
@@ -87,6 +90,13 @@ _MARKS = {"started": "surge_started", "raised": "surge_raised", "aim": "surge_ai
 """The surge's attributes of the item (`SurgeMark`)."""
 _MARK_MAX = "surge_max"
 _BUDGET = "surge_budget"
+_CHECKED = "surge_checked"
+BUCKETS = {"hook": "bucket_hook", "stream": "bucket_stream"}
+"""The attribute that keeps each signal's burst-bucket estimate (`core.bucket`), by source: the
+hook's reports and the table's stream see different consumption, so each has its own."""
+MAX_BUCKET_CHARS = 256
+"""The longest estimate's text kept as read (for the condition of its next write); a longer value
+is not one (`core.bucket.read_bucket` reads at most 96 characters), and is written over."""
 
 
 class CombinerContended(CapacityError, RuntimeError):
@@ -107,6 +117,9 @@ class SurgeMark:
     """The dimension's surge budget window (None: none yet) and its text as read (the condition of
     the next `spend`)."""
     budget_text: str | None = None
+    checked: float | None = None
+    """When CloudWatch was last read to corroborate the dimension's capped surge (`claim_check`;
+    None: never, or not a time)."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +132,10 @@ class Entries:
     stale: dict[str, str | None] = field(default_factory=dict)
     ignored: dict[str, str | None] = field(default_factory=dict)
     mark: SurgeMark = field(default_factory=SurgeMark)
+    buckets: dict[str, str | None] = field(default_factory=dict)
+    """Each source's burst-bucket estimate (`BUCKETS`) that the item holds, as its text
+    (None: a value that is not a string of at most `MAX_BUCKET_CHARS`); a source the
+    item holds none for is absent. Untrusted: read with `core.bucket.read_bucket`."""
 
     @property
     def full(self) -> bool:
@@ -316,14 +333,27 @@ def entries(item: Mapping[str, Any], now: float) -> Entries:
             out.stale[process] = at
         else:
             out.rates[process] = rates
-    return replace(out, mark=_mark(item, now))
+    return replace(out, mark=_mark(item, now), buckets=_buckets(item))
+
+
+def _buckets(item: Mapping[str, Any]) -> dict[str, str | None]:
+    """The item's burst-bucket estimates by source, as their texts (`Entries.buckets`)."""
+    out: dict[str, str | None] = {}
+    for source, name in BUCKETS.items():
+        if name in item:
+            raw = item[name]
+            text = raw.get("S") if isinstance(raw, Mapping) else None
+            good = isinstance(text, str) and len(text) <= MAX_BUCKET_CHARS
+            out[source] = text if good else None
+    return out
 
 
 def _mark(item: Mapping[str, Any], now: float) -> SurgeMark:
     """The item's `SurgeMark`, each attribute checked (one out of bounds: None)."""
     times = {}
-    for name in ("started", "raised"):
-        value = _float(_raw_number(item, _MARKS[name]))
+    names = {"started": _MARKS["started"], "raised": _MARKS["raised"], "checked": _CHECKED}
+    for name, attribute in names.items():
+        value = _float(_raw_number(item, attribute))
         times[name] = value if 0 <= value <= now + MAX_AHEAD_SECONDS else None
     aim = _float(_raw_number(item, _MARKS["aim"]))
     most = _float(_raw_number(item, _MARK_MAX))
@@ -339,6 +369,7 @@ def _mark(item: Mapping[str, Any], now: float) -> SurgeMark:
         int(most) if most.is_integer() and 1 <= most <= MAX_TABLE_QUOTA else None,
         budget,
         text if isinstance(text, str) else None,
+        times["checked"],
     )
 
 
@@ -365,6 +396,59 @@ def spend(
         condition,
         {**values, ":b": {"S": window.text()}},
         {"#b": _BUDGET},
+    )
+    return done is not None
+
+
+def keep_bucket(
+    dynamodb: DynamoDBClient,
+    store: str,
+    key: Mapping[str, Any],
+    source: str,
+    read: str | None,
+    text: str,
+) -> bool:
+    """Write ``text``, ``source``'s burst-bucket estimate (`BUCKETS`), into the combiner item
+    ``key``, only while the item still holds the estimate ``read`` (its text as read; None:
+    none, or a value that is not one). False when it changed meanwhile: another look wrote
+    a later estimate, and this one is skipped."""
+    if read is not None:
+        condition, values = "#e = :read", {":read": {"S": read}}
+    else:
+        condition = "attribute_not_exists(#e) OR NOT attribute_type(#e, :s) OR size(#e) > :most"
+        values = {":s": {"S": "S"}, ":most": {"N": str(MAX_BUCKET_CHARS)}}
+    done = conditional_update(
+        dynamodb,
+        store,
+        key,
+        "SET #e = :e",
+        condition,
+        {**values, ":e": {"S": text}},
+        {"#e": BUCKETS[source]},
+    )
+    return done is not None
+
+
+def claim_check(
+    dynamodb: DynamoDBClient, store: str, key: Mapping[str, Any], now: float, every: float
+) -> bool:
+    """Record in the combiner item ``key`` that CloudWatch is read now (``now``) to
+    corroborate its dimension's surge, unless it was within the last ``every`` seconds
+    (`SurgeMark.checked`; a value that is not a time, or one ahead of ``now``, counts as
+    none). False: another look has just read it, and this one does not."""
+    done = conditional_update(
+        dynamodb,
+        store,
+        key,
+        "SET #c = :now",
+        "attribute_not_exists(#c) OR NOT attribute_type(#c, :n) OR #c <= :since OR #c > :ahead",
+        {
+            ":now": {"N": _number(now)},
+            ":n": {"S": "N"},
+            ":since": {"N": _number(now - every)},
+            ":ahead": {"N": _number(now + MAX_AHEAD_SECONDS)},
+        },
+        {"#c": _CHECKED},
     )
     return done is not None
 

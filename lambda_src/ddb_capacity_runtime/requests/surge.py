@@ -34,6 +34,20 @@ of the dimension is under way, and the next report tries again. A raised one is
 surge is bounded by the surge cap (by default 4 x the capacity its dimension had when it
 started) and by the dimension's budget of surge units an hour (kept in its combiner item);
 one refused or cut short by its budget is ``SurgesOverBudget`` (alarmed).
+
+Two rules of `core` bound when a surge starts and how far it goes, on what DynamoDB itself
+measures. The burst-bucket rule (`core.bucket`): each signal (the hook's reports, the
+table's stream) keeps an estimate of the dimension's burst bucket in its combiner item,
+advanced at every look from the consumption it sees against what is provisioned
+(`keep_bucket`), and a new surge that no throttle calls for starts only when the bucket
+would empty before a raise sent at the next look lands. The estimate is untrusted input: one
+that cannot be read or written is counted (``BucketFailed``, alarmed) and reads as empty, so
+a surge is due as without the rule. The trusted demand (`core.surge.TRUSTED_SOURCES`):
+when the surge cap or the budget cuts a surge the reports ask for, CloudWatch's consumed
+capacity is read (`trusted_demand`, at most once a minute per dimension) and the surge
+decided again with the demand it shows served: ``SurgesCorroborated`` when that widened it,
+``CorroborationFailed`` (alarmed) when the read failed and the capped surge stands. The
+stream's own rate is such a measure already (`Signal`).
 """
 
 from __future__ import annotations
@@ -47,9 +61,10 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..aws import combiner, tables
+from ..aws import combiner, metrics, tables
 from ..aws.clients import Clients, make_clients
 from ..aws.store import HoldStore, Lease, open_store
+from ..core.bucket import Bucket, Drain, advance, read_bucket
 from ..core.errors import shown
 from ..core.holds import (
     MAX_HOLD_MINUTES,
@@ -59,11 +74,13 @@ from ..core.holds import (
     Hold,
 )
 from ..core.names import MAX_TABLE_QUOTA, UNITS
+from ..core.series import window
 from ..core.surge import (
     DEFAULT_SURGE_MINUTES,
     DEFAULT_SURGE_SCALE,
     MAX_SURGE_SCALE,
     SURGE_LIFETIME_MINUTES,
+    TRUSTED_MINUTES,
     UNBOUNDED,
     Combined,
     DimensionReport,
@@ -91,6 +108,10 @@ from .counts import count, count_within_warm
 from .request import dimension_of, raise_held
 
 __all__ = [
+    "BUCKET_WRITE_SECONDS",
+    "CORROBORATE_SECONDS",
+    "HOOK",
+    "STREAM",
     "SHARE_ENV",
     "SURGE_BUDGET_ENV",
     "SURGE_CAP_ENV",
@@ -98,10 +119,13 @@ __all__ = [
     "SURGE_HOLD",
     "SURGE_LIFETIME",
     "SURGE_MINUTES_ENV",
+    "Signal",
     "SurgeSettings",
+    "keep_bucket",
     "signals_handler",
     "surge_dimension",
     "take_report",
+    "trusted_demand",
 ]
 
 SHARE_ENV = "CAPACITY_SURGE_SHARE"
@@ -122,6 +146,26 @@ SURGE_LIFETIME = timedelta(minutes=SURGE_LIFETIME_MINUTES)
 MAX_REPORT_CHARS = 64 * 1024
 """The largest report the function reads, as JSON text (42 dimensions of the longest names take
 about 20,000 characters)."""
+HOOK = "hook"
+"""The sources of a surge decision's demand (`Signal`): the hook's reports, the table's stream."""
+STREAM = "stream"
+BUCKET_WRITE_SECONDS = 5.0
+"""The shortest time between two writes of one signal's burst-bucket estimate of a dimension.
+Every look advances the estimate from the one stored (`core.bucket.advance`, with the higher of
+the two consumption rates seen) and decides on that, so the estimate is carried between writes;
+only a write costs, and each rewrites the dimension's combiner item (up to 12 write units when
+100 processes report on it), while the processes' reports come seconds apart (the hook's
+interval is 5 s by default; one report per process). What a write skipped loses is the
+consumption seen between two writes, at most this many seconds of it: a few percent of the
+bucket at most, and refusals empty the estimate whatever it says."""
+CORROBORATE_SECONDS = 60.0
+"""The shortest time between two reads of CloudWatch for one dimension's capped surge
+(`trusted_demand`): its consumed capacity is a sum a minute, so a read more often would show
+nothing new; the time is claimed in the combiner item (`aws.combiner.claim_check`), so looks at
+once read it once."""
+TRUSTED_LAG_MINUTES = 3
+"""The newest minutes CloudWatch may not have delivered yet (1 to 3 minutes late): the trusted
+demand's read spans them too, and takes the last `core.surge.TRUSTED_MINUTES` it shows."""
 
 
 @dataclass(frozen=True)
@@ -308,7 +352,87 @@ def _dimension(
         count("CombinerFull")
         full = f"{combiner.MAX_PROCESSES} processes report on this dimension already"
         return _refused(report.table, d, CapacityRequestError(full), "CombinerFull")
-    return surge_dimension(ctx, store, report.table, d, found, settings)
+    signal = Signal(HOOK, report.seconds)  # the processes report about once a window
+    return surge_dimension(ctx, store, report.table, d, found, settings, signal)
+
+
+@dataclass(frozen=True)
+class Signal:
+    """Where a surge decision's demand comes from: ``source``, the hook's reports (`HOOK`)
+    or the table's stream (`STREAM`), each with its own burst-bucket estimate;
+    ``next_look``, the seconds until that source is looked at again (a report's window; the
+    stream's counting window); ``trusted``, the demand DynamoDB itself measured served, in
+    units a second, when the source is such a measure (the stream's rate); None for the
+    reports, which CloudWatch may corroborate (`trusted_demand`)."""
+
+    source: str
+    next_look: float
+    trusted: float | None = None
+
+    @property
+    def blind(self) -> bool:
+        """Whether the source sees no refusals (the stream: only what was served)."""
+        return self.source == STREAM
+
+
+def keep_bucket(
+    ctx: Context,
+    store: HoldStore,
+    key: Mapping[str, Any],
+    found: combiner.Entries,
+    signal: Signal,
+    seen: tuple[int, float, bool],
+) -> Bucket:
+    """``signal``'s burst-bucket estimate of the dimension whose combiner item is ``key``,
+    as ``found`` read it, advanced to now (`core.bucket.advance`) by what is ``seen``: the
+    units provisioned, the units a second consumed, and whether requests are refused for
+    capacity; written back when `BUCKET_WRITE_SECONDS` have passed since the one stored
+    (a conditional write on the text read: a lost race is skipped). The stored estimate is
+    untrusted input: one that is not one reads as unknown, which is empty. A stored
+    estimate that cannot be read, or a write that fails, is counted (``BucketFailed``) and
+    logged; the estimate advanced is returned whatever happened to its write."""
+    now = ctx.clock()
+    read = found.buckets.get(signal.source)
+    kept = read_bucket(read, now, store.limits.quota)
+    if kept is None and signal.source in found.buckets:
+        _bucket_failed(key, signal, "the stored estimate is not one; it starts again empty")
+    provisioned, rate, refused = seen
+    bucket = advance(kept, provisioned, rate, now, refused)
+    if kept is None or bucket.at - kept.at >= BUCKET_WRITE_SECONDS:
+        try:
+            combiner.keep_bucket(
+                store.dynamodb, store.name, key, signal.source, read, bucket.text()
+            )
+        except Exception as exc:  # the estimate still serves this look
+            _bucket_failed(key, signal, f"writing the estimate failed: {_reason(exc)}")
+    return bucket
+
+
+def _bucket_failed(key: Mapping[str, Any], signal: Signal, reason: str) -> None:
+    count("BucketFailed")
+    log_event(
+        "bucket-failed",
+        level=logging.WARNING,
+        table=key["pk"]["S"],
+        key=key["sk"]["S"],
+        source=signal.source,
+        reason=reason,
+    )
+
+
+def trusted_demand(ctx: Context, table: str, index: str | None, dimension: str) -> float:
+    """The demand DynamoDB itself measured served on the dimension, in units a second:
+    CloudWatch's busiest minute (``Consumed<Read|Write>CapacityUnits``, its Sum / 60) of
+    the last `core.surge.TRUSTED_MINUTES` it shows, read over those and the
+    `TRUSTED_LAG_MINUTES` before now it may not have delivered yet (a minute not delivered,
+    or not to be trusted, counts for nothing). 0 when it shows none. Raises what
+    GetMetricData raises."""
+    key = (table, index, dimension)
+    start, end = window(ctx.now(), TRUSTED_MINUTES, TRUSTED_LAG_MINUTES)
+    series = metrics.fetch(ctx.clients.cloudwatch, [key], start, end)[key]
+    unknown = series.unknown or [False] * len(series.consumed)
+    known = [c for c, u in zip(series.consumed, unknown, strict=True) if not u]
+    return max(known[-TRUSTED_MINUTES:], default=0.0)
 
 
 def surge_dimension(
@@ -318,13 +442,15 @@ def surge_dimension(
     d: DimensionReport,
     found: combiner.Entries,
     settings: SurgeSettings,
+    signal: Signal,
 ) -> dict[str, Any]:
     """The one surge decision on ``d``'s dimension, from what ``found`` holds (the
-    combined reports, or the stream reader's rate) and its surge mark: raised, renewed or
-    left alone, counted and logged; its own fault domain. The signals function and the
-    stream reader both decide here."""
+    combined reports, or the stream reader's rate, as ``signal`` says), its surge mark
+    and ``signal``'s burst-bucket estimate: raised, renewed or left alone, counted and
+    logged; its own fault domain. The signals function and the stream reader both decide
+    here."""
     try:
-        row = _surge(ctx, store, table, d, found, settings)
+        row = _surge(ctx, store, table, d, found, settings, signal)
     except Exception as exc:  # each dimension is its own fault domain
         return _failed(table, d, exc)
     status = row.get("status")
@@ -389,6 +515,7 @@ class _Seen:
     mark: combiner.SurgeMark
     live: Live
     stands: Standing[Hold]
+    signal: Signal
 
     @property
     def key(self) -> dict[str, Any]:
@@ -421,30 +548,85 @@ def _surge(
     d: DimensionReport,
     found: combiner.Entries,
     settings: SurgeSettings,
+    signal: Signal,
 ) -> dict[str, Any]:
     """Raise ``d``'s dimension as far as the rule says, if it says so. Read the table and
-    the dimension's item; look (`core.surge.first_look`); take the lease only for a
-    surge that is due, and decide again on what is read under it."""
+    the dimension's item; advance ``signal``'s bucket estimate (`keep_bucket`); look
+    (`core.surge.first_look`); take the lease only for a surge that is due, and decide
+    again on what is read under it."""
     where = {"table": table, "index": d.index, "dimension": d.dimension}
     now = ctx.clock()
     combined = since_raise(found.rates.values(), found.mark.raised, now)
-    seen = {"demand": round(combined.demand, 1), "processes": combined.processes}
+    seen: dict[str, Any] = {"demand": round(combined.demand, 1), "processes": combined.processes}
     raw = tables.describe(ctx.clients.dynamodb, table)
     if raw.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
         return {**where, "status": "none", **seen}  # on demand: nothing to raise
-    provisioned = _provisioned(raw, table, d)
-    warm = warm_of(spec_of(raw, d.index), d.dimension, store.limits.quota)
-    stands = _standing(store.get(table, d.index, d.dimension), provisioned, now)
-    live = Live(provisioned, warm=warm)
+    live = _first_live(ctx, store, (table, d), raw, found, combined, settings, signal)
+    seen["bucket"] = round(live.drain.bucket.level) if live.drain and live.drain.bucket else 0
+    stands = _standing(store.get(table, d.index, d.dimension), live.provisioned, now)
     lifetime = surge_lifetime(store.limits.max_hold)
     look = first_look(combined, live, now, stands, found.mark, settings, lifetime)
     if look.status == "none":
         return {**where, "status": "none", **seen}  # not due, whatever the target and limits
     if look.status == "ended":
         return {**where, "status": "ended", "to": stands.held, "reason": look.reason, **seen}
-    first = _Seen(table, d, combined, found.mark, live, stands)
-    row = _apply(ctx, store, first, raw.get("TableStatus"), look.status == "renew", settings)
+    first = _Seen(table, d, combined, found.mark, live, stands, signal)
+    renewal = look.status == "renew" and not _to_corroborate(first, settings, now, lifetime)
+    row = _apply(ctx, store, first, raw.get("TableStatus"), renewal, settings)
     return {**where, **row, **seen}
+
+
+def _first_live(
+    ctx: Context,
+    store: HoldStore,
+    where: tuple[str, DimensionReport],
+    raw: Mapping[str, Any],
+    found: combiner.Entries,
+    combined: Combined,
+    settings: SurgeSettings,
+    signal: Signal,
+) -> Live:
+    """The dimension as the first look reads it from the table's description ``raw``: its
+    units and warm throughput, ``signal``'s bucket estimate advanced by the consumption
+    seen (the reports' scaled up by ``share``; their throttles, not the stream's, show the
+    bucket empty), and the demand ``signal`` trusts."""
+    table, d = where
+    provisioned = _provisioned(raw, table, d)
+    warm = warm_of(spec_of(raw, d.index), d.dimension, store.limits.quota)
+    refused = not signal.blind and (combined.throttled > 0 or combined.unknown > 0)
+    seen = (provisioned, combined.consumed / settings.share, refused)
+    key = combiner.combiner_key(table, d.sort_key)
+    bucket = keep_bucket(ctx, store, key, found, signal, seen)
+    drain = Drain(bucket, warm, signal.next_look, signal.blind)
+    return Live(provisioned, warm=warm, drain=drain, trusted=signal.trusted or 0.0)
+
+
+def _to_corroborate(first: _Seen, settings: SurgeSettings, now: float, lifetime: timedelta) -> bool:
+    """Whether a renewal is taken as a raise instead, so that CloudWatch may widen it
+    (`_corroborated`): the surge cap or the budget holds it at its level while the reports
+    ask for more, and a read is due."""
+    if not _may_corroborate(first, settings, now):
+        return False
+    loose = first_look(
+        first.combined, first.live, now, first.stands, first.mark, _unbounded(settings), lifetime
+    )
+    return loose.status == "raise"
+
+
+def _may_corroborate(first: _Seen, settings: SurgeSettings, now: float) -> bool:
+    """Whether CloudWatch's trusted demand could widen ``first``'s surge and a read is due:
+    the reports ask for it (the stream's rate is trusted already), the cap is the default
+    one (``scale`` x the start: an absolute ``cap`` is never widened), and CloudWatch was not
+    read for the dimension in the last `CORROBORATE_SECONDS`."""
+    if first.signal.trusted is not None or settings.cap is not None or settings.scale is None:
+        return False
+    checked = first.mark.checked
+    return checked is None or now - checked >= CORROBORATE_SECONDS
+
+
+def _unbounded(settings: SurgeSettings) -> SurgeSettings:
+    """``settings`` without the surge cap and the budget: what the rule alone asks."""
+    return replace(settings, cap=None, scale=None, budget=UNBOUNDED)
 
 
 def _provisioned(raw: Mapping[str, Any], table: str, d: DimensionReport) -> int:
@@ -541,9 +723,13 @@ def _raise(
     _, base = base_of(dim, state)
     now = ctx.clock()
     stands = _standing(state, dim.provisioned, now)
-    plan = plan_raise(
-        first.combined, _live(dim), now, stands, first.mark, settings, store.limits, base
-    )
+    # the bucket rule's view and the trusted demand are the first look's
+    live = replace(_live(dim), drain=first.live.drain, trusted=first.live.trusted)
+
+    def decide(live: Live, bounds: SurgeSettings) -> SurgePlan:
+        return plan_raise(first.combined, live, now, stands, first.mark, bounds, store.limits, base)
+
+    plan = _corroborated(ctx, store, first, live, settings, decide)
     if plan.status == "none":
         return {"status": "none"}
     if plan.status != "raise":
@@ -553,6 +739,52 @@ def _raise(
             return {"status": "limited", "to": stands.held, "reason": plan.reason}
         raise CapacityRequestError(plan.reason)
     return _act(ctx, store, lease, first, managed, dim, state, stands, plan)
+
+
+def _corroborated(
+    ctx: Context,
+    store: HoldStore,
+    first: _Seen,
+    live: Live,
+    settings: SurgeSettings,
+    decide: Callable[[Live, SurgeSettings], SurgePlan],
+) -> SurgePlan:
+    """The plan ``decide`` makes on ``live``; when the surge cap or the budget cut it short
+    of what the rule asks (its level lower, or over budget) and a read is due
+    (`_may_corroborate`, claimed in the combiner item), decided again with the demand
+    CloudWatch shows served (`trusted_demand`): counted ``SurgesCorroborated`` when that
+    widened it. A failed read is counted (``CorroborationFailed``) and the plan stands."""
+    plan = decide(live, settings)
+    if not _may_corroborate(first, settings, ctx.clock()):
+        return plan
+    budget_cut = plan.over_budget and settings.budget is None  # an explicit one never widens
+    if not budget_cut and decide(live, _unbounded(settings)).want <= plan.want:
+        return plan  # the rule's own level: nothing to corroborate
+    where: dict[str, Any] = {
+        "table": first.table,
+        "index": first.d.index,
+        "dimension": first.d.dimension,
+    }
+    try:
+        claimed = combiner.claim_check(
+            store.dynamodb, store.name, first.key, ctx.clock(), CORROBORATE_SECONDS
+        )
+        if not claimed:
+            return plan  # another look read CloudWatch for it within the minute
+        trusted = trusted_demand(ctx, first.table, first.d.index, first.d.dimension)
+    except Exception as exc:  # the capped plan stands
+        count("CorroborationFailed")
+        log_event("corroboration-failed", level=logging.ERROR, **where, reason=_reason(exc))
+        return plan
+    wider = decide(replace(live, trusted=max(live.trusted, trusted)), settings)
+    if wider.status != "raise" or (plan.status == "raise" and wider.units <= plan.units):
+        log_event("surge-not-corroborated", **where, trusted=round(trusted, 1), want=plan.want)
+        return plan
+    count("SurgesCorroborated")
+    log_event(
+        "surge-corroborated", **where, trusted=round(trusted, 1), capped=plan.want, want=wider.want
+    )
+    return wider
 
 
 def _act(
