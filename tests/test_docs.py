@@ -100,7 +100,7 @@ def test_the_reference_is_generated_from_the_docstrings(site: Path) -> None:
         ],
     }
     for name, ids in expected.items():
-        html = (site / "reference" / name / "index.html").read_text()
+        html = (site / "reference" / f"{name}.html").read_text()
         missing = [i for i in ids if f'id="{i}"' not in html]
         assert missing == [], name
 
@@ -117,8 +117,8 @@ def test_examples_are_included_from_their_files(site: Path) -> None:
     }
     for where, (example, line) in shown.items():
         assert line in (ROOT / "examples" / example).read_text()
-        assert line in text_of((site / where / "index.html").read_text()), where
-    prime_time = text_of((site / "guides" / "schedules" / "index.html").read_text())
+        assert line in text_of((site / f"{where}.html").read_text()), where
+    prime_time = text_of((site / "guides" / "schedules.html").read_text())
     assert "class PrimeTimeStack" in prime_time and "STEPS = [" in prime_time
 
 
@@ -196,7 +196,7 @@ def test_the_reference_shows_what_attributes_are(site: Path) -> None:
         "tools": {"ddb_capacity_tools.simulator.tune.PEAK_HEADROOM": "times the trace's peak"},
     }
     for name, attributes in shown.items():
-        built = (site / "reference" / name / "index.html").read_text()
+        built = (site / "reference" / f"{name}.html").read_text()
         for attribute, words in attributes.items():
             start = built.find(f'id="{attribute}"')
             assert start >= 0, f"{attribute} has no entry on the {name} page"
@@ -207,12 +207,12 @@ def test_the_reference_shows_what_attributes_are(site: Path) -> None:
 def test_the_reference_renders_no_quote_blocks(site: Path) -> None:
     """A docstring line that starts with ``>`` (``>= min_capacity``) renders as a quote."""
     for name in ("constructs", "runtime", "tools"):
-        built = (site / "reference" / name / "index.html").read_text()
+        built = (site / "reference" / f"{name}.html").read_text()
         assert "<blockquote" not in built, name
 
 
 def built_pages(site: Path) -> dict[str, str]:
-    """Every built page by its path in the site (``guides/scaler/index.html``)."""
+    """Every built page by its path in the site (``guides/scaler.html``)."""
     return {str(p.relative_to(site)): p.read_text() for p in site.rglob("*.html")}
 
 
@@ -221,7 +221,8 @@ def anchors_of(page_html: str) -> set[str]:
 
 
 def test_every_internal_link_resolves(site: Path) -> None:
-    """Every link of the site to one of its own pages or anchors names one that exists."""
+    """Every link of the site to one of its own pages or anchors names one that exists, as
+    a file: the site opened from disk follows it too."""
     pages = built_pages(site)
     anchors = {path: anchors_of(body) for path, body in pages.items()}
     broken = []
@@ -236,8 +237,8 @@ def test_every_internal_link_resolves(site: Path) -> None:
                 # 404.html links from the site's root (it is served at any depth)
                 base = site if target.startswith("/") else (site / path).parent
                 resolved = base / target.lstrip("/")
-                if resolved.is_dir() or target.endswith("/"):
-                    resolved = resolved / "index.html"
+                # a link to a folder works on a server, and from disk (file://) shows a
+                # directory listing: every link names its page
                 if not resolved.resolve().is_file():
                     broken.append(f"{path}: {href}")
                     continue
@@ -276,7 +277,7 @@ def test_every_export_of_the_constructs_is_in_the_reference(site: Path) -> None:
     constructs page, where it is defined or as the package's own."""
     import constructs_pkg
 
-    built = (site / "reference" / "constructs" / "index.html").read_text()
+    built = (site / "reference" / "constructs.html").read_text()
     ids = set(re.findall(r'id="(constructs_pkg[\w.]*)"', built))
     names = [n for n in constructs_pkg.__all__ if not n.startswith("_")]
     assert {"ScheduleEntry", "cron"} <= set(names)
@@ -300,7 +301,7 @@ def documented_runtime_imports() -> set[str]:
 
 
 def test_every_documented_runtime_export_is_in_the_reference(site: Path) -> None:
-    built = (site / "reference" / "runtime" / "index.html").read_text()
+    built = (site / "reference" / "runtime.html").read_text()
     names = documented_runtime_imports()
     assert "ddb_capacity_runtime.signals.watch" in names
     assert "ddb_capacity_runtime.requests.request_capacity" in names
@@ -352,7 +353,7 @@ def test_every_section_the_tools_point_to_exists(site: Path) -> None:
         if page_ == "README":
             if not re.search(rf"^#+ {re.escape(anchor)}\s*$", readme, re.M):
                 missing.append(f"README: {anchor}")
-        elif f'id="{anchor}"' not in (site / page_ / "index.html").read_text():
+        elif f'id="{anchor}"' not in (site / f"{page_}.html").read_text():
             missing.append(f"{page_}#{anchor}")
     assert missing == []
 
