@@ -319,7 +319,7 @@ def test_searching_signals_watch_finds_its_reference(site: Path) -> None:
     (entry,) = [
         d
         for d in index["docs"]
-        if d["location"] == "reference/runtime/#ddb_capacity_runtime.signals.watch"
+        if d["location"] == "reference/runtime.html#ddb_capacity_runtime.signals.watch"
     ]
     indexed = {w.lower() for w in separator.split(text_of(entry["title"] + " " + entry["text"]))}
     assert words <= indexed
