@@ -516,6 +516,9 @@ class _Seen:
     live: Live
     stands: Standing[Hold]
     signal: Signal
+    renews: bool = False
+    """The first look found a renewal, taken as a raise so that CloudWatch may widen it
+    (`_to_corroborate`): one it does not widen stays a renewal."""
 
     @property
     def key(self) -> dict[str, Any]:
@@ -571,8 +574,11 @@ def _surge(
     if look.status == "ended":
         return {**where, "status": "ended", "to": stands.held, "reason": look.reason, **seen}
     first = _Seen(table, d, combined, found.mark, live, stands, signal)
-    renewal = look.status == "renew" and not _to_corroborate(first, settings, now, lifetime)
-    row = _apply(ctx, store, first, raw.get("TableStatus"), renewal, settings)
+    status = raw.get("TableStatus")
+    if look.status == "renew" and status == "ACTIVE":
+        first = replace(first, renews=_to_corroborate(first, settings, now, lifetime))
+    renewal = look.status == "renew" and not first.renews
+    row = _apply(ctx, store, first, status, renewal, settings)
     return {**where, **row, **seen}
 
 
@@ -729,7 +735,9 @@ def _raise(
     def decide(live: Live, bounds: SurgeSettings) -> SurgePlan:
         return plan_raise(first.combined, live, now, stands, first.mark, bounds, store.limits, base)
 
-    plan = _corroborated(ctx, store, first, live, settings, decide)
+    plan, widened = _corroborated(ctx, store, first, live, settings, decide)
+    if _keeps(first, stands, plan, widened):
+        return _renew(ctx, store, lease, first, state, settings)
     if plan.status == "none":
         return {"status": "none"}
     if plan.status != "raise":
@@ -741,6 +749,18 @@ def _raise(
     return _act(ctx, store, lease, first, managed, dim, state, stands, plan)
 
 
+def _keeps(first: _Seen, stands: Standing[Hold], plan: SurgePlan, widened: bool) -> bool:
+    """Whether the surge is renewed at its level rather than as ``plan`` says: a renewal
+    taken as a raise for CloudWatch (`_Seen.renews`) that it did not widen, its standing
+    unchanged; or a plan whose cap, narrower than the one the surge was raised under (the
+    trusted demand lower now), would cut what the surge holds."""
+    if stands.surge is None:
+        return False
+    if first.renews and not widened and stands.same(first.stands):
+        return True
+    return plan.status == "raise" and plan.units < stands.surge.units
+
+
 def _corroborated(
     ctx: Context,
     store: HoldStore,
@@ -748,18 +768,19 @@ def _corroborated(
     live: Live,
     settings: SurgeSettings,
     decide: Callable[[Live, SurgeSettings], SurgePlan],
-) -> SurgePlan:
+) -> tuple[SurgePlan, bool]:
     """The plan ``decide`` makes on ``live``; when the surge cap or the budget cut it short
     of what the rule asks (its level lower, or over budget) and a read is due
     (`_may_corroborate`, claimed in the combiner item), decided again with the demand
-    CloudWatch shows served (`trusted_demand`): counted ``SurgesCorroborated`` when that
-    widened it. A failed read is counted (``CorroborationFailed``) and the plan stands."""
+    CloudWatch shows served (`trusted_demand`), and whether that widened it (counted
+    ``SurgesCorroborated``). A failed read is counted (``CorroborationFailed``) and the
+    plan stands."""
     plan = decide(live, settings)
     if not _may_corroborate(first, settings, ctx.clock()):
-        return plan
+        return plan, False
     budget_cut = plan.over_budget and settings.budget is None  # an explicit one never widens
     if not budget_cut and decide(live, _unbounded(settings)).want <= plan.want:
-        return plan  # the rule's own level: nothing to corroborate
+        return plan, False  # the rule's own level: nothing to corroborate
     where: dict[str, Any] = {
         "table": first.table,
         "index": first.d.index,
@@ -770,21 +791,22 @@ def _corroborated(
             store.dynamodb, store.name, first.key, ctx.clock(), CORROBORATE_SECONDS
         )
         if not claimed:
-            return plan  # another look read CloudWatch for it within the minute
+            return plan, False  # another look read CloudWatch for it within the minute
         trusted = trusted_demand(ctx, first.table, first.d.index, first.d.dimension)
     except Exception as exc:  # the capped plan stands
         count("CorroborationFailed")
         log_event("corroboration-failed", level=logging.ERROR, **where, reason=_reason(exc))
-        return plan
+        return plan, False
     wider = decide(replace(live, trusted=max(live.trusted, trusted)), settings)
-    if wider.status != "raise" or (plan.status == "raise" and wider.units <= plan.units):
+    was = plan.applied if plan.status == "raise" else 0
+    if wider.status != "raise" or wider.applied <= max(was, wider.before):
         log_event("surge-not-corroborated", **where, trusted=round(trusted, 1), want=plan.want)
-        return plan
+        return plan, False
     count("SurgesCorroborated")
     log_event(
         "surge-corroborated", **where, trusted=round(trusted, 1), capped=plan.want, want=wider.want
     )
-    return wider
+    return wider, True
 
 
 def _act(
