@@ -172,6 +172,9 @@ REQUEST_METRICS = dict.fromkeys(
         "SurgesOverBudget",
         "SurgeUnits",
         "SurgeEntriesIgnored",
+        "BucketFailed",
+        "SurgesCorroborated",
+        "CorroborationFailed",
         *STREAM_COUNT_ALARMS,
     ),
     "run",
@@ -189,6 +192,8 @@ ALARM_IDS = (
     "SurgesFailed",
     "CombinerFull",
     "SignalsDropped",
+    "BucketFailed",
+    "CorroborationFailed",
     *STREAM_ALARM_IDS,
 )
 """The alarms, by stable id (``alarm_options``, ``alarms``)."""
@@ -544,9 +549,10 @@ class CapacityRequests(Construct):
     def alarms(self) -> Mapping[str, cloudwatch.Alarm]:
         """The alarms by stable id (read-only): ``BrokerErrors``, ``HoldsDropped``;
         ``RestorerErrors`` with a restorer; ``SignalsErrors``, ``ReportsRefused``,
-        ``SurgeBudget``, ``SurgeUnits``, ``SurgesFailed``, ``CombinerFull`` and
-        ``SignalsDropped`` with a fast path; ``StreamReaderErrors``, ``StreamFailed``,
-        ``StreamRecordsMalformed``, ``StreamRecordsNotServed`` and ``StreamLag`` with its
+        ``SurgeBudget``, ``SurgeUnits``, ``SurgesFailed``, ``CombinerFull``,
+        ``SignalsDropped``, ``BucketFailed`` and ``CorroborationFailed`` with a fast
+        path; ``StreamReaderErrors``, ``StreamFailed``, ``StreamRecordsMalformed``,
+        ``StreamRecordsNotServed`` and ``StreamLag`` with its
         stream signal (``FastPath(stream=...)``). An alarm turned off is absent."""
         return self._alarm_set.alarms
 
@@ -628,7 +634,15 @@ class CapacityRequests(Construct):
             reserved_concurrent_executions=fast_path.concurrency,
         )
         signals.configure_async_invoke(retry_attempts=0, max_event_age=SIGNALS_MAX_EVENT_AGE)
-        self._configure_signals_policy(policy)
+        self._configure_signals_policy(
+            policy, "DescribeScalableTargets, DescribeScalingPolicies and GetMetricData"
+        )
+        # CloudWatch's consumed capacity corroborates a surge the default cap cuts short
+        policy.add_statements(
+            iam.PolicyStatement(
+                sid="ReadTraffic", actions=["cloudwatch:GetMetricData"], resources=["*"]
+            )
+        )
         _acknowledge_signals(signals, fast_path.concurrency)
         self._render_signals_alarms(signals, fast_path)
         return signals, policy
@@ -694,7 +708,8 @@ class CapacityRequests(Construct):
     def _render_signals_alarms(self, signals: lambda_.Function, fast_path: FastPath) -> None:
         """The signals function's alarms: it failed, a surge failed, the combiner refused a
         report, a report was malformed, a surge met its budget, surges added many units,
-        or Lambda dropped reports before they ran."""
+        the rules' own (`_render_rule_alarms`), or Lambda dropped reports before they
+        ran."""
         self._errors_alarm(
             signals, "SignalsErrors", "The capacity signals function (fast path) failed"
         )
@@ -722,9 +737,10 @@ class CapacityRequests(Construct):
         self._count_alarm(
             "CombinerFull",
             "CombinerFull",
-            "A report of the fast path was refused: 500 processes report on its dimension "
+            "A report of the fast path was refused: 100 processes report on its dimension "
             "already; the signals function's log names the dimension",
         )
+        self._render_rule_alarms()
         self._alarm_set.add(
             "SignalsDropped",
             AlarmSpec(
@@ -741,6 +757,23 @@ class CapacityRequests(Construct):
                     "was busy)"
                 ),
             ),
+        )
+
+    def _render_rule_alarms(self) -> None:
+        """The alarms of the fast path's rules: a burst-bucket estimate not kept, CloudWatch
+        not read for a surge the cap cut short."""
+        self._count_alarm(
+            "BucketFailed",
+            "BucketFailed",
+            "A dimension's burst-bucket estimate could not be read or written (the signals "
+            "function's or the stream reader's bucket-failed lines say which): it reads as "
+            "empty, so surges start as soon as the demand reaches the capacity",
+        )
+        self._count_alarm(
+            "CorroborationFailed",
+            "CorroborationFailed",
+            "CloudWatch could not be read to corroborate a surge the surge cap cut short (the "
+            "signals function's corroboration-failed lines say why): the capped surge stands",
         )
 
     def grant_signals(self, grantee: iam.IGrantable) -> iam.Grant:
@@ -1086,7 +1119,8 @@ def _acknowledge_signals(signals: lambda_.Function, concurrency: int | None) -> 
         "Each report is a minute-fresh snapshot that the next report, seconds later, "
         "replaces; a failed or expired one is dropped on purpose (no retries, a one-minute "
         "event age), since replaying it would raise on stale demand. Failures are counted "
-        "and alarmed (SurgesFailed, CombinerFull, Errors, AsyncEventsDropped)."
+        "and alarmed (SurgesFailed, CombinerFull, BucketFailed, CorroborationFailed, Errors, "
+        "AsyncEventsDropped)."
     )
     _acknowledge_function(
         signals,
@@ -1100,8 +1134,8 @@ def _acknowledge_signals(signals: lambda_.Function, concurrency: int | None) -> 
             "DynamoDB and Application Auto Scaling.",
         },
         {
-            "LambdaInsideVPC": "Calls only AWS APIs (DynamoDB, Application Auto Scaling); it "
-            "reaches nothing in a VPC.",
+            "LambdaInsideVPC": "Calls only AWS APIs (DynamoDB, Application Auto Scaling, "
+            "CloudWatch); it reaches nothing in a VPC.",
             "LambdaConcurrency": "Reports arrive from many processes at once; a dimension's "
             "changes are serialized by the hold store's leases.",
             "LambdaDLQ": no_dlq,

@@ -352,6 +352,8 @@ def test_capacity_requests_alarms_and_metrics(stack: cdk.Stack) -> None:
         "SurgesFailed",
         "CombinerFull",
         "SignalsDropped",
+        "BucketFailed",
+        "CorroborationFailed",
     }
     assert len(alarms) == len(requests.alarms)
     assert not [a for a in alarms if a.get("MetricName") == "ReportsRefused"]

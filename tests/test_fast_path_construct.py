@@ -112,6 +112,13 @@ def test_the_signals_function_has_exactly_what_a_surge_needs(stack: cdk.Stack) -
             "Resource": "*",
         },
         "MoveMinimums": move_minimums(names),
+        # CloudWatch's consumed capacity, when the default cap cuts a surge short
+        "ReadTraffic": {
+            "Sid": "ReadTraffic",
+            "Effect": "Allow",
+            "Action": "cloudwatch:GetMetricData",
+            "Resource": "*",
+        },
     }
 
 
@@ -219,8 +226,9 @@ def test_failed_surges_and_the_functions_errors_are_alarmed(stack: cdk.Stack) ->
     alarms = template.find_resources("AWS::CloudWatch::Alarm").values()
     assert all(a["Properties"].get("MetricName") != "SurgesDeferred" for a in alarms)
     # broker errors, restorer errors, holds dropped; signals errors, surges failed,
-    # combiner full, reports dropped, reports refused, surge budget met, surge units
-    template.resource_count_is("AWS::CloudWatch::Alarm", 10)
+    # combiner full, reports dropped, reports refused, surge budget met, surge units,
+    # a bucket estimate not kept, a corroboration failed
+    template.resource_count_is("AWS::CloudWatch::Alarm", 12)
 
 
 def test_refused_reports_the_budget_and_surge_volume_are_alarmed(stack: cdk.Stack) -> None:
