@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddb_capacity_runtime.aws import discovery
+from ddb_capacity_runtime.core.bucket import Drain
 from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.core.surge import (
@@ -333,9 +334,18 @@ def test_the_simulators_fast_path_reaches_a_warm_level_in_one_step() -> None:
     # THEN the first surge is the level the burst needs at the target, at once
     first = next(level for _, level in sorted(levels.items()) if level)
     assert first == math.ceil(10_000 / 0.7)
-    # AND with the model before warm throughput (not known), the cap holds
-    capped, _, _ = _surges(demand, warm_write_units=20_000, warm_update_seconds=None)
-    assert max(capped.values()) == 4 * math.ceil(1_000 / 0.7)
+    # AND with the model before warm throughput (not known), the cap holds: the first
+    # surge stops at 4 x the level it started from
+    capped, _, sim = _surges(demand, warm_write_units=20_000, warm_update_seconds=None)
+    raised = [(t, level) for t, level in sorted(capped.items()) if level]
+    assert raised[0] == (30, 4 * math.ceil(1_000 / 0.7))
+    # until CloudWatch shows the jump's first minute served (2 minutes late: at minute
+    # 33), which no process can forge: the cap then counts from 4 x that served demand,
+    # and the surge takes the level the burst needs
+    served = sim.recorded[WRITE].served[30]
+    assert served > 4 * math.ceil(1_000 / 0.7) / 4
+    assert [level for t, level in raised if t < 33] == [4 * math.ceil(1_000 / 0.7)] * 3
+    assert capped[33] == math.ceil(10_000 / 0.7) <= 4 * served
 
 
 def test_the_simulators_fast_path_spends_the_default_budget() -> None:
@@ -347,9 +357,11 @@ def test_the_simulators_fast_path_spends_the_default_budget() -> None:
     sim = SimulatedTable(trace, params, {WRITE: 1_000})
     fast = FastPath(params)
     lie = Combined(demand=40_000.0, processes=1)
+    # (the bucket not known, and no demand DynamoDB measured: a lie's view)
+    unseen = (Drain(None, None, 60), 0.0)
     # WHEN three surges start from 1,000 within an hour
-    levels = [fast._level(sim, WRITE, lie, 0.7, 0, 1_000, at) for at in (0, 600, 1_200)]
+    levels = [fast._level(sim, WRITE, lie, 0.7, (0, 1_000), at, unseen) for at in (0, 600, 1_200)]
     # THEN the first two add 3,000 each (the cap) and the third finds the budget spent
     assert levels == [4_000, 4_000, None]
     # AND a new window, an hour on, allows a surge again
-    assert fast._level(sim, WRITE, lie, 0.7, 0, 1_000, 3_600) == 4_000
+    assert fast._level(sim, WRITE, lie, 0.7, (0, 1_000), 3_600, unseen) == 4_000
