@@ -27,8 +27,9 @@ be added to the counters twice, and late records are worthless as a signal.
 Counts: ``StreamRecordsMalformed`` (alarmed), ``StreamRecordsNotServed`` (records of a
 table the construct does not serve: alarmed), ``StreamFailed`` (a table's records could
 not be counted: alarmed), ``StreamRecordsLate`` (a window older than the counters keep),
-``StreamTtlDeletions``; and the surge decision's own (``SurgesApplied``,
-``SurgesFailed``, ...).
+``StreamTtlDeletions``, ``BucketFailed`` (the stream's bucket estimate not read or
+written: alarmed); and the surge decision's own (``SurgesApplied``, ``SurgesFailed``,
+...).
 """
 
 from __future__ import annotations
