@@ -295,3 +295,22 @@ def test_the_cap_the_budget_and_the_limits_bound_every_raise(
         active = [*stands.others, Held(plan.units, stands.baseline, until(1))]
         assert level(active) <= live.target_max
     assert plan.want <= max(live.max_capacity, stands.held)
+
+
+def test_a_cap_widened_by_the_trusted_demand_and_then_narrower_never_cuts_the_hold() -> None:
+    # a surge raised to 1,600 on a 100-unit table while CloudWatch showed 400/s served
+    # (the default cap then allows 4 x 400 = 1,600)
+    raised = plan_raise(
+        demand(2_000), Live(100, 1.0, 10_000, trusted=400.0), NOW, standing(None, [], None, 100, AT),
+        Mark(), SurgeBounds(), Limits(), 100,
+    )  # fmt: skip
+    assert (raised.status, raised.units, raised.applied) == ("raise", 1_500, 1_600)
+    # a minute on, the reports still ask for 2,000, and no trusted demand is known now:
+    # the cap from the surge's start alone is 400, but the surge keeps its 1,500 units
+    held = Held(raised.units, 100, until(5))
+    stands = standing(held, [], 1_600, 1_600, AT)
+    later = plan_raise(
+        demand(2_000), Live(1_600, 1.0, 10_000), NOW + 60, stands, Mark(started=NOW),
+        SurgeBounds(), Limits(), 100,
+    )  # fmt: skip
+    assert later.status == "raise" and later.units == 1_500 and later.applied == 1_600

@@ -114,8 +114,8 @@ class Bucket:
     def text(self) -> str:
         """As the state store keeps it (`read_bucket` reads it back)."""
         return (
-            f"{self.level:.0f}:{self.at:.0f}:{self.provisioned}:{self.rate:.1f}:{self.until:.0f}"
-            f":{self.pinned_since:.0f}"
+            f"{self.level:.0f}:{self.at:.1f}:{self.provisioned}:{self.rate:.1f}:{self.until:.0f}"
+            f":{self.pinned_since:.1f}"
         )
 
 

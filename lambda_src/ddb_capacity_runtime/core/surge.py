@@ -841,8 +841,8 @@ def _surge_units(
     floor: int = min([stands.baseline, *(h.baseline for h in stands.others)])
     units = max(want - floor - others, held)
     room = [limits.max_units, limits.max_total_units - others]
-    if cap is not None:
-        room.append(cap)
+    if cap is not None:  # a cap that moved (the trusted demand fell) never cuts the hold
+        room.append(max(cap, held))
     if left is not None:  # the budget: what the surge holds already, and what is left
         room.append(held + left)
     if live.target_max is not None:  # the level of every hold stays within the target's max
