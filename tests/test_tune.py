@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import math
 import random
@@ -512,14 +513,18 @@ def test_a_pre_warmed_candidate_pays_its_one_time_charge() -> None:
     assert warmed.once_usd == pytest.approx(30.0)
     assert warmed.cost > 30.0 and not compared_only(warmed)
     assert plain.once_usd == 0.0
-    # GIVEN no such price: the candidate is shown unpriced, and never recommended
-    [unpriced] = place(trace, names[1:], settings, None, 5, 1, score_from=1440)
-    assert unpriced.once_usd is None and compared_only(unpriced)
-    assert unpriced.cost == pytest.approx(warmed.cost - 30.0)
-    cands = [*(_c(p, 0, 100) for p in STOCK), _c("on-demand", 0, 100), replace_cost(unpriced, 1)]
+    # GIVEN no such price: the candidate is priced as an hour provisioned at the marks (how
+    # PROVISION_THEN_SETTLE pre-warms), at the list prices, and may be recommended
+    [settled] = place(trace, names[1:], settings, None, 5, 1, score_from=1440)
+    hour = 500 * Prices().unit_hour("read") + 500 * Prices().unit_hour("write")
+    assert settled.once_usd == pytest.approx(hour) and not compared_only(settled)
+    assert settled.cost == pytest.approx(warmed.cost - 30.0 + hour)
+    cheap = dataclasses.replace(replace_cost(settled, 1), throttled_requests=Spread(0.0, 0.0, 0.0))
+    cands = [*(_c(p, 0, 100) for p in STOCK), _c("on-demand", 0, 100), cheap]
     tuning = decide(cands, Rule(), trace, ModelParams())
-    assert tuning.recommended.policy != unpriced.policy
-    assert "which is not priced: give --price warm_read_unit=USD" in tuning.reason
+    assert tuning.recommended.policy == settled.policy
+    assert "prewarm=PrewarmMethod.PROVISION_THEN_SETTLE" in tuning.code
+    assert "high_water_mark=" in tuning.code
 
 
 def replace_cost(c: Candidate, cost: float) -> Candidate:

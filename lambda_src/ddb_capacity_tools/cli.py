@@ -628,7 +628,11 @@ def _tuning_options(
     for c in candidates:
         spec = tune_module.spec_of(c, params.max_capacity, "--candidate")
         warmed = tune_module.split_prewarm(c)[1]
-        kinds = ("stock", "autopilot") if warmed else ("stock", "autopilot", "on-demand", "hybrid")
+        kinds: tuple[str, ...] = ("stock", "autopilot")
+        if not warmed:
+            kinds += ("on-demand", "hybrid")
+        if tune_module.streamed(c):  # only the library's policies see the stream
+            kinds = ("autopilot",)
         if spec.kind not in kinds:
             raise PolicyError(f"--candidate: got {c!r}; expected {tune_module.CANDIDATE_HELP}")
     return rule, params, prices, name, candidates

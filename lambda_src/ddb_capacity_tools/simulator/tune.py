@@ -36,6 +36,7 @@ then sets.
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import re
@@ -115,21 +116,41 @@ CANDIDATES = (
     "autopilot+stock:60",
     "autopilot+stock:70",
     "autopilot+stock:80",
+    "autopilot+stock:90",
     "autopilot+stock:70+owned",
     "autopilot+stock:80+prewarm",
     "autopilot+stock:90+prewarm",
+    "autopilot+stock:80+stream",
+    "autopilot+stock:90+stream",
     "hybrid:70",
     ON_DEMAND,
 )
-"""What ``tune`` tries by default (the stock settings and on-demand are always tried)."""
+"""What ``tune`` tries by default (the stock settings and on-demand are always tried). The
+``+stream`` ones are left out when the model's signals are given (``--stream-seconds``,
+``--fast-path-seconds``): every library policy runs with them then."""
 PREWARM = "+prewarm"
 """The suffix of a candidate run on a pre-warmed table: its warm throughput raised once to the
 earlier part's peak / T on each dimension (`warm_levels`), the one-time charge in its cost
-(`Prices.prewarm`)."""
+(`prewarm_charge`)."""
+STREAM = "+stream"
+"""The suffix of a candidate run with the table's stream as a write signal (`STREAM_SECONDS`
+late; no client code, writes only), the stream reader's own cost in its cost
+(`stream_dollars`)."""
+STREAM_SECONDS = 5
+"""How late the stream's writes reach the stream reader, for a ``+stream`` candidate: DynamoDB
+Streams shows a write within about a second, and Lambda polls each shard several times a second;
+the reader's batching window (1 s by default) and its own time make the rest."""
+SUFFIXES = (PREWARM, STREAM)
+"""The suffixes a candidate may end with, in any order."""
+PREWARM_METHODS = ("PROVISION_THEN_SETTLE", "WARM_THROUGHPUT")
+"""How a pre-warmed candidate is priced and pasted (`prewarm_charge`): provisioned at the mark
+for an hour, then settled (list prices); or DynamoDB's warm throughput, when its prices are
+given (``--price warm_read_unit=USD --price warm_write_unit=USD``)."""
 CANDIDATE_HELP = (
     "stock:T, autopilot, autopilot:T, autopilot+stock:T, autopilot+stock:T+owned, any of "
-    "these with +prewarm (a pre-warmed table), on-demand, or hybrid / hybrid:T (shown for "
-    "comparison, never recommended)"
+    "these with +prewarm (a pre-warmed table) and, but stock:T, +stream (the table's stream "
+    "as a write signal), on-demand, or hybrid / hybrid:T (shown for comparison, never "
+    "recommended)"
 )
 """The policies tune can recommend, as --candidate values."""
 PEAK_HEADROOM = 2
@@ -377,7 +398,10 @@ def place(
     until = score_from or trace.minutes
     runs = _runs(trace, names, settings, prices, tick, workers, score_from, progress)
     once = {n: _once(n, trace, until, prices, settings[0]) for n in names}
-    return _with_frontier([_candidate(n, runs, once[n]) for n in names])
+    scored = trace.minutes - (score_from or 0)
+    return _with_frontier(
+        [_candidate(n, runs, once[n], stream_dollars(n, trace, scored, prices)) for n in names]
+    )
 
 
 def place_split(
@@ -398,8 +422,15 @@ def place_split(
     prices = prices or Prices()
     runs = _runs(trace, names, settings, prices, tick, workers, split, progress)
     once = {n: _once(n, trace, split, prices, settings[0]) for n in names}
-    later = _with_frontier([_candidate(n, runs, once[n]) for n in names])
-    early = [_early(n, runs, split, prices, once[n]) for n in names if spec_of(n).kind != "hybrid"]
+    rest = trace.minutes - split
+    later = _with_frontier(
+        [_candidate(n, runs, once[n], stream_dollars(n, trace, rest, prices)) for n in names]
+    )
+    early = [
+        _early(n, runs, split, prices, (once[n], stream_dollars(n, trace, split, prices)))
+        for n in names
+        if spec_of(n).kind != "hybrid"
+    ]
     return early, later
 
 
@@ -416,7 +447,8 @@ def _runs(
     """Per setting, the results of every policy of ``names`` (see `place`)."""
     warmed, ran, hybrids = _run_plan(names, settings[0].max_capacity)
     scored = {} if score_from is None else {"score_from": score_from}
-    total, done = len(settings) * (1 + len(warmed)), 0
+    streams = [n for n in names if streamed(n) and n not in warmed]
+    total, done = len(settings) * (1 + len(warmed) + bool(streams)), 0
     runs = []
     for n, p in enumerate(settings, 1):
         bar(progress, "tune", done, total, "runs", f"model setting {n} of {len(settings)}")
@@ -425,6 +457,10 @@ def _runs(
         )
         results += _hybrids(hybrids, results, trace, prices, score_from or 0)
         done += 1
+        if streams:
+            bar(progress, "tune", done, total, "runs", f"with the stream, setting {n}")
+            results += _with_stream(streams, trace, p, prices, tick, workers, score_from)
+            done += 1
         for name in warmed:
             bar(progress, "tune", done, total, "runs", f"{name}, setting {n}")
             results += _prewarmed(name, trace, p, prices, tick, score_from)
@@ -439,7 +475,7 @@ def _run_plan(names: Sequence[str], max_capacity: int) -> tuple[list[str], list[
     policies simulated together (each hybrid's base and on-demand among them), and the
     hybrids (composed from those)."""
     warmed = [n for n in names if split_prewarm(n)[1]]
-    specs = [parse(n, max_capacity) for n in names if n not in warmed]
+    specs = [parse(n, max_capacity) for n in names if n not in warmed and not streamed(n)]
     hybrids = [s for s in specs if s.kind == "hybrid"]
     needed = [hybrid_base(s) for s in hybrids] + ([parse(ON_DEMAND)] if hybrids else [])
     ran = [s for s in specs if s.kind != "hybrid"]
@@ -480,11 +516,59 @@ def _prewarmed(
         warm_read_units=max(params.warm_read_units, levels["read"]),
         warm_write_units=max(params.warm_write_units, levels["write"]),
     )
+    if streamed(name):
+        warm = replace(warm, stream_seconds=warm.stream_seconds or STREAM_SECONDS)
     scored = {} if score_from is None else {"score_from": score_from}
     results = simulate(trace, [spec], warm, prices, None, tick, None, 1, **scored)
     for r in results:
         r.policy = name
     return results
+
+
+def _with_stream(
+    names: Sequence[str],
+    trace: Trace,
+    params: ModelParams,
+    prices: Prices,
+    tick: int,
+    workers: int | None,
+    score_from: int | None,
+) -> list[DimensionResult]:
+    """The `STREAM` candidates ``names`` run together with the table's stream as a signal
+    (`STREAM_SECONDS` late, unless the model gives its own), their results named by
+    candidate."""
+    streaming = replace(params, stream_seconds=params.stream_seconds or STREAM_SECONDS)
+    specs = {n: spec_of(n, params.max_capacity) for n in names}
+    scored = {} if score_from is None else {"score_from": score_from}
+    unique = list({s.text: s for s in specs.values()}.values())
+    ran = simulate(
+        trace, unique, streaming, prices, None, tick, None, workers or os.cpu_count() or 1, **scored
+    )
+    out = []
+    for name, spec in specs.items():
+        for r in ran:
+            if r.policy == spec.text:
+                mine = copy.copy(r)
+                mine.policy = name
+                out.append(mine)
+    return out
+
+
+def stream_dollars(name: str, trace: Trace, minutes: int, prices: Prices) -> float:
+    """What the stream reader costs over ``minutes`` of ``trace`` for a `STREAM`
+    candidate (0 for any other): its monthly cost at the trace's mean write rate, counting
+    the table's and each GSI's writes (`stream_cost.monthly_stream_cost`), pro rata."""
+    if not streamed(name) or minutes <= 0:
+        return 0.0
+    from ..stream_cost import monthly_stream_cost
+
+    writes = [
+        v for (index, d), vs in trace.demand.items() if d == "write" and index is None for v in vs
+    ]
+    rate = sum(writes) / len(writes) if writes else 0.0
+    dimensions = sum(1 for _, d in trace.demand if d == "write")
+    monthly = monthly_stream_cost(rate, dimensions=max(1, dimensions), prices=prices).total
+    return monthly * minutes / MONTH_MINUTES
 
 
 def warm_levels(
@@ -508,26 +592,47 @@ def _once(
     name: str, trace: Trace, minutes: int, prices: Prices, params: ModelParams
 ) -> float | None:
     """The one-time charge of ``name``: 0 but for a pre-warmed candidate, whose warm
-    throughput (`warm_levels`) is charged on the table and on each GSI (every unit
-    as added: what the table already has warm is not known, so this is at most what AWS
-    charges); None when the price is not given."""
+    throughput (`warm_levels`) is charged on the table and on each GSI
+    (`prewarm_charge`)."""
     if not split_prewarm(name)[1]:
         return 0.0
     levels = warm_levels(trace, minutes, spec_of(name).value or 70, params)
     count = {d: sum(1 for k in trace.demand if k[1] == d) for d in ("read", "write")}
-    return prices.prewarm(levels["read"] * count["read"], levels["write"] * count["write"])
+    return prewarm_charge(levels["read"] * count["read"], levels["write"] * count["write"], prices)[
+        0
+    ]
+
+
+def prewarm_charge(read_units: int, write_units: int, prices: Prices) -> tuple[float, str]:
+    """The one-time charge of pre-warming ``read_units`` and ``write_units`` (summed over
+    the table and its GSIs), and how (`PREWARM_METHODS`): DynamoDB's warm throughput when
+    its prices are given (every unit as added: what the table already has warm is not
+    known, so this is at most what AWS charges); else provisioned at the mark for an hour
+    (the whole hour at the mark, billed as the hour's highest level is), then settled."""
+    warm = prices.prewarm(read_units, write_units)
+    if warm is not None and (read_units or write_units):
+        return warm, "WARM_THROUGHPUT"
+    hour = prices.provisioned("read", read_units * 60) + prices.provisioned(
+        "write", write_units * 60
+    )
+    return hour, "PROVISION_THEN_SETTLE"
 
 
 def _candidate(
-    name: str, runs: Sequence[Sequence[DimensionResult]], once: float | None = 0.0
+    name: str,
+    runs: Sequence[Sequence[DimensionResult]],
+    once: float | None = 0.0,
+    recurring: float = 0.0,
 ) -> Candidate:
     """``name``'s results, per setting summed over dimensions, as min / median / max; the
-    one-time charge ``once`` added to each cost."""
+    one-time charge ``once`` and what else it costs over the minutes counted
+    (``recurring``: the stream reader's) added to each cost."""
     mine = [[r for r in results if r.policy == name] for results in runs]
+    extra = (once or 0.0) + recurring
     return Candidate(
         name,
         Spread.of([sum(r.throttled_requests for r in rs) for rs in mine]),
-        Spread.of([sum(r.cost_usd for r in rs) + (once or 0.0) for rs in mine]),
+        Spread.of([sum(r.cost_usd for r in rs) + extra for rs in mine]),
         once_usd=once,
     )
 
@@ -537,10 +642,12 @@ def _early(
     runs: Sequence[Sequence[DimensionResult]],
     split: int,
     prices: Prices,
-    once: float | None,
+    added: tuple[float | None, float],
 ) -> Candidate:
     """``name``'s results over minutes 0 to ``split`` only, from what each run recorded;
-    the one-time charge ``once`` added to each cost."""
+    ``added``: the one-time charge and the recurring one over those minutes, added to
+    each cost."""
+    once, recurring = added
     on_demand = spec_of(name).kind == "on-demand"
     refused, cost = [], []
     for results in runs:
@@ -548,6 +655,7 @@ def _early(
         refused.append(sum(sum(r.recorded.throttled[:split]) for r in mine) * 60)
         cost.append(
             (once or 0.0)
+            + recurring
             + sum(
                 prices.on_demand(r.key[1], sum(r.recorded.served[:split]))
                 if on_demand
@@ -565,12 +673,26 @@ def compared_only(c: Candidate) -> bool:
     return spec_of(c.policy).kind == "hybrid" or c.once_usd is None
 
 
+def suffixes(name: str) -> tuple[str, frozenset[str]]:
+    """(the policy without its `SUFFIXES`, the suffixes it ends with)."""
+    text, found = name.strip(), set[str]()
+    while True:
+        end = next((x for x in SUFFIXES if text.endswith(x) and x not in found), None)
+        if end is None:
+            return text, frozenset(found)
+        text = text[: -len(end)]
+        found.add(end)
+
+
 def split_prewarm(name: str) -> tuple[str, bool]:
-    """(the policy without `PREWARM`, whether the table is pre-warmed)."""
-    text = name.strip()
-    if text.endswith(PREWARM):
-        return text[: -len(PREWARM)], True
-    return text, False
+    """(the policy without its suffixes, whether the table is pre-warmed: `PREWARM`)."""
+    text, found = suffixes(name)
+    return text, PREWARM in found
+
+
+def streamed(name: str) -> bool:
+    """Whether the candidate runs with the table's stream as a signal (`STREAM`)."""
+    return STREAM in suffixes(name)[1]
 
 
 def spec_of(name: str, max_capacity: int = 40_000, option: str = "--policy") -> Spec:
@@ -656,6 +778,8 @@ def tune(
     chosen on the later half, figures a month; with ``size_gb``, the table class advised
     too. A progress bar on ``progress``."""
     names = list(dict.fromkeys([*candidates, *STOCK, ON_DEMAND]))
+    if settings[0].stream_seconds is not None or settings[0].fast_path_seconds is not None:
+        names = [n for n in names if not streamed(n)]  # every library policy has them
     split = validation_split(trace)
     early, later = place_split(trace, names, settings, prices, tick, workers, split, progress)
     return validate(early, later, rule, trace, settings[0], split, size_gb, prices)
@@ -852,6 +976,7 @@ def decide(
             params,
             _warm_for(pick.policy, trace, params),
             None if classes is None else classes.recommended,
+            _extras(pick.policy, trace, params, prices or Prices()),
         ),
         best,
         rule,
@@ -862,6 +987,20 @@ def decide(
         simpler_than=None if pick is ruled else (ruled.policy, noise(ruled)),
         table_class=classes,
     )
+
+
+def _extras(name: str, trace: Trace, params: ModelParams, prices: Prices) -> tuple[str, ...]:
+    """What the pasted code of ``name`` adds: the pre-warm method it was priced by
+    (`prewarm_charge`), and ``stream`` for a `STREAM` candidate."""
+    out: tuple[str, ...] = ("stream",) if streamed(name) else ()
+    warm = _warm_for(name, trace, params)
+    if warm is not None:
+        count = {d: sum(1 for k in trace.demand if k[1] == d) for d in ("read", "write")}
+        method = prewarm_charge(
+            warm["read"] * count["read"], warm["write"] * count["write"], prices
+        )
+        out += (method[1],)
+    return out
 
 
 def _warm_for(name: str, trace: Trace, params: ModelParams) -> dict[str, int] | None:
@@ -1081,13 +1220,19 @@ def code_for(
     params: ModelParams,
     warm: dict[str, int] | None = None,
     table_class: str | None = None,
+    extras: tuple[str, ...] = (),
 ) -> str:
     """The construct code that deploys ``spec`` on a table, each dimension's range from the
     trace's traffic (`bounds_for`); with ``warm`` (per dimension), the table
-    pre-warmed to it; with the fast path's signals on in ``params``, the fast path; with
-    ``table_class`` `STANDARD_IA`, the table in that class (Standard is the default)."""
+    pre-warmed to it (``PROVISION_THEN_SETTLE`` in ``extras``: provisioned at the marks, then
+    settled; else by warm throughput); with the fast path's signals on in ``params``, or
+    ``stream`` in ``extras``, the fast path; with ``table_class`` `STANDARD_IA`, the table
+    in that class (Standard is the default)."""
     klass = f"table_class=dynamodb.TableClass.{STANDARD_IA}" if table_class == STANDARD_IA else ""
     line = f"    {klass},\n" if klass else ""
+    settle = bool(warm) and "PROVISION_THEN_SETTLE" in extras
+    if "stream" in extras:
+        params = replace(params, stream_seconds=params.stream_seconds or STREAM_SECONDS)
     if spec.kind == "on-demand":
         return (
             "dynamodb.Table(self, 'Table', partition_key=..., "
@@ -1096,19 +1241,9 @@ def code_for(
     target = spec.value or 70
     (r_lo, r_hi), (w_lo, w_hi) = bounds_for(trace, params, target).values()
     if spec.kind == "stock" or (spec.kind == "autopilot" and spec.with_stock):
-        marks = {
-            d: f", high_water_mark={warm[d]}" if warm and warm[d] else "" for d in ("read", "write")
-        }
-        table = (
-            "ProvisionedTable(\n"
-            "    self, 'Table', partition_key=...,\n"
-            f"    read=Capacity(min_capacity={r_lo}, max_capacity={r_hi}, "
-            f"target_utilization_percent={target}{marks['read']}),\n"
-            f"    write=Capacity(min_capacity={w_lo}, max_capacity={w_hi}, "
-            f"target_utilization_percent={target}{marks['write']}),\n"
-            f"{line}"
-            ")\n"
-        )
+        if settle:
+            line += "    prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,\n"
+        table = _provisioned_table_code(target, (r_lo, r_hi), (w_lo, w_hi), warm, line)
         if spec.kind == "stock":
             return table + _fast_path_code(params, False)
         owned = ", own_target=True" if spec.owned else ""
@@ -1118,10 +1253,44 @@ def code_for(
             + _fast_path_code(params, True)
         )
     if spec.kind == "autopilot":
-        return _autopilot_code(target, (r_lo, r_hi), (w_lo, w_hi), warm, line) + (
-            _fast_path_code(params, True)
+        priced = (
+            "# pre-warming was priced as an hour provisioned at the marks: a ProvisionedTable "
+            "with prewarm=PrewarmMethod.PROVISION_THEN_SETTLE pays that; warm throughput's "
+            "one-time charge may differ\n"
+            if settle
+            else ""
+        )
+        return (
+            priced
+            + _autopilot_code(target, (r_lo, r_hi), (w_lo, w_hi), warm, line)
+            + _fast_path_code(params, True)
         )
     raise ValueError(f"code_for: no construct code for {spec.text!r}")
+
+
+def _provisioned_table_code(
+    target: int,
+    read: tuple[int, int],
+    write: tuple[int, int],
+    warm: dict[str, int] | None,
+    line: str,
+) -> str:
+    """A ProvisionedTable at the ranges and ``target``, each dimension's high-water mark
+    ``warm`` when it has one; ``line``: its further props (the table class, the pre-warm
+    method) or nothing."""
+    marks = {
+        d: f", high_water_mark={warm[d]}" if warm and warm[d] else "" for d in ("read", "write")
+    }
+    return (
+        "ProvisionedTable(\n"
+        "    self, 'Table', partition_key=...,\n"
+        f"    read=Capacity(min_capacity={read[0]}, max_capacity={read[1]}, "
+        f"target_utilization_percent={target}{marks['read']}),\n"
+        f"    write=Capacity(min_capacity={write[0]}, max_capacity={write[1]}, "
+        f"target_utilization_percent={target}{marks['write']}),\n"
+        f"{line}"
+        ")\n"
+    )
 
 
 def _autopilot_code(
@@ -1160,21 +1329,23 @@ def _autopilot_code(
 
 def _fast_path_code(params: ModelParams, library: bool) -> str:
     """The fast path's code when the model runs with its signals and the policy is the
-    library's (stock target tracking sees no signal: nothing to add)."""
-    if not library or (params.fast_path_seconds is None and params.stream_seconds is None):
+    library's (stock target tracking sees no signal: nothing to add): the signals function,
+    with the stream reader when the stream is a signal."""
+    hook, stream = params.fast_path_seconds is not None, params.stream_seconds is not None
+    if not library or not (hook or stream):
         return ""
-    hook = (
-        "# the hook in the processes that use the table (docs: Fast path)\n"
-        "CapacityRequests(self, 'Requests', tables=[table], fast_path=FastPath())\n"
-        if params.fast_path_seconds is not None
-        else ""
+    words = []
+    if hook:
+        words.append("# the hook in the processes that use the table (docs: Fast path)\n")
+    if stream:
+        words.append(
+            "# the table's stream as a write signal: no client code; it sees writes only, "
+            "reads need the hook (docs: Fast path)\n"
+        )
+    fast = "FastPath(stream=True)" if stream else "FastPath()"
+    return "".join(words) + (
+        f"CapacityRequests(self, 'Requests', tables=[table], fast_path={fast})\n"
     )
-    stream = (
-        "# and the table's stream as a write signal (docs: Fast path)\n"
-        if params.stream_seconds is not None
-        else ""
-    )
-    return hook + stream
 
 
 STANDARD = "STANDARD"
@@ -1295,12 +1466,19 @@ TERMS = {
     "scaler on top (it moves the scalable target's minimum, so auto scaling knows)",
     "owned": "+owned: the scaler also owns target tracking's target value (own_target=True) "
     "and moves it, instead of only the minimum",
-    "prewarm": "+prewarm: the table pre-warmed once: warm throughput raised to the earlier "
-    "part's busiest minute / T on each dimension, so a raise up to it lands in seconds; "
-    "the one-time charge is in the cost (the 'once' column) and counted in the first month. "
-    "Unpriced unless you give --price warm_read_unit=USD --price warm_write_unit=USD "
-    "(dollars per unit/s of warm throughput added; no default is published here): an "
-    "unpriced option is shown, never recommended",
+    "prewarm": "+prewarm: the table pre-warmed once to the earlier part's busiest minute / T "
+    "on each dimension (its high-water mark), so a raise up to it lands in seconds; the "
+    "one-time charge is in the cost (the 'once' column) and counted in the first month. It "
+    "is priced as one hour provisioned at the marks, table and GSIs, at the list price: "
+    "what pre-warming by provisioning and then settling costs "
+    "(prewarm=PrewarmMethod.PROVISION_THEN_SETTLE, in the pasted code). With --price "
+    "warm_read_unit=USD --price warm_write_unit=USD (dollars per unit/s of warm throughput "
+    "added; no default is published here) it is priced as DynamoDB's warm throughput instead",
+    "stream": "+stream: the library's policy with the table's own stream as a write signal "
+    f"(its writes seen about {STREAM_SECONDS} s later; FastPath(stream=True), no client "
+    "code); the stream reader's own cost (its Lambda and state store) is in the cost. The "
+    "stream sees writes only: reads need the client hook (CapacityRequests' FastPath in "
+    "your processes, or ddb-capacity-instrument)",
     "on-demand": "on-demand: PAY_PER_REQUEST billing, charged per request. It refuses units "
     "too: DynamoDB serves at once up to double the previous peak (at least the warm "
     "throughput: 12,000 reads / 4,000 writes a second on a new table) and more only about "
@@ -1321,6 +1499,7 @@ def terms(tuning: Tuning) -> list[str]:
         keys.add("autopilot+stock" if spec.with_stock else spec.kind)
         keys |= {"owned"} if spec.owned else set()
         keys |= {"prewarm"} if split_prewarm(name)[1] else set()
+        keys |= {"stream"} if streamed(name) else set()
     lines = [f"- {TERMS[k]}." for k in TERMS if k in keys]
     v = tuning.validation
     signals = v.get("signals", {})
