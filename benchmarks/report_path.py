@@ -32,9 +32,8 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
-from ddb_capacity_runtime.aws.store import HoldStore
-
 from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_runtime.core.surge import UNBOUNDED, DimensionReport, Report
 from ddb_capacity_runtime.requests.broker import BrokerConfig
