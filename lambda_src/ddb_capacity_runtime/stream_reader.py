@@ -77,16 +77,28 @@ MAX_RECORD_DEPTH = 72
 STREAM_ENTRY = "stream"
 """The id the stream's rate goes by among the combined entries of a dimension."""
 STREAM_ARN = re.compile(
-    r"arn:aws[a-z-]*:dynamodb:[a-z0-9-]{1,32}:\d{12}:table/([A-Za-z0-9_.-]{3,255})/stream/"
+    r"arn:(aws[a-z-]*):dynamodb:([a-z0-9-]{1,32}):(\d{12}):table/([A-Za-z0-9_.-]{3,255})/stream/"
     r"[A-Za-z0-9_.:-]{1,64}"
 )
-"""A table's stream ARN (``arn:...:dynamodb:<region>:<account>:table/<NAME>/stream/<label>``)."""
+"""A table's stream ARN (``arn:<partition>:dynamodb:<region>:<account>:table/<NAME>/stream/
+<label>``)."""
+FUNCTION_ARN = re.compile(r"arn:(aws[a-z-]*):lambda:([a-z0-9-]{1,32}):(\d{12}):function:.+")
+"""The reader's own function ARN, as Lambda's context gives it: its partition, Region and account
+are the ones whose tables it serves."""
 
 
 def stream_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     """AWS Lambda entry point of the ``CapacityRequests`` stream reader."""
     # A broken configuration fails the invocation (its errors are alarmed).
-    return read_stream(event, BrokerConfig.from_env(), SurgeSettings.from_env())
+    home = home_of(getattr(context, "invoked_function_arn", None))
+    return read_stream(event, BrokerConfig.from_env(), SurgeSettings.from_env(), home=home)
+
+
+def home_of(function_arn: object) -> tuple[str, str, str] | None:
+    """(partition, Region, account) of the reader's own function ARN; None when it is not
+    one (a call from outside Lambda: no record is then checked against a home)."""
+    found = FUNCTION_ARN.fullmatch(function_arn) if isinstance(function_arn, str) else None
+    return None if found is None else (found.group(1), found.group(2), found.group(3))
 
 
 def read_stream(
@@ -98,10 +110,13 @@ def read_stream(
     store: HoldStore | None = None,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
+    home: tuple[str, str, str] | None = None,
 ) -> dict[str, Any]:
     """Count one batch of stream records and surge what their sum makes due. ``scopes``:
     the tables and indexes served; ``clients`` and ``store``: default, from the
-    environment. Returns, per table and dimension, what was done."""
+    environment; ``home``: the reader's own (partition, Region, account): a record of a
+    stream elsewhere names another table, whatever its name, and is not served. Returns,
+    per table and dimension, what was done."""
     records = event.get("Records") if isinstance(event, Mapping) else None
     if not isinstance(records, list) or len(records) > MAX_RECORDS:
         count("StreamRecordsMalformed")
@@ -111,7 +126,7 @@ def read_stream(
         )
         log_event("stream-refused", level=logging.WARNING, reason=reason)
         return {"ok": False, "reason": reason}
-    by_table = _by_table(records)
+    by_table = _by_table(records, home)
     settings = replace(settings, share=1.0)  # the stream sees every write, not a share
     ctx = Context(clients or make_clients(), clock, sleep, 0)
     held: HoldStore | None = None
@@ -134,11 +149,15 @@ def read_stream(
     return {"ok": True, "dimensions": rows}
 
 
-def _by_table(records: Sequence[object]) -> dict[str, list[Mapping[str, Any]]]:
+def _by_table(
+    records: Sequence[object], home: tuple[str, str, str] | None = None
+) -> dict[str, list[Mapping[str, Any]]]:
     """The records by the table their ``eventSourceARN`` names, each bounded first; those
-    that break a bound or name no table are counted (``StreamRecordsMalformed``)."""
+    that break a bound or name no table are counted (``StreamRecordsMalformed``), those of
+    a stream in another partition, Region or account than ``home`` too
+    (``StreamRecordsNotServed``)."""
     out: dict[str, list[Mapping[str, Any]]] = {}
-    malformed = 0
+    malformed, elsewhere = 0, 0
     for record in records:
         try:
             check_json(record, "record", max_chars=MAX_RECORD_CHARS, max_depth=MAX_RECORD_DEPTH)
@@ -150,10 +169,21 @@ def _by_table(records: Sequence[object]) -> dict[str, list[Mapping[str, Any]]]:
         if found is None or not isinstance(record, Mapping):
             malformed += 1
             continue
-        out.setdefault(found.group(1), []).append(record)
+        if home is not None and found.group(1, 2, 3) != home:
+            elsewhere += 1
+            continue
+        out.setdefault(found.group(4), []).append(record)
     if malformed:
         count("StreamRecordsMalformed", malformed)
         log_event("stream-records-malformed", level=logging.WARNING, records=malformed)
+    if elsewhere:
+        count("StreamRecordsNotServed", elsewhere)
+        log_event(
+            "stream-refused",
+            level=logging.WARNING,
+            records=elsewhere,
+            reason="a stream of another partition, Region or account than the reader's own",
+        )
     return out
 
 

@@ -1,0 +1,81 @@
+"""The stream reader serves its own partition, Region and account only: a record whose
+``eventSourceARN`` names a served table's name in another account, Region or partition is
+another table's, counted as not served and never raised on."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ddb_capacity_runtime.stream_reader import home_of, read_stream
+from tests.moto_world import World
+from tests.test_stream_reader import (
+    lambda_event,
+    put_items,
+    settled,
+    stream_records,
+    streamed_table,
+    window_sum,
+)
+from tests.test_surge_server import SETTINGS, counted, served, surge_of
+from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
+from tests.test_surge_server import world as world  # noqa: F401 (fixture)
+
+HOME = ("aws", "us-east-1", "123456789012")
+
+
+def test_the_home_is_the_functions_own_arn() -> None:
+    arn = "arn:aws:lambda:eu-west-1:210987654321:function:Stack-Reader-abc"
+    assert home_of(arn) == ("aws", "eu-west-1", "210987654321")
+    assert home_of("arn:aws-cn:lambda:cn-north-1:210987654321:function:r") == (
+        "aws-cn",
+        "cn-north-1",
+        "210987654321",
+    )
+    for junk in (None, 7, "", "arn:aws:s3:::bucket", "arn:aws:lambda:eu-west-1:1234:function:r"):
+        assert home_of(junk) is None
+
+
+@pytest.mark.parametrize(
+    ("where", "elsewhere"),
+    [
+        ("another account", (":123456789012:", ":999999999999:")),
+        ("another Region", (":us-east-1:", ":eu-west-1:")),
+        ("another partition", ("arn:aws:", "arn:aws-cn:")),
+    ],
+)
+def test_a_served_tables_name_elsewhere_is_not_served(
+    world: World, capsys: pytest.CaptureFixture[str], where: str, elsewhere: tuple[str, str]
+) -> None:
+    # GIVEN a served table at 10 write units, and 60 units of records in one window
+    name = streamed_table(world, "Home")
+    put_items(world, name, 30, user=False)
+    arn, records = stream_records(world, name)
+    assert arn.startswith("arn:aws:dynamodb:us-east-1:123456789012:table/")
+    start, at = settled(time.time())
+    # WHEN they come from a stream of the same name elsewhere
+    forged = arn.replace(*elsewhere)
+    answer = read_stream(
+        lambda_event(forged, records, at),
+        served(name),
+        SETTINGS,
+        clients=world.clients,
+        store=world.store,
+        home=HOME,
+    )
+    # THEN nothing is counted for the table nor raised, and every record is not served
+    assert answer == {"ok": True, "dimensions": []}, where
+    assert counted(capsys.readouterr().out, "StreamRecordsNotServed") == 30
+    assert window_sum(world, name, "table:write", start) is None
+    assert world.target_min(name, "write") == 10 and surge_of(world, name) is None
+    # AND the same records from the home stream raise it
+    home = read_stream(
+        lambda_event(arn, records, at),
+        served(name),
+        SETTINGS,
+        clients=world.clients,
+        store=world.store,
+        home=HOME,
+    )
+    assert [(r["status"], r.get("to")) for r in home["dimensions"]] == [("applied", 18)]
