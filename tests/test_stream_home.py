@@ -79,3 +79,28 @@ def test_a_served_tables_name_elsewhere_is_not_served(
         home=HOME,
     )
     assert [(r["status"], r.get("to")) for r in home["dimensions"]] == [("applied", 18)]
+
+
+def test_a_batch_delivered_again_is_counted_once(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a table at 10 write units and a batch of 60 units in one window (12/s: due)
+    name = streamed_table(world, "Replay")
+    put_items(world, name, 30, user=False)
+    arn, records = stream_records(world, name)
+    start, at = settled(time.time())
+    event = lambda_event(arn, records, at)
+    first = read_stream(event, served(name), SETTINGS, clients=world.clients, store=world.store)
+    assert [(r["status"], r.get("to")) for r in first["dimensions"]] == [("applied", 18)]
+    assert window_sum(world, name, "table:write", start) == 60
+    # WHEN Lambda delivers the same batch again (a timeout: at least once)
+    again = read_stream(event, served(name), SETTINGS, clients=world.clients, store=world.store)
+    # THEN its units are not added again, and nothing is raised further
+    assert window_sum(world, name, "table:write", start) == 60
+    assert counted(capsys.readouterr().out, "StreamUnitsReplayed") == 60
+    assert [r.get("to") for r in again["dimensions"]] == [None]
+    assert world.target_min(name, "write") == 18
+    # AND another batch of the same window still adds: the first half alone is a new one
+    half = lambda_event(arn, records[:15], at)
+    read_stream(half, served(name), SETTINGS, clients=world.clients, store=world.store)
+    assert window_sum(world, name, "table:write", start) == 90

@@ -34,6 +34,7 @@ written: alarmed); and the surge decision's own (``SurgesApplied``, ``SurgesFail
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import time
@@ -195,6 +196,8 @@ class _Window:
     start: int
     units: Mapping[str | None, float]
     latest: float
+    batch: str | None = None
+    """The window's batch id: its records' event ids, hashed (None: a record has none)."""
 
 
 def _table(
@@ -254,7 +257,7 @@ def _windows(records: list[Mapping[str, Any]], shape: Shape, now: float) -> list
     for start in sorted(groups):
         rates = batch_rates(groups[start], shape)
         ttl, malformed = ttl + rates.ttl, malformed + rates.malformed
-        out.append(_Window(start, rates.totals, latest[start]))
+        out.append(_Window(start, rates.totals, latest[start], batch_id(groups[start])))
     if ttl:
         count("StreamTtlDeletions", ttl)
     if malformed:
@@ -309,17 +312,33 @@ def _add(
     """Each window's units added to its counter: the sums read back, by window start;
     windows too late to count are counted (``StreamRecordsLate``) and left out."""
     sums: dict[int, float] = {}
-    late = 0
+    late = replayed = 0
     for w in windows:
         units = int(round(w.units[index]))
-        total = stream_counts.add(store.dynamodb, store.name, table, sort_key, w.start, units)
+        total = stream_counts.add(
+            store.dynamodb, store.name, table, sort_key, w.start, units, w.batch
+        )
         if total is None:
             late += units
+        elif total == stream_counts.REPLAYED:
+            replayed += units
         else:
             sums[w.start] = total
     if late:
         count("StreamRecordsLate", late)
+    if replayed:
+        count("StreamUnitsReplayed", replayed)
     return sums
+
+
+def batch_id(records: Sequence[Mapping[str, Any]]) -> str | None:
+    """A batch's id within one window: the sha-256 of its records' event ids, sorted
+    (None when a record has no event id of at most 128 characters: not known)."""
+    ids = [r.get("eventID") for r in records]
+    if not ids or not all(isinstance(i, str) and 0 < len(i) <= 128 for i in ids):
+        return None
+    text = "\n".join(sorted(str(i) for i in ids))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _provisioned(description: Mapping[str, Any], index: str | None) -> int | None:

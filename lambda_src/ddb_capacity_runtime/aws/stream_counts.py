@@ -13,6 +13,11 @@ a conditional write, so the store never holds more than `SLOTS` items per dimens
 and needs no expiry. A window older than the ring is too late to count. The state store's
 other readers skip these items: their sort key names no dimension.
 
+Each counter also keeps the ids of the batches it counted (``b``, a string set; a batch's
+id: its records' event ids, hashed, per window): a batch Lambda delivers again (after a
+timeout or a crash: event source mappings deliver at least once) finds its id there and adds
+nothing, in the same conditional write (`add`'s ``batch``).
+
 The items are untrusted input: a sum that is not a number within bounds reads as unknown,
 and the caller then goes by its own records alone.
 """
@@ -46,16 +51,36 @@ def counter_key(table: str, sort_key: str, start: int) -> dict[str, Any]:
     return {"pk": {"S": table}, "sk": {"S": f"{COUNTER}{slot}:{sort_key}"}}
 
 
+REPLAYED = -1.0
+"""What `add` answers for a batch its window has counted already (a replay): nothing added."""
+
+
 def add(
-    dynamodb: DynamoDBClient, store: str, table: str, sort_key: str, start: int, units: int
+    dynamodb: DynamoDBClient,
+    store: str,
+    table: str,
+    sort_key: str,
+    start: int,
+    units: int,
+    batch: str | None = None,
 ) -> float | None:
     """Add ``units`` to the window starting at ``start`` of ``table``'s dimension
-    ``sort_key``; the window's sum over every shard so far (``units`` when the sum read
-    back is not one), or None when the window is older than its slot's: too late."""
+    ``sort_key``, once for the batch ``batch`` (its id; None: not known, always added);
+    the window's sum over every shard so far (``units`` when the sum read back is not
+    one), `REPLAYED` when the window has counted ``batch`` already, or None when the
+    window is older than its slot's: too late."""
     key = counter_key(table, sort_key, start)
+    ids = {":b": {"SS": [batch]}, ":id": {"S": batch}} if batch is not None else {}
+    once = " AND NOT contains(#b, :id)" if batch is not None else ""
     for _ in range(2):
         added = _update(
-            dynamodb, store, key, "ADD #u :u", "#w = :w", {":u": {"N": str(units)}}, start
+            dynamodb,
+            store,
+            key,
+            "ADD #u :u" + (", #b :b" if batch is not None else ""),
+            "#w = :w" + once,
+            {":u": {"N": str(units)}, **ids},
+            start,
         )
         if added is not None:
             return _sum(added, units)
@@ -63,16 +88,29 @@ def add(
             dynamodb,
             store,
             key,
-            "SET #u = :u, #w = :w",
+            "SET #u = :u, #w = :w" + (", #b = :b" if batch is not None else " REMOVE #b"),
             "attribute_not_exists(#w) OR #w < :w",
-            {":u": {"N": str(units)}},
+            {":u": {"N": str(units)}, **({":b": ids[":b"]} if batch is not None else {})},
             start,
         )
         if taken is not None:
             return float(units)
+        if batch is not None and _counted(dynamodb, store, key, start, batch):
+            return REPLAYED
         # another shard took the slot over meanwhile (try the ADD again), or it counts a
         # later window: this one is too late
     return None
+
+
+def _counted(
+    dynamodb: DynamoDBClient, store: str, key: Mapping[str, Any], start: int, batch: str
+) -> bool:
+    """Whether the counter at ``key`` counts the window ``start`` and has counted
+    ``batch`` (read consistently)."""
+    item = dynamodb.get_item(TableName=store, Key=dict(key), ConsistentRead=True).get("Item", {})
+    window = _number(item.get("w"))
+    ids = item.get("b", {}).get("SS") if isinstance(item.get("b"), Mapping) else None
+    return window == start and isinstance(ids, list) and batch in ids
 
 
 def _update(
@@ -93,7 +131,7 @@ def _update(
         update,
         condition,
         {**values, ":w": {"N": str(start)}},
-        {"#u": "u", "#w": "w"},
+        {"#u": "u", "#w": "w", **({"#b": "b"} if "#b" in update or "#b" in condition else {})},
         all_new=True,
     )
 
