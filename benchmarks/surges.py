@@ -41,9 +41,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
+from benchmarks.fast_path import medians
 from ddb_capacity_runtime.core.surge import Combined
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, scenario
-from ddb_capacity_tools.simulator.ensemble import EnsembleResult, run_ensemble, settings_of
+from ddb_capacity_tools.simulator.ensemble import run_ensemble, settings_of
 from ddb_capacity_tools.simulator.fast_path import FastPath, Source
 from ddb_capacity_tools.simulator.model import SimulatedTable
 from ddb_capacity_tools.simulator.policies import ThrottleAware
@@ -73,15 +74,6 @@ FLASH_WHY = {
 }
 LIE = 1_000_000.0
 """What the lying process says it consumed and was refused, units a second."""
-
-
-def medians(results: Sequence[EnsembleResult]) -> dict[str, tuple[float, float]]:
-    """Per policy: (units refused, cost $), each the sum over dimensions of the medians."""
-    out: dict[str, tuple[float, float]] = {}
-    for r in results:
-        refused, cost = out.get(r.policy, (0.0, 0.0))
-        out[r.policy] = (refused + r.throttled_requests.median, cost + r.cost_usd.median)
-    return out
 
 
 def run(

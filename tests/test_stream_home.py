@@ -8,17 +8,18 @@ import time
 
 import pytest
 
-from ddb_capacity_runtime.stream_reader import home_of, read_stream
+from ddb_capacity_runtime.stream_reader import home_of
 from tests.moto_world import World
 from tests.test_stream_reader import (
     lambda_event,
     put_items,
+    read,
     settled,
     stream_records,
     streamed_table,
     window_sum,
 )
-from tests.test_surge_server import SETTINGS, counted, served, surge_of
+from tests.test_surge_server import counted, served, surge_of
 from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
 from tests.test_surge_server import world as world  # noqa: F401 (fixture)
 
@@ -56,28 +57,14 @@ def test_a_served_tables_name_elsewhere_is_not_served(
     start, at = settled(time.time())
     # WHEN they come from a stream of the same name elsewhere
     forged = arn.replace(*elsewhere)
-    answer = read_stream(
-        lambda_event(forged, records, at),
-        served(name),
-        SETTINGS,
-        clients=world.clients,
-        store=world.store,
-        home=HOME,
-    )
+    answer = read(world, lambda_event(forged, records, at), served(name), home=HOME)
     # THEN nothing is counted for the table nor raised, and every record is not served
     assert answer == {"ok": True, "dimensions": []}, where
     assert counted(capsys.readouterr().out, "StreamRecordsNotServed") == 30
     assert window_sum(world, name, "table:write", start) is None
     assert world.target_min(name, "write") == 10 and surge_of(world, name) is None
     # AND the same records from the home stream raise it
-    home = read_stream(
-        lambda_event(arn, records, at),
-        served(name),
-        SETTINGS,
-        clients=world.clients,
-        store=world.store,
-        home=HOME,
-    )
+    home = read(world, lambda_event(arn, records, at), served(name), home=HOME)
     assert [(r["status"], r.get("to")) for r in home["dimensions"]] == [("applied", 18)]
 
 
@@ -90,11 +77,11 @@ def test_a_batch_delivered_again_is_counted_once(
     arn, records = stream_records(world, name)
     start, at = settled(time.time())
     event = lambda_event(arn, records, at)
-    first = read_stream(event, served(name), SETTINGS, clients=world.clients, store=world.store)
+    first = read(world, event, served(name))
     assert [(r["status"], r.get("to")) for r in first["dimensions"]] == [("applied", 18)]
     assert window_sum(world, name, "table:write", start) == 60
     # WHEN Lambda delivers the same batch again (a timeout: at least once)
-    again = read_stream(event, served(name), SETTINGS, clients=world.clients, store=world.store)
+    again = read(world, event, served(name))
     # THEN its units are not added again, and nothing is raised further
     assert window_sum(world, name, "table:write", start) == 60
     assert counted(capsys.readouterr().out, "StreamUnitsReplayed") == 60
@@ -102,5 +89,5 @@ def test_a_batch_delivered_again_is_counted_once(
     assert world.target_min(name, "write") == 18
     # AND another batch of the same window still adds: the first half alone is a new one
     half = lambda_event(arn, records[:15], at)
-    read_stream(half, served(name), SETTINGS, clients=world.clients, store=world.store)
+    read(world, half, served(name))
     assert window_sum(world, name, "table:write", start) == 90

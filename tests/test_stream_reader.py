@@ -128,9 +128,13 @@ def window_sum(world: World, name: str, sort_key: str, start: int) -> float | No
 
 
 def read(
-    world: World, event: object, scopes: BrokerConfig, settings: SurgeSettings = SETTINGS
+    world: World,
+    event: object,
+    scopes: BrokerConfig,
+    settings: SurgeSettings = SETTINGS,
+    home: tuple[str, str, str] | None = None,
 ) -> dict[str, Any]:
-    return read_stream(event, scopes, settings, clients=world.clients, store=world.store)
+    return read_stream(event, scopes, settings, clients=world.clients, store=world.store, home=home)
 
 
 def settled(now: float) -> tuple[int, float]:

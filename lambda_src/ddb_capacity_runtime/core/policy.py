@@ -396,7 +396,8 @@ def _above_target(v: _View) -> Decision | None:
     if v.config.autopilot and min(recent) <= v.provisioned * aim:
         return None  # not every recent minute above the aim: no raise (the later rules
         # lower nothing while one is above it)
-    if v.tracked and v.config.autopilot and recent_peak > v.provisioned and _bucket_lasts(v):
+    over = recent_peak > v.provisioned
+    if v.tracked and v.config.autopilot and over and _bucket_lasts(v, recent_peak):
         return None  # over the capacity, but the burst bucket lasts: no raise (nor a decrease)
     wanted = _clamp(recent_peak / aim, v.state)
     if v.config.autopilot and v.provisioned < wanted < v.provisioned * (1 + SMALL_RAISE):
@@ -413,22 +414,21 @@ LOOK_SECONDS = 180
 (its newest minute is about two old) and the next tick."""
 
 
-def _bucket_lasts(v: _View) -> bool:
+def _bucket_lasts(v: _View, peak: float) -> bool:
     """Whether the burst bucket, estimated from the window's consumption against what is
-    provisioned now (`core.bucket`, the fast path's rule; unknown at the window's
-    start: empty), outlasts the recent peak until a raise at the next tick would land. A
-    window with an unknown minute or a throttle never does. Asked only of an autopilot on
-    target tracking, over the capacity: load the bucket absorbs is noise a raise would pay
-    for and prevent nothing, and target tracking scales out by its own alarm if it lasts.
-    Load above the aim but within the capacity drains nothing, and is raised for as before
-    (the headroom the target leaves); the autopilot alone, whose raises are the only ones,
-    raises as before too."""
+    provisioned now (`core.bucket`, the fast path's rule; unknown at the window's start:
+    empty), outlasts ``peak`` (the recent minutes') until a raise at the next tick would
+    land. A window with an unknown minute or a throttle never does. Asked only of an
+    autopilot on target tracking, over the capacity: load the bucket absorbs is noise a
+    raise would pay for and prevent nothing, and target tracking scales out by its own alarm
+    if it lasts. Load above the aim but within the capacity drains nothing, and is raised
+    for as before (the headroom the target leaves); the autopilot alone, whose raises are
+    the only ones, raises as before too."""
     if v.state.unknown_minutes or v.seen > 0:
         return False
     estimate: Bucket | None = None
     for i, used in enumerate(v.consumed):
         estimate = advance(estimate, v.provisioned, used, 60.0 * i)
-    peak = max(v.consumed[-v.config.recent_minutes :])
     return not would_empty(estimate, peak, v.provisioned, None, LOOK_SECONDS)
 
 

@@ -597,10 +597,14 @@ def _once(
     if not split_prewarm(name)[1]:
         return 0.0
     levels = warm_levels(trace, minutes, spec_of(name).value or 70, params)
+    return _warm_charge(levels, trace, prices)[0]
+
+
+def _warm_charge(levels: dict[str, int], trace: Trace, prices: Prices) -> tuple[float, str]:
+    """`prewarm_charge` of warm ``levels`` (per dimension) on the table and on each GSI
+    of ``trace``."""
     count = {d: sum(1 for k in trace.demand if k[1] == d) for d in ("read", "write")}
-    return prewarm_charge(levels["read"] * count["read"], levels["write"] * count["write"], prices)[
-        0
-    ]
+    return prewarm_charge(levels["read"] * count["read"], levels["write"] * count["write"], prices)
 
 
 def prewarm_charge(read_units: int, write_units: int, prices: Prices) -> tuple[float, str]:
@@ -995,11 +999,7 @@ def _extras(name: str, trace: Trace, params: ModelParams, prices: Prices) -> tup
     out: tuple[str, ...] = ("stream",) if streamed(name) else ()
     warm = _warm_for(name, trace, params)
     if warm is not None:
-        count = {d: sum(1 for k in trace.demand if k[1] == d) for d in ("read", "write")}
-        method = prewarm_charge(
-            warm["read"] * count["read"], warm["write"] * count["write"], prices
-        )
-        out += (method[1],)
+        out += (_warm_charge(warm, trace, prices)[1],)
     return out
 
 
