@@ -91,3 +91,27 @@ def test_a_batch_delivered_again_is_counted_once(
     half = lambda_event(arn, records[:15], at)
     read(world, half, served(name))
     assert window_sum(world, name, "table:write", start) == 90
+
+
+def test_forged_records_in_a_batch_leave_the_home_records_beside_them_counted(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN one batch with two served tables' records from home, and records naming the
+    # first table from another account
+    first, second = streamed_table(world, "MixedA"), streamed_table(world, "MixedB")
+    put_items(world, first, 30, user=False)
+    put_items(world, second, 30, user=False)
+    _, at = settled(time.time())
+    events = [lambda_event(*stream_records(world, name), at) for name in (first, second)]
+    forged = [
+        {**r, "eventSourceARN": r["eventSourceARN"].replace(":123456789012:", ":999999999999:")}
+        for r in events[0]["Records"][:10]
+    ]
+    batch = {"Records": events[0]["Records"] + forged + events[1]["Records"]}
+    # WHEN the reader takes it
+    answer = read(world, batch, served(first, second), home=HOME)
+    # THEN both tables are raised on their own records alone, and only the forged ones are
+    # not served
+    rows = {r["table"]: (r["status"], r.get("to")) for r in answer["dimensions"]}
+    assert rows == {first: ("applied", 18), second: ("applied", 18)}
+    assert counted(capsys.readouterr().out, "StreamRecordsNotServed") == 10
