@@ -623,7 +623,7 @@ class CapacityRequests(Construct):
         signals, policy = runtime_function(
             self,
             "Signals",
-            handler="ddb_capacity_runtime.requests.surge.signals_handler",
+            handler="ddb_capacity_runtime.requests.report_intake.signals_handler",
             description="DynamoDB capacity signals (fast path)",
             config=self._functions["Signals"],
             environment={

@@ -515,8 +515,8 @@ def test_fast_path_example_synthesizes(tmp_path: Path) -> None:
     )
     assert handlers == [
         "ddb_capacity_runtime.requests.broker.broker_handler",
+        "ddb_capacity_runtime.requests.report_intake.signals_handler",
         "ddb_capacity_runtime.requests.restorer.restorer_handler",
-        "ddb_capacity_runtime.requests.surge.signals_handler",
     ]
     # the worker's grant: invoking the signals function, and nothing else
     (inline,) = [r for r in resources.values() if r["Type"] == "AWS::IAM::Policy"]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ddb_capacity_runtime.core.report_batch import reports_of
 from ddb_capacity_runtime.core.surge import SIGNALS_ENV, parse_report
 from ddb_capacity_runtime.instrument import BOOTSTRAP, InstrumentError, environment, main
 from tests.test_signals_hook import REGION, FakeLambda, ddb, make_table
@@ -98,7 +99,11 @@ def test_a_program_started_through_the_launcher_reports_without_a_change(
     assert fake.requests, done.stderr
     paths = {path for path, _, _ in fake.requests}
     assert paths == {"/2015-03-31/functions/capacity-signals/invocations"}
-    reports = [parse_report(json.loads(body), time.time()) for _, _, body in fake.requests]
+    reports = [
+        parse_report(raw, time.time())
+        for _, _, body in fake.requests
+        for raw in reports_of(json.loads(body))
+    ]
     written = {
         r.table for r in reports if any(d.dimension == "write" and d.units > 0 for d in r.dims)
     }
@@ -206,7 +211,11 @@ def test_the_lambda_exec_wrapper_starts_the_runtime_with_the_hook(
         tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    reports = [parse_report(json.loads(body), time.time()) for _, _, body in fake.requests]
+    reports = [
+        parse_report(raw, time.time())
+        for _, _, body in fake.requests
+        for raw in reports_of(json.loads(body))
+    ]
     assert {r.table for r in reports} == set(app[2:])
 
 

@@ -27,6 +27,7 @@ from botocore.exceptions import ClientError, ParamValidationError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ddb_capacity_runtime.core.report_batch import MAX_BATCH_REPORTS, reports_of
 from ddb_capacity_runtime.core.surge import (
     FRESH_SECONDS,
     MAX_DIMENSIONS,
@@ -51,12 +52,15 @@ class Capture:
 
     def __init__(self) -> None:
         self.reports: list[Report] = []
+        self.batches: list[int] = []
         self.lock = threading.Lock()
 
     def __call__(self, payload: dict[str, Any]) -> None:
-        report = parse_report(json.loads(json.dumps(payload)), time.time())
+        batch = reports_of(json.loads(json.dumps(payload)))
+        reports = [parse_report(raw, time.time()) for raw in batch]
         with self.lock:
-            self.reports.append(report)
+            self.batches.append(len(reports))
+            self.reports.extend(reports)
 
     def totals(self) -> dict[tuple[str, str | None, str], dict[str, Any]]:
         """Units, requests, throttles by cause and failed requests, summed per (table, index,
@@ -649,7 +653,11 @@ class FileSink:
 
     def reports(self) -> list[tuple[int, Report]]:
         lines = self.path.read_text().splitlines() if self.path.exists() else []
-        return [(r["pid"], parse_report(r["report"], time.time())) for r in map(json.loads, lines)]
+        return [
+            (r["pid"], parse_report(raw, time.time()))
+            for r in map(json.loads, lines)
+            for raw in reports_of(r["report"])
+        ]
 
 
 def test_a_forked_child_reports_as_its_own_process(
@@ -753,7 +761,8 @@ def test_reports_go_to_the_signals_function_as_asynchronous_invocations(
     path, headers, body = fake.requests[0]
     assert path == "/2015-03-31/functions/capacity-signals/invocations"
     assert headers["X-Amz-Invocation-Type"] == "Event"
-    report = parse_report(json.loads(body), time.time())
+    (raw,) = reports_of(json.loads(body))
+    report = parse_report(raw, time.time())
     assert report.table == table and report.process == watcher.process
     assert (watcher.sent, watcher.failed_sends) == ((1, 0) if status == 202 else (0, 1))
 
@@ -1128,7 +1137,7 @@ def reads(tables: int) -> Any:
 
 
 def test_stop_is_bounded_when_no_thread_can_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    # GIVEN 10 tables to report through a send that takes 0.3 s each
+    # GIVEN 120 tables to report (3 batches) through a send that takes 0.6 s a batch
     class NoLastThread(threading.Thread):
         def start(self) -> None:
             if self.name == "ddb-capacity-signals-last":
@@ -1136,18 +1145,19 @@ def test_stop_is_bounded_when_no_thread_can_start(monkeypatch: pytest.MonkeyPatc
             super().start()
 
     monkeypatch.setattr(signals_hook.threading, "Thread", NoLastThread)
-    client = reads(10)
+    client = reads(120)
     capture = Capture()
-    watcher = watch(client, send=slow_send(capture, 0.3), interval=60)
-    for t in range(10):
+    watcher = watch(client, send=slow_send(capture, 0.6), interval=60)
+    for t in range(120):
         client.get_item(TableName=f"t{t}", Key={"pk": {"S": "a"}})
     # WHEN it stops as at interpreter exit (the last reports sent on the calling thread)
     t0 = time.monotonic()
     watcher.stop(timeout=1.0)
     took = time.monotonic() - t0
     # THEN it stops sending once its time is up
-    assert took < 1.0 + 0.3 + 0.3, took
-    assert 1 <= watcher.sent < 10
+    assert took < 1.0 + 0.6 + 0.3, took
+    assert capture.batches == [MAX_BATCH_REPORTS, MAX_BATCH_REPORTS]
+    assert (watcher.sent, watcher.failed_sends) == (100, 20)
 
 
 def test_a_thread_that_cannot_start_is_tried_again_and_stop_never_raises(

@@ -22,6 +22,7 @@ from ddb_capacity_runtime.aws import combiner
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.aws.store import HoldLimits, HoldStore
 from ddb_capacity_runtime.core.holds import Hold
+from ddb_capacity_runtime.core.report_batch import reports_of
 from ddb_capacity_runtime.core.surge import (
     FRESH_SECONDS,
     MAX_UNITS_PER_SECOND,
@@ -33,11 +34,11 @@ from ddb_capacity_runtime.core.surge import (
 )
 from ddb_capacity_runtime.requests import restore_expired
 from ddb_capacity_runtime.requests.broker import BrokerConfig, BrokerConfigError
+from ddb_capacity_runtime.requests.report_intake import signals_handler
 from ddb_capacity_runtime.requests.surge import (
     SURGE_HOLD,
     SURGE_LIFETIME,
     SurgeSettings,
-    signals_handler,
     take_report,
 )
 from ddb_capacity_tools.local_aws import create_store_table
@@ -899,8 +900,9 @@ def test_the_client_hook_reports_through_lambda_and_the_table_is_raised(
             watcher.stop()
         # THEN its report arrived, and the minimum went up within the call
         assert watcher.failed_sends == 0 and received
-        assert {report["table"] for report in received} == {name}
-        assert sum(dim["units"] for report in received for dim in report["dims"]) == 40
+        reports = [r for batch in received for r in reports_of(batch)]
+        assert {r["table"] for r in reports} == {name}
+        assert sum(dim["units"] for r in reports for dim in r["dims"]) == 40
         assert world.target_min(name, "write") > 1
         assert world.throughput(name)[1] == world.target_min(name, "write")
     finally:

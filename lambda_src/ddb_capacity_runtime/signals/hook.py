@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.report_batch import MAX_BATCH_REPORTS, MAX_BATCHES_PER_ROUND, batch_json, batches
 from ..core.surge import MAX_PROCESS_CHARS, SIGNALS_ENV, Report
 from ..events import log_event
 from .ledger import Ledger
@@ -54,6 +55,9 @@ throttles, the requests answered and refused, and the capacity only of the reque
 caller asked for it (an account whose IAM policies condition on
 ``dynamodb:ReturnConsumedCapacity`` may refuse a request that asks for it)."""
 MODES = (CONSUMED, THROTTLES)
+MAX_REPORTS_PER_ROUND = MAX_BATCH_REPORTS * MAX_BATCHES_PER_ROUND
+"""The most reports a round of the sending thread takes (`core.report_batch`): the tables left
+wait for the next round, their sums still adding up."""
 MAX_LOCAL_INDEXES = 5_000
 """The most secondary indexes remembered as local (an LSI shares its table's capacity)."""
 
@@ -160,6 +164,7 @@ class Watcher:
         self._thread: threading.Thread | None = None
         self._ledger = Ledger(time.monotonic(), self._interval)
         self._sent = self._failed = self._errors = 0
+        self._send_logged = False
         self._logged: set[tuple[str, str]] = set()
         self._local: set[tuple[str, str]] = set()
         self._process = _process_id(self._label)
@@ -187,7 +192,8 @@ class Watcher:
 
     @property
     def failed_sends(self) -> int:
-        """Reports whose sending raised (never passed on; the first is logged)."""
+        """Reports not delivered: their batch's sending raised (never passed on; the first
+        is logged), or `stop`'s time ran out before it."""
         return self._failed
 
     @property
@@ -359,37 +365,53 @@ class Watcher:
                 self._failed_handler("send", exc)
 
     def _round(self, *, every: bool, deadline: float | None = None) -> None:
-        """Send the reports due (``every``: every table's that has something to say);
-        none is started once ``deadline`` (monotonic seconds) has passed."""
+        """Send the reports due (``every``: every table's that has something to say), in
+        batches: at most `MAX_REPORTS_PER_ROUND` a round unless ``every``, the tables that
+        wait longest first after the throttled ones; none is taken once ``deadline``
+        (monotonic seconds) has passed."""
         with self._lock:
             names = list(self._ledger.tables) if every else self._ledger.due(time.monotonic())
+        if not every:
+            names = names[:MAX_REPORTS_PER_ROUND]
+        reports: list[Report] = []
         for name in names:
             if deadline is not None and time.monotonic() >= deadline:
-                return
+                break
             with self._lock:
                 report = self._ledger.take(name, time.monotonic(), time.time(), self._process)
             if report is not None:
-                self._deliver(report)
+                reports.append(report)
+        for batch in batches([r.as_json() for r in reports]):
+            if deadline is not None and time.monotonic() >= deadline:
+                self._lost(len(batch))
+                continue
+            self._deliver(batch)
 
-    def _deliver(self, report: Report) -> None:
+    def _lost(self, reports: int) -> None:
+        with self._lock:
+            self._failed += reports
+
+    def _deliver(self, batch: list[Mapping[str, Any]]) -> None:
         try:
-            self._send(report.as_json())
+            self._send(batch_json(batch))
         except Exception as exc:  # noqa: BLE001 (a failed send is counted, never raised)
             with self._lock:
-                self._failed += 1
-                first = self._failed == 1
+                first = not self._send_logged
+                self._send_logged = True
+                self._failed += len(batch)
             if first:
                 target = getattr(self._send, "function", None)
                 _warn(
                     "signals-send-failed",
-                    table=report.table,
+                    table=batch[0].get("table"),
+                    reports=len(batch),
                     target=target if isinstance(target, str) else None,
                     error=type(exc).__name__,
                     reason=str(exc)[:300],
                 )
             return
         with self._lock:
-            self._sent += 1
+            self._sent += len(batch)
 
     def flush(self, timeout: float | None = None) -> None:
         """Send now, on the calling thread, every table's report that has something to
@@ -400,7 +422,7 @@ class Watcher:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Remove the hook, stop the thread and send the last reports, waiting at most
-        ``timeout`` seconds in all: no report is started after it (a send under way then
+        ``timeout`` seconds in all: no batch is started after it (a send under way then
         finishes in the background). Never raises; calling it again does nothing."""
         deadline = time.monotonic() + timeout
         with self._lock:
@@ -553,8 +575,9 @@ def watch(
     """Watch the DynamoDB requests of ``session_or_client`` (a boto3 Session: every
     DynamoDB client it makes from now on; or one DynamoDB client) and report them to the
     signals function ``function`` (default: ``$CAPACITY_SIGNALS``) every ``interval``
-    seconds when it matters; ``send`` (called with each report's JSON object) replaces
-    the Lambda invocation. ``tables``: the only tables reported (default: all).
+    seconds when it matters; ``send`` (called with each batch of reports, the JSON object
+    the function receives: `core.report_batch`) replaces the Lambda invocation.
+    ``tables``: the only tables reported (default: all).
     ``process``: a label for this process's id (default: the host name). ``account``: the
     account whose tables are reported (default: the one ``function``'s ARN names, if
     any); a table given as another account's ARN is not counted. The Lambda client is
@@ -575,7 +598,7 @@ def watch(
             "the Lambda invocation)"
         )
     if send is not None and not callable(send):
-        raise TypeError(f"send: got {send!r}; expected a callable taking a report's JSON")
+        raise TypeError(f"send: got {send!r}; expected a callable taking a batch of reports' JSON")
     if send is None:
         name = function if function is not None else os.environ.get(SIGNALS_ENV, "")
         if not isinstance(name, str) or not name.strip():

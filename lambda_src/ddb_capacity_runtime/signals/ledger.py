@@ -73,6 +73,14 @@ class _Table:
     reported: dict[_Key, float] = field(default_factory=dict)  # units per second, not 0
 
 
+def _throttled(state: _Table) -> bool:
+    return any(any(s.throttles.values()) or s.failed for s in state.sums.values())
+
+
+def _last(state: _Table) -> float:
+    return state.last if state.last is not None else state.since
+
+
 class Ledger:
     """The sums of one process, per table and dimension, and when each is reported. Times
     are monotonic seconds passed in; not thread-safe (a [`Watcher`][] holds a lock)."""
@@ -126,21 +134,24 @@ class Ledger:
         rates = {k: s.units / elapsed for k, s in state.sums.items()} if elapsed > 0 else {}
         return report_due(
             elapsed,
-            now - (state.last if state.last is not None else state.since),
+            now - _last(state),
             rates,
             state.reported,
-            throttles=any(any(s.throttles.values()) or s.failed for s in state.sums.values()),
+            throttles=_throttled(state),
             traffic=bool(state.sums),
         )
 
     def due(self, now: float) -> list[str]:
-        """The tables whose report is due at ``now``; forgets the tables quiet for
-        `core.surge.FRESH_SECONDS` with nothing left to report."""
+        """The tables whose report is due at ``now``, the throttled first, then the ones
+        reported longest ago; forgets the tables quiet for `core.surge.FRESH_SECONDS` with
+        nothing left to report."""
         for name, state in list(self.tables.items()):
-            quiet = now - (state.last if state.last is not None else state.since)
+            quiet = now - _last(state)
             if not state.sums and not state.reported and quiet >= FRESH_SECONDS:
                 del self.tables[name]
-        return [name for name, state in self.tables.items() if self._due(state, now)]
+        due = [(name, state) for name, state in self.tables.items() if self._due(state, now)]
+        due.sort(key=lambda ns: (not _throttled(ns[1]), _last(ns[1])))
+        return [name for name, _state in due]
 
     def take(self, table: str, now: float, sent: float, process: str) -> Report | None:
         """``table``'s report at ``now`` (``sent``: seconds since the epoch), its sums

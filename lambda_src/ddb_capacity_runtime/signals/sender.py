@@ -14,8 +14,8 @@ from ..aws.invoke import invoke
 
 
 class LambdaSender:
-    """Sends a report to the signals function as an asynchronous invocation (``Event``:
-    Lambda queues it and answers at once). The Lambda client is made from ``session``;
+    """Sends a batch of reports to the signals function as an asynchronous invocation
+    (``Event``: Lambda queues it and answers at once). The Lambda client is made from ``session``;
     ``eager`` makes it now (a caller's session is not shared with the sending thread),
     else on first use. After a fork the child makes its own from a fresh boto3 Session of
     the same region and profile (and the same keys, when the caller's session was given
