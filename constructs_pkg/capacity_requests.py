@@ -74,6 +74,7 @@ from .runtime import (
     FunctionDefaults,
     FunctionOptions,
     ScheduledFunction,
+    chosen_alarm_topic,
     function_configs,
     hook_layer,
     hook_runtimes,
@@ -84,9 +85,6 @@ from .runtime import (
     scheduled_function,
     state_store_statement,
     state_store_table,
-)
-from .runtime import (
-    alarm_topic as alarm_topic_of,
 )
 from .scaler import ThrottleAwareScaler
 from .stream_signal import (
@@ -279,8 +277,9 @@ class CapacityRequests(Construct):
         serves at once; a worker beyond it gets an error at once. Default: 10. None:
         unreserved (an account whose concurrency limit is 10, as new accounts have, can
         reserve none).
-    :param alarm_topic: where the alarms on the broker's and the restorer's failures go
-        (a scaler's ``topic``, say). Default: a new topic, SSL enforced, KMS encrypted.
+    :param alarm_topic: where the alarms on the broker's and the restorer's failures go.
+        Default: the stack's shared library topic (one SNS topic, SSL enforced, encrypted
+        with one KMS key, for every construct of the library in the stack given none).
     :param fast_path: deploy the signals function ([`FastPath`][]), which raises a
         dimension within seconds of the processes' reports. Without a restorer
         (``restore_every=None``) a scaler must be connected to end its surges. Default:
@@ -351,7 +350,7 @@ class CapacityRequests(Construct):
             TABLE_QUOTA_ENV: str(self.table_quota),
         }
         self._configure_tables(tables)
-        self.alarm_topic = alarm_topic or alarm_topic_of(self, "DynamoDB capacity request alarms")
+        self.alarm_topic = chosen_alarm_topic(self, self._where, alarm_topic, None)
         self._alarm_set = AlarmSet(self, self._where, self.alarm_topic, alarm_options)
         self.hold_store = state_store_table(
             self,

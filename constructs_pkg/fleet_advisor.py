@@ -40,7 +40,7 @@ from .runtime import (
     _configure_failed_runs,
     _dead_letter_queue,
     advisor_code,
-    alarm_topic,
+    chosen_alarm_topic,
     function_configs,
     read_autoscaling_statement,
     runtime_function,
@@ -93,7 +93,10 @@ class FleetAdvisor(Construct):
     :param candidates: the policies tried (as ``advise --candidate``). Default: advise's.
     :param worker_memory_size: the worker's memory in MB (1,769 is one vCPU). Default: 1769.
     :param report_retention: how long runs are kept in the bucket. Default: 90 days.
-    :param topic: where the alarms go. Default: a topic of its own (SSL, KMS-encrypted).
+    :param alarm_topic: where the alarms go. Default: the stack's shared library topic
+        (one SNS topic, SSL enforced, encrypted with one KMS key, for every construct of the
+        library in the stack given none).
+    :param topic: the earlier name of ``alarm_topic`` (a warning at synth).
     :param alarm_options: per alarm id (``"DeadLetters"``, ``"Failures"``,
         ``"TablesFailed"``, ``"TablesMissing"``), an ``AlarmOptions``: off, another threshold
         or evaluation periods, more actions. Default: every alarm on any count in 5 minutes.
@@ -103,6 +106,11 @@ class FleetAdvisor(Construct):
         ``Tables`` queue hides a message six times the worker's timeout. A worker's
         ``memory_size`` here wins over ``worker_memory_size``.
     """
+
+    @property
+    def topic(self) -> sns.ITopic:
+        """The earlier name of `alarm_topic`."""
+        return self.alarm_topic
 
     def __init__(
         self,
@@ -116,6 +124,7 @@ class FleetAdvisor(Construct):
         candidates: Sequence[str] | None = None,
         worker_memory_size: int = DEFAULT_WORKER_MEMORY,
         report_retention: Duration = DEFAULT_RETENTION,
+        alarm_topic: sns.ITopic | None = None,
         topic: sns.ITopic | None = None,
         alarm_options: Mapping[str, AlarmOptions] | None = None,
         function_options: Mapping[str, FunctionOptions] | None = None,
@@ -147,7 +156,7 @@ class FleetAdvisor(Construct):
             int(report_delay.to_minutes()),
             ",".join(candidates or ()),
         )
-        self.topic = topic or alarm_topic(self, "DynamoDB fleet advisor alarms")
+        self.alarm_topic = chosen_alarm_topic(self, self._where, alarm_topic, topic)
         self._policies: dict[str, iam.ManagedPolicy] = {}
         self.lister = self._scheduled("Lister", "lister_handler", settings, start)
         self.worker = self._render_worker(settings, max_concurrency)
@@ -156,7 +165,7 @@ class FleetAdvisor(Construct):
         """the report's minute of the day (UTC) and its delay after the lister, in minutes"""
         self.report = self._scheduled("Report", "report_handler", settings, delayed)
         self._grant()
-        alarm_set = AlarmSet(self, self._where, self.topic, alarm_options)
+        alarm_set = AlarmSet(self, self._where, self.alarm_topic, alarm_options)
         self._render_alarms(alarm_set)
         self.alarms = alarm_set.alarms
         """The alarms by stable id (read-only); one turned off is absent."""

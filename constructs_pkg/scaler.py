@@ -58,7 +58,7 @@ from .runtime import (
     SCALABLE_TARGETS_FINDING,
     FunctionDefaults,
     FunctionOptions,
-    alarm_topic,
+    chosen_alarm_topic,
     function_configs,
     move_minimums_statement,
     read_autoscaling_statement,
@@ -165,7 +165,10 @@ class ThrottleAwareScaler(Construct):
         a burst, and forecasts recurring load once an hour per table, planned per 5 minutes
         and kept in the state store, raising the minimum ahead of a known peak and holding
         it until the peak is over (docs: Autopilot). ``"reactive"`` is 0.3's policy.
-    :param topic: where alarms go. Default: a new topic, SSL enforced, KMS encrypted.
+    :param alarm_topic: where the alarms go. Default: the stack's shared library topic
+        (one SNS topic, SSL enforced, encrypted with one KMS key, for every construct of the
+        library in the stack given none).
+    :param topic: the earlier name of ``alarm_topic`` (a warning at synth).
     :param pinned_at_max_for: alarm when a table sits at its max this long. Default 30 min.
     :param throttled_for: alarm when a managed table is throttled this long. Default 10 min.
     :param updating_for_ticks: alarm when a managed table is found UPDATING (and so skipped)
@@ -239,6 +242,11 @@ class ThrottleAwareScaler(Construct):
     batches: BatchPath | None
     """The batch queue and function of a sharded tick; None unless ``sharded``."""
 
+    @property
+    def topic(self) -> sns.ITopic:
+        """The earlier name of `alarm_topic`."""
+        return self.alarm_topic
+
     def __init__(
         self,
         scope: Construct,
@@ -251,6 +259,7 @@ class ThrottleAwareScaler(Construct):
         tick: Duration = DEFAULT_TICK,
         dry_run: bool = False,
         mode: str = "autopilot",
+        alarm_topic: sns.ITopic | None = None,
         topic: sns.ITopic | None = None,
         pinned_at_max_for: Duration = DEFAULT_PINNED_FOR,
         throttled_for: Duration = DEFAULT_THROTTLED_FOR,
@@ -283,7 +292,7 @@ class ThrottleAwareScaler(Construct):
         self._init_tables(self._validate_own_target(own_target, mode))
         self.tag_value = tag_value
         self.state_store: dynamodb.ITable = self._own_state_store()
-        self.topic = topic or alarm_topic(self, "DynamoDB capacity scaler alarms")
+        self.alarm_topic = chosen_alarm_topic(self, self._where, alarm_topic, topic)
         self._render_function(
             self._settings(mode, tick_minutes, dry_run, sharding, read_legacy_state_until),
             sharded and concurrency,
@@ -794,7 +803,7 @@ class ThrottleAwareScaler(Construct):
             ("throttled_for", self._throttled_for),
         ):
             duration_prop(self._where, name, duration, Duration.minutes(1))
-        self._alarm_set = AlarmSet(self, self._where, self.topic, self._alarm_options)
+        self._alarm_set = AlarmSet(self, self._where, self.alarm_topic, self._alarm_options)
         self._render_function_alarms()
         self._render_batch_alarms()
         self._render_tick_alarms()

@@ -43,7 +43,7 @@ from .runtime import (
     _dead_letter_queue,
     acknowledge_control_plane_function,
     advisor_code,
-    alarm_topic,
+    chosen_alarm_topic,
     function_configs,
     runtime_function,
 )
@@ -79,7 +79,10 @@ class NightlyTuning(Construct):
         night, 1 to 70. Default: 10.
     :param dry_run: compute and log every change (``target-tuned`` with ``dry_run``), and
         count it (``TargetsWouldChange``), but change nothing. Default: False.
-    :param topic: where the alarms go. Default: a topic of its own (SSL, KMS-encrypted).
+    :param alarm_topic: where the alarms go. Default: the stack's shared library topic
+        (one SNS topic, SSL enforced, encrypted with one KMS key, for every construct of the
+        library in the stack given none).
+    :param topic: the earlier name of ``alarm_topic`` (a warning at synth).
     :param alarm_options: per alarm id (``"Changed"``, ``"DeadLetters"``, ``"Failures"``,
         ``"TablesFailed"``, ``"Unreadable"``, ``"Refused"``), an ``AlarmOptions``. Default:
         every alarm on any count in 5 minutes (``Changed``: a target value was changed;
@@ -88,6 +91,11 @@ class NightlyTuning(Construct):
     :param function_options: ``{"Tuner": FunctionOptions(...)}`` merged over its
         defaults: 256 MB, 15 minutes (1 to 15), logs kept one year, ARM_64.
     """
+
+    @property
+    def topic(self) -> sns.ITopic:
+        """The earlier name of `alarm_topic`."""
+        return self.alarm_topic
 
     def __init__(
         self,
@@ -99,6 +107,7 @@ class NightlyTuning(Construct):
         allowed_targets: Sequence[int],
         max_step: int = DEFAULT_MAX_STEP,
         dry_run: bool = False,
+        alarm_topic: sns.ITopic | None = None,
         topic: sns.ITopic | None = None,
         alarm_options: Mapping[str, AlarmOptions] | None = None,
         function_options: Mapping[str, FunctionOptions] | None = None,
@@ -138,8 +147,8 @@ class NightlyTuning(Construct):
         tuned = ScalerConfig(tuned_targets=True, tuned_allowed=bounds.allowed)
         for key, value in tuned.to_env(TUNED_SETTINGS).items():
             scaler.add_environment(key, value)
-        self.topic = topic or alarm_topic(self, "DynamoDB nightly tuning alarms")
-        alarm_set = AlarmSet(self, self._where, self.topic, alarm_options)
+        self.alarm_topic = chosen_alarm_topic(self, self._where, alarm_topic, topic)
+        alarm_set = AlarmSet(self, self._where, self.alarm_topic, alarm_options)
         self._render_alarms(alarm_set)
         self.alarms = alarm_set.alarms
         """The alarms by stable id (read-only); one turned off is absent."""

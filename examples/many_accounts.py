@@ -234,8 +234,8 @@ class ScalerStack(cdk.Stack):
         self.scaler = ThrottleAwareScaler(self, "Scaler", tag_key=TAG_KEY, tag_value=TAG_VALUE)
         if alarm_email:
             email = subscriptions.EmailSubscription(alarm_email)
-            self.scaler.topic.add_subscription(email)
-            subscription = self.scaler.topic.node.find_child(alarm_email)
+            self.scaler.alarm_topic.add_subscription(email)
+            subscription = self.scaler.alarm_topic.node.find_child(alarm_email)
             acknowledge(
                 subscription,
                 "Serverless-SNSRedrivePolicy",
@@ -244,7 +244,7 @@ class ScalerStack(cdk.Stack):
                 "account's CloudWatch, so a dead-letter queue would keep copies nobody reads.",
             )
         cdk.CfnOutput(self, "ScalerFunctionName", value=self.scaler.function.function_name)
-        cdk.CfnOutput(self, "AlarmTopicArn", value=self.scaler.topic.topic_arn)
+        cdk.CfnOutput(self, "AlarmTopicArn", value=self.scaler.alarm_topic.topic_arn)
 
 
 class ScalerStage(cdk.Stage):

@@ -108,7 +108,7 @@ class ThrottleAwareStack(cdk.Stack):
         for table in (feed, clicks, accounts):
             cdk.Tags.of(table).add("app", "feed")
         cdk.CfnOutput(self, "ScalerFunctionName", value=scaler.function.function_name)
-        cdk.CfnOutput(self, "AlarmTopicArn", value=scaler.topic.topic_arn)
+        cdk.CfnOutput(self, "AlarmTopicArn", value=scaler.alarm_topic.topic_arn)
 
 
 if __name__ == "__main__":

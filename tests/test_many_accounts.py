@@ -275,7 +275,7 @@ def test_the_example_adds_one_acknowledgement_to_a_stage(assembly: Path) -> None
     extra = findings(emailed) - findings(plain)
     assert extra == {
         (
-            f"Scaler/Scaler/Alarms/{emailed.alarm_email}",
+            f"Scaler/DynamoDBCapacityAlarms/Alarms/{emailed.alarm_email}",
             "Serverless::Serverless-SNSRedrivePolicy",
         )
     }

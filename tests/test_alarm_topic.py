@@ -1,0 +1,196 @@
+"""One alarm sink: every construct of the library takes ``alarm_topic``, and those given none
+share one library topic and one KMS key per stack (the four-construct app, synthesized)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_sns as sns
+from aws_cdk.assertions import Annotations, Match, Template
+
+from constructs_pkg.capacity import Capacity
+from constructs_pkg.capacity_requests import CapacityRequests, FastPath
+from constructs_pkg.fleet_advisor import FleetAdvisor
+from constructs_pkg.runtime import SHARED_ALARMS_ID
+from constructs_pkg.scaler import ThrottleAwareScaler
+from constructs_pkg.table import ProvisionedTable
+from constructs_pkg.tuning import NightlyTuning
+from ddb_capacity_runtime.core.errors import CapacityConfigError
+
+
+def four_constructs(stack: cdk.Stack, topic: sns.ITopic | None = None) -> NightlyTuning:
+    """A scaler, the fleet advisor, nightly tuning and capacity requests with the fast path:
+    every construct of the library that alarms, each given ``topic``."""
+    table = ProvisionedTable(
+        stack,
+        "Orders",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        read=Capacity(min_capacity=5, max_capacity=100),
+        write=Capacity(min_capacity=5, max_capacity=100),
+    )
+    scaler = ThrottleAwareScaler(
+        stack, "Scaler", tables=[table], own_target=True, alarm_topic=topic
+    )
+    advisor = FleetAdvisor(stack, "Advisor", alarm_topic=topic)
+    requests = CapacityRequests(
+        stack, "Requests", tables=[table], fast_path=FastPath(), alarm_topic=topic
+    )
+    requests.connect(scaler)
+    return NightlyTuning(
+        stack,
+        "Tuning",
+        advisor=advisor,
+        scaler=scaler,
+        allowed_targets=range(50, 91, 5),
+        alarm_topic=topic,
+    )
+
+
+def counts(stack: cdk.Stack) -> tuple[int, int]:
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    kinds = [r["Type"] for r in resources.values()]
+    return kinds.count("AWS::SNS::Topic"), kinds.count("AWS::KMS::Key")
+
+
+def alarm_actions(stack: cdk.Stack) -> set[str]:
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    return {
+        action["Ref"]
+        for r in resources.values()
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+        for action in r["Properties"].get("AlarmActions", [])
+    }
+
+
+def test_constructs_given_no_topic_share_one_topic_and_one_key(stack: cdk.Stack) -> None:
+    tuning = four_constructs(stack)
+    # THEN one topic and one key in all, every alarm on that topic
+    assert counts(stack) == (1, 1)
+    shared = stack.node.find_child(SHARED_ALARMS_ID).node.find_child("Alarms")
+    assert alarm_actions(stack) == {
+        stack.get_logical_id(cast(cdk.CfnElement, shared.node.default_child))
+    }
+    assert tuning.alarm_topic is tuning.scaler.alarm_topic is shared
+
+
+def test_a_topic_given_to_each_leaves_no_library_topic(stack: cdk.Stack) -> None:
+    mine = sns.Topic(stack, "Mine")
+    four_constructs(stack, mine)
+    ThrottleAwareScaler(stack, "Other", tag_key="capacity", alarm_topic=mine)
+    FleetAdvisor(stack, "OtherAdvisor", alarm_topic=mine)
+    assert counts(stack) == (1, 0)
+    assert alarm_actions(stack) == {
+        stack.get_logical_id(cast(cdk.CfnElement, mine.node.default_child))
+    }
+
+
+def test_the_earlier_prop_name_still_works_with_a_warning(stack: cdk.Stack) -> None:
+    mine = sns.Topic(stack, "Mine")
+    scaler = ThrottleAwareScaler(stack, "Scaler", tag_key="capacity", topic=mine)
+    assert scaler.alarm_topic is mine and scaler.topic is mine
+    Annotations.from_stack(stack).has_warning(
+        "/Test/Scaler", Match.string_like_regexp("topic is now alarm_topic")
+    )
+
+
+def test_both_names_at_once_or_a_non_topic_are_refused(stack: cdk.Stack) -> None:
+    mine = sns.Topic(stack, "Mine")
+    with pytest.raises(CapacityConfigError, match="topic: got a topic beside alarm_topic"):
+        ThrottleAwareScaler(stack, "Scaler", tag_key="k", topic=mine, alarm_topic=mine)
+    with pytest.raises(
+        CapacityConfigError,
+        match=r"FleetAdvisor Test/Advisor: alarm_topic: got 'arn:aws:sns:x'; expected an SNS "
+        r"topic \(aws_sns.ITopic\), or None \(the stack's shared library topic\)",
+    ):
+        FleetAdvisor(stack, "Advisor", alarm_topic="arn:aws:sns:x")  # type: ignore[arg-type]
+
+
+def test_each_stack_has_its_own_shared_topic() -> None:
+    app = cdk.App()
+    one, two = cdk.Stack(app, "One"), cdk.Stack(app, "Two")
+    a = ThrottleAwareScaler(one, "Scaler", tag_key="capacity")
+    b = FleetAdvisor(one, "Advisor")
+    c = ThrottleAwareScaler(two, "Scaler", tag_key="capacity")
+    assert a.alarm_topic is b.alarm_topic and a.alarm_topic is not c.alarm_topic
+    assert counts(one) == counts(two) == (1, 1)
+
+
+# --- what each construct adds, as the docs' table says -------------------------------------
+
+ALARM_DOLLARS = 0.10
+"""A standard-resolution alarm's price a month in us-east-1."""
+SHARED = ("AWS::SNS::Topic", "AWS::SNS::TopicPolicy", "AWS::KMS::Key")
+FOOTPRINT_PAGE = Path(__file__).parent.parent / "docs" / "guides" / "alarms-metrics-functions.md"
+
+
+def with_table(stack: cdk.Stack) -> ProvisionedTable:
+    return ProvisionedTable(
+        stack,
+        "Orders",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        read=Capacity(min_capacity=5, max_capacity=100),
+        write=Capacity(min_capacity=5, max_capacity=100),
+    )
+
+
+def _scaler_and_advisor(s: cdk.Stack, t: ProvisionedTable) -> tuple[Any, Any]:
+    return ThrottleAwareScaler(s, "S", tables=[t], own_target=True), FleetAdvisor(s, "A")
+
+
+def _tuning(s: cdk.Stack, t: ProvisionedTable) -> None:
+    scaler, advisor = _scaler_and_advisor(s, t)
+    NightlyTuning(s, "N", scaler=scaler, advisor=advisor, allowed_targets=range(50, 91, 5))
+
+
+FOOTPRINTS: dict[str, tuple[Callable[[cdk.Stack, ProvisionedTable], object], Any]] = {
+    "ThrottleAwareScaler": (lambda s, t: ThrottleAwareScaler(s, "S", tables=[t]), None),
+    "CapacityRequests": (lambda s, t: CapacityRequests(s, "R", tables=[t]), None),
+    "CapacityRequests, fast_path": (
+        lambda s, t: CapacityRequests(s, "R", tables=[t], fast_path=FastPath()),
+        None,
+    ),
+    "FleetAdvisor": (lambda s, _t: FleetAdvisor(s, "A"), None),
+    "NightlyTuning": (_tuning, _scaler_and_advisor),
+}
+"""Each row of the table: what makes it, and what it is counted over (None: the table alone)."""
+
+
+def kinds(make: Callable[[cdk.Stack, ProvisionedTable], object] | None) -> Counter[str]:
+    stack = cdk.Stack(cdk.App(), "Footprint")
+    table = with_table(stack)
+    if make is not None:
+        make(stack, table)
+    resources = Template.from_stack(stack).to_json()["Resources"].values()
+    return Counter(r["Type"] for r in resources if r["Type"] not in SHARED)
+
+
+def documented() -> dict[str, tuple[int, int, int]]:
+    """The docs' table: construct -> (resources, functions, alarms)."""
+    text = FOOTPRINT_PAGE.read_text()
+    section = text.split("## What each construct adds", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[1].isdigit():
+            rows[cells[0]] = (int(cells[1]), int(cells[2]), int(cells[3]))
+            assert cells[4] == f"${int(cells[3]) * ALARM_DOLLARS:.2f}", line
+    return rows
+
+
+def test_the_docs_say_what_each_construct_adds() -> None:
+    measured = {}
+    for name, (make, over) in FOOTPRINTS.items():
+        added = kinds(make)
+        added.subtract(kinds(over))
+        measured[name] = (
+            sum(added.values()),
+            added["AWS::Lambda::Function"],
+            added["AWS::CloudWatch::Alarm"],
+        )
+    assert documented() == measured
