@@ -711,9 +711,10 @@ def test_a_forked_child_reports_as_its_own_process(
 
 class FakeLambda:
     """An HTTP server on 127.0.0.1 that answers Lambda's Invoke as Lambda does for
-    ``Event`` (202) and keeps each request."""
+    ``Event`` (202), or refuses it with ``status`` and ``error`` as Lambda does, and keeps
+    each request."""
 
-    def __init__(self, status: int = 202) -> None:
+    def __init__(self, status: int = 202, error: str = "ResourceNotFoundException") -> None:
         requests: list[tuple[str, dict[str, str], bytes]] = []
         self.requests = requests
 
@@ -723,7 +724,7 @@ class FakeLambda:
                 requests.append((self.path, dict(self.headers), body))
                 self.send_response(status)
                 if status >= 300:
-                    self.send_header("x-amzn-ErrorType", "ResourceNotFoundException")
+                    self.send_header("x-amzn-ErrorType", error)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"{}")
@@ -1267,3 +1268,53 @@ def test_the_throttles_mode_leaves_every_request_as_made_and_still_reports_throt
 def test_an_unknown_mode_is_refused_naming_it() -> None:
     with pytest.raises(ValueError, match="mode: got 'quiet'; expected one of"):
         watch(offline(), send=Capture(), mode="quiet")
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "hint"),
+    [
+        (403, "AccessDeniedException", "grant it lambda:InvokeFunction"),
+        (404, "ResourceNotFoundException", "no such function in this account and Region"),
+        (429, "TooManyRequestsException", "reserved concurrency"),
+    ],
+)
+def test_a_refused_send_logs_aws_code_and_a_hint_readable_without_a_formatter(
+    table: str,
+    moto_endpoint: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    status: int,
+    code: str,
+    hint: str,
+) -> None:
+    # GIVEN a signals function that refuses the invocation as Lambda does
+    fake = FakeLambda(status, code)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_LAMBDA", fake.url)
+    caplog.set_level(logging.WARNING, logger="ddb_capacity_runtime")
+    session = boto3.Session(
+        aws_access_key_id="test", aws_secret_access_key="test", region_name=REGION
+    )  # noqa: S106
+    # WHEN a watched process's report is sent
+    try:
+        with watch(session, function="capacity-signals", interval=60) as watcher:
+            session.client("dynamodb", endpoint_url=moto_endpoint).put_item(
+                TableName=table, Item=item("a")
+            )
+    finally:
+        fake.close()
+    # THEN the one line logged names AWS's code and what usually causes it
+    (record,) = [r for r in caplog.records if r.getMessage().startswith("signals-send-failed")]
+    assert code in record.getMessage() and hint in record.getMessage()
+    fields = event_fields(record) or {}
+    assert (fields["code"], watcher.failed_sends) == (code, 1)
+
+
+def test_the_first_drop_is_logged_with_a_hint(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="ddb_capacity_runtime")
+    client = reads(MAX_TABLES + 5)
+    watcher = watch(client, send=Capture(), interval=60)
+    for t in range(MAX_TABLES + 5):
+        client.get_item(TableName=f"t{t}", Key={"pk": {"S": "a"}})
+    watcher.stop()
+    (record,) = [r for r in caplog.records if r.getMessage().startswith("signals-dropped")]
+    assert "pass tables=" in record.getMessage() and watcher.dropped >= 5

@@ -27,15 +27,23 @@ RESERVED = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"
 
 
 def log_event(
-    event: str, /, *, level: int = logging.INFO, exc_info: bool = False, **fields: Any
+    event: str,
+    /,
+    *,
+    level: int = logging.INFO,
+    exc_info: bool = False,
+    message: str | None = None,
+    **fields: Any,
 ) -> None:
-    """Log ``event`` with ``fields`` as structured keys."""
+    """Log ``event`` with ``fields`` as structured keys; the record's message is ``event``,
+    or ``message`` (for a logger configured without a structured formatter: one line that
+    says what happened by itself)."""
     clash = RESERVED & fields.keys()
     if clash:
         raise ValueError(
             f"event {event!r}: field names {sorted(clash)} are reserved by logging; rename them"
         )
-    LOGGER.log(level, event, extra={"event": event, **fields}, exc_info=exc_info)
+    LOGGER.log(level, message or event, extra={"event": event, **fields}, exc_info=exc_info)
 
 
 def event_fields(record: logging.LogRecord) -> dict[str, Any] | None:

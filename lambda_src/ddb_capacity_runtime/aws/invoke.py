@@ -16,7 +16,39 @@ from ..core.errors import CapacityError
 
 class InvokeError(CapacityError):
     """The invocation itself failed (AWS refused it, or the connection failed); the
-    message is AWS's."""
+    message is AWS's, `code` its error code (or botocore's error class when AWS was not
+    reached) and `hint` one line on what usually causes it."""
+
+    def __init__(self, message: str, code: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.hint = invoke_hint(code)
+
+
+INVOKE_HINTS = {
+    "AccessDeniedException": "the caller may not invoke the function: grant it "
+    "lambda:InvokeFunction on it (CapacityRequests.grant_signals / grant_requests)",
+    "UnrecognizedClientException": "the caller's credentials are not valid in this account",
+    "ExpiredTokenException": "the caller's credentials have expired",
+    "NoCredentialsError": "no AWS credentials were found for the caller",
+    "ResourceNotFoundException": "no such function in this account and Region: check the "
+    "name (CAPACITY_SIGNALS, --function) and the Region",
+    "TooManyRequestsException": "the function's reserved concurrency or the account's "
+    "limit refused the call (signals_concurrency, broker_concurrency)",
+    "RequestEntityTooLargeException": "the payload is over Lambda's limit",
+    "EndpointConnectionError": "Lambda's endpoint was not reached: the network, a VPC "
+    "endpoint or a proxy",
+    "ConnectTimeoutError": "Lambda's endpoint was not reached in time: the network, a VPC "
+    "endpoint or a proxy",
+    "ReadTimeoutError": "Lambda did not answer in time",
+}
+"""One line per error code on what usually causes it."""
+
+
+def invoke_hint(code: str) -> str:
+    """One line on what usually causes ``code`` (an error code of Invoke, or botocore's
+    error class)."""
+    return INVOKE_HINTS.get(code, "see the error message; nothing was invoked")
 
 
 def lambda_client() -> Any:
@@ -47,6 +79,9 @@ def invoke(
             Payload=json.dumps(payload).encode(),
         )
         body: bytes = response["Payload"].read()
-    except (ClientError, BotoCoreError) as exc:
-        raise InvokeError(str(exc)) from None
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        raise InvokeError(str(exc), code) from None
+    except BotoCoreError as exc:
+        raise InvokeError(str(exc), type(exc).__name__) from None
     return body, bool(response.get("FunctionError"))

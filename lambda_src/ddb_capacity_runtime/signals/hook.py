@@ -74,10 +74,11 @@ def _process_id(label: str) -> str:
     return f"{plain}-{os.getpid()}-{secrets.token_hex(4)}"[:MAX_PROCESS_CHARS]
 
 
-def _warn(event: str, **fields: Any) -> None:
-    """Log ``event`` at WARNING; a logging failure is not the caller's."""
+def _warn(event: str, summary: str, **fields: Any) -> None:
+    """Log ``event`` at WARNING, its message ``event: summary`` (readable under any logging
+    configuration); a logging failure is not the caller's."""
     try:
-        log_event(event, level=logging.WARNING, **fields)
+        log_event(event, level=logging.WARNING, message=f"{event}: {summary}", **fields)
     except Exception:  # noqa: BLE001, S110 (never fail the caller's request)
         pass
 
@@ -223,7 +224,14 @@ class Watcher:
             if first:
                 self._logged.add(kind)
         if first:
-            _warn("signals-hook-error", handler=where, error=kind[1], reason=str(exc)[:300])
+            reason = str(exc)[:300]
+            _warn(
+                "signals-hook-error",
+                f"{where}: {kind[1]}: {reason} (counted in Watcher.errors; the call went on)",
+                handler=where,
+                error=kind[1],
+                reason=reason,
+            )
 
     def _in_region(self, region: object) -> bool:
         """Whether a request to ``region`` is counted (the first request's region is
@@ -337,6 +345,7 @@ class Watcher:
             return
         now = time.monotonic()
         with self._lock:
+            before = self._ledger.dropped
             for table, index, dimension, units, requests, cause, failed in rows:
                 self._ledger.add(
                     now,
@@ -348,12 +357,22 @@ class Watcher:
                     cause=cause,
                     failed=failed,
                 )
+            first_drop = before == 0 and self._ledger.dropped > 0
             if self._thread is None and not self._stopped:
                 thread = threading.Thread(
                     target=self._run, name="ddb-capacity-signals", daemon=True
                 )
                 thread.start()  # if it cannot start, the next request tries again
                 self._thread = thread
+        if first_drop:
+            _warn(
+                "signals-dropped",
+                f"more than {self._ledger.max_tables:,} tables, or a table's dimensions "
+                "past a report's bound, at once: the rest are not reported (counted in "
+                "Watcher.dropped); pass tables= to watch only the tables the fast path "
+                "serves",
+                tables=len(self._ledger.tables),
+            )
 
     # the sending thread
     def _run(self) -> None:
@@ -400,18 +419,29 @@ class Watcher:
                 self._send_logged = True
                 self._failed += len(batch)
             if first:
-                target = getattr(self._send, "function", None)
-                _warn(
-                    "signals-send-failed",
-                    table=batch[0].get("table"),
-                    reports=len(batch),
-                    target=target if isinstance(target, str) else None,
-                    error=type(exc).__name__,
-                    reason=str(exc)[:300],
-                )
+                self._send_failed(batch, exc)
             return
         with self._lock:
             self._sent += len(batch)
+
+    def _send_failed(self, batch: list[Mapping[str, Any]], exc: Exception) -> None:
+        """Log the first failed send: AWS's error code, the reason and a one-line hint."""
+        target = getattr(self._send, "function", None)
+        code = getattr(exc, "code", "") or type(exc).__name__
+        hint = getattr(exc, "hint", "") or "the send callable raised"
+        reason = str(exc)[:300]
+        _warn(
+            "signals-send-failed",
+            f"{code}: {hint} ({len(batch)} reports not sent, counted in "
+            f"Watcher.failed_sends; later failures are not logged): {reason}",
+            table=batch[0].get("table"),
+            reports=len(batch),
+            target=target if isinstance(target, str) else None,
+            error=type(exc).__name__,
+            code=code,
+            hint=hint,
+            reason=reason,
+        )
 
     def flush(self, timeout: float | None = None) -> None:
         """Send now, on the calling thread, every table's report that has something to
