@@ -20,15 +20,20 @@ from __future__ import annotations
 import ast
 import atexit
 import functools
+import hashlib
 import io
+import os
 import py_compile
 import shutil
+import stat
+import sys
 import tempfile
 import tokenize
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 __all__ = [
+    "cached_asset",
     "closure",
     "handler_closure",
     "import_graph",
@@ -158,6 +163,78 @@ def staged_modules(
         if name in compiled:
             write_bytecode(root, target)
     return root
+
+
+CACHE_FORMAT = "1"
+"""Bumped when what a staged folder holds changes for the same sources."""
+
+
+def asset_key(package: Path, handler: str, compiled: bool) -> str:
+    """What a staged asset depends on, as one hex digest: every module of ``package`` (its
+    path and bytes), the ``handler``, whether modules are compiled, this Python's version
+    and `CACHE_FORMAT`."""
+    digest = hashlib.sha256()
+    digest.update(f"{CACHE_FORMAT}|{handler}|{compiled}|{sys.version}|".encode())
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _cache_root() -> Path | None:
+    """This user's asset cache, ``<temp>/ddb-capacity-assets-<uid>``, made private; None
+    where it cannot be trusted (owned by another user, or open to others) or made."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    root = Path(tempfile.gettempdir()) / f"ddb-capacity-assets-{uid}"
+    try:
+        root.mkdir(mode=0o700, exist_ok=True)
+        info = root.lstat()
+    except OSError:
+        return None
+    private = not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or not private:
+        return None
+    return root
+
+
+def cached_asset(key: str, stage: Callable[[], Path]) -> Path:
+    """The staged folder of ``key``: kept between processes in this user's cache, staged
+    once (by ``stage``, into a folder of its own) for each content; ``stage``'s own folder
+    where there is no cache to trust. A folder is moved into the cache whole (a rename),
+    so a process never sees half of one."""
+    root = _cache_root()
+    if root is None:
+        return stage()
+    kept = root / key
+    if kept.is_dir():
+        return kept
+    staged = stage()
+    partial = root / f"{key}.{os.getpid()}.partial"
+    try:
+        shutil.copytree(staged, partial)
+        partial.rename(kept)
+    except OSError:  # another process kept it first, or the disk refused: ours serves
+        shutil.rmtree(partial, ignore_errors=True)
+        return kept if kept.is_dir() else staged
+    _prune(root, keep=kept)
+    return kept
+
+
+MAX_KEPT = 48
+"""The most staged folders the cache keeps (a few hundred KB each): the oldest go first."""
+
+
+def _prune(root: Path, keep: Path) -> None:
+    """Remove the oldest folders of ``root`` past `MAX_KEPT` (never ``keep``)."""
+    try:
+        folders = sorted(
+            (p for p in root.iterdir() if p.is_dir() and p != keep),
+            key=lambda p: p.stat().st_mtime,
+        )
+    except OSError:
+        return
+    for old in folders[: max(0, len(folders) + 1 - MAX_KEPT)]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def write_bytecode(root: Path, source: Path) -> Path:

@@ -34,7 +34,7 @@ from constructs import Construct
 import ddb_capacity_runtime
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 
-from .assets import handler_closure, staged_modules
+from .assets import asset_key, cached_asset, handler_closure, staged_modules
 from .compliance import acknowledge, skip_checkov
 from .props import duration_prop, whole_prop
 
@@ -277,9 +277,15 @@ def staged_asset(handler: str, package: Path = RUNTIME_PACKAGE) -> Path:
     (``"ddb_capacity_runtime.module.function"``): the modules of the run-time ``package``
     that handler imports and nothing else (no aws_cdk, no tools, no other function's
     code), found from the package's import graph (`assets.handler_closure`), those of
-    `compiled_modules` with their bytecode."""
-    modules = handler_closure(package, handler)
-    return staged_modules(package, modules, modules & compiled_modules())
+    `compiled_modules` with their bytecode; staged once for each content of the package,
+    and kept between processes (`assets.cached_asset`)."""
+    compiled = compiled_modules()
+
+    def stage() -> Path:
+        modules = handler_closure(package, handler)
+        return staged_modules(package, modules, modules & compiled)
+
+    return cached_asset(asset_key(package, handler, bool(compiled)), stage)
 
 
 def runtime_code(handler: str) -> lambda_.Code:

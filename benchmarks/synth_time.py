@@ -1,0 +1,114 @@
+"""How long the README's quick start takes to synthesize against a stock ``Table`` with the
+same auto scaling, measured in one run.
+
+Each app runs in a fresh Python process (``python -c``, ``app.synth()`` into a temporary
+directory), as ``cdk synth`` runs an app, ``--runs`` times each in turn:
+
+- **stock**: an ``aws_dynamodb.Table`` with the quick start's table and GSI, each dimension
+  under ``auto_scale_*_capacity`` and ``scale_on_utilization`` at the same targets;
+- **quick start**: the README's app (a ``ProvisionedTable`` and a ``ThrottleAwareScaler``).
+
+Printed: each app's median, minimum and maximum wall time, and the ratio of the medians.
+Goal: the quick start within 1.3x the stock app's time.
+
+``--quick`` (for the test suite): 1 run each.
+
+Usage:
+    .venv/bin/python -m benchmarks.synth_time [--runs 5] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GOAL = 1.3
+
+STOCK = """
+import tempfile
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+
+app = cdk.App(outdir=tempfile.mkdtemp())
+stack = cdk.Stack(app, "Shop")
+table = dynamodb.Table(
+    stack, "Orders",
+    partition_key=dynamodb.Attribute(name="orderId", type=dynamodb.AttributeType.STRING),
+    billing_mode=dynamodb.BillingMode.PROVISIONED, read_capacity=4_000, write_capacity=10,
+)
+table.add_global_secondary_index(
+    index_name="byCustomer",
+    partition_key=dynamodb.Attribute(name="customerId", type=dynamodb.AttributeType.STRING),
+    read_capacity=5, write_capacity=5,
+)
+for scaling, target in (
+    (table.auto_scale_read_capacity(min_capacity=10, max_capacity=4_000), 70),
+    (table.auto_scale_write_capacity(min_capacity=10, max_capacity=2_000), 60),
+    (table.auto_scale_global_secondary_index_read_capacity(
+        "byCustomer", min_capacity=5, max_capacity=1_000), 70),
+    (table.auto_scale_global_secondary_index_write_capacity(
+        "byCustomer", min_capacity=5, max_capacity=2_000), 70),
+):
+    scaling.scale_on_utilization(target_utilization_percent=target)
+app.synth()
+"""
+
+
+def quick_start() -> str:
+    """The README's quick start, as it is printed there (its first ``python`` block), into a
+    temporary directory."""
+    text = (ROOT / "README.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    return "import tempfile\n" + code.replace("cdk.App()", "cdk.App(outdir=tempfile.mkdtemp())")
+
+
+def timed(code: str) -> float:
+    """Wall seconds of one fresh ``python -c code`` run from the repository's root."""
+    env = {
+        **os.environ,
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
+    }
+    start = time.perf_counter()
+    subprocess.run(  # noqa: S603 (this interpreter, code of this file)
+        [sys.executable, "-c", code], cwd=ROOT, env=env, check=True, capture_output=True
+    )
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run, print the comparison; 0 when the goal is met."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    runs = 1 if args.quick else args.runs
+    times: dict[str, list[float]] = {"stock": [], "quick start": []}
+    apps = {"stock": STOCK, "quick start": quick_start()}
+    for _ in range(runs):
+        for name, code in apps.items():
+            times[name].append(timed(code))
+    print(f"synth wall time, {runs} run(s) each, a fresh Python process a run")
+    print(f"{'app':<12} {'median s':>9} {'min s':>7} {'max s':>7}")
+    for name, seconds in times.items():
+        print(
+            f"{name:<12} {statistics.median(seconds):>9.2f} {min(seconds):>7.2f} "
+            f"{max(seconds):>7.2f}"
+        )
+    ratio = statistics.median(times["quick start"]) / statistics.median(times["stock"])
+    met = ratio <= GOAL
+    print(
+        f"quick start / stock: {ratio:.2f}x (goal: at most {GOAL}x): "
+        f"{'met' if met else f'missed by {ratio - GOAL:.2f}'}"
+    )
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,116 @@
+"""A function's asset is staged once for each content of the run-time package and kept
+between processes, in a cache only this user can write; a change to any module stages it
+again, and a cache open to others is never used."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from constructs_pkg import assets
+from constructs_pkg.runtime import RUNTIME_PACKAGE
+
+HANDLER = "ddb_capacity_runtime.requests.restorer.restorer_handler"
+
+
+@pytest.fixture
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temporary directory of this test's own as the system's."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+def staged(into: Path) -> Path:
+    folder = into / "staged"
+    folder.mkdir()
+    (folder / "handler.py").write_text("x = 1\n")
+    return folder
+
+
+def never() -> Path:
+    raise AssertionError("staged again although the cache holds it")
+
+
+def test_an_asset_is_staged_once_and_kept(cache_home: Path, tmp_path: Path) -> None:
+    key = assets.asset_key(RUNTIME_PACKAGE, HANDLER, compiled=False)
+    first = assets.cached_asset(key, lambda: staged(tmp_path))
+    assert first.parent == cache_home / f"ddb-capacity-assets-{os.getuid()}"
+    assert (first / "handler.py").read_text() == "x = 1\n"
+    assert assets.cached_asset(key, never) == first
+    assert oct(first.parent.stat().st_mode & 0o777) == oct(0o700)
+
+
+def test_a_changed_module_stages_again(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    shutil.copytree(RUNTIME_PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    before = assets.asset_key(package, HANDLER, compiled=False)
+    (package / "core" / "names.py").write_text(
+        (package / "core" / "names.py").read_text() + "\n# changed\n"
+    )
+    assert assets.asset_key(package, HANDLER, compiled=False) != before
+    assert assets.asset_key(package, HANDLER, compiled=True) != assets.asset_key(
+        package, HANDLER, compiled=False
+    )
+
+
+def test_a_cache_open_to_others_is_not_used(cache_home: Path, tmp_path: Path) -> None:
+    root = cache_home / f"ddb-capacity-assets-{os.getuid()}"
+    root.mkdir(mode=0o777)
+    root.chmod(0o777)
+    key = assets.asset_key(RUNTIME_PACKAGE, HANDLER, compiled=False)
+    (root / key).mkdir()  # planted by someone else
+    made = assets.cached_asset(key, lambda: staged(tmp_path))
+    assert made == tmp_path / "staged" and not list((root / key).iterdir())
+
+
+def test_a_second_process_reuses_the_first_ones_asset(cache_home: Path) -> None:
+    code = (
+        "import tempfile, sys; tempfile.tempdir = sys.argv[1]; "
+        "from constructs_pkg.runtime import staged_asset; "
+        f"print(staged_asset({HANDLER!r}))"
+    )
+
+    def run() -> str:
+        done = subprocess.run(  # noqa: S603 (this interpreter, this test's code)
+            [sys.executable, "-c", code, str(cache_home)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    first = run()
+    assert Path(first).is_dir() and first.startswith(str(cache_home))
+    assert run() == first
+    files = {str(p.relative_to(first)) for p in Path(first).rglob("*.py")}
+    assert "ddb_capacity_runtime/requests/restorer.py" in files
+
+
+def test_the_cache_keeps_a_bounded_number_of_assets(
+    cache_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(assets, "MAX_KEPT", 3)
+    kept = []
+    for i in range(5):
+        into = tmp_path / str(i)
+        into.mkdir()
+        kept.append(assets.cached_asset(f"key{i}", lambda into=into: staged(into)))
+        os.utime(kept[-1], (i, i))  # each older than the next
+    assert sorted(p.name for p in kept[0].parent.iterdir()) == ["key2", "key3", "key4"]
+
+
+def test_the_synth_time_benchmark_runs_the_readme_quick_start(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from benchmarks import synth_time
+
+    assert "ThrottleAwareScaler" in synth_time.quick_start()
+    synth_time.main(["--quick"])  # its goal is reported, not asserted: a loaded machine
+    out = capsys.readouterr().out
+    assert "quick start / stock:" in out and "goal: at most 1.3x" in out
