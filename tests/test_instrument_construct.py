@@ -5,6 +5,7 @@ a runtime with the hook; refusals by name; the five cdk-nag packs."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -140,8 +141,8 @@ def test_without_the_fast_path_instrument_is_refused(stack: cdk.Stack) -> None:
         requests.instrument(_app_function(stack))
 
 
-def test_the_five_nag_packs_pass_with_an_instrumented_function() -> None:
-    app = cdk.App()
+def test_the_five_nag_packs_pass_with_an_instrumented_function(tmp_path: Path) -> None:
+    app = cdk.App(outdir=str(tmp_path))
     stack = cdk.Stack(
         app, "Instrumented", env=cdk.Environment(account="123456789012", region="us-east-1")
     )
@@ -149,11 +150,20 @@ def test_the_five_nag_packs_pass_with_an_instrumented_function() -> None:
     requests = CapacityRequests(stack, "Requests", tables=[shipments], fast_path=FastPath())
     requests.instrument(_app_function(stack, lambda_.Runtime.PYTHON_3_13))
     apply_nag_packs(app)
-    try:
-        app.synth()
-    except Exception as exc:  # noqa: BLE001 (the report names what failed)
-        # the user's own function, role and tables are theirs to settle (the grant lands in
-        # the function's own inline policy, as every CDK grant does); the layer instrument
-        # adds has no finding
-        findings = [line for line in str(exc).splitlines() if "HookLayer" in line]
-        assert findings == [], str(exc)[:3000]
+    with pytest.raises(RuntimeError, match="ValidationFailed"):
+        app.synth()  # the user's own function, role and tables have findings of their own
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    paths = {
+        construct["constructPath"]
+        for plugin in report["pluginReports"]
+        for violation in plugin["violations"]
+        for construct in violation["violatingConstructs"]
+    }
+    # THEN the report names findings (the user's: their function, its role, their tables) ...
+    assert paths and all(
+        p.startswith(("Instrumented/App/", "Instrumented/Plain/", "Instrumented/Shipments/"))
+        for p in paths
+    ), paths
+    # ... and none on what the library added: the layer, its permission, the grant's policy
+    assert stack.node.try_find_child("DdbCapacityHookLayer") is not None
+    assert not [p for p in paths if "HookLayer" in p or p.startswith("Instrumented/Requests/")]

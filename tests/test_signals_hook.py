@@ -347,13 +347,11 @@ def test_a_slow_send_never_slows_the_caller(moto_endpoint: str, table: str) -> N
         client.put_item(TableName=table, Item=item(f"first-{i}"))
     assert started.wait(10), "the thread never sent"
     # WHEN the caller goes on while the sending thread is stuck
-    took = []
     for i in range(10):
-        t0 = time.monotonic()
         client.put_item(TableName=table, Item=item(str(i)))
-        took.append(time.monotonic() - t0)
-    # THEN no call waited for the send (a generous bound: a stuck send lasts 20 s)
-    assert not release.is_set() and max(took) < 2.0
+    # THEN every call returned while the send was still stuck (no clock: a call that waited
+    # for it would return only once the send had finished and captured its batch)
+    assert not capture.reports, "a call waited for the send"
     release.set()
     watcher.stop()
     assert capture.totals()[(table, None, "write")]["requests"] == 20
