@@ -274,15 +274,6 @@ def test_malformed_and_foreign_records_count_for_nothing(
     assert {r["status"] for r in answer["dimensions"]} == {"refused", "none"}
 
 
-def test_an_index_not_served_is_counted_but_never_raised(world: World) -> None:
-    name = streamed_table(world, "IndexNotServed")
-    put_items(world, name, 30)
-    arn, records = stream_records(world, name)
-    _, at = settled(time.time())
-    answer = read(world, lambda_event(arn, records, at), served(name))
-    assert [r["index"] for r in answer["dimensions"]] == [None]
-
-
 def test_a_failing_store_is_counted_and_fails_no_invocation(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -70,9 +70,10 @@ __all__ = ["MAX_RECORDS", "STREAM_ENTRY", "read_stream", "stream_handler"]
 
 MAX_RECORDS = 10_000
 """The most records an event may carry: the event source's largest batch."""
-MAX_RECORD_CHARS = 2 * 1024 * 1024
-"""One record's bound, as JSON text: two images of DynamoDB's largest item (400 KB), with room for
-base64 and the attribute wrappers."""
+MAX_RECORD_CHARS = 6 * 1024 * 1024
+"""One record's bound, as JSON text: Lambda's largest synchronous payload, so every record
+Lambda can deliver is measured (a legal 400 KB item of 200,000 booleans is a 3.3 MB record);
+the work is bounded by the event, never a legal item refused."""
 MAX_RECORD_DEPTH = 72
 """One record's deepest nesting: an item may nest 32 levels, each two levels of JSON."""
 STREAM_ENTRY = "stream"
@@ -209,7 +210,8 @@ def _table(
     settings: SurgeSettings,
 ) -> list[dict[str, Any]]:
     """One table's records: counted per window and dimension, then each dimension
-    decided on its sum."""
+    decided on its sum; a GSI the construct does not serve is answered ``not served``, with
+    its units, and neither counted nor raised."""
     description = tables.describe(ctx.clients.dynamodb, table)
     billing = description.get("BillingModeSummary")
     if isinstance(billing, Mapping) and billing.get("BillingMode") == "PAY_PER_REQUEST":
@@ -221,11 +223,19 @@ def _table(
             try:
                 scopes.check(table, index)
             except CapacityRequestError:
-                continue  # an index the construct does not serve: not raised
+                rows.append(_not_served(table, index, windows))
+                continue
         mine = [w for w in windows if w.units.get(index, 0) > 0]
         if mine:
             rows.append(_dimension(ctx, store, table, index, mine, description, settings))
     return rows
+
+
+def _not_served(table: str, index: str, windows: list[_Window]) -> dict[str, Any]:
+    """The answer for a GSI the construct does not serve: its units, not raised."""
+    units = round(sum(w.units.get(index, 0.0) for w in windows), 1)
+    where = {"table": table, "index": index, "dimension": "write"}
+    return {**where, "status": "not served", "units": units}
 
 
 def _view(records: list[Mapping[str, Any]]) -> str | None:

@@ -37,9 +37,10 @@ if TYPE_CHECKING:
 
 COUNTER = "stream:"
 """The sort key prefix of a counter item."""
-SLOTS = 6
-"""Windows kept per dimension: a minute of them, as long as the event source keeps a record (its
-maximum record age)."""
+SLOTS = 7
+"""Windows kept per dimension: 70 seconds of them, so that a record as old as the event source
+keeps one (its maximum record age, a minute) still finds its window, whichever second of a
+window the newest record is in."""
 MAX_WINDOW_UNITS = MAX_UNITS_PER_SECOND * WINDOW_SECONDS
 """The most units a window's sum may hold: no dimension serves more per second."""
 

@@ -224,9 +224,13 @@ def _seconds(when: object) -> float | None:
     from the Streams API through boto3; None for anything else."""
     if isinstance(when, datetime):
         return when.timestamp()
-    if isinstance(when, int | float) and not isinstance(when, bool) and math.isfinite(when):
-        return float(when)
-    return None
+    if not isinstance(when, int | float) or isinstance(when, bool):
+        return None
+    try:
+        seconds = float(when)  # a JSON integer of 400 digits is no float: OverflowError
+    except OverflowError:
+        return None
+    return seconds if math.isfinite(seconds) else None
 
 
 def _image(record: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
