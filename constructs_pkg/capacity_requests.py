@@ -173,6 +173,7 @@ REQUEST_METRICS = dict.fromkeys(
         "BucketFailed",
         "SurgesCorroborated",
         "CorroborationFailed",
+        "SurgesUnconfirmed",
         *STREAM_COUNT_ALARMS,
     ),
     "run",
@@ -192,6 +193,7 @@ ALARM_IDS = (
     "SignalsDropped",
     "BucketFailed",
     "CorroborationFailed",
+    "SurgesUnconfirmed",
     *STREAM_ALARM_IDS,
 )
 """The alarms, by stable id (``alarm_options``, ``alarms``)."""
@@ -722,8 +724,16 @@ class CapacityRequests(Construct):
         self._count_alarm(
             "SurgeBudget",
             "SurgesOverBudget",
-            "A surge of the fast path met its dimension's budget of surge units for the hour "
-            "(a process that lies, or a budget too small): the log names the dimension",
+            "A surge of the fast path met its dimension's budget of surge units for the hour, "
+            "or its surge cap over the dimension's configured base (a process that lies, or a "
+            "budget or cap too small): the log names the dimension",
+        )
+        self._count_alarm(
+            "SurgesUnconfirmed",
+            "SurgesUnconfirmed",
+            "A surge raised on the processes' reports was not confirmed by DynamoDB's own "
+            "measure (CloudWatch's consumed capacity) and is left to expire: a process that "
+            "lies, or reports on the wrong table; the log names the dimension",
         )
         if fast_path.surge_alarm_units is not None:
             self._surge_units_alarm(fast_path.surge_alarm_units)

@@ -228,7 +228,7 @@ def test_failed_surges_and_the_functions_errors_are_alarmed(stack: cdk.Stack) ->
     # broker errors, restorer errors, holds dropped; signals errors, surges failed,
     # combiner full, reports dropped, reports refused, surge budget met, surge units,
     # a bucket estimate not kept, a corroboration failed
-    template.resource_count_is("AWS::CloudWatch::Alarm", 12)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 13)
 
 
 def test_refused_reports_the_budget_and_surge_volume_are_alarmed(stack: cdk.Stack) -> None:

@@ -129,6 +129,25 @@ def counted(out: str, metric: str) -> int:
     return int(total)
 
 
+def served_writes(world: World, name: str, per_second: float, minutes: range) -> None:
+    """CloudWatch's consumed write capacity at ``per_second``, a Sum a minute, for each of
+    ``minutes`` from the world's current minute (ahead of it too: the tests' clocks run
+    ahead): DynamoDB's own measure of a demand that is real."""
+    world.cw.put_metric_data(
+        Namespace="AWS/DynamoDB",
+        MetricData=[
+            {
+                "MetricName": "ConsumedWriteCapacityUnits",
+                "Dimensions": [{"Name": "TableName", "Value": name}],
+                "Timestamp": world.now + timedelta(minutes=m),
+                "Value": per_second * 60,
+                "Unit": "Count",
+            }
+            for m in minutes
+        ],
+    )
+
+
 def surge_of(world: World, name: str, dimension: str = "write") -> Hold | None:
     state = world.store.get(name, None, dimension)
     return next((h for h in state.holds if h.id == SURGE_HOLD), None) if state else None
@@ -344,7 +363,7 @@ def test_a_surge_beside_a_request_brings_the_level_of_every_hold_to_the_rule(
 
 
 def test_an_expired_surge_not_yet_restored_keeps_its_baseline_under_the_cap(
-    world: World,
+    world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN a liar's surge capped at 50 over 100, expired and not yet restored
     name = a_table(world, "Liar")
@@ -352,18 +371,22 @@ def test_an_expired_surge_not_yet_restored_keeps_its_baseline_under_the_cap(
     settings = SurgeSettings(cap=50)
     send(world, report(name, lie), served(name), settings)
     assert world.target_min(name, "write") == 150
+    capsys.readouterr()
     for minutes in (6, 12, 18):
         later = lambda m=minutes: time.time() + m * 60  # noqa: E731
         # WHEN the liar reports again, each time after the surge expired
         (row,) = send(world, report(name, lie, sent=later()), served(name), settings, clock=later)[
             "dimensions"
         ]
-        # THEN the surge is renewed at its level: the cap still counts from 100
-        assert (row["status"], row["to"]) == ("renewed", 150)
+        # THEN the surge goes no further: CloudWatch shows nothing served, so it is left to
+        # expire at its level, and the cap still counts from 100
+        assert (row["status"], row["to"]) == ("unconfirmed", 150)
         assert world.target_min(name, "write") == 150
         assert world.throughput(name) == (50, 150)
         hold = surge_of(world, name)
         assert hold is not None and (hold.baseline, hold.units) == (100, 50)
+    # AND each look that read CloudWatch counted it (a minute apart at least)
+    assert counted(capsys.readouterr().out, "SurgesUnconfirmed") == 3
 
 
 def test_throttles_seen_before_the_raise_never_raise_again(world: World) -> None:
@@ -387,8 +410,10 @@ def test_throttles_seen_before_the_raise_never_raise_again(world: World) -> None
 def test_unknown_throttles_renew_at_the_same_level_and_only_for_a_lifetime(
     world: World,
 ) -> None:
-    # GIVEN throttles of no known cause, below provisioned: a surge is due, of one unit
+    # GIVEN throttles of no known cause, below provisioned: a surge is due, of one unit, and
+    # CloudWatch shows the table serving what it has (the surge is confirmed)
     name = a_table(world, "Unknown")
+    served_writes(world, name, 100, range(-5, 65))
     start = time.time()
     at = lambda minutes: lambda: start + minutes * 60  # noqa: E731
     event = write(60, throttles={"unknown": 500})
@@ -420,8 +445,10 @@ def test_unknown_throttles_renew_at_the_same_level_and_only_for_a_lifetime(
 
 
 def test_a_sustained_burst_on_a_table_without_a_target_keeps_its_surge(world: World) -> None:
-    # GIVEN a table without a target (and no scaler) at 100, surged to 286 by a burst
+    # GIVEN a table without a target (and no scaler) at 100, surged to 286 by a burst that
+    # CloudWatch shows served (200 units/s)
     name = world.table("Sustained", 50, 100, tagged=False)
+    served_writes(world, name, 200, range(-5, 25))
     start = time.time()
     at = lambda minutes: lambda: start + minutes * 60  # noqa: E731
     send(world, report(name, write(200), sent=start), served(name), clock=at(0))

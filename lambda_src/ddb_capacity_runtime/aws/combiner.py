@@ -86,7 +86,12 @@ _BOUNDS = {
     "unknown": MAX_REQUESTS_PER_SECOND,
 }
 """The bounds of an entry's fields (``at`` apart)."""
-_MARKS = {"started": "surge_started", "raised": "surge_raised", "aim": "surge_aim"}
+_MARKS = {
+    "started": "surge_started",
+    "raised": "surge_raised",
+    "aim": "surge_aim",
+    "confirmed": "surge_confirmed",
+}
 """The surge's attributes of the item (`SurgeMark`)."""
 _MARK_MAX = "surge_max"
 _BUDGET = "surge_budget"
@@ -120,6 +125,9 @@ class SurgeMark:
     checked: float | None = None
     """When CloudWatch was last read to corroborate the dimension's capped surge (`claim_check`;
     None: never, or not a time)."""
+    confirmed: float | None = None
+    """When DynamoDB's own measure last showed the demand a surge was raised for (None: never,
+    or not a time); a confirmation before the surge ``started`` is another surge's."""
 
 
 @dataclass(frozen=True)
@@ -260,10 +268,11 @@ def mark(
     raised: float | None = None,
     aim: float | None = None,
     max_capacity: int | None = None,
+    confirmed: float | None = None,
 ) -> None:
     """Remember what is given (not None) of the dimension's surge in its combiner item
-    (`SurgeMark`); the caller holds the dimension's lease."""
-    given = {"started": started, "raised": raised, "aim": aim}
+    (`SurgeMark`); the caller holds the dimension's lease, but for ``confirmed`` alone."""
+    given = {"started": started, "raised": raised, "aim": aim, "confirmed": confirmed}
     names: dict[str, str] = {}
     values: dict[str, Any] = {}
     sets: list[str] = []
@@ -351,7 +360,12 @@ def _buckets(item: Mapping[str, Any]) -> dict[str, str | None]:
 def _mark(item: Mapping[str, Any], now: float) -> SurgeMark:
     """The item's `SurgeMark`, each attribute checked (one out of bounds: None)."""
     times = {}
-    names = {"started": _MARKS["started"], "raised": _MARKS["raised"], "checked": _CHECKED}
+    names = {
+        "started": _MARKS["started"],
+        "raised": _MARKS["raised"],
+        "checked": _CHECKED,
+        "confirmed": _MARKS["confirmed"],
+    }
     for name, attribute in names.items():
         value = _float(_raw_number(item, attribute))
         times[name] = value if 0 <= value <= now + MAX_AHEAD_SECONDS else None
@@ -370,6 +384,7 @@ def _mark(item: Mapping[str, Any], now: float) -> SurgeMark:
         budget,
         text if isinstance(text, str) else None,
         times["checked"],
+        times["confirmed"],
     )
 
 

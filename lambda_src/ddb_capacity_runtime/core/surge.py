@@ -679,9 +679,10 @@ def surge_expiry(now: datetime, started: float, minutes: int, max_hold: timedelt
 
 @dataclass(frozen=True)
 class Look:
-    """The first look at a due report: ``none`` (no surge due), ``ended`` (the surge has
-    lasted its longest: ``reason``), ``renew`` (the surge holds what is due: its expiry
-    pushed) or ``raise`` (the rule, on the live table under the lease)."""
+    """The first look at a due report: ``none`` (no surge due), ``limited`` (one is, but the
+    surge cap leaves it no room: ``reason``), ``ended`` (the surge has lasted its longest:
+    ``reason``), ``renew`` (the surge holds what is due: its expiry pushed) or ``raise``
+    (the rule, on the live table under the lease)."""
 
     status: str
     reason: str = ""
@@ -713,7 +714,7 @@ def first_look(
         drain=live.drain,
     )
     if due is None:
-        return Look("none")
+        return _not_looked(combined, live, stands, bounds, room, since)
     if stands.surge is not None and mark.started is not None:
         if now >= mark.started + lifetime.total_seconds():
             minutes = int(lifetime.total_seconds() // 60)
@@ -777,26 +778,20 @@ def plan_raise(
     base: int,
 ) -> SurgePlan:
     """The surge the rule asks of the dimension ``live`` (its target and limits read)
-    as it ``stands`` at ``now``, over its configured ``base``: made or renewed so that the
+    as it ``stands`` at ``now``, over its configured ``base`` (the surge cap counts from it,
+    or from the budget window's level when lower: a dimension that surges left high, auto
+    scaling not yet scaled in, cannot climb from there; a surge the cap leaves no room is
+    ``limited``, counted over budget): made or renewed so that the
     level of every active hold reaches the rule's level; its units never fewer than the
     surge's, clamped to the surge cap, the budget left, the hold store's ``limits`` and the
     target's max; its expiry ``surge_minutes`` on (never earlier than it was, never past
     its lifetime). Never lowers anything."""
     window = budget_window(mark.budget, now, stands.baseline)
-    room = bounds.room(stands.baseline, window.level, live.warm, live.trusted)
-    want = surge_level(
-        combined,
-        live.provisioned,
-        live.aim,
-        live.max_capacity,
-        bounds.share,
-        room,
-        held=stands.held,
-        base=stands.baseline,
-        drain=live.drain,
-    )
+    since = min(window.level, base) if base >= 1 else window.level
+    room = bounds.room(stands.baseline, since, live.warm, live.trusted)
+    want = _rule(combined, live, stands, bounds, room)
     if want is None:
-        return SurgePlan("none")
+        return _not_due(combined, live, stands, bounds, room, since)
     left = bounds.budget_left(window, live.warm, live.trusted)
     refused = left == 0 and want > stands.held
     if refused and stands.surge is None:
@@ -848,6 +843,63 @@ def _surge_units(
     if live.target_max is not None:  # the level of every hold stays within the target's max
         room.append(live.target_max - floor - others)
     return min(units, *room)
+
+
+def _not_looked(
+    combined: Combined,
+    live: Live,
+    stands: Standing[Any],
+    bounds: SurgeBounds,
+    room: int | None,
+    since: int,
+) -> Look:
+    """No lease to take: ``limited`` when the surge cap alone leaves a new surge the rule
+    asks for no room (the signals function counts it over budget), else ``none``."""
+    plan = _not_due(
+        combined, replace(live, aim=1.0, max_capacity=NO_LIMIT), stands, bounds, room, since
+    )
+    return Look(plan.status, plan.reason)
+
+
+def _rule(
+    combined: Combined, live: Live, stands: Standing[Any], bounds: SurgeBounds, cap: int | None
+) -> int | None:
+    """`surge_level` on the dimension ``live`` as it ``stands``, within ``cap``."""
+    return surge_level(
+        combined,
+        live.provisioned,
+        live.aim,
+        live.max_capacity,
+        bounds.share,
+        cap,
+        held=stands.held,
+        base=stands.baseline,
+        drain=live.drain,
+    )
+
+
+def _not_due(
+    combined: Combined,
+    live: Live,
+    stands: Standing[Any],
+    bounds: SurgeBounds,
+    room: int | None,
+    since: int,
+) -> SurgePlan:
+    """No raise: ``limited`` (counted over budget) when the surge cap alone leaves a new
+    surge the rule asks for no room, else ``none``."""
+    if room == 0 and stands.surge is None and _rule(combined, live, stands, bounds, None):
+        return SurgePlan("limited", over_budget=True, reason=_capped(since, stands))
+    return SurgePlan("none")
+
+
+def _capped(since: int, stands: Standing[Any]) -> str:
+    """Why the surge cap leaves a new surge no room."""
+    return (
+        f"the surge cap counts from the dimension's configured base ({since:,}): it is at "
+        f"{stands.baseline:,} already, as far as a surge may take it without DynamoDB's own "
+        "measure of a larger demand"
+    )
 
 
 def _no_room(want: int, stands: Standing[Any]) -> str:

@@ -79,6 +79,7 @@ from ..core.surge import (
     DEFAULT_SURGE_MINUTES,
     DEFAULT_SURGE_SCALE,
     MAX_SURGE_SCALE,
+    SURGE_AT,
     SURGE_LIFETIME_MINUTES,
     TRUSTED_MINUTES,
     UNBOUNDED,
@@ -122,7 +123,6 @@ __all__ = [
     "Signal",
     "SurgeSettings",
     "keep_bucket",
-    "signals_handler",
     "surge_dimension",
     "take_report",
     "trusted_demand",
@@ -158,6 +158,14 @@ only a write costs, and each rewrites the dimension's combiner item (up to 12 wr
 interval is 5 s by default; one report per process). What a write skipped loses is the
 consumption seen between two writes, at most this many seconds of it: a few percent of the
 bucket at most, and refusals empty the estimate whatever it says."""
+CONFIRM_SECONDS = 300.0
+"""How long a surge raised on the processes' reports alone goes on before DynamoDB's own
+measure must confirm it (`_confirmed`), and how long a confirmation lasts: CloudWatch shows a
+minute's consumption within minutes (`TRUSTED_MINUTES`)."""
+UNCONFIRMED = (
+    "DynamoDB's own measure does not show the demand this surge was raised for: it is left to "
+    "expire"
+)
 CORROBORATE_SECONDS = 60.0
 """The shortest time between two reads of CloudWatch for one dimension's capped surge
 (`trusted_demand`): its consumed capacity is a sum a minute, so a read more often would show
@@ -291,12 +299,6 @@ def _setting(
     if value is None or not allowed(value):
         raise BrokerConfigError(f"{name}: got {shown(text)}; expected {expected}")
     return value
-
-
-def signals_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-    """AWS Lambda entry point of the ``CapacityRequests`` signals function."""
-    # A broken configuration fails the invocation (its errors are alarmed).
-    return take_report(event, BrokerConfig.from_env(), SurgeSettings.from_env())
 
 
 def take_report(
@@ -571,9 +573,17 @@ def _surge(
     look = first_look(combined, live, now, stands, found.mark, settings, lifetime)
     if look.status == "none":
         return {**where, "status": "none", **seen}  # not due, whatever the target and limits
+    if look.status == "limited":  # the cap leaves no room: a lie, or a demand to corroborate
+        if not _may_corroborate(
+            _Seen(table, d, combined, found.mark, live, stands, signal), settings, now
+        ):
+            count("SurgesOverBudget")
+            return {**where, "status": "limited", "reason": look.reason, **seen}
     if look.status == "ended":
         return {**where, "status": "ended", "to": stands.held, "reason": look.reason, **seen}
     first = _Seen(table, d, combined, found.mark, live, stands, signal)
+    if stands.surge is not None and not _confirmed(ctx, store, first, now):
+        return {**where, "status": "unconfirmed", "to": stands.held, "reason": UNCONFIRMED, **seen}
     status = raw.get("TableStatus")
     if look.status == "renew" and status == "ACTIVE":
         first = replace(first, renews=_to_corroborate(first, settings, now, lifetime))
@@ -605,6 +615,59 @@ def _first_live(
     bucket = keep_bucket(ctx, store, key, found, signal, seen)
     drain = Drain(bucket, warm, signal.next_look, signal.blind)
     return Live(provisioned, warm=warm, drain=drain, trusted=signal.trusted or 0.0)
+
+
+def _confirmed(ctx: Context, store: HoldStore, first: _Seen, now: float) -> bool:
+    """Whether ``first``'s surge may go on (be renewed or raised): always on the stream's
+    signal (DynamoDB's own measure) and for `CONFIRM_SECONDS` from its start; after that,
+    only while DynamoDB's own measure confirmed it in the last `CONFIRM_SECONDS`: the demand
+    CloudWatch shows served reached `SURGE_AT` x the surge's baseline. CloudWatch is read at
+    most once a minute a dimension (`combiner.claim_check`); a read that fails is counted
+    (``CorroborationFailed``) and the surge goes on (unknown data never lowers capacity); a
+    read that shows less is counted (``SurgesUnconfirmed``, alarmed) and the surge is left
+    to expire: the processes' reports alone keep no dimension raised."""
+    mark = first.mark
+    if first.signal.trusted is not None or mark.started is None:
+        return True
+    if now - mark.started < CONFIRM_SECONDS:
+        return True
+    if mark.confirmed is not None and mark.started <= mark.confirmed > now - CONFIRM_SECONDS:
+        return True
+    where: dict[str, Any] = {
+        "table": first.table,
+        "index": first.d.index,
+        "dimension": first.d.dimension,
+    }
+    try:
+        claimed = combiner.claim_check(
+            store.dynamodb, store.name, first.key, now, CORROBORATE_SECONDS
+        )
+        if not claimed:  # read within the minute, and not confirmed by it
+            return False
+        trusted = trusted_demand(ctx, first.table, first.d.index, first.d.dimension)
+    except Exception as exc:  # unknown: the surge goes on
+        count("CorroborationFailed")
+        log_event("corroboration-failed", level=logging.ERROR, **where, reason=_reason(exc))
+        return True
+    if _confirms(first, trusted, now, store):
+        return True
+    count("SurgesUnconfirmed")
+    log_event(
+        "surge-unconfirmed",
+        level=logging.WARNING,
+        **where,
+        trusted=round(trusted, 1),
+        baseline=first.stands.baseline,
+    )
+    return False
+
+
+def _confirms(first: _Seen, trusted: float, now: float, store: HoldStore) -> bool:
+    """Whether the ``trusted`` demand confirms ``first``'s surge (remembered in its mark)."""
+    if trusted < SURGE_AT * first.stands.baseline:
+        return False
+    combiner.mark(store.dynamodb, store.name, first.key, confirmed=now)
+    return True
 
 
 def _to_corroborate(first: _Seen, settings: SurgeSettings, now: float, lifetime: timedelta) -> bool:
@@ -797,6 +860,8 @@ def _corroborated(
         count("CorroborationFailed")
         log_event("corroboration-failed", level=logging.ERROR, **where, reason=_reason(exc))
         return plan, False
+    if first.stands.surge is not None:
+        _confirms(first, trusted, ctx.clock(), store)
     wider = decide(replace(live, trusted=max(live.trusted, trusted)), settings)
     was = plan.applied if plan.status == "raise" else 0
     if wider.status != "raise" or wider.applied <= max(was, wider.before):
