@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import jsii
-from aws_cdk import Duration, Names, Stack, Token
+from aws_cdk import Duration, Names, Reference, Stack, Token, Tokenization
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -312,7 +312,12 @@ class StreamReader(Construct):
 
 
 def _key(scope: IConstruct, value: object) -> str:
-    """A stream ARN as its stack resolves it, for comparing."""
+    """A stream ARN, for comparing across the app: a reference to a table's ``StreamArn``
+    by the table it names (the same whichever stack reads it: a cross-stack reference
+    becomes an import in the reader's stack); anything else as its stack resolves it."""
+    found = Tokenization.reverse(value) if Token.is_unresolved(value) else None
+    if isinstance(found, Reference):
+        return f"{found.target.node.path}#{found.display_name}"
     return json.dumps(Stack.of(scope).resolve(value), sort_keys=True)
 
 
