@@ -746,8 +746,9 @@ class CapacityRequests(Construct):
         self._count_alarm(
             "CombinerFull",
             "CombinerFull",
-            "A report of the fast path was refused: 100 processes report on its dimension "
-            "already; the signals function's log names the dimension",
+            "A report of the fast path came from a newcomer while 100 processes report on its "
+            "dimension already: newcomers share one entry; the signals function's log names "
+            "the dimension",
         )
         self._render_rule_alarms()
         self._alarm_set.add(

@@ -607,9 +607,10 @@ def test_a_hostile_combiner_item_is_ignored_counted_and_cleaned(
     assert sorted(item["Item"]["reports"]["M"]) == ["p1"]
 
 
-def test_a_full_combiner_refuses_new_processes_until_entries_go_stale(
+def test_a_full_combiner_hears_a_newcomer_through_the_shared_entry(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # GIVEN a dimension whose combiner holds 100 made-up processes, fresh and quiet
     name = a_table(world, "Full")
     key = combiner.combiner_key(name, "table:write")
     now = time.time()
@@ -618,17 +619,53 @@ def test_a_full_combiner_refuses_new_processes_until_entries_go_stale(
         for i in range(combiner.MAX_PROCESSES)
     }
     world.store_ddb.put_item(TableName=world.store.name, Item={**key, "reports": {"M": fresh}})
+    # WHEN a real process reports 500 units/s
     answer = send(world, report(name, write(500), process="newcomer"), served(name))
-    assert [r["status"] for r in answer["dimensions"]] == ["refused"]
+    # THEN it is heard, through the one shared entry, and the table is raised (500 / 0.7)
+    (row,) = answer["dimensions"]
+    assert (row["status"], row.get("to")) == ("applied", 715), row.get("reason")
     out = capsys.readouterr().out
     assert (counted(out, "ReportsRefused"), counted(out, "CombinerFull")) == (0, 1)
-    # a process already in it is still heard
+    item = world.store_ddb.get_item(TableName=world.store.name, Key=key, ConsistentRead=True)
+    listed = item["Item"]["reports"]["M"]
+    assert len(listed) == combiner.MAX_PROCESSES + 1 and combiner.OVERFLOW in listed
+    # AND a process already in it is still heard under its own id
     assert send(world, report(name, write(1), process="w7"), served(name))["ok"]
-    # once entries are stale, a newcomer gets in (some are removed to make room)
+    # AND once entries are stale, a newcomer gets an entry of its own again
     later = lambda: time.time() + FRESH_SECONDS + 5  # noqa: E731
-    event = report(name, write(500), process="newcomer", sent=later())
-    (row,) = send(world, event, served(name), clock=later)["dimensions"]
+    event = report(name, write(500), process="late", sent=later())
+    send(world, event, served(name), clock=later)
+    item = world.store_ddb.get_item(TableName=world.store.name, Key=key, ConsistentRead=True)
+    assert "late" in item["Item"]["reports"]["M"]
+
+
+def test_a_corrupt_combiner_is_repaired_and_the_report_taken(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a combiner item holding 500 stale entries and 20 malformed ones beside two
+    # fresh ones, and a surge budget the repair must keep
+    name = a_table(world, "Corrupt")
+    key = combiner.combiner_key(name, "table:write")
+    now = time.time()
+
+    def entry(at: float) -> dict[str, Any]:
+        return {"M": {"d": {"N": "1"}, "t": {"N": "0"}, "k": {"N": "0"}, "at": {"N": str(at)}}}
+
+    listed = {f"old{i}": entry(now - 3_600) for i in range(500)}
+    listed |= {f"bad{i}": {"M": {"d": {"S": "lots"}}} for i in range(20)}
+    listed |= {"p2": entry(now), "p3": entry(now)}
+    budget = {"S": f"{int(now)}:100:50"}
+    item = {**key, "reports": {"M": listed}, "surge_budget": budget}
+    world.store_ddb.put_item(TableName=world.store.name, Item=item)
+    # WHEN a process reports
+    (row,) = send(world, report(name, write(300)), served(name))["dimensions"]
+    # THEN the report is taken (the dimension is raised), the item repaired and counted
     assert row["status"] == "applied"
+    out = capsys.readouterr().out
+    assert counted(out, "SurgeEntriesIgnored") == 520 and counted(out, "SurgesFailed") == 0
+    after = world.store_ddb.get_item(TableName=world.store.name, Key=key, ConsistentRead=True)
+    assert sorted(after["Item"]["reports"]["M"]) == ["p1", "p2", "p3"]
+    assert after["Item"]["surge_budget"]["S"].split(":")[1] == "100"
 
 
 def test_every_field_of_a_processs_rates_survives_the_combiner(world: World) -> None:

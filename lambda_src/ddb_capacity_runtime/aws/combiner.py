@@ -17,9 +17,11 @@ the burst-bucket estimate of each signal (`BUCKETS`: the hook's reports and the 
 each `core.bucket.Bucket.text`), written by `keep_bucket` on the text read.
 
 The map is bounded: a process not yet in it is let in only while it holds fewer than
-`MAX_PROCESSES` entries, and entries older than `FRESH_SECONDS`
-are removed by later writes (`forget`), each with a condition that it is still the
-entry that was read, so a process's fresh entry is never removed.
+`MAX_PROCESSES` entries (past that, newcomers share the one `OVERFLOW` entry, so none is
+refused), and entries older than `FRESH_SECONDS` are removed by later writes (`forget`),
+each with a condition that it is still the entry that was read, so a process's fresh entry
+is never removed. An item holding more than the library writes is rewritten with its fresh
+entries alone (`_repair`).
 
 The item is untrusted input: every entry read back is checked (`entries`), and one
 that breaks a bound is ignored, counted and removed. The state store's other readers skip
@@ -58,6 +60,10 @@ MAX_PROCESSES = 100
 """The most processes one dimension's combiner keeps. It bounds the item, and so what each report's
 write costs: at 100 processes of the longest ids, under 12 KB, so 12 write units at most (1 with a
 few processes)."""
+OVERFLOW = "overflow"
+"""The entry every process shares once the item holds `MAX_PROCESSES` others (made-up process
+ids can fill it): the latest such report is its rates, so a real process is still heard, and the
+item holds at most one entry more."""
 MAX_REMOVED = 25
 """The most entries one write removes (an expression is at most 4 KB)."""
 MAX_DEMAND = MAX_UNITS_PER_SECOND + 400 * MAX_REQUESTS_PER_SECOND
@@ -144,6 +150,10 @@ class Entries:
     """Each source's burst-bucket estimate (`BUCKETS`) that the item holds, as its text
     (None: a value that is not a string of at most `MAX_BUCKET_CHARS`); a source the
     item holds none for is absent. Untrusted: read with `core.bucket.read_bucket`."""
+    overflowed: bool = False
+    """The report went into the shared `OVERFLOW` entry: the item held `MAX_PROCESSES` others."""
+    repaired: int = 0
+    """Entries dropped by rewriting an item that held more than the library ever writes."""
 
     @property
     def full(self) -> bool:
@@ -172,6 +182,7 @@ def record(
     Raises `CombinerContended` when the item changed under every attempt, and
     ClientError for what else fails."""
     entry = {"M": _entry_item(rates)}
+    repaired = 0
     for _ in range(4):
         try:
             answer = dynamodb.update_item(
@@ -186,16 +197,22 @@ def record(
                 ExpressionAttributeValues={
                     ":e": entry,
                     ":map": {"S": "M"},
-                    ":most": {"N": str(MAX_PROCESSES)},
+                    ":most": {"N": str(MAX_PROCESSES + (process == OVERFLOW))},
                     ":at": entry["M"]["at"],
                 },
                 ReturnValues="ALL_NEW",
             )
-            return entries(answer.get("Attributes", {}), now)
+            return replace(entries(answer.get("Attributes", {}), now), repaired=repaired)
         except ClientError as exc:
             if error_code(exc) not in (CONDITION_FAILED, "ValidationException"):
                 raise
         mended = _mend(dynamodb, store, key, process, entry, now)
+        if isinstance(mended, _Repaired):
+            repaired += mended.dropped
+            continue
+        if mended is False and process != OVERFLOW:
+            shared = record(dynamodb, store, key, OVERFLOW, rates, now)
+            return replace(shared, overflowed=True) if shared is not None else None
         if mended is not True:
             return mended or None
     raise CombinerContended(
@@ -218,12 +235,14 @@ def _mend(
     process: str,
     entry: Mapping[str, Any],
     now: float,
-) -> Entries | bool:
+) -> Entries | bool | _Repaired:
     """After a refused write of ``process``'s ``entry``, read the item and see why: no map
     yet (make it with the entry: its entries), a map that is not one (reset it: True, try
     again), a newer entry of the process (its entries: the report is ignored), an entry of
-    the process whose time is no number (forget it: True), a full one (forget its stale
-    entries: True; none to forget: False), or none of these any more (True)."""
+    the process whose time is no number (forget it: True), more entries than the library
+    writes or more stale and malformed ones than a write removes (`_repair`), a full one
+    (forget its stale entries: True; none to forget: False), or none of these any more
+    (True)."""
     item = dynamodb.get_item(TableName=store, Key=dict(key), ConsistentRead=True).get("Item")
     reports = (item or {}).get("reports")
     if reports is None:
@@ -254,9 +273,41 @@ def _mend(
             return True
         if _float(at) >= float(entry["M"]["at"]["N"]):
             return found  # a newer (or the same) report of this process is in already
+    size = len(listed) if isinstance(listed, Mapping) else 0
+    if size > MAX_PROCESSES + 1 or len(found.stale) + len(found.ignored) > MAX_REMOVED:
+        return _Repaired(_repair(dynamodb, store, key, found, size))
     if found.full and process not in found.rates:
         return forget(dynamodb, store, key, found) > 0
     return True
+
+
+def _repair(
+    dynamodb: DynamoDBClient, store: str, key: Mapping[str, Any], found: Entries, size: int
+) -> int:
+    """Rewrite an item holding more entries than the library writes, or more stale and
+    malformed ones than a write removes: its fresh well-formed entries kept (the latest
+    `MAX_PROCESSES`), the rest dropped, in one write conditioned on the map's size as read.
+    Returns how many were dropped (0: it changed meanwhile). The item's other attributes
+    (the surge mark, the budget, the estimates) are left as they are."""
+    kept = sorted(found.rates.items(), key=lambda pr: pr[1].at, reverse=True)[:MAX_PROCESSES]
+    fresh = {p: {"M": _entry_item(r)} for p, r in kept}
+    done = conditional_update(
+        dynamodb,
+        store,
+        key,
+        "SET #r = :m",
+        "size(#r) = :n",
+        {":m": {"M": fresh}, ":n": {"N": str(size)}},
+        NAMES,
+    )
+    return size - len(fresh) if done is not None else 0
+
+
+@dataclass(frozen=True)
+class _Repaired:
+    """`_mend`'s answer after `_repair`: try the write again; ``dropped`` entries went."""
+
+    dropped: int
 
 
 def mark(

@@ -24,8 +24,9 @@ restore that ends every expired hold. Nothing here lowers anything.
 A report is untrusted: a malformed one (EMF ``ReportsRefused``, alarmed), or one for a
 table the function does not serve (``ReportsNotServed``), is refused (``report-refused`` in
 the log), never raised on (an asynchronous invocation that fails would be retried for
-nothing); so is a dimension of an index it does not serve (``ReportsNotServed``), and a
-newcomer to a dimension whose combiner is full (``CombinerFull``, alarmed). Each dimension
+nothing); so is a dimension of an index it does not serve (``ReportsNotServed``). A
+newcomer to a dimension whose combiner is full is heard through the entry newcomers share
+(``CombinerFull``, alarmed). Each dimension
 is its own fault domain: a surge that could not be applied is counted (``SurgesFailed``,
 alarmed) and the others go on; one that found its dimension's lease taken, or its table
 being updated while its surge is recorded, is deferred (``SurgesDeferred``): another update
@@ -491,6 +492,27 @@ def _combine(
     found = combiner.record(store.dynamodb, store.name, key, report.process, mine, now)
     if found is None:
         return None
+    if found.overflowed:  # heard through the shared entry: made-up ids may fill the item
+        count("CombinerFull")
+        log_event(
+            "combiner-overflow",
+            level=logging.WARNING,
+            table=report.table,
+            key=key["sk"]["S"],
+            reporter=shown(report.process),
+            reason=f"{combiner.MAX_PROCESSES} processes report on this dimension already: "
+            "this report shares one entry with every newcomer's",
+        )
+    if found.repaired:
+        count("SurgeEntriesIgnored", found.repaired)
+        log_event(
+            "combiner-repaired",
+            level=logging.WARNING,
+            table=report.table,
+            key=key["sk"]["S"],
+            dropped=found.repaired,
+            reason="the item held more entries than the signals function writes",
+        )
     if found.ignored:
         count("SurgeEntriesIgnored", len(found.ignored))
         log_event(
