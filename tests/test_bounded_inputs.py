@@ -75,3 +75,12 @@ def test_local_out_naming_a_file_blames_out_not_the_app(tmp_path, monkeypatch):
         "ddb-capacity: error: --out: got 'taken'; it names a file: expected a folder for the "
         "cloud assembly (made if missing)\n"
     )
+
+
+def test_local_out_that_cannot_be_made_blames_out(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "taken").write_text("a file")
+    code, _, err = run("local", "--app", "python app.py", "--out", "taken/sub")
+    assert code == 2
+    assert err.startswith("ddb-capacity: error: --out: got 'taken/sub'; it cannot be made (")
+    assert "expected a folder for the cloud assembly" in err

@@ -179,6 +179,14 @@ def run_local(app: str, stack: str | None, out_dir: str | None, out: TextIO) -> 
             f"--out: got {out_dir!r}; it names a file: expected a folder for the cloud "
             "assembly (made if missing)"
         )
+    if out_dir is not None:
+        try:
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LocalError(
+                f"--out: got {out_dir!r}; it cannot be made ({exc.strerror or exc}): expected "
+                "a folder for the cloud assembly (made if missing)"
+            ) from None
     cwd = Path.cwd()
     try:
         cdk_cli(cwd)
