@@ -225,11 +225,11 @@ def test_minimums_above_the_default_quota_are_remembered(world: World) -> None:
         lease.write(50_000, [hold])
     state = store.get(name, None, "read")
     assert state is not None and state.malformed == () and state.holds[0].baseline == 50_000
-    # a store given no quota reads DynamoDB's default: the base above it is not read
+    # a store given no quota (DynamoDB's default) reads them too: they are levels the
+    # table had, not raises, so a restorer run with the default quota still restores them
     default = HoldStore(world.store_ddb, world.store.name).get(name, None, "read")
-    assert (
-        default is not None and default.base is None and HoldLimits().quota == DEFAULT_TABLE_QUOTA
-    )
+    assert default is not None and default.base == 50_000 and default.malformed == ()
+    assert HoldLimits().quota == DEFAULT_TABLE_QUOTA
 
 
 @pytest.mark.parametrize("lease_seconds", [60, 1])

@@ -76,6 +76,7 @@ from ..core.holds import (
 from ..core.names import (
     DEFAULT_TABLE_QUOTA,
     DIMENSIONS,
+    MAX_TABLE_QUOTA,
     TABLE_QUOTA_ENV,
     parse_table_quota,
     scope_label,
@@ -132,8 +133,10 @@ MAX_PLAN_CHARS = 256
 @dataclass(frozen=True)
 class HoldLimits:
     """The largest hold the store obeys (units per dimension and duration), the most
-    units the active holds of one dimension may add up to, and the table quota: the largest
-    capacity the store reads (a base, a minimum set, an intent, a baseline)."""
+    units the active holds of one dimension may add up to, and the table quota. What the
+    store remembers of a dimension (a base, a minimum set, an intent, a baseline) is read up
+    to `MAX_TABLE_QUOTA` whatever the quota: a level the table had is no raise, and a
+    component run with a smaller quota than the one that wrote it still restores it."""
 
     max_units: int = DEFAULT_TABLE_QUOTA
     max_hold: timedelta = MAX_HOLD
@@ -223,7 +226,7 @@ class HoldStore:
         if not table or scope is None:
             return None
         index, dimension = scope
-        quota = self.limits.quota
+        quota = MAX_TABLE_QUOTA  # levels the table had, whatever this store's quota
         base = _whole(item.get("base", {}).get("N"), 1, quota)
         now = datetime.fromtimestamp(self.clock(), UTC)
         holds, malformed = self._holds(item.get("holds", {}).get("M", {}), index, dimension, now)
@@ -256,15 +259,15 @@ class HoldStore:
         self, raw: Mapping[str, Any], index: str | None, dimension: str, now: datetime
     ) -> tuple[list[Hold], list[str]]:
         """An item's holds: the well-formed ones, and the ids of the others (units over the
-        largest hold, an expiry past the longest hold from ``now``, a baseline over the
-        quota, a token that is not a digest)."""
+        largest hold, an expiry past the longest hold from ``now``, a baseline over
+        `MAX_TABLE_QUOTA`, a token that is not a digest)."""
         latest = (now + self.limits.max_hold).timestamp() + 60
         holds, malformed = [], []
         for ident, entry in raw.items():
             fields = entry.get("M", {}) if isinstance(entry, Mapping) else {}
             units = _whole(fields.get("units", {}).get("N"), 1, self.limits.max_units)
             expires = _whole(fields.get("expires", {}).get("N"), 0, int(latest))
-            baseline = _whole(fields.get("baseline", {}).get("N"), 0, self.limits.quota)
+            baseline = _whole(fields.get("baseline", {}).get("N"), 0, MAX_TABLE_QUOTA)
             token = fields.get("token", {}).get("S") if "token" in fields else None
             if units is None or expires is None or baseline is None:
                 malformed.append(ident)
@@ -405,7 +408,7 @@ class HoldStore:
             return None
         item = answer.get("Attributes", {})
         version = int(item["lease_version"]["N"])
-        recent = recent_intents(item.get("recent"), self.limits.quota, now)
+        recent = recent_intents(item.get("recent"), MAX_TABLE_QUOTA, now)
         return Lease(self, key, owner, version, int(until), recent)
 
 
