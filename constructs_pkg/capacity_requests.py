@@ -728,13 +728,6 @@ class CapacityRequests(Construct):
             "or its surge cap over the dimension's configured base (a process that lies, or a "
             "budget or cap too small): the log names the dimension",
         )
-        self._count_alarm(
-            "SurgesUnconfirmed",
-            "SurgesUnconfirmed",
-            "A surge raised on the processes' reports was not confirmed by DynamoDB's own "
-            "measure (CloudWatch's consumed capacity) and is left to expire: a process that "
-            "lies, or reports on the wrong table; the log names the dimension",
-        )
         if fast_path.surge_alarm_units is not None:
             self._surge_units_alarm(fast_path.surge_alarm_units)
         self._count_alarm(
@@ -771,7 +764,14 @@ class CapacityRequests(Construct):
 
     def _render_rule_alarms(self) -> None:
         """The alarms of the fast path's rules: a burst-bucket estimate not kept, CloudWatch
-        not read for a surge the cap cut short."""
+        not read for a surge the cap cut short, a surge CloudWatch did not confirm."""
+        self._count_alarm(
+            "SurgesUnconfirmed",
+            "SurgesUnconfirmed",
+            "A surge raised on the processes' reports was not confirmed by DynamoDB's own "
+            "measure (CloudWatch's consumed capacity) and is left to expire: a process that "
+            "lies, or reports on the wrong table; the log names the dimension",
+        )
         self._count_alarm(
             "BucketFailed",
             "BucketFailed",

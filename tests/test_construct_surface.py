@@ -348,6 +348,7 @@ def test_capacity_requests_alarms_and_metrics(stack: cdk.Stack) -> None:
         "RestorerErrors",
         "SignalsErrors",
         "SurgeBudget",
+        "SurgesUnconfirmed",
         "SurgeUnits",
         "SurgesFailed",
         "CombinerFull",

@@ -605,9 +605,8 @@ def watch(
     """Watch the DynamoDB requests of ``session_or_client`` (a boto3 Session: every
     DynamoDB client it makes from now on; or one DynamoDB client) and report them to the
     signals function ``function`` (default: ``$CAPACITY_SIGNALS``) every ``interval``
-    seconds when it matters; ``send`` (called with each batch of reports, the JSON object
-    the function receives: `core.report_batch`) replaces the Lambda invocation.
-    ``tables``: the only tables reported (default: all).
+    seconds when it matters; ``send`` (called with each batch of reports, as the function
+    receives it) replaces the Lambda invocation. ``tables``: the only tables reported.
     ``process``: a label for this process's id (default: the host name). ``account``: the
     account whose tables are reported (default: the one ``function``'s ARN names, if
     any); a table given as another account's ARN is not counted. The Lambda client is
