@@ -80,6 +80,22 @@ def call_bound(client: Any) -> float:
     return float(attempts * _attempt_bound(client, mode) + backoff)
 
 
+OWN_CALL_SECONDS = CONTROL_PLANE_ATTEMPTS * (CONNECT_TIMEOUT_SECONDS + READ_TIMEOUT_SECONDS) + sum(
+    2 ** (made - 1) for made in range(1, CONTROL_PLANE_ATTEMPTS)
+)
+"""The longest call of the library's own control-plane clients (33 s): a lease is never
+renewed for longer, whatever the caller's client (`lease_bound`)."""
+
+
+def lease_bound(client: Any) -> float:
+    """How long a lease is renewed to cover one call of ``client``: `call_bound`, at most
+    `OWN_CALL_SECONDS`. A caller's client with botocore's defaults could take about 10
+    minutes a call; a killed caller then holds the dimension no longer than the library's
+    own bound (a call that lands after its lease ran out is still read as the library's:
+    its intent was written first, `aws.minimum`)."""
+    return min(call_bound(client), float(OWN_CALL_SECONDS))
+
+
 def retry_bound(client: Any, made: int) -> float:
     """The longest a retry of a call of ``client`` can take once ``made`` attempts failed:
     botocore's longest backoff after them, then one attempt (its timeouts, and with

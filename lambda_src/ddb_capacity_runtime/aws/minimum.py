@@ -6,7 +6,8 @@ scaler, a capacity request and the end of a hold change a minimum.
 
 Under the dimension's lease: the minimum about to be set is written first (``intent``,
 added to the recent intents too), in the same conditional write that renews the lease for
-longer than the register can take (`clients.call_bound` of the client), then
+longer than the register can take (`clients.lease_bound` of the client: its own bound, at
+most the library's clients'), then
 RegisterScalableTarget, then it becomes ``set_to`` (forgotten when it is the base). A
 crash between any two of these, or a register that lands after its lease was lost, leaves
 a memory that `core.memory.reconcile` still reads as the library's, so the
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, cast
 
 from ..core.deadline import NONE, Deadline
 from ..core.holds import LeaseLost
-from .clients import call_bound
+from .clients import lease_bound
 from .store import KEEP
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def set_minimum(
     (the minimum was set, and its intent keeps it the library's). Raises DeadlinePassed,
     with nothing written or sent, once ``deadline`` has passed."""
     deadline.check(f"RegisterScalableTarget of {target.resource_id} MinCapacity {new:,}")
-    renew = call_bound(autoscaling)
+    renew = lease_bound(autoscaling)
     lease.write(base, KEEP if holds is None else holds, intent=new, renew_for=renew)
     try:
         autoscaling.register_scalable_target(
