@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ddb_capacity_runtime.aws.errors import describe_error
+from ddb_capacity_runtime.aws.errors import CONDITION_FAILED, describe_error, error_code
 from ddb_capacity_runtime.aws.store import TUNED, tuned_of
 from ddb_capacity_runtime.core.names import DIMENSIONS, is_table_name, scope_label
 from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
@@ -71,6 +71,11 @@ class _Run:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTS, 0))
 
 
+AHEAD = timedelta(minutes=5)
+"""How far ahead of the loop's clock a run's time may be (clocks apart): a run pointer from
+later than that is not a fresh run, it is not one (a counted failure)."""
+
+
 def tune_run(s3: Any, dynamodb: Any, settings: TuningSettings, now: datetime) -> dict[str, int]:
     """Apply the latest run's recommendations, if it began no longer ago than the report
     delay plus `FRESH_MINUTES` (else a counted failure: nothing changes)."""
@@ -78,7 +83,7 @@ def tune_run(s3: Any, dynamodb: Any, settings: TuningSettings, now: datetime) ->
     run_id = pointer.get("run_id") if isinstance(pointer, dict) else None
     began = time_of(run_id)
     oldest = now - timedelta(minutes=settings.report_delay_minutes + FRESH_MINUTES)
-    if began is None or began < oldest:
+    if began is None or began < oldest or began > now + AHEAD:
         log_event("no-fresh-run", level=logging.ERROR, latest=shown(repr(run_id), 60))
         return {**dict.fromkeys(COUNTS, 0), "Failures": 1}
     assert isinstance(run_id, str)
@@ -191,8 +196,18 @@ def _tune_dimension(
         log_event("target-kept", **where, target=old, why=why)
         return
     dry = run.settings.dry_run
-    if not dry:  # written first: a change is logged and counted once it is made
-        _write(run, key, tuned, new)
+    if tuned is None and "target" in kept:  # one the loop never writes: replaced, counted
+        run.counts["Unreadable"] += 1
+        log_event(
+            "tuned-value-unreadable",
+            level=logging.WARNING,
+            **where,
+            value=shown(repr(kept.get("target")), 60),
+        )
+    if not dry and not _write(run, key, kept.get("target"), new):
+        run.counts["TargetsKept"] += 1  # another loop of this run wrote it meanwhile
+        log_event("target-kept", **where, target=new, why="another run of the loop wrote it")
+        return
     log_event(
         "target-tuned",
         **where,
@@ -206,25 +221,42 @@ def _tune_dimension(
     run.counts["TargetsWouldChange" if dry else "TargetsChanged"] += 1
 
 
-def _write(run: _Run, key: Mapping[str, Any], tuned: int | None, new: int) -> None:
-    """Keep ``new`` as the dimension's tuned target value, conditional on the one read
-    (``tuned``; None: none) being there still."""
+def _write(run: _Run, key: Mapping[str, Any], read: object, new: int) -> bool:
+    """Keep ``new`` as the dimension's tuned target value, conditional on the value read
+    (``read``, as stored, malformed or not; None: none) being there still. False when it is
+    not, and the value there now is this run's: another loop of the same run wrote it
+    meanwhile (two loops at once). Raises ClientError otherwise."""
     values: dict[str, Any] = {
         ":t": {"M": {"target": {"N": str(new)}, "run": {"S": run.run_id}}},
     }
-    if tuned is None:
+    if read is None:
         condition = "attribute_not_exists(#t.#g)"
     else:
         condition = "#t.#g = :old"
-        values[":old"] = {"N": str(tuned)}
-    run.dynamodb.update_item(
-        TableName=run.settings.store,
-        Key=key,
-        UpdateExpression="SET #t = :t",
-        ConditionExpression=condition,
-        ExpressionAttributeNames={"#t": TUNED, "#g": "target"},
-        ExpressionAttributeValues=values,
-    )
+        values[":old"] = read
+    try:
+        run.dynamodb.update_item(
+            TableName=run.settings.store,
+            Key=key,
+            UpdateExpression="SET #t = :t",
+            ConditionExpression=condition,
+            ExpressionAttributeNames={"#t": TUNED, "#g": "target"},
+            ExpressionAttributeValues=values,
+        )
+    except Exception as exc:
+        if error_code(exc) != CONDITION_FAILED or not _written_by(run, key):
+            raise
+        return False
+    return True
+
+
+def _written_by(run: _Run, key: Mapping[str, Any]) -> bool:
+    """Whether the dimension's tuned value is this run's (read consistently)."""
+    item = run.dynamodb.get_item(TableName=run.settings.store, Key=dict(key), ConsistentRead=True)
+    kept = item.get("Item", {}).get(TUNED, {})
+    fields = kept.get("M") if isinstance(kept, Mapping) else None
+    written = fields.get("run") if isinstance(fields, Mapping) else None
+    return isinstance(written, Mapping) and written.get("S") == run.run_id
 
 
 def tuning_handler(event: Mapping[str, Any], context: Any = None) -> dict[str, int]:

@@ -310,6 +310,8 @@ def _owned(
     owned = config.owned_target(name, index, dim)
     if owned is not None and config.tuned_targets and state is not None and state.tuned:
         owned = state.tuned / 100 if _tuned_allowed(config, managed, state) else owned
+    elif owned is not None and config.tuned_targets and state is not None and state.tuned_unread:
+        _tuned_unread(managed, state)
     if owned is None or (target is not None and target.policy is not None):
         return owned
     log_event(
@@ -322,6 +324,22 @@ def _owned(
         "unknown: its target value is left as it is",
     )
     return None
+
+
+def _tuned_unread(managed: ManagedTable, state: HeldDimension) -> None:
+    """A tuned target value that is not one (malformed, or outside 20 to 90: the loop never
+    writes one): the configured target value is aimed at; logged and counted
+    (``managed.refused_tuned``, as a value outside the allowed targets)."""
+    managed.refused_tuned += 1
+    log_event(
+        "tuned-target-refused",
+        level=logging.WARNING,
+        table=managed.name,
+        index=state.index,
+        dimension=state.dimension,
+        reason="not a tuned target value (a whole percent from 20 to 90): the configured "
+        "target value is aimed at",
+    )
 
 
 def _tuned_allowed(config: ScalerConfig, managed: ManagedTable, state: HeldDimension) -> bool:

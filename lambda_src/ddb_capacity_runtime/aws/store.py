@@ -239,7 +239,9 @@ class HoldStore:
             set_to = intent = None
             recent = {}
         tuned = tuned_of(item)
-        if base is None and not holds and not malformed and plan is None and tuned is None:
+        unread = tuned is None and TUNED in item
+        nothing = not holds and not malformed and plan is None and tuned is None and not unread
+        if base is None and nothing:
             return None
         return HeldDimension(
             table,
@@ -253,6 +255,7 @@ class HoldStore:
             plan,
             tuple(sorted(recent)),
             tuned,
+            unread,
         )
 
     def _holds(

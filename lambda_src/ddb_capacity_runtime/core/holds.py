@@ -195,6 +195,8 @@ class HeldDimension:
     recent: tuple[int, ...] = ()
     tuned: int | None = None
     """the nightly tuning loop's target value (percent, 20 to 90); None: none or malformed"""
+    tuned_unread: bool = False
+    """the item holds a tuned target value that is not one (malformed, or outside 20 to 90)"""
 
     @property
     def scope(self) -> tuple[str | None, str]:
