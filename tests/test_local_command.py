@@ -124,3 +124,61 @@ def test_a_missing_cdk_cli_says_how_to_install_it(
     assert (code, out) == (2, "")
     assert "the CDK CLI is missing: no node_modules/.bin/cdk in " in err
     assert f"npm install --save-dev {local_aws.CDK_CLI_PIN}" in err
+
+
+ENV_APP = """
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+
+from constructs_pkg import ThrottleAwareScaler
+
+app = cdk.App()
+stack = cdk.Stack(
+    app, "Pinned", env=cdk.Environment(account="111111111111", region="eu-west-1")
+)
+orders = dynamodb.Table(
+    stack,
+    "Orders",
+    partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+    billing_mode=dynamodb.BillingMode.PROVISIONED,
+    read_capacity=7,
+    write_capacity=3,
+)
+ThrottleAwareScaler(stack, "Scaler", tables=[orders])
+app.synth()
+"""
+
+
+def test_a_stack_with_an_explicit_env_is_deployed_in_its_account_and_region(
+    user_app: str, tmp_path: Path
+) -> None:
+    # GIVEN an app whose stack names its account and Region
+    (tmp_path / "app.py").write_text(ENV_APP)
+    # WHEN local runs it
+    code, out, err = run("local", "--app", user_app)
+    # THEN it is deployed there (the local server is that account) and its scaler ticked
+    assert (code, err) == (0, ""), out
+    assert "one scaler tick: 1 tables managed, 1 changes, 0 failed" in out, out
+    rows = [line.split() for line in out.splitlines() if line.startswith("  Pinned-Orders")]
+    assert [row[2:6] for row in rows][-1] == ["write", "update-table", "3", "5"], out
+
+
+def test_stacks_in_two_accounts_are_refused_naming_them(user_app: str, tmp_path: Path) -> None:
+    two = ENV_APP.replace(
+        "app.synth()",
+        'cdk.Stack(app, "Other", env=cdk.Environment(account="222222222222", '
+        'region="eu-west-1"))\napp.synth()',
+    )
+    (tmp_path / "app.py").write_text(two)
+    code, out, err = run("local", "--app", user_app)
+    assert code == 2 and "deploying" not in out
+    assert "accounts ['111111111111', '222222222222']" in err and "--stack" in err
+
+
+def test_a_missing_moto_server_says_how_to_install_it(
+    user_app: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(local_aws, "MOTO_SERVER", tmp_path / "none" / "moto_server")
+    code, out, err = run("local", "--app", user_app)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "moto's server is missing" in err and local_aws.MOTO_PIN in err

@@ -23,6 +23,8 @@ from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler.tick import run_tick
 
 from .local_aws import (
+    ACCOUNT,
+    REGION,
     aws_env,
     cdk_cli,
     client,
@@ -54,16 +56,20 @@ def state_store(dynamodb: Any, env: Mapping[str, str], fallback: str) -> HoldSto
 
 
 def tick_once(
-    endpoint: str, env: Mapping[str, str], now: datetime, fallback_store: str
+    endpoint: str,
+    env: Mapping[str, str],
+    now: datetime,
+    fallback_store: str,
+    region: str = REGION,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One scaler tick against the local server, configured by a deployed function's
-    environment. Returns the tick's summary and the events it logged."""
+    """One scaler tick against the local server in ``region``, configured by a deployed
+    function's environment. Returns the tick's summary and the events it logged."""
     config = ScalerConfig.from_env(dict(env))
     clients = Clients(
-        client(endpoint, "dynamodb"),
-        client(endpoint, "application-autoscaling"),
-        client(endpoint, "cloudwatch"),
-        client(endpoint, "resourcegroupstaggingapi"),
+        client(endpoint, "dynamodb", region),
+        client(endpoint, "application-autoscaling", region),
+        client(endpoint, "cloudwatch", region),
+        client(endpoint, "resourcegroupstaggingapi", region),
     )
     store = state_store(clients.dynamodb, env, fallback_store)
     with recorded_events() as lines:
@@ -101,6 +107,29 @@ def app_stacks(assembly: Path) -> list[str]:
         for name, artifact in manifest.get("artifacts", {}).items()
         if artifact.get("type") == "aws:cloudformation:stack"
     ]
+
+
+def stack_places(assembly: Path, stacks: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """Each stack's (account, Region) as its manifest says: an explicit ``env``'s, else the
+    local server's defaults. Refused when the stacks name more than one account (the local
+    server is one account: deploy them one at a time with ``--stack``)."""
+    manifest = json.loads((assembly / "manifest.json").read_text())
+    artifacts = manifest.get("artifacts", {})
+    places = {}
+    for name in stacks:
+        raw = str(artifacts.get(name, {}).get("environment", ""))
+        account, _, region = raw.removeprefix("aws://").partition("/")
+        places[name] = (
+            account if account.isdigit() and len(account) == 12 else ACCOUNT,
+            region if region and not region.startswith("unknown") else REGION,
+        )
+    accounts = sorted({a for a, _ in places.values()})
+    if len(accounts) > 1:
+        raise LocalError(
+            f"--stack: got none; the app's stacks are in accounts {accounts}: the local server "
+            "is one account, so choose the stacks of one with --stack"
+        )
+    return places
 
 
 def scaler_functions(assembly: Path, stack: str) -> list[str]:
@@ -145,25 +174,57 @@ def _assembly_dir(out_dir: str | None) -> Iterator[Path]:
         yield Path(tmp)
 
 
-def _tick_stack(endpoint: str, assembly: Path, stack: str, out: TextIO) -> int:
+def _tick_stack(endpoint: str, assembly: Path, stack: str, region: str, out: TextIO) -> int:
     """Register the stack's scalable targets, tick each of its scalers once, print the
     decisions. Returns how many scalers it ticked."""
-    targets = register_skipped_targets(endpoint, assembly, stack)
-    ids = physical_ids(endpoint, stack)
+    targets = register_skipped_targets(endpoint, assembly, stack, region)
+    ids = physical_ids(endpoint, stack, region)
     out.write(f"deployed {stack}: {len(ids)} resources, {targets} scalable targets\n")
     functions = scaler_functions(assembly, stack)
     if not functions:
         out.write(f"{stack}: no ThrottleAwareScaler in this stack, nothing to tick\n")
     now = datetime.now(UTC).replace(second=0, microsecond=0)
-    lambdas = client(endpoint, "lambda")
+    lambdas = client(endpoint, "lambda", region)
     for logical in functions:
         name = ids[logical]
         config = lambdas.get_function_configuration(FunctionName=name)
         env: dict[str, str] = config.get("Environment", {}).get("Variables", {})
         out.write(f"\n{stack}/{logical} ({name}):\n")
-        summary, lines = tick_once(endpoint, env, now, f"{stack}-local-state")
+        summary, lines = tick_once(endpoint, env, now, f"{stack}-local-state", region)
         out.write(decision_report(summary, lines, {}))
     return len(functions)
+
+
+def _deploy_and_tick(
+    assembly: Path, places: Mapping[str, tuple[str, str]], cwd: Path, out: TextIO
+) -> int:
+    """Deploy the stacks of ``places`` to a moto server of their account (each to its
+    Region) and tick their scalers; how many were ticked."""
+    (account,) = {a for a, _ in places.values()}
+    with _server(account) as endpoint:
+        env = aws_env(endpoint, account=account)
+        out.write(f"deploying {', '.join(places)} to a local moto server ({endpoint}) ...\n")
+        try:
+            where = sorted({f"aws://{a}/{r}" for a, r in places.values()})
+            deploy(assembly, env, *places, cwd=cwd, places=where)
+        except RuntimeError as exc:
+            raise LocalError(f"the local deploy failed: {exc}") from None
+        return sum(_tick_stack(endpoint, assembly, n, r, out) for n, (_, r) in places.items())
+
+
+@contextmanager
+def _server(account: str) -> Iterator[str]:
+    """A moto server of ``account`` (`local_aws.moto_server`); one that cannot start is a
+    LocalError saying how to install it."""
+    try:
+        server = moto_server(account)
+        endpoint = server.__enter__()
+    except RuntimeError as exc:
+        raise LocalError(str(exc)) from None
+    try:
+        yield endpoint
+    finally:
+        server.__exit__(None, None, None)
 
 
 def run_local(app: str, stack: str | None, out_dir: str | None, out: TextIO) -> int:
@@ -192,16 +253,12 @@ def run_local(app: str, stack: str | None, out_dir: str | None, out: TextIO) -> 
         cdk_cli(cwd)
     except RuntimeError as exc:
         raise LocalError(str(exc)) from None
-    with _assembly_dir(out_dir) as assembly, moto_server() as endpoint:
-        env = aws_env(endpoint)
-        out.write(f"synthesizing {app} in {cwd} ...\n")
-        chosen = _chosen(stack, _synth(app, assembly, env, cwd))
-        out.write(f"deploying {', '.join(chosen)} to a local moto server ({endpoint}) ...\n")
-        try:
-            deploy(assembly, env, *chosen, cwd=cwd)
-        except RuntimeError as exc:
-            raise LocalError(f"the local deploy failed: {exc}") from None
-        ticked = sum(_tick_stack(endpoint, assembly, name, out) for name in chosen)
+    with _assembly_dir(out_dir) as assembly:
+        with _server(ACCOUNT) as endpoint:  # the CLI resolves the default account from it
+            out.write(f"synthesizing {app} in {cwd} ...\n")
+            chosen = _chosen(stack, _synth(app, assembly, aws_env(endpoint), cwd))
+        places = stack_places(assembly, chosen)
+        ticked = _deploy_and_tick(assembly, places, cwd, out)
     if not ticked:
         out.write(
             "\nthe app has no ThrottleAwareScaler: nothing was ticked (add one with "

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -49,12 +49,20 @@ def free_port() -> int:
 
 @contextmanager
 def _local_server(
-    command: list[str], what: str, ready: Callable[[], object], endpoint: str
+    command: list[str],
+    what: str,
+    ready: Callable[[], object],
+    endpoint: str,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[str]:
-    """Run ``command`` until the ``with`` block ends; yields ``endpoint`` once ``ready()``
-    stops raising OSError (30 s at most)."""
+    """Run ``command`` (with ``env`` added to this process's environment) until the
+    ``with`` block ends; yields ``endpoint`` once ``ready()`` stops raising OSError (30 s
+    at most)."""
     proc = subprocess.Popen(  # noqa: S603 (the project's own servers, fixed arguments)
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
     )
     try:
         deadline = time.monotonic() + 30
@@ -75,17 +83,28 @@ def _local_server(
             proc.kill()
 
 
+MOTO_SERVER = Path(sys.executable).parent / "moto_server"
+"""moto's server, in this Python's environment (the ``[dev]`` extra's ``moto[server]``)."""
+MOTO_PIN = "moto[server]>=5.1,<6"
+
+
 @contextmanager
-def moto_server() -> Iterator[str]:
-    """A moto server subprocess on 127.0.0.1, stopped on exit. Yields the endpoint, which
-    names localhost: the CDK CLI's S3 uploads need it (path-style on 127.0.0.1 fails)."""
+def moto_server(account: str = ACCOUNT) -> Iterator[str]:
+    """A moto server subprocess on 127.0.0.1 whose account is ``account``, stopped on exit.
+    Yields the endpoint, which names localhost: the CDK CLI's S3 uploads need it
+    (path-style on 127.0.0.1 fails)."""
+    if not MOTO_SERVER.exists():
+        raise RuntimeError(
+            f"moto's server is missing: no {MOTO_SERVER}; install it in this environment with "
+            f"`pip install '{MOTO_PIN}'` (or `pip install '.[dev]'` in a clone)"
+        )
     port = free_port()
-    server = str(Path(sys.executable).parent / "moto_server")  # the venv's own moto
     with _local_server(
-        [server, "-H", "127.0.0.1", "-p", str(port)],
+        [str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)],
         "moto server",
         lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/moto-api/", timeout=1),  # noqa: S310
         f"http://localhost:{port}",
+        env={"MOTO_ACCOUNT_ID": account},
     ) as endpoint:
         yield endpoint
 
@@ -111,23 +130,24 @@ def dynalite_server() -> Iterator[str]:
         yield endpoint
 
 
-def aws_env(endpoint: str) -> dict[str, str]:
-    """Environment for the CDK CLI and boto3 to talk to the local server."""
+def aws_env(endpoint: str, region: str = REGION, account: str = ACCOUNT) -> dict[str, str]:
+    """Environment for the CDK CLI and boto3 to talk to the local server of ``account``
+    (the access key names it: the CDK CLI caches the account of an access key)."""
     return {
         "AWS_ENDPOINT_URL": endpoint,
         "CDK_S3_FORCE_PATH_STYLE": "true",
-        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_ACCESS_KEY_ID": "test" if account == ACCOUNT else f"local{account}",
         "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": region,
+        "AWS_REGION": region,
     }
 
 
-def client(endpoint: str, service: str) -> Any:
+def client(endpoint: str, service: str, region: str = REGION) -> Any:
     return boto3.client(  # type: ignore[call-overload]
         service,
         endpoint_url=endpoint,
-        region_name=REGION,
+        region_name=region,
         aws_access_key_id="test",
         aws_secret_access_key="test",  # noqa: S106 (moto takes any key; not a secret)
     )
@@ -164,12 +184,19 @@ def run_cdk(
     return result
 
 
-def deploy(assembly: Path, env: Mapping[str, str], *stacks: str, cwd: Path = REPO) -> None:
-    """Bootstrap, then deploy ``stacks`` (all without) of ``assembly``, with the CDK CLI
-    found from ``cwd``. Stacks are created or updated with CreateStack/UpdateStack directly
-    (moto's change sets cannot update)."""
+def deploy(
+    assembly: Path,
+    env: Mapping[str, str],
+    *stacks: str,
+    cwd: Path = REPO,
+    places: Iterable[str] = (f"aws://{ACCOUNT}/{REGION}",),
+) -> None:
+    """Bootstrap ``places`` (``aws://ACCOUNT/REGION`` each), then deploy ``stacks`` (all
+    without) of ``assembly``, with the CDK CLI found from ``cwd``. Stacks are created or
+    updated with CreateStack/UpdateStack directly (moto's change sets cannot update)."""
     drop_key_tags(assembly)
-    run_cdk("bootstrap", f"aws://{ACCOUNT}/{REGION}", "--app", str(assembly), env=env, cwd=cwd)
+    for place in places:
+        run_cdk("bootstrap", place, "--app", str(assembly), env=env, cwd=cwd)
     run_cdk(
         "deploy",
         *(stacks or ("--all",)),
@@ -201,9 +228,10 @@ def drop_key_tags(assembly: Path) -> None:
             path.write_text(json.dumps(template, indent=1))
 
 
-def physical_ids(endpoint: str, stack: str) -> dict[str, str]:
+def physical_ids(endpoint: str, stack: str, region: str = REGION) -> dict[str, str]:
     """Logical id -> physical id of a deployed stack's resources."""
-    resources = client(endpoint, "cloudformation").describe_stack_resources(StackName=stack)
+    cfn = client(endpoint, "cloudformation", region)
+    resources = cfn.describe_stack_resources(StackName=stack)
     return {
         r["LogicalResourceId"]: r["PhysicalResourceId"]
         for r in resources["StackResources"]
@@ -211,12 +239,14 @@ def physical_ids(endpoint: str, stack: str) -> dict[str, str]:
     }
 
 
-def register_skipped_targets(endpoint: str, assembly: Path, stack: str) -> int:
+def register_skipped_targets(
+    endpoint: str, assembly: Path, stack: str, region: str = REGION
+) -> int:
     """Register the template's DynamoDB scalable targets, which moto's CloudFormation
     skips, with their deployed table names. Returns how many."""
     template = json.loads((assembly / f"{stack}.template.json").read_text())
-    ids = physical_ids(endpoint, stack)
-    aas = client(endpoint, "application-autoscaling")
+    ids = physical_ids(endpoint, stack, region)
+    aas = client(endpoint, "application-autoscaling", region)
     count = 0
     for resource in template["Resources"].values():
         if resource["Type"] != "AWS::ApplicationAutoScaling::ScalableTarget":
