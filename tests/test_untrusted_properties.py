@@ -13,7 +13,7 @@ from ddb_capacity_runtime.aws.discovery import describe_table
 from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.holds import lift
 from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA as TABLE_QUOTA
-from ddb_capacity_runtime.core.names import TAG_PREFIX
+from ddb_capacity_runtime.core.names import MAX_TABLE_QUOTA, TAG_PREFIX
 from ddb_capacity_runtime.core.plan import plan_table
 from ddb_capacity_runtime.core.policy import (
     DimensionState,
@@ -188,7 +188,8 @@ def test_store_items_of_any_content_never_raise_and_stay_within_bounds(item: dic
     held = store._parse(item)
     if held is None:
         return
-    assert held.base is None or 1 <= held.base <= TABLE_QUOTA
+    # a level the table had is read up to the largest quota; a hold's units within the quota
+    assert held.base is None or 1 <= held.base <= MAX_TABLE_QUOTA
     for h in held.holds:
-        assert 1 <= h.units <= TABLE_QUOTA and 0 <= h.baseline <= TABLE_QUOTA
+        assert 1 <= h.units <= TABLE_QUOTA and 0 <= h.baseline <= MAX_TABLE_QUOTA
         assert h.expires <= NOW + timedelta(days=1, minutes=1)
