@@ -22,7 +22,21 @@
     var a = Math.abs(v);
     if (a >= 1e6) { return (v / 1e6).toFixed(1) + "M"; }
     if (a >= 1e4) { return (v / 1e3).toFixed(0) + "k"; }
-    return a >= 100 || v === 0 ? v.toFixed(0) : v.toPrecision(2);
+    if (a >= 100 || v === 0) { return Math.round(v).toLocaleString("en-US"); }
+    return String(Number(v.toPrecision(2)));
+  }
+
+  /* Round axis ticks from lo to hi, about count of them: each a multiple of 1, 2, 2.5 or 5
+     times a power of ten. */
+  function niceTicks(lo, hi, count) {
+    if (!(hi > lo)) { return [lo]; }
+    var raw = (hi - lo) / Math.max(1, count), p = Math.pow(10, Math.floor(Math.log10(raw)));
+    var f = raw / p, step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * p;
+    var out = [];
+    for (var k = Math.ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; k++) {
+      out.push(Number((k * step).toPrecision(12)));
+    }
+    return out;
   }
 
   /* A series as one value a minute: "values" (every minute), "shared" (the name of the
@@ -73,7 +87,7 @@
       el("rect", {x: L, y: T, width: x(until) - L, height: H - T - B, "class": "unscored"}, svg);
       label(svg, L + 4, T + 12, "not scored", {"class": "note"});
     }
-    [0, top / 2, top / 1.08].forEach(function (v) {
+    niceTicks(0, top / 1.08, 3).forEach(function (v) {
       el("line", {x1: L, x2: W - R, y1: y(v), y2: y(v), "class": "grid"}, svg);
       label(svg, L - 4, y(v) + 4, num(v), {"text-anchor": "end", "class": "tick"});
     });
@@ -185,17 +199,24 @@
     var ymin = Math.min.apply(null, pts.map(function (p) { return p.cost_min; })) * 0.9;
     var x = function (v) { return L + lx(v) / (xmax * 1.05) * plotW; };
     var y = function (v) { return H - B - 14 - (v - ymin) / (ymax - ymin || 1) * (H - T - B - 14); };
-    var placed = [];
-    var spot = function (px, py) {
-      for (var tries = 0; tries < 6; tries++) {
-        var clash = placed.some(function (q) { return Math.abs(q[0] - px) < 120 && Math.abs(q[1] - py) < 12; });
-        if (!clash) { break; }
-        py += 12;
-      }
-      placed.push([px, py]);
-      return py;
+    /* Each label's box (about 6.5 px a character, 12 px high) is moved up or down until it
+       meets no box placed before (the points' circles included); a label moved away from
+       its point gets a leader line back to it. */
+    var placed = pts.map(function (p) {
+      return [x(p.refused) - 7, y(p.cost) - 7, 14, 14];
+    });
+    var meets = function (a, b) {
+      return a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3];
     };
-    [ymin, (ymin + ymax) / 2, ymax].forEach(function (v) {
+    var spot = function (px, py, text) {
+      var w = 6.5 * text.length, box = [px, py - 10, w, 12];
+      for (var k = 1; k < 60 && placed.some(function (q) { return meets(box, q); }); k++) {
+        box = [px, py - 10 + (k % 2 ? 1 : -1) * 13 * Math.ceil(k / 2), w, 12];
+      }
+      placed.push(box);
+      return box[1] + 10;
+    };
+    niceTicks(ymin, ymax, 3).forEach(function (v) {
       el("line", {x1: L, x2: L + plotW, y1: y(v), y2: y(v), "class": "grid"}, svg);
       label(svg, L - 4, y(v) + 4, "$" + num(v), {"text-anchor": "end", "class": "tick"});
     });
@@ -223,8 +244,13 @@
       var t = el("title", {}, g);
       t.textContent = p.name + ": $" + p.cost.toFixed(2) + ", " + Math.round(p.refused) +
         " refused";
-      label(g, x(p.refused) + 9, spot(x(p.refused), y(p.cost) + 4),
-        (p.recommended ? "recommended: " : "") + p.name, {"class": "tick"});
+      var text = (p.recommended ? "recommended: " : "") + p.name;
+      var ly = spot(x(p.refused) + 9, y(p.cost) + 4, text);
+      if (Math.abs(ly - (y(p.cost) + 4)) > 1) {
+        el("path", {d: "M" + x(p.refused) + "," + y(p.cost) + "L" + (x(p.refused) + 8) + "," +
+          (ly - 4), "class": "leader"}, g);
+      }
+      label(g, x(p.refused) + 9, ly, text, {"class": "tick label"});
     });
   }
 
