@@ -3,11 +3,12 @@ never overlap, however the points crowd, and every axis tick is a round number."
 
 from __future__ import annotations
 
+import io
 import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ddb_capacity_tools import page
+from ddb_capacity_tools import cli, page
 from ddb_capacity_tools.simulator import ModelParams
 from ddb_capacity_tools.simulator.trace import Trace
 from ddb_capacity_tools.simulator.tune import tune
@@ -75,3 +76,33 @@ def test_the_frontiers_labels_never_overlap_and_its_ticks_are_round(tmp_path: Pa
     found = re.search(r'data-ticks="([^"]*)"', loaded.dom).group(1).split("|")  # type: ignore[union-attr]
     ticks = [t for t in found if ":" not in t]  # the time axis's last label is anchored so too
     assert ticks and all(is_round(t) for t in ticks), [t for t in ticks if not is_round(t)]
+
+
+def simulate_page(tmp_path: Path, *args: str) -> str:
+    out = tmp_path / "run.html"
+    code = cli.main(
+        ["simulate", "--scenario", "spike", *args, "--html", str(out), "--quiet"],
+        io.StringIO(),
+        io.StringIO(),
+    )
+    assert code == 0
+    return out.read_text()
+
+
+def lead(html: str) -> str:
+    return " ".join(re.findall(r'<p class="lead">(.*?)</p>', html))
+
+
+def test_each_pages_header_says_what_its_run_did(tmp_path: Path) -> None:
+    streamed = lead(
+        simulate_page(tmp_path, "--policy", "autopilot+stock:70", "--stream-seconds", "2")
+    )
+    assert "read the table&#x27;s stream as a signal, seen 2 s late" in streamed or (
+        "read the table's stream as a signal, seen 2 s late" in streamed
+    ), streamed
+    assert "Policies: autopilot+stock:70." in streamed and "schedule" not in streamed
+    scheduled = lead(simulate_page(tmp_path, "--policy", "scheduled", "--policy", "stock:70"))
+    assert "Policies: scheduled, stock:70." in scheduled and "stream" not in scheduled
+    assert "scheduled follows the scenario&#x27;s" in scheduled or (
+        "scheduled follows the scenario's" in scheduled
+    ), scheduled

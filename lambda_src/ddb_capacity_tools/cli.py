@@ -905,8 +905,23 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(report.table(results, trace) + "\n")
         if settings:
             out.write("\n" + ensemble.table(spread, args.ensemble, len(settings)) + "\n")
-    _pictures(args, err, results, trace, score_from or 0, spread)
+    _pictures(args, err, results, trace, score_from or 0, spread, run_note(results, trace, params))
     return 0
+
+
+def run_note(results: Sequence[Any], trace: Trace, params: Any) -> str:
+    """What a run did, for its page's header: its policies, and the signals they saw."""
+    policies = list(dict.fromkeys(str(r.policy) for r in results))
+    words = [f"Policies: {', '.join(policies)}."]
+    seconds = getattr(params, "stream_seconds", None)
+    if seconds:
+        words.append(
+            f"The library's policies also read the table's stream as a signal, seen {seconds} "
+            "s late (the fast path's stream reader)."
+        )
+    if "scheduled" in policies and trace.schedule:
+        words.append(f"scheduled follows the scenario's {len(trace.schedule)} scheduled actions.")
+    return " ".join(words)
 
 
 def _pictures(
@@ -916,8 +931,10 @@ def _pictures(
     trace: Trace,
     score_from: int,
     spread: Sequence[Any],
+    note: str = "",
 ) -> None:
-    """The run's ``--chart`` PNG and ``--html`` page, when asked for."""
+    """The run's ``--chart`` PNG and ``--html`` page (``note``: what the run did), when
+    asked for."""
     if args.chart:
         written = (
             chart.render_ensemble(spread, trace, args.ensemble, args.chart)
@@ -926,7 +943,7 @@ def _pictures(
         )
         err.write(f"chart written to {written}\n")
     if args.html:
-        body = page.run_page(results, trace, score_from, spread, args.ensemble or "")
+        body = page.run_page(results, trace, score_from, spread, args.ensemble or "", note)
         err.write(f"page written to {page.write(args.html, body)}\n")
 
 

@@ -34,9 +34,11 @@ def run_page(
     score_from: int = 0,
     spread: Sequence[EnsembleResult] = (),
     ensemble: str = "",
+    run_note: str = "",
 ) -> str:
     """``simulate``'s or ``backtest``'s page: the time series, then every policy's cost
-    against its refusals (min to max over the ensemble, when one ran)."""
+    against its refusals (min to max over the ensemble, when one ran); ``run_note`` says
+    what this run did (its policies, the signals they saw)."""
     scored = f"; scored from {trace.time(score_from):%Y-%m-%d %H:%M} UTC" if score_from else ""
     series, charts = series_section(results, trace, score_from)
     candidates = candidates_of_ensemble(spread) if spread else candidates_of_run(results)
@@ -45,7 +47,8 @@ def run_page(
     if any(r.policy == "bound" for r in results):
         note += f" The bound (${bound:,.2f}) is a floor on cost, not a candidate: not drawn."
     frontier, more = frontier_section(candidates, None, "over the trace", note)
-    body = f"<h1>{text(trace.name)}</h1>{_about(trace, scored)}{series}{frontier}"
+    ran = f'<p class="lead">{text(run_note)}</p>' if run_note else ""
+    body = f"<h1>{text(trace.name)}</h1>{_about(trace, scored)}{ran}{series}{frontier}"
     return document(f"{trace.name}: simulation", body, {"charts": {**charts, **more}})
 
 

@@ -58,8 +58,7 @@ def _spike(seed: int) -> Trace:
                 "min_capacity": 1,
             },
         ],
-        notes="writes jump from 4,000-5,000 to 18,000 WCU at 13:00 UTC for an hour; "
-        "the schedule raises the write minimum to 18,000 two minutes ahead",
+        notes="writes jump from 4,000-5,000 to 18,000 WCU at 13:00 UTC for an hour",
     )
 
 
