@@ -7,6 +7,9 @@ Everything here is synth-time and loads the CDK. What runs in AWS Lambda and in 
 `ddb_capacity_tools`. Neither of those imports this package.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ddb_capacity_runtime import __version__
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.surge import UNBOUNDED
@@ -18,23 +21,64 @@ from ddb_capacity_tools.schedule import (
     cron,
 )
 
-from .alarms import AlarmOptions
-from .capacity import (
-    DEFAULT_TABLE_QUOTA,
-    DEFAULT_TARGET_UTILIZATION,
-    Capacity,
-    PrewarmMethod,
-)
-from .capacity_requests import CapacityRequests, FastPath
-from .compliance import acknowledge, apply_nag_packs, skip_checkov
-from .fleet_advisor import FleetAdvisor
-from .props import ReservedCapacity
-from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
-from .runtime import FunctionOptions
-from .scaler import ThrottleAwareScaler
-from .stream_signal import StreamSignal
-from .table import ProvisionedTable, TableCapacity
-from .tuning import NightlyTuning
+# The constructs load the CDK (seconds of jsii); each module is imported when one of its
+# names is first used, so an app that uses the table and the scaler does not pay for the rest.
+_LAZY = {
+    "AlarmOptions": "alarms",
+    "DEFAULT_TABLE_QUOTA": "capacity",
+    "DEFAULT_TARGET_UTILIZATION": "capacity",
+    "Capacity": "capacity",
+    "PrewarmMethod": "capacity",
+    "CapacityRequests": "capacity_requests",
+    "FastPath": "capacity_requests",
+    "acknowledge": "compliance",
+    "apply_nag_packs": "compliance",
+    "skip_checkov": "compliance",
+    "FleetAdvisor": "fleet_advisor",
+    "ReservedCapacity": "props",
+    "DEFAULT_SCALABLE_TARGET_QUOTA": "quota",
+    "ScalableTargetQuota": "quota",
+    "FunctionOptions": "runtime",
+    "ThrottleAwareScaler": "scaler",
+    "StreamSignal": "stream_signal",
+    "ProvisionedTable": "table",
+    "TableCapacity": "table",
+    "NightlyTuning": "tuning",
+}
+
+if TYPE_CHECKING:
+    from .alarms import AlarmOptions
+    from .capacity import (
+        DEFAULT_TABLE_QUOTA,
+        DEFAULT_TARGET_UTILIZATION,
+        Capacity,
+        PrewarmMethod,
+    )
+    from .capacity_requests import CapacityRequests, FastPath
+    from .compliance import acknowledge, apply_nag_packs, skip_checkov
+    from .fleet_advisor import FleetAdvisor
+    from .props import ReservedCapacity
+    from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
+    from .runtime import FunctionOptions
+    from .scaler import ThrottleAwareScaler
+    from .stream_signal import StreamSignal
+    from .table import ProvisionedTable, TableCapacity
+    from .tuning import NightlyTuning
+
+
+def __getattr__(name: str) -> Any:
+    """The construct-side name ``name``, its module imported on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "AlarmOptions",

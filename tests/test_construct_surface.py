@@ -714,3 +714,34 @@ def test_a_second_settled_table_asking_for_another_function_is_told_why() -> Non
         "(Test/CapacitySettleProvider) is already made with 256 MB,"
     ), message
     assert "every PROVISION_THEN_SETTLE table of a stack shares it" in message, message
+
+
+def test_the_package_imports_a_construct_module_on_first_use_of_its_names() -> None:
+    """An app using the table and the scaler does not load the capacity requests', the fleet
+    advisor's or the tuning's modules (their CDK imports cost synth time); every public name
+    still resolves, and a name the package does not have is an ``AttributeError``."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from constructs_pkg import ProvisionedTable, ThrottleAwareScaler, Capacity\n"
+        "print(sorted(m for m in sys.modules if m.startswith('constructs_pkg.')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout
+    loaded = set(json.loads(out.replace("'", '"')))
+    assert "constructs_pkg.scaler" in loaded
+    assert not loaded & {
+        "constructs_pkg.capacity_requests",
+        "constructs_pkg.fleet_advisor",
+        "constructs_pkg.tuning",
+        "constructs_pkg.stream_signal",
+    }
+    import constructs_pkg
+
+    assert all(getattr(constructs_pkg, name) is not None for name in constructs_pkg.__all__)
+    assert set(constructs_pkg.__all__) <= set(dir(constructs_pkg))
+    with pytest.raises(AttributeError, match="no attribute 'Tabel'"):
+        constructs_pkg.Tabel  # noqa: B018
