@@ -211,7 +211,9 @@ class ThrottleAwareScaler(Construct):
     :param table_quota: the account's per-table capacity quota, in capacity units: the
         largest capacity the scaler reads, remembers or sets for one dimension (a minimum,
         a maximum, an override), from 1 to 1,000,000. Default: 40,000 (DynamoDB's default
-        quota). Raise it with the quota, or minimums above it are never remembered.
+        quota). Each tick also reads the account's quota (DescribeLimits) and uses it where
+        it is larger; a smaller one never lowers this. The overrides and ranges checked at
+        synth are bounded by this value, so raise it to declare capacities above 40,000.
     :param reserved: the Region's reserved capacity (`ReservedCapacity`): the scaler then
         never lowers the provisioned total of the tables it manages (per dimension, tables
         and GSIs) below the reserved units: a decrease that would is cut back to the
@@ -656,6 +658,10 @@ class ThrottleAwareScaler(Construct):
             iam.PolicyStatement(
                 sid="ReadMetrics", actions=["cloudwatch:GetMetricData"], resources=["*"]
             ),
+            # the account's table quota, where above table_quota, bounds levels and minimums
+            iam.PolicyStatement(
+                sid="ReadTableQuota", actions=["dynamodb:DescribeLimits"], resources=["*"]
+            ),
         )  # no PutMetricData: the tick's metrics are EMF lines in its own log
 
     def _grant_table(self, table: dynamodb.ITable) -> None:
@@ -713,8 +719,9 @@ class ThrottleAwareScaler(Construct):
 
     def _acknowledge(self) -> None:
         wildcards = {
-            "Resource::*": "DescribeScalableTargets, DescribeScalingPolicies, GetMetricData "
-            "and tag:GetResources have no resource-level permissions; they only read.",
+            "Resource::*": "DescribeScalableTargets, DescribeScalingPolicies, GetMetricData, "
+            "DescribeLimits and tag:GetResources have no resource-level permissions; they "
+            "only read.",
             SCALABLE_TARGETS_FINDING: scalable_targets_reason(
                 f"{TARGET_TAG} with the name of a table the scaler manages"
                 + (f", or tagged {self.tag_key}={self.tag_value}" if self.tag_key else ""),

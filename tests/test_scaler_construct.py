@@ -168,6 +168,7 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
         "MoveMinimums",
         "MoveMinimumsOfTaggedTargets",
         "ReadMetrics",
+        "ReadTableQuota",
         "DiscoverTables",
         "ManageTaggedTables",
         "ForgetStateTags",
@@ -175,6 +176,12 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
         "StateStore",
         "DeadLetters",
     }  # no PutMetricData: the tick's metrics are EMF lines
+    assert by_sid["ReadTableQuota"] == {
+        "Sid": "ReadTableQuota",
+        "Effect": "Allow",
+        "Action": "dynamodb:DescribeLimits",
+        "Resource": "*",
+    }
     assert by_sid["ManageTable1"] == {
         "Sid": "ManageTable1",
         "Effect": "Allow",

@@ -265,6 +265,7 @@ def tick(
     t = _Tick(config, clients, now.astimezone(UTC), out, store, stop)
     aws = _control_plane(clients)
     with ThrottleCounter(*aws) as throttles, RetryWithin(stop, *aws):
+        t.config = _with_account_quota(t)
         if batch is None:
             tables, held = _read_all(t, threads, found)
         else:
@@ -293,6 +294,22 @@ def tick(
             outcomes += _decide_and_act(t, table, series, fresh, held.get(table.name, []))
     _report(t, tables, throttles.count)
     return _summary(t, tables, dimensions, outcomes)
+
+
+def _with_account_quota(t: _Tick) -> ScalerConfig:
+    """The tick's settings with the account's table quota where it is above the configured
+    one (`account_table_quota`). A failed read keeps the configured quota: counted with the
+    shared calls whose loss is confined (``SharedFailures``), other decisions go on."""
+    configured = t.config.table_quota
+    try:
+        quota = aws_tables.account_table_quota(t.clients.dynamodb, configured)
+    except Exception as exc:
+        t.throttled.append(
+            f"dynamodb:DescribeLimits: {describe_error(exc)}; the configured table quota "
+            f"({configured:,}) bounds this tick"
+        )
+        return t.config
+    return t.config if quota == configured else replace(t.config, table_quota=quota)
 
 
 def _control_plane(clients: Clients) -> list[Any]:
