@@ -173,6 +173,33 @@ def test_writes_at_or_over_provisioned_raise_the_table_and_its_gsi(
     assert counted(capsys.readouterr().out, "SurgesApplied") == 2
 
 
+def test_a_batch_reads_its_table_once_and_again_only_under_each_lease(
+    world: World,  # noqa: F811 (the fixture)
+) -> None:
+    # GIVEN a table and its GSI at 10 write units whose batch raises both
+    name = streamed_table(world, "Described")
+    world.target(name, "write", 10, 1_000, index="byUser")
+    put_items(world, name, 30)
+    arn, records = stream_records(world, name)
+    start, at = settled(time.time())
+    reads: list[str] = []
+
+    def described(params: dict[str, Any], **_: Any) -> None:
+        reads.append(params["TableName"])
+
+    world.ddb.meta.events.register("before-parameter-build.dynamodb.DescribeTable", described)
+    try:
+        # WHEN the reader takes the batch
+        answer = read(world, lambda_event(arn, records, at), served(name, indexes=("byUser",)))
+    finally:
+        world.ddb.meta.events.unregister("before-parameter-build.dynamodb.DescribeTable", described)
+    # THEN both dimensions are raised, on one description of the table for the batch's
+    # first looks, and two under each dimension's lease (the state the raise is decided on,
+    # and the actuator's read right before its UpdateTable): 5, not 7
+    assert [r["status"] for r in answer["dimensions"]] == ["applied", "applied"]
+    assert reads == [name] * (1 + 2 * 2)
+
+
 def test_writes_below_provisioned_are_counted_and_raise_nothing(world: World) -> None:
     name = streamed_table(world, "Calm", write=100)
     put_items(world, name, 10, user=False)

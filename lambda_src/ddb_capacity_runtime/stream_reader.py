@@ -64,7 +64,14 @@ from .events import log_event
 from .requests.broker import BrokerConfig
 from .requests.context import Context
 from .requests.counts import count
-from .requests.surge import STREAM, Signal, SurgeSettings, keep_bucket, surge_dimension
+from .requests.surge import (
+    STREAM,
+    Described,
+    Signal,
+    SurgeSettings,
+    keep_bucket,
+    surge_dimension,
+)
 
 __all__ = ["MAX_RECORDS", "STREAM_ENTRY", "read_stream", "stream_handler"]
 
@@ -312,7 +319,8 @@ def _dimension(
     now = ctx.clock()
     rates = {STREAM_ENTRY: Rates(rate, 0.0, 0.0, now, rate)}
     seen = combiner.Entries(rates=rates, mark=found.mark, buckets=found.buckets)
-    row = surge_dimension(ctx, store, table, d, seen, settings, signal)
+    described = Described(ctx.clients, table, description)
+    row = surge_dimension(ctx, store, table, d, seen, settings, signal, described)
     return {**row, "rate": round(rate, 1)}
 
 

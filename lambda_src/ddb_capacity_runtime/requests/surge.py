@@ -339,14 +339,34 @@ def take_report(
             rows.append(_refused(report.table, d, exc, "ReportsNotServed"))
     ctx = Context(clients or make_clients(), clock, sleep, 0)
     held = open_store(store, ctx.clients, clock)
-    rows += [_dimension(ctx, held, report, d, settings) for d in served]
+    described = Described(ctx.clients, report.table)
+    rows += [_dimension(ctx, held, (report, described), d, settings) for d in served]
     return {"ok": True, "dimensions": rows}
 
 
+class Described:
+    """A table's description (DescribeTable), read on the first call and kept for the
+    dimensions of one report or stream batch; a failed read is tried again by the next
+    caller (each dimension is its own fault domain)."""
+
+    def __init__(self, clients: Clients, table: str, raw: Mapping[str, Any] | None = None):
+        self._clients, self._table, self._raw = clients, table, raw
+
+    def __call__(self) -> Mapping[str, Any]:
+        if self._raw is None:
+            self._raw = tables.describe(self._clients.dynamodb, self._table)
+        return self._raw
+
+
 def _dimension(
-    ctx: Context, store: HoldStore, report: Report, d: DimensionReport, settings: SurgeSettings
+    ctx: Context,
+    store: HoldStore,
+    reported: tuple[Report, Described],
+    d: DimensionReport,
+    settings: SurgeSettings,
 ) -> dict[str, Any]:
     """Combine one dimension of ``report``, and surge it if due: its own fault domain."""
+    report, described = reported
     try:
         found = _combine(ctx, store, report, d)
     except Exception as exc:  # each dimension is its own fault domain
@@ -356,7 +376,7 @@ def _dimension(
         full = f"{combiner.MAX_PROCESSES} processes report on this dimension already"
         return _refused(report.table, d, CapacityRequestError(full), "CombinerFull")
     signal = Signal(HOOK, report.seconds)  # the processes report about once a window
-    return surge_dimension(ctx, store, report.table, d, found, settings, signal)
+    return surge_dimension(ctx, store, report.table, d, found, settings, signal, described)
 
 
 @dataclass(frozen=True)
@@ -446,14 +466,16 @@ def surge_dimension(
     found: combiner.Entries,
     settings: SurgeSettings,
     signal: Signal,
+    described: Described,
 ) -> dict[str, Any]:
     """The one surge decision on ``d``'s dimension, from what ``found`` holds (the
     combined reports, or the stream reader's rate, as ``signal`` says), its surge mark
     and ``signal``'s burst-bucket estimate: raised, renewed or left alone, counted and
     logged; its own fault domain. The signals function and the stream reader both decide
-    here."""
+    here. ``described``: the table's description for the first look, read once for all
+    the dimensions of a report or a batch (under the lease, the table is read again)."""
     try:
-        row = _surge(ctx, store, table, d, found, settings, signal)
+        row = _surge(ctx, store, (table, d), found, settings, signal, described)
     except Exception as exc:  # each dimension is its own fault domain
         return _failed(table, d, exc)
     status = row.get("status")
@@ -571,21 +593,22 @@ def _live(dim: Dimension) -> Live:
 def _surge(
     ctx: Context,
     store: HoldStore,
-    table: str,
-    d: DimensionReport,
+    dimension: tuple[str, DimensionReport],
     found: combiner.Entries,
     settings: SurgeSettings,
     signal: Signal,
+    described: Described,
 ) -> dict[str, Any]:
     """Raise ``d``'s dimension as far as the rule says, if it says so. Read the table and
     the dimension's item; advance ``signal``'s bucket estimate (`keep_bucket`); look
     (`core.surge.first_look`); take the lease only for a surge that is due, and decide
     again on what is read under it."""
+    table, d = dimension
     where = {"table": table, "index": d.index, "dimension": d.dimension}
     now = ctx.clock()
     combined = since_raise(found.rates.values(), found.mark.raised, now)
     seen: dict[str, Any] = {"demand": round(combined.demand, 1), "processes": combined.processes}
-    raw = tables.describe(ctx.clients.dynamodb, table)
+    raw = described()
     if raw.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
         return {**where, "status": "none", **seen}  # on demand: nothing to raise
     live = _first_live(ctx, store, (table, d), raw, found, combined, settings, signal)
