@@ -45,7 +45,7 @@ from typing import Any
 from .aws import combiner, stream_counts, tables
 from .aws.clients import Clients, make_clients
 from .aws.store import HoldStore, open_store
-from .core.errors import shown
+from .core.errors import reason_of, shown
 from .core.holds import CapacityRequestError
 from .core.names import UNITS
 from .core.stream import (
@@ -153,8 +153,8 @@ def read_stream(
             rows += _table(ctx, held, table, mine, scopes, settings)
         except Exception as exc:
             count("StreamFailed")
-            log_event("stream-failed", level=logging.ERROR, table=table, reason=_reason(exc))
-            rows.append({"table": table, "status": "failed", "reason": _reason(exc)})
+            log_event("stream-failed", level=logging.ERROR, table=table, reason=reason_of(exc))
+            rows.append({"table": table, "status": "failed", "reason": reason_of(exc)})
     return {"ok": True, "dimensions": rows}
 
 
@@ -314,8 +314,8 @@ def _dimension(
             return {**where, "status": "none", "rate": round(rate, 1), "bucket": level}
     except Exception as exc:
         count("StreamFailed")
-        log_event("stream-failed", level=logging.ERROR, **where, reason=_reason(exc))
-        return {**where, "status": "failed", "reason": _reason(exc)}
+        log_event("stream-failed", level=logging.ERROR, **where, reason=reason_of(exc))
+        return {**where, "status": "failed", "reason": reason_of(exc)}
     now = ctx.clock()
     rates = {STREAM_ENTRY: Rates(rate, 0.0, 0.0, now, rate)}
     seen = combiner.Entries(rates=rates, mark=found.mark, buckets=found.buckets)
@@ -366,8 +366,3 @@ def _provisioned(description: Mapping[str, Any], index: str | None) -> int | Non
         return int(throughput_of(description, index)[UNITS["write"]])
     except (KeyError, TypeError, ValueError, AttributeError):
         return None  # unknown: decide
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text if len(text) <= 1_000 else text[:1_000] + "..."

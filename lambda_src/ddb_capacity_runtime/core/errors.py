@@ -2,7 +2,7 @@
 the user's own processes ([`shown`][]).
 
 Errors shared by the constructs, the run-time code and the tools, and how a message
-repeats a value it was given.
+repeats a value it was given ([`shown`][]) or an exception ([`reason_of`][]).
 
 Every exception the three packages raise derives from [`CapacityError`][], so
 ``except CapacityError`` catches any of them; each also keeps the built-in its callers
@@ -26,6 +26,17 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text):,} characters)"
+
+
+REASON_CHARS = 1_000
+"""The most characters of an exception's text an answer or a log line carries."""
+
+
+def reason_of(exc: BaseException) -> str:
+    """``exc`` as a reason in an answer or a log line: its text (its class name when it has
+    none), cut to `REASON_CHARS` characters."""
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= REASON_CHARS else text[:REASON_CHARS] + "..."
 
 
 class CapacityError(Exception):

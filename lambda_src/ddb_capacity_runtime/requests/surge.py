@@ -66,7 +66,7 @@ from ..aws import combiner, metrics, tables
 from ..aws.clients import Clients, make_clients
 from ..aws.store import HoldStore, Lease, open_store
 from ..core.bucket import Bucket, Drain, advance, read_bucket
-from ..core.errors import shown
+from ..core.errors import reason_of, shown
 from ..core.holds import (
     MAX_HOLD_MINUTES,
     CapacityRequestError,
@@ -427,7 +427,7 @@ def keep_bucket(
                 store.dynamodb, store.name, key, signal.source, read, bucket.text()
             )
         except Exception as exc:  # the estimate still serves this look
-            _bucket_failed(key, signal, f"writing the estimate failed: {_reason(exc)}")
+            _bucket_failed(key, signal, f"writing the estimate failed: {reason_of(exc)}")
     return bucket
 
 
@@ -499,8 +499,8 @@ def _failed(table: str, d: DimensionReport, exc: Exception) -> dict[str, Any]:
     """A dimension whose surge failed: counted (``SurgesFailed``, alarmed) and logged."""
     where: dict[str, Any] = {"table": table, "index": d.index, "dimension": d.dimension}
     count("SurgesFailed")
-    log_event("surge-failed", level=logging.ERROR, **where, reason=_reason(exc))
-    return {**where, "status": "failed", "reason": _reason(exc)}
+    log_event("surge-failed", level=logging.ERROR, **where, reason=reason_of(exc))
+    return {**where, "status": "failed", "reason": reason_of(exc)}
 
 
 def _combine(
@@ -692,7 +692,7 @@ def _confirmed(ctx: Context, store: HoldStore, first: _Seen, now: float) -> bool
         trusted = trusted_demand(ctx, first.table, first.d.index, first.d.dimension)
     except Exception as exc:  # unknown: the surge goes on
         count("CorroborationFailed")
-        log_event("corroboration-failed", level=logging.ERROR, **where, reason=_reason(exc))
+        log_event("corroboration-failed", level=logging.ERROR, **where, reason=reason_of(exc))
         return True
     if _confirms(first, trusted, now, store):
         return True
@@ -903,7 +903,7 @@ def _corroborated(
         trusted = trusted_demand(ctx, first.table, first.d.index, first.d.dimension)
     except Exception as exc:  # the capped plan stands
         count("CorroborationFailed")
-        log_event("corroboration-failed", level=logging.ERROR, **where, reason=_reason(exc))
+        log_event("corroboration-failed", level=logging.ERROR, **where, reason=reason_of(exc))
         return plan, False
     if first.stands.surge is not None:
         _confirms(first, trusted, ctx.clock(), store)
@@ -977,14 +977,9 @@ def _refused(
         count(metric)
     where: dict[str, Any] = {"index": d.index, "dimension": d.dimension} if d else {}
     log_event(
-        "report-refused", level=logging.WARNING, table=shown(table), **where, reason=_reason(exc)
+        "report-refused", level=logging.WARNING, table=shown(table), **where, reason=reason_of(exc)
     )
-    return {"table": shown(table), **where, "status": "refused", "reason": _reason(exc)}
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text if len(text) <= 1_000 else text[:1_000] + "..."
+    return {"table": shown(table), **where, "status": "refused", "reason": reason_of(exc)}
 
 
 def _whole(value: object, low: int, high: int) -> bool:
