@@ -30,7 +30,7 @@ _LAZY = {
     "Capacity": "capacity",
     "PrewarmMethod": "capacity",
     "CapacityRequests": "capacity_requests",
-    "FastPath": "capacity_requests",
+    "FastPath": "fast_path",
     "acknowledge": "compliance",
     "apply_nag_packs": "compliance",
     "skip_checkov": "compliance",
@@ -54,8 +54,9 @@ if TYPE_CHECKING:
         Capacity,
         PrewarmMethod,
     )
-    from .capacity_requests import CapacityRequests, FastPath
+    from .capacity_requests import CapacityRequests
     from .compliance import acknowledge, apply_nag_packs, skip_checkov
+    from .fast_path import FastPath
     from .fleet_advisor import FleetAdvisor
     from .props import ReservedCapacity
     from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota

@@ -23,7 +23,6 @@ heads over what is provisioned. ``grant_signals`` lets a process report, and not
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Unpack
 
 import jsii
@@ -49,35 +48,36 @@ from ddb_capacity_runtime.aws.store import (
 )
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.holds import MAX_HOLD_MINUTES
-from ddb_capacity_runtime.core.names import TABLE_QUOTA_ENV, TARGET_TAG, is_table_name
+from ddb_capacity_runtime.core.names import TABLE_QUOTA_ENV, TARGET_TAG
 from ddb_capacity_runtime.core.surge import (
-    DEFAULT_SURGE_MINUTES,
-    DEFAULT_SURGE_SCALE,
-    MAX_SURGE_SCALE,
     SIGNALS_ENV,
-    UNBOUNDED,
 )
-from ddb_capacity_runtime.instrument import MODE_ENV, TABLES_ENV
 from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
 from ddb_capacity_runtime.requests.surge import SurgeSettings
-from ddb_capacity_runtime.signals import MODES
 
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, emf_metric, says
-from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota, is_token
-from .compliance import acknowledge, skip_checkov
+from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
+from .compliance import acknowledge, acknowledge_function
+from .fast_path import (
+    SIGNALS_MAX_EVENT_AGE,
+    SIGNALS_MEMORY_MB,
+    SIGNALS_TIMEOUT,
+    TABLE_ACTIONS,
+    FastPath,
+    FastPathParts,
+    check_fast_path,
+    instrument_function,
+)
 from .props import MetricProps, duration_prop
 from .runtime import (
-    HOOK_WRAPPER,
     SCALABLE_TARGETS_FINDING,
     FunctionDefaults,
     FunctionOptions,
     ScheduledFunction,
     chosen_alarm_topic,
     function_configs,
-    hook_layer,
-    hook_runtimes,
     move_minimums_statement,
     read_autoscaling_statement,
     runtime_function,
@@ -92,7 +92,6 @@ from .stream_signal import (
     READER_TIMEOUT,
     STREAM_ALARM_IDS,
     STREAM_COUNT_ALARMS,
-    StreamReader,
     StreamSignal,
     check_stream_signal,
 )
@@ -110,24 +109,6 @@ DEFAULT_BROKER_CONCURRENCY = 10
 """How many requests the broker serves at once by default; more are refused by Lambda
 (TooManyRequestsException), so a flood of requests cannot take the account's concurrency."""
 
-_TABLE_ACTIONS = [
-    "dynamodb:DescribeTable",
-    "dynamodb:ListTagsOfResource",
-    "dynamodb:UpdateTable",
-]
-SIGNALS_TIMEOUT = Duration.seconds(30)
-"""The signals function answers in seconds; a report is stale after a minute."""
-SIGNALS_MEMORY_MB = 256
-SIGNALS_MAX_EVENT_AGE = Duration.minutes(1)
-DEFAULT_SIGNALS_CONCURRENCY = 10
-"""How many reports the signals function takes at once by default; more wait in Lambda's queue for
-their turn (at most `SIGNALS_MAX_EVENT_AGE`), so a flood of reports cannot take the account's
-concurrency."""
-DEFAULT_SURGE_ALARM_UNITS = 10_000
-"""The default threshold of the ``SurgeUnitsAlarm``: units surges add in an hour."""
-SIGNALS_STORE_ACTIONS = ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
-"""What the signals function does in the hold store: read an item, write it (its combiner entries, a
-lease, a hold) and delete an item a lease leaves empty; no Query, no Scan."""
 FUNCTION_DEFAULTS = {
     "Broker": FunctionDefaults(
         BROKER_MEMORY_MB,
@@ -197,61 +178,6 @@ ALARM_IDS = (
     *STREAM_ALARM_IDS,
 )
 """The alarms, by stable id (``alarm_options``, ``alarms``)."""
-
-
-@dataclass(frozen=True)
-class FastPath:
-    """The fast path of [`CapacityRequests`][]: the signals function.
-
-    :param share: the part of the traffic the reporting processes make, from over 0 to 1:
-        their summed demand is scaled up by 1 / ``share``. Default: 1.0 (every process
-        that uses the tables reports).
-    :param surge_for: how long a surge holds its raise after the last report that asked
-        for it (whole minutes, 1 minute to the construct's ``max_hold``); then it ends by
-        itself, with the other expired holds. Default: 5 minutes. However long reports go
-        on asking for it, a surge lasts at most an hour from its first raise (or
-        ``max_hold``, if shorter), then ends at its expiry; a new one may start once it is
-        restored.
-    :param surge_cap: the most units a surge may add over what a dimension had when it
-        started (a whole number from 1 to the construct's ``max_units``), so that a
-        process that lies can cost at most that. Default: None, the default cap: at most
-        ``surge_scale`` (4) x what the dimension had when the surge started, and at least
-        100 units over it. ``UNBOUNDED``: no cap beyond the construct's ``max_units`` and
-        the scalable target's max. Whatever the cap, a surge never passes the limits and
-        the target's max. What a lie costs: the units it adds, for ``surge_for`` after the
-        last lying report, plus up to ``restore_every`` until the restore, plus the time
-        auto scaling then takes to scale in (about 15 minutes): with the defaults, on a
-        dimension at 100 write units, 300 units: about $0.08 for one lie in us-east-1, and
-        the budget bounds what lies add in an hour (docs/guides/fast-path.md gives the
-        worst case).
-    :param concurrency: the signals function's reserved concurrency: how many reports it
-        takes at once (the others wait in Lambda's queue, a minute at most). Default: 10.
-        None: unreserved.
-    :param surge_scale: the default cap's multiple: with ``surge_cap`` None, a surge takes
-        a dimension to at most ``surge_scale`` x the capacity it had when the surge
-        started (and may add 100 units in any case), never above the limits. More than 1,
-        at most 100. Default: 4.
-    :param surge_budget: the most units the surges of one dimension may add in an hour (a
-        whole number from 1 to 400,000). Default: None, twice what one surge may add from
-        the level the hour's first surge started from. ``UNBOUNDED``: no budget.
-    :param surge_alarm_units: the ``SurgeUnitsAlarm`` fires when surges add this many units
-        or more within an hour, over every dimension served. Default: 10,000. None: no
-        such alarm.
-    :param stream: the table's own DynamoDB stream as a write signal, with no client in
-        the application: a stream reader attached to each served table's stream feeds the
-        same surge decision as the reports (`StreamSignal`; True: its defaults).
-        A ``ProvisionedTable`` gets its stream turned on (``NEW_AND_OLD_IMAGES``); any
-        other table must have one. Default: False.
-    """
-
-    share: float = 1.0
-    surge_for: Duration = field(default_factory=lambda: Duration.minutes(DEFAULT_SURGE_MINUTES))
-    surge_cap: int | str | None = None
-    concurrency: int | None = DEFAULT_SIGNALS_CONCURRENCY
-    surge_scale: float = DEFAULT_SURGE_SCALE
-    surge_budget: int | str | None = None
-    surge_alarm_units: int | None = DEFAULT_SURGE_ALARM_UNITS
-    stream: bool | StreamSignal = False
 
 
 class CapacityRequests(Construct):
@@ -343,7 +269,7 @@ class CapacityRequests(Construct):
         total = self._validate_limits(max_units, max_total_units, broker_concurrency)
         hold_minutes = self._validate_max_hold(max_hold)
         self._validate_restore_every(restore_every)
-        surge = self._validate_fast_path(fast_path, max_units, hold_minutes)
+        surge = check_fast_path(self._where, fast_path, max_units, hold_minutes)
         stream = check_stream_signal(self._where, fast_path.stream) if fast_path else None
         self.environment = {
             MAX_UNITS_ENV: str(max_units),
@@ -370,9 +296,12 @@ class CapacityRequests(Construct):
         self.restorer = self._render_restorer(restore_every)
         """The restorer (None with ``restore_every=None``): asks the broker to end expired holds on
         a schedule."""
-        self.signals, self.signals_policy = self._render_signals(fast_path, surge)
-        """The signals function and its policy (None without ``fast_path``)."""
-        self.stream_reader = self._render_stream_reader(stream, surge)
+        parts = self._render_fast_path(fast_path, surge, stream)
+        self.signals = parts.signals if parts else None
+        """The signals function (None without ``fast_path``)."""
+        self.signals_policy = parts.policy if parts else None
+        """The signals function's policy (None without ``fast_path``)."""
+        self.stream_reader = parts.stream_reader if parts else None
         """The stream reader (None without ``FastPath(stream=...)``)."""
         self.node.add_validation(_ConnectedScalers(self))
 
@@ -440,40 +369,6 @@ class CapacityRequests(Construct):
                     f"{restore_every.to_human_string()}"
                 )
 
-    def _validate_fast_path(
-        self, fast_path: FastPath | None, max_units: int, hold_minutes: int
-    ) -> SurgeSettings | None:
-        """The signals function's settings; None without a fast path."""
-        if fast_path is None:
-            return None
-        where = f"{self._where}: fast_path"
-        if not isinstance(fast_path, FastPath):
-            raise CapacityConfigError(f"{where} must be a FastPath or None; got {shown(fast_path)}")
-        share, concurrency = fast_path.share, fast_path.concurrency
-        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
-            raise CapacityConfigError(
-                f"{where}.share must be a number over 0 and at most 1; got {shown(share)}"
-            )
-        surge_for = fast_path.surge_for
-        duration_prop(self._where, "fast_path.surge_for", surge_for, Duration.minutes(1))
-        seconds = -1.0 if Token.is_unresolved(surge_for) else surge_for.to_seconds()
-        if seconds % 60 or not 60 <= seconds <= hold_minutes * 60:
-            raise CapacityConfigError(
-                f"{where}.surge_for must be whole minutes from 1 minute to max_hold "
-                f"({hold_minutes} minutes); got {surge_for.to_human_string()}"
-            )
-        if concurrency is not None and (
-            isinstance(concurrency, bool)
-            or not isinstance(concurrency, int)
-            or not 1 <= concurrency <= 1_000
-        ):
-            raise CapacityConfigError(
-                f"{where}.concurrency must be a whole number from 1 to 1000, or None; got "
-                f"{shown(concurrency)}"
-            )
-        bounds = _surge_bounds(where, fast_path, max_units)
-        return SurgeSettings(float(share), int(seconds // 60), *bounds)
-
     def _configure_tables(self, tables: Sequence[dynamodb.ITable | TableCapacity]) -> None:
         given = table_list(self._where, tables)
         if not given:
@@ -530,21 +425,6 @@ class CapacityRequests(Construct):
     def _count_alarm(self, alarm_id: str, metric: str, description: str) -> None:
         """An alarm on any of the functions' EMF count ``metric`` in 5 minutes."""
         self._alarm_set.add(alarm_id, AlarmSpec(self.metric(metric), says(description)))
-
-    def _surge_units_alarm(self, threshold: int) -> None:
-        """An alarm when the fast path's surges add ``threshold`` units or more in an hour."""
-        self._alarm_set.add(
-            "SurgeUnits",
-            AlarmSpec(
-                self.metric_surge_units(period=Duration.hours(1)),
-                says(
-                    f"The fast path's surges added {threshold:,} capacity units or more in an "
-                    "hour (SurgeUnits): busy bursts, or a process that lies; the signals "
-                    "function's surge-applied lines name the dimensions"
-                ),
-                threshold=threshold,
-            ),
-        )
 
     @property
     def alarms(self) -> Mapping[str, cloudwatch.Alarm]:
@@ -614,177 +494,21 @@ class CapacityRequests(Construct):
         self._errors_alarm(restorer.function, "RestorerErrors", "The capacity hold restorer failed")
         return restorer
 
-    def _render_signals(
-        self, fast_path: FastPath | None, surge: SurgeSettings | None
-    ) -> tuple[lambda_.Function | None, iam.ManagedPolicy | None]:
-        """The signals function: invoked asynchronously by the reporting processes, never
-        retried (a report is stale in a minute), with what a surge needs and no more."""
-        if fast_path is None or surge is None:
-            return None, None
-        signals, policy = runtime_function(
-            self,
-            "Signals",
-            handler="ddb_capacity_runtime.requests.report_intake.signals_handler",
-            description="DynamoDB capacity signals (fast path)",
-            config=self._functions["Signals"],
-            environment={
-                **self.environment,
-                SCOPES_ENV: Lazy.string(_Scopes(self)),
-                **surge.to_env(),
-            },
-            reserved_concurrent_executions=fast_path.concurrency,
-        )
-        signals.configure_async_invoke(retry_attempts=0, max_event_age=SIGNALS_MAX_EVENT_AGE)
-        self._configure_signals_policy(
-            policy, "DescribeScalableTargets, DescribeScalingPolicies and GetMetricData"
-        )
-        # CloudWatch's consumed capacity corroborates a surge the default cap cuts short
-        policy.add_statements(
-            iam.PolicyStatement(
-                sid="ReadTraffic", actions=["cloudwatch:GetMetricData"], resources=["*"]
-            )
-        )
-        _acknowledge_signals(signals, fast_path.concurrency)
-        self._render_signals_alarms(signals, fast_path)
-        return signals, policy
-
-    def _render_stream_reader(
-        self, stream: StreamSignal | None, surge: SurgeSettings | None
-    ) -> StreamReader | None:
-        """The stream reader: each served table's stream mapped to it, with what a surge
-        needs (as the signals function) and reading the streams."""
-        if stream is None or surge is None:
-            return None
-        reader = StreamReader(
-            self,
-            "StreamReader",
-            signal=stream,
-            tables=[(table, owner) for table, owner, _ in self._indexes],
-            environment={
-                **self.environment,
-                SCOPES_ENV: Lazy.string(_Scopes(self)),
-                **surge.to_env(),
-            },
-            config=self._functions["StreamReader"],
-            alarms=self._alarm_set,
-            where=self._where,
-        )
-        self._configure_signals_policy(
-            reader.policy, "DescribeScalableTargets, DescribeScalingPolicies and ListStreams"
-        )
-        _acknowledge_stream_reader(reader.function)
-        return reader
-
-    def _configure_signals_policy(
+    def _render_fast_path(
         self,
-        policy: iam.ManagedPolicy,
-        reads: str = "DescribeScalableTargets and DescribeScalingPolicies",
-    ) -> None:
-        """What a surge needs: its tables' capacity, their items in the hold store, reading
-        their scaling and moving their scalable targets' minimums."""
-        policy.add_statements(
-            iam.PolicyStatement(
-                sid="HoldTables",
-                actions=_TABLE_ACTIONS,
-                resources=[t.table_arn for t in self.tables],
-            ),
-            iam.PolicyStatement(
-                sid="SurgeStore",
-                actions=list(SIGNALS_STORE_ACTIONS),
-                resources=[self.hold_store.table_arn],
-                # every item it touches (combiner, lease, surge hold) has its table as pk
-                conditions={
-                    "ForAllValues:StringEquals": {
-                        "dynamodb:LeadingKeys": [t.table_name for t in self.tables]
-                    }
-                },
-            ),
-            read_autoscaling_statement(),
-            move_minimums_statement(
-                "MoveMinimums", TARGET_TAG, [t.table_name for t in self.tables]
-            ),
-        )
-        self._acknowledge(policy, reads)
-
-    def _render_signals_alarms(self, signals: lambda_.Function, fast_path: FastPath) -> None:
-        """The signals function's alarms: it failed, a surge failed, the combiner refused a
-        report, a report was malformed, a surge met its budget, surges added many units,
-        the rules' own (`_render_rule_alarms`), or Lambda dropped reports before they
-        ran."""
-        self._errors_alarm(
-            signals, "SignalsErrors", "The capacity signals function (fast path) failed"
-        )
-        self._count_alarm(
-            "ReportsRefused",
-            "ReportsRefused",
-            "A report to the fast path's signals function was malformed (the client hook "
-            "never sends one: a process that lies, or another version): the signals "
-            "function's log says which field",
-        )
-        self._count_alarm(
-            "SurgeBudget",
-            "SurgesOverBudget",
-            "A surge of the fast path met its dimension's budget of surge units for the hour, "
-            "or its surge cap over the dimension's configured base (a process that lies, or a "
-            "budget or cap too small): the log names the dimension",
-        )
-        if fast_path.surge_alarm_units is not None:
-            self._surge_units_alarm(fast_path.surge_alarm_units)
-        self._count_alarm(
-            "SurgesFailed",
-            "SurgesFailed",
-            "A surge of the fast path could not be applied (the raise failed, a limit "
-            "refused it, or AWS failed); the signals function's log says which",
-        )
-        self._count_alarm(
-            "CombinerFull",
-            "CombinerFull",
-            "A report of the fast path came from a newcomer while 100 processes report on its "
-            "dimension already: newcomers share one entry; the signals function's log names "
-            "the dimension",
-        )
-        self._render_rule_alarms()
-        self._alarm_set.add(
-            "SignalsDropped",
-            AlarmSpec(
-                cloudwatch.Metric(
-                    namespace="AWS/Lambda",
-                    metric_name="AsyncEventsDropped",
-                    dimensions_map={"FunctionName": signals.function_name},
-                    statistic="Sum",
-                    period=Duration.minutes(5),
-                ),
-                says(
-                    "Reports to the capacity signals function (fast path) were dropped by "
-                    "Lambda before it ran them (older than a minute: its reserved concurrency "
-                    "was busy)"
-                ),
-            ),
-        )
-
-    def _render_rule_alarms(self) -> None:
-        """The alarms of the fast path's rules: a burst-bucket estimate not kept, CloudWatch
-        not read for a surge the cap cut short, a surge CloudWatch did not confirm."""
-        self._count_alarm(
-            "SurgesUnconfirmed",
-            "SurgesUnconfirmed",
-            "A surge raised on the processes' reports was not confirmed by DynamoDB's own "
-            "measure (CloudWatch's consumed capacity) and is left to expire: a process that "
-            "lies, or reports on the wrong table; the log names the dimension",
-        )
-        self._count_alarm(
-            "BucketFailed",
-            "BucketFailed",
-            "A dimension's burst-bucket estimate could not be read or written (the signals "
-            "function's or the stream reader's bucket-failed lines say which): it reads as "
-            "empty, so surges start as soon as the demand reaches the capacity",
-        )
-        self._count_alarm(
-            "CorroborationFailed",
-            "CorroborationFailed",
-            "CloudWatch could not be read to corroborate a surge the surge cap cut short (the "
-            "signals function's corroboration-failed lines say why): the capped surge stands",
-        )
+        fast_path: FastPath | None,
+        surge: SurgeSettings | None,
+        stream: StreamSignal | None,
+    ) -> FastPathParts | None:
+        """The fast path's functions (`fast_path.FastPathParts`); None without one."""
+        if fast_path is None or surge is None:
+            return None
+        environment = {
+            **self.environment,
+            SCOPES_ENV: Lazy.string(_Scopes(self)),
+            **surge.to_env(),
+        }
+        return FastPathParts(self, fast_path, stream, environment)
 
     def grant_signals(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a role, a user, a group, or a function or task definition)
@@ -814,32 +538,7 @@ class CapacityRequests(Construct):
         of the account's in the Region); ``mode``: ``consumed`` (the hook asks for the
         consumed capacity of the requests it counts) or ``throttles`` (it changes no
         request). Needs ``fast_path``."""
-        if not isinstance(function, lambda_.Function):
-            raise CapacityConfigError(
-                f"{self._where}: instrument needs a lambda_.Function (its layers and "
-                f"environment are set); got {shown(function)}"
-            )
-        runtime = function.runtime
-        allowed = [r.name for r in hook_runtimes()]
-        if runtime.name not in allowed:
-            raise CapacityConfigError(
-                f"{self._where}: instrument: function {function.node.path} runs "
-                f"{runtime.name}; the hook is for Python functions on {', '.join(allowed)} "
-                f"(elsewhere, call grant_signals and report from your own code)"
-            )
-        if mode not in MODES:
-            raise CapacityConfigError(
-                f"{self._where}: instrument: mode must be one of {', '.join(MODES)}; got "
-                f"{shown(mode)}"
-            )
-        names = _table_names(self._where, tables)
-        grant = self.grant_signals(function)
-        function.add_layers(hook_layer(self))
-        function.add_environment("AWS_LAMBDA_EXEC_WRAPPER", HOOK_WRAPPER)
-        function.add_environment(MODE_ENV, mode)
-        if names:
-            function.add_environment(TABLES_ENV, ",".join(names))
-        return grant
+        return instrument_function(self, function, tables=tables, mode=mode)
 
     def allow_index(self, table: dynamodb.ITable | TableCapacity, index_name: str) -> None:
         """Let workers request capacity on the GSI ``index_name`` of ``table``, one of this
@@ -998,7 +697,7 @@ class CapacityRequests(Construct):
         return [
             iam.PolicyStatement(
                 sid="HoldTables",
-                actions=_TABLE_ACTIONS,
+                actions=TABLE_ACTIONS,
                 resources=[t.table_arn for t in self.tables],
             ),
             state_store_statement("HoldStore", self.hold_store),
@@ -1027,82 +726,13 @@ class CapacityRequests(Construct):
         )
 
 
-_LAMBDA_PACKS = ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
-"""The packs whose Lambda rules the library's functions acknowledge alike."""
-
-
-def _whole_number(value: object, low: int, high: int) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int) and low <= value <= high
-
-
-def _surge_bounds(
-    where: str, fast_path: FastPath, max_units: int
-) -> tuple[int | None, float | None, int | str | None]:
-    """The signals function's cap, scale and budget (`SurgeSettings`) from
-    ``fast_path``'s ``surge_cap``, ``surge_scale``, ``surge_budget`` and
-    ``surge_alarm_units``, each checked."""
-    cap, scale, budget = fast_path.surge_cap, fast_path.surge_scale, fast_path.surge_budget
-    if cap is not None and cap != UNBOUNDED and not _whole_number(cap, 1, max_units):
-        raise CapacityConfigError(
-            f"{where}.surge_cap must be a whole number from 1 to max_units ({max_units}), "
-            f"None (the default cap) or UNBOUNDED; got {shown(cap)}"
-        )
-    if isinstance(scale, bool) or not isinstance(scale, int | float) or not 1 < scale <= 100:
-        raise CapacityConfigError(
-            f"{where}.surge_scale must be a number over 1, at most {MAX_SURGE_SCALE:g}; "
-            f"got {shown(scale)}"
-        )
-    if cap is not None and scale != DEFAULT_SURGE_SCALE:
-        raise CapacityConfigError(
-            f"{where}.surge_scale applies to the default cap only; got surge_scale="
-            f"{shown(scale)} with surge_cap={shown(cap)}: set one of them"
-        )
-    if budget is not None and budget != UNBOUNDED and not _whole_number(budget, 1, 400_000):
-        raise CapacityConfigError(
-            f"{where}.surge_budget must be a whole number from 1 to 400000, None (the "
-            f"default budget) or UNBOUNDED; got {shown(budget)}"
-        )
-    alarm = fast_path.surge_alarm_units
-    if alarm is not None and not _whole_number(alarm, 1, 10_000_000):
-        raise CapacityConfigError(
-            f"{where}.surge_alarm_units must be a whole number from 1 to 10000000, or None; "
-            f"got {shown(alarm)}"
-        )
-    if cap == UNBOUNDED:
-        return None, None, budget
-    return (cap if isinstance(cap, int) else None), float(scale), budget
-
-
-def _acknowledge_function(
-    function: lambda_.Function,
-    concurrency: int | None,
-    serverless: dict[str, str],
-    per_pack: dict[str, str],
-    no_dlq: str,
-) -> None:
-    """A function's acknowledgements: ``serverless`` (finding: reason), then each rule of
-    ``per_pack`` in every pack of `_LAMBDA_PACKS`; its reserved concurrency's only
-    with one. Checkov's dead-letter check is skipped for ``no_dlq``, its concurrency check
-    for the same reason as the packs' without one."""
-    reasons = {
-        **serverless,
-        **{f"{pack}-{rule}": reason for pack in _LAMBDA_PACKS for rule, reason in per_pack.items()},
-    }
-    for finding, reason in reasons.items():
-        if concurrency is None or not finding.endswith("LambdaConcurrency"):
-            acknowledge(function, finding, reason)
-    skip_checkov(function, "CKV_AWS_116", no_dlq)
-    if concurrency is None:
-        skip_checkov(function, "CKV_AWS_115", per_pack["LambdaConcurrency"])
-
-
 def _acknowledge_broker(broker: lambda_.Function, broker_concurrency: int | None) -> None:
     """The broker's acknowledgements (its reserved concurrency's only with one)."""
     no_dlq = (
         "Workers invoke the broker synchronously and get its answer or its error; there is "
         "no asynchronous event to keep."
     )
-    _acknowledge_function(
+    acknowledge_function(
         broker,
         broker_concurrency,
         {
@@ -1118,66 +748,6 @@ def _acknowledge_broker(broker: lambda_.Function, broker_concurrency: int | None
             "LambdaConcurrency": "Concurrent requests are expected; they are serialized per "
             "dimension by the hold store's leases.",
             "LambdaDLQ": "Invoked synchronously only; the caller gets the error.",
-        },
-        no_dlq,
-    )
-
-
-def _acknowledge_signals(signals: lambda_.Function, concurrency: int | None) -> None:
-    """The signals function's acknowledgements (its reserved concurrency's only with one)."""
-    no_dlq = (
-        "Each report is a minute-fresh snapshot that the next report, seconds later, "
-        "replaces; a failed or expired one is dropped on purpose (no retries, a one-minute "
-        "event age), since replaying it would raise on stale demand. Failures are counted "
-        "and alarmed (SurgesFailed, CombinerFull, BucketFailed, CorroborationFailed, Errors, "
-        "AsyncEventsDropped)."
-    )
-    _acknowledge_function(
-        signals,
-        concurrency,
-        {
-            "Serverless-LambdaTracing": "Each report logs JSON lines and EMF counts; tracing "
-            "would add cost and an X-Ray wildcard permission.",
-            "Serverless-LambdaDLQ": no_dlq,
-            "Serverless-LambdaAsyncFailureDestination": no_dlq,
-            "Serverless-LambdaDefaultMemorySize": "256 MB: the function mostly waits on "
-            "DynamoDB and Application Auto Scaling.",
-        },
-        {
-            "LambdaInsideVPC": "Calls only AWS APIs (DynamoDB, Application Auto Scaling, "
-            "CloudWatch); it reaches nothing in a VPC.",
-            "LambdaConcurrency": "Reports arrive from many processes at once; a dimension's "
-            "changes are serialized by the hold store's leases.",
-            "LambdaDLQ": no_dlq,
-        },
-        no_dlq,
-    )
-
-
-def _acknowledge_stream_reader(reader: lambda_.Function) -> None:
-    """The stream reader's acknowledgements (unreserved: one invocation per shard)."""
-    no_dlq = (
-        "The stream reader's records are a signal about now: a batch that failed is "
-        "worthless a minute later, and replaying it would count its writes twice. The "
-        "reader counts its failures (StreamFailed) and they are alarmed, with its Errors."
-    )
-    _acknowledge_function(
-        reader,
-        None,
-        {
-            "Serverless-LambdaTracing": "Each batch logs JSON lines only when something "
-            "happens, and EMF counts; tracing would add cost and an X-Ray wildcard "
-            "permission.",
-            "Serverless-LambdaDLQ": no_dlq,
-            "Serverless-LambdaDefaultMemorySize": "256 MB: a batch of up to 1,000 records "
-            "is read, then the function waits on DynamoDB.",
-        },
-        {
-            "LambdaInsideVPC": "Calls only AWS APIs (DynamoDB, Application Auto Scaling); "
-            "it reaches nothing in a VPC.",
-            "LambdaConcurrency": "Lambda runs one invocation per stream shard at a time; "
-            "reserved concurrency below the shard count would only delay the signal.",
-            "LambdaDLQ": no_dlq,
         },
         no_dlq,
     )
@@ -1214,20 +784,3 @@ class _Scopes:
 
     def produce(self) -> str:
         return Stack.of(self._owner).to_json_string(self._owner.scopes())
-
-
-def _table_names(where: str, tables: Sequence[str] | None) -> list[str]:
-    """The table names an instrumented function reports on (None: every table)."""
-    if tables is None:
-        return []
-    if isinstance(tables, str) or not isinstance(tables, Sequence):
-        raise CapacityConfigError(
-            f"{where}: instrument: tables must be a list of table names; got {shown(tables)}"
-        )
-    bad = [t for t in tables if not is_token(t) and not is_table_name(t)]
-    if bad or not tables:
-        raise CapacityConfigError(
-            f"{where}: instrument: tables must name 1 or more tables (3 to 255 of "
-            f"a-z A-Z 0-9 _ . -); got {shown(bad[0] if bad else tables)}"
-        )
-    return list(tables)

@@ -72,3 +72,30 @@ def skip_checkov(construct: IConstruct, check_id: str, reason: str) -> None:
     metadata = resource.get_metadata("checkov") or {}
     skips = [s for s in metadata.get("skip", []) if s["id"] != check_id]
     resource.add_metadata("checkov", {"skip": [*skips, {"id": check_id, "comment": reason}]})
+
+
+LAMBDA_PACKS = ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
+"""The packs whose Lambda rules the library's functions acknowledge alike."""
+
+
+def acknowledge_function(
+    function: IConstruct,
+    concurrency: int | None,
+    serverless: dict[str, str],
+    per_pack: dict[str, str],
+    no_dlq: str,
+) -> None:
+    """A function's acknowledgements: ``serverless`` (finding: reason), then each rule of
+    ``per_pack`` in every pack of `LAMBDA_PACKS`; its reserved concurrency's only
+    with one. Checkov's dead-letter check is skipped for ``no_dlq``, its concurrency check
+    for the same reason as the packs' without one."""
+    reasons = {
+        **serverless,
+        **{f"{pack}-{rule}": reason for pack in LAMBDA_PACKS for rule, reason in per_pack.items()},
+    }
+    for finding, reason in reasons.items():
+        if concurrency is None or not finding.endswith("LambdaConcurrency"):
+            acknowledge(function, finding, reason)
+    skip_checkov(function, "CKV_AWS_116", no_dlq)
+    if concurrency is None:
+        skip_checkov(function, "CKV_AWS_115", per_pack["LambdaConcurrency"])

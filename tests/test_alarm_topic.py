@@ -15,7 +15,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Match, Template
 
 from constructs_pkg.capacity import Capacity
-from constructs_pkg.capacity_requests import CapacityRequests, FastPath
+from constructs_pkg.capacity_requests import CapacityRequests
+from constructs_pkg.fast_path import FastPath
 from constructs_pkg.fleet_advisor import FleetAdvisor
 from constructs_pkg.runtime import SHARED_ALARMS_ID
 from constructs_pkg.scaler import ThrottleAwareScaler

@@ -9,7 +9,8 @@ import pytest
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 
-from constructs_pkg.capacity_requests import CapacityRequests, FastPath
+from constructs_pkg.capacity_requests import CapacityRequests
+from constructs_pkg.fast_path import FastPath
 from constructs_pkg.stream_signal import StreamSignal
 from tests.test_stream_signal_construct import with_stream
 
