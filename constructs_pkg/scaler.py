@@ -44,11 +44,8 @@ from ddb_capacity_runtime.scaler.shard import MARGIN
 from .alarms import (
     ALARM_WINDOW_SECONDS,
     AlarmOptions,
-    AlarmSet,
-    AlarmSpec,
     checked_alarm_options,
     emf_metric,
-    says,
 )
 from .batches import CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY, BatchPath, batch_path
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
@@ -68,6 +65,8 @@ from .runtime import (
     state_store_statement,
     state_store_table,
 )
+from .scaler_alarms import NAMESPACE as NAMESPACE
+from .scaler_alarms import ScalerAlarms
 from .table import TableCapacity, check_table, table_list
 
 DEFAULT_TICK = Duration.minutes(DEFAULT_TICK_MINUTES)
@@ -88,7 +87,6 @@ FUNCTION_DEFAULTS = {
 }
 """The scaler's function (the scheduled one; a sharded tick's batch function too): its defaults and
 the timeouts a tick's deadline allows (``function_options["Scaler"]``)."""
-NAMESPACE = "DynamoDBCapacity"
 SCALER_METRICS = {
     **dict.fromkeys(
         (
@@ -302,7 +300,7 @@ class ThrottleAwareScaler(Construct):
         self._grant_static()
         if tag_key:
             self._grant_tagged(tag_key, tag_value)
-        self._alarms(pinned_at_max_for, updating_for_ticks)
+        self._alarm_parts = ScalerAlarms(self, pinned_at_max_for, updating_for_ticks)
         for table in table_list(self._where, tables):
             self.add_table(table)
         self._configure_overrides(overrides or {})
@@ -579,7 +577,7 @@ class ThrottleAwareScaler(Construct):
         self._grant_table(table)
         for index in [None, *indexes]:
             self._index_alarms(table, label, index)
-        self._hot_key_alarm(table, label)
+        self._alarm_parts.hot_key(table, label)
         self._render_tables()
 
     def _configure_bounds(self, table: TableCapacity, label: str) -> list[str]:
@@ -635,7 +633,7 @@ class ThrottleAwareScaler(Construct):
 
     def _index_alarms(self, table: dynamodb.ITable, label: str, index: str | None) -> None:
         for dim in DIMENSIONS:
-            self._throttle_alarm(table, label, index, dim)
+            self._alarm_parts.throttled(table, label, index, dim)
 
     def _render_tables(self) -> None:
         stack = Stack.of(self)
@@ -749,7 +747,7 @@ class ThrottleAwareScaler(Construct):
         ``BatchErrors`` and ``BatchesLate`` when sharded; ``SustainedThrottling/<table>-<dim>``
         (``<table>-<index>-<dim>`` for a GSI) and ``HotKey/<table>`` per managed table. An
         alarm turned off by ``alarm_options`` is absent."""
-        return self._alarm_set.alarms
+        return self._alarm_parts.alarm_set.alarms
 
     def metric(
         self, metric_name: str, *, table_name: str | None = None, **props: Unpack[MetricProps]
@@ -792,200 +790,6 @@ class ThrottleAwareScaler(Construct):
     ) -> cloudwatch.Metric:
         """The table's key-range (hot key) throttles, its GSIs' included."""
         return self.metric("KeyRangeThrottleEvents", table_name=table_name, **props)
-
-    def _per_table(self, metric_name: str, label: str) -> cloudwatch.MathExpression:
-        """The tick's per-table EMF metric ``metric_name`` (dimension TableName), the worst
-        table's in each tick-long period."""
-        tick = self._tick
-        return cloudwatch.MathExpression(
-            expression=f"MAX(SEARCH('{{{NAMESPACE},TableName}} MetricName=\"{metric_name}\"', "
-            f"'Maximum', {int(tick.to_seconds())}))",
-            period=tick,
-            label=label,
-        )
-
-    def _alarms(self, pinned_for: Duration, updating_ticks: int) -> None:
-        for name, duration in (
-            ("pinned_at_max_for", pinned_for),
-            ("throttled_for", self._throttled_for),
-        ):
-            duration_prop(self._where, name, duration, Duration.minutes(1))
-        self._alarm_set = AlarmSet(self, self._where, self.alarm_topic, self._alarm_options)
-        self._render_function_alarms()
-        self._render_batch_alarms()
-        self._render_tick_alarms()
-        self._render_pinned_alarm(pinned_for)
-        self._render_updating_alarm(updating_ticks)
-
-    def _render_function_alarms(self) -> None:
-        """The function failed, its ticks were dropped, or it has not run for 3 ticks."""
-        tick, add = self._tick, self._alarm_set.add
-        add(
-            "Errors",
-            AlarmSpec(self.function.metric_errors(period=tick), says("The capacity scaler failed")),
-        )
-        add(
-            "DeadLetters",
-            AlarmSpec(
-                self.dead_letter_queue.metric_approximate_number_of_messages_visible(
-                    period=Duration.minutes(5)
-                ),
-                says("Scaler ticks were dropped"),
-            ),
-        )
-        add(
-            "NotRunning",
-            AlarmSpec(
-                self.function.metric_invocations(period=Duration.seconds(tick.to_seconds() * 3)),
-                says("The capacity scaler has not run for 3 ticks"),
-                comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
-                missing=cloudwatch.TreatMissingData.BREACHING,
-            ),
-        )
-
-    def _render_batch_alarms(self) -> None:
-        """A batch of a sharded tick failed (its function's errors; the batch itself goes
-        to the dead-letter queue), or waited a whole tick on the queue."""
-        if self.batches is None:
-            return
-        self._alarm_set.add(
-            "BatchErrors",
-            AlarmSpec(
-                self.batches.function.metric_errors(period=self._tick),
-                says("A batch of the capacity scaler's sharded tick failed"),
-            ),
-        )
-        self._alarm_set.add(
-            "BatchesLate",
-            AlarmSpec(
-                self.batches.queue.metric_approximate_age_of_oldest_message(
-                    period=Duration.minutes(1), statistic="Maximum"
-                ),
-                says(
-                    "A batch of the capacity scaler's sharded tick waited on its queue past "
-                    "its tick and the function's timeout: raise batch_concurrency"
-                ),
-                # a failed batch stays in flight for the function's timeout before it goes
-                # to the dead-letter queue: only older than that is a batch waiting
-                threshold=self._tick.to_seconds() + self._function_config.timeout.to_seconds(),
-            ),
-        )
-
-    def _render_tick_alarms(self) -> None:
-        """A tick found a target it holds, or a tag it does not obey."""
-        self._alarm_set.add(
-            "BadTargets",
-            AlarmSpec(
-                self._per_table("BadTargets", "targets with min > max, worst table"),
-                says(
-                    "A managed table has a scalable target whose minimum is above its maximum; "
-                    "the scaler holds that dimension until the target is fixed"
-                ),
-            ),
-        )
-        self._alarm_set.add(
-            "RefusedTags",
-            AlarmSpec(
-                self._per_table("RefusedTags", "tags refused, worst table"),
-                says(
-                    "A managed table has a min or max tag that would lower a limit below what "
-                    "the table consumes (or while that is not known); the scaler does not obey it"
-                ),
-            ),
-        )
-
-    def _ticks(self, periods: int) -> str:
-        """``periods`` ticks, in words."""
-        return Duration.seconds(self._tick.to_seconds() * periods).to_human_string()
-
-    def _render_pinned_alarm(self, pinned_for: Duration) -> None:
-        periods = max(1, math.ceil(pinned_for.to_seconds() / self._tick.to_seconds()))
-        given = pinned_for.to_human_string()
-        self._alarm_set.add(
-            "PinnedAtMax",
-            AlarmSpec(
-                self._per_table("CapacityAtMax", "dimensions at max, worst table"),
-                lambda n: (
-                    "A managed table has sat at its max for "
-                    + (given if n == periods else self._ticks(n))
-                ),
-                evaluation_periods=periods,
-            ),
-        )
-
-    def _render_updating_alarm(self, updating_ticks: int) -> None:
-        # one datapoint per tick: a table found UPDATING by every tick of the window
-        # (a tick that finds none sends none, and a missing datapoint is not breaching)
-        self._alarm_set.add(
-            "Updating",
-            AlarmSpec(
-                self._per_table("Updating", "tables found UPDATING"),
-                lambda n: (
-                    f"A managed table has been UPDATING for {n} ticks in a row "
-                    f"({self._ticks(n)}); the scaler skips a table while it is UPDATING"
-                ),
-                evaluation_periods=updating_ticks,
-                every_period=True,
-            ),
-        )
-
-    def _hot_key_alarm(self, table: dynamodb.ITable, label: str) -> None:
-        """The table's hot-key alarm: the key-range throttles the scaler counts for it (its
-        GSIs' included) in every tick of ``hot_key_for``. Named after the table, as the
-        throttle alarms are."""
-        metric = cloudwatch.Metric(
-            namespace=NAMESPACE,
-            metric_name="KeyRangeThrottleEvents",
-            dimensions_map={"TableName": table.table_name},
-            statistic="Sum",
-            period=self._tick,
-        )
-        self._alarm_set.add(
-            "HotKey",
-            AlarmSpec(
-                metric,
-                lambda n: (
-                    f"A hot key has throttled this table (or a GSI of it) for "
-                    f"{self._ticks(n)}: key-range throttles, which more capacity cannot fix and "
-                    "the scaler does not raise for. Enable CloudWatch Contributor Insights on it "
-                    "in throttled-keys mode (ContributorInsightsMode THROTTLED_KEYS) to see which "
-                    "keys, then spread their traffic (docs: Hot keys)"
-                ),
-                evaluation_periods=self._hot_key_ticks,
-                every_period=True,
-            ),
-            construct_id=f"HotKey{label}",
-            key=f"HotKey/{label}",
-        )
-
-    def _throttle_alarm(
-        self, table: dynamodb.ITable, table_label: str, index: str | None, dim: str
-    ) -> None:
-        dims = {"TableName": table.table_name}
-        if index:
-            dims["GlobalSecondaryIndexName"] = index
-        minutes = max(1, math.ceil(self._throttled_for.to_seconds() / 60))
-        metric = cloudwatch.Metric(
-            namespace="AWS/DynamoDB",
-            metric_name=f"{dim.capitalize()}ThrottleEvents",
-            dimensions_map=dims,
-            statistic="Sum",
-            period=Duration.minutes(1),
-        )
-        # named after the table and index, never after list positions: removing one table
-        # leaves every other alarm as it is
-        label = f"{table_label}{'' if index is None else '-' + index}-{dim}"
-        self._alarm_set.add(
-            "SustainedThrottling",
-            AlarmSpec(
-                metric,
-                says(f"Sustained {dim} throttling{'' if index is None else ' on index ' + index}"),
-                evaluation_periods=minutes,
-                every_period=True,
-            ),
-            construct_id=f"Throttled{label}",
-            key=f"SustainedThrottling/{label}",
-        )
 
 
 def _label(table: dynamodb.ITable | TableCapacity) -> str:

@@ -281,7 +281,9 @@ class NightlyTuning(Construct):
                 namespace=NAMESPACE, metric_name=metric_name, statistic="Sum", period=period
             )
             alarm_set.add(name, AlarmSpec(metric, says(description)))
-        refused = self.scaler._per_table("RefusedTunedTargets", "tuned values refused, worst table")
+        refused = self.scaler._alarm_parts.per_table(
+            "RefusedTunedTargets", "tuned values refused, worst table"
+        )
         alarm_set.add(
             "Refused",
             AlarmSpec(

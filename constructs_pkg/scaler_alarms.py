@@ -1,0 +1,234 @@
+"""Runs in: CDK app (synth time).
+
+The alarms of [`ThrottleAwareScaler`][]: its function's, its sharded batches', what its
+ticks find (targets it holds, tags it refuses, tables pinned at their max or UPDATING), and
+each managed table's sustained throttling and hot keys. They are made in the scope of the
+scaler (their construct ids, and so the template, are the scaler's own).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
+
+from .alarms import AlarmSet, AlarmSpec, says
+from .props import duration_prop
+
+if TYPE_CHECKING:
+    from .scaler import ThrottleAwareScaler
+
+NAMESPACE = "DynamoDBCapacity"
+
+
+class ScalerAlarms:
+    """The scaler's alarms (`ThrottleAwareScaler.alarms`), in ``alarm_set``: those of the
+    function and the ticks at once, a table's (`throttled`, `hot_key`) as it is added."""
+
+    def per_table(self, metric_name: str, label: str) -> cloudwatch.MathExpression:
+        """The tick's per-table EMF metric ``metric_name`` (dimension TableName), the worst
+        table's in each tick-long period."""
+        o = self._owner
+        tick = o._tick
+        return cloudwatch.MathExpression(
+            expression=f"MAX(SEARCH('{{{NAMESPACE},TableName}} MetricName=\"{metric_name}\"', "
+            f"'Maximum', {int(tick.to_seconds())}))",
+            period=tick,
+            label=label,
+        )
+
+    def __init__(
+        self, owner: ThrottleAwareScaler, pinned_for: Duration, updating_ticks: int
+    ) -> None:
+        self._owner = owner
+        o = owner
+        for name, duration in (
+            ("pinned_at_max_for", pinned_for),
+            ("throttled_for", o._throttled_for),
+        ):
+            duration_prop(o._where, name, duration, Duration.minutes(1))
+        self.alarm_set = AlarmSet(o, o._where, o.alarm_topic, o._alarm_options)
+        self._function()
+        self._batches()
+        self._tick_findings()
+        self._pinned(pinned_for)
+        self._updating(updating_ticks)
+
+    def _function(self) -> None:
+        """The function failed, its ticks were dropped, or it has not run for 3 ticks."""
+        o = self._owner
+        tick, add = o._tick, self.alarm_set.add
+        add(
+            "Errors",
+            AlarmSpec(o.function.metric_errors(period=tick), says("The capacity scaler failed")),
+        )
+        add(
+            "DeadLetters",
+            AlarmSpec(
+                o.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=Duration.minutes(5)
+                ),
+                says("Scaler ticks were dropped"),
+            ),
+        )
+        add(
+            "NotRunning",
+            AlarmSpec(
+                o.function.metric_invocations(period=Duration.seconds(tick.to_seconds() * 3)),
+                says("The capacity scaler has not run for 3 ticks"),
+                comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+                missing=cloudwatch.TreatMissingData.BREACHING,
+            ),
+        )
+
+    def _batches(self) -> None:
+        """A batch of a sharded tick failed (its function's errors; the batch itself goes
+        to the dead-letter queue), or waited a whole tick on the queue."""
+        o = self._owner
+        if o.batches is None:
+            return
+        self.alarm_set.add(
+            "BatchErrors",
+            AlarmSpec(
+                o.batches.function.metric_errors(period=o._tick),
+                says("A batch of the capacity scaler's sharded tick failed"),
+            ),
+        )
+        self.alarm_set.add(
+            "BatchesLate",
+            AlarmSpec(
+                o.batches.queue.metric_approximate_age_of_oldest_message(
+                    period=Duration.minutes(1), statistic="Maximum"
+                ),
+                says(
+                    "A batch of the capacity scaler's sharded tick waited on its queue past "
+                    "its tick and the function's timeout: raise batch_concurrency"
+                ),
+                # a failed batch stays in flight for the function's timeout before it goes
+                # to the dead-letter queue: only older than that is a batch waiting
+                threshold=o._tick.to_seconds() + o._function_config.timeout.to_seconds(),
+            ),
+        )
+
+    def _tick_findings(self) -> None:
+        """A tick found a target it holds, or a tag it does not obey."""
+        self.alarm_set.add(
+            "BadTargets",
+            AlarmSpec(
+                self.per_table("BadTargets", "targets with min > max, worst table"),
+                says(
+                    "A managed table has a scalable target whose minimum is above its maximum; "
+                    "the scaler holds that dimension until the target is fixed"
+                ),
+            ),
+        )
+        self.alarm_set.add(
+            "RefusedTags",
+            AlarmSpec(
+                self.per_table("RefusedTags", "tags refused, worst table"),
+                says(
+                    "A managed table has a min or max tag that would lower a limit below what "
+                    "the table consumes (or while that is not known); the scaler does not obey it"
+                ),
+            ),
+        )
+
+    def _ticks(self, periods: int) -> str:
+        """``periods`` ticks, in words."""
+        o = self._owner
+        return Duration.seconds(o._tick.to_seconds() * periods).to_human_string()
+
+    def _pinned(self, pinned_for: Duration) -> None:
+        o = self._owner
+        periods = max(1, math.ceil(pinned_for.to_seconds() / o._tick.to_seconds()))
+        given = pinned_for.to_human_string()
+        self.alarm_set.add(
+            "PinnedAtMax",
+            AlarmSpec(
+                self.per_table("CapacityAtMax", "dimensions at max, worst table"),
+                lambda n: (
+                    "A managed table has sat at its max for "
+                    + (given if n == periods else self._ticks(n))
+                ),
+                evaluation_periods=periods,
+            ),
+        )
+
+    def _updating(self, updating_ticks: int) -> None:
+        # one datapoint per tick: a table found UPDATING by every tick of the window
+        # (a tick that finds none sends none, and a missing datapoint is not breaching)
+        self.alarm_set.add(
+            "Updating",
+            AlarmSpec(
+                self.per_table("Updating", "tables found UPDATING"),
+                lambda n: (
+                    f"A managed table has been UPDATING for {n} ticks in a row "
+                    f"({self._ticks(n)}); the scaler skips a table while it is UPDATING"
+                ),
+                evaluation_periods=updating_ticks,
+                every_period=True,
+            ),
+        )
+
+    def hot_key(self, table: dynamodb.ITable, label: str) -> None:
+        """The table's hot-key alarm: the key-range throttles the scaler counts for it (its
+        GSIs' included) in every tick of ``hot_key_for``. Named after the table, as the
+        throttle alarms are."""
+        o = self._owner
+        metric = cloudwatch.Metric(
+            namespace=NAMESPACE,
+            metric_name="KeyRangeThrottleEvents",
+            dimensions_map={"TableName": table.table_name},
+            statistic="Sum",
+            period=o._tick,
+        )
+        self.alarm_set.add(
+            "HotKey",
+            AlarmSpec(
+                metric,
+                lambda n: (
+                    f"A hot key has throttled this table (or a GSI of it) for "
+                    f"{self._ticks(n)}: key-range throttles, which more capacity cannot fix and "
+                    "the scaler does not raise for. Enable CloudWatch Contributor Insights on it "
+                    "in throttled-keys mode (ContributorInsightsMode THROTTLED_KEYS) to see which "
+                    "keys, then spread their traffic (docs: Hot keys)"
+                ),
+                evaluation_periods=o._hot_key_ticks,
+                every_period=True,
+            ),
+            construct_id=f"HotKey{label}",
+            key=f"HotKey/{label}",
+        )
+
+    def throttled(
+        self, table: dynamodb.ITable, table_label: str, index: str | None, dim: str
+    ) -> None:
+        o = self._owner
+        dims = {"TableName": table.table_name}
+        if index:
+            dims["GlobalSecondaryIndexName"] = index
+        minutes = max(1, math.ceil(o._throttled_for.to_seconds() / 60))
+        metric = cloudwatch.Metric(
+            namespace="AWS/DynamoDB",
+            metric_name=f"{dim.capitalize()}ThrottleEvents",
+            dimensions_map=dims,
+            statistic="Sum",
+            period=Duration.minutes(1),
+        )
+        # named after the table and index, never after list positions: removing one table
+        # leaves every other alarm as it is
+        label = f"{table_label}{'' if index is None else '-' + index}-{dim}"
+        self.alarm_set.add(
+            "SustainedThrottling",
+            AlarmSpec(
+                metric,
+                says(f"Sustained {dim} throttling{'' if index is None else ' on index ' + index}"),
+                evaluation_periods=minutes,
+                every_period=True,
+            ),
+            construct_id=f"Throttled{label}",
+            key=f"SustainedThrottling/{label}",
+        )
