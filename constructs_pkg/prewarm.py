@@ -19,7 +19,7 @@ from aws_cdk import aws_stepfunctions as stepfunctions
 from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_runtime.settle.plan import SETTLE_WAIT_S
+from ddb_capacity_runtime.settle.settle_plan import SETTLE_WAIT_S
 
 from .compliance import acknowledge, skip_checkov
 from .runtime import LOG_KEY_REASON, FunctionConfig, FunctionDefaults, own_policy, runtime_function

@@ -1,6 +1,6 @@
 """One exception family: every exception class of the three packages derives from
 ``CapacityError`` (and keeps the built-in its callers catch), no two share a name, and AWS's
-errors are read at one place (`aws.errors`): their codes, from real botocore errors of the
+errors are read at one place (`aws.error_codes`): their codes, from real botocore errors of the
 local moto server, and what each code means."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from botocore.exceptions import ClientError
 import constructs_pkg
 import ddb_capacity_runtime
 import ddb_capacity_tools
-from ddb_capacity_runtime.aws import errors
-from ddb_capacity_runtime.aws.errors import describe_error, error_code, is_throttle, meaning
+from ddb_capacity_runtime.aws import error_codes as errors
+from ddb_capacity_runtime.aws.error_codes import describe_error, error_code, is_throttle, meaning
 from ddb_capacity_runtime.core.errors import CapacityConfigError, CapacityError
 from ddb_capacity_runtime.core.holds import CapacityRequestError, CapacityRequestTimeout
 from ddb_capacity_runtime.core.outcomes import Status

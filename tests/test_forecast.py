@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.floorplan import MAX_RESERVE, PLAN_STEPS, FloorPlan, parse_plan
 from ddb_capacity_runtime.core.forecast import (
     BASELINE_STEPS,
@@ -37,7 +38,6 @@ from ddb_capacity_runtime.core.forecast import (
     season_minutes,
 )
 from ddb_capacity_runtime.core.policy import MAX_AIM, capacity_units, units_within
-from ddb_capacity_runtime.core.quota import DecreaseLedger
 from ddb_capacity_runtime.core.settings import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable
 from tests.hypothesis_profiles import examples

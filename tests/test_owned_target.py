@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.floorplan import FloorPlan
 from ddb_capacity_runtime.core.forecast import apply_plans
 from ddb_capacity_runtime.core.ownership import retargets
-from ddb_capacity_runtime.core.quota import DecreaseLedger
 from ddb_capacity_runtime.core.settings import ConfigError, Limits, ScalerConfig
 from ddb_capacity_runtime.core.tables import (
     Dimension,

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.policy import (
     DECREASE,
     HOLD,
@@ -20,7 +21,6 @@ from ddb_capacity_runtime.core.policy import (
     combine_counter,
     decide,
 )
-from ddb_capacity_runtime.core.quota import DecreaseLedger
 from tests.hypothesis_profiles import examples
 
 NOON = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.floorplan import FloorPlan
 from ddb_capacity_runtime.core.forecast import with_plans
 from ddb_capacity_runtime.core.holds import HeldRaise, held_raise
-from ddb_capacity_runtime.core.quota import DecreaseLedger
 from ddb_capacity_runtime.core.settings import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable
 from tests.hypothesis_profiles import examples

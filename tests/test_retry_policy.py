@@ -23,7 +23,7 @@ from ddb_capacity_runtime.aws.clients import (
     make_clients,
     retry_bound,
 )
-from ddb_capacity_runtime.aws.errors import error_code
+from ddb_capacity_runtime.aws.error_codes import error_code
 from ddb_capacity_runtime.aws.retry import RetryWithin, ThrottleCounter
 from ddb_capacity_runtime.core.deadline import Deadline
 from ddb_capacity_tools.local_aws import REGION, free_port

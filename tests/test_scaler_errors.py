@@ -14,10 +14,10 @@ from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws.actuator import apply, update_table_request
 from ddb_capacity_runtime.aws.store import HoldStore
+from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.memory import Memory
 from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, UPDATE_TABLE, Change
 from ddb_capacity_runtime.core.policy import DECREASE, INCREASE
-from ddb_capacity_runtime.core.quota import DecreaseLedger
 from ddb_capacity_runtime.core.settings import ConfigError, Limits, OverrideError, ScalerConfig
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget
 from ddb_capacity_runtime.core.tags import IgnoredTag, parse_tags

@@ -20,7 +20,7 @@ from ddb_capacity_runtime.settle.handler import (
     plan_settle,
     settle_table,
 )
-from ddb_capacity_runtime.settle.plan import SETTLE_WAIT_S
+from ddb_capacity_runtime.settle.settle_plan import SETTLE_WAIT_S
 
 from .conftest import cfn_event
 

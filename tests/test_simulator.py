@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ddb_capacity_runtime.core import decreases as quota
 from ddb_capacity_runtime.core import plan as core_plan
-from ddb_capacity_runtime.core import policy, quota
+from ddb_capacity_runtime.core import policy
 from ddb_capacity_runtime.core.forecast import EARNS, IDLE, forecast_minute
 from ddb_capacity_tools.simulator import (
     ModelError,

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TextIO
 
-from ddb_capacity_runtime.aws.errors import describe_error
+from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.core.names import is_table_name
 

@@ -52,7 +52,7 @@ from typing import Any, TextIO
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
 from ddb_capacity_runtime import requests
-from ddb_capacity_runtime.aws.errors import describe_error
+from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.aws.store import STORE_ENV
 from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.requests.broker import BROKER_ENV

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ddb_capacity_runtime.aws.discovery import table_targets
-from ddb_capacity_runtime.aws.errors import describe_error
+from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 
 from .simulator.ensemble import Spread

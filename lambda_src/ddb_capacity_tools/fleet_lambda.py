@@ -36,7 +36,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ddb_capacity_runtime.aws.errors import NO_SUCH_KEY, describe_error, error_code
+from ddb_capacity_runtime.aws.error_codes import NO_SUCH_KEY, describe_error, error_code
 from ddb_capacity_runtime.core.names import is_table_name
 from ddb_capacity_runtime.core.untrusted import UntrustedJSONError, parse_json
 from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event

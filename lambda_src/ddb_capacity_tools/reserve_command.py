@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from ddb_capacity_runtime.aws.errors import describe_error
+from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.names import is_table_name
 
 from . import advise as advise_module

@@ -19,8 +19,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from cronsim import CronSim, CronSimError
 
+from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_runtime.core.quota import DecreaseLedger
 
 CRON = re.compile(r"cron\((.*)\)")
 AT = re.compile(r"at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)")

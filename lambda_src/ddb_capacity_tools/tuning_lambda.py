@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ddb_capacity_runtime.aws.errors import CONDITION_FAILED, describe_error, error_code
+from ddb_capacity_runtime.aws.error_codes import CONDITION_FAILED, describe_error, error_code
 from ddb_capacity_runtime.aws.store import TUNED, tuned_of
 from ddb_capacity_runtime.core.names import DIMENSIONS, is_table_name, scope_label
 from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..core.deadline import NONE, Deadline, DeadlinePassed
+from ..core.decreases import DecreaseLedger
 from ..core.errors import CapacityError
 from ..core.holds import CapacityRequestError, CapacityRequestTimeout, level
 from ..core.memory import why_wait
@@ -31,11 +32,10 @@ from ..core.names import UNITS
 from ..core.outcomes import Status
 from ..core.plan import Change, Via
 from ..core.policy import Action
-from ..core.quota import DecreaseLedger
 from ..core.tables import ManagedTable
 from . import tables
 from .discovery import current_minimum
-from .errors import describe_error, meaning
+from .error_codes import describe_error, meaning
 from .minimum import set_minimum
 
 if TYPE_CHECKING:

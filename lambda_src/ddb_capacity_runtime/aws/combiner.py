@@ -49,7 +49,7 @@ from ..core.surge import (
     is_process_id,
     read_budget,
 )
-from .errors import CONDITION_FAILED, error_code
+from .error_codes import CONDITION_FAILED, error_code
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -12,11 +12,11 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
+from ..core.decreases import DecreaseLedger
 from ..core.errors import CapacityError
 from ..core.floorplan import FloorPlan, parse_plan
 from ..core.memory import Memory, reconcile
 from ..core.names import SCALER_TAGS, UNITS, resource_id, scalable_dimension
-from ..core.quota import DecreaseLedger
 from ..core.settings import Limits, ScalerConfig
 from ..core.tables import (
     Dimension,

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..core.quota import utc
+from ..core.decreases import utc
 from ..core.series import MINUTE, Key, Series, step_start, tell_causes
-from .errors import describe_error, is_throttle
+from .error_codes import describe_error, is_throttle
 
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient

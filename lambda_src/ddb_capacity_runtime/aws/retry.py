@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core.deadline import Deadline
 from .clients import retry_bound
-from .errors import error_code, is_throttle
+from .error_codes import error_code, is_throttle
 
 
 class ThrottleCounter:

@@ -83,7 +83,7 @@ from ..core.names import (
 )
 from ..core.ownership import HIGHEST, LOWEST
 from .clients import Clients
-from .errors import CONDITION_FAILED, describe_error, error_code
+from .error_codes import CONDITION_FAILED, describe_error, error_code
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

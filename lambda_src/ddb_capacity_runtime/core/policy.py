@@ -44,7 +44,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from .bucket import Bucket, advance, would_empty
-from .quota import NO_DECREASES, DecreaseLedger, utc
+from .decreases import NO_DECREASES, DecreaseLedger, utc
 from .records import direct_init
 
 

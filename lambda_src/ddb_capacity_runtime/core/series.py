@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from .quota import utc
+from .decreases import utc
 from .records import direct_init
 
 MINUTE = timedelta(minutes=1)

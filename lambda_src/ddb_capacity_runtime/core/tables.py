@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .decreases import DecreaseLedger
 from .floorplan import FloorPlan
 from .memory import Memory
-from .quota import DecreaseLedger
 from .settings import Limits
 from .tags import BaseMin
 

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from ..aws import metrics, tables
 from ..aws.clients import Clients
 from ..aws.discovery import NotManaged, describe_table, table_targets
-from ..aws.errors import describe_error, error_code
+from ..aws.error_codes import describe_error, error_code
 from ..aws.minimum import set_minimum
 from ..core.deadline import NONE, Deadline
 from ..core.errors import shown

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..aws.clients import Clients, make_clients
-from ..aws.errors import describe_error
+from ..aws.error_codes import describe_error
 from ..aws.store import HoldStore, open_store
 from ..core.holds import CapacityRequestError
 from ..core.outcomes import REFUSED, Status

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..aws import metrics
 from ..aws.clients import Clients
-from ..aws.errors import describe_error
+from ..aws.error_codes import describe_error
 from ..aws.store import HoldStore
 from ..core.floorplan import STEP_MINUTES, FloorPlan
 from ..core.forecast import HISTORY_DAYS, plan_floors

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..aws import discovery, tables
 from ..aws.clients import Clients
-from ..aws.errors import describe_error
+from ..aws.error_codes import describe_error
 from ..aws.store import HoldStore, Lease
 from ..core import holds
 from ..core.deadline import NONE, Deadline

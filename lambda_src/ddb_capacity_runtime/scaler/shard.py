@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..aws.errors import describe_error
+from ..aws.error_codes import describe_error
 from ..core.errors import CapacityConfigError, shown
 from ..core.names import is_table_name
 from ..core.settings import MAX_TABLES_PER_BATCH

@@ -82,9 +82,9 @@ from ..aws import tables as aws_tables
 from ..aws.actuator import Outcome
 from ..aws.clients import Clients
 from ..aws.discovery import NotManaged, TableUpdating
-from ..aws.errors import describe_error, is_throttle
-from ..aws.policies import put_target_value
+from ..aws.error_codes import describe_error, is_throttle
 from ..aws.retry import RetryWithin, ThrottleCounter
+from ..aws.scaling_policy import put_target_value
 from ..aws.store import HoldStore
 from ..core.deadline import Deadline, DeadlinePassed
 from ..core.errors import CapacityError

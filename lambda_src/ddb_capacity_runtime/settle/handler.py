@@ -32,7 +32,7 @@ from ..aws import tables
 from ..aws.clients import dynamodb_client
 from ..core.errors import CapacityError
 from ..events import log_event
-from .plan import SETTLE_WAIT_S, SettleTarget, parse_targets, plan_settle
+from .settle_plan import SETTLE_WAIT_S, SettleTarget, parse_targets, plan_settle
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

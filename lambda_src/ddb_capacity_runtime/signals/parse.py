@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
 
-from ..aws.errors import MAX_REASONS, error_code, reasons_cause, throttle_cause
+from ..aws.error_codes import MAX_REASONS, error_code, reasons_cause, throttle_cause
 
 OPERATIONS: Mapping[str, str] = {
     "GetItem": "read",
@@ -33,7 +33,7 @@ REPORT_CAUSES: Mapping[str, str] = {
     "max-on-demand": "other",
     "unknown": "other",
 }
-"""A throttle's cause as the workers read it (`aws.errors.throttle_cause`), as a report counts
+"""A throttle's cause as the workers read it (`aws.error_codes.throttle_cause`), as a report counts
 it."""
 NO_REASON = {"ProvisionedThroughputExceededException": "unknown"}
 """What a throttle without any reason counts as, by error code; any other code: ``other``."""

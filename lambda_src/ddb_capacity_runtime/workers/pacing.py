@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..aws.errors import (  # the throttle-cause readers, where the workers took them from
+from ..aws.error_codes import (  # the throttle-cause readers, where the workers took them from
     CAUSES,
     HOT_KEY,
     MAX_REASONS,

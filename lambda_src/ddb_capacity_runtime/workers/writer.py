@@ -34,7 +34,7 @@ from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import ClientError
 
 from ..aws import items as table_items
-from ..aws.errors import describe_error, error_code
+from ..aws.error_codes import describe_error, error_code
 from ..events import log_event
 from .pacing import (
     CAUSES,

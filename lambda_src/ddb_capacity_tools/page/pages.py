@@ -17,7 +17,7 @@ from ..simulator.trace import Trace
 from ..simulator.tune import Tuning
 from .choice import advice_section, candidates_of_ensemble, candidates_of_run, frontier_section
 from .document import document, text
-from .series import demand_section, series_section
+from .timeline import demand_section, series_section
 
 __all__ = ["run_page", "table_page", "tune_page"]
 

@@ -11,7 +11,7 @@ from typing import Any
 from ..reserve import DIMENSIONS, Hours, Plan, figures
 from ..simulator.trace import Trace
 from .document import document, figure, money, text
-from .series import PANEL_HEIGHT, holder, steps
+from .timeline import PANEL_HEIGHT, holder, steps
 
 __all__ = ["reserve_page"]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ddb_capacity_runtime.aws.errors import error_code
+from ddb_capacity_runtime.aws.error_codes import error_code
 from ddb_capacity_runtime.aws.metrics import fetch, fetch_causes
 from ddb_capacity_runtime.core.series import Key as SeriesKey
 from ddb_capacity_runtime.core.series import Series

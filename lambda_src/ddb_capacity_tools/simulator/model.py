@@ -47,7 +47,7 @@ from datetime import datetime
 from itertools import accumulate, repeat
 from typing import ClassVar, NamedTuple
 
-from ddb_capacity_runtime.core.quota import DecreaseLedger
+from ddb_capacity_runtime.core.decreases import DecreaseLedger
 
 from .params import ModelParams
 from .partitions import HotPartition

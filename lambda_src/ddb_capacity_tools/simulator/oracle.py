@@ -11,7 +11,7 @@ relied on, since DynamoDB may spend it on maintenance). Increases are free at an
 start; a decrease resets a table's (or GSI's) read and write to the block's need and spends
 one decrease of its counter. Which block starts get a decrease is chosen by dynamic
 programming over (block, decreases spent that UTC day), with the quota rule of
-`ddb_capacity_runtime.core.quota`: the first 4 of a day at any time, then at least an
+`ddb_capacity_runtime.core.decreases`: the first 4 of a day at any time, then at least an
 hour apart, at most 27. Between two decreases capacity is the running peak of need since the
 last one, so the plan is the cheapest of its kind; segments are at most ``lookback_blocks``
 long, which can only cost a decrease, never a throttle.
@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from ddb_capacity_runtime.core.decreases import FREE_DECREASES, HOUR, MAX_DECREASES_PER_DAY
 from ddb_capacity_runtime.core.policy import capacity_units
-from ddb_capacity_runtime.core.quota import FREE_DECREASES, HOUR, MAX_DECREASES_PER_DAY
 
 from .model import SimulatedTable
 from .params import ModelParams

@@ -109,7 +109,7 @@ def describe_error(exc: BaseException) -> str:
 
 THROTTLED = tuple(sorted(code for code, meaning in CODES.items() if meaning.throttled))
 """The error codes of a throttled request (after botocore's own retries): those that the one table
-of AWS's error codes (`aws.errors.CODES`) calls throttled."""
+of AWS's error codes (`aws.error_codes.CODES`) calls throttled."""
 
 ThrottleCause = Literal["provisioned", "account-limit", "max-on-demand", "unknown", "key-range"]
 CAUSES: tuple[ThrottleCause, ...] = (
