@@ -17,7 +17,7 @@ import pytest
 from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws.clients import Clients
-from ddb_capacity_runtime.aws.tables import account_table_quota
+from ddb_capacity_runtime.aws.table_calls import account_table_quota
 from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA, MAX_TABLE_QUOTA
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler.tick import run_tick

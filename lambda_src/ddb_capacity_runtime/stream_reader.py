@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .aws import combiner, stream_counts, tables
+from .aws import combiner, stream_counts, table_calls
 from .aws.clients import Clients, make_clients
 from .aws.store import HoldStore, open_store
 from .core.errors import reason_of, shown
@@ -219,7 +219,7 @@ def _table(
     """One table's records: counted per window and dimension, then each dimension
     decided on its sum; a GSI the construct does not serve is answered ``not served``, with
     its units, and neither counted nor raised."""
-    description = tables.describe(ctx.clients.dynamodb, table)
+    description = table_calls.describe(ctx.clients.dynamodb, table)
     billing = description.get("BillingModeSummary")
     if isinstance(billing, Mapping) and billing.get("BillingMode") == "PAY_PER_REQUEST":
         return [{"table": table, "status": "none", "reason": "on demand: nothing to raise"}]

@@ -33,7 +33,7 @@ from ..core.outcomes import Status
 from ..core.plan import Change, Via
 from ..core.policy import Action
 from ..core.tables import ManagedTable
-from . import tables
+from . import table_calls
 from .discovery import current_minimum
 from .error_codes import describe_error, meaning
 from .minimum import set_minimum
@@ -90,7 +90,7 @@ def _fresh(
     dynamodb: DynamoDBClient, table: ManagedTable, now: datetime
 ) -> tuple[dict[tuple[str | None, str], int], dict[str | None, DecreaseLedger]]:
     """The table's provisioned capacity and decrease ledgers as DynamoDB says now."""
-    described = tables.describe(dynamodb, table.name)
+    described = table_calls.describe(dynamodb, table.name)
     if described["TableStatus"] != "ACTIVE":
         raise _Busy(f"table status {described['TableStatus']}")
     specs: list[tuple[str | None, Mapping[str, Any]]] = [(None, described)]
@@ -157,7 +157,7 @@ def _send(
 ) -> list[Outcome]:
     try:
         deadline.check(f"UpdateTable of {table.name}")
-        tables.update(dynamodb, update_table_request(table.name, changes, current))
+        table_calls.update(dynamodb, update_table_request(table.name, changes, current))
         return [Outcome(c, Status.APPLIED) for c in changes]
     except DeadlinePassed as exc:
         return [Outcome(c, Status.DEADLINE, str(exc)) for c in changes]

@@ -28,7 +28,7 @@ from ..core.tables import (
 )
 from ..core.tags import IgnoredTag, parse_tags
 from ..events import log_event
-from . import tables
+from . import table_calls
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
@@ -247,7 +247,7 @@ def describe_table(
     ``description`` is DescribeTable's ``Table`` when the caller has just read it;
     ``held``: what the state store says of the table's dimensions (its memory of each
     minimum, reconciled here with the target's, and the autopilot's plans)."""
-    table = description or tables.describe(dynamodb, name)
+    table = description or table_calls.describe(dynamodb, name)
     check_managed(table)
     if tags is None:
         tags = _read_tags(dynamodb, table["TableArn"])

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
-from ..aws import metrics, tables
+from ..aws import metrics, table_calls
 from ..aws.clients import Clients
 from ..aws.discovery import NotManaged, describe_table, table_targets
 from ..aws.error_codes import describe_error, error_code
@@ -56,7 +56,7 @@ def read_table(ctx: Context, table: str, index: str | None, deadline: float | No
         now = ctx.now()
         try:
             # Every GSI's targets, not only the named index's: ending holds may touch any.
-            raw = tables.describe(ctx.clients.dynamodb, table)
+            raw = table_calls.describe(ctx.clients.dynamodb, table)
             targets = table_targets(ctx.clients.autoscaling, table, raw)
             managed = describe_table(
                 ctx.clients.dynamodb, table, None, config, targets, now, description=raw

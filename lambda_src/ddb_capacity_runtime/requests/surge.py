@@ -62,7 +62,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..aws import combiner, metrics, tables
+from ..aws import combiner, metrics, table_calls
 from ..aws.clients import Clients, make_clients
 from ..aws.store import HoldStore, Lease, open_store
 from ..core.bucket import Bucket, Drain, advance, read_bucket
@@ -354,7 +354,7 @@ class Described:
 
     def __call__(self) -> Mapping[str, Any]:
         if self._raw is None:
-            self._raw = tables.describe(self._clients.dynamodb, self._table)
+            self._raw = table_calls.describe(self._clients.dynamodb, self._table)
         return self._raw
 
 

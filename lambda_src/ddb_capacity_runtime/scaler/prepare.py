@@ -16,7 +16,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from ..aws import discovery, tables
+from ..aws import discovery, table_calls
 from ..aws.clients import Clients
 from ..aws.error_codes import describe_error
 from ..aws.store import HoldStore, Lease
@@ -76,7 +76,7 @@ def prepare(
     before a lease wait or a control-plane call that changes or re-reads it)."""
     if targets is None:
         if description is None:
-            description = tables.describe(clients.dynamodb, name)
+            description = table_calls.describe(clients.dynamodb, name)
             discovery.check_managed(description)
         targets = own_targets(clients, name, description)
     table = discovery.describe_table(
@@ -126,7 +126,7 @@ def _end_expired(
     ):
         log_event("hold-ended", **ended)
     deadline.check(f"DescribeTable of {name}")
-    fresh = tables.describe(clients.dynamodb, name)
+    fresh = table_calls.describe(clients.dynamodb, name)
     return own_targets(clients, name, fresh)
 
 
@@ -185,7 +185,7 @@ def move_legacy_state(
         _log_unread(table, refused, unread)
     if table.legacy_tags:
         deadline.check(f"UntagResource of {table.name}")
-        tables.untag(clients.dynamodb, table.arn, table.legacy_tags)
+        table_calls.untag(clients.dynamodb, table.arn, table.legacy_tags)
         log_event("state-moved-from-tags", table=table.name, moved=moved, removed=table.legacy_tags)
     if not marked:
         store.mark(table.name, STATE_MARKER)

@@ -77,8 +77,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TextIO, TypeVar
 
-from ..aws import actuator, discovery, metrics
-from ..aws import tables as aws_tables
+from ..aws import actuator, discovery, metrics, table_calls
 from ..aws.actuator import Outcome
 from ..aws.clients import Clients
 from ..aws.discovery import NotManaged, TableUpdating
@@ -302,7 +301,7 @@ def _with_account_quota(t: _Tick) -> ScalerConfig:
     shared calls whose loss is confined (``SharedFailures``), other decisions go on."""
     configured = t.config.table_quota
     try:
-        quota = aws_tables.account_table_quota(t.clients.dynamodb, configured)
+        quota = table_calls.account_table_quota(t.clients.dynamodb, configured)
     except Exception as exc:
         t.throttled.append(
             f"dynamodb:DescribeLimits: {describe_error(exc)}; the configured table quota "
@@ -432,7 +431,7 @@ def _describe_and_read(
 ) -> tuple[Mapping[str, Any], list[HeldDimension], set[str]]:
     """One table of a batch: its description (NotManaged when it is not managed now) and
     its state-store items and markers."""
-    description = aws_tables.describe(t.clients.dynamodb, name)
+    description = table_calls.describe(t.clients.dynamodb, name)
     discovery.check_managed(description)
     held, markers = t.store.read(name)
     return description, held, markers

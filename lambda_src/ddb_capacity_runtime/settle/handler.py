@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..aws import tables
+from ..aws import table_calls
 from ..aws.clients import dynamodb_client
 from ..core.errors import CapacityError
 from ..events import log_event
@@ -65,7 +65,7 @@ def settle_table(
         )
         return None
     log_event("settle", table=table_name, update=update)
-    tables.update(dynamodb, update)
+    table_calls.update(dynamodb, update)
     return update
 
 
@@ -119,7 +119,7 @@ def is_complete(
         name = props["TableName"]
         targets = parse_targets(props["Targets"])
         dynamodb = dynamodb or dynamodb_client()
-        description = tables.describe(dynamodb, name)
+        description = table_calls.describe(dynamodb, name)
         if not _is_active(description):
             status = description["TableStatus"]
             if clock() > int(event["Data"]["SettleBy"]):
