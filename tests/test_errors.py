@@ -149,3 +149,42 @@ def test_error_code_reads_a_parsed_response_and_every_throttle_code() -> None:
         assert is_throttle(ClientError(parsed, "UpdateTable")) is what.throttled  # type: ignore[arg-type]
     assert is_throttle({"Error": {"Code": "ProvisionedThroughputExceededException"}})
     assert describe_error(ValueError("bad")) == "ValueError: bad"
+
+
+def test_the_run_times_exceptions_are_one_hierarchy_in_one_module() -> None:
+    """Every exception class of the run-time package is defined in ``core.errors``, derives
+    from ``CapacityError`` and keeps one built-in callers catch: ``ValueError`` (input that
+    breaks a rule), ``RuntimeError`` (a run that failed) or ``TimeoutError`` (a wait that
+    ran out; a timeout of a request is a request error too)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import ddb_capacity_runtime
+    from ddb_capacity_runtime.core import errors as core_errors
+
+    found: dict[str, type[BaseException]] = {}
+    for info in pkgutil.walk_packages(ddb_capacity_runtime.__path__, "ddb_capacity_runtime."):
+        if info.name.endswith("sitecustomize"):
+            continue
+        module = importlib.import_module(info.name)
+        for _, value in inspect.getmembers(module, inspect.isclass):
+            if issubclass(value, BaseException) and value.__module__.startswith(
+                "ddb_capacity_runtime"
+            ):
+                found[value.__qualname__] = value
+    assert len(found) >= 15
+    elsewhere = sorted(n for n, c in found.items() if c.__module__ != core_errors.__name__)
+    assert elsewhere == []
+    kinds = (ValueError, RuntimeError, TimeoutError)
+    mixed = sorted(
+        n
+        for n, c in found.items()
+        if c is not core_errors.CapacityError
+        and (
+            not issubclass(c, core_errors.CapacityError)
+            or sum(issubclass(c, k) for k in kinds) - issubclass(c, TimeoutError) > 1
+            or not any(issubclass(c, k) for k in kinds)
+        )
+    )
+    assert mixed == []

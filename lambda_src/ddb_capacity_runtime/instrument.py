@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .core.errors import CapacityError
+from .core.errors import InstrumentError as InstrumentError
 from .core.names import is_table_name
 from .core.surge import SIGNALS_ENV
 from .events import log_event
@@ -55,10 +55,6 @@ PROCESS_ENV = "CAPACITY_SIGNALS_PROCESS"
 MODE_ENV = "CAPACITY_SIGNALS_MODE"
 _installed: list[Any] = []
 """The watcher `install` made, once per process."""
-
-
-class InstrumentError(CapacityError, ValueError):
-    """A setting of the launcher or of the environment that cannot be used."""
 
 
 def settings(env: Mapping[str, str]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ..core.deadline import NONE, Deadline, DeadlinePassed
 from ..core.decreases import DecreaseLedger
-from ..core.errors import CapacityError
+from ..core.errors import TableBusy
 from ..core.holds import CapacityRequestError, CapacityRequestTimeout, level
 from ..core.memory import why_wait
 from ..core.names import UNITS
@@ -92,7 +92,7 @@ def _fresh(
     """The table's provisioned capacity and decrease ledgers as DynamoDB says now."""
     described = table_calls.describe(dynamodb, table.name)
     if described["TableStatus"] != "ACTIVE":
-        raise _Busy(f"table status {described['TableStatus']}")
+        raise TableBusy(f"table status {described['TableStatus']}")
     specs: list[tuple[str | None, Mapping[str, Any]]] = [(None, described)]
     specs += [(g["IndexName"], g) for g in described.get("GlobalSecondaryIndexes", [])]
     current, ledgers = {}, {}
@@ -102,10 +102,6 @@ def _fresh(
         for dim, units in UNITS.items():
             current[(index, dim)] = int(throughput[units])
     return current, ledgers
-
-
-class _Busy(CapacityError):
-    """The table is being updated: nothing is sent this time."""
 
 
 def _update_table(
@@ -123,7 +119,7 @@ def _update_table(
         current, ledgers = _fresh(dynamodb, table, now)
     except DeadlinePassed as exc:
         return [Outcome(c, Status.DEADLINE, str(exc)) for c in changes]
-    except _Busy as exc:
+    except TableBusy as exc:
         return [Outcome(c, Status.RETRY_NEXT_TICK, str(exc)) for c in changes]
     except (ClientError, BotoCoreError) as exc:
         status, message = _status(exc)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..core.errors import CapacityError
+from ..core.errors import CombinerContended as CombinerContended
 from ..core.names import MAX_TABLE_QUOTA
 from ..core.surge import (
     CLOCK_SKEW_SECONDS,
@@ -108,10 +108,6 @@ hook's reports and the table's stream see different consumption, so each has its
 MAX_BUCKET_CHARS = 256
 """The longest estimate's text kept as read (for the condition of its next write); a longer value
 is not one (`core.bucket.read_bucket` reads at most 96 characters), and is written over."""
-
-
-class CombinerContended(CapacityError, RuntimeError):
-    """The combiner item changed under every attempt to write a process's entry."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from ..core.decreases import DecreaseLedger
-from ..core.errors import CapacityError
+from ..core.errors import NotManaged as NotManaged
+from ..core.errors import TableUpdating as TableUpdating
 from ..core.floorplan import FloorPlan, parse_plan
 from ..core.memory import Memory, reconcile
 from ..core.names import SCALER_TAGS, UNITS, resource_id, scalable_dimension
@@ -211,15 +212,6 @@ def table_resource_ids(name: str, description: Mapping[str, Any]) -> list[str]:
     """Application Auto Scaling's ResourceIds of the table and of each of its GSIs."""
     indexes = [g["IndexName"] for g in description.get("GlobalSecondaryIndexes", [])]
     return [resource_id(name, None), *(resource_id(name, i) for i in indexes)]
-
-
-class NotManaged(CapacityError):
-    """The table is skipped this tick (not ACTIVE, on-demand); not an error."""
-
-
-class TableUpdating(NotManaged):
-    """The table is UPDATING: skipped this tick, and counted (a table that stays UPDATING
-    is not managed at all)."""
 
 
 def check_managed(table: Mapping[str, Any]) -> None:

@@ -11,19 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.errors import CapacityError
-
-
-class InvokeError(CapacityError):
-    """The invocation itself failed (AWS refused it, or the connection failed); the
-    message is AWS's, `code` its error code (or botocore's error class when AWS was not
-    reached) and `hint` one line on what usually causes it."""
-
-    def __init__(self, message: str, code: str = "") -> None:
-        super().__init__(message)
-        self.code = code
-        self.hint = invoke_hint(code)
-
+from ..core.errors import InvokeError as InvokeError
 
 INVOKE_HINTS = {
     "AccessDeniedException": "the caller may not invoke the function: grant it "
@@ -81,7 +69,7 @@ def invoke(
         body: bytes = response["Payload"].read()
     except ClientError as exc:
         code = str(exc.response.get("Error", {}).get("Code", ""))
-        raise InvokeError(str(exc), code) from None
+        raise InvokeError(str(exc), code, invoke_hint(code)) from None
     except BotoCoreError as exc:
-        raise InvokeError(str(exc), type(exc).__name__) from None
+        raise InvokeError(str(exc), type(exc).__name__, invoke_hint(type(exc).__name__)) from None
     return body, bool(response.get("FunctionError"))

@@ -13,11 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .errors import CapacityError
-
-
-class DeadlinePassed(CapacityError):
-    """The deadline passed before a lease wait or a control-plane call: nothing was sent."""
+from ..core.errors import DeadlinePassed as DeadlinePassed
 
 
 @dataclass(frozen=True)

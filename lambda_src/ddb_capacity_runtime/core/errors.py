@@ -45,3 +45,103 @@ class CapacityError(Exception):
 
 class CapacityConfigError(CapacityError, ValueError):
     """A capacity setting that DynamoDB or Application Auto Scaling would refuse."""
+
+
+class UntrustedJSONError(CapacityError, ValueError):
+    """A JSON text or value nested deeper, or larger, than allowed."""
+
+
+class DeadlinePassed(CapacityError, TimeoutError):
+    """The deadline passed before a lease wait or a control-plane call: nothing was sent."""
+
+
+class ConfigError(CapacityError, ValueError):
+    """The scaler's environment is not usable; the message says what to change."""
+
+
+class OverrideError(CapacityError, ValueError):
+    """One table's overrides are not usable; that table is skipped, the others go on."""
+
+
+class CapacityRequestError(CapacityError, ValueError):
+    """A request that cannot be made or completed; the message says why."""
+
+
+class CapacityRequestTimeout(CapacityRequestError, TimeoutError):
+    """The table did not reach the requested capacity in time (the hold was withdrawn)."""
+
+
+class TableGone(CapacityRequestError):
+    """The table no longer exists, or is on-demand: no hold on it can do anything."""
+
+
+class SurgeReportError(CapacityError, ValueError):
+    """A report that breaks the contract: the message names the field, the value received
+    and what is allowed."""
+
+
+class InvokeError(CapacityError, RuntimeError):
+    """The invocation itself failed (AWS refused it, or the connection failed); the
+    message is AWS's, `code` its error code (or botocore's error class when AWS was not
+    reached) and `hint` one line on what usually causes it."""
+
+    def __init__(self, message: str, code: str = "", hint: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.hint = hint
+
+
+class BrokerConfigError(ConfigError):
+    """The broker's own configuration is broken: every request would fail, so the
+    invocation fails (a Lambda error, alarmed) instead of refusing the caller."""
+
+
+class BatchError(CapacityConfigError):
+    """A batch message that does not say what a batch is."""
+
+
+class SettleError(CapacityError, RuntimeError):
+    """The settle step failed; its message (the cause's type and message) is the reason
+    CloudFormation shows."""
+
+
+class InstrumentError(CapacityError, ValueError):
+    """A setting of the launcher or of the environment that cannot be used."""
+
+
+class PacingError(CapacityError, ValueError):
+    """A rate or burst that is not a positive number."""
+
+
+class ScanError(CapacityError, ValueError):
+    """A scan setting that is not allowed."""
+
+
+class TableBusy(CapacityError, RuntimeError):
+    """The table is being updated: nothing is sent this time."""
+
+
+class CombinerContended(CapacityError, RuntimeError):
+    """The combiner item changed under every attempt to write a process's entry."""
+
+
+class NotManaged(CapacityError, RuntimeError):
+    """The table is skipped this tick (not ACTIVE, on-demand); not an error."""
+
+
+class TableUpdating(NotManaged):
+    """The table is UPDATING: skipped this tick, and counted (a table that stays UPDATING
+    is not managed at all)."""
+
+
+class LeaseLost(CapacityRequestError):
+    """A write under a state-store lease that was no longer the writer's (it ran out and
+    another process took it): nothing was written."""
+
+
+class TargetsUnknown(CapacityError, RuntimeError):
+    """Whether the table's dimensions are under scalable targets is not known this tick."""
+
+
+class TickFailed(CapacityError, RuntimeError):
+    """The tick acted on every table it could, but some table or shared call failed."""

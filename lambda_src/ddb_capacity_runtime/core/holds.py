@@ -40,7 +40,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from .errors import CapacityError
+from ..core.errors import CapacityRequestError as CapacityRequestError
+from ..core.errors import CapacityRequestTimeout as CapacityRequestTimeout
+from ..core.errors import LeaseLost as LeaseLost
+from ..core.errors import TableGone as TableGone
 from .settings import Limits
 from .tables import ManagedTable
 
@@ -48,23 +51,6 @@ DEFAULT_HOLD = timedelta(minutes=15)
 MAX_HOLD = timedelta(hours=24)
 MAX_HOLD_MINUTES = int(MAX_HOLD.total_seconds() // 60)
 DEFAULT_TIMEOUT = timedelta(minutes=10)
-
-
-class CapacityRequestError(CapacityError, ValueError):
-    """A request that cannot be made or completed; the message says why."""
-
-
-class CapacityRequestTimeout(CapacityRequestError, TimeoutError):
-    """The table did not reach the requested capacity in time (the hold was withdrawn)."""
-
-
-class LeaseLost(CapacityRequestError):
-    """A write under a state-store lease that was no longer the writer's (it ran out and
-    another process took it): nothing was written."""
-
-
-class TableGone(CapacityRequestError):
-    """The table no longer exists, or is on-demand: no hold on it can do anything."""
 
 
 def new_token() -> str:

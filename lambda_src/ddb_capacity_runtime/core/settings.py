@@ -16,7 +16,8 @@ from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from .errors import CapacityError
+from ..core.errors import ConfigError as ConfigError
+from ..core.errors import OverrideError as OverrideError
 from .names import (
     DEFAULT_TABLE_QUOTA,
     DIMENSIONS,
@@ -84,14 +85,6 @@ def for_mode(
         else PolicyConfig(target_utilization=target_utilization)
     )
     return replace(policy, scale_down_minutes=tick_minutes * scale_down_ticks(tick_minutes, mode))
-
-
-class ConfigError(CapacityError, ValueError):
-    """The scaler's environment is not usable; the message says what to change."""
-
-
-class OverrideError(CapacityError, ValueError):
-    """One table's overrides are not usable; that table is skipped, the others go on."""
 
 
 @direct_init

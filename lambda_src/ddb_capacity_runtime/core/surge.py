@@ -23,8 +23,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Protocol, TypeGuard, TypeVar
 
+from ..core.errors import SurgeReportError as SurgeReportError
 from .bucket import Drain
-from .errors import CapacityError, shown
+from .errors import shown
 from .holds import Holding, level
 from .names import DIMENSIONS, MAX_TABLE_QUOTA, scope_label
 
@@ -94,11 +95,6 @@ them. A process's report is not among them."""
 TRUSTED_MINUTES = 5
 """How far back CloudWatch's consumed capacity is read for the trusted demand: its busiest minute
 of the last five it shows."""
-
-
-class SurgeReportError(CapacityError, ValueError):
-    """A report that breaks the contract: the message names the field, the value received
-    and what is allowed."""
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import CapacityError
+from ..core.errors import UntrustedJSONError as UntrustedJSONError
 
 __all__ = ["MAX_DEPTH", "UntrustedJSONError", "check_json", "parse_json"]
 
@@ -32,10 +32,6 @@ _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 """JSON strings (with their escapes), removed before the nesting is measured: a bracket inside a
 string nests nothing."""
 _BRACKETS = re.compile(r"[\[\]{}]")
-
-
-class UntrustedJSONError(CapacityError, ValueError):
-    """A JSON text or value nested deeper, or larger, than allowed."""
 
 
 def parse_json(text: object, what: str, *, max_chars: int, max_depth: int = MAX_DEPTH) -> Any:

@@ -42,7 +42,8 @@ from typing import Any
 
 from ..aws.clients import Clients
 from ..aws.store import HoldStore, store_name
-from ..core.errors import CapacityError, shown
+from ..core.errors import BrokerConfigError as BrokerConfigError
+from ..core.errors import shown
 from ..core.holds import MAX_HOLD_MINUTES, CapacityRequestError, CapacityRequestTimeout
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
@@ -75,11 +76,6 @@ MAX_EVENT_CHARS = 64 * 1024
 """The largest event the broker reads (as JSON text; its own events are far smaller)."""
 MAX_ID_CHARS = 128
 """The longest hold id or release token a release may name (both are far shorter)."""
-
-
-class BrokerConfigError(CapacityError, RuntimeError):
-    """The broker's own configuration is broken: every request would fail, so the
-    invocation fails (a Lambda error, alarmed) instead of refusing the caller."""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from ..aws.error_codes import describe_error
 from ..aws.store import HoldStore, Lease
 from ..core import holds
 from ..core.deadline import NONE, Deadline
-from ..core.errors import CapacityError
+from ..core.errors import TargetsUnknown as TargetsUnknown
 from ..core.holds import HeldDimension
 from ..core.memory import reconcile
 from ..core.names import BASE_MIN_TAG, scope_label
@@ -31,10 +31,6 @@ from ..core.tables import ManagedTable, ScalableTarget
 from ..core.tags import parse_tags
 from ..events import log_event
 from ..requests import ending
-
-
-class TargetsUnknown(CapacityError):
-    """Whether the table's dimensions are under scalable targets is not known this tick."""
 
 
 def own_targets(

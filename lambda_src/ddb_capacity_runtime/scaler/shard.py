@@ -29,7 +29,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..aws.error_codes import describe_error
-from ..core.errors import CapacityConfigError, shown
+from ..core.errors import BatchError as BatchError
+from ..core.errors import shown
 from ..core.names import is_table_name
 from ..core.settings import MAX_TABLES_PER_BATCH
 from ..core.untrusted import UntrustedJSONError, parse_json
@@ -48,10 +49,6 @@ MARGIN = timedelta(seconds=20)
 first."""
 SKEW = timedelta(minutes=1)
 """A tick time later than the receiving clock by more than this is refused."""
-
-
-class BatchError(CapacityConfigError):
-    """A batch message that does not say what a batch is."""
 
 
 @dataclass(frozen=True)

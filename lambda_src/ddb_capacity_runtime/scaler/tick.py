@@ -86,7 +86,7 @@ from ..aws.retry import RetryWithin, ThrottleCounter
 from ..aws.scaling_policy import put_target_value
 from ..aws.store import HoldStore
 from ..core.deadline import Deadline, DeadlinePassed
-from ..core.errors import CapacityError
+from ..core.errors import TickFailed as TickFailed
 from ..core.floorplan import FloorPlan
 from ..core.forecast import apply_plans, forecast_due, with_plans
 from ..core.holds import CapacityRequestTimeout, HeldDimension
@@ -110,10 +110,6 @@ FAILED_STATUSES = REFUSED | {Status.QUOTA_EXCEEDED, Status.DEADLINE}
 the capacity moved since it was read, and the next tick decides again."""
 DESCRIBE_THREADS = 16
 """DescribeTable calls in flight at once."""
-
-
-class TickFailed(CapacityError, RuntimeError):
-    """The tick acted on every table it could, but some table or shared call failed."""
 
 
 @dataclass

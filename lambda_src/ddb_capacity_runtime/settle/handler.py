@@ -30,17 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..aws import table_calls
 from ..aws.clients import dynamodb_client
-from ..core.errors import CapacityError
+from ..core.errors import SettleError as SettleError
 from ..events import log_event
 from .settle_plan import SETTLE_WAIT_S, SettleTarget, parse_targets, plan_settle
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-
-
-class SettleError(CapacityError):
-    """The settle step failed; its message (the cause's type and message) is the reason
-    CloudFormation shows."""
 
 
 def _is_active(description: Mapping[str, Any]) -> bool:

@@ -33,7 +33,7 @@ from ..aws.error_codes import (  # the throttle-cause readers, where the workers
     strongest,
     throttle_cause,
 )
-from ..core.errors import CapacityError
+from ..core.errors import PacingError as PacingError
 
 __all__ = [
     "CAUSES",
@@ -49,10 +49,6 @@ __all__ = [
     "strongest",
     "throttle_cause",
 ]
-
-
-class PacingError(CapacityError, ValueError):
-    """A rate or burst that is not a positive number."""
 
 
 def _positive(name: str, value: float) -> float:

@@ -35,7 +35,7 @@ from botocore.exceptions import ClientError
 
 from ..aws import items as table_items
 from ..aws.items import create_cursor_table as create_cursor_table
-from ..core.errors import CapacityError
+from ..core.errors import ScanError as ScanError
 from ..events import log_event
 from .pacing import CAUSES, HOT_KEY, TokenBucket, jittered, throttle_cause
 from .pacing import THROTTLED as THROTTLED
@@ -45,10 +45,6 @@ if TYPE_CHECKING:
 
 MAX_LIMIT = 1000
 Page = Callable[[int, list[dict[str, Any]]], None]
-
-
-class ScanError(CapacityError, ValueError):
-    """A scan setting that is not allowed."""
 
 
 @dataclass(frozen=True)
