@@ -37,7 +37,8 @@ import boto3
 from botocore.config import Config
 
 from ddb_capacity_runtime.core import report_batch
-from ddb_capacity_runtime.signals import hook, watch
+from ddb_capacity_runtime.fast_path import hook
+from ddb_capacity_runtime.fast_path.hook import watch
 
 TABLES = 1_000
 REGION = "us-east-1"

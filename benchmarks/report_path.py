@@ -2,7 +2,7 @@
 
 Starts a moto server (the table and its scalable target) and dynalite (the state store,
 whose conditional writes are atomic), both on 127.0.0.1 on free ports, and sends two
-reports through `ddb_capacity_runtime.requests.surge.take_report` (what the signals
+reports through `ddb_capacity_runtime.fast_path.surge_raise.take_report` (what the signals
 handler runs): the first raises a surge, the second renews it. While each is taken, a
 profile hook follows the run-time package, and prints:
 
@@ -36,8 +36,8 @@ from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_runtime.core.surge import UNBOUNDED, DimensionReport, Report
+from ddb_capacity_runtime.fast_path.surge_raise import SurgeSettings, take_report
 from ddb_capacity_runtime.requests.broker import BrokerConfig
-from ddb_capacity_runtime.requests.surge import SurgeSettings, take_report
 from ddb_capacity_tools.local_aws import client, create_store_table, dynalite_server, moto_server
 
 PACKAGE = "ddb_capacity_runtime."
@@ -46,7 +46,7 @@ STORE = "report-path-store"
 
 
 #: The module that decides, and the one whose calls into it are the decision's.
-DECIDES, SIGNALS = PACKAGE + "core.surge", PACKAGE + "requests.surge"
+DECIDES, SIGNALS = PACKAGE + "core.surge", PACKAGE + "fast_path.surge_raise"
 #: The AWS operations that only read.
 READS = ("Get", "Describe", "List", "Query", "Scan", "BatchGet")
 

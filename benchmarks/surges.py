@@ -10,7 +10,7 @@ DynamoDB itself measured served, as the table's stream or CloudWatch show it
 (``core.surge.TRUSTED_SOURCES``), never from what a process reports.
 
 Every figure is a median over the ``plausible`` ensemble (8 model settings), read + write,
-of the fast path's own simulator (``simulator.fast_path``). Goals:
+of the fast path's own simulator (``simulator.fast_path_model``). Goals:
 
 - **noisy traffic** (Poisson-like: 5, 10 and 20 events a minute, 20 WCU and 60 RCU each, 4
   days, scored on the last 2 with ``--score-from``): ``autopilot+stock:90`` with the hook,
@@ -45,7 +45,7 @@ from benchmarks.fast_path import medians
 from ddb_capacity_runtime.core.surge import Combined
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, scenario
 from ddb_capacity_tools.simulator.ensemble import run_ensemble, settings_of
-from ddb_capacity_tools.simulator.fast_path import FastPath, Source
+from ddb_capacity_tools.simulator.fast_path_model import FastPath, Source
 from ddb_capacity_tools.simulator.model import SimulatedTable
 from ddb_capacity_tools.simulator.policies import ThrottleAware
 from ddb_capacity_tools.simulator.run import build

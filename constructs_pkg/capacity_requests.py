@@ -15,7 +15,7 @@ the hold store; the restorer stays even then (``CapacityRequests``: why), unless
 
 With ``fast_path=FastPath(...)`` it also deploys the signals function: the application's
 processes report what they consume and the throttles they meet within seconds (one
-asynchronous invocation per report, through ``ddb_capacity_runtime.signals.watch``), and the
+asynchronous invocation per report, through ``ddb_capacity_runtime.fast_path.hook.watch``), and the
 function raises a dimension at once, as a hold that ends by itself, when their summed demand
 heads over what is provisioned. ``grant_signals`` lets a process report, and nothing else.
 """
@@ -52,10 +52,10 @@ from ddb_capacity_runtime.core.names import TABLE_QUOTA_ENV, TARGET_TAG
 from ddb_capacity_runtime.core.surge import (
     SIGNALS_ENV,
 )
+from ddb_capacity_runtime.fast_path.surge_raise import SurgeSettings
 from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
-from ddb_capacity_runtime.requests.surge import SurgeSettings
 
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, emf_metric, says
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
@@ -514,7 +514,7 @@ class CapacityRequests(Construct):
         """Let ``grantee`` (a role, a user, a group, or a function or task definition)
         report to the signals function, and nothing else: it never gets UpdateTable,
         scalable targets, the hold store or a hold. A function granted here gets
-        ``$CAPACITY_SIGNALS`` set, so ``ddb_capacity_runtime.signals.watch`` reports there
+        ``$CAPACITY_SIGNALS`` set, so ``ddb_capacity_runtime.fast_path.hook.watch`` reports there
         by default. Needs ``fast_path``."""
         if self.signals is None:
             raise CapacityConfigError(

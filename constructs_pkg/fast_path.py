@@ -25,9 +25,9 @@ from ddb_capacity_runtime.core.surge import (
     MAX_SURGE_SCALE,
     UNBOUNDED,
 )
+from ddb_capacity_runtime.fast_path.hook import MODES
+from ddb_capacity_runtime.fast_path.surge_raise import SurgeSettings
 from ddb_capacity_runtime.instrument import MODE_ENV, TABLES_ENV
-from ddb_capacity_runtime.requests.surge import SurgeSettings
-from ddb_capacity_runtime.signals import MODES
 
 from .alarms import AlarmSpec, says
 from .capacity import is_token
@@ -182,7 +182,7 @@ class FastPathParts:
         signals, policy = runtime_function(
             o,
             "Signals",
-            handler="ddb_capacity_runtime.requests.report_intake.signals_handler",
+            handler="ddb_capacity_runtime.fast_path.signals_function.signals_handler",
             description="DynamoDB capacity signals (fast path)",
             config=o._functions["Signals"],
             environment=dict(self._environment),

@@ -194,7 +194,7 @@ class StreamReader(Construct):
         self.function, self.policy = runtime_function(
             self,
             "Function",
-            handler="ddb_capacity_runtime.stream_reader.stream_handler",
+            handler="ddb_capacity_runtime.fast_path.stream_reader.stream_handler",
             description="DynamoDB capacity stream reader (fast path)",
             config=config,
             environment=dict(environment),

@@ -31,7 +31,7 @@ from constructs import Construct, IValidation
 from ddb_capacity_runtime.aws.store import TUNED
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.settings import TUNED_SETTINGS, ScalerConfig
-from ddb_capacity_tools.tuning import NAMESPACE, Bounds, SettingsError, TuningSettings
+from ddb_capacity_tools.tuning_rules import NAMESPACE, Bounds, SettingsError, TuningSettings
 
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, says
 from .compliance import acknowledge

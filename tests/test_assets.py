@@ -96,8 +96,8 @@ def test_every_run_time_function_is_synthesized(assets: dict[str, Path]) -> None
         "ddb_capacity_runtime.scaler.handler.batch_handler",
         "ddb_capacity_runtime.requests.broker.broker_handler",
         "ddb_capacity_runtime.requests.restorer.restorer_handler",
-        "ddb_capacity_runtime.requests.report_intake.signals_handler",
-        "ddb_capacity_runtime.stream_reader.stream_handler",
+        "ddb_capacity_runtime.fast_path.signals_function.signals_handler",
+        "ddb_capacity_runtime.fast_path.stream_reader.stream_handler",
     }
     assert settle_handlers(assets)
 

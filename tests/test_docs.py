@@ -190,7 +190,7 @@ def test_the_reference_shows_what_attributes_are(site: Path) -> None:
             "constructs_pkg.scaler.DEFAULT_UPDATING_TICKS": "Ticks in a row",
         },
         "runtime": {
-            "ddb_capacity_runtime.signals.KEEPALIVE_SECONDS": "A busy table",
+            "ddb_capacity_runtime.fast_path.hook.KEEPALIVE_SECONDS": "A busy table",
             "ddb_capacity_runtime.workers.writer.WriteResult.throttled": "of every cause",
         },
         "tools": {"ddb_capacity_tools.simulator.tune.PEAK_HEADROOM": "times the trace's peak"},
@@ -287,7 +287,7 @@ def test_every_export_of_the_constructs_is_in_the_reference(site: Path) -> None:
 
 def documented_runtime_imports() -> set[str]:
     """What the guides and the README tell users to import from the run-time package, as
-    full names (``ddb_capacity_runtime.signals.watch``)."""
+    full names (``ddb_capacity_runtime.fast_path.hook.watch``)."""
     texts = [p.read_text() for p in DOCS.rglob("*.md")] + [(ROOT / "README.md").read_text()]
     names = set()
     for text in texts:
@@ -303,23 +303,23 @@ def documented_runtime_imports() -> set[str]:
 def test_every_documented_runtime_export_is_in_the_reference(site: Path) -> None:
     built = (site / "reference" / "runtime.html").read_text()
     names = documented_runtime_imports()
-    assert "ddb_capacity_runtime.signals.watch" in names
+    assert "ddb_capacity_runtime.fast_path.hook.watch" in names
     assert "ddb_capacity_runtime.requests.request_capacity" in names
     missing = sorted(n for n in names if f'id="{n}"' not in built)
     assert missing == []
 
 
-def test_searching_signals_watch_finds_its_reference(site: Path) -> None:
+def test_searching_hook_watch_finds_its_reference(site: Path) -> None:
     """The search index splits words as the search box does (the configured separator):
-    every word of ``signals.watch`` is in the reference entry of ``watch``."""
+    every word of ``hook.watch`` is in the reference entry of ``watch``."""
     index = json.loads((site / "search" / "search_index.json").read_text())
     separator = re.compile(index["config"]["separator"])
-    words = {w.lower() for w in separator.split("signals.watch") if w}
-    assert words == {"signals", "watch"}
+    words = {w.lower() for w in separator.split("hook.watch") if w}
+    assert words == {"hook", "watch"}
     (entry,) = [
         d
         for d in index["docs"]
-        if d["location"] == "reference/runtime.html#ddb_capacity_runtime.signals.watch"
+        if d["location"] == "reference/runtime.html#ddb_capacity_runtime.fast_path.hook.watch"
     ]
     indexed = {w.lower() for w in separator.split(text_of(entry["title"] + " " + entry["text"]))}
     assert words <= indexed
@@ -514,8 +514,8 @@ def test_fast_path_example_synthesizes(tmp_path: Path) -> None:
         if r["Type"] == "AWS::Lambda::Function"
     )
     assert handlers == [
+        "ddb_capacity_runtime.fast_path.signals_function.signals_handler",
         "ddb_capacity_runtime.requests.broker.broker_handler",
-        "ddb_capacity_runtime.requests.report_intake.signals_handler",
         "ddb_capacity_runtime.requests.restorer.restorer_handler",
     ]
     # the worker's grant: invoking the signals function, and nothing else

@@ -29,7 +29,7 @@ from constructs_pkg import (
 )
 from tests.test_capacity_requests_construct import by_sid, move_minimums, policy, tables
 
-HANDLER = "ddb_capacity_runtime.requests.report_intake.signals_handler"
+HANDLER = "ddb_capacity_runtime.fast_path.signals_function.signals_handler"
 DESCRIPTION = "Permissions of DynamoDB capacity signals (fast path)"
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -285,7 +285,11 @@ def test_the_default_cap_and_budget_reach_the_signals_function(stack: cdk.Stack)
     template = Template.from_stack(stack)
     found = template.find_resources(
         "AWS::Lambda::Function",
-        {"Properties": {"Handler": "ddb_capacity_runtime.requests.report_intake.signals_handler"}},
+        {
+            "Properties": {
+                "Handler": "ddb_capacity_runtime.fast_path.signals_function.signals_handler"
+            }
+        },
     )
     envs = {
         key.split("Signals")[0]: {

@@ -19,14 +19,14 @@ from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_tools import fleet_lambda
 from ddb_capacity_tools.fleet_settings import AdvisorSettings, run_id_of
 from ddb_capacity_tools.local_aws import recorded_events
-from ddb_capacity_tools.tuning import (
+from ddb_capacity_tools.tuning_lambda import tune_run, tuning_handler
+from ddb_capacity_tools.tuning_rules import (
     Bounds,
     SettingsError,
     TuningSettings,
     read_recommendation,
     step,
 )
-from ddb_capacity_tools.tuning_lambda import tune_run, tuning_handler
 from tests.moto_world import World
 
 AUTOPILOT = {"SCALER_MODE": "autopilot"}

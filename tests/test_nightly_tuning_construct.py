@@ -24,7 +24,7 @@ from constructs_pkg.runtime import FunctionOptions
 from constructs_pkg.scaler import ThrottleAwareScaler
 from constructs_pkg.table import ProvisionedTable
 from constructs_pkg.tuning import NightlyTuning
-from ddb_capacity_tools.tuning import Bounds, TuningSettings
+from ddb_capacity_tools.tuning_rules import Bounds, TuningSettings
 from tests.test_fleet_advisor import statements_of
 from tests.test_many_accounts import cfn_lint
 

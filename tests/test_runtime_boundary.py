@@ -99,7 +99,7 @@ LAMBDA_ENTRY_POINTS = (
     "ddb_capacity_runtime.scaler.handler",
     "ddb_capacity_runtime.requests.restorer",
     "ddb_capacity_runtime.requests.broker",
-    "ddb_capacity_runtime.requests.surge",
+    "ddb_capacity_runtime.fast_path.surge_raise",
     "ddb_capacity_runtime.settle.handler",
 )
 

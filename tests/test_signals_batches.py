@@ -18,9 +18,8 @@ from ddb_capacity_runtime.core.report_batch import (
     reports_of,
 )
 from ddb_capacity_runtime.core.surge import SurgeReportError
-from ddb_capacity_runtime.requests.report_intake import RESERVE_MS, take_reports
-from ddb_capacity_runtime.signals import watch
-from ddb_capacity_runtime.signals.hook import MAX_REPORTS_PER_ROUND
+from ddb_capacity_runtime.fast_path.hook import MAX_REPORTS_PER_ROUND, watch
+from ddb_capacity_runtime.fast_path.signals_function import RESERVE_MS, take_reports
 from tests.moto_world import World
 from tests.test_signals_hook import Capture, inject, once
 from tests.test_surge_server import SETTINGS, a_table, counted, report, served, write

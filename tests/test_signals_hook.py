@@ -1,4 +1,4 @@
-"""The fast path's client hook (``ddb_capacity_runtime.signals.watch``) on real boto3
+"""The fast path's client hook (``ddb_capacity_runtime.fast_path.hook.watch``) on real boto3
 clients: against the session's moto server for real answers, and with answers injected
 through botocore's own ``before-send`` event where moto cannot give them (throttles, GSI
 capacity, thousands of tables). Reports are captured through ``send=``, and checked
@@ -36,11 +36,11 @@ from ddb_capacity_runtime.core.surge import (
     parse_report,
 )
 from ddb_capacity_runtime.events import event_fields
-from ddb_capacity_runtime.signals import KEEPALIVE_SECONDS, MAX_TABLES, SIGNALS_ENV, watch
-from ddb_capacity_runtime.signals import hook as signals_hook
-from ddb_capacity_runtime.signals import parse as signals_parse
-from ddb_capacity_runtime.signals import sender as signals_sender
-from ddb_capacity_runtime.signals.ledger import Ledger, report_due
+from ddb_capacity_runtime.fast_path import hook as signals_hook
+from ddb_capacity_runtime.fast_path import parse as signals_parse
+from ddb_capacity_runtime.fast_path import sender as signals_sender
+from ddb_capacity_runtime.fast_path.hook import KEEPALIVE_SECONDS, MAX_TABLES, SIGNALS_ENV, watch
+from ddb_capacity_runtime.fast_path.ledger import Ledger, report_due
 from ddb_capacity_tools.local_aws import REGION
 from tests.hypothesis_profiles import examples
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ddb_capacity_runtime.stream_reader import home_of
+from ddb_capacity_runtime.fast_path.stream_reader import home_of
 from tests.moto_world import World
 from tests.test_stream_reader import (
     lambda_event,

@@ -15,7 +15,7 @@ import pytest
 
 from ddb_capacity_runtime.aws import stream_counts
 from ddb_capacity_runtime.core.stream import WINDOW_SECONDS
-from ddb_capacity_runtime.stream_reader import read_stream
+from ddb_capacity_runtime.fast_path.stream_reader import read_stream
 from tests.moto_world import World
 from tests.test_stream_reader import (
     lambda_event,

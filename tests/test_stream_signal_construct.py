@@ -33,8 +33,8 @@ from constructs_pkg import (
 )
 from tests.test_capacity_requests_construct import PK, by_sid, policy
 
-HANDLER = "ddb_capacity_runtime.stream_reader.stream_handler"
-SIGNALS = "ddb_capacity_runtime.requests.report_intake.signals_handler"
+HANDLER = "ddb_capacity_runtime.fast_path.stream_reader.stream_handler"
+SIGNALS = "ddb_capacity_runtime.fast_path.signals_function.signals_handler"
 DESCRIPTION = "Permissions of DynamoDB capacity stream reader (fast path)"
 ROOT = Path(__file__).resolve().parent.parent
 CAPACITY = Capacity(min_capacity=5, max_capacity=500)

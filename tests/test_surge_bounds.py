@@ -26,8 +26,8 @@ from ddb_capacity_runtime.core.surge import (
     read_budget,
     surge_room,
 )
+from ddb_capacity_runtime.fast_path.surge_raise import SurgeSettings
 from ddb_capacity_runtime.requests import restore_expired
-from ddb_capacity_runtime.requests.surge import SurgeSettings
 from tests.moto_world import World
 from tests.test_surge_server import a_table, counted, report, send, served, write
 from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
@@ -178,7 +178,7 @@ def test_a_process_id_out_of_its_format_is_refused_naming_it(process: object) ->
 
 
 def test_the_hooks_process_ids_are_in_the_format() -> None:
-    from ddb_capacity_runtime.signals.hook import _label, _process_id
+    from ddb_capacity_runtime.fast_path.hook import _label, _process_id
 
     assert is_process_id(_process_id("web.host-01_a"))
     assert is_process_id(_process_id("host name/with:odd chars é"))

@@ -32,15 +32,15 @@ from ddb_capacity_runtime.core.surge import (
     Report,
     combine,
 )
-from ddb_capacity_runtime.requests import restore_expired
-from ddb_capacity_runtime.requests.broker import BrokerConfig, BrokerConfigError
-from ddb_capacity_runtime.requests.report_intake import signals_handler
-from ddb_capacity_runtime.requests.surge import (
+from ddb_capacity_runtime.fast_path.signals_function import signals_handler
+from ddb_capacity_runtime.fast_path.surge_raise import (
     SURGE_HOLD,
     SURGE_LIFETIME,
     SurgeSettings,
     take_report,
 )
+from ddb_capacity_runtime.requests import restore_expired
+from ddb_capacity_runtime.requests.broker import BrokerConfig, BrokerConfigError
 from ddb_capacity_tools.local_aws import create_store_table
 from tests.moto_world import World
 
@@ -934,7 +934,7 @@ def test_the_client_hook_reports_through_lambda_and_the_table_is_raised(
     """End to end: a process's DynamoDB client watched by the client hook, whose reports go
     as asynchronous invocations over HTTP to the signals function (the local Lambda
     stand-in runs it), which raises the table's minimum."""
-    from ddb_capacity_runtime import signals
+    from ddb_capacity_runtime.fast_path.hook import watch
     from ddb_capacity_tools import local_aws
     from tests.local_lambda import local_lambda
 
@@ -959,7 +959,7 @@ def test_the_client_hook_reports_through_lambda_and_the_table_is_raised(
             # other: the watcher's next timed send is a minute away; flush sends now, and
             # stop the rate brought to zero. Racing reports are the lease's tests, on
             # dynalite)
-            watcher = signals.watch(ddb, function="capacity-signals", interval=60)
+            watcher = watch(ddb, function="capacity-signals", interval=60)
             for i in range(40):
                 ddb.put_item(TableName=name, Item={"pk": {"S": f"k{i}"}})
             watcher.flush()

@@ -38,9 +38,9 @@ from ddb_capacity_runtime.core.surge import (
     Report,
     budget_left,
 )
+from ddb_capacity_runtime.fast_path.surge_raise import SURGE_HOLD, SurgeSettings, take_report
 from ddb_capacity_runtime.requests import restore_expired
 from ddb_capacity_runtime.requests.broker import BrokerConfig
-from ddb_capacity_runtime.requests.surge import SURGE_HOLD, SurgeSettings, take_report
 from tests.hypothesis_profiles import examples
 from tests.moto_world import World
 from tests.test_state_machine import world as world  # noqa: F401 (the module's fixture)

@@ -17,8 +17,8 @@ from ddb_capacity_runtime.core.untrusted import (
     check_json,
     parse_json,
 )
+from ddb_capacity_runtime.fast_path.surge_raise import MAX_REPORT_CHARS, SurgeSettings, take_report
 from ddb_capacity_runtime.requests.broker import MAX_EVENT_CHARS, BrokerConfig, serve
-from ddb_capacity_runtime.requests.surge import MAX_REPORT_CHARS, SurgeSettings, take_report
 
 
 def nested(levels: int, leaf: object = 1) -> Any:

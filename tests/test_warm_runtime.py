@@ -29,9 +29,9 @@ from ddb_capacity_runtime.core.surge import (
     surge_room,
 )
 from ddb_capacity_runtime.core.tables import warm_of
-from ddb_capacity_runtime.requests.surge import SurgeSettings
+from ddb_capacity_runtime.fast_path.surge_raise import SurgeSettings
 from ddb_capacity_tools.simulator import ModelParams
-from ddb_capacity_tools.simulator.fast_path import FastPath
+from ddb_capacity_tools.simulator.fast_path_model import FastPath
 from ddb_capacity_tools.simulator.model import SimulatedTable
 from ddb_capacity_tools.simulator.scenarios import START
 from ddb_capacity_tools.simulator.trace import Trace

@@ -7,8 +7,9 @@ Lambda function's exec wrapper) puts this package's ``bootstrap`` folder first o
 ``PYTHONPATH``; Python imports its ``sitecustomize`` at start-up, before the application,
 and that calls `install`. From then on every boto3 Session the process makes
 (``boto3.client(...)``'s default one included) reports through one
-[`Watcher`][ddb_capacity_runtime.signals.Watcher], as [`watch`][ddb_capacity_runtime.signals.watch]
-would. A ``sitecustomize`` of the application's own, further along the path, still runs.
+[`Watcher`][ddb_capacity_runtime.fast_path.hook.Watcher], as
+[`watch`][ddb_capacity_runtime.fast_path.hook.watch] would. A ``sitecustomize`` of the
+application's own, further along the path, still runs.
 
 Configured by the environment (the launcher's options set it):
 
@@ -44,8 +45,7 @@ from .core.errors import InstrumentError as InstrumentError
 from .core.names import is_table_name
 from .core.surge import SIGNALS_ENV
 from .events import log_event
-from .signals import MODES
-from .signals.hook import _interval, _label, _scope
+from .fast_path.hook import MODES, _interval, _label, _scope
 
 BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap"
 """The folder whose ``sitecustomize`` installs the hook at start-up."""
@@ -58,7 +58,7 @@ _installed: list[Any] = []
 
 
 def settings(env: Mapping[str, str]) -> dict[str, Any]:
-    """[`watch`][ddb_capacity_runtime.signals.watch]'s arguments from ``env``, each checked
+    """[`watch`][ddb_capacity_runtime.fast_path.hook.watch]'s arguments from ``env``, each checked
     as the hook checks it; raises InstrumentError naming the variable, the value and what is
     allowed."""
     function = env.get(SIGNALS_ENV, "").strip()
@@ -128,7 +128,7 @@ def install(env: Mapping[str, str] = os.environ) -> Any:
     try:
         import boto3
 
-        from .signals import watch
+        from .fast_path.hook import watch
 
         args = settings(env)
         watcher = watch(boto3.session.Session(), **args)

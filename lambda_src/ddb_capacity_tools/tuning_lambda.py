@@ -36,7 +36,7 @@ from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
 from .advise import shown
 from .fleet_lambda import _get_json, _key
 from .fleet_settings import time_of
-from .tuning import (
+from .tuning_rules import (
     FRESH_MINUTES,
     NAMESPACE,
     Recommendation,

@@ -24,7 +24,7 @@ What is not known is taken the way that never lowers capacity:
   good as the share configured (``FastPath(share=...)``), and throttles always make a
   surge due, whatever it says (the bucket is empty then).
 
-The simulator's fast path calls the same functions (``simulator.fast_path``), with a look
+The simulator's fast path calls the same functions (``simulator.fast_path_model``), with a look
 a minute (it decides once a simulated minute), so what it shows is the deployed rule,
 erring towards more surges than the deployed one, which looks at every report.
 """

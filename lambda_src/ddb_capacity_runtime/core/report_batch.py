@@ -1,4 +1,5 @@
-"""Runs in: workers (the user's own processes, through [`signals`][]), signals Lambda.
+"""Runs in: workers (the user's own processes, through the client hook,
+[`fast_path.hook`][ddb_capacity_runtime.fast_path.hook]), signals Lambda.
 
 How a process's reports travel to the signals function: many at once, one invocation
 carrying the reports of every table due in a round (a batch), at a bounded rate whatever

@@ -1,5 +1,5 @@
-"""Runs in: workers (the user's own processes, through [`signals`][]), signals Lambda,
-workstation (simulator).
+"""Runs in: workers (the user's own processes, through the client hook,
+[`fast_path.hook`][ddb_capacity_runtime.fast_path.hook]), signals Lambda, workstation (simulator).
 
 The fast path's one rule and one contract: what an application's process reports about
 the requests it made (`Report`, `parse_report`), how the reports of many

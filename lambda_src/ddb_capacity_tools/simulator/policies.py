@@ -49,7 +49,7 @@ from ddb_capacity_runtime.core.series import Series, tell_causes, window
 from ddb_capacity_runtime.core.settings import Limits, ScalerConfig
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget, TrackingPolicy
 
-from .fast_path import FastPath, sources
+from .fast_path_model import FastPath, sources
 from .model import SimulatedTable
 from .params import ModelParams
 from .schedules import Firing

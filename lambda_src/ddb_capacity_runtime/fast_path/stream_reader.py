@@ -7,9 +7,9 @@ write units per table and per GSI where the stream's view type shows them
 (`core.stream`: DynamoDB's sizing rules, TTL deletions left out), adds them to the
 per-10-second counters of the state store that every shard of the stream adds to
 (`aws.stream_counts`), and decides on the sum with the signals function's one surge
-decision (`requests.surge.surge_dimension`): served writes over what is provisioned
+decision (`fast_path.surge_raise.surge_dimension`): served writes over what is provisioned
 drain the burst bucket, so the dimension is raised before it would empty (the stream's own
-estimate of the bucket, `requests.surge.keep_bucket`, kept at every batch, quiet ones
+estimate of the bucket, `fast_path.surge_raise.keep_bucket`, kept at every batch, quiet ones
 included), within the same surge cap and hourly budget as the hook's reports. The stream
 sees no refusals: served writes pinned at what is provisioned read as refusals
 (`core.bucket.pinned`), whatever the estimate says. The stream is DynamoDB's own record
@@ -42,13 +42,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .aws import combiner, stream_counts, table_calls
-from .aws.clients import Clients, make_clients
-from .aws.store import HoldStore, open_store
-from .core.errors import reason_of, shown
-from .core.holds import CapacityRequestError
-from .core.names import UNITS
-from .core.stream import (
+from ..aws import combiner, stream_counts, table_calls
+from ..aws.clients import Clients, make_clients
+from ..aws.store import HoldStore, open_store
+from ..core.errors import reason_of, shown
+from ..core.holds import CapacityRequestError
+from ..core.names import UNITS
+from ..core.stream import (
     WINDOW_SECONDS,
     Shape,
     batch_rates,
@@ -57,14 +57,14 @@ from .core.stream import (
     shape_of,
     window_rate,
 )
-from .core.surge import CLOCK_SKEW_SECONDS, SURGE_AT, DimensionReport, Rates
-from .core.tables import throughput_of
-from .core.untrusted import UntrustedJSONError, check_json
-from .events import log_event
-from .requests.broker import BrokerConfig
-from .requests.context import Context
-from .requests.counts import count
-from .requests.surge import (
+from ..core.surge import CLOCK_SKEW_SECONDS, SURGE_AT, DimensionReport, Rates
+from ..core.tables import throughput_of
+from ..core.untrusted import UntrustedJSONError, check_json
+from ..events import log_event
+from ..requests.broker import BrokerConfig
+from ..requests.context import Context
+from ..requests.counts import count
+from .surge_raise import (
     STREAM,
     Described,
     Signal,

@@ -104,10 +104,10 @@ from ..core.surge import (
 from ..core.tables import Dimension, ManagedTable, spec_of, throughput_of, warm_of
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
-from .broker import BrokerConfig, BrokerConfigError
-from .context import Context, base_of, read_table
-from .counts import count, count_within_warm
-from .request import dimension_of, raise_held
+from ..requests.broker import BrokerConfig, BrokerConfigError
+from ..requests.context import Context, base_of, read_table
+from ..requests.counts import count, count_within_warm
+from ..requests.request import dimension_of, raise_held
 
 __all__ = [
     "BUCKET_WRITE_SECONDS",
@@ -170,8 +170,8 @@ UNCONFIRMED = (
 CORROBORATE_SECONDS = 60.0
 """The shortest time between two reads of CloudWatch for one dimension's capped surge
 (`trusted_demand`): its consumed capacity is a sum a minute, so a read more often would show
-nothing new; the time is claimed in the combiner item (`aws.combiner.claim_check`), so looks at
-once read it once."""
+nothing new; the time is claimed in the combiner item (`aws.combiner.claim_check`), so
+looks at once read it once."""
 TRUSTED_LAG_MINUTES = 3
 """The newest minutes CloudWatch may not have delivered yet (1 to 3 minutes late): the trusted
 demand's read spans them too, and takes the last `core.surge.TRUSTED_MINUTES` it shows."""

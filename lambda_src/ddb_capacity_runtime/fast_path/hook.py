@@ -1,9 +1,18 @@
 """Runs in: workers (the user's own processes).
 
-The fast path's client hook: `watch` and the `Watcher` it installs on a boto3
-Session's (or one DynamoDB client's) events, its handlers, its sending thread, and
-stopping at exit and starting afresh after a fork
-(docs/guides/fast-path.md#how-the-hook-counts).
+The client hook of the fast path, and its public face: [`watch`][] hooks a boto3 Session
+(every DynamoDB client it makes from then on) or one DynamoDB client, sums per table, GSI
+and dimension the capacity the process consumes and the throttles it meets, and a
+background thread reports them to the signals function, which raises capacity within
+seconds instead of waiting for CloudWatch's minutes. It never blocks, slows or fails the
+caller.
+
+Here: `watch` and the `Watcher` it installs on a boto3 Session's (or one DynamoDB
+client's) events, its handlers, its sending thread, and stopping at exit and starting
+afresh after a fork. The rest of the hook is `parse` (what a request touched, consumed and
+met), `ledger` (the sums, and when a report is due) and `sender` (the Lambda invocation).
+Which requests it counts, what it does to them, when it reports, what it costs and what it
+cannot see: docs/guides/fast-path.md#how-the-hook-counts.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ from typing import Any
 from ..core.report_batch import MAX_BATCH_REPORTS, MAX_BATCHES_PER_ROUND, batch_json, batches
 from ..core.surge import MAX_PROCESS_CHARS, SIGNALS_ENV, Report
 from ..events import log_event
-from .ledger import Ledger
+from .ledger import CHANGE, KEEPALIVE_SECONDS, MAX_TABLES, MIN_CHANGE, Ledger
 from .parse import (
     OPERATIONS,
     arn_place,
@@ -35,6 +44,21 @@ from .parse import (
     transact_items,
 )
 from .sender import LambdaSender
+
+__all__ = [
+    "CHANGE",
+    "CONSUMED",
+    "KEEPALIVE_SECONDS",
+    "MAX_INTERVAL",
+    "MAX_TABLES",
+    "MIN_CHANGE",
+    "MIN_INTERVAL",
+    "MODES",
+    "SIGNALS_ENV",
+    "THROTTLES",
+    "Watcher",
+    "watch",
+]
 
 MIN_INTERVAL = 1.0
 """The shortest and longest wait between two rounds of reports, in seconds."""
@@ -602,9 +626,9 @@ def watch(
     account: str | None = None,
     mode: str = CONSUMED,
 ) -> Watcher:
-    """Watch the DynamoDB requests of ``session_or_client`` (a boto3 Session: every
-    DynamoDB client it makes from now on; or one DynamoDB client) and report them to the
-    signals function ``function`` (default: ``$CAPACITY_SIGNALS``) every ``interval``
+    """The client hook: watch the DynamoDB requests of ``session_or_client`` (a boto3
+    Session: every DynamoDB client it makes from now on; or one DynamoDB client) and report
+    them to the signals function ``function`` (default: ``$CAPACITY_SIGNALS``) every ``interval``
     seconds when it matters; ``send`` (called with each batch of reports, as the function
     receives it) replaces the Lambda invocation. ``tables``: the only tables reported.
     ``process``: a label for this process's id (default: the host name). ``account``: the

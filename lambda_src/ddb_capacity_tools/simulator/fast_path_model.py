@@ -1,7 +1,7 @@
 """Runs in: workstation (the `ddb-capacity` command).
 
 The fast path in the simulator: the application's processes report what they consume and
-the throttles they meet (``ddb_capacity_runtime.signals.watch``), and the signals function
+the throttles they meet (``ddb_capacity_runtime.fast_path.hook.watch``), and the signals function
 raises a dimension at once when the reports call for it
 (`ddb_capacity_runtime.core.surge.surge_level`, the deployed rule).
 

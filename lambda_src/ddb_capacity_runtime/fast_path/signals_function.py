@@ -18,9 +18,9 @@ from ..core.report_batch import MAX_BATCH_CHARS, is_batch, reports_of
 from ..core.surge import SurgeReportError
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
-from .broker import BrokerConfig
-from .counts import count
-from .surge import SurgeSettings, _refused, take_report
+from ..requests.broker import BrokerConfig
+from ..requests.counts import count
+from .surge_raise import SurgeSettings, _refused, take_report
 
 RESERVE_MS = 5_000
 """The time a batch keeps in hand: no report is started with less of the invocation left
