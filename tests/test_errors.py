@@ -151,38 +151,41 @@ def test_error_code_reads_a_parsed_response_and_every_throttle_code() -> None:
     assert describe_error(ValueError("bad")) == "ValueError: bad"
 
 
-def test_the_run_times_exceptions_are_one_hierarchy_in_one_module() -> None:
-    """Every exception class of the run-time package is defined in ``core.errors``, derives
-    from ``CapacityError`` and keeps one built-in callers catch: ``ValueError`` (input that
-    breaks a rule), ``RuntimeError`` (a run that failed) or ``TimeoutError`` (a wait that
-    ran out; a timeout of a request is a request error too)."""
-    import importlib
-    import inspect
-    import pkgutil
-
-    import ddb_capacity_runtime
-    from ddb_capacity_runtime.core import errors as core_errors
-
+@pytest.mark.parametrize(
+    ("package", "home", "at_least"),
+    [
+        (ddb_capacity_runtime, "ddb_capacity_runtime.core.errors", 15),
+        (ddb_capacity_tools, "ddb_capacity_tools.tool_errors", 18),
+    ],
+    ids=["runtime", "tools"],
+)
+def test_each_packages_exceptions_are_one_hierarchy_in_one_module(
+    package: Any, home: str, at_least: int
+) -> None:
+    """Every exception class of the run-time package is defined in ``core.errors``, and every
+    one of the tools in ``tool_errors``; each derives from ``CapacityError`` and keeps one
+    built-in callers catch: ``ValueError`` (input that breaks a rule), ``RuntimeError`` (a run
+    that failed) or ``TimeoutError`` (a wait that ran out; a timeout of a request is a request
+    error too)."""
     found: dict[str, type[BaseException]] = {}
-    for info in pkgutil.walk_packages(ddb_capacity_runtime.__path__, "ddb_capacity_runtime."):
+    prefix = package.__name__
+    for info in pkgutil.walk_packages(package.__path__, f"{prefix}."):
         if info.name.endswith("sitecustomize"):
             continue
         module = importlib.import_module(info.name)
         for _, value in inspect.getmembers(module, inspect.isclass):
-            if issubclass(value, BaseException) and value.__module__.startswith(
-                "ddb_capacity_runtime"
-            ):
+            if issubclass(value, BaseException) and value.__module__.startswith(prefix):
                 found[value.__qualname__] = value
-    assert len(found) >= 15
-    elsewhere = sorted(n for n, c in found.items() if c.__module__ != core_errors.__name__)
+    assert len(found) >= at_least
+    elsewhere = sorted(n for n, c in found.items() if c.__module__ != home)
     assert elsewhere == []
     kinds = (ValueError, RuntimeError, TimeoutError)
     mixed = sorted(
         n
         for n, c in found.items()
-        if c is not core_errors.CapacityError
+        if c is not CapacityError
         and (
-            not issubclass(c, core_errors.CapacityError)
+            not issubclass(c, CapacityError)
             or sum(issubclass(c, k) for k in kinds) - issubclass(c, TimeoutError) > 1
             or not any(issubclass(c, k) for k in kinds)
         )

@@ -39,7 +39,6 @@ from datetime import datetime
 from typing import Any, TextIO
 
 from ddb_capacity_runtime.aws.error_codes import describe_error
-from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.core.names import is_table_name
 
 from .fleet_current import Current, current_figures, read_current
@@ -69,6 +68,7 @@ from .simulator.tune import (
     validate,
     validation_split,
 )
+from .tool_errors import AdviseError as AdviseError
 
 __all__ = [
     "MONTH_HOURS",
@@ -97,10 +97,6 @@ SHOWN = 300
 """An error message from AWS is cut to this many characters."""
 BYTES_PER_GB = 2**30
 """A GB of storage, in bytes."""
-
-
-class AdviseError(CapacityError, ValueError):
-    """The account's table list could not be read as documented: nothing is advised."""
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,6 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 from ddb_capacity_runtime import requests
 from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.aws.store import STORE_ENV
-from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.requests.broker import BROKER_ENV
 
 from . import advise as advise_module
@@ -71,6 +70,8 @@ from .simulator.run import DEFAULT_POLICIES, simulate
 from .simulator.scenarios import SCENARIOS, ScenarioError, scenario
 from .simulator.schedules import ScheduleFileError
 from .simulator.trace import Trace, TraceError, key_label, read_csv
+from .tool_errors import OptionError as OptionError
+from .tool_errors import RequestInputError as RequestInputError
 
 NOT_TUNE = ("--policy", "--schedule", "--chart")
 """simulate's and backtest's options that tune refuses (it tries --candidate policies)."""
@@ -415,14 +416,6 @@ def _minutes(option: str, value: int, low: int, high: int) -> timedelta:
             f"{option}: got {value}; expected whole minutes from {low} to {high}"
         )
     return timedelta(minutes=value)
-
-
-class RequestInputError(CapacityError, ValueError):
-    """A ``request`` / ``release`` option is out of range."""
-
-
-class OptionError(CapacityError, ValueError):
-    """A value argparse lets through that no option takes."""
 
 
 def _check_values(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -29,11 +29,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddb_capacity_runtime.core.errors import CapacityError
-
 from .advise import MONTH_HOURS, shown
 from .page import TABLE_PAGES, fleet_page
 from .simulator.tune import TABLE_CLASSES
+from .tool_errors import ReportError as ReportError
 
 __all__ = [
     "COLUMNS",
@@ -86,10 +85,6 @@ LARGEST = 1e15
 """The largest figure (dollars or refused units a month) one table's result may carry. A result is
 untrusted: larger ones are refused, so no sum or difference of them can overflow to infinity, which
 JSON cannot hold."""
-
-
-class ReportError(CapacityError, ValueError):
-    """A report destination that cannot be written to; the message names ``--report``."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 
-from ddb_capacity_runtime.core.errors import CapacityError
+from .tool_errors import SettingsError as SettingsError
 
 __all__ = [
     "MAX_DAYS",
@@ -33,10 +33,6 @@ MAX_DAYS = 14
 """The most days of history: CloudWatch keeps 1-minute datapoints 15 days, and a worker may run up
 to a day after its run's lister (the history ends at the run's time)."""
 PREFIX = "FLEET_ADVISOR_"
-
-
-class SettingsError(CapacityError, ValueError):
-    """An environment variable the advisor cannot run with; the message names it."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from typing import Any, TextIO
 
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.aws.store import STORE_ENV, HoldStore
-from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler.tick import run_tick
 
@@ -36,13 +35,10 @@ from .local_aws import (
     register_skipped_targets,
     run_cdk,
 )
+from .tool_errors import LocalError as LocalError
 
 SCALER_HANDLER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
 """The handler of a ThrottleAwareScaler's scheduled function (its batch function differs)"""
-
-
-class LocalError(CapacityError, ValueError):
-    """An option of ``local`` names no app or stack that can be deployed locally."""
 
 
 def state_store(dynamodb: Any, env: Mapping[str, str], fallback: str) -> HoldStore:

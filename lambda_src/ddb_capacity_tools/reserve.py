@@ -45,8 +45,6 @@ from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import Any, TextIO
 
-from ddb_capacity_runtime.core.errors import CapacityError
-
 from .simulator.ensemble import Spread, settings_of
 from .simulator.params import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES, parse
@@ -67,6 +65,7 @@ from .simulator.tune import (
     validate,
     validation_split,
 )
+from .tool_errors import ReserveError as ReserveError
 
 __all__ = [
     "DIMENSIONS",
@@ -106,10 +105,6 @@ NOPS_SHARE = 0.95
 """The anchor rule's share of hours: reserve the level met in this share of them."""
 MIN_PART_MINUTES = 60
 """The planning part and the scored part each hold at least an hour."""
-
-
-class ReserveError(CapacityError, ValueError):
-    """A fleet or an option ``reserve`` cannot plan with; the message names it."""
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 from cronsim import CronSim, CronSimError
 
 from ddb_capacity_runtime.core.decreases import DecreaseLedger
-from ddb_capacity_runtime.core.errors import CapacityConfigError
+
+from .tool_errors import ScheduleError as ScheduleError
 
 CRON = re.compile(r"cron\((.*)\)")
 AT = re.compile(r"at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)")
@@ -40,10 +41,6 @@ EXPECTED = (
     "cron(minutes hours day-of-month month day-of-week year) with ? in day-of-month "
     "or day-of-week, at(yyyy-mm-ddThh:mm:ss) or rate(N minutes|hours|days)"
 )
-
-
-class ScheduleError(CapacityConfigError):
-    """A schedule Application Auto Scaling would refuse, or one that contradicts itself."""
 
 
 def zone_name(value: object) -> object:

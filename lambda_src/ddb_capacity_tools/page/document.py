@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ddb_capacity_runtime.core.errors import CapacityError
+from ..tool_errors import HtmlError as HtmlError
 
 __all__ = [
     "HtmlError",
@@ -38,10 +38,6 @@ __all__ = [
 
 OPTION = "--html"
 """The ``--html`` option's name, in its errors."""
-
-
-class HtmlError(CapacityError, ValueError):
-    """A page cannot be written (a bad file name, a folder that does not exist)."""
 
 
 class Markup(str):

@@ -9,17 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ddb_capacity_runtime.core.errors import CapacityError
-
+from ..tool_errors import ChartError as ChartError
 from .run import DimensionResult
 from .trace import Key, Trace, key_label
 
 if TYPE_CHECKING:
     from .ensemble import EnsembleResult
-
-
-class ChartError(CapacityError, ValueError):
-    """The chart cannot be written (matplotlib missing, a bad file name)."""
 
 
 def check_path(path: str | Path) -> Path:

@@ -38,8 +38,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from ddb_capacity_runtime.core.errors import CapacityError
-
+from ..tool_errors import EnsembleError as EnsembleError
 from .params import ModelError, ModelParams
 from .policies import DEFAULT_TICK_MINUTES, Spec
 from .prices import Prices
@@ -144,10 +143,6 @@ STREAM_SPREAD: dict[str, tuple[float, ...]] = {
     "plausible": (1.0, 0.5, 2.0, 1.0, 4.0, 2.0, 1.0, 0.5),
 }
 """Per named ensemble and setting: the factor on the stream signal's delay."""
-
-
-class EnsembleError(CapacityError, ValueError):
-    """An unknown ensemble name."""
 
 
 @dataclass(frozen=True)

@@ -10,18 +10,19 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
-from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.core.reservation import (
     MAX_RESERVED_UNITS,
     Reservation,
     reserved_problem,
 )
 
+from ..tool_errors import ModelError as ModelError
 from .trace import Trace
 
 FRACTIONAL = frozenset(
     {"units_per_request", "burst_fraction", "key_skew", "table_size_gb", "fast_path_share"}
 )
+
 """The fields that take any number in their range; every other field is a whole number."""
 OPTIONAL = {
     "key_skew": "the trace's own",
@@ -71,10 +72,6 @@ BOUNDS: dict[str, tuple[float, float]] = {
 """Each field's range (both ends allowed)."""
 HUNDREDS = frozenset({"reserved_read_units", "reserved_write_units"})
 """The fields that take whole hundreds only (reserved capacity's blocks of 100 units)."""
-
-
-class ModelError(CapacityError, ValueError):
-    """A model parameter outside what the model supports."""
 
 
 @dataclass(frozen=True)

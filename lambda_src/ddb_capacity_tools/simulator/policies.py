@@ -23,7 +23,6 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ddb_capacity_runtime.core import settings
-from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.core.floorplan import STEP_MINUTES, FloorPlan
 from ddb_capacity_runtime.core.forecast import (
     HISTORY_DAYS,
@@ -49,6 +48,7 @@ from ddb_capacity_runtime.core.series import Series, tell_causes, window
 from ddb_capacity_runtime.core.settings import Limits, ScalerConfig
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget, TrackingPolicy
 
+from ..tool_errors import PolicyError as PolicyError
 from .fast_path_model import FastPath, sources
 from .model import SimulatedTable
 from .params import ModelParams
@@ -71,6 +71,7 @@ SPEC_HELP = (
     "tracking's target value; any of them but fixed:N, hybrid, on-demand, oracle and bound "
     "+ '+reserved' (written last) never lowers the total below the reserved units"
 )
+
 LUMPED = "+lumped"
 """The suffix of a throttle-aware or autopilot policy that reads only lumped throttles."""
 OWNED = "+owned"
@@ -89,10 +90,6 @@ simulated auto scaling tracks its target directly)."""
 
 Bounds = tuple[int, int]
 """A target's [min, max] (capacity units)."""
-
-
-class PolicyError(CapacityError, ValueError):
-    """A policy name the simulator does not know, or that cannot run on this input."""
 
 
 class Policy(Protocol):

@@ -39,7 +39,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 
-from ddb_capacity_runtime.core.errors import CapacityError
+from ..tool_errors import PriceError as PriceError
 
 TERMS: dict[str, int] = {"1y": 8760, "3y": 26280}
 """The reservation terms AWS offers, and the hours each runs (a year of 365 days)."""
@@ -48,10 +48,6 @@ BLOCK_UNITS = 100
 RESERVED_VERIFIED = False
 """Whether the reserved prices' defaults were checked against AWS's own pricing page (see the
 module's docstring): they were not, and output that uses them says so."""
-
-
-class PriceError(CapacityError, ValueError):
-    """A price override that is not a known name with a non-negative number."""
 
 
 @dataclass(frozen=True)

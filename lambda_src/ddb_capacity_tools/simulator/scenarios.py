@@ -10,16 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ddb_capacity_runtime.core.errors import CapacityError
-
+from ..tool_errors import ScenarioError as ScenarioError
 from .trace import Trace
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
 """A Monday; every scenario starts on it."""
-
-
-class ScenarioError(CapacityError, ValueError):
-    """An unknown scenario name."""
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ddb_capacity_runtime.core.errors import CapacityConfigError, CapacityError
+from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_tools.schedule import ScheduleEntry, TableSchedule
 
+from ..tool_errors import ScheduleFileError as ScheduleFileError
 from .trace import Key, key_label
 
 FIELDS = {
@@ -42,10 +43,6 @@ FIELDS = {
 }
 LOOKBACK = timedelta(days=7)
 """How far before a trace's start firings are replayed, to know the range in force at its start."""
-
-
-class ScheduleFileError(CapacityError, ValueError):
-    """A schedule that cannot be read; the message names the entry and field."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ddb_capacity_runtime.core.errors import CapacityError
+from ..tool_errors import TraceError as TraceError
 
 MINUTE = timedelta(minutes=1)
 Key = tuple["str | None", str]
@@ -33,10 +33,6 @@ MAX_LINE_CHARS = 4 * csv.field_size_limit()
 limit (a longer field is named by its column), so a longer line is not a trace's (a device
 such as /dev/zero has no line end at all)."""
 UNITS = "a number of capacity units per second"
-
-
-class TraceError(CapacityError, ValueError):
-    """A trace that cannot be simulated; the message names the line and column."""
 
 
 def key_label(key: Key) -> str:

@@ -44,9 +44,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
-from ddb_capacity_runtime.core.errors import CapacityError
 from ddb_capacity_runtime.core.policy import capacity_units
 
+from ..tool_errors import TuneError as TuneError
 from .ensemble import Spread
 from .params import BOUNDS, ModelParams
 from .policies import DEFAULT_TICK_MINUTES, Spec, parse
@@ -180,10 +180,6 @@ PRICE_HELP = (
     "the recommendation is then the candidate whose cost plus its refusals at this price "
     "is least"
 )
-
-
-class TuneError(CapacityError, ValueError):
-    """A tune option out of range; the message names the option, the value and the range."""
 
 
 def refusal_tolerance(text: str) -> float:

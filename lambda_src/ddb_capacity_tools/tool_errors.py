@@ -1,0 +1,101 @@
+"""Runs in: workstation, CI, CDK app (synth time: `ScheduleError`), fleet advisor and
+nightly tuning Lambdas.
+
+Every exception class of the tools, in one module to read top to bottom; each is a
+`CapacityError` (the library's one root, ``ddb_capacity_runtime.core.errors``) and a
+``ValueError``: each refuses an input (an option, a file, a setting) and its message names
+the field, the value received and what is allowed. Each is importable from the module that
+raises it too.
+"""
+
+from __future__ import annotations
+
+from ddb_capacity_runtime.core.errors import CapacityConfigError, CapacityError
+
+
+class RequestInputError(CapacityError, ValueError):
+    """A ``request`` / ``release`` option is out of range. Raised by ``ddb-capacity``
+    (`cli`)."""
+
+
+class OptionError(CapacityError, ValueError):
+    """A value argparse lets through that no option takes. Raised by ``ddb-capacity``
+    (`cli`)."""
+
+
+class HtmlError(CapacityError, ValueError):
+    """A page cannot be written (a bad file name, a folder that does not exist). Raised by the
+    report pages (`page.document`)."""
+
+
+class SettingsError(CapacityError, ValueError):
+    """An environment variable the advisor cannot run with; the message names it. Raised by the
+    fleet advisor's settings (`fleet_settings`)."""
+
+
+class AdviseError(CapacityError, ValueError):
+    """The account's table list could not be read as documented: nothing is advised. Raised by
+    ``advise`` (`advise`)."""
+
+
+class ReserveError(CapacityError, ValueError):
+    """A fleet or an option ``reserve`` cannot plan with; the message names it. Raised by
+    ``reserve`` (`reserve`)."""
+
+
+class ModelError(CapacityError, ValueError):
+    """A model parameter outside what the model supports. Raised by the simulator's model
+    (`simulator.params`)."""
+
+
+class TuneError(CapacityError, ValueError):
+    """A tune option out of range; the message names the option, the value and the range. Raised
+    by ``tune`` (`simulator.tune`)."""
+
+
+class ScenarioError(CapacityError, ValueError):
+    """An unknown scenario name. Raised by the simulator's scenarios (`simulator.scenarios`)."""
+
+
+class TraceError(CapacityError, ValueError):
+    """A trace that cannot be simulated; the message names the line and column. Raised by traces
+    (`simulator.trace`)."""
+
+
+class EnsembleError(CapacityError, ValueError):
+    """An unknown ensemble name. Raised by ensembles (`simulator.ensemble`)."""
+
+
+class PolicyError(CapacityError, ValueError):
+    """A policy name the simulator does not know, or that cannot run on this input. Raised by
+    policies (`simulator.policies`)."""
+
+
+class PriceError(CapacityError, ValueError):
+    """A price override that is not a known name with a non-negative number. Raised by prices
+    (`simulator.prices`)."""
+
+
+class ChartError(CapacityError, ValueError):
+    """The chart cannot be written (matplotlib missing, a bad file name). Raised by charts
+    (`simulator.chart`)."""
+
+
+class ScheduleFileError(CapacityError, ValueError):
+    """A schedule that cannot be read; the message names the entry and field. Raised by schedule
+    files (`simulator.schedules`)."""
+
+
+class ScheduleError(CapacityConfigError):
+    """A schedule Application Auto Scaling would refuse, or one that contradicts itself. Raised
+    by schedules (synth time too) (`schedule`)."""
+
+
+class LocalError(CapacityError, ValueError):
+    """An option of ``local`` names no app or stack that can be deployed locally. Raised by
+    ``local`` (`local`)."""
+
+
+class ReportError(CapacityError, ValueError):
+    """A report destination that cannot be written to; the message names ``--report``. Raised by
+    the fleet report (`fleet`)."""
