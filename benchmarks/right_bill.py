@@ -54,23 +54,23 @@ from pathlib import Path
 
 from benchmarks.simulate_noisy_30_days import noisy_diurnal
 from ddb_capacity_tools.simulator import ModelParams, Prices, read_csv, scenario
-from ddb_capacity_tools.simulator.ensemble import settings_of
-from ddb_capacity_tools.simulator.trace import Trace
-from ddb_capacity_tools.simulator.tune import (
+from ddb_capacity_tools.simulator.candidates import (
     CANDIDATES,
     ON_DEMAND,
     REFUSAL_FLOOR,
     STOCK,
     Candidate,
     Rule,
-    place,
-    place_split,
+)
+from ddb_capacity_tools.simulator.ensemble import settings_of
+from ddb_capacity_tools.simulator.trace import Trace
+from ddb_capacity_tools.simulator.tune import validate, validation_split
+from ddb_capacity_tools.simulator.tune_options import (
     refusal_floor,
     refusal_price,
     refusal_tolerance,
-    validate,
-    validation_split,
 )
+from ddb_capacity_tools.simulator.tune_runs import place, place_split
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 SCENARIOS = ("diurnal", "nightly-batch", "hot-key")

@@ -221,8 +221,8 @@ class FleetAdvisor(Construct):
         return int(value)
 
     def _check_candidates(self, candidates: Sequence[str]) -> None:
+        from ddb_capacity_tools.simulator.candidates import CANDIDATE_HELP
         from ddb_capacity_tools.simulator.policies import PolicyError, parse
-        from ddb_capacity_tools.simulator.tune import CANDIDATE_HELP
 
         if isinstance(candidates, str | bytes):
             raise ValueError(

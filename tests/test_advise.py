@@ -20,8 +20,8 @@ from ddb_capacity_tools.advise import AdviseError, Failure, list_tables, text
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.local_aws import put_traffic
 from ddb_capacity_tools.simulator import ModelParams
+from ddb_capacity_tools.simulator.candidates import STOCK
 from ddb_capacity_tools.simulator.ensemble import settings_of
-from ddb_capacity_tools.simulator.tune import STOCK
 
 #: A Region no other test uses, so that --all-tables sees only these tables.
 REGION = "eu-west-3"

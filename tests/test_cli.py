@@ -16,10 +16,10 @@ import pytest
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.local_aws import create_store_table, put_traffic
 from ddb_capacity_tools.simulator.backtest import history
+from ddb_capacity_tools.simulator.candidates import STOCK
 from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.scenarios import SCENARIOS
 from ddb_capacity_tools.simulator.trace import TraceError, read_csv
-from ddb_capacity_tools.simulator.tune import STOCK
 
 CONTRACT = {
     "policy",

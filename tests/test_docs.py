@@ -193,7 +193,7 @@ def test_the_reference_shows_what_attributes_are(site: Path) -> None:
             "ddb_capacity_runtime.fast_path.hook.KEEPALIVE_SECONDS": "A busy table",
             "ddb_capacity_runtime.workers.writer.WriteResult.throttled": "of every cause",
         },
-        "tools": {"ddb_capacity_tools.simulator.tune.PEAK_HEADROOM": "times the trace's peak"},
+        "tools": {"ddb_capacity_tools.simulator.tune_code.PEAK_HEADROOM": "times the trace's peak"},
     }
     for name, attributes in shown.items():
         built = (site / "reference" / f"{name}.html").read_text()

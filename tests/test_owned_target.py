@@ -22,7 +22,7 @@ from ddb_capacity_runtime.core.tables import (
 )
 from ddb_capacity_tools.simulator import ModelParams, PolicyError, Prices, parse, run_policy
 from ddb_capacity_tools.simulator.scenarios import scenario
-from ddb_capacity_tools.simulator.tune import code_for
+from ddb_capacity_tools.simulator.tune_code import code_for
 
 NOW = datetime(2026, 1, 5, 12, tzinfo=UTC)
 POLICY = TrackingPolicy("p", "DynamoDBWriteCapacityUtilization")

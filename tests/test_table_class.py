@@ -29,17 +29,12 @@ from constructs_pkg import (
 )
 from ddb_capacity_tools.advise import Size, table_size
 from ddb_capacity_tools.simulator import ModelParams
+from ddb_capacity_tools.simulator.candidates import spec_of, split_prewarm
 from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.scenarios import scenario
-from ddb_capacity_tools.simulator.tune import (
-    STANDARD,
-    STANDARD_IA,
-    class_advice,
-    code_for,
-    spec_of,
-    split_prewarm,
-    warm_levels,
-)
+from ddb_capacity_tools.simulator.table_class import STANDARD, STANDARD_IA, class_advice
+from ddb_capacity_tools.simulator.tune_code import code_for
+from ddb_capacity_tools.simulator.tune_runs import warm_levels
 from tests.test_advise import busy, day, run
 from tests.test_advise import region as advise_region  # noqa: F401 (a fixture)
 from tests.test_tune import trace_file

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ddb_capacity_tools.simulator import ModelParams, PolicyError, parse, tune
+from ddb_capacity_tools.simulator import ModelParams, PolicyError, parse, tune_code
 from ddb_capacity_tools.simulator.trace import Trace
 from tests.test_cli import run
 from tests.test_tune import trace_file
@@ -187,13 +187,13 @@ def _trace() -> Trace:
 
 
 def test_the_pasted_code_takes_its_range_from_the_traffic() -> None:
-    bounds = tune.bounds_for(_trace(), ModelParams(), 70)
+    bounds = tune_code.bounds_for(_trace(), ModelParams(), 70)
     # min: the quietest minute at 70 %; max: twice the busiest minute at 70 %
     assert bounds == {
         "read": (math.ceil(100 / 0.7), math.ceil(2 * 900 / 0.7)),
         "write": (math.ceil(50 / 0.7), math.ceil(2 * 3_000 / 0.7)),
     }
-    code = tune.code_for(parse("stock:70"), _trace(), ModelParams())
+    code = tune_code.code_for(parse("stock:70"), _trace(), ModelParams())
     ast.parse(code)
     assert "read=Capacity(min_capacity=143, max_capacity=2572, target_utilization_percent=70)" in (
         code
@@ -201,7 +201,7 @@ def test_the_pasted_code_takes_its_range_from_the_traffic() -> None:
     assert "write=Capacity(min_capacity=72, max_capacity=8572, target_utilization_percent=70)" in (
         code
     )
-    auto = tune.code_for(parse("autopilot:60"), _trace(), ModelParams())
+    auto = tune_code.code_for(parse("autopilot:60"), _trace(), ModelParams())
     ast.parse(auto)
     assert "'read': {'min': 167, 'max': 3000}" in auto and "read_capacity=167" in auto
     assert "'write': {'min': 84, 'max': 10000}" in auto and "'target': 60" in auto
@@ -209,6 +209,9 @@ def test_the_pasted_code_takes_its_range_from_the_traffic() -> None:
 
 def test_the_pasted_range_stays_within_1_and_the_maximum_capacity() -> None:
     idle = Trace("idle", START, {(None, "read"): [0.0] * 60, (None, "write"): [39_000.0] * 60})
-    assert tune.bounds_for(idle, ModelParams(), 50) == {"read": (1, 1), "write": (40_000, 40_000)}
+    assert tune_code.bounds_for(idle, ModelParams(), 50) == {
+        "read": (1, 1),
+        "write": (40_000, 40_000),
+    }
     small = ModelParams(min_capacity=5, max_capacity=1_000)
-    assert tune.bounds_for(idle, small, 50) == {"read": (5, 5), "write": (1_000, 1_000)}
+    assert tune_code.bounds_for(idle, small, 50) == {"read": (5, 5), "write": (1_000, 1_000)}

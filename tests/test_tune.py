@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 
 from ddb_capacity_tools.simulator import ModelParams, Trace, parse
-from ddb_capacity_tools.simulator.ensemble import Spread
-from ddb_capacity_tools.simulator.tune import (
+from ddb_capacity_tools.simulator.candidates import (
     REFUSAL_FLOOR,
     STOCK,
     Candidate,
     Rule,
-    TuneError,
-    _with_frontier,
-    choose,
-    decide,
+    with_frontier,
+)
+from ddb_capacity_tools.simulator.ensemble import Spread
+from ddb_capacity_tools.simulator.tune import TuneError, choose, decide
+from ddb_capacity_tools.simulator.tune_options import (
     refusal_floor,
     refusal_price,
     refusal_tolerance,
@@ -223,7 +223,7 @@ def test_a_bad_refusal_tolerance_is_refused_naming_what_is_allowed(
 
 
 def test_the_code_takes_the_traffics_own_range() -> None:
-    from ddb_capacity_tools.simulator.tune import code_for
+    from ddb_capacity_tools.simulator.tune_code import code_for
 
     start = datetime(2026, 1, 5, tzinfo=UTC)
     reads = [37.5, 400.0, 812.0, 90.0]
@@ -251,13 +251,9 @@ def test_tune_refuses_a_candidate_it_cannot_deploy(tmp_path: Path) -> None:
 
 def test_every_candidates_code_parses_and_names_what_it_deploys() -> None:
     from ddb_capacity_tools.simulator import ModelParams, Trace
-    from ddb_capacity_tools.simulator.tune import (
-        CANDIDATES,
-        code_for,
-        spec_of,
-        split_prewarm,
-        warm_levels,
-    )
+    from ddb_capacity_tools.simulator.candidates import CANDIDATES, spec_of, split_prewarm
+    from ddb_capacity_tools.simulator.tune_code import code_for
+    from ddb_capacity_tools.simulator.tune_runs import warm_levels
 
     trace = Trace(
         "t", datetime(2026, 1, 5, tzinfo=UTC), {(None, "read"): [10.0], (None, "write"): [5.0]}
@@ -389,7 +385,7 @@ def test_the_hybrid_is_compared_and_never_recommended() -> None:
 
 
 def _never_recommended(trace: Trace, stock: list[Candidate], hybrid: str) -> None:
-    cands = _with_frontier([*stock, _c(hybrid, 0, 1), _c("on-demand", 0, 40)])
+    cands = with_frontier([*stock, _c(hybrid, 0, 1), _c("on-demand", 0, 40)])
     for rule in (Rule(), Rule(floor=0.0), Rule(price=1.0), Rule(price=1e5)):
         tuning = decide(cands, rule, trace, ModelParams())
         assert tuning.recommended.policy != hybrid
@@ -482,7 +478,7 @@ def _steady_then_step() -> Trace:
 
 def test_the_earlier_and_later_parts_add_up_to_the_whole_run() -> None:
     from ddb_capacity_tools.simulator.ensemble import settings_of
-    from ddb_capacity_tools.simulator.tune import place, place_split
+    from ddb_capacity_tools.simulator.tune_runs import place, place_split
 
     trace = _steady_then_step()
     settings = settings_of("plausible", ModelParams(), trace)[:2]
@@ -498,8 +494,9 @@ def test_the_earlier_and_later_parts_add_up_to_the_whole_run() -> None:
 
 def test_a_pre_warmed_candidate_pays_its_one_time_charge() -> None:
     from ddb_capacity_tools.simulator import Prices
+    from ddb_capacity_tools.simulator.candidates import compared_only
     from ddb_capacity_tools.simulator.ensemble import settings_of
-    from ddb_capacity_tools.simulator.tune import compared_only, place, warm_levels
+    from ddb_capacity_tools.simulator.tune_runs import place, warm_levels
 
     trace = _steady_then_step()
     settings = settings_of("plausible", ModelParams(), trace)[:1]

@@ -13,22 +13,20 @@ import pytest
 
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, scenario, simulate
-from ddb_capacity_tools.simulator.ensemble import settings_of
-from ddb_capacity_tools.simulator.tune import (
+from ddb_capacity_tools.simulator.candidates import (
     CANDIDATES,
     MONTH_MINUTES,
     PREWARM,
     STREAM,
     STREAM_SECONDS,
-    place,
-    prewarm_charge,
     spec_of,
     split_prewarm,
-    stream_dollars,
     streamed,
     suffixes,
-    tune,
 )
+from ddb_capacity_tools.simulator.ensemble import settings_of
+from ddb_capacity_tools.simulator.tune import tune
+from ddb_capacity_tools.simulator.tune_runs import place, prewarm_charge, stream_dollars
 from ddb_capacity_tools.stream_cost import monthly_stream_cost
 
 
@@ -107,7 +105,7 @@ def test_tune_says_the_stream_sees_writes_only(tmp_path: Path) -> None:
 
 
 def test_the_code_of_a_stream_recommendation_deploys_the_stream_reader() -> None:
-    from ddb_capacity_tools.simulator.tune import code_for
+    from ddb_capacity_tools.simulator.tune_code import code_for
 
     trace = scenario("flash-crowd")
     pasted = code_for(spec_of("autopilot+stock:90"), trace, ModelParams(), extras=("stream",))

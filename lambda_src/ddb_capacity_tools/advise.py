@@ -45,14 +45,8 @@ from .fleet_current import Current, current_figures, read_current
 from .reserve import Setup as ReserveSetup
 from .reserve import TableHours, plan_table
 from .simulator.backtest import history
-from .simulator.params import ModelParams
-from .simulator.policies import DEFAULT_TICK_MINUTES
-from .simulator.prices import Prices
-from .simulator.text import bar, fixed_width
-from .simulator.trace import Key, Trace
-from .simulator.tune import (
+from .simulator.candidates import (
     CANDIDATES,
-    MAX_SIZE_GB,
     MONTH_HOURS,
     MONTH_MINUTES,
     ON_DEMAND,
@@ -60,14 +54,19 @@ from .simulator.tune import (
     Candidate,
     Rule,
     Tuning,
-    class_lines,
     compared_only,
-    place_split,
     scaled,
-    terms,
-    validate,
-    validation_split,
 )
+from .simulator.params import ModelParams
+from .simulator.policies import DEFAULT_TICK_MINUTES
+from .simulator.prices import Prices
+from .simulator.table_class import class_lines
+from .simulator.text import bar, fixed_width
+from .simulator.trace import Key, Trace
+from .simulator.tune import validate, validation_split
+from .simulator.tune_options import MAX_SIZE_GB
+from .simulator.tune_runs import place_split
+from .simulator.tune_words import terms
 from .tool_errors import AdviseError as AdviseError
 
 __all__ = [

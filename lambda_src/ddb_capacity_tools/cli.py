@@ -58,7 +58,8 @@ from ddb_capacity_runtime.requests.broker import BROKER_ENV
 
 from . import advise as advise_module
 from . import fleet, local, page, reserve, reserve_command
-from .simulator import chart, ensemble, report, schedules
+from .simulator import candidates as candidate_names
+from .simulator import chart, ensemble, report, schedules, tune_options, tune_words
 from .simulator import tune as tune_module
 from .simulator.backtest import MAX_DAYS, check_days, history, history_end
 from .simulator.chart import ChartError
@@ -245,7 +246,7 @@ def _tune_parser(sub: Any) -> None:
     # the model's --table-size-gb also asks tune for the table class: read by _tune
     size = next(a for a in tn._actions if a.dest == "table_size_gb")
     size.type, size.default, size.metavar = None, None, "N"
-    size.help = _literal(f"{tune_module.SIZE_HELP} (docs: Tune, 'Table class')")
+    size.help = _literal(f"{tune_options.SIZE_HELP} (docs: Tune, 'Table class')")
 
 
 def _choice_options(parser: argparse.ArgumentParser) -> None:
@@ -254,20 +255,20 @@ def _choice_options(parser: argparse.ArgumentParser) -> None:
         "--candidate",
         action="append",
         metavar="P",
-        help="a policy to try (repeatable); default: " + ", ".join(tune_module.CANDIDATES),
+        help="a policy to try (repeatable); default: " + ", ".join(candidate_names.CANDIDATES),
     )
     parser.add_argument(
         "--refusal-tolerance",
         default=None,
         metavar="F",
-        help=_literal(f"{tune_module.TOLERANCE_HELP}; default 0 (docs: Tune, 'The rule')"),
+        help=_literal(f"{tune_options.TOLERANCE_HELP}; default 0 (docs: Tune, 'The rule')"),
     )
     parser.add_argument(
         "--refusal-floor",
         default=None,
         metavar="F",
         help=_literal(
-            f"{tune_module.FLOOR_HELP}; default {tune_module.REFUSAL_FLOOR:.2%} "
+            f"{tune_options.FLOOR_HELP}; default {candidate_names.REFUSAL_FLOOR:.2%} "
             "(docs: Tune, 'The rule')"
         ),
     )
@@ -276,7 +277,7 @@ def _choice_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="USD",
         help=_literal(
-            f"{tune_module.PRICE_HELP}; replaces the limit on refusals, so it takes neither "
+            f"{tune_options.PRICE_HELP}; replaces the limit on refusals, so it takes neither "
             "--refusal-tolerance nor --refusal-floor (docs: Tune, 'The rule')"
         ),
     )
@@ -585,11 +586,11 @@ def _history_window(args: argparse.Namespace) -> datetime | None:
     return end
 
 
-def _rule(args: argparse.Namespace) -> tune_module.Rule:
+def _rule(args: argparse.Namespace) -> candidate_names.Rule:
     """The rule tune and advise choose by, from ``--refusal-tolerance``,
     ``--refusal-floor`` and ``--refusal-price`` (which takes neither of the others)."""
     if args.refusal_price is not None:
-        price = tune_module.refusal_price(args.refusal_price)  # a bad price is named first
+        price = tune_options.refusal_price(args.refusal_price)  # a bad price is named first
         for option in ("--refusal-tolerance", "--refusal-floor"):
             given = getattr(args, option[2:].replace("-", "_"))
             if given is not None:
@@ -597,18 +598,18 @@ def _rule(args: argparse.Namespace) -> tune_module.Rule:
                     f"{option}: got {given!r} with --refusal-price {args.refusal_price}; the "
                     "price replaces the limit on refusals: give one or the other"
                 )
-        return tune_module.Rule(price=price)
-    tolerance = tune_module.refusal_tolerance(
+        return candidate_names.Rule(price=price)
+    tolerance = tune_options.refusal_tolerance(
         "0" if args.refusal_tolerance is None else args.refusal_tolerance
     )
     if args.refusal_floor is None:
-        return tune_module.Rule(tolerance)
-    return tune_module.Rule(tolerance, tune_module.refusal_floor(args.refusal_floor))
+        return candidate_names.Rule(tolerance)
+    return candidate_names.Rule(tolerance, tune_options.refusal_floor(args.refusal_floor))
 
 
 def _tuning_options(
     args: argparse.Namespace,
-) -> tuple[tune_module.Rule, ModelParams, Prices, str, list[str]]:
+) -> tuple[candidate_names.Rule, ModelParams, Prices, str, list[str]]:
     """tune's and advise's options, checked before any input is read: the rule, the model,
     the prices, the ensemble's name and the candidates."""
     rule = _rule(args)
@@ -617,17 +618,17 @@ def _tuning_options(
     prices = Prices().overridden(args.price)
     name = args.ensemble or "plausible"
     settings_of(name, params)  # the name and its settings
-    candidates = args.candidate or list(tune_module.CANDIDATES)
+    candidates = args.candidate or list(candidate_names.CANDIDATES)
     for c in candidates:
-        spec = tune_module.spec_of(c, params.max_capacity, "--candidate")
-        warmed = tune_module.split_prewarm(c)[1]
+        spec = candidate_names.spec_of(c, params.max_capacity, "--candidate")
+        warmed = candidate_names.split_prewarm(c)[1]
         kinds: tuple[str, ...] = ("stock", "autopilot")
         if not warmed:
             kinds += ("on-demand", "hybrid")
-        if tune_module.streamed(c):  # only the library's policies see the stream
+        if candidate_names.streamed(c):  # only the library's policies see the stream
             kinds = ("autopilot",)
         if spec.kind not in kinds:
-            raise PolicyError(f"--candidate: got {c!r}; expected {tune_module.CANDIDATE_HELP}")
+            raise PolicyError(f"--candidate: got {c!r}; expected {candidate_names.CANDIDATE_HELP}")
     return rule, params, prices, name, candidates
 
 
@@ -637,10 +638,10 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if given:
             raise PolicyError(
                 f"{option}: got {given[0]!r}; tune takes none: it tries the policies given "
-                f"with --candidate P ({tune_module.CANDIDATE_HELP}; repeatable)"
+                f"with --candidate P ({candidate_names.CANDIDATE_HELP}; repeatable)"
             )
     given = args.table_size_gb  # None when not given: no table-class advice
-    size = None if given is None else tune_module.table_size_gb(given)
+    size = None if given is None else tune_options.table_size_gb(given)
     args.table_size_gb = size or 0.0  # the partition model's, as for simulate
     rule, params, prices, name, candidates = _tuning_options(args)
     if args.html:
@@ -657,7 +658,7 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.json:
         out.write(json.dumps({"ensemble": name, **tuning.as_json()}) + "\n")
     else:
-        out.write(tune_module.table(tuning, trace, name, len(settings)) + "\n")
+        out.write(tune_words.table(tuning, trace, name, len(settings)) + "\n")
     return 0
 
 

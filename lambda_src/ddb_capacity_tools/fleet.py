@@ -31,7 +31,7 @@ from typing import Any
 
 from .advise import MONTH_HOURS, shown
 from .page import TABLE_PAGES, fleet_page
-from .simulator.tune import TABLE_CLASSES
+from .simulator.table_class import TABLE_CLASSES
 from .tool_errors import ReportError as ReportError
 
 __all__ = [

@@ -28,11 +28,12 @@ from ddb_capacity_runtime.aws.discovery import table_targets
 from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 
+from .simulator.candidates import ON_DEMAND, Candidate
 from .simulator.ensemble import Spread
 from .simulator.params import ModelParams
 from .simulator.prices import Prices
 from .simulator.trace import Key, Trace, key_label
-from .simulator.tune import ON_DEMAND, Candidate, place
+from .simulator.tune_runs import place
 
 __all__ = ["Current", "current_figures", "read_current"]
 

@@ -44,9 +44,9 @@ from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
 from . import fleet, page
 from .advise import IDLE, Failure, Setup, advise_one, list_tables, shown
 from .fleet_settings import NAMESPACE, AdvisorSettings, run_id_of, time_of
+from .simulator.candidates import CANDIDATES
 from .simulator.ensemble import settings_of
 from .simulator.params import ModelParams
-from .simulator.tune import CANDIDATES
 
 __all__ = [
     "advise_message",

@@ -45,6 +45,16 @@ from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import Any, TextIO
 
+from .simulator.candidates import (
+    CANDIDATES,
+    MONTH_HOURS,
+    ON_DEMAND,
+    STOCK,
+    Candidate,
+    Rule,
+    spec_of,
+    split_prewarm,
+)
 from .simulator.ensemble import Spread, settings_of
 from .simulator.params import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES, parse
@@ -52,19 +62,8 @@ from .simulator.prices import BLOCK_UNITS, RESERVED_VERIFIED, TERMS, Prices
 from .simulator.run import DimensionResult, run_policy
 from .simulator.text import bar
 from .simulator.trace import Trace
-from .simulator.tune import (
-    CANDIDATES,
-    MONTH_HOURS,
-    ON_DEMAND,
-    STOCK,
-    Candidate,
-    Rule,
-    place_split,
-    spec_of,
-    split_prewarm,
-    validate,
-    validation_split,
-)
+from .simulator.tune import validate, validation_split
+from .simulator.tune_runs import place_split
 from .tool_errors import ReserveError as ReserveError
 
 __all__ = [

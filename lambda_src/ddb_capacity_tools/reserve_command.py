@@ -29,11 +29,11 @@ from . import advise as advise_module
 from . import page, reserve
 from .page.reserve_page import reserve_page
 from .simulator.backtest import MAX_DAYS, check_days, history, history_end
+from .simulator.candidates import CANDIDATE_HELP, CANDIDATES, spec_of
 from .simulator.params import ModelParams
 from .simulator.policies import PolicyError, parse
 from .simulator.prices import TERMS, Prices
 from .simulator.trace import Trace, TraceError, read_csv
-from .simulator.tune import CANDIDATE_HELP, CANDIDATES, spec_of
 
 __all__ = ["DEFAULT_DAYS", "add_parser", "run"]
 

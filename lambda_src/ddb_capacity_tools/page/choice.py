@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..simulator.candidates import Candidate, Tuning, compared_only, with_frontier
 from ..simulator.ensemble import EnsembleResult, Spread
 from ..simulator.run import DimensionResult
-from ..simulator.tune import Candidate, Tuning, compared_only
-from ..simulator.tune import _with_frontier as with_frontier
 from .document import figure, money, table, text
 
 __all__ = ["advice_section", "candidates_of_ensemble", "candidates_of_run", "frontier_section"]

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..advise import Advice, Failure
+from ..simulator.candidates import Tuning
 from ..simulator.ensemble import EnsembleResult
 from ..simulator.run import DimensionResult
 from ..simulator.trace import Trace
-from ..simulator.tune import Tuning
 from .choice import advice_section, candidates_of_ensemble, candidates_of_run, frontier_section
 from .document import document, text
 from .timeline import demand_section, series_section

@@ -1,0 +1,327 @@
+"""Runs in: workstation (`ddb-capacity tune`, `advise`, `reserve`), fleet advisor Lambda.
+
+What ``tune`` compares: the candidates' names (`CANDIDATES`, the ``+prewarm`` and
+``+stream`` suffixes), one candidate's figures over the ensemble (`Candidate`), the rule
+that picks one (`Rule`) and the result (`Tuning`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .ensemble import Spread
+from .policies import Spec, parse
+from .table_class import ClassAdvice
+from .trace import Trace
+
+STOCK = tuple(f"stock:{t}" for t in range(30, 100, 10))
+"""Stock target tracking at every target from 30 to 90 %, step 10: always run, always candidates;
+the one that refuses least sets the limit on refusals."""
+
+
+ON_DEMAND = "on-demand"
+
+
+CANDIDATES = (
+    *STOCK,
+    "autopilot:50",
+    "autopilot:60",
+    "autopilot:70",
+    "autopilot:80",
+    "autopilot+stock:60",
+    "autopilot+stock:70",
+    "autopilot+stock:80",
+    "autopilot+stock:90",
+    "autopilot+stock:70+owned",
+    "autopilot+stock:80+prewarm",
+    "autopilot+stock:90+prewarm",
+    "autopilot+stock:80+stream",
+    "autopilot+stock:90+stream",
+    "hybrid:70",
+    ON_DEMAND,
+)
+"""What ``tune`` tries by default (the stock settings and on-demand are always tried). The
+``+stream`` ones are left out when the model's signals are given (``--stream-seconds``,
+``--fast-path-seconds``): every library policy runs with them then."""
+
+
+PREWARM = "+prewarm"
+"""The suffix of a candidate run on a pre-warmed table: its warm throughput raised once to the
+earlier part's peak / T on each dimension (`warm_levels`), the one-time charge in its cost
+(`prewarm_charge`)."""
+
+
+STREAM = "+stream"
+"""The suffix of a candidate run with the table's stream as a write signal (`STREAM_SECONDS`
+late; no client code, writes only), the stream reader's own cost in its cost
+(`stream_dollars`)."""
+
+
+STREAM_SECONDS = 5
+"""How late the stream's writes reach the stream reader, for a ``+stream`` candidate: DynamoDB
+Streams shows a write within about a second, and Lambda polls each shard several times a second;
+the reader's batching window (1 s by default) and its own time make the rest."""
+
+
+SUFFIXES = (PREWARM, STREAM)
+"""The suffixes a candidate may end with, in any order."""
+
+
+PREWARM_METHODS = ("PROVISION_THEN_SETTLE", "WARM_THROUGHPUT")
+"""How a pre-warmed candidate is priced and pasted (`prewarm_charge`): provisioned at the mark
+for an hour, then settled (list prices); or DynamoDB's warm throughput, when its prices are
+given (``--price warm_read_unit=USD --price warm_write_unit=USD``)."""
+
+
+CANDIDATE_HELP = (
+    "stock:T, autopilot, autopilot:T, autopilot+stock:T, autopilot+stock:T+owned, any of "
+    "these with +prewarm (a pre-warmed table) and, but stock:T, +stream (the table's stream "
+    "as a write signal), on-demand, or hybrid / hybrid:T (shown for comparison, never "
+    "recommended)"
+)
+"""The policies tune can recommend, as --candidate values."""
+
+
+REFUSAL_FLOOR = 0.0002
+"""The rule's default floor: refusals within this share of the requested units (2 in 10,000) of the
+best stock setting's count as no more. Measured on the right-bill benchmark: with no floor, a choice
+made on a week of traffic refusing 0 units instead of a few thousand in billions bought padding that
+the next week did not need."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How the recommendation is chosen. By default (``price`` None) the cheapest candidate
+    within the limit: the best stock setting's refusals x (1 + ``tolerance``), plus
+    ``floor`` x the requested units. With ``price`` (dollars per million refused units),
+    the candidate whose cost plus its refusals at that price is least; ``tolerance`` and
+    ``floor`` then play no part."""
+
+    tolerance: float = 0.0
+    floor: float = REFUSAL_FLOOR
+    price: float | None = None
+
+    def limit(self, best: Candidate, requested: float) -> float:
+        """The most refused units a candidate may have to be recommended (the limit rule)."""
+        return best.refused * (1 + self.tolerance) + self.floor * requested
+
+    def as_json(self, best: Candidate, requested: float) -> dict[str, Any]:
+        return {
+            "best_stock": best.policy,
+            "refusal_tolerance": self.tolerance,
+            "refusal_floor": self.floor,
+            "requested_units": round(requested, 6),
+            "refusal_limit": None
+            if self.price is not None
+            else round(self.limit(best, requested), 6),
+            "refusal_price": self.price,
+        }
+
+
+DEFAULT_RULE = Rule()
+"""The rule by default: the limit rule, no tolerance, the default floor."""
+
+
+def requested_units(trace: Trace, scale: float = 1.0) -> float:
+    """The units ``trace`` asks for, every dimension's (units/s per minute x 60), times
+    ``scale``."""
+    return sum(sum(series) for series in trace.demand.values()) * 60 * scale
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate over the ensemble: refused units and cost, summed over dimensions."""
+
+    policy: str
+    throttled_requests: Spread
+    cost_usd: Spread
+    frontier: bool = False
+    once_usd: float | None = 0.0
+    """Of ``cost_usd``, the one-time charge (pre-warming); None: a charge is due but not priced
+    (``cost_usd`` then holds the running cost only)."""
+
+    @property
+    def refused(self) -> float:
+        return self.throttled_requests.median
+
+    @property
+    def cost(self) -> float:
+        return self.cost_usd.median
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "throttled_requests": self.throttled_requests.as_json(),
+            "cost_usd": self.cost_usd.as_json(),
+            "frontier": self.frontier,
+            "compared_only": compared_only(self),
+            "one_time_usd": None if self.once_usd is None else round(self.once_usd, 6),
+        }
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The candidates, the one recommended and why, and its construct code. ``best_stock``
+    is the stock setting that refuses least; ``rule`` how the recommendation was chosen,
+    over ``requested`` units (read + write)."""
+
+    candidates: list[Candidate]
+    recommended: Candidate
+    code: str
+    best_stock: Candidate
+    rule: Rule
+    requested: float
+    reason: str
+    on_demand: dict[str, Any]
+    summary: str = ""
+    """the recommendation in one sentence"""
+    validation: dict[str, Any] = field(default_factory=dict)
+    """how the history was split, and what the earlier part fitted (`validate`)"""
+    warnings: tuple[str, ...] = ()
+    """plain warnings: a history too short to judge (`history_warnings`)"""
+    simpler_than: tuple[str, float] | None = None
+    """a simpler candidate preferred within the noise: (the one the rule picked, the noise)"""
+    table_class: ClassAdvice | None = None
+    """the table class advised (`class_advice`); None: the table's size was not given"""
+
+    @property
+    def limit(self) -> float:
+        """The limit on refused units (median) of the limit rule."""
+        return self.rule.limit(self.best_stock, self.requested)
+
+    @property
+    def frontier(self) -> list[Candidate]:
+        """The frontier, cheapest first."""
+        return sorted((c for c in self.candidates if c.frontier), key=lambda c: c.cost)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "candidates": [c.as_json() for c in self.candidates],
+            "frontier": [c.policy for c in self.frontier],
+            "recommended": self.recommended.policy,
+            "reason": self.reason,
+            "rule": self.rule.as_json(self.best_stock, self.requested),
+            "on_demand": self.on_demand,
+            "code": self.code,
+            "summary": self.summary,
+            "validation": self.validation,
+            "warnings": list(self.warnings),
+            "table_class": None if self.table_class is None else self.table_class.as_json(),
+        }
+
+
+def compared_only(c: Candidate) -> bool:
+    """Whether ``c`` is shown for comparison and never recommended: a policy the library
+    does not deploy (the hybrid: the scaler does not switch billing modes), or one whose
+    one-time charge is not priced (a pre-warmed table without ``warm_*_unit`` prices)."""
+    return spec_of(c.policy).kind == "hybrid" or c.once_usd is None
+
+
+def suffixes(name: str) -> tuple[str, frozenset[str]]:
+    """(the policy without its `SUFFIXES`, the suffixes it ends with)."""
+    text, found = name.strip(), set[str]()
+    while True:
+        end = next((x for x in SUFFIXES if text.endswith(x) and x not in found), None)
+        if end is None:
+            return text, frozenset(found)
+        text = text[: -len(end)]
+        found.add(end)
+
+
+def split_prewarm(name: str) -> tuple[str, bool]:
+    """(the policy without its suffixes, whether the table is pre-warmed: `PREWARM`)."""
+    text, found = suffixes(name)
+    return text, PREWARM in found
+
+
+def streamed(name: str) -> bool:
+    """Whether the candidate runs with the table's stream as a signal (`STREAM`)."""
+    return STREAM in suffixes(name)[1]
+
+
+def spec_of(name: str, max_capacity: int = 40_000, option: str = "--policy") -> Spec:
+    """The policy a candidate runs (a pre-warmed one's, without `PREWARM`)."""
+    return parse(split_prewarm(name)[0], max_capacity, option)
+
+
+def with_frontier(placed: Sequence[Candidate]) -> list[Candidate]:
+    """``placed``, each that can be recommended marked on the frontier when no other that
+    can refuses no more and costs no more, and less on one of the two (medians)."""
+    out = []
+    rivals = [o for o in placed if not compared_only(o)]
+    for c in placed:
+        beaten = compared_only(c) or any(
+            o.refused <= c.refused
+            and o.cost <= c.cost
+            and (o.refused < c.refused or o.cost < c.cost)
+            for o in rivals
+        )
+        out.append(replace(c, frontier=not beaten))
+    return out
+
+
+def price_score(c: Candidate, price: float) -> float:
+    """The price rule's score: cost plus the refused units at ``price`` per million."""
+    return c.cost + c.refused * price / 1_000_000
+
+
+def rank_by(rule: Rule) -> Callable[[Candidate], tuple[float, float]]:
+    """How ``rule`` orders the candidates it may recommend, best first: by cost (the limit
+    rule) or by cost plus the refusals at the price, then by refusals."""
+    price = rule.price
+    if price is None:
+        return lambda c: (c.cost, c.refused)
+    return lambda c: (price_score(c, price), c.refused)
+
+
+MIN_HISTORY_DAYS = 2
+"""A history shorter than this many days is too short to judge (`history_warnings`)."""
+
+
+MONTH_HOURS = 730
+"""A month, as AWS bills it: 730 hours."""
+
+
+MONTH_MINUTES = MONTH_HOURS * 60
+
+
+def family(name: str) -> str:
+    """The candidates that differ only in their target: ``autopilot+stock:70+owned`` is of
+    ``autopilot+stock:T+owned``."""
+    return re.sub(r":\d+", ":T", name)
+
+
+def scaled(c: Candidate, factor: float) -> Candidate:
+    """``c`` with its refused units and running cost times ``factor`` (its one-time charge
+    counted once)."""
+    once = c.once_usd or 0.0
+
+    def times(s: Spread, fixed: float = 0.0) -> Spread:
+        return Spread(
+            (s.min - fixed) * factor + fixed,
+            (s.median - fixed) * factor + fixed,
+            (s.max - fixed) * factor + fixed,
+        )
+
+    return replace(
+        c, throttled_requests=times(c.throttled_requests), cost_usd=times(c.cost_usd, once)
+    )
+
+
+def complexity(name: str) -> int:
+    """How much a candidate deploys beyond a table: stock target tracking and on-demand 0,
+    the autopilot scaler 1 (on stock too), owning the target value 1 more, pre-warming 1
+    more."""
+    spec = spec_of(name)
+    n = 1 if spec.kind in ("autopilot", "throttle-aware", "hybrid") else 0
+    return n + spec.owned + split_prewarm(name)[1]
+
+
+def noise(c: Candidate) -> float:
+    """The noise of ``c``'s cost: half the spread of its cost over the ensemble's model
+    settings (max - min) / 2. A cost difference smaller than that is not one the model can
+    vouch for."""
+    return (c.cost_usd.max - c.cost_usd.min) / 2

@@ -1,0 +1,330 @@
+"""Runs in: workstation (`ddb-capacity tune`, `advise`, `reserve`).
+
+Every candidate run once over a trace under an ensemble of model settings, and placed:
+its refused units and dollars, over the whole trace (`place`) or its earlier and later
+parts (`place_split`), the one-time charge of a pre-warmed table (`prewarm_charge`) and
+the stream reader's cost (`stream_dollars`) included.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TextIO
+
+from ddb_capacity_runtime.core.policy import capacity_units
+
+from .candidates import (
+    MONTH_MINUTES,
+    ON_DEMAND,
+    STREAM_SECONDS,
+    Candidate,
+    spec_of,
+    split_prewarm,
+    streamed,
+    with_frontier,
+)
+from .ensemble import Spread
+from .params import ModelParams
+from .policies import DEFAULT_TICK_MINUTES, Spec, parse
+from .prices import Prices
+from .run import DimensionResult, compose_hybrid, hybrid_base, simulate
+from .text import bar
+from .trace import Trace
+
+
+def place(
+    trace: Trace,
+    names: Sequence[str],
+    settings: Sequence[ModelParams],
+    prices: Prices | None = None,
+    tick: int = DEFAULT_TICK_MINUTES,
+    workers: int | None = None,
+    score_from: int | None = None,
+    progress: TextIO | None = None,
+) -> list[Candidate]:
+    """Every policy of ``names`` over ``trace`` under each of ``settings`` (policies in
+    ``workers`` processes, default the CPU count), refused units and cost summed over the
+    dimensions, counted from minute ``score_from`` on (None: every minute; the policies
+    run over, and learn from, every minute either way); frontier marked among the
+    candidates that can be recommended. A hybrid is composed from its base's and
+    on-demand's runs, which run once whether or not they are candidates themselves. A
+    pre-warmed candidate (`PREWARM`) runs on a table warmed to the peak of the
+    minutes before ``score_from`` (all of them when None) / its target, the one-time
+    charge in its cost. A progress bar on ``progress``, one step per run."""
+    prices = prices or Prices()
+    until = score_from or trace.minutes
+    runs = _runs(trace, names, settings, prices, tick, workers, score_from, progress)
+    once = {n: _once(n, trace, until, prices, settings[0]) for n in names}
+    scored = trace.minutes - (score_from or 0)
+    return with_frontier(
+        [_candidate(n, runs, once[n], stream_dollars(n, trace, scored, prices)) for n in names]
+    )
+
+
+def place_split(
+    trace: Trace,
+    names: Sequence[str],
+    settings: Sequence[ModelParams],
+    prices: Prices | None,
+    tick: int,
+    workers: int | None,
+    split: int,
+    progress: TextIO | None = None,
+) -> tuple[list[Candidate], list[Candidate]]:
+    """(the earlier part's candidates, the later part's): every policy of ``names`` run
+    once over the whole trace (`place`), counted over minutes 0 to ``split`` and from
+    ``split`` on. A policy sees only the past, so what it did before ``split`` is what it
+    would have done on the earlier part alone. The hybrid is not counted on the earlier
+    part (it is never fitted)."""
+    prices = prices or Prices()
+    runs = _runs(trace, names, settings, prices, tick, workers, split, progress)
+    once = {n: _once(n, trace, split, prices, settings[0]) for n in names}
+    rest = trace.minutes - split
+    later = with_frontier(
+        [_candidate(n, runs, once[n], stream_dollars(n, trace, rest, prices)) for n in names]
+    )
+    early = [
+        _early(n, runs, split, prices, (once[n], stream_dollars(n, trace, split, prices)))
+        for n in names
+        if spec_of(n).kind != "hybrid"
+    ]
+    return early, later
+
+
+def _runs(
+    trace: Trace,
+    names: Sequence[str],
+    settings: Sequence[ModelParams],
+    prices: Prices,
+    tick: int,
+    workers: int | None,
+    score_from: int | None,
+    progress: TextIO | None,
+) -> list[list[DimensionResult]]:
+    """Per setting, the results of every policy of ``names`` (see `place`)."""
+    warmed, ran, hybrids = _run_plan(names, settings[0].max_capacity)
+    scored = {} if score_from is None else {"score_from": score_from}
+    streams = [n for n in names if streamed(n) and n not in warmed]
+    total, done = len(settings) * (1 + len(warmed) + bool(streams)), 0
+    runs = []
+    for n, p in enumerate(settings, 1):
+        bar(progress, "tune", done, total, "runs", f"model setting {n} of {len(settings)}")
+        results = simulate(
+            trace, ran, p, prices, None, tick, None, workers or os.cpu_count() or 1, **scored
+        )
+        results += _hybrids(hybrids, results, trace, prices, score_from or 0)
+        done += 1
+        if streams:
+            bar(progress, "tune", done, total, "runs", f"with the stream, setting {n}")
+            results += _with_stream(streams, trace, p, prices, tick, workers, score_from)
+            done += 1
+        for name in warmed:
+            bar(progress, "tune", done, total, "runs", f"{name}, setting {n}")
+            results += _prewarmed(name, trace, p, prices, tick, score_from)
+            done += 1
+        runs.append(results)
+    bar(progress, "tune", total, total, "runs", "")
+    return runs
+
+
+def _run_plan(names: Sequence[str], max_capacity: int) -> tuple[list[str], list[Spec], list[Spec]]:
+    """What `_runs` runs for ``names``: the pre-warmed candidates (run on their own), the
+    policies simulated together (each hybrid's base and on-demand among them), and the
+    hybrids (composed from those)."""
+    warmed = [n for n in names if split_prewarm(n)[1]]
+    specs = [parse(n, max_capacity) for n in names if n not in warmed and not streamed(n)]
+    hybrids = [s for s in specs if s.kind == "hybrid"]
+    needed = [hybrid_base(s) for s in hybrids] + ([parse(ON_DEMAND)] if hybrids else [])
+    ran = [s for s in specs if s.kind != "hybrid"]
+    ran += [s for s in needed if s.text not in {r.text for r in ran}]
+    return warmed, ran, hybrids
+
+
+def _hybrids(
+    hybrids: Sequence[Spec],
+    results: Sequence[DimensionResult],
+    trace: Trace,
+    prices: Prices,
+    score_from: int,
+) -> list[DimensionResult]:
+    """Each hybrid of ``hybrids`` composed from its base's and on-demand's ``results``."""
+    out: list[DimensionResult] = []
+    od = [r for r in results if r.policy == ON_DEMAND]
+    for h in hybrids:
+        base = [r for r in results if r.policy == hybrid_base(h).text]
+        out += compose_hybrid(h, base, od, trace, prices, score_from)
+    return out
+
+
+def _prewarmed(
+    name: str,
+    trace: Trace,
+    params: ModelParams,
+    prices: Prices,
+    tick: int,
+    score_from: int | None,
+) -> list[DimensionResult]:
+    """``name`` (a `PREWARM` candidate) run on a table warmed as `warm_levels`
+    says, its results named ``name``."""
+    spec = spec_of(name, params.max_capacity)
+    levels = warm_levels(trace, score_from or trace.minutes, spec.value or 70, params)
+    warm = replace(
+        params,
+        warm_read_units=max(params.warm_read_units, levels["read"]),
+        warm_write_units=max(params.warm_write_units, levels["write"]),
+    )
+    if streamed(name):
+        warm = replace(warm, stream_seconds=warm.stream_seconds or STREAM_SECONDS)
+    scored = {} if score_from is None else {"score_from": score_from}
+    results = simulate(trace, [spec], warm, prices, None, tick, None, 1, **scored)
+    for r in results:
+        r.policy = name
+    return results
+
+
+def _with_stream(
+    names: Sequence[str],
+    trace: Trace,
+    params: ModelParams,
+    prices: Prices,
+    tick: int,
+    workers: int | None,
+    score_from: int | None,
+) -> list[DimensionResult]:
+    """The `STREAM` candidates ``names`` run together with the table's stream as a signal
+    (`STREAM_SECONDS` late, unless the model gives its own), their results named by
+    candidate."""
+    streaming = replace(params, stream_seconds=params.stream_seconds or STREAM_SECONDS)
+    specs = {n: spec_of(n, params.max_capacity) for n in names}
+    scored = {} if score_from is None else {"score_from": score_from}
+    unique = list({s.text: s for s in specs.values()}.values())
+    ran = simulate(
+        trace, unique, streaming, prices, None, tick, None, workers or os.cpu_count() or 1, **scored
+    )
+    out = []
+    for name, spec in specs.items():
+        for r in ran:
+            if r.policy == spec.text:
+                mine = copy.copy(r)
+                mine.policy = name
+                out.append(mine)
+    return out
+
+
+def stream_dollars(name: str, trace: Trace, minutes: int, prices: Prices) -> float:
+    """What the stream reader costs over ``minutes`` of ``trace`` for a `STREAM`
+    candidate (0 for any other): its monthly cost at the trace's mean write rate, counting
+    the table's and each GSI's writes (`stream_cost.monthly_stream_cost`), pro rata."""
+    if not streamed(name) or minutes <= 0:
+        return 0.0
+    from ..stream_cost import monthly_stream_cost
+
+    writes = [
+        v for (index, d), vs in trace.demand.items() if d == "write" and index is None for v in vs
+    ]
+    rate = sum(writes) / len(writes) if writes else 0.0
+    dimensions = sum(1 for _, d in trace.demand if d == "write")
+    monthly = monthly_stream_cost(rate, dimensions=max(1, dimensions), prices=prices).total
+    return monthly * minutes / MONTH_MINUTES
+
+
+def warm_levels(
+    trace: Trace, minutes: int, target_percent: int, params: ModelParams
+) -> dict[str, int]:
+    """The warm throughput a pre-warmed candidate is given, per dimension (``read``,
+    ``write``): the busiest minute of the first ``minutes`` (the part the choice is fitted
+    on) of that dimension, table or GSI, / the target ``T`` %, rounded up, at most
+    ``--max-capacity``; 0 for a dimension the trace does not have. Warm throughput set so
+    lets target tracking raise to the highest level the earlier part needed at once."""
+    out = {}
+    for dim in ("read", "write"):
+        peaks = [max(v[:minutes], default=0.0) for (_, d), v in trace.demand.items() if d == dim]
+        peak = max(peaks, default=0.0)
+        units = capacity_units(peak * 100 / target_percent) if peak > 0 else 0
+        out[dim] = min(params.max_capacity, units)
+    return out
+
+
+def _once(
+    name: str, trace: Trace, minutes: int, prices: Prices, params: ModelParams
+) -> float | None:
+    """The one-time charge of ``name``: 0 but for a pre-warmed candidate, whose warm
+    throughput (`warm_levels`) is charged on the table and on each GSI
+    (`prewarm_charge`)."""
+    if not split_prewarm(name)[1]:
+        return 0.0
+    levels = warm_levels(trace, minutes, spec_of(name).value or 70, params)
+    return warm_charge(levels, trace, prices)[0]
+
+
+def warm_charge(levels: dict[str, int], trace: Trace, prices: Prices) -> tuple[float, str]:
+    """`prewarm_charge` of warm ``levels`` (per dimension) on the table and on each GSI
+    of ``trace``."""
+    count = {d: sum(1 for k in trace.demand if k[1] == d) for d in ("read", "write")}
+    return prewarm_charge(levels["read"] * count["read"], levels["write"] * count["write"], prices)
+
+
+def prewarm_charge(read_units: int, write_units: int, prices: Prices) -> tuple[float, str]:
+    """The one-time charge of pre-warming ``read_units`` and ``write_units`` (summed over
+    the table and its GSIs), and how (`PREWARM_METHODS`): DynamoDB's warm throughput when
+    its prices are given (every unit as added: what the table already has warm is not
+    known, so this is at most what AWS charges); else provisioned at the mark for an hour
+    (the whole hour at the mark, billed as the hour's highest level is), then settled."""
+    warm = prices.prewarm(read_units, write_units)
+    if warm is not None and (read_units or write_units):
+        return warm, "WARM_THROUGHPUT"
+    hour = prices.provisioned("read", read_units * 60) + prices.provisioned(
+        "write", write_units * 60
+    )
+    return hour, "PROVISION_THEN_SETTLE"
+
+
+def _candidate(
+    name: str,
+    runs: Sequence[Sequence[DimensionResult]],
+    once: float | None = 0.0,
+    recurring: float = 0.0,
+) -> Candidate:
+    """``name``'s results, per setting summed over dimensions, as min / median / max; the
+    one-time charge ``once`` and what else it costs over the minutes counted
+    (``recurring``: the stream reader's) added to each cost."""
+    mine = [[r for r in results if r.policy == name] for results in runs]
+    extra = (once or 0.0) + recurring
+    return Candidate(
+        name,
+        Spread.of([sum(r.throttled_requests for r in rs) for rs in mine]),
+        Spread.of([sum(r.cost_usd for r in rs) + extra for rs in mine]),
+        once_usd=once,
+    )
+
+
+def _early(
+    name: str,
+    runs: Sequence[Sequence[DimensionResult]],
+    split: int,
+    prices: Prices,
+    added: tuple[float | None, float],
+) -> Candidate:
+    """``name``'s results over minutes 0 to ``split`` only, from what each run recorded;
+    ``added``: the one-time charge and the recurring one over those minutes, added to
+    each cost."""
+    once, recurring = added
+    on_demand = spec_of(name).kind == "on-demand"
+    refused, cost = [], []
+    for results in runs:
+        mine = [r for r in results if r.policy == name]
+        refused.append(sum(sum(r.recorded.throttled[:split]) for r in mine) * 60)
+        cost.append(
+            (once or 0.0)
+            + recurring
+            + sum(
+                prices.on_demand(r.key[1], sum(r.recorded.served[:split]))
+                if on_demand
+                else prices.provisioned(r.key[1], sum(r.recorded.provisioned[:split]))
+                for r in mine
+            )
+        )
+    return Candidate(name, Spread.of(refused), Spread.of(cost), once_usd=once)

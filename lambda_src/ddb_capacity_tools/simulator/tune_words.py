@@ -1,0 +1,369 @@
+"""Runs in: workstation (`ddb-capacity tune`, `advise`).
+
+A recommendation in words: its one-sentence summary, its reason, what on-demand would
+cost, every term explained (`terms`), and the candidates' table (`table`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .candidates import (
+    ON_DEMAND,
+    STREAM_SECONDS,
+    Candidate,
+    Rule,
+    Tuning,
+    compared_only,
+    noise,
+    rank_by,
+    spec_of,
+    split_prewarm,
+    streamed,
+)
+from .ensemble import Spread
+from .table_class import class_lines
+from .text import fixed_width
+from .trace import Trace
+
+
+def simpler_words(pick: Candidate, ruled: Candidate, rule: Rule, period: str) -> str:
+    extra = rank_by(rule)(pick)[0] - rank_by(rule)(ruled)[0]
+    verb = "costs" if rule.price is None else "scores"
+    than = (
+        f"{verb} as much"
+        if abs(extra) < 0.005
+        else f"{verb} ${abs(extra):,.2f}{period} {'more' if extra > 0 else 'less'}"
+    )
+    return (
+        f"The rule alone picks {ruled.policy} (${ruled.cost:,.2f}{period}); {pick.policy} is "
+        f"simpler to deploy and {than}, within the noise "
+        f"(${noise(ruled):,.2f}: half the spread of {ruled.policy}'s cost over the ensemble), "
+        "so the simpler is recommended."
+    )
+
+
+def recommendation_summary(
+    pick: Candidate, best: Candidate, rule: Rule, simpler_than: bool, period: str
+) -> str:
+    """The recommendation in one sentence."""
+    c, r = pick.cost_usd, pick.throttled_requests
+    if rule.price is not None:
+        why = f"the least cost plus refused units at ${rule.price:,.2f} per million"
+    else:
+        why = (
+            f"the cheapest that refuses no more than {best.policy} (the stock target "
+            "refusing least) allows"
+        )
+        why = f"the simplest within the noise of {why}" if simpler_than else why
+    return (
+        f"Use {pick.policy}: {why}, at ${c.median:,.2f}{period} (${c.min:,.2f} to "
+        f"${c.max:,.2f} over the ensemble), refusing {r.median:,.0f} units{period} "
+        f"({r.min:,.0f} to {r.max:,.0f})."
+    )
+
+
+def on_demand_figures(
+    placed: Sequence[Candidate], pick: Candidate, within: Sequence[Candidate], rule: Rule
+) -> dict[str, Any]:
+    """On-demand against the recommendation, or, when on-demand is the recommendation,
+    against the provisioned candidate the rule would pick without it (the cheapest within
+    the limit, or the best at the refusal price): ``difference_usd`` is what on-demand
+    saves in dollars (negative: what it costs more)."""
+    od = next((c for c in placed if c.policy == ON_DEMAND), None)
+    if od is None:
+        return {"wins": False, "cost_usd": None}
+    provisioned = [c for c in within if c.policy != ON_DEMAND]
+    versus = min(provisioned, key=rank_by(rule), default=None) if pick is od else pick
+    return {
+        "wins": pick is od,
+        "cost_usd": round(od.cost, 6),
+        "throttled_requests": round(od.refused, 6),
+        "within_limit": any(c is od for c in within),
+        "versus": versus.policy if versus else None,
+        "versus_cost_usd": round(versus.cost, 6) if versus else None,
+        "difference_usd": round(versus.cost - od.cost, 6) if versus else None,
+    }
+
+
+def _money(value: float) -> str:
+    return f"${value:,.2f}"
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{part / whole:.0%}" if whole > 0 else "all"
+
+
+def reason_words(
+    pick: Candidate,
+    best: Candidate,
+    rule: Rule,
+    requested: float,
+    count: int,
+    od: dict[str, Any],
+    period: str = "",
+) -> str:
+    """Why ``pick``, in words; ``period`` follows every amount."""
+
+    def money(value: float) -> str:
+        return f"${value:,.2f}{period}"
+
+    units = f"units{period}"
+    if rule.price is not None:
+        charge = pick.refused * rule.price / 1_000_000
+        words = [
+            f"{pick.policy} costs the least once each refused unit is charged at "
+            f"${rule.price:,.2f} per million: {money(pick.cost)} and {pick.refused:,.0f} "
+            f"{units} refused ({money(charge)} at that price), medians over the ensemble."
+        ]
+    else:
+        words = [
+            f"{pick.policy} is the cheapest of the {count} candidate(s) that refuse "
+            f"{_allowed(best, rule, requested, units)}: {money(pick.cost)}, "
+            f"{pick.refused:,.0f} {units} refused (medians over the ensemble)."
+        ]
+    if pick is not best and not (od.get("wins") and od.get("versus") == best.policy):
+        saved = best.cost - pick.cost
+        more = "less" if saved >= 0 else "more"
+        words.append(
+            f"It costs {money(abs(saved))} ({_share(abs(saved), best.cost)}) {more} than "
+            f"{best.policy} ({money(best.cost)}, {best.refused:,.0f} {units} refused), the "
+            "stock setting that refuses least."
+        )
+    words.append(_on_demand_words(od, money, units))
+    return " ".join(words)
+
+
+def compared_words(placed: Sequence[Candidate], pick: Candidate, period: str) -> str:
+    """What each candidate shown for comparison only would cost and refuse, against the
+    recommendation."""
+    words = []
+    for c in placed:
+        if c.once_usd is None:
+            words.append(
+                f" {c.policy} would cost ${c.cost:,.2f}{period} and refuse {c.refused:,.0f} "
+                f"units{period} before its one-time pre-warming charge, which is not priced: "
+                "give --price warm_read_unit=USD and --price warm_write_unit=USD to weigh it."
+            )
+            continue
+        if not compared_only(c):
+            continue
+        saved = pick.cost - c.cost
+        words.append(
+            f" {c.policy} (on-demand in the hours where it cost less on past days) would cost "
+            f"${c.cost:,.2f}{period} ({_share(abs(saved), pick.cost)} "
+            f"{'less' if saved >= 0 else 'more'} than the recommendation) and refuse "
+            f"{c.refused:,.0f} units{period}; it is shown for comparison only: the scaler does "
+            "not switch billing modes."
+        )
+    return "".join(words)
+
+
+def _allowed(best: Candidate, rule: Rule, requested: float, units: str) -> str:
+    """The limit rule's limit, in words."""
+    parts = [f"{best.refused:,.0f} {units}: the stock setting that refuses least"]
+    if rule.tolerance:
+        parts.append(f"plus {rule.tolerance:.0%}")
+    if rule.floor:
+        parts.append(
+            f"plus {rule.floor:.2%} of the {requested:,.0f} requested {units} "
+            f"({rule.floor * requested:,.0f})"
+        )
+    limit = rule.limit(best, requested)
+    extra = f", {limit:,.0f} {units} in all" if len(parts) > 1 else ""
+    return f"no more than {best.policy} refuses ({', '.join(parts)}{extra})"
+
+
+def _on_demand_words(od: dict[str, Any], money: Any, units: str) -> str:
+    if od["cost_usd"] is None:
+        return "On-demand was not run."
+    if od["wins"] and od["versus"] is not None:
+        return (
+            f"On-demand wins: {money(od['difference_usd'])} "
+            f"({_share(od['difference_usd'], od['versus_cost_usd'])}) less than "
+            f"{od['versus']} ({money(od['versus_cost_usd'])}), the provisioned candidate the "
+            "rule would pick without it."
+            if od["difference_usd"] >= 0
+            else f"On-demand wins on refusals: it costs {money(-od['difference_usd'])} more "
+            f"than {od['versus']} ({money(od['versus_cost_usd'])}), the provisioned candidate "
+            "the rule would pick without it."
+        )
+    if not od["within_limit"]:
+        return (
+            f"On-demand would cost {money(od['cost_usd'])} but refuses "
+            f"{od['throttled_requests']:,.0f} {units}, more than the limit: it serves at once only "
+            "up to double its previous peak (more about 30 minutes later), and a hot key's "
+            "partition throttles whatever the mode."
+        )
+    if od["difference_usd"] > 0:  # cheaper, but its refusals cost more at the price
+        return (
+            f"On-demand would cost {money(od['cost_usd'])}, {money(od['difference_usd'])} "
+            f"less, but refuses {od['throttled_requests']:,.0f} {units}."
+        )
+    return f"On-demand would cost {money(od['cost_usd'])}, {money(-od['difference_usd'])} more."
+
+
+TERMS = {
+    "stock": "stock:T: Application Auto Scaling target tracking at T % utilization on read "
+    "and write, as ProvisionedTable sets it up alone; no library scaler",
+    "autopilot": "autopilot:T: the library's ThrottleAwareScaler in autopilot mode, without "
+    "target tracking: it raises at once when requests are throttled, raises ahead of peaks "
+    "it forecasts from the table's own history and plans decreases within the day's quota, "
+    "aiming at T % utilization",
+    "autopilot+stock": "autopilot+stock:T: stock target tracking at T % with the autopilot "
+    "scaler on top (it moves the scalable target's minimum, so auto scaling knows)",
+    "owned": "+owned: the scaler also owns target tracking's target value (own_target=True) "
+    "and moves it, instead of only the minimum",
+    "prewarm": "+prewarm: the table pre-warmed once to the earlier part's busiest minute / T "
+    "on each dimension (its high-water mark), so a raise up to it lands in seconds; the "
+    "one-time charge is in the cost (the 'once' column) and counted in the first month. It "
+    "is priced as one hour provisioned at the marks, table and GSIs, at the list price: "
+    "what pre-warming by provisioning and then settling costs "
+    "(prewarm=PrewarmMethod.PROVISION_THEN_SETTLE, in the pasted code). With --price "
+    "warm_read_unit=USD --price warm_write_unit=USD (dollars per unit/s of warm throughput "
+    "added; no default is published here) it is priced as DynamoDB's warm throughput instead",
+    "stream": "+stream: the library's policy with the table's own stream as a write signal "
+    f"(its writes seen about {STREAM_SECONDS} s later; FastPath(stream=True), no client "
+    "code); the stream reader's own cost (its Lambda and state store) is in the cost. The "
+    "stream sees writes only: reads need the client hook (CapacityRequests' FastPath in "
+    "your processes, or ddb-capacity-instrument)",
+    "on-demand": "on-demand: PAY_PER_REQUEST billing, charged per request. It refuses units "
+    "too: DynamoDB serves at once up to double the previous peak (at least the warm "
+    "throughput: 12,000 reads / 4,000 writes a second on a new table) and more only about "
+    "30 minutes later, so a burst beyond double what came before is throttled",
+    "hybrid": "hybrid:T: on-demand in the hours where it cost less on past days, "
+    "autopilot:T otherwise; compared only: the scaler does not switch billing modes",
+}
+"""What each term a tune or advise answer shows means, keyed by what shows it."""
+
+
+def terms(tuning: Tuning) -> list[str]:
+    """One line for each term the answer shows: the policies' names, the rule, the
+    figures, the validation."""
+    shown = [c.policy for c in tuning.candidates]
+    keys = set()
+    for name in shown:
+        spec = spec_of(name)
+        keys.add("autopilot+stock" if spec.with_stock else spec.kind)
+        keys |= {"owned"} if spec.owned else set()
+        keys |= {"prewarm"} if split_prewarm(name)[1] else set()
+        keys |= {"stream"} if streamed(name) else set()
+    lines = [f"- {TERMS[k]}." for k in TERMS if k in keys]
+    v = tuning.validation
+    signals = v.get("signals", {})
+    if signals.get("fast_path_seconds") is not None or signals.get("stream_seconds") is not None:
+        lines.append(
+            "- with the fast path: the library's policies (autopilot) also receive the "
+            "signals you said you have (--fast-path-seconds: the hook; --stream-seconds: "
+            "the table's stream); stock target tracking and on-demand see none."
+        )
+    lines += [
+        f"- the rule: {_rule_words(tuning.rule)}",
+        "- refused units: capacity units DynamoDB would throttle (a request retried counts "
+        "each time); $: what DynamoDB bills for read and write capacity, nothing else.",
+        "- min / median / max: over the ensemble's model settings (CloudWatch delay, "
+        "update latency, burst, retries): a choice must hold across them.",
+        "- frontier: no other option refuses no more and costs no more.",
+    ]
+    if v:
+        lines.append(
+            f"- validation: each option family (the same policy at another T) was fitted on "
+            f"the earlier {v['fit_minutes']:,} minutes, and the fitted options were compared "
+            f"on the later {v['choose_minutes']:,} (from {v['split_time']}); the figures "
+            f"shown are the later part's, scaled to a month of {v['month_hours']} hours."
+        )
+    return lines
+
+
+def _rule_words(rule: Rule) -> str:
+    if rule.price is not None:
+        first = (
+            f"the option whose cost plus its refused units at ${rule.price:,.2f} per million "
+            "is least"
+        )
+    else:
+        more = f" plus {rule.tolerance:.0%}" if rule.tolerance else ""
+        first = (
+            "the cheapest option that refuses no more than the stock target refusing least"
+            f"{more}, plus {rule.floor:.2%} of the requested units (the refusal floor: a "
+            "smaller difference is the simulator's noise, not the policy's)"
+        )
+    return (
+        f"{first}; then, of it and a simpler option (stock before the autopilot, fewer "
+        "features) the rule also allows at no more than its cost plus the noise (half the "
+        "spread of its cost over the ensemble), the simpler."
+    )
+
+
+def _spread(s: Spread, digits: int) -> str:
+    return f"{s.min:,.{digits}f} / {s.median:,.{digits}f} / {s.max:,.{digits}f}"
+
+
+def _rows(tuning: Tuning, period: str) -> list[tuple[str, ...]]:
+    """The table's header and a row per candidate, cheapest first."""
+    header = (
+        "policy",
+        "frontier",
+        f"refused units {period} (min / median / max)",
+        f"$ {period} (min / median / max)",
+        "of which once $",
+    )
+    rows: list[tuple[str, ...]] = [header]
+    for c in sorted(tuning.candidates, key=lambda c: (c.cost, c.refused)):
+        mark = " <- recommended" if c is tuning.recommended else ""
+        mark += (
+            " (unpriced)" if c.once_usd is None else " (compared only)" if compared_only(c) else ""
+        )
+        once = "" if c.once_usd == 0 else "unpriced" if c.once_usd is None else f"{c.once_usd:,.2f}"
+        rows.append(
+            (
+                c.policy + mark,
+                "yes" if c.frontier else "",
+                _spread(c.throttled_requests, 0),
+                _spread(c.cost_usd, 2),
+                once,
+            )
+        )
+    return rows
+
+
+def table(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
+    """The warnings, the recommendation in one sentence, the candidates cheapest first
+    with every column labelled, the frontier, the reason, a line for each term shown, the
+    code to paste."""
+    v = tuning.validation
+    rows = _rows(tuning, "a month" if v else "over the trace")
+    frontier = ", ".join(
+        f"{c.policy} ({_money(c.cost)}, {c.refused:,.0f} refused)" for c in tuning.frontier
+    )
+    scope = (
+        f"fitted on {v['fit_minutes']:,} minutes, chosen on the later {v['choose_minutes']:,} "
+        f"(from {v['split_time']}); figures a month ({v['month_hours']} h)"
+        if v
+        else "figures over the trace"
+    )
+    return "\n".join(
+        [
+            *tuning.warnings,
+            f"{trace.name}: {trace.minutes:,} minutes, ensemble {ensemble} ({settings} "
+            f"settings), read + write; {scope}",
+            "",
+            tuning.summary,
+            "",
+            *fixed_width(rows),
+            "",
+            "frontier (cost vs refused units: no other candidate refuses less and costs "
+            f"less), cheapest first: {frontier}",
+            "",
+            f"recommended: {tuning.recommended.policy}. {tuning.reason}",
+            "",
+            *([*class_lines(tuning.table_class), ""] if tuning.table_class else []),
+            "what the terms mean:",
+            *terms(tuning),
+            "",
+            "code to paste (CDK, Python):",
+            tuning.code,
+            *tuning.warnings,
+        ]
+    )
