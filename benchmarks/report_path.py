@@ -36,7 +36,8 @@ from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_runtime.core.surge import UNBOUNDED, DimensionReport, Report
-from ddb_capacity_runtime.fast_path.surge_raise import SurgeSettings, take_report
+from ddb_capacity_runtime.fast_path.surge_raise import take_report
+from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.requests.broker import BrokerConfig
 from ddb_capacity_tools.local_aws import client, create_store_table, dynalite_server, moto_server
 

@@ -52,7 +52,7 @@ from ddb_capacity_runtime.core.names import TABLE_QUOTA_ENV, TARGET_TAG
 from ddb_capacity_runtime.core.surge import (
     SIGNALS_ENV,
 )
-from ddb_capacity_runtime.fast_path.surge_raise import SurgeSettings
+from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT

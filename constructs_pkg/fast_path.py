@@ -26,7 +26,7 @@ from ddb_capacity_runtime.core.surge import (
     UNBOUNDED,
 )
 from ddb_capacity_runtime.fast_path.hook import MODES
-from ddb_capacity_runtime.fast_path.surge_raise import SurgeSettings
+from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.instrument import MODE_ENV, TABLES_ENV
 
 from .alarms import AlarmSpec, says

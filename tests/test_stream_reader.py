@@ -17,7 +17,7 @@ import pytest
 from ddb_capacity_runtime.aws import stream_counts
 from ddb_capacity_runtime.core.stream import WINDOW_SECONDS
 from ddb_capacity_runtime.fast_path.stream_reader import MAX_RECORDS, read_stream
-from ddb_capacity_runtime.fast_path.surge_raise import SurgeSettings
+from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.requests.broker import BrokerConfig
 from tests.moto_world import World
 from tests.test_surge_server import SETTINGS, counted, served, surge_of

@@ -26,7 +26,7 @@ from ddb_capacity_runtime.core.surge import (
     read_budget,
     surge_room,
 )
-from ddb_capacity_runtime.fast_path.surge_raise import SurgeSettings
+from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.requests import restore_expired
 from tests.moto_world import World
 from tests.test_surge_server import a_table, counted, report, send, served, write

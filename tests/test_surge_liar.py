@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ddb_capacity_runtime.fast_path.surge_raise import SurgeSettings
+from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.requests import restore_expired
 from tests.moto_world import World
 from tests.test_surge_server import (

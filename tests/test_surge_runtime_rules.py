@@ -29,14 +29,10 @@ from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.bucket import Bucket, read_bucket
 from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA
 from ddb_capacity_runtime.core.surge import DimensionReport, Report
+from ddb_capacity_runtime.fast_path.corroboration import Signal
 from ddb_capacity_runtime.fast_path.stream_reader import read_stream
-from ddb_capacity_runtime.fast_path.surge_raise import (
-    BUCKET_WRITE_SECONDS,
-    HOOK,
-    Signal,
-    SurgeSettings,
-    keep_bucket,
-)
+from ddb_capacity_runtime.fast_path.surge_raise import keep_bucket
+from ddb_capacity_runtime.fast_path.surge_settings import BUCKET_WRITE_SECONDS, HOOK, SurgeSettings
 from ddb_capacity_runtime.requests.context import Context
 from tests.moto_world import World
 from tests.test_surge_server import counted, send, served, surge_of

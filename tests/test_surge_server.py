@@ -33,12 +33,8 @@ from ddb_capacity_runtime.core.surge import (
     combine,
 )
 from ddb_capacity_runtime.fast_path.signals_function import signals_handler
-from ddb_capacity_runtime.fast_path.surge_raise import (
-    SURGE_HOLD,
-    SURGE_LIFETIME,
-    SurgeSettings,
-    take_report,
-)
+from ddb_capacity_runtime.fast_path.surge_raise import take_report
+from ddb_capacity_runtime.fast_path.surge_settings import SURGE_HOLD, SURGE_LIFETIME, SurgeSettings
 from ddb_capacity_runtime.requests import restore_expired
 from ddb_capacity_runtime.requests.broker import BrokerConfig, BrokerConfigError
 from ddb_capacity_tools.local_aws import create_store_table

@@ -38,7 +38,8 @@ from ddb_capacity_runtime.core.surge import (
     Report,
     budget_left,
 )
-from ddb_capacity_runtime.fast_path.surge_raise import SURGE_HOLD, SurgeSettings, take_report
+from ddb_capacity_runtime.fast_path.surge_raise import take_report
+from ddb_capacity_runtime.fast_path.surge_settings import SURGE_HOLD, SurgeSettings
 from ddb_capacity_runtime.requests import restore_expired
 from ddb_capacity_runtime.requests.broker import BrokerConfig
 from tests.hypothesis_profiles import examples

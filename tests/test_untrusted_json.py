@@ -17,7 +17,8 @@ from ddb_capacity_runtime.core.untrusted import (
     check_json,
     parse_json,
 )
-from ddb_capacity_runtime.fast_path.surge_raise import MAX_REPORT_CHARS, SurgeSettings, take_report
+from ddb_capacity_runtime.fast_path.surge_raise import take_report
+from ddb_capacity_runtime.fast_path.surge_settings import MAX_REPORT_CHARS, SurgeSettings
 from ddb_capacity_runtime.requests.broker import MAX_EVENT_CHARS, BrokerConfig, serve
 
 

@@ -29,7 +29,7 @@ from ddb_capacity_runtime.core.surge import (
     surge_room,
 )
 from ddb_capacity_runtime.core.tables import warm_of
-from ddb_capacity_runtime.fast_path.surge_raise import SurgeSettings
+from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_tools.simulator import ModelParams
 from ddb_capacity_tools.simulator.fast_path_model import FastPath
 from ddb_capacity_tools.simulator.model import SimulatedTable

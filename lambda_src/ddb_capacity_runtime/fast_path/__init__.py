@@ -11,7 +11,9 @@ rest is here, a module each:
   a request touched, consumed and met), `ledger` (the sums, and when a report is due),
   `sender` (the Lambda invocation);
 - the signals function: `signals_function` (its entry point: one report or a batch) and
-  `surge_raise` (the one surge decision, `surge_dimension`, and the raise under the lease);
+  `surge_raise` (the one surge decision, `surge_dimension`, and the raise under the lease),
+  `surge_settings` (its environment and fixed times) and `corroboration` (what CloudWatch
+  measured, against what the processes report);
 - the stream reader: `stream_reader`.
 
 Their items in the state store are read and written by the one layer that calls AWS:

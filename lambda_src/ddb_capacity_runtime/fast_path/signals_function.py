@@ -20,7 +20,8 @@ from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
 from ..requests.broker import BrokerConfig
 from ..requests.counts import count
-from .surge_raise import SurgeSettings, _refused, take_report
+from .surge_raise import refused_report, take_report
+from .surge_settings import SurgeSettings
 
 RESERVE_MS = 5_000
 """The time a batch keeps in hand: no report is started with less of the invocation left
@@ -64,7 +65,7 @@ def take_reports(
         check_json(event, "batch", max_chars=MAX_BATCH_CHARS)
         items = reports_of(event)
     except (UntrustedJSONError, SurgeReportError) as exc:
-        return {"ok": False, **_refused(None, None, exc)}
+        return {"ok": False, **refused_report(None, None, exc)}
     clients = clients or make_clients()
     held = open_store(store, clients, clock)
     answers: list[dict[str, Any]] = []

@@ -64,14 +64,9 @@ from ..events import log_event
 from ..requests.broker import BrokerConfig
 from ..requests.context import Context
 from ..requests.counts import count
-from .surge_raise import (
-    STREAM,
-    Described,
-    Signal,
-    SurgeSettings,
-    keep_bucket,
-    surge_dimension,
-)
+from .corroboration import Signal
+from .surge_raise import Described, keep_bucket, surge_dimension
+from .surge_settings import STREAM, SurgeSettings
 
 __all__ = ["MAX_RECORDS", "STREAM_ENTRY", "read_stream", "stream_handler"]
 

@@ -54,42 +54,31 @@ stream's own rate is such a measure already (`Signal`).
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
-from ..aws import combiner, metrics, table_calls
+from ..aws import combiner, table_calls
 from ..aws.clients import Clients, make_clients
 from ..aws.store import HoldStore, Lease, open_store
 from ..core.bucket import Bucket, Drain, advance, read_bucket
 from ..core.errors import reason_of, shown
 from ..core.holds import (
-    MAX_HOLD_MINUTES,
     CapacityRequestError,
     CapacityRequestTimeout,
     HeldDimension,
     Hold,
 )
-from ..core.names import MAX_TABLE_QUOTA, UNITS
-from ..core.series import window
+from ..core.names import UNITS
 from ..core.surge import (
-    DEFAULT_SURGE_MINUTES,
-    DEFAULT_SURGE_SCALE,
-    MAX_SURGE_SCALE,
-    SURGE_AT,
-    SURGE_LIFETIME_MINUTES,
-    TRUSTED_MINUTES,
-    UNBOUNDED,
     Combined,
     DimensionReport,
     Live,
     Report,
     Standing,
-    SurgeBounds,
     SurgePlan,
     SurgeReportError,
     first_look,
@@ -104,202 +93,33 @@ from ..core.surge import (
 from ..core.tables import Dimension, ManagedTable, spec_of, throughput_of, warm_of
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
-from ..requests.broker import BrokerConfig, BrokerConfigError
+from ..requests.broker import BrokerConfig
 from ..requests.context import Context, base_of, read_table
 from ..requests.counts import count, count_within_warm
 from ..requests.request import dimension_of, raise_held
+from .corroboration import (
+    Seen,
+    Signal,
+    corroborated_plan,
+    may_corroborate,
+    surge_confirmed,
+    to_corroborate,
+)
+from .surge_settings import (
+    BUCKET_WRITE_SECONDS,
+    HOOK,
+    LEASE_WAIT_SECONDS,
+    MAX_REPORT_CHARS,
+    SURGE_HOLD,
+    UNCONFIRMED,
+    SurgeSettings,
+)
 
 __all__ = [
-    "BUCKET_WRITE_SECONDS",
-    "CORROBORATE_SECONDS",
-    "HOOK",
-    "STREAM",
-    "SHARE_ENV",
-    "SURGE_BUDGET_ENV",
-    "SURGE_CAP_ENV",
-    "SURGE_SCALE_ENV",
-    "SURGE_HOLD",
-    "SURGE_LIFETIME",
-    "SURGE_MINUTES_ENV",
-    "Signal",
-    "SurgeSettings",
     "keep_bucket",
     "surge_dimension",
     "take_report",
-    "trusted_demand",
 ]
-
-SHARE_ENV = "CAPACITY_SURGE_SHARE"
-"""The signals function's settings (``CapacityRequests``' ``FastPath``)."""
-SURGE_MINUTES_ENV = "CAPACITY_SURGE_MINUTES"
-SURGE_CAP_ENV = "CAPACITY_SURGE_CAP"
-SURGE_SCALE_ENV = "CAPACITY_SURGE_SCALE"
-SURGE_BUDGET_ENV = "CAPACITY_SURGE_BUDGET"
-SURGE_HOLD = "surge"
-"""The id of a dimension's surge hold."""
-LEASE_WAIT_SECONDS = 2.0
-"""How long a raise waits for its dimension's lease (a request, a restore or another surge holding
-it: each holds it for a few calls). Short, so that one hot dimension never keeps the function's
-reserved slots waiting; a renewal does not wait at all. A report that finds the lease taken is
-deferred: the next one, seconds later, tries again."""
-SURGE_LIFETIME = timedelta(minutes=SURGE_LIFETIME_MINUTES)
-"""The longest a surge lasts (`core.surge.SURGE_LIFETIME_MINUTES`)."""
-MAX_REPORT_CHARS = 64 * 1024
-"""The largest report the function reads, as JSON text (42 dimensions of the longest names take
-about 20,000 characters)."""
-HOOK = "hook"
-"""The sources of a surge decision's demand (`Signal`): the hook's reports, the table's stream."""
-STREAM = "stream"
-BUCKET_WRITE_SECONDS = 5.0
-"""The shortest time between two writes of one signal's burst-bucket estimate of a dimension.
-Every look advances the estimate from the one stored (`core.bucket.advance`, with the higher of
-the two consumption rates seen) and decides on that, so the estimate is carried between writes;
-only a write costs, and each rewrites the dimension's combiner item (up to 12 write units when
-100 processes report on it), while the processes' reports come seconds apart (the hook's
-interval is 5 s by default; one report per process). What a write skipped loses is the
-consumption seen between two writes, at most this many seconds of it: a few percent of the
-bucket at most, and refusals empty the estimate whatever it says."""
-CONFIRM_SECONDS = 300.0
-"""How long a surge raised on the processes' reports alone goes on before DynamoDB's own
-measure must confirm it (`_confirmed`), and how long a confirmation lasts: CloudWatch shows a
-minute's consumption within minutes (`TRUSTED_MINUTES`)."""
-UNCONFIRMED = (
-    "DynamoDB's own measure does not show the demand this surge was raised for: it is left to "
-    "expire"
-)
-CORROBORATE_SECONDS = 60.0
-"""The shortest time between two reads of CloudWatch for one dimension's capped surge
-(`trusted_demand`): its consumed capacity is a sum a minute, so a read more often would show
-nothing new; the time is claimed in the combiner item (`aws.combiner.claim_check`), so
-looks at once read it once."""
-TRUSTED_LAG_MINUTES = 3
-"""The newest minutes CloudWatch may not have delivered yet (1 to 3 minutes late): the trusted
-demand's read spans them too, and takes the last `core.surge.TRUSTED_MINUTES` it shows."""
-
-
-@dataclass(frozen=True)
-class SurgeSettings(SurgeBounds):
-    """How the signals function raises: ``share`` is the part of the traffic the reporting
-    processes make (0 to 1), ``surge_minutes`` how long a surge holds after the last report
-    that asked for it. The surge cap: ``cap``, the most units a surge may add over the
-    capacity its dimension had when it started; without one, ``scale``: a surge reaches at
-    most ``scale`` x that capacity (and may add `core.surge.MIN_SURGE_ROOM` units
-    in any case); neither: no cap beyond the limits. ``budget``: the most units the surges
-    of one dimension add in a window of `core.surge.BUDGET_WINDOW_SECONDS`; None:
-    twice what one surge may add from the window's start (`core.surge.budget_left`);
-    `core.surge.UNBOUNDED`: no budget."""
-
-    def __post_init__(self) -> None:
-        share, minutes, cap = self.share, self.surge_minutes, self.cap
-        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
-            raise ValueError(f"share: got {shown(share)}; expected a number over 0, at most 1")
-        if not _whole(minutes, 1, MAX_HOLD_MINUTES):
-            raise ValueError(
-                f"surge_minutes: got {shown(minutes)}; expected a whole number from 1 to "
-                f"{MAX_HOLD_MINUTES}"
-            )
-        if cap is not None and not _whole(cap, 1, MAX_TABLE_QUOTA):
-            raise ValueError(
-                f"cap: got {shown(cap)}; expected None or a whole number from 1 to "
-                f"{MAX_TABLE_QUOTA}"
-            )
-        if self.scale is not None and not _scale(self.scale):
-            raise ValueError(
-                f"scale: got {shown(self.scale)}; expected None or a number over 1, at most "
-                f"{MAX_SURGE_SCALE:g}"
-            )
-        if self.budget not in (None, UNBOUNDED) and not _whole(
-            self.budget, 1, 10 * MAX_TABLE_QUOTA
-        ):
-            raise ValueError(
-                f"budget: got {shown(self.budget)}; expected None, {UNBOUNDED!r} or a whole "
-                f"number from 1 to {10 * MAX_TABLE_QUOTA}"
-            )
-
-    def to_env(self) -> dict[str, str]:
-        """The settings as the construct writes them into the function's environment."""
-        env = {SHARE_ENV: repr(float(self.share)), SURGE_MINUTES_ENV: str(self.surge_minutes)}
-        if self.cap is not None:
-            env[SURGE_CAP_ENV] = str(self.cap)
-        elif self.scale is None:
-            env[SURGE_CAP_ENV] = UNBOUNDED
-        else:
-            env[SURGE_SCALE_ENV] = repr(float(self.scale))
-        if self.budget is not None:
-            env[SURGE_BUDGET_ENV] = str(self.budget)
-        return env
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> SurgeSettings:
-        """The settings `to_env` wrote (an unset or empty variable: the default); a
-        bad value fails with a `BrokerConfigError` naming the variable, the value
-        and what is allowed (every report would fail, so the invocation fails)."""
-        share = _setting(env, SHARE_ENV, float, lambda v: 0 < v <= 1, "a number over 0, at most 1")
-        minutes = _setting(
-            env,
-            SURGE_MINUTES_ENV,
-            int,
-            lambda v: 1 <= v <= MAX_HOLD_MINUTES,
-            f"a whole number from 1 to {MAX_HOLD_MINUTES}",
-        )
-        cap = _setting(
-            env,
-            SURGE_CAP_ENV,
-            _or_unbounded(int),
-            lambda v: v == UNBOUNDED or 1 <= v <= MAX_TABLE_QUOTA,
-            f"a whole number from 1 to {MAX_TABLE_QUOTA}, {UNBOUNDED!r} (no cap), or unset "
-            f"(the default cap: {SURGE_SCALE_ENV} x the start)",
-        )
-        scale = _setting(
-            env, SURGE_SCALE_ENV, float, _scale, f"a number over 1, at most {MAX_SURGE_SCALE:g}"
-        )
-        budget = _setting(
-            env,
-            SURGE_BUDGET_ENV,
-            _or_unbounded(int),
-            lambda v: v == UNBOUNDED or 1 <= v <= 10 * MAX_TABLE_QUOTA,
-            f"a whole number from 1 to {10 * MAX_TABLE_QUOTA}, {UNBOUNDED!r}, or unset (the "
-            "default budget)",
-        )
-        return cls(
-            1.0 if share is None else share,
-            DEFAULT_SURGE_MINUTES if minutes is None else minutes,
-            cap if isinstance(cap, int) else None,
-            None if cap == UNBOUNDED else (DEFAULT_SURGE_SCALE if scale is None else scale),
-            budget,
-        )
-
-
-def _or_unbounded(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    return lambda text: UNBOUNDED if text == UNBOUNDED else parse(text)
-
-
-def _scale(value: object) -> bool:
-    return (
-        not isinstance(value, bool)
-        and isinstance(value, int | float)
-        and 1 < value <= MAX_SURGE_SCALE
-    )
-
-
-def _setting(
-    env: Mapping[str, str],
-    name: str,
-    parse: Callable[[str], Any],
-    allowed: Callable[[Any], bool],
-    expected: str,
-) -> Any:
-    """The value of the variable ``name`` (None: unset or empty), parsed and checked."""
-    text = env.get(name)
-    if text is None or not text.strip():
-        return None
-    try:
-        value = parse(text.strip())
-    except ValueError:
-        value = None
-    if value is None or not allowed(value):
-        raise BrokerConfigError(f"{name}: got {shown(text)}; expected {expected}")
-    return value
 
 
 def take_report(
@@ -319,16 +139,16 @@ def take_report(
     try:
         check_json(event, "report", max_chars=MAX_REPORT_CHARS)
     except UntrustedJSONError as exc:  # before anything reads it, its table included
-        return {"ok": False, **_refused(None, None, exc)}
+        return {"ok": False, **refused_report(None, None, exc)}
     try:
         report = parse_report(event, now)
     except SurgeReportError as exc:
         table = event.get("table") if isinstance(event, Mapping) else None
-        return {"ok": False, **_refused(table, None, exc)}
+        return {"ok": False, **refused_report(table, None, exc)}
     try:
         scopes.check(report.table, None)
     except CapacityRequestError as exc:
-        return {"ok": False, **_refused(report.table, None, exc, "ReportsNotServed")}
+        return {"ok": False, **refused_report(report.table, None, exc, "ReportsNotServed")}
     served: list[DimensionReport] = []
     rows: list[dict[str, Any]] = []
     for d in report.dims:
@@ -336,7 +156,7 @@ def take_report(
             scopes.check(report.table, d.index)
             served.append(d)
         except CapacityRequestError as exc:
-            rows.append(_refused(report.table, d, exc, "ReportsNotServed"))
+            rows.append(refused_report(report.table, d, exc, "ReportsNotServed"))
     ctx = Context(clients or make_clients(), clock, sleep, 0)
     held = open_store(store, ctx.clients, clock)
     described = Described(ctx.clients, report.table)
@@ -374,28 +194,9 @@ def _dimension(
     if found is None:
         count("CombinerFull")
         full = f"{combiner.MAX_PROCESSES} processes report on this dimension already"
-        return _refused(report.table, d, CapacityRequestError(full), "CombinerFull")
+        return refused_report(report.table, d, CapacityRequestError(full), "CombinerFull")
     signal = Signal(HOOK, report.seconds)  # the processes report about once a window
     return surge_dimension(ctx, store, report.table, d, found, settings, signal, described)
-
-
-@dataclass(frozen=True)
-class Signal:
-    """Where a surge decision's demand comes from: ``source``, the hook's reports (`HOOK`)
-    or the table's stream (`STREAM`), each with its own burst-bucket estimate;
-    ``next_look``, the seconds until that source is looked at again (a report's window; the
-    stream's counting window); ``trusted``, the demand DynamoDB itself measured served, in
-    units a second, when the source is such a measure (the stream's rate); None for the
-    reports, which CloudWatch may corroborate (`trusted_demand`)."""
-
-    source: str
-    next_look: float
-    trusted: float | None = None
-
-    @property
-    def blind(self) -> bool:
-        """Whether the source sees no refusals (the stream: only what was served)."""
-        return self.source == STREAM
 
 
 def keep_bucket(
@@ -441,21 +242,6 @@ def _bucket_failed(key: Mapping[str, Any], signal: Signal, reason: str) -> None:
         source=signal.source,
         reason=reason,
     )
-
-
-def trusted_demand(ctx: Context, table: str, index: str | None, dimension: str) -> float:
-    """The demand DynamoDB itself measured served on the dimension, in units a second:
-    CloudWatch's busiest minute (``Consumed<Read|Write>CapacityUnits``, its Sum / 60) of
-    the last `core.surge.TRUSTED_MINUTES` it shows, read over those and the
-    `TRUSTED_LAG_MINUTES` before now it may not have delivered yet (a minute not delivered,
-    or not to be trusted, counts for nothing). 0 when it shows none. Raises what
-    GetMetricData raises."""
-    key = (table, index, dimension)
-    start, end = window(ctx.now(), TRUSTED_MINUTES, TRUSTED_LAG_MINUTES)
-    series = metrics.fetch(ctx.clients.cloudwatch, [key], start, end)[key]
-    unknown = series.unknown or [False] * len(series.consumed)
-    known = [c for c, u in zip(series.consumed, unknown, strict=True) if not u]
-    return max(known[-TRUSTED_MINUTES:], default=0.0)
 
 
 def surge_dimension(
@@ -550,27 +336,6 @@ def _combine(
     return found
 
 
-@dataclass(frozen=True)
-class _Seen:
-    """What the first look at one dimension read and saw: the combined reports (and their
-    surge mark), the dimension as described, where its surge stood."""
-
-    table: str
-    d: DimensionReport
-    combined: Combined
-    mark: combiner.SurgeMark
-    live: Live
-    stands: Standing[Hold]
-    signal: Signal
-    renews: bool = False
-    """The first look found a renewal, taken as a raise so that CloudWatch may widen it
-    (`_to_corroborate`): one it does not widen stays a renewal."""
-
-    @property
-    def key(self) -> dict[str, Any]:
-        return combiner.combiner_key(self.table, self.d.sort_key)
-
-
 def _standing(state: HeldDimension | None, provisioned: int, now: float) -> Standing[Hold]:
     """Where the dimension's surge stands at ``now`` (`core.surge.standing`), from its item."""
     holds = state.holds if state is not None else ()
@@ -619,19 +384,19 @@ def _surge(
     if look.status == "none":
         return {**where, "status": "none", **seen}  # not due, whatever the target and limits
     if look.status == "limited":  # the cap leaves no room: a lie, or a demand to corroborate
-        if not _may_corroborate(
-            _Seen(table, d, combined, found.mark, live, stands, signal), settings, now
+        if not may_corroborate(
+            Seen(table, d, combined, found.mark, live, stands, signal), settings, now
         ):
             count("SurgesOverBudget")
             return {**where, "status": "limited", "reason": look.reason, **seen}
     if look.status == "ended":
         return {**where, "status": "ended", "to": stands.held, "reason": look.reason, **seen}
-    first = _Seen(table, d, combined, found.mark, live, stands, signal)
-    if stands.surge is not None and not _confirmed(ctx, store, first, now):
+    first = Seen(table, d, combined, found.mark, live, stands, signal)
+    if stands.surge is not None and not surge_confirmed(ctx, store, first, now):
         return {**where, "status": "unconfirmed", "to": stands.held, "reason": UNCONFIRMED, **seen}
     status = raw.get("TableStatus")
     if look.status == "renew" and status == "ACTIVE":
-        first = replace(first, renews=_to_corroborate(first, settings, now, lifetime))
+        first = replace(first, renews=to_corroborate(first, settings, now, lifetime))
     renewal = look.status == "renew" and not first.renews
     row = _apply(ctx, store, first, status, renewal, settings)
     return {**where, **row, **seen}
@@ -662,87 +427,6 @@ def _first_live(
     return Live(provisioned, warm=warm, drain=drain, trusted=signal.trusted or 0.0)
 
 
-def _confirmed(ctx: Context, store: HoldStore, first: _Seen, now: float) -> bool:
-    """Whether ``first``'s surge may go on (be renewed or raised): always on the stream's
-    signal (DynamoDB's own measure) and for `CONFIRM_SECONDS` from its start; after that,
-    only while DynamoDB's own measure confirmed it in the last `CONFIRM_SECONDS`: the demand
-    CloudWatch shows served reached `SURGE_AT` x the surge's baseline. CloudWatch is read at
-    most once a minute a dimension (`combiner.claim_check`); a read that fails is counted
-    (``CorroborationFailed``) and the surge goes on (unknown data never lowers capacity); a
-    read that shows less is counted (``SurgesUnconfirmed``, alarmed) and the surge is left
-    to expire: the processes' reports alone keep no dimension raised."""
-    mark = first.mark
-    if first.signal.trusted is not None or mark.started is None:
-        return True
-    if now - mark.started < CONFIRM_SECONDS:
-        return True
-    if mark.confirmed is not None and mark.started <= mark.confirmed > now - CONFIRM_SECONDS:
-        return True
-    where: dict[str, Any] = {
-        "table": first.table,
-        "index": first.d.index,
-        "dimension": first.d.dimension,
-    }
-    try:
-        claimed = combiner.claim_check(
-            store.dynamodb, store.name, first.key, now, CORROBORATE_SECONDS
-        )
-        if not claimed:  # read within the minute, and not confirmed by it
-            return False
-        trusted = trusted_demand(ctx, first.table, first.d.index, first.d.dimension)
-    except Exception as exc:  # unknown: the surge goes on
-        count("CorroborationFailed")
-        log_event("corroboration-failed", level=logging.ERROR, **where, reason=reason_of(exc))
-        return True
-    if _confirms(first, trusted, now, store):
-        return True
-    count("SurgesUnconfirmed")
-    log_event(
-        "surge-unconfirmed",
-        level=logging.WARNING,
-        **where,
-        trusted=round(trusted, 1),
-        baseline=first.stands.baseline,
-    )
-    return False
-
-
-def _confirms(first: _Seen, trusted: float, now: float, store: HoldStore) -> bool:
-    """Whether the ``trusted`` demand confirms ``first``'s surge (remembered in its mark)."""
-    if trusted < SURGE_AT * first.stands.baseline:
-        return False
-    combiner.mark(store.dynamodb, store.name, first.key, confirmed=now)
-    return True
-
-
-def _to_corroborate(first: _Seen, settings: SurgeSettings, now: float, lifetime: timedelta) -> bool:
-    """Whether a renewal is taken as a raise instead, so that CloudWatch may widen it
-    (`_corroborated`): the surge cap or the budget holds it at its level while the reports
-    ask for more, and a read is due."""
-    if not _may_corroborate(first, settings, now):
-        return False
-    loose = first_look(
-        first.combined, first.live, now, first.stands, first.mark, _unbounded(settings), lifetime
-    )
-    return loose.status == "raise"
-
-
-def _may_corroborate(first: _Seen, settings: SurgeSettings, now: float) -> bool:
-    """Whether CloudWatch's trusted demand could widen ``first``'s surge and a read is due:
-    the reports ask for it (the stream's rate is trusted already), the cap is the default
-    one (``scale`` x the start: an absolute ``cap`` is never widened), and CloudWatch was not
-    read for the dimension in the last `CORROBORATE_SECONDS`."""
-    if first.signal.trusted is not None or settings.cap is not None or settings.scale is None:
-        return False
-    checked = first.mark.checked
-    return checked is None or now - checked >= CORROBORATE_SECONDS
-
-
-def _unbounded(settings: SurgeSettings) -> SurgeSettings:
-    """``settings`` without the surge cap and the budget: what the rule alone asks."""
-    return replace(settings, cap=None, scale=None, budget=UNBOUNDED)
-
-
 def _provisioned(raw: Mapping[str, Any], table: str, d: DimensionReport) -> int:
     """The units provisioned to ``d``'s dimension, from the table's description ``raw``."""
     try:
@@ -754,7 +438,7 @@ def _provisioned(raw: Mapping[str, Any], table: str, d: DimensionReport) -> int:
 def _apply(
     ctx: Context,
     store: HoldStore,
-    first: _Seen,
+    first: Seen,
     status: object,
     renewal: bool,
     settings: SurgeSettings,
@@ -800,7 +484,7 @@ def _renew(
     ctx: Context,
     store: HoldStore,
     lease: Lease,
-    first: _Seen,
+    first: Seen,
     state: HeldDimension | None,
     settings: SurgeSettings,
 ) -> dict[str, Any]:
@@ -824,7 +508,7 @@ def _raise(
     ctx: Context,
     store: HoldStore,
     lease: Lease,
-    first: _Seen,
+    first: Seen,
     state: HeldDimension | None,
     settings: SurgeSettings,
 ) -> dict[str, Any]:
@@ -843,7 +527,7 @@ def _raise(
     def decide(live: Live, bounds: SurgeSettings) -> SurgePlan:
         return plan_raise(first.combined, live, now, stands, first.mark, bounds, store.limits, base)
 
-    plan, widened = _corroborated(ctx, store, first, live, settings, decide)
+    plan, widened = corroborated_plan(ctx, store, first, live, settings, decide)
     if _keeps(first, stands, plan, widened):
         return _renew(ctx, store, lease, first, state, settings)
     if plan.status == "none":
@@ -857,9 +541,9 @@ def _raise(
     return _act(ctx, store, lease, first, managed, dim, state, stands, plan)
 
 
-def _keeps(first: _Seen, stands: Standing[Hold], plan: SurgePlan, widened: bool) -> bool:
+def _keeps(first: Seen, stands: Standing[Hold], plan: SurgePlan, widened: bool) -> bool:
     """Whether the surge is renewed at its level rather than as ``plan`` says: a renewal
-    taken as a raise for CloudWatch (`_Seen.renews`) that it did not widen, its standing
+    taken as a raise for CloudWatch (`Seen.renews`) that it did not widen, its standing
     unchanged; or a plan whose cap, narrower than the one the surge was raised under (the
     trusted demand lower now), would cut what the surge holds."""
     if stands.surge is None:
@@ -869,61 +553,11 @@ def _keeps(first: _Seen, stands: Standing[Hold], plan: SurgePlan, widened: bool)
     return plan.status == "raise" and plan.units < stands.surge.units
 
 
-def _corroborated(
-    ctx: Context,
-    store: HoldStore,
-    first: _Seen,
-    live: Live,
-    settings: SurgeSettings,
-    decide: Callable[[Live, SurgeSettings], SurgePlan],
-) -> tuple[SurgePlan, bool]:
-    """The plan ``decide`` makes on ``live``; when the surge cap or the budget cut it short
-    of what the rule asks (its level lower, or over budget) and a read is due
-    (`_may_corroborate`, claimed in the combiner item), decided again with the demand
-    CloudWatch shows served (`trusted_demand`), and whether that widened it (counted
-    ``SurgesCorroborated``). A failed read is counted (``CorroborationFailed``) and the
-    plan stands."""
-    plan = decide(live, settings)
-    if not _may_corroborate(first, settings, ctx.clock()):
-        return plan, False
-    budget_cut = plan.over_budget and settings.budget is None  # an explicit one never widens
-    if not budget_cut and decide(live, _unbounded(settings)).want <= plan.want:
-        return plan, False  # the rule's own level: nothing to corroborate
-    where: dict[str, Any] = {
-        "table": first.table,
-        "index": first.d.index,
-        "dimension": first.d.dimension,
-    }
-    try:
-        claimed = combiner.claim_check(
-            store.dynamodb, store.name, first.key, ctx.clock(), CORROBORATE_SECONDS
-        )
-        if not claimed:
-            return plan, False  # another look read CloudWatch for it within the minute
-        trusted = trusted_demand(ctx, first.table, first.d.index, first.d.dimension)
-    except Exception as exc:  # the capped plan stands
-        count("CorroborationFailed")
-        log_event("corroboration-failed", level=logging.ERROR, **where, reason=reason_of(exc))
-        return plan, False
-    if first.stands.surge is not None:
-        _confirms(first, trusted, ctx.clock(), store)
-    wider = decide(replace(live, trusted=max(live.trusted, trusted)), settings)
-    was = plan.applied if plan.status == "raise" else 0
-    if wider.status != "raise" or wider.applied <= max(was, wider.before):
-        log_event("surge-not-corroborated", **where, trusted=round(trusted, 1), want=plan.want)
-        return plan, False
-    count("SurgesCorroborated")
-    log_event(
-        "surge-corroborated", **where, trusted=round(trusted, 1), capped=plan.want, want=wider.want
-    )
-    return wider, True
-
-
 def _act(
     ctx: Context,
     store: HoldStore,
     lease: Lease,
-    first: _Seen,
+    first: Seen,
     managed: ManagedTable,
     dim: Dimension,
     state: HeldDimension | None,
@@ -966,7 +600,7 @@ def _act(
     return {**row, "status": "applied" if raised else "renewed"}
 
 
-def _refused(
+def refused_report(
     table: object, d: DimensionReport | None, exc: Exception, metric: str = "ReportsRefused"
 ) -> dict[str, Any]:
     """A report, or one dimension of it, refused and counted as ``metric``: a malformed
@@ -980,7 +614,3 @@ def _refused(
         "report-refused", level=logging.WARNING, table=shown(table), **where, reason=reason_of(exc)
     )
     return {"table": shown(table), **where, "status": "refused", "reason": reason_of(exc)}
-
-
-def _whole(value: object, low: int, high: int) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int) and low <= value <= high

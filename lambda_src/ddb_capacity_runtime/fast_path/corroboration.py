@@ -1,0 +1,235 @@
+"""Runs in: signals Lambda, stream reader Lambda.
+
+What DynamoDB itself measured, against what the processes report: a surge raised on the
+reports alone goes on after `CONFIRM_SECONDS` only while CloudWatch's consumed capacity
+confirms it (`surge_confirmed`), and a surge the cap or the budget cut short is decided
+again with the demand CloudWatch shows served (`corroborated_plan`). CloudWatch is read at
+most once a minute a dimension; a failed read is counted and the surge goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any
+
+from ..aws import combiner, metrics
+from ..aws.store import HoldStore
+from ..core.errors import reason_of
+from ..core.holds import Hold
+from ..core.series import window
+from ..core.surge import (
+    SURGE_AT,
+    TRUSTED_MINUTES,
+    Combined,
+    DimensionReport,
+    Live,
+    Standing,
+    SurgePlan,
+    first_look,
+)
+from ..events import log_event
+from ..requests.context import Context
+from ..requests.counts import count
+from .surge_settings import (
+    CONFIRM_SECONDS,
+    CORROBORATE_SECONDS,
+    STREAM,
+    TRUSTED_LAG_MINUTES,
+    SurgeSettings,
+    unbounded_settings,
+)
+
+__all__ = [
+    "Signal",
+    "trusted_demand",
+]
+
+
+@dataclass(frozen=True)
+class Signal:
+    """Where a surge decision's demand comes from: ``source``, the hook's reports (`HOOK`)
+    or the table's stream (`STREAM`), each with its own burst-bucket estimate;
+    ``next_look``, the seconds until that source is looked at again (a report's window; the
+    stream's counting window); ``trusted``, the demand DynamoDB itself measured served, in
+    units a second, when the source is such a measure (the stream's rate); None for the
+    reports, which CloudWatch may corroborate (`trusted_demand`)."""
+
+    source: str
+    next_look: float
+    trusted: float | None = None
+
+    @property
+    def blind(self) -> bool:
+        """Whether the source sees no refusals (the stream: only what was served)."""
+        return self.source == STREAM
+
+
+def trusted_demand(ctx: Context, table: str, index: str | None, dimension: str) -> float:
+    """The demand DynamoDB itself measured served on the dimension, in units a second:
+    CloudWatch's busiest minute (``Consumed<Read|Write>CapacityUnits``, its Sum / 60) of
+    the last `core.surge.TRUSTED_MINUTES` it shows, read over those and the
+    `TRUSTED_LAG_MINUTES` before now it may not have delivered yet (a minute not delivered,
+    or not to be trusted, counts for nothing). 0 when it shows none. Raises what
+    GetMetricData raises."""
+    key = (table, index, dimension)
+    start, end = window(ctx.now(), TRUSTED_MINUTES, TRUSTED_LAG_MINUTES)
+    series = metrics.fetch(ctx.clients.cloudwatch, [key], start, end)[key]
+    unknown = series.unknown or [False] * len(series.consumed)
+    known = [c for c, u in zip(series.consumed, unknown, strict=True) if not u]
+    return max(known[-TRUSTED_MINUTES:], default=0.0)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the first look at one dimension read and saw: the combined reports (and their
+    surge mark), the dimension as described, where its surge stood."""
+
+    table: str
+    d: DimensionReport
+    combined: Combined
+    mark: combiner.SurgeMark
+    live: Live
+    stands: Standing[Hold]
+    signal: Signal
+    renews: bool = False
+    """The first look found a renewal, taken as a raise so that CloudWatch may widen it
+    (`to_corroborate`): one it does not widen stays a renewal."""
+
+    @property
+    def key(self) -> dict[str, Any]:
+        return combiner.combiner_key(self.table, self.d.sort_key)
+
+
+def surge_confirmed(ctx: Context, store: HoldStore, first: Seen, now: float) -> bool:
+    """Whether ``first``'s surge may go on (be renewed or raised): always on the stream's
+    signal (DynamoDB's own measure) and for `CONFIRM_SECONDS` from its start; after that,
+    only while DynamoDB's own measure confirmed it in the last `CONFIRM_SECONDS`: the demand
+    CloudWatch shows served reached `SURGE_AT` x the surge's baseline. CloudWatch is read at
+    most once a minute a dimension (`combiner.claim_check`); a read that fails is counted
+    (``CorroborationFailed``) and the surge goes on (unknown data never lowers capacity); a
+    read that shows less is counted (``SurgesUnconfirmed``, alarmed) and the surge is left
+    to expire: the processes' reports alone keep no dimension raised."""
+    mark = first.mark
+    if first.signal.trusted is not None or mark.started is None:
+        return True
+    if now - mark.started < CONFIRM_SECONDS:
+        return True
+    if mark.confirmed is not None and mark.started <= mark.confirmed > now - CONFIRM_SECONDS:
+        return True
+    where: dict[str, Any] = {
+        "table": first.table,
+        "index": first.d.index,
+        "dimension": first.d.dimension,
+    }
+    try:
+        claimed = combiner.claim_check(
+            store.dynamodb, store.name, first.key, now, CORROBORATE_SECONDS
+        )
+        if not claimed:  # read within the minute, and not confirmed by it
+            return False
+        trusted = trusted_demand(ctx, first.table, first.d.index, first.d.dimension)
+    except Exception as exc:  # unknown: the surge goes on
+        count("CorroborationFailed")
+        log_event("corroboration-failed", level=logging.ERROR, **where, reason=reason_of(exc))
+        return True
+    if _confirms(first, trusted, now, store):
+        return True
+    count("SurgesUnconfirmed")
+    log_event(
+        "surge-unconfirmed",
+        level=logging.WARNING,
+        **where,
+        trusted=round(trusted, 1),
+        baseline=first.stands.baseline,
+    )
+    return False
+
+
+def _confirms(first: Seen, trusted: float, now: float, store: HoldStore) -> bool:
+    """Whether the ``trusted`` demand confirms ``first``'s surge (remembered in its mark)."""
+    if trusted < SURGE_AT * first.stands.baseline:
+        return False
+    combiner.mark(store.dynamodb, store.name, first.key, confirmed=now)
+    return True
+
+
+def to_corroborate(first: Seen, settings: SurgeSettings, now: float, lifetime: timedelta) -> bool:
+    """Whether a renewal is taken as a raise instead, so that CloudWatch may widen it
+    (`corroborated_plan`): the surge cap or the budget holds it at its level while the reports
+    ask for more, and a read is due."""
+    if not may_corroborate(first, settings, now):
+        return False
+    loose = first_look(
+        first.combined,
+        first.live,
+        now,
+        first.stands,
+        first.mark,
+        unbounded_settings(settings),
+        lifetime,
+    )
+    return loose.status == "raise"
+
+
+def may_corroborate(first: Seen, settings: SurgeSettings, now: float) -> bool:
+    """Whether CloudWatch's trusted demand could widen ``first``'s surge and a read is due:
+    the reports ask for it (the stream's rate is trusted already), the cap is the default
+    one (``scale`` x the start: an absolute ``cap`` is never widened), and CloudWatch was not
+    read for the dimension in the last `CORROBORATE_SECONDS`."""
+    if first.signal.trusted is not None or settings.cap is not None or settings.scale is None:
+        return False
+    checked = first.mark.checked
+    return checked is None or now - checked >= CORROBORATE_SECONDS
+
+
+def corroborated_plan(
+    ctx: Context,
+    store: HoldStore,
+    first: Seen,
+    live: Live,
+    settings: SurgeSettings,
+    decide: Callable[[Live, SurgeSettings], SurgePlan],
+) -> tuple[SurgePlan, bool]:
+    """The plan ``decide`` makes on ``live``; when the surge cap or the budget cut it short
+    of what the rule asks (its level lower, or over budget) and a read is due
+    (`may_corroborate`, claimed in the combiner item), decided again with the demand
+    CloudWatch shows served (`trusted_demand`), and whether that widened it (counted
+    ``SurgesCorroborated``). A failed read is counted (``CorroborationFailed``) and the
+    plan stands."""
+    plan = decide(live, settings)
+    if not may_corroborate(first, settings, ctx.clock()):
+        return plan, False
+    budget_cut = plan.over_budget and settings.budget is None  # an explicit one never widens
+    if not budget_cut and decide(live, unbounded_settings(settings)).want <= plan.want:
+        return plan, False  # the rule's own level: nothing to corroborate
+    where: dict[str, Any] = {
+        "table": first.table,
+        "index": first.d.index,
+        "dimension": first.d.dimension,
+    }
+    try:
+        claimed = combiner.claim_check(
+            store.dynamodb, store.name, first.key, ctx.clock(), CORROBORATE_SECONDS
+        )
+        if not claimed:
+            return plan, False  # another look read CloudWatch for it within the minute
+        trusted = trusted_demand(ctx, first.table, first.d.index, first.d.dimension)
+    except Exception as exc:  # the capped plan stands
+        count("CorroborationFailed")
+        log_event("corroboration-failed", level=logging.ERROR, **where, reason=reason_of(exc))
+        return plan, False
+    if first.stands.surge is not None:
+        _confirms(first, trusted, ctx.clock(), store)
+    wider = decide(replace(live, trusted=max(live.trusted, trusted)), settings)
+    was = plan.applied if plan.status == "raise" else 0
+    if wider.status != "raise" or wider.applied <= max(was, wider.before):
+        log_event("surge-not-corroborated", **where, trusted=round(trusted, 1), want=plan.want)
+        return plan, False
+    count("SurgesCorroborated")
+    log_event(
+        "surge-corroborated", **where, trusted=round(trusted, 1), capped=plan.want, want=wider.want
+    )
+    return wider, True
