@@ -35,7 +35,8 @@ from typing import Any
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
-from ddb_capacity_runtime.core.surge import UNBOUNDED, DimensionReport, Report
+from ddb_capacity_runtime.core.surge import UNBOUNDED
+from ddb_capacity_runtime.core.surge_report import DimensionReport, Report
 from ddb_capacity_runtime.fast_path.surge_raise import take_report
 from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.requests.broker import BrokerConfig

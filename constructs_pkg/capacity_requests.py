@@ -49,9 +49,7 @@ from ddb_capacity_runtime.aws.store import (
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.holds import MAX_HOLD_MINUTES
 from ddb_capacity_runtime.core.names import TABLE_QUOTA_ENV, TARGET_TAG
-from ddb_capacity_runtime.core.surge import (
-    SIGNALS_ENV,
-)
+from ddb_capacity_runtime.core.surge_report import SIGNALS_ENV
 from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ddb_capacity_runtime.core.report_batch import reports_of
-from ddb_capacity_runtime.core.surge import SIGNALS_ENV, parse_report
+from ddb_capacity_runtime.core.surge_report import SIGNALS_ENV, parse_report
 from ddb_capacity_runtime.instrument import BOOTSTRAP, InstrumentError, environment, main
 from tests.test_signals_hook import REGION, FakeLambda, ddb, make_table
 

@@ -2,7 +2,7 @@
 clients: against the session's moto server for real answers, and with answers injected
 through botocore's own ``before-send`` event where moto cannot give them (throttles, GSI
 capacity, thousands of tables). Reports are captured through ``send=``, and checked
-against the contract (``core.surge.parse_report``)."""
+against the contract (``core.surge_report.parse_report``)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddb_capacity_runtime.core.report_batch import MAX_BATCH_REPORTS, reports_of
-from ddb_capacity_runtime.core.surge import (
+from ddb_capacity_runtime.core.surge_report import (
     FRESH_SECONDS,
     MAX_DIMENSIONS,
     MAX_PROCESS_CHARS,

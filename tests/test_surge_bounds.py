@@ -12,19 +12,21 @@ import pytest
 from ddb_capacity_runtime.aws import combiner
 from ddb_capacity_runtime.core.surge import (
     BUDGET_WINDOW_SECONDS,
-    MAX_PROCESS_CHARS,
-    MAX_REQUESTS_PER_SECOND,
-    MAX_UNITS_PER_SECOND,
     MIN_SURGE_ROOM,
     UNBOUNDED,
     Budget,
     SurgeReportError,
     budget_left,
     budget_window,
-    is_process_id,
-    parse_report,
     read_budget,
     surge_room,
+)
+from ddb_capacity_runtime.core.surge_report import (
+    MAX_PROCESS_CHARS,
+    MAX_REQUESTS_PER_SECOND,
+    MAX_UNITS_PER_SECOND,
+    is_process_id,
+    parse_report,
 )
 from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.requests import restore_expired

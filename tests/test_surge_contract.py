@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddb_capacity_runtime.core.surge import (
+from ddb_capacity_runtime.core.surge import SurgeReportError
+from ddb_capacity_runtime.core.surge_report import (
     CAUSES,
     CLOCK_SKEW_SECONDS,
     FRESH_SECONDS,
@@ -28,7 +29,6 @@ from ddb_capacity_runtime.core.surge import (
     REPORT_VERSION,
     DimensionReport,
     Report,
-    SurgeReportError,
     parse_report,
 )
 from tests.hypothesis_profiles import examples

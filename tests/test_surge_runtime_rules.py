@@ -28,7 +28,7 @@ from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.bucket import Bucket, read_bucket
 from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA
-from ddb_capacity_runtime.core.surge import DimensionReport, Report
+from ddb_capacity_runtime.core.surge_report import DimensionReport, Report
 from ddb_capacity_runtime.fast_path.corroboration import Signal
 from ddb_capacity_runtime.fast_path.stream_reader import read_stream
 from ddb_capacity_runtime.fast_path.surge_raise import keep_bucket

@@ -23,14 +23,12 @@ from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.aws.store import HoldLimits, HoldStore
 from ddb_capacity_runtime.core.holds import Hold
 from ddb_capacity_runtime.core.report_batch import reports_of
-from ddb_capacity_runtime.core.surge import (
+from ddb_capacity_runtime.core.surge import UNBOUNDED, Rates, combine
+from ddb_capacity_runtime.core.surge_report import (
     FRESH_SECONDS,
     MAX_UNITS_PER_SECOND,
-    UNBOUNDED,
     DimensionReport,
-    Rates,
     Report,
-    combine,
 )
 from ddb_capacity_runtime.fast_path.signals_function import signals_handler
 from ddb_capacity_runtime.fast_path.surge_raise import take_report

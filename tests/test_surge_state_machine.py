@@ -30,13 +30,12 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 
 from ddb_capacity_runtime.aws import combiner
 from ddb_capacity_runtime.aws.store import HoldStore
-from ddb_capacity_runtime.core.surge import (
+from ddb_capacity_runtime.core.surge import Budget, budget_left
+from ddb_capacity_runtime.core.surge_report import (
     MAX_REQUESTS_PER_SECOND,
     MAX_UNITS_PER_SECOND,
-    Budget,
     DimensionReport,
     Report,
-    budget_left,
 )
 from ddb_capacity_runtime.fast_path.surge_raise import take_report
 from ddb_capacity_runtime.fast_path.surge_settings import SURGE_HOLD, SurgeSettings

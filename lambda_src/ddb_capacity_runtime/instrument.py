@@ -43,7 +43,7 @@ from typing import Any
 
 from .core.errors import InstrumentError as InstrumentError
 from .core.names import is_table_name
-from .core.surge import SIGNALS_ENV
+from .core.surge_report import SIGNALS_ENV
 from .events import log_event
 from .fast_path.hook import MODES, _interval, _label, _scope
 

@@ -39,15 +39,13 @@ from botocore.exceptions import ClientError
 
 from ..core.errors import CombinerContended as CombinerContended
 from ..core.names import MAX_TABLE_QUOTA
-from ..core.surge import (
+from ..core.surge import Budget, Rates, read_budget
+from ..core.surge_report import (
     CLOCK_SKEW_SECONDS,
     FRESH_SECONDS,
     MAX_REQUESTS_PER_SECOND,
     MAX_UNITS_PER_SECOND,
-    Budget,
-    Rates,
     is_process_id,
-    read_budget,
 )
 from .error_codes import CONDITION_FAILED, error_code
 

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core.stream import WINDOW_SECONDS
-from ..core.surge import MAX_UNITS_PER_SECOND
+from ..core.surge_report import MAX_UNITS_PER_SECOND
 from .combiner import conditional_update
 
 if TYPE_CHECKING:

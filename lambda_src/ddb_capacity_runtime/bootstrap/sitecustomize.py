@@ -16,7 +16,7 @@ import os
 import sys
 
 SIGNALS_ENV = "CAPACITY_SIGNALS"
-"""The signals function's variable (`ddb_capacity_runtime.core.surge.SIGNALS_ENV`), read
+"""The signals function's variable (`ddb_capacity_runtime.core.surge_report.SIGNALS_ENV`), read
 here before anything is imported."""
 
 

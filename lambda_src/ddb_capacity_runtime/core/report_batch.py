@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeGuard
 
 from .errors import shown
-from .surge import REPORT_VERSION, SHOWN_IN_REPORT_ERRORS, SurgeReportError
+from .surge import SurgeReportError
+from .surge_report import REPORT_VERSION, SHOWN_IN_REPORT_ERRORS
 
 BATCH_KEY = "reports"
 """The key of a batch's list of reports: ``{"v": 1, "reports": [report, ...]}``."""
@@ -63,7 +64,7 @@ def is_batch(raw: object) -> TypeGuard[Mapping[str, Any]]:
 
 
 def reports_of(raw: Mapping[str, Any]) -> list[object]:
-    """A batch's reports, each still to be read (`core.surge.parse_report`); a
+    """A batch's reports, each still to be read (`core.surge_report.parse_report`); a
     `SurgeReportError` naming the field when the batch itself breaks the contract."""
     version = raw.get("v")
     if type(version) is not int or version != REPORT_VERSION:

@@ -20,16 +20,8 @@ from ..aws.store import HoldStore
 from ..core.errors import reason_of
 from ..core.holds import Hold
 from ..core.series import window
-from ..core.surge import (
-    SURGE_AT,
-    TRUSTED_MINUTES,
-    Combined,
-    DimensionReport,
-    Live,
-    Standing,
-    SurgePlan,
-    first_look,
-)
+from ..core.surge import SURGE_AT, TRUSTED_MINUTES, Combined, Live, Standing, SurgePlan, first_look
+from ..core.surge_report import DimensionReport
 from ..events import log_event
 from ..requests.context import Context
 from ..requests.counts import count

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.report_batch import MAX_BATCH_REPORTS, MAX_BATCHES_PER_ROUND, batch_json, batches
-from ..core.surge import MAX_PROCESS_CHARS, SIGNALS_ENV, Report
+from ..core.surge_report import MAX_PROCESS_CHARS, SIGNALS_ENV, Report
 from ..events import log_event
 from .ledger import CHANGE, KEEPALIVE_SECONDS, MAX_TABLES, MIN_CHANGE, Ledger
 from .parse import (
@@ -86,13 +86,13 @@ MAX_LOCAL_INDEXES = 5_000
 """The most secondary indexes remembered as local (an LSI shares its table's capacity)."""
 
 _NOT_IN_IDS = re.compile(r"[^A-Za-z0-9._-]")
-"""What a process id does not take (`core.surge.PROCESS_ID`)."""
+"""What a process id does not take (`core.surge_report.PROCESS_ID`)."""
 _CONTEXT_KEY = "ddb_capacity_signals"
 _STRIP_ID = "ddb-capacity-signals-strip"
 
 
 def _process_id(label: str) -> str:
-    """``<label>-<pid>-<8 hex digits>``: a process id (`core.surge.is_process_id`);
+    """``<label>-<pid>-<8 hex digits>``: a process id (`core.surge_report.is_process_id`);
     a character a process id does not take becomes ``_``."""
     plain = _NOT_IN_IDS.sub("_", label[:MAX_LABEL_CHARS])
     return f"{plain}-{os.getpid()}-{secrets.token_hex(4)}"[:MAX_PROCESS_CHARS]

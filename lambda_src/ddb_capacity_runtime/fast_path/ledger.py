@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..core.surge import (
+from ..core.surge_report import (
     FRESH_SECONDS,
     MAX_DIMENSIONS,
     MAX_REQUESTS_PER_SECOND,
@@ -28,7 +28,7 @@ least `MIN_CHANGE` units per second."""
 MIN_CHANGE = 1.0
 KEEPALIVE_SECONDS = 30.0
 """A busy table is reported at least this often, well within the signals function's
-`core.surge.FRESH_SECONDS`."""
+`core.surge_report.FRESH_SECONDS`."""
 MAX_TABLES = 1_000
 """The most tables one watcher tracks at once."""
 
@@ -143,7 +143,7 @@ class Ledger:
 
     def due(self, now: float) -> list[str]:
         """The tables whose report is due at ``now``, the throttled first, then the ones
-        reported longest ago; forgets the tables quiet for `core.surge.FRESH_SECONDS` with
+        reported longest ago; forgets the tables quiet for `core.surge_report.FRESH_SECONDS` with
         nothing left to report."""
         for name, state in list(self.tables.items()):
             quiet = now - _last(state)

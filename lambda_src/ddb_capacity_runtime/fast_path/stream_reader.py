@@ -57,7 +57,8 @@ from ..core.stream import (
     shape_of,
     window_rate,
 )
-from ..core.surge import CLOCK_SKEW_SECONDS, SURGE_AT, DimensionReport, Rates
+from ..core.surge import SURGE_AT, Rates
+from ..core.surge_report import CLOCK_SKEW_SECONDS, DimensionReport
 from ..core.tables import throughput_of
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event

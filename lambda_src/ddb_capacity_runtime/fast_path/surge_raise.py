@@ -2,7 +2,7 @@
 
 The fast path's server side: the signals function. The application's processes report
 within seconds what they consume and the throttles they meet (one asynchronous invocation
-per report, its payload `core.surge.Report.as_json`); this function adds up the
+per report, its payload `core.surge_report.Report.as_json`); this function adds up the
 reports of every process per dimension in the state store (`aws.combiner`) and, when
 the one rule (`core.surge.surge_level`) says the summed demand heads over what is
 provisioned, or provisioned-throughput throttles appear, raises the dimension at once.
@@ -75,14 +75,11 @@ from ..core.holds import (
 from ..core.names import UNITS
 from ..core.surge import (
     Combined,
-    DimensionReport,
     Live,
-    Report,
     Standing,
     SurgePlan,
     SurgeReportError,
     first_look,
-    parse_report,
     plan_raise,
     rates,
     renewed_until,
@@ -90,6 +87,7 @@ from ..core.surge import (
     standing,
     surge_lifetime,
 )
+from ..core.surge_report import DimensionReport, Report, parse_report
 from ..core.tables import Dimension, ManagedTable, spec_of, throughput_of, warm_of
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
