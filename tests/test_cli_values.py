@@ -14,7 +14,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from ddb_capacity_tools.cli import build_parser, main
+from ddb_capacity_tools.cli import main
+from ddb_capacity_tools.cli_options import build_parser
 
 
 def run(*argv: str) -> tuple[int, str, str]:

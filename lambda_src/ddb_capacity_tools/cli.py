@@ -58,14 +58,15 @@ from ddb_capacity_runtime.requests.broker import BROKER_ENV
 
 from . import advise as advise_module
 from . import fleet, local, page, reserve, reserve_command
+from .cli_options import MAX_PROCESSES, NOT_TUNE, TUNE_DAYS, build_parser
 from .simulator import candidates as candidate_names
 from .simulator import chart, ensemble, report, schedules, tune_options, tune_words
 from .simulator import tune as tune_module
 from .simulator.backtest import MAX_DAYS, check_days, history, history_end
 from .simulator.chart import ChartError
-from .simulator.ensemble import ENSEMBLES, EnsembleError, run_ensemble, settings_of
-from .simulator.params import FRACTIONAL, HUNDREDS, OFF, OPTIONAL, ModelError, ModelParams
-from .simulator.policies import DEFAULT_TICK_MINUTES, SPEC_HELP, PolicyError, Spec, parse
+from .simulator.ensemble import EnsembleError, run_ensemble, settings_of
+from .simulator.params import ModelError, ModelParams
+from .simulator.policies import PolicyError, Spec, parse
 from .simulator.prices import PriceError, Prices
 from .simulator.run import DEFAULT_POLICIES, simulate
 from .simulator.scenarios import SCENARIOS, ScenarioError, scenario
@@ -74,8 +75,6 @@ from .simulator.trace import Trace, TraceError, key_label, read_csv
 from .tool_errors import OptionError as OptionError
 from .tool_errors import RequestInputError as RequestInputError
 
-NOT_TUNE = ("--policy", "--schedule", "--chart")
-"""simulate's and backtest's options that tune refuses (it tries --candidate policies)."""
 INPUT_ERRORS = (
     ChartError,
     EnsembleError,
@@ -91,324 +90,6 @@ INPUT_ERRORS = (
     page.HtmlError,
     reserve.ReserveError,
 )
-
-
-def _model_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("model (docs: Simulator, 'The model')")
-    for f in fields(ModelParams):
-        number = float if f.name in FRACTIONAL else int
-        shown = f"default {f.default}"
-        if f.name in OFF:
-            number = _or_off(number)
-            shown = f"default {f.default}; off: {OPTIONAL[f.name]}"
-        elif f.name in OPTIONAL:
-            shown = f"default: {OPTIONAL[f.name]}"
-        elif f.name in HUNDREDS:
-            shown = (
-                f"the Region's reserved {f.name.split('_')[1]} units, whole hundreds: "
-                "capacity below them is charged nothing, and a +reserved policy never lowers "
-                "the total below them; default 0, none (docs: Simulator, 'Reserved capacity')"
-            )
-        group.add_argument(
-            "--" + f.name.replace("_", "-"),
-            dest=f.name,
-            type=number,
-            default=f.default,
-            help=shown,
-        )
-
-
-def _or_off(number: type) -> Any:
-    """An option's type that also takes ``off`` (None: see ``params.OPTIONAL``)."""
-
-    def convert(text: str) -> Any:
-        return None if text.strip().lower() == "off" else number(text)
-
-    convert.__name__ = number.__name__  # argparse names it in "invalid float value"
-    return convert
-
-
-def _policy_options(parser: argparse.ArgumentParser) -> None:
-    """The options of ``simulate`` and ``backtest`` that ``tune`` has no use for."""
-    parser.add_argument(
-        "--policy",
-        action="append",
-        metavar="P",
-        help=f"{SPEC_HELP}; repeatable. Default: "
-        f"{', '.join(DEFAULT_POLICIES)} (+ scheduled with a schedule)",
-    )
-    parser.add_argument(
-        "--schedule",
-        metavar="FILE.json",
-        help="schedule entries for the scheduled policy (docs: Simulator)",
-    )
-    parser.add_argument("--chart", metavar="FILE.png", help="write a PNG chart")
-
-
-def _run_options(parser: argparse.ArgumentParser, json_shape: str = '{"policies": [...]}') -> None:
-    parser.add_argument(
-        "--tick",
-        type=int,
-        default=DEFAULT_TICK_MINUTES,
-        metavar="MINUTES",
-        help=f"the throttle-aware scaler's tick (default {DEFAULT_TICK_MINUTES})",
-    )
-    parser.add_argument(
-        "--price",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="override a list price: " + ", ".join(f.name for f in fields(Prices)),
-    )
-    parser.add_argument("--json", action="store_true", help=f"print one JSON object, {json_shape}")
-    parser.add_argument(
-        "--ensemble",
-        metavar="NAME",
-        help="also run every policy under each model setting of this set ("
-        + ", ".join(ENSEMBLES)
-        + ") and report min / median / max (docs: Simulator, 'Robustness')",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.add_argument(
-        "--html",
-        metavar="FILE.html",
-        help="also write the answer as one self-contained page: charts, the frontier, the "
-        "advice (with advise --all-tables: the fleet page, each table's page in tables/ "
-        "beside it) (docs: Report pages)",
-    )
-    parser.add_argument(
-        "--workers",
-        type=int,
-        default=os.cpu_count() or 1,
-        metavar="N",
-        help="processes running policies (and ensemble settings) at once; default: the CPU "
-        "count. simulate and backtest show a progress bar with 1 only; tune and advise "
-        "show theirs (runs done, tables done) whatever the count",
-    )
-    _model_options(parser)
-
-
-TUNE_DAYS = 14
-"""Days of history ``tune --table`` reads unless told."""
-
-
-def _history_options(parser: argparse.ArgumentParser, days: dict[str, Any]) -> None:
-    """Where a table's CloudWatch history comes from (``--table`` is the caller's)."""
-    parser.add_argument("--index", metavar="NAME", help="a global secondary index of the table")
-    parser.add_argument("--days", type=int, metavar="N", **days)
-    parser.add_argument(
-        "--end",
-        metavar="ISO-8601",
-        help="end of the history, UTC unless an offset is given (default: now)",
-    )
-
-
-def _simulate_parsers(sub: Any) -> None:
-    sim = sub.add_parser("simulate", help="replay a scenario or a CSV trace")
-    source = sim.add_mutually_exclusive_group(required=True)
-    source.add_argument("--scenario", metavar="NAME", help=", ".join(SCENARIOS))
-    source.add_argument(
-        "--trace",
-        metavar="FILE.csv",
-        help="timestamp,read,write rows: ISO-8601 UTC, 1 a minute, units/s",
-    )
-    sim.add_argument("--seed", type=int, default=1, help="jitter seed of a scenario")
-    bt = sub.add_parser("backtest", help="replay a table's CloudWatch history")
-    bt.add_argument("--table", required=True, metavar="NAME")
-    _history_options(bt, {"required": True, "help": "1 to 15"})
-    for p in (sim, bt):
-        p.add_argument(
-            "--score-from",
-            metavar="ISO-8601",
-            help="count refusals and cost from this time on (a minute of the trace; UTC "
-            "unless an offset is given); policies still run over every minute",
-        )
-        _policy_options(p)
-        _run_options(p)
-
-
-def _tune_parser(sub: Any) -> None:
-    tn = sub.add_parser(
-        "tune", help="find the settings that suit a table's traffic, under an ensemble"
-    )
-    where = tn.add_mutually_exclusive_group(required=True)
-    where.add_argument("--trace", metavar="FILE.csv", help="a trace (as for simulate)")
-    where.add_argument("--table", metavar="NAME", help="a table's CloudWatch history")
-    _history_options(tn, {"help": f"1 to {MAX_DAYS} (default {TUNE_DAYS}; with --table)"})
-    _choice_options(tn)
-    for option in NOT_TUNE:  # refused with a message naming --candidate, never ignored
-        tn.add_argument(option, action="append", help=argparse.SUPPRESS)
-    _run_options(
-        tn,
-        '{"ensemble", "candidates", "frontier", "recommended", "reason", "rule", '
-        '"on_demand", "code", "table_class"}',
-    )
-    # the model's --table-size-gb also asks tune for the table class: read by _tune
-    size = next(a for a in tn._actions if a.dest == "table_size_gb")
-    size.type, size.default, size.metavar = None, None, "N"
-    size.help = _literal(f"{tune_options.SIZE_HELP} (docs: Tune, 'Table class')")
-
-
-def _choice_options(parser: argparse.ArgumentParser) -> None:
-    """What tune and advise choose among, and by which rule."""
-    parser.add_argument(
-        "--candidate",
-        action="append",
-        metavar="P",
-        help="a policy to try (repeatable); default: " + ", ".join(candidate_names.CANDIDATES),
-    )
-    parser.add_argument(
-        "--refusal-tolerance",
-        default=None,
-        metavar="F",
-        help=_literal(f"{tune_options.TOLERANCE_HELP}; default 0 (docs: Tune, 'The rule')"),
-    )
-    parser.add_argument(
-        "--refusal-floor",
-        default=None,
-        metavar="F",
-        help=_literal(
-            f"{tune_options.FLOOR_HELP}; default {candidate_names.REFUSAL_FLOOR:.2%} "
-            "(docs: Tune, 'The rule')"
-        ),
-    )
-    parser.add_argument(
-        "--refusal-price",
-        default=None,
-        metavar="USD",
-        help=_literal(
-            f"{tune_options.PRICE_HELP}; replaces the limit on refusals, so it takes neither "
-            "--refusal-tolerance nor --refusal-floor (docs: Tune, 'The rule')"
-        ),
-    )
-
-
-def _literal(text: str) -> str:
-    """``text`` as argparse help: argparse formats help with %, so a % sign is doubled."""
-    return text.replace("%", "%%")
-
-
-def _advise_parser(sub: Any) -> None:
-    ad = sub.add_parser(
-        "advise",
-        help="recommend one option (provisioned settings or on-demand) for a table or every "
-        "table, from their CloudWatch history",
-    )
-    which = ad.add_mutually_exclusive_group(required=True)
-    which.add_argument("--table", metavar="NAME", help="one table (or, with --index, a GSI)")
-    which.add_argument(
-        "--all-tables", action="store_true", help="every table of the account and Region"
-    )
-    _history_options(ad, {"help": f"1 to {MAX_DAYS} (default {TUNE_DAYS})"})
-    _choice_options(ad)
-    _run_options(ad, '{"ensemble", "days", "end", "month_hours", "tables", "failed"}')
-    ad.add_argument(
-        "--processes",
-        type=int,
-        metavar="N",
-        help=f"with --all-tables: tables advised at once, each in its own process, 1 to "
-        f"{MAX_PROCESSES}; default: the CPU count. Each table then runs its policies in one "
-        f"process unless --workers is given (docs: Advise, 'Many tables at once')",
-    )
-    ad.add_argument(
-        "--report",
-        metavar="DIR | s3://BUCKET/PREFIX",
-        help="also write the fleet report (report.csv, report.json, report.html: each "
-        "table's recommendation, its savings against the current settings and the refusals "
-        "avoided) to a directory or an S3 prefix (docs: Fleet report)",
-    )
-    ad.set_defaults(workers=None)  # told apart from the default: see _advise_processes
-
-
-def _request_parsers(sub: Any) -> None:
-    rq = sub.add_parser(
-        "request", help="raise a table's capacity for work about to start, and hold it"
-    )
-    rq.add_argument("--table", required=True, metavar="NAME")
-    rq.add_argument("--index", metavar="NAME", help="a global secondary index of the table")
-    for dim in ("read", "write"):
-        rq.add_argument(
-            f"--{dim}",
-            type=int,
-            default=0,
-            metavar="N",
-            help=f"{dim} units per second on top of the current traffic",
-        )
-    rq.add_argument(
-        "--hold",
-        type=int,
-        default=15,
-        metavar="MINUTES",
-        help="how long the raise is held, 1 to 1440 (default 15)",
-    )
-    rq.add_argument(
-        "--timeout",
-        type=int,
-        default=10,
-        metavar="MINUTES",
-        help="how long to wait for the table to be ready (default 10)",
-    )
-    rq.add_argument("--json", action="store_true", help="print the hold as one JSON object")
-    rl = sub.add_parser("release", help="end a capacity hold now, or every expired one")
-    rl.add_argument("--table", required=True, metavar="NAME")
-    for p in (rq, rl):
-        via = p.add_mutually_exclusive_group()
-        via.add_argument(
-            "--broker",
-            metavar="NAME",
-            help=f"the broker function CapacityRequests made (default ${BROKER_ENV})",
-        )
-        via.add_argument(
-            "--store",
-            metavar="NAME",
-            help="direct mode: the hold store table CapacityRequests made (default "
-            f"${STORE_ENV} when no broker is named)",
-        )
-    which = rl.add_mutually_exclusive_group(required=True)
-    which.add_argument("--id", metavar="ID", help="the hold's id, as request printed it")
-    rl.add_argument(
-        "--token",
-        metavar="TOKEN",
-        help="the hold's release token, as request printed it: --token=TOKEN (needed "
-        "through a broker)",
-    )
-    which.add_argument(
-        "--expired", action="store_true", help="end every expired hold (what the restorer does)"
-    )
-    rl.add_argument("--json", action="store_true", help="print the changes as JSON")
-
-
-def _local_parser(sub: Any) -> None:
-    lc = sub.add_parser(
-        "local",
-        help="deploy your CDK app to a local moto server and run one scaler tick",
-        description="Synthesize your CDK app with the pinned CDK CLI, deploy it to a moto "
-        "server on 127.0.0.1 (stopped at the end), run one tick of each ThrottleAwareScaler "
-        "with its deployed environment, and print the decisions.",
-    )
-    lc.add_argument(
-        "--app", metavar="COMMAND", help='the command that runs your CDK app: "python app.py"'
-    )
-    lc.add_argument("--stack", metavar="NAME", help="deploy this stack only (default: every one)")
-    lc.add_argument(
-        "--out", metavar="DIR", help="write the cloud assembly here (default: a temporary folder)"
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ddb-capacity", description="Backtest DynamoDB capacity policies on a traffic trace."
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    sc = sub.add_parser("scenarios", help="list the built-in scenarios")
-    sc.add_argument("--json", action="store_true")
-    _simulate_parsers(sub)
-    _tune_parser(sub)
-    _advise_parser(sub)
-    reserve_command.add_parser(sub)
-    _request_parsers(sub)
-    _local_parser(sub)
-    return parser
 
 
 def _minutes(option: str, value: int, low: int, high: int) -> timedelta:
@@ -660,10 +341,6 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         out.write(tune_words.table(tuning, trace, name, len(settings)) + "\n")
     return 0
-
-
-MAX_PROCESSES = 64
-"""``advise --processes``'s largest value."""
 
 
 def _advise_processes(args: argparse.Namespace) -> tuple[int, int]:
