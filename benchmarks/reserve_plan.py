@@ -49,7 +49,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ddb_capacity_tools import reserve
+from ddb_capacity_tools import reserve, reserve_sizing
 from ddb_capacity_tools.simulator import read_csv
 from ddb_capacity_tools.simulator.trace import Trace
 
@@ -139,7 +139,7 @@ def real(folder: Path, days: int = DAYS) -> list[Trace]:
 
 def _score(plan: reserve.Plan, units: dict[str, int], term: str) -> float:
     assert plan.score is not None
-    return reserve.fleet_bill(plan.score, units, term, plan.prices)
+    return reserve_sizing.fleet_bill(plan.score, units, term, plan.prices)
 
 
 def _alone(tables: Sequence[reserve.TableHours], term: str, setup: reserve.Setup) -> float:
@@ -169,21 +169,21 @@ def fleet_report(name: str, tables: list[reserve.TableHours], setup: reserve.Set
         assert plan.score is not None and plan.current_score is not None
         units = plan.units if plan.term else {}
         ours = _score(plan, units, term)
-        stock70 = reserve.fleet_bill(plan.current_score, {}, None, plan.prices)
+        stock70 = reserve_sizing.fleet_bill(plan.current_score, {}, None, plan.prices)
         assert plan.listed_score is not None
-        no_plan = reserve.fleet_bill(plan.listed_score, {}, None, plan.prices)
-        anchors = reserve.anchors(plan.current, term, plan.prices)
+        no_plan = reserve_sizing.fleet_bill(plan.listed_score, {}, None, plan.prices)
+        anchors = reserve_sizing.anchors(plan.current, term, plan.prices)
         anchor_bills = {rule: _score(plan, u, term) for rule, u in anchors.items()}
         better = min(anchor_bills.values())
-        raw = reserve.size(plan.plan, term, plan.prices, futures=(1.0,))
+        raw = reserve_sizing.size(plan.plan, term, plan.prices, futures=(1.0,))
         raw_bill = _score(plan, raw, term)
-        capped = reserve.no_regret(plan.plan, term, plan.prices)
+        capped = reserve_sizing.no_regret(plan.plan, term, plan.prices)
         capped_bill = _score(plan, capped, term)
         alone = _alone(tables, term, setup)
-        hindsight = reserve.size(plan.score, term, plan.prices, futures=(1.0,))
+        hindsight = reserve_sizing.size(plan.score, term, plan.prices, futures=(1.0,))
         hindsight_bill = _score(plan, hindsight, term)
         own_world = {
-            rule: reserve.fleet_bill(plan.current_score, u, term, plan.prices)
+            rule: reserve_sizing.fleet_bill(plan.current_score, u, term, plan.prices)
             for rule, u in anchors.items()
         }
         refused, refused70 = plan.refused, plan.current_refused

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddb_capacity_tools import reserve
+from ddb_capacity_tools import reserve, reserve_sizing
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.local_aws import put_traffic
 from ddb_capacity_tools.simulator.model import Recorded
@@ -55,7 +55,7 @@ def trace_of(minutes: int, start: datetime = START) -> Trace:
 def test_an_hour_bills_its_highest_level_and_a_part_hour_its_minutes():
     # 00:30 to 02:29: half of hour 0, all of hour 1, half of hour 2
     levels = [100] * 30 + [100] * 59 + [500] + [50] * 10 + [70] * 20
-    hours = reserve.hourly(
+    hours = reserve_sizing.hourly(
         [result("read", levels), result("write", [10] * 120)], trace_of(120), 0, 120, PRICES
     )
     assert hours.read == [100, 500, 70]
@@ -68,7 +68,7 @@ def test_a_table_and_its_index_are_summed_and_on_demand_minutes_billed_per_reque
     table = result("write", [200] * 60)
     index = result("write", [0] * 30 + [300] * 30, served=[50.0] * 60)
     index.key = ("ByG", "write")
-    hours = reserve.hourly(
+    hours = reserve_sizing.hourly(
         [table, index, result("read", [5] * 60)],
         trace_of(60, START.replace(minute=0)),
         0,
@@ -81,45 +81,45 @@ def test_a_table_and_its_index_are_summed_and_on_demand_minutes_billed_per_reque
 
 def test_reserved_units_cost_their_rate_used_or_not_and_units_above_cost_the_list_price():
     rate, listed = 0.3, 1.0
-    assert reserve.bill([100, 300], [1, 1], 200, rate, listed) == pytest.approx(
+    assert reserve_sizing.bill([100, 300], [1, 1], 200, rate, listed) == pytest.approx(
         2 * 200 * rate + 100 * listed
     )
-    assert reserve.bill([100, 300], [1, 0.5], 0, rate, listed) == pytest.approx(100 + 150)
+    assert reserve_sizing.bill([100, 300], [1, 0.5], 0, rate, listed) == pytest.approx(100 + 150)
 
 
-def flat(units: int, hours: int = 100) -> reserve.Hours:
-    return reserve.Hours([units] * hours, [units] * hours, [1.0] * hours)
+def flat(units: int, hours: int = 100) -> reserve_sizing.Hours:
+    return reserve_sizing.Hours([units] * hours, [units] * hours, [1.0] * hours)
 
 
 def test_flat_traffic_reserves_more_for_three_years_than_one_and_never_above_its_level():
-    one, three = (reserve.size(flat(1_000), term, PRICES) for term in ("1y", "3y"))
+    one, three = (reserve_sizing.size(flat(1_000), term, PRICES) for term in ("1y", "3y"))
     assert three == {"read": 1_000, "write": 1_000}
-    assert all(0 < one[d] < 1_000 for d in reserve.DIMENSIONS)
+    assert all(0 < one[d] < 1_000 for d in reserve_sizing.DIMENSIONS)
     assert all(v % 100 == 0 for v in (*one.values(), *three.values()))
     # with a single future, the level as it was
-    assert reserve.size(flat(1_000), "1y", PRICES, futures=(1.0,))["read"] == 1_000
+    assert reserve_sizing.size(flat(1_000), "1y", PRICES, futures=(1.0,))["read"] == 1_000
 
 
 def test_the_plan_is_cut_to_what_still_pays_at_a_third_less_traffic():
     # busy half the hours: one year pays at the full level (50 % > 46 % of hours), but at a
     # third less traffic only up to 667 x 0.5 / 0.46 units
-    half = reserve.Hours([1_000, 0] * 50, [1_000, 0] * 50, [1.0] * 100)
-    assert reserve.size(half, "1y", PRICES, futures=(1.0,))["read"] == 1_000
-    assert reserve.no_regret(half, "1y", PRICES) == {"read": 700, "write": 700}
+    half = reserve_sizing.Hours([1_000, 0] * 50, [1_000, 0] * 50, [1.0] * 100)
+    assert reserve_sizing.size(half, "1y", PRICES, futures=(1.0,))["read"] == 1_000
+    assert reserve_sizing.no_regret(half, "1y", PRICES) == {"read": 700, "write": 700}
     # three years pay down to 23 % of hours: no cut
-    assert reserve.no_regret(half, "3y", PRICES)["read"] == 1_000
-    assert reserve.no_regret(flat(1_000), "1y", PRICES) == {"read": 1_000, "write": 1_000}
+    assert reserve_sizing.no_regret(half, "3y", PRICES)["read"] == 1_000
+    assert reserve_sizing.no_regret(flat(1_000), "1y", PRICES) == {"read": 1_000, "write": 1_000}
 
 
 def test_a_reservation_that_would_not_pay_is_not_made():
-    spiky = reserve.Hours([0] * 99 + [5_000], [0] * 99 + [5_000], [1.0] * 100)
-    assert reserve.size(spiky, "1y", PRICES) == {"read": 0, "write": 0}
+    spiky = reserve_sizing.Hours([0] * 99 + [5_000], [0] * 99 + [5_000], [1.0] * 100)
+    assert reserve_sizing.size(spiky, "1y", PRICES) == {"read": 0, "write": 0}
 
 
 def test_the_anchor_rules_read_the_hours_they_are_given():
     units = list(range(100, 2_100, 20))  # 100 hours, 100 to 2,080
-    hours = reserve.Hours(units, units, [1.0] * 100)
-    anchors = reserve.anchors(hours, "1y", PRICES)
+    hours = reserve_sizing.Hours(units, units, [1.0] * 100)
+    anchors = reserve_sizing.anchors(hours, "1y", PRICES)
     # met in 95 of 100 hours: the 6th lowest, 200, already a whole block
     assert anchors["nops_95"]["read"] == 200
     # the past-optimal level leaves about 46 % of hours above it
@@ -128,19 +128,19 @@ def test_the_anchor_rules_read_the_hours_they_are_given():
 
 
 def test_the_no_regret_cut_never_loses_money_at_a_third_less_traffic():
-    hours = reserve.Hours([900, 1_000, 1_100] * 30, [300] * 90, [1.0] * 90)
-    cut = reserve.no_regret(hours, "1y", PRICES)
-    for d in reserve.DIMENSIONS:
+    hours = reserve_sizing.Hours([900, 1_000, 1_100] * 30, [300] * 90, [1.0] * 90)
+    cut = reserve_sizing.no_regret(hours, "1y", PRICES)
+    for d in reserve_sizing.DIMENSIONS:
         units = [2 / 3 * u for u in hours.units(d)]
-        with_it = reserve.bill(
+        with_it = reserve_sizing.bill(
             units, hours.weights, cut[d], PRICES.reserved_unit_hour("1y", d), PRICES.unit_hour(d)
         )
-        without = reserve.bill(units, hours.weights, 0, 0.0, PRICES.unit_hour(d))
+        without = reserve_sizing.bill(units, hours.weights, 0, 0.0, PRICES.unit_hour(d))
         assert with_it <= without + 1e-9
 
 
 def table_hours(name: str, read: list[int], write: list[int]) -> reserve.TableHours:
-    run = reserve.Run("stock:90", reserve.Hours(read, write, [1.0] * len(read)), None, 0.0)
+    run = reserve.Run("stock:90", reserve_sizing.Hours(read, write, [1.0] * len(read)), None, 0.0)
     return reserve.TableHours(name, run, run)
 
 
@@ -316,15 +316,20 @@ def on_demand_or_provisioned(name: str, od_usd: float, units: list[int]) -> rese
     provisioned alternative of ``units`` an hour at the reserved rate."""
     weights = [1.0] * len(units)
     listed = reserve.Run(
-        "on-demand", reserve.Hours([0] * len(units), [0] * len(units), weights, od_usd), None, 0.0
+        "on-demand",
+        reserve_sizing.Hours([0] * len(units), [0] * len(units), weights, od_usd),
+        None,
+        0.0,
     )
-    provisioned = reserve.Run("stock:90", reserve.Hours(units, units, weights), None, 0.0)
+    provisioned = reserve.Run("stock:90", reserve_sizing.Hours(units, units, weights), None, 0.0)
     return reserve.TableHours(name, listed, listed, provisioned)
 
 
 def test_a_table_switches_to_provisioned_where_the_reservation_makes_it_cheaper():
     steady = [1_000] * 48
-    listed_usd = reserve.fleet_bill(reserve.Hours(steady, steady, [1.0] * 48), {}, None, PRICES)
+    listed_usd = reserve_sizing.fleet_bill(
+        reserve_sizing.Hours(steady, steady, [1.0] * 48), {}, None, PRICES
+    )
     # on-demand costs 10 % less than provisioned at the list price, but a reservation of the
     # steady level costs about half: the fleet switches it and reserves for it
     table = on_demand_or_provisioned("steady", 0.9 * listed_usd, steady)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..reserve import DIMENSIONS, Hours, Plan, figures
+from ..reserve import Plan, figures
+from ..reserve_sizing import DIMENSIONS, Hours
 from ..simulator.trace import Trace
 from .document import document, figure, money, text
 from .timeline import PANEL_HEIGHT, holder, steps
