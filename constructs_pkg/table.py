@@ -43,8 +43,8 @@ from ddb_capacity_tools.schedule import (
     Event,
     ScheduleEntry,
     TableSchedule,
-    zone_name,
 )
+from ddb_capacity_tools.schedule_expressions import zone_name
 
 from .capacity import (
     DEFAULT_TABLE_QUOTA,

@@ -38,7 +38,7 @@ from ddb_capacity_runtime.core.forecast import (
     season_minutes,
 )
 from ddb_capacity_runtime.core.policy import MAX_AIM, capacity_units, units_within
-from ddb_capacity_runtime.core.settings import Limits
+from ddb_capacity_runtime.core.table_limits import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable
 from tests.hypothesis_profiles import examples
 

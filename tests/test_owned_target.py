@@ -13,7 +13,8 @@ from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.floorplan import FloorPlan
 from ddb_capacity_runtime.core.forecast import apply_plans
 from ddb_capacity_runtime.core.ownership import retargets
-from ddb_capacity_runtime.core.settings import ConfigError, Limits, ScalerConfig
+from ddb_capacity_runtime.core.settings import ConfigError, ScalerConfig
+from ddb_capacity_runtime.core.table_limits import Limits
 from ddb_capacity_runtime.core.tables import (
     Dimension,
     ManagedTable,

@@ -13,7 +13,7 @@ from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.floorplan import FloorPlan
 from ddb_capacity_runtime.core.forecast import with_plans
 from ddb_capacity_runtime.core.holds import HeldRaise, held_raise
-from ddb_capacity_runtime.core.settings import Limits
+from ddb_capacity_runtime.core.table_limits import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable
 from tests.hypothesis_profiles import examples
 

@@ -18,7 +18,8 @@ from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.memory import Memory
 from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, UPDATE_TABLE, Change
 from ddb_capacity_runtime.core.policy import DECREASE, INCREASE
-from ddb_capacity_runtime.core.settings import ConfigError, Limits, OverrideError, ScalerConfig
+from ddb_capacity_runtime.core.settings import ConfigError, OverrideError, ScalerConfig
+from ddb_capacity_runtime.core.table_limits import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget
 from ddb_capacity_runtime.core.tags import IgnoredTag, parse_tags
 from ddb_capacity_tools.local_aws import create_store_table

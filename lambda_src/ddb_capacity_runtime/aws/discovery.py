@@ -18,7 +18,8 @@ from ..core.errors import TableUpdating as TableUpdating
 from ..core.floorplan import FloorPlan, parse_plan
 from ..core.memory import Memory, reconcile
 from ..core.names import SCALER_TAGS, UNITS, resource_id, scalable_dimension
-from ..core.settings import Limits, ScalerConfig
+from ..core.settings import ScalerConfig
+from ..core.table_limits import Limits
 from ..core.tables import (
     Dimension,
     ManagedTable,

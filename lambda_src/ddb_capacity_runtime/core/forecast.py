@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from .floorplan import MAX_RESERVE, PLAN_MINUTES, PLAN_STEPS, STEP_MINUTES, FloorPlan
 from .policy import aim_for, capacity_units, units_within
 from .series import Key
-from .settings import Limits
+from .table_limits import Limits
 from .tables import Dimension, ManagedTable
 
 DAY_MINUTES = 1440

@@ -44,7 +44,7 @@ from ..core.errors import CapacityRequestError as CapacityRequestError
 from ..core.errors import CapacityRequestTimeout as CapacityRequestTimeout
 from ..core.errors import LeaseLost as LeaseLost
 from ..core.errors import TableGone as TableGone
-from .settings import Limits
+from .table_limits import Limits
 from .tables import ManagedTable
 
 DEFAULT_HOLD = timedelta(minutes=15)

@@ -26,8 +26,8 @@ from .names import (
     TAG_PREFIX,
 )
 from .policy import PolicyConfig, autopilot_config
-from .records import direct_init
 from .reservation import BLOCK_UNITS, MAX_RESERVED_UNITS, Reservation
+from .table_limits import Limits, limits_of
 
 DEFAULT_TICK_MINUTES = 2
 """The one tick default of the Lambda, the construct and the simulator: CloudWatch delivers a minute
@@ -85,17 +85,6 @@ def for_mode(
         else PolicyConfig(target_utilization=target_utilization)
     )
     return replace(policy, scale_down_minutes=tick_minutes * scale_down_ticks(tick_minutes, mode))
-
-
-@direct_init
-@dataclass(frozen=True)
-class Limits:
-    """Bounds and target for one dimension of one table (a tick makes one per planned
-    dimension: `records.direct_init`)."""
-
-    min_capacity: int
-    max_capacity: int
-    target_utilization: float
 
 
 @dataclass(frozen=True)
@@ -678,43 +667,16 @@ class ScalerConfig:
         }
 
     def limits(self, table: str, tag_limits: Mapping[str, float]) -> dict[str, Limits]:
-        """Per-dimension limits of ``table``: configuration overrides win over the table's
-        ``ddb-capacity:*`` tags (already checked by `tags.parse_tags`), which win over
-        the defaults. Raises `OverrideError`."""
-        from_tags: dict[str, Any] = dict(tag_limits)
-        raw = self.overrides.get(table, {})
-        check_override(table, raw)
-        configured = dict(raw)
-        out = {}
-        for dim in DIMENSIONS:
-            nested = configured.get(dim, {})
-
-            tag = f"tag {TAG_PREFIX}"
-            sources = (
-                (f"override {dim}.", nested, ""),
-                ("override ", configured, ""),
-                (tag, from_tags, f"{dim}-"),
-                (tag, from_tags, ""),
-            )
-            mn, mn_from = _pick(sources, "min", self.default_min)
-            mx, mx_from = _pick(sources, "max", self.default_max)
-            tg, tg_from = _pick(sources, "target", self.policy.target_utilization * 100)
-            mn = _whole(table, dim, mn_from, mn, self.table_quota)
-            mx = _whole(table, dim, mx_from, mx, self.table_quota)
-            try:
-                target = float(tg)
-            except (TypeError, ValueError):
-                raise OverrideError(
-                    f"table {table} {dim}: {tg_from} must be a percentage from 20 to 90; got {tg!r}"
-                ) from None
-            if not 20 <= target <= 90:
-                raise OverrideError(
-                    f"table {table} {dim}: {tg_from} must be a percentage from 20 to 90; got {tg!r}"
-                )
-            if mn > mx:
-                raise OverrideError(f"table {table} {dim}: min ({mn}) must not be above max ({mx})")
-            out[dim] = Limits(mn, mx, target / 100)
-        return out
+        """Per-dimension limits of ``table`` (`table_limits.limits_of`): configuration
+        overrides win over the table's ``ddb-capacity:*`` tags, which win over the
+        defaults. Raises `OverrideError`."""
+        return limits_of(
+            table,
+            self.overrides.get(table, {}),
+            tag_limits,
+            (self.default_min, self.default_max, self.policy.target_utilization * 100),
+            self.table_quota,
+        )
 
     def legacy_state_refused(self, now: datetime) -> str | None:
         """Why 0.4's state tags are not read on ``now``'s UTC day (removed unread); None:
@@ -785,55 +747,3 @@ class ScalerConfig:
                 return limits, refused
             refused.append(found)
             del kept[found.key[len(TAG_PREFIX) :]]
-
-
-OVERRIDE_KEYS = ("min", "max", "target")
-
-
-def check_override(table: str, override: object) -> None:
-    """The shape of one table's override, as the construct writes it and the Lambda reads
-    it: ``min``, ``max``, ``target``, and ``read`` / ``write`` objects of the same three.
-    Raises `OverrideError` naming the table and the key (values are checked by
-    `ScalerConfig.limits`)."""
-    allowed = ", ".join((*OVERRIDE_KEYS, *DIMENSIONS))
-    if not isinstance(override, Mapping):
-        raise OverrideError(
-            f"table {table}: override must be an object of {allowed}; got {override!r}"
-        )
-    for key, value in override.items():
-        if key in DIMENSIONS:
-            if not isinstance(value, Mapping):
-                raise OverrideError(
-                    f"table {table}: override {key!r} must be an object; got {value!r}"
-                )
-            unknown = sorted(str(k) for k in value if k not in OVERRIDE_KEYS)
-            if unknown:
-                raise OverrideError(
-                    f"table {table}: override {key}: unknown key(s) {', '.join(unknown)}; "
-                    f"allowed: {', '.join(OVERRIDE_KEYS)}"
-                )
-        elif key not in OVERRIDE_KEYS:
-            raise OverrideError(f"table {table}: override: unknown key {key!r}; allowed: {allowed}")
-
-
-def _pick(
-    sources: tuple[tuple[str, Mapping[str, Any], str], ...], name: str, default: Any
-) -> tuple[Any, str]:
-    """The first source that sets ``name`` (with its label for messages), else the default."""
-    for label, source, prefix in sources:
-        if prefix + name in source:
-            return source[prefix + name], f"{label}{prefix}{name}"
-    return default, f"default {name}"
-
-
-def _whole(table: str, dim: str, source: str, value: Any, quota: int) -> int:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = float("nan")
-    if not number.is_integer() or not 1 <= number <= quota:
-        raise OverrideError(
-            f"table {table} {dim}: {source} must be a whole number of capacity "
-            f"units from 1 to {quota} (the table quota, {TABLE_QUOTA_ENV}); got {value!r}"
-        )
-    return int(number)

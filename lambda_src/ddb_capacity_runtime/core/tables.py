@@ -15,7 +15,7 @@ from typing import Any
 from .decreases import DecreaseLedger
 from .floorplan import FloorPlan
 from .memory import Memory
-from .settings import Limits
+from .table_limits import Limits
 from .tags import BaseMin
 
 

@@ -13,7 +13,8 @@ from dataclasses import replace
 from ..core.plan import delivered
 from ..core.policy import capacity_units
 from ..core.series import Key, Series
-from ..core.settings import Limits, ScalerConfig
+from ..core.settings import ScalerConfig
+from ..core.table_limits import Limits
 from ..core.tables import ManagedTable
 from ..events import log_event
 

@@ -45,7 +45,8 @@ from ddb_capacity_runtime.core.policy import HOLD, Decision, PolicyConfig, capac
 from ddb_capacity_runtime.core.reservation import Floor, Reservation
 from ddb_capacity_runtime.core.series import Key as SeriesKey
 from ddb_capacity_runtime.core.series import Series, tell_causes, window
-from ddb_capacity_runtime.core.settings import Limits, ScalerConfig
+from ddb_capacity_runtime.core.settings import ScalerConfig
+from ddb_capacity_runtime.core.table_limits import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable, ScalableTarget, TrackingPolicy
 
 from ..tool_errors import PolicyError as PolicyError

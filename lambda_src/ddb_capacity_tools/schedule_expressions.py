@@ -1,0 +1,287 @@
+"""Runs in: CDK app (synth time), workstation (simulator), fleet advisor Lambda.
+
+Application Auto Scaling's schedule expressions (``cron(...)``, ``at(...)``, ``rate(...)``)
+read and checked as the service reads them (`parse`, `Expression`), in a time zone (`zone`),
+with every refusal a `ScheduleError` naming the field, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from cronsim import CronSim, CronSimError
+
+from .tool_errors import ScheduleError as ScheduleError
+
+CRON = re.compile(r"cron\((.*)\)")
+
+
+AT = re.compile(r"at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)")
+
+
+RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
+
+
+RATE_UNITS = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+DOW_NUMBER = re.compile(r"(?<![#/\d])(\d+)")
+
+
+YEARS = (1970, 2199)
+
+
+CRON_FIELDS = (
+    ("minutes", "0-59"),
+    ("hours", "0-23"),
+    ("day-of-month", "1-31, L or ?"),
+    ("month", "1-12 or JAN-DEC"),
+)
+"""The first four cron fields, each with what it allows; checked one at a time (with ``*`` in the
+others) before the ``?`` rule, so an error names the field that is wrong."""
+
+
+EXPECTED = (
+    "cron(minutes hours day-of-month month day-of-week year) with ? in day-of-month "
+    "or day-of-week, at(yyyy-mm-ddThh:mm:ss) or rate(N minutes|hours|days)"
+)
+
+
+def zone_name(value: object) -> object:
+    """A time zone as its IANA name: a string as it is, or the name of a ``cdk.TimeZone``
+    (anything with a ``timezone_name``); anything else is returned for [`zone`][] to
+    refuse."""
+    name = getattr(value, "timezone_name", None)
+    return name if isinstance(name, str) else value
+
+
+def zone(name: object, where: str) -> ZoneInfo:
+    """The IANA time zone ``name``; a clear error for anything else."""
+    name = zone_name(name)
+    if not isinstance(name, str) or name not in available_timezones():
+        raise ScheduleError(
+            f"{where}: time_zone must be an IANA time zone name such as "
+            f"'UTC' or 'Europe/Paris'; got {name!r}"
+        )
+    try:
+        return ZoneInfo(name)
+    except ZoneInfoNotFoundError:  # pragma: no cover (listed but not loadable)
+        raise ScheduleError(f"{where}: time_zone {name!r} cannot be loaded") from None
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A parsed Application Auto Scaling schedule expression."""
+
+    text: str
+    cron5: str | None = None
+    years: frozenset[int] | None = None
+    at: datetime | None = None
+    rate: timedelta | None = None
+
+    def occurrences(
+        self, tz: ZoneInfo, start: datetime, end: datetime, anchor: datetime | None = None
+    ) -> Iterator[datetime]:
+        """Firing times in [start, end), aware, in ``tz``. A rate counts from ``anchor``
+        (the entry's start time) or, unknown until deployment, from ``start``."""
+        start, end = start.astimezone(tz), end.astimezone(tz)
+        if self.at is not None:
+            moment = self.at.replace(tzinfo=tz)
+            if start <= moment < end:
+                yield moment
+        elif self.rate is not None:
+            moment = (anchor or start).astimezone(tz)
+            while moment < start:
+                moment += self.rate
+            while moment < end:
+                yield moment
+                moment += self.rate
+        else:
+            assert self.cron5 is not None
+            for moment in CronSim(self.cron5, start - timedelta(seconds=1)):
+                if moment >= end:
+                    return
+                if self.years is None or moment.year in self.years:
+                    yield moment
+
+    def first_from(self, tz: ZoneInfo, moment: datetime) -> datetime | None:
+        """The first firing at or after ``moment`` (aware), in ``tz``; None if there is
+        none: an ``at`` before it, or a cron whose years hold no firing from then on. A
+        rate fires from ``moment`` on (its anchor is known at deployment only)."""
+        moment = moment.astimezone(tz)
+        if self.at is not None:
+            at = self.at.replace(tzinfo=tz)
+            return at if at >= moment else None
+        if self.rate is not None:
+            return moment
+        assert self.cron5 is not None
+        if self.years is None:
+            return next(iter(CronSim(self.cron5, moment - timedelta(seconds=1))), None)
+        for year in sorted(y for y in self.years if y >= moment.year):
+            start = max(moment, datetime(year, 1, 1, tzinfo=tz))
+            found = next(iter(CronSim(self.cron5, start - timedelta(seconds=1))), None)
+            if found is not None and found.year == year:
+                return found
+        return None
+
+
+def _years(field: str, where: str, text: str) -> frozenset[int] | None:
+    if field in ("*", "?"):
+        return None
+    years: set[int] = set()
+    for part in field.split(","):
+        bounds = part.split("-")
+        if not all(b.isdigit() for b in bounds) or len(bounds) > 2:
+            raise ScheduleError(
+                f"{where}: schedule {text!r}: year field {field!r} must be *, "
+                f"a year, a range (2026-2027) or a list of them"
+            )
+        lo, hi = int(bounds[0]), int(bounds[-1])
+        if not YEARS[0] <= lo <= hi <= YEARS[1]:
+            raise ScheduleError(
+                f"{where}: schedule {text!r}: years must be from {YEARS[0]} to "
+                f"{YEARS[1]}; got {part!r}"
+            )
+        years.update(range(lo, hi + 1))
+    return frozenset(years)
+
+
+def _dow_to_standard(field: str, where: str, text: str) -> str:
+    """AAS numbers days 1-7 from Sunday; standard cron 0-6."""
+
+    def shift(match: re.Match[str]) -> str:
+        day = int(match.group(1))
+        if not 1 <= day <= 7:
+            raise ScheduleError(
+                f"{where}: schedule {text!r}: day-of-week must be 1-7 (SUN-SAT) "
+                f"or SUN-SAT; got {day}"
+            )
+        return str(day - 1)
+
+    return DOW_NUMBER.sub(shift, field)
+
+
+def cron(
+    *,
+    minute: str | int = "0",
+    hour: str | int = "*",
+    day: str | int | None = None,
+    month: str | int = "*",
+    week_day: str | None = None,
+    year: str | int = "*",
+) -> str:
+    """An Application Auto Scaling cron expression from its fields, with ``?`` where the
+    dialect needs it: ``cron(hour=5, week_day="MON-FRI")`` is ``cron(0 5 ? * MON-FRI *)``."""
+    if day is not None and week_day is not None:
+        raise ScheduleError(
+            f"cron: set day ({day!r}) or week_day ({week_day!r}), not both; "
+            f"Application Auto Scaling takes one of them"
+        )
+    dom = "?" if week_day is not None else ("*" if day is None else str(day))
+    dow = "?" if week_day is None else week_day
+    return f"cron({minute} {hour} {dom} {month} {dow} {year})"
+
+
+def parse(text: str, where: str) -> Expression:
+    """Parse and validate one expression; errors name the expression and what is allowed."""
+    expression_string = getattr(text, "expression_string", None)  # appscaling.Schedule
+    if isinstance(expression_string, str):
+        text = expression_string
+    if not isinstance(text, str):
+        raise ScheduleError(f"{where}: schedule must be a string such as {EXPECTED}; got {text!r}")
+    text = text.strip()
+    if m := AT.fullmatch(text):
+        return _parse_at(text, m.group(1), where)
+    if m := RATE.fullmatch(text):
+        return _parse_rate(text, int(m.group(1)), m.group(2), where)
+    m = CRON.fullmatch(text)
+    if not m:
+        raise ScheduleError(
+            f"{where}: schedule {text!r} is not an Application Auto Scaling "
+            f"expression; expected {EXPECTED}"
+        )
+    fields = m.group(1).split()
+    if len(fields) != 6:
+        raise ScheduleError(
+            f"{where}: schedule {text!r} has {len(fields)} fields; a cron "
+            f"expression has 6: minutes hours day-of-month month day-of-week year"
+        )
+    minute, hour, dom, month, dow, year = fields
+    _check_fields(fields, where, text)
+    years = _years(year, where, text)
+    if (dom == "?") == (dow == "?"):
+        raise ScheduleError(
+            f"{where}: schedule {text!r}: exactly one of day-of-month ({dom!r}) "
+            f"and day-of-week ({dow!r}) must be ?"
+        )
+    cron5 = " ".join(
+        [
+            minute,
+            hour,
+            "*" if dom == "?" else dom,
+            month,
+            "*" if dow == "?" else _dow_to_standard(dow, where, text),
+        ]
+    )
+    try:
+        CronSim(cron5, datetime(2026, 1, 1))
+    except CronSimError as exc:
+        if _days_never_come(minute, hour, dom, month):
+            raise ScheduleError(
+                f"{where}: schedule {text!r} never fires: no month of {month!r} has a day "
+                f"{dom!r} (February has 29 days at most; April, June, September and "
+                f"November 30)"
+            ) from None
+        raise ScheduleError(
+            f"{where}: schedule {text!r} is not a valid cron expression: {exc}"
+        ) from None
+    return Expression(text, cron5=cron5, years=years)
+
+
+def _check_fields(fields: Sequence[str], where: str, text: str) -> None:
+    """Each cron field on its own, before the rules between fields: the first that is out
+    of its range (``cron(0 25 * * * *)``: hours) is named with what it allows."""
+    for n, (name, allowed) in enumerate(CRON_FIELDS):
+        if fields[n] == "?" and name == "day-of-month":
+            continue
+        alone = " ".join(fields[n] if k == n else "*" for k in range(5))
+        try:
+            CronSim(alone, datetime(2026, 1, 1))
+        except CronSimError:
+            raise ScheduleError(
+                f"{where}: schedule {text!r}: {name} field {fields[n]!r} is out of range; "
+                f"expected {allowed} (a value, a range a-b, a list a,b, a step a/n, or *)"
+            ) from None
+    if fields[4] != "?":
+        _dow_to_standard(fields[4], where, text)
+
+
+def _parse_at(text: str, when: str, where: str) -> Expression:
+    try:
+        return Expression(text, at=datetime.fromisoformat(when))
+    except ValueError:
+        raise ScheduleError(f"{where}: schedule {text!r} is not a real date and time") from None
+
+
+def _parse_rate(text: str, value: int, unit: str, where: str) -> Expression:
+    if value < 1 or (value == 1) != (not unit.endswith("s")):
+        raise ScheduleError(
+            f"{where}: schedule {text!r}: a rate is a positive whole number "
+            f"with a singular unit for 1 (rate(1 hour)) and plural otherwise "
+            f"(rate(2 hours))"
+        )
+    return Expression(text, rate=timedelta(seconds=value * RATE_UNITS[unit.rstrip("s")]))
+
+
+def _days_never_come(minute: str, hour: str, dom: str, month: str) -> bool:
+    """The days of month ``dom`` are valid days, but none comes in the months ``month``
+    (``cron(0 0 31 2 ? *)``): cronsim refuses such an expression as it refuses a bad one."""
+    try:
+        CronSim(f"{minute} {hour} {dom} * *", datetime(2026, 1, 1))
+    except CronSimError:
+        return False
+    return dom != "*"
