@@ -36,7 +36,7 @@ _LAZY = {
     "FunctionOptions": "runtime",
     "ThrottleAwareScaler": "scaler",
     "StreamSignal": "stream_signal",
-    "ProvisionedTable": "table",
+    "ProvisionedTable": "provisioned_table",
     "TableCapacity": "table",
     "NightlyTuning": "tuning",
 }
@@ -54,11 +54,12 @@ if TYPE_CHECKING:
     from .fast_path import FastPath
     from .fleet_advisor import FleetAdvisor
     from .props import ReservedCapacity
+    from .provisioned_table import ProvisionedTable
     from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
     from .runtime import FunctionOptions
     from .scaler import ThrottleAwareScaler
     from .stream_signal import StreamSignal
-    from .table import ProvisionedTable, TableCapacity
+    from .table import TableCapacity
     from .tuning import NightlyTuning
 
 

@@ -34,8 +34,9 @@ from ddb_capacity_runtime.requests.counts import NAMESPACE
 from .alarms import AlarmSet, AlarmSpec, says
 from .compliance import acknowledge
 from .props import duration_prop
+from .provisioned_table import ProvisionedTable
 from .runtime import FunctionConfig, runtime_function
-from .table import ProvisionedTable, TableCapacity
+from .table import TableCapacity
 
 __all__ = ["MAX_STREAM_READERS", "StreamReader", "StreamSignal", "check_stream_signal"]
 

@@ -2,40 +2,32 @@
 
 TableCapacity: capacity management for a DynamoDB table (one of this app's, adopted, or
 one imported by name): every dimension auto scaled, optionally pre-warmed to a high-water
-mark, with schedules and windows. ProvisionedTable: a Table plus a TableCapacity."""
+mark, with schedules and windows (`ProvisionedTable`, in `provisioned_table`, is a Table
+plus a TableCapacity; `ITable`'s members are delegated in `table_delegation`)."""
 
 from __future__ import annotations
 
 import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any, Unpack, cast
+from datetime import UTC, datetime
+from typing import Any, cast
 
 import jsii
 from aws_cdk import (
-    Annotations,
     Duration,
-    IStableAnyProducer,
     Lazy,
-    RemovalPolicy,
     Stack,
     Tags,
     TimeZone,
     Token,
 )
 from aws_cdk import aws_applicationautoscaling as appscaling
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk.interfaces import ResourceEnvironment
-from aws_cdk.interfaces.aws_dynamodb import TableReference
-from constructs import Construct, IValidation
+from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
-from ddb_capacity_runtime.core.names import TARGET_TAG, resource_id
+from ddb_capacity_runtime.core.names import TARGET_TAG
 from ddb_capacity_tools.schedule import (
     HORIZON,
     WEEKDAYS,
@@ -55,9 +47,22 @@ from .capacity import (
     is_token,
 )
 from .prewarm import SETTLE_DEFAULTS, SettleStep
-from .props import MetricProps, duration_prop
+from .props import duration_prop
 from .quota import ScalableTargetQuota
 from .runtime import FunctionConfig, FunctionOptions, function_configs
+from .table_delegation import TableDelegation
+from .table_parts import (
+    ImportedDimension,
+    NewTable,
+    ScheduledActions,
+    ScheduleValidation,
+    as_timedelta,
+    cfn_of,
+    check_type,
+    gsis_of,
+    identity_of,
+    warm_json,
+)
 
 DIMENSIONS = ("read", "write")
 
@@ -66,23 +71,6 @@ INDEX_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
 
 PREWARM_TAG = "ddb-capacity:prewarm"
 """Tag set on a table that has a high-water mark; its value is the PrewarmMethod's name."""
-
-
-_CAPACITY_PROPS = frozenset(
-    {
-        "read_capacity",
-        "write_capacity",
-        "warm_throughput",
-        "max_read_request_units",
-        "max_write_request_units",
-    }
-)
-"""Table props that set capacity: ProvisionedTable sets them from ``read`` and ``write``."""
-
-
-def _check_type(field: str, value: Any, expected: type, where: str) -> None:
-    if not isinstance(value, expected):
-        raise CapacityConfigError(f"{where}: {field} must be a {expected.__name__}; got {value!r}")
 
 
 def table_list(where: str, tables: object) -> list[Any]:
@@ -119,12 +107,12 @@ def index_names_of(table: dynamodb.ITable | TableCapacity) -> list[str] | None:
     if isinstance(table, TableCapacity):
         return None if table._elsewhere else table.index_names
     if isinstance(table, dynamodb.Table):
-        return [g["indexName"] for g in _gsis_of(table)]
+        return [g["indexName"] for g in gsis_of(table)]
     return None
 
 
 @jsii.implements(dynamodb.ITable)
-class TableCapacity(Construct):
+class TableCapacity(TableDelegation, Construct):
     """Everything ``ProvisionedTable`` gives, for an ``aws_dynamodb.Table`` that already
     exists in the stack: Application Auto Scaling target tracking on read and write of the
     table and of every GSI, high-water marks by either method, schedules and windows, and
@@ -171,7 +159,7 @@ class TableCapacity(Construct):
         scope: Construct,
         id: str,
         *,
-        table: dynamodb.ITable | _NewTable,
+        table: dynamodb.ITable | NewTable,
         read: Capacity,
         write: Capacity,
         indexes: Mapping[str, tuple[Capacity, Capacity]] | None = None,
@@ -182,22 +170,22 @@ class TableCapacity(Construct):
         super().__init__(scope, id)
         where = f"{self._KIND} {self.node.path}"
         self._validate_table(where, table)
-        self._configure(where, prewarm, table_quota, tag=isinstance(table, _NewTable))
+        self._configure(where, prewarm, table_quota, tag=isinstance(table, NewTable))
         self._settle_config = self._validate_function_options(function_options)
-        if isinstance(table, _NewTable):
+        if isinstance(table, NewTable):
             self._render_new_table(table, read=read, write=write)
         elif isinstance(table, dynamodb.Table):
             self._adopt(table, read=read, write=write, indexes=dict(indexes or {}))
         else:
             self._import(table, read=read, write=write, indexes=dict(indexes or {}))
-        self._identity = _identity(self.table)  # ready: other constructs may see it
+        self._identity = identity_of(self.table)  # ready: other constructs may see it
         ScalableTargetQuota.check(self)  # the app's scalable targets against the quota
 
     # ------------------------------------------------------------------ construction
 
-    def _validate_table(self, where: str, table: dynamodb.ITable | _NewTable) -> None:
+    def _validate_table(self, where: str, table: dynamodb.ITable | NewTable) -> None:
         """A table TableCapacity can manage, and that no other TableCapacity manages."""
-        if isinstance(table, _NewTable):
+        if isinstance(table, NewTable):
             table.validate(where)
             return
         if isinstance(table, dynamodb.TableV2):
@@ -213,7 +201,7 @@ class TableCapacity(Construct):
                 f"imported by name (Table.from_table_name); got {table!r}"
             )
         if isinstance(table, dynamodb.Table):
-            billing = Stack.of(table).resolve(_cfn_of(table).billing_mode)
+            billing = Stack.of(table).resolve(cfn_of(table).billing_mode)
             if billing not in (None, "PROVISIONED"):
                 raise CapacityConfigError(
                     f"{where}: the table's billing mode is {billing}; TableCapacity manages "
@@ -255,9 +243,9 @@ class TableCapacity(Construct):
         self._rendered: set[tuple[str | None, str]] = set()
         self._index_listeners: list[Callable[[str], None]] = []
         self._elsewhere = False  # a table imported by name: only its scalable targets here
-        self.node.add_validation(_ScheduleValidation(self))
+        self.node.add_validation(ScheduleValidation(self))
 
-    def _render_new_table(self, spec: _NewTable, *, read: Capacity, write: Capacity) -> None:
+    def _render_new_table(self, spec: NewTable, *, read: Capacity, write: Capacity) -> None:
         """Make the table (child ``Resource``) at its initial capacity, and manage it."""
         capacity = self._checked(None, read=read, write=write)
         self.table = dynamodb.Table(
@@ -289,7 +277,7 @@ class TableCapacity(Construct):
         )
         warm = self._warm_throughput(capacity)
         if warm is not None:
-            cfn.add_property_override("WarmThroughput", _warm_json(warm))
+            cfn.add_property_override("WarmThroughput", warm_json(warm))
         self._manage(None)
         existing = [g["indexName"] for g in self._gsis()]
         self._validate_index_keys(indexes, existing)
@@ -338,7 +326,7 @@ class TableCapacity(Construct):
         )
         warm = self._warm_throughput(capacity)
         if warm is not None:
-            cfn.add_property_override(f"{base}.WarmThroughput", _warm_json(warm))
+            cfn.add_property_override(f"{base}.WarmThroughput", warm_json(warm))
 
     def _import(
         self,
@@ -363,10 +351,10 @@ class TableCapacity(Construct):
             self._manage(index)
 
     def _cfn_table(self) -> dynamodb.CfnTable:
-        return _cfn_of(self.table)
+        return cfn_of(self.table)
 
     def _gsis(self) -> list[dict[str, Any]]:
-        return _gsis_of(self.table)
+        return gsis_of(self.table)
 
     def add_global_secondary_index(
         self,
@@ -489,8 +477,8 @@ class TableCapacity(Construct):
                 dimension=dimension,
                 capacity=capacity,
                 start=start,
-                duration=_timedelta(duration),
-                lead=_timedelta(lead or Duration.minutes(15)),
+                duration=as_timedelta(duration),
+                lead=as_timedelta(lead or Duration.minutes(15)),
                 week_days=tuple(week_days),
                 time_zone=zone_name(time_zone),  # type: ignore[arg-type]
             )
@@ -513,7 +501,7 @@ class TableCapacity(Construct):
         self._rendered.add(key)
         cfn = self._cfn_target(self._scalable[key])
         cfn.add_property_override(
-            "ScheduledActions", Lazy.any(_ScheduledActions(self._schedule, key, cfn))
+            "ScheduledActions", Lazy.any(ScheduledActions(self._schedule, key, cfn))
         )
 
     # ------------------------------------------------------------------ internals
@@ -537,7 +525,7 @@ class TableCapacity(Construct):
         capacity = {"read": read, "write": write}
         for dimension, value in capacity.items():
             where = f"{self._where} {label} {dimension}"
-            _check_type(dimension, value, Capacity, where)
+            check_type(dimension, value, Capacity, where)
             value.validate(where, self.table_quota)
             if value.high_water_mark is not None and self._tag:
                 Tags.of(self).add(PREWARM_TAG, self.prewarm.value)
@@ -591,7 +579,7 @@ class TableCapacity(Construct):
     def _cfn_target(attribute: dynamodb.IScalableTableAttribute) -> appscaling.CfnScalableTarget:
         cfn = (
             attribute.cfn
-            if isinstance(attribute, _ImportedDimension)
+            if isinstance(attribute, ImportedDimension)
             else attribute.node.find_child("Target").node.default_child
         )
         assert isinstance(cfn, appscaling.CfnScalableTarget)
@@ -602,7 +590,7 @@ class TableCapacity(Construct):
     ) -> dynamodb.IScalableTableAttribute:
         bounds = {"min_capacity": capacity.min_capacity, "max_capacity": capacity.max_capacity}
         if self._elsewhere:
-            return _ImportedDimension(  # type: ignore[return-value]
+            return ImportedDimension(  # type: ignore[return-value]
                 self, self.table.table_name, index_name, dimension, capacity
             )
         if index_name is None:
@@ -617,126 +605,6 @@ class TableCapacity(Construct):
     def stack(self) -> Stack:
         return Stack.of(self)
 
-    # ------------------------------------------------------------------ ITable, by delegation
-
-    @property
-    def env(self) -> ResourceEnvironment:
-        """The table's account and Region."""
-        return self.table.env
-
-    @property
-    def table_arn(self) -> str:
-        """The table's ARN."""
-        return self.table.table_arn
-
-    @property
-    def table_name(self) -> str:
-        """The table's name."""
-        return self.table.table_name
-
-    @property
-    def table_stream_arn(self) -> str | None:
-        """The ARN of the table's stream, if it has one."""
-        return self.table.table_stream_arn
-
-    @property
-    def encryption_key(self) -> kms.IKey | None:
-        """The customer-managed key the table is encrypted with, if any."""
-        return self.table.encryption_key
-
-    @property
-    def table_ref(self) -> TableReference:
-        """A reference to the table (its name and ARN)."""
-        return self.table.table_ref
-
-    def apply_removal_policy(self, policy: RemovalPolicy) -> None:
-        """Apply ``policy`` to the table."""
-        self.table.apply_removal_policy(policy)
-
-    def grant(self, grantee: iam.IGrantable, *actions: str) -> iam.Grant:
-        """Let ``grantee`` perform ``actions`` on the table and its indexes."""
-        return self.table.grant(grantee, *actions)
-
-    def grant_full_access(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` perform every DynamoDB action (``dynamodb:*``) on the table."""
-        return self.table.grant_full_access(grantee)
-
-    def grant_read_data(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` read the table's data (GetItem, Query, Scan, ...)."""
-        return self.table.grant_read_data(grantee)
-
-    def grant_read_write_data(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` read and write the table's data."""
-        return self.table.grant_read_write_data(grantee)
-
-    def grant_stream(self, grantee: iam.IGrantable, *actions: str) -> iam.Grant:
-        """Let ``grantee`` perform ``actions`` on the table's stream."""
-        return self.table.grant_stream(grantee, *actions)
-
-    def grant_stream_read(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` read the table's stream."""
-        return self.table.grant_stream_read(grantee)
-
-    def grant_table_list_streams(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` list the table's streams."""
-        return self.table.grant_table_list_streams(grantee)
-
-    def grant_write_data(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` write the table's data (PutItem, UpdateItem, DeleteItem, ...)."""
-        return self.table.grant_write_data(grantee)
-
-    def metric(self, metric_name: str, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
-        """The table's CloudWatch metric ``metric_name`` (namespace ``AWS/DynamoDB``)."""
-        return self.table.metric(metric_name, **props)
-
-    def metric_conditional_check_failed_requests(
-        self, **props: Unpack[MetricProps]
-    ) -> cloudwatch.Metric:
-        """Conditional writes that failed their condition, per period."""
-        return self.table.metric_conditional_check_failed_requests(**props)
-
-    def metric_consumed_read_capacity_units(
-        self, **props: Unpack[MetricProps]
-    ) -> cloudwatch.Metric:
-        """Read capacity units consumed, per period."""
-        return self.table.metric_consumed_read_capacity_units(**props)
-
-    def metric_consumed_write_capacity_units(
-        self, **props: Unpack[MetricProps]
-    ) -> cloudwatch.Metric:
-        """Write capacity units consumed, per period."""
-        return self.table.metric_consumed_write_capacity_units(**props)
-
-    def metric_successful_request_latency(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
-        """Latency of successful requests (give ``dimensions_map`` with an ``Operation``)."""
-        return self.table.metric_successful_request_latency(**props)
-
-    def metric_system_errors_for_operations(
-        self,
-        *,
-        operations: Sequence[dynamodb.Operation] | None = None,
-        **props: Unpack[MetricProps],
-    ) -> cloudwatch.IMetric:
-        """Server errors (HTTP 500) of ``operations`` (default: all), summed."""
-        return self.table.metric_system_errors_for_operations(operations=operations, **props)
-
-    def metric_throttled_requests(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
-        """Throttled requests (deprecated by aws-cdk-lib: use the ``_for_operations`` one)."""
-        return self.table.metric_throttled_requests(**props)
-
-    def metric_throttled_requests_for_operations(
-        self,
-        *,
-        operations: Sequence[dynamodb.Operation] | None = None,
-        **props: Unpack[MetricProps],
-    ) -> cloudwatch.IMetric:
-        """Throttled requests of ``operations`` (default: all), summed."""
-        return self.table.metric_throttled_requests_for_operations(operations=operations, **props)
-
-    def metric_user_errors(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
-        """Requests refused as client errors (HTTP 400), per period."""
-        return self.table.metric_user_errors(**props)
-
     def _unmanaged_indexes(self) -> list[str]:
         """GSIs added to the underlying table directly: they would have no auto scaling."""
         if self._elsewhere:
@@ -750,168 +618,10 @@ class TableCapacity(Construct):
         ]
 
 
-class ProvisionedTable(TableCapacity):
-    """A provisioned ``aws_dynamodb.Table`` with Application Auto Scaling target tracking
-    on read and write of the table and of every GSI, and an optional high-water mark: a
-    ``Table`` plus a [`TableCapacity`][], in one construct.
-
-    Example::
-
-        table = ProvisionedTable(self, "Orders",
-            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-            read=Capacity(min_capacity=5, max_capacity=1000),
-            write=Capacity(min_capacity=5, max_capacity=500, high_water_mark=4000),
-        )
-        table.table.grant_read_write_data(my_function)
-
-    :param partition_key: the table's partition key.
-    :param read: read capacity of the table (range, target, high-water mark).
-    :param write: write capacity of the table.
-    :param sort_key: Default: none.
-    :param prewarm: how high-water marks are reached. Default:
-        ``PrewarmMethod.WARM_THROUGHPUT`` (instant, spends no decrease). Used only where
-        a ``Capacity`` sets ``high_water_mark``.
-    :param table_quota: the per-table capacity quota of the account, in capacity units.
-        Default: 40,000 (DynamoDB's default quota).
-    :param function_options: with ``PROVISION_THEN_SETTLE`` only, ``{"Settle":
-        FunctionOptions(...)}``: the stack's two settle functions (memory, timeout from 30
-        seconds to 15 minutes for each call, log retention, architecture) merged over their
-        defaults (256 MB, 1 minute; the provider waits for the table between calls, up to 30
-        minutes). Every settled table of a stack shares them, so they must ask for the same.
-        Default: the defaults.
-    :param billing_mode: only ``BillingMode.PROVISIONED`` is accepted. Default: PROVISIONED.
-    :param point_in_time_recovery: Default: True.
-    :param deletion_protection: Default: True.
-    :param removal_policy: Default: ``RemovalPolicy.RETAIN``.
-    :param table_props: every other ``aws_dynamodb.Table`` prop, as keywords
-        (``table_name``, ``table_class``, ``encryption``, ``encryption_key``, ``stream``,
-        ``time_to_live_attribute``, ``contributor_insights_enabled``, …;
-        ``local_secondary_indexes`` aside: use ``table.add_local_secondary_index``): passed
-        to ``aws_dynamodb.Table`` unchanged. Capacity props (``read_capacity``,
-        ``write_capacity``, ``warm_throughput``, on-demand limits) are refused: ``read`` and
-        ``write`` set them. Default: that construct's defaults.
-    """
-
-    _KIND = "ProvisionedTable"
-
-    def __init__(
-        self,
-        scope: Construct,
-        id: str,
-        *,
-        partition_key: dynamodb.Attribute,
-        read: Capacity,
-        write: Capacity,
-        sort_key: dynamodb.Attribute | None = None,
-        prewarm: PrewarmMethod = PrewarmMethod.WARM_THROUGHPUT,
-        table_quota: int = DEFAULT_TABLE_QUOTA,
-        billing_mode: dynamodb.BillingMode | None = None,
-        point_in_time_recovery: bool = True,
-        deletion_protection: bool = True,
-        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
-        table_name: str | None = None,
-        table_class: dynamodb.TableClass | None = None,
-        encryption: dynamodb.TableEncryption | None = None,
-        encryption_key: kms.IKey | None = None,
-        stream: dynamodb.StreamViewType | None = None,
-        time_to_live_attribute: str | None = None,
-        contributor_insights_enabled: bool | None = None,
-        function_options: Mapping[str, FunctionOptions] | None = None,
-        **table_props: Any,
-    ) -> None:
-        spec = _NewTable(
-            billing_mode,
-            {
-                "partition_key": partition_key,
-                "sort_key": sort_key,
-                "point_in_time_recovery_specification": (
-                    dynamodb.PointInTimeRecoverySpecification(
-                        point_in_time_recovery_enabled=point_in_time_recovery
-                    )
-                ),
-                "deletion_protection": deletion_protection,
-                "removal_policy": removal_policy,
-                "table_name": table_name,
-                "table_class": table_class,
-                "encryption": encryption,
-                "encryption_key": encryption_key,
-                "stream": stream,
-                "time_to_live_attribute": time_to_live_attribute,
-                "contributor_insights_enabled": contributor_insights_enabled,
-                **table_props,
-            },
-            frozenset(table_props),
-        )
-        super().__init__(
-            scope,
-            id,
-            table=spec,
-            read=read,
-            write=write,
-            prewarm=prewarm,
-            table_quota=table_quota,
-            function_options=function_options,
-        )
-
-
-@dataclass(frozen=True)
-class _NewTable:
-    """The table a ``ProvisionedTable`` makes as its child ``Resource``: its billing mode as
-    given (checked), and every other ``aws_dynamodb.Table`` prop but capacity."""
-
-    billing_mode: dynamodb.BillingMode | None
-    props: dict[str, Any]
-    passed: frozenset[str] = frozenset()  # the props passed through as keywords
-
-    def validate(self, where: str) -> None:
-        if "point_in_time_recovery_specification" in self.passed:
-            raise CapacityConfigError(
-                f"{where}: point_in_time_recovery_specification cannot be passed: "
-                f"point_in_time_recovery= (True or False) sets it"
-            )
-        capacity_props = sorted(set(self.props) & _CAPACITY_PROPS)
-        if capacity_props:
-            raise CapacityConfigError(
-                f"{where}: {', '.join(capacity_props)} cannot be passed: read= and write= "
-                f"(Capacity) set the table's capacity"
-            )
-        if self.billing_mode is not None and self.billing_mode != dynamodb.BillingMode.PROVISIONED:
-            raise CapacityConfigError(
-                f"{where}: billing_mode must be BillingMode.PROVISIONED; got {self.billing_mode}. "
-                f"For on-demand capacity use aws_dynamodb.Table or TableV2 directly"
-            )
-
-
-def _cfn_of(table: dynamodb.Table) -> dynamodb.CfnTable:
-    cfn = table.node.default_child
-    assert isinstance(cfn, dynamodb.CfnTable)
-    return cfn
-
-
-def _gsis_of(table: dynamodb.Table) -> list[dict[str, Any]]:
-    """The table's GSIs as its template has them (``indexName`` and the rest)."""
-    gsis: list[dict[str, Any]] = (
-        Stack.of(table).resolve(_cfn_of(table).global_secondary_indexes) or []
-    )
-    return gsis
-
-
-def _identity(table: dynamodb.ITable) -> frozenset[tuple[str, ...]]:
-    """What tells a managed table apart in an app: a table of this app by its construct; a
-    table imported by name by that name in its account and Region (in its stack alone when
-    they are known at deploy time only: env-agnostic stacks may go to different accounts)."""
-    if isinstance(table, dynamodb.Table):
-        return frozenset({("construct", table.node.path)})
-    stack = Stack.of(table)
-    env = [str(stack.account), str(stack.region)]
-    scope = stack.node.path if any(Token.is_unresolved(v) for v in env) else ""
-    return frozenset({("name", *env, scope, table.table_name)})
-
-
 def _validate_managed_once(capacity: TableCapacity, where: str, table: dynamodb.ITable) -> None:
     """No other TableCapacity (nor ProvisionedTable) of the app manages ``table``: two would
     each set its capacity and register its scalable targets."""
-    keys = _identity(table)
+    keys = identity_of(table)
     name = "" if Token.is_unresolved(table.table_name) else f" ({shown(table.table_name)})"
     for other in capacity.node.root.node.find_all():
         if isinstance(other, TableCapacity) and other is not capacity and other._identity & keys:
@@ -920,128 +630,3 @@ def _validate_managed_once(capacity: TableCapacity, where: str, table: dynamodb.
                 f"{other._where}; a table takes one TableCapacity (a "
                 f"ProvisionedTable is one): give all of its capacity there, and remove this one"
             )
-
-
-class _ImportedDimension:
-    """One dimension of a table owned elsewhere: a scalable target this stack registers,
-    with target tracking, and what schedules need of it."""
-
-    def __init__(
-        self,
-        scope: Construct,
-        table_name: str,
-        index: str | None,
-        dimension: str,
-        capacity: Capacity,
-    ) -> None:
-        kind = "table" if index is None else "index"
-        label = f"{'' if index is None else index + '-'}{dimension.capitalize()}"
-        stack = Stack.of(scope)
-        role = iam.Role.from_role_arn(
-            scope,
-            f"{label}ServiceRole",
-            f"arn:{stack.partition}:iam::{stack.account}:role/aws-service-role/"
-            "dynamodb.application-autoscaling.amazonaws.com/"
-            "AWSServiceRoleForApplicationAutoScaling_DynamoDBTable",
-        )
-        self.target = appscaling.ScalableTarget(
-            scope,
-            f"{label}Scaling",
-            service_namespace=appscaling.ServiceNamespace.DYNAMODB,
-            resource_id=resource_id(table_name, index),
-            scalable_dimension=f"dynamodb:{kind}:{dimension.capitalize()}CapacityUnits",
-            min_capacity=capacity.min_capacity,
-            max_capacity=capacity.max_capacity,
-            role=role,
-        )
-        self._metric = (
-            appscaling.PredefinedMetric.DYNAMODB_READ_CAPACITY_UTILIZATION
-            if dimension == "read"
-            else appscaling.PredefinedMetric.DYANMODB_WRITE_CAPACITY_UTILIZATION
-        )
-
-    @property
-    def cfn(self) -> appscaling.CfnScalableTarget:
-        child = self.target.node.default_child
-        assert isinstance(child, appscaling.CfnScalableTarget)
-        return child
-
-    def scale_on_utilization(
-        self,
-        *,
-        target_utilization_percent: float,
-        scale_in_cooldown: Duration | None = None,
-        scale_out_cooldown: Duration | None = None,
-        disable_scale_in: bool | None = None,
-    ) -> None:
-        self.target.scale_to_track_metric(
-            "Tracking",
-            target_value=target_utilization_percent,
-            predefined_metric=self._metric,
-            scale_in_cooldown=scale_in_cooldown,
-            scale_out_cooldown=scale_out_cooldown,
-            disable_scale_in=disable_scale_in,
-        )
-
-    def scale_on_schedule(self, id: str, **props: Any) -> None:
-        self.target.scale_on_schedule(id, **props)
-
-
-def _warm_json(warm: dynamodb.WarmThroughput) -> dict[str, int]:
-    out = {}
-    if warm.read_units_per_second is not None:
-        out["ReadUnitsPerSecond"] = int(warm.read_units_per_second)
-    if warm.write_units_per_second is not None:
-        out["WriteUnitsPerSecond"] = int(warm.write_units_per_second)
-    return out
-
-
-def _timedelta(duration: Duration) -> timedelta:
-    return timedelta(seconds=duration.to_seconds())
-
-
-@jsii.implements(IValidation)
-class _ScheduleValidation:
-    """Whole-schedule checks, once every entry and window is known (at synth)."""
-
-    def __init__(self, table: TableCapacity) -> None:
-        self._table = table
-        self._warned: set[str] = set()
-
-    def validate(self) -> list[str]:
-        errors, warnings = self._table._schedule.check()
-        errors += self._table._unmanaged_indexes()
-        for warning in warnings:
-            if warning not in self._warned:
-                self._warned.add(warning)
-                Annotations.of(self._table).add_warning_v2("ddb-capacity:schedule", warning)
-        return errors
-
-
-@jsii.implements(IStableAnyProducer)
-class _ScheduledActions:
-    """The ScheduledActions of one scalable target, produced when the template is written:
-    what the target's own ``scale_on_schedule`` calls added, then the table's schedule."""
-
-    def __init__(
-        self,
-        schedule: TableSchedule,
-        key: tuple[str | None, str],
-        cfn: appscaling.CfnScalableTarget,
-    ) -> None:
-        self._schedule, self._key, self._cfn = schedule, key, cfn
-
-    def produce(self) -> Any:
-        own = Stack.of(self._cfn).resolve(self._cfn.scheduled_actions) or []
-        return [_cloudformation(a) for a in own] + self._schedule.actions().get(self._key, [])
-
-
-def _cloudformation(value: Any) -> Any:
-    """A resolved L1 property value (camelCase keys, datetimes) as CloudFormation JSON."""
-    if isinstance(value, dict):
-        return {k[:1].upper() + k[1:]: _cloudformation(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_cloudformation(v) for v in value]
-    if isinstance(value, datetime):
-        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return value

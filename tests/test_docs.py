@@ -83,7 +83,7 @@ def test_mkdocs_build_strict_passes(site: Path) -> None:
 def test_the_reference_is_generated_from_the_docstrings(site: Path) -> None:
     expected = {
         "constructs": [
-            "constructs_pkg.table.ProvisionedTable",
+            "constructs_pkg.provisioned_table.ProvisionedTable",
             "constructs_pkg.table.TableCapacity",
             "constructs_pkg.capacity.Capacity",
             "constructs_pkg.scaler.ThrottleAwareScaler",

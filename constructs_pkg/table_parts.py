@@ -1,0 +1,234 @@
+"""Runs in: CDK app (synth time).
+
+The parts `TableCapacity` is built from: a new table's props (`ProvisionedTable`'s), a
+table's identity and its GSIs as CloudFormation has them, the scalable dimension of a table
+imported by name, and the lazily rendered scheduled actions and their validation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import jsii
+from aws_cdk import (
+    Annotations,
+    Duration,
+    IStableAnyProducer,
+    Stack,
+    Token,
+)
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from constructs import Construct, IValidation
+
+from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.names import resource_id
+from ddb_capacity_tools.schedule import (
+    TableSchedule,
+)
+
+from .capacity import (
+    Capacity,
+)
+
+if TYPE_CHECKING:
+    from .table import TableCapacity
+
+
+CAPACITY_PROPS = frozenset(
+    {
+        "read_capacity",
+        "write_capacity",
+        "warm_throughput",
+        "max_read_request_units",
+        "max_write_request_units",
+    }
+)
+"""Table props that set capacity: ProvisionedTable sets them from ``read`` and ``write``."""
+
+
+def check_type(field: str, value: Any, expected: type, where: str) -> None:
+    if not isinstance(value, expected):
+        raise CapacityConfigError(f"{where}: {field} must be a {expected.__name__}; got {value!r}")
+
+
+@dataclass(frozen=True)
+class NewTable:
+    """The table a ``ProvisionedTable`` makes as its child ``Resource``: its billing mode as
+    given (checked), and every other ``aws_dynamodb.Table`` prop but capacity."""
+
+    billing_mode: dynamodb.BillingMode | None
+    props: dict[str, Any]
+    passed: frozenset[str] = frozenset()  # the props passed through as keywords
+
+    def validate(self, where: str) -> None:
+        if "point_in_time_recovery_specification" in self.passed:
+            raise CapacityConfigError(
+                f"{where}: point_in_time_recovery_specification cannot be passed: "
+                f"point_in_time_recovery= (True or False) sets it"
+            )
+        capacity_props = sorted(set(self.props) & CAPACITY_PROPS)
+        if capacity_props:
+            raise CapacityConfigError(
+                f"{where}: {', '.join(capacity_props)} cannot be passed: read= and write= "
+                f"(Capacity) set the table's capacity"
+            )
+        if self.billing_mode is not None and self.billing_mode != dynamodb.BillingMode.PROVISIONED:
+            raise CapacityConfigError(
+                f"{where}: billing_mode must be BillingMode.PROVISIONED; got {self.billing_mode}. "
+                f"For on-demand capacity use aws_dynamodb.Table or TableV2 directly"
+            )
+
+
+def cfn_of(table: dynamodb.Table) -> dynamodb.CfnTable:
+    cfn = table.node.default_child
+    assert isinstance(cfn, dynamodb.CfnTable)
+    return cfn
+
+
+def gsis_of(table: dynamodb.Table) -> list[dict[str, Any]]:
+    """The table's GSIs as its template has them (``indexName`` and the rest)."""
+    gsis: list[dict[str, Any]] = (
+        Stack.of(table).resolve(cfn_of(table).global_secondary_indexes) or []
+    )
+    return gsis
+
+
+def identity_of(table: dynamodb.ITable) -> frozenset[tuple[str, ...]]:
+    """What tells a managed table apart in an app: a table of this app by its construct; a
+    table imported by name by that name in its account and Region (in its stack alone when
+    they are known at deploy time only: env-agnostic stacks may go to different accounts)."""
+    if isinstance(table, dynamodb.Table):
+        return frozenset({("construct", table.node.path)})
+    stack = Stack.of(table)
+    env = [str(stack.account), str(stack.region)]
+    scope = stack.node.path if any(Token.is_unresolved(v) for v in env) else ""
+    return frozenset({("name", *env, scope, table.table_name)})
+
+
+class ImportedDimension:
+    """One dimension of a table owned elsewhere: a scalable target this stack registers,
+    with target tracking, and what schedules need of it."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        table_name: str,
+        index: str | None,
+        dimension: str,
+        capacity: Capacity,
+    ) -> None:
+        kind = "table" if index is None else "index"
+        label = f"{'' if index is None else index + '-'}{dimension.capitalize()}"
+        stack = Stack.of(scope)
+        role = iam.Role.from_role_arn(
+            scope,
+            f"{label}ServiceRole",
+            f"arn:{stack.partition}:iam::{stack.account}:role/aws-service-role/"
+            "dynamodb.application-autoscaling.amazonaws.com/"
+            "AWSServiceRoleForApplicationAutoScaling_DynamoDBTable",
+        )
+        self.target = appscaling.ScalableTarget(
+            scope,
+            f"{label}Scaling",
+            service_namespace=appscaling.ServiceNamespace.DYNAMODB,
+            resource_id=resource_id(table_name, index),
+            scalable_dimension=f"dynamodb:{kind}:{dimension.capitalize()}CapacityUnits",
+            min_capacity=capacity.min_capacity,
+            max_capacity=capacity.max_capacity,
+            role=role,
+        )
+        self._metric = (
+            appscaling.PredefinedMetric.DYNAMODB_READ_CAPACITY_UTILIZATION
+            if dimension == "read"
+            else appscaling.PredefinedMetric.DYANMODB_WRITE_CAPACITY_UTILIZATION
+        )
+
+    @property
+    def cfn(self) -> appscaling.CfnScalableTarget:
+        child = self.target.node.default_child
+        assert isinstance(child, appscaling.CfnScalableTarget)
+        return child
+
+    def scale_on_utilization(
+        self,
+        *,
+        target_utilization_percent: float,
+        scale_in_cooldown: Duration | None = None,
+        scale_out_cooldown: Duration | None = None,
+        disable_scale_in: bool | None = None,
+    ) -> None:
+        self.target.scale_to_track_metric(
+            "Tracking",
+            target_value=target_utilization_percent,
+            predefined_metric=self._metric,
+            scale_in_cooldown=scale_in_cooldown,
+            scale_out_cooldown=scale_out_cooldown,
+            disable_scale_in=disable_scale_in,
+        )
+
+    def scale_on_schedule(self, id: str, **props: Any) -> None:
+        self.target.scale_on_schedule(id, **props)
+
+
+def warm_json(warm: dynamodb.WarmThroughput) -> dict[str, int]:
+    out = {}
+    if warm.read_units_per_second is not None:
+        out["ReadUnitsPerSecond"] = int(warm.read_units_per_second)
+    if warm.write_units_per_second is not None:
+        out["WriteUnitsPerSecond"] = int(warm.write_units_per_second)
+    return out
+
+
+def as_timedelta(duration: Duration) -> timedelta:
+    return timedelta(seconds=duration.to_seconds())
+
+
+@jsii.implements(IValidation)
+class ScheduleValidation:
+    """Whole-schedule checks, once every entry and window is known (at synth)."""
+
+    def __init__(self, table: TableCapacity) -> None:
+        self._table = table
+        self._warned: set[str] = set()
+
+    def validate(self) -> list[str]:
+        errors, warnings = self._table._schedule.check()
+        errors += self._table._unmanaged_indexes()
+        for warning in warnings:
+            if warning not in self._warned:
+                self._warned.add(warning)
+                Annotations.of(self._table).add_warning_v2("ddb-capacity:schedule", warning)
+        return errors
+
+
+@jsii.implements(IStableAnyProducer)
+class ScheduledActions:
+    """The ScheduledActions of one scalable target, produced when the template is written:
+    what the target's own ``scale_on_schedule`` calls added, then the table's schedule."""
+
+    def __init__(
+        self,
+        schedule: TableSchedule,
+        key: tuple[str | None, str],
+        cfn: appscaling.CfnScalableTarget,
+    ) -> None:
+        self._schedule, self._key, self._cfn = schedule, key, cfn
+
+    def produce(self) -> Any:
+        own = Stack.of(self._cfn).resolve(self._cfn.scheduled_actions) or []
+        return [cloudformation_of(a) for a in own] + self._schedule.actions().get(self._key, [])
+
+
+def cloudformation_of(value: Any) -> Any:
+    """A resolved L1 property value (camelCase keys, datetimes) as CloudFormation JSON."""
+    if isinstance(value, dict):
+        return {k[:1].upper() + k[1:]: cloudformation_of(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [cloudformation_of(v) for v in value]
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value
