@@ -55,6 +55,7 @@ from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
 
+from .alarm_sink import chosen_alarm_topic
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, emf_metric, says
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from .compliance import acknowledge, acknowledge_function
@@ -68,23 +69,23 @@ from .fast_path import (
     check_fast_path,
     instrument_function,
 )
-from .props import MetricProps, duration_prop
-from .runtime import (
+from .iam_statements import (
     SCALABLE_TARGETS_FINDING,
-    FunctionDefaults,
-    FunctionOptions,
-    ScheduledFunction,
-    chosen_alarm_topic,
-    function_configs,
     move_minimums_statement,
     read_autoscaling_statement,
-    runtime_function,
     scalable_targets_reason,
-    scheduled_function,
     state_store_statement,
+)
+from .props import MetricProps, duration_prop
+from .runtime import (
+    FunctionDefaults,
+    FunctionOptions,
+    function_configs,
+    runtime_function,
     state_store_table,
 )
 from .scaler import ThrottleAwareScaler
+from .scheduled_function import ScheduledFunction, scheduled_function
 from .stream_signal import (
     READER_MEMORY_MB,
     READER_TIMEOUT,

@@ -32,15 +32,9 @@ from ddb_capacity_runtime.instrument import MODE_ENV, TABLES_ENV
 from .alarms import AlarmSpec, says
 from .capacity import is_token
 from .compliance import acknowledge_function
+from .iam_statements import move_minimums_statement, read_autoscaling_statement
 from .props import duration_prop
-from .runtime import (
-    HOOK_WRAPPER,
-    hook_layer,
-    hook_runtimes,
-    move_minimums_statement,
-    read_autoscaling_statement,
-    runtime_function,
-)
+from .runtime import HOOK_WRAPPER, hook_layer, hook_runtimes, runtime_function
 from .stream_signal import StreamReader, StreamSignal
 
 if TYPE_CHECKING:

@@ -41,6 +41,7 @@ from ddb_capacity_runtime.core.settings import (
 )
 from ddb_capacity_runtime.scaler.shard import MARGIN
 
+from .alarm_sink import chosen_alarm_topic
 from .alarms import (
     ALARM_WINDOW_SECONDS,
     AlarmOptions,
@@ -50,23 +51,19 @@ from .alarms import (
 from .batches import CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY, BatchPath, batch_path
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from .compliance import acknowledge
-from .props import MetricProps, ReservedCapacity, duration_prop
-from .runtime import (
+from .iam_statements import (
     SCALABLE_TARGETS_FINDING,
-    FunctionDefaults,
-    FunctionOptions,
-    chosen_alarm_topic,
-    function_configs,
     move_minimums_statement,
     read_autoscaling_statement,
     scalable_targets_reason,
-    scheduled_function,
     set_target_values_statement,
     state_store_statement,
-    state_store_table,
 )
+from .props import MetricProps, ReservedCapacity, duration_prop
+from .runtime import FunctionDefaults, FunctionOptions, function_configs, state_store_table
 from .scaler_alarms import NAMESPACE as NAMESPACE
 from .scaler_alarms import ScalerAlarms
+from .scheduled_function import scheduled_function
 from .table import TableCapacity, check_table, table_list
 
 DEFAULT_TICK = Duration.minutes(DEFAULT_TICK_MINUTES)
