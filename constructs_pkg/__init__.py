@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from ddb_capacity_runtime import __version__
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.surge import UNBOUNDED
-from ddb_capacity_tools.schedule import EVERY_DAY, WEEKDAYS, ScheduleEntry, ScheduleError
-from ddb_capacity_tools.schedule_expressions import cron
+from ddb_capacity_runtime.schedule.entries import EVERY_DAY, WEEKDAYS, ScheduleEntry, ScheduleError
+from ddb_capacity_runtime.schedule.expressions import cron
 
 # The constructs load the CDK (seconds of jsii); each module is imported when one of its
 # names is first used, so an app that uses the table and the scaler does not pay for the rest.

@@ -28,7 +28,7 @@ from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.names import TARGET_TAG
-from ddb_capacity_tools.schedule import (
+from ddb_capacity_runtime.schedule.entries import (
     HORIZON,
     WEEKDAYS,
     CapacityWindow,
@@ -36,7 +36,7 @@ from ddb_capacity_tools.schedule import (
     ScheduleEntry,
     TableSchedule,
 )
-from ddb_capacity_tools.schedule_expressions import zone_name
+from ddb_capacity_runtime.schedule.expressions import zone_name
 
 from .capacity import (
     DEFAULT_TABLE_QUOTA,

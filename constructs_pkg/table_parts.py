@@ -26,7 +26,7 @@ from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import resource_id
-from ddb_capacity_tools.schedule import (
+from ddb_capacity_runtime.schedule.entries import (
     TableSchedule,
 )
 

@@ -47,6 +47,11 @@ class CapacityConfigError(CapacityError, ValueError):
     """A capacity setting that DynamoDB or Application Auto Scaling would refuse."""
 
 
+class ScheduleError(CapacityConfigError):
+    """A schedule Application Auto Scaling would refuse, or one that contradicts itself. Raised
+    by schedules, at synth time too (`schedule.entries`, `schedule.expressions`)."""
+
+
 class UntrustedJSONError(CapacityError, ValueError):
     """A JSON text or value nested deeper, or larger, than allowed."""
 

@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from ddb_capacity_runtime.core.decreases import DecreaseLedger
-
-from .schedule_expressions import YEARS, Expression, parse, zone, zone_name
-from .tool_errors import ScheduleError as ScheduleError
+from ..core.decreases import DecreaseLedger
+from ..core.errors import ScheduleError as ScheduleError
+from .expressions import YEARS, Expression, parse, zone, zone_name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,7 +28,7 @@ class ScheduleEntry:
 
     :param name: unique per scalable target (table or GSI, read or write).
     :param schedule: ``cron(...)``, ``at(...)`` or ``rate(...)`` (module docstring), as a
-        string, from [`cron`][ddb_capacity_tools.schedule_expressions.cron] fields, or an
+        string, from [`cron`][ddb_capacity_runtime.schedule.expressions.cron] fields, or an
         ``aws_applicationautoscaling.Schedule``.
     :param min_capacity, max_capacity: at least one. A max may go above the range the
         table was configured with (a seasonal ceiling).
