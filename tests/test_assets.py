@@ -128,6 +128,10 @@ def test_each_asset_holds_its_handlers_modules_and_no_other(assets: dict[str, Pa
         settle = {p.parent.name for p in assets[handler].rglob("*.py")}
         assert "scaler" not in settle and "requests" not in settle
     assert "settle" not in {p.parent.name for p in assets[SCALER].rglob("*.py")}
+    # the build-time schedule logic (and its cronsim) is in no function's asset
+    assert (assets[SCALER] / PACKAGE.name / "scaler").is_dir()
+    for handler, folder in assets.items():
+        assert not (folder / PACKAGE.name / "schedule").exists(), handler
 
 
 #: Run in a fresh interpreter with no site-packages (``-I -S``), so neither the repository
