@@ -15,6 +15,7 @@ from constructs import IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.holds import MAX_HOLD_MINUTES
+from ddb_capacity_runtime.core.validators import is_whole
 
 from .props import duration_prop
 from .scaler import ThrottleAwareScaler
@@ -31,31 +32,19 @@ def total_units(
     broker_concurrency: int | None,
 ) -> int:
     """The limits checked; returns the holds' total (``max_units`` unless given)."""
-    if (
-        isinstance(max_units, bool)
-        or not isinstance(max_units, int)
-        or not (1 <= max_units <= table_quota)
-    ):
+    if not is_whole(max_units, 1, table_quota):
         raise CapacityConfigError(
             f"{where}: max_units must be a whole number from 1 to table_quota "
             f"({table_quota}); got {max_units!r}"
         )
     if max_total_units is None:
         max_total_units = max_units
-    if (
-        isinstance(max_total_units, bool)
-        or not isinstance(max_total_units, int)
-        or not (max_units <= max_total_units <= table_quota)
-    ):
+    if not is_whole(max_total_units, max_units, table_quota):
         raise CapacityConfigError(
             f"{where}: max_total_units must be a whole number from max_units "
             f"({max_units:,}) to table_quota ({table_quota}); got {max_total_units!r}"
         )
-    if broker_concurrency is not None and (
-        isinstance(broker_concurrency, bool)
-        or not isinstance(broker_concurrency, int)
-        or not (1 <= broker_concurrency <= 1_000)
-    ):
+    if broker_concurrency is not None and not is_whole(broker_concurrency, 1, 1_000):
         raise CapacityConfigError(
             f"{where}: broker_concurrency must be a whole number from 1 to 1000, or "
             f"None; got {broker_concurrency!r}"

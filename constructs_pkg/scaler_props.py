@@ -23,6 +23,7 @@ from ddb_capacity_runtime.core.settings import (
     OverrideError,
     ScalerConfig,
 )
+from ddb_capacity_runtime.core.validators import is_whole
 
 from .alarms import ALARM_WINDOW_SECONDS
 from .batches import CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY
@@ -41,11 +42,7 @@ def tick_minutes(where: str, tick: Duration, mode: str, updating_for_ticks: int)
     if mode not in MODES:
         raise CapacityConfigError(f"{where}: mode must be one of {', '.join(MODES)}; got {mode!r}")
     most = int(ALARM_WINDOW_SECONDS // seconds)
-    if (
-        isinstance(updating_for_ticks, bool)
-        or not isinstance(updating_for_ticks, int)
-        or not 1 <= updating_for_ticks <= most
-    ):
+    if not is_whole(updating_for_ticks, 1, most):
         raise CapacityConfigError(
             f"{where}: updating_for_ticks must be a whole number of ticks from 1 to {most} "
             f"(a day at a tick of {tick.to_human_string()}); "
@@ -109,9 +106,7 @@ def checked_sharding(
                 f"{where}: {name} applies to a sharded tick only; got {shown(value)} "
                 "without sharded=True"
             )
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
-        ):
+        if value is not None and not is_whole(value, low, high):
             raise CapacityConfigError(
                 f"{where}: {name} must be a whole number from {low:,} to {high:,}; "
                 f"got {shown(value)}"

@@ -30,7 +30,6 @@ checked before use and shown with control characters escaped, error messages are
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -40,6 +39,7 @@ from typing import Any, TextIO
 
 from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.names import is_table_name
+from ddb_capacity_runtime.core.validators import is_number
 
 from .fleet_current import Current, current_figures, read_current
 from .reserve import Setup as ReserveSetup
@@ -286,13 +286,7 @@ def table_size(description: Any) -> Size:
 
 def _bytes(value: object) -> float | None:
     """``value`` as a number of bytes: a finite number >= 0 (not a bool), else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:  # an integer beyond any float
-        return None
-    return number if math.isfinite(number) and number >= 0 else None
+    return float(value) if is_number(value, 0) else None
 
 
 def read_size(dynamodb: Any, table: str, index: str | None) -> Size:

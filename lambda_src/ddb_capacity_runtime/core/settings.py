@@ -28,6 +28,7 @@ from .names import (
 from .policy import PolicyConfig, autopilot_config
 from .reservation import BLOCK_UNITS, MAX_RESERVED_UNITS, Reservation
 from .table_limits import Limits, limits_of
+from .validators import is_number
 
 DEFAULT_TICK_MINUTES = 2
 """The one tick default of the Lambda, the construct and the simulator: CloudWatch delivers a minute
@@ -541,11 +542,7 @@ def _check_owned(owned: Mapping[str, Any], mode: Mode) -> None:
         for where, values in scopes:
             for dim in DIMENSIONS:
                 value = values.get(dim) if isinstance(values, dict) else None
-                if value is not None and not (
-                    isinstance(value, (int, float))
-                    and not isinstance(value, bool)
-                    and 20 <= value <= 90
-                ):
+                if value is not None and not is_number(value, 20, 90):
                     raise ConfigError(
                         f"{name}: table {table}{where} {dim} must be a target value from 20 "
                         f"to 90; got {value!r}"

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..core.report_batch import MAX_BATCH_REPORTS, MAX_BATCHES_PER_ROUND, batch_json, batches
 from ..core.surge_report import MAX_PROCESS_CHARS, SIGNALS_ENV, Report
+from ..core.validators import is_number
 from ..events import log_event
 from .ledger import CHANGE, KEEPALIVE_SECONDS, MAX_TABLES, MIN_CHANGE, Ledger
 from .parse import (
@@ -566,11 +567,7 @@ def _emitter_and_session(session_or_client: object) -> tuple[Any, Any, bool]:
 
 
 def _interval(interval: object) -> float:
-    if (
-        isinstance(interval, bool)
-        or not isinstance(interval, int | float)
-        or not MIN_INTERVAL <= interval <= MAX_INTERVAL
-    ):
+    if not is_number(interval, MIN_INTERVAL, MAX_INTERVAL):
         raise ValueError(
             f"interval: got {interval!r}; expected seconds from {MIN_INTERVAL:g} to "
             f"{MAX_INTERVAL:g}"

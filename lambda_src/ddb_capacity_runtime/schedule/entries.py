@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 from ..core.decreases import DecreaseLedger
 from ..core.errors import ScheduleError as ScheduleError
+from ..core.validators import is_whole
 from .expressions import YEARS, Expression, parse, zone, zone_name
 
 
@@ -270,7 +271,7 @@ def _key(window: CapacityWindow) -> WindowKey:
 
 def _is_whole_in(value: object, most: int) -> bool:
     """``value`` is an int (not a bool) from 1 to ``most``."""
-    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most
+    return is_whole(value, 1, most)
 
 
 def _check_times(where: str, entry: ScheduleEntry) -> None:
@@ -390,7 +391,7 @@ class TableSchedule:
                 f"Shorten it, or give fewer week_days"
             )
         cap = window.capacity
-        if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= self._quota:
+        if not is_whole(cap, 1, self._quota):
             raise ScheduleError(
                 f"{label}: capacity must be a whole number from 1 to {self._quota}; got {cap!r}"
             )
