@@ -30,6 +30,8 @@ _LAZY = {
     "apply_nag_packs": "compliance",
     "skip_checkov": "compliance",
     "FleetAdvisor": "fleet_advisor",
+    "GlobalTableCapacity": "global_table",
+    "HighWaterMark": "global_table",
     "ReservedCapacity": "props",
     "DEFAULT_SCALABLE_TARGET_QUOTA": "quota",
     "ScalableTargetQuota": "quota",
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from .compliance import acknowledge, apply_nag_packs, skip_checkov
     from .fast_path import FastPath
     from .fleet_advisor import FleetAdvisor
+    from .global_table import GlobalTableCapacity, HighWaterMark
     from .props import ReservedCapacity
     from .provisioned_table import ProvisionedTable
     from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
@@ -89,6 +92,8 @@ __all__ = [
     "FastPath",
     "FleetAdvisor",
     "FunctionOptions",
+    "GlobalTableCapacity",
+    "HighWaterMark",
     "NightlyTuning",
     "PrewarmMethod",
     "ProvisionedTable",

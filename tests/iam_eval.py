@@ -137,6 +137,8 @@ def _condition_holds(operator: str, key: str, wanted: Any, context: Mapping[str,
         return (not present) if flag == "true" else present
     if operator == "ForAllValues:StringLike":
         return all(any(_pattern(w).match(v) for w in wanted_values) for v in values)
+    if operator == "ForAllValues:StringEquals":  # true with no value at all, as in IAM
+        return all(v in wanted_values for v in values)
     if operator == "ForAnyValue:StringEquals":
         return any(v in wanted_values for v in values)
     if not present:

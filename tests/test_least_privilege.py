@@ -24,6 +24,7 @@ from aws_cdk import aws_iam as iam
 from constructs_pkg import (
     Capacity,
     CapacityRequests,
+    GlobalTableCapacity,
     PrewarmMethod,
     ProvisionedTable,
     ThrottleAwareScaler,
@@ -319,3 +320,83 @@ def test_the_scaler_writes_the_items_of_its_state_store_only(connected: bool) ->
     assert writes["broker"] == {hold_store}
     for principal in set(PRINCIPALS) - {"scaler", "broker"}:
         assert writes[principal] == set(), principal
+
+
+def global_template() -> Template:
+    """A stack with two global tables (``Orders`` in us-east-1 and eu-west-1, ``Audit`` in
+    us-east-1 and ap-south-1), each with a GlobalTableCapacity: one replica-schedule role
+    serves both."""
+    stack = cdk.Stack(cdk.App(), "Global", env=cdk.Environment(region="us-east-1"))
+    for name, region in (("Orders", "eu-west-1"), ("Audit", "ap-south-1")):
+        table = dynamodb.TableV2(
+            stack,
+            name,
+            partition_key=PK,
+            billing=dynamodb.Billing.provisioned(
+                read_capacity=dynamodb.Capacity.autoscaled(max_capacity=100),
+                write_capacity=dynamodb.Capacity.autoscaled(max_capacity=100),
+            ),
+            replicas=[dynamodb.ReplicaTableProps(region=region)],
+        )
+        GlobalTableCapacity(stack, f"{name}Capacity", table=table)
+    return Template(cdk.assertions.Template.from_stack(stack).to_json())
+
+
+def test_the_replica_schedule_role_touches_its_tables_targets_in_their_regions_only() -> None:
+    template = global_template()
+    (function,) = [
+        f
+        for f in template.of_type("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"].endswith("global_tables.handler.on_event")
+    ]
+    statements = template.statements_of(function["Properties"]["Role"]["Fn::GetAtt"][0])
+    tables = {
+        name: next(k for k in template.of_type("AWS::DynamoDB::GlobalTable") if k.startswith(name))
+        for name in ("Orders", "Audit")
+    }
+    tag = "ddb-capacity:table"
+
+    def target(region: str, tagged: str | None) -> tuple[str, dict[str, Any]]:
+        arn = f"arn:{PARTITION}:application-autoscaling:{region}:{ACCOUNT}:scalable-target/0a1b"
+        context: dict[str, Any] = {"application-autoscaling:service-namespace": "dynamodb"}
+        if tagged is not None:
+            context[f"aws:ResourceTag/{tag}"] = tagged
+        return arn, context
+
+    def can(action: str, region: str, tagged: str | None, **extra: Any) -> bool:
+        arn, context = target(region, tagged)
+        return allowed(
+            statements, Request(f"application-autoscaling:{action}", arn, {**context, **extra})
+        )
+
+    orders, audit = tables["Orders"], tables["Audit"]
+    for action in ("PutScheduledAction", "DeleteScheduledAction"):
+        assert can(action, "us-east-1", orders) and can(action, "eu-west-1", orders)
+        assert can(action, "ap-south-1", audit)
+        assert not can(action, "eu-west-1", None)  # an untagged target
+        assert not can(action, "eu-west-1", "SomeoneElses")  # another table's
+        assert not can(action, "sa-east-1", orders)  # a Region with no replica
+    # tagging: the one tag, naming one of its tables, and nothing else
+    assert can(
+        "TagResource", "eu-west-1", None, **{f"aws:RequestTag/{tag}": orders, "aws:TagKeys": [tag]}
+    )
+    assert not can(
+        "TagResource",
+        "eu-west-1",
+        None,
+        **{f"aws:RequestTag/{tag}": "SomeoneElses", "aws:TagKeys": [tag]},
+    )
+    assert not can(
+        "TagResource",
+        "eu-west-1",
+        None,
+        **{f"aws:RequestTag/{tag}": orders, "aws:TagKeys": [tag, "owner"]},
+    )
+    assert can("UntagResource", "eu-west-1", orders, **{"aws:TagKeys": [tag]})
+    assert not can("UntagResource", "eu-west-1", "SomeoneElses", **{"aws:TagKeys": [tag]})
+    assert not can("UntagResource", "eu-west-1", orders, **{"aws:TagKeys": ["owner"]})
+    # and never a capacity: no RegisterScalableTarget, PutScalingPolicy or UpdateTable
+    for action in ("RegisterScalableTarget", "PutScalingPolicy", "DeregisterScalableTarget"):
+        assert not can(action, "eu-west-1", orders)
+    table_arn = f"arn:{PARTITION}:dynamodb:us-east-1:{ACCOUNT}:table/{orders}"
+    assert not allowed(statements, Request("dynamodb:UpdateTable", table_arn))
