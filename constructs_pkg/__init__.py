@@ -33,6 +33,7 @@ _LAZY = {
     "GlobalTableCapacity": "global_table",
     "HighWaterMark": "global_table",
     "ReservedCapacity": "props",
+    "Replica": "replica_table",
     "DEFAULT_SCALABLE_TARGET_QUOTA": "quota",
     "ScalableTargetQuota": "quota",
     "FunctionOptions": "runtime",
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from .props import ReservedCapacity
     from .provisioned_table import ProvisionedTable
     from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
+    from .replica_table import Replica
     from .runtime import FunctionOptions
     from .scaler import ThrottleAwareScaler
     from .stream_signal import StreamSignal
@@ -97,6 +99,7 @@ __all__ = [
     "NightlyTuning",
     "PrewarmMethod",
     "ProvisionedTable",
+    "Replica",
     "ReservedCapacity",
     "ScalableTargetQuota",
     "ScheduleEntry",

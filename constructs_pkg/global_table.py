@@ -38,6 +38,7 @@ from ddb_capacity_runtime.schedule.entries import (
 
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from .replica_schedules import REPLICA_DEFAULTS, ReplicaScheduleResource, replica_provider
+from .replica_table import Replica, replica_of
 from .runtime import FunctionOptions, function_configs
 from .table_parts import capacity_window
 
@@ -150,6 +151,13 @@ class GlobalTableCapacity(Construct):
     @property
     def index_names(self) -> list[str]:
         return list(self._spec.indexes)
+
+    def replica(self, scope: Construct) -> Replica:
+        """The replica in the Region of ``scope``'s stack, for that stack's
+        ``ThrottleAwareScaler`` (``scaler.add_table(capacity.replica(stack))``; in the table's
+        own stack, ``scaler.add_table(capacity)`` is the same). A stack other than the
+        table's names the table by its ``table_name``, which must then be given."""
+        return replica_of(self._where, self.table, self._spec.ranges, self._spec.indexes, scope)
 
     def add_schedule(
         self,

@@ -6,6 +6,11 @@ Write capacity is one setting of every replica, so the launch window raises the 
 minimum everywhere; the morning reads are a read schedule of one replica. The high-water
 marks are the table's warm throughput, the same in every replica. The table keeps its own
 minimum, maximum and target value: the schedules move the minimum between them.
+
+Each Region's throttle-aware scaler manages its own replica: the table's stack holds
+us-east-1's, a stack in eu-west-1 holds eu-west-1's. Each reads its replica's throttles and
+raises its read minimum alone; writes are decided on every replica's writes, so both
+scalers raise the write minimum together.
 """
 
 import aws_cdk as cdk
@@ -13,7 +18,13 @@ from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from constructs_pkg import GlobalTableCapacity, HighWaterMark, ScheduleEntry, apply_nag_packs
+from constructs_pkg import (
+    GlobalTableCapacity,
+    HighWaterMark,
+    ScheduleEntry,
+    ThrottleAwareScaler,
+    apply_nag_packs,
+)
 
 
 class GlobalOrdersStack(cdk.Stack):
@@ -22,6 +33,7 @@ class GlobalOrdersStack(cdk.Stack):
         orders = dynamodb.TableV2(
             self,
             "Orders",
+            table_name="orders",  # named: the other Region's stack finds its replica by name
             partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
             billing=dynamodb.Billing.provisioned(
                 read_capacity=dynamodb.Capacity.autoscaled(min_capacity=5, max_capacity=100),
@@ -45,7 +57,7 @@ class GlobalOrdersStack(cdk.Stack):
                 point_in_time_recovery_enabled=True
             ),
         )
-        capacity = GlobalTableCapacity(
+        self.capacity = capacity = GlobalTableCapacity(
             self,
             "OrdersCapacity",
             table=orders,
@@ -70,10 +82,26 @@ class GlobalOrdersStack(cdk.Stack):
             dimension="read",
             index_name="byCustomer",
         )
+        # this stack's Region's replica (us-east-1)
+        self.scaler = ThrottleAwareScaler(self, "Scaler", tables=[capacity])
+
+
+class GlobalOrdersReplicaStack(cdk.Stack):
+    """The scaler of the replica in this stack's Region (eu-west-1)."""
+
+    def __init__(
+        self, scope: Construct, id: str, capacity: GlobalTableCapacity, **kwargs: object
+    ) -> None:
+        super().__init__(scope, id, **kwargs)  # type: ignore[arg-type]
+        self.scaler = ThrottleAwareScaler(self, "Scaler", tables=[capacity.replica(self)])
 
 
 if __name__ == "__main__":
     app = cdk.App()
     apply_nag_packs(app)
-    GlobalOrdersStack(app, "GlobalOrders", env=cdk.Environment(region="us-east-1"))
+    primary = GlobalOrdersStack(app, "GlobalOrders", env=cdk.Environment(region="us-east-1"))
+    replica = GlobalOrdersReplicaStack(
+        app, "GlobalOrdersEu", primary.capacity, env=cdk.Environment(region="eu-west-1")
+    )
+    replica.add_stack_dependency(primary)  # the table, and its replica's tagged targets, first
     app.synth()

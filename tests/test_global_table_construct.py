@@ -22,11 +22,13 @@ from constructs_pkg import (
     HighWaterMark,
     ScheduleEntry,
     ScheduleError,
+    ThrottleAwareScaler,
     apply_nag_packs,
 )
 from ddb_capacity_runtime.core.names import TARGET_TAG
+from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX, parse_schedule
-from examples.global_orders import GlobalOrdersStack
+from examples.global_orders import GlobalOrdersReplicaStack, GlobalOrdersStack
 from tests.test_checkov import checkov_reports, start_checkov, templates
 from tests.test_many_accounts import cfn_lint
 
@@ -74,13 +76,18 @@ def new_stack(app: cdk.App | None = None) -> cdk.Stack:
 
 @pytest.fixture(scope="module")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, Path]:
-    """The guide's example (examples/global_orders.py), synthesized under the five packs:
-    synth raises on any unacknowledged finding."""
+    """The guide's example (examples/global_orders.py): the table's stack and the
+    eu-west-1 replica's scaler's, synthesized under the five packs: synth raises on any
+    unacknowledged finding."""
     outdir = tmp_path_factory.mktemp("global")
     app = cdk.App(outdir=str(outdir))
     apply_nag_packs(app)
     stack = GlobalOrdersStack(app, "GlobalOrders", env=cdk.Environment(region="us-east-1"))
+    replica = GlobalOrdersReplicaStack(
+        app, "GlobalOrdersEu", stack.capacity, env=cdk.Environment(region="eu-west-1")
+    )
     app.synth()
+    assert (outdir / f"{replica.artifact_id}.template.json").exists()
     return Template.from_stack(stack), outdir
 
 
@@ -320,3 +327,95 @@ def test_a_schedule_error_is_still_a_schedule_error() -> None:
         capacity.add_schedule(
             ScheduleEntry(name="x", schedule="cron(nope)", min_capacity=5), dimension="write"
         )
+
+
+def scaler_settings(template: Template) -> dict[str, Any]:
+    """The scaler function's settings, as the tick will read them (JSON decoded)."""
+    (function,) = [
+        f
+        for f in template.find_resources("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"].endswith("scaler.handler.lambda_handler")
+    ]
+    variables = function["Properties"]["Environment"]["Variables"]
+    table = "Orders"  # the table's name, where the template names it by a Ref
+    out = {}
+    for key in ("SCALER_TABLES", "SCALER_OVERRIDES", "SCALER_REPLICAS"):
+        value = variables[key]
+        if isinstance(value, dict) and "Fn::Join" in value:
+            value = "".join(p if isinstance(p, str) else table for p in value["Fn::Join"][1])
+        elif isinstance(value, dict):  # {"Ref": the table}
+            value = table
+        out[key] = value if key == "SCALER_TABLES" else json.loads(value)
+    return out
+
+
+def test_each_regions_scaler_manages_its_replica_on_every_replicas_writes(
+    synthesized: tuple[Template, Path],
+) -> None:
+    template, outdir = synthesized
+    eu = Template.from_json(json.loads((outdir / "GlobalOrdersEu.template.json").read_text()))
+    here, there = scaler_settings(template), scaler_settings(eu)
+    # the table's own stack names it by a Ref; the other Region's stack by its name
+    assert here["SCALER_TABLES"] == "Orders" and there["SCALER_TABLES"] == "orders"
+    assert here["SCALER_REPLICAS"] == {"Orders": {"regions": ["eu-west-1"]}}
+    assert there["SCALER_REPLICAS"] == {"orders": {"regions": ["us-east-1"]}}
+    # the bounds are the template's in each Region: reads per replica, writes one setting
+    write = {"min": 5, "max": 50, "target": 70}
+    assert here["SCALER_OVERRIDES"] == {
+        "Orders": {"read": {"min": 5, "max": 100, "target": 70}, "write": write}
+    }
+    assert there["SCALER_OVERRIDES"] == {
+        "orders": {"read": {"min": 10, "max": 200, "target": 70}, "write": write}
+    }
+    # each reads back as a valid configuration
+    for settings in (here, there):
+        config = ScalerConfig.from_env(
+            {k: v if isinstance(v, str) else json.dumps(v) for k, v in settings.items()}
+        )
+        (name,) = config.tables
+        assert config.replica_regions(name) in (("eu-west-1",), ("us-east-1",))
+
+
+def replica_app(
+    *, name: str | None = "orders", region: str | None = "eu-west-1", read: Any = None
+) -> tuple[GlobalTableCapacity, cdk.Stack]:
+    """A global table (named ``name``) in us-east-1 and eu-west-1, and a stack in
+    ``region`` for a replica's scaler."""
+    app = cdk.App()
+    stack = new_stack(app)
+    extra = {} if name is None else {"table_name": name}
+    table = global_table(stack, read=read, **extra)
+    capacity = GlobalTableCapacity(stack, "Capacity", table=table)
+    env = cdk.Environment(region=region) if region else None
+    return capacity, cdk.Stack(app, "Other", env=env)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"region": "ap-south-1"}, "no replica in ap-south-1; the table's replicas are in"),
+        ({"region": None}, "a replica's scaler needs a stack with its Region"),
+        ({"name": None}, "give the TableV2 a table_name"),
+        (
+            {"read": dynamodb.Capacity.fixed(10), "region": "us-east-1"},
+            "replica us-east-1: read capacity is fixed; the scaler manages an autoscaled",
+        ),
+    ],
+)
+def test_a_replica_that_cannot_be_managed_is_refused(kwargs: dict[str, Any], message: str) -> None:
+    capacity, other = replica_app(**kwargs)
+    with pytest.raises(CapacityConfigError, match="GlobalTableCapacity Global/Capacity") as e:
+        capacity.replica(other)
+    assert message in str(e.value)
+
+
+def test_a_replica_goes_to_the_scaler_of_its_own_region() -> None:
+    capacity, other = replica_app()
+    replica = capacity.replica(other)
+    assert capacity.replica(other).table.node.path == replica.table.node.path  # imported once
+    with pytest.raises(CapacityConfigError) as e:
+        ThrottleAwareScaler(capacity, "Scaler", tables=[replica])
+    assert (
+        "the replica in eu-west-1 is managed by a scaler in eu-west-1; this one is in us-east-1"
+        in (str(e.value))
+    )

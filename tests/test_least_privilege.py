@@ -29,6 +29,7 @@ from constructs_pkg import (
     ProvisionedTable,
     ThrottleAwareScaler,
 )
+from examples.global_orders import GlobalOrdersReplicaStack, GlobalOrdersStack
 from tests.iam_eval import ACCOUNT, PARTITION, REGION, Request, Template, allowed
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
@@ -400,3 +401,68 @@ def test_the_replica_schedule_role_touches_its_tables_targets_in_their_regions_o
         assert not can(action, "eu-west-1", orders)
     table_arn = f"arn:{PARTITION}:dynamodb:us-east-1:{ACCOUNT}:table/{orders}"
     assert not allowed(statements, Request("dynamodb:UpdateTable", table_arn))
+
+
+def replica_scaler_templates() -> dict[str, tuple[Template, str]]:
+    """The global table example's two stacks, by Region: each template (resolved in its
+    Region) and the table's name as that stack's scaler names it."""
+    app = cdk.App()
+    primary = GlobalOrdersStack(app, "GlobalOrders", env=cdk.Environment(region="us-east-1"))
+    replica = GlobalOrdersReplicaStack(
+        app, "GlobalOrdersEu", primary.capacity, env=cdk.Environment(region="eu-west-1")
+    )
+    found = {}
+    for stack, region in ((primary, "us-east-1"), (replica, "eu-west-1")):
+        template = Template(cdk.assertions.Template.from_stack(stack).to_json(), region)
+        tables = list(template.of_type("AWS::DynamoDB::GlobalTable"))
+        found[region] = (template, tables[0] if tables else "orders")
+    return found
+
+
+def test_each_replicas_scaler_touches_its_replica_in_its_own_region_only() -> None:
+    templates = replica_scaler_templates()
+    for region, (template, name) in templates.items():
+        (function,) = [
+            f
+            for f in template.of_type("AWS::Lambda::Function").values()
+            if f["Properties"]["Handler"].endswith("scaler.handler.lambda_handler")
+        ]
+        statements = template.statements_of(function["Properties"]["Role"]["Fn::GetAtt"][0])
+        (elsewhere,) = set(templates) - {region}
+        assert_replica_scaler(statements, region, elsewhere, name)
+
+
+def assert_replica_scaler(
+    statements: list[dict[str, Any]], region: str, elsewhere: str, name: str
+) -> None:
+    """What the scaler of ``region``'s replica of table ``name`` may and may not do."""
+    tag = "ddb-capacity:table"
+
+    def can(action: str, arn: str, **context: Any) -> bool:
+        return allowed(statements, Request(action, arn, context))
+
+    def target(where: str) -> str:
+        return f"arn:{PARTITION}:application-autoscaling:{where}:{ACCOUNT}:scalable-target/0a"
+
+    def table(where: str, table_name: str = name) -> str:
+        return f"arn:{PARTITION}:dynamodb:{where}:{ACCOUNT}:table/{table_name}"
+
+    move = "application-autoscaling:RegisterScalableTarget"
+    namespace = {"application-autoscaling:service-namespace": "dynamodb"}
+    # its own replica's targets, in its own Region: their minimums
+    assert can(move, target(region), **namespace, **{f"aws:ResourceTag/{tag}": name})
+    assert can("dynamodb:UpdateTable", table(region)), region
+    # never another Region's targets or table, another table's, or an untagged target
+    assert not can(move, target(elsewhere), **namespace, **{f"aws:ResourceTag/{tag}": name})
+    assert not can(move, target(region), **namespace, **{f"aws:ResourceTag/{tag}": "other"})
+    assert not can(move, target(region), **namespace)
+    assert not can("dynamodb:UpdateTable", table(elsewhere)), region
+    assert not can("dynamodb:UpdateTable", table(region, "other"))
+    # nor a target's tags, its scaling policy or its scheduled actions
+    for action in ("TagResource", "PutScalingPolicy", "PutScheduledAction"):
+        assert not can(
+            f"application-autoscaling:{action}",
+            target(region),
+            **namespace,
+            **{f"aws:ResourceTag/{tag}": name},
+        ), (region, action)

@@ -30,7 +30,6 @@ checked before use and shown with control characters escaped, error messages are
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -40,7 +39,7 @@ from typing import Any, TextIO
 
 from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.names import is_table_name
-from ddb_capacity_runtime.core.validators import is_number
+from ddb_capacity_runtime.core.validators import is_number, is_region
 
 from .fleet_current import Current, current_figures, read_current
 from .reserve import Setup as ReserveSetup
@@ -91,8 +90,6 @@ __all__ = [
 
 MAX_PAGES = 1_000
 """ListTables pages read at most (100 names each): far beyond any account's table quota."""
-REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-\d{1,2}")
-"""What a Region's name looks like (a replica's, read from DescribeTable)."""
 MAX_REPLICAS = 50
 """Replica Regions kept at most from one DescribeTable answer (more than AWS has)."""
 IDLE = "no consumed capacity or throttles"
@@ -302,9 +299,7 @@ def replica_regions(description: Any) -> tuple[str, ...]:
     not a Region's name is left out); none for a table of one Region."""
     replicas = description.get("Replicas") if isinstance(description, dict) else None
     found = [r.get("RegionName") for r in replicas or [] if isinstance(r, dict)]
-    return tuple(sorted(r for r in found if isinstance(r, str) and REGION_NAME.fullmatch(r)))[
-        :MAX_REPLICAS
-    ]
+    return tuple(sorted(r for r in found if is_region(r)))[:MAX_REPLICAS]
 
 
 def read_size(dynamodb: Any, table: str, index: str | None) -> Size:

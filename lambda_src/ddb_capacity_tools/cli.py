@@ -54,11 +54,11 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 from ddb_capacity_runtime import requests
 from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.aws.store import STORE_ENV
+from ddb_capacity_runtime.core.validators import is_region
 from ddb_capacity_runtime.requests.broker import BROKER_ENV
 
 from . import advise as advise_module
 from . import fleet, local, page, reserve, reserve_command
-from .advise import REGION_NAME
 from .cli_options import MAX_PROCESSES, NOT_TUNE, TUNE_DAYS, build_parser
 from .simulator import candidates as candidate_names
 from .simulator import chart, ensemble, report, schedules, tune_options, tune_words
@@ -252,7 +252,7 @@ def _trace(args: argparse.Namespace, params: ModelParams) -> Trace:
 
 def check_region(region: str | None) -> str | None:
     """``--region`` checked: None (the environment's), or a Region's name."""
-    if region is not None and not REGION_NAME.fullmatch(region):
+    if region is not None and not is_region(region):
         raise TraceError(
             f"--region: got {region[:60]!r}; expected a Region's name, such as eu-west-1"
         )

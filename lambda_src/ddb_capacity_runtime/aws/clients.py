@@ -5,6 +5,7 @@ The AWS clients the run-time code uses, made once and passed in."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,9 @@ class Clients:
     tagging: ResourceGroupsTaggingAPIClient
     sqs: Any = None
     """SQS, for the batches of a sharded tick (None where nothing sends them)"""
+    cloudwatch_of: Callable[[str], CloudWatchClient] | None = None
+    """CloudWatch of another Region, by its name (a global table's other replicas' metrics);
+    None where nothing reads them"""
 
 
 def make_clients(*, with_sqs: bool = False, **kwargs: Any) -> Clients:
@@ -49,12 +53,18 @@ def make_clients(*, with_sqs: bool = False, **kwargs: Any) -> Clients:
 
     config = Config(retries={"mode": "adaptive", "max_attempts": 10})
     bounded = _bounded()
+    elsewhere = {k: v for k, v in kwargs.items() if k != "region_name"}
+
+    def cloudwatch_of(region: str) -> CloudWatchClient:
+        return boto3.client("cloudwatch", config=config, region_name=region, **elsewhere)
+
     return Clients(
         boto3.client("dynamodb", config=bounded, **kwargs),
         boto3.client("application-autoscaling", config=bounded, **kwargs),
         boto3.client("cloudwatch", config=config, **kwargs),
         boto3.client("resourcegroupstaggingapi", config=config, **kwargs),
         boto3.client("sqs", config=config, **kwargs) if with_sqs else None,
+        cloudwatch_of,
     )
 
 
