@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchmarks.simulate_noisy_30_days import noisy_diurnal
 from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.floorplan import MAX_RESERVE, PLAN_STEPS, FloorPlan, parse_plan
 from ddb_capacity_runtime.core.forecast import (
@@ -25,6 +27,7 @@ from ddb_capacity_runtime.core.forecast import (
     SPREAD_STEPS,
     UNKNOWN,
     Forecast,
+    Replay,
     _predict,
     aim_for,
     apply_plans,
@@ -40,6 +43,9 @@ from ddb_capacity_runtime.core.forecast import (
 from ddb_capacity_runtime.core.policy import MAX_AIM, capacity_units, units_within
 from ddb_capacity_runtime.core.table_limits import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable
+from ddb_capacity_tools.simulator import ModelParams, Prices, run_policy
+from ddb_capacity_tools.simulator import parse as parse_policy
+from ddb_capacity_tools.simulator import policies as simulator_policies
 from tests.hypothesis_profiles import examples
 
 STEP = 5
@@ -441,7 +447,8 @@ def _replayed(
 ) -> tuple[float, float] | None:
     """`backtest` as its docstring says it, step by step from `_predict`: the plain
     replay the fast one (sliding maxima, sizes a day at once) must equal exactly."""
-    season_steps, lookback = season_minutes(season) // STEP, LOOKBACK[season]
+    season_steps = season_minutes(season) // STEP
+    lookback = LOOKBACK.get(season, LOOKBACK["daily"])
     n, reach = len(history), LEAD_STEPS + BASELINE_STEPS - 1
     if n < DAY + reach or any(v is None for v in history[n - DAY - reach :]):
         return None
@@ -488,6 +495,63 @@ def test_the_backtest_scores_exactly_as_a_plain_replay(seed, days, season, holes
     assert backtest(history, season, aim, 0.7, *bounds) == expected
 
 
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    days=st.floats(1.0, 8.5),
+    keep=st.sampled_from([None, DAY + 30, 2 * DAY + 7, 4 * DAY]),
+    asked=st.lists(  # what forecasts ask the gate: the season, aim, target and bounds
+        st.tuples(
+            st.sampled_from(["daily", "daily", "weekly", "120 min"]),
+            st.sampled_from([0.7, 0.74, 0.83]),
+            st.sampled_from([0.7, 0.5]),
+            st.sampled_from([(1, 40_000), (40, 40_000), (1, 300)]),
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    forecasts=st.lists(
+        st.tuples(
+            st.sampled_from([0, 1, 7, 12, 12, 12, 12, 12, 50, DAY + 3]),  # steps since the last
+            st.integers(0, 5),  # which of ``asked`` (mostly the first)
+            st.sampled_from([None] * 6 + ["hole", "rewrite", "phase"]),
+        ),
+        min_size=2,
+        max_size=12,
+    ),
+)
+def test_a_kept_replay_scores_every_forecast_exactly_as_a_plain_replay(
+    seed, days, keep, asked, forecasts
+):
+    """One dimension's `Replay`, kept from forecast to forecast as the simulator keeps it,
+    over a varied history: forecasts an hour apart, or none, one or more than a day of steps
+    apart, asking with one of a few seasons, aims, targets and bounds, a history kept to its
+    last ``keep`` steps (its start moves past windows floors read), an unknown step
+    anywhere, a past step rewritten, an end on another minute of its step. Every forecast's
+    scores equal the plain replay's of that history to the bit."""
+    rng = random.Random(seed)
+    levels = [0.0, 35.0, 84.0, 120.0, 700.0, 1_000.0]
+
+    def step() -> float:
+        return rng.choice(levels) * rng.choice([1.0, 1.0, 0.5, rng.uniform(0.5, 2.0)])
+
+    steps: list[float | None] = [step() for _ in range(int(days * DAY))]
+    replay, phase = Replay(), 0
+    for since, which, event in forecasts:
+        steps += [step() for _ in range(since)]
+        if event == "hole":
+            steps[rng.randrange(len(steps))] = None
+        elif event == "rewrite":
+            steps[rng.randrange(len(steps))] = step()
+        elif event == "phase":
+            phase = rng.randrange(1, STEP)
+        history = steps[-keep:] if keep else list(steps)
+        season, aim, target, bounds = asked[which if which < len(asked) else 0]
+        expected = _replayed(history, season, aim, target, *bounds)
+        end = len(steps) * STEP + phase
+        assert replay.scores(history, end, season, aim, target, *bounds) == expected
+
+
 @given(
     wholes=st.lists(st.integers(0, 100_000), min_size=1, max_size=20),
     offsets=st.lists(
@@ -504,3 +568,46 @@ def test_units_within_sizes_each_value_as_capacity_units_and_clamps(
     values = [(w + o) / divisor for w, o in zip(wholes, offsets, strict=False)]
     lo, hi = bounds
     assert units_within(values, lo, hi) == [max(lo, min(hi, capacity_units(v))) for v in values]
+
+
+def test_a_kept_replay_replays_a_rewritten_past_step_again() -> None:
+    """A history that rewrites a step the last forecast scored (CloudWatch delivering a late
+    datapoint) is not taken from what was kept: the scores are the plain replay's."""
+    rng = random.Random(5)
+    steps: list[float | None] = [
+        100.0 + 80.0 * math.sin(2 * math.pi * i / DAY) + rng.uniform(0, 5) for i in range(3 * DAY)
+    ]
+    replay, args = Replay(), ("daily", 0.74, 0.7, 1, 40_000)
+    assert replay.scores(steps, len(steps) * STEP, *args) == _replayed(steps, *args)
+    steps += [100.0] * 12
+    steps[-DAY // 2] = 5_000.0  # a step of the day already scored, now far higher
+    expected = _replayed(steps, *args)
+    assert replay.scores(steps, len(steps) * STEP, *args) == expected
+    assert Replay().scores(steps, len(steps) * STEP, *args) == expected
+
+
+class _ForgetfulReplay(Replay):
+    """A gate that keeps nothing: every forecast replays the whole day, as the scaler
+    Lambda's does. Counts the verdicts it gave."""
+
+    verdicts = 0
+
+    def scores(self, *args: Any, **kwargs: Any) -> tuple[float, float] | None:
+        found = Replay().scores(*args, **kwargs)
+        _ForgetfulReplay.verdicts += found is not None
+        return found
+
+
+def test_the_simulators_kept_replay_decides_as_a_whole_replay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The autopilot over four noisy days, its gate kept from forecast to forecast (as the
+    simulator keeps it) and replayed whole each time (as the Lambda does): every minute's
+    capacity, refusal and dollar is the same."""
+    trace = noisy_diurnal(seed=7, days=4)
+    spec = parse_policy("autopilot+stock:70")
+    kept = run_policy(spec, trace, ModelParams(), Prices())
+    monkeypatch.setattr(simulator_policies, "Replay", _ForgetfulReplay)
+    whole = run_policy(spec, trace, ModelParams(), Prices())
+    assert _ForgetfulReplay.verdicts > 10  # the gate judged, day after day
+    assert [r.as_json() for r in kept] == [r.as_json() for r in whole]

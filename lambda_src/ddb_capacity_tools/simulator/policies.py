@@ -27,6 +27,7 @@ from ddb_capacity_runtime.core.floorplan import STEP_MINUTES, FloorPlan
 from ddb_capacity_runtime.core.forecast import (
     HISTORY_DAYS,
     Forecast,
+    Replay,
     apply_plans,
     forecast_due,
     plan_asks,
@@ -444,14 +445,7 @@ class ThrottleAware:
         self.autopilot = autopilot
         self.forecasting = autopilot and forecast
         """the autopilot plans by its forecast (off: it reacts alone)"""
-        self._steps: dict[Key, list[float | None]] = {}
-        """The autopilot's history: per key, each 5-minute step's average consumption, as
-        CloudWatch's 5-minute sums give it to the Lambda."""
-        self._next_step: int | None = None
-        self.forecasts: list[tuple[int, Key, Forecast, FloorPlan | None]] = []
-        """Every forecast made: (minute, key, forecast, plan)."""
-        self.plans: dict[tuple[str, str | None, str], FloorPlan] = {}
-        """Each dimension's plan, kept between ticks as the Lambda keeps it in a tag."""
+        self._init_forecasts()
         self._dims: dict[Key, tuple[tuple[Any, ...], Dimension]] = {}
         """Per key, the dimension last described and what it was made from."""
         self._shift: int | None = None
@@ -462,6 +456,20 @@ class ThrottleAware:
         self._planned: tuple[ManagedTable, list[Any], ManagedTable] | None = None
         # what a tick reads: its window and the newest minutes (the metric lag's)
         self._history_minutes = self.config.history_minutes + self.config.metric_lag_minutes
+
+    def _init_forecasts(self) -> None:
+        """What the autopilot's forecasts keep from tick to tick."""
+        self._steps: dict[Key, list[float | None]] = {}
+        """The autopilot's history: per key, each 5-minute step's average consumption, as
+        CloudWatch's 5-minute sums give it to the Lambda."""
+        self._next_step: int | None = None
+        self.forecasts: list[tuple[int, Key, Forecast, FloorPlan | None]] = []
+        """Every forecast made: (minute, key, forecast, plan)."""
+        self.plans: dict[tuple[str, str | None, str], FloorPlan] = {}
+        """Each dimension's plan, kept between ticks as the Lambda keeps it in a tag."""
+        self._replays: dict[Key, Replay] = {}
+        """Each dimension's forecast gate (`Replay`), kept from one forecast to the next: the
+        same verdicts as the Lambda's replay of the whole day, the steps since replayed."""
 
     def initial(self, trace: Trace, params: ModelParams) -> dict[Key, int]:
         if self.stock is not None:
@@ -528,6 +536,7 @@ class ThrottleAware:
                 d.limits.min_capacity,
                 d.limits.max_capacity,
                 minute_of_day=minute_of_day,
+                replay=self._replays.setdefault(key, Replay()),
             )
             self.forecasts.append((t, key, f, plan))
             if plan is not None:
