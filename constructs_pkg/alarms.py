@@ -10,7 +10,6 @@ construct's ``metric(...)`` on the EMF metrics its functions send.
 from __future__ import annotations
 
 import difflib
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -22,6 +21,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
+from ddb_capacity_runtime.core.validators import is_number
 
 from .props import MetricProps, whole_prop
 
@@ -89,12 +89,7 @@ def _check_option(where: str, name: str, option: AlarmOptions) -> None:
             f"{where}: {name}.enabled: got {shown(option.enabled)}; expected True or False"
         )
     threshold = option.threshold
-    if threshold is not None and not (
-        isinstance(threshold, int | float)
-        and not isinstance(threshold, bool)
-        and math.isfinite(threshold)
-        and threshold > 0
-    ):
+    if threshold is not None and not (is_number(threshold) and threshold > 0):
         raise CapacityConfigError(
             f"{where}: {name}.threshold: got {shown(threshold)}; expected a number above 0, "
             "or None (the alarm's own)"

@@ -22,7 +22,8 @@ from constructs import Construct
 from ddb_capacity_runtime.scaler.shard import BATCH_QUEUE_ENV
 
 from .compliance import acknowledge, skip_checkov
-from .runtime import FunctionConfig, acknowledge_control_plane_function, runtime_function
+from .runtime import FunctionConfig, runtime_function
+from .scheduled_function import acknowledge_control_plane_function
 
 DEFAULT_BATCH_CONCURRENCY = 10
 """Batches ticked at once: 10,000 tables in batches of 125 are 80 batches, about 8 rounds of 10

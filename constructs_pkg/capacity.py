@@ -18,6 +18,7 @@ from aws_cdk import Duration, Token
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA as DEFAULT_TABLE_QUOTA
 from ddb_capacity_runtime.core.names import MAX_TABLE_QUOTA as MAX_TABLE_QUOTA
+from ddb_capacity_runtime.core.validators import is_number, is_whole
 
 from .props import duration_prop
 
@@ -58,11 +59,7 @@ def is_token(value: Any) -> bool:
 def check_table_quota(where: str, table_quota: Any) -> int:
     """``table_quota`` checked (a whole number of capacity units from 1 to
     `MAX_TABLE_QUOTA`; a token is taken as given); returns it."""
-    if not is_token(table_quota) and (
-        isinstance(table_quota, bool)
-        or not isinstance(table_quota, int)
-        or not 1 <= table_quota <= MAX_TABLE_QUOTA
-    ):
+    if not is_token(table_quota) and not is_whole(table_quota, 1, MAX_TABLE_QUOTA):
         raise CapacityConfigError(
             f"{where}: table_quota must be a whole number of capacity units from 1 to "
             f"{MAX_TABLE_QUOTA:,} (the account's per-table quota; DynamoDB's default is "
@@ -72,11 +69,8 @@ def check_table_quota(where: str, table_quota: Any) -> int:
 
 
 def _is_whole(value: Any) -> bool:
-    return (
-        isinstance(value, int)
-        and not isinstance(value, bool)
-        or (isinstance(value, float) and value.is_integer())
-    )
+    """A whole number of units, as an int or a float (``10.0``)."""
+    return is_number(value) and float(value).is_integer()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -140,7 +134,7 @@ class Capacity:
             )
         target = self.target_utilization_percent
         if not is_token(target):
-            if isinstance(target, bool) or not isinstance(target, (int, float)):
+            if not is_number(target):
                 raise CapacityConfigError(
                     f"{where}: target_utilization_percent must be a number from {lo} to "
                     f"{hi}; got {target!r}"

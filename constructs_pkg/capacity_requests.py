@@ -31,14 +31,13 @@ from aws_cdk import (
     IStableStringProducer,
     Lazy,
     Stack,
-    Token,
 )
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
-from constructs import Construct, IValidation
+from constructs import Construct
 
 from ddb_capacity_runtime.aws.store import (
     MAX_HOLD_ENV,
@@ -47,7 +46,6 @@ from ddb_capacity_runtime.aws.store import (
     STORE_ENV,
 )
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
-from ddb_capacity_runtime.core.holds import MAX_HOLD_MINUTES
 from ddb_capacity_runtime.core.names import TABLE_QUOTA_ENV, TARGET_TAG
 from ddb_capacity_runtime.core.surge_report import SIGNALS_ENV
 from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
@@ -55,6 +53,8 @@ from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
 from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
 
+from . import requests_checks as checks
+from .alarm_sink import chosen_alarm_topic
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, emf_metric, says
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from .compliance import acknowledge, acknowledge_function
@@ -68,23 +68,23 @@ from .fast_path import (
     check_fast_path,
     instrument_function,
 )
-from .props import MetricProps, duration_prop
-from .runtime import (
+from .iam_statements import (
     SCALABLE_TARGETS_FINDING,
-    FunctionDefaults,
-    FunctionOptions,
-    ScheduledFunction,
-    chosen_alarm_topic,
-    function_configs,
     move_minimums_statement,
     read_autoscaling_statement,
-    runtime_function,
     scalable_targets_reason,
-    scheduled_function,
     state_store_statement,
+)
+from .props import MetricProps
+from .runtime import (
+    FunctionDefaults,
+    FunctionOptions,
+    function_configs,
+    runtime_function,
     state_store_table,
 )
 from .scaler import ThrottleAwareScaler
+from .scheduled_function import ScheduledFunction, scheduled_function
 from .stream_signal import (
     READER_MEMORY_MB,
     READER_TIMEOUT,
@@ -264,9 +264,11 @@ class CapacityRequests(Construct):
         alarm_options = checked_alarm_options(self._where, ALARM_IDS, alarm_options)
         self._functions = function_configs(self._where, function_options, FUNCTION_DEFAULTS)
         self.table_quota = check_table_quota(self._where, table_quota)
-        total = self._validate_limits(max_units, max_total_units, broker_concurrency)
-        hold_minutes = self._validate_max_hold(max_hold)
-        self._validate_restore_every(restore_every)
+        total = checks.total_units(
+            self._where, self.table_quota, max_units, max_total_units, broker_concurrency
+        )
+        hold_minutes = checks.hold_minutes(self._where, max_hold)
+        checks.check_restore_every(self._where, restore_every)
         surge = check_fast_path(self._where, fast_path, max_units, hold_minutes)
         stream = check_stream_signal(self._where, fast_path.stream) if fast_path else None
         self.environment = {
@@ -278,13 +280,7 @@ class CapacityRequests(Construct):
         self._configure_tables(tables)
         self.alarm_topic = chosen_alarm_topic(self, self._where, alarm_topic, None)
         self._alarm_set = AlarmSet(self, self._where, self.alarm_topic, alarm_options)
-        self.hold_store = state_store_table(
-            self,
-            "HoldStore",
-            contents="table names, unit counts and expiry times",
-            backup_reason="The hold store keeps capacity holds that last 24 hours at most; "
-            "point-in-time recovery covers it, and a lost hold only ends a raise early.",
-        )
+        self.hold_store = self._render_hold_store()
         """The hold store: holds and their leases, written with conditional writes (and, once a
         scaler is connected, the scaler's state too)."""
         self.environment[STORE_ENV] = self.hold_store.table_name
@@ -301,71 +297,18 @@ class CapacityRequests(Construct):
         """The signals function's policy (None without ``fast_path``)."""
         self.stream_reader = parts.stream_reader if parts else None
         """The stream reader (None without ``FastPath(stream=...)``)."""
-        self.node.add_validation(_ConnectedScalers(self))
+        self.node.add_validation(checks.ConnectedScalers(self))
 
     # ------------------------------------------------------------------ construction
 
-    def _validate_limits(
-        self, max_units: int, max_total_units: int | None, broker_concurrency: int | None
-    ) -> int:
-        """The limits checked; the holds' total (``max_units`` unless given)."""
-        where = self._where
-        if (
-            isinstance(max_units, bool)
-            or not isinstance(max_units, int)
-            or not (1 <= max_units <= self.table_quota)
-        ):
-            raise CapacityConfigError(
-                f"{where}: max_units must be a whole number from 1 to table_quota "
-                f"({self.table_quota}); "
-                f"got {max_units!r}"
-            )
-        if max_total_units is None:
-            max_total_units = max_units
-        if (
-            isinstance(max_total_units, bool)
-            or not isinstance(max_total_units, int)
-            or not (max_units <= max_total_units <= self.table_quota)
-        ):
-            raise CapacityConfigError(
-                f"{where}: max_total_units must be a whole number from max_units "
-                f"({max_units:,}) to table_quota ({self.table_quota}); got {max_total_units!r}"
-            )
-        if broker_concurrency is not None and (
-            isinstance(broker_concurrency, bool)
-            or not isinstance(broker_concurrency, int)
-            or not (1 <= broker_concurrency <= 1_000)
-        ):
-            raise CapacityConfigError(
-                f"{where}: broker_concurrency must be a whole number from 1 to 1000, or "
-                f"None; got {broker_concurrency!r}"
-            )
-        return max_total_units
-
-    def _validate_max_hold(self, max_hold: Duration) -> int:
-        """``max_hold`` in whole minutes."""
-        duration_prop(self._where, "max_hold", max_hold, Duration.minutes(1))
-        hold_seconds = max_hold.to_seconds() if not Token.is_unresolved(max_hold) else 0
-        hold_minutes = hold_seconds / 60
-        if not 1 <= hold_minutes <= MAX_HOLD_MINUTES or hold_seconds % 60:
-            raise CapacityConfigError(
-                f"{self._where}: max_hold must be whole minutes from 1 minute to 24 hours; got "
-                f"{max_hold.to_human_string()}"
-            )
-        return int(hold_minutes)
-
-    def _validate_restore_every(self, restore_every: Duration | None) -> None:
-        duration_prop(
-            self._where, "restore_every", restore_every, Duration.minutes(1), optional=True
+    def _render_hold_store(self) -> dynamodb.Table:
+        return state_store_table(
+            self,
+            "HoldStore",
+            contents="table names, unit counts and expiry times",
+            backup_reason="The hold store keeps capacity holds that last 24 hours at most; "
+            "point-in-time recovery covers it, and a lost hold only ends a raise early.",
         )
-        if restore_every is not None:
-            seconds = restore_every.to_seconds()
-            if seconds % 60 or not 60 <= seconds <= 3600:
-                raise CapacityConfigError(
-                    f"{self._where}: restore_every must be whole minutes "
-                    f"from 1 to 60, or None; got "
-                    f"{restore_every.to_human_string()}"
-                )
 
     def _configure_tables(self, tables: Sequence[dynamodb.ITable | TableCapacity]) -> None:
         given = table_list(self._where, tables)
@@ -602,7 +545,7 @@ class CapacityRequests(Construct):
         if current.node.scope is not scaler:
             raise CapacityConfigError(
                 f"{self._where}: ThrottleAwareScaler {scaler.node.path} already keeps its "
-                f"state in {_store_of(scaler)}; a scaler has one state store, so it can be "
+                f"state in {checks.store_of(scaler)}; a scaler has one state store, so it can be "
                 f"connected to one CapacityRequests only"
             )
         if scaler.table_quota != self.table_quota:
@@ -615,51 +558,6 @@ class CapacityRequests(Construct):
             if name != STORE_ENV:  # the store's name follows use_state_store
                 scaler.add_environment(name, value)
         scaler.use_state_store(self.hold_store)
-
-    def _unconnected_scalers(self) -> list[str]:
-        """Every scaler of the app that manages one of these tables explicitly but keeps
-        its state elsewhere: it would take a hold's raised minimum for an operator's change
-        and keep it as the configured minimum."""
-        errors = []
-        for scaler in self.node.root.node.find_all():
-            if not isinstance(scaler, ThrottleAwareScaler):
-                continue
-            if scaler.state_store is self.hold_store:
-                continue
-            shared = [
-                (owner or table).node.path
-                for table, owner, _ in self._indexes
-                if any(table is managed for managed in scaler.tables)
-            ]
-            if not shared:
-                continue
-            what = f"{'table' if len(shared) == 1 else 'tables'} {', '.join(shared)}"
-            if scaler.state_store.node.scope is scaler:
-                fix = "connect it: requests.connect(scaler)"
-            else:
-                fix = (
-                    f"it keeps its state in {_store_of(scaler)}, and a scaler can be "
-                    f"connected to one CapacityRequests only: serve {what} from that one"
-                )
-            errors.append(
-                f"{self._where}: ThrottleAwareScaler {scaler.node.path} manages {what}, "
-                f"which these requests serve too, but is not connected to them, so it would "
-                f"take a hold's raised minimum for the configured minimum and keep it; {fix}"
-            )
-        return errors
-
-    def _unended_surges(self) -> list[str]:
-        """With a fast path but no restorer, a connected scaler must end the surges."""
-        if self.signals is None or self.restorer is not None:
-            return []
-        for scaler in self.node.root.node.find_all():
-            if isinstance(scaler, ThrottleAwareScaler) and scaler.state_store is self.hold_store:
-                return []
-        return [
-            f"{self._where}: fast_path with restore_every=None needs a connected "
-            f"ThrottleAwareScaler to end its surges at expiry, and none is connected; keep "
-            f"the restorer (restore_every) or connect a scaler: requests.connect(scaler)"
-        ]
 
     def grant_request(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a role, a user, a group, or a function or task definition)
@@ -749,27 +647,6 @@ def _acknowledge_broker(broker: lambda_.Function, broker_concurrency: int | None
         },
         no_dlq,
     )
-
-
-def _store_of(scaler: ThrottleAwareScaler) -> str:
-    """Where ``scaler`` keeps its state, in words."""
-    store = scaler.state_store
-    owner = store.node.scope
-    if isinstance(owner, CapacityRequests):
-        return f"the hold store of CapacityRequests {owner.node.path}"
-    return store.node.path
-
-
-@jsii.implements(IValidation)
-class _ConnectedScalers:
-    """At synth, once ``connect`` has had its chance: every scaler that manages one of
-    these tables explicitly keeps its state in the hold store."""
-
-    def __init__(self, owner: CapacityRequests) -> None:
-        self._owner = owner
-
-    def validate(self) -> list[str]:
-        return self._owner._unconnected_scalers() + self._owner._unended_surges()
 
 
 @jsii.implements(IStableStringProducer)

@@ -25,6 +25,7 @@ from ddb_capacity_runtime.core.surge import (
     MAX_SURGE_SCALE,
     UNBOUNDED,
 )
+from ddb_capacity_runtime.core.validators import is_number, is_whole
 from ddb_capacity_runtime.fast_path.hook import MODES
 from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.instrument import MODE_ENV, TABLES_ENV
@@ -32,15 +33,9 @@ from ddb_capacity_runtime.instrument import MODE_ENV, TABLES_ENV
 from .alarms import AlarmSpec, says
 from .capacity import is_token
 from .compliance import acknowledge_function
+from .iam_statements import move_minimums_statement, read_autoscaling_statement
 from .props import duration_prop
-from .runtime import (
-    HOOK_WRAPPER,
-    hook_layer,
-    hook_runtimes,
-    move_minimums_statement,
-    read_autoscaling_statement,
-    runtime_function,
-)
+from .runtime import HOOK_WRAPPER, hook_layer, hook_runtimes, runtime_function
 from .stream_signal import StreamReader, StreamSignal
 
 if TYPE_CHECKING:
@@ -133,7 +128,7 @@ def check_fast_path(
     if not isinstance(fast_path, FastPath):
         raise CapacityConfigError(f"{where} must be a FastPath or None; got {shown(fast_path)}")
     share, concurrency = fast_path.share, fast_path.concurrency
-    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+    if not (is_number(share, 0, 1) and share > 0):
         raise CapacityConfigError(
             f"{where}.share must be a number over 0 and at most 1; got {shown(share)}"
         )
@@ -145,11 +140,7 @@ def check_fast_path(
             f"{where}.surge_for must be whole minutes from 1 minute to max_hold "
             f"({hold_minutes} minutes); got {surge_for.to_human_string()}"
         )
-    if concurrency is not None and (
-        isinstance(concurrency, bool)
-        or not isinstance(concurrency, int)
-        or not 1 <= concurrency <= 1_000
-    ):
+    if concurrency is not None and not is_whole(concurrency, 1, 1_000):
         raise CapacityConfigError(
             f"{where}.concurrency must be a whole number from 1 to 1000, or None; got "
             f"{shown(concurrency)}"
@@ -395,10 +386,6 @@ def instrument_function(
     return grant
 
 
-def _whole_number(value: object, low: int, high: int) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int) and low <= value <= high
-
-
 def _surge_bounds(
     where: str, fast_path: FastPath, max_units: int
 ) -> tuple[int | None, float | None, int | str | None]:
@@ -406,12 +393,12 @@ def _surge_bounds(
     ``fast_path``'s ``surge_cap``, ``surge_scale``, ``surge_budget`` and
     ``surge_alarm_units``, each checked."""
     cap, scale, budget = fast_path.surge_cap, fast_path.surge_scale, fast_path.surge_budget
-    if cap is not None and cap != UNBOUNDED and not _whole_number(cap, 1, max_units):
+    if cap is not None and cap != UNBOUNDED and not is_whole(cap, 1, max_units):
         raise CapacityConfigError(
             f"{where}.surge_cap must be a whole number from 1 to max_units ({max_units}), "
             f"None (the default cap) or UNBOUNDED; got {shown(cap)}"
         )
-    if isinstance(scale, bool) or not isinstance(scale, int | float) or not 1 < scale <= 100:
+    if not (is_number(scale, 1, MAX_SURGE_SCALE) and scale > 1):
         raise CapacityConfigError(
             f"{where}.surge_scale must be a number over 1, at most {MAX_SURGE_SCALE:g}; "
             f"got {shown(scale)}"
@@ -421,13 +408,13 @@ def _surge_bounds(
             f"{where}.surge_scale applies to the default cap only; got surge_scale="
             f"{shown(scale)} with surge_cap={shown(cap)}: set one of them"
         )
-    if budget is not None and budget != UNBOUNDED and not _whole_number(budget, 1, 400_000):
+    if budget is not None and budget != UNBOUNDED and not is_whole(budget, 1, 400_000):
         raise CapacityConfigError(
             f"{where}.surge_budget must be a whole number from 1 to 400000, None (the "
             f"default budget) or UNBOUNDED; got {shown(budget)}"
         )
     alarm = fast_path.surge_alarm_units
-    if alarm is not None and not _whole_number(alarm, 1, 10_000_000):
+    if alarm is not None and not is_whole(alarm, 1, 10_000_000):
         raise CapacityConfigError(
             f"{where}.surge_alarm_units must be a whole number from 1 to 10000000, or None; "
             f"got {shown(alarm)}"

@@ -30,21 +30,20 @@ from constructs import Construct
 
 from ddb_capacity_tools.fleet_settings import MAX_DAYS, NAMESPACE, AdvisorSettings
 
+from .alarm_sink import chosen_alarm_topic
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, says
 from .compliance import acknowledge, skip_checkov
+from .iam_statements import read_autoscaling_statement
 from .props import duration_prop, whole_prop
 from .runtime import (
     FunctionConfig,
     FunctionDefaults,
     FunctionOptions,
-    _configure_failed_runs,
-    _dead_letter_queue,
     advisor_code,
-    chosen_alarm_topic,
     function_configs,
-    read_autoscaling_statement,
     runtime_function,
 )
+from .scheduled_function import _configure_failed_runs, _dead_letter_queue
 
 __all__ = ["FleetAdvisor"]
 

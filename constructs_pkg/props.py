@@ -20,6 +20,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.reservation import Reservation, reserved_problem
+from ddb_capacity_runtime.core.validators import is_whole
 
 __all__ = ["MetricProps", "ReservedCapacity", "duration_prop", "whole_prop"]
 
@@ -110,7 +111,7 @@ def whole_prop(where: str, name: str, value: object, low: int, high: int) -> int
     token); a bool, a float (NaN and infinity included) or text is refused."""
     if isinstance(value, float) and math.isfinite(value) and Token.is_unresolved(value):
         return value  # type: ignore[return-value]
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+    if not is_whole(value, low, high):
         raise CapacityConfigError(
             f"{where}: {name}: got {shown(value)}; expected a whole number from {low:,} to {high:,}"
         )

@@ -31,6 +31,7 @@ from aws_cdk import aws_applicationautoscaling as appscaling
 from constructs import Construct, IConstruct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.validators import is_number, is_whole
 
 __all__ = ["DEFAULT_SCALABLE_TARGET_QUOTA", "DEFAULT_WARN_AT", "ScalableTargetQuota"]
 
@@ -128,18 +129,13 @@ class _Validation:
 
 
 def _checked(quota: object, warn_at: object) -> tuple[int, float]:
-    if isinstance(quota, bool) or not isinstance(quota, int) or quota < 1:
+    if not is_whole(quota, 1):
         raise CapacityConfigError(
             f"ScalableTargetQuota quota: got {quota!r}; expected a whole number of scalable "
             f"targets, at least 1 (Application Auto Scaling's default for DynamoDB is "
             f"{DEFAULT_SCALABLE_TARGET_QUOTA:,})"
         )
-    if (
-        isinstance(warn_at, bool)
-        or not isinstance(warn_at, (int, float))
-        or not math.isfinite(warn_at)
-        or not 0 < warn_at <= 1
-    ):
+    if not (is_number(warn_at, 0, 1) and warn_at > 0):
         raise CapacityConfigError(
             f"ScalableTargetQuota warn_at: got {warn_at!r}; expected a share of the quota "
             f"above 0 and at most 1 (default {DEFAULT_WARN_AT})"

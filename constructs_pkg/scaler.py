@@ -5,68 +5,54 @@ schedule, with its state store, least-privilege IAM, a dead-letter path, alarms 
 
 from __future__ import annotations
 
-import math
 import re
+import sys
 from collections.abc import Mapping, Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import date
 from types import MappingProxyType
-from typing import Any, Unpack
+from typing import Any, Unpack, cast
 
 import jsii
-from aws_cdk import Aws, Duration, Fn, IStableStringProducer, Lazy, Stack, Token
+from aws_cdk import Duration, Fn, IStableStringProducer, Lazy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.aws.store import STORE_ENV
-from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
-from ddb_capacity_runtime.core.names import DIMENSIONS, SCALER_TAGS, TARGET_TAG
+from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.names import DIMENSIONS
 from ddb_capacity_runtime.core.settings import (
     CONSTRUCT_SETTINGS,
-    DEFAULT_SHARD_ABOVE_TABLES,
-    DEFAULT_TABLES_PER_BATCH,
     DEFAULT_TICK_MINUTES,
     LEGACY_SETTINGS,
-    MAX_LEGACY_STATE_DAYS,
-    MAX_TABLES_PER_BATCH,
-    MODES,
     RESERVED_SETTINGS,
     SETTINGS_BY_KEY,
     SHARDING_SETTINGS,
-    OverrideError,
     ScalerConfig,
     for_mode,
 )
 from ddb_capacity_runtime.scaler.shard import MARGIN
 
+from . import scaler_props as checks
+from .alarm_sink import chosen_alarm_topic
 from .alarms import (
-    ALARM_WINDOW_SECONDS,
     AlarmOptions,
     checked_alarm_options,
     emf_metric,
 )
-from .batches import CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY, BatchPath, batch_path
+from .batches import BatchPath, batch_path
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
-from .compliance import acknowledge
-from .props import MetricProps, ReservedCapacity, duration_prop
-from .runtime import (
-    SCALABLE_TARGETS_FINDING,
-    FunctionDefaults,
-    FunctionOptions,
-    chosen_alarm_topic,
-    function_configs,
-    move_minimums_statement,
-    read_autoscaling_statement,
-    scalable_targets_reason,
-    scheduled_function,
-    set_target_values_statement,
+from .iam_statements import (
     state_store_statement,
-    state_store_table,
 )
+from .props import MetricProps, ReservedCapacity
+from .replica_table import Replica, ReplicaSource
+from .runtime import FunctionDefaults, FunctionOptions, function_configs, state_store_table
 from .scaler_alarms import NAMESPACE as NAMESPACE
 from .scaler_alarms import ScalerAlarms
+from .scaler_grants import ScalerGrants
+from .scheduled_function import scheduled_function
 from .table import TableCapacity, check_table, table_list
 
 DEFAULT_TICK = Duration.minutes(DEFAULT_TICK_MINUTES)
@@ -252,7 +238,7 @@ class ThrottleAwareScaler(Construct):
         scope: Construct,
         id: str,
         *,
-        tables: Sequence[dynamodb.ITable | TableCapacity] = (),
+        tables: Sequence[dynamodb.ITable | TableCapacity | ReplicaSource | Replica] = (),
         tag_key: str | None = None,
         tag_value: str = "true",
         overrides: Mapping[str, Mapping[str, Any]] | None = None,
@@ -282,14 +268,16 @@ class ThrottleAwareScaler(Construct):
         self._function_config = function_configs(self._where, function_options, FUNCTION_DEFAULTS)[
             "Scaler"
         ]
-        tick_minutes = self._validate_props(tick, mode, updating_for_ticks, tag_key, table_quota)
-        self.reserved = self._validate_reserved(reserved)
-        *sharding, concurrency = self._validate_sharding(
-            sharded, shard_above_tables, tables_per_batch, batch_concurrency
+        self.table_quota = check_table_quota(self._where, table_quota)
+        tick_minutes = checks.tick_minutes(self._where, tick, mode, updating_for_ticks)
+        self.tag_key = checks.checked_tag_key(self._where, tag_key)
+        self.reserved = checks.checked_reserved(self._where, reserved)
+        *sharding, concurrency = checks.checked_sharding(
+            self._where, sharded, shard_above_tables, tables_per_batch, batch_concurrency
         )
-        self._tick, self._throttled_for, self.tag_key = tick, throttled_for, tag_key
-        self._hot_key_ticks = self._validate_hot_key_for(hot_key_for)
-        self._init_tables(self._validate_own_target(own_target, mode))
+        self._tick, self._throttled_for = tick, throttled_for
+        self._hot_key_ticks = checks.hot_key_ticks(self._where, hot_key_for, tick)
+        self._init_tables(checks.checked_own_target(self._where, own_target, mode))
         self.tag_value = tag_value
         self.state_store: dynamodb.ITable = self._own_state_store()
         self.alarm_topic = chosen_alarm_topic(self, self._where, alarm_topic, topic)
@@ -297,57 +285,16 @@ class ThrottleAwareScaler(Construct):
             self._settings(mode, tick_minutes, dry_run, sharding, read_legacy_state_until),
             sharded and concurrency,
         )
-        self._grant_static()
-        if tag_key:
-            self._grant_tagged(tag_key, tag_value)
+        self._grants = ScalerGrants(self.policy, self.tag_key, tag_value)
         self._alarm_parts = ScalerAlarms(self, pinned_at_max_for, updating_for_ticks)
         for table in table_list(self._where, tables):
             self.add_table(table)
         self._configure_overrides(overrides or {})
         self._render_tables()
-        self._acknowledge()
+        self._grants.acknowledge()
         self.node.add_validation(_ScalerValidation(self))
 
     # ------------------------------------------------------------------ construction
-
-    def _validate_props(
-        self,
-        tick: Duration,
-        mode: str,
-        updating_for_ticks: int,
-        tag_key: str | None,
-        table_quota: int,
-    ) -> int:
-        """The props checked (``table_quota`` kept as `table_quota`); returns the
-        tick in whole minutes."""
-        where = self._where
-        duration_prop(where, "tick", tick, Duration.minutes(1))
-        self.table_quota = check_table_quota(where, table_quota)
-        seconds = tick.to_seconds()
-        if seconds % 60 or not 60 <= seconds <= 3600:
-            raise CapacityConfigError(
-                f"{where}: tick must be whole minutes from 1 to 60; got {tick.to_human_string()}"
-            )
-        if mode not in MODES:
-            raise CapacityConfigError(
-                f"{where}: mode must be one of {', '.join(MODES)}; got {mode!r}"
-            )
-        most = int(ALARM_WINDOW_SECONDS // seconds)
-        if (
-            isinstance(updating_for_ticks, bool)
-            or not isinstance(updating_for_ticks, int)
-            or not 1 <= updating_for_ticks <= most
-        ):
-            raise CapacityConfigError(
-                f"{where}: updating_for_ticks must be a whole number of ticks from 1 to {most} "
-                f"(a day at a tick of {tick.to_human_string()}); "
-                f"got {shown(updating_for_ticks)}"
-            )
-        if tag_key is not None and not (isinstance(tag_key, str) and 1 <= len(tag_key) <= 128):
-            raise CapacityConfigError(
-                f"{where}: tag_key must be a tag key of 1 to 128 characters; got {tag_key!r}"
-            )
-        return int(seconds // 60)
 
     def _settings(
         self, mode: str, tick_minutes: int, dry_run: bool, sharding: list[int], until: object
@@ -363,35 +310,11 @@ class ThrottleAwareScaler(Construct):
             shard_above_tables=sharding[0],
             tables_per_batch=sharding[1],
             policy=for_mode(mode, tick_minutes),
-            read_legacy_state_until=self._validate_legacy_until(until),
+            read_legacy_state_until=checks.checked_legacy_until(self._where, until),
             table_quota=self.table_quota,
             reserved_read_units=self.reserved.read_units if self.reserved else 0,
             reserved_write_units=self.reserved.write_units if self.reserved else 0,
         )
-
-    def _validate_reserved(self, reserved: object) -> ReservedCapacity | None:
-        """``reserved`` checked: None or a `ReservedCapacity` (which checks its units)."""
-        if reserved is not None and not isinstance(reserved, ReservedCapacity):
-            raise CapacityConfigError(
-                f"{self._where}: reserved: got {shown(reserved)}; expected "
-                "ReservedCapacity(read_units=..., write_units=...) or None"
-            )
-        return reserved
-
-    def _validate_legacy_until(self, until: object) -> date | None:
-        """``read_legacy_state_until`` checked: None, or a date from today (UTC) to
-        MAX_LEGACY_STATE_DAYS ahead (an upgrade's window, never an open door)."""
-        if until is None:
-            return None
-        today = datetime.now(UTC).date()
-        last = today + timedelta(days=MAX_LEGACY_STATE_DAYS)
-        if isinstance(until, datetime) or not isinstance(until, date) or not today <= until <= last:
-            raise CapacityConfigError(
-                f"{self._where}: read_legacy_state_until must be a datetime.date from today "
-                f"({today}) to {MAX_LEGACY_STATE_DAYS} days ahead ({last}): 0.4's state tags "
-                f"are read during an upgrade only; got {shown(until)}"
-            )
-        return until
 
     def _own_state_store(self) -> dynamodb.ITable:
         """Where the run-time state lives (conditional writes only), ``state_store``: the
@@ -406,73 +329,16 @@ class ThrottleAwareScaler(Construct):
             "covers it, and a lost plan is made again within the hour.",
         )
 
-    def _validate_sharding(
-        self, sharded: object, above: object, per_batch: object, concurrency: object
-    ) -> tuple[int, int, int]:
-        """The sharding props checked (the Lambda checks the first two again); returns
-        them with their defaults."""
-        if not isinstance(sharded, bool):
-            raise CapacityConfigError(
-                f"{self._where}: sharded must be True or False; got {shown(sharded)}"
-            )
-        checks = (
-            ("shard_above_tables", above, 1, 1_000_000, DEFAULT_SHARD_ABOVE_TABLES),
-            ("tables_per_batch", per_batch, 1, MAX_TABLES_PER_BATCH, DEFAULT_TABLES_PER_BATCH),
-            ("batch_concurrency", concurrency, *CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY),
-        )
-        out = []
-        for name, value, low, high, default in checks:
-            if value is not None and not sharded:
-                raise CapacityConfigError(
-                    f"{self._where}: {name} applies to a sharded tick only; got {shown(value)} "
-                    "without sharded=True"
-                )
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
-            ):
-                raise CapacityConfigError(
-                    f"{self._where}: {name} must be a whole number from {low:,} to {high:,}; "
-                    f"got {shown(value)}"
-                )
-            out.append(default if value is None else value)
-        return out[0], out[1], out[2]
-
     def _init_tables(self, own_target: bool) -> None:
         """What the tables added will fill in: the tables, their overrides, the statements
         that grow with them, and (``own_target``) the target values the autopilot owns."""
         self._tables: list[dynamodb.ITable] = []
         self._overrides: dict[str, Any] = {}
-        self._forget_state_tags: iam.PolicyStatement | None = None
-        self._move_minimums: iam.PolicyStatement | None = None
         self._own_target = own_target
         self._owned: dict[str, Any] = {}
         """per ProvisionedTable managed, the target values the autopilot owns"""
-        self._set_target_values: iam.PolicyStatement | None = None
-
-    def _validate_own_target(self, own_target: object, mode: str) -> bool:
-        """``own_target`` checked: a bool, True in the autopilot mode only."""
-        if not isinstance(own_target, bool):
-            raise CapacityConfigError(
-                f"{self._where}: own_target must be True or False; got {shown(own_target)}"
-            )
-        if own_target and mode != "autopilot":
-            raise CapacityConfigError(
-                f"{self._where}: own_target needs mode='autopilot' (its plans set the target "
-                f"value); got mode={mode!r}"
-            )
-        return own_target
-
-    def _validate_hot_key_for(self, hot_key_for: Duration) -> int:
-        """``hot_key_for`` checked; returns it in ticks (rounded up)."""
-        duration_prop(self._where, "hot_key_for", hot_key_for, Duration.minutes(1))
-        seconds = hot_key_for.to_seconds()
-        tick = self._tick.to_seconds()
-        if not tick <= seconds <= ALARM_WINDOW_SECONDS:
-            raise CapacityConfigError(
-                f"{self._where}: hot_key_for must be a Duration from one tick "
-                f"({self._tick.to_human_string()}) to 1 day; got {hot_key_for.to_human_string()}"
-            )
-        return math.ceil(seconds / tick)
+        self._replicas: dict[str, Any] = {}
+        """per global table's replica managed, its other replicas' Regions"""
 
     def _render_function(self, settings: ScalerConfig, batch_concurrency: int | bool) -> None:
         """The scheduled function, configured by ``settings`` and its state store; with a
@@ -519,19 +385,10 @@ class ThrottleAwareScaler(Construct):
 
     def _configure_overrides(self, overrides: Mapping[str, Mapping[str, Any]]) -> None:
         for name, override in overrides.items():
-            self._overrides[name] = self._checked_override(name, override)
+            self._overrides[name] = checks.checked_override(
+                self._where, name, override, self.table_quota
+            )
         self._explicit_overrides = set(overrides.keys())
-
-    def _checked_override(self, name: str, override: Any) -> dict[str, Any]:
-        """``override`` checked as the Lambda will check it (one definition: ScalerConfig)."""
-        if Token.is_unresolved(name):  # a name known at deploy time only: kept as given
-            return dict(override) if isinstance(override, Mapping) else override
-        try:
-            config = ScalerConfig(overrides={name: override}, table_quota=self.table_quota)
-            config.limits(name, {})
-        except OverrideError as exc:
-            raise CapacityConfigError(f"{self._where}: {exc}") from None
-        return dict(override)
 
     # ------------------------------------------------------------------ state store
 
@@ -564,18 +421,51 @@ class ThrottleAwareScaler(Construct):
         found by tag are known at run time only."""
         return tuple(self._tables)
 
-    def add_table(self, table: dynamodb.ITable | TableCapacity) -> None:
+    def add_table(self, table: dynamodb.ITable | TableCapacity | ReplicaSource | Replica) -> None:
         """Manage ``table`` explicitly: permissions on its ARN, alarms on its throttling,
-        and, for a ``ProvisionedTable``, its configured ranges as the scaler's bounds."""
-        check_table(self._where, table)
+        and, for a ``ProvisionedTable``, its configured ranges as the scaler's bounds. A
+        global table's replica (a ``GlobalTableCapacity`` in its own stack, its `replica`
+        in another Region's stack) is managed in this stack's Region: its template's
+        ranges are the bounds, and its writes are decided on every replica's writes, as
+        each Region's scaler decides them (docs: Global tables)."""
+        owner = sys.modules.get(f"{__package__}.global_table")  # imported once one is made
+        if owner is not None and isinstance(table, owner.GlobalTableCapacity):
+            table = table.replica(self)
+        if isinstance(table, Replica):
+            self._add_replica(table)
+            return
+        check_table(self._where, table)  # an ITable or a TableCapacity, or refused
+        self._add_plain(cast("dynamodb.ITable | TableCapacity", table))
+
+    def _add_plain(self, table: dynamodb.ITable | TableCapacity) -> None:
+        """A table of this stack's Region (`add_table`)."""
         label = _label(table)
         indexes: list[str] = []
         if isinstance(table, TableCapacity):
             indexes = self._configure_bounds(table, label)
             table = table.table
         self._tables.append(table)
-        self._grant_table(table)
+        self._grants.table(table)
         for index in [None, *indexes]:
+            self._index_alarms(table, label, index)
+        self._alarm_parts.hot_key(table, label)
+        self._render_tables()
+
+    def _add_replica(self, replica: Replica) -> None:
+        """A global table's replica in this stack's Region (`add_table`)."""
+        here = Stack.of(self).region
+        if replica.region != here:
+            raise CapacityConfigError(
+                f"{self._where}: the replica in {replica.region} is managed by a scaler in "
+                f"{replica.region}; this one is in {here}: pass capacity.replica(stack) of a "
+                "stack in that Region to that stack's scaler"
+            )
+        table, label = replica.table, _label(replica.table)
+        self._overrides[table.table_name] = {d: dict(b) for d, b in replica.bounds.items()}
+        self._replicas[table.table_name] = {"regions": list(replica.others)}
+        self._tables.append(table)
+        self._grants.table(table)
+        for index in [None, *replica.indexes]:
             self._index_alarms(table, label, index)
         self._alarm_parts.hot_key(table, label)
         self._render_tables()
@@ -613,16 +503,7 @@ class ThrottleAwareScaler(Construct):
             **targets(None),
             "indexes": {i: targets(i) for i in table.index_names},
         }
-        names = list(self._owned)
-        if self._set_target_values is None:
-            self._set_target_values = set_target_values_statement(
-                "SetOwnedTargetValues", TARGET_TAG, names
-            )
-            self.policy.add_statements(self._set_target_values)
-        else:
-            self._set_target_values.add_condition(
-                "StringEquals", {f"aws:ResourceTag/{TARGET_TAG}": names}
-            )
+        self._grants.owned(list(self._owned))
 
     @property
     def owned_targets(self) -> Mapping[str, Any] | None:
@@ -647,96 +528,10 @@ class ThrottleAwareScaler(Construct):
             self.add_environment(
                 SETTINGS_BY_KEY["owned_targets"].name, stack.to_json_string(self._owned)
             )
-
-    # ------------------------------------------------------------------ IAM
-
-    def _grant_static(self) -> None:
-        self.policy.add_statements(
-            read_autoscaling_statement(),
-            iam.PolicyStatement(
-                sid="ReadMetrics", actions=["cloudwatch:GetMetricData"], resources=["*"]
-            ),
-            # the account's table quota, where above table_quota, bounds levels and minimums
-            iam.PolicyStatement(
-                sid="ReadTableQuota", actions=["dynamodb:DescribeLimits"], resources=["*"]
-            ),
-        )  # no PutMetricData: the tick's metrics are EMF lines in its own log
-
-    def _grant_table(self, table: dynamodb.ITable) -> None:
-        """Describe, update and list the tags of ``table``; forget its state tags; move the
-        minimums of its scalable targets (one statement for every explicit table)."""
-        self.policy.add_statements(
-            iam.PolicyStatement(
-                sid=f"ManageTable{len(self._tables)}",
-                actions=[
-                    "dynamodb:DescribeTable",
-                    "dynamodb:UpdateTable",
-                    "dynamodb:ListTagsOfResource",
-                ],
-                resources=[table.table_arn],
+        if self._replicas:
+            self.add_environment(
+                SETTINGS_BY_KEY["replicas"].name, stack.to_json_string(self._replicas)
             )
-        )
-        if self._forget_state_tags is None:
-            self._forget_state_tags = _forget_state_tags("ForgetStateTags", [table.table_arn])
-            self._move_minimums = move_minimums_statement(
-                "MoveMinimums", TARGET_TAG, [table.table_name]
-            )
-            self.policy.add_statements(self._forget_state_tags, self._move_minimums)
-        else:
-            assert self._move_minimums is not None
-            self._forget_state_tags.add_resources(table.table_arn)
-            self._move_minimums.add_condition(
-                "StringEquals",
-                {f"aws:ResourceTag/{TARGET_TAG}": [t.table_name for t in self._tables]},
-            )
-
-    def _grant_tagged(self, key: str, value: str) -> None:
-        tables = f"arn:{Aws.PARTITION}:dynamodb:{Aws.REGION}:{Aws.ACCOUNT_ID}:table/*"
-        self.policy.add_statements(
-            iam.PolicyStatement(
-                sid="DiscoverTables", actions=["tag:GetResources"], resources=["*"]
-            ),
-            iam.PolicyStatement(
-                sid="ManageTaggedTables",
-                actions=[
-                    "dynamodb:DescribeTable",
-                    "dynamodb:UpdateTable",
-                    "dynamodb:ListTagsOfResource",
-                ],
-                resources=[tables],
-                conditions={"StringEquals": {f"aws:ResourceTag/{key}": value}},
-            ),
-            _forget_state_tags(
-                "ForgetStateTagsOnTaggedTables",
-                [tables],
-                {"StringEquals": {f"aws:ResourceTag/{key}": value}},
-            ),
-            # a tag-discovered table's targets are adopted only if they carry the tag too
-            move_minimums_statement("MoveMinimumsOfTaggedTargets", key, [value]),
-        )
-
-    def _acknowledge(self) -> None:
-        wildcards = {
-            "Resource::*": "DescribeScalableTargets, DescribeScalingPolicies, GetMetricData, "
-            "DescribeLimits and tag:GetResources have no resource-level permissions; they "
-            "only read.",
-            SCALABLE_TARGETS_FINDING: scalable_targets_reason(
-                f"{TARGET_TAG} with the name of a table the scaler manages"
-                + (f", or tagged {self.tag_key}={self.tag_value}" if self.tag_key else ""),
-                "the ProvisionedTables it manages (own_target)" if self._owned else "",
-            ),
-        }
-        if self.tag_key:
-            wildcards[
-                "Resource::arn:<AWS::Partition>:dynamodb:<AWS::Region>:<AWS::AccountId>:table/*"
-            ] = (
-                f"Tables found by tag are only known at run time; the "
-                f"statement is limited to tables tagged "
-                f"{self.tag_key}={self.tag_value} by an aws:ResourceTag "
-                f"condition."
-            )
-        for resource, reason in wildcards.items():
-            acknowledge(self.policy, f"AwsSolutions-IAM5[{resource}]", reason)
 
     # ------------------------------------------------------------------ alarms and metrics
 
@@ -842,20 +637,3 @@ class _ScalerValidation:
                         f"not manage; add the table, or set tag_key if it is found by tag"
                     )
         return errors
-
-
-def _forget_state_tags(
-    sid: str, resources: list[str], conditions: dict[str, Any] | None = None
-) -> iam.PolicyStatement:
-    """Removing the state tags 0.4 wrote (its base-min memory and its forecast plans), once
-    the run-time has moved them into the state store; nothing else. The scaler writes no
-    tag: it can neither add nor change the discovery tag, nor remove any other tag."""
-    return iam.PolicyStatement(
-        sid=sid,
-        actions=["dynamodb:UntagResource"],
-        resources=resources,
-        conditions={
-            **(conditions or {}),
-            "ForAllValues:StringLike": {"aws:TagKeys": [f"{k}*" for k in SCALER_TAGS]},
-        },
-    )

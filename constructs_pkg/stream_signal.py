@@ -29,6 +29,7 @@ from aws_cdk import aws_pipes as pipes
 from constructs import Construct, IConstruct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
+from ddb_capacity_runtime.core.validators import is_whole
 from ddb_capacity_runtime.requests.counts import NAMESPACE
 
 from .alarms import AlarmSet, AlarmSpec, says
@@ -94,10 +95,6 @@ class StreamSignal:
     other_stream_readers: int = 0
 
 
-def _whole(value: object, low: int, high: int) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int) and low <= value <= high
-
-
 def check_stream_signal(where: str, stream: object) -> StreamSignal | None:
     """``FastPath.stream`` checked (``where`` names the construct): a StreamSignal (True:
     the defaults), or None (False)."""
@@ -129,7 +126,7 @@ def check_stream_signal(where: str, stream: object) -> StreamSignal | None:
         ("other_stream_readers", stream.other_stream_readers, 0, MAX_STREAM_READERS - 1),
     )
     for name, value, low, high in checks:
-        if not _whole(value, low, high):
+        if not is_whole(value, low, high):
             raise CapacityConfigError(
                 f"{where}: {owner}.{name} must be a whole number from {low} to {high}; got "
                 f"{shown(value)}"

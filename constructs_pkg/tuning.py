@@ -33,21 +33,23 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.settings import TUNED_SETTINGS, ScalerConfig
 from ddb_capacity_tools.tuning_rules import NAMESPACE, Bounds, SettingsError, TuningSettings
 
+from .alarm_sink import chosen_alarm_topic
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, says
 from .compliance import acknowledge
 from .fleet_advisor import FleetAdvisor
 from .runtime import (
     FunctionDefaults,
     FunctionOptions,
-    _configure_failed_runs,
-    _dead_letter_queue,
-    acknowledge_control_plane_function,
     advisor_code,
-    chosen_alarm_topic,
     function_configs,
     runtime_function,
 )
 from .scaler import ThrottleAwareScaler, _StoreArn, _StoreName
+from .scheduled_function import (
+    _configure_failed_runs,
+    _dead_letter_queue,
+    acknowledge_control_plane_function,
+)
 
 __all__ = ["NightlyTuning"]
 

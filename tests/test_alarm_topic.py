@@ -14,13 +14,13 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Match, Template
 
+from constructs_pkg.alarm_sink import SHARED_ALARMS_ID
 from constructs_pkg.capacity import Capacity
 from constructs_pkg.capacity_requests import CapacityRequests
 from constructs_pkg.fast_path import FastPath
 from constructs_pkg.fleet_advisor import FleetAdvisor
-from constructs_pkg.runtime import SHARED_ALARMS_ID
+from constructs_pkg.provisioned_table import ProvisionedTable
 from constructs_pkg.scaler import ThrottleAwareScaler
-from constructs_pkg.table import ProvisionedTable
 from constructs_pkg.tuning import NightlyTuning
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 

@@ -44,7 +44,7 @@ from constructs_pkg.runtime import COMPILED_MODULES, FUNCTION_PYTHON, compiled_m
 PACKAGE = Path(ddb_capacity_runtime.__file__).resolve().parent
 SCALER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
 #: The scaler asset's largest size, zipped as the CDK zips it.
-SCALER_ZIPPED_LIMIT = 100_000
+SCALER_ZIPPED_LIMIT = 110_000
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +128,10 @@ def test_each_asset_holds_its_handlers_modules_and_no_other(assets: dict[str, Pa
         settle = {p.parent.name for p in assets[handler].rglob("*.py")}
         assert "scaler" not in settle and "requests" not in settle
     assert "settle" not in {p.parent.name for p in assets[SCALER].rglob("*.py")}
+    # the build-time schedule logic (and its cronsim) is in no function's asset
+    assert (assets[SCALER] / PACKAGE.name / "scaler").is_dir()
+    for handler, folder in assets.items():
+        assert not (folder / PACKAGE.name / "schedule").exists(), handler
 
 
 #: Run in a fresh interpreter with no site-packages (``-I -S``), so neither the repository

@@ -796,7 +796,7 @@ def test_the_restore_drops_holds_only_never_a_scalers_memory_or_plan(
 def test_every_state_store_call_is_one_the_roles_may_make(world: World) -> None:
     """moto and dynalite check no IAM: the calls the run-time makes on the state store are
     recorded and checked against the actions the constructs grant on it."""
-    from constructs_pkg.runtime import STORE_ACTIONS
+    from constructs_pkg.iam_statements import STORE_ACTIONS
 
     calls: set[str] = set()
 

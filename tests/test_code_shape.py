@@ -21,6 +21,13 @@ PACKAGE = RUNTIME.name
 PACKAGES = (ROOT / "constructs_pkg", RUNTIME, ROOT / "lambda_src" / "ddb_capacity_tools")
 #: The longest function (``def`` line to its end).
 MAX_FUNCTION_LINES = 60
+#: The longest module of the run-time package and the tools, and of the constructs (aws-cdk's
+#: construct modules are a few hundred lines: one feature each).
+MAX_MODULE_LINES = 800
+MAX_CONSTRUCT_MODULE_LINES = 700
+#: The one module name used twice: each Lambda function's entry point is its package's
+#: ``handler`` (the scaler's and the fleet advisor's).
+SHARED_MODULE_NAMES = {"__init__", "handler"}
 
 
 def _modules() -> dict[str, Path]:
@@ -137,6 +144,48 @@ def test_the_graph_sees_function_level_imports_but_not_type_checking_ones() -> N
 def test_no_function_over_the_limit() -> None:
     too_long = long_functions()
     assert not too_long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(too_long)
+
+
+def long_modules(
+    limit: int = MAX_MODULE_LINES, construct_limit: int = MAX_CONSTRUCT_MODULE_LINES
+) -> list[str]:
+    """``path (N lines)`` of every module of the packages longer than its limit:
+    ``construct_limit`` for the constructs, ``limit`` for the others."""
+    out = []
+    for path in _modules().values():
+        lines = len(path.read_text().splitlines())
+        most = construct_limit if path.is_relative_to(PACKAGES[0]) else limit
+        if lines > most:
+            out.append(f"{path.relative_to(ROOT)} ({lines} lines)")
+    return sorted(out)
+
+
+def test_no_module_over_the_limit() -> None:
+    too_long = long_modules()
+    assert not too_long, (
+        f"modules over {MAX_CONSTRUCT_MODULE_LINES} lines (constructs) or "
+        f"{MAX_MODULE_LINES} (the others):\n" + "\n".join(too_long)
+    )
+
+
+def test_the_module_limit_tells_constructs_from_the_rest() -> None:
+    # the scaler's construct and the tick's module are both between 300 and 1,000 lines
+    scaler = "constructs_pkg/scaler.py"
+    tick = "lambda_src/ddb_capacity_runtime/scaler/tick.py"
+    names = [line.split(" (")[0] for line in long_modules(limit=1_000, construct_limit=300)]
+    assert scaler in names and tick not in names
+    names = [line.split(" (")[0] for line in long_modules(limit=300, construct_limit=1_000)]
+    assert tick in names and scaler not in names
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """A module's name says which one is meant: no two modules of the packages share one,
+    but the packages' ``__init__`` and the Lambda entry points' ``handler``."""
+    by_name: dict[str, list[str]] = {}
+    for path in _modules().values():
+        by_name.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
+    shared = {n: p for n, p in by_name.items() if len(p) > 1 and n not in SHARED_MODULE_NAMES}
+    assert shared == {}
 
 
 @pytest.mark.parametrize("name", sorted(_modules()))

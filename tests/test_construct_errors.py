@@ -21,7 +21,7 @@ from constructs_pkg import (
     TableCapacity,
     ThrottleAwareScaler,
 )
-from ddb_capacity_tools.schedule import TableSchedule
+from ddb_capacity_runtime.schedule.entries import TableSchedule
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 SMALL = Capacity(min_capacity=1, max_capacity=10)

@@ -93,10 +93,10 @@ def test_the_reference_is_generated_from_the_docstrings(site: Path) -> None:
             "ddb_capacity_runtime.requests.request_capacity",
             "ddb_capacity_runtime.workers.scan.RateLimitedScan",
             "ddb_capacity_runtime.workers.writer.SlowStartWriter",
+            "ddb_capacity_runtime.schedule.entries.ScheduleEntry",
         ],
         "tools": [
             "ddb_capacity_tools.simulator.simulate",
-            "ddb_capacity_tools.schedule.ScheduleEntry",
         ],
     }
     for name, ids in expected.items():
@@ -113,6 +113,7 @@ def test_examples_are_included_from_their_files(site: Path) -> None:
         "guides/capacity-requests": ("partner_import.py", "class PartnerImportStack"),
         "guides/high-water-marks": ("settled_catalog.py", "class SettledCatalogStack"),
         "guides/tables": ("orders_launch.py", "class OrdersLaunchStack"),
+        "guides/global-tables": ("global_orders.py", "class GlobalOrdersStack"),
         "guides/many-accounts": ("many_accounts.py", "class ScalerPipelineStack"),
     }
     for where, (example, line) in shown.items():
@@ -439,7 +440,7 @@ def test_schedule_example_synthesizes(ledger: tuple[dict[str, Any], str]) -> Non
 def test_the_seasonal_ceiling_is_a_bounded_window(ledger: tuple[dict[str, Any], str]) -> None:
     """The holiday entries fire once a year each: raised on December 1, restored on
     December 25 to the configured range; never on any other day."""
-    from ddb_capacity_tools.schedule_expressions import parse, zone
+    from ddb_capacity_runtime.schedule.expressions import parse, zone
 
     actions, _ = ledger
     start, end = datetime(2027, 1, 1, tzinfo=UTC), datetime(2029, 1, 1, tzinfo=UTC)

@@ -155,7 +155,7 @@ def test_error_code_reads_a_parsed_response_and_every_throttle_code() -> None:
     ("package", "home", "at_least"),
     [
         (ddb_capacity_runtime, "ddb_capacity_runtime.core.errors", 15),
-        (ddb_capacity_tools, "ddb_capacity_tools.tool_errors", 18),
+        (ddb_capacity_tools, "ddb_capacity_tools.tool_errors", 17),
     ],
     ids=["runtime", "tools"],
 )

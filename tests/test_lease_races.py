@@ -9,6 +9,7 @@ import io
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -56,17 +57,63 @@ def _target(world: World, base: str) -> tuple[str, ScalableTarget]:
     return name, target
 
 
-def _stalled(client: Any, seconds: float, registered: list[tuple[str, int]]) -> None:
-    """``client``'s RegisterScalableTarget calls wait ``seconds`` before they are sent
-    (a slow network, or retries); each one sent is recorded with its minimum."""
+WAIT = 30
+"""The longest a test waits for another thread (real seconds): only a failing test waits it."""
+
+
+class _Clock:
+    """A clock (POSIX seconds) that moves only when told: by `advance`, or by a wait
+    through `sleep` (each one kept in ``slept``). Thread-safe."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
+        self.slept: list[float] = []
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self.now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self.now += seconds
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self.slept.append(seconds)
+            self.now += seconds
+
+
+def _clocked(world: World) -> tuple[HoldStore, _Clock]:
+    """The world's store (in dynalite) read by a `_Clock` set to a whole second of the true
+    time: its lease waits move that clock on, and take no time."""
+    clock = _Clock(float(int(time.time())))
+    return HoldStore(world.store_ddb, world.store.name, clock=clock, sleep=clock.sleep), clock
+
+
+def _in_flight(
+    client: Any,
+    clock: _Clock,
+    seconds: float,
+    registered: list[tuple[str, int]],
+    go_on: threading.Event,
+) -> threading.Event:
+    """``client``'s RegisterScalableTarget calls are in flight ``seconds`` of ``clock``
+    before they are sent (a slow network, or retries): each one moves ``clock`` on by them,
+    sets the event returned, and is sent once ``go_on`` is set, recorded with its minimum."""
+    in_flight = threading.Event()
 
     def stall(params: dict[str, Any], **_: Any) -> None:
-        time.sleep(seconds)
+        clock.advance(seconds)
+        in_flight.set()
+        if not go_on.wait(WAIT):
+            raise TimeoutError("the second writer neither waited for the lease nor took it")
         registered.append(("stalled", params["MinCapacity"]))
 
     client.meta.events.register(
         "before-parameter-build.application-autoscaling.RegisterScalableTarget", stall
     )
+    return in_flight
 
 
 def _aas(world: World, aws_env: dict[str, str], **config: Any) -> Any:
@@ -103,27 +150,42 @@ def _in_thread(action: Callable[[], None]) -> tuple[threading.Thread, list[BaseE
 
 def _two_writers(
     world: World, base: str, first_client: Any, stall: float, wait: float
-) -> tuple[str, list[tuple[str, int]], list[BaseException]]:
-    """A first writer setting the minimum to 1,050 through ``first_client``, its register
-    stalled ``stall`` s; half a second later a second writer (waiting up to ``wait`` s for
-    the lease) setting it back to the base. Returns the table, the registers in the order
-    sent, and what the first writer raised."""
+) -> tuple[str, list[tuple[str, int]], list[BaseException], list[float]]:
+    """A first writer setting the minimum to 1,050 through ``first_client``, whose register
+    has been in flight ``stall`` s (of the store's clock) when a second writer (waiting up to
+    ``wait`` s for the lease) wants the lease, to set it back to the base. The register is
+    sent once the second writer has waited for the lease (a wait that lasts until the first
+    writer is done) or has held it and given it back. Returns the table, the registers in
+    the order sent, what the first writer raised, and the second writer's waits."""
     name, target = _target(world, base)
+    store, clock = _clocked(world)
     order: list[tuple[str, int]] = []
-    _stalled(first_client, stall, order)
-    store = world.store
+    go_on = threading.Event()
+    in_flight = _in_flight(first_client, clock, stall, order, go_on)
 
     def first() -> None:
-        with store.lease(name, None, "write", deadline=store.clock() + 1) as lease:
+        with store.lease(name, None, "write", deadline=clock() + 1) as lease:
             set_minimum(lease, first_client, target, BASE, LATE)
 
     thread, errors = _in_thread(first)
-    time.sleep(0.5)
-    with store.lease(name, None, "write", deadline=store.clock() + wait) as lease:
-        order.append(("second", BASE))
-        set_minimum(lease, world.aas, target, BASE, BASE)
-    thread.join(30)
-    return name, order, errors
+    assert in_flight.wait(WAIT), errors
+
+    def until_the_first_is_done(seconds: float) -> None:
+        clock.sleep(seconds)
+        go_on.set()
+        thread.join(WAIT)
+
+    try:
+        with store.lease(
+            name, None, "write", deadline=clock() + wait, sleep=until_the_first_is_done
+        ) as lease:
+            order.append(("second", BASE))
+            set_minimum(lease, world.aas, target, BASE, BASE)
+    finally:
+        go_on.set()
+        thread.join(WAIT)
+    assert not thread.is_alive()
+    return name, order, errors, clock.slept
 
 
 @pytest.mark.usefixtures("short_lease")
@@ -135,9 +197,10 @@ def test_a_register_slower_than_the_lease_is_never_overtaken(
     THEN the first writer's lease was renewed for as long as its call can take: the second
     waits, registers after it, and the configured minimum (100) is never lost."""
     # botocore's defaults: a call may take 615 s
-    name, order, errors = _two_writers(world, "slowreg", _aas(world, aws_env), 4.0, 30)
+    name, order, errors, waits = _two_writers(world, "slowreg", _aas(world, aws_env), 4.0, 30)
     store = world.store
     assert errors == []  # the first writer was told the truth: its minimum was recorded
+    assert len(waits) == 1  # the second found the lease held, and took it once given back
     assert order == [("stalled", LATE), ("second", BASE)]
     minimum = world.target_min(name, "write")
     assert minimum == BASE
@@ -161,8 +224,10 @@ def test_a_register_that_lands_after_its_lease_was_taken_is_never_adopted(
         read_timeout=1,
         retries={"mode": "standard", "total_max_attempts": 1},
     )
-    name, _, errors = _two_writers(world, "latereg", bounded, 12.0, 20)
+    name, order, errors, waits = _two_writers(world, "latereg", bounded, 12.0, 20)
     store = world.store
+    assert waits == []  # the renewed lease had run out: the second took it at once
+    assert order == [("second", BASE), ("stalled", LATE)]
     assert world.target_min(name, "write") == LATE  # the late register landed
     (lost,) = errors
     assert isinstance(lost, LeaseLost)
@@ -232,40 +297,44 @@ def test_minimums_above_the_default_quota_are_remembered(world: World) -> None:
     assert HoldLimits().quota == DEFAULT_TABLE_QUOTA
 
 
-@pytest.mark.parametrize("lease_seconds", [60, 1])
+@pytest.mark.parametrize(("lease_seconds", "registers"), [(60, 0), (1, 1)])
 def test_contended_leases_never_carry_a_tick_past_its_deadline(
-    world: World, monkeypatch: pytest.MonkeyPatch, lease_seconds: int
+    world: World, monkeypatch: pytest.MonkeyPatch, lease_seconds: int, registers: int
 ) -> None:
     """GIVEN six throttled dimensions under scalable targets, each one's lease held by
     another process (for a minute or more, or running out a second after another's)
-    WHEN a batch with a deadline 3 s away ticks them
-    THEN no RegisterScalableTarget is sent after the deadline, the batch ends close to it,
-    and what was left fails the batch and is counted (DeadlinePassed)."""
+    WHEN a batch with a deadline 3 s away ticks them (its clock moves only while it waits)
+    THEN no RegisterScalableTarget is sent after the deadline (one is before it, where a
+    lease ran out in time), the batch ends at it (its waits for the leases end there), and
+    what was left fails the batch and is counted (DeadlinePassed)."""
     monkeypatch.setattr(store_module, "CLOCK_SKEW", timedelta(0))
     names = [world.table(f"late{lease_seconds}{n}", 10, 10, gsi=(10, 10)) for n in "ab"]
     dims = [(n, i, d) for n in names for i in (None, "byUser") for d in ("read", "write")][:6]
     for name, index, dim in dims:
         world.target(name, dim, 10, 1_000, index=index)
         world.traffic(name, dim, 10, throttles=500, minutes=range(1, 6), index=index)
-    store = world.store
-    holders = []  # kept: a lease held by another process, never given back here
-    for n, (name, index, dim) in enumerate(dims, start=1):
-        monkeypatch.setattr(store_module, "LEASE", timedelta(seconds=lease_seconds * n))
-        holders.append(store.lease(name, index, dim, deadline=store.clock()))
-        holders[-1].__enter__()
+    store, clock = _clocked(world)
     sent: list[float] = []
-    world.aas.meta.events.register(
-        "before-call.application-autoscaling.RegisterScalableTarget",
-        lambda **_: sent.append(time.time()),
-    )
+
+    def register(**_: Any) -> None:
+        sent.append(clock())
+
+    event = "before-call.application-autoscaling.RegisterScalableTarget"
     config = ScalerConfig.from_env({"SCALER_TABLES": ",".join(names), "SCALER_MODE": "reactive"})
-    deadline = datetime.now(UTC) + timedelta(seconds=3)
-    batch = Batch(world.now, deadline, 1, 1, tuple(names))
     out = io.StringIO()
-    with recorded_events():
-        summary = run_tick(config, world.clients, world.now, out, store=store, batch=batch)
-    ended = time.time()
-    assert all(at <= deadline.timestamp() for at in sent), (sent, deadline.timestamp())
-    assert ended - deadline.timestamp() < 2.5
+    with ExitStack() as held:  # leases held by another process, given back after the tick
+        for n, (name, index, dim) in enumerate(dims, start=1):
+            monkeypatch.setattr(store_module, "LEASE", timedelta(seconds=lease_seconds * n))
+            held.enter_context(store.lease(name, index, dim, deadline=clock()))
+        world.aas.meta.events.register(event, register)
+        held.callback(world.aas.meta.events.unregister, event, register)
+        deadline = clock() + 3
+        batch = Batch(world.now, datetime.fromtimestamp(deadline, UTC), 1, 1, tuple(names))
+        with recorded_events():
+            summary = run_tick(
+                config, world.clients, world.now, out, store=store, batch=batch, clock=clock
+            )
+    assert len(sent) == registers and all(at <= deadline for at in sent), (sent, deadline)
+    assert clock() == pytest.approx(deadline, abs=1e-6), (clock(), deadline, clock.slept)
     assert summary["failures"], summary
     assert '"DeadlinePassed"' in out.getvalue()

@@ -13,8 +13,8 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Annotations, Match, Template
 
 from constructs_pkg import EVERY_DAY, Capacity, ProvisionedTable
-from ddb_capacity_tools.schedule import ScheduleEntry, ScheduleError
-from ddb_capacity_tools.schedule_expressions import parse
+from ddb_capacity_runtime.schedule.entries import ScheduleEntry, ScheduleError
+from ddb_capacity_runtime.schedule.expressions import parse
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 GK = dynamodb.Attribute(name="gk", type=dynamodb.AttributeType.STRING)

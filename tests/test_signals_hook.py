@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
 from botocore.config import Config
 from botocore.exceptions import ClientError, ParamValidationError
 from hypothesis import given, settings
@@ -39,7 +40,13 @@ from ddb_capacity_runtime.events import event_fields
 from ddb_capacity_runtime.fast_path import hook as signals_hook
 from ddb_capacity_runtime.fast_path import parse as signals_parse
 from ddb_capacity_runtime.fast_path import sender as signals_sender
-from ddb_capacity_runtime.fast_path.hook import KEEPALIVE_SECONDS, MAX_TABLES, SIGNALS_ENV, watch
+from ddb_capacity_runtime.fast_path.hook import (
+    KEEPALIVE_SECONDS,
+    MAX_TABLES,
+    SIGNALS_ENV,
+    Watcher,
+    watch,
+)
 from ddb_capacity_runtime.fast_path.ledger import Ledger, report_due
 from ddb_capacity_tools.local_aws import REGION
 from tests.hypothesis_profiles import examples
@@ -232,8 +239,8 @@ def test_the_caller_sees_what_it_would_see_without_the_hook(moto_endpoint: str, 
     assert capture.totals()[(table, None, "write")]["units"] > 0
 
 
-def errors_of(client: Any, table: str) -> list[tuple[type, dict[str, Any], str]]:
-    out = []
+def errors_of(client: Any, table: str) -> list[tuple[type, Mapping[str, object], str]]:
+    out: list[tuple[type, Mapping[str, object], str]] = []
     calls: list[Callable[[], object]] = [
         lambda: client.get_item(TableName="missing-" + table, Key={"pk": {"S": "a"}}),
         lambda: client.put_item(TableName=table, Item=item("a"), ConditionExpression="attribute_not_exists(pk)"),
@@ -418,10 +425,10 @@ class Raw:
 
 def answer(request: Any, status: int, body: dict[str, Any]) -> AWSResponse:
     data = json.dumps(body).encode()
-    response = AWSResponse(
-        request.url, status, {"Content-Type": "application/x-amz-json-1.0"}, Raw(data)
-    )
-    response._content = data  # noqa: SLF001 (what botocore's own parser reads)
+    headers = HTTPHeaders.from_dict({"Content-Type": "application/x-amz-json-1.0"})
+    response = AWSResponse(request.url, status, headers, Raw(data))
+    # what botocore's own parser reads
+    response._content = data  # type: ignore[attr-defined]  # noqa: SLF001
     return response
 
 
@@ -471,7 +478,7 @@ def test_gsi_capacity_counts_on_the_index_and_the_rest_on_the_table() -> None:
         {"TableName": "other", "CapacityUnits": 2.0, "Table": {"CapacityUnits": 2.0}},
     ]
     sent: list[dict[str, Any]] = []
-    answers = {"PutItem": {"ConsumedCapacity": cc_write},
+    answers: dict[str, dict[str, Any]] = {"PutItem": {"ConsumedCapacity": cc_write},
                "Query": {"Items": [], "Count": 0, "ScannedCount": 0, "ConsumedCapacity": cc_query},
                "TransactWriteItems": {"ConsumedCapacity": cc_trans}}  # fmt: skip
 
@@ -840,7 +847,7 @@ def test_wrong_arguments_are_refused_clearly(monkeypatch: pytest.MonkeyPatch) ->
         (lambda: watch(client, tables="orders", send=print), TypeError, "tables: got 'orders'; expected an iterable"),
         (lambda: watch(client, tables=[""], send=print), ValueError, "tables: got ''"),
         (lambda: watch(client, send=print, process="x" * 41), ValueError, "process: got 'xxxx"),
-        (lambda: watch(client, send="print"), TypeError, "send: got 'print'"),
+        (lambda: watch(client, send="print"), TypeError, "send: got 'print'"),  # type: ignore[arg-type]
         (lambda: watch(client, send=print, account="12"), ValueError, "account: got '12'; expected a 12-digit"),
     ]  # fmt: skip
     for call, kind, message in cases:
@@ -1120,12 +1127,17 @@ def test_a_transaction_cancelled_for_throttling_counts_as_a_throttle(
 # --- robustness: stopping, threads, logs, forks ------------------------------------------------
 
 
-def slow_send(capture: Capture, seconds: float) -> Callable[[dict[str, Any]], None]:
-    def send(payload: dict[str, Any]) -> None:
-        time.sleep(seconds)
-        capture(payload)
+class Ticking:
+    """A monotonic clock that moves only when told (`advance`)."""
 
-    return send
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 
 def reads(tables: int) -> Any:
@@ -1136,7 +1148,8 @@ def reads(tables: int) -> Any:
 
 
 def test_stop_is_bounded_when_no_thread_can_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    # GIVEN 120 tables to report (3 batches) through a send that takes 0.6 s a batch
+    # GIVEN 120 tables to report (3 batches) through a send that takes 0.6 s a batch, by
+    # the watcher's clock
     class NoLastThread(threading.Thread):
         def start(self) -> None:
             if self.name == "ddb-capacity-signals-last":
@@ -1146,15 +1159,32 @@ def test_stop_is_bounded_when_no_thread_can_start(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(signals_hook.threading, "Thread", NoLastThread)
     client = reads(120)
     capture = Capture()
-    watcher = watch(client, send=slow_send(capture, 0.6), interval=60)
+    clock = Ticking()
+    started: list[float] = []
+
+    def send(payload: dict[str, Any]) -> None:
+        started.append(clock())
+        clock.advance(0.6)
+        capture(payload)
+
+    watcher = Watcher(
+        client.meta.events,
+        tables=None,
+        send=send,
+        interval=60.0,
+        label="worker",
+        region=client.meta.region_name,
+        clock=clock,
+    )
     for t in range(120):
         client.get_item(TableName=f"t{t}", Key={"pk": {"S": "a"}})
     # WHEN it stops as at interpreter exit (the last reports sent on the calling thread)
-    t0 = time.monotonic()
+    t0 = clock()
     watcher.stop(timeout=1.0)
-    took = time.monotonic() - t0
-    # THEN it stops sending once its time is up
-    assert took < 1.0 + 0.6 + 0.3, took
+    # THEN it stops sending once its time is up: the batches started within the second
+    # are sent, the one due after it is not started; stop took those two sends, no more
+    assert started == [t0, t0 + 0.6]
+    assert clock() - t0 == pytest.approx(1.2)
     assert capture.batches == [MAX_BATCH_REPORTS, MAX_BATCH_REPORTS]
     assert (watcher.sent, watcher.failed_sends) == (100, 20)
 
@@ -1222,7 +1252,12 @@ def test_after_a_fork_the_sender_makes_its_client_from_a_fresh_session() -> None
     sender.after_fork()
     made: list[Any] = []
     fresh = sender.fresh_session
-    sender.fresh_session = lambda: made.append(fresh()) or made[-1]  # type: ignore[method-assign]
+
+    def counted() -> Any:
+        made.append(fresh())
+        return made[-1]
+
+    sender.fresh_session = counted  # type: ignore[method-assign]
     client = sender._make()  # noqa: SLF001 (what the child's first send does)
     assert len(made) == 1 and made[0] is not session
     assert made[0].region_name == REGION and client.meta.region_name == REGION

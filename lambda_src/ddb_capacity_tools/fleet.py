@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ddb_capacity_runtime.core.validators import is_number
+
 from .advise import MONTH_HOURS, shown
 from .page import TABLE_PAGES, fleet_page
 from .simulator.table_class import TABLE_CLASSES
@@ -146,9 +148,7 @@ def _text(value: object) -> str:
 def _number(value: object) -> float | None:
     """A number within ±`LARGEST` as a float; None for anything else (NaN, infinity,
     an integer too large for a float, a bool, text)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if -LARGEST <= value <= LARGEST else None
+    return float(value) if is_number(value, -LARGEST, LARGEST) else None
 
 
 def refused_figures(doc: Mapping[str, Any]) -> str | None:

@@ -27,6 +27,7 @@ from typing import Any
 from ddb_capacity_runtime.aws.discovery import table_targets
 from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
+from ddb_capacity_runtime.core.validators import is_whole
 
 from .simulator.candidates import ON_DEMAND, Candidate
 from .simulator.ensemble import Spread
@@ -82,8 +83,7 @@ def _name(policy: str, limits: tuple[int, int] | None) -> str:
 
 
 def _units(value: object, max_capacity: int) -> int | None:
-    ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= max_capacity
-    return value if ok else None  # type: ignore[return-value]
+    return value if is_whole(value, 1, max_capacity) else None
 
 
 def _provisioned(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:

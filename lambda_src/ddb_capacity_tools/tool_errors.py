@@ -1,5 +1,4 @@
-"""Runs in: workstation, CI, CDK app (synth time: `ScheduleError`), fleet advisor and
-nightly tuning Lambdas.
+"""Runs in: workstation, CI, fleet advisor and nightly tuning Lambdas.
 
 Every exception class of the tools, in one module to read top to bottom; each is a
 `CapacityError` (the library's one root, ``ddb_capacity_runtime.core.errors``) and a
@@ -10,7 +9,7 @@ raises it too.
 
 from __future__ import annotations
 
-from ddb_capacity_runtime.core.errors import CapacityConfigError, CapacityError
+from ddb_capacity_runtime.core.errors import CapacityError
 
 
 class RequestInputError(CapacityError, ValueError):
@@ -84,11 +83,6 @@ class ChartError(CapacityError, ValueError):
 class ScheduleFileError(CapacityError, ValueError):
     """A schedule that cannot be read; the message names the entry and field. Raised by schedule
     files (`simulator.schedules`)."""
-
-
-class ScheduleError(CapacityConfigError):
-    """A schedule Application Auto Scaling would refuse, or one that contradicts itself. Raised
-    by schedules (synth time too) (`schedule`)."""
 
 
 class LocalError(CapacityError, ValueError):

@@ -31,6 +31,7 @@ from typing import Any
 from ddb_capacity_runtime.aws.error_codes import CONDITION_FAILED, describe_error, error_code
 from ddb_capacity_runtime.aws.store import TUNED, tuned_of
 from ddb_capacity_runtime.core.names import DIMENSIONS, is_table_name, scope_label
+from ddb_capacity_runtime.core.validators import is_number
 from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
 
 from .advise import shown
@@ -160,7 +161,7 @@ def _owned_dimensions(spec: Mapping[str, Any]) -> Iterator[tuple[str | None, str
     for index, values in scopes:
         for dimension in DIMENSIONS:
             value = values.get(dimension) if isinstance(values, Mapping) else None
-            if isinstance(value, int | float) and not isinstance(value, bool):
+            if is_number(value):
                 yield index, dimension, float(value)
 
 

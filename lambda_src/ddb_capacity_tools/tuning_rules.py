@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddb_capacity_runtime.core.ownership import HIGHEST, LOWEST
+from ddb_capacity_runtime.core.validators import is_whole
 
 from .fleet_settings import SettingsError
 
@@ -60,18 +61,13 @@ class Bounds:
         if (
             isinstance(allowed, str)
             or not values
-            or not all(
-                isinstance(v, int) and not isinstance(v, bool) and LOWEST <= v <= HIGHEST
-                for v in values
-            )
+            or not all(is_whole(v, LOWEST, HIGHEST) for v in values)
         ):
             raise SettingsError(
                 f"{where}: allowed_targets: got {str(allowed)[:120]!r}; expected one or more "
                 f"whole percentages from {LOWEST} to {HIGHEST} (a set, a list or a range)"
             )
-        if not (isinstance(max_step, int) and not isinstance(max_step, bool)) or not (
-            1 <= max_step <= HIGHEST - LOWEST
-        ):
+        if not is_whole(max_step, 1, HIGHEST - LOWEST):
             raise SettingsError(
                 f"{where}: max_step: got {max_step!r}; expected a whole number of percentage "
                 f"points from 1 to {HIGHEST - LOWEST}"

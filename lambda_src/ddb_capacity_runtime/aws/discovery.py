@@ -29,6 +29,7 @@ from ..core.tables import (
     warm_of,
 )
 from ..core.tags import IgnoredTag, parse_tags
+from ..core.validators import is_whole
 from ..events import log_event
 from . import table_calls
 
@@ -141,7 +142,7 @@ def current_minimum(aas: ApplicationAutoScalingClient, target: ScalableTarget) -
     )
     for found in answer.get("ScalableTargets", []):
         minimum = found.get("MinCapacity")
-        if isinstance(minimum, int) and not isinstance(minimum, bool) and minimum >= 0:
+        if is_whole(minimum, 0):
             return minimum
     return None
 
@@ -186,9 +187,9 @@ def _policy(name: object, config: Mapping[str, Any]) -> TrackingPolicy | None:
 
     cooldowns = [config.get(k) for k in ("ScaleInCooldown", "ScaleOutCooldown")]
     scale_in = config.get("DisableScaleIn")
-    if any(
-        c is not None and (isinstance(c, bool) or not isinstance(c, int)) for c in cooldowns
-    ) or not (scale_in is None or isinstance(scale_in, bool)):
+    if any(c is not None and not is_whole(c) for c in cooldowns) or not (
+        scale_in is None or isinstance(scale_in, bool)
+    ):
         return None  # a value it could not send back as it is
     return TrackingPolicy(name, kind, cooldowns[0], cooldowns[1], scale_in)
 

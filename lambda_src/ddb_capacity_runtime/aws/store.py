@@ -146,12 +146,14 @@ class HoldLimits:
 
 @dataclass
 class HoldStore:
-    """The store table ``name``, through ``dynamodb``."""
+    """The store table ``name``, through ``dynamodb``. ``clock``: the time (POSIX seconds)
+    its leases and holds are read by; ``sleep``: how a wait for a lease passes (`lease`)."""
 
     dynamodb: DynamoDBClient
     name: str
     limits: HoldLimits = field(default_factory=HoldLimits)
     clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
 
     @staticmethod
     def sort_key(index: str | None, dimension: str) -> str:
@@ -359,12 +361,13 @@ class HoldStore:
         dimension: str,
         *,
         deadline: float,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
     ) -> Iterator[Lease]:
         """Hold the dimension's lease inside the ``with`` block, waiting for it until
-        ``deadline`` (a ``clock`` value; a wait never sleeps past it); raises
-        CapacityRequestTimeout after."""
+        ``deadline`` (a ``clock`` value; a wait never sleeps past it) through ``sleep``
+        (default: the store's); raises CapacityRequestTimeout after."""
         key = self._key(table, index, dimension)
+        pause = self.sleep if sleep is None else sleep
         wait = 0.05
         while True:
             lease = self._take(key)
@@ -376,7 +379,7 @@ class HoldStore:
                     f"table {table} {scope_label(index)} {dimension}: another request or "
                     f"restore kept the hold store busy until the timeout"
                 )
-            sleep(min(wait, left))
+            pause(min(wait, left))
             wait = min(1.0, wait * 2)
         try:
             yield lease

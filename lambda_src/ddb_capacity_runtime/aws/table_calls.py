@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ..core.names import MAX_TABLE_QUOTA
+from ..core.validators import is_whole
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -43,7 +44,7 @@ def account_table_quota(dynamodb: DynamoDBClient, configured: int) -> int:
     found = [
         value
         for key in ("TableMaxReadCapacityUnits", "TableMaxWriteCapacityUnits")
-        if isinstance(value := answer.get(key), int) and not isinstance(value, bool) and value >= 1
+        if is_whole(value := answer.get(key), 1)
     ]
     if not found:
         raise ValueError(

@@ -6,7 +6,7 @@ The pure core: decisions and rules with no I/O.
 Nothing under this package imports boto3, botocore or aws_cdk, so the constructs (at
 synth time), the scaler Lambda (at run time) and the simulator (on a laptop) all run the
 very same code. Import the modules themselves. Build-time schedule logic (cronsim) lives
-in ``ddb_capacity_tools.schedule``, outside the Lambda asset.
+in ``ddb_capacity_runtime.schedule``, in no function's asset.
 """
 
 __all__: list[str] = []

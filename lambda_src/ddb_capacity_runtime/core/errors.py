@@ -47,6 +47,11 @@ class CapacityConfigError(CapacityError, ValueError):
     """A capacity setting that DynamoDB or Application Auto Scaling would refuse."""
 
 
+class ScheduleError(CapacityConfigError):
+    """A schedule Application Auto Scaling would refuse, or one that contradicts itself. Raised
+    by schedules, at synth time too (`schedule.entries`, `schedule.expressions`)."""
+
+
 class UntrustedJSONError(CapacityError, ValueError):
     """A JSON text or value nested deeper, or larger, than allowed."""
 
@@ -98,6 +103,12 @@ class BrokerConfigError(ConfigError):
 
 class BatchError(CapacityConfigError):
     """A batch message that does not say what a batch is."""
+
+
+class ReplicaScheduleError(CapacityError, RuntimeError):
+    """A global table's replica schedule that could not be read or applied (the custom
+    resource of ``GlobalTableCapacity``); the message names the table, the Region and the
+    cause, and CloudFormation shows it."""
 
 
 class SettleError(CapacityError, RuntimeError):

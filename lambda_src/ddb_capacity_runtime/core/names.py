@@ -6,6 +6,8 @@ resource ids, scalable dimensions and the library's table tags."""
 
 from __future__ import annotations
 
+from .validators import is_whole
+
 DIMENSIONS = ("read", "write")
 UNITS = {"read": "ReadCapacityUnits", "write": "WriteCapacityUnits"}
 DEFAULT_TABLE_QUOTA = 40_000
@@ -41,7 +43,7 @@ def parse_table_quota(raw: object, name: str = TABLE_QUOTA_ENV) -> int:
     ``name``, the value received and what is allowed."""
     if raw is None or raw == "":
         return DEFAULT_TABLE_QUOTA
-    text = str(raw).strip() if isinstance(raw, (str, int)) and not isinstance(raw, bool) else ""
+    text = str(raw).strip() if isinstance(raw, str) or is_whole(raw) else ""
     if text.isascii() and text.isdigit() and len(text) <= 7 and 1 <= int(text) <= MAX_TABLE_QUOTA:
         return int(text)
     raise ValueError(

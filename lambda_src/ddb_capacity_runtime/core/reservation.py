@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .names import DIMENSIONS
+from .validators import is_whole
 
 BLOCK_UNITS = 100
 """Reserved capacity is bought in blocks of this many read or write units."""
@@ -25,12 +26,7 @@ MAX_RESERVED_UNITS = 10_000_000
 def reserved_problem(value: object) -> str | None:
     """What is wrong with ``value`` as reserved units (None: nothing): it must be a whole
     number of hundreds from 0 to MAX_RESERVED_UNITS (0: no reservation)."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or not 0 <= value <= MAX_RESERVED_UNITS
-        or value % BLOCK_UNITS
-    ):
+    if not is_whole(value, 0, MAX_RESERVED_UNITS) or value % BLOCK_UNITS:
         return (
             f"expected a whole number of hundreds (blocks of {BLOCK_UNITS} units) from 0 "
             f"to {MAX_RESERVED_UNITS:,} (0: no reservation)"

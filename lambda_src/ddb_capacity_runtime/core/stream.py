@@ -35,6 +35,8 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from .validators import is_number
+
 ACCURACY = {
     "NEW_AND_OLD_IMAGES": "exact for the table and every GSI (transactions count once)",
     "NEW_IMAGE": "puts and growing updates exact, deletes 1 unit, GSIs only where the item "
@@ -224,13 +226,7 @@ def _seconds(when: object) -> float | None:
     from the Streams API through boto3; None for anything else."""
     if isinstance(when, datetime):
         return when.timestamp()
-    if not isinstance(when, int | float) or isinstance(when, bool):
-        return None
-    try:
-        seconds = float(when)  # a JSON integer of 400 digits is no float: OverflowError
-    except OverflowError:
-        return None
-    return seconds if math.isfinite(seconds) else None
+    return float(when) if is_number(when) else None  # not a JSON integer of 400 digits
 
 
 def _image(record: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:

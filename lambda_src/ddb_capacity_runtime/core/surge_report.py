@@ -11,7 +11,6 @@ what is allowed.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any, TypeGuard
 from ..core.errors import SurgeReportError as SurgeReportError
 from .errors import shown
 from .names import DIMENSIONS, MAX_TABLE_QUOTA, scope_label
+from .validators import is_number, is_whole
 
 SIGNALS_ENV = "CAPACITY_SIGNALS"
 """The environment variable that names the signals function, for the client hook (set on a function
@@ -141,12 +141,7 @@ def _shown(value: object) -> str:
 
 def _number(raw: Mapping[str, Any], name: str, low: float, high: float, where: str) -> float:
     value = raw.get(name)
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not low <= value <= high
-    ):
+    if not is_number(value, low, high):
         raise SurgeReportError(
             f"{where}{name}: got {_shown(value)}; expected a number from {low:g} to {high:g}"
         )
@@ -155,7 +150,7 @@ def _number(raw: Mapping[str, Any], name: str, low: float, high: float, where: s
 
 def _whole(raw: Mapping[str, Any], name: str, high: float, where: str) -> int:
     value = raw.get(name, 0)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
+    if not is_whole(value, 0, high):
         raise SurgeReportError(
             f"{where}{name}: got {_shown(value)}; expected a whole number from 0 to {high:,.0f}"
         )

@@ -17,6 +17,7 @@ from .floorplan import FloorPlan
 from .memory import Memory
 from .table_limits import Limits
 from .tags import BaseMin
+from .validators import is_whole
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def warm_of(spec: Mapping[str, Any], dimension: str, quota: int) -> int | None:
     if not isinstance(warm, Mapping) or warm.get("Status") != WARM_ACTIVE:
         return None
     value = warm.get(WARM_UNITS[dimension])
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= quota:
+    if not is_whole(value, 1, quota):
         return None
     return value
 

@@ -28,13 +28,13 @@ and never the cause of an exception:
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .floorplan import MAX_RESERVE, PLAN_STEPS, FloorPlan, parse_plan
 from .names import BASE_MIN_TAG, DEFAULT_TABLE_QUOTA, FORECAST_TAG, TAG_PREFIX, TARGET_TAG
+from .validators import is_number, is_whole
 
 LIMIT_NAMES = frozenset(
     f"{prefix}{name}" for prefix in ("", "read-", "write-") for name in ("min", "max", "target")
@@ -81,10 +81,8 @@ _DECIMAL = re.compile(r"[ \t]*[0-9]{1,9}(?:\.[0-9]{1,9})?[ \t]*")
 
 def whole_units(raw: object, quota: int = DEFAULT_TABLE_QUOTA) -> int | None:
     """``raw`` as a whole number of capacity units from 1 to ``quota``, else None."""
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int):
-        return raw if 1 <= raw <= quota else None
+    if is_whole(raw, 1, quota):
+        return raw
     if not isinstance(raw, str) or not _WHOLE.fullmatch(raw):
         return None
     value = int(raw)
@@ -95,12 +93,11 @@ def percent(raw: object) -> float | None:
     """``raw`` as a target utilization percentage from 20 to 90, else None. A string must
     be a decimal number in ASCII digits (``float`` would also take ``7_0``, ``inf`` and
     other scripts' digits)."""
-    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
-        return None
-    if isinstance(raw, str) and not _DECIMAL.fullmatch(raw):
-        return None
-    value = float(raw)
-    return value if math.isfinite(value) and 20 <= value <= 90 else None
+    if isinstance(raw, str):
+        if not _DECIMAL.fullmatch(raw):
+            return None
+        raw = float(raw)
+    return float(raw) if is_number(raw, 20, 90) else None
 
 
 def parse_base_min(raw: str, quota: int = DEFAULT_TABLE_QUOTA) -> BaseMin | None:

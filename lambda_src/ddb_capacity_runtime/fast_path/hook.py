@@ -32,6 +32,7 @@ from typing import Any
 
 from ..core.report_batch import MAX_BATCH_REPORTS, MAX_BATCHES_PER_ROUND, batch_json, batches
 from ..core.surge_report import MAX_PROCESS_CHARS, SIGNALS_ENV, Report
+from ..core.validators import is_number
 from ..events import log_event
 from .ledger import CHANGE, KEEPALIVE_SECONDS, MAX_TABLES, MIN_CHANGE, Ledger
 from .parse import (
@@ -138,7 +139,8 @@ _Row = tuple[str, str | None, str, float, int, str | None, int]
 class Watcher:
     """The hook [`watch`][] installs; [`stop`][] (or leaving a ``with`` block) sends
     the last reports and removes it. ``region`` and ``account``: the reporting account's
-    (None: the region of the first request seen; any account). Counters: [`sent`][],
+    (None: the region of the first request seen; any account). ``clock``: the monotonic
+    seconds its windows and deadlines are measured in. Counters: [`sent`][],
     [`failed_sends`][], [`dropped`][], [`errors`][]."""
 
     def __init__(
@@ -152,7 +154,9 @@ class Watcher:
         region: str | None = None,
         account: str | None = None,
         mode: str = CONSUMED,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self._clock = clock
         self._ask = mode == CONSUMED  # ask for the consumed capacity the caller did not
         self._scope = tables
         self._send = send
@@ -187,7 +191,7 @@ class Watcher:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
-        self._ledger = Ledger(time.monotonic(), self._interval)
+        self._ledger = Ledger(self._clock(), self._interval)
         self._sent = self._failed = self._errors = 0
         self._send_logged = False
         self._logged: set[tuple[str, str]] = set()
@@ -367,7 +371,7 @@ class Watcher:
         rows = [r for r in rows if self._scope is None or r[0] in self._scope]
         if not rows:
             return
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             before = self._ledger.dropped
             for table, index, dimension, units, requests, cause, failed in rows:
@@ -411,21 +415,21 @@ class Watcher:
         """Send the reports due (``every``: every table's that has something to say), in
         batches: at most `MAX_REPORTS_PER_ROUND` a round unless ``every``, the tables that
         wait longest first after the throttled ones; none is taken once ``deadline``
-        (monotonic seconds) has passed."""
+        (a time of its clock) has passed."""
         with self._lock:
-            names = list(self._ledger.tables) if every else self._ledger.due(time.monotonic())
+            names = list(self._ledger.tables) if every else self._ledger.due(self._clock())
         if not every:
             names = names[:MAX_REPORTS_PER_ROUND]
         reports: list[Report] = []
         for name in names:
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline is not None and self._clock() >= deadline:
                 break
             with self._lock:
-                report = self._ledger.take(name, time.monotonic(), time.time(), self._process)
+                report = self._ledger.take(name, self._clock(), time.time(), self._process)
             if report is not None:
                 reports.append(report)
         for batch in batches([r.as_json() for r in reports]):
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline is not None and self._clock() >= deadline:
                 self._lost(len(batch))
                 continue
             self._deliver(batch)
@@ -471,14 +475,14 @@ class Watcher:
         """Send now, on the calling thread, every table's report that has something to
         say (traffic, throttles, or a rate to bring to zero); none is started after
         ``timeout`` seconds (None: no bound)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else self._clock() + timeout
         self._round(every=True, deadline=deadline)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Remove the hook, stop the thread and send the last reports, waiting at most
         ``timeout`` seconds in all: no batch is started after it (a send under way then
         finishes in the background). Never raises; calling it again does nothing."""
-        deadline = time.monotonic() + timeout
+        deadline = self._clock() + timeout
         with self._lock:
             if self._stopped:
                 return
@@ -491,7 +495,7 @@ class Watcher:
                     emitter.unregister(event, unique_id=f"{self._uid}-{event}")
             self._wake.set()
             if thread is not None and thread is not threading.current_thread():
-                thread.join(max(0.0, deadline - time.monotonic()))
+                thread.join(max(0.0, deadline - self._clock()))
             self._last_round(deadline)
         except Exception as exc:  # noqa: BLE001 (stopping never fails the caller)
             self._failed_handler("stop", exc)
@@ -508,7 +512,7 @@ class Watcher:
         except RuntimeError:  # at interpreter shutdown no thread starts (Python 3.12+)
             self._round(every=True, deadline=deadline)
             return
-        last.join(max(0.0, deadline - time.monotonic()))
+        last.join(max(0.0, deadline - self._clock()))
 
     def __enter__(self) -> Watcher:
         return self
@@ -566,11 +570,7 @@ def _emitter_and_session(session_or_client: object) -> tuple[Any, Any, bool]:
 
 
 def _interval(interval: object) -> float:
-    if (
-        isinstance(interval, bool)
-        or not isinstance(interval, int | float)
-        or not MIN_INTERVAL <= interval <= MAX_INTERVAL
-    ):
+    if not is_number(interval, MIN_INTERVAL, MAX_INTERVAL):
         raise ValueError(
             f"interval: got {interval!r}; expected seconds from {MIN_INTERVAL:g} to "
             f"{MAX_INTERVAL:g}"

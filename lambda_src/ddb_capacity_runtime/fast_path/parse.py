@@ -7,11 +7,11 @@ cause (docs/guides/fast-path.md#how-the-hook-counts).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
 
 from ..aws.error_codes import MAX_REASONS, error_code, reasons_cause, throttle_cause
+from ..core.validators import is_number
 
 OPERATIONS: Mapping[str, str] = {
     "GetItem": "read",
@@ -126,12 +126,7 @@ def _units(capacity: object, dimension: str) -> dict[str, float]:
 
 
 def _finite(value: object) -> TypeGuard[float]:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value >= 0
-    )
+    return is_number(value, 0)
 
 
 def consumed(entry: object, dimension: str) -> dict[_Key, float]:

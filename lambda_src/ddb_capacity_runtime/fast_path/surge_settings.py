@@ -26,6 +26,7 @@ from ..core.surge import (
     UNBOUNDED,
     SurgeBounds,
 )
+from ..core.validators import is_number, is_whole
 from ..requests.broker import BrokerConfigError
 
 __all__ = [
@@ -136,14 +137,14 @@ class SurgeSettings(SurgeBounds):
 
     def __post_init__(self) -> None:
         share, minutes, cap = self.share, self.surge_minutes, self.cap
-        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+        if not (is_number(share, 0, 1) and share > 0):
             raise ValueError(f"share: got {shown(share)}; expected a number over 0, at most 1")
-        if not _whole(minutes, 1, MAX_HOLD_MINUTES):
+        if not is_whole(minutes, 1, MAX_HOLD_MINUTES):
             raise ValueError(
                 f"surge_minutes: got {shown(minutes)}; expected a whole number from 1 to "
                 f"{MAX_HOLD_MINUTES}"
             )
-        if cap is not None and not _whole(cap, 1, MAX_TABLE_QUOTA):
+        if cap is not None and not is_whole(cap, 1, MAX_TABLE_QUOTA):
             raise ValueError(
                 f"cap: got {shown(cap)}; expected None or a whole number from 1 to "
                 f"{MAX_TABLE_QUOTA}"
@@ -153,7 +154,7 @@ class SurgeSettings(SurgeBounds):
                 f"scale: got {shown(self.scale)}; expected None or a number over 1, at most "
                 f"{MAX_SURGE_SCALE:g}"
             )
-        if self.budget not in (None, UNBOUNDED) and not _whole(
+        if self.budget not in (None, UNBOUNDED) and not is_whole(
             self.budget, 1, 10 * MAX_TABLE_QUOTA
         ):
             raise ValueError(
@@ -220,11 +221,7 @@ def _or_unbounded(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
 
 def _scale(value: object) -> bool:
-    return (
-        not isinstance(value, bool)
-        and isinstance(value, int | float)
-        and 1 < value <= MAX_SURGE_SCALE
-    )
+    return is_number(value, 1, MAX_SURGE_SCALE) and value > 1
 
 
 def _setting(
@@ -250,7 +247,3 @@ def _setting(
 def unbounded_settings(settings: SurgeSettings) -> SurgeSettings:
     """``settings`` without the surge cap and the budget: what the rule alone asks."""
     return replace(settings, cap=None, scale=None, budget=UNBOUNDED)
-
-
-def _whole(value: object, low: int, high: int) -> bool:
-    return not isinstance(value, bool) and isinstance(value, int) and low <= value <= high

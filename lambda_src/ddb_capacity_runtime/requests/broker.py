@@ -46,6 +46,7 @@ from ..core.errors import BrokerConfigError as BrokerConfigError
 from ..core.errors import shown
 from ..core.holds import MAX_HOLD_MINUTES, CapacityRequestError, CapacityRequestTimeout
 from ..core.untrusted import UntrustedJSONError, check_json
+from ..core.validators import is_whole
 from ..events import log_event
 from .client import BROKER_ENV, BROKER_MAX_WAIT, broker_name, invoke_broker
 from .counts import NAMESPACE, count, count_within_warm
@@ -230,7 +231,7 @@ def _name(event: Mapping[str, Any], field: str) -> str:
 
 def _whole(event: Mapping[str, Any], field: str, default: int, low: int, high: int) -> int:
     value = event.get(field, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+    if not is_whole(value, low, high):
         raise CapacityRequestError(
             f"{field}: got {shown(value)}; expected a whole number from {low} to {high}"
         )

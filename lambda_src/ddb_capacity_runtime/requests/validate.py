@@ -10,6 +10,7 @@ from typing import Any
 from ..core.errors import shown
 from ..core.holds import MAX_HOLD, CapacityRequestError
 from ..core.names import MAX_TABLE_QUOTA
+from ..core.validators import is_whole
 
 
 def validate_request(
@@ -35,7 +36,7 @@ def validate_request(
         )
     wanted = {}
     for name, units in (("read", read), ("write", write)):
-        if isinstance(units, bool) or not isinstance(units, int) or not 0 <= units <= quota:
+        if not is_whole(units, 0, quota):
             raise CapacityRequestError(
                 f"{name}: got {shown(units)}; expected a whole number of "
                 f"capacity units from 0 to {quota:,}"

@@ -16,7 +16,6 @@ the whole job, the other causes are.
 
 from __future__ import annotations
 
-import math
 import random
 import threading
 import time
@@ -34,6 +33,7 @@ from ..aws.error_codes import (  # the throttle-cause readers, where the workers
     throttle_cause,
 )
 from ..core.errors import PacingError as PacingError
+from ..core.validators import is_number
 
 __all__ = [
     "CAUSES",
@@ -52,12 +52,7 @@ __all__ = [
 
 
 def _positive(name: str, value: float) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
+    if not (is_number(value, 0) and value > 0):
         raise PacingError(
             f"{name}: got {value!r}; expected a number of capacity units per second > 0"
         )

@@ -36,6 +36,7 @@ from botocore.exceptions import ClientError
 from ..aws import items as table_items
 from ..aws.items import create_cursor_table as create_cursor_table
 from ..core.errors import ScanError as ScanError
+from ..core.validators import is_whole
 from ..events import log_event
 from .pacing import CAUSES, HOT_KEY, TokenBucket, jittered, throttle_cause
 from .pacing import THROTTLED as THROTTLED
@@ -143,11 +144,7 @@ class RateLimitedScan:
         bucket: TokenBucket | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        if (
-            isinstance(segments, bool)
-            or not isinstance(segments, int)
-            or not (1 <= segments <= 1_000_000)
-        ):
+        if not is_whole(segments, 1, 1_000_000):
             raise ScanError(
                 f"segments: got {segments!r}; expected a whole number from 1 to 1000000"
             )

@@ -23,7 +23,6 @@ for tests; ``result.throttled_by_cause`` counts throttles by cause.
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -35,6 +34,7 @@ from botocore.exceptions import ClientError
 
 from ..aws import items as table_items
 from ..aws.error_codes import describe_error, error_code
+from ..core.validators import is_number, is_whole
 from ..events import log_event
 from .pacing import (
     CAUSES,
@@ -95,27 +95,15 @@ class SlowStartWriter:
             ("max_rate", max_rate),
             ("step_seconds", step_seconds),
         ):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not (math.isfinite(value) and value > 0)
-            ):
+            if not (is_number(value, 0) and value > 0):
                 raise PacingError(f"{name}: got {value!r}; expected a number > 0")
         if max_rate < start_rate:
             raise PacingError(
                 f"max_rate: got {max_rate!r}; expected at least start_rate ({start_rate!r})"
             )
-        if (
-            isinstance(step_factor, bool)
-            or not isinstance(step_factor, int | float)
-            or not (math.isfinite(step_factor) and step_factor >= 1)
-        ):
+        if not is_number(step_factor, 1):
             raise PacingError(f"step_factor: got {step_factor!r}; expected a number >= 1")
-        if (
-            isinstance(max_attempts, bool)
-            or not isinstance(max_attempts, int)
-            or (max_attempts < 1)
-        ):
+        if not is_whole(max_attempts, 1):
             raise PacingError(f"max_attempts: got {max_attempts!r}; expected a whole number >= 1")
         self.dynamodb = dynamodb
         self.table = table

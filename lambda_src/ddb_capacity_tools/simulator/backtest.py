@@ -22,6 +22,7 @@ from ddb_capacity_runtime.aws.error_codes import error_code
 from ddb_capacity_runtime.aws.metrics import fetch, fetch_causes
 from ddb_capacity_runtime.core.series import Key as SeriesKey
 from ddb_capacity_runtime.core.series import Series
+from ddb_capacity_runtime.core.validators import is_whole
 
 from .trace import Key, Trace, TraceError
 
@@ -31,7 +32,7 @@ MAX_DAYS = 15
 
 def check_days(days: object) -> int:
     """``--days``, refused unless a whole number from 1 to `MAX_DAYS`."""
-    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
+    if not is_whole(days, 1, MAX_DAYS):
         raise TraceError(
             f"--days: got {days!r}; expected a whole number from 1 to {MAX_DAYS} "
             f"(CloudWatch keeps 1-minute datapoints for {MAX_DAYS} days)"

@@ -6,7 +6,6 @@ field of [`ModelParams`][ddb_capacity_tools.simulator.ModelParams] with its rang
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
@@ -15,6 +14,7 @@ from ddb_capacity_runtime.core.reservation import (
     Reservation,
     reserved_problem,
 )
+from ddb_capacity_runtime.core.validators import is_number
 
 from ..tool_errors import ModelError as ModelError
 from .trace import Trace
@@ -190,13 +190,7 @@ class ModelParams:
                 continue
             lo, hi = BOUNDS[f.name]
             whole = f.name not in FRACTIONAL
-            ok = (
-                isinstance(value, int | float)
-                and not isinstance(value, bool)
-                and math.isfinite(value)
-                and lo <= value <= hi
-                and (not whole or float(value).is_integer())
-            )
+            ok = is_number(value, lo, hi) and (not whole or float(value).is_integer())
             if not ok:
                 kind = "a whole number" if whole else "a number"
                 also = ""

@@ -13,6 +13,7 @@ from itertools import repeat
 from typing import Any, ClassVar, TextIO
 
 from ddb_capacity_runtime.core.names import DIMENSIONS
+from ddb_capacity_runtime.core.validators import is_whole
 
 from . import hybrid, schedules
 from .bound import Bound, bound
@@ -170,11 +171,7 @@ def check_score_from(score_from: int | None, trace: Trace) -> int:
     ``trace``."""
     if score_from is None:
         return 0
-    if (
-        not isinstance(score_from, int)
-        or isinstance(score_from, bool)
-        or not 0 <= score_from < trace.minutes
-    ):
+    if not is_whole(score_from, 0, trace.minutes - 1):
         raise PolicyError(
             f"score_from: got {score_from!r}; expected a whole minute from 0 to "
             f"{trace.minutes - 1} ({trace.name} has {trace.minutes:,} minutes)"

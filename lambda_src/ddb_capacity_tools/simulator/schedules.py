@@ -3,7 +3,8 @@
 Schedules in a serialized form, replayed with the constructs' own schedule code.
 
 A schedule file is JSON: a list of entries, each the fields of
-[`ScheduleEntry`][ddb_capacity_tools.schedule.ScheduleEntry] (``constructs_pkg.ScheduleEntry``)
+[`ScheduleEntry`][ddb_capacity_runtime.schedule.entries.ScheduleEntry]
+(``constructs_pkg.ScheduleEntry``)
 plus where it applies::
 
     [{"name": "before-load", "schedule": "cron(55 4 ? * 2-6 *)", "dimension": "write",
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_tools.schedule import ScheduleEntry, TableSchedule
+from ddb_capacity_runtime.schedule.entries import ScheduleEntry, TableSchedule
 
 from ..tool_errors import ScheduleFileError as ScheduleFileError
 from .trace import Key, key_label

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from cronsim import CronSim, CronSimError
 
-from .tool_errors import ScheduleError as ScheduleError
+from ..core.errors import ScheduleError as ScheduleError
 
 CRON = re.compile(r"cron\((.*)\)")
 

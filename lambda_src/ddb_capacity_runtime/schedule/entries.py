@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from ddb_capacity_runtime.core.decreases import DecreaseLedger
-
-from .schedule_expressions import YEARS, Expression, parse, zone, zone_name
-from .tool_errors import ScheduleError as ScheduleError
+from ..core.decreases import DecreaseLedger
+from ..core.errors import ScheduleError as ScheduleError
+from ..core.validators import is_whole
+from .expressions import YEARS, Expression, parse, zone, zone_name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,7 +29,7 @@ class ScheduleEntry:
 
     :param name: unique per scalable target (table or GSI, read or write).
     :param schedule: ``cron(...)``, ``at(...)`` or ``rate(...)`` (module docstring), as a
-        string, from [`cron`][ddb_capacity_tools.schedule_expressions.cron] fields, or an
+        string, from [`cron`][ddb_capacity_runtime.schedule.expressions.cron] fields, or an
         ``aws_applicationautoscaling.Schedule``.
     :param min_capacity, max_capacity: at least one. A max may go above the range the
         table was configured with (a seasonal ceiling).
@@ -271,7 +271,7 @@ def _key(window: CapacityWindow) -> WindowKey:
 
 def _is_whole_in(value: object, most: int) -> bool:
     """``value`` is an int (not a bool) from 1 to ``most``."""
-    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most
+    return is_whole(value, 1, most)
 
 
 def _check_times(where: str, entry: ScheduleEntry) -> None:
@@ -391,7 +391,7 @@ class TableSchedule:
                 f"Shorten it, or give fewer week_days"
             )
         cap = window.capacity
-        if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= self._quota:
+        if not is_whole(cap, 1, self._quota):
             raise ScheduleError(
                 f"{label}: capacity must be a whole number from 1 to {self._quota}; got {cap!r}"
             )

@@ -1,0 +1,146 @@
+"""Runs in: CDK app (synth time).
+
+The checks of [`CapacityRequests`][constructs_pkg.capacity_requests.CapacityRequests]: its
+props (each refusal naming the prop, the value received and what is allowed; ``where``
+names the construct), and, once the app is built, that every scaler managing one of its
+tables is connected to it (`ConnectedScalers`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import jsii
+from aws_cdk import Duration, Token
+from constructs import IValidation
+
+from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.holds import MAX_HOLD_MINUTES
+from ddb_capacity_runtime.core.validators import is_whole
+
+from .props import duration_prop
+from .scaler import ThrottleAwareScaler
+
+if TYPE_CHECKING:
+    from .capacity_requests import CapacityRequests
+
+
+def total_units(
+    where: str,
+    table_quota: int,
+    max_units: int,
+    max_total_units: int | None,
+    broker_concurrency: int | None,
+) -> int:
+    """The limits checked; returns the holds' total (``max_units`` unless given)."""
+    if not is_whole(max_units, 1, table_quota):
+        raise CapacityConfigError(
+            f"{where}: max_units must be a whole number from 1 to table_quota "
+            f"({table_quota}); got {max_units!r}"
+        )
+    if max_total_units is None:
+        max_total_units = max_units
+    if not is_whole(max_total_units, max_units, table_quota):
+        raise CapacityConfigError(
+            f"{where}: max_total_units must be a whole number from max_units "
+            f"({max_units:,}) to table_quota ({table_quota}); got {max_total_units!r}"
+        )
+    if broker_concurrency is not None and not is_whole(broker_concurrency, 1, 1_000):
+        raise CapacityConfigError(
+            f"{where}: broker_concurrency must be a whole number from 1 to 1000, or "
+            f"None; got {broker_concurrency!r}"
+        )
+    return max_total_units
+
+
+def hold_minutes(where: str, max_hold: Duration) -> int:
+    """``max_hold`` checked; returns it in whole minutes."""
+    duration_prop(where, "max_hold", max_hold, Duration.minutes(1))
+    hold_seconds = max_hold.to_seconds() if not Token.is_unresolved(max_hold) else 0
+    minutes = hold_seconds / 60
+    if not 1 <= minutes <= MAX_HOLD_MINUTES or hold_seconds % 60:
+        raise CapacityConfigError(
+            f"{where}: max_hold must be whole minutes from 1 minute to 24 hours; got "
+            f"{max_hold.to_human_string()}"
+        )
+    return int(minutes)
+
+
+def check_restore_every(where: str, restore_every: Duration | None) -> None:
+    """``restore_every`` checked: whole minutes from 1 to 60, or None (no restorer)."""
+    duration_prop(where, "restore_every", restore_every, Duration.minutes(1), optional=True)
+    if restore_every is not None:
+        seconds = restore_every.to_seconds()
+        if seconds % 60 or not 60 <= seconds <= 3600:
+            raise CapacityConfigError(
+                f"{where}: restore_every must be whole minutes from 1 to 60, or None; got "
+                f"{restore_every.to_human_string()}"
+            )
+
+
+def store_of(scaler: ThrottleAwareScaler) -> str:
+    """Where ``scaler`` keeps its state, in words."""
+    store = scaler.state_store
+    owner = store.node.scope
+    if owner is not None and getattr(owner, "hold_store", None) is store:
+        return f"the hold store of CapacityRequests {owner.node.path}"
+    return store.node.path
+
+
+def unconnected_scalers(requests: CapacityRequests) -> list[str]:
+    """Every scaler of the app that manages one of ``requests``' tables explicitly but
+    keeps its state elsewhere: it would take a hold's raised minimum for an operator's
+    change and keep it as the configured minimum."""
+    errors = []
+    for scaler in requests.node.root.node.find_all():
+        if not isinstance(scaler, ThrottleAwareScaler):
+            continue
+        if scaler.state_store is requests.hold_store:
+            continue
+        shared = [
+            (owner or table).node.path
+            for table, owner, _ in requests._indexes
+            if any(table is managed for managed in scaler.tables)
+        ]
+        if not shared:
+            continue
+        what = f"{'table' if len(shared) == 1 else 'tables'} {', '.join(shared)}"
+        if scaler.state_store.node.scope is scaler:
+            fix = "connect it: requests.connect(scaler)"
+        else:
+            fix = (
+                f"it keeps its state in {store_of(scaler)}, and a scaler can be "
+                f"connected to one CapacityRequests only: serve {what} from that one"
+            )
+        errors.append(
+            f"{requests._where}: ThrottleAwareScaler {scaler.node.path} manages {what}, "
+            f"which these requests serve too, but is not connected to them, so it would "
+            f"take a hold's raised minimum for the configured minimum and keep it; {fix}"
+        )
+    return errors
+
+
+def unended_surges(requests: CapacityRequests) -> list[str]:
+    """With a fast path but no restorer, a connected scaler must end the surges."""
+    if requests.signals is None or requests.restorer is not None:
+        return []
+    for scaler in requests.node.root.node.find_all():
+        if isinstance(scaler, ThrottleAwareScaler) and scaler.state_store is requests.hold_store:
+            return []
+    return [
+        f"{requests._where}: fast_path with restore_every=None needs a connected "
+        f"ThrottleAwareScaler to end its surges at expiry, and none is connected; keep "
+        f"the restorer (restore_every) or connect a scaler: requests.connect(scaler)"
+    ]
+
+
+@jsii.implements(IValidation)
+class ConnectedScalers:
+    """At synth, once ``connect`` has had its chance: every scaler that manages one of
+    the tables of ``requests`` explicitly keeps its state in its hold store, and a fast
+    path without a restorer has a connected scaler to end its surges."""
+
+    def __init__(self, requests: CapacityRequests) -> None:
+        self._requests = requests
+
+    def validate(self) -> list[str]:
+        return unconnected_scalers(self._requests) + unended_surges(self._requests)
