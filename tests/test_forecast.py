@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -25,6 +26,7 @@ from ddb_capacity_runtime.core.forecast import (
     SPREAD_STEPS,
     UNKNOWN,
     Forecast,
+    Replay,
     _predict,
     aim_for,
     apply_plans,
@@ -441,7 +443,8 @@ def _replayed(
 ) -> tuple[float, float] | None:
     """`backtest` as its docstring says it, step by step from `_predict`: the plain
     replay the fast one (sliding maxima, sizes a day at once) must equal exactly."""
-    season_steps, lookback = season_minutes(season) // STEP, LOOKBACK[season]
+    season_steps = season_minutes(season) // STEP
+    lookback = LOOKBACK.get(season, LOOKBACK["daily"])
     n, reach = len(history), LEAD_STEPS + BASELINE_STEPS - 1
     if n < DAY + reach or any(v is None for v in history[n - DAY - reach :]):
         return None
@@ -486,6 +489,87 @@ def test_the_backtest_scores_exactly_as_a_plain_replay(seed, days, season, holes
         history[rng.randrange(len(history))] = None
     expected = _replayed(history, season, aim, 0.7, *bounds)
     assert backtest(history, season, aim, 0.7, *bounds) == expected
+
+
+ASKED: dict[str, list[Any]] = {  # what forecasts ask the gate, the first value first
+    "season": ["daily", "weekly", "120 min"],
+    "aim": [0.74, 0.7, 0.83],
+    "target": [0.7, 0.5],
+    "bounds": [(1, 40_000), (40, 40_000), (1, 300)],
+}
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    days=st.floats(1.0, 8.5),
+    keep=st.sampled_from([None, DAY + 30, 2 * DAY + 7, 4 * DAY]),
+    forecasts=st.lists(
+        st.tuples(
+            st.sampled_from([0, 1, 7, 12, 12, 12, 12, 12, 50, DAY + 3]),  # steps since the last
+            st.sampled_from([None, None, *ASKED]),  # what the forecast asks anew, if anything
+            st.sampled_from([None] * 6 + ["hole", "rewrite", "phase", "back", "other"]),
+        ),
+        min_size=2,
+        max_size=12,
+    ),
+)
+def test_a_kept_replay_scores_every_forecast_exactly_as_a_plain_replay(seed, days, keep, forecasts):
+    """One dimension's `Replay`, kept from forecast to forecast as the simulator keeps it,
+    over a varied history: forecasts an hour apart, or none, one or more than a day of steps
+    apart, asking with another season, aim, target or bounds now and then (changing one at
+    a time, so a part kept under the others is taken, or must not be), a history kept to its
+    last ``keep`` steps (its start moves past windows floors read), an unknown step
+    anywhere, a past step rewritten, an end on another minute of its step, an end steps
+    earlier than the last, another history altogether (on the same clock). Every
+    forecast's scores equal the plain replay's of that history, and a new backtest's, to
+    the bit."""
+    rng = random.Random(seed)
+    levels = [0.0, 35.0, 84.0, 120.0, 700.0, 1_000.0]
+
+    def step() -> float:
+        return rng.choice(levels) * rng.choice([1.0, 1.0, 0.5, rng.uniform(0.5, 2.0)])
+
+    steps: list[float | None] = [step() for _ in range(int(days * DAY))]
+    replay, phase = Replay(), 0
+    asks = {name: values[0] for name, values in ASKED.items()}
+    for since, change, event in forecasts:
+        if change is not None:
+            asks[change] = rng.choice(ASKED[change])
+        steps += [step() for _ in range(since)]
+        if event == "hole":
+            steps[rng.randrange(len(steps))] = None
+        elif event == "rewrite":
+            steps[rng.randrange(len(steps))] = step()
+        elif event == "phase":
+            phase = rng.randrange(1, STEP)
+        elif event == "back":  # the history ends earlier than the last one did
+            del steps[len(steps) - rng.randint(1, 2 * DAY) :]
+        elif event == "other":  # another history ending at the same step
+            steps = [step() for _ in range(len(steps))]
+        history = steps[-keep:] if keep else list(steps)
+        season, aim, target, bounds = asks["season"], asks["aim"], asks["target"], asks["bounds"]
+        expected = _replayed(history, season, aim, target, *bounds)
+        end = len(steps) * STEP + phase
+        assert replay.scores(history, end, season, aim, target, *bounds) == expected
+        assert backtest(history, season, aim, target, *bounds) == expected
+
+
+@pytest.mark.parametrize(("season", "keep"), [("daily", 2 * DAY + 7), ("weekly", 14 * DAY + 100)])
+def test_a_kept_replay_replays_the_floors_a_later_start_takes_windows_from(season, keep):
+    """A history kept to its last ``keep`` steps (as the Lambda keeps 14 days), a forecast
+    an hour: each hour its start moves past the windows some of the day's floors read a
+    season or two back, and those floors (the larger of what is left) are replayed. Every
+    forecast's scores equal the plain replay's to the bit."""
+    rng = random.Random(7)
+    steps: list[float | None] = [rng.choice([0.0, 84.0, 700.0, 1_000.0]) for _ in range(keep)]
+    replay = Replay()
+    for _ in range(48):
+        steps += [rng.choice([0.0, 84.0, 700.0, 1_000.0]) for _ in range(12)]
+        history = steps[-keep:]
+        expected = _replayed(history, season, 0.74, 0.7, 1, 40_000)
+        assert expected is not None
+        assert replay.scores(history, len(steps) * STEP, season, 0.74, 0.7, 1, 40_000) == expected
 
 
 @given(

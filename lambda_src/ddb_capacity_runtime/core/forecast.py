@@ -25,10 +25,12 @@ judge (an unknown step) is used as before, since unknown data never lowers capac
 from __future__ import annotations
 
 import functools
+import operator
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from copy import copy
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from .floorplan import MAX_RESERVE, PLAN_MINUTES, PLAN_STEPS, STEP_MINUTES, FloorPlan
 from .periods import DAY_MINUTES, find_period
@@ -312,6 +314,7 @@ def plan_floors(
     max_error: float = MAX_ERROR,
     *,
     minute_of_day: int | None = None,
+    replay: Replay | None = None,
 ) -> tuple[FloorPlan | None, Forecast]:
     """The autopilot's plan at minute ``now``: for each step from the one holding ``now``
     to PLAN_MINUTES later, the capacity the forecast peak from that step to LEAD_MINUTES
@@ -320,7 +323,8 @@ def plan_floors(
     covers all of it. With ``minute_of_day`` (``now``'s, on the decrease quota's UTC day),
     the plan's reserve is the falls the forecast sees from the plan's end to the day's end.
     ``history`` ends at minute ``history_end`` (exclusive), on the same clock as ``now``;
-    the plan's steps are the history's."""
+    the plan's steps are the history's. The gate replays with ``replay``, the dimension's
+    kept from its last forecast (the same verdict, the steps since replayed), or anew."""
     season, error, reason, usable = _season(history, STEP_MINUTES, 2 * SPREAD_STEPS + 1, max_error)
     if season is None or not usable:
         return None, Forecast(None, season, error, reason)
@@ -342,7 +346,9 @@ def plan_floors(
         floors.append(max(min_capacity, min(max_capacity, units)))
     if max(floors) <= min_capacity:
         return None, Forecast(max(peaks), season, error, f"{reason}; the minimum covers it")
-    scores = backtest(history, season, aim, target_utilization, min_capacity, max_capacity)
+    scores = (replay or Replay()).scores(
+        history, history_end, season, aim, target_utilization, min_capacity, max_capacity
+    )
     if scores is not None and scores[0] >= scores[1]:
         why = f"{reason}; {gate_reason(scores)}"
         return None, Forecast(max(peaks), season, error, why, IDLE)
@@ -375,37 +381,208 @@ def backtest(
     it held plus REFUSED_WEIGHT times the load it did not cover, summed over the steps;
     returns (the score with the forecast, the score without): it earns its place when the
     first is lower. None when a step it reads is unknown or no past season covers a step
-    (not judged)."""
-    day = DAY_MINUTES // STEP_MINUTES
-    n = len(history)
-    reach = LEAD_STEPS + BASELINE_STEPS - 1
-    if n < day + reach or None in history[n - day - reach :]:
-        return None
-    season_steps = season_minutes(season) // STEP_MINUTES
-    lookback = _lookback(season)
-    known: Sequence[float] = history[n - day - reach :]  # type: ignore[assignment]
-    floors = _floor_peaks(history, season_steps, lookback, n - day)
+    (not judged). A new `Replay`'s, which replays the whole day."""
+    return Replay().scores(
+        history,
+        len(history) * STEP_MINUTES,
+        season,
+        aim,
+        target_utilization,
+        min_capacity,
+        max_capacity,
+    )
+
+
+class Replay:
+    """`backtest`'s replay of one dimension, kept from one forecast to the next (the
+    simulator keeps one a dimension; the scaler Lambda reads its history afresh each hour
+    and replays it whole). Each step of the day replayed is sized and scored once: a later
+    forecast, whose history ends whole steps later and equals this one's where the two
+    overlap, replays only the steps that came since and takes the rest as kept. The scores
+    are a whole replay's to the bit: a step's baseline peak, floor and two scores depend
+    only on the history before it and on what they were made with (the season; the aim,
+    the target and the bounds), so each is kept under those, and the day's scores are
+    summed over its steps in order. Any other history (not later, different where it
+    overlaps, or starting later past a window a floor read) is replayed whole, or the
+    floors it changes are."""
+
+    KEPT = 16
+    """The most parts of each kind kept (the least recently used goes first): the aims an
+    hourly forecast moves between, at most."""
+
+    def __init__(self) -> None:
+        self._seen: tuple[int, int, list[float | None]] | None = None
+        """the last history given: its end (a step number), the end's minute within its
+        step, and a copy of it"""
+        self._recents: dict[None, tuple[int, list[float]]] = {}
+        """each step's baseline peak (under None)"""
+        self._floors: dict[str, tuple[int, list[float | None]]] = {}
+        """each step's floor peak, per season"""
+        self._alone: dict[tuple[float, int, int], tuple[int, list[float]]] = {}
+        """each step's score without the forecast, per (target, bounds)"""
+        self._planned: dict[tuple[str, float, int, int], tuple[int, list[float]]] = {}
+        """each step's score with it, per (season, aim, bounds)"""
+
+    def scores(
+        self,
+        history: Sequence[float | None],
+        end: int,
+        season: str,
+        aim: float,
+        target_utilization: float,
+        min_capacity: int,
+        max_capacity: int,
+    ) -> tuple[float, float] | None:
+        """`backtest`'s scores of ``history``, which ends at minute ``end`` (on any clock
+        the histories given share)."""
+        last = self._follow(history, end)
+        day = DAY_MINUTES // STEP_MINUTES
+        n = len(history)
+        reach = LEAD_STEPS + BASELINE_STEPS - 1
+        if n < day + reach or None in history[n - day - reach :]:
+            return None
+        first, at = last - day, n - last  # step s is history[s + at]
+        known: Sequence[float] = history[n - day - reach :]  # type: ignore[assignment]
+        steps, lookback = season_minutes(season) // STEP_MINUTES, _lookback(season)
+        found = _kept(
+            self._floors, season, last, lambda s: _floors(history, steps, lookback, s + at)
+        )
+        if None in found:
+            return None
+        floors: list[float] = found  # type: ignore[assignment]  # (none unknown: checked)
+        recents = _kept(
+            self._recents,
+            None,
+            last,
+            lambda s: _sliding_maxima(known, s - first, last - s, BASELINE_STEPS),
+        )
+        loads, bounds = known[reach:], (min_capacity, max_capacity)
+        alone = _kept(
+            self._alone,
+            (target_utilization, *bounds),
+            last,
+            lambda s: _scored(
+                loads[s - first :], recents[s - first :], None, target_utilization, *bounds
+            ),
+        )
+        planned = _kept(
+            self._planned,
+            (season, aim, *bounds),
+            last,
+            lambda s: _scored(
+                loads[s - first :], recents[s - first :], floors[s - first :], aim, *bounds
+            ),
+        )
+        return functools.reduce(operator.add, planned, 0.0), functools.reduce(
+            operator.add, alone, 0.0
+        )
+
+    def _follow(self, history: Sequence[float | None], end: int) -> int:
+        """The step number ``history`` ends at; forgets every part kept that it does not
+        bear out."""
+        last, phase = divmod(end, STEP_MINUTES)
+        now = list(history)
+        start, seen, self._seen = last - len(now), self._seen, (last, phase, now)
+        if seen is None:
+            return last
+        was_last, was_phase, was = seen
+        was_start = was_last - len(was)
+        if (
+            phase != was_phase
+            or not was_start <= start < was_last <= last
+            or now[: was_last - start] != was[start - was_start :]
+        ):
+            self._recents.clear()
+            self._floors.clear()
+            self._alone.clear()
+            self._planned.clear()
+        elif start > was_start:
+            self._started(was_start, start)
+        return last
+
+    def _started(self, was_start: int, start: int) -> None:
+        """Forget the floors, and the scores made with them, of steps whose windows start
+        from step ``was_start`` up to ``start``: a history that starts later no longer
+        holds them (`_predict` skips them)."""
+        for season, (last, floors) in list(self._floors.items()):
+            if _crossed(season, last - len(floors), last, was_start, start):
+                del self._floors[season]
+        for key, (last, scores) in list(self._planned.items()):
+            if _crossed(key[0], last - len(scores), last, was_start, start):
+                del self._planned[key]
+
+
+def _crossed(season: str, first: int, last: int, was_start: int, start: int) -> bool:
+    """Whether a floor of a step from ``first`` to ``last`` (exclusive) reads a window of
+    ``season`` that starts from step ``was_start`` up to ``start``."""
+    steps, lookback = season_minutes(season) // STEP_MINUTES, _lookback(season)
+    return any(
+        first < start + SPREAD_STEPS + back and was_start + SPREAD_STEPS + back < last
+        for back in range(steps, (lookback + 1) * steps, steps)
+    )
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _kept(
+    kept: dict[_K, tuple[int, list[_V]]],
+    key: _K,
+    last: int,
+    make: Callable[[int], list[_V]],
+) -> list[_V]:
+    """The values of the day's steps, the day ending at step ``last``: those ``kept``
+    under ``key`` still in the day, and ``make(s)``'s, the steps from ``s`` on, for the
+    rest (kept in turn)."""
+    first = last - DAY_MINUTES // STEP_MINUTES
+    end, values = kept.pop(key, (last, []))
+    if end - len(values) <= first <= end <= last:
+        values = values[len(values) - (end - first) :]
+        if end < last:
+            values += make(end)
+    else:
+        values = make(first)
+    kept[key] = last, values
+    while len(kept) > Replay.KEPT:
+        del kept[next(iter(kept))]
+    return values
+
+
+def _floors(
+    history: Sequence[float | None], season_steps: int, lookback: int, first: int
+) -> list[float | None]:
+    """The plan's floor peak of each step from ``first`` to the history's end, as
+    `_predict` gives it from the history before the step."""
+    floors = _floor_peaks(history, season_steps, lookback, first)
     if floors is None:  # step by step
         floors = [
             _predict(history, season_steps, lookback, i - SPREAD_STEPS, FLOOR_STEPS, known=i)
-            for i in range(n - day, n)
+            for i in range(first, len(history))
         ]
-    if None in floors:
-        return None
-    # each step's baseline peak, from one sliding maximum (step i's is recents[i - n + day])
-    recents = _sliding_maxima(known, 0, day, BASELINE_STEPS)
-    bounds = min_capacity, max_capacity
-    alone = units_within([recent / target_utilization for recent in recents], *bounds)
-    # the larger of the floor's units and the baseline's at the aim: units are monotone,
-    # so those of the larger load
-    peaks: list[float] = floors  # type: ignore[assignment]  # (none unknown: checked)
-    larger = map(max, peaks, recents)
-    planned = units_within([load / aim for load in larger], *bounds)
-    with_forecast = without = 0.0
-    for load, a, p in zip(known[reach:], alone, planned, strict=True):
-        without += a + REFUSED_WEIGHT * (load - a) if load > a else a
-        with_forecast += p + REFUSED_WEIGHT * (load - p) if load > p else p
-    return with_forecast, without
+    return floors
+
+
+def _scored(
+    loads: Sequence[float],
+    recents: Sequence[float],
+    floors: Sequence[float] | None,
+    utilization: float,
+    min_capacity: int,
+    max_capacity: int,
+) -> list[float]:
+    """Each step's score: the units held at ``utilization`` (the baseline's peak, or the
+    larger of it and the floor's: units are monotone, so those of the larger load), plus
+    REFUSED_WEIGHT times the load they did not cover."""
+    if floors is None:
+        sizes = [recent / utilization for recent in recents]
+    else:
+        sizes = [load / utilization for load in map(max, floors, recents)]
+    units = units_within(sizes, min_capacity, max_capacity)
+    return [
+        u + REFUSED_WEIGHT * (load - u) if load > u else u
+        for load, u in zip(loads, units, strict=True)
+    ]
 
 
 def _floor_peaks(

@@ -27,6 +27,7 @@ from ddb_capacity_runtime.core.floorplan import STEP_MINUTES, FloorPlan
 from ddb_capacity_runtime.core.forecast import (
     HISTORY_DAYS,
     Forecast,
+    Replay,
     apply_plans,
     forecast_due,
     plan_asks,
@@ -421,10 +422,7 @@ class ThrottleAware:
         (``fast_path_seconds``, ``stream_seconds``)."""
         self._now = 0
         """The minute of the tick under way."""
-        self.tick = tick
-        self.causes = causes
-        self.params = params
-        self.stock = stock
+        self.tick, self.causes, self.params, self.stock = tick, causes, params, stock
         self.own_target = own_target and stock is not None and autopilot
         """it owns stock target tracking's target value (the scaler's ``own_target``)"""
         self.target = target_percent / 100
@@ -452,6 +450,9 @@ class ThrottleAware:
         """Every forecast made: (minute, key, forecast, plan)."""
         self.plans: dict[tuple[str, str | None, str], FloorPlan] = {}
         """Each dimension's plan, kept between ticks as the Lambda keeps it in a tag."""
+        self._replays: dict[Key, Replay] = {}
+        """Each dimension's forecast gate (`Replay`), kept from one forecast to the next: the
+        same verdicts as the Lambda's replay of the whole day, the steps since replayed."""
         self._dims: dict[Key, tuple[tuple[Any, ...], Dimension]] = {}
         """Per key, the dimension last described and what it was made from."""
         self._shift: int | None = None
@@ -528,6 +529,7 @@ class ThrottleAware:
                 d.limits.min_capacity,
                 d.limits.max_capacity,
                 minute_of_day=minute_of_day,
+                replay=self._replays.setdefault(key, Replay()),
             )
             self.forecasts.append((t, key, f, plan))
             if plan is not None:
