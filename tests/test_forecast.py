@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks.simulate_noisy_30_days import noisy_diurnal
 from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.floorplan import MAX_RESERVE, PLAN_STEPS, FloorPlan, parse_plan
 from ddb_capacity_runtime.core.forecast import (
@@ -43,9 +42,6 @@ from ddb_capacity_runtime.core.forecast import (
 from ddb_capacity_runtime.core.policy import MAX_AIM, capacity_units, units_within
 from ddb_capacity_runtime.core.table_limits import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable
-from ddb_capacity_tools.simulator import ModelParams, Prices, run_policy
-from ddb_capacity_tools.simulator import parse as parse_policy
-from ddb_capacity_tools.simulator import policies as simulator_policies
 from tests.hypothesis_profiles import examples
 
 STEP = 5
@@ -495,40 +491,39 @@ def test_the_backtest_scores_exactly_as_a_plain_replay(seed, days, season, holes
     assert backtest(history, season, aim, 0.7, *bounds) == expected
 
 
+ASKED: dict[str, list[Any]] = {  # what forecasts ask the gate, the first value first
+    "season": ["daily", "weekly", "120 min"],
+    "aim": [0.74, 0.7, 0.83],
+    "target": [0.7, 0.5],
+    "bounds": [(1, 40_000), (40, 40_000), (1, 300)],
+}
+
+
 @settings(max_examples=examples(40), deadline=None)
 @given(
     seed=st.integers(0, 2**32),
     days=st.floats(1.0, 8.5),
     keep=st.sampled_from([None, DAY + 30, 2 * DAY + 7, 4 * DAY]),
-    asked=st.lists(  # what forecasts ask the gate: the season, aim, target and bounds
-        st.tuples(
-            st.sampled_from(["daily", "daily", "weekly", "120 min"]),
-            st.sampled_from([0.7, 0.74, 0.83]),
-            st.sampled_from([0.7, 0.5]),
-            st.sampled_from([(1, 40_000), (40, 40_000), (1, 300)]),
-        ),
-        min_size=1,
-        max_size=3,
-    ),
     forecasts=st.lists(
         st.tuples(
             st.sampled_from([0, 1, 7, 12, 12, 12, 12, 12, 50, DAY + 3]),  # steps since the last
-            st.integers(0, 5),  # which of ``asked`` (mostly the first)
-            st.sampled_from([None] * 6 + ["hole", "rewrite", "phase"]),
+            st.sampled_from([None, None, *ASKED]),  # what the forecast asks anew, if anything
+            st.sampled_from([None] * 6 + ["hole", "rewrite", "phase", "back", "other"]),
         ),
         min_size=2,
         max_size=12,
     ),
 )
-def test_a_kept_replay_scores_every_forecast_exactly_as_a_plain_replay(
-    seed, days, keep, asked, forecasts
-):
+def test_a_kept_replay_scores_every_forecast_exactly_as_a_plain_replay(seed, days, keep, forecasts):
     """One dimension's `Replay`, kept from forecast to forecast as the simulator keeps it,
     over a varied history: forecasts an hour apart, or none, one or more than a day of steps
-    apart, asking with one of a few seasons, aims, targets and bounds, a history kept to its
+    apart, asking with another season, aim, target or bounds now and then (changing one at
+    a time, so a part kept under the others is taken, or must not be), a history kept to its
     last ``keep`` steps (its start moves past windows floors read), an unknown step
-    anywhere, a past step rewritten, an end on another minute of its step. Every forecast's
-    scores equal the plain replay's of that history to the bit."""
+    anywhere, a past step rewritten, an end on another minute of its step, an end steps
+    earlier than the last, another history altogether (on the same clock). Every
+    forecast's scores equal the plain replay's of that history, and a new backtest's, to
+    the bit."""
     rng = random.Random(seed)
     levels = [0.0, 35.0, 84.0, 120.0, 700.0, 1_000.0]
 
@@ -537,7 +532,10 @@ def test_a_kept_replay_scores_every_forecast_exactly_as_a_plain_replay(
 
     steps: list[float | None] = [step() for _ in range(int(days * DAY))]
     replay, phase = Replay(), 0
-    for since, which, event in forecasts:
+    asks = {name: values[0] for name, values in ASKED.items()}
+    for since, change, event in forecasts:
+        if change is not None:
+            asks[change] = rng.choice(ASKED[change])
         steps += [step() for _ in range(since)]
         if event == "hole":
             steps[rng.randrange(len(steps))] = None
@@ -545,11 +543,33 @@ def test_a_kept_replay_scores_every_forecast_exactly_as_a_plain_replay(
             steps[rng.randrange(len(steps))] = step()
         elif event == "phase":
             phase = rng.randrange(1, STEP)
+        elif event == "back":  # the history ends earlier than the last one did
+            del steps[len(steps) - rng.randint(1, 2 * DAY) :]
+        elif event == "other":  # another history ending at the same step
+            steps = [step() for _ in range(len(steps))]
         history = steps[-keep:] if keep else list(steps)
-        season, aim, target, bounds = asked[which if which < len(asked) else 0]
+        season, aim, target, bounds = asks["season"], asks["aim"], asks["target"], asks["bounds"]
         expected = _replayed(history, season, aim, target, *bounds)
         end = len(steps) * STEP + phase
         assert replay.scores(history, end, season, aim, target, *bounds) == expected
+        assert backtest(history, season, aim, target, *bounds) == expected
+
+
+@pytest.mark.parametrize(("season", "keep"), [("daily", 2 * DAY + 7), ("weekly", 14 * DAY + 100)])
+def test_a_kept_replay_replays_the_floors_a_later_start_takes_windows_from(season, keep):
+    """A history kept to its last ``keep`` steps (as the Lambda keeps 14 days), a forecast
+    an hour: each hour its start moves past the windows some of the day's floors read a
+    season or two back, and those floors (the larger of what is left) are replayed. Every
+    forecast's scores equal the plain replay's to the bit."""
+    rng = random.Random(7)
+    steps: list[float | None] = [rng.choice([0.0, 84.0, 700.0, 1_000.0]) for _ in range(keep)]
+    replay = Replay()
+    for _ in range(48):
+        steps += [rng.choice([0.0, 84.0, 700.0, 1_000.0]) for _ in range(12)]
+        history = steps[-keep:]
+        expected = _replayed(history, season, 0.74, 0.7, 1, 40_000)
+        assert expected is not None
+        assert replay.scores(history, len(steps) * STEP, season, 0.74, 0.7, 1, 40_000) == expected
 
 
 @given(
@@ -584,30 +604,3 @@ def test_a_kept_replay_replays_a_rewritten_past_step_again() -> None:
     expected = _replayed(steps, *args)
     assert replay.scores(steps, len(steps) * STEP, *args) == expected
     assert Replay().scores(steps, len(steps) * STEP, *args) == expected
-
-
-class _ForgetfulReplay(Replay):
-    """A gate that keeps nothing: every forecast replays the whole day, as the scaler
-    Lambda's does. Counts the verdicts it gave."""
-
-    verdicts = 0
-
-    def scores(self, *args: Any, **kwargs: Any) -> tuple[float, float] | None:
-        found = Replay().scores(*args, **kwargs)
-        _ForgetfulReplay.verdicts += found is not None
-        return found
-
-
-def test_the_simulators_kept_replay_decides_as_a_whole_replay(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The autopilot over four noisy days, its gate kept from forecast to forecast (as the
-    simulator keeps it) and replayed whole each time (as the Lambda does): every minute's
-    capacity, refusal and dollar is the same."""
-    trace = noisy_diurnal(seed=7, days=4)
-    spec = parse_policy("autopilot+stock:70")
-    kept = run_policy(spec, trace, ModelParams(), Prices())
-    monkeypatch.setattr(simulator_policies, "Replay", _ForgetfulReplay)
-    whole = run_policy(spec, trace, ModelParams(), Prices())
-    assert _ForgetfulReplay.verdicts > 10  # the gate judged, day after day
-    assert [r.as_json() for r in kept] == [r.as_json() for r in whole]

@@ -6,6 +6,7 @@ import math
 import random
 from collections import Counter
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -14,8 +15,9 @@ from hypothesis import strategies as st
 from ddb_capacity_runtime.core import decreases as quota
 from ddb_capacity_runtime.core import plan as core_plan
 from ddb_capacity_runtime.core import policy
-from ddb_capacity_runtime.core.forecast import EARNS, IDLE, forecast_minute
+from ddb_capacity_runtime.core.forecast import EARNS, IDLE, Replay, forecast_minute
 from ddb_capacity_tools.simulator import (
+    DimensionResult,
     ModelError,
     ModelParams,
     PolicyError,
@@ -23,6 +25,7 @@ from ddb_capacity_tools.simulator import (
     Prices,
     oracle,
     parse,
+    run_policy,
     scenario,
     serve,
     simulate,
@@ -30,7 +33,7 @@ from ddb_capacity_tools.simulator import (
 from ddb_capacity_tools.simulator import policies as sim_policies
 from ddb_capacity_tools.simulator.model import SimulatedTable
 from ddb_capacity_tools.simulator.oracle import plan
-from ddb_capacity_tools.simulator.scenarios import SCENARIOS, nightly_batch
+from ddb_capacity_tools.simulator.scenarios import SCENARIOS, diurnal, nightly_batch
 from ddb_capacity_tools.simulator.trace import Trace
 from tests.hypothesis_profiles import examples
 
@@ -553,18 +556,18 @@ def _gates(trace: Trace) -> Counter[str]:
     return Counter(f.gate for t, _, f, _ in policy.forecasts if t >= 2 * 1440)
 
 
-def test_noisy_traffic_leaves_the_forecast_off_and_a_clean_periodic_one_turns_it_on():
+def _noisy() -> Trace:
+    """Noise (lognormal, sigma 0.25 a minute) on a daily swing whose level fell by a fifth
+    after its first day: each season's own error is small enough to plan, but the highest
+    of past seasons holds more than reacting needs."""
     rng = random.Random(4)
-    # noise (lognormal, sigma 0.25 a minute) on a daily swing whose level fell by a fifth
-    # after its first day: each season's own error is small enough to plan, but the
-    # highest of past seasons holds more than reacting needs
     levels = (1.0, 0.8, 0.8)
 
     def noisy_minute(m: int, base: float) -> float:
         swing = 1.5 + math.sin(2 * math.pi * m / 1440)
         return base * levels[m // 1440] * swing * rng.lognormvariate(0, 0.25)
 
-    noisy = Trace(
+    return Trace(
         "noisy",
         scenario("diurnal").start,
         {
@@ -572,12 +575,54 @@ def test_noisy_traffic_leaves_the_forecast_off_and_a_clean_periodic_one_turns_it
             (None, "write"): [noisy_minute(m, 750) for m in range(3 * 1440)],
         },
     )
-    gates = _gates(noisy)
+
+
+def test_noisy_traffic_leaves_the_forecast_off_and_a_clean_periodic_one_turns_it_on():
+    gates = _gates(_noisy())
     assert gates and set(gates) <= {IDLE}
     # a clean nightly batch: the plan is there before the load, reacting alone is not
     batch = nightly_batch(1, days=3)
     gates = _gates(batch)
     assert gates[EARNS] >= 24  # the write dimension's every hour of the third day
+
+
+def _autopilot_run(
+    trace: Trace, kept: bool, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[tuple[float, float] | None], list[DimensionResult]]:
+    """The autopilot over ``trace``: every score its gate got, and its results (each
+    minute's capacity and what it refused among them); its dimensions' replays kept from
+    forecast to forecast (``kept``, as the simulator keeps them), or each forecast's
+    made anew (as the scaler Lambda's, which replay the whole day)."""
+    got: list[tuple[float, float] | None] = []
+
+    class Recording(Replay):
+        def scores(self, *asked: Any) -> tuple[float, float] | None:
+            scores = (super() if kept else Replay()).scores(*asked)
+            got.append(scores)
+            return scores
+
+    monkeypatch.setattr(sim_policies, "Replay", Recording)
+    results = run_policy(parse("autopilot"), trace, ModelParams(), Prices())
+    return got, results
+
+
+@pytest.mark.parametrize(
+    ("name", "earns"), [("nightly-batch", True), ("diurnal, 16 days", True), ("noisy", False)]
+)
+def test_a_kept_replay_leaves_every_simulated_decision_as_a_whole_replay(name, earns, monkeypatch):
+    """The autopilot on the built-in nightly-batch scenario (7 days), the built-in diurnal
+    one over 16 days (past 14: its history's start moves past windows the floors read),
+    and noisy traffic its gate turns off, run twice: its gate's replays kept from forecast
+    to forecast, then made anew for each forecast. The same scores to the bit, each
+    forecast judged, and the same run, minute by minute."""
+    made = {"nightly-batch": lambda: scenario(name), "diurnal, 16 days": lambda: diurnal(1, 16)}
+    trace = made.get(name, _noisy)()
+    kept, results = _autopilot_run(trace, True, monkeypatch)
+    whole, whole_results = _autopilot_run(trace, False, monkeypatch)
+    assert kept == whole
+    judged = [(a < b) == earns for a, b in filter(None, kept)]
+    assert judged and any(judged)
+    assert results == whole_results
 
 
 def test_the_simulated_autopilot_forecasts_once_an_hour_at_its_tables_minute():
