@@ -232,7 +232,7 @@ def test_a_tick_retries_nothing_past_its_deadline(aws_client: Any) -> None:
         world.cw.meta.events.register("before-call.cloudwatch.GetMetricData", count)
         started = time.monotonic()
         # WHEN the tick runs
-        summary, _ = world.tick(deadline=time.time() + 60, SCALER_TABLES=idle)
+        summary, _ = world.tick(None, time.time() + 60, SCALER_TABLES=idle)  # now, deadline
         throttler.close()
         # THEN each GetMetricData call was sent once (botocore's retries refused at the
         # deadline, no backoff slept), the failures are shared ones, and nothing was lowered
