@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from ddb_capacity_runtime.aws.clients import (
@@ -68,7 +69,7 @@ class Throttler:
             if self.left == 0:
                 return None
             self.left -= 1
-        headers = {"Content-Type": "application/x-amz-json-1.0"}
+        headers = HTTPHeaders.from_dict({"Content-Type": "application/x-amz-json-1.0"})
         return AWSResponse(request.url, 400, headers, _Raw(THROTTLE_BODY))
 
     def close(self) -> None:
