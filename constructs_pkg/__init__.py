@@ -30,7 +30,10 @@ _LAZY = {
     "apply_nag_packs": "compliance",
     "skip_checkov": "compliance",
     "FleetAdvisor": "fleet_advisor",
+    "GlobalTableCapacity": "global_table",
+    "HighWaterMark": "global_table",
     "ReservedCapacity": "props",
+    "Replica": "replica_table",
     "DEFAULT_SCALABLE_TARGET_QUOTA": "quota",
     "ScalableTargetQuota": "quota",
     "FunctionOptions": "runtime",
@@ -53,9 +56,11 @@ if TYPE_CHECKING:
     from .compliance import acknowledge, apply_nag_packs, skip_checkov
     from .fast_path import FastPath
     from .fleet_advisor import FleetAdvisor
+    from .global_table import GlobalTableCapacity, HighWaterMark
     from .props import ReservedCapacity
     from .provisioned_table import ProvisionedTable
     from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
+    from .replica_table import Replica
     from .runtime import FunctionOptions
     from .scaler import ThrottleAwareScaler
     from .stream_signal import StreamSignal
@@ -89,9 +94,12 @@ __all__ = [
     "FastPath",
     "FleetAdvisor",
     "FunctionOptions",
+    "GlobalTableCapacity",
+    "HighWaterMark",
     "NightlyTuning",
     "PrewarmMethod",
     "ProvisionedTable",
+    "Replica",
     "ReservedCapacity",
     "ScalableTargetQuota",
     "ScheduleEntry",

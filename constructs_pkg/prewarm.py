@@ -8,6 +8,7 @@ CloudFormation."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import CfnResource, CustomResource, Duration, RemovalPolicy, Stack, custom_resources
@@ -167,37 +168,14 @@ class _SettleProvider(Construct):
         return cfn
 
     def _acknowledge(self, log_group: logs.LogGroup, *functions: lambda_.Function) -> None:
-        calls = "the DynamoDB control plane (DescribeTable, UpdateTable) and Lambda"
-        reasons = {
-            "Serverless-LambdaDLQ": ANSWERED_BY_PROVIDER,
-            "Serverless-LambdaAsyncFailureDestination": ANSWERED_BY_PROVIDER,
-            "Serverless-LambdaTracing": "A few calls per table creation; its log lines "
-            "record them, tracing adds nothing but cost.",
-            **{f"{pack}-LambdaDLQ": ANSWERED_BY_PROVIDER for pack in PACKS},
-            **{f"{pack}-LambdaConcurrency": ONCE_PER_TABLE for pack in PACKS[:2]},
-            **{
-                f"{pack}-LambdaInsideVPC": f"Calls only {calls}; it reaches no resource "
-                "inside a VPC."
-                for pack in PACKS
-            },
-        }
-        for finding, reason in reasons.items():
-            acknowledge(self, finding, reason)
-        for pack in PACKS:
-            acknowledge(log_group, f"{pack}-CloudWatchLogGroupEncrypted", LOG_KEY_REASON)
-        skip_checkov(log_group, "CKV_AWS_158", LOG_KEY_REASON)
-        for function in functions:
-            skip_checkov(function, "CKV_AWS_116", ANSWERED_BY_PROVIDER)
-            skip_checkov(function, "CKV_AWS_115", ONCE_PER_TABLE)
+        acknowledge_provider(
+            self,
+            "the DynamoDB control plane (DescribeTable, UpdateTable) and Lambda",
+            log_group,
+            functions,
+            self._framework_functions(),
+        )
         for cfn in self._framework_functions():
-            skip_checkov(cfn, "CKV_AWS_116", ANSWERED_BY_PROVIDER)
-            skip_checkov(cfn, "CKV_AWS_115", ONCE_PER_TABLE)
-            skip_checkov(
-                cfn,
-                "CKV_AWS_117",
-                "The provider's framework calls only Lambda and Step Functions APIs; it "
-                "reaches nothing in a VPC.",
-            )
             skip_checkov(
                 cfn,
                 "CKV_AWS_173",
@@ -245,6 +223,45 @@ onTimeout functions (two, as aws-cdk-lib asks, so they form no cycle)."""
 FRAMEWORK_MEMORY_MB = 128
 """The memory of the provider's framework functions, which only relay events (Lambda's default, set
 explicitly)."""
+
+
+def acknowledge_provider(
+    scope: Construct,
+    calls: str,
+    log_group: logs.LogGroup,
+    functions: Sequence[lambda_.Function],
+    frameworks: Sequence[lambda_.CfnFunction],
+) -> None:
+    """The findings of a custom-resource provider's functions (``functions``, which call
+    ``calls`` only, and aws-cdk-lib's framework functions ``frameworks``), answered once for
+    the whole provider ``scope``: invoked by the provider, at deploy time only."""
+    reasons = {
+        "Serverless-LambdaDLQ": ANSWERED_BY_PROVIDER,
+        "Serverless-LambdaAsyncFailureDestination": ANSWERED_BY_PROVIDER,
+        "Serverless-LambdaTracing": "A few calls per table creation; its log lines "
+        "record them, tracing adds nothing but cost.",
+        **{f"{pack}-LambdaDLQ": ANSWERED_BY_PROVIDER for pack in PACKS},
+        **{f"{pack}-LambdaConcurrency": ONCE_PER_TABLE for pack in PACKS[:2]},
+        **{
+            f"{pack}-LambdaInsideVPC": f"Calls only {calls}; it reaches no resource inside a VPC."
+            for pack in PACKS
+        },
+    }
+    for finding, reason in reasons.items():
+        acknowledge(scope, finding, reason)
+    for pack in PACKS:
+        acknowledge(log_group, f"{pack}-CloudWatchLogGroupEncrypted", LOG_KEY_REASON)
+    skip_checkov(log_group, "CKV_AWS_158", LOG_KEY_REASON)
+    for function in [*functions, *frameworks]:
+        skip_checkov(function, "CKV_AWS_116", ANSWERED_BY_PROVIDER)
+        skip_checkov(function, "CKV_AWS_115", ONCE_PER_TABLE)
+    for cfn in frameworks:
+        skip_checkov(
+            cfn,
+            "CKV_AWS_117",
+            "The provider's framework calls only Lambda and Step Functions APIs; it "
+            "reaches nothing in a VPC.",
+        )
 
 
 def settle_provider(scope: Construct, where: str, config: FunctionConfig) -> _SettleProvider:

@@ -6,10 +6,11 @@ schedule, with its state store, least-privilege IAM, a dead-letter path, alarms 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from datetime import date
 from types import MappingProxyType
-from typing import Any, Unpack
+from typing import Any, Unpack, cast
 
 import jsii
 from aws_cdk import Duration, Fn, IStableStringProducer, Lazy, Stack, Token
@@ -46,6 +47,7 @@ from .iam_statements import (
     state_store_statement,
 )
 from .props import MetricProps, ReservedCapacity
+from .replica_table import Replica, ReplicaSource
 from .runtime import FunctionDefaults, FunctionOptions, function_configs, state_store_table
 from .scaler_alarms import NAMESPACE as NAMESPACE
 from .scaler_alarms import ScalerAlarms
@@ -236,7 +238,7 @@ class ThrottleAwareScaler(Construct):
         scope: Construct,
         id: str,
         *,
-        tables: Sequence[dynamodb.ITable | TableCapacity] = (),
+        tables: Sequence[dynamodb.ITable | TableCapacity | ReplicaSource | Replica] = (),
         tag_key: str | None = None,
         tag_value: str = "true",
         overrides: Mapping[str, Mapping[str, Any]] | None = None,
@@ -335,6 +337,8 @@ class ThrottleAwareScaler(Construct):
         self._own_target = own_target
         self._owned: dict[str, Any] = {}
         """per ProvisionedTable managed, the target values the autopilot owns"""
+        self._replicas: dict[str, Any] = {}
+        """per global table's replica managed, its other replicas' Regions"""
 
     def _render_function(self, settings: ScalerConfig, batch_concurrency: int | bool) -> None:
         """The scheduled function, configured by ``settings`` and its state store; with a
@@ -417,10 +421,24 @@ class ThrottleAwareScaler(Construct):
         found by tag are known at run time only."""
         return tuple(self._tables)
 
-    def add_table(self, table: dynamodb.ITable | TableCapacity) -> None:
+    def add_table(self, table: dynamodb.ITable | TableCapacity | ReplicaSource | Replica) -> None:
         """Manage ``table`` explicitly: permissions on its ARN, alarms on its throttling,
-        and, for a ``ProvisionedTable``, its configured ranges as the scaler's bounds."""
-        check_table(self._where, table)
+        and, for a ``ProvisionedTable``, its configured ranges as the scaler's bounds. A
+        global table's replica (a ``GlobalTableCapacity`` in its own stack, its `replica`
+        in another Region's stack) is managed in this stack's Region: its template's
+        ranges are the bounds, and its writes are decided on every replica's writes, as
+        each Region's scaler decides them (docs: Global tables)."""
+        owner = sys.modules.get(f"{__package__}.global_table")  # imported once one is made
+        if owner is not None and isinstance(table, owner.GlobalTableCapacity):
+            table = table.replica(self)
+        if isinstance(table, Replica):
+            self._add_replica(table)
+            return
+        check_table(self._where, table)  # an ITable or a TableCapacity, or refused
+        self._add_plain(cast("dynamodb.ITable | TableCapacity", table))
+
+    def _add_plain(self, table: dynamodb.ITable | TableCapacity) -> None:
+        """A table of this stack's Region (`add_table`)."""
         label = _label(table)
         indexes: list[str] = []
         if isinstance(table, TableCapacity):
@@ -429,6 +447,25 @@ class ThrottleAwareScaler(Construct):
         self._tables.append(table)
         self._grants.table(table)
         for index in [None, *indexes]:
+            self._index_alarms(table, label, index)
+        self._alarm_parts.hot_key(table, label)
+        self._render_tables()
+
+    def _add_replica(self, replica: Replica) -> None:
+        """A global table's replica in this stack's Region (`add_table`)."""
+        here = Stack.of(self).region
+        if replica.region != here:
+            raise CapacityConfigError(
+                f"{self._where}: the replica in {replica.region} is managed by a scaler in "
+                f"{replica.region}; this one is in {here}: pass capacity.replica(stack) of a "
+                "stack in that Region to that stack's scaler"
+            )
+        table, label = replica.table, _label(replica.table)
+        self._overrides[table.table_name] = {d: dict(b) for d, b in replica.bounds.items()}
+        self._replicas[table.table_name] = {"regions": list(replica.others)}
+        self._tables.append(table)
+        self._grants.table(table)
+        for index in [None, *replica.indexes]:
             self._index_alarms(table, label, index)
         self._alarm_parts.hot_key(table, label)
         self._render_tables()
@@ -490,6 +527,10 @@ class ThrottleAwareScaler(Construct):
         if self._own_target:
             self.add_environment(
                 SETTINGS_BY_KEY["owned_targets"].name, stack.to_json_string(self._owned)
+            )
+        if self._replicas:
+            self.add_environment(
+                SETTINGS_BY_KEY["replicas"].name, stack.to_json_string(self._replicas)
             )
 
     # ------------------------------------------------------------------ alarms and metrics

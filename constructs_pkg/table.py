@@ -31,12 +31,10 @@ from ddb_capacity_runtime.core.names import TARGET_TAG
 from ddb_capacity_runtime.schedule.entries import (
     HORIZON,
     WEEKDAYS,
-    CapacityWindow,
     Event,
     ScheduleEntry,
     TableSchedule,
 )
-from ddb_capacity_runtime.schedule.expressions import zone_name
 
 from .capacity import (
     DEFAULT_TABLE_QUOTA,
@@ -47,7 +45,6 @@ from .capacity import (
     is_token,
 )
 from .prewarm import SETTLE_DEFAULTS, SettleStep
-from .props import duration_prop
 from .quota import ScalableTargetQuota
 from .runtime import FunctionConfig, FunctionOptions, function_configs
 from .table_delegation import TableDelegation
@@ -56,7 +53,7 @@ from .table_parts import (
     NewTable,
     ScheduledActions,
     ScheduleValidation,
-    as_timedelta,
+    capacity_window,
     cfn_of,
     check_type,
     gsis_of,
@@ -191,7 +188,8 @@ class TableCapacity(TableDelegation, Construct):
         if isinstance(table, dynamodb.TableV2):
             raise CapacityConfigError(
                 f"{where}: a TableV2 (AWS::DynamoDB::GlobalTable) manages its own capacity and "
-                f"auto scaling; use TableV2's Capacity.autoscaled(...) instead"
+                f"auto scaling (TableV2's Capacity.autoscaled(...)); for its schedules, windows "
+                f"and high-water marks use GlobalTableCapacity"
             )
         if not isinstance(table, dynamodb.Table) and (
             not hasattr(table, "table_name") or Token.is_unresolved(table.table_name)
@@ -467,20 +465,18 @@ class TableCapacity(TableDelegation, Construct):
         another window active at that moment needs. A capacity above the configured max
         raises the max for the window too."""
         self._check_dimension(dimension, index_name)
-        where = f"{self._where} window {name!r}"
-        duration_prop(where, "duration", duration, Duration.minutes(1))
-        duration_prop(where, "lead", lead, Duration.seconds(0), optional=True)
         self._schedule.add_window(
-            CapacityWindow(
-                name=name,
-                index=index_name,
+            capacity_window(
+                self._where,
+                name,
                 dimension=dimension,
                 capacity=capacity,
                 start=start,
-                duration=as_timedelta(duration),
-                lead=as_timedelta(lead or Duration.minutes(15)),
-                week_days=tuple(week_days),
-                time_zone=zone_name(time_zone),  # type: ignore[arg-type]
+                duration=duration,
+                lead=lead,
+                week_days=week_days,
+                time_zone=time_zone,
+                index_name=index_name,
             )
         )
         self._render_schedules(index_name, dimension)

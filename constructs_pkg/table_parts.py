@@ -7,6 +7,7 @@ imported by name, and the lazily rendered scheduled actions and their validation
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from aws_cdk import (
     Duration,
     IStableAnyProducer,
     Stack,
+    TimeZone,
     Token,
 )
 from aws_cdk import aws_applicationautoscaling as appscaling
@@ -26,13 +28,11 @@ from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import resource_id
-from ddb_capacity_runtime.schedule.entries import (
-    TableSchedule,
-)
+from ddb_capacity_runtime.schedule.entries import CapacityWindow, TableSchedule
+from ddb_capacity_runtime.schedule.expressions import zone_name
 
-from .capacity import (
-    Capacity,
-)
+from .capacity import Capacity
+from .props import duration_prop
 
 if TYPE_CHECKING:
     from .table import TableCapacity
@@ -185,6 +185,37 @@ def warm_json(warm: dynamodb.WarmThroughput) -> dict[str, int]:
 
 def as_timedelta(duration: Duration) -> timedelta:
     return timedelta(seconds=duration.to_seconds())
+
+
+def capacity_window(
+    where: str,
+    name: str,
+    *,
+    dimension: str,
+    capacity: int,
+    start: str,
+    duration: Duration,
+    lead: Duration | None,
+    week_days: Sequence[str],
+    time_zone: str | TimeZone,
+    index_name: str | None,
+) -> CapacityWindow:
+    """An ``add_capacity_window``'s window, its durations checked (``where`` names its
+    owner); the schedule checks the rest."""
+    named = f"{where} window {name!r}"
+    duration_prop(named, "duration", duration, Duration.minutes(1))
+    duration_prop(named, "lead", lead, Duration.seconds(0), optional=True)
+    return CapacityWindow(
+        name=name,
+        index=index_name,
+        dimension=dimension,
+        capacity=capacity,
+        start=start,
+        duration=as_timedelta(duration),
+        lead=as_timedelta(lead or Duration.minutes(15)),
+        week_days=tuple(week_days),
+        time_zone=zone_name(time_zone),  # type: ignore[arg-type]
+    )
 
 
 @jsii.implements(IValidation)

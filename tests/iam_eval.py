@@ -26,15 +26,16 @@ class Unsupported(ValueError):
     """Something in a policy this evaluator does not know; the test must not guess."""
 
 
-def _arn(kind: str, logical: str) -> str:
+def _arn(kind: str, logical: str, region: str = REGION) -> str:
     arns = {
-        "AWS::DynamoDB::Table": f"arn:{PARTITION}:dynamodb:{REGION}:{ACCOUNT}:table/{logical}",
-        "AWS::Lambda::Function": f"arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:{logical}",
-        "AWS::SQS::Queue": f"arn:{PARTITION}:sqs:{REGION}:{ACCOUNT}:{logical}",
-        "AWS::Logs::LogGroup": f"arn:{PARTITION}:logs:{REGION}:{ACCOUNT}:log-group:{logical}:*",
+        "AWS::DynamoDB::Table": f"arn:{PARTITION}:dynamodb:{region}:{ACCOUNT}:table/{logical}",
+        "AWS::DynamoDB::GlobalTable": f"arn:{PARTITION}:dynamodb:{region}:{ACCOUNT}:table/{logical}",
+        "AWS::Lambda::Function": f"arn:{PARTITION}:lambda:{region}:{ACCOUNT}:function:{logical}",
+        "AWS::SQS::Queue": f"arn:{PARTITION}:sqs:{region}:{ACCOUNT}:{logical}",
+        "AWS::Logs::LogGroup": f"arn:{PARTITION}:logs:{region}:{ACCOUNT}:log-group:{logical}:*",
         "AWS::IAM::Role": f"arn:{PARTITION}:iam::{ACCOUNT}:role/{logical}",
-        "AWS::SNS::Topic": f"arn:{PARTITION}:sns:{REGION}:{ACCOUNT}:{logical}",
-        "AWS::KMS::Key": f"arn:{PARTITION}:kms:{REGION}:{ACCOUNT}:key/{logical}",
+        "AWS::SNS::Topic": f"arn:{PARTITION}:sns:{region}:{ACCOUNT}:{logical}",
+        "AWS::KMS::Key": f"arn:{PARTITION}:kms:{region}:{ACCOUNT}:key/{logical}",
     }
     if kind not in arns:
         raise Unsupported(f"no ARN for {kind} {logical}")
@@ -42,10 +43,12 @@ def _arn(kind: str, logical: str) -> str:
 
 
 class Template:
-    """A synthesized template with its intrinsic functions resolvable."""
+    """A synthesized template with its intrinsic functions resolvable, deployed in
+    ``region``."""
 
-    def __init__(self, template: Mapping[str, Any]) -> None:
+    def __init__(self, template: Mapping[str, Any], region: str = REGION) -> None:
         self.resources: Mapping[str, Any] = template["Resources"]
+        self.region = region
 
     def resolve(self, value: Any) -> Any:
         if isinstance(value, list):
@@ -56,7 +59,7 @@ class Template:
             ref = value["Ref"]
             pseudo = {
                 "AWS::Partition": PARTITION,
-                "AWS::Region": REGION,
+                "AWS::Region": self.region,
                 "AWS::AccountId": ACCOUNT,
                 "AWS::URLSuffix": "amazonaws.com",
             }
@@ -69,7 +72,7 @@ class Template:
             logical, attribute = value["Fn::GetAtt"]
             if attribute != "Arn":
                 raise Unsupported(f"Fn::GetAtt {logical}.{attribute}")
-            return _arn(self.resources[logical]["Type"], logical)
+            return _arn(self.resources[logical]["Type"], logical, self.region)
         if set(value) == {"Fn::Join"}:
             separator, parts = value["Fn::Join"]
             return separator.join(str(p) for p in self.resolve(parts))
@@ -137,6 +140,8 @@ def _condition_holds(operator: str, key: str, wanted: Any, context: Mapping[str,
         return (not present) if flag == "true" else present
     if operator == "ForAllValues:StringLike":
         return all(any(_pattern(w).match(v) for w in wanted_values) for v in values)
+    if operator == "ForAllValues:StringEquals":  # true with no value at all, as in IAM
+        return all(v in wanted_values for v in values)
     if operator == "ForAnyValue:StringEquals":
         return any(v in wanted_values for v in values)
     if not present:

@@ -189,7 +189,8 @@ def test_on_demand_and_v2_tables_are_refused() -> None:
         TableCapacity(stack, "D", table=v2, read=ok, write=ok)
     assert str(caught.value) == (
         "TableCapacity S/D: a TableV2 (AWS::DynamoDB::GlobalTable) manages its own capacity "
-        "and auto scaling; use TableV2's Capacity.autoscaled(...) instead"
+        "and auto scaling (TableV2's Capacity.autoscaled(...)); for its schedules, windows "
+        "and high-water marks use GlobalTableCapacity"
     )
 
 

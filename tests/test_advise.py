@@ -21,9 +21,12 @@ from ddb_capacity_tools import fleet
 from ddb_capacity_tools.advise import Advice, AdviseError, Failure, list_tables, text
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.local_aws import put_traffic
+from ddb_capacity_tools.reserve_sizing import fleet_bill
 from ddb_capacity_tools.simulator import ModelParams
+from ddb_capacity_tools.simulator.backtest import history
 from ddb_capacity_tools.simulator.candidates import STOCK
 from ddb_capacity_tools.simulator.ensemble import settings_of
+from ddb_capacity_tools.simulator.prices import Prices
 
 #: A Region no other test uses, so that --all-tables sees only these tables.
 REGION = "eu-west-3"
@@ -41,6 +44,17 @@ class Denied:
     status_code = 400
 
 
+def moto_client(aws_env: dict[str, str], service: str, region: str = REGION) -> Any:
+    """A client of ``service`` in ``region`` of the moto server."""
+    return boto3.client(  # type: ignore[call-overload]
+        service,
+        endpoint_url=aws_env["AWS_ENDPOINT_URL"],
+        region_name=region,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",  # noqa: S106 (moto takes any key)
+    )
+
+
 @pytest.fixture
 def region(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """An empty Region of the moto server; the command's clients see DescribeTable of any
@@ -50,16 +64,7 @@ def region(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     monkeypatch.setenv("AWS_REGION", REGION)
 
-    def make(service: str) -> Any:
-        return boto3.client(  # type: ignore[call-overload]
-            service,
-            endpoint_url=aws_env["AWS_ENDPOINT_URL"],
-            region_name=REGION,
-            aws_access_key_id="test",
-            aws_secret_access_key="test",  # noqa: S106 (moto takes any key)
-        )
-
-    ddb, cloudwatch = make("dynamodb"), make("cloudwatch")
+    ddb, cloudwatch = moto_client(aws_env, "dynamodb"), moto_client(aws_env, "cloudwatch")
     for name in ddb.list_tables()["TableNames"]:  # left by an earlier run of this test
         ddb.delete_table(TableName=name)
     denied: set[str] = set()
@@ -254,6 +259,7 @@ def test_advise_and_tune_give_the_same_figures_a_month_from_the_later_half(
             "--workers: got 65; expected a whole number from 1 to 64",
         ),
         (["--all-tables", "--report", "s3://NO/x"], "--report: got 's3://NO/x'; expected"),
+        (["--table", "T1x", "--region", "moon-1"], "--region: got 'moon-1'; expected a Region"),
     ],
 )
 def test_advise_bad_input(argv: list[str], message: str) -> None:
@@ -528,3 +534,83 @@ def test_the_report_weighs_each_tables_current_settings(
         assert body == (tmp_path / "one" / name).read_text()
     [row] = csv.DictReader((tmp_path / "one" / "report.csv").open())
     assert row == rows[fixed]
+
+
+#: A replica's own Region, beside the fixture's.
+REPLICA_REGION = "ap-northeast-3"
+
+
+def test_a_replica_is_advised_from_its_own_region(region, aws_env):
+    """``--region`` reads the table (a global table's replica, here one table of another
+    Region) where it is: without it the command looks in the environment's Region."""
+    elsewhere = {
+        "ddb": moto_client(aws_env, "dynamodb", REPLICA_REGION),
+        "cloudwatch": moto_client(aws_env, "cloudwatch", REPLICA_REGION),
+        "end": region["end"],
+    }
+    if "Replica" in elsewhere["ddb"].list_tables()["TableNames"]:
+        elsewhere["ddb"].delete_table(TableName="Replica")
+    busy(elsewhere, "Replica", 40)
+    code, out, _ = run(
+        "advise", "--table", "Replica", "--region", REPLICA_REGION, "--json", *day(region)
+    )
+    assert code == 0
+    (advised,) = json.loads(out)["tables"]
+    assert advised["table"] == "Replica" and advised["recommended"]
+    code, out, _ = run("advise", "--table", "Replica", "--json", *day(region))
+    assert code == 1  # not in the environment's Region
+    doc = json.loads(out)
+    assert doc["failed"] == 1 and doc["tables"][0]["table"] == "Replica"
+    assert "reason" in doc["tables"][0]
+
+
+@pytest.mark.parametrize(
+    ("replicas", "regions"),
+    [
+        ([{"RegionName": "us-east-1"}, {"RegionName": "eu-west-1"}], ("eu-west-1", "us-east-1")),
+        ([{"RegionName": "eu-west-1"}, {"RegionName": "moon; rm -rf"}, "x", {}], ("eu-west-1",)),
+        ("not a list", ()),
+        (None, ()),
+    ],
+)
+def test_a_global_tables_replicas_are_read_as_untrusted_input(replicas, regions):
+    description = {"TableName": "G", "TableSizeBytes": 0}
+    if replicas is not None:
+        description["Replicas"] = replicas
+    assert advise_module.replica_regions(description) == regions
+
+
+def test_a_replicas_advice_says_how_its_writes_are_billed(region):
+    """moto keeps no replicas, so the replica's size is given as DescribeTable would give
+    it for a global table; the advice of the same history without replicas says nothing.
+    A replica's write units are replicated writes: billed the same, never reservable."""
+    busy(region, "Global", 40)
+    setup = advise_module.Setup(
+        1,
+        region["end"],
+        partial(settings_of, "plausible", ModelParams()),
+        ModelParams(),
+        ["stock:70"],
+        workers=1,
+        reserve_hours=True,
+    )
+    plain = advise_module.advise_one(region["cloudwatch"], region["ddb"], "Global", None, setup)
+    assert not isinstance(plain, Failure) and "replicated" not in plain.notes
+    trace = history(region["cloudwatch"], region["ddb"], "Global", None, 1, region["end"])
+    size = advise_module.Size(0.0, replicas=("eu-west-1", "us-east-1"))
+    advice = advise_module.advise_trace(trace, "Global", None, setup, lambda _: None, size)
+    assert not isinstance(advice, Failure)
+    assert "a global table replicated in eu-west-1, us-east-1" in advice.notes
+    assert "replicated write capacity, which reserved capacity does not cover" in advice.notes
+    assert plain.hours is not None and advice.hours is not None
+    alone, replica = plain.hours.listed.plan, advice.hours.listed.plan
+    assert sum(alone.write) > 0 and sum(replica.write) == 0
+    assert replica.read == alone.read
+    prices = Prices()
+    assert fleet_bill(replica, {}, None, prices) == pytest.approx(
+        fleet_bill(alone, {}, None, prices)
+    )
+    # a reservation of every write unit saves the table alone money, the replica none
+    blocks = {"write": 100}
+    assert fleet_bill(alone, blocks, "1y", prices) != fleet_bill(alone, {}, "1y", prices)
+    assert fleet_bill(replica, blocks, "1y", prices) > fleet_bill(replica, {}, "1y", prices)

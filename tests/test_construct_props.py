@@ -26,11 +26,13 @@ from constructs_pkg import (
     FastPath,
     FleetAdvisor,
     FunctionOptions,
+    GlobalTableCapacity,
     ProvisionedTable,
     StreamSignal,
     TableCapacity,
     ThrottleAwareScaler,
 )
+from tests.test_global_table_construct import make
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 SMALL = Capacity(min_capacity=1, max_capacity=10)
@@ -52,7 +54,12 @@ def adopted(stack: cdk.Stack) -> TableCapacity:
     return TableCapacity(stack, "Adopted", table=table, read=SMALL, write=SMALL)
 
 
-def window(owner: TableCapacity, props: dict[str, Any]) -> None:
+def global_capacity() -> GlobalTableCapacity:
+    """A global table needs a stack with a Region of its own."""
+    return make()[1]
+
+
+def window(owner: TableCapacity | GlobalTableCapacity, props: dict[str, Any]) -> None:
     owner.add_capacity_window(
         "launch",
         dimension="read",
@@ -85,6 +92,7 @@ MAKERS: dict[str, Callable[[cdk.Stack, dict[str, Any]], object]] = {
         s, "S", tables=[provisioned(s)], **p
     ),
     "TableCapacity.add_capacity_window": lambda s, p: window(adopted(s), p),
+    "GlobalTableCapacity.add_capacity_window": lambda _, p: window(global_capacity(), p),
 }
 
 

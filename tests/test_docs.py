@@ -115,6 +115,7 @@ def test_examples_are_included_from_their_files(site: Path) -> None:
         "guides/capacity-requests": ("partner_import.py", "class PartnerImportStack"),
         "guides/high-water-marks": ("settled_catalog.py", "class SettledCatalogStack"),
         "guides/tables": ("orders_launch.py", "class OrdersLaunchStack"),
+        "guides/global-tables": ("global_orders.py", "class GlobalOrdersStack"),
         "guides/many-accounts": ("many_accounts.py", "class ScalerPipelineStack"),
     }
     for where, (example, line) in shown.items():

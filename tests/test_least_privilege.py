@@ -24,10 +24,12 @@ from aws_cdk import aws_iam as iam
 from constructs_pkg import (
     Capacity,
     CapacityRequests,
+    GlobalTableCapacity,
     PrewarmMethod,
     ProvisionedTable,
     ThrottleAwareScaler,
 )
+from examples.global_orders import GlobalOrdersReplicaStack, GlobalOrdersStack
 from tests.iam_eval import ACCOUNT, PARTITION, REGION, Request, Template, allowed
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
@@ -319,3 +321,148 @@ def test_the_scaler_writes_the_items_of_its_state_store_only(connected: bool) ->
     assert writes["broker"] == {hold_store}
     for principal in set(PRINCIPALS) - {"scaler", "broker"}:
         assert writes[principal] == set(), principal
+
+
+def global_template() -> Template:
+    """A stack with two global tables (``Orders`` in us-east-1 and eu-west-1, ``Audit`` in
+    us-east-1 and ap-south-1), each with a GlobalTableCapacity: one replica-schedule role
+    serves both."""
+    stack = cdk.Stack(cdk.App(), "Global", env=cdk.Environment(region="us-east-1"))
+    for name, region in (("Orders", "eu-west-1"), ("Audit", "ap-south-1")):
+        table = dynamodb.TableV2(
+            stack,
+            name,
+            partition_key=PK,
+            billing=dynamodb.Billing.provisioned(
+                read_capacity=dynamodb.Capacity.autoscaled(max_capacity=100),
+                write_capacity=dynamodb.Capacity.autoscaled(max_capacity=100),
+            ),
+            replicas=[dynamodb.ReplicaTableProps(region=region)],
+        )
+        GlobalTableCapacity(stack, f"{name}Capacity", table=table)
+    return Template(cdk.assertions.Template.from_stack(stack).to_json())
+
+
+def test_the_replica_schedule_role_touches_its_tables_targets_in_their_regions_only() -> None:
+    template = global_template()
+    (function,) = [
+        f
+        for f in template.of_type("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"].endswith("global_tables.handler.on_event")
+    ]
+    statements = template.statements_of(function["Properties"]["Role"]["Fn::GetAtt"][0])
+    tables = {
+        name: next(k for k in template.of_type("AWS::DynamoDB::GlobalTable") if k.startswith(name))
+        for name in ("Orders", "Audit")
+    }
+    tag = "ddb-capacity:table"
+
+    def target(region: str, tagged: str | None) -> tuple[str, dict[str, Any]]:
+        arn = f"arn:{PARTITION}:application-autoscaling:{region}:{ACCOUNT}:scalable-target/0a1b"
+        context: dict[str, Any] = {"application-autoscaling:service-namespace": "dynamodb"}
+        if tagged is not None:
+            context[f"aws:ResourceTag/{tag}"] = tagged
+        return arn, context
+
+    def can(action: str, region: str, tagged: str | None, **extra: Any) -> bool:
+        arn, context = target(region, tagged)
+        return allowed(
+            statements, Request(f"application-autoscaling:{action}", arn, {**context, **extra})
+        )
+
+    orders, audit = tables["Orders"], tables["Audit"]
+    for action in ("PutScheduledAction", "DeleteScheduledAction"):
+        assert can(action, "us-east-1", orders) and can(action, "eu-west-1", orders)
+        assert can(action, "ap-south-1", audit)
+        assert not can(action, "eu-west-1", None)  # an untagged target
+        assert not can(action, "eu-west-1", "SomeoneElses")  # another table's
+        assert not can(action, "sa-east-1", orders)  # a Region with no replica
+    # tagging: the one tag, naming one of its tables, and nothing else
+    assert can(
+        "TagResource", "eu-west-1", None, **{f"aws:RequestTag/{tag}": orders, "aws:TagKeys": [tag]}
+    )
+    assert not can(
+        "TagResource",
+        "eu-west-1",
+        None,
+        **{f"aws:RequestTag/{tag}": "SomeoneElses", "aws:TagKeys": [tag]},
+    )
+    assert not can(
+        "TagResource",
+        "eu-west-1",
+        None,
+        **{f"aws:RequestTag/{tag}": orders, "aws:TagKeys": [tag, "owner"]},
+    )
+    assert can("UntagResource", "eu-west-1", orders, **{"aws:TagKeys": [tag]})
+    assert not can("UntagResource", "eu-west-1", "SomeoneElses", **{"aws:TagKeys": [tag]})
+    assert not can("UntagResource", "eu-west-1", orders, **{"aws:TagKeys": ["owner"]})
+    # and never a capacity: no RegisterScalableTarget, PutScalingPolicy or UpdateTable
+    for action in ("RegisterScalableTarget", "PutScalingPolicy", "DeregisterScalableTarget"):
+        assert not can(action, "eu-west-1", orders)
+    table_arn = f"arn:{PARTITION}:dynamodb:us-east-1:{ACCOUNT}:table/{orders}"
+    assert not allowed(statements, Request("dynamodb:UpdateTable", table_arn))
+
+
+def replica_scaler_templates() -> dict[str, tuple[Template, str]]:
+    """The global table example's two stacks, by Region: each template (resolved in its
+    Region) and the table's name as that stack's scaler names it."""
+    app = cdk.App()
+    primary = GlobalOrdersStack(app, "GlobalOrders", env=cdk.Environment(region="us-east-1"))
+    replica = GlobalOrdersReplicaStack(
+        app, "GlobalOrdersEu", primary.capacity, env=cdk.Environment(region="eu-west-1")
+    )
+    found = {}
+    for stack, region in ((primary, "us-east-1"), (replica, "eu-west-1")):
+        template = Template(cdk.assertions.Template.from_stack(stack).to_json(), region)
+        tables = list(template.of_type("AWS::DynamoDB::GlobalTable"))
+        found[region] = (template, tables[0] if tables else "orders")
+    return found
+
+
+def test_each_replicas_scaler_touches_its_replica_in_its_own_region_only() -> None:
+    templates = replica_scaler_templates()
+    for region, (template, name) in templates.items():
+        (function,) = [
+            f
+            for f in template.of_type("AWS::Lambda::Function").values()
+            if f["Properties"]["Handler"].endswith("scaler.handler.lambda_handler")
+        ]
+        statements = template.statements_of(function["Properties"]["Role"]["Fn::GetAtt"][0])
+        (elsewhere,) = set(templates) - {region}
+        assert_replica_scaler(statements, region, elsewhere, name)
+
+
+def assert_replica_scaler(
+    statements: list[dict[str, Any]], region: str, elsewhere: str, name: str
+) -> None:
+    """What the scaler of ``region``'s replica of table ``name`` may and may not do."""
+    tag = "ddb-capacity:table"
+
+    def can(action: str, arn: str, **context: Any) -> bool:
+        return allowed(statements, Request(action, arn, context))
+
+    def target(where: str) -> str:
+        return f"arn:{PARTITION}:application-autoscaling:{where}:{ACCOUNT}:scalable-target/0a"
+
+    def table(where: str, table_name: str = name) -> str:
+        return f"arn:{PARTITION}:dynamodb:{where}:{ACCOUNT}:table/{table_name}"
+
+    move = "application-autoscaling:RegisterScalableTarget"
+    namespace = {"application-autoscaling:service-namespace": "dynamodb"}
+    # its own replica's targets, in its own Region: their minimums
+    assert can(move, target(region), **namespace, **{f"aws:ResourceTag/{tag}": name})
+    assert can("dynamodb:UpdateTable", table(region)), region
+    # never another Region's targets or table, another table's, or an untagged target
+    assert not can(move, target(elsewhere), **namespace, **{f"aws:ResourceTag/{tag}": name})
+    assert not can(move, target(region), **namespace, **{f"aws:ResourceTag/{tag}": "other"})
+    assert not can(move, target(region), **namespace)
+    assert not can("dynamodb:UpdateTable", table(elsewhere)), region
+    assert not can("dynamodb:UpdateTable", table(region, "other"))
+    # nor a target's tags, its scaling policy or its scheduled actions
+    for action in ("TagResource", "PutScalingPolicy", "PutScheduledAction"):
+        assert not can(
+            f"application-autoscaling:{action}",
+            target(region),
+            **namespace,
+            **{f"aws:ResourceTag/{tag}": name},
+        ), (region, action)

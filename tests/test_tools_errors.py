@@ -166,8 +166,18 @@ def test_a_window_that_starts_before_cloudwatchs_retention_is_refused(command: s
     assert "--days" not in err
 
 
+@pytest.mark.parametrize("command", ["backtest", "tune", "advise"])
+def test_a_region_that_is_no_regions_name_is_refused(command: str) -> None:
+    # WHEN a table's history is asked of a Region whose name is no Region's
+    code, _, err = run(command, "--table", "Orders", "--days", "1", "--region", "eu-west-1; x")
+    # THEN it is refused before any AWS client is made, naming --region
+    assert code == 2, err
+    assert "--region: got 'eu-west-1; x'; expected a Region's name, such as eu-west-1" in err
+
+
 @pytest.mark.parametrize(
-    ("option", "value"), [("--index", "byDay"), ("--days", "3"), ("--end", "2026-01-01")]
+    ("option", "value"),
+    [("--index", "byDay"), ("--days", "3"), ("--end", "2026-01-01"), ("--region", "eu-west-1")],
 )
 def test_tune_on_a_trace_refuses_the_history_options(
     tmp_path: Path, option: str, value: str

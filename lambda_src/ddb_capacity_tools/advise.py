@@ -39,11 +39,11 @@ from typing import Any, TextIO
 
 from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.names import is_table_name
-from ddb_capacity_runtime.core.validators import is_number
+from ddb_capacity_runtime.core.validators import is_number, is_region
 
 from .fleet_current import Current, current_figures, read_current
 from .reserve import Setup as ReserveSetup
-from .reserve import TableHours, plan_table
+from .reserve import TableHours, plan_table, replicated_writes
 from .simulator.backtest import history
 from .simulator.candidates import (
     CANDIDATES,
@@ -90,6 +90,8 @@ __all__ = [
 
 MAX_PAGES = 1_000
 """ListTables pages read at most (100 names each): far beyond any account's table quota."""
+MAX_REPLICAS = 50
+"""Replica Regions kept at most from one DescribeTable answer (more than AWS has)."""
 IDLE = "no consumed capacity or throttles"
 """How the reason of a table without traffic begins (it is idle, not broken)."""
 SHOWN = 300
@@ -135,15 +137,16 @@ class Clients:
     source: Source | None = None
 
 
-def boto3_clients() -> Clients:
+def boto3_clients(region: str | None = None) -> Clients:
     """CloudWatch, DynamoDB and Application Auto Scaling clients, from the environment's
-    credentials (module level, so that a process of the pool can make its own)."""
+    credentials, of ``region`` (default: the environment's) (module level, so that a process
+    of the pool can make its own)."""
     import boto3
 
     return Clients(
-        boto3.client("cloudwatch"),
-        boto3.client("dynamodb"),
-        boto3.client("application-autoscaling"),
+        boto3.client("cloudwatch", region_name=region),
+        boto3.client("dynamodb", region_name=region),
+        boto3.client("application-autoscaling", region_name=region),
     )
 
 
@@ -257,6 +260,8 @@ class Size:
 
     gb: float | None
     unknown: str = ""
+    replicas: tuple[str, ...] = ()
+    """A global table's replica Regions (DescribeTable's ``Replicas``), this one's among them."""
 
 
 def table_size(description: Any) -> Size:
@@ -289,13 +294,22 @@ def _bytes(value: object) -> float | None:
     return float(value) if is_number(value, 0) else None
 
 
+def replica_regions(description: Any) -> tuple[str, ...]:
+    """The Regions of a global table's replicas in DescribeTable's answer (untrusted: what is
+    not a Region's name is left out); none for a table of one Region."""
+    replicas = description.get("Replicas") if isinstance(description, dict) else None
+    found = [r.get("RegionName") for r in replicas or [] if isinstance(r, dict)]
+    return tuple(sorted(r for r in found if is_region(r)))[:MAX_REPLICAS]
+
+
 def read_size(dynamodb: Any, table: str, index: str | None) -> Size:
     """``table``'s size (`table_size`), read with DescribeTable; unknown for one GSI alone
     (``index``: the class is the whole table's) or when it cannot be read."""
     if index is not None:
         return Size(None, "the table class is the whole table's: advise the table without --index")
     try:
-        return table_size(dynamodb.describe_table(TableName=table)["Table"])
+        description = dynamodb.describe_table(TableName=table)["Table"]
+        return replace(table_size(description), replicas=replica_regions(description))
     except Exception as exc:  # the size is unknown, the advice stands
         return Size(None, f"DescribeTable: {shown(describe_error(exc))}")
 
@@ -367,10 +381,13 @@ def advise_trace(
     scale = MONTH_MINUTES / (trace.minutes - split)
     unsized = "" if size.gb is not None else size.unknown
     unadvised = f"no table class advised: {unsized}" if unsized else ""
-    notes = "; ".join(n for n in (_notes(trace), unadvised) if n)
+    notes = "; ".join(n for n in (_notes(trace), unadvised, replicated(size.replicas)) if n)
     advice = Advice(table, index, trace.minutes, tuning, notes, unsized=unsized)
     if setup.reserve_hours:
-        advice = replace(advice, hours=_hours(trace, table, tuning.recommended.policy, setup))
+        hours = _hours(trace, table, tuning.recommended.policy, setup)
+        if size.replicas:
+            hours = replicated_writes(hours, setup.prices or Prices())
+        advice = replace(advice, hours=hours)
     if not setup.current:
         return advice
     now = current(list(trace.demand))
@@ -396,6 +413,18 @@ def _hours(trace: Trace, table: str, policy: str, setup: Setup) -> TableHours:
         tick=setup.tick,
     )
     return replace(plan_table(trace, trace.minutes, recommended), name=table)
+
+
+def replicated(regions: tuple[str, ...]) -> str:
+    """How a global table's writes are billed, for its notes (nothing for other tables)."""
+    if not regions:
+        return ""
+    return (
+        f"a global table replicated in {', '.join(regions)}: these figures are this Region's "
+        "replica (advise each replica with --region); every write is replicated to each "
+        "replica, whose write capacity is billed in its own Region as replicated write "
+        "capacity, which reserved capacity does not cover"
+    )
 
 
 def _notes(trace: Trace) -> str:

@@ -54,6 +54,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 from ddb_capacity_runtime import requests
 from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.aws.store import STORE_ENV
+from ddb_capacity_runtime.core.validators import is_region
 from ddb_capacity_runtime.requests.broker import BROKER_ENV
 
 from . import advise as advise_module
@@ -221,7 +222,13 @@ def _trace(args: argparse.Namespace, params: ModelParams) -> Trace:
             return scenario(args.scenario, args.seed)
         return read_csv(args.trace, params.max_capacity)
     if args.command == "tune" and args.trace is not None:
-        for option, value in (("--index", args.index), ("--days", args.days), ("--end", args.end)):
+        only_table = (
+            ("--index", args.index),
+            ("--days", args.days),
+            ("--end", args.end),
+            ("--region", args.region),
+        )
+        for option, value in only_table:
             if value is not None:
                 raise TraceError(
                     f"{option}: got {str(value)!r}; it applies to --table only (a --trace "
@@ -229,17 +236,27 @@ def _trace(args: argparse.Namespace, params: ModelParams) -> Trace:
                 )
         return read_csv(args.trace, params.max_capacity)
     end = _history_window(args)  # before any AWS client is made
+    region = check_region(args.region)
     import boto3
 
     return history(
-        boto3.client("cloudwatch"),
-        boto3.client("dynamodb"),
+        boto3.client("cloudwatch", region_name=region),
+        boto3.client("dynamodb", region_name=region),
         args.table,
         args.index,
         TUNE_DAYS if args.days is None else args.days,
         end,
         args.units_per_request,
     )
+
+
+def check_region(region: str | None) -> str | None:
+    """``--region`` checked: None (the environment's), or a Region's name."""
+    if region is not None and not is_region(region):
+        raise TraceError(
+            f"--region: got {region[:60]!r}; expected a Region's name, such as eu-west-1"
+        )
+    return region
 
 
 def _history_window(args: argparse.Namespace) -> datetime | None:
@@ -380,7 +397,8 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     report = fleet.destination(args.report) if args.report else None
     if args.html:
         page.check_path(args.html)  # before any AWS client is made
-    made = advise_module.boto3_clients()
+    clients = partial(advise_module.boto3_clients, check_region(args.region))
+    made = clients()  # after every option is checked
     tables = (
         [(t, None) for t in advise_module.list_tables(made.dynamodb)]
         if args.all_tables
@@ -399,9 +417,7 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         current=report is not None or args.html is not None,
         reserve_hours=args.all_tables,
     )
-    results = advise_module.advise(
-        advise_module.boto3_clients, tables, setup, None if args.quiet else err, processes
-    )
+    results = advise_module.advise(clients, tables, setup, None if args.quiet else err, processes)
     about = {"ensemble": name, "days": days, "end": _iso(end)}
     reservation = _reservation(results, prices) if args.all_tables else None
     _advise_output(args, out, results, about, reservation, len(settings_of(name, params)))

@@ -133,6 +133,12 @@ TUNE_DAYS = 14
 def _history_options(parser: argparse.ArgumentParser, days: dict[str, Any]) -> None:
     """Where a table's CloudWatch history comes from (``--table`` is the caller's)."""
     parser.add_argument("--index", metavar="NAME", help="a global secondary index of the table")
+    parser.add_argument(
+        "--region",
+        metavar="REGION",
+        help="the Region whose history is read (a global table's replica: that replica's "
+        "metrics and settings); default: the environment's (AWS_REGION, the profile)",
+    )
     parser.add_argument("--days", type=int, metavar="N", **days)
     parser.add_argument(
         "--end",

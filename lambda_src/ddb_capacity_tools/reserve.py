@@ -141,6 +141,22 @@ class TableHours:
         return self.reserved if switched and self.reserved is not None else self.listed
 
 
+def replicated_writes(table: TableHours, prices: Prices) -> TableHours:
+    """``table`` as a global table's replica: its write units billed at the list price in
+    every run, none of them reservable (`Hours.writes_unreserved`)."""
+
+    listed = prices.unit_hour("write")
+
+    def unreserved(run: Run) -> Run:
+        score = None if run.score is None else run.score.writes_unreserved(listed)
+        return replace(run, plan=run.plan.writes_unreserved(listed), score=score)
+
+    reserved = None if table.reserved is None else unreserved(table.reserved)
+    return replace(
+        table, listed=unreserved(table.listed), current=unreserved(table.current), reserved=reserved
+    )
+
+
 def _cut(trace: Trace, end: int) -> Trace:
     """``trace``'s minutes before ``end``."""
     return replace(

@@ -1,10 +1,11 @@
-"""Runs in: scaler Lambda, broker Lambda, settle Lambda, workers (the user's own jobs, in
-direct mode), workstation (``ddb-capacity``, examples, benchmarks).
+"""Runs in: scaler Lambda, broker Lambda, settle Lambda, global-table schedule Lambda,
+workers (the user's own jobs, in direct mode), workstation (``ddb-capacity``, examples, benchmarks).
 
 The AWS clients the run-time code uses, made once and passed in."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,9 @@ class Clients:
     tagging: ResourceGroupsTaggingAPIClient
     sqs: Any = None
     """SQS, for the batches of a sharded tick (None where nothing sends them)"""
+    cloudwatch_of: Callable[[str], CloudWatchClient] | None = None
+    """CloudWatch of another Region, by its name (a global table's other replicas' metrics);
+    None where nothing reads them"""
 
 
 def make_clients(*, with_sqs: bool = False, **kwargs: Any) -> Clients:
@@ -48,17 +52,39 @@ def make_clients(*, with_sqs: bool = False, **kwargs: Any) -> Clients:
     from botocore.config import Config
 
     config = Config(retries={"mode": "adaptive", "max_attempts": 10})
-    bounded = Config(
-        connect_timeout=CONNECT_TIMEOUT_SECONDS,
-        read_timeout=READ_TIMEOUT_SECONDS,
-        retries={"mode": "standard", "total_max_attempts": CONTROL_PLANE_ATTEMPTS},
-    )
+    bounded = _bounded()
+    elsewhere = {k: v for k, v in kwargs.items() if k != "region_name"}
+
+    def cloudwatch_of(region: str) -> CloudWatchClient:
+        return boto3.client("cloudwatch", config=config, region_name=region, **elsewhere)
+
     return Clients(
         boto3.client("dynamodb", config=bounded, **kwargs),
         boto3.client("application-autoscaling", config=bounded, **kwargs),
         boto3.client("cloudwatch", config=config, **kwargs),
         boto3.client("resourcegroupstaggingapi", config=config, **kwargs),
         boto3.client("sqs", config=config, **kwargs) if with_sqs else None,
+        cloudwatch_of,
+    )
+
+
+def autoscaling_client(region: str) -> ApplicationAutoScalingClient:
+    """An Application Auto Scaling client of ``region``, bounded as `make_clients`'s (a
+    global table's replicas are each in their own Region)."""
+    import boto3
+
+    return boto3.client("application-autoscaling", region_name=region, config=_bounded())
+
+
+def _bounded() -> Any:
+    """The configuration of the control-plane clients: short timeouts,
+    `CONTROL_PLANE_ATTEMPTS` standard retries."""
+    from botocore.config import Config
+
+    return Config(
+        connect_timeout=CONNECT_TIMEOUT_SECONDS,
+        read_timeout=READ_TIMEOUT_SECONDS,
+        retries={"mode": "standard", "total_max_attempts": CONTROL_PLANE_ATTEMPTS},
     )
 
 

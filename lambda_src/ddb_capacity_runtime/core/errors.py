@@ -105,6 +105,12 @@ class BatchError(CapacityConfigError):
     """A batch message that does not say what a batch is."""
 
 
+class ReplicaScheduleError(CapacityError, RuntimeError):
+    """A global table's replica schedule that could not be read or applied (the custom
+    resource of ``GlobalTableCapacity``); the message names the table, the Region and the
+    cause, and CloudFormation shows it."""
+
+
 class SettleError(CapacityError, RuntimeError):
     """The settle step failed; its message (the cause's type and message) is the reason
     CloudFormation shows."""

@@ -6,7 +6,8 @@ reads."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from .decreases import utc
@@ -94,3 +95,40 @@ def window(now: datetime, minutes: int, lag_minutes: int) -> tuple[datetime, dat
     (`ddb_capacity_runtime.core.policy.DimensionState.fresh`)."""
     end = utc(now).replace(second=0, microsecond=0)
     return end - (minutes + lag_minutes) * MINUTE, end
+
+
+def with_replicas(local: Series, others: Sequence[Series]) -> Series:
+    """A global table's write dimension as every replica's scaler decides it: ``local``
+    (this Region's replica) with the same dimension of each other replica (``others``,
+    read over the same minutes). Every write is replicated to each replica, so each
+    minute's consumption is the highest any replica saw, and its throttles this replica's
+    plus the others' that more capacity could serve (theirs it could not are theirs alone).
+    A minute unknown in any replica is unknown (it forbids a decrease), and so is every
+    minute when a replica's series covers other minutes. Each Region's scaler, reading the
+    same metrics, makes the same write decision, so the replicas' write capacity stays one."""
+    minutes = len(local.minute_starts)
+    if not others:
+        return local
+    if any(o.minute_starts != local.minute_starts or o.undelivered for o in others):
+        return replace(
+            local,
+            unknown=[True] * minutes,
+            causes_unknown=local.causes_unknown + sum(o.causes_unknown for o in others),
+        )
+
+    def at(values: list[float], i: int) -> float:
+        return values[i] if i < len(values) else 0.0
+
+    def fixable(s: Series, i: int) -> float:
+        return max(0.0, s.throttles[i] - at(s.unfixable, i))
+
+    everyone = [local, *others]
+    return replace(
+        local,
+        consumed=[max(s.consumed[i] for s in everyone) for i in range(minutes)],
+        throttles=[local.throttles[i] + sum(fixable(o, i) for o in others) for i in range(minutes)],
+        unknown=[any(i < len(s.unknown) and s.unknown[i] for s in everyone) for i in range(minutes)]
+        if any(s.unknown for s in everyone)
+        else [],
+        causes_unknown=local.causes_unknown + sum(o.causes_unknown for o in others),
+    )

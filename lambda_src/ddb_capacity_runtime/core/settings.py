@@ -28,7 +28,7 @@ from .names import (
 from .policy import PolicyConfig, autopilot_config
 from .reservation import BLOCK_UNITS, MAX_RESERVED_UNITS, Reservation
 from .table_limits import Limits, limits_of
-from .validators import is_number
+from .validators import is_number, is_region
 
 DEFAULT_TICK_MINUTES = 2
 """The one tick default of the Lambda, the construct and the simulator: CloudWatch delivers a minute
@@ -271,6 +271,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SCALER_TABLES", "tables", Kind.NAMES, (), lambda c: c.tables),
     Setting("SCALER_OVERRIDES", "overrides", Kind.JSON, {}, lambda c: c.overrides),
     Setting("SCALER_OWNED_TARGETS", "owned_targets", Kind.JSON, {}, lambda c: c.owned_targets),
+    Setting("SCALER_REPLICAS", "replicas", Kind.JSON, {}, lambda c: c.replicas),
     Setting("SCALER_TUNED_TARGETS", "tuned_targets", Kind.FLAG, False, lambda c: c.tuned_targets),
     Setting(
         "SCALER_TUNED_ALLOWED",
@@ -467,6 +468,7 @@ _CONFIG_FIELDS = (
     "tag_value",
     "overrides",
     "owned_targets",
+    "replicas",
     "tuned_targets",
     "tuned_allowed",
     "default_min",
@@ -554,6 +556,28 @@ def _check_owned(owned: Mapping[str, Any], mode: Mode) -> None:
             )
 
 
+MAX_REPLICA_REGIONS = 50
+"""The most other Regions one global table's replica is read with."""
+
+
+def _check_replicas(replicas: Mapping[str, Any]) -> None:
+    """The replicas variable: each global table's ``regions``, its other replicas' Regions
+    (at most `MAX_REPLICA_REGIONS`, each a Region's name, none twice)."""
+    name = _env("replicas")
+    for table, spec in replicas.items():
+        regions = spec.get("regions")
+        if not (
+            isinstance(regions, list)
+            and len(regions) <= MAX_REPLICA_REGIONS
+            and all(is_region(r) for r in regions)
+            and len(set(regions)) == len(regions)
+        ):
+            raise ConfigError(
+                f"{name}: table {table} regions must be a list of up to {MAX_REPLICA_REGIONS} "
+                f"distinct Region names (its other replicas'); got {str(regions)[:200]!r}"
+            )
+
+
 def _default(key: str) -> Any:
     return SETTINGS_BY_KEY[key].default
 
@@ -570,6 +594,9 @@ class ScalerConfig:
     owned_targets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """per table, the target values (percent) whose target-tracking policies the autopilot owns:
     ``{"read": T, "write": T, "indexes": {name: {"read": T, "write": T}}}``"""
+    replicas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """per global table managed here (this Region's replica), ``{"regions": [...]}``: its
+    other replicas' Regions, whose write metrics its write dimensions are decided on too"""
     tuned_targets: bool = _default("tuned_targets")
     """an owned dimension aims at the target value the nightly tuning loop keeps for it in the state
     store (``tuned``), where there is one, in place of its configured one"""
@@ -632,6 +659,7 @@ class ScalerConfig:
         _check_order(values, "default_max", "table_quota", "must not be above")
         tick, mode = values["tick_minutes"], values["mode"]
         _check_owned(values["owned_targets"], mode)
+        _check_replicas(values["replicas"])
         defaults = cls(tick_minutes=tick, policy=for_mode(mode, tick))
         for setting in SETTINGS:
             if values[setting.key] is None and setting.default is None:
@@ -701,6 +729,10 @@ class ScalerConfig:
         if "min" not in raw and not (isinstance(nested, Mapping) and "min" in nested):
             return None
         return self.limits(table, {})[dimension].min_capacity
+
+    def replica_regions(self, table: str) -> tuple[str, ...]:
+        """The Regions of ``table``'s other replicas (none: not a global table's replica)."""
+        return tuple(self.replicas.get(table, {}).get("regions", ()))
 
     def owned_target(self, table: str, index: str | None, dimension: str) -> float | None:
         """The target value (a fraction) the autopilot owns for the dimension's

@@ -1,10 +1,11 @@
 """Runs in: every Lambda function, workers (the user's own jobs), CDK app (synth),
 workstation.
 
-What a number is, in one place: every prop, setting, message field and AWS answer the
-library reads as a whole number or a number is checked here first. A bool is never a number
-(``True`` is an ``int`` to Python, but ``true`` in JSON or a prop is a mistake), nor is NaN,
-an infinity, or an integer too large for a float where a number is wanted. The callers word
+What a number, and a Region's name, is, in one place: every prop, setting, message field and
+AWS answer the library reads as a whole number, a number or a Region is checked here first.
+A bool is never a number (``True`` is an ``int`` to Python, but ``true`` in JSON or a prop
+is a mistake), nor is NaN, an infinity, or an integer too large for a float where a number
+is wanted. The callers word
 their own refusals: each names the field, the value received and what is allowed.
 
 Stdlib only.
@@ -13,9 +14,13 @@ Stdlib only.
 from __future__ import annotations
 
 import math
+import re
 from typing import TypeGuard
 
-__all__ = ["is_number", "is_whole"]
+__all__ = ["REGION_NAME", "is_number", "is_region", "is_whole"]
+
+REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-\d{1,2}")
+"""What an AWS Region's name looks like (``eu-west-1``, ``us-gov-west-1``)."""
 
 
 def is_whole(value: object, low: float = -math.inf, high: float = math.inf) -> TypeGuard[int]:
@@ -35,3 +40,8 @@ def is_number(
     except OverflowError:  # an int of hundreds of digits
         return False
     return finite and low <= value <= high
+
+
+def is_region(value: object) -> TypeGuard[str]:
+    """``value`` is a string shaped as an AWS Region's name (`REGION_NAME`)."""
+    return isinstance(value, str) and REGION_NAME.fullmatch(value) is not None

@@ -181,12 +181,13 @@ def restore_expired(
     lower_direct: bool = True,
     held: list[HeldDimension] | None = None,
     stop: Deadline = NONE,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> list[dict[str, Any]]:
     """End every expired (or malformed) hold on ``table``: what the scaler's tick (with
     ``lower_direct`` False, and its deadline ``stop``) and the ``CapacityRequests``
     restorer run. A dimension being updated is left for the next run. ``held`` is what the
-    caller just read of the store."""
-    ctx = Context(clients or make_clients(), clock, time.sleep, 0)
+    caller just read of the store; ``sleep`` waits for a dimension's lease (on ``clock``)."""
+    ctx = Context(clients or make_clients(), clock, sleep, 0)
     holds_store = open_store(store, ctx.clients, clock)
     now = ctx.now()
     states = held if held is not None else holds_store.table(table)

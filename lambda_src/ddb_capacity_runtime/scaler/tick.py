@@ -102,6 +102,7 @@ from ..events import emf_record, emit_metrics, log_event
 from .plans import forecast_plans, keep_plans, minute
 from .prepare import STATE_MARKER, prepare, without_bad_targets
 from .refusals import refuse_tags
+from .replicas import replicated
 from .shard import Batch
 
 T = TypeVar("T")
@@ -509,6 +510,8 @@ def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
     )
     for key, error in by_cause.items():  # its throttles are all taken for fixable
         t.fail(key[0], f"{key[1] or 'table'} {key[2]}: {error}")
+    if t.config.replicas:  # a global table's writes, as every replica's scaler reads them
+        series = replicated(t.config, t.clients, tables, series, (start, end), t.fail)
     return series
 
 

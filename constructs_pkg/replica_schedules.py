@@ -1,0 +1,262 @@
+"""Runs in: CDK app (synth time).
+
+The scheduled actions of a global table's replicas, as CloudFormation custom resources:
+one resource per replica Region (`ReplicaScheduleResource`), served by one
+`custom_resources.Provider` per stack whose function
+(``ddb_capacity_runtime.global_tables.handler.on_event``) puts the library's actions on
+that Region's scalable targets and removes them again. Its role may tag, and then
+schedule, only the targets of the tables it is given, in their replicas' Regions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from aws_cdk import (
+    Aws,
+    CfnResource,
+    CustomResource,
+    Duration,
+    RemovalPolicy,
+    Stack,
+    Token,
+    custom_resources,
+)
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.names import TARGET_TAG
+
+from .compliance import acknowledge, skip_checkov
+from .prewarm import FRAMEWORK_MEMORY_MB, acknowledge_provider
+from .runtime import FunctionConfig, FunctionDefaults, own_policy, runtime_function
+
+PROVIDER_ID = "ReplicaScheduleProvider"
+HANDLER = "ddb_capacity_runtime.global_tables.handler.on_event"
+REPLICA_DEFAULTS = {
+    "ReplicaSchedules": FunctionDefaults(
+        256,
+        Duration.minutes(2),
+        shortest=Duration.seconds(30),
+        why="each event tags a replica's targets and puts or deletes its scheduled actions "
+        "(at most 200, a few calls each): at least 30 seconds, and Lambda's longest is 15 "
+        "minutes",
+    )
+}
+"""The replica-schedule function's defaults and the timeouts it allows
+(``function_options["ReplicaSchedules"]`` of ``GlobalTableCapacity``)."""
+
+
+def scalable_targets_in(region: str) -> str:
+    """Every scalable target of the account in ``region`` (generated ARNs: a grant can only
+    name them all and narrow them down with conditions)."""
+    return (
+        f"arn:{Aws.PARTITION}:application-autoscaling:{region}:{Aws.ACCOUNT_ID}:scalable-target/*"
+    )
+
+
+class _ReplicaScheduleProvider(Construct):
+    """The stack's replica-schedule function behind a `custom_resources.Provider`; its
+    statements grow with the tables and Regions it serves (`serve`)."""
+
+    def __init__(self, scope: Construct, id: str, config: FunctionConfig) -> None:
+        super().__init__(scope, id)
+        self.config = config
+        self.function, self.policy = runtime_function(
+            self,
+            "Function",
+            handler=HANDLER,
+            description="Puts and removes the scheduled actions of global tables' replicas",
+            config=config,
+            configured_by_environment=False,  # its tables come in each event
+        )
+        log_group = logs.LogGroup(
+            self,
+            "ProviderLogs",
+            retention=config.log_retention,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        role = iam.Role(
+            self,
+            "FrameworkOnEventRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="Execution role of the replica-schedule provider (onEvent)",
+        )
+        self.provider = custom_resources.Provider(
+            self,
+            "Provider",
+            on_event_handler=self.function,
+            log_group=log_group,
+            framework_on_event_role=role.without_policy_updates(),
+        )
+        framework = own_policy(
+            self, "FrameworkOnEventPolicy", "the replica-schedule provider", role, log_group
+        )
+        framework.add_statements(
+            iam.PolicyStatement(
+                sid="InvokeReplicaScheduleFunction",
+                actions=["lambda:InvokeFunction", "lambda:GetFunction"],
+                resources=[self.function.function_arn],
+            )
+        )
+        framework_function = self.provider.node.find_child("framework-onEvent").node.default_child
+        assert isinstance(framework_function, lambda_.CfnFunction)
+        self.framework: lambda_.CfnFunction = framework_function
+        self.framework.memory_size = FRAMEWORK_MEMORY_MB
+        self._tables: list[str] = []
+        self._regions: list[str] = []
+        self._statements: dict[str, iam.PolicyStatement] = {}
+        self._acknowledge(log_group)
+
+    def serve(self, table: str, regions: Sequence[str]) -> None:
+        """Let the function tag and schedule the scalable targets of ``table`` in
+        ``regions`` (besides those of every table served before, in theirs)."""
+        self._tables.append(table)
+        added = [r for r in regions if r not in self._regions]
+        self._regions += added
+        arns = [scalable_targets_in(r) for r in added]
+        tables = list(self._tables)
+        if not self._statements:
+            self._statements = _statements(arns, tables)
+            self.policy.add_statements(*self._statements.values())
+        else:
+            for sid in ("TagTargets", "UntagTargets", "ScheduleTaggedTargets"):
+                self._statements[sid].add_resources(*arns)
+            self._statements["TagTargets"].add_condition(
+                "StringEquals", {f"aws:RequestTag/{TARGET_TAG}": tables}
+            )
+            for sid in ("UntagTargets", "ScheduleTaggedTargets"):
+                self._statements[sid].add_condition(
+                    "StringEquals", {f"aws:ResourceTag/{TARGET_TAG}": tables}
+                )
+        self._acknowledge_regions(added)
+
+    def _acknowledge_regions(self, regions: Sequence[str]) -> None:
+        for region in regions:
+            shown = region if not Token.is_unresolved(region) else "<AWS::Region>"
+            acknowledge(
+                self.policy,
+                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:application-autoscaling:"
+                f"{shown}:<AWS::AccountId>:scalable-target/*]",
+                "Application Auto Scaling generates scalable-target ARNs, so the grant names "
+                "scalable-target/* in each replica Region. Tagging is allowed only with the "
+                f"tag {TARGET_TAG} naming one of the global tables served; scheduling only on "
+                "DynamoDB targets that carry that tag.",
+            )
+
+    def _acknowledge(self, log_group: logs.LogGroup) -> None:
+        acknowledge(
+            self,
+            "AwsSolutions-IAM5[Resource::*]",
+            "DescribeScalableTargets has no resource-level permissions; it only reads.",
+        )
+        acknowledge_provider(
+            self,
+            "Application Auto Scaling in the replicas' Regions",
+            log_group,
+            [self.function],
+            [self.framework],
+        )
+        skip_checkov(
+            self.framework,
+            "CKV_AWS_173",
+            "The environment holds the ARN of the replica-schedule function, no secret; "
+            "Lambda encrypts it at rest with its own key.",
+        )
+
+
+def _statements(arns: list[str], tables: list[str]) -> dict[str, iam.PolicyStatement]:
+    """The function's statements, by Sid: reading targets; tagging them with `TARGET_TAG`
+    naming one of ``tables`` (that tag alone), and removing it; and scheduling the DynamoDB
+    targets that carry it, each on the scalable targets of ``arns``."""
+    only_the_tag = {"ForAllValues:StringEquals": {"aws:TagKeys": [TARGET_TAG]}}
+    tagged = {f"aws:ResourceTag/{TARGET_TAG}": tables}
+    return {
+        "ReadTargets": iam.PolicyStatement(
+            sid="ReadTargets",
+            actions=["application-autoscaling:DescribeScalableTargets"],
+            resources=["*"],
+        ),
+        "TagTargets": iam.PolicyStatement(
+            sid="TagTargets",
+            actions=["application-autoscaling:TagResource"],
+            resources=arns,
+            conditions={
+                "StringEquals": {f"aws:RequestTag/{TARGET_TAG}": tables},
+                **only_the_tag,
+            },
+        ),
+        "UntagTargets": iam.PolicyStatement(
+            sid="UntagTargets",
+            actions=["application-autoscaling:UntagResource"],
+            resources=arns,
+            conditions={"StringEquals": dict(tagged), **only_the_tag},
+        ),
+        "ScheduleTaggedTargets": iam.PolicyStatement(
+            sid="ScheduleTaggedTargets",
+            actions=[
+                "application-autoscaling:PutScheduledAction",
+                "application-autoscaling:DeleteScheduledAction",
+            ],
+            resources=arns,
+            conditions={
+                "StringEquals": {"application-autoscaling:service-namespace": "dynamodb", **tagged}
+            },
+        ),
+    }
+
+
+def replica_provider(
+    scope: Construct, where: str, config: FunctionConfig
+) -> _ReplicaScheduleProvider:
+    """The stack's one replica-schedule provider, made on first use as ``config`` says; a
+    later table (``where``) must ask for the same ``config``."""
+    stack = Stack.of(scope)
+    existing = stack.node.try_find_child(PROVIDER_ID)
+    if existing is None:
+        return _ReplicaScheduleProvider(stack, PROVIDER_ID, config)
+    assert isinstance(existing, _ReplicaScheduleProvider)
+    if existing.config != config:
+        raise CapacityConfigError(
+            f"{where}: function_options['ReplicaSchedules']: got {config}; but the stack's "
+            f"one replica-schedule provider ({existing.node.path}) is already made with "
+            f"{existing.config}: every GlobalTableCapacity of a stack shares it, so give them "
+            "the same function_options"
+        )
+    return existing
+
+
+class ReplicaScheduleResource(Construct):
+    """One replica's scheduled actions (a ``Custom::ReplicaSchedule`` resource): its
+    ``Actions`` are written with the template, after every entry and window is known."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        provider: _ReplicaScheduleProvider,
+        table_name: str,
+        region: str,
+        indexes: Sequence[str],
+        actions: Any,
+    ) -> None:
+        super().__init__(scope, id)
+        self.resource = CustomResource(
+            self,
+            "Resource",
+            service_token=provider.provider.service_token,
+            resource_type="Custom::ReplicaSchedule",
+            properties={
+                "TableName": table_name,
+                "Region": region,
+                "Indexes": list(indexes),
+                "Actions": actions,
+            },
+        )
+        cfn = self.resource.node.default_child
+        assert isinstance(cfn, CfnResource)
+        self.cfn = cfn

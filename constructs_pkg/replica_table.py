@@ -1,0 +1,141 @@
+"""Runs in: CDK app (synth time).
+
+A global table's replica in one Region, as the ``ThrottleAwareScaler`` of that Region's
+stack manages it (`GlobalTableCapacity.replica`): the table in that Region, its other
+replicas' Regions (whose writes its write decisions read too), its GSIs, and its
+autoscaled range and target value per dimension, which the scaler keeps as its bounds and
+restores to."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from aws_cdk import Stack, Token
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+
+from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.names import DIMENSIONS
+
+Ranges = Mapping[tuple[str | None, str], tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One replica of a global table, for the scaler of its Region
+    (`GlobalTableCapacity.replica`)."""
+
+    table: dynamodb.ITable
+    """the table in ``region`` (the ``TableV2`` itself in its own stack, else imported by
+    name)"""
+    region: str
+    others: tuple[str, ...]
+    """the other replicas' Regions"""
+    indexes: tuple[str, ...]
+    bounds: Mapping[str, Mapping[str, float]]
+    """per dimension, the template's ``min``, ``max`` and ``target`` (percent) in ``region``"""
+
+
+class ReplicaSource(Protocol):
+    """What gives the replica of a scope's Region: a ``GlobalTableCapacity``."""
+
+    def replica(self, scope: Construct) -> Replica: ...
+
+
+def replica_of(
+    where: str,
+    table: dynamodb.TableV2,
+    ranges: Mapping[str, Ranges],
+    indexes: Sequence[str],
+    scope: Construct,
+) -> Replica:
+    """The replica of ``table`` in the Region of ``scope``'s stack. Refused, naming the
+    table, where that stack has no Region of its own, no replica is there, a dimension is
+    not autoscaled there, or the table would be named across stacks by a generated name."""
+    stack = Stack.of(scope)
+    region = stack.region
+    if Token.is_unresolved(region):
+        raise CapacityConfigError(
+            f"{where}: a replica's scaler needs a stack with its Region "
+            f"(env=Environment(region=...)); {stack.node.path} has none"
+        )
+    if region not in ranges:
+        raise CapacityConfigError(
+            f"{where}: no replica in {region}; the table's replicas are in "
+            f"{', '.join(sorted(ranges))}"
+        )
+    bounds = _bounds(where, table, region, ranges[region])
+    own = Stack.of(table)
+    if stack is own:
+        found: dynamodb.ITable = table
+    else:
+        found = _imported(where, table, scope)
+    others = tuple(r for r in ranges if r != region)
+    return Replica(found, region, others, tuple(indexes), bounds)
+
+
+def _imported(where: str, table: dynamodb.TableV2, scope: Construct) -> dynamodb.ITable:
+    """``table`` in ``scope``'s stack, by its name (once per scope)."""
+    cfn = table.node.default_child
+    assert isinstance(cfn, dynamodb.CfnGlobalTable)
+    name = cfn.table_name
+    if not isinstance(name, str) or Token.is_unresolved(name):
+        raise CapacityConfigError(
+            f"{where}: the replica's scaler is in another stack, {Stack.of(scope).node.path}, "
+            f"which can name the table only by a name of its own: give the TableV2 a "
+            "table_name"
+        )
+    child = f"Replica{table.node.id}"
+    existing = scope.node.try_find_child(child)
+    if isinstance(existing, Construct) and hasattr(existing, "table_arn"):
+        return existing  # type: ignore[return-value]  # an imported ITable
+    return dynamodb.Table.from_table_name(scope, child, name)
+
+
+def _bounds(
+    where: str, table: dynamodb.TableV2, region: str, ranges: Ranges
+) -> dict[str, dict[str, float]]:
+    """Each dimension's ``min``, ``max`` and ``target`` in ``region``, from the template."""
+    targets = _targets(table, region)
+    out: dict[str, dict[str, float]] = {}
+    for dim in DIMENSIONS:
+        span = ranges.get((None, dim))
+        if span is None or dim not in targets:
+            raise CapacityConfigError(
+                f"{where}: replica {region}: {dim} capacity is fixed; the scaler manages "
+                "an autoscaled dimension (Capacity.autoscaled(...)), whose target it moves"
+            )
+        out[dim] = {"min": span[0], "max": span[1], "target": targets[dim]}
+    return out
+
+
+def _targets(table: dynamodb.TableV2, region: str) -> dict[str, float]:
+    """The target values (percent) of the table's autoscaled dimensions in ``region``."""
+    cfn = table.node.default_child
+    assert isinstance(cfn, dynamodb.CfnGlobalTable)
+    stack = Stack.of(table)
+    out: dict[str, float] = {}
+    write = _target(stack.resolve(cfn.write_provisioned_throughput_settings), "write")
+    if write is not None:
+        out["write"] = write
+    for replica in stack.resolve(cfn.replicas) or []:
+        name = replica.get("region")
+        here = name == region or (Token.is_unresolved(name) and region == stack.region)
+        read = _target(replica.get("readProvisionedThroughputSettings"), "read")
+        if here and read is not None:
+            out["read"] = read
+    return out
+
+
+def _target(settings: Any, dimension: str) -> float | None:
+    """The target value of an autoscaled dimension's settings; None for a fixed one."""
+    if not isinstance(settings, Mapping):
+        return None
+    scaling = settings.get(f"{dimension}CapacityAutoScalingSettings")
+    if not isinstance(scaling, Mapping):
+        return None
+    policy = scaling.get("targetTrackingScalingPolicyConfiguration") or {}
+    value = policy.get("targetValue")
+    return float(value) if isinstance(value, int | float) else None

@@ -1,0 +1,108 @@
+"""Runs in: global-table schedule Lambda (the custom resource of ``GlobalTableCapacity``).
+
+Application Auto Scaling's calls on one replica's scalable targets, in that replica's
+Region: finding the targets of a table and its GSIs, tagging them as the library's (the
+tag its roles are scoped by), and putting and deleting the scheduled actions the library
+made. Nothing here lists or deletes an action by anything but its exact name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from ..core.names import TARGET_TAG, resource_id, scalable_dimension
+from .error_codes import error_code
+
+if TYPE_CHECKING:
+    from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
+    from mypy_boto3_application_autoscaling.literals import ScalableDimensionType
+    from mypy_boto3_application_autoscaling.type_defs import ScalableTargetActionTypeDef
+
+NAMESPACE: Final = "dynamodb"
+GONE = {"ObjectNotFoundException", "ResourceNotFoundException"}
+"""The error codes of an action or a target that is not there (any more)."""
+
+
+def targets_of(
+    autoscaling: ApplicationAutoScalingClient, table: str, indexes: Sequence[str]
+) -> dict[tuple[str | None, str], str]:
+    """The ARN of each scalable target of ``table`` and its GSIs ``indexes`` that exists,
+    by (index or None, dimension)."""
+    wanted = {resource_id(table, i): i for i in [None, *indexes]}
+    dimensions = {scalable_dimension(i, d): d for i in (None, "x") for d in ("read", "write")}
+    found: dict[tuple[str | None, str], str] = {}
+    pages = autoscaling.get_paginator("describe_scalable_targets").paginate(
+        ServiceNamespace=NAMESPACE, ResourceIds=list(wanted)
+    )
+    for page in pages:
+        for target in page.get("ScalableTargets", []):
+            index = wanted.get(target.get("ResourceId", ""), "?")
+            dimension = dimensions.get(target.get("ScalableDimension", ""))
+            arn = target.get("ScalableTargetARN")
+            if index != "?" and dimension and isinstance(arn, str):
+                found[(index, dimension)] = arn
+    return found
+
+
+def tag_targets(autoscaling: ApplicationAutoScalingClient, arns: Iterable[str], table: str) -> None:
+    """Tag each target ``TARGET_TAG=table``: the library's roles may then schedule it."""
+    for arn in arns:
+        autoscaling.tag_resource(ResourceARN=arn, Tags={TARGET_TAG: table})
+
+
+def untag_targets(autoscaling: ApplicationAutoScalingClient, arns: Iterable[str]) -> None:
+    """Remove ``TARGET_TAG`` from each target (one already gone is skipped)."""
+    for arn in arns:
+        try:
+            autoscaling.untag_resource(ResourceARN=arn, TagKeys=[TARGET_TAG])
+        except Exception as exc:
+            if error_code(exc) not in GONE:
+                raise
+
+
+def put_action(
+    autoscaling: ApplicationAutoScalingClient,
+    table: str,
+    index: str | None,
+    dimension: str,
+    action: Mapping[str, Any],
+) -> None:
+    """Create or replace the scheduled action ``action`` (its name, schedule, time zone,
+    optional start and end, and target action) on one scalable target."""
+    extra: dict[str, Any] = {
+        k: action[k] for k in ("Timezone", "StartTime", "EndTime") if action.get(k) is not None
+    }
+    autoscaling.put_scheduled_action(
+        ServiceNamespace=NAMESPACE,
+        ScheduledActionName=action["ScheduledActionName"],
+        ResourceId=resource_id(table, index),
+        ScalableDimension=cast("ScalableDimensionType", scalable_dimension(index, dimension)),
+        Schedule=action["Schedule"],
+        ScalableTargetAction=cast(
+            "ScalableTargetActionTypeDef", dict(action["ScalableTargetAction"])
+        ),
+        **extra,
+    )
+
+
+def delete_action(
+    autoscaling: ApplicationAutoScalingClient,
+    table: str,
+    index: str | None,
+    dimension: str,
+    name: str,
+) -> bool:
+    """Delete the scheduled action ``name`` of one scalable target; False when it (or its
+    target) is not there."""
+    try:
+        autoscaling.delete_scheduled_action(
+            ServiceNamespace=NAMESPACE,
+            ScheduledActionName=name,
+            ResourceId=resource_id(table, index),
+            ScalableDimension=cast("ScalableDimensionType", scalable_dimension(index, dimension)),
+        )
+    except Exception as exc:
+        if error_code(exc) in GONE:
+            return False
+        raise
+    return True

@@ -1,0 +1,79 @@
+"""Runs in: scaler Lambda.
+
+A global table's replica, managed by the scaler of its own Region: its write dimensions
+are decided on every replica's writes (`core.series.with_replicas`), read from each other
+replica's Region, so that every Region's scaler makes the same write decision and the
+replicas' write capacity stays one; its read dimensions are its own. Nothing here changes
+AWS: the scaler moves only the targets of its own Region.
+
+Another Region's metrics are untrusted like any: a minute that cannot be read there is
+unknown here (no decrease of that dimension), and a Region that cannot be read at all is a
+failure of each table read from it (counted, and alarmed), never a lowered capacity."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+
+from ..aws import metrics
+from ..aws.clients import Clients
+from ..aws.error_codes import describe_error
+from ..core.series import MINUTE, Key, Series, with_replicas
+from ..core.settings import ScalerConfig
+from ..core.tables import ManagedTable
+
+
+def replicated(
+    config: ScalerConfig,
+    clients: Clients,
+    tables: Sequence[ManagedTable],
+    series: Mapping[Key, Series],
+    window: tuple[datetime, datetime],
+    fail: Callable[[str, str], None],
+) -> dict[Key, Series]:
+    """``series`` with each replicated table's write dimensions read in every Region of
+    its replicas (`ScalerConfig.replica_regions`) and merged; ``fail(table, reason)`` for a
+    table whose other Region could not be read (its writes then forbid a decrease)."""
+    wanted: dict[str, list[Key]] = {}
+    for table in tables:
+        for region in config.replica_regions(table.name):
+            keys = [d.key for d in table.dimensions if d.key[2] == "write" and d.key in series]
+            wanted.setdefault(region, []).extend(keys)
+    others: dict[Key, list[Series]] = {}
+    for region, keys in sorted(wanted.items()):
+        for key, found in _read_region(clients, region, keys, window, fail).items():
+            others.setdefault(key, []).append(found)
+    out = dict(series)
+    for key, theirs in others.items():
+        out[key] = with_replicas(series[key], theirs)
+    return out
+
+
+def _read_region(
+    clients: Clients,
+    region: str,
+    keys: list[Key],
+    window: tuple[datetime, datetime],
+    fail: Callable[[str, str], None],
+) -> dict[Key, Series]:
+    """``keys``' series in ``region`` (its own throttles told apart by cause); all unknown,
+    and each table failed, where the Region cannot be read."""
+    start, end = window
+    errors: list[str] = []
+    by_cause: dict[Key, str] = {}
+    try:
+        if clients.cloudwatch_of is None:
+            raise RuntimeError("no CloudWatch client of another Region was given")
+        cloudwatch = clients.cloudwatch_of(region)
+        found = metrics.fetch(cloudwatch, keys, start, end, errors=errors)
+        found = metrics.fetch_causes(cloudwatch, found, start, end, errors=by_cause)
+    except Exception as exc:  # the Region's writes are unknown: no decrease of them
+        errors.append(describe_error(exc))
+        minutes = int((end - start) / MINUTE)
+        starts = [start + i * MINUTE for i in range(minutes)]
+        found = {key: Series.all_unknown(starts) for key in keys}
+    for table in sorted({key[0] for key in keys}) if errors else ():
+        fail(table, f"replica {region}: {'; '.join(errors)}")
+    for key, error in by_cause.items():
+        fail(key[0], f"replica {region} {key[1] or 'table'} write: {error}")
+    return found

@@ -1,0 +1,275 @@
+"""The replica-schedule function (``ddb_capacity_runtime.global_tables.handler``) against a
+moto server in two Regions, as ``AWS::DynamoDB::GlobalTable`` leaves them: each replica's
+scalable targets exist, registered by the service. Create puts the library's actions in
+its Region alone, update removes exactly what it dropped, delete removes only what it made;
+an action or a target of anyone else is never touched. moto does not implement Application
+Auto Scaling's TagResource and UntagResource, so those two calls go to a client under
+botocore's Stubber, which checks each one's arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.stub import Stubber
+
+from ddb_capacity_runtime.core.errors import ReplicaScheduleError
+from ddb_capacity_runtime.core.names import TARGET_TAG, resource_id, scalable_dimension
+from ddb_capacity_runtime.global_tables.handler import on_event
+from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX, parse_schedule
+from ddb_capacity_tools import local_aws
+
+REGIONS = ("us-east-1", "eu-west-1")
+TABLE, OTHER, INDEX = "GlobalOrders", "SomeoneElses", "byCustomer"
+
+
+@pytest.fixture
+def targets(moto_endpoint: str) -> Iterator[dict[str, Any]]:
+    """Each Region's client, with the global table's targets (table and GSI, read and
+    write) and another table's, each target carrying an action the library did not make."""
+    clients = {r: local_aws.client(moto_endpoint, "application-autoscaling", r) for r in REGIONS}
+    for autoscaling in clients.values():
+        for table in (TABLE, OTHER):
+            for index in (None, INDEX):
+                for dim in ("read", "write"):
+                    key = {
+                        "ServiceNamespace": "dynamodb",
+                        "ResourceId": resource_id(table, index),
+                        "ScalableDimension": scalable_dimension(index, dim),
+                    }
+                    autoscaling.register_scalable_target(**key, MinCapacity=5, MaxCapacity=100)
+                    autoscaling.put_scheduled_action(
+                        **key,
+                        ScheduledActionName="operators-own",
+                        Schedule="cron(0 1 * * ? *)",
+                        ScalableTargetAction={"MinCapacity": 7},
+                    )
+    yield clients
+    for autoscaling in clients.values():
+        for target in autoscaling.describe_scalable_targets(ServiceNamespace="dynamodb")[
+            "ScalableTargets"
+        ]:
+            autoscaling.deregister_scalable_target(
+                ServiceNamespace="dynamodb",
+                ResourceId=target["ResourceId"],
+                ScalableDimension=target["ScalableDimension"],
+            )
+
+
+def action(name: str, dimension: str, minimum: int | str, index: str = "") -> dict[str, Any]:
+    return {
+        "ScheduledActionName": f"{ACTION_PREFIX}{name}",
+        "Schedule": "cron(45 8 ? * MON-FRI *)",
+        "Timezone": "Europe/Paris",
+        "ScalableTargetAction": {"MinCapacity": str(minimum)},  # as CloudFormation sends it
+        "Index": index,
+        "Dimension": dimension,
+    }
+
+
+def props(region: str, *actions: dict[str, Any]) -> dict[str, Any]:
+    return {"TableName": TABLE, "Region": region, "Indexes": [INDEX], "Actions": list(actions)}
+
+
+def event(kind: str, new: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
+    found: dict[str, Any] = {"RequestType": kind, "ResourceProperties": new}
+    if old is not None:
+        found["OldResourceProperties"] = old
+    if kind != "Create":
+        found["PhysicalResourceId"] = f"{TABLE}@{new['Region']}"
+    return found
+
+
+class Tagger:
+    """The Region's tagging calls, each expected with its arguments (botocore's Stubber)."""
+
+    def __init__(self, endpoint: str, region: str, autoscaling: Any) -> None:
+        self.client = local_aws.client(endpoint, "application-autoscaling", region)
+        self.stubber = Stubber(self.client)
+        self.autoscaling = autoscaling
+
+    def arns(self, table: str) -> list[str]:
+        found = self.autoscaling.describe_scalable_targets(
+            ServiceNamespace="dynamodb",
+            ResourceIds=[resource_id(table, None), resource_id(table, INDEX)],
+        )["ScalableTargets"]
+        return sorted(t["ScalableTargetARN"] for t in found)
+
+    def expect_tags(self) -> None:
+        for arn in self.arns(TABLE):
+            self.stubber.add_response(
+                "tag_resource", {}, {"ResourceARN": arn, "Tags": {TARGET_TAG: TABLE}}
+            )
+
+    def expect_untags(self) -> None:
+        for arn in self.arns(TABLE):
+            self.stubber.add_response(
+                "untag_resource", {}, {"ResourceARN": arn, "TagKeys": [TARGET_TAG]}
+            )
+
+
+def run(clients: dict[str, Any], tagger: Tagger, ev: dict[str, Any]) -> dict[str, Any]:
+    with tagger.stubber:
+        answer = on_event(ev, None, clients.__getitem__, lambda _: tagger.client)
+        tagger.stubber.assert_no_pending_responses()
+    return answer
+
+
+def actions_in(autoscaling: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    """Every scheduled action of the Region, by (resource id, name)."""
+    found = autoscaling.describe_scheduled_actions(ServiceNamespace="dynamodb")
+    return {(a["ResourceId"], a["ScheduledActionName"]): a for a in found["ScheduledActions"]}
+
+
+def ours(autoscaling: Any) -> set[tuple[str, str]]:
+    return {k for k in actions_in(autoscaling) if k[1].startswith(ACTION_PREFIX)}
+
+
+def test_create_update_delete_in_two_regions(targets: dict[str, Any], moto_endpoint: str) -> None:
+    taggers = {r: Tagger(moto_endpoint, r, targets[r]) for r in REGIONS}
+    others = {r: set(actions_in(targets[r])) for r in REGIONS}
+    table, index = resource_id(TABLE, None), resource_id(TABLE, INDEX)
+    # GIVEN a write window in every replica, and a read schedule in eu-west-1 alone
+    write = [action("launch-raise", "write", 400), action("launch-restore", "write", 5)]
+    spec = {
+        "us-east-1": props("us-east-1", *write),
+        "eu-west-1": props("eu-west-1", *write, action("eu-reads", "read", 150, INDEX)),
+    }
+    for region in REGIONS:
+        taggers[region].expect_tags()
+        answer = run(targets, taggers[region], event("Create", spec[region]))
+        assert answer["PhysicalResourceId"] == f"{TABLE}@{region}"
+    # THEN each Region has its own actions, on the right targets, and nothing else changed
+    launch = {(table, f"{ACTION_PREFIX}launch-raise"), (table, f"{ACTION_PREFIX}launch-restore")}
+    assert ours(targets["us-east-1"]) == launch
+    assert ours(targets["eu-west-1"]) == launch | {(index, f"{ACTION_PREFIX}eu-reads")}
+    raised = actions_in(targets["eu-west-1"])[(table, f"{ACTION_PREFIX}launch-raise")]
+    assert raised["ScalableDimension"] == "dynamodb:table:WriteCapacityUnits"
+    assert raised["ScalableTargetAction"] == {"MinCapacity": 400}
+    assert raised["Schedule"] == "cron(45 8 ? * MON-FRI *)"
+    # WHEN eu-west-1's read schedule is dropped and the raise changed
+    new = props("eu-west-1", action("launch-raise", "write", 600), write[1])
+    taggers["eu-west-1"].expect_tags()
+    run(targets, taggers["eu-west-1"], event("Update", new, spec["eu-west-1"]))
+    # THEN exactly the dropped action is gone, the changed one replaced
+    assert ours(targets["eu-west-1"]) == launch
+    raised = actions_in(targets["eu-west-1"])[(table, f"{ACTION_PREFIX}launch-raise")]
+    assert raised["ScalableTargetAction"] == {"MinCapacity": 600}
+    # WHEN both are deleted (once more in us-east-1: a retried delete)
+    for region, last in (("us-east-1", spec["us-east-1"]), ("eu-west-1", new)):
+        taggers[region].expect_untags()
+        run(targets, taggers[region], event("Delete", last))
+    taggers["us-east-1"].expect_untags()
+    run(targets, taggers["us-east-1"], event("Delete", spec["us-east-1"]))
+    # THEN the library's actions are gone, and every other one is still there
+    for region in REGIONS:
+        assert ours(targets[region]) == set()
+        assert set(actions_in(targets[region])) == others[region]
+
+
+def test_a_failed_creation_deletes_what_it_put(moto_endpoint: str) -> None:
+    """The second put meets LimitExceededException (a target's 200 actions; moto never
+    refuses one), so the first is deleted before the deployment fails. The whole client is
+    under botocore's Stubber, which checks every call and its order."""
+    autoscaling = local_aws.client(moto_endpoint, "application-autoscaling", "us-east-1")
+    arn = "arn:aws:application-autoscaling:us-east-1:123456789012:scalable-target/0abc"
+    target = {
+        "ResourceId": resource_id(TABLE, None),
+        "ScalableDimension": "dynamodb:table:WriteCapacityUnits",
+    }
+    put = {"ServiceNamespace": "dynamodb", **target, "Schedule": "cron(45 8 ? * MON-FRI *)"}
+    put |= {"Timezone": "Europe/Paris"}
+    with Stubber(autoscaling) as stub:
+        stub.add_response(
+            "describe_scalable_targets",
+            {
+                "ScalableTargets": [
+                    {
+                        **target,
+                        "ServiceNamespace": "dynamodb",
+                        "MinCapacity": 5,
+                        "MaxCapacity": 100,
+                        "RoleARN": "r",
+                        "CreationTime": 0,
+                        "ScalableTargetARN": arn,
+                    }
+                ]
+            },
+        )
+        stub.add_response("tag_resource", {}, {"ResourceARN": arn, "Tags": {TARGET_TAG: TABLE}})
+        first = {
+            **put,
+            "ScheduledActionName": f"{ACTION_PREFIX}good",
+            "ScalableTargetAction": {"MinCapacity": 9},
+        }
+        stub.add_response("put_scheduled_action", {}, first)
+        stub.add_client_error("put_scheduled_action", "LimitExceededException", "too many")
+        stub.add_response(
+            "delete_scheduled_action",
+            {},
+            {
+                "ServiceNamespace": "dynamodb",
+                **target,
+                "ScheduledActionName": f"{ACTION_PREFIX}good",
+            },
+        )
+        given = props("us-east-1", action("good", "write", 9), action("next", "write", 5))
+        with pytest.raises(ReplicaScheduleError, match=f"'{TABLE}' in 'us-east-1'.*LimitExceeded"):
+            on_event(event("Create", given), None, lambda _: autoscaling)
+        stub.assert_no_pending_responses()
+
+
+def test_a_dimension_with_no_target_is_refused_naming_it(
+    targets: dict[str, Any], moto_endpoint: str
+) -> None:
+    autoscaling = targets["us-east-1"]
+    autoscaling.deregister_scalable_target(
+        ServiceNamespace="dynamodb",
+        ResourceId=resource_id(TABLE, INDEX),
+        ScalableDimension=scalable_dimension(INDEX, "read"),
+    )
+    tagger = Tagger(moto_endpoint, "us-east-1", autoscaling)
+    before = set(actions_in(autoscaling))
+    with pytest.raises(ReplicaScheduleError, match=f"no scalable target for {INDEX} read"):
+        run(targets, tagger, event("Create", props("us-east-1", action("r", "read", 9, INDEX))))
+    assert set(actions_in(autoscaling)) == before
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (
+            lambda p: p["Actions"][0].update(ScheduledActionName="operators-own"),
+            "ScheduledActionName",
+        ),
+        (lambda p: p["Actions"][0].update(Dimension="both"), "Dimension"),
+        (lambda p: p["Actions"][0].update(Index="unknown"), "Index"),
+        (lambda p: p["Actions"][0]["ScalableTargetAction"].update(MinCapacity="0"), "MinCapacity"),
+        (
+            lambda p: p["Actions"][0]["ScalableTargetAction"].update(MinCapacity="1e3"),
+            "MinCapacity",
+        ),
+        (lambda p: p.update(Region="not a region"), "Region"),
+        (lambda p: p.update(TableName="x"), "TableName"),
+        (lambda p: p.update(Actions=[p["Actions"][0]] * 2), "used twice"),
+    ],
+)
+def test_properties_that_are_not_the_librarys_are_refused(change: Any, field: str) -> None:
+    given = props("us-east-1", action("a", "write", 5))
+    change(given)
+    with pytest.raises(ReplicaScheduleError, match=field):
+        parse_schedule(given)
+
+
+def test_an_action_of_another_name_is_never_deleted(
+    targets: dict[str, Any], moto_endpoint: str
+) -> None:
+    """A delete whose properties were changed to name the operator's own action refuses,
+    and the action stays."""
+    given = props("us-east-1", action("a", "write", 5))
+    given["Actions"][0]["ScheduledActionName"] = "operators-own"
+    tagger = Tagger(moto_endpoint, "us-east-1", targets["us-east-1"])
+    with pytest.raises(ReplicaScheduleError, match="ScheduledActionName"):
+        run(targets, tagger, event("Delete", given))
+    assert (resource_id(TABLE, None), "operators-own") in actions_in(targets["us-east-1"])

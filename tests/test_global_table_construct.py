@@ -1,0 +1,421 @@
+"""GlobalTableCapacity on a provisioned TableV2 with two replicas and a GSI: synthesized
+under the five cdk-nag packs and checked by cfn-lint; one custom resource per Region with
+that Region's actions (write in every replica, read where asked); warm throughput for the
+high-water marks; a least-privilege role; and every schedule that would break a global
+table's rules refused, naming the table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import Duration
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk.assertions import Template
+
+from constructs_pkg import (
+    CapacityConfigError,
+    GlobalTableCapacity,
+    HighWaterMark,
+    ScheduleEntry,
+    ScheduleError,
+    ThrottleAwareScaler,
+    apply_nag_packs,
+)
+from ddb_capacity_runtime.core.names import TARGET_TAG
+from ddb_capacity_runtime.core.settings import ScalerConfig
+from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX, parse_schedule
+from examples.global_orders import GlobalOrdersReplicaStack, GlobalOrdersStack
+from tests.test_checkov import checkov_reports, start_checkov, templates
+from tests.test_many_accounts import cfn_lint
+
+KEY = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+
+
+def global_table(
+    stack: cdk.Stack,
+    *,
+    read: dynamodb.Capacity | None = None,
+    billing: dynamodb.Billing | None = None,
+    **extra: Any,
+) -> dynamodb.TableV2:
+    return dynamodb.TableV2(
+        stack,
+        "Orders",
+        partition_key=KEY,
+        billing=billing
+        or dynamodb.Billing.provisioned(
+            read_capacity=read or dynamodb.Capacity.autoscaled(min_capacity=5, max_capacity=100),
+            write_capacity=dynamodb.Capacity.autoscaled(min_capacity=5, max_capacity=50),
+        ),
+        global_secondary_indexes=[
+            dynamodb.GlobalSecondaryIndexPropsV2(
+                index_name="byCustomer",
+                partition_key=dynamodb.Attribute(name="c", type=dynamodb.AttributeType.STRING),
+            )
+        ],
+        replicas=[
+            dynamodb.ReplicaTableProps(
+                region="eu-west-1",
+                read_capacity=dynamodb.Capacity.autoscaled(min_capacity=10, max_capacity=200),
+            )
+        ],
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=True
+        ),
+        **extra,
+    )
+
+
+def new_stack(app: cdk.App | None = None) -> cdk.Stack:
+    return cdk.Stack(app or cdk.App(), "Global", env=cdk.Environment(region="us-east-1"))
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, Path]:
+    """The guide's example (examples/global_orders.py): the table's stack and the
+    eu-west-1 replica's scaler's, synthesized under the five packs: synth raises on any
+    unacknowledged finding."""
+    outdir = tmp_path_factory.mktemp("global")
+    app = cdk.App(outdir=str(outdir))
+    apply_nag_packs(app)
+    stack = GlobalOrdersStack(app, "GlobalOrders", env=cdk.Environment(region="us-east-1"))
+    replica = GlobalOrdersReplicaStack(
+        app, "GlobalOrdersEu", stack.capacity, env=cdk.Environment(region="eu-west-1")
+    )
+    app.synth()
+    assert (outdir / f"{replica.artifact_id}.template.json").exists()
+    return Template.from_stack(stack), outdir
+
+
+def resources(template: Template) -> dict[str, dict[str, Any]]:
+    """Each Region's custom resource's properties, by Region."""
+    found = template.find_resources("Custom::ReplicaSchedule")
+    return {r["Properties"]["Region"]: r for r in found.values()}
+
+
+def test_each_region_gets_its_actions(synthesized: tuple[Template, Path]) -> None:
+    template, _ = synthesized
+    found = resources(template)
+    assert set(found) == {"us-east-1", "eu-west-1"}
+    names = {
+        region: {
+            (a["Index"], a["Dimension"], a["ScheduledActionName"])
+            for a in r["Properties"]["Actions"]
+        }
+        for region, r in found.items()
+    }
+    write = {
+        ("", "write", f"{ACTION_PREFIX}launch-raise"),
+        ("", "write", f"{ACTION_PREFIX}launch-restore"),
+    }
+    index = {("byCustomer", "read", f"{ACTION_PREFIX}index-reads")}
+    assert names["us-east-1"] == write | index
+    assert names["eu-west-1"] == write | index | {("", "read", f"{ACTION_PREFIX}eu-morning")}
+    (table,) = template.find_resources("AWS::DynamoDB::GlobalTable")
+    for resource in found.values():
+        assert table in resource["DependsOn"]
+        assert resource["Properties"]["TableName"] == {"Ref": table}
+        # the function reads the properties back as it will at deploy time
+        props = json.loads(
+            json.dumps(resource["Properties"]).replace(f'{{"Ref": "{table}"}}', '"Orders"')
+        )
+        assert len(parse_schedule(props).actions) == len(resource["Properties"]["Actions"])
+    raised = next(
+        a
+        for a in found["eu-west-1"]["Properties"]["Actions"]
+        if a["ScheduledActionName"].endswith("launch-raise")
+    )
+    assert raised["ScalableTargetAction"] == {"MinCapacity": 40}
+    assert raised["Schedule"] == "cron(45 8 ? * MON,TUE,WED,THU,FRI *)"
+    assert raised["Timezone"] == "Europe/Paris"
+
+
+def test_the_high_water_marks_are_the_warm_throughput(synthesized: tuple[Template, Path]) -> None:
+    template, _ = synthesized
+    (table,) = template.find_resources("AWS::DynamoDB::GlobalTable").values()
+    assert table["Properties"]["WarmThroughput"] == {"WriteUnitsPerSecond": 2_000}
+    (gsi,) = table["Properties"]["GlobalSecondaryIndexes"]
+    assert gsi["WarmThroughput"] == {"ReadUnitsPerSecond": 500}
+
+
+def test_the_function_may_schedule_only_this_tables_targets_in_its_regions(
+    synthesized: tuple[Template, Path],
+) -> None:
+    template, _ = synthesized
+    (policy,) = [
+        p
+        for k, p in template.find_resources("AWS::IAM::ManagedPolicy").items()
+        if k.startswith("ReplicaScheduleProviderFunctionPolicy")
+    ]
+    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    (table,) = template.find_resources("AWS::DynamoDB::GlobalTable")
+    regions = {
+        r["Fn::Join"][1][2].split(":")[2] for r in statements["ScheduleTaggedTargets"]["Resource"]
+    }
+    assert regions == {"us-east-1", "eu-west-1"}
+    schedule = statements["ScheduleTaggedTargets"]
+    assert set(schedule["Action"]) == {
+        "application-autoscaling:PutScheduledAction",
+        "application-autoscaling:DeleteScheduledAction",
+    }
+    assert schedule["Condition"]["StringEquals"] == {
+        "application-autoscaling:service-namespace": "dynamodb",
+        f"aws:ResourceTag/{TARGET_TAG}": [{"Ref": table}],
+    }
+    tag = statements["TagTargets"]["Condition"]
+    assert tag["StringEquals"] == {f"aws:RequestTag/{TARGET_TAG}": [{"Ref": table}]}
+    assert tag["ForAllValues:StringEquals"] == {"aws:TagKeys": [TARGET_TAG]}
+    untag = statements["UntagTargets"]["Condition"]
+    assert untag["StringEquals"] == {f"aws:ResourceTag/{TARGET_TAG}": [{"Ref": table}]}
+    assert statements["ReadTargets"]["Action"] == "application-autoscaling:DescribeScalableTargets"
+    assert set(statements) == {
+        "WriteOwnLogs",
+        "ReadTargets",
+        "TagTargets",
+        "UntagTargets",
+        "ScheduleTaggedTargets",
+    }
+
+
+def test_cfn_lint_and_checkov_find_nothing(
+    synthesized: tuple[Template, Path], tmp_path: Path
+) -> None:
+    _, outdir = synthesized
+    scan = start_checkov(templates([outdir], tmp_path / "templates"))
+    found = cfn_lint(sorted(outdir.glob("*.template.json")))
+    assert [m for m in found if m["Level"] == "Error"] == []
+    reports = checkov_reports(scan)
+    failed = [
+        (c["check_id"], c["resource"]) for r in reports for c in r["results"]["failed_checks"]
+    ]
+    assert failed == []
+    assert sum(r["summary"]["passed"] for r in reports) > 20
+
+
+def make(**kwargs: Any) -> tuple[cdk.Stack, GlobalTableCapacity]:
+    stack = new_stack()
+    table = global_table(stack, **kwargs.pop("table", {}))
+    return stack, GlobalTableCapacity(stack, "Capacity", table=table, **kwargs)
+
+
+def entry(minimum: int | None = 20, maximum: int | None = None, name: str = "e") -> ScheduleEntry:
+    return ScheduleEntry(
+        name=name, schedule="cron(0 6 * * ? *)", min_capacity=minimum, max_capacity=maximum
+    )
+
+
+@pytest.mark.parametrize(
+    ("add", "message"),
+    [
+        (
+            lambda c: c.add_schedule(entry(), dimension="write", region="eu-west-1"),
+            "one setting of every replica",
+        ),
+        (
+            lambda c: c.add_schedule(entry(), dimension="read", region="ap-south-1"),
+            "has replicas in us-east-1, eu-west-1",
+        ),
+        (
+            lambda c: c.add_schedule(entry(20, 40), dimension="read"),
+            "max_capacity: got 40.*template's",
+        ),
+        (
+            lambda c: c.add_schedule(entry(60), dimension="write"),
+            "minimum of 60 is above .* maximum there \\(50",
+        ),
+        (
+            lambda c: c.add_schedule(entry(150), dimension="read"),
+            "replica us-east-1 .*minimum of 150 .*\\(100",
+        ),
+        (
+            lambda c: c.add_schedule(entry(), dimension="read", index_name="nope"),
+            "unknown global secondary index 'nope'",
+        ),
+        (
+            lambda c: c.add_schedule(entry(), dimension="both"),
+            "dimension must be 'read' or 'write'",
+        ),
+        (
+            lambda c: c.add_capacity_window(
+                "w", dimension="write", capacity=51, start="09:00", duration=Duration.hours(1)
+            ),
+            "window 'w'.*minimum of 51 is above",
+        ),
+    ],
+)
+def test_schedules_that_break_a_global_tables_rules_are_refused(add: Any, message: str) -> None:
+    _, capacity = make()
+    with pytest.raises(CapacityConfigError, match=message):
+        add(capacity)
+
+
+def test_a_read_schedule_of_one_region_is_bounded_by_that_regions_maximum() -> None:
+    _, capacity = make()
+    capacity.add_schedule(entry(150), dimension="read", region="eu-west-1")  # 200 there
+    assert [e.min_capacity for e in capacity.schedule_preview(region="eu-west-1")][:1] == [150]
+    assert capacity.schedule_preview(region="us-east-1") == []
+
+
+def test_a_fixed_capacity_has_no_target_to_schedule() -> None:
+    _, capacity = make(table={"read": dynamodb.Capacity.fixed(5)})
+    with pytest.raises(CapacityConfigError, match="table read capacity has no auto scaling"):
+        capacity.add_schedule(entry(), dimension="read", region="us-east-1")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"high_water_mark": HighWaterMark()}, "at least one of them"),
+        ({"high_water_mark": HighWaterMark(write=0)}, "got 0 units a second"),
+        ({"high_water_mark": 5}, "high_water_mark: got 5"),
+        (
+            {"index_high_water_marks": {"nope": HighWaterMark(read=5)}},
+            "index_high_water_marks: got \\['nope'\\]",
+        ),
+        (
+            {
+                "table": {"warm_throughput": dynamodb.WarmThroughput(write_units_per_second=900)},
+                "high_water_mark": HighWaterMark(write=2_000),
+            },
+            "already sets this warm throughput",
+        ),
+    ],
+)
+def test_bad_tables_and_marks_are_refused(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(CapacityConfigError, match=message):
+        make(**kwargs)
+
+
+def test_an_on_demand_global_table_is_refused() -> None:
+    stack = new_stack()
+    table = dynamodb.TableV2(stack, "T", partition_key=KEY, billing=dynamodb.Billing.on_demand())
+    with pytest.raises(CapacityConfigError, match="bills PAY_PER_REQUEST.*Billing.provisioned"):
+        GlobalTableCapacity(stack, "C", table=table)
+
+
+def test_a_table_that_is_no_table_v2_is_refused() -> None:
+    stack = new_stack()
+    table = dynamodb.Table(stack, "T", partition_key=KEY)
+    with pytest.raises(
+        CapacityConfigError, match="expected an aws_dynamodb.TableV2.*use TableCapacity"
+    ):
+        GlobalTableCapacity(stack, "C", table=table)  # type: ignore[arg-type]
+
+
+def test_the_whole_schedule_is_checked_at_synth_in_each_region() -> None:
+    stack, capacity = make()
+    capacity.add_schedule(entry(20, name="a"), dimension="write")
+    capacity.add_schedule(entry(30, name="b"), dimension="write")  # the same minute
+    with pytest.raises(Exception, match="replica us-east-1, eu-west-1: .*'a' and 'b' both fire"):
+        cdk.App.of(stack).synth()  # type: ignore[union-attr]
+
+
+def test_replicas_added_after_the_construct_are_refused_at_synth() -> None:
+    stack, capacity = make()
+    capacity.table.add_replica(region="ap-south-1")
+    with pytest.raises(Exception, match="replicas added after this construct \\(ap-south-1\\)"):
+        cdk.App.of(stack).synth()  # type: ignore[union-attr]
+
+
+def test_a_schedule_error_is_still_a_schedule_error() -> None:
+    _, capacity = make()
+    with pytest.raises(ScheduleError, match="cron"):
+        capacity.add_schedule(
+            ScheduleEntry(name="x", schedule="cron(nope)", min_capacity=5), dimension="write"
+        )
+
+
+def scaler_settings(template: Template) -> dict[str, Any]:
+    """The scaler function's settings, as the tick will read them (JSON decoded)."""
+    (function,) = [
+        f
+        for f in template.find_resources("AWS::Lambda::Function").values()
+        if f["Properties"]["Handler"].endswith("scaler.handler.lambda_handler")
+    ]
+    variables = function["Properties"]["Environment"]["Variables"]
+    table = "Orders"  # the table's name, where the template names it by a Ref
+    out = {}
+    for key in ("SCALER_TABLES", "SCALER_OVERRIDES", "SCALER_REPLICAS"):
+        value = variables[key]
+        if isinstance(value, dict) and "Fn::Join" in value:
+            value = "".join(p if isinstance(p, str) else table for p in value["Fn::Join"][1])
+        elif isinstance(value, dict):  # {"Ref": the table}
+            value = table
+        out[key] = value if key == "SCALER_TABLES" else json.loads(value)
+    return out
+
+
+def test_each_regions_scaler_manages_its_replica_on_every_replicas_writes(
+    synthesized: tuple[Template, Path],
+) -> None:
+    template, outdir = synthesized
+    eu = Template.from_json(json.loads((outdir / "GlobalOrdersEu.template.json").read_text()))
+    here, there = scaler_settings(template), scaler_settings(eu)
+    # the table's own stack names it by a Ref; the other Region's stack by its name
+    assert here["SCALER_TABLES"] == "Orders" and there["SCALER_TABLES"] == "orders"
+    assert here["SCALER_REPLICAS"] == {"Orders": {"regions": ["eu-west-1"]}}
+    assert there["SCALER_REPLICAS"] == {"orders": {"regions": ["us-east-1"]}}
+    # the bounds are the template's in each Region: reads per replica, writes one setting
+    write = {"min": 5, "max": 50, "target": 70}
+    assert here["SCALER_OVERRIDES"] == {
+        "Orders": {"read": {"min": 5, "max": 100, "target": 70}, "write": write}
+    }
+    assert there["SCALER_OVERRIDES"] == {
+        "orders": {"read": {"min": 10, "max": 200, "target": 70}, "write": write}
+    }
+    # each reads back as a valid configuration
+    for settings in (here, there):
+        config = ScalerConfig.from_env(
+            {k: v if isinstance(v, str) else json.dumps(v) for k, v in settings.items()}
+        )
+        (name,) = config.tables
+        assert config.replica_regions(name) in (("eu-west-1",), ("us-east-1",))
+
+
+def replica_app(
+    *, name: str | None = "orders", region: str | None = "eu-west-1", read: Any = None
+) -> tuple[GlobalTableCapacity, cdk.Stack]:
+    """A global table (named ``name``) in us-east-1 and eu-west-1, and a stack in
+    ``region`` for a replica's scaler."""
+    app = cdk.App()
+    stack = new_stack(app)
+    extra = {} if name is None else {"table_name": name}
+    table = global_table(stack, read=read, **extra)
+    capacity = GlobalTableCapacity(stack, "Capacity", table=table)
+    env = cdk.Environment(region=region) if region else None
+    return capacity, cdk.Stack(app, "Other", env=env)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"region": "ap-south-1"}, "no replica in ap-south-1; the table's replicas are in"),
+        ({"region": None}, "a replica's scaler needs a stack with its Region"),
+        ({"name": None}, "give the TableV2 a table_name"),
+        (
+            {"read": dynamodb.Capacity.fixed(10), "region": "us-east-1"},
+            "replica us-east-1: read capacity is fixed; the scaler manages an autoscaled",
+        ),
+    ],
+)
+def test_a_replica_that_cannot_be_managed_is_refused(kwargs: dict[str, Any], message: str) -> None:
+    capacity, other = replica_app(**kwargs)
+    with pytest.raises(CapacityConfigError, match="GlobalTableCapacity Global/Capacity") as e:
+        capacity.replica(other)
+    assert message in str(e.value)
+
+
+def test_a_replica_goes_to_the_scaler_of_its_own_region() -> None:
+    capacity, other = replica_app()
+    replica = capacity.replica(other)
+    assert capacity.replica(other).table.node.path == replica.table.node.path  # imported once
+    with pytest.raises(CapacityConfigError) as e:
+        ThrottleAwareScaler(capacity, "Scaler", tables=[replica])
+    assert (
+        "the replica in eu-west-1 is managed by a scaler in eu-west-1; this one is in us-east-1"
+        in (str(e.value))
+    )

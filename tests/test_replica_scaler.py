@@ -1,0 +1,203 @@
+"""A global table's replicas, each managed by the scaler of its own Region: two Regions of
+the session's moto server, each holding the table's replica under auto scaling (moto keeps
+no replication, so each Region's table stands for its replica, and the traffic each
+replica would see is written to each Region's CloudWatch). A throttled read raises that
+Region's read minimum alone; a throttled write raises every replica's write minimum to one
+value; both restore to the template's baseline."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from ddb_capacity_runtime.core.series import Series, with_replicas
+from ddb_capacity_runtime.core.settings import ConfigError, ScalerConfig
+from ddb_capacity_tools import local_aws
+from tests.moto_world import World
+
+US, EU = local_aws.REGION, "eu-west-1"
+READ_MIN, WRITE_MIN = 10, 5
+"""The template's baseline: each replica's read minimum, and the write minimum of all."""
+
+
+@pytest.fixture
+def worlds(aws_client: Any, aws_env: dict[str, str]) -> Iterator[dict[str, World]]:
+    """A world in each Region, sharing one run id (the replicas share the table's name);
+    each tick reads the other Region's CloudWatch through ``cloudwatch_of``."""
+    us = World(aws_client)
+    eu = World(lambda service: local_aws.client(aws_env["AWS_ENDPOINT_URL"], service, EU))
+    eu.run_id = us.run_id
+    found = {US: us, EU: eu}
+    for world in found.values():
+        world.clients = replace(world.clients, cloudwatch_of=lambda region: found[region].cw)
+    yield found
+    for world in found.values():
+        world.close()
+
+
+def replicas(worlds: dict[str, World]) -> str:
+    """The global table's replica in each Region, under auto scaling at the baseline."""
+    names = {w.table("orders", 100, 100, tagged=False) for w in worlds.values()}
+    (name,) = names
+    for world in worlds.values():
+        world.target(name, "read", READ_MIN, 1000)
+        world.target(name, "write", WRITE_MIN, 1000)
+    return name
+
+
+def tick(
+    worlds: dict[str, World],
+    region: str,
+    name: str,
+    now: datetime | None = None,
+    *,
+    replicated: bool = True,
+) -> dict[str, Any]:
+    """One tick of ``region``'s scaler over its replica (``replicated``: told of the other
+    Region, as the construct tells it)."""
+    others = [r for r in worlds if r != region]
+    env = {"SCALER_TABLES": name, "SCALER_TAG_KEY": ""}
+    if replicated:
+        env["SCALER_REPLICAS"] = json.dumps({name: {"regions": others}})
+    summary, _ = worlds[region].tick(now, **env)
+    return summary
+
+
+def minimums(worlds: dict[str, World], name: str, dimension: str) -> dict[str, int]:
+    return {region: w.target_min(name, dimension) for region, w in worlds.items()}
+
+
+def writes_throttled_in_us(worlds: dict[str, World], read: float = 0) -> str:
+    """The replicas, 50 writes a second seen by both (replicated) and ``read`` reads, and
+    10 a second of the writes refused in us-east-1 alone, in the newest minute."""
+    name = replicas(worlds)
+    for world in worlds.values():
+        world.traffic(name, "write", 50)
+        if read:
+            world.traffic(name, "read", read)
+    worlds[US].traffic(name, "write", 0, throttles=600, minutes=range(1, 2))
+    return name
+
+
+def test_a_read_raises_its_region_alone_and_a_write_every_replica(
+    worlds: dict[str, World],
+) -> None:
+    # GIVEN the replicas, every write seen by both (replicated), and in us-east-1 alone
+    # reads and writes throttled
+    name = writes_throttled_in_us(worlds, read=60)
+    us = worlds[US]
+    us.traffic(name, "read", 0, throttles=1200, minutes=range(1, 2))
+    # WHEN each Region's scaler ticks
+    summaries = {region: tick(worlds, region, name) for region in worlds}
+    # THEN us-east-1's read minimum is raised, eu-west-1's stays at its baseline
+    reads = minimums(worlds, name, "read")
+    assert reads[US] > 80 / 0.7 and reads[EU] == READ_MIN  # served 60 + refused 20, at 70 %
+    # AND the write minimum is raised to one value in every replica, by each Region's own
+    # scaler (each moves its own Region's targets only)
+    writes = minimums(worlds, name, "write")
+    assert writes[US] == writes[EU] > 60 / 0.7  # served 50 + refused 10, at 70 %
+    assert all(s["failures"] == [] for s in summaries.values())
+    # WHEN later ticks see no throttles (and light traffic up to their end)
+    later = us.now + timedelta(minutes=45)
+    for world in worlds.values():
+        world.traffic(name, "read", 5, minutes=range(-44, -28))
+        world.traffic(name, "write", 5, minutes=range(-44, -28))
+    for region in worlds:
+        tick(worlds, region, name, later)
+    # THEN every minimum is back at the template's baseline, and nothing is remembered
+    assert minimums(worlds, name, "read") == {US: READ_MIN, EU: READ_MIN}
+    assert minimums(worlds, name, "write") == {US: WRITE_MIN, EU: WRITE_MIN}
+    for world in worlds.values():
+        assert world.memory(name, "write") is None and world.memory(name, "read") is None
+
+
+def test_a_replica_not_told_of_the_others_raises_only_for_its_own_writes(
+    worlds: dict[str, World],
+) -> None:
+    # GIVEN writes throttled in us-east-1 alone
+    name = writes_throttled_in_us(worlds)
+    # WHEN eu-west-1's scaler ticks without the replicas setting
+    tick(worlds, EU, name, replicated=False)
+    # THEN its write minimum is not raised: the replicas' write capacity would differ
+    assert minimums(worlds, name, "write")[EU] == WRITE_MIN
+
+
+def test_an_unreadable_region_is_a_failure_and_never_lowers_a_write(
+    worlds: dict[str, World],
+) -> None:
+    # GIVEN both write minimums raised by a write throttled in us-east-1
+    name = writes_throttled_in_us(worlds)
+    for region in worlds:
+        tick(worlds, region, name)
+    raised = minimums(worlds, name, "write")
+    assert raised[US] == raised[EU] > WRITE_MIN
+    # WHEN, the throttles over, eu-west-1's scaler cannot read us-east-1's CloudWatch
+
+    def unreachable(region: str) -> Any:
+        raise ConnectionError(f"no route to CloudWatch in {region}")
+
+    eu = worlds[EU]
+    eu.clients = replace(eu.clients, cloudwatch_of=unreachable)
+    later = worlds[US].now + timedelta(minutes=45)
+    for world in worlds.values():
+        world.traffic(name, "write", 5, minutes=range(-44, -28))
+    summaries = {region: tick(worlds, region, name, later) for region in worlds}
+    # THEN eu-west-1 keeps its raised write minimum (unknown data never lowers capacity),
+    # and counts its table as failed, naming the Region; us-east-1 restores its own
+    assert minimums(worlds, name, "write") == {US: WRITE_MIN, EU: raised[EU]}
+    (failure,) = summaries[EU]["failures"]
+    assert failure["table"] == name and "replica us-east-1" in failure["reason"]
+    assert "no route to CloudWatch" in failure["reason"]
+    assert summaries[US]["failures"] == []
+
+
+START = datetime(2026, 1, 5, tzinfo=UTC)
+
+
+def series(
+    consumed: list[float],
+    throttles: list[float],
+    *,
+    unknown: list[bool] | None = None,
+    unfixable: list[float] | None = None,
+    start: datetime = START,
+) -> Series:
+    starts = [start + timedelta(minutes=i) for i in range(len(consumed))]
+    return Series(starts, consumed, throttles, unknown or [], unfixable or [])
+
+
+def test_a_replicas_writes_are_the_most_consumed_and_every_fixable_throttle() -> None:
+    here = series([10, 40, 5], [0, 3, 0], unfixable=[0, 1, 0])
+    there = series([12, 30, 5], [2, 5, 0], unfixable=[0, 5, 0], unknown=[False, False, True])
+    merged = with_replicas(here, [there])
+    assert merged.consumed == [12, 40, 5]
+    # this replica's throttles all stay; another's count only where capacity could serve them
+    assert merged.throttles == [2, 3, 0]
+    assert merged.unfixable == [0, 1, 0] and merged.unknown == [False, False, True]
+    assert with_replicas(here, []) is here
+
+
+def test_a_replica_read_over_other_minutes_leaves_every_minute_unknown() -> None:
+    here = series([10, 40], [0, 3])
+    there = series([10, 40], [0, 3], start=START + timedelta(minutes=1))
+    assert with_replicas(here, [there]).unknown == [True, True]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"T": {"regions": "eu-west-1"}}',
+        '{"T": {"regions": ["moon-1"]}}',
+        '{"T": {"regions": ["eu-west-1", "eu-west-1"]}}',
+        '{"T": {}}',
+        '{"T": {"regions": [1]}}',
+    ],
+)
+def test_the_replicas_setting_is_checked(raw: str) -> None:
+    with pytest.raises(ConfigError, match=r"SCALER_REPLICAS: table T regions must be a list"):
+        ScalerConfig.from_env({"SCALER_TABLES": "T", "SCALER_REPLICAS": raw})
