@@ -20,6 +20,7 @@ from ddb_capacity_tools import advise as advise_module
 from ddb_capacity_tools import fleet
 from ddb_capacity_tools.advise import Advice, AdviseError, Failure, list_tables, text
 from ddb_capacity_tools.cli import main
+from ddb_capacity_tools.fleet_current import Current
 from ddb_capacity_tools.local_aws import put_traffic
 from ddb_capacity_tools.reserve_sizing import fleet_bill
 from ddb_capacity_tools.simulator import ModelParams
@@ -540,7 +541,9 @@ def test_the_report_weighs_each_tables_current_settings(
 REPLICA_REGION = "ap-northeast-3"
 
 
-def test_a_replica_is_advised_from_its_own_region(region, aws_env):
+def test_a_replica_is_advised_from_its_own_region(
+    region: dict[str, Any], aws_env: dict[str, str]
+) -> None:
     """``--region`` reads the table (a global table's replica, here one table of another
     Region) where it is: without it the command looks in the environment's Region."""
     elsewhere = {
@@ -573,14 +576,16 @@ def test_a_replica_is_advised_from_its_own_region(region, aws_env):
         (None, ()),
     ],
 )
-def test_a_global_tables_replicas_are_read_as_untrusted_input(replicas, regions):
-    description = {"TableName": "G", "TableSizeBytes": 0}
+def test_a_global_tables_replicas_are_read_as_untrusted_input(
+    replicas: Any, regions: tuple[str, ...]
+) -> None:
+    description: dict[str, Any] = {"TableName": "G", "TableSizeBytes": 0}
     if replicas is not None:
         description["Replicas"] = replicas
     assert advise_module.replica_regions(description) == regions
 
 
-def test_a_replicas_advice_says_how_its_writes_are_billed(region):
+def test_a_replicas_advice_says_how_its_writes_are_billed(region: dict[str, Any]) -> None:
     """moto keeps no replicas, so the replica's size is given as DescribeTable would give
     it for a global table; the advice of the same history without replicas says nothing.
     A replica's write units are replicated writes: billed the same, never reservable."""
@@ -598,7 +603,7 @@ def test_a_replicas_advice_says_how_its_writes_are_billed(region):
     assert not isinstance(plain, Failure) and "replicated" not in plain.notes
     trace = history(region["cloudwatch"], region["ddb"], "Global", None, 1, region["end"])
     size = advise_module.Size(0.0, replicas=("eu-west-1", "us-east-1"))
-    advice = advise_module.advise_trace(trace, "Global", None, setup, lambda _: None, size)
+    advice = advise_module.advise_trace(trace, "Global", None, setup, lambda _: Current({}), size)
     assert not isinstance(advice, Failure)
     assert "a global table replicated in eu-west-1, us-east-1" in advice.notes
     assert "replicated write capacity, which reserved capacity does not cover" in advice.notes
