@@ -71,8 +71,11 @@ lint: install
 	$(VENV)/bin/ruff format --check $(PY_SOURCES)
 	$(VENV)/bin/lint-imports --no-cache --no-logo
 
+# The packages, and the tests, examples and benchmarks, as strictly (pyproject.toml's
+# [tool.mypy]; the test modules it names are read but not yet reported on)
 typecheck: install
-	$(VENV)/bin/mypy constructs_pkg lambda_src/ddb_capacity_runtime lambda_src/ddb_capacity_tools
+	$(VENV)/bin/mypy constructs_pkg lambda_src/ddb_capacity_runtime lambda_src/ddb_capacity_tools \
+		tests examples benchmarks
 
 # The tests on two workers (pytest-xdist): much of the suite waits on local servers, the
 # CDK CLI and Chromium. A module runs whole on one worker (tests/conftest.py); a plain

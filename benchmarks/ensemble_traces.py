@@ -53,7 +53,7 @@ def speed(workers: int) -> None:
 
 
 def total(results: list[EnsembleResult], policy: str, measure: str) -> float:
-    return sum(getattr(r, measure).median for r in results if r.policy == policy)
+    return float(sum(getattr(r, measure).median for r in results if r.policy == policy))
 
 
 def main() -> None:

@@ -47,7 +47,7 @@ from pathlib import Path
 
 from benchmarks.right_bill import SHARED, cut
 from ddb_capacity_tools import fleet
-from ddb_capacity_tools.advise import Clients, Setup, advise
+from ddb_capacity_tools.advise import Advice, Clients, Failure, Setup, advise
 from ddb_capacity_tools.fleet_cost import monthly_cost
 from ddb_capacity_tools.fleet_current import Current
 from ddb_capacity_tools.simulator import ModelParams, read_csv
@@ -107,7 +107,7 @@ def every_setting(trace: Trace) -> list[ModelParams]:
 
 def timed(
     tables: list[tuple[str, None]], setup: Setup, processes: int
-) -> tuple[float, float, list]:
+) -> tuple[float, float, list[Advice | Failure]]:
     """The wall-clock and CPU seconds of one ``advise`` run and its results; the machine's
     load (runnable processes, 1-minute average) and the cores the run had (CPU seconds /
     wall-clock seconds) are printed, since other work on the cores takes from its share."""

@@ -42,6 +42,7 @@ import math
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, scenario
 from ddb_capacity_tools.simulator.ensemble import run_ensemble, settings_of
@@ -53,7 +54,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 STOCK = (*(f"stock:{t}" for t in range(30, 100, 10)), "on-demand")
 TARGETS = (70, 80, 90)
 BASE = "stock:70"
-SIGNALS = {
+SIGNALS: dict[str, dict[str, Any]] = {
     "stream": {"stream_seconds": 2},
     "hook 0.5 + stream": {"stream_seconds": 2, "fast_path_seconds": 20, "fast_path_share": 0.5},
     "hook + stream": {"stream_seconds": 2, "fast_path_seconds": 20, "fast_path_share": 1.0},

@@ -42,7 +42,15 @@ from ddb_capacity_runtime.fast_path.hook import watch
 
 TABLES = 1_000
 REGION = "us-east-1"
-KEYS = {"aws_access_key_id": "bench", "aws_secret_access_key": "bench"}  # noqa: S105 (local)
+
+
+def _session() -> boto3.Session:
+    """A session of the local servers' keys (any keys do)."""
+    return boto3.Session(
+        aws_access_key_id="bench",
+        aws_secret_access_key="bench",  # noqa: S106 (local)
+        region_name=REGION,
+    )
 
 
 def _answer_dynamodb(handler: BaseHTTPRequestHandler, rng: random.Random) -> None:
@@ -107,15 +115,14 @@ def _local_aws() -> Iterator[tuple[str, list[int]]]:
 
 def _run(seconds: float, hooked: bool, url: str) -> list[float]:
     """Each call's time in ms over ``seconds`` of reading every table in turn."""
-    session = boto3.Session(**KEYS, region_name=REGION)
-    client = session.client(
+    client = _session().client(
         "dynamodb",
         endpoint_url=url,
         config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
     )
     watcher = None
     if hooked:
-        lambda_client = boto3.Session(**KEYS, region_name=REGION).client("lambda", endpoint_url=url)
+        lambda_client = _session().client("lambda", endpoint_url=url)
         watcher = watch(
             client,
             send=lambda p: lambda_client.invoke(

@@ -29,6 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from types import FrameType
 from typing import Any
 
@@ -182,7 +183,7 @@ def main() -> None:
             event = Report(TABLE, "p1", 10.0, time.time(), (dim,)).as_json()
             with contextlib.redirect_stdout(io.StringIO()):  # the EMF lines
                 answer, way = traced(
-                    lambda e=event: take_report(e, scopes, settings, clients=clients, store=store),
+                    partial(take_report, event, scopes, settings, clients=clients, store=store),
                     ways,
                 )
             (row,) = answer["dimensions"]

@@ -102,7 +102,7 @@ def traces(folder: Path, days: int) -> tuple[list[Trace], str]:
 
 
 #: --quick's candidates (with the stock targets and on-demand) and ensemble settings.
-QUICK_CANDIDATES = ("autopilot+stock:80", "autopilot+stock:90")
+QUICK_CANDIDATES: tuple[str, ...] = ("autopilot+stock:80", "autopilot+stock:90")
 QUICK_SETTINGS = 2
 
 

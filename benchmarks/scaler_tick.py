@@ -24,7 +24,7 @@ import io
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 
@@ -33,6 +33,9 @@ from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler.tick import run_tick
 from ddb_capacity_tools.local_aws import create_store_table, moto_server
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch.type_defs import DimensionTypeDef
 
 #: The scaler's state store, made in the same moto server (untagged: the tick manages only
 #: the tagged tables).
@@ -60,17 +63,16 @@ def counted(clients: list[Any], latency_s: float = 0.0) -> Counter[str]:
 
 
 def make(endpoint: str) -> Clients:
-    kw = {
-        "endpoint_url": endpoint,
-        "region_name": "us-east-1",
-        "aws_access_key_id": "test",
-        "aws_secret_access_key": "test",
-    }
+    session = boto3.Session(
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",  # noqa: S106 (moto takes any key)
+    )
     return Clients(
-        boto3.client("dynamodb", **kw),
-        boto3.client("application-autoscaling", **kw),
-        boto3.client("cloudwatch", **kw),
-        boto3.client("resourcegroupstaggingapi", **kw),
+        session.client("dynamodb", endpoint_url=endpoint),
+        session.client("application-autoscaling", endpoint_url=endpoint),
+        session.client("cloudwatch", endpoint_url=endpoint),
+        session.client("resourcegroupstaggingapi", endpoint_url=endpoint),
     )
 
 
@@ -124,7 +126,8 @@ def seed_approach(c: Clients, names: list[str], now: datetime) -> None:
             ServiceNamespace="dynamodb", ResourceId=f"table/{name}"
         )
         table = c.dynamodb.describe_table(TableName=name)["Table"]
-        scopes = [[{"Name": "TableName", "Value": name}]] + [
+        scopes: list[list[DimensionTypeDef]] = [[{"Name": "TableName", "Value": name}]]
+        scopes += [
             [
                 {"Name": "TableName", "Value": name},
                 {"Name": "GlobalSecondaryIndexName", "Value": g["IndexName"]},

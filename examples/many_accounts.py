@@ -441,7 +441,7 @@ def any_resource_reason(policy: iam.CfnPolicy, role_reason: str) -> str:
     )
 
 
-def _listed(value: object) -> list[object]:
+def _listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 

@@ -105,8 +105,8 @@ class ThrottleAwareStack(cdk.Stack):
                     "the account's AWS Backup plan selects tables by tag, outside this "
                     "app.",
                 )
-        for table in (feed, clicks, accounts):
-            cdk.Tags.of(table).add("app", "feed")
+        for tagged in (feed, clicks, accounts):
+            cdk.Tags.of(tagged).add("app", "feed")
         cdk.CfnOutput(self, "ScalerFunctionName", value=scaler.function.function_name)
         cdk.CfnOutput(self, "AlarmTopicArn", value=scaler.alarm_topic.topic_arn)
 

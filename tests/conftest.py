@@ -71,7 +71,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     units of :data:`LONGEST_FIRST` handed out first."""
     from xdist.scheduler import LoadFileScheduling
 
-    class ByModule(LoadFileScheduling):
+    class ByModule(LoadFileScheduling):  # type: ignore[misc]  # xdist ships no types
         def _split_scope(self, nodeid: str) -> str:
             return _work_unit(nodeid)
 

@@ -213,10 +213,12 @@ class World:
         self.targets = []
 
     def tick(
-        self, now: datetime | None = None, *, deadline: float | None = None, **env: str
+        self, now: datetime | None = None, deadline: float | None = None, /, **env: str
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """One tick (sending nothing after ``deadline``, a POSIX time, when given); returns
-        its summary, and its log events followed by its EMF records."""
+        """One tick (sending nothing after ``deadline``, a POSIX time, when given) with the
+        settings ``env``; returns its summary, and its log events followed by its EMF
+        records. ``now`` and ``deadline`` are positional only: a mapping of settings passed
+        as ``**env`` cannot be taken for either."""
         config = ScalerConfig.from_env(
             {"SCALER_TAG_KEY": TAG_KEY, "SCALER_TAG_VALUE": self.run_id, **env}
         )

@@ -7,8 +7,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -16,8 +18,9 @@ import pytest
 
 from ddb_capacity_tools import advise as advise_module
 from ddb_capacity_tools import fleet
-from ddb_capacity_tools.advise import AdviseError, Failure, list_tables, text
+from ddb_capacity_tools.advise import Advice, AdviseError, Failure, list_tables, text
 from ddb_capacity_tools.cli import main
+from ddb_capacity_tools.fleet_current import Current
 from ddb_capacity_tools.local_aws import put_traffic
 from ddb_capacity_tools.reserve_sizing import fleet_bill
 from ddb_capacity_tools.simulator import ModelParams
@@ -66,7 +69,7 @@ def region(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str
     for name in ddb.list_tables()["TableNames"]:  # left by an earlier run of this test
         ddb.delete_table(TableName=name)
     denied: set[str] = set()
-    real_client = boto3.client
+    real_client: Callable[..., Any] = boto3.client
 
     def deny(params: dict[str, Any], **_: Any) -> Any:
         if json.loads(params["body"]).get("TableName") in denied:
@@ -110,7 +113,9 @@ def day(region: dict[str, Any]) -> list[str]:
     return ["--days", "1", "--end", region["end"].isoformat(), "--workers", "1"]
 
 
-def test_every_table_is_advised_or_failed_on_its_own(region, monkeypatch):
+def test_every_table_is_advised_or_failed_on_its_own(
+    region: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     stamp = f"{datetime.now(UTC):%H%M%S%f}"
     small = busy(region, f"AdviseSmall{stamp}", 100)
     large = busy(region, f"AdviseLarge{stamp}", 800)
@@ -155,7 +160,7 @@ def test_every_table_is_advised_or_failed_on_its_own(region, monkeypatch):
     assert "advise [" in err and "5/5 tables" in err  # the progress bar, on stderr
 
 
-def test_the_text_output_labels_every_column_and_prints_the_code(region):
+def test_the_text_output_labels_every_column_and_prints_the_code(region: dict[str, Any]) -> None:
     stamp = f"{datetime.now(UTC):%H%M%S%f}"
     name = busy(region, f"AdviseLabels{stamp}", 300)
     code, out, err = run("advise", "--table", name, *day(region), "--candidate", "on-demand")
@@ -186,7 +191,9 @@ def test_the_text_output_labels_every_column_and_prints_the_code(region):
     assert "advise [" in err and "1/1 tables" in err
 
 
-def test_the_text_output_names_the_failed_and_exit_status_follows_them(region):
+def test_the_text_output_names_the_failed_and_exit_status_follows_them(
+    region: dict[str, Any],
+) -> None:
     stamp = f"{datetime.now(UTC):%H%M%S%f}"
     ok = busy(region, f"AdviseText{stamp}", 300)
     code, out, err = run(
@@ -201,7 +208,9 @@ def test_the_text_output_names_the_failed_and_exit_status_follows_them(region):
     assert "advised 0 of 1; failed 1" in out
 
 
-def test_advise_and_tune_give_the_same_figures_a_month_from_the_later_half(region):
+def test_advise_and_tune_give_the_same_figures_a_month_from_the_later_half(
+    region: dict[str, Any],
+) -> None:
     name = busy(region, f"AdviseMonth{datetime.now(UTC):%H%M%S%f}", 400)
     args = ["--table", name, *day(region), "--candidate", "on-demand", "--json", "--quiet"]
     code, out, err = run("advise", *args)
@@ -254,7 +263,7 @@ def test_advise_and_tune_give_the_same_figures_a_month_from_the_later_half(regio
         (["--table", "T1x", "--region", "moon-1"], "--region: got 'moon-1'; expected a Region"),
     ],
 )
-def test_advise_bad_input(argv, message):
+def test_advise_bad_input(argv: list[str], message: str) -> None:
     code, _, err = run("advise", *argv)
     assert code == 2 and message in err
 
@@ -269,7 +278,7 @@ class Pages:
         return self.pages.pop(0) if len(self.pages) > 1 else self.pages[0]
 
 
-def test_list_tables_reads_every_page_and_refuses_a_token_that_does_not_move():
+def test_list_tables_reads_every_page_and_refuses_a_token_that_does_not_move() -> None:
     pages = Pages(
         {"TableNames": ["Aaa", "Bbb"], "LastEvaluatedTableName": "Bbb"},
         {"TableNames": ["Bbb", "Ccc"]},
@@ -282,7 +291,7 @@ def test_list_tables_reads_every_page_and_refuses_a_token_that_does_not_move():
         list_tables(Pages({"TableNames": "Aaa"}))
 
 
-def test_names_from_aws_are_checked_and_shown_escaped():
+def test_names_from_aws_are_checked_and_shown_escaped() -> None:
     setup = advise_module.Setup(1, None, lambda trace: [], ModelParams())
     hostile = "Orders\x1b[2J\nrm"
     result = advise_module.advise_one(None, None, hostile, None, setup)
@@ -292,7 +301,9 @@ def test_names_from_aws_are_checked_and_shown_escaped():
     assert max(len(line) for line in shown.splitlines()) < 400  # a long message is cut
 
 
-def test_a_tables_bill_counts_its_gsis_and_an_index_alone_is_its_own(region):
+def test_a_tables_bill_counts_its_gsis_and_an_index_alone_is_its_own(
+    region: dict[str, Any],
+) -> None:
     """Billing mode is the table's: on-demand is weighed against the table and its GSIs
     together; --index advises one GSI alone."""
     name = f"AdviseGsi{datetime.now(UTC):%H%M%S%f}"
@@ -329,7 +340,7 @@ def test_a_tables_bill_counts_its_gsis_and_an_index_alone_is_its_own(region):
     factor = 730 * 60 / 720
     per_unit = {"write": 0.625e-6, "read": 0.125e-6}
 
-    def on_demand(doc: dict) -> dict:
+    def on_demand(doc: dict[str, Any]) -> dict[str, Any]:
         advised = doc["tables"][0]
         return next(o for o in advised["options"] if o["policy"] == "on-demand")
 
@@ -353,7 +364,7 @@ def test_a_tables_bill_counts_its_gsis_and_an_index_alone_is_its_own(region):
     )
 
 
-def test_the_hybrid_is_shown_for_comparison_and_never_recommended(region):
+def test_the_hybrid_is_shown_for_comparison_and_never_recommended(region: dict[str, Any]) -> None:
     name = busy(region, f"AdviseHybrid{datetime.now(UTC):%H%M%S%f}", 400)
     base = ["--table", name, *day(region), "--candidate", "hybrid:70", "--quiet"]
     code, out, err = run("advise", *base, "--json")
@@ -369,7 +380,9 @@ def test_the_hybrid_is_shown_for_comparison_and_never_recommended(region):
     assert row.rstrip().endswith("compared only")
 
 
-def test_tables_in_parallel_give_the_sequential_result_and_a_failure_stays_one_tables(region):
+def test_tables_in_parallel_give_the_sequential_result_and_a_failure_stays_one_tables(
+    region: dict[str, Any],
+) -> None:
     """--processes 2: a denied table is reported failed with its reason, the others advised,
     in the same order and with the same figures as one process at a time."""
     stamp = f"{datetime.now(UTC):%H%M%S%f}"
@@ -390,14 +403,17 @@ def test_tables_in_parallel_give_the_sequential_result_and_a_failure_stays_one_t
     assert json.loads(out) == parallel
 
 
-def test_a_process_that_dies_fails_its_table_alone(region, monkeypatch):
+def test_a_process_that_dies_fails_its_table_alone(
+    region: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # GIVEN four tables for two processes, one of which kills the process advising it
     stamp = f"{datetime.now(UTC):%H%M%S%f}"
     live = [busy(region, f"AdviseLive{i}{stamp}", 100) for i in range(3)]
     doomed = busy(region, f"AdviseDies{stamp}", 100)
     real = advise_module.advise_one
 
-    def dies(cloudwatch, dynamodb, table, *args):  # runs in the pool's (forked) process
+    # runs in the pool's (forked) process
+    def dies(cloudwatch: Any, dynamodb: Any, table: str, *args: Any) -> Advice | Failure:
         if table == doomed:
             import os
 
@@ -422,7 +438,9 @@ def test_a_process_that_dies_fails_its_table_alone(region, monkeypatch):
     assert [type(r).__name__ for r in results] == ["Advice", "Failure", "Advice", "Advice"]
 
 
-def test_the_report_weighs_each_tables_current_settings(region, tmp_path):
+def test_the_report_weighs_each_tables_current_settings(
+    region: dict[str, Any], tmp_path: Path
+) -> None:
     """--report DIR and s3://: stock:70 from a scalable target with target tracking, fixed
     units without one, on-demand from the billing mode, unknown when auto scaling is read
     but has no target tracking; the files in the directory and under the S3 prefix are the
@@ -442,7 +460,7 @@ def test_the_report_weighs_each_tables_current_settings(region, tmp_path):
         put_traffic(
             region["cloudwatch"], on_demand, dim, level, end=region["end"], minutes=range(1, 181)
         )
-    aas = boto3.client("application-autoscaling")
+    aas: Any = boto3.client("application-autoscaling")  # its dimensions built from names
     for name in (tracked, untracked):
         for dim in ("Read", "Write"):
             aas.register_scalable_target(
@@ -523,7 +541,9 @@ def test_the_report_weighs_each_tables_current_settings(region, tmp_path):
 REPLICA_REGION = "ap-northeast-3"
 
 
-def test_a_replica_is_advised_from_its_own_region(region, aws_env):
+def test_a_replica_is_advised_from_its_own_region(
+    region: dict[str, Any], aws_env: dict[str, str]
+) -> None:
     """``--region`` reads the table (a global table's replica, here one table of another
     Region) where it is: without it the command looks in the environment's Region."""
     elsewhere = {
@@ -556,14 +576,16 @@ def test_a_replica_is_advised_from_its_own_region(region, aws_env):
         (None, ()),
     ],
 )
-def test_a_global_tables_replicas_are_read_as_untrusted_input(replicas, regions):
-    description = {"TableName": "G", "TableSizeBytes": 0}
+def test_a_global_tables_replicas_are_read_as_untrusted_input(
+    replicas: Any, regions: tuple[str, ...]
+) -> None:
+    description: dict[str, Any] = {"TableName": "G", "TableSizeBytes": 0}
     if replicas is not None:
         description["Replicas"] = replicas
     assert advise_module.replica_regions(description) == regions
 
 
-def test_a_replicas_advice_says_how_its_writes_are_billed(region):
+def test_a_replicas_advice_says_how_its_writes_are_billed(region: dict[str, Any]) -> None:
     """moto keeps no replicas, so the replica's size is given as DescribeTable would give
     it for a global table; the advice of the same history without replicas says nothing.
     A replica's write units are replicated writes: billed the same, never reservable."""
@@ -581,7 +603,7 @@ def test_a_replicas_advice_says_how_its_writes_are_billed(region):
     assert not isinstance(plain, Failure) and "replicated" not in plain.notes
     trace = history(region["cloudwatch"], region["ddb"], "Global", None, 1, region["end"])
     size = advise_module.Size(0.0, replicas=("eu-west-1", "us-east-1"))
-    advice = advise_module.advise_trace(trace, "Global", None, setup, lambda _: None, size)
+    advice = advise_module.advise_trace(trace, "Global", None, setup, lambda _: Current({}), size)
     assert not isinstance(advice, Failure)
     assert "a global table replicated in eu-west-1, us-east-1" in advice.notes
     assert "replicated write capacity, which reserved capacity does not cover" in advice.notes

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -100,7 +101,7 @@ def test_the_cache_keeps_a_bounded_number_of_assets(
     for i in range(5):
         into = tmp_path / str(i)
         into.mkdir()
-        kept.append(assets.cached_asset(f"key{i}", lambda into=into: staged(into)))
+        kept.append(assets.cached_asset(f"key{i}", partial(staged, into)))
         os.utime(kept[-1], (i, i))  # each older than the next
     assert sorted(p.name for p in kept[0].parent.iterdir()) == ["key2", "key3", "key4"]
 

@@ -380,7 +380,8 @@ def without_docstrings(tree: ast.Module) -> str:
             node.annotation = None
     for node in ast.walk(tree):
         if hasattr(node, "end_lineno"):
-            node.end_lineno = node.end_col_offset = node.col_offset = None
+            for position in ("end_lineno", "end_col_offset", "col_offset"):
+                setattr(node, position, None)
     return ast.dump(tree, include_attributes=True)
 
 

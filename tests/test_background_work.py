@@ -12,7 +12,9 @@ import textwrap
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -55,7 +57,9 @@ class FakeClock:
         st.tuples(st.floats(0, 200), st.floats(0.2, 5), st.floats(0, 2)), min_size=1, max_size=200
     ),
 )
-def test_the_limiters_long_run_rate_never_exceeds_its_limit(rate, burst_factor, requests):
+def test_the_limiters_long_run_rate_never_exceeds_its_limit(
+    rate: float, burst_factor: float, requests: list[tuple[float, float, float]]
+) -> None:
     """Whatever the estimates and the real costs, units consumed by time T stay within
     burst + rate x T + the largest single cost."""
     clock = FakeClock()
@@ -71,7 +75,7 @@ def test_the_limiters_long_run_rate_never_exceeds_its_limit(rate, burst_factor, 
         clock.now += think
 
 
-def test_the_limiter_paces_a_steady_stream_at_its_rate():
+def test_the_limiter_paces_a_steady_stream_at_its_rate() -> None:
     clock = FakeClock()
     bucket = TokenBucket(100, clock=clock, sleep=clock.sleep)
     for _ in range(1_000):
@@ -81,17 +85,17 @@ def test_the_limiter_paces_a_steady_stream_at_its_rate():
 
 
 @pytest.mark.parametrize("rate", [0, -5, float("nan"), "fast", True])
-def test_the_limiter_rejects_a_bad_rate(rate):
+def test_the_limiter_rejects_a_bad_rate(rate: object) -> None:
     with pytest.raises(
         PacingError, match=f"rate: got {rate!r}; expected a number of capacity units per second > 0"
     ):
-        TokenBucket(rate)
+        TokenBucket(rate)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- helpers
 
 
-def make_table(client, name: str) -> None:
+def make_table(client: Any, name: str) -> None:
     client.create_table(
         TableName=name,
         BillingMode="PROVISIONED",
@@ -101,15 +105,21 @@ def make_table(client, name: str) -> None:
     )
 
 
+#: The loaded table's client and name, the cursor table's name, and the keys of its items.
+Loaded = tuple[Any, str, str, set[str]]
+
+
 @pytest.fixture(scope="module")
-def loaded(aws_env):
+def loaded(aws_env: dict[str, str]) -> Loaded:
     """A table of 3,000 items written by the slow-start writer itself, and a cursor table:
     written once for the module, since the tests only read the items, and each scan keeps
     its cursors under a scan id of its own."""
     ddb = local_aws.client(aws_env["AWS_ENDPOINT_URL"], "dynamodb")
     name = f"Items{uuid.uuid4().hex[:8]}"
     make_table(ddb, name)
-    items = [{"pk": f"item-{i:05d}", "n": i, "body": "x" * (i % 300)} for i in range(3_000)]
+    items: list[dict[str, Any]] = [
+        {"pk": f"item-{i:05d}", "n": i, "body": "x" * (i % 300)} for i in range(3_000)
+    ]
     result = SlowStartWriter(ddb, name, start_rate=5_000, max_rate=50_000).write(items)
     assert result.failed == [] and result.written == 3_000
     cursors = f"Cursors{uuid.uuid4().hex[:8]}"
@@ -117,11 +127,11 @@ def loaded(aws_env):
     return ddb, name, cursors, {i["pk"] for i in items}
 
 
-def collector():
+def collector() -> tuple[list[str], Callable[[int, list[dict[str, Any]]], None]]:
     seen: list[str] = []
     lock = threading.Lock()
 
-    def handle(segment, items):
+    def handle(segment: int, items: list[dict[str, Any]]) -> None:
         with lock:
             seen.extend(i["pk"]["S"] for i in items)
 
@@ -131,9 +141,9 @@ def collector():
 # ---------------------------------------------------------------- the writer on moto
 
 
-def test_slow_start_writer_writes_every_item(loaded):
+def test_slow_start_writer_writes_every_item(loaded: Loaded) -> None:
     ddb, name, _, keys = loaded
-    stored = set()
+    stored: set[str] = set()
     for page in ddb.get_paginator("scan").paginate(TableName=name, ProjectionExpression="pk"):
         stored.update(i["pk"]["S"] for i in page["Items"])
     assert stored == keys
@@ -142,7 +152,7 @@ def test_slow_start_writer_writes_every_item(loaded):
 # ---------------------------------------------------------------- the scan on moto
 
 
-def test_a_parallel_scan_delivers_every_item_once(loaded):
+def test_a_parallel_scan_delivers_every_item_once(loaded: Loaded) -> None:
     ddb, name, cursors, keys = loaded
     seen, handle = collector()
     scan = RateLimitedScan(
@@ -165,7 +175,7 @@ def test_a_parallel_scan_delivers_every_item_once(loaded):
     )
 
 
-def test_a_stopped_scan_resumes_where_it_stopped(loaded):
+def test_a_stopped_scan_resumes_where_it_stopped(loaded: Loaded) -> None:
     ddb, name, cursors, keys = loaded
     store = CursorStore(ddb, cursors)
     seen, collect = collector()
@@ -180,10 +190,10 @@ def test_a_stopped_scan_resumes_where_it_stopped(loaded):
         store=store,
         scan_id="interrupted",
     )
-    pages = []
+    pages: list[int] = []
     lock = threading.Lock()
 
-    def handle(segment, items):
+    def handle(segment: int, items: list[dict[str, Any]]) -> None:
         collect(segment, items)
         with lock:
             pages.append(segment)
@@ -201,7 +211,7 @@ def test_a_stopped_scan_resumes_where_it_stopped(loaded):
     assert second.items < 3_000 and seen_first + second.items >= 3_000
 
 
-def test_a_scan_resumes_only_with_the_segment_count_it_began_with(loaded):
+def test_a_scan_resumes_only_with_the_segment_count_it_began_with(loaded: Loaded) -> None:
     # GIVEN a scan of 4 segments stopped after its first pages
     ddb, name, cursors, keys = loaded
     store = CursorStore(ddb, cursors)
@@ -216,9 +226,9 @@ def test_a_scan_resumes_only_with_the_segment_count_it_began_with(loaded):
         store=store,
         scan_id="four",
     )
-    pages = []
+    pages: list[int] = []
 
-    def handle(segment, items):
+    def handle(segment: int, items: list[dict[str, Any]]) -> None:
         collect(segment, items)
         pages.append(segment)
         if len(pages) == 6:
@@ -239,7 +249,9 @@ def test_a_scan_resumes_only_with_the_segment_count_it_began_with(loaded):
     assert set(seen) == keys
 
 
-def test_every_segments_cursor_is_checked_for_the_segment_count_before_any_page(loaded):
+def test_every_segments_cursor_is_checked_for_the_segment_count_before_any_page(
+    loaded: Loaded,
+) -> None:
     # GIVEN a scan whose only saved cursor, segment 2's, was written by a scan of 8 segments
     ddb, name, cursors, _ = loaded
     store = CursorStore(ddb, cursors)
@@ -275,7 +287,9 @@ KILLED_SCAN = textwrap.dedent("""
 """)
 
 
-def test_kill_and_resume_delivers_every_item_at_least_once(loaded, moto_endpoint, tmp_path):
+def test_kill_and_resume_delivers_every_item_at_least_once(
+    loaded: Loaded, moto_endpoint: str, tmp_path: Path
+) -> None:
     ddb, name, cursors, keys = loaded
     out = tmp_path / "delivered.txt"
     out.write_text("")
@@ -301,7 +315,7 @@ def test_kill_and_resume_delivers_every_item_at_least_once(loaded, moto_endpoint
     assert resumed.items <= 3_000 - len(set(before)) + 4 * 40  # resumed, not restarted
 
 
-def test_scan_settings_are_checked():
+def test_scan_settings_are_checked() -> None:
     ddb = boto3.client("dynamodb", region_name="us-east-1")
     with pytest.raises(ScanError, match="segments: got 0; expected a whole number from 1"):
         RateLimitedScan(ddb, "t", rate=10, segments=0)
@@ -314,15 +328,15 @@ def test_scan_settings_are_checked():
 # ---------------------------------------------------------------- Stubber: what moto never does
 
 
-def stubbed():
+def stubbed() -> tuple[Any, Stubber]:
     client = boto3.client(
         "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
     )  # noqa: S106
     return client, Stubber(client)
 
 
-def page(keys, units, last=None):
-    response = {
+def page(keys: list[str], units: float, last: str | None = None) -> dict[str, Any]:
+    response: dict[str, Any] = {
         "Items": [{"pk": {"S": k}} for k in keys],
         "ConsumedCapacity": {"TableName": "t", "CapacityUnits": units},
     }
@@ -331,7 +345,7 @@ def page(keys, units, last=None):
     return response
 
 
-def test_scan_retries_a_throttled_page_and_adapts_the_limit_to_item_size():
+def test_scan_retries_a_throttled_page_and_adapts_the_limit_to_item_size() -> None:
     client, stub = stubbed()
     base = {"TableName": "t", "Segment": 0, "TotalSegments": 1, "ReturnConsumedCapacity": "TOTAL"}
     stub.add_client_error(
@@ -348,7 +362,7 @@ def test_scan_retries_a_throttled_page_and_adapts_the_limit_to_item_size():
         page([f"b{i}" for i in range(6)], 3.0),
         expected_params={**base, "Limit": 6, "ExclusiveStartKey": {"pk": {"S": "a9"}}},
     )
-    sleeps = []
+    sleeps: list[float] = []
     seen, handle = collector()
     with stub:
         result = RateLimitedScan(
@@ -361,7 +375,7 @@ def test_scan_retries_a_throttled_page_and_adapts_the_limit_to_item_size():
     assert len(seen) == 16 and result.consumed == 8.0
 
 
-def test_scan_gives_up_after_repeated_throttles_with_the_error():
+def test_scan_gives_up_after_repeated_throttles_with_the_error() -> None:
     client, stub = stubbed()
     for _ in range(3):
         stub.add_client_error("scan", "ProvisionedThroughputExceededException")
@@ -371,11 +385,11 @@ def test_scan_gives_up_after_repeated_throttles_with_the_error():
         ).run(lambda s, i: None)
 
 
-def batch(keys):
+def batch(keys: list[str]) -> dict[str, Any]:
     return {"t": [{"PutRequest": {"Item": {"pk": {"S": k}}}} for k in keys]}
 
 
-def test_writer_resends_unprocessed_items_and_slows_down():
+def test_writer_resends_unprocessed_items_and_slows_down() -> None:
     client, stub = stubbed()
     clock = FakeClock()
     keys = [f"k{i}" for i in range(5)]
@@ -411,7 +425,7 @@ def test_writer_resends_unprocessed_items_and_slows_down():
     assert sum(result.throttled_by_cause.values()) == result.throttled
 
 
-def test_writer_returns_items_it_could_not_write_instead_of_dropping_them():
+def test_writer_returns_items_it_could_not_write_instead_of_dropping_them() -> None:
     client, stub = stubbed()
     clock = FakeClock()
     for _ in range(3):
@@ -428,7 +442,7 @@ def test_writer_returns_items_it_could_not_write_instead_of_dropping_them():
     ]
 
 
-def test_writer_isolates_an_invalid_item_and_writes_the_rest():
+def test_writer_isolates_an_invalid_item_and_writes_the_rest() -> None:
     client, stub = stubbed()
     clock = FakeClock()
     stub.add_client_error("batch_write_item", "ValidationException", "Item too large")
@@ -456,7 +470,7 @@ def test_writer_isolates_an_invalid_item_and_writes_the_rest():
     ]
 
 
-def test_writer_starts_slow_and_grows_in_steps_to_its_ceiling():
+def test_writer_starts_slow_and_grows_in_steps_to_its_ceiling() -> None:
     client, stub = stubbed()
     clock = FakeClock()
     for _ in range(2_400):
@@ -496,7 +510,7 @@ def test_writer_starts_slow_and_grows_in_steps_to_its_ceiling():
         ({"start_rate": 1, "max_rate": 10, "max_attempts": 0}, "max_attempts: got 0"),
     ],
 )
-def test_writer_settings_are_checked(kwargs, message):
+def test_writer_settings_are_checked(kwargs: dict[str, Any], message: str) -> None:
     client, _ = stubbed()
     with pytest.raises(PacingError, match=message.replace("(", r"\(").replace(")", r"\)")):
         SlowStartWriter(client, "t", **kwargs)

@@ -23,7 +23,7 @@ def run(*argv: str) -> tuple[int, str, str]:
 
 
 @pytest.mark.skipif(not ZERO.exists(), reason="no /dev/zero on this system")
-def test_a_trace_that_never_ends_is_refused_at_its_first_long_line():
+def test_a_trace_that_never_ends_is_refused_at_its_first_long_line() -> None:
     code, out, err = run("simulate", "--trace", str(ZERO), "--policy", "stock:70", "--quiet")
     assert code == 2 and not out
     assert err == (
@@ -32,7 +32,7 @@ def test_a_trace_that_never_ends_is_refused_at_its_first_long_line():
     )
 
 
-def test_a_long_line_after_good_rows_is_named_by_its_number(tmp_path):
+def test_a_long_line_after_good_rows_is_named_by_its_number(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text(
         "timestamp,read,write\n2026-01-05T00:00:00Z,1,1\n" + "," * (MAX_LINE_CHARS + 5) + "\n"
@@ -42,13 +42,13 @@ def test_a_long_line_after_good_rows_is_named_by_its_number(tmp_path):
 
 
 @pytest.mark.skipif(not ZERO.exists(), reason="no /dev/zero on this system")
-def test_a_schedule_that_never_ends_is_refused_by_its_size():
+def test_a_schedule_that_never_ends_is_refused_by_its_size() -> None:
     code, _, err = run("simulate", "--scenario", "spike", "--schedule", str(ZERO), "--quiet")
     assert code == 2
     assert f"{ZERO}: larger than {MAX_SCHEDULE_BYTES // 2**20} MiB" in err
 
 
-def test_a_schedule_nested_too_deep_is_refused(tmp_path):
+def test_a_schedule_nested_too_deep_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "deep.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
     code, _, err = run("simulate", "--scenario", "spike", "--schedule", str(path), "--quiet")
@@ -59,14 +59,16 @@ def test_a_schedule_nested_too_deep_is_refused(tmp_path):
     )
 
 
-def test_a_schedule_that_is_not_utf8_is_refused(tmp_path):
+def test_a_schedule_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "latin.json"
     path.write_bytes(b'[{"name": "caf\xe9"}]')
     code, _, err = run("simulate", "--scenario", "spike", "--schedule", str(path), "--quiet")
     assert code == 2 and f"{path}: not UTF-8 (byte 14)" in err
 
 
-def test_local_out_naming_a_file_blames_out_not_the_app(tmp_path, monkeypatch):
+def test_local_out_naming_a_file_blames_out_not_the_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "taken").write_text("a file")
     code, _, err = run("local", "--app", "python app.py", "--out", "taken")
@@ -77,7 +79,9 @@ def test_local_out_naming_a_file_blames_out_not_the_app(tmp_path, monkeypatch):
     )
 
 
-def test_local_out_that_cannot_be_made_blames_out(tmp_path, monkeypatch):
+def test_local_out_that_cannot_be_made_blames_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "taken").write_text("a file")
     code, _, err = run("local", "--app", "python app.py", "--out", "taken/sub")

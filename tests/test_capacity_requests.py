@@ -428,17 +428,23 @@ HOLD_ID = "0123456789ab"
 
 
 @pytest.fixture
-def stubbed(aws_client: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+def stubbed(
+    aws_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Stubber, Clients, HoldStore]]:
     """A stubbed DynamoDB client for the table beside moto's Application Auto Scaling,
     CloudWatch and a hold store in moto; new holds get the id HOLD_ID."""
     store_name = f"holds-{uuid.uuid4().hex[:8]}"
     create_store_table(aws_client("dynamodb"), store_name)
-    monkeypatch.setattr(request_module.uuid, "uuid4", lambda: uuid.UUID(HOLD_ID + "0" * 20))
+    # the uuid module the request module draws its hold ids from
+    monkeypatch.setattr(
+        vars(request_module)["uuid"], "uuid4", lambda: uuid.UUID(HOLD_ID + "0" * 20)
+    )
     ddb = boto3.client(
         "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
     stub = Stubber(ddb)
-    clients = Clients(ddb, aws_client("application-autoscaling"), aws_client("cloudwatch"), None)
+    # no tagging client: nothing here looks tables up by tag
+    clients = Clients(ddb, aws_client("application-autoscaling"), aws_client("cloudwatch"), None)  # type: ignore[arg-type]
     with stub:
         yield stub, clients, HoldStore(aws_client("dynamodb"), store_name)
     stub.assert_no_pending_responses()

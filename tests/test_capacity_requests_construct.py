@@ -358,7 +358,7 @@ def test_grant_needs_something_with_a_role(stack: cdk.Stack) -> None:
         CapacityConfigError,
         match=r"grant_request needs the grantee \(an iam.IGrantable\): a role, a user, a group",
     ):
-        requests.grant_request(iam.AccountRootPrincipal())  # type: ignore[arg-type]
+        requests.grant_request(iam.AccountRootPrincipal())
 
 
 def test_a_connected_scaler_obeys_and_ends_the_holds(stack: cdk.Stack) -> None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -56,7 +57,7 @@ def minutes(
     ]
 
 
-def test_scenarios_lists_every_builtin():
+def test_scenarios_lists_every_builtin() -> None:
     code, out, _ = run("scenarios")
     assert code == 0
     for name in SCENARIOS:
@@ -67,7 +68,7 @@ def test_scenarios_lists_every_builtin():
     assert next(s for s in listed if s["name"] == "spike")["minutes"] == 180
 
 
-def test_simulate_json_follows_the_contract_and_runs_the_default_set():
+def test_simulate_json_follows_the_contract_and_runs_the_default_set() -> None:
     code, out, err = run("simulate", "--scenario", "spike", "--json")
     assert code == 0, err
     doc = json.loads(out)
@@ -92,7 +93,7 @@ def test_simulate_json_follows_the_contract_and_runs_the_default_set():
     assert err == ""  # three hours: no progress bar
 
 
-def test_simulate_prints_a_readable_table(tmp_path):
+def test_simulate_prints_a_readable_table(tmp_path: Path) -> None:
     code, out, _ = run(
         "simulate", "--scenario", "spike", "--policy", "stock:70", "--policy", "oracle"
     )
@@ -102,7 +103,7 @@ def test_simulate_prints_a_readable_table(tmp_path):
     assert "26,405" in line  # peak provisioned, as in the JSON
 
 
-def test_a_csv_trace_runs_with_overridden_prices_and_model(tmp_path):
+def test_a_csv_trace_runs_with_overridden_prices_and_model(tmp_path: Path) -> None:
     path = csv_file(tmp_path, minutes(30))
     code, out, err = run(
         "simulate",
@@ -122,7 +123,7 @@ def test_a_csv_trace_runs_with_overridden_prices_and_model(tmp_path):
     assert json.loads(out)["model"]["warmup_minutes"] == 0
 
 
-def test_chart_is_a_png(tmp_path):
+def test_chart_is_a_png(tmp_path: Path) -> None:
     target = tmp_path / "out" / "spike.png"
     target.parent.mkdir()
     code, _, err = run(
@@ -142,7 +143,7 @@ def test_chart_is_a_png(tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
 
 
-def test_progress_bar_on_traces_longer_than_a_day(tmp_path):
+def test_progress_bar_on_traces_longer_than_a_day(tmp_path: Path) -> None:
     code, _, err = run(
         "simulate", "--scenario", "nightly-batch", "--policy", "fixed:9000", "--json"
     )
@@ -153,7 +154,7 @@ def test_progress_bar_on_traces_longer_than_a_day(tmp_path):
     assert code == 0 and err == ""
 
 
-def test_the_console_script_is_installed():
+def test_the_console_script_is_installed() -> None:
     script = Path(sys.executable).parent / "ddb-capacity"
     done = subprocess.run(
         [
@@ -174,7 +175,7 @@ def test_the_console_script_is_installed():
     assert json.loads(done.stdout)["policies"][0]["policy"] == "throttle-aware"
 
 
-def test_a_schedule_file_drives_the_scheduled_policy(tmp_path):
+def test_a_schedule_file_drives_the_scheduled_policy(tmp_path: Path) -> None:
     schedule = tmp_path / "s.json"
     schedule.write_text(
         json.dumps(
@@ -249,7 +250,9 @@ def test_a_schedule_file_drives_the_scheduled_policy(tmp_path):
         (["2026-03-01T00:00:00Z,1"], None, "line 2: got 2 columns; expected 3"),
     ],
 )
-def test_bad_csv_names_line_and_column(tmp_path, rows, header, message):
+def test_bad_csv_names_line_and_column(
+    tmp_path: Path, rows: list[str], header: str | None, message: str
+) -> None:
     path = csv_file(tmp_path, rows, header or "timestamp,read,write")
     code, out, err = run("simulate", "--trace", str(path), "--policy", "fixed:1")
     assert code == 2 and out == ""
@@ -258,7 +261,7 @@ def test_bad_csv_names_line_and_column(tmp_path, rows, header, message):
         read_csv(path)
 
 
-def test_an_empty_or_missing_csv(tmp_path):
+def test_an_empty_or_missing_csv(tmp_path: Path) -> None:
     empty = tmp_path / "empty.csv"
     empty.write_text("")
     assert "line 1: the file is empty" in run("simulate", "--trace", str(empty))[2]
@@ -333,7 +336,9 @@ SPAN = "expected a timestamp from 1970-01-01T00:00:00Z to 2999-12-31T23:59:00Z"
         ),
     ],
 )
-def test_every_malformed_trace_is_one_line_with_exit_2(tmp_path, content, options, message):
+def test_every_malformed_trace_is_one_line_with_exit_2(
+    tmp_path: Path, content: bytes, options: list[str], message: str
+) -> None:
     path = tmp_path / "trace.csv"
     path.write_bytes(b"timestamp,read,write\n" + content)
     for command in ("simulate", "tune"):
@@ -341,7 +346,7 @@ def test_every_malformed_trace_is_one_line_with_exit_2(tmp_path, content, option
         assert (code, out, err) == (2, "", f"ddb-capacity: error: {path} {message}\n")
 
 
-def test_a_header_that_is_not_utf8_is_shown_as_bytes(tmp_path):
+def test_a_header_that_is_not_utf8_is_shown_as_bytes(tmp_path: Path) -> None:
     path = tmp_path / "trace.csv"
     path.write_bytes(b"timestamp,r\xe9ad,write\n" + ROW)
     assert run("simulate", "--trace", str(path)) == (
@@ -352,7 +357,7 @@ def test_a_header_that_is_not_utf8_is_shown_as_bytes(tmp_path):
     )
 
 
-def test_read_csv_bounds_demand_without_a_max_capacity(tmp_path):
+def test_read_csv_bounds_demand_without_a_max_capacity(tmp_path: Path) -> None:
     path = csv_file(tmp_path, ["2026-03-01T00:00:00Z,1000000,1.7e308"])
     with pytest.raises(TraceError) as refused:
         read_csv(path)
@@ -362,7 +367,7 @@ def test_read_csv_bounds_demand_without_a_max_capacity(tmp_path):
     )
 
 
-def test_demand_up_to_max_capacity_and_the_span_of_timestamps_are_accepted(tmp_path):
+def test_demand_up_to_max_capacity_and_the_span_of_timestamps_are_accepted(tmp_path: Path) -> None:
     path = csv_file(tmp_path, minutes(3, read=150, write=0, start="2999-12-31T23:57:00Z"))
     code, out, err = run(
         "simulate", "--trace", str(path), "--max-capacity", "150", "--policy", "fixed:10", "--json"
@@ -402,7 +407,7 @@ def test_demand_up_to_max_capacity_and_the_span_of_timestamps_are_accepted(tmp_p
         ),
     ],
 )
-def test_bad_options_name_the_option_and_value(argv, message):
+def test_bad_options_name_the_option_and_value(argv: list[str], message: str) -> None:
     code, out, err = run("simulate", *argv)
     assert code == 2 and out == ""
     assert message in err
@@ -434,7 +439,9 @@ def test_bad_options_name_the_option_and_value(argv, message):
         ),
     ],
 )
-def test_bad_schedule_files_name_the_entry_and_field(tmp_path, content, message):
+def test_bad_schedule_files_name_the_entry_and_field(
+    tmp_path: Path, content: str, message: str
+) -> None:
     path = tmp_path / "s.json"
     path.write_text(content)
     code, _, err = run(
@@ -444,7 +451,9 @@ def test_bad_schedule_files_name_the_entry_and_field(tmp_path, content, message)
     assert message in err
 
 
-def test_argparse_rejects_missing_and_conflicting_sources(capsys):
+def test_argparse_rejects_missing_and_conflicting_sources(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["simulate", "--policy", "oracle"])
     assert exit_info.value.code == 2
@@ -457,8 +466,14 @@ def test_argparse_rejects_missing_and_conflicting_sources(capsys):
 # ---------------------------------------------------------------- backtest on moto
 
 
+#: The table's name, the end of its history, and the DynamoDB and CloudWatch clients.
+HistoryTable = tuple[str, datetime, Any, Any]
+
+
 @pytest.fixture
-def history_table(aws_client, aws_env, monkeypatch):
+def history_table(
+    aws_client: Any, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> HistoryTable:
     for name, value in aws_env.items():
         monkeypatch.setenv(name, value)
     ddb, cloudwatch = aws_client("dynamodb"), aws_client("cloudwatch")
@@ -490,7 +505,9 @@ def history_table(aws_client, aws_env, monkeypatch):
     return name, end, ddb, cloudwatch
 
 
-def test_backtest_history_rebuilds_demand_from_consumed_and_throttles(history_table):
+def test_backtest_history_rebuilds_demand_from_consumed_and_throttles(
+    history_table: HistoryTable,
+) -> None:
     name, end, ddb, cloudwatch = history_table
     trace = history(cloudwatch, ddb, name, None, 1, end)
     assert trace.minutes == 1440 and trace.start == end - timedelta(days=1)
@@ -520,7 +537,7 @@ def a_day_of(name: str, end: datetime) -> list[str]:
     return ["--table", name, "--days", "1", "--end", end.isoformat()]
 
 
-def test_backtest_subcommand_replays_the_history(history_table):
+def test_backtest_subcommand_replays_the_history(history_table: HistoryTable) -> None:
     name, end, *_ = history_table
     code, out, err = run(
         "backtest",
@@ -550,13 +567,13 @@ def test_backtest_subcommand_replays_the_history(history_table):
         (["--days", "1", "--end", "noon"], "--end: got 'noon'; expected an ISO-8601 time"),
     ],
 )
-def test_backtest_bad_input(history_table, argv, message):
+def test_backtest_bad_input(history_table: HistoryTable, argv: list[str], message: str) -> None:
     name, *_ = history_table
     code, _, err = run("backtest", "--table", name, *argv)
     assert code == 2 and message in err
 
 
-def test_backtest_unknown_table(history_table):
+def test_backtest_unknown_table(history_table: HistoryTable) -> None:
     code, _, err = run("backtest", "--table", "NoSuchTable", "--days", "1")
     assert code == 2
     assert "--table: got 'NoSuchTable'; no such table in this account and Region" in err
@@ -565,8 +582,14 @@ def test_backtest_unknown_table(history_table):
 # ---------------------------------------------------------------- request / release on moto
 
 
+#: The table's name and the DynamoDB client.
+RequestTable = tuple[str, Any]
+
+
 @pytest.fixture
-def request_table(aws_client, aws_env, monkeypatch):
+def request_table(
+    aws_client: Any, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> RequestTable:
     for name, value in aws_env.items():
         monkeypatch.setenv(name, value)
     ddb = aws_client("dynamodb")
@@ -583,7 +606,7 @@ def request_table(aws_client, aws_env, monkeypatch):
     return name, ddb
 
 
-def test_request_and_release_by_id(request_table):
+def test_request_and_release_by_id(request_table: RequestTable) -> None:
     name, ddb = request_table
     code, out, err = run("request", "--table", name, "--write", "250", "--hold", "30", "--json")
     assert code == 0, err
@@ -600,7 +623,7 @@ def test_request_and_release_by_id(request_table):
     assert (code, out) == (0, "nothing to end\n")
 
 
-def test_request_prints_how_to_end_it(request_table):
+def test_request_prints_how_to_end_it(request_table: RequestTable) -> None:
     name, _ = request_table
     code, out, err = run("request", "--table", name, "--read", "40")
     assert code == 0, err
@@ -617,7 +640,9 @@ def test_request_prints_how_to_end_it(request_table):
     assert run(*second.split("ddb-capacity ")[1].split())[0] == 0
 
 
-def test_the_printed_command_ends_a_hold_whose_token_begins_with_a_dash(request_table, monkeypatch):
+def test_the_printed_command_ends_a_hold_whose_token_begins_with_a_dash(
+    request_table: RequestTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # GIVEN a hold whose token begins with '-' (one token in 64 does)
     import ddb_capacity_runtime.requests.request as request_module
 
@@ -644,13 +669,13 @@ def test_the_printed_command_ends_a_hold_whose_token_begins_with_a_dash(request_
         (["--write", "5", "--index", "Nope"], "index: got 'Nope'; table"),
     ],
 )
-def test_request_bad_input(request_table, argv, message):
+def test_request_bad_input(request_table: RequestTable, argv: list[str], message: str) -> None:
     name, _ = request_table
     code, _, err = run("request", "--table", name, *argv)
     assert code == 2 and message in err, err
 
 
-def test_release_of_an_unknown_hold(request_table):
+def test_release_of_an_unknown_hold(request_table: RequestTable) -> None:
     name, _ = request_table
     code, _, err = run("release", "--table", name, "--id", "nope")
     assert code == 2
@@ -660,7 +685,9 @@ def test_release_of_an_unknown_hold(request_table):
     )
 
 
-def test_request_names_its_store_or_says_it_has_none(request_table, monkeypatch):
+def test_request_names_its_store_or_says_it_has_none(
+    request_table: RequestTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
     name, _ = request_table
     store = f"{name}-holds"
     monkeypatch.delenv("CAPACITY_HOLDS_TABLE")
@@ -675,7 +702,7 @@ def test_request_names_its_store_or_says_it_has_none(request_table, monkeypatch)
 # ------------------------------------------------------------------ one-line errors
 
 
-def test_a_chart_in_a_missing_folder_is_refused_and_nothing_is_created(tmp_path):
+def test_a_chart_in_a_missing_folder_is_refused_and_nothing_is_created(tmp_path: Path) -> None:
     target = tmp_path / "nowhere" / "spike.png"
     code, _, err = run(
         "simulate", "--scenario", "spike", "--policy", "stock:70", "--chart", str(target)
@@ -688,7 +715,7 @@ def test_a_chart_in_a_missing_folder_is_refused_and_nothing_is_created(tmp_path)
     assert not target.parent.exists()
 
 
-def test_an_unwritable_chart_is_one_line(tmp_path):
+def test_an_unwritable_chart_is_one_line(tmp_path: Path) -> None:
     folder = tmp_path / "locked"
     folder.mkdir()
     (folder / "spike.png").mkdir()  # a folder where the file should go
@@ -728,7 +755,9 @@ def test_an_unwritable_chart_is_one_line(tmp_path):
     ],
     ids=["no-region", "endpoint-down", "no-credentials"],
 )
-def test_aws_configuration_errors_are_one_line(monkeypatch, tmp_path, env, message):
+def test_aws_configuration_errors_are_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: dict[str, str], message: str
+) -> None:
     for name in (
         "AWS_REGION",
         "AWS_DEFAULT_REGION",
@@ -751,7 +780,7 @@ def test_aws_configuration_errors_are_one_line(monkeypatch, tmp_path, env, messa
     assert err.startswith(message) and err.count("\n") == 1
 
 
-def test_tune_reads_a_tables_history(history_table):
+def test_tune_reads_a_tables_history(history_table: HistoryTable) -> None:
     """``tune --table`` places the candidates on the table's own CloudWatch history."""
     name, end, *_ = history_table
     code, out, err = run(
@@ -781,7 +810,7 @@ def test_tune_reads_a_tables_history(history_table):
 # ---------------------------------------------------------------- simulate --score-from
 
 
-def test_score_from_counts_refusals_and_cost_from_that_time_on(tmp_path):
+def test_score_from_counts_refusals_and_cost_from_that_time_on(tmp_path: Path) -> None:
     """An hour at 20 WCU/s, then an hour at 40: scored from the second hour, on-demand pays
     for the second hour only, and every policy's results say where they count from."""
     rows = minutes(60, write=20) + minutes(60, write=40, start="2026-03-01T01:00:00Z")
@@ -819,7 +848,9 @@ def test_score_from_counts_refusals_and_cost_from_that_time_on(tmp_path):
     ],
     ids=["before", "after", "not-a-time"],
 )
-def test_score_from_outside_the_trace_is_refused(tmp_path, given, extra):
+def test_score_from_outside_the_trace_is_refused(
+    tmp_path: Path, given: str, extra: list[str]
+) -> None:
     path = csv_file(tmp_path, minutes(120))
     code, out, err = run(
         "simulate", "--trace", str(path), "--policy", "stock:70", "--score-from", given, *extra
@@ -829,7 +860,7 @@ def test_score_from_outside_the_trace_is_refused(tmp_path, given, extra):
     assert "expected an ISO-8601 time from 2026-03-01T00:00Z to 2026-03-01T01:59Z" in err
 
 
-def test_score_from_applies_to_the_ensemble_too(tmp_path):
+def test_score_from_applies_to_the_ensemble_too(tmp_path: Path) -> None:
     path = csv_file(tmp_path, minutes(120))
     base = ["simulate", "--trace", str(path), "--policy", "stock:70", "--quiet", "--json"]
     base += ["--ensemble", "plausible", "--workers", "1"]
@@ -841,8 +872,8 @@ def test_score_from_applies_to_the_ensemble_too(tmp_path):
     whole = json.loads(out)
     assert scored["score_from"]["minute"] == 60
 
-    def cost(doc: dict) -> float:
-        return sum(p["cost_usd"]["median"] for p in doc["ensemble"]["policies"])
+    def cost(doc: dict[str, Any]) -> float:
+        return float(sum(p["cost_usd"]["median"] for p in doc["ensemble"]["policies"]))
 
     assert 0 < cost(scored) < cost(whole)
 
@@ -851,7 +882,7 @@ def test_score_from_applies_to_the_ensemble_too(tmp_path):
     "command",
     [[], ["scenarios"], ["simulate"], ["backtest"], ["tune"], ["advise"], ["request"], ["release"]],
 )
-def test_every_commands_help_prints(command, capsys):
+def test_every_commands_help_prints(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     """argparse formats help with %: a help text with a % sign of its own must double it."""
     with pytest.raises(SystemExit) as exit_:
         main([*command, "--help"], io.StringIO(), io.StringIO())

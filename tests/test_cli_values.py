@@ -69,7 +69,7 @@ def one_line_error(code: int, out: str, err: str, option: str, shown: str) -> No
     assert err.startswith(f"ddb-capacity: error: {option}: got {shown}; expected "), err
 
 
-def test_the_walk_covers_every_command_and_the_options_known_to_take_a_value():
+def test_the_walk_covers_every_command_and_the_options_known_to_take_a_value() -> None:
     names = {(n, a.option_strings[-1]) for n, a in WALKED}
     assert {n for n, _ in names} == set(COMMANDS) - {"scenarios"}
     for known in ("--schedule", "--trace", "--tick", "--price", "--candidate", "--refusal-price"):
@@ -80,7 +80,7 @@ def test_the_walk_covers_every_command_and_the_options_known_to_take_a_value():
 @pytest.mark.parametrize(
     ("name", "action"), WALKED, ids=[f"{n}{a.option_strings[-1]}" for n, a in WALKED]
 )
-def test_a_lone_double_dash_as_a_value_is_named(name, action):
+def test_a_lone_double_dash_as_a_value_is_named(name: str, action: argparse.Action) -> None:
     # GIVEN any option of any command that takes a value, given as --opt=--
     argv = [name, *argv_with(COMMANDS[name], action, "--")]
     # WHEN the command runs
@@ -96,7 +96,7 @@ STRINGS = [(n, a) for n, a in WALKED if a.type is None]
 @pytest.mark.parametrize(
     ("name", "action"), STRINGS, ids=[f"{n}{a.option_strings[-1]}" for n, a in STRINGS]
 )
-def test_a_nul_byte_in_any_text_option_is_named(name, action):
+def test_a_nul_byte_in_any_text_option_is_named(name: str, action: argparse.Action) -> None:
     # GIVEN a text option (a file name, a table name, a time, ...) holding a NUL byte
     argv = [name, *argv_with(COMMANDS[name], action, "in\0put")]
     # WHEN the command runs
@@ -115,12 +115,12 @@ def test_a_nul_byte_in_any_text_option_is_named(name, action):
     ],
     ids=["schedule", "trace", "report"],
 )
-def test_a_nul_byte_in_a_file_name_is_refused_before_it_is_opened(argv):
+def test_a_nul_byte_in_a_file_name_is_refused_before_it_is_opened(argv: list[str]) -> None:
     code, out, err = run(*argv)
     one_line_error(code, out, err, argv[-2], repr(argv[-1]))
 
 
-def test_an_empty_scenario_is_named_with_the_scenarios_allowed():
+def test_an_empty_scenario_is_named_with_the_scenarios_allowed() -> None:
     code, out, err = run("simulate", "--scenario", "")
     one_line_error(code, out, err, "--scenario", "''")
     assert "expected one of spike" in err
@@ -147,7 +147,9 @@ def no_region(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         (["--days", "1", "--end", "noon"], "--end", "'noon'"),
     ],
 )
-def test_backtest_names_a_bad_option_before_the_missing_region(no_region, options, option, shown):
+def test_backtest_names_a_bad_option_before_the_missing_region(
+    no_region: None, options: list[str], option: str, shown: str
+) -> None:
     # GIVEN no AWS Region anywhere, and one bad option
     # WHEN backtest runs
     code, out, err = run("backtest", "--table", "Orders", *options)
@@ -162,7 +164,7 @@ def test_backtest_names_a_bad_option_before_the_missing_region(no_region, option
 HEADER = b"timestamp,read,write\r\n"
 
 
-def test_a_trace_saved_with_a_byte_order_mark_is_read(tmp_path):
+def test_a_trace_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
     # GIVEN a trace as a spreadsheet saves it: a UTF-8 byte-order mark, CRLF line ends
     path = tmp_path / "saved.csv"
     path.write_bytes(
@@ -183,7 +185,9 @@ def test_a_trace_saved_with_a_byte_order_mark_is_read(tmp_path):
         (b"2026-03-01T00:00:00Z,5,7\r\n2026-03-01 00:01,5,7\r\n", 3, "2026-03-01 00:01"),
     ],
 )
-def test_a_timestamp_without_a_time_zone_is_refused_naming_its_row(tmp_path, rows, line, value):
+def test_a_timestamp_without_a_time_zone_is_refused_naming_its_row(
+    tmp_path: Path, rows: bytes, line: int, value: str
+) -> None:
     # GIVEN a trace with a timestamp that has no UTC offset (local time? UTC?)
     path = tmp_path / "naive.csv"
     path.write_bytes(HEADER + rows)

@@ -25,8 +25,9 @@ MAX_FUNCTION_LINES = 60
 #: construct modules are a few hundred lines: one feature each).
 MAX_MODULE_LINES = 800
 MAX_CONSTRUCT_MODULE_LINES = 700
-#: The one module name used twice: each Lambda function's entry point is its package's
-#: ``handler`` (the scaler's and the fleet advisor's).
+#: The module names used more than once: each package's ``__init__``, and each Lambda
+#: function's entry point, its package's ``handler`` (the scaler's, the settle step's and the
+#: global tables' replica schedules').
 SHARED_MODULE_NAMES = {"__init__", "handler"}
 
 

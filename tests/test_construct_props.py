@@ -130,7 +130,7 @@ def refused(method: str, props: dict[str, Any]) -> str:
     return str(caught.value)
 
 
-def test_the_walk_finds_the_duration_props_of_every_construct():
+def test_the_walk_finds_the_duration_props_of_every_construct() -> None:
     found = {f"{m.split('.')[0]}.{p}" for m, p, _ in DURATIONS}
     assert {
         "Capacity.scale_in_cooldown",
@@ -148,7 +148,9 @@ def test_the_walk_finds_the_duration_props_of_every_construct():
 @pytest.mark.parametrize(
     ("method", "prop", "optional"), DURATIONS, ids=[f"{m}:{p}" for m, p, _ in DURATIONS]
 )
-def test_every_duration_prop_refuses_what_is_not_a_duration_by_name(method, prop, optional):
+def test_every_duration_prop_refuses_what_is_not_a_duration_by_name(
+    method: str, prop: str, optional: bool
+) -> None:
     # GIVEN a Duration prop given a number of seconds, as a newcomer would
     message = refused(method, {prop: 5})
     # THEN the prop, the value and what it takes are named
@@ -162,7 +164,9 @@ def test_every_duration_prop_refuses_what_is_not_a_duration_by_name(method, prop
 @pytest.mark.parametrize(
     ("method", "prop", "optional"), DURATIONS, ids=[f"{m}:{p}" for m, p, _ in DURATIONS]
 )
-def test_every_duration_prop_refuses_a_fraction_of_a_second_by_name(method, prop, optional):
+def test_every_duration_prop_refuses_a_fraction_of_a_second_by_name(
+    method: str, prop: str, optional: bool
+) -> None:
     # GIVEN half a second (below every floor, and not whole seconds)
     message = refused(method, {prop: Duration.millis(500)})
     # THEN the prop is named with the value and what it takes (not jsii's own error)
@@ -174,7 +178,7 @@ WHOLE = sorted(p for m, p, _ in _hinted(int) if m == "FleetAdvisor.__init__")
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, True, 10.5])
 @pytest.mark.parametrize("prop", WHOLE)
-def test_fleet_advisor_whole_numbers_refuse_what_is_not_one(prop, value):
+def test_fleet_advisor_whole_numbers_refuse_what_is_not_one(prop: str, value: float) -> None:
     assert set(WHOLE) == {"days", "max_concurrency", "worker_memory_size"}
     message = refused("FleetAdvisor.__init__", {prop: value})
     assert f": {prop}: got {value!r}; expected a whole number from " in message, message

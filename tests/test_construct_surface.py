@@ -15,7 +15,7 @@ import typing
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 import aws_cdk as cdk
 import pytest
@@ -59,6 +59,16 @@ PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 SMALL = Capacity(min_capacity=1, max_capacity=10)
 
 
+T = TypeVar("T")
+
+
+def cfn_of(construct: IConstruct, kind: type[T]) -> T:
+    """The CloudFormation resource ``construct`` wraps (its default child), as ``kind``."""
+    child = construct.node.default_child
+    assert isinstance(child, kind), child
+    return child
+
+
 def orders(stack: cdk.Stack) -> ProvisionedTable:
     table = ProvisionedTable(stack, "Orders", partition_key=PK, read=SMALL, write=SMALL)
     table.add_global_secondary_index(index_name="byDay", partition_key=PK, read=SMALL, write=SMALL)
@@ -91,6 +101,7 @@ def test_every_itable_member_is_typed_and_documented_on_provisioned_table(name: 
     # GIVEN a member of aws-cdk-lib's ITable
     member = inspect.getattr_static(ProvisionedTable, name)
     function = member.fget if isinstance(member, property) else member
+    assert function is not None
     # THEN the library defines it itself (TableCapacity's delegation), with a docstring and
     # no Any in its types
     assert function.__qualname__.startswith(("TableCapacity.", "TableDelegation.")), (
@@ -118,6 +129,7 @@ def test_grants_and_metrics_return_what_aws_cdk_returns(stack: cdk.Stack) -> Non
     assert consumed.namespace == "AWS/DynamoDB"
     assert consumed.metric_name == "ConsumedReadCapacityUnits"
     assert consumed.period.to_seconds() == 60
+    assert consumed.dimensions is not None
     assert stack.resolve(consumed.dimensions["TableName"]) == stack.resolve(table.table_name)
     assert isinstance(throttled, cloudwatch.MathExpression)
     Template.from_stack(stack).has_resource_properties(
@@ -190,10 +202,10 @@ def test_alarm_options_turn_off_rethreshold_and_add_actions(stack: cdk.Stack) ->
         (a["Threshold"], a["EvaluationPeriods"], a["DatapointsToAlarm"]) for a in throttling
     } == {(50, 3, 3)}
     # AND the errors alarm notifies the pager besides the scaler's topic
-    errors = stack.resolve(scaler.alarms["Errors"].node.default_child.alarm_actions)
+    errors = stack.resolve(cfn_of(scaler.alarms["Errors"], cloudwatch.CfnAlarm).alarm_actions)
     assert errors == [
-        {"Ref": stack.get_logical_id(scaler.topic.node.default_child)},
-        {"Ref": stack.get_logical_id(pager.node.default_child)},
+        {"Ref": stack.get_logical_id(cfn_of(scaler.topic, sns.CfnTopic))},
+        {"Ref": stack.get_logical_id(cfn_of(pager, sns.CfnTopic))},
     ]
 
 
@@ -391,12 +403,14 @@ def function_of(template: Template, description: str) -> dict[str, Any]:
     (found,) = template.find_resources(
         "AWS::Lambda::Function", {"Properties": {"Description": description}}
     ).values()
-    return found["Properties"]
+    properties: dict[str, Any] = found["Properties"]
+    return properties
 
 
 def retention_of(template: Template, function: dict[str, Any]) -> int:
     group = function["LoggingConfig"]["LogGroup"]["Ref"]
-    return template.to_json()["Resources"][group]["Properties"]["RetentionInDays"]
+    days: int = template.to_json()["Resources"][group]["Properties"]["RetentionInDays"]
+    return days
 
 
 def test_scaler_function_options_merge_over_the_defaults(tmp_path: Path) -> None:
@@ -439,7 +453,7 @@ def test_scaler_function_options_merge_over_the_defaults(tmp_path: Path) -> None
     # AND what follows the timeout follows it: the batch queue's visibility and the
     # late-batch alarm (a tick of 2 minutes plus the timeout)
     template.has_resource_properties("AWS::SQS::Queue", {"VisibilityTimeout": 300})
-    late = scaler.alarms["BatchesLate"].node.default_child
+    late = cfn_of(scaler.alarms["BatchesLate"], cloudwatch.CfnAlarm)
     assert late.threshold == 120 + 300
 
 
@@ -571,7 +585,10 @@ def test_capacity_requests_and_fleet_advisor_function_options(stack: cdk.Stack) 
         ),
         (
             lambda s: ThrottleAwareScaler(
-                s, "S", tables=[orders(s)], function_options={"Scaler": {"memory_size": 512}}
+                s,
+                "S",
+                tables=[orders(s)],
+                function_options={"Scaler": {"memory_size": 512}},  # type: ignore[dict-item]
             ),
             "function_options['Scaler']: got {'memory_size': 512}; expected a FunctionOptions",
         ),

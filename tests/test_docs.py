@@ -30,7 +30,9 @@ def page(name: str) -> str:
 
 def python_block(name: str, marker: str) -> str:
     """The one python block of the page ``name`` that contains ``marker``."""
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", page(name), re.S) if marker in b]
+    blocks: list[str] = [
+        b for b in re.findall(r"```python\n(.*?)```", page(name), re.S) if marker in b
+    ]
     assert len(blocks) == 1, f"{name}: {len(blocks)} python blocks contain {marker!r}"
     return blocks[0]
 

@@ -17,7 +17,7 @@ from ddb_capacity_tools.simulator.ensemble import (
 from tests.test_cli import run
 
 
-def test_plausible_spans_the_documented_ranges():
+def test_plausible_spans_the_documented_ranges() -> None:
     settings = settings_of("plausible", ModelParams())
     assert len(settings) == 8
     delays = {s.metric_delay_minutes + k for s in settings for k in (0, s.delay_spread_minutes)}
@@ -33,7 +33,7 @@ def test_plausible_spans_the_documented_ranges():
     }
 
 
-def test_min_median_max_summarize_the_runs_and_workers_do_not_change_them():
+def test_min_median_max_summarize_the_runs_and_workers_do_not_change_them() -> None:
     trace = scenario("flash-crowd")
     specs = [parse("stock:70"), parse("throttle-aware+stock:70"), parse("oracle")]
     settings = settings_of("plausible", ModelParams())
@@ -53,7 +53,7 @@ def test_min_median_max_summarize_the_runs_and_workers_do_not_change_them():
     assert stock_write.throttled_requests.max > stock_write.throttled_requests.min
 
 
-def test_the_cli_reports_the_ensemble_in_text_json_and_chart(tmp_path: Path):
+def test_the_cli_reports_the_ensemble_in_text_json_and_chart(tmp_path: Path) -> None:
     code, out, err = run(
         "simulate", "--scenario", "spike", "--policy", "stock:70", "--ensemble", "plausible"
     )
@@ -83,14 +83,14 @@ def test_the_cli_reports_the_ensemble_in_text_json_and_chart(tmp_path: Path):
     assert (tmp_path / "ensemble.png").stat().st_size > 10_000
 
 
-def test_an_unknown_ensemble_is_named():
+def test_an_unknown_ensemble_is_named() -> None:
     with pytest.raises(EnsembleError, match="--ensemble: got 'wild'; expected one of plausible"):
         settings_of("wild", ModelParams())
     code, _, err = run("simulate", "--scenario", "spike", "--ensemble", "wild")
     assert code == 2 and "--ensemble: got 'wild'" in err
 
 
-def test_figure_3_is_reproduced_under_the_ensembles_fastest_cloudwatch():
+def test_figure_3_is_reproduced_under_the_ensembles_fastest_cloudwatch() -> None:
     """The AWS post's 60 % run had no throttles; the model's defaults give one throttled
     minute, and the setting with CloudWatch at 1 minute gives none (docs: Simulator, "Fidelity")."""
     settings = settings_of("plausible", ModelParams())

@@ -133,7 +133,7 @@ def test_error_code_reads_a_missing_s3_key(aws_client: Any) -> None:
         {"Error": "not a mapping"},
         {"Error": {"Code": 7}},
         {"Error": {"Code": ""}},
-        ClientError({}, "DescribeTable"),  # type: ignore[arg-type]
+        ClientError({}, "DescribeTable"),
     ],
     ids=repr,
 )

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import aws_cdk as cdk
 import pytest
@@ -189,7 +190,7 @@ def test_summary_reads_ranges_and_marks_off_the_templates(cli_assembly: Path) ->
 
 def test_schedule_examples_carry_their_actions_without_warnings(assembly: Path) -> None:
     # GIVEN the bulk-load and prime-time stacks as synthesized
-    def actions(stack: str) -> list[dict[str, object]]:
+    def actions(stack: str) -> list[dict[str, Any]]:
         template = json.loads((assembly / f"{stack}.template.json").read_text())
         return [
             a

@@ -436,7 +436,7 @@ def test_without_a_restorer_a_connected_scaler_must_end_the_surges() -> None:
             "budget) or UNBOUNDED; got -5",
         ),
         (
-            FastPath(surge_alarm_units=0.5),
+            FastPath(surge_alarm_units=0.5),  # type: ignore[arg-type]
             "fast_path.surge_alarm_units must be a whole number from 1 to 10000000, or None; "
             "got 0.5",
         ),

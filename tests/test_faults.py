@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from botocore.compat import HTTPHeaders
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from ddb_capacity_runtime.core.names import resource_id
@@ -581,7 +582,7 @@ def test_a_shared_call_that_recovers_on_retry_is_not_a_failure(world: World) -> 
         if len(sent) > 1:
             return None
         body = b'{"__type":"ThrottlingException","message":"Rate exceeded"}'
-        headers = {"Content-Type": "application/x-amz-json-1.1"}
+        headers = HTTPHeaders.from_dict({"Content-Type": "application/x-amz-json-1.1"})
         return AWSResponse(request.url, 400, headers, _Raw(body))
 
     event = "before-send.application-auto-scaling.DescribeScalableTargets"
@@ -918,9 +919,8 @@ def test_throttled_attempts_are_counted_and_retried_by_botocore(world: World) ->
             return None
         throttled[0] -= 1
         body = b'{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate exceeded"}'
-        return AWSResponse(
-            request.url, 400, {"Content-Type": "application/x-amz-json-1.0"}, _Raw(body)
-        )
+        headers = HTTPHeaders.from_dict({"Content-Type": "application/x-amz-json-1.0"})
+        return AWSResponse(request.url, 400, headers, _Raw(body))
 
     world.ddb.meta.events.register("before-send.dynamodb.DescribeTable", answer)
     # WHEN a tick runs

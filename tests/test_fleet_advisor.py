@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, Pat
     return Template.from_stack(stack), outdir
 
 
-def functions(template: Template) -> dict[str, dict[str, Any]]:
+def functions(template: Template) -> dict[str, Mapping[str, Any]]:
     found = template.find_resources("AWS::Lambda::Function")
     return {HANDLERS[f["Properties"]["Handler"]]: f for f in found.values()}
 
@@ -62,7 +63,9 @@ def statements_of(template: Template, role: str) -> dict[str, dict[str, Any]]:
     return out
 
 
-def test_three_functions_on_the_advisor_asset_with_one_settings_contract(synthesized):
+def test_three_functions_on_the_advisor_asset_with_one_settings_contract(
+    synthesized: tuple[Template, Path],
+) -> None:
     template, outdir = synthesized
     found = functions(template)
     assert set(found) == {"lister", "worker", "report"}
@@ -81,7 +84,7 @@ def test_three_functions_on_the_advisor_asset_with_one_settings_contract(synthes
     assert not list(staged_advisor().rglob("__pycache__"))
 
 
-def test_the_advisor_asset_imports_nothing_outside_it_but_lambdas_own(tmp_path):
+def test_the_advisor_asset_imports_nothing_outside_it_but_lambdas_own(tmp_path: Path) -> None:
     """The handlers import, from a fresh interpreter, only the asset's packages, the
     standard library, and boto3 with its dependencies (which Lambda's runtime has)."""
     script = (
@@ -111,7 +114,7 @@ def test_the_advisor_asset_imports_nothing_outside_it_but_lambdas_own(tmp_path):
     assert imported - lambdas_own <= {"ddb_capacity_runtime", "ddb_capacity_tools", "cronsim"}
 
 
-def test_schedules_queue_and_event_source(synthesized):
+def test_schedules_queue_and_event_source(synthesized: tuple[Template, Path]) -> None:
     template, _ = synthesized
     rules = template.find_resources("AWS::Events::Rule")
     crons = sorted(r["Properties"]["ScheduleExpression"] for r in rules.values())
@@ -155,7 +158,7 @@ def test_schedules_queue_and_event_source(synthesized):
     }
 
 
-def test_each_function_may_do_its_part_only(synthesized):
+def test_each_function_may_do_its_part_only(synthesized: tuple[Template, Path]) -> None:
     template, _ = synthesized
     roles = {
         name: f["Properties"]["Role"]["Fn::GetAtt"][0] for name, f in functions(template).items()
@@ -212,7 +215,9 @@ def test_each_function_may_do_its_part_only(synthesized):
         assert "ManagedPolicyArns" not in props and "Policies" not in props
 
 
-def test_alarms_on_dead_letters_failures_and_missing_tables(synthesized):
+def test_alarms_on_dead_letters_failures_and_missing_tables(
+    synthesized: tuple[Template, Path],
+) -> None:
     template, _ = synthesized
     alarms = template.find_resources("AWS::CloudWatch::Alarm").values()
     watched = {a["Properties"].get("MetricName"): a["Properties"] for a in alarms}
@@ -229,7 +234,7 @@ def test_alarms_on_dead_letters_failures_and_missing_tables(synthesized):
     template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
 
 
-def test_cfn_lint_finds_no_errors(synthesized):
+def test_cfn_lint_finds_no_errors(synthesized: tuple[Template, Path]) -> None:
     _, outdir = synthesized
     result = subprocess.run(
         [str(Path(sys.executable).parent / "cfn-lint"), str(outdir / "Fleet.template.json")],
@@ -269,7 +274,9 @@ def test_cfn_lint_finds_no_errors(synthesized):
         ({"candidates": "stock:70"}, "candidates: got 'stock:70'; expected a list of policies"),
     ],
 )
-def test_bad_props_are_refused_with_the_prop_and_the_value(props, message):
+def test_bad_props_are_refused_with_the_prop_and_the_value(
+    props: dict[str, Any], message: str
+) -> None:
     stack = cdk.Stack(cdk.App(), "Bad")
     with pytest.raises(ValueError) as caught:
         FleetAdvisor(stack, "Advisor", **props)

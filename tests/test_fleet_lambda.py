@@ -86,7 +86,9 @@ def record(message: dict[str, Any]) -> dict[str, Any]:
     return {"messageId": message["MessageId"], "body": message["Body"]}
 
 
-def test_lister_worker_report_over_one_run(world, capsys):
+def test_lister_worker_report_over_one_run(
+    world: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     # GIVEN three tables with traffic, of which one is deleted once listed and one is
     # never advised, and eight more without traffic (two SendMessageBatch calls)
     stamp = f"{datetime.now(UTC):%H%M%S%f}"
@@ -155,7 +157,9 @@ def test_lister_worker_report_over_one_run(world, capsys):
         assert f'href="{href}"' in fleet_page["Body"].read().decode()
 
 
-def test_an_invalid_message_is_counted_and_dropped(world, capsys):
+def test_an_invalid_message_is_counted_and_dropped(
+    world: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = [
         "not json",
         json.dumps({"run_id": "../../etc", "table": "Orders"}),
@@ -173,7 +177,9 @@ def test_an_invalid_message_is_counted_and_dropped(world, capsys):
     assert listed.get("KeyCount", 0) == 0  # nothing written
 
 
-def test_a_result_that_cannot_be_written_is_a_batch_item_failure(world, monkeypatch, capsys):
+def test_a_result_that_cannot_be_written_is_a_batch_item_failure(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     name = busy(world, f"FleetNoBucket{datetime.now(UTC):%H%M%S%f}", 100)
     monkeypatch.setenv("FLEET_ADVISOR_BUCKET", "no-such-bucket-for-results")
     body = json.dumps({"run_id": run_id_of(world["moment"]), "table": name})
@@ -183,7 +189,9 @@ def test_a_result_that_cannot_be_written_is_a_batch_item_failure(world, monkeypa
     assert emf["Failures"] == 1
 
 
-def test_a_report_without_a_recent_run_is_a_failure(world, capsys):
+def test_a_report_without_a_recent_run_is_a_failure(
+    world: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     settings = world["settings"]
     assert fleet_lambda.report_run(world["s3"], settings, world["moment"]) == {"Failures": 1}
     old = world["moment"] - timedelta(minutes=settings.report_delay_minutes + 61)
@@ -193,7 +201,7 @@ def test_a_report_without_a_recent_run_is_a_failure(world, capsys):
     assert fleet_lambda.report_run(world["s3"], settings, world["moment"]) == {"Failures": 1}
 
 
-def test_settings_round_trip_and_name_the_bad_variable():
+def test_settings_round_trip_and_name_the_bad_variable() -> None:
     settings = AdvisorSettings("bucket-1", "https://q", 7, 120, "on-demand,stock:70")
     assert AdvisorSettings.from_env(settings.to_env()) == settings
     assert settings.candidate_list == ["on-demand", "stock:70"]
@@ -209,7 +217,9 @@ def test_settings_round_trip_and_name_the_bad_variable():
     assert time_of("20261399T0200Z") is None and time_of(None) is None
 
 
-def test_a_result_that_cannot_be_read_is_a_counted_failure_named_by_the_manifest(world, capsys):
+def test_a_result_that_cannot_be_read_is_a_counted_failure_named_by_the_manifest(
+    world: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     # GIVEN a run whose manifest lists three tables: one result names another table, one is
     # not a JSON object, and one is missing
     settings, s3 = world["settings"], world["s3"]
@@ -245,7 +255,9 @@ def strict_json(body: bytes) -> Any:
     return json.loads(body, parse_constant=refuse)
 
 
-def test_tampered_finite_figures_are_unreadable_results_and_the_report_stays_json(world):
+def test_tampered_finite_figures_are_unreadable_results_and_the_report_stays_json(
+    world: dict[str, Any],
+) -> None:
     # GIVEN a run whose results hold figures a real result cannot: the largest floats
     # (their sums overflow), an integer too large for a float, and one honest result
     settings, s3 = world["settings"], world["s3"]

@@ -75,7 +75,7 @@ def sample() -> fleet.Report:
     return fleet.build(docs, {"days": 1}, missing=["Late"])
 
 
-def test_rows_say_savings_against_the_current_settings_and_unknown_is_not_zero():
+def test_rows_say_savings_against_the_current_settings_and_unknown_is_not_zero() -> None:
     rows = {r.table: r for r in sample().rows}
     orders = rows["Orders"]
     assert (orders.current, orders.recommended) == ("stock:70", "autopilot:70")
@@ -105,7 +105,7 @@ def test_rows_say_savings_against_the_current_settings_and_unknown_is_not_zero()
     }
 
 
-def test_csv_and_json_hold_every_row_with_unknown_left_empty():
+def test_csv_and_json_hold_every_row_with_unknown_left_empty() -> None:
     report = sample()
     parsed = list(csv.DictReader(io.StringIO(fleet.as_csv(report))))
     assert tuple(parsed[0]) == COLUMNS
@@ -120,7 +120,7 @@ def test_csv_and_json_hold_every_row_with_unknown_left_empty():
     assert unknown["usd_saved_per_month"] is None  # null, not 0
 
 
-def test_html_escapes_every_name_and_reason_and_links_each_table_page():
+def test_html_escapes_every_name_and_reason_and_links_each_table_page() -> None:
     page = fleet.as_html(sample())
     body = page[: page.index('<script type="application/json"')]
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in body
@@ -142,18 +142,18 @@ def test_html_escapes_every_name_and_reason_and_links_each_table_page():
         ("", "--report: got ''; expected a directory or s3://BUCKET/PREFIX"),
     ],
 )
-def test_a_bad_destination_is_named(given, message):
+def test_a_bad_destination_is_named(given: str, message: str) -> None:
     with pytest.raises(ReportError) as caught:
         destination(given)
     assert message in str(caught.value)
 
 
-def test_destinations():
+def test_destinations() -> None:
     assert destination("s3://my-bucket/a/b/") == fleet.Destination("a/b", "my-bucket")
     assert destination("out/dir") == fleet.Destination("out/dir")
 
 
-def test_current_settings_the_simulator_cannot_run_are_unknown_and_the_table_advised():
+def test_current_settings_the_simulator_cannot_run_are_unknown_and_the_table_advised() -> None:
     """A table's advice stands when its current settings cannot be placed (here fixed
     capacity above the model's maximum); they are unknown, with the reason."""
     trace = Trace(
@@ -190,7 +190,7 @@ def test_current_settings_the_simulator_cannot_run_are_unknown_and_the_table_adv
     [1.7e308, -1.7e308, 1e16, 10**400, float("inf"), True],
     ids=["largest", "smallest", "1e16", "int-1e400", "inf", "bool"],
 )
-def test_a_figure_beyond_the_largest_fails_its_row_and_json_stays_json(figure):
+def test_a_figure_beyond_the_largest_fails_its_row_and_json_stays_json(figure: float) -> None:
     # GIVEN advise's documents, one of which carries an absurd figure for its current
     # settings beside a table with one for its recommended option
     docs = [

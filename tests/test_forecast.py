@@ -28,10 +28,8 @@ from ddb_capacity_runtime.core.forecast import (
     Forecast,
     Replay,
     _predict,
-    aim_for,
     apply_plans,
     backtest,
-    find_period,
     forecast,
     forecast_due,
     forecast_minute,
@@ -39,7 +37,8 @@ from ddb_capacity_runtime.core.forecast import (
     season_error,
     season_minutes,
 )
-from ddb_capacity_runtime.core.policy import MAX_AIM, capacity_units, units_within
+from ddb_capacity_runtime.core.periods import find_period
+from ddb_capacity_runtime.core.policy import MAX_AIM, aim_for, capacity_units, units_within
 from ddb_capacity_runtime.core.table_limits import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable
 from tests.hypothesis_profiles import examples
@@ -55,7 +54,9 @@ DAY = 1440 // STEP
     ahead=st.integers(0, 40),
     window=st.integers(1, 24),
 )
-def test_an_exactly_daily_series_is_forecast_exactly(profile, days, ahead, window):
+def test_an_exactly_daily_series_is_forecast_exactly(
+    profile: list[float], days: int, ahead: int, window: int
+) -> None:
     history = profile * days
     f = forecast(history, STEP, ahead, window)
     assert f.error == 0 and f.season in ("daily", "weekly")
@@ -69,14 +70,14 @@ def test_an_exactly_daily_series_is_forecast_exactly(profile, days, ahead, windo
     profile=st.lists(st.floats(1, 5_000, allow_nan=False), min_size=DAY, max_size=DAY),
     scale=st.floats(0.1, 10),
 )
-def test_the_forecast_scales_with_the_load(profile, scale):
+def test_the_forecast_scales_with_the_load(profile: list[float], scale: float) -> None:
     history = profile * 4
     base = forecast(history, STEP, 3, 12)
     scaled = forecast([v * scale for v in history], STEP, 3, 12)
     assert base.peak is not None and scaled.peak == pytest.approx(base.peak * scale)
 
 
-def test_a_nightly_batch_is_forecast_ahead_and_quiet_hours_are_not():
+def test_a_nightly_batch_is_forecast_ahead_and_quiet_hours_are_not() -> None:
     day = [20.0] * DAY
     day[24:48] = [8_000.0] * 24  # 02:00-04:00
     history = day * 5  # ends at midnight
@@ -86,7 +87,7 @@ def test_a_nightly_batch_is_forecast_ahead_and_quiet_hours_are_not():
     assert batch.reason.startswith(("daily", "weekly"))
 
 
-def test_noise_is_no_forecast_and_says_why():
+def test_noise_is_no_forecast_and_says_why() -> None:
     rng = random.Random(3)
     history = [rng.choice([0.0, 10.0, 5_000.0]) for _ in range(DAY * 4)]
     f = forecast(history, STEP, 2, 1)  # one step: a spike is there or not, at random
@@ -94,13 +95,13 @@ def test_noise_is_no_forecast_and_says_why():
     assert "error" in f.reason
 
 
-def test_too_little_history_is_no_forecast():
+def test_too_little_history_is_no_forecast() -> None:
     f = forecast([100.0] * (DAY + 10), STEP, 2, 6)
     assert f.peak is None and f.reason.startswith("not enough history")
     assert season_error([100.0] * (DAY + 10), STEP, "daily", 6) is None
 
 
-def test_unknown_steps_are_skipped_not_read_as_zero():
+def test_unknown_steps_are_skipped_not_read_as_zero() -> None:
     day = [100.0] * DAY
     history: list[float | None] = list(day * 4)
     history[-DAY + 10] = None  # yesterday, at the window's time
@@ -108,7 +109,7 @@ def test_unknown_steps_are_skipped_not_read_as_zero():
     assert f.peak == 100.0
 
 
-def test_a_bad_step_is_refused_by_name():
+def test_a_bad_step_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="step: got 7"):
         forecast([1.0], 7, 1, 1)
 
@@ -127,13 +128,13 @@ PLAN = st.builds(
 
 @settings(max_examples=examples(50), deadline=None)
 @given(plan=PLAN)
-def test_a_plan_reads_back_from_its_tag_exactly(plan):
+def test_a_plan_reads_back_from_its_tag_exactly(plan: FloorPlan) -> None:
     assert parse_plan(plan.value(), 40_000) == plan
 
 
 @settings(max_examples=examples(200), deadline=None)
 @given(raw=st.text(max_size=120))
-def test_anything_else_in_a_plan_tag_is_no_plan_and_never_an_error(raw):
+def test_anything_else_in_a_plan_tag_is_no_plan_and_never_an_error(raw: str) -> None:
     plan = parse_plan(raw, 40_000)
     assert plan is None or (
         plan.value() in (raw, _with_least_zero(raw))
@@ -148,7 +149,7 @@ def _with_least_zero(raw: str) -> str:
     return ":".join([*fields[:3], "0", *fields[3:]])
 
 
-def test_a_plan_tag_without_the_least_fall_reads_as_not_known():
+def test_a_plan_tag_without_the_least_fall_reads_as_not_known() -> None:
     # as version 0.4.0 wrote it: the reserve is then spent only for a large saving
     plan = parse_plan("100:80:2:5/6", 40_000)
     assert plan == FloorPlan(100, (5, 6), 80, 2, 0)
@@ -182,11 +183,11 @@ def test_a_plan_tag_without_the_least_fall_reads_as_not_known():
         "100:70:0:" + "/".join(["5"] * (PLAN_STEPS + 1)),
     ],
 )
-def test_plan_tags_out_of_bounds_are_no_plan(raw):
+def test_plan_tags_out_of_bounds_are_no_plan(raw: str) -> None:
     assert parse_plan(raw, 40_000) is None
 
 
-def test_a_plan_gives_the_floor_in_force_and_the_highest_ahead():
+def test_a_plan_gives_the_floor_in_force_and_the_highest_ahead() -> None:
     plan = FloorPlan(100, (10, 50, 20))
     assert [plan.at(m) for m in (99, 100, 104, 105, 114, 115)] == [None, 10, 10, 50, 20, None]
     assert plan.highest(100, 5) == 10 and plan.highest(101, 5) == 50
@@ -201,7 +202,9 @@ def test_a_plan_gives_the_floor_in_force_and_the_highest_ahead():
     minute=st.integers(0, 200),
     minutes=st.integers(0, 90),
 )
-def test_the_highest_floor_ahead_is_that_of_the_steps_the_span_overlaps(floors, minute, minutes):
+def test_the_highest_floor_ahead_is_that_of_the_steps_the_span_overlaps(
+    floors: list[int], minute: int, minutes: int
+) -> None:
     plan = FloorPlan(100, tuple(floors))
     overlapping = [
         f
@@ -216,7 +219,7 @@ def test_the_highest_floor_ahead_is_that_of_the_steps_the_span_overlaps(floors, 
     profile=st.lists(st.floats(0, 5_000, allow_nan=False), min_size=DAY, max_size=DAY),
     now=st.integers(0, DAY * STEP - 1),
 )
-def test_an_exactly_daily_series_is_planned_exactly(profile, now):
+def test_an_exactly_daily_series_is_planned_exactly(profile: list[float], now: int) -> None:
     """Each step's floor is the peak of the day before from SPREAD before the step to LEAD
     and SPREAD after it, at the aim an error of 0 allows (MAX_AIM)."""
     days = 4
@@ -238,7 +241,7 @@ def test_an_exactly_daily_series_is_planned_exactly(profile, now):
         assert list(plan.floors) == expected
 
 
-def test_spikes_at_random_times_are_no_plan():
+def test_spikes_at_random_times_are_no_plan() -> None:
     rng = random.Random(5)
     history = [5_000.0 if rng.random() < 0.02 else 10.0 for _ in range(DAY * 4)]
     plan, f = plan_floors(history, len(history) * STEP, len(history) * STEP, 0.7, 1, 40_000)
@@ -247,13 +250,13 @@ def test_spikes_at_random_times_are_no_plan():
 
 @settings(max_examples=examples(100), deadline=None)
 @given(error=st.floats(0, 10), target=st.floats(0.2, 0.9))
-def test_a_plan_aims_higher_only_as_far_as_its_error_allows(error, target):
+def test_a_plan_aims_higher_only_as_far_as_its_error_allows(error: float, target: float) -> None:
     aim = aim_for(error, target)
     assert int(target * 100) / 100 <= aim <= max(MAX_AIM, target)
     assert aim_for(error + 0.1, target) <= aim  # a worse forecast never aims higher
 
 
-def test_a_plan_keeps_a_decrease_for_each_fall_the_day_still_has():
+def test_a_plan_keeps_a_decrease_for_each_fall_the_day_still_has() -> None:
     """Two falls later in the UTC day (22:00 and 23:00, a fifth lower or more) are two
     decreases kept; past the plan's own hours only."""
     hour = 60 // STEP
@@ -278,7 +281,7 @@ def test_a_plan_keeps_a_decrease_for_each_fall_the_day_still_has():
     assert reserve_at(22 * 60 + 50) == (0, 0)  # nothing falls after the plan's end
 
 
-def test_a_tick_obeys_the_plan_in_force():
+def test_a_tick_obeys_the_plan_in_force() -> None:
     """The floor in force is the minimum, the aim the target, and the keep, reserve and
     least fall reach the policy; a dimension without a plan, or past its plan, is as it was."""
     limits = Limits(min_capacity=5, max_capacity=1_000, target_utilization=0.7)
@@ -298,7 +301,9 @@ def test_a_tick_obeys_the_plan_in_force():
 
 @settings(max_examples=examples(200), deadline=None)
 @given(name=st.text(min_size=1, max_size=255), tick=st.integers(1, 60), phase=st.integers(0, 59))
-def test_a_table_forecasts_once_an_hour_in_its_own_five_minute_slot(name, tick, phase):
+def test_a_table_forecasts_once_an_hour_in_its_own_five_minute_slot(
+    name: str, tick: int, phase: int
+) -> None:
     minute = forecast_minute(name)
     assert minute % STEP == 0 and 0 <= minute < 60
     # ticks every `tick` minutes from any phase: one due about every hour, never two within
@@ -311,7 +316,7 @@ def test_a_table_forecasts_once_an_hour_in_its_own_five_minute_slot(name, tick, 
         assert set(gaps) <= {60} and all((m % 60 - minute) % 60 < tick for m in due)
 
 
-def test_the_forecast_minute_is_stable_across_processes():
+def test_the_forecast_minute_is_stable_across_processes() -> None:
     # the CRC-32 of the name, not Python's salted hash(): every Lambda process agrees
     assert [forecast_minute(n) for n in ("simulated", "orders", "Orders")] == [20, 10, 40]
 
@@ -395,7 +400,7 @@ def _plan_now(history: list[float | None]) -> tuple[FloorPlan | None, Forecast]:
     return plan_floors(history, end, end, 0.7, 1, 40_000)
 
 
-def test_a_forecast_that_beats_reacting_alone_plans_and_says_so():
+def test_a_forecast_that_beats_reacting_alone_plans_and_says_so() -> None:
     history = _nightly_batch()
     scores = backtest(history, "daily", 0.9, 0.7, 1, 40_000)
     assert scores is not None and scores[0] < scores[1]
@@ -404,7 +409,7 @@ def test_a_forecast_that_beats_reacting_alone_plans_and_says_so():
     assert "beats reacting alone" in f.reason
 
 
-def test_a_usable_forecast_that_does_not_beat_reacting_alone_is_not_used():
+def test_a_usable_forecast_that_does_not_beat_reacting_alone_is_not_used() -> None:
     """Noisy load a fifth below its first day: the season's error is within MAX_ERROR, so
     the forecast alone would plan, but its floors (the highest of past seasons) hold more
     than reacting does for no load they cover: it does not earn its place."""
@@ -415,7 +420,7 @@ def test_a_usable_forecast_that_does_not_beat_reacting_alone_is_not_used():
     assert "does not beat reacting alone" in f.reason
 
 
-def test_the_gate_scores_refused_load_above_provisioned_capacity():
+def test_the_gate_scores_refused_load_above_provisioned_capacity() -> None:
     """A forecast whose floors cover load that reacting alone refuses earns its place
     even where its floors hold more units: a refused unit weighs REFUSED_WEIGHT."""
     history = _nightly_batch()
@@ -427,7 +432,7 @@ def test_the_gate_scores_refused_load_above_provisioned_capacity():
     assert with_forecast == without
 
 
-def test_unknown_data_never_turns_the_forecast_off():
+def test_unknown_data_never_turns_the_forecast_off() -> None:
     """An unknown step in the backtest's day: the gate cannot judge, and the forecast is
     used as before it (turning it off could lower capacity on unknown data)."""
     history = _noisy_level()
@@ -476,7 +481,9 @@ def _replayed(
     aim=st.sampled_from([0.7, 0.83, 0.9]),
     bounds=st.sampled_from([(1, 40_000), (40, 40_000), (1, 300), (5, 5)]),
 )
-def test_the_backtest_scores_exactly_as_a_plain_replay(seed, days, season, holes, aim, bounds):
+def test_the_backtest_scores_exactly_as_a_plain_replay(
+    seed: int, days: float, season: str, holes: int, aim: float, bounds: tuple[int, int]
+) -> None:
     """Any history (short ones, ones a season's windows start before, unknown steps,
     ties, bounds that clip): the backtest's scores equal the plain replay's to the bit."""
     rng = random.Random(seed)
@@ -514,7 +521,12 @@ ASKED: dict[str, list[Any]] = {  # what forecasts ask the gate, the first value 
         max_size=12,
     ),
 )
-def test_a_kept_replay_scores_every_forecast_exactly_as_a_plain_replay(seed, days, keep, forecasts):
+def test_a_kept_replay_scores_every_forecast_exactly_as_a_plain_replay(
+    seed: int,
+    days: float,
+    keep: int | None,
+    forecasts: list[tuple[int, str | None, str | None]],
+) -> None:
     """One dimension's `Replay`, kept from forecast to forecast as the simulator keeps it,
     over a varied history: forecasts an hour apart, or none, one or more than a day of steps
     apart, asking with another season, aim, target or bounds now and then (changing one at
@@ -556,7 +568,9 @@ def test_a_kept_replay_scores_every_forecast_exactly_as_a_plain_replay(seed, day
 
 
 @pytest.mark.parametrize(("season", "keep"), [("daily", 2 * DAY + 7), ("weekly", 14 * DAY + 100)])
-def test_a_kept_replay_replays_the_floors_a_later_start_takes_windows_from(season, keep):
+def test_a_kept_replay_replays_the_floors_a_later_start_takes_windows_from(
+    season: str, keep: int
+) -> None:
     """A history kept to its last ``keep`` steps (as the Lambda keeps 14 days), a forecast
     an hour: each hour its start moves past the windows some of the day's floors read a
     season or two back, and those floors (the larger of what is left) are replayed. Every
@@ -583,8 +597,8 @@ def test_a_kept_replay_replays_the_floors_a_later_start_takes_windows_from(seaso
     bounds=st.sampled_from([(1, 40_000), (40, 400), (7, 7)]),
 )
 def test_units_within_sizes_each_value_as_capacity_units_and_clamps(
-    wholes, offsets, divisor, bounds
-):
+    wholes: list[int], offsets: list[float], divisor: float, bounds: tuple[int, int]
+) -> None:
     values = [(w + o) / divisor for w, o in zip(wholes, offsets, strict=False)]
     lo, hi = bounds
     assert units_within(values, lo, hi) == [max(lo, min(hi, capacity_units(v))) for v in values]

@@ -7,6 +7,7 @@ table's rules refused, naming the table."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, Pat
     return Template.from_stack(stack), outdir
 
 
-def resources(template: Template) -> dict[str, dict[str, Any]]:
+def resources(template: Template) -> dict[str, Mapping[str, Any]]:
     """Each Region's custom resource's properties, by Region."""
     found = template.find_resources("Custom::ReplicaSchedule")
     return {r["Properties"]["Region"]: r for r in found.values()}
@@ -383,7 +384,7 @@ def replica_app(
     ``region`` for a replica's scaler."""
     app = cdk.App()
     stack = new_stack(app)
-    extra = {} if name is None else {"table_name": name}
+    extra: dict[str, Any] = {} if name is None else {"table_name": name}
     table = global_table(stack, read=read, **extra)
     capacity = GlobalTableCapacity(stack, "Capacity", table=table)
     env = cdk.Environment(region=region) if region else None

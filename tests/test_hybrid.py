@@ -42,7 +42,9 @@ def _brute(savings: list[float], most: int) -> float:
     savings=st.lists(st.integers(-5, 5).map(float), min_size=0, max_size=10),
     most=st.integers(0, 4),
 )
-def test_best_windows_saves_the_most_with_at_most_the_allowed_runs(savings, most) -> None:
+def test_best_windows_saves_the_most_with_at_most_the_allowed_runs(
+    savings: list[float], most: int
+) -> None:
     chosen = best_windows(savings, most)
     assert len(chosen) == len(savings)
     assert _runs(chosen) <= most
@@ -69,7 +71,9 @@ def test_within_limit_drops_a_fifth_switch_in_24_hours_and_keeps_the_next_days()
     assert not any(kept[400:410])
 
 
-def _daily(hours_cheap: set[int], days: int, od_cheaper_by: float = 1.0) -> tuple[list, list]:
+def _daily(
+    hours_cheap: set[int], days: int, od_cheaper_by: float = 1.0
+) -> tuple[list[float], list[float]]:
     """Per minute: what provisioned pays and on-demand charges; on-demand is cheaper in
     ``hours_cheap`` by ``od_cheaper_by`` per minute, dearer elsewhere by 1."""
     paid, charged = [], []

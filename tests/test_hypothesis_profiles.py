@@ -43,7 +43,7 @@ def test_every_test_that_sets_its_own_settings_keeps_the_profile() -> None:
             ):
                 wrong.append(f"{where}: {keyword.arg}")
             if keyword.arg == "max_examples" and isinstance(value, ast.Constant):
-                wrong.append(f"{where}: max_examples={value.value} (use examples())")
+                wrong.append(f"{where}: max_examples={value.value!r} (use examples())")
     assert wrong == []
 
 
@@ -67,9 +67,14 @@ def test_the_profile_is_the_gates_unless_the_environment_asks_to_explore(
         hypothesis_profiles.profile_name()
 
 
-@pytest.mark.skipif(
-    not settings.default.derandomize, reason="the gate's profile only (make explore randomizes)"
-)
+def _derandomized() -> bool:
+    """Whether the profile loaded (tests/conftest.py loads it) derandomizes: the gate's does."""
+    loaded = settings.default
+    assert loaded is not None
+    return loaded.derandomize
+
+
+@pytest.mark.skipif(not _derandomized(), reason="the gate's profile only (make explore randomizes)")
 def test_a_test_with_its_own_settings_sees_the_same_examples_on_every_run() -> None:
     # GIVEN a property with its own @settings, as the test modules write them
     seen: list[int] = []

@@ -18,7 +18,8 @@ import pytest
 from ddb_capacity_runtime.core.report_batch import reports_of
 from ddb_capacity_runtime.core.surge_report import SIGNALS_ENV, parse_report
 from ddb_capacity_runtime.instrument import BOOTSTRAP, InstrumentError, environment, main
-from tests.test_signals_hook import REGION, FakeLambda, ddb, make_table
+from ddb_capacity_tools.local_aws import REGION
+from tests.test_signals_hook import FakeLambda, ddb, make_table
 
 LAUNCHER = Path(sys.executable).with_name("ddb-capacity-instrument")
 

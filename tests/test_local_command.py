@@ -58,7 +58,9 @@ def user_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return f"{sys.executable} app.py"
 
 
-def test_a_users_app_is_deployed_locally_and_its_scaler_ticked(user_app: str, tmp_path: Path):
+def test_a_users_app_is_deployed_locally_and_its_scaler_ticked(
+    user_app: str, tmp_path: Path
+) -> None:
     # GIVEN the user's app: a stack with a ThrottleAwareScaler on one table, one without
     # WHEN `ddb-capacity local` runs it, the assembly kept in --out
     code, out, err = run("local", "--app", user_app, "--out", "assembly")

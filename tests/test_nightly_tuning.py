@@ -202,10 +202,10 @@ def test_a_table_whose_traffic_changed_gets_a_new_target_that_its_scaler_applies
         "SCALER_OWNED_TARGETS": json.dumps(owned),
         "SCALER_TUNED_TARGETS": "true",
     }
-    world.tick(None, deadline=None, **env)
+    world.tick(None, None, **env)
     assert policy_target(world, name, "write") == expected
     # AND without the setting (the loop removed) the scaler aims at the configured 70
-    world.tick(None, deadline=None, **{**env, "SCALER_TUNED_TARGETS": "false"})
+    world.tick(None, None, **{**env, "SCALER_TUNED_TARGETS": "false"})
     assert policy_target(world, name, "write") == 70
 
 
@@ -229,7 +229,7 @@ def test_the_scaler_refuses_a_tuned_value_outside_the_allowed_targets(world: Wor
         "SCALER_TUNED_TARGETS": "true",
     }
     # WHEN the scaler is told the allowed targets are 50, 60 and 70 (the app narrowed them)
-    _, events = world.tick(None, deadline=None, **env, SCALER_TUNED_ALLOWED="50,60,70")
+    _, events = world.tick(None, None, **env, SCALER_TUNED_ALLOWED="50,60,70")
     # THEN it aims at the configured 70, not at the 80 it does not know as allowed, and says
     # so: logged, and counted in the table's EMF record (the loop's Refused alarm)
     assert policy_target(world, name, "write") == 70
@@ -242,7 +242,7 @@ def test_the_scaler_refuses_a_tuned_value_outside_the_allowed_targets(world: Wor
     (beside,) = [e for e in events if "_aws" in e and e.get("TableName") == other]
     assert "RefusedTunedTargets" not in beside
     # AND with 80 among the allowed targets it aims at 80, and refuses nothing
-    _, events = world.tick(None, deadline=None, **env, SCALER_TUNED_ALLOWED="50,60,70,80")
+    _, events = world.tick(None, None, **env, SCALER_TUNED_ALLOWED="50,60,70,80")
     assert policy_target(world, name, "write") == 80
     (record,) = [e for e in events if "_aws" in e and e.get("TableName") == name]
     assert "RefusedTunedTargets" not in record

@@ -6,6 +6,7 @@ cfn-lint clean; bad props refused with the prop, the value and what is allowed."
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Template, Pat
     return Template.from_stack(stack), outdir
 
 
-def tuner(template: Template) -> dict[str, Any]:
+def tuner(template: Template) -> Mapping[str, Any]:
     (found,) = [
         f
         for f in template.find_resources("AWS::Lambda::Function").values()
@@ -74,7 +75,9 @@ def tuner(template: Template) -> dict[str, Any]:
     return found
 
 
-def test_one_function_after_the_report_with_one_settings_contract(synthesized):
+def test_one_function_after_the_report_with_one_settings_contract(
+    synthesized: tuple[Template, Path],
+) -> None:
     template, _ = synthesized
     props = tuner(template)["Properties"]
     env = props["Environment"]["Variables"]
@@ -91,7 +94,9 @@ def test_one_function_after_the_report_with_one_settings_contract(synthesized):
     assert "cron(0 2 * * ? *)" in crons
 
 
-def test_the_scaler_obeys_the_tuned_values_and_both_read_one_owned_map(synthesized):
+def test_the_scaler_obeys_the_tuned_values_and_both_read_one_owned_map(
+    synthesized: tuple[Template, Path],
+) -> None:
     template, _ = synthesized
     functions = template.find_resources("AWS::Lambda::Function").values()
     (scaler,) = [
@@ -110,7 +115,9 @@ def statements(template: Template) -> dict[str, dict[str, Any]]:
     return statements_of(template, tuner(template)["Properties"]["Role"]["Fn::GetAtt"][0])
 
 
-def test_it_may_read_the_runs_and_write_the_tuned_attribute_of_owned_tables_only(synthesized):
+def test_it_may_read_the_runs_and_write_the_tuned_attribute_of_owned_tables_only(
+    synthesized: tuple[Template, Path],
+) -> None:
     template, _ = synthesized
     found = statements(template)
     assert set(found) == {"WriteOwnLogs", "DeadLetters", "ReadRuns", "ListRuns", "TuneOwnedTargets"}
@@ -135,7 +142,9 @@ def test_it_may_read_the_runs_and_write_the_tuned_attribute_of_owned_tables_only
     assert "dynamodb:UpdateTable" not in actions
 
 
-def test_alarms_on_changes_failures_unreadable_results_and_dead_letters(synthesized):
+def test_alarms_on_changes_failures_unreadable_results_and_dead_letters(
+    synthesized: tuple[Template, Path],
+) -> None:
     template, _ = synthesized
     alarms = template.find_resources("AWS::CloudWatch::Alarm").values()
     ours = {
@@ -148,7 +157,7 @@ def test_alarms_on_changes_failures_unreadable_results_and_dead_letters(synthesi
         assert props["Threshold"] == 1 and len(props["AlarmActions"]) == 1
 
 
-def test_an_alarm_on_tuned_values_the_scaler_refuses(synthesized):
+def test_an_alarm_on_tuned_values_the_scaler_refuses(synthesized: tuple[Template, Path]) -> None:
     # GIVEN the scaler counts, per table, the tuned values it refuses (RefusedTunedTargets)
     template, _ = synthesized
     alarms = template.find_resources("AWS::CloudWatch::Alarm").values()
@@ -166,7 +175,7 @@ def test_an_alarm_on_tuned_values_the_scaler_refuses(synthesized):
     assert refused["Threshold"] == 1 and len(refused["AlarmActions"]) == 1
 
 
-def test_alarms_are_returned_by_id_and_can_be_turned_off(stack):
+def test_alarms_are_returned_by_id_and_can_be_turned_off(stack: cdk.Stack) -> None:
     tuning = app_with(stack, alarm_options={"Changed": AlarmOptions(enabled=False)})
     assert set(tuning.alarms) == {
         "DeadLetters",
@@ -177,7 +186,7 @@ def test_alarms_are_returned_by_id_and_can_be_turned_off(stack):
     }
 
 
-def test_function_options_merge_over_the_defaults(stack):
+def test_function_options_merge_over_the_defaults(stack: cdk.Stack) -> None:
     tuning = app_with(stack, function_options={"Tuner": FunctionOptions(memory_size=512)})
     template = Template.from_stack(stack)
     props = tuner(template)["Properties"]
@@ -185,7 +194,7 @@ def test_function_options_merge_over_the_defaults(stack):
     assert tuning.function.node.path == "Test/Tuning/Function"
 
 
-def test_cfn_lint_finds_no_errors(synthesized):
+def test_cfn_lint_finds_no_errors(synthesized: tuple[Template, Path]) -> None:
     _, outdir = synthesized
     found = cfn_lint([outdir / "Tuned.template.json"])
     assert [m for m in found if m["Level"] == "Error"] == []
@@ -207,7 +216,9 @@ def test_cfn_lint_finds_no_errors(synthesized):
         ),
     ],
 )
-def test_bad_props_are_refused_with_the_prop_and_the_value(props, message):
+def test_bad_props_are_refused_with_the_prop_and_the_value(
+    props: dict[str, Any], message: str
+) -> None:
     stack = cdk.Stack(cdk.App(), "Bad")
     with pytest.raises(ValueError) as caught:
         app_with(stack, **props)

@@ -5,6 +5,7 @@ throughput (``OnDemandThroughput``)."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -37,7 +38,9 @@ levels = st.floats(min_value=0, max_value=60_000, allow_nan=False)
 
 @settings(max_examples=examples(60), deadline=None)
 @given(writes=st.lists(levels, min_size=1, max_size=200), warmup=st.sampled_from([0, 10, 60]))
-def test_demand_within_double_the_previous_peak_is_never_refused(writes, warmup) -> None:
+def test_demand_within_double_the_previous_peak_is_never_refused(
+    writes: list[float], warmup: int
+) -> None:
     r = _run(writes, warmup_minutes=warmup, max_capacity=1_000_000)
     served = [writes[0]] * warmup + list(r.recorded.served)
     for t, (d, refused) in enumerate(zip(writes, _refused(r), strict=True)):
@@ -54,7 +57,7 @@ def test_demand_within_double_the_previous_peak_is_never_refused(writes, warmup)
 
 @settings(max_examples=examples(40), deadline=None)
 @given(level=st.floats(min_value=WARM, max_value=40_000))
-def test_a_sustained_level_is_served_once_the_peak_has_doubled_enough(level) -> None:
+def test_a_sustained_level_is_served_once_the_peak_has_doubled_enough(level: float) -> None:
     """A new table (no warm-up) at a steady ``level``: it serves the warm throughput, then
     double that ``LAG`` minutes later, and so on, until it serves everything."""
     steps = math.ceil(math.log2(level / WARM)) if level > WARM else 0
@@ -71,7 +74,9 @@ def test_a_sustained_level_is_served_once_the_peak_has_doubled_enough(level) -> 
     factor=st.floats(min_value=2.01, max_value=4.0),
     lag=st.sampled_from([5, 30, 60]),
 )
-def test_refusals_stop_within_the_time_constant_after_a_jump(base, factor, lag) -> None:
+def test_refusals_stop_within_the_time_constant_after_a_jump(
+    base: float, factor: float, lag: int
+) -> None:
     """From a steady ``base``, a jump to at most 4x (double the instant limit) is refused
     for exactly ``lag`` minutes when it exceeds the limit, then served."""
     writes = [base] * 120 + [base * factor] * (3 * lag)
@@ -101,7 +106,7 @@ def test_the_cap_refuses_what_exceeds_it() -> None:
 
 
 @pytest.mark.parametrize("level", [1.0, WARM, 3 * WARM, 39_000.0])
-def test_a_flat_trace_is_never_refused(level) -> None:
+def test_a_flat_trace_is_never_refused(level: float) -> None:
     r = _run([level] * 300)
     assert r.throttled_requests == 0 and r.throttled_minutes == 0
     assert r.throttled_by_cause == dict.fromkeys(r.throttled_by_cause, 0)
@@ -156,12 +161,13 @@ def test_the_spike_throttles_for_the_documented_30_minutes() -> None:
         ("on_demand_max_write_units", 2_000_000),
     ],
 )
-def test_the_on_demand_fields_are_validated(field, value) -> None:
+def test_the_on_demand_fields_are_validated(field: str, value: float) -> None:
+    overrides: dict[str, Any] = {field: value}
     with pytest.raises(ModelError, match=rf"^{field}: got {value!r}; expected a whole number"):
-        ModelParams(**{field: value}).validate()
+        ModelParams(**overrides).validate()
     flag = "--" + field.replace("_", "-")
     with pytest.raises(ModelError, match=rf"^{flag}: got"):
-        ModelParams(**{field: value}).validate(flags=True)
+        ModelParams(**overrides).validate(flags=True)
 
 
 def test_unlimited_is_the_default_and_none_is_accepted() -> None:

@@ -29,7 +29,9 @@ NOW = datetime(2026, 1, 5, 12, tzinfo=UTC)
 POLICY = TrackingPolicy("p", "DynamoDBWriteCapacityUtilization")
 
 
-def _dimension(now_percent: float | None, owned: float | None, policy=POLICY) -> Dimension:
+def _dimension(
+    now_percent: float | None, owned: float | None, policy: TrackingPolicy | None = POLICY
+) -> Dimension:
     target = ScalableTarget(
         "table/t",
         "dynamodb:table:WriteCapacityUnits",

@@ -8,13 +8,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ddb_capacity_runtime.core.plan import Change, Via
+from ddb_capacity_runtime.core.policy import Decision
 from ddb_capacity_runtime.core.series import Series
+from ddb_capacity_runtime.core.tables import ManagedTable
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.local_aws import put_traffic
 from ddb_capacity_tools.simulator import (
@@ -38,6 +43,7 @@ from ddb_capacity_tools.simulator.partitions import (
     zipf_share,
 )
 from ddb_capacity_tools.simulator.report import table
+from ddb_capacity_tools.simulator.run import DimensionResult
 from ddb_capacity_tools.simulator.scenarios import START
 from ddb_capacity_tools.simulator.trace import Trace
 from tests.hypothesis_profiles import examples
@@ -47,18 +53,18 @@ SHARES = st.floats(0.0, 1.0)
 UNITS = st.floats(0.0, 50_000.0)
 
 
-def _run(text: str, trace: Trace, **model: object) -> list:
-    return run_policy(parse(text), trace, ModelParams(**model).validate(), Prices())  # type: ignore[arg-type]
+def _run(text: str, trace: Trace, **model: Any) -> list[DimensionResult]:
+    return run_policy(parse(text), trace, ModelParams(**model).validate(), Prices())
 
 
-def _by(results: list, policy: str, dimension: str = "write"):
+def _by(results: list[DimensionResult], policy: str, dimension: str = "write") -> DimensionResult:
     return next(r for r in results if r.policy == policy and r.key[1] == dimension)
 
 
 # ---------------------------------------------------------------- the partition model
 
 
-def test_the_partition_count_is_the_published_formula_and_the_size():
+def test_the_partition_count_is_the_published_formula_and_the_size() -> None:
     assert partition_count(0, 0) == 1
     assert partition_count(3_000, 1_000) == 2
     assert partition_count(3_001, 0) == 2
@@ -66,7 +72,7 @@ def test_the_partition_count_is_the_published_formula_and_the_size():
     assert partition_count(10, 10, size_gb=95) == 10
 
 
-def test_a_zipf_distribution_maps_onto_the_hot_keys_share():
+def test_a_zipf_distribution_maps_onto_the_hot_keys_share() -> None:
     assert zipf_share(0, 4) == pytest.approx(0.25)  # uniform
     assert zipf_share(1, 3) == pytest.approx(1 / (1 + 1 / 2 + 1 / 3))
     assert zipf_share(2, 1) == 1.0
@@ -75,8 +81,8 @@ def test_a_zipf_distribution_maps_onto_the_hot_keys_share():
 @settings(max_examples=examples(200), deadline=None)
 @given(skew=SHARES, dimension=DIMS, demand=UNITS, given_=UNITS, read=UNITS, write=UNITS)
 def test_key_range_refusals_stay_within_the_demand_and_vanish_without_skew(
-    skew, dimension, demand, given_, read, write
-):
+    skew: float, dimension: str, demand: float, given_: float, read: float, write: float
+) -> None:
     part = HotPartition(skew, 15)
     part.grow("read", read)
     part.grow("write", write)
@@ -95,8 +101,8 @@ def test_key_range_refusals_stay_within_the_demand_and_vanish_without_skew(
     steps=st.lists(st.tuples(DIMS, UNITS, UNITS), min_size=1, max_size=40),
 )
 def test_partitions_never_merge_and_the_hot_partition_never_narrows_below_its_key(
-    skew, split, steps
-):
+    skew: float, split: int | None, steps: list[tuple[str, float, float]]
+) -> None:
     part = HotPartition(skew, split)
     count = part.count
     for dimension, capacity, demand in steps:
@@ -112,8 +118,8 @@ def test_partitions_never_merge_and_the_hot_partition_never_narrows_below_its_ke
 @settings(max_examples=examples(100), deadline=None)
 @given(skew=st.floats(0.01, 0.99), dimension=DIMS, demand=st.floats(1.0, 40_000.0))
 def test_a_split_for_heat_lowers_key_range_refusals_and_clears_them_unless_the_key_alone_exceeds(
-    skew, dimension, demand
-):
+    skew: float, dimension: str, demand: float
+) -> None:
     limit = PARTITION_UNITS[dimension]
     part = HotPartition(skew, 1)
     before = part.refuse(dimension, demand)
@@ -142,10 +148,10 @@ def _steady(minutes: int = 120, write: float = 3_000.0, read: float = 0.0) -> Tr
 
 
 @pytest.mark.parametrize("capacity", [8_000, 20_000, 40_000])
-def test_with_ample_capacity_key_range_refusals_do_not_depend_on_it(capacity):
+def test_with_ample_capacity_key_range_refusals_do_not_depend_on_it(capacity: int) -> None:
     """Partitions set by the warm throughput (more than any of these capacities needs):
     provisioned capacity changes nothing a hot key meets."""
-    model = {
+    model: dict[str, Any] = {
         "key_skew": 0.5,
         "warm_read_units": 40_000,
         "warm_write_units": 40_000,
@@ -162,7 +168,7 @@ def test_with_ample_capacity_key_range_refusals_do_not_depend_on_it(capacity):
     assert base.recorded.key_range == pytest.approx([expected] * 120)
 
 
-def test_key_range_refusals_are_served_before_provisioned_capacity_meets_the_rest():
+def test_key_range_refusals_are_served_before_provisioned_capacity_meets_the_rest() -> None:
     """1,000 WCU provisioned, no burst, 3,000 WCU asked, the key taking 60 %: its partition
     refuses what it cannot serve, and capacity refuses what it cannot serve of the rest."""
     trace = _steady(30)
@@ -174,7 +180,7 @@ def test_key_range_refusals_are_served_before_provisioned_capacity_meets_the_res
     assert write.throttled_requests == pytest.approx((3_000 - 1_000) * 30 * 60)
 
 
-def test_splits_for_heat_lower_what_the_hot_key_is_refused():
+def test_splits_for_heat_lower_what_the_hot_key_is_refused() -> None:
     trace = scenario("hot-key-surge")
     never = _by(_run("stock:70", trace, split_minutes=None), "stock:70")
     soon = _by(_run("stock:70", trace, split_minutes=5), "stock:70")
@@ -184,13 +190,23 @@ def test_splits_for_heat_lower_what_the_hot_key_is_refused():
 # ---------------------------------------------------------------- zero skew is the old model
 
 
+def _plan_table() -> Callable[..., list[tuple[Change, Decision]]]:
+    """The plan_table the simulator's policies call (their import of it, not an export)."""
+    planner: Callable[..., list[tuple[Change, Decision]]] = vars(policies)["plan_table"]
+    return planner
+
+
 def _without_key_range(trace: Trace) -> Trace:
     """``trace`` with an all-zero key-range history: the partition model runs (every
     branch of it), and refuses nothing."""
     return dataclasses.replace(trace, key_range={k: [0.0] * trace.minutes for k in trace.demand})
 
 
-def _fields(results: list) -> list:
+#: A result's fields and its recorded series' fields, but the key-range series.
+Fields = tuple[dict[str, Any], dict[str, Any]]
+
+
+def _fields(results: list[DimensionResult]) -> list[Fields]:
     out = []
     for r in results:
         recorded = {k: v for k, v in vars(r.recorded).items() if k != "key_range"}
@@ -210,19 +226,19 @@ def _fields(results: list) -> list:
     ],
 )
 def test_at_zero_skew_the_partition_model_changes_no_result_and_no_decision(
-    name, policy, model, monkeypatch
-):
-    decisions: list[list] = []
-    plan_table = policies.plan_table
+    name: str, policy: str, model: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decisions: list[list[list[tuple[int, int, Via, Decision]]]] = []
+    plan_table = _plan_table()
 
-    def recording(*args, **kwargs):
+    def recording(*args: Any, **kwargs: Any) -> list[tuple[Change, Decision]]:
         planned = plan_table(*args, **kwargs)
         decisions[-1].append([(c.old, c.new, c.via, d) for c, d in planned])
         return planned
 
     monkeypatch.setattr(policies, "plan_table", recording)
     trace = scenario(name)
-    runs = []
+    runs: list[list[Fields]] = []
     for t, skew in ((trace, None), (trace, 0.0), (_without_key_range(trace), 0.0)):
         decisions.append([])
         runs.append(_fields(_run(policy, t, key_skew=skew, **model)))
@@ -230,7 +246,7 @@ def test_at_zero_skew_the_partition_model_changes_no_result_and_no_decision(
     assert decisions[0] == decisions[1] == decisions[2]
 
 
-def test_zero_skew_turns_a_hot_key_scenario_into_a_table_without_one():
+def test_zero_skew_turns_a_hot_key_scenario_into_a_table_without_one() -> None:
     (read, write) = _run("stock:70", scenario("hot-key"), key_skew=0)
     assert write.throttled_requests == read.throttled_requests == 0
     assert write.recorded.key_range == ()
@@ -240,7 +256,7 @@ def test_zero_skew_turns_a_hot_key_scenario_into_a_table_without_one():
 
 
 @pytest.mark.parametrize("spread", [0, 3])
-def test_key_range_events_are_published_with_the_lumped_throttle_events_delays(spread):
+def test_key_range_events_are_published_with_the_lumped_throttle_events_delays(spread: int) -> None:
     trace = _steady(30, write=2_000.0)
     params = ModelParams(
         key_skew=0.8, throttle_delay_minutes=3, delay_spread_minutes=spread, split_minutes=None
@@ -260,11 +276,15 @@ def test_key_range_events_are_published_with_the_lumped_throttle_events_delays(s
         assert event == (0.0 if unknown else total) and (unknown or event > 0)
 
 
-def test_the_policy_reads_causes_unless_it_keeps_the_lumped_rule(monkeypatch):
+def test_the_policy_reads_causes_unless_it_keeps_the_lumped_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     seen: dict[str, list[Series]] = {"causes": [], "lumped": []}
-    plan_table = policies.plan_table
+    plan_table = _plan_table()
 
-    def recording(table, series, *args, **kwargs):
+    def recording(
+        table: ManagedTable, series: Mapping[Any, Series], *args: Any, **kwargs: Any
+    ) -> list[tuple[Change, Decision]]:
         label = "lumped" if current[0].endswith("+lumped") else "causes"
         seen[label].extend(s for s in series.values() if any(s.throttles))
         return plan_table(table, series, *args, **kwargs)
@@ -283,7 +303,7 @@ def test_the_policy_reads_causes_unless_it_keeps_the_lumped_rule(monkeypatch):
     assert all(s.unfixable == [] and s.key_range == [] for s in seen["lumped"])
 
 
-def test_lumped_is_a_suffix_of_throttle_aware_and_autopilot_policies_only():
+def test_lumped_is_a_suffix_of_throttle_aware_and_autopilot_policies_only() -> None:
     spec = parse("autopilot+stock:60+lumped")
     assert (spec.kind, spec.value, spec.with_stock, spec.lumped) == ("autopilot", 60, True, True)
     assert parse("throttle-aware+lumped").lumped and not parse("autopilot").lumped
@@ -294,7 +314,7 @@ def test_lumped_is_a_suffix_of_throttle_aware_and_autopilot_policies_only():
 # ---------------------------------------------------------------- scenarios and results
 
 
-def test_on_the_hot_key_scenario_the_lumped_rule_buys_capacity_that_fixes_nothing():
+def test_on_the_hot_key_scenario_the_lumped_rule_buys_capacity_that_fixes_nothing() -> None:
     trace = scenario("hot-key")
     results = simulate(
         trace,
@@ -315,7 +335,7 @@ def test_on_the_hot_key_scenario_the_lumped_rule_buys_capacity_that_fixes_nothin
     assert lumped.throttled_by_cause["key_range"] > 0.9 * stock.throttled_by_cause["key_range"]
 
 
-def test_the_hot_key_surge_throttles_for_both_causes_and_capacity_fixes_only_one():
+def test_the_hot_key_surge_throttles_for_both_causes_and_capacity_fixes_only_one() -> None:
     results = simulate(
         scenario("hot-key-surge"), [parse("stock:70"), parse("fixed:40000")], progress=None
     )
@@ -326,7 +346,7 @@ def test_the_hot_key_surge_throttles_for_both_causes_and_capacity_fixes_only_one
     )
 
 
-def test_results_report_throttles_by_cause_in_json_and_text():
+def test_results_report_throttles_by_cause_in_json_and_text() -> None:
     trace = scenario("hot-key-surge")
     results = simulate(trace, [parse("stock:70"), parse("on-demand")], progress=None)
     for r in results:
@@ -363,7 +383,7 @@ def test_results_report_throttles_by_cause_in_json_and_text():
         (ModelParams(warm_write_units=2.5), "warm_write_units: got 2.5; expected a whole number"),  # type: ignore[arg-type]
     ],
 )
-def test_partition_parameters_are_checked_by_name(params, message):
+def test_partition_parameters_are_checked_by_name(params: ModelParams, message: str) -> None:
     with pytest.raises(ModelError) as error:
         params.validate()
     assert message in str(error.value)
@@ -377,7 +397,7 @@ def _cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_simulate_takes_the_skew_and_split_options_and_names_them_in_errors():
+def test_simulate_takes_the_skew_and_split_options_and_names_them_in_errors() -> None:
     code, out, err = _cli(
         "simulate",
         "--scenario",
@@ -406,10 +426,13 @@ def test_simulate_takes_the_skew_and_split_options_and_names_them_in_errors():
     assert code == 2 and "--key-skew: got 2.0; expected a number from 0 to 1" in err
 
 
-def test_the_ensemble_spans_the_hot_keys_share_and_split_time():
+def test_the_ensemble_spans_the_hot_keys_share_and_split_time() -> None:
     trace = scenario("hot-key")
     spread = settings_of("plausible", ModelParams(split_minutes=10), trace)
-    skews = {p.key_skew for p in spread}
+    skews: set[float] = set()
+    for p in spread:
+        assert p.key_skew is not None  # spread around the trace's own
+        skews.add(p.key_skew)
     splits = {p.split_minutes for p in spread}
     assert min(skews) < trace.key_skew < max(skews) <= 1
     assert None in splits and min(s for s in splits if s) < 10 < max(s for s in splits if s)
@@ -421,8 +444,14 @@ def test_the_ensemble_spans_the_hot_keys_share_and_split_time():
 # ---------------------------------------------------------------- backtest on moto
 
 
+#: The table's name, the end of its history, and the DynamoDB and CloudWatch clients.
+HotHistory = tuple[str, datetime, Any, Any]
+
+
 @pytest.fixture
-def hot_history(aws_client, aws_env, monkeypatch):
+def hot_history(
+    aws_client: Any, aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> HotHistory:
     for name, value in aws_env.items():
         monkeypatch.setenv(name, value)
     ddb, cloudwatch = aws_client("dynamodb"), aws_client("cloudwatch")
@@ -453,7 +482,7 @@ def hot_history(aws_client, aws_env, monkeypatch):
     return name, end, ddb, cloudwatch
 
 
-def test_a_backtest_splits_refused_demand_by_the_published_causes(hot_history):
+def test_a_backtest_splits_refused_demand_by_the_published_causes(hot_history: HotHistory) -> None:
     name, end, ddb, cloudwatch = hot_history
     trace = history(cloudwatch, ddb, name, None, 1, end)
     write = trace.demand[(None, "write")]
@@ -473,7 +502,9 @@ def test_a_backtest_splits_refused_demand_by_the_published_causes(hot_history):
     assert math.isclose(sum(trace.demand[(None, "read")][-30:]), 30 * (50 + 10))
 
 
-def test_a_backtest_without_throttles_reads_no_causes(hot_history, aws_client):
+def test_a_backtest_without_throttles_reads_no_causes(
+    hot_history: HotHistory, aws_client: Any
+) -> None:
     name, end, ddb, cloudwatch = hot_history
     trace = history(cloudwatch, ddb, name, None, 1, end - timedelta(hours=4))
     assert trace.key_range is None and "key-range" not in trace.notes

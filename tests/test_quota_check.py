@@ -3,6 +3,8 @@ Region whose DynamoDB scalable targets pass a share of Application Auto Scaling'
 
 from __future__ import annotations
 
+from typing import Any
+
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_dynamodb as dynamodb
@@ -112,7 +114,7 @@ def test_a_later_table_keeps_the_quota_it_was_given() -> None:
         ({"warn_at": float("nan")}, "ScalableTargetQuota warn_at: got nan"),
     ],
 )
-def test_bad_settings_are_refused_naming_the_field(given: dict, message: str) -> None:
+def test_bad_settings_are_refused_naming_the_field(given: dict[str, Any], message: str) -> None:
     app = cdk.App()
     with pytest.raises(CapacityConfigError, match=message.replace("(", r"\(")):
         ScalableTargetQuota.check(app, **given)

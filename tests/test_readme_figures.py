@@ -24,7 +24,9 @@ METRIC_DOLLARS_BEYOND = 0.10
 FIRST_TIER = 10_000
 
 
-def stated(pattern: str, text: str) -> list[str]:
+def stated(pattern: str, text: str) -> list[Any]:
+    """Every match of ``pattern`` in ``text`` (its whitespace as single spaces), as
+    re.findall gives them: a string each for one group, a tuple of strings for more."""
     found = re.findall(pattern, " ".join(text.split()))
     assert found, pattern
     return found

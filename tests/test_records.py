@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,9 @@ class Direct:
 @pytest.mark.parametrize(
     ("args", "kwargs"), [((1,), {}), ((1, "x"), {}), ((1,), {"c": [2]}), ((), {"a": 3, "b": "y"})]
 )
-def test_it_makes_the_record_the_generated_init_makes(args: tuple, kwargs: dict) -> None:
+def test_it_makes_the_record_the_generated_init_makes(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
     plain, direct = Plain(*args, **kwargs), Direct(*args, **kwargs)
     assert dataclasses.asdict(plain) == dataclasses.asdict(direct)
     assert repr(direct) == repr(plain).replace("Plain", "Direct")

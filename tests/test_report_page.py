@@ -53,7 +53,9 @@ def series(svg: str) -> list[tuple[str, str, int]]:
     ]
 
 
-def test_the_spike_page_renders_every_policy_and_minute_in_a_browser(tmp_path, capsys):
+def test_the_spike_page_renders_every_policy_and_minute_in_a_browser(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "spike.html"
     argv = ["simulate", "--scenario", "spike", "--quiet", "--workers", "1", "--html", str(out)]
     argv += [a for p in SPIKE_POLICIES for a in ("--policy", p)]
@@ -88,7 +90,7 @@ def small_trace(name: str = "steady", index: str | None = None) -> Trace:
     )
 
 
-def test_the_tune_page_highlights_the_recommendation_on_the_frontier(tmp_path):
+def test_the_tune_page_highlights_the_recommendation_on_the_frontier(tmp_path: Path) -> None:
     trace = small_trace()
     tuning = tune(trace, [ModelParams(), ModelParams(metric_delay_minutes=3)], ["autopilot:70"])
     out = page.write(tmp_path / "tune.html", page.tune_page(tuning, trace, "two", 2))
@@ -147,7 +149,7 @@ document.body.setAttribute("data-shown-rows", shown.length);
 </script></body>"""
 
 
-def test_the_fleet_page_of_1000_tables_is_small_sorts_and_filters(tmp_path):
+def test_the_fleet_page_of_1000_tables_is_small_sorts_and_filters(tmp_path: Path) -> None:
     report = synthetic_fleet(1000)
     html = fleet.as_html(report)
     assert len(html.encode()) < 3_000_000  # a few MB at most: measured 0.61 MB
@@ -164,7 +166,7 @@ def test_the_fleet_page_of_1000_tables_is_small_sorts_and_filters(tmp_path):
     assert re.search(r"1 shown, \$[\d,.]+ a month to save among them", loaded.dom)
 
 
-def test_a_hostile_name_is_text_everywhere_and_runs_nothing(tmp_path):
+def test_a_hostile_name_is_text_everywhere_and_runs_nothing(tmp_path: Path) -> None:
     """A table, index and trace named to break out of the page: shown as text in every
     page, no element made of it, no script run."""
     trace = small_trace(HOSTILE, index=HOSTILE)
@@ -193,7 +195,9 @@ def test_a_hostile_name_is_text_everywhere_and_runs_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["tune", "advise"])
-def test_a_page_that_cannot_be_written_is_refused_before_any_work(command, tmp_path, capsys):
+def test_a_page_that_cannot_be_written_is_refused_before_any_work(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     where = ["--trace", "x.csv"] if command == "tune" else ["--table", "orders"]
     missing = str(tmp_path / "nowhere" / "page.html")
     assert cli.main([command, *where, "--html", missing]) == 2
@@ -202,19 +206,21 @@ def test_a_page_that_cannot_be_written_is_refused_before_any_work(command, tmp_p
     assert "expected a file name ending in .html" in capsys.readouterr().err
 
 
-def test_the_page_data_block_cannot_be_closed_by_a_value():
+def test_the_page_data_block_cannot_be_closed_by_a_value() -> None:
     block = data_block({"name": "</script><!--&"})
     assert "</script><!--" not in block[: -len("</script>")]
     assert json.loads(block[block.index(">") + 1 : -len("</script>")]) == {"name": "</script><!--&"}
 
 
-def test_readme_screenshot_exists_and_is_small():
+def test_readme_screenshot_exists_and_is_small() -> None:
     shot = Path(__file__).resolve().parents[1] / "docs" / "images" / "spike-page.png"
     assert shot.is_file() and shot.stat().st_size < 400_000
     assert "docs/images/spike-page.png" in (shot.parents[2] / "README.md").read_text()
 
 
-def test_the_png_leaves_out_dimensions_no_policy_throttles_on_and_labels_the_bound(tmp_path):
+def test_the_png_leaves_out_dimensions_no_policy_throttles_on_and_labels_the_bound(
+    tmp_path: Path,
+) -> None:
     """The spike's reads never throttle: the PNG draws the writes alone (every dimension
     when none throttles), and the bound's panel says it is a floor, not a plan."""
     from ddb_capacity_tools.simulator import chart

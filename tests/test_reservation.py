@@ -52,7 +52,10 @@ def test_a_capacity_not_counted_allows_no_decrease() -> None:
 
 
 def flat(read: float, write: float, minutes: int = 120, gsi: bool = False) -> Trace:
-    demand = {(None, "read"): [read] * minutes, (None, "write"): [write] * minutes}
+    demand: dict[tuple[str | None, str], list[float]] = {
+        (None, "read"): [read] * minutes,
+        (None, "write"): [write] * minutes,
+    }
     if gsi:
         demand[("byUser", "write")] = [write] * minutes
     return Trace("flat", START, demand)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ def trace_of(minutes: int, start: datetime = START) -> Trace:
     return Trace("t", start, {(None, "read"): [1.0] * minutes, (None, "write"): [1.0] * minutes})
 
 
-def test_an_hour_bills_its_highest_level_and_a_part_hour_its_minutes():
+def test_an_hour_bills_its_highest_level_and_a_part_hour_its_minutes() -> None:
     # 00:30 to 02:29: half of hour 0, all of hour 1, half of hour 2
     levels = [100] * 30 + [100] * 59 + [500] + [50] * 10 + [70] * 20
     hours = reserve_sizing.hourly(
@@ -64,7 +65,7 @@ def test_an_hour_bills_its_highest_level_and_a_part_hour_its_minutes():
     assert hours.other_usd == 0
 
 
-def test_a_table_and_its_index_are_summed_and_on_demand_minutes_billed_per_request():
+def test_a_table_and_its_index_are_summed_and_on_demand_minutes_billed_per_request() -> None:
     table = result("write", [200] * 60)
     index = result("write", [0] * 30 + [300] * 30, served=[50.0] * 60)
     index.key = ("ByG", "write")
@@ -79,7 +80,7 @@ def test_a_table_and_its_index_are_summed_and_on_demand_minutes_billed_per_reque
     assert hours.other_usd == pytest.approx(PRICES.on_demand("write", 30 * 50.0))
 
 
-def test_reserved_units_cost_their_rate_used_or_not_and_units_above_cost_the_list_price():
+def test_reserved_units_cost_their_rate_used_or_not_and_units_above_cost_the_list_price() -> None:
     rate, listed = 0.3, 1.0
     assert reserve_sizing.bill([100, 300], [1, 1], 200, rate, listed) == pytest.approx(
         2 * 200 * rate + 100 * listed
@@ -91,7 +92,7 @@ def flat(units: int, hours: int = 100) -> reserve_sizing.Hours:
     return reserve_sizing.Hours([units] * hours, [units] * hours, [1.0] * hours)
 
 
-def test_flat_traffic_reserves_more_for_three_years_than_one_and_never_above_its_level():
+def test_flat_traffic_reserves_more_for_three_years_than_one_and_never_above_its_level() -> None:
     one, three = (reserve_sizing.size(flat(1_000), term, PRICES) for term in ("1y", "3y"))
     assert three == {"read": 1_000, "write": 1_000}
     assert all(0 < one[d] < 1_000 for d in reserve_sizing.DIMENSIONS)
@@ -100,7 +101,7 @@ def test_flat_traffic_reserves_more_for_three_years_than_one_and_never_above_its
     assert reserve_sizing.size(flat(1_000), "1y", PRICES, futures=(1.0,))["read"] == 1_000
 
 
-def test_the_plan_is_cut_to_what_still_pays_at_a_third_less_traffic():
+def test_the_plan_is_cut_to_what_still_pays_at_a_third_less_traffic() -> None:
     # busy half the hours: one year pays at the full level (50 % > 46 % of hours), but at a
     # third less traffic only up to 667 x 0.5 / 0.46 units
     half = reserve_sizing.Hours([1_000, 0] * 50, [1_000, 0] * 50, [1.0] * 100)
@@ -111,12 +112,12 @@ def test_the_plan_is_cut_to_what_still_pays_at_a_third_less_traffic():
     assert reserve_sizing.no_regret(flat(1_000), "1y", PRICES) == {"read": 1_000, "write": 1_000}
 
 
-def test_a_reservation_that_would_not_pay_is_not_made():
+def test_a_reservation_that_would_not_pay_is_not_made() -> None:
     spiky = reserve_sizing.Hours([0] * 99 + [5_000], [0] * 99 + [5_000], [1.0] * 100)
     assert reserve_sizing.size(spiky, "1y", PRICES) == {"read": 0, "write": 0}
 
 
-def test_the_anchor_rules_read_the_hours_they_are_given():
+def test_the_anchor_rules_read_the_hours_they_are_given() -> None:
     units = list(range(100, 2_100, 20))  # 100 hours, 100 to 2,080
     hours = reserve_sizing.Hours(units, units, [1.0] * 100)
     anchors = reserve_sizing.anchors(hours, "1y", PRICES)
@@ -127,7 +128,7 @@ def test_the_anchor_rules_read_the_hours_they_are_given():
     assert 40 <= above <= 52
 
 
-def test_the_no_regret_cut_never_loses_money_at_a_third_less_traffic():
+def test_the_no_regret_cut_never_loses_money_at_a_third_less_traffic() -> None:
     hours = reserve_sizing.Hours([900, 1_000, 1_100] * 30, [300] * 90, [1.0] * 90)
     cut = reserve_sizing.no_regret(hours, "1y", PRICES)
     for d in reserve_sizing.DIMENSIONS:
@@ -149,7 +150,9 @@ def table_hours(name: str, read: list[int], write: list[int]) -> reserve.TableHo
     st.lists(st.lists(st.integers(0, 3_000), min_size=24, max_size=24), min_size=2, max_size=4),
     st.sampled_from(["1y", "3y"]),
 )
-def test_a_fleet_planned_as_one_never_expects_more_than_its_tables_planned_alone(levels, term):
+def test_a_fleet_planned_as_one_never_expects_more_than_its_tables_planned_alone(
+    levels: list[list[int]], term: str
+) -> None:
     setup = reserve.Setup()
     tables = [table_hours(f"t{n}", u, u[::-1]) for n, u in enumerate(levels)]
     fleet = reserve.plan_fleet(tables, [term], setup)
@@ -177,7 +180,9 @@ def fleet_files(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     ]
 
 
-def test_json_holds_the_plan_the_prices_and_each_part_of_hours(fleet_files, tmp_path):
+def test_json_holds_the_plan_the_prices_and_each_part_of_hours(
+    fleet_files: list[str], tmp_path: Path
+) -> None:
     page = tmp_path / "plan.html"
     code, out, err = run(
         "reserve", "--trace", fleet_files[0], "--trace", fleet_files[1],
@@ -207,7 +212,7 @@ def test_json_holds_the_plan_the_prices_and_each_part_of_hours(fleet_files, tmp_
     assert "Reserved capacity: 2 table(s)" in html and "page written" in err
 
 
-def test_words_name_the_plan_the_stress_and_the_unverified_prices(fleet_files):
+def test_words_name_the_plan_the_stress_and_the_unverified_prices(fleet_files: list[str]) -> None:
     code, out, _ = run(
         "reserve", "--trace", fleet_files[0], "--score-from", "2026-01-06T00:30",
         "--policy", "stock:80", "--quiet", "--processes", "1",
@@ -219,7 +224,7 @@ def test_words_name_the_plan_the_stress_and_the_unverified_prices(fleet_files):
     assert "--price" in out
 
 
-def test_an_overridden_price_moves_the_plan(fleet_files):
+def test_an_overridden_price_moves_the_plan(fleet_files: list[str]) -> None:
     args = ["reserve", "--trace", fleet_files[0], "--policy", "stock:90", "--json", "--quiet"]
     cheap = json.loads(run(*args)[1])
     dear = json.loads(run(*args, "--price", "reserved_1y_rcu_hour=0.012")[1])
@@ -239,13 +244,17 @@ def test_an_overridden_price_moves_the_plan(fleet_files):
         (["--price", "reserved_1y_wcu_hour=-1"], "--price reserved_1y_wcu_hour: got '-1'"),
     ],
 )
-def test_bad_input_is_refused_in_one_line_naming_it(fleet_files, extra, words):
+def test_bad_input_is_refused_in_one_line_naming_it(
+    fleet_files: list[str], extra: list[str], words: str
+) -> None:
     code, out, err = run("reserve", "--trace", fleet_files[0], "--quiet", *extra)
     assert code == 2 and not out
     assert words in err and err.count("\n") == 1
 
 
-def test_traces_of_different_windows_are_not_one_fleet(fleet_files, tmp_path):
+def test_traces_of_different_windows_are_not_one_fleet(
+    fleet_files: list[str], tmp_path: Path
+) -> None:
     later = write_trace(tmp_path / "later.csv", 2 * 1440, 100, START + timedelta(hours=1))
     code, _, err = run("reserve", "--trace", fleet_files[0], "--trace", later, "--quiet")
     assert code == 2
@@ -255,7 +264,7 @@ def test_traces_of_different_windows_are_not_one_fleet(fleet_files, tmp_path):
     assert code == 2 and "twice" in err
 
 
-def test_a_term_not_offered_is_refused(fleet_files):
+def test_a_term_not_offered_is_refused(fleet_files: list[str]) -> None:
     code, out, err = run("reserve", "--trace", fleet_files[0], "--term", "2y")
     assert code == 2 and not out
     assert (
@@ -265,7 +274,7 @@ def test_a_term_not_offered_is_refused(fleet_files):
 
 
 @pytest.fixture(scope="module")
-def region(aws_env: dict[str, str]) -> Any:
+def region(aws_env: dict[str, str]) -> Iterator[datetime]:
     """Two tables of a Region no other test uses, with a day of steady traffic each (900
     and 150 units/s); the end of that day."""
     with pytest.MonkeyPatch.context() as patch:
@@ -298,7 +307,7 @@ def in_region(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_REGION", REGION)
 
 
-def test_all_tables_plans_on_every_readable_table(region, in_region):
+def test_all_tables_plans_on_every_readable_table(region: datetime, in_region: None) -> None:
     end = region
     code, out, err = run(
         "reserve", "--all-tables", "--days", "1", "--end", end.isoformat(),
@@ -325,7 +334,7 @@ def on_demand_or_provisioned(name: str, od_usd: float, units: list[int]) -> rese
     return reserve.TableHours(name, listed, listed, provisioned)
 
 
-def test_a_table_switches_to_provisioned_where_the_reservation_makes_it_cheaper():
+def test_a_table_switches_to_provisioned_where_the_reservation_makes_it_cheaper() -> None:
     steady = [1_000] * 48
     listed_usd = reserve_sizing.fleet_bill(
         reserve_sizing.Hours(steady, steady, [1.0] * 48), {}, None, PRICES
@@ -344,7 +353,9 @@ def test_a_table_switches_to_provisioned_where_the_reservation_makes_it_cheaper(
     assert plan.policies == {"spiky": "on-demand"} and plan.term is None
 
 
-def test_the_page_draws_the_fleet_hours_and_the_reserved_line_in_a_browser(fleet_files, tmp_path):
+def test_the_page_draws_the_fleet_hours_and_the_reserved_line_in_a_browser(
+    fleet_files: list[str], tmp_path: Path
+) -> None:
     out = tmp_path / "plan.html"
     code, _, err = run(
         "reserve", "--trace", fleet_files[0], "--trace", fleet_files[1],
@@ -367,8 +378,8 @@ def test_the_page_draws_the_fleet_hours_and_the_reserved_line_in_a_browser(fleet
 
 
 def test_advise_all_tables_shows_the_reservation_beside_each_tables_advice(
-    region, in_region, tmp_path
-):
+    region: datetime, in_region: None, tmp_path: Path
+) -> None:
     end = region
     code, out, err = run(
         "advise", "--all-tables", "--days", "1", "--end", end.isoformat(), "--quiet",
@@ -393,8 +404,8 @@ def test_advise_all_tables_shows_the_reservation_beside_each_tables_advice(
 
 
 def test_a_fleet_reports_recommendations_replace_tune_for_the_tables_it_advised(
-    fleet_files, tmp_path
-):
+    fleet_files: list[str], tmp_path: Path
+) -> None:
     report = tmp_path / "report.json"
     rows = [
         {"table": "orders", "index": None, "status": "advised", "recommended": "stock:80"},
@@ -418,7 +429,7 @@ def test_a_fleet_reports_recommendations_replace_tune_for_the_tables_it_advised(
     assert code == 2 and "--recommended" in err and "not a fleet report" in err
 
 
-def test_the_reserve_benchmark_runs_in_its_quick_mode(capsys):
+def test_the_reserve_benchmark_runs_in_its_quick_mode(capsys: pytest.CaptureFixture[str]) -> None:
     from benchmarks import reserve_plan
 
     assert reserve_plan.main(["--quick", "--processes", "1"]) == 0

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from ddb_capacity_runtime.aws.clients import (
@@ -68,7 +69,7 @@ class Throttler:
             if self.left == 0:
                 return None
             self.left -= 1
-        headers = {"Content-Type": "application/x-amz-json-1.0"}
+        headers = HTTPHeaders.from_dict({"Content-Type": "application/x-amz-json-1.0"})
         return AWSResponse(request.url, 400, headers, _Raw(THROTTLE_BODY))
 
     def close(self) -> None:
@@ -232,7 +233,7 @@ def test_a_tick_retries_nothing_past_its_deadline(aws_client: Any) -> None:
         world.cw.meta.events.register("before-call.cloudwatch.GetMetricData", count)
         started = time.monotonic()
         # WHEN the tick runs
-        summary, _ = world.tick(deadline=time.time() + 60, SCALER_TABLES=idle)
+        summary, _ = world.tick(None, time.time() + 60, SCALER_TABLES=idle)  # now, deadline
         throttler.close()
         # THEN each GetMetricData call was sent once (botocore's retries refused at the
         # deadline, no backoff slept), the failures are shared ones, and nothing was lowered

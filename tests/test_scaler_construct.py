@@ -964,4 +964,9 @@ def test_a_window_in_the_past_too_far_ahead_or_not_a_date_is_refused(
             f"an upgrade only; got "
         ),
     ):
-        ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)], read_legacy_state_until=until)
+        ThrottleAwareScaler(
+            stack,
+            "Scaler",
+            tables=[feed(stack)],
+            read_legacy_state_until=until,  # type: ignore[arg-type]
+        )

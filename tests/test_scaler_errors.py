@@ -16,7 +16,7 @@ from ddb_capacity_runtime.aws.actuator import apply, update_table_request
 from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.memory import Memory
-from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, UPDATE_TABLE, Change
+from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, UPDATE_TABLE, Change, Via
 from ddb_capacity_runtime.core.policy import DECREASE, INCREASE
 from ddb_capacity_runtime.core.settings import ConfigError, OverrideError, ScalerConfig
 from ddb_capacity_runtime.core.table_limits import Limits
@@ -28,8 +28,8 @@ ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/orders"
 LIMITS = Limits(5, 1000, 0.7)
 
 
-def client(service: str) -> object:
-    return boto3.client(
+def client(service: str) -> Any:
+    return boto3.client(  # type: ignore[call-overload]
         service, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
 
@@ -53,7 +53,7 @@ def orders() -> ManagedTable:
     return table
 
 
-def change(d: Dimension, new: int, via: str = UPDATE_TABLE) -> Change:
+def change(d: Dimension, new: int, via: Via = UPDATE_TABLE) -> Change:
     return Change(d, d.provisioned, new, "test", INCREASE if new > d.provisioned else DECREASE, via)
 
 
@@ -209,8 +209,9 @@ def test_a_minimum_is_never_moved_without_a_state_store() -> None:
     read = replace(dim(None, "read", 100, target), memory=Memory(10))
     table = ManagedTable("orders", ARN, {}, [read])
     raise_min = Change(read, 10, 200, "test", INCREASE, SCALABLE_TARGET)
-    with Stubber(client("application-autoscaling")) as s_aas:  # nothing may be called
-        (outcome,) = apply(client("dynamodb"), s_aas.client, table, [raise_min], dry_run=False)
+    aas = client("application-autoscaling")
+    with Stubber(aas):  # nothing may be called
+        (outcome,) = apply(client("dynamodb"), aas, table, [raise_min], dry_run=False)
     assert (outcome.status, outcome.error) == (
         "failed",
         "no state store: a minimum is never moved unremembered",
@@ -269,13 +270,19 @@ def test_control_plane_calls_are_retried_and_bounded_inside_a_lease() -> None:
     clients = make_clients(
         region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
+
+    def retries_of(client: Any) -> dict[str, Any]:
+        """The client's retry settings (botocore's stubs leave them out of its Config)."""
+        settings: dict[str, Any] = client.meta.config.retries
+        return settings
+
     # the calls made under a state-store lease: retried, and bounded well inside it
     for client in (clients.dynamodb, clients.autoscaling):
-        retries = client.meta.config.retries
+        retries = retries_of(client)
         assert retries["mode"] == "standard" and retries["total_max_attempts"] == 3
         assert call_bound(client) == 3 * (2 + 8) + 1 + 2 <= LEASE.total_seconds() * 0.6
     # the reads of a tick: adaptive retries (throttled calls back off)
-    retries = clients.cloudwatch.meta.config.retries
+    retries = retries_of(clients.cloudwatch)
     assert retries["mode"] == "adaptive" and retries["total_max_attempts"] == 11
 
 
@@ -479,7 +486,9 @@ def test_bad_overrides_name_the_table_and_the_setting(
 # ------------------------------------------------------------------ states moto never shows
 
 
-def _described(status: str, billing: str = "PROVISIONED", gsi_status: str = "ACTIVE") -> dict:
+def _described(
+    status: str, billing: str = "PROVISIONED", gsi_status: str = "ACTIVE"
+) -> dict[str, Any]:
     pt = {"ReadCapacityUnits": 10, "WriteCapacityUnits": 10}  # DynamoDB omits a zero count
     return {
         "Table": {
@@ -502,7 +511,7 @@ def _described(status: str, billing: str = "PROVISIONED", gsi_status: str = "ACT
         (_described("ACTIVE", billing="PAY_PER_REQUEST"), "on-demand billing"),
     ],
 )
-def test_tables_not_active_or_on_demand_are_skipped(described: dict, reason: str) -> None:
+def test_tables_not_active_or_on_demand_are_skipped(described: dict[str, Any], reason: str) -> None:
     from datetime import UTC, datetime
 
     from ddb_capacity_runtime.aws.discovery import NotManaged, describe_table

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import aws_cdk as cdk
 import pytest
@@ -119,7 +120,7 @@ def test_aas_day_numbers_start_on_sunday() -> None:
     # GIVEN day-of-week 2 (Monday in Application Auto Scaling), and 6#1 (first Friday)
     monday = parse("cron(30 4 ? * 2 *)", "X")
     first_friday = parse("cron(0 12 ? * 6#1 *)", "X")
-    tz = UTC
+    tz = ZoneInfo("UTC")
     # THEN the next firings fall on a Monday and on the first Friday of the month
     (when,) = list(monday.occurrences(tz, MONDAY, MONDAY + timedelta(days=7)))
     assert when == datetime(2026, 11, 23, 4, 30, tzinfo=UTC)
@@ -134,7 +135,9 @@ def test_aas_day_numbers_start_on_sunday() -> None:
 def test_year_field_limits_occurrences() -> None:
     expr = parse("cron(0 0 1 1 ? 2027)", "X")
     found = list(
-        expr.occurrences(UTC, datetime(2026, 1, 1, tzinfo=UTC), datetime(2029, 1, 1, tzinfo=UTC))
+        expr.occurrences(
+            ZoneInfo("UTC"), datetime(2026, 1, 1, tzinfo=UTC), datetime(2029, 1, 1, tzinfo=UTC)
+        )
     )
     assert found == [datetime(2027, 1, 1, tzinfo=UTC)]
 
@@ -142,7 +145,7 @@ def test_year_field_limits_occurrences() -> None:
 def test_rate_counts_from_its_start_time() -> None:
     expr = parse("rate(6 hours)", "X")
     anchor = datetime(2026, 11, 23, 1, 0, tzinfo=UTC)
-    found = list(expr.occurrences(UTC, MONDAY, MONDAY + timedelta(days=1), anchor))
+    found = list(expr.occurrences(ZoneInfo("UTC"), MONDAY, MONDAY + timedelta(days=1), anchor))
     assert [w.hour for w in found] == [1, 7, 13, 19]
 
 
@@ -217,7 +220,9 @@ RANGE = "(a value, a range a-b, a list a,b, a step a/n, or *)"
     ],
     ids=["hours", "minutes", "day-of-month", "month", "day-of-week", "year"],
 )
-def test_a_field_out_of_range_is_named_before_the_question_mark_rule(text, message):
+def test_a_field_out_of_range_is_named_before_the_question_mark_rule(
+    text: str, message: str
+) -> None:
     # GIVEN an expression with both day fields * (the ? rule) and one field out of range
     # WHEN it is parsed
     with pytest.raises(ScheduleError) as refused:
@@ -669,6 +674,6 @@ def test_a_cdk_time_zone_is_taken_wherever_a_time_zone_is(stack: cdk.Stack) -> N
 
 def test_capacity_and_schedule_entries_take_keywords_only() -> None:
     with pytest.raises(TypeError):
-        ScheduleEntry("peak", "cron(0 18 ? * * *)")  # type: ignore[misc]
+        ScheduleEntry("peak", "cron(0 18 ? * * *)")  # type: ignore[call-arg]
     with pytest.raises(TypeError):
-        Capacity(5, 10)  # type: ignore[misc]
+        Capacity(5, 10)  # type: ignore[call-arg]

@@ -48,7 +48,9 @@ def full(trace: Trace) -> dict[str, list[DimensionResult]]:
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-def test_scoring_from_0_is_not_scoring(policy, trace, full) -> None:
+def test_scoring_from_0_is_not_scoring(
+    policy: str, trace: Trace, full: dict[str, list[DimensionResult]]
+) -> None:
     for scored, whole in zip(_run(policy, trace, 0), full[policy], strict=True):
         assert scored.as_json() == whole.as_json()
         assert vars(scored) == vars(whole)
@@ -57,7 +59,9 @@ def test_scoring_from_0_is_not_scoring(policy, trace, full) -> None:
 
 @pytest.mark.parametrize("policy", BLIND)
 @pytest.mark.parametrize("start", [1, 1440 + 600, 2 * 1440 - 1])
-def test_a_later_start_counts_the_difference_of_cumulative_sums(policy, start, trace, full) -> None:
+def test_a_later_start_counts_the_difference_of_cumulative_sums(
+    policy: str, start: int, trace: Trace, full: dict[str, list[DimensionResult]]
+) -> None:
     for scored, whole in zip(_run(policy, trace, start), full[policy], strict=True):
         r = whole.recorded
         assert vars(scored.recorded) == vars(r)  # every decision, before the start too
@@ -94,7 +98,9 @@ def test_a_later_start_counts_the_difference_of_cumulative_sums(policy, start, t
         assert sum(scored.throttled_by_cause.values()) == pytest.approx(scored.throttled_requests)
 
 
-def test_the_scores_move_with_the_start(trace, full) -> None:
+def test_the_scores_move_with_the_start(
+    trace: Trace, full: dict[str, list[DimensionResult]]
+) -> None:
     """Not a vacuous check: the trace throttles, decreases and costs before the middle."""
     whole = full["stock:70"][0]
     later = _run("stock:70", trace, 1440)[0]
@@ -104,7 +110,9 @@ def test_the_scores_move_with_the_start(trace, full) -> None:
 
 
 @pytest.mark.parametrize("start", [700, 1440 + 7])
-def test_the_oracle_and_the_bound_plan_the_scored_minutes(start, trace, full) -> None:
+def test_the_oracle_and_the_bound_plan_the_scored_minutes(
+    start: int, trace: Trace, full: dict[str, list[DimensionResult]]
+) -> None:
     oracle = _run("oracle", trace, start)
     floor = _run("bound", trace, start)
     stock = _run("stock:70", trace, start)
@@ -122,7 +130,7 @@ def test_the_oracle_and_the_bound_plan_the_scored_minutes(start, trace, full) ->
         assert b.cost_usd < full["bound"][0 if o.key[1] == "read" else 1].cost_usd
 
 
-def test_simulate_scores_every_policy_from_the_start(trace) -> None:
+def test_simulate_scores_every_policy_from_the_start(trace: Trace) -> None:
     specs = [parse(p) for p in ("stock:70", "on-demand", "bound")]
     for workers in (1, 2):
         results = simulate(trace, specs, progress=None, workers=workers, score_from=1500)
@@ -132,11 +140,11 @@ def test_simulate_scores_every_policy_from_the_start(trace) -> None:
 
 
 @pytest.mark.parametrize("bad", [-1, 2 * 1440, 1.5, True, "60"])
-def test_a_start_outside_the_trace_is_refused(bad, trace) -> None:
+def test_a_start_outside_the_trace_is_refused(bad: object, trace: Trace) -> None:
     with pytest.raises(PolicyError, match=r"score_from: got .*; expected a whole minute from 0 to"):
-        _run("stock:70", trace, bad)
+        _run("stock:70", trace, bad)  # type: ignore[arg-type]
     with pytest.raises(PolicyError, match="score_from"):
-        simulate(trace, [parse("stock:70")], progress=None, score_from=bad)
+        simulate(trace, [parse("stock:70")], progress=None, score_from=bad)  # type: ignore[arg-type]
 
 
 def test_the_spike_scored_after_it_is_quiet() -> None:
@@ -150,7 +158,7 @@ def test_the_spike_scored_after_it_is_quiet() -> None:
     assert all(r.throttled_requests == 0 and r.first_throttle_minute is None for r in later)
 
 
-def test_an_ensemble_scores_every_setting_from_the_start(trace) -> None:
+def test_an_ensemble_scores_every_setting_from_the_start(trace: Trace) -> None:
     settings = settings_of("plausible", ModelParams())[:3]
     specs = [parse("stock:70"), parse("on-demand")]
     start = 1440

@@ -13,14 +13,16 @@ from botocore.stub import Stubber
 
 from ddb_capacity_runtime.settle.handler import (
     SettleError,
-    SettleTarget,
     is_complete,
     on_event,
-    parse_targets,
-    plan_settle,
     settle_table,
 )
-from ddb_capacity_runtime.settle.settle_plan import SETTLE_WAIT_S
+from ddb_capacity_runtime.settle.settle_plan import (
+    SETTLE_WAIT_S,
+    SettleTarget,
+    parse_targets,
+    plan_settle,
+)
 
 from .conftest import cfn_event
 
@@ -240,7 +242,7 @@ def test_a_failure_names_its_cause_and_is_logged(
     with pytest.raises(SettleError, match=r"^ResourceNotFoundException: "):
         is_complete(event, None, dynamodb=dynamodb)
     (failed,) = [r for r in caplog.records if r.getMessage() == "settle-failed"]
-    assert failed.levelname == "ERROR" and failed.table == "no-such-table"
+    assert failed.levelname == "ERROR" and vars(failed)["table"] == "no-such-table"
 
 
 def test_on_event_refuses_bad_targets_before_any_wait() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ddb_capacity_runtime.settle.handler import SettleTarget, plan_settle
+from ddb_capacity_runtime.settle.settle_plan import SettleTarget, plan_settle
 
 UNITS = {"read": "ReadCapacityUnits", "write": "WriteCapacityUnits"}
 capacity = st.integers(min_value=1, max_value=40_000)
@@ -34,11 +34,11 @@ def scenario(draw: Any) -> tuple[dict[str, Any], list[SettleTarget]]:
             current = _units(description, index, dimension)
             # often exactly at the mark (as CloudFormation created it), sometimes moved
             mark = draw(st.one_of(st.just(current), capacity))
-            targets.append(
-                SettleTarget(
-                    index, dimension, mark, draw(capacity.filter(lambda v, m=mark: v <= m))
-                )
-            )
+
+            def within(v: int, m: int = mark) -> bool:
+                return v <= m
+
+            targets.append(SettleTarget(index, dimension, mark, draw(capacity.filter(within))))
     return description, targets
 
 

@@ -48,7 +48,7 @@ def moto_world(aws_client: Any) -> Iterator[World]:
 
 
 @pytest.fixture
-def queue(aws_client: Any, world: World) -> str:
+def queue(aws_client: Any, world: World) -> Iterator[str]:
     sqs = aws_client("sqs")
     url = sqs.create_queue(QueueName=f"batches-{world.run_id}")["QueueUrl"]
     yield url
@@ -215,7 +215,8 @@ def test_at_the_threshold_or_without_a_queue_the_tick_runs_in_place(
     cfg = config(world, SCALER_SHARD_ABOVE_TABLES="3")
     # WHEN the scheduled invocation ticks, with the queue and without one
     for url in (queue, None):
-        clients, pages = own_clients(aws_client), []
+        clients = own_clients(aws_client)
+        pages: list[int] = []
         clients.tagging.meta.events.register(
             "before-call.resource-groups-tagging-api.GetResources",
             lambda seen=pages, **_: seen.append(1),

@@ -1156,7 +1156,7 @@ def test_stop_is_bounded_when_no_thread_can_start(monkeypatch: pytest.MonkeyPatc
                 raise RuntimeError("can't create new thread at interpreter shutdown")
             super().start()
 
-    monkeypatch.setattr(signals_hook.threading, "Thread", NoLastThread)
+    monkeypatch.setattr(vars(signals_hook)["threading"], "Thread", NoLastThread)
     client = reads(120)
     capture = Capture()
     clock = Ticking()
@@ -1201,7 +1201,7 @@ def test_a_thread_that_cannot_start_is_tried_again_and_stop_never_raises(
                 raise RuntimeError("can't start new thread")
             super().start()
 
-    monkeypatch.setattr(signals_hook.threading, "Thread", OnceRefused)
+    monkeypatch.setattr(vars(signals_hook)["threading"], "Thread", OnceRefused)
     client = reads(2)
     capture = Capture()
     watcher = watch(client, send=capture, interval=60)

@@ -25,6 +25,8 @@ import hashlib
 import inspect
 import math
 import random
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -114,7 +116,10 @@ def _noisy(seed: int, days: int) -> dict[str, list[float]]:
 
 def _trace(gsi: bool) -> Trace:
     table = _noisy(1, 3)
-    demand = {(None, "read"): table["read"], (None, "write"): table["write"]}
+    demand: dict[tuple[str | None, str], list[float]] = {
+        (None, "read"): table["read"],
+        (None, "write"): table["write"],
+    }
     if gsi:
         index = _noisy(2, 3)
         demand |= {("by-user", "read"): index["read"], ("by-user", "write"): index["write"]}
@@ -131,10 +136,11 @@ def fingerprint(
 ) -> str:
     """sha256 of every result field, recorded series and plan_table decision of one run."""
     digest = hashlib.sha256()
-    plan_table = policies.plan_table
+    # the simulator's policies' plan_table (their import of it, not an export)
+    plan_table: Callable[..., list[tuple[Change, Decision]]] = vars(policies)["plan_table"]
 
-    def recording(*args: object, **kwargs: object) -> object:
-        planned = plan_table(*args, **kwargs)  # type: ignore[arg-type]
+    def recording(*args: Any, **kwargs: Any) -> list[tuple[Change, Decision]]:
+        planned = plan_table(*args, **kwargs)
         digest.update(repr([(c.old, c.new, c.via, d) for c, d in planned]).encode())
         return planned
 
@@ -167,7 +173,7 @@ def test_results_and_decisions_are_unchanged(
 
 
 @pytest.mark.parametrize("cls", [DimensionState, Decision, Change, Series])
-def test_the_direct_init_takes_every_field_in_order_with_its_default(cls: type) -> None:
+def test_the_direct_init_takes_every_field_in_order_with_its_default(cls: type[Any]) -> None:
     """The hot dataclasses set their fields with records.direct_init: it takes every field,
     in order, with the field's default."""
     params = list(inspect.signature(cls.__init__).parameters.values())[1:]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -50,7 +51,9 @@ units = st.floats(min_value=0, max_value=50_000, allow_nan=False)
     bucket=st.floats(0, 2e7),
     burst=st.integers(0, 600),
 )
-def test_serve_conserves_demand_and_bounds_the_bucket(demand, provisioned, bucket, burst):
+def test_serve_conserves_demand_and_bounds_the_bucket(
+    demand: float, provisioned: int, bucket: float, burst: int
+) -> None:
     m = serve(demand, provisioned, bucket, burst)
     cap = burst * provisioned
     assert m.served + m.throttled == pytest.approx(demand, rel=1e-9, abs=1e-6)
@@ -71,8 +74,8 @@ def test_serve_conserves_demand_and_bounds_the_bucket(demand, provisioned, bucke
     burst=st.integers(0, 600),
 )
 def test_over_any_stretch_served_never_exceeds_capacity_plus_the_stored_burst(
-    demands, provisioned, burst
-):
+    demands: list[float], provisioned: int, burst: int
+) -> None:
     bucket = float(burst * provisioned)
     served = 0.0
     for d in demands:
@@ -82,7 +85,7 @@ def test_over_any_stretch_served_never_exceeds_capacity_plus_the_stored_burst(
     assert served <= provisioned * 60 * len(demands) + burst * provisioned + 1e-3
 
 
-def test_a_full_bucket_covers_300_seconds_of_excess_then_demand_is_throttled():
+def test_a_full_bucket_covers_300_seconds_of_excess_then_demand_is_throttled() -> None:
     bucket, served, throttled = 300 * 7_500.0, [], []
     for _ in range(5):
         m = serve(18_000, 7_500, bucket, 300)
@@ -116,7 +119,7 @@ def test_a_full_bucket_covers_300_seconds_of_excess_then_demand_is_throttled():
         ),
     ],
 )
-def test_model_parameters_are_checked_by_name(params, message):
+def test_model_parameters_are_checked_by_name(params: ModelParams, message: str) -> None:
     with pytest.raises(ModelError, match=message.replace("(", r"\(").replace(")", r"\)")):
         params.validate()
 
@@ -130,12 +133,12 @@ def test_model_parameters_are_checked_by_name(params, message):
         ("throttle-aware+stock:10", "target utilization 10 is outside 20 to 90"),
     ],
 )
-def test_bad_policy_names_say_what_is_allowed(text, message):
+def test_bad_policy_names_say_what_is_allowed(text: str, message: str) -> None:
     with pytest.raises(PolicyError, match=message.replace("+", r"\+")):
         parse(text)
 
 
-def test_policy_names_parse():
+def test_policy_names_parse() -> None:
     assert parse("throttle-aware+stock:60") == sim_policies.Spec(
         "throttle-aware+stock:60", "throttle-aware", 60, True
     )
@@ -143,7 +146,7 @@ def test_policy_names_parse():
     assert parse("fixed:250").value == 250
 
 
-def test_prices_have_one_overridable_home():
+def test_prices_have_one_overridable_home() -> None:
     p = Prices().overridden(["wcu_hour=0.001", "read_request_million=0.5"])
     assert (p.wcu_hour, p.rcu_hour, p.read_request_million) == (0.001, 0.00013, 0.5)
     with pytest.raises(PriceError, match="--price: got 'wcu=1'; expected NAME=VALUE"):
@@ -168,7 +171,7 @@ def _flat(minutes: int = 10, value: float = 100.0) -> Trace:
     )
 
 
-def test_update_table_is_asynchronous_and_refuses_a_second_update_in_flight():
+def test_update_table_is_asynchronous_and_refuses_a_second_update_in_flight() -> None:
     sim = SimulatedTable(_flat(), ModelParams(update_minutes=2), {k: 100 for k in _flat().demand})
     assert sim.update_table(0, None, {"write": 500}) == "applied"
     assert sim.dims[(None, "write")].provisioned == 100 and sim.current((None, "write")) == 500
@@ -179,7 +182,7 @@ def test_update_table_is_asynchronous_and_refuses_a_second_update_in_flight():
     assert sim.dims[(None, "write")].last_increase == START + timedelta(minutes=2)
 
 
-def test_decreases_over_the_quota_fail_as_dynamodb_refuses_them():
+def test_decreases_over_the_quota_fail_as_dynamodb_refuses_them() -> None:
     sim = SimulatedTable(_flat(), ModelParams(update_minutes=0), {k: 1000 for k in _flat().demand})
     results = [sim.update_table(t, None, {"read": 900 - t, "write": 900 - t}) for t in range(5)]
     assert results == ["applied"] * 4 + ["quota"]  # read + write in one call: one decrease each
@@ -192,18 +195,20 @@ def test_decreases_over_the_quota_fail_as_dynamodb_refuses_them():
 # ---------------------------------------------------------------- policies
 
 
-def test_throttle_aware_runs_the_lambdas_own_policy_code(monkeypatch):
+def test_throttle_aware_runs_the_lambdas_own_policy_code(monkeypatch: pytest.MonkeyPatch) -> None:
     """The simulator's throttle-aware policy goes through core.plan.plan_table, which calls
     the run-time policy module; counting those calls proves there is no second copy."""
-    assert sim_policies.plan_table is core_plan.plan_table
+    # the names each module imported (and does not export), read from its namespace
+    assert vars(sim_policies)["plan_table"] is core_plan.plan_table
     calls: Counter[str] = Counter()
-    real_decide, real_min = core_plan.decide, core_plan.decide_scalable_min
+    real_decide: Callable[..., policy.Decision] = vars(core_plan)["decide"]
+    real_min: Callable[..., policy.Decision] = vars(core_plan)["decide_scalable_min"]
 
-    def decide(*args, **kwargs):
+    def decide(*args: Any, **kwargs: Any) -> policy.Decision:
         calls["decide"] += 1
         return real_decide(*args, **kwargs)
 
-    def decide_min(*args, **kwargs):
+    def decide_min(*args: Any, **kwargs: Any) -> policy.Decision:
         calls["decide_scalable_min"] += 1
         return real_min(*args, **kwargs)
 
@@ -225,18 +230,22 @@ def test_throttle_aware_runs_the_lambdas_own_policy_code(monkeypatch):
     assert all(r.decreases == 0 and r.peak_provisioned == r.recorded.provisioned[0] for r in held)
 
 
-def test_the_quota_the_simulated_table_enforces_is_the_runtime_ledger(monkeypatch):
+def test_the_quota_the_simulated_table_enforces_is_the_runtime_ledger(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(quota.DecreaseLedger, "can_decrease", lambda self, now: False)
     results = simulate(scenario("spike"), [parse("stock:70")], progress=None)
     write = next(r for r in results if r.key == (None, "write"))
     assert write.decreases == 0 and write.rejected_decreases > 0
 
 
-def _by(results, policy_name, dimension="write"):
+def _by(
+    results: list[DimensionResult], policy_name: str, dimension: str = "write"
+) -> DimensionResult:
     return next(r for r in results if r.policy == policy_name and r.key == (None, dimension))
 
 
-def test_spike_timeline_follows_the_aws_posts_figures():
+def test_spike_timeline_follows_the_aws_posts_figures() -> None:
     """Figures 2, 3 and 7 of "Handle traffic spikes with Amazon DynamoDB provisioned capacity",
     from the mechanics alone (docs: Simulator, "Fidelity")."""
     trace = scenario("spike")
@@ -246,6 +255,7 @@ def test_spike_timeline_follows_the_aws_posts_figures():
     s70, s60, sched = (_by(results, p) for p in ("stock:70", "stock:60", "scheduled"))
     # 70 %: throttling starts 3-4 minutes after the 13:00 jump, lasts about 2 minutes, and
     # capacity lands near 18,000 / 0.7.
+    assert s70.first_throttle_minute is not None
     assert 62 <= s70.first_throttle_minute <= 64
     assert 1 <= s70.throttled_minutes <= 3
     landed = s70.recorded.provisioned[70]
@@ -264,7 +274,7 @@ def test_spike_timeline_follows_the_aws_posts_figures():
     assert drop >= 120 + 15
 
 
-def test_throttle_aware_answers_an_unannounced_crowd_faster_than_stock():
+def test_throttle_aware_answers_an_unannounced_crowd_faster_than_stock() -> None:
     results = simulate(
         scenario("flash-crowd"),
         [parse(p) for p in ("stock:70", "throttle-aware", "throttle-aware+stock:70")],
@@ -277,7 +287,7 @@ def test_throttle_aware_answers_an_unannounced_crowd_faster_than_stock():
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_the_oracle_never_throttles_keeps_the_quota_and_is_cheapest(name):
+def test_the_oracle_never_throttles_keeps_the_quota_and_is_cheapest(name: str) -> None:
     trace = scenario(name)
     names = ["oracle", "stock:70", "stock:60", "throttle-aware+stock:70", "fixed:40000"]
     if trace.schedule:
@@ -294,7 +304,7 @@ def test_the_oracle_never_throttles_keeps_the_quota_and_is_cheapest(name):
                 assert oracle.cost_usd <= r.cost_usd + 1e-9, (r.policy, key)
 
 
-def test_oracle_plan_spends_at_most_27_decreases_a_day_and_covers_demand():
+def test_oracle_plan_spends_at_most_27_decreases_a_day_and_covers_demand() -> None:
     trace = scenario("diurnal")
     p = plan(trace, ModelParams(), Prices())
     for key, capacity in p.items():
@@ -307,7 +317,7 @@ def test_oracle_plan_spends_at_most_27_decreases_a_day_and_covers_demand():
         assert max(per_day.values()) <= quota.MAX_DECREASES_PER_DAY
 
 
-def test_a_new_day_starts_from_the_first_count_that_is_cheapest_once_the_segment_is_added():
+def test_a_new_day_starts_from_the_first_count_that_is_cheapest_once_the_segment_is_added() -> None:
     """A new UTC day takes the first count (in the order reached) whose cost, with the
     segment's added, is the least. Two costs that differ by one unit in the last place
     can tie once added: the earlier one is taken, as when each is added."""
@@ -324,7 +334,7 @@ def test_a_new_day_starts_from_the_first_count_that_is_cheapest_once_the_segment
     assert divmod(reached.came[1][0], oracle.CAME) == (0, 1)
 
 
-def test_on_demand_is_priced_per_request_and_never_throttles():
+def test_on_demand_is_priced_per_request_and_never_throttles() -> None:
     trace = _flat(60, 1000)
     (read, write, *_) = simulate(trace, [parse("on-demand")], progress=None)
     assert read.cost_usd == pytest.approx(1000 * 60 * 60 * 0.125 / 1e6)
@@ -332,7 +342,7 @@ def test_on_demand_is_priced_per_request_and_never_throttles():
     assert write.throttled_requests == 0 and write.provisioned_unit_hours == 0
 
 
-def test_fixed_capacity_throttles_exactly_what_exceeds_it_once_the_bucket_is_empty():
+def test_fixed_capacity_throttles_exactly_what_exceeds_it_once_the_bucket_is_empty() -> None:
     trace = Trace(
         "step", START, {(None, "read"): [0.0] * 30, (None, "write"): [100.0] * 10 + [200.0] * 20}
     )
@@ -346,7 +356,7 @@ def test_fixed_capacity_throttles_exactly_what_exceeds_it_once_the_bucket_is_emp
     assert write.cost_usd == pytest.approx(150 * 30 / 60 * 0.00065)
 
 
-def test_gsis_are_simulated_with_their_own_counter():
+def test_gsis_are_simulated_with_their_own_counter() -> None:
     trace = _flat(30, 100)
     results = simulate(trace, [parse("stock:70")], progress=None)
     assert {r.key for r in results} == set(trace.demand)
@@ -357,7 +367,7 @@ def test_gsis_are_simulated_with_their_own_counter():
 # ---------------------------------------------------------------- model fidelity parameters
 
 
-def test_burst_fraction_is_the_share_of_the_bucket_dynamodb_leaves_you():
+def test_burst_fraction_is_the_share_of_the_bucket_dynamodb_leaves_you() -> None:
     trace = Trace(
         "step", START, {(None, "read"): [0.0] * 30, (None, "write"): [100.0] * 10 + [200.0] * 20}
     )
@@ -371,7 +381,7 @@ def test_burst_fraction_is_the_share_of_the_bucket_dynamodb_leaves_you():
     assert [first_throttle(f) for f in (1.0, 1 / 3, 0.0)] == [25, 15, 10]
 
 
-def test_retries_count_every_attempt_and_lose_what_is_given_up():
+def test_retries_count_every_attempt_and_lose_what_is_given_up() -> None:
     trace = Trace("over", START, {(None, "read"): [0.0] * 10, (None, "write"): [200.0] * 10})
     runs = {
         retries: simulate(
@@ -390,7 +400,7 @@ def test_retries_count_every_attempt_and_lose_what_is_given_up():
     assert runs[3].as_json()["throttle_events"] == pytest.approx(4 * per_minute * 10)
 
 
-def test_delays_and_update_latency_are_drawn_reproducibly_from_their_ranges():
+def test_delays_and_update_latency_are_drawn_reproducibly_from_their_ranges() -> None:
     trace = scenario("spike")
 
     def run(**kwargs: int) -> list[int]:
@@ -404,7 +414,7 @@ def test_delays_and_update_latency_are_drawn_reproducibly_from_their_ranges():
     assert drawn != run(delay_spread_minutes=2, update_spread_minutes=4, model_seed=8)
 
 
-def test_stock_scale_in_keeps_the_peak_of_the_window_it_judged():
+def test_stock_scale_in_keeps_the_peak_of_the_window_it_judged() -> None:
     # a quiet hour whose datapoints alternate 100 and 300: the low alarm fires on all 15,
     # and scale-in sizes on the window's peak (300 / 0.7), not on the latest datapoint
     quiet = [100.0 if m % 2 else 300.0 for m in range(120)]
@@ -419,7 +429,7 @@ def test_stock_scale_in_keeps_the_peak_of_the_window_it_judged():
     assert ups == 0  # no scale-in it has to undo
 
 
-def test_dimensions_sharing_a_table_take_turns_whatever_their_order():
+def test_dimensions_sharing_a_table_take_turns_whatever_their_order() -> None:
     """With 2-minute updates, read and write of one table both growing: neither starves,
     and swapping the columns swaps the results (no order artifact)."""
     ramp = [1_000.0 + 40.0 * m for m in range(180)]
@@ -446,8 +456,8 @@ def test_dimensions_sharing_a_table_take_turns_whatever_their_order():
     warmup=st.sampled_from([0, 30]),
 )
 def test_no_zero_throttle_run_costs_less_than_the_bound(
-    demand, burst_fraction, max_capacity, policy, warmup
-):
+    demand: list[float], burst_fraction: float, max_capacity: int, policy: str, warmup: int
+) -> None:
     trace = Trace("random", START, {(None, "read"): demand, (None, "write"): demand[::-1]})
     params = ModelParams(
         burst_fraction=burst_fraction, max_capacity=max_capacity, warmup_minutes=warmup
@@ -459,7 +469,7 @@ def test_no_zero_throttle_run_costs_less_than_the_bound(
             assert r.cost_usd >= floor[r.key] * (1 - 1e-9), (r.policy, r.key)
 
 
-def test_the_bound_is_each_minutes_demand_without_burst_and_below_the_oracle():
+def test_the_bound_is_each_minutes_demand_without_burst_and_below_the_oracle() -> None:
     trace = scenario("nightly-batch")
     params = ModelParams(burst_fraction=0)
     runs = simulate(trace, [parse("oracle"), parse("bound")], params, progress=None)
@@ -477,7 +487,9 @@ def test_the_bound_is_each_minutes_demand_without_burst_and_below_the_oracle():
     ("burst_fraction", "max_capacity", "least_share"),
     [(0.0, 40_000, 1.0), (1.0, 1_000, 0.95)],
 )
-def test_the_bound_is_tight_where_a_plan_can_meet_it(burst_fraction, max_capacity, least_share):
+def test_the_bound_is_tight_where_a_plan_can_meet_it(
+    burst_fraction: float, max_capacity: int, least_share: float
+) -> None:
     """Flat demand: provisioning exactly the demand never throttles, and the bound is that
     plan's cost (without burst) or within the bucket it may start with (with burst)."""
     trace = Trace("flat", START, {(None, "read"): [0.0] * 120, (None, "write"): [1_000.0] * 120})
@@ -488,7 +500,7 @@ def test_the_bound_is_tight_where_a_plan_can_meet_it(burst_fraction, max_capacit
     assert least_share * fixed.cost_usd <= floor.cost_usd <= fixed.cost_usd
 
 
-def test_figures_5_and_6_of_the_aws_post_follow_from_the_mechanics():
+def test_figures_5_and_6_of_the_aws_post_follow_from_the_mechanics() -> None:
     """Figure 5: the work paced to 14,000 WCU never throttles at 70 % and peaks near 20,000
     (down from 26,000). Figure 6: ramped over 11 minutes, it reaches 18,000 WCU served
     without a throttle."""
@@ -505,7 +517,7 @@ def test_figures_5_and_6_of_the_aws_post_follow_from_the_mechanics():
 # ---------------------------------------------------------------- autopilot
 
 
-def test_autopilot_runs_the_lambdas_autopilot_policy_and_learns_the_nightly_batch():
+def test_autopilot_runs_the_lambdas_autopilot_policy_and_learns_the_nightly_batch() -> None:
     trace = scenario("nightly-batch")
     spec = parse("autopilot+stock:70")
     assert (spec.kind, spec.with_stock, spec.value) == ("autopilot", True, 70)
@@ -577,7 +589,7 @@ def _noisy() -> Trace:
     )
 
 
-def test_noisy_traffic_leaves_the_forecast_off_and_a_clean_periodic_one_turns_it_on():
+def test_noisy_traffic_leaves_the_forecast_off_and_a_clean_periodic_one_turns_it_on() -> None:
     gates = _gates(_noisy())
     assert gates and set(gates) <= {IDLE}
     # a clean nightly batch: the plan is there before the load, reacting alone is not
@@ -597,7 +609,7 @@ def _autopilot_run(
 
     class Recording(Replay):
         def scores(self, *asked: Any) -> tuple[float, float] | None:
-            scores = (super() if kept else Replay()).scores(*asked)
+            scores = super().scores(*asked) if kept else Replay().scores(*asked)
             got.append(scores)
             return scores
 
@@ -609,7 +621,9 @@ def _autopilot_run(
 @pytest.mark.parametrize(
     ("name", "earns"), [("nightly-batch", True), ("diurnal, 16 days", True), ("noisy", False)]
 )
-def test_a_kept_replay_leaves_every_simulated_decision_as_a_whole_replay(name, earns, monkeypatch):
+def test_a_kept_replay_leaves_every_simulated_decision_as_a_whole_replay(
+    name: str, earns: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The autopilot on the built-in nightly-batch scenario (7 days), the built-in diurnal
     one over 16 days (past 14: its history's start moves past windows the floors read),
     and noisy traffic its gate turns off, run twice: its gate's replays kept from forecast
@@ -625,7 +639,7 @@ def test_a_kept_replay_leaves_every_simulated_decision_as_a_whole_replay(name, e
     assert results == whole_results
 
 
-def test_the_simulated_autopilot_forecasts_once_an_hour_at_its_tables_minute():
+def test_the_simulated_autopilot_forecasts_once_an_hour_at_its_tables_minute() -> None:
     trace = scenario("nightly-batch")
     policy = sim_policies.ThrottleAware(
         2,
@@ -654,8 +668,9 @@ def test_the_simulated_autopilot_forecasts_once_an_hour_at_its_tables_minute():
     assert plans
     for one, kept in plans:
         assert kept is not None
-        assert kept.highest(one, 30) < 1_000
-        assert kept.at(one + 45) >= 8_000 / (kept.aim / 100) * 0.95
+        ahead, floor = kept.highest(one, 30), kept.at(one + 45)
+        assert ahead is not None and ahead < 1_000
+        assert floor is not None and floor >= 8_000 / (kept.aim / 100) * 0.95
     # and the raise comes from the kept plan, at a tick that made no forecast: the write
     # capacity is there before 02:00 on the third day, and no write is refused that night
     night = 2 * 1440 + next(m for m in range(1440) if sim.time(m).hour == 2)
@@ -664,7 +679,7 @@ def test_the_simulated_autopilot_forecasts_once_an_hour_at_its_tables_minute():
     assert sum(write.throttled[night : night + 120]) == 0
 
 
-def test_minutes_cloudwatch_has_not_delivered_yet_do_not_stop_every_decrease():
+def test_minutes_cloudwatch_has_not_delivered_yet_do_not_stop_every_decrease() -> None:
     """CloudWatch 3 minutes late, beyond the scaler's 2-minute lag: the newest minute of
     every window is unknown. The tick decides on the minutes before it, so a table that
     went quiet is still lowered (it never was, before)."""
@@ -675,7 +690,7 @@ def test_minutes_cloudwatch_has_not_delivered_yet_do_not_stop_every_decrease():
     assert write.decreases >= 1 and write.recorded.provisioned[-1] < 1_000
 
 
-def test_delivered_trims_only_the_newest_unknown_minutes_and_no_more_than_late_ones():
+def test_delivered_trims_only_the_newest_unknown_minutes_and_no_more_than_late_ones() -> None:
     from ddb_capacity_runtime.core.plan import delivered
     from ddb_capacity_runtime.core.series import Series
 
@@ -694,7 +709,7 @@ def test_delivered_trims_only_the_newest_unknown_minutes_and_no_more_than_late_o
     assert delivered(known) == (known, 0)
 
 
-def test_the_padding_benchmark_runs_in_its_quick_mode(capsys: pytest.CaptureFixture[str]):
+def test_the_padding_benchmark_runs_in_its_quick_mode(capsys: pytest.CaptureFixture[str]) -> None:
     from benchmarks import padding
 
     padding.main(["--quick", "--workers", "1", "--targets", "70"])

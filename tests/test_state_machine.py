@@ -374,13 +374,16 @@ def test_the_state_store_keeps_its_promises(
     world: World, store_dynamodb: Any, aws_client: Any
 ) -> None:
     operator = aws_client("application-autoscaling")
+    loaded = settings.default
+    assert loaded is not None
+    # hypothesis calls a factory of the machine (its annotation names the class only)
     run_state_machine_as_test(
-        lambda: CapacityStateMachine(world, store_dynamodb, operator),
+        lambda: CapacityStateMachine(world, store_dynamodb, operator),  # type: ignore[arg-type]
         settings=settings(
             max_examples=int(EXPLORE) if EXPLORE else examples(40),
             stateful_step_count=12,
             deadline=None,
-            derandomize=EXPLORE is None and settings.default.derandomize,
+            derandomize=EXPLORE is None and loaded.derandomize,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         ),
     )

@@ -270,7 +270,8 @@ def test_an_event_that_is_not_a_batch_of_records_is_refused(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
     scopes = served("anything")
-    for event in ({}, {"Records": "no"}, {"Records": [{}] * (MAX_RECORDS + 1)}, []):
+    events: list[object] = [{}, {"Records": "no"}, {"Records": [{}] * (MAX_RECORDS + 1)}, []]
+    for event in events:
         assert read(world, event, scopes)["ok"] is False
     assert counted(capsys.readouterr().out, "StreamRecordsMalformed") == 4
 

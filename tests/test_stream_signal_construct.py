@@ -289,7 +289,7 @@ def test_a_second_reader_is_allowed() -> None:
             "fast_path.stream.other_stream_readers must be a whole number from 0 to 1; got 2",
         ),
         (
-            StreamSignal(batch_size=True),  # type: ignore[arg-type]
+            StreamSignal(batch_size=True),
             "fast_path.stream.batch_size must be a whole number from 1 to 10000; got True",
         ),
     ],

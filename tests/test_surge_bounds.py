@@ -5,6 +5,7 @@ rules and against real parts (tables and targets in moto, the state store in dyn
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -122,7 +123,10 @@ def test_repeated_lies_never_add_more_than_the_budget_in_a_window(
     start = time.time()
     levels = []
     for minutes in (0, 7, 14, 21):
-        at = lambda m=minutes: start + m * 60  # noqa: E731
+
+        def at(m: int = minutes) -> float:
+            return start + m * 60
+
         # WHEN the liar reports after each restore and scale-in
         restore_expired(name, clients=world.clients, store=world.store, clock=at)
         scale_in(world, name)
@@ -136,7 +140,7 @@ def test_repeated_lies_never_add_more_than_the_budget_in_a_window(
     assert counted(out, "SurgeUnits") == 600
     assert counted(out, "SurgesOverBudget") == 3
     # and a new window an hour later allows 600 more
-    later = lambda: start + BUDGET_WINDOW_SECONDS + 60  # noqa: E731
+    later: Callable[[], float] = lambda: start + BUDGET_WINDOW_SECONDS + 60  # noqa: E731
     send(world, report(name, LIE, sent=later()), served(name), settings, clock=later)
     assert world.throughput(name)[1] == 400
 
@@ -149,7 +153,10 @@ def test_lies_after_each_restore_never_climb_over_the_cap_of_where_they_began(
     name = a_table(world, "Climber", write_max=40_000)
     start = time.time()
     for minutes in (0, 7, 14, 70, 77):
-        at = lambda m=minutes: start + m * 60  # noqa: E731
+
+        def at(m: int = minutes) -> float:
+            return start + m * 60
+
         restore_expired(name, clients=world.clients, store=world.store, clock=at)
         # WHEN the liar reports again, from the raised level
         send(world, report(name, LIE, sent=at()), served(name), SurgeSettings(), clock=at)

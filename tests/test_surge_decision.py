@@ -20,6 +20,7 @@ from ddb_capacity_runtime.core.surge import (
     Held,
     Live,
     Rates,
+    Standing,
     SurgeBounds,
     budget_window,
     first_look,
@@ -70,7 +71,7 @@ def until(minutes: float) -> datetime:
 
 
 def test_demand_under_what_is_provisioned_takes_no_lease() -> None:
-    stands = standing(None, [], None, 100, AT)
+    stands: Standing[Held] = standing(None, [], None, 100, AT)
     assert first_look(demand(99), Live(100), NOW, stands, Mark(), FREE, LIFETIME).status == "none"
     assert first_look(demand(100), Live(100), NOW, stands, Mark(), FREE, LIFETIME).status == (
         "raise"
@@ -78,7 +79,7 @@ def test_demand_under_what_is_provisioned_takes_no_lease() -> None:
 
 
 def test_throttles_of_no_known_cause_make_a_surge_due_and_key_range_ones_do_not() -> None:
-    stands = standing(None, [], None, 100, AT)
+    stands: Standing[Held] = standing(None, [], None, 100, AT)
     unknown = demand(10, unknown=5)
     key_range = Combined(10, 0.0, 50.0, 1, 10, 0.0)
     assert first_look(unknown, Live(100), NOW, stands, Mark(), FREE, LIFETIME).status == "raise"
@@ -110,7 +111,7 @@ def test_an_expired_surge_whose_raise_is_gone_no_longer_stands() -> None:
 
 
 def test_a_new_surge_brings_the_level_to_the_demand_at_the_target() -> None:
-    stands = standing(None, [], None, 100, AT)
+    stands: Standing[Held] = standing(None, [], None, 100, AT)
     plan = plan_raise(demand(300), Live(100, 0.7, 10_000), NOW, stands, Mark(), FREE, Limits(), 100)
     assert plan.status == "raise"
     assert plan.want == math.ceil(300 / 0.7) == 429
@@ -122,7 +123,7 @@ def test_a_new_surge_brings_the_level_to_the_demand_at_the_target() -> None:
 
 
 def test_a_spent_budget_refuses_a_new_surge_and_a_target_max_with_no_room_refuses_it() -> None:
-    stands = standing(None, [], None, 100, AT)
+    stands: Standing[Held] = standing(None, [], None, 100, AT)
     spent = Mark(budget=Budget(NOW - 60, 100, 10_000))
     bounded = SurgeBounds(budget=10_000)
     plan = plan_raise(
@@ -138,7 +139,7 @@ def test_a_spent_budget_refuses_a_new_surge_and_a_target_max_with_no_room_refuse
 
 
 def test_the_budget_is_spent_from_the_window_as_read() -> None:
-    stands = standing(None, [], None, 100, AT)
+    stands: Standing[Held] = standing(None, [], None, 100, AT)
     window = Budget(NOW - 60, 100, 50)
     plan = plan_raise(
         demand(300), Live(100, 0.7, 10_000), NOW, stands, Mark(budget=window),

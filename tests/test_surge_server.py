@@ -10,7 +10,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -304,7 +304,7 @@ def test_the_surge_cap_and_the_targets_max_bound_a_lying_report(world: World) ->
     assert world.throughput(capped) == (50, 150)
     assert world.target_min(maxed, "write") == 400
     # and the hold ends by itself: a restore after expiry brings the minimum back
-    later = lambda: time.time() + 6 * 60  # noqa: E731
+    later: Callable[[], float] = lambda: time.time() + 6 * 60  # noqa: E731
     for name in (capped, maxed):
         (row,) = restore_expired(name, clients=world.clients, store=world.store, clock=later)
         assert (row["status"], row["to"]) == ("applied", 100)
@@ -323,7 +323,7 @@ def test_a_renewal_pushes_the_expiry_and_never_lowers_the_level(world: World) ->
         TableName=name, ProvisionedThroughput={"ReadCapacityUnits": 50, "WriteCapacityUnits": 150}
     )
     # WHEN two minutes later a report asks for less than the surge holds (200 / 0.7 = 286)
-    two_minutes_on = lambda: time.time() + 120  # noqa: E731
+    two_minutes_on: Callable[[], float] = lambda: time.time() + 120  # noqa: E731
     event = report(name, write(200), process="p2", sent=two_minutes_on())
     (row,) = send(world, event, served(name), clock=two_minutes_on)["dimensions"]
     # THEN the surge is renewed at its level, two minutes later, and nothing is lowered
@@ -367,7 +367,10 @@ def test_an_expired_surge_not_yet_restored_keeps_its_baseline_under_the_cap(
     assert world.target_min(name, "write") == 150
     capsys.readouterr()
     for minutes in (6, 12, 18):
-        later = lambda m=minutes: time.time() + m * 60  # noqa: E731
+
+        def later(m: int = minutes) -> float:
+            return time.time() + m * 60
+
         # WHEN the liar reports again, each time after the surge expired
         (row,) = send(world, report(name, lie, sent=later()), served(name), settings, clock=later)[
             "dimensions"
@@ -409,7 +412,7 @@ def test_unknown_throttles_renew_at_the_same_level_and_only_for_a_lifetime(
     name = a_table(world, "Unknown")
     served_writes(world, name, 100, range(-5, 65))
     start = time.time()
-    at = lambda minutes: lambda: start + minutes * 60  # noqa: E731
+    at: Callable[[float], Callable[[], float]] = lambda minutes: lambda: start + minutes * 60  # noqa: E731
     event = write(60, throttles={"unknown": 500})
     (row,) = send(world, report(name, event, sent=start), served(name), clock=at(0))["dimensions"]
     assert (row["status"], row["to"]) == ("applied", 101)
@@ -444,7 +447,7 @@ def test_a_sustained_burst_on_a_table_without_a_target_keeps_its_surge(world: Wo
     name = world.table("Sustained", 50, 100, tagged=False)
     served_writes(world, name, 200, range(-5, 25))
     start = time.time()
-    at = lambda minutes: lambda: start + minutes * 60  # noqa: E731
+    at: Callable[[float], Callable[[], float]] = lambda minutes: lambda: start + minutes * 60  # noqa: E731
     send(world, report(name, write(200), sent=start), served(name), clock=at(0))
     assert world.throughput(name) == (50, 286)
     # WHEN the burst goes on (its demand under what the surge provides, over the base),
@@ -626,7 +629,7 @@ def test_a_full_combiner_hears_a_newcomer_through_the_shared_entry(
     # AND a process already in it is still heard under its own id
     assert send(world, report(name, write(1), process="w7"), served(name))["ok"]
     # AND once entries are stale, a newcomer gets an entry of its own again
-    later = lambda: time.time() + FRESH_SECONDS + 5  # noqa: E731
+    later: Callable[[], float] = lambda: time.time() + FRESH_SECONDS + 5  # noqa: E731
     event = report(name, write(500), process="late", sent=later())
     send(world, event, served(name), clock=later)
     item = world.store_ddb.get_item(TableName=world.store.name, Key=key, ConsistentRead=True)
@@ -726,7 +729,7 @@ def test_combiner_items_are_invisible_to_the_store_and_the_restore(world: World)
     assert markers == set()
     assert world.store._parse(combiner.combiner_key(name, "table:write")) is None
     # and the restore ends the surge as any hold, leaving the combiner item alone
-    later = lambda: time.time() + 6 * 60  # noqa: E731
+    later: Callable[[], float] = lambda: time.time() + 6 * 60  # noqa: E731
     (row,) = restore_expired(name, clients=world.clients, store=world.store, clock=later)
     assert (row["from"], row["to"]) == (429, 100)
     assert not any(s.holding for s in world.store.table(name))
@@ -800,7 +803,8 @@ def stubbed(aws_client: Any, prompt_store: Any) -> Iterator[tuple[Stubber, Clien
         "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
     stub = Stubber(ddb)
-    clients = Clients(ddb, aws_client("application-autoscaling"), aws_client("cloudwatch"), None)
+    # no tagging client: nothing here looks tables up by tag
+    clients = Clients(ddb, aws_client("application-autoscaling"), aws_client("cloudwatch"), None)  # type: ignore[arg-type]
     with stub:
         yield stub, clients, HoldStore(prompt_store, name)
     stub.assert_no_pending_responses()
@@ -960,7 +964,9 @@ def test_the_client_hook_reports_through_lambda_and_the_table_is_raised(
             watcher.stop()
         # THEN its report arrived, and the minimum went up within the call
         assert watcher.failed_sends == 0 and received
-        reports = [r for batch in received for r in reports_of(batch)]
+        raw = [r for batch in received for r in reports_of(batch)]
+        reports = [r for r in raw if isinstance(r, dict)]
+        assert len(reports) == len(raw)  # each a JSON object
         assert {r["table"] for r in reports} == {name}
         assert sum(dim["units"] for r in reports for dim in r["dims"]) == 40
         assert world.target_min(name, "write") > 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,7 @@ def picked_cost(doc: dict[str, Any]) -> float:
 # ---------------------------------------------------------------- the advice itself
 
 
-def test_a_big_quiet_table_is_cheaper_in_standard_ia_and_a_busy_small_one_in_standard():
+def test_a_big_quiet_table_is_cheaper_in_standard_ia_and_a_busy_small_one_in_standard() -> None:
     quiet = class_advice(500, 20.0, Prices())
     assert quiet.recommended == STANDARD_IA
     assert (quiet.standard.storage_usd, quiet.infrequent.storage_usd) == (125.0, 50.0)
@@ -81,7 +82,7 @@ def test_a_big_quiet_table_is_cheaper_in_standard_ia_and_a_busy_small_one_in_sta
     assert busy_small.infrequent.total_usd == pytest.approx(375.2)
 
 
-def test_the_boundary_is_where_the_storage_saved_pays_for_the_dearer_throughput():
+def test_the_boundary_is_where_the_storage_saved_pays_for_the_dearer_throughput() -> None:
     # 0.15 $/GB-month saved against 25 % of $30: 50 GB
     advice = class_advice(10, 30.0, Prices())
     assert advice.break_even_gb == pytest.approx(50.0)
@@ -102,7 +103,9 @@ def test_the_boundary_is_where_the_storage_saved_pays_for_the_dearer_throughput(
 # ---------------------------------------------------------------- tune
 
 
-def test_tune_advises_standard_ia_for_a_big_quiet_table_and_its_code_sets_it(tmp_path):
+def test_tune_advises_standard_ia_for_a_big_quiet_table_and_its_code_sets_it(
+    tmp_path: Path,
+) -> None:
     path = quiet_file(tmp_path)
     plain = tune_json(path)
     assert plain["table_class"] is None and "table_class" not in plain["code"]
@@ -146,7 +149,9 @@ def test_tune_advises_standard_ia_for_a_big_quiet_table_and_its_code_sets_it(tmp
     assert "at most two table class updates per table in any 30 days" in block
 
 
-def test_tune_keeps_a_busy_small_table_in_standard_and_a_price_moves_the_boundary(tmp_path):
+def test_tune_keeps_a_busy_small_table_in_standard_and_a_price_moves_the_boundary(
+    tmp_path: Path,
+) -> None:
     busy_trace = trace_file(tmp_path)
     doc = tune_json(busy_trace, "--table-size-gb", "5")
     assert doc["table_class"]["recommended"] == STANDARD
@@ -167,8 +172,8 @@ def test_tune_keeps_a_busy_small_table_in_standard_and_a_price_moves_the_boundar
 
 @pytest.mark.parametrize("given", ["-1", "abc", "nan", "inf", "1e3", "", "1000001", "12 GB"])
 def test_a_bad_table_size_is_refused_naming_the_option_the_value_and_what_is_allowed(
-    tmp_path, given
-):
+    tmp_path: Path, given: str
+) -> None:
     code, out, err = run(
         "tune", "--trace", str(tmp_path / "never-read.csv"), "--table-size-gb", given
     )
@@ -208,7 +213,7 @@ def synthesized(code: str) -> dict[str, Any]:
     "policy",
     ["stock:70", "autopilot:60", "autopilot+stock:70+owned", "autopilot:70+prewarm", "on-demand"],
 )
-def test_the_pasted_code_deploys_the_class_advised(policy):
+def test_the_pasted_code_deploys_the_class_advised(policy: str) -> None:
     trace = scenario("diurnal")
     spec = spec_of(policy)
     warm = warm_levels(trace, 60, 70, ModelParams()) if split_prewarm(policy)[1] else None
@@ -232,7 +237,7 @@ def region(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> d
     GSI's ``IndexSizeBytes``)."""
     made_by_advise = request.getfixturevalue("advise_region")  # it wraps boto3.client first
     given: dict[str, dict[str, Any]] = {}
-    made = boto3.client
+    made: Callable[..., Any] = boto3.client
 
     def answer(parsed: dict[str, Any], **_: Any) -> None:
         table = parsed.get("Table", {})
@@ -262,7 +267,7 @@ def advised(*argv: str) -> dict[str, dict[str, Any]]:
     return {t["table"]: t for t in json.loads(out)["tables"]}
 
 
-def test_advise_reads_the_size_from_describe_table(region, tmp_path):
+def test_advise_reads_the_size_from_describe_table(region: dict[str, Any], tmp_path: Path) -> None:
     stamp = f"{datetime.now(UTC):%H%M%S%f}"
     quiet = busy(region, f"ClassQuiet{stamp}", 2)
     moto = busy(region, f"ClassMoto{stamp}", 2)
@@ -299,13 +304,15 @@ def test_advise_reads_the_size_from_describe_table(region, tmp_path):
         (2**30 * 2_000_000, "above 1,000,000 GB"),
     ],
 )
-def test_an_untrusted_size_is_not_used_and_the_advice_says_so(size, said):
+def test_an_untrusted_size_is_not_used_and_the_advice_says_so(size: object, said: str) -> None:
     unknown = table_size({"TableName": "T", "TableSizeBytes": size})
     assert unknown.gb is None and said in unknown.unknown
     assert table_size({"TableSizeBytes": 3 * GB}) == Size(3.0)
 
 
-def test_an_unknown_size_on_a_real_answer_leaves_the_class_unadvised_plainly(region):
+def test_an_unknown_size_on_a_real_answer_leaves_the_class_unadvised_plainly(
+    region: dict[str, Any],
+) -> None:
     stamp = f"{datetime.now(UTC):%H%M%S%f}"
     negative = busy(region, f"ClassNegative{stamp}", 2)
     region["sizes"][negative] = {"table": -1_000}
@@ -319,7 +326,9 @@ def test_an_unknown_size_on_a_real_answer_leaves_the_class_unadvised_plainly(reg
     assert "  table class: not advised: DescribeTable's TableSizeBytes is -1000: expected" in out
 
 
-def test_a_tables_gsis_count_in_its_size_and_one_gsi_alone_gets_no_class(region):
+def test_a_tables_gsis_count_in_its_size_and_one_gsi_alone_gets_no_class(
+    region: dict[str, Any],
+) -> None:
     name = f"ClassGsi{datetime.now(UTC):%H%M%S%f}"
     region["ddb"].create_table(
         TableName=name,

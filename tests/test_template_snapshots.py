@@ -72,7 +72,8 @@ def fast_path_app(outdir: str) -> cdk.App:
 
 def normalized(template: dict[str, Any]) -> dict[str, Any]:
     """``template`` with its asset hashes replaced by ``<asset>``."""
-    return json.loads(ASSET_HASH.sub("<asset>", json.dumps(template)))
+    replaced: dict[str, Any] = json.loads(ASSET_HASH.sub("<asset>", json.dumps(template)))
+    return replaced
 
 
 @pytest.fixture(scope="module")

@@ -45,7 +45,9 @@ def trace_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_tune_recommends_the_cheapest_that_refuses_no_more_than_the_best_stock(tmp_path: Path):
+def test_tune_recommends_the_cheapest_that_refuses_no_more_than_the_best_stock(
+    tmp_path: Path,
+) -> None:
     path = trace_file(tmp_path)
     args = ["tune", "--trace", str(path), "--quiet", "--workers", "2"]
     for c in ("autopilot:70", "autopilot+stock:70", "hybrid:70"):
@@ -231,7 +233,9 @@ def test_the_code_takes_the_traffics_own_range() -> None:
     for keys in ((None, None), ("ByGroup", "ByGroup")):  # the table, or a trace of one GSI
         trace = Trace("t", start, {(keys[0], "read"): reads, (keys[1], "write"): writes})
         for policy in ("stock:60", "autopilot:80", "autopilot+stock:70"):
-            t = parse(policy).value / 100
+            target = parse(policy).value
+            assert target is not None
+            t = target / 100
             code = code_for(parse(policy), trace, ModelParams())
             numbers = [int(n) for n in re.findall(r"(?:min|max)\D{0,20}?(\d+)", code)]
             lo_r, hi_r = math.ceil(min(reads) / t), math.ceil(2 * max(reads) / t)
@@ -275,6 +279,7 @@ def test_every_candidates_code_parses_and_names_what_it_deploys() -> None:
             assert f"{spec.value}" in code, name
         if warm:  # pre-warmed to the peak / T: 10 / 0.8 = 13 and 5 / 0.8 = 7 at T = 80
             assert f"high_water_mark={warm['read']})" in code, name
+            assert spec.value is not None
             assert warm == {
                 "read": math.ceil(10 / (spec.value / 100)),
                 "write": math.ceil(5 / (spec.value / 100)),
@@ -459,7 +464,9 @@ def test_the_simpler_policy_is_preferred_within_the_noise(stock_cost: float, exp
     # THEN stock:70 when it costs within the noise ($104 <= $105), else the autopilot
     assert tuning.recommended.policy == expected
     if expected == "stock:70":
-        assert tuning.simpler_than == ("autopilot+stock:70", pytest.approx(5.0))
+        assert tuning.simpler_than is not None
+        simpler, margin = tuning.simpler_than
+        assert simpler == "autopilot+stock:70" and margin == pytest.approx(5.0)
         assert "within the noise ($5.00: half the spread of autopilot+stock:70's cost" in (
             tuning.reason
         )
@@ -596,7 +603,9 @@ def test_tune_warns_plainly_when_the_history_is_too_short(tmp_path: Path) -> Non
     assert json.loads(out)["warnings"] == [lines[0]]
 
 
-def test_the_right_bill_benchmark_runs_in_its_quick_mode(capsys: pytest.CaptureFixture[str]):
+def test_the_right_bill_benchmark_runs_in_its_quick_mode(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     from benchmarks import right_bill
 
     right_bill.main(["--quick", "--workers", "1"])

@@ -126,6 +126,8 @@ def test_the_stream_is_refused_for_policies_that_see_no_signal(tmp_path: Path, n
 def test_pre_warming_is_priced_as_an_hour_at_the_marks_or_by_warm_throughput() -> None:
     prices = Prices()
     hour = 400 * prices.unit_hour("read") + 100 * prices.unit_hour("write")
-    assert prewarm_charge(400, 100, prices) == (pytest.approx(hour), "PROVISION_THEN_SETTLE")
+    charge, way = prewarm_charge(400, 100, prices)
+    assert charge == pytest.approx(hour) and way == "PROVISION_THEN_SETTLE"
     warm = Prices(warm_read_unit=0.001, warm_write_unit=0.005)
-    assert prewarm_charge(400, 100, warm) == (pytest.approx(0.9), "WARM_THROUGHPUT")
+    charge, way = prewarm_charge(400, 100, warm)
+    assert charge == pytest.approx(0.9) and way == "WARM_THROUGHPUT"

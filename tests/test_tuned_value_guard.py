@@ -98,11 +98,11 @@ def test_two_loops_of_one_run_count_no_failure(
             tune_run(world.s3, world.ddb, config, world.now)  # type: ignore[attr-defined]
         return answer
 
-    world.ddb.get_item = late_get  # type: ignore[method-assign]
+    world.ddb.get_item = late_get
     try:
         counts = tune_run(world.s3, world.ddb, config, world.now)  # type: ignore[attr-defined]
     finally:
-        world.ddb.get_item = real_get  # type: ignore[method-assign]
+        world.ddb.get_item = real_get
     # THEN the value is the run's, and the second loop kept it: no failure counted
     assert tuned(world, name, "write") == 80
     assert (counts["TablesFailed"], counts["TargetsKept"], counts["TargetsChanged"]) == (0, 1, 0)

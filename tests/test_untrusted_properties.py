@@ -128,10 +128,10 @@ def test_tags_of_any_content_never_raise_and_never_leave_the_bounds(tags: dict[s
     # WHEN the tick reads it (tags as the tagging API would give them)
     try:
         table = describe_table(
-            None,
+            None,  # type: ignore[arg-type]  # no client: the description is given
             "t",
             tags,
-            config,  # type: ignore[arg-type]
+            config,
             {("table/t", target.scalable_dimension): target},
             NOW,
             description=description,
@@ -183,7 +183,9 @@ store_items = st.fixed_dictionaries(
 
 @settings(max_examples=examples(400), deadline=None)
 @given(store_items)
-def test_store_items_of_any_content_never_raise_and_stay_within_bounds(item: dict) -> None:
+def test_store_items_of_any_content_never_raise_and_stay_within_bounds(
+    item: dict[str, Any],
+) -> None:
     store = HoldStore(None, "holds", clock=lambda: NOW.timestamp())  # type: ignore[arg-type]
     held = store._parse(item)
     if held is None:

@@ -6,6 +6,8 @@ both latencies and the stream's delay."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from ddb_capacity_tools.simulator import ModelError, ModelParams, Prices, parse
@@ -18,11 +20,11 @@ from ddb_capacity_tools.simulator.trace import Trace
 READ, WRITE = (None, "read"), (None, "write")
 
 
-def _table(warm: int = 0, **model: object) -> SimulatedTable:
+def _table(warm: int = 0, **model: Any) -> SimulatedTable:
     trace = Trace("flat", START, {READ: [10.0] * 20, WRITE: [10.0] * 20})
     params = ModelParams(
         warmup_minutes=0, update_minutes=3, warm_write_units=warm, **model
-    ).validate()  # type: ignore[arg-type]
+    ).validate()
     return SimulatedTable(trace, params, {READ: 100, WRITE: 100})
 
 

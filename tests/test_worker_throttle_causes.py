@@ -9,10 +9,13 @@ import json
 import logging
 import random
 import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
 from botocore.config import Config
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
@@ -30,8 +33,8 @@ from ddb_capacity_runtime.workers.pacing import (
     reasons_cause,
     strongest,
 )
-from ddb_capacity_runtime.workers.scan import RateLimitedScan, ScanError
-from ddb_capacity_runtime.workers.writer import SlowStartWriter
+from ddb_capacity_runtime.workers.scan import RateLimitedScan, ScanError, ScanResult
+from ddb_capacity_runtime.workers.writer import SlowStartWriter, WriteResult
 from tests.hypothesis_profiles import examples
 
 ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/t"
@@ -62,25 +65,41 @@ FIELD = {
 }
 
 
-def reasons(*names):
+def reasons(*names: str) -> list[dict[str, str]]:
     return [{"reason": name, "resource": ARN} for name in names]
 
 
-def stubbed():
+def client_error(response: dict[str, Any], operation: str) -> ClientError:
+    """botocore's error, of a response its stubs do not describe (DynamoDB's reasons)."""
+    return ClientError(response, operation)  # type: ignore[arg-type]
+
+
+def parsed(error: ClientError) -> dict[str, Any]:
+    """``error``'s response, with the keys botocore's stubs do not describe."""
+    return dict(error.response)
+
+
+def stubbed() -> tuple[Any, Stubber]:
     client = boto3.client(
         "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
     return client, Stubber(client)
 
 
-def add_throttle(stub, operation, names, code="ProvisionedThroughputExceededException", **kw):
+def add_throttle(
+    stub: Stubber,
+    operation: str,
+    names: list[str] | None,
+    code: str = "ProvisionedThroughputExceededException",
+    **kw: Any,
+) -> None:
     """A throttle whose reasons botocore validates against its model and parses onto the
     exception (``names`` None: no reasons, as moto, DynamoDB Local and older answers)."""
     fields = {FIELD[code]: reasons(*names)} if names is not None else None
     stub.add_client_error(operation, code, "throttled", modeled_fields=fields, **kw)
 
 
-def raw_client(body: dict):
+def raw_client(body: dict[str, Any]) -> Any:
     """A client whose every call gets ``body`` as a 400 answer, parsed by botocore itself."""
     client = boto3.client(
         "dynamodb",
@@ -92,21 +111,19 @@ def raw_client(body: dict):
     data = json.dumps(body).encode()
 
     class Raw:
-        def stream(self, **_):
+        def stream(self, **_: Any) -> Iterator[bytes]:
             yield data
 
-    def send(request, **_):
-        response = AWSResponse(
-            request.url, 400, {"Content-Type": "application/x-amz-json-1.0"}, Raw()
-        )
-        response._content = data
-        return response
+    def send(request: Any, **_: Any) -> AWSResponse:
+        headers = HTTPHeaders.from_dict({"Content-Type": "application/x-amz-json-1.0"})
+        return AWSResponse(request.url, 400, headers, Raw())
 
-    client.meta.events.register("before-send.dynamodb", send)
+    # a before-send handler's answer is the response (botocore's stubs say it returns None)
+    client.meta.events.register("before-send.dynamodb", send)  # type: ignore[arg-type]
     return client
 
 
-def caught(client, call):
+def caught(client: Any, call: Callable[[Any], object]) -> ClientError:
     try:
         call(client)
     except ClientError as exc:
@@ -114,45 +131,45 @@ def caught(client, call):
     raise AssertionError("no error")
 
 
-def counts(**by_cause):
+def counts(**by_cause: int) -> dict[str, int]:
     return {**dict.fromkeys(CAUSES, 0), **by_cause}
 
 
-def events(caplog, name):
+def events(caplog: pytest.LogCaptureFixture, name: str) -> list[dict[str, Any]]:
     return [f for r in caplog.records if (f := event_fields(r)) is not None and f["event"] == name]
 
 
 # ---------------------------------------------------------------- the classifier
 
 
-def test_every_documented_reason_has_its_cause():
+def test_every_documented_reason_has_its_cause() -> None:
     assert dict(REASONS) == DOCUMENTED
     for name, cause in DOCUMENTED.items():
         assert reasons_cause(reasons(name)) == cause
 
 
 @pytest.mark.parametrize("code", sorted(FIELD))
-def test_botocore_puts_the_reasons_where_the_classifier_reads_them(code):
+def test_botocore_puts_the_reasons_where_the_classifier_reads_them(code: str) -> None:
     client, stub = stubbed()
     add_throttle(stub, "scan", ["TableReadKeyRangeThroughputExceeded"], code=code)
     with stub:
         exc = caught(client, lambda c: c.scan(TableName="t"))
-    assert exc.response[FIELD[code]][0]["reason"] == "TableReadKeyRangeThroughputExceeded"
+    assert parsed(exc)[FIELD[code]][0]["reason"] == "TableReadKeyRangeThroughputExceeded"
     assert throttle_cause(exc) == "key-range"
 
 
-def test_a_real_answers_reasons_are_read_through_botocores_own_parser():
+def test_a_real_answers_reasons_are_read_through_botocores_own_parser() -> None:
     body = {
         "__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
         "message": "throttled",
         "ThrottlingReasons": reasons("IndexWriteKeyRangeThroughputExceeded"),
     }
     exc = caught(raw_client(body), lambda c: c.scan(TableName="t"))
-    assert exc.response["ThrottlingReasons"][0]["resource"] == ARN
+    assert parsed(exc)["ThrottlingReasons"][0]["resource"] == ARN
     assert throttle_cause(exc) == "key-range"
 
 
-def test_without_reasons_a_throttle_is_unknown_and_other_errors_are_not_throttles():
+def test_without_reasons_a_throttle_is_unknown_and_other_errors_are_not_throttles() -> None:
     client, stub = stubbed()
     for code in sorted(FIELD):
         add_throttle(stub, "scan", None, code=code)
@@ -190,7 +207,9 @@ def test_without_reasons_a_throttle_is_unknown_and_other_errors_are_not_throttle
         ),
     ],
 )
-def test_of_several_reasons_provisioned_wins_and_a_hot_key_needs_them_all(names, cause):
+def test_of_several_reasons_provisioned_wins_and_a_hot_key_needs_them_all(
+    names: list[str], cause: str
+) -> None:
     assert reasons_cause(reasons(*names)) == cause
 
 
@@ -214,10 +233,10 @@ def test_of_several_reasons_provisioned_wins_and_a_hot_key_needs_them_all(names,
         reasons(*["TableReadKeyRangeThroughputExceeded"] * (MAX_REASONS + 1)),
     ],
 )
-def test_malformed_reasons_are_unknown(value):
+def test_malformed_reasons_are_unknown(value: object) -> None:
     assert reasons_cause(value) == "unknown"
     response = {"Error": {"Code": "ThrottlingException"}, "throttlingReasons": value}
-    assert throttle_cause(ClientError(response, "Scan")) == "unknown"
+    assert throttle_cause(client_error(response, "Scan")) == "unknown"
 
 
 @pytest.mark.parametrize(
@@ -229,9 +248,9 @@ def test_malformed_reasons_are_unknown(value):
         {"Error": None},
     ],
 )
-def test_a_malformed_error_is_not_a_throttle(response):
+def test_a_malformed_error_is_not_a_throttle(response: dict[str, object]) -> None:
     error = ClientError({"Error": {"Code": "ThrottlingException"}}, "Scan")
-    error.response = response  # ClientError itself refuses to be built from these
+    error.response = response  # type: ignore[assignment]  # ClientError refuses to be built from these
     assert throttle_cause(error) is None
 
 
@@ -257,7 +276,9 @@ ENTRY = st.fixed_dictionaries(
 
 @settings(max_examples=examples(300), deadline=None)
 @given(value=JSONISH | st.lists(ENTRY | JSONISH, max_size=80))
-def test_the_classifier_never_raises_and_says_hot_key_only_when_every_reason_does(value):
+def test_the_classifier_never_raises_and_says_hot_key_only_when_every_reason_does(
+    value: object,
+) -> None:
     cause = reasons_cause(value)
     assert cause in CAUSES
     entries = value if isinstance(value, list) else []
@@ -273,10 +294,10 @@ def test_the_classifier_never_raises_and_says_hot_key_only_when_every_reason_doe
         "Error": {"Code": "ProvisionedThroughputExceededException"},
         "ThrottlingReasons": value,
     }
-    assert throttle_cause(ClientError(response, "Scan")) == cause
+    assert throttle_cause(client_error(response, "Scan")) == cause
 
 
-def test_the_strongest_cause_follows_the_documented_order():
+def test_the_strongest_cause_follows_the_documented_order() -> None:
     assert strongest([]) == "unknown"
     assert strongest(["key-range", "max-on-demand", "account-limit"]) == "account-limit"
     assert strongest(list(reversed(CAUSES))) == "provisioned"
@@ -284,15 +305,15 @@ def test_the_strongest_cause_follows_the_documented_order():
 
 @settings(max_examples=examples(50), deadline=None)
 @given(delay=st.floats(0, 100), seed=st.integers(0, 2**32))
-def test_a_jittered_wait_is_between_half_and_all_of_the_backoff(delay, seed):
+def test_a_jittered_wait_is_between_half_and_all_of_the_backoff(delay: float, seed: int) -> None:
     assert delay / 2 <= jittered(delay, random.Random(seed)) <= delay
 
 
 # ---------------------------------------------------------------- the scan
 
 
-def page(keys, units, last=None):
-    response = {
+def page(keys: list[str], units: float, last: str | None = None) -> dict[str, Any]:
+    response: dict[str, Any] = {
         "Items": [{"pk": {"S": k}} for k in keys],
         "ConsumedCapacity": {"TableName": "t", "CapacityUnits": units},
     }
@@ -301,7 +322,9 @@ def page(keys, units, last=None):
     return response
 
 
-def run_scan(throttles, **kw):
+def run_scan(
+    throttles: Sequence[list[str] | None], **kw: Any
+) -> tuple[RateLimitedScan, ScanResult, list[dict[str, Any]], list[float]]:
     """A one-segment scan of two pages, after one throttle per entry of ``throttles`` (reason
     names, or None for none): the scan, its result, the items seen and the backoffs slept."""
     client, stub = stubbed()
@@ -309,7 +332,8 @@ def run_scan(throttles, **kw):
         add_throttle(stub, "scan", names)
     stub.add_response("scan", page(["a", "b"], 1.0, last="b"))
     stub.add_response("scan", page(["c"], 0.5))
-    seen, sleeps = [], []
+    seen: list[dict[str, Any]] = []
+    sleeps: list[float] = []
     scan = RateLimitedScan(client, "t", rate=100, segments=1, sleep=sleeps.append, **kw)
     with stub:
         result = scan.run(lambda segment, items: seen.extend(items))
@@ -317,7 +341,9 @@ def run_scan(throttles, **kw):
     return scan, result, seen, sleeps
 
 
-def test_a_scan_retries_a_hot_key_with_jitter_and_a_provisioned_throttle_as_before(caplog):
+def test_a_scan_retries_a_hot_key_with_jitter_and_a_provisioned_throttle_as_before(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.INFO, logger="ddb_capacity_runtime")
     hot, result, seen, sleeps = run_scan(
         [["TableReadKeyRangeThroughputExceeded"]] * 3, rng=random.Random(7)
@@ -338,13 +364,13 @@ def test_a_scan_retries_a_hot_key_with_jitter_and_a_provisioned_throttle_as_befo
     assert [e["cause"] for e in events(caplog, "scan-throttled")] == ["provisioned"] * 3
 
 
-def test_a_scan_without_reasons_behaves_as_it_always_did():
+def test_a_scan_without_reasons_behaves_as_it_always_did() -> None:
     _, result, seen, sleeps = run_scan([None, None])
     assert len(seen) == 3 and sleeps == [0.1, 0.2]
     assert result.throttled == 2 and result.throttled_by_cause == counts(unknown=2)
 
 
-def test_a_scan_with_malformed_reasons_from_a_real_answer_behaves_as_it_always_did():
+def test_a_scan_with_malformed_reasons_from_a_real_answer_behaves_as_it_always_did() -> None:
     body = {
         "__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
         "message": "throttled",
@@ -359,7 +385,7 @@ def test_a_scan_with_malformed_reasons_from_a_real_answer_behaves_as_it_always_d
     assert sleeps == [0.1, 0.2] and scan._result.throttled_by_cause == counts(unknown=2)
 
 
-def test_a_scan_gives_up_on_a_hot_key_after_its_retries():
+def test_a_scan_gives_up_on_a_hot_key_after_its_retries() -> None:
     client, stub = stubbed()
     for _ in range(3):
         add_throttle(stub, "scan", ["TableReadKeyRangeThroughputExceeded"])
@@ -374,10 +400,10 @@ class SegmentClient:
     """Scan answers per segment: segment 0's first page is a hot-key throttle; segment 1
     has three pages."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.calls: list[int] = []
 
-    def scan(self, **request):
+    def scan(self, **request: Any) -> dict[str, Any]:
         segment = request["Segment"]
         self.calls.append(segment)
         if segment == 0 and self.calls.count(0) == 1:
@@ -385,25 +411,25 @@ class SegmentClient:
                 "Error": {"Code": "ProvisionedThroughputExceededException", "Message": "hot"},
                 "ThrottlingReasons": reasons("TableReadKeyRangeThroughputExceeded"),
             }
-            raise ClientError(response, "Scan")
+            raise client_error(response, "Scan")
         n = self.calls.count(segment)
         last = None if segment == 0 or n == 3 else f"s{segment}-{n}"
         return page([f"s{segment}-{n}"], 1.0, last=last)
 
 
-def test_a_hot_key_in_one_segment_holds_neither_the_others_nor_the_rate():
-    client = SegmentClient()
+def test_a_hot_key_in_one_segment_holds_neither_the_others_nor_the_rate() -> None:
+    client: Any = SegmentClient()  # stands in for the DynamoDB client: its scan only
     seen: list[str] = []
     lock = threading.Lock()
     others_done = threading.Event()
 
-    def handle(segment, items):
+    def handle(segment: int, items: list[dict[str, Any]]) -> None:
         with lock:
             seen.extend(i["pk"]["S"] for i in items)
             if sum(k.startswith("s1-") for k in seen) == 3:
                 others_done.set()
 
-    def sleep(seconds):  # segment 0 backs off until segment 1 has finished
+    def sleep(seconds: float) -> None:  # segment 0 backs off until segment 1 has finished
         assert others_done.wait(timeout=10), "segment 1 waited for segment 0's backoff"
 
     scan = RateLimitedScan(client, "t", rate=1_000, segments=2, sleep=sleep)
@@ -428,15 +454,15 @@ class FakeClock:
         self.now += self.step or seconds
 
 
-def batch(keys):
+def batch(keys: list[str]) -> dict[str, Any]:
     return {"t": [{"PutRequest": {"Item": {"pk": {"S": k}}}} for k in keys]}
 
 
-def expected(keys):
+def expected(keys: list[str]) -> dict[str, Any]:
     return {"RequestItems": batch(keys), "ReturnConsumedCapacity": "TOTAL"}
 
 
-def ok(n):
+def ok(n: float) -> dict[str, Any]:
     return {"UnprocessedItems": {}, "ConsumedCapacity": [{"TableName": "t", "CapacityUnits": n}]}
 
 
@@ -445,7 +471,7 @@ class Recorded(logging.Handler):
 
     def __init__(self) -> None:
         super().__init__(logging.INFO)
-        self.events: list[dict] = []
+        self.events: list[dict[str, Any]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         fields = event_fields(record)
@@ -453,7 +479,14 @@ class Recorded(logging.Handler):
             self.events.append(fields)
 
 
-def write(stub_calls, keys, *, clock=None, rate=40.0, **kw):
+def write(
+    stub_calls: Callable[[Stubber], None],
+    keys: list[str],
+    *,
+    clock: FakeClock | None = None,
+    rate: float = 40.0,
+    **kw: Any,
+) -> tuple[WriteResult, SlowStartWriter, list[dict[str, Any]]]:
     """Write ``keys`` (the writer grown to ``rate``) against a Stubber filled by
     ``stub_calls(stub)``; the result, the writer and its throttle events."""
     client, stub = stubbed()
@@ -477,15 +510,17 @@ def write(stub_calls, keys, *, clock=None, rate=40.0, **kw):
     return result, writer, recorded.events
 
 
-def backoffs(events):
+def backoffs(events: list[dict[str, Any]]) -> list[float]:
     return [e["retry_in_seconds"] for e in events]
 
 
 KEYS = [f"k{i}" for i in range(30)]
 
 
-def throttled_then_written(names, code="ProvisionedThroughputExceededException"):
-    def calls(stub):
+def throttled_then_written(
+    names: list[str] | None, code: str = "ProvisionedThroughputExceededException"
+) -> Callable[[Stubber], None]:
+    def calls(stub: Stubber) -> None:
         add_throttle(
             stub, "batch_write_item", names, code=code, expected_params=expected(KEYS[:25])
         )
@@ -495,7 +530,7 @@ def throttled_then_written(names, code="ProvisionedThroughputExceededException")
     return calls
 
 
-def test_a_hot_key_does_not_slow_the_writer_and_its_batch_goes_first():
+def test_a_hot_key_does_not_slow_the_writer_and_its_batch_goes_first() -> None:
     result, writer, events = write(
         throttled_then_written(["TableWriteKeyRangeThroughputExceeded"]),
         KEYS,
@@ -528,7 +563,9 @@ def test_a_hot_key_does_not_slow_the_writer_and_its_batch_goes_first():
         (None, "ProvisionedThroughputExceededException", "unknown"),
     ],
 )
-def test_every_other_cause_halves_the_writers_rate_as_before(names, code, cause):
+def test_every_other_cause_halves_the_writers_rate_as_before(
+    names: list[str] | None, code: str, cause: str
+) -> None:
     result, writer, events = write(throttled_then_written(names, code), KEYS)
     assert result.written == 30 and result.rates == [40, 20.0] and writer.bucket.rate == 20
     assert backoffs(events) == [0.1]  # today's backoff, not jittered
@@ -536,8 +573,8 @@ def test_every_other_cause_halves_the_writers_rate_as_before(names, code, cause)
     assert result.throttled_by_cause == counts(**{cause: 1})
 
 
-def test_unprocessed_items_carry_no_reasons_and_slow_the_writer_as_before():
-    def calls(stub):
+def test_unprocessed_items_carry_no_reasons_and_slow_the_writer_as_before() -> None:
+    def calls(stub: Stubber) -> None:
         stub.add_response(
             "batch_write_item",
             {"UnprocessedItems": batch(["k1"]), "ConsumedCapacity": []},
@@ -550,12 +587,12 @@ def test_unprocessed_items_carry_no_reasons_and_slow_the_writer_as_before():
     assert result.throttled_by_cause == counts(unknown=1)
 
 
-def test_a_hot_key_leaves_the_writers_growth_on_schedule():
+def test_a_hot_key_leaves_the_writers_growth_on_schedule() -> None:
     """Each backoff lasts 40 s here and a step is 60 s: after two throttles at 0 s and 40 s,
     the writer grows at 80 s unless a throttle made growth wait."""
 
-    def calls(names):
-        def fill(stub):
+    def calls(names: list[str]) -> Callable[[Stubber], None]:
+        def fill(stub: Stubber) -> None:
             for _ in range(2):
                 add_throttle(stub, "batch_write_item", names, expected_params=expected(["k0"]))
             stub.add_response("batch_write_item", ok(1.0), expected_params=expected(["k0"]))
@@ -578,8 +615,8 @@ def test_a_hot_key_leaves_the_writers_growth_on_schedule():
     assert cold.rates == [40, 20.0, 10.0]
 
 
-def test_a_hot_key_never_loses_an_item_and_its_retries_are_limited():
-    def calls(stub):
+def test_a_hot_key_never_loses_an_item_and_its_retries_are_limited() -> None:
+    def calls(stub: Stubber) -> None:
         for _ in range(3):
             add_throttle(
                 stub,
@@ -596,7 +633,7 @@ def test_a_hot_key_never_loses_an_item_and_its_retries_are_limited():
     assert result.throttled_by_cause == counts(**{"key-range": 3}) and result.rates == [40]
 
 
-def test_a_writer_with_malformed_reasons_from_a_real_answer_slows_down_as_before():
+def test_a_writer_with_malformed_reasons_from_a_real_answer_slows_down_as_before() -> None:
     body = {
         "__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
         "message": "throttled",
@@ -618,9 +655,9 @@ def test_a_writer_with_malformed_reasons_from_a_real_answer_slows_down_as_before
     assert result.throttled_by_cause == counts(unknown=2)
 
 
-def test_a_jitter_source_that_is_not_a_random_is_refused():
+def test_a_jitter_source_that_is_not_a_random_is_refused() -> None:
     client, _ = stubbed()
     with pytest.raises(ScanError, match=r"rng: got 7; expected a random.Random, or None"):
-        RateLimitedScan(client, "t", rate=10, rng=7)
+        RateLimitedScan(client, "t", rate=10, rng=7)  # type: ignore[arg-type]
     with pytest.raises(PacingError, match=r"rng: got 'seed'; expected a random.Random, or None"):
-        SlowStartWriter(client, "t", start_rate=1, max_rate=1, rng="seed")
+        SlowStartWriter(client, "t", start_rate=1, max_rate=1, rng="seed")  # type: ignore[arg-type]
