@@ -13,6 +13,7 @@ import difflib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Unpack
 
 from aws_cdk import Annotations, Duration, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -190,6 +191,14 @@ class AlarmSet:
         )
 
 
+def metric(namespace: str, metric_name: str, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
+    """The one factory of the constructs' metrics, for their alarms and their ``metric_*``
+    methods: ``metric_name`` of ``namespace``, the Sum over 5 minutes unless ``props`` say
+    otherwise."""
+    merged: MetricProps = {"statistic": "Sum", "period": Duration.minutes(5), **props}
+    return cloudwatch.Metric(namespace=namespace, metric_name=metric_name, **merged)
+
+
 def emf_metric(
     where: str,
     namespace: str,
@@ -222,4 +231,4 @@ def emf_metric(
     merged: MetricProps = {"statistic": "Sum", "period": default_period, **props}
     if dimensions is not None:
         merged["dimensions_map"] = {**dimensions, **props.get("dimensions_map", {})}
-    return cloudwatch.Metric(namespace=namespace, metric_name=metric_name, **merged)
+    return metric(namespace, metric_name, **merged)

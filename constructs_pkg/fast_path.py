@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from aws_cdk import Duration, Token
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 
@@ -30,7 +29,7 @@ from ddb_capacity_runtime.fast_path.hook import MODES
 from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.instrument import MODE_ENV, TABLES_ENV
 
-from .alarms import AlarmSpec, says
+from .alarms import AlarmSpec, metric, says
 from .capacity import is_token
 from .compliance import acknowledge_function
 from .iam_statements import move_minimums_statement, read_autoscaling_statement
@@ -287,12 +286,10 @@ class FastPathParts:
         o._alarm_set.add(
             "SignalsDropped",
             AlarmSpec(
-                cloudwatch.Metric(
-                    namespace="AWS/Lambda",
-                    metric_name="AsyncEventsDropped",
+                metric(
+                    "AWS/Lambda",
+                    "AsyncEventsDropped",
                     dimensions_map={"FunctionName": signals.function_name},
-                    statistic="Sum",
-                    period=Duration.minutes(5),
                 ),
                 says(
                     "Reports to the capacity signals function (fast path) were dropped by "

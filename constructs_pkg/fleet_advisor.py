@@ -31,7 +31,7 @@ from constructs import Construct
 from ddb_capacity_tools.fleet_settings import MAX_DAYS, NAMESPACE, AdvisorSettings
 
 from .alarm_sink import chosen_alarm_topic
-from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, says
+from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, metric, says
 from .compliance import acknowledge, skip_checkov
 from .iam_statements import read_autoscaling_statement
 from .props import duration_prop, whole_prop
@@ -519,13 +519,11 @@ class FleetAdvisor(Construct):
             ),
         ):
             metrics[name] = (
-                cloudwatch.Metric(
-                    namespace=NAMESPACE, metric_name=name, statistic="Sum", period=period
-                ),
+                metric(NAMESPACE, name, period=period),
                 description,
             )
-        for name, (metric, description) in metrics.items():
-            alarm_set.add(name, AlarmSpec(metric, says(description)))
+        for name, (made, description) in metrics.items():
+            alarm_set.add(name, AlarmSpec(made, says(description)))
 
 
 _SQS_KEY_REASON = (

@@ -15,7 +15,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 
-from .alarms import AlarmSet, AlarmSpec, says
+from .alarms import AlarmSet, AlarmSpec, metric, says
 from .props import duration_prop
 
 if TYPE_CHECKING:
@@ -178,17 +178,16 @@ class ScalerAlarms:
         GSIs' included) in every tick of ``hot_key_for``. Named after the table, as the
         throttle alarms are."""
         o = self._owner
-        metric = cloudwatch.Metric(
-            namespace=NAMESPACE,
-            metric_name="KeyRangeThrottleEvents",
+        found = metric(
+            NAMESPACE,
+            "KeyRangeThrottleEvents",
             dimensions_map={"TableName": table.table_name},
-            statistic="Sum",
             period=o._tick,
         )
         self.alarm_set.add(
             "HotKey",
             AlarmSpec(
-                metric,
+                found,
                 lambda n: (
                     f"A hot key has throttled this table (or a GSI of it) for "
                     f"{self._ticks(n)}: key-range throttles, which more capacity cannot fix and "
@@ -211,11 +210,10 @@ class ScalerAlarms:
         if index:
             dims["GlobalSecondaryIndexName"] = index
         minutes = max(1, math.ceil(o._throttled_for.to_seconds() / 60))
-        metric = cloudwatch.Metric(
-            namespace="AWS/DynamoDB",
-            metric_name=f"{dim.capitalize()}ThrottleEvents",
+        found = metric(
+            "AWS/DynamoDB",
+            f"{dim.capitalize()}ThrottleEvents",
             dimensions_map=dims,
-            statistic="Sum",
             period=Duration.minutes(1),
         )
         # named after the table and index, never after list positions: removing one table
@@ -224,7 +222,7 @@ class ScalerAlarms:
         self.alarm_set.add(
             "SustainedThrottling",
             AlarmSpec(
-                metric,
+                found,
                 says(f"Sustained {dim} throttling{'' if index is None else ' on index ' + index}"),
                 evaluation_periods=minutes,
                 every_period=True,

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 import jsii
 from aws_cdk import Duration, Names, Reference, Stack, Token, Tokenization
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -32,7 +31,7 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.validators import is_whole
 from ddb_capacity_runtime.requests.counts import NAMESPACE
 
-from .alarms import AlarmSet, AlarmSpec, says
+from .alarms import AlarmSet, AlarmSpec, metric, says
 from .compliance import acknowledge
 from .props import duration_prop
 from .provisioned_table import ProvisionedTable
@@ -266,13 +265,7 @@ class StreamReader(Construct):
             ),
         )
         for alarm_id, description in STREAM_COUNT_ALARMS.items():
-            metric = cloudwatch.Metric(
-                namespace=NAMESPACE,
-                metric_name=alarm_id,
-                statistic="Sum",
-                period=Duration.minutes(5),
-            )
-            alarms.add(alarm_id, AlarmSpec(metric, says(description)))
+            alarms.add(alarm_id, AlarmSpec(metric(NAMESPACE, alarm_id), says(description)))
         alarms.add(
             "StreamLag",
             AlarmSpec(

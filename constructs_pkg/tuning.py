@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 
 import jsii
 from aws_cdk import Duration, IStableListProducer, IStableStringProducer, Lazy, Stack
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -34,7 +33,7 @@ from ddb_capacity_runtime.core.settings import TUNED_SETTINGS, ScalerConfig
 from ddb_capacity_tools.tuning_rules import NAMESPACE, Bounds, SettingsError, TuningSettings
 
 from .alarm_sink import chosen_alarm_topic
-from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, says
+from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, metric, says
 from .compliance import acknowledge
 from .fleet_advisor import FleetAdvisor
 from .runtime import (
@@ -279,10 +278,9 @@ class NightlyTuning(Construct):
                 "nothing changed; see its log's recommendation-unreadable events.",
             ),
         ):
-            metric = cloudwatch.Metric(
-                namespace=NAMESPACE, metric_name=metric_name, statistic="Sum", period=period
+            alarm_set.add(
+                name, AlarmSpec(metric(NAMESPACE, metric_name, period=period), says(description))
             )
-            alarm_set.add(name, AlarmSpec(metric, says(description)))
         refused = self.scaler._alarm_parts.per_table(
             "RefusedTunedTargets", "tuned values refused, worst table"
         )

@@ -251,3 +251,27 @@ def aws_calls_outside_the_layer() -> list[str]:
 
 def test_every_aws_call_goes_through_the_aws_layer() -> None:
     assert aws_calls_outside_the_layer() == []
+
+
+def _metrics_made(path: Path) -> list[str]:
+    """Where ``path`` makes an ``aws_cloudwatch.Metric`` itself: ``line function``."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = []
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        for node in ast.walk(function):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "Metric"
+            ):
+                found.append(f"{path.name}:{node.lineno} {function.name}")
+    return found
+
+
+def test_every_construct_metric_comes_from_the_one_factory() -> None:
+    """The constructs' alarms and ``metric_*`` methods take their metrics from
+    ``alarms.metric`` (or aws-cdk-lib's own ``metric_*`` methods), never make one."""
+    made = [m for p in sorted((ROOT / "constructs_pkg").glob("*.py")) for m in _metrics_made(p)]
+    assert [(m.split(":")[0], m.split(" ")[1]) for m in made] == [("alarms.py", "metric")], made
