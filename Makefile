@@ -72,7 +72,7 @@ lint: install
 	$(VENV)/bin/lint-imports --no-cache --no-logo
 
 # The packages, and the tests, examples and benchmarks, as strictly (pyproject.toml's
-# [tool.mypy]; the test modules it names are read but not yet reported on)
+# [tool.mypy]), with no module left out
 typecheck: install
 	$(VENV)/bin/mypy constructs_pkg lambda_src/ddb_capacity_runtime lambda_src/ddb_capacity_tools \
 		tests examples benchmarks
