@@ -18,6 +18,7 @@ from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import DIMENSIONS
+from ddb_capacity_runtime.core.validators import is_region
 
 Ranges = Mapping[tuple[str | None, str], tuple[int, int]]
 
@@ -73,6 +74,13 @@ def replica_of(
     else:
         found = _imported(where, table, scope)
     others = tuple(r for r in ranges if r != region)
+    unnamed = [r for r in others if not is_region(r)]
+    if unnamed:
+        raise CapacityConfigError(
+            f"{where}: the replica in {region} reads its other replicas' writes in their "
+            f"Regions; got {', '.join(map(repr, unnamed))}, expected Region names such as "
+            "eu-west-1"
+        )
     return Replica(found, region, others, tuple(indexes), bounds)
 
 

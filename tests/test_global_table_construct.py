@@ -420,3 +420,28 @@ def test_a_replica_goes_to_the_scaler_of_its_own_region() -> None:
         "the replica in eu-west-1 is managed by a scaler in eu-west-1; this one is in us-east-1"
         in (str(e.value))
     )
+
+
+def test_a_replica_whose_other_regions_are_no_regions_names_is_refused() -> None:
+    """The other replicas' Regions go into the scaler's settings, which its Lambda reads
+    as untrusted: a replica Region that is no Region's name is refused at synth."""
+    app = cdk.App()
+    stack = new_stack(app)
+    table = dynamodb.TableV2(
+        stack,
+        "Orders",
+        table_name="orders",
+        partition_key=KEY,
+        billing=dynamodb.Billing.provisioned(
+            read_capacity=dynamodb.Capacity.autoscaled(max_capacity=100),
+            write_capacity=dynamodb.Capacity.autoscaled(max_capacity=50),
+        ),
+        replicas=[dynamodb.ReplicaTableProps(region="Moon Base")],
+    )
+    capacity = GlobalTableCapacity(stack, "Capacity", table=table)
+    with pytest.raises(CapacityConfigError) as e:
+        capacity.replica(stack)
+    assert "the replica in us-east-1 reads its other replicas' writes in their Regions" in str(
+        e.value
+    )
+    assert "'Moon Base'" in str(e.value)
