@@ -95,10 +95,10 @@ def _imported(where: str, table: dynamodb.TableV2, scope: Construct) -> dynamodb
             f"which can name the table only by a name of its own: give the TableV2 a "
             "table_name"
         )
-    child = f"Replica{table.node.id}"
+    child = f"Replica{table.node.addr}"  # the table's own: two tables never share it
     existing = scope.node.try_find_child(child)
     if isinstance(existing, Construct) and hasattr(existing, "table_arn"):
-        return existing  # type: ignore[return-value]  # an imported ITable
+        return existing  # type: ignore[return-value]  # this table, imported before
     return dynamodb.Table.from_table_name(scope, child, name)
 
 

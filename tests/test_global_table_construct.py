@@ -16,6 +16,7 @@ import pytest
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Template
+from constructs import Construct
 
 from constructs_pkg import (
     CapacityConfigError,
@@ -445,3 +446,18 @@ def test_a_replica_whose_other_regions_are_no_regions_names_is_refused() -> None
         e.value
     )
     assert "'Moon Base'" in str(e.value)
+
+
+def test_two_global_tables_of_one_id_give_each_its_own_replica() -> None:
+    """Two TableV2s with the same construct id under different parents, named apart: each
+    replica imported into another Region's stack is its own table."""
+    app = cdk.App()
+    stack = new_stack(app)
+    found = {}
+    for parent, name in (("A", "orders"), ("B", "users")):
+        scope = Construct(stack, parent)
+        table = global_table(scope, table_name=name)  # id "Orders" under each parent
+        found[name] = GlobalTableCapacity(scope, "Capacity", table=table)
+    other = cdk.Stack(app, "Other", env=cdk.Environment(region="eu-west-1"))
+    names = {n: other.resolve(c.replica(other).table.table_name) for n, c in found.items()}
+    assert names == {"orders": "orders", "users": "users"}

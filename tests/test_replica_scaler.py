@@ -8,6 +8,7 @@ value; both restore to the template's baseline."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from ddb_capacity_runtime.aws.clients import call_bound, make_clients
 from ddb_capacity_runtime.core.series import Series, with_replicas
 from ddb_capacity_runtime.core.settings import ConfigError, ScalerConfig
 from ddb_capacity_tools import local_aws
@@ -201,3 +203,34 @@ def test_a_replica_read_over_other_minutes_leaves_every_minute_unknown() -> None
 def test_the_replicas_setting_is_checked(raw: str) -> None:
     with pytest.raises(ConfigError, match=r"SCALER_REPLICAS: table T regions must be a list"):
         ScalerConfig.from_env({"SCALER_TABLES": "T", "SCALER_REPLICAS": raw})
+
+
+def test_a_tick_short_of_time_reads_no_other_region_and_fails_its_replica(
+    worlds: dict[str, World],
+) -> None:
+    # GIVEN writes throttled in us-east-1, and eu-west-1's tick with less time left than
+    # one call of its client for us-east-1 can take (moto's clients wait minutes at worst)
+    name = writes_throttled_in_us(worlds)
+    eu = worlds[EU]
+    env = {
+        "SCALER_TABLES": name,
+        "SCALER_TAG_KEY": "",
+        "SCALER_REPLICAS": json.dumps({name: {"regions": [US]}}),
+    }
+    # WHEN it ticks
+    summary, _ = eu.tick(None, time.time() + 30, **env)
+    # THEN it does not wait on us-east-1: its table fails, naming the Region, and nothing
+    # it did not read moves its write minimum
+    (failure,) = summary["failures"]
+    assert failure["table"] == name and "replica us-east-1" in failure["reason"]
+    assert "too little of the tick left" in failure["reason"]
+    assert minimums(worlds, name, "write")[EU] == WRITE_MIN
+
+
+def test_another_regions_cloudwatch_is_bounded_and_made_once() -> None:
+    clients = make_clients(region_name=US)
+    assert clients.cloudwatch_of is not None
+    made = clients.cloudwatch_of(EU)
+    assert made is clients.cloudwatch_of(EU)
+    assert made.meta.region_name == EU
+    assert call_bound(made) == call_bound(clients.dynamodb) < 60

@@ -66,6 +66,7 @@ def tick_once(
         client(endpoint, "application-autoscaling", region),
         client(endpoint, "cloudwatch", region),
         client(endpoint, "resourcegroupstaggingapi", region),
+        cloudwatch_of=lambda other: client(endpoint, "cloudwatch", other),  # replicas' Regions
     )
     store = state_store(clients.dynamodb, env, fallback_store)
     with recorded_events() as lines:

@@ -5,6 +5,7 @@ The AWS clients the run-time code uses, made once and passed in."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -55,8 +56,10 @@ def make_clients(*, with_sqs: bool = False, **kwargs: Any) -> Clients:
     bounded = _bounded()
     elsewhere = {k: v for k, v in kwargs.items() if k != "region_name"}
 
+    @functools.cache
     def cloudwatch_of(region: str) -> CloudWatchClient:
-        return boto3.client("cloudwatch", config=config, region_name=region, **elsewhere)
+        # bounded as the control plane's: another Region's outage costs a tick seconds
+        return boto3.client("cloudwatch", config=bounded, region_name=region, **elsewhere)
 
     return Clients(
         boto3.client("dynamodb", config=bounded, **kwargs),

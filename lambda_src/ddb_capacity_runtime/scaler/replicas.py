@@ -16,8 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from ..aws import metrics
-from ..aws.clients import Clients
+from ..aws.clients import Clients, call_bound
 from ..aws.error_codes import describe_error
+from ..core.deadline import NONE, Deadline, DeadlinePassed
 from ..core.series import MINUTE, Key, Series, with_replicas
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable
@@ -30,10 +31,13 @@ def replicated(
     series: Mapping[Key, Series],
     window: tuple[datetime, datetime],
     fail: Callable[[str, str], None],
+    deadline: Deadline = NONE,
 ) -> dict[Key, Series]:
     """``series`` with each replicated table's write dimensions read in every Region of
     its replicas (`ScalerConfig.replica_regions`) and merged; ``fail(table, reason)`` for a
-    table whose other Region could not be read (its writes then forbid a decrease)."""
+    table whose other Region could not be read (its writes then forbid a decrease). A
+    Region is not read once the tick's ``deadline`` leaves less than one bounded call, so
+    another Region's outage never takes the time this Region's decisions need."""
     wanted: dict[str, list[Key]] = {}
     for table in tables:
         for region in config.replica_regions(table.name):
@@ -41,7 +45,7 @@ def replicated(
             wanted.setdefault(region, []).extend(keys)
     others: dict[Key, list[Series]] = {}
     for region, keys in sorted(wanted.items()):
-        for key, found in _read_region(clients, region, keys, window, fail).items():
+        for key, found in _read_region(clients, region, keys, window, fail, deadline).items():
             others.setdefault(key, []).append(found)
     out = dict(series)
     for key, theirs in others.items():
@@ -55,24 +59,30 @@ def _read_region(
     keys: list[Key],
     window: tuple[datetime, datetime],
     fail: Callable[[str, str], None],
+    deadline: Deadline,
 ) -> dict[Key, Series]:
     """``keys``' series in ``region`` (its own throttles told apart by cause); all unknown,
-    and each table failed, where the Region cannot be read."""
+    and each table failed, where the Region cannot be read (a table whose series came back
+    from another batch of the Region is not failed)."""
     start, end = window
     errors: list[str] = []
     by_cause: dict[Key, str] = {}
+    minutes = int((end - start) / MINUTE)
+    unread = {key: Series.all_unknown([start + i * MINUTE for i in range(minutes)]) for key in keys}
     try:
         if clients.cloudwatch_of is None:
             raise RuntimeError("no CloudWatch client of another Region was given")
         cloudwatch = clients.cloudwatch_of(region)
+        if deadline.left() < 2 * call_bound(cloudwatch):
+            raise DeadlinePassed(f"too little of the tick left to read {region}")
         found = metrics.fetch(cloudwatch, keys, start, end, errors=errors)
         found = metrics.fetch_causes(cloudwatch, found, start, end, errors=by_cause)
     except Exception as exc:  # the Region's writes are unknown: no decrease of them
         errors.append(describe_error(exc))
-        minutes = int((end - start) / MINUTE)
-        starts = [start + i * MINUTE for i in range(minutes)]
-        found = {key: Series.all_unknown(starts) for key in keys}
-    for table in sorted({key[0] for key in keys}) if errors else ():
+        found = unread
+    unknown = {key[0] for key in keys if found[key].unknown and all(found[key].unknown)}
+    failed = unknown if errors else set()
+    for table in sorted(failed):
         fail(table, f"replica {region}: {'; '.join(errors)}")
     for key, error in by_cause.items():
         fail(key[0], f"replica {region} {key[1] or 'table'} write: {error}")
