@@ -38,7 +38,7 @@ KEY = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
 
 def global_table(
-    stack: cdk.Stack,
+    stack: Construct,
     *,
     read: dynamodb.Capacity | None = None,
     billing: dynamodb.Billing | None = None,
