@@ -63,11 +63,13 @@ class HighWaterMark:
 @dataclass(frozen=True)
 class _Spec:
     """What the global table's template says: its replicas' Regions (the stack's first),
-    its GSIs, and each Region's auto scaling range per (index or None, dimension)."""
+    its GSIs, each Region's auto scaling range per (index or None, dimension), and each
+    Region's target value (percent) per autoscaled dimension of the table."""
 
     regions: tuple[str, ...]
     indexes: tuple[str, ...]
     ranges: Mapping[str, Ranges]
+    targets: Mapping[str, Mapping[str, float]]
 
 
 class GlobalTableCapacity(Construct):
@@ -157,7 +159,7 @@ class GlobalTableCapacity(Construct):
         ``ThrottleAwareScaler`` (``scaler.add_table(capacity.replica(stack))``; in the table's
         own stack, ``scaler.add_table(capacity)`` is the same). A stack other than the
         table's names the table by its ``table_name``, which must then be given."""
-        return replica_of(self._where, self.table, self._spec.ranges, self._spec.indexes, scope)
+        return replica_of(self._where, self.table, self._spec, scope)
 
     def add_schedule(
         self,
@@ -371,21 +373,26 @@ def _spec_of(where: str, table: dynamodb.TableV2) -> _Spec:
     cfn = table.node.default_child
     assert isinstance(cfn, dynamodb.CfnGlobalTable)
     stack = Stack.of(table)
-    write = _range(stack.resolve(cfn.write_provisioned_throughput_settings), "write")
+    write_settings = stack.resolve(cfn.write_provisioned_throughput_settings)
+    write, write_target = _range(write_settings, "write"), _target(write_settings, "write")
     gsis = stack.resolve(cfn.global_secondary_indexes) or []
     index_writes = {
         g["indexName"]: _range(g.get("writeProvisionedThroughputSettings"), "write") for g in gsis
     }
     ranges: dict[str, Ranges] = {}
+    targets: dict[str, dict[str, float]] = {}
     for replica in stack.resolve(cfn.replicas) or []:
         region = _region(stack, replica.get("region"))
+        read_settings = replica.get("readProvisionedThroughputSettings")
+        found_targets = {"write": write_target, "read": _target(read_settings, "read")}
+        targets[region] = {d: t for d, t in found_targets.items() if t is not None}
         found: Ranges = {}
         if write:
             found[(None, "write")] = write
         for index, span in index_writes.items():
             if span:
                 found[(index, "write")] = span
-        if read := _range(replica.get("readProvisionedThroughputSettings"), "read"):
+        if read := _range(read_settings, "read"):
             found[(None, "read")] = read
         for g in replica.get("globalSecondaryIndexes") or []:
             if span := _range(g.get("readProvisionedThroughputSettings"), "read"):
@@ -393,7 +400,7 @@ def _spec_of(where: str, table: dynamodb.TableV2) -> _Spec:
         ranges[region] = found
     own = _region(stack, stack.region)
     regions = tuple(sorted(ranges, key=lambda r: (r != own, r)))
-    return _Spec(regions, tuple(g["indexName"] for g in gsis), ranges)
+    return _Spec(regions, tuple(g["indexName"] for g in gsis), ranges, targets)
 
 
 def _region(stack: Stack, region: object) -> str:
@@ -404,14 +411,27 @@ def _region(stack: Stack, region: object) -> str:
     return stack.region
 
 
-def _range(settings: object, dimension: str) -> tuple[int, int] | None:
-    """(min, max) of an autoscaled dimension's settings; None for a fixed one."""
+def _scaling(settings: object, dimension: str) -> Mapping[str, Any] | None:
+    """An autoscaled dimension's auto scaling settings; None for a fixed one."""
     if not isinstance(settings, Mapping):
         return None
     scaling = settings.get(f"{dimension}CapacityAutoScalingSettings")
-    if not isinstance(scaling, Mapping):
+    return scaling if isinstance(scaling, Mapping) else None
+
+
+def _range(settings: object, dimension: str) -> tuple[int, int] | None:
+    """(min, max) of an autoscaled dimension's settings; None for a fixed one."""
+    scaling = _scaling(settings, dimension)
+    if scaling is None:
         return None
     return int(scaling.get("minCapacity") or 1), int(scaling["maxCapacity"])
+
+
+def _target(settings: object, dimension: str) -> float | None:
+    """The target value of an autoscaled dimension's settings; None for a fixed one."""
+    policy = (_scaling(settings, dimension) or {}).get("targetTrackingScalingPolicyConfiguration")
+    value = policy.get("targetValue") if isinstance(policy, Mapping) else None
+    return float(value) if isinstance(value, int | float) else None
 
 
 def _label(region: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from aws_cdk import Stack, Token
 from aws_cdk import aws_dynamodb as dynamodb
@@ -45,12 +45,22 @@ class ReplicaSource(Protocol):
     def replica(self, scope: Construct) -> Replica: ...
 
 
+class TemplateSpec(Protocol):
+    """What a global table's template says, as `GlobalTableCapacity` reads it: each
+    Region's ranges and target values, and the GSIs."""
+
+    @property
+    def ranges(self) -> Mapping[str, Ranges]: ...
+
+    @property
+    def targets(self) -> Mapping[str, Mapping[str, float]]: ...
+
+    @property
+    def indexes(self) -> Sequence[str]: ...
+
+
 def replica_of(
-    where: str,
-    table: dynamodb.TableV2,
-    ranges: Mapping[str, Ranges],
-    indexes: Sequence[str],
-    scope: Construct,
+    where: str, table: dynamodb.TableV2, spec: TemplateSpec, scope: Construct
 ) -> Replica:
     """The replica of ``table`` in the Region of ``scope``'s stack. Refused, naming the
     table, where that stack has no Region of its own, no replica is there, a dimension is
@@ -62,12 +72,13 @@ def replica_of(
             f"{where}: a replica's scaler needs a stack with its Region "
             f"(env=Environment(region=...)); {stack.node.path} has none"
         )
+    ranges = spec.ranges
     if region not in ranges:
         raise CapacityConfigError(
             f"{where}: no replica in {region}; the table's replicas are in "
             f"{', '.join(sorted(ranges))}"
         )
-    bounds = _bounds(where, table, region, ranges[region])
+    bounds = _bounds(where, region, ranges[region], spec.targets.get(region, {}))
     own = Stack.of(table)
     if stack is own:
         found: dynamodb.ITable = table
@@ -81,7 +92,7 @@ def replica_of(
             f"Regions; got {', '.join(map(repr, unnamed))}, expected Region names such as "
             "eu-west-1"
         )
-    return Replica(found, region, others, tuple(indexes), bounds)
+    return Replica(found, region, others, tuple(spec.indexes), bounds)
 
 
 def _imported(where: str, table: dynamodb.TableV2, scope: Construct) -> dynamodb.ITable:
@@ -103,10 +114,9 @@ def _imported(where: str, table: dynamodb.TableV2, scope: Construct) -> dynamodb
 
 
 def _bounds(
-    where: str, table: dynamodb.TableV2, region: str, ranges: Ranges
+    where: str, region: str, ranges: Ranges, targets: Mapping[str, float]
 ) -> dict[str, dict[str, float]]:
     """Each dimension's ``min``, ``max`` and ``target`` in ``region``, from the template."""
-    targets = _targets(table, region)
     out: dict[str, dict[str, float]] = {}
     for dim in DIMENSIONS:
         span = ranges.get((None, dim))
@@ -117,33 +127,3 @@ def _bounds(
             )
         out[dim] = {"min": span[0], "max": span[1], "target": targets[dim]}
     return out
-
-
-def _targets(table: dynamodb.TableV2, region: str) -> dict[str, float]:
-    """The target values (percent) of the table's autoscaled dimensions in ``region``."""
-    cfn = table.node.default_child
-    assert isinstance(cfn, dynamodb.CfnGlobalTable)
-    stack = Stack.of(table)
-    out: dict[str, float] = {}
-    write = _target(stack.resolve(cfn.write_provisioned_throughput_settings), "write")
-    if write is not None:
-        out["write"] = write
-    for replica in stack.resolve(cfn.replicas) or []:
-        name = replica.get("region")
-        here = name == region or (Token.is_unresolved(name) and region == stack.region)
-        read = _target(replica.get("readProvisionedThroughputSettings"), "read")
-        if here and read is not None:
-            out["read"] = read
-    return out
-
-
-def _target(settings: Any, dimension: str) -> float | None:
-    """The target value of an autoscaled dimension's settings; None for a fixed one."""
-    if not isinstance(settings, Mapping):
-        return None
-    scaling = settings.get(f"{dimension}CapacityAutoScalingSettings")
-    if not isinstance(scaling, Mapping):
-        return None
-    policy = scaling.get("targetTrackingScalingPolicyConfiguration") or {}
-    value = policy.get("targetValue")
-    return float(value) if isinstance(value, int | float) else None

@@ -444,12 +444,7 @@ class ThrottleAwareScaler(Construct):
         if isinstance(table, TableCapacity):
             indexes = self._configure_bounds(table, label)
             table = table.table
-        self._tables.append(table)
-        self._grants.table(table)
-        for index in [None, *indexes]:
-            self._index_alarms(table, label, index)
-        self._alarm_parts.hot_key(table, label)
-        self._render_tables()
+        self._manage(table, label, indexes)
 
     def _add_replica(self, replica: Replica) -> None:
         """A global table's replica in this stack's Region (`add_table`)."""
@@ -463,9 +458,14 @@ class ThrottleAwareScaler(Construct):
         table, label = replica.table, _label(replica.table)
         self._overrides[table.table_name] = {d: dict(b) for d, b in replica.bounds.items()}
         self._replicas[table.table_name] = {"regions": list(replica.others)}
+        self._manage(table, label, replica.indexes)
+
+    def _manage(self, table: dynamodb.ITable, label: str, indexes: Sequence[str]) -> None:
+        """Permissions on ``table``, alarms on its and its ``indexes``' throttling and on its
+        hot keys, and its name in the function's settings."""
         self._tables.append(table)
         self._grants.table(table)
-        for index in [None, *replica.indexes]:
+        for index in [None, *indexes]:
             self._index_alarms(table, label, index)
         self._alarm_parts.hot_key(table, label)
         self._render_tables()

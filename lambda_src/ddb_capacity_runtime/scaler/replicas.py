@@ -67,8 +67,6 @@ def _read_region(
     start, end = window
     errors: list[str] = []
     by_cause: dict[Key, str] = {}
-    minutes = int((end - start) / MINUTE)
-    unread = {key: Series.all_unknown([start + i * MINUTE for i in range(minutes)]) for key in keys}
     try:
         if clients.cloudwatch_of is None:
             raise RuntimeError("no CloudWatch client of another Region was given")
@@ -79,7 +77,8 @@ def _read_region(
         found = metrics.fetch_causes(cloudwatch, found, start, end, errors=by_cause)
     except Exception as exc:  # the Region's writes are unknown: no decrease of them
         errors.append(describe_error(exc))
-        found = unread
+        starts = [start + i * MINUTE for i in range(int((end - start) / MINUTE))]
+        found = {key: Series.all_unknown(starts) for key in keys}
     unknown = {key[0] for key in keys if found[key].unknown and all(found[key].unknown)}
     failed = unknown if errors else set()
     for table in sorted(failed):
