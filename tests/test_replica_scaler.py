@@ -234,3 +234,34 @@ def test_another_regions_cloudwatch_is_bounded_and_made_once() -> None:
     assert made is clients.cloudwatch_of(EU)
     assert made.meta.region_name == EU
     assert call_bound(made) == call_bound(clients.dynamodb) < 60
+
+
+def test_an_unreadable_region_fails_its_replica_alone(worlds: dict[str, World]) -> None:
+    """Each table its own fault domain: beside the replica whose other Region cannot be
+    read, a table of eu-west-1 alone, throttled, is raised as ever and not failed; the
+    replica's failure is counted in the tick's metrics, the other's is not."""
+    # GIVEN the replicas, and a plain eu-west-1 table under auto scaling, reads throttled
+    name = writes_throttled_in_us(worlds)
+    eu = worlds[EU]
+    plain = eu.table("catalog", 100, 20, tagged=False)
+    eu.target(plain, "read", READ_MIN, 1000)
+    eu.traffic(plain, "read", 60)
+    eu.traffic(plain, "read", 0, throttles=1200, minutes=range(1, 2))
+
+    def unreachable(region: str) -> Any:
+        raise ConnectionError(f"no route to CloudWatch in {region}")
+
+    eu.clients = replace(eu.clients, cloudwatch_of=unreachable)
+    env = {
+        "SCALER_TABLES": f"{name},{plain}",
+        "SCALER_TAG_KEY": "",
+        "SCALER_REPLICAS": json.dumps({name: {"regions": [US]}}),
+    }
+    # WHEN eu-west-1's scaler ticks
+    summary, events = eu.tick(None, None, **env)
+    # THEN the replica alone fails, and its write minimum stays; the plain table is raised
+    assert [f["table"] for f in summary["failures"]] == [name]
+    assert eu.target_min(name, "write") == WRITE_MIN
+    assert eu.target_min(plain, "read") > 80 / 0.7
+    failures = {e["TableName"]: e["Failures"] for e in events if "_aws" in e and "TableName" in e}
+    assert failures == {name: 1, plain: 0}
