@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from ddb_capacity_runtime import __version__
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_runtime.core.surge import UNBOUNDED
 from ddb_capacity_runtime.schedule.entries import EVERY_DAY, WEEKDAYS, ScheduleEntry, ScheduleError
 from ddb_capacity_runtime.schedule.expressions import cron
 
@@ -42,9 +41,12 @@ _LAZY = {
     "ProvisionedTable": "provisioned_table",
     "TableCapacity": "table",
     "NightlyTuning": "tuning",
+    "UNBOUNDED": "ddb_capacity_runtime.core.surge",
 }
 
 if TYPE_CHECKING:
+    from ddb_capacity_runtime.core.surge import UNBOUNDED
+
     from .alarms import AlarmOptions
     from .capacity import (
         DEFAULT_TABLE_QUOTA,
@@ -73,7 +75,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    path = module if "." in module else f".{module}"  # a run-time module, or one of ours
+    value = getattr(importlib.import_module(path, __name__), name)
     globals()[name] = value
     return value
 

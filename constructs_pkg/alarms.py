@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Unpack
 
-from aws_cdk import Annotations, Duration, Token
+from aws_cdk import Annotations, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_sns as sns
@@ -24,7 +24,7 @@ from constructs import Construct
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.validators import is_number
 
-from .props import MetricProps, whole_prop
+from .props import MetricProps, is_token, whole_prop
 
 __all__ = ["AlarmOptions", "AlarmSet", "AlarmSpec", "checked_alarm_options", "emf_metric"]
 
@@ -141,7 +141,9 @@ class AlarmSet:
     def __init__(
         self, owner: Construct, where: str, topic: sns.ITopic, options: Mapping[str, AlarmOptions]
     ) -> None:
-        self._owner, self._where, self._topic, self._options = owner, where, topic, options
+        self._owner, self._where, self._options = owner, where, options
+        self._notify = cw_actions.SnsAction(topic)
+        """The topic's action, one object for every alarm of the set (it keeps no state)."""
         self._alarms: dict[str, cloudwatch.Alarm] = {}
         self.alarms: Mapping[str, cloudwatch.Alarm] = MappingProxyType(self._alarms)
         for alarm_id in sorted(i for i, o in options.items() if not o.enabled):
@@ -171,16 +173,16 @@ class AlarmSet:
             treat_missing_data=spec.missing,
             alarm_description=spec.describe(periods),
         )
-        alarm.add_alarm_action(cw_actions.SnsAction(self._topic))
-        for action in option.actions:
-            alarm.add_alarm_action(action)
+        alarm.add_alarm_action(self._notify, *option.actions)
         self._alarms[key or alarm_id] = alarm
         return alarm
 
     def _check_window(self, alarm_id: str, spec: AlarmSpec, periods: int | None) -> None:
         """A day of the alarm's periods at most (CloudWatch's limit)."""
+        if periods is None:
+            return
         period = spec.metric.period.to_seconds()
-        if periods is None or Token.is_unresolved(period):
+        if is_token(period):
             return
         whole_prop(
             f"{self._where} (a day of {Duration.seconds(period).to_human_string()} periods)",
@@ -191,11 +193,16 @@ class AlarmSet:
         )
 
 
+ONE_MINUTE = Duration.minutes(1)
+FIVE_MINUTES = Duration.minutes(5)
+"""Periods the constructs' metrics share (a Duration is immutable: one object serves all)."""
+
+
 def metric(namespace: str, metric_name: str, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
     """The one factory of the constructs' metrics, for their alarms and their ``metric_*``
     methods: ``metric_name`` of ``namespace``, the Sum over 5 minutes unless ``props`` say
     otherwise."""
-    merged: MetricProps = {"statistic": "Sum", "period": Duration.minutes(5), **props}
+    merged: MetricProps = {"statistic": "Sum", "period": FIVE_MINUTES, **props}
     return cloudwatch.Metric(namespace=namespace, metric_name=metric_name, **merged)
 
 

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 __all__ = [
+    "bytecode_path",
     "cached_asset",
     "closure",
     "handler_closure",
@@ -165,7 +166,7 @@ def staged_modules(
     return root
 
 
-CACHE_FORMAT = "1"
+CACHE_FORMAT = "2"
 """Bumped when what a staged folder holds changes for the same sources."""
 
 
@@ -237,6 +238,13 @@ def _prune(root: Path, keep: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def bytecode_path(source: Path) -> Path:
+    """Where the import system of a function looks for ``source``'s bytecode: beside it, in
+    ``__pycache__/<name>.cpython-311.pyc`` on Python 3.11, whatever this process's own
+    ``PYTHONPYCACHEPREFIX`` says (it moves this process's cache, not the function's)."""
+    return source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc"
+
+
 def write_bytecode(root: Path, source: Path) -> Path:
     """The bytecode of ``source`` (a file under ``root``) for this Python, written where
     the import system looks for it (``__pycache__/<name>.cpython-311.pyc`` on Python
@@ -248,6 +256,7 @@ def write_bytecode(root: Path, source: Path) -> Path:
     tag)."""
     written = py_compile.compile(
         str(source),
+        cfile=str(bytecode_path(source)),
         dfile=str(source.relative_to(root)),
         doraise=True,
         optimize=0,

@@ -11,6 +11,7 @@ alarm is the scaler's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aws_cdk import Duration
@@ -21,7 +22,7 @@ from constructs import Construct
 
 from ddb_capacity_runtime.scaler.shard import BATCH_QUEUE_ENV
 
-from .compliance import acknowledge, skip_checkov
+from .compliance import acknowledge, acknowledge_all, skip_checkov
 from .runtime import FunctionConfig, runtime_function
 from .scheduled_function import acknowledge_control_plane_function
 
@@ -48,10 +49,12 @@ def batch_path(
     dead_letter_queue: sqs.IQueue,
     config: FunctionConfig,
     concurrency: int,
+    environment: Mapping[str, str],
 ) -> BatchPath:
     """The queue (child ``BatchQueue``) and the batch function (child ``BatchFunction``) of
     ``scheduled``, whose policy the batch function's role gets too (the same tables,
-    targets and state store), and whose environment names the queue."""
+    targets and state store), and whose environment names the queue. The batch function's
+    environment is ``environment`` (the scheduled function's settings)."""
     queue = _batch_queue(scope, dead_letter_queue, config.timeout)
     function, policy = runtime_function(
         scope,
@@ -59,6 +62,7 @@ def batch_path(
         handler="ddb_capacity_runtime.scaler.handler.batch_handler",
         description="Throttle-aware DynamoDB capacity scaler, batches of a sharded tick",
         config=config,
+        environment=dict(environment),
         reserved_concurrent_executions=concurrency,
     )
     _acknowledge(function, queue)
@@ -146,6 +150,8 @@ def _acknowledge(function: lambda_.Function, queue: sqs.Queue) -> None:
         "queue never applies: the batch queue's redrive policy sends a failed batch to the "
         "scaler's dead-letter queue (alarmed) after one receive."
     )
-    for pack in ("Serverless", "HIPAA.Security", "NIST.800.53.R5"):
-        acknowledge(function, f"{pack}-LambdaDLQ", dlq)
+    acknowledge_all(
+        function,
+        {f"{pack}-LambdaDLQ": dlq for pack in ("Serverless", "HIPAA.Security", "NIST.800.53.R5")},
+    )
     skip_checkov(function, "CKV_AWS_116", dlq)

@@ -9,18 +9,17 @@ received and what is allowed. Values that are unresolved CDK tokens are not chec
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import Duration, Token
+from aws_cdk import Duration
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA as DEFAULT_TABLE_QUOTA
 from ddb_capacity_runtime.core.names import MAX_TABLE_QUOTA as MAX_TABLE_QUOTA
 from ddb_capacity_runtime.core.validators import is_number, is_whole
 
-from .props import duration_prop
+from .props import duration_prop, is_token
 
 TARGET_UTILIZATION_RANGE = (20, 90)
 """Application Auto Scaling's range for DynamoDB target utilization, in percent."""
@@ -48,12 +47,8 @@ class PrewarmMethod(enum.Enum):
     PROVISION_THEN_SETTLE = "PROVISION_THEN_SETTLE"
 
 
-def is_token(value: Any) -> bool:
-    """True when ``value`` is an unresolved CDK token (checked at deploy time instead). A
-    float that is not finite is never one (and jsii cannot take it)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return False
-    return Token.is_unresolved(value)
+NO_FLOOR = Duration.seconds(0)
+"""The floor of a prop any Duration may take (a cooldown)."""
 
 
 def check_table_quota(where: str, table_quota: Any) -> int:
@@ -150,9 +145,7 @@ class Capacity:
                 f"high-water mark is the peak the table must take, at least its minimum"
             )
         for cooldown in ("scale_in_cooldown", "scale_out_cooldown"):
-            duration_prop(
-                where, cooldown, getattr(self, cooldown), Duration.seconds(0), optional=True
-            )
+            duration_prop(where, cooldown, getattr(self, cooldown), NO_FLOOR, optional=True)
         if not isinstance(self.disable_scale_in, bool):
             raise CapacityConfigError(
                 f"{where}: disable_scale_in must be True or False; got {self.disable_scale_in!r}"

@@ -43,10 +43,9 @@ from ddb_capacity_runtime.aws.store import (
     MAX_HOLD_ENV,
     MAX_TOTAL_UNITS_ENV,
     MAX_UNITS_ENV,
-    STORE_ENV,
 )
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
-from ddb_capacity_runtime.core.names import TABLE_QUOTA_ENV, TARGET_TAG
+from ddb_capacity_runtime.core.names import STORE_ENV, TABLE_QUOTA_ENV, TARGET_TAG
 from ddb_capacity_runtime.core.surge_report import SIGNALS_ENV
 from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.requests.broker import BROKER_ENV, SCOPES_ENV

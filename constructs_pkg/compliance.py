@@ -10,6 +10,8 @@ template metadata, where checkov and a reviewer reading the template find it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from aws_cdk import Acknowledgment, CfnResource, Validations
 from constructs import IConstruct
 
@@ -53,10 +55,17 @@ def acknowledgment_id(finding: str) -> str:
 def acknowledge(construct: IConstruct, finding: str, reason: str) -> None:
     """Acknowledge one finding (``"AwsSolutions-L1"``, ``"AwsSolutions-IAM5[Resource::*]"``)
     on ``construct`` and what it contains, with the reason it is safe."""
-    if not reason.strip():
-        raise ValueError(f"acknowledge: finding {finding!r} needs a reason; got an empty one")
+    acknowledge_all(construct, {finding: reason})
+
+
+def acknowledge_all(construct: IConstruct, reasons: Mapping[str, str]) -> None:
+    """Acknowledge each finding of ``reasons`` on ``construct`` and what it contains, with
+    the reason it is safe (one call into jsii for them all)."""
+    for finding, reason in reasons.items():
+        if not reason.strip():
+            raise ValueError(f"acknowledge: finding {finding!r} needs a reason; got an empty one")
     Validations.of(construct).acknowledge(
-        Acknowledgment(id=acknowledgment_id(finding), reason=reason)
+        *(Acknowledgment(id=acknowledgment_id(f), reason=r) for f, r in reasons.items())
     )
 
 
@@ -93,9 +102,14 @@ def acknowledge_function(
         **serverless,
         **{f"{pack}-{rule}": reason for pack in LAMBDA_PACKS for rule, reason in per_pack.items()},
     }
-    for finding, reason in reasons.items():
-        if concurrency is None or not finding.endswith("LambdaConcurrency"):
-            acknowledge(function, finding, reason)
+    acknowledge_all(
+        function,
+        {
+            finding: reason
+            for finding, reason in reasons.items()
+            if concurrency is None or not finding.endswith("LambdaConcurrency")
+        },
+    )
     skip_checkov(function, "CKV_AWS_116", no_dlq)
     if concurrency is None:
         skip_checkov(function, "CKV_AWS_115", per_pack["LambdaConcurrency"])

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from aws_cdk import Duration, Token
+from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 
@@ -30,10 +30,9 @@ from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
 from ddb_capacity_runtime.instrument import MODE_ENV, TABLES_ENV
 
 from .alarms import AlarmSpec, metric, says
-from .capacity import is_token
 from .compliance import acknowledge_function
 from .iam_statements import move_minimums_statement, read_autoscaling_statement
-from .props import duration_prop
+from .props import duration_prop, is_token
 from .runtime import HOOK_WRAPPER, hook_layer, hook_runtimes, runtime_function
 from .stream_signal import StreamReader, StreamSignal
 
@@ -133,7 +132,7 @@ def check_fast_path(
         )
     surge_for = fast_path.surge_for
     duration_prop(owner, "fast_path.surge_for", surge_for, Duration.minutes(1))
-    seconds = -1.0 if Token.is_unresolved(surge_for) else surge_for.to_seconds()
+    seconds = -1.0 if is_token(surge_for) else surge_for.to_seconds()
     if seconds % 60 or not 60 <= seconds <= hold_minutes * 60:
         raise CapacityConfigError(
             f"{where}.surge_for must be whole minutes from 1 minute to max_hold "

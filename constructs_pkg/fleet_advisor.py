@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import Aws, Duration, Token
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -32,9 +32,9 @@ from ddb_capacity_tools.fleet_settings import MAX_DAYS, NAMESPACE, AdvisorSettin
 
 from .alarm_sink import chosen_alarm_topic
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, metric, says
-from .compliance import acknowledge, skip_checkov
+from .compliance import acknowledge, acknowledge_all, skip_checkov
 from .iam_statements import read_autoscaling_statement
-from .props import duration_prop, whole_prop
+from .props import duration_prop, is_token, whole_prop
 from .runtime import (
     FunctionConfig,
     FunctionDefaults,
@@ -192,12 +192,12 @@ class FleetAdvisor(Construct):
             self._whole("schedule.hour", cron.hour, 23),
         )
         duration_prop(self._where, "report_delay", delay, Duration.minutes(15))
-        if not Token.is_unresolved(delay) and delay.to_seconds() % 60:
+        if not is_token(delay) and delay.to_seconds() % 60:
             raise ValueError(
                 f"{self._where}: report_delay: got {delay.to_human_string()}; expected whole "
                 "minutes, 15 minutes to 23 hours"
             )
-        delay_minutes = delay.to_minutes() if not Token.is_unresolved(delay) else 180
+        delay_minutes = delay.to_minutes() if not is_token(delay) else 180
         if not 15 <= delay_minutes <= 23 * 60:
             raise ValueError(
                 f"{self._where}: report_delay: got {delay_minutes} minutes; expected 15 "
@@ -321,8 +321,7 @@ class FleetAdvisor(Construct):
                 for pack in PACKS_VPC
             },
         }
-        for finding, reason in reasons.items():
-            acknowledge(function, finding, reason)
+        acknowledge_all(function, reasons)
         return function, policy
 
     def _scheduled(
@@ -361,16 +360,20 @@ class FleetAdvisor(Construct):
             "the queue's dead-letter queue (redrive policy) after three receives, never to "
             "a function DLQ."
         )
-        for finding in ("Serverless-LambdaDLQ", *(f"{p}-LambdaDLQ" for p in PACKS_VPC)):
-            acknowledge(function, finding, no_dlq)
+        acknowledge_all(
+            function,
+            dict.fromkeys(("Serverless-LambdaDLQ", *(f"{p}-LambdaDLQ" for p in PACKS_VPC)), no_dlq),
+        )
         skip_checkov(function, "CKV_AWS_116", no_dlq)
         unreserved = (
             "The SQS event source's maximum concurrency (max_concurrency) limits the "
             "worker; reserving as much would take it from the account's other functions "
             "all day for a nightly job."
         )
-        for pack in ("HIPAA.Security", "NIST.800.53.R5"):
-            acknowledge(function, f"{pack}-LambdaConcurrency", unreserved)
+        acknowledge_all(
+            function,
+            {f"{p}-LambdaConcurrency": unreserved for p in ("HIPAA.Security", "NIST.800.53.R5")},
+        )
         skip_checkov(function, "CKV_AWS_115", unreserved)
         source = lambda_.EventSourceMapping(
             self,

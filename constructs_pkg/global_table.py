@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import jsii
-from aws_cdk import Duration, IStableAnyProducer, Lazy, Stack, TimeZone, Token
+from aws_cdk import Duration, IStableAnyProducer, Lazy, Stack, TimeZone
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct, IValidation
 
@@ -37,6 +37,7 @@ from ddb_capacity_runtime.schedule.entries import (
 )
 
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
+from .props import is_token
 from .replica_schedules import REPLICA_DEFAULTS, ReplicaScheduleResource, replica_provider
 from .replica_table import Replica, replica_of
 from .runtime import FunctionOptions, function_configs
@@ -406,7 +407,7 @@ def _spec_of(where: str, table: dynamodb.TableV2) -> _Spec:
 def _region(stack: Stack, region: object) -> str:
     """A replica's Region as a string (the stack's own, when known at deploy time only, as
     its token)."""
-    if isinstance(region, str) and not Token.is_unresolved(region):
+    if isinstance(region, str) and not is_token(region):
         return region
     return stack.region
 
@@ -435,12 +436,12 @@ def _target(settings: object, dimension: str) -> float | None:
 
 
 def _label(region: str) -> str:
-    return STACK_REGION if Token.is_unresolved(region) else region
+    return STACK_REGION if is_token(region) else region
 
 
 def _shown_name(table: dynamodb.TableV2) -> str:
     name = table.table_name
-    return table.node.path if Token.is_unresolved(name) else repr(name)
+    return table.node.path if is_token(name) else repr(name)
 
 
 @jsii.implements(IStableAnyProducer)

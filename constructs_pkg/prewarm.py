@@ -22,7 +22,7 @@ from constructs import Construct
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.settle.settle_plan import SETTLE_WAIT_S
 
-from .compliance import acknowledge, skip_checkov
+from .compliance import acknowledge, acknowledge_all, skip_checkov
 from .runtime import LOG_KEY_REASON, FunctionConfig, FunctionDefaults, own_policy, runtime_function
 
 PROVIDER_ID = "CapacitySettleProvider"
@@ -247,10 +247,10 @@ def acknowledge_provider(
             for pack in PACKS
         },
     }
-    for finding, reason in reasons.items():
-        acknowledge(scope, finding, reason)
-    for pack in PACKS:
-        acknowledge(log_group, f"{pack}-CloudWatchLogGroupEncrypted", LOG_KEY_REASON)
+    acknowledge_all(scope, reasons)
+    acknowledge_all(
+        log_group, {f"{pack}-CloudWatchLogGroupEncrypted": LOG_KEY_REASON for pack in PACKS}
+    )
     skip_checkov(log_group, "CKV_AWS_158", LOG_KEY_REASON)
     for function in [*functions, *frameworks]:
         skip_checkov(function, "CKV_AWS_116", ANSWERED_BY_PROVIDER)

@@ -22,7 +22,29 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.reservation import Reservation, reserved_problem
 from ddb_capacity_runtime.core.validators import is_whole
 
-__all__ = ["MetricProps", "ReservedCapacity", "duration_prop", "whole_prop"]
+__all__ = ["MetricProps", "ReservedCapacity", "duration_prop", "is_token", "whole_prop"]
+
+_TOKEN_MARK = "{Token["  # noqa: S105 (a token's mark, not a password)
+"""In every string CDK encodes a token as (``${Token[...]}``, and ``#{Token[...]}`` in a
+list): a string without it is never one."""
+_PLAIN_NUMBER = 2.0**53
+"""CDK encodes a number token as a double whose top 16 bits are 0xFBFF, a magnitude near
+1.9e289: a number below this one in magnitude is never one."""
+
+
+def is_token(value: object) -> bool:
+    """True when ``value`` is an unresolved CDK token (checked at deploy time instead), as
+    ``Token.is_unresolved`` answers; plain values (None, a bool, a number below 2**53 in
+    magnitude, a string without a token's mark) are answered here without a round trip to
+    jsii's kernel. A float that is not finite is never one (and jsii cannot take it)."""
+    if value is None or isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or abs(value) < _PLAIN_NUMBER:
+            return False
+    elif isinstance(value, str) and _TOKEN_MARK not in value:
+        return False
+    return bool(Token.is_unresolved(value))
 
 
 @dataclass(frozen=True)
@@ -85,23 +107,25 @@ def duration_prop(
     the floor is its caller's."""
     if value is None and optional:
         return None
-    step = step or Duration.seconds(1)
-    allowed = (
-        f"a Duration of at least {floor.to_human_string()}, a multiple of "
-        f"{step.to_human_string()}" + (", or None" if optional else "")
-    )
+
+    def allowed() -> str:
+        return (
+            f"a Duration of at least {floor.to_human_string()}, a multiple of "
+            f"{(step or Duration.seconds(1)).to_human_string()}" + (", or None" if optional else "")
+        )
+
     if not isinstance(value, Duration):
         raise CapacityConfigError(
-            f"{where}: {name}: got {shown(value)} ({type(value).__name__}); expected {allowed} "
+            f"{where}: {name}: got {shown(value)} ({type(value).__name__}); expected {allowed()} "
             "(aws_cdk.Duration.minutes(5), say)"
         )
     seconds = value.to_seconds(integral=False)
-    if Token.is_unresolved(seconds):
+    if is_token(seconds):
         return value
-    steps = seconds / step.to_seconds(integral=False)
+    steps = seconds / step.to_seconds(integral=False) if step is not None else seconds
     if seconds < floor.to_seconds(integral=False) or not float(steps).is_integer():
         raise CapacityConfigError(
-            f"{where}: {name}: got {value.to_human_string()}; expected {allowed}"
+            f"{where}: {name}: got {value.to_human_string()}; expected {allowed()}"
         )
     return value
 
@@ -109,7 +133,7 @@ def duration_prop(
 def whole_prop(where: str, name: str, value: object, low: int, high: int) -> int:
     """``value`` when it is a whole number from ``low`` to ``high`` (or an unresolved
     token); a bool, a float (NaN and infinity included) or text is refused."""
-    if isinstance(value, float) and math.isfinite(value) and Token.is_unresolved(value):
+    if isinstance(value, float) and is_token(value):
         return value  # type: ignore[return-value]
     if not is_whole(value, low, high):
         raise CapacityConfigError(

@@ -26,12 +26,14 @@ from __future__ import annotations
 import math
 
 import jsii
-from aws_cdk import Annotations, Stack, Token
+from aws_cdk import Annotations, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
 from constructs import Construct, IConstruct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.validators import is_number, is_whole
+
+from .props import is_token
 
 __all__ = ["DEFAULT_SCALABLE_TARGET_QUOTA", "DEFAULT_WARN_AT", "ScalableTargetQuota"]
 
@@ -145,11 +147,11 @@ def _checked(quota: object, warn_at: object) -> tuple[int, float]:
 
 def _dynamodb(target: appscaling.CfnScalableTarget) -> bool:
     namespace = target.service_namespace
-    return not Token.is_unresolved(namespace) and namespace == "dynamodb"
+    return not is_token(namespace) and namespace == "dynamodb"
 
 
 def _where(stack: Stack) -> tuple[str, str]:
     """The stack's (account, Region); both environment-agnostic when either is a token."""
-    if Token.is_unresolved(stack.account) or Token.is_unresolved(stack.region):
+    if is_token(stack.account) or is_token(stack.region):
         return _ENV_AGNOSTIC, _ENV_AGNOSTIC
     return stack.account, stack.region

@@ -19,7 +19,6 @@ from aws_cdk import (
     Duration,
     RemovalPolicy,
     Stack,
-    Token,
     custom_resources,
 )
 from aws_cdk import aws_iam as iam
@@ -32,6 +31,7 @@ from ddb_capacity_runtime.core.names import TARGET_TAG
 
 from .compliance import acknowledge, skip_checkov
 from .prewarm import FRAMEWORK_MEMORY_MB, acknowledge_provider
+from .props import is_token
 from .runtime import FunctionConfig, FunctionDefaults, own_policy, runtime_function
 
 PROVIDER_ID = "ReplicaScheduleProvider"
@@ -136,7 +136,7 @@ class _ReplicaScheduleProvider(Construct):
 
     def _acknowledge_regions(self, regions: Sequence[str]) -> None:
         for region in regions:
-            shown = region if not Token.is_unresolved(region) else "<AWS::Region>"
+            shown = region if not is_token(region) else "<AWS::Region>"
             acknowledge(
                 self.policy,
                 "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:application-autoscaling:"

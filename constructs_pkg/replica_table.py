@@ -12,13 +12,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from aws_cdk import Stack, Token
+from aws_cdk import Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import DIMENSIONS
 from ddb_capacity_runtime.core.validators import is_region
+
+from .props import is_token
 
 Ranges = Mapping[tuple[str | None, str], tuple[int, int]]
 
@@ -67,7 +69,7 @@ def replica_of(
     not autoscaled there, or the table would be named across stacks by a generated name."""
     stack = Stack.of(scope)
     region = stack.region
-    if Token.is_unresolved(region):
+    if is_token(region):
         raise CapacityConfigError(
             f"{where}: a replica's scaler needs a stack with its Region "
             f"(env=Environment(region=...)); {stack.node.path} has none"
@@ -100,7 +102,7 @@ def _imported(where: str, table: dynamodb.TableV2, scope: Construct) -> dynamodb
     cfn = table.node.default_child
     assert isinstance(cfn, dynamodb.CfnGlobalTable)
     name = cfn.table_name
-    if not isinstance(name, str) or Token.is_unresolved(name):
+    if not isinstance(name, str) or is_token(name):
         raise CapacityConfigError(
             f"{where}: the replica's scaler is in another stack, {Stack.of(scope).node.path}, "
             f"which can name the table only by a name of its own: give the TableV2 a "

@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import jsii
-from aws_cdk import Duration, Token
+from aws_cdk import Duration
 from constructs import IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.holds import MAX_HOLD_MINUTES
 from ddb_capacity_runtime.core.validators import is_whole
 
-from .props import duration_prop
+from .props import duration_prop, is_token
 from .scaler import ThrottleAwareScaler
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def total_units(
 def hold_minutes(where: str, max_hold: Duration) -> int:
     """``max_hold`` checked; returns it in whole minutes."""
     duration_prop(where, "max_hold", max_hold, Duration.minutes(1))
-    hold_seconds = max_hold.to_seconds() if not Token.is_unresolved(max_hold) else 0
+    hold_seconds = max_hold.to_seconds() if not is_token(max_hold) else 0
     minutes = hold_seconds / 60
     if not 1 <= minutes <= MAX_HOLD_MINUTES or hold_seconds % 60:
         raise CapacityConfigError(

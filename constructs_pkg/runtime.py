@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy, Stack, Token
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -29,8 +29,8 @@ import ddb_capacity_runtime
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 
 from .assets import asset_key, cached_asset, handler_closure, staged_modules
-from .compliance import acknowledge, skip_checkov
-from .props import duration_prop, whole_prop
+from .compliance import LAMBDA_PACKS, acknowledge, acknowledge_all, skip_checkov
+from .props import duration_prop, is_token, whole_prop
 
 RUNTIME_PACKAGE = Path(ddb_capacity_runtime.__file__).resolve().parent
 """The installed run-time package, found through its import, never through the current directory: a
@@ -162,7 +162,7 @@ def _checked_timeout(where: str, timeout: object, default: FunctionDefaults) -> 
     assert checked is not None
     seconds = checked.to_seconds()
     low, high = default.shortest.to_seconds(), default.longest.to_seconds()
-    if not Token.is_unresolved(seconds) and not low <= seconds <= high:
+    if not is_token(seconds) and not low <= seconds <= high:
         allowed = (
             f"exactly {default.longest.to_human_string()}"
             if low == high
@@ -388,10 +388,14 @@ def _acknowledge_function(
     configured_by_environment: bool,
 ) -> None:
     """What every run-time function and its log group are acknowledged for."""
-    for finding in ("AwsSolutions-L1", "Serverless-LambdaLatestVersion"):
-        acknowledge(function, finding, RUNTIME_REASON)
-    for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"):
-        acknowledge(log_group, f"{pack}-CloudWatchLogGroupEncrypted", LOG_KEY_REASON)
+    acknowledge_all(
+        function,
+        dict.fromkeys(("AwsSolutions-L1", "Serverless-LambdaLatestVersion"), RUNTIME_REASON),
+    )
+    acknowledge_all(
+        log_group,
+        {f"{pack}-CloudWatchLogGroupEncrypted": LOG_KEY_REASON for pack in LAMBDA_PACKS},
+    )
     skip_checkov(log_group, "CKV_AWS_158", LOG_KEY_REASON)
     if configured_by_environment:
         skip_checkov(
@@ -433,8 +437,7 @@ def state_store_table(
         f"Encrypted at rest with DynamoDB's AWS owned key; it holds {contents} only, so a "
         f"customer managed key would protect nothing more and cost $1 a month plus requests.",
     )
-    for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321"):
-        acknowledge(table, f"{pack}-DynamoDBInBackupPlan", backup_reason)
+    acknowledge_all(table, {f"{pack}-DynamoDBInBackupPlan": backup_reason for pack in LAMBDA_PACKS})
     return table
 
 

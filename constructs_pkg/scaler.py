@@ -13,15 +13,14 @@ from types import MappingProxyType
 from typing import Any, Unpack, cast
 
 import jsii
-from aws_cdk import Duration, Fn, IStableStringProducer, Lazy, Stack, Token
+from aws_cdk import Duration, Fn, IStableStringProducer, Lazy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IValidation
 
-from ddb_capacity_runtime.aws.store import STORE_ENV
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_runtime.core.names import DIMENSIONS
+from ddb_capacity_runtime.core.names import DIMENSIONS, STORE_ENV
 from ddb_capacity_runtime.core.settings import (
     CONSTRUCT_SETTINGS,
     DEFAULT_TICK_MINUTES,
@@ -46,7 +45,7 @@ from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from .iam_statements import (
     state_store_statement,
 )
-from .props import MetricProps, ReservedCapacity
+from .props import MetricProps, ReservedCapacity, is_token
 from .replica_table import Replica, ReplicaSource
 from .runtime import FunctionDefaults, FunctionOptions, function_configs, state_store_table
 from .scaler_alarms import NAMESPACE as NAMESPACE
@@ -343,6 +342,13 @@ class ThrottleAwareScaler(Construct):
     def _render_function(self, settings: ScalerConfig, batch_concurrency: int | bool) -> None:
         """The scheduled function, configured by ``settings`` and its state store; with a
         ``batch_concurrency``, the batch path of a sharded tick too (and its settings)."""
+        written = (
+            CONSTRUCT_SETTINGS
+            + (SHARDING_SETTINGS if batch_concurrency else ())
+            + (LEGACY_SETTINGS if settings.read_legacy_state_until else ())
+            + (RESERVED_SETTINGS if settings.reservation else ())
+        )
+        environment = {**settings.to_env(written), STORE_ENV: Lazy.string(_StoreName(self))}
         scheduled = scheduled_function(
             self,
             handler="ddb_capacity_runtime.scaler.handler.lambda_handler",
@@ -350,6 +356,7 @@ class ThrottleAwareScaler(Construct):
             config=self._function_config,
             every=self._tick,
             calls="DynamoDB, Application Auto Scaling, CloudWatch, tagging",
+            environment=environment,
         )
         self.function, self.policy = scheduled.function, scheduled.policy
         self.dead_letter_queue, self.rule = scheduled.dead_letter_queue, scheduled.rule
@@ -362,16 +369,8 @@ class ThrottleAwareScaler(Construct):
                 dead_letter_queue=self.dead_letter_queue,
                 config=self._function_config,
                 concurrency=int(batch_concurrency),
+                environment=environment,
             )
-        written = (
-            CONSTRUCT_SETTINGS
-            + (SHARDING_SETTINGS if self.batches else ())
-            + (LEGACY_SETTINGS if settings.read_legacy_state_until else ())
-            + (RESERVED_SETTINGS if settings.reservation else ())
-        )
-        for name, value in settings.to_env(written).items():
-            self.add_environment(name, value)
-        self.add_environment(STORE_ENV, Lazy.string(_StoreName(self)))
         self.policy.add_statements(
             state_store_statement("StateStore", Lazy.string(_StoreArn(self)))
         )
@@ -629,9 +628,9 @@ class _ScalerValidation:
                 f"enable_throttle_aware_scaling(...), or set tag_key for tag discovery"
             )
         if not s.tag_key:
-            names = {t.table_name for t in s._tables if not Token.is_unresolved(t.table_name)}
+            names = {t.table_name for t in s._tables if not is_token(t.table_name)}
             for name in sorted(s._explicit_overrides):
-                if not Token.is_unresolved(name) and name not in names:
+                if not is_token(name) and name not in names:
                     errors.append(
                         f"{s._where}: overrides name table {name!r}, which the scaler does "
                         f"not manage; add the table, or set tag_key if it is found by tag"

@@ -8,6 +8,7 @@ scaler (their construct ids, and so the template, are the scaler's own).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -15,7 +16,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 
-from .alarms import AlarmSet, AlarmSpec, metric, says
+from .alarms import ONE_MINUTE, AlarmSet, AlarmSpec, metric, says
 from .props import duration_prop
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ class ScalerAlarms:
             ("pinned_at_max_for", pinned_for),
             ("throttled_for", o._throttled_for),
         ):
-            duration_prop(o._where, name, duration, Duration.minutes(1))
+            duration_prop(o._where, name, duration, ONE_MINUTE)
         self.alarm_set = AlarmSet(o, o._where, o.alarm_topic, o._alarm_options)
         self._function()
         self._batches()
@@ -101,7 +102,7 @@ class ScalerAlarms:
             "BatchesLate",
             AlarmSpec(
                 o.batches.queue.metric_approximate_age_of_oldest_message(
-                    period=Duration.minutes(1), statistic="Maximum"
+                    period=ONE_MINUTE, statistic="Maximum"
                 ),
                 says(
                     "A batch of the capacity scaler's sharded tick waited on its queue past "
@@ -202,19 +203,23 @@ class ScalerAlarms:
             key=f"HotKey/{label}",
         )
 
+    @functools.cached_property
+    def _throttled_minutes(self) -> int:
+        """``throttled_for`` in whole minutes, read once for every table's alarm."""
+        return max(1, math.ceil(self._owner._throttled_for.to_seconds() / 60))
+
     def throttled(
         self, table: dynamodb.ITable, table_label: str, index: str | None, dim: str
     ) -> None:
-        o = self._owner
         dims = {"TableName": table.table_name}
         if index:
             dims["GlobalSecondaryIndexName"] = index
-        minutes = max(1, math.ceil(o._throttled_for.to_seconds() / 60))
+        minutes = self._throttled_minutes
         found = metric(
             "AWS/DynamoDB",
             f"{dim.capitalize()}ThrottleEvents",
             dimensions_map=dims,
-            period=Duration.minutes(1),
+            period=ONE_MINUTE,
         )
         # named after the table and index, never after list positions: removing one table
         # leaves every other alarm as it is

@@ -17,7 +17,7 @@ from aws_cdk import aws_iam as iam
 
 from ddb_capacity_runtime.core.names import SCALER_TAGS, TARGET_TAG
 
-from .compliance import acknowledge
+from .compliance import acknowledge_all
 from .iam_statements import (
     SCALABLE_TARGETS_FINDING,
     move_minimums_statement,
@@ -138,8 +138,9 @@ class ScalerGrants:
                 f"{tag_key}={tag_value} by an aws:ResourceTag "
                 f"condition."
             )
-        for resource, reason in wildcards.items():
-            acknowledge(self._policy, f"AwsSolutions-IAM5[{resource}]", reason)
+        acknowledge_all(
+            self._policy, {f"AwsSolutions-IAM5[{r}]": reason for r, reason in wildcards.items()}
+        )
 
 
 def _forget_state_tags(

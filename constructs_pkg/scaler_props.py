@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from aws_cdk import Duration, Token
+from aws_cdk import Duration
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.settings import (
@@ -27,7 +27,7 @@ from ddb_capacity_runtime.core.validators import is_whole
 
 from .alarms import ALARM_WINDOW_SECONDS
 from .batches import CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY
-from .props import ReservedCapacity, duration_prop
+from .props import ReservedCapacity, duration_prop, is_token
 
 
 def tick_minutes(where: str, tick: Duration, mode: str, updating_for_ticks: int) -> int:
@@ -145,7 +145,7 @@ def hot_key_ticks(where: str, hot_key_for: Duration, tick: Duration) -> int:
 def checked_override(where: str, name: str, override: Any, table_quota: int) -> dict[str, Any]:
     """One table's ``overrides`` entry checked as the Lambda will check it (one definition:
     ScalerConfig); a table name known at deploy time only is kept as given."""
-    if Token.is_unresolved(name):
+    if is_token(name):
         return dict(override) if isinstance(override, Mapping) else override
     try:
         config = ScalerConfig(overrides={name: override}, table_quota=table_quota)

@@ -5,6 +5,7 @@ of a stale run, failed runs in a dead-letter queue."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aws_cdk import Duration
@@ -15,7 +16,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from .compliance import acknowledge, skip_checkov
+from .compliance import acknowledge_all, skip_checkov
 from .runtime import FunctionConfig, runtime_function
 
 
@@ -35,11 +36,12 @@ def scheduled_function(
     config: FunctionConfig,
     every: Duration,
     calls: str,
+    environment: Mapping[str, str] | None = None,
 ) -> ScheduledFunction:
     """A `runtime_function` run every ``every`` by an EventBridge rule: one run at a
     time (reserved concurrency 1), no retries of a stale run, and failed runs in a dead-letter
     queue (SSL only, SQS-managed encryption, 14 days). ``calls`` names the AWS APIs it
-    reaches, for the acknowledgements of the VPC rules."""
+    reaches, for the acknowledgements of the VPC rules; ``environment``, its environment."""
     queue = _dead_letter_queue(scope, description)
     function, policy = runtime_function(
         scope,
@@ -47,6 +49,7 @@ def scheduled_function(
         handler=handler,
         description=description,
         config=config,
+        environment=dict(environment) if environment else None,
     )
     _configure_failed_runs(scope, function, policy, queue, every)
     rule = events.Rule(
@@ -76,8 +79,7 @@ def acknowledge_control_plane_function(function: lambda_.Function, calls: str) -
             for pack in ("HIPAA.Security", "NIST.800.53.R5", "PCI.DSS.321")
         },
     }
-    for finding, reason in reasons.items():
-        acknowledge(function, finding, reason)
+    acknowledge_all(function, reasons)
 
 
 def _dead_letter_queue(scope: Construct, description: str) -> sqs.Queue:
@@ -95,13 +97,14 @@ def _dead_letter_queue(scope: Construct, description: str) -> sqs.Queue:
         "Encrypted at rest with SQS-managed keys (SSE-SQS); it holds failed schedule "
         "events, which name no data, so a KMS key ($1 a month) would protect nothing more.",
     )
-    for finding in ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"):
-        acknowledge(
-            queue,
-            finding,
+    acknowledge_all(
+        queue,
+        dict.fromkeys(
+            ("AwsSolutions-SQS3", "Serverless-SQSRedrivePolicy"),
             f"This queue is itself the dead-letter queue of the {description}'s "
             f"schedule and of its asynchronous invocations; nothing is behind it.",
-        )
+        ),
+    )
     return queue
 
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import jsii
-from aws_cdk import Duration, Names, Reference, Stack, Token, Tokenization
+from aws_cdk import Duration, Names, Reference, Stack, Tokenization
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -33,7 +33,7 @@ from ddb_capacity_runtime.requests.counts import NAMESPACE
 
 from .alarms import AlarmSet, AlarmSpec, metric, says
 from .compliance import acknowledge
-from .props import duration_prop
+from .props import duration_prop, is_token
 from .provisioned_table import ProvisionedTable
 from .runtime import FunctionConfig, runtime_function
 from .table import TableCapacity
@@ -109,12 +109,12 @@ def check_stream_signal(where: str, stream: object) -> StreamSignal | None:
     window = duration_prop(where, f"{owner}.batching_window", stream.batching_window, _NONE)
     age = duration_prop(where, f"{owner}.max_record_age", stream.max_record_age, _NONE)
     assert window is not None and age is not None
-    if not Token.is_unresolved(window) and window.to_seconds() > 10:
+    if not is_token(window) and window.to_seconds() > 10:
         raise CapacityConfigError(
             f"{where}: {owner}.batching_window must be whole seconds from 0 to 10; got "
             f"{window.to_human_string()}"
         )
-    if not Token.is_unresolved(age) and not 60 <= age.to_seconds() <= 3600:
+    if not is_token(age) and not 60 <= age.to_seconds() <= 3600:
         raise CapacityConfigError(
             f"{where}: {owner}.max_record_age must be whole seconds from 60 seconds to 1 "
             f"hour (a late record is worthless as a signal); got {age.to_human_string()}"
@@ -145,7 +145,7 @@ def stream_arn_of(where: str, table: dynamodb.ITable, owner: TableCapacity | Non
             stream_view_type=VIEW_TYPE.value
         )
         return cfn.attr_stream_arn
-    name = table.table_name if not Token.is_unresolved(table.table_name) else "(named at deploy)"
+    name = table.table_name if not is_token(table.table_name) else "(named at deploy)"
     raise CapacityConfigError(
         f"{where}: fast_path.stream reads each table's DynamoDB stream, and table "
         f"{(owner or table).node.path} ({name}) has none that this app knows: turn its "
@@ -306,7 +306,7 @@ def _key(scope: IConstruct, value: object) -> str:
     """A stream ARN, for comparing across the app: a reference to a table's ``StreamArn``
     by the table it names (the same whichever stack reads it: a cross-stack reference
     becomes an import in the reader's stack); anything else as its stack resolves it."""
-    found = Tokenization.reverse(value) if Token.is_unresolved(value) else None
+    found = Tokenization.reverse(value) if is_token(value) else None
     if isinstance(found, Reference):
         return f"{found.target.node.path}#{found.display_name}"
     return json.dumps(Stack.of(scope).resolve(value), sort_keys=True)

@@ -20,7 +20,6 @@ from aws_cdk import (
     Stack,
     Tags,
     TimeZone,
-    Token,
 )
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_dynamodb as dynamodb
@@ -42,9 +41,9 @@ from .capacity import (
     Capacity,
     PrewarmMethod,
     check_table_quota,
-    is_token,
 )
 from .prewarm import SETTLE_DEFAULTS, SettleStep
+from .props import is_token
 from .quota import ScalableTargetQuota
 from .runtime import FunctionConfig, FunctionOptions, function_configs
 from .table_delegation import TableDelegation
@@ -68,6 +67,8 @@ INDEX_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
 
 PREWARM_TAG = "ddb-capacity:prewarm"
 """Tag set on a table that has a high-water mark; its value is the PrewarmMethod's name."""
+SCALABLE_TARGET_TYPE = "AWS::ApplicationAutoScaling::ScalableTarget"
+"""The one resource of a dimension's auto scaling the library's target tag goes on."""
 
 
 def table_list(where: str, tables: object) -> list[Any]:
@@ -192,7 +193,7 @@ class TableCapacity(TableDelegation, Construct):
                 f"and high-water marks use GlobalTableCapacity"
             )
         if not isinstance(table, dynamodb.Table) and (
-            not hasattr(table, "table_name") or Token.is_unresolved(table.table_name)
+            not hasattr(table, "table_name") or is_token(table.table_name)
         ):
             raise CapacityConfigError(
                 f"{where}: table must be an aws_dynamodb.Table of this app, or one "
@@ -547,6 +548,7 @@ class TableCapacity(TableDelegation, Construct):
 
     def _manage(self, index_name: str | None) -> None:
         """Auto scale both dimensions and register what the settle step must lower."""
+        table_name = self.table.table_name
         for dimension in DIMENSIONS:
             capacity = self._capacity[index_name][dimension]
             attribute = self._auto_scale(dimension, index_name, capacity)
@@ -558,7 +560,9 @@ class TableCapacity(TableDelegation, Construct):
             )
             self._scalable[(index_name, dimension)] = attribute
             # the library's roles may move this target's minimum (and no other)
-            Tags.of(self._cfn_target(attribute)).add(TARGET_TAG, self.table.table_name)
+            Tags.of(attribute.cfn if isinstance(attribute, ImportedDimension) else attribute).add(
+                TARGET_TAG, table_name, include_resource_types=[SCALABLE_TARGET_TYPE]
+            )
             initial = self._initial(capacity)
             if initial > capacity.min_capacity:
                 if self._settle is None:
@@ -618,7 +622,7 @@ def _validate_managed_once(capacity: TableCapacity, where: str, table: dynamodb.
     """No other TableCapacity (nor ProvisionedTable) of the app manages ``table``: two would
     each set its capacity and register its scalable targets."""
     keys = identity_of(table)
-    name = "" if Token.is_unresolved(table.table_name) else f" ({shown(table.table_name)})"
+    name = "" if is_token(table.table_name) else f" ({shown(table.table_name)})"
     for other in capacity.node.root.node.find_all():
         if isinstance(other, TableCapacity) and other is not capacity and other._identity & keys:
             raise CapacityConfigError(

@@ -19,7 +19,6 @@ from aws_cdk import (
     IStableAnyProducer,
     Stack,
     TimeZone,
-    Token,
 )
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_dynamodb as dynamodb
@@ -32,7 +31,7 @@ from ddb_capacity_runtime.schedule.entries import CapacityWindow, TableSchedule
 from ddb_capacity_runtime.schedule.expressions import zone_name
 
 from .capacity import Capacity
-from .props import duration_prop
+from .props import duration_prop, is_token
 
 if TYPE_CHECKING:
     from .table import TableCapacity
@@ -105,7 +104,7 @@ def identity_of(table: dynamodb.ITable) -> frozenset[tuple[str, ...]]:
         return frozenset({("construct", table.node.path)})
     stack = Stack.of(table)
     env = [str(stack.account), str(stack.region)]
-    scope = stack.node.path if any(Token.is_unresolved(v) for v in env) else ""
+    scope = stack.node.path if any(is_token(v) for v in env) else ""
     return frozenset({("name", *env, scope, table.table_name)})
 
 

@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from importlib.util import cache_from_source
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from constructs_pkg import (
 )
 from constructs_pkg import assets as assets_module
 from constructs_pkg.assets import (
+    bytecode_path,
     closure,
     handler_closure,
     import_graph,
@@ -119,7 +119,7 @@ def test_each_asset_holds_its_handlers_modules_and_no_other(assets: dict[str, Pa
         expected = {str(by_name[name].relative_to(PACKAGE.parent)) for name in closure}
         # the few modules shipped compiled too (the tests run on the functions' Python)
         expected |= {
-            str(Path(cache_from_source(str(by_name[name]))).relative_to(PACKAGE.parent))
+            str(bytecode_path(by_name[name]).relative_to(PACKAGE.parent))
             for name in closure & COMPILED_MODULES
         }
         assert files == expected, handler
@@ -204,7 +204,7 @@ def test_the_scaler_asset_ships_its_tick_compiled(assets: dict[str, Path], tmp_p
     folder = assets[SCALER]
     tick = "ddb_capacity_runtime.scaler.tick"
     source = folder / "ddb_capacity_runtime" / "scaler" / "tick.py"
-    cached = Path(cache_from_source(str(source)))
+    cached = bytecode_path(source)
     assert tick in COMPILED_MODULES and cached.is_file()
     # WHEN a fresh interpreter imports the tick from it, writing no bytecode (as on Lambda)
     done = import_verbosely(folder, tick)
@@ -225,7 +225,7 @@ def test_shipped_bytecode_gives_way_to_a_changed_source(tmp_path: Path) -> None:
     (source.parent / "__init__.py").write_text("")
     source.write_text("MARK = 'compiled'\n")
     cached = write_bytecode(tmp_path, source)
-    assert cached == Path(cache_from_source(str(source)))
+    assert cached == bytecode_path(source)
     source.write_text("MARK = 'edited'\n")
     # WHEN a fresh interpreter imports it
     done = import_verbosely(tmp_path, "pkg.mod")
@@ -508,3 +508,22 @@ def test_a_stripped_dataclass_keeps_a_docstring_and_needs_no_signature() -> None
     assert namespace["Point"].__doc__ == "_"
     assert namespace["f"].__doc__ == ""
     assert namespace["Point"](1) == namespace["Point"](x=1)
+
+
+def test_bytecode_goes_beside_its_source_wherever_this_process_keeps_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a synth whose own bytecode cache is elsewhere (PYTHONPYCACHEPREFIX)
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.setattr(sys, "pycache_prefix", str(elsewhere))
+    source = tmp_path / "pkg" / "mod.py"
+    source.parent.mkdir()
+    (source.parent / "__init__.py").write_text("")
+    source.write_text("MARK = 'compiled'\n")
+    # WHEN a module is compiled for an asset
+    cached = write_bytecode(tmp_path, source)
+    # THEN its bytecode is where the function's import system looks: beside the source
+    assert cached == source.parent / "__pycache__" / f"mod.{sys.implementation.cache_tag}.pyc"
+    assert cached.is_file() and not elsewhere.exists()
+    done = import_verbosely(tmp_path, "pkg.mod")
+    assert f"code object from '{cached}'" in done.stderr

@@ -275,3 +275,19 @@ def test_every_construct_metric_comes_from_the_one_factory() -> None:
     ``alarms.metric`` (or aws-cdk-lib's own ``metric_*`` methods), never make one."""
     made = [m for p in sorted((ROOT / "constructs_pkg").glob("*.py")) for m in _metrics_made(p)]
     assert [(m.split(":")[0], m.split(" ")[1]) for m in made] == [("alarms.py", "metric")], made
+
+
+def _token_questions(path: Path) -> list[str]:
+    """Where ``path`` asks jsii's kernel ``Token.is_unresolved`` itself: ``file line``."""
+    return [
+        f"{path.name} {node.lineno}"
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Attribute) and node.attr == "is_unresolved"
+    ]
+
+
+def test_every_token_question_goes_through_is_token() -> None:
+    """The constructs ask "is this a token?" through ``props.is_token``, which answers plain
+    values without a round trip to jsii's kernel; only it asks ``Token.is_unresolved``."""
+    asked = [q for p in sorted((ROOT / "constructs_pkg").glob("*.py")) for q in _token_questions(p)]
+    assert [q.split(" ")[0] for q in asked] == ["props.py"], asked

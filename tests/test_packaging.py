@@ -8,13 +8,13 @@ import os
 import subprocess
 import sys
 import textwrap
-from importlib.util import cache_from_source
 from pathlib import Path
 
 import pytest
 
 import constructs_pkg
 import ddb_capacity_runtime
+from constructs_pkg.assets import bytecode_path
 from constructs_pkg.runtime import compiled_modules
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +97,7 @@ def test_a_users_own_lambda_src_folder_does_not_shadow_the_library(tmp_path: Pat
         if p.is_file() and "__pycache__" not in p.parts
     }
     # (and, synthesized on the functions' Python, the bytecode of the modules shipped compiled)
-    compiled = {cache_from_source(m.replace(".", "/") + ".py") for m in compiled_modules()}
+    compiled = {str(bytecode_path(Path(m.replace(".", "/") + ".py"))) for m in compiled_modules()}
     for handler, files in assets.items():
         module = handler.rsplit(".", 1)[0].replace(".", "/") + ".py"
         assert module in files and "ddb_capacity_runtime/__init__.py" in files

@@ -53,7 +53,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 
 from ddb_capacity_runtime import requests
 from ddb_capacity_runtime.aws.error_codes import describe_error
-from ddb_capacity_runtime.aws.store import STORE_ENV
+from ddb_capacity_runtime.core.names import STORE_ENV
 from ddb_capacity_runtime.core.validators import is_region
 from ddb_capacity_runtime.requests.broker import BROKER_ENV
 

@@ -11,7 +11,7 @@ import os
 from dataclasses import fields
 from typing import Any
 
-from ddb_capacity_runtime.aws.store import STORE_ENV
+from ddb_capacity_runtime.core.names import STORE_ENV
 from ddb_capacity_runtime.requests.broker import BROKER_ENV
 
 from . import reserve_command

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ddb_capacity_runtime.aws.clients import Clients
-from ddb_capacity_runtime.aws.store import STORE_ENV, HoldStore
+from ddb_capacity_runtime.aws.store import HoldStore
+from ddb_capacity_runtime.core.names import STORE_ENV
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler.tick import run_tick
 

@@ -77,6 +77,7 @@ from ..core.names import (
     DEFAULT_TABLE_QUOTA,
     DIMENSIONS,
     MAX_TABLE_QUOTA,
+    STORE_ENV,
     TABLE_QUOTA_ENV,
     parse_table_quota,
     scope_label,
@@ -118,10 +119,9 @@ RENEW_MARGIN = timedelta(seconds=5)
 RECENT_INTENTS = 8
 """The library's intents kept per dimension, and how long each counts as the library's."""
 INTENT_MEMORY = timedelta(days=1)
-STORE_ENV = "CAPACITY_HOLDS_TABLE"
-"""The environment variables that name the hold store and bound its holds, for workers and for the
-Lambda functions (set by ``CapacityRequests``)."""
 MAX_UNITS_ENV = "CAPACITY_MAX_UNITS"
+"""The environment variables that bound the hold store's holds (``core.names.STORE_ENV`` names
+the store), for workers and for the Lambda functions (set by ``CapacityRequests``)."""
 MAX_HOLD_ENV = "CAPACITY_MAX_HOLD_MINUTES"
 MAX_TOTAL_UNITS_ENV = "CAPACITY_MAX_TOTAL_UNITS"
 MARKER = "once:"

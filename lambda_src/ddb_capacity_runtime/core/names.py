@@ -20,6 +20,9 @@ raised on request), so this ceiling only refuses nonsense, 25 times the default.
 TABLE_QUOTA_ENV = "CAPACITY_TABLE_QUOTA"
 """The environment variable that carries the table quota to the run-time functions (part of the
 scaler's settings contract, and read by the state store's bounds)."""
+STORE_ENV = "CAPACITY_HOLDS_TABLE"
+"""The environment variable that names the state store (the hold store) for workers and for the
+Lambda functions (set by ``CapacityRequests`` and the ``ThrottleAwareScaler``)."""
 TAG_PREFIX = "ddb-capacity:"
 """Every tag this library reads or writes on a table starts with this prefix."""
 BASE_MIN_TAG = f"{TAG_PREFIX}base-min:"

@@ -16,9 +16,10 @@ from typing import Any, TextIO
 from ..aws import discovery
 from ..aws.clients import Clients, make_clients
 from ..aws.retry import RetryWithin
-from ..aws.store import STORE_ENV, HoldStore, open_store
+from ..aws.store import HoldStore, open_store
 from ..core.deadline import Deadline
 from ..core.holds import CapacityRequestError
+from ..core.names import STORE_ENV
 from ..core.settings import ScalerConfig
 from ..events import emf_record, emit_metrics, log_event
 from .shard import BATCH_QUEUE_ENV, MARGIN, BatchError, parse_batch, send, shard
