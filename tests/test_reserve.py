@@ -13,10 +13,11 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.stub import Stubber
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddb_capacity_tools import reserve, reserve_sizing
+from ddb_capacity_tools import reserve, reserve_command, reserve_sizing
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.local_aws import put_traffic
 from ddb_capacity_tools.simulator.model import Recorded
@@ -318,6 +319,72 @@ def test_all_tables_plans_on_every_readable_table(region: datetime, in_region: N
     assert sorted(t["name"] for t in doc["tables"]) == ["ReserveBig", "ReserveSmall"]
     # both tables' units, summed: more than the bigger alone provisions at 90 %
     assert max(doc["plan_hourly"]["write"]) >= 900 / 0.9 + 150
+    # tables of one Region (moto keeps no replicas): none is taken for a replica
+    assert not any(reserve_command.REPLICA_NOTE in t["warnings"] for t in doc["tables"])
+
+
+def test_all_tables_reserves_no_write_units_for_a_replica(
+    region: datetime, in_region: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same fleet, ReserveBig a global table's replica (moto keeps no replicas: its
+    Regions are given as DescribeTable's answer would give them)."""
+
+    def regions(dynamodb: Any, table: str) -> tuple[str, ...]:
+        dynamodb.describe_table(TableName=table)  # the table is there
+        return ("eu-west-1", REGION) if table == "ReserveBig" else ()
+
+    monkeypatch.setattr(reserve_command, "replica_regions", regions)
+    code, out, err = run(
+        "reserve", "--all-tables", "--days", "1", "--end", region.isoformat(),
+        "--policy", "stock:90", "--json", "--quiet", "--processes", "1",
+    )  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    notes = {t["name"]: t["warnings"] for t in doc["tables"]}
+    assert notes["ReserveBig"] == [reserve_command.REPLICA_NOTE] and notes["ReserveSmall"] == []
+    # only the small table's writes are planned: under what the big one alone provisions
+    assert 0 < max(doc["plan_hourly"]["write"]) < 900 / 0.9
+
+
+def test_a_replica_of_a_global_table_gets_no_reserved_write_units() -> None:
+    """A replica's writes are replicated writes, which reserved capacity never covers: its
+    write units stay in the bill at the list price and out of the plan; its reads, and
+    another table's writes, are planned as before."""
+    steady = [1_000] * 48
+    weights = [1.0] * 48
+
+    def table(name: str) -> reserve.TableHours:
+        run = reserve.Run("stock:90", reserve_sizing.Hours(steady, steady, weights), None, 0.0)
+        return reserve.TableHours(name, run, run)
+
+    alone = reserve.plan_fleet([table("orders")], ["1y"], reserve.Setup())
+    assert alone.units == {"read": 1_000, "write": 1_000}
+    tables = reserve_command.replicas_left_out([table("orders"), table("carts")], {"carts"}, PRICES)
+    orders, carts = tables
+    assert orders == table("orders")
+    assert carts.listed.plan.write == [0] * 48 and carts.listed.plan.read == steady
+    assert carts.warnings == (reserve_command.REPLICA_NOTE,)
+    # billed the same: the replica's write units at the list price, outside the plan
+    listed = table("carts").listed.plan
+    assert carts.listed.plan.other_usd == pytest.approx(48 * 1_000 * PRICES.unit_hour("write"))
+    assert carts.current.plan.read == listed.read
+    plan = reserve.plan_fleet(tables, ["1y"], reserve.Setup())
+    assert plan.units == {"read": 2_000, "write": 1_000}
+
+
+def test_a_replica_is_known_by_describe_tables_replicas_read_as_untrusted_input() -> None:
+    """moto keeps no replicas: DescribeTable's answer for a global table's replica is given
+    as AWS gives it (botocore's Stubber); what is not a Region's name is left out."""
+    client = boto3.client(
+        "dynamodb", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stub = Stubber(client)
+    replicas = [{"RegionName": "us-east-1"}, {"RegionName": "eu-west-1"}, {"RegionName": "x y"}]
+    stub.add_response("describe_table", {"Table": {"TableName": "carts", "Replicas": replicas}})
+    stub.add_response("describe_table", {"Table": {"TableName": "orders"}})
+    with stub:
+        assert reserve_command.replica_regions(client, "carts") == ("eu-west-1", "us-east-1")
+        assert reserve_command.replica_regions(client, "orders") == ()
 
 
 def on_demand_or_provisioned(name: str, od_usd: float, units: list[int]) -> reserve.TableHours:

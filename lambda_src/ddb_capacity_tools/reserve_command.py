@@ -35,7 +35,7 @@ from .simulator.policies import PolicyError, parse
 from .simulator.prices import TERMS, Prices
 from .simulator.trace import Trace, TraceError, read_csv
 
-__all__ = ["DEFAULT_DAYS", "add_parser", "run"]
+__all__ = ["DEFAULT_DAYS", "add_parser", "replica_regions", "replicas_left_out", "run"]
 
 DEFAULT_DAYS = 14
 """Days of CloudWatch history ``--all-tables`` reads unless told."""
@@ -238,6 +238,8 @@ def _cloudwatch(args: argparse.Namespace, err: TextIO) -> tuple[list[Trace], lis
             trace = history(
                 made.cloudwatch, made.dynamodb, name, None, days, end, with_indexes=True
             )
+            if replica_regions(made.dynamodb, name):
+                args.replicas.add(name)
         except Exception as exc:  # a fault domain: the others are planned
             failed.append((name, advise_module.shown(describe_error(exc))))
             continue
@@ -249,6 +251,31 @@ def _cloudwatch(args: argparse.Namespace, err: TextIO) -> tuple[list[Trace], lis
         raise reserve.ReserveError("--all-tables: no table's history could be read")
     args.failed = [name for name, _ in failed]
     return traces, labels
+
+
+def replica_regions(dynamodb: Any, table: str) -> tuple[str, ...]:
+    """The Regions of ``table``'s replicas when it is a global table's replica (DescribeTable's
+    ``Replicas``, untrusted: `advise.replica_regions`); none for a table of one Region."""
+    return advise_module.replica_regions(dynamodb.describe_table(TableName=table)["Table"])
+
+
+REPLICA_NOTE = (
+    "a global table's replica: its write units are replicated writes, billed at the list "
+    "price and never covered by reserved capacity, so the plan reserves none for them"
+)
+
+
+def replicas_left_out(
+    tables: list[reserve.TableHours], replicas: set[str], prices: Prices
+) -> list[reserve.TableHours]:
+    """``tables``, each of ``replicas`` with its writes at the list price and out of the
+    plan (`reserve.replicated_writes`), saying so."""
+    return [
+        replace(reserve.replicated_writes(t, prices), warnings=(*t.warnings, REPLICA_NOTE))
+        if t.name in replicas
+        else t
+        for t in tables
+    ]
 
 
 def _time(option: str, text: str) -> datetime:
@@ -269,13 +296,14 @@ def run(
     terms = list(TERMS) if args.term == "both" else [args.term]
     if args.html:
         page.check_path(args.html)
-    args.failed = []
+    args.failed, args.replicas = [], set()
     traces, _ = _traces(args, err)
     given = score_from(args.score_from, traces[0])
     split = traces[0].minutes if given is None else given
     reserve.check_split(split, traces[0].minutes, given is not None)
     processes = args.processes or os.cpu_count() or 1
     tables = reserve.plan_tables(traces, split, setup, processes, None if args.quiet else err)
+    tables = replicas_left_out(tables, args.replicas, setup.prices)
     plan = reserve.plan_fleet(tables, terms, setup)
     about = _about(traces[0], split, given is not None, setup, args.term)
     if args.json:
