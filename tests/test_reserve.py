@@ -308,14 +308,19 @@ def in_region(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_REGION", REGION)
 
 
-def test_all_tables_plans_on_every_readable_table(region: datetime, in_region: None) -> None:
-    end = region
+def plan_all_tables(end: datetime) -> dict[str, Any]:
+    """``reserve --all-tables`` over the day before ``end``, every table on stock:90."""
     code, out, err = run(
         "reserve", "--all-tables", "--days", "1", "--end", end.isoformat(),
         "--policy", "stock:90", "--json", "--quiet", "--processes", "1",
     )  # fmt: skip
     assert code == 0, err
-    doc = json.loads(out)
+    doc: dict[str, Any] = json.loads(out)
+    return doc
+
+
+def test_all_tables_plans_on_every_readable_table(region: datetime, in_region: None) -> None:
+    doc = plan_all_tables(region)
     assert sorted(t["name"] for t in doc["tables"]) == ["ReserveBig", "ReserveSmall"]
     # both tables' units, summed: more than the bigger alone provisions at 90 %
     assert max(doc["plan_hourly"]["write"]) >= 900 / 0.9 + 150
@@ -334,12 +339,7 @@ def test_all_tables_reserves_no_write_units_for_a_replica(
         return ("eu-west-1", REGION) if table == "ReserveBig" else ()
 
     monkeypatch.setattr(reserve_command, "replica_regions", regions)
-    code, out, err = run(
-        "reserve", "--all-tables", "--days", "1", "--end", region.isoformat(),
-        "--policy", "stock:90", "--json", "--quiet", "--processes", "1",
-    )  # fmt: skip
-    assert code == 0, err
-    doc = json.loads(out)
+    doc = plan_all_tables(region)
     notes = {t["name"]: t["warnings"] for t in doc["tables"]}
     assert notes["ReserveBig"] == [reserve_command.REPLICA_NOTE] and notes["ReserveSmall"] == []
     # only the small table's writes are planned: under what the big one alone provisions
