@@ -25,11 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
-import jsii
 from aws_cdk import (
     Duration,
-    IStableStringProducer,
-    Lazy,
     Stack,
 )
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -74,6 +71,7 @@ from .iam_statements import (
     scalable_targets_reason,
     state_store_statement,
 )
+from .lazy import lazy_string
 from .props import MetricProps
 from .runtime import (
     FunctionDefaults,
@@ -336,7 +334,7 @@ class CapacityRequests(Construct):
             config=self._functions["Broker"],
             environment={
                 **self.environment,
-                SCOPES_ENV: Lazy.string(_Scopes(self)),
+                SCOPES_ENV: self._scopes_setting(),
             },
             reserved_concurrent_executions=broker_concurrency,
         )
@@ -445,7 +443,7 @@ class CapacityRequests(Construct):
             return None
         environment = {
             **self.environment,
-            SCOPES_ENV: Lazy.string(_Scopes(self)),
+            SCOPES_ENV: self._scopes_setting(),
             **surge.to_env(),
         }
         return FastPathParts(self, fast_path, stream, environment)
@@ -506,6 +504,11 @@ class CapacityRequests(Construct):
                 + " (add an index to the table before allowing it)"
             )
         entry[2].append(index_name)
+
+    def _scopes_setting(self) -> str:
+        """The broker's ``CAPACITY_SCOPES``, written with the template (indexes added later
+        count too)."""
+        return lazy_string(lambda: Stack.of(self).to_json_string(self.scopes()))
 
     def scopes(self) -> list[dict[str, Any]]:
         """What the broker serves: each table with the indexes it allows."""
@@ -646,15 +649,3 @@ def _acknowledge_broker(broker: lambda_.Function, broker_concurrency: int | None
         },
         no_dlq,
     )
-
-
-@jsii.implements(IStableStringProducer)
-class _Scopes:
-    """The broker's ``CAPACITY_SCOPES``, written with the template (indexes added later
-    count too)."""
-
-    def __init__(self, owner: CapacityRequests) -> None:
-        self._owner = owner
-
-    def produce(self) -> str:
-        return Stack.of(self._owner).to_json_string(self._owner.scopes())

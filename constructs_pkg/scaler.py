@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any, Unpack, cast
 
 import jsii
-from aws_cdk import Duration, Fn, IStableStringProducer, Lazy, Stack
+from aws_cdk import Duration, Fn, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sns as sns
@@ -45,6 +45,7 @@ from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from .iam_statements import (
     state_store_statement,
 )
+from .lazy import lazy_string
 from .props import MetricProps, ReservedCapacity, is_token
 from .replica_table import Replica, ReplicaSource
 from .runtime import FunctionDefaults, FunctionOptions, function_configs, state_store_table
@@ -348,7 +349,10 @@ class ThrottleAwareScaler(Construct):
             + (LEGACY_SETTINGS if settings.read_legacy_state_until else ())
             + (RESERVED_SETTINGS if settings.reservation else ())
         )
-        environment = {**settings.to_env(written), STORE_ENV: Lazy.string(_StoreName(self))}
+        environment = {
+            **settings.to_env(written),
+            STORE_ENV: lazy_string(lambda: self.state_store.table_name),
+        }
         scheduled = scheduled_function(
             self,
             handler="ddb_capacity_runtime.scaler.handler.lambda_handler",
@@ -372,7 +376,7 @@ class ThrottleAwareScaler(Construct):
                 environment=environment,
             )
         self.policy.add_statements(
-            state_store_statement("StateStore", Lazy.string(_StoreArn(self)))
+            state_store_statement("StateStore", lazy_string(lambda: self.state_store.table_arn))
         )
 
     def add_environment(self, key: str, value: str) -> None:
@@ -456,6 +460,12 @@ class ThrottleAwareScaler(Construct):
             )
         table, label = replica.table, _label(replica.table)
         self._overrides[table.table_name] = {d: dict(b) for d, b in replica.bounds.items()}
+        if not self._replicas:
+            stack = Stack.of(self)
+            self.add_environment(
+                SETTINGS_BY_KEY["replicas"].name,
+                lazy_string(lambda: stack.to_json_string(self._replicas)),
+            )
         self._replicas[table.table_name] = {"regions": list(replica.others)}
         self._manage(table, label, replica.indexes)
 
@@ -467,7 +477,6 @@ class ThrottleAwareScaler(Construct):
         for index in [None, *indexes]:
             self._index_alarms(table, label, index)
         self._alarm_parts.hot_key(table, label)
-        self._render_tables()
 
     def _configure_bounds(self, table: TableCapacity, label: str) -> list[str]:
         """A ``TableCapacity``'s configured ranges as its overrides; a GSI added later gets
@@ -489,7 +498,6 @@ class ThrottleAwareScaler(Construct):
         self._index_alarms(table.table, label, index)
         if self._own_target and not table._elsewhere:
             self._own(table)
-            self._render_tables()
 
     def _own(self, table: TableCapacity) -> None:
         """The target values of ``table``'s dimensions, the table's and each GSI's, as the
@@ -502,7 +510,7 @@ class ThrottleAwareScaler(Construct):
             **targets(None),
             "indexes": {i: targets(i) for i in table.index_names},
         }
-        self._grants.owned(list(self._owned))
+        self._grants.owned(lambda: list(self._owned))
 
     @property
     def owned_targets(self) -> Mapping[str, Any] | None:
@@ -516,20 +524,24 @@ class ThrottleAwareScaler(Construct):
             self._alarm_parts.throttled(table, label, index, dim)
 
     def _render_tables(self) -> None:
+        """The tables' settings, written when the template is (so each table added costs
+        nothing more here): names and overrides known at deploy time only, as CloudFormation
+        joins them."""
         stack = Stack.of(self)
-        names = [t.table_name for t in self._tables]
-        # names and overrides known at deploy time only: written as CloudFormation joins them
-        self.add_environment(SETTINGS_BY_KEY["tables"].name, Fn.join(",", names) if names else "")
+
+        def names() -> str:
+            found = [t.table_name for t in self._tables]
+            return Fn.join(",", found) if found else ""
+
+        self.add_environment(SETTINGS_BY_KEY["tables"].name, lazy_string(names))
         self.add_environment(
-            SETTINGS_BY_KEY["overrides"].name, stack.to_json_string(self._overrides)
+            SETTINGS_BY_KEY["overrides"].name,
+            lazy_string(lambda: stack.to_json_string(self._overrides)),
         )
         if self._own_target:
             self.add_environment(
-                SETTINGS_BY_KEY["owned_targets"].name, stack.to_json_string(self._owned)
-            )
-        if self._replicas:
-            self.add_environment(
-                SETTINGS_BY_KEY["replicas"].name, stack.to_json_string(self._replicas)
+                SETTINGS_BY_KEY["owned_targets"].name,
+                lazy_string(lambda: stack.to_json_string(self._owned)),
             )
 
     # ------------------------------------------------------------------ alarms and metrics
@@ -590,26 +602,6 @@ def _label(table: dynamodb.ITable | TableCapacity) -> str:
     """A stable name for ``table`` in construct ids: its path within its stack."""
     path = table.node.path.split("/", 1)[-1] if "/" in table.node.path else table.node.id
     return re.sub(r"[^A-Za-z0-9-]", "-", path)
-
-
-@jsii.implements(IStableStringProducer)
-class _StoreName:
-    """The name of the scaler's state store when the template is written (after any
-    ``use_state_store``)."""
-
-    def __init__(self, scaler: ThrottleAwareScaler) -> None:
-        self._scaler = scaler
-
-    def produce(self) -> str:
-        return self._scaler.state_store.table_name
-
-
-@jsii.implements(IStableStringProducer)
-class _StoreArn(_StoreName):
-    """The ARN of the scaler's state store when the template is written."""
-
-    def produce(self) -> str:
-        return self._scaler.state_store.table_arn
 
 
 @jsii.implements(IValidation)

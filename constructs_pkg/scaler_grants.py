@@ -8,7 +8,7 @@ else. Every statement is in the scaler's managed policy."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any
 
 from aws_cdk import Aws
@@ -25,6 +25,7 @@ from .iam_statements import (
     scalable_targets_reason,
     set_target_values_statement,
 )
+from .lazy import lazy_list
 
 TABLE_ACTIONS = ["dynamodb:DescribeTable", "dynamodb:UpdateTable", "dynamodb:ListTagsOfResource"]
 """What the scaler does to a table it manages."""
@@ -39,7 +40,6 @@ class ScalerGrants:
         self._policy = policy
         self._tag_key, self._tag_value = tag_key, tag_value
         self._forget_state_tags: iam.PolicyStatement | None = None
-        self._move_minimums: iam.PolicyStatement | None = None
         self._set_target_values: iam.PolicyStatement | None = None
         self._tables: list[dynamodb.ITable] = []
         policy.add_statements(
@@ -68,30 +68,21 @@ class ScalerGrants:
         )
         if self._forget_state_tags is None:
             self._forget_state_tags = _forget_state_tags("ForgetStateTags", [table.table_arn])
-            self._move_minimums = move_minimums_statement(
-                "MoveMinimums", TARGET_TAG, [table.table_name]
-            )
-            self._policy.add_statements(self._forget_state_tags, self._move_minimums)
+            # every explicit table's name, written when the template is
+            names = lazy_list(lambda: [t.table_name for t in self._tables])
+            move = move_minimums_statement("MoveMinimums", TARGET_TAG, names)
+            self._policy.add_statements(self._forget_state_tags, move)
         else:
-            assert self._move_minimums is not None
             self._forget_state_tags.add_resources(table.table_arn)
-            self._move_minimums.add_condition(
-                "StringEquals",
-                {f"aws:ResourceTag/{TARGET_TAG}": [t.table_name for t in self._tables]},
-            )
 
-    def owned(self, names: Sequence[str]) -> None:
-        """Write the target-tracking policies of the targets of tables ``names`` (all the
-        tables whose target values it owns, so far)."""
+    def owned(self, names: Callable[[], list[str]]) -> None:
+        """Write the target-tracking policies of the targets of the tables ``names()`` says
+        when the template is written (every table whose target values it owns)."""
         if self._set_target_values is None:
             self._set_target_values = set_target_values_statement(
-                "SetOwnedTargetValues", TARGET_TAG, list(names)
+                "SetOwnedTargetValues", TARGET_TAG, lazy_list(names)
             )
             self._policy.add_statements(self._set_target_values)
-        else:
-            self._set_target_values.add_condition(
-                "StringEquals", {f"aws:ResourceTag/{TARGET_TAG}": list(names)}
-            )
 
     def _tagged(self, key: str, value: str) -> None:
         """Find the tables tagged ``key=value``, and manage them as `table` does, by an

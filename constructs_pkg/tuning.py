@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import jsii
-from aws_cdk import Duration, IStableListProducer, IStableStringProducer, Lazy, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -36,6 +36,7 @@ from .alarm_sink import chosen_alarm_topic
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, metric, says
 from .compliance import acknowledge
 from .fleet_advisor import FleetAdvisor
+from .lazy import lazy_list, lazy_string
 from .runtime import (
     FunctionDefaults,
     FunctionOptions,
@@ -43,7 +44,7 @@ from .runtime import (
     function_configs,
     runtime_function,
 )
-from .scaler import ThrottleAwareScaler, _StoreArn, _StoreName
+from .scaler import ThrottleAwareScaler
 from .scheduled_function import (
     _configure_failed_runs,
     _dead_letter_queue,
@@ -121,14 +122,16 @@ class NightlyTuning(Construct):
         self.scaler, self.advisor, self.bounds, self.dry_run = scaler, advisor, bounds, dry_run
         settings = TuningSettings(
             advisor.bucket.bucket_name,
-            Lazy.string(_StoreName(scaler)),
+            lazy_string(lambda: scaler.state_store.table_name),
             {},
             bounds,
             dry_run,
             advisor.report_delay_minutes,
         )
         env = settings.to_env()
-        env["NIGHTLY_TUNING_OWNED"] = Lazy.string(_Owned(scaler))
+        env["NIGHTLY_TUNING_OWNED"] = lazy_string(
+            lambda: Stack.of(scaler).to_json_string(dict(scaler.owned_targets or {}))
+        )
         self.dead_letter_queue = _dead_letter_queue(self, "DynamoDB nightly tuning")
         self.function, self.policy = runtime_function(
             self,
@@ -222,10 +225,12 @@ class NightlyTuning(Construct):
             iam.PolicyStatement(
                 sid="TuneOwnedTargets",
                 actions=["dynamodb:GetItem", "dynamodb:UpdateItem"],
-                resources=[Lazy.string(_StoreArn(self.scaler))],
+                resources=[lazy_string(lambda: self.scaler.state_store.table_arn)],
                 conditions={
                     "ForAllValues:StringEquals": {
-                        "dynamodb:LeadingKeys": Lazy.list(_OwnedNames(self.scaler)),
+                        "dynamodb:LeadingKeys": lazy_list(
+                            lambda: list(self.scaler.owned_targets or {})
+                        ),
                         "dynamodb:Attributes": ["pk", "sk", TUNED],
                     }
                 },
@@ -294,28 +299,6 @@ class NightlyTuning(Construct):
                 ),
             ),
         )
-
-
-@jsii.implements(IStableStringProducer)
-class _Owned:
-    """The scaler's owned target values as JSON, when the template is written."""
-
-    def __init__(self, scaler: ThrottleAwareScaler) -> None:
-        self._scaler = scaler
-
-    def produce(self) -> str:
-        return Stack.of(self._scaler).to_json_string(dict(self._scaler.owned_targets or {}))
-
-
-@jsii.implements(IStableListProducer)
-class _OwnedNames:
-    """The names of the tables whose target values the scaler owns."""
-
-    def __init__(self, scaler: ThrottleAwareScaler) -> None:
-        self._scaler = scaler
-
-    def produce(self) -> list[str]:
-        return list(self._scaler.owned_targets or {})
 
 
 @jsii.implements(IValidation)

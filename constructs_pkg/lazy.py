@@ -1,0 +1,44 @@
+"""Runs in: CDK app (synth time).
+
+Values rendered when the template is written: `lazy_string` and `lazy_list` call their
+``render`` at synth, once the app is whole. A construct that grows (a scaler's tables, its
+state store, its owned targets) writes its whole state once this way, instead of again at
+each addition (which costs a call into jsii's kernel per value each time, and grows with the
+square of the tables)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jsii
+from aws_cdk import IStableListProducer, IStableStringProducer, Lazy
+
+__all__ = ["lazy_list", "lazy_string"]
+
+
+@jsii.implements(IStableStringProducer)
+class _String:
+    def __init__(self, render: Callable[[], str]) -> None:
+        self._render = render
+
+    def produce(self) -> str:
+        return self._render()
+
+
+@jsii.implements(IStableListProducer)
+class _List:
+    def __init__(self, render: Callable[[], list[str]]) -> None:
+        self._render = render
+
+    def produce(self) -> list[str]:
+        return self._render()
+
+
+def lazy_string(render: Callable[[], str]) -> str:
+    """A string token whose value is ``render()`` when the template is written."""
+    return Lazy.string(_String(render))
+
+
+def lazy_list(render: Callable[[], list[str]]) -> list[str]:
+    """A list token whose value is ``render()`` when the template is written."""
+    return Lazy.list(_List(render))
