@@ -8,6 +8,7 @@ import csv
 import io
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -22,6 +23,9 @@ from ddb_capacity_tools.advise import Advice, AdviseError, Failure, list_tables,
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.fleet_current import Current
 from ddb_capacity_tools.local_aws import put_traffic
+from ddb_capacity_tools.page.fleet_page import _reservation as reservation_html
+from ddb_capacity_tools.reserve import Setup as ReserveSetup
+from ddb_capacity_tools.reserve import plan_fleet, summary
 from ddb_capacity_tools.reserve_sizing import fleet_bill
 from ddb_capacity_tools.simulator import ModelParams
 from ddb_capacity_tools.simulator.backtest import history
@@ -619,3 +623,15 @@ def test_a_replicas_advice_says_how_its_writes_are_billed(region: dict[str, Any]
     blocks = {"write": 100}
     assert fleet_bill(alone, blocks, "1y", prices) != fleet_bill(alone, {}, "1y", prices)
     assert fleet_bill(replica, blocks, "1y", prices) > fleet_bill(replica, {}, "1y", prices)
+    # the fleet's summary shows the replica's writes as replicated, not as a table that
+    # writes nothing
+    plan = plan_fleet([plain.hours, replace(advice.hours, name="Replica")], ["1y"], ReserveSetup())
+    units = summary(plan)["median_hourly_units"]
+    assert units["Global"]["write"] > 0 and "replicated_writes" not in units["Global"]
+    assert units["Replica"] == {
+        "read": units["Global"]["read"],
+        "write": 0.0,
+        "replicated_writes": True,
+    }
+    shown = reservation_html(summary(plan))
+    assert shown.count(">replicated<") == 1

@@ -135,6 +135,9 @@ class TableHours:
     current: Run
     reserved: Run | None = None
     warnings: tuple[str, ...] = ()
+    replicated: bool = False
+    """A global table's replica: its write units are replicated writes, billed outside any
+    reservation (`replicated_writes`), so its runs hold none of them as reservable."""
 
     def run(self, switched: bool) -> Run:
         """The reserved-price run when ``switched`` and there is one, else the listed."""
@@ -153,7 +156,11 @@ def replicated_writes(table: TableHours, prices: Prices) -> TableHours:
 
     reserved = None if table.reserved is None else unreserved(table.reserved)
     return replace(
-        table, listed=unreserved(table.listed), current=unreserved(table.current), reserved=reserved
+        table,
+        listed=unreserved(table.listed),
+        current=unreserved(table.current),
+        reserved=reserved,
+        replicated=True,
     )
 
 
@@ -510,6 +517,7 @@ def as_json(plan: Plan, about: dict[str, Any]) -> dict[str, Any]:
                 "listed_policy": t.listed.policy,
                 "reserved_policy": None if t.reserved is None else t.reserved.policy,
                 "warnings": list(t.warnings),
+                "replicated_writes": t.replicated,
             }
             for t in plan.tables
         ],
@@ -538,12 +546,15 @@ def as_json(plan: Plan, about: dict[str, Any]) -> dict[str, Any]:
 def summary(plan: Plan) -> dict[str, Any]:
     """The plan in short, for ``advise --all-tables`` and its fleet report: the plan, its
     upfront fee, the month with and without it (and at a third less traffic), the prices'
-    status, and each table's median hourly units under its policy."""
+    status, and each table's median hourly units under its policy that a reservation could
+    cover (a global table's replica's writes none: ``replicated_writes`` says so)."""
     f = figures(plan)
-    tables: dict[str, dict[str, float]] = {}
+    tables: dict[str, dict[str, Any]] = {}
     for t in plan.tables:
         run = t.run(plan.policies[t.name] != t.listed.policy)
         tables[t.name] = {d: _median(run.plan.units(d)) for d in DIMENSIONS}
+        if t.replicated:
+            tables[t.name]["replicated_writes"] = True
     return {
         "term": plan.term,
         "read_units": plan.units.get("read", 0),

@@ -135,7 +135,10 @@ def _reservation(plan: dict[str, Any] | None) -> str:
                     (name, None),
                     (f"{v['read']:,.0f}", v["read"]),
                     (f"{v['read'] / total['read']:.0%}", v["read"] / total["read"]),
-                    (f"{v['write']:,.0f}", v["write"]),
+                    (
+                        "replicated" if v.get("replicated_writes") else f"{v['write']:,.0f}",
+                        v["write"],
+                    ),
                     (f"{v['write'] / total['write']:.0%}", v["write"] / total["write"]),
                 )
                 for name, v in rows
