@@ -116,8 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     ratio = statistics.median(times["quick start"]) / statistics.median(times["stock"])
     met = ratio <= GOAL
     print(
-        f"quick start / stock: {ratio:.2f}x (goal: at most {GOAL}x): "
-        f"{'met' if met else f'missed by {ratio - GOAL:.2f}'}"
+        f"quick start / stock: {ratio:.3f}x (goal: at most {GOAL}x): "
+        f"{'met' if met else f'missed by {ratio - GOAL:.3f}'}"
     )
     return 0 if met else 1
 
