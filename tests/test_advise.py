@@ -16,10 +16,11 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.stub import Stubber
 
 from ddb_capacity_tools import advise as advise_module
 from ddb_capacity_tools import fleet
-from ddb_capacity_tools.advise import Advice, AdviseError, Failure, list_tables, text
+from ddb_capacity_tools.advise import Advice, AdviseError, Failure, Replication, list_tables, text
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.fleet_current import Current
 from ddb_capacity_tools.local_aws import put_traffic
@@ -572,21 +573,49 @@ def test_a_replica_is_advised_from_its_own_region(
 
 
 @pytest.mark.parametrize(
-    ("replicas", "regions"),
+    ("replicas", "regions", "unknown"),
     [
-        ([{"RegionName": "us-east-1"}, {"RegionName": "eu-west-1"}], ("eu-west-1", "us-east-1")),
-        ([{"RegionName": "eu-west-1"}, {"RegionName": "moon; rm -rf"}, "x", {}], ("eu-west-1",)),
-        ("not a list", ()),
-        (None, ()),
+        (
+            [{"RegionName": "us-east-1"}, {"RegionName": "eu-west-1"}],
+            ("eu-west-1", "us-east-1"),
+            "",
+        ),
+        (
+            [{"RegionName": "eu-west-1"}, {"RegionName": "moon; rm -rf"}, "x", {}],
+            ("eu-west-1",),
+            "3 of its 4 Replicas without a Region's name",
+        ),
+        ([{"RegionName": "eusc-de-east-1"}], ("eusc-de-east-1",), ""),
+        ([{"RegionName": None}], (), "1 of its 1 Replicas without a Region's name"),
+        ("not a list", (), "DescribeTable's Replicas is 'not a list': expected a list"),
+        ([], (), ""),
+        (None, (), ""),
     ],
 )
 def test_a_global_tables_replicas_are_read_as_untrusted_input(
-    replicas: Any, regions: tuple[str, ...]
+    replicas: Any, regions: tuple[str, ...], unknown: str
 ) -> None:
+    """A table of one Region has no Replicas; any other answer is a global table's, and
+    what of it cannot be read makes the table taken for a replica, saying what."""
     description: dict[str, Any] = {"TableName": "G", "TableSizeBytes": 0}
     if replicas is not None:
         description["Replicas"] = replicas
-    assert advise_module.replica_regions(description) == regions
+    found = advise_module.replication(description)
+    assert (found.regions, found.unknown) == (regions, unknown)
+    assert found.replicated == (replicas not in (None, []))
+
+
+def reserving(end: datetime) -> advise_module.Setup:
+    """A day's advice to ``end`` on stock:70, with the hours of the fleet's reservation plan."""
+    return advise_module.Setup(
+        1,
+        end,
+        partial(settings_of, "plausible", ModelParams()),
+        ModelParams(),
+        ["stock:70"],
+        workers=1,
+        reserve_hours=True,
+    )
 
 
 def test_a_replicas_advice_says_how_its_writes_are_billed(region: dict[str, Any]) -> None:
@@ -594,19 +623,11 @@ def test_a_replicas_advice_says_how_its_writes_are_billed(region: dict[str, Any]
     it for a global table; the advice of the same history without replicas says nothing.
     A replica's write units are replicated writes: billed the same, never reservable."""
     busy(region, "Global", 40)
-    setup = advise_module.Setup(
-        1,
-        region["end"],
-        partial(settings_of, "plausible", ModelParams()),
-        ModelParams(),
-        ["stock:70"],
-        workers=1,
-        reserve_hours=True,
-    )
+    setup = reserving(region["end"])
     plain = advise_module.advise_one(region["cloudwatch"], region["ddb"], "Global", None, setup)
     assert not isinstance(plain, Failure) and "replicated" not in plain.notes
     trace = history(region["cloudwatch"], region["ddb"], "Global", None, 1, region["end"])
-    size = advise_module.Size(0.0, replicas=("eu-west-1", "us-east-1"))
+    size = advise_module.Size(0.0, replication=Replication(("eu-west-1", "us-east-1")))
     advice = advise_module.advise_trace(trace, "Global", None, setup, lambda _: Current({}), size)
     assert not isinstance(advice, Failure)
     assert "a global table replicated in eu-west-1, us-east-1" in advice.notes
@@ -635,3 +656,27 @@ def test_a_replicas_advice_says_how_its_writes_are_billed(region: dict[str, Any]
     }
     shown = reservation_html(summary(plan))
     assert shown.count(">replicated<") == 1
+
+
+def test_a_table_whose_description_cannot_be_read_has_no_writes_reserved(
+    region: dict[str, Any],
+) -> None:
+    """DescribeTable refused (botocore's Stubber: moto never throttles it): whether the table
+    is a global table's replica is not known, so its advice stands but its write units are
+    left out of the fleet's reservation, as a replica's are, and its notes say why."""
+    busy(region, "Unread", 40)
+    setup = reserving(region["end"])
+    client = boto3.client(
+        "dynamodb", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stub = Stubber(client)
+    stub.add_client_error("describe_table", "ThrottlingException", "Rate exceeded")
+    with stub:
+        size = advise_module.read_size(client, "Unread", None)
+    assert size.gb is None and size.replication.replicated
+    trace = history(region["cloudwatch"], region["ddb"], "Unread", None, 1, region["end"])
+    advice = advise_module.advise_trace(trace, "Unread", None, setup, lambda _: Current({}), size)
+    assert not isinstance(advice, Failure) and advice.hours is not None
+    assert "whether it is a global table's replica is not known (DescribeTable:" in advice.notes
+    assert "ThrottlingException" in advice.notes
+    assert sum(advice.hours.listed.plan.write) == 0 and sum(advice.hours.listed.plan.read) > 0

@@ -17,6 +17,7 @@ from botocore.stub import Stubber
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ddb_capacity_tools import advise as advise_module
 from ddb_capacity_tools import reserve, reserve_command, reserve_sizing
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.local_aws import put_traffic
@@ -328,21 +329,58 @@ def test_all_tables_plans_on_every_readable_table(region: datetime, in_region: N
     assert not any(reserve_command.REPLICA_NOTE in t["warnings"] for t in doc["tables"])
 
 
+def answering(monkeypatch: pytest.MonkeyPatch, replicas: dict[str, Any]) -> None:
+    """DescribeTable's answer for each table of ``replicas`` carries that ``Replicas`` (moto
+    keeps none): the command's own DynamoDB client, against the moto server, with its parsed
+    answer edited as AWS would give it."""
+    made = advise_module.boto3_clients
+
+    def clients(region: str | None = None) -> advise_module.Clients:
+        out = made(region)
+
+        def edit(parsed: dict[str, Any], **_: Any) -> None:
+            name = parsed.get("Table", {}).get("TableName")
+            if name in replicas:
+                parsed["Table"]["Replicas"] = replicas[name]
+
+        out.dynamodb.meta.events.register("after-call.dynamodb.DescribeTable", edit)
+        return out
+
+    monkeypatch.setattr(advise_module, "boto3_clients", clients)
+
+
 def test_all_tables_reserves_no_write_units_for_a_replica(
     region: datetime, in_region: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same fleet, ReserveBig a global table's replica (moto keeps no replicas: its
-    Regions are given as DescribeTable's answer would give them)."""
-
-    def regions(dynamodb: Any, table: str) -> tuple[str, ...]:
-        dynamodb.describe_table(TableName=table)  # the table is there
-        return ("eu-west-1", REGION) if table == "ReserveBig" else ()
-
-    monkeypatch.setattr(reserve_command, "replica_regions", regions)
+    """The same fleet, ReserveBig a global table's replica."""
+    answering(monkeypatch, {"ReserveBig": [{"RegionName": "eu-west-1"}, {"RegionName": REGION}]})
     doc = plan_all_tables(region)
     notes = {t["name"]: t["warnings"] for t in doc["tables"]}
     assert notes["ReserveBig"] == [reserve_command.REPLICA_NOTE] and notes["ReserveSmall"] == []
     # only the small table's writes are planned: under what the big one alone provisions
+    assert 0 < max(doc["plan_hourly"]["write"]) < 900 / 0.9
+
+
+@pytest.mark.parametrize(
+    "replicas",
+    [
+        [{"RegionName": None}],
+        [{"RegionName": "Moon Base"}, "x"],
+        {"RegionName": "eu-west-1"},
+        "eu-west-1",
+    ],
+)
+def test_a_table_whose_replicas_cannot_be_read_is_planned_as_a_replica(
+    region: datetime, in_region: None, monkeypatch: pytest.MonkeyPatch, replicas: Any
+) -> None:
+    """DescribeTable's Replicas, there but unreadable (untrusted input): the table may be a
+    global table's replica, so its writes are not reserved on a guess, and its warning says
+    why."""
+    answering(monkeypatch, {"ReserveBig": replicas})
+    doc = plan_all_tables(region)
+    (warning,) = {t["name"]: t["warnings"] for t in doc["tables"]}["ReserveBig"]
+    assert warning.startswith(reserve_command.REPLICA_NOTE)
+    assert "could not all be read" in warning
     assert 0 < max(doc["plan_hourly"]["write"]) < 900 / 0.9
 
 
@@ -359,7 +397,8 @@ def test_a_replica_of_a_global_table_gets_no_reserved_write_units() -> None:
 
     alone = reserve.plan_fleet([table("orders")], ["1y"], reserve.Setup())
     assert alone.units == {"read": 1_000, "write": 1_000}
-    tables = reserve_command.replicas_left_out([table("orders"), table("carts")], {"carts"}, PRICES)
+    notes = {"carts": reserve_command.REPLICA_NOTE}
+    tables = reserve_command.replicas_left_out([table("orders"), table("carts")], notes, PRICES)
     orders, carts = tables
     assert orders == table("orders")
     assert carts.listed.plan.write == [0] * 48 and carts.listed.plan.read == steady
@@ -374,7 +413,8 @@ def test_a_replica_of_a_global_table_gets_no_reserved_write_units() -> None:
 
 def test_a_replica_is_known_by_describe_tables_replicas_read_as_untrusted_input() -> None:
     """moto keeps no replicas: DescribeTable's answer for a global table's replica is given
-    as AWS gives it (botocore's Stubber); what is not a Region's name is left out."""
+    as AWS gives it (botocore's Stubber); what is not a Region's name is not a Region, and
+    is said."""
     client = boto3.client(
         "dynamodb", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
@@ -383,8 +423,10 @@ def test_a_replica_is_known_by_describe_tables_replicas_read_as_untrusted_input(
     stub.add_response("describe_table", {"Table": {"TableName": "carts", "Replicas": replicas}})
     stub.add_response("describe_table", {"Table": {"TableName": "orders"}})
     with stub:
-        assert reserve_command.replica_regions(client, "carts") == ("eu-west-1", "us-east-1")
-        assert reserve_command.replica_regions(client, "orders") == ()
+        carts = reserve_command.table_replication(client, "carts")
+        assert carts.regions == ("eu-west-1", "us-east-1") and carts.replicated
+        assert carts.unknown == "1 of its 3 Replicas without a Region's name"
+        assert not reserve_command.table_replication(client, "orders").replicated
 
 
 def on_demand_or_provisioned(name: str, od_usd: float, units: list[int]) -> reserve.TableHours:

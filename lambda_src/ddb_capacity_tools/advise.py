@@ -75,6 +75,7 @@ __all__ = [
     "Advice",
     "Clients",
     "Failure",
+    "Replication",
     "Setup",
     "Size",
     "advise",
@@ -84,6 +85,7 @@ __all__ = [
     "as_json",
     "list_tables",
     "read_size",
+    "replication",
     "table_size",
     "text",
 ]
@@ -255,13 +257,29 @@ def list_tables(dynamodb: Any) -> list[str]:
 
 
 @dataclass(frozen=True)
+class Replication:
+    """What DescribeTable says of a table's replicas: a global table's replica ``regions``
+    (this one's among them), and ``unknown`` saying why it could not all be read. A table
+    whose answer could not be read is taken for a replica (`replicated`): its write units are
+    never reserved on a guess."""
+
+    regions: tuple[str, ...] = ()
+    unknown: str = ""
+
+    @property
+    def replicated(self) -> bool:
+        """A global table's replica, or possibly one: its writes are not reservable."""
+        return bool(self.regions or self.unknown)
+
+
+@dataclass(frozen=True)
 class Size:
     """A table's stored size: ``gb``, or None and ``unknown`` saying why."""
 
     gb: float | None
     unknown: str = ""
-    replicas: tuple[str, ...] = ()
-    """A global table's replica Regions (DescribeTable's ``Replicas``), this one's among them."""
+    replication: Replication = Replication()
+    """Whether it is a global table's replica (`replication`)."""
 
 
 def table_size(description: Any) -> Size:
@@ -294,24 +312,40 @@ def _bytes(value: object) -> float | None:
     return float(value) if is_number(value, 0) else None
 
 
-def replica_regions(description: Any) -> tuple[str, ...]:
-    """The Regions of a global table's replicas in DescribeTable's answer (untrusted: what is
-    not a Region's name is left out); none for a table of one Region."""
-    replicas = description.get("Replicas") if isinstance(description, dict) else None
-    found = [r.get("RegionName") for r in replicas or [] if isinstance(r, dict)]
-    return tuple(sorted(r for r in found if is_region(r)))[:MAX_REPLICAS]
+def replication(description: Any) -> Replication:
+    """Whether DescribeTable's answer (untrusted) is a global table's replica's: a table of
+    one Region has no ``Replicas``, or none in it. Any other ``Replicas`` is a global
+    table's: its Regions are those named as a Region is (at most `MAX_REPLICAS`), and what
+    cannot be read (not a list, an entry without a Region's name, not an answer at all) is
+    ``unknown``, saying what."""
+    if not isinstance(description, dict):
+        return Replication(unknown="DescribeTable's answer is not an object")
+    replicas = description.get("Replicas")
+    if replicas is None or replicas == []:
+        return Replication()
+    if not isinstance(replicas, list):
+        return Replication(
+            unknown=f"DescribeTable's Replicas is {shown(repr(replicas), 40)}: expected a list"
+        )
+    found = [r.get("RegionName") if isinstance(r, dict) else None for r in replicas]
+    regions = tuple(sorted({r for r in found if is_region(r)}))[:MAX_REPLICAS]
+    unnamed = sum(1 for r in found if not is_region(r))
+    unknown = f"{unnamed} of its {len(found)} Replicas without a Region's name" if unnamed else ""
+    return Replication(regions, unknown)
 
 
 def read_size(dynamodb: Any, table: str, index: str | None) -> Size:
-    """``table``'s size (`table_size`), read with DescribeTable; unknown for one GSI alone
-    (``index``: the class is the whole table's) or when it cannot be read."""
+    """``table``'s size (`table_size`) and `replication`, read with DescribeTable; the size
+    unknown for one GSI alone (``index``: the class is the whole table's), both when it
+    cannot be read."""
     if index is not None:
         return Size(None, "the table class is the whole table's: advise the table without --index")
     try:
         description = dynamodb.describe_table(TableName=table)["Table"]
-        return replace(table_size(description), replicas=replica_regions(description))
+        return replace(table_size(description), replication=replication(description))
     except Exception as exc:  # the size is unknown, the advice stands
-        return Size(None, f"DescribeTable: {shown(describe_error(exc))}")
+        why = f"DescribeTable: {shown(describe_error(exc))}"
+        return Size(None, why, Replication(unknown=why))
 
 
 def advise_one(
@@ -381,11 +415,11 @@ def advise_trace(
     scale = MONTH_MINUTES / (trace.minutes - split)
     unsized = "" if size.gb is not None else size.unknown
     unadvised = f"no table class advised: {unsized}" if unsized else ""
-    notes = "; ".join(n for n in (_notes(trace), unadvised, replicated(size.replicas)) if n)
+    notes = "; ".join(n for n in (_notes(trace), unadvised, replicated(size.replication)) if n)
     advice = Advice(table, index, trace.minutes, tuning, notes, unsized=unsized)
     if setup.reserve_hours:
         hours = _hours(trace, table, tuning.recommended.policy, setup)
-        if size.replicas:
+        if size.replication.replicated:
             hours = replicated_writes(hours, setup.prices or Prices())
         advice = replace(advice, hours=hours)
     if not setup.current:
@@ -415,16 +449,24 @@ def _hours(trace: Trace, table: str, policy: str, setup: Setup) -> TableHours:
     return replace(plan_table(trace, trace.minutes, recommended), name=table)
 
 
-def replicated(regions: tuple[str, ...]) -> str:
-    """How a global table's writes are billed, for its notes (nothing for other tables)."""
-    if not regions:
-        return ""
-    return (
-        f"a global table replicated in {', '.join(regions)}: these figures are this Region's "
-        "replica (advise each replica with --region); every write is replicated to each "
-        "replica, whose write capacity is billed in its own Region as replicated write "
+def replicated(replicas: Replication) -> str:
+    """How a global table's writes are billed, for its notes (nothing for other tables), and
+    what of its replicas could not be read."""
+    known = (
+        f"a global table replicated in {', '.join(replicas.regions)}: these figures are this "
+        "Region's replica (advise each replica with --region); every write is replicated to "
+        "each replica, whose write capacity is billed in its own Region as replicated write "
         "capacity, which reserved capacity does not cover"
+        if replicas.regions
+        else ""
     )
+    unknown = (
+        f"whether it is a global table's replica is not known ({replicas.unknown}): its write "
+        "units are left out of the reservation, as a replica's are"
+        if replicas.unknown
+        else ""
+    )
+    return "; ".join(n for n in (known, unknown) if n)
 
 
 def _notes(trace: Trace) -> str:

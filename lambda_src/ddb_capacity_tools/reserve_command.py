@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import fields, replace
 from datetime import datetime
 from pathlib import Path
@@ -35,7 +35,15 @@ from .simulator.policies import PolicyError, parse
 from .simulator.prices import TERMS, Prices
 from .simulator.trace import Trace, TraceError, read_csv
 
-__all__ = ["DEFAULT_DAYS", "add_parser", "replica_regions", "replicas_left_out", "run"]
+__all__ = [
+    "DEFAULT_DAYS",
+    "REPLICA_NOTE",
+    "add_parser",
+    "replica_note",
+    "replicas_left_out",
+    "run",
+    "table_replication",
+]
 
 DEFAULT_DAYS = 14
 """Days of CloudWatch history ``--all-tables`` reads unless told."""
@@ -238,8 +246,9 @@ def _cloudwatch(args: argparse.Namespace, err: TextIO) -> tuple[list[Trace], lis
             trace = history(
                 made.cloudwatch, made.dynamodb, name, None, days, end, with_indexes=True
             )
-            if replica_regions(made.dynamodb, name):
-                args.replicas.add(name)
+            note = replica_note(table_replication(made.dynamodb, name))
+            if note:
+                args.replicas[name] = note
         except Exception as exc:  # a fault domain: the others are planned
             failed.append((name, advise_module.shown(describe_error(exc))))
             continue
@@ -253,10 +262,10 @@ def _cloudwatch(args: argparse.Namespace, err: TextIO) -> tuple[list[Trace], lis
     return traces, labels
 
 
-def replica_regions(dynamodb: Any, table: str) -> tuple[str, ...]:
-    """The Regions of ``table``'s replicas when it is a global table's replica (DescribeTable's
-    ``Replicas``, untrusted: `advise.replica_regions`); none for a table of one Region."""
-    return advise_module.replica_regions(dynamodb.describe_table(TableName=table)["Table"])
+def table_replication(dynamodb: Any, table: str) -> advise_module.Replication:
+    """Whether ``table`` is a global table's replica, by DescribeTable's ``Replicas``
+    (untrusted: `advise.replication`)."""
+    return advise_module.replication(dynamodb.describe_table(TableName=table)["Table"])
 
 
 REPLICA_NOTE = (
@@ -265,13 +274,27 @@ REPLICA_NOTE = (
 )
 
 
+def replica_note(replicas: advise_module.Replication) -> str:
+    """What a table's warnings say of its replicas: `REPLICA_NOTE` for a global table's
+    replica, also why when its ``Replicas`` could not all be read (then it is taken for
+    one); nothing for a table of one Region."""
+    if not replicas.replicated:
+        return ""
+    if not replicas.unknown:
+        return REPLICA_NOTE
+    return (
+        f"{REPLICA_NOTE}; taken for a replica as what DescribeTable says of its replicas "
+        f"could not all be read: {replicas.unknown}"
+    )
+
+
 def replicas_left_out(
-    tables: list[reserve.TableHours], replicas: set[str], prices: Prices
+    tables: list[reserve.TableHours], replicas: Mapping[str, str], prices: Prices
 ) -> list[reserve.TableHours]:
-    """``tables``, each of ``replicas`` with its writes at the list price and out of the
-    plan (`reserve.replicated_writes`), saying so."""
+    """``tables``, each of ``replicas`` (a table's name, what its warnings say: `replica_note`)
+    with its writes at the list price and out of the plan (`reserve.replicated_writes`)."""
     return [
-        replace(reserve.replicated_writes(t, prices), warnings=(*t.warnings, REPLICA_NOTE))
+        replace(reserve.replicated_writes(t, prices), warnings=(*t.warnings, replicas[t.name]))
         if t.name in replicas
         else t
         for t in tables
@@ -296,7 +319,7 @@ def run(
     terms = list(TERMS) if args.term == "both" else [args.term]
     if args.html:
         page.check_path(args.html)
-    args.failed, args.replicas = [], set()
+    args.failed, args.replicas = [], {}
     traces, _ = _traces(args, err)
     given = score_from(args.score_from, traces[0])
     split = traces[0].minutes if given is None else given

@@ -19,8 +19,9 @@ from typing import TypeGuard
 
 __all__ = ["REGION_NAME", "is_number", "is_region", "is_whole"]
 
-REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-\d{1,2}")
-"""What an AWS Region's name looks like (``eu-west-1``, ``us-gov-west-1``)."""
+REGION_NAME = re.compile(r"[a-z]{2,4}(-[a-z]+)+-\d{1,2}")
+"""What an AWS Region's name looks like (``eu-west-1``, ``us-gov-west-1``, and the European
+Sovereign Cloud's ``eusc-de-east-1``)."""
 
 
 def is_whole(value: object, low: float = -math.inf, high: float = math.inf) -> TypeGuard[int]:
