@@ -25,16 +25,19 @@ from constructs_pkg import (
     Capacity,
     CapacityRequests,
     FastPath,
+    PrewarmMethod,
     ProvisionedTable,
     ThrottleAwareScaler,
 )
+from constructs_pkg.stream_signal import VIEW_TYPE
 from ddb_capacity_tools.advise import Size, table_size
 from ddb_capacity_tools.simulator import ModelParams
-from ddb_capacity_tools.simulator.candidates import spec_of, split_prewarm
+from ddb_capacity_tools.simulator.candidates import CANDIDATES, spec_of, split_prewarm
 from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.scenarios import scenario
 from ddb_capacity_tools.simulator.table_class import STANDARD, STANDARD_IA, class_advice
-from ddb_capacity_tools.simulator.tune_code import code_for
+from ddb_capacity_tools.simulator.tune import code_of
+from ddb_capacity_tools.simulator.tune_code import STREAM_VIEW, code_for
 from ddb_capacity_tools.simulator.tune_runs import warm_levels
 from tests.test_advise import busy, day, run
 from tests.test_advise import region as advise_region  # noqa: F401 (a fixture)
@@ -199,6 +202,7 @@ def synthesized(code: str) -> dict[str, Any]:
         "ThrottleAwareScaler": ThrottleAwareScaler,
         "CapacityRequests": CapacityRequests,
         "FastPath": FastPath,
+        "PrewarmMethod": PrewarmMethod,
     }
     key = "dynamodb.Attribute(name='pk', type=dynamodb.AttributeType.STRING)"
     exec(
@@ -224,6 +228,27 @@ def test_the_pasted_code_deploys_the_class_advised(policy: str) -> None:
     assert synthesized(code(STANDARD_IA))["TableClass"] == STANDARD_IA
     assert "TableClass" not in synthesized(code(STANDARD))  # the default, as without advice
     assert code(STANDARD) == code()
+
+
+PASTED = (
+    *(c for c in CANDIDATES if spec_of(c).kind != "hybrid"),  # the hybrid is never pasted
+    "autopilot:60+stream",
+    "autopilot+stock:80+stream+prewarm",
+    "on-demand",
+)
+"""Every default candidate that may be recommended, and the fast path's code with each kind
+of scaler."""
+
+
+@pytest.mark.parametrize("policy", PASTED)
+def test_every_candidates_pasted_code_synthesizes_as_printed(policy: str) -> None:
+    """The code printed with any candidate runs as pasted, whole app checks included (a
+    scaler and requests serving one table must be connected)."""
+    trace = scenario("diurnal")
+    code = code_of(policy, trace, ModelParams(), Prices())
+    assert ("requests.connect(scaler)" in code) == ("CapacityRequests" in code)
+    assert synthesized(code)  # app.synth() runs every check
+    assert STREAM_VIEW == VIEW_TYPE.value  # the stream the pasted table has is the library's
 
 
 # ---------------------------------------------------------------- advise

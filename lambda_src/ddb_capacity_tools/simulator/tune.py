@@ -82,6 +82,7 @@ from .tune_words import (
 __all__ = [
     "TuneError",
     "choose",
+    "code_of",
     "decide",
     "fit",
     "history_warnings",
@@ -287,13 +288,12 @@ def decide(
     return Tuning(
         list(placed),
         pick,
-        code_for(
-            spec_of(pick.policy),
+        code_of(
+            pick.policy,
             trace,
             params,
-            _warm_for(pick.policy, trace, params),
+            prices or Prices(),
             None if classes is None else classes.recommended,
-            _extras(pick.policy, trace, params, prices or Prices()),
         ),
         best,
         rule,
@@ -303,6 +303,21 @@ def decide(
         summary=recommendation_summary(pick, best, rule, pick is not ruled, period),
         simpler_than=None if pick is ruled else (ruled.policy, noise(ruled)),
         table_class=classes,
+    )
+
+
+def code_of(
+    name: str, trace: Trace, params: ModelParams, prices: Prices, table_class: str | None = None
+) -> str:
+    """The code printed with candidate ``name`` when it is recommended on ``trace``
+    (`tune_code.code_for`), the table in ``table_class`` when given."""
+    return code_for(
+        spec_of(name),
+        trace,
+        params,
+        _warm_for(name, trace, params),
+        table_class,
+        _extras(name, trace, params, prices),
     )
 
 

@@ -16,6 +16,10 @@ from .policies import Spec
 from .table_class import STANDARD_IA
 from .trace import Trace
 
+STREAM_VIEW = "NEW_AND_OLD_IMAGES"
+"""The stream a table read as a signal has (the view type the library turns on for a table it
+makes: `constructs_pkg.stream_signal.VIEW_TYPE`)."""
+
 PEAK_HEADROOM = 2
 """The pasted code's maximum is this many times the trace's peak (`bounds_for`)."""
 
@@ -82,12 +86,15 @@ def code_for(
         if spec.kind == "stock":
             return table + _fast_path_code(params, False)
         owned = ", own_target=True" if spec.owned else ""
+        fast = _fast_path_code(params, True)
         return (
             f"table = {table}"
-            f"ThrottleAwareScaler(self, 'Scaler', tables=[table]{owned})  # the autopilot mode\n"
-            + _fast_path_code(params, True)
+            f"{_scaler_name(fast)}ThrottleAwareScaler(self, 'Scaler', tables=[table]{owned})"
+            "  # the autopilot mode\n" + fast
         )
     if spec.kind == "autopilot":
+        if params.stream_seconds is not None:  # a ProvisionedTable turns its own on
+            line += f"    stream=dynamodb.StreamViewType.{STREAM_VIEW},\n"
         priced = (
             "# pre-warming was priced as an hour provisioned at the marks: a ProvisionedTable "
             "with prewarm=PrewarmMethod.PROVISION_THEN_SETTLE pays that; warm throughput's "
@@ -95,10 +102,11 @@ def code_for(
             if settle
             else ""
         )
+        fast = _fast_path_code(params, True)
         return (
             priced
-            + _autopilot_code(target, (r_lo, r_hi), (w_lo, w_hi), warm, line)
-            + _fast_path_code(params, True)
+            + _autopilot_code(target, (r_lo, r_hi), (w_lo, w_hi), warm, line, _scaler_name(fast))
+            + fast
         )
     raise ValueError(f"code_for: no construct code for {spec.text!r}")
 
@@ -134,10 +142,11 @@ def _autopilot_code(
     write: tuple[int, int],
     warm: dict[str, int] | None,
     line: str,
+    name: str = "",
 ) -> str:
     """The autopilot alone: a provisioned table at the ranges' minimums (pre-warmed to
     ``warm``) and a scaler that overrides its target and ranges; ``line``, the table
-    class's line or nothing."""
+    class's line or nothing; ``name``, what the scaler is assigned to (`_scaler_name`)."""
     warmed = (
         f"    warm_throughput=dynamodb.WarmThroughput(read_units_per_second="
         f"{warm['read'] or None}, write_units_per_second={warm['write'] or None}),\n"
@@ -151,7 +160,7 @@ def _autopilot_code(
         f"    read_capacity={read[0]}, write_capacity={write[0]},\n"
         f"{warmed}{line}"
         ")\n"
-        "ThrottleAwareScaler(\n"
+        f"{name}ThrottleAwareScaler(\n"
         "    self, 'Scaler', tables=[table], mode='autopilot',\n"
         "    overrides={table.table_name: {\n"
         f"        'target': {target},\n"
@@ -162,10 +171,17 @@ def _autopilot_code(
     )
 
 
+def _scaler_name(fast_path: str) -> str:
+    """What the scaler is assigned to in the code: ``scaler = `` when ``fast_path`` (its
+    code) connects the requests to it, else nothing."""
+    return "scaler = " if fast_path else ""
+
+
 def _fast_path_code(params: ModelParams, library: bool) -> str:
     """The fast path's code when the model runs with its signals and the policy is the
     library's (stock target tracking sees no signal: nothing to add): the signals function,
-    with the stream reader when the stream is a signal."""
+    with the stream reader when the stream is a signal, connected to the scaler (``scaler``,
+    `_scaler_name`), which manages the same table (a synth refuses them unconnected)."""
     hook, stream = params.fast_path_seconds is not None, params.stream_seconds is not None
     if not library or not (hook or stream):
         return ""
@@ -179,5 +195,6 @@ def _fast_path_code(params: ModelParams, library: bool) -> str:
         )
     fast = "FastPath(stream=True)" if stream else "FastPath()"
     return "".join(words) + (
-        f"CapacityRequests(self, 'Requests', tables=[table], fast_path={fast})\n"
+        f"requests = CapacityRequests(self, 'Requests', tables=[table], fast_path={fast})\n"
+        "requests.connect(scaler)\n"
     )
