@@ -140,6 +140,23 @@ def test_a_bad_setting_in_the_environment_never_stops_the_program(
     assert fake.requests == []
 
 
+def test_a_hook_that_cannot_start_says_so_in_one_line_and_the_program_runs(
+    fake: FakeLambda, tmp_path: Path
+) -> None:
+    """No Region anywhere: boto3 cannot make the hook's client. The program runs; standard
+    error has the one line the guide promises, not a second, bare event name from logging's
+    last resort."""
+    env = _env(fake, PYTHONPATH=str(BOOTSTRAP), CAPACITY_SIGNALS="capacity-signals")
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION"):
+        env.pop(name, None)
+    env.update(AWS_CONFIG_FILE=str(tmp_path / "none"), AWS_SHARED_CREDENTIALS_FILE="/dev/null")
+    done = _run([sys.executable, "-c", "print('app done')"], env, tmp_path)
+    assert done.returncode == 0 and "app done" in done.stdout
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ddb-capacity-instrument: hook not installed:")
+    assert fake.requests == []
+
+
 def test_the_programs_own_sitecustomize_still_runs(fake: FakeLambda, tmp_path: Path) -> None:
     own = tmp_path / "own"
     own.mkdir()
@@ -170,19 +187,21 @@ def test_the_launcher_refuses_what_the_hook_could_not_use(
     assert main(["--function", "f"]) == 2
     assert "no command given after --" in capsys.readouterr().err
     assert main(["--function", "f", "--interval", "soon", "--", "python"]) == 2
-    assert "CAPACITY_SIGNALS_INTERVAL: got 'soon'; expected seconds from 1 to 60" in (
+    assert "--interval (CAPACITY_SIGNALS_INTERVAL): got 'soon'; expected seconds from 1 to 60" in (
         capsys.readouterr().err
     )
     # without a function too: a bad setting is refused before the program starts
     assert main(["--interval", "600", "--", "python"]) == 2
-    assert "CAPACITY_SIGNALS_INTERVAL: got '600'" in capsys.readouterr().err
+    assert "--interval (CAPACITY_SIGNALS_INTERVAL): got '600'" in capsys.readouterr().err
     assert main(["--function", "f", "--mode", "all", "--", "python"]) == 2
-    assert "CAPACITY_SIGNALS_MODE: got 'all'; expected one of consumed, throttles" in (
+    assert "--mode (CAPACITY_SIGNALS_MODE): got 'all'; expected one of consumed, throttles" in (
         capsys.readouterr().err
     )
     assert main(["--function", "f", "--", "no-such-command-here"]) == 127
     assert "no-such-command-here" in capsys.readouterr().err
-    with pytest.raises(InstrumentError, match="CAPACITY_SIGNALS_TABLES: got 'a\\\\x00b'"):
+    with pytest.raises(
+        InstrumentError, match="--tables \\(CAPACITY_SIGNALS_TABLES\\): got 'a\\\\x00b'"
+    ):
         environment({}, function="f", tables="a\x00b")
 
 
@@ -278,6 +297,8 @@ def test_in_throttles_mode_the_program_s_requests_are_left_as_they_are(
         ("--tables", "ab", "CAPACITY_SIGNALS_TABLES"),
         ("--tables", "t" * 256, "CAPACITY_SIGNALS_TABLES"),
         ("--tables", ",,,", "CAPACITY_SIGNALS_TABLES"),
+        ("--tables", "", "CAPACITY_SIGNALS_TABLES"),
+        ("--tables", "  ", "CAPACITY_SIGNALS_TABLES"),
     ],
 )
 def test_the_launcher_refuses_before_starting_what_the_hook_would_refuse(
@@ -291,7 +312,10 @@ def test_the_launcher_refuses_before_starting_what_the_hook_would_refuse(
     # main() returns only when it refuses: a command it accepted would replace this process
     assert main([option, value, "--", "no-such-command-here"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"ddb-capacity-instrument: error: {variable}: got {value!r:.80}")
+    # named as typed: the option, then the variable it sets
+    assert err.startswith(
+        f"ddb-capacity-instrument: error: {option} ({variable}): got {value!r:.80}"
+    )
     assert "no-such-command-here" not in err and err.count("\n") == 1
 
 

@@ -23,9 +23,10 @@ Configured by the environment (the launcher's options set it):
   consumed capacity of the requests it counts) or ``throttles`` (it changes no request,
   for accounts whose policies condition on ``dynamodb:ReturnConsumedCapacity``).
 
-The hook never fails the application: a setting it cannot read is logged
-(``signals-instrument-skipped``, naming the variable, the value and what is allowed, and
-one line on standard error) and nothing is installed. Python processes started by the
+The hook never fails the application: a setting it cannot read, or a client boto3 cannot
+make, is said on one line of standard error (naming the variable, the value and what is
+allowed), also logged (``signals-instrument-skipped``) where the process's logging is
+configured, and nothing is installed. Python processes started by the
 application inherit the environment, and so the hook. Only boto3 Sessions are hooked: a
 client made from a bare botocore session is not.
 """
@@ -44,7 +45,7 @@ from typing import Any
 from .core.errors import InstrumentError as InstrumentError
 from .core.names import is_table_name
 from .core.surge_report import SIGNALS_ENV
-from .events import log_event
+from .events import LOGGER, log_event
 from .fast_path.hook import MODES, _interval, _label, _scope
 
 BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap"
@@ -57,10 +58,20 @@ _installed: list[Any] = []
 """The watcher `install` made, once per process."""
 
 
-def settings(env: Mapping[str, str]) -> dict[str, Any]:
+OPTIONS = {
+    SIGNALS_ENV: "--function",
+    TABLES_ENV: "--tables",
+    INTERVAL_ENV: "--interval",
+    PROCESS_ENV: "--process",
+    MODE_ENV: "--mode",
+}
+"""The launcher's option that sets each variable."""
+
+
+def settings(env: Mapping[str, str], given: Mapping[str, str] | None = None) -> dict[str, Any]:
     """[`watch`][ddb_capacity_runtime.fast_path.hook.watch]'s arguments from ``env``, each checked
-    as the hook checks it; raises InstrumentError naming the variable, the value and what is
-    allowed."""
+    as the hook checks it; raises InstrumentError naming the variable (and its option, for
+    a variable of ``given``: the launcher's options), the value and what is allowed."""
     function = env.get(SIGNALS_ENV, "").strip()
     if not function:
         raise InstrumentError(
@@ -68,25 +79,32 @@ def settings(env: Mapping[str, str]) -> dict[str, Any]:
             "(CapacityRequests.grant_signals sets it on a function)"
         )
     out: dict[str, Any] = {"function": function}
-    out.update(_options(env))
+    out.update(_options(env, given or {}))
     return out
 
 
-def _options(env: Mapping[str, str]) -> dict[str, Any]:
+def _name(variable: str, given: Mapping[str, str]) -> str:
+    """How an error names ``variable``: with the option that set it when it is in ``given``."""
+    return f"{OPTIONS[variable]} ({variable})" if variable in given else variable
+
+
+def _options(env: Mapping[str, str], given: Mapping[str, str]) -> dict[str, Any]:
     """The settings besides the function, checked (`settings`)."""
     out: dict[str, Any] = {}
     tables = env.get(TABLES_ENV, "").strip()
-    if tables:
+    name = _name(TABLES_ENV, given)
+    if tables or TABLES_ENV in given:  # an option given empty is a mistake, not "all"
         names = [t.strip() for t in tables.split(",") if t.strip()]
         allowed = "comma-separated table names (3-255 of a-z A-Z 0-9 _ . -) or table ARNs"
-        _check(TABLES_ENV, tables, allowed, _scope, names)
+        _check(name, tables, allowed, _scope, names)
         bad = [n for n in names if not (n.startswith("arn:") or is_table_name(n))]
         if bad:
-            raise InstrumentError(f"{TABLES_ENV}: got {tables!r:.80}; expected {allowed}")
+            raise InstrumentError(f"{name}: got {tables!r:.80}; expected {allowed}")
         if not names:
+            leave = "leave --tables out" if TABLES_ENV in given else "unset it"
             raise InstrumentError(
-                f"{TABLES_ENV}: got {tables!r:.80}; expected at least one table name "
-                "(unset it to report every table)"
+                f"{name}: got {given.get(TABLES_ENV, tables)!r:.80}; expected at least one "
+                f"table name ({leave} to report every table)"
             )
         out["tables"] = names
     interval = env.get(INTERVAL_ENV, "").strip()
@@ -95,16 +113,18 @@ def _options(env: Mapping[str, str]) -> dict[str, Any]:
             seconds = float(interval)
         except ValueError:
             seconds = math.nan
-        out["interval"] = _check(INTERVAL_ENV, interval, "seconds from 1 to 60", _interval, seconds)
+        out["interval"] = _check(
+            _name(INTERVAL_ENV, given), interval, "seconds from 1 to 60", _interval, seconds
+        )
     process = env.get(PROCESS_ENV, "").strip()
     if process:
         allowed = "a label of 1 to 40 letters, digits, '.', '_' or '-'"
-        out["process"] = _check(PROCESS_ENV, process, allowed, _label, process)
+        out["process"] = _check(_name(PROCESS_ENV, given), process, allowed, _label, process)
     mode = env.get(MODE_ENV, "").strip()
     if mode:
         if mode not in MODES:
             raise InstrumentError(
-                f"{MODE_ENV}: got {mode!r:.80}; expected one of {', '.join(MODES)}"
+                f"{_name(MODE_ENV, given)}: got {mode!r:.80}; expected one of {', '.join(MODES)}"
             )
         out["mode"] = mode
     return out
@@ -133,7 +153,8 @@ def install(env: Mapping[str, str] = os.environ) -> Any:
         args = settings(env)
         watcher = watch(boto3.session.Session(), **args)
     except Exception as exc:  # noqa: BLE001 (the application starts whatever happens)
-        log_event("signals-instrument-skipped", level=logging.WARNING, reason=str(exc)[:300])
+        if LOGGER.hasHandlers():  # else logging's last resort prints a second, bare line
+            log_event("signals-instrument-skipped", level=logging.WARNING, reason=str(exc)[:300])
         print(f"ddb-capacity-instrument: hook not installed: {exc}", file=sys.stderr)
         return None
     made = boto3.session.Session.__init__
@@ -164,18 +185,24 @@ def environment(
     """``env`` with the bootstrap folder first on ``PYTHONPATH`` and the given settings set;
     raises InstrumentError for a setting the hook could not use."""
     out = dict(env)
-    for name, value in (
-        (SIGNALS_ENV, function),
-        (TABLES_ENV, tables),
-        (INTERVAL_ENV, interval),
-        (PROCESS_ENV, process),
-        (MODE_ENV, mode),
-    ):
-        if value is not None:
-            if "\x00" in value:
-                raise InstrumentError(f"{name}: got {value!r:.80}; expected no NUL character")
-            out[name] = value
-    settings(out)  # the hook would refuse it: say so now, not in the application's log
+    given = {
+        name: value
+        for name, value in (
+            (SIGNALS_ENV, function),
+            (TABLES_ENV, tables),
+            (INTERVAL_ENV, interval),
+            (PROCESS_ENV, process),
+            (MODE_ENV, mode),
+        )
+        if value is not None
+    }
+    for name, value in given.items():
+        if "\x00" in value:
+            raise InstrumentError(
+                f"{_name(name, given)}: got {value!r:.80}; expected no NUL character"
+            )
+        out[name] = value
+    settings(out, given)  # the hook would refuse it: say so now, not in the application's log
     path = out.get("PYTHONPATH", "")
     out["PYTHONPATH"] = os.pathsep.join(p for p in (str(BOOTSTRAP), path) if p)
     return out

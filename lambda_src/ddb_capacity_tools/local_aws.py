@@ -154,13 +154,15 @@ def client(endpoint: str, service: str, region: str = REGION) -> Any:
 
 
 def cdk_cli(cwd: Path) -> Path:
-    """The pinned CDK CLI: ``cwd``'s ``node_modules/.bin/cdk``, else this checkout's."""
+    """The pinned CDK CLI: ``cwd``'s ``node_modules/.bin/cdk``, else this checkout's (where the
+    package runs from a clone of its repository: `REPO` has its Makefile)."""
     for found in (cwd / "node_modules" / ".bin" / "cdk", CDK_CLI):
         if found.exists():
             return found
+    checkout = " (or `make install` in this checkout)" if (REPO / "Makefile").is_file() else ""
     raise RuntimeError(
         f"the CDK CLI is missing: no node_modules/.bin/cdk in {cwd}; install the pinned one "
-        f"with `npm install --save-dev {CDK_CLI_PIN}` there (or `make install` in this checkout)"
+        f"with `npm install --save-dev {CDK_CLI_PIN}` there{checkout}"
     )
 
 
