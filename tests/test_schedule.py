@@ -554,6 +554,12 @@ def test_cron_from_fields_places_the_question_mark() -> None:
         "cron: set day (1) or week_day ('MON'), not both; Application Auto Scaling takes one "
         "of them"
     )
+    # a field out of range is refused where the expression is made, not where it is used
+    assert error_of(lambda: cron(hour=25)) == (
+        "cron: schedule 'cron(0 25 * * ? *)': hours field '25' is out of range; expected 0-23 "
+        "(a value, a range a-b, a list a,b, a step a/n, or *)"
+    )
+    assert "day-of-week" in error_of(lambda: cron(week_day="MON-FRX"))
 
 
 def test_a_cdk_schedule_object_is_accepted(stack: cdk.Stack) -> None:

@@ -175,7 +175,9 @@ def cron(
     year: str | int = "*",
 ) -> str:
     """An Application Auto Scaling cron expression from its fields, with ``?`` where the
-    dialect needs it: ``cron(hour=5, week_day="MON-FRI")`` is ``cron(0 5 ? * MON-FRI *)``."""
+    dialect needs it: ``cron(hour=5, week_day="MON-FRI")`` is ``cron(0 5 ? * MON-FRI *)``.
+    Checked when it is made (`parse`): a field out of range (``hour=25``) raises
+    ScheduleError naming the field, the value and what is allowed."""
     if day is not None and week_day is not None:
         raise ScheduleError(
             f"cron: set day ({day!r}) or week_day ({week_day!r}), not both; "
@@ -183,7 +185,9 @@ def cron(
         )
     dom = "?" if week_day is not None else ("*" if day is None else str(day))
     dow = "?" if week_day is None else week_day
-    return f"cron({minute} {hour} {dom} {month} {dow} {year})"
+    made = f"cron({minute} {hour} {dom} {month} {dow} {year})"
+    parse(made, "cron")
+    return made
 
 
 def parse(text: str, where: str) -> Expression:
