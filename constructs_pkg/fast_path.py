@@ -132,7 +132,12 @@ def check_fast_path(
         )
     surge_for = fast_path.surge_for
     duration_prop(owner, "fast_path.surge_for", surge_for, Duration.minutes(1))
-    seconds = -1.0 if is_token(surge_for) else surge_for.to_seconds()
+    if is_token(surge_for):
+        raise CapacityConfigError(
+            f"{where}.surge_for must be known at synth, whole minutes from 1 minute to "
+            f"max_hold ({hold_minutes} minutes); got a token"
+        )
+    seconds = surge_for.to_seconds()
     if seconds % 60 or not 60 <= seconds <= hold_minutes * 60:
         raise CapacityConfigError(
             f"{where}.surge_for must be whole minutes from 1 minute to max_hold "

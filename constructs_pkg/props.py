@@ -36,9 +36,16 @@ def is_token(value: object) -> bool:
     """True when ``value`` is an unresolved CDK token (checked at deploy time instead), as
     ``Token.is_unresolved`` answers; plain values (None, a bool, a number below 2**53 in
     magnitude, a string without a token's mark) are answered here without a round trip to
-    jsii's kernel. A float that is not finite is never one (and jsii cannot take it)."""
+    jsii's kernel. A float that is not finite is never one (and jsii cannot take it). A
+    ``Duration`` is one when its amount is (``Duration.seconds(parameter.value_as_number)``),
+    which ``Token.is_unresolved`` does not see."""
     if value is None or isinstance(value, bool):
         return False
+    if isinstance(value, Duration):
+        try:
+            return is_token(value.to_seconds(integral=False))
+        except RuntimeError:  # CDK converts a token's amount from seconds alone
+            return True
     if isinstance(value, int | float):
         if not math.isfinite(value) or abs(value) < _PLAIN_NUMBER:
             return False
@@ -119,7 +126,10 @@ def duration_prop(
             f"{where}: {name}: got {shown(value)} ({type(value).__name__}); expected {allowed()} "
             "(aws_cdk.Duration.minutes(5), say)"
         )
-    seconds = value.to_seconds(integral=False)
+    try:
+        seconds = value.to_seconds(integral=False)
+    except RuntimeError:  # CDK converts a token's amount from seconds alone
+        return value
     if is_token(seconds):
         return value
     steps = seconds / step.to_seconds(integral=False) if step is not None else seconds

@@ -55,7 +55,12 @@ def total_units(
 def hold_minutes(where: str, max_hold: Duration) -> int:
     """``max_hold`` checked; returns it in whole minutes."""
     duration_prop(where, "max_hold", max_hold, Duration.minutes(1))
-    hold_seconds = max_hold.to_seconds() if not is_token(max_hold) else 0
+    if is_token(max_hold):
+        raise CapacityConfigError(
+            f"{where}: max_hold must be known at synth (the functions are configured with its "
+            "minutes), whole minutes from 1 minute to 24 hours; got a token"
+        )
+    hold_seconds = max_hold.to_seconds()
     minutes = hold_seconds / 60
     if not 1 <= minutes <= MAX_HOLD_MINUTES or hold_seconds % 60:
         raise CapacityConfigError(

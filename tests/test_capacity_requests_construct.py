@@ -340,6 +340,11 @@ def test_the_restorer_runs_on_a_schedule_and_may_only_ask_the_broker(stack: cdk.
             "max_hold must be whole minutes from 1 minute to 24 hours; got 1 day 1 hour",
         ),
         (
+            {"max_hold": cdk.Duration.minutes(cdk.Token.as_number(cdk.Aws.ACCOUNT_ID))},
+            "max_hold must be known at synth (the functions are configured with its minutes), "
+            "whole minutes from 1 minute to 24 hours; got a token",
+        ),
+        (
             {"max_hold": cdk.Duration.seconds(90)},
             "max_hold must be whole minutes from 1 minute to 24 hours; got 1 minute 30 seconds",
         ),

@@ -258,6 +258,20 @@ def test_a_second_reader_is_allowed() -> None:
     app.synth()
 
 
+def test_a_batching_window_known_at_deploy_is_taken(stack: cdk.Stack) -> None:
+    """A window given as a token (a parameter's value, say) is checked by CloudFormation at
+    deploy, not refused at synth."""
+    seconds = cdk.CfnParameter(stack, "Seconds", type="Number").value_as_number
+    stream = StreamSignal(batching_window=cdk.Duration.seconds(seconds))
+    CapacityRequests(
+        stack, "Requests", tables=[provisioned(stack)], fast_path=FastPath(stream=stream)
+    )
+    [mapping] = (
+        Template.from_stack(stack).find_resources("AWS::Lambda::EventSourceMapping").values()
+    )
+    assert mapping["Properties"]["MaximumBatchingWindowInSeconds"] == {"Ref": "Seconds"}
+
+
 @pytest.mark.parametrize(
     ("stream", "message"),
     [
@@ -275,6 +289,12 @@ def test_a_second_reader_is_allowed() -> None:
             StreamSignal(max_record_age=cdk.Duration.hours(2)),
             "fast_path.stream.max_record_age must be whole seconds from 60 seconds to 1 hour "
             "(a late record is worthless as a signal); got 2 hours",
+        ),
+        (
+            StreamSignal(max_record_age=cdk.Duration.seconds(cdk.Token.as_number(cdk.Aws.REGION))),
+            "fast_path.stream.max_record_age must be whole seconds from 60 seconds to 1 hour "
+            "(a late record is worthless as a signal); got a token (the CDK checks its range at "
+            "synth)",
         ),
         (
             StreamSignal(retry_attempts=11),

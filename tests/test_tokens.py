@@ -112,3 +112,13 @@ def test_a_value_that_may_be_a_token_is_asked_of_the_kernel(
     maybe = ["${Token[TOKEN.1]}", 2**53, -1.8881545897087626e289, ["#{Token[TOKEN.2]}"]]
     assert [is_token(v) for v in maybe] == [True] * len(maybe)
     assert asked == maybe
+
+
+def test_a_duration_of_a_token_is_one() -> None:
+    """``Token.is_unresolved`` does not look inside a Duration: ``is_token`` does, so a
+    construct that checks a Duration's range lets a token through (or refuses it by name)."""
+    number = Lazy.number(_Number())
+    assert not Token.is_unresolved(Duration.seconds(number))
+    assert is_token(Duration.seconds(number)) and is_token(Duration.minutes(number))
+    assert is_token(Duration.hours(Token.as_number(Aws.ACCOUNT_ID)))
+    assert not is_token(Duration.minutes(5)) and not is_token(Duration.seconds(0))
