@@ -1,15 +1,24 @@
 """The tune page's frontier in a real browser (headless Chromium): the candidates' labels
-never overlap, however the points crowd, and every axis tick is a round number."""
+never overlap each other nor the axes' labels, however the points crowd; every point is
+named, even one hidden under another; every axis tick is a round number, written in one
+compact style, and the cost axis holds every point."""
 
 from __future__ import annotations
 
+import html
 import io
+import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from ddb_capacity_tools import cli, page
+from ddb_capacity_tools.page.choice import frontier_section
+from ddb_capacity_tools.page.document import document
 from ddb_capacity_tools.simulator import ModelParams
+from ddb_capacity_tools.simulator.candidates import Candidate, with_frontier
+from ddb_capacity_tools.simulator.ensemble import Spread
 from ddb_capacity_tools.simulator.trace import Trace
 from ddb_capacity_tools.simulator.tune import tune
 
@@ -53,8 +62,8 @@ def is_round(text: str) -> bool:
     """Whether a tick reads as a round number: two significant digits at most (a multiple of
     a step of 1, 2, 2.5 or 5 times a power of ten; never 9,981 or 4,451)."""
     raw = text.lstrip("$").replace(",", "")
-    scale = {"k": 1e3, "M": 1e6}.get(raw[-1:], 1.0)
-    value = round(float(raw.rstrip("kM")) * scale, 6)
+    scale = {"k": 1e3, "M": 1e6, "B": 1e9}.get(raw[-1:], 1.0)
+    value = round(float(raw.rstrip("kMB")) * scale, 6)
     if value == 0:
         return True
     digits = f"{value:.6e}".split("e")[0].replace(".", "").rstrip("0")
@@ -106,3 +115,133 @@ def test_each_pages_header_says_what_its_run_did(tmp_path: Path) -> None:
     assert "scheduled follows the scenario&#x27;s" in scheduled or (
         "scheduled follows the scenario's" in scheduled
     ), scheduled
+
+
+#: Appended to a copy of a page: records, for the frontier, every text drawn outside the
+#: points (title, ticks, the axis's name) and each point's circle, label(s) and leader line,
+#: with the boxes the browser laid them out in.
+DRAWN = """<script>
+(function () {
+  var svg = document.querySelector('[data-chart="frontier"] svg');
+  var box = function (e) { var b = e.getBBox(); return [b.x, b.y, b.width, b.height]; };
+  var view = svg.getAttribute("viewBox").split(" ").map(Number);
+  var axes = Array.prototype.map.call(svg.querySelectorAll(":scope > text"), function (t) {
+    return {text: t.textContent, box: box(t)};
+  });
+  var points = Array.prototype.map.call(svg.querySelectorAll("g.point"), function (g) {
+    var c = g.querySelector("circle");
+    return {
+      name: g.getAttribute("data-point"),
+      circle: [Number(c.getAttribute("cx")), Number(c.getAttribute("cy")),
+        Number(c.getAttribute("r"))],
+      labels: Array.prototype.map.call(g.querySelectorAll("text"), function (t) {
+        return {text: t.textContent, box: box(t)};
+      }),
+      leader: g.querySelector(".leader") !== null
+    };
+  });
+  document.body.setAttribute("data-drawn",
+    JSON.stringify({view: view, axes: axes, points: points}));
+}());
+</script></body>"""
+
+#: A tick as the page writes every one: a dollar sign on the cost axis, then a number with
+#: no separator and no trailing zero, then k, M or B from a thousand on (0, 500, 2.5k, 1M).
+COMPACT = re.compile(r"^\$?(0|[1-9]\d{0,2}(\.\d*[1-9])?|0\.\d*[1-9])[kMB]?$")
+
+
+def made(name: str, refused: float, cost: float, spread: float = 0.0) -> Candidate:
+    return Candidate(
+        name,
+        Spread(refused, refused, refused),
+        Spread(cost - spread, cost, cost + spread),
+    )
+
+
+def awkward() -> list[Candidate]:
+    """Candidates as a user met them: costs from $55 to $266 (the old axis stopped at
+    $200), refusals up to 9M beside the axis's last tick, two points at one place (the
+    recommendation hiding another), and refusals at 100k and 1M."""
+    return with_frontier(
+        [
+            made("stock:30", 0, 224, 6),
+            made("on-demand", 0, 266),
+            made("stock:50", 0, 150, 4),
+            made("autopilot:70", 0, 120, 3),
+            made("autopilot+stock:70", 0, 120, 3),
+            made("stock:70", 100_000, 95, 2),
+            made("stock:90", 1_000_000, 70, 2),
+            made("autopilot:80", 2_000_000, 62, 1),
+            made("autopilot+stock:80", 9_000_000, 57, 2),
+        ]
+    )
+
+
+def overlap(a: list[float], b: list[float]) -> bool:
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+def drawn_frontier(candidates: list[Candidate], pick: Candidate, tmp: Path) -> dict[str, Any]:
+    body, charts = frontier_section(candidates, pick, "a month")
+    out = tmp / "frontier.html"
+    out.write_text(document("frontier", body, {"charts": charts}).replace("</body>", DRAWN, 1))
+    loaded = browser.load(out, tmp)
+    assert loaded.console == [] and 'data-rendered="ok"' in loaded.dom
+    found = re.search(r'data-drawn="([^"]*)"', loaded.dom)
+    assert found is not None
+    drawn: dict[str, Any] = json.loads(html.unescape(found.group(1)))
+    return drawn
+
+
+def value(tick: str) -> float:
+    raw = tick.lstrip("$")
+    return float(raw.rstrip("kMB")) * {"k": 1e3, "M": 1e6, "B": 1e9}.get(raw[-1:], 1.0)
+
+
+def test_every_point_is_named_clear_of_the_axes_on_an_axis_that_holds_it(tmp_path: Path) -> None:
+    candidates = awkward()
+    pick = next(c for c in candidates if c.policy == "autopilot+stock:70")
+    drawn = drawn_frontier(candidates, pick, tmp_path)
+    _, _, width, height = drawn["view"]
+    ticks = [a for a in drawn["axes"] if re.fullmatch(r"\$?[\d.,]+[kMB]?", a["text"])]
+    costs = [value(t["text"]) for t in ticks if t["text"].startswith("$")]
+    refused = [t["text"] for t in ticks if not t["text"].startswith("$")]
+    # one compact style on both axes: never 1,000 beside 10k, nor 100k beside 1.0M
+    assert refused == ["0", "10", "100", "1k", "10k", "100k", "1M", "10M"]
+    assert all(COMPACT.match(t["text"]) for t in ticks), [t["text"] for t in ticks]
+    # the cost axis holds every point, whiskers included, between two of its round ticks
+    assert min(costs) <= min(c.cost_usd.min for c in candidates)
+    assert max(costs) >= max(c.cost_usd.max for c in candidates)  # $272, not $200
+    assert all(is_round(t["text"]) for t in ticks)
+    # every point named, inside the chart, clear of every tick, title and other label
+    labels = []
+    for p in drawn["points"]:
+        mine = [t for t in p["labels"] if p["name"] in t["text"]]
+        assert len(mine) == 1, p
+        x, y, w, h = mine[0]["box"]
+        assert w > 0 and 0 <= x and x + w <= width and 0 <= y and y + h <= height, p
+        labels.append(mine[0]["box"])
+    assert {p["name"] for p in drawn["points"]} == {c.policy for c in candidates}
+    for n, a in enumerate(labels):
+        assert not any(overlap(a, t["box"]) for t in drawn["axes"]), a
+        assert not any(overlap(a, b) for b in labels[n + 1 :]), a
+    # the point under the recommendation: both named, one led to by a line
+    same = [p for p in drawn["points"] if p["circle"][:2] == drawn["points"][-1]["circle"][:2]]
+    assert sorted(p["name"] for p in same) == ["autopilot+stock:70", "autopilot:70"]
+    assert any(p["leader"] for p in same)
+
+
+def test_a_point_with_no_room_beside_it_is_listed_under_the_chart(tmp_path: Path) -> None:
+    """A hundred and forty-two candidates at one place: every one is named, beside the
+    point while there is room, then listed under the chart with its figures."""
+    names = [f"{kind}:{t}" for kind in ("stock", "autopilot") for t in range(20, 91)]
+    candidates = with_frontier([made(name, 0, 100) for name in names])
+    drawn = drawn_frontier(candidates, candidates[0], tmp_path)
+    _, _, width, height = drawn["view"]
+    boxes = [t["box"] for p in drawn["points"] for t in p["labels"]]
+    assert len(boxes) == len(candidates)
+    for n, a in enumerate(boxes):
+        assert 0 <= a[0] and a[0] + a[2] <= width and 0 <= a[1] and a[1] + a[3] <= height
+        assert not any(overlap(a, b) for b in boxes[n + 1 :])
+    listed = [t["text"] for p in drawn["points"] for t in p["labels"] if "no room" in t["text"]]
+    assert listed and all(re.search(r": \$100\.00, 0 refused", t) for t in listed)

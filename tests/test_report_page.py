@@ -5,6 +5,7 @@ for 1,000 tables, and a hostile name is shown as text and runs nothing."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from datetime import UTC, datetime
@@ -23,6 +24,7 @@ from ddb_capacity_tools.simulator.trace import Trace
 from ddb_capacity_tools.simulator.tune import tune
 
 from . import browser
+from .test_cli import HistoryTable, a_day_of, history_table  # noqa: F401 (a fixture)
 
 HOSTILE = "</script><img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
 SPIKE_POLICIES = ("stock:70", "throttle-aware+stock:70", "scheduled", "oracle", "bound")
@@ -60,6 +62,10 @@ def test_the_spike_page_renders_every_policy_and_minute_in_a_browser(
     argv = ["simulate", "--scenario", "spike", "--quiet", "--workers", "1", "--html", str(out)]
     argv += [a for p in SPIKE_POLICIES for a in ("--policy", p)]
     assert cli.main(argv) == 0
+    # the dollars are the trace's 3 hours', and the text table says so, as the page does
+    words = capsys.readouterr().out
+    assert " cost $ (trace) " in words.splitlines()[3]
+    assert "cost $ (trace): the cost over the trace's 180 minutes, not a month" in words
     loaded = browser.load(out, tmp_path)
     assert loaded.console == []  # no script error, nothing logged
     assert 'data-rendered="ok"' in loaded.dom
@@ -71,6 +77,12 @@ def test_the_spike_page_renders_every_policy_and_minute_in_a_browser(
             drawn = series(svg)
             assert {role for _, role, _ in drawn} >= {"demand", "throttled"}
             assert {points for _, _, points in drawn} == {180}  # a point a minute
+        for svg in policy_panels:
+            title = re.search(r'data-panel="([^"]*)"', svg)
+            assert title is not None
+            assert re.fullmatch(
+                r"\S+: \d+ throttled min, \$[\d,.]+ over the trace( \(.*\))?", title.group(1)
+            ), title.group(1)
         bound = policy_panels[SPIKE_POLICIES.index("bound")]
         assert "a floor on cost, not a plan" in bound and 'data-role="bound"' in bound
     # the writes throttle and are open; the reads never do and are folded away
@@ -104,7 +116,71 @@ def test_the_tune_page_highlights_the_recommendation_on_the_frontier(tmp_path: P
     assert "What to paste" in loaded.dom and tuning.recommended.policy in loaded.dom
     # tune's figures are a month's (730 hours), and the page says so
     assert "its cost a month" in loaded.dom and "over the trace" not in loaded.dom
-    assert [p for _, _, p in series(panels(loaded.dom, "demand-0")[0])] == [240]
+    # the header says how they were made, as the terminal's first line does
+    header = re.search(r'<p class="lead">(.*?)</p>', loaded.dom)
+    assert header is not None and header.group(1) == (
+        "240 minutes from 2026-01-05 00:00 UTC; ensemble two (2 settings); fitted on 120 "
+        "minutes, chosen on the later 120 (from 2026-01-05 02:00 UTC); figures a month "
+        "(730 h), scaled from the later part."
+    )
+    demand = panels(loaded.dom, "demand-0")[0]
+    assert [p for _, _, p in series(demand)] == [240]
+    # and the demand chart marks where the later part, the one chosen on, begins
+    split = re.search(
+        r'<line x1="([\d.]+)" x2="([\d.]+)"[^>]*class="split" data-minute="120"', demand
+    )
+    assert split is not None and split.group(1) == split.group(2)
+    assert abs(float(split.group(1)) - (150 + 838 / 2)) < 1  # halfway across the plot
+    assert ">chosen on the later part from here</text>" in demand
+    assert demand.index('class="split"') > demand.index('data-role="demand"')  # drawn over it
+
+
+def test_simulate_and_a_scored_runs_dollars_say_what_they_cover(tmp_path: Path) -> None:
+    """A run scored from a minute on: its dollars cover the scored part, and the text
+    table, the page's header, its panels and its frontier say so (as a backtest's do:
+    the same code writes them)."""
+    out, words = tmp_path / "scored.html", io.StringIO()
+    argv = ["simulate", "--scenario", "spike", "--policy", "stock:70", "--quiet"]
+    argv += ["--score-from", "2026-01-05T13:00Z", "--html", str(out)]
+    assert cli.main(argv, words, io.StringIO()) == 0
+    text = words.getvalue()
+    assert " cost $ (scored) " in text
+    assert (
+        "cost $ (scored): the cost over the trace's scored 120 minutes (from minute 60 on), "
+        "not a month" in text
+    )
+    html = out.read_text()
+    assert "every cost is over the trace&#x27;s scored 120 minutes" in html
+    charts = data_of(html)["charts"]
+    titles = [p["title"] for c in charts.values() for p in c.get("panels", [])]
+    assert titles and all("$" not in t or t.endswith(" over the scored part") for t in titles)
+    assert charts["frontier"]["title"].startswith("cost (over the scored part)")
+    whole = tmp_path / "whole.html"
+    argv = ["simulate", "--scenario", "diurnal", "--policy", "stock:70", "--quiet"]
+    assert cli.main([*argv, "--html", str(whole)], words, io.StringIO()) == 0
+    assert "every cost is over the trace&#x27;s 7 days (10,080 minutes), not a month" in (
+        whole.read_text()
+    )
+    assert "cost $ (trace): the cost over the trace's 7 days (10,080 minutes)" in words.getvalue()
+
+
+def test_a_backtests_text_and_page_say_its_dollars_cover_the_history(
+    history_table: HistoryTable,  # noqa: F811 (the fixture of test_cli)
+    tmp_path: Path,
+) -> None:
+    """A backtest over a day of a table's history: its dollars are that day's, and its
+    text table and page say so."""
+    name, end, *_ = history_table
+    out, words = tmp_path / "backtest.html", io.StringIO()
+    argv = ["backtest", *a_day_of(name, end), "--policy", "stock:70", "--quiet"]
+    assert cli.main([*argv, "--html", str(out)], words, io.StringIO()) == 0
+    assert "cost $ (trace): the cost over the trace's 1 day (1,440 minutes)" in words.getvalue()
+    html = out.read_text()
+    assert "every cost is over the trace&#x27;s 1 day (1,440 minutes), not a month" in html
+    charts = data_of(html)["charts"]
+    titles = [p["title"] for c in charts.values() for p in c.get("panels", [])]
+    assert any(t.startswith("stock:70: ") for t in titles)
+    assert all("$" not in t or t.endswith(" over the trace") for t in titles)
 
 
 def fleet_docs(tables: int) -> list[dict[str, Any]]:

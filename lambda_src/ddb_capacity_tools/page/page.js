@@ -18,24 +18,71 @@
     t.textContent = words;
     return t;
   }
+  /* An axis tick's text, one rule on every axis: k, M or B from a thousand, a million or
+     a billion on, and no more digits than the value needs (0, 500, 1k, 2.5k, 10k, 1M). */
   function num(v) {
-    var a = Math.abs(v);
-    if (a >= 1e6) { return (v / 1e6).toFixed(1) + "M"; }
-    if (a >= 1e4) { return (v / 1e3).toFixed(0) + "k"; }
-    if (a >= 100 || v === 0) { return Math.round(v).toLocaleString("en-US"); }
-    return String(Number(v.toPrecision(2)));
+    var a = Math.abs(v), units = [[1e9, "B"], [1e6, "M"], [1e3, "k"]];
+    for (var i = 0; i < units.length; i++) {
+      if (a >= units[i][0]) {
+        return String(Number((v / units[i][0]).toPrecision(3))) + units[i][1];
+      }
+    }
+    return String(Number(v.toPrecision(3)));
   }
 
-  /* Round axis ticks from lo to hi, about count of them: each a multiple of 1, 2, 2.5 or 5
-     times a power of ten. */
-  function niceTicks(lo, hi, count) {
-    if (!(hi > lo)) { return [lo]; }
+  /* A round step for about count ticks from lo to hi: 1, 2, 2.5 or 5 times a power of
+     ten. */
+  function niceStep(lo, hi, count) {
     var raw = (hi - lo) / Math.max(1, count), p = Math.pow(10, Math.floor(Math.log10(raw)));
-    var f = raw / p, step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * p;
+    var f = raw / p;
+    return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * p;
+  }
+
+  /* The multiples of step from lo to hi. */
+  function stepTicks(lo, hi, step) {
     var out = [];
     for (var k = Math.ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; k++) {
       out.push(Number((k * step).toPrecision(12)));
     }
+    return out;
+  }
+
+  /* Round axis ticks from lo to hi, about count of them. */
+  function niceTicks(lo, hi, count) {
+    return hi > lo ? stepTicks(lo, hi, niceStep(lo, hi, count)) : [lo];
+  }
+
+  /* Round axis ticks covering lo to hi: the first at or below lo, the last at or above
+     hi (an axis drawn from the first to the last holds every value). */
+  function coverTicks(lo, hi, count) {
+    if (!(hi > lo)) {
+      var pad = Math.abs(hi) * 0.1 || 1;
+      lo = lo >= 0 ? Math.max(0, lo - pad) : lo - pad;
+      hi += pad;
+    }
+    var step = niceStep(lo, hi, count);
+    return stepTicks(Math.floor(lo / step + 1e-9) * step, Math.ceil(hi / step - 1e-9) * step, step);
+  }
+
+  /* Round steps of the time axis, in minutes: 1, 2, 5, 10, 15, 30 minutes; 1, 2, 3, 6,
+     12 hours; 1, 2 days; 1, 2, 4 weeks (then doubled). */
+  var TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440, 2880, 10080, 20160, 40320];
+  var MOST_TIME_TICKS = 8;
+  /* The minutes (from the chart's start) of the time axis's ticks over the window lo to hi:
+     the shortest step of TIME_STEPS giving at most MOST_TIME_TICKS, each tick a multiple of
+     the step in UTC (a week's from a Monday 00:00). */
+  function timeTicks(startMs, lo, hi) {
+    var origin = startMs / 60000, step = 0, first = 0, last = 0, phase = 0;
+    for (var i = 0; ; i++) {
+      step = i < TIME_STEPS.length ? TIME_STEPS[i]
+        : TIME_STEPS[TIME_STEPS.length - 1] * Math.pow(2, i - TIME_STEPS.length + 1);
+      phase = step % 10080 === 0 ? 4 * 1440 : 0;  /* 1970-01-05, a Monday */
+      first = Math.ceil((origin + lo - phase) / step - 1e-9);
+      last = Math.floor((origin + hi - phase) / step + 1e-9);
+      if (last - first + 1 <= MOST_TIME_TICKS) { break; }
+    }
+    var out = [];
+    for (var k = first; k <= last; k++) { out.push(phase + k * step - origin); }
     return out;
   }
 
@@ -74,6 +121,25 @@
     return chart.minutes > 1440 ? d.toISOString().slice(5, 10) + " " + hm : hm;
   }
 
+  /* A vertical line at one minute of the chart (where a history was split), with what
+     lies before it and after it in words, each beside the line where it fits. */
+  function drawMark(svg, mark, x, lo, hi, H) {
+    if (mark.minute < lo || mark.minute > hi) { return; }
+    var mx = x(mark.minute), y = T + 12;
+    el("line", {x1: mx, x2: mx, y1: T - 4, y2: H - B, "class": "split",
+      "data-minute": mark.minute}, svg);
+    var after = 6.2 * (mark.after || "").length, before = 6.2 * (mark.before || "").length;
+    if (mark.after && mx + 4 + after <= W - R) {
+      label(svg, mx + 4, y, mark.after, {"class": "note mark"});
+    } else if (mark.after) {
+      label(svg, mx - 4, y, mark.after + " \u2192", {"class": "note mark", "text-anchor": "end"});
+      return;
+    }
+    if (mark.before && mx - 4 - before >= L) {
+      label(svg, mx - 4, y, mark.before, {"class": "note mark", "text-anchor": "end"});
+    }
+  }
+
   function seriesPanel(chart, panel, svg, lo, hi) {
     var n = chart.minutes, H = panel.height, plotW = W - L - R;
     var x = function (m) { return L + (m - lo) / (hi - lo) * plotW; };
@@ -91,11 +157,12 @@
       el("line", {x1: L, x2: W - R, y1: y(v), y2: y(v), "class": "grid"}, svg);
       label(svg, L - 4, y(v) + 4, num(v), {"text-anchor": "end", "class": "tick"});
     });
-    for (var k = 0; k <= 5; k++) {
-      var m = Math.round(lo + (hi - lo) * k / 5);
-      label(svg, x(Math.min(m, hi)), H - 6, timeOf(chart, Math.min(m, n - 1)),
-        {"text-anchor": k === 0 ? "start" : k === 5 ? "end" : "middle", "class": "tick"});
-    }
+    timeTicks(chart.start_ms, lo, hi).forEach(function (m) {
+      var words = timeOf(chart, m), half = 3.3 * words.length, tx = x(m);
+      el("line", {x1: tx, x2: tx, y1: H - B, y2: H - B + 3, "class": "axis"}, svg);
+      label(svg, tx, H - 6, words, {"class": "tick time", "data-minute": m,
+        "text-anchor": tx + half > W ? "end" : "middle"});
+    });
     panel.series.forEach(function (s, i) {
       var cols = columns(all[i], lo, hi, plotW), d = "";
       var any = cols.some(function (c) { return c[2] > 0; });
@@ -117,6 +184,7 @@
         "data-role": s.role, "data-points": all[i].length}, svg);
       if (s.color) { path.setAttribute("style", "--c:" + s.color); }
     });
+    (chart.marks || []).forEach(function (mark) { drawMark(svg, mark, x, lo, hi, H); });
     label(svg, L, 14, panel.title, {"class": "title"});
   }
 
@@ -188,70 +256,129 @@
     render();
   }
 
+  /* A drawn text's box [x, y, width, height] in the chart's units, a pixel larger each way;
+     an estimate where the browser lays out nothing (a hidden chart). */
+  function boxOf(t, x, y) {
+    var b = t.getBBox(), w = b.width || 6.5 * t.textContent.length, h = b.height || 13;
+    return b.width ? [b.x - 1, b.y - 1, w + 2, h + 2] : [x - 1, y - 11, w + 2, h + 2];
+  }
+
+  function meets(a, b) {
+    return a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3];
+  }
+
   function drawFrontier(box, chart) {
-    var H = 360, plotW = W - L - R - 150, pts = chart.points;
+    var H = 360, plotW = W - L - R - 150, pts = chart.points, bottom = H - B - 14;
     var svg = el("svg", {viewBox: "0 0 " + W + " " + H, "class": "panel frontier", role: "img",
       "data-panel": chart.title}, box);
     svg.setAttribute("aria-label", chart.title);
-    var lx = function (v) { return Math.log10(1 + Math.max(0, v)); };
-    var xmax = Math.max.apply(null, pts.map(function (p) { return lx(p.refused_max); })) || 1;
-    var ymax = Math.max.apply(null, pts.map(function (p) { return p.cost_max; })) * 1.05 || 1;
-    var ymin = Math.min.apply(null, pts.map(function (p) { return p.cost_min; })) * 0.9;
-    var x = function (v) { return L + lx(v) / (xmax * 1.05) * plotW; };
-    var y = function (v) { return H - B - 14 - (v - ymin) / (ymax - ymin || 1) * (H - T - B - 14); };
-    /* Each label's box (about 6.5 px a character, 12 px high) is moved up or down until it
-       meets no box placed before (the points' circles included); a label moved away from
-       its point gets a leader line back to it. */
-    var placed = pts.map(function (p) {
-      return [x(p.refused) - 7, y(p.cost) - 7, 14, 14];
-    });
-    var meets = function (a, b) {
-      return a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3];
-    };
-    var spot = function (px, py, text) {
-      var w = 6.5 * text.length, box = [px, py - 10, w, 12];
-      for (var k = 1; k < 60 && placed.some(function (q) { return meets(box, q); }); k++) {
-        box = [px, py - 10 + (k % 2 ? 1 : -1) * 13 * Math.ceil(k / 2), w, 12];
-      }
-      placed.push(box);
-      return box[1] + 10;
-    };
-    niceTicks(ymin, ymax, 3).forEach(function (v) {
-      el("line", {x1: L, x2: L + plotW, y1: y(v), y2: y(v), "class": "grid"}, svg);
-      label(svg, L - 4, y(v) + 4, "$" + num(v), {"text-anchor": "end", "class": "tick"});
-    });
-    for (var e = 0; Math.pow(10, e) <= Math.pow(10, xmax * 1.05); e++) {
-      var v = e === 0 ? 0 : Math.pow(10, e);
-      label(svg, x(v), H - B + 2, num(v), {"text-anchor": "middle", "class": "tick"});
-    }
-    label(svg, L + plotW / 2, H - 4, chart.x_label, {"text-anchor": "middle", "class": "tick"});
     label(svg, L, 14, chart.title, {"class": "title"});
+    if (!pts.length) { return; }
+    var pick = function (f, key) {
+      return f.apply(null, pts.map(function (p) { return p[key]; }));
+    };
+    /* x: refused units on a log scale to the first power of ten at or above the most any
+       point refuses; y: cost from a round tick at or below the least to one at or above the
+       most (the whiskers' ends included). */
+    var lx = function (v) { return Math.log10(1 + Math.max(0, v)); };
+    var most = Math.max(1, pick(Math.max, "refused_max"));
+    var decades = Math.max(1, Math.ceil(Math.log10(most) - 1e-9));
+    var yTicks = coverTicks(pick(Math.min, "cost_min"), pick(Math.max, "cost_max"), 4);
+    var ylo = yTicks[0], yhi = yTicks[yTicks.length - 1];
+    var x = function (v) { return L + lx(v) / lx(Math.pow(10, decades)) * plotW; };
+    var y = function (v) { return bottom - (v - ylo) / (yhi - ylo) * (bottom - T - 14); };
+    /* Every box a point's label must keep clear of: the title, the ticks' and the axis's
+       labels, the points' circles and the labels placed before it. */
+    var placed = [boxOf(svg.lastChild, L, 14)];
+    var tick = function (tx, ty, words, anchor, kind) {
+      var t = label(svg, tx, ty, words, {"text-anchor": anchor, "class": "tick " + kind});
+      var w = 6.5 * words.length;
+      placed.push(boxOf(t, anchor === "end" ? tx - w : anchor === "middle" ? tx - w / 2 : tx, ty));
+    };
+    yTicks.forEach(function (v) {
+      el("line", {x1: L, x2: L + plotW, y1: y(v), y2: y(v), "class": "grid"}, svg);
+      tick(L - 4, y(v) + 4, "$" + num(v), "end", "axis-y");
+    });
+    el("line", {x1: L, x2: L + plotW, y1: bottom, y2: bottom, "class": "axis"}, svg);
+    for (var e = 0; e <= decades; e++) {
+      var v = e === 0 ? 0 : Math.pow(10, e);
+      tick(x(v), H - B + 2, num(v), "middle", "axis-x");
+    }
+    tick(L + plotW / 2, H - 4, chart.x_label, "middle", "axis-title");
     var line = pts.filter(function (p) { return p.frontier; })
       .sort(function (a, b) { return a.refused - b.refused; });
     el("path", {d: line.map(function (p, i) {
       return (i ? "L" : "M") + x(p.refused).toFixed(1) + "," + y(p.cost).toFixed(1);
     }).join(""), "class": "frontier-line", "data-series": "frontier",
       "data-points": line.length}, svg);
-    pts.forEach(function (p) {
+    /* The recommendation is drawn last, on top of any point at its place. */
+    var drawn = pts.filter(function (p) { return !p.recommended; })
+      .concat(pts.filter(function (p) { return p.recommended; }));
+    var marks = drawn.map(function (p) {
       var g = el("g", {"class": "point" + (p.recommended ? " recommended" : "") +
         (p.frontier ? " on-frontier" : "") + (p.compared_only ? " compared" : ""),
         "data-point": p.name}, svg);
+      var cx = x(p.refused), cy = y(p.cost), r = p.recommended ? 7 : 4;
       if (p.cost_max > p.cost_min || p.refused_max > p.refused_min) {
-        el("path", {d: "M" + x(p.refused) + "," + y(p.cost_min) + "V" + y(p.cost_max) +
-          "M" + x(p.refused_min) + "," + y(p.cost) + "H" + x(p.refused_max), "class": "spread"}, g);
+        el("path", {d: "M" + cx + "," + y(p.cost_min) + "V" + y(p.cost_max) +
+          "M" + x(p.refused_min) + "," + cy + "H" + x(p.refused_max), "class": "spread"}, g);
       }
-      el("circle", {cx: x(p.refused), cy: y(p.cost), r: p.recommended ? 7 : 4}, g);
+      el("circle", {cx: cx, cy: cy, r: r}, g);
+      placed.push([cx - r - 1, cy - r - 1, 2 * r + 2, 2 * r + 2]);
       var t = el("title", {}, g);
       t.textContent = p.name + ": $" + p.cost.toFixed(2) + ", " + Math.round(p.refused) +
         " refused";
-      var text = (p.recommended ? "recommended: " : "") + p.name;
-      var ly = spot(x(p.refused) + 9, y(p.cost) + 4, text);
-      if (Math.abs(ly - (y(p.cost) + 4)) > 1) {
-        el("path", {d: "M" + x(p.refused) + "," + y(p.cost) + "L" + (x(p.refused) + 8) + "," +
-          (ly - 4), "class": "leader"}, g);
-      }
-      label(g, x(p.refused) + 9, ly, text, {"class": "tick label"});
+      var words = (p.recommended ? "recommended: " : "") + p.name;
+      return {p: p, g: g, cx: cx, cy: cy, text: label(g, 0, 0, words, {"class": "tick label"})};
     });
+    /* Labels are placed the recommendation first, then the frontier, then the rest: each at
+       the free spot nearest the right of its point (rows 13 px apart, columns 40 px apart,
+       either side), inside the plot, with a leader line back to a point it is not beside.
+       A label with no free spot is listed under the chart, with its figures. */
+    var rank = function (m) { return m.p.recommended ? 0 : m.p.frontier ? 1 : 2; };
+    var order = marks.slice().sort(function (a, b) { return rank(a) - rank(b); });
+    var listed = [];
+    order.forEach(function (m) {
+      var b = m.text.getBBox(), w = b.width || 6.5 * m.text.textContent.length;
+      var up = b.width ? -b.y : 10, h = b.width ? b.height : 13, found = null;
+      var tries = [];
+      for (var row = -14; row <= 14; row++) {
+        for (var col = 0; col <= 8; col++) {
+          var far = Math.sqrt(1600 * col * col + 169 * row * row);
+          tries.push([m.cx + 9 + 40 * col, row, far, col]);
+          tries.push([m.cx - 9 - w - 40 * col, row, far + 20, col + 1]);
+        }
+      }
+      tries.sort(function (a, c) { return a[2] - c[2]; });
+      for (var i = 0; i < tries.length && !found; i++) {
+        var base = m.cy + 4 + 13 * tries[i][1];
+        var spot = [tries[i][0] - 1, base - up - 1, w + 2, h + 2];
+        var inside = spot[0] >= L && spot[0] + spot[2] <= W - 2 && spot[1] >= 2 &&
+          spot[1] + spot[3] <= bottom + 6;
+        if (inside && !placed.some(function (q) { return meets(spot, q); })) {
+          found = tries[i];
+          placed.push(spot);
+          m.text.setAttribute("x", tries[i][0]);
+          m.text.setAttribute("y", base);
+          if (tries[i][1] !== 0 || tries[i][3] !== 0) {
+            var edge = tries[i][0] > m.cx ? tries[i][0] - 2 : tries[i][0] + w + 2;
+            el("path", {d: "M" + m.cx + "," + m.cy + "L" + edge + "," + (base - 4),
+              "class": "leader"}, m.g);
+          }
+        }
+      }
+      if (!found) { listed.push(m); }
+    });
+    listed.forEach(function (m, k) {
+      m.text.setAttribute("x", L);
+      m.text.setAttribute("y", H + 16 * (k + 1));
+      m.text.setAttribute("class", "tick label listed");
+      m.text.textContent += ": $" + m.p.cost.toFixed(2) + ", " + Math.round(m.p.refused)
+        .toLocaleString("en-US") + " refused (no room beside its point)";
+    });
+    if (listed.length) {
+      svg.setAttribute("viewBox", "0 0 " + W + " " + (H + 16 * listed.length + 6));
+    }
   }
 
   function sortable(table) {

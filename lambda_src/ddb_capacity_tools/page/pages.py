@@ -14,6 +14,7 @@ from ..advise import Advice, Failure
 from ..simulator.candidates import Tuning
 from ..simulator.ensemble import EnsembleResult
 from ..simulator.run import DimensionResult
+from ..simulator.text import run_period, run_scope
 from ..simulator.trace import Trace
 from .choice import advice_section, candidates_of_ensemble, candidates_of_run, frontier_section
 from .document import document, text
@@ -38,29 +39,51 @@ def run_page(
 ) -> str:
     """``simulate``'s or ``backtest``'s page: the time series, then every policy's cost
     against its refusals (min to max over the ensemble, when one ran); ``run_note`` says
-    what this run did (its policies, the signals they saw)."""
+    what this run did (its policies, the signals they saw). Every dollar is the cost over
+    the trace (its scored part, from ``score_from``), and the page says so."""
     scored = f"; scored from {trace.time(score_from):%Y-%m-%d %H:%M} UTC" if score_from else ""
+    scored += f"; every cost is {run_scope(trace.minutes, score_from)}"
     series, charts = series_section(results, trace, score_from)
     candidates = candidates_of_ensemble(spread) if spread else candidates_of_run(results)
     bound = sum(r.cost_usd for r in results if r.policy == "bound")
     note = f" The whiskers span the {ensemble} ensemble's settings." if spread else ""
     if any(r.policy == "bound" for r in results):
         note += f" The bound (${bound:,.2f}) is a floor on cost, not a candidate: not drawn."
-    frontier, more = frontier_section(candidates, None, "over the trace", note)
+    frontier, more = frontier_section(candidates, None, run_period(score_from), note)
     ran = f'<p class="lead">{text(run_note)}</p>' if run_note else ""
     body = f"<h1>{text(trace.name)}</h1>{_about(trace, scored)}{ran}{series}{frontier}"
     return document(f"{trace.name}: simulation", body, {"charts": {**charts, **more}})
 
 
+def _tuned(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> tuple[str, int, str]:
+    """How ``tune`` made its figures, as its terminal output says it: the ensemble, the
+    minutes fitted on and chosen on (from when), what the figures cover; the minute the
+    history was split at (0: not split) and the figures' period."""
+    v = tuning.validation
+    words = f"; ensemble {ensemble} ({settings} settings)"
+    if not v:
+        return words + "; figures over the trace", 0, "over the trace"
+    split = int(v.get("split_minute", v["fit_minutes"]))
+    words += (
+        f"; fitted on {v['fit_minutes']:,} minutes, chosen on the later "
+        f"{v['choose_minutes']:,} (from {trace.time(split):%Y-%m-%d %H:%M} UTC); figures a "
+        f"month ({v['month_hours']} h), scaled from the later part"
+    )
+    return words, split, "a month"
+
+
 def tune_page(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
-    """``tune``'s page: the advice, the frontier with each candidate's spread over the
-    ensemble, and the demand it was tuned on."""
+    """``tune``'s page: how its figures were made (the ensemble, the minutes fitted on and
+    chosen on, a month), the advice, the frontier with each candidate's spread over the
+    ensemble, and the demand it was tuned on, split where the choosing began."""
+    scope, split, period = _tuned(tuning, trace, ensemble, settings)
     note = f" The whiskers span the {ensemble} ensemble's {settings} settings."
-    frontier, charts = frontier_section(tuning.candidates, tuning.recommended, "a month", note)
-    demand, more = demand_section(trace)
+    frontier, charts = frontier_section(tuning.candidates, tuning.recommended, period, note)
+    demand, more = demand_section(trace, split)
+    warnings = "".join(f'<p class="lead bad">{text(w)}</p>' for w in tuning.warnings)
     body = (
-        f"<h1>{text(trace.name)}: tune</h1>{_about(trace)}"
-        f"{advice_section(tuning, 'a month')}{frontier}{demand}"
+        f"<h1>{text(trace.name)}: tune</h1>{_about(trace, scope)}{warnings}"
+        f"{advice_section(tuning, period)}{frontier}{demand}"
     )
     return document(f"{trace.name}: tune", body, {"charts": {**charts, **more}})
 

@@ -2,9 +2,11 @@
 
 The time series of a run, as page data: per dimension, a strip of each policy's throttled
 minutes (one row a policy, so policies are told apart), then one panel per policy with the
-demand, that policy's capacity and what it refused. A dimension no policy throttles on is
+demand, that policy's capacity and what it refused, its dollars labelled as the cost over
+the trace (or its scored part), never a month. A dimension no policy throttles on is
 folded away (open it to see it). The ``bound`` is drawn dashed and labelled as the lower
 bound on cost it is, not a plan; minutes before ``--score-from`` are shaded as not scored.
+A chart may mark minutes with a vertical line (``marks``: where ``tune`` split the history).
 """
 
 from __future__ import annotations
@@ -13,10 +15,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..simulator.run import DimensionResult
+from ..simulator.text import run_period
 from ..simulator.trace import Key, Trace, key_label
 from .document import money, text
 
-__all__ = ["COLORS", "demand_section", "holder", "series_section", "sparse", "steps"]
+__all__ = [
+    "COLORS",
+    "SPLIT_AFTER",
+    "SPLIT_BEFORE",
+    "demand_section",
+    "holder",
+    "series_section",
+    "sparse",
+    "steps",
+]
 
 COLORS = (
     "#1f77b4",
@@ -55,9 +67,15 @@ def sparse(values: Sequence[float]) -> list[list[float]]:
 
 
 def _chart(
-    trace: Trace, score_from: int, panels: list[dict[str, Any]], demand: Sequence[float]
+    trace: Trace,
+    score_from: int,
+    panels: list[dict[str, Any]],
+    demand: Sequence[float],
+    marks: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
-    """A series chart; ``demand`` is written once and drawn in every panel that names it."""
+    """A series chart; ``demand`` is written once and drawn in every panel that names it;
+    each of ``marks`` (``minute``, the words ``before`` and ``after`` it) a vertical line
+    across every panel."""
     return {
         "kind": "series",
         "minutes": trace.minutes,
@@ -65,13 +83,14 @@ def _chart(
         "score_from": score_from,
         "shared": {"demand": [round(v, 2) for v in demand]},
         "panels": panels,
+        "marks": list(marks),
     }
 
 
 DEMAND = {"name": "demand", "role": "demand", "shared": "demand"}
 
 
-def _policy_panel(r: DimensionResult, color: str) -> dict[str, Any]:
+def _policy_panel(r: DimensionResult, color: str, period: str) -> dict[str, Any]:
     rec = r.recorded
     role = "bound" if r.policy == "bound" else "capacity"
     series: list[dict[str, Any]] = [DEMAND]
@@ -84,8 +103,8 @@ def _policy_panel(r: DimensionResult, color: str) -> dict[str, Any]:
     )
     about = ABOUT.get(r.policy)
     return {
-        "title": f"{r.policy}: {r.throttled_minutes:,} throttled min, {money(r.cost_usd)}"
-        + (f" ({about})" if about else ""),
+        "title": f"{r.policy}: {r.throttled_minutes:,} throttled min, "
+        f"{money(r.cost_usd)} {period}" + (f" ({about})" if about else ""),
         "height": PANEL_HEIGHT,
         "series": series,
     }
@@ -108,7 +127,9 @@ def _dimension(
         "strip": True,
         "series": [{"name": r.policy, "sparse": sparse(r.recorded.throttled)} for r in rows],
     }
-    panels = [strip] + [_policy_panel(r, COLORS[n % len(COLORS)]) for n, r in enumerate(rows)]
+    period = run_period(score_from)
+    panels = [strip]
+    panels += [_policy_panel(r, COLORS[n % len(COLORS)], period) for n, r in enumerate(rows)]
     summary = (
         f"{label}: {len(throttling)} of {len(rows)} policies throttle"
         if throttling
@@ -166,12 +187,28 @@ def series_section(
     return intro + "".join(parts), charts
 
 
-def demand_section(trace: Trace) -> tuple[str, dict[str, dict[str, Any]]]:
+SPLIT_BEFORE = "fitted on the earlier part"
+SPLIT_AFTER = "chosen on the later part from here"
+"""The words either side of the line where ``tune`` split the history."""
+
+
+def demand_section(trace: Trace, split: int = 0) -> tuple[str, dict[str, dict[str, Any]]]:
     """The trace's demand alone, one panel per dimension (what ``tune`` and ``advise``
-    were given)."""
+    were given); with ``split`` (0 < split < the trace's minutes), a line where the later
+    part of the history begins: the candidates were fitted before it, chosen after it."""
+    marks = []
+    lead = ""
+    if 0 < split < trace.minutes:
+        marks.append({"minute": split, "before": SPLIT_BEFORE, "after": SPLIT_AFTER})
+        lead = (
+            '<p class="lead">The dashed line splits the history: each family of candidates '
+            f"was fitted on the {split:,} minutes before it, and the candidates were chosen "
+            f"on the {trace.minutes - split:,} minutes after it (from "
+            f"{trace.time(split):%Y-%m-%d %H:%M} UTC).</p>"
+        )
     charts, parts = {}, []
     for n, (key, demand) in enumerate(trace.demand.items()):
         panel = {"title": f"demand: {key_label(key)} (units/s)", "height": PANEL_HEIGHT}
-        charts[f"demand-{n}"] = _chart(trace, 0, [{**panel, "series": [DEMAND]}], demand)
+        charts[f"demand-{n}"] = _chart(trace, 0, [{**panel, "series": [DEMAND]}], demand, marks)
         parts.append(holder(f"demand-{n}"))
-    return "<h2>Demand</h2>" + "".join(parts), charts
+    return "<h2>Demand</h2>" + lead + "".join(parts), charts

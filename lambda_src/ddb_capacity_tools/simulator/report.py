@@ -11,7 +11,7 @@ from typing import Any
 from .params import ModelParams
 from .prices import Prices
 from .run import DimensionResult
-from .text import fixed_width
+from .text import fixed_width, run_scope
 from .trace import Trace, key_label
 
 
@@ -46,10 +46,13 @@ def _on_demand_limits(r: DimensionResult) -> float:
 
 
 def table(results: Sequence[DimensionResult], trace: Trace) -> str:
-    """A fixed-width comparison; ``x oracle`` and ``x bound`` are cost relative to the
+    """A fixed-width comparison; ``cost $ (trace)`` is the cost over the trace (``cost $
+    (scored)`` over its scored part), ``x oracle`` and ``x bound`` are cost relative to the
     oracle's and to the bound's."""
     oracle = {r.key: r.cost_usd for r in results if r.policy == "oracle"}
     floor = {r.key: r.cost_usd for r in results if r.policy == "bound"}
+    score_from = max((r.score_from for r in results), default=0)
+    cost = f"cost $ ({'scored' if score_from else 'trace'})"
     header: tuple[str, ...] = (
         "policy",
         "dimension",
@@ -57,7 +60,7 @@ def table(results: Sequence[DimensionResult], trace: Trace) -> str:
         "thr. min",
         "first",
         "unit-hours",
-        "cost $",
+        cost,
         "x oracle",
         "x bound",
         "decreases",
@@ -97,15 +100,18 @@ def table(results: Sequence[DimensionResult], trace: Trace) -> str:
     lines.append("")
     lines += fixed_width(rows)
     lines.append("")
-    lines.append(_legend(by_cause, limits))
+    lines.append(
+        _legend(by_cause, limits, f"{cost}: the cost {run_scope(trace.minutes, score_from)}")
+    )
     return "\n".join(lines)
 
 
-def _legend(by_cause: bool, limits: bool) -> str:
-    """The table's footnote; the causes' columns explained where they are shown."""
+def _legend(by_cause: bool, limits: bool, cost: str) -> str:
+    """The table's footnote: ``cost`` says what the cost column covers; the causes'
+    columns explained where they are shown."""
     return (
         "throttled units: capacity units refused (units/s x 60); first: minutes from "
-        "the trace start; refused decreases were over DynamoDB's quota; bound: no plan "
+        f"the trace start; {cost}; refused decreases were over DynamoDB's quota; bound: no plan "
         "without throttles costs less (docs/guides/simulator.md#bounds-oracle-and-bound)"
         + (
             "; key-range: refused by a hot key's partition, which no capacity fixes (the "

@@ -1,7 +1,7 @@
 """Runs in: workstation (the `ddb-capacity` command).
 
-Fixed-width text tables, as every simulator command prints them, and the progress bar of
-those that count what they have done."""
+Fixed-width text tables, as every simulator command prints them, the words that say what
+a run's dollars cover, and the progress bar of those that count what they have done."""
 
 from __future__ import annotations
 
@@ -24,6 +24,33 @@ def fixed_width(rows: Sequence[Sequence[str]], left: int = 2) -> list[str]:
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return lines
+
+
+def span(minutes: int) -> str:
+    """``minutes`` in words: ``180 minutes``; from a day on, in days too (``3 days (4,320
+    minutes)``, ``1.5 days (2,160 minutes)``)."""
+    if minutes < 1440:
+        return f"{minutes:,} minute{'' if minutes == 1 else 's'}"
+    days = f"{minutes // 1440}" if minutes % 1440 == 0 else f"{minutes / 1440:.1f}"
+    return f"{days} day{'' if days == '1' else 's'} ({minutes:,} minutes)"
+
+
+def run_period(score_from: int) -> str:
+    """What a ``simulate`` or ``backtest`` dollar covers, in a label: ``over the trace``, or
+    ``over the scored part`` when the run was scored from minute ``score_from`` (> 0)."""
+    return "over the scored part" if score_from else "over the trace"
+
+
+def run_scope(minutes: int, score_from: int = 0) -> str:
+    """What a ``simulate`` or ``backtest`` dollar covers, in a sentence's words: the cost
+    ``over the trace's 180 minutes``, or over its scored part (from minute ``score_from``
+    on), never a month."""
+    if score_from:
+        return (
+            f"over the trace's scored {span(minutes - score_from)} (from minute "
+            f"{score_from:,} on), not a month"
+        )
+    return f"over the trace's {span(minutes)}, not a month"
 
 
 def bar(out: TextIO | None, command: str, done: int, total: int, what: str, label: str) -> None:
