@@ -295,10 +295,11 @@ def test_readme_screenshot_exists_and_is_small() -> None:
 
 
 def test_the_png_leaves_out_dimensions_no_policy_throttles_on_and_labels_the_bound(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The spike's reads never throttle: the PNG draws the writes alone (every dimension
-    when none throttles), and the bound's panel says it is a floor, not a plan."""
+    when none throttles), and the bound's panel says it is a floor, not a plan; each panel's
+    dollars are labelled as over the trace."""
     from ddb_capacity_tools.simulator import chart
     from ddb_capacity_tools.simulator.scenarios import scenario
 
@@ -310,4 +311,14 @@ def test_the_png_leaves_out_dimensions_no_policy_throttles_on_and_labels_the_bou
     calm = [r for r in results if r.policy == "bound"]
     assert chart.shown_keys(calm, trace) == ([(None, "read"), (None, "write")], [])
     assert "not a plan" in chart.ABOUT["bound"]
+    titles: list[str] = []
+    save = chart._save
+
+    def saved(fig: Any, plt: Any, path: Path) -> Path:
+        titles.extend(ax.get_title() for ax in fig.axes)
+        return save(fig, plt, path)
+
+    monkeypatch.setattr(chart, "_save", saved)
     assert chart.render(results, trace, tmp_path / "spike.png").stat().st_size > 10_000
+    priced = [t for t in titles if "$" in t]
+    assert priced and all(t.endswith(" over the trace") for t in priced), titles

@@ -10,6 +10,7 @@ import pytest
 
 from ddb_capacity_tools.simulator import ModelParams, PolicyError, Prices, parse, run_policy
 from ddb_capacity_tools.simulator.ensemble import run_ensemble, settings_of
+from ddb_capacity_tools.simulator.ensemble import table as ensemble_table
 from ddb_capacity_tools.simulator.run import DimensionResult, simulate
 from ddb_capacity_tools.simulator.scenarios import START, scenario
 from ddb_capacity_tools.simulator.trace import Trace
@@ -177,3 +178,6 @@ def test_an_ensemble_scores_every_setting_from_the_start(trace: Trace) -> None:
         assert all(x.score_from == start for x in r.runs)
     whole = run_ensemble(trace, specs, settings, PRICES, workers=1)
     assert sum(r.cost_usd.median for r in spread) < sum(r.cost_usd.median for r in whole)
+    # the table says what its dollars cover: the scored part, or the whole trace
+    assert "cost $ (scored) min / med / max" in ensemble_table(spread, "plausible", 3)
+    assert "cost $ (trace) min / med / max" in ensemble_table(whole, "plausible", 3)

@@ -25,7 +25,7 @@ __all__ = ["run_page", "table_page", "tune_page"]
 
 def _about(trace: Trace, extra: str = "") -> str:
     words = f"{trace.minutes:,} minutes from {trace.start:%Y-%m-%d %H:%M} UTC"
-    notes = f" {trace.notes}." if trace.notes else ""
+    notes = f" {trace.notes[:1].upper()}{trace.notes[1:]}." if trace.notes else ""
     return f'<p class="lead">{text(words + extra + ".")}{text(notes)}</p>'
 
 

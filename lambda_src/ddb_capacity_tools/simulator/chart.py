@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..tool_errors import ChartError as ChartError
 from .run import DimensionResult
+from .text import run_period
 from .trace import Key, Trace, key_label
 
 if TYPE_CHECKING:
@@ -84,9 +85,12 @@ def render_ensemble(
     for c, key in enumerate(keys):
         rows = [r for r in results if r.key == key]
         labels = [r.policy for r in rows]
-        for row, (measure, title) in enumerate(
-            (("cost_usd", "cost $"), ("throttled_requests", "throttled units"))
-        ):
+        scored = max((r.runs[0].score_from for r in rows if r.runs), default=0)
+        measures = (
+            ("cost_usd", f"cost $ {run_period(scored)}"),
+            ("throttled_requests", "throttled units"),
+        )
+        for row, (measure, title) in enumerate(measures):
             ax = axes[row][c]
             spreads = [getattr(r, measure) for r in rows]
             medians = [s.median for s in spreads]
@@ -140,7 +144,7 @@ def _policy_panel(ax: Any, result: DimensionResult, times: list[Any], color: str
     about = f" ({ABOUT[result.policy]})" if result.policy in ABOUT else ""
     ax.set_title(
         f"{result.policy}{about} - {key_label(result.key)}: {result.throttled_minutes} "
-        f"throttled min, ${result.cost_usd:,.2f}",
+        f"throttled min, ${result.cost_usd:,.2f} {run_period(result.score_from)}",
         fontsize=9,
     )
     ax.set_ylabel("units/s", fontsize=8)

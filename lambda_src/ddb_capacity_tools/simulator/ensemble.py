@@ -43,7 +43,7 @@ from .params import ModelError, ModelParams
 from .policies import DEFAULT_TICK_MINUTES, Spec
 from .prices import Prices
 from .run import DimensionResult, simulate
-from .text import fixed_width
+from .text import cost_heading, fixed_width
 from .trace import Key, Trace, key_label
 
 ENSEMBLES: dict[str, tuple[dict[str, Any], ...]] = {
@@ -294,8 +294,15 @@ def run_ensemble(
 
 
 def table(results: Sequence[EnsembleResult], name: str, settings: int) -> str:
-    """min / median / max of throttled units and cost, per policy and dimension."""
-    header = ("policy", "dimension", "throttled units min / median / max", "cost $ min / med / max")
+    """min / median / max of throttled units and cost (over the trace, or its scored part),
+    per policy and dimension."""
+    score_from = max((r.runs[0].score_from for r in results if r.runs), default=0)
+    header = (
+        "policy",
+        "dimension",
+        "throttled units min / median / max",
+        f"{cost_heading(score_from)} min / med / max",
+    )
     rows = [header]
     for r in results:
         t, c = r.throttled_requests, r.cost_usd

@@ -11,7 +11,7 @@ from typing import Any
 from .params import ModelParams
 from .prices import Prices
 from .run import DimensionResult
-from .text import fixed_width, run_scope
+from .text import cost_heading, fixed_width, run_scope
 from .trace import Trace, key_label
 
 
@@ -52,7 +52,7 @@ def table(results: Sequence[DimensionResult], trace: Trace) -> str:
     oracle = {r.key: r.cost_usd for r in results if r.policy == "oracle"}
     floor = {r.key: r.cost_usd for r in results if r.policy == "bound"}
     score_from = max((r.score_from for r in results), default=0)
-    cost = f"cost $ ({'scored' if score_from else 'trace'})"
+    cost = cost_heading(score_from)
     header: tuple[str, ...] = (
         "policy",
         "dimension",

@@ -41,6 +41,12 @@ def run_period(score_from: int) -> str:
     return "over the scored part" if score_from else "over the trace"
 
 
+def cost_heading(score_from: int) -> str:
+    """The heading of a ``simulate`` or ``backtest`` table's cost column: ``cost $ (trace)``,
+    or ``cost $ (scored)`` when the run was scored from minute ``score_from`` (> 0)."""
+    return f"cost $ ({'scored' if score_from else 'trace'})"
+
+
 def run_scope(minutes: int, score_from: int = 0) -> str:
     """What a ``simulate`` or ``backtest`` dollar covers, in a sentence's words: the cost
     ``over the trace's 180 minutes``, or over its scored part (from minute ``score_from``
