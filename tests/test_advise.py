@@ -523,7 +523,10 @@ def test_the_report_weighs_each_tables_current_settings(
     fleet_page = (tmp_path / "report" / "report.html").read_text()
     for name in rows:
         assert f'href="tables/{name}.html"' in fleet_page
-        assert "What to paste" in (tmp_path / "report" / "tables" / f"{name}.html").read_text()
+        page = (tmp_path / "report" / "tables" / f"{name}.html").read_text()
+        assert "What to paste" in page
+        # its header says how the figures were made, as tune's does
+        assert "; fitted on " in page and "figures a month (730 h)" in page
     one = ["advise", "--table", fixed, *day(region)[:4], "--candidate", "on-demand", "--quiet"]
     # --html on one table (beside its report to S3): its page, with the dollars a month of
     # its current settings

@@ -64,12 +64,18 @@ def _tuned(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> tuple[
     if not v:
         return words + "; figures over the trace", 0, "over the trace"
     split = int(v.get("split_minute", v["fit_minutes"]))
-    words += (
+    since = f" (from {trace.time(split):%Y-%m-%d %H:%M} UTC)"
+    return words + _validated(v, since), split, "a month"
+
+
+def _validated(v: dict[str, Any], since: str = "") -> str:
+    """The words of a tuning's ``validation``: the minutes fitted on and chosen on (``since``:
+    from when), and that its figures are a month's."""
+    return (
         f"; fitted on {v['fit_minutes']:,} minutes, chosen on the later "
-        f"{v['choose_minutes']:,} (from {trace.time(split):%Y-%m-%d %H:%M} UTC); figures a "
-        f"month ({v['month_hours']} h), scaled from the later part"
+        f"{v['choose_minutes']:,}{since}; figures a month ({v['month_hours']} h), scaled from "
+        "the later part"
     )
-    return words, split, "a month"
 
 
 def tune_page(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
@@ -97,6 +103,8 @@ def table_page(result: Advice | Failure, about: dict[str, Any] | None = None) ->
     they are known) and the frontier; a table that failed shows why."""
     where = _where(result)
     window = ", ".join(f"{k} {v}" for k, v in (about or {}).items())
+    if not isinstance(result, Failure) and result.tuning.validation:
+        window = (window or f"{result.minutes:,} minutes") + _validated(result.tuning.validation)
     head = f"<h1>{text(where)}</h1>" + (f'<p class="lead">{text(window)}</p>' if window else "")
     if isinstance(result, Failure):
         body = f"{head}<h2>Not advised</h2><p>{text(result.reason)}</p>"
