@@ -192,12 +192,17 @@ class FleetAdvisor(Construct):
             self._whole("schedule.hour", cron.hour, 23),
         )
         duration_prop(self._where, "report_delay", delay, Duration.minutes(15))
-        if not is_token(delay) and delay.to_seconds() % 60:
+        if is_token(delay):
+            raise ValueError(
+                f"{self._where}: report_delay: got a token; expected whole minutes known at "
+                "synth (they set the report's schedule), 15 minutes to 23 hours"
+            )
+        if delay.to_seconds() % 60:
             raise ValueError(
                 f"{self._where}: report_delay: got {delay.to_human_string()}; expected whole "
                 "minutes, 15 minutes to 23 hours"
             )
-        delay_minutes = delay.to_minutes() if not is_token(delay) else 180
+        delay_minutes = delay.to_minutes()
         if not 15 <= delay_minutes <= 23 * 60:
             raise ValueError(
                 f"{self._where}: report_delay: got {delay_minutes} minutes; expected 15 "

@@ -109,7 +109,15 @@ def check_stream_signal(where: str, stream: object) -> StreamSignal | None:
     window = duration_prop(where, f"{owner}.batching_window", stream.batching_window, _NONE)
     age = duration_prop(where, f"{owner}.max_record_age", stream.max_record_age, _NONE)
     assert window is not None and age is not None
-    if not is_token(window) and window.to_seconds() > 10:
+    if is_token(window):
+        try:
+            window.to_seconds()
+        except RuntimeError:  # the event source converts a token from seconds alone
+            raise CapacityConfigError(
+                f"{where}: {owner}.batching_window: a token's amount must be given in seconds "
+                "(Duration.seconds(...)), which the stream's event source can take as it is"
+            ) from None
+    elif window.to_seconds() > 10:
         raise CapacityConfigError(
             f"{where}: {owner}.batching_window must be whole seconds from 0 to 10; got "
             f"{window.to_human_string()}"

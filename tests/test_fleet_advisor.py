@@ -14,7 +14,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import Duration
+from aws_cdk import Aws, Duration, Token
 from aws_cdk import aws_events as events
 from aws_cdk.assertions import Match, Template
 
@@ -264,6 +264,14 @@ def test_cfn_lint_finds_no_errors(synthesized: tuple[Template, Path]) -> None:
         (
             {"report_delay": Duration.seconds(3630)},
             "report_delay: got 1 hour 30 seconds; expected whole minutes",
+        ),
+        (
+            {"report_delay": Duration.minutes(Token.as_number(Aws.ACCOUNT_ID))},
+            "report_delay: got a token; expected whole minutes known at synth",
+        ),
+        (
+            {"report_delay": Duration.seconds(Token.as_number(Aws.ACCOUNT_ID))},
+            "report_delay: got a token; expected whole minutes known at synth",
         ),
         ({"days": 15}, "days: got 15; expected a whole number from 1 to 14"),
         ({"days": 14.5}, "days: got 14.5; expected a whole number from 1 to 14"),

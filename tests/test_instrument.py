@@ -299,6 +299,10 @@ def test_in_throttles_mode_the_program_s_requests_are_left_as_they_are(
         ("--tables", ",,,", "CAPACITY_SIGNALS_TABLES"),
         ("--tables", "", "CAPACITY_SIGNALS_TABLES"),
         ("--tables", "  ", "CAPACITY_SIGNALS_TABLES"),
+        ("--interval", "", "CAPACITY_SIGNALS_INTERVAL"),
+        ("--process", " ", "CAPACITY_SIGNALS_PROCESS"),
+        ("--mode", "", "CAPACITY_SIGNALS_MODE"),
+        ("--function", "", "CAPACITY_SIGNALS"),
     ],
 )
 def test_the_launcher_refuses_before_starting_what_the_hook_would_refuse(

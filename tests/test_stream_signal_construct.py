@@ -297,6 +297,11 @@ def test_a_batching_window_known_at_deploy_is_taken(stack: cdk.Stack) -> None:
             "synth)",
         ),
         (
+            StreamSignal(batching_window=cdk.Duration.minutes(cdk.Token.as_number(cdk.Aws.REGION))),
+            "fast_path.stream.batching_window: a token's amount must be given in seconds "
+            "(Duration.seconds(...)), which the stream's event source can take as it is",
+        ),
+        (
             StreamSignal(retry_attempts=11),
             "fast_path.stream.retry_attempts must be a whole number from 0 to 10; got 11",
         ),

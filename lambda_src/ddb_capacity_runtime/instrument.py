@@ -201,6 +201,11 @@ def environment(
             raise InstrumentError(
                 f"{_name(name, given)}: got {value!r:.80}; expected no NUL character"
             )
+        if not value.strip() and name != TABLES_ENV:  # --tables "" says more below
+            raise InstrumentError(
+                f"{_name(name, given)}: got {value!r:.80}; expected a value (leave "
+                f"{OPTIONS[name]} out to use ${name} or its default)"
+            )
         out[name] = value
     settings(out, given)  # the hook would refuse it: say so now, not in the application's log
     path = out.get("PYTHONPATH", "")
@@ -233,6 +238,11 @@ def _launch_environment(given: dict[str, str | None]) -> dict[str, str]:
     environment's), the hook's (`environment`); without one, every other setting is still
     checked, one warning says the program runs without the hook, and the environment is
     left as it is. InstrumentError for a setting the hook could not use."""
+    if given["function"] is not None and not given["function"].strip():
+        raise InstrumentError(
+            f"--function ({SIGNALS_ENV}): got {given['function']!r:.80}; expected the signals "
+            f"function's name or ARN (leave --function out to use ${SIGNALS_ENV})"
+        )
     function = given["function"] if given["function"] is not None else os.environ.get(SIGNALS_ENV)
     if function is not None and function.strip():
         return environment(os.environ, **given)
