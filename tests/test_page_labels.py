@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ddb_capacity_tools import cli, page
 from ddb_capacity_tools.page.choice import frontier_section
 from ddb_capacity_tools.page.document import document
@@ -245,3 +247,21 @@ def test_a_point_with_no_room_beside_it_is_listed_under_the_chart(tmp_path: Path
         assert not any(overlap(a, b) for b in boxes[n + 1 :])
     listed = [t["text"] for p in drawn["points"] for t in p["labels"] if "no room" in t["text"]]
     assert listed and all(re.search(r": \$100\.00, 0 refused", t) for t in listed)
+
+
+@pytest.mark.parametrize("low", [1_000.0, 12_340.0])
+def test_ticks_on_a_narrow_cost_range_are_told_apart(tmp_path: Path, low: float) -> None:
+    """Costs within 1 % of each other: the cost axis's ticks are close together, and each
+    still reads differently (with the digits that tell them apart), in order."""
+    candidates = with_frontier(
+        [
+            made("stock:30", 0, low),
+            made("stock:50", 10, low * 1.004),
+            made("autopilot:70", 100, low * 1.007),
+            made("stock:70", 1_000, low * 1.01),
+        ]
+    )
+    drawn = drawn_frontier(candidates, candidates[0], tmp_path)
+    costs = [a["text"] for a in drawn["axes"] if a["text"].startswith("$")]
+    assert len(costs) >= 3 and len(set(costs)) == len(costs), costs
+    assert [value(c) for c in costs] == sorted(value(c) for c in costs)

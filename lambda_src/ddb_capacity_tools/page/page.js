@@ -20,14 +20,24 @@
   }
   /* An axis tick's text, one rule on every axis: k, M or B from a thousand, a million or
      a billion on, and no more digits than the value needs (0, 500, 1k, 2.5k, 10k, 1M). */
-  function num(v) {
-    var a = Math.abs(v), units = [[1e9, "B"], [1e6, "M"], [1e3, "k"]];
+  function num(v, digits) {
+    var a = Math.abs(v), units = [[1e9, "B"], [1e6, "M"], [1e3, "k"]], d = digits || 3;
     for (var i = 0; i < units.length; i++) {
       if (a >= units[i][0]) {
-        return String(Number((v / units[i][0]).toPrecision(3))) + units[i][1];
+        return String(Number((v / units[i][0]).toPrecision(d))) + units[i][1];
       }
     }
-    return String(Number(v.toPrecision(3)));
+    return String(Number(v.toPrecision(d)));
+  }
+
+  /* An axis's tick texts (num), with as many digits as tell every tick apart: ticks
+     close together on a narrow range (1,000 to 1,010) read 1k, 1.003k ... not 1k, 1k. */
+  function tickTexts(values) {
+    for (var d = 3; ; d++) {
+      var out = values.map(function (v) { return num(v, d); }), seen = {}, same = false;
+      out.forEach(function (t) { same = same || seen[t]; seen[t] = true; });
+      if (!same || d >= 12) { return out; }
+    }
   }
 
   /* A round step for about count ticks from lo to hi: 1, 2, 2.5 or 5 times a power of
@@ -153,9 +163,10 @@
       el("rect", {x: L, y: T, width: x(until) - L, height: H - T - B, "class": "unscored"}, svg);
       label(svg, L + 4, T + 12, "not scored", {"class": "note"});
     }
-    niceTicks(0, top / 1.08, 3).forEach(function (v) {
+    var levels = niceTicks(0, top / 1.08, 3), levelTexts = tickTexts(levels);
+    levels.forEach(function (v, i) {
       el("line", {x1: L, x2: W - R, y1: y(v), y2: y(v), "class": "grid"}, svg);
-      label(svg, L - 4, y(v) + 4, num(v), {"text-anchor": "end", "class": "tick"});
+      label(svg, L - 4, y(v) + 4, levelTexts[i], {"text-anchor": "end", "class": "tick"});
     });
     timeTicks(chart.start_ms, lo, hi).forEach(function (m) {
       var words = timeOf(chart, m), half = 3.3 * words.length, tx = x(m);
@@ -295,9 +306,10 @@
       var w = 6.5 * words.length;
       placed.push(boxOf(t, anchor === "end" ? tx - w : anchor === "middle" ? tx - w / 2 : tx, ty));
     };
-    yTicks.forEach(function (v) {
+    var yTexts = tickTexts(yTicks);
+    yTicks.forEach(function (v, i) {
       el("line", {x1: L, x2: L + plotW, y1: y(v), y2: y(v), "class": "grid"}, svg);
-      tick(L - 4, y(v) + 4, "$" + num(v), "end", "axis-y");
+      tick(L - 4, y(v) + 4, "$" + yTexts[i], "end", "axis-y");
     });
     el("line", {x1: L, x2: L + plotW, y1: bottom, y2: bottom, "class": "axis"}, svg);
     for (var e = 0; e <= decades; e++) {
