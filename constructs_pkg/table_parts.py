@@ -143,7 +143,7 @@ class ImportedDimension:
         self._metric = (
             appscaling.PredefinedMetric.DYNAMODB_READ_CAPACITY_UTILIZATION
             if dimension == "read"
-            else appscaling.PredefinedMetric.DYANMODB_WRITE_CAPACITY_UTILIZATION
+            else appscaling.PredefinedMetric.DYNAMODB_WRITE_CAPACITY_UTILIZATION
         )
 
     @property
