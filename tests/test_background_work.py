@@ -315,6 +315,26 @@ def test_kill_and_resume_delivers_every_item_at_least_once(
     assert resumed.items <= 3_000 - len(set(before)) + 4 * 40  # resumed, not restarted
 
 
+def test_the_cursor_table_is_made_once_and_a_missing_one_is_named(loaded: Loaded) -> None:
+    """A job that creates its cursor table runs again to resume: the table is kept with its
+    cursors; a table of another key is refused; a scan whose cursor table is missing says
+    which table and how to make it."""
+    ddb, name, cursors, _ = loaded
+    CursorStore(ddb, cursors).save("kept", 0, Cursor(None, True, 7))
+    create_cursor_table(ddb, cursors)  # already there: kept as it is
+    assert CursorStore(ddb, cursors).load("kept", 0).items == 7
+    with pytest.raises(ScanError, match=f"table '{name}' exists with the key"):
+        create_cursor_table(ddb, name)
+    missing = f"Missing{uuid.uuid4().hex[:8]}"
+    scan = RateLimitedScan(ddb, name, rate=1_000, store=CursorStore(ddb, missing), scan_id="x")
+    with pytest.raises(ScanError) as caught:
+        scan.run(lambda segment, items: None)
+    assert str(caught.value) == (
+        f"cursor table '{missing}': not found; create it before the scan runs: "
+        f"create_cursor_table(dynamodb, '{missing}')"
+    )
+
+
 def test_scan_settings_are_checked() -> None:
     ddb = boto3.client("dynamodb", region_name="us-east-1")
     with pytest.raises(ScanError, match="segments: got 0; expected a whole number from 1"):

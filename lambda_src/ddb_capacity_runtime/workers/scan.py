@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ..aws import items as table_items
+from ..aws.error_codes import error_code
 from ..aws.items import create_cursor_table as create_cursor_table
 from ..core.errors import ScanError as ScanError
 from ..core.validators import is_whole
@@ -66,11 +67,19 @@ class CursorStore:
         self.table = table
 
     def load(self, scan_id: str, segment: int) -> Cursor:
-        item = table_items.get_consistent(
-            self.dynamodb,
-            self.table,
-            {"scan_id": {"S": scan_id}, "segment": {"N": str(segment)}},
-        )
+        try:
+            item = table_items.get_consistent(
+                self.dynamodb,
+                self.table,
+                {"scan_id": {"S": scan_id}, "segment": {"N": str(segment)}},
+            )
+        except ClientError as exc:
+            if error_code(exc) != "ResourceNotFoundException":
+                raise
+            raise ScanError(
+                f"cursor table {self.table!r}: not found; create it before the scan runs: "
+                f"create_cursor_table(dynamodb, {self.table!r})"
+            ) from None
         if item is None:
             return Cursor(None, False, 0)
         return Cursor(
