@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import jsii
-from aws_cdk import Duration, IStableAnyProducer, Lazy, Stack, TimeZone
+from aws_cdk import Annotations, Duration, IStableAnyProducer, Lazy, Stack, TimeZone
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct, IValidation
 
@@ -476,13 +476,23 @@ class _Validation:
 
     def __init__(self, owner: GlobalTableCapacity) -> None:
         self._owner = owner
+        self._warned: set[str] = set()
 
     def validate(self) -> list[str]:
         o = self._owner
         regions: dict[str, list[str]] = {}  # a write schedule's error is every replica's
+        warned: dict[str, list[str]] = {}
         for region, schedule in o._schedules.items():
-            for error in schedule.check()[0]:
+            errors_of, warnings_of = schedule.check()
+            for error in errors_of:
                 regions.setdefault(error, []).append(_label(region))
+            for warning in warnings_of:
+                warned.setdefault(warning, []).append(_label(region))
+        for warning, where in warned.items():
+            said = f"replica {', '.join(where)}: {warning}"
+            if said not in self._warned:
+                self._warned.add(said)
+                Annotations.of(o).add_warning_v2("ddb-capacity:schedule", said)
         errors = [f"replica {', '.join(r)}: {error}" for error, r in regions.items()]
         now = _spec_of(o._where, o.table).regions
         if set(now) != set(o._spec.regions):

@@ -1,9 +1,11 @@
 """A global table's launch day: an orders table in two Regions (``TableV2``, provisioned,
 auto scaled in each replica), ready for a launch every weekday morning Paris time, and
-for the European morning reads in eu-west-1 alone.
+for the European morning reads in eu-west-1 alone, and for the day's reads of its index.
 
 Write capacity is one setting of every replica, so the launch window raises the write
-minimum everywhere; the morning reads are a read schedule of one replica. The high-water
+minimum everywhere; the morning reads are a read window of one replica. Each window raises
+the minimum before it and restores it after (a raise alone would keep the minimum up for
+good). The high-water
 marks are the table's warm throughput, the same in every replica. The table keeps its own
 minimum, maximum and target value: the schedules move the minimum between them.
 
@@ -19,9 +21,9 @@ from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
 from constructs_pkg import (
+    EVERY_DAY,
     GlobalTableCapacity,
     HighWaterMark,
-    ScheduleEntry,
     ThrottleAwareScaler,
     apply_nag_packs,
 )
@@ -72,14 +74,22 @@ class GlobalOrdersStack(cdk.Stack):
             duration=Duration.hours(2),
             time_zone="Europe/Paris",
         )
-        capacity.add_schedule(  # eu-west-1's replica alone
-            ScheduleEntry(name="eu-morning", schedule="cron(0 6 * * ? *)", min_capacity=150),
+        capacity.add_capacity_window(  # eu-west-1's replica alone, raised then restored
+            "eu-morning",
             dimension="read",
+            capacity=150,
+            start="06:00",
+            duration=Duration.hours(4),
+            week_days=EVERY_DAY,
             region="eu-west-1",
         )
-        capacity.add_schedule(  # the GSI's reads in every replica
-            ScheduleEntry(name="index-reads", schedule="cron(0 7 * * ? *)", min_capacity=20),
+        capacity.add_capacity_window(  # the GSI's reads in every replica
+            "index-reads",
             dimension="read",
+            capacity=20,
+            start="07:00",
+            duration=Duration.hours(12),
+            week_days=EVERY_DAY,
             index_name="byCustomer",
         )
         # this stack's Region's replica (us-east-1)

@@ -15,7 +15,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Annotations, Match, Template
 from constructs import Construct
 
 from constructs_pkg import (
@@ -114,9 +114,16 @@ def test_each_region_gets_its_actions(synthesized: tuple[Template, Path]) -> Non
         ("", "write", f"{ACTION_PREFIX}launch-raise"),
         ("", "write", f"{ACTION_PREFIX}launch-restore"),
     }
-    index = {("byCustomer", "read", f"{ACTION_PREFIX}index-reads")}
+    index = {
+        ("byCustomer", "read", f"{ACTION_PREFIX}index-reads-raise"),
+        ("byCustomer", "read", f"{ACTION_PREFIX}index-reads-restore"),
+    }
+    morning = {
+        ("", "read", f"{ACTION_PREFIX}eu-morning-raise"),
+        ("", "read", f"{ACTION_PREFIX}eu-morning-restore"),
+    }
     assert names["us-east-1"] == write | index
-    assert names["eu-west-1"] == write | index | {("", "read", f"{ACTION_PREFIX}eu-morning")}
+    assert names["eu-west-1"] == write | index | morning
     (table,) = template.find_resources("AWS::DynamoDB::GlobalTable")
     for resource in found.values():
         assert table in resource["DependsOn"]
@@ -314,6 +321,25 @@ def test_the_whole_schedule_is_checked_at_synth_in_each_region() -> None:
     capacity.add_schedule(entry(30, name="b"), dimension="write")  # the same minute
     with pytest.raises(Exception, match="replica us-east-1, eu-west-1: .*'a' and 'b' both fire"):
         cdk.App.of(stack).synth()  # type: ignore[union-attr]
+
+
+def test_a_raise_no_entry_sets_back_is_a_warning_in_each_region() -> None:
+    """A scheduled action stays in force: a raise alone keeps the write minimum up for
+    good, which each replica's whole-schedule check says (a warning, as a table's)."""
+    stack, capacity = make()
+    capacity.add_schedule(entry(20, name="morning"), dimension="write")
+    Template.from_stack(stack)
+    found = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("morning"))
+    (warning,) = [str(m.entry.data) for m in found]
+    assert warning.startswith("replica us-east-1, eu-west-1: table write: 'morning' raise")
+    assert "no entry sets it back" in warning and "min_capacity=5" in warning
+    # with its restore, none
+    stack, capacity = make()
+    capacity.add_capacity_window(
+        "morning", dimension="write", capacity=20, start="06:00", duration=Duration.hours(2)
+    )
+    Template.from_stack(stack)
+    assert Annotations.from_stack(stack).find_warning("*", Match.any_value()) == []
 
 
 def test_replicas_added_after_the_construct_are_refused_at_synth() -> None:

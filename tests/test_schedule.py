@@ -264,6 +264,30 @@ def test_min_above_max_over_time_is_an_error_at_synth(stack: cdk.Stack) -> None:
     assert message.endswith(" 18:00 UTC, min (800) would be above max (500)")
 
 
+def test_a_raise_no_entry_sets_back_is_a_warning(stack: cdk.Stack) -> None:
+    """A scheduled action stays in force until another changes it: a minimum raised every
+    morning with nothing to lower it stays raised for good. The check says so; an entry
+    that sets the configured minimum back silences it."""
+    table = make(stack)
+    table.add_schedule(
+        ScheduleEntry(name="morning", schedule="cron(0 8 ? * * *)", min_capacity=50),
+        dimension="read",
+    )
+    Template.from_stack(stack)
+    Annotations.from_stack(stack).has_warning(
+        "/Test/Orders",
+        Match.string_like_regexp(
+            "table read: 'morning' raise the minimum above 5 and no entry sets it back"
+        ),
+    )
+    table.add_schedule(
+        ScheduleEntry(name="evening", schedule="cron(0 18 ? * * *)", min_capacity=5),
+        dimension="read",
+    )
+    errors, warnings = table._schedule.check()
+    assert errors == [] and not [w for w in warnings if "sets it back" in w]
+
+
 def test_a_seasonal_ceiling_makes_it_valid(stack: cdk.Stack) -> None:
     table = make(stack)
     table.add_schedule(

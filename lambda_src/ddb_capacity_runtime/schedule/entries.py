@@ -526,9 +526,11 @@ class TableSchedule:
         start = start or _horizon_start()
         end = start + HORIZON
         intervals, values, errors = self._analyse(start, end)
-        timeline = replay(self._placed_with(values), self._ranges, start, end)
+        placed = self._placed_with(values)
+        timeline = replay(placed, self._ranges, start, end)
         errors = errors + timeline.errors
         warnings = self._stale + decrease_warnings(timeline, self._ranges)
+        warnings += self._never_restored(placed)
         for w in self._windows:
             for o in self._windows:
                 if o is w or (o.index, o.dimension) != (w.index, w.dimension):
@@ -544,6 +546,30 @@ class TableSchedule:
                         f"{o.capacity}); it has no effect"
                     )
         return errors, warnings
+
+    def _never_restored(self, placed: Sequence[PlacedEntry]) -> list[str]:
+        """Per dimension, the entries raising its minimum above the configured one when no
+        entry ever sets it back: a scheduled action stays in force until another changes
+        it, so the first raise keeps the minimum up for good. Labelled as the replay's
+        messages are (the dimension, not the construct: a global table's replicas share
+        one message)."""
+        out = []
+        for key, (base, _) in self._ranges.items():
+            mins = [
+                p
+                for p in placed
+                if (p.index, p.dimension) == key and p.entry.min_capacity is not None
+            ]
+            raised = [p for p in mins if (p.entry.min_capacity or 0) > base]
+            if raised and all((p.entry.min_capacity or 0) > base for p in mins):
+                names = ", ".join(repr(p.entry.name) for p in raised)
+                out.append(
+                    f"{_label(raised[0])}: {names} raise the minimum above "
+                    f"{base} and no entry sets it back: a scheduled action stays in force, so "
+                    f"the minimum stays raised from the first run on (add an entry with "
+                    f"min_capacity={base}, or use add_capacity_window, which makes both)"
+                )
+        return out
 
     def actions(self) -> dict[tuple[str | None, str], list[dict[str, object]]]:
         """The ScheduledActions of each scheduled scalable target, as CloudFormation takes
