@@ -23,6 +23,12 @@ WHERE = "ProvisionedTable Test/Orders"
 MONDAY = datetime(2026, 11, 23, tzinfo=UTC)
 
 
+def warned(stack: cdk.Stack, pattern: str) -> None:
+    """The stack synthesized, its table warned of ``pattern`` (a regular expression)."""
+    Template.from_stack(stack)
+    Annotations.from_stack(stack).has_warning("/Test/Orders", Match.string_like_regexp(pattern))
+
+
 def make(stack: cdk.Stack) -> ProvisionedTable:
     table = ProvisionedTable(
         stack,
@@ -273,13 +279,7 @@ def test_a_raise_no_entry_sets_back_is_a_warning(stack: cdk.Stack) -> None:
         ScheduleEntry(name="morning", schedule="cron(0 8 ? * * *)", min_capacity=50),
         dimension="read",
     )
-    Template.from_stack(stack)
-    Annotations.from_stack(stack).has_warning(
-        "/Test/Orders",
-        Match.string_like_regexp(
-            "table read: 'morning' raise the minimum above 5 and no entry sets it back"
-        ),
-    )
+    warned(stack, "table read: 'morning' raise the minimum above 5 and no entry sets it back")
     table.add_schedule(
         ScheduleEntry(name="evening", schedule="cron(0 18 ? * * *)", min_capacity=5),
         dimension="read",
@@ -510,13 +510,7 @@ def test_too_many_lowerings_warn_about_the_decrease_quota(stack: cdk.Stack) -> N
         ScheduleEntry(name="down", schedule="cron(15,45 * ? * * *)", min_capacity=5),
         dimension="read",
     )
-    Template.from_stack(stack)
-    Annotations.from_stack(stack).has_warning(
-        "/Test/Orders",
-        Match.string_like_regexp(
-            "'down' lowers capacity more often than the decrease quota allows"
-        ),
-    )
+    warned(stack, "'down' lowers capacity more often than the decrease quota allows")
 
 
 # ------------------------------------------------------------------ preview
