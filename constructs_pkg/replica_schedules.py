@@ -128,6 +128,9 @@ class _ReplicaScheduleProvider(Construct):
             self._statements["TagTargets"].add_condition(
                 "StringEquals", {f"aws:RequestTag/{TARGET_TAG}": tables}
             )
+            self._statements["TagTargets"].add_condition(
+                "StringEqualsIfExists", {f"aws:ResourceTag/{TARGET_TAG}": tables}
+            )
             for sid in ("UntagTargets", "ScheduleTaggedTargets"):
                 self._statements[sid].add_condition(
                     "StringEquals", {f"aws:ResourceTag/{TARGET_TAG}": tables}
@@ -170,8 +173,9 @@ class _ReplicaScheduleProvider(Construct):
 
 def _statements(arns: list[str], tables: list[str]) -> dict[str, iam.PolicyStatement]:
     """The function's statements, by Sid: reading targets; tagging them with `TARGET_TAG`
-    naming one of ``tables`` (that tag alone), and removing it; and scheduling the DynamoDB
-    targets that carry it, each on the scalable targets of ``arns``."""
+    naming one of ``tables`` (that tag alone; a target whose tag names another table keeps
+    it), and removing it; and scheduling the DynamoDB targets that carry it, each on the
+    scalable targets of ``arns``."""
     only_the_tag = {"ForAllValues:StringEquals": {"aws:TagKeys": [TARGET_TAG]}}
     tagged = {f"aws:ResourceTag/{TARGET_TAG}": tables}
     return {
@@ -186,6 +190,7 @@ def _statements(arns: list[str], tables: list[str]) -> dict[str, iam.PolicyState
             resources=arns,
             conditions={
                 "StringEquals": {f"aws:RequestTag/{TARGET_TAG}": tables},
+                "StringEqualsIfExists": dict(tagged),  # never another table's tag replaced
                 **only_the_tag,
             },
         ),

@@ -4,8 +4,8 @@ No maintained Python library evaluates identity policies offline (AWS's own simu
 API call), so this one covers what the library's templates use and fails loudly on anything
 else: Allow and Deny statements, Action and Resource with IAM wildcards (``*`` and ``?``,
 actions case-insensitive), and the condition operators StringEquals, StringLike,
-StringNotEquals, ArnLike, ArnEquals, ForAllValues:StringLike, ForAnyValue:StringEquals and
-Null, with IAM's rules for missing keys and for multi-valued keys. Templates' intrinsic
+StringNotEquals, ArnLike, ArnEquals, ForAllValues:StringLike, ForAnyValue:StringEquals,
+StringEqualsIfExists and Null, with IAM's rules for missing keys and for multi-valued keys. Templates' intrinsic
 functions are resolved with each resource's logical id as its physical name.
 
 A request is allowed when an Allow statement matches and no Deny does (identity policies
@@ -144,6 +144,8 @@ def _condition_holds(operator: str, key: str, wanted: Any, context: Mapping[str,
         return all(v in wanted_values for v in values)
     if operator == "ForAnyValue:StringEquals":
         return any(v in wanted_values for v in values)
+    if operator == "StringEqualsIfExists":
+        return not present or (len(values) == 1 and values[0] in wanted_values)
     if not present:
         return operator == "StringNotEquals"  # a missing key matches only negated operators
     if len(values) != 1:

@@ -393,6 +393,10 @@ def test_the_replica_schedule_role_touches_its_tables_targets_in_their_regions_o
         None,
         **{f"aws:RequestTag/{tag}": orders, "aws:TagKeys": [tag, "owner"]},
     )
+    # a target tagged already: its own table's tag again, never over another table's
+    own = {f"aws:RequestTag/{tag}": orders, "aws:TagKeys": [tag]}
+    assert can("TagResource", "eu-west-1", orders, **own)
+    assert not can("TagResource", "eu-west-1", "SomeoneElses", **own)
     assert can("UntagResource", "eu-west-1", orders, **{"aws:TagKeys": [tag]})
     assert not can("UntagResource", "eu-west-1", "SomeoneElses", **{"aws:TagKeys": [tag]})
     assert not can("UntagResource", "eu-west-1", orders, **{"aws:TagKeys": ["owner"]})
