@@ -178,6 +178,8 @@ def test_the_function_may_schedule_only_this_tables_targets_in_its_regions(
     tag = statements["TagTargets"]["Condition"]
     assert tag["StringEquals"] == {f"aws:RequestTag/{TARGET_TAG}": [{"Ref": table}]}
     assert tag["ForAllValues:StringEquals"] == {"aws:TagKeys": [TARGET_TAG]}
+    # a target tagged for another table keeps its tag
+    assert tag["StringEqualsIfExists"] == {f"aws:ResourceTag/{TARGET_TAG}": [{"Ref": table}]}
     untag = statements["UntagTargets"]["Condition"]
     assert untag["StringEquals"] == {f"aws:ResourceTag/{TARGET_TAG}": [{"Ref": table}]}
     assert statements["ReadTargets"]["Action"] == "application-autoscaling:DescribeScalableTargets"
