@@ -25,10 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
-from aws_cdk import (
-    Duration,
-    Stack,
-)
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -71,7 +68,7 @@ from .iam_statements import (
     scalable_targets_reason,
     state_store_statement,
 )
-from .lazy import lazy_string
+from .lazy import lazy_json
 from .props import MetricProps
 from .runtime import (
     FunctionDefaults,
@@ -508,7 +505,7 @@ class CapacityRequests(Construct):
     def _scopes_setting(self) -> str:
         """The broker's ``CAPACITY_SCOPES``, written with the template (indexes added later
         count too)."""
-        return lazy_string(lambda: Stack.of(self).to_json_string(self.scopes()))
+        return lazy_json(self, self.scopes)
 
     def scopes(self) -> list[dict[str, Any]]:
         """What the broker serves: each table with the indexes it allows."""

@@ -9,11 +9,13 @@ square of the tables)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import jsii
-from aws_cdk import IStableListProducer, IStableStringProducer, Lazy
+from aws_cdk import IStableListProducer, IStableStringProducer, Lazy, Stack
+from constructs import IConstruct
 
-__all__ = ["lazy_list", "lazy_string"]
+__all__ = ["lazy_json", "lazy_list", "lazy_string"]
 
 
 @jsii.implements(IStableStringProducer)
@@ -42,3 +44,9 @@ def lazy_string(render: Callable[[], str]) -> str:
 def lazy_list(render: Callable[[], list[str]]) -> list[str]:
     """A list token whose value is ``render()`` when the template is written."""
     return Lazy.list(_List(render))
+
+
+def lazy_json(scope: IConstruct, render: Callable[[], Any]) -> str:
+    """A string token whose value is ``render()`` as JSON when the template is written, the
+    tokens inside it joined as ``scope``'s stack writes them (`Stack.to_json_string`)."""
+    return lazy_string(lambda: Stack.of(scope).to_json_string(render()))

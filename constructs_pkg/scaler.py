@@ -45,7 +45,7 @@ from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from .iam_statements import (
     state_store_statement,
 )
-from .lazy import lazy_string
+from .lazy import lazy_json, lazy_string
 from .props import MetricProps, ReservedCapacity, is_token
 from .replica_table import Replica, ReplicaSource
 from .runtime import FunctionDefaults, FunctionOptions, function_configs, state_store_table
@@ -461,10 +461,8 @@ class ThrottleAwareScaler(Construct):
         table, label = replica.table, _label(replica.table)
         self._overrides[table.table_name] = {d: dict(b) for d, b in replica.bounds.items()}
         if not self._replicas:
-            stack = Stack.of(self)
             self.add_environment(
-                SETTINGS_BY_KEY["replicas"].name,
-                lazy_string(lambda: stack.to_json_string(self._replicas)),
+                SETTINGS_BY_KEY["replicas"].name, lazy_json(self, lambda: self._replicas)
             )
         self._replicas[table.table_name] = {"regions": list(replica.others)}
         self._manage(table, label, replica.indexes)
@@ -527,7 +525,6 @@ class ThrottleAwareScaler(Construct):
         """The tables' settings, written when the template is (so each table added costs
         nothing more here): names and overrides known at deploy time only, as CloudFormation
         joins them."""
-        stack = Stack.of(self)
 
         def names() -> str:
             found = [t.table_name for t in self._tables]
@@ -535,13 +532,11 @@ class ThrottleAwareScaler(Construct):
 
         self.add_environment(SETTINGS_BY_KEY["tables"].name, lazy_string(names))
         self.add_environment(
-            SETTINGS_BY_KEY["overrides"].name,
-            lazy_string(lambda: stack.to_json_string(self._overrides)),
+            SETTINGS_BY_KEY["overrides"].name, lazy_json(self, lambda: self._overrides)
         )
         if self._own_target:
             self.add_environment(
-                SETTINGS_BY_KEY["owned_targets"].name,
-                lazy_string(lambda: stack.to_json_string(self._owned)),
+                SETTINGS_BY_KEY["owned_targets"].name, lazy_json(self, lambda: self._owned)
             )
 
     # ------------------------------------------------------------------ alarms and metrics

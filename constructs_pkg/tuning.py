@@ -36,7 +36,7 @@ from .alarm_sink import chosen_alarm_topic
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, metric, says
 from .compliance import acknowledge
 from .fleet_advisor import FleetAdvisor
-from .lazy import lazy_list, lazy_string
+from .lazy import lazy_json, lazy_list, lazy_string
 from .runtime import (
     FunctionDefaults,
     FunctionOptions,
@@ -129,9 +129,7 @@ class NightlyTuning(Construct):
             advisor.report_delay_minutes,
         )
         env = settings.to_env()
-        env["NIGHTLY_TUNING_OWNED"] = lazy_string(
-            lambda: Stack.of(scaler).to_json_string(dict(scaler.owned_targets or {}))
-        )
+        env["NIGHTLY_TUNING_OWNED"] = lazy_json(scaler, lambda: dict(scaler.owned_targets or {}))
         self.dead_letter_queue = _dead_letter_queue(self, "DynamoDB nightly tuning")
         self.function, self.policy = runtime_function(
             self,
