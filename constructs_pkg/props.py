@@ -42,16 +42,23 @@ def is_token(value: object) -> bool:
     if value is None or isinstance(value, bool):
         return False
     if isinstance(value, Duration):
-        try:
-            return is_token(value.to_seconds(integral=False))
-        except RuntimeError:  # CDK converts a token's amount from seconds alone
-            return True
+        return _seconds(value) is None
     if isinstance(value, int | float):
         if not math.isfinite(value) or abs(value) < _PLAIN_NUMBER:
             return False
     elif isinstance(value, str) and _TOKEN_MARK not in value:
         return False
     return bool(Token.is_unresolved(value))
+
+
+def _seconds(value: Duration) -> float | None:
+    """``value``'s seconds, or None when its amount is a token (CDK converts a token's amount
+    from seconds alone: in another unit, asking raises)."""
+    try:
+        seconds = value.to_seconds(integral=False)
+    except RuntimeError:
+        return None
+    return None if is_token(seconds) else seconds
 
 
 @dataclass(frozen=True)
@@ -126,11 +133,8 @@ def duration_prop(
             f"{where}: {name}: got {shown(value)} ({type(value).__name__}); expected {allowed()} "
             "(aws_cdk.Duration.minutes(5), say)"
         )
-    try:
-        seconds = value.to_seconds(integral=False)
-    except RuntimeError:  # CDK converts a token's amount from seconds alone
-        return value
-    if is_token(seconds):
+    seconds = _seconds(value)
+    if seconds is None:  # a token: checked at deploy time
         return value
     steps = seconds / step.to_seconds(integral=False) if step is not None else seconds
     if seconds < floor.to_seconds(integral=False) or not float(steps).is_integer():

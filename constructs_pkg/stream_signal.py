@@ -122,8 +122,9 @@ def check_stream_signal(where: str, stream: object) -> StreamSignal | None:
             f"{where}: {owner}.batching_window must be whole seconds from 0 to 10; got "
             f"{window.to_human_string()}"
         )
-    if is_token(age) or not 60 <= age.to_seconds() <= 3600:
-        got = "a token (the CDK checks its range at synth)" if is_token(age) else None
+    unknown = is_token(age)
+    if unknown or not 60 <= age.to_seconds() <= 3600:
+        got = "a token (the CDK checks its range at synth)" if unknown else None
         raise CapacityConfigError(
             f"{where}: {owner}.max_record_age must be whole seconds from 60 seconds to 1 "
             f"hour (a late record is worthless as a signal); got {got or age.to_human_string()}"
