@@ -85,7 +85,7 @@ def render_ensemble(
     for c, key in enumerate(keys):
         rows = [r for r in results if r.key == key]
         labels = [r.policy for r in rows]
-        scored = max((r.runs[0].score_from for r in rows if r.runs), default=0)
+        scored = max((r.score_from for r in rows), default=0)
         measures = (
             ("cost_usd", f"cost $ {run_period(scored)}"),
             ("throttled_requests", "throttled units"),

@@ -171,6 +171,11 @@ class EnsembleResult:
     cost_usd: Spread
     runs: tuple[DimensionResult, ...]
 
+    @property
+    def score_from(self) -> int:
+        """The minute the runs were scored from (0: the whole trace)."""
+        return self.runs[0].score_from if self.runs else 0
+
     def as_json(self) -> dict[str, Any]:
         return {
             "policy": self.policy,
@@ -296,7 +301,7 @@ def run_ensemble(
 def table(results: Sequence[EnsembleResult], name: str, settings: int) -> str:
     """min / median / max of throttled units and cost (over the trace, or its scored part),
     per policy and dimension."""
-    score_from = max((r.runs[0].score_from for r in results if r.runs), default=0)
+    score_from = max((r.score_from for r in results), default=0)
     header = (
         "policy",
         "dimension",
