@@ -349,19 +349,24 @@
        A label with no free spot is listed under the chart, with its figures. */
     var rank = function (m) { return m.p.recommended ? 0 : m.p.frontier ? 1 : 2; };
     var order = marks.slice().sort(function (a, b) { return rank(a) - rank(b); });
+    /* The spots to try, nearest first, the same for every label: [row, column, left?]. */
+    var offsets = [];
+    for (var row = -14; row <= 14; row++) {
+      for (var col = 0; col <= 8; col++) {
+        var far = Math.sqrt(1600 * col * col + 169 * row * row);
+        offsets.push([row, col, false, far], [row, col, true, far + 20]);
+      }
+    }
+    offsets.sort(function (a, c) { return a[3] - c[3]; });
     var listed = [];
     order.forEach(function (m) {
-      var b = m.text.getBBox(), w = b.width || 6.5 * m.text.textContent.length;
-      var up = b.width ? -b.y : 10, h = b.width ? b.height : 13, found = null;
-      var tries = [];
-      for (var row = -14; row <= 14; row++) {
-        for (var col = 0; col <= 8; col++) {
-          var far = Math.sqrt(1600 * col * col + 169 * row * row);
-          tries.push([m.cx + 9 + 40 * col, row, far, col]);
-          tries.push([m.cx - 9 - w - 40 * col, row, far + 20, col + 1]);
-        }
-      }
-      tries.sort(function (a, c) { return a[2] - c[2]; });
+      /* the label's size, from where it was drawn at (0, 0) */
+      var size = boxOf(m.text, 0, 0), w = size[2] - 2, h = size[3] - 2, up = -size[1] - 1;
+      var found = null;
+      var tries = offsets.map(function (o) {
+        return o[2] ? [m.cx - 9 - w - 40 * o[1], o[0], o[3], o[1] + 1]
+          : [m.cx + 9 + 40 * o[1], o[0], o[3], o[1]];
+      });
       for (var i = 0; i < tries.length && !found; i++) {
         var base = m.cy + 4 + 13 * tries[i][1];
         var spot = [tries[i][0] - 1, base - up - 1, w + 2, h + 2];
