@@ -328,8 +328,9 @@ def replication(description: Any) -> Replication:
             unknown=f"DescribeTable's Replicas is {shown(repr(replicas), 40)}: expected a list"
         )
     found = [r.get("RegionName") if isinstance(r, dict) else None for r in replicas]
-    regions = tuple(sorted({r for r in found if is_region(r)}))[:MAX_REPLICAS]
-    unnamed = sum(1 for r in found if not is_region(r))
+    named = [r for r in found if is_region(r)]
+    regions = tuple(sorted(set(named)))[:MAX_REPLICAS]
+    unnamed = len(found) - len(named)
     unknown = f"{unnamed} of its {len(found)} Replicas without a Region's name" if unnamed else ""
     return Replication(regions, unknown)
 

@@ -560,11 +560,10 @@ class TableSchedule:
                 for p in placed
                 if (p.index, p.dimension) == key and p.entry.min_capacity is not None
             ]
-            raised = [p for p in mins if (p.entry.min_capacity or 0) > base]
-            if raised and all((p.entry.min_capacity or 0) > base for p in mins):
-                names = ", ".join(repr(p.entry.name) for p in raised)
+            if mins and all((p.entry.min_capacity or 0) > base for p in mins):
+                names = ", ".join(repr(p.entry.name) for p in mins)
                 out.append(
-                    f"{_label(raised[0])}: {names} raise the minimum above "
+                    f"{_label(mins[0])}: {names} raise the minimum above "
                     f"{base} and no entry sets it back: a scheduled action stays in force, so "
                     f"the minimum stays raised from the first run on (add an entry with "
                     f"min_capacity={base}, or use add_capacity_window, which makes both)"
