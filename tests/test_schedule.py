@@ -3,6 +3,7 @@ scheduled actions in the template, capacity windows, and the preview."""
 
 from __future__ import annotations
 
+from calendar import monthrange
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -12,6 +13,8 @@ import pytest
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Annotations, Match, Template
+from hypothesis import given
+from hypothesis import strategies as st
 
 from constructs_pkg import EVERY_DAY, Capacity, ProvisionedTable
 from ddb_capacity_runtime.schedule.entries import ScheduleEntry, ScheduleError
@@ -138,6 +141,102 @@ def test_aas_day_numbers_start_on_sunday() -> None:
     assert friday.day == 4 and friday.weekday() == 4
 
 
+def firings(text: str, start: datetime, end: datetime) -> list[datetime]:
+    return list(parse(text, "X").occurrences(ZoneInfo("UTC"), start, end))
+
+
+@given(day=st.integers(1, 31), year=st.integers(2026, 2040))
+def test_nearest_weekday_fires_on_the_weekday_nearest_its_day_in_the_same_month(
+    day: int, year: int
+) -> None:
+    # GIVEN day-of-month nW, for any n and any year
+    found = firings(
+        f"cron(0 12 {day}W * ? *)",
+        datetime(year, 1, 1, tzinfo=UTC),
+        datetime(year + 1, 1, 1, tzinfo=UTC),
+    )
+    # THEN it fires once in each month that has day n, never in one that has not
+    months_with_day = [m for m in range(1, 13) if day <= monthrange(year, m)[1]]
+    assert [f.month for f in found] == months_with_day
+    for fired in found:
+        # on a weekday, at the hour the cron says
+        assert fired.weekday() < 5 and fired.hour == 12
+        target = fired.replace(day=day)
+        weekdays = [
+            target + timedelta(days=k)
+            for k in range(-3, 4)
+            if (target + timedelta(days=k)).month == target.month
+            and (target + timedelta(days=k)).weekday() < 5
+        ]
+        # the nearest weekday of the month (after the day when two are as near: none is)
+        assert abs((fired - target).days) == min(abs((w - target).days) for w in weekdays)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Saturday Aug 1: Monday the 3rd; Sunday Feb 15: Monday the 16th; Saturday Jan 31
+        # (the last day): Friday the 30th; Sunday May 31 (the last day): Friday the 29th
+        ("cron(0 12 1W 8 ? 2026)", ["2026-08-03"]),
+        ("cron(0 12 15W 2 ? 2026)", ["2026-02-16"]),
+        ("cron(0 12 31W 1 ? 2026)", ["2026-01-30"]),
+        ("cron(0 12 31W 4-5 ? 2026)", ["2026-05-29"]),
+        ("cron(0 12 LW 1-3 ? 2026)", ["2026-01-30", "2026-02-27", "2026-03-31"]),
+        ("cron(0 12 ? 1-2 FRIL 2026)", ["2026-01-30", "2026-02-27"]),
+        ("cron(0 12 ? 1-2 6L 2026)", ["2026-01-30", "2026-02-27"]),
+        ("cron(0 12 ? 3 MON#2 2026)", ["2026-03-09"]),
+        (
+            "cron(0 12 ? 1 L 2026)",
+            ["2026-01-03", "2026-01-10", "2026-01-17", "2026-01-24", "2026-01-31"],
+        ),
+        ("cron(0 12 1 1 ? 2026/3)", ["2026-01-01", "2029-01-01", "2032-01-01"]),
+        ("cron(0 12 1 1 ? 2026-2030/2)", ["2026-01-01", "2028-01-01", "2030-01-01"]),
+        ("cron(0 12 1 1 ? */30)", ["2030-01-01"]),
+    ],
+)
+def test_the_services_day_and_year_forms_fire_when_the_service_would(
+    text: str, expected: list[str]
+) -> None:
+    # GIVEN Application Auto Scaling's W, LW, nL, L, # and year steps
+    found = firings(text, datetime(2026, 1, 1, tzinfo=UTC), datetime(2033, 1, 1, tzinfo=UTC))
+    # THEN the days it fires on are the days the service's dialect names
+    assert [f.strftime("%Y-%m-%d") for f in found] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "cron(0 12 1W,15W * ? *)",
+            "day-of-month field '1W,15W': W takes one day (15W, the weekday nearest the 15th) "
+            "or L (LW), not a list, range or step",
+        ),
+        ("cron(0 12 30W 2 ? *)", "never fires: no month of '2' has a day '30W'"),
+        ("cron(0 12 1 1 ? 2026/0)", "a year step must be at least 1; got '2026/0'"),
+        ("cron(0 12 1 1 ? 2026/x)", "year field '2026/x' must be *, a year, a range"),
+        ("cron(0 12 ? * 8L *)", "day-of-week must be 1-7 (SUN-SAT) or SUN-SAT; got 8"),
+    ],
+)
+def test_the_services_forms_misused_are_refused_by_name(text: str, message: str) -> None:
+    assert message in error_of(lambda: parse(text, "X"))
+
+
+def test_a_nearest_weekday_entry_deploys_as_written_and_previews_its_days(
+    stack: cdk.Stack,
+) -> None:
+    # GIVEN an entry on the weekday nearest the 1st, in a year to come
+    year = datetime.now(UTC).year + 1
+    table = make(stack)
+    entry = ScheduleEntry(name="month-start", schedule=f"cron(0 6 1W * ? {year})", min_capacity=300)
+    table.add_schedule(entry, dimension="read")
+    # THEN the scheduled action carries the expression as written (the service reads it)
+    (action,) = actions_of(stack, table, "table", "Read")
+    assert action["Schedule"] == f"cron(0 6 1W * ? {year})"
+    # AND its first firing is the first weekday of the year on or after January 1
+    first = parse(entry.schedule, "X").first_from(ZoneInfo("UTC"), datetime(year, 1, 1, tzinfo=UTC))
+    assert first is not None and first.weekday() < 5 and first.day <= 3 and first.month == 1
+
+
 def test_year_field_limits_occurrences() -> None:
     expr = parse("cron(0 0 1 1 ? 2027)", "X")
     found = list(
@@ -219,7 +318,11 @@ RANGE = "(a value, a range a-b, a list a,b, a step a/n, or *)"
     [
         ("cron(0 25 * * * *)", "hours field '25' is out of range; expected 0-23"),
         ("cron(60 5 * * * *)", "minutes field '60' is out of range; expected 0-59"),
-        ("cron(0 5 32 * * *)", "day-of-month field '32' is out of range; expected 1-31, L or ?"),
+        (
+            "cron(0 5 32 * * *)",
+            "day-of-month field '32' is out of range; expected 1-31, L, LW, nW (the weekday "
+            "nearest day n) or ?",
+        ),
         ("cron(0 5 * 13 * *)", "month field '13' is out of range; expected 1-12 or JAN-DEC"),
         ("cron(0 5 * * 8 *)", "day-of-week must be 1-7 (SUN-SAT) or SUN-SAT; got 8"),
         ("cron(0 5 * * * 1969)", "years must be from 1970 to 2199; got '1969'"),
@@ -567,7 +670,7 @@ def test_cron_from_fields_places_the_question_mark() -> None:
 
     assert cron(hour=5, week_day="MON-FRI") == "cron(0 5 ? * MON-FRI *)"
     assert cron(minute=30, hour=2, day=1) == "cron(30 2 1 * ? *)"
-    assert parse(cron(hour=5, week_day="MON-FRI"), "X").cron5 == "0 5 * * MON-FRI"
+    assert parse(cron(hour=5, week_day="MON-FRI"), "X").cron5 == "0 5 * * 1-5"  # standard cron
     assert error_of(lambda: cron(day=1, week_day="MON")) == (
         "cron: set day (1) or week_day ('MON'), not both; Application Auto Scaling takes one "
         "of them"

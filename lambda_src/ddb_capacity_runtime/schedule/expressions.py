@@ -7,6 +7,7 @@ with every refusal a `ScheduleError` naming the field, the value and what is all
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -32,13 +33,24 @@ RATE_UNITS = {"minute": 60, "hour": 3600, "day": 86400}
 DOW_NUMBER = re.compile(r"(?<![#/\d])(\d+)")
 
 
+DOW_NAMES = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
+"""Day-of-week names in Application Auto Scaling's numbering: SUN is 1, SAT is 7."""
+
+
+DOW_NAME = re.compile("|".join(DOW_NAMES), re.IGNORECASE)
+
+
+NEAREST_WEEKDAY = re.compile(r"(\d+)W", re.IGNORECASE)
+"""Day-of-month ``nW``: the weekday (Monday to Friday) nearest day n of the month."""
+
+
 YEARS = (1970, 2199)
 
 
 CRON_FIELDS = (
     ("minutes", "0-59"),
     ("hours", "0-23"),
-    ("day-of-month", "1-31, L or ?"),
+    ("day-of-month", "1-31, L, LW, nW (the weekday nearest day n) or ?"),
     ("month", "1-12 or JAN-DEC"),
 )
 """The first four cron fields, each with what it allows; checked one at a time (with ``*`` in the
@@ -82,6 +94,9 @@ class Expression:
     years: frozenset[int] | None = None
     at: datetime | None = None
     rate: timedelta | None = None
+    nearest_weekday: int | None = None
+    """Day-of-month ``nW``: n. The cron fires on the weekday nearest day n of a month,
+    never in another month (`nearest_weekday`); ``cron5`` then has ``*`` for the day."""
 
     def occurrences(
         self, tz: ZoneInfo, start: datetime, end: datetime, anchor: datetime | None = None
@@ -101,12 +116,10 @@ class Expression:
                 yield moment
                 moment += self.rate
         else:
-            assert self.cron5 is not None
-            for moment in CronSim(self.cron5, start - timedelta(seconds=1)):
+            for moment in self._firings(tz, start):
                 if moment >= end:
                     return
-                if self.years is None or moment.year in self.years:
-                    yield moment
+                yield moment
 
     def first_from(self, tz: ZoneInfo, moment: datetime) -> datetime | None:
         """The first firing at or after ``moment`` (aware), in ``tz``; None if there is
@@ -118,15 +131,52 @@ class Expression:
             return at if at >= moment else None
         if self.rate is not None:
             return moment
-        assert self.cron5 is not None
+        return next(self._firings(tz, moment), None)
+
+    def _firings(self, tz: ZoneInfo, start: datetime) -> Iterator[datetime]:
+        """The cron's firings at or after ``start`` (aware, in ``tz``), in order, in the
+        years of its year field only (a year left out is skipped, not searched)."""
         if self.years is None:
-            return next(iter(CronSim(self.cron5, moment - timedelta(seconds=1))), None)
-        for year in sorted(y for y in self.years if y >= moment.year):
-            start = max(moment, datetime(year, 1, 1, tzinfo=tz))
-            found = next(iter(CronSim(self.cron5, start - timedelta(seconds=1))), None)
-            if found is not None and found.year == year:
-                return found
+            yield from self._cron_from(tz, start)
+            return
+        for year in sorted(y for y in self.years if y >= start.year):
+            for moment in self._cron_from(tz, max(start, datetime(year, 1, 1, tzinfo=tz))):
+                if moment.year != year:
+                    break
+                yield moment
+
+    def _cron_from(self, tz: ZoneInfo, start: datetime) -> Iterator[datetime]:
+        """The firings of the first five fields (and ``nW``) at or after ``start``."""
+        assert self.cron5 is not None
+        if self.nearest_weekday is None:
+            yield from CronSim(self.cron5, start - timedelta(seconds=1))
+            return
+        month = datetime(start.year, start.month, 1, tzinfo=tz)
+        while month.year <= YEARS[1]:
+            day = nearest_weekday(month.year, month.month, self.nearest_weekday)
+            if day is not None:
+                begin = max(start, month.replace(day=day))
+                for moment in CronSim(self.cron5, begin - timedelta(seconds=1)):
+                    if (moment.year, moment.month, moment.day) != (month.year, month.month, day):
+                        break
+                    yield moment
+            month = (month + timedelta(days=32)).replace(day=1)
+
+
+def nearest_weekday(year: int, month: int, day: int) -> int | None:
+    """The day of ``month`` that day-of-month ``{day}W`` means: ``day`` on a weekday; the
+    Friday before a Saturday, or the Monday after a Sunday, staying in the month (a
+    Saturday the 1st gives Monday the 3rd; a Sunday the last day, Friday two days before).
+    None when the month has no such day (``31W`` in April), as for ``31``."""
+    last = calendar.monthrange(year, month)[1]
+    if day > last:
         return None
+    weekday = calendar.weekday(year, month, day)
+    if weekday == calendar.SATURDAY:
+        return day + 2 if day == 1 else day - 1
+    if weekday == calendar.SUNDAY:
+        return day - 2 if day == last else day + 1
+    return day
 
 
 def _years(field: str, where: str, text: str) -> frozenset[int] | None:
@@ -134,24 +184,41 @@ def _years(field: str, where: str, text: str) -> frozenset[int] | None:
         return None
     years: set[int] = set()
     for part in field.split(","):
-        bounds = part.split("-")
-        if not all(b.isdigit() for b in bounds) or len(bounds) > 2:
+        span, slash, step = part.partition("/")
+        bounds = span.split("-")
+        if not (
+            (span == "*" or (all(b.isdigit() for b in bounds) and len(bounds) <= 2))
+            and (not slash or step.isdigit())
+        ):
             raise ScheduleError(
                 f"{where}: schedule {text!r}: year field {field!r} must be *, "
-                f"a year, a range (2026-2027) or a list of them"
+                f"a year, a range (2026-2027), a step (2026/2, */2) or a list of them"
             )
-        lo, hi = int(bounds[0]), int(bounds[-1])
+        if span == "*":
+            lo, hi = YEARS
+        else:
+            # "2026/2" runs from 2026 to the last year, as "5/15" in minutes does
+            lo = int(bounds[0])
+            hi = int(bounds[1]) if len(bounds) == 2 else (YEARS[1] if slash else lo)
         if not YEARS[0] <= lo <= hi <= YEARS[1]:
             raise ScheduleError(
                 f"{where}: schedule {text!r}: years must be from {YEARS[0]} to "
                 f"{YEARS[1]}; got {part!r}"
             )
-        years.update(range(lo, hi + 1))
+        if slash and int(step) < 1:
+            raise ScheduleError(
+                f"{where}: schedule {text!r}: a year step must be at least 1; got {part!r}"
+            )
+        years.update(range(lo, hi + 1, int(step) if slash else 1))
     return frozenset(years)
 
 
 def _dow_to_standard(field: str, where: str, text: str) -> str:
-    """AAS numbers days 1-7 from Sunday; standard cron 0-6."""
+    """AAS numbers days 1-7 from Sunday; standard cron 0-6. Names become numbers first
+    (``FRIL``, the last Friday, is ``6L``; ``MON#2`` is ``2#2``), and ``L`` alone is the
+    week's last day, Saturday."""
+    field = "7" if field.upper() == "L" else field
+    field = DOW_NAME.sub(lambda m: str(DOW_NAMES.index(m.group(0).upper()) + 1), field)
 
     def shift(match: re.Match[str]) -> str:
         day = int(match.group(1))
@@ -222,19 +289,14 @@ def parse(text: str, where: str) -> Expression:
             f"{where}: schedule {text!r}: exactly one of day-of-month ({dom!r}) "
             f"and day-of-week ({dow!r}) must be ?"
         )
-    cron5 = " ".join(
-        [
-            minute,
-            hour,
-            "*" if dom == "?" else dom,
-            month,
-            "*" if dow == "?" else _dow_to_standard(dow, where, text),
-        ]
-    )
+    nearest = NEAREST_WEEKDAY.fullmatch(dom)
+    day = nearest.group(1) if nearest else dom  # nW is checked as day n
+    week = "*" if dow == "?" else _dow_to_standard(dow, where, text)
+    cron5 = " ".join([minute, hour, "*" if dom == "?" else day, month, week])
     try:
         CronSim(cron5, datetime(2026, 1, 1))
     except CronSimError as exc:
-        if _days_never_come(minute, hour, dom, month):
+        if _days_never_come(minute, hour, day, month):
             raise ScheduleError(
                 f"{where}: schedule {text!r} never fires: no month of {month!r} has a day "
                 f"{dom!r} (February has 29 days at most; April, June, September and "
@@ -243,6 +305,13 @@ def parse(text: str, where: str) -> Expression:
         raise ScheduleError(
             f"{where}: schedule {text!r} is not a valid cron expression: {exc}"
         ) from None
+    if nearest:
+        return Expression(
+            text,
+            cron5=" ".join([minute, hour, "*", month, week]),
+            years=years,
+            nearest_weekday=int(day),
+        )
     return Expression(text, cron5=cron5, years=years)
 
 
@@ -252,7 +321,15 @@ def _check_fields(fields: Sequence[str], where: str, text: str) -> None:
     for n, (name, allowed) in enumerate(CRON_FIELDS):
         if fields[n] == "?" and name == "day-of-month":
             continue
-        alone = " ".join(fields[n] if k == n else "*" for k in range(5))
+        value = fields[n]
+        if name == "day-of-month" and (nearest := NEAREST_WEEKDAY.fullmatch(value)):
+            value = nearest.group(1)
+        elif name == "day-of-month" and "W" in value.upper() and value.upper() != "LW":
+            raise ScheduleError(
+                f"{where}: schedule {text!r}: day-of-month field {value!r}: W takes one day "
+                f"(15W, the weekday nearest the 15th) or L (LW), not a list, range or step"
+            )
+        alone = " ".join(value if k == n else "*" for k in range(5))
         try:
             CronSim(alone, datetime(2026, 1, 1))
         except CronSimError:
