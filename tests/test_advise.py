@@ -661,25 +661,45 @@ def test_a_replicas_advice_says_how_its_writes_are_billed(region: dict[str, Any]
     assert shown.count(">replicated<") == 1
 
 
-def test_a_table_whose_description_cannot_be_read_has_no_writes_reserved(
+def test_a_table_whose_replicas_cannot_be_read_has_no_writes_reserved(
     region: dict[str, Any],
 ) -> None:
-    """DescribeTable refused (botocore's Stubber: moto never throttles it): whether the table
-    is a global table's replica is not known, so its advice stands but its write units are
+    """DescribeTable's Replicas there but not a list (untrusted input): whether the table is
+    a global table's replica is not known, so its advice stands but its write units are
     left out of the fleet's reservation, as a replica's are, and its notes say why."""
     busy(region, "Unread", 40)
     setup = reserving(region["end"])
+    size = advise_module.size_of({"TableName": "Unread", "Replicas": "eu-west-1"}, None)
+    assert size.replication.replicated and not size.replication.regions
+    trace = history(region["cloudwatch"], region["ddb"], "Unread", None, 1, region["end"])
+    advice = advise_module.advise_trace(trace, "Unread", None, setup, lambda _: Current({}), size)
+    assert not isinstance(advice, Failure) and advice.hours is not None
+    assert "whether it is a global table's replica is not known (DescribeTable's Replicas" in (
+        advice.notes
+    )
+    assert sum(advice.hours.listed.plan.write) == 0 and sum(advice.hours.listed.plan.read) > 0
+
+
+def test_a_table_is_described_once_and_a_refused_description_fails_that_table_alone(
+    region: dict[str, Any],
+) -> None:
+    """advise reads a table's GSIs, size and replicas from one DescribeTable (counted on the
+    client, against the moto server); refused (botocore's Stubber: moto never throttles
+    it), that table fails with the AWS error code, a Failure the fleet goes on past."""
+    busy(region, "Counted", 40)
+    setup = reserving(region["end"])
+    calls: list[str] = []
+    region["ddb"].meta.events.register(
+        "before-parameter-build.dynamodb.DescribeTable",
+        lambda params, **_: calls.append(params["TableName"]),
+    )
+    advice = advise_module.advise_one(region["cloudwatch"], region["ddb"], "Counted", None, setup)
+    assert not isinstance(advice, Failure) and calls == ["Counted"]
     client = boto3.client(
         "dynamodb", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
     stub = Stubber(client)
     stub.add_client_error("describe_table", "ThrottlingException", "Rate exceeded")
     with stub:
-        size = advise_module.read_size(client, "Unread", None)
-    assert size.gb is None and size.replication.replicated
-    trace = history(region["cloudwatch"], region["ddb"], "Unread", None, 1, region["end"])
-    advice = advise_module.advise_trace(trace, "Unread", None, setup, lambda _: Current({}), size)
-    assert not isinstance(advice, Failure) and advice.hours is not None
-    assert "whether it is a global table's replica is not known (DescribeTable:" in advice.notes
-    assert "ThrottlingException" in advice.notes
-    assert sum(advice.hours.listed.plan.write) == 0 and sum(advice.hours.listed.plan.read) > 0
+        failed = advise_module.advise_one(region["cloudwatch"], client, "Counted", None, setup)
+    assert isinstance(failed, Failure) and "ThrottlingException" in failed.reason

@@ -21,6 +21,7 @@ from ddb_capacity_tools import advise as advise_module
 from ddb_capacity_tools import reserve, reserve_command, reserve_sizing
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.local_aws import put_traffic
+from ddb_capacity_tools.simulator.backtest import describe
 from ddb_capacity_tools.simulator.model import Recorded
 from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.run import DimensionResult
@@ -320,13 +321,35 @@ def plan_all_tables(end: datetime) -> dict[str, Any]:
     return doc
 
 
-def test_all_tables_plans_on_every_readable_table(region: datetime, in_region: None) -> None:
+def test_all_tables_plans_on_every_readable_table(
+    region: datetime, in_region: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    described = counting_describe_table(monkeypatch)
     doc = plan_all_tables(region)
+    # each table's GSIs and replicas read from one DescribeTable
+    assert sorted(described) == ["ReserveBig", "ReserveSmall"]
     assert sorted(t["name"] for t in doc["tables"]) == ["ReserveBig", "ReserveSmall"]
     # both tables' units, summed: more than the bigger alone provisions at 90 %
     assert max(doc["plan_hourly"]["write"]) >= 900 / 0.9 + 150
     # tables of one Region (moto keeps no replicas): none is taken for a replica
     assert not any(reserve_command.REPLICA_NOTE in t["warnings"] for t in doc["tables"])
+
+
+def counting_describe_table(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The tables the command's own DynamoDB client describes, a name a DescribeTable."""
+    made = advise_module.boto3_clients
+    calls: list[str] = []
+
+    def clients(region: str | None = None) -> advise_module.Clients:
+        out = made(region)
+        out.dynamodb.meta.events.register(
+            "before-parameter-build.dynamodb.DescribeTable",
+            lambda params, **_: calls.append(params["TableName"]),
+        )
+        return out
+
+    monkeypatch.setattr(advise_module, "boto3_clients", clients)
+    return calls
 
 
 def answering(monkeypatch: pytest.MonkeyPatch, replicas: dict[str, Any]) -> None:
@@ -423,10 +446,10 @@ def test_a_replica_is_known_by_describe_tables_replicas_read_as_untrusted_input(
     stub.add_response("describe_table", {"Table": {"TableName": "carts", "Replicas": replicas}})
     stub.add_response("describe_table", {"Table": {"TableName": "orders"}})
     with stub:
-        carts = reserve_command.table_replication(client, "carts")
+        carts = advise_module.replication(describe(client, "carts"))
         assert carts.regions == ("eu-west-1", "us-east-1") and carts.replicated
         assert carts.unknown == "1 of its 3 Replicas without a Region's name"
-        assert not reserve_command.table_replication(client, "orders").replicated
+        assert not advise_module.replication(describe(client, "orders")).replicated
 
 
 def on_demand_or_provisioned(name: str, od_usd: float, units: list[int]) -> reserve.TableHours:

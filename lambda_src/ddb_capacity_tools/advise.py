@@ -11,7 +11,7 @@ on-demand placed on the history under an ensemble (`simulator.tune.place_split`)
 each family fitted on the earlier half and the fitted candidates compared on the later half
 (`simulator.tune.validate`) by tune's rule, with every option's dollars and refused
 units from the later half scaled to a month of 730 hours, the reason and the code. The
-table class is advised on the table's size (`read_size`: DescribeTable's ``TableSizeBytes``
+table class is advised on the table's size (`size_of`: DescribeTable's ``TableSizeBytes``
 and each GSI's ``IndexSizeBytes``, untrusted: a value missing, negative or not a number
 leaves the size unknown, and then no class is advised, and the advice says why) and the
 recommendation's dollars (`simulator.tune.class_advice`).
@@ -44,7 +44,7 @@ from ddb_capacity_runtime.core.validators import is_number, is_region
 from .fleet_current import Current, current_figures, read_current
 from .reserve import Setup as ReserveSetup
 from .reserve import TableHours, plan_table, replicated_writes
-from .simulator.backtest import history
+from .simulator.backtest import describe, history
 from .simulator.candidates import (
     CANDIDATES,
     MONTH_HOURS,
@@ -84,7 +84,7 @@ __all__ = [
     "boto3_clients",
     "as_json",
     "list_tables",
-    "read_size",
+    "size_of",
     "replication",
     "table_size",
     "text",
@@ -335,18 +335,16 @@ def replication(description: Any) -> Replication:
     return Replication(regions, unknown)
 
 
-def read_size(dynamodb: Any, table: str, index: str | None) -> Size:
-    """``table``'s size (`table_size`) and `replication`, read with DescribeTable; the size
-    unknown for one GSI alone (``index``: the class is the whole table's), both when it
-    cannot be read."""
+WHOLE_TABLE_CLASS = "the table class is the whole table's: advise the table without --index"
+"""Why one GSI advised alone gets no table class."""
+
+
+def size_of(description: Any, index: str | None) -> Size:
+    """The size (`table_size`) and `replication` DescribeTable's answer gives; the size
+    unknown for one GSI alone (``index``: the class is the whole table's)."""
     if index is not None:
-        return Size(None, "the table class is the whole table's: advise the table without --index")
-    try:
-        description = dynamodb.describe_table(TableName=table)["Table"]
-        return replace(table_size(description), replication=replication(description))
-    except Exception as exc:  # the size is unknown, the advice stands
-        why = f"DescribeTable: {shown(describe_error(exc))}"
-        return Size(None, why, Replication(unknown=why))
+        return Size(None, WHOLE_TABLE_CLASS)
+    return replace(table_size(description), replication=replication(description))
 
 
 def advise_one(
@@ -357,13 +355,15 @@ def advise_one(
     setup: Setup,
     autoscaling: Any = None,
 ) -> Advice | Failure:
-    """One table (or GSI): its history and size (`read_size`), the candidates on it and
-    the recommendation (and, with ``setup.current``, its current settings' figures); a
-    [`Failure`][] with the reason when any of it fails (its size aside: unknown, it only
-    leaves the table class unadvised)."""
+    """One table (or GSI): its history and size (`size_of`, from the one DescribeTable
+    the history reads its GSIs from), the candidates on it and the recommendation (and,
+    with ``setup.current``, its current settings' figures); a [`Failure`][] with the
+    reason when any of it fails (its size aside: unknown, it only leaves the table class
+    unadvised)."""
     if not is_table_name(table):
         return Failure(table, index, "not a DynamoDB table name (3-255 of a-z A-Z 0-9 _ . -)")
     try:
+        description = describe(dynamodb, table)
         trace = history(
             cloudwatch,
             dynamodb,
@@ -373,6 +373,7 @@ def advise_one(
             setup.end,
             setup.params.units_per_request,
             with_indexes=index is None,
+            description=description,
         )
     except Exception as exc:  # a fault domain: whatever went wrong, the others go on
         return Failure(table, index, shown(describe_error(exc)))
@@ -383,7 +384,7 @@ def advise_one(
         index,
         setup,
         lambda keys: read_current(dynamodb, autoscaling, table, keys, max_capacity),
-        read_size(dynamodb, table, index),
+        size_of(description, index),
     )
 
 

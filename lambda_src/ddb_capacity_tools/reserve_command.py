@@ -28,7 +28,7 @@ from ddb_capacity_runtime.core.names import is_table_name
 from . import advise as advise_module
 from . import page, reserve
 from .page.reserve_page import reserve_page
-from .simulator.backtest import MAX_DAYS, check_days, history, history_end
+from .simulator.backtest import MAX_DAYS, check_days, describe, history, history_end
 from .simulator.candidates import CANDIDATE_HELP, CANDIDATES, spec_of
 from .simulator.params import ModelParams
 from .simulator.policies import PolicyError, parse
@@ -42,7 +42,6 @@ __all__ = [
     "replica_note",
     "replicas_left_out",
     "run",
-    "table_replication",
 ]
 
 DEFAULT_DAYS = 14
@@ -243,10 +242,18 @@ def _cloudwatch(args: argparse.Namespace, err: TextIO) -> tuple[list[Trace], lis
             failed.append((name, "not a DynamoDB table name"))
             continue
         try:
+            description = describe(made.dynamodb, name)
             trace = history(
-                made.cloudwatch, made.dynamodb, name, None, days, end, with_indexes=True
+                made.cloudwatch,
+                made.dynamodb,
+                name,
+                None,
+                days,
+                end,
+                with_indexes=True,
+                description=description,
             )
-            note = replica_note(table_replication(made.dynamodb, name))
+            note = replica_note(advise_module.replication(description))
             if note:
                 args.replicas[name] = note
         except Exception as exc:  # a fault domain: the others are planned
@@ -260,12 +267,6 @@ def _cloudwatch(args: argparse.Namespace, err: TextIO) -> tuple[list[Trace], lis
         raise reserve.ReserveError("--all-tables: no table's history could be read")
     args.failed = [name for name, _ in failed]
     return traces, labels
-
-
-def table_replication(dynamodb: Any, table: str) -> advise_module.Replication:
-    """Whether ``table`` is a global table's replica, by DescribeTable's ``Replicas``
-    (untrusted: `advise.replication`)."""
-    return advise_module.replication(dynamodb.describe_table(TableName=table)["Table"])
 
 
 REPLICA_NOTE = (

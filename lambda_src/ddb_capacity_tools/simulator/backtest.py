@@ -50,18 +50,23 @@ def history(
     units_per_request: float = 1.0,
     *,
     with_indexes: bool = False,
+    description: Any = None,
 ) -> Trace:
     """``days`` of history ending at ``end`` (default: now, on a whole minute). Demand is
     consumed + throttle events x ``units_per_request`` / 60, in units per second: what the
     table was asked for, as far as CloudWatch can tell. The table's (``index`` None) or one
     GSI's; with ``with_indexes`` (and no ``index``), the table's and every GSI's, as one
-    trace: the table's whole bill, since billing mode is the table's."""
+    trace: the table's whole bill, since billing mode is the table's. Its GSIs are read
+    from ``description`` (`describe`'s answer, when the caller has it) or from
+    DescribeTable."""
     check_days(days)
     if with_indexes and index is not None:
         raise TraceError(f"--index: got {index!r}; a table's whole bill takes no --index")
     end = history_end(end)
     start = end - timedelta(days=days)
-    which = _indexes(dynamodb, table, index, with_indexes)
+    if description is None:
+        description = describe(dynamodb, table)
+    which = _indexes(description, table, index, with_indexes)
     keys = [(table, i, dim) for i in which for dim in ("read", "write")]
     errors: dict[SeriesKey, str] = {}
     series = fetch_causes(
@@ -87,19 +92,28 @@ def history(
     )
 
 
-def _indexes(dynamodb: Any, table: str, index: str | None, with_indexes: bool) -> list[str | None]:
-    """The indexes whose history is read (None: the table's own), from DescribeTable:
-    ``index`` alone, after checking that the table has it; or, ``with_indexes``, the table
-    and every GSI it has."""
+def describe(dynamodb: Any, table: str) -> Any:
+    """DescribeTable's answer for ``table`` (its ``Table``, untrusted); a table that does
+    not exist is a TraceError naming it."""
     try:
-        description = dynamodb.describe_table(TableName=table)["Table"]
+        return dynamodb.describe_table(TableName=table)["Table"]
     except ClientError as exc:
         if error_code(exc) == "ResourceNotFoundException":
             raise TraceError(
                 f"--table: got {table!r}; no such table in this account and Region"
             ) from None
         raise
-    names = [g.get("IndexName") for g in description.get("GlobalSecondaryIndexes", [])]
+
+
+def _indexes(
+    description: Any, table: str, index: str | None, with_indexes: bool
+) -> list[str | None]:
+    """The indexes whose history is read (None: the table's own), from DescribeTable's
+    answer: ``index`` alone, after checking that the table has it; or, ``with_indexes``,
+    the table and every GSI it has."""
+    found = description.get("GlobalSecondaryIndexes") if isinstance(description, dict) else None
+    listed = found if isinstance(found, list) else []
+    names = [g.get("IndexName") for g in listed if isinstance(g, dict)]
     gsis = [n for n in names if isinstance(n, str)]  # untrusted: names only
     if index is not None and index not in gsis:
         raise TraceError(
