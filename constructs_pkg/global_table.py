@@ -41,7 +41,7 @@ from .props import is_token
 from .replica_schedules import REPLICA_DEFAULTS, ReplicaScheduleResource, replica_provider
 from .replica_table import Replica, replica_of
 from .runtime import FunctionOptions, function_configs
-from .table_parts import capacity_window
+from .table_parts import capacity_window, known_entry
 
 STACK_REGION = "StackRegion"
 """How ids and messages name the stack's own Region when it is known at deploy time only."""
@@ -174,6 +174,7 @@ class GlobalTableCapacity(Construct):
         ``ProvisionedTable``'s: write in every replica; read in every replica, or in
         ``region``'s alone. The maximum is the template's, so ``max_capacity`` is refused,
         and so is a ``min_capacity`` above it."""
+        known_entry(self._where, entry)
         for where, schedule, highest in self._placed(dimension, index_name, region):
             if isinstance(entry, ScheduleEntry):
                 self._check_minimum(where, entry, highest)
@@ -341,7 +342,7 @@ class GlobalTableCapacity(Construct):
         for key, units in (("ReadUnitsPerSecond", mark.read), ("WriteUnitsPerSecond", mark.write)):
             if units is None:
                 continue
-            if not is_whole(units, 1, self.table_quota):
+            if not is_token(units) and not is_whole(units, 1, self.table_quota):
                 raise CapacityConfigError(
                     f"{self._where}: {field}: got {shown(units)} units a second; expected a "
                     f"whole number from 1 to table_quota ({self.table_quota})"
@@ -472,7 +473,7 @@ class _Actions:
 @jsii.implements(IValidation)
 class _Validation:
     """At synth: each Region's whole schedule (as a ProvisionedTable's), and the replicas
-    unchanged since the construct read them."""
+    and GSIs unchanged since the construct read them."""
 
     def __init__(self, owner: GlobalTableCapacity) -> None:
         self._owner = owner
@@ -494,12 +495,16 @@ class _Validation:
                 self._warned.add(said)
                 Annotations.of(o).add_warning_v2("ddb-capacity:schedule", said)
         errors = [f"replica {', '.join(r)}: {error}" for error, r in regions.items()]
-        now = _spec_of(o._where, o.table).regions
-        if set(now) != set(o._spec.regions):
-            added = sorted(_label(r) for r in set(now) - set(o._spec.regions))
-            errors.append(
-                f"{o._where}: global table {_shown_name(o.table)} has replicas added after "
-                f"this construct ({', '.join(added)}); add every replica to the TableV2 "
-                "before GlobalTableCapacity"
-            )
+        now = _spec_of(o._where, o.table)
+        for kind, then, found in (
+            ("replicas", o._spec.regions, now.regions),
+            ("global secondary indexes", o._spec.indexes, now.indexes),
+        ):
+            if set(found) != set(then):
+                added = sorted(_label(r) for r in set(found) - set(then))
+                errors.append(
+                    f"{o._where}: global table {_shown_name(o.table)} has {kind} added after "
+                    f"this construct ({', '.join(added)}); add every one of them to the "
+                    "TableV2 before GlobalTableCapacity"
+                )
         return errors

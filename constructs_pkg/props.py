@@ -51,6 +51,16 @@ def is_token(value: object) -> bool:
     return bool(Token.is_unresolved(value))
 
 
+def known_at_synth(where: str, name: str, value: object, why: str) -> None:
+    """Refuse an unresolved token (`is_token`) for a value the app must know when it is
+    built, for the reason ``why``."""
+    if is_token(value):
+        raise CapacityConfigError(
+            f"{where}: {name} must be known when the app is built ({why}); got a token (a "
+            "CfnParameter's or another resource's value): give a number"
+        )
+
+
 def _seconds(value: Duration) -> float | None:
     """``value``'s seconds, or None when its amount is a token (CDK converts a token's amount
     from seconds alone: in another unit, asking raises)."""

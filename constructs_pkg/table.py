@@ -57,6 +57,7 @@ from .table_parts import (
     check_type,
     gsis_of,
     identity_of,
+    known_entry,
     warm_json,
 )
 
@@ -444,6 +445,7 @@ class TableCapacity(TableDelegation, Construct):
         moment with different values, and (a warning) the decrease quota.
         """
         self._check_dimension(dimension, index_name)
+        known_entry(self._where, entry)
         self._schedule.add_entry(entry, index_name, dimension)
         self._render_schedules(index_name, dimension)
 

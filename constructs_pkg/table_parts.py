@@ -31,7 +31,7 @@ from ddb_capacity_runtime.schedule.entries import CapacityWindow, TableSchedule
 from ddb_capacity_runtime.schedule.expressions import zone_name
 
 from .capacity import Capacity
-from .props import duration_prop, is_token
+from .props import duration_prop, is_token, known_at_synth
 
 if TYPE_CHECKING:
     from .table import TableCapacity
@@ -186,6 +186,22 @@ def as_timedelta(duration: Duration) -> timedelta:
     return timedelta(seconds=duration.to_seconds())
 
 
+SCHEDULE_CHECKED = "a schedule is checked over its next 28 days as the app is built"
+"""Why a schedule's capacities cannot be tokens."""
+
+
+def known_entry(where: str, entry: object) -> None:
+    """A schedule entry's capacities are known when the app is built (`known_at_synth`);
+    its other checks are the schedule's."""
+    for name in ("min_capacity", "max_capacity"):
+        known_at_synth(
+            f"{where} schedule {getattr(entry, 'name', '?')!r}",
+            name,
+            getattr(entry, name, None),
+            SCHEDULE_CHECKED,
+        )
+
+
 def capacity_window(
     where: str,
     name: str,
@@ -202,6 +218,12 @@ def capacity_window(
     """An ``add_capacity_window``'s window, its durations checked (``where`` names its
     owner); the schedule checks the rest."""
     named = f"{where} window {name!r}"
+    known_at_synth(named, "capacity", capacity, SCHEDULE_CHECKED)
+    if isinstance(week_days, str):
+        raise CapacityConfigError(
+            f"{named}: week_days: got {week_days!r}, one string; expected a list of day "
+            "names: WEEKDAYS, EVERY_DAY or a list such as ['MON', 'WED']"
+        )
     duration_prop(named, "duration", duration, Duration.minutes(1))
     duration_prop(named, "lead", lead, Duration.seconds(0), optional=True)
     return CapacityWindow(

@@ -351,6 +351,28 @@ def test_replicas_added_after_the_construct_are_refused_at_synth() -> None:
         cdk.App.of(stack).synth()  # type: ignore[union-attr]
 
 
+def test_indexes_added_after_the_construct_are_refused_at_synth() -> None:
+    """A GSI the construct never saw would have no schedules, no alarms and no scaling by
+    the scaler, while a schedule on it is refused as unknown: the synth fails instead."""
+    stack, capacity = make()
+    capacity.table.add_global_secondary_index(
+        index_name="late",
+        partition_key=dynamodb.Attribute(name="late", type=dynamodb.AttributeType.STRING),
+    )
+    with pytest.raises(Exception, match="global secondary indexes added after this construct"):
+        cdk.App.of(stack).synth()  # type: ignore[union-attr]
+
+
+def test_a_token_high_water_mark_is_left_to_cloudformation() -> None:
+    stack = new_stack()
+    token = cdk.CfnParameter(stack, "Warm", type="Number").value_as_number
+    GlobalTableCapacity(
+        stack, "Capacity", table=global_table(stack), high_water_mark=HighWaterMark(read=token)
+    )
+    (table,) = Template.from_stack(stack).find_resources("AWS::DynamoDB::GlobalTable").values()
+    assert table["Properties"]["WarmThroughput"] == {"ReadUnitsPerSecond": {"Ref": "Warm"}}
+
+
 def test_a_schedule_error_is_still_a_schedule_error() -> None:
     _, capacity = make()
     with pytest.raises(ScheduleError, match="cron"):

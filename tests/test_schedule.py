@@ -382,13 +382,79 @@ def test_a_raise_no_entry_sets_back_is_a_warning(stack: cdk.Stack) -> None:
         ScheduleEntry(name="morning", schedule="cron(0 8 ? * * *)", min_capacity=50),
         dimension="read",
     )
-    warned(stack, "table read: 'morning' raise the minimum above 5 and no entry sets it back")
+    warned(stack, "table read: 'morning' raises the minimum above 5 and no entry sets it back")
     table.add_schedule(
         ScheduleEntry(name="evening", schedule="cron(0 18 ? * * *)", min_capacity=5),
         dimension="read",
     )
     errors, warnings = table._schedule.check()
     assert errors == [] and not [w for w in warnings if "sets it back" in w]
+
+
+def test_an_entry_with_no_firing_left_is_not_also_a_raise_never_set_back(
+    stack: cdk.Stack,
+) -> None:
+    # GIVEN a raise that fired once, last year, and nothing else on the dimension
+    table = make(stack)
+    last_year = datetime.now(UTC).year - 1
+    table.add_schedule(
+        ScheduleEntry(name="once", schedule=f"at({last_year}-06-01T08:00:00)", min_capacity=50),
+        dimension="read",
+    )
+    _, warnings = table._schedule.check()
+    # THEN it is warned of once, for what it is (no firing left), not as a raise kept for good
+    assert [w for w in warnings if "'once'" in w] == [
+        w for w in warnings if "has no firing left" in w
+    ]
+    assert len([w for w in warnings if "'once'" in w]) == 1
+
+
+@pytest.mark.parametrize(
+    ("window", "message"),
+    [
+        (
+            {"capacity": 5},
+            "table read window 'low': capacity: got 5; a window raises the minimum, which is 5 "
+            "already: give more than 5, or lower the configured minimum",
+        ),
+        (
+            {"capacity": 50, "week_days": "MON-FRI"},
+            "window 'low': week_days: got 'MON-FRI', one string; expected a list of day names: "
+            "WEEKDAYS, EVERY_DAY or a list such as ['MON', 'WED']",
+        ),
+    ],
+)
+def test_a_window_that_cannot_raise_is_refused_by_name(
+    stack: cdk.Stack, window: dict[str, Any], message: str
+) -> None:
+    table = make(stack)
+    with pytest.raises(Exception) as refused:
+        table.add_capacity_window(
+            "low", dimension="read", start="09:00", duration=cdk.Duration.hours(1), **window
+        )
+    assert str(refused.value).endswith(message)
+
+
+def test_a_token_capacity_in_a_schedule_is_refused_by_name(stack: cdk.Stack) -> None:
+    """A schedule is checked over its next 28 days as the app is built: a capacity known
+    at deploy time only (a CfnParameter's) cannot be, and is refused by name, not shown as
+    the number CDK encodes a token as."""
+    token = cdk.CfnParameter(stack, "Units", type="Number").value_as_number
+    table = make(stack)
+    for add in (
+        lambda: table.add_capacity_window(
+            "w", dimension="read", capacity=token, start="09:00", duration=cdk.Duration.hours(1)
+        ),
+        lambda: table.add_schedule(
+            ScheduleEntry(name="e", schedule="cron(0 8 ? * * *)", min_capacity=token),
+            dimension="read",
+        ),
+    ):
+        with pytest.raises(Exception) as refused:
+            add()
+        said = str(refused.value)
+        assert "must be known when the app is built" in said and "got a token" in said
+        assert "e+" not in said
 
 
 def test_a_seasonal_ceiling_makes_it_valid(stack: cdk.Stack) -> None:

@@ -306,6 +306,7 @@ class TableSchedule:
         self._quota = quota
         self._now = now
         self._stale: list[str] = []  # entries with no firing left by the synth's clock
+        self._spent: list[PlacedEntry] = []  # those entries
         self._entries: list[PlacedEntry] = []
         self._windows: list[CapacityWindow] = []
 
@@ -322,6 +323,7 @@ class TableSchedule:
         )
         if self._now is not None and (stale := _check_fires(placed, self._now, where)):
             self._stale.append(stale)
+            self._spent.append(placed)
         self._entries.append(placed)
         return placed
 
@@ -394,6 +396,13 @@ class TableSchedule:
         if not is_whole(cap, 1, self._quota):
             raise ScheduleError(
                 f"{label}: capacity must be a whole number from 1 to {self._quota}; got {cap!r}"
+            )
+        known = self._ranges.get((window.index, window.dimension))
+        if known is not None and cap <= known[0]:
+            raise ScheduleError(
+                f"{label}: capacity: got {cap}; a window raises the minimum, which is "
+                f"{known[0]} already: give more than {known[0]}, or lower the configured "
+                "minimum"
             )
         zone(window.time_zone, label)
         taken = self._names(window.index, window.dimension)
@@ -549,7 +558,8 @@ class TableSchedule:
 
     def _never_restored(self, placed: Sequence[PlacedEntry]) -> list[str]:
         """Per dimension, the entries raising its minimum above the configured one when no
-        entry ever sets it back: a scheduled action stays in force until another changes
+        entry ever sets it back (an entry with no firing left aside: its own warning says
+        so): a scheduled action stays in force until another changes
         it, so the first raise keeps the minimum up for good. Labelled as the replay's
         messages are (the dimension, not the construct: a global table's replicas share
         one message)."""
@@ -558,12 +568,15 @@ class TableSchedule:
             mins = [
                 p
                 for p in placed
-                if (p.index, p.dimension) == key and p.entry.min_capacity is not None
+                if (p.index, p.dimension) == key
+                and p.entry.min_capacity is not None
+                and not any(p is spent for spent in self._spent)  # warned of: no firing left
             ]
             if mins and all((p.entry.min_capacity or 0) > base for p in mins):
                 names = ", ".join(repr(p.entry.name) for p in mins)
+                verb = "raises" if len(mins) == 1 else "raise"
                 out.append(
-                    f"{_label(mins[0])}: {names} raise the minimum above "
+                    f"{_label(mins[0])}: {names} {verb} the minimum above "
                     f"{base} and no entry sets it back: a scheduled action stays in force, so "
                     f"the minimum stays raised from the first run on (add an entry with "
                     f"min_capacity={base}, or use add_capacity_window, which makes both)"
