@@ -365,7 +365,7 @@ def test_indexes_added_after_the_construct_are_refused_at_synth() -> None:
 
 def test_a_token_high_water_mark_is_left_to_cloudformation() -> None:
     stack = new_stack()
-    token = cdk.CfnParameter(stack, "Warm", type="Number").value_as_number
+    token: Any = cdk.CfnParameter(stack, "Warm", type="Number").value_as_number
     GlobalTableCapacity(
         stack, "Capacity", table=global_table(stack), high_water_mark=HighWaterMark(read=token)
     )

@@ -439,17 +439,21 @@ def test_a_token_capacity_in_a_schedule_is_refused_by_name(stack: cdk.Stack) -> 
     """A schedule is checked over its next 28 days as the app is built: a capacity known
     at deploy time only (a CfnParameter's) cannot be, and is refused by name, not shown as
     the number CDK encodes a token as."""
-    token = cdk.CfnParameter(stack, "Units", type="Number").value_as_number
+    token: Any = cdk.CfnParameter(stack, "Units", type="Number").value_as_number
     table = make(stack)
-    for add in (
-        lambda: table.add_capacity_window(
+
+    def window() -> None:
+        table.add_capacity_window(
             "w", dimension="read", capacity=token, start="09:00", duration=cdk.Duration.hours(1)
-        ),
-        lambda: table.add_schedule(
+        )
+
+    def entry() -> None:
+        table.add_schedule(
             ScheduleEntry(name="e", schedule="cron(0 8 ? * * *)", min_capacity=token),
             dimension="read",
-        ),
-    ):
+        )
+
+    for add in (window, entry):
         with pytest.raises(Exception) as refused:
             add()
         said = str(refused.value)
