@@ -313,8 +313,11 @@ def test_a_table_that_is_no_table_v2_is_refused() -> None:
     table = dynamodb.Table(stack, "T", partition_key=KEY)
     with pytest.raises(
         CapacityConfigError, match="expected an aws_dynamodb.TableV2.*use TableCapacity"
-    ):
+    ) as refused:
         GlobalTableCapacity(stack, "C", table=table)  # type: ignore[arg-type]
+    # the construct given is named by its class and path, not its address in memory
+    assert "table: got <aws_cdk.aws_dynamodb.Table Global/T>;" in str(refused.value)
+    assert "object at 0x" not in str(refused.value)
 
 
 def test_the_whole_schedule_is_checked_at_synth_in_each_region() -> None:

@@ -16,13 +16,24 @@ SHOWN_CHARS = 200
 
 def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     """``value`` as a message repeats it: its repr, cut to ``limit`` characters (an answer
-    or a log line never carries a caller's whole input)."""
+    or a log line never carries a caller's whole input); a CDK construct (anything with a
+    ``node.path``) as its class and path, not its address in memory."""
+    if not isinstance(value, str | bytes | int | float | dict | list | tuple):
+        path = getattr(getattr(value, "node", None), "path", None)
+        if isinstance(path, str) and path:
+            kind = type(value)
+            return shown_text(f"<{kind.__module__}.{kind.__qualname__} {path}>", limit)
     try:
         text = repr(value)
     except ValueError:  # an int too long to print
         return f"<{type(value).__name__} too long to show>"
     except RecursionError:  # nested deeper than repr recurses
         return f"<{type(value).__name__} nested too deep to show>"
+    return shown_text(text, limit)
+
+
+def shown_text(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was."""
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text):,} characters)"
