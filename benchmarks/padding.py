@@ -44,6 +44,12 @@ the two are not at equal refusals: printed as a trade (its cost ratio for its re
 ratio), not a miss. Noisy traces are judged the same way, for
 information.
 
+Against every setting, in the same run (for information, no goal): per trace, stock target
+tracking at each target ``tune`` tries (``candidates.STOCK``: 30 to 90 %, step 10) and
+on-demand, scored on the same second half. It prints the cheapest stock target refusing
+nothing (under ``NEGLIGIBLE_UNITS``; where none does, the one refusing least) and
+on-demand's cost and refused units.
+
 ``--quick`` (under two minutes on 2 cores): the generated traces only, 4 days each.
 
 Usage:
@@ -66,6 +72,7 @@ from pathlib import Path
 from benchmarks.right_bill import SHARED, cut
 from benchmarks.simulate_noisy_30_days import noisy_diurnal
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, run_policy
+from ddb_capacity_tools.simulator.candidates import ON_DEMAND, STOCK
 from ddb_capacity_tools.simulator.policies import Spec
 from ddb_capacity_tools.simulator.scenarios import START, diurnal, nightly_batch
 from ddb_capacity_tools.simulator.trace import Trace
@@ -85,6 +92,8 @@ PARTS: tuple[tuple[str, dict[str, object]], ...] = (
     ("decrease rules", {"min_saving_fraction": 0.0, "reserve_decreases": 0}),
 )
 REACTION = "reaction"
+#: The settings every trace is also scored with: each stock target, then on-demand.
+OTHERS = (*STOCK, ON_DEMAND)
 
 
 def noisy_flat(seed: int, days: int) -> Trace:
@@ -176,19 +185,57 @@ def _run(job: tuple[Spec, Trace]) -> Score:
     )
 
 
+Others = dict[str, dict[str, Score]]
+"""Per trace, each setting of `OTHERS` and its score on the second half."""
+
+
 def measure(
     traces: Sequence[Trace], targets: Sequence[int], workers: int
-) -> dict[tuple[str, int], list[tuple[Spec, Score]]]:
-    """Per (trace, target): each spec of `specs` and its score on the second half."""
+) -> tuple[dict[tuple[str, int], list[tuple[Spec, Score]]], Others]:
+    """Per (trace, target): each spec of `specs` and its score on the second half; and per
+    trace, each setting of `OTHERS` (a stock target among ``targets`` is not run twice)."""
     jobs = [
         (trace, target, spec) for trace in traces for target in targets for spec in specs(target)
     ]
+    ran = {f"stock:{t}" for t in targets}
+    extra = [(trace, parse(n)) for trace in traces for n in OTHERS if n not in ran]
+    runs = [(spec, trace) for trace, _, spec in jobs] + [(spec, trace) for trace, spec in extra]
     with ProcessPoolExecutor(workers) as pool:
-        scores = list(pool.map(_run, [(spec, trace) for trace, _, spec in jobs]))
+        done = list(pool.map(_run, runs))
+    scores, more = done[: len(jobs)], done[len(jobs) :]
     out: dict[tuple[str, int], list[tuple[Spec, Score]]] = {}
+    others: Others = {trace.name: {} for trace in traces}
     for (trace, target, spec), score in zip(jobs, scores, strict=True):
         out.setdefault((trace.name, target), []).append((spec, score))
-    return out
+        if spec.text == f"stock:{target}":
+            others[trace.name][spec.text] = score
+    for (trace, spec), score in zip(extra, more, strict=True):
+        others[trace.name][spec.text] = score
+    return out, others
+
+
+def cheapest_stock(scores: dict[str, Score]) -> tuple[str, bool]:
+    """The cheapest stock target refusing nothing (under `NEGLIGIBLE_UNITS`; and True), or,
+    where none does, the one refusing least (and False)."""
+    clear = [n for n in STOCK if scores[n].refused < NEGLIGIBLE_UNITS]
+    if clear:
+        return min(clear, key=lambda n: scores[n].cost), True
+    return min(STOCK, key=lambda n: (scores[n].refused, scores[n].cost)), False
+
+
+def print_others(scores: dict[str, Score]) -> None:
+    """The cheapest stock target refusing nothing (or fewest) and on-demand, for one trace."""
+    best, clear = cheapest_stock(scores)
+    said = "refusing nothing" if clear else "refusing least (none refuses nothing)"
+    s, od = scores[best], scores[ON_DEMAND]
+    print(
+        f"  cheapest stock target {said}: {best} ${s.cost:,.2f}, {s.refused:,.0f} refused; "
+        f"on-demand ${od.cost:,.2f}, {od.refused:,.0f} refused"
+    )
+    print(
+        "  every stock target ($ / refused): "
+        + "; ".join(f"{n} {scores[n].cost:,.2f} / {scores[n].refused:,.0f}" for n in STOCK)
+    )
 
 
 def verdict(auto: Score, stock: Score) -> str:
@@ -278,11 +325,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"padding: {len(traces)} traces; {said}; targets {targets}; scored on each trace's "
         f"second half; default model; read + write"
     )
-    by = measure(traces, targets, args.workers)
+    by, others = measure(traces, targets, args.workers)
     rows = []
     for trace in traces:
         smooth = trace_noise(trace) <= SMOOTH_NOISE
         rows.append((trace.name, smooth, print_trace(trace.name, smooth, by, targets)))
+        print_others(others[trace.name])
     print()
     goal(rows)
     print(f"\n{time.perf_counter() - started:.0f} s in all")
