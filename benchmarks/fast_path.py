@@ -22,6 +22,12 @@ miss prints its distance and why, as the numbers show it. For the spike, the ref
 each model setting show where the fast path cannot help: an UpdateTable that takes
 minutes, or no burst bucket to bridge the seconds before it lands.
 
+Beside the goals, ``autopilot+stock:70+fast`` is held against every stock target and
+on-demand: per trace, the cheapest stock target that refuses no more than it (or, when
+none does, the one that refuses least), on-demand, and every one of them that refuses no
+more and costs less (``BEATEN``). Two closing tables sum up the goals (bold: missed) and
+this comparison per trace.
+
 Usage:
     .venv/bin/python -m benchmarks.fast_path [--workers 2] [--traces DIR]
 """
@@ -175,6 +181,113 @@ def report(goal: Goal, outcome: Outcome) -> list[str]:
     return misses
 
 
+def judged(value: float, bound: float | None) -> str:
+    """A ratio, with its goal when it has one; bold when the goal is missed."""
+    if bound is None:
+        return f"{value:.3f}x"
+    text = f"{value:.3f}x (<= {bound:g}x)"
+    return text if value <= bound + 1e-9 else f"**{value:.3f}x** (<= {bound:g}x)"
+
+
+def goal_row(goal: Goal, outcome: Outcome) -> list[str]:
+    """The goals table's row: the judged policy with the fast path against stock:70 and
+    against itself without the fast path, with the goals; then the same without the fast
+    path and ``autopilot+stock:80+fast``, each x stock:70."""
+    by = outcome.by
+    base_refused, base_cost = by[BASE]
+
+    def ratios(policy: str) -> tuple[float, float]:
+        refused, cost = by[policy]
+        return (refused / base_refused if base_refused else 0.0), cost / base_cost
+
+    refused, cost = ratios(f"{JUDGED}+fast")
+    dearer = by[f"{JUDGED}+fast"][1] / by[JUDGED][1]
+    slow_refused, slow_cost = ratios(JUDGED)
+    less_refused, less_cost = ratios("autopilot+stock:80+fast")
+    return [
+        goal.name,
+        f"{goal.share:g}",
+        judged(refused, goal.refused),
+        judged(cost, goal.cost),
+        judged(dearer, 1.0 if goal.no_dearer else None),
+        f"{slow_refused:.3f}x, {slow_cost:.3f}x",
+        f"{less_refused:.3f}x, {less_cost:.3f}x",
+    ]
+
+
+def goals_table(rows: list[list[str]]) -> None:
+    print(
+        f"\n| trace | F | {JUDGED}+fast: refused x {BASE} (goal) | cost x {BASE} (goal) | "
+        f"cost x without the fast path (goal) | {JUDGED} without it: refused, cost x {BASE} | "
+        f"autopilot+stock:80+fast: refused, cost x {BASE} |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for cells in rows:
+        print("| " + " | ".join(cells) + " |")
+
+
+def units(n: float) -> str:
+    if n >= 1e6:
+        return f"{n / 1e6:,.2f}M"
+    return f"{n / 1e3:,.0f}k" if n >= 1e3 else f"{n:,.0f}"
+
+
+def versus(by: dict[str, tuple[float, float]], policy: str) -> str:
+    """``policy``'s refusals and cost, each x the judged policy's with the fast path."""
+    refused, cost = by[policy]
+    own_refused, own_cost = by[f"{JUDGED}+fast"]
+    ratio = f"{refused / own_refused:.2f}x" if own_refused else "-"
+    return f"{units(refused)} ({ratio}), ${cost:,.2f} ({cost / own_cost:.2f}x)"
+
+
+def rivals(goal: Goal, outcome: Outcome) -> tuple[list[str], list[str]]:
+    """The judged policy with the fast path against every stock target and on-demand:
+    prints them; returns the summary row's cells and who beats it on both."""
+    by = outcome.by
+    refused, cost = by[f"{JUDGED}+fast"]
+    targets = [p for p in STOCK if p.startswith("stock:")]
+    fit = [p for p in targets if by[p][0] <= refused]
+    if fit:
+        target = min(fit, key=lambda p: by[p][1])
+        best = f"{target}: {versus(by, target)}"
+    else:
+        target = min(targets, key=lambda p: by[p])
+        best = f"none; fewest: {target}: {versus(by, target)}"
+    beaten = [p for p in STOCK if by[p][0] <= refused and by[p][1] < cost]
+    print(
+        f"\nagainst every stock target and on-demand ({JUDGED}+fast: {units(refused)} "
+        f"refused, ${cost:,.2f}; x its own):\n"
+        f"  cheapest stock target refusing no more: {best}\n"
+        f"  on-demand: {versus(by, 'on-demand')}"
+    )
+    for p in beaten:
+        print(
+            f"BEATEN {goal.name} F={goal.share:g}: {p} refuses {units(by[p][0])} "
+            f"(against {units(refused)}) and costs ${by[p][1]:,.2f} (against ${cost:,.2f})"
+        )
+    cells = [
+        goal.name,
+        f"{goal.share:g}",
+        f"{units(refused)}, ${cost:,.2f}",
+        best,
+        versus(by, "on-demand"),
+        ", ".join(beaten) or "none",
+    ]
+    return cells, beaten
+
+
+def summary(rows: list[list[str]]) -> None:
+    """Per trace, the judged policy with the fast path against every stock target."""
+    print(
+        f"\n| trace | F | {JUDGED}+fast: refused, cost | cheapest stock target refusing no "
+        f"more (x the fast path's) | on-demand (x the fast path's) | refuses no more and "
+        f"costs less |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
+    for cells in rows:
+        print("| " + " | ".join(cells) + " |")
+
+
 def goals(folder: Path) -> list[Goal]:
     out = [
         Goal("spike", scenario("spike"), 1.0, 0.1, cost=1.05),
@@ -193,12 +306,24 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     misses: list[str] = []
+    rows: list[list[str]] = []
+    table: list[list[str]] = []
+    beaten = 0
     for i, goal in enumerate(goals(args.traces)):
         outcome = measure(goal, args.workers)
         misses += report(goal, outcome)
+        table.append(goal_row(goal, outcome))
+        cells, by = rivals(goal, outcome)
+        rows.append(cells)
+        beaten += bool(by)
         if i == 0:
             by_setting(outcome)
-    print(f"\n{time.perf_counter() - started:.0f} s; {len(misses)} miss(es)")
+    goals_table(table)
+    summary(rows)
+    print(
+        f"\n{time.perf_counter() - started:.0f} s; {len(misses)} miss(es); beaten on both "
+        f"refusals and cost by a stock target or on-demand on {beaten} of {len(rows)}"
+    )
     for m in misses:
         print(f"  {m}")
 
