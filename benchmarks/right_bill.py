@@ -1,24 +1,25 @@
 """The right bill: ``tune`` trained on the past and scored on the future, measured in one run.
 
-For each trace, ``tune`` (its default candidates, the ``plausible`` ensemble) runs on the
-first half as the command does: it validates within that half (each candidate family
-fitted on its first quarter of the trace, the fitted candidates compared on its second
-quarter), and three rules choose among its candidates: the default rule (refusal
-tolerance 0 unless ``--refusal-tolerance`` is given, refusal floor 0.02 % of the requested
-units unless ``--refusal-floor`` is), the same with no floor, and the price rule (cost plus
-the refused units at ``--refusal-price`` dollars per million, default 1). Each
-recommendation is then scored on the second half (the policies run over the whole trace
-and learn from the first half; refusals and cost count from the half on, ``score_from``),
-against stock target tracking at 30 to 90 % and on-demand, scored the same way. Every
-number is a median over the ensemble's 8 settings, read + write.
+For each trace, ``tune`` (its default candidates, the ``plausible`` ensemble, the scaler's
+default tick) runs on the first half as the command does: it validates within that half
+(each candidate family fitted on its first quarter of the trace, the fitted candidates
+compared on its second quarter; with ``--no-validation``, every candidate compared on the
+whole first half, for comparison), and three rules choose among its candidates: the
+default rule (refusal tolerance 0 unless ``--refusal-tolerance`` is given, refusal floor
+0.02 % of the requested units unless ``--refusal-floor`` is), the same with no floor, and
+the price rule (cost plus the refused units at ``--refusal-price`` dollars per million,
+default 1). Each recommendation is then scored on the second half (the policies run over
+the whole trace and learn from the first half; refusals and cost count from the half on,
+``score_from``), against stock target tracking at 30 to 90 % and on-demand, scored the same
+way. Every number is a median over the ensemble's 8 settings, read + write.
 
 The traces: the built-in scenarios of at least 2 days (diurnal, nightly-batch, hot-key); a
 seeded noisy diurnal trace (``simulate_noisy_30_days.noisy_diurnal``, seed 1); and, when
 ``../shared/traces/`` exists, each real trace there (read in place: their licence forbids
 copying them; 14 days a minute). The noisy trace is ``--days`` long and the real traces
 are cut to their first ``--days`` (default 14, all of them: 7 days to tune on, 7 to score
-on); the scenarios keep their length (7, 7 and 2 days). The run took 3.3 to 6.5 minutes on
-2 cores with other work beside it; ``--days 8`` takes about 2.
+on); the scenarios keep their length (7, 7 and 2 days). The run took 10.7 minutes on 2
+cores with other work beside it; ``--days 8`` about 6.
 
 Goals (printed with PASS/MISS and the distance; a miss is a finding, not a reason to move
 the goal):
@@ -41,7 +42,8 @@ ensemble's settings, the stock targets, ``autopilot+stock:80`` and ``:90`` and o
 
 Usage:
     .venv/bin/python -m benchmarks.right_bill [--workers 2] [--days 14] [--traces DIR]
-        [--refusal-tolerance 5%] [--refusal-floor 0.02%] [--refusal-price 1] [--quick]
+        [--refusal-tolerance 5%] [--refusal-floor 0.02%] [--refusal-price 1] [--no-validation]
+        [--quick]
 """
 
 from __future__ import annotations
@@ -63,8 +65,9 @@ from ddb_capacity_tools.simulator.candidates import (
     Rule,
 )
 from ddb_capacity_tools.simulator.ensemble import settings_of
+from ddb_capacity_tools.simulator.policies import DEFAULT_TICK_MINUTES
 from ddb_capacity_tools.simulator.trace import Trace
-from ddb_capacity_tools.simulator.tune import validate, validation_split
+from ddb_capacity_tools.simulator.tune import decide, validate, validation_split
 from ddb_capacity_tools.simulator.tune_options import (
     refusal_floor,
     refusal_price,
@@ -112,21 +115,27 @@ def judge(
     rules: Sequence[Rule],
     candidates: Sequence[str] = CANDIDATES,
     settings_count: int | None = None,
+    validation: bool = True,
 ) -> tuple[list[Candidate], dict[str, Candidate]]:
-    """Tune on the first half as ``tune`` does (the candidates placed once over it, split
-    for validation; each rule applied to them); each rule's recommendation, the stock
+    """Tune on the first half as ``tune`` does (the candidates placed once over it at the
+    scaler's default tick, split for validation; each rule applied to them), or, without
+    ``validation``, chosen on the whole first half; each rule's recommendation, the stock
     targets and on-demand scored on the second half."""
     half = trace.minutes // 2
     settings = settings_of("plausible", ModelParams(), trace)[:settings_count]
     first = cut(trace, half)
     names = list(dict.fromkeys([*candidates, *STOCK, ON_DEMAND]))
-    split = validation_split(first)
-    early, later = place_split(first, names, settings, Prices(), 5, workers, split)
-    picks = [
-        validate(early, later, rule, first, settings[0], split).recommended.policy for rule in rules
-    ]
+    tick = DEFAULT_TICK_MINUTES
+    if validation:
+        split = validation_split(first)
+        early, later = place_split(first, names, settings, Prices(), tick, workers, split)
+        tunings = [validate(early, later, rule, first, settings[0], split) for rule in rules]
+    else:
+        placed = place(first, names, settings, Prices(), tick, workers)
+        tunings = [decide(placed, rule, first, settings[0]) for rule in rules]
+    picks = [t.recommended.policy for t in tunings]
     scored_names = list(dict.fromkeys([*picks, *STOCK, ON_DEMAND, BOUND]))
-    scored = place(trace, scored_names, settings, Prices(), workers=workers, score_from=half)
+    scored = place(trace, scored_names, settings, Prices(), tick, workers, score_from=half)
     by = {c.policy: c for c in scored}
     return [by[p] for p in picks], by
 
@@ -248,6 +257,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--traces", type=Path, default=SHARED)
     parser.add_argument("--quick", action="store_true", help="one 2-day trace, in seconds")
+    parser.add_argument(
+        "--no-validation",
+        action="store_true",
+        help="choose on the whole first half (no fit and choose within it), for comparison",
+    )
     args = parser.parse_args(argv)
     tolerance = refusal_tolerance(args.refusal_tolerance)
     floor = REFUSAL_FLOOR if args.refusal_floor is None else refusal_floor(args.refusal_floor)
@@ -265,8 +279,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         candidates, count = QUICK_CANDIDATES, QUICK_SETTINGS
     else:
         (chosen, said), candidates, count = traces(args.traces, args.days), CANDIDATES, None
+    how = (
+        "chosen on the whole first half (--no-validation)"
+        if args.no_validation
+        else "fitted on the first half's first half, chosen on its second"
+    )
     print(
-        f"right bill: {len(chosen)} traces; {said}; ensemble plausible, medians, read + write; "
+        f"right bill: {len(chosen)} traces; {said}; {how}; "
+        f"ensemble plausible, medians, read + write; "
         f"the default rule: refusal tolerance {tolerance:.0%}, floor {floor:.2%} of the "
         f"requested units; no floor: the same without it; the price rule: cost + refused "
         f"units at ${refusal_price(args.refusal_price):g} per million"
@@ -274,7 +294,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows: dict[str, list[tuple[str, Candidate, dict[str, Candidate]]]] = {k: [] for k in labels}
     for trace in chosen:
         t0 = time.perf_counter()
-        picks, by = judge(trace, args.workers, list(rules.values()), candidates, count)
+        picks, by = judge(
+            trace, args.workers, list(rules.values()), candidates, count, not args.no_validation
+        )
         print_trace(trace, picks, labels, by, time.perf_counter() - t0)
         for label, pick in zip(labels, picks, strict=True):
             rows[label].append((trace.name, pick, by))
