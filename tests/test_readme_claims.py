@@ -1,0 +1,69 @@
+"""The README's figures for the spike with the table's stream as a signal are what
+``ddb-capacity simulate`` prints for it today: each is computed here from one run and must
+appear in the README as written, so a change of the model that moves them fails until the
+README says the new figures."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from ddb_capacity_tools.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+STOCK = [f"stock:{t}" for t in range(30, 100, 10)]
+POLICIES = [*STOCK, "autopilot+stock:80", "on-demand"]
+
+
+def spike_with_stream() -> dict[str, Any]:
+    """The README's second demo run, with every stock target and on-demand beside it, and
+    the plausible ensemble."""
+    argv = ["simulate", "--scenario", "spike", "--stream-seconds", "2"]
+    argv += [a for p in POLICIES for a in ("--policy", p)]
+    argv += ["--ensemble", "plausible", "--json", "--quiet", "--workers", "1"]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    doc: dict[str, Any] = json.loads(out.getvalue())
+    return doc
+
+
+def totals(rows: list[dict[str, Any]], pick: str = "") -> dict[str, tuple[float, float]]:
+    """Each policy's refused units and dollars, its dimensions summed (``pick``: the
+    ensemble's statistic)."""
+    out: dict[str, tuple[float, float]] = {}
+    for row in rows:
+        refused, cost = row["throttled_requests"], row["cost_usd"]
+        if pick:
+            refused, cost = refused[pick], cost[pick]
+        before = out.get(row["policy"], (0.0, 0.0))
+        out[row["policy"]] = (before[0] + refused, before[1] + cost)
+    return out
+
+
+def test_the_readmes_spike_figures_are_the_simulators() -> None:
+    doc = spike_with_stream()
+    one = totals(doc["policies"])
+    median = totals(doc["ensemble"]["policies"], "median")
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    base = one["stock:70"][1]
+    refused, cost = one["autopilot+stock:80"]
+    assert refused == 0
+    said = [f"`autopilot+stock:80` refuses nothing at {cost / base:.2f}x stock:70's cost"]
+    # the cheapest stock target that refuses nothing
+    clean = [p for p in STOCK if one[p][0] == 0]
+    cheapest = min(clean, key=lambda p: one[p][1])
+    said.append(f"refuses nothing, {cheapest}, costs {one[cheapest][1] / base:.2f}x")
+    od_refused, od_cost = one["on-demand"]
+    said.append(f"on-demand refuses {od_refused / 1e6:.1f} M units")
+    said.append(f"at {od_cost / base:.2f}x. Over eight plausible model settings")
+    assert len(doc["ensemble"]["settings"]) == 8
+    m_refused, m_cost = median["autopilot+stock:80"]
+    s_refused, s_cost = median["stock:70"]
+    said.append(
+        f"its median refuses {m_refused / 1e6:.1f} M units to stock:70's "
+        f"{s_refused / 1e6:.1f} M, at {m_cost / s_cost:.2f}x"
+    )
+    missing = [s for s in said if s not in readme]
+    assert missing == [], missing
