@@ -6,7 +6,9 @@ table's own past days, at most 4 switches to on-demand in a rolling 24 hours), a
 hybrid in hindsight (each day's windows from that day's own costs: a cost reference for
 what better foresight could get, not a bound, since the rolling limit links the days).
 Each figure is a median over the ``plausible`` ensemble's 8 settings, read + write, over
-the whole trace.
+the whole trace. Beside them, in the same settings, every stock target from 30 to 90 %,
+with the cheapest that refuses no more than the hybrid (or, where none does, the one that
+refuses least), and on-demand, each against the hybrid.
 
 The traces: each real trace of ``../shared/traces/`` (read in place: their licence forbids
 copying them; 14 days a minute), the seeded noisy diurnal trace
@@ -36,6 +38,7 @@ from ddb_capacity_tools.simulator.trace import Trace
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
 BASE, ON_DEMAND, HYBRID = "autopilot:70", "on-demand", "hybrid:70"
 HINDSIGHT = "hybrid:70 in hindsight"
+STOCK = tuple(f"stock:{t}" for t in range(30, 100, 10))
 MARGIN = 0.9
 
 
@@ -48,15 +51,16 @@ def measure(trace: Trace, workers: int) -> dict[str, tuple[float, float]]:
     prices = Prices()
     per: dict[str, list[tuple[float, float]]] = {}
     for params in settings_of("plausible", ModelParams(), trace):
-        results = simulate(
-            trace, [parse(BASE), parse(ON_DEMAND)], params, prices, progress=None, workers=workers
-        )
+        policies = [parse(p) for p in (BASE, ON_DEMAND, *STOCK)]
+        results = simulate(trace, policies, params, prices, progress=None, workers=workers)
         base = [r for r in results if r.policy == BASE]
         od = [r for r in results if r.policy == ON_DEMAND]
         learned = compose_hybrid(parse(HYBRID), base, od, trace, prices)
         hindsight = compose_hybrid(parse(HYBRID), base, od, trace, prices, hindsight=True)
         for name, rs in ((BASE, base), (ON_DEMAND, od), (HYBRID, learned), (HINDSIGHT, hindsight)):
             per.setdefault(name, []).append(_totals(rs))
+        for stock in STOCK:
+            per.setdefault(stock, []).append(_totals([r for r in results if r.policy == stock]))
     return {
         name: (statistics.median(r for r, _ in v), statistics.median(c for _, c in v))
         for name, v in per.items()
@@ -78,6 +82,24 @@ def verdict(figures: dict[str, tuple[float, float]]) -> tuple[bool, str]:
             won = won and ratio <= MARGIN
             words.append(f"{ratio:.3f}x {part}'s cost")
     return won, "; ".join(words)
+
+
+def against_stock(figures: dict[str, tuple[float, float]]) -> str:
+    """The hybrid against every stock target and on-demand, in words: the cheapest stock
+    target refusing no more than it (or, where none does, the one refusing least)."""
+    refused, cost = figures[HYBRID]
+    no_more = [s for s in STOCK if figures[s][0] <= refused * (1 + 1e-9) + 1e-6]
+    if no_more:
+        best = min(no_more, key=lambda s: figures[s][1])
+        head = f"cheapest stock target refusing no more: {best}"
+    else:
+        best = min(STOCK, key=lambda s: figures[s][0])
+        head = f"no stock target refuses as little; fewest: {best}"
+    words = []
+    for name in (best, ON_DEMAND):
+        o_refused, o_cost = figures[name]
+        words.append(f"{name} refuses {o_refused:,.0f} at {o_cost / cost:.3f}x the hybrid's cost")
+    return f"{head}; " + "; ".join(words)
 
 
 def main() -> None:
@@ -109,6 +131,7 @@ def main() -> None:
             f"{'':<26}hybrid: {against}: {'clear win' if won else 'no clear win'}{hint} "
             f"({time.perf_counter() - t0:.0f} s)"
         )
+        print(f"{'':<26}against stock: {against_stock(figures)}")
     needed = (len(real) + 1) // 2
     build = bool(real) and wins >= needed
     print(
