@@ -27,6 +27,7 @@ import argparse
 import time
 from pathlib import Path
 
+from benchmarks.stock_rivals import cheapest_within
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, scenario
 from ddb_capacity_tools.simulator.candidates import ON_DEMAND, STOCK
 from ddb_capacity_tools.simulator.ensemble import run_ensemble, settings_of
@@ -52,10 +53,7 @@ Medians = dict[tuple[str, str], float]
 def cheapest_stock(med: Medians, refused: float) -> tuple[str, bool]:
     """The cheapest stock target refusing no more than ``refused`` (and True), or, where
     none does, the one refusing least (and False)."""
-    within = [n for n in STOCK if med[(n, REFUSED)] <= refused]
-    if within:
-        return min(within, key=lambda n: med[(n, COST)]), True
-    return min(STOCK, key=lambda n: (med[(n, REFUSED)], med[(n, COST)])), False
+    return cheapest_within({n: (med[(n, REFUSED)], med[(n, COST)]) for n in STOCK}, refused)
 
 
 def beaten_by(med: Medians, judged: str) -> list[str]:

@@ -27,6 +27,7 @@ import argparse
 import time
 from pathlib import Path
 
+from benchmarks.stock_rivals import cheapest_within
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, simulate
 from ddb_capacity_tools.simulator.ensemble import EnsembleResult, run_ensemble, settings_of
 from ddb_capacity_tools.simulator.run import DEFAULT_POLICIES
@@ -75,11 +76,10 @@ def cell(thr: float, cost: float, floor: float) -> str:
 def best_stock(results: list[EnsembleResult], ceiling: float) -> tuple[str, bool]:
     """The cheapest stock target refusing no more than ``ceiling`` units (True), or, when
     none does, the one that refuses least (False)."""
-    refused = {p: total(results, p, "throttled_requests") for p in TARGETS}
-    fit = [p for p in TARGETS if refused[p] <= ceiling]
-    if fit:
-        return min(fit, key=lambda p: total(results, p, "cost_usd")), True
-    return min(TARGETS, key=lambda p: (refused[p], total(results, p, "cost_usd"))), False
+    figures = {
+        p: (total(results, p, "throttled_requests"), total(results, p, "cost_usd")) for p in TARGETS
+    }
+    return cheapest_within(figures, ceiling, TARGETS)
 
 
 def main() -> None:

@@ -39,6 +39,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from benchmarks.stock_rivals import cheapest_within
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, scenario
 from ddb_capacity_tools.simulator.ensemble import EnsembleResult, run_ensemble, settings_of
 from ddb_capacity_tools.simulator.trace import Trace
@@ -245,14 +246,8 @@ def rivals(goal: Goal, outcome: Outcome) -> tuple[list[str], list[str]]:
     prints them; returns the summary row's cells and who beats it on both."""
     by = outcome.by
     refused, cost = by[f"{JUDGED}+fast"]
-    targets = [p for p in STOCK if p.startswith("stock:")]
-    fit = [p for p in targets if by[p][0] <= refused]
-    if fit:
-        target = min(fit, key=lambda p: by[p][1])
-        best = f"{target}: {versus(by, target)}"
-    else:
-        target = min(targets, key=lambda p: by[p])
-        best = f"none; fewest: {target}: {versus(by, target)}"
+    target, fits = cheapest_within(by, refused, [p for p in STOCK if p.startswith("stock:")])
+    best = f"{'' if fits else 'none; fewest: '}{target}: {versus(by, target)}"
     beaten = [p for p in STOCK if by[p][0] <= refused and by[p][1] < cost]
     print(
         f"\nagainst every stock target and on-demand ({JUDGED}+fast: {units(refused)} "

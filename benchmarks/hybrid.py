@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from benchmarks.simulate_noisy_30_days import noisy_diurnal
+from benchmarks.stock_rivals import cheapest_within
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, scenario, simulate
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.run import DimensionResult, compose_hybrid
@@ -88,13 +89,12 @@ def against_stock(figures: dict[str, tuple[float, float]]) -> str:
     """The hybrid against every stock target and on-demand, in words: the cheapest stock
     target refusing no more than it (or, where none does, the one refusing least)."""
     refused, cost = figures[HYBRID]
-    no_more = [s for s in STOCK if figures[s][0] <= refused * (1 + 1e-9) + 1e-6]
-    if no_more:
-        best = min(no_more, key=lambda s: figures[s][1])
-        head = f"cheapest stock target refusing no more: {best}"
-    else:
-        best = min(STOCK, key=lambda s: figures[s][0])
-        head = f"no stock target refuses as little; fewest: {best}"
+    best, fits = cheapest_within(figures, refused * (1 + 1e-9) + 1e-6, STOCK)
+    head = (
+        f"cheapest stock target refusing no more: {best}"
+        if fits
+        else f"no stock target refuses as little; fewest: {best}"
+    )
     words = []
     for name in (best, ON_DEMAND):
         o_refused, o_cost = figures[name]

@@ -71,6 +71,7 @@ from pathlib import Path
 
 from benchmarks.right_bill import SHARED, cut
 from benchmarks.simulate_noisy_30_days import noisy_diurnal
+from benchmarks.stock_rivals import cheapest_within
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, run_policy
 from ddb_capacity_tools.simulator.candidates import ON_DEMAND, STOCK
 from ddb_capacity_tools.simulator.policies import Spec
@@ -217,10 +218,8 @@ def measure(
 def cheapest_stock(scores: dict[str, Score]) -> tuple[str, bool]:
     """The cheapest stock target refusing nothing (under `NEGLIGIBLE_UNITS`; and True), or,
     where none does, the one refusing least (and False)."""
-    clear = [n for n in STOCK if scores[n].refused < NEGLIGIBLE_UNITS]
-    if clear:
-        return min(clear, key=lambda n: scores[n].cost), True
-    return min(STOCK, key=lambda n: (scores[n].refused, scores[n].cost)), False
+    figures = {n: (scores[n].refused, scores[n].cost) for n in STOCK}
+    return cheapest_within(figures, math.nextafter(NEGLIGIBLE_UNITS, 0))
 
 
 def print_others(scores: dict[str, Score]) -> None:

@@ -10,10 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from benchmarks.stock_rivals import cheapest_within
 from ddb_capacity_tools.cli import main
+from ddb_capacity_tools.simulator.candidates import STOCK
 
 ROOT = Path(__file__).resolve().parent.parent
-STOCK = [f"stock:{t}" for t in range(30, 100, 10)]
 POLICIES = [*STOCK, "autopilot+stock:80", "on-demand"]
 
 
@@ -52,8 +53,8 @@ def test_the_readmes_spike_figures_are_the_simulators() -> None:
     assert refused == 0
     said = [f"`autopilot+stock:80` refuses nothing at {cost / base:.2f}x stock:70's cost"]
     # the cheapest stock target that refuses nothing
-    clean = [p for p in STOCK if one[p][0] == 0]
-    cheapest = min(clean, key=lambda p: one[p][1])
+    cheapest, found = cheapest_within(one, 0)
+    assert found
     said.append(f"refuses nothing, {cheapest}, costs {one[cheapest][1] / base:.2f}x")
     od_refused, od_cost = one["on-demand"]
     said.append(f"on-demand refuses {od_refused / 1e6:.1f} M units")

@@ -1,0 +1,24 @@
+"""What every benchmark of a policy prints beside it: the cheapest stock target that
+refuses no more than the policy, or, where none does, the stock target that refuses least.
+
+Not a benchmark of its own: the benchmarks that compare a policy with every stock target
+(``autopilot_goals``, ``padding``, ``fast_path``, ``ensemble_traces``, ``hybrid``) ask it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ddb_capacity_tools.simulator.candidates import STOCK
+
+
+def cheapest_within(
+    figures: Mapping[str, tuple[float, float]], ceiling: float, names: Sequence[str] = STOCK
+) -> tuple[str, bool]:
+    """Of ``names`` (``figures[name]``: its refused units and its cost), the cheapest
+    refusing no more than ``ceiling`` units (and True), or, where none does, the one refusing
+    least, the cheaper of two that refuse as little (and False)."""
+    within = [n for n in names if figures[n][0] <= ceiling]
+    if within:
+        return min(within, key=lambda n: figures[n][1]), True
+    return min(names, key=lambda n: figures[n]), False
