@@ -191,6 +191,11 @@ def test_nearest_weekday_fires_on_the_weekday_nearest_its_day_in_the_same_month(
         ),
         ("cron(0 12 1 1 ? 2026/3)", ["2026-01-01", "2029-01-01", "2032-01-01"]),
         ("cron(0 12 1 1 ? 2026-2030/2)", ["2026-01-01", "2028-01-01", "2030-01-01"]),
+        # a day-of-week step runs to Saturday, never wrapping to Sunday
+        (
+            "cron(0 12 ? 3 MON/2 2026)",
+            [f"2026-03-{d:02}" for d in (2, 4, 6, 9, 11, 13, 16, 18, 20, 23, 25, 27, 30)],
+        ),
         ("cron(0 12 1 1 ? */30)", ["2030-01-01"]),
     ],
 )
@@ -214,6 +219,11 @@ def test_the_services_day_and_year_forms_fire_when_the_service_would(
         ("cron(0 12 30W 2 ? *)", "never fires: no month of '2' has a day '30W'"),
         ("cron(0 12 1 1 ? 2026/0)", "a year step must be at least 1; got '2026/0'"),
         ("cron(0 12 1 1 ? 2026/x)", "year field '2026/x' must be *, a year, a range"),
+        ("cron(0 12 1 1 ? 202²)", "year field '202²' must be *, a year, a range"),
+        (
+            "cron(0 9 ? * MONTUE *)",
+            "day-of-week must be 1-7 (SUN-SAT) or SUN-SAT; got 23 in 'MONTUE'",
+        ),
         ("cron(0 12 ? * 8L *)", "day-of-week must be 1-7 (SUN-SAT) or SUN-SAT; got 8"),
     ],
 )
@@ -433,6 +443,42 @@ def test_a_window_that_cannot_raise_is_refused_by_name(
             "low", dimension="read", start="09:00", duration=cdk.Duration.hours(1), **window
         )
     assert str(refused.value).endswith(message)
+
+
+def test_a_schedule_on_a_dimension_whose_minimum_is_a_token_is_refused(
+    stack: cdk.Stack,
+) -> None:
+    """A window's restore sets the configured minimum back: one known at deploy time only
+    cannot be replayed at synth, and its restore rendered as MinCapacity 0. Refused by
+    name, on that dimension only."""
+    token: Any = cdk.CfnParameter(stack, "Floor", type="Number").value_as_number
+    table = ProvisionedTable(
+        stack,
+        "Orders",
+        partition_key=PK,
+        read=Capacity(min_capacity=token, max_capacity=100),
+        write=Capacity(min_capacity=5, max_capacity=100),
+    )
+
+    def window() -> None:
+        table.add_capacity_window(
+            "w", dimension="read", capacity=50, start="09:00", duration=cdk.Duration.hours(1)
+        )
+
+    def entry() -> None:
+        table.add_schedule(
+            ScheduleEntry(name="e", schedule="cron(0 8 ? * * *)", min_capacity=20),
+            dimension="read",
+        )
+
+    for add in (window, entry):
+        with pytest.raises(ScheduleError, match="configured min_capacity must be a whole"):
+            add()
+    table.add_capacity_window(
+        "w", dimension="write", capacity=50, start="09:00", duration=cdk.Duration.hours(1)
+    )
+    restores = [a["ScalableTargetAction"] for a in actions_of(stack, table, "table", "Write")]
+    assert {"MinCapacity": 5} in restores and all(r.get("MinCapacity") for r in restores)
 
 
 def test_a_token_capacity_in_a_schedule_is_refused_by_name(stack: cdk.Stack) -> None:

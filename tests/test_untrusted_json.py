@@ -76,6 +76,20 @@ def test_shown_never_fails_on_a_value_nested_deeper_than_repr_goes() -> None:
     assert shown(nested(100_000)) == "<list nested too deep to show>"
 
 
+def test_shown_never_fails_on_an_object_whose_attributes_raise() -> None:
+    """Asking whether a value is a construct (its ``node.path``) never replaces the error
+    being reported: an object whose attribute lookup raises is shown by its repr."""
+
+    class Hostile:
+        def __getattr__(self, name: str) -> object:
+            raise KeyError(name)
+
+        def __repr__(self) -> str:
+            return "<hostile>"
+
+    assert shown(Hostile()) == "<hostile>"
+
+
 # ------------------------------------------------------------------ the entry points
 
 

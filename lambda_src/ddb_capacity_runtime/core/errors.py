@@ -19,7 +19,10 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     or a log line never carries a caller's whole input); a CDK construct (anything with a
     ``node.path``) as its class and path, not its address in memory."""
     if not isinstance(value, str | bytes | int | float | dict | list | tuple):
-        path = getattr(getattr(value, "node", None), "path", None)
+        try:
+            path = getattr(getattr(value, "node", None), "path", None)
+        except Exception:  # an object whose attributes raise is shown by its repr
+            path = None
         if isinstance(path, str) and path:
             kind = type(value)
             return shown_text(f"<{kind.__module__}.{kind.__qualname__} {path}>", limit)

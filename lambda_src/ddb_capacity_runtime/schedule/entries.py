@@ -316,6 +316,7 @@ class TableSchedule:
         label = f"{self._where} {'table' if index is None else 'index ' + repr(index)} {dimension}"
         where = f"{label} schedule {getattr(entry, 'name', entry)!r}"
         self._check_name(label, where, entry, index, dimension)
+        self._check_range(label, index, dimension)
         self._check_capacities(where, entry)
         _check_times(where, entry)
         placed = PlacedEntry(
@@ -343,6 +344,23 @@ class TableSchedule:
                 f"{where}: the name is already used on this dimension; names "
                 f"must be unique per scalable target"
             )
+
+    def _check_range(self, label: str, index: str | None, dimension: str) -> None:
+        """The dimension's configured minimum and maximum are whole numbers: a schedule is
+        replayed against them as the app is built, so one known at deploy time only (a
+        CfnParameter's value, which reaches here as the number CDK encodes it as) cannot
+        be, and a restore to it would be a restore to nothing."""
+        known = self._ranges.get((index, dimension))
+        if known is None:
+            return
+        for name, value in zip(("min_capacity", "max_capacity"), known, strict=True):
+            if not is_whole(value, 1):
+                raise ScheduleError(
+                    f"{label}: the dimension's configured {name} must be a whole number known "
+                    f"when the app is built for a schedule on it; got {value!r}, a value "
+                    f"known at deploy time only (a token): give a number, or no schedule on "
+                    f"this dimension"
+                )
 
     def _check_capacities(self, where: str, entry: ScheduleEntry) -> None:
         """``entry`` sets a min, a max or both, each whole from 1 to the quota, min <= max."""
@@ -392,6 +410,7 @@ class TableSchedule:
                 f"{second} {window.start}); the next raise would come before the restore. "
                 f"Shorten it, or give fewer week_days"
             )
+        self._check_range(label, window.index, window.dimension)
         cap = window.capacity
         if not is_whole(cap, 1, self._quota):
             raise ScheduleError(

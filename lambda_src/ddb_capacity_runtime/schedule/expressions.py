@@ -30,7 +30,14 @@ RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
 RATE_UNITS = {"minute": 60, "hour": 3600, "day": 86400}
 
 
-DOW_NUMBER = re.compile(r"(?<![#/\d])(\d+)")
+DOW_NUMBER = re.compile(r"(?<![#/0-9])([0-9]+)")
+
+
+DIGITS = re.compile(r"[0-9]+")
+
+
+DOW_STEP = re.compile(r"^([0-9]+)/([0-9]+)$")
+"""A day-of-week step from one day (``2/2``): to the week's end, Saturday (AAS's 7)."""
 
 
 DOW_NAMES = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
@@ -40,7 +47,7 @@ DOW_NAMES = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
 DOW_NAME = re.compile("|".join(DOW_NAMES), re.IGNORECASE)
 
 
-NEAREST_WEEKDAY = re.compile(r"(\d+)W", re.IGNORECASE)
+NEAREST_WEEKDAY = re.compile(r"([0-9]+)W", re.IGNORECASE)
 """Day-of-month ``nW``: the weekday (Monday to Friday) nearest day n of the month."""
 
 
@@ -187,8 +194,8 @@ def _years(field: str, where: str, text: str) -> frozenset[int] | None:
         span, slash, step = part.partition("/")
         bounds = span.split("-")
         if not (
-            (span == "*" or (all(b.isdigit() for b in bounds) and len(bounds) <= 2))
-            and (not slash or step.isdigit())
+            (span == "*" or (all(DIGITS.fullmatch(b) for b in bounds) and len(bounds) <= 2))
+            and (not slash or DIGITS.fullmatch(step))
         ):
             raise ScheduleError(
                 f"{where}: schedule {text!r}: year field {field!r} must be *, "
@@ -217,8 +224,12 @@ def _dow_to_standard(field: str, where: str, text: str) -> str:
     """AAS numbers days 1-7 from Sunday; standard cron 0-6. Names become numbers first
     (``FRIL``, the last Friday, is ``6L``; ``MON#2`` is ``2#2``), and ``L`` alone is the
     week's last day, Saturday."""
+    written = field
     field = "7" if field.upper() == "L" else field
     field = DOW_NAME.sub(lambda m: str(DOW_NAMES.index(m.group(0).upper()) + 1), field)
+    # "MON/2" is Monday, Wednesday, Friday: to Saturday, never wrapping to Sunday as a
+    # standard cron's 1/2 would (its days run 0-7)
+    field = DOW_STEP.sub(r"\1-7/\2", field)
 
     def shift(match: re.Match[str]) -> str:
         day = int(match.group(1))
@@ -226,6 +237,7 @@ def _dow_to_standard(field: str, where: str, text: str) -> str:
             raise ScheduleError(
                 f"{where}: schedule {text!r}: day-of-week must be 1-7 (SUN-SAT) "
                 f"or SUN-SAT; got {day}"
+                + ("" if written == str(day) or written.isdigit() else f" in {written!r}")
             )
         return str(day - 1)
 
