@@ -90,7 +90,7 @@ def region(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str
 
     monkeypatch.setattr(boto3, "client", client)
     end = datetime.now(UTC).replace(second=0, microsecond=0)
-    return {"ddb": ddb, "cloudwatch": cloudwatch, "denied": denied, "end": end}
+    return {"ddb": ddb, "cloudwatch": cloudwatch, "denied": denied, "end": end, "aws_env": aws_env}
 
 
 def create(ddb: Any, name: str) -> str:
@@ -695,6 +695,15 @@ def test_a_table_is_described_once_and_a_refused_description_fails_that_table_al
     )
     advice = advise_module.advise_one(region["cloudwatch"], region["ddb"], "Counted", None, setup)
     assert not isinstance(advice, Failure) and calls == ["Counted"]
+    # with the current settings read too (advise --html/--report, the fleet function)
+    calls.clear()
+    autoscaling = moto_client(region["aws_env"], "application-autoscaling")
+    advice = advise_module.advise_one(
+        region["cloudwatch"], region["ddb"], "Counted", None, replace(setup, current=True),
+        autoscaling,
+    )  # fmt: skip
+    assert not isinstance(advice, Failure) and advice.current is not None
+    assert calls == ["Counted"]
     client = boto3.client(
         "dynamodb", region_name="eu-west-1", aws_access_key_id="x", aws_secret_access_key="x"
     )
