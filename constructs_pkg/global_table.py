@@ -500,11 +500,17 @@ class _Validation:
             ("replicas", o._spec.regions, now.regions),
             ("global secondary indexes", o._spec.indexes, now.indexes),
         ):
-            if set(found) != set(then):
-                added = sorted(_label(r) for r in set(found) - set(then))
+            added = sorted(_label(r) for r in set(found) - set(then))
+            removed = sorted(_label(r) for r in set(then) - set(found))
+            if added:
                 errors.append(
                     f"{o._where}: global table {_shown_name(o.table)} has {kind} added after "
                     f"this construct ({', '.join(added)}); add every one of them to the "
                     "TableV2 before GlobalTableCapacity"
+                )
+            if removed:
+                errors.append(
+                    f"{o._where}: global table {_shown_name(o.table)} has {kind} removed "
+                    f"after this construct ({', '.join(removed)})"
                 )
         return errors

@@ -306,7 +306,7 @@ class TableSchedule:
         self._quota = quota
         self._now = now
         self._stale: list[str] = []  # entries with no firing left by the synth's clock
-        self._spent: list[PlacedEntry] = []  # those entries
+        self._spent: set[int] = set()  # those entries (their ids)
         self._entries: list[PlacedEntry] = []
         self._windows: list[CapacityWindow] = []
 
@@ -324,7 +324,7 @@ class TableSchedule:
         )
         if self._now is not None and (stale := _check_fires(placed, self._now, where)):
             self._stale.append(stale)
-            self._spent.append(placed)
+            self._spent.add(id(placed))
         self._entries.append(placed)
         return placed
 
@@ -589,7 +589,7 @@ class TableSchedule:
                 for p in placed
                 if (p.index, p.dimension) == key
                 and p.entry.min_capacity is not None
-                and not any(p is spent for spent in self._spent)  # warned of: no firing left
+                and id(p) not in self._spent  # warned of: no firing left
             ]
             if mins and all((p.entry.min_capacity or 0) > base for p in mins):
                 names = ", ".join(repr(p.entry.name) for p in mins)
