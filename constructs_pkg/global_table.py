@@ -175,9 +175,12 @@ class GlobalTableCapacity(Construct):
         ``region``'s alone. The maximum is the template's, so ``max_capacity`` is refused,
         and so is a ``min_capacity`` above it."""
         known_entry(self._where, entry)
-        for where, schedule, highest in self._placed(dimension, index_name, region):
+        placed = self._placed(dimension, index_name, region)
+        for where, schedule, highest in placed:  # every Region checked before any is added
             if isinstance(entry, ScheduleEntry):
                 self._check_minimum(where, entry, highest)
+            schedule.check_entry(entry, index_name, dimension)
+        for _, schedule, _ in placed:
             schedule.add_entry(entry, index_name, dimension)
 
     def add_capacity_window(
@@ -199,6 +202,7 @@ class GlobalTableCapacity(Construct):
         is raised ``lead`` before (default 15 minutes) and restored at the end. In every
         replica (write), or every replica or ``region``'s (read); ``capacity`` may not be
         above the template's maximum."""
+        windows = []
         for where, schedule, highest in self._placed(dimension, index_name, region):
             window = capacity_window(
                 where,
@@ -216,6 +220,9 @@ class GlobalTableCapacity(Construct):
                 raise CapacityConfigError(
                     self._above(f"{where} window {name!r}", capacity, highest)
                 )
+            schedule.check_window(window)  # every Region checked before any is added
+            windows.append((schedule, window))
+        for schedule, window in windows:
             schedule.add_window(window)
 
     def schedule_preview(

@@ -354,6 +354,27 @@ def test_replicas_added_after_the_construct_are_refused_at_synth() -> None:
         cdk.App.of(stack).synth()  # type: ignore[union-attr]
 
 
+def test_a_window_one_replica_refuses_is_added_to_none() -> None:
+    """us-east-1's read minimum is 5, eu-west-1's 10: a read window of 8 raises the first
+    and would lower the second, so it is refused, and no Region keeps it (the same name
+    can be given again)."""
+    _, capacity = make()
+    with pytest.raises(ScheduleError, match="eu-west-1 table read window 'w': capacity: got 8"):
+        capacity.add_capacity_window(
+            "w", dimension="read", capacity=8, start="09:00", duration=Duration.hours(1)
+        )
+    assert capacity.schedule_preview(region="us-east-1") == []
+    capacity.add_capacity_window(
+        "w", dimension="read", capacity=20, start="09:00", duration=Duration.hours(1)
+    )
+    assert {
+        e.placed.entry.name for e in capacity.schedule_preview(region="us-east-1", count=40)
+    } == {
+        "w-raise",
+        "w-restore",
+    }
+
+
 def test_indexes_added_after_the_construct_are_refused_at_synth() -> None:
     """A GSI the construct never saw would have no schedules, no alarms and no scaling by
     the scaler, while a schedule on it is refused as unknown: the synth fails instead."""

@@ -313,6 +313,19 @@ class TableSchedule:
     # ---------------------------------------------------------------- adding
 
     def add_entry(self, entry: ScheduleEntry, index: str | None, dimension: str) -> PlacedEntry:
+        placed, stale = self.check_entry(entry, index, dimension)
+        if stale:
+            self._stale.append(stale)
+            self._spent.add(id(placed))
+        self._entries.append(placed)
+        return placed
+
+    def check_entry(
+        self, entry: ScheduleEntry, index: str | None, dimension: str
+    ) -> tuple[PlacedEntry, str | None]:
+        """Every check of `add_entry`, adding nothing: the entry as it would be placed, and
+        the warning it would bring (no firing left), if any. Raises ScheduleError as
+        `add_entry` does."""
         label = f"{self._where} {'table' if index is None else 'index ' + repr(index)} {dimension}"
         where = f"{label} schedule {getattr(entry, 'name', entry)!r}"
         self._check_name(label, where, entry, index, dimension)
@@ -322,11 +335,8 @@ class TableSchedule:
         placed = PlacedEntry(
             entry, index, dimension, parse(entry.schedule, where), zone(entry.time_zone, where)
         )
-        if self._now is not None and (stale := _check_fires(placed, self._now, where)):
-            self._stale.append(stale)
-            self._spent.add(id(placed))
-        self._entries.append(placed)
-        return placed
+        stale = _check_fires(placed, self._now, where) if self._now is not None else None
+        return placed, stale
 
     def _check_name(
         self, label: str, where: str, entry: object, index: str | None, dimension: str
@@ -383,6 +393,11 @@ class TableSchedule:
             )
 
     def add_window(self, window: CapacityWindow) -> None:
+        self.check_window(window)
+        self._windows.append(window)
+
+    def check_window(self, window: CapacityWindow) -> None:
+        """Every check of `add_window`, adding nothing; raises ScheduleError as it does."""
         scope = "table" if window.index is None else f"index {window.index!r}"
         label = f"{self._where} {scope} {window.dimension} window {window.name!r}"
         if not isinstance(window.start, str) or not HHMM.fullmatch(window.start):
@@ -431,7 +446,6 @@ class TableSchedule:
                     f"{label}: the name {window.name}-{suffix} is already used "
                     f"on this dimension; names must be unique per scalable target"
                 )
-        self._windows.append(window)
 
     def _names(self, index: str | None, dimension: str) -> set[str]:
         """Entry names used on one dimension, windows' included (names need no replay)."""
