@@ -383,7 +383,7 @@ def advise_one(
         table,
         index,
         setup,
-        lambda keys: read_current(dynamodb, autoscaling, table, keys, max_capacity, description),
+        lambda keys: read_current(autoscaling, table, description, keys, max_capacity),
         size_of(description, index),
     )
 

@@ -101,20 +101,13 @@ def _provisioned(description: Mapping[str, Any], index: str | None) -> Mapping[s
 
 
 def read_current(
-    dynamodb: Any,
-    autoscaling: Any,
-    table: str,
-    keys: Sequence[Key],
-    max_capacity: int,
-    description: Any = None,
+    autoscaling: Any, table: str, description: Any, keys: Sequence[Key], max_capacity: int
 ) -> Current:
-    """The current settings of ``keys`` (the dimensions of the table's history): one
-    DescribeTable (none when the caller gives its answer, ``description``), then, for a
-    provisioned table, its and its GSIs' scalable targets and target-tracking policies. A
-    failed call makes them unknown, with the reason."""
+    """The current settings of ``keys`` (the dimensions of the table's history), from
+    DescribeTable's answer for it (``description``, untrusted) and, for a provisioned table,
+    its and its GSIs' scalable targets and target-tracking policies. A failed call makes
+    them unknown, with the reason."""
     try:
-        if description is None:
-            description = dynamodb.describe_table(TableName=table)["Table"]
         if not isinstance(description, dict):
             return Current({}, "DescribeTable: the answer has no Table")
         mode = description.get("BillingModeSummary", {}).get("BillingMode", "PROVISIONED")

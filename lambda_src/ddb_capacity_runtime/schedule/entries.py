@@ -305,8 +305,8 @@ class TableSchedule:
         self._ranges = ranges
         self._quota = quota
         self._now = now
-        self._stale: list[str] = []  # entries with no firing left by the synth's clock
-        self._spent: set[int] = set()  # those entries (their ids)
+        # the entries (by id) with no firing left by the synth's clock, and the warning
+        self._stale: dict[int, str] = {}
         self._entries: list[PlacedEntry] = []
         self._windows: list[CapacityWindow] = []
 
@@ -315,8 +315,7 @@ class TableSchedule:
     def add_entry(self, entry: ScheduleEntry, index: str | None, dimension: str) -> PlacedEntry:
         placed, stale = self.check_entry(entry, index, dimension)
         if stale:
-            self._stale.append(stale)
-            self._spent.add(id(placed))
+            self._stale[id(placed)] = stale
         self._entries.append(placed)
         return placed
 
@@ -355,14 +354,14 @@ class TableSchedule:
                 f"must be unique per scalable target"
             )
 
-    def _check_range(self, label: str, index: str | None, dimension: str) -> None:
-        """The dimension's configured minimum and maximum are whole numbers: a schedule is
-        replayed against them as the app is built, so one known at deploy time only (a
-        CfnParameter's value, which reaches here as the number CDK encodes it as) cannot
-        be, and a restore to it would be a restore to nothing."""
+    def _check_range(self, label: str, index: str | None, dimension: str) -> tuple[int, int] | None:
+        """The dimension's configured minimum and maximum (None: not scheduled here), whole
+        numbers: a schedule is replayed against them as the app is built, so one known at
+        deploy time only (a CfnParameter's value, which reaches here as the number CDK
+        encodes it as) cannot be, and a restore to it would be a restore to nothing."""
         known = self._ranges.get((index, dimension))
         if known is None:
-            return
+            return None
         for name, value in zip(("min_capacity", "max_capacity"), known, strict=True):
             if not is_whole(value, 1):
                 raise ScheduleError(
@@ -371,6 +370,7 @@ class TableSchedule:
                     f"known at deploy time only (a token): give a number, or no schedule on "
                     f"this dimension"
                 )
+        return known
 
     def _check_capacities(self, where: str, entry: ScheduleEntry) -> None:
         """``entry`` sets a min, a max or both, each whole from 1 to the quota, min <= max."""
@@ -425,13 +425,12 @@ class TableSchedule:
                 f"{second} {window.start}); the next raise would come before the restore. "
                 f"Shorten it, or give fewer week_days"
             )
-        self._check_range(label, window.index, window.dimension)
+        known = self._check_range(label, window.index, window.dimension)
         cap = window.capacity
         if not is_whole(cap, 1, self._quota):
             raise ScheduleError(
                 f"{label}: capacity must be a whole number from 1 to {self._quota}; got {cap!r}"
             )
-        known = self._ranges.get((window.index, window.dimension))
         if known is not None and cap <= known[0]:
             raise ScheduleError(
                 f"{label}: capacity: got {cap}; a window raises the minimum, which is "
@@ -571,7 +570,7 @@ class TableSchedule:
         placed = self._placed_with(values)
         timeline = replay(placed, self._ranges, start, end)
         errors = errors + timeline.errors
-        warnings = self._stale + decrease_warnings(timeline, self._ranges)
+        warnings = [*self._stale.values(), *decrease_warnings(timeline, self._ranges)]
         warnings += self._never_restored(placed)
         for w in self._windows:
             for o in self._windows:
@@ -603,7 +602,7 @@ class TableSchedule:
                 for p in placed
                 if (p.index, p.dimension) == key
                 and p.entry.min_capacity is not None
-                and id(p) not in self._spent  # warned of: no firing left
+                and id(p) not in self._stale  # warned of: no firing left
             ]
             if mins and all((p.entry.min_capacity or 0) > base for p in mins):
                 names = ", ".join(repr(p.entry.name) for p in mins)

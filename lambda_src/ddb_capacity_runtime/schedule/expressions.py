@@ -236,8 +236,7 @@ def _dow_to_standard(field: str, where: str, text: str) -> str:
         if not 1 <= day <= 7:
             raise ScheduleError(
                 f"{where}: schedule {text!r}: day-of-week must be 1-7 (SUN-SAT) "
-                f"or SUN-SAT; got {day}"
-                + ("" if written == str(day) or written.isdigit() else f" in {written!r}")
+                f"or SUN-SAT; got {day}" + ("" if DIGITS.fullmatch(written) else f" in {written!r}")
             )
         return str(day - 1)
 
