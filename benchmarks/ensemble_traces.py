@@ -27,7 +27,7 @@ import argparse
 import time
 from pathlib import Path
 
-from benchmarks.stock_rivals import cheapest_within
+from benchmarks.stock_rivals import cheapest_within, print_table
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, simulate
 from ddb_capacity_tools.simulator.ensemble import EnsembleResult, run_ensemble, settings_of
 from ddb_capacity_tools.simulator.run import DEFAULT_POLICIES
@@ -76,10 +76,12 @@ def cell(thr: float, cost: float, floor: float) -> str:
 def best_stock(results: list[EnsembleResult], ceiling: float) -> tuple[str, bool]:
     """The cheapest stock target refusing no more than ``ceiling`` units (True), or, when
     none does, the one that refuses least (False)."""
-    figures = {
-        p: (total(results, p, "throttled_requests"), total(results, p, "cost_usd")) for p in TARGETS
-    }
-    return cheapest_within(figures, ceiling, TARGETS)
+    return cheapest_within({p: figures(results, p) for p in TARGETS}, ceiling, TARGETS)
+
+
+def figures(results: list[EnsembleResult], policy: str) -> tuple[float, float]:
+    """``policy``'s units refused and dollars, read + write medians."""
+    return total(results, policy, "throttled_requests"), total(results, policy, "cost_usd")
 
 
 def main() -> None:
@@ -114,51 +116,29 @@ def main() -> None:
         f"{time.perf_counter() - started:.1f} s (not timed against the goal)"
     )
     columns = (*REAL_POLICIES, "cheapest stock target refusing no more than " + LIBRARY)
-    print("\n3. real traffic, ensemble medians (read + write): throttled units, cost $")
-    print("| trace | " + " | ".join(columns) + " |")
-    print("|" + " --- |" * (len(columns) + 1))
+    rows, every = [], []
     for t in real:
         results = outcome[t.name]
         floor = total(results, "bound", "cost_usd")
-        cells = [
-            cell(
-                total(results, p, "throttled_requests"),
-                total(results, p, "cost_usd"),
-                floor if p != "bound" else 0.0,
-            )
-            for p in REAL_POLICIES
-        ]
+        name = t.name.removesuffix(".csv")
+        cells = [cell(*figures(results, p), floor if p != "bound" else 0.0) for p in REAL_POLICIES]
         target, fits = best_stock(results, total(results, LIBRARY, "throttled_requests"))
-        chosen = cell(
-            total(results, target, "throttled_requests"), total(results, target, "cost_usd"), floor
-        )
+        chosen = cell(*figures(results, target), floor)
         cells.append(f"{target}: {chosen}" if fits else f"none; fewest: {target}: {chosen}")
-        print(f"| {t.name.removesuffix('.csv')} | " + " | ".join(cells) + " |")
+        rows.append([name, *cells])
+        every.append([name, *(cell(*figures(results, p), floor) for p in TARGETS)])
+    print("\n3. real traffic, ensemble medians (read + write): throttled units, cost $")
+    print_table(("trace", *columns), rows)
     print("\nevery stock target, per real trace: throttled units, cost $ (x the bound's)")
-    print("| trace | " + " | ".join(TARGETS) + " |")
-    print("|" + " --- |" * (len(TARGETS) + 1))
-    for t in real:
-        results = outcome[t.name]
-        floor = total(results, "bound", "cost_usd")
-        row = [
-            cell(total(results, p, "throttled_requests"), total(results, p, "cost_usd"), floor)
-            for p in TARGETS
-        ]
-        print(f"| {t.name.removesuffix('.csv')} | " + " | ".join(row) + " |")
+    print_table(("trace", *TARGETS), every)
     print(f"\n4. {LIBRARY} per real trace: against stock:70; beaten on both by")
     for t in real:
         results = outcome[t.name]
-        thr, cost = (total(results, LIBRARY, m) for m in ("throttled_requests", "cost_usd"))
-        base_thr, base_cost = (
-            total(results, "stock:70", m) for m in ("throttled_requests", "cost_usd")
-        )
+        thr, cost = figures(results, LIBRARY)
+        base_thr, base_cost = figures(results, "stock:70")
         ratio = f"{thr / base_thr:.2f}x" if base_thr else "-"
-        beaten = [
-            p
-            for p in (*TARGETS, "on-demand")
-            if total(results, p, "throttled_requests") <= thr
-            and total(results, p, "cost_usd") < cost
-        ]
+        others = {p: figures(results, p) for p in (*TARGETS, "on-demand")}
+        beaten = [p for p, (o_thr, o_cost) in others.items() if o_thr <= thr and o_cost < cost]
         print(
             f"   {t.name.removesuffix('.csv')}: refused {ratio}, cost {cost / base_cost:.2f}x "
             f"stock:70's; beaten on both by: {', '.join(beaten) or 'none'}"

@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from benchmarks.stock_rivals import cheapest_within
+from benchmarks.stock_rivals import cheapest_within, print_table
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, scenario
 from ddb_capacity_tools.simulator.ensemble import EnsembleResult, run_ensemble, settings_of
 from ddb_capacity_tools.simulator.trace import Trace
@@ -216,15 +216,27 @@ def goal_row(goal: Goal, outcome: Outcome) -> list[str]:
     ]
 
 
-def goals_table(rows: list[list[str]]) -> None:
-    print(
-        f"\n| trace | F | {JUDGED}+fast: refused x {BASE} (goal) | cost x {BASE} (goal) | "
-        f"cost x without the fast path (goal) | {JUDGED} without it: refused, cost x {BASE} | "
-        f"autopilot+stock:80+fast: refused, cost x {BASE} |"
-    )
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for cells in rows:
-        print("| " + " | ".join(cells) + " |")
+GOAL_COLUMNS = (
+    "trace",
+    "F",
+    f"{JUDGED}+fast: refused x {BASE} (goal)",
+    f"cost x {BASE} (goal)",
+    "cost x without the fast path (goal)",
+    f"{JUDGED} without it: refused, cost x {BASE}",
+    f"autopilot+stock:80+fast: refused, cost x {BASE}",
+)
+"""The goals table's header."""
+
+SUMMARY_COLUMNS = (
+    "trace",
+    "F",
+    f"{JUDGED}+fast: refused, cost",
+    "cheapest stock target refusing no more (x the fast path's)",
+    "on-demand (x the fast path's)",
+    "refuses no more and costs less",
+)
+"""The header of the table of the judged policy with the fast path against every stock
+target, per trace."""
 
 
 def units(n: float) -> str:
@@ -271,18 +283,6 @@ def rivals(goal: Goal, outcome: Outcome) -> tuple[list[str], list[str]]:
     return cells, beaten
 
 
-def summary(rows: list[list[str]]) -> None:
-    """Per trace, the judged policy with the fast path against every stock target."""
-    print(
-        f"\n| trace | F | {JUDGED}+fast: refused, cost | cheapest stock target refusing no "
-        f"more (x the fast path's) | on-demand (x the fast path's) | refuses no more and "
-        f"costs less |"
-    )
-    print("| --- | --- | --- | --- | --- | --- |")
-    for cells in rows:
-        print("| " + " | ".join(cells) + " |")
-
-
 def goals(folder: Path) -> list[Goal]:
     out = [
         Goal("spike", scenario("spike"), 1.0, 0.1, cost=1.05),
@@ -313,8 +313,10 @@ def main() -> None:
         beaten += bool(by)
         if i == 0:
             by_setting(outcome)
-    goals_table(table)
-    summary(rows)
+    print()
+    print_table(GOAL_COLUMNS, table)
+    print()
+    print_table(SUMMARY_COLUMNS, rows)
     print(
         f"\n{time.perf_counter() - started:.0f} s; {len(misses)} miss(es); beaten on both "
         f"refusals and cost by a stock target or on-demand on {beaten} of {len(rows)}"

@@ -1,5 +1,6 @@
 """What every benchmark of a policy prints beside it: the cheapest stock target that
-refuses no more than the policy, or, where none does, the stock target that refuses least.
+refuses no more than the policy, or, where none does, the stock target that refuses least;
+and the Markdown table such a comparison is printed in, ready for the docs.
 
 Not a benchmark of its own: the benchmarks that compare a policy with every stock target
 (``autopilot_goals``, ``padding``, ``fast_path``, ``ensemble_traces``, ``hybrid``) ask it.
@@ -7,7 +8,7 @@ Not a benchmark of its own: the benchmarks that compare a policy with every stoc
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from ddb_capacity_tools.simulator.candidates import STOCK
 
@@ -22,3 +23,11 @@ def cheapest_within(
     if within:
         return min(within, key=lambda n: figures[n][1]), True
     return min(names, key=lambda n: figures[n]), False
+
+
+def print_table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+    """A Markdown table: ``columns`` as its header, then a line a row of cells."""
+    print("| " + " | ".join(columns) + " |")
+    print("|" + " --- |" * len(columns))
+    for cells in rows:
+        print("| " + " | ".join(cells) + " |")
