@@ -27,7 +27,7 @@ import argparse
 import time
 from pathlib import Path
 
-from benchmarks.stock_rivals import cheapest_within
+from benchmarks.stock_rivals import beaten_by, cheapest_within
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, scenario
 from ddb_capacity_tools.simulator.candidates import ON_DEMAND, STOCK
 from ddb_capacity_tools.simulator.ensemble import run_ensemble, settings_of
@@ -56,14 +56,6 @@ def cheapest_stock(med: Medians, refused: float) -> tuple[str, bool]:
     return cheapest_within({n: (med[(n, REFUSED)], med[(n, COST)]) for n in STOCK}, refused)
 
 
-def beaten_by(med: Medians, judged: str) -> list[str]:
-    """The settings of `OTHERS` refusing no more than ``judged`` at less cost."""
-    refused, cost = med[(judged, REFUSED)], med[(judged, COST)]
-    return [
-        n for n in OTHERS if n != judged and med[(n, REFUSED)] <= refused and med[(n, COST)] < cost
-    ]
-
-
 def others_cells(med: Medians, judged: str) -> tuple[str, str, list[str]]:
     """A trace's cheapest stock target refusing no more than ``judged`` (or the one refusing
     least) and on-demand, as table cells, and the settings that beat ``judged``."""
@@ -71,7 +63,9 @@ def others_cells(med: Medians, judged: str) -> tuple[str, str, list[str]]:
     label = best if within else f"none; fewest: {best}"
     stock = f"{label}: {med[(best, REFUSED)] / 1e6:,.2f}M, ${med[(best, COST)]:,.0f}"
     on_demand = f"{med[(ON_DEMAND, REFUSED)] / 1e6:,.2f}M, ${med[(ON_DEMAND, COST)]:,.0f}"
-    return stock, on_demand, beaten_by(med, judged)
+    others = [n for n in OTHERS if n != judged]
+    figures = {n: (med[(n, REFUSED)], med[(n, COST)]) for n in others}
+    return stock, on_demand, beaten_by(figures, med[(judged, REFUSED)], med[(judged, COST)], others)
 
 
 def print_totals(rows: list[tuple[str, Medians]], judged: str) -> None:

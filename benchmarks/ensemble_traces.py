@@ -27,8 +27,9 @@ import argparse
 import time
 from pathlib import Path
 
-from benchmarks.stock_rivals import cheapest_within, print_table
+from benchmarks.stock_rivals import beaten_by, cheapest_within, print_table
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, simulate
+from ddb_capacity_tools.simulator.candidates import STOCK
 from ddb_capacity_tools.simulator.ensemble import EnsembleResult, run_ensemble, settings_of
 from ddb_capacity_tools.simulator.run import DEFAULT_POLICIES
 from ddb_capacity_tools.simulator.scenarios import diurnal, nightly_batch
@@ -39,7 +40,6 @@ POLICIES = (*DEFAULT_POLICIES, "scheduled")
 REAL_POLICIES = ("stock:70", "stock:60", "throttle-aware+stock:70", "on-demand", "oracle", "bound")
 #: the library's policy the stock targets are held against
 LIBRARY = "throttle-aware+stock:70"
-TARGETS = tuple(f"stock:{t}" for t in range(30, 100, 10))
 
 
 def traces(folder: Path) -> tuple[list[Trace], list[Trace]]:
@@ -76,7 +76,7 @@ def cell(thr: float, cost: float, floor: float) -> str:
 def best_stock(results: list[EnsembleResult], ceiling: float) -> tuple[str, bool]:
     """The cheapest stock target refusing no more than ``ceiling`` units (True), or, when
     none does, the one that refuses least (False)."""
-    return cheapest_within({p: figures(results, p) for p in TARGETS}, ceiling, TARGETS)
+    return cheapest_within({p: figures(results, p) for p in STOCK}, ceiling, STOCK)
 
 
 def figures(results: list[EnsembleResult], policy: str) -> tuple[float, float]:
@@ -106,7 +106,7 @@ def main() -> None:
     if not real:
         print(f"\n{args.traces} not found: no real-traffic table")
         return
-    more = [p for p in TARGETS if p not in REAL_POLICIES]
+    more = [p for p in STOCK if p not in REAL_POLICIES]
     extra = [parse(p) for p in more]
     started = time.perf_counter()
     for t in real:
@@ -126,19 +126,19 @@ def main() -> None:
         chosen = cell(*figures(results, target), floor)
         cells.append(f"{target}: {chosen}" if fits else f"none; fewest: {target}: {chosen}")
         rows.append([name, *cells])
-        every.append([name, *(cell(*figures(results, p), floor) for p in TARGETS)])
+        every.append([name, *(cell(*figures(results, p), floor) for p in STOCK)])
     print("\n3. real traffic, ensemble medians (read + write): throttled units, cost $")
     print_table(("trace", *columns), rows)
     print("\nevery stock target, per real trace: throttled units, cost $ (x the bound's)")
-    print_table(("trace", *TARGETS), every)
+    print_table(("trace", *STOCK), every)
     print(f"\n4. {LIBRARY} per real trace: against stock:70; beaten on both by")
     for t in real:
         results = outcome[t.name]
         thr, cost = figures(results, LIBRARY)
         base_thr, base_cost = figures(results, "stock:70")
         ratio = f"{thr / base_thr:.2f}x" if base_thr else "-"
-        others = {p: figures(results, p) for p in (*TARGETS, "on-demand")}
-        beaten = [p for p, (o_thr, o_cost) in others.items() if o_thr <= thr and o_cost < cost]
+        others = {p: figures(results, p) for p in (*STOCK, "on-demand")}
+        beaten = beaten_by(others, thr, cost, others)
         print(
             f"   {t.name.removesuffix('.csv')}: refused {ratio}, cost {cost / base_cost:.2f}x "
             f"stock:70's; beaten on both by: {', '.join(beaten) or 'none'}"

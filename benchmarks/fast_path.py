@@ -39,8 +39,9 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from benchmarks.stock_rivals import cheapest_within, print_table
+from benchmarks.stock_rivals import beaten_by, cheapest_within, print_table
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, scenario
+from ddb_capacity_tools.simulator.candidates import ON_DEMAND, STOCK
 from ddb_capacity_tools.simulator.ensemble import EnsembleResult, run_ensemble, settings_of
 from ddb_capacity_tools.simulator.trace import Trace
 
@@ -49,7 +50,7 @@ SECONDS = 20
 LIBRARY = ("autopilot+stock:70", "autopilot")
 FAST = ("autopilot+stock:70", "autopilot+stock:80", "autopilot")
 JUDGED = "autopilot+stock:70"
-STOCK = (*(f"stock:{t}" for t in range(30, 100, 10)), "on-demand")
+RIVALS = (*STOCK, ON_DEMAND)
 BASE = "stock:70"
 
 
@@ -107,7 +108,7 @@ def measure(goal: Goal, workers: int) -> Outcome:
         replace(base, fast_path_seconds=SECONDS, fast_path_share=goal.share),
         goal.trace,
     )
-    specs = [parse(p) for p in (*STOCK, *LIBRARY)]
+    specs = [parse(p) for p in (*RIVALS, *LIBRARY)]
     slow = run_ensemble(goal.trace, specs, off, Prices(), workers=workers)
     fast = run_ensemble(goal.trace, [parse(p) for p in FAST], on, workers=workers)
     by = medians(slow)
@@ -258,9 +259,9 @@ def rivals(goal: Goal, outcome: Outcome) -> tuple[list[str], list[str]]:
     prints them; returns the summary row's cells and who beats it on both."""
     by = outcome.by
     refused, cost = by[f"{JUDGED}+fast"]
-    target, fits = cheapest_within(by, refused, [p for p in STOCK if p.startswith("stock:")])
+    target, fits = cheapest_within(by, refused, STOCK)
     best = f"{'' if fits else 'none; fewest: '}{target}: {versus(by, target)}"
-    beaten = [p for p in STOCK if by[p][0] <= refused and by[p][1] < cost]
+    beaten = beaten_by(by, refused, cost, RIVALS)
     print(
         f"\nagainst every stock target and on-demand ({JUDGED}+fast: {units(refused)} "
         f"refused, ${cost:,.2f}; x its own):\n"

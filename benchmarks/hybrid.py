@@ -32,14 +32,14 @@ from pathlib import Path
 from benchmarks.simulate_noisy_30_days import noisy_diurnal
 from benchmarks.stock_rivals import cheapest_within
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, scenario, simulate
+from ddb_capacity_tools.simulator.candidates import ON_DEMAND, STOCK
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.run import DimensionResult, compose_hybrid
 from ddb_capacity_tools.simulator.trace import Trace
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
-BASE, ON_DEMAND, HYBRID = "autopilot:70", "on-demand", "hybrid:70"
+BASE, HYBRID = "autopilot:70", "hybrid:70"
 HINDSIGHT = "hybrid:70 in hindsight"
-STOCK = tuple(f"stock:{t}" for t in range(30, 100, 10))
 MARGIN = 0.9
 
 

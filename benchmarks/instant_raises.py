@@ -45,13 +45,14 @@ from pathlib import Path
 from typing import Any
 
 from ddb_capacity_tools.simulator import ModelParams, Prices, parse, read_csv, scenario
+from ddb_capacity_tools.simulator.candidates import ON_DEMAND, STOCK
 from ddb_capacity_tools.simulator.ensemble import run_ensemble, settings_of
 from ddb_capacity_tools.simulator.trace import Trace
 
 from .fast_path import medians
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
-STOCK = (*(f"stock:{t}" for t in range(30, 100, 10)), "on-demand")
+RIVALS = (*STOCK, ON_DEMAND)
 TARGETS = (70, 80, 90)
 BASE = "stock:70"
 SIGNALS: dict[str, dict[str, Any]] = {
@@ -92,7 +93,7 @@ def measure(
     base = replace(ModelParams(), **(prewarm or {}))
     stock = run_ensemble(
         trace,
-        [parse(p) for p in STOCK],
+        [parse(p) for p in RIVALS],
         settings_of("plausible", base, trace),
         Prices(),
         workers=workers,
