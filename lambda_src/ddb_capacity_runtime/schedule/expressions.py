@@ -293,16 +293,14 @@ def parse(text: str, where: str) -> Expression:
             f"expression has 6: minutes hours day-of-month month day-of-week year"
         )
     minute, hour, dom, month, dow, year = fields
-    _check_fields(fields, where, text)
+    nearest, week = _check_fields(fields, where, text)
     years = _years(year, where, text)
     if (dom == "?") == (dow == "?"):
         raise ScheduleError(
             f"{where}: schedule {text!r}: exactly one of day-of-month ({dom!r}) "
             f"and day-of-week ({dow!r}) must be ?"
         )
-    nearest = NEAREST_WEEKDAY.fullmatch(dom)
-    day = nearest.group(1) if nearest else dom  # nW is checked as day n
-    week = "*" if dow == "?" else _dow_to_standard(dow, where, text)
+    day = dom if nearest is None else str(nearest)  # nW is checked as day n
     cron5 = " ".join([minute, hour, "*" if dom == "?" else day, month, week])
     try:
         CronSim(cron5, datetime(2026, 1, 1))
@@ -316,25 +314,29 @@ def parse(text: str, where: str) -> Expression:
         raise ScheduleError(
             f"{where}: schedule {text!r} is not a valid cron expression: {exc}"
         ) from None
-    if nearest:
+    if nearest is not None:
         return Expression(
             text,
             cron5=" ".join([minute, hour, "*", month, week]),
             years=years,
-            nearest_weekday=int(day),
+            nearest_weekday=nearest,
         )
     return Expression(text, cron5=cron5, years=years)
 
 
-def _check_fields(fields: Sequence[str], where: str, text: str) -> None:
+def _check_fields(fields: Sequence[str], where: str, text: str) -> tuple[int | None, str]:
     """Each cron field on its own, before the rules between fields: the first that is out
-    of its range (``cron(0 25 * * * *)``: hours) is named with what it allows."""
+    of its range (``cron(0 25 * * * *)``: hours) is named with what it allows. Returns the
+    day n of a day-of-month ``nW`` (or None) and the day of week in standard cron (``*``
+    for ``?``)."""
+    nearest_weekday = None
     for n, (name, allowed) in enumerate(CRON_FIELDS):
         if fields[n] == "?" and name == "day-of-month":
             continue
         value = fields[n]
         if name == "day-of-month" and (nearest := NEAREST_WEEKDAY.fullmatch(value)):
             value = nearest.group(1)
+            nearest_weekday = int(value)
         elif name == "day-of-month" and "W" in value.upper() and value.upper() != "LW":
             raise ScheduleError(
                 f"{where}: schedule {text!r}: day-of-month field {value!r}: W takes one day "
@@ -348,8 +350,8 @@ def _check_fields(fields: Sequence[str], where: str, text: str) -> None:
                 f"{where}: schedule {text!r}: {name} field {fields[n]!r} is out of range; "
                 f"expected {allowed} (a value, a range a-b, a list a,b, a step a/n, or *)"
             ) from None
-    if fields[4] != "?":
-        _dow_to_standard(fields[4], where, text)
+    week = "*" if fields[4] == "?" else _dow_to_standard(fields[4], where, text)
+    return nearest_weekday, week
 
 
 def _parse_at(text: str, when: str, where: str) -> Expression:
