@@ -24,7 +24,7 @@ from constructs import Construct
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.validators import is_number
 
-from .props import MetricProps, is_token, whole_prop
+from .props import MetricProps, bool_prop, is_token, whole_prop
 
 __all__ = ["AlarmOptions", "AlarmSet", "AlarmSpec", "checked_alarm_options", "emf_metric"]
 
@@ -85,10 +85,7 @@ def checked_alarm_options(
 
 
 def _check_option(where: str, name: str, option: AlarmOptions) -> None:
-    if not isinstance(option.enabled, bool):
-        raise CapacityConfigError(
-            f"{where}: {name}.enabled: got {shown(option.enabled)}; expected True or False"
-        )
+    bool_prop(where, f"{name}.enabled", option.enabled)
     threshold = option.threshold
     if threshold is not None and not (is_number(threshold) and threshold > 0):
         raise CapacityConfigError(

@@ -19,7 +19,7 @@ from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA as DEFAULT_TABLE
 from ddb_capacity_runtime.core.names import MAX_TABLE_QUOTA as MAX_TABLE_QUOTA
 from ddb_capacity_runtime.core.validators import is_number, is_whole
 
-from .props import duration_prop, is_token
+from .props import bool_prop, duration_prop, is_token
 
 TARGET_UTILIZATION_RANGE = (20, 90)
 """Application Auto Scaling's range for DynamoDB target utilization, in percent."""
@@ -146,10 +146,7 @@ class Capacity:
             )
         for cooldown in ("scale_in_cooldown", "scale_out_cooldown"):
             duration_prop(where, cooldown, getattr(self, cooldown), NO_FLOOR, optional=True)
-        if not isinstance(self.disable_scale_in, bool):
-            raise CapacityConfigError(
-                f"{where}: disable_scale_in must be True or False; got {self.disable_scale_in!r}"
-            )
+        bool_prop(where, "disable_scale_in", self.disable_scale_in)
 
     @property
     def initial_capacity(self) -> int:

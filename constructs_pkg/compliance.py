@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from aws_cdk import Acknowledgment, CfnResource, Validations
 from constructs import IConstruct
 
+from ddb_capacity_runtime.core.errors import CapacityConfigError
+
 NAG_PACKS = (
     "AwsSolutionsChecks",
     "ServerlessChecks",
@@ -63,7 +65,9 @@ def acknowledge_all(construct: IConstruct, reasons: Mapping[str, str]) -> None:
     the reason it is safe (one call into jsii for them all)."""
     for finding, reason in reasons.items():
         if not reason.strip():
-            raise ValueError(f"acknowledge: finding {finding!r} needs a reason; got an empty one")
+            raise CapacityConfigError(
+                f"acknowledge: finding {finding!r} needs a reason; got an empty one"
+            )
     Validations.of(construct).acknowledge(
         *(Acknowledgment(id=acknowledgment_id(f), reason=r) for f, r in reasons.items())
     )
@@ -74,10 +78,14 @@ def skip_checkov(construct: IConstruct, check_id: str, reason: str) -> None:
     resource (the construct itself, or its default child), with the reason it is safe:
     ``Metadata.checkov.skip[] = {id, comment}``."""
     if not reason.strip():
-        raise ValueError(f"skip_checkov: check {check_id!r} needs a reason; got an empty one")
+        raise CapacityConfigError(
+            f"skip_checkov: check {check_id!r} needs a reason; got an empty one"
+        )
     resource = construct if isinstance(construct, CfnResource) else construct.node.default_child
     if not isinstance(resource, CfnResource):
-        raise ValueError(f"skip_checkov: {construct.node.path} has no CloudFormation resource")
+        raise CapacityConfigError(
+            f"skip_checkov: {construct.node.path} has no CloudFormation resource"
+        )
     metadata = resource.get_metadata("checkov") or {}
     skips = [s for s in metadata.get("skip", []) if s["id"] != check_id]
     resource.add_metadata("checkov", {"skip": [*skips, {"id": check_id, "comment": reason}]})

@@ -28,6 +28,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_tools.fleet_settings import MAX_DAYS, NAMESPACE, AdvisorSettings
 
 from .alarm_sink import chosen_alarm_topic
@@ -183,7 +184,7 @@ class FleetAdvisor(Construct):
         others = {"day": cron.day, "month": cron.month, "week_day": cron.week_day}
         given = [k for k, v in {**others, "year": cron.year}.items() if v is not None]
         if given:
-            raise ValueError(
+            raise CapacityConfigError(
                 f"{self._where}: schedule: got {given[0]}={getattr(cron, given[0])!r}; "
                 "expected a daily time: minute and hour only"
             )
@@ -193,18 +194,18 @@ class FleetAdvisor(Construct):
         )
         duration_prop(self._where, "report_delay", delay, Duration.minutes(15))
         if is_token(delay):
-            raise ValueError(
+            raise CapacityConfigError(
                 f"{self._where}: report_delay: got a token; expected whole minutes known at "
                 "synth (they set the report's schedule), 15 minutes to 23 hours"
             )
         if delay.to_seconds() % 60:
-            raise ValueError(
+            raise CapacityConfigError(
                 f"{self._where}: report_delay: got {delay.to_human_string()}; expected whole "
                 "minutes, 15 minutes to 23 hours"
             )
         delay_minutes = delay.to_minutes()
         if not 15 <= delay_minutes <= 23 * 60:
-            raise ValueError(
+            raise CapacityConfigError(
                 f"{self._where}: report_delay: got {delay_minutes} minutes; expected 15 "
                 "minutes to 23 hours"
             )
@@ -219,7 +220,7 @@ class FleetAdvisor(Construct):
     def _whole(self, name: str, text: str | None, high: int) -> int:
         value = "0" if text is None else text
         if not (value.isdigit() and int(value) <= high):
-            raise ValueError(
+            raise CapacityConfigError(
                 f"{self._where}: {name}: got {text!r}; expected a whole number from 0 to {high}"
             )
         return int(value)
@@ -229,22 +230,24 @@ class FleetAdvisor(Construct):
         from ddb_capacity_tools.simulator.policies import PolicyError, parse
 
         if isinstance(candidates, str | bytes):
-            raise ValueError(
+            raise CapacityConfigError(
                 f"{self._where}: candidates: got {candidates!r}; expected a list of policies "
                 f"({CANDIDATE_HELP})"
             )
         for c in candidates:
             if not isinstance(c, str):
-                raise ValueError(
+                raise CapacityConfigError(
                     f"{self._where}: candidates: got {c!r} (a {type(c).__name__}); expected a "
                     f"policy's name: {CANDIDATE_HELP}"
                 )
             try:
                 kind = parse(c, option="candidates").kind
             except PolicyError as exc:
-                raise ValueError(f"{self._where}: {exc}") from None
+                raise CapacityConfigError(f"{self._where}: {exc}") from None
             if kind not in CANDIDATE_KINDS:
-                raise ValueError(f"{self._where}: candidates: got {c!r}; expected {CANDIDATE_HELP}")
+                raise CapacityConfigError(
+                    f"{self._where}: candidates: got {c!r}; expected {CANDIDATE_HELP}"
+                )
 
     # ---------------------------------------------------------------- storage and queues
 

@@ -154,6 +154,14 @@ def duration_prop(
     return value
 
 
+def bool_prop(where: str, name: str, value: object) -> bool:
+    """``value`` when it is True or False; anything else is refused, text above all: Python
+    reads ``"false"`` as true."""
+    if not isinstance(value, bool):
+        raise CapacityConfigError(f"{where}: {name}: got {shown(value)}; expected True or False")
+    return value
+
+
 def whole_prop(where: str, name: str, value: object, low: int, high: int) -> int:
     """``value`` when it is a whole number from ``low`` to ``high`` (or an unresolved
     token); a bool, a float (NaN and infinity included) or text is refused."""

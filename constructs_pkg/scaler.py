@@ -46,7 +46,7 @@ from .iam_statements import (
     state_store_statement,
 )
 from .lazy import lazy_json, lazy_string
-from .props import MetricProps, ReservedCapacity, is_token
+from .props import MetricProps, ReservedCapacity, bool_prop, is_token
 from .replica_table import Replica, ReplicaSource
 from .runtime import FunctionDefaults, FunctionOptions, function_configs, state_store_table
 from .scaler_alarms import NAMESPACE as NAMESPACE
@@ -271,6 +271,7 @@ class ThrottleAwareScaler(Construct):
         self.table_quota = check_table_quota(self._where, table_quota)
         tick_minutes = checks.tick_minutes(self._where, tick, mode, updating_for_ticks)
         self.tag_key = checks.checked_tag_key(self._where, tag_key)
+        bool_prop(self._where, "dry_run", dry_run)
         self.reserved = checks.checked_reserved(self._where, reserved)
         *sharding, concurrency = checks.checked_sharding(
             self._where, sharded, shard_above_tables, tables_per_batch, batch_concurrency

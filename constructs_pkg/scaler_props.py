@@ -27,7 +27,7 @@ from ddb_capacity_runtime.core.validators import is_whole
 
 from .alarms import ALARM_WINDOW_SECONDS
 from .batches import CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY
-from .props import ReservedCapacity, duration_prop, is_token
+from .props import ReservedCapacity, bool_prop, duration_prop, is_token
 
 
 def tick_minutes(where: str, tick: Duration, mode: str, updating_for_ticks: int) -> int:
@@ -92,8 +92,7 @@ def checked_sharding(
     """The sharding props checked (the Lambda checks the first two again); returns
     ``shard_above_tables``, ``tables_per_batch`` and ``batch_concurrency`` with their
     defaults."""
-    if not isinstance(sharded, bool):
-        raise CapacityConfigError(f"{where}: sharded must be True or False; got {shown(sharded)}")
+    bool_prop(where, "sharded", sharded)
     checks = (
         ("shard_above_tables", above, 1, 1_000_000, DEFAULT_SHARD_ABOVE_TABLES),
         ("tables_per_batch", per_batch, 1, MAX_TABLES_PER_BATCH, DEFAULT_TABLES_PER_BATCH),
@@ -117,16 +116,13 @@ def checked_sharding(
 
 def checked_own_target(where: str, own_target: object, mode: str) -> bool:
     """``own_target`` checked: a bool, True in the autopilot mode only."""
-    if not isinstance(own_target, bool):
-        raise CapacityConfigError(
-            f"{where}: own_target must be True or False; got {shown(own_target)}"
-        )
-    if own_target and mode != "autopilot":
+    owned = bool_prop(where, "own_target", own_target)
+    if owned and mode != "autopilot":
         raise CapacityConfigError(
             f"{where}: own_target needs mode='autopilot' (its plans set the target "
             f"value); got mode={mode!r}"
         )
-    return own_target
+    return owned
 
 
 def hot_key_ticks(where: str, hot_key_for: Duration, tick: Duration) -> int:

@@ -37,6 +37,7 @@ from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, me
 from .compliance import acknowledge
 from .fleet_advisor import FleetAdvisor
 from .lazy import lazy_json, lazy_list, lazy_string
+from .props import bool_prop
 from .runtime import (
     FunctionDefaults,
     FunctionOptions,
@@ -178,10 +179,7 @@ class NightlyTuning(Construct):
                 f"{self._where}: scaler: got {got}; expected a ThrottleAwareScaler with "
                 "own_target=True (the loop tunes the target values the scaler owns)"
             )
-        if not isinstance(dry_run, bool):
-            raise CapacityConfigError(
-                f"{self._where}: dry_run: got {shown(dry_run)}; expected True or False"
-            )
+        bool_prop(self._where, "dry_run", dry_run)
         try:
             return Bounds.checked(self._where, allowed, max_step)
         except SettingsError as exc:

@@ -21,6 +21,7 @@ from aws_cdk.assertions import Match, Template
 from constructs_pkg import apply_nag_packs
 from constructs_pkg.fleet_advisor import FleetAdvisor
 from constructs_pkg.runtime import staged_advisor
+from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_tools.fleet_settings import AdvisorSettings
 
 HANDLERS = {
@@ -286,6 +287,6 @@ def test_bad_props_are_refused_with_the_prop_and_the_value(
     props: dict[str, Any], message: str
 ) -> None:
     stack = cdk.Stack(cdk.App(), "Bad")
-    with pytest.raises(ValueError) as caught:
+    with pytest.raises(CapacityConfigError) as caught:
         FleetAdvisor(stack, "Advisor", **props)
     assert "FleetAdvisor Bad/Advisor: " + message in str(caught.value)

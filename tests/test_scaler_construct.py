@@ -909,12 +909,28 @@ def test_without_own_target_nothing_is_owned_and_no_policy_may_be_written(
             "own_target needs mode='autopilot' (its plans set the target value); "
             "got mode='reactive'",
         ),
-        ({"own_target": "yes"}, "own_target must be True or False; got 'yes'"),
+        ({"own_target": "yes"}, "own_target: got 'yes'; expected True or False"),
     ],
 )
 def test_bad_own_target_is_refused(stack: cdk.Stack, kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(CapacityConfigError, match=re.escape(message)):
         ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)], **kwargs)
+
+
+@pytest.mark.parametrize("dry_run", ["false", "yes", 0, None])
+def test_a_dry_run_that_is_not_a_bool_is_refused(stack: cdk.Stack, dry_run: object) -> None:
+    # "false" is true to Python: taken, it would leave the scaler deciding and never acting
+    with pytest.raises(CapacityConfigError) as raised:
+        ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)], dry_run=dry_run)  # type: ignore[arg-type]
+    assert str(raised.value) == (
+        f"ThrottleAwareScaler Test/Scaler: dry_run: got {dry_run!r}; expected True or False"
+    )
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_dry_run_reaches_the_function(stack: cdk.Stack, dry_run: bool) -> None:
+    ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)], dry_run=dry_run)
+    assert [v["SCALER_DRY_RUN"] for v in scaler_variables(stack)] == [str(dry_run).lower()]
 
 
 def scaler_variables(stack: cdk.Stack) -> list[dict[str, Any]]:

@@ -156,7 +156,7 @@ def test_without_sharded_nothing_of_it_is_deployed(stack: cdk.Stack) -> None:
     [
         ({"shard_above_tables": 500}, "shard_above_tables applies to a sharded tick only; got 500"),
         ({"batch_concurrency": 5}, "batch_concurrency applies to a sharded tick only"),
-        ({"sharded": "yes"}, "sharded must be True or False; got 'yes'"),
+        ({"sharded": "yes"}, "sharded: got 'yes'; expected True or False"),
         (
             {"sharded": True, "shard_above_tables": 0},
             "shard_above_tables must be a whole number from 1 to 1,000,000; got 0",

@@ -213,7 +213,7 @@ def test_prewarm_of_wrong_type(stack: cdk.Stack) -> None:
 def test_disable_scale_in_not_a_bool(stack: cdk.Stack) -> None:
     bad = Capacity(min_capacity=5, max_capacity=10, disable_scale_in="no")  # type: ignore[arg-type]
     message = error_of(lambda: make(stack, write=bad))
-    assert message == f"{WHERE} table write: disable_scale_in must be True or False; got 'no'"
+    assert message == f"{WHERE} table write: disable_scale_in: got 'no'; expected True or False"
 
 
 def test_unresolved_tokens_are_not_checked(stack: cdk.Stack) -> None:
