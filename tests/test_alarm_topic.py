@@ -19,6 +19,7 @@ from constructs_pkg.capacity import Capacity
 from constructs_pkg.capacity_requests import CapacityRequests
 from constructs_pkg.fast_path import FastPath
 from constructs_pkg.fleet_advisor import FleetAdvisor
+from constructs_pkg.global_table import GlobalTableCapacity, HighWaterMark
 from constructs_pkg.provisioned_table import ProvisionedTable
 from constructs_pkg.scaler import ThrottleAwareScaler
 from constructs_pkg.tuning import NightlyTuning
@@ -149,6 +150,23 @@ def _tuning(s: cdk.Stack, t: ProvisionedTable) -> None:
     NightlyTuning(s, "N", scaler=scaler, advisor=advisor, allowed_targets=range(50, 91, 5))
 
 
+def _global_table(s: cdk.Stack, _t: ProvisionedTable) -> dynamodb.TableV2:
+    """A provisioned ``TableV2`` of two dimensions with a replica in another Region."""
+    autoscaled = dynamodb.Capacity.autoscaled(min_capacity=5, max_capacity=100)
+    return dynamodb.TableV2(
+        s,
+        "Global",
+        table_name="global",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        billing=dynamodb.Billing.provisioned(read_capacity=autoscaled, write_capacity=autoscaled),
+        replicas=[dynamodb.ReplicaTableProps(region="eu-west-1")],
+    )
+
+
+def _global_capacity(s: cdk.Stack, t: ProvisionedTable) -> None:
+    GlobalTableCapacity(s, "G", table=_global_table(s, t), high_water_mark=HighWaterMark(read=50))
+
+
 FOOTPRINTS: dict[str, tuple[Callable[[cdk.Stack, ProvisionedTable], object], Any]] = {
     "ThrottleAwareScaler": (lambda s, t: ThrottleAwareScaler(s, "S", tables=[t]), None),
     "CapacityRequests": (lambda s, t: CapacityRequests(s, "R", tables=[t]), None),
@@ -156,14 +174,19 @@ FOOTPRINTS: dict[str, tuple[Callable[[cdk.Stack, ProvisionedTable], object], Any
         lambda s, t: CapacityRequests(s, "R", tables=[t], fast_path=FastPath()),
         None,
     ),
+    "CapacityRequests, fast_path with the stream": (
+        lambda s, t: CapacityRequests(s, "R", tables=[t], fast_path=FastPath(stream=True)),
+        None,
+    ),
     "FleetAdvisor": (lambda s, _t: FleetAdvisor(s, "A"), None),
     "NightlyTuning": (_tuning, _scaler_and_advisor),
+    "GlobalTableCapacity": (_global_capacity, _global_table),
 }
 """Each row of the table: what makes it, and what it is counted over (None: the table alone)."""
 
 
 def kinds(make: Callable[[cdk.Stack, ProvisionedTable], object] | None) -> Counter[str]:
-    stack = cdk.Stack(cdk.App(), "Footprint")
+    stack = cdk.Stack(cdk.App(), "Footprint", env=cdk.Environment(region="us-east-1"))
     table = with_table(stack)
     if make is not None:
         make(stack, table)
