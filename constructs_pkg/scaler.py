@@ -271,7 +271,6 @@ class ThrottleAwareScaler(Construct):
         self.table_quota = check_table_quota(self._where, table_quota)
         tick_minutes = checks.tick_minutes(self._where, tick, mode, updating_for_ticks)
         self.tag_key = checks.checked_tag_key(self._where, tag_key)
-        bool_prop(self._where, "dry_run", dry_run)
         self.reserved = checks.checked_reserved(self._where, reserved)
         *sharding, concurrency = checks.checked_sharding(
             self._where, sharded, shard_above_tables, tables_per_batch, batch_concurrency
@@ -300,12 +299,12 @@ class ThrottleAwareScaler(Construct):
     def _settings(
         self, mode: str, tick_minutes: int, dry_run: bool, sharding: list[int], until: object
     ) -> ScalerConfig:
-        """The settings the construct writes from its props (``until``:
+        """The settings the construct writes from its props (``dry_run`` and ``until``,
         ``read_legacy_state_until``, checked here)."""
         return ScalerConfig(
             tag_key=self.tag_key,
             tag_value=self.tag_value,
-            dry_run=dry_run,
+            dry_run=bool_prop(self._where, "dry_run", dry_run),
             tick_minutes=tick_minutes,
             namespace=NAMESPACE,
             shard_above_tables=sharding[0],

@@ -199,3 +199,18 @@ def test_a_timestamp_without_a_time_zone_is_refused_naming_its_row(
         f"ddb-capacity: error: {path} line {line}, column timestamp: got {value!r}; expected a "
         "timestamp with its UTC offset (Z or +00:00): one without could be any time zone's\n"
     )
+
+
+def test_a_fixed_policy_above_the_default_maximum_is_taken_up_to_max_capacity(
+    tmp_path: Path,
+) -> None:
+    # the page's candidates are read again after the run: they were checked against the
+    # default 40,000 units, not --max-capacity, and a run the parser took failed there
+    page = tmp_path / "page.html"
+    argv = ("simulate", "--scenario", "spike", "--max-capacity", "60000", "--html", str(page))
+    code, _, err = run(*argv, "--policy", "fixed:50000")
+    assert (code, err) == (0, f"page written to {page}\n")
+    assert "fixed:50000" in page.read_text()
+    code, _, err = run(*argv, "--policy", "fixed:70000")
+    assert code == 2
+    assert "fixed capacity 70000 is outside 1 to 60000 (capacity units)" in err

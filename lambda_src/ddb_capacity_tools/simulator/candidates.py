@@ -242,8 +242,10 @@ def streamed(name: str) -> bool:
     return STREAM in suffixes(name)[1]
 
 
-def spec_of(name: str, max_capacity: int = 40_000, option: str = "--policy") -> Spec:
-    """The policy a candidate runs (a pre-warmed one's, without `PREWARM`)."""
+def spec_of(name: str, max_capacity: int | None = None, option: str = "--policy") -> Spec:
+    """The policy a candidate runs (a pre-warmed one's, without `PREWARM`); a ``fixed:N``
+    checked against ``max_capacity`` when given (a candidate's name was checked against the
+    run's when it was given: `--max-capacity` may be above the default 40,000)."""
     return parse(split_prewarm(name)[0], max_capacity, option)
 
 

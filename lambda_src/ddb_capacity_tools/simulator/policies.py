@@ -142,9 +142,11 @@ _NUMBERED = (
 told its range), kind and whether it runs on stock auto scaling."""
 
 
-def parse(text: str, max_capacity: int = 40_000, option: str = "--policy") -> Spec:
+def parse(text: str, max_capacity: int | None = 40_000, option: str = "--policy") -> Spec:
     """Parse one ``--policy`` value (or the value of ``option``, which names it in errors);
-    [`PolicyError`][ddb_capacity_tools.simulator.PolicyError] names what is allowed."""
+    [`PolicyError`][ddb_capacity_tools.simulator.PolicyError] names what is allowed. A
+    ``fixed:N`` is checked against ``max_capacity`` (None: not checked, for a name checked
+    when it was given)."""
     t = text.strip()
     if t.endswith(RESERVED):
         spec = parse(t[: -len(RESERVED)], max_capacity, option)
@@ -175,7 +177,7 @@ def parse(text: str, max_capacity: int = 40_000, option: str = "--policy") -> Sp
         return Spec(text, t, 70 if t == "scheduled" else None)
     if m := re.fullmatch(r"fixed:(-?\d+)", t):
         n = int(m.group(1))
-        if not 1 <= n <= max_capacity:
+        if not 1 <= n <= (n if max_capacity is None else max_capacity):
             raise PolicyError(
                 f"{option} {text!r}: fixed capacity {n} is outside 1 to {max_capacity} "
                 f"(capacity units)"
