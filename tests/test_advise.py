@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -271,6 +272,44 @@ def test_advise_and_tune_give_the_same_figures_a_month_from_the_later_half(
 def test_advise_bad_input(argv: list[str], message: str) -> None:
     code, _, err = run("advise", *argv)
     assert code == 2 and message in err
+
+
+NO_CREDENTIALS = (
+    "ddb-capacity: error: no AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
+    "AWS_SECRET_ACCESS_KEY\n"
+)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["backtest", "--table", "Orders", "--days", "1", "--policy", "stock:70"],
+        ["tune", "--table", "Orders", "--days", "1", "--candidate", "stock:70"],
+        ["advise", "--all-tables", "--days", "1"],
+        ["advise", "--table", "Orders", "--days", "1"],
+        ["advise", "--table", "Orders", "--index", "byCustomer", "--days", "1", "--json"],
+    ],
+    ids=["backtest", "tune-table", "advise-all-tables", "advise-table", "advise-index"],
+)
+def test_no_credentials_is_one_line_for_every_command_reading_aws(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str]
+) -> None:
+    # GIVEN a Region but no credentials anywhere boto3 looks (no AWS_* variable, empty
+    # credentials and config files, no instance metadata), and no AWS reachable
+    for name in [n for n in os.environ if n.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)  # no credentials cached by others
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(empty))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(empty))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    # WHEN the command runs (with its progress bar: no --quiet)
+    code, out, err = run(*argv)
+    # THEN it is the one line every command gives, exit status 2, and nothing else
+    assert (code, out, err) == (2, "", NO_CREDENTIALS)
 
 
 class Pages:

@@ -221,6 +221,13 @@ def built_pages(site: Path) -> dict[str, str]:
     return {str(p.relative_to(site)): p.read_text() for p in site.rglob("*.html")}
 
 
+def test_no_page_shows_a_code_fence_as_text(site: Path) -> None:
+    """A fence Markdown reads as text (indented 4 spaces outside a list: an indented code
+    block) shows its backticks on the page instead of a highlighted block: none does."""
+    shown = [name for name, built in built_pages(site).items() if "```" in text_of(built)]
+    assert shown == []
+
+
 def anchors_of(page_html: str) -> set[str]:
     return set(re.findall(r'\b(?:id|name)="([^"]+)"', page_html))
 

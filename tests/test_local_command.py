@@ -5,6 +5,7 @@ scaler ticked once; and the bad input it names before deploying anything."""
 from __future__ import annotations
 
 import io
+import json
 import re
 import socket
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ddb_capacity_tools import local_aws
+from ddb_capacity_tools import local, local_aws
 from ddb_capacity_tools.cli import main
 
 APP = """
@@ -89,11 +90,58 @@ def test_a_users_app_is_deployed_locally_and_its_scaler_ticked(
     assert out.endswith("server stopped\n")
 
 
-def test_no_app_is_named_with_an_example() -> None:
-    code, out, err = run("local")
+def test_an_empty_app_is_named_with_an_example(user_app: str) -> None:
+    code, out, err = run("local", "--app", " ")
     assert (code, out) == (2, "")
-    assert err.startswith("ddb-capacity: error: --app: got ''; expected the command that runs")
+    assert err.startswith("ddb-capacity: error: --app: got ' '; expected the command that runs")
     assert '"python app.py"' in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("cdk_json", "found"),
+    [
+        (None, "there is no cdk.json in "),
+        ('{"output": "cdk.out"}', 'cdk.json has no "app"'),
+        ('{"app": 3}', 'cdk.json has "app": 3'),
+        ('["python app.py"]', 'cdk.json has no "app"'),
+        ("{not json", "cdk.json cannot be read as JSON ("),
+    ],
+    ids=["no-cdk-json", "no-app-key", "app-not-a-string", "not-an-object", "not-json"],
+)
+def test_no_app_nor_cdk_json_app_names_both(
+    user_app: str, tmp_path: Path, cdk_json: str | None, found: str
+) -> None:
+    # GIVEN no --app, and a folder whose cdk.json gives no command (or no cdk.json at all)
+    if cdk_json is not None:
+        (tmp_path / "cdk.json").write_text(cdk_json)
+    # WHEN local runs there
+    code, out, err = run("local")
+    # THEN one line names --app, what cdk.json held, and both places a command is taken from
+    assert (code, out) == (2, ""), err
+    assert err.startswith("ddb-capacity: error: --app: got none, and ") and found in err, err
+    assert f"in {tmp_path}" in err and '--app "python app.py"' in err and err.count("\n") == 1
+    assert "or a cdk.json in " in err and 'whose "app" is that command' in err
+
+
+def test_without_app_the_app_of_cdk_json_is_run(user_app: str, tmp_path: Path) -> None:
+    # GIVEN a folder whose cdk.json names the app's command, as the CDK CLI reads it
+    (tmp_path / "cdk.json").write_text(json.dumps({"app": user_app, "output": "cdk.out"}))
+    # WHEN local runs there without --app (an unknown --stack stops it before deploying)
+    code, out, err = run("local", "--stack", "Nope")
+    # THEN cdk.json's app was synthesized: its stacks are the ones listed
+    assert out == f'synthesizing {user_app} (cdk.json\'s "app") in {tmp_path} ...\n'
+    assert (code, err) == (
+        2,
+        "ddb-capacity: error: --stack: got 'Nope'; expected one of the app's stacks: "
+        "['Scaled', 'Plain']\n",
+    )
+    # AND an app of cdk.json that fails is named as cdk.json's
+    (tmp_path / "app.py").write_text("raise SystemExit('bad config')\n")
+    code, _, err = run("local")
+    assert code == 2 and "bad config" in err, err
+    assert err.startswith(
+        f'ddb-capacity: error: --app: got none; cdk.json\'s "app" is {user_app!r}; expected a '
+    )
 
 
 def test_an_app_that_fails_to_synth_is_named(user_app: str, tmp_path: Path) -> None:
@@ -171,16 +219,41 @@ def test_a_stack_with_an_explicit_env_is_deployed_in_its_account_and_region(
     assert [row[2:6] for row in rows][-1] == ["write", "update-table", "3", "5"], out
 
 
-def test_stacks_in_two_accounts_are_refused_naming_them(user_app: str, tmp_path: Path) -> None:
-    two = ENV_APP.replace(
+def test_stacks_in_several_accounts_are_refused_naming_each_accounts_stacks(
+    user_app: str, tmp_path: Path
+) -> None:
+    # GIVEN stacks in two explicit accounts, one without an env and one whose env names a
+    # Region only (both of the last deployed in moto's default account)
+    several = ENV_APP.replace(
         "app.synth()",
         'cdk.Stack(app, "Other", env=cdk.Environment(account="222222222222", '
-        'region="eu-west-1"))\napp.synth()',
+        'region="eu-west-1"))\n'
+        'cdk.Stack(app, "Loose")\n'
+        'cdk.Stack(app, "Regional", env=cdk.Environment(region="eu-west-1"))\n'
+        "app.synth()",
     )
-    (tmp_path / "app.py").write_text(two)
+    (tmp_path / "app.py").write_text(several)
+    # WHEN local runs without --stack
     code, out, err = run("local", "--app", user_app)
+    # THEN it is refused before deploying, naming each account's stacks, and the stacks
+    # without an account in their env as such
     assert code == 2 and "deploying" not in out
-    assert "accounts ['111111111111', '222222222222']" in err and "--stack" in err
+    assert err == (
+        "ddb-capacity: error: --stack: got none; the stacks are in 3 accounts "
+        "(111111111111: Pinned; "
+        "123456789012: Loose (a stack without an env, deployed in moto's default account), "
+        "Regional (a stack whose env names no account, deployed in moto's default account); "
+        "222222222222: Other): the local server is one account, so choose the stacks of one "
+        "account with --stack (repeatable)\n"
+    )
+    # AND stacks of two accounts named with --stack are refused too, naming the values given
+    code, out, err = run("local", "--app", user_app, "--stack", "Loose", "--stack", "Other")
+    assert code == 2 and "deploying" not in out
+    assert err.startswith(
+        "ddb-capacity: error: --stack: got ['Loose', 'Other']; the stacks are in 2 accounts "
+        "(123456789012: Loose (a stack without an env, deployed in moto's default account); "
+        "222222222222: Other)"
+    ), err
 
 
 def test_a_missing_moto_server_says_how_to_install_it(
@@ -190,3 +263,77 @@ def test_a_missing_moto_server_says_how_to_install_it(
     code, out, err = run("local", "--app", user_app)
     assert code == 2 and err.count("\n") == 1, err
     assert "moto's server is missing" in err and local_aws.MOTO_PIN in err
+
+
+GLOBAL_APP = """
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+
+KEY = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+app = cdk.App()
+main = cdk.Stack(app, "Global", env=cdk.Environment(region="us-east-1"))
+dynamodb.TableV2(
+    main, "Orders", partition_key=KEY, replicas=[dynamodb.ReplicaTableProps(region="eu-west-1")]
+)
+replica = cdk.Stack(app, "Replica", env=cdk.Environment(region="eu-west-1"))
+replica.add_dependency(main)
+solo = cdk.Stack(app, "Solo")
+dynamodb.TableV2(solo, "Items", partition_key=KEY)  # no replica: a global table all the same
+for name in ("Plain", "Audit"):
+    dynamodb.Table(
+        cdk.Stack(app, name), "Log", partition_key=KEY,
+        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+    )
+app.synth()
+"""
+
+
+def test_the_unsupported_types_are_those_motos_cloudformation_cannot_create() -> None:
+    # moto's own CloudFormation answers: no model for each listed type, one for a table
+    from moto.cloudformation.parsing import resource_class_from_type
+
+    assert local.UNSUPPORTED
+    for kind in local.UNSUPPORTED:
+        assert resource_class_from_type(kind) is None, kind
+    assert resource_class_from_type("AWS::DynamoDB::Table") is not None
+
+
+def test_stacks_holding_a_global_table_are_refused_before_deploying(
+    user_app: str, tmp_path: Path
+) -> None:
+    # GIVEN an app with a TableV2 and its replica, a stack that depends on it, a TableV2
+    # without replicas, and stacks with plain tables
+    (tmp_path / "app.py").write_text(GLOBAL_APP)
+    # WHEN local runs every stack
+    code, out, err = run("local", "--app", user_app)
+    # THEN one line names each stack holding one, the resource, why, and what can be deployed
+    assert code == 2 and "deploying" not in out, out
+    assert err == (
+        "ddb-capacity: error: --stack: got none; "
+        "stack Global holds OrdersA9B65338 (AWS::DynamoDB::GlobalTable at Global/Orders/Resource); "
+        "stack Solo holds Items5C12978B (AWS::DynamoDB::GlobalTable at Solo/Items/Resource): "
+        "the local moto server cannot create them (moto's CloudFormation has no global tables: "
+        "no TableV2, with replicas or not, can be tried locally); the stacks that can be "
+        "deployed locally, with --stack (repeatable): Plain, Audit\n"
+    )
+    # AND a stack depending on one is refused, naming the stack it depends on
+    code, out, err = run("local", "--app", user_app, "--stack", "Replica")
+    assert code == 2 and "deploying" not in out and err.count("\n") == 1, err
+    assert err.startswith(
+        "ddb-capacity: error: --stack: got 'Replica'; Replica depends on stack Global, which "
+        "holds OrdersA9B65338 (AWS::DynamoDB::GlobalTable at Global/Orders/Resource): the local "
+        "moto server cannot create it ("
+    ), err
+
+
+def test_each_stack_given_is_deployed_and_no_other(user_app: str, tmp_path: Path) -> None:
+    # GIVEN the app with global tables, and two stacks without one
+    (tmp_path / "app.py").write_text(GLOBAL_APP)
+    # WHEN local runs with --stack given twice
+    code, out, err = run("local", "--app", user_app, "--stack", "Plain", "--stack", "Audit")
+    # THEN both are deployed, and none of the others
+    assert (code, err) == (0, ""), out
+    assert "deploying Plain, Audit to a local moto server" in out, out
+    assert re.search(r"deployed Plain: \d+ resources", out), out
+    assert re.search(r"deployed Audit: \d+ resources", out), out
+    assert not re.search(r"deployed (Global|Replica|Solo)\b", out), out

@@ -21,7 +21,7 @@
                         [--html FILE.html]
     ddb-capacity reserve (--trace FILE.csv ... | --all-tables [--days N]) [--score-from ISO-8601]
                          [--current P] [--policy P] [--term 1y|3y|both] [--json] [--html FILE.html]
-    ddb-capacity local --app COMMAND [--stack NAME] [--out DIR]
+    ddb-capacity local [--app COMMAND] [--stack NAME ...] [--out DIR]
 
 ``local`` deploys your CDK app to a moto server on 127.0.0.1 and runs one scaler tick
 (`ddb_capacity_tools.local`).
@@ -399,6 +399,7 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         page.check_path(args.html)  # before any AWS client is made
     clients = partial(advise_module.boto3_clients, check_region(args.region))
     made = clients()  # after every option is checked
+    _check_credentials()  # before any table is begun: each would fail alike
     tables = (
         [(t, None) for t in advise_module.list_tables(made.dynamodb)]
         if args.all_tables
@@ -429,6 +430,16 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.html:
         _advise_page(args.html, results, about, args.all_tables, err, reservation)
     return 1 if any(isinstance(r, advise_module.Failure) for r in results) else 0
+
+
+def _check_credentials() -> None:
+    """Raise botocore's ``NoCredentialsError`` (which `main` names, as for every command)
+    when the default boto3 session, the one the clients were made from, has no credentials."""
+    import boto3
+
+    session = boto3.DEFAULT_SESSION or boto3.Session()
+    if session.get_credentials() is None:
+        raise NoCredentialsError
 
 
 def _advise_output(
@@ -679,7 +690,7 @@ def main(
         if args.command == "reserve":
             return reserve_command.run(args, out, err, _score_from)
         if args.command == "local":
-            return local.run_local(args.app or "", args.stack, args.out, out)
+            return local.run_local(args.app, args.stack or [], args.out, out)
         return _run(args, out, err)
     except TimeoutError as exc:
         err.write(f"ddb-capacity: timed out: {exc}\n")

@@ -331,9 +331,17 @@ def _local_parser(sub: Any) -> None:
         "with its deployed environment, and print the decisions.",
     )
     lc.add_argument(
-        "--app", metavar="COMMAND", help='the command that runs your CDK app: "python app.py"'
+        "--app",
+        metavar="COMMAND",
+        help='the command that runs your CDK app: "python app.py" (default: the "app" of '
+        "cdk.json in the current folder)",
     )
-    lc.add_argument("--stack", metavar="NAME", help="deploy this stack only (default: every one)")
+    lc.add_argument(
+        "--stack",
+        metavar="NAME",
+        action="append",
+        help="deploy this stack (and the stacks it depends on); repeatable (default: every one)",
+    )
     lc.add_argument(
         "--out", metavar="DIR", help="write the cloud assembly here (default: a temporary folder)"
     )

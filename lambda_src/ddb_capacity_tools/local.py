@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import json
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -107,27 +107,130 @@ def app_stacks(assembly: Path) -> list[str]:
     ]
 
 
-def stack_places(assembly: Path, stacks: Iterable[str]) -> dict[str, tuple[str, str]]:
+def _given(stacks: Sequence[str]) -> str:
+    """The ``--stack`` values as an error shows them: ``none``, ``'A'``, or ``['A', 'B']``."""
+    if not stacks:
+        return "none"
+    return repr(stacks[0]) if len(stacks) == 1 else repr(list(stacks))
+
+
+def stack_places(
+    assembly: Path, stacks: Iterable[str], given: Sequence[str] = ()
+) -> dict[str, tuple[str, str]]:
     """Each stack's (account, Region) as its manifest says: an explicit ``env``'s, else the
-    local server's defaults. Refused when the stacks name more than one account (the local
-    server is one account: deploy them one at a time with ``--stack``)."""
+    local server's defaults. Refused when the stacks are in more than one account (the local
+    server is one account: deploy one account's with ``--stack``), naming each account's
+    stacks, and those without an account in their env as such (``given``: the ``--stack``
+    values, for the message)."""
     manifest = json.loads((assembly / "manifest.json").read_text())
     artifacts = manifest.get("artifacts", {})
-    places = {}
+    places, defaulted = {}, {}
     for name in stacks:
         raw = str(artifacts.get(name, {}).get("environment", ""))
         account, _, region = raw.removeprefix("aws://").partition("/")
-        places[name] = (
-            account if account.isdigit() and len(account) == 12 else ACCOUNT,
-            region if region and not region.startswith("unknown") else REGION,
-        )
+        explicit_region = bool(region) and not region.startswith("unknown")
+        if not (account.isdigit() and len(account) == 12):
+            account = ACCOUNT
+            defaulted[name] = (
+                "a stack whose env names no account"
+                if explicit_region
+                else "a stack without an env"
+            ) + ", deployed in moto's default account"
+        places[name] = (account, region if explicit_region else REGION)
     accounts = sorted({a for a, _ in places.values()})
     if len(accounts) > 1:
+        groups = "; ".join(
+            f"{account}: "
+            + ", ".join(
+                f"{n} ({defaulted[n]})" if n in defaulted else n
+                for n, (a, _) in places.items()
+                if a == account
+            )
+            for account in accounts
+        )
         raise LocalError(
-            f"--stack: got none; the app's stacks are in accounts {accounts}: the local server "
-            "is one account, so choose the stacks of one with --stack"
+            f"--stack: got {_given(given)}; the stacks are in {len(accounts)} accounts "
+            f"({groups}): the local server is one account, so choose the stacks of one "
+            "account with --stack (repeatable)"
         )
     return places
+
+
+UNSUPPORTED = {
+    "AWS::DynamoDB::GlobalTable": (
+        "moto's CloudFormation has no global tables: no TableV2, with replicas or not, can be "
+        "tried locally"
+    ),
+}
+"""The resource types the local moto server's CloudFormation cannot create, each with what
+that means, where a stack holding one would fail to deploy: checked before deploying
+(`check_deployable`)."""
+
+
+def unsupported_resources(assembly: Path, stack: str) -> list[tuple[str, str, str]]:
+    """(logical id, type, construct path) of each resource of the stack's template whose type
+    is in `UNSUPPORTED`."""
+    template = json.loads((assembly / f"{stack}.template.json").read_text())
+    return [
+        (logical, resource["Type"], resource.get("Metadata", {}).get("aws:cdk:path", ""))
+        for logical, resource in template.get("Resources", {}).items()
+        if resource.get("Type") in UNSUPPORTED
+    ]
+
+
+def with_dependencies(assembly: Path, stack: str) -> list[str]:
+    """``stack`` and every stack it depends on, directly or not (the CDK CLI deploys them
+    with it), as the manifest says."""
+    artifacts = json.loads((assembly / "manifest.json").read_text()).get("artifacts", {})
+    found, todo = [stack], [stack]
+    while todo:
+        for dependency in artifacts.get(todo.pop(), {}).get("dependencies", []):
+            is_stack = artifacts.get(dependency, {}).get("type") == "aws:cloudformation:stack"
+            if is_stack and dependency not in found:
+                found.append(dependency)
+                todo.append(dependency)
+    return found
+
+
+def check_deployable(
+    assembly: Path, chosen: Sequence[str], stacks: Sequence[str], given: Sequence[str] = ()
+) -> None:
+    """Refuse, before deploying, stacks to deploy (``chosen`` and the stacks they depend on)
+    holding a resource the local server cannot create (`UNSUPPORTED`), naming the stack, each
+    such resource and the app's ``stacks`` that can be deployed instead."""
+    held = {s: unsupported_resources(assembly, s) for s in stacks}
+    bad = {s for s in stacks if held[s]}
+    deployed = {d: s for s in chosen for d in with_dependencies(assembly, s)}
+    deployed.update({s: s for s in chosen})  # a chosen stack is named as such
+    named = {s: held[s] for s in stacks if s in bad and s in deployed}
+    if named:
+        fine = [s for s in stacks if not bad.intersection(with_dependencies(assembly, s))]
+        raise LocalError(f"--stack: got {_given(given)}; {_undeployable(named, deployed, fine)}")
+
+
+def _undeployable(
+    named: Mapping[str, list[tuple[str, str, str]]], deployed: Mapping[str, str], fine: list[str]
+) -> str:
+    """Which stacks hold what the local server cannot create (and which chosen stack brings
+    each in), why, and the stacks ``fine`` to deploy instead."""
+    parts = []
+    for stack, resources in named.items():
+        by = deployed[stack]
+        who = f"stack {stack}" if by == stack else f"{by} depends on stack {stack}, which"
+        what = ", ".join(
+            f"{logical} ({kind}{' at ' + path if path else ''})"
+            for logical, kind, path in resources
+        )
+        parts.append(f"{who} holds {what}")
+    kinds = {kind for resources in named.values() for _, kind, _ in resources}
+    why = "; ".join(UNSUPPORTED[kind] for kind in sorted(kinds))
+    them = "it" if sum(map(len, named.values())) == 1 else "them"
+    then = (
+        f"the stacks that can be deployed locally, with --stack (repeatable): {', '.join(fine)}"
+        if fine
+        else "no stack of this app can be deployed locally"
+    )
+    return f"{'; '.join(parts)}: the local moto server cannot create {them} ({why}); {then}"
 
 
 def scaler_functions(assembly: Path, stack: str) -> list[str]:
@@ -141,26 +244,60 @@ def scaler_functions(assembly: Path, stack: str) -> list[str]:
     )
 
 
-def _synth(app: str, assembly: Path, env: Mapping[str, str], cwd: Path) -> list[str]:
+def _synth(app: str, named: str, assembly: Path, env: Mapping[str, str], cwd: Path) -> list[str]:
+    """The app's stacks, synthesized into ``assembly``; ``named``: where the command came from,
+    for an error (``--app: got ...``)."""
     try:
         run_cdk("synth", "--app", app, "--output", str(assembly), "--quiet", env=env, cwd=cwd)
     except RuntimeError as exc:
         raise LocalError(
-            f"--app: got {app!r}; expected a command that synthesizes a CDK app (as "
+            f"{named}; expected a command that synthesizes a CDK app (as "
             f'cdk.json\'s "app", run in {cwd}); `cdk synth` failed:\n{str(exc).strip()}'
         ) from None
     stacks = app_stacks(assembly)
     if not stacks:
-        raise LocalError(f"--app: got {app!r}; expected an app with at least one stack, got none")
+        raise LocalError(f"{named}; expected an app with at least one stack, got none")
     return stacks
 
 
-def _chosen(stack: str | None, stacks: list[str]) -> list[str]:
-    if stack is None:
+def _chosen(given: Sequence[str], stacks: list[str]) -> list[str]:
+    """The stacks named with ``--stack`` (each once, in the order given), or every one."""
+    if not given:
         return stacks
-    if stack not in stacks:
-        raise LocalError(f"--stack: got {stack!r}; expected one of the app's stacks: {stacks}")
-    return [stack]
+    for stack in given:
+        if stack not in stacks:
+            raise LocalError(f"--stack: got {stack!r}; expected one of the app's stacks: {stacks}")
+    return list(dict.fromkeys(given))
+
+
+def app_command(app: str | None, cwd: Path) -> str:
+    """``--app``, else the ``"app"`` of ``cwd``'s cdk.json, as the CDK CLI reads it; refused
+    when neither gives a command, naming both."""
+    if app is not None:
+        if not app.strip():
+            raise LocalError(
+                f"--app: got {app!r}; expected the command that runs your CDK app, "
+                f'e.g. --app "python app.py"'
+            )
+        return app
+    config = cwd / "cdk.json"
+    expected = (
+        'expected --app with the command that runs your CDK app, e.g. --app "python app.py", '
+        f'or a cdk.json in {cwd} whose "app" is that command'
+    )
+    if not config.is_file():
+        raise LocalError(f"--app: got none, and there is no cdk.json in {cwd}; {expected}")
+    try:
+        settings = json.loads(config.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise LocalError(
+            f"--app: got none, and {config} cannot be read as JSON ({exc}); {expected}"
+        ) from None
+    found = settings.get("app") if isinstance(settings, dict) else None
+    if not isinstance(found, str) or not found.strip():
+        shown = 'no "app"' if found is None else f'"app": {found!r}'
+        raise LocalError(f"--app: got none, and {config} has {shown}; {expected}")
+    return found
 
 
 @contextmanager
@@ -225,14 +362,12 @@ def _server(account: str) -> Iterator[str]:
         server.__exit__(None, None, None)
 
 
-def run_local(app: str, stack: str | None, out_dir: str | None, out: TextIO) -> int:
-    """Synthesize ``app`` in the current folder, deploy its stacks (or ``stack``) to a new
-    moto server, tick each scaler once and print the decisions. Returns the exit status."""
-    if not app.strip():
-        raise LocalError(
-            f"--app: got {app!r}; expected the command that runs your CDK app, "
-            f'e.g. --app "python app.py"'
-        )
+def run_local(app: str | None, stacks: Sequence[str], out_dir: str | None, out: TextIO) -> int:
+    """Synthesize ``app`` (None: the "app" of the current folder's cdk.json) in the current
+    folder, deploy its ``stacks`` (none: every one) to a new moto server, tick each scaler
+    once and print the decisions. Returns the exit status."""
+    cwd = Path.cwd()
+    command = app_command(app, cwd)
     if out_dir is not None and Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise LocalError(
             f"--out: got {out_dir!r}; it names a file: expected a folder for the cloud "
@@ -246,16 +381,21 @@ def run_local(app: str, stack: str | None, out_dir: str | None, out: TextIO) -> 
                 f"--out: got {out_dir!r}; it cannot be made ({exc.strerror or exc}): expected "
                 "a folder for the cloud assembly (made if missing)"
             ) from None
-    cwd = Path.cwd()
     try:
         cdk_cli(cwd)
     except RuntimeError as exc:
         raise LocalError(str(exc)) from None
     with _assembly_dir(out_dir) as assembly:
         with _server(ACCOUNT) as endpoint:  # the CLI resolves the default account from it
-            out.write(f"synthesizing {app} in {cwd} ...\n")
-            chosen = _chosen(stack, _synth(app, assembly, aws_env(endpoint), cwd))
-        places = stack_places(assembly, chosen)
+            source = "" if app is not None else ' (cdk.json\'s "app")'
+            out.write(f"synthesizing {command}{source} in {cwd} ...\n")
+            named = f"--app: got {app!r}" if app is not None else "--app: got none"
+            if app is None:
+                named += f'; cdk.json\'s "app" is {command!r}'
+            every = _synth(command, named, assembly, aws_env(endpoint), cwd)
+            chosen = _chosen(stacks, every)
+        check_deployable(assembly, chosen, every, stacks)
+        places = stack_places(assembly, chosen, stacks)
         ticked = _deploy_and_tick(assembly, places, cwd, out)
     if not ticked:
         out.write(
