@@ -3,10 +3,12 @@ bad-input error; the backtest against a moto server fed with put-metric-data."""
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import subprocess
 import sys
+from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,9 +17,11 @@ import boto3
 import pytest
 
 from ddb_capacity_tools.cli import main
+from ddb_capacity_tools.cli_options import build_parser, model_meanings
 from ddb_capacity_tools.local_aws import create_store_table, put_traffic
 from ddb_capacity_tools.simulator.backtest import history
 from ddb_capacity_tools.simulator.candidates import STOCK
+from ddb_capacity_tools.simulator.params import HUNDREDS, ModelParams
 from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.scenarios import SCENARIOS
 from ddb_capacity_tools.simulator.trace import TraceError, read_csv
@@ -888,3 +892,32 @@ def test_every_commands_help_prints(command: list[str], capsys: pytest.CaptureFi
         main([*command, "--help"], io.StringIO(), io.StringIO())
     assert exit_.value.code == 0
     assert "usage: ddb-capacity" in capsys.readouterr().out
+
+
+UNIT_WORDS = {
+    "minutes": "minutes",
+    "seconds": "seconds",
+    "gb": "GB",
+    "units": "units",
+    "capacity": "units",
+}
+"""The unit a model option's help names, by the last word of its name."""
+
+
+def test_every_model_options_help_says_what_it_is_in_what_unit() -> None:
+    """``simulate --help``: each model option is said in words (the first sentence of its
+    field's ``:param`` in ModelParams' docstring, the one description of the model), with
+    its range and unit, then its default; never its default alone."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    simulate = sub.choices["simulate"]
+    [group] = [g for g in simulate._action_groups if (g.title or "").startswith("model")]
+    helps = {a.dest: (a.help or "").replace("%%", "%") for a in group._group_actions}
+    meanings = model_meanings()
+    assert set(helps) == {f.name for f in fields(ModelParams)} and set(meanings) >= set(helps)
+    for name, words in helps.items():
+        said = words.split("; default")[0]
+        assert len(said.split()) >= 5 and not words.startswith("default"), (name, words)
+        assert name in HUNDREDS or meanings[name] in said, (name, words)
+        unit = UNIT_WORDS.get(name.rsplit("_", 1)[-1])
+        assert unit is None or unit in said, (name, words)

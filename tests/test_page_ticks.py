@@ -1,7 +1,9 @@
-"""The time axis of the report pages in a real browser (headless Chromium): its ticks fall
-on round times (a step of 1, 2, 5, 10, 15 or 30 minutes, 1, 2, 3, 6 or 12 hours, 1 or 2
-days, 1, 2 or 4 weeks; each a multiple of its step in UTC), about 4 to 8 of them, over the
-whole trace and over every window a drag zooms to."""
+"""The axes of the report pages in a real browser (headless Chromium). The time axis's
+ticks fall on round times (a step of 1, 2, 5, 10, 15 or 30 minutes, 1, 2, 3, 6 or 12
+hours, 1 or 2 days, 1, 2 or 4 weeks; each a multiple of its step in UTC), about 4 to 8 of
+them, over the whole trace and over every window a drag zooms to. Each series panel's
+value axis ticks round values (1, 2, 2.5 or 5 times a power of ten) from 0, at least 4 of
+them, the top one at or above the panel's peak."""
 
 from __future__ import annotations
 
@@ -10,15 +12,22 @@ import io
 import json
 import re
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from ddb_capacity_tools import cli
 from ddb_capacity_tools.page.document import document
 from ddb_capacity_tools.page.timeline import SPLIT_AFTER, demand_section
-from ddb_capacity_tools.simulator.trace import Trace
+from ddb_capacity_tools.simulator.trace import Key, Trace
+from tests.hypothesis_profiles import examples
 
 from . import browser
+from .test_report_page import data_of
 
 STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440, 2880, 10080, 20160, 40320]
 """The round steps of the time axis, in minutes."""
@@ -192,3 +201,120 @@ def test_a_fortnights_time_axis_steps_by_whole_days(tmp_path: Path) -> None:
     views = drawn(document("fortnight", body, {"charts": charts}), "demand-0", [], tmp_path)
     assert assert_round(views[0], trace) == 2880
     assert views[0]["ticks"][0] == "11-05 00:00"
+
+
+#: Appended to a copy of a page: records, for every panel of every time series chart (not
+#: the frontier), the values of its value axis's ticks as drawn (none on a strip of
+#: throttled minutes).
+LEVELS = r"""<script>
+(function () {
+  var out = {};
+  document.querySelectorAll("[data-chart]").forEach(function (chart) {
+    if (chart.querySelector("svg.frontier")) { return; }
+    out[chart.getAttribute("data-chart")] = Array.prototype.map.call(
+      chart.querySelectorAll("svg.panel"), function (svg) {
+        return Array.prototype.map.call(svg.querySelectorAll("text.axis-y"), function (t) {
+          return t.getAttribute("data-value");
+        });
+      });
+  });
+  document.body.setAttribute("data-levels", JSON.stringify(out));
+}());
+</script></body>"""
+
+ROUND_DIGITS = {(1,), (2,), (2, 5), (5,)}
+"""A round step's significant digits: 1, 2, 2.5 or 5 times a power of ten."""
+
+
+def drawn_levels(page: str, tmp: Path) -> dict[str, list[list[Decimal]]]:
+    """Per chart, per panel, the value axis's ticks the browser drew (exactly, from each
+    tick's data-value)."""
+    out = tmp / "levels.html"
+    out.write_text(page.replace("</body>", LEVELS, 1), encoding="utf-8")
+    loaded = browser.load(out, tmp)
+    assert loaded.console == [] and 'data-rendered="ok"' in loaded.dom
+    found = re.search(r'data-levels="([^"]*)"', loaded.dom)
+    assert found is not None
+    charts: dict[str, list[list[str]]] = json.loads(html.unescape(found.group(1)))
+    return {chart: [[Decimal(v) for v in panel] for panel in p] for chart, p in charts.items()}
+
+
+def peaks(chart: dict[str, Any]) -> list[float]:
+    """Each series panel's highest value over the whole chart, as the page's data has it."""
+    out = []
+    for panel in chart["panels"]:
+        if panel.get("strip"):
+            continue
+        values = [0.0]
+        for s in panel["series"]:
+            values += chart["shared"][s["shared"]] if "shared" in s else []
+            values += [v for _, v in s.get("steps", []) + s.get("sparse", [])]
+        out.append(max(values))
+    return out
+
+
+def assert_round_levels(ticks: list[Decimal], peak: float) -> None:
+    """A value axis's ticks: from 0, 4 or 5 of them at one round step, the top one the
+    first at or above ``peak``."""
+    assert 4 <= len(ticks) <= 5, (ticks, peak)
+    step = ticks[1] - ticks[0]
+    assert ticks[0] == 0 and step > 0, (ticks, peak)
+    assert ticks == [step * k for k in range(len(ticks))], (ticks, peak)
+    assert step.normalize().as_tuple().digits in ROUND_DIGITS, (ticks, peak)
+    assert ticks[-1] >= Decimal(repr(peak)), (ticks, peak)
+    assert peak == 0 or ticks[-2] < Decimal(repr(peak)), (ticks, peak)
+
+
+ROUND_PEAKS = st.builds(
+    lambda m, e: round(m * 10.0**e, 2),
+    st.sampled_from([1, 1.5, 2, 2.5, 3, 4, 5, 7.5, 9]),
+    st.integers(-2, 7),
+)
+"""Peaks at a round value, where a tick may fall exactly on the peak."""
+
+
+@settings(max_examples=examples(6))
+@given(st.lists(st.floats(0, 1e8).map(lambda v: round(v, 2)) | ROUND_PEAKS, max_size=24))
+@example([36_000.0, 40_000.0, 1_500.0, 1_512.34, 0.0, 0.01, 1.0, 99.99, 1e7, 2.5e-2])
+def test_every_series_panels_value_axis_ticks_round_to_its_peak(
+    tmp_path_factory: pytest.TempPathFactory, tops: list[float]
+) -> None:
+    """Each panel's value axis (a panel per dimension here, each peaking at one of
+    ``tops``): at least 4 ticks at 1, 2, 2.5 or 5 times a power of ten, the top one at or
+    above the peak (a 36,000 peak: 0, 10k ... 40k, not 0, 20k; 1,500: 0, 500, 1k, 1.5k)."""
+    tmp = tmp_path_factory.mktemp("levels")
+    start = datetime(2026, 1, 5, tzinfo=UTC)
+    shape = [0.0, 0.25, 1.0, 0.5, 0.75, 0.0]
+    demand: dict[Key, list[float]] = {(None, "read"): [0.0] * len(shape)} if not tops else {}
+    demand.update(((f"gsi{n}", "read"), [top * f for f in shape]) for n, top in enumerate(tops))
+    trace = Trace("levels", start, demand)
+    body, charts = demand_section(trace)
+    drawn = drawn_levels(document("levels", body, {"charts": charts}), tmp)
+    assert set(drawn) == set(charts)
+    for chart_id, chart in charts.items():
+        [peak] = peaks(chart)
+        [ticks] = drawn[chart_id]
+        assert_round_levels(ticks, peak)
+
+
+def test_the_spike_pages_panels_tick_round_values_up_to_their_peaks(tmp_path: Path) -> None:
+    """Every series panel of a simulate page, whichever policy and dimension; a panel
+    peaking near 1.5k reads 0, 500, 1k, 1.5k, 2k (not 0, 1k)."""
+    out = tmp_path / "spike.html"
+    argv = ["simulate", "--scenario", "spike", "--policy", "stock:70", "--policy", "oracle"]
+    assert cli.main([*argv, "--quiet", "--html", str(out)], io.StringIO(), io.StringIO()) == 0
+    page = out.read_text()
+    charts = {k: c for k, c in data_of(page)["charts"].items() if c["kind"] == "series"}
+    drawn = drawn_levels(page, tmp_path)
+    checked = 0
+    for chart_id, chart in charts.items():
+        ticks = [t for t in drawn[chart_id] if t]  # the strip has none
+        assert len(ticks) == len(peaks(chart)) == 2
+        for panel, peak in zip(ticks, peaks(chart), strict=True):
+            assert_round_levels(panel, peak)
+            checked += 1
+    assert checked == 4
+    # the reads' stock:70 panel, peaking between 1k and 2k: 0, 500, 1k, 1.5k, 2k
+    reads = peaks(charts["series-0"])[0]
+    assert 1_000 < reads < 2_000
+    assert drawn["series-0"][1] == [0, 500, 1_000, 1_500, 2_000]

@@ -8,15 +8,20 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
+from html import unescape
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ddb_capacity_tools import cli, fleet, page
+from ddb_capacity_tools.page.choice import HINDSIGHT
 from ddb_capacity_tools.page.document import data_block
 from ddb_capacity_tools.simulator import ModelParams
+from ddb_capacity_tools.simulator.candidates import Candidate, with_frontier
+from ddb_capacity_tools.simulator.ensemble import Spread
 from ddb_capacity_tools.simulator.policies import parse
 from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.run import simulate
@@ -88,10 +93,89 @@ def test_the_spike_page_renders_every_policy_and_minute_in_a_browser(
     # the writes throttle and are open; the reads never do and are folded away
     assert re.search(r"<details><summary>read: no policy throttles", loaded.dom)
     assert re.search(r"<details open=\"\"><summary>write: \d of 5 policies throttle", loaded.dom)
-    frontier = panels(loaded.dom, "frontier")[0]
-    assert len(re.findall(r'<g class="point[^"]*" data-point=', frontier)) == 4  # not the bound
+    # every policy is a point, the oracle and the bound drawn for reference, on no frontier
+    points = drawn_points(loaded.dom)
+    assert set(points) == set(SPIKE_POLICIES)
+    assert {name for name, kinds in points.items() if "reference" in kinds} == set(HINDSIGHT)
+    frontier = {name for name, kinds in points.items() if "on-frontier" in kinds}
+    # the frontier of the deployable policies, as if the hindsight runs had not been there
+    charted = {p["name"]: p for p in data_of(out.read_text())["charts"]["frontier"]["points"]}
+    deployable = [placed(charted[n]) for n in SPIKE_POLICIES if n not in HINDSIGHT]
+    assert frontier == {c.policy for c in with_frontier(deployable) if c.frontier}
+    # which, had the oracle and the bound counted, would have had none of them
+    every = with_frontier([placed(charted[n]) for n in SPIKE_POLICIES])
+    assert frontier and not frontier & {c.policy for c in every if c.frontier}
+    rows = frontier_rows(loaded.dom)
+    assert {name for name, yes in rows if yes == "yes"} == frontier
+    assert sorted(name for name, _ in rows if "hindsight" in name) == [
+        "bound (hindsight: for reference)",
+        "oracle (hindsight: for reference)",
+    ]
+    # the caption names what the chart draws: no recommendation, no hollow point here
+    caption = caption_names_what_is_drawn(loaded.dom)
+    assert "recommendation" not in caption and "hollow" not in caption
     shot = browser.screenshot(out, tmp_path)
     assert browser.not_blank(shot) > 100
+
+
+#: What the frontier's caption says of each kind of point, and whether a point (its
+#: classes as drawn) is of that kind.
+KINDS: dict[str, Callable[[set[str]], bool]] = {
+    "blue points are on the frontier": lambda c: "on-frontier" in c and "recommended" not in c,
+    "the green point is the recommendation": lambda c: "recommended" in c,
+    "grey points are beaten": lambda c: (
+        not c & {"on-frontier", "recommended", "compared"} and "reference" not in c
+    ),
+    "hollow points are shown for comparison only": lambda c: "compared" in c,
+    "purple points": lambda c: "reference" in c,
+}
+
+
+def drawn_points(dom: str) -> dict[str, set[str]]:
+    """Each point the browser drew on the frontier: its name and its classes."""
+    found = re.findall(r'<g class="point([^"]*)" data-point="([^"]*)"', panels(dom, "frontier")[0])
+    return {name: set(classes.split()) for classes, name in found}
+
+
+def frontier_rows(dom: str) -> list[tuple[str, str]]:
+    """The frontier table's rows: (the policy cell, the "on the frontier" cell)."""
+    table = dom[dom.index('data-chart="frontier"') :]
+    return re.findall(r"<tr[^>]*><td>([^<]*)</td><td>([^<]*)</td>", table)
+
+
+def caption_names_what_is_drawn(dom: str) -> str:
+    """The frontier's caption, lower case, once checked to name each kind of point the
+    chart draws and no other kind."""
+    found = re.search(r"<h2>The frontier: cost against refusals</h2><p[^>]*>(.*?)</p>", dom)
+    assert found is not None
+    caption = unescape(found.group(1)).lower()
+    drawn = drawn_points(dom).values()
+    for words, kind in KINDS.items():
+        assert (words in caption) == any(kind(c) for c in drawn), (words, caption)
+    return caption
+
+
+def placed(point: dict[str, Any]) -> Candidate:
+    """A frontier point of the page's data as a candidate (its medians)."""
+    refused, cost = Spread.of([point["refused"]]), Spread.of([point["cost"]])
+    return Candidate(point["name"], refused, cost)
+
+
+def test_an_ensembles_frontier_is_marked_without_the_plans_made_with_hindsight(
+    tmp_path: Path,
+) -> None:
+    """Over an ensemble, as over one run: the oracle and the bound are charted for
+    reference, on no frontier, and the frontier is the deployable policies' own."""
+    out = tmp_path / "ensemble.html"
+    argv = ["simulate", "--scenario", "spike", "--ensemble", "plausible", "--workers", "1"]
+    argv += [a for p in ("stock:70", "stock:50", *HINDSIGHT) for a in ("--policy", p)]
+    assert cli.main([*argv, "--quiet", "--html", str(out)], io.StringIO(), io.StringIO()) == 0
+    points = {p["name"]: p for p in data_of(out.read_text())["charts"]["frontier"]["points"]}
+    assert {name for name, p in points.items() if p["hindsight"]} == set(HINDSIGHT)
+    assert not any(points[name]["frontier"] for name in HINDSIGHT)
+    deployable = with_frontier([placed(points[name]) for name in ("stock:70", "stock:50")])
+    frontier = {name for name, p in points.items() if p["frontier"]}
+    assert frontier and frontier == {c.policy for c in deployable if c.frontier}
 
 
 def small_trace(name: str = "steady", index: str | None = None) -> Trace:
@@ -113,6 +197,7 @@ def test_the_tune_page_highlights_the_recommendation_on_the_frontier(tmp_path: P
     assert len(points) == len(tuning.candidates)  # stock 30-90 %, autopilot:70, on-demand
     [picked] = [name for classes, name in points if "recommended" in classes]
     assert picked == tuning.recommended.policy
+    assert "the green point is the recommendation" in caption_names_what_is_drawn(loaded.dom)
     assert "What to paste" in loaded.dom and tuning.recommended.policy in loaded.dom
     # tune's figures are a month's (730 hours), and the page says so
     assert "its cost a month" in loaded.dom and "over the trace" not in loaded.dom

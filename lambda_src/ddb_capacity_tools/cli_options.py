@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import fields
+import re
+from dataclasses import Field, fields
 from typing import Any
 
 from ddb_capacity_runtime.core.names import STORE_ENV
@@ -19,7 +20,7 @@ from .simulator import candidates as candidate_names
 from .simulator import tune_options
 from .simulator.backtest import MAX_DAYS
 from .simulator.ensemble import ENSEMBLES
-from .simulator.params import FRACTIONAL, HUNDREDS, OFF, OPTIONAL, ModelParams
+from .simulator.params import BOUNDS, FRACTIONAL, HUNDREDS, OFF, OPTIONAL, ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES, SPEC_HELP
 from .simulator.prices import Prices
 from .simulator.run import DEFAULT_POLICIES
@@ -31,28 +32,69 @@ NOT_TUNE = ("--policy", "--schedule", "--chart")
 """simulate's and backtest's options that tune refuses (it tries --candidate policies)."""
 
 
+PARAM = re.compile(r":param ([\w, ]+):(.*?)(?=:param |$)", re.DOTALL)
+"""A ``:param name:`` (or ``:param a, b:``) of a docstring and its words."""
+CODE_ONLY = re.compile(r" ?\(`[^`]+`\)| ?\(``[^`]+``\)")
+"""A parenthesis that holds only a reference to the code (`` (`model`)``)."""
+UNITS = {
+    "minutes": "minutes",
+    "seconds": "seconds",
+    "gb": "GB",
+    "units": "capacity units",
+    "capacity": "capacity units",
+}
+"""A model field's unit, by the last word of its name (``update_minutes``)."""
+
+
+def model_meanings() -> dict[str, str]:
+    """Each model field's meaning in one line: the first sentence of its ``:param`` in
+    `ModelParams`' docstring (the one description of the model, which the docs show too),
+    without references to the code."""
+    found: dict[str, str] = {}
+    for names, words in PARAM.findall(ModelParams.__doc__ or ""):
+        line = " ".join(words.split())
+        first = re.match(r"(.+?)\.(?:\s|$)", line)
+        meaning = CODE_ONLY.sub("", first.group(1) if first else line).replace("`", "")
+        found.update((name.strip(), meaning) for name in names.split(","))
+    return found
+
+
+def _number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
+def model_help(f: Field[Any], meaning: str) -> str:
+    """A model option's help: ``meaning`` (`model_meanings`), the field's range with its
+    unit, its default (and what None means)."""
+    lo, hi = BOUNDS[f.name]
+    unit = UNITS.get(f.name.rsplit("_", 1)[-1], "")
+    span = f"{_number(lo)} to {_number(hi)}"
+    shown = meaning if span in meaning else "; ".join(filter(None, (meaning, span)))
+    shown += f" {unit}" if unit and span not in meaning else ""
+    if f.name in HUNDREDS:
+        return (
+            f"the Region's reserved {f.name.split('_')[1]} units, whole hundreds: "
+            "capacity below them is charged nothing, and a +reserved policy never lowers "
+            "the total below them; default 0, none (docs: Simulator, 'Reserved capacity')"
+        )
+    if f.name in OFF:
+        return f"{shown}; default {f.default}; off: {OPTIONAL[f.name]}"
+    if f.name in OPTIONAL:
+        return f"{shown}; default: {OPTIONAL[f.name]}"
+    return f"{shown}; default {f.default}"
+
+
 def _model_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("model (docs: Simulator, 'The model')")
+    meanings = model_meanings()
     for f in fields(ModelParams):
         number = float if f.name in FRACTIONAL else int
-        shown = f"default {f.default}"
-        if f.name in OFF:
-            number = _or_off(number)
-            shown = f"default {f.default}; off: {OPTIONAL[f.name]}"
-        elif f.name in OPTIONAL:
-            shown = f"default: {OPTIONAL[f.name]}"
-        elif f.name in HUNDREDS:
-            shown = (
-                f"the Region's reserved {f.name.split('_')[1]} units, whole hundreds: "
-                "capacity below them is charged nothing, and a +reserved policy never lowers "
-                "the total below them; default 0, none (docs: Simulator, 'Reserved capacity')"
-            )
         group.add_argument(
             "--" + f.name.replace("_", "-"),
             dest=f.name,
-            type=number,
+            type=_or_off(number) if f.name in OFF else number,
             default=f.default,
-            help=shown,
+            help=_literal(model_help(f, meanings.get(f.name, ""))),
         )
 
 

@@ -2,12 +2,15 @@
 
 The frontier (cost against refused units, one point per candidate, the recommendation
 highlighted and the ensemble's spread as whiskers) and the advice (what to paste, the
-dollars, the reason in words), as page sections.
+dollars, the reason in words), as page sections. A run's plans made with hindsight (the
+oracle, the bound) are drawn for reference: the frontier is marked among the policies a
+table can deploy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..simulator.candidates import Candidate, Tuning, compared_only, with_frontier
@@ -15,7 +18,31 @@ from ..simulator.ensemble import EnsembleResult, Spread
 from ..simulator.run import DimensionResult
 from .document import figure, money, table, text
 
-__all__ = ["advice_section", "candidates_of_ensemble", "candidates_of_run", "frontier_section"]
+__all__ = [
+    "HINDSIGHT",
+    "advice_section",
+    "caption",
+    "candidates_of_ensemble",
+    "candidates_of_run",
+    "frontier_section",
+    "hindsight",
+]
+
+HINDSIGHT = ("oracle", "bound")
+"""The runs that plan with hindsight, knowing the traffic to come (``--policy oracle`` and
+``bound``, each its own kind of policy): no scaler can deploy them."""
+
+
+def hindsight(c: Candidate) -> bool:
+    """Whether ``c`` plans with hindsight (`HINDSIGHT`)."""
+    return c.policy.strip() in HINDSIGHT
+
+
+def _marked(placed: Sequence[Candidate]) -> list[Candidate]:
+    """``placed``, the frontier marked among those that plan without hindsight
+    (`with_frontier`); one that plans with hindsight is on no frontier and beats none."""
+    deployable = iter(with_frontier([c for c in placed if not hindsight(c)]))
+    return [replace(c, frontier=False) if hindsight(c) else next(deployable) for c in placed]
 
 
 def _point(c: Candidate, recommended: Candidate | None) -> dict[str, Any]:
@@ -31,26 +58,27 @@ def _point(c: Candidate, recommended: Candidate | None) -> dict[str, Any]:
         "frontier": c.frontier,
         "recommended": c is recommended,
         "compared_only": compared_only(c),
+        "hindsight": hindsight(c),
     }
 
 
 def candidates_of_run(results: Sequence[DimensionResult]) -> list[Candidate]:
-    """Each policy of one run (every dimension summed), the bound left out: it is a floor
-    on cost, not a candidate."""
-    names = [p for p in dict.fromkeys(r.policy for r in results) if p != "bound"]
+    """Each policy of one run (every dimension summed), the frontier marked among those
+    that plan without hindsight (`_marked`)."""
+    names = list(dict.fromkeys(r.policy for r in results))
     out = []
     for name in names:
         mine = [r for r in results if r.policy == name]
         refused = sum(r.throttled_requests for r in mine)
         cost = sum(r.cost_usd for r in mine)
         out.append(Candidate(name, Spread(refused, refused, refused), Spread(cost, cost, cost)))
-    return with_frontier(out)
+    return _marked(out)
 
 
 def candidates_of_ensemble(spread: Sequence[EnsembleResult]) -> list[Candidate]:
     """Each policy over an ensemble: per setting, every dimension summed; then min /
-    median / max over the settings (the bound left out)."""
-    names = [p for p in dict.fromkeys(r.policy for r in spread) if p != "bound"]
+    median / max over the settings; the frontier marked as by `candidates_of_run`."""
+    names = list(dict.fromkeys(r.policy for r in spread))
     out = []
     for name in names:
         mine = [r for r in spread if r.policy == name]
@@ -58,7 +86,38 @@ def candidates_of_ensemble(spread: Sequence[EnsembleResult]) -> list[Candidate]:
         refused = [sum(r.runs[s].throttled_requests for r in mine) for s in settings]
         cost = [sum(r.runs[s].cost_usd for r in mine) for s in settings]
         out.append(Candidate(name, Spread.of(refused), Spread.of(cost)))
-    return with_frontier(out)
+    return _marked(out)
+
+
+def caption(candidates: Sequence[Candidate], recommended: Candidate | None) -> str:
+    """What the frontier chart draws, in words: only the kinds of point it has (on the
+    frontier, the recommendation, beaten, compared only, planned with hindsight)."""
+    late = [c.policy for c in candidates if hindsight(c)]
+    rivals = "other candidate that plans without hindsight" if late else "other candidate"
+    kinds = []
+    if any(c.frontier and c is not recommended for c in candidates):
+        kinds.append(
+            f"blue points are on the frontier (no {rivals} both costs less and refuses less), "
+            "joined by the dashed line"
+        )
+    if recommended is not None:
+        kinds.append("the green point is the recommendation")
+    beaten = (c for c in candidates if c is not recommended and not c.frontier)
+    if any(not (compared_only(c) or hindsight(c)) for c in beaten):
+        kinds.append("grey points are beaten by one on the frontier")
+    if any(compared_only(c) for c in candidates):
+        kinds.append("hollow points are shown for comparison only")
+    if late:
+        kinds.append(
+            f"purple points ({', '.join(late)}) plan with hindsight, knowing the traffic to "
+            "come: no scaler can follow them, so they are drawn for reference and count for "
+            "no frontier"
+        )
+    words = "Each point is a candidate: further left refuses fewer units, lower costs less."
+    if kinds:
+        words += f" {kinds[0][0].upper()}{kinds[0][1:]}"
+        words += "".join(f"; {k}" for k in kinds[1:]) + "."
+    return words
 
 
 def frontier_section(
@@ -67,8 +126,8 @@ def frontier_section(
     period: str,
     spread_note: str = "",
 ) -> tuple[str, dict[str, dict[str, Any]]]:
-    """The frontier chart and the candidates' table; ``period`` says what the dollars
-    cover ("over the trace", "a month")."""
+    """The frontier chart, its caption (`caption`) and the candidates' table; ``period``
+    says what the dollars cover ("over the trace", "a month")."""
     chart = {
         "kind": "frontier",
         "title": f"cost ({period}) against refused units, one point per candidate",
@@ -80,6 +139,7 @@ def frontier_section(
     for c in sorted(candidates, key=lambda c: (c.cost, c.refused)):
         name = c.policy + (" (recommended)" if c is recommended else "")
         name += " (compared only)" if compared_only(c) else ""
+        name += " (hindsight: for reference)" if hindsight(c) else ""
         spread = f"{money(c.cost_usd.min)} to {money(c.cost_usd.max)}"
         rows.append(
             [
@@ -100,11 +160,7 @@ def frontier_section(
     ]
     body = (
         "<h2>The frontier: cost against refusals</h2>"
-        '<p class="lead">Each point is a candidate: further left refuses fewer units, lower '
-        "costs less. Blue points are on the frontier (no other candidate both costs less and "
-        "refuses less), joined by the dashed line; the green point is the recommendation; "
-        "hollow points are shown for comparison only."
-        f"{text(spread_note)}</p>"
+        f'<p class="lead">{text(caption(candidates, recommended))}{text(spread_note)}</p>'
         '<div class="chart" data-chart="frontier"></div>' + table(header, rows, row_attrs=marks)
     )
     return body, {"frontier": chart}

@@ -40,39 +40,33 @@
     }
   }
 
-  /* A round step for about count ticks from lo to hi: 1, 2, 2.5 or 5 times a power of
-     ten. */
-  function niceStep(lo, hi, count) {
-    var raw = (hi - lo) / Math.max(1, count), p = Math.pow(10, Math.floor(Math.log10(raw)));
-    var f = raw / p;
-    return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * p;
-  }
-
-  /* The multiples of step from lo to hi. */
-  function stepTicks(lo, hi, step) {
-    var out = [];
-    for (var k = Math.ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9; k++) {
-      out.push(Number((k * step).toPrecision(12)));
-    }
-    return out;
-  }
-
-  /* Round axis ticks from lo to hi, about count of them. */
-  function niceTicks(lo, hi, count) {
-    return hi > lo ? stepTicks(lo, hi, niceStep(lo, hi, count)) : [lo];
-  }
-
-  /* Round axis ticks covering lo to hi: the first at or below lo, the last at or above
-     hi (an axis drawn from the first to the last holds every value). */
-  function coverTicks(lo, hi, count) {
+  /* Every value axis's ticks (a series panel's units/s, the frontier's cost), one rule:
+     round ticks covering lo to hi, at least least of them, the first at or below lo and
+     the last at or above hi (an axis drawn from the first to the last holds every value),
+     at the largest round step (1, 2, 2.5 or 5 times a power of ten) giving that many. */
+  var ROUND = [5, 2.5, 2, 1];
+  function coverTicks(lo, hi, least) {
     if (!(hi > lo)) {
       var pad = Math.abs(hi) * 0.1 || 1;
       lo = lo >= 0 ? Math.max(0, lo - pad) : lo - pad;
       hi += pad;
     }
-    var step = niceStep(lo, hi, count);
-    return stepTicks(Math.floor(lo / step + 1e-9) * step, Math.ceil(hi / step - 1e-9) * step, step);
+    for (var e = Math.ceil(Math.log10(hi - lo)); ; e--) {
+      for (var i = 0; i < ROUND.length; i++) {
+        var step = Number((ROUND[i] * Math.pow(10, e)).toPrecision(12));
+        var first = Math.floor(lo / step + 1e-9), last = Math.ceil(hi / step - 1e-9);
+        if (first * step > lo) { first--; }
+        if (last * step < hi) { last++; }
+        if (last - first + 1 >= least) {
+          var out = [];
+          for (var k = first; k <= last; k++) { out.push(Number((k * step).toPrecision(12))); }
+          return out;
+        }
+      }
+    }
   }
+  /* The fewest ticks of a value axis. */
+  var LEAST_TICKS = 4;
 
   /* Round steps of the time axis, in minutes: 1, 2, 5, 10, 15, 30 minutes; 1, 2, 3, 6,
      12 hours; 1, 2 days; 1, 2, 4 weeks (then doubled). */
@@ -154,19 +148,21 @@
     var n = chart.minutes, H = panel.height, plotW = W - L - R;
     var x = function (m) { return L + (m - lo) / (hi - lo) * plotW; };
     var all = panel.series.map(function (s) { return dense(s, n, chart); });
-    var top = 0;
-    all.forEach(function (v) { for (var m = lo; m < hi; m++) { top = Math.max(top, v[m]); } });
-    top = top > 0 ? top * 1.08 : 1;
+    var peak = 0;
+    all.forEach(function (v) { for (var m = lo; m < hi; m++) { peak = Math.max(peak, v[m]); } });
+    /* the axis from 0 to its top tick, at or above the window's peak */
+    var levels = coverTicks(0, peak, LEAST_TICKS), levelTexts = tickTexts(levels);
+    var top = levels[levels.length - 1];
     var y = function (v) { return H - B - v / top * (H - T - B); };
     if (chart.score_from > lo) {
       var until = Math.min(chart.score_from, hi);
       el("rect", {x: L, y: T, width: x(until) - L, height: H - T - B, "class": "unscored"}, svg);
       label(svg, L + 4, T + 12, "not scored", {"class": "note"});
     }
-    var levels = niceTicks(0, top / 1.08, 3), levelTexts = tickTexts(levels);
     levels.forEach(function (v, i) {
       el("line", {x1: L, x2: W - R, y1: y(v), y2: y(v), "class": "grid"}, svg);
-      label(svg, L - 4, y(v) + 4, levelTexts[i], {"text-anchor": "end", "class": "tick"});
+      label(svg, L - 4, y(v) + 4, levelTexts[i], {"text-anchor": "end", "class": "tick axis-y",
+        "data-value": v});
     });
     timeTicks(chart.start_ms, lo, hi).forEach(function (m) {
       var words = timeOf(chart, m), half = 3.3 * words.length, tx = x(m);
@@ -294,7 +290,7 @@
     var lx = function (v) { return Math.log10(1 + Math.max(0, v)); };
     var most = Math.max(1, pick(Math.max, "refused_max"));
     var decades = Math.max(1, Math.ceil(Math.log10(most) - 1e-9));
-    var yTicks = coverTicks(pick(Math.min, "cost_min"), pick(Math.max, "cost_max"), 4);
+    var yTicks = coverTicks(pick(Math.min, "cost_min"), pick(Math.max, "cost_max"), LEAST_TICKS);
     var ylo = yTicks[0], yhi = yTicks[yTicks.length - 1];
     var x = function (v) { return L + lx(v) / lx(Math.pow(10, decades)) * plotW; };
     var y = function (v) { return bottom - (v - ylo) / (yhi - ylo) * (bottom - T - 14); };
@@ -328,7 +324,8 @@
       .concat(pts.filter(function (p) { return p.recommended; }));
     var marks = drawn.map(function (p) {
       var g = el("g", {"class": "point" + (p.recommended ? " recommended" : "") +
-        (p.frontier ? " on-frontier" : "") + (p.compared_only ? " compared" : ""),
+        (p.frontier ? " on-frontier" : "") + (p.compared_only ? " compared" : "") +
+        (p.hindsight ? " reference" : ""),
         "data-point": p.name}, svg);
       var cx = x(p.refused), cy = y(p.cost), r = p.recommended ? 7 : 4;
       if (p.cost_max > p.cost_min || p.refused_max > p.refused_min) {
@@ -339,7 +336,7 @@
       placed.push([cx - r - 1, cy - r - 1, 2 * r + 2, 2 * r + 2]);
       var t = el("title", {}, g);
       t.textContent = p.name + ": $" + p.cost.toFixed(2) + ", " + Math.round(p.refused) +
-        " refused";
+        " refused" + (p.hindsight ? " (hindsight: for reference)" : "");
       var words = (p.recommended ? "recommended: " : "") + p.name;
       return {p: p, g: g, cx: cx, cy: cy, text: label(g, 0, 0, words, {"class": "tick label"})};
     });

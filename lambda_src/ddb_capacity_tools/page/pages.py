@@ -45,10 +45,7 @@ def run_page(
     scored += f"; every cost is {run_scope(trace.minutes, score_from)}"
     series, charts = series_section(results, trace, score_from)
     candidates = candidates_of_ensemble(spread) if spread else candidates_of_run(results)
-    bound = sum(r.cost_usd for r in results if r.policy == "bound")
     note = f" The whiskers span the {ensemble} ensemble's settings." if spread else ""
-    if any(r.policy == "bound" for r in results):
-        note += f" The bound (${bound:,.2f}) is a floor on cost, not a candidate: not drawn."
     frontier, more = frontier_section(candidates, None, run_period(score_from), note)
     ran = f'<p class="lead">{text(run_note)}</p>' if run_note else ""
     body = f"<h1>{text(trace.name)}</h1>{_about(trace, scored)}{ran}{series}{frontier}"

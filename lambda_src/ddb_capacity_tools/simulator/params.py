@@ -81,7 +81,8 @@ class ModelParams:
     :param burst_seconds: seconds of unused capacity the burst bucket keeps. DynamoDB: 300.
     :param metric_delay_minutes: minutes after a minute ends before its consumed datapoint
         is visible. CloudWatch: 1-3. Default 2.
-    :param throttle_delay_minutes: the same for throttle events. Default 2.
+    :param throttle_delay_minutes: minutes after a minute ends before its throttle events
+        are visible. Default 2.
     :param update_minutes: minutes an UpdateTable takes to apply. Default 1 ("Handle traffic
         spikes with Amazon DynamoDB provisioned capacity": "less
         than a minute usually" once the high-water mark is set).
@@ -99,8 +100,9 @@ class ModelParams:
     :param update_spread_minutes: each UpdateTable takes ``update_minutes`` plus a uniform
         draw from 0 to this. Default 0.
     :param model_seed: seeds the draws. Default 1.
-    :param min_capacity, max_capacity: each dimension's range (the table quota, 40,000 by
-        default). Policies move inside it.
+    :param min_capacity: the least capacity any policy sets a dimension to. Default 1.
+    :param max_capacity: the most capacity any policy sets a dimension to (the table quota,
+        40,000 by default). Policies move between the two.
     :param warmup_minutes: minutes simulated before the trace at its first row's demand, so
         policies start settled and with a CloudWatch history. Not counted in results.
     :param key_skew: the hot key's share of every dimension's requests, 0 to 1 (the
@@ -111,14 +113,16 @@ class ModelParams:
         serves before DynamoDB splits it for heat. None: never. Default 15.
     :param table_size_gb: the table's size (and each GSI's): at least one partition per
         10 GB. Default 0.
-    :param warm_read_units, warm_write_units: the table's (and each GSI's) warm throughput:
-        counted towards its partitions as if it had been provisioned. Default 0. On
+    :param warm_read_units, warm_write_units: the table's (and each GSI's) warm read or
+        write throughput, counted towards its partitions as if it had been provisioned.
+        Default 0. On
         on-demand, what the table serves at once from the start when above a new table's
         (`ON_DEMAND_WARM`: 12,000 and 4,000): warm throughput is only ever raised.
     :param on_demand_peak_minutes: on-demand's doubling rule (`OnDemandDimension`):
         minutes after a peak is reached before traffic may exceed double it. DynamoDB: 30.
     :param on_demand_max_read_units, on_demand_max_write_units: an on-demand table's (and
-        each GSI's) maximum throughput (``OnDemandThroughput``): what exceeds it is throttled.
+        each GSI's) maximum read or write throughput, above which it throttles
+        (``OnDemandThroughput``).
         None (the default): unlimited, but for the table quota (``max_capacity``).
     :param fast_path_seconds: the fast path (`fast_path`): seconds after a moment's
         demand until the application's reports of it reach the signals function, which
