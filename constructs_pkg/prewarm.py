@@ -9,14 +9,13 @@ CloudFormation."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aws_cdk import CfnResource, CustomResource, Duration, RemovalPolicy, Stack, custom_resources
+from aws_cdk import CfnResource, CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_stepfunctions as stepfunctions
 from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
@@ -24,6 +23,9 @@ from ddb_capacity_runtime.settle.settle_plan import SETTLE_WAIT_S
 
 from .compliance import acknowledge, acknowledge_all, skip_checkov
 from .runtime import LOG_KEY_REASON, FunctionConfig, FunctionDefaults, own_policy, runtime_function
+
+if TYPE_CHECKING:
+    from aws_cdk import aws_stepfunctions as stepfunctions
 
 PROVIDER_ID = "CapacitySettleProvider"
 SETTLE_DEFAULTS = {
@@ -95,6 +97,8 @@ class _SettleProvider(Construct):
             removal_policy=RemovalPolicy.DESTROY,
         )
         roles = {name: self._framework_role(name) for name in FRAMEWORK_ROLES}
+        from aws_cdk import custom_resources  # only with a settle: a synth without one skips it
+
         self.provider = custom_resources.Provider(
             self,
             "Provider",
@@ -163,6 +167,8 @@ class _SettleProvider(Construct):
 
     def _waiter(self) -> stepfunctions.CfnStateMachine:
         """The provider's waiter: the state machine that calls is_complete again."""
+        from aws_cdk import aws_stepfunctions as stepfunctions  # only with a settle
+
         cfn = self.provider.node.find_child("waiter-state-machine").node.default_child
         assert isinstance(cfn, stepfunctions.CfnStateMachine)
         return cfn
