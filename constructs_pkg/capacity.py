@@ -63,6 +63,11 @@ def check_table_quota(where: str, table_quota: Any) -> int:
     return int(table_quota)
 
 
+def _plain(value: Any) -> bool:
+    """A number known at synth (not a token)."""
+    return is_number(value) and not is_token(value)
+
+
 def _is_whole(value: Any) -> bool:
     """A whole number of units, as an int or a float (``10.0``)."""
     return is_number(value) and float(value).is_integer()
@@ -98,6 +103,26 @@ class Capacity:
     disable_scale_in: bool = False
     high_water_mark: int | None = None
 
+    def __post_init__(self) -> None:
+        """A minimum above the maximum, or a high-water mark below the minimum, is wrong
+        whatever the table: refused where the ``Capacity`` is made (`validate` checks the
+        rest against the table it is given to)."""
+        self._check_order("Capacity")
+
+    def _check_order(self, where: str) -> None:
+        """The minimum at most the maximum, the high-water mark at least the minimum; a
+        token, or a value that is not a number (`validate` names it), is not compared."""
+        mn, mx, hwm = self.min_capacity, self.max_capacity, self.high_water_mark
+        if _plain(mn) and _plain(mx) and mn > mx:
+            raise CapacityConfigError(
+                f"{where}: min_capacity ({mn}) must be lower than or equal to max_capacity ({mx})"
+            )
+        if _plain(hwm) and _plain(mn) and hwm < mn:  # type: ignore[operator]
+            raise CapacityConfigError(
+                f"{where}: high_water_mark ({hwm}) is below min_capacity ({mn}); a "
+                f"high-water mark is the peak the table must take, at least its minimum"
+            )
+
     def validate(self, where: str, quota: int) -> None:
         """Raise [`CapacityConfigError`][] for the first setting that is not allowed.
 
@@ -122,11 +147,7 @@ class Capacity:
                     f"capacity units; lower it, or raise table_quota if your account's "
                     f"quota is higher"
                 )
-        mn, mx, hwm = self.min_capacity, self.max_capacity, self.high_water_mark
-        if not is_token(mn) and not is_token(mx) and mn > mx:
-            raise CapacityConfigError(
-                f"{where}: min_capacity ({mn}) must be lower than or equal to max_capacity ({mx})"
-            )
+        self._check_order(where)
         target = self.target_utilization_percent
         if not is_token(target):
             if not is_number(target):
@@ -139,11 +160,6 @@ class Capacity:
                     f"{where}: target_utilization_percent must be from {lo} to {hi} (%); "
                     f"got {target}"
                 )
-        if hwm is not None and not is_token(hwm) and not is_token(mn) and hwm < mn:
-            raise CapacityConfigError(
-                f"{where}: high_water_mark ({hwm}) is below min_capacity ({mn}); a "
-                f"high-water mark is the peak the table must take, at least its minimum"
-            )
         for cooldown in ("scale_in_cooldown", "scale_out_cooldown"):
             duration_prop(where, cooldown, getattr(self, cooldown), NO_FLOOR, optional=True)
         bool_prop(where, "disable_scale_in", self.disable_scale_in)

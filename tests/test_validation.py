@@ -34,11 +34,11 @@ def test_min_capacity_below_one(stack: cdk.Stack) -> None:
     assert message == f"{WHERE} table read: min_capacity must be at least 1 capacity unit; got 0"
 
 
-def test_min_above_max(stack: cdk.Stack) -> None:
-    message = error_of(lambda: make(stack, write=Capacity(min_capacity=50, max_capacity=10)))
-    assert message == (
-        f"{WHERE} table write: min_capacity (50) must be lower than or equal to max_capacity (10)"
-    )
+def test_min_above_max_is_refused_where_the_capacity_is_made() -> None:
+    # wrong whatever the table: the error points at the Capacity(...) line, as a
+    # ReservedCapacity's does, not at the table it is later given to
+    message = error_of(lambda: Capacity(min_capacity=50, max_capacity=10))
+    assert message == "Capacity: min_capacity (50) must be lower than or equal to max_capacity (10)"
 
 
 def test_target_above_90(stack: cdk.Stack) -> None:
@@ -65,13 +65,19 @@ def test_target_not_a_number(stack: cdk.Stack) -> None:
     )
 
 
-def test_high_water_mark_below_min(stack: cdk.Stack) -> None:
-    bad = Capacity(min_capacity=100, max_capacity=1000, high_water_mark=50)
-    message = error_of(lambda: make(stack, read=bad))
+def test_high_water_mark_below_min_is_refused_where_the_capacity_is_made() -> None:
+    message = error_of(lambda: Capacity(min_capacity=100, max_capacity=1000, high_water_mark=50))
     assert message == (
-        f"{WHERE} table read: high_water_mark (50) is below min_capacity (100); a "
-        f"high-water mark is the peak the table must take, at least its minimum"
+        "Capacity: high_water_mark (50) is below min_capacity (100); a "
+        "high-water mark is the peak the table must take, at least its minimum"
     )
+
+
+def test_a_token_range_is_left_to_the_deployment() -> None:
+    # a CfnParameter's value cannot be compared at synth: CloudFormation checks it
+    token = cdk.Token.as_number(cdk.Aws.ACCOUNT_ID)
+    assert Capacity(min_capacity=token, max_capacity=10).min_capacity == token
+    assert Capacity(min_capacity=10, max_capacity=100, high_water_mark=token).high_water_mark
 
 
 def test_max_above_default_quota(stack: cdk.Stack) -> None:
@@ -178,12 +184,13 @@ def test_index_capacity_is_validated_with_its_name(stack: cdk.Stack) -> None:
             index_name="byCustomer",
             partition_key=GK,
             read=OK,
-            write=Capacity(min_capacity=10, max_capacity=5),
+            write=Capacity(min_capacity=10, max_capacity=50_000),
         )
     )
     assert message == (
-        f"{WHERE} index 'byCustomer' write: min_capacity (10) must be lower than or equal "
-        f"to max_capacity (5)"
+        f"{WHERE} index 'byCustomer' write: max_capacity (50000) is above the per-table quota "
+        "of 40000 capacity units; lower it, or raise table_quota if your account's quota is "
+        "higher"
     )
 
 
