@@ -75,7 +75,7 @@ def test_high_water_mark_below_min_is_refused_where_the_capacity_is_made() -> No
 
 def test_a_token_range_is_left_to_the_deployment() -> None:
     # a CfnParameter's value cannot be compared at synth: CloudFormation checks it
-    token = cdk.Token.as_number(cdk.Aws.ACCOUNT_ID)
+    token: Any = cdk.Token.as_number(cdk.Aws.ACCOUNT_ID)
     assert Capacity(min_capacity=token, max_capacity=10).min_capacity == token
     assert Capacity(min_capacity=10, max_capacity=100, high_water_mark=token).high_water_mark
 
