@@ -167,6 +167,8 @@ class _Tick:
     skipped: list[dict[str, str]] = field(default_factory=list)
     floor: Floor | None = None
     """the reservation floor over the tables decided (None: no reservation)"""
+    counted: set[str] = field(default_factory=set)
+    """tables whose own record carries ``Failures`` (a decided table's, 0 or 1)"""
 
     def shared(
         self,
@@ -204,6 +206,8 @@ class _Tick:
 
     def emf(self, values: Mapping[str, float], table: str | None = None) -> None:
         """One Embedded Metric Format record: per table, or for the tick."""
+        if table is not None and "Failures" in values:
+            self.counted.add(table)
         record = emf_record(self.config.namespace, values, self.now.timestamp(), table=table)
         emit_metrics(record, self.out)
 
@@ -725,13 +729,13 @@ def _table_metrics(
 
 
 def _report(t: _Tick, tables: list[ManagedTable], throttles: int) -> None:
-    """Log each failed table (with ``Failures`` = 1 for one never decided) and send the
-    tick's own EMF record (with ``ControlPlaneThrottles``, the throttled attempts of its
-    AWS calls, only while there are any)."""
-    managed = {x.name for x in tables}
+    """Log each failed table (with ``Failures`` = 1 for one never decided: never prepared,
+    or left undecided by the deadline) and send the tick's own EMF record (with
+    ``ControlPlaneThrottles``, the throttled attempts of its AWS calls, only while there are
+    any)."""
     for name, reasons in t.failures.items():
         log_event("table-failed", level=logging.ERROR, table=name, reason="; ".join(reasons))
-        if name not in managed:
+        if name not in t.counted:
             t.emf({"Failures": 1}, name)
     t.emf(
         {
