@@ -44,6 +44,17 @@ def busy_and_idle(world: World) -> tuple[str, str]:
     return busy, idle
 
 
+def raised_minimum(world: World, name: str) -> str:
+    """A calm table (5 writes a second) whose write minimum the library holds at 500 over a
+    configured 100: a tick with every call answered restores the 100."""
+    table = world.table(name, 300, 500)
+    world.target(table, "write", 500, 1000)
+    world.traffic(table, "write", 5)
+    with world.store.lease(table, None, "write", deadline=time.time() + 5) as lease:
+        lease.write(100, set_to=500)
+    return table
+
+
 def assert_handled(world: World, busy: str, idle: str, *, lowered: bool = True) -> None:
     assert world.throughput(busy) == (100, 215)
     assert world.throughput(idle) == ((5, 5) if lowered else (200, 200))
@@ -743,11 +754,7 @@ def test_a_hold_recorded_after_the_tick_read_the_store_is_never_lowered_under(
 ) -> None:
     # GIVEN a calm table whose minimum the library holds at 500 over a configured 100
     busy, idle = busy_and_idle(world)
-    faulty = world.table("heldlate", 300, 500)
-    world.target(faulty, "write", 500, 1000)
-    world.traffic(faulty, "write", 5)
-    with world.store.lease(faulty, None, "write", deadline=time.time() + 5) as lease:
-        lease.write(100, set_to=500)
+    faulty = raised_minimum(world, "heldlate")
     # AND a capacity request that records a hold of 300 right after the tick's read
     late = Hold("latecomer01", None, "write", 295, world.now + timedelta(minutes=30), 5)
 

@@ -76,17 +76,23 @@ DRIVE = r"""<script>
 </script></body>"""
 
 
+def probed(page: str, script: str, attribute: str, tmp: Path) -> Any:
+    """The JSON ``script`` leaves in the body's ``attribute`` once the browser has drawn
+    ``page`` with it (the page rendered without a console message)."""
+    out = tmp / "probed.html"
+    out.write_text(page.replace("</body>", script, 1), encoding="utf-8")
+    loaded = browser.load(out, tmp)
+    assert loaded.console == [] and 'data-rendered="ok"' in loaded.dom
+    found = re.search(rf'{attribute}="([^"]*)"', loaded.dom)
+    assert found is not None
+    return json.loads(html.unescape(found.group(1)))
+
+
 def drawn(page: str, chart: str, windows: list[tuple[float, float]], tmp: Path) -> list[Any]:
     """What the browser drew: per view (the whole trace, then each zoomed window), the
     zoom status and the time ticks' text of the chart's first time axis."""
     script = DRIVE % {"chart": chart, "windows": json.dumps(windows)}
-    out = tmp / "page.html"
-    out.write_text(page.replace("</body>", script, 1), encoding="utf-8")
-    loaded = browser.load(out, tmp)
-    assert loaded.console == [] and 'data-rendered="ok"' in loaded.dom
-    found = re.search(r'data-time-ticks="([^"]*)"', loaded.dom)
-    assert found is not None
-    views: list[Any] = json.loads(html.unescape(found.group(1)))
+    views: list[Any] = probed(page, script, "data-time-ticks", tmp)
     assert len(views) == len(windows) + 1
     return views
 
@@ -229,13 +235,7 @@ ROUND_DIGITS = {(1,), (2,), (2, 5), (5,)}
 def drawn_levels(page: str, tmp: Path) -> dict[str, list[list[Decimal]]]:
     """Per chart, per panel, the value axis's ticks the browser drew (exactly, from each
     tick's data-value)."""
-    out = tmp / "levels.html"
-    out.write_text(page.replace("</body>", LEVELS, 1), encoding="utf-8")
-    loaded = browser.load(out, tmp)
-    assert loaded.console == [] and 'data-rendered="ok"' in loaded.dom
-    found = re.search(r'data-levels="([^"]*)"', loaded.dom)
-    assert found is not None
-    charts: dict[str, list[list[str]]] = json.loads(html.unescape(found.group(1)))
+    charts: dict[str, list[list[str]]] = probed(page, LEVELS, "data-levels", tmp)
     return {chart: [[Decimal(v) for v in panel] for panel in p] for chart, p in charts.items()}
 
 

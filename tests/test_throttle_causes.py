@@ -138,16 +138,23 @@ def test_without_cause_metrics_the_lumped_rule_applies_and_an_event_says_so(
     assert summary["failures"] == []
 
 
-def test_a_failed_cause_read_is_a_failure_of_those_tables_and_raises_as_before(
-    world: World,
-) -> None:
-    # GIVEN a hot table, a short one, and GetMetricData failing for the cause metrics only
+def hot_key_and_idle(world: World) -> tuple[str, str]:
+    """A table whose writes are throttled, every event a hot key's by the cause metrics,
+    and an idle table beside it."""
     hot = world.table("hot", 100, 100)
     idle = world.table("idle", 200, 200)
     world.traffic(hot, "write", 100)
     world.traffic(
         hot, "write", 0, throttles=3000, minutes=range(1, 3), causes={"KeyRangeThroughput": 3000}
     )
+    return hot, idle
+
+
+def test_a_failed_cause_read_is_a_failure_of_those_tables_and_raises_as_before(
+    world: World,
+) -> None:
+    # GIVEN a hot table, a short one, and GetMetricData failing for the cause metrics only
+    hot, idle = hot_key_and_idle(world)
 
     def refuse(params: dict[str, Any], **_: Any) -> None:
         names = [q["MetricStat"]["Metric"]["MetricName"] for q in params["MetricDataQueries"]]

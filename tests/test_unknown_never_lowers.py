@@ -41,9 +41,11 @@ from tests.test_faults import (
     emf,
     fail_before,
     fail_shared_call,
+    raised_minimum,
 )
 from tests.test_faults import world as world  # noqa: F401 (fixture)
 from tests.test_policy import CONFIG, NOON, state
+from tests.test_throttle_causes import hot_key_and_idle
 
 # ------------------------------------------------------------------ a failed shared call
 
@@ -110,11 +112,7 @@ def test_a_shared_call_that_keeps_failing_keeps_a_raised_minimum(
     # 100 (a tick with every call answered restores the 100), beside a throttled and an
     # idle one; a shared call fails with an error that is not a throttle
     busy, idle = busy_and_idle(world)
-    raised = world.table("raised", 300, 500)
-    world.target(raised, "write", 500, 1000)
-    world.traffic(raised, "write", 5)
-    with world.store.lease(raised, None, "write", deadline=time.time() + 5) as lease:
-        lease.write(100, set_to=500)
+    raised = raised_minimum(world, "raised")
     calls = fail_shared_call(world, service, operation, client_error("ServiceUnavailable", "x"))
     # WHEN a tick runs (the tables listed, so that a failed tag discovery still finds them)
     summary, events = world.tick(SCALER_TABLES=",".join((busy, idle, raised)))
@@ -199,12 +197,7 @@ def test_throttles_by_cause_not_read_in_full_are_not_trusted_and_fail_the_table(
     # GIVEN a table whose writes are throttled, every event a hot key's by the cause
     # metrics, and an idle table beside it; CloudWatch's answers to the cause queries are
     # not complete
-    hot = world.table("hot", 100, 100)
-    idle = world.table("idle", 200, 200)
-    world.traffic(hot, "write", 100)
-    world.traffic(
-        hot, "write", 0, throttles=3000, minutes=range(1, 3), causes={"KeyRangeThroughput": 3000}
-    )
+    hot, idle = hot_key_and_idle(world)
 
     def after(parsed: dict[str, Any], **_: Any) -> None:
         for result in parsed.get("MetricDataResults", []):
