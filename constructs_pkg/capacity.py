@@ -106,20 +106,16 @@ class Capacity:
     def __post_init__(self) -> None:
         """A minimum above the maximum, or a high-water mark below the minimum, is wrong
         whatever the table: refused where the ``Capacity`` is made (`validate` checks the
-        rest against the table it is given to)."""
-        self._check_order("Capacity")
-
-    def _check_order(self, where: str) -> None:
-        """The minimum at most the maximum, the high-water mark at least the minimum; a
-        token, or a value that is not a number (`validate` names it), is not compared."""
+        rest against the table it is given to). A token, or a value that is not a number
+        (`validate` names it), is not compared."""
         mn, mx, hwm = self.min_capacity, self.max_capacity, self.high_water_mark
         if _plain(mn) and _plain(mx) and mn > mx:
             raise CapacityConfigError(
-                f"{where}: min_capacity ({mn}) must be lower than or equal to max_capacity ({mx})"
+                f"Capacity: min_capacity ({mn}) must be lower than or equal to max_capacity ({mx})"
             )
         if _plain(hwm) and _plain(mn) and hwm < mn:  # type: ignore[operator]
             raise CapacityConfigError(
-                f"{where}: high_water_mark ({hwm}) is below min_capacity ({mn}); a "
+                f"Capacity: high_water_mark ({hwm}) is below min_capacity ({mn}); a "
                 f"high-water mark is the peak the table must take, at least its minimum"
             )
 
@@ -147,7 +143,6 @@ class Capacity:
                     f"capacity units; lower it, or raise table_quota if your account's "
                     f"quota is higher"
                 )
-        self._check_order(where)
         target = self.target_utilization_percent
         if not is_token(target):
             if not is_number(target):
