@@ -44,6 +44,10 @@ class Status(StrEnum):
 
 REFUSED = frozenset({Status.FAILED, Status.INVALID, Status.ACCESS_DENIED, Status.NOT_FOUND})
 """Statuses of a change AWS refused, or whose table or index was not found."""
+NOT_MADE = REFUSED | {Status.QUOTA_EXCEEDED, Status.DEADLINE}
+"""Statuses of a change that was needed and not made: refused, the decrease quota spent, or
+the deadline passed. Each is a failure, counted and alarmed (the scaler's tick and a
+restore of expired holds alike); the change is tried again at the next run."""
 DONE = frozenset({Status.APPLIED, Status.DRY_RUN})
 """Statuses a change made for good carries."""
 

@@ -48,7 +48,12 @@ def invoke_broker(name: str, payload: Mapping[str, Any], client: Any = None) -> 
         raise CapacityRequestError(f"broker {name} failed: {detail}")
     if answer.get("ok") is True:
         return answer
-    message = f"broker {name}: {answer.get('message')}"
+    if answer.get("ok") is not False or not isinstance(answer.get("message"), str):
+        raise CapacityRequestError(
+            f'broker {name}: answered {json.dumps(answer, default=str)[:300]}, neither "ok": '
+            'true nor "ok": false with a "message" (is it the capacity broker?)'
+        )
+    message = f"broker {name}: {answer['message']}"
     if answer.get("error") == "timeout":
         raise CapacityRequestTimeout(message)
     raise CapacityRequestError(message)

@@ -18,14 +18,11 @@ from ..aws.clients import Clients, make_clients
 from ..aws.error_codes import describe_error
 from ..aws.store import HoldStore, open_store
 from ..core.holds import CapacityRequestError
-from ..core.outcomes import REFUSED, Status
+from ..core.outcomes import NOT_MADE, Status
 from ..events import log_event
 from .client import broker_name, invoke_broker
 from .counts import count
 from .ending import drop_holds, restore_expired
-
-FAILED_ROWS = REFUSED
-"""Rows of a restore that are failures (AWS refused, or the table or index is not found)."""
 
 
 def restore_tables(
@@ -34,11 +31,11 @@ def restore_tables(
     """End the expired holds of each table in ``tables``, the hold store being ``store``
     (default ``$CAPACITY_HOLDS_TABLE``), and forget every hold of a table not in ``tables``
     (it left the broker's scope: the broker may no longer change it) or that was deleted
-    or went on-demand. A dimension the restore could not lower (AWS refused) is a failure
-    too, and its hold stays for the next run. Forgotten holds are counted (EMF
-    ``HoldsDropped``) and logged with the level they held, so that an operator can restore
-    that table by hand. Each table is its own fault domain; any failure raises after the
-    others ran."""
+    or went on-demand. A dimension the restore could not lower (AWS refused, or the day's
+    decreases are spent) is a failure too, and its hold stays for the next run. Forgotten
+    holds are counted (EMF ``HoldsDropped``) and logged with the level they held, so that
+    an operator can restore that table by hand. Each table is its own fault domain; any
+    failure raises after the others ran."""
     clients = clients or make_clients()
     store = open_store(store, clients)
     try:
@@ -67,7 +64,7 @@ def restore_tables(
             out["failed"].append({"table": name, "error": describe_error(exc)})
     # a hold whose dimension could not be lowered stays for the next run: a failure still
     for row in out["restored"]:
-        if row["status"] in FAILED_ROWS:
+        if row["status"] in NOT_MADE:
             out["failed"].append({"table": row["table"], "error": row.get("note") or row["status"]})
     dropped = [r for r in out["restored"] if r["status"] == Status.DROPPED]
     if dropped:

@@ -90,7 +90,7 @@ from ..core.errors import TickFailed as TickFailed
 from ..core.floorplan import FloorPlan
 from ..core.forecast import apply_plans, forecast_due, with_plans
 from ..core.holds import CapacityRequestTimeout, HeldDimension
-from ..core.outcomes import DONE, REFUSED, Status, change_row
+from ..core.outcomes import DONE, NOT_MADE, Status, change_row
 from ..core.ownership import retargets
 from ..core.plan import Change, Held, plan_floored, reservation_floor
 from ..core.policy import HOLD, INCREASE, Decision
@@ -106,7 +106,6 @@ from .replicas import replicated
 from .shard import Batch
 
 T = TypeVar("T")
-FAILED_STATUSES = REFUSED | {Status.QUOTA_EXCEEDED, Status.DEADLINE}
 """Outcomes counted as failures. ``retry-next-tick`` is not one: another update was in flight, or
 the capacity moved since it was read, and the next tick decides again."""
 DESCRIBE_THREADS = 16
@@ -691,7 +690,7 @@ def _log_decision(t: _Tick, table: str, change: Change, outcome: Outcome | None)
     if t.config.policy.autopilot:  # the forecast's gate: a plan in force, or reacting alone
         fields["forecast"] = "on" if change.dimension.plan is not None else "off"
     log_event("decision", **fields)
-    if outcome is not None and outcome.status in FAILED_STATUSES:
+    if outcome is not None and outcome.status in NOT_MADE:
         d = change.dimension
         t.fail(table, f"{d.index or 'table'} {d.dimension}: {outcome.status}: {outcome.error}")
 
