@@ -244,6 +244,17 @@ class World:
         pt = spec["ProvisionedThroughput"]
         return pt["ReadCapacityUnits"], pt["WriteCapacityUnits"]
 
+    def provision(self, name: str, index: str, read: int, write: int) -> None:
+        """Set the provisioned throughput of the GSI ``index`` of ``name`` (as auto scaling or
+        an operator would)."""
+        throughput = {"ReadCapacityUnits": read, "WriteCapacityUnits": write}
+        self.ddb.update_table(
+            TableName=name,
+            GlobalSecondaryIndexUpdates=[
+                {"Update": {"IndexName": index, "ProvisionedThroughput": throughput}}
+            ],
+        )
+
     def target_min(self, name: str, dimension: str, index: str | None = None) -> int:
         (t,) = self.aas.describe_scalable_targets(
             ServiceNamespace="dynamodb",

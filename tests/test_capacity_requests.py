@@ -71,6 +71,22 @@ def no_library_tags(world: World, name: str) -> bool:
     return not any(k.startswith("ddb-capacity:") for k in world.tags(name))
 
 
+def write_held(world: World, label: str, base: int, write: int, minutes: float) -> tuple[str, Any]:
+    """A table ``label`` whose write target's minimum is ``base``, raised to ``write`` (over no
+    traffic) by a hold of ``minutes``; returns its name and the hold."""
+    name = world.table(label, 10, base, tagged=False)
+    world.target(name, "write", base, 20_000)
+    hold = request_capacity(
+        name,
+        write=write,
+        hold=timedelta(minutes=minutes),
+        clients=world.clients,
+        store=world.store,
+    )
+    assert world.target_min(name, "write") == write
+    return name, hold
+
+
 def later(minutes: float) -> Any:
     """A clock ``minutes`` from now."""
     return lambda: time.time() + minutes * 60
@@ -638,12 +654,7 @@ def test_after_a_hold_and_a_scaler_raise_the_minimum_comes_back_to_the_base(
     world: World,
 ) -> None:
     # GIVEN a hold raising the write minimum from 100 to 2,000
-    name = world.table("HoldThenRaise", 10, 100, tagged=False)
-    world.target(name, "write", 100, 10_000)
-    request_capacity(
-        name, write=2_000, hold=timedelta(minutes=5), clients=world.clients, store=world.store
-    )
-    assert world.target_min(name, "write") == 2_000
+    name, _ = write_held(world, "HoldThenRaise", 100, 2_000, minutes=5)
     # WHEN the work is throttled and the scaler raises the minimum further
     world.traffic(name, "write", 2_000)
     world.traffic(name, "write", 0, throttles=60_000, minutes=range(1, 3))

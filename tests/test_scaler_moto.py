@@ -348,17 +348,7 @@ def test_a_table_with_fifty_tags_of_its_own_is_raised_and_keeps_its_plans(
     assert world.tags(name) == own
     # WHEN the index, scaled out to its minimum by auto scaling (moto's targets move no
     # table), is throttled in the newest minutes: it is raised further
-    world.ddb.update_table(
-        TableName=name,
-        GlobalSecondaryIndexUpdates=[
-            {
-                "Update": {
-                    "IndexName": "byUser",
-                    "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": 3_334},
-                }
-            }
-        ],
-    )
+    world.provision(name, "byUser", 10, 3_334)
     world.traffic(name, "write", 3_334, throttles=300_000, minutes=range(1, 3), index="byUser")
     summary, _ = world.tick(**env)
     assert world.target_min(name, "write", "byUser") > 3_334 and not summary["failed"]

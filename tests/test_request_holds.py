@@ -1,0 +1,150 @@
+"""What a capacity request and the end of a hold promise when things go wrong or sit at
+their limits (the table and its target in moto, the hold store in dynalite):
+
+- a scalable target's minimum that Application Auto Scaling refuses to move fails the
+  request, and nothing stays held; refused on release, the release fails and the hold stays
+  in the store, so the next restore lowers the minimum;
+- a hold that expired but was not restored yet counts for nothing in a new request's level;
+- the longest hold is accepted, and one second more is refused before anything is read or
+  sent, naming the field, the value and the range."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from ddb_capacity_runtime.core.holds import MAX_HOLD
+from ddb_capacity_runtime.requests import (
+    CapacityRequestError,
+    request_capacity,
+    restore_expired,
+)
+from ddb_capacity_runtime.requests import request as request_module
+from tests.moto_world import World
+from tests.test_capacity_requests import later, stored, write_held
+from tests.test_capacity_requests import world as world  # the fixture
+
+REGISTER = "before-parameter-build.application-autoscaling.RegisterScalableTarget"
+
+
+@contextmanager
+def register_refused(world: World) -> Iterator[None]:
+    """RegisterScalableTarget refused with AccessDenied (as for a target not tagged for the
+    broker), an answer moto never gives."""
+
+    def refuse(**_: Any) -> None:
+        raise ClientError(
+            {"Error": {"Code": "AccessDeniedException", "Message": "not authorized"}},
+            "RegisterScalableTarget",
+        )
+
+    world.aas.meta.events.register(REGISTER, refuse)
+    try:
+        yield
+    finally:
+        world.aas.meta.events.unregister(REGISTER, refuse)
+
+
+def test_a_refused_minimum_fails_the_request_and_holds_nothing(
+    world: World,
+) -> None:
+    # GIVEN a table whose write minimum Application Auto Scaling will not let us move
+    name = world.table("MinRefused", 10, 100, tagged=False)
+    world.target(name, "write", 100, 10_000)
+    # WHEN a worker asks for 1,000 more write units
+    with (
+        register_refused(world),
+        pytest.raises(
+            CapacityRequestError,
+            match="setting MinCapacity 1,000 failed: AccessDeniedException",
+        ),
+    ):
+        request_capacity(name, write=1_000, clients=world.clients, store=world.store)
+    # THEN nothing moved and nothing is held
+    assert world.target_min(name, "write") == 100
+    assert world.throughput(name) == (10, 100)
+    assert stored(world, name) == {}
+
+
+def test_a_refused_lowering_fails_the_release_and_keeps_the_hold_for_the_restore(
+    world: World,
+) -> None:
+    # GIVEN a hold that raised the write minimum from 100 to 1,000
+    name, hold = write_held(world, "LowerRefused", 100, 1_000, minutes=2)
+    # WHEN it is released while the minimum cannot be moved
+    with (
+        register_refused(world),
+        pytest.raises(
+            CapacityRequestError,
+            match="setting MinCapacity 100 failed: AccessDeniedException",
+        ),
+    ):
+        hold.release()
+    # THEN the minimum is still held, and so is the hold: it is not forgotten
+    assert world.target_min(name, "write") == 1_000
+    assert [h.id for h in stored(world, name)[(None, "write")].holds] == [hold.id]
+    # AND once it has expired, the next restore lowers the minimum to the base
+    (row,) = restore_expired(name, clients=world.clients, store=world.store, clock=later(5))
+    assert (row["via"], row["from"], row["to"], row["status"]) == (
+        "scalable-target",
+        1_000,
+        100,
+        "applied",
+    )
+    assert world.target_min(name, "write") == 100
+    assert stored(world, name) == {}
+
+
+def test_an_expired_hold_not_yet_restored_adds_nothing_to_a_new_request(
+    world: World,
+) -> None:
+    # GIVEN a hold of 5,000 write units (over no traffic) that expired; no restore ran yet
+    name, _ = write_held(world, "ExpiredAdds", 50, 5_000, minutes=2)
+    # WHEN, after its expiry, a worker asks for 100 write units
+    hold = request_capacity(
+        name, write=100, clients=world.clients, store=world.store, clock=later(5)
+    )
+    # THEN its level is what the live hold needs; nothing is raised for the expired one
+    assert hold.levels == {"write": 100}
+    assert hold.changes == []
+    assert world.target_min(name, "write") == 5_000
+    assert world.throughput(name) == (10, 5_000)
+    # AND the restore brings the minimum down to the live hold's level, not the base
+    (row,) = restore_expired(name, clients=world.clients, store=world.store, clock=later(6))
+    assert (row["from"], row["to"], row["status"]) == (5_000, 100, "applied")
+    assert world.target_min(name, "write") == 100
+
+
+def test_the_longest_hold_is_accepted_and_one_second_more_is_refused(
+    world: World,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    name = world.table("LongestHold", 10, 10, tagged=False)
+    # the longest hold, 24 hours: granted, and it lasts that long
+    before = datetime.now(UTC)
+    hold = request_capacity(name, write=20, hold=MAX_HOLD, clients=world.clients, store=world.store)
+    assert before + MAX_HOLD <= hold.expires <= datetime.now(UTC) + MAX_HOLD + timedelta(seconds=1)
+    assert world.throughput(name) == (10, 20)
+    hold.release()
+
+    def no_broker(*_: Any, **__: Any) -> dict[str, Any]:
+        raise AssertionError("a hold that is too long was sent to the broker")
+
+    monkeypatch.setattr(request_module, "invoke_broker", no_broker)
+    # one second more: refused before anything is read or sent, directly or via a broker
+    too_long = MAX_HOLD + timedelta(seconds=1)
+    places: tuple[dict[str, Any], ...] = ({"store": world.store}, {"broker": "capacity-broker"})
+    for where in places:
+        with pytest.raises(CapacityRequestError) as refused:
+            request_capacity(name, write=20, hold=too_long, clients=world.clients, **where)
+        assert str(refused.value) == (
+            "hold: got datetime.timedelta(days=1, seconds=1); "
+            "expected a timedelta from 1 minute to 1 day, 0:00:00"
+        )
+    assert world.throughput(name) == (10, 10)
+    assert stored(world, name) == {}
