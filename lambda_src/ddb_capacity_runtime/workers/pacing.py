@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from ..aws.error_codes import (  # the throttle-cause readers, where the workers took them from
     CAUSES,
@@ -46,6 +46,7 @@ __all__ = [
     "TokenBucket",
     "jittered",
     "reasons_cause",
+    "reported_units",
     "strongest",
     "throttle_cause",
 ]
@@ -110,6 +111,20 @@ class TokenBucket:
         with self._lock:
             self._refill()
             self._tokens = min(self._burst, self._tokens - difference)
+
+
+def reported_units(consumed: object) -> float | None:
+    """The capacity units an answer says it consumed: its ``ConsumedCapacity`` (one, or a
+    list of them), summed. None when the answer does not say (an endpoint that ignores
+    ``ReturnConsumedCapacity``) or says something that is not a number of units: the caller
+    then charges its estimate, and never reads an unknown cost as free."""
+    entries = [consumed] if isinstance(consumed, Mapping) else consumed
+    if not isinstance(entries, list) or not entries:
+        return None
+    units = [e.get("CapacityUnits") if isinstance(e, Mapping) else None for e in entries]
+    if not all(is_number(u, 0) for u in units):
+        return None
+    return float(sum(u for u in units if u is not None))
 
 
 def jittered(delay: float, rng: random.Random) -> float:

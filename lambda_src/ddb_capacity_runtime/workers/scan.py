@@ -39,7 +39,7 @@ from ..aws.items import create_cursor_table as create_cursor_table
 from ..core.errors import ScanError as ScanError
 from ..core.validators import is_whole
 from ..events import log_event
-from .pacing import CAUSES, HOT_KEY, TokenBucket, jittered, throttle_cause
+from .pacing import CAUSES, HOT_KEY, TokenBucket, jittered, reported_units, throttle_cause
 from .pacing import THROTTLED as THROTTLED
 
 if TYPE_CHECKING:
@@ -192,9 +192,10 @@ class RateLimitedScan:
 
     @staticmethod
     def next_limit(items: int, units: float, page_units: float) -> int:
-        """The Limit that makes a page cost about ``page_units``, from the last page."""
+        """The Limit that makes a page cost about ``page_units``, from the last page; 0 when
+        the last page tells nothing of the cost of an item (keep the Limit)."""
         if items <= 0 or units <= 0:
-            return MAX_LIMIT if units <= 0 and items > 0 else 0
+            return 0
         return max(1, min(MAX_LIMIT, int(items / units * page_units)))
 
     def _page(
@@ -244,7 +245,8 @@ class RateLimitedScan:
             response = self._page(segment, limit, cursor.last_key, estimate)
             if response is None:
                 return
-            units = float(response.get("ConsumedCapacity", {}).get("CapacityUnits", 0.0))
+            reported = reported_units(response.get("ConsumedCapacity"))
+            units = estimate if reported is None else reported  # unknown: as estimated
             self.bucket.settle(units - estimate)
             items = response.get("Items", [])
             if items:
@@ -257,14 +259,14 @@ class RateLimitedScan:
                 r = self._result
                 r.items += len(items)
                 r.pages += 1
-                r.consumed += units
+                r.consumed += reported or 0.0
             if cursor.done:
                 with self._lock:
                     self._result.segments_done.append(segment)
                 return
-            if items and units > 0:
-                per_unit = len(items) / units
-            limit = self.next_limit(len(items), units, self.page_units) or limit
+            if reported is not None and items and reported > 0:
+                per_unit = len(items) / reported
+                limit = self.next_limit(len(items), reported, self.page_units) or limit
 
     def _cursor(self, segment: int) -> Cursor:
         """The segment's saved cursor (a fresh one without a store); [`ScanError`][] if it

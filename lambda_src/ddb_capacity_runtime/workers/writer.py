@@ -43,6 +43,7 @@ from .pacing import (
     ThrottleCause,
     TokenBucket,
     jittered,
+    reported_units,
     strongest,
     throttle_cause,
 )
@@ -52,13 +53,18 @@ if TYPE_CHECKING:
 
 
 BATCH = 25
+_END = object()
+"""The end of the items (an item may be None: it is returned in ``failed``)."""
 Entry = tuple[Mapping[str, Any], dict[str, Any], int]
 """An item to write: as given, serialized, and how often it was sent already."""
 
 
 @dataclass(frozen=True)
 class Failed:
-    item: Mapping[str, Any]
+    """An item that was not written, as it was given (a mapping, or what was given in its
+    place), and why."""
+
+    item: Any
     reason: str
 
 
@@ -176,35 +182,43 @@ class SlowStartWriter:
         exhausted = False
         while pending or not exhausted:
             while len(pending) < BATCH and not exhausted:
-                item = next(source, None)
-                if item is None:
+                item = next(source, _END)
+                if item is _END:
                     exhausted = True
                     break
+                if not isinstance(item, Mapping):
+                    kind = type(item).__name__
+                    result.failed.append(Failed(item, f"not an item: a {kind}, not a mapping"))
+                    continue
                 try:
                     pending.append((item, self._serialize(item), 0))
                 except (TypeError, ValueError) as exc:
                     result.failed.append(Failed(item, f"not serializable: {exc}"))
+                except ArithmeticError:  # decimal.Rounded, Inexact
+                    reason = "not serializable: a number of more than 38 digits"
+                    result.failed.append(Failed(item, reason))
             if not pending:
                 break
             batch, pending = pending[:BATCH], pending[BATCH:]
             self._grow(self.clock(), result)
             estimate = per_item * len(batch)
             self.bucket.acquire(estimate)
-            retry, units, cause = self._send(batch, result)
-            self.bucket.settle(units - estimate)
+            retry, reported, cause = self._send(batch, result)
             written = len(batch) - len(retry)
-            if written > 0 and units > 0:
-                per_item = units / written
+            units = per_item * written if reported is None else reported  # unknown: estimated
+            self.bucket.settle(units - estimate)
+            if reported is not None and written > 0 and reported > 0:
+                per_item = reported / written
             if retry:
                 pending = self._retry(retry, cause or "unknown", result) + pending
         return result
 
     def _send(
         self, batch: Sequence[Entry], result: WriteResult
-    ) -> tuple[list[Entry], float, ThrottleCause | None]:
-        """One BatchWriteItem; returns the entries to send again, the units consumed, and why
-        DynamoDB throttled them (None: it did not). UnprocessedItems carry no reasons: their
-        cause is ``"unknown"``."""
+    ) -> tuple[list[Entry], float | None, ThrottleCause | None]:
+        """One BatchWriteItem; returns the entries to send again, the units consumed (None:
+        the answer does not say), and why DynamoDB throttled them (None: it did not).
+        UnprocessedItems carry no reasons: their cause is ``"unknown"``."""
         result.batches += 1
         try:
             response = table_items.write_batch(self.dynamodb, self.table, [s for _, s, _ in batch])
@@ -216,27 +230,26 @@ class SlowStartWriter:
                 return self._send_each(batch, result)
             result.failed.extend(Failed(o, describe_error(exc)) for o, _, _ in batch)
             return [], 0.0, None
-        units = sum(
-            float(c.get("CapacityUnits", 0.0)) for c in response.get("ConsumedCapacity", [])
-        )
+        units = reported_units(response.get("ConsumedCapacity"))
         unprocessed = response.get("UnprocessedItems", {}).get(self.table, [])
         keys = [r["PutRequest"]["Item"] for r in unprocessed]
         retry = [e for e in batch if e[1] in keys]
         result.written += len(batch) - len(retry)
-        result.consumed += units
+        result.consumed += units or 0.0
         return retry, units, "unknown" if retry else None
 
     def _send_each(
         self, batch: Sequence[Entry], result: WriteResult
-    ) -> tuple[list[Entry], float, ThrottleCause | None]:
+    ) -> tuple[list[Entry], float | None, ThrottleCause | None]:
         """One bad item fails the whole batch: send each alone to find it. Of the throttles
-        among them, the strongest cause stands for all."""
+        among them, the strongest cause stands for all; the units are unknown (None) if one
+        answer did not say."""
         retry: list[Entry] = []
-        units = 0.0
+        units: float | None = 0.0
         causes: list[ThrottleCause] = []
         for entry in batch:
             r, u, c = self._send([entry], result)
             retry.extend(r)
-            units += u
+            units = None if units is None or u is None else units + u
             causes.extend([c] if c is not None else [])
         return retry, units, strongest(causes) if causes else None
