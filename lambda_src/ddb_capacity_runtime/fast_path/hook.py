@@ -39,6 +39,7 @@ from .parse import (
     OPERATIONS,
     arn_place,
     consumed,
+    is_ours,
     request_tables,
     table_name,
     throttled,
@@ -323,7 +324,7 @@ class Watcher:
             call = context.get(_CONTEXT_KEY) if isinstance(context, dict) else None
             if not isinstance(call, _Call) or call.owner is not self:
                 return
-            hits = throttled(parsed, call.operation, call.tables, call.index, call.items)
+            hits = self._throttled(parsed, call)
             self._record([(t, i, d, 0.0, 0, c, 0) for t, i, d, c in hits])
         except Exception as exc:  # noqa: BLE001 (never fail the caller's request)
             self._failed_handler("needs-retry", exc)
@@ -338,7 +339,7 @@ class Watcher:
                 return
             if getattr(http_response, "status_code", 500) >= 300:
                 # the last attempt failed: a request never served for want of capacity
-                hits = throttled(parsed, call.operation, call.tables, call.index, call.items)
+                hits = self._throttled(parsed, call)
                 failed = [(t, i, d) for t, i, d, c in hits if c in FAILED_CAUSES]
                 self._record([(t, i, d, 0.0, 0, None, 1) for t, i, d in dict.fromkeys(failed)])
                 return
@@ -346,14 +347,32 @@ class Watcher:
         except Exception as exc:  # noqa: BLE001 (never fail the caller's request)
             self._failed_handler("after-call", exc)
 
+    def _throttled(
+        self, parsed: Mapping[str, Any], call: _Call
+    ) -> list[tuple[str, str | None, str, str]]:
+        """Where a throttled attempt of ``call`` counts (`throttled`, this process's tables)."""
+        return throttled(
+            parsed,
+            call.operation,
+            call.tables,
+            call.index,
+            call.items,
+            region=self._region,
+            account=self._account,
+        )
+
     def _answered(self, call: _Call, parsed: Mapping[str, Any]) -> list[_Row]:
-        """The rows of a request answered: one request per table, and its units."""
+        """The rows of a request answered: one request per table, and its units (an entry
+        for a same-named table of another Region or account counts nowhere)."""
         dimension = OPERATIONS[call.operation]
         rows: list[_Row] = [(t, None, dimension, 0.0, 1, None, 0) for t in call.tables]
         answer = parsed.get("ConsumedCapacity")
         for entry in answer if isinstance(answer, list) else [answer]:
-            name = table_name(entry.get("TableName")) if isinstance(entry, Mapping) else None
-            if name is None or name not in call.tables or not isinstance(entry, Mapping):
+            if not isinstance(entry, Mapping):
+                continue
+            arn = entry.get("TableName")
+            name = table_name(arn) if is_ours(arn, self._region, self._account) else None
+            if name is None or name not in call.tables:
                 continue
             self._remember_local(name, entry.get("LocalSecondaryIndexes"))
             for (index, dim), units in consumed(entry, dimension).items():
@@ -411,21 +430,23 @@ class Watcher:
             except Exception as exc:  # noqa: BLE001 (the thread goes on)
                 self._failed_handler("send", exc)
 
-    def _round(self, *, every: bool, deadline: float | None = None) -> None:
+    def _round(self, *, every: bool, deadline: float | None = None, final: bool = False) -> None:
         """Send the reports due (``every``: every table's that has something to say), in
         batches: at most `MAX_REPORTS_PER_ROUND` a round unless ``every``, the tables that
         wait longest first after the throttled ones; none is taken once ``deadline``
-        (a time of its clock) has passed."""
+        (a time of its clock) has passed. ``final`` (the round at stop): the reports the
+        deadline left untaken are lost with the process, and counted as failed sends."""
         with self._lock:
             names = list(self._ledger.tables) if every else self._ledger.due(self._clock())
         if not every:
             names = names[:MAX_REPORTS_PER_ROUND]
         reports: list[Report] = []
-        for name in names:
+        for position, name in enumerate(names):
             if deadline is not None and self._clock() >= deadline:
+                if final:
+                    self._lost(sum(self._take(n) is not None for n in names[position:]))
                 break
-            with self._lock:
-                report = self._ledger.take(name, self._clock(), time.time(), self._process)
+            report = self._take(name)
             if report is not None:
                 reports.append(report)
         for batch in batches([r.as_json() for r in reports]):
@@ -433,6 +454,11 @@ class Watcher:
                 self._lost(len(batch))
                 continue
             self._deliver(batch)
+
+    def _take(self, name: str) -> Report | None:
+        """The report ``name``'s table has to give now, taken from the ledger; None: none."""
+        with self._lock:
+            return self._ledger.take(name, self._clock(), time.time(), self._process)
 
     def _lost(self, reports: int) -> None:
         with self._lock:
@@ -503,14 +529,14 @@ class Watcher:
     def _last_round(self, deadline: float) -> None:
         last = threading.Thread(
             target=self._round,
-            kwargs={"every": True, "deadline": deadline},
+            kwargs={"every": True, "deadline": deadline, "final": True},
             name="ddb-capacity-signals-last",
             daemon=True,
         )
         try:
             last.start()
         except RuntimeError:  # at interpreter shutdown no thread starts (Python 3.12+)
-            self._round(every=True, deadline=deadline)
+            self._round(every=True, deadline=deadline, final=True)
             return
         last.join(max(0.0, deadline - self._clock()))
 

@@ -61,7 +61,7 @@ def arn_place(name: object) -> tuple[str, str] | None:
     return (parts[3], parts[4]) if len(parts) == 6 else None
 
 
-def _ours(name: object, region: str | None, account: str | None) -> bool:
+def is_ours(name: object, region: str | None, account: str | None) -> bool:
     """Whether ``name`` may be one of the reporting account's tables in ``region``: a
     plain name is; an ARN is when it names that region and account (each when known)."""
     place = arn_place(name)
@@ -87,7 +87,7 @@ def transact_items(
     if not isinstance(items, list | tuple):
         return ()
     names = (_item_table(item) for item in items)
-    return tuple(table_name(n) if _ours(n, region, account) else None for n in names)
+    return tuple(table_name(n) if is_ours(n, region, account) else None for n in names)
 
 
 def request_tables(
@@ -105,7 +105,7 @@ def request_tables(
         return tuple(dict.fromkeys(n for n in transact_items(params, region, account) if n))
     else:
         names = [params.get("TableName")]
-    found = (table_name(n) for n in names if _ours(n, region, account))
+    found = (table_name(n) for n in names if is_ours(n, region, account))
     return tuple(dict.fromkeys(n for n in found if n is not None))
 
 
@@ -184,11 +184,14 @@ def throttled(
     tables: Iterable[str],
     index: str | None = None,
     items: tuple[str | None, ...] = (),
+    region: str | None = None,
+    account: str | None = None,
 ) -> list[tuple[str, str | None, str, str]]:
     """The (table, index, dimension, cause) each throttled attempt counts on, from the
     error ``parsed`` as botocore parsed it; empty if it is not a throttle. With reasons
     that name their resources: once per resource and dimension, with the strongest of
-    its reasons; else once per table the request names, on the operation's dimension (on
+    its reasons (a reason naming a table of another ``region`` or ``account``, each when
+    known, counts nowhere); else once per table the request names, on the operation's dimension (on
     ``index``, the GSI a Query or Scan reads, if any). A cancelled transaction counts
     through `cancelled` (``items``: its tables by position)."""
     from botocore.exceptions import ClientError
@@ -203,14 +206,21 @@ def throttled(
     reasons = parsed.get("ThrottlingReasons") or parsed.get("throttlingReasons")
     if isinstance(reasons, list) and 0 < len(reasons) <= MAX_REASONS:
         groups: dict[tuple[str, str | None, str], list[object]] = {}
+        foreign = 0  # reasons naming another Region's or account's table of the same name
         for entry in reasons:
-            where = _resource(entry.get("resource")) if isinstance(entry, Mapping) else None
+            resource = entry.get("resource") if isinstance(entry, Mapping) else None
+            if resource is not None and not is_ours(resource, region, account):
+                foreign += 1
+                continue
+            where = _resource(resource)
             if where is None or not isinstance(entry, Mapping):
                 groups = {}
                 break
             groups.setdefault((*where, _reason_dimension(entry, dimension)), []).append(entry)
         if groups:
             return [(*k, REPORT_CAUSES[reasons_cause(v)]) for k, v in groups.items()]
+        if foreign == len(reasons):
+            return []
         counted = REPORT_CAUSES[cause]
     else:
         counted = NO_REASON.get(code, "other") if isinstance(code, str) else "other"
