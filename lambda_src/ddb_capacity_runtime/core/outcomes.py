@@ -47,7 +47,9 @@ REFUSED = frozenset({Status.FAILED, Status.INVALID, Status.ACCESS_DENIED, Status
 NOT_MADE = REFUSED | {Status.QUOTA_EXCEEDED, Status.DEADLINE}
 """Statuses of a change that was needed and not made: refused, the decrease quota spent, or
 the deadline passed. Each is a failure, counted and alarmed (the scaler's tick and a
-restore of expired holds alike); the change is tried again at the next run."""
+restore of expired holds alike); the change is tried again at the next run.
+``retry-next-tick`` is not one: another update was in flight, or the capacity moved since
+it was read, and the next tick decides again."""
 DONE = frozenset({Status.APPLIED, Status.DRY_RUN})
 """Statuses a change made for good carries."""
 

@@ -106,8 +106,6 @@ from .replicas import replicated
 from .shard import Batch
 
 T = TypeVar("T")
-"""Outcomes counted as failures. ``retry-next-tick`` is not one: another update was in flight, or
-the capacity moved since it was read, and the next tick decides again."""
 DESCRIBE_THREADS = 16
 """DescribeTable calls in flight at once."""
 

@@ -192,10 +192,8 @@ class RateLimitedScan:
 
     @staticmethod
     def next_limit(items: int, units: float, page_units: float) -> int:
-        """The Limit that makes a page cost about ``page_units``, from the last page; 0 when
-        the last page tells nothing of the cost of an item (keep the Limit)."""
-        if items <= 0 or units <= 0:
-            return 0
+        """The Limit that makes a page cost about ``page_units``, from the last page's
+        ``items`` and ``units`` (both > 0)."""
         return max(1, min(MAX_LIMIT, int(items / units * page_units)))
 
     def _page(
@@ -246,8 +244,8 @@ class RateLimitedScan:
             if response is None:
                 return
             reported = reported_units(response.get("ConsumedCapacity"))
-            units = estimate if reported is None else reported  # unknown: as estimated
-            self.bucket.settle(units - estimate)
+            if reported is not None:  # unknown: charged as estimated
+                self.bucket.settle(reported - estimate)
             items = response.get("Items", [])
             if items:
                 handle(segment, items)
@@ -264,9 +262,9 @@ class RateLimitedScan:
                 with self._lock:
                     self._result.segments_done.append(segment)
                 return
-            if reported is not None and items and reported > 0:
+            if reported is not None and items and reported > 0:  # else: keep the Limit
                 per_unit = len(items) / reported
-                limit = self.next_limit(len(items), reported, self.page_units) or limit
+                limit = self.next_limit(len(items), reported, self.page_units)
 
     def _cursor(self, segment: int) -> Cursor:
         """The segment's saved cursor (a fresh one without a store); [`ScanError`][] if it
