@@ -139,9 +139,10 @@ def _run(seconds: float, hooked: bool, url: str) -> list[float]:
         times.append((time.perf_counter() - t0) * 1e3)
         i += 1
     if watcher is not None:
+        failed = watcher.failed_sends  # during the run; stop(timeout=0) loses the rest
         watcher.stop(timeout=0)
-        if watcher.failed_sends:
-            raise SystemExit(f"{watcher.failed_sends} reports not sent")
+        if failed:
+            raise SystemExit(f"{failed} reports not sent")
     return times
 
 
