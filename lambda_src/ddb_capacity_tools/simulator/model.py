@@ -249,27 +249,28 @@ class SimulatedTable:
         minute ``t``, and which of them are unknown (not delivered yet, or before the
         simulation): those read 0, as the run-time reads them. With ``key_range`` (and
         ``throttles``): the key-range throttle events, published with the lumped ones."""
-        d = self.dims[key]
+        d, p = self.dims[key], self.params
         series = d.key_range_events if key_range else d.throttle_events if throttles else d.served
         start = first + self.offset
         stop = start + count
-        if self.params.delay_spread_minutes == 0:  # delivered in order: one cut
-            delay = (
-                self.params.throttle_delay_minutes
-                if throttles
-                else self.params.metric_delay_minutes
-            )
+        lo = max(start, 0)
+        delay = p.throttle_delay_minutes if throttles else p.metric_delay_minutes
+        if p.delay_spread_minutes == 0:  # delivered in order: one cut
             last = min(stop, t - delay + self.offset, len(series))  # exclusive
         else:
-            at = d.throttles_visible_at if throttles else d.visible_at
             last = min(stop, len(series))
-            if any(a > t for a in at[max(start, 0) : last]):
-                known = [0 <= i < last and at[i] <= t for i in range(start, stop)]
-                values = [
-                    series[i] if k else 0.0 for i, k in zip(range(start, stop), known, strict=True)
-                ]
-                return values, [not k for k in known]
-        lo = max(start, 0)
+            # a minute is visible at most delay + spread after it ends (`end_minute`), so
+            # only the minutes from ``sure`` on can be unknown yet
+            sure = min(max(lo, t + self.offset - delay - p.delay_spread_minutes), last)
+            at = d.throttles_visible_at if throttles else d.visible_at
+            tail = at[sure:last]
+            if any(a > t for a in tail):
+                late = [a > t for a in tail]
+                values = [0.0] * (lo - start) + series[lo:sure]
+                values += [0.0 if u else v for u, v in zip(late, series[sure:last], strict=True)]
+                after = stop - last
+                unknown = [True] * (lo - start) + [False] * (sure - lo) + late
+                return values + [0.0] * after, unknown + [True] * after
         hi = max(lo, last)
         before, after = lo - start, stop - hi
         values = [0.0] * before + series[lo:hi] + [0.0] * after
