@@ -16,7 +16,6 @@ from aws_cdk import aws_dynamodb as dynamodb
 from constructs_pkg import Capacity, ProvisionedTable, apply_nag_packs
 from constructs_pkg.compliance import NAG_PACKS, acknowledgment_id
 from ddb_capacity_tools.summary import render, summarize_assembly
-from examples.__main__ import build_app
 
 STACKS = {
     "MinimalTable",
@@ -31,10 +30,12 @@ PACK_NAMES = {"AwsSolutions", "Serverless", "HIPAA.Security", "NIST.800.53.R5", 
 
 
 @pytest.fixture(scope="module")
-def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    outdir = tmp_path_factory.mktemp("examples")
-    build_app(outdir=str(outdir)).synth()  # raises ValidationFailed on any unacknowledged finding
-    return outdir
+def assembly(cli_assembly: Path) -> Path:
+    """The example app as the CDK CLI synthesized it (cdk.json's ``python -m examples``,
+    ``build_app().synth()``), once for the modules that read it: that synth fails on any
+    unacknowledged finding (the packs' ValidationFailed, as
+    test_a_missing_acknowledgement_fails_the_synth shows in-process)."""
+    return cli_assembly
 
 
 def test_the_five_packs_are_applied(assembly: Path) -> None:

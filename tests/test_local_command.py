@@ -1,6 +1,10 @@
 """``ddb-capacity local``: a user's own app, written here (not the project's example),
 synthesized and deployed by the pinned CDK CLI to the command's own moto server, each
-scaler ticked once; and the bad input it names before deploying anything."""
+scaler ticked once; and the bad input it names before deploying anything.
+
+One test runs its app's Python through ``local``; the others run an ``app.py`` that hands
+the CLI their app's assembly as the CLI synthesized it once for the module (`synthesized`):
+each synth is mostly aws-cdk-lib loading, some 10 s an app."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import json
 import re
 import socket
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -57,6 +62,52 @@ def user_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
     return f"{sys.executable} app.py"
+
+
+SYNTH_ALL = """
+import os
+from pathlib import Path
+
+# each app of apps/ into a folder of its name beside the CLI's output, and last the app
+# named as the CLI's output folder into that folder, where the CLI reads it
+cli = Path(os.environ["CDK_OUTDIR"])
+for source in sorted(Path("apps").glob("*.py"), key=lambda path: path.stem == cli.name):
+    code = source.read_text()
+    if source.stem != cli.name:
+        code = code.replace("cdk.App()", f"cdk.App(outdir={str(cli.parent / source.stem)!r})")
+    exec(compile(code, source, "exec"), {"__name__": "__main__"})
+"""
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Mapping[str, Path]:
+    """The cloud assembly of each app below (APP, ENV_APP, SEVERAL_APP, GLOBAL_APP) by name,
+    synthesized as `local` synthesizes an app: by the pinned CDK CLI, against a moto server,
+    all of them in one run of one Python (aws-cdk-lib is loaded once, not once an app)."""
+    apps = {"app": APP, "env": ENV_APP, "several": SEVERAL_APP, "global": GLOBAL_APP}
+    folder, out = tmp_path_factory.mktemp("synth"), tmp_path_factory.mktemp("assemblies")
+    (folder / "apps").mkdir()
+    for name, source in apps.items():
+        (folder / "apps" / f"{name}.py").write_text(source)
+    (folder / "synth_all.py").write_text(SYNTH_ALL)
+    with local_aws.moto_server() as endpoint:
+        local_aws.run_cdk(
+            "synth",
+            *("--app", f"{sys.executable} synth_all.py", "--output", str(out / "app")),
+            "--quiet",
+            env=local_aws.aws_env(endpoint),
+            cwd=folder,
+        )
+    return {name: out / name for name in apps}
+
+
+def replay(assembly: Path) -> str:
+    """An ``app.py`` that writes ``assembly`` where the CDK CLI asks for its app's cloud
+    assembly: the CLI then reads the app as synthesized, without running aws-cdk-lib again."""
+    return (
+        "import os\nimport shutil\n\n"
+        f"shutil.copytree({str(assembly)!r}, os.environ['CDK_OUTDIR'], dirs_exist_ok=True)\n"
+    )
 
 
 def test_a_users_app_is_deployed_locally_and_its_scaler_ticked(
@@ -123,8 +174,12 @@ def test_no_app_nor_cdk_json_app_names_both(
     assert "or a cdk.json in " in err and 'whose "app" is that command' in err
 
 
-def test_without_app_the_app_of_cdk_json_is_run(user_app: str, tmp_path: Path) -> None:
-    # GIVEN a folder whose cdk.json names the app's command, as the CDK CLI reads it
+def test_without_app_the_app_of_cdk_json_is_run(
+    user_app: str, tmp_path: Path, synthesized: Mapping[str, Path]
+) -> None:
+    # GIVEN a folder whose cdk.json names the app's command, as the CDK CLI reads it (the
+    # app's assembly, as synthesized)
+    (tmp_path / "app.py").write_text(replay(synthesized["app"]))
     (tmp_path / "cdk.json").write_text(json.dumps({"app": user_app, "output": "cdk.out"}))
     # WHEN local runs there without --app (an unknown --stack stops it before deploying)
     code, out, err = run("local", "--stack", "Nope")
@@ -155,7 +210,11 @@ def test_an_app_that_fails_to_synth_is_named(user_app: str, tmp_path: Path) -> N
     assert "no stacks here: bad config" in err
 
 
-def test_an_unknown_stack_is_named_with_the_apps_stacks(user_app: str) -> None:
+def test_an_unknown_stack_is_named_with_the_apps_stacks(
+    user_app: str, tmp_path: Path, synthesized: Mapping[str, Path]
+) -> None:
+    # GIVEN the user's app (its assembly, as synthesized), WHEN local runs an unknown stack
+    (tmp_path / "app.py").write_text(replay(synthesized["app"]))
     code, out, err = run("local", "--app", user_app, "--stack", "Nope")
     assert code == 2, err
     assert err == (
@@ -204,12 +263,22 @@ ThrottleAwareScaler(stack, "Scaler", tables=[orders])
 app.synth()
 """
 
+SEVERAL_APP = ENV_APP.replace(
+    "app.synth()",
+    'cdk.Stack(app, "Other", env=cdk.Environment(account="222222222222", region="eu-west-1"))\n'
+    'cdk.Stack(app, "Loose")\n'
+    'cdk.Stack(app, "Regional", env=cdk.Environment(region="eu-west-1"))\n'
+    "app.synth()",
+)
+"""ENV_APP and three more stacks: one in another account, one without an env, one whose env
+names a Region only"""
+
 
 def test_a_stack_with_an_explicit_env_is_deployed_in_its_account_and_region(
-    user_app: str, tmp_path: Path
+    user_app: str, tmp_path: Path, synthesized: Mapping[str, Path]
 ) -> None:
-    # GIVEN an app whose stack names its account and Region
-    (tmp_path / "app.py").write_text(ENV_APP)
+    # GIVEN an app whose stack names its account and Region (its assembly, as synthesized)
+    (tmp_path / "app.py").write_text(replay(synthesized["env"]))
     # WHEN local runs it
     code, out, err = run("local", "--app", user_app)
     # THEN it is deployed there (the local server is that account) and its scaler ticked
@@ -220,19 +289,12 @@ def test_a_stack_with_an_explicit_env_is_deployed_in_its_account_and_region(
 
 
 def test_stacks_in_several_accounts_are_refused_naming_each_accounts_stacks(
-    user_app: str, tmp_path: Path
+    user_app: str, tmp_path: Path, synthesized: Mapping[str, Path]
 ) -> None:
     # GIVEN stacks in two explicit accounts, one without an env and one whose env names a
-    # Region only (both of the last deployed in moto's default account)
-    several = ENV_APP.replace(
-        "app.synth()",
-        'cdk.Stack(app, "Other", env=cdk.Environment(account="222222222222", '
-        'region="eu-west-1"))\n'
-        'cdk.Stack(app, "Loose")\n'
-        'cdk.Stack(app, "Regional", env=cdk.Environment(region="eu-west-1"))\n'
-        "app.synth()",
-    )
-    (tmp_path / "app.py").write_text(several)
+    # Region only (both of the last deployed in moto's default account): SEVERAL_APP's
+    # assembly, as synthesized
+    (tmp_path / "app.py").write_text(replay(synthesized["several"]))
     # WHEN local runs without --stack
     code, out, err = run("local", "--app", user_app)
     # THEN it is refused before deploying, naming each account's stacks, and the stacks
@@ -299,11 +361,11 @@ def test_the_unsupported_types_are_those_motos_cloudformation_cannot_create() ->
 
 
 def test_stacks_holding_a_global_table_are_refused_before_deploying(
-    user_app: str, tmp_path: Path
+    user_app: str, tmp_path: Path, synthesized: Mapping[str, Path]
 ) -> None:
     # GIVEN an app with a TableV2 and its replica, a stack that depends on it, a TableV2
-    # without replicas, and stacks with plain tables
-    (tmp_path / "app.py").write_text(GLOBAL_APP)
+    # without replicas, and stacks with plain tables (its assembly, as synthesized)
+    (tmp_path / "app.py").write_text(replay(synthesized["global"]))
     # WHEN local runs every stack
     code, out, err = run("local", "--app", user_app)
     # THEN one line names each stack holding one, the resource, why, and what can be deployed
@@ -326,9 +388,12 @@ def test_stacks_holding_a_global_table_are_refused_before_deploying(
     ), err
 
 
-def test_each_stack_given_is_deployed_and_no_other(user_app: str, tmp_path: Path) -> None:
-    # GIVEN the app with global tables, and two stacks without one
-    (tmp_path / "app.py").write_text(GLOBAL_APP)
+def test_each_stack_given_is_deployed_and_no_other(
+    user_app: str, tmp_path: Path, synthesized: Mapping[str, Path]
+) -> None:
+    # GIVEN the app with global tables, and two stacks without one (its assembly, as
+    # synthesized)
+    (tmp_path / "app.py").write_text(replay(synthesized["global"]))
     # WHEN local runs with --stack given twice
     code, out, err = run("local", "--app", user_app, "--stack", "Plain", "--stack", "Audit")
     # THEN both are deployed, and none of the others
