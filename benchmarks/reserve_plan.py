@@ -31,7 +31,8 @@ table on one policy (``--policy``: no tune per table), and the tune per table ti
 table and multiplied out (printed as an estimate).
 
 ``--quick`` (for the test suite, seconds): the generated fleet cut to 3 days, every table on
-stock:90, 20 tables for (d).
+stock:90; for (d), 20 tables of one day, and the tune per table timed on the stock targets and
+on-demand only.
 
 Usage:
     .venv/bin/python -m benchmarks.reserve_plan [--traces DIR] [--quick] [--tables 1000]
@@ -51,6 +52,7 @@ from pathlib import Path
 
 from ddb_capacity_tools import reserve, reserve_sizing
 from ddb_capacity_tools.simulator import read_csv
+from ddb_capacity_tools.simulator.candidates import STOCK
 from ddb_capacity_tools.simulator.trace import Trace
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
@@ -226,9 +228,10 @@ def fleet_report(name: str, tables: list[reserve.TableHours], setup: reserve.Set
     return out
 
 
-def timing(count: int, days: int, processes: int) -> None:
+def timing(count: int, days: int, processes: int, tune: reserve.Setup | None = None) -> None:
     """(d): ``count`` generated tables (the five shapes in turn, scaled) planned on one
-    policy, timed; and tune on one table, multiplied out."""
+    policy, timed; and tune on one table (with ``tune``'s candidates: by default, the default
+    candidates), multiplied out."""
     shapes = generated(days)
     fleet = [
         replace(
@@ -253,10 +256,11 @@ def timing(count: int, days: int, processes: int) -> None:
         f"for 1,000); plan {plan.term} {plan.units}"
     )
     began = time.perf_counter()
-    reserve.plan_tables(fleet[:1], split, reserve.Setup(), 1, None)
+    reserve.plan_tables(fleet[:1], split, tune or reserve.Setup(), 1, None)
     one = time.perf_counter() - began
+    which = "" if tune is None else f", candidates {', '.join(tune.candidates)} and on-demand"
     print(
-        f"    tune per table (one table, one process): {one:,.1f} s; 1,000 tables in "
+        f"    tune per table (one table, one process{which}): {one:,.1f} s; 1,000 tables in "
         f"{processes} processes: about {one * 1000 / processes / 60:,.0f} minutes (estimate)"
     )
 
@@ -283,7 +287,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         split = traces[0].minutes // 2
         tables = reserve.plan_tables(traces, split, setup, args.processes, sys.stderr)
         verdicts += fleet_report(name, tables, setup)
-    timing(20 if args.quick else args.tables, days if args.quick else DAYS, args.processes)
+    if args.quick:
+        timing(20, 1, args.processes, reserve.Setup(candidates=STOCK))
+    else:
+        timing(args.tables, DAYS, args.processes)
     print(f"\n{sum(verdicts)} of {len(verdicts)} fleet goals met")
     return 0
 

@@ -8,10 +8,10 @@ import csv
 import io
 import json
 import os
+import urllib.request
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +29,12 @@ from ddb_capacity_tools.page.fleet_page import _reservation as reservation_html
 from ddb_capacity_tools.reserve import Setup as ReserveSetup
 from ddb_capacity_tools.reserve import plan_fleet, summary
 from ddb_capacity_tools.reserve_sizing import fleet_bill
-from ddb_capacity_tools.simulator import ModelParams
+from ddb_capacity_tools.simulator import ModelParams, ensemble
 from ddb_capacity_tools.simulator.backtest import history
 from ddb_capacity_tools.simulator.candidates import STOCK
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.prices import Prices
+from ddb_capacity_tools.simulator.trace import Trace
 
 #: A Region no other test uses, so that --all-tables sees only these tables.
 REGION = "eu-west-3"
@@ -62,18 +63,49 @@ def moto_client(aws_env: dict[str, str], service: str, region: str = REGION) -> 
     )
 
 
+PAIR = "pair"
+"""An ensemble of two of the plausible ensemble's settings (its first two), for the tests of
+advise's plumbing (which table fails, where a table is read, the report's files, the output's
+form), whatever the ensemble: each table runs every policy under 2 settings instead of 8."""
+
+
+@pytest.fixture
+def pair(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """`PAIR` named beside the plausible ensemble for this test; the options that choose it."""
+    monkeypatch.setitem(ensemble.ENSEMBLES, PAIR, ensemble.ENSEMBLES["plausible"][:2])
+    monkeypatch.setitem(ensemble.HOT_KEY_SPREAD, PAIR, ensemble.HOT_KEY_SPREAD["plausible"][:2])
+    monkeypatch.setitem(ensemble.FAST_PATH_SPREAD, PAIR, ensemble.FAST_PATH_SPREAD["plausible"][:2])
+    monkeypatch.setitem(ensemble.WARM_SPREAD, PAIR, ensemble.WARM_SPREAD["plausible"][:2])
+    monkeypatch.setitem(ensemble.STREAM_SPREAD, PAIR, ensemble.STREAM_SPREAD["plausible"][:2])
+    return ["--ensemble", PAIR]
+
+
+def two_settings(trace: Trace) -> list[ModelParams]:
+    """`PAIR`'s settings for ``trace``, as a Setup's ``settings_of`` (at module level: a
+    process of the pool is given it)."""
+    return settings_of("plausible", ModelParams(), trace)[:2]
+
+
+def reset_moto(endpoint: str) -> None:
+    """Empty the moto server: its GetMetricData looks through every datapoint of the Region
+    in the window, minute by minute, for each query, so the traffic of the tests before
+    would slow every history this test reads."""
+    reset = urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")
+    with urllib.request.urlopen(reset, timeout=30) as answer:  # noqa: S310 (local moto)
+        answer.read()
+
+
 @pytest.fixture
 def region(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """An empty Region of the moto server; the command's clients see DescribeTable of any
-    table named in ``denied`` refused with AccessDeniedException."""
+    """An empty Region of an emptied moto server; the command's clients see DescribeTable of
+    any table named in ``denied`` refused with AccessDeniedException."""
     for name, value in aws_env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     monkeypatch.setenv("AWS_REGION", REGION)
 
+    reset_moto(aws_env["AWS_ENDPOINT_URL"])
     ddb, cloudwatch = moto_client(aws_env, "dynamodb"), moto_client(aws_env, "cloudwatch")
-    for name in ddb.list_tables()["TableNames"]:  # left by an earlier run of this test
-        ddb.delete_table(TableName=name)
     denied: set[str] = set()
     real_client: Callable[..., Any] = boto3.client
 
@@ -120,7 +152,7 @@ def day(region: dict[str, Any]) -> list[str]:
 
 
 def test_every_table_is_advised_or_failed_on_its_own(
-    region: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    region: dict[str, Any], monkeypatch: pytest.MonkeyPatch, pair: list[str]
 ) -> None:
     stamp = f"{datetime.now(UTC):%H%M%S%f}"
     small = busy(region, f"AdviseSmall{stamp}", 100)
@@ -138,7 +170,7 @@ def test_every_table_is_advised_or_failed_on_its_own(
 
     monkeypatch.setattr(advise_module, "list_tables", deleted_meanwhile)
     code, out, err = run(
-        "advise", "--all-tables", *day(region), "--candidate", "on-demand", "--json"
+        "advise", "--all-tables", *day(region), "--candidate", "on-demand", "--json", *pair
     )
     assert code == 1, err  # some failed: non-zero, the others still advised
     doc = json.loads(out)
@@ -166,10 +198,12 @@ def test_every_table_is_advised_or_failed_on_its_own(
     assert "advise [" in err and "5/5 tables" in err  # the progress bar, on stderr
 
 
-def test_the_text_output_labels_every_column_and_prints_the_code(region: dict[str, Any]) -> None:
+def test_the_text_output_labels_every_column_and_prints_the_code(
+    region: dict[str, Any], pair: list[str]
+) -> None:
     stamp = f"{datetime.now(UTC):%H%M%S%f}"
     name = busy(region, f"AdviseLabels{stamp}", 300)
-    code, out, err = run("advise", "--table", name, *day(region), "--candidate", "on-demand")
+    code, out, err = run("advise", "--table", name, *day(region), "--candidate", "on-demand", *pair)
     assert code == 0, err
     lines = out.splitlines()
     [header] = [line for line in lines if line.startswith("table ")]
@@ -198,12 +232,12 @@ def test_the_text_output_labels_every_column_and_prints_the_code(region: dict[st
 
 
 def test_the_text_output_names_the_failed_and_exit_status_follows_them(
-    region: dict[str, Any],
+    region: dict[str, Any], pair: list[str]
 ) -> None:
     stamp = f"{datetime.now(UTC):%H%M%S%f}"
     ok = busy(region, f"AdviseText{stamp}", 300)
     code, out, err = run(
-        "advise", "--table", ok, *day(region), "--candidate", "on-demand", "--quiet"
+        "advise", "--table", ok, *day(region), "--candidate", "on-demand", "--quiet", *pair
     )
     assert code == 0, err
     assert "<- recommended" in out and "advised 1 of 1; failed 0" in out and err == ""
@@ -346,7 +380,7 @@ def test_names_from_aws_are_checked_and_shown_escaped() -> None:
 
 
 def test_a_tables_bill_counts_its_gsis_and_an_index_alone_is_its_own(
-    region: dict[str, Any],
+    region: dict[str, Any], pair: list[str]
 ) -> None:
     """Billing mode is the table's: on-demand is weighed against the table and its GSIs
     together; --index advises one GSI alone."""
@@ -388,7 +422,7 @@ def test_a_tables_bill_counts_its_gsis_and_an_index_alone_is_its_own(
         advised = doc["tables"][0]
         return next(o for o in advised["options"] if o["policy"] == "on-demand")
 
-    base = ["--candidate", "on-demand", *day(region), "--json", "--quiet"]
+    base = ["--candidate", "on-demand", *day(region), "--json", "--quiet", *pair]
     for argv in (["--table", name], ["--all-tables"]):
         code, out, err = run("advise", *argv, *base)
         assert code == 0, err
@@ -408,9 +442,11 @@ def test_a_tables_bill_counts_its_gsis_and_an_index_alone_is_its_own(
     )
 
 
-def test_the_hybrid_is_shown_for_comparison_and_never_recommended(region: dict[str, Any]) -> None:
+def test_the_hybrid_is_shown_for_comparison_and_never_recommended(
+    region: dict[str, Any], pair: list[str]
+) -> None:
     name = busy(region, f"AdviseHybrid{datetime.now(UTC):%H%M%S%f}", 400)
-    base = ["--table", name, *day(region), "--candidate", "hybrid:70", "--quiet"]
+    base = ["--table", name, *day(region), "--candidate", "hybrid:70", "--quiet", *pair]
     code, out, err = run("advise", *base, "--json")
     assert code == 0, err
     advised = json.loads(out)["tables"][0]
@@ -425,7 +461,7 @@ def test_the_hybrid_is_shown_for_comparison_and_never_recommended(region: dict[s
 
 
 def test_tables_in_parallel_give_the_sequential_result_and_a_failure_stays_one_tables(
-    region: dict[str, Any],
+    region: dict[str, Any], pair: list[str]
 ) -> None:
     """--processes 2: a denied table is reported failed with its reason, the others advised,
     in the same order and with the same figures as one process at a time."""
@@ -434,7 +470,7 @@ def test_tables_in_parallel_give_the_sequential_result_and_a_failure_stays_one_t
     denied = busy(region, f"AdviseParDenied{stamp}", 200)
     region["denied"].add(denied)
     base = ["advise", "--all-tables", *day(region)[:4], "--candidate", "on-demand", "--json"]
-    code, out, err = run(*base, "--processes", "2")
+    code, out, err = run(*base, *pair, "--processes", "2")
     assert code == 1, err
     assert "advise [" in err and "3/3 tables" in err  # the bar counts tables done
     parallel = json.loads(out)
@@ -442,7 +478,7 @@ def test_tables_in_parallel_give_the_sequential_result_and_a_failure_stays_one_t
     assert "AccessDeniedException" in by[denied]["reason"] and parallel["failed"] == 1
     assert all(by[n]["status"] == "advised" for n in names)
     assert [t["table"] for t in parallel["tables"]] == sorted(by)  # ListTables' order
-    code, out, _ = run(*base, "--processes", "1", "--workers", "1", "--quiet")
+    code, out, _ = run(*base, *pair, "--processes", "1", "--workers", "1", "--quiet")
     assert code == 1
     assert json.loads(out) == parallel
 
@@ -466,12 +502,7 @@ def test_a_process_that_dies_fails_its_table_alone(
 
     monkeypatch.setattr(advise_module, "advise_one", dies)
     setup = advise_module.Setup(
-        1,
-        region["end"],
-        partial(settings_of, "plausible", ModelParams()),
-        ModelParams(),
-        ["on-demand"],
-        workers=1,
+        1, region["end"], two_settings, ModelParams(), ["on-demand"], workers=1
     )
     tables = [(live[0], None), (doomed, None), (live[1], None), (live[2], None)]
     # WHEN they are advised in parallel
@@ -483,7 +514,7 @@ def test_a_process_that_dies_fails_its_table_alone(
 
 
 def test_the_report_weighs_each_tables_current_settings(
-    region: dict[str, Any], tmp_path: Path
+    region: dict[str, Any], tmp_path: Path, pair: list[str]
 ) -> None:
     """--report DIR and s3://: stock:70 from a scalable target with target tracking, fixed
     units without one, on-demand from the billing mode, unknown when auto scaling is read
@@ -531,7 +562,15 @@ def test_the_report_weighs_each_tables_current_settings(
     s3 = boto3.client("s3")
     bucket = f"fleet-{stamp}"
     s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": REGION})
-    base = ["advise", "--all-tables", *day(region)[:4], "--candidate", "on-demand", "--quiet"]
+    base = [
+        "advise",
+        "--all-tables",
+        *day(region)[:4],
+        "--candidate",
+        "on-demand",
+        "--quiet",
+        *pair,
+    ]
     code, out, err = run(*base, "--json", "--report", str(tmp_path / "report"))
     assert code == 0, err
     advised = {t["table"]: t for t in json.loads(out)["tables"]}
@@ -566,7 +605,16 @@ def test_the_report_weighs_each_tables_current_settings(
         assert "What to paste" in page
         # its header says how the figures were made, as tune's does
         assert "; fitted on " in page and "figures a month (730 h)" in page
-    one = ["advise", "--table", fixed, *day(region)[:4], "--candidate", "on-demand", "--quiet"]
+    one = [
+        "advise",
+        "--table",
+        fixed,
+        *day(region)[:4],
+        "--candidate",
+        "on-demand",
+        "--quiet",
+        *pair,
+    ]
     # --html on one table (beside its report to S3): its page, with the dollars a month of
     # its current settings
     code, _, err = run(
@@ -589,7 +637,7 @@ REPLICA_REGION = "ap-northeast-3"
 
 
 def test_a_replica_is_advised_from_its_own_region(
-    region: dict[str, Any], aws_env: dict[str, str]
+    region: dict[str, Any], aws_env: dict[str, str], pair: list[str]
 ) -> None:
     """``--region`` reads the table (a global table's replica, here one table of another
     Region) where it is: without it the command looks in the environment's Region."""
@@ -598,16 +646,13 @@ def test_a_replica_is_advised_from_its_own_region(
         "cloudwatch": moto_client(aws_env, "cloudwatch", REPLICA_REGION),
         "end": region["end"],
     }
-    if "Replica" in elsewhere["ddb"].list_tables()["TableNames"]:
-        elsewhere["ddb"].delete_table(TableName="Replica")
     busy(elsewhere, "Replica", 40)
-    code, out, _ = run(
-        "advise", "--table", "Replica", "--region", REPLICA_REGION, "--json", *day(region)
-    )
+    few = ["--json", *day(region), "--candidate", "on-demand", *pair]
+    code, out, _ = run("advise", "--table", "Replica", "--region", REPLICA_REGION, *few)
     assert code == 0
     (advised,) = json.loads(out)["tables"]
     assert advised["table"] == "Replica" and advised["recommended"]
-    code, out, _ = run("advise", "--table", "Replica", "--json", *day(region))
+    code, out, _ = run("advise", "--table", "Replica", *few)
     assert code == 1  # not in the environment's Region
     doc = json.loads(out)
     assert doc["failed"] == 1 and doc["tables"][0]["table"] == "Replica"
@@ -648,11 +693,12 @@ def test_a_global_tables_replicas_are_read_as_untrusted_input(
 
 
 def reserving(end: datetime) -> advise_module.Setup:
-    """A day's advice to ``end`` on stock:70, with the hours of the fleet's reservation plan."""
+    """A day's advice to ``end`` on stock:70 (under `PAIR`), with the hours of the fleet's
+    reservation plan."""
     return advise_module.Setup(
         1,
         end,
-        partial(settings_of, "plausible", ModelParams()),
+        two_settings,
         ModelParams(),
         ["stock:70"],
         workers=1,

@@ -29,6 +29,7 @@ from ddb_capacity_tools.simulator.trace import Trace
 
 from . import browser
 from .hypothesis_profiles import examples
+from .test_advise import pair as advise_pair  # noqa: F401 (a fixture)
 from .test_report_page import panels, series
 
 START = datetime(2026, 1, 5, 0, 30, tzinfo=UTC)
@@ -278,8 +279,11 @@ def test_a_term_not_offered_is_refused(fleet_files: list[str]) -> None:
 
 @pytest.fixture(scope="module")
 def region(aws_env: dict[str, str]) -> Iterator[datetime]:
-    """Two tables of a Region no other test uses, with a day of steady traffic each (900
-    and 150 units/s); the end of that day."""
+    """Two tables of a Region no other test uses, with steady traffic (900 and 150 units/s)
+    in the last 15 hours of a day, three in five of its hours (enough for a year's
+    reservation to pay and to be each table's median hour): moto's GetMetricData looks
+    through every datapoint of the Region, minute by minute, for each query, so each
+    datapoint slows every history read; the end of that day."""
     with pytest.MonkeyPatch.context() as patch:
         for name, value in aws_env.items():
             patch.setenv(name, value)
@@ -298,8 +302,15 @@ def region(aws_env: dict[str, str]) -> Iterator[datetime]:
                 ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5},
             )
             for dim in ("read", "write"):
-                put_traffic(cloudwatch, name, dim, level, end=end, minutes=range(1, 1440))
+                put_traffic(cloudwatch, name, dim, level, end=end, minutes=range(1, 15 * 60 + 1))
         yield end
+
+
+@pytest.fixture
+def pair(request: pytest.FixtureRequest) -> list[str]:
+    """The options that choose advise's ensemble of two settings (`tests.test_advise.pair`)."""
+    options: list[str] = request.getfixturevalue("advise_pair")
+    return options
 
 
 @pytest.fixture
@@ -510,12 +521,14 @@ def test_the_page_draws_the_fleet_hours_and_the_reserved_line_in_a_browser(
 
 
 def test_advise_all_tables_shows_the_reservation_beside_each_tables_advice(
-    region: datetime, in_region: None, tmp_path: Path
+    region: datetime, in_region: None, tmp_path: Path, pair: list[str]
 ) -> None:
     end = region
+    # the stock targets and on-demand, under two settings: enough for a recommendation each
+    few = ["--candidate", "on-demand", *pair]
     code, out, err = run(
         "advise", "--all-tables", "--days", "1", "--end", end.isoformat(), "--quiet",
-        "--processes", "1", "--workers", "1", "--report", str(tmp_path), "--json",
+        "--processes", "1", "--workers", "1", "--report", str(tmp_path), "--json", *few,
     )  # fmt: skip
     assert code == 0, err
     plan = json.loads(out)["reservation"]
@@ -530,7 +543,7 @@ def test_advise_all_tables_shows_the_reservation_beside_each_tables_advice(
     assert "<h2>Reserved capacity</h2>" in page and 'id="reservation"' in page
     code, words, _ = run(
         "advise", "--all-tables", "--days", "1", "--end", end.isoformat(), "--quiet",
-        "--processes", "1", "--workers", "1",
+        "--processes", "1", "--workers", "1", *few,
     )  # fmt: skip
     assert "reserved capacity, on the recommendations: reserve" in words
 

@@ -40,10 +40,19 @@ from ddb_capacity_tools.simulator.tune import code_of
 from ddb_capacity_tools.simulator.tune_code import STREAM_VIEW, code_for
 from ddb_capacity_tools.simulator.tune_runs import warm_levels
 from tests.test_advise import busy, day, run
+from tests.test_advise import pair as advise_pair  # noqa: F401 (a fixture)
 from tests.test_advise import region as advise_region  # noqa: F401 (a fixture)
 from tests.test_tune import trace_file
 
 GB = 2**30
+
+
+@pytest.fixture
+def pair(request: pytest.FixtureRequest) -> list[str]:
+    """The options that choose advise's and tune's ensemble of two settings
+    (`tests.test_advise.pair`), for the tests of the table class, whatever the ensemble."""
+    options: list[str] = request.getfixturevalue("advise_pair")
+    return options
 
 
 def quiet_file(tmp_path: Path) -> Path:
@@ -56,10 +65,12 @@ def quiet_file(tmp_path: Path) -> Path:
     return path
 
 
-def tune_json(path: Path, *options: str) -> dict[str, Any]:
+def tune_json(path: Path, pair: list[str], *options: str) -> dict[str, Any]:
+    """tune's answer on the trace ``path`` under the ensemble of ``pair``."""
     code, out, err = run(
-        "tune", "--trace", str(path), "--candidate", "on-demand", "--json", "--quiet", *options
-    )
+        "tune", "--trace", str(path), "--candidate", "on-demand", "--json", "--quiet", *pair,
+        *options,
+    )  # fmt: skip
     assert code == 0, err
     return json.loads(out)  # type: ignore[no-any-return]
 
@@ -107,12 +118,12 @@ def test_the_boundary_is_where_the_storage_saved_pays_for_the_dearer_throughput(
 
 
 def test_tune_advises_standard_ia_for_a_big_quiet_table_and_its_code_sets_it(
-    tmp_path: Path,
+    tmp_path: Path, pair: list[str]
 ) -> None:
     path = quiet_file(tmp_path)
-    plain = tune_json(path)
+    plain = tune_json(path, pair)
     assert plain["table_class"] is None and "table_class" not in plain["code"]
-    doc = tune_json(path, "--table-size-gb", "800")
+    doc = tune_json(path, pair, "--table-size-gb", "800")
     assert doc["recommended"] == plain["recommended"]  # the class changes no choice
     advice = doc["table_class"]
     assert advice["recommended"] == STANDARD_IA and advice["size_gb"] == 800
@@ -134,6 +145,7 @@ def test_tune_advises_standard_ia_for_a_big_quiet_table_and_its_code_sets_it(
         "--quiet",
         "--table-size-gb",
         "800",
+        *pair,
     )
     assert code == 0, err
     block = out.split("table class (dollars a month; 800 GB stored")[1].split("what the terms")[0]
@@ -153,20 +165,21 @@ def test_tune_advises_standard_ia_for_a_big_quiet_table_and_its_code_sets_it(
 
 
 def test_tune_keeps_a_busy_small_table_in_standard_and_a_price_moves_the_boundary(
-    tmp_path: Path,
+    tmp_path: Path, pair: list[str]
 ) -> None:
     busy_trace = trace_file(tmp_path)
-    doc = tune_json(busy_trace, "--table-size-gb", "5")
+    doc = tune_json(busy_trace, pair, "--table-size-gb", "5")
     assert doc["table_class"]["recommended"] == STANDARD
     assert "table_class" not in doc["code"]  # Standard is the default class
     # on the quiet table, just above the boundary at the default prices...
     quiet = quiet_file(tmp_path)
-    cost = picked_cost(tune_json(quiet))
+    cost = picked_cost(tune_json(quiet, pair))
     boundary = cost * 0.25 / 0.15
     above = f"{boundary * 1.2:.3f}"
-    assert tune_json(quiet, "--table-size-gb", above)["table_class"]["recommended"] == STANDARD_IA
+    doc = tune_json(quiet, pair, "--table-size-gb", above)
+    assert doc["table_class"]["recommended"] == STANDARD_IA
     # ...and below it once Standard-IA's throughput is dearer (the boundary doubles)
-    dearer = tune_json(quiet, "--table-size-gb", above, "--price", "ia_throughput_factor=1.5")
+    dearer = tune_json(quiet, pair, "--table-size-gb", above, "--price", "ia_throughput_factor=1.5")
     assert dearer["table_class"]["recommended"] == STANDARD
     assert dearer["table_class"]["standard_infrequent_access"]["throughput_usd"] == (
         pytest.approx(1.5 * cost)
@@ -287,17 +300,20 @@ def region(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> d
 
 
 def advised(*argv: str) -> dict[str, dict[str, Any]]:
+    """advise's tables by name (each with the one candidate on-demand beside the stock ones)."""
     code, out, err = run("advise", *argv, "--candidate", "on-demand", "--json", "--quiet")
     assert code == 0, err
     return {t["table"]: t for t in json.loads(out)["tables"]}
 
 
-def test_advise_reads_the_size_from_describe_table(region: dict[str, Any], tmp_path: Path) -> None:
+def test_advise_reads_the_size_from_describe_table(
+    region: dict[str, Any], tmp_path: Path, pair: list[str]
+) -> None:
     stamp = f"{datetime.now(UTC):%H%M%S%f}"
     quiet = busy(region, f"ClassQuiet{stamp}", 2)
     moto = busy(region, f"ClassMoto{stamp}", 2)
     region["sizes"][quiet] = {"table": 3_000 * GB}
-    by = advised("--all-tables", *day(region), "--report", str(tmp_path))
+    by = advised("--all-tables", *day(region), "--report", str(tmp_path), *pair)
     advice = by[quiet]["table_class"]
     assert advice["recommended"] == STANDARD_IA and advice["size_gb"] == pytest.approx(3_000)
     cost = next(o for o in by[quiet]["options"] if o["recommended"])["usd_per_month"]
@@ -311,7 +327,9 @@ def test_advise_reads_the_size_from_describe_table(region: dict[str, Any], tmp_p
     rows = {r["table"]: r for r in csv.DictReader((tmp_path / "report.csv").open())}
     assert (rows[quiet]["table_class"], rows[moto]["table_class"]) == (STANDARD_IA, STANDARD)
     # the text output: the block, per table
-    code, out, err = run("advise", "--table", quiet, *day(region), "--candidate", "on-demand")
+    code, out, err = run(
+        "advise", "--table", quiet, *day(region), "--candidate", "on-demand", *pair
+    )
     assert code == 0, err
     assert "  table class (dollars a month; 3,000 GB stored" in out
     assert "  Reserved capacity applies to the Standard class only" in out
@@ -336,23 +354,25 @@ def test_an_untrusted_size_is_not_used_and_the_advice_says_so(size: object, said
 
 
 def test_an_unknown_size_on_a_real_answer_leaves_the_class_unadvised_plainly(
-    region: dict[str, Any],
+    region: dict[str, Any], pair: list[str]
 ) -> None:
     stamp = f"{datetime.now(UTC):%H%M%S%f}"
     negative = busy(region, f"ClassNegative{stamp}", 2)
     region["sizes"][negative] = {"table": -1_000}
-    by = advised("--table", negative, *day(region))
+    by = advised("--table", negative, *day(region), *pair)
     t = by[negative]
     assert t["table_class"] is None and t["status"] == "advised"  # the rest stands
     assert "no table class advised: DescribeTable's TableSizeBytes is -1000" in t["notes"]
     assert "table_class" not in t["code"]
-    code, out, err = run("advise", "--table", negative, *day(region), "--candidate", "on-demand")
+    code, out, err = run(
+        "advise", "--table", negative, *day(region), "--candidate", "on-demand", *pair
+    )
     assert code == 0, err
     assert "  table class: not advised: DescribeTable's TableSizeBytes is -1000: expected" in out
 
 
 def test_a_tables_gsis_count_in_its_size_and_one_gsi_alone_gets_no_class(
-    region: dict[str, Any],
+    region: dict[str, Any], pair: list[str]
 ) -> None:
     name = f"ClassGsi{datetime.now(UTC):%H%M%S%f}"
     region["ddb"].create_table(
@@ -388,13 +408,13 @@ def test_a_tables_gsis_count_in_its_size_and_one_gsi_alone_gets_no_class(
     # moto gives a GSI no IndexSizeBytes: the size is unknown, and said so
     assert (
         "IndexSizeBytes of GSI ByG is missing"
-        in advised("--table", name, *day(region))[name]["notes"]
+        in advised("--table", name, *day(region), *pair)[name]["notes"]
     )
     region["sizes"][name] = {"table": 100 * GB, "gsi": 900 * GB}
-    advice = advised("--table", name, *day(region))[name]["table_class"]
+    advice = advised("--table", name, *day(region), *pair)[name]["table_class"]
     assert advice["size_gb"] == pytest.approx(1_000)
     assert advice["standard"]["storage_usd"] == pytest.approx(250.0)
-    alone = advised("--table", name, "--index", "ByG", *day(region))[name]
+    alone = advised("--table", name, "--index", "ByG", *day(region), *pair)[name]
     assert alone["table_class"] is None
     assert (
         "the table class is the whole table's: advise the table without --index" in (alone["notes"])
