@@ -7,12 +7,17 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 export NO_MKDOCS_2_WARNING := 1
+# Python keeps the bytecode of what it imports (`install` compiles nothing up front); with
+# PYTHONDONTWRITEBYTECODE set, every process would compile its imports again
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install install-checkov browser demo test lint typecheck unit explore docs dist synth clean
 
 CHECKOV_VENV := .venv-checkov
 
-# What the demo needs: the project's venv and the pinned CDK CLI (checkov is for the tests)
+# What the demo needs: the project's venv and the pinned CDK CLI (checkov is for the tests).
+# --no-compile: pip compiling every module of every dependency (aws-cdk-lib's hundreds of
+# services among them) took most of the install; Python compiles the modules a run imports.
 install: $(VENV)/.installed node_modules/.installed
 
 install-checkov: $(CHECKOV_VENV)/.installed
@@ -21,14 +26,14 @@ $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --no-compile -e '.[dev]'
 	touch $@
 
 # checkov scans the synthesized templates (tests/test_checkov.py); its own venv, see the file
 $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet -r requirements-checkov.txt
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --no-compile -r requirements-checkov.txt
 	touch $@
 
 # Headless Chromium for the report page tests (tests/test_report_page.py): the

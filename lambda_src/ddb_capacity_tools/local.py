@@ -331,20 +331,40 @@ def _tick_stack(endpoint: str, assembly: Path, stack: str, region: str, out: Tex
 
 
 def _deploy_and_tick(
-    assembly: Path, places: Mapping[str, tuple[str, str]], cwd: Path, out: TextIO
+    assembly: Path,
+    places: Mapping[str, tuple[str, str]],
+    cwd: Path,
+    out: TextIO,
+    synth_server: str,
 ) -> int:
     """Deploy the stacks of ``places`` to a moto server of their account (each to its
-    Region) and tick their scalers; how many were ticked."""
+    Region) and tick their scalers; how many were ticked. The default account's stacks go
+    to ``synth_server``, the one the app was synthesized against; another account's to a
+    server of its own."""
     (account,) = {a for a, _ in places.values()}
+    if account == ACCOUNT:
+        return _deploy_to(synth_server, account, assembly, places, cwd, out)
     with _server(account) as endpoint:
-        env = aws_env(endpoint, account=account)
-        out.write(f"deploying {', '.join(places)} to a local moto server ({endpoint}) ...\n")
-        try:
-            where = sorted({f"aws://{a}/{r}" for a, r in places.values()})
-            deploy(assembly, env, *places, cwd=cwd, places=where)
-        except RuntimeError as exc:
-            raise LocalError(f"the local deploy failed: {exc}") from None
-        return sum(_tick_stack(endpoint, assembly, n, r, out) for n, (_, r) in places.items())
+        return _deploy_to(endpoint, account, assembly, places, cwd, out)
+
+
+def _deploy_to(
+    endpoint: str,
+    account: str,
+    assembly: Path,
+    places: Mapping[str, tuple[str, str]],
+    cwd: Path,
+    out: TextIO,
+) -> int:
+    """`_deploy_and_tick` to the moto server at ``endpoint``, of ``account``."""
+    env = aws_env(endpoint, account=account)
+    out.write(f"deploying {', '.join(places)} to a local moto server ({endpoint}) ...\n")
+    try:
+        where = sorted({f"aws://{a}/{r}" for a, r in places.values()})
+        deploy(assembly, env, *places, cwd=cwd, places=where)
+    except RuntimeError as exc:
+        raise LocalError(f"the local deploy failed: {exc}") from None
+    return sum(_tick_stack(endpoint, assembly, n, r, out) for n, (_, r) in places.items())
 
 
 @contextmanager
@@ -364,7 +384,7 @@ def _server(account: str) -> Iterator[str]:
 
 def run_local(app: str | None, stacks: Sequence[str], out_dir: str | None, out: TextIO) -> int:
     """Synthesize ``app`` (None: the "app" of the current folder's cdk.json) in the current
-    folder, deploy its ``stacks`` (none: every one) to a new moto server, tick each scaler
+    folder, deploy its ``stacks`` (none: every one) to a local moto server, tick each scaler
     once and print the decisions. Returns the exit status."""
     cwd = Path.cwd()
     command = app_command(app, cwd)
@@ -394,9 +414,9 @@ def run_local(app: str | None, stacks: Sequence[str], out_dir: str | None, out: 
                 named += f'; cdk.json\'s "app" is {command!r}'
             every = _synth(command, named, assembly, aws_env(endpoint), cwd)
             chosen = _chosen(stacks, every)
-        check_deployable(assembly, chosen, every, stacks)
-        places = stack_places(assembly, chosen, stacks)
-        ticked = _deploy_and_tick(assembly, places, cwd, out)
+            check_deployable(assembly, chosen, every, stacks)
+            places = stack_places(assembly, chosen, stacks)
+            ticked = _deploy_and_tick(assembly, places, cwd, out, endpoint)
     if not ticked:
         out.write(
             "\nthe app has no ThrottleAwareScaler: nothing was ticked (add one with "
