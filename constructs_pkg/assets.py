@@ -21,9 +21,10 @@ import ast
 import atexit
 import functools
 import hashlib
+import importlib.util
 import io
+import marshal
 import os
-import py_compile
 import shutil
 import stat
 import sys
@@ -166,7 +167,7 @@ def staged_modules(
     return root
 
 
-CACHE_FORMAT = "2"
+CACHE_FORMAT = "3"
 """Bumped when what a staged folder holds changes for the same sources."""
 
 
@@ -252,18 +253,18 @@ def write_bytecode(root: Path, source: Path) -> Path:
     system uses it while the source's hash matches, else compiles the source (not by
     time: a file's time changes as the asset is copied, zipped and unzipped). The file's
     name in the bytecode is its path under ``root``, so the bytes depend on the source
-    alone. Only a Python of the same version reads it (another looks for its own cache
-    tag)."""
-    written = py_compile.compile(
-        str(source),
-        cfile=str(bytecode_path(source)),
-        dfile=str(source.relative_to(root)),
-        doraise=True,
-        optimize=0,
-        invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
-    )
-    assert written is not None  # doraise: a source that does not compile raises
-    return Path(written)
+    alone: the code is marshalled in format 0, which records no string as interned and
+    no object twice (the current format does both as this process's history left them:
+    a string another module's import interned, an object referenced elsewhere). Only a
+    Python of the same version reads it (another looks for its own cache tag)."""
+    data = source.read_bytes()
+    code = compile(data, str(source.relative_to(root)), "exec", dont_inherit=True, optimize=0)
+    checked_hash = (0b11).to_bytes(4, "little")  # PEP 552: hash-based, checked
+    target = bytecode_path(source)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    header = importlib.util.MAGIC_NUMBER + checked_hash + importlib.util.source_hash(data)
+    target.write_bytes(header + marshal.dumps(code, 0))
+    return target
 
 
 Span = tuple[int, int, int, int]

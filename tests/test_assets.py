@@ -217,6 +217,43 @@ def test_the_scaler_asset_ships_its_tick_compiled(assets: dict[str, Path], tmp_p
     assert again.read_bytes() == cached.read_bytes()
 
 
+WRITE_AFTER = """
+import sys
+from pathlib import Path
+from constructs_pkg.assets import write_bytecode
+{before}
+root = Path(sys.argv[1])
+print(write_bytecode(root, root / sys.argv[2]))
+"""
+
+
+def test_shipped_bytecode_is_the_same_whatever_the_process_interned_before(
+    assets: dict[str, Path], tmp_path: Path
+) -> None:
+    # GIVEN the scaler's tick, as staged in its asset, copied twice
+    folder = assets[SCALER]
+    tick = Path("ddb_capacity_runtime") / "scaler" / "tick.py"
+    copies = [tmp_path / "a", tmp_path / "b"]
+    for copy in copies:
+        shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    # WHEN it is compiled in a fresh interpreter, and in one that interned every one-character
+    # string first (as importing other modules' bytecode may: a string's interned mark is
+    # process-wide)
+    interned = "[sys.intern(chr(c)) for c in range(256)]"
+    written = []
+    for copy, before in zip(copies, ("", interned), strict=True):
+        done = subprocess.run(  # noqa: S603 (this interpreter, fixed code)
+            [sys.executable, "-c", WRITE_AFTER.format(before=before), str(copy), str(tick)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        written.append(Path(done.stdout.strip()).read_bytes())
+    # THEN the bytes are the same: the asset's hash never moves with the synthesizing process
+    assert written[0] == written[1]
+
+
 def test_shipped_bytecode_gives_way_to_a_changed_source(tmp_path: Path) -> None:
     # GIVEN a module compiled into its __pycache__, then its source changed (as when a
     # function's code is edited in place)
