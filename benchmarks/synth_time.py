@@ -113,8 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         (name, validation): [] for validation in (True, False) for name in apps
     }
     with tempfile.TemporaryDirectory() as pycache:
-        for code in apps.values() if not args.quick else ():
-            timed(code, pycache)  # compiles the bytecode, untimed
+        if not args.quick:
+            for code in apps.values():
+                timed(code, pycache)  # compiles the bytecode, untimed
         for _ in range(runs):
             for name, validation in times:
                 times[name, validation].append(timed(apps[name], pycache, validation))

@@ -28,6 +28,7 @@ import pytest
 
 from ddb_capacity_tools import local_aws
 from ddb_capacity_tools.local_aws import ACCOUNT, REGION
+from ddb_capacity_tools.simulator import ensemble
 from tests.hypothesis_profiles import load_profile
 
 # the gate's profile unless HYPOTHESIS_PROFILE asks to explore: loaded before any test
@@ -82,6 +83,28 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             super()._assign_work_unit(node)
 
     return ByModule(config, log)
+
+
+PAIR = "pair"
+"""An ensemble of two of the plausible ensemble's settings (its first two), for the tests of
+advise's and tune's plumbing (which table fails, where a table is read, the report's files,
+the output's form), whatever the ensemble: each table runs every policy under 2 settings
+instead of 8."""
+
+
+@pytest.fixture
+def pair(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """`PAIR` named beside the plausible ensemble, in each of the ensemble's tables, for this
+    test; the options that choose it."""
+    for table in (
+        ensemble.ENSEMBLES,
+        ensemble.HOT_KEY_SPREAD,
+        ensemble.FAST_PATH_SPREAD,
+        ensemble.WARM_SPREAD,
+        ensemble.STREAM_SPREAD,
+    ):
+        monkeypatch.setitem(table, PAIR, table["plausible"][:2])
+    return ["--ensemble", PAIR]
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from ddb_capacity_tools.page.fleet_page import _reservation as reservation_html
 from ddb_capacity_tools.reserve import Setup as ReserveSetup
 from ddb_capacity_tools.reserve import plan_fleet, summary
 from ddb_capacity_tools.reserve_sizing import fleet_bill
-from ddb_capacity_tools.simulator import ModelParams, ensemble
+from ddb_capacity_tools.simulator import ModelParams
 from ddb_capacity_tools.simulator.backtest import history
 from ddb_capacity_tools.simulator.candidates import STOCK
 from ddb_capacity_tools.simulator.ensemble import settings_of
@@ -63,25 +63,8 @@ def moto_client(aws_env: dict[str, str], service: str, region: str = REGION) -> 
     )
 
 
-PAIR = "pair"
-"""An ensemble of two of the plausible ensemble's settings (its first two), for the tests of
-advise's plumbing (which table fails, where a table is read, the report's files, the output's
-form), whatever the ensemble: each table runs every policy under 2 settings instead of 8."""
-
-
-@pytest.fixture
-def pair(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """`PAIR` named beside the plausible ensemble for this test; the options that choose it."""
-    monkeypatch.setitem(ensemble.ENSEMBLES, PAIR, ensemble.ENSEMBLES["plausible"][:2])
-    monkeypatch.setitem(ensemble.HOT_KEY_SPREAD, PAIR, ensemble.HOT_KEY_SPREAD["plausible"][:2])
-    monkeypatch.setitem(ensemble.FAST_PATH_SPREAD, PAIR, ensemble.FAST_PATH_SPREAD["plausible"][:2])
-    monkeypatch.setitem(ensemble.WARM_SPREAD, PAIR, ensemble.WARM_SPREAD["plausible"][:2])
-    monkeypatch.setitem(ensemble.STREAM_SPREAD, PAIR, ensemble.STREAM_SPREAD["plausible"][:2])
-    return ["--ensemble", PAIR]
-
-
 def two_settings(trace: Trace) -> list[ModelParams]:
-    """`PAIR`'s settings for ``trace``, as a Setup's ``settings_of`` (at module level: a
+    """The `pair` ensemble's settings (tests/conftest.py) for ``trace``, as a Setup's ``settings_of`` (at module level: a
     process of the pool is given it)."""
     return settings_of("plausible", ModelParams(), trace)[:2]
 
@@ -693,7 +676,7 @@ def test_a_global_tables_replicas_are_read_as_untrusted_input(
 
 
 def reserving(end: datetime) -> advise_module.Setup:
-    """A day's advice to ``end`` on stock:70 (under `PAIR`), with the hours of the fleet's
+    """A day's advice to ``end`` on stock:70 (under the `pair` ensemble), with the hours of the fleet's
     reservation plan."""
     return advise_module.Setup(
         1,

@@ -29,7 +29,6 @@ from ddb_capacity_tools.simulator.trace import Trace
 
 from . import browser
 from .hypothesis_profiles import examples
-from .test_advise import pair as advise_pair  # noqa: F401 (a fixture)
 from .test_report_page import panels, series
 
 START = datetime(2026, 1, 5, 0, 30, tzinfo=UTC)
@@ -304,13 +303,6 @@ def region(aws_env: dict[str, str]) -> Iterator[datetime]:
             for dim in ("read", "write"):
                 put_traffic(cloudwatch, name, dim, level, end=end, minutes=range(1, 15 * 60 + 1))
         yield end
-
-
-@pytest.fixture
-def pair(request: pytest.FixtureRequest) -> list[str]:
-    """The options that choose advise's ensemble of two settings (`tests.test_advise.pair`)."""
-    options: list[str] = request.getfixturevalue("advise_pair")
-    return options
 
 
 @pytest.fixture

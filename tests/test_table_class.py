@@ -40,19 +40,10 @@ from ddb_capacity_tools.simulator.tune import code_of
 from ddb_capacity_tools.simulator.tune_code import STREAM_VIEW, code_for
 from ddb_capacity_tools.simulator.tune_runs import warm_levels
 from tests.test_advise import busy, day, run
-from tests.test_advise import pair as advise_pair  # noqa: F401 (a fixture)
 from tests.test_advise import region as advise_region  # noqa: F401 (a fixture)
 from tests.test_tune import trace_file
 
 GB = 2**30
-
-
-@pytest.fixture
-def pair(request: pytest.FixtureRequest) -> list[str]:
-    """The options that choose advise's and tune's ensemble of two settings
-    (`tests.test_advise.pair`), for the tests of the table class, whatever the ensemble."""
-    options: list[str] = request.getfixturevalue("advise_pair")
-    return options
 
 
 def quiet_file(tmp_path: Path) -> Path:
