@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -30,16 +32,26 @@ from .local_aws import (
     client,
     create_store_table,
     deploy,
+    finish_cdk,
     moto_server,
     physical_ids,
     recorded_events,
     register_skipped_targets,
     run_cdk,
+    start_cdk,
 )
 from .tool_errors import LocalError as LocalError
 
 SCALER_HANDLER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
 """The handler of a ThrottleAwareScaler's scheduled function (its batch function differs)"""
+
+DEFAULT_PLACE = f"aws://{ACCOUNT}/{REGION}"
+"""Where a stack without an account and Region in its ``env`` is deployed: the local
+server's account, moto's default, and its default Region."""
+
+BOOTSTRAP_SETTINGS = ("context", "toolkitStackName")
+"""The keys of the app's cdk.json the early bootstrap keeps (`_early_bootstrap`): those that
+change what ``cdk bootstrap`` makes (a qualifier is context), none that runs the app."""
 
 
 def state_store(dynamodb: Any, env: Mapping[str, str], fallback: str) -> HoldStore:
@@ -247,6 +259,11 @@ def scaler_functions(assembly: Path, stack: str) -> list[str]:
 def _synth(app: str, named: str, assembly: Path, env: Mapping[str, str], cwd: Path) -> list[str]:
     """The app's stacks, synthesized into ``assembly``; ``named``: where the command came from,
     for an error (``--app: got ...``)."""
+    if "CDK_VALIDATION" not in os.environ:
+        # the CDK's built-in CloudFormation validation, off unless the environment says:
+        # its warnings go to the CLI's output, shown only when the synth fails, and it took
+        # half of a small app's synth
+        env = {**env, "CDK_VALIDATION": "false"}
     try:
         run_cdk("synth", "--app", app, "--output", str(assembly), "--quiet", env=env, cwd=cwd)
     except RuntimeError as exc:
@@ -335,36 +352,75 @@ def _deploy_and_tick(
     places: Mapping[str, tuple[str, str]],
     cwd: Path,
     out: TextIO,
-    synth_server: str,
+    synth_server: tuple[str, subprocess.Popen[str]],
 ) -> int:
     """Deploy the stacks of ``places`` to a moto server of their account (each to its
     Region) and tick their scalers; how many were ticked. The default account's stacks go
-    to ``synth_server``, the one the app was synthesized against; another account's to a
-    server of its own."""
+    to ``synth_server``, the one the app was synthesized against (its endpoint, and the
+    bootstrap of `DEFAULT_PLACE` begun there); another account's to a server of its own."""
     (account,) = {a for a, _ in places.values()}
     if account == ACCOUNT:
         return _deploy_to(synth_server, account, assembly, places, cwd, out)
     with _server(account) as endpoint:
-        return _deploy_to(endpoint, account, assembly, places, cwd, out)
+        return _deploy_to((endpoint, None), account, assembly, places, cwd, out)
 
 
 def _deploy_to(
-    endpoint: str,
+    server: tuple[str, subprocess.Popen[str] | None],
     account: str,
     assembly: Path,
     places: Mapping[str, tuple[str, str]],
     cwd: Path,
     out: TextIO,
 ) -> int:
-    """`_deploy_and_tick` to the moto server at ``endpoint``, of ``account``."""
+    """`_deploy_and_tick` to the moto server of ``account`` (its endpoint, and the bootstrap
+    of `DEFAULT_PLACE` begun there, if any: waited for, not run again)."""
+    endpoint, bootstrapping = server
     env = aws_env(endpoint, account=account)
     out.write(f"deploying {', '.join(places)} to a local moto server ({endpoint}) ...\n")
     try:
         where = sorted({f"aws://{a}/{r}" for a, r in places.values()})
+        if bootstrapping is not None and DEFAULT_PLACE in where:
+            finish_cdk(bootstrapping)
+            where.remove(DEFAULT_PLACE)
         deploy(assembly, env, *places, cwd=cwd, places=where)
     except RuntimeError as exc:
         raise LocalError(f"the local deploy failed: {exc}") from None
     return sum(_tick_stack(endpoint, assembly, n, r, out) for n, (_, r) in places.items())
+
+
+@contextmanager
+def _early_bootstrap(endpoint: str, cwd: Path) -> Iterator[subprocess.Popen[str]]:
+    """``cdk bootstrap`` of `DEFAULT_PLACE` on the server at ``endpoint``, started at once so
+    that it runs beside the app's synth (most apps deploy there; the deploy waits for it with
+    `finish_cdk`), and stopped if still running when this returns (the app refused). The CLI
+    runs in an empty folder that holds only `BOOTSTRAP_SETTINGS` of ``cwd``'s cdk.json: from
+    ``cwd`` it would run the app first."""
+    cli = cdk_cli(cwd)
+    with tempfile.TemporaryDirectory(prefix="ddb-capacity-bootstrap-") as folder:
+        settings = _bootstrap_settings(cwd)
+        if settings:
+            (Path(folder) / "cdk.json").write_text(json.dumps(settings))
+        env = aws_env(endpoint)
+        process = start_cdk("bootstrap", DEFAULT_PLACE, env=env, cwd=Path(folder), cli=cli)
+        try:
+            yield process
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.communicate()
+
+
+def _bootstrap_settings(cwd: Path) -> dict[str, object]:
+    """`BOOTSTRAP_SETTINGS` of ``cwd``'s cdk.json; none when it has none or cannot be read
+    (the synth then says what is wrong with it)."""
+    try:
+        settings = json.loads((cwd / "cdk.json").read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    if not isinstance(settings, dict):
+        return {}
+    return {key: settings[key] for key in BOOTSTRAP_SETTINGS if key in settings}
 
 
 @contextmanager
@@ -406,7 +462,8 @@ def run_local(app: str | None, stacks: Sequence[str], out_dir: str | None, out: 
     except RuntimeError as exc:
         raise LocalError(str(exc)) from None
     with _assembly_dir(out_dir) as assembly:
-        with _server(ACCOUNT) as endpoint:  # the CLI resolves the default account from it
+        # the CLI resolves the default account from the server
+        with _server(ACCOUNT) as endpoint, _early_bootstrap(endpoint, cwd) as bootstrapping:
             source = "" if app is not None else ' (cdk.json\'s "app")'
             out.write(f"synthesizing {command}{source} in {cwd} ...\n")
             named = f"--app: got {app!r}" if app is not None else "--app: got none"
@@ -416,7 +473,7 @@ def run_local(app: str | None, stacks: Sequence[str], out_dir: str | None, out: 
             chosen = _chosen(stacks, every)
             check_deployable(assembly, chosen, every, stacks)
             places = stack_places(assembly, chosen, stacks)
-            ticked = _deploy_and_tick(assembly, places, cwd, out, endpoint)
+            ticked = _deploy_and_tick(assembly, places, cwd, out, (endpoint, bootstrapping))
     if not ticked:
         out.write(
             "\nthe app has no ThrottleAwareScaler: nothing was ticked (add one with "

@@ -167,23 +167,48 @@ def cdk_cli(cwd: Path) -> Path:
 
 
 def run_cdk(
-    *args: str, env: Mapping[str, str], timeout: int = 600, cwd: Path = REPO
+    *args: str,
+    env: Mapping[str, str],
+    timeout: int = 600,
+    cwd: Path = REPO,
+    cli: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """The pinned CDK CLI (`cdk_cli`) run in ``cwd``; raises with its output when it fails."""
-    result = subprocess.run(  # noqa: S603 (the pinned CDK CLI from node_modules)
-        [str(cdk_cli(cwd)), *args],
+    """The pinned CDK CLI (``cli``, else `cdk_cli` of ``cwd``) run in ``cwd``; raises with
+    its output when it fails."""
+    return finish_cdk(start_cdk(*args, env=env, cwd=cwd, cli=cli), timeout)
+
+
+def start_cdk(
+    *args: str, env: Mapping[str, str], cwd: Path = REPO, cli: Path | None = None
+) -> subprocess.Popen[str]:
+    """`run_cdk` started, not waited for: `finish_cdk` waits."""
+    return subprocess.Popen(  # noqa: S603 (the pinned CDK CLI from node_modules)
+        [str(cli or cdk_cli(cwd)), *args],
         cwd=cwd,
         env={**os.environ, **env},
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
     )
-    if result.returncode != 0:
+
+
+def finish_cdk(
+    process: subprocess.Popen[str], timeout: int = 600
+) -> subprocess.CompletedProcess[str]:
+    """Wait for the CDK CLI `start_cdk` started (killed past ``timeout`` seconds); raises with
+    its output when it fails."""
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+    if process.returncode != 0:
+        args = " ".join(str(arg) for arg in list(process.args)[1:])  # type: ignore[arg-type]
         raise RuntimeError(
-            f"cdk {' '.join(args)} exited {result.returncode}:\n"
-            f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+            f"cdk {args} exited {process.returncode}:\n{stdout[-4000:]}\n{stderr[-4000:]}"
         )
-    return result
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def deploy(
