@@ -21,6 +21,7 @@ from .capacity import (
     Capacity,
     PrewarmMethod,
 )
+from .props import bool_prop
 from .runtime import FunctionOptions
 from .table import TableCapacity
 from .table_parts import (
@@ -102,12 +103,12 @@ class ProvisionedTable(TableCapacity):
             {
                 "partition_key": partition_key,
                 "sort_key": sort_key,
-                "point_in_time_recovery_specification": (
-                    dynamodb.PointInTimeRecoverySpecification(
-                        point_in_time_recovery_enabled=point_in_time_recovery
-                    )
+                **_switches(
+                    f"ProvisionedTable {'/'.join(p for p in (scope.node.path, id) if p)}",
+                    point_in_time_recovery,
+                    deletion_protection,
+                    contributor_insights_enabled,
                 ),
-                "deletion_protection": deletion_protection,
                 "removal_policy": removal_policy,
                 "table_name": table_name,
                 "table_class": table_class,
@@ -115,7 +116,6 @@ class ProvisionedTable(TableCapacity):
                 "encryption_key": encryption_key,
                 "stream": stream,
                 "time_to_live_attribute": time_to_live_attribute,
-                "contributor_insights_enabled": contributor_insights_enabled,
                 **table_props,
             },
             frozenset(table_props),
@@ -130,3 +130,19 @@ class ProvisionedTable(TableCapacity):
             table_quota=table_quota,
             function_options=function_options,
         )
+
+
+def _switches(
+    where: str, recovery: object, deletion_protection: object, contributor_insights: object
+) -> dict[str, Any]:
+    """The table's True-or-False props as ``aws_dynamodb.Table`` takes them, each checked
+    (`props.bool_prop`); ``contributor_insights_enabled`` may be None (the CDK's default)."""
+    if contributor_insights is not None:
+        bool_prop(where, "contributor_insights_enabled", contributor_insights)
+    return {
+        "point_in_time_recovery_specification": dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=bool_prop(where, "point_in_time_recovery", recovery)
+        ),
+        "deletion_protection": bool_prop(where, "deletion_protection", deletion_protection),
+        "contributor_insights_enabled": contributor_insights,
+    }

@@ -29,6 +29,23 @@ def error_of(fn: Any) -> str:
     return str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("point_in_time_recovery", "yes"),
+        ("deletion_protection", "false"),
+        ("deletion_protection", None),
+        ("contributor_insights_enabled", 1),
+    ],
+)
+def test_a_table_switch_that_is_not_true_or_false_is_refused_by_name(
+    stack: cdk.Stack, name: str, value: object
+) -> None:
+    # (the CDK refused them with a TypeError naming the value's type, not the value)
+    message = error_of(lambda: make(stack, **{name: value}))
+    assert message == f"{WHERE}: {name}: got {value!r}; expected True or False"
+
+
 def test_min_capacity_below_one(stack: cdk.Stack) -> None:
     message = error_of(lambda: make(stack, read=Capacity(min_capacity=0, max_capacity=10)))
     assert message == f"{WHERE} table read: min_capacity must be at least 1 capacity unit; got 0"
