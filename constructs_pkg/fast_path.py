@@ -32,7 +32,7 @@ from ddb_capacity_runtime.instrument import MODE_ENV, TABLES_ENV
 from .alarms import AlarmSpec, metric, says
 from .compliance import acknowledge_function
 from .iam_statements import move_minimums_statement, read_autoscaling_statement
-from .props import duration_prop, is_token
+from .props import duration_prop, is_token, known_at_synth
 from .runtime import HOOK_WRAPPER, hook_layer, hook_runtimes, runtime_function
 from .stream_signal import StreamReader, StreamSignal
 
@@ -132,11 +132,13 @@ def check_fast_path(
         )
     surge_for = fast_path.surge_for
     duration_prop(owner, "fast_path.surge_for", surge_for, Duration.minutes(1))
-    if is_token(surge_for):
-        raise CapacityConfigError(
-            f"{where}.surge_for must be known at synth, whole minutes from 1 minute to "
-            f"max_hold ({hold_minutes} minutes); got a token"
-        )
+    known_at_synth(
+        owner,
+        "fast_path.surge_for",
+        surge_for,
+        "the functions are configured with its minutes",
+        f"whole minutes from 1 minute to max_hold ({hold_minutes} minutes)",
+    )
     seconds = surge_for.to_seconds()
     if seconds % 60 or not 60 <= seconds <= hold_minutes * 60:
         raise CapacityConfigError(

@@ -35,7 +35,7 @@ from .alarm_sink import chosen_alarm_topic
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, metric, says
 from .compliance import acknowledge, acknowledge_all, skip_checkov
 from .iam_statements import read_autoscaling_statement
-from .props import duration_prop, is_token, whole_prop
+from .props import duration_prop, known_at_synth, whole_prop
 from .runtime import (
     FunctionConfig,
     FunctionDefaults,
@@ -193,11 +193,13 @@ class FleetAdvisor(Construct):
             self._whole("schedule.hour", cron.hour, 23),
         )
         duration_prop(self._where, "report_delay", delay, Duration.minutes(15))
-        if is_token(delay):
-            raise CapacityConfigError(
-                f"{self._where}: report_delay: got a token; expected whole minutes known at "
-                "synth (they set the report's schedule), 15 minutes to 23 hours"
-            )
+        known_at_synth(
+            self._where,
+            "report_delay",
+            delay,
+            "its minutes set the report's schedule",
+            "whole minutes, 15 minutes to 23 hours",
+        )
         if delay.to_seconds() % 60:
             raise CapacityConfigError(
                 f"{self._where}: report_delay: got {delay.to_human_string()}; expected whole "

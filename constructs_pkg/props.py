@@ -51,13 +51,15 @@ def is_token(value: object) -> bool:
     return bool(Token.is_unresolved(value))
 
 
-def known_at_synth(where: str, name: str, value: object, why: str) -> None:
+def known_at_synth(
+    where: str, name: str, value: object, why: str, expected: str = "a number"
+) -> None:
     """Refuse an unresolved token (`is_token`) for a value the app must know when it is
-    built, for the reason ``why``."""
+    built, for the reason ``why``, asking for ``expected``."""
     if is_token(value):
         raise CapacityConfigError(
             f"{where}: {name} must be known when the app is built ({why}); got a token (a "
-            "CfnParameter's or another resource's value): give a number"
+            f"CfnParameter's or another resource's value): give {expected}"
         )
 
 

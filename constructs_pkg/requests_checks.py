@@ -17,7 +17,7 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.holds import MAX_HOLD_MINUTES
 from ddb_capacity_runtime.core.validators import is_whole
 
-from .props import duration_prop, is_token
+from .props import duration_prop, known_at_synth
 from .scaler import ThrottleAwareScaler
 
 if TYPE_CHECKING:
@@ -55,11 +55,13 @@ def total_units(
 def hold_minutes(where: str, max_hold: Duration) -> int:
     """``max_hold`` checked; returns it in whole minutes."""
     duration_prop(where, "max_hold", max_hold, Duration.minutes(1))
-    if is_token(max_hold):
-        raise CapacityConfigError(
-            f"{where}: max_hold must be known at synth (the functions are configured with its "
-            "minutes), whole minutes from 1 minute to 24 hours; got a token"
-        )
+    known_at_synth(
+        where,
+        "max_hold",
+        max_hold,
+        "the functions are configured with its minutes",
+        "whole minutes from 1 minute to 24 hours",
+    )
     hold_seconds = max_hold.to_seconds()
     minutes = hold_seconds / 60
     if not 1 <= minutes <= MAX_HOLD_MINUTES or hold_seconds % 60:

@@ -341,8 +341,9 @@ def test_the_restorer_runs_on_a_schedule_and_may_only_ask_the_broker(stack: cdk.
         ),
         (
             {"max_hold": cdk.Duration.minutes(cdk.Token.as_number(cdk.Aws.ACCOUNT_ID))},
-            "max_hold must be known at synth (the functions are configured with its minutes), "
-            "whole minutes from 1 minute to 24 hours; got a token",
+            "max_hold must be known when the app is built (the functions are configured with "
+            "its minutes); got a token (a CfnParameter's or another resource's value): give "
+            "whole minutes from 1 minute to 24 hours",
         ),
         (
             {"max_hold": cdk.Duration.seconds(90)},

@@ -407,6 +407,12 @@ def test_without_a_restorer_a_connected_scaler_must_end_the_surges() -> None:
             "got 1 minute 30 seconds",
         ),
         (
+            FastPath(surge_for=cdk.Duration.minutes(cdk.Token.as_number(cdk.Aws.ACCOUNT_ID))),
+            "fast_path.surge_for must be known when the app is built (the functions are "
+            "configured with its minutes); got a token (a CfnParameter's or another resource's "
+            "value): give whole minutes from 1 minute to max_hold (120 minutes)",
+        ),
+        (
             FastPath(surge_for=cdk.Duration.hours(3)),
             "fast_path.surge_for must be whole minutes from 1 minute to max_hold (120 minutes); "
             "got 3 hours",

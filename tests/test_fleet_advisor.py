@@ -268,11 +268,15 @@ def test_cfn_lint_finds_no_errors(synthesized: tuple[Template, Path]) -> None:
         ),
         (
             {"report_delay": Duration.minutes(Token.as_number(Aws.ACCOUNT_ID))},
-            "report_delay: got a token; expected whole minutes known at synth",
+            "report_delay must be known when the app is built (its minutes set the report's "
+            "schedule); got a token (a CfnParameter's or another resource's value): give whole "
+            "minutes, 15 minutes to 23 hours",
         ),
         (
             {"report_delay": Duration.seconds(Token.as_number(Aws.ACCOUNT_ID))},
-            "report_delay: got a token; expected whole minutes known at synth",
+            "report_delay must be known when the app is built (its minutes set the report's "
+            "schedule); got a token (a CfnParameter's or another resource's value): give whole "
+            "minutes, 15 minutes to 23 hours",
         ),
         ({"days": 15}, "days: got 15; expected a whole number from 1 to 14"),
         ({"days": 14.5}, "days: got 14.5; expected a whole number from 1 to 14"),
