@@ -164,6 +164,15 @@ def bool_prop(where: str, name: str, value: object) -> bool:
     return value
 
 
+def optional_bool_prop(where: str, name: str, value: object) -> bool | None:
+    """`bool_prop`, None taken too (the CDK's default)."""
+    if value is not None and not isinstance(value, bool):
+        raise CapacityConfigError(
+            f"{where}: {name}: got {shown(value)}; expected True, False or None"
+        )
+    return value
+
+
 def whole_prop(where: str, name: str, value: object, low: int, high: int) -> int:
     """``value`` when it is a whole number from ``low`` to ``high`` (or an unresolved
     token); a bool, a float (NaN and infinity included) or text is refused."""

@@ -21,7 +21,6 @@ from .capacity import (
     Capacity,
     PrewarmMethod,
 )
-from .props import bool_prop
 from .runtime import FunctionOptions
 from .table import TableCapacity
 from .table_parts import (
@@ -103,12 +102,9 @@ class ProvisionedTable(TableCapacity):
             {
                 "partition_key": partition_key,
                 "sort_key": sort_key,
-                **_switches(
-                    f"ProvisionedTable {'/'.join(p for p in (scope.node.path, id) if p)}",
-                    point_in_time_recovery,
-                    deletion_protection,
-                    contributor_insights_enabled,
-                ),
+                "point_in_time_recovery": point_in_time_recovery,
+                "deletion_protection": deletion_protection,
+                "contributor_insights_enabled": contributor_insights_enabled,
                 "removal_policy": removal_policy,
                 "table_name": table_name,
                 "table_class": table_class,
@@ -130,19 +126,3 @@ class ProvisionedTable(TableCapacity):
             table_quota=table_quota,
             function_options=function_options,
         )
-
-
-def _switches(
-    where: str, recovery: object, deletion_protection: object, contributor_insights: object
-) -> dict[str, Any]:
-    """The table's True-or-False props as ``aws_dynamodb.Table`` takes them, each checked
-    (`props.bool_prop`); ``contributor_insights_enabled`` may be None (the CDK's default)."""
-    if contributor_insights is not None:
-        bool_prop(where, "contributor_insights_enabled", contributor_insights)
-    return {
-        "point_in_time_recovery_specification": dynamodb.PointInTimeRecoverySpecification(
-            point_in_time_recovery_enabled=bool_prop(where, "point_in_time_recovery", recovery)
-        ),
-        "deletion_protection": bool_prop(where, "deletion_protection", deletion_protection),
-        "contributor_insights_enabled": contributor_insights,
-    }

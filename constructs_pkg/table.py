@@ -255,7 +255,7 @@ class TableCapacity(TableDelegation, Construct):
             read_capacity=self._initial(capacity["read"]),
             write_capacity=self._initial(capacity["write"]),
             warm_throughput=self._warm_throughput(capacity),
-            **spec.props,
+            **spec.table_props(),
         )
         self._manage(None)
 

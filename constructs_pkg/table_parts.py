@@ -31,7 +31,7 @@ from ddb_capacity_runtime.schedule.entries import CapacityWindow, TableSchedule
 from ddb_capacity_runtime.schedule.expressions import zone_name
 
 from .capacity import Capacity
-from .props import duration_prop, is_token, known_at_synth
+from .props import bool_prop, duration_prop, is_token, known_at_synth, optional_bool_prop
 
 if TYPE_CHECKING:
     from .table import TableCapacity
@@ -54,16 +54,34 @@ def check_type(field: str, value: Any, expected: type, where: str) -> None:
         raise CapacityConfigError(f"{where}: {field} must be a {expected.__name__}; got {value!r}")
 
 
+SWITCHES = ("point_in_time_recovery", "deletion_protection", "contributor_insights_enabled")
+"""A ``ProvisionedTable``'s True-or-False props (``contributor_insights_enabled`` None too,
+the CDK's default); ``point_in_time_recovery`` is not an ``aws_dynamodb.Table`` prop: it
+sets ``point_in_time_recovery_specification`` (`NewTable.table_props`)."""
+
+
 @dataclass(frozen=True)
 class NewTable:
     """The table a ``ProvisionedTable`` makes as its child ``Resource``: its billing mode as
-    given (checked), and every other ``aws_dynamodb.Table`` prop but capacity."""
+    given (checked), its `SWITCHES` as given (checked), and every other
+    ``aws_dynamodb.Table`` prop but capacity."""
 
     billing_mode: dynamodb.BillingMode | None
     props: dict[str, Any]
     passed: frozenset[str] = frozenset()  # the props passed through as keywords
 
+    def table_props(self) -> dict[str, Any]:
+        """The ``aws_dynamodb.Table`` props (capacity aside), once `validate` passed."""
+        props = dict(self.props)
+        props["point_in_time_recovery_specification"] = dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=props.pop("point_in_time_recovery")
+        )
+        return props
+
     def validate(self, where: str) -> None:
+        for name in SWITCHES:
+            check = optional_bool_prop if name == "contributor_insights_enabled" else bool_prop
+            check(where, name, self.props.get(name))
         if "point_in_time_recovery_specification" in self.passed:
             raise CapacityConfigError(
                 f"{where}: point_in_time_recovery_specification cannot be passed: "

@@ -18,9 +18,13 @@ OK = Capacity(min_capacity=5, max_capacity=100)
 WHERE = "ProvisionedTable Test/Orders"
 
 
-def make(stack: cdk.Stack, **overrides: Any) -> ProvisionedTable:
+def make_as(stack: cdk.Stack, id: str, **overrides: Any) -> ProvisionedTable:
     props: dict[str, Any] = {"partition_key": PK, "read": OK, "write": OK, **overrides}
-    return ProvisionedTable(stack, "Orders", **props)
+    return ProvisionedTable(stack, id, **props)
+
+
+def make(stack: cdk.Stack, **overrides: Any) -> ProvisionedTable:
+    return make_as(stack, "Orders", **overrides)
 
 
 def error_of(fn: Any) -> str:
@@ -30,20 +34,31 @@ def error_of(fn: Any) -> str:
 
 
 @pytest.mark.parametrize(
-    ("name", "value"),
+    ("name", "value", "allowed"),
     [
-        ("point_in_time_recovery", "yes"),
-        ("deletion_protection", "false"),
-        ("deletion_protection", None),
-        ("contributor_insights_enabled", 1),
+        ("point_in_time_recovery", "yes", "True or False"),
+        ("deletion_protection", "false", "True or False"),
+        ("deletion_protection", None, "True or False"),
+        ("contributor_insights_enabled", 1, "True, False or None"),
     ],
 )
 def test_a_table_switch_that_is_not_true_or_false_is_refused_by_name(
-    stack: cdk.Stack, name: str, value: object
+    stack: cdk.Stack, name: str, value: object, allowed: str
 ) -> None:
-    # (the CDK refused them with a TypeError naming the value's type, not the value)
+    # (the CDK refused them with a TypeError naming the value's type, not the value; and it
+    # read deletion_protection=None as its own default, off, against this construct's on)
     message = error_of(lambda: make(stack, **{name: value}))
-    assert message == f"{WHERE}: {name}: got {value!r}; expected True or False"
+    assert message == f"{WHERE}: {name}: got {value!r}; expected {allowed}"
+
+
+def test_a_table_switch_is_checked_where_the_tables_other_props_are(stack: cdk.Stack) -> None:
+    # GIVEN an id with a "/" (the construct path writes it "--")
+    message = error_of(lambda: make_as(stack, "A/B", deletion_protection=0))
+    # THEN the construct is named as in its other refusals
+    assert message.startswith("ProvisionedTable Test/A--B: deletion_protection: got 0;")
+    assert error_of(lambda: make_as(stack, "C/D", read_capacity=5)).startswith(
+        "ProvisionedTable Test/C--D: read_capacity cannot be passed"
+    )
 
 
 def test_min_capacity_below_one(stack: cdk.Stack) -> None:
