@@ -83,8 +83,8 @@ for source in sorted(Path("apps").glob("*.py"), key=lambda path: path.stem == cl
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Mapping[str, Path]:
     """The cloud assembly of each app below (APP, ENV_APP, SEVERAL_APP, GLOBAL_APP,
     QUALIFIED_APP) by name, synthesized as `local` synthesizes an app: by the pinned CDK CLI,
-    against a moto server, the CDK's validation off, all of them in one run of one Python
-    (aws-cdk-lib is loaded once, not once an app)."""
+    against a moto server, all of them in one run of one Python (aws-cdk-lib is loaded once,
+    not once an app); the CDK's validation off (these tests are about the deploy)."""
     apps = {
         "app": APP,
         "env": ENV_APP,
@@ -110,12 +110,10 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Mapping[str, Path]:
 
 def replay(assembly: Path) -> str:
     """An ``app.py`` that writes ``assembly`` where the CDK CLI asks for its app's cloud
-    assembly: the CLI then reads the app as synthesized, without running aws-cdk-lib again.
-    It writes the CDK_VALIDATION it was run with (none: "") to ``validation.seen``."""
+    assembly: the CLI then reads the app as synthesized, without running aws-cdk-lib again."""
     return (
-        "import os\nimport shutil\nfrom pathlib import Path\n\n"
+        "import os\nimport shutil\n\n"
         f"shutil.copytree({str(assembly)!r}, os.environ['CDK_OUTDIR'], dirs_exist_ok=True)\n"
-        "Path('validation.seen').write_text(os.environ.get('CDK_VALIDATION', ''))\n"
     )
 
 
@@ -284,12 +282,10 @@ names a Region only"""
 
 
 def test_a_stack_with_an_explicit_env_is_deployed_in_its_account_and_region(
-    user_app: str, tmp_path: Path, synthesized: Mapping[str, Path], monkeypatch: pytest.MonkeyPatch
+    user_app: str, tmp_path: Path, synthesized: Mapping[str, Path]
 ) -> None:
     # GIVEN an app whose stack names its account and Region (its assembly, as synthesized)
     (tmp_path / "app.py").write_text(replay(synthesized["env"]))
-    # AND the CDK's validation asked for in the environment
-    monkeypatch.setenv("CDK_VALIDATION", "true")
     # WHEN local runs it
     code, out, err = run("local", "--app", user_app)
     # THEN it is deployed there (the local server is that account) and its scaler ticked
@@ -297,43 +293,59 @@ def test_a_stack_with_an_explicit_env_is_deployed_in_its_account_and_region(
     assert "one scaler tick: 1 tables managed, 1 changes, 0 failed" in out, out
     rows = [line.split() for line in out.splitlines() if line.startswith("  Pinned-Orders")]
     assert [row[2:6] for row in rows][-1] == ["write", "update-table", "3", "5"], out
-    # AND the app was synthesized as the environment asked
-    assert (tmp_path / "validation.seen").read_text() == "true"
 
 
 QUALIFIER = "@aws-cdk/core:bootstrapQualifier"
 
+SYNTHESIZER = (
+    'cdk.DefaultStackSynthesizer(qualifier="local1", file_assets_bucket_name="local-assets")'
+)
 QUALIFIED_APP = APP.replace(
     'scaled = cdk.Stack(app, "Scaled")',
-    "scaled = cdk.Stack(\n"
-    '    app, "Scaled", synthesizer=cdk.DefaultStackSynthesizer(qualifier="local1")\n'
-    ")",
+    f'scaled = cdk.Stack(app, "Scaled", synthesizer={SYNTHESIZER})',
 ).replace(
-    'plain = cdk.Stack(app, "Plain")',
-    'plain = cdk.Stack(app, "Plain", synthesizer=scaled.synthesizer)',
+    'plain = cdk.Stack(app, "Plain")', f'plain = cdk.Stack(app, "Plain", synthesizer={SYNTHESIZER})'
 )
-"""APP, its stacks on the bootstrap qualifier ``local1`` (as the app of a cdk.json whose
-context names it synthesizes)"""
+"""APP on the bootstrap qualifier ``local1`` and the assets bucket ``local-assets``, as the
+app of a cdk.json that names both synthesizes"""
 
 
-def test_the_bootstrap_takes_the_qualifier_of_cdk_json(
-    user_app: str, tmp_path: Path, synthesized: Mapping[str, Path], monkeypatch: pytest.MonkeyPatch
+def test_the_bootstrap_takes_the_settings_of_cdk_json(
+    user_app: str, tmp_path: Path, synthesized: Mapping[str, Path]
 ) -> None:
-    # GIVEN a cdk.json whose context names a bootstrap qualifier, and an app on it (its
-    # assembly, as synthesized), the environment saying nothing of the CDK's validation
-    monkeypatch.delenv("CDK_VALIDATION", raising=False)
-    (tmp_path / "cdk.json").write_text(json.dumps({"context": {QUALIFIER: "local1"}}))
+    # GIVEN a cdk.json whose context names a bootstrap qualifier and whose toolkitBucket
+    # names the assets bucket, and an app on both (its assembly, as synthesized)
+    (tmp_path / "cdk.json").write_text(
+        json.dumps(
+            {
+                "context": {"@aws-cdk/core:bootstrapQualifier": "local1"},
+                "toolkitBucket": {"bucketName": "local-assets"},
+            }
+        )
+    )
     (tmp_path / "app.py").write_text(replay(synthesized["qualified"]))
     # WHEN local runs it
     code, out, err = run("local", "--app", user_app)
-    # THEN its place is bootstrapped with that qualifier: the stacks deploy (their assets
-    # published to that qualifier's bucket) and the scaler ticks
+    # THEN its place is bootstrapped with both: the stacks deploy (the scaler's asset
+    # published to that bucket) and the scaler ticks
     assert (code, err) == (0, ""), out
     assert re.search(r"deployed Scaled: \d+ resources", out), out
     assert "one scaler tick: 1 tables managed, 1 changes, 0 failed" in out, out
-    # AND the app was synthesized with the CDK's validation off (its warnings would not be
-    # shown), the environment asking for none
-    assert (tmp_path / "validation.seen").read_text() == "false"
+
+
+def test_a_bootstrap_that_fails_is_named(
+    user_app: str, tmp_path: Path, synthesized: Mapping[str, Path]
+) -> None:
+    # GIVEN a cdk.json naming an AWS profile there is none of (so the CLI has no credentials
+    # to bootstrap with)
+    (tmp_path / "cdk.json").write_text(json.dumps({"profile": "no-such-profile"}))
+    (tmp_path / "app.py").write_text(replay(synthesized["app"]))
+    # WHEN local runs the app
+    code, out, err = run("local", "--app", user_app)
+    # THEN the bootstrap's failure is the error, naming the place and the CLI's output
+    assert code == 2, out
+    assert f"the local deploy failed: cdk bootstrap {local.DEFAULT_PLACE} exited 1" in err, err
+    assert "deployed" not in out
 
 
 def test_stacks_in_several_accounts_are_refused_naming_each_accounts_stacks(

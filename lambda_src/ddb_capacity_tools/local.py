@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -49,9 +49,10 @@ DEFAULT_PLACE = f"aws://{ACCOUNT}/{REGION}"
 """Where a stack without an account and Region in its ``env`` is deployed: the local
 server's account, moto's default, and its default Region."""
 
-BOOTSTRAP_SETTINGS = ("context", "toolkitStackName")
-"""The keys of the app's cdk.json the early bootstrap keeps (`_early_bootstrap`): those that
-change what ``cdk bootstrap`` makes (a qualifier is context), none that runs the app."""
+RUNS_THE_APP = ("app", "build")
+"""The keys of the app's cdk.json the early bootstrap leaves out (`_early_bootstrap`): the
+commands the CLI would run first. Every other setting is kept (a qualifier in its context,
+``toolkitStackName``, ``toolkitBucket``, ``tags``, ...)."""
 
 
 def state_store(dynamodb: Any, env: Mapping[str, str], fallback: str) -> HoldStore:
@@ -259,11 +260,6 @@ def scaler_functions(assembly: Path, stack: str) -> list[str]:
 def _synth(app: str, named: str, assembly: Path, env: Mapping[str, str], cwd: Path) -> list[str]:
     """The app's stacks, synthesized into ``assembly``; ``named``: where the command came from,
     for an error (``--app: got ...``)."""
-    if "CDK_VALIDATION" not in os.environ:
-        # the CDK's built-in CloudFormation validation, off unless the environment says:
-        # its warnings go to the CLI's output, shown only when the synth fails, and it took
-        # half of a small app's synth
-        env = {**env, "CDK_VALIDATION": "false"}
     try:
         run_cdk("synth", "--app", app, "--output", str(assembly), "--quiet", env=env, cwd=cwd)
     except RuntimeError as exc:
@@ -394,13 +390,15 @@ def _early_bootstrap(endpoint: str, cwd: Path) -> Iterator[subprocess.Popen[str]
     """``cdk bootstrap`` of `DEFAULT_PLACE` on the server at ``endpoint``, started at once so
     that it runs beside the app's synth (most apps deploy there; the deploy waits for it with
     `finish_cdk`), and stopped if still running when this returns (the app refused). The CLI
-    runs in an empty folder that holds only `BOOTSTRAP_SETTINGS` of ``cwd``'s cdk.json: from
-    ``cwd`` it would run the app first."""
+    runs in a folder of its own holding ``cwd``'s cdk.json without `RUNS_THE_APP` (from
+    ``cwd`` it would run the app first) and ``cwd``'s cdk.context.json."""
     cli = cdk_cli(cwd)
     with tempfile.TemporaryDirectory(prefix="ddb-capacity-bootstrap-") as folder:
         settings = _bootstrap_settings(cwd)
         if settings:
             (Path(folder) / "cdk.json").write_text(json.dumps(settings))
+        if (cwd / "cdk.context.json").is_file():
+            shutil.copy(cwd / "cdk.context.json", folder)
         env = aws_env(endpoint)
         process = start_cdk("bootstrap", DEFAULT_PLACE, env=env, cwd=Path(folder), cli=cli)
         try:
@@ -412,15 +410,15 @@ def _early_bootstrap(endpoint: str, cwd: Path) -> Iterator[subprocess.Popen[str]
 
 
 def _bootstrap_settings(cwd: Path) -> dict[str, object]:
-    """`BOOTSTRAP_SETTINGS` of ``cwd``'s cdk.json; none when it has none or cannot be read
-    (the synth then says what is wrong with it)."""
+    """``cwd``'s cdk.json without `RUNS_THE_APP`; none when there is none or it cannot be
+    read (the synth then says what is wrong with it)."""
     try:
         settings = json.loads((cwd / "cdk.json").read_text())
     except (OSError, UnicodeDecodeError, ValueError):
         return {}
     if not isinstance(settings, dict):
         return {}
-    return {key: settings[key] for key in BOOTSTRAP_SETTINGS if key in settings}
+    return {key: value for key, value in settings.items() if key not in RUNS_THE_APP}
 
 
 @contextmanager

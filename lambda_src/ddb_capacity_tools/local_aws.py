@@ -199,7 +199,7 @@ def finish_cdk(
     its output when it fails."""
     try:
         stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    except BaseException:  # the timeout, or an interrupt: the CLI is not left running
         process.kill()
         process.communicate()
         raise
