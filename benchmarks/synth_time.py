@@ -20,9 +20,9 @@ Then both again with that validation off (``CDK_VALIDATION=false``, as ``cdk syn
 stock app's, so this second pair shows what the library's constructs themselves add, in
 seconds and as a ratio. Only the first pair is judged against the goal.
 
-``--quick`` (for the test suite): 1 run each, no untimed run first, and the bytecode
-where Python keeps it (``__pycache__``, compiled by whatever ran before, or by these runs):
-its figures show the benchmark runs, not the ratio.
+``--quick`` (for the test suite): 1 run each, no untimed run first, and the bytecode as
+this environment keeps it (``__pycache__``, from whatever ran before, or none under
+``PYTHONDONTWRITEBYTECODE``): its figures show the benchmark runs, not the ratio.
 
 Usage:
     .venv/bin/python -m benchmarks.synth_time [--runs 5] [--quick]
@@ -82,14 +82,11 @@ def quick_start() -> str:
 
 def timed(code: str, pycache: str | None, validation: bool = True) -> float:
     """Wall seconds of one fresh ``python -c code`` run from the repository's root, its
-    bytecode cached in ``pycache`` (None: where Python keeps it); the CDK's built-in
-    validation off unless ``validation``."""
+    bytecode cached in ``pycache`` (None: as this environment keeps it, or not); the CDK's
+    built-in validation off unless ``validation``."""
+    dropped = {"CDK_VALIDATION"} | ({"PYTHONDONTWRITEBYTECODE"} if pycache else set())
     env = {
-        **{
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("PYTHONDONTWRITEBYTECODE", "CDK_VALIDATION")
-        },
+        **{k: v for k, v in os.environ.items() if k not in dropped},
         **({} if validation else {"CDK_VALIDATION": "false"}),
         **({} if pycache is None else {"PYTHONPYCACHEPREFIX": pycache}),
         "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
@@ -115,14 +112,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     with tempfile.TemporaryDirectory() as folder:
         pycache = None if args.quick else folder
-        if not args.quick:
+        if pycache is not None:
             for code in apps.values():
                 timed(code, pycache)  # compiles the bytecode, untimed
         for _ in range(runs):
             for name, validation in times:
                 times[name, validation].append(timed(apps[name], pycache, validation))
     compiled = (
-        "bytecode where Python keeps it (--quick: not as installed)"
+        "bytecode as this environment keeps it (--quick)"
         if args.quick
         else "bytecode compiled first (as installed)"
     )
