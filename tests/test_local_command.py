@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shlex
 import socket
 import sys
 from collections.abc import Mapping
@@ -130,7 +131,7 @@ def test_a_users_app_is_deployed_locally_and_its_scaler_ticked(
     ), out
     assert re.search(r"deployed Scaled: \d+ resources, 0 scalable targets", out), out
     assert re.search(r"Scaled/ScalerFunction\w+ \(", out), out
-    assert "one scaler tick: 1 tables managed, 1 changes, 0 failed" in out, out
+    assert "one scaler tick: 1 table managed, 1 change, 0 failed" in out, out
     # AND its decisions are about the deployed table: the writes raised to the scaler's
     # floor of 5 with UpdateTable, the reads held (no history to lower them on)
     rows = [line.split() for line in out.splitlines() if line.startswith("  Scaled-Orders")]
@@ -202,19 +203,65 @@ def test_without_app_the_app_of_cdk_json_is_run(
     code, _, err = run("local")
     assert code == 2 and "bad config" in err, err
     assert err.startswith(
-        f'ddb-capacity: error: --app: got none; cdk.json\'s "app" is {user_app!r}; expected a '
+        f'ddb-capacity: error: --app: got none; cdk.json\'s "app" is {user_app!r}; the app '
+        "failed to synthesize"
     )
 
 
-def test_an_app_that_fails_to_synth_is_named(user_app: str, tmp_path: Path) -> None:
-    # GIVEN an app that raises when it runs
-    (tmp_path / "app.py").write_text("raise SystemExit('no stacks here: bad config')\n")
+def test_an_app_that_fails_to_synth_is_named(
+    user_app: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN an app that raises when it runs, once aws-cdk-lib is loaded (and jsii's notice of
+    # an old Node.js not silenced, as in a user's shell)
+    (tmp_path / "app.py").write_text(
+        "import aws_cdk\n\nraise SystemExit('no stacks here: bad config')\n"
+    )
+    for name in (
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION",
+        "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION",
+    ):
+        monkeypatch.delenv(name, raising=False)
     # WHEN local runs it
     code, out, err = run("local", "--app", user_app)
-    # THEN the error names --app, the command, what it takes, and the app's own output
+    # THEN the error names --app, says the app failed to synthesize, shows the command as
+    # given (quoted) and the app's own output, without the Node.js notice
     assert code == 2, err
-    assert err.startswith(f"ddb-capacity: error: --app: got {user_app!r}; expected a command ")
+    assert err.startswith(
+        f"ddb-capacity: error: --app: got {user_app!r}; the app failed to synthesize (run by "
+    )
+    assert f"cdk synth --app {shlex.quote(user_app)} --output" in err
     assert "no stacks here: bad config" in err
+    assert "!!" not in err
+
+
+def test_the_decision_report_counts_in_words_and_keeps_its_columns() -> None:
+    # GIVEN a tick of two tables with one change, a decision on a GSI of a long name
+    summary = {"tables": 2, "changes": [{}], "failed": []}
+    row = {"event": "decision", "table": "Orders", "from": 5, "reason": "held"}
+    lines = [
+        {**row, "index": None, "dimension": "read", "via": "update-table", "to": 5},
+        {**row, "index": "byCustomerAndDay", "dimension": "write", "via": "target-min", "to": 9},
+    ]
+    # WHEN reported
+    counts, _, header, *rows = local.decision_report(summary, lines, {}).splitlines()
+    # THEN its counts read as words, and each row's dimension is under the header's "dim"
+    assert counts == "one scaler tick: 2 tables managed, 1 change, 0 failed"
+    assert [r.index(f" {d} ") for r, d in zip(rows, ("read", "write"), strict=True)] == [
+        header.index(" dim ")
+    ] * 2
+
+
+def test_the_node_notice_is_left_out_of_what_an_error_shows() -> None:
+    notice = [
+        "b'" + "!" * 20 + "\\n'",
+        "b'!!  Node 20 is end-of-life and not supported anymore by this software.  !!\\n'",
+        "b'" + "!" * 20 + "\\n'",
+    ]
+    output = "\n".join(["Traceback (most recent call last):", *notice, "SystemExit: bad config"])
+    assert local_aws.without_node_notice(output) == (
+        "Traceback (most recent call last):\nSystemExit: bad config"
+    )
+    assert local_aws.without_node_notice("a != b !! c") == "a != b !! c"
 
 
 def test_an_unknown_stack_is_named_with_the_apps_stacks(
@@ -290,7 +337,7 @@ def test_a_stack_with_an_explicit_env_is_deployed_in_its_account_and_region(
     code, out, err = run("local", "--app", user_app)
     # THEN it is deployed there (the local server is that account) and its scaler ticked
     assert (code, err) == (0, ""), out
-    assert "one scaler tick: 1 tables managed, 1 changes, 0 failed" in out, out
+    assert "one scaler tick: 1 table managed, 1 change, 0 failed" in out, out
     rows = [line.split() for line in out.splitlines() if line.startswith("  Pinned-Orders")]
     assert [row[2:6] for row in rows][-1] == ["write", "update-table", "3", "5"], out
 
@@ -330,7 +377,7 @@ def test_the_bootstrap_takes_the_settings_of_cdk_json(
     # published to that bucket) and the scaler ticks
     assert (code, err) == (0, ""), out
     assert re.search(r"deployed Scaled: \d+ resources", out), out
-    assert "one scaler tick: 1 tables managed, 1 changes, 0 failed" in out, out
+    assert "one scaler tick: 1 table managed, 1 change, 0 failed" in out, out
 
 
 def test_a_bootstrap_that_fails_is_named(

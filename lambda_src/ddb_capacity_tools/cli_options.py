@@ -391,7 +391,10 @@ def _local_parser(sub: Any) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="ddb-capacity", description="Backtest DynamoDB capacity policies on a traffic trace."
+        prog="ddb-capacity",
+        description="DynamoDB provisioned capacity: backtest policies on a traffic trace, "
+        "tune and advise a table's settings, plan reserved capacity, request capacity for "
+        "work about to start, and try a CDK app's scaler locally.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sc = sub.add_parser("scenarios", help="list the built-in scenarios")

@@ -96,14 +96,17 @@ def decision_report(
     decisions = [line for line in lines if line.get("event") == "decision"]
     shown = [names.get(line["table"], line["table"]) for line in decisions]
     width = max([10, *(len(name) for name in shown)])
+    wide = max([5, *(len(line["index"] or "-") for line in decisions)])
+    tables, changes = summary["tables"], len(summary["changes"])
     rows = [
-        f"one scaler tick: {summary['tables']} tables managed, {len(summary['changes'])} "
-        f"changes, {len(summary['failed'])} failed\n",
-        f"  {'table':<{width}} {'index':<8} {'dim':<5} {'via':<15} {'from':>5} {'to':>5}  reason",
+        f"one scaler tick: {tables} table{'' if tables == 1 else 's'} managed, {changes} "
+        f"change{'' if changes == 1 else 's'}, {len(summary['failed'])} failed\n",
+        f"  {'table':<{width}} {'index':<{wide}} {'dim':<5} {'via':<15} {'from':>5} {'to':>5}"
+        "  reason",
     ]
     for name, line in zip(shown, decisions, strict=True):
         rows.append(
-            f"  {name:<{width}} {line['index'] or '-':<8} "
+            f"  {name:<{width}} {line['index'] or '-':<{wide}} "
             f"{line['dimension']:<5} {line['via']:<15} {line['from']:>5} {line['to']:>5}  "
             f"{line['reason']}"
         )
@@ -264,8 +267,8 @@ def _synth(app: str, named: str, assembly: Path, env: Mapping[str, str], cwd: Pa
         run_cdk("synth", "--app", app, "--output", str(assembly), "--quiet", env=env, cwd=cwd)
     except RuntimeError as exc:
         raise LocalError(
-            f"{named}; expected a command that synthesizes a CDK app (as "
-            f'cdk.json\'s "app", run in {cwd}); `cdk synth` failed:\n{str(exc).strip()}'
+            f"{named}; the app failed to synthesize (run by `cdk synth` in {cwd}; expected a "
+            f"command that synthesizes a CDK app):\n{str(exc).strip()}"
         ) from None
     stacks = app_stacks(assembly)
     if not stacks:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -204,11 +206,23 @@ def finish_cdk(
         process.communicate()
         raise
     if process.returncode != 0:
-        args = " ".join(str(arg) for arg in list(process.args)[1:])  # type: ignore[arg-type]
+        args = shlex.join(str(arg) for arg in list(process.args)[1:])  # type: ignore[arg-type]
+        stdout, stderr = without_node_notice(stdout), without_node_notice(stderr)
         raise RuntimeError(
             f"cdk {args} exited {process.returncode}:\n{stdout[-4000:]}\n{stderr[-4000:]}"
         )
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+NODE_NOTICE = re.compile(r"""^(b['"])?!!""")
+"""A line of jsii's notice of an old Node.js: a box of ``!!`` lines, printed as bytes
+(``b'!!  Node 20 is end-of-life ...  !!\\n'``) by every process of the app."""
+
+
+def without_node_notice(output: str) -> str:
+    """The CDK CLI's (or its app's) ``output`` without jsii's Node.js notice (`NODE_NOTICE`),
+    which no failure is about and which took a quarter of what an error showed."""
+    return "\n".join(line for line in output.splitlines() if not NODE_NOTICE.match(line.strip()))
 
 
 def deploy(
