@@ -234,6 +234,22 @@ def test_an_app_that_fails_to_synth_is_named(
     assert "!!" not in err
 
 
+def test_an_app_run_by_a_python_without_the_library_gets_a_hint(
+    user_app: str, tmp_path: Path
+) -> None:
+    # GIVEN an app run by a Python that cannot import aws-cdk-lib (no site-packages)
+    (tmp_path / "app.py").write_text(APP)
+    # WHEN local runs it
+    code, _, err = run("local", "--app", f"{sys.executable} -S app.py")
+    # THEN the app's failure ends with a hint naming the Python to run it with
+    assert code == 2 and "No module named 'aws_cdk'" in err, err
+    assert err.rstrip().endswith(
+        f"hint: the app's Python cannot import aws_cdk: run it with the Python they are "
+        f'installed in, e.g. --app "{sys.executable} app.py" (the one this command runs on), '
+        "or activate that environment first"
+    ), err
+
+
 def test_the_decision_report_counts_in_words_and_keeps_its_columns() -> None:
     # GIVEN a tick of two tables with one change, a decision on a GSI of a long name
     summary = {"tables": 2, "changes": [{}], "failed": []}

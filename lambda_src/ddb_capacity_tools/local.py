@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -268,12 +270,29 @@ def _synth(app: str, named: str, assembly: Path, env: Mapping[str, str], cwd: Pa
     except RuntimeError as exc:
         raise LocalError(
             f"{named}; the app failed to synthesize (run by `cdk synth` in {cwd}; expected a "
-            f"command that synthesizes a CDK app):\n{str(exc).strip()}"
+            f"command that synthesizes a CDK app):\n{str(exc).strip()}{_python_hint(str(exc))}"
         ) from None
     stacks = app_stacks(assembly)
     if not stacks:
         raise LocalError(f"{named}; expected an app with at least one stack, got none")
     return stacks
+
+
+LIBRARY_MODULES = re.compile(r"No module named '(aws_cdk|constructs|constructs_pkg)'")
+"""What a Python without aws-cdk-lib or this library says when the app imports them."""
+
+
+def _python_hint(output: str) -> str:
+    """A line for a synth whose Python could not import aws-cdk-lib or this library (the
+    app's ``python`` is not the one they are installed in); else nothing."""
+    found = LIBRARY_MODULES.search(output)
+    if found is None:
+        return ""
+    return (
+        f"\nhint: the app's Python cannot import {found.group(1)}: run it with the Python "
+        f'they are installed in, e.g. --app "{sys.executable} app.py" (the one this '
+        "command runs on), or activate that environment first"
+    )
 
 
 def _chosen(given: Sequence[str], stacks: list[str]) -> list[str]:
