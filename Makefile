@@ -59,6 +59,8 @@ demo: synth
 	$(PY) -m examples.preview
 	$(PY) -m examples.local_tick cdk.out
 	mkdir -p simulation
+	@echo; echo "A one-off spike, read from CloudWatch alone (its metrics arrive minutes late): no reactive"; \
+	echo "policy gets ahead of it, throttle-aware and autopilot among them; a schedule that knew the hour does:"
 	$(VENV)/bin/ddb-capacity simulate --scenario spike --policy stock:70 --policy stock:60 \
 		--policy throttle-aware+stock:70 --policy autopilot+stock:70 --policy scheduled \
 		--policy oracle --policy bound \

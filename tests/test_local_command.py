@@ -129,7 +129,14 @@ def test_a_users_app_is_deployed_locally_and_its_scaler_ticked(
     assert "deploying Scaled, Plain to a local moto server" in out or (
         "deploying Plain, Scaled to a local moto server" in out
     ), out
-    assert re.search(r"deployed Scaled: \d+ resources, 0 scalable targets", out), out
+    deployed = re.search(
+        r"deployed Scaled: (\d+) resources of the template's (\d+) \(moto's CloudFormation "
+        r"skips the others\), 0 scalable targets registered",
+        out,
+    )
+    assert deployed, out
+    template = json.loads((tmp_path / "assembly" / "Scaled.template.json").read_text())
+    assert 0 < int(deployed.group(1)) <= int(deployed.group(2)) == len(template["Resources"])
     assert re.search(r"Scaled/ScalerFunction\w+ \(", out), out
     assert "one scaler tick: 1 table managed, 1 change, 0 failed" in out, out
     # AND its decisions are about the deployed table: the writes raised to the scaler's

@@ -40,6 +40,7 @@ from .local_aws import (
     recorded_events,
     register_skipped_targets,
     run_cdk,
+    stack_template,
     start_cdk,
 )
 from .tool_errors import LocalError as LocalError
@@ -188,7 +189,7 @@ that means, where a stack holding one would fail to deploy: checked before deplo
 def unsupported_resources(assembly: Path, stack: str) -> list[tuple[str, str, str]]:
     """(logical id, type, construct path) of each resource of the stack's template whose type
     is in `UNSUPPORTED`."""
-    template = json.loads((assembly / f"{stack}.template.json").read_text())
+    template = stack_template(assembly, stack)
     return [
         (logical, resource["Type"], resource.get("Metadata", {}).get("aws:cdk:path", ""))
         for logical, resource in template.get("Resources", {}).items()
@@ -253,7 +254,7 @@ def _undeployable(
 
 def scaler_functions(assembly: Path, stack: str) -> list[str]:
     """Logical ids of the stack's ThrottleAwareScaler functions."""
-    template = json.loads((assembly / f"{stack}.template.json").read_text())
+    template = stack_template(assembly, stack)
     return sorted(
         logical
         for logical, resource in template.get("Resources", {}).items()
@@ -349,7 +350,11 @@ def _tick_stack(endpoint: str, assembly: Path, stack: str, region: str, out: Tex
     decisions. Returns how many scalers it ticked."""
     targets = register_skipped_targets(endpoint, assembly, stack, region)
     ids = physical_ids(endpoint, stack, region)
-    out.write(f"deployed {stack}: {len(ids)} resources, {targets} scalable targets\n")
+    total = len(stack_template(assembly, stack).get("Resources", {}))
+    out.write(
+        f"deployed {stack}: {len(ids)} resources of the template's {total} (moto's "
+        f"CloudFormation skips the others), {targets} scalable targets registered\n"
+    )
     functions = scaler_functions(assembly, stack)
     if not functions:
         out.write(f"{stack}: no ThrottleAwareScaler in this stack, nothing to tick\n")

@@ -280,12 +280,18 @@ def physical_ids(endpoint: str, stack: str, region: str = REGION) -> dict[str, s
     }
 
 
+def stack_template(assembly: Path, stack: str) -> dict[str, Any]:
+    """The template of ``stack`` in the cloud assembly ``assembly``."""
+    template: dict[str, Any] = json.loads((assembly / f"{stack}.template.json").read_text())
+    return template
+
+
 def register_skipped_targets(
     endpoint: str, assembly: Path, stack: str, region: str = REGION
 ) -> int:
     """Register the template's DynamoDB scalable targets, which moto's CloudFormation
     skips, with their deployed table names. Returns how many."""
-    template = json.loads((assembly / f"{stack}.template.json").read_text())
+    template = stack_template(assembly, stack)
     ids = physical_ids(endpoint, stack, region)
     aas = client(endpoint, "application-autoscaling", region)
     count = 0
