@@ -467,6 +467,24 @@ def test_argparse_rejects_missing_and_conflicting_sources(
     assert "not allowed with argument" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "usage"),
+    [
+        (["local", "--stak", "Shop"], "usage: ddb-capacity local "),
+        (["simulate", "--scenario", "spike", "--polcy", "oracle"], "usage: ddb-capacity simulate "),
+    ],
+)
+def test_an_unknown_argument_shows_its_commands_usage(
+    capsys: pytest.CaptureFixture[str], argv: list[str], usage: str
+) -> None:
+    # (argparse showed the top-level usage, which names no command's options)
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.startswith(usage), err
+    assert err.rstrip().endswith(f"error: unrecognized arguments: {' '.join(argv[-2:])}")
+
+
 # ---------------------------------------------------------------- backtest on moto
 
 

@@ -405,6 +405,8 @@ def build_parser() -> argparse.ArgumentParser:
     reserve_command.add_parser(sub)
     _request_parsers(sub)
     _local_parser(sub)
+    for command in sub.choices.values():  # an argument it does not know shows its own usage
+        command.set_defaults(command_parser=command)
     return parser
 
 
