@@ -54,10 +54,15 @@ def check_type(field: str, value: Any, expected: type, where: str) -> None:
         raise CapacityConfigError(f"{where}: {field} must be a {expected.__name__}; got {value!r}")
 
 
-SWITCHES = ("point_in_time_recovery", "deletion_protection", "contributor_insights_enabled")
-"""A ``ProvisionedTable``'s True-or-False props (``contributor_insights_enabled`` None too,
-the CDK's default); ``point_in_time_recovery`` is not an ``aws_dynamodb.Table`` prop: it
-sets ``point_in_time_recovery_specification`` (`NewTable.table_props`)."""
+SWITCHES = {
+    "point_in_time_recovery": bool_prop,
+    "deletion_protection": bool_prop,
+    "contributor_insights_enabled": optional_bool_prop,
+}
+"""A ``ProvisionedTable``'s True-or-False props and each one's check
+(``contributor_insights_enabled`` takes None too, the CDK's default);
+``point_in_time_recovery`` is not an ``aws_dynamodb.Table`` prop: it sets
+``point_in_time_recovery_specification`` (`NewTable.table_props`)."""
 
 
 @dataclass(frozen=True)
@@ -79,8 +84,7 @@ class NewTable:
         return props
 
     def validate(self, where: str) -> None:
-        for name in SWITCHES:
-            check = optional_bool_prop if name == "contributor_insights_enabled" else bool_prop
+        for name, check in SWITCHES.items():
             check(where, name, self.props.get(name))
         if "point_in_time_recovery_specification" in self.passed:
             raise CapacityConfigError(

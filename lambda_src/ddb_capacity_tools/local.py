@@ -324,8 +324,8 @@ def app_command(app: str | None, cwd: Path) -> str:
     if not config.is_file():
         raise LocalError(f"--app: got none, and there is no cdk.json in {cwd}; {expected}")
     try:
-        settings = json.loads(config.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        settings = _cdk_json(cwd)
+    except CDK_JSON_ERRORS as exc:
         raise LocalError(
             f"--app: got none, and {config} cannot be read as JSON ({exc}); {expected}"
         ) from None
@@ -334,6 +334,15 @@ def app_command(app: str | None, cwd: Path) -> str:
         shown = 'no "app"' if found is None else f'"app": {found!r}'
         raise LocalError(f"--app: got none, and {config} has {shown}; {expected}")
     return found
+
+
+CDK_JSON_ERRORS = (OSError, UnicodeDecodeError, ValueError)
+"""What reading a cdk.json that is missing, unreadable or not JSON raises (`_cdk_json`)."""
+
+
+def _cdk_json(cwd: Path) -> object:
+    """``cwd``'s cdk.json as JSON; raises one of `CDK_JSON_ERRORS` when it cannot be read."""
+    return json.loads((cwd / "cdk.json").read_text())
 
 
 @contextmanager
@@ -440,8 +449,8 @@ def _bootstrap_settings(cwd: Path) -> dict[str, object]:
     """``cwd``'s cdk.json without `RUNS_THE_APP`; none when there is none or it cannot be
     read (the synth then says what is wrong with it)."""
     try:
-        settings = json.loads((cwd / "cdk.json").read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
+        settings = _cdk_json(cwd)
+    except CDK_JSON_ERRORS:
         return {}
     if not isinstance(settings, dict):
         return {}
