@@ -19,6 +19,7 @@ import aws_cdk as cdk
 import boto3
 import pytest
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
 
 import ddb_capacity_runtime
 from constructs_pkg import (
@@ -39,7 +40,7 @@ from constructs_pkg.assets import (
     stripped_source,
     write_bytecode,
 )
-from constructs_pkg.runtime import COMPILED_MODULES, FUNCTION_PYTHON, compiled_modules
+from constructs_pkg.runtime import COMPILED_MODULES, FUNCTION_PYTHON, StagedCode, compiled_modules
 
 PACKAGE = Path(ddb_capacity_runtime.__file__).resolve().parent
 SCALER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
@@ -564,3 +565,47 @@ def test_bytecode_goes_beside_its_source_wherever_this_process_keeps_its_own(
     assert cached.is_file() and not elsewhere.exists()
     done = import_verbosely(tmp_path, "pkg.mod")
     assert f"code object from '{cached}'" in done.stderr
+
+
+def _asset_app(tmp_path: Path, code: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The template and asset manifest of a stack holding a function and a layer on the
+    folder ``code`` makes code of (``code(folder)``), asset metadata on, as the CLI runs
+    an app."""
+    folder = tmp_path / "src"
+    folder.mkdir(exist_ok=True)
+    (folder / "handler.py").write_text("def handler(event, context):\n    return event\n")
+    out = tmp_path / f"out-{code.__name__}"
+    app = cdk.App(outdir=str(out), context={"aws:cdk:enable-asset-metadata": True})
+    stack = cdk.Stack(app, "Assets")
+    lambda_.Function(
+        stack,
+        "Function",
+        runtime=lambda_.Runtime.PYTHON_3_11,
+        handler="handler.handler",
+        code=code(folder),
+    )
+    lambda_.LayerVersion(stack, "Layer", code=code(folder))
+    app.synth()
+    return (
+        json.loads((out / "Assets.template.json").read_text()),
+        json.loads((out / "Assets.assets.json").read_text()),
+    )
+
+
+def test_staged_code_synthesizes_as_the_cdks_asset_code(tmp_path: Path) -> None:
+    """The library's functions and layer take their code through `StagedCode`, which
+    leaves out the asset's imported bucket: the template (the S3 location, the asset
+    metadata SAM reads) and the asset manifest are those of ``Code.from_asset``."""
+
+    def from_asset(folder: Path) -> lambda_.Code:
+        return lambda_.Code.from_asset(str(folder))
+
+    def staged(folder: Path) -> lambda_.Code:
+        return StagedCode(folder)
+
+    ours, cdks = _asset_app(tmp_path, staged), _asset_app(tmp_path, from_asset)
+    assert ours == cdks
+    template = ours[0]["Resources"]
+    layer = next(r for r in template.values() if r["Type"] == "AWS::Lambda::LayerVersion")
+    assert layer["Metadata"]["aws:asset:property"] == "Content"
+    assert len(ours[1]["files"]) == 2  # the folder, staged once, and the template
