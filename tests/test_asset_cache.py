@@ -115,4 +115,5 @@ def test_the_synth_time_benchmark_runs_the_readme_quick_start(
     synth_time.main(["--quick"])  # its goal is reported, not asserted: a loaded machine
     out = capsys.readouterr().out
     assert "quick start / stock:" in out and "goal: at most 1.3x" in out
+    assert "run by run" in out
     assert "with the CDK's validation off:" in out and "the constructs add" in out
