@@ -18,7 +18,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import AssetStaging, CfnResource, Duration, Names, RemovalPolicy, Stack
+from aws_cdk import (
+    AssetStaging,
+    CfnResource,
+    Duration,
+    Names,
+    RemovalPolicy,
+    Stack,
+    StackSynthesizer,
+)
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -193,20 +201,30 @@ class StagedCode(lambda_.Code):
     it (the same staged asset, the same template, the same metadata) without the S3
     bucket construct that the CDK's asset adds for grants this library never makes:
     importing the CDK's S3 module for it, in Node and in Python, was about 0.2 s of every
-    synth of an app with a scaler (``benchmarks/synth_time.py``)."""
+    synth of an app with a scaler (``benchmarks/synth_time.py``).
+
+    A stack whose synthesizer the app made in Python (``DefaultStackSynthesizer(
+    qualifier=...)``, an App's ``default_stack_synthesizer``) gets ``Code.from_asset``
+    itself: the stack binds a copy of that synthesizer, and jsii hands Python the
+    unbound original for it (`bound_synthesizer`)."""
 
     def __init__(self, folder: Path) -> None:
         super().__init__()
         self._folder = str(folder)
         self._asset_path = ""
+        self._cdk_code: lambda_.Code | None = None
 
     def bind(self, scope: Construct) -> lambda_.CodeConfig:
         """Stage the folder under ``scope``/Code and add it to the stack's assets."""
+        synthesizer = bound_synthesizer(Stack.of(scope))
+        if synthesizer is None:
+            self._cdk_code = lambda_.Code.from_asset(self._folder)
+            return self._cdk_code.bind(scope)
+        self._cdk_code = None
         holder = Construct(scope, "Code")
         staging = AssetStaging(holder, "Stage", source_path=self._folder)
-        stack = Stack.of(holder)
-        self._asset_path = staging.relative_staged_path(stack)
-        location = stack.synthesizer.add_file_asset(
+        self._asset_path = staging.relative_staged_path(Stack.of(holder))
+        location = synthesizer.add_file_asset(
             source_hash=staging.asset_hash,
             file_name=self._asset_path,
             packaging=staging.packaging,
@@ -223,10 +241,27 @@ class StagedCode(lambda_.Code):
         self, resource: CfnResource, *, resource_property: str | None = None
     ) -> None:
         """Mark ``resource`` with the asset's folder when the CDK asks for the marks."""
-        if resource.node.try_get_context(ASSET_METADATA):
+        if self._cdk_code is not None:
+            self._cdk_code.bind_to_resource(resource, resource_property=resource_property)
+        elif resource.node.try_get_context(ASSET_METADATA):
             resource.add_metadata("aws:asset:path", self._asset_path)
             resource.add_metadata("aws:asset:is-bundled", False)
             resource.add_metadata("aws:asset:property", resource_property or "Code")
+
+
+def bound_synthesizer(stack: Stack) -> StackSynthesizer | None:
+    """``stack``'s synthesizer, bound to it, as Python can call it; None where Python is
+    handed another object: for a synthesizer made in Python, which the stack copies and
+    binds the copy (jsii resolves the copy to the original, never bound: calling it fails
+    with ``StackSynthesizerBoundStackFirst``), or one that is no ``StackSynthesizer``."""
+    synthesizer = stack.synthesizer
+    if not isinstance(synthesizer, StackSynthesizer):
+        return None
+    try:
+        bound = synthesizer._bound_stack
+    except RuntimeError:  # jsii's form of the CDK's error: not bound
+        return None
+    return synthesizer if bound.node.path == stack.node.path else None
 
 
 @functools.cache

@@ -40,7 +40,13 @@ from constructs_pkg.assets import (
     stripped_source,
     write_bytecode,
 )
-from constructs_pkg.runtime import COMPILED_MODULES, FUNCTION_PYTHON, StagedCode, compiled_modules
+from constructs_pkg.runtime import (
+    COMPILED_MODULES,
+    FUNCTION_PYTHON,
+    StagedCode,
+    bound_synthesizer,
+    compiled_modules,
+)
 
 PACKAGE = Path(ddb_capacity_runtime.__file__).resolve().parent
 SCALER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
@@ -567,16 +573,18 @@ def test_bytecode_goes_beside_its_source_wherever_this_process_keeps_its_own(
     assert f"code object from '{cached}'" in done.stderr
 
 
-def _asset_app(tmp_path: Path, code: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def _asset_app(
+    tmp_path: Path, code: Any, synthesizer: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The template and asset manifest of a stack holding a function and a layer on the
     folder ``code`` makes code of (``code(folder)``), asset metadata on, as the CLI runs
-    an app."""
+    an app; the stack's synthesizer made by ``synthesizer()`` (None: the CDK's default)."""
     folder = tmp_path / "src"
-    folder.mkdir(exist_ok=True)
+    folder.mkdir(parents=True)
     (folder / "handler.py").write_text("def handler(event, context):\n    return event\n")
     out = tmp_path / f"out-{code.__name__}"
     app = cdk.App(outdir=str(out), context={"aws:cdk:enable-asset-metadata": True})
-    stack = cdk.Stack(app, "Assets")
+    stack = cdk.Stack(app, "Assets", synthesizer=synthesizer and synthesizer())
     lambda_.Function(
         stack,
         "Function",
@@ -586,16 +594,29 @@ def _asset_app(tmp_path: Path, code: Any) -> tuple[dict[str, Any], dict[str, Any
     )
     lambda_.LayerVersion(stack, "Layer", code=code(folder))
     app.synth()
+    manifest = out / "Assets.assets.json"  # none with the legacy synthesizer
     return (
         json.loads((out / "Assets.template.json").read_text()),
-        json.loads((out / "Assets.assets.json").read_text()),
+        json.loads(manifest.read_text()) if manifest.exists() else {},
     )
 
 
-def test_staged_code_synthesizes_as_the_cdks_asset_code(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "synthesizer",
+    [
+        None,
+        lambda: cdk.DefaultStackSynthesizer(
+            qualifier="custom1", file_assets_bucket_name="custom-assets"
+        ),
+        cdk.LegacyStackSynthesizer,
+    ],
+    ids=["default", "made-in-python", "legacy"],
+)
+def test_staged_code_synthesizes_as_the_cdks_asset_code(tmp_path: Path, synthesizer: Any) -> None:
     """The library's functions and layer take their code through `StagedCode`, which
     leaves out the asset's imported bucket: the template (the S3 location, the asset
-    metadata SAM reads) and the asset manifest are those of ``Code.from_asset``."""
+    metadata SAM reads) and the asset manifest are those of ``Code.from_asset``, whatever
+    the stack's synthesizer (one made in Python reaches Python unbound)."""
 
     def from_asset(folder: Path) -> lambda_.Code:
         return lambda_.Code.from_asset(str(folder))
@@ -603,9 +624,24 @@ def test_staged_code_synthesizes_as_the_cdks_asset_code(tmp_path: Path) -> None:
     def staged(folder: Path) -> lambda_.Code:
         return StagedCode(folder)
 
-    ours, cdks = _asset_app(tmp_path, staged), _asset_app(tmp_path, from_asset)
+    ours = _asset_app(tmp_path / "ours", staged, synthesizer)
+    cdks = _asset_app(tmp_path / "cdks", from_asset, synthesizer)
     assert ours == cdks
     template = ours[0]["Resources"]
     layer = next(r for r in template.values() if r["Type"] == "AWS::Lambda::LayerVersion")
     assert layer["Metadata"]["aws:asset:property"] == "Content"
-    assert len(ours[1]["files"]) == 2  # the folder, staged once, and the template
+    if ours[1]:  # the legacy synthesizer writes no asset manifest
+        assert len(ours[1]["files"]) == 2  # the folder, staged once, and the template
+
+
+def test_only_a_synthesizer_made_in_python_takes_the_cdks_asset_code() -> None:
+    """`StagedCode` calls the stack's own synthesizer where Python is handed it bound (the
+    default, made by the CDK, in a stack or a nested stack), and leaves a synthesizer made
+    in Python to ``Code.from_asset``."""
+    app = cdk.App()
+    default = cdk.Stack(app, "Default")
+    nested = cdk.NestedStack(default, "Nested")
+    made = cdk.Stack(app, "Made", synthesizer=cdk.DefaultStackSynthesizer(qualifier="x1"))
+    assert bound_synthesizer(default) is not None
+    assert bound_synthesizer(nested) is not None
+    assert bound_synthesizer(made) is None
