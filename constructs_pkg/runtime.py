@@ -200,13 +200,13 @@ class StagedCode(lambda_.Code):
     """The code of a function or layer from a folder, as ``Code.from_asset(folder)`` makes
     it (the same staged asset, the same template, the same metadata) without the S3
     bucket construct that the CDK's asset adds for grants this library never makes:
-    importing the CDK's S3 module for it, in Node and in Python, was about 0.2 s of every
-    synth of an app with a scaler (``benchmarks/synth_time.py``).
+    loading the CDK's S3 code for it in jsii's kernel, and the Python classes of its
+    constructs when the app's tree is walked, was about 0.2 s of every synth of an app
+    with a scaler (``benchmarks/synth_time.py``).
 
-    A stack whose synthesizer the app made in Python (``DefaultStackSynthesizer(
-    qualifier=...)``, an App's ``default_stack_synthesizer``) gets ``Code.from_asset``
-    itself: the stack binds a copy of that synthesizer, and jsii hands Python the
-    unbound original for it (`bound_synthesizer`)."""
+    A stack whose synthesizer the app made or wrote in Python (``DefaultStackSynthesizer(
+    qualifier=...)``, an App's ``default_stack_synthesizer``, a subclass) gets
+    ``Code.from_asset`` itself (`bound_synthesizer`)."""
 
     def __init__(self, folder: Path) -> None:
         super().__init__()
@@ -250,12 +250,15 @@ class StagedCode(lambda_.Code):
 
 
 def bound_synthesizer(stack: Stack) -> StackSynthesizer | None:
-    """``stack``'s synthesizer, bound to it, as Python can call it; None where Python is
-    handed another object: for a synthesizer made in Python, which the stack copies and
-    binds the copy (jsii resolves the copy to the original, never bound: calling it fails
-    with ``StackSynthesizerBoundStackFirst``), or one that is no ``StackSynthesizer``."""
+    """``stack``'s synthesizer, one of the CDK's own bound to it, as Python can call it;
+    None where Python is handed another object: for a synthesizer made in Python, which the
+    stack copies and binds the copy (jsii resolves the copy to the original, never bound:
+    calling it fails with ``StackSynthesizerBoundStackFirst``), or one written in Python
+    (whose ``add_file_asset`` may take fewer arguments than the CDK passes when it calls
+    it through jsii)."""
     synthesizer = stack.synthesizer
-    if not isinstance(synthesizer, StackSynthesizer):
+    cdks_own = type(synthesizer).__module__.split(".")[0] == "aws_cdk"
+    if not (cdks_own and isinstance(synthesizer, StackSynthesizer)):
         return None
     try:
         bound = synthesizer._bound_stack

@@ -601,6 +601,33 @@ def _asset_app(
     )
 
 
+class _OlderSynthesizer(cdk.StackSynthesizer):
+    """A synthesizer written in Python before the CDK's file assets had a deploy time and a
+    display name: its ``add_file_asset`` takes only the arguments it knew."""
+
+    def add_file_asset(  # type: ignore[override]
+        self,
+        *,
+        source_hash: str,
+        file_name: str | None = None,
+        packaging: cdk.FileAssetPackaging | None = None,
+        executable: list[str] | None = None,
+    ) -> cdk.FileAssetLocation:
+        return cdk.FileAssetLocation(
+            bucket_name="older-assets",
+            object_key=f"{source_hash}.zip",
+            http_url=f"https://older-assets.s3.amazonaws.com/{source_hash}.zip",
+            s3_object_url=f"s3://older-assets/{source_hash}.zip",
+        )
+
+    def add_docker_image_asset(self, **_: Any) -> cdk.DockerImageAssetLocation:
+        raise NotImplementedError
+
+    def synthesize(self, session: cdk.ISynthesisSession) -> None:
+        self._synthesize_template(session)
+        self._emit_artifact(session)
+
+
 @pytest.mark.parametrize(
     "synthesizer",
     [
@@ -609,8 +636,9 @@ def _asset_app(
             qualifier="custom1", file_assets_bucket_name="custom-assets"
         ),
         cdk.LegacyStackSynthesizer,
+        _OlderSynthesizer,
     ],
-    ids=["default", "made-in-python", "legacy"],
+    ids=["default", "made-in-python", "legacy", "written-in-python"],
 )
 def test_staged_code_synthesizes_as_the_cdks_asset_code(tmp_path: Path, synthesizer: Any) -> None:
     """The library's functions and layer take their code through `StagedCode`, which
