@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shlex
 import socket
@@ -490,14 +491,38 @@ def test_the_unsupported_types_are_those_motos_cloudformation_cannot_create() ->
     assert resource_class_from_type("AWS::DynamoDB::Table") is not None
 
 
+def left_running(variable: str, value: str) -> list[str]:
+    """The command lines of the processes, this one aside, started with ``variable`` set to
+    ``value`` in their environment (what a command run here started, through any number of
+    generations, and left running; a process ended but not yet reaped has no environment)."""
+    mark = f"{variable}={value}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or entry.name == str(os.getpid()):
+            continue
+        try:
+            if mark in (entry / "environ").read_bytes().split(b"\0"):
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:  # ended meanwhile, or not ours to read
+            continue
+    return found
+
+
 def test_stacks_holding_a_global_table_are_refused_before_deploying(
-    user_app: str, tmp_path: Path, synthesized: Mapping[str, Path]
+    user_app: str, tmp_path: Path, synthesized: Mapping[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if not Path("/proc/self/environ").is_file():
+        pytest.skip("the check of what is left running reads /proc (Linux)")
     # GIVEN an app with a TableV2 and its replica, a stack that depends on it, a TableV2
-    # without replicas, and stacks with plain tables (its assembly, as synthesized)
+    # without replicas, and stacks with plain tables (its assembly, as synthesized); each
+    # process local starts marked by its environment
     (tmp_path / "app.py").write_text(replay(synthesized["global"]))
+    monkeypatch.setenv("DDB_CAPACITY_TEST_RUN", tmp_path.name)
     # WHEN local runs every stack
     code, out, err = run("local", "--app", user_app)
+    # THEN nothing it started is left running: its server, and the bootstrap it began beside
+    # the synth, are stopped when the app is refused
+    assert left_running("DDB_CAPACITY_TEST_RUN", tmp_path.name) == []
     # THEN one line names each stack holding one, the resource, why, and what can be deployed
     assert code == 2 and "deploying" not in out, out
     assert err == (
