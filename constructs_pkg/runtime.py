@@ -216,14 +216,15 @@ class StagedCode(lambda_.Code):
 
     def bind(self, scope: Construct) -> lambda_.CodeConfig:
         """Stage the folder under ``scope``/Code and add it to the stack's assets."""
-        synthesizer = bound_synthesizer(Stack.of(scope))
+        stack = Stack.of(scope)
+        synthesizer = bound_synthesizer(stack)
         if synthesizer is None:
             self._cdk_code = lambda_.Code.from_asset(self._folder)
             return self._cdk_code.bind(scope)
         self._cdk_code = None
         holder = Construct(scope, "Code")
         staging = AssetStaging(holder, "Stage", source_path=self._folder)
-        self._asset_path = staging.relative_staged_path(Stack.of(holder))
+        self._asset_path = staging.relative_staged_path(stack)
         location = synthesizer.add_file_asset(
             source_hash=staging.asset_hash,
             file_name=self._asset_path,
