@@ -17,9 +17,12 @@ the whole call). Goal: the quick start within 1.3x the stock app's time, as a ne
 synthesizes, with the CDK's built-in CloudFormation validation on (its default).
 
 Then both again with that validation off (``CDK_VALIDATION=false``, as ``cdk synth
---no-validation``): the validation engine takes the same time in each app, about half of the
-stock app's, so this second pair shows what the library's constructs themselves add, in
-seconds and as a ratio. Only the first pair is judged against the goal.
+--no-validation``): this second pair shows what the library's constructs themselves add, in
+seconds and as a ratio. Last, where each run's time goes, by the marks the app prints: the
+median seconds from the process's start to ``cdk.App`` (start), building the constructs
+(construct), ``app.synth()`` (synth), and from its return to the process's end (exit:
+Python's and the jsii kernel's), and what the validation adds to each. Only the first
+pair is judged against the goal.
 
 ``--quick`` (for the test suite): 1 run each with the validation off only (the goal is not
 judged), no untimed run first, and the bytecode as this environment keeps it
@@ -82,10 +85,36 @@ def quick_start() -> str:
     return "import tempfile\n" + code.replace("cdk.App()", "cdk.App(outdir=tempfile.mkdtemp())")
 
 
-def timed(code: str, pycache: str | None, validation: bool = True) -> float:
-    """Wall seconds of one fresh ``python -c code`` run from the repository's root, its
-    bytecode cached in ``pycache`` (None: as this environment keeps it, or not); the CDK's
-    built-in validation off unless ``validation``."""
+PHASES = ("start", "construct", "synth", "exit")
+"""The parts of a run: to ``cdk.App`` (Python, aws-cdk-lib and the app's imports), building the
+constructs, ``app.synth()``, and from its return to the process's end."""
+
+MARK = "synth-time-mark"
+
+
+def marked(code: str) -> str:
+    """``code`` printing the wall clock where it makes the ``cdk.App`` (its first) and before
+    and after its last ``app.synth()``."""
+    stamp = f"print({MARK!r}, __import__('time').time())"
+    head, app, tail = code.partition("\napp = cdk.App(")
+    body, synth, end = tail.rpartition("\napp.synth()")
+    if not (app and synth):
+        raise ValueError("the app makes no `app = cdk.App(` or calls no `app.synth()`")
+    return f"{head}\n{stamp}{app}{body}\n{stamp}{synth}\n{stamp}{end}"
+
+
+def phases(start: float, marks: list[float], end: float) -> dict[str, float]:
+    """The seconds of each of `PHASES`, from a run's start and end and its three marks."""
+    points = [start, *marks, end]
+    return {name: b - a for name, a, b in zip(PHASES, points[:-1], points[1:], strict=True)}
+
+
+def timed(
+    code: str, pycache: str | None, validation: bool = True
+) -> tuple[float, dict[str, float]]:
+    """Wall seconds of one fresh ``python -c code`` run from the repository's root, and of its
+    `PHASES`; its bytecode cached in ``pycache`` (None: as this environment keeps it, or
+    not); the CDK's built-in validation off unless ``validation``."""
     dropped = {"CDK_VALIDATION"} | ({"PYTHONDONTWRITEBYTECODE"} if pycache else set())
     env = {
         **{k: v for k, v in os.environ.items() if k not in dropped},
@@ -94,23 +123,33 @@ def timed(code: str, pycache: str | None, validation: bool = True) -> float:
         "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
         "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
     }
-    start = time.perf_counter()
-    subprocess.run(  # noqa: S603 (this interpreter, code of this file)
-        [sys.executable, "-c", code], cwd=ROOT, env=env, check=True, capture_output=True
+    start = time.time()
+    done = subprocess.run(  # noqa: S603 (this interpreter, code of this file)
+        [sys.executable, "-c", marked(code)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
     )
-    return time.perf_counter() - start
+    end = time.time()
+    marks = [float(line.split()[1]) for line in done.stdout.splitlines() if line.startswith(MARK)]
+    return end - start, phases(start, marks, end)
 
 
 Times = dict[tuple[str, bool], list[float]]
 """Wall seconds of each run, by app and whether the CDK's validation was on."""
+Parts = dict[tuple[str, bool], list[dict[str, float]]]
+"""The seconds of each run's `PHASES`, as `Times`."""
 
 
-def measure(runs: int, quick: bool) -> Times:
+def measure(runs: int, quick: bool) -> tuple[Times, Parts]:
     """``runs`` runs of each app in turn, each with the CDK's validation on and off (``quick``:
     off only, the bytecode as this environment keeps it)."""
     apps = {"stock": STOCK, "quick start": quick_start()}
     validations = (False,) if quick else (True, False)
     times: Times = {(name, on): [] for on in validations for name in apps}
+    parts: Parts = {key: [] for key in times}
     with tempfile.TemporaryDirectory() as folder:
         pycache = None if quick else folder
         if pycache is not None:
@@ -118,13 +157,38 @@ def measure(runs: int, quick: bool) -> Times:
                 timed(code, pycache)  # compiles the bytecode, untimed
         for _ in range(runs):
             for name, on in times:
-                times[name, on].append(timed(apps[name], pycache, on))
-    return times
+                seconds, split = timed(apps[name], pycache, on)
+                times[name, on].append(seconds)
+                parts[name, on].append(split)
+    return times, parts
 
 
-def report(times: Times) -> tuple[list[str], bool | None]:
-    """The comparison's lines, and whether the goal is met (None: not judged, the runs with
-    the CDK's validation on missing)."""
+def phase_lines(parts: Parts) -> list[str]:
+    """Each app's median seconds in each of `PHASES`, and what the CDK's validation adds to
+    each (when both were run)."""
+    medians = {
+        key: {name: statistics.median(run[name] for run in runs) for name in PHASES}
+        for key, runs in parts.items()
+    }
+    lines = [f"{'median s of':<12} {'CDK validation':<15} " + " ".join(f"{n:>9}" for n in PHASES)]
+    for (name, on), split in medians.items():
+        lines.append(
+            f"{name:<12} {'on' if on else 'off':<15} "
+            + " ".join(f"{split[n]:>9.2f}" for n in PHASES)
+        )
+    for app in ("stock", "quick start"):
+        if (app, True) in medians and (app, False) in medians:
+            added = {n: medians[app, True][n] - medians[app, False][n] for n in PHASES}
+            lines.append(
+                f"the validation adds to the {app}: "
+                + ", ".join(f"{added[n]:+.2f} s {n}" for n in PHASES)
+            )
+    return lines
+
+
+def report(times: Times, parts: Parts | None = None) -> tuple[list[str], bool | None]:
+    """The comparison's lines (with ``parts``, each phase's too), and whether the goal is met
+    (None: not judged, the runs with the CDK's validation on missing)."""
     lines = [f"{'app':<12} {'CDK validation':<15} {'median s':>9} {'min s':>7} {'max s':>7}"]
     for (name, on), seconds in times.items():
         lines.append(
@@ -159,7 +223,7 @@ def report(times: Times) -> tuple[list[str], bool | None]:
             f" s to the quick start and "
             f"{medians['stock', True] - medians['stock', False]:.2f} s to the stock app"
         )
-    return [*lines, line], met
+    return [*lines, line, *(phase_lines(parts) if parts else [])], met
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,14 +233,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     runs = 1 if args.quick else args.runs
-    times = measure(runs, args.quick)
+    times, parts = measure(runs, args.quick)
     compiled = (
         "validation off only, bytecode as this environment keeps it (--quick)"
         if args.quick
         else "bytecode compiled first (as installed)"
     )
     print(f"synth wall time, {runs} run(s) each, a fresh Python process a run, {compiled}")
-    lines, met = report(times)
+    lines, met = report(times, parts)
     print("\n".join(lines))
     return 1 if met is False else 0
 

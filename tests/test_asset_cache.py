@@ -118,7 +118,45 @@ def test_the_synth_time_benchmark_runs_the_readme_quick_start(
     assert "quick start / stock: not judged" in out
     assert "with the CDK's validation off:" in out and "the constructs add" in out
     rows = re.findall(r"^(?:stock|quick start) +(on|off) ", out, re.MULTILINE)
-    assert rows == ["off", "off"]  # one run of each app, with the validation off only
+    # one run of each app, with the validation off only; then each one's phases, which add
+    # up to its time
+    assert rows == ["off", "off"] * 2
+    rows = re.findall(r"^(stock|quick start) +off +([\d. ]+)$", out, re.MULTILINE)
+    for (app, times), (same, phases) in zip(rows[:2], rows[2:], strict=True):
+        total = times.split()[0]  # the median of one run
+        assert app == same and sum(map(float, phases.split())) == pytest.approx(
+            float(total), abs=0.03
+        )
+
+
+def test_the_synth_time_marks_split_a_run_into_its_phases() -> None:
+    from benchmarks import synth_time
+
+    # GIVEN an app, marked: it prints the clock at its App, and around its last synth
+    code = "import x\napp = cdk.App()\nbuild(app)\napp.synth()\n"
+    marked = synth_time.marked(code)
+    assert marked.count(synth_time.MARK) == 3
+    assert marked.index(synth_time.MARK) < marked.index("app = cdk.App()")
+    assert marked.rindex(synth_time.MARK) > marked.rindex("app.synth()") > marked.index("build")
+    with pytest.raises(ValueError, match="no `app = cdk.App"):
+        synth_time.marked("import x\n")
+    # WHEN a run's clock readings are split
+    split = synth_time.phases(10.0, [11.0, 11.5, 14.5], 15.25)
+    # THEN each phase is the time between two readings
+    assert split == {"start": 1.0, "construct": 0.5, "synth": 3.0, "exit": 0.75}
+    # AND the report gives each app's median phases and what the validation adds to each
+    parts = {
+        ("stock", True): [split, {**split, "synth": 4.0}, {**split, "synth": 3.5}],
+        ("stock", False): [{**split, "synth": 0.1, "exit": 0.25}] * 3,
+    }
+    lines = synth_time.phase_lines(parts)
+    assert lines[1].split() == ["stock", "on", "1.00", "0.50", "3.50", "0.75"]
+    assert lines[2].split() == ["stock", "off", "1.00", "0.50", "0.10", "0.25"]
+    assert lines[3] == (
+        "the validation adds to the stock: +0.00 s start, +0.00 s construct, +3.40 s synth, "
+        "+0.50 s exit"
+    )
+    assert len(lines) == 4  # no quick start runs, no line for it
 
 
 def test_the_synth_time_benchmark_judges_the_medians_and_pairs_the_runs() -> None:
