@@ -27,7 +27,7 @@ def test_a_trace_that_never_ends_is_refused_at_its_first_long_line() -> None:
     code, out, err = run("simulate", "--trace", str(ZERO), "--policy", "stock:70", "--quiet")
     assert code == 2 and not out
     assert err == (
-        f"ddb-capacity: error: {ZERO} line 1: longer than {MAX_LINE_CHARS:,} characters; "
+        f"ddb-capacity: error: --trace: {ZERO} line 1: longer than {MAX_LINE_CHARS:,} characters; "
         "expected rows of timestamp,read,write\n"
     )
 
@@ -54,7 +54,7 @@ def test_a_schedule_nested_too_deep_is_refused(tmp_path: Path) -> None:
     code, _, err = run("simulate", "--scenario", "spike", "--schedule", str(path), "--quiet")
     assert code == 2
     assert err == (
-        f"ddb-capacity: error: {path}: nested too deep to read; expected a JSON list of "
+        f"ddb-capacity: error: --schedule: {path}: nested too deep to read; expected a JSON list of "
         "schedule entries\n"
     )
 

@@ -260,7 +260,7 @@ def test_bad_csv_names_line_and_column(
     path = csv_file(tmp_path, rows, header or "timestamp,read,write")
     code, out, err = run("simulate", "--trace", str(path), "--policy", "fixed:1")
     assert code == 2 and out == ""
-    assert f"ddb-capacity: error: {path}" in err and message in err
+    assert f"ddb-capacity: error: --trace: {path}" in err and message in err
     with pytest.raises(TraceError):
         read_csv(path)
 
@@ -269,7 +269,22 @@ def test_an_empty_or_missing_csv(tmp_path: Path) -> None:
     empty = tmp_path / "empty.csv"
     empty.write_text("")
     assert "line 1: the file is empty" in run("simulate", "--trace", str(empty))[2]
-    assert "cannot be read" in run("simulate", "--trace", str(tmp_path / "none.csv"))[2]
+    # a file that cannot be read: the option, the file, why, and what is expected
+    missing = tmp_path / "none.csv"
+    for command in ("simulate", "tune", "reserve"):
+        code, out, err = run(command, "--trace", str(missing))
+        assert (code, out, err) == (
+            2,
+            "",
+            f"ddb-capacity: error: --trace: {missing}: cannot be read (No such file or "
+            "directory); expected a CSV file of timestamp,read,write rows\n",
+        ), command
+    code, _, err = run("simulate", "--scenario", "spike", "--schedule", str(tmp_path / "s.json"))
+    assert (code, err) == (
+        2,
+        f"ddb-capacity: error: --schedule: {tmp_path / 's.json'}: cannot be read (No such file "
+        "or directory); expected a JSON file of schedule entries\n",
+    )
 
 
 ROW = b"2026-03-01T00:00:00Z,1,2\n"
@@ -347,7 +362,7 @@ def test_every_malformed_trace_is_one_line_with_exit_2(
     path.write_bytes(b"timestamp,read,write\n" + content)
     for command in ("simulate", "tune"):
         code, out, err = run(command, "--trace", str(path), *options, "--workers", "1")
-        assert (code, out, err) == (2, "", f"ddb-capacity: error: {path} {message}\n")
+        assert (code, out, err) == (2, "", f"ddb-capacity: error: --trace: {path} {message}\n")
 
 
 def test_a_header_that_is_not_utf8_is_shown_as_bytes(tmp_path: Path) -> None:
@@ -356,7 +371,7 @@ def test_a_header_that_is_not_utf8_is_shown_as_bytes(tmp_path: Path) -> None:
     assert run("simulate", "--trace", str(path)) == (
         2,
         "",
-        f"ddb-capacity: error: {path} line 1: got header b'timestamp,r\\xe9ad,write'; "
+        f"ddb-capacity: error: --trace: {path} line 1: got header b'timestamp,r\\xe9ad,write'; "
         "expected 'timestamp,read,write'\n",
     )
 

@@ -196,7 +196,7 @@ def test_a_timestamp_without_a_time_zone_is_refused_naming_its_row(
     # THEN it is refused: the line, the column, the value and what is allowed
     assert (code, out) == (2, "")
     assert err == (
-        f"ddb-capacity: error: {path} line {line}, column timestamp: got {value!r}; expected a "
+        f"ddb-capacity: error: --trace: {path} line {line}, column timestamp: got {value!r}; expected a "
         "timestamp with its UTC offset (Z or +00:00): one without could be any time zone's\n"
     )
 

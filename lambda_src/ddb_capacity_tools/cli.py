@@ -75,6 +75,7 @@ from .simulator.schedules import ScheduleFileError
 from .simulator.trace import Trace, TraceError, key_label, read_csv
 from .tool_errors import OptionError as OptionError
 from .tool_errors import RequestInputError as RequestInputError
+from .tool_errors import option_named
 
 INPUT_ERRORS = (
     ChartError,
@@ -220,7 +221,8 @@ def _trace(args: argparse.Namespace, params: ModelParams) -> Trace:
     if args.command == "simulate":
         if args.scenario is not None:
             return scenario(args.scenario, args.seed)
-        return read_csv(args.trace, params.max_capacity)
+        with option_named("--trace"):
+            return read_csv(args.trace, params.max_capacity)
     if args.command == "tune" and args.trace is not None:
         only_table = (
             ("--index", args.index),
@@ -234,7 +236,8 @@ def _trace(args: argparse.Namespace, params: ModelParams) -> Trace:
                     f"{option}: got {str(value)!r}; it applies to --table only (a --trace "
                     f"brings its own times and dimensions)"
                 )
-        return read_csv(args.trace, params.max_capacity)
+        with option_named("--trace"):
+            return read_csv(args.trace, params.max_capacity)
     end = _history_window(args)  # before any AWS client is made
     region = check_region(args.region)
     import boto3
@@ -561,7 +564,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     params.validate(flags=True)
     prices = Prices().overridden(args.price)
     _check_run(args, params)
-    entries = schedules.load(args.schedule) if args.schedule is not None else None
+    with option_named("--schedule"):
+        entries = schedules.load(args.schedule) if args.schedule is not None else None
     trace = _trace(args, params)
     params = params.for_trace(trace)  # the hot key: the trace's own unless given
     specs = _specs(args, trace, params)

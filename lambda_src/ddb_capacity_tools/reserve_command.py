@@ -34,6 +34,7 @@ from .simulator.params import ModelParams
 from .simulator.policies import PolicyError, parse
 from .simulator.prices import TERMS, Prices
 from .simulator.trace import Trace, TraceError, read_csv
+from .tool_errors import option_named
 
 __all__ = [
     "DEFAULT_DAYS",
@@ -219,7 +220,8 @@ def _traces(args: argparse.Namespace, err: TextIO) -> tuple[list[Trace], list[st
                 f"--{'days' if args.days is not None else 'end'}: applies to --all-tables "
                 "only (a --trace file holds its own minutes)"
             )
-        traces = [replace(read_csv(path), name=Path(path).stem) for path in args.trace]
+        with option_named("--trace"):
+            traces = [replace(read_csv(path), name=Path(path).stem) for path in args.trace]
         if len(set(args.trace)) != len(args.trace):
             twice = next(p for p in args.trace if args.trace.count(p) > 1)
             raise reserve.ReserveError(

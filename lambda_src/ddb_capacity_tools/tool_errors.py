@@ -4,10 +4,13 @@ Every exception class of the tools, in one module to read top to bottom; each is
 `CapacityError` (the library's one root, ``ddb_capacity_runtime.core.errors``) and a
 ``ValueError``: each refuses an input (an option, a file, a setting) and its message names
 the field, the value received and what is allowed. Each is importable from the module that
-raises it too.
+raises it too. And `option_named`: a file's error, read for an option, names the option.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ddb_capacity_runtime.core.errors import CapacityError
 
@@ -93,3 +96,14 @@ class LocalError(CapacityError, ValueError):
 class ReportError(CapacityError, ValueError):
     """A report destination that cannot be written to; the message names ``--report``. Raised by
     the fleet report (`fleet`)."""
+
+
+@contextmanager
+def option_named(option: str) -> Iterator[None]:
+    """Read the file ``option`` gave: a `TraceError` or `ScheduleFileError` (which name the
+    file, and the line and column) is raised again with the option first
+    (``--trace: x.csv:3:2: ...``)."""
+    try:
+        yield
+    except (TraceError, ScheduleFileError) as exc:
+        raise type(exc)(f"{option}: {exc}") from None

@@ -66,7 +66,9 @@ def load(path: str | Path) -> list[dict[str, Any]]:
         with Path(path).open("rb") as handle:
             raw = handle.read(MAX_SCHEDULE_BYTES + 1)
     except OSError as exc:
-        raise ScheduleFileError(f"{path}: cannot be read: {exc.strerror}") from None
+        raise ScheduleFileError(
+            f"{path}: cannot be read ({exc.strerror}); expected a JSON file of schedule entries"
+        ) from None
     if len(raw) > MAX_SCHEDULE_BYTES:
         raise ScheduleFileError(
             f"{path}: larger than {MAX_SCHEDULE_BYTES // 2**20} MiB; expected a JSON list of "

@@ -199,7 +199,10 @@ def read_csv(path: str | Path, max_capacity: int | None = None) -> Trace:
         # utf-8-sig: a byte-order mark, as spreadsheets save one, is not part of the header
         handle = path.open(newline="", encoding="utf-8-sig", errors="surrogateescape")
     except OSError as exc:
-        raise TraceError(f"{path}: cannot be read: {exc.strerror}") from None
+        raise TraceError(
+            f"{path}: cannot be read ({exc.strerror}); expected a CSV file of "
+            "timestamp,read,write rows"
+        ) from None
     reads: list[float] = []
     writes: list[float] = []
     start: datetime | None = None
