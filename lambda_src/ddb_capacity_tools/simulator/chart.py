@@ -109,6 +109,10 @@ def render_ensemble(
     return _save(fig, plt, path)
 
 
+TITLE_CHARS = 72
+"""The longest panel title kept on one line: a longer one (a policy explained, a long
+period) is two lines, the policy's name above its figures, so it stays over its panel."""
+
 ABOUT = {
     "bound": "a floor on cost, not a plan",
     "oracle": "the best plan, knowing the future",
@@ -142,11 +146,13 @@ def _policy_panel(ax: Any, result: DimensionResult, times: list[Any], color: str
             label="bound (a cost floor, not a plan)" if bound else "provisioned",
         )
     about = f" ({ABOUT[result.policy]})" if result.policy in ABOUT else ""
-    ax.set_title(
-        f"{result.policy}{about} - {key_label(result.key)}: {result.throttled_minutes} "
-        f"throttled min, ${result.cost_usd:,.2f} {run_period(result.score_from)}",
-        fontsize=9,
+    name = f"{result.policy}{about}"
+    figures = (
+        f"{key_label(result.key)}: {result.throttled_minutes} throttled min, "
+        f"${result.cost_usd:,.2f} {run_period(result.score_from)}"
     )
+    one_line = len(name) + len(figures) <= TITLE_CHARS
+    ax.set_title(f"{name} - {figures}" if one_line else f"{name}\n{figures}", fontsize=9)
     ax.set_ylabel("units/s", fontsize=8)
     ax.tick_params(labelsize=7)
     ax.legend(fontsize=7, loc="upper left")
@@ -166,17 +172,29 @@ def _throttle_strip(ax: Any, rows: Sequence[DimensionResult], times: list[Any]) 
 
 
 def render(results: Sequence[DimensionResult], trace: Trace, path: str | Path) -> Path:
-    """Write the chart: one column per dimension that throttles (every one with demand
-    when none does): each policy on its own row, then their throttled minutes apart."""
+    """Write the chart (`figure`)."""
     path = check_path(path)
     plt = _pyplot(path)
+    return _save(figure(plt, results, trace), plt, path)
+
+
+def figure(plt: Any, results: Sequence[DimensionResult], trace: Trace) -> Any:
+    """The chart: one column per dimension that throttles (every one with demand when none
+    does): each policy on its own row, then their throttled minutes apart. Laid out by
+    matplotlib's constrained layout, which keeps the figure's title and each panel's clear
+    of one another."""
     keys, left_out = shown_keys(results, trace)
     policies = list(dict.fromkeys(r.policy for r in results))
     by = {(r.policy, r.key): r for r in results}
     times = [trace.time(m) for m in range(trace.minutes)]
     rows = len(policies) + 1
     fig, axes = plt.subplots(
-        rows, len(keys), figsize=(7 * len(keys), 2.2 * rows), sharex=True, squeeze=False
+        rows,
+        len(keys),
+        figsize=(7 * len(keys), 2.2 * rows),
+        sharex=True,
+        squeeze=False,
+        layout="constrained",
     )
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for c, key in enumerate(keys):
@@ -190,5 +208,4 @@ def render(results: Sequence[DimensionResult], trace: Trace, path: str | Path) -
         fontsize=10,
     )
     fig.autofmt_xdate()
-    fig.tight_layout()
-    return _save(fig, plt, path)
+    return fig
