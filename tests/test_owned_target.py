@@ -128,7 +128,7 @@ def test_owned_is_for_the_autopilot_on_stock_only_and_its_code_says_so() -> None
         with pytest.raises(PolicyError, match=r"'\+owned' applies to autopilot\+stock:T only"):
             parse(bad)
     code = code_for(spec, scenario("diurnal"), ModelParams())
-    assert "ThrottleAwareScaler(self, 'Scaler', tables=[table], own_target=True)" in code
+    assert "ThrottleAwareScaler(stack, 'Scaler', tables=[table], own_target=True)" in code
     assert "own_target" not in code_for(
         parse("autopilot+stock:70"), scenario("diurnal"), ModelParams()
     )

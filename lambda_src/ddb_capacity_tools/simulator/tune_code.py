@@ -1,7 +1,8 @@
 """Runs in: workstation (`ddb-capacity tune`, `advise`).
 
 The construct code printed with a recommendation, to paste into a CDK app (`code_for`),
-with the bounds it sets (`bounds_for`).
+with the bounds it sets (`bounds_for`). Its scope is ``stack``, as in the README's quick
+start (``self`` in a Stack's own class); ``partition_key=...`` is the table's own key.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def code_for(
         params = replace(params, stream_seconds=params.stream_seconds or STREAM_SECONDS)
     if spec.kind == "on-demand":
         return (
-            "dynamodb.Table(self, 'Table', partition_key=..., "
+            "dynamodb.Table(stack, 'Table', partition_key=..., "
             f"billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST{', ' + klass if klass else ''})\n"
         )
     target = spec.value or 70
@@ -89,7 +90,7 @@ def code_for(
         fast = _fast_path_code(params, True)
         return (
             f"table = {table}"
-            f"{_scaler_name(fast)}ThrottleAwareScaler(self, 'Scaler', tables=[table]{owned})"
+            f"{_scaler_name(fast)}ThrottleAwareScaler(stack, 'Scaler', tables=[table]{owned})"
             "  # the autopilot mode\n" + fast
         )
     if spec.kind == "autopilot":
@@ -126,7 +127,7 @@ def _provisioned_table_code(
     }
     return (
         "ProvisionedTable(\n"
-        "    self, 'Table', partition_key=...,\n"
+        "    stack, 'Table', partition_key=...,\n"
         f"    read=Capacity(min_capacity={read[0]}, max_capacity={read[1]}, "
         f"target_utilization_percent={target}{marks['read']}),\n"
         f"    write=Capacity(min_capacity={write[0]}, max_capacity={write[1]}, "
@@ -155,13 +156,13 @@ def _autopilot_code(
     )
     return (
         "table = dynamodb.Table(\n"
-        "    self, 'Table', partition_key=...,\n"
+        "    stack, 'Table', partition_key=...,\n"
         "    billing_mode=dynamodb.BillingMode.PROVISIONED,\n"
         f"    read_capacity={read[0]}, write_capacity={write[0]},\n"
         f"{warmed}{line}"
         ")\n"
         f"{name}ThrottleAwareScaler(\n"
-        "    self, 'Scaler', tables=[table], mode='autopilot',\n"
+        "    stack, 'Scaler', tables=[table], mode='autopilot',\n"
         "    overrides={table.table_name: {\n"
         f"        'target': {target},\n"
         f"        'read': {{'min': {read[0]}, 'max': {read[1]}}},\n"
@@ -195,6 +196,6 @@ def _fast_path_code(params: ModelParams, library: bool) -> str:
         )
     fast = "FastPath(stream=True)" if stream else "FastPath()"
     return "".join(words) + (
-        f"requests = CapacityRequests(self, 'Requests', tables=[table], fast_path={fast})\n"
+        f"requests = CapacityRequests(stack, 'Requests', tables=[table], fast_path={fast})\n"
         "requests.connect(scaler)\n"
     )
