@@ -118,15 +118,13 @@ def test_the_synth_time_benchmark_runs_the_readme_quick_start(
     assert "quick start / stock: not judged" in out
     assert "with the CDK's validation off:" in out and "the constructs add" in out
     rows = re.findall(r"^(?:stock|quick start) +(on|off) ", out, re.MULTILINE)
-    # one run of each app, with the validation off only; then each one's phases, which add
-    # up to its time
+    # one run of each app, with the validation off only; then each one's phases, each
+    # measured (a mark in the wrong place leaves a phase at nothing)
     assert rows == ["off", "off"] * 2
-    rows = re.findall(r"^(stock|quick start) +off +([\d. ]+)$", out, re.MULTILINE)
-    for (app, times), (same, phases) in zip(rows[:2], rows[2:], strict=True):
-        total = times.split()[0]  # the median of one run
-        assert app == same and sum(map(float, phases.split())) == pytest.approx(
-            float(total), abs=0.03
-        )
+    split = re.findall(r"^(?:stock|quick start) +off +([\d. ]+)$", out, re.MULTILINE)[2:]
+    assert len(split) == 2
+    for phases in split:
+        assert all(float(seconds) >= 0.02 for seconds in phases.split()), out
 
 
 def test_the_synth_time_marks_split_a_run_into_its_phases() -> None:
@@ -135,9 +133,14 @@ def test_the_synth_time_marks_split_a_run_into_its_phases() -> None:
     # GIVEN an app, marked: it prints the clock at its App, and around its last synth
     code = "import x\napp = cdk.App()\nbuild(app)\napp.synth()\n"
     marked = synth_time.marked(code)
-    assert marked.count(synth_time.MARK) == 3
-    assert marked.index(synth_time.MARK) < marked.index("app = cdk.App()")
-    assert marked.rindex(synth_time.MARK) > marked.rindex("app.synth()") > marked.index("build")
+    lines = marked.splitlines()
+    marks = [n for n, line in enumerate(lines) if synth_time.MARK in line]
+    assert marks == [
+        lines.index("app = cdk.App()") - 1,
+        lines.index("app.synth()") - 1,
+        lines.index("app.synth()") + 1,
+    ]
+    assert lines.index("build(app)") < marks[1]
     with pytest.raises(ValueError, match="no `app = cdk.App"):
         synth_time.marked("import x\n")
     # WHEN a run's clock readings are split
