@@ -105,6 +105,10 @@ def test_simulate_prints_a_readable_table(tmp_path: Path) -> None:
     assert "policy" in out and "x oracle" in out
     line = next(x for x in out.splitlines() if x.startswith("stock:70") and "write" in x)
     assert "26,405" in line  # peak provisioned, as in the JSON
+    # the bound was not run: its column is "-", and the footnote says what the columns are
+    # and why one is empty
+    assert line.split()[8] == "-"
+    assert "x oracle, x bound: the cost against the oracle's and the bound's (- when they " in out
 
 
 def test_a_csv_trace_runs_with_overridden_prices_and_model(tmp_path: Path) -> None:

@@ -91,3 +91,9 @@ def test_the_assembly_summary_prints_construct_ids_from_its_metadata(tmp_path: P
     assert "  Orders                       read" in text
     assert "  Orders / byDay               write" in text
     assert "2A43276C" not in text
+    # AND each column the tables show, and their "-", are said once after them
+    legend = text.split("\n\n")[-1]
+    for column in ("min, max, target, scale-in:", "created at:", "high-water mark:"):
+        assert column in legend and text.count(column) == 1, column
+    assert legend.count("- where") == 2  # no range, no high-water mark
+    assert render([]) == ""

@@ -245,7 +245,18 @@ def render(summaries: list[StackSummary]) -> str:
                 f"{r.max_capacity or '-':>7} {target:>6} {scale_in:>8} {r.initial:>10}  {hwm}"
             )
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join([*lines, *LEGEND]) if summaries else "\n".join(lines)
+
+
+LEGEND = (
+    "min, max, target, scale-in: the dimension's Application Auto Scaling target and policy;",
+    "  - where it has none (a table the throttle-aware scaler manages by its tag, or fixed)",
+    "created at: the units CloudFormation creates the table or index with",
+    "high-water mark: the units it is warm for before traffic, and how: WARM_THROUGHPUT (the",
+    "  table's warm throughput) or PROVISION_THEN_SETTLE (provisioned at the mark, then",
+    "  settled to its minimum); - where none",
+)
+"""What the columns of `render`'s tables mean, printed once after them."""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -111,8 +111,10 @@ def _legend(by_cause: bool, limits: bool, cost: str) -> str:
     columns explained where they are shown."""
     return (
         "throttled units: capacity units refused (units/s x 60); first: minutes from "
-        f"the trace start; {cost}; refused decreases were over DynamoDB's quota; bound: no plan "
-        "without throttles costs less (docs/guides/simulator.md#bounds-oracle-and-bound)"
+        f"the trace start; {cost}; x oracle, x bound: the cost against the oracle's and the "
+        "bound's (- when they were not run); refused decreases were over DynamoDB's quota; "
+        "bound: no plan without throttles costs less "
+        "(docs/guides/simulator.md#bounds-oracle-and-bound)"
         + (
             "; key-range: refused by a hot key's partition, which no capacity fixes (the "
             "rest are provisioned-throughput throttles)"
