@@ -65,10 +65,12 @@ demo: synth
 		--policy throttle-aware+stock:70 --policy autopilot+stock:70 --policy scheduled \
 		--policy oracle --policy bound \
 		--chart simulation/spike.png --html simulation/spike.html
-	@echo; echo "The same spike, the table's stream as a signal (--stream-seconds 2, no client code):"
+	@echo; echo "The same spike, the table's stream as a signal (--stream-seconds 2, no client code):"; \
+	echo "the library's policies raise before the burst bucket empties; the README compares"; \
+	echo "autopilot+stock:80 with stock:70, stock:50 (the cheapest stock target refusing nothing) and on-demand:"
 	$(VENV)/bin/ddb-capacity simulate --scenario spike --policy stock:70 --policy stock:60 \
-		--policy autopilot+stock:70 --policy autopilot+stock:80 --stream-seconds 2 \
-		--html simulation/spike-stream.html
+		--policy stock:50 --policy autopilot+stock:70 --policy autopilot+stock:80 \
+		--policy on-demand --stream-seconds 2 --html simulation/spike-stream.html
 
 PY_SOURCES := constructs_pkg lambda_src tests examples benchmarks
 
