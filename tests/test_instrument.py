@@ -337,6 +337,33 @@ def test_without_a_function_the_launcher_warns_and_runs_the_program_unhooked(
     assert "warning: no signals function (--function or CAPACITY_SIGNALS)" in done.stderr
 
 
+def test_a_program_that_is_not_python_runs_with_a_note_that_only_python_is_hooked(
+    fake: FakeLambda, tmp_path: Path
+) -> None:
+    env = _env(fake)
+    # GIVEN a shell script (a program the hook cannot load into) and a Python script
+    shell, script = tmp_path / "job.sh", tmp_path / "job"
+    shell.write_text("#!/bin/sh\necho shell done\nexit 4\n")
+    script.write_text(f"#!{sys.executable}\nprint('script done')\n")
+    for made in (shell, script):
+        made.chmod(0o755)
+    note = "is not Python: the hook loads only into the Python programs it starts"
+    # WHEN each runs through the launcher with a signals function
+    hooked = [str(LAUNCHER), "--function", "capacity-signals", "--"]
+    done = _run([*hooked, str(shell)], env, tmp_path)
+    # THEN the shell script runs, its status its own, with one note on stderr
+    assert (done.returncode, done.stdout) == (4, "shell done\n")
+    assert done.stderr == f"ddb-capacity-instrument: note: {shell} {note}\n"
+    # AND a Python script (its #! line) or interpreter gets no note
+    for command in ([str(script)], [sys.executable, str(script)]):
+        done = _run([*hooked, *command], env, tmp_path)
+        assert (done.returncode, done.stdout, done.stderr) == (0, "script done\n", ""), command
+    # AND without a signals function the warning is the only line: nothing is hooked
+    done = _run([str(LAUNCHER), "--", str(shell)], env, tmp_path)
+    assert done.returncode == 4 and note not in done.stderr
+    assert done.stderr.count("\n") == 1 and "warning: no signals function" in done.stderr
+
+
 def test_the_bootstrap_without_its_settings_imports_nothing(
     fake: FakeLambda, tmp_path: Path
 ) -> None:

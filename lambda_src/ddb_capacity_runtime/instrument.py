@@ -37,6 +37,7 @@ import argparse
 import logging
 import math
 import os
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -233,11 +234,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _launch_environment(given: dict[str, str | None]) -> dict[str, str]:
-    """The command's environment: with a signals function (``--function`` or the
-    environment's), the hook's (`environment`); without one, every other setting is still
-    checked, one warning says the program runs without the hook, and the environment is
-    left as it is. InstrumentError for a setting the hook could not use."""
+def _launch_environment(given: dict[str, str | None]) -> tuple[dict[str, str], bool]:
+    """The command's environment, and whether it loads the hook: with a signals function
+    (``--function`` or the environment's), the hook's (`environment`); without one, every
+    other setting is still checked, one warning says the program runs without the hook, and
+    the environment is left as it is. InstrumentError for a setting the hook could not
+    use."""
     if given["function"] is not None and not given["function"].strip():
         raise InstrumentError(
             f"--function ({SIGNALS_ENV}): got {given['function']!r:.80}; expected the signals "
@@ -245,7 +247,7 @@ def _launch_environment(given: dict[str, str | None]) -> dict[str, str]:
         )
     function = given["function"] if given["function"] is not None else os.environ.get(SIGNALS_ENV)
     if function is not None and function.strip():
-        return environment(os.environ, **given)
+        return environment(os.environ, **given), True
     options = {k: v for k, v in given.items() if k != "function"}
     environment({**os.environ, SIGNALS_ENV: "unset"}, **options)  # checked, then dropped
     print(
@@ -253,7 +255,25 @@ def _launch_environment(given: dict[str, str | None]) -> dict[str, str]:
         f"{SIGNALS_ENV}): the program runs without the hook",
         file=sys.stderr,
     )
-    return dict(os.environ)
+    return dict(os.environ), False
+
+
+def is_python(program: str) -> bool:
+    """Whether ``program`` (a command's first word) is a Python interpreter, or a script
+    whose ``#!`` line runs one: what the hook can be loaded into. Unknown (not found, not
+    readable) counts as Python: the note it saves is only advice."""
+    found = shutil.which(program)
+    if found is None:
+        return True
+    name = Path(program).name.lower()
+    if name.startswith(("python", "pypy")):
+        return True
+    try:
+        with open(found, "rb") as handle:  # noqa: PTH123 (a binary's first line)
+            first = handle.readline(256)
+    except OSError:
+        return True
+    return first.startswith(b"#!") and b"python" in first.lower()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -275,10 +295,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "mode": args.mode,
     }
     try:
-        env = _launch_environment(given)
+        env, hooked = _launch_environment(given)
     except InstrumentError as exc:
         print(f"ddb-capacity-instrument: error: {exc}", file=sys.stderr)
         return 2
+    if hooked and not is_python(command[0]):
+        print(
+            f"ddb-capacity-instrument: note: {command[0]} is not Python: the hook loads only "
+            "into the Python programs it starts",
+            file=sys.stderr,
+        )
     try:
         os.execvpe(command[0], command, env)  # noqa: S606 (the user's own command)
     except OSError as exc:
