@@ -97,3 +97,33 @@ def test_the_assembly_summary_prints_construct_ids_from_its_metadata(tmp_path: P
         assert column in legend and text.count(column) == 1, column
     assert legend.count("- where") == 2  # no range, no high-water mark
     assert render([]) == ""
+
+
+def test_the_cdks_own_validation_entries_are_not_packs(tmp_path: Path) -> None:
+    # GIVEN an assembly whose validation report holds two packs (one finding in the stack)
+    # and the CDK's own entries (its CloudFormation validation, its construct annotations),
+    # each with a finding in the stack
+    (tmp_path / "Shop.template.json").write_text(json.dumps({"Resources": {"T": _table()}}))
+    manifest = {
+        "artifacts": {
+            "Shop": {
+                "type": "aws:cloudformation:stack",
+                "properties": {"templateFile": "Shop.template.json"},
+            }
+        }
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    found = [{"violatingConstructs": [{"constructPath": "Shop/T/Resource"}]}]
+    plugins = ["AwsSolutions", "HIPAA.Security", "CloudFormation Validate", "Construct Annotations"]
+    report = {
+        "pluginReports": [
+            {"pluginName": name, "violations": found if name != "HIPAA.Security" else []}
+            for name in plugins
+        ]
+    }
+    (tmp_path / "validation-report.json").write_text(json.dumps(report))
+    # WHEN summarized
+    (summary,) = summarize_assembly(tmp_path)
+    # THEN the packs are the two, and the unacknowledged findings theirs
+    assert (summary.packs, summary.unacknowledged) == (2, 1)
+    assert "Stack Shop: cdk-nag 2 packs, 1 unacknowledged findings" in render([summary])

@@ -5,7 +5,8 @@ its capacity range, target and high-water mark, and the cdk-nag outcome.
 
 It reads the templates CloudFormation would receive, not the constructs, so what it prints
 is what deploys. ``python -m ddb_capacity_tools.summary cdk.out``. The cdk-nag outcome
-comes from the assembly's ``validation-report.json`` (no report: no packs ran).
+comes from the assembly's ``validation-report.json`` (no report: no packs ran), the CDK's
+own plugins' entries left out.
 """
 
 from __future__ import annotations
@@ -181,12 +182,23 @@ def _paths(metadata: dict[str, Any]) -> dict[str, str]:
     }
 
 
+CDK_PLUGINS = frozenset({"CloudFormation Validate", "Construct Annotations"})
+"""The validation report's plugins that are the CDK's own (its built-in CloudFormation
+validation, and the construct annotations it reports when a feature flag asks), not packs."""
+
+
 def summarize_assembly(outdir: Path) -> list[StackSummary]:
     manifest = json.loads((outdir / "manifest.json").read_text())
     report_file = outdir / "validation-report.json"
-    reports = (
-        json.loads(report_file.read_text()).get("pluginReports", []) if report_file.exists() else []
-    )
+    reports = [
+        report
+        for report in (
+            json.loads(report_file.read_text()).get("pluginReports", [])
+            if report_file.exists()
+            else []
+        )
+        if report.get("pluginName") not in CDK_PLUGINS
+    ]
     summaries = []
     for name, artifact in manifest["artifacts"].items():
         if artifact["type"] != "aws:cloudformation:stack":
