@@ -38,17 +38,19 @@ def drawn() -> Any:
 
 
 def boxes(fig: Any) -> dict[str, Any]:
-    """The figure's title, each panel's title and the strip's policy names, by their text,
-    as drawn."""
+    """The figure's title, each panel's title, the strip's policy names and the times under
+    it, by their text, as drawn."""
     renderer = fig.canvas.get_renderer()
     texts = [fig._suptitle, *(ax.title for ax in fig.axes)]
-    texts += fig.axes[-1].get_yticklabels()
+    texts += [*fig.axes[-1].get_yticklabels(), *fig.axes[-1].get_xticklabels()]
     return {t.get_text(): t.get_window_extent(renderer) for t in texts if t.get_text()}
 
 
 def test_no_title_or_name_overlaps_another_or_leaves_the_picture(drawn: Any) -> None:
     found = boxes(drawn)
-    assert len(found) == 1 + len(DEMO) + 1 + len(DEMO)  # titles, the strip's, its names
+    times = [t for t in found if t.startswith("05 ")]
+    assert len(times) >= 4  # the strip's time axis, labelled
+    assert len(found) == 1 + len(DEMO) + 1 + len(DEMO) + len(times)  # titles, names, times
     assert "not drawn: read" in drawn._suptitle.get_text()
     picture = drawn.bbox
     for text, box in found.items():

@@ -108,7 +108,8 @@ def test_simulate_prints_a_readable_table(tmp_path: Path) -> None:
     # the bound was not run: its column is "-", and the footnote says what the columns are
     # and why one is empty
     assert line.split()[8] == "-"
-    assert "x oracle, x bound: the cost against the oracle's and the bound's (- when they " in out
+    assert "x oracle, x bound: the cost against the oracle's and the bound's (- when they were " \
+        "not run or cost nothing)" in out
 
 
 def test_a_csv_trace_runs_with_overridden_prices_and_model(tmp_path: Path) -> None:
@@ -471,7 +472,8 @@ def test_bad_schedule_files_name_the_entry_and_field(
         "simulate", "--scenario", "spike", "--policy", "scheduled", "--schedule", str(path)
     )
     assert code == 2
-    assert message in err
+    # the option and the file first, whether the file or one of its entries is bad
+    assert err.startswith(f"ddb-capacity: error: --schedule: {path}") and message in err, err
 
 
 def test_argparse_rejects_missing_and_conflicting_sources(

@@ -354,8 +354,22 @@ def test_a_program_that_is_not_python_runs_with_a_note_that_only_python_is_hooke
     # THEN the shell script runs, its status its own, with one note on stderr
     assert (done.returncode, done.stdout) == (4, "shell done\n")
     assert done.stderr == f"ddb-capacity-instrument: note: {shell} {note}\n"
-    # AND a Python script (its #! line) or interpreter gets no note
-    for command in ([str(script)], [sys.executable, str(script)]):
+    # AND so does a program that is no script at all (a binary)
+    done = _run([*hooked, "/bin/sh", "-c", "exit 5"], env, tmp_path)
+    assert (done.returncode, done.stderr) == (5, f"ddb-capacity-instrument: note: /bin/sh {note}\n")
+    # AND a Python script (its #! line, or pip's /bin/sh launcher of a long path), an
+    # interpreter, or either after env, gets no note
+    launcher = tmp_path / "tool"
+    trampoline = "'''exec' " + sys.executable + ' "$0" "$@"\n' + "' '''\n"
+    launcher.write_text("#!/bin/sh\n" + trampoline + "print('script done')\n")
+    launcher.chmod(0o755)
+    for command in (
+        [str(script)],
+        [sys.executable, str(script)],
+        [str(launcher)],
+        ["env", "-u", "X", "A=1", str(script)],
+        ["/usr/bin/env", sys.executable, str(script)],
+    ):
         done = _run([*hooked, *command], env, tmp_path)
         assert (done.returncode, done.stdout, done.stderr) == (0, "script done\n", ""), command
     # AND without a signals function the warning is the only line: nothing is hooked

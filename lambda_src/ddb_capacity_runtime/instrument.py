@@ -258,22 +258,30 @@ def _launch_environment(given: dict[str, str | None]) -> tuple[dict[str, str], b
     return dict(os.environ), False
 
 
-def is_python(program: str) -> bool:
-    """Whether ``program`` (a command's first word) is a Python interpreter, or a script
-    whose ``#!`` line runs one: what the hook can be loaded into. Unknown (not found, not
-    readable) counts as Python: the note it saves is only advice."""
+def is_python(command: Sequence[str]) -> bool:
+    """Whether ``command`` runs Python, which the hook can be loaded into: a Python
+    interpreter, a script whose first two lines name one (a ``#!`` line, or pip's ``/bin/sh``
+    launcher for a long path), or either after ``env`` and its options. Unknown (not found,
+    not readable) counts as Python: the note it saves is only advice."""
+    words = list(command)
+    while words and Path(words[0]).name == "env":  # env [-i] [NAME=value ...] program
+        words = words[1:]
+        while words and (words[0].startswith("-") or "=" in words[0]):
+            words = words[1:]
+    if not words:
+        return True
+    program = words[0]
+    if Path(program).name.lower().startswith(("python", "pypy")):
+        return True
     found = shutil.which(program)
     if found is None:
         return True
-    name = Path(program).name.lower()
-    if name.startswith(("python", "pypy")):
-        return True
     try:
-        with open(found, "rb") as handle:  # noqa: PTH123 (a binary's first line)
-            first = handle.readline(256)
+        with open(found, "rb") as handle:  # noqa: PTH123 (a binary's first lines)
+            head = handle.readline(512) + handle.readline(512)
     except OSError:
         return True
-    return first.startswith(b"#!") and b"python" in first.lower()
+    return head.startswith(b"#!") and b"python" in head.lower()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -299,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InstrumentError as exc:
         print(f"ddb-capacity-instrument: error: {exc}", file=sys.stderr)
         return 2
-    if hooked and not is_python(command[0]):
+    if hooked and not is_python(command):
         print(
             f"ddb-capacity-instrument: note: {command[0]} is not Python: the hook loads only "
             "into the Python programs it starts",

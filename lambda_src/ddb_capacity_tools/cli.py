@@ -44,6 +44,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, fields
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -571,22 +572,31 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     specs = _specs(args, trace, params)
     settings = settings_of(args.ensemble, params) if args.ensemble else []
     score_from = _score_from(args.score_from, trace)
-    results = simulate(
-        trace,
-        specs,
-        params,
-        prices,
-        entries,
-        args.tick,
-        progress=None if args.quiet else err,
-        workers=args.workers,
-        score_from=score_from,
-    )
-    spread = (
-        run_ensemble(trace, specs, settings, prices, entries, args.tick, args.workers, score_from)
-        if settings
-        else []
-    )
+    # a --schedule file's entries are checked as the scheduled policy is made: an error in
+    # one names the option and the file too
+    with (
+        option_named("--schedule", args.schedule, (ScheduleFileError,))
+        if args.schedule is not None
+        else nullcontext()
+    ):
+        results = simulate(
+            trace,
+            specs,
+            params,
+            prices,
+            entries,
+            args.tick,
+            progress=None if args.quiet else err,
+            workers=args.workers,
+            score_from=score_from,
+        )
+        spread = (
+            run_ensemble(
+                trace, specs, settings, prices, entries, args.tick, args.workers, score_from
+            )
+            if settings
+            else []
+        )
     if args.json:
         doc = report.as_json(results, trace, params, prices)
         if score_from is not None:

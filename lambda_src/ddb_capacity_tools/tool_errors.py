@@ -99,11 +99,19 @@ class ReportError(CapacityError, ValueError):
 
 
 @contextmanager
-def option_named(option: str) -> Iterator[None]:
-    """Read the file ``option`` gave: a `TraceError` or `ScheduleFileError` (which name the
-    file, and the line and column) is raised again with the option first
-    (``--trace: x.csv:3:2: ...``)."""
+def option_named(
+    option: str,
+    path: object = None,
+    errors: tuple[type[CapacityError], ...] = (TraceError, ScheduleFileError),
+) -> Iterator[None]:
+    """Read, or use, the file ``option`` gave (``path``): one of ``errors`` is raised again
+    with the option first, and the file's name after it where the message does not start
+    with it (``--trace: x.csv line 3, column read: ...``, ``--schedule: s.json: schedule
+    entry 1: missing field 'name'``)."""
     try:
         yield
-    except (TraceError, ScheduleFileError) as exc:
-        raise type(exc)(f"{option}: {exc}") from None
+    except errors as exc:
+        message = str(exc)
+        if path is not None and not message.startswith(str(path)):
+            message = f"{path}: {message}"
+        raise type(exc)(f"{option}: {message}") from None

@@ -207,5 +207,9 @@ def figure(plt: Any, results: Sequence[DimensionResult], trace: Trace) -> Any:
         + (f"\nnot drawn: {omitted} (no policy throttles; see --html)" if omitted else ""),
         fontsize=10,
     )
-    fig.autofmt_xdate()
+    for ax in axes[-1]:  # the shared time axis's labels, slanted (autofmt_xdate, which
+        # would call subplots_adjust, warns under a layout engine before matplotlib 3.10)
+        ax.tick_params(axis="x", labelrotation=30)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
     return fig

@@ -112,8 +112,8 @@ def _legend(by_cause: bool, limits: bool, cost: str) -> str:
     return (
         "throttled units: capacity units refused (units/s x 60); first: minutes from "
         f"the trace start; {cost}; x oracle, x bound: the cost against the oracle's and the "
-        "bound's (- when they were not run); refused decreases were over DynamoDB's quota; "
-        "bound: no plan without throttles costs less "
+        "bound's (- when they were not run or cost nothing); refused decreases were over "
+        "DynamoDB's quota; bound: no plan without throttles costs less "
         "(docs/guides/simulator.md#bounds-oracle-and-bound)"
         + (
             "; key-range: refused by a hot key's partition, which no capacity fixes (the "
