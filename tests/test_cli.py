@@ -108,8 +108,10 @@ def test_simulate_prints_a_readable_table(tmp_path: Path) -> None:
     # the bound was not run: its column is "-", and the footnote says what the columns are
     # and why one is empty
     assert line.split()[8] == "-"
-    assert "x oracle, x bound: the cost against the oracle's and the bound's (- when they were " \
+    assert (
+        "x oracle, x bound: the cost against the oracle's and the bound's (- when they were "
         "not run or cost nothing)" in out
+    )
 
 
 def test_a_csv_trace_runs_with_overridden_prices_and_model(tmp_path: Path) -> None:

@@ -63,6 +63,19 @@ def test_rows_carry_the_name_for_the_table_and_its_index() -> None:
     ]
 
 
+def write_manifest(folder: Path) -> None:
+    """A cloud assembly's manifest in ``folder`` with one stack, Shop."""
+    manifest = {
+        "artifacts": {
+            "Shop": {
+                "type": "aws:cloudformation:stack",
+                "properties": {"templateFile": "Shop.template.json"},
+            }
+        }
+    }
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
 def test_the_assembly_summary_prints_construct_ids_from_its_metadata(tmp_path: Path) -> None:
     """A synthesized assembly without path metadata in its templates (as the CDK writes
     when path metadata is off): the names come from ``<stack>.metadata.json``."""
@@ -78,15 +91,7 @@ def test_the_assembly_summary_prints_construct_ids_from_its_metadata(tmp_path: P
             }
         )
     )
-    manifest = {
-        "artifacts": {
-            "Shop": {
-                "type": "aws:cloudformation:stack",
-                "properties": {"templateFile": "Shop.template.json"},
-            }
-        }
-    }
-    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    write_manifest(tmp_path)
     text = render(summarize_assembly(tmp_path))
     assert "  Orders                       read" in text
     assert "  Orders / byDay               write" in text
@@ -104,15 +109,7 @@ def test_the_cdks_own_validation_entries_are_not_packs(tmp_path: Path) -> None:
     # and the CDK's own entries (its CloudFormation validation, its construct annotations),
     # each with a finding in the stack
     (tmp_path / "Shop.template.json").write_text(json.dumps({"Resources": {"T": _table()}}))
-    manifest = {
-        "artifacts": {
-            "Shop": {
-                "type": "aws:cloudformation:stack",
-                "properties": {"templateFile": "Shop.template.json"},
-            }
-        }
-    }
-    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    write_manifest(tmp_path)
     found = [{"violatingConstructs": [{"constructPath": "Shop/T/Resource"}]}]
     plugins = ["AwsSolutions", "HIPAA.Security", "CloudFormation Validate", "Construct Annotations"]
     report = {
