@@ -195,11 +195,11 @@ def test_a_bad_table_size_is_refused_naming_the_option_the_value_and_what_is_all
 
 
 def synthesized(code: str) -> dict[str, Any]:
-    """The tables of a stack made by running ``code`` as pasted (a real partition key in
-    place of ``...``)."""
+    """The tables of a stack made by running ``code`` as pasted into the README's quick
+    start, its stack ``stack`` (a real partition key in place of ``...``)."""
     stack = cdk.Stack(cdk.App(), "Pasted")
     names = {
-        "self": stack,
+        "stack": stack,
         "dynamodb": dynamodb,
         "ProvisionedTable": ProvisionedTable,
         "Capacity": Capacity,
