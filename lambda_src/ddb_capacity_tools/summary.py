@@ -190,15 +190,10 @@ validation, and the construct annotations it reports when a feature flag asks), 
 def summarize_assembly(outdir: Path) -> list[StackSummary]:
     manifest = json.loads((outdir / "manifest.json").read_text())
     report_file = outdir / "validation-report.json"
-    reports = [
-        report
-        for report in (
-            json.loads(report_file.read_text()).get("pluginReports", [])
-            if report_file.exists()
-            else []
-        )
-        if report.get("pluginName") not in CDK_PLUGINS
-    ]
+    every = (
+        json.loads(report_file.read_text()).get("pluginReports", []) if report_file.exists() else []
+    )
+    reports = [r for r in every if r.get("pluginName") not in CDK_PLUGINS]
     summaries = []
     for name, artifact in manifest["artifacts"].items():
         if artifact["type"] != "aws:cloudformation:stack":
@@ -257,7 +252,7 @@ def render(summaries: list[StackSummary]) -> str:
                 f"{r.max_capacity or '-':>7} {target:>6} {scale_in:>8} {r.initial:>10}  {hwm}"
             )
         lines.append("")
-    return "\n".join([*lines, *LEGEND]) if summaries else "\n".join(lines)
+    return "\n".join([*lines, *(LEGEND if summaries else ())])
 
 
 LEGEND = (
