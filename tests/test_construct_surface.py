@@ -736,6 +736,38 @@ def test_a_second_settled_table_asking_for_another_function_is_told_why() -> Non
     assert "every PROVISION_THEN_SETTLE table of a stack shares it" in message, message
 
 
+def test_the_package_freezes_what_a_construct_module_loads_and_collects_garbage_first() -> None:
+    """After a construct module loads, the CDK classes it brought are in the collector's
+    permanent generation (no full collection walks them again, nor Python's at exit);
+    garbage made before, even in the oldest generation, is collected, not frozen (the
+    collector is off here, so only the package's own collection can free it); what the app
+    makes afterwards is tracked."""
+    import subprocess
+    import sys
+
+    code = (
+        "import gc, json, weakref\n"
+        "gc.disable()\n"
+        "class Node: pass\n"
+        "cycle = Node(); cycle.me = cycle; gone = weakref.ref(cycle)\n"
+        "gc.collect(); del cycle\n"  # garbage in the oldest generation
+        "from constructs_pkg import ThrottleAwareScaler\n"
+        "from aws_cdk import aws_ec2, aws_lambda\n"
+        "later = Node(); later.me = later\n"
+        "tracked = {id(o) for o in gc.get_objects()}\n"
+        "print(json.dumps([gone() is None, id(aws_lambda.Function) in tracked,\n"
+        "    id(aws_ec2.Vpc) in tracked, id(later) in tracked, gc.get_freeze_count()]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout
+    collected, function_tracked, vpc_tracked, later_tracked, frozen = json.loads(out)
+    assert collected, "garbage made before the import was frozen, not collected"
+    assert not function_tracked and not vpc_tracked, "the CDK's classes are still walked"
+    assert later_tracked
+    assert frozen > 10_000, frozen
+
+
 def test_the_package_imports_a_construct_module_on_first_use_of_its_names() -> None:
     """An app using the table and the scaler does not load the capacity requests', the fleet
     advisor's or the tuning's modules (their CDK imports cost synth time); every public name
