@@ -2,10 +2,11 @@
 same auto scaling, measured in one run.
 
 Each app runs in a fresh Python process (``python -c``, ``app.synth()`` into a temporary
-directory), as ``cdk synth`` runs an app, ``--runs`` times each in turn, after one untimed
-run of each that compiles their modules' bytecode into a temporary cache
-(``PYTHONPYCACHEPREFIX``), so both are timed as an installed package runs (pip compiles a
-wheel's modules when it installs it), even where ``PYTHONDONTWRITEBYTECODE`` is set:
+directory named by ``CDK_OUTDIR``), as ``cdk synth`` runs an app, ``--runs`` times each in
+turn, after one untimed run of each that compiles their modules' bytecode into a temporary
+cache (``PYTHONPYCACHEPREFIX``), so both are timed as an installed package runs (pip
+compiles a wheel's modules when it installs it), even where ``PYTHONDONTWRITEBYTECODE`` is
+set:
 
 - **stock**: an ``aws_dynamodb.Table`` with the quick start's table and GSI, each dimension
   under ``auto_scale_*_capacity`` and ``scale_on_utilization`` at the same targets;
@@ -22,7 +23,9 @@ seconds and as a ratio. Last, where each run's time goes, by the marks the app p
 median seconds from the process's start to ``cdk.App`` (start), building the constructs
 (construct), ``app.synth()`` (synth), and from its return to the process's end (exit:
 Python's and the jsii kernel's), and what the validation adds to each. Only the first
-pair is judged against the goal.
+pair is judged against the goal. And the quick start once more with the validation on and
+the library's freeze at exit off (``CAPACITY_FREEZE_AT_EXIT=0``; the CDK CLI's
+``CDK_OUTDIR``, set here as it sets it, turns it on): what that freeze saves, run by run.
 
 ``--quick`` (for the test suite): 1 run each with the validation off only (the goal is not
 judged), no untimed run first, and the bytecode as this environment keeps it
@@ -48,11 +51,10 @@ ROOT = Path(__file__).resolve().parent.parent
 GOAL = 1.3
 
 STOCK = """
-import tempfile
 import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 
-app = cdk.App(outdir=tempfile.mkdtemp())
+app = cdk.App()
 stack = cdk.Stack(app, "Shop")
 table = dynamodb.Table(
     stack, "Orders",
@@ -78,11 +80,9 @@ app.synth()
 
 
 def quick_start() -> str:
-    """The README's quick start, as it is printed there (its first ``python`` block), into a
-    temporary directory."""
+    """The README's quick start, as it is printed there (its first ``python`` block)."""
     text = (ROOT / "README.md").read_text()
-    code = text.split("```python\n", 1)[1].split("```", 1)[0]
-    return "import tempfile\n" + code.replace("cdk.App()", "cdk.App(outdir=tempfile.mkdtemp())")
+    return text.split("```python\n", 1)[1].split("```", 1)[0]
 
 
 PHASES = ("start", "construct", "synth", "exit")
@@ -109,30 +109,39 @@ def phases(start: float, marks: list[float], end: float) -> dict[str, float]:
     return {name: b - a for name, a, b in zip(PHASES, points[:-1], points[1:], strict=True)}
 
 
+UNFROZEN = "no freeze"
+"""The quick start again, with validation, ``CAPACITY_FREEZE_AT_EXIT=0``: what the library's
+freeze at exit saves (``constructs_pkg.freeze_at_exit``)."""
+
+
 def timed(
-    code: str, pycache: str | None, validation: bool = True
+    code: str, pycache: str | None, validation: bool = True, freeze: bool = True
 ) -> tuple[float, dict[str, float]]:
     """Wall seconds of one fresh ``python -c code`` run from the repository's root, and of its
     `PHASES`; its bytecode cached in ``pycache`` (None: as this environment keeps it, or
-    not); the CDK's built-in validation off unless ``validation``."""
-    dropped = {"CDK_VALIDATION"} | ({"PYTHONDONTWRITEBYTECODE"} if pycache else set())
+    not); the CDK's built-in validation off unless ``validation``; the library's freeze at
+    exit as the CDK CLI has it unless not ``freeze``."""
+    dropped = {"CDK_VALIDATION", "CAPACITY_FREEZE_AT_EXIT"}
+    dropped |= {"PYTHONDONTWRITEBYTECODE"} if pycache else set()
     env = {
         **{k: v for k, v in os.environ.items() if k not in dropped},
+        **({} if freeze else {"CAPACITY_FREEZE_AT_EXIT": "0"}),
         **({} if validation else {"CDK_VALIDATION": "false"}),
         **({} if pycache is None else {"PYTHONPYCACHEPREFIX": pycache}),
         "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
         "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
     }
-    start = time.time()
-    done = subprocess.run(  # noqa: S603 (this interpreter, code of this file)
-        [sys.executable, "-c", marked(code)],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    end = time.time()
+    with tempfile.TemporaryDirectory() as outdir:  # where the CDK CLI has an app write
+        start = time.time()
+        done = subprocess.run(  # noqa: S603 (this interpreter, code of this file)
+            [sys.executable, "-c", marked(code)],
+            cwd=ROOT,
+            env={**env, "CDK_OUTDIR": outdir},
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        end = time.time()
     marks = [float(line.split()[1]) for line in done.stdout.splitlines() if line.startswith(MARK)]
     return end - start, phases(start, marks, end)
 
@@ -144,20 +153,23 @@ Parts = dict[tuple[str, bool], list[dict[str, float]]]
 
 
 def measure(runs: int, quick: bool) -> tuple[Times, Parts]:
-    """``runs`` runs of each app in turn, each with the CDK's validation on and off (``quick``:
-    off only, the bytecode as this environment keeps it)."""
-    apps = {"stock": STOCK, "quick start": quick_start()}
+    """``runs`` runs of each app in turn, each with the CDK's validation on and off, then the
+    quick start with it on and no freeze at exit (`UNFROZEN`) (``quick``: validation off
+    only, no `UNFROZEN`, the bytecode as this environment keeps it)."""
+    apps = {"stock": STOCK, "quick start": quick_start(), UNFROZEN: quick_start()}
     validations = (False,) if quick else (True, False)
-    times: Times = {(name, on): [] for on in validations for name in apps}
+    times: Times = {(name, on): [] for on in validations for name in apps if name != UNFROZEN}
+    if not quick:
+        times[UNFROZEN, True] = []
     parts: Parts = {key: [] for key in times}
     with tempfile.TemporaryDirectory() as folder:
         pycache = None if quick else folder
         if pycache is not None:
-            for code in apps.values():
+            for code in (STOCK, apps["quick start"]):
                 timed(code, pycache)  # compiles the bytecode, untimed
         for _ in range(runs):
             for name, on in times:
-                seconds, split = timed(apps[name], pycache, on)
+                seconds, split = timed(apps[name], pycache, on, freeze=name != UNFROZEN)
                 times[name, on].append(seconds)
                 parts[name, on].append(split)
     return times, parts
@@ -223,7 +235,17 @@ def report(times: Times, parts: Parts | None = None) -> tuple[list[str], bool | 
             f" s to the quick start and "
             f"{medians['stock', True] - medians['stock', False]:.2f} s to the stock app"
         )
-    return [*lines, line, *(phase_lines(parts) if parts else [])], met
+    lines.append(line)
+    if (UNFROZEN, True) in times:
+        saved = [
+            u - q for u, q in zip(times[UNFROZEN, True], times["quick start", True], strict=True)
+        ]
+        lines.append(
+            f"the freeze at exit saves the quick start {statistics.median(saved):.2f} s "
+            f"(median, run by run; {UNFROZEN}: {medians[UNFROZEN, True]:.2f} s, "
+            f"{medians[UNFROZEN, True] / medians['stock', True]:.3f}x the stock app)"
+        )
+    return [*lines, *(phase_lines(parts) if parts else [])], met
 
 
 def main(argv: list[str] | None = None) -> int:
