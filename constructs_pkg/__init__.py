@@ -5,59 +5,15 @@ CDK constructs for DynamoDB provisioned capacity that is ready before the traffi
 Everything here is synth-time and loads the CDK. What runs in AWS Lambda and in workers is
 [`ddb_capacity_runtime`][]; the simulator and the ``ddb-capacity`` command line are
 `ddb_capacity_tools`. Neither of those imports this package.
-
-When the CDK CLI runs your app (it sets ``CDK_OUTDIR``), the package has Python freeze its
-objects as the process exits (`freeze_at_exit`), so Python's last garbage collections do not
-walk and free the CDK's modules one object at a time (0.4 s of the README's quick start);
-``CAPACITY_FREEZE_AT_EXIT=0`` turns it off, ``1`` on in any process (guide: Scaler, Synth
-time).
 """
 
-import atexit
-import gc
 import importlib
-import os
-import sysconfig
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ddb_capacity_runtime import __version__
-from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
+from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.schedule.entries import EVERY_DAY, WEEKDAYS, ScheduleEntry, ScheduleError
 from ddb_capacity_runtime.schedule.expressions import cron
-
-FREEZE_AT_EXIT_ENV = "CAPACITY_FREEZE_AT_EXIT"
-"""``1``: at the process's exit, before Python's last garbage collections, move every object
-to the collector's permanent generation (`freeze_at_exit`); ``0``: never. Unset: when the
-CDK CLI runs the app (it sets ``CDK_OUTDIR``)."""
-
-
-def freeze_at_exit_wanted(env: Mapping[str, str] = os.environ) -> bool:
-    """Whether this process freezes its objects at exit (`FREEZE_AT_EXIT_ENV`); never on a
-    free-threaded Python, whose collector freezes differently."""
-    value = env.get(FREEZE_AT_EXIT_ENV)
-    if value == "":
-        value = None
-    if value not in (None, "0", "1"):
-        raise CapacityConfigError(
-            f"{FREEZE_AT_EXIT_ENV}: got {shown(value)}; allowed: 1 (freeze at exit), 0 (never) "
-            "or unset (when the CDK CLI runs the app)"
-        )
-    wanted = value == "1" or (value is None and bool(env.get("CDK_OUTDIR")))
-    return wanted and not sysconfig.get_config_var("Py_GIL_DISABLED")
-
-
-def freeze_at_exit() -> None:
-    """Move every object the collector tracks to its permanent generation (``gc.freeze()``),
-    so the collections Python runs as it exits do not walk and free the CDK's modules one
-    object at a time (the process's memory goes back to the system whole); unless the
-    program turned the collector off or froze objects itself: it manages the collector."""
-    if gc.isenabled() and not gc.get_freeze_count():
-        gc.freeze()
-
-
-if freeze_at_exit_wanted():
-    atexit.register(freeze_at_exit)
 
 # The constructs load the CDK (seconds of jsii); each module is imported when one of its
 # names is first used, so an app that uses the table and the scaler does not pay for the rest.
