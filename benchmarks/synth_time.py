@@ -19,13 +19,13 @@ synthesizes, with the CDK's built-in CloudFormation validation on (its default).
 
 Then both again with that validation off (``CDK_VALIDATION=false``, as ``cdk synth
 --no-validation``): this second pair shows what the library's constructs themselves add, in
-seconds and as a ratio. Last, where each run's time goes, by the marks the app prints: the
-median seconds from the process's start to ``cdk.App`` (start), building the constructs
-(construct), ``app.synth()`` (synth), and from its return to the process's end (exit:
-Python's and the jsii kernel's), and what the validation adds to each. Only the first
-pair is judged against the goal. And the quick start with ``gc.freeze()`` after its
-``app.synth()``, with the validation on, each run right after the quick start's: what that
-option (the Scaler guide's Synth time) saves, run by run.
+seconds and as a ratio. Only the first pair is judged against the goal. Then the quick start
+with ``gc.freeze()`` after its ``app.synth()``, with the validation on, each run right after
+the quick start's: what that option (the Scaler guide's Synth time) saves, run by run. Last,
+where each run's time goes, by the marks the app prints: the median seconds from the
+process's start to ``cdk.App`` (start), building the constructs (construct), ``app.synth()``
+(synth), and from its return to the process's end (exit: Python's and the jsii kernel's),
+and what the validation adds to each.
 
 ``--quick`` (for the test suite): 1 run each with the validation off only (the goal is not
 judged), no untimed run first, and the bytecode as this environment keeps it
