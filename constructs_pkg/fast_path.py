@@ -326,8 +326,10 @@ class FastPathParts:
         o._count_alarm(
             "CorroborationFailed",
             "CorroborationFailed",
-            "CloudWatch could not be read to corroborate a surge the surge cap cut short (the "
-            "signals function's corroboration-failed lines say why): the capped surge stands",
+            "CloudWatch could not be read, or its answer left minutes unknown, to corroborate "
+            "a surge the surge cap cut short or to confirm one (the signals function's "
+            "corroboration-failed lines say why): the capped surge stands, the surge to be "
+            "confirmed goes on",
         )
 
     def _surge_units_alarm(self, threshold: int) -> None:

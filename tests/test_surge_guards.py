@@ -14,18 +14,22 @@ import dataclasses
 import math
 import re
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import boto3
 import pytest
+from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws import combiner
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.aws.store import HoldLimits
 from ddb_capacity_runtime.core.bucket import Bucket
-from ddb_capacity_runtime.core.surge import UNBOUNDED
+from ddb_capacity_runtime.core.surge import TRUSTED_MINUTES, UNBOUNDED
 from ddb_capacity_runtime.core.surge_report import MAX_UNITS_PER_SECOND, parse_report
+from ddb_capacity_runtime.events import event_fields
 from ddb_capacity_runtime.fast_path.ledger import Ledger
-from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
+from ddb_capacity_runtime.fast_path.surge_settings import TRUSTED_LAG_MINUTES, SurgeSettings
 from ddb_capacity_runtime.requests import restore_expired
 from ddb_capacity_runtime.requests.broker import BrokerConfigError
 from tests.moto_world import World
@@ -377,6 +381,72 @@ def test_a_confirming_read_that_fails_is_counted_and_the_surge_goes_on(
     assert (row["status"], row["to"]) == ("renewed", 286)
     out = capsys.readouterr().out
     assert (counted(out, "CorroborationFailed"), counted(out, "SurgesUnconfirmed")) == (1, 0)
+
+
+def untrusted_cloudwatch(status: str) -> tuple[Any, Stubber]:
+    """A CloudWatch client whose one GetMetricData answer (botocore's Stubber: moto always
+    answers ``Complete``) gives both of a dimension's queries ``status`` and 200 units/s
+    served in each of the window's minutes."""
+    client = boto3.client(
+        "cloudwatch",
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",  # noqa: S106 (never sent)
+    )
+    minutes = [datetime.now(UTC) - timedelta(minutes=m) for m in range(9, 0, -1)]
+    stub = Stubber(client)
+    results = [
+        {"Id": qid, "StatusCode": status, "Timestamps": minutes, "Values": [value] * 9}
+        for qid, value in (("c0", 200 * 60.0), ("t0", 0.0))
+    ]
+    stub.add_response("get_metric_data", {"MetricDataResults": results, "Messages": []})
+    stub.activate()
+    return client, stub
+
+
+@pytest.mark.parametrize("status", ["PartialData", "InternalError"])
+def test_an_answer_not_to_be_trusted_is_counted_and_the_surge_goes_on(
+    world: World,  # noqa: F811 (the fixture)
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    status: str,
+) -> None:
+    # GIVEN a surge raised on reports of 200 units/s, renewed for 5 minutes
+    name = a_table(world, f"Untrusted{status}")
+    start = world.now.timestamp() + 5
+    rows = reports_every(world, name, [0, 60, 120, 180, 240], start)
+    assert [r["status"] for r in rows] == ["applied"] + ["renewed"] * 4
+    capsys.readouterr()
+    # WHEN CloudWatch's answer, when the surge must be confirmed, is not to be trusted
+    cloudwatch, stub = untrusted_cloudwatch(status)
+    world.clients = Clients(world.ddb, world.aas, cloudwatch, world.clients.tagging)
+    (row,) = reports_every(world, name, [300], start)
+    stub.assert_no_pending_responses()
+    # THEN the surge goes on (unknown never lowers), and the answer is counted as a failed read
+    assert (row["status"], row["to"]) == ("renewed", 286)
+    out = capsys.readouterr().out
+    assert (counted(out, "CorroborationFailed"), counted(out, "SurgesUnconfirmed")) == (1, 0)
+    (failed,) = [f for r in caplog.records if (f := event_fields(r)) and "reason" in f]
+    assert failed["event"] == "corroboration-failed"
+    window = TRUSTED_MINUTES + TRUSTED_LAG_MINUTES  # every minute of the one read
+    assert failed["reason"] == f"CloudWatch's answer left {window} minute(s) unknown"
+
+
+def test_an_answer_not_to_be_trusted_leaves_the_capped_surge_and_is_counted(
+    world: World,  # noqa: F811 (the fixture)
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN CloudWatch answering, with a status not to be trusted, that 200 units/s were served
+    name = plain_table(world, "UntrustedCap")
+    cloudwatch, stub = untrusted_cloudwatch("InternalError")
+    world.clients = Clients(world.ddb, world.aas, cloudwatch, world.clients.tagging)
+    # WHEN a report asks for 2,000 units/s, past the default cap (4 x 100)
+    row = hook_report(world, name, Clock(world.now.timestamp() + 30), 2_000)
+    stub.assert_no_pending_responses()
+    # THEN the capped surge is applied, and the read that could not widen it is counted
+    assert (row["status"], row["to"]) == ("applied", 400)
+    out = capsys.readouterr().out
+    assert (counted(out, "CorroborationFailed"), counted(out, "SurgesCorroborated")) == (1, 0)
 
 
 def test_a_capped_surge_is_renewed_without_control_plane_calls_between_two_reads(

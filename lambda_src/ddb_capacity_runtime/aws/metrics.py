@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -116,10 +116,8 @@ def _series(
     """One key's series from its consumed and throttle queries (``pair``), ``last`` the
     newest known minute of their batch."""
     whole = all(reads.complete.get(q, False) for q in pair)
-    unknown = [
-        not whole or last is None or m > last or any(m in reads.bad[q] for q in pair)
-        for m in starts
-    ]
+    untrusted = [not whole or any(m in reads.bad[q] for q in pair) for m in starts]
+    unknown = [u or last is None or m > last for m, u in zip(starts, untrusted, strict=True)]
     consumed = [
         0.0 if u else reads.sums[pair[0]].get(m, 0.0) / 60
         for m, u in zip(starts, unknown, strict=True)
@@ -127,7 +125,7 @@ def _series(
     throttles = [
         0.0 if u else reads.sums[pair[1]].get(m, 0.0) for m, u in zip(starts, unknown, strict=True)
     ]
-    return Series(list(starts), consumed, throttles, unknown)
+    return Series(list(starts), consumed, throttles, unknown, untrusted=sum(untrusted))
 
 
 @dataclass
@@ -315,9 +313,7 @@ def _with_causes(s: Series, reads: _Reads, qids: list[str] | None) -> Series:
         unfixable[i], key_range[i] = told
     if not any(unfixable):  # none: the lists stay empty, as for a series never read
         unfixable, key_range = [], []
-    return Series(
-        s.minute_starts, s.consumed, s.throttles, s.unknown, unfixable, key_range, unknown
-    )
+    return replace(s, unfixable=unfixable, key_range=key_range, causes_unknown=unknown)
 
 
 HISTORY_QUERIES_PER_CALL = 25

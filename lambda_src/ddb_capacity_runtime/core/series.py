@@ -48,6 +48,11 @@ class Series:
     tick need not trim them). Those minutes are unknown, as if listed reading 0. Set only
     after a known minute: a series of which nothing is known lists every minute. 0: the
     lists hold the whole window.
+
+    ``untrusted`` counts the unknown minutes CloudWatch answered but not to be trusted (a
+    status other than ``Complete``, a NaN, negative or infinite value, a minute given
+    twice) or whose query failed, as against those it had not delivered: what was served
+    in them may have been anything.
     """
 
     minute_starts: list[datetime]
@@ -58,6 +63,7 @@ class Series:
     key_range: list[float] = field(default_factory=list)
     causes_unknown: int = 0
     undelivered: int = 0
+    untrusted: int = 0
 
     @property
     def unknown_minutes(self) -> int:
@@ -67,7 +73,8 @@ class Series:
     def all_unknown(cls, minute_starts: list[datetime]) -> Series:
         """A series of which nothing is known (its query failed)."""
         zeros = [0.0] * len(minute_starts)
-        return cls(list(minute_starts), zeros, list(zeros), [True] * len(minute_starts))
+        n = len(minute_starts)
+        return cls(list(minute_starts), zeros, list(zeros), [True] * n, untrusted=n)
 
 
 def tell_causes(

@@ -4,7 +4,8 @@ What DynamoDB itself measured, against what the processes report: a surge raised
 reports alone goes on after `CONFIRM_SECONDS` only while CloudWatch's consumed capacity
 confirms it (`surge_confirmed`), and a surge the cap or the budget cut short is decided
 again with the demand CloudWatch shows served (`corroborated_plan`). CloudWatch is read at
-most once a minute a dimension; a failed read is counted and the surge goes on.
+most once a minute a dimension; a failed read, or an answer with minutes not to be trusted
+that does not confirm it, is counted and the surge goes on.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .surge_settings import (
 )
 
 __all__ = [
+    "Demand",
     "Signal",
     "trusted_demand",
 ]
@@ -59,19 +61,43 @@ class Signal:
         return self.source == STREAM
 
 
-def trusted_demand(ctx: Context, table: str, index: str | None, dimension: str) -> float:
+@dataclass(frozen=True)
+class Demand:
+    """What CloudWatch showed DynamoDB served on a dimension (`trusted_demand`): ``units``,
+    its busiest known minute in units a second; ``unknown``, how many minutes of the window
+    it answered but not to be trusted (`core.series.Series.untrusted`: the busiest may be
+    among them). A minute it had not delivered is not among them: it counts for nothing."""
+
+    units: float
+    unknown: int = 0
+
+
+def trusted_demand(ctx: Context, table: str, index: str | None, dimension: str) -> Demand:
     """The demand DynamoDB itself measured served on the dimension, in units a second:
     CloudWatch's busiest minute (``Consumed<Read|Write>CapacityUnits``, its Sum / 60) of
     the last `core.surge.TRUSTED_MINUTES` it shows, read over those and the
-    `TRUSTED_LAG_MINUTES` before now it may not have delivered yet (a minute not delivered,
-    or not to be trusted, counts for nothing). 0 when it shows none. Raises what
-    GetMetricData raises."""
+    `TRUSTED_LAG_MINUTES` before now it may not have delivered yet (a minute not delivered
+    counts for nothing; one answered but not to be trusted neither, and is counted in
+    `Demand.unknown`). 0 when it shows none. Raises what GetMetricData raises."""
     key = (table, index, dimension)
     start, end = window(ctx.now(), TRUSTED_MINUTES, TRUSTED_LAG_MINUTES)
     series = metrics.fetch(ctx.clients.cloudwatch, [key], start, end)[key]
     unknown = series.unknown or [False] * len(series.consumed)
     known = [c for c, u in zip(series.consumed, unknown, strict=True) if not u]
-    return max(known[-TRUSTED_MINUTES:], default=0.0)
+    return Demand(max(known[-TRUSTED_MINUTES:], default=0.0), series.untrusted)
+
+
+def _unknown(where: dict[str, Any], demand: Demand) -> None:
+    """Count and log an answer of CloudWatch's that could not settle a surge: some of its
+    minutes were not to be trusted, and those it trusted did not confirm or widen it."""
+    count("CorroborationFailed")
+    log_event(
+        "corroboration-failed",
+        level=logging.ERROR,
+        **where,
+        reason=f"CloudWatch's answer left {demand.unknown} minute(s) unknown",
+        trusted=round(demand.units, 1),
+    )
 
 
 @dataclass(frozen=True)
@@ -101,8 +127,9 @@ def surge_confirmed(ctx: Context, store: HoldStore, first: Seen, now: float) -> 
     only while DynamoDB's own measure confirmed it in the last `CONFIRM_SECONDS`: the demand
     CloudWatch shows served reached `SURGE_AT` x the surge's baseline. CloudWatch is read at
     most once a minute a dimension (`combiner.claim_check`); a read that fails is counted
-    (``CorroborationFailed``) and the surge goes on (unknown data never lowers capacity); a
-    read that shows less is counted (``SurgesUnconfirmed``, alarmed) and the surge is left
+    (``CorroborationFailed``) and the surge goes on (unknown data never lowers capacity), as
+    does one whose answer has minutes not to be trusted and confirms nothing; a read that
+    shows less is counted (``SurgesUnconfirmed``, alarmed) and the surge is left
     to expire: the processes' reports alone keep no dimension raised."""
     mark = first.mark
     if first.signal.trusted is not None or mark.started is None:
@@ -127,14 +154,17 @@ def surge_confirmed(ctx: Context, store: HoldStore, first: Seen, now: float) -> 
         count("CorroborationFailed")
         log_event("corroboration-failed", level=logging.ERROR, **where, reason=reason_of(exc))
         return True
-    if _confirms(first, trusted, now, store):
+    if _confirms(first, trusted.units, now, store):
+        return True
+    if trusted.unknown:  # unknown: the surge goes on
+        _unknown(where, trusted)
         return True
     count("SurgesUnconfirmed")
     log_event(
         "surge-unconfirmed",
         level=logging.WARNING,
         **where,
-        trusted=round(trusted, 1),
+        trusted=round(trusted.units, 1),
         baseline=first.stands.baseline,
     )
     return False
@@ -214,14 +244,23 @@ def corroborated_plan(
         log_event("corroboration-failed", level=logging.ERROR, **where, reason=reason_of(exc))
         return plan, False
     if first.stands.surge is not None:
-        _confirms(first, trusted, ctx.clock(), store)
-    wider = decide(replace(live, trusted=max(live.trusted, trusted)), settings)
+        _confirms(first, trusted.units, ctx.clock(), store)
+    wider = decide(replace(live, trusted=max(live.trusted, trusted.units)), settings)
     was = plan.applied if plan.status == "raise" else 0
     if wider.status != "raise" or wider.applied <= max(was, wider.before):
-        log_event("surge-not-corroborated", **where, trusted=round(trusted, 1), want=plan.want)
+        if trusted.unknown:  # the capped plan stands
+            _unknown(where, trusted)
+        else:
+            log_event(
+                "surge-not-corroborated", **where, trusted=round(trusted.units, 1), want=plan.want
+            )
         return plan, False
     count("SurgesCorroborated")
     log_event(
-        "surge-corroborated", **where, trusted=round(trusted, 1), capped=plan.want, want=wider.want
+        "surge-corroborated",
+        **where,
+        trusted=round(trusted.units, 1),
+        capped=plan.want,
+        want=wider.want,
     )
     return wider, True
