@@ -12,16 +12,18 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from botocore.compat import HTTPHeaders
 from botocore.exceptions import ClientError, EndpointConnectionError
 
+from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.names import resource_id
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.requests import Hold
+from ddb_capacity_runtime.scaler import tick
 from ddb_capacity_runtime.scaler.handler import complete
 from ddb_capacity_runtime.scaler.tick import TickFailed, TickSummary
 from tests.moto_world import World, base_min_tag, configured_min, upgrade_window
@@ -310,6 +312,78 @@ def test_a_table_found_updating_is_skipped_and_counted(world: World) -> None:
     assert "Updating" not in emf(events, busy) and summary["failures"] == []
 
 
+def odd_decreases(world: World, table: str, count: object, last: datetime | None) -> None:
+    """DescribeTable tells ``table``'s write counter as ``count`` decreases today, the last at
+    ``last`` (none: left as DynamoDB said)."""
+
+    def odd(parsed: dict[str, Any], **_: Any) -> None:
+        if parsed.get("Table", {}).get("TableName") == table:
+            throughput = parsed["Table"]["ProvisionedThroughput"]
+            throughput["NumberOfDecreasesToday"] = count
+            if last is not None:
+                throughput["LastDecreaseDateTime"] = last
+
+    world.ddb.meta.events.register("after-call.dynamodb.DescribeTable", odd)
+
+
+@pytest.mark.parametrize("count", [-3, 28, 2.5, math.nan, "1", True])
+def test_a_decrease_counter_past_belief_is_taken_as_spent(world: World, count: object) -> None:
+    # GIVEN an idle table whose DescribeTable tells a decrease counter no table can have
+    busy, idle = busy_and_idle(world)
+    odd = world.table("odd", 300, 300)
+    odd_decreases(world, odd, count, None)
+    # WHEN a tick runs
+    summary, events = world.tick()
+    # THEN the others are handled, and the odd one is not lowered: no decrease left today
+    assert_handled(world, busy, idle)
+    assert world.throughput(odd) == (300, 300)
+    assert summary["failures"] == [] and emf(events, odd)["DecreasesLeft"] == 0
+
+
+def test_a_last_decrease_in_the_far_future_leaves_the_table_raised_and_the_tick_whole(
+    world: World,
+) -> None:
+    # GIVEN a throttled table whose DescribeTable says 5 decreases today, the last in 9999
+    busy, idle = busy_and_idle(world)
+    odd = world.table("future", 100, 100)
+    world.traffic(odd, "write", 100)
+    world.traffic(odd, "write", 0, throttles=3000, minutes=range(1, 3))
+    odd_decreases(world, odd, 5, datetime(9999, 12, 31, 23, 30, tzinfo=UTC))
+    # WHEN a tick runs
+    summary, events = world.tick()
+    # THEN every table is decided: the odd one raised as the busy one is, none failed, and
+    # its last decrease is taken as made now (no decrease for an hour, none left today)
+    assert_handled(world, busy, idle)
+    assert world.throughput(odd) == (100, 215)
+    made_now = DecreaseLedger(decreases_today=5, last_decrease=world.now)
+    assert summary["failures"] == []
+    assert emf(events, odd)["DecreasesLeft"] == made_now.remaining_today(world.now)
+
+
+def test_an_error_in_one_tables_decision_fails_that_table_alone(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a table whose decision raises, after its changes, whatever the cause (a fault
+    # planted in the tick's own code: no answer of AWS's is known to cause one)
+    busy, idle = busy_and_idle(world)
+    faulty = world.table("faulty", 300, 300)
+    metrics = tick._table_metrics
+
+    def planted(table: Any, *args: Any) -> dict[str, float]:
+        if table.name == faulty:
+            raise OverflowError("date value out of range")
+        return metrics(table, *args)
+
+    monkeypatch.setattr(tick, "_table_metrics", planted)
+    # WHEN a tick runs
+    summary, events = world.tick()
+    # THEN the others are decided and counted as ever, and the faulty one is a failure, counted
+    assert_handled(world, busy, idle)
+    assert [f["table"] for f in summary["failures"]] == [faulty]
+    assert "OverflowError" in summary["failures"][0]["reason"]
+    assert emf(events, faulty)["Failures"] == 1 and emf(events, None)["Failures"] == 1
+
+
 def test_a_target_whose_min_is_above_its_max_is_held_and_counted(world: World) -> None:
     # GIVEN a throttled table whose write target reports min 500 > max 100 (moto keeps it)
     busy, idle = busy_and_idle(world)
@@ -578,6 +652,51 @@ def test_targets_that_cannot_be_read_leave_their_table_unchanged_and_fail_it_alo
     assert emf(events, blind)["Failures"] == 1 and emf(events, seen)["Failures"] == 0
     assert [f.split(":")[0] for f in summary["shared_failures"]] == ["scalable targets"]
     assert emf(events, None)["Failures"] == 1
+
+
+def unsound_entry(world: World, table: str, listing: str) -> Callable[[], None]:
+    """Every answer of ``listing`` (``"targets"``: DescribeScalableTargets; ``"policies"``:
+    DescribeScalingPolicies) lists ``table``'s entries without the field it needs most:
+    a target's MinCapacity, a policy's ResourceId, until the returned function is called."""
+    operation, field, key = {
+        "targets": ("DescribeScalableTargets", "ScalableTargets", "MinCapacity"),
+        "policies": ("DescribeScalingPolicies", "ScalingPolicies", "ResourceId"),
+    }[listing]
+
+    def unsound(parsed: dict[str, Any], **_: Any) -> None:
+        for entry in parsed.get(field, []):
+            if entry.get("ResourceId") == resource_id(table, None):
+                del entry[key]
+
+    event = f"after-call.application-auto-scaling.{operation}"
+    world.aas.meta.events.register(event, unsound)
+    return lambda: world.aas.meta.events.unregister(event, unsound)
+
+
+@pytest.mark.parametrize("listing", ["targets", "policies"])
+def test_an_unsound_entry_in_a_listing_fails_its_table_alone(world: World, listing: str) -> None:
+    # GIVEN two tables whose writes are under auto scaling (minimum 100) and throttled, and
+    # an entry of the table "odd" that Application Auto Scaling lists unsound
+    seen, odd = world.table("seen", 100, 100), world.table("odd", 100, 100)
+    for name in (seen, odd):
+        world.target(name, "write", 100, 1000)
+        world.traffic(name, "write", 100)
+        world.traffic(name, "write", 0, throttles=3000, minutes=range(1, 3))
+    disarm = unsound_entry(world, odd, listing)
+    # WHEN a tick runs
+    summary, events = world.tick()
+    disarm()
+    # THEN the table whose targets are sound is decided as ever: its minimum moved, and its
+    # idle reads lowered (the unsound entry stops no decrease elsewhere)
+    assert world.target_min(seen, "write") == 215
+    assert world.throughput(seen) == (5, 100)
+    # AND the other is left as it is, a failure of that table alone, the entry named
+    assert world.throughput(odd) == (100, 100) and world.target_min(odd, "write") == 100
+    assert [f["table"] for f in summary["failures"]] == [odd]
+    assert "UnsoundListing" in summary["failures"][0]["reason"]
+    (shared,) = summary["shared_failures"]
+    assert shared.startswith("scalable targets: UnsoundListing") and odd in shared
+    assert emf(events, None)["SharedFailures"] == 1 and emf(events, None)["Failures"] == 1
 
 
 def test_a_shared_call_that_recovers_on_retry_is_not_a_failure(world: World) -> None:

@@ -42,6 +42,15 @@ if TYPE_CHECKING:
     from ..core.holds import HeldDimension
 
 
+class UnsoundListing(ValueError):
+    """A listing of Application Auto Scaling's (untrusted) with an entry that says nothing
+    sound: a scalable target without its ResourceId and ScalableDimension or a whole
+    MinCapacity and MaxCapacity from 0, a target-tracking policy without its ResourceId and
+    ScalableDimension. What that listing holds is unknown, and only that: the tick reads
+    each table's own targets instead, and the table the entry belongs to fails alone, its
+    own listing raising the same."""
+
+
 RESOURCES_PER_LISTING = 50
 """Resources named in one DescribeScalableTargets listing (a page holds 50 targets)."""
 
@@ -157,10 +166,16 @@ def _tracked(
     for page in pages:
         for policy in page["ScalingPolicies"]:
             if policy.get("PolicyType") == "TargetTrackingScaling":
+                key = (policy.get("ResourceId"), policy.get("ScalableDimension"))
+                if not all(isinstance(part, str) for part in key):
+                    raise UnsoundListing(
+                        f"DescribeScalingPolicies: the policy {policy.get('PolicyName')!r} "
+                        f"has ResourceId {key[0]!r} and ScalableDimension {key[1]!r}"
+                    )
                 config = policy.get("TargetTrackingScalingPolicyConfiguration", {})
                 value = config.get("TargetValue")
                 ok = isinstance(value, (int, float)) and 20 <= value <= 90  # untrusted
-                tracked[(policy["ResourceId"], policy["ScalableDimension"])] = (
+                tracked[cast("tuple[str, str]", key)] = (
                     float(value) if ok and value is not None else None,
                     _policy(policy.get("PolicyName"), config),
                 )
@@ -199,14 +214,19 @@ def _listed(pages: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], Scalabl
     targets: dict[tuple[str, str], ScalableTarget] = {}
     for page in pages:
         for t in page["ScalableTargets"]:
-            key = (t["ResourceId"], t["ScalableDimension"])
-            targets[key] = ScalableTarget(
-                t["ResourceId"],
-                t["ScalableDimension"],
-                int(t["MinCapacity"]),
-                int(t["MaxCapacity"]),
-                target_tracking=False,
-            )
+            rid, dim = t.get("ResourceId"), t.get("ScalableDimension")
+            low, high = t.get("MinCapacity"), t.get("MaxCapacity")
+            if not (isinstance(rid, str) and isinstance(dim, str)):
+                raise UnsoundListing(
+                    f"DescribeScalableTargets: a target with ResourceId {rid!r} and "
+                    f"ScalableDimension {dim!r}"
+                )
+            if not (is_whole(low, 0) and is_whole(high, 0)):
+                raise UnsoundListing(
+                    f"DescribeScalableTargets: the target of {rid} ({dim}) has MinCapacity "
+                    f"{low!r} and MaxCapacity {high!r}; expected whole numbers from 0"
+                )
+            targets[(rid, dim)] = ScalableTarget(rid, dim, low, high, target_tracking=False)
     return targets
 
 

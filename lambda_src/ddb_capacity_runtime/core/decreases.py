@@ -43,6 +43,18 @@ def _hourly_slots(start: datetime, eod: datetime) -> int:
     return max(0, math.ceil((eod - start) / HOUR)) if start < eod else 0
 
 
+def _counter(value: object) -> int:
+    """DescribeTable's ``NumberOfDecreasesToday`` (None: none yet); `MAX_DECREASES_PER_DAY`
+    for a value that is not a whole number from 0 to it."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return MAX_DECREASES_PER_DAY
+    if not (math.isfinite(value) and float(value).is_integer()):
+        return MAX_DECREASES_PER_DAY
+    return int(value) if 0 <= value <= MAX_DECREASES_PER_DAY else MAX_DECREASES_PER_DAY
+
+
 @dataclass(frozen=True)
 class DecreaseLedger:
     """One decrease counter (a table or one GSI) on one UTC day."""
@@ -52,11 +64,14 @@ class DecreaseLedger:
 
     @classmethod
     def from_throughput(cls, throughput: Mapping[str, Any], now: datetime) -> DecreaseLedger:
-        """From DescribeTable's ``ProvisionedThroughput`` of a table or GSI."""
+        """From DescribeTable's ``ProvisionedThroughput`` of a table or GSI, untrusted: a
+        counter that is not a whole number from 0 to `MAX_DECREASES_PER_DAY` reads as the
+        day's decreases all spent, and a last decrease that is not a time, or is after
+        ``now``, as one made at ``now``; either way no decrease is taken for granted."""
         last = throughput.get("LastDecreaseDateTime")
-        count = int(throughput.get("NumberOfDecreasesToday", 0) or 0)
+        count = _counter(throughput.get("NumberOfDecreasesToday"))
         if last is not None:
-            last = utc(last)
+            last = min(utc(last), utc(now)) if isinstance(last, datetime) else utc(now)
             if last < end_of_utc_day(now) - timedelta(days=1):
                 count = 0  # the counter resets at 00:00 UTC
         return cls(decreases_today=count, last_decrease=last)

@@ -158,8 +158,9 @@ class _Tick:
     shared_failures: list[str] = field(default_factory=list)
     """shared calls that failed: no decrease anywhere this tick"""
     throttled: list[str] = field(default_factory=list)
-    """shared calls throttled whose loss is confined to what they read (tables not managed this
-    tick, their own targets read instead, series unknown): counted, and decreases elsewhere go on"""
+    """shared calls throttled, or answered with an entry that says nothing sound, whose loss is
+    confined to what they read (tables not managed this tick, their own targets read instead,
+    series unknown): counted, and decreases elsewhere go on"""
     failures: dict[str, list[str]] = field(default_factory=dict)
     skipped: list[dict[str, str]] = field(default_factory=list)
     floor: Floor | None = None
@@ -177,12 +178,15 @@ class _Tick:
     ) -> T:
         """``call`` (botocore retries each AWS call in it); a failure is recorded and
         ``default`` returned. A throttled call whose default
-        loses nothing another table's decision rests on (``confined``) is recorded in
-        `throttled` instead of forbidding decreases."""
+        loses nothing another table's decision rests on (``confined``), or one whose answer
+        held an entry that says nothing sound (`discovery.UnsoundListing`: the table it
+        belongs to fails alone), is recorded in `throttled` instead of forbidding
+        decreases."""
         try:
             return call()
         except Exception as exc:
-            into = self.throttled if confined and is_throttle(exc) else self.shared_failures
+            limited = is_throttle(exc) or isinstance(exc, discovery.UnsoundListing)
+            into = self.throttled if confined and limited else self.shared_failures
             into.append(f"{what}: {describe_error(exc)}")
             return default
 
@@ -288,7 +292,10 @@ def tick(
             if stop.left() <= 0:
                 t.fail_late(table.name, f"not decided: {label} reached its deadline")
                 continue
-            outcomes += _decide_and_act(t, table, series, fresh, held.get(table.name, []))
+            try:  # each table its own fault domain, whatever its description held
+                outcomes += _decide_and_act(t, table, series, fresh, held.get(table.name, []))
+            except Exception as exc:
+                t.fail(table.name, describe_error(exc))
     _report(t, tables, throttles.count)
     return _summary(t, tables, dimensions, outcomes)
 
