@@ -26,6 +26,7 @@ from botocore.stub import Stubber
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.aws.store import CLOCK_SKEW, LEASE, HoldStore
 from ddb_capacity_runtime.core.holds import HeldDimension, level
+from ddb_capacity_runtime.events import event_fields
 from ddb_capacity_runtime.requests import (
     CapacityRequestError,
     CapacityRequestTimeout,
@@ -40,6 +41,7 @@ from ddb_capacity_runtime.requests.broker import BrokerConfig, broker_handler, s
 from ddb_capacity_tools.local_aws import create_store_table
 from tests.local_lambda import local_lambda
 from tests.moto_world import World, base_min_tag
+from tests.test_surge_guards import untrusted_cloudwatch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -137,6 +139,27 @@ def test_two_requesters_add_up_over_the_current_traffic(world: World) -> None:
     assert world.target_min(name, "write") == 1_500
     assert world.throughput(name) == (100, 11_000)
     assert stored(world, name) == {}
+
+
+def test_traffic_cloudwatch_cannot_vouch_for_counts_as_the_capacity_provisioned(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN a table at 1,500 write units under a target, and CloudWatch answering its traffic
+    # with a status not to be trusted (the minutes it gives may say anything)
+    name = world.table("Unvouched", 100, 1_500, tagged=False)
+    world.target(name, "write", 1_500, 40_000)
+    cloudwatch, stub = untrusted_cloudwatch("PartialData")
+    clients = Clients(world.ddb, world.aas, cloudwatch, world.clients.tagging)
+    # WHEN 500 units are asked for on top of the current traffic
+    hold = request_capacity(name, write=500, clients=clients, store=world.store)
+    stub.assert_no_pending_responses()
+    # THEN the traffic counts as the capacity the table has (what it serves now, at most),
+    # never as none: the hold raises the table past it by the units asked for
+    assert hold.levels == {"write": 2_000} and [h.baseline for h in hold.holds] == [1_500]
+    assert world.target_min(name, "write") == 2_000
+    (event,) = [f for r in caplog.records if (f := event_fields(r)) and "baseline" in f]
+    assert (event["event"], event["seen"], event["baseline"]) == ("traffic-unknown", 0, 1_500)
+    hold.release()
 
 
 def test_a_gsi_without_a_target_is_raised_and_lowered_with_update_table(world: World) -> None:

@@ -432,15 +432,28 @@ def test_the_gate_scores_refused_load_above_provisioned_capacity() -> None:
     assert with_forecast == without
 
 
-def test_unknown_data_never_turns_the_forecast_off() -> None:
+def test_unknown_data_never_turns_the_forecast_off_nor_raises_its_aim() -> None:
     """An unknown step in the backtest's day: the gate cannot judge, and the forecast is
-    used as before it (turning it off could lower capacity on unknown data)."""
+    used (turning it off could lower capacity on unknown data), but only for what it adds:
+    its floors at the target, never an aim above it (which would size decreases lower
+    and retarget an owned policy upward, as a forecast that earned its place may)."""
     history = _noisy_level()
+    assert _plan_now(history)[0] is None  # judged on known data, it does not earn its place
     history[-3] = None
     assert backtest(history, "daily", 0.9, 0.7, 1, 40_000) is None
     plan, f = _plan_now(history)
     assert plan is not None and f.gate == UNKNOWN
-    assert "not backtested" in f.reason
+    assert "not backtested" in f.reason and "used at the target" in f.reason
+    assert plan.aim == 70
+    # AND one that earns its place (aiming above the target) keeps, unjudged, floors at least
+    # as high, at the target
+    batch = _nightly_batch()
+    known, _ = _plan_now(batch)
+    assert known is not None and known.aim > 70
+    batch[-3] = None
+    unjudged, f = _plan_now(batch)
+    assert unjudged is not None and f.gate == UNKNOWN and unjudged.aim == 70
+    assert all(u >= k for u, k in zip(unjudged.floors, known.floors, strict=True))
 
 
 def _replayed(

@@ -304,6 +304,23 @@ def falls_ahead(
     ]
 
 
+def _plan_peaks(
+    history: Sequence[float | None], history_end: int, season: str, first: int
+) -> list[float] | None:
+    """The forecast peak of each of a plan's steps from minute ``first`` (`plan_floors`),
+    widened by SPREAD_MINUTES either side; None when no past season covers one."""
+    season_steps = season_minutes(season) // STEP_MINUTES
+    lookback = _lookback(season)
+    peaks: list[float] = []
+    for i in range(PLAN_STEPS):
+        position = len(history) + (first + i * STEP_MINUTES - history_end) // STEP_MINUTES
+        peak = _predict(history, season_steps, lookback, position - SPREAD_STEPS, FLOOR_STEPS)
+        if peak is None:
+            return None
+        peaks.append(peak)
+    return peaks
+
+
 def plan_floors(
     history: Sequence[float | None],
     history_end: int,
@@ -330,20 +347,15 @@ def plan_floors(
         return None, Forecast(None, season, error, reason)
     assert error is not None
     aim = aim_for(error, target_utilization)
-    season_steps = season_minutes(season) // STEP_MINUTES
-    lookback = _lookback(season)
     first = now - (now - history_end) % STEP_MINUTES  # on the history's steps
-    floors: list[int] = []
-    peaks: list[float] = []
-    for i in range(PLAN_STEPS):
-        minute = first + i * STEP_MINUTES
-        position = len(history) + (minute - history_end) // STEP_MINUTES
-        peak = _predict(history, season_steps, lookback, position - SPREAD_STEPS, FLOOR_STEPS)
-        if peak is None:
-            return None, Forecast(None, season, error, "no past season covers the plan")
-        peaks.append(peak)
-        units = capacity_units(peak / aim)
-        floors.append(max(min_capacity, min(max_capacity, units)))
+    peaks = _plan_peaks(history, history_end, season, first)
+    if peaks is None:
+        return None, Forecast(None, season, error, "no past season covers the plan")
+
+    def floors_at(aim: float) -> list[int]:
+        return [max(min_capacity, min(max_capacity, capacity_units(p / aim))) for p in peaks]
+
+    floors = floors_at(aim)
     if max(floors) <= min_capacity:
         return None, Forecast(max(peaks), season, error, f"{reason}; the minimum covers it")
     scores = (replay or Replay()).scores(
@@ -353,6 +365,9 @@ def plan_floors(
         why = f"{reason}; {gate_reason(scores)}"
         return None, Forecast(max(peaks), season, error, why, IDLE)
     reason = f"{reason}; {gate_reason(scores)}"
+    if scores is None:  # not judged: the plan only adds, its floors at the target, no higher aim
+        aim = target_utilization
+        floors = floors_at(aim)
     falls: list[float] = []
     if minute_of_day is not None:  # the falls between the plan's end and the UTC day's end
         left = DAY_MINUTES - (minute_of_day - (now - first) + PLAN_MINUTES)
@@ -624,7 +639,7 @@ def _sliding_maxima(values: Sequence[float], first: int, count: int, length: int
 def gate_reason(scores: tuple[float, float] | None) -> str:
     """The gate's verdict in words, from `backtest`'s scores."""
     if scores is None:
-        return "not backtested (an unknown step): used"
+        return "not backtested (an unknown step): used at the target, its floors only"
     with_forecast, without = scores
     verb = "beats" if with_forecast < without else "does not beat"
     return f"{verb} reacting alone over the last day (score {with_forecast:,.0f} vs {without:,.0f})"

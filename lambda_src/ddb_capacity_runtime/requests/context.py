@@ -7,6 +7,7 @@ rows: `core.outcomes.result_row`)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +28,7 @@ from ..core.policy import capacity_units
 from ..core.series import window
 from ..core.settings import ScalerConfig
 from ..core.tables import Dimension, ManagedTable, ScalableTarget
+from ..events import log_event
 
 TRAFFIC_MINUTES = 5
 """Minutes of CloudWatch history whose peak is "the current traffic"."""
@@ -85,13 +87,36 @@ def read_table(ctx: Context, table: str, index: str | None, deadline: float | No
 
 
 def current_traffic(
-    ctx: Context, table: str, index: str | None, dims: Iterable[str]
+    ctx: Context, managed: ManagedTable, index: str | None, dims: Iterable[str]
 ) -> dict[str, int]:
-    """Peak consumed units per second of each dimension over the last few minutes."""
+    """Peak consumed units per second of each dimension over the last few minutes. Where
+    CloudWatch answered minutes not to be trusted (`core.series.Series.untrusted`: the
+    peak may be among them), at least the dimension's provisioned capacity (``managed``'s,
+    as `read_table` read it), what the table serves now at most, logged
+    (``traffic-unknown``): a baseline read too low would raise the table too little for the
+    work on top of it."""
+    table = managed.name
+    provisioned = {d.dimension: d.provisioned for d in managed.dimensions if d.index == index}
     keys = [(table, index, d) for d in dims]
     start, end = window(ctx.now(), TRAFFIC_MINUTES, TRAFFIC_LAG_MINUTES)
     series = metrics.fetch(ctx.clients.cloudwatch, keys, start, end)
-    return {k[2]: capacity_units(max(series[k].consumed, default=0.0)) for k in keys}
+    out = {}
+    for key in keys:
+        seen = capacity_units(max(series[key].consumed, default=0.0))
+        untrusted = series[key].untrusted
+        out[key[2]] = max(seen, provisioned.get(key[2], 0)) if untrusted else seen
+        if untrusted:
+            log_event(
+                "traffic-unknown",
+                level=logging.WARNING,
+                table=table,
+                index=index,
+                dimension=key[2],
+                unknown_minutes=untrusted,
+                seen=seen,
+                baseline=out[key[2]],
+            )
+    return out
 
 
 def base_of(d: Dimension, state: HeldDimension | None) -> tuple[Memory | None, int]:

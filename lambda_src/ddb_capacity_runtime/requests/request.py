@@ -168,8 +168,8 @@ def request_capacity(
     holds_store = open_store(store, ctx.clients, clock)
     _check_bounds(holds_store, hold, wanted)
     deadline = clock() + timeout.total_seconds()
-    read_table(ctx, table, index, deadline)  # the table and index exist, and are ACTIVE
-    traffic = current_traffic(ctx, table, index, wanted)
+    # the table and index exist, and are ACTIVE; the traffic on them now
+    traffic = current_traffic(ctx, read_table(ctx, table, index, deadline), index, wanted)
     ident = uuid.uuid4().hex[:12]
     token = new_token()
     expires = datetime.fromtimestamp(math.ceil((ctx.now() + hold).timestamp()), UTC)
