@@ -451,12 +451,17 @@ class CapacityRequests(Construct):
         scalable targets, the hold store or a hold. A function granted here gets
         ``$CAPACITY_SIGNALS`` set, so ``ddb_capacity_runtime.fast_path.hook.watch`` reports there
         by default. Needs ``fast_path``."""
+        signals = self._fast_path_for("grant_signals")
+        return self._grant_invoke("grant_signals", grantee, signals, SIGNALS_ENV)
+
+    def _fast_path_for(self, method: str) -> lambda_.Function:
+        """The signals function, for ``method``; refused by name without the fast path."""
         if self.signals is None:
             raise CapacityConfigError(
-                f"{self._where}: grant_signals needs the fast path; pass "
+                f"{self._where}: {method} needs the fast path; pass "
                 f"fast_path=FastPath() to CapacityRequests"
             )
-        return self._grant_invoke("grant_signals", grantee, self.signals, SIGNALS_ENV)
+        return self.signals
 
     def instrument(
         self,

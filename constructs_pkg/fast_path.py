@@ -364,6 +364,7 @@ def instrument_function(
     ``tables``: the only tables reported (default: all of the account's in the Region);
     ``mode``: ``consumed`` (the hook asks for the consumed capacity of the requests it
     counts) or ``throttles`` (it changes no request). Needs ``fast_path``."""
+    owner._fast_path_for("instrument")
     if not isinstance(function, lambda_.Function):
         raise CapacityConfigError(
             f"{owner._where}: instrument needs a lambda_.Function (its layers and "

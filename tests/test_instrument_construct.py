@@ -137,7 +137,7 @@ def test_bad_instrument_calls_are_refused_by_name(stack: cdk.Stack, call, messag
 def test_without_the_fast_path_instrument_is_refused(stack: cdk.Stack) -> None:
     shipments, _ = tables(stack)
     requests = CapacityRequests(stack, "Requests", tables=[shipments])
-    with pytest.raises(CapacityConfigError, match="grant_signals needs the fast path"):
+    with pytest.raises(CapacityConfigError, match="Requests: instrument needs the fast path"):
         requests.instrument(_app_function(stack))
 
 
