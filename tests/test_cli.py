@@ -852,6 +852,21 @@ def test_tune_reads_a_tables_history(history_table: HistoryTable) -> None:
     )
 
 
+def test_tune_refuses_a_table_without_traffic_before_simulating(
+    history_table: HistoryTable,
+) -> None:
+    """``tune --table`` on a day of history with no consumed capacity nor throttles says so
+    at once, as ``advise`` does, instead of tuning on nothing."""
+    name, end, *_ = history_table
+    code, out, err = run("tune", *a_day_of(name, end - timedelta(days=3)), "--quiet")
+    assert code == 2 and out == ""
+    assert err == (
+        f"ddb-capacity: error: --table: {name}: no consumed capacity or throttles in 1 day(s) "
+        "of CloudWatch history: idle, on-demand without traffic, or its metrics are not "
+        "readable; nothing to tune\n"
+    )
+
+
 # ---------------------------------------------------------------- simulate --score-from
 
 

@@ -388,6 +388,19 @@ def advise_one(
     )
 
 
+def idle(trace: Trace) -> bool:
+    """Whether ``trace`` shows no demand at all: nothing a policy could be judged on."""
+    return not any(v > 0 for series in trace.demand.values() for v in series)
+
+
+def idle_reason(days: int, what: str) -> str:
+    """Why a table whose history is `idle` over ``days`` day(s) gets nothing to ``what``."""
+    return (
+        f"{IDLE} in {days} day(s) of CloudWatch history: idle, on-demand without traffic, "
+        f"or its metrics are not readable; nothing to {what}"
+    )
+
+
 def advise_trace(
     trace: Trace,
     table: str,
@@ -400,13 +413,8 @@ def advise_trace(
     the table class for its ``size`` (none when the size is unknown: the notes say why);
     with ``setup.current``, the figures of the settings ``current(keys)`` says the table
     has."""
-    if not any(v > 0 for series in trace.demand.values() for v in series):
-        return Failure(
-            table,
-            index,
-            f"{IDLE} in {setup.days} day(s) of CloudWatch history: "
-            "idle, on-demand without traffic, or its metrics are not readable; nothing to compare",
-        )
+    if idle(trace):
+        return Failure(table, index, idle_reason(setup.days, "compare"))
     settings = setup.settings_of(trace)
     names = list(dict.fromkeys([*setup.candidates, *STOCK, ON_DEMAND]))
     split = validation_split(trace)

@@ -349,6 +349,9 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.html:
         page.check_path(args.html)  # before any work
     trace = _trace(args, params)
+    if args.table is not None and advise_module.idle(trace):  # before minutes of simulation
+        days = TUNE_DAYS if args.days is None else args.days
+        raise TraceError(f"--table: {args.table}: {advise_module.idle_reason(days, 'tune')}")
     settings = settings_of(name, params, trace)
     progress = None if args.quiet else err
     tuning = tune_module.tune(
