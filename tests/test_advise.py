@@ -605,6 +605,15 @@ def test_the_report_weighs_each_tables_current_settings(
     )
     assert code == 0, err
     assert "current settings (fixed:10) a month" in (tmp_path / "t.html").read_text()
+    # a bucket that does not exist is named with the option, after the advice and the page
+    code, out, err = run(
+        *one, "--report", "s3://no-such-bucket/x", "--html", str(tmp_path / "u.html")
+    )
+    assert code == 2 and fixed in out and (tmp_path / "u.html").read_text(), err
+    assert err.splitlines()[-1] == (
+        "ddb-capacity: error: --report: s3://no-such-bucket/x: NoSuchBucket: The specified "
+        "bucket does not exist"
+    )
     (tmp_path / "one").mkdir()
     code, _, err = run(*one, "--report", str(tmp_path / "one"))
     assert code == 0, err

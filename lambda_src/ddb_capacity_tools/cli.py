@@ -429,13 +429,13 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     about = {"ensemble": name, "days": days, "end": _iso(end)}
     reservation = _reservation(results, prices) if args.all_tables else None
     _advise_output(args, out, results, about, reservation, len(settings_of(name, params)))
-    if report is not None:  # after the output: a report that cannot be written loses nothing
+    if args.html:
+        _advise_page(args.html, results, about, args.all_tables, err, reservation)
+    if report is not None:  # last: a report that cannot be written loses nothing else
         out.flush()
         pages = page.table_pages(results, about) if args.all_tables else None
         built = fleet.build(results, about, reservation=reservation)
         fleet.write(built, report, made_s3=_s3_client, pages=pages)
-    if args.html:
-        _advise_page(args.html, results, about, args.all_tables, err, reservation)
     return 1 if any(isinstance(r, advise_module.Failure) for r in results) else 0
 
 

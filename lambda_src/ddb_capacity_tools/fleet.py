@@ -29,6 +29,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.validators import is_number
 
 from .advise import MONTH_HOURS, shown
@@ -351,7 +354,12 @@ def write(
     """The three files (and ``pages``, each table's page by its name under ``tables/``)
     in the directory (made if need be) or under the S3 prefix."""
     if where.bucket is not None:
-        return put_s3(made_s3(), where.bucket, where.path, report, pages=pages)
+        try:
+            return put_s3(made_s3(), where.bucket, where.path, report, pages=pages)
+        except (BotoCoreError, ClientError) as exc:
+            raise ReportError(
+                f"--report: s3://{where.bucket}/{where.path}: {describe_error(exc)}"
+            ) from None
     directory = Path(where.path)
     directory.mkdir(parents=True, exist_ok=True)
     written = []
