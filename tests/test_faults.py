@@ -326,7 +326,7 @@ def odd_decreases(world: World, table: str, count: object, last: datetime | None
     world.ddb.meta.events.register("after-call.dynamodb.DescribeTable", odd)
 
 
-@pytest.mark.parametrize("count", [-3, 28, 2.5, math.nan, "1", True])
+@pytest.mark.parametrize("count", [-3, 10**400, 2.5, math.nan, "1", True])
 def test_a_decrease_counter_past_belief_is_taken_as_spent(world: World, count: object) -> None:
     # GIVEN an idle table whose DescribeTable tells a decrease counter no table can have
     busy, idle = busy_and_idle(world)
@@ -382,6 +382,9 @@ def test_an_error_in_one_tables_decision_fails_that_table_alone(
     assert [f["table"] for f in summary["failures"]] == [faulty]
     assert "OverflowError" in summary["failures"][0]["reason"]
     assert emf(events, faulty)["Failures"] == 1 and emf(events, None)["Failures"] == 1
+    # AND what was sent for it before is in the summary: the idle table lowered
+    assert world.throughput(faulty) == (5, 5)
+    assert {c["table"] for c in summary["changes"]} == {busy, idle, faulty}
 
 
 def test_a_target_whose_min_is_above_its_max_is_held_and_counted(world: World) -> None:

@@ -445,6 +445,7 @@ def test_unknown_data_never_turns_the_forecast_off_nor_raises_its_aim() -> None:
     assert plan is not None and f.gate == UNKNOWN
     assert "not backtested" in f.reason and "used at the target" in f.reason
     assert plan.aim == 70
+    assert (plan.reserve, plan.least) == (MAX_RESERVE, 0)  # a decrease only for a large saving
     # AND one that earns its place (aiming above the target) keeps, unjudged, floors at least
     # as high, at the target
     batch = _nightly_batch()

@@ -50,7 +50,7 @@ def _counter(value: object) -> int:
         return 0
     if isinstance(value, bool) or not isinstance(value, int | float):
         return MAX_DECREASES_PER_DAY
-    if not (math.isfinite(value) and float(value).is_integer()):
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
         return MAX_DECREASES_PER_DAY
     return int(value) if 0 <= value <= MAX_DECREASES_PER_DAY else MAX_DECREASES_PER_DAY
 
@@ -67,7 +67,9 @@ class DecreaseLedger:
         """From DescribeTable's ``ProvisionedThroughput`` of a table or GSI, untrusted: a
         counter that is not a whole number from 0 to `MAX_DECREASES_PER_DAY` reads as the
         day's decreases all spent, and a last decrease that is not a time, or is after
-        ``now``, as one made at ``now``; either way no decrease is taken for granted."""
+        ``now``, as one made at ``now``; either way no decrease is taken for granted. A last
+        decrease before today's 00:00 UTC starts the count again from 0, whatever it said,
+        as DynamoDB's does."""
         last = throughput.get("LastDecreaseDateTime")
         count = _counter(throughput.get("NumberOfDecreasesToday"))
         if last is not None:

@@ -365,8 +365,8 @@ def plan_floors(
         why = f"{reason}; {gate_reason(scores)}"
         return None, Forecast(max(peaks), season, error, why, IDLE)
     reason = f"{reason}; {gate_reason(scores)}"
-    if scores is None:  # not judged: the plan only adds, its floors at the target, no higher aim
-        aim = target_utilization
+    if scores is None:  # not judged: the plan only adds: floors at the target, no higher aim,
+        aim = target_utilization  # and (below) every decrease kept for a large saving
         floors = floors_at(aim)
     falls: list[float] = []
     if minute_of_day is not None:  # the falls between the plan's end and the UTC day's end
@@ -376,7 +376,8 @@ def plan_floors(
         falls = sorted(falls, reverse=True)[:MAX_RESERVE]
     # the smallest fall's saving, in units at the aim (at most the quota, as a floor)
     least = min(max_capacity, capacity_units(falls[-1] / aim)) if falls else 0
-    plan = FloorPlan(first, tuple(floors), round(aim * 100), len(falls), least)
+    reserve, least = (len(falls), least) if scores is not None else (MAX_RESERVE, 0)
+    plan = FloorPlan(first, tuple(floors), round(aim * 100), reserve, least)
     return plan, Forecast(max(peaks), season, error, reason, UNKNOWN if scores is None else EARNS)
 
 
@@ -639,7 +640,10 @@ def _sliding_maxima(values: Sequence[float], first: int, count: int, length: int
 def gate_reason(scores: tuple[float, float] | None) -> str:
     """The gate's verdict in words, from `backtest`'s scores."""
     if scores is None:
-        return "not backtested (an unknown step): used at the target, its floors only"
+        return (
+            "not backtested (an unknown step): used at the target, its floors only (every "
+            "decrease kept for a large saving)"
+        )
     with_forecast, without = scores
     verb = "beats" if with_forecast < without else "does not beat"
     return f"{verb} reacting alone over the last day (score {with_forecast:,.0f} vs {without:,.0f})"

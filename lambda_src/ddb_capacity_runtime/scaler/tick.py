@@ -624,6 +624,23 @@ def _decide_and_act(
     except Exception as exc:
         t.fail(table.name, describe_error(exc))
         results = {}
+    try:  # what was sent stays in the summary, whatever reporting it raises
+        _report_table(t, table, planned, results, series, len(held_back))
+    except Exception as exc:
+        t.fail(table.name, describe_error(exc))
+    return list(results.values())
+
+
+def _report_table(
+    t: _Tick,
+    table: ManagedTable,
+    planned: list[tuple[Change, Decision]],
+    results: Mapping[int, Outcome],
+    series: Mapping[Key, Series],
+    held_back: int,
+) -> None:
+    """Log each decision of ``table`` (with its outcome, where one was sent) and send the
+    table's EMF record."""
     for change, _ in planned:
         _log_decision(t, table.name, change, results.get(id(change)))
     values = _table_metrics(table, planned, t.now, table.name in t.failures)
@@ -632,12 +649,11 @@ def _decide_and_act(
     occasional = {
         "RaisesWithinWarm": within_warm(results.values()),
         "KeyRangeThrottleEvents": _report_causes(table, series),
-        "HeldByReservation": len(held_back),
+        "HeldByReservation": held_back,
     }
     # only while they happen (each a billed custom metric)
     values |= {name: value for name, value in occasional.items() if value}
     t.emf(values, table.name)
-    return list(results.values())
 
 
 def _log_held(t: _Tick, table: str, held: list[Held]) -> None:
