@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..core.decreases import DecreaseLedger
 from ..core.errors import NotManaged as NotManaged
 from ..core.errors import TableUpdating as TableUpdating
+from ..core.errors import UnsoundListing as UnsoundListing
 from ..core.floorplan import FloorPlan, parse_plan
 from ..core.memory import Memory, reconcile
 from ..core.names import SCALER_TAGS, UNITS, resource_id, scalable_dimension
@@ -40,15 +41,6 @@ if TYPE_CHECKING:
     from mypy_boto3_resourcegroupstaggingapi import ResourceGroupsTaggingAPIClient
 
     from ..core.holds import HeldDimension
-
-
-class UnsoundListing(ValueError):
-    """A listing of Application Auto Scaling's (untrusted) with an entry that says nothing
-    sound: a scalable target without its ResourceId and ScalableDimension or a whole
-    MinCapacity and MaxCapacity from 0, a target-tracking policy without its ResourceId and
-    ScalableDimension. What that listing holds is unknown, and only that: the tick reads
-    each table's own targets instead, and the table the entry belongs to fails alone, its
-    own listing raising the same."""
 
 
 RESOURCES_PER_LISTING = 50

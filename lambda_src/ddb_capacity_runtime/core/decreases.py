@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from .validators import is_number
+
 FREE_DECREASES = 4
 MAX_DECREASES_PER_DAY = 27
 HOUR = timedelta(hours=1)
@@ -48,11 +50,9 @@ def _counter(value: object) -> int:
     for a value that is not a whole number from 0 to it."""
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return MAX_DECREASES_PER_DAY
-    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
-        return MAX_DECREASES_PER_DAY
-    return int(value) if 0 <= value <= MAX_DECREASES_PER_DAY else MAX_DECREASES_PER_DAY
+    if is_number(value, 0, MAX_DECREASES_PER_DAY) and float(value).is_integer():
+        return int(value)
+    return MAX_DECREASES_PER_DAY
 
 
 @dataclass(frozen=True)

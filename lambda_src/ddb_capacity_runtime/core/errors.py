@@ -154,6 +154,15 @@ class NotManaged(CapacityError, RuntimeError):
     """The table is skipped this tick (not ACTIVE, on-demand); not an error."""
 
 
+class UnsoundListing(CapacityError, ValueError):
+    """A listing of Application Auto Scaling's (untrusted) with an entry that says nothing
+    sound: a scalable target without its ResourceId and ScalableDimension or a whole
+    MinCapacity and MaxCapacity from 0, a target-tracking policy without its ResourceId and
+    ScalableDimension. What that listing holds is unknown, and only that: the tick reads
+    each table's own targets instead, and the table the entry belongs to fails alone, its
+    own listing raising the same."""
+
+
 class TableUpdating(NotManaged):
     """The table is UPDATING: skipped this tick, and counted (a table that stays UPDATING
     is not managed at all)."""
