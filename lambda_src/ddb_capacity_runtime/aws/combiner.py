@@ -95,6 +95,7 @@ _MARKS = {
     "raised": "surge_raised",
     "aim": "surge_aim",
     "confirmed": "surge_confirmed",
+    "unknown": "surge_unknown",
 }
 """The surge's attributes of the item (`SurgeMark`)."""
 _MARK_MAX = "surge_max"
@@ -128,6 +129,11 @@ class SurgeMark:
     confirmed: float | None = None
     """When DynamoDB's own measure last showed the demand a surge was raised for (None: never,
     or not a time); a confirmation before the surge ``started`` is another surge's."""
+    unknown: float | None = None
+    """When a read of CloudWatch for the dimension last could not settle its surge (it failed,
+    or its answer had minutes not to be trusted; None: never, or not a time): while it is
+    the last read (at ``checked``), the looks that do not read again let the surge go on, as
+    that read did."""
 
 
 @dataclass(frozen=True)
@@ -314,10 +320,18 @@ def mark(
     aim: float | None = None,
     max_capacity: int | None = None,
     confirmed: float | None = None,
+    unknown: float | None = None,
 ) -> None:
     """Remember what is given (not None) of the dimension's surge in its combiner item
-    (`SurgeMark`); the caller holds the dimension's lease, but for ``confirmed`` alone."""
-    given = {"started": started, "raised": raised, "aim": aim, "confirmed": confirmed}
+    (`SurgeMark`); the caller holds the dimension's lease, but for ``confirmed`` and
+    ``unknown`` alone."""
+    given = {
+        "started": started,
+        "raised": raised,
+        "aim": aim,
+        "confirmed": confirmed,
+        "unknown": unknown,
+    }
     names: dict[str, str] = {}
     values: dict[str, Any] = {}
     sets: list[str] = []
@@ -410,6 +424,7 @@ def _mark(item: Mapping[str, Any], now: float) -> SurgeMark:
         "raised": _MARKS["raised"],
         "checked": _CHECKED,
         "confirmed": _MARKS["confirmed"],
+        "unknown": _MARKS["unknown"],
     }
     for name, attribute in names.items():
         value = _float(_raw_number(item, attribute))
@@ -430,6 +445,7 @@ def _mark(item: Mapping[str, Any], now: float) -> SurgeMark:
         text if isinstance(text, str) else None,
         times["checked"],
         times["confirmed"],
+        times["unknown"],
     )
 
 

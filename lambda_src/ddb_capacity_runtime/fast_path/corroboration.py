@@ -87,17 +87,34 @@ def trusted_demand(ctx: Context, table: str, index: str | None, dimension: str) 
     return Demand(max(known[-TRUSTED_MINUTES:], default=0.0), series.untrusted)
 
 
-def _unknown(where: dict[str, Any], demand: Demand) -> None:
-    """Count and log an answer of CloudWatch's that could not settle a surge: some of its
-    minutes were not to be trusted, and those it trusted did not confirm or widen it."""
+def _not_settled(
+    store: HoldStore, first: Seen, where: dict[str, Any], reason: str, now: float, **extra: Any
+) -> None:
+    """Count and log a read of CloudWatch's that could not settle ``first``'s surge (it
+    failed, or some minutes of its answer were not to be trusted and those it trusted did
+    not confirm or widen the surge), and remember it in the combiner item
+    (`combiner.SurgeMark.unknown`): the looks that do not read again let the surge go on."""
     count("CorroborationFailed")
-    log_event(
-        "corroboration-failed",
-        level=logging.ERROR,
-        **where,
-        reason=f"CloudWatch's answer left {demand.unknown} minute(s) unknown",
-        trusted=round(demand.units, 1),
-    )
+    try:
+        combiner.mark(store.dynamodb, store.name, first.key, unknown=now)
+    except Exception as exc:  # the looks within the minute then answer unconfirmed
+        reason = f"{reason}; not remembered ({reason_of(exc)})"
+    log_event("corroboration-failed", level=logging.ERROR, **where, reason=reason, **extra)
+
+
+def _untrusted(demand: Demand) -> dict[str, Any]:
+    """`_not_settled`'s reason and fields for an answer with minutes not to be trusted."""
+    return {
+        "reason": f"CloudWatch's answer left {demand.unknown} minute(s) unknown",
+        "trusted": round(demand.units, 1),
+    }
+
+
+def _unsettled(mark: combiner.SurgeMark) -> bool:
+    """Whether the dimension's last read of CloudWatch (at ``mark.checked``) could not settle
+    its surge (``mark.unknown``)."""
+    unknown, checked = mark.unknown, mark.checked
+    return unknown is not None and checked is not None and unknown >= checked
 
 
 @dataclass(frozen=True)
@@ -147,17 +164,16 @@ def surge_confirmed(ctx: Context, store: HoldStore, first: Seen, now: float) -> 
         claimed = combiner.claim_check(
             store.dynamodb, store.name, first.key, now, CORROBORATE_SECONDS
         )
-        if not claimed:  # read within the minute, and not confirmed by it
-            return False
+        if not claimed:  # read within the minute, not confirmed by it: unless unsettled
+            return _unsettled(mark)
         trusted = trusted_demand(ctx, first.table, first.d.index, first.d.dimension)
     except Exception as exc:  # unknown: the surge goes on
-        count("CorroborationFailed")
-        log_event("corroboration-failed", level=logging.ERROR, **where, reason=reason_of(exc))
+        _not_settled(store, first, where, reason_of(exc), now)
         return True
     if _confirms(first, trusted.units, now, store):
         return True
     if trusted.unknown:  # unknown: the surge goes on
-        _unknown(where, trusted)
+        _not_settled(store, first, where, now=now, **_untrusted(trusted))
         return True
     count("SurgesUnconfirmed")
     log_event(
@@ -240,8 +256,7 @@ def corroborated_plan(
             return plan, False  # another look read CloudWatch for it within the minute
         trusted = trusted_demand(ctx, first.table, first.d.index, first.d.dimension)
     except Exception as exc:  # the capped plan stands
-        count("CorroborationFailed")
-        log_event("corroboration-failed", level=logging.ERROR, **where, reason=reason_of(exc))
+        _not_settled(store, first, where, reason_of(exc), ctx.clock())
         return plan, False
     if first.stands.surge is not None:
         _confirms(first, trusted.units, ctx.clock(), store)
@@ -249,7 +264,7 @@ def corroborated_plan(
     was = plan.applied if plan.status == "raise" else 0
     if wider.status != "raise" or wider.applied <= max(was, wider.before):
         if trusted.unknown:  # the capped plan stands
-            _unknown(where, trusted)
+            _not_settled(store, first, where, now=ctx.clock(), **_untrusted(trusted))
         else:
             log_event(
                 "surge-not-corroborated", **where, trusted=round(trusted.units, 1), want=plan.want
