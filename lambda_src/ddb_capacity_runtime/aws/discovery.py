@@ -158,16 +158,12 @@ def _tracked(
     for page in pages:
         for policy in page["ScalingPolicies"]:
             if policy.get("PolicyType") == "TargetTrackingScaling":
-                key = (policy.get("ResourceId"), policy.get("ScalableDimension"))
-                if not all(isinstance(part, str) for part in key):
-                    raise UnsoundListing(
-                        f"DescribeScalingPolicies: the policy {policy.get('PolicyName')!r} "
-                        f"has ResourceId {key[0]!r} and ScalableDimension {key[1]!r}"
-                    )
+                name = f"the policy {policy.get('PolicyName')!r}"
+                key = _scope(policy, "DescribeScalingPolicies", name)
                 config = policy.get("TargetTrackingScalingPolicyConfiguration", {})
                 value = config.get("TargetValue")
                 ok = isinstance(value, (int, float)) and 20 <= value <= 90  # untrusted
-                tracked[cast("tuple[str, str]", key)] = (
+                tracked[key] = (
                     float(value) if ok and value is not None else None,
                     _policy(policy.get("PolicyName"), config),
                 )
@@ -201,18 +197,24 @@ def _policy(name: object, config: Mapping[str, Any]) -> TrackingPolicy | None:
     return TrackingPolicy(name, kind, cooldowns[0], cooldowns[1], scale_in)
 
 
+def _scope(entry: Mapping[str, Any], operation: str, what: str) -> tuple[str, str]:
+    """The (ResourceId, ScalableDimension) of ``entry``, ``what`` in ``operation``'s
+    listing; raises `UnsoundListing` when either is not a string."""
+    rid, dim = entry.get("ResourceId"), entry.get("ScalableDimension")
+    if not (isinstance(rid, str) and isinstance(dim, str)):
+        raise UnsoundListing(
+            f"{operation}: {what} has ResourceId {rid!r} and ScalableDimension {dim!r}"
+        )
+    return rid, dim
+
+
 def _listed(pages: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], ScalableTarget]:
     """The scalable targets of DescribeScalableTargets' ``pages``, tracking not yet known."""
     targets: dict[tuple[str, str], ScalableTarget] = {}
     for page in pages:
         for t in page["ScalableTargets"]:
-            rid, dim = t.get("ResourceId"), t.get("ScalableDimension")
+            rid, dim = _scope(t, "DescribeScalableTargets", "a target")
             low, high = t.get("MinCapacity"), t.get("MaxCapacity")
-            if not (isinstance(rid, str) and isinstance(dim, str)):
-                raise UnsoundListing(
-                    f"DescribeScalableTargets: a target with ResourceId {rid!r} and "
-                    f"ScalableDimension {dim!r}"
-                )
             if not (is_whole(low, 0) and is_whole(high, 0)):
                 raise UnsoundListing(
                     f"DescribeScalableTargets: the target of {rid} ({dim}) has MinCapacity "

@@ -369,14 +369,14 @@ def plan_floors(
         aim = target_utilization  # and (below) every decrease kept for a large saving
         floors = floors_at(aim)
     falls: list[float] = []
-    if minute_of_day is not None:  # the falls between the plan's end and the UTC day's end
+    if minute_of_day is not None and scores is not None:  # the falls to the UTC day's end
         left = DAY_MINUTES - (minute_of_day - (now - first) + PLAN_MINUTES)
         end = len(history) + (first + PLAN_MINUTES - history_end) // STEP_MINUTES
         falls = falls_ahead(history, season, end, max(left, 0) // STEP_MINUTES)
         falls = sorted(falls, reverse=True)[:MAX_RESERVE]
     # the smallest fall's saving, in units at the aim (at most the quota, as a floor)
     least = min(max_capacity, capacity_units(falls[-1] / aim)) if falls else 0
-    reserve, least = (len(falls), least) if scores is not None else (MAX_RESERVE, 0)
+    reserve = len(falls) if scores is not None else MAX_RESERVE
     plan = FloorPlan(first, tuple(floors), round(aim * 100), reserve, least)
     return plan, Forecast(max(peaks), season, error, reason, UNKNOWN if scores is None else EARNS)
 

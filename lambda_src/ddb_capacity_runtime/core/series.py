@@ -72,8 +72,8 @@ class Series:
     @classmethod
     def all_unknown(cls, minute_starts: list[datetime]) -> Series:
         """A series of which nothing is known (its query failed)."""
-        zeros = [0.0] * len(minute_starts)
         n = len(minute_starts)
+        zeros = [0.0] * n
         return cls(list(minute_starts), zeros, list(zeros), [True] * n, untrusted=n)
 
 

@@ -71,6 +71,11 @@ class Demand:
     units: float
     unknown: int = 0
 
+    @property
+    def reason(self) -> str:
+        """Why an answer with minutes not to be trusted settled nothing."""
+        return f"CloudWatch's answer left {self.unknown} minute(s) unknown"
+
 
 def trusted_demand(ctx: Context, table: str, index: str | None, dimension: str) -> Demand:
     """The demand DynamoDB itself measured served on the dimension, in units a second:
@@ -100,14 +105,6 @@ def _not_settled(
     except Exception as exc:  # the looks within the minute then answer unconfirmed
         reason = f"{reason}; not remembered ({reason_of(exc)})"
     log_event("corroboration-failed", level=logging.ERROR, **where, reason=reason, **extra)
-
-
-def _untrusted(demand: Demand) -> dict[str, Any]:
-    """`_not_settled`'s reason and fields for an answer with minutes not to be trusted."""
-    return {
-        "reason": f"CloudWatch's answer left {demand.unknown} minute(s) unknown",
-        "trusted": round(demand.units, 1),
-    }
 
 
 def _unsettled(mark: combiner.SurgeMark) -> bool:
@@ -173,7 +170,7 @@ def surge_confirmed(ctx: Context, store: HoldStore, first: Seen, now: float) -> 
     if _confirms(first, trusted.units, now, store):
         return True
     if trusted.unknown:  # unknown: the surge goes on
-        _not_settled(store, first, where, now=now, **_untrusted(trusted))
+        _not_settled(store, first, where, trusted.reason, now, trusted=round(trusted.units, 1))
         return True
     count("SurgesUnconfirmed")
     log_event(
@@ -264,7 +261,8 @@ def corroborated_plan(
     was = plan.applied if plan.status == "raise" else 0
     if wider.status != "raise" or wider.applied <= max(was, wider.before):
         if trusted.unknown:  # the capped plan stands
-            _not_settled(store, first, where, now=ctx.clock(), **_untrusted(trusted))
+            trusted_units = round(trusted.units, 1)
+            _not_settled(store, first, where, trusted.reason, ctx.clock(), trusted=trusted_units)
         else:
             log_event(
                 "surge-not-corroborated", **where, trusted=round(trusted.units, 1), want=plan.want

@@ -292,10 +292,7 @@ def tick(
             if stop.left() <= 0:
                 t.fail_late(table.name, f"not decided: {label} reached its deadline")
                 continue
-            try:  # each table its own fault domain, whatever its description held
-                outcomes += _decide_and_act(t, table, series, fresh, held.get(table.name, []))
-            except Exception as exc:
-                t.fail(table.name, describe_error(exc))
+            outcomes += _decide_and_act(t, table, series, fresh, held.get(table.name, []))
     _report(t, tables, throttles.count)
     return _summary(t, tables, dimensions, outcomes)
 
@@ -587,7 +584,8 @@ def _decide_and_act(
     held: list[HeldDimension],
 ) -> list[Outcome]:
     """Decide every dimension of ``table`` and apply the changes; log each decision and
-    send the table's EMF record. Returns the outcomes of the changes sent."""
+    send the table's EMF record. Returns the outcomes of the changes sent. Raises nothing:
+    what deciding, acting or reporting raises is a failure of ``table`` alone."""
     planned: list[tuple[Change, Decision]] = []
     held_back: list[Held] = []
     read = table
