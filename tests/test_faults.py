@@ -9,6 +9,8 @@ against."""
 
 from __future__ import annotations
 
+import io
+import json
 import math
 import time
 from collections.abc import Callable, Iterator
@@ -20,13 +22,15 @@ from botocore.compat import HTTPHeaders
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from ddb_capacity_runtime.core.decreases import DecreaseLedger
-from ddb_capacity_runtime.core.names import resource_id
+from ddb_capacity_runtime.core.names import resource_id, table_of_arn
 from ddb_capacity_runtime.core.settings import ScalerConfig
+from ddb_capacity_runtime.core.tables import tags_of
 from ddb_capacity_runtime.requests import Hold
 from ddb_capacity_runtime.scaler import tick
 from ddb_capacity_runtime.scaler.handler import complete
-from ddb_capacity_runtime.scaler.tick import TickFailed, TickSummary
-from tests.moto_world import World, base_min_tag, configured_min, upgrade_window
+from ddb_capacity_runtime.scaler.shard import Batch
+from ddb_capacity_runtime.scaler.tick import TickFailed, TickSummary, run_tick
+from tests.moto_world import TAG_KEY, World, base_min_tag, configured_min, upgrade_window
 
 
 @pytest.fixture
@@ -700,6 +704,113 @@ def test_an_unsound_entry_in_a_listing_fails_its_table_alone(world: World, listi
     (shared,) = summary["shared_failures"]
     assert shared.startswith("scalable targets: UnsoundListing") and odd in shared
     assert emf(events, None)["SharedFailures"] == 1 and emf(events, None)["Failures"] == 1
+
+
+def unsound_tagging(
+    world: World, odd: str, extra: list[Any], tagging: Any = None
+) -> Callable[[], None]:
+    """Every GetResources answer (of ``tagging``; default: the world's client) gives
+    ``odd``'s tags unsound (a tag without its value) and carries the entries ``extra`` too,
+    until the returned function is called."""
+
+    def unsound(parsed: dict[str, Any], **_: Any) -> None:
+        entries = parsed.get("ResourceTagMappingList", [])
+        for entry in entries:
+            if entry["ResourceARN"].endswith(f":table/{odd}"):
+                entry["Tags"] = [{"Key": "team"}, *entry.get("Tags", [])]
+        entries += extra
+
+    tagging = tagging or world.clients.tagging
+    event = "after-call.resource-groups-tagging-api.GetResources"
+    tagging.meta.events.register(event, unsound)
+    return lambda: tagging.meta.events.unregister(event, unsound)
+
+
+NO_TABLES = [
+    {"ResourceARN": "arn:aws:dynamodb::123456789012:global-table/orders", "Tags": []},
+    {"Tags": [{"Key": "team", "Value": "shop"}]},
+    "not an entry",
+]
+"""Entries of a GetResources answer that name no table."""
+
+
+def test_unsound_entries_of_tag_discovery_are_counted_and_hide_no_table(world: World) -> None:
+    # GIVEN tag discovery answering entries that name no table, and one table's tags unsound
+    busy, idle = busy_and_idle(world)
+    odd = world.table("odd", 300, 300)
+    disarm = unsound_tagging(world, odd, NO_TABLES)
+    # WHEN a tick runs
+    summary, events = world.tick()
+    disarm()
+    # THEN every table discovered is decided, the odd one with its tags read on its own
+    assert_handled(world, busy, idle)
+    assert world.throughput(odd) == (5, 5) and summary["failures"] == []
+    # AND each unsound entry is a counted shared failure that forbids no decrease
+    shared = summary["shared_failures"]
+    assert len(shared) == 4 and all(s.startswith("tag discovery: GetResources") for s in shared)
+    assert sum("names no table" in s for s in shared) == 3 and odd in shared[0] + shared[-1]
+    assert emf(events, None)["SharedFailures"] == 4
+
+
+def test_a_batch_table_whose_tags_are_unsound_fails_alone(world: World) -> None:
+    # GIVEN a batch of three tables found by tag, one whose tags the tagging API gives
+    # unsound, its answer carrying entries that name no table too
+    busy, idle = busy_and_idle(world)
+    odd = world.table("odd", 300, 300)
+    disarm = unsound_tagging(world, odd, NO_TABLES)
+    batch = Batch(world.now, world.now + timedelta(minutes=2), 1, 1, (busy, idle, odd))
+    config = ScalerConfig.from_env({"SCALER_TAG_KEY": TAG_KEY, "SCALER_TAG_VALUE": world.run_id})
+    # WHEN the batch is ticked
+    out = io.StringIO()
+    summary = run_tick(config, world.clients, world.now, out, store=world.store, batch=batch)
+    disarm()
+    # THEN the others are decided, and the odd one (whether it carries the discovery tag is
+    # not known) is left as it is, a failure of that table alone
+    assert_handled(world, busy, idle)
+    assert world.throughput(odd) == (300, 300)
+    assert [f["table"] for f in summary["failures"]] == [odd]
+    assert "tags could not be read" in summary["failures"][0]["reason"]
+    # AND the unsound entries are counted shared failures
+    shared = summary["shared_failures"]
+    assert len(shared) == 4 and all(s.startswith("table tags: GetResources") for s in shared)
+    records = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert emf(records, None)["SharedFailures"] == 4 and emf(records, None)["Failures"] == 1
+
+
+@pytest.mark.parametrize(
+    ("arn", "name"),
+    [
+        ("arn:aws:dynamodb:us-east-1:123456789012:table/Orders", "Orders"),
+        ("arn:aws-cn:dynamodb:cn-north-1:123456789012:table/a.b-c_d/stream/2026", "a.b-c_d"),
+        ("arn:aws:dynamodb:us-east-1:123456789012:table/Orders/index/byUser", "Orders"),
+        ("arn:aws:dynamodb::123456789012:global-table/Orders", None),
+        ("arn:aws:s3:::bucket:table/Orders", None),
+        ("arn:aws:dynamodb:us-east-1:123456789012:table/", None),
+        ("arn:aws:dynamodb:us-east-1:123456789012:table/a b", None),
+        ("table/Orders", None),
+        (None, None),
+        (42, None),
+    ],
+)
+def test_the_table_of_an_arn_is_told_only_when_it_names_one(arn: object, name: str | None) -> None:
+    assert table_of_arn(arn) == name
+
+
+@pytest.mark.parametrize(
+    ("listing", "tags"),
+    [
+        ([{"Key": "a", "Value": "1"}, {"Key": "b", "Value": ""}], {"a": "1", "b": ""}),
+        ([], {}),
+        ([{"Key": "a"}], None),
+        ([{"Key": "a", "Value": 1}], None),
+        ([{"Key": "a", "Value": "1"}, "b"], None),
+        ({"Key": "a", "Value": "1"}, None),
+        ("a=1", None),
+        (None, None),
+    ],
+)
+def test_a_tag_listing_is_read_whole_or_not_at_all(listing: object, tags: object) -> None:
+    assert tags_of(listing) == tags
 
 
 def test_a_shared_call_that_recovers_on_retry_is_not_a_failure(world: World) -> None:

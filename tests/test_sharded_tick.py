@@ -24,7 +24,7 @@ from ddb_capacity_runtime.scaler.shard import Batch, BatchError, parse_batch, sh
 from ddb_capacity_runtime.scaler.tick import TickFailed
 from ddb_capacity_tools.local_aws import recorded_events
 from tests.moto_world import TAG_KEY, World
-from tests.test_faults import client_error, fail_before, minute_queries
+from tests.test_faults import NO_TABLES, client_error, fail_before, minute_queries, unsound_tagging
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
@@ -322,6 +322,29 @@ def test_batches_run_at_once_each_its_own_fault_domain(
         assert world.target_min(busy, "write") == 215
         assert world.memory(busy, "write") == "100:215"
         assert world.throughput(idle) == (5, 5)
+
+
+def test_unsound_entries_of_the_discovery_that_shards_are_counted(
+    world: World, aws_client: Any, queue: str
+) -> None:
+    # GIVEN tag discovery answering entries that name no table and one table's tags unsound
+    busy, idle = busy_and_idle(world, 0)
+    odd = world.table("odd", 300, 300)
+    clients = own_clients(aws_client)
+    unsound_tagging(world, odd, NO_TABLES, clients.tagging)
+    cfg = config(world, SCALER_SHARD_ABOVE_TABLES="1", SCALER_TABLES_PER_BATCH="2")
+    # WHEN the scheduled invocation shards the tables it found
+    out = io.StringIO()
+    summary = coordinate(cfg, clients, world.now, store=world.store, queue_url=queue, out=out)
+    # THEN every table is sent in a batch, and each unsound entry is a counted shared failure
+    sent = [
+        t for r in received(aws_client, queue) for t in parse_batch(r["body"], world.now, 2).tables
+    ]
+    assert sorted(sent) == sorted([busy, idle, odd])
+    assert len(summary.shared_failures) == 4
+    assert all(f.startswith("tag discovery: GetResources") for f in summary.shared_failures)
+    (record,) = [r for r in emf_records(out) if "BatchesSent" in r]
+    assert record["SharedFailures"] == 4 and record["BatchesSent"] == 2
 
 
 def test_a_batch_received_after_its_deadline_is_counted_and_not_ticked(

@@ -18,7 +18,7 @@ from ..core.errors import TableUpdating as TableUpdating
 from ..core.errors import UnsoundListing as UnsoundListing
 from ..core.floorplan import FloorPlan, parse_plan
 from ..core.memory import Memory, reconcile
-from ..core.names import SCALER_TAGS, UNITS, resource_id, scalable_dimension
+from ..core.names import SCALER_TAGS, UNITS, resource_id, scalable_dimension, table_of_arn
 from ..core.settings import ScalerConfig
 from ..core.table_limits import Limits
 from ..core.tables import (
@@ -48,10 +48,15 @@ RESOURCES_PER_LISTING = 50
 
 
 def find_tables(
-    tagging: ResourceGroupsTaggingAPIClient, config: ScalerConfig
+    tagging: ResourceGroupsTaggingAPIClient,
+    config: ScalerConfig,
+    unsound: list[str] | None = None,
 ) -> dict[str, dict[str, str] | None]:
     """Table names to manage: the configured ones plus those carrying the discovery tag
-    (Resource Groups Tagging API, paginated). Tags come along where discovery saw them."""
+    (Resource Groups Tagging API, paginated). Tags come along where discovery saw them
+    sound (None: read with the table). An entry that names no table is passed over, and
+    it and an entry whose tags are unsound are told in ``unsound``, for the caller to
+    count: one bad entry never hides the others' tables."""
     found: dict[str, dict[str, str] | None] = {name: None for name in config.tables}
     if config.tag_key:
         pages = tagging.get_paginator("get_resources").paginate(
@@ -59,10 +64,7 @@ def find_tables(
             ResourceTypeFilters=["dynamodb:table"],
             PaginationConfig={"PageSize": 100},
         )
-        for page in pages:
-            for item in page["ResourceTagMappingList"]:
-                name = item["ResourceARN"].split(":table/", 1)[1].split("/", 1)[0]
-                found[name] = tags_of(item.get("Tags", []))
+        found.update(_tagged(pages, unsound))
     return found
 
 
@@ -71,19 +73,40 @@ ARNS_PER_CALL = 100
 
 
 def tags_of_tables(
-    tagging: ResourceGroupsTaggingAPIClient, arns: Sequence[str]
-) -> dict[str, dict[str, str]]:
+    tagging: ResourceGroupsTaggingAPIClient,
+    arns: Sequence[str],
+    unsound: list[str] | None = None,
+) -> dict[str, dict[str, str] | None]:
     """The tags of the tables ``arns``, by table name (GetResources, 100 ARNs a call): a
-    table the tagging API does not return is not in the answer."""
-    out: dict[str, dict[str, str]] = {}
+    table the tagging API does not return is not in the answer, and one whose tags it
+    returns unsound is, with None (unknown). Entries that name no table are passed over;
+    they and the unsound ones are told in ``unsound``."""
+    out: dict[str, dict[str, str] | None] = {}
     for i in range(0, len(arns), ARNS_PER_CALL):
         pages = tagging.get_paginator("get_resources").paginate(
             ResourceARNList=list(arns[i : i + ARNS_PER_CALL])
         )
-        for page in pages:
-            for item in page["ResourceTagMappingList"]:
-                name = item["ResourceARN"].split(":table/", 1)[1].split("/", 1)[0]
-                out[name] = tags_of(item.get("Tags", []))
+        out.update(_tagged(pages, unsound))
+    return out
+
+
+def _tagged(
+    pages: Iterable[Mapping[str, Any]], unsound: list[str] | None
+) -> dict[str, dict[str, str] | None]:
+    """The tables of GetResources' ``pages`` and their tags (None: unsound), each entry that
+    names no table or carries unsound tags told in ``unsound``."""
+    out: dict[str, dict[str, str] | None] = {}
+    told = unsound if unsound is not None else []
+    for page in pages:
+        for item in page.get("ResourceTagMappingList") or []:
+            arn = item.get("ResourceARN") if isinstance(item, Mapping) else None
+            name = table_of_arn(arn)
+            if name is None:
+                told.append(f"GetResources: an entry's ResourceARN {arn!r:.200} names no table")
+                continue
+            out[name] = tags_of(item.get("Tags", []))
+            if out[name] is None:
+                told.append(f"GetResources: the tags of {name} are unsound; read with the table")
     return out
 
 
@@ -251,7 +274,8 @@ def describe_table(
     description: Mapping[str, Any] | None = None,
     held: Sequence[HeldDimension] = (),
 ) -> ManagedTable:
-    """The table's managed dimensions. Raises NotManaged, OverrideError or ClientError.
+    """The table's managed dimensions. Raises NotManaged, OverrideError, ClientError,
+    or UnsoundListing (its tags unsound).
     ``description`` is DescribeTable's ``Table`` when the caller has just read it;
     ``held``: what the state store says of the table's dimensions (its memory of each
     minimum, reconciled here with the target's, and the autopilot's plans)."""
@@ -387,7 +411,10 @@ def _log_ignored(name: str, ignored: Iterable[IgnoredTag]) -> None:
 def _read_tags(dynamodb: DynamoDBClient, arn: str) -> dict[str, str]:
     """The table's tags: every page, since a library tag may be on any of them."""
     pages = dynamodb.get_paginator("list_tags_of_resource").paginate(ResourceArn=arn)
-    return tags_of(tag for page in pages for tag in page["Tags"])
+    tags = tags_of([tag for page in pages for tag in page.get("Tags") or []])
+    if tags is None:
+        raise UnsoundListing(f"ListTagsOfResource: the tags of {arn} are unsound")
+    return tags
 
 
 def _active_specs(

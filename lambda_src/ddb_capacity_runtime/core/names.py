@@ -60,6 +60,17 @@ def is_table_name(name: object) -> bool:
     return isinstance(name, str) and 3 <= len(name) <= 255 and set(name) <= NAME_CHARS
 
 
+def table_of_arn(arn: object) -> str | None:
+    """The table a DynamoDB ARN names (``arn:<partition>:dynamodb:<region>:<account>:table/
+    <NAME>``, or one of the table's own resources under it); None when ``arn`` names none."""
+    if not isinstance(arn, str):
+        return None
+    head, sep, rest = arn.partition(":table/")
+    name = rest.split("/", 1)[0]
+    sound = head.startswith("arn:") and head.split(":")[2:3] == ["dynamodb"]
+    return name if sep and sound and is_table_name(name) else None
+
+
 def resource_id(table: str, index: str | None) -> str:
     """Application Auto Scaling's ResourceId of a table or one of its GSIs."""
     return f"table/{table}" if index is None else f"table/{table}/index/{index}"

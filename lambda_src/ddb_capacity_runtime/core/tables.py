@@ -159,6 +159,17 @@ def warm_of(spec: Mapping[str, Any], dimension: str, quota: int) -> int | None:
     return value
 
 
-def tags_of(listing: Iterable[Mapping[str, object]]) -> dict[str, str]:
-    """A tag listing (``[{"Key": k, "Value": v}, ...]``) as a dict."""
-    return {str(t["Key"]): str(t["Value"]) for t in listing}
+def tags_of(listing: object) -> dict[str, str] | None:
+    """A tag listing (``[{"Key": k, "Value": v}, ...]``) as a dict; None when it is not one
+    (an entry that is not a mapping of a string key to a string value): the table's tags are
+    then unknown, never some of them."""
+    if not isinstance(listing, Iterable) or isinstance(listing, str | bytes | Mapping):
+        return None
+    tags: dict[str, str] = {}
+    for t in listing:
+        key = t.get("Key") if isinstance(t, Mapping) else None
+        value = t.get("Value") if isinstance(t, Mapping) else None
+        if not (isinstance(key, str) and isinstance(value, str)):
+            return None
+        tags[key] = value
+    return tags

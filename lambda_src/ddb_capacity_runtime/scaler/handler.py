@@ -164,19 +164,22 @@ def coordinate(
                 "(sharded=True) ticks them in batches",
             )
         return summary
+    unsound: list[str] = []
     try:
         with RetryWithin(Deadline(deadline), clients.tagging):
-            found = discovery.find_tables(clients.tagging, config)
+            found = discovery.find_tables(clients.tagging, config, unsound)
     except Exception:  # the tick meets the failure again, and reports it as it always has
         return here()
     if len(found) <= config.shard_above_tables:
-        return here(found=found)
+        # entries discovery passed over are met again by the tick's own discovery, and counted
+        return here() if unsound else here(found=found)
     batches_end = now + timedelta(minutes=config.tick_minutes) - MARGIN
     batches = shard(found, config.tables_per_batch, now, batches_end)
     with RetryWithin(Deadline(deadline), clients.sqs):
         failed = send(clients.sqs, queue_url, batches)
     sent = len(batches) - len(failed)
     log_event("tick-sharded", tables=len(found), batches=len(batches), sent=sent)
+    failed += [f"tag discovery: {entry}" for entry in unsound]
     _count(
         config,
         {"TablesFound": len(found), "BatchesSent": sent, "SharedFailures": len(failed)},

@@ -333,12 +333,14 @@ def _read_all(
     )
     explicit: dict[str, dict[str, str] | None] = dict.fromkeys(config.tables)
     if found is None:
+        unsound: list[str] = []
         found = t.shared(
             "tag discovery",
-            lambda: discovery.find_tables(clients.tagging, config),
+            lambda: discovery.find_tables(clients.tagging, config, unsound),
             explicit,
             confined=True,
         )
+        t.throttled += [f"tag discovery: {entry}" for entry in unsound]
     # unread, no memory is known: a minimum is then never moved (its memory could not be
     # checked), and the shared failure forbids decreases
     scanned = t.shared("state store", t.store.scan, None)
@@ -400,21 +402,23 @@ def _batch_tags(
     each a failure (counted), none acted on. A kept table's tags are the read's, or
     (None) read one by one with the table."""
     config, listed = t.config, set(t.config.tables)
-    tags: dict[str, dict[str, str]] | None = {}
+    tags: dict[str, dict[str, str] | None] | None = {}
     if config.tag_key:
         arns = [str(descriptions[n].get("TableArn", "")) for n in found]
+        unsound: list[str] = []
         tags = t.shared(
             "table tags",
-            lambda: discovery.tags_of_tables(t.clients.tagging, arns),
+            lambda: discovery.tags_of_tables(t.clients.tagging, arns, unsound),
             None,
             confined=True,
         )
+        t.throttled += [f"table tags: {entry}" for entry in unsound]
     kept: dict[str, dict[str, str] | None] = {}
     for name in found:
         seen = None if tags is None else tags.get(name)
         if name in listed:
             kept[name] = seen
-        elif tags is None:
+        elif tags is None or (name in tags and seen is None):
             t.fail(
                 name,
                 "not decided: its tags could not be read, so whether it carries the "
