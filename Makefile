@@ -95,12 +95,15 @@ unit: install install-checkov browser
 # The property tests (hypothesis) randomized at scale: each test's examples times
 # HYPOTHESIS_EXPLORE_SCALE (20 unless set), new random ones every run (tests/hypothesis_profiles.py);
 # `make test` runs them derandomized, the same examples every time. EXPLORE_ARGS goes to pytest
-# (e.g. EXPLORE_ARGS=tests/test_policy.py). Both runs go ahead; either failing fails the target.
+# (e.g. EXPLORE_ARGS=tests/test_policy.py). Then the hold races, 200 trials from a new seed
+# (tests/test_hold_races.py; the gate runs 12). Every run goes ahead; any failing fails the target.
 EXPLORE_ARGS ?= tests
 explore: install
 	HYPOTHESIS_PROFILE=explore $(VENV)/bin/pytest -q -m hypothesis $(EXPLORE_ARGS); first=$$?; \
 	HYPOTHESIS_PROFILE=explore $(VENV)/bin/pytest -q tests/test_state_machine.py; \
-	second=$$?; exit $$(( first || second ))
+	second=$$?; \
+	HOLD_RACE_TRIALS=200 HOLD_RACE_SEED=$$(date +%s): $(VENV)/bin/pytest -q tests/test_hold_races.py; \
+	third=$$?; exit $$(( first || second || third ))
 
 # The docs site, built as the tests build it (tests/test_docs.py); open site/index.html
 docs: install
