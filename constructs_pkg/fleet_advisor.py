@@ -145,6 +145,8 @@ class FleetAdvisor(Construct):
             Duration.days(1),
             step=Duration.days(1),
         )
+        self.days = days
+        """days of CloudWatch history each table is advised on"""
         self.bucket = self._render_bucket(report_retention)
         self.dead_letter_queue = _dead_letter_queue(self, "DynamoDB fleet advisor")
         """failed table messages (after three receives) and failed scheduled runs"""

@@ -169,6 +169,14 @@ class NightlyTuning(Construct):
             raise CapacityConfigError(
                 f"{self._where}: advisor: got {shown(advisor)}; expected a FleetAdvisor"
             )
+        from ddb_capacity_tools.simulator.candidates import MIN_HISTORY_DAYS
+
+        if advisor.days < MIN_HISTORY_DAYS:
+            raise CapacityConfigError(
+                f"{self._where}: advisor: got a FleetAdvisor with days={advisor.days}; expected "
+                f"days of at least {MIN_HISTORY_DAYS}: on less history each recommendation is "
+                "a guess (one day to fit on and one to choose on), and the loop would apply it"
+            )
         if not isinstance(scaler, ThrottleAwareScaler) or scaler.owned_targets is None:
             got = (
                 f"ThrottleAwareScaler {scaler.node.path} without own_target=True"

@@ -34,7 +34,7 @@ from ddb_capacity_tools.simulator.backtest import history
 from ddb_capacity_tools.simulator.candidates import STOCK
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.prices import Prices
-from ddb_capacity_tools.simulator.trace import Trace
+from ddb_capacity_tools.simulator.trace import Trace, TraceError
 
 #: A Region no other test uses, so that --all-tables sees only these tables.
 REGION = "eu-west-3"
@@ -789,3 +789,45 @@ def test_a_table_is_described_once_and_a_refused_description_fails_that_table_al
     with stub:
         failed = advise_module.advise_one(region["cloudwatch"], client, "Counted", None, setup)
     assert isinstance(failed, Failure) and "ThrottlingException" in failed.reason
+
+
+def odd_answer(how: str) -> Callable[..., None]:
+    """A GetMetricData hook making its answer one not to be trusted, ``how``: every result's
+    status ``InternalError`` (no minute known), one result ``InternalError``, one value NaN,
+    or one value larger than any table is sent."""
+
+    def hook(parsed: dict[str, Any], **_: Any) -> None:
+        results = parsed.get("MetricDataResults", [])
+        with_values = [r for r in results if r.get("Values")]
+        if how == "all":
+            for r in results:
+                r["StatusCode"] = "InternalError"
+        elif how == "one":
+            with_values[0]["StatusCode"] = "InternalError"
+        else:
+            with_values[0]["Values"][0] = {"nan": float("nan"), "huge": 1e306}[how]
+
+    return hook
+
+
+@pytest.mark.parametrize("how", ["all", "one", "nan", "huge"])
+def test_a_history_cloudwatch_answers_untrusted_fails_its_table_and_is_never_idle(
+    region: dict[str, Any], how: str
+) -> None:
+    """CloudWatch's answer not to be trusted (a status other than Complete, a NaN, a value
+    no table is sent) is no history to judge: the table fails, naming why, rather than
+    being advised on minutes read as idle or as any demand (the nightly tuning would move
+    its targets on them), or counted idle (which no alarm watches)."""
+    busy(region, "Doubted", 40)
+    setup = reserving(region["end"])
+    region["cloudwatch"].meta.events.register(
+        "after-call.cloudwatch.GetMetricData", odd_answer(how)
+    )
+    advice = advise_module.advise_one(region["cloudwatch"], region["ddb"], "Doubted", None, setup)
+    assert isinstance(advice, Failure), advice
+    assert advice.reason.startswith("TraceError: Doubted: CloudWatch's answer for its ")
+    expected = "more than any table is sent" if how == "huge" else "not to be trusted"
+    assert expected in advice.reason and "no consumed capacity" not in advice.reason
+    # AND the command line's tune --table refuses it in the same words
+    with pytest.raises(TraceError, match=expected):
+        history(region["cloudwatch"], region["ddb"], "Doubted", None, 1, region["end"])

@@ -12,6 +12,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from ddb_capacity_tools import fleet_lambda
 from ddb_capacity_tools.fleet_settings import (
@@ -21,7 +22,7 @@ from ddb_capacity_tools.fleet_settings import (
     run_id_of,
     time_of,
 )
-from ddb_capacity_tools.local_aws import put_traffic
+from ddb_capacity_tools.local_aws import put_traffic, recorded_events
 
 #: A Region no other test uses: the lister sees only these tables.
 REGION = "eu-north-1"
@@ -303,3 +304,41 @@ def test_tampered_finite_figures_are_unreadable_results_and_the_report_stays_jso
         assert "usd_per_month" in rows[name]["reason"] and "within" in rows[name]["reason"]
     assert rows["Honest"]["usd_saved_per_month"] == 1.5
     assert doc["totals"]["usd_saved_per_month"] == 1.5
+
+
+def test_a_send_that_fails_leaves_out_its_batch_alone(world: dict[str, Any]) -> None:
+    # GIVEN 25 tables (three SendMessageBatch calls of 10), the second call failing each
+    # time it is made (an AWS error after botocore's retries)
+    stamp = f"{datetime.now(UTC):%H%M%S%f}"
+    names = [f"Send{n:02d}{stamp}" for n in range(25)]
+    for name in names:
+        world["ddb"].create_table(
+            TableName=name,
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        )
+    sqs = boto3.client("sqs")
+    calls: list[list[str]] = []
+
+    def failing(params: dict[str, Any], **_: Any) -> None:
+        tables = [json.loads(e["MessageBody"])["table"] for e in params["Entries"]]
+        calls.append(tables)
+        if tables[0] == names[10]:
+            raise ClientError(
+                {"Error": {"Code": "InternalError", "Message": "try again"}}, "SendMessageBatch"
+            )
+
+    sqs.meta.events.register("before-parameter-build.sqs.SendMessageBatch", failing)
+    # WHEN the lister runs
+    with recorded_events() as events:
+        counts = fleet_lambda.list_run(
+            world["ddb"], world["s3"], sqs, world["settings"], world["moment"]
+        )
+    # THEN the failing batch is tried twice and counted, and the batch after it is sent
+    assert counts == {"TablesListed": 25, "Failures": 10}
+    assert [c[0] for c in calls] == [names[0], names[10], names[10], names[20]]
+    sent = sorted(json.loads(m["Body"])["table"] for m in receive(world))
+    assert sent == names[:10] + names[20:]
+    (logged,) = [e for e in events if e["event"] == "messages_not_sent"]
+    assert logged["tables"] == names[10:20] and logged["error"].startswith("InternalError")

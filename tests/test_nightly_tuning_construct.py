@@ -32,7 +32,9 @@ from tests.test_many_accounts import cfn_lint
 HANDLER = "ddb_capacity_tools.tuning_lambda.tuning_handler"
 
 
-def app_with(stack: cdk.Stack, *, own_target: bool = True, **tuning: Any) -> NightlyTuning:
+def app_with(
+    stack: cdk.Stack, *, own_target: bool = True, days: int = 14, **tuning: Any
+) -> NightlyTuning:
     table = ProvisionedTable(
         stack,
         "Orders",
@@ -50,6 +52,7 @@ def app_with(stack: cdk.Stack, *, own_target: bool = True, **tuning: Any) -> Nig
         "Advisor",
         schedule=events.CronOptions(minute="30", hour="23"),
         report_delay=Duration.hours(2),
+        days=days,
     )
     props = {"allowed_targets": range(50, 91, 5), **tuning}
     return NightlyTuning(stack, "Tuning", advisor=advisor, scaler=scaler, **props)
@@ -213,6 +216,11 @@ def test_cfn_lint_finds_no_errors(synthesized: tuple[Template, Path]) -> None:
             {"own_target": False},
             "scaler: got ThrottleAwareScaler Bad/Scaler without own_target=True; expected a "
             "ThrottleAwareScaler with own_target=True",
+        ),
+        (
+            {"days": 1},
+            "advisor: got a FleetAdvisor with days=1; expected days of at least 2: on less "
+            "history each recommendation is a guess",
         ),
     ],
 )

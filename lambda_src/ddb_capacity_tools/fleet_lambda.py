@@ -116,19 +116,27 @@ def list_run(
 
 
 def _send(sqs: Any, queue_url: str, run_id: str, tables: Sequence[str]) -> int:
-    """One SendMessageBatch of ``tables`` (the failed entries retried once); how many were
-    not sent (their tables will be missing from the report)."""
+    """One SendMessageBatch of ``tables`` (the failed entries, or the whole call when it
+    raises, retried once); how many were not sent (their tables will be missing from the
+    report). A call that fails is this batch's failure alone: the next batches are sent."""
     entries = [
         {"Id": str(n), "MessageBody": json.dumps({"run_id": run_id, "table": t})}
         for n, t in enumerate(tables)
     ]
+    error = ""
     for _ in range(2):
-        answer = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
-        failed = {f.get("Id") for f in answer.get("Failed", []) if isinstance(f, dict)}
+        try:
+            answer = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
+        except Exception as exc:  # this batch's tables are not sent; the others still are
+            error = shown(describe_error(exc))
+            continue
+        listed = answer.get("Failed") if isinstance(answer, Mapping) else None
+        failed = {f.get("Id") for f in listed or [] if isinstance(f, Mapping)}
         entries = [e for e in entries if e["Id"] in failed]
         if not entries:
             return 0
-    log_event("messages_not_sent", level=logging.ERROR, tables=[t for t in tables])
+    unsent = [json.loads(e["MessageBody"])["table"] for e in entries]
+    log_event("messages_not_sent", level=logging.ERROR, tables=unsent, error=error)
     return len(entries)
 
 

@@ -20,6 +20,7 @@ from botocore.exceptions import ClientError
 
 from ddb_capacity_runtime.aws.error_codes import error_code
 from ddb_capacity_runtime.aws.metrics import fetch, fetch_causes
+from ddb_capacity_runtime.core.names import MAX_TABLE_QUOTA
 from ddb_capacity_runtime.core.series import Key as SeriesKey
 from ddb_capacity_runtime.core.series import Series
 from ddb_capacity_runtime.core.validators import is_whole
@@ -78,6 +79,7 @@ def history(
         demand[(key[1], key[2])] = [
             c + t * units_per_request / 60 for c, t in zip(s.consumed, s.throttles, strict=True)
         ]
+        trusted(table, key, s, demand[(key[1], key[2])])
     key_range, said = by_cause(series, units_per_request, errors)
     name = table if index is None else f"{table}/{index}"
     if len(which) > 1:
@@ -90,6 +92,34 @@ def history(
         + (f"; {said}" if said else ""),
         key_range=key_range,
     )
+
+
+PLAUSIBLE_UNITS = 100 * MAX_TABLE_QUOTA
+"""The most units a second one minute of a dimension's history may ask for, consumed and
+throttled (a hundred times the largest table quota): more is no demand DynamoDB could have
+been sent, but an answer of CloudWatch's not to be trusted."""
+
+
+def trusted(table: str, key: SeriesKey, series: Series, demand: list[float]) -> None:
+    """Raises TraceError when CloudWatch's answer for ``key`` (``series``, and the ``demand``
+    read from it) is not to be trusted: a minute answered with a status other than
+    ``Complete``, a NaN, negative, infinite or repeated value (`Series.untrusted`), or more
+    than `PLAUSIBLE_UNITS`. Nothing is judged on such a history: its minutes would read as
+    idle or as any demand at all, and a recommendation on them could lower capacity."""
+    label = key[2] if key[1] is None else f"{key[1]} {key[2]}"
+    where = f"{table}: CloudWatch's answer for its {label} capacity"
+    if series.untrusted:
+        raise TraceError(
+            f"{where} left {series.untrusted} minute(s) not to be trusted (a status other "
+            "than Complete, or a NaN, negative, infinite or repeated value); nothing is "
+            "judged on that history: try again later"
+        )
+    peak = max(demand, default=0.0)
+    if peak > PLAUSIBLE_UNITS:
+        raise TraceError(
+            f"{where} says {peak:.3g} units a second in one minute, more than any table "
+            f"is sent ({PLAUSIBLE_UNITS:,} at most); nothing is judged on that history"
+        )
 
 
 def describe(dynamodb: Any, table: str) -> Any:
