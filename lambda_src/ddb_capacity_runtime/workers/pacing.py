@@ -16,6 +16,8 @@ the whole job, the other causes are.
 
 from __future__ import annotations
 
+import json
+import math
 import random
 import threading
 import time
@@ -40,10 +42,12 @@ __all__ = [
     "HOT_KEY",
     "MAX_REASONS",
     "REASONS",
+    "ITEM_KB",
     "THROTTLED",
     "PacingError",
     "ThrottleCause",
     "TokenBucket",
+    "item_bytes",
     "jittered",
     "reasons_cause",
     "reported_units",
@@ -113,18 +117,32 @@ class TokenBucket:
             self._tokens = min(self._burst, self._tokens - difference)
 
 
-def reported_units(consumed: object) -> float | None:
+def reported_units(consumed: object, least: float = 0.0, most: float = math.inf) -> float | None:
     """The capacity units an answer says it consumed: its ``ConsumedCapacity`` (one, or a
     list of them), summed. None when the answer does not say (an endpoint that ignores
-    ``ReturnConsumedCapacity``) or says something that is not a number of units: the caller
-    then charges its estimate, and never reads an unknown cost as free."""
+    ``ReturnConsumedCapacity``), says something that is not a number of units, or a sum
+    outside [``least``, ``most``]: what the request must have cost, and could have cost at
+    most. The caller then charges its estimate, and never reads an unknown cost as free
+    (a 0 that would lift the pacing) nor as a debt no job outlives (a 1e308)."""
     entries = [consumed] if isinstance(consumed, Mapping) else consumed
     if not isinstance(entries, list) or not entries:
         return None
     units = [e.get("CapacityUnits") if isinstance(e, Mapping) else None for e in entries]
     if not all(is_number(u, 0) for u in units):
         return None
-    return float(sum(u for u in units if u is not None))
+    total = sum(float(u) for u in units if u is not None)  # two of 1e308: inf, refused
+    return total if math.isfinite(total) and least <= total <= most else None
+
+
+ITEM_KB = 1024
+"""Bytes in the kilobyte a write unit is counted by."""
+
+
+def item_bytes(value: object) -> int:
+    """An item's size, as the bytes of its JSON (attribute names, values and the type tags
+    of a serialized item): an overestimate of DynamoDB's count, never below it for the
+    items a writer sends, so a cost estimated from it errs toward slower."""
+    return len(json.dumps(value, default=repr, separators=(",", ":")).encode())
 
 
 def jittered(delay: float, rng: random.Random) -> float:

@@ -39,7 +39,16 @@ from ..aws.items import create_cursor_table as create_cursor_table
 from ..core.errors import ScanError as ScanError
 from ..core.validators import is_whole
 from ..events import log_event
-from .pacing import CAUSES, HOT_KEY, TokenBucket, jittered, reported_units, throttle_cause
+from .pacing import (
+    CAUSES,
+    HOT_KEY,
+    ITEM_KB,
+    TokenBucket,
+    item_bytes,
+    jittered,
+    reported_units,
+    throttle_cause,
+)
 from .pacing import THROTTLED as THROTTLED
 
 if TYPE_CHECKING:
@@ -114,6 +123,18 @@ class ScanResult:
     segments_done: list[int] = field(default_factory=list)
     throttled_by_cause: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0))
     """``throttled`` by cause (see ``pacing.CAUSES``): every cause, 0 if none"""
+
+
+MAX_PAGE_UNITS = 256.0
+"""Read units of the largest page a Scan returns (1 MB, strongly consistent)."""
+
+
+def page_cost(items: object) -> float:
+    """The read units a page of ``items`` is estimated to cost by their size: one (a
+    strongly consistent read) for each 4 KB started; 0 for none (the estimate stands)."""
+    if not isinstance(items, list) or not items:
+        return 0.0
+    return float(math.ceil(item_bytes(items) / (4 * ITEM_KB)))
 
 
 class RateLimitedScan:
@@ -231,6 +252,9 @@ class RateLimitedScan:
         return None  # not reached
 
     def _segment(self, segment: int, handle: Page, cursor: Cursor) -> None:
+        """Scan ``segment`` from ``cursor``, each page's ``Limit`` sized to cost about
+        `page_units` by the last known page; a page whose cost the answer does not say (or
+        says past belief) is charged the larger of its estimate and `page_cost`."""
         if cursor.done:
             with self._lock:
                 self._result.segments_done.append(segment)
@@ -243,10 +267,12 @@ class RateLimitedScan:
             response = self._page(segment, limit, cursor.last_key, estimate)
             if response is None:
                 return
-            reported = reported_units(response.get("ConsumedCapacity"))
-            if reported is not None:  # unknown: charged as estimated
-                self.bucket.settle(reported - estimate)
             items = response.get("Items", [])
+            # a page costs half a unit at least, and a read of 1 MB (256 units) at most
+            reported = reported_units(response.get("ConsumedCapacity"), 0.5, MAX_PAGE_UNITS)
+            # unknown: charged as estimated, or by the size of what came back when larger
+            charged = max(estimate, page_cost(items)) if reported is None else reported
+            self.bucket.settle(charged - estimate)
             if items:
                 handle(segment, items)
             last = response.get("LastEvaluatedKey")
@@ -262,7 +288,7 @@ class RateLimitedScan:
                 with self._lock:
                     self._result.segments_done.append(segment)
                 return
-            if reported is not None and items and reported > 0:  # else: keep the Limit
+            if reported is not None and items:  # else: keep the Limit
                 per_unit = len(items) / reported
                 limit = self.next_limit(len(items), reported, self.page_units)
 

@@ -23,14 +23,15 @@ for tests; ``result.throttled_by_cause`` counts throttles by cause.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from boto3.dynamodb.types import TypeSerializer
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from ..aws import items as table_items
 from ..aws.error_codes import describe_error, error_code
@@ -39,9 +40,11 @@ from ..events import log_event
 from .pacing import (
     CAUSES,
     HOT_KEY,
+    ITEM_KB,
     PacingError,
     ThrottleCause,
     TokenBucket,
+    item_bytes,
     jittered,
     reported_units,
     strongest,
@@ -79,6 +82,33 @@ class WriteResult:
     rates: list[float] = field(default_factory=list)  # the rate after each change
     throttled_by_cause: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0))
     """``throttled`` by cause (see ``pacing.CAUSES``): every cause, 0 if none"""
+
+
+MAX_ITEM_UNITS = 400
+"""Write units of the largest item (400 KB)."""
+MAX_GSIS = 20
+"""Global secondary indexes a table may have (DynamoDB's default quota), each written to."""
+
+
+def _units(entry: Entry) -> float:
+    """The write units ``entry``'s item is estimated to cost, from its serialized size: 1
+    a kilobyte started, as DynamoDB counts them (overestimated, never under)."""
+    return float(max(1, math.ceil(item_bytes(entry[1]) / ITEM_KB)))
+
+
+def _unprocessed(response: object, table: str) -> list[dict[str, Any]] | None:
+    """The serialized items BatchWriteItem's answer returns unprocessed; None when the
+    answer is not one (then every item of the batch is sent again: a put sent twice writes
+    the same item)."""
+    answer = response.get("UnprocessedItems", {}) if isinstance(response, Mapping) else None
+    listed = answer.get(table, []) if isinstance(answer, Mapping) else None
+    if not isinstance(listed, list):
+        return None
+    puts = [r.get("PutRequest") if isinstance(r, Mapping) else None for r in listed]
+    items = [p.get("Item") if isinstance(p, Mapping) else None for p in puts]
+    return (
+        None if any(not isinstance(i, dict) for i in items) else cast(list[dict[str, Any]], items)
+    )
 
 
 class SlowStartWriter:
@@ -123,6 +153,8 @@ class SlowStartWriter:
         self.bucket = TokenBucket(self.start_rate, clock=clock, sleep=sleep)
         self._serializer = TypeSerializer()
         self._stepped = clock()
+        self._last_sent: float | None = None
+        """when the last batch was sent (None: never)"""
 
     def _grow(self, now: float, result: WriteResult) -> None:
         if now - self._stepped >= self.step_seconds and self.bucket.rate < self.max_rate:
@@ -174,9 +206,14 @@ class SlowStartWriter:
         return {k: self._serializer.serialize(v) for k, v in item.items()}
 
     def write(self, items: Iterable[Mapping[str, Any]]) -> WriteResult:
+        """Write ``items``; each one not written is returned in ``failed`` with the reason.
+        A writer idle for a step (`step_seconds`) or more starts again at ``start_rate``:
+        the table's auto scaling may have scaled in meanwhile."""
+        now = self.clock()
+        if self._last_sent is not None and now - self._last_sent >= self.step_seconds:
+            self.bucket.set_rate(self.start_rate)
         result = WriteResult(rates=[self.bucket.rate])
-        self._stepped = self.clock()
-        per_item = 1.0  # units per item, learned from ConsumedCapacity
+        self._stepped = now
         pending: list[Entry] = []
         source = iter(items)
         exhausted = False
@@ -201,14 +238,12 @@ class SlowStartWriter:
                 break
             batch, pending = pending[:BATCH], pending[BATCH:]
             self._grow(self.clock(), result)
-            estimate = per_item * len(batch)
+            estimate = sum(_units(e) for e in batch)
             self.bucket.acquire(estimate)
             retry, reported, cause = self._send(batch, result)
-            written = len(batch) - len(retry)
-            units = per_item * written if reported is None else reported  # unknown: estimated
-            self.bucket.settle(units - estimate)
-            if reported is not None and written > 0 and reported > 0:
-                per_item = reported / written
+            self._last_sent = self.clock()
+            unknown = sum(_units(e) for e in batch if e not in retry)  # estimated: written
+            self.bucket.settle((unknown if reported is None else reported) - estimate)
             if retry:
                 pending = self._retry(retry, cause or "unknown", result) + pending
         return result
@@ -230,11 +265,21 @@ class SlowStartWriter:
                 return self._send_each(batch, result)
             result.failed.extend(Failed(o, describe_error(exc)) for o, _, _ in batch)
             return [], 0.0, None
-        units = reported_units(response.get("ConsumedCapacity"))
-        unprocessed = response.get("UnprocessedItems", {}).get(self.table, [])
-        keys = [r["PutRequest"]["Item"] for r in unprocessed]
-        retry = [e for e in batch if e[1] in keys]
-        result.written += len(batch) - len(retry)
+        except BotoCoreError as exc:  # no answer (after the SDK's retries): none is dropped
+            result.failed.extend(Failed(o, describe_error(exc)) for o, _, _ in batch)
+            return [], None, None
+        keys = _unprocessed(response, self.table)
+        retry = list(batch) if keys is None else [e for e in batch if e[1] in keys]
+        written = len(batch) - len(retry)
+        # each item written costs 1 unit at least, and 400 (its 400 KB) on the table and on
+        # each of 20 GSIs at most; an answer outside that, or without its list, is unknown
+        most = written * MAX_ITEM_UNITS * (1 + MAX_GSIS)
+        units = (
+            None
+            if keys is None
+            else reported_units(response.get("ConsumedCapacity"), written, most)
+        )
+        result.written += written
         result.consumed += units or 0.0
         return retry, units, "unknown" if retry else None
 
