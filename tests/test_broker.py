@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import threading
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ import pytest
 
 from ddb_capacity_runtime.aws.store import limits_from_env
 from ddb_capacity_runtime.requests import (
+    CapacityHold,
     CapacityRequestError,
     CapacityRequestTimeout,
     release_hold,
@@ -431,3 +433,49 @@ def test_the_cli_requests_and_releases_through_the_broker(
     )
     assert code == 2
     assert err.getvalue().startswith("ddb-capacity: error: --expired: got --broker too")
+
+
+GOOD_HOLD = {
+    "table": "Orders",
+    "index": None,
+    "id": "abc",
+    "token": "t0k",
+    "expires": "2026-01-01T00:00:00+00:00",
+    "holds": {"write": {"units": 10, "baseline": 5}},
+    "levels": {"write": 15},
+    "changes": [],
+}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        [1],
+        "x",
+        None,
+        {**GOOD_HOLD, "holds": {"write": {"units": math.inf, "baseline": 5}}},
+        {**GOOD_HOLD, "holds": {"write": {"units": math.nan, "baseline": 5}}},
+        {**GOOD_HOLD, "holds": {"write": {"units": -5, "baseline": 5}}},
+        {**GOOD_HOLD, "holds": {"write": {"units": 10.5, "baseline": 5}}},
+        {**GOOD_HOLD, "holds": {"writes": {"units": 10, "baseline": 5}}},
+        {**GOOD_HOLD, "holds": [10]},
+        {**GOOD_HOLD, "levels": {"write": math.inf}},
+        {**GOOD_HOLD, "expires": "2026-01-01T00:00:00"},
+        {**GOOD_HOLD, "index": 7},
+        {**GOOD_HOLD, "table": "a/b"},
+    ],
+)
+def test_an_answer_that_is_not_a_hold_is_refused_as_one(answer: object) -> None:
+    # GIVEN a broker's answer that is not a hold (each field is untrusted)
+    # WHEN it is read THEN it is a CapacityRequestError (what a caller catches), naming the
+    # broker, whatever in it is wrong: never a TypeError, an OverflowError, nor a hold
+    with pytest.raises(
+        CapacityRequestError, match="^broker capacity-broker: an answer that is not a hold"
+    ):
+        CapacityHold.from_json(answer, "capacity-broker")
+
+
+def test_a_sound_answer_is_read_as_the_hold_it_names() -> None:
+    hold = CapacityHold.from_json({**GOOD_HOLD, "changes": 5}, "capacity-broker")
+    assert (hold.table, hold.levels, hold.changes) == ("Orders", {"write": 15}, [])
+    assert [(h.dimension, h.units, h.baseline) for h in hold.holds] == [("write", 10, 5)]

@@ -17,6 +17,7 @@ from typing import Any
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
 from ..aws.store import HoldStore, Lease, open_store, store_name, store_quota
+from ..core.errors import shown
 from ..core.holds import (
     DEFAULT_HOLD,
     DEFAULT_TIMEOUT,
@@ -29,11 +30,12 @@ from ..core.holds import (
     new_token,
     token_digest,
 )
-from ..core.names import MAX_TABLE_QUOTA, scope_label
+from ..core.names import DIMENSIONS, MAX_TABLE_QUOTA, is_table_name, scope_label
 from ..core.outcomes import Status, result_row
 from ..core.plan import Change, Via
 from ..core.policy import Action
 from ..core.tables import Dimension, ManagedTable
+from ..core.validators import is_whole
 from ..events import log_event
 from .client import BROKER_MAX_WAIT, broker_name, invoke_broker
 from .context import Context, base_of, current_traffic, read_table, set_min
@@ -95,29 +97,51 @@ class CapacityHold:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any], broker: str) -> CapacityHold:
-        """The hold a broker made, from its answer (`as_json`)."""
+    def from_json(cls, data: object, broker: str) -> CapacityHold:
+        """The hold a broker made, from its answer (`as_json`; untrusted: each field is
+        checked, and an answer that is not a hold is a CapacityRequestError naming it)."""
         try:
-            expires = datetime.fromisoformat(data["expires"])
-            index = data.get("index")
-            return cls(
-                table=str(data["table"]),
-                index=index,
-                id=str(data["id"]),
-                token=str(data["token"]),
-                expires=expires,
-                holds=[
-                    Hold(str(data["id"]), index, dim, int(h["units"]), expires, int(h["baseline"]))
-                    for dim, h in data["holds"].items()
-                ],
-                levels={str(k): int(v) for k, v in data["levels"].items()},
-                changes=list(data.get("changes", [])),
-                _broker=broker,
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            return cls._parsed(data, broker)
+        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
             raise CapacityRequestError(
-                f"broker {broker}: an answer that is not a hold ({exc!r}): {dict(data)!r:.300}"
+                f"broker {broker}: an answer that is not a hold ({shown(str(exc))}): {shown(data)}"
             ) from None
+
+    @classmethod
+    def _parsed(cls, data: object, broker: str) -> CapacityHold:
+        if not isinstance(data, Mapping):
+            raise TypeError("not an object")
+        expires = datetime.fromisoformat(str(data["expires"]))
+        index, holds, levels = data.get("index"), data["holds"], data["levels"]
+        if expires.tzinfo is None:
+            raise ValueError(f"expires {data['expires']!r} names no time zone")
+        if not (is_table_name(data["table"]) and (index is None or is_table_name(index))):
+            raise ValueError("table or index is not a table or index name")
+        if not (isinstance(holds, Mapping) and isinstance(levels, Mapping)):
+            raise TypeError("holds and levels are not objects")
+        made = [
+            Hold(str(data["id"]), index, dim, h["units"], expires, h["baseline"])
+            for dim, h in holds.items()
+        ]
+        for h in made:
+            if h.dimension not in DIMENSIONS or not (
+                is_whole(h.units, 0, MAX_TABLE_QUOTA) and is_whole(h.baseline, 0, MAX_TABLE_QUOTA)
+            ):
+                raise ValueError(f"the {h.dimension!r} hold is not whole units within the quota")
+        if not all(k in DIMENSIONS and is_whole(v, 0, MAX_TABLE_QUOTA) for k, v in levels.items()):
+            raise ValueError("levels are not whole units within the quota")
+        changes = data.get("changes", [])
+        return cls(
+            table=data["table"],
+            index=index,
+            id=str(data["id"]),
+            token=str(data["token"]),
+            expires=expires,
+            holds=made,
+            levels=dict(levels),
+            changes=list(changes) if isinstance(changes, list) else [],
+            _broker=broker,
+        )
 
     def __enter__(self) -> CapacityHold:
         return self
