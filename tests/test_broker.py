@@ -435,7 +435,7 @@ def test_the_cli_requests_and_releases_through_the_broker(
     assert err.getvalue().startswith("ddb-capacity: error: --expired: got --broker too")
 
 
-GOOD_HOLD = {
+GOOD_HOLD: dict[str, Any] = {
     "table": "Orders",
     "index": None,
     "id": "abc",
