@@ -147,12 +147,13 @@ REQUEST_METRICS = dict.fromkeys(
         "SurgesCorroborated",
         "CorroborationFailed",
         "SurgesUnconfirmed",
+        "HookFailures",
         *STREAM_COUNT_ALARMS,
     ),
     "run",
 )
-"""The EMF counts the broker, the restorer and the signals function send (namespace
-``DynamoDBCapacity``, no dimension)."""
+"""The EMF counts the broker, the restorer, the signals function and the client hook in
+a Lambda function send (namespace ``DynamoDBCapacity``, no dimension)."""
 ALARM_IDS = (
     "BrokerErrors",
     "HoldsDropped",
@@ -167,6 +168,7 @@ ALARM_IDS = (
     "BucketFailed",
     "CorroborationFailed",
     "SurgesUnconfirmed",
+    "HookFailures",
     *STREAM_ALARM_IDS,
 )
 """The alarms, by stable id (``alarm_options``, ``alarms``)."""
@@ -366,10 +368,11 @@ class CapacityRequests(Construct):
         """The alarms by stable id (read-only): ``BrokerErrors``, ``HoldsDropped``;
         ``RestorerErrors`` with a restorer; ``SignalsErrors``, ``ReportsRefused``,
         ``SurgeBudget``, ``SurgeUnits``, ``SurgesFailed``, ``CombinerFull``,
-        ``SignalsDropped``, ``BucketFailed`` and ``CorroborationFailed`` with a fast
-        path; ``StreamReaderErrors``, ``StreamFailed``, ``StreamRecordsMalformed``,
-        ``StreamRecordsNotServed`` and ``StreamLag`` with its
-        stream signal (``FastPath(stream=...)``). An alarm turned off is absent."""
+        ``SignalsDropped``, ``BucketFailed``, ``CorroborationFailed``,
+        ``SurgesUnconfirmed`` and ``HookFailures`` with a fast path;
+        ``StreamReaderErrors``, ``StreamFailed``, ``StreamRecordsMalformed``,
+        ``StreamRecordsNotServed`` and ``StreamLag`` with its stream signal
+        (``FastPath(stream=...)``). An alarm turned off is absent."""
         return self._alarm_set.alarms
 
     def metric(self, metric_name: str, **props: Unpack[MetricProps]) -> cloudwatch.Metric:

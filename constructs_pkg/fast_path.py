@@ -307,8 +307,17 @@ class FastPathParts:
 
     def _render_rule_alarms(self) -> None:
         """The alarms of the fast path's rules: a burst-bucket estimate not kept, CloudWatch
-        not read for a surge the cap cut short, a surge CloudWatch did not confirm."""
+        not read for a surge the cap cut short, a surge CloudWatch did not confirm; and of
+        its reports: a hook in a Lambda function that could not send them."""
         o = self._owner
+        o._count_alarm(
+            "HookFailures",
+            "HookFailures",
+            "A client hook in a Lambda function (instrument, or watch in a function granted "
+            "with grant_signals) could not send reports, dropped observations or met errors: "
+            "the fast path does not hear all of that function's traffic; its "
+            "signals-send-failed line gives the AWS error code and a hint",
+        )
         o._count_alarm(
             "SurgesUnconfirmed",
             "SurgesUnconfirmed",

@@ -370,6 +370,7 @@ def test_capacity_requests_alarms_and_metrics(stack: cdk.Stack) -> None:
         "SignalsDropped",
         "BucketFailed",
         "CorroborationFailed",
+        "HookFailures",
     }
     assert len(alarms) == len(requests.alarms)
     assert not [a for a in alarms if a.get("MetricName") == "ReportsRefused"]

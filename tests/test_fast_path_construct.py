@@ -225,10 +225,21 @@ def test_failed_surges_and_the_functions_errors_are_alarmed(stack: cdk.Stack) ->
     # deferred surges (another update of the dimension under way) page nobody
     alarms = template.find_resources("AWS::CloudWatch::Alarm").values()
     assert all(a["Properties"].get("MetricName") != "SurgesDeferred" for a in alarms)
+    # a hook in a Lambda function that could not send its reports (its EMF count)
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "DynamoDBCapacity",
+            "MetricName": "HookFailures",
+            "Statistic": "Sum",
+            "Threshold": 1,
+            "AlarmActions": topic,
+        },
+    )
     # broker errors, restorer errors, holds dropped; signals errors, surges failed,
     # combiner full, reports dropped, reports refused, surge budget met, surge units,
-    # a bucket estimate not kept, a corroboration failed
-    template.resource_count_is("AWS::CloudWatch::Alarm", 13)
+    # a bucket estimate not kept, a corroboration failed, surges unconfirmed, hook failures
+    template.resource_count_is("AWS::CloudWatch::Alarm", 14)
 
 
 def test_refused_reports_the_budget_and_surge_volume_are_alarmed(stack: cdk.Stack) -> None:

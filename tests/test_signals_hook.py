@@ -338,6 +338,44 @@ def test_a_failing_send_is_counted_and_never_reaches_the_caller(
     assert watcher.failed_sends == 2 and watcher.sent == 0 and watcher.errors == 0
 
 
+@pytest.mark.parametrize("in_lambda", [True, False])
+def test_in_a_lambda_function_the_hooks_failures_are_counted_as_a_metric(
+    moto_endpoint: str,
+    table: str,
+    in_lambda: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN a hook whose sends fail, in a Lambda function (whose log's EMF lines Lambda
+    # makes metrics) or in a process of its own
+    if in_lambda:
+        monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "orders-worker")
+    else:
+        monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
+
+    def broken(_payload: dict[str, Any]) -> None:
+        raise ConnectionError("the signals function is unreachable")
+
+    client = ddb(moto_endpoint)
+    watcher = watch(client, send=broken, interval=60)
+    capsys.readouterr()
+    # WHEN its rounds meet failures, then none
+    client.put_item(TableName=table, Item=item("0"))
+    watcher.flush()
+    watcher.flush()
+    client.get_item(TableName=table, Key={"pk": {"S": "0"}})
+    watcher.stop()
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    # THEN in Lambda each round with new failures writes one HookFailures count of them, in
+    # the namespace CapacityRequests alarms on; elsewhere the program's output is left alone
+    counts = [r["HookFailures"] for r in records if "HookFailures" in r]
+    assert watcher.failed_sends >= 2 and watcher.errors == watcher.dropped == 0
+    assert counts == ([1] * watcher.failed_sends if in_lambda else [])
+    assert all(
+        r["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "DynamoDBCapacity" for r in records
+    )
+
+
 def test_a_slow_send_never_slows_the_caller(moto_endpoint: str, table: str) -> None:
     # GIVEN a send that blocks until released
     started, release = threading.Event(), threading.Event()

@@ -36,6 +36,11 @@ constructs put it on every target they create; the library's roles may call Regi
 only on targets that carry it (with one of their tables' names)."""
 
 
+METRICS_NAMESPACE = "DynamoDBCapacity"
+"""Where the broker, the restorer, the signals function, the stream reader and the client
+hook in a Lambda function send their Embedded Metric Format counts (no dimension)."""
+
+
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 """The characters of a DynamoDB table or index name (3 to 255 of them)."""
 

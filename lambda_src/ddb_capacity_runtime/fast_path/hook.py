@@ -30,10 +30,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.names import METRICS_NAMESPACE
 from ..core.report_batch import MAX_BATCH_REPORTS, MAX_BATCHES_PER_ROUND, batch_json, batches
 from ..core.surge_report import MAX_PROCESS_CHARS, SIGNALS_ENV, Report
 from ..core.validators import is_number
-from ..events import log_event
+from ..events import emf_record, emit_metrics, log_event
 from .ledger import CHANGE, KEEPALIVE_SECONDS, MAX_TABLES, MIN_CHANGE, Ledger
 from .parse import (
     OPERATIONS,
@@ -137,6 +138,13 @@ _Row = tuple[str, str | None, str, float, int, str | None, int]
 """(table, index, dimension, units, requests, throttle cause, failed requests)"""
 
 
+HOOK_FAILURES = "HookFailures"
+"""The count a hook in a Lambda function writes to its log (EMF, namespace
+``DynamoDBCapacity``): reports not sent, observations dropped, errors its handlers met."""
+LAMBDA_ENV = "AWS_LAMBDA_FUNCTION_NAME"
+"""Set in a Lambda function, whose log's EMF lines become metrics."""
+
+
 class Watcher:
     """The hook [`watch`][] installs; [`stop`][] (or leaving a ``with`` block) sends
     the last reports and removes it. ``region`` and ``account``: the reporting account's
@@ -194,6 +202,7 @@ class Watcher:
         self._thread: threading.Thread | None = None
         self._ledger = Ledger(self._clock(), self._interval)
         self._sent = self._failed = self._errors = 0
+        self._published = 0  # failures, drops and errors already in a HookFailures record
         self._send_logged = False
         self._logged: set[tuple[str, str]] = set()
         self._local: set[tuple[str, str]] = set()
@@ -454,6 +463,25 @@ class Watcher:
                 self._lost(len(batch))
                 continue
             self._deliver(batch)
+        self._publish()
+
+    def _publish(self) -> None:
+        """In a Lambda function, one Embedded Metric Format line of the reports not sent,
+        observations dropped and handler errors since the last (`HOOK_FAILURES`; none
+        when there are none): Lambda makes it a metric, which ``CapacityRequests`` alarms
+        on. Elsewhere a line in the program's own output is no metric: the counters are
+        the watcher's ([`failed_sends`][], [`dropped`][], [`errors`][])."""
+        if not os.environ.get(LAMBDA_ENV):
+            return
+        with self._lock:
+            total = self._failed + self._errors + self._ledger.dropped
+            new, self._published = total - self._published, total
+        if new > 0:
+            try:
+                record = emf_record(METRICS_NAMESPACE, {HOOK_FAILURES: new}, time.time(), unit=None)
+                emit_metrics(record)
+            except Exception:  # noqa: BLE001 (an output that fails is nothing to stop for)
+                return
 
     def _take(self, name: str) -> Report | None:
         """The report ``name``'s table has to give now, taken from the ledger; None: none."""

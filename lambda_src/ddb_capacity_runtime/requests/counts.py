@@ -11,9 +11,10 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..core.names import METRICS_NAMESPACE
 from ..events import emf_record, emit_metrics
 
-NAMESPACE = "DynamoDBCapacity"
+NAMESPACE = METRICS_NAMESPACE
 """Where the broker's EMF counts go."""
 
 
