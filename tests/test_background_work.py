@@ -344,6 +344,9 @@ def test_scan_settings_are_checked() -> None:
         RateLimitedScan(ddb, "t", rate=10, scan_id="x")
     with pytest.raises(PacingError, match="rate: got -1"):
         RateLimitedScan(ddb, "t", rate=-1)
+    for retries in (-1, 2.5, True, "3"):
+        with pytest.raises(ScanError, match=f"max_throttle_retries: got {retries!r}; expected"):
+            RateLimitedScan(ddb, "t", rate=10, max_throttle_retries=retries)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- Stubber: what moto never does

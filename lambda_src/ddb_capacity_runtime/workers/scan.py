@@ -183,6 +183,11 @@ class RateLimitedScan:
                 f"initial_limit: got {initial_limit!r}; expected a whole number "
                 f"from 1 to {MAX_LIMIT}"
             )
+        if not is_whole(max_throttle_retries, 0, 1_000):
+            raise ScanError(
+                f"max_throttle_retries: got {max_throttle_retries!r}; expected a whole number "
+                "from 0 to 1000"
+            )
         if (store is None) != (scan_id is None):
             raise ScanError("store and scan_id: got only one; a resumable scan needs both")
         self.dynamodb = dynamodb
