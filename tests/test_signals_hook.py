@@ -376,6 +376,40 @@ def test_in_a_lambda_function_the_hooks_failures_are_counted_as_a_metric(
     )
 
 
+@pytest.mark.parametrize(
+    ("operation", "params", "most"),
+    [
+        ("get_item", {"Key": {"pk": {"S": "a"}}}, 100),
+        ("put_item", {"Item": {"pk": {"S": "a"}}}, 400),
+        ("query", {"KeyConditionExpression": "pk = :a"}, 256),
+    ],
+)
+def test_an_answer_past_belief_counts_as_the_most_its_call_can_consume(
+    operation: str, params: dict[str, Any], most: int
+) -> None:
+    # GIVEN answers saying one call consumed 1e300 units, then one saying half a unit
+    from botocore.stub import Stubber
+
+    client = boto3.client(
+        "dynamodb", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    capture = Capture()
+    watcher = watch(client, send=capture, interval=60)
+    stub = Stubber(client)
+    for units in (1e300, 0.5):
+        stub.add_response(
+            operation, {"ConsumedCapacity": {"TableName": "Orders", "CapacityUnits": units}}
+        )
+    # WHEN the caller makes the two calls
+    with stub:
+        for _ in range(2):
+            getattr(client, operation)(TableName="Orders", **params)
+        watcher.stop()
+    # THEN the first counts as the most one such call can consume, not the table quota
+    (row,) = capture.totals().values()
+    assert row["requests"] == 2 and row["units"] == most + 0.5
+
+
 def test_a_slow_send_never_slows_the_caller(moto_endpoint: str, table: str) -> None:
     # GIVEN a send that blocks until released
     started, release = threading.Event(), threading.Event()

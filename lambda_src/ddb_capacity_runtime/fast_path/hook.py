@@ -37,6 +37,7 @@ from ..core.validators import is_number
 from ..events import emf_record, emit_metrics, log_event
 from .ledger import CHANGE, KEEPALIVE_SECONDS, MAX_TABLES, MIN_CHANGE, Ledger
 from .parse import (
+    MOST_UNITS,
     OPERATIONS,
     arn_place,
     consumed,
@@ -384,9 +385,10 @@ class Watcher:
             if name is None or name not in call.tables:
                 continue
             self._remember_local(name, entry.get("LocalSecondaryIndexes"))
+            most = MOST_UNITS[call.operation]
             for (index, dim), units in consumed(entry, dimension).items():
                 # a GSI's request counts where it consumed; the table's, once above
-                rows.append((name, index, dim, units, int(index is not None), None, 0))
+                rows.append((name, index, dim, min(units, most), int(index is not None), None, 0))
         return rows
 
     def _remember_local(self, table: str, lsis: object) -> None:
