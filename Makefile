@@ -102,7 +102,8 @@ explore: install
 	HYPOTHESIS_PROFILE=explore $(VENV)/bin/pytest -q -m hypothesis $(EXPLORE_ARGS); first=$$?; \
 	HYPOTHESIS_PROFILE=explore $(VENV)/bin/pytest -q tests/test_state_machine.py; \
 	second=$$?; \
-	HOLD_RACE_TRIALS=200 HOLD_RACE_SEED=$$(date +%s): $(VENV)/bin/pytest -q tests/test_hold_races.py; \
+	seed=$$(date +%s); echo "hold races: HOLD_RACE_SEED=$$seed: (to run them again)"; \
+	HOLD_RACE_TRIALS=200 HOLD_RACE_SEED=$$seed: $(VENV)/bin/pytest -q tests/test_hold_races.py; \
 	third=$$?; exit $$(( first || second || third ))
 
 # The docs site, built as the tests build it (tests/test_docs.py); open site/index.html

@@ -598,7 +598,7 @@ def test_a_writer_without_a_cost_in_the_answer_charges_each_item_by_its_size() -
     "unprocessed",
     [None, [], {"t": None}, {"t": [{"DeleteRequest": {"Key": {"pk": {"S": "k0"}}}}]}],
 )
-def test_a_malformed_answer_sends_the_batch_again_and_loses_no_item(unprocessed: Any) -> None:
+def test_a_malformed_answer_returns_its_batch_and_the_rest_are_written(unprocessed: Any) -> None:
     # GIVEN a first answer whose UnprocessedItems is not a list of puts (botocore's parser
     # never gives one; a proxy or an endpoint of another make could), then sound ones
     client, stub = stubbed()
@@ -613,14 +613,42 @@ def test_a_malformed_answer_sends_the_batch_again_and_loses_no_item(unprocessed:
 
     client.meta.events.register("after-call.dynamodb.BatchWriteItem", malformed)
     clock = BoundedClock()
-    # WHEN the writer writes three items
+    items = [{"pk": f"k{i}"} for i in range(30)]
+    # WHEN the writer writes 30 items (two batches)
     with stub:
         result = SlowStartWriter(
             client, "t", start_rate=10, max_rate=10, clock=clock, sleep=clock.sleep
-        ).write([{"pk": f"k{i}"} for i in range(3)])
-    # THEN the batch is sent again whole (a put sent twice writes the same item)
+        ).write(items)
+    # THEN the first batch's items are returned, whether they were written not being known
+    # (none dropped, none sent twice behind the caller's back), no throttle is counted, and
+    # the second batch is written
     stub.assert_no_pending_responses()
-    assert result.written == 3 and result.failed == [] and result.batches == 2
+    assert [f.item for f in result.failed] == items[:25]
+    assert all("UnprocessedItems is not a list of puts" in f.reason for f in result.failed)
+    assert result.written == 5 and result.throttled == 0 and result.batches == 2
+
+
+def test_calls_without_an_answer_stop_the_write_and_return_every_item_not_sent() -> None:
+    # GIVEN an endpoint that never answers (every call fails after the SDK's retries)
+    client, _ = stubbed()
+
+    def down(**_: Any) -> None:
+        raise EndpointConnectionError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
+
+    client.meta.events.register("before-parameter-build.dynamodb.BatchWriteItem", down)
+    clock = BoundedClock()
+    items = ({"pk": f"k{i}"} for i in range(1_000))
+    # WHEN the writer is given 1,000 items
+    writer = SlowStartWriter(
+        client, "t", start_rate=10, max_rate=10, clock=clock, sleep=clock.sleep
+    )
+    result = writer.write(items)
+    # THEN it stops after three calls in a row without an answer, and returns every item:
+    # those sent with the error, the others as not sent
+    assert result.batches == 3 and result.written == 0
+    assert [f.item["pk"] for f in result.failed] == [f"k{i}" for i in range(1_000)]
+    assert all("Could not connect" in f.reason for f in result.failed[:75])
+    assert all(f.reason.startswith("not sent: 3 calls in a row") for f in result.failed[75:])
 
 
 def test_a_write_without_an_answer_returns_its_items_and_the_rest_are_written() -> None:
@@ -669,6 +697,34 @@ def test_a_writer_idle_for_a_step_starts_slow_again() -> None:
         result = writer.write([{"pk": "c"}])
     # THEN it starts at its start rate: the table may have scaled in meanwhile
     assert result.rates == [10.0] and writer.bucket.rate == 10
+
+
+def test_an_index_scan_that_fetches_from_its_table_is_paced_by_what_it_reports() -> None:
+    # GIVEN a local secondary index whose pages cost 500 units each (every item fetched
+    # from the table: more than a page of 1 MB read from the index alone)
+    client, stub = stubbed()
+    for n in range(5):
+        answer = page([f"k{n}-{i}" for i in range(500)], 500.0, last=None if n == 4 else f"k{n}")
+        stub.add_response("scan", answer)
+    clock = BoundedClock()
+    bucket = TokenBucket(100, clock=clock, sleep=clock.sleep)
+    # WHEN it is scanned at 100 units a second, pages meant to cost 50
+    with stub:
+        result = RateLimitedScan(
+            client,
+            "t",
+            index="byDate",
+            rate=100,
+            segments=1,
+            page_units=50,
+            initial_limit=500,
+            bucket=bucket,
+            sleep=clock.sleep,
+        ).run(lambda segment, items: None)
+    # THEN each page is charged the 500 units it reported, not its estimate: the scan waits
+    # out each before the next
+    assert result.pages == 5 and result.consumed == 2_500
+    assert 15 <= clock.now <= 25
 
 
 @pytest.mark.parametrize("units", [0.0, 1e308])

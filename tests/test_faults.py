@@ -752,6 +752,29 @@ def test_unsound_entries_of_tag_discovery_are_counted_and_hide_no_table(world: W
     assert emf(events, None)["SharedFailures"] == 4
 
 
+def test_a_tag_discovery_page_without_its_list_is_counted_and_hides_nothing(
+    world: World,
+) -> None:
+    # GIVEN tag discovery answering a page without its ResourceTagMappingList
+    busy, idle = busy_and_idle(world)
+
+    def listless(parsed: dict[str, Any], **_: Any) -> None:
+        parsed.pop("ResourceTagMappingList", None)
+
+    tagging = world.clients.tagging
+    event = "after-call.resource-groups-tagging-api.GetResources"
+    tagging.meta.events.register(event, listless)
+    # WHEN a tick runs
+    summary, events = world.tick()
+    tagging.meta.events.unregister(event, listless)
+    # THEN no table is taken as found or as untagged: the tables it may name wait for the
+    # next tick, and the page is a counted shared failure
+    assert world.throughput(busy) == (100, 100) and world.throughput(idle) == (200, 200)
+    (shared,) = summary["shared_failures"]
+    assert shared.startswith("tag discovery: UnsoundListing: GetResources: a page without")
+    assert emf(events, None)["SharedFailures"] == 1
+
+
 def test_a_batch_table_whose_tags_are_unsound_fails_alone(world: World) -> None:
     # GIVEN a batch of three tables found by tag, one whose tags the tagging API gives
     # unsound, its answer carrying entries that name no table too

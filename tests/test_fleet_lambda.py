@@ -306,11 +306,8 @@ def test_tampered_finite_figures_are_unreadable_results_and_the_report_stays_jso
     assert doc["totals"]["usd_saved_per_month"] == 1.5
 
 
-def test_a_send_that_fails_leaves_out_its_batch_alone(world: dict[str, Any]) -> None:
-    # GIVEN 25 tables (three SendMessageBatch calls of 10), the second call failing each
-    # time it is made (an AWS error after botocore's retries)
-    stamp = f"{datetime.now(UTC):%H%M%S%f}"
-    names = [f"Send{n:02d}{stamp}" for n in range(25)]
+def on_demand(world: dict[str, Any], names: list[str]) -> None:
+    """On-demand tables named ``names``, without traffic."""
     for name in names:
         world["ddb"].create_table(
             TableName=name,
@@ -318,6 +315,14 @@ def test_a_send_that_fails_leaves_out_its_batch_alone(world: dict[str, Any]) -> 
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         )
+
+
+def test_a_send_that_fails_leaves_out_its_batch_alone(world: dict[str, Any]) -> None:
+    # GIVEN 25 tables (three SendMessageBatch calls of 10), the second call failing each
+    # time it is made (an AWS error after botocore's retries)
+    stamp = f"{datetime.now(UTC):%H%M%S%f}"
+    names = [f"Send{n:02d}{stamp}" for n in range(25)]
+    on_demand(world, names)
     sqs = boto3.client("sqs")
     calls: list[list[str]] = []
 
@@ -342,3 +347,28 @@ def test_a_send_that_fails_leaves_out_its_batch_alone(world: dict[str, Any]) -> 
     assert sent == names[:10] + names[20:]
     (logged,) = [e for e in events if e["event"] == "messages_not_sent"]
     assert logged["tables"] == names[10:20] and logged["error"].startswith("InternalError")
+
+
+def test_an_entry_the_answer_does_not_list_as_sent_is_sent_again(world: dict[str, Any]) -> None:
+    # GIVEN 3 tables, and a first SendMessageBatch answer that lists one of them nowhere
+    stamp = f"{datetime.now(UTC):%H%M%S%f}"
+    names = [f"Listed{n}{stamp}" for n in range(3)]
+    on_demand(world, names)
+    sqs = boto3.client("sqs")
+    answers: list[int] = []
+
+    def silent(parsed: dict[str, Any], **_: Any) -> None:
+        answers.append(len(parsed.get("Successful", [])))
+        if len(answers) == 1:
+            parsed["Successful"] = parsed["Successful"][1:]
+
+    sqs.meta.events.register("after-call.sqs.SendMessageBatch", silent)
+    # WHEN the lister runs
+    counts = fleet_lambda.list_run(
+        world["ddb"], world["s3"], sqs, world["settings"], world["moment"]
+    )
+    # THEN the entry not listed is sent again (a message twice advises a table twice): every
+    # table has its message, and nothing is counted unsent
+    assert answers == [3, 1] and counts == {"TablesListed": 3, "Failures": 0}
+    sent = sorted(json.loads(m["Body"])["table"] for m in receive(world))
+    assert set(sent) == set(names) and len(sent) == 4

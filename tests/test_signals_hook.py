@@ -1316,6 +1316,35 @@ def test_the_first_failed_send_and_handler_error_of_each_kind_are_logged(
     assert watcher.failed_sends >= 3 + 3 and watcher.errors == 2
 
 
+def test_in_a_lambda_function_errors_alone_are_counted_by_the_running_hook(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a hook in a Lambda function whose every answer its handler fails to read (so
+    # nothing is ever recorded), never stopped (Lambda seldom runs a process's exit)
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "orders-worker")
+
+    def broken(*_: object) -> dict[Any, float]:
+        raise RuntimeError("a bug in the hook")
+
+    monkeypatch.setattr(signals_hook, "consumed", broken)
+    client = reads(2)
+    watcher = watch(client, send=Capture(), interval=1)
+    capsys.readouterr()
+    # WHEN the function's calls go on
+    for t in range(2):
+        client.get_item(TableName=f"t{t}", Key={"pk": {"S": "a"}})
+    # THEN the hook's own round counts the errors as a metric within seconds
+    counts: list[int] = []
+    for _ in range(50):
+        time.sleep(0.1)
+        lines = capsys.readouterr().out.splitlines()
+        counts += [json.loads(line).get("HookFailures", 0) for line in lines]
+        if sum(counts) >= 2:
+            break
+    watcher.stop()
+    assert sum(counts) == watcher.errors == 2
+
+
 def test_after_a_fork_the_sender_makes_its_client_from_a_fresh_session() -> None:
     session = boto3.Session(
         aws_access_key_id="test", aws_secret_access_key="test", region_name=REGION

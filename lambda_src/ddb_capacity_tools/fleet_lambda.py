@@ -130,9 +130,14 @@ def _send(sqs: Any, queue_url: str, run_id: str, tables: Sequence[str]) -> int:
         except Exception as exc:  # this batch's tables are not sent; the others still are
             error = shown(describe_error(exc))
             continue
-        listed = answer.get("Failed") if isinstance(answer, Mapping) else None
-        failed = {f.get("Id") for f in listed or [] if isinstance(f, Mapping)}
-        entries = [e for e in entries if e["Id"] in failed]
+        # untrusted: an entry the answer does not list as sent is taken as not sent
+        listed = answer.get("Successful") if isinstance(answer, Mapping) else None
+        sent = (
+            {s.get("Id") for s in listed if isinstance(s, Mapping)}
+            if isinstance(listed, list)
+            else set()
+        )
+        entries = [e for e in entries if e["Id"] not in sent]
         if not entries:
             return 0
     unsent = [json.loads(e["MessageBody"])["table"] for e in entries]

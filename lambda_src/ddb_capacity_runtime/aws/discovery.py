@@ -94,17 +94,21 @@ def _tagged(
     pages: Iterable[Mapping[str, Any]], unsound: list[str] | None
 ) -> dict[str, dict[str, str] | None]:
     """The tables of GetResources' ``pages`` and their tags (None: unsound), each entry that
-    names no table or carries unsound tags told in ``unsound``."""
+    names no table or carries unsound tags told in ``unsound``; a page without its list
+    raises UnsoundListing (the tables on it are not known)."""
     out: dict[str, dict[str, str] | None] = {}
     told = unsound if unsound is not None else []
     for page in pages:
-        for item in page.get("ResourceTagMappingList") or []:
+        listed = page.get("ResourceTagMappingList") if isinstance(page, Mapping) else None
+        if not isinstance(listed, list):  # its tables are not known: none is taken as untagged
+            raise UnsoundListing("GetResources: a page without its ResourceTagMappingList")
+        for item in listed:
             arn = item.get("ResourceARN") if isinstance(item, Mapping) else None
             name = table_of_arn(arn)
             if name is None:
                 told.append(f"GetResources: an entry's ResourceARN {arn!r:.200} names no table")
                 continue
-            out[name] = tags_of(item.get("Tags", []))
+            out[name] = tags_of(item.get("Tags"))  # no list, as no tag: unsound
             if out[name] is None:
                 told.append(f"GetResources: the tags of {name} are unsound; read with the table")
     return out

@@ -18,6 +18,7 @@ cannot see: docs/guides/fast-path.md#how-the-hook-counts.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import re
@@ -259,6 +260,8 @@ class Watcher:
         kind = (where, type(exc).__name__)
         with self._lock:
             self._errors += 1
+            with contextlib.suppress(RuntimeError):  # a thread refused here: counted already
+                self._start()  # its rounds count the error, even when nothing is recorded
             first = kind not in self._logged and len(self._logged) < MAX_LOGGED_KINDS
             if first:
                 self._logged.add(kind)
@@ -416,12 +419,7 @@ class Watcher:
                     failed=failed,
                 )
             first_drop = before == 0 and self._ledger.dropped > 0
-            if self._thread is None and not self._stopped:
-                thread = threading.Thread(
-                    target=self._run, name="ddb-capacity-signals", daemon=True
-                )
-                thread.start()  # if it cannot start, the next request tries again
-                self._thread = thread
+            self._start()
         if first_drop:
             _warn(
                 "signals-dropped",
@@ -433,6 +431,14 @@ class Watcher:
             )
 
     # the sending thread
+    def _start(self) -> None:
+        """Start the sending thread unless it runs (the lock held): its rounds send the
+        reports and count the failures (`_publish`)."""
+        if self._thread is None and not self._stopped:
+            thread = threading.Thread(target=self._run, name="ddb-capacity-signals", daemon=True)
+            thread.start()  # if it cannot start (raised, counted), the next request tries again
+            self._thread = thread
+
     def _run(self) -> None:
         wake = self._wake
         while not wake.wait(self._interval):

@@ -126,14 +126,29 @@ class ScanResult:
 
 
 MAX_PAGE_UNITS = 256.0
-"""Read units of the largest page a Scan returns (1 MB, strongly consistent)."""
+"""Read units of the largest page a Scan reads from its table or index (1 MB, strongly
+consistent)."""
+MAX_FETCH_UNITS = 100.0
+"""Read units of fetching one item of 400 KB from the table (strongly consistent): what a
+local secondary index's scan adds for each item whose attributes it does not hold."""
 
 
-def page_cost(items: object) -> float:
+def most_page_units(limit: int, index: bool) -> float:
+    """The most read units one Scan page of ``limit`` items can consume: `MAX_PAGE_UNITS`,
+    and on an ``index`` (a local one may fetch each item from the table) `MAX_FETCH_UNITS`
+    an item more."""
+    return MAX_PAGE_UNITS + (limit * MAX_FETCH_UNITS if index else 0.0)
+
+
+def page_cost(items: object, index: bool) -> float:
     """The read units a page of ``items`` is estimated to cost by their size: one (a
-    strongly consistent read) for each 4 KB started; 0 for none (the estimate stands)."""
+    strongly consistent read) for each 4 KB started, of the page, or on an ``index`` of
+    each item (fetched one by one from a local index's table); 0 for none (the estimate
+    stands)."""
     if not isinstance(items, list) or not items:
         return 0.0
+    if index:
+        return float(sum(math.ceil(item_bytes(i) / (4 * ITEM_KB)) for i in items))
     return float(math.ceil(item_bytes(items) / (4 * ITEM_KB)))
 
 
@@ -273,10 +288,12 @@ class RateLimitedScan:
             if response is None:
                 return
             items = response.get("Items", [])
-            # a page costs half a unit at least, and a read of 1 MB (256 units) at most
-            reported = reported_units(response.get("ConsumedCapacity"), 0.5, MAX_PAGE_UNITS)
+            # a page costs half a unit at least, and `most_page_units` at most
+            index = "IndexName" in self.extra
+            most = most_page_units(limit, index)
+            reported = reported_units(response.get("ConsumedCapacity"), 0.5, most)
             # unknown: charged as estimated, or by the size of what came back when larger
-            charged = max(estimate, page_cost(items)) if reported is None else reported
+            charged = max(estimate, page_cost(items, index)) if reported is None else reported
             self.bucket.settle(charged - estimate)
             if items:
                 handle(segment, items)

@@ -23,10 +23,11 @@ for tests; ``result.throttled_by_cause`` counts throttles by cause.
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -86,8 +87,14 @@ class WriteResult:
 
 MAX_ITEM_UNITS = 400
 """Write units of the largest item (400 KB)."""
-MAX_GSIS = 20
-"""Global secondary indexes a table may have (DynamoDB's default quota), each written to."""
+MAX_INDEXES = 25
+"""Secondary indexes a table may have: 20 global (DynamoDB's default quota) and 5 local;
+a write that moves an item's key in one costs two writes there."""
+MOST_UNITS_PER_ITEM = MAX_ITEM_UNITS * (1 + 2 * MAX_INDEXES)
+"""The most write units one item written can consume, the table's and its indexes'."""
+MAX_SILENT_CALLS = 3
+"""Calls in a row without an answer (after the SDK's retries) that stop a ``write``: the
+items not yet sent are returned in ``failed``, not sent into an endpoint that is down."""
 
 
 def _units(entry: Entry) -> float:
@@ -98,8 +105,7 @@ def _units(entry: Entry) -> float:
 
 def _unprocessed(response: object, table: str) -> list[dict[str, Any]] | None:
     """The serialized items BatchWriteItem's answer returns unprocessed; None when the
-    answer is not one (then every item of the batch is sent again: a put sent twice writes
-    the same item)."""
+    answer is not one (whether the batch's items were written is then not known)."""
     answer = response.get("UnprocessedItems", {}) if isinstance(response, Mapping) else None
     listed = answer.get(table, []) if isinstance(answer, Mapping) else None
     if not isinstance(listed, list):
@@ -155,6 +161,8 @@ class SlowStartWriter:
         self._stepped = clock()
         self._last_sent: float | None = None
         """when the last batch was sent (None: never)"""
+        self._no_answer: str | None = None
+        """why the last call got no answer (None: it got one)"""
 
     def _grow(self, now: float, result: WriteResult) -> None:
         if now - self._stepped >= self.step_seconds and self.bucket.rate < self.max_rate:
@@ -216,7 +224,7 @@ class SlowStartWriter:
         self._stepped = now
         pending: list[Entry] = []
         source = iter(items)
-        exhausted = False
+        exhausted, silent = False, 0
         while pending or not exhausted:
             while len(pending) < BATCH and not exhausted:
                 item = next(source, _END)
@@ -238,14 +246,29 @@ class SlowStartWriter:
                 break
             batch, pending = pending[:BATCH], pending[BATCH:]
             self._grow(self.clock(), result)
-            estimate = sum(_units(e) for e in batch)
-            self.bucket.acquire(estimate)
+            sizes = [_units(e) for e in batch]
+            self.bucket.acquire(sum(sizes))
             retry, reported, cause = self._send(batch, result)
             self._last_sent = self.clock()
-            unknown = sum(_units(e) for e in batch if e not in retry)  # estimated: written
-            self.bucket.settle((unknown if reported is None else reported) - estimate)
+            # unknown: each item not sent again charged as estimated (it may be written)
+            known = sum(u for e, u in zip(batch, sizes, strict=True) if e not in retry)
+            self.bucket.settle((known if reported is None else reported) - sum(sizes))
+            silent = silent + 1 if self._no_answer else 0
+            if silent >= MAX_SILENT_CALLS:
+                return self._stopped(result, pending, source, silent)
             if retry:
                 pending = self._retry(retry, cause or "unknown", result) + pending
+        return result
+
+    def _stopped(
+        self, result: WriteResult, pending: list[Entry], source: Iterator[Any], silent: int
+    ) -> WriteResult:
+        """``result``, the items not sent (``pending`` and the rest of ``source``) returned
+        in ``failed``: `MAX_SILENT_CALLS` calls in a row got no answer."""
+        reason = f"not sent: {silent} calls in a row got no answer ({self._no_answer})"
+        result.failed.extend(Failed(o, reason) for o, _, _ in pending)
+        result.failed.extend(Failed(item, reason) for item in source)
+        log_event("write-stopped", level=logging.ERROR, reason=reason, failed=len(result.failed))
         return result
 
     def _send(
@@ -255,6 +278,7 @@ class SlowStartWriter:
         the answer does not say), and why DynamoDB throttled them (None: it did not).
         UnprocessedItems carry no reasons: their cause is ``"unknown"``."""
         result.batches += 1
+        self._no_answer = None
         try:
             response = table_items.write_batch(self.dynamodb, self.table, [s for _, s, _ in batch])
         except ClientError as exc:
@@ -266,19 +290,20 @@ class SlowStartWriter:
             result.failed.extend(Failed(o, describe_error(exc)) for o, _, _ in batch)
             return [], 0.0, None
         except BotoCoreError as exc:  # no answer (after the SDK's retries): none is dropped
-            result.failed.extend(Failed(o, describe_error(exc)) for o, _, _ in batch)
+            self._no_answer = describe_error(exc)
+            result.failed.extend(Failed(o, self._no_answer) for o, _, _ in batch)
             return [], None, None
         keys = _unprocessed(response, self.table)
-        retry = list(batch) if keys is None else [e for e in batch if e[1] in keys]
+        if keys is None:  # none dropped, none sent twice: the caller decides
+            reason = "the answer's UnprocessedItems is not a list of puts: written or not"
+            result.failed.extend(Failed(o, reason) for o, _, _ in batch)
+            return [], None, None
+        retry = [e for e in batch if e[1] in keys]
         written = len(batch) - len(retry)
-        # each item written costs 1 unit at least, and 400 (its 400 KB) on the table and on
-        # each of 20 GSIs at most; an answer outside that, or without its list, is unknown
-        most = written * MAX_ITEM_UNITS * (1 + MAX_GSIS)
-        units = (
-            None
-            if keys is None
-            else reported_units(response.get("ConsumedCapacity"), written, most)
-        )
+        # an item written costs a unit at least, and `MOST_UNITS_PER_ITEM` at most; an
+        # answer outside that is unknown
+        most = written * MOST_UNITS_PER_ITEM
+        units = reported_units(response.get("ConsumedCapacity"), written, most)
         result.written += written
         result.consumed += units or 0.0
         return retry, units, "unknown" if retry else None
