@@ -41,7 +41,7 @@ def busy(tables: int, *, throttled: set[int] | None = None) -> Any:
                 "message": "throttled",
                 "ThrottlingReasons": [{"reason": "TableWriteProvisionedThroughputExceeded"}],
             }
-        return 200, {"ConsumedCapacity": {"TableName": body["TableName"], "CapacityUnits": 1e3}}
+        return 200, {"ConsumedCapacity": {"TableName": body["TableName"], "CapacityUnits": 1e2}}
 
     inject(client, answer)
     return client
@@ -76,7 +76,7 @@ def test_a_round_sends_a_bounded_number_of_batches_and_nothing_is_lost() -> None
     units: dict[str, float] = {}
     for r in capture.reports:
         units[r.table] = units.get(r.table, 0.0) + sum(d.units for d in r.dims)
-    assert units == {f"t{i}": 1e3 for i in range(600)}
+    assert units == {f"t{i}": 1e2 for i in range(600)}
     assert len(capture.reports) == watcher.sent and watcher.failed_sends == 0
 
 
