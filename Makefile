@@ -81,9 +81,11 @@ lint: install
 	$(VENV)/bin/lint-imports --no-cache --no-logo
 
 # The packages, and the tests, examples and benchmarks, as strictly (pyproject.toml's
-# [tool.mypy]), with no module left out
+# [tool.mypy]), with no module left out. TYPECHECK_NICE: its priority (`make test` sets the
+# lowest: mypy then takes the CPU the tests leave while they wait, not the tests' own)
+TYPECHECK_NICE ?=
 typecheck: install
-	$(VENV)/bin/mypy constructs_pkg lambda_src/ddb_capacity_runtime lambda_src/ddb_capacity_tools \
+	$(TYPECHECK_NICE) $(VENV)/bin/mypy constructs_pkg lambda_src/ddb_capacity_runtime lambda_src/ddb_capacity_tools \
 		tests examples benchmarks
 
 # The tests on two workers (pytest-xdist): much of the suite waits on local servers, the
@@ -118,11 +120,12 @@ dist: install
 	$(VENV)/bin/twine check --strict dist/*
 
 # Installs first, then the three gates side by side (mypy is CPU-bound while much of the
-# test suite waits on local servers and the CDK CLI; checkov's venv, which only the tests
-# need, is built while ruff and mypy run); any gate failing fails the target.
+# test suite waits on local servers and the CDK CLI, so it runs at the lowest priority;
+# checkov's venv, which only the tests need, is built while ruff and mypy run); any gate
+# failing fails the target.
 test:
 	$(MAKE) --no-print-directory install
-	$(MAKE) --no-print-directory -j3 lint typecheck unit
+	$(MAKE) --no-print-directory -j3 lint typecheck unit TYPECHECK_NICE="nice -n 19"
 
 clean:
 	rm -rf cdk.out site dist $(VENV) $(CHECKOV_VENV) node_modules .pytest_cache .mypy_cache .ruff_cache
