@@ -195,35 +195,88 @@ def test_a_bad_tag_is_ignored_and_counted(world: World, tag: str, value: str) ->
     assert emf(events, busy)["IgnoredTags"] == 0
 
 
-def test_a_forged_hold_in_the_store_is_ignored_and_counted(world: World) -> None:
-    busy, idle = busy_and_idle(world)
-    faulty = world.table("forged", 300, 300)
-    world.traffic(faulty, "read", 150)
-    world.ddb.update_item(  # 10 million units until 2100, written straight into the store
+def store_reads_held(world: World, table: str, holds: dict[str, dict[str, Any]]) -> None:
+    """``table``'s reads held by ``holds`` (id: the hold's fields, as DynamoDB types them)
+    on a base of 300, written straight into the state store."""
+    world.ddb.update_item(
         TableName=world.store.name,
-        Key={"pk": {"S": faulty}, "sk": {"S": "table:read"}},
+        Key={"pk": {"S": table}, "sk": {"S": "table:read"}},
         UpdateExpression="SET #b = :b, holds = :h",
         ExpressionAttributeNames={"#b": "base"},
         ExpressionAttributeValues={
             ":b": {"N": "300"},
-            ":h": {
-                "M": {
-                    "forged": {
-                        "M": {
-                            "units": {"N": "10000000"},
-                            "expires": {"N": "4102444800"},
-                            "baseline": {"N": "0"},
-                        }
-                    }
-                }
-            },
+            ":h": {"M": {ident: {"M": fields} for ident, fields in holds.items()}},
         },
     )
+
+
+def test_a_forged_hold_in_the_store_is_ignored_and_counted(world: World) -> None:
+    busy, idle = busy_and_idle(world)
+    faulty = world.table("forged", 300, 300)
+    world.traffic(faulty, "read", 150)
+    # 10 million units until 2100, written straight into the store
+    forged = {"units": {"N": "10000000"}, "expires": {"N": "4102444800"}, "baseline": {"N": "0"}}
+    store_reads_held(world, faulty, {"forged": forged})
     summary, events = world.tick()
     assert_handled(world, busy, idle)
     assert world.throughput(faulty) == (300, 5)  # the forged hold raised nothing
     assert emf(events, faulty)["IgnoredTags"] == 1 and summary["failures"] == []
     assert not any(s.holding for s in world.store.table(faulty))  # and the tick removed it
+
+
+def test_holds_in_the_store_never_lift_a_dimension_above_the_table_quota(world: World) -> None:
+    # GIVEN three holds in the store, each well formed, whose level adds up past any
+    # table quota (a baseline of 999,000 and 1,000 units each: only a write of the
+    # library's checks their sum, and these were written straight into the store)
+    busy, idle = busy_and_idle(world)
+    faulty = world.table("oversum", 300, 300)
+    world.traffic(faulty, "read", 150)
+    expires = str(int(time.time()) + 600)
+    hold = {"units": {"N": "1000"}, "expires": {"N": expires}, "baseline": {"N": "999000"}}
+    store_reads_held(world, faulty, {f"h{n}": hold for n in range(3)})
+    # WHEN a tick runs
+    summary, _ = world.tick()
+    # THEN the others are handled, and the held dimension is raised to the table quota at
+    # most, never to the 1,002,000 the holds add up to
+    assert_handled(world, busy, idle)
+    quota = ScalerConfig.from_env({"SCALER_TABLES": faulty}).table_quota
+    assert world.throughput(faulty)[0] == quota
+
+
+@pytest.mark.parametrize("unsound", ["units", "gsi"])
+def test_an_unsound_re_read_before_an_update_sends_nothing_and_fails_its_table(
+    world: World, unsound: str
+) -> None:
+    # GIVEN a throttled table whose DescribeTable answers soundly when it is read, then,
+    # re-read right before its UpdateTable, without a whole capacity or with a GSI that
+    # has no capacity
+    busy, idle = busy_and_idle(world)
+    odd = world.table("reread", 100, 100)
+    world.traffic(odd, "write", 100)
+    world.traffic(odd, "write", 0, throttles=3000, minutes=range(1, 3))
+    reads = [0]
+
+    def unsound_later(parsed: dict[str, Any], **_: Any) -> None:
+        table = parsed.get("Table", {})
+        if table.get("TableName") == odd:
+            reads[0] += 1
+            if reads[0] > 1 and unsound == "units":
+                table["ProvisionedThroughput"]["WriteCapacityUnits"] = "100"
+            elif reads[0] > 1:
+                table["GlobalSecondaryIndexes"] = [{"IndexName": "byUser"}]
+
+    world.ddb.meta.events.register("after-call.dynamodb.DescribeTable", unsound_later)
+    # WHEN a tick runs
+    summary, events = world.tick()
+    world.ddb.meta.events.unregister("after-call.dynamodb.DescribeTable", unsound_later)
+    # THEN nothing is sent on that answer: the table is left as it is, a failure of its own,
+    # and the others are handled
+    assert reads[0] >= 2
+    assert_handled(world, busy, idle)
+    assert world.throughput(odd) == (100, 100)
+    assert [f["table"] for f in summary["failures"]] == [odd]
+    assert "DescribeTable" in summary["failures"][0]["reason"]
+    assert emf(events, odd)["Failures"] == 1
 
 
 def test_a_stale_memory_never_overrides_a_minimum_an_operator_set(world: World) -> None:

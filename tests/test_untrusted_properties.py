@@ -139,7 +139,7 @@ def test_tags_of_any_content_never_raise_and_never_leave_the_bounds(tags: dict[s
     except OverrideError as exc:
         assert "must not be above max" in str(exc)  # tags asked for min > max: table skipped
         return
-    table = lift(table, [], NOW)
+    table = lift(table, [], NOW, TABLE_QUOTA)
     # THEN every dimension's bounds and every decision stay within [1, the table quota]
     busy = Series(
         [NOW - timedelta(minutes=MINUTES - i) for i in range(MINUTES)],

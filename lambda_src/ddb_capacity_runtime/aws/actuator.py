@@ -33,6 +33,7 @@ from ..core.outcomes import Status
 from ..core.plan import Change, Via
 from ..core.policy import Action
 from ..core.tables import ManagedTable
+from ..core.validators import is_whole
 from . import table_calls
 from .discovery import current_minimum
 from .error_codes import describe_error, meaning
@@ -89,18 +90,32 @@ def update_table_request(
 def _fresh(
     dynamodb: DynamoDBClient, table: ManagedTable, now: datetime
 ) -> tuple[dict[tuple[str | None, str], int], dict[str | None, DecreaseLedger]]:
-    """The table's provisioned capacity and decrease ledgers as DynamoDB says now."""
+    """The table's provisioned capacity and decrease ledgers as DynamoDB says now. Raises
+    TableBusy when the table is not ACTIVE, and ValueError when the answer is not sound (a
+    GSI without its name, a capacity that is not a whole number)."""
     described = table_calls.describe(dynamodb, table.name)
-    if described["TableStatus"] != "ACTIVE":
-        raise TableBusy(f"table status {described['TableStatus']}")
+    status = described.get("TableStatus")
+    if status != "ACTIVE":
+        raise TableBusy(f"table status {status!r:.60}")
+    gsis = described.get("GlobalSecondaryIndexes", [])
     specs: list[tuple[str | None, Mapping[str, Any]]] = [(None, described)]
-    specs += [(g["IndexName"], g) for g in described.get("GlobalSecondaryIndexes", [])]
-    current, ledgers = {}, {}
+    specs += [(g.get("IndexName"), g) for g in gsis if isinstance(g, Mapping)]
+    current: dict[tuple[str | None, str], int] = {}
+    ledgers: dict[str | None, DecreaseLedger] = {}
     for index, spec in specs:
-        throughput = spec["ProvisionedThroughput"]
+        throughput = spec.get("ProvisionedThroughput")
+        if not isinstance(throughput, Mapping) or not isinstance(gsis, list):
+            raise ValueError(f"DescribeTable: no capacity of {index or 'the table'}")
+        if index is not None and not isinstance(index, str):
+            raise ValueError("DescribeTable: a GSI without its name")
+        for dim, field_name in UNITS.items():
+            value = throughput.get(field_name)
+            if not is_whole(value, 0):
+                raise ValueError(
+                    f"DescribeTable: {field_name} of {index or 'the table'} is {value!r:.40}"
+                )
+            current[(index, dim)] = value
         ledgers[index] = DecreaseLedger.from_throughput(throughput, now)
-        for dim, units in UNITS.items():
-            current[(index, dim)] = int(throughput[units])
     return current, ledgers
 
 
@@ -124,6 +139,8 @@ def _update_table(
     except (ClientError, BotoCoreError) as exc:
         status, message = _status(exc)
         return [Outcome(c, status, message) for c in changes]
+    except ValueError as exc:  # an answer not to be trusted: nothing is sent on it
+        return [Outcome(c, Status.FAILED, str(exc)) for c in changes]
     outcomes, send = [], []
     for c in changes:
         key = (c.dimension.index, c.dimension.dimension)

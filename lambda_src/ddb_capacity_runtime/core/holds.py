@@ -141,16 +141,20 @@ def held_raise(
     return HeldRaise(want, set_min, provisioned < want)
 
 
-def lift(table: ManagedTable, held: Sequence[HeldDimension], now: datetime) -> ManagedTable:
+def lift(
+    table: ManagedTable, held: Sequence[HeldDimension], now: datetime, quota: int
+) -> ManagedTable:
     """``table`` with every dimension's limits lifted to its active holds' level, so the
-    scaler neither lowers a held dimension nor caps it below the hold. (The configured
-    minimum under the holds is the state store's memory, which the table carries.)"""
+    scaler neither lowers a held dimension nor caps it below the hold; never above
+    ``quota``, the table quota (holds read from the store are untrusted: each is bounded
+    alone, their sum only here). (The configured minimum under the holds is the state
+    store's memory, which the table carries.)"""
     by_scope: Mapping[tuple[str | None, str], HeldDimension] = {h.scope: h for h in held}
     dims = []
     for d in table.dimensions:
         state = by_scope.get((d.index, d.dimension))
         if state is not None:
-            floor = level(state.active(now))
+            floor = min(level(state.active(now)), quota)
             if floor > d.limits.min_capacity:
                 d = replace(
                     d,

@@ -98,7 +98,8 @@ def prepare(
             table = discovery.describe_table(
                 clients.dynamodb, name, None, config, targets, now, held=held
             )
-    return replace(holds.lift(table, held, now), ignored_tags=ignored)
+    lifted = holds.lift(table, held, now, config.table_quota)
+    return replace(lifted, ignored_tags=ignored)
 
 
 def _end_expired(
