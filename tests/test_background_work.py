@@ -552,19 +552,27 @@ class BoundedClock(FakeClock):
 
 
 def paced_writer(
-    answers: list[dict[str, Any]], items: list[dict[str, Any]]
+    answers: list[dict[str, Any]],
+    items: list[dict[str, Any]],
+    *,
+    rate: float = 10,
+    hook: tuple[str, Callable[..., None]] | None = None,
 ) -> tuple[WriteResult, float]:
-    """``items`` written at 10 units a second (start and ceiling), each BatchWriteItem
-    answered by the next of ``answers``; the result and the seconds it took."""
+    """``items`` written at ``rate`` units a second (start and ceiling), each BatchWriteItem
+    answered by the next of ``answers`` (every one of them used), with ``hook`` (an event
+    of the client's and its handler) registered; the result and the seconds it took."""
     client, stub = stubbed()
     clock = BoundedClock()
     for answer in answers:
         stub.add_response("batch_write_item", answer)
+    if hook is not None:
+        client.meta.events.register(*hook)
     with stub:
         writer = SlowStartWriter(
-            client, "t", start_rate=10, max_rate=10, clock=clock, sleep=clock.sleep
+            client, "t", start_rate=rate, max_rate=rate, clock=clock, sleep=clock.sleep
         )
         result = writer.write(items)
+    stub.assert_no_pending_responses()
     return result, clock.now
 
 
@@ -601,9 +609,6 @@ def test_a_writer_without_a_cost_in_the_answer_charges_each_item_by_its_size() -
 def test_a_malformed_answer_returns_its_batch_and_the_rest_are_written(unprocessed: Any) -> None:
     # GIVEN a first answer whose UnprocessedItems is not a list of puts (botocore's parser
     # never gives one; a proxy or an endpoint of another make could), then sound ones
-    client, stub = stubbed()
-    for _ in range(2):
-        stub.add_response("batch_write_item", {"UnprocessedItems": {}})
     answers = [0]
 
     def malformed(parsed: dict[str, Any], **_: Any) -> None:
@@ -611,18 +616,14 @@ def test_a_malformed_answer_returns_its_batch_and_the_rest_are_written(unprocess
         if answers[0] == 1:
             parsed["UnprocessedItems"] = unprocessed
 
-    client.meta.events.register("after-call.dynamodb.BatchWriteItem", malformed)
-    clock = BoundedClock()
     items = [{"pk": f"k{i}"} for i in range(30)]
     # WHEN the writer writes 30 items (two batches)
-    with stub:
-        result = SlowStartWriter(
-            client, "t", start_rate=10, max_rate=10, clock=clock, sleep=clock.sleep
-        ).write(items)
+    hook = ("after-call.dynamodb.BatchWriteItem", malformed)
+    fresh: list[dict[str, Any]] = [{"UnprocessedItems": {}} for _ in range(2)]  # hook changes #1
+    result, _ = paced_writer(fresh, items, hook=hook)
     # THEN the first batch's items are returned, whether they were written not being known
     # (none dropped, none sent twice behind the caller's back), no throttle is counted, and
     # the second batch is written
-    stub.assert_no_pending_responses()
     assert [f.item for f in result.failed] == items[:25]
     assert all("UnprocessedItems is not a list of puts" in f.reason for f in result.failed)
     assert result.written == 5 and result.throttled == 0 and result.batches == 2
@@ -653,9 +654,6 @@ def test_calls_without_an_answer_stop_the_write_and_return_every_item_not_sent()
 
 def test_a_write_without_an_answer_returns_its_items_and_the_rest_are_written() -> None:
     # GIVEN the second of three BatchWriteItem calls gets no answer (after the SDK's retries)
-    client, stub = stubbed()
-    for _ in range(2):
-        stub.add_response("batch_write_item", {"UnprocessedItems": {}})
     calls = [0]
 
     def lost(**_: Any) -> None:
@@ -663,14 +661,10 @@ def test_a_write_without_an_answer_returns_its_items_and_the_rest_are_written() 
         if calls[0] == 2:
             raise EndpointConnectionError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
 
-    client.meta.events.register("before-parameter-build.dynamodb.BatchWriteItem", lost)
-    clock = BoundedClock()
     items = [{"pk": f"k{i}"} for i in range(60)]
     # WHEN the writer writes 60 items
-    with stub:
-        result = SlowStartWriter(
-            client, "t", start_rate=100, max_rate=100, clock=clock, sleep=clock.sleep
-        ).write(items)
+    hook = ("before-parameter-build.dynamodb.BatchWriteItem", lost)
+    result, _ = paced_writer([{"UnprocessedItems": {}}] * 2, items, rate=100, hook=hook)
     # THEN the call's 25 items are returned with the reason, and the others written
     assert result.written == 35
     assert [f.item for f in result.failed] == items[25:50]
