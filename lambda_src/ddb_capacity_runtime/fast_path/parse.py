@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypeGuard
 
 from ..aws.error_codes import MAX_REASONS, error_code, reasons_cause, throttle_cause
+from ..core.names import table_of_arn
 from ..core.validators import is_number
 
 OPERATIONS: Mapping[str, str] = {
@@ -61,10 +62,7 @@ def table_name(name: object) -> str | None:
     """A table's name from a ``TableName`` (a name or a table's ARN); None if neither."""
     if not isinstance(name, str) or not name:
         return None
-    if name.startswith("arn:"):
-        resource = name.split(":", 5)[-1].split("/")
-        return resource[1] if len(resource) > 1 and resource[0] == "table" else None
-    return name
+    return table_of_arn(name) if name.startswith("arn:") else name
 
 
 def arn_place(name: object) -> tuple[str, str] | None:
