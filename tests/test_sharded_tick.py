@@ -255,6 +255,31 @@ def test_a_batch_not_sent_is_a_counted_shared_failure(
         handler.complete(summary)
 
 
+def test_a_batch_the_answer_does_not_list_as_sent_is_a_counted_shared_failure(
+    world: World, aws_client: Any, queue: str
+) -> None:
+    # GIVEN 4 tables in batches of 2, and SendMessageBatch answers that list the second
+    # batch neither as sent nor as failed
+    for i in range(4):
+        world.table(f"t{i}", 10, 10)
+    clients = own_clients(aws_client)
+
+    def silent(parsed: dict[str, Any], **_: Any) -> None:
+        parsed["Successful"] = [e for e in parsed.get("Successful", []) if e["Id"] != "2"]
+
+    clients.sqs.meta.events.register("after-call.sqs.SendMessageBatch", silent)
+    cfg = config(world, SCALER_SHARD_ABOVE_TABLES="1", SCALER_TABLES_PER_BATCH="2")
+    out = io.StringIO()
+    # WHEN the scheduled invocation ticks
+    summary = coordinate(cfg, clients, world.now, store=world.store, queue_url=queue, out=out)
+    # THEN that batch is taken for not sent: a shared failure, counted
+    assert summary.batches == 1
+    assert summary.shared_failures == [
+        "batch 2 of 2: not sent: the answer does not list it as sent"
+    ]
+    assert emf_records(out)[0]["SharedFailures"] == 1
+
+
 # ------------------------------------------------------------------ the batches
 
 

@@ -37,6 +37,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from ddb_capacity_runtime.aws.error_codes import NO_SUCH_KEY, describe_error, error_code
+from ddb_capacity_runtime.aws.queue import unsent
 from ddb_capacity_runtime.core.names import is_table_name
 from ddb_capacity_runtime.core.untrusted import UntrustedJSONError, parse_json
 from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
@@ -130,18 +131,12 @@ def _send(sqs: Any, queue_url: str, run_id: str, tables: Sequence[str]) -> int:
         except Exception as exc:  # this batch's tables are not sent; the others still are
             error = shown(describe_error(exc))
             continue
-        # untrusted: an entry the answer does not list as sent is taken as not sent
-        listed = answer.get("Successful") if isinstance(answer, Mapping) else None
-        sent = (
-            {s.get("Id") for s in listed if isinstance(s, Mapping)}
-            if isinstance(listed, list)
-            else set()
-        )
-        entries = [e for e in entries if e["Id"] not in sent]
+        left = set(unsent(answer, [e["Id"] for e in entries]))
+        entries = [e for e in entries if e["Id"] in left]
         if not entries:
             return 0
-    unsent = [json.loads(e["MessageBody"])["table"] for e in entries]
-    log_event("messages_not_sent", level=logging.ERROR, tables=unsent, error=error)
+    tables_left = [json.loads(e["MessageBody"])["table"] for e in entries]
+    log_event("messages_not_sent", level=logging.ERROR, tables=tables_left, error=error)
     return len(entries)
 
 

@@ -1,0 +1,17 @@
+"""Runs in: scaler Lambda (the sharded tick's batches), fleet advisor Lambda (its lister).
+
+What a SendMessageBatch answer says was sent, read as untrusted input."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+
+def unsent(answer: object, ids: Iterable[str]) -> list[str]:
+    """The entry ids among ``ids`` that SendMessageBatch's ``answer`` does not list as sent
+    (``Successful``): an entry it leaves out, or an answer without the list, is not taken
+    for sent."""
+    listed = answer.get("Successful") if isinstance(answer, Mapping) else None
+    entries = listed if isinstance(listed, list) else []
+    sent = {e.get("Id") for e in entries if isinstance(e, Mapping)}
+    return [i for i in ids if i not in sent]
