@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..core.decreases import DecreaseLedger
 from ..core.errors import NotManaged as NotManaged
+from ..core.errors import OnDemand as OnDemand
 from ..core.errors import TableUpdating as TableUpdating
 from ..core.errors import UnsoundListing as UnsoundListing
 from ..core.floorplan import FloorPlan, parse_plan
@@ -259,13 +260,14 @@ def table_resource_ids(name: str, description: Mapping[str, Any]) -> list[str]:
 
 def check_managed(table: Mapping[str, Any]) -> None:
     """Raise NotManaged for a table (DescribeTable's ``Table``) the tick does not manage
-    now: one that is not ACTIVE (TableUpdating while it is UPDATING), or on-demand."""
+    now: one that is not ACTIVE (TableUpdating while it is UPDATING), or on-demand
+    (OnDemand)."""
     if table["TableStatus"] == "UPDATING":
         raise TableUpdating("status UPDATING")
     if table["TableStatus"] != "ACTIVE":
         raise NotManaged(f"status {table['TableStatus']}")
     if table.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
-        raise NotManaged("on-demand billing")
+        raise OnDemand("on-demand billing")
 
 
 def describe_table(

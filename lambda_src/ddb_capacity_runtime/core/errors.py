@@ -168,6 +168,11 @@ class TableUpdating(NotManaged):
     is not managed at all)."""
 
 
+class OnDemand(NotManaged):
+    """The table is on-demand (``PAY_PER_REQUEST``): it has no capacity to manage; a
+    capacity request for it ends at once (`core.holds.TableGone`)."""
+
+
 class LeaseLost(CapacityRequestError):
     """A write under a state-store lease that was no longer the writer's (it ran out and
     another process took it): nothing was written."""

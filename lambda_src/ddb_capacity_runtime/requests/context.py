@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from ..aws import metrics, table_calls
 from ..aws.clients import Clients
-from ..aws.discovery import NotManaged, describe_table, table_targets
+from ..aws.discovery import NotManaged, OnDemand, describe_table, table_targets
 from ..aws.error_codes import describe_error, error_code
 from ..aws.minimum import set_minimum
 from ..core.deadline import NONE, Deadline
@@ -69,11 +69,11 @@ def read_table(ctx: Context, table: str, index: str | None, deadline: float | No
             if index is None or any(d.index == index for d in managed.dimensions):
                 return managed
             busy = f"index {index} is not ACTIVE"
+        except OnDemand:
+            raise TableGone(
+                f"table: {table} is on-demand; capacity requests apply to provisioned tables"
+            ) from None
         except NotManaged as exc:
-            if "on-demand" in str(exc):
-                raise TableGone(
-                    f"table: {table} is on-demand; capacity requests apply to provisioned tables"
-                ) from None
             busy = str(exc)
         except ClientError as exc:
             if error_code(exc) == "ResourceNotFoundException":
