@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -347,6 +348,53 @@ def test_a_send_that_fails_leaves_out_its_batch_alone(world: dict[str, Any]) -> 
     assert sent == names[:10] + names[20:]
     (logged,) = [e for e in events if e["event"] == "messages_not_sent"]
     assert logged["tables"] == names[10:20] and logged["error"].startswith("InternalError")
+    # AND the report (no worker ran) tells the tables never sent from those not advised
+    reasons = {r.table: r.reason for r in report_rows(world)}
+    assert all(reasons[t] == "no result: its advice did not finish in time" for t in sent)
+    for table in names[10:20]:
+        assert reasons[table].startswith("no result: it was never sent for advice (InternalError")
+
+
+def report_rows(world: dict[str, Any]) -> list[Any]:
+    """The rows of the report of the run the lister started at ``world``'s moment."""
+    fleet_lambda.report_run(world["s3"], world["settings"], world["moment"])
+    key = f"runs/{run_id_of(world['moment'])}/report.json"
+    doc = json.loads(
+        world["s3"].get_object(Bucket=world["settings"].bucket, Key=key)["Body"].read()
+    )
+    return [SimpleNamespace(**row) for row in doc["tables"]]
+
+
+def test_an_entry_the_answer_lists_as_failed_is_reported_with_its_code(
+    world: dict[str, Any],
+) -> None:
+    # GIVEN 3 tables, and SendMessageBatch answers that list one of them as failed each time
+    stamp = f"{datetime.now(UTC):%H%M%S%f}"
+    names = [f"Failed{n}{stamp}" for n in range(3)]
+    on_demand(world, names)
+    sqs = boto3.client("sqs")
+
+    def failing(parsed: dict[str, Any], **_: Any) -> None:
+        entry = parsed["Successful"].pop(0)
+        failed = {"Id": entry["Id"], "Code": "KMS.ThrottlingException", "SenderFault": False}
+        parsed["Failed"] = [{**failed, "Message": "slow down"}]
+
+    sqs.meta.events.register("after-call.sqs.SendMessageBatch", failing)
+    # WHEN the lister runs
+    with recorded_events() as events:
+        counts = fleet_lambda.list_run(
+            world["ddb"], world["s3"], sqs, world["settings"], world["moment"]
+        )
+    # THEN that table is counted, logged and reported with the code the answer gave
+    assert counts == {"TablesListed": 3, "Failures": 1}
+    (logged,) = [e for e in events if e["event"] == "messages_not_sent"]
+    (table,) = logged["tables"]
+    assert "KMS.ThrottlingException: slow down" in logged["error"]
+    reasons = {r.table: r.reason for r in report_rows(world)}
+    assert reasons[table] == (
+        "no result: it was never sent for advice (SendMessageBatch failed it: "
+        "KMS.ThrottlingException: slow down)"
+    )
 
 
 def test_an_entry_the_answer_does_not_list_as_sent_is_sent_again(world: dict[str, Any]) -> None:

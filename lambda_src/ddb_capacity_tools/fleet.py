@@ -216,9 +216,16 @@ def _table_class(advice: object) -> str | None:
     return picked if picked in TABLE_CLASSES else None
 
 
-def rows_of(docs: Sequence[Mapping[str, Any]], missing: Sequence[str] = ()) -> list[Row]:
+def rows_of(
+    docs: Sequence[Mapping[str, Any]],
+    missing: Sequence[str] = (),
+    never_sent: Mapping[str, str] | None = None,
+) -> list[Row]:
     """The report's rows from ``advise``'s per-table documents (in their order), then the
-    ``missing`` tables. A document not shaped as ``advise`` writes it is a failed row."""
+    ``missing`` tables: those in ``never_sent`` (table: the error) were never sent for
+    advice, the others' advice did not finish in time. A document not shaped as ``advise``
+    writes it is a failed row."""
+    never_sent = never_sent or {}
     rows = []
     for doc in docs:
         table = _text(doc.get("table", "?")) if isinstance(doc, Mapping) else "?"
@@ -235,10 +242,17 @@ def rows_of(docs: Sequence[Mapping[str, Any]], missing: Sequence[str] = ()) -> l
         else:
             rows.append(Row(table, index, "failed", reason="the result is not advise's"))
     rows += [
-        Row(_text(t), None, "missing", reason="no result: its advice did not finish in time")
-        for t in missing
+        Row(_text(t), None, "missing", reason=_missing_reason(never_sent.get(t))) for t in missing
     ]
     return rows
+
+
+def _missing_reason(never_sent: str | None) -> str:
+    """Why a table has no result: never sent for advice (the lister's error), or its advice
+    did not finish in time."""
+    if never_sent is None:
+        return "no result: its advice did not finish in time"
+    return f"no result: it was never sent for advice ({_text(never_sent)})"
 
 
 def build(
@@ -246,12 +260,14 @@ def build(
     about: Mapping[str, Any],
     missing: Sequence[str] = (),
     reservation: dict[str, Any] | None = None,
+    never_sent: Mapping[str, str] | None = None,
 ) -> Report:
     """The report of ``advise``'s results (objects with ``as_json()``, or their
-    documents), ``missing`` tables listed after them; ``about`` says what was advised;
+    documents), ``missing`` tables listed after them (`rows_of`: ``never_sent``, those
+    never sent for advice, with the error); ``about`` says what was advised;
     ``reservation``, the fleet's reservation plan when one was made."""
     docs = [r if isinstance(r, Mapping) else r.as_json() for r in results]
-    return Report(rows_of(docs, missing), dict(about), reservation)
+    return Report(rows_of(docs, missing, never_sent), dict(about), reservation)
 
 
 def _cell(value: object) -> str:

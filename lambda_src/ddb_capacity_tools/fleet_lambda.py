@@ -102,7 +102,9 @@ def list_run(
     dynamodb: Any, s3: Any, sqs: Any, settings: AdvisorSettings, moment: datetime
 ) -> dict[str, int]:
     """One run at ``moment``: the manifest, the pointer, a message per table. Names that
-    are not table names are kept in the manifest as refused (the report lists them)."""
+    are not table names are kept in the manifest as refused (the report lists them); the
+    tables whose message could not be sent, with the error, as ``unsent`` (written again
+    after the sends, only when there are some: the report gives each its true reason)."""
     run_id = run_id_of(moment)
     names = list_tables(dynamodb)
     tables = [n for n in names if is_table_name(n)]
@@ -110,34 +112,54 @@ def list_run(
     manifest = {"run_id": run_id, "days": settings.days, "tables": tables, "refused": refused}
     _put_json(s3, settings.bucket, _key(run_id, "manifest.json"), manifest)
     _put_json(s3, settings.bucket, "runs/latest.json", {"run_id": run_id})
-    unsent = 0
+    unsent: dict[str, str] = {}
     for start in range(0, len(tables), 10):
-        unsent += _send(sqs, settings.queue_url, run_id, tables[start : start + 10])
-    return {"TablesListed": len(tables), "Failures": unsent + len(refused)}
+        unsent |= _send(sqs, settings.queue_url, run_id, tables[start : start + 10])
+    if unsent:
+        _put_json(
+            s3, settings.bucket, _key(run_id, "manifest.json"), {**manifest, "unsent": unsent}
+        )
+    return {"TablesListed": len(tables), "Failures": len(unsent) + len(refused)}
 
 
-def _send(sqs: Any, queue_url: str, run_id: str, tables: Sequence[str]) -> int:
+def _send(sqs: Any, queue_url: str, run_id: str, tables: Sequence[str]) -> dict[str, str]:
     """One SendMessageBatch of ``tables`` (the failed entries, or the whole call when it
-    raises, retried once); how many were not sent (their tables will be missing from the
-    report). A call that fails is this batch's failure alone: the next batches are sent."""
+    raises, retried once); each table not sent (it will be missing from the report), with
+    the error. A call that fails is this batch's failure alone: the next batches are
+    sent."""
     entries = [
         {"Id": str(n), "MessageBody": json.dumps({"run_id": run_id, "table": t})}
         for n, t in enumerate(tables)
     ]
-    error = ""
+    errors: dict[str, str] = {}
     for _ in range(2):
         try:
             answer = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
         except Exception as exc:  # this batch's tables are not sent; the others still are
-            error = shown(describe_error(exc))
+            errors = dict.fromkeys((e["Id"] for e in entries), shown(describe_error(exc)))
             continue
         left = set(unsent(answer, [e["Id"] for e in entries]))
         entries = [e for e in entries if e["Id"] in left]
         if not entries:
-            return 0
-    tables_left = [json.loads(e["MessageBody"])["table"] for e in entries]
-    log_event("messages_not_sent", level=logging.ERROR, tables=tables_left, error=error)
-    return len(entries)
+            return {}
+        errors = {e["Id"]: _failed_code(answer, e["Id"]) for e in entries}
+    not_sent = {json.loads(e["MessageBody"])["table"]: errors[e["Id"]] for e in entries}
+    for error in sorted(set(not_sent.values())):
+        tables_left = [t for t, e in not_sent.items() if e == error]
+        log_event("messages_not_sent", level=logging.ERROR, tables=tables_left, error=error)
+    return not_sent
+
+
+def _failed_code(answer: object, entry: str) -> str:
+    """Why SendMessageBatch's ``answer`` (untrusted) did not send ``entry``: the code its
+    ``Failed`` list gives, or that it did not list the entry as sent."""
+    failed = answer.get("Failed") if isinstance(answer, Mapping) else None
+    for item in failed if isinstance(failed, list) else []:
+        if isinstance(item, Mapping) and item.get("Id") == entry:
+            return shown(
+                f"SendMessageBatch failed it: {item.get('Code')!s}: {item.get('Message')!s}"
+            )
+    return "SendMessageBatch did not list it as sent"
 
 
 def lister_handler(event: Mapping[str, Any], context: Any = None) -> dict[str, int]:
@@ -282,7 +304,14 @@ def report_run(s3: Any, settings: AdvisorSettings, now: datetime) -> dict[str, i
         {"table": str(n), "status": "failed", "reason": "not a DynamoDB table name"}
         for n in (refused if isinstance(refused, list) else [])
     ]
-    report = fleet.build(docs, {"run_id": run_id, "days": manifest.get("days")}, missing)
+    unsent = manifest.get("unsent")
+    never_sent = {
+        t: shown(e)
+        for t, e in (unsent.items() if isinstance(unsent, dict) else ())
+        if t in missing and isinstance(e, str)
+    }
+    about = {"run_id": run_id, "days": manifest.get("days")}
+    report = fleet.build(docs, about, missing, never_sent=never_sent)
     # the table pages are the workers', under the run: latest/ links to them there
     for prefix, links in (
         (f"runs/{run_id}", page.TABLE_PAGES),
