@@ -380,7 +380,8 @@ def test_in_a_lambda_function_the_hooks_failures_are_counted_as_a_metric(
     ("operation", "params", "most"),
     [
         ("get_item", {"Key": {"pk": {"S": "a"}}}, 100),
-        ("put_item", {"Item": {"pk": {"S": "a"}}}, 400),
+        # 400 KB on the table and twice that on each of 5 local indexes whose key it moves
+        ("put_item", {"Item": {"pk": {"S": "a"}}}, 4_400),
         ("query", {"KeyConditionExpression": "pk = :a"}, 256),
     ],
 )
@@ -408,6 +409,57 @@ def test_an_answer_past_belief_counts_as_the_most_its_call_can_consume(
     # THEN the first counts as the most one such call can consume, not the table quota
     (row,) = capture.totals().values()
     assert row["requests"] == 2 and row["units"] == most + 0.5
+
+
+@pytest.mark.parametrize(
+    ("operation", "params", "answer"),
+    [
+        # a 300 KB item on a table whose one local index projects it whole
+        ("put_item", {"Item": {"pk": {"S": "a"}}}, {"CapacityUnits": 600.0}),
+        # the same item moving its key in a GSI: deleted there, and put again
+        (
+            "put_item",
+            {"Item": {"pk": {"S": "a"}}},
+            {"CapacityUnits": 900.0, "GlobalSecondaryIndexes": {"byUser": {"CapacityUnits": 600}}},
+        ),
+        # a page of 100 items of 10 KB from a keys-only local index, each fetched from the
+        # table, strongly consistent: 100 x 3 units and the index's page
+        (
+            "query",
+            {"KeyConditionExpression": "pk = :a", "IndexName": "byDate"},
+            {"CapacityUnits": 301.0, "Items": [{"pk": {"S": "a"}}] * 100},
+        ),
+    ],
+    ids=["lsi-write", "gsi-key-move", "lsi-fetch"],
+)
+def test_a_real_answer_above_one_items_or_pages_cost_counts_whole(
+    operation: str, params: dict[str, Any], answer: dict[str, Any]
+) -> None:
+    # GIVEN an answer a real table can give, more than one item or one page costs alone
+    from botocore.stub import Stubber
+
+    client = boto3.client(
+        "dynamodb", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    capture = Capture()
+    watcher = watch(client, send=capture, interval=60)
+    stub = Stubber(client)
+    items = answer.pop("Items", None)
+    stub.add_response(
+        operation,
+        {"ConsumedCapacity": {"TableName": "Orders", **answer}}
+        | ({} if items is None else {"Items": items}),
+    )
+    # WHEN the caller makes the call
+    with stub:
+        getattr(client, operation)(TableName="Orders", **params)
+        watcher.stop()
+    # THEN every unit it consumed counts, on the table and on the GSI
+    gsis = answer.get("GlobalSecondaryIndexes", {})
+    on_gsis = {(i, c["CapacityUnits"]) for i, c in gsis.items()}
+    table = answer["CapacityUnits"] - sum(u for _, u in on_gsis)
+    counted = {(index, row["units"]) for (_, index, _), row in capture.totals().items()}
+    assert counted == {(None, table), *on_gsis}
 
 
 def test_a_slow_send_never_slows_the_caller(moto_endpoint: str, table: str) -> None:

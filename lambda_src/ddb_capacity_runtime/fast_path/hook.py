@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.call_limits import most_units
 from ..core.names import METRICS_NAMESPACE
 from ..core.report_batch import MAX_BATCH_REPORTS, MAX_BATCHES_PER_ROUND, batch_json, batches
 from ..core.surge_report import MAX_PROCESS_CHARS, SIGNALS_ENV, Report
@@ -38,7 +39,6 @@ from ..core.validators import is_number
 from ..events import emf_record, emit_metrics, log_event
 from .ledger import CHANGE, KEEPALIVE_SECONDS, MAX_TABLES, MIN_CHANGE, Ledger
 from .parse import (
-    MOST_UNITS,
     OPERATIONS,
     arn_place,
     consumed,
@@ -379,6 +379,8 @@ class Watcher:
         for a same-named table of another Region or account counts nowhere)."""
         dimension = OPERATIONS[call.operation]
         rows: list[_Row] = [(t, None, dimension, 0.0, 1, None, 0) for t in call.tables]
+        returned = parsed.get("Items")  # a local index's Query or Scan may fetch each
+        items = len(returned) if isinstance(returned, list) else 0
         answer = parsed.get("ConsumedCapacity")
         for entry in answer if isinstance(answer, list) else [answer]:
             if not isinstance(entry, Mapping):
@@ -388,8 +390,9 @@ class Watcher:
             if name is None or name not in call.tables:
                 continue
             self._remember_local(name, entry.get("LocalSecondaryIndexes"))
-            most = MOST_UNITS[call.operation]
             for (index, dim), units in consumed(entry, dimension).items():
+                # at most what one such call can consume there (the table's, with its LSIs)
+                most = most_units(call.operation, on_gsi=index is not None, items=items)
                 # a GSI's request counts where it consumed; the table's, once above
                 rows.append((name, index, dim, min(units, most), int(index is not None), None, 0))
         return rows

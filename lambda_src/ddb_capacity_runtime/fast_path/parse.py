@@ -27,20 +27,6 @@ OPERATIONS: Mapping[str, str] = {
     "TransactWriteItems": "write",
 }
 """Each operation the hook watches, and the dimension it consumes."""
-MOST_UNITS: Mapping[str, float] = {
-    "GetItem": 100,  # one item of 400 KB, strongly consistent
-    "Query": 256,  # a page of 1 MB, strongly consistent
-    "Scan": 256,
-    "BatchGetItem": 4_096,  # 16 MB
-    "TransactGetItems": 2_048,  # 4 MB, twice a read
-    "PutItem": 400,  # one item of 400 KB
-    "UpdateItem": 400,
-    "DeleteItem": 400,
-    "BatchWriteItem": 10_000,  # 25 items of 400 KB
-    "TransactWriteItems": 8_192,  # 4 MB, twice a write
-}
-"""The most units one call of each operation can consume on one table or index: an answer
-saying more is untrusted, and counts as that much (the request still counts)."""
 REPORT_CAUSES: Mapping[str, str] = {
     "provisioned": "provisioned",
     "key-range": "key_range",

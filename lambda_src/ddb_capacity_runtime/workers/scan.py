@@ -36,6 +36,7 @@ from botocore.exceptions import ClientError
 from ..aws import items as table_items
 from ..aws.error_codes import error_code
 from ..aws.items import create_cursor_table as create_cursor_table
+from ..core.call_limits import most_page_units
 from ..core.errors import ScanError as ScanError
 from ..core.validators import is_whole
 from ..events import log_event
@@ -123,21 +124,6 @@ class ScanResult:
     segments_done: list[int] = field(default_factory=list)
     throttled_by_cause: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0))
     """``throttled`` by cause (see ``pacing.CAUSES``): every cause, 0 if none"""
-
-
-MAX_PAGE_UNITS = 256.0
-"""Read units of the largest page a Scan reads from its table or index (1 MB, strongly
-consistent)."""
-MAX_FETCH_UNITS = 100.0
-"""Read units of fetching one item of 400 KB from the table (strongly consistent): what a
-local secondary index's scan adds for each item whose attributes it does not hold."""
-
-
-def most_page_units(limit: int, index: bool) -> float:
-    """The most read units one Scan page of ``limit`` items can consume: `MAX_PAGE_UNITS`,
-    and on an ``index`` (a local one may fetch each item from the table) `MAX_FETCH_UNITS`
-    an item more."""
-    return MAX_PAGE_UNITS + (limit * MAX_FETCH_UNITS if index else 0.0)
 
 
 def page_cost(items: object, index: bool) -> float:

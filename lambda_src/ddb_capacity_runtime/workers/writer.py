@@ -36,6 +36,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ..aws import items as table_items
 from ..aws.error_codes import describe_error, error_code
+from ..core.call_limits import most_written_units
 from ..core.validators import is_number, is_whole
 from ..events import log_event
 from .pacing import (
@@ -85,13 +86,6 @@ class WriteResult:
     """``throttled`` by cause (see ``pacing.CAUSES``): every cause, 0 if none"""
 
 
-MAX_ITEM_UNITS = 400
-"""Write units of the largest item (400 KB)."""
-MAX_INDEXES = 25
-"""Secondary indexes a table may have: 20 global (DynamoDB's default quota) and 5 local;
-a write that moves an item's key in one costs two writes there."""
-MOST_UNITS_PER_ITEM = MAX_ITEM_UNITS * (1 + 2 * MAX_INDEXES)
-"""The most write units one item written can consume, the table's and its indexes'."""
 MAX_SILENT_CALLS = 3
 """Calls in a row without an answer (after the SDK's retries) that stop a ``write``: the
 items not yet sent are returned in ``failed``, not sent into an endpoint that is down."""
@@ -300,9 +294,9 @@ class SlowStartWriter:
             return [], None, None
         retry = [e for e in batch if e[1] in keys]
         written = len(batch) - len(retry)
-        # an item written costs a unit at least, and `MOST_UNITS_PER_ITEM` at most; an
+        # an item written costs a unit at least, and `most_written_units` at most; an
         # answer outside that is unknown
-        most = written * MOST_UNITS_PER_ITEM
+        most = most_written_units(written)
         units = reported_units(response.get("ConsumedCapacity"), written, most)
         result.written += written
         result.consumed += units or 0.0
