@@ -393,7 +393,7 @@ def test_the_state_store_keeps_its_promises(
     run_state_machine_as_test(
         lambda: CapacityStateMachine(world, store_dynamodb, operator),  # type: ignore[arg-type]
         settings=settings(
-            max_examples=int(EXPLORE) if EXPLORE else examples(15),
+            max_examples=int(EXPLORE) if EXPLORE else examples(8),
             stateful_step_count=12,
             deadline=None,
             derandomize=EXPLORE is None and loaded.derandomize,

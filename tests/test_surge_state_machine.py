@@ -333,7 +333,7 @@ def test_lying_reports_never_buy_more_than_the_cap_and_the_budget(
     run_state_machine_as_test(
         InThisWorld,
         settings=settings(
-            max_examples=int(EXPLORE) if EXPLORE else examples(8),
+            max_examples=int(EXPLORE) if EXPLORE else examples(5),
             stateful_step_count=12,
             deadline=None,
             derandomize=EXPLORE is None and settings().derandomize,
