@@ -389,6 +389,20 @@ def test_an_answer_past_belief_counts_as_the_most_its_call_can_consume(
     operation: str, params: dict[str, Any], most: int
 ) -> None:
     # GIVEN answers saying one call consumed 1e300 units, then one saying half a unit
+    answers = [
+        {"ConsumedCapacity": {"TableName": "Orders", "CapacityUnits": units}}
+        for units in (1e300, 0.5)
+    ]
+    # WHEN the caller makes the two calls
+    capture = answered(operation, params, answers)
+    # THEN the first counts as the most one such call can consume, not the table quota
+    (row,) = capture.totals().values()
+    assert row["requests"] == 2 and row["units"] == most + 0.5
+
+
+def answered(operation: str, params: dict[str, Any], answers: list[dict[str, Any]]) -> Capture:
+    """What a watched client's hook reported of one call of ``operation`` on table Orders
+    for each of ``answers`` (botocore's Stubber: what no local tool answers)."""
     from botocore.stub import Stubber
 
     client = boto3.client(
@@ -397,67 +411,52 @@ def test_an_answer_past_belief_counts_as_the_most_its_call_can_consume(
     capture = Capture()
     watcher = watch(client, send=capture, interval=60)
     stub = Stubber(client)
-    for units in (1e300, 0.5):
-        stub.add_response(
-            operation, {"ConsumedCapacity": {"TableName": "Orders", "CapacityUnits": units}}
-        )
-    # WHEN the caller makes the two calls
+    for answer in answers:
+        stub.add_response(operation, answer)
     with stub:
-        for _ in range(2):
+        for _ in answers:
             getattr(client, operation)(TableName="Orders", **params)
         watcher.stop()
-    # THEN the first counts as the most one such call can consume, not the table quota
-    (row,) = capture.totals().values()
-    assert row["requests"] == 2 and row["units"] == most + 0.5
+    stub.assert_no_pending_responses()
+    return capture
 
 
 @pytest.mark.parametrize(
-    ("operation", "params", "answer"),
+    ("operation", "params", "consumed", "items"),
     [
         # a 300 KB item on a table whose one local index projects it whole
-        ("put_item", {"Item": {"pk": {"S": "a"}}}, {"CapacityUnits": 600.0}),
+        ("put_item", {"Item": {"pk": {"S": "a"}}}, {"CapacityUnits": 600.0}, 0),
         # the same item moving its key in a GSI: deleted there, and put again
         (
             "put_item",
             {"Item": {"pk": {"S": "a"}}},
             {"CapacityUnits": 900.0, "GlobalSecondaryIndexes": {"byUser": {"CapacityUnits": 600}}},
+            0,
         ),
         # a page of 100 items of 10 KB from a keys-only local index, each fetched from the
         # table, strongly consistent: 100 x 3 units and the index's page
         (
             "query",
             {"KeyConditionExpression": "pk = :a", "IndexName": "byDate"},
-            {"CapacityUnits": 301.0, "Items": [{"pk": {"S": "a"}}] * 100},
+            {"CapacityUnits": 301.0},
+            100,
         ),
     ],
     ids=["lsi-write", "gsi-key-move", "lsi-fetch"],
 )
 def test_a_real_answer_above_one_items_or_pages_cost_counts_whole(
-    operation: str, params: dict[str, Any], answer: dict[str, Any]
+    operation: str, params: dict[str, Any], consumed: dict[str, Any], items: int
 ) -> None:
     # GIVEN an answer a real table can give, more than one item or one page costs alone
-    from botocore.stub import Stubber
-
-    client = boto3.client(
-        "dynamodb", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x"
-    )
-    capture = Capture()
-    watcher = watch(client, send=capture, interval=60)
-    stub = Stubber(client)
-    items = answer.pop("Items", None)
-    stub.add_response(
-        operation,
-        {"ConsumedCapacity": {"TableName": "Orders", **answer}}
-        | ({} if items is None else {"Items": items}),
-    )
+    answer: dict[str, Any] = {"ConsumedCapacity": {"TableName": "Orders", **consumed}}
+    if items:
+        answer["Items"] = [{"pk": {"S": "a"}}] * items
     # WHEN the caller makes the call
-    with stub:
-        getattr(client, operation)(TableName="Orders", **params)
-        watcher.stop()
+    capture = answered(operation, params, [answer])
     # THEN every unit it consumed counts, on the table and on the GSI
-    gsis = answer.get("GlobalSecondaryIndexes", {})
+    gsis = consumed.get("GlobalSecondaryIndexes", {})
     on_gsis = {(i, c["CapacityUnits"]) for i, c in gsis.items()}
-    table = answer["CapacityUnits"] - sum(u for _, u in on_gsis)
+    table = consumed["CapacityUnits"] - sum(u for _, u in on_gsis)
     counted = {(index, row["units"]) for (_, index, _), row in capture.totals().items()}
     assert counted == {(None, table), *on_gsis}
 
