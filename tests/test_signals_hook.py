@@ -380,9 +380,11 @@ def test_in_a_lambda_function_the_hooks_failures_are_counted_as_a_metric(
     ("operation", "params", "most"),
     [
         ("get_item", {"Key": {"pk": {"S": "a"}}}, 100),
-        # 400 KB on the table and twice that on each of 5 local indexes whose key it moves
-        ("put_item", {"Item": {"pk": {"S": "a"}}}, 4_400),
-        ("query", {"KeyConditionExpression": "pk = :a"}, 256),
+        # 400 KB on the table, and twice that on each of 25 indexes whose key it moves (an
+        # answer without a breakdown by index counts them all on the table)
+        ("put_item", {"Item": {"pk": {"S": "a"}}}, 20_400),
+        # a megabyte, strongly consistent, and the 400 KB item the page ends on
+        ("query", {"KeyConditionExpression": "pk = :a"}, 356),
     ],
 )
 def test_an_answer_past_belief_counts_as_the_most_its_call_can_consume(
@@ -402,7 +404,7 @@ def test_an_answer_past_belief_counts_as_the_most_its_call_can_consume(
 
 def answered(operation: str, params: dict[str, Any], answers: list[dict[str, Any]]) -> Capture:
     """What a watched client's hook reported of one call of ``operation`` on table Orders
-    for each of ``answers`` (botocore's Stubber: what no local tool answers)."""
+    (or the transaction ``params`` name) for each of ``answers`` (botocore's Stubber: what no local tool answers)."""
     from botocore.stub import Stubber
 
     client = boto3.client(
@@ -415,42 +417,62 @@ def answered(operation: str, params: dict[str, Any], answers: list[dict[str, Any
         stub.add_response(operation, answer)
     with stub:
         for _ in answers:
-            getattr(client, operation)(TableName="Orders", **params)
+            named = {} if "TransactItems" in params else {"TableName": "Orders"}
+            getattr(client, operation)(**named, **params)
         watcher.stop()
     stub.assert_no_pending_responses()
     return capture
 
 
 @pytest.mark.parametrize(
-    ("operation", "params", "consumed", "items"),
+    ("operation", "params", "consumed", "rest"),
     [
         # a 300 KB item on a table whose one local index projects it whole
-        ("put_item", {"Item": {"pk": {"S": "a"}}}, {"CapacityUnits": 600.0}, 0),
+        ("put_item", {"Item": {"pk": {"S": "a"}}}, {"CapacityUnits": 600.0}, {}),
         # the same item moving its key in a GSI: deleted there, and put again
         (
             "put_item",
             {"Item": {"pk": {"S": "a"}}},
             {"CapacityUnits": 900.0, "GlobalSecondaryIndexes": {"byUser": {"CapacityUnits": 600}}},
-            0,
+            {},
         ),
+        # a 400 KB item moving its key in 6 GSIs, answered TOTAL (no breakdown by index)
+        ("put_item", {"Item": {"pk": {"S": "a"}}}, {"CapacityUnits": 5_200.0}, {}),
         # a page of 100 items of 10 KB from a keys-only local index, each fetched from the
         # table, strongly consistent: 100 x 3 units and the index's page
         (
             "query",
             {"KeyConditionExpression": "pk = :a", "IndexName": "byDate"},
             {"CapacityUnits": 301.0},
-            100,
+            {"Items": [{"pk": {"S": "a"}}] * 100, "ScannedCount": 100},
+        ),
+        # the same local index counted (Select=COUNT) under a filter on an attribute it
+        # does not hold: 100 items of 20 KB read and fetched, none returned
+        (
+            "query",
+            {"KeyConditionExpression": "pk = :a", "IndexName": "byDate", "Select": "COUNT"},
+            {"CapacityUnits": 556.0},
+            {"Count": 0, "ScannedCount": 100},
+        ),
+        # 100 items of 41,943 bytes in a transaction: 11 units each, twice
+        (
+            "transact_get_items",
+            {},
+            {"CapacityUnits": 2_200.0},
+            {"Responses": [{"Item": {"pk": {"S": "a"}}}]},
         ),
     ],
-    ids=["lsi-write", "gsi-key-move", "lsi-fetch"],
+    ids=["lsi-write", "gsi-key-move", "total-key-moves", "lsi-fetch", "lsi-count", "rounding"],
 )
 def test_a_real_answer_above_one_items_or_pages_cost_counts_whole(
-    operation: str, params: dict[str, Any], consumed: dict[str, Any], items: int
+    operation: str, params: dict[str, Any], consumed: dict[str, Any], rest: dict[str, Any]
 ) -> None:
     # GIVEN an answer a real table can give, more than one item or one page costs alone
-    answer: dict[str, Any] = {"ConsumedCapacity": {"TableName": "Orders", **consumed}}
-    if items:
-        answer["Items"] = [{"pk": {"S": "a"}}] * items
+    answer = {"ConsumedCapacity": {"TableName": "Orders", **consumed}, **rest}
+    if operation == "transact_get_items":  # a list of entries, the call names its tables
+        answer["ConsumedCapacity"] = [answer["ConsumedCapacity"]]
+        key = {"Key": {"pk": {"S": "a"}}, "TableName": "Orders"}
+        params = {"TransactItems": [{"Get": key}]}
     # WHEN the caller makes the call
     capture = answered(operation, params, [answer])
     # THEN every unit it consumed counts, on the table and on the GSI

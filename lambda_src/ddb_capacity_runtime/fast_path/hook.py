@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.call_limits import most_units
+from ..core.call_limits import most_units, page_items
 from ..core.names import METRICS_NAMESPACE
 from ..core.report_batch import MAX_BATCH_REPORTS, MAX_BATCHES_PER_ROUND, batch_json, batches
 from ..core.surge_report import MAX_PROCESS_CHARS, SIGNALS_ENV, Report
@@ -379,8 +379,8 @@ class Watcher:
         for a same-named table of another Region or account counts nowhere)."""
         dimension = OPERATIONS[call.operation]
         rows: list[_Row] = [(t, None, dimension, 0.0, 1, None, 0) for t in call.tables]
-        returned = parsed.get("Items")  # a local index's Query or Scan may fetch each
-        items = len(returned) if isinstance(returned, list) else 0
+        # the items a Query or Scan read: a local index may fetch each from the table
+        items = page_items(parsed.get("Items"), parsed.get("ScannedCount"))
         answer = parsed.get("ConsumedCapacity")
         for entry in answer if isinstance(answer, list) else [answer]:
             if not isinstance(entry, Mapping):
