@@ -397,6 +397,87 @@ def test_an_entry_the_answer_lists_as_failed_is_reported_with_its_code(
     )
 
 
+def test_a_fleet_whose_every_send_fails_keeps_its_report_and_its_counts(
+    world: dict[str, Any],
+) -> None:
+    # GIVEN 25 tables of names as long as DynamoDB allows, every SendMessageBatch denied:
+    # the run's record of them is written once, and once it cannot be
+    stamp = f"{datetime.now(UTC):%H%M%S%f}"
+    names = [f"{n:02d}{stamp}".ljust(255, "x") for n in range(25)]
+    denied = ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "SendMessageBatch")
+    sqs = boto3.client("sqs")
+    sqs.meta.events.register("before-call.sqs.SendMessageBatch", lambda **_: _raise(denied))
+
+    def lister(s3: Any) -> dict[str, int]:
+        # tables ListTables answers, not made in the moto server (their names alone count)
+        from botocore.stub import Stubber
+
+        dynamodb = boto3.client("dynamodb")
+        with Stubber(dynamodb) as stub, recorded_events() as events:
+            stub.add_response("list_tables", {"TableNames": names})
+            counts = fleet_lambda.list_run(dynamodb, s3, sqs, world["settings"], world["moment"])
+        assert [e["event"] for e in events].count("messages_not_sent") == 3
+        return counts
+
+    # WHEN the lister runs THEN every table is counted, and the report gives each its reason
+    assert lister(boto3.client("s3")) == {"TablesListed": 25, "Failures": 25}
+    reasons = {r.table: r.reason for r in report_rows(world)}
+    assert sorted(reasons) == names
+    assert all(
+        r.startswith("no result: it was never sent for advice (AccessDenied")
+        for r in reasons.values()
+    )
+    # AND WHEN the record cannot be written THEN that is one failure more, the counts kept
+    failing = boto3.client("s3")
+    failing.meta.events.register(
+        "before-parameter-build.s3.PutObject",
+        lambda params, **_: _raise(denied) if params["Key"].endswith("unsent.json") else None,
+    )
+    with recorded_events() as events:
+        assert lister(failing) == {"TablesListed": 25, "Failures": 26}
+    assert [e["event"] for e in events].count("unsent_not_recorded") == 1
+
+
+@pytest.mark.parametrize(
+    ("record", "failures"),
+    [
+        ('{"Throttled": ["TABLE", 5, {"x": 1}], "7": "not a list"}', 0),
+        ('["TABLE"]', 1),
+        ("{not json", 1),
+    ],
+    ids=["odd-entries", "not-an-object", "not-json"],
+)
+def test_the_record_of_unsent_tables_is_untrusted(
+    world: dict[str, Any], record: str, failures: int
+) -> None:
+    # GIVEN a run of two tables that were never advised, and a record of unsent tables as
+    # anyone with the bucket may have written it
+    stamp = f"{datetime.now(UTC):%H%M%S%f}"
+    names = [f"Record{n}{stamp}" for n in range(2)]
+    on_demand(world, names)
+    fleet_lambda.list_run(
+        world["ddb"], world["s3"], world["sqs"], world["settings"], world["moment"]
+    )
+    key = f"runs/{run_id_of(world['moment'])}/unsent.json"
+    body = record.replace("TABLE", names[0])
+    world["s3"].put_object(Bucket=world["settings"].bucket, Key=key, Body=body.encode())
+    # WHEN the report runs
+    with recorded_events() as events:
+        counts = fleet_lambda.report_run(world["s3"], world["settings"], world["moment"])
+    # THEN a record it cannot read is a counted failure, and only what reads as a table and
+    # an error gives a reason: every other table's advice did not finish
+    assert counts["Failures"] == failures and counts["TablesMissing"] == 2
+    assert [e["event"] for e in events].count("unsent_not_read") == failures
+    reasons = {r.table: r.reason for r in report_rows(world)}
+    late = "no result: its advice did not finish in time"
+    sent = "no result: it was never sent for advice (Throttled)"
+    assert reasons == {names[0]: late if failures else sent, names[1]: late}
+
+
+def _raise(error: Exception) -> None:
+    raise error
+
+
 def test_an_entry_the_answer_does_not_list_as_sent_is_sent_again(world: dict[str, Any]) -> None:
     # GIVEN 3 tables, and a first SendMessageBatch answer that lists one of them nowhere
     stamp = f"{datetime.now(UTC):%H%M%S%f}"

@@ -77,6 +77,10 @@ def _key(run_id: str, name: str) -> str:
     return f"runs/{run_id}/{name}"
 
 
+UNSENT = "unsent.json"
+"""The run's tables the lister could not send (``{error: [table, ...]}``), under the run."""
+
+
 def _put_json(s3: Any, bucket: str, key: str, doc: Any) -> None:
     body = json.dumps(doc).encode()
     s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType="application/json")
@@ -103,8 +107,8 @@ def list_run(
 ) -> dict[str, int]:
     """One run at ``moment``: the manifest, the pointer, a message per table. Names that
     are not table names are kept in the manifest as refused (the report lists them); the
-    tables whose message could not be sent, with the error, as ``unsent`` (written again
-    after the sends, only when there are some: the report gives each its true reason)."""
+    tables whose message could not be sent go to the run's ``unsent.json`` by error (only
+    when there are some: the report gives each its true reason)."""
     run_id = run_id_of(moment)
     names = list_tables(dynamodb)
     tables = [n for n in names if is_table_name(n)]
@@ -112,14 +116,28 @@ def list_run(
     manifest = {"run_id": run_id, "days": settings.days, "tables": tables, "refused": refused}
     _put_json(s3, settings.bucket, _key(run_id, "manifest.json"), manifest)
     _put_json(s3, settings.bucket, "runs/latest.json", {"run_id": run_id})
-    unsent: dict[str, str] = {}
+    not_sent: dict[str, str] = {}
     for start in range(0, len(tables), 10):
-        unsent |= _send(sqs, settings.queue_url, run_id, tables[start : start + 10])
-    if unsent:
-        _put_json(
-            s3, settings.bucket, _key(run_id, "manifest.json"), {**manifest, "unsent": unsent}
-        )
-    return {"TablesListed": len(tables), "Failures": len(unsent) + len(refused)}
+        not_sent |= _send(sqs, settings.queue_url, run_id, tables[start : start + 10])
+    failures = len(not_sent) + len(refused)
+    if not_sent:
+        failures += _record_unsent(s3, settings.bucket, run_id, not_sent)
+    return {"TablesListed": len(tables), "Failures": failures}
+
+
+def _record_unsent(s3: Any, bucket: str, run_id: str, not_sent: Mapping[str, str]) -> int:
+    """Write the run's ``unsent.json`` (each error, and the tables it kept from being sent);
+    1 when it cannot be written (logged: the report then gives those tables the reason of
+    one not finished), else 0."""
+    by_error: dict[str, list[str]] = {}
+    for table, error in not_sent.items():
+        by_error.setdefault(error, []).append(table)
+    try:
+        _put_json(s3, bucket, _key(run_id, UNSENT), by_error)
+    except Exception as exc:  # the sends' failures are counted already; this one too
+        log_event("unsent_not_recorded", level=logging.ERROR, error=shown(describe_error(exc)))
+        return 1
+    return 0
 
 
 def _send(sqs: Any, queue_url: str, run_id: str, tables: Sequence[str]) -> dict[str, str]:
@@ -304,12 +322,7 @@ def report_run(s3: Any, settings: AdvisorSettings, now: datetime) -> dict[str, i
         {"table": str(n), "status": "failed", "reason": "not a DynamoDB table name"}
         for n in (refused if isinstance(refused, list) else [])
     ]
-    unsent = manifest.get("unsent")
-    never_sent = {
-        t: shown(e)
-        for t, e in (unsent.items() if isinstance(unsent, dict) else ())
-        if t in missing and isinstance(e, str)
-    }
+    never_sent, unsent_unread = _never_sent(s3, settings.bucket, run_id, set(missing))
     about = {"run_id": run_id, "days": manifest.get("days")}
     report = fleet.build(docs, about, missing, never_sent=never_sent)
     # the table pages are the workers', under the run: latest/ links to them there
@@ -322,8 +335,30 @@ def report_run(s3: Any, settings: AdvisorSettings, now: datetime) -> dict[str, i
     return {
         "TablesReported": totals["tables"],
         "TablesMissing": totals["missing"],
-        "Failures": unreadable,  # results there but not readable: counted, alarmed
+        # results there but not readable, and an unsent.json: counted, alarmed
+        "Failures": unreadable + unsent_unread,
     }
+
+
+def _never_sent(s3: Any, bucket: str, run_id: str, missing: set[str]) -> tuple[dict[str, str], int]:
+    """The ``missing`` tables the lister could not send, with the error (its ``unsent.json``,
+    untrusted: anything else in it is passed over), and 1 when it is there but cannot be
+    read (logged: those tables then read as not finished)."""
+    try:
+        doc = _get_json(s3, bucket, _key(run_id, UNSENT))
+    except Exception as exc:
+        doc, reason = None, shown(describe_error(exc))
+    else:
+        reason = "" if doc is None or isinstance(doc, dict) else "not a JSON object"
+    if reason:
+        log_event("unsent_not_read", level=logging.ERROR, run_id=run_id, error=reason)
+        return {}, 1
+    never_sent = {}
+    for error, tables in doc.items() if isinstance(doc, dict) else ():
+        for table in tables if isinstance(tables, list) and isinstance(error, str) else ():
+            if isinstance(table, str) and table in missing:
+                never_sent[table] = shown(error)
+    return never_sent, 0
 
 
 def _results(
