@@ -83,12 +83,13 @@ for source in sorted(Path("apps").glob("*.py"), key=lambda path: path.stem == cl
 
 @pytest.fixture(scope="module")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Mapping[str, Path]:
-    """The cloud assembly of each app below (APP, SEVERAL_APP, GLOBAL_APP, QUALIFIED_APP)
-    by name, synthesized as `local` synthesizes an app: by the pinned CDK CLI,
+    """The cloud assembly of each app below (APP, ENV_APP, SEVERAL_APP, GLOBAL_APP,
+    QUALIFIED_APP) by name, synthesized as `local` synthesizes an app: by the pinned CDK CLI,
     against a moto server, all of them in one run of one Python (aws-cdk-lib is loaded once,
     not once an app); the CDK's validation off (these tests are about the deploy)."""
     apps = {
         "app": APP,
+        "env": ENV_APP,
         "several": SEVERAL_APP,
         "global": GLOBAL_APP,
         "qualified": QUALIFIED_APP,
@@ -351,30 +352,44 @@ SEVERAL_APP = ENV_APP.replace(
 names a Region only"""
 
 
+def test_a_stack_with_an_explicit_env_is_deployed_in_its_account_and_region(
+    user_app: str, tmp_path: Path, synthesized: Mapping[str, Path]
+) -> None:
+    # GIVEN an app whose stack names its account and Region (its assembly, as synthesized)
+    (tmp_path / "app.py").write_text(replay(synthesized["env"]))
+    # WHEN local runs it
+    code, out, err = run("local", "--app", user_app)
+    # THEN it is deployed there (the local server is that account) and its scaler ticked
+    assert (code, err) == (0, ""), out
+    assert "one scaler tick: 1 table managed, 1 change, 0 failed" in out, out
+    rows = [line.split() for line in out.splitlines() if line.startswith("  Pinned-Orders")]
+    assert [row[2:6] for row in rows][-1] == ["write", "update-table", "3", "5"], out
+
+
 QUALIFIER = "@aws-cdk/core:bootstrapQualifier"
 
 SYNTHESIZER = (
     'cdk.DefaultStackSynthesizer(qualifier="local1", file_assets_bucket_name="local-assets")'
 )
-QUALIFIED_APP = ENV_APP.replace(
-    'env=cdk.Environment(account="111111111111", region="eu-west-1")',
-    'env=cdk.Environment(account="111111111111", region="eu-west-1"),\n'
-    f"    synthesizer={SYNTHESIZER},",
+QUALIFIED_APP = APP.replace(
+    'scaled = cdk.Stack(app, "Scaled")',
+    f'scaled = cdk.Stack(app, "Scaled", synthesizer={SYNTHESIZER})',
+).replace(
+    'plain = cdk.Stack(app, "Plain")', f'plain = cdk.Stack(app, "Plain", synthesizer={SYNTHESIZER})'
 )
-"""ENV_APP on the bootstrap qualifier ``local1`` and the assets bucket ``local-assets``, as
-the app of a cdk.json that names both synthesizes"""
+"""APP on the bootstrap qualifier ``local1`` and the assets bucket ``local-assets``, as the
+app of a cdk.json that names both synthesizes"""
 
 
-def test_a_stack_with_an_explicit_env_is_deployed_on_the_bootstrap_of_cdk_json(
+def test_the_bootstrap_takes_the_settings_of_cdk_json(
     user_app: str, tmp_path: Path, synthesized: Mapping[str, Path]
 ) -> None:
-    # GIVEN an app whose stack names its account and Region, and a cdk.json whose context
-    # names a bootstrap qualifier and whose toolkitBucket names the assets bucket, the stack
-    # on both (its assembly, as synthesized)
+    # GIVEN a cdk.json whose context names a bootstrap qualifier and whose toolkitBucket
+    # names the assets bucket, and an app on both (its assembly, as synthesized)
     (tmp_path / "cdk.json").write_text(
         json.dumps(
             {
-                "context": {QUALIFIER: "local1"},
+                "context": {"@aws-cdk/core:bootstrapQualifier": "local1"},
                 "toolkitBucket": {"bucketName": "local-assets"},
             }
         )
@@ -382,14 +397,11 @@ def test_a_stack_with_an_explicit_env_is_deployed_on_the_bootstrap_of_cdk_json(
     (tmp_path / "app.py").write_text(replay(synthesized["qualified"]))
     # WHEN local runs it
     code, out, err = run("local", "--app", user_app)
-    # THEN it is deployed in its account and Region (the local server is that account), its
-    # place bootstrapped with both settings (the scaler's asset published to that bucket),
-    # and its scaler ticked
+    # THEN its place is bootstrapped with both: the stacks deploy (the scaler's asset
+    # published to that bucket) and the scaler ticks
     assert (code, err) == (0, ""), out
-    assert re.search(r"deployed Pinned: \d+ resources", out), out
+    assert re.search(r"deployed Scaled: \d+ resources", out), out
     assert "one scaler tick: 1 table managed, 1 change, 0 failed" in out, out
-    rows = [line.split() for line in out.splitlines() if line.startswith("  Pinned-Orders")]
-    assert [row[2:6] for row in rows][-1] == ["write", "update-table", "3", "5"], out
 
 
 def test_a_bootstrap_that_fails_is_named(
