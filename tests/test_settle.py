@@ -4,7 +4,9 @@ the table states moto never shows."""
 
 from __future__ import annotations
 
+import time
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -30,9 +32,12 @@ from .conftest import cfn_event
 def description(
     read: int, write: int, gsis: dict[str, tuple[int, int]] | None = None, status: str = "ACTIVE"
 ) -> dict[str, Any]:
+    """A table created at 990 s past the epoch (the stubbed events' step begins at 1000 s
+    less `SETTLE_WAIT_S`)."""
     return {
         "TableName": "orders",
         "TableStatus": status,
+        "CreationDateTime": datetime.fromtimestamp(990, UTC),
         "ProvisionedThroughput": {"ReadCapacityUnits": read, "WriteCapacityUnits": write},
         "GlobalSecondaryIndexes": [
             {
@@ -115,6 +120,29 @@ def test_targets_parse_cloudformation_strings() -> None:
 def test_targets_reject_an_unknown_dimension() -> None:
     with pytest.raises(ValueError, match=r"Targets\[0\].Dimension must be read or write; got 'r'"):
         parse_targets([{"Dimension": "r", "HighWaterMark": "1", "Operating": "1"}])
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("read", r"Targets\[0\] must be an object; got str"),
+        ({"Dimension": "read", "HighWaterMark": "10", "Operating": "-5"}, r"Operating .*'-5'"),
+        ({"Dimension": "read", "HighWaterMark": "1e3", "Operating": "5"}, r"HighWaterMark .*'1e3'"),
+        ({"Dimension": "read", "HighWaterMark": "1_000", "Operating": "5"}, r"'1_000'"),
+        ({"Dimension": "read", "Operating": "5"}, r"HighWaterMark must be a whole .*got None"),
+        ({"Dimension": "read", "HighWaterMark": "5", "Operating": "6"}, r"at least its Operating"),
+        ({"Index": ["x"], "Dimension": "read", "HighWaterMark": "9", "Operating": "6"}, "Index"),
+    ],
+)
+def test_targets_refuse_what_is_not_a_target_by_field_and_value(item: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_targets([item])
+
+
+def test_targets_refuse_two_of_one_dimension() -> None:
+    twice = {"Index": "bySku", "Dimension": "read", "HighWaterMark": "9", "Operating": "6"}
+    with pytest.raises(ValueError, match=r"Targets\[1\]: a second target of bySku read"):
+        parse_targets([twice, twice])
 
 
 # ---------------------------------------------------------------- against moto
@@ -235,6 +263,66 @@ def test_the_provider_settles_a_created_table(dynamodb: Any) -> None:
     assert again["Data"]["Settled"] == "false"
 
 
+def test_an_update_never_cuts_a_table_its_deploy_did_not_provision(dynamodb: Any) -> None:
+    # GIVEN a settled table that auto scaling holds at its read mark at a peak (8,000, its
+    # maximum), and an Update of its step that changes the write's operating capacity only
+    name = create_at_mark(dynamodb)
+    old = properties(name)
+    new = properties(name)
+    new["Targets"][1]["Operating"] = "12"
+    calls = count_update_table_calls(dynamodb)
+    event = {
+        **cfn_event("Update", new),
+        "OldResourceProperties": {"ServiceToken": "arn", **old},
+        "PhysicalResourceId": f"{name}-settle",
+    }
+    # WHEN CloudFormation updates the step
+    answer = provider_calls(event, dynamodb)
+    # THEN no capacity is cut: CloudFormation provisioned nothing at a mark this deploy
+    assert answer["Data"]["Settled"] == "false" and calls == []
+    assert throughput(dynamodb, name) == {None: (8000, 2000), "bySupplier": (4000, 2)}
+    # AND an Update that changes the read's mark (CloudFormation provisions it there)
+    # settles that dimension alone
+    changed = properties(name)
+    changed["Targets"][0]["HighWaterMark"] = "8000"
+    before = properties(name)
+    before["Targets"][0]["HighWaterMark"] = "6000"
+    event["ResourceProperties"] = {"ServiceToken": "arn", **changed}
+    event["OldResourceProperties"] = {"ServiceToken": "arn", **before}
+    assert provider_calls(event, dynamodb)["Data"]["Settled"] == "true"
+    assert throughput(dynamodb, name) == {None: (25, 2000), "bySupplier": (4000, 2)}
+
+
+def test_a_new_step_on_a_table_created_long_ago_cuts_nothing(dynamodb: Any) -> None:
+    # GIVEN a table created at its marks two hours before its settle step is created (the
+    # step's logical id changed: a Create on a table CloudFormation did not touch)
+    name = create_at_mark(dynamodb)
+    calls = count_update_table_calls(dynamodb)
+    # WHEN CloudFormation creates the step
+    later = time.time() + 2 * 3600
+    answer = provider_calls(cfn_event("Create", properties(name)), dynamodb, now=later)
+    # THEN nothing is cut: no date says this deploy provisioned the table at its marks
+    assert answer["Data"]["Settled"] == "false" and calls == []
+    assert throughput(dynamodb, name)[None] == (8000, 2000)
+
+
+def test_an_update_in_flight_is_waited_out() -> None:
+    # GIVEN a table auto scaling is updating when the step sends its UpdateTable
+    client = stubbed()
+    event = {
+        **cfn_event("Create", {"TableName": "orders", "Targets": ORDERS_TARGETS}),
+        "Data": {"SettleBy": "1000"},
+    }
+    with Stubber(client) as stubber:
+        stubber.add_response("describe_table", {"Table": description(10, 10)})
+        stubber.add_client_error("update_table", "ResourceInUseException", "being updated")
+        # WHEN the provider asks THEN the step is not done, and not failed
+        assert is_complete(event, None, dynamodb=client, clock=lambda: 999.0) == {
+            "IsComplete": False
+        }
+        stubber.assert_no_pending_responses()
+
+
 def test_a_failure_names_its_cause_and_is_logged(
     dynamodb: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -248,7 +336,10 @@ def test_a_failure_names_its_cause_and_is_logged(
 def test_on_event_refuses_bad_targets_before_any_wait() -> None:
     event = cfn_event(
         "Create",
-        {"TableName": "t", "Targets": [{"Dimension": "r", "HighWaterMark": "1", "Operating": "1"}]},
+        {
+            "TableName": "orders",
+            "Targets": [{"Dimension": "r", "HighWaterMark": "1", "Operating": "1"}],
+        },
     )
     with pytest.raises(
         SettleError, match=r"^ValueError: Targets\[0\].Dimension must be read or write; got 'r'"

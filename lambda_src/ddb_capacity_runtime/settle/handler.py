@@ -10,10 +10,13 @@ capacity with one UpdateTable that carries the table and every GSI together, so 
 spends exactly one decrease on each counter it touches, once the table and all its GSIs
 are ACTIVE.
 
-It is idempotent by construction: a dimension is lowered only while its provisioned
-capacity still equals the high-water mark that CloudFormation provisioned. Once it has
-been settled, or auto scaling has moved it (up for traffic, or down), it is left alone,
-so a retried or repeated event spends no second decrease and never cuts live capacity.
+It is idempotent by construction: a dimension is lowered only where CloudFormation
+provisioned it at its high-water mark in this deploy (a table created, a dimension raised,
+a mark new or changed: `settle_plan.to_settle`), and only while its provisioned capacity
+still equals that mark. Once it has been settled, or auto scaling has moved it (up for
+traffic, or down), it is left alone; a table at its mark that this deploy did not provision
+(auto scaling or a schedule holds it there at a peak, and an Update changes some other
+property) is never cut. A retried or repeated event spends no second decrease.
 
 Layers: `plan.plan_settle` is pure; `settle_table` talks to DynamoDB through a
 client passed in; `on_event` and `is_complete` are the thin entry points (the provider
@@ -28,11 +31,23 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import ClientError
+
 from ..aws import table_calls
 from ..aws.clients import dynamodb_client
+from ..aws.error_codes import error_code
 from ..core.errors import SettleError as SettleError
+from ..core.errors import shown, shown_text
+from ..core.names import is_table_name
 from ..events import log_event
-from .settle_plan import SETTLE_WAIT_S, SettleTarget, parse_targets, plan_settle
+from .settle_plan import (
+    PROVISIONED_WITHIN_S,
+    SETTLE_WAIT_S,
+    SettleTarget,
+    parse_targets,
+    plan_settle,
+    to_settle,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -48,7 +63,8 @@ def _is_active(description: Mapping[str, Any]) -> bool:
 def settle_table(
     dynamodb: DynamoDBClient, description: Mapping[str, Any], targets: list[SettleTarget]
 ) -> dict[str, Any] | None:
-    """Settle one ACTIVE table (``description``, its DescribeTable): the UpdateTable
+    """Settle one ACTIVE table (``description``, its DescribeTable) on ``targets``, the
+    dimensions this deploy provisioned at their mark (`to_settle`): the UpdateTable
     arguments sent, or None if none was needed."""
     table_name = description["TableName"]
     update = plan_settle(description, targets)
@@ -56,7 +72,7 @@ def settle_table(
         log_event(
             "settle-skipped",
             table=table_name,
-            reason="nothing at its high-water mark, no decrease spent",
+            reason="nothing this deploy provisioned is at its high-water mark, no decrease spent",
         )
         return None
     log_event("settle", table=table_name, update=update)
@@ -71,15 +87,41 @@ def _failures(event: Mapping[str, Any]) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
+        props = event.get("ResourceProperties")
+        name = props.get("TableName") if isinstance(props, Mapping) else None
         log_event(
             "settle-failed",
             level=logging.ERROR,
             exc_info=True,
-            table=event.get("ResourceProperties", {}).get("TableName"),
-            request_type=event.get("RequestType"),
+            table=shown_text(name) if isinstance(name, str) else None,
+            request_type=shown(event.get("RequestType")),
             error=f"{type(exc).__name__}: {exc}",
         )
         raise SettleError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _properties(event: Mapping[str, Any], key: str = "ResourceProperties") -> Mapping[str, Any]:
+    """The event's properties (untrusted: an object with a table's name)."""
+    props = event.get(key)
+    if not isinstance(props, Mapping) or not is_table_name(props.get("TableName")):
+        raise ValueError(f"{key} must be an object with a table's TableName; got {props!r:.200}")
+    return props
+
+
+def _previous(event: Mapping[str, Any], name: str) -> list[SettleTarget] | None:
+    """An Update's last targets when it is of the same table (None: a Create, or a new
+    table, which `to_settle` judges by the table's dates). Old properties that cannot be
+    read are logged and taken as the new ones: nothing is taken for newly provisioned."""
+    if event["RequestType"] != "Update":
+        return None
+    try:
+        old = _properties(event, "OldResourceProperties")
+        if old["TableName"] != name:
+            return None
+        return parse_targets(old["Targets"])
+    except (KeyError, ValueError) as exc:
+        log_event("settle-old-properties-unread", level=logging.WARNING, table=name, error=str(exc))
+        return parse_targets(_properties(event)["Targets"])
 
 
 def on_event(
@@ -89,11 +131,14 @@ def on_event(
     note by when the table must be ACTIVE (``Data.SettleBy``, seconds since the epoch);
     Delete does nothing. The waiting and the UpdateTable are `is_complete`'s."""
     with _failures(event):
-        props = event["ResourceProperties"]
+        if event.get("RequestType") not in ("Create", "Update", "Delete"):
+            got = shown(event.get("RequestType"))
+            raise ValueError(f"RequestType must be Create, Update or Delete; got {got}")
+        if event["RequestType"] == "Delete":
+            return {"PhysicalResourceId": event.get("PhysicalResourceId")}
+        props = _properties(event)
         physical = event.get("PhysicalResourceId") or f"{props['TableName']}-settle"
-        if event["RequestType"] not in ("Create", "Update"):
-            return {"PhysicalResourceId": physical}
-        parse_targets(props["Targets"])
+        parse_targets(props.get("Targets"))
         settle_by = int(clock() + SETTLE_WAIT_S)
         return {"PhysicalResourceId": physical, "Data": {"SettleBy": str(settle_by)}}
 
@@ -108,20 +153,30 @@ def is_complete(
     GSIs are ACTIVE (``Data.Settled`` says whether an UpdateTable was sent); a table not
     ACTIVE by ``SettleBy`` fails the step. Delete is done at once."""
     with _failures(event):
-        if event["RequestType"] not in ("Create", "Update"):
+        if event.get("RequestType") not in ("Create", "Update"):
             return {"IsComplete": True}
-        props = event["ResourceProperties"]
+        props = _properties(event)
         name = props["TableName"]
-        targets = parse_targets(props["Targets"])
+        targets = parse_targets(props.get("Targets"))
         dynamodb = dynamodb or dynamodb_client()
         description = table_calls.describe(dynamodb, name)
-        if not _is_active(description):
-            status = description["TableStatus"]
-            if clock() > int(event["Data"]["SettleBy"]):
-                raise TimeoutError(
-                    f"table {name} not ACTIVE after {SETTLE_WAIT_S:.0f} s (status {status})"
-                )
-            log_event("settle-waiting", table=name, status=status)
-            return {"IsComplete": False}
-        update = settle_table(dynamodb, description, targets)
-        return {"IsComplete": True, "Data": {"Settled": "true" if update else "false"}}
+        settle_by = int(event["Data"]["SettleBy"])  # on_event's
+        if _is_active(description):
+            since = settle_by - SETTLE_WAIT_S - PROVISIONED_WITHIN_S
+            chosen = to_settle(description, targets, _previous(event, name), since)
+            try:
+                update = settle_table(dynamodb, description, chosen)
+            except ClientError as exc:
+                if error_code(exc) != "ResourceInUseException":
+                    raise
+                status = "ResourceInUseException (another update of the table)"
+            else:
+                return {"IsComplete": True, "Data": {"Settled": "true" if update else "false"}}
+        else:
+            status = str(description["TableStatus"])
+        if clock() > settle_by:
+            raise TimeoutError(
+                f"table {name} not ACTIVE after {SETTLE_WAIT_S:.0f} s (status {status})"
+            )
+        log_event("settle-waiting", table=name, status=status)
+        return {"IsComplete": False}

@@ -2,24 +2,33 @@
 
 What the settle step of PROVISION_THEN_SETTLE changes: pure.
 
-A dimension is lowered only while its provisioned capacity still equals the high-water mark
-that CloudFormation provisioned, so a retried or repeated event spends no second decrease
-and never cuts live capacity.
+A dimension is lowered only where CloudFormation provisioned it at its high-water mark in
+this deploy (`to_settle`: a table created, a dimension raised, or a mark changed since the
+last deploy) and while its capacity still equals that mark, so a retried or repeated event
+spends no second decrease, and a table that auto scaling or a schedule holds at its mark is
+never cut.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from ..core.names import UNITS
-from ..core.tables import throughput_of
+from ..core.names import MAX_TABLE_QUOTA, UNITS, is_table_name
+from ..core.tables import spec_of, throughput_of
+from ..core.validators import is_whole
 
 READ, WRITE = "read", "write"
 SETTLE_WAIT_S = 1800
 """How long the settle step waits for its table and GSIs to be ACTIVE, from the event's first call,
 before it fails the deploy (the provider's own time limit is a little longer)."""
+PROVISIONED_WITHIN_S = 3600
+"""How long before the settle step's first call CloudFormation may have created the table or
+raised a dimension to its mark for the step to take it for this deploy's (a table or GSI
+update that waits for ACTIVE takes minutes; a longer one is not settled, and stays at its
+mark)."""
 
 
 @dataclass(frozen=True)
@@ -33,23 +42,78 @@ class SettleTarget:
 
 
 def parse_targets(raw: Any) -> list[SettleTarget]:
-    """Read the targets from custom-resource properties (CloudFormation sends strings)."""
+    """Read the targets from custom-resource properties (CloudFormation sends strings):
+    each an object of an ``Index`` (empty for the table), a ``Dimension`` and whole numbers
+    of units, its ``HighWaterMark`` at least its ``Operating``, no two of one dimension.
+    Raises ValueError naming the field, the value and what is allowed."""
     if not isinstance(raw, list):
         raise ValueError(f"Targets must be a list; got {type(raw).__name__}")
-    targets = []
+    targets: list[SettleTarget] = []
     for i, item in enumerate(raw):
+        where = f"Targets[{i}]"
+        if not isinstance(item, Mapping):
+            raise ValueError(f"{where} must be an object; got {type(item).__name__}")
         dimension = item.get("Dimension")
         if dimension not in UNITS:
-            raise ValueError(f"Targets[{i}].Dimension must be read or write; got {dimension!r}")
-        targets.append(
-            SettleTarget(
-                index=item.get("Index") or None,
-                dimension=dimension,
-                high_water_mark=int(item["HighWaterMark"]),
-                operating=int(item["Operating"]),
+            raise ValueError(f"{where}.Dimension must be read or write; got {dimension!r:.100}")
+        index = item.get("Index") or None
+        if index is not None and not is_table_name(index):
+            raise ValueError(f"{where}.Index must be empty or a GSI's name; got {index!r:.100}")
+        mark, operating = _units(item, where, "HighWaterMark"), _units(item, where, "Operating")
+        if mark < operating:
+            raise ValueError(
+                f"{where}.HighWaterMark must be at least its Operating ({operating}); got {mark}"
             )
-        )
+        if any((t.index, t.dimension) == (index, dimension) for t in targets):
+            raise ValueError(f"{where}: a second target of {index or 'the table'} {dimension}")
+        targets.append(SettleTarget(index, dimension, mark, operating))
     return targets
+
+
+def _units(item: Mapping[str, Any], where: str, field: str) -> int:
+    """A target's ``field``: a whole number of units from 1 to `MAX_TABLE_QUOTA`, as text of
+    digits (as CloudFormation sends it) or a number."""
+    raw = item.get(field)
+    text = raw if isinstance(raw, str) else str(raw) if is_whole(raw) else ""
+    if text.isascii() and text.isdigit() and len(text) <= 7 and 1 <= int(text) <= MAX_TABLE_QUOTA:
+        return int(text)
+    raise ValueError(
+        f"{where}.{field} must be a whole number of units from 1 to {MAX_TABLE_QUOTA:,}; "
+        f"got {raw!r:.100}"
+    )
+
+
+def to_settle(
+    description: Mapping[str, Any],
+    targets: Sequence[SettleTarget],
+    previous: Sequence[SettleTarget] | None,
+    since: float,
+) -> list[SettleTarget]:
+    """The ``targets`` CloudFormation provisioned at their mark in this deploy, which the step
+    may settle. On an Update of the same table (``previous``: the last deploy's targets),
+    those whose mark is new or changed: CloudFormation set them to it. Else (a Create, or
+    a new table), every target of a table created at ``since`` (seconds since the epoch)
+    or later, or else those of its dimensions raised since then; ``description``'s dates are
+    untrusted (anything but a date is no evidence: that dimension is left at its mark)."""
+    if previous is not None:
+        before = {(t.index, t.dimension): t.high_water_mark for t in previous}
+        return [t for t in targets if before.get((t.index, t.dimension)) != t.high_water_mark]
+    if _since(description.get("CreationDateTime"), since):
+        return list(targets)
+    return [t for t in targets if _raised_since(description, t.index, since)]
+
+
+def _since(moment: object, since: float) -> bool:
+    return isinstance(moment, datetime) and moment.timestamp() >= since
+
+
+def _raised_since(description: Mapping[str, Any], index: str | None, since: float) -> bool:
+    try:
+        spec = spec_of(description, index)
+    except KeyError:
+        return False  # an unknown index: plan_settle names it
+    throughput = spec.get("ProvisionedThroughput")
+    return isinstance(throughput, Mapping) and _since(throughput.get("LastIncreaseDateTime"), since)
 
 
 def plan_settle(
