@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import jsii
-from aws_cdk import Annotations, Duration, IStableAnyProducer, Lazy, Stack, TimeZone
+from aws_cdk import Annotations, Duration, IStableAnyProducer, Stack, TimeZone
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct, IValidation
 
@@ -138,7 +138,7 @@ class GlobalTableCapacity(Construct):
                 table_name=table.table_name,
                 region=region,
                 indexes=self._spec.indexes,
-                actions=Lazy.any(_Actions(schedule)),
+                actions=_Actions(schedule),
             )
             resource.node.add_dependency(table)
             self.replica_schedules[region] = resource
@@ -455,10 +455,12 @@ def _shown_name(table: dynamodb.TableV2) -> str:
 @jsii.implements(IStableAnyProducer)
 class _Actions:
     """One Region's scheduled actions, in the resource's properties, when the template is
-    written: each named with `ACTION_PREFIX` (the only actions the function may delete)."""
+    written: each named with ``prefix``, which begins with `ACTION_PREFIX` (the only actions
+    the function may delete; `ReplicaScheduleResource` sets its own)."""
 
     def __init__(self, schedule: TableSchedule) -> None:
         self._schedule = schedule
+        self.prefix = ACTION_PREFIX
 
     def produce(self, context: Any = None) -> Any:
         out = []
@@ -469,7 +471,7 @@ class _Actions:
                 out.append(
                     {
                         **action,
-                        "ScheduledActionName": f"{ACTION_PREFIX}{action['ScheduledActionName']}",
+                        "ScheduledActionName": f"{self.prefix}{action['ScheduledActionName']}",
                         "Index": index or "",
                         "Dimension": dimension,
                     }

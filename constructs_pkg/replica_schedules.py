@@ -10,13 +10,14 @@ schedule, only the targets of the tables it is given, in their replicas' Regions
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from aws_cdk import (
     Aws,
     CfnResource,
     CustomResource,
     Duration,
+    Lazy,
     RemovalPolicy,
     Stack,
     custom_resources,
@@ -28,6 +29,7 @@ from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import TARGET_TAG
+from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX
 
 from .compliance import acknowledge, skip_checkov
 from .prewarm import FRAMEWORK_MEMORY_MB, acknowledge_provider
@@ -234,9 +236,22 @@ def replica_provider(
     return existing
 
 
+class NamedActions(Protocol):
+    """A replica's actions as the template is written (an `IStableAnyProducer`), each name
+    beginning with ``prefix``."""
+
+    prefix: str
+
+    def produce(self, context: Any = None) -> Any: ...
+
+
 class ReplicaScheduleResource(Construct):
     """One replica's scheduled actions (a ``Custom::ReplicaSchedule`` resource): its
-    ``Actions`` are written with the template, after every entry and window is known."""
+    ``Actions`` are written with the template, after every entry and window is known, each
+    named with `action_prefix`: the library's prefix and this resource's own (from its
+    construct path), so a resource that takes over another's actions (the construct
+    renamed, or its table moved to another stack: CloudFormation creates the new resource,
+    then deletes the old one) never has its actions deleted by the old one."""
 
     def __init__(
         self,
@@ -247,7 +262,7 @@ class ReplicaScheduleResource(Construct):
         table_name: str,
         region: str,
         indexes: Sequence[str],
-        actions: Any,
+        actions: NamedActions,
     ) -> None:
         super().__init__(scope, id)
         self.resource = CustomResource(
@@ -259,9 +274,13 @@ class ReplicaScheduleResource(Construct):
                 "TableName": table_name,
                 "Region": region,
                 "Indexes": list(indexes),
-                "Actions": actions,
+                "Actions": Lazy.any(actions),
             },
         )
         cfn = self.resource.node.default_child
         assert isinstance(cfn, CfnResource)
         self.cfn = cfn
+        self.action_prefix = f"{ACTION_PREFIX}{cfn.node.addr[:8]}-"
+        """What every action's name begins with: `ACTION_PREFIX`, then this resource's own
+        (8 hex digits of its construct path's hash)."""
+        actions.prefix = self.action_prefix

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import boto3
 import pytest
 from botocore.stub import Stubber
 
@@ -19,6 +20,7 @@ from ddb_capacity_runtime.core.names import TARGET_TAG, resource_id, scalable_di
 from ddb_capacity_runtime.global_tables.handler import on_event
 from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX, parse_schedule
 from ddb_capacity_tools import local_aws
+from ddb_capacity_tools.local_aws import recorded_events
 
 REGIONS = ("us-east-1", "eu-west-1")
 TABLE, OTHER, INDEX = "GlobalOrders", "SomeoneElses", "byCustomer"
@@ -220,6 +222,115 @@ def test_a_failed_creation_deletes_what_it_put(moto_endpoint: str) -> None:
         stub.assert_no_pending_responses()
 
 
+class Lambda:
+    """Lambda's context: the function's time left, in milliseconds, call by call."""
+
+    def __init__(self, *left: int) -> None:
+        self.left = list(left)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.left.pop(0) if len(self.left) > 1 else self.left[0]
+
+
+def stubbed_create(
+    names: list[str], puts: int, failing_deletes: set[str], context: Any = None
+) -> ReplicaScheduleError:
+    """A Create of actions ``names`` on the table's write target, under botocore's Stubber
+    (which checks every call and its order): ``puts`` of them put, the next one refused
+    (unless all are put), then every one put deleted again, those of ``failing_deletes``
+    throttled; the error it fails with."""
+    autoscaling = boto3.client(
+        "application-autoscaling", region_name="us-east-1", aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )  # fmt: skip
+    arn = "arn:aws:application-autoscaling:us-east-1:123456789012:scalable-target/0abc"
+    target = {
+        "ServiceNamespace": "dynamodb",
+        "ResourceId": resource_id(TABLE, None),
+        "ScalableDimension": "dynamodb:table:WriteCapacityUnits",
+    }
+    listed = {**target, "MinCapacity": 5, "MaxCapacity": 100, "RoleARN": "r", "CreationTime": 0}
+    with Stubber(autoscaling) as stub:
+        stub.add_response(
+            "describe_scalable_targets", {"ScalableTargets": [{**listed, "ScalableTargetARN": arn}]}
+        )
+        stub.add_response("tag_resource", {}, {"ResourceARN": arn, "Tags": {TARGET_TAG: TABLE}})
+        for _ in names[:puts]:
+            stub.add_response("put_scheduled_action", {})
+        if puts < len(names) and context is None:
+            stub.add_client_error("put_scheduled_action", "LimitExceededException", "too many")
+        for name in names[:puts]:
+            expected = {**target, "ScheduledActionName": f"{ACTION_PREFIX}{name}"}
+            if name in failing_deletes:
+                stub.add_client_error(
+                    "delete_scheduled_action",
+                    "ThrottlingException",
+                    "slow",
+                    expected_params=expected,
+                )
+            else:
+                stub.add_response("delete_scheduled_action", {}, expected)
+        given = props("us-east-1", *(action(n, "write", 9) for n in names))
+        with pytest.raises(ReplicaScheduleError) as raised:
+            on_event(event("Create", given), context, lambda _: autoscaling)
+        stub.assert_no_pending_responses()
+    return raised.value
+
+
+def test_a_failed_creation_tries_every_delete_and_names_what_stays() -> None:
+    # GIVEN a Create whose fourth put is refused, and whose first delete after it is
+    # throttled (after botocore's retries)
+    names = ["a0", "a1", "a2", "a3", "a4"]
+    # WHEN it fails THEN every other action it put is deleted, and the error names the
+    # cause and the action left on the target
+    error = stubbed_create(names, puts=3, failing_deletes={"a0"})
+    assert "LimitExceededException" in str(error)
+    assert f"actions left on the targets: {ACTION_PREFIX}a0 (ClientError" in str(error)
+
+
+def test_a_creation_short_of_time_stops_and_deletes_what_it_put() -> None:
+    # GIVEN a Create of five actions in a function with 60 s left, then 10 s after two puts
+    context = Lambda(60_000, 60_000, 10_000)
+    # WHEN it runs THEN it puts no more, deletes the two it put, and says why
+    error = stubbed_create(["a0", "a1", "a2", "a3", "a4"], 2, set(), context)
+    assert "TimeoutError: 2 of 5 actions put when the function's time ran low" in str(error)
+
+
+def test_a_rollback_from_properties_never_acted_on_puts_the_good_ones(
+    targets: dict[str, Any], moto_endpoint: str
+) -> None:
+    # GIVEN an Update that failed on properties naming an action not the library's, and
+    # CloudFormation's rollback: an Update back, those properties now the old ones
+    good = props("us-east-1", action("a", "write", 5))
+    bad = props("us-east-1", action("a", "write", 5))
+    bad["Actions"][0]["ScheduledActionName"] = "operators-own"
+    tagger = Tagger(moto_endpoint, "us-east-1", targets["us-east-1"])
+    tagger.expect_tags()
+    # WHEN the rollback runs THEN it succeeds: the good action is put, nothing deleted
+    with recorded_events() as events:
+        run(targets, tagger, event("Update", good, bad))
+    assert (resource_id(TABLE, None), f"{ACTION_PREFIX}a") in actions_in(targets["us-east-1"])
+    assert (resource_id(TABLE, None), "operators-own") in actions_in(targets["us-east-1"])
+    assert [e["event"] for e in events] == [
+        "replica-schedule-old-properties-unread",
+        "replica-schedule-updated",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("shape", "message"),
+    [
+        ({"RequestType": "Replace", "ResourceProperties": {}}, "RequestType: got 'Replace'"),
+        ({"RequestType": "Create", "ResourceProperties": ["x"]}, "properties: got list"),
+    ],
+)
+def test_an_event_not_shaped_as_cloudformations_is_refused(
+    shape: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ReplicaScheduleError, match=message):
+        on_event(shape, None, lambda _: pytest.fail("no call"))
+
+
 def test_a_dimension_with_no_target_is_refused_naming_it(
     targets: dict[str, Any], moto_endpoint: str
 ) -> None:
@@ -245,6 +356,7 @@ def test_a_dimension_with_no_target_is_refused_naming_it(
         ),
         (lambda p: p["Actions"][0].update(Dimension="both"), "Dimension"),
         (lambda p: p["Actions"][0].update(Index="unknown"), "Index"),
+        (lambda p: p["Actions"][0].update(Index=["byCustomer"]), "Index"),
         (lambda p: p["Actions"][0]["ScalableTargetAction"].update(MinCapacity="0"), "MinCapacity"),
         (
             lambda p: p["Actions"][0]["ScalableTargetAction"].update(MinCapacity="1e3"),

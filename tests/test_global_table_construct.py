@@ -7,6 +7,7 @@ table's rules refused, naming the table."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -99,17 +100,44 @@ def resources(template: Template) -> dict[str, Mapping[str, Any]]:
     return {r["Properties"]["Region"]: r for r in found.values()}
 
 
+def resource_prefix(resource: Mapping[str, Any]) -> str:
+    """The prefix every action of a resource begins with: the library's, and the resource's
+    own (8 hex digits)."""
+    names: set[str] = {a["ScheduledActionName"][:22] for a in resource["Properties"]["Actions"]}
+    (prefix,) = names
+    assert re.fullmatch(re.escape(ACTION_PREFIX) + r"[0-9a-f]{8}-", prefix), prefix
+    return prefix
+
+
+def test_a_renamed_construct_names_its_actions_apart_from_the_old_ones() -> None:
+    # GIVEN the same table's capacity under two construct ids (a rename: CloudFormation
+    # creates the new resource, then deletes the old one with the old one's actions)
+    def prefixes(construct_id: str) -> set[str]:
+        stack = new_stack()
+        capacity = GlobalTableCapacity(stack, construct_id, table=global_table(stack))
+        capacity.add_schedule(entry(), dimension="write")
+        found = resources(Template.from_stack(stack))
+        return {resource_prefix(r) for r in found.values()}
+
+    # THEN no action of one is named as one of the other's
+    assert prefixes("Capacity").isdisjoint(prefixes("Renamed"))
+    assert prefixes("Capacity") == prefixes("Capacity")  # and the names are stable
+
+
 def test_each_region_gets_its_actions(synthesized: tuple[Template, Path]) -> None:
     template, _ = synthesized
     found = resources(template)
     assert set(found) == {"us-east-1", "eu-west-1"}
+    prefixes = {region: resource_prefix(r) for region, r in found.items()}
     names = {
         region: {
-            (a["Index"], a["Dimension"], a["ScheduledActionName"])
+            (a["Index"], a["Dimension"], ACTION_PREFIX + a["ScheduledActionName"][22:])
             for a in r["Properties"]["Actions"]
         }
         for region, r in found.items()
     }
+    # each resource names its actions with a prefix of its own (after the library's)
+    assert len(set(prefixes.values())) == 2
     write = {
         ("", "write", f"{ACTION_PREFIX}launch-raise"),
         ("", "write", f"{ACTION_PREFIX}launch-restore"),

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..aws import scheduled_actions as calls
 from ..aws.clients import autoscaling_client
-from ..core.errors import ReplicaScheduleError
+from ..core.errors import ReplicaScheduleError, shown
 from ..events import log_event
 from .replica_actions import ReplicaAction, ReplicaSchedule, dimensions_of, parse_schedule, removed
 
@@ -35,14 +35,18 @@ if TYPE_CHECKING:
 
 ClientOf = Callable[[str], "ApplicationAutoScalingClient"]
 
+CLEANUP_MS = 30_000
+"""The function's time kept to delete what a failed Create put (up to 200 actions)."""
+
 
 @contextmanager
 def _failures(event: Mapping[str, Any]) -> Iterator[None]:
     """Every failure logged (``replica-schedule-failed``) and raised as a
     `ReplicaScheduleError` naming the table, the Region and the cause, which the provider
     sends CloudFormation as the reason."""
-    props = event.get("ResourceProperties") or {}
-    where = f"table {props.get('TableName')!r:.80} in {props.get('Region')!r:.40}"
+    props = event.get("ResourceProperties")
+    props = props if isinstance(props, Mapping) else {}
+    where = f"table {shown(props.get('TableName'), 80)} in {shown(props.get('Region'), 40)}"
     try:
         yield
     except Exception as exc:
@@ -54,7 +58,8 @@ def _failures(event: Mapping[str, Any]) -> Iterator[None]:
             where=where,
             error=f"{type(exc).__name__}: {exc}",
         )
-        raise ReplicaScheduleError(f"{where}: {type(exc).__name__}: {exc}") from exc
+        notes = "".join(f"; {note}" for note in getattr(exc, "__notes__", ()))
+        raise ReplicaScheduleError(f"{where}: {type(exc).__name__}: {exc}{notes}") from exc
 
 
 def on_event(
@@ -66,19 +71,41 @@ def on_event(
     """The provider's call for each event: ``client_of`` makes a Region's client, and
     ``tagger_of`` the one that tags its targets (default: the same client)."""
     with _failures(event):
+        kind = event.get("RequestType")
+        if kind not in ("Create", "Update", "Delete"):
+            raise ReplicaScheduleError(
+                f"RequestType: got {shown(kind, 40)}; expected Create, Update or Delete"
+            )
         new = parse_schedule(event.get("ResourceProperties"))
         autoscaling = client_of(new.region)
         tagger = autoscaling if tagger_of is None else tagger_of(new.region)
-        kind = event.get("RequestType")
         if kind == "Delete":
             _delete(autoscaling, tagger, new)
             return {"PhysicalResourceId": event.get("PhysicalResourceId") or new.physical_id}
-        old = parse_schedule(event["OldResourceProperties"]) if kind == "Update" else None
+        old = _old(event, new) if kind == "Update" else None
         if old is not None and old.physical_id == new.physical_id:
             _update(autoscaling, tagger, old, new)
         else:
-            _create(autoscaling, tagger, new)
+            _create(autoscaling, tagger, new, context)
         return {"PhysicalResourceId": new.physical_id, "Data": {"Actions": len(new.actions)}}
+
+
+def _old(event: Mapping[str, Any], new: ReplicaSchedule) -> ReplicaSchedule:
+    """An Update's old properties. Ones that cannot be read were never acted on (they are
+    checked before any call: the deploy that sent them failed): logged, and taken as an
+    empty schedule of the same table and Region, so a rollback to good properties puts
+    them and removes nothing."""
+    try:
+        return parse_schedule(event.get("OldResourceProperties"))
+    except ReplicaScheduleError as exc:
+        log_event(
+            "replica-schedule-old-properties-unread",
+            level=logging.WARNING,
+            table=new.table,
+            region=new.region,
+            error=str(exc),
+        )
+        return ReplicaSchedule(new.table, new.region, new.indexes, ())
 
 
 def _tagged(
@@ -103,18 +130,58 @@ def _create(
     autoscaling: ApplicationAutoScalingClient,
     tagger: ApplicationAutoScalingClient,
     s: ReplicaSchedule,
+    context: Any = None,
 ) -> None:
+    """Tag the targets and put every action. A failure part way, or too little of the
+    function's time left to go on (`CLEANUP_MS`), deletes every action put before it is
+    raised: CloudFormation never deletes a resource whose creation failed."""
     _tagged(autoscaling, tagger, s)
     done: list[ReplicaAction] = []
     try:
         for action in s.actions:
+            _time_left(context, len(done), len(s.actions))
             calls.put_action(autoscaling, s.table, action.index, action.dimension, action.api())
             done.append(action)
-    except Exception:
-        for action in done:  # leave nothing behind a failed creation
-            calls.delete_action(autoscaling, s.table, action.index, action.dimension, action.name)
+    except Exception as exc:
+        _undo(autoscaling, s, done, exc)
         raise
     log_event("replica-schedule-created", table=s.table, region=s.region, actions=len(done))
+
+
+def _time_left(context: Any, done: int, of: int) -> None:
+    """Raise TimeoutError when the function has less than `CLEANUP_MS` left (``context``:
+    Lambda's; None: no limit)."""
+    left = getattr(context, "get_remaining_time_in_millis", None)
+    if callable(left) and left() < CLEANUP_MS:
+        raise TimeoutError(
+            f"{done} of {of} actions put when the function's time ran low; raise its timeout "
+            "(function_options['ReplicaSchedules'])"
+        )
+
+
+def _undo(
+    autoscaling: ApplicationAutoScalingClient,
+    s: ReplicaSchedule,
+    done: list[ReplicaAction],
+    cause: BaseException,
+) -> None:
+    """Delete every action of ``done`` (each tried, whatever the others do); any that stays
+    is named in a note on ``cause`` and logged (``replica-schedule-left``)."""
+    left = []
+    for action in done:
+        try:
+            calls.delete_action(autoscaling, s.table, action.index, action.dimension, action.name)
+        except Exception as exc:
+            left.append(f"{action.name} ({type(exc).__name__}: {shown(str(exc), 120)})")
+    if left:
+        log_event(
+            "replica-schedule-left",
+            level=logging.ERROR,
+            table=s.table,
+            region=s.region,
+            actions=left,
+        )
+        cause.add_note(f"actions left on the targets: {', '.join(left)}")
 
 
 def _update(

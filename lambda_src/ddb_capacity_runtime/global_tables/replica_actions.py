@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.errors import ReplicaScheduleError
 from ..core.names import DIMENSIONS, is_table_name
-from ..core.validators import is_whole
+from ..core.validators import is_region, is_whole
 
 ACTION_PREFIX = "ddb-capacity-"
 """The first characters of the name of every scheduled action the library puts on a replica's
@@ -27,7 +27,6 @@ MAX_ACTIONS = 200
 actions a target; more in one resource is a mistake)."""
 MAX_UNITS = 1_000_000
 NAME = re.compile(r"[\w.#-]{1,255}")
-REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d{1,2}")
 
 
 @dataclass(frozen=True)
@@ -93,7 +92,7 @@ def parse_schedule(properties: object) -> ReplicaSchedule:
     region = properties.get("Region")
     if not isinstance(table, str) or not is_table_name(table):
         raise ReplicaScheduleError(f"TableName: got {table!r:.80}; expected a table name")
-    if not isinstance(region, str) or not REGION.fullmatch(region):
+    if not is_region(region):
         raise ReplicaScheduleError(f"Region: got {region!r:.80}; expected a Region name")
     indexes = properties.get("Indexes", [])
     if not isinstance(indexes, list) or not all(is_table_name(i) for i in indexes):
@@ -115,7 +114,7 @@ def _action(raw: object, indexes: set[str], n: int) -> ReplicaAction:
     if not isinstance(raw, Mapping):
         raise ReplicaScheduleError(f"{where}: got {type(raw).__name__}; expected an object")
     index = raw.get("Index") or None
-    if index is not None and index not in indexes:
+    if index is not None and (not isinstance(index, str) or index not in indexes):
         raise ReplicaScheduleError(f"{where}.Index: got {index!r:.80}; expected one of Indexes")
     dimension = raw.get("Dimension")
     if dimension not in DIMENSIONS:
