@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +123,7 @@ def test_every_template_is_as_kept(templates: dict[str, dict[str, Any]]) -> None
     )
 
 
-def functions_without_their_policies(template: Mapping[str, Any]) -> list[str]:
+def functions_without_their_policies(template: dict[str, Any]) -> list[str]:
     """Each function of ``template`` that does not depend on a customer-managed policy
     attached to its role, with that policy."""
     resources = template["Resources"]
