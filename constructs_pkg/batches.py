@@ -68,7 +68,6 @@ def batch_path(
     _acknowledge(function, queue)
     assert function.role is not None
     scheduled_policy.attach_to_role(function.role)
-    function.node.add_dependency(scheduled_policy)  # never invoked without it
     scheduled.add_environment(BATCH_QUEUE_ENV, queue.queue_url)
     _grant_send(scope, scheduled, queue)
     policy.add_statements(
@@ -105,7 +104,7 @@ def _grant_send(scope: Construct, scheduled: lambda_.Function, queue: sqs.Queue)
     """``SendBatches``, in a policy of the scheduled function's role alone (the batch role
     shares the scheduled function's main policy)."""
     assert scheduled.role is not None
-    send = iam.ManagedPolicy(
+    iam.ManagedPolicy(
         scope,
         "SendBatchesPolicy",
         description="Lets the throttle-aware scaler send a sharded tick's batches",
@@ -116,7 +115,6 @@ def _grant_send(scope: Construct, scheduled: lambda_.Function, queue: sqs.Queue)
             )
         ],
     )
-    scheduled.node.add_dependency(send)  # never invoked without it
 
 
 def _batch_queue(scope: Construct, dead_letter_queue: sqs.IQueue, timeout: Duration) -> sqs.Queue:

@@ -134,16 +134,10 @@ class _SettleProvider(Construct):
         role: write their log group, invoke (and wait for) the two settle functions, and,
         for its onEvent, start its waiter."""
         waiter = self._waiter()
-        functions_of = {"OnEvent": ["framework-onEvent"]}
         for name, role in roles.items():
             policy = own_policy(
                 self, f"Framework{name}Policy", "the settle step's provider", role, log_group
             )
-            # each framework function created after its role's policy, deleted before it
-            for framework in functions_of.get(
-                name, ["framework-isComplete", "framework-onTimeout"]
-            ):
-                self.provider.node.find_child(framework).node.add_dependency(policy)
             policy.add_statements(
                 iam.PolicyStatement(
                     sid="InvokeSettleFunctions",

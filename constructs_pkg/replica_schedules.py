@@ -104,9 +104,7 @@ class _ReplicaScheduleProvider(Construct):
                 resources=[self.function.function_arn],
             )
         )
-        on_event = self.provider.node.find_child("framework-onEvent")
-        on_event.node.add_dependency(framework)  # created after its policy, deleted before it
-        framework_function = on_event.node.default_child
+        framework_function = self.provider.node.find_child("framework-onEvent").node.default_child
         assert isinstance(framework_function, lambda_.CfnFunction)
         self.framework: lambda_.CfnFunction = framework_function
         self.framework.memory_size = FRAMEWORK_MEMORY_MB

@@ -438,8 +438,6 @@ def runtime_function(
         environment=environment,
         reserved_concurrent_executions=reserved_concurrent_executions,
     )
-    # created after its policy, deleted before it: never invoked without its permissions
-    function.node.add_dependency(policy)
     _acknowledge_function(function, log_group, configured_by_environment)
     return function, policy
 

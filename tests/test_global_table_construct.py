@@ -34,7 +34,6 @@ from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX, pa
 from examples.global_orders import GlobalOrdersReplicaStack, GlobalOrdersStack
 from tests.test_checkov import checkov_reports, start_checkov, templates
 from tests.test_many_accounts import cfn_lint
-from tests.test_template_snapshots import functions_without_their_policies
 
 KEY = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
@@ -123,14 +122,6 @@ def test_a_renamed_construct_names_its_actions_apart_from_the_old_ones() -> None
     # THEN no action of one is named as one of the other's
     assert prefixes("Capacity").isdisjoint(prefixes("Renamed"))
     assert prefixes("Capacity") == prefixes("Capacity")  # and the names are stable
-
-
-def test_the_providers_functions_are_made_after_their_policies(
-    synthesized: tuple[Template, Path],
-) -> None:
-    template, _ = synthesized
-    assert functions_without_their_policies(template.to_json()) == []
-    assert template.find_resources("Custom::ReplicaSchedule")
 
 
 def test_each_region_gets_its_actions(synthesized: tuple[Template, Path]) -> None:

@@ -121,34 +121,3 @@ def test_every_template_is_as_kept(templates: dict[str, dict[str, Any]]) -> None
         "templates moved; if that is meant, run UPDATE_TEMPLATE_SNAPSHOTS=1 .venv/bin/pytest "
         "tests/test_template_snapshots.py and review the diff"
     )
-
-
-def functions_without_their_policies(template: dict[str, Any]) -> list[str]:
-    """Each function of ``template`` that does not depend on a customer-managed policy
-    attached to its role, with that policy."""
-    resources = template["Resources"]
-    attached: dict[str, list[str]] = {}
-    for policy, spec in resources.items():
-        if spec["Type"] == "AWS::IAM::ManagedPolicy":
-            for role in spec["Properties"].get("Roles", []):
-                attached.setdefault(role.get("Ref", "?"), []).append(policy)
-    missing = []
-    for function, spec in resources.items():
-        if spec["Type"] == "AWS::Lambda::Function":
-            role, after = spec["Properties"]["Role"], spec.get("DependsOn", [])
-            for policy in attached.get(role.get("Fn::GetAtt", ["?"])[0], []):
-                if policy not in after:
-                    missing.append(f"{function} without {policy}")
-    return missing
-
-
-def test_every_function_is_made_after_the_policies_of_its_role(
-    templates: dict[str, dict[str, Any]],
-) -> None:
-    """A function (and so the custom resource or event source that invokes it) depends on
-    every customer-managed policy attached to its role: CloudFormation creates it only once
-    its permissions are in place, and deletes it (a custom resource's Delete runs first)
-    before they go."""
-    missing = {name: functions_without_their_policies(t) for name, t in templates.items()}
-    assert {name: m for name, m in missing.items() if m} == {}
-    assert "SettledCatalog" in templates  # the settle step's provider is among them
