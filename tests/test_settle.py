@@ -293,6 +293,42 @@ def test_an_update_never_cuts_a_table_its_deploy_did_not_provision(dynamodb: Any
     assert throughput(dynamodb, name) == {None: (25, 2000), "bySupplier": (4000, 2)}
 
 
+def test_an_update_adding_a_target_under_an_unchanged_mark_cuts_nothing(dynamodb: Any) -> None:
+    # GIVEN a settled table whose write mark equals its minimum (no target), held at 2,000
+    # by its traffic, and an Update lowering the minimum to 10 under the same mark: a new
+    # target, but CloudFormation provisions nothing (the table's capacity is the mark)
+    name = create_at_mark(dynamodb)
+    old = properties(name)
+    old["Targets"] = [t for t in old["Targets"] if t["Dimension"] != "write"]
+    calls = count_update_table_calls(dynamodb)
+    event = {
+        **cfn_event("Update", properties(name)),
+        "OldResourceProperties": {"ServiceToken": "arn", **old},
+        "PhysicalResourceId": f"{name}-settle",
+    }
+    # WHEN CloudFormation updates the step THEN nothing is cut
+    assert provider_calls(event, dynamodb)["Data"]["Settled"] == "false" and calls == []
+
+
+def test_a_new_step_on_an_old_table_raised_lately_cuts_nothing() -> None:
+    # GIVEN a table created long ago that auto scaling raised to its mark ten minutes before
+    # the step's Create (DescribeTable dates a raise, not who made it)
+    client = stubbed()
+    table = description(10, 10)
+    table["CreationDateTime"] = datetime.fromtimestamp(0, UTC)
+    table["ProvisionedThroughput"]["LastIncreaseDateTime"] = datetime.fromtimestamp(999_000, UTC)
+    event = {
+        **cfn_event("Create", {"TableName": "orders", "Targets": ORDERS_TARGETS}),
+        "Data": {"SettleBy": "1000000"},
+    }
+    with Stubber(client) as stubber:
+        stubber.add_response("describe_table", {"Table": table})
+        # WHEN the provider asks THEN the step is done without an UpdateTable
+        answer = is_complete(event, None, dynamodb=client, clock=lambda: 999_999.0)
+        stubber.assert_no_pending_responses()
+    assert answer == {"IsComplete": True, "Data": {"Settled": "false"}}
+
+
 def test_a_new_step_on_a_table_created_long_ago_cuts_nothing(dynamodb: Any) -> None:
     # GIVEN a table created at its marks two hours before its settle step is created (the
     # step's logical id changed: a Create on a table CloudFormation did not touch)

@@ -11,8 +11,8 @@ spends exactly one decrease on each counter it touches, once the table and all i
 are ACTIVE.
 
 It is idempotent by construction: a dimension is lowered only where CloudFormation
-provisioned it at its high-water mark in this deploy (a table created, a dimension raised,
-a mark new or changed: `settle_plan.to_settle`), and only while its provisioned capacity
+provably provisioned it at its high-water mark in this deploy (a table created, a mark
+changed: `settle_plan.to_settle`), and only while its provisioned capacity
 still equals that mark. Once it has been settled, or auto scaling has moved it (up for
 traffic, or down), it is left alone; a table at its mark that this deploy did not provision
 (auto scaling or a schedule holds it there at a peak, and an Update changes some other

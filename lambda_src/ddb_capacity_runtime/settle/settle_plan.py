@@ -2,11 +2,11 @@
 
 What the settle step of PROVISION_THEN_SETTLE changes: pure.
 
-A dimension is lowered only where CloudFormation provisioned it at its high-water mark in
-this deploy (`to_settle`: a table created, a dimension raised, or a mark changed since the
-last deploy) and while its capacity still equals that mark, so a retried or repeated event
-spends no second decrease, and a table that auto scaling or a schedule holds at its mark is
-never cut.
+A dimension is lowered only where CloudFormation provably provisioned it at its high-water
+mark in this deploy (`to_settle`: a table created, or a mark changed since the last deploy)
+and while its capacity still equals that mark, so a retried or repeated event spends no
+second decrease, and a table that auto scaling or a schedule holds at its mark is never
+cut.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from ..core.names import MAX_TABLE_QUOTA, UNITS, is_table_name
-from ..core.tables import spec_of, throughput_of
+from ..core.tables import throughput_of
 from ..core.validators import is_whole
 
 READ, WRITE = "read", "write"
@@ -25,10 +25,9 @@ SETTLE_WAIT_S = 1800
 """How long the settle step waits for its table and GSIs to be ACTIVE, from the event's first call,
 before it fails the deploy (the provider's own time limit is a little longer)."""
 PROVISIONED_WITHIN_S = 3600
-"""How long before the settle step's first call CloudFormation may have created the table or
-raised a dimension to its mark for the step to take it for this deploy's (a table or GSI
-update that waits for ACTIVE takes minutes; a longer one is not settled, and stays at its
-mark)."""
+"""How long before the settle step's first call CloudFormation may have created the table for
+the step to take it for this deploy's (a creation takes minutes; one that takes longer, an
+import among them, is not settled, and stays at its marks)."""
 
 
 @dataclass(frozen=True)
@@ -89,31 +88,25 @@ def to_settle(
     previous: Sequence[SettleTarget] | None,
     since: float,
 ) -> list[SettleTarget]:
-    """The ``targets`` CloudFormation provisioned at their mark in this deploy, which the step
-    may settle. On an Update of the same table (``previous``: the last deploy's targets),
-    those whose mark is new or changed: CloudFormation set them to it. Else (a Create, or
-    a new table), every target of a table created at ``since`` (seconds since the epoch)
-    or later, or else those of its dimensions raised since then; ``description``'s dates are
-    untrusted (anything but a date is no evidence: that dimension is left at its mark)."""
+    """The ``targets`` CloudFormation provably provisioned at their mark in this deploy,
+    which the step may settle. On an Update of the same table (``previous``: the last
+    deploy's targets), those whose mark changed: the table's template capacity is the mark,
+    so CloudFormation set them to it. A target new to the step is not (its dimension's
+    template capacity may not have moved: a minimum lowered below an unchanged mark adds
+    one), nor a dimension that DescribeTable says was raised lately (auto scaling's raises
+    and a schedule's set that date too). Else (a Create, or a new table), every target of
+    a table created at ``since`` (seconds since the epoch) or later, and none of an older
+    one; ``description``'s date is untrusted (anything but a date is no evidence)."""
     if previous is not None:
         before = {(t.index, t.dimension): t.high_water_mark for t in previous}
-        return [t for t in targets if before.get((t.index, t.dimension)) != t.high_water_mark]
-    if _since(description.get("CreationDateTime"), since):
+        return [
+            t for t in targets if before.get((t.index, t.dimension), t.high_water_mark)
+            != t.high_water_mark
+        ]  # fmt: skip
+    created = description.get("CreationDateTime")
+    if isinstance(created, datetime) and created.timestamp() >= since:
         return list(targets)
-    return [t for t in targets if _raised_since(description, t.index, since)]
-
-
-def _since(moment: object, since: float) -> bool:
-    return isinstance(moment, datetime) and moment.timestamp() >= since
-
-
-def _raised_since(description: Mapping[str, Any], index: str | None, since: float) -> bool:
-    try:
-        spec = spec_of(description, index)
-    except KeyError:
-        return False  # an unknown index: plan_settle names it
-    throughput = spec.get("ProvisionedThroughput")
-    return isinstance(throughput, Mapping) and _since(throughput.get("LastIncreaseDateTime"), since)
+    return []
 
 
 def plan_settle(
