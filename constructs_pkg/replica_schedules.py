@@ -183,7 +183,10 @@ def _statements(arns: list[str], tables: list[str]) -> dict[str, iam.PolicyState
     return {
         "ReadTargets": iam.PolicyStatement(
             sid="ReadTargets",
-            actions=["application-autoscaling:DescribeScalableTargets"],
+            actions=[
+                "application-autoscaling:DescribeScalableTargets",
+                "application-autoscaling:DescribeScheduledActions",
+            ],
             resources=["*"],
         ),
         "TagTargets": iam.PolicyStatement(
@@ -280,7 +283,7 @@ class ReplicaScheduleResource(Construct):
         cfn = self.resource.node.default_child
         assert isinstance(cfn, CfnResource)
         self.cfn = cfn
-        self.action_prefix = f"{ACTION_PREFIX}{cfn.node.addr[:8]}-"
+        self.action_prefix = f"{ACTION_PREFIX}{cfn.node.addr[2:10]}-"
         """What every action's name begins with: `ACTION_PREFIX`, then this resource's own
-        (8 hex digits of its construct path's hash)."""
+        (8 hex digits of its construct path's hash, after the "c8" every address begins with)."""
         actions.prefix = self.action_prefix

@@ -104,8 +104,16 @@ class Tagger:
                 "tag_resource", {}, {"ResourceARN": arn, "Tags": {TARGET_TAG: TABLE}}
             )
 
-    def expect_untags(self) -> None:
-        for arn in self.arns(TABLE):
+    def expect_untags(self, but: tuple[str, str] | None = None) -> None:
+        """An untag of each of the table's targets, ``but`` one (its resource id and
+        scalable dimension)."""
+        kept = set()
+        if but is not None:
+            (target,) = self.autoscaling.describe_scalable_targets(
+                ServiceNamespace="dynamodb", ResourceIds=[but[0]], ScalableDimension=but[1]
+            )["ScalableTargets"]
+            kept.add(target["ScalableTargetARN"])
+        for arn in sorted(set(self.arns(TABLE)) - kept):
             self.stubber.add_response(
                 "untag_resource", {}, {"ResourceARN": arn, "TagKeys": [TARGET_TAG]}
             )
@@ -168,6 +176,26 @@ def test_create_update_delete_in_two_regions(targets: dict[str, Any], moto_endpo
     for region in REGIONS:
         assert ours(targets[region]) == set()
         assert set(actions_in(targets[region])) == others[region]
+
+
+def test_the_old_resource_of_a_renamed_construct_leaves_the_new_ones_actions_and_tag(
+    targets: dict[str, Any], moto_endpoint: str
+) -> None:
+    # GIVEN a resource's actions, and a second resource of the same table and Region (the
+    # construct renamed: CloudFormation creates the new one first) with its own
+    old = props("us-east-1", action("0ld00000-raise", "write", 400))
+    new = props("us-east-1", action("4e000000-raise", "write", 400))
+    tagger = Tagger(moto_endpoint, "us-east-1", targets["us-east-1"])
+    for given in (old, new):
+        tagger.expect_tags()
+        run(targets, tagger, event("Create", given))
+    # WHEN the old one is deleted
+    write = (resource_id(TABLE, None), "dynamodb:table:WriteCapacityUnits")
+    tagger.expect_untags(but=write)
+    run(targets, tagger, event("Delete", old))
+    # THEN only its actions are gone, and the target the new one schedules keeps its tag
+    table = resource_id(TABLE, None)
+    assert ours(targets["us-east-1"]) == {(table, f"{ACTION_PREFIX}4e000000-raise")}
 
 
 def test_a_failed_creation_deletes_what_it_put(moto_endpoint: str) -> None:

@@ -210,7 +210,10 @@ def test_the_function_may_schedule_only_this_tables_targets_in_its_regions(
     assert tag["StringEqualsIfExists"] == {f"aws:ResourceTag/{TARGET_TAG}": [{"Ref": table}]}
     untag = statements["UntagTargets"]["Condition"]
     assert untag["StringEquals"] == {f"aws:ResourceTag/{TARGET_TAG}": [{"Ref": table}]}
-    assert statements["ReadTargets"]["Action"] == "application-autoscaling:DescribeScalableTargets"
+    assert statements["ReadTargets"]["Action"] == [
+        "application-autoscaling:DescribeScalableTargets",
+        "application-autoscaling:DescribeScheduledActions",
+    ]
     assert set(statements) == {
         "WriteOwnLogs",
         "ReadTargets",

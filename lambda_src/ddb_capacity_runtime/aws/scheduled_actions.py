@@ -3,7 +3,8 @@
 Application Auto Scaling's calls on one replica's scalable targets, in that replica's
 Region: finding the targets of a table and its GSIs, tagging them as the library's (the
 tag its roles are scoped by), and putting and deleting the scheduled actions the library
-made. Nothing here lists or deletes an action by anything but its exact name."""
+made. Nothing here deletes an action by anything but its exact name; `with_actions` lists
+them, to tell the targets that still carry an action of the library's."""
 
 from __future__ import annotations
 
@@ -106,3 +107,24 @@ def delete_action(
             return False
         raise
     return True
+
+
+def with_actions(
+    autoscaling: ApplicationAutoScalingClient, table: str, indexes: Sequence[str], prefix: str
+) -> set[tuple[str | None, str]]:
+    """The scalable targets of ``table`` and its GSIs ``indexes`` (as (index or None,
+    dimension)) that carry a scheduled action whose name begins with ``prefix``; an action
+    without a name of text counts as one (what cannot be read never frees a target)."""
+    dimensions = {scalable_dimension(i, d): d for i in (None, "x") for d in ("read", "write")}
+    found: set[tuple[str | None, str]] = set()
+    paginator = autoscaling.get_paginator("describe_scheduled_actions")
+    for index in [None, *indexes]:
+        for page in paginator.paginate(
+            ServiceNamespace=NAMESPACE, ResourceId=resource_id(table, index)
+        ):
+            for action in page.get("ScheduledActions", []):
+                name = action.get("ScheduledActionName")
+                dimension = dimensions.get(action.get("ScalableDimension", ""))
+                if dimension and (not isinstance(name, str) or name.startswith(prefix)):
+                    found.add((index, dimension))
+    return found

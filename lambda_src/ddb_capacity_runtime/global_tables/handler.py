@@ -6,8 +6,8 @@ The custom resource of one replica of a global table (``GlobalTableCapacity``), 
 - Create: tag the replica's scalable targets as the library's (``TARGET_TAG``, the tag its
   roles are scoped by), then put every action. A failure part way deletes what it put
   before the deployment fails, so nothing is left behind.
-- Update: put every new action (a put replaces an action of the same name), then delete
-  the actions the old properties had and the new ones do not. A new table or Region is a
+- Update: delete the actions the old properties had and the new ones do not, then put
+  every new action (a put replaces an action of the same name). A new table or Region is a
   new resource: CloudFormation then deletes the old one.
 - Delete: delete the actions of the properties (one already gone is skipped) and the tag.
 
@@ -28,7 +28,14 @@ from ..aws import scheduled_actions as calls
 from ..aws.clients import autoscaling_client
 from ..core.errors import ReplicaScheduleError, shown
 from ..events import log_event
-from .replica_actions import ReplicaAction, ReplicaSchedule, dimensions_of, parse_schedule, removed
+from .replica_actions import (
+    ACTION_PREFIX,
+    ReplicaAction,
+    ReplicaSchedule,
+    dimensions_of,
+    parse_schedule,
+    removed,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
@@ -191,11 +198,13 @@ def _update(
     new: ReplicaSchedule,
 ) -> None:
     _tagged(autoscaling, tagger, new)
-    for action in new.actions:
-        calls.put_action(autoscaling, new.table, action.index, action.dimension, action.api())
+    # the dropped ones first: a target's 200 actions are never passed on the way (a new
+    # name for each, as when the names change, would double them)
     gone = removed(old, new)
     for action in gone:
         calls.delete_action(autoscaling, new.table, action.index, action.dimension, action.name)
+    for action in new.actions:
+        calls.put_action(autoscaling, new.table, action.index, action.dimension, action.api())
     log_event(
         "replica-schedule-updated",
         table=new.table,
@@ -215,5 +224,15 @@ def _delete(
         for a in s.actions
         if calls.delete_action(autoscaling, s.table, a.index, a.dimension, a.name)
     ]
-    calls.untag_targets(tagger, sorted(calls.targets_of(autoscaling, s.table, s.indexes).values()))
-    log_event("replica-schedule-deleted", table=s.table, region=s.region, deleted=deleted)
+    # a target that still carries the library's actions is another resource's now (the
+    # construct renamed or moved: its new resource was created before this one's Delete)
+    kept = calls.with_actions(autoscaling, s.table, s.indexes, ACTION_PREFIX)
+    targets = calls.targets_of(autoscaling, s.table, s.indexes)
+    calls.untag_targets(tagger, sorted(arn for key, arn in targets.items() if key not in kept))
+    log_event(
+        "replica-schedule-deleted",
+        table=s.table,
+        region=s.region,
+        deleted=deleted,
+        tag_kept=sorted(f"{i or 'table'} {d}" for i, d in kept),
+    )
