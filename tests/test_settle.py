@@ -462,3 +462,34 @@ def test_is_complete_fails_a_table_not_active_in_time() -> None:
         ):
             is_complete(event, None, dynamodb=client, clock=lambda: 1001.0)
         stubber.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize(
+    ("old", "settled"),
+    [
+        ({"TableName": "orders-before", "Targets": ORDERS_TARGETS}, True),  # a new table
+        ({"TableName": "orders", "Targets": "not a list"}, False),  # unreadable: no proof
+    ],
+    ids=["replaced-table", "unreadable-old"],
+)
+def test_an_update_judges_a_new_table_by_its_date_and_unreadable_old_properties_as_no_proof(
+    old: dict[str, Any], settled: bool
+) -> None:
+    # GIVEN an Update of the step on a table created just before it, whose old properties
+    # name another table, or cannot be read
+    client = stubbed()
+    event = {
+        **cfn_event("Update", {"TableName": "orders", "Targets": ORDERS_TARGETS}),
+        "OldResourceProperties": {"ServiceToken": "arn", **old},
+        "PhysicalResourceId": "orders-settle",
+        "Data": {"SettleBy": "1000"},
+    }
+    with Stubber(client) as stubber:
+        stubber.add_response("describe_table", {"Table": description(10, 10)})
+        if settled:
+            stubber.add_response("update_table", {})
+        # WHEN the provider asks THEN the new table is settled; nothing is on old properties
+        # that cannot be read
+        answer = is_complete(event, None, dynamodb=client, clock=lambda: 999.0)
+        stubber.assert_no_pending_responses()
+    assert answer == {"IsComplete": True, "Data": {"Settled": "true" if settled else "false"}}
