@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling.type_defs import ScalableTargetActionTypeDef
 
 NAMESPACE: Final = "dynamodb"
+_DIMENSIONS = {scalable_dimension(i, d): d for i in (None, "x") for d in ("read", "write")}
+"""Each ScalableDimension of a table or a GSI, and the dimension it is (read or write)."""
 GONE = {"ObjectNotFoundException", "ResourceNotFoundException"}
 """The error codes of an action or a target that is not there (any more)."""
 
@@ -30,7 +32,6 @@ def targets_of(
     """The ARN of each scalable target of ``table`` and its GSIs ``indexes`` that exists,
     by (index or None, dimension)."""
     wanted = {resource_id(table, i): i for i in [None, *indexes]}
-    dimensions = {scalable_dimension(i, d): d for i in (None, "x") for d in ("read", "write")}
     found: dict[tuple[str | None, str], str] = {}
     pages = autoscaling.get_paginator("describe_scalable_targets").paginate(
         ServiceNamespace=NAMESPACE, ResourceIds=list(wanted)
@@ -38,7 +39,7 @@ def targets_of(
     for page in pages:
         for target in page.get("ScalableTargets", []):
             index = wanted.get(target.get("ResourceId", ""), "?")
-            dimension = dimensions.get(target.get("ScalableDimension", ""))
+            dimension = _DIMENSIONS.get(target.get("ScalableDimension", ""))
             arn = target.get("ScalableTargetARN")
             if index != "?" and dimension and isinstance(arn, str):
                 found[(index, dimension)] = arn
@@ -115,7 +116,6 @@ def with_actions(
     """The scalable targets of ``table`` and its GSIs ``indexes`` (as (index or None,
     dimension)) that carry a scheduled action whose name begins with ``prefix``; an action
     without a name of text counts as one (what cannot be read never frees a target)."""
-    dimensions = {scalable_dimension(i, d): d for i in (None, "x") for d in ("read", "write")}
     found: set[tuple[str | None, str]] = set()
     paginator = autoscaling.get_paginator("describe_scheduled_actions")
     for index in [None, *indexes]:
@@ -124,7 +124,7 @@ def with_actions(
         ):
             for action in page.get("ScheduledActions", []):
                 name = action.get("ScheduledActionName")
-                dimension = dimensions.get(action.get("ScalableDimension", ""))
+                dimension = _DIMENSIONS.get(action.get("ScalableDimension", ""))
                 if dimension and (not isinstance(name, str) or name.startswith(prefix)):
                     found.add((index, dimension))
     return found

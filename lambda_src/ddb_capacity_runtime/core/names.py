@@ -45,15 +45,25 @@ NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
 """The characters of a DynamoDB table or index name (3 to 255 of them)."""
 
 
+def whole_units(raw: object) -> int | None:
+    """``raw`` as a whole number of capacity units from 1 to `MAX_TABLE_QUOTA`: an int, or
+    its text of digits (as CloudFormation and environment variables carry numbers); None for
+    anything else."""
+    text = raw if isinstance(raw, str) else str(raw) if is_whole(raw) else ""
+    if text.isascii() and text.isdigit() and len(text) <= 7 and 1 <= int(text) <= MAX_TABLE_QUOTA:
+        return int(text)
+    return None
+
+
 def parse_table_quota(raw: object, name: str = TABLE_QUOTA_ENV) -> int:
     """The table quota in ``raw`` (a whole number from 1 to `MAX_TABLE_QUOTA`, as
     text or int; None or empty: `DEFAULT_TABLE_QUOTA`). Raises ValueError naming
     ``name``, the value received and what is allowed."""
     if raw is None or raw == "":
         return DEFAULT_TABLE_QUOTA
-    text = str(raw).strip() if isinstance(raw, str) or is_whole(raw) else ""
-    if text.isascii() and text.isdigit() and len(text) <= 7 and 1 <= int(text) <= MAX_TABLE_QUOTA:
-        return int(text)
+    units = whole_units(raw.strip() if isinstance(raw, str) else raw)
+    if units is not None:
+        return units
     raise ValueError(
         f"{name}: got {raw!r:.100}; expected a whole number of capacity units from 1 to "
         f"{MAX_TABLE_QUOTA:,} (DynamoDB's default quota is {DEFAULT_TABLE_QUOTA:,})"

@@ -108,10 +108,13 @@ def _properties(event: Mapping[str, Any], key: str = "ResourceProperties") -> Ma
     return props
 
 
-def _previous(event: Mapping[str, Any], name: str) -> list[SettleTarget] | None:
+def _previous(
+    event: Mapping[str, Any], name: str, targets: list[SettleTarget]
+) -> list[SettleTarget] | None:
     """An Update's last targets when it is of the same table (None: a Create, or a new
     table, which `to_settle` judges by the table's dates). Old properties that cannot be
-    read are logged and taken as the new ones: nothing is taken for newly provisioned."""
+    read are logged and taken as the new ``targets``: nothing is taken for newly
+    provisioned."""
     if event["RequestType"] != "Update":
         return None
     try:
@@ -121,7 +124,7 @@ def _previous(event: Mapping[str, Any], name: str) -> list[SettleTarget] | None:
         return parse_targets(old["Targets"])
     except (KeyError, ValueError) as exc:
         log_event("settle-old-properties-unread", level=logging.WARNING, table=name, error=str(exc))
-        return parse_targets(_properties(event)["Targets"])
+        return targets
 
 
 def on_event(
@@ -163,7 +166,7 @@ def is_complete(
         settle_by = int(event["Data"]["SettleBy"])  # on_event's
         if _is_active(description):
             since = settle_by - SETTLE_WAIT_S - PROVISIONED_WITHIN_S
-            chosen = to_settle(description, targets, _previous(event, name), since)
+            chosen = to_settle(description, targets, _previous(event, name, targets), since)
             try:
                 update = settle_table(dynamodb, description, chosen)
             except ClientError as exc:

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..core.names import MAX_TABLE_QUOTA, UNITS, is_table_name
+from ..core.names import MAX_TABLE_QUOTA, UNITS, is_table_name, whole_units
 from ..core.tables import throughput_of
-from ..core.validators import is_whole
 
 READ, WRITE = "read", "write"
 SETTLE_WAIT_S = 1800
@@ -73,9 +72,9 @@ def _units(item: Mapping[str, Any], where: str, field: str) -> int:
     """A target's ``field``: a whole number of units from 1 to `MAX_TABLE_QUOTA`, as text of
     digits (as CloudFormation sends it) or a number."""
     raw = item.get(field)
-    text = raw if isinstance(raw, str) else str(raw) if is_whole(raw) else ""
-    if text.isascii() and text.isdigit() and len(text) <= 7 and 1 <= int(text) <= MAX_TABLE_QUOTA:
-        return int(text)
+    units = whole_units(raw)
+    if units is not None:
+        return units
     raise ValueError(
         f"{where}.{field} must be a whole number of units from 1 to {MAX_TABLE_QUOTA:,}; "
         f"got {raw!r:.100}"
