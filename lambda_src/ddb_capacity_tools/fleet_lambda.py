@@ -37,7 +37,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from ddb_capacity_runtime.aws.error_codes import NO_SUCH_KEY, describe_error, error_code
-from ddb_capacity_runtime.aws.queue import unsent
+from ddb_capacity_runtime.aws.queue import why_unsent
 from ddb_capacity_runtime.core.names import is_table_name
 from ddb_capacity_runtime.core.untrusted import UntrustedJSONError, parse_json
 from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
@@ -156,11 +156,11 @@ def _send(sqs: Any, queue_url: str, run_id: str, tables: Sequence[str]) -> dict[
         except Exception as exc:  # this batch's tables are not sent; the others still are
             errors = dict.fromkeys((e["Id"] for e in entries), shown(describe_error(exc)))
             continue
-        left = set(unsent(answer, [e["Id"] for e in entries]))
+        left = why_unsent(answer, [e["Id"] for e in entries])
         entries = [e for e in entries if e["Id"] in left]
         if not entries:
             return {}
-        errors = {e["Id"]: _failed_code(answer, e["Id"]) for e in entries}
+        errors = {i: _failed_code(why) for i, why in left.items()}
     not_sent = {json.loads(e["MessageBody"])["table"]: errors[e["Id"]] for e in entries}
     for error in sorted(set(not_sent.values())):
         tables_left = [t for t, e in not_sent.items() if e == error]
@@ -168,16 +168,12 @@ def _send(sqs: Any, queue_url: str, run_id: str, tables: Sequence[str]) -> dict[
     return not_sent
 
 
-def _failed_code(answer: object, entry: str) -> str:
-    """Why SendMessageBatch's ``answer`` (untrusted) did not send ``entry``: the code its
-    ``Failed`` list gives, or that it did not list the entry as sent."""
-    failed = answer.get("Failed") if isinstance(answer, Mapping) else None
-    for item in failed if isinstance(failed, list) else []:
-        if isinstance(item, Mapping) and item.get("Id") == entry:
-            return shown(
-                f"SendMessageBatch failed it: {item.get('Code')!s}: {item.get('Message')!s}"
-            )
-    return "SendMessageBatch did not list it as sent"
+def _failed_code(why: str | None) -> str:
+    """Why SendMessageBatch did not send an entry: the code its answer's ``Failed`` list
+    gives (`aws.queue.why_unsent`), or that it did not list the entry as sent."""
+    if why is None:
+        return "SendMessageBatch did not list it as sent"
+    return shown(f"SendMessageBatch failed it: {why}")
 
 
 def lister_handler(event: Mapping[str, Any], context: Any = None) -> dict[str, int]:

@@ -29,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..aws.error_codes import describe_error
-from ..aws.queue import unsent
+from ..aws.queue import why_unsent
 from ..core.errors import BatchError as BatchError
 from ..core.errors import shown
 from ..core.names import is_table_name
@@ -105,14 +105,8 @@ def send(
         except Exception as exc:
             failed += [f"{b.label}: not sent: {describe_error(exc)}" for b in group]
             continue
-        listed = answer.get("Failed") if isinstance(answer, Mapping) else None
-        said = {
-            f.get("Id"): f"{f.get('Code')}: {f.get('Message')}"
-            for f in (listed if isinstance(listed, list) else [])
-            if isinstance(f, Mapping)
-        }
-        for ident in unsent(answer, [e["Id"] for e in entries]):
-            why = said.get(ident, "the answer does not list it as sent")
+        for ident, why in why_unsent(answer, [e["Id"] for e in entries]).items():
+            why = why or "the answer does not list it as sent"
             failed.append(f"batch {ident} of {len(batches)}: not sent: {why}")
     return failed
 
