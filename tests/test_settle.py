@@ -20,6 +20,7 @@ from ddb_capacity_runtime.settle.handler import (
     settle_table,
 )
 from ddb_capacity_runtime.settle.settle_plan import (
+    PERMISSION_WAIT_S,
     SETTLE_WAIT_S,
     SettleTarget,
     parse_targets,
@@ -359,10 +360,61 @@ def test_an_update_in_flight_is_waited_out() -> None:
         stubber.assert_no_pending_responses()
 
 
+@pytest.mark.parametrize("denied", ["describe_table", "update_table"])
+def test_a_denial_just_after_the_step_began_is_waited_out(denied: str) -> None:
+    # GIVEN a step that began at 1000 s, whose grant on the table CloudFormation is still
+    # creating (or IAM still applying) a minute later
+    client = stubbed()
+    event = {
+        **cfn_event("Create", {"TableName": "orders", "Targets": ORDERS_TARGETS}),
+        "Data": {"SettleBy": str(1000 + SETTLE_WAIT_S)},
+    }
+    update = {
+        "TableName": "orders",
+        "ProvisionedThroughput": {"ReadCapacityUnits": 2, "WriteCapacityUnits": 10},
+    }
+    with Stubber(client) as stubber:
+        if denied == "update_table":
+            stubber.add_response("describe_table", {"Table": description(10, 10)})
+        stubber.add_client_error(denied, "AccessDeniedException", "not authorized")
+        stubber.add_response("describe_table", {"Table": description(10, 10)})
+        stubber.add_response("update_table", {}, update)
+        # WHEN the provider asks, then asks again once the grant is in force
+        answers = [
+            is_complete(event, None, dynamodb=client, clock=lambda: 1060.0),
+            is_complete(event, None, dynamodb=client, clock=lambda: 1070.0),
+        ]
+        stubber.assert_no_pending_responses()
+    # THEN the denial is waited out, not a failed deploy, and the table is settled once
+    assert answers == [{"IsComplete": False}, {"IsComplete": True, "Data": {"Settled": "true"}}]
+
+
+def test_a_denial_that_lasts_fails_the_step_naming_the_grant() -> None:
+    client = stubbed()
+    event = {
+        **cfn_event("Create", {"TableName": "orders", "Targets": ORDERS_TARGETS}),
+        "Data": {"SettleBy": str(1000 + SETTLE_WAIT_S)},
+    }
+    late = 1000.0 + PERMISSION_WAIT_S + 1
+    with Stubber(client) as stubber:
+        stubber.add_client_error("describe_table", "AccessDeniedException", "not authorized")
+        with pytest.raises(
+            SettleError,
+            match=rf"^ClientError: .*AccessDeniedException.*; still denied {late - 1000:.0f} s "
+            r"after the step began: the settle function's role needs dynamodb:DescribeTable "
+            r"and dynamodb:UpdateTable on the table",
+        ):
+            is_complete(event, None, dynamodb=client, clock=lambda: late)
+        stubber.assert_no_pending_responses()
+
+
 def test_a_failure_names_its_cause_and_is_logged(
     dynamodb: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    event = {**cfn_event("Create", {"TableName": "no-such-table", "Targets": []}), "Data": {}}
+    event = {
+        **cfn_event("Create", {"TableName": "no-such-table", "Targets": []}),
+        "Data": {"SettleBy": str(int(time.time()) + SETTLE_WAIT_S)},
+    }
     with pytest.raises(SettleError, match=r"^ResourceNotFoundException: "):
         is_complete(event, None, dynamodb=dynamodb)
     (failed,) = [r for r in caplog.records if r.getMessage() == "settle-failed"]

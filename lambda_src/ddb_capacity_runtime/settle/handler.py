@@ -41,6 +41,7 @@ from ..core.errors import shown, shown_text
 from ..core.names import is_table_name
 from ..events import log_event
 from .settle_plan import (
+    PERMISSION_WAIT_S,
     PROVISIONED_WITHIN_S,
     SETTLE_WAIT_S,
     SettleTarget,
@@ -97,7 +98,8 @@ def _failures(event: Mapping[str, Any]) -> Iterator[None]:
             request_type=shown(event.get("RequestType")),
             error=f"{type(exc).__name__}: {exc}",
         )
-        raise SettleError(f"{type(exc).__name__}: {exc}") from exc
+        notes = "".join(f"; {note}" for note in getattr(exc, "__notes__", ()))
+        raise SettleError(f"{type(exc).__name__}: {exc}{notes}") from exc
 
 
 def _properties(event: Mapping[str, Any], key: str = "ResourceProperties") -> Mapping[str, Any]:
@@ -161,25 +163,55 @@ def is_complete(
         props = _properties(event)
         name = props["TableName"]
         targets = parse_targets(props.get("Targets"))
-        dynamodb = dynamodb or dynamodb_client()
-        description = table_calls.describe(dynamodb, name)
         settle_by = int(event["Data"]["SettleBy"])  # on_event's
-        if _is_active(description):
-            since = settle_by - SETTLE_WAIT_S - PROVISIONED_WITHIN_S
-            chosen = to_settle(description, targets, _previous(event, name, targets), since)
-            try:
-                update = settle_table(dynamodb, description, chosen)
-            except ClientError as exc:
-                if error_code(exc) != "ResourceInUseException":
-                    raise
-                status = "ResourceInUseException (another update of the table)"
-            else:
-                return {"IsComplete": True, "Data": {"Settled": "true" if update else "false"}}
+        try:
+            settled = _settle_when_active(event, name, targets, settle_by, dynamodb)
+        except ClientError as exc:
+            status = _waited_out(exc, clock() - (settle_by - SETTLE_WAIT_S))
         else:
-            status = str(description["TableStatus"])
+            if isinstance(settled, bool):
+                return {"IsComplete": True, "Data": {"Settled": "true" if settled else "false"}}
+            status = settled
         if clock() > settle_by:
             raise TimeoutError(
                 f"table {name} not ACTIVE after {SETTLE_WAIT_S:.0f} s (status {status})"
             )
         log_event("settle-waiting", table=name, status=status)
         return {"IsComplete": False}
+
+
+def _settle_when_active(
+    event: Mapping[str, Any],
+    name: str,
+    targets: list[SettleTarget],
+    settle_by: int,
+    dynamodb: DynamoDBClient | None,
+) -> bool | str:
+    """Whether the table was settled (an UpdateTable sent) once it and its GSIs are ACTIVE;
+    its status while they are not."""
+    dynamodb = dynamodb or dynamodb_client()
+    description = table_calls.describe(dynamodb, name)
+    if not _is_active(description):
+        return str(description["TableStatus"])
+    since = settle_by - SETTLE_WAIT_S - PROVISIONED_WITHIN_S
+    chosen = to_settle(description, targets, _previous(event, name, targets), since)
+    return settle_table(dynamodb, description, chosen) is not None
+
+
+def _waited_out(exc: ClientError, elapsed: float) -> str:
+    """The status to wait on for an error the next call may not meet: an UpdateTable already
+    in flight, or a denial within `PERMISSION_WAIT_S` of the step's first call; any other
+    error is raised."""
+    code = error_code(exc)
+    if code == "ResourceInUseException":
+        return "ResourceInUseException (another update of the table)"
+    if code == "AccessDeniedException" and elapsed < PERMISSION_WAIT_S:
+        return "AccessDeniedException (the step's permission not yet in force)"
+    if code == "AccessDeniedException":
+        exc.add_note(
+            f"still denied {elapsed:.0f} s after the step began: the settle function's role "
+            "needs dynamodb:DescribeTable and dynamodb:UpdateTable on the table (its "
+            "policy's Settle statement); a service control policy or permissions boundary "
+            "may deny them"
+        )
+    raise exc
