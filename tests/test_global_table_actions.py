@@ -17,7 +17,12 @@ from botocore.stub import Stubber
 
 from ddb_capacity_runtime.core.errors import ReplicaScheduleError
 from ddb_capacity_runtime.core.names import TARGET_TAG, resource_id, scalable_dimension
-from ddb_capacity_runtime.global_tables.handler import on_event
+from ddb_capacity_runtime.global_tables.handler import (
+    CLEANUP_MS,
+    PERMISSION_POLL_S,
+    PERMISSION_WAIT_S,
+    on_event,
+)
 from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX, parse_schedule
 from ddb_capacity_tools import local_aws
 from ddb_capacity_tools.local_aws import recorded_events
@@ -176,6 +181,61 @@ def test_create_update_delete_in_two_regions(targets: dict[str, Any], moto_endpo
     for region in REGIONS:
         assert ours(targets[region]) == set()
         assert set(actions_in(targets[region])) == others[region]
+
+
+def denied_create(
+    targets: dict[str, Any], moto_endpoint: str, denials: int, then_tags: bool, context: Any = None
+) -> list[float]:
+    """A Create in us-east-1 whose first ``denials`` TagResource calls are denied (its grant
+    not yet in force), then tagged (``then_tags``); the waits it slept."""
+    tagger = Tagger(moto_endpoint, "us-east-1", targets["us-east-1"])
+    for _ in range(denials):
+        tagger.stubber.add_client_error("tag_resource", "AccessDeniedException", "not authorized")
+    if then_tags:
+        tagger.expect_tags()
+    slept: list[float] = []
+    given = event("Create", props("us-east-1", action("launch-raise", "write", 400)))
+    with tagger.stubber:
+        try:
+            on_event(given, context, targets.__getitem__, lambda _: tagger.client, slept.append)
+        finally:
+            tagger.stubber.assert_no_pending_responses()
+    return slept
+
+
+def test_a_create_denied_before_its_grant_is_in_force_waits_then_puts(
+    targets: dict[str, Any], moto_endpoint: str
+) -> None:
+    # GIVEN a Create whose policy CloudFormation is still creating beside it: two denials
+    slept = denied_create(targets, moto_endpoint, denials=2, then_tags=True)
+    # THEN it asked again after each, then tagged and put its action
+    assert slept == [PERMISSION_POLL_S, PERMISSION_POLL_S]
+    assert ours(targets["us-east-1"]) == {
+        (resource_id(TABLE, None), f"{ACTION_PREFIX}launch-raise")
+    }
+    tagger = Tagger(moto_endpoint, "us-east-1", targets["us-east-1"])
+    tagger.expect_untags()  # and leaves the server as it found it
+    run(targets, tagger, event("Delete", props("us-east-1", action("launch-raise", "write", 400))))
+
+
+@pytest.mark.parametrize(
+    ("left_ms", "waits"),
+    [(None, PERMISSION_WAIT_S // PERMISSION_POLL_S), (CLEANUP_MS + 1000, 0)],
+)
+def test_a_denial_that_lasts_fails_the_create_naming_the_grant(
+    targets: dict[str, Any], moto_endpoint: str, left_ms: int | None, waits: int
+) -> None:
+    # GIVEN a grant that never comes (or a function without the time to wait for it)
+    context = None if left_ms is None else Lambda(left_ms)
+    with pytest.raises(ReplicaScheduleError) as raised:
+        denied_create(targets, moto_endpoint, denials=waits + 1, then_tags=False, context=context)
+    # THEN it fails after waiting what it may, naming the grant, and puts nothing
+    assert "AccessDeniedException" in str(raised.value)
+    assert f"still denied after {waits * PERMISSION_POLL_S} s" in str(raised.value)
+    assert "needs application-autoscaling:DescribeScalableTargets and TagResource" in str(
+        raised.value
+    )
+    assert ours(targets["us-east-1"]) == set()
 
 
 def test_the_old_resource_of_a_renamed_construct_leaves_the_new_ones_actions_and_tag(

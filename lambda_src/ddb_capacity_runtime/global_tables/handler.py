@@ -11,6 +11,11 @@ The custom resource of one replica of a global table (``GlobalTableCapacity``), 
   new resource: CloudFormation then deletes the old one.
 - Delete: delete the actions of the properties (one already gone is skipped) and the tag.
 
+Create and Update wait out a denial of their first calls for up to `PERMISSION_WAIT_S`: the
+grant on each table is a statement of the function's policy, which CloudFormation may
+create or update beside the resource (nothing orders them: an order would form a cycle when
+one table is made to depend on another), and IAM takes seconds to apply it.
+
 Every action it puts or deletes is named in its properties and begins with
 ``ACTION_PREFIX``: it never touches an action it did not make. The global table's own
 settings (its minimum, maximum and target value) stay with CloudFormation: a deploy of the
@@ -20,12 +25,14 @@ table restores them.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..aws import scheduled_actions as calls
 from ..aws.clients import autoscaling_client
+from ..aws.error_codes import error_code
 from ..core.errors import ReplicaScheduleError, shown
 from ..events import log_event
 from .replica_actions import (
@@ -44,6 +51,11 @@ ClientOf = Callable[[str], "ApplicationAutoScalingClient"]
 
 CLEANUP_MS = 30_000
 """The function's time kept to delete what a failed Create put (up to 200 actions)."""
+PERMISSION_WAIT_S = 60
+"""How long a Create or Update waits out a denial of its first calls (its grant's policy
+created beside it, or IAM applying it), asking again every `PERMISSION_POLL_S`, and never
+into the function's last `CLEANUP_MS`."""
+PERMISSION_POLL_S = 5
 
 
 @contextmanager
@@ -74,9 +86,11 @@ def on_event(
     context: Any,
     client_of: ClientOf = autoscaling_client,
     tagger_of: ClientOf | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
     """The provider's call for each event: ``client_of`` makes a Region's client, and
-    ``tagger_of`` the one that tags its targets (default: the same client)."""
+    ``tagger_of`` the one that tags its targets (default: the same client); ``sleep`` waits
+    between the tries of a denied first call."""
     with _failures(event):
         kind = event.get("RequestType")
         if kind not in ("Create", "Update", "Delete"):
@@ -90,6 +104,7 @@ def on_event(
             _delete(autoscaling, tagger, new)
             return {"PhysicalResourceId": event.get("PhysicalResourceId") or new.physical_id}
         old = _old(event, new) if kind == "Update" else None
+        _when_permitted(lambda: _tagged(autoscaling, tagger, new), new, context, sleep)
         if old is not None and old.physical_id == new.physical_id:
             _update(autoscaling, tagger, old, new)
         else:
@@ -113,6 +128,37 @@ def _old(event: Mapping[str, Any], new: ReplicaSchedule) -> ReplicaSchedule:
             error=str(exc),
         )
         return ReplicaSchedule(new.table, new.region, new.indexes, ())
+
+
+def _when_permitted(
+    call: Callable[[], None], s: ReplicaSchedule, context: Any, sleep: Callable[[float], None]
+) -> None:
+    """``call()``, tried again every `PERMISSION_POLL_S` while it is denied
+    (``AccessDeniedException``), for up to `PERMISSION_WAIT_S` and while the function has
+    more than `CLEANUP_MS` left (``context``: Lambda's; None: no limit); a denial after that
+    is raised with the grant it needs named."""
+    left = getattr(context, "get_remaining_time_in_millis", None)
+    for waited in range(0, PERMISSION_WAIT_S + 1, PERMISSION_POLL_S):
+        try:
+            call()
+            return
+        except Exception as exc:
+            if error_code(exc) != "AccessDeniedException":
+                raise
+            more = waited + PERMISSION_POLL_S <= PERMISSION_WAIT_S and not (
+                callable(left) and left() < CLEANUP_MS + PERMISSION_POLL_S * 1000
+            )
+            if not more:
+                exc.add_note(
+                    f"still denied after {waited} s: the replica-schedule function's role "
+                    "needs application-autoscaling:DescribeScalableTargets and TagResource on "
+                    f"the targets of {s.table} in {s.region} (its policy's ReadTargets and "
+                    "TagTargets statements); a service control policy or permissions "
+                    "boundary may deny them"
+                )
+                raise
+        log_event("replica-schedule-waiting", table=s.table, region=s.region, waited=waited)
+        sleep(PERMISSION_POLL_S)
 
 
 def _tagged(
@@ -141,8 +187,8 @@ def _create(
 ) -> None:
     """Tag the targets and put every action. A failure part way, or too little of the
     function's time left to go on (`CLEANUP_MS`), deletes every action put before it is
-    raised: CloudFormation never deletes a resource whose creation failed."""
-    _tagged(autoscaling, tagger, s)
+    raised: CloudFormation never deletes a resource whose creation failed. Its targets are
+    tagged before."""
     done: list[ReplicaAction] = []
     try:
         for action in s.actions:
@@ -197,7 +243,6 @@ def _update(
     old: ReplicaSchedule,
     new: ReplicaSchedule,
 ) -> None:
-    _tagged(autoscaling, tagger, new)
     # the dropped ones first: a target's 200 actions are never passed on the way (a new
     # name for each, as when the names change, would double them)
     gone = removed(old, new)
