@@ -90,6 +90,12 @@ class _SettleProvider(Construct):
             for name, handler, description in SETTLE_FUNCTIONS
         }
         (on_event, _), (is_complete, self.policy) = made["OnEvent"], made["IsComplete"]
+        assert is_complete.role is not None
+        self.role = is_complete.role
+        """The role of `is_complete`, the one function that calls DynamoDB: each step's grant
+        on its table is a policy of its own on it (`SettleStep`)."""
+        # its own policy names no table: created before it, deleted after it
+        is_complete.node.add_dependency(self.policy)
         log_group = logs.LogGroup(
             self,
             "ProviderLogs",
@@ -134,10 +140,17 @@ class _SettleProvider(Construct):
         role: write their log group, invoke (and wait for) the two settle functions, and,
         for its onEvent, start its waiter."""
         waiter = self._waiter()
+        functions_of = {"OnEvent": ["framework-onEvent"]}
         for name, role in roles.items():
             policy = own_policy(
                 self, f"Framework{name}Policy", "the settle step's provider", role, log_group
             )
+            # each framework function created after its role's policy (which names no
+            # table, so no cycle), deleted before it
+            for framework in functions_of.get(
+                name, ["framework-isComplete", "framework-onTimeout"]
+            ):
+                self.provider.node.find_child(framework).node.add_dependency(policy)
             policy.add_statements(
                 iam.PolicyStatement(
                     sid="InvokeSettleFunctions",
@@ -288,6 +301,36 @@ def settle_provider(scope: Construct, where: str, config: FunctionConfig) -> _Se
     return existing
 
 
+INLINE_REASON = (
+    "One inline policy for each PROVISION_THEN_SETTLE table, on the settle function's role, "
+    "naming that table alone, so the table's settle step can wait for its own grant: one "
+    "policy naming every table would make a table ordered after another wait for itself "
+    "(a cycle CloudFormation refuses). It allows DescribeTable and UpdateTable on the table."
+)
+"""Why each table's grant is an inline policy."""
+
+
+def _grant(scope: Construct, provider: _SettleProvider, table: dynamodb.Table) -> iam.Policy:
+    """The settle function's grant on ``table``: DescribeTable and UpdateTable, an inline
+    policy of the function's role naming that table alone."""
+    cfn_table = table.node.default_child
+    assert isinstance(cfn_table, dynamodb.CfnTable)
+    grant = iam.Policy(
+        scope,
+        "Grant",
+        roles=[provider.role],
+        statements=[
+            iam.PolicyStatement(
+                sid=f"Settle{Stack.of(table).get_logical_id(cfn_table)}",
+                actions=["dynamodb:DescribeTable", "dynamodb:UpdateTable"],
+                resources=[table.table_arn],
+            )
+        ],
+    )
+    acknowledge_all(grant, {f"{pack}-IAMNoInlinePolicy": INLINE_REASON for pack in PACKS})
+    return grant
+
+
 class SettleStep(Construct):
     """Lowers a PROVISION_THEN_SETTLE table's dimensions from their high-water mark to
     their operating minimum, once, with one UpdateTable (one decrease per counter)."""
@@ -304,15 +347,7 @@ class SettleStep(Construct):
         super().__init__(scope, id)
         self._targets: list[dict[str, Any]] = []
         provider = settle_provider(self, where, config)
-        cfn_table = table.node.default_child
-        assert isinstance(cfn_table, dynamodb.CfnTable)
-        provider.policy.add_statements(
-            iam.PolicyStatement(
-                sid=f"Settle{Stack.of(table).get_logical_id(cfn_table)}",
-                actions=["dynamodb:DescribeTable", "dynamodb:UpdateTable"],
-                resources=[table.table_arn],
-            )
-        )
+        grant = _grant(self, provider, table)
         # Not "Resource": CloudFormation cannot change a custom resource's ServiceToken, so
         # the step served by the provider has a new id, which replaces the one served by a
         # single function before it (the old one's Delete goes to the old function).
@@ -326,6 +361,9 @@ class SettleStep(Construct):
             ),
             properties={"TableName": table.table_name, "Targets": []},
         )
+        # called only once its grant is attached, and deleted before it goes; the grant names
+        # this table alone, so a table made to depend on another forms no cycle
+        self.resource.node.add_dependency(grant)
 
     def add_target(
         self, index_name: str | None, dimension: str, high_water_mark: int, operating: int

@@ -206,12 +206,12 @@ def _waited_out(exc: ClientError, elapsed: float) -> str:
     if code == "ResourceInUseException":
         return "ResourceInUseException (another update of the table)"
     if code == "AccessDeniedException" and elapsed < PERMISSION_WAIT_S:
-        return "AccessDeniedException (the step's permission not yet in force)"
+        return "AccessDeniedException (the step's permission possibly not yet in force)"
     if code == "AccessDeniedException":
         exc.add_note(
             f"still denied {elapsed:.0f} s after the step began: the settle function's role "
-            "needs dynamodb:DescribeTable and dynamodb:UpdateTable on the table (its "
-            "policy's Settle statement); a service control policy or permissions boundary "
+            "needs dynamodb:DescribeTable and dynamodb:UpdateTable on the table (the "
+            "table's SettleGrant policy); a service control policy or permissions boundary "
             "may deny them"
         )
     raise exc

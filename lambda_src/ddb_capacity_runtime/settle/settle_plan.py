@@ -29,11 +29,9 @@ the step to take it for this deploy's (a creation takes minutes; one that takes 
 import among them, is not settled, and stays at its marks)."""
 PERMISSION_WAIT_S = 300
 """How long from the settle step's first call an ``AccessDeniedException`` is taken for its
-permission not yet in force, and asked again at the provider's next call: the grant on each
-table is a statement of the settle function's policy, which CloudFormation may create or
-update beside the step (nothing orders them: an order would form a cycle when one table is
-made to depend on another), and IAM takes seconds to apply a change. A denial after it fails
-the deploy."""
+permission possibly not yet in force, and asked again at the provider's next call: the step
+waits for its table's grant (a policy of its own), but IAM takes seconds to apply it. A
+denial after it fails the deploy."""
 
 
 @dataclass(frozen=True)
