@@ -104,7 +104,10 @@ class _ReplicaScheduleProvider(Construct):
                 resources=[self.function.function_arn],
             )
         )
-        framework_function = self.provider.node.find_child("framework-onEvent").node.default_child
+        on_event = self.provider.node.find_child("framework-onEvent")
+        # created after its role's policy (which names no table, so no cycle), deleted before it
+        on_event.node.add_dependency(framework)
+        framework_function = on_event.node.default_child
         assert isinstance(framework_function, lambda_.CfnFunction)
         self.framework: lambda_.CfnFunction = framework_function
         self.framework.memory_size = FRAMEWORK_MEMORY_MB

@@ -57,3 +57,29 @@ def test_settled_tables_made_to_depend_on_one_another_wait_for_their_own_grants(
         assert statement["Resource"] == {"Fn::GetAtt": [tables[name], "Arn"]}
     prices_step = next(k for k in resources if k.startswith("PricesSettleStep"))
     assert any(d.startswith("CatalogSettleStep") for d in resources[prices_step]["DependsOn"])
+
+
+def test_the_settle_functions_wait_for_their_roles_own_policies() -> None:
+    # GIVEN a settled table
+    stack = cdk.Stack(cdk.App(), "Settled", env=cdk.Environment(region="us-east-1"))
+    ProvisionedTable(
+        stack,
+        "Catalog",
+        partition_key=KEY,
+        read=Capacity(min_capacity=5, max_capacity=100, high_water_mark=1_000),
+        write=Capacity(min_capacity=5, max_capacity=100),
+        prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
+    )
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    # THEN is_complete and the framework's three functions are created after their roles'
+    # own policies (which name no table), and deleted before them
+    waits = {
+        "CapacitySettleProviderIsComplete": "CapacitySettleProviderIsCompletePolicy",
+        "CapacitySettleProviderframeworkonEvent": "CapacitySettleProviderFrameworkOnEventPolicy",
+        "CapacitySettleProviderframeworkisComplete": "CapacitySettleProviderFrameworkCompleteAndTimeoutPolicy",
+        "CapacitySettleProviderframeworkonTimeout": "CapacitySettleProviderFrameworkCompleteAndTimeoutPolicy",
+    }
+    functions = {k: v for k, v in resources.items() if v["Type"] == "AWS::Lambda::Function"}
+    for function, policy in waits.items():
+        (name,) = [k for k in functions if k[:-8] == function]
+        assert any(d[:-8] == policy for d in functions[name]["DependsOn"]), (name, policy)

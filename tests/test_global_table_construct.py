@@ -566,3 +566,20 @@ def test_two_global_tables_of_one_id_give_each_its_own_replica() -> None:
     other = cdk.Stack(app, "Other", env=cdk.Environment(region="eu-west-1"))
     names = {n: other.resolve(c.replica(other).table.table_name) for n, c in found.items()}
     assert names == {"orders": "orders", "users": "users"}
+
+
+def test_the_providers_function_waits_for_its_roles_policy(
+    synthesized: tuple[Template, Path],
+) -> None:
+    # the framework's onEvent function is created once its role may invoke the schedule
+    # function, and deleted before that policy goes (the policy names no table: no cycle)
+    template = synthesized[0].to_json()["Resources"]
+    (policy,) = [
+        k for k in template if k.startswith("ReplicaScheduleProviderFrameworkOnEventPolicy")
+    ]
+    (framework,) = [
+        k
+        for k, v in template.items()
+        if v["Type"] == "AWS::Lambda::Function" and "frameworkonEvent" in k
+    ]
+    assert policy in template[framework]["DependsOn"]
