@@ -371,9 +371,11 @@ def test_settle_function_is_one_per_stack_and_scoped_to_its_tables(stack: cdk.St
         "framework.onTimeout",
     ]
     template.resource_count_is("Custom::CapacitySettle", 2)
-    # AND the one inline policy is the provider's waiter's, which invokes its framework
-    (policy,) = template.find_resources("AWS::IAM::Policy").values()
-    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    # AND the inline policies are the provider's waiter's, which invokes its framework, and
+    # each table's grant (below)
+    inline = template.find_resources("AWS::IAM::Policy")
+    (waiter,) = [v for k, v in inline.items() if "SettleGrant" not in k]
+    statements = waiter["Properties"]["PolicyDocument"]["Statement"]
     assert {s["Action"] for s in statements} == {"lambda:InvokeFunction"}
     # AND the framework's functions invoke (and wait for) the two settle functions only,
     # and its onEvent starts the waiter, through customer-managed policies
@@ -406,26 +408,28 @@ def test_settle_function_is_one_per_stack_and_scoped_to_its_tables(stack: cdk.St
         "ManagedPolicyArns" in r["Properties"]
         for r in template.find_resources("AWS::IAM::Role").values()
     )
-    # AND is_complete's customer-managed policy names exactly those two tables, nothing wider
-    template.has_resource_properties(
-        "AWS::IAM::ManagedPolicy",
-        {
-            "PolicyDocument": {
-                "Statement": Match.array_with(
-                    [
+    # AND is_complete's role is granted each table in a policy naming that table alone,
+    # nothing wider
+    for t in tables:
+        template.has_resource_properties(
+            "AWS::IAM::Policy",
+            {
+                "PolicyDocument": {
+                    "Statement": [
                         {
                             "Sid": f"Settle{stack.resolve(t.table.table_name)['Ref']}",
                             "Action": ["dynamodb:DescribeTable", "dynamodb:UpdateTable"],
                             "Effect": "Allow",
                             "Resource": stack.resolve(t.table.table_arn),
                         }
-                        for t in tables
                     ]
-                )
+                },
+                "Roles": [
+                    {"Ref": Match.string_like_regexp("CapacitySettleProviderIsCompleteRole")}
+                ],
             },
-            "Roles": [{"Ref": Match.string_like_regexp("CapacitySettleProviderIsCompleteRole")}],
-        },
-    )
+        )
+    assert len(inline) == 1 + len(tables)
     # AND the functions' roles carry no AWS managed policy
     roles = template.find_resources(
         "AWS::IAM::Role",
