@@ -363,7 +363,7 @@ def test_an_update_in_flight_is_waited_out() -> None:
 @pytest.mark.parametrize("denied", ["describe_table", "update_table"])
 def test_a_denial_just_after_the_step_began_is_waited_out(denied: str) -> None:
     # GIVEN a step that began at 1000 s, whose grant on the table CloudFormation is still
-    # creating (or IAM still applying) a minute later
+    # creating (or IAM still applying) until the last second of the window
     client = stubbed()
     event = {
         **cfn_event("Create", {"TableName": "orders", "Targets": ORDERS_TARGETS}),
@@ -381,8 +381,8 @@ def test_a_denial_just_after_the_step_began_is_waited_out(denied: str) -> None:
         stubber.add_response("update_table", {}, update)
         # WHEN the provider asks, then asks again once the grant is in force
         answers = [
-            is_complete(event, None, dynamodb=client, clock=lambda: 1060.0),
-            is_complete(event, None, dynamodb=client, clock=lambda: 1070.0),
+            is_complete(event, None, dynamodb=client, clock=lambda: 999.0 + PERMISSION_WAIT_S),
+            is_complete(event, None, dynamodb=client, clock=lambda: 1009.0 + PERMISSION_WAIT_S),
         ]
         stubber.assert_no_pending_responses()
     # THEN the denial is waited out, not a failed deploy, and the table is settled once
@@ -395,7 +395,7 @@ def test_a_denial_that_lasts_fails_the_step_naming_the_grant() -> None:
         **cfn_event("Create", {"TableName": "orders", "Targets": ORDERS_TARGETS}),
         "Data": {"SettleBy": str(1000 + SETTLE_WAIT_S)},
     }
-    late = 1000.0 + PERMISSION_WAIT_S + 1
+    late = 1000.0 + PERMISSION_WAIT_S  # the first call past the window
     with Stubber(client) as stubber:
         stubber.add_client_error("describe_table", "AccessDeniedException", "not authorized")
         with pytest.raises(
