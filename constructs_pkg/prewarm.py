@@ -140,16 +140,13 @@ class _SettleProvider(Construct):
         role: write their log group, invoke (and wait for) the two settle functions, and,
         for its onEvent, start its waiter."""
         waiter = self._waiter()
-        functions_of = {"OnEvent": ["framework-onEvent"]}
         for name, role in roles.items():
             policy = own_policy(
                 self, f"Framework{name}Policy", "the settle step's provider", role, log_group
             )
             # each framework function created after its role's policy (which names no
             # table, so no cycle), deleted before it
-            for framework in functions_of.get(
-                name, ["framework-isComplete", "framework-onTimeout"]
-            ):
+            for framework in FRAMEWORK_FUNCTIONS[name]:
                 self.provider.node.find_child(framework).node.add_dependency(policy)
             policy.add_statements(
                 iam.PolicyStatement(
@@ -172,7 +169,7 @@ class _SettleProvider(Construct):
     def _framework_functions(self) -> list[lambda_.CfnFunction]:
         """The provider's framework functions: onEvent, isComplete, onTimeout."""
         found = []
-        for framework in ("framework-onEvent", "framework-isComplete", "framework-onTimeout"):
+        for framework in (f for functions in FRAMEWORK_FUNCTIONS.values() for f in functions):
             cfn = self.provider.node.find_child(framework).node.default_child
             assert isinstance(cfn, lambda_.CfnFunction)
             found.append(cfn)
@@ -239,6 +236,12 @@ class _SettleProvider(Construct):
 FRAMEWORK_ROLES = {"OnEvent": "onEvent", "CompleteAndTimeout": "isComplete and onTimeout"}
 """The provider's framework roles: one for its onEvent function, one shared by its isComplete and
 onTimeout functions (two, as aws-cdk-lib asks, so they form no cycle)."""
+FRAMEWORK_FUNCTIONS = {
+    "OnEvent": ("framework-onEvent",),
+    "CompleteAndTimeout": ("framework-isComplete", "framework-onTimeout"),
+}
+"""The provider's framework functions (their construct ids), by the role of
+`FRAMEWORK_ROLES` they run on."""
 FRAMEWORK_MEMORY_MB = 128
 """The memory of the provider's framework functions, which only relay events (Lambda's default, set
 explicitly)."""

@@ -12,13 +12,10 @@ import json
 from pathlib import Path
 
 import aws_cdk as cdk
-from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Template
 
-from constructs_pkg import Capacity, PrewarmMethod, ProvisionedTable
+from tests.test_construct_surface import settled
 from tests.test_many_accounts import cfn_lint
-
-KEY = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
 
 def test_settled_tables_made_to_depend_on_one_another_wait_for_their_own_grants(
@@ -26,17 +23,7 @@ def test_settled_tables_made_to_depend_on_one_another_wait_for_their_own_grants(
 ) -> None:
     # GIVEN two settled tables, the second made to wait for the first
     stack = cdk.Stack(cdk.App(), "Ordered", env=cdk.Environment(region="us-east-1"))
-    catalog, prices = (
-        ProvisionedTable(
-            stack,
-            name,
-            partition_key=KEY,
-            read=Capacity(min_capacity=5, max_capacity=100, high_water_mark=1_000),
-            write=Capacity(min_capacity=5, max_capacity=100),
-            prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
-        )
-        for name in ("Catalog", "Prices")
-    )
+    catalog, prices = (settled(stack, name, None) for name in ("Catalog", "Prices"))
     prices.node.add_dependency(catalog)
     # WHEN the stack is synthesized
     template = Template.from_stack(stack).to_json()
@@ -62,14 +49,7 @@ def test_settled_tables_made_to_depend_on_one_another_wait_for_their_own_grants(
 def test_the_settle_functions_wait_for_their_roles_own_policies() -> None:
     # GIVEN a settled table
     stack = cdk.Stack(cdk.App(), "Settled", env=cdk.Environment(region="us-east-1"))
-    ProvisionedTable(
-        stack,
-        "Catalog",
-        partition_key=KEY,
-        read=Capacity(min_capacity=5, max_capacity=100, high_water_mark=1_000),
-        write=Capacity(min_capacity=5, max_capacity=100),
-        prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
-    )
+    settled(stack, "Catalog", None)
     resources = Template.from_stack(stack).to_json()["Resources"]
     # THEN is_complete and the framework's three functions are created after their roles'
     # own policies (which name no table), and deleted before them

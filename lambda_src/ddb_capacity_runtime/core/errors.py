@@ -53,6 +53,13 @@ def reason_of(exc: BaseException) -> str:
     return text if len(text) <= REASON_CHARS else text[:REASON_CHARS] + "..."
 
 
+def with_notes(exc: BaseException) -> str:
+    """``exc`` as ``Class: text``, then each note added to it (``add_note``), each after
+    ``; ``: a custom resource's reason to CloudFormation, whole."""
+    notes = "".join(f"; {note}" for note in getattr(exc, "__notes__", ()))
+    return f"{type(exc).__name__}: {exc}{notes}"
+
+
 class CapacityError(Exception):
     """The root of every exception the library raises."""
 

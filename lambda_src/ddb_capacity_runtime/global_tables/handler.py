@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..aws import scheduled_actions as calls
 from ..aws.clients import autoscaling_client
 from ..aws.error_codes import error_code
-from ..core.errors import ReplicaScheduleError, shown
+from ..core.errors import ReplicaScheduleError, shown, with_notes
 from ..events import log_event
 from .replica_actions import (
     ACTION_PREFIX,
@@ -77,8 +77,7 @@ def _failures(event: Mapping[str, Any]) -> Iterator[None]:
             where=where,
             error=f"{type(exc).__name__}: {exc}",
         )
-        notes = "".join(f"; {note}" for note in getattr(exc, "__notes__", ()))
-        raise ReplicaScheduleError(f"{where}: {type(exc).__name__}: {exc}{notes}") from exc
+        raise ReplicaScheduleError(f"{where}: {with_notes(exc)}") from exc
 
 
 def on_event(

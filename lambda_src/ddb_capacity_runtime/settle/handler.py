@@ -37,7 +37,7 @@ from ..aws import table_calls
 from ..aws.clients import dynamodb_client
 from ..aws.error_codes import error_code
 from ..core.errors import SettleError as SettleError
-from ..core.errors import shown, shown_text
+from ..core.errors import shown, shown_text, with_notes
 from ..core.names import is_table_name
 from ..events import log_event
 from .settle_plan import (
@@ -98,8 +98,7 @@ def _failures(event: Mapping[str, Any]) -> Iterator[None]:
             request_type=shown(event.get("RequestType")),
             error=f"{type(exc).__name__}: {exc}",
         )
-        notes = "".join(f"; {note}" for note in getattr(exc, "__notes__", ()))
-        raise SettleError(f"{type(exc).__name__}: {exc}{notes}") from exc
+        raise SettleError(with_notes(exc)) from exc
 
 
 def _properties(event: Mapping[str, Any], key: str = "ResourceProperties") -> Mapping[str, Any]:
