@@ -120,7 +120,9 @@ class GlobalTableCapacity(Construct):
         self._warm(high_water_mark, dict(index_high_water_marks or {}))
         config = function_configs(self._where, function_options, REPLICA_DEFAULTS)
         provider = replica_provider(self, self._where, config["ReplicaSchedules"])
-        provider.serve(table.table_name, self._spec.regions)
+        self.schedule_role, self.schedule_grant = provider.serve(
+            self, table.table_name, self._spec.regions
+        )
         now = datetime.now(UTC)
         self._schedules: dict[str, TableSchedule] = {}
         self.replica_schedules: dict[str, ReplicaScheduleResource] = {}
@@ -139,6 +141,8 @@ class GlobalTableCapacity(Construct):
                 region=region,
                 indexes=self._spec.indexes,
                 actions=_Actions(schedule),
+                role=self.schedule_role,
+                grant=self.schedule_grant,
             )
             resource.node.add_dependency(table)
             self.replica_schedules[region] = resource

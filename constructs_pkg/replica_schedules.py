@@ -4,8 +4,11 @@ The scheduled actions of a global table's replicas, as CloudFormation custom res
 one resource per replica Region (`ReplicaScheduleResource`), served by one
 `custom_resources.Provider` per stack whose function
 (``ddb_capacity_runtime.global_tables.handler.on_event``) puts the library's actions on
-that Region's scalable targets and removes them again. Its role may tag, and then
-schedule, only the targets of the tables it is given, in their replicas' Regions."""
+that Region's scalable targets and removes them again. It acts as each table's own role
+(`ScheduleRole`, which only the function may assume): that role may tag, and then
+schedule, only its table's targets in its replicas' Regions, and every resource of the
+table is created after it and its grant and deleted before them. The function's own
+policy names no table, so tables may be ordered among themselves freely."""
 
 from __future__ import annotations
 
@@ -111,56 +114,42 @@ class _ReplicaScheduleProvider(Construct):
         assert isinstance(framework_function, lambda_.CfnFunction)
         self.framework: lambda_.CfnFunction = framework_function
         self.framework.memory_size = FRAMEWORK_MEMORY_MB
-        self._tables: list[str] = []
-        self._regions: list[str] = []
-        self._statements: dict[str, iam.PolicyStatement] = {}
+        # its policy names the tables' roles, never a table: created after it, deleted before
+        self.function.node.add_dependency(self.policy)
+        self._assume = iam.PolicyStatement(sid="AssumeScheduleRoles", actions=["sts:AssumeRole"])
+        self.policy.add_statements(self._assume)
         self._acknowledge(log_group)
 
-    def serve(self, table: str, regions: Sequence[str]) -> None:
-        """Let the function tag and schedule the scalable targets of ``table`` in
-        ``regions`` (besides those of every table served before, in theirs)."""
-        self._tables.append(table)
-        added = [r for r in regions if r not in self._regions]
-        self._regions += added
-        arns = [scalable_targets_in(r) for r in added]
-        tables = list(self._tables)
-        if not self._statements:
-            self._statements = _statements(arns, tables)
-            self.policy.add_statements(*self._statements.values())
-        else:
-            for sid in ("TagTargets", "UntagTargets", "ScheduleTaggedTargets"):
-                self._statements[sid].add_resources(*arns)
-            self._statements["TagTargets"].add_condition(
-                "StringEquals", {f"aws:RequestTag/{TARGET_TAG}": tables}
-            )
-            self._statements["TagTargets"].add_condition(
-                "StringEqualsIfExists", {f"aws:ResourceTag/{TARGET_TAG}": tables}
-            )
-            for sid in ("UntagTargets", "ScheduleTaggedTargets"):
-                self._statements[sid].add_condition(
-                    "StringEquals", {f"aws:ResourceTag/{TARGET_TAG}": tables}
-                )
-        self._acknowledge_regions(added)
+    def serve(
+        self, scope: Construct, table: str, regions: Sequence[str]
+    ) -> tuple[iam.Role, iam.ManagedPolicy]:
+        """The role the function acts as on ``table``'s scalable targets (``scope``'s
+        ``ScheduleRole``, which only the function's role may assume) and its grant (its
+        ``ScheduleGrant``): tag and schedule them in ``regions``, and nothing else."""
+        role = iam.Role(
+            scope,
+            "ScheduleRole",
+            assumed_by=iam.ArnPrincipal(self.function_role.role_arn),
+            description="Role the replica-schedule function acts as on one global table",
+        )
+        grant = iam.ManagedPolicy(
+            scope,
+            "ScheduleGrant",
+            description="Tag and schedule one global table's scalable targets in its Regions",
+            roles=[role],
+            statements=list(_statements([scalable_targets_in(r) for r in regions], table).values()),
+        )
+        self._assume.add_resources(role.role_arn)
+        _acknowledge_grant(grant, regions)
+        return role, grant
 
-    def _acknowledge_regions(self, regions: Sequence[str]) -> None:
-        for region in regions:
-            shown = region if not is_token(region) else "<AWS::Region>"
-            acknowledge(
-                self.policy,
-                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:application-autoscaling:"
-                f"{shown}:<AWS::AccountId>:scalable-target/*]",
-                "Application Auto Scaling generates scalable-target ARNs, so the grant names "
-                "scalable-target/* in each replica Region. Tagging is allowed only with the "
-                f"tag {TARGET_TAG} naming one of the global tables served; scheduling only on "
-                "DynamoDB targets that carry that tag.",
-            )
+    @property
+    def function_role(self) -> iam.IRole:
+        role = self.function.role
+        assert role is not None
+        return role
 
     def _acknowledge(self, log_group: logs.LogGroup) -> None:
-        acknowledge(
-            self,
-            "AwsSolutions-IAM5[Resource::*]",
-            "DescribeScalableTargets has no resource-level permissions; it only reads.",
-        )
         acknowledge_provider(
             self,
             "Application Auto Scaling in the replicas' Regions",
@@ -176,13 +165,34 @@ class _ReplicaScheduleProvider(Construct):
         )
 
 
-def _statements(arns: list[str], tables: list[str]) -> dict[str, iam.PolicyStatement]:
-    """The function's statements, by Sid: reading targets; tagging them with `TARGET_TAG`
-    naming one of ``tables`` (that tag alone; a target whose tag names another table keeps
-    it), and removing it; and scheduling the DynamoDB targets that carry it, each on the
-    scalable targets of ``arns``."""
+def _acknowledge_grant(grant: iam.ManagedPolicy, regions: Sequence[str]) -> None:
+    """Why a table's grant names every target of its Regions, and reads them all."""
+    acknowledge(
+        grant,
+        "AwsSolutions-IAM5[Resource::*]",
+        "DescribeScalableTargets and DescribeScheduledActions have no resource-level "
+        "permissions; they only read.",
+    )
+    for region in regions:
+        shown = region if not is_token(region) else "<AWS::Region>"
+        acknowledge(
+            grant,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:application-autoscaling:"
+            f"{shown}:<AWS::AccountId>:scalable-target/*]",
+            "Application Auto Scaling generates scalable-target ARNs, so the grant names "
+            "scalable-target/* in each replica Region. Tagging is allowed only with the "
+            f"tag {TARGET_TAG} naming this global table; scheduling only on DynamoDB "
+            "targets that carry that tag.",
+        )
+
+
+def _statements(arns: list[str], table: str) -> dict[str, iam.PolicyStatement]:
+    """A table's grant, by Sid: reading targets; tagging them with `TARGET_TAG` naming
+    ``table`` (that tag alone; a target whose tag names another table keeps it), and
+    removing it; and scheduling the DynamoDB targets that carry it, each on the scalable
+    targets of ``arns``."""
     only_the_tag = {"ForAllValues:StringEquals": {"aws:TagKeys": [TARGET_TAG]}}
-    tagged = {f"aws:ResourceTag/{TARGET_TAG}": tables}
+    tagged = {f"aws:ResourceTag/{TARGET_TAG}": table}
     return {
         "ReadTargets": iam.PolicyStatement(
             sid="ReadTargets",
@@ -197,7 +207,7 @@ def _statements(arns: list[str], tables: list[str]) -> dict[str, iam.PolicyState
             actions=["application-autoscaling:TagResource"],
             resources=arns,
             conditions={
-                "StringEquals": {f"aws:RequestTag/{TARGET_TAG}": tables},
+                "StringEquals": {f"aws:RequestTag/{TARGET_TAG}": table},
                 "StringEqualsIfExists": dict(tagged),  # never another table's tag replaced
                 **only_the_tag,
             },
@@ -269,6 +279,8 @@ class ReplicaScheduleResource(Construct):
         region: str,
         indexes: Sequence[str],
         actions: NamedActions,
+        role: iam.IRole,
+        grant: iam.ManagedPolicy,
     ) -> None:
         super().__init__(scope, id)
         self.resource = CustomResource(
@@ -281,8 +293,10 @@ class ReplicaScheduleResource(Construct):
                 "Region": region,
                 "Indexes": list(indexes),
                 "Actions": Lazy.any(actions),
+                "RoleArn": role.role_arn,
             },
         )
+        self.resource.node.add_dependency(grant)  # created after its grant, deleted before
         cfn = self.resource.node.default_child
         assert isinstance(cfn, CfnResource)
         self.cfn = cfn

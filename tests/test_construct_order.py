@@ -1,9 +1,10 @@
-"""PROVISION_THEN_SETTLE tables made to depend on one another (``b.node.add_dependency(a)``,
-as an app does to create its tables one after the other) synthesize to a template
-CloudFormation can deploy: cfn-lint finds no circular dependency, and each table's settle
-step waits for its own grant alone. The stack's one settle function serves every table; a
-grant naming every table would make the second table's creation wait for the first one's
-step, and that step for the second table (a cycle, or with no order written, a step whose
+"""PROVISION_THEN_SETTLE tables, and global tables with a GlobalTableCapacity, made to depend
+on one another (``b.node.add_dependency(a)``, as an app does to create its tables one after
+the other) synthesize to a template CloudFormation can deploy: cfn-lint finds no circular
+dependency, and each table's custom resources wait for its own grant alone. The stack's one
+settle function, and its one replica-schedule function, serve every table; a grant naming
+every table would make the second table's creation wait for the first one's resource, and
+that resource for the second table (a cycle, or with no order written, a resource whose
 grant never comes)."""
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import json
 from pathlib import Path
 
 import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Template
 
+from constructs_pkg import GlobalTableCapacity
 from tests.test_construct_surface import settled
 from tests.test_many_accounts import cfn_lint
 
@@ -63,3 +66,45 @@ def test_the_settle_functions_wait_for_their_roles_own_policies() -> None:
     for function, policy in waits.items():
         (name,) = [k for k in functions if k[:-8] == function]
         assert any(d[:-8] == policy for d in functions[name]["DependsOn"]), (name, policy)
+
+
+def test_global_tables_made_to_depend_on_one_another_wait_for_their_own_roles(
+    tmp_path: Path,
+) -> None:
+    # GIVEN two global tables with their capacities, the second table made to wait for the
+    # first one's capacity (its replicas' schedules)
+    stack = cdk.Stack(cdk.App(), "OrderedGlobal", env=cdk.Environment(region="us-east-1"))
+    capacities = {}
+    for name in ("Orders", "Audit"):
+        table = dynamodb.TableV2(
+            stack,
+            name,
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            billing=dynamodb.Billing.provisioned(
+                read_capacity=dynamodb.Capacity.autoscaled(max_capacity=100),
+                write_capacity=dynamodb.Capacity.autoscaled(max_capacity=100),
+            ),
+            replicas=[dynamodb.ReplicaTableProps(region="eu-west-1")],
+        )
+        capacities[name] = GlobalTableCapacity(stack, f"{name}Capacity", table=table)
+    capacities["Audit"].table.node.add_dependency(capacities["Orders"])
+    # WHEN the stack is synthesized
+    template = Template.from_stack(stack).to_json()
+    (tmp_path / "OrderedGlobal.template.json").write_text(json.dumps(template))
+    # THEN cfn-lint finds no error (a cycle is E3004)
+    found = cfn_lint([tmp_path / "OrderedGlobal.template.json"])
+    assert [m for m in found if m["Level"] == "Error"] == []
+    # AND each replica's schedule waits for its own table's grant alone, which names only
+    # that table, and the order holds
+    resources = template["Resources"]
+    tables = {k[:-8]: k for k, v in resources.items() if v["Type"] == "AWS::DynamoDB::GlobalTable"}
+    schedules = {k: v for k, v in resources.items() if v["Type"] == "Custom::ReplicaSchedule"}
+    assert len(schedules) == 4
+    for key, schedule in schedules.items():
+        name = key.split("Capacity")[0]
+        grants = [d for d in schedule["DependsOn"] if "ScheduleGrant" in d]
+        assert [g.split("Capacity")[0] for g in grants] == [name]
+        named = json.dumps(resources[grants[0]]["Properties"]["PolicyDocument"])
+        assert {t for t in tables.values() if t in named} == {tables[name]}
+    audit = tables["Audit"]
+    assert any(d.startswith("OrdersCapacitySchedule") for d in resources[audit]["DependsOn"])

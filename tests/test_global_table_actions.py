@@ -4,15 +4,19 @@ scalable targets exist, registered by the service. Create puts the library's act
 its Region alone, update removes exactly what it dropped, delete removes only what it made;
 an action or a target of anyone else is never touched. moto does not implement Application
 Auto Scaling's TagResource and UntagResource, so those two calls go to a client under
-botocore's Stubber, which checks each one's arguments."""
+botocore's Stubber, which checks each one's arguments. One test has the server check every
+call against IAM (moto's ``reset-auth``): the function acts as the role its resource names."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import boto3
 import pytest
+import requests
 from botocore.stub import Stubber
 
 from ddb_capacity_runtime.core.errors import ReplicaScheduleError
@@ -453,6 +457,8 @@ def test_a_dimension_with_no_target_is_refused_naming_it(
         (lambda p: p.update(Region="not a region"), "Region"),
         (lambda p: p.update(TableName="x"), "TableName"),
         (lambda p: p.update(Actions=[p["Actions"][0]] * 2), "used twice"),
+        (lambda p: p.update(RoleArn="arn:aws:iam::123456789012:user/someone"), "RoleArn"),
+        (lambda p: p.update(RoleArn={"Fn::GetAtt": ["Role", "Arn"]}), "RoleArn"),
     ],
 )
 def test_properties_that_are_not_the_librarys_are_refused(change: Any, field: str) -> None:
@@ -473,3 +479,106 @@ def test_an_action_of_another_name_is_never_deleted(
     with pytest.raises(ReplicaScheduleError, match="ScheduledActionName"):
         run(targets, tagger, event("Delete", given))
     assert (resource_id(TABLE, None), "operators-own") in actions_in(targets["us-east-1"])
+
+
+TRUST = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}],
+}
+
+
+def allow(action: str) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": action, "Resource": "*"}],
+        }
+    )
+
+
+@contextmanager
+def enforcing(moto_endpoint: str) -> Iterator[tuple[Any, dict[str, str]]]:
+    """The moto server checking every call against IAM (its ``reset-auth``), with an IAM
+    client that may do anything, and the environment of the replica-schedule function's
+    own credentials, which may only assume roles; unchecked again afterwards."""
+    reset = f"{moto_endpoint}/moto-api/reset-auth"
+    requests.post(reset, data="3", timeout=10).raise_for_status()  # the 3 calls below go unchecked
+    try:
+        iam = local_aws.client(moto_endpoint, "iam")
+        iam.create_user(UserName="admin")
+        iam.put_user_policy(UserName="admin", PolicyName="all", PolicyDocument=allow("*"))
+        key = iam.create_access_key(UserName="admin")["AccessKey"]
+        admin = boto3.client(
+            "iam",
+            endpoint_url=moto_endpoint,
+            region_name="us-east-1",
+            aws_access_key_id=key["AccessKeyId"],
+            aws_secret_access_key=key["SecretAccessKey"],
+        )
+        admin.create_user(UserName="replica-schedules")
+        admin.put_user_policy(
+            UserName="replica-schedules",
+            PolicyName="assume",
+            PolicyDocument=allow("sts:AssumeRole"),
+        )
+        own = admin.create_access_key(UserName="replica-schedules")["AccessKey"]
+        env = {
+            **local_aws.aws_env(moto_endpoint),
+            "AWS_ACCESS_KEY_ID": own["AccessKeyId"],
+            "AWS_SECRET_ACCESS_KEY": own["SecretAccessKey"],
+        }
+        yield admin, env
+    finally:
+        requests.post(reset, data="inf", timeout=10).raise_for_status()
+
+
+def role(admin: Any, name: str, grant: str | None) -> str:
+    """A role any principal may assume, allowed ``grant`` (None: nothing); its ARN."""
+    arn = admin.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(TRUST))["Role"][
+        "Arn"
+    ]
+    if grant is not None:
+        admin.put_role_policy(RoleName=name, PolicyName="grant", PolicyDocument=allow(grant))
+    return str(arn)
+
+
+def test_the_function_acts_as_the_role_its_resource_names(
+    targets: dict[str, Any], moto_endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tagger = Tagger(moto_endpoint, "us-east-1", targets["us-east-1"])  # moto has no TagResource
+    tagger.expect_tags()
+    before = ours(targets["us-east-1"])
+    given = props("us-east-1", action("launch-raise", "write", 400))
+
+    def create(role_arn: str | None) -> dict[str, Any]:
+        ev = event("Create", {**given, **({} if role_arn is None else {"RoleArn": role_arn})})
+        with tagger.stubber:
+            return on_event(ev, Lambda(CLEANUP_MS), tagger_of=lambda _: tagger.client)
+
+    with enforcing(moto_endpoint) as (admin, env):
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        # boto3's default session keeps the credentials it first found: a new one reads these
+        monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+        # GIVEN the function's own credentials, which may only assume roles, and two
+        # roles: the table's, which may call Application Auto Scaling, and one that may not
+        scheduling = role(admin, "OrdersScheduleRole", "application-autoscaling:*")
+        bare = role(admin, "BareRole", None)
+        # WHEN a Create names the table's role, THEN its calls are made as that role
+        assert create(scheduling)["PhysicalResourceId"] == f"{TABLE}@us-east-1"
+        tagger.stubber.assert_no_pending_responses()
+        # WHEN one names a role that may not, or none, THEN it is denied as that role, or
+        # as the function itself
+        for role_arn, who in (
+            (bare, "assumed-role/BareRole/ddb-capacity-replica-schedule"),
+            (None, "user/replica-schedules"),
+        ):
+            with pytest.raises(ReplicaScheduleError) as raised:
+                create(role_arn)
+            assert f"{who} is not authorized to perform: application-autoscaling:" in str(
+                raised.value
+            )
+    # and the action the table's role put is there
+    assert ours(targets["us-east-1"]) - before == {
+        (resource_id(TABLE, None), f"{ACTION_PREFIX}launch-raise")
+    }

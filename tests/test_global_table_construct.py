@@ -153,14 +153,21 @@ def test_each_region_gets_its_actions(synthesized: tuple[Template, Path]) -> Non
     assert names["us-east-1"] == write | index
     assert names["eu-west-1"] == write | index | morning
     (table,) = template.find_resources("AWS::DynamoDB::GlobalTable")
+    (role,) = [k for k in template.find_resources("AWS::IAM::Role") if "ScheduleRole" in k]
+    (grant,) = [
+        k for k in template.find_resources("AWS::IAM::ManagedPolicy") if "ScheduleGrant" in k
+    ]
+    arn = "arn:aws:iam::123456789012:role/Global-OrdersCapacityScheduleRole-0a1b"
     for resource in found.values():
-        assert table in resource["DependsOn"]
+        # made after the table and after its role's grant (deleted before them)
+        assert {table, grant} <= set(resource["DependsOn"])
         assert resource["Properties"]["TableName"] == {"Ref": table}
+        assert resource["Properties"]["RoleArn"] == {"Fn::GetAtt": [role, "Arn"]}
         # the function reads the properties back as it will at deploy time
-        props = json.loads(
-            json.dumps(resource["Properties"]).replace(f'{{"Ref": "{table}"}}', '"Orders"')
-        )
+        text = json.dumps(resource["Properties"]).replace(f'{{"Ref": "{table}"}}', '"Orders"')
+        props = json.loads(text.replace(json.dumps({"Fn::GetAtt": [role, "Arn"]}), f'"{arn}"'))
         assert len(parse_schedule(props).actions) == len(resource["Properties"]["Actions"])
+        assert parse_schedule(props).role_arn == arn
     raised = next(
         a
         for a in found["eu-west-1"]["Properties"]["Actions"]
@@ -183,12 +190,24 @@ def test_the_function_may_schedule_only_this_tables_targets_in_its_regions(
     synthesized: tuple[Template, Path],
 ) -> None:
     template, _ = synthesized
+    managed = template.find_resources("AWS::IAM::ManagedPolicy")
     (policy,) = [
-        p
-        for k, p in template.find_resources("AWS::IAM::ManagedPolicy").items()
-        if k.startswith("ReplicaScheduleProviderFunctionPolicy")
+        p for k, p in managed.items() if k.startswith("ReplicaScheduleProviderFunctionPolicy")
     ]
-    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    (grant,) = [p for k, p in managed.items() if "ScheduleGrant" in k]
+    roles = template.find_resources("AWS::IAM::Role")
+    (role,) = [k for k in roles if "ScheduleRole" in k]
+    (function_role,) = [k for k in roles if k.startswith("ReplicaScheduleProviderFunctionRole")]
+    # the function's own policy names no table: it may only assume the table's role,
+    own = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert set(own) == {"WriteOwnLogs", "AssumeScheduleRoles"}
+    assert own["AssumeScheduleRoles"]["Action"] == "sts:AssumeRole"
+    assert own["AssumeScheduleRoles"]["Resource"] == {"Fn::GetAtt": [role, "Arn"]}
+    # which trusts the function's role alone, and holds the grant
+    (trust,) = roles[role]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"AWS": {"Fn::GetAtt": [function_role, "Arn"]}}
+    assert grant["Properties"]["Roles"] == [{"Ref": role}]
+    statements = {s["Sid"]: s for s in grant["Properties"]["PolicyDocument"]["Statement"]}
     (table,) = template.find_resources("AWS::DynamoDB::GlobalTable")
     regions = {
         r["Fn::Join"][1][2].split(":")[2] for r in statements["ScheduleTaggedTargets"]["Resource"]
@@ -201,26 +220,27 @@ def test_the_function_may_schedule_only_this_tables_targets_in_its_regions(
     }
     assert schedule["Condition"]["StringEquals"] == {
         "application-autoscaling:service-namespace": "dynamodb",
-        f"aws:ResourceTag/{TARGET_TAG}": [{"Ref": table}],
+        f"aws:ResourceTag/{TARGET_TAG}": {"Ref": table},
     }
     tag = statements["TagTargets"]["Condition"]
-    assert tag["StringEquals"] == {f"aws:RequestTag/{TARGET_TAG}": [{"Ref": table}]}
+    assert tag["StringEquals"] == {f"aws:RequestTag/{TARGET_TAG}": {"Ref": table}}
     assert tag["ForAllValues:StringEquals"] == {"aws:TagKeys": [TARGET_TAG]}
     # a target tagged for another table keeps its tag
-    assert tag["StringEqualsIfExists"] == {f"aws:ResourceTag/{TARGET_TAG}": [{"Ref": table}]}
+    assert tag["StringEqualsIfExists"] == {f"aws:ResourceTag/{TARGET_TAG}": {"Ref": table}}
     untag = statements["UntagTargets"]["Condition"]
-    assert untag["StringEquals"] == {f"aws:ResourceTag/{TARGET_TAG}": [{"Ref": table}]}
+    assert untag["StringEquals"] == {f"aws:ResourceTag/{TARGET_TAG}": {"Ref": table}}
     assert statements["ReadTargets"]["Action"] == [
         "application-autoscaling:DescribeScalableTargets",
         "application-autoscaling:DescribeScheduledActions",
     ]
-    assert set(statements) == {
-        "WriteOwnLogs",
-        "ReadTargets",
-        "TagTargets",
-        "UntagTargets",
-        "ScheduleTaggedTargets",
-    }
+    assert set(statements) == {"ReadTargets", "TagTargets", "UntagTargets", "ScheduleTaggedTargets"}
+    # the function is made after its own policy, and deleted before it
+    (function,) = [
+        f
+        for f in template.find_resources("AWS::Lambda::Function").values()
+        if f["Properties"].get("Handler", "").endswith("global_tables.handler.on_event")
+    ]
+    assert any(d.startswith("ReplicaScheduleProviderFunctionPolicy") for d in function["DependsOn"])
 
 
 def test_cfn_lint_and_checkov_find_nothing(

@@ -343,16 +343,24 @@ def global_template() -> Template:
     return Template(cdk.assertions.Template.from_stack(stack).to_json())
 
 
-def test_the_replica_schedule_role_touches_its_tables_targets_in_their_regions_only() -> None:
+def test_each_global_tables_role_touches_its_targets_in_its_regions_only() -> None:
     template = global_template()
     (function,) = [
         f
         for f in template.of_type("AWS::Lambda::Function").values()
         if f["Properties"]["Handler"].endswith("global_tables.handler.on_event")
     ]
-    statements = template.statements_of(function["Properties"]["Role"]["Fn::GetAtt"][0])
+    function_role = function["Properties"]["Role"]["Fn::GetAtt"][0]
     tables = {
         name: next(k for k in template.of_type("AWS::DynamoDB::GlobalTable") if k.startswith(name))
+        for name in ("Orders", "Audit")
+    }
+    roles = {
+        name: next(
+            k
+            for k in template.of_type("AWS::IAM::Role")
+            if k.startswith(f"{name}CapacityScheduleRole")
+        )
         for name in ("Orders", "Audit")
     }
     tag = "ddb-capacity:table"
@@ -364,47 +372,64 @@ def test_the_replica_schedule_role_touches_its_tables_targets_in_their_regions_o
             context[f"aws:ResourceTag/{tag}"] = tagged
         return arn, context
 
-    def can(action: str, region: str, tagged: str | None, **extra: Any) -> bool:
+    def can(role: str, action: str, region: str, tagged: str | None, **extra: Any) -> bool:
         arn, context = target(region, tagged)
         return allowed(
-            statements, Request(f"application-autoscaling:{action}", arn, {**context, **extra})
+            template.statements_of(role),
+            Request(f"application-autoscaling:{action}", arn, {**context, **extra}),
         )
 
     orders, audit = tables["Orders"], tables["Audit"]
+    as_orders, as_audit = roles["Orders"], roles["Audit"]
     for action in ("PutScheduledAction", "DeleteScheduledAction"):
-        assert can(action, "us-east-1", orders) and can(action, "eu-west-1", orders)
-        assert can(action, "ap-south-1", audit)
-        assert not can(action, "eu-west-1", None)  # an untagged target
-        assert not can(action, "eu-west-1", "SomeoneElses")  # another table's
-        assert not can(action, "sa-east-1", orders)  # a Region with no replica
-    # tagging: the one tag, naming one of its tables, and nothing else
+        assert can(as_orders, action, "us-east-1", orders)
+        assert can(as_orders, action, "eu-west-1", orders)
+        assert can(as_audit, action, "ap-south-1", audit)
+        assert not can(as_orders, action, "eu-west-1", None)  # an untagged target
+        assert not can(as_orders, action, "eu-west-1", "SomeoneElses")  # another table's
+        assert not can(as_orders, action, "us-east-1", audit)  # the other global table's
+        assert not can(as_audit, action, "us-east-1", orders)
+        assert not can(as_orders, action, "sa-east-1", orders)  # a Region with no replica
+        assert not can(as_orders, action, "ap-south-1", orders)  # the other table's Region
+        assert not can(function_role, action, "us-east-1", orders)  # never as the function
+    # tagging: the one tag, naming its own table, and nothing else
+    only = {"aws:TagKeys": [tag]}
     assert can(
-        "TagResource", "eu-west-1", None, **{f"aws:RequestTag/{tag}": orders, "aws:TagKeys": [tag]}
+        as_orders, "TagResource", "eu-west-1", None, **{f"aws:RequestTag/{tag}": orders}, **only
     )
+    for other in ("SomeoneElses", audit):
+        assert not can(
+            as_orders, "TagResource", "eu-west-1", None, **{f"aws:RequestTag/{tag}": other}, **only
+        )
     assert not can(
-        "TagResource",
-        "eu-west-1",
-        None,
-        **{f"aws:RequestTag/{tag}": "SomeoneElses", "aws:TagKeys": [tag]},
-    )
-    assert not can(
+        as_orders,
         "TagResource",
         "eu-west-1",
         None,
         **{f"aws:RequestTag/{tag}": orders, "aws:TagKeys": [tag, "owner"]},
     )
     # a target tagged already: its own table's tag again, never over another table's
-    own = {f"aws:RequestTag/{tag}": orders, "aws:TagKeys": [tag]}
-    assert can("TagResource", "eu-west-1", orders, **own)
-    assert not can("TagResource", "eu-west-1", "SomeoneElses", **own)
-    assert can("UntagResource", "eu-west-1", orders, **{"aws:TagKeys": [tag]})
-    assert not can("UntagResource", "eu-west-1", "SomeoneElses", **{"aws:TagKeys": [tag]})
-    assert not can("UntagResource", "eu-west-1", orders, **{"aws:TagKeys": ["owner"]})
+    own = {f"aws:RequestTag/{tag}": orders, **only}
+    assert can(as_orders, "TagResource", "eu-west-1", orders, **own)
+    assert not can(as_orders, "TagResource", "eu-west-1", "SomeoneElses", **own)
+    assert not can(as_orders, "TagResource", "us-east-1", audit, **own)
+    assert can(as_orders, "UntagResource", "eu-west-1", orders, **only)
+    assert not can(as_orders, "UntagResource", "eu-west-1", "SomeoneElses", **only)
+    assert not can(as_orders, "UntagResource", "us-east-1", audit, **only)
+    assert not can(as_orders, "UntagResource", "eu-west-1", orders, **{"aws:TagKeys": ["owner"]})
     # and never a capacity: no RegisterScalableTarget, PutScalingPolicy or UpdateTable
-    for action in ("RegisterScalableTarget", "PutScalingPolicy", "DeregisterScalableTarget"):
-        assert not can(action, "eu-west-1", orders)
-    table_arn = f"arn:{PARTITION}:dynamodb:us-east-1:{ACCOUNT}:table/{orders}"
-    assert not allowed(statements, Request("dynamodb:UpdateTable", table_arn))
+    for role in (as_orders, function_role):
+        for action in ("RegisterScalableTarget", "PutScalingPolicy", "DeregisterScalableTarget"):
+            assert not can(role, action, "eu-west-1", orders)
+        table_arn = f"arn:{PARTITION}:dynamodb:us-east-1:{ACCOUNT}:table/{orders}"
+        assert not allowed(template.statements_of(role), Request("dynamodb:UpdateTable", table_arn))
+    # the function may assume the two roles, and no other
+    for role, allowed_to in ((as_orders, True), (as_audit, True), ("Someone", False)):
+        arn = f"arn:{PARTITION}:iam::{ACCOUNT}:role/{role}"
+        assert (
+            allowed(template.statements_of(function_role), Request("sts:AssumeRole", arn))
+            == allowed_to
+        )
 
 
 def replica_scaler_templates() -> dict[str, tuple[Template, str]]:

@@ -79,6 +79,31 @@ def autoscaling_client(region: str) -> ApplicationAutoScalingClient:
     return boto3.client("application-autoscaling", region_name=region, config=_bounded())
 
 
+def assumed_autoscaling(
+    role_arn: str, session_name: str
+) -> Callable[[str], ApplicationAutoScalingClient]:
+    """Application Auto Scaling clients by Region (`autoscaling_client`'s bounds), as the
+    role ``role_arn``: one AssumeRole (its error raised as it comes), its credentials
+    shared by every Region's client."""
+    import boto3
+
+    sts = boto3.client("sts", config=_bounded())
+    found = sts.assume_role(RoleArn=role_arn, RoleSessionName=session_name)["Credentials"]
+    keys = {
+        "aws_access_key_id": found["AccessKeyId"],
+        "aws_secret_access_key": found["SecretAccessKey"],
+        "aws_session_token": found["SessionToken"],
+    }
+
+    @functools.cache
+    def client(region: str) -> ApplicationAutoScalingClient:
+        return boto3.client(
+            "application-autoscaling", region_name=region, config=_bounded(), **keys
+        )
+
+    return client
+
+
 def _bounded() -> Any:
     """The configuration of the control-plane clients: short timeouts,
     `CONTROL_PLANE_ATTEMPTS` standard retries."""

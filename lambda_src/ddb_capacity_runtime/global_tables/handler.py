@@ -11,10 +11,12 @@ The custom resource of one replica of a global table (``GlobalTableCapacity``), 
   new resource: CloudFormation then deletes the old one.
 - Delete: delete the actions of the properties (one already gone is skipped) and the tag.
 
-Create and Update wait out a denial of their first calls for up to `PERMISSION_WAIT_S`: the
-grant on each table is a statement of the function's policy, which CloudFormation may
-create or update beside the resource (nothing orders them: an order would form a cycle when
-one table is made to depend on another), and IAM takes seconds to apply it.
+Each call is made as the role the resource names (``RoleArn``: its GlobalTableCapacity's
+own, which may act only on that table's targets in its Regions), assumed for the event; a
+resource written without one is served as the function's own role. CloudFormation creates
+the role and its grant before the resource, and deletes them after it; Create and Update
+still wait out a denial of their first calls (the role assumed, the targets tagged) for up
+to `PERMISSION_WAIT_S`, while IAM applies a new role or grant.
 
 Every action it puts or deletes is named in its properties and begins with
 ``ACTION_PREFIX``: it never touches an action it did not make. The global table's own
@@ -28,10 +30,10 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..aws import scheduled_actions as calls
-from ..aws.clients import autoscaling_client
+from ..aws.clients import assumed_autoscaling, autoscaling_client
 from ..aws.error_codes import error_code
 from ..core.errors import ReplicaScheduleError, shown, with_notes
 from ..events import log_event
@@ -48,6 +50,13 @@ if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
 
 ClientOf = Callable[[str], "ApplicationAutoScalingClient"]
+Clients = tuple["ApplicationAutoScalingClient", "ApplicationAutoScalingClient"]
+"""A Region's client, and the one that tags its targets."""
+T = TypeVar("T")
+SESSION_NAME = "ddb-capacity-replica-schedule"
+"""The session name of the role the function assumes (CloudTrail shows it)."""
+DENIED = frozenset({"AccessDeniedException", "AccessDenied"})
+"""The error codes of a call IAM denied: Application Auto Scaling's, and STS's AssumeRole's."""
 
 CLEANUP_MS = 30_000
 """The function's time kept to delete what a failed Create put (up to 200 actions)."""
@@ -83,13 +92,13 @@ def _failures(event: Mapping[str, Any]) -> Iterator[None]:
 def on_event(
     event: Mapping[str, Any],
     context: Any,
-    client_of: ClientOf = autoscaling_client,
+    client_of: ClientOf | None = None,
     tagger_of: ClientOf | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
-    """The provider's call for each event: ``client_of`` makes a Region's client, and
-    ``tagger_of`` the one that tags its targets (default: the same client); ``sleep`` waits
-    between the tries of a denied first call."""
+    """The provider's call for each event: ``client_of`` makes a Region's client (default:
+    as the resource's role, `_clients`), and ``tagger_of`` the one that tags its targets
+    (default: the same client); ``sleep`` waits between the tries of a denied first call."""
     with _failures(event):
         kind = event.get("RequestType")
         if kind not in ("Create", "Update", "Delete"):
@@ -97,13 +106,13 @@ def on_event(
                 f"RequestType: got {shown(kind, 40)}; expected Create, Update or Delete"
             )
         new = parse_schedule(event.get("ResourceProperties"))
-        autoscaling = client_of(new.region)
-        tagger = autoscaling if tagger_of is None else tagger_of(new.region)
         if kind == "Delete":
-            _delete(autoscaling, tagger, new)
+            _delete(*_clients(new, client_of, tagger_of), new)
             return {"PhysicalResourceId": event.get("PhysicalResourceId") or new.physical_id}
         old = _old(event, new) if kind == "Update" else None
-        _when_permitted(lambda: _tagged(autoscaling, tagger, new), new, context, sleep)
+        autoscaling, tagger = _when_permitted(
+            lambda: _tagged(*_clients(new, client_of, tagger_of), new), new, context, sleep
+        )
         if old is not None and old.physical_id == new.physical_id:
             _update(autoscaling, tagger, old, new)
         else:
@@ -126,47 +135,72 @@ def _old(event: Mapping[str, Any], new: ReplicaSchedule) -> ReplicaSchedule:
             region=new.region,
             error=str(exc),
         )
-        return ReplicaSchedule(new.table, new.region, new.indexes, ())
+        return ReplicaSchedule(new.table, new.region, new.indexes, (), new.role_arn)
+
+
+def _clients(s: ReplicaSchedule, client_of: ClientOf | None, tagger_of: ClientOf | None) -> Clients:
+    """``s``'s Region's client and tagger: ``client_of``'s and ``tagger_of``'s when given;
+    otherwise as the role ``s`` names (assumed now: its AssumeRole denied is raised as
+    such), or as the function's own role where it names none."""
+    if client_of is None:
+        client_of = (
+            autoscaling_client
+            if s.role_arn is None
+            else assumed_autoscaling(s.role_arn, SESSION_NAME)
+        )
+    autoscaling = client_of(s.region)
+    return autoscaling, autoscaling if tagger_of is None else tagger_of(s.region)
 
 
 def _when_permitted(
-    call: Callable[[], None], s: ReplicaSchedule, context: Any, sleep: Callable[[float], None]
-) -> None:
-    """``call()``, tried again every `PERMISSION_POLL_S` while it is denied
-    (``AccessDeniedException``), for up to `PERMISSION_WAIT_S` and while the function has
-    more than `CLEANUP_MS` left (``context``: Lambda's; None: no limit); a denial after that
-    is raised with the grant it needs named."""
+    call: Callable[[], T], s: ReplicaSchedule, context: Any, sleep: Callable[[float], None]
+) -> T:
+    """``call()``, tried again every `PERMISSION_POLL_S` while it is denied (`DENIED`), for
+    up to `PERMISSION_WAIT_S` and while the function has more than `CLEANUP_MS` left
+    (``context``: Lambda's; None: no limit); a denial after that is raised with the grant
+    it needs named."""
     left = getattr(context, "get_remaining_time_in_millis", None)
-    for waited in range(0, PERMISSION_WAIT_S + 1, PERMISSION_POLL_S):
+    waited = 0
+    while True:
         try:
-            call()
-            return
+            return call()
         except Exception as exc:
-            if error_code(exc) != "AccessDeniedException":
+            if error_code(exc) not in DENIED:
                 raise
             more = waited + PERMISSION_POLL_S <= PERMISSION_WAIT_S and not (
                 callable(left) and left() < CLEANUP_MS + PERMISSION_POLL_S * 1000
             )
             if not more:
-                exc.add_note(
-                    f"still denied after {waited} s: the replica-schedule function's role "
-                    "needs application-autoscaling:DescribeScalableTargets and TagResource on "
-                    f"the targets of {s.table} in {s.region} (its policy's ReadTargets and "
-                    "TagTargets statements); a service control policy or permissions "
-                    "boundary may deny them"
-                )
+                exc.add_note(_grant_needed(s, waited))
                 raise
         log_event("replica-schedule-waiting", table=s.table, region=s.region, waited=waited)
         sleep(PERMISSION_POLL_S)
+        waited += PERMISSION_POLL_S
+
+
+def _grant_needed(s: ReplicaSchedule, waited: int) -> str:
+    """What a call still denied after ``waited`` seconds needs, and from whom."""
+    who = (
+        "the replica-schedule function's role"
+        if s.role_arn is None
+        else f"the role {s.role_arn} (its GlobalTableCapacity's ScheduleRole, which the "
+        "replica-schedule function's role must be allowed to assume)"
+    )
+    return (
+        f"still denied after {waited} s: {who} needs "
+        "application-autoscaling:DescribeScalableTargets and TagResource on the targets of "
+        f"{s.table} in {s.region} (the ReadTargets and TagTargets statements of its "
+        "policy); a service control policy or permissions boundary may deny them"
+    )
 
 
 def _tagged(
     autoscaling: ApplicationAutoScalingClient,
     tagger: ApplicationAutoScalingClient,
     s: ReplicaSchedule,
-) -> None:
+) -> Clients:
     """Tag the replica's targets; every target an action is on must exist (the global
-    table creates them with its auto scaling)."""
+    table creates them with its auto scaling). The clients it tagged with."""
     targets = calls.targets_of(autoscaling, s.table, s.indexes)
     missing = sorted(dimensions_of(s.actions) - set(targets), key=str)
     if missing:
@@ -176,6 +210,7 @@ def _tagged(
             "autoscaled (Capacity.autoscaled)"
         )
     calls.tag_targets(tagger, sorted(targets.values()), s.table)
+    return autoscaling, tagger
 
 
 def _create(

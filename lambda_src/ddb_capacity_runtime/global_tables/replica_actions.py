@@ -2,11 +2,11 @@
 `MAX_ACTIONS`).
 
 What one replica's custom resource carries, read as untrusted input: the table, the Region,
-its GSIs and the scheduled actions of its targets. Every action's name begins with
-`ACTION_PREFIX`, so the function can only ever put or delete actions the library named; an
-update removes exactly the actions the old properties had and the new ones do not. Pure: no
-AWS call. CloudFormation passes every scalar of a custom resource's properties as a string,
-so numbers are read from strings too."""
+its GSIs, the scheduled actions of its targets and the role the function acts as there.
+Every action's name begins with `ACTION_PREFIX`, so the function can only ever put or delete
+actions the library named; an update removes exactly the actions the old properties had and
+the new ones do not. Pure: no AWS call. CloudFormation passes every scalar of a custom
+resource's properties as a string, so numbers are read from strings too."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ MAX_ACTIONS = 200
 actions a target; more in one resource is a mistake)."""
 MAX_UNITS = 1_000_000
 NAME = re.compile(r"[\w.#-]{1,255}")
+ROLE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}")
+"""An IAM role's ARN, as a replica's ``RoleArn`` names the role its function acts as."""
 
 
 @dataclass(frozen=True)
@@ -67,12 +69,14 @@ class ReplicaAction:
 @dataclass(frozen=True)
 class ReplicaSchedule:
     """One replica's resource: its table (the global table's name, the same in every
-    Region), its Region, its GSIs and its actions."""
+    Region), its Region, its GSIs, its actions and the role the function acts as on its
+    targets (None: the function's own, as a resource written before the roles were)."""
 
     table: str
     region: str
     indexes: tuple[str, ...]
     actions: tuple[ReplicaAction, ...]
+    role_arn: str | None = None
 
     @property
     def physical_id(self) -> str:
@@ -106,7 +110,10 @@ def parse_schedule(properties: object) -> ReplicaSchedule:
     keys = [a.key for a in actions]
     if len(set(keys)) != len(keys):
         raise ReplicaScheduleError("Actions: a name is used twice on one scalable target")
-    return ReplicaSchedule(table, region, tuple(indexes), actions)
+    role = properties.get("RoleArn")
+    if role is not None and (not isinstance(role, str) or not ROLE_ARN.fullmatch(role)):
+        raise ReplicaScheduleError(f"RoleArn: got {role!r:.120}; expected an IAM role's ARN")
+    return ReplicaSchedule(table, region, tuple(indexes), actions, role)
 
 
 def _action(raw: object, indexes: set[str], n: int) -> ReplicaAction:
