@@ -545,3 +545,16 @@ def test_an_update_judges_a_new_table_by_its_date_and_unreadable_old_properties_
         answer = is_complete(event, None, dynamodb=client, clock=lambda: 999.0)
         stubber.assert_no_pending_responses()
     assert answer == {"IsComplete": True, "Data": {"Settled": "true" if settled else "false"}}
+
+
+@pytest.mark.parametrize("data", [None, {}, {"SettleBy": "soon"}, {"SettleBy": "-5"}, "1000"])
+def test_a_step_without_its_settle_by_fails_naming_the_field(data: object) -> None:
+    # GIVEN a provider's call whose Data.SettleBy (the step's first call's answer) is
+    # missing or not whole seconds
+    event: dict[str, Any] = cfn_event("Create", {"TableName": "orders", "Targets": ORDERS_TARGETS})
+    if data is not None:
+        event["Data"] = data
+    # WHEN it is asked whether the step is done THEN it fails naming the table and the field,
+    # before any call
+    with pytest.raises(SettleError, match=r"orders.*Data\.SettleBy: got"):
+        is_complete(event, None, dynamodb=stubbed(), clock=lambda: 999.0)

@@ -162,7 +162,7 @@ def is_complete(
         props = _properties(event)
         name = props["TableName"]
         targets = parse_targets(props.get("Targets"))
-        settle_by = int(event["Data"]["SettleBy"])  # on_event's
+        settle_by = _settle_by(event, name)
         try:
             settled = _settle_when_active(event, name, targets, settle_by, dynamodb)
         except ClientError as exc:
@@ -177,6 +177,20 @@ def is_complete(
             )
         log_event("settle-waiting", table=name, status=status)
         return {"IsComplete": False}
+
+
+def _settle_by(event: Mapping[str, Any], name: str) -> int:
+    """``Data.SettleBy`` as `on_event` returned it (the provider passes it on): whole
+    seconds since the epoch; a `ValueError` naming the table ``name`` and the field
+    otherwise."""
+    data = event.get("Data")
+    value = data.get("SettleBy") if isinstance(data, Mapping) else None
+    if not (isinstance(value, str) and value.isascii() and value.isdigit()):
+        raise ValueError(
+            f"table {name}: Data.SettleBy: got {shown(value)}; expected the whole seconds "
+            "since the epoch that the step's first call returned"
+        )
+    return int(value)
 
 
 def _settle_when_active(
