@@ -705,3 +705,31 @@ def test_the_configuration_table_lists_every_setting() -> None:
     table = text[text.index("## Configuration") : text.index("## Logs and metrics")]
     listed = set(re.findall(r"`((?:SCALER|CAPACITY_TABLE)_[A-Z_]+)`", table))
     assert listed == {s.name for s in SETTINGS}
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` as the guides say it: "a minute", "5 minutes", "30 seconds"."""
+    if seconds == 60:
+        return "a minute"
+    if seconds % 60 == 0:
+        return f"{seconds // 60:.0f} minutes"
+    return f"{seconds:.0f} seconds"
+
+
+def test_the_guides_state_the_waits_the_custom_resources_keep() -> None:
+    from ddb_capacity_runtime.global_tables import handler as replica
+    from ddb_capacity_runtime.settle import settle_plan
+
+    def said(page: str) -> str:
+        return " ".join((ROOT / "docs" / "guides" / page).read_text().split())
+
+    global_tables, marks = said("global-tables.md"), said("high-water-marks.md")
+    # the replica schedules: how often and how long a denial is asked again, the time kept
+    poll, wait = _duration(replica.PERMISSION_POLL_S), _duration(replica.PERMISSION_WAIT_S)
+    assert f"asks again every {poll} for up to {wait}" in global_tables
+    cleanup = _duration(replica.CLEANUP_MS / 1000)
+    assert f"never into its last {cleanup}" in global_tables
+    assert f"less than {cleanup} left" in global_tables
+    # the settle step: how long a denial is waited out, and the table's wait for ACTIVE
+    assert f"in the first {_duration(settle_plan.PERMISSION_WAIT_S)} of the step" in marks
+    assert f"not ACTIVE {_duration(settle_plan.SETTLE_WAIT_S)} after" in marks
