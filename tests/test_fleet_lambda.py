@@ -219,12 +219,18 @@ def test_settings_round_trip_and_name_the_bad_variable() -> None:
     assert time_of("20261399T0200Z") is None and time_of(None) is None
 
 
+@pytest.mark.parametrize("listed", [True, False], ids=["listed", "listing-denied"])
 def test_a_result_that_cannot_be_read_is_a_counted_failure_named_by_the_manifest(
-    world: dict[str, Any], capsys: pytest.CaptureFixture[str]
+    world: dict[str, Any], capsys: pytest.CaptureFixture[str], listed: bool
 ) -> None:
     # GIVEN a run whose manifest lists three tables: one result names another table, one is
-    # not a JSON object, and one is missing
+    # not a JSON object, and one is missing (and the results either listed, or their
+    # listing denied: every table's is then asked for)
     settings, s3 = world["settings"], world["s3"]
+    if not listed:
+        s3 = boto3.client("s3")
+        denied = ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "ListObjectsV2")
+        s3.meta.events.register("before-call.s3.ListObjectsV2", lambda **_: _raise(denied))
     run_id = run_id_of(world["moment"])
     names = ["Named", "Broken", "Absent"]
 
@@ -236,9 +242,11 @@ def test_a_result_that_cannot_be_read_is_a_counted_failure_named_by_the_manifest
     put(f"runs/{run_id}/tables/Named.json", {"table": "<b>Other</b>", "status": "failed"})
     put(f"runs/{run_id}/tables/Broken.json", [1, 2])
     # WHEN the report runs
-    counts = fleet_lambda.report_run(s3, settings, world["moment"])
+    with recorded_events() as events:
+        counts = fleet_lambda.report_run(s3, settings, world["moment"])
     # THEN the unreadable one is a failure, counted; every row is named by the manifest
     assert counts == {"TablesReported": 3, "TablesMissing": 1, "Failures": 1}
+    assert ("results_not_listed" in [e["event"] for e in events]) != listed
     doc = json.loads(
         s3.get_object(Bucket=settings.bucket, Key=f"runs/{run_id}/report.json")["Body"].read()
     )
@@ -501,3 +509,30 @@ def test_an_entry_the_answer_does_not_list_as_sent_is_sent_again(world: dict[str
     assert answers == [3, 1] and counts == {"TablesListed": 3, "Failures": 0}
     sent = sorted(json.loads(m["Body"])["table"] for m in receive(world))
     assert set(sent) == set(names) and len(sent) == 4
+
+
+def test_a_run_of_more_tables_than_a_megabyte_names_is_reported_whole(
+    world: dict[str, Any],
+) -> None:
+    # GIVEN a run whose manifest, and record of unsent tables, are larger than a result may
+    # be: 4,000 tables of names as long as DynamoDB allows, none sent (SendMessageBatch
+    # denied), so none has a result
+    stamp = f"{datetime.now(UTC):%H%M%S%f}"
+    names = [f"{n:04d}{stamp}".ljust(255, "x") for n in range(4_000)]
+    assert len(json.dumps(names)) > fleet_lambda.MAX_OBJECT
+    denied = ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "SendMessageBatch")
+    sqs = boto3.client("sqs")
+    sqs.meta.events.register("before-call.sqs.SendMessageBatch", lambda **_: _raise(denied))
+    from botocore.stub import Stubber
+
+    dynamodb = boto3.client("dynamodb")
+    with Stubber(dynamodb) as stub:
+        stub.add_response("list_tables", {"TableNames": names})
+        counts = fleet_lambda.list_run(
+            dynamodb, world["s3"], sqs, world["settings"], world["moment"]
+        )
+    assert counts == {"TablesListed": 4_000, "Failures": 4_000}
+    # WHEN the report runs THEN it reads both and gives every table its reason
+    reasons = {r.table: r.reason for r in report_rows(world)}
+    assert sorted(reasons) == names
+    assert all("never sent for advice (AccessDenied" in r for r in reasons.values())

@@ -59,8 +59,12 @@ __all__ = [
 ]
 
 MAX_OBJECT = 1_000_000
-"""A result or manifest read is cut at this many bytes (untrusted: written by the worker, but the
-bucket is the only boundary)."""
+"""A result read is cut at this many bytes (untrusted: written by the worker, but the bucket is
+the only boundary)."""
+MAX_LIST = 16_000_000
+"""A run's manifest or its record of unsent tables read is cut at this many bytes: each lists up
+to every table of the Region (DynamoDB's quota, 2,500 tables by default, can be raised; 60,000
+names of 255 characters fit)."""
 MAX_MESSAGE_CHARS = 4096
 """The largest worker message read (a run id and a table name take under 400 characters)."""
 READERS = 16
@@ -86,17 +90,18 @@ def _put_json(s3: Any, bucket: str, key: str, doc: Any) -> None:
     s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType="application/json")
 
 
-def _get_json(s3: Any, bucket: str, key: str) -> Any:
-    """The object's JSON; None when there is no such key."""
+def _get_json(s3: Any, bucket: str, key: str, limit: int = MAX_OBJECT) -> Any:
+    """The object's JSON, read up to ``limit`` bytes (larger: a ValueError naming the
+    key); None when there is no such key."""
     try:
-        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read(MAX_OBJECT + 1)
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read(limit + 1)
     except ClientError as exc:
         if error_code(exc) in NO_SUCH_KEY:
             return None
         raise
-    if len(body) > MAX_OBJECT:
-        raise ValueError(f"{key}: larger than {MAX_OBJECT} bytes")
-    return parse_json(body.decode(errors="replace"), key, max_chars=MAX_OBJECT)
+    if len(body) > limit:
+        raise ValueError(f"{key}: larger than {limit:,} bytes")
+    return parse_json(body.decode(errors="replace"), key, max_chars=limit)
 
 
 # ------------------------------------------------------------------------------ lister
@@ -306,7 +311,7 @@ def report_run(s3: Any, settings: AdvisorSettings, now: datetime) -> dict[str, i
         log_event("no_run", level=logging.ERROR, latest=shown(repr(run_id), 60))
         return {"Failures": 1}
     assert isinstance(run_id, str)
-    manifest = _get_json(s3, settings.bucket, _key(run_id, "manifest.json"))
+    manifest = _get_json(s3, settings.bucket, _key(run_id, "manifest.json"), MAX_LIST)
     listed = manifest.get("tables") if isinstance(manifest, dict) else None
     if not isinstance(listed, list):
         log_event("no_manifest", level=logging.ERROR, run_id=run_id)
@@ -341,7 +346,7 @@ def _never_sent(s3: Any, bucket: str, run_id: str, missing: set[str]) -> tuple[d
     untrusted: anything else in it is passed over), and 1 when it is there but cannot be
     read (logged: those tables then read as not finished)."""
     try:
-        doc = _get_json(s3, bucket, _key(run_id, UNSENT))
+        doc = _get_json(s3, bucket, _key(run_id, UNSENT), MAX_LIST)
     except Exception as exc:
         doc, reason = None, shown(describe_error(exc))
     else:
@@ -362,11 +367,16 @@ def _results(
 ) -> tuple[list[Any], list[str], int]:
     """Each table's result (in the manifest's order, named after the manifest: a document
     is untrusted), the tables with none, and how many could not be read or hold a figure
-    the report refuses (each a failed row, logged and counted)."""
+    the report refuses (each a failed row, logged and counted). Only the results the run
+    holds are read (`_written`)."""
+    written = _written(s3, bucket, _key(run_id, "tables/"))
 
     def read(table: str) -> tuple[Any, bool]:
+        key = _key(run_id, f"tables/{table}.json")
+        if written is not None and key not in written:
+            return None, False
         try:
-            doc = _get_json(s3, bucket, _key(run_id, f"tables/{table}.json"))
+            doc = _get_json(s3, bucket, key)
         except Exception as exc:  # one unreadable result fails that table alone
             reason = shown(describe_error(exc))
         else:
@@ -384,6 +394,20 @@ def _results(
     docs = [d for d, _ in found if d is not None]
     missing = [t for t, (d, _) in zip(tables, found, strict=True) if d is None]
     return docs, missing, sum(bad for _, bad in found)
+
+
+def _written(s3: Any, bucket: str, prefix: str) -> set[str] | None:
+    """The keys under ``prefix`` (one ListObjectsV2 call a thousand keys), so a table with
+    no result costs no GetObject; None when they cannot be listed (logged: every table's
+    result is then asked for)."""
+    keys: set[str] = set()
+    try:
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            keys.update(str(o.get("Key")) for o in page.get("Contents", []))
+    except Exception as exc:
+        log_event("results_not_listed", level=logging.WARNING, error=shown(describe_error(exc)))
+        return None
+    return keys
 
 
 def report_handler(event: Mapping[str, Any], context: Any = None) -> dict[str, int]:
