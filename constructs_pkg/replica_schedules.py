@@ -77,6 +77,9 @@ class _ReplicaScheduleProvider(Construct):
             description="Puts and removes the scheduled actions of global tables' replicas",
             config=config,
             configured_by_environment=False,  # its tables come in each event
+            # AssumeRole at the function's own Region (older boto3 asks the global endpoint,
+            # whose tokens an opt-in Region refuses)
+            environment={"AWS_STS_REGIONAL_ENDPOINTS": "regional"},
         )
         log_group = logs.LogGroup(
             self,
@@ -114,11 +117,27 @@ class _ReplicaScheduleProvider(Construct):
         assert isinstance(framework_function, lambda_.CfnFunction)
         self.framework: lambda_.CfnFunction = framework_function
         self.framework.memory_size = FRAMEWORK_MEMORY_MB
-        # its policy names the tables' roles, never a table: created after it, deleted before
-        self.function.node.add_dependency(self.policy)
-        self._assume = iam.PolicyStatement(sid="AssumeScheduleRoles", actions=["sts:AssumeRole"])
-        self.policy.add_statements(self._assume)
+        self._assume = self._own_grant()
         self._acknowledge(log_group)
+
+    def _own_grant(self) -> iam.PolicyStatement:
+        """The function's own policy: assuming the tables' roles (the statement returned,
+        which `serve` extends) and cleaning up; it names no table, so the function is
+        created after it and deleted before it."""
+        self.function.node.add_dependency(self.policy)
+        assume = iam.PolicyStatement(sid="AssumeScheduleRoles", actions=["sts:AssumeRole"])
+        self.policy.add_statements(assume, *_clean_up_statements().values())
+        _acknowledge_reads(self.policy)
+        acknowledge(
+            self.policy,
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:application-autoscaling:*:"
+            "<AWS::AccountId>:scalable-target/*]",
+            "The function itself may only delete scheduled actions and the "
+            f"{TARGET_TAG} tag on DynamoDB targets that carry that tag, in any Region "
+            "(a Region dropped from a table is no longer named by its role when its "
+            "old resource is deleted); it deletes only the actions its properties name.",
+        )
+        return assume
 
     def serve(
         self, scope: Construct, table: str, regions: Sequence[str]
@@ -140,7 +159,8 @@ class _ReplicaScheduleProvider(Construct):
             statements=list(_statements([scalable_targets_in(r) for r in regions], table).values()),
         )
         self._assume.add_resources(role.role_arn)
-        _acknowledge_grant(grant, regions)
+        _acknowledge_reads(grant)
+        _acknowledge_regions(grant, regions)
         return role, grant
 
     @property
@@ -158,6 +178,12 @@ class _ReplicaScheduleProvider(Construct):
             [self.framework],
         )
         skip_checkov(
+            self.function,
+            "CKV_AWS_173",
+            "The environment holds AWS_STS_REGIONAL_ENDPOINTS, no secret; Lambda encrypts "
+            "it at rest with its own key.",
+        )
+        skip_checkov(
             self.framework,
             "CKV_AWS_173",
             "The environment holds the ARN of the replica-schedule function, no secret; "
@@ -165,25 +191,66 @@ class _ReplicaScheduleProvider(Construct):
         )
 
 
-def _acknowledge_grant(grant: iam.ManagedPolicy, regions: Sequence[str]) -> None:
-    """Why a table's grant names every target of its Regions, and reads them all."""
+def _acknowledge_reads(policy: iam.ManagedPolicy) -> None:
+    """Why a table's grant, or the function's clean-up grant, reads every target."""
     acknowledge(
-        grant,
+        policy,
         "AwsSolutions-IAM5[Resource::*]",
         "DescribeScalableTargets and DescribeScheduledActions have no resource-level "
         "permissions; they only read.",
     )
+
+
+def _acknowledge_regions(policy: iam.ManagedPolicy, regions: Sequence[str]) -> None:
+    """Why a table's grant names every target of its Regions."""
     for region in regions:
         shown = region if not is_token(region) else "<AWS::Region>"
         acknowledge(
-            grant,
+            policy,
             "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:application-autoscaling:"
             f"{shown}:<AWS::AccountId>:scalable-target/*]",
             "Application Auto Scaling generates scalable-target ARNs, so the grant names "
-            "scalable-target/* in each replica Region. Tagging is allowed only with the "
-            f"tag {TARGET_TAG} naming this global table; scheduling only on DynamoDB "
+            "scalable-target/* in each replica Region. A table's role may tag only with "
+            f"the tag {TARGET_TAG} naming its global table, and schedule only on DynamoDB "
             "targets that carry that tag.",
         )
+
+
+def _clean_up_statements() -> dict[str, iam.PolicyStatement]:
+    """The function's own clean-up grant, by Sid: reading targets, deleting scheduled
+    actions and removing `TARGET_TAG` on DynamoDB targets tagged for any table, in any
+    Region, so a Delete its table's role may no longer make (its grant narrowed before it,
+    or a resource written before the roles were) is made as the function itself."""
+    tagged = {"StringLike": {f"aws:ResourceTag/{TARGET_TAG}": "*"}}
+    anywhere = [scalable_targets_in("*")]
+    return {
+        "ReadTargets": iam.PolicyStatement(
+            sid="ReadTargets",
+            actions=[
+                "application-autoscaling:DescribeScalableTargets",
+                "application-autoscaling:DescribeScheduledActions",
+            ],
+            resources=["*"],
+        ),
+        "DeleteTaggedActions": iam.PolicyStatement(
+            sid="DeleteTaggedActions",
+            actions=["application-autoscaling:DeleteScheduledAction"],
+            resources=anywhere,
+            conditions={
+                **tagged,
+                "StringEquals": {"application-autoscaling:service-namespace": "dynamodb"},
+            },
+        ),
+        "UntagTaggedTargets": iam.PolicyStatement(
+            sid="UntagTaggedTargets",
+            actions=["application-autoscaling:UntagResource"],
+            resources=anywhere,
+            conditions={
+                **tagged,
+                "ForAllValues:StringEquals": {"aws:TagKeys": [TARGET_TAG]},
+            },
+        ),
+    }
 
 
 def _statements(arns: list[str], table: str) -> dict[str, iam.PolicyStatement]:

@@ -481,6 +481,7 @@ def test_an_action_of_another_name_is_never_deleted(
     assert (resource_id(TABLE, None), "operators-own") in actions_in(targets["us-east-1"])
 
 
+ROLE = "arn:aws:iam::123456789012:role/Global-OrdersCapacityScheduleRole-0a1b"
 TRUST = {
     "Version": "2012-10-17",
     "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}],
@@ -498,9 +499,9 @@ def allow(action: str) -> str:
 
 @contextmanager
 def enforcing(moto_endpoint: str) -> Iterator[tuple[Any, dict[str, str]]]:
-    """The moto server checking every call against IAM (its ``reset-auth``), with an IAM
-    client that may do anything, and the environment of the replica-schedule function's
-    own credentials, which may only assume roles; unchecked again afterwards."""
+    """The moto server checking every call against IAM (its ``reset-auth``), with a
+    session that may do anything, and the environment of the replica-schedule function's
+    own credentials (an IAM user given no policy); unchecked again afterwards."""
     reset = f"{moto_endpoint}/moto-api/reset-auth"
     requests.post(reset, data="3", timeout=10).raise_for_status()  # the 3 calls below go unchecked
     try:
@@ -508,20 +509,15 @@ def enforcing(moto_endpoint: str) -> Iterator[tuple[Any, dict[str, str]]]:
         iam.create_user(UserName="admin")
         iam.put_user_policy(UserName="admin", PolicyName="all", PolicyDocument=allow("*"))
         key = iam.create_access_key(UserName="admin")["AccessKey"]
-        admin = boto3.client(
-            "iam",
-            endpoint_url=moto_endpoint,
+        admin = boto3.Session(
             region_name="us-east-1",
             aws_access_key_id=key["AccessKeyId"],
             aws_secret_access_key=key["SecretAccessKey"],
         )
-        admin.create_user(UserName="replica-schedules")
-        admin.put_user_policy(
-            UserName="replica-schedules",
-            PolicyName="assume",
-            PolicyDocument=allow("sts:AssumeRole"),
-        )
-        own = admin.create_access_key(UserName="replica-schedules")["AccessKey"]
+        admin.client("iam", endpoint_url=moto_endpoint).create_user(UserName="replica-schedules")
+        own = admin.client("iam", endpoint_url=moto_endpoint).create_access_key(
+            UserName="replica-schedules"
+        )["AccessKey"]
         env = {
             **local_aws.aws_env(moto_endpoint),
             "AWS_ACCESS_KEY_ID": own["AccessKeyId"],
@@ -545,28 +541,63 @@ def role(admin: Any, name: str, grant: str | None) -> str:
 def test_the_function_acts_as_the_role_its_resource_names(
     targets: dict[str, Any], moto_endpoint: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    tagger = Tagger(moto_endpoint, "us-east-1", targets["us-east-1"])  # moto has no TagResource
-    tagger.expect_tags()
-    before = ours(targets["us-east-1"])
+    autoscaling = targets["us-east-1"]
+    for (resource, name), found in actions_in(autoscaling).items():  # earlier tests' own
+        if name.startswith(ACTION_PREFIX):
+            autoscaling.delete_scheduled_action(
+                ServiceNamespace="dynamodb",
+                ScheduledActionName=name,
+                ResourceId=resource,
+                ScalableDimension=found["ScalableDimension"],
+            )
+    tagger = Tagger(moto_endpoint, "us-east-1", autoscaling)  # moto has no TagResource
+    for _ in range(3):  # a Create and two Updates tag, the Delete untags
+        tagger.expect_tags()
+    tagger.expect_untags()
     given = props("us-east-1", action("launch-raise", "write", 400))
 
-    def create(role_arn: str | None) -> dict[str, Any]:
-        ev = event("Create", {**given, **({} if role_arn is None else {"RoleArn": role_arn})})
-        with tagger.stubber:
-            return on_event(ev, Lambda(CLEANUP_MS), tagger_of=lambda _: tagger.client)
+    def call(kind: str, role: str | None, old: str | None = None, **kw: Any) -> dict[str, Any]:
+        def named(arn: str | None) -> dict[str, Any]:
+            return {**given, **({} if arn is None else {"RoleArn": arn})}
 
-    with enforcing(moto_endpoint) as (admin, env):
+        ev = event(kind, named(role), named(old) if kind == "Update" else None)
+        with tagger.stubber:
+            return on_event(ev, kw.pop("context", None), tagger_of=lambda _: tagger.client, **kw)
+
+    with enforcing(moto_endpoint) as (session, env), recorded_events() as events:
+        admin = session.client("iam", endpoint_url=moto_endpoint)
+        watched = session.client("application-autoscaling", endpoint_url=moto_endpoint)
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         # boto3's default session keeps the credentials it first found: a new one reads these
         monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
-        # GIVEN the function's own credentials, which may only assume roles, and two
+        # GIVEN the function's own credentials, which may not yet assume roles, and two
         # roles: the table's, which may call Application Auto Scaling, and one that may not
         scheduling = role(admin, "OrdersScheduleRole", "application-autoscaling:*")
         bare = role(admin, "BareRole", None)
-        # WHEN a Create names the table's role, THEN its calls are made as that role
-        assert create(scheduling)["PhysicalResourceId"] == f"{TABLE}@us-east-1"
-        tagger.stubber.assert_no_pending_responses()
+
+        slept: list[float] = []
+
+        def granted(seconds: float) -> None:  # IAM applies the grant while the function waits
+            slept.append(seconds)
+            admin.put_user_policy(
+                UserName="replica-schedules",
+                PolicyName="assume",
+                PolicyDocument=allow("sts:AssumeRole"),
+            )
+
+        # WHEN a Create's AssumeRole is denied with no time left to wait THEN it fails,
+        # naming what the function's role needs
+        with pytest.raises(ReplicaScheduleError) as raised:
+            call("Create", scheduling, context=Lambda(CLEANUP_MS))
+        assert (
+            f"still denied after 0 s: the replica-schedule function's role needs sts:AssumeRole on {scheduling}"
+            in str(raised.value)
+        )
+        # WHEN a Create names the table's role, its AssumeRole denied at first, THEN it asks
+        # again, and its calls are made as that role
+        answer = call("Create", scheduling, sleep=granted)
+        assert answer["PhysicalResourceId"] == f"{TABLE}@us-east-1" and slept == [PERMISSION_POLL_S]
         # WHEN one names a role that may not, or none, THEN it is denied as that role, or
         # as the function itself
         for role_arn, who in (
@@ -574,11 +605,70 @@ def test_the_function_acts_as_the_role_its_resource_names(
             (None, "user/replica-schedules"),
         ):
             with pytest.raises(ReplicaScheduleError) as raised:
-                create(role_arn)
+                call("Create", role_arn, context=Lambda(CLEANUP_MS))
             assert f"{who} is not authorized to perform: application-autoscaling:" in str(
                 raised.value
             )
-    # and the action the table's role put is there
-    assert ours(targets["us-east-1"]) - before == {
-        (resource_id(TABLE, None), f"{ACTION_PREFIX}launch-raise")
-    }
+        # WHEN the first Update names the role (the properties before it named none), and a
+        # rollback goes back to those, THEN both act as the role
+        call("Update", scheduling, old=None)
+        call("Update", None, old=scheduling)
+        # WHEN the resource is deleted as its role THEN its action is gone
+        call("Delete", scheduling)
+        assert ours(watched) == set()
+        tagger.stubber.assert_no_pending_responses()
+    assert "replica-schedule-delete-as-function" not in [e["event"] for e in events]
+
+
+def delete(
+    targets: dict[str, Any], tagger: Tagger, given: dict[str, Any], role_client: Any
+) -> None:
+    """A Delete of ``given``, as its role through ``role_client``, or as the function
+    through ``targets``' clients."""
+    on_event(
+        event("Delete", given),
+        None,
+        targets.__getitem__,
+        lambda _: tagger.client,
+        as_role=lambda _: lambda _: role_client,
+    )
+
+
+@pytest.mark.parametrize("code", ["AccessDeniedException", "ValidationException"])
+def test_a_delete_its_role_may_no_longer_make_is_made_as_the_function(
+    targets: dict[str, Any], moto_endpoint: str, code: str
+) -> None:
+    # GIVEN a replica's action, put as its table's role, whose grant is then narrowed
+    # before the resource's Delete (a Region dropped, the table replaced): moto answers
+    # a denied call in a form botocore cannot read, so the role's client is stubbed
+    tagger = Tagger(moto_endpoint, "us-east-1", targets["us-east-1"])
+    given = {**props("us-east-1", action("launch-raise", "write", 400)), "RoleArn": ROLE}
+    tagger.expect_tags()
+    with tagger.stubber:
+        on_event(
+            event("Create", given),
+            None,
+            tagger_of=lambda _: tagger.client,
+            as_role=lambda _: targets.__getitem__,
+        )
+    role_client = local_aws.client(moto_endpoint, "application-autoscaling", "us-east-1")
+    refused = Stubber(role_client)
+    refused.add_client_error("delete_scheduled_action", code, "not authorized")
+    # WHEN the Delete comes
+    if code == "AccessDeniedException":
+        tagger.expect_untags()
+    with refused, tagger.stubber, recorded_events() as events:
+        if code == "AccessDeniedException":
+            delete(targets, tagger, given, role_client)
+        else:  # THEN any other error fails the Delete as it came
+            with pytest.raises(ReplicaScheduleError, match=code):
+                delete(targets, tagger, given, role_client)
+    if code != "AccessDeniedException":
+        tagger.expect_untags()  # (cleaned up as the function)
+        run(targets, tagger, event("Delete", {**given, "RoleArn": None}))
+        return
+    # THEN a denial of the role is made again as the function itself, which deletes the
+    # action and the tag
+    assert ours(targets["us-east-1"]) == set()
+    assert [e["event"] for e in events].count("replica-schedule-delete-as-function") == 1
+    tagger.stubber.assert_no_pending_responses()

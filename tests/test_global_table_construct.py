@@ -198,11 +198,33 @@ def test_the_function_may_schedule_only_this_tables_targets_in_its_regions(
     roles = template.find_resources("AWS::IAM::Role")
     (role,) = [k for k in roles if "ScheduleRole" in k]
     (function_role,) = [k for k in roles if k.startswith("ReplicaScheduleProviderFunctionRole")]
-    # the function's own policy names no table: it may only assume the table's role,
+    # the function's own policy names no table: it may assume the table's role, and
+    # itself only clean up (read targets, delete scheduled actions and the library's tag
+    # where a target carries it),
     own = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
-    assert set(own) == {"WriteOwnLogs", "AssumeScheduleRoles"}
+    assert set(own) == {
+        "WriteOwnLogs",
+        "AssumeScheduleRoles",
+        "ReadTargets",
+        "DeleteTaggedActions",
+        "UntagTaggedTargets",
+    }
     assert own["AssumeScheduleRoles"]["Action"] == "sts:AssumeRole"
     assert own["AssumeScheduleRoles"]["Resource"] == {"Fn::GetAtt": [role, "Arn"]}
+    assert own["DeleteTaggedActions"]["Action"] == "application-autoscaling:DeleteScheduledAction"
+    assert own["UntagTaggedTargets"]["Action"] == "application-autoscaling:UntagResource"
+    (table,) = template.find_resources("AWS::DynamoDB::GlobalTable")
+    assert table not in json.dumps(policy)  # no statement names the table
+    (function,) = [
+        f
+        for f in template.find_resources("AWS::Lambda::Function").values()
+        if f["Properties"].get("Handler", "").endswith("global_tables.handler.on_event")
+    ]
+    # AssumeRole at its own Region's STS endpoint
+    assert (
+        function["Properties"]["Environment"]["Variables"]["AWS_STS_REGIONAL_ENDPOINTS"]
+        == "regional"
+    )
     # which trusts the function's role alone, and holds the grant
     (trust,) = roles[role]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     assert trust["Principal"] == {"AWS": {"Fn::GetAtt": [function_role, "Arn"]}}
@@ -235,11 +257,6 @@ def test_the_function_may_schedule_only_this_tables_targets_in_its_regions(
     ]
     assert set(statements) == {"ReadTargets", "TagTargets", "UntagTargets", "ScheduleTaggedTargets"}
     # the function is made after its own policy, and deleted before it
-    (function,) = [
-        f
-        for f in template.find_resources("AWS::Lambda::Function").values()
-        if f["Properties"].get("Handler", "").endswith("global_tables.handler.on_event")
-    ]
     assert any(d.startswith("ReplicaScheduleProviderFunctionPolicy") for d in function["DependsOn"])
 
 

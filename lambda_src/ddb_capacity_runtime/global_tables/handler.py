@@ -13,10 +13,14 @@ The custom resource of one replica of a global table (``GlobalTableCapacity``), 
 
 Each call is made as the role the resource names (``RoleArn``: its GlobalTableCapacity's
 own, which may act only on that table's targets in its Regions), assumed for the event; a
-resource written without one is served as the function's own role. CloudFormation creates
-the role and its grant before the resource, and deletes them after it; Create and Update
-still wait out a denial of their first calls (the role assumed, the targets tagged) for up
-to `PERMISSION_WAIT_S`, while IAM applies a new role or grant.
+rollback to properties written before the roles were is made as the role of the properties
+it leaves. CloudFormation creates the role and its grant before the resource, and deletes
+them after it; Create and Update still wait out a denial of their first calls (the role
+assumed, the targets tagged) for up to `PERMISSION_WAIT_S`, while IAM applies a new role or
+grant. A Delete its role is denied (the grant narrowed before it: a Region dropped, the table
+replaced), or of a resource that names no role, is made as the function's own role, whose
+clean-up grant may only delete scheduled actions and the library's tag on targets tagged for
+a table of the library's.
 
 Every action it puts or deletes is named in its properties and begins with
 ``ACTION_PREFIX``: it never touches an action it did not make. The global table's own
@@ -30,6 +34,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..aws import scheduled_actions as calls
@@ -92,13 +97,16 @@ def _failures(event: Mapping[str, Any]) -> Iterator[None]:
 def on_event(
     event: Mapping[str, Any],
     context: Any,
-    client_of: ClientOf | None = None,
+    client_of: ClientOf = autoscaling_client,
     tagger_of: ClientOf | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    as_role: Callable[[str], ClientOf] | None = None,
 ) -> dict[str, Any]:
-    """The provider's call for each event: ``client_of`` makes a Region's client (default:
-    as the resource's role, `_clients`), and ``tagger_of`` the one that tags its targets
-    (default: the same client); ``sleep`` waits between the tries of a denied first call."""
+    """The provider's call for each event: ``client_of`` makes a Region's client as the
+    function's own role, ``as_role`` a role's maker of them (default: the role assumed,
+    `assumed_autoscaling`), and ``tagger_of`` the one that tags its targets (default: the
+    same client as the call's); ``sleep`` waits between the tries of a denied first call."""
+    roles = Roles(client_of, as_role or _assumed, tagger_of)
     with _failures(event):
         kind = event.get("RequestType")
         if kind not in ("Create", "Update", "Delete"):
@@ -107,11 +115,13 @@ def on_event(
             )
         new = parse_schedule(event.get("ResourceProperties"))
         if kind == "Delete":
-            _delete(*_clients(new, client_of, tagger_of), new)
+            _delete_as_either(new, roles)
             return {"PhysicalResourceId": event.get("PhysicalResourceId") or new.physical_id}
         old = _old(event, new) if kind == "Update" else None
+        if new.role_arn is None and old is not None:  # a rollback to properties of before
+            new = replace(new, role_arn=old.role_arn)  # the roles: the role still exists
         autoscaling, tagger = _when_permitted(
-            lambda: _tagged(*_clients(new, client_of, tagger_of), new), new, context, sleep
+            lambda: _tagged(*roles.clients(new), new), new, context, sleep
         )
         if old is not None and old.physical_id == new.physical_id:
             _update(autoscaling, tagger, old, new)
@@ -138,18 +148,47 @@ def _old(event: Mapping[str, Any], new: ReplicaSchedule) -> ReplicaSchedule:
         return ReplicaSchedule(new.table, new.region, new.indexes, (), new.role_arn)
 
 
-def _clients(s: ReplicaSchedule, client_of: ClientOf | None, tagger_of: ClientOf | None) -> Clients:
-    """``s``'s Region's client and tagger: ``client_of``'s and ``tagger_of``'s when given;
-    otherwise as the role ``s`` names (assumed now: its AssumeRole denied is raised as
-    such), or as the function's own role where it names none."""
-    if client_of is None:
-        client_of = (
-            autoscaling_client
-            if s.role_arn is None
-            else assumed_autoscaling(s.role_arn, SESSION_NAME)
+def _assumed(role_arn: str) -> ClientOf:
+    return assumed_autoscaling(role_arn, SESSION_NAME)
+
+
+@dataclass(frozen=True)
+class Roles:
+    """How the function makes its clients: as its own role (``own``), as a role it assumes
+    (``as_role``), and the one that tags (``tagger_of``; None: the call's own client)."""
+
+    own: ClientOf
+    as_role: Callable[[str], ClientOf]
+    tagger_of: ClientOf | None = None
+
+    def clients(self, s: ReplicaSchedule) -> Clients:
+        """``s``'s Region's client and tagger, as the role ``s`` names (assumed now: its
+        AssumeRole denied is raised as such), or as the function's own role where it names
+        none."""
+        client_of = self.own if s.role_arn is None else self.as_role(s.role_arn)
+        autoscaling = client_of(s.region)
+        return autoscaling, autoscaling if self.tagger_of is None else self.tagger_of(s.region)
+
+
+def _delete_as_either(s: ReplicaSchedule, roles: Roles) -> None:
+    """Delete as the role ``s`` names; where that is denied (its grant narrowed before this
+    Delete: a Region dropped, the table replaced) or ``s`` names none (written before the
+    roles were), as the function's own role, whose clean-up grant may delete scheduled
+    actions and the library's tag on any DynamoDB target tagged for a table of the
+    library's (`_delete` touches only the actions ``s`` names)."""
+    try:
+        _delete(*roles.clients(s), s)
+    except Exception as exc:
+        if s.role_arn is None or error_code(exc) not in DENIED:
+            raise
+        log_event(
+            "replica-schedule-delete-as-function",
+            level=logging.WARNING,
+            table=s.table,
+            region=s.region,
+            error=f"{type(exc).__name__}: {shown(str(exc), 200)}",
         )
-    autoscaling = client_of(s.region)
-    return autoscaling, autoscaling if tagger_of is None else tagger_of(s.region)
+        _delete(*roles.clients(replace(s, role_arn=None)), s)
 
 
 def _when_permitted(
@@ -171,15 +210,23 @@ def _when_permitted(
                 callable(left) and left() < CLEANUP_MS + PERMISSION_POLL_S * 1000
             )
             if not more:
-                exc.add_note(_grant_needed(s, waited))
+                exc.add_note(_grant_needed(s, waited, getattr(exc, "operation_name", None)))
                 raise
         log_event("replica-schedule-waiting", table=s.table, region=s.region, waited=waited)
         sleep(PERMISSION_POLL_S)
         waited += PERMISSION_POLL_S
 
 
-def _grant_needed(s: ReplicaSchedule, waited: int) -> str:
-    """What a call still denied after ``waited`` seconds needs, and from whom."""
+def _grant_needed(s: ReplicaSchedule, waited: int, operation: str | None) -> str:
+    """What a call (``operation``) still denied after ``waited`` seconds needs, and from
+    whom."""
+    if operation == "AssumeRole":
+        return (
+            f"still denied after {waited} s: the replica-schedule function's role needs "
+            f"sts:AssumeRole on {s.role_arn} (its policy's AssumeScheduleRoles statement), "
+            "and that role's trust policy must name the function's role; a service control "
+            "policy or permissions boundary may deny it"
+        )
     who = (
         "the replica-schedule function's role"
         if s.role_arn is None

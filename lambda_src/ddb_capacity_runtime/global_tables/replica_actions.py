@@ -27,7 +27,10 @@ MAX_ACTIONS = 200
 actions a target; more in one resource is a mistake)."""
 MAX_UNITS = 1_000_000
 NAME = re.compile(r"[\w.#-]{1,255}")
-ROLE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}")
+ROLE_ARN = re.compile(
+    r"arn:aws(?:-[a-z]+){0,2}:iam::\d{12}:role/(?:[!-~]{0,510}/)?[A-Za-z0-9+=,.@_-]{1,64}",
+    re.ASCII,
+)
 """An IAM role's ARN, as a replica's ``RoleArn`` names the role its function acts as."""
 
 
