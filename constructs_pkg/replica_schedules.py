@@ -216,6 +216,18 @@ def _acknowledge_regions(policy: iam.ManagedPolicy, regions: Sequence[str]) -> N
         )
 
 
+def _read_targets() -> iam.PolicyStatement:
+    """Reading scalable targets and their scheduled actions (no resource-level permission)."""
+    return iam.PolicyStatement(
+        sid="ReadTargets",
+        actions=[
+            "application-autoscaling:DescribeScalableTargets",
+            "application-autoscaling:DescribeScheduledActions",
+        ],
+        resources=["*"],
+    )
+
+
 def _clean_up_statements() -> dict[str, iam.PolicyStatement]:
     """The function's own clean-up grant, by Sid: reading targets, deleting scheduled
     actions and removing `TARGET_TAG` on DynamoDB targets tagged for any table, in any
@@ -224,14 +236,7 @@ def _clean_up_statements() -> dict[str, iam.PolicyStatement]:
     tagged = {"StringLike": {f"aws:ResourceTag/{TARGET_TAG}": "*"}}
     anywhere = [scalable_targets_in("*")]
     return {
-        "ReadTargets": iam.PolicyStatement(
-            sid="ReadTargets",
-            actions=[
-                "application-autoscaling:DescribeScalableTargets",
-                "application-autoscaling:DescribeScheduledActions",
-            ],
-            resources=["*"],
-        ),
+        "ReadTargets": _read_targets(),
         "DeleteTaggedActions": iam.PolicyStatement(
             sid="DeleteTaggedActions",
             actions=["application-autoscaling:DeleteScheduledAction"],
@@ -261,14 +266,7 @@ def _statements(arns: list[str], table: str) -> dict[str, iam.PolicyStatement]:
     only_the_tag = {"ForAllValues:StringEquals": {"aws:TagKeys": [TARGET_TAG]}}
     tagged = {f"aws:ResourceTag/{TARGET_TAG}": table}
     return {
-        "ReadTargets": iam.PolicyStatement(
-            sid="ReadTargets",
-            actions=[
-                "application-autoscaling:DescribeScalableTargets",
-                "application-autoscaling:DescribeScheduledActions",
-            ],
-            resources=["*"],
-        ),
+        "ReadTargets": _read_targets(),
         "TagTargets": iam.PolicyStatement(
             sid="TagTargets",
             actions=["application-autoscaling:TagResource"],
