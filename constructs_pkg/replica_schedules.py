@@ -122,21 +122,11 @@ class _ReplicaScheduleProvider(Construct):
 
     def _own_grant(self) -> iam.PolicyStatement:
         """The function's own policy: assuming the tables' roles (the statement returned,
-        which `serve` extends) and cleaning up; it names no table, so the function is
-        created after it and deleted before it."""
+        which `serve` extends); it names no table, so the function is created after it
+        and deleted before it."""
         self.function.node.add_dependency(self.policy)
         assume = iam.PolicyStatement(sid="AssumeScheduleRoles", actions=["sts:AssumeRole"])
-        self.policy.add_statements(assume, *_clean_up_statements().values())
-        _acknowledge_reads(self.policy)
-        acknowledge(
-            self.policy,
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:application-autoscaling:*:"
-            "<AWS::AccountId>:scalable-target/*]",
-            "The function itself may only delete scheduled actions and the "
-            f"{TARGET_TAG} tag on DynamoDB targets that carry that tag, in any Region "
-            "(a Region dropped from a table is no longer named by its role when its "
-            "old resource is deleted); it deletes only the actions its properties name.",
-        )
+        self.policy.add_statements(assume)
         return assume
 
     def serve(
@@ -159,8 +149,7 @@ class _ReplicaScheduleProvider(Construct):
             statements=list(_statements([scalable_targets_in(r) for r in regions], table).values()),
         )
         self._assume.add_resources(role.role_arn)
-        _acknowledge_reads(grant)
-        _acknowledge_regions(grant, regions)
+        _acknowledge_grant(grant, regions)
         return role, grant
 
     @property
@@ -191,29 +180,36 @@ class _ReplicaScheduleProvider(Construct):
         )
 
 
-def _acknowledge_reads(policy: iam.ManagedPolicy) -> None:
-    """Why a table's grant, or the function's clean-up grant, reads every target."""
+def _acknowledge_grant(grant: iam.ManagedPolicy, regions: Sequence[str]) -> None:
+    """Why a table's grant reads every target, and names every target of its Regions (and,
+    to delete, of any Region)."""
     acknowledge(
-        policy,
+        grant,
         "AwsSolutions-IAM5[Resource::*]",
         "DescribeScalableTargets and DescribeScheduledActions have no resource-level "
         "permissions; they only read.",
     )
-
-
-def _acknowledge_regions(policy: iam.ManagedPolicy, regions: Sequence[str]) -> None:
-    """Why a table's grant names every target of its Regions."""
+    targets = (
+        "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:application-autoscaling:{}:"
+        "<AWS::AccountId>:scalable-target/*]"
+    )
     for region in regions:
         shown = region if not is_token(region) else "<AWS::Region>"
         acknowledge(
-            policy,
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:application-autoscaling:"
-            f"{shown}:<AWS::AccountId>:scalable-target/*]",
+            grant,
+            targets.format(shown),
             "Application Auto Scaling generates scalable-target ARNs, so the grant names "
-            "scalable-target/* in each replica Region. A table's role may tag only with "
-            f"the tag {TARGET_TAG} naming its global table, and schedule only on DynamoDB "
+            "scalable-target/* in each replica Region. Tagging is allowed only with the "
+            f"tag {TARGET_TAG} naming this global table; scheduling only on DynamoDB "
             "targets that carry that tag.",
         )
+    acknowledge(
+        grant,
+        targets.format("*"),
+        f"Deleting scheduled actions and the {TARGET_TAG} tag only on targets whose tag "
+        "names this global table, in any Region: a Region dropped from the table is no "
+        "longer one of its replica Regions when its old resource is deleted.",
+    )
 
 
 def _read_targets() -> iam.PolicyStatement:
@@ -228,43 +224,16 @@ def _read_targets() -> iam.PolicyStatement:
     )
 
 
-def _clean_up_statements() -> dict[str, iam.PolicyStatement]:
-    """The function's own clean-up grant, by Sid: reading targets, deleting scheduled
-    actions and removing `TARGET_TAG` on DynamoDB targets tagged for any table, in any
-    Region, so a Delete its table's role may no longer make (its grant narrowed before it,
-    or a resource written before the roles were) is made as the function itself."""
-    tagged = {"StringLike": {f"aws:ResourceTag/{TARGET_TAG}": "*"}}
-    anywhere = [scalable_targets_in("*")]
-    return {
-        "ReadTargets": _read_targets(),
-        "DeleteTaggedActions": iam.PolicyStatement(
-            sid="DeleteTaggedActions",
-            actions=["application-autoscaling:DeleteScheduledAction"],
-            resources=anywhere,
-            conditions={
-                **tagged,
-                "StringEquals": {"application-autoscaling:service-namespace": "dynamodb"},
-            },
-        ),
-        "UntagTaggedTargets": iam.PolicyStatement(
-            sid="UntagTaggedTargets",
-            actions=["application-autoscaling:UntagResource"],
-            resources=anywhere,
-            conditions={
-                **tagged,
-                "ForAllValues:StringEquals": {"aws:TagKeys": [TARGET_TAG]},
-            },
-        ),
-    }
-
-
 def _statements(arns: list[str], table: str) -> dict[str, iam.PolicyStatement]:
     """A table's grant, by Sid: reading targets; tagging them with `TARGET_TAG` naming
-    ``table`` (that tag alone; a target whose tag names another table keeps it), and
-    removing it; and scheduling the DynamoDB targets that carry it, each on the scalable
-    targets of ``arns``."""
+    ``table`` (that tag alone; a target whose tag names another table keeps it) and
+    putting scheduled actions on the DynamoDB targets that carry it, each on the scalable
+    targets of ``arns``; removing that tag and deleting those targets' scheduled actions
+    in any Region."""
     only_the_tag = {"ForAllValues:StringEquals": {"aws:TagKeys": [TARGET_TAG]}}
     tagged = {f"aws:ResourceTag/{TARGET_TAG}": table}
+    dynamodb_tagged = {"application-autoscaling:service-namespace": "dynamodb", **tagged}
+    anywhere = [scalable_targets_in("*")]  # a Region dropped from the table is cleaned up
     return {
         "ReadTargets": _read_targets(),
         "TagTargets": iam.PolicyStatement(
@@ -280,19 +249,20 @@ def _statements(arns: list[str], table: str) -> dict[str, iam.PolicyStatement]:
         "UntagTargets": iam.PolicyStatement(
             sid="UntagTargets",
             actions=["application-autoscaling:UntagResource"],
-            resources=arns,
+            resources=anywhere,
             conditions={"StringEquals": dict(tagged), **only_the_tag},
         ),
         "ScheduleTaggedTargets": iam.PolicyStatement(
             sid="ScheduleTaggedTargets",
-            actions=[
-                "application-autoscaling:PutScheduledAction",
-                "application-autoscaling:DeleteScheduledAction",
-            ],
+            actions=["application-autoscaling:PutScheduledAction"],
             resources=arns,
-            conditions={
-                "StringEquals": {"application-autoscaling:service-namespace": "dynamodb", **tagged}
-            },
+            conditions={"StringEquals": dynamodb_tagged},
+        ),
+        "UnscheduleTaggedTargets": iam.PolicyStatement(
+            sid="UnscheduleTaggedTargets",
+            actions=["application-autoscaling:DeleteScheduledAction"],
+            resources=anywhere,
+            conditions={"StringEquals": dynamodb_tagged},
         ),
     }
 

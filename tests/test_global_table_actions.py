@@ -481,7 +481,6 @@ def test_an_action_of_another_name_is_never_deleted(
     assert (resource_id(TABLE, None), "operators-own") in actions_in(targets["us-east-1"])
 
 
-ROLE = "arn:aws:iam::123456789012:role/Global-OrdersCapacityScheduleRole-0a1b"
 TRUST = {
     "Version": "2012-10-17",
     "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}],
@@ -564,7 +563,7 @@ def test_the_function_acts_as_the_role_its_resource_names(
         with tagger.stubber:
             return on_event(ev, kw.pop("context", None), tagger_of=lambda _: tagger.client, **kw)
 
-    with enforcing(moto_endpoint) as (session, env), recorded_events() as events:
+    with enforcing(moto_endpoint) as (session, env):
         admin = session.client("iam", endpoint_url=moto_endpoint)
         watched = session.client("application-autoscaling", endpoint_url=moto_endpoint)
         for name, value in env.items():
@@ -617,58 +616,3 @@ def test_the_function_acts_as_the_role_its_resource_names(
         call("Delete", scheduling)
         assert ours(watched) == set()
         tagger.stubber.assert_no_pending_responses()
-    assert "replica-schedule-delete-as-function" not in [e["event"] for e in events]
-
-
-def delete(
-    targets: dict[str, Any], tagger: Tagger, given: dict[str, Any], role_client: Any
-) -> None:
-    """A Delete of ``given``, as its role through ``role_client``, or as the function
-    through ``targets``' clients."""
-    on_event(
-        event("Delete", given),
-        None,
-        targets.__getitem__,
-        lambda _: tagger.client,
-        as_role=lambda _: lambda _: role_client,
-    )
-
-
-@pytest.mark.parametrize("code", ["AccessDeniedException", "ValidationException"])
-def test_a_delete_its_role_may_no_longer_make_is_made_as_the_function(
-    targets: dict[str, Any], moto_endpoint: str, code: str
-) -> None:
-    # GIVEN a replica's action, put as its table's role, whose grant is then narrowed
-    # before the resource's Delete (a Region dropped, the table replaced): moto answers
-    # a denied call in a form botocore cannot read, so the role's client is stubbed
-    tagger = Tagger(moto_endpoint, "us-east-1", targets["us-east-1"])
-    given = {**props("us-east-1", action("launch-raise", "write", 400)), "RoleArn": ROLE}
-    tagger.expect_tags()
-    with tagger.stubber:
-        on_event(
-            event("Create", given),
-            None,
-            tagger_of=lambda _: tagger.client,
-            as_role=lambda _: targets.__getitem__,
-        )
-    role_client = local_aws.client(moto_endpoint, "application-autoscaling", "us-east-1")
-    refused = Stubber(role_client)
-    refused.add_client_error("delete_scheduled_action", code, "not authorized")
-    # WHEN the Delete comes
-    if code == "AccessDeniedException":
-        tagger.expect_untags()
-    with refused, tagger.stubber, recorded_events() as events:
-        if code == "AccessDeniedException":
-            delete(targets, tagger, given, role_client)
-        else:  # THEN any other error fails the Delete as it came
-            with pytest.raises(ReplicaScheduleError, match=code):
-                delete(targets, tagger, given, role_client)
-    if code != "AccessDeniedException":
-        tagger.expect_untags()  # (cleaned up as the function)
-        run(targets, tagger, event("Delete", {**given, "RoleArn": None}))
-        return
-    # THEN a denial of the role is made again as the function itself, which deletes the
-    # action and the tag
-    assert ours(targets["us-east-1"]) == set()
-    assert [e["event"] for e in events].count("replica-schedule-delete-as-function") == 1
-    tagger.stubber.assert_no_pending_responses()

@@ -198,21 +198,11 @@ def test_the_function_may_schedule_only_this_tables_targets_in_its_regions(
     roles = template.find_resources("AWS::IAM::Role")
     (role,) = [k for k in roles if "ScheduleRole" in k]
     (function_role,) = [k for k in roles if k.startswith("ReplicaScheduleProviderFunctionRole")]
-    # the function's own policy names no table: it may assume the table's role, and
-    # itself only clean up (read targets, delete scheduled actions and the library's tag
-    # where a target carries it),
+    # the function's own policy names no table: it may only assume the table's role,
     own = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
-    assert set(own) == {
-        "WriteOwnLogs",
-        "AssumeScheduleRoles",
-        "ReadTargets",
-        "DeleteTaggedActions",
-        "UntagTaggedTargets",
-    }
+    assert set(own) == {"WriteOwnLogs", "AssumeScheduleRoles"}
     assert own["AssumeScheduleRoles"]["Action"] == "sts:AssumeRole"
     assert own["AssumeScheduleRoles"]["Resource"] == {"Fn::GetAtt": [role, "Arn"]}
-    assert own["DeleteTaggedActions"]["Action"] == "application-autoscaling:DeleteScheduledAction"
-    assert own["UntagTaggedTargets"]["Action"] == "application-autoscaling:UntagResource"
     (table,) = template.find_resources("AWS::DynamoDB::GlobalTable")
     assert table not in json.dumps(policy)  # no statement names the table
     (function,) = [
@@ -235,15 +225,20 @@ def test_the_function_may_schedule_only_this_tables_targets_in_its_regions(
         r["Fn::Join"][1][2].split(":")[2] for r in statements["ScheduleTaggedTargets"]["Resource"]
     }
     assert regions == {"us-east-1", "eu-west-1"}
-    schedule = statements["ScheduleTaggedTargets"]
-    assert set(schedule["Action"]) == {
-        "application-autoscaling:PutScheduledAction",
-        "application-autoscaling:DeleteScheduledAction",
-    }
-    assert schedule["Condition"]["StringEquals"] == {
-        "application-autoscaling:service-namespace": "dynamodb",
-        f"aws:ResourceTag/{TARGET_TAG}": {"Ref": table},
-    }
+    schedule, unschedule = (
+        statements["ScheduleTaggedTargets"],
+        statements["UnscheduleTaggedTargets"],
+    )
+    assert schedule["Action"] == "application-autoscaling:PutScheduledAction"
+    assert unschedule["Action"] == "application-autoscaling:DeleteScheduledAction"
+    for statement in (schedule, unschedule):
+        assert statement["Condition"]["StringEquals"] == {
+            "application-autoscaling:service-namespace": "dynamodb",
+            f"aws:ResourceTag/{TARGET_TAG}": {"Ref": table},
+        }
+    # deleting (actions, the tag) in any Region: one dropped from the table is cleaned up
+    for statement in (unschedule, statements["UntagTargets"]):
+        assert statement["Resource"]["Fn::Join"][1][2] == ":application-autoscaling:*:"
     tag = statements["TagTargets"]["Condition"]
     assert tag["StringEquals"] == {f"aws:RequestTag/{TARGET_TAG}": {"Ref": table}}
     assert tag["ForAllValues:StringEquals"] == {"aws:TagKeys": [TARGET_TAG]}
@@ -255,7 +250,13 @@ def test_the_function_may_schedule_only_this_tables_targets_in_its_regions(
         "application-autoscaling:DescribeScalableTargets",
         "application-autoscaling:DescribeScheduledActions",
     ]
-    assert set(statements) == {"ReadTargets", "TagTargets", "UntagTargets", "ScheduleTaggedTargets"}
+    assert set(statements) == {
+        "ReadTargets",
+        "TagTargets",
+        "UntagTargets",
+        "ScheduleTaggedTargets",
+        "UnscheduleTaggedTargets",
+    }
     # the function is made after its own policy, and deleted before it
     assert any(d.startswith("ReplicaScheduleProviderFunctionPolicy") for d in function["DependsOn"])
 

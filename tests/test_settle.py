@@ -14,6 +14,7 @@ import pytest
 from botocore.stub import Stubber
 
 from ddb_capacity_runtime.settle.handler import (
+    SETTLE_BY_SKEW_S,
     SettleError,
     is_complete,
     on_event,
@@ -547,10 +548,25 @@ def test_an_update_judges_a_new_table_by_its_date_and_unreadable_old_properties_
     assert answer == {"IsComplete": True, "Data": {"Settled": "true" if settled else "false"}}
 
 
-@pytest.mark.parametrize("data", [None, {}, {"SettleBy": "soon"}, {"SettleBy": "-5"}, "1000"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        None,
+        {},
+        {"SettleBy": "soon"},
+        {"SettleBy": "-5"},
+        "1000",
+        {"SettleBy": "0"},  # would date the step decades back: any table settled
+        {"SettleBy": str(int(999 - SETTLE_BY_SKEW_S - 1))},
+        {
+            "SettleBy": str(int(999 + SETTLE_WAIT_S + SETTLE_BY_SKEW_S + 1))
+        },  # waits past the provider
+        {"SettleBy": "9" * 5000},
+    ],
+)
 def test_a_step_without_its_settle_by_fails_naming_the_field(data: object) -> None:
     # GIVEN a provider's call whose Data.SettleBy (the step's first call's answer) is
-    # missing or not whole seconds
+    # missing, not whole seconds, or outside the step's window
     event: dict[str, Any] = cfn_event("Create", {"TableName": "orders", "Targets": ORDERS_TARGETS})
     if data is not None:
         event["Data"] = data

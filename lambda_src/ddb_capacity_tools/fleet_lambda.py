@@ -367,8 +367,9 @@ def _results(
 ) -> tuple[list[Any], list[str], int]:
     """Each table's result (in the manifest's order, named after the manifest: a document
     is untrusted), the tables with none, and how many could not be read or hold a figure
-    the report refuses (each a failed row, logged and counted). Only the results the run
-    holds are read (`_written`)."""
+    the report refuses (each a failed row, logged and counted), with 1 more when the
+    run's results could not be listed. Only the results the run holds are read
+    (`_written`)."""
     written = _written(s3, bucket, _key(run_id, "tables/"))
 
     def read(table: str) -> tuple[Any, bool]:
@@ -393,19 +394,19 @@ def _results(
         found = list(pool.map(read, tables))
     docs = [d for d, _ in found if d is not None]
     missing = [t for t, (d, _) in zip(tables, found, strict=True) if d is None]
-    return docs, missing, sum(bad for _, bad in found)
+    return docs, missing, sum(bad for _, bad in found) + (written is None)
 
 
 def _written(s3: Any, bucket: str, prefix: str) -> set[str] | None:
     """The keys under ``prefix`` (one ListObjectsV2 call a thousand keys), so a table with
-    no result costs no GetObject; None when they cannot be listed (logged: every table's
-    result is then asked for)."""
+    no result costs no GetObject; None when they cannot be listed (logged and counted as a
+    failure: every table's result is then asked for)."""
     keys: set[str] = set()
     try:
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             keys.update(str(o.get("Key")) for o in page.get("Contents", []))
     except Exception as exc:
-        log_event("results_not_listed", level=logging.WARNING, error=shown(describe_error(exc)))
+        log_event("results_not_listed", level=logging.ERROR, error=shown(describe_error(exc)))
         return None
     return keys
 

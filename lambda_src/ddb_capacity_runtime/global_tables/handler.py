@@ -17,10 +17,9 @@ rollback to properties written before the roles were is made as the role of the 
 it leaves. CloudFormation creates the role and its grant before the resource, and deletes
 them after it; Create and Update still wait out a denial of their first calls (the role
 assumed, the targets tagged) for up to `PERMISSION_WAIT_S`, while IAM applies a new role or
-grant. A Delete its role is denied (the grant narrowed before it: a Region dropped, the table
-replaced), or of a resource that names no role, is made as the function's own role, whose
-clean-up grant may only delete scheduled actions and the library's tag on targets tagged for
-a table of the library's.
+grant. A Delete is made as the resource's role too: its grant may delete scheduled actions
+and the library's tag on its table's targets in any Region (a Region dropped from the table
+is cleaned up).
 
 Every action it puts or deletes is named in its properties and begins with
 ``ACTION_PREFIX``: it never touches an action it did not make. The global table's own
@@ -115,7 +114,7 @@ def on_event(
             )
         new = parse_schedule(event.get("ResourceProperties"))
         if kind == "Delete":
-            _delete_as_either(new, roles)
+            _delete(*roles.clients(new), new)
             return {"PhysicalResourceId": event.get("PhysicalResourceId") or new.physical_id}
         old = _old(event, new) if kind == "Update" else None
         if new.role_arn is None and old is not None:  # a rollback to properties of before
@@ -168,27 +167,6 @@ class Roles:
         client_of = self.own if s.role_arn is None else self.as_role(s.role_arn)
         autoscaling = client_of(s.region)
         return autoscaling, autoscaling if self.tagger_of is None else self.tagger_of(s.region)
-
-
-def _delete_as_either(s: ReplicaSchedule, roles: Roles) -> None:
-    """Delete as the role ``s`` names; where that is denied (its grant narrowed before this
-    Delete: a Region dropped, the table replaced) or ``s`` names none (written before the
-    roles were), as the function's own role, whose clean-up grant may delete scheduled
-    actions and the library's tag on any DynamoDB target tagged for a table of the
-    library's (`_delete` touches only the actions ``s`` names)."""
-    try:
-        _delete(*roles.clients(s), s)
-    except Exception as exc:
-        if s.role_arn is None or error_code(exc) not in DENIED:
-            raise
-        log_event(
-            "replica-schedule-delete-as-function",
-            level=logging.WARNING,
-            table=s.table,
-            region=s.region,
-            error=f"{type(exc).__name__}: {shown(str(exc), 200)}",
-        )
-        _delete(*roles.clients(replace(s, role_arn=None)), s)
 
 
 def _when_permitted(

@@ -162,7 +162,7 @@ def is_complete(
         props = _properties(event)
         name = props["TableName"]
         targets = parse_targets(props.get("Targets"))
-        settle_by = _settle_by(event, name)
+        settle_by = _settle_by(event, name, clock())
         try:
             settled = _settle_when_active(event, name, targets, settle_by, dynamodb)
         except ClientError as exc:
@@ -179,16 +179,31 @@ def is_complete(
         return {"IsComplete": False}
 
 
-def _settle_by(event: Mapping[str, Any], name: str) -> int:
+SETTLE_BY_SKEW_S = 300
+"""How far ``Data.SettleBy`` may lie outside the step's own window (the provider stops asking
+60 s after it; a second call's clock may differ from the first's)."""
+
+
+def _settle_by(event: Mapping[str, Any], name: str, now: float) -> int:
     """``Data.SettleBy`` as `on_event` returned it (the provider passes it on): whole
-    seconds since the epoch; a `ValueError` naming the table ``name`` and the field
-    otherwise."""
+    seconds since the epoch, at most `SETTLE_WAIT_S` (and `SETTLE_BY_SKEW_S`) after ``now``
+    and at most `SETTLE_BY_SKEW_S` before it; a `ValueError` naming the table ``name`` and
+    the field otherwise (an older one would date the step, and what it may settle, before
+    this deploy)."""
     data = event.get("Data")
     value = data.get("SettleBy") if isinstance(data, Mapping) else None
-    if not (isinstance(value, str) and value.isascii() and value.isdigit()):
+    low, high = now - SETTLE_BY_SKEW_S, now + SETTLE_WAIT_S + SETTLE_BY_SKEW_S
+    if not (
+        isinstance(value, str)
+        and value.isascii()
+        and value.isdigit()
+        and len(value) <= 12
+        and low <= int(value) <= high
+    ):
         raise ValueError(
             f"table {name}: Data.SettleBy: got {shown(value)}; expected the whole seconds "
-            "since the epoch that the step's first call returned"
+            f"since the epoch that the step's first call returned, from {low:.0f} to "
+            f"{high:.0f} at {now:.0f}"
         )
     return int(value)
 
