@@ -31,7 +31,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_runtime.core.names import TARGET_TAG
+from ddb_capacity_runtime.core.names import OWNER_TAG, TARGET_TAG
 from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX
 
 from .compliance import acknowledge, skip_checkov
@@ -146,7 +146,11 @@ class _ReplicaScheduleProvider(Construct):
             "ScheduleGrant",
             description="Tag and schedule one global table's scalable targets in its Regions",
             roles=[role],
-            statements=list(_statements([scalable_targets_in(r) for r in regions], table).values()),
+            statements=list(
+                _statements(
+                    [scalable_targets_in(r) for r in regions], table, role.role_arn
+                ).values()
+            ),
         )
         self._assume.add_resources(role.role_arn)
         _acknowledge_grant(grant, regions)
@@ -200,15 +204,16 @@ def _acknowledge_grant(grant: iam.ManagedPolicy, regions: Sequence[str]) -> None
             targets.format(shown),
             "Application Auto Scaling generates scalable-target ARNs, so the grant names "
             "scalable-target/* in each replica Region. Tagging is allowed only with the "
-            f"tag {TARGET_TAG} naming this global table; scheduling only on DynamoDB "
-            "targets that carry that tag.",
+            f"tags {TARGET_TAG} naming this global table and {OWNER_TAG} naming this role; "
+            "scheduling only on DynamoDB targets that carry the first.",
         )
     acknowledge(
         grant,
         targets.format("*"),
-        f"Deleting scheduled actions and the {TARGET_TAG} tag only on targets whose tag "
-        "names this global table, in any Region: a Region dropped from the table is no "
-        "longer one of its replica Regions when its old resource is deleted.",
+        f"Deleting scheduled actions and the library's tags, in any Region, only on targets "
+        f"whose {OWNER_TAG} tag names this role (it tags the targets it schedules): a Region "
+        "dropped from the table, or a table replaced, is no longer named by the grant when "
+        "its old resource is deleted.",
     )
 
 
@@ -224,16 +229,19 @@ def _read_targets() -> iam.PolicyStatement:
     )
 
 
-def _statements(arns: list[str], table: str) -> dict[str, iam.PolicyStatement]:
-    """A table's grant, by Sid: reading targets; tagging them with `TARGET_TAG` naming
-    ``table`` (that tag alone; a target whose tag names another table keeps it) and
-    putting scheduled actions on the DynamoDB targets that carry it, each on the scalable
-    targets of ``arns``; removing that tag and deleting those targets' scheduled actions
-    in any Region."""
-    only_the_tag = {"ForAllValues:StringEquals": {"aws:TagKeys": [TARGET_TAG]}}
+def _statements(arns: list[str], table: str, role: str) -> dict[str, iam.PolicyStatement]:
+    """A table's grant to its role ``role`` (an ARN), by Sid: reading targets; tagging them
+    with `TARGET_TAG` naming ``table`` and `OWNER_TAG` naming ``role`` (those tags alone; a
+    target whose tag names another table keeps it), putting and deleting scheduled actions
+    on the DynamoDB targets tagged for ``table``, and removing the tags, each on the
+    scalable targets of ``arns``; and in any Region, deleting scheduled actions and the
+    tags where `OWNER_TAG` names ``role`` (a Region dropped from the table, the table
+    replaced: a table's name is unique in one Region only)."""
+    keys = {"ForAllValues:StringEquals": {"aws:TagKeys": [TARGET_TAG, OWNER_TAG]}}
     tagged = {f"aws:ResourceTag/{TARGET_TAG}": table}
-    dynamodb_tagged = {"application-autoscaling:service-namespace": "dynamodb", **tagged}
-    anywhere = [scalable_targets_in("*")]  # a Region dropped from the table is cleaned up
+    owned = {f"aws:ResourceTag/{OWNER_TAG}": role}
+    dynamodb = {"application-autoscaling:service-namespace": "dynamodb"}
+    anywhere = [scalable_targets_in("*")]
     return {
         "ReadTargets": _read_targets(),
         "TagTargets": iam.PolicyStatement(
@@ -241,28 +249,40 @@ def _statements(arns: list[str], table: str) -> dict[str, iam.PolicyStatement]:
             actions=["application-autoscaling:TagResource"],
             resources=arns,
             conditions={
-                "StringEquals": {f"aws:RequestTag/{TARGET_TAG}": table},
+                "StringEquals": {
+                    f"aws:RequestTag/{TARGET_TAG}": table,
+                    f"aws:RequestTag/{OWNER_TAG}": role,
+                },
                 "StringEqualsIfExists": dict(tagged),  # never another table's tag replaced
-                **only_the_tag,
+                **keys,
             },
         ),
         "UntagTargets": iam.PolicyStatement(
             sid="UntagTargets",
             actions=["application-autoscaling:UntagResource"],
-            resources=anywhere,
-            conditions={"StringEquals": dict(tagged), **only_the_tag},
+            resources=arns,
+            conditions={"StringEquals": dict(tagged), **keys},
         ),
         "ScheduleTaggedTargets": iam.PolicyStatement(
             sid="ScheduleTaggedTargets",
-            actions=["application-autoscaling:PutScheduledAction"],
+            actions=[
+                "application-autoscaling:PutScheduledAction",
+                "application-autoscaling:DeleteScheduledAction",
+            ],
             resources=arns,
-            conditions={"StringEquals": dynamodb_tagged},
+            conditions={"StringEquals": {**dynamodb, **tagged}},
         ),
-        "UnscheduleTaggedTargets": iam.PolicyStatement(
-            sid="UnscheduleTaggedTargets",
+        "UntagOwnTargets": iam.PolicyStatement(
+            sid="UntagOwnTargets",
+            actions=["application-autoscaling:UntagResource"],
+            resources=anywhere,
+            conditions={"StringEquals": dict(owned), **keys},
+        ),
+        "UnscheduleOwnTargets": iam.PolicyStatement(
+            sid="UnscheduleOwnTargets",
             actions=["application-autoscaling:DeleteScheduledAction"],
             resources=anywhere,
-            conditions={"StringEquals": dynamodb_tagged},
+            conditions={"StringEquals": {**dynamodb, **owned}},
         ),
     }
 

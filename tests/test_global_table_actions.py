@@ -20,7 +20,12 @@ import requests
 from botocore.stub import Stubber
 
 from ddb_capacity_runtime.core.errors import ReplicaScheduleError
-from ddb_capacity_runtime.core.names import TARGET_TAG, resource_id, scalable_dimension
+from ddb_capacity_runtime.core.names import (
+    OWNER_TAG,
+    TARGET_TAG,
+    resource_id,
+    scalable_dimension,
+)
 from ddb_capacity_runtime.global_tables.handler import (
     CLEANUP_MS,
     PERMISSION_POLL_S,
@@ -107,25 +112,24 @@ class Tagger:
         )["ScalableTargets"]
         return sorted(t["ScalableTargetARN"] for t in found)
 
-    def expect_tags(self) -> None:
+    def expect_tags(self, owner: str | None = None) -> None:
+        """A tag of each of the table's targets (and of the role ``owner`` tagging them)."""
+        tags = {TARGET_TAG: TABLE, **({} if owner is None else {OWNER_TAG: owner})}
         for arn in self.arns(TABLE):
-            self.stubber.add_response(
-                "tag_resource", {}, {"ResourceARN": arn, "Tags": {TARGET_TAG: TABLE}}
-            )
+            self.stubber.add_response("tag_resource", {}, {"ResourceARN": arn, "Tags": tags})
 
-    def expect_untags(self, but: tuple[str, str] | None = None) -> None:
+    def expect_untags(self, but: tuple[str, str] | None = None, owned: bool = False) -> None:
         """An untag of each of the table's targets, ``but`` one (its resource id and
-        scalable dimension)."""
+        scalable dimension); of the role's tag too where ``owned``."""
         kept = set()
         if but is not None:
             (target,) = self.autoscaling.describe_scalable_targets(
                 ServiceNamespace="dynamodb", ResourceIds=[but[0]], ScalableDimension=but[1]
             )["ScalableTargets"]
             kept.add(target["ScalableTargetARN"])
+        keys = [TARGET_TAG, OWNER_TAG] if owned else [TARGET_TAG]
         for arn in sorted(set(self.arns(TABLE)) - kept):
-            self.stubber.add_response(
-                "untag_resource", {}, {"ResourceARN": arn, "TagKeys": [TARGET_TAG]}
-            )
+            self.stubber.add_response("untag_resource", {}, {"ResourceARN": arn, "TagKeys": keys})
 
 
 def run(clients: dict[str, Any], tagger: Tagger, ev: dict[str, Any]) -> dict[str, Any]:
@@ -550,9 +554,10 @@ def test_the_function_acts_as_the_role_its_resource_names(
                 ScalableDimension=found["ScalableDimension"],
             )
     tagger = Tagger(moto_endpoint, "us-east-1", autoscaling)  # moto has no TagResource
-    for _ in range(3):  # a Create and two Updates tag, the Delete untags
-        tagger.expect_tags()
-    tagger.expect_untags()
+    scheduling = "arn:aws:iam::123456789012:role/OrdersScheduleRole"  # made below
+    for _ in range(3):  # a Create and two Updates tag, naming the role; the Delete untags
+        tagger.expect_tags(owner=scheduling)
+    tagger.expect_untags(owned=True)
     given = props("us-east-1", action("launch-raise", "write", 400))
 
     def call(kind: str, role: str | None, old: str | None = None, **kw: Any) -> dict[str, Any]:
@@ -572,7 +577,7 @@ def test_the_function_acts_as_the_role_its_resource_names(
         monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
         # GIVEN the function's own credentials, which may not yet assume roles, and two
         # roles: the table's, which may call Application Auto Scaling, and one that may not
-        scheduling = role(admin, "OrdersScheduleRole", "application-autoscaling:*")
+        assert role(admin, "OrdersScheduleRole", "application-autoscaling:*") == scheduling
         bare = role(admin, "BareRole", None)
 
         slept: list[float] = []
@@ -612,6 +617,12 @@ def test_the_function_acts_as_the_role_its_resource_names(
         # rollback goes back to those, THEN both act as the role
         call("Update", scheduling, old=None)
         call("Update", None, old=scheduling)
+        # WHEN a Delete names no role (a resource of before the roles) THEN it is made as
+        # the function itself, which may not: it fails, naming the table and who was denied
+        with pytest.raises(
+            ReplicaScheduleError, match=f"(?s)table '{TABLE}'.*user/replica-schedules is not"
+        ):
+            call("Delete", None)
         # WHEN the resource is deleted as its role THEN its action is gone
         call("Delete", scheduling)
         assert ours(watched) == set()

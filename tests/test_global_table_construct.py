@@ -28,7 +28,7 @@ from constructs_pkg import (
     ThrottleAwareScaler,
     apply_nag_packs,
 )
-from ddb_capacity_runtime.core.names import TARGET_TAG
+from ddb_capacity_runtime.core.names import OWNER_TAG, TARGET_TAG
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX, parse_schedule
 from examples.global_orders import GlobalOrdersReplicaStack, GlobalOrdersStack
@@ -225,27 +225,40 @@ def test_the_function_may_schedule_only_this_tables_targets_in_its_regions(
         r["Fn::Join"][1][2].split(":")[2] for r in statements["ScheduleTaggedTargets"]["Resource"]
     }
     assert regions == {"us-east-1", "eu-west-1"}
-    schedule, unschedule = (
-        statements["ScheduleTaggedTargets"],
-        statements["UnscheduleTaggedTargets"],
-    )
-    assert schedule["Action"] == "application-autoscaling:PutScheduledAction"
-    assert unschedule["Action"] == "application-autoscaling:DeleteScheduledAction"
-    for statement in (schedule, unschedule):
-        assert statement["Condition"]["StringEquals"] == {
-            "application-autoscaling:service-namespace": "dynamodb",
-            f"aws:ResourceTag/{TARGET_TAG}": {"Ref": table},
-        }
-    # deleting (actions, the tag) in any Region: one dropped from the table is cleaned up
-    for statement in (unschedule, statements["UntagTargets"]):
-        assert statement["Resource"]["Fn::Join"][1][2] == ":application-autoscaling:*:"
+    schedule = statements["ScheduleTaggedTargets"]
+    assert set(schedule["Action"]) == {
+        "application-autoscaling:PutScheduledAction",
+        "application-autoscaling:DeleteScheduledAction",
+    }
+    assert schedule["Condition"]["StringEquals"] == {
+        "application-autoscaling:service-namespace": "dynamodb",
+        f"aws:ResourceTag/{TARGET_TAG}": {"Ref": table},
+    }
+    role_arn = {"Fn::GetAtt": [role, "Arn"]}
+    keys = {"aws:TagKeys": [TARGET_TAG, OWNER_TAG]}
     tag = statements["TagTargets"]["Condition"]
-    assert tag["StringEquals"] == {f"aws:RequestTag/{TARGET_TAG}": {"Ref": table}}
-    assert tag["ForAllValues:StringEquals"] == {"aws:TagKeys": [TARGET_TAG]}
+    assert tag["StringEquals"] == {
+        f"aws:RequestTag/{TARGET_TAG}": {"Ref": table},
+        f"aws:RequestTag/{OWNER_TAG}": role_arn,
+    }
+    assert tag["ForAllValues:StringEquals"] == keys
     # a target tagged for another table keeps its tag
     assert tag["StringEqualsIfExists"] == {f"aws:ResourceTag/{TARGET_TAG}": {"Ref": table}}
     untag = statements["UntagTargets"]["Condition"]
     assert untag["StringEquals"] == {f"aws:ResourceTag/{TARGET_TAG}": {"Ref": table}}
+    # in any Region (one dropped from the table, a table replaced), only what it tagged
+    unschedule, untag_own = statements["UnscheduleOwnTargets"], statements["UntagOwnTargets"]
+    assert unschedule["Action"] == "application-autoscaling:DeleteScheduledAction"
+    assert unschedule["Condition"]["StringEquals"] == {
+        "application-autoscaling:service-namespace": "dynamodb",
+        f"aws:ResourceTag/{OWNER_TAG}": role_arn,
+    }
+    assert untag_own["Condition"] == {
+        "StringEquals": {f"aws:ResourceTag/{OWNER_TAG}": role_arn},
+        "ForAllValues:StringEquals": keys,
+    }
+    for statement in (unschedule, untag_own):
+        assert statement["Resource"]["Fn::Join"][1][2] == ":application-autoscaling:*:"
     assert statements["ReadTargets"]["Action"] == [
         "application-autoscaling:DescribeScalableTargets",
         "application-autoscaling:DescribeScheduledActions",
@@ -255,7 +268,8 @@ def test_the_function_may_schedule_only_this_tables_targets_in_its_regions(
         "TagTargets",
         "UntagTargets",
         "ScheduleTaggedTargets",
-        "UnscheduleTaggedTargets",
+        "UntagOwnTargets",
+        "UnscheduleOwnTargets",
     }
     # the function is made after its own policy, and deleted before it
     assert any(d.startswith("ReplicaScheduleProviderFunctionPolicy") for d in function["DependsOn"])

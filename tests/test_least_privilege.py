@@ -363,17 +363,20 @@ def test_each_global_tables_role_touches_its_targets_in_its_regions_only() -> No
         )
         for name in ("Orders", "Audit")
     }
-    tag = "ddb-capacity:table"
+    tag, owner_tag = "ddb-capacity:table", "ddb-capacity:schedule-role"
 
-    def target(region: str, tagged: str | None) -> tuple[str, dict[str, Any]]:
+    def arn_of(role: str) -> str:
+        return f"arn:{PARTITION}:iam::{ACCOUNT}:role/{role}"
+
+    def can(
+        role: str, action: str, region: str, tagged: str | None, owner: str = "", /, **extra: Any
+    ) -> bool:
         arn = f"arn:{PARTITION}:application-autoscaling:{region}:{ACCOUNT}:scalable-target/0a1b"
         context: dict[str, Any] = {"application-autoscaling:service-namespace": "dynamodb"}
         if tagged is not None:
             context[f"aws:ResourceTag/{tag}"] = tagged
-        return arn, context
-
-    def can(role: str, action: str, region: str, tagged: str | None, **extra: Any) -> bool:
-        arn, context = target(region, tagged)
+        if owner:
+            context[f"aws:ResourceTag/{owner_tag}"] = arn_of(owner)
         return allowed(
             template.statements_of(role),
             Request(f"application-autoscaling:{action}", arn, {**context, **extra}),
@@ -390,37 +393,49 @@ def test_each_global_tables_role_touches_its_targets_in_its_regions_only() -> No
         assert not can(as_orders, action, "us-east-1", audit)  # the other global table's
         assert not can(as_audit, action, "us-east-1", orders)
         assert not can(function_role, action, "us-east-1", orders)  # never as the function
-    # puts only in its replicas' Regions; deletes (actions, the tag) in any: a Region
-    # dropped from the table is cleaned up
-    assert not can(as_orders, "PutScheduledAction", "sa-east-1", orders)
-    assert not can(as_orders, "PutScheduledAction", "ap-south-1", orders)
-    assert can(as_orders, "DeleteScheduledAction", "sa-east-1", orders)
-    assert can(as_orders, "UntagResource", "sa-east-1", orders, **{"aws:TagKeys": [tag]})
-    assert not can(as_orders, "DeleteScheduledAction", "sa-east-1", audit)
-    # tagging: the one tag, naming its own table, and nothing else
-    only = {"aws:TagKeys": [tag]}
+        # outside its replicas' Regions, a table of the same name is another table
+        assert not can(as_orders, action, "sa-east-1", orders)
+        assert not can(as_orders, action, "ap-south-1", orders)
+    # deletes (actions, the tags) in any Region where its own tag names it: a Region
+    # dropped from the table, the table replaced (its targets tagged with the old name)
+    keys = {"aws:TagKeys": [tag, owner_tag]}
+    for region, table in (("sa-east-1", orders), ("us-east-1", "OldOrders")):
+        assert can(as_orders, "DeleteScheduledAction", region, table, as_orders)
+        assert can(as_orders, "UntagResource", region, table, as_orders, **keys)
+        assert not can(as_orders, "PutScheduledAction", region, table, as_orders)
+        assert not can(as_orders, "DeleteScheduledAction", region, table, as_audit)
+        assert not can(as_orders, "UntagResource", region, table, as_audit, **keys)
+    assert not can(
+        as_orders, "UntagResource", "sa-east-1", orders, as_orders, **{"aws:TagKeys": ["owner"]}
+    )
+    # tagging: the two tags, naming its own table and itself, and nothing else
+    mine = {f"aws:RequestTag/{owner_tag}": arn_of(as_orders), **keys}
     assert can(
-        as_orders, "TagResource", "eu-west-1", None, **{f"aws:RequestTag/{tag}": orders}, **only
+        as_orders, "TagResource", "eu-west-1", None, **{f"aws:RequestTag/{tag}": orders}, **mine
     )
     for other in ("SomeoneElses", audit):
         assert not can(
-            as_orders, "TagResource", "eu-west-1", None, **{f"aws:RequestTag/{tag}": other}, **only
+            as_orders, "TagResource", "eu-west-1", None, **{f"aws:RequestTag/{tag}": other}, **mine
         )
+    theirs = {f"aws:RequestTag/{owner_tag}": arn_of(as_audit), **keys}
+    assert not can(
+        as_orders, "TagResource", "eu-west-1", None, **{f"aws:RequestTag/{tag}": orders}, **theirs
+    )
     assert not can(
         as_orders,
         "TagResource",
         "eu-west-1",
         None,
-        **{f"aws:RequestTag/{tag}": orders, "aws:TagKeys": [tag, "owner"]},
+        **{f"aws:RequestTag/{tag}": orders, **mine, "aws:TagKeys": [tag, owner_tag, "owner"]},
     )
     # a target tagged already: its own table's tag again, never over another table's
-    own = {f"aws:RequestTag/{tag}": orders, **only}
+    own = {f"aws:RequestTag/{tag}": orders, **mine}
     assert can(as_orders, "TagResource", "eu-west-1", orders, **own)
     assert not can(as_orders, "TagResource", "eu-west-1", "SomeoneElses", **own)
     assert not can(as_orders, "TagResource", "us-east-1", audit, **own)
-    assert can(as_orders, "UntagResource", "eu-west-1", orders, **only)
-    assert not can(as_orders, "UntagResource", "eu-west-1", "SomeoneElses", **only)
-    assert not can(as_orders, "UntagResource", "us-east-1", audit, **only)
+    assert can(as_orders, "UntagResource", "eu-west-1", orders, **keys)
+    assert not can(as_orders, "UntagResource", "eu-west-1", "SomeoneElses", **keys)
+    assert not can(as_orders, "UntagResource", "us-east-1", audit, **keys)
     assert not can(as_orders, "UntagResource", "eu-west-1", orders, **{"aws:TagKeys": ["owner"]})
     # and never a capacity: no RegisterScalableTarget, PutScalingPolicy or UpdateTable
     for role in (as_orders, function_role):

@@ -574,3 +574,29 @@ def test_a_step_without_its_settle_by_fails_naming_the_field(data: object) -> No
     # before any call
     with pytest.raises(SettleError, match=r"orders.*Data\.SettleBy: got"):
         is_complete(event, None, dynamodb=stubbed(), clock=lambda: 999.0)
+
+
+@pytest.mark.parametrize("edge", ["earliest", "latest"])
+def test_a_settle_by_at_the_edges_of_the_steps_window_is_taken(edge: str) -> None:
+    # GIVEN a provider's call whose Data.SettleBy is at an edge of what the step allows, the
+    # table still CREATING
+    settle_by = (
+        999 - SETTLE_BY_SKEW_S if edge == "earliest" else 999 + SETTLE_WAIT_S + SETTLE_BY_SKEW_S
+    )
+    client = stubbed()
+    event = {
+        **cfn_event("Create", {"TableName": "orders", "Targets": ORDERS_TARGETS}),
+        "Data": {"SettleBy": str(int(settle_by))},
+    }
+    with Stubber(client) as stubber:
+        stubber.add_response("describe_table", {"Table": description(10, 10, status="CREATING")})
+        # WHEN it is asked whether the step is done THEN it looks at the table: the step
+        # waits, or (past its SettleBy) fails on the table's status, not on the field
+        if edge == "latest":
+            assert is_complete(event, None, dynamodb=client, clock=lambda: 999.0) == {
+                "IsComplete": False
+            }
+        else:
+            with pytest.raises(SettleError, match="not ACTIVE after"):
+                is_complete(event, None, dynamodb=client, clock=lambda: 999.0)
+        stubber.assert_no_pending_responses()

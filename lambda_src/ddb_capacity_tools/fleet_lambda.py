@@ -336,7 +336,8 @@ def report_run(s3: Any, settings: AdvisorSettings, now: datetime) -> dict[str, i
     return {
         "TablesReported": totals["tables"],
         "TablesMissing": totals["missing"],
-        # results there but not readable, and an unsent.json: counted, alarmed
+        # results there but not readable, results not listed, and an unsent.json not
+        # readable: counted, alarmed
         "Failures": unreadable + unsent_unread,
     }
 

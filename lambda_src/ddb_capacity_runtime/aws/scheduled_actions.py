@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from ..core.names import TARGET_TAG, resource_id, scalable_dimension
+from ..core.names import OWNER_TAG, TARGET_TAG, resource_id, scalable_dimension
 from .error_codes import error_code
 
 if TYPE_CHECKING:
@@ -46,17 +46,28 @@ def targets_of(
     return found
 
 
-def tag_targets(autoscaling: ApplicationAutoScalingClient, arns: Iterable[str], table: str) -> None:
-    """Tag each target ``TARGET_TAG=table``: the library's roles may then schedule it."""
+def tag_targets(
+    autoscaling: ApplicationAutoScalingClient,
+    arns: Iterable[str],
+    table: str,
+    owner: str | None = None,
+) -> None:
+    """Tag each target ``TARGET_TAG=table`` (and ``OWNER_TAG=owner``, the role tagging it,
+    when given): the library's roles may then schedule it."""
+    tags = {TARGET_TAG: table, **({} if owner is None else {OWNER_TAG: owner})}
     for arn in arns:
-        autoscaling.tag_resource(ResourceARN=arn, Tags={TARGET_TAG: table})
+        autoscaling.tag_resource(ResourceARN=arn, Tags=tags)
 
 
-def untag_targets(autoscaling: ApplicationAutoScalingClient, arns: Iterable[str]) -> None:
-    """Remove ``TARGET_TAG`` from each target (one already gone is skipped)."""
+def untag_targets(
+    autoscaling: ApplicationAutoScalingClient, arns: Iterable[str], owned: bool = False
+) -> None:
+    """Remove ``TARGET_TAG`` (and ``OWNER_TAG`` when ``owned``) from each target (one
+    already gone is skipped)."""
+    keys = [TARGET_TAG, OWNER_TAG] if owned else [TARGET_TAG]
     for arn in arns:
         try:
-            autoscaling.untag_resource(ResourceARN=arn, TagKeys=[TARGET_TAG])
+            autoscaling.untag_resource(ResourceARN=arn, TagKeys=keys)
         except Exception as exc:
             if error_code(exc) not in GONE:
                 raise

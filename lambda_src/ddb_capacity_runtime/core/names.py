@@ -34,6 +34,10 @@ TARGET_TAG = f"{TAG_PREFIX}table"
 """The tag on a scalable target that this library may move: its value is the table's name. The
 constructs put it on every target they create; the library's roles may call RegisterScalableTarget
 only on targets that carry it (with one of their tables' names)."""
+OWNER_TAG = f"{TAG_PREFIX}schedule-role"
+"""The tag a global table's replica-schedule role puts beside `TARGET_TAG`: its own ARN. A
+table's name is unique in one Region only; the role deletes scheduled actions and the tags in
+any Region only where this tag names it (a Region dropped from the table, the table replaced)."""
 
 
 METRICS_NAMESPACE = "DynamoDBCapacity"

@@ -12,14 +12,17 @@ The custom resource of one replica of a global table (``GlobalTableCapacity``), 
 - Delete: delete the actions of the properties (one already gone is skipped) and the tag.
 
 Each call is made as the role the resource names (``RoleArn``: its GlobalTableCapacity's
-own, which may act only on that table's targets in its Regions), assumed for the event; a
+own, which may tag and schedule only that table's targets in its Regions), assumed for the
+event; a
 rollback to properties written before the roles were is made as the role of the properties
 it leaves. CloudFormation creates the role and its grant before the resource, and deletes
 them after it; Create and Update still wait out a denial of their first calls (the role
 assumed, the targets tagged) for up to `PERMISSION_WAIT_S`, while IAM applies a new role or
 grant. A Delete is made as the resource's role too: its grant may delete scheduled actions
-and the library's tag on its table's targets in any Region (a Region dropped from the table
-is cleaned up).
+and the library's tags in any Region on the targets it tagged (``OWNER_TAG`` names it: a
+Region dropped from the table, the table replaced). A resource that names no role (written
+before the roles were) is served as the function's own role, which may call Application Auto
+Scaling for nothing: its calls fail, naming who was denied.
 
 Every action it puts or deletes is named in its properties and begins with
 ``ACTION_PREFIX``: it never touches an action it did not make. The global table's own
@@ -102,9 +105,10 @@ def on_event(
     as_role: Callable[[str], ClientOf] | None = None,
 ) -> dict[str, Any]:
     """The provider's call for each event: ``client_of`` makes a Region's client as the
-    function's own role, ``as_role`` a role's maker of them (default: the role assumed,
-    `assumed_autoscaling`), and ``tagger_of`` the one that tags its targets (default: the
-    same client as the call's); ``sleep`` waits between the tries of a denied first call."""
+    function's own role (for a resource that names none), ``as_role`` a role's maker of
+    them (default: the role assumed, `assumed_autoscaling`), and ``tagger_of`` the one that
+    tags its targets (default: the same client as the call's); ``sleep`` waits between the
+    tries of a denied first call."""
     roles = Roles(client_of, as_role or _assumed, tagger_of)
     with _failures(event):
         kind = event.get("RequestType")
@@ -234,7 +238,7 @@ def _tagged(
             f"no scalable target for {names}: the global table's capacity there must be "
             "autoscaled (Capacity.autoscaled)"
         )
-    calls.tag_targets(tagger, sorted(targets.values()), s.table)
+    calls.tag_targets(tagger, sorted(targets.values()), s.table, s.role_arn)
     return autoscaling, tagger
 
 
@@ -332,7 +336,8 @@ def _delete(
     # construct renamed or moved: its new resource was created before this one's Delete)
     kept = calls.with_actions(autoscaling, s.table, s.indexes, ACTION_PREFIX)
     targets = calls.targets_of(autoscaling, s.table, s.indexes)
-    calls.untag_targets(tagger, sorted(arn for key, arn in targets.items() if key not in kept))
+    untagged = sorted(arn for key, arn in targets.items() if key not in kept)
+    calls.untag_targets(tagger, untagged, owned=s.role_arn is not None)
     log_event(
         "replica-schedule-deleted",
         table=s.table,

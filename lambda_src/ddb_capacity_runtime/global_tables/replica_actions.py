@@ -73,7 +73,8 @@ class ReplicaAction:
 class ReplicaSchedule:
     """One replica's resource: its table (the global table's name, the same in every
     Region), its Region, its GSIs, its actions and the role the function acts as on its
-    targets (None: the function's own, as a resource written before the roles were)."""
+    targets (None: a resource written before the roles were, served as the function's own
+    role, which may not schedule)."""
 
     table: str
     region: str

@@ -180,8 +180,9 @@ def is_complete(
 
 
 SETTLE_BY_SKEW_S = 300
-"""How far ``Data.SettleBy`` may lie outside the step's own window (the provider stops asking
-60 s after it; a second call's clock may differ from the first's)."""
+"""How far ``Data.SettleBy`` may lie outside the step's own window: a call after it fails the
+step (`is_complete`'s TimeoutError), so a legitimate one comes at most a poll interval and its
+latency past it; a second function's clock may differ from the first's by a little."""
 
 
 def _settle_by(event: Mapping[str, Any], name: str, now: float) -> int:
