@@ -218,12 +218,14 @@ def _acknowledge_grant(grant: iam.ManagedPolicy, regions: Sequence[str]) -> None
 
 
 def _read_targets() -> iam.PolicyStatement:
-    """Reading scalable targets and their scheduled actions (no resource-level permission)."""
+    """Reading scalable targets, their scheduled actions (no resource-level permission)
+    and their tags."""
     return iam.PolicyStatement(
         sid="ReadTargets",
         actions=[
             "application-autoscaling:DescribeScalableTargets",
             "application-autoscaling:DescribeScheduledActions",
+            "application-autoscaling:ListTagsForResource",
         ],
         resources=["*"],
     )

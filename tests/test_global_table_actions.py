@@ -118,17 +118,24 @@ class Tagger:
         for arn in self.arns(TABLE):
             self.stubber.add_response("tag_resource", {}, {"ResourceARN": arn, "Tags": tags})
 
-    def expect_untags(self, but: tuple[str, str] | None = None, owned: bool = False) -> None:
-        """An untag of each of the table's targets, ``but`` one (its resource id and
-        scalable dimension); of the role's tag too where ``owned``."""
+    def expect_untags(self, but: tuple[str, str] | None = None, owner: str | None = None) -> None:
+        """A read of the tags of each of the table's targets, ``but`` one (its resource id
+        and scalable dimension), each tagged for the table (and by the role ``owner``), then
+        an untag of each (of the role's tag too, where ``owner``)."""
         kept = set()
         if but is not None:
             (target,) = self.autoscaling.describe_scalable_targets(
                 ServiceNamespace="dynamodb", ResourceIds=[but[0]], ScalableDimension=but[1]
             )["ScalableTargets"]
             kept.add(target["ScalableTargetARN"])
-        keys = [TARGET_TAG, OWNER_TAG] if owned else [TARGET_TAG]
-        for arn in sorted(set(self.arns(TABLE)) - kept):
+        tags = {TARGET_TAG: TABLE, **({} if owner is None else {OWNER_TAG: owner})}
+        free = sorted(set(self.arns(TABLE)) - kept)
+        for arn in free:
+            self.stubber.add_response(
+                "list_tags_for_resource", {"Tags": tags}, {"ResourceARN": arn}
+            )
+        keys = [TARGET_TAG, OWNER_TAG] if owner else [TARGET_TAG]
+        for arn in free:
             self.stubber.add_response("untag_resource", {}, {"ResourceARN": arn, "TagKeys": keys})
 
 
@@ -557,7 +564,7 @@ def test_the_function_acts_as_the_role_its_resource_names(
     scheduling = "arn:aws:iam::123456789012:role/OrdersScheduleRole"  # made below
     for _ in range(3):  # a Create and two Updates tag, naming the role; the Delete untags
         tagger.expect_tags(owner=scheduling)
-    tagger.expect_untags(owned=True)
+    tagger.expect_untags(owner=scheduling)
     given = props("us-east-1", action("launch-raise", "write", 400))
 
     def call(kind: str, role: str | None, old: str | None = None, **kw: Any) -> dict[str, Any]:
@@ -627,3 +634,66 @@ def test_the_function_acts_as_the_role_its_resource_names(
         call("Delete", scheduling)
         assert ours(watched) == set()
         tagger.stubber.assert_no_pending_responses()
+
+
+OTHER_ROLE = "arn:aws:iam::123456789012:role/Global-RenamedCapacityScheduleRole-9f8e"
+
+
+def test_a_delete_leaves_the_tags_of_targets_another_role_took_over(
+    targets: dict[str, Any], moto_endpoint: str
+) -> None:
+    # GIVEN a replica's action put by a role, whose targets another resource's role has
+    # since tagged (the construct renamed: its new resource is created before the old one's
+    # Delete, and schedules other targets of the table)
+    role = "arn:aws:iam::123456789012:role/Global-OrdersCapacityScheduleRole-0a1b"
+    given = {**props("us-east-1", action("launch-raise", "write", 400)), "RoleArn": role}
+    tagger = Tagger(moto_endpoint, "us-east-1", targets["us-east-1"])
+    tagger.expect_tags(owner=role)
+    with tagger.stubber:
+        on_event(
+            event("Create", given),
+            None,
+            targets.__getitem__,
+            lambda _: tagger.client,
+            as_role=lambda _: targets.__getitem__,
+        )
+    for arn in tagger.arns(TABLE):
+        tagger.stubber.add_response(
+            "list_tags_for_resource",
+            {"Tags": {TARGET_TAG: TABLE, OWNER_TAG: OTHER_ROLE}},
+            {"ResourceARN": arn},
+        )
+    # WHEN the old resource is deleted THEN its action is gone, and no target's tags are
+    # removed (no untag is expected: the Stubber fails any)
+    with tagger.stubber, recorded_events() as events:
+        on_event(
+            event("Delete", given),
+            None,
+            targets.__getitem__,
+            lambda _: tagger.client,
+            as_role=lambda _: targets.__getitem__,
+        )
+        tagger.stubber.assert_no_pending_responses()
+    assert (resource_id(TABLE, None), f"{ACTION_PREFIX}launch-raise") not in ours(
+        targets["us-east-1"]
+    )
+    (deleted,) = [e for e in events if e["event"] == "replica-schedule-deleted"]
+    assert len(deleted["tag_kept"]) == len(tagger.arns(TABLE))
+
+
+def test_a_delete_after_its_targets_are_gone_asks_for_nothing_on_them(
+    targets: dict[str, Any], moto_endpoint: str
+) -> None:
+    # GIVEN a replica's resource whose table's targets are gone (the replica removed: its
+    # targets deregistered, their actions with them), where a delete would be refused, not
+    # answered "not found", since the grant's conditions read the target's tags
+    given = {**props("us-east-1", action("launch-raise", "write", 400)), "TableName": "Gone"}
+    asked: list[str] = []
+    autoscaling = targets["us-east-1"]
+    autoscaling.meta.events.register(
+        "provide-client-params.application-autoscaling.DeleteScheduledAction",
+        lambda params, **_: asked.append(params["ScheduledActionName"]),
+    )
+    # WHEN it is deleted THEN it succeeds and asks to delete nothing
+    answer = on_event(event("Delete", given), None, targets.__getitem__)
+    assert answer["PhysicalResourceId"] == f"{TABLE}@us-east-1" and asked == []

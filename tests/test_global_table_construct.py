@@ -262,6 +262,7 @@ def test_the_function_may_schedule_only_this_tables_targets_in_its_regions(
     assert statements["ReadTargets"]["Action"] == [
         "application-autoscaling:DescribeScalableTargets",
         "application-autoscaling:DescribeScheduledActions",
+        "application-autoscaling:ListTagsForResource",
     ]
     assert set(statements) == {
         "ReadTargets",

@@ -59,6 +59,20 @@ def tag_targets(
         autoscaling.tag_resource(ResourceARN=arn, Tags=tags)
 
 
+def tags_of(autoscaling: ApplicationAutoScalingClient, arn: str) -> dict[str, str]:
+    """The tags of the scalable target ``arn`` (untrusted: the ones of text alone; none for
+    a target already gone)."""
+    try:
+        found = autoscaling.list_tags_for_resource(ResourceARN=arn).get("Tags")
+    except Exception as exc:
+        if error_code(exc) in GONE:
+            return {}
+        raise
+    if not isinstance(found, Mapping):
+        return {}
+    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
+
+
 def untag_targets(
     autoscaling: ApplicationAutoScalingClient, arns: Iterable[str], owned: bool = False
 ) -> None:

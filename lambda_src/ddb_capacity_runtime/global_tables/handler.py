@@ -4,12 +4,14 @@ The custom resource of one replica of a global table (``GlobalTableCapacity``), 
 ``on_event`` handler of aws-cdk-lib's `custom_resources.Provider`:
 
 - Create: tag the replica's scalable targets as the library's (``TARGET_TAG``, the tag its
-  roles are scoped by), then put every action. A failure part way deletes what it put
-  before the deployment fails, so nothing is left behind.
+  roles are scoped by, and ``OWNER_TAG``, the role tagging them), then put every action.
+  A failure part way deletes what it put before the deployment fails, so nothing is left
+  behind.
 - Update: delete the actions the old properties had and the new ones do not, then put
   every new action (a put replaces an action of the same name). A new table or Region is a
   new resource: CloudFormation then deletes the old one.
-- Delete: delete the actions of the properties (one already gone is skipped) and the tag.
+- Delete: delete the actions of the properties (one already gone, or on a target gone, is
+  skipped) and the tags of the targets that are this resource's alone.
 
 Each call is made as the role the resource names (``RoleArn``: its GlobalTableCapacity's
 own, which may tag and schedule only that table's targets in its Regions), assumed for the
@@ -43,6 +45,7 @@ from ..aws import scheduled_actions as calls
 from ..aws.clients import assumed_autoscaling, autoscaling_client
 from ..aws.error_codes import error_code
 from ..core.errors import ReplicaScheduleError, shown, with_notes
+from ..core.names import OWNER_TAG, TARGET_TAG
 from ..events import log_event
 from .replica_actions import (
     ACTION_PREFIX,
@@ -327,21 +330,37 @@ def _delete(
     tagger: ApplicationAutoScalingClient,
     s: ReplicaSchedule,
 ) -> None:
+    """Delete the actions ``s`` names on the targets that still exist (a target
+    deregistered, as a replica removed, took its actions with it), then the tags of those
+    that are this resource's alone: a target that still carries the library's actions, or
+    whose `OWNER_TAG` names another role, is another resource's now (the construct renamed
+    or moved: its new resource was created, and tagged the targets, before this one's
+    Delete)."""
+    targets = calls.targets_of(autoscaling, s.table, s.indexes)
     deleted = [
         a.name
         for a in s.actions
-        if calls.delete_action(autoscaling, s.table, a.index, a.dimension, a.name)
+        if (a.index, a.dimension) in targets
+        and calls.delete_action(autoscaling, s.table, a.index, a.dimension, a.name)
     ]
-    # a target that still carries the library's actions is another resource's now (the
-    # construct renamed or moved: its new resource was created before this one's Delete)
     kept = calls.with_actions(autoscaling, s.table, s.indexes, ACTION_PREFIX)
-    targets = calls.targets_of(autoscaling, s.table, s.indexes)
-    untagged = sorted(arn for key, arn in targets.items() if key not in kept)
-    calls.untag_targets(tagger, untagged, owned=s.role_arn is not None)
+    free = sorted(arn for key, arn in targets.items() if key not in kept)
+    ours = [arn for arn in free if _tagged_by(calls.tags_of(tagger, arn), s)]
+    calls.untag_targets(tagger, ours, owned=s.role_arn is not None)
     log_event(
         "replica-schedule-deleted",
         table=s.table,
         region=s.region,
         deleted=deleted,
-        tag_kept=sorted(f"{i or 'table'} {d}" for i, d in kept),
+        tag_kept=sorted(f"{i or 'table'} {d}" for i, d in kept) + sorted(set(free) - set(ours)),
     )
+
+
+def _tagged_by(tags: Mapping[str, str], s: ReplicaSchedule) -> bool:
+    """Whether a target's ``tags`` are ``s``'s to remove: its `OWNER_TAG` names ``s``'s
+    role, or it has none and its `TARGET_TAG` names ``s``'s table (tagged before the roles
+    were, or by a resource of no role)."""
+    owner = tags.get(OWNER_TAG)
+    if owner is not None:
+        return s.role_arn is not None and owner == s.role_arn
+    return tags.get(TARGET_TAG) == s.table
