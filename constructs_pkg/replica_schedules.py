@@ -213,21 +213,27 @@ def _acknowledge_grant(grant: iam.ManagedPolicy, regions: Sequence[str]) -> None
         f"Deleting scheduled actions and the library's tags, in any Region, only on targets "
         f"whose {OWNER_TAG} tag names this role (it tags the targets it schedules): a Region "
         "dropped from the table, or a table replaced, is no longer named by the grant when "
-        "its old resource is deleted.",
+        "its old resource is deleted. Reading targets' tags, which only reads.",
     )
 
 
 def _read_targets() -> iam.PolicyStatement:
-    """Reading scalable targets, their scheduled actions (no resource-level permission)
-    and their tags."""
+    """Reading scalable targets and their scheduled actions (no resource-level
+    permission)."""
     return iam.PolicyStatement(
         sid="ReadTargets",
         actions=[
             "application-autoscaling:DescribeScalableTargets",
             "application-autoscaling:DescribeScheduledActions",
-            "application-autoscaling:ListTagsForResource",
         ],
         resources=["*"],
+    )
+
+
+def _read_tags(targets: list[str]) -> iam.PolicyStatement:
+    """Reading the tags of ``targets``."""
+    return iam.PolicyStatement(
+        sid="ReadTags", actions=["application-autoscaling:ListTagsForResource"], resources=targets
     )
 
 
@@ -274,6 +280,7 @@ def _statements(arns: list[str], table: str, role: str) -> dict[str, iam.PolicyS
             resources=arns,
             conditions={"StringEquals": {**dynamodb, **tagged}},
         ),
+        "ReadTags": _read_tags(anywhere),
         "UntagOwnTargets": iam.PolicyStatement(
             sid="UntagOwnTargets",
             actions=["application-autoscaling:UntagResource"],

@@ -639,30 +639,39 @@ def test_the_function_acts_as_the_role_its_resource_names(
 OTHER_ROLE = "arn:aws:iam::123456789012:role/Global-RenamedCapacityScheduleRole-9f8e"
 
 
+@pytest.mark.parametrize("tags", ["another role's", "unreadable"])
 def test_a_delete_leaves_the_tags_of_targets_another_role_took_over(
-    targets: dict[str, Any], moto_endpoint: str
+    targets: dict[str, Any], moto_endpoint: str, tags: str
 ) -> None:
     # GIVEN a replica's action put by a role, whose targets another resource's role has
     # since tagged (the construct renamed: its new resource is created before the old one's
-    # Delete, and schedules other targets of the table)
+    # Delete, and schedules other targets of the table), or whose tags cannot be read (a
+    # grant of the previous version, with no ListTagsForResource)
     role = "arn:aws:iam::123456789012:role/Global-OrdersCapacityScheduleRole-0a1b"
     given = {**props("us-east-1", action("launch-raise", "write", 400)), "RoleArn": role}
     tagger = Tagger(moto_endpoint, "us-east-1", targets["us-east-1"])
     tagger.expect_tags(owner=role)
+
+    def as_role(arn: str) -> Any:
+        return targets.__getitem__
+
     with tagger.stubber:
         on_event(
             event("Create", given),
             None,
             targets.__getitem__,
             lambda _: tagger.client,
-            as_role=lambda _: targets.__getitem__,
+            as_role=as_role,
         )
     for arn in tagger.arns(TABLE):
-        tagger.stubber.add_response(
-            "list_tags_for_resource",
-            {"Tags": {TARGET_TAG: TABLE, OWNER_TAG: OTHER_ROLE}},
-            {"ResourceARN": arn},
-        )
+        if tags == "unreadable":
+            tagger.stubber.add_client_error("list_tags_for_resource", "AccessDeniedException", "no")
+        else:
+            tagger.stubber.add_response(
+                "list_tags_for_resource",
+                {"Tags": {TARGET_TAG: TABLE, OWNER_TAG: OTHER_ROLE}},
+                {"ResourceARN": arn},
+            )
     # WHEN the old resource is deleted THEN its action is gone, and no target's tags are
     # removed (no untag is expected: the Stubber fails any)
     with tagger.stubber, recorded_events() as events:
@@ -671,7 +680,7 @@ def test_a_delete_leaves_the_tags_of_targets_another_role_took_over(
             None,
             targets.__getitem__,
             lambda _: tagger.client,
-            as_role=lambda _: targets.__getitem__,
+            as_role=as_role,
         )
         tagger.stubber.assert_no_pending_responses()
     assert (resource_id(TABLE, None), f"{ACTION_PREFIX}launch-raise") not in ours(
@@ -679,6 +688,8 @@ def test_a_delete_leaves_the_tags_of_targets_another_role_took_over(
     )
     (deleted,) = [e for e in events if e["event"] == "replica-schedule-deleted"]
     assert len(deleted["tag_kept"]) == len(tagger.arns(TABLE))
+    unread = [e for e in events if e["event"] == "replica-schedule-tags-unread"]
+    assert len(unread) == (len(tagger.arns(TABLE)) if tags == "unreadable" else 0)
 
 
 def test_a_delete_after_its_targets_are_gone_asks_for_nothing_on_them(
@@ -694,6 +705,9 @@ def test_a_delete_after_its_targets_are_gone_asks_for_nothing_on_them(
         "provide-client-params.application-autoscaling.DeleteScheduledAction",
         lambda params, **_: asked.append(params["ScheduledActionName"]),
     )
-    # WHEN it is deleted THEN it succeeds and asks to delete nothing
-    answer = on_event(event("Delete", given), None, targets.__getitem__)
-    assert answer["PhysicalResourceId"] == f"{TABLE}@us-east-1" and asked == []
+    # WHEN it is deleted THEN it succeeds, asks to delete nothing, and says what it skipped
+    with recorded_events() as events:
+        on_event(event("Delete", given), None, targets.__getitem__)
+    assert asked == []
+    (deleted,) = [e for e in events if e["event"] == "replica-schedule-deleted"]
+    assert deleted["skipped"] == [f"{ACTION_PREFIX}launch-raise"] and deleted["deleted"] == []

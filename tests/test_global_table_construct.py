@@ -262,13 +262,15 @@ def test_the_function_may_schedule_only_this_tables_targets_in_its_regions(
     assert statements["ReadTargets"]["Action"] == [
         "application-autoscaling:DescribeScalableTargets",
         "application-autoscaling:DescribeScheduledActions",
-        "application-autoscaling:ListTagsForResource",
     ]
+    assert statements["ReadTags"]["Action"] == "application-autoscaling:ListTagsForResource"
+    assert statements["ReadTags"]["Resource"]["Fn::Join"][1][2] == ":application-autoscaling:*:"
     assert set(statements) == {
         "ReadTargets",
         "TagTargets",
         "UntagTargets",
         "ScheduleTaggedTargets",
+        "ReadTags",
         "UntagOwnTargets",
         "UnscheduleOwnTargets",
     }

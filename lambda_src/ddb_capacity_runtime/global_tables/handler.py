@@ -345,21 +345,44 @@ def _delete(
     ]
     kept = calls.with_actions(autoscaling, s.table, s.indexes, ACTION_PREFIX)
     free = sorted(arn for key, arn in targets.items() if key not in kept)
-    ours = [arn for arn in free if _tagged_by(calls.tags_of(tagger, arn), s)]
+    ours = [arn for arn in free if _tagged_by(_tags_or_none(tagger, arn, s), s)]
     calls.untag_targets(tagger, ours, owned=s.role_arn is not None)
     log_event(
         "replica-schedule-deleted",
         table=s.table,
         region=s.region,
         deleted=deleted,
+        skipped=[a.name for a in s.actions if (a.index, a.dimension) not in targets],
         tag_kept=sorted(f"{i or 'table'} {d}" for i, d in kept) + sorted(set(free) - set(ours)),
     )
 
 
-def _tagged_by(tags: Mapping[str, str], s: ReplicaSchedule) -> bool:
-    """Whether a target's ``tags`` are ``s``'s to remove: its `OWNER_TAG` names ``s``'s
-    role, or it has none and its `TARGET_TAG` names ``s``'s table (tagged before the roles
-    were, or by a resource of no role)."""
+def _tags_or_none(
+    tagger: ApplicationAutoScalingClient, arn: str, s: ReplicaSchedule
+) -> Mapping[str, str] | None:
+    """The target's tags; None where they cannot be read (logged: its tags are then kept,
+    as unknown data never frees a target: a grant of the previous version, kept by a
+    resource deleted in the deploy that upgrades, has no ListTagsForResource)."""
+    try:
+        return calls.tags_of(tagger, arn)
+    except Exception as exc:
+        log_event(
+            "replica-schedule-tags-unread",
+            level=logging.WARNING,
+            table=s.table,
+            region=s.region,
+            target=arn,
+            error=f"{type(exc).__name__}: {shown(str(exc), 200)}",
+        )
+        return None
+
+
+def _tagged_by(tags: Mapping[str, str] | None, s: ReplicaSchedule) -> bool:
+    """Whether a target's ``tags`` (None: not read) are ``s``'s to remove: its `OWNER_TAG`
+    names ``s``'s role, or it has none and its `TARGET_TAG` names ``s``'s table (tagged
+    before the roles were, or by a resource of no role)."""
+    if tags is None:
+        return False
     owner = tags.get(OWNER_TAG)
     if owner is not None:
         return s.role_arn is not None and owner == s.role_arn
