@@ -22,6 +22,7 @@ from typing import Any
 import jsii
 from aws_cdk import Annotations, Duration, IStableAnyProducer, Stack, TimeZone
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_sns as sns
 from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
@@ -36,9 +37,17 @@ from ddb_capacity_runtime.schedule.entries import (
     TableSchedule,
 )
 
+from .alarm_sink import chosen_alarm_topic
+from .alarms import AlarmOptions, checked_alarm_options
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from .props import is_token
-from .replica_schedules import REPLICA_DEFAULTS, ReplicaScheduleResource, replica_provider
+from .replica_schedules import (
+    ALARM_IDS,
+    REPLICA_DEFAULTS,
+    AlarmConfig,
+    ReplicaScheduleResource,
+    replica_provider,
+)
 from .replica_table import Replica, replica_of
 from .runtime import FunctionOptions, function_configs
 from .table_parts import capacity_window, known_entry
@@ -99,6 +108,11 @@ class GlobalTableCapacity(Construct):
         replica-schedule function (memory, timeout from 30 seconds to 15 minutes, log
         retention, architecture), shared by every GlobalTableCapacity of the stack.
         Default: 256 MB, 2 minutes.
+    :param alarm_topic: where the replica-schedule function's errors alarm goes (shared by
+        every GlobalTableCapacity of the stack, as the function is: give them the same).
+        Default: the stack's shared library topic.
+    :param alarm_options: ``{"Errors": AlarmOptions(...)}``. Default: on, 1 error in 5
+        minutes.
     """
 
     def __init__(
@@ -111,6 +125,8 @@ class GlobalTableCapacity(Construct):
         index_high_water_marks: Mapping[str, HighWaterMark] | None = None,
         table_quota: int = DEFAULT_TABLE_QUOTA,
         function_options: Mapping[str, FunctionOptions] | None = None,
+        alarm_topic: sns.ITopic | None = None,
+        alarm_options: Mapping[str, AlarmOptions] | None = None,
     ) -> None:
         super().__init__(scope, id)
         self._where = f"GlobalTableCapacity {self.node.path}"
@@ -119,7 +135,13 @@ class GlobalTableCapacity(Construct):
         self._spec = _spec_of(self._where, table)
         self._warm(high_water_mark, dict(index_high_water_marks or {}))
         config = function_configs(self._where, function_options, REPLICA_DEFAULTS)
-        provider = replica_provider(self, self._where, config["ReplicaSchedules"])
+        options = checked_alarm_options(self._where, ALARM_IDS, alarm_options)
+        self.alarm_topic = chosen_alarm_topic(self, self._where, alarm_topic, None)
+        provider = replica_provider(
+            self, self._where, config["ReplicaSchedules"], AlarmConfig(self.alarm_topic, options)
+        )
+        self.alarms = provider.alarms
+        """The stack's replica-schedule alarms (shared by its GlobalTableCapacity), by id."""
         self.schedule_role, self.schedule_grant = provider.serve(
             self, table.table_name, self._spec.regions
         )

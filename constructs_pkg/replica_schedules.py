@@ -12,7 +12,8 @@ policy names no table, so tables may be ordered among themselves freely."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aws_cdk import (
@@ -28,12 +29,14 @@ from aws_cdk import (
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import OWNER_TAG, TARGET_TAG
 from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX
 
+from .alarms import AlarmOptions, AlarmSet, AlarmSpec, says
 from .compliance import acknowledge, skip_checkov
 from .prewarm import FRAMEWORK_MEMORY_MB, acknowledge_provider
 from .props import is_token
@@ -155,6 +158,24 @@ class _ReplicaScheduleProvider(Construct):
         self._assume.add_resources(role.role_arn)
         _acknowledge_grant(grant, regions)
         return role, grant
+
+    def alarm(self, where: str, alarms: AlarmConfig) -> None:
+        """The function's errors alarm (`ALARM_IDS`), notifying ``alarms.topic``: an event
+        that failed, a Delete in an update's clean-up phase too (CloudFormation completes
+        the stack then, and only its events say so)."""
+        self.alarm_config = alarms
+        alarm_set = AlarmSet(self, where, alarms.topic, alarms.options)
+        alarm_set.add(
+            "Errors",
+            AlarmSpec(
+                self.function.metric_errors(period=Duration.minutes(5)),
+                says(
+                    "A replica schedule event of a GlobalTableCapacity failed (a deploy, or a "
+                    "Delete in an update's clean-up phase, which leaves its actions)"
+                ),
+            ),
+        )
+        self.alarms = alarm_set.alarms
 
     @property
     def function_role(self) -> iam.IRole:
@@ -296,23 +317,41 @@ def _statements(arns: list[str], table: str, role: str) -> dict[str, iam.PolicyS
     }
 
 
+ALARM_IDS = ("Errors",)
+"""The replica-schedule function's alarms, by stable id (``alarm_options``)."""
+
+
+@dataclass(frozen=True)
+class AlarmConfig:
+    """Where the provider's alarms go, and their options (`ALARM_IDS`)."""
+
+    topic: sns.ITopic
+    options: Mapping[str, AlarmOptions]
+
+
 def replica_provider(
-    scope: Construct, where: str, config: FunctionConfig
+    scope: Construct, where: str, config: FunctionConfig, alarms: AlarmConfig
 ) -> _ReplicaScheduleProvider:
-    """The stack's one replica-schedule provider, made on first use as ``config`` says; a
-    later table (``where``) must ask for the same ``config``."""
+    """The stack's one replica-schedule provider, made on first use as ``config`` and
+    ``alarms`` say; a later table (``where``) must ask for the same."""
     stack = Stack.of(scope)
     existing = stack.node.try_find_child(PROVIDER_ID)
     if existing is None:
-        return _ReplicaScheduleProvider(stack, PROVIDER_ID, config)
+        provider = _ReplicaScheduleProvider(stack, PROVIDER_ID, config)
+        provider.alarm(where, alarms)
+        return provider
     assert isinstance(existing, _ReplicaScheduleProvider)
-    if existing.config != config:
-        raise CapacityConfigError(
-            f"{where}: function_options['ReplicaSchedules']: got {config}; but the stack's "
-            f"one replica-schedule provider ({existing.node.path}) is already made with "
-            f"{existing.config}: every GlobalTableCapacity of a stack shares it, so give them "
-            "the same function_options"
-        )
+    for name, given, made in (
+        ("function_options['ReplicaSchedules']", config, existing.config),
+        ("alarm_topic", alarms.topic.node.path, existing.alarm_config.topic.node.path),
+        ("alarm_options", dict(alarms.options), dict(existing.alarm_config.options)),
+    ):
+        if given != made:
+            raise CapacityConfigError(
+                f"{where}: {name}: got {given}; but the stack's one replica-schedule "
+                f"provider ({existing.node.path}) is already made with {made}: every "
+                f"GlobalTableCapacity of a stack shares it, so give them the same {name}"
+            )
     return existing
 
 

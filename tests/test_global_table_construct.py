@@ -16,10 +16,12 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Match, Template
 from constructs import Construct
 
 from constructs_pkg import (
+    AlarmOptions,
     CapacityConfigError,
     GlobalTableCapacity,
     HighWaterMark,
@@ -638,3 +640,41 @@ def test_the_providers_function_waits_for_its_roles_policy(
         if v["Type"] == "AWS::Lambda::Function" and "frameworkonEvent" in k
     ]
     assert policy in template[framework]["DependsOn"]
+
+
+def test_the_replica_schedule_function_alarms_on_its_errors_once_a_stack() -> None:
+    # GIVEN two global tables' capacities in one stack, given no topic
+    stack = new_stack()
+    first = GlobalTableCapacity(stack, "Capacity", table=global_table(stack))
+    scope = Construct(stack, "Other")
+    second = GlobalTableCapacity(scope, "Capacity", table=global_table(scope))
+    template = Template.from_stack(stack)
+    # THEN one alarm, on the shared function's errors, notifying the stack's library topic
+    (alarm,) = template.find_resources("AWS::CloudWatch::Alarm").values()
+    (function,) = [
+        k
+        for k, f in template.find_resources("AWS::Lambda::Function").items()
+        if f["Properties"].get("Handler", "").endswith("global_tables.handler.on_event")
+    ]
+    props = alarm["Properties"]
+    assert (props["Namespace"], props["MetricName"]) == ("AWS/Lambda", "Errors")
+    assert props["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function}}]
+    assert (props["Threshold"], props["Period"]) == (1, 300)
+    topic = first.alarm_topic.node.default_child
+    assert isinstance(topic, cdk.CfnElement)
+    assert props["AlarmActions"] == [{"Ref": stack.get_logical_id(topic)}]
+    assert first.alarms["Errors"] is second.alarms["Errors"]
+    # AND a third asking for another topic, or other options, is refused by name
+    for name, kwargs in (
+        ("alarm_topic", {"alarm_topic": sns.Topic(stack, "Mine")}),
+        ("alarm_options", {"alarm_options": {"Errors": AlarmOptions(threshold=3)}}),
+    ):
+        elsewhere = Construct(stack, f"Third{name}")
+        with pytest.raises(CapacityConfigError, match=f"{name}: got .* every GlobalTableCapacity"):
+            GlobalTableCapacity(elsewhere, "Capacity", table=global_table(elsewhere), **kwargs)
+
+
+def test_the_replica_schedule_alarm_can_be_turned_off() -> None:
+    stack, capacity = make(alarm_options={"Errors": AlarmOptions(enabled=False)})
+    assert Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm") == {}
+    assert dict(capacity.alarms) == {}
