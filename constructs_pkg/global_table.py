@@ -17,10 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Unpack
 
 import jsii
 from aws_cdk import Annotations, Duration, IStableAnyProducer, Stack, TimeZone
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sns as sns
 from constructs import Construct, IValidation
@@ -38,14 +39,14 @@ from ddb_capacity_runtime.schedule.entries import (
 )
 
 from .alarm_sink import chosen_alarm_topic
-from .alarms import AlarmOptions, checked_alarm_options
+from .alarms import FIVE_MINUTES, AlarmOptions, checked_alarm_options
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
-from .props import is_token
+from .props import MetricProps, is_token
 from .replica_schedules import (
     ALARM_IDS,
     REPLICA_DEFAULTS,
-    AlarmConfig,
     ReplicaScheduleResource,
+    _ReplicaScheduleProvider,
     replica_provider,
 )
 from .replica_table import Replica, replica_of
@@ -134,12 +135,9 @@ class GlobalTableCapacity(Construct):
         self.table = _checked_table(self._where, table)
         self._spec = _spec_of(self._where, table)
         self._warm(high_water_mark, dict(index_high_water_marks or {}))
-        config = function_configs(self._where, function_options, REPLICA_DEFAULTS)
-        options = checked_alarm_options(self._where, ALARM_IDS, alarm_options)
-        self.alarm_topic = chosen_alarm_topic(self, self._where, alarm_topic, None)
-        provider = replica_provider(
-            self, self._where, config["ReplicaSchedules"], AlarmConfig(self.alarm_topic, options)
-        )
+        provider = self._provider = self._provider_of(function_options, alarm_topic, alarm_options)
+        self.alarm_topic = provider.alarm_config.topic
+        """Where the stack's replica-schedule alarms go."""
         self.alarms = provider.alarms
         """The stack's replica-schedule alarms (shared by its GlobalTableCapacity), by id."""
         self.schedule_role, self.schedule_grant = provider.serve(
@@ -250,6 +248,24 @@ class GlobalTableCapacity(Construct):
             windows.append((schedule, window))
         for schedule, window in windows:
             schedule.add_window(window)
+
+    def _provider_of(
+        self, function_options: object, alarm_topic: object, alarm_options: object
+    ) -> _ReplicaScheduleProvider:
+        """The stack's replica-schedule provider, its props checked first."""
+        config = function_configs(self._where, function_options, REPLICA_DEFAULTS)
+        options = checked_alarm_options(self._where, ALARM_IDS, alarm_options)
+        topic = None
+        if alarm_topic is not None:
+            topic = chosen_alarm_topic(self, self._where, alarm_topic, None)
+        given = None if alarm_options is None else options
+        return replica_provider(self, self._where, config["ReplicaSchedules"], topic, given)
+
+    def metric_errors(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
+        """The stack's replica-schedule function's errors (the ``Errors`` alarm's metric):
+        the Sum over 5 minutes unless ``props`` say."""
+        merged: MetricProps = {"period": FIVE_MINUTES, **props}
+        return self._provider.function.metric_errors(**merged)
 
     def schedule_preview(
         self, *, count: int = 10, start: datetime | None = None, region: str | None = None

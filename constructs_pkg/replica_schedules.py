@@ -32,10 +32,11 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.names import OWNER_TAG, TARGET_TAG
 from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX
 
+from .alarm_sink import chosen_alarm_topic
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, says
 from .compliance import acknowledge, skip_checkov
 from .prewarm import FRAMEWORK_MEMORY_MB, acknowledge_provider
@@ -159,12 +160,12 @@ class _ReplicaScheduleProvider(Construct):
         _acknowledge_grant(grant, regions)
         return role, grant
 
-    def alarm(self, where: str, alarms: AlarmConfig) -> None:
+    def alarm(self, alarms: AlarmConfig) -> None:
         """The function's errors alarm (`ALARM_IDS`), notifying ``alarms.topic``: an event
         that failed, a Delete in an update's clean-up phase too (CloudFormation completes
         the stack then, and only its events say so)."""
         self.alarm_config = alarms
-        alarm_set = AlarmSet(self, where, alarms.topic, alarms.options)
+        alarm_set = AlarmSet(self, alarms.where, alarms.topic, alarms.options)
         alarm_set.add(
             "Errors",
             AlarmSpec(
@@ -323,36 +324,66 @@ ALARM_IDS = ("Errors",)
 
 @dataclass(frozen=True)
 class AlarmConfig:
-    """Where the provider's alarms go, and their options (`ALARM_IDS`)."""
+    """Where the provider's alarms go, their options (`ALARM_IDS`), and the construct that
+    set them (``where``)."""
 
     topic: sns.ITopic
     options: Mapping[str, AlarmOptions]
+    where: str
 
 
 def replica_provider(
-    scope: Construct, where: str, config: FunctionConfig, alarms: AlarmConfig
+    scope: Construct,
+    where: str,
+    config: FunctionConfig,
+    alarm_topic: sns.ITopic | None,
+    alarm_options: Mapping[str, AlarmOptions] | None,
 ) -> _ReplicaScheduleProvider:
-    """The stack's one replica-schedule provider, made on first use as ``config`` and
-    ``alarms`` say; a later table (``where``) must ask for the same."""
+    """The stack's one replica-schedule provider, made on first use as ``config``,
+    ``alarm_topic`` and ``alarm_options`` say (None: the stack's shared topic, the
+    defaults); a later table (``where``) must ask for the same ``config``, and for the same
+    alarms where it gives them (None: the provider's)."""
     stack = Stack.of(scope)
     existing = stack.node.try_find_child(PROVIDER_ID)
     if existing is None:
         provider = _ReplicaScheduleProvider(stack, PROVIDER_ID, config)
-        provider.alarm(where, alarms)
+        topic = chosen_alarm_topic(scope, where, alarm_topic, None)
+        provider.alarm(AlarmConfig(topic, dict(alarm_options or {}), where))
         return provider
     assert isinstance(existing, _ReplicaScheduleProvider)
-    for name, given, made in (
-        ("function_options['ReplicaSchedules']", config, existing.config),
-        ("alarm_topic", alarms.topic.node.path, existing.alarm_config.topic.node.path),
-        ("alarm_options", dict(alarms.options), dict(existing.alarm_config.options)),
-    ):
-        if given != made:
-            raise CapacityConfigError(
-                f"{where}: {name}: got {given}; but the stack's one replica-schedule "
-                f"provider ({existing.node.path}) is already made with {made}: every "
-                f"GlobalTableCapacity of a stack shares it, so give them the same {name}"
-            )
+    made = existing.alarm_config
+    differs = [
+        ("function_options['ReplicaSchedules']", shown(config), shown(existing.config))
+        if config != existing.config
+        else None,
+        ("alarm_topic", shown(alarm_topic), shown(made.topic))
+        if alarm_topic is not None and _arn(alarm_topic) != _arn(made.topic)
+        else None,
+        ("alarm_options", shown(alarm_options), shown(made.options))
+        if alarm_options is not None and _options(alarm_options) != _options(made.options)
+        else None,
+    ]
+    for name, given, first in (d for d in differs if d is not None):
+        raise CapacityConfigError(
+            f"{where}: {name}: got {given}; but {made.where} made the stack's one "
+            f"replica-schedule provider with {first}: every GlobalTableCapacity of a stack "
+            f"shares it, so give them the same {name}, or leave it out on all but one"
+        )
     return existing
+
+
+def _arn(topic: sns.ITopic) -> Any:
+    """A topic as its ARN resolves in its stack (two imports of one topic are one)."""
+    return Stack.of(topic).resolve(topic.topic_arn)
+
+
+def _options(options: Mapping[str, AlarmOptions]) -> list[tuple[Any, ...]]:
+    """Each alarm's options with the defaults filled in, for comparing two settings."""
+    out = []
+    for alarm_id in ALARM_IDS:
+        o = options.get(alarm_id, AlarmOptions())
+        out.append((o.enabled, o.threshold or 1, o.evaluation_periods or 1, list(o.actions)))
+    return out
 
 
 class NamedActions(Protocol):

@@ -664,14 +664,50 @@ def test_the_replica_schedule_function_alarms_on_its_errors_once_a_stack() -> No
     assert isinstance(topic, cdk.CfnElement)
     assert props["AlarmActions"] == [{"Ref": stack.get_logical_id(topic)}]
     assert first.alarms["Errors"] is second.alarms["Errors"]
-    # AND a third asking for another topic, or other options, is refused by name
+    # AND a third asking for another topic, or other options, is refused by name, naming
+    # the capacity that set them
     for name, kwargs in (
         ("alarm_topic", {"alarm_topic": sns.Topic(stack, "Mine")}),
         ("alarm_options", {"alarm_options": {"Errors": AlarmOptions(threshold=3)}}),
     ):
         elsewhere = Construct(stack, f"Third{name}")
-        with pytest.raises(CapacityConfigError, match=f"{name}: got .* every GlobalTableCapacity"):
+        with pytest.raises(
+            CapacityConfigError,
+            match=f"{name}: got .*; but GlobalTableCapacity Global/Capacity made the stack's one",
+        ):
             GlobalTableCapacity(elsewhere, "Capacity", table=global_table(elsewhere), **kwargs)
+
+
+def test_later_capacities_may_leave_the_alarms_out_or_give_the_same() -> None:
+    # GIVEN a capacity given an imported topic and a threshold
+    stack = new_stack()
+    arn = "arn:aws:sns:us-east-1:123456789012:pager"
+    first = GlobalTableCapacity(
+        stack,
+        "Capacity",
+        table=global_table(stack),
+        alarm_topic=sns.Topic.from_topic_arn(stack, "Pager", arn),
+        alarm_options={"Errors": AlarmOptions(threshold=2)},
+    )
+    # WHEN others leave them out, or give the same topic imported again and equal options
+    second_scope, third_scope = Construct(stack, "Second"), Construct(stack, "Third")
+    second = GlobalTableCapacity(second_scope, "Capacity", table=global_table(second_scope))
+    third = GlobalTableCapacity(
+        third_scope,
+        "Capacity",
+        table=global_table(third_scope),
+        alarm_topic=sns.Topic.from_topic_arn(third_scope, "Pager", arn),
+        alarm_options={"Errors": AlarmOptions(threshold=2, evaluation_periods=1)},
+    )
+    # THEN all share the first one's alarm, and no library topic is made
+    assert first.alarms["Errors"] is second.alarms["Errors"] is third.alarms["Errors"]
+    assert second.alarm_topic is first.alarm_topic
+    template = Template.from_stack(stack)
+    assert template.find_resources("AWS::SNS::Topic") == {}
+    (alarm,) = template.find_resources("AWS::CloudWatch::Alarm").values()
+    assert alarm["Properties"]["AlarmActions"] == [arn]
+    assert alarm["Properties"]["Threshold"] == 2
+    assert first.metric_errors().metric_name == "Errors"
 
 
 def test_the_replica_schedule_alarm_can_be_turned_off() -> None:
