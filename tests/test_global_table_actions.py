@@ -512,22 +512,22 @@ def enforcing(moto_endpoint: str) -> Iterator[tuple[Any, dict[str, str]]]:
     """The moto server checking every call against IAM (its ``reset-auth``), with a
     session that may do anything, and the environment of the replica-schedule function's
     own credentials (an IAM user given no policy); unchecked again afterwards."""
+    # the users made before any call is checked (a call of another thread meanwhile cannot
+    # take one of a counted few unchecked calls)
+    iam = local_aws.client(moto_endpoint, "iam")
+    iam.create_user(UserName="admin")
+    iam.put_user_policy(UserName="admin", PolicyName="all", PolicyDocument=allow("*"))
+    key = iam.create_access_key(UserName="admin")["AccessKey"]
+    admin = boto3.Session(
+        region_name="us-east-1",
+        aws_access_key_id=key["AccessKeyId"],
+        aws_secret_access_key=key["SecretAccessKey"],
+    )
+    iam.create_user(UserName="replica-schedules")
+    own = iam.create_access_key(UserName="replica-schedules")["AccessKey"]
     reset = f"{moto_endpoint}/moto-api/reset-auth"
-    requests.post(reset, data="3", timeout=10).raise_for_status()  # the 3 calls below go unchecked
+    requests.post(reset, data="0", timeout=10).raise_for_status()  # every call checked from now
     try:
-        iam = local_aws.client(moto_endpoint, "iam")
-        iam.create_user(UserName="admin")
-        iam.put_user_policy(UserName="admin", PolicyName="all", PolicyDocument=allow("*"))
-        key = iam.create_access_key(UserName="admin")["AccessKey"]
-        admin = boto3.Session(
-            region_name="us-east-1",
-            aws_access_key_id=key["AccessKeyId"],
-            aws_secret_access_key=key["SecretAccessKey"],
-        )
-        admin.client("iam", endpoint_url=moto_endpoint).create_user(UserName="replica-schedules")
-        own = admin.client("iam", endpoint_url=moto_endpoint).create_access_key(
-            UserName="replica-schedules"
-        )["AccessKey"]
         env = {
             **local_aws.aws_env(moto_endpoint),
             "AWS_ACCESS_KEY_ID": own["AccessKeyId"],
