@@ -83,6 +83,7 @@ from ..core.names import (
     scope_label,
 )
 from ..core.ownership import HIGHEST, LOWEST
+from ..core.validators import whole_text
 from .clients import Clients
 from .error_codes import CONDITION_FAILED, describe_error, error_code
 
@@ -229,11 +230,11 @@ class HoldStore:
             return None
         index, dimension = scope
         quota = MAX_TABLE_QUOTA  # levels the table had, whatever this store's quota
-        base = _whole(item.get("base", {}).get("N"), 1, quota)
+        base = whole_text(item.get("base", {}).get("N"), 1, quota)
         now = datetime.fromtimestamp(self.clock(), UTC)
         holds, malformed = self._holds(item.get("holds", {}).get("M", {}), index, dimension, now)
-        set_to = _whole(item.get("set_to", {}).get("N"), 1, quota)
-        intent = _whole(item.get("intent", {}).get("N"), 1, quota)
+        set_to = whole_text(item.get("set_to", {}).get("N"), 1, quota)
+        intent = whole_text(item.get("intent", {}).get("N"), 1, quota)
         recent = recent_intents(item.get("recent"), quota, now.timestamp())
         plan = item.get("plan", {}).get("S")
         plan = plan if isinstance(plan, str) and len(plan) <= MAX_PLAN_CHARS else None
@@ -270,9 +271,9 @@ class HoldStore:
         holds, malformed = [], []
         for ident, entry in raw.items():
             fields = entry.get("M", {}) if isinstance(entry, Mapping) else {}
-            units = _whole(fields.get("units", {}).get("N"), 1, self.limits.max_units)
-            expires = _whole(fields.get("expires", {}).get("N"), 0, int(latest))
-            baseline = _whole(fields.get("baseline", {}).get("N"), 0, MAX_TABLE_QUOTA)
+            units = whole_text(fields.get("units", {}).get("N"), 1, self.limits.max_units)
+            expires = whole_text(fields.get("expires", {}).get("N"), 0, int(latest))
+            baseline = whole_text(fields.get("baseline", {}).get("N"), 0, MAX_TABLE_QUOTA)
             token = fields.get("token", {}).get("S") if "token" in fields else None
             if units is None or expires is None or baseline is None:
                 malformed.append(ident)
@@ -583,7 +584,7 @@ def limits_from_env(env: Mapping[str, str]) -> HoldLimits:
         (MAX_TOTAL_UNITS_ENV, quota),
     ):
         default = read.get(MAX_UNITS_ENV, high) if name == MAX_TOTAL_UNITS_ENV else high
-        value = _whole(env.get(name, str(default)), 1, high)
+        value = whole_text(env.get(name, str(default)), 1, high)
         if value is None:
             raise CapacityRequestError(
                 f"{name}: got {env.get(name)!r:.200}; expected a whole number from 1 to {high}"
@@ -609,8 +610,8 @@ def recent_intents(raw: object, quota: int, now: float) -> dict[int, int]:
     latest = now + CLOCK_SKEW.total_seconds()
     kept = {}
     for value, when in list(entries.items())[: RECENT_INTENTS * 4]:
-        units = _whole(value, 1, quota)
-        at = _whole(when.get("N") if isinstance(when, Mapping) else None, 0, int(latest))
+        units = whole_text(value, 1, quota)
+        at = whole_text(when.get("N") if isinstance(when, Mapping) else None, 0, int(latest))
         if units is not None and at is not None and at >= oldest:
             kept[units] = at
     newest = sorted(kept.items(), key=lambda kv: kv[1])[-RECENT_INTENTS:]
@@ -633,15 +634,7 @@ def tuned_of(item: Mapping[str, Any]) -> int | None:
     kept = item.get(TUNED)
     fields = kept.get("M") if isinstance(kept, Mapping) else None
     target = fields.get("target") if isinstance(fields, Mapping) else None
-    return _whole(target.get("N") if isinstance(target, Mapping) else None, LOWEST, HIGHEST)
-
-
-def _whole(raw: object, low: int, high: int) -> int | None:
-    """``raw`` as a whole number from ``low`` to ``high``: ASCII digits only."""
-    if not isinstance(raw, str) or not raw.isascii() or not raw.isdigit() or len(raw) > 15:
-        return None
-    value = int(raw)
-    return value if low <= value <= high else None
+    return whole_text(target.get("N") if isinstance(target, Mapping) else None, LOWEST, HIGHEST)
 
 
 def _hold_item(h: Hold) -> dict[str, Any]:

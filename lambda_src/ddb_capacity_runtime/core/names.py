@@ -6,7 +6,7 @@ resource ids, scalable dimensions and the library's table tags."""
 
 from __future__ import annotations
 
-from .validators import is_whole
+from .validators import is_whole, whole_text
 
 DIMENSIONS = ("read", "write")
 UNITS = {"read": "ReadCapacityUnits", "write": "WriteCapacityUnits"}
@@ -54,9 +54,7 @@ def whole_units(raw: object) -> int | None:
     its text of digits (as CloudFormation and environment variables carry numbers); None for
     anything else."""
     text = raw if isinstance(raw, str) else str(raw) if is_whole(raw) else ""
-    if text.isascii() and text.isdigit() and len(text) <= 7 and 1 <= int(text) <= MAX_TABLE_QUOTA:
-        return int(text)
-    return None
+    return whole_text(text, 1, MAX_TABLE_QUOTA, digits=7)
 
 
 def parse_table_quota(raw: object, name: str = TABLE_QUOTA_ENV) -> int:

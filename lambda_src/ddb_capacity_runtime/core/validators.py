@@ -17,7 +17,7 @@ import math
 import re
 from typing import TypeGuard
 
-__all__ = ["REGION_NAME", "is_number", "is_region", "is_whole"]
+__all__ = ["REGION_NAME", "is_number", "is_region", "is_whole", "whole_text"]
 
 REGION_NAME = re.compile(r"[a-z]{2,4}(-[a-z]+)+-\d{1,2}")
 """What an AWS Region's name looks like (``eu-west-1``, ``us-gov-west-1``, and the European
@@ -27,6 +27,16 @@ Sovereign Cloud's ``eusc-de-east-1``)."""
 def is_whole(value: object, low: float = -math.inf, high: float = math.inf) -> TypeGuard[int]:
     """``value`` is an ``int`` (never a bool) from ``low`` to ``high``, both included."""
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def whole_text(raw: object, low: float, high: float, digits: int = 15) -> int | None:
+    """``raw`` as the text of a whole number from ``low`` to ``high``, both included: ASCII
+    digits only, at most ``digits`` of them (as CloudFormation's properties, DynamoDB's
+    ``N`` and environment variables carry numbers); None for anything else."""
+    if not isinstance(raw, str) or not raw.isascii() or not raw.isdigit() or len(raw) > digits:
+        return None
+    value = int(raw)
+    return value if low <= value <= high else None
 
 
 def is_number(

@@ -10,6 +10,7 @@ resource's properties as a string, so numbers are read from strings too."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 
 from ..core.errors import ReplicaScheduleError
 from ..core.names import DIMENSIONS, is_table_name
-from ..core.validators import is_region, is_whole
+from ..core.validators import is_region, is_whole, whole_text
 
 ACTION_PREFIX = "ddb-capacity-"
 """The first characters of the name of every scheduled action the library puts on a replica's
@@ -160,8 +161,9 @@ def _units(value: object, where: str) -> int | None:
     """A capacity from a property: an int, or its decimal text (CloudFormation's)."""
     if value is None:
         return None
-    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 7:
-        value = int(value)
+    text = whole_text(value, 0, math.inf, digits=7)  # its range is checked below
+    if text is not None:
+        value = text
     if not is_whole(value, 1, MAX_UNITS):
         raise ReplicaScheduleError(
             f"{where}: got {value!r:.40}; expected a whole number from 1 to {MAX_UNITS:,}"

@@ -39,6 +39,7 @@ from ..aws.error_codes import error_code
 from ..core.errors import SettleError as SettleError
 from ..core.errors import shown, shown_text, with_notes
 from ..core.names import is_table_name
+from ..core.validators import whole_text
 from ..events import log_event
 from .settle_plan import (
     PERMISSION_WAIT_S,
@@ -194,19 +195,14 @@ def _settle_by(event: Mapping[str, Any], name: str, now: float) -> int:
     data = event.get("Data")
     value = data.get("SettleBy") if isinstance(data, Mapping) else None
     low, high = now - SETTLE_BY_SKEW_S, now + SETTLE_WAIT_S + SETTLE_BY_SKEW_S
-    if not (
-        isinstance(value, str)
-        and value.isascii()
-        and value.isdigit()
-        and len(value) <= 12
-        and low <= int(value) <= high
-    ):
+    settle_by = whole_text(value, low, high, digits=12)
+    if settle_by is None:
         raise ValueError(
             f"table {name}: Data.SettleBy: got {shown(value)}; expected the whole seconds "
             f"since the epoch that the step's first call returned, from {low:.0f} to "
             f"{high:.0f} at {now:.0f}"
         )
-    return int(value)
+    return settle_by
 
 
 def _settle_when_active(
