@@ -39,7 +39,7 @@ from ddb_capacity_runtime.schedule.entries import (
 )
 
 from .alarm_sink import chosen_alarm_topic
-from .alarms import FIVE_MINUTES, AlarmOptions, checked_alarm_options
+from .alarms import AlarmOptions, checked_alarm_options
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from .props import MetricProps, is_token
 from .replica_schedules import (
@@ -264,8 +264,7 @@ class GlobalTableCapacity(Construct):
     def metric_errors(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
         """The stack's replica-schedule function's errors (the ``Errors`` alarm's metric):
         the Sum over 5 minutes unless ``props`` say."""
-        merged: MetricProps = {"period": FIVE_MINUTES, **props}
-        return self._provider.function.metric_errors(**merged)
+        return self._provider.metric_errors(**props)
 
     def schedule_preview(
         self, *, count: int = 10, start: datetime | None = None, region: str | None = None

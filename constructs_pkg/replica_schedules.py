@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 
 from aws_cdk import (
     Aws,
@@ -26,6 +26,7 @@ from aws_cdk import (
     Stack,
     custom_resources,
 )
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -37,10 +38,10 @@ from ddb_capacity_runtime.core.names import OWNER_TAG, TARGET_TAG
 from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX
 
 from .alarm_sink import chosen_alarm_topic
-from .alarms import AlarmOptions, AlarmSet, AlarmSpec, says
+from .alarms import FIVE_MINUTES, AlarmOptions, AlarmSet, AlarmSpec, says
 from .compliance import acknowledge, skip_checkov
 from .prewarm import FRAMEWORK_MEMORY_MB, acknowledge_provider
-from .props import is_token
+from .props import MetricProps, is_token
 from .runtime import FunctionConfig, FunctionDefaults, own_policy, runtime_function
 
 PROVIDER_ID = "ReplicaScheduleProvider"
@@ -169,7 +170,7 @@ class _ReplicaScheduleProvider(Construct):
         alarm_set.add(
             "Errors",
             AlarmSpec(
-                self.function.metric_errors(period=Duration.minutes(5)),
+                self.metric_errors(),
                 says(
                     "A replica schedule event of a GlobalTableCapacity failed (a deploy, or a "
                     "Delete in an update's clean-up phase, which leaves its actions)"
@@ -177,6 +178,12 @@ class _ReplicaScheduleProvider(Construct):
             ),
         )
         self.alarms = alarm_set.alarms
+
+    def metric_errors(self, **props: Unpack[MetricProps]) -> cloudwatch.Metric:
+        """The function's errors (the ``Errors`` alarm's metric): the Sum over 5 minutes
+        unless ``props`` say."""
+        merged: MetricProps = {"period": FIVE_MINUTES, **props}
+        return self.function.metric_errors(**merged)
 
     @property
     def function_role(self) -> iam.IRole:
@@ -364,10 +371,11 @@ def replica_provider(
         else None,
     ]
     for name, given, first in (d for d in differs if d is not None):
+        also = "" if name.startswith("function_options") else " (or give it on that one alone)"
         raise CapacityConfigError(
             f"{where}: {name}: got {given}; but {made.where} made the stack's one "
             f"replica-schedule provider with {first}: every GlobalTableCapacity of a stack "
-            f"shares it, so give them the same {name}, or leave it out on all but one"
+            f"shares it, so give them the same {name}{also}"
         )
     return existing
 

@@ -15,9 +15,8 @@ The custom resource of one replica of a global table (``GlobalTableCapacity``), 
 
 Each call is made as the role the resource names (``RoleArn``: its GlobalTableCapacity's
 own, which may tag and schedule only that table's targets in its Regions), assumed for the
-event; a
-rollback to properties written before the roles were is made as the role of the properties
-it leaves. CloudFormation creates the role and its grant before the resource, and deletes
+event; a rollback to properties written before the roles were is made as the role of the
+properties it leaves. CloudFormation creates the role and its grant before the resource, and deletes
 them after it; Create and Update still wait out a denial of their first calls (the role
 assumed, the targets tagged) for up to `PERMISSION_WAIT_S`, while IAM applies a new role or
 grant. A Delete is made as the resource's role too: its grant may delete scheduled actions
@@ -337,11 +336,11 @@ def _delete(
     or moved: its new resource was created, and tagged the targets, before this one's
     Delete)."""
     targets = calls.targets_of(autoscaling, s.table, s.indexes)
+    there = [a for a in s.actions if (a.index, a.dimension) in targets]
     deleted = [
         a.name
-        for a in s.actions
-        if (a.index, a.dimension) in targets
-        and calls.delete_action(autoscaling, s.table, a.index, a.dimension, a.name)
+        for a in there
+        if calls.delete_action(autoscaling, s.table, a.index, a.dimension, a.name)
     ]
     kept = calls.with_actions(autoscaling, s.table, s.indexes, ACTION_PREFIX)
     free = sorted(arn for key, arn in targets.items() if key not in kept)
@@ -352,7 +351,7 @@ def _delete(
         table=s.table,
         region=s.region,
         deleted=deleted,
-        skipped=[a.name for a in s.actions if (a.index, a.dimension) not in targets],
+        skipped=[a.name for a in s.actions if a not in there],
         tag_kept=sorted(f"{i or 'table'} {d}" for i, d in kept) + sorted(set(free) - set(ours)),
     )
 
