@@ -733,3 +733,19 @@ def test_the_guides_state_the_waits_the_custom_resources_keep() -> None:
     # the settle step: how long a denial is waited out, and the table's wait for ACTIVE
     assert f"in the first {_duration(settle_plan.PERMISSION_WAIT_S)} of the step" in marks
     assert f"not ACTIVE {_duration(settle_plan.SETTLE_WAIT_S)} after" in marks
+
+
+def test_the_fleet_guide_states_how_many_tables_a_run_list_holds() -> None:
+    import json
+    import re
+
+    from ddb_capacity_tools.fleet_lambda import MAX_LIST
+
+    text = " ".join((ROOT / "docs" / "guides" / "fleet-report.md").read_text().split())
+    found = re.search(r"each read up to (\d+) MB: some ([\d,]+) tables of the longest names", text)
+    assert found is not None
+    megabytes, tables = int(found[1]), int(found[2].replace(",", ""))
+    assert megabytes * 1_000_000 == MAX_LIST
+    # as the lister writes them: JSON strings of DynamoDB's longest names, comma-separated
+    longest = len(json.dumps("x" * 255)) + 2
+    assert tables <= MAX_LIST // longest < tables * 1.1
