@@ -6,6 +6,7 @@ moto server, the store in dynalite (atomic conditional writes, as DynamoDB's).""
 from __future__ import annotations
 
 import io
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,15 +17,22 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from ddb_capacity_runtime.aws import store as store_module
 from ddb_capacity_runtime.aws.minimum import set_minimum
 from ddb_capacity_runtime.aws.store import HoldLimits, HoldStore
-from ddb_capacity_runtime.core.holds import CapacityRequestTimeout, Hold, LeaseLost
+from ddb_capacity_runtime.core.holds import (
+    CapacityRequestError,
+    CapacityRequestTimeout,
+    Hold,
+    LeaseLost,
+)
 from ddb_capacity_runtime.core.memory import reconcile
 from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.core.tables import ScalableTarget
+from ddb_capacity_runtime.events import event_fields
 from ddb_capacity_runtime.scaler.shard import Batch
 from ddb_capacity_runtime.scaler.tick import run_tick
 from ddb_capacity_tools.local_aws import recorded_events
@@ -338,3 +346,45 @@ def test_contended_leases_never_carry_a_tick_past_its_deadline(
     assert clock() == pytest.approx(deadline, abs=1e-6), (clock(), deadline, clock.slept)
     assert summary["failures"], summary
     assert '"DeadlinePassed"' in out.getvalue()
+
+
+def _refuse_give_backs(client: Any) -> Callable[[], None]:
+    """Make ``client``'s UpdateItem calls that give a lease back (``REMOVE`` its owner and
+    expiry) fail as DynamoDB's throttling does, until the returned function is called."""
+    armed = [True]
+
+    def hook(params: dict[str, Any], **_: Any) -> None:
+        if armed[0] and params.get("UpdateExpression", "").startswith("REMOVE #o, #u"):
+            raise ClientError(
+                {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "x"}},
+                "UpdateItem",
+            )
+
+    event = "before-parameter-build.dynamodb.UpdateItem"
+    client.meta.events.register(event, hook)
+    return lambda: client.meta.events.unregister(event, hook)
+
+
+def test_a_lease_not_given_back_never_hides_the_failure_of_the_work_under_it(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The work under a lease fails, and so does giving the lease back: the work's own error
+    is the one raised (the one its caller counts and reports), and the lease left behind is
+    logged with its table, item and error."""
+    caplog.set_level(logging.ERROR, logger="ddb_capacity_runtime")
+    name, _ = _target(world, "giveback")
+    undo = _refuse_give_backs(world.store_ddb)
+    try:
+        with pytest.raises(ValueError, match="the work failed"):
+            with world.store.lease(name, None, "write", deadline=time.time() + 5) as lease:
+                lease.write(BASE)
+                raise ValueError("the work failed")
+        with pytest.raises(CapacityRequestError, match="ProvisionedThroughputExceeded"):
+            with world.store.lease(name, "byCustomer", "read", deadline=time.time() + 5):
+                pass  # work that succeeds: a lease not given back is still its caller's error
+    finally:
+        undo()
+    (logged,) = [f for r in caplog.records if (f := event_fields(r))]
+    assert logged["event"] == "lease-give-back-failed"
+    assert (logged["table"], logged["item"]) == (name, "table:write")
+    assert "ProvisionedThroughputExceededException" in logged["error"]

@@ -53,6 +53,7 @@ by the next restore.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import uuid
@@ -64,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from ..core.errors import shown
 from ..core.holds import (
     MAX_HOLD,
     MAX_HOLD_MINUTES,
@@ -84,6 +86,7 @@ from ..core.names import (
 )
 from ..core.ownership import HIGHEST, LOWEST
 from ..core.validators import whole_text
+from ..events import log_event
 from .clients import Clients
 from .error_codes import CONDITION_FAILED, describe_error, error_code
 
@@ -384,8 +387,10 @@ class HoldStore:
             wait = min(1.0, wait * 2)
         try:
             yield lease
-        finally:
-            lease.give_back()
+        except BaseException:
+            lease.give_back_after_failure()
+            raise
+        lease.give_back()
 
     def _take(self, key: dict[str, Any]) -> Lease | None:
         """The dimension's lease, taken with one conditional write that adds 1 to its
@@ -522,6 +527,22 @@ class Lease:
             self._call("update_item", UpdateExpression="REMOVE #o, #u", **condition)
         except LeaseLost:
             pass  # another process took it since the last write: nothing left to give back
+
+    def give_back_after_failure(self) -> None:
+        """`give_back` once the work under the lease has failed: a failure to give it back
+        is logged (the lease runs out by itself, `LEASE` and `CLOCK_SKEW` after its last
+        write) and never takes the place of the failure that is being raised, which the
+        caller counts."""
+        try:
+            self.give_back()
+        except Exception as exc:
+            log_event(
+                "lease-give-back-failed",
+                level=logging.ERROR,
+                table=self.key["pk"]["S"],
+                item=self.key["sk"]["S"],
+                error=f"{type(exc).__name__}: {shown(str(exc), 200)}",
+            )
 
     def _call(self, operation: str, **kwargs: Any) -> None:
         try:
