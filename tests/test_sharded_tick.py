@@ -475,6 +475,44 @@ def test_a_table_found_updating_in_a_batch_is_skipped_and_counted(
     assert world.throughput(busy) == (100, 215)
 
 
+ODD_DESCRIPTIONS = {
+    "a GSI without its name": lambda t: [g.pop("IndexName") for g in t["GlobalSecondaryIndexes"]],
+    "GSIs that are not a list": lambda t: t.update(GlobalSecondaryIndexes={"IndexName": "x"}),
+    "no TableArn": lambda t: t.pop("TableArn"),
+    "another table's ARN": lambda t: t.update(TableArn=t["TableArn"] + "-other"),
+}
+
+
+@pytest.mark.parametrize("odd", ODD_DESCRIPTIONS)
+def test_an_odd_description_in_a_batch_fails_its_table_alone(
+    world: World, aws_client: Any, odd: str
+) -> None:
+    # GIVEN a batch of a throttled table, an idle one, and one whose DescribeTable answer
+    # is odd in what the batch reads of all its tables at once (the GSIs' names for the
+    # scalable targets, the ARN for the tags)
+    busy, idle = busy_and_idle(world, 0)
+    name = world.table("p0-odd", 100, 100, gsi=(50, 50))
+    edit = ODD_DESCRIPTIONS[odd]
+    world.ddb.meta.events.register(
+        "after-call.dynamodb.DescribeTable",
+        lambda parsed, **_: (
+            edit(parsed["Table"]) if parsed.get("Table", {}).get("TableName") == name else None
+        ),
+    )
+    batch = Batch(world.now, world.now + timedelta(minutes=2), 1, 1, (busy, idle, name))
+    out = io.StringIO()
+    clients = Clients(world.ddb, world.aas, world.cw, world.clients.tagging)
+    # WHEN the batch function runs it
+    reason = ticked(world, clients, batch, out)
+    # THEN the odd table fails alone, counted and named; the others are decided
+    assert reason is not None and name in reason and "DescribeTable" in reason
+    (record,) = [r for r in emf_records(out) if "TablesManaged" in r]
+    assert (record["Failures"], record["SharedFailures"]) == (1, 0)
+    assert world.throughput(busy) == (100, 215)
+    assert world.throughput(idle) == (5, 5)
+    assert world.throughput(name) == (100, 100)
+
+
 def test_a_run_keeps_the_time_it_was_scheduled_for() -> None:
     now = datetime(2026, 11, 22, 12, 1, 30, tzinfo=UTC)
     assert handler.scheduled_time({"time": "2026-11-22T12:00:00Z"}, now, 2) == T0

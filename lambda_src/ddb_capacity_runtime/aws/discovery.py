@@ -17,6 +17,7 @@ from ..core.errors import NotManaged as NotManaged
 from ..core.errors import OnDemand as OnDemand
 from ..core.errors import TableUpdating as TableUpdating
 from ..core.errors import UnsoundListing as UnsoundListing
+from ..core.errors import shown
 from ..core.floorplan import FloorPlan, parse_plan
 from ..core.memory import Memory, reconcile
 from ..core.names import SCALER_TAGS, UNITS, resource_id, scalable_dimension, table_of_arn
@@ -253,9 +254,30 @@ def _listed(pages: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], Scalabl
 
 
 def table_resource_ids(name: str, description: Mapping[str, Any]) -> list[str]:
-    """Application Auto Scaling's ResourceIds of the table and of each of its GSIs."""
-    indexes = [g["IndexName"] for g in description.get("GlobalSecondaryIndexes", [])]
-    return [resource_id(name, None), *(resource_id(name, i) for i in indexes)]
+    """Application Auto Scaling's ResourceIds of the table and of each of its GSIs, from
+    its DescribeTable answer (untrusted): ValueError, naming the table, when its GSIs are
+    not a list of entries each with a name."""
+    gsis = description.get("GlobalSecondaryIndexes") or []
+    entries = gsis if isinstance(gsis, list) else [None]
+    names = [g.get("IndexName") if isinstance(g, Mapping) else None for g in entries]
+    if not all(isinstance(n, str) and n for n in names):
+        raise ValueError(
+            f"DescribeTable {name}: GlobalSecondaryIndexes is {shown(repr(gsis), 200)}; "
+            "expected a list of indexes, each with its IndexName"
+        )
+    return [resource_id(name, None), *(resource_id(name, i) for i in names)]
+
+
+def table_arn(name: str, description: Mapping[str, Any]) -> str:
+    """The table's ARN from its DescribeTable answer (untrusted): ValueError, naming the
+    table, when it is not an ARN of that table."""
+    arn = description.get("TableArn")
+    if table_of_arn(arn) != name:
+        raise ValueError(
+            f"DescribeTable {name}: TableArn is {shown(repr(arn), 200)}; expected the ARN of "
+            "that table"
+        )
+    return str(arn)
 
 
 def check_managed(table: Mapping[str, Any]) -> None:

@@ -363,9 +363,10 @@ def _read_batch(
     descriptions: dict[str, Mapping[str, Any]] = {}
     held: dict[str, list[HeldDimension]] = {}
     markers: set[tuple[str, str]] = set()
+    ids: list[str] = []
     for name, future in reads.items():
         try:
-            descriptions[name], held[name], marks = future.result()
+            descriptions[name], held[name], marks, table_ids = future.result()
         except NotManaged as exc:
             t.skipped.append({"table": name, "reason": str(exc)})  # logged with the others
             if isinstance(exc, TableUpdating):  # counted, so one stuck there alarms
@@ -376,8 +377,8 @@ def _read_batch(
             continue
         found[name] = None
         markers |= {(name, what) for what in marks}
+        ids += table_ids
     found = _batch_tags(t, found, descriptions)
-    ids = [r for n, d in descriptions.items() for r in discovery.table_resource_ids(n, d)]
     targets: Mapping[tuple[str, str], ScalableTarget] | None = t.shared(
         "scalable targets",
         lambda: discovery.scalable_targets(t.clients.autoscaling, ids) if ids else {},
@@ -404,7 +405,7 @@ def _batch_tags(
     config, listed = t.config, set(t.config.tables)
     tags: dict[str, dict[str, str] | None] | None = {}
     if config.tag_key:
-        arns = [str(descriptions[n].get("TableArn", "")) for n in found]
+        arns = [discovery.table_arn(n, descriptions[n]) for n in found]  # each checked read
         unsound: list[str] = []
         tags = t.shared(
             "table tags",
@@ -434,13 +435,17 @@ def _batch_tags(
 
 def _describe_and_read(
     t: _Tick, name: str
-) -> tuple[Mapping[str, Any], list[HeldDimension], set[str]]:
-    """One table of a batch: its description (NotManaged when it is not managed now) and
-    its state-store items and markers."""
+) -> tuple[Mapping[str, Any], list[HeldDimension], set[str], list[str]]:
+    """One table of a batch: its description (NotManaged when it is not managed now), its
+    state-store items and markers, and the ResourceIds of its targets. What the batch reads
+    of the description for all its tables at once (the GSIs' names, the table's ARN) is
+    checked here, so an odd answer fails its own table alone."""
     description = table_calls.describe(t.clients.dynamodb, name)
     discovery.check_managed(description)
+    ids = discovery.table_resource_ids(name, description)
+    discovery.table_arn(name, description)
     held, markers = t.store.read(name)
-    return description, held, markers
+    return description, held, markers, ids
 
 
 def _prepare_tables(
