@@ -14,6 +14,7 @@ import textwrap
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -213,6 +214,32 @@ def test_release_keeps_capacity_raised_beyond_the_holds_by_someone_else(world: W
     assert (row["status"], row["from"], row["to"]) == ("kept", 700, 700)
     assert world.throughput(name) == (10, 700)
     assert stored(world, name) == {}
+
+
+def test_a_release_after_another_hold_expired_unrestored_lowers_to_the_holds_left(
+    world: World,
+) -> None:
+    # GIVEN a target's minimum raised by two holds (+500 for a minute, +300 for 30 minutes)
+    name = world.table("Expired", 10, 100, tagged=False)
+    world.target(name, "write", 100, 10_000)
+    world.traffic(name, "write", 50)
+    now = [time.time()]
+    store = replace(world.store, clock=lambda: now[0])
+    kw: dict[str, Any] = {"store": store, "clients": world.clients, "clock": lambda: now[0]}
+    request_capacity(name, write=500, hold=timedelta(minutes=1), **kw)
+    second = request_capacity(name, write=300, hold=timedelta(minutes=30), **kw)
+    assert world.target_min(name, "write") == 850
+    # WHEN the first expires, and the second is released before the restorer ends the first
+    now[0] += 120
+    (row,) = second.release()
+    # THEN the minimum goes back to its base at once (no hold is active): the expired hold's
+    # raise is the library's own, not capacity raised beyond the holds by someone else
+    assert (row["status"], row["from"], row["to"]) == ("applied", 850, 100)
+    assert world.target_min(name, "write") == 100
+    # and the restorer then ends the expired hold, with nothing left to lower
+    restore_expired(name, store=store, clients=world.clients, clock=lambda: now[0])
+    assert [h for s in store.table(name) for h in s.holds] == []
+    assert world.target_min(name, "write") == 100
 
 
 # ------------------------------------------------------------------ expiry after a crash

@@ -93,7 +93,6 @@ def _end_dimension(
         return [result_row(table, index, dim, Via.NONE, 0, 0, Status.DROPPED, note=str(exc))]
     d = next((x for x in managed.dimensions if (x.index, x.dimension) == (index, dim)), None)
     now = ctx.now()
-    gone = [h for h in fresh.holds if ending(h)]
     kept = [h for h in fresh.holds if not ending(h)]
     if d is None:  # the index is gone (forget its holds) or not ACTIVE (later)
         if index not in managed.indexes:
@@ -108,7 +107,7 @@ def _end_dimension(
         d=d,
         base=base,
         current=current,
-        held=max(base, level([*active, *gone])),
+        held=max(base, level(fresh.holds)),  # expired ones too: raised, not yet restored
         to=max(base, level(active)),
         lower_direct=lower_direct,
         now=now,
