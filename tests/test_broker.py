@@ -16,11 +16,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from ddb_capacity_runtime.aws.store import limits_from_env
 from ddb_capacity_runtime.requests import (
     CapacityHold,
     CapacityRequestError,
+    CapacityRequestFailed,
     CapacityRequestTimeout,
     release_hold,
     request_capacity,
@@ -288,6 +290,39 @@ def test_refusals_name_the_field_and_change_nothing(
     assert world.target_min(served, "write") == 100
     assert world.throughput(served) == (10, 100)
     assert not any(s.holding for s in world.store.table(served))
+
+
+@pytest.mark.parametrize(
+    ("operation", "service"),
+    [("RegisterScalableTarget", "autoscaling"), ("UpdateItem", "dynamodb")],
+)
+def test_a_call_aws_fails_for_a_request_fails_the_invocation_not_a_refusal(
+    world: World,
+    served: str,
+    operation: str,
+    service: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A denied RegisterScalableTarget (the target's tag missing from the broker's grant,
+    say), or a hold store throttled past the SDK's retries: the invocation fails (a Lambda
+    error, alarmed), never an answer of "refused" (counted as ``Refused``, which nothing
+    alarms on). The hold is withdrawn; nothing is raised."""
+    client = world.aas if service != "dynamodb" else world.store.dynamodb
+    error = "AccessDeniedException" if service != "dynamodb" else "ThrottlingException"
+
+    def fail(**_: Any) -> None:
+        raise ClientError({"Error": {"Code": error, "Message": "injected"}}, operation)
+
+    event = f"before-parameter-build.{client.meta.service_model.service_name}.{operation}"
+    client.meta.events.register(event, fail)
+    try:
+        with pytest.raises(CapacityRequestFailed, match=error):
+            request(world, served, write=500)
+    finally:
+        client.meta.events.unregister(event, fail)
+    assert "Refused" not in capsys.readouterr().out
+    assert world.target_min(served, "write") == 100
+    assert world.throughput(served) == (10, 100)
 
 
 def test_a_configured_index_is_served(world: World, served: str) -> None:

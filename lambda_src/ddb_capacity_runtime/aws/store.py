@@ -70,6 +70,7 @@ from ..core.holds import (
     MAX_HOLD,
     MAX_HOLD_MINUTES,
     CapacityRequestError,
+    CapacityRequestFailed,
     CapacityRequestTimeout,
     HeldDimension,
     Hold,
@@ -684,5 +685,5 @@ def _is_digest(raw: object) -> bool:
     return isinstance(raw, str) and len(raw) == 64 and all(c in "0123456789abcdef" for c in raw)
 
 
-def _store_error(name: str, exc: ClientError) -> CapacityRequestError:
-    return CapacityRequestError(f"hold store {name}: {describe_error(exc)}")
+def _store_error(name: str, exc: ClientError) -> CapacityRequestFailed:
+    return CapacityRequestFailed(f"hold store {name}: {describe_error(exc)}")

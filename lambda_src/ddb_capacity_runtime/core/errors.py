@@ -93,6 +93,12 @@ class CapacityRequestError(CapacityError, ValueError):
     """A request that cannot be made or completed; the message says why."""
 
 
+class CapacityRequestFailed(CapacityRequestError):
+    """A call a request needed failed at AWS (an error answer after the SDK's retries: a
+    denied RegisterScalableTarget, a throttled hold store): not a refusal of the request
+    itself. The broker fails its invocation for it, so it is counted and alarmed."""
+
+
 class CapacityRequestTimeout(CapacityRequestError, TimeoutError):
     """The table did not reach the requested capacity in time (the hold was withdrawn)."""
 

@@ -41,6 +41,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from ..core.errors import CapacityRequestError as CapacityRequestError
+from ..core.errors import CapacityRequestFailed as CapacityRequestFailed
 from ..core.errors import CapacityRequestTimeout as CapacityRequestTimeout
 from ..core.errors import LeaseLost as LeaseLost
 from ..core.errors import TableGone as TableGone

@@ -19,7 +19,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.holds import CapacityRequestError, CapacityRequestTimeout, Hold
+from ..core.holds import (
+    CapacityRequestError,
+    CapacityRequestFailed,
+    CapacityRequestTimeout,
+    Hold,
+)
 from .ending import release_hold, restore_expired
 
 if TYPE_CHECKING:
@@ -28,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CapacityHold",
     "CapacityRequestError",
+    "CapacityRequestFailed",
     "CapacityRequestTimeout",
     "Hold",
     "release_hold",

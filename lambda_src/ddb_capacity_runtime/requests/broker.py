@@ -22,8 +22,9 @@ Events (JSON):
 Answers: ``{"ok": true, "hold": {...}}`` (what `CapacityHold.as_json` gives),
 ``{"ok": true, "changes": [...]}``, ``{"ok": true, "restored": [...], "failed": []}``, or
 ``{"ok": false, "error": "refused"|"timeout", "message": ...}`` for a request the broker
-will not or could not make. Anything else (AWS failing, say) fails the invocation: it is
-counted as a Lambda error and alarmed.
+will not or could not make. Anything else (AWS failing a call the request needed,
+`CapacityRequestFailed`, say) fails the invocation: it is counted as a Lambda error and
+alarmed.
 
 The client side, `client.invoke_broker` (re-exported here), is what
 ``request_capacity(..., broker=NAME)``, ``release_hold(..., broker=NAME)`` and
@@ -44,7 +45,12 @@ from ..aws.clients import Clients
 from ..aws.store import HoldStore, store_name
 from ..core.errors import BrokerConfigError as BrokerConfigError
 from ..core.errors import shown
-from ..core.holds import MAX_HOLD_MINUTES, CapacityRequestError, CapacityRequestTimeout
+from ..core.holds import (
+    MAX_HOLD_MINUTES,
+    CapacityRequestError,
+    CapacityRequestFailed,
+    CapacityRequestTimeout,
+)
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..core.validators import is_whole
 from ..events import log_event
@@ -150,6 +156,8 @@ def serve(
         return ACTIONS[action](event, config, held)
     except CapacityRequestTimeout as exc:
         return _refusal("timeout", exc, event)
+    except CapacityRequestFailed:
+        raise  # AWS failed a call: the invocation fails, counted and alarmed
     except CapacityRequestError as exc:
         return _refusal("refused", exc, event)
 

@@ -22,7 +22,12 @@ from ..aws.error_codes import describe_error, error_code
 from ..aws.minimum import set_minimum
 from ..core.deadline import NONE, Deadline
 from ..core.errors import shown
-from ..core.holds import CapacityRequestError, CapacityRequestTimeout, TableGone
+from ..core.holds import (
+    CapacityRequestError,
+    CapacityRequestFailed,
+    CapacityRequestTimeout,
+    TableGone,
+)
 from ..core.memory import Memory, reconcile
 from ..core.policy import capacity_units
 from ..core.series import window
@@ -80,7 +85,7 @@ def read_table(ctx: Context, table: str, index: str | None, deadline: float | No
                 raise TableGone(
                     f"table: got {shown(table)}; no such table in this account and Region"
                 ) from None
-            raise CapacityRequestError(f"table {table}: {describe_error(exc)}") from None
+            raise CapacityRequestFailed(f"table {table}: {describe_error(exc)}") from None
         if deadline is None or ctx.clock() >= deadline:
             raise CapacityRequestTimeout(f"table {table}: still busy ({busy})")
         ctx.sleep(ctx.poll_seconds)
@@ -141,12 +146,12 @@ def set_min(
 ) -> None:
     """Set ``target``'s minimum under ``lease``, remembered in the state store
     (`aws.minimum.set_minimum`, nothing sent once ``deadline`` passed); an AWS
-    refusal is a CapacityRequestError."""
+    refusal is a CapacityRequestFailed."""
     try:
         aas = ctx.clients.autoscaling
         set_minimum(lease, aas, target, base, minimum, holds=holds, deadline=deadline)
     except ClientError as exc:
-        raise CapacityRequestError(
+        raise CapacityRequestFailed(
             f"{target.resource_id} {target.scalable_dimension}: setting MinCapacity "
             f"{minimum:,} failed: {describe_error(exc)}"
         ) from None

@@ -22,6 +22,7 @@ from ..core.holds import (
     DEFAULT_HOLD,
     DEFAULT_TIMEOUT,
     CapacityRequestError,
+    CapacityRequestFailed,
     CapacityRequestTimeout,
     HeldDimension,
     Hold,
@@ -379,7 +380,7 @@ def raise_held(
         return False
     if outcome.status == Status.RETRY_NEXT_TICK:
         return True
-    raise CapacityRequestError(
+    raise CapacityRequestFailed(
         f"table {table} {scope_label(index)} {dim}: raising to {want:,} failed: {outcome.error}"
     )
 
