@@ -759,6 +759,58 @@ def test_an_unsound_entry_in_a_listing_fails_its_table_alone(world: World, listi
     assert emf(events, None)["SharedFailures"] == 1 and emf(events, None)["Failures"] == 1
 
 
+NULLS = {
+    "a null target": ("DescribeScalableTargets", "ScalableTargets", None),
+    "a null policy": ("DescribeScalingPolicies", "ScalingPolicies", None),
+    "a null policy configuration": (
+        "DescribeScalingPolicies",
+        "ScalingPolicies",
+        "TargetTrackingScalingPolicyConfiguration",
+    ),
+}
+
+
+@pytest.mark.parametrize("null", NULLS)
+def test_a_null_in_a_listing_fails_its_table_alone(world: World, null: str) -> None:
+    # GIVEN two tables throttled under auto scaling (minimum 100), an idle one, and a null
+    # (JSON's, which botocore passes through as None) where Application Auto Scaling lists
+    # the entry of the table "odd", or that entry's policy configuration
+    seen, odd = world.table("seen", 100, 100), world.table("odd", 100, 100)
+    idle = world.table("idle", 200, 200)
+    for name in (seen, odd):
+        world.target(name, "write", 100, 1000)
+        world.traffic(name, "write", 100)
+        world.traffic(name, "write", 0, throttles=3000, minutes=range(1, 3))
+    operation, field, key = NULLS[null]
+
+    def nulled(parsed: dict[str, Any], **_: Any) -> None:
+        entries = parsed.get(field, [])
+        for i, entry in enumerate(entries):
+            if entry and entry.get("ResourceId") == resource_id(odd, None):
+                if key is None:
+                    entries[i] = None
+                else:
+                    entry[key] = None
+
+    event = f"after-call.application-auto-scaling.{operation}"
+    world.aas.meta.events.register(event, nulled)
+    # WHEN a tick runs
+    try:
+        summary, events = world.tick()
+    finally:
+        world.aas.meta.events.unregister(event, nulled)
+    # THEN the other tables are decided as ever: a raise, and decreases (the null stops
+    # no decrease elsewhere)
+    assert world.target_min(seen, "write") == 215
+    assert world.throughput(seen) == (5, 100)
+    assert world.throughput(idle) == (5, 5)
+    # AND "odd" is left as it is, a failure of that table alone, counted
+    assert world.throughput(odd) == (100, 100) and world.target_min(odd, "write") == 100
+    assert [f["table"] for f in summary["failures"]] == [odd]
+    assert "UnsoundListing" in summary["failures"][0]["reason"]
+    assert emf(events, None)["Failures"] == 1
+
+
 def unsound_tagging(
     world: World, odd: str, extra: list[Any], tagging: Any = None
 ) -> Callable[[], None]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -475,7 +475,7 @@ def test_a_table_found_updating_in_a_batch_is_skipped_and_counted(
     assert world.throughput(busy) == (100, 215)
 
 
-ODD_DESCRIPTIONS = {
+ODD_DESCRIPTIONS: dict[str, Callable[[dict[str, Any]], object]] = {
     "a GSI without its name": lambda t: [g.pop("IndexName") for g in t["GlobalSecondaryIndexes"]],
     "GSIs that are not a list": lambda t: t.update(GlobalSecondaryIndexes={"IndexName": "x"}),
     "no TableArn": lambda t: t.pop("TableArn"),

@@ -185,11 +185,16 @@ def _tracked(
     can be written back as it is (`_policy`)."""
     tracked: dict[tuple[str, str], tuple[float | None, TrackingPolicy | None]] = {}
     for page in pages:
-        for policy in page["ScalingPolicies"]:
+        for policy in _entries(page, "ScalingPolicies", "DescribeScalingPolicies"):
             if policy.get("PolicyType") == "TargetTrackingScaling":
                 name = f"the policy {policy.get('PolicyName')!r}"
                 key = _scope(policy, "DescribeScalingPolicies", name)
                 config = policy.get("TargetTrackingScalingPolicyConfiguration", {})
+                if not isinstance(config, Mapping):
+                    raise UnsoundListing(
+                        f"DescribeScalingPolicies: {shown(name, 300)} of {key[0]} ({key[1]}) "
+                        f"has TargetTrackingScalingPolicyConfiguration {shown(repr(config), 100)}"
+                    )
                 value = config.get("TargetValue")
                 ok = isinstance(value, (int, float)) and 20 <= value <= 90  # untrusted
                 tracked[key] = (
@@ -226,6 +231,19 @@ def _policy(name: object, config: Mapping[str, Any]) -> TrackingPolicy | None:
     return TrackingPolicy(name, kind, cooldowns[0], cooldowns[1], scale_in)
 
 
+def _entries(page: object, key: str, operation: str) -> list[Mapping[str, Any]]:
+    """The entries ``key`` of one page of ``operation``'s listing (untrusted): raises
+    `UnsoundListing` when the page has no list of them, or one is not an object (a null
+    in the list: which table it was is not known)."""
+    entries = page.get(key) if isinstance(page, Mapping) else None
+    if not isinstance(entries, list):
+        raise UnsoundListing(f"{operation}: a page without its {key}")
+    odd = [e for e in entries if not isinstance(e, Mapping)]
+    if odd:
+        raise UnsoundListing(f"{operation}: an entry of {key} is {shown(repr(odd[0]), 100)}")
+    return entries
+
+
 def _scope(entry: Mapping[str, Any], operation: str, what: str) -> tuple[str, str]:
     """The (ResourceId, ScalableDimension) of ``entry``, ``what`` in ``operation``'s
     listing; raises `UnsoundListing` when either is not a string."""
@@ -241,7 +259,7 @@ def _listed(pages: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], Scalabl
     """The scalable targets of DescribeScalableTargets' ``pages``, tracking not yet known."""
     targets: dict[tuple[str, str], ScalableTarget] = {}
     for page in pages:
-        for t in page["ScalableTargets"]:
+        for t in _entries(page, "ScalableTargets", "DescribeScalableTargets"):
             rid, dim = _scope(t, "DescribeScalableTargets", "a target")
             low, high = t.get("MinCapacity"), t.get("MaxCapacity")
             if not (is_whole(low, 0) and is_whole(high, 0)):
