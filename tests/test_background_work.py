@@ -652,6 +652,37 @@ def test_calls_without_an_answer_stop_the_write_and_return_every_item_not_sent()
     assert all(f.reason.startswith("not sent: 3 calls in a row") for f in result.failed[75:])
 
 
+@pytest.mark.parametrize(
+    ("code", "status", "charged"),
+    [("ServiceUnavailable", 503, True), ("AccessDeniedException", 400, False)],
+)
+def test_calls_that_keep_failing_stop_the_write_and_a_server_error_is_charged(
+    code: str, status: int, charged: bool
+) -> None:
+    # GIVEN an endpoint whose every BatchWriteItem fails after the SDK's retries: a server
+    # error (the items may have been written) or a refusal (none was)
+    client, stub = stubbed()
+    for _ in range(4):
+        stub.add_client_error("batch_write_item", code, "injected", http_status_code=status)
+    clock = BoundedClock()
+    writer = SlowStartWriter(
+        client, "t", start_rate=10, max_rate=10, clock=clock, sleep=clock.sleep
+    )
+    # WHEN the writer is given 1,000 items (25 of them a call, 1 unit each by estimate)
+    with stub:
+        result = writer.write({"pk": f"k{i}"} for i in range(1_000))
+    # THEN it stops after three failed calls in a row and returns every item: those sent
+    # with the error, the others as not sent
+    assert result.batches == 3 and result.written == 0
+    assert [f.item["pk"] for f in result.failed] == [f"k{i}" for i in range(1_000)]
+    assert all(code in f.reason for f in result.failed[:75])
+    assert all(f.reason.startswith("not sent: 3 calls in a row failed") for f in result.failed[75:])
+    # AND a server error's unknown cost is charged as estimated, never read as free: at 10
+    # units a second the second and third calls wait for the 25 units of the one before (4
+    # seconds in all); a refusal wrote nothing, its estimate is given back, nothing waits
+    assert clock.now == (pytest.approx(4.0, abs=0.01) if charged else 0.0)
+
+
 def test_a_write_without_an_answer_returns_its_items_and_the_rest_are_written() -> None:
     # GIVEN the second of three BatchWriteItem calls gets no answer (after the SDK's retries)
     calls = [0]

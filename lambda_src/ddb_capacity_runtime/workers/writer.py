@@ -87,8 +87,9 @@ class WriteResult:
 
 
 MAX_SILENT_CALLS = 3
-"""Calls in a row without an answer (after the SDK's retries) that stop a ``write``: the
-items not yet sent are returned in ``failed``, not sent into an endpoint that is down."""
+"""Calls in a row that failed (no answer, or an error answer other than a throttle or an
+item's own invalidity, after the SDK's retries) that stop a ``write``: the items not yet
+sent are returned in ``failed``, not sent into an endpoint that is down or refuses them."""
 
 
 def _units(entry: Entry) -> float:
@@ -156,7 +157,8 @@ class SlowStartWriter:
         self._last_sent: float | None = None
         """when the last batch was sent (None: never)"""
         self._no_answer: str | None = None
-        """why the last call got no answer (None: it got one)"""
+        """why the last call failed: no answer, or an error answer other than a throttle or
+        an item's own invalidity (None: it did not)"""
 
     def _grow(self, now: float, result: WriteResult) -> None:
         if now - self._stepped >= self.step_seconds and self.bucket.rate < self.max_rate:
@@ -258,8 +260,8 @@ class SlowStartWriter:
         self, result: WriteResult, pending: list[Entry], source: Iterator[Any], silent: int
     ) -> WriteResult:
         """``result``, the items not sent (``pending`` and the rest of ``source``) returned
-        in ``failed``: `MAX_SILENT_CALLS` calls in a row got no answer."""
-        reason = f"not sent: {silent} calls in a row got no answer ({self._no_answer})"
+        in ``failed``: `MAX_SILENT_CALLS` calls in a row failed."""
+        reason = f"not sent: {silent} calls in a row failed ({self._no_answer})"
         result.failed.extend(Failed(o, reason) for o, _, _ in pending)
         result.failed.extend(Failed(item, reason) for item in source)
         log_event("write-stopped", level=logging.ERROR, reason=reason, failed=len(result.failed))
@@ -279,10 +281,17 @@ class SlowStartWriter:
             cause = throttle_cause(exc)
             if cause is not None:
                 return list(batch), 0.0, cause
-            if error_code(exc) == "ValidationException" and len(batch) > 1:
-                return self._send_each(batch, result)
-            result.failed.extend(Failed(o, describe_error(exc)) for o, _, _ in batch)
-            return [], 0.0, None
+            if error_code(exc) == "ValidationException":
+                if len(batch) > 1:
+                    return self._send_each(batch, result)
+                result.failed.extend(Failed(o, describe_error(exc)) for o, _, _ in batch)
+                return [], 0.0, None  # the item's own fault: nothing written
+            # refused (nothing written), or a server error (written or not: charged as
+            # estimated); either way a failed call, and a few in a row stop the write
+            self._no_answer = describe_error(exc)
+            result.failed.extend(Failed(o, self._no_answer) for o, _, _ in batch)
+            server = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+            return [], None if not isinstance(server, int) or server >= 500 else 0.0, None
         except BotoCoreError as exc:  # no answer (after the SDK's retries): none is dropped
             self._no_answer = describe_error(exc)
             result.failed.extend(Failed(o, self._no_answer) for o, _, _ in batch)
