@@ -145,6 +145,12 @@ def test_a_recommendation_is_read_as_the_report_reads_it() -> None:
     assert read_recommendation(nan, "T1x").malformed
     failed = {"table": "T1x", "status": "failed", "reason": "no such table"}
     assert not read_recommendation(failed, "T1x").malformed  # the advisor's failure
+    # a candidate simulated with a feature the loop does not set up is no target value to
+    # apply, and no unreadable result either (which alarms as a corrupt one)
+    for name in ("autopilot+stock:90+prewarm", "autopilot+stock:80+stream"):
+        featured = read_recommendation(advised("T1x", name), "T1x")
+        assert (featured.target, featured.malformed, featured.advice) == (None, False, False)
+        assert featured.policy == name and "never sets up" in featured.why
 
 
 # ------------------------------------------------------------------------------ on moto

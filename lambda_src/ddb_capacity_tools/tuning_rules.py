@@ -107,6 +107,7 @@ def read_recommendation(doc: object, table: str) -> Recommendation:
     fleet report reads it (`fleet.rows_of`: its figures checked, a result not shaped as
     ``advise`` writes it is a failed row), then its policy parsed."""
     from .fleet import rows_of
+    from .simulator.candidates import suffixes
     from .simulator.policies import PolicyError, parse
 
     if not isinstance(doc, Mapping) or doc.get("table") != table:
@@ -121,10 +122,18 @@ def read_recommendation(doc: object, table: str) -> Recommendation:
         "usd_per_month": row.usd_per_month_recommended,
         "usd_per_month_current": row.usd_per_month_current,
     }
+    policy, features = suffixes(str(row.recommended))
     try:
-        spec = parse(str(row.recommended), option="recommended")
+        spec = parse(policy, option="recommended")
     except PolicyError as exc:
         return Recommendation(row.recommended, None, str(exc)[:300], malformed=True, **money)
+    if features:  # simulated with a feature the loop never deploys: its target alone is not it
+        why = (
+            f"{row.recommended} was simulated with {' and '.join(sorted(features))} (a "
+            "pre-warmed table, the table's stream as a signal), which the loop never sets "
+            "up: its target value alone is not what was simulated, so none is applied"
+        )
+        return Recommendation(str(row.recommended), None, why, **money)
     if spec.kind in ADVICE_KINDS:
         why = f"{spec.text} switches the billing mode: advice only, never applied"
         return Recommendation(spec.text, None, why, advice=True, **money)
