@@ -604,11 +604,17 @@ def test_a_writer_without_a_cost_in_the_answer_charges_each_item_by_its_size() -
 
 @pytest.mark.parametrize(
     "unprocessed",
-    [None, [], {"t": None}, {"t": [{"DeleteRequest": {"Key": {"pk": {"S": "k0"}}}}]}],
+    [
+        None,
+        [],
+        {"t": None},
+        {"t": [{"DeleteRequest": {"Key": {"pk": {"S": "k0"}}}}]},
+        {"t": [{"PutRequest": {"Item": {"pk": {"S": "k0"}, "x": {"N": "1"}}}}]},  # not sent
+    ],
 )
 def test_a_malformed_answer_returns_its_batch_and_the_rest_are_written(unprocessed: Any) -> None:
-    # GIVEN a first answer whose UnprocessedItems is not a list of puts (botocore's parser
-    # never gives one; a proxy or an endpoint of another make could), then sound ones
+    # GIVEN a first answer whose UnprocessedItems is not a list of the puts sent (botocore's
+    # parser never gives one; a proxy or an endpoint of another make could), then sound ones
     answers = [0]
 
     def malformed(parsed: dict[str, Any], **_: Any) -> None:
@@ -625,7 +631,7 @@ def test_a_malformed_answer_returns_its_batch_and_the_rest_are_written(unprocess
     # (none dropped, none sent twice behind the caller's back), no throttle is counted, and
     # the second batch is written
     assert [f.item for f in result.failed] == items[:25]
-    assert all("UnprocessedItems is not a list of puts" in f.reason for f in result.failed)
+    assert all("UnprocessedItems is not a list of the puts sent" in f.reason for f in result.failed)
     assert result.written == 5 and result.throttled == 0 and result.batches == 2
 
 

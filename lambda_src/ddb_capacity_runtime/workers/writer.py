@@ -297,8 +297,11 @@ class SlowStartWriter:
             result.failed.extend(Failed(o, self._no_answer) for o, _, _ in batch)
             return [], None, None
         keys = _unprocessed(response, self.table)
+        sent = [s for _, s, _ in batch]
+        if keys is not None and any(k not in sent for k in keys):
+            keys = None  # an item unprocessed that was not sent: which were written is unknown
         if keys is None:  # none dropped, none sent twice: the caller decides
-            reason = "the answer's UnprocessedItems is not a list of puts: written or not"
+            reason = "the answer's UnprocessedItems is not a list of the puts sent: written or not"
             result.failed.extend(Failed(o, reason) for o, _, _ in batch)
             return [], None, None
         retry = [e for e in batch if e[1] in keys]
