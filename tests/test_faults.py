@@ -811,6 +811,44 @@ def test_a_null_in_a_listing_fails_its_table_alone(world: World, null: str) -> N
     assert emf(events, None)["Failures"] == 1
 
 
+def test_a_null_target_in_a_re_read_under_the_lease_leaves_the_tables_other_changes(
+    world: World,
+) -> None:
+    # GIVEN a table throttled on both dimensions, its writes under a scalable target (the
+    # minimum moved under the dimension's lease, after the target is read again) and its
+    # reads without one (an UpdateTable)
+    name = world.table("mixed", 100, 100)
+    world.target(name, "write", 100, 1000)
+    for dim in ("read", "write"):
+        world.traffic(name, dim, 100)
+        world.traffic(name, dim, 0, throttles=3000, minutes=range(1, 3))
+
+    def reread(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["reread"] = "ScalableDimension" in params  # one target, read again
+
+    def nulled(parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        if context.get("reread"):
+            parsed["ScalableTargets"] = [None]
+
+    events = [
+        ("before-parameter-build.application-auto-scaling.DescribeScalableTargets", reread),
+        ("after-call.application-auto-scaling.DescribeScalableTargets", nulled),
+    ]
+    for event, hook in events:
+        world.aas.meta.events.register(event, hook)
+    # WHEN a tick runs, the re-read answering a null where the target is
+    try:
+        summary, _ = world.tick()
+    finally:
+        for event, hook in events:
+            world.aas.meta.events.unregister(event, hook)
+    # THEN the minimum is not moved on an answer that says nothing sound (the next tick
+    # looks again), and the table's other change, the reads' UpdateTable, is made
+    assert world.target_min(name, "write") == 100
+    assert world.throughput(name)[0] == 215
+    assert summary["failures"] == []
+
+
 def unsound_tagging(
     world: World, odd: str, extra: list[Any], tagging: Any = None
 ) -> Callable[[], None]:

@@ -170,8 +170,9 @@ def current_minimum(aas: ApplicationAutoScalingClient, target: ScalableTarget) -
         ResourceIds=[target.resource_id],
         ScalableDimension=cast("ScalableDimensionType", target.scalable_dimension),
     )
-    for found in answer.get("ScalableTargets", []):
-        minimum = found.get("MinCapacity")
+    listed = answer.get("ScalableTargets") if isinstance(answer, Mapping) else None
+    for found in listed if isinstance(listed, list) else []:
+        minimum = found.get("MinCapacity") if isinstance(found, Mapping) else None
         if is_whole(minimum, 0):
             return minimum
     return None
