@@ -25,6 +25,7 @@ from ddb_capacity_runtime.core.stream import (
     value_size,
     window_rate,
 )
+from ddb_capacity_runtime.fast_path.stream_reader import _view
 from tests.test_signals_hook import ddb
 
 SHAPE = Shape(
@@ -210,6 +211,22 @@ def test_gsis_are_seen_only_where_the_view_type_shows_them() -> None:
     assert record_units(update, seen_shape(SHAPE, None)) == {None: 2}
     assert "by-g" in record_units(update, seen_shape(SHAPE, "NEW_AND_OLD_IMAGES"))
     assert seen_shape(SHAPE, "NEW_IMAGE") == SHAPE
+
+
+def test_a_stream_view_type_that_is_not_one_name_is_not_known() -> None:
+    """The view type the batch's records agree on (untrusted): a list or a map where a name
+    should be is no view type, as several are; the batch's GSIs are then not seen (never
+    an error that drops the table's whole batch)."""
+
+    def rec(view: object) -> dict[str, Any]:
+        return {"dynamodb": {"StreamViewType": view}}
+
+    assert _view([rec("NEW_IMAGE"), rec("NEW_IMAGE")]) == "NEW_IMAGE"
+    assert _view([rec("NEW_IMAGE"), rec("OLD_IMAGE")]) is None
+    assert _view([rec(["NEW_IMAGE"]), rec("NEW_IMAGE")]) is None
+    assert _view([rec({"NEW_IMAGE": 1})]) is None
+    assert _view([rec(None), rec("NEW_IMAGE")]) is None
+    assert _view([]) is None
 
 
 def test_a_tables_shape_is_read_from_its_description_and_bad_gsis_left_out() -> None:

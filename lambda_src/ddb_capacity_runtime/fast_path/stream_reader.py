@@ -243,13 +243,14 @@ def _not_served(table: str, index: str, windows: list[_Window]) -> dict[str, Any
 
 def _view(records: list[Mapping[str, Any]]) -> str | None:
     """The stream's view type, when its records agree on one (None: GSIs not seen)."""
-    views = {
+    views = [
         r["dynamodb"].get("StreamViewType")
         for r in records
         if isinstance(r.get("dynamodb"), Mapping)
-    }
-    (view,) = views if len(views) == 1 else (None,)
-    return view if isinstance(view, str) else None
+    ]
+    if not all(isinstance(v, str) for v in views) or len(set(views)) != 1:
+        return None  # untrusted: none, several, or one that is not a name (a list, a map)
+    return str(views[0])
 
 
 def _windows(records: list[Mapping[str, Any]], shape: Shape, now: float) -> list[_Window]:
