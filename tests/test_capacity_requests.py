@@ -25,7 +25,7 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws.clients import Clients
-from ddb_capacity_runtime.aws.store import CLOCK_SKEW, LEASE, HoldStore
+from ddb_capacity_runtime.aws.store import CLOCK_SKEW, LEASE, HoldLimits, HoldStore
 from ddb_capacity_runtime.core.holds import HeldDimension, level
 from ddb_capacity_runtime.events import event_fields
 from ddb_capacity_runtime.requests import (
@@ -327,10 +327,14 @@ def test_restore_expired_ends_only_expired_and_malformed_holds(world: World) -> 
     )
     assert world.throughput(name) == (10, 500)
     assert stored(world, name)[(None, "write")].malformed == ("junk",)
-    # Nothing expired yet: only the malformed hold goes, and nothing moves.
-    assert [
-        r["status"] for r in restore_expired(name, clients=world.clients, store=world.store)
-    ] == ["unchanged"]
+    # Nothing expired yet: only the malformed hold goes, told (the broker's restore counts
+    # it as dropped), and nothing moves.
+    rows = restore_expired(name, clients=world.clients, store=world.store)
+    assert [(r["status"], r["from"], r["to"]) for r in rows] == [
+        ("unchanged", 500, 500),
+        ("dropped", 500, 500),
+    ]
+    assert "1 malformed hold(s) dropped unread ('junk')" in rows[1]["note"]
     assert {h.id for h in stored(world, name)[(None, "write")].holds} == {short.id, long.id}
     assert stored(world, name)[(None, "write")].malformed == ()
 
@@ -624,6 +628,40 @@ def test_holds_add_up_and_out_of_bounds_ones_are_malformed(world: World) -> None
     )
     assert level(holds) == 80 + 300 + 200
     assert level([]) == 0
+
+
+def test_a_longest_hold_made_by_a_clock_ahead_within_the_skew_is_well_formed(
+    world: World,
+) -> None:
+    # GIVEN a hold as long as the store allows, made by a writer whose clock is 170 s ahead
+    # (two writers' clocks may be up to `CLOCK_SKEW` apart: each within 90 s of the time)
+    bounds = HoldLimits(max_hold=timedelta(minutes=60))
+    name = world.table("Ahead", 10, 50, tagged=False)
+
+    def made(seconds_ahead: float) -> str:
+        def clock() -> float:
+            return time.time() + seconds_ahead
+
+        store = replace(world.store, limits=bounds, clock=clock)
+        hold = request_capacity(
+            name,
+            write=100,
+            hold=timedelta(minutes=60),
+            clients=world.clients,
+            store=store,
+            clock=clock,
+        )
+        return hold.id
+
+    first = made(170)
+    # WHEN a reader with the right time reads it, under the same bounds
+    (state,) = replace(world.store, limits=bounds).table(name)
+    # THEN it is the hold as made, not a malformed one (which an ending would drop)
+    assert ([h.id for h in state.holds], state.malformed) == ([first], ())
+    # and one made further ahead than the skew explains is malformed
+    second = made(CLOCK_SKEW.total_seconds() + 30)
+    (state,) = replace(world.store, limits=bounds).table(name)
+    assert ([h.id for h in state.holds], state.malformed) == ([first], (second,))
 
 
 def test_the_lease_is_exclusive_and_runs_out(world: World) -> None:

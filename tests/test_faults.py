@@ -830,7 +830,7 @@ def test_a_null_target_in_a_re_read_under_the_lease_leaves_the_tables_other_chan
         if context.get("reread"):
             parsed["ScalableTargets"] = [None]
 
-    events = [
+    events: list[tuple[str, Callable[..., None]]] = [
         ("before-parameter-build.application-auto-scaling.DescribeScalableTargets", reread),
         ("after-call.application-auto-scaling.DescribeScalableTargets", nulled),
     ]

@@ -269,9 +269,10 @@ class HoldStore:
         self, raw: Mapping[str, Any], index: str | None, dimension: str, now: datetime
     ) -> tuple[list[Hold], list[str]]:
         """An item's holds: the well-formed ones, and the ids of the others (units over the
-        largest hold, an expiry past the longest hold from ``now``, a baseline over
-        `MAX_TABLE_QUOTA`, a token that is not a digest)."""
-        latest = (now + self.limits.max_hold).timestamp() + 60
+        largest hold, an expiry past the longest hold from ``now`` by more than the
+        `CLOCK_SKEW` tolerated between two writers, a baseline over `MAX_TABLE_QUOTA`, a
+        token that is not a digest)."""
+        latest = (now + self.limits.max_hold + CLOCK_SKEW).timestamp()
         holds, malformed = [], []
         for ident, entry in raw.items():
             fields = entry.get("M", {}) if isinstance(entry, Mapping) else {}

@@ -6,7 +6,7 @@ Ending capacity holds: on release, by id, or at expiry."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -119,7 +119,26 @@ def _end_dimension(
         lease.write(base, kept, set_to=memory.set_to, intent=None)
     elif done:
         lease.write(base, kept)
-    return [row]
+    return [row, *(_dropped_malformed(row, fresh) if done and fresh.malformed else [])]
+
+
+def _dropped_malformed(row: Mapping[str, Any], fresh: HeldDimension) -> list[dict[str, Any]]:
+    """The row of the malformed holds an ending's write left out (status ``dropped``,
+    counted as ``HoldsDropped`` by the broker's restore): what the store's bounds refuse
+    to read (units over the largest hold, an expiry past the longest, a forged token) is
+    never a level, and goes, told."""
+    ids = ", ".join(shown(i, 100) for i in fresh.malformed[:10])
+    more = f" and {len(fresh.malformed) - 10} more" if len(fresh.malformed) > 10 else ""
+    note = (
+        f"{len(fresh.malformed)} malformed hold(s) dropped unread ({ids}{more}): outside "
+        "the hold store's bounds (units, expiry, baseline, token)"
+    )
+    index, dim, level_now = row["index"], row["dimension"], row["to"]
+    return [
+        result_row(
+            row["table"], index, dim, Via.NONE, level_now, level_now, Status.DROPPED, note=note
+        )
+    ]
 
 
 def _lower(
