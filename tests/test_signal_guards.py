@@ -38,8 +38,15 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from ddb_capacity_runtime.aws import stream_counts
-from ddb_capacity_runtime.core.report_batch import MAX_BATCH_REPORTS, batch_json
+from ddb_capacity_runtime.core.report_batch import (
+    MAX_BATCH_CHARS,
+    MAX_BATCH_REPORTS,
+    batch_json,
+    batches,
+)
 from ddb_capacity_runtime.core.stream import WINDOW_SECONDS
+from ddb_capacity_runtime.core.surge_report import DimensionReport, Report
+from ddb_capacity_runtime.core.untrusted import check_json
 from ddb_capacity_runtime.events import LOGGER
 from ddb_capacity_runtime.fast_path import hook as signals_hook
 from ddb_capacity_runtime.fast_path.hook import Watcher, watch
@@ -406,6 +413,38 @@ def test_a_batch_larger_than_the_contract_is_refused_whole(
     # THEN it is refused whole, once, before any of its reports is read
     assert out["ok"] is False and "larger than" in out["reason"]
     assert counted(capsys.readouterr().out, "ReportsRefused") == 1
+
+
+def test_every_batch_the_hook_cuts_passes_the_functions_own_measure() -> None:
+    # GIVEN the reports of 60 tables of 42 dimensions each, their units floats (JSON prints
+    # them shorter than the 24 characters the signals function counts each one as)
+    reports = [
+        Report(
+            f"orders-{t:03d}",
+            "web-1-0123abcd",
+            5.0,
+            1.7e9,
+            tuple(
+                DimensionReport(
+                    None if i < 2 else f"gsi-by-attribute-{i // 2:03d}",
+                    ("read", "write")[i % 2],
+                    (t * 42 + i) / 7,
+                    1 + (t + i) % 99,
+                    {},
+                    0,
+                )
+                for i in range(42)
+            ),
+        ).as_json()
+        for t in range(60)
+    ]
+    # WHEN the hook cuts them into batches
+    cut = batches(reports)
+    # THEN each passes the size the function checks a batch against, and none is lost
+    for one in cut:
+        check_json(batch_json(one), "batch", max_chars=MAX_BATCH_CHARS)
+    assert [r for one in cut for r in one] == reports
+    assert len(cut) > 1  # the reports do not fit one batch: the bound was met
 
 
 def test_a_batch_that_breaks_the_contract_is_refused_and_counted(

@@ -18,6 +18,7 @@ from typing import Any, TypeGuard
 from .errors import shown
 from .surge import SurgeReportError
 from .surge_report import REPORT_VERSION, SHOWN_IN_REPORT_ERRORS
+from .untrusted import json_chars
 
 BATCH_KEY = "reports"
 """The key of a batch's list of reports: ``{"v": 1, "reports": [report, ...]}``."""
@@ -41,13 +42,16 @@ def batch_json(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def batches(reports: Iterable[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
     """``reports`` in order, cut into lists that each make a batch of at most
-    `MAX_BATCH_REPORTS` reports and `MAX_BATCH_CHARS` characters (a report larger than that
-    alone goes alone: the function refuses it, and counts it)."""
+    `MAX_BATCH_REPORTS` reports and `MAX_BATCH_CHARS` characters, both as printed and as the
+    signals function measures a batch it reads (`core.untrusted.json_chars`, which counts a
+    float as 24: a batch sized by its printed text alone could pass that bound there, and be
+    refused whole); a report larger than that alone goes alone: the function refuses it, and
+    counts it."""
     out: list[list[Mapping[str, Any]]] = []
     chars = 0
-    frame = len(json.dumps(batch_json([])))
+    frame = _chars(batch_json([]))
     for report in reports:
-        size = len(json.dumps(report)) + 2
+        size = _chars(report) + 2  # and its place in the list
         last = out[-1] if out else None
         if last is None or len(last) >= MAX_BATCH_REPORTS or chars + size > MAX_BATCH_CHARS:
             out.append([report])
@@ -56,6 +60,11 @@ def batches(reports: Iterable[Mapping[str, Any]]) -> list[list[Mapping[str, Any]
             last.append(report)
             chars += size
     return out
+
+
+def _chars(value: object) -> int:
+    """The larger of ``value``'s printed JSON and the signals function's measure of it."""
+    return max(len(json.dumps(value)), json_chars(value))
 
 
 def is_batch(raw: object) -> TypeGuard[Mapping[str, Any]]:

@@ -17,6 +17,7 @@ Stdlib only.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -73,8 +74,20 @@ def _text_depth(text: str) -> int:
 def check_json(value: object, what: str, *, max_chars: int, max_depth: int = MAX_DEPTH) -> None:
     """Refuse (`UntrustedJSONError`, naming ``what``) a decoded value nested deeper
     than ``max_depth`` levels, or whose JSON text would be longer than ``max_chars``
-    (about: each string's length and quotes, each number's digits, each key, separator
-    and bracket). Walks with a stack of its own, and stops at the first bound passed."""
+    (`json_chars`' measure). Walks with a stack of its own, and stops at the first bound
+    passed."""
+    _measured(value, what, max_chars, max_depth)
+
+
+def json_chars(value: object, *, max_depth: int = MAX_DEPTH) -> int:
+    """About how many characters ``value``'s JSON text takes, as `check_json` counts them
+    (each string's length and quotes, each number's digits, a float 24, each key,
+    separator and bracket): what a sender sizes a message by that `check_json` reads.
+    Additive: a list's measure is 2, one more for each item, and its items' measures."""
+    return _measured(value, "value", math.inf, max_depth)
+
+
+def _measured(value: object, what: str, max_chars: float, max_depth: int) -> int:
     size = 0
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
@@ -99,6 +112,7 @@ def check_json(value: object, what: str, *, max_chars: int, max_depth: int = MAX
                 f"{what}: larger than {max_chars:,} characters of JSON; expected at most "
                 f"{max_chars:,}"
             )
+    return size
 
 
 def _scalar_chars(value: object) -> int:
