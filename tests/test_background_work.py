@@ -730,6 +730,32 @@ def test_a_writer_idle_for_a_step_starts_slow_again() -> None:
     assert result.rates == [10.0] and writer.bucket.rate == 10
 
 
+def test_a_source_that_pauses_for_a_step_within_one_write_starts_slow_again() -> None:
+    # GIVEN a writer grown to 40 units a second, and a source that pauses for an hour after
+    # its first 25 items (a queue or a paginated read, drawn lazily)
+    client, stub = stubbed()
+    for _ in range(2):
+        stub.add_response("batch_write_item", {"UnprocessedItems": {}})
+    clock = BoundedClock()
+
+    def source() -> Any:
+        yield from ({"pk": f"a{i}"} for i in range(25))
+        clock.now += 3600
+        yield from ({"pk": f"b{i}"} for i in range(25))
+
+    writer = SlowStartWriter(
+        client, "t", start_rate=10, max_rate=40, step_seconds=60, clock=clock, sleep=clock.sleep
+    )
+    writer.bucket.set_rate(40)
+    # WHEN it writes them
+    with stub:
+        result = writer.write(source())
+    # THEN the batch after the pause goes at the start rate (the table may have scaled in
+    # meanwhile), the pause counting as no step of growth
+    assert result.written == 50
+    assert result.rates == [40.0, 10.0] and writer.bucket.rate == 10
+
+
 def test_an_index_scan_that_fetches_from_its_table_is_paced_by_what_it_reports() -> None:
     # GIVEN a local secondary index whose pages cost 500 units each (every item fetched
     # from the table: more than a page of 1 MB read from the index alone)

@@ -161,6 +161,14 @@ class SlowStartWriter:
         an item's own invalidity (None: it did not)"""
 
     def _grow(self, now: float, result: WriteResult) -> None:
+        if self._last_sent is not None and now - self._last_sent >= self.step_seconds:
+            # idle for a step (the source paused): the table's auto scaling may have scaled
+            # in meanwhile, so it starts slow again, and the pause is no step of growth
+            if self.bucket.rate != self.start_rate:
+                self.bucket.set_rate(self.start_rate)
+                result.rates.append(self.start_rate)
+            self._stepped = now
+            return
         if now - self._stepped >= self.step_seconds and self.bucket.rate < self.max_rate:
             self.bucket.set_rate(min(self.max_rate, self.bucket.rate * self.step_factor))
             self._stepped = now
@@ -211,8 +219,9 @@ class SlowStartWriter:
 
     def write(self, items: Iterable[Mapping[str, Any]]) -> WriteResult:
         """Write ``items``; each one not written is returned in ``failed`` with the reason.
-        A writer idle for a step (`step_seconds`) or more starts again at ``start_rate``:
-        the table's auto scaling may have scaled in meanwhile."""
+        A writer idle for a step (`step_seconds`) or more, between two writes or within one
+        (a source that paused), starts again at ``start_rate``: the table's auto scaling may
+        have scaled in meanwhile."""
         now = self.clock()
         if self._last_sent is not None and now - self._last_sent >= self.step_seconds:
             self.bucket.set_rate(self.start_rate)
