@@ -689,6 +689,28 @@ def test_calls_that_keep_failing_stop_the_write_and_a_server_error_is_charged(
     assert clock.now == (pytest.approx(4.0, abs=0.01) if charged else 0.0)
 
 
+def test_a_full_item_collection_refuses_its_items_alone_and_never_stops_the_write() -> None:
+    # GIVEN a table whose local secondary index's item collection for "full" is full:
+    # DynamoDB refuses a batch holding one of its items, whatever the others
+    client, stub = stubbed()
+    code = "ItemCollectionSizeLimitExceededException"
+    for _ in range(4):  # each batch refused, then sent an item at a time: "full" last
+        stub.add_client_error("batch_write_item", code, "full", http_status_code=400)
+        for _ in range(24):
+            stub.add_response("batch_write_item", {"UnprocessedItems": {}})
+        stub.add_client_error("batch_write_item", code, "full", http_status_code=400)
+    writer = SlowStartWriter(client, "t", start_rate=1000, max_rate=1000, clock=BoundedClock())
+    items = [{"pk": "full" if i % 25 == 24 else f"k{i}"} for i in range(100)]
+    # WHEN it writes 100 items: 4 calls of 25, each with a "full" item
+    with stub:
+        result = writer.write(items)
+    # THEN each call is sent again an item at a time: the others are written, the "full"
+    # ones returned with the reason, and four such refusals in a row stop nothing
+    assert result.written == 96
+    assert [f.item["pk"] for f in result.failed] == ["full"] * 4
+    assert all(code in f.reason for f in result.failed)
+
+
 def test_a_write_without_an_answer_returns_its_items_and_the_rest_are_written() -> None:
     # GIVEN the second of three BatchWriteItem calls gets no answer (after the SDK's retries)
     calls = [0]

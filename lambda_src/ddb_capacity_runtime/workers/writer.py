@@ -86,6 +86,12 @@ class WriteResult:
     """``throttled`` by cause (see ``pacing.CAUSES``): every cause, 0 if none"""
 
 
+ITEM_ERRORS = frozenset({"ValidationException", "ItemCollectionSizeLimitExceededException"})
+"""Error codes that refuse an item of a batch, not the call: the batch is sent again an
+item at a time, so the others are still written, and none of them stops a ``write``
+(an item collection of a local secondary index that is full refuses only its own items)."""
+
+
 MAX_SILENT_CALLS = 3
 """Calls in a row that failed (no answer, or an error answer other than a throttle or an
 item's own invalidity, after the SDK's retries) that stop a ``write``: the items not yet
@@ -290,7 +296,7 @@ class SlowStartWriter:
             cause = throttle_cause(exc)
             if cause is not None:
                 return list(batch), 0.0, cause
-            if error_code(exc) == "ValidationException":
+            if error_code(exc) in ITEM_ERRORS:
                 if len(batch) > 1:
                     return self._send_each(batch, result)
                 result.failed.extend(Failed(o, describe_error(exc)) for o, _, _ in batch)
@@ -299,8 +305,9 @@ class SlowStartWriter:
             # estimated); either way a failed call, and a few in a row stop the write
             self._no_answer = describe_error(exc)
             result.failed.extend(Failed(o, self._no_answer) for o, _, _ in batch)
-            server = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-            return [], None if not isinstance(server, int) or server >= 500 else 0.0, None
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            refused = isinstance(status, int) and 400 <= status < 500  # else: written or not
+            return [], 0.0 if refused else None, None
         except BotoCoreError as exc:  # no answer (after the SDK's retries): none is dropped
             self._no_answer = describe_error(exc)
             result.failed.extend(Failed(o, self._no_answer) for o, _, _ in batch)
