@@ -356,7 +356,8 @@ class CapacityRequests(Construct):
             "HoldsDropped",
             "Capacity holds were dropped without lowering their table: it left the broker's "
             "tables (its minimum stays where the holds left it; the broker's log says where), "
-            "was deleted, or went on-demand",
+            "was deleted, or went on-demand; or a hold outside the hold store's bounds was "
+            "dropped unread (the holds-dropped log event names it)",
         )
 
     def _count_alarm(self, alarm_id: str, metric: str, description: str) -> None:

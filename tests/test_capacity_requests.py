@@ -43,6 +43,7 @@ from ddb_capacity_tools.local_aws import create_store_table
 from tests.local_lambda import local_lambda
 from tests.moto_world import World, base_min_tag
 from tests.test_surge_guards import untrusted_cloudwatch
+from tests.test_surge_server import counted
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -349,6 +350,69 @@ def test_restore_expired_ends_only_expired_and_malformed_holds(world: World) -> 
     assert stored(world, name) == {}
 
 
+def forge_hold(world: World, table: str) -> None:
+    """A hold written straight into the store, far over the quota: malformed to a reader."""
+    world.store_ddb.update_item(
+        TableName=world.store.name,
+        Key={"pk": {"S": table}, "sk": {"S": "table:write"}},
+        UpdateExpression="SET holds.junk = :h",
+        ExpressionAttributeValues={
+            ":h": {"M": {"units": {"N": "10000000"}, "expires": {"N": "4102444800"}}}
+        },
+    )
+
+
+@pytest.mark.parametrize("where", ["request", "release", "restore"])
+def test_a_malformed_hold_a_write_leaves_out_is_counted_in_a_lambda_function(
+    world: World,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    where: str,
+) -> None:
+    # GIVEN a table whose writes hold a malformed hold beside a well-formed one
+    name = world.table("Forged", 10, 50, tagged=False)
+    kept = request_capacity(name, write=100, clients=world.clients, store=world.store)
+    forge_hold(world, name)
+    assert stored(world, name)[(None, "write")].malformed == ("junk",)
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "the-broker")
+    capsys.readouterr()
+    # WHEN the broker (a Lambda function) writes the dimension's holds, leaving it out
+    config = BrokerConfig({name: frozenset()})
+    events: dict[str, dict[str, Any]] = {
+        "request": {"action": "request", "table": name, "write": 50, "hold_minutes": 5},
+        "release": {"action": "release", "table": name, "id": kept.id, "token": kept.token},
+        "restore": {"action": "restore"},
+    }
+    answer = serve(events[where], config, clients=world.clients, store=world.store)
+    # THEN it is gone, logged and counted once as HoldsDropped (alarmed)
+    assert answer["ok"] is True
+    assert counted(capsys.readouterr().out, "HoldsDropped") == 1
+    assert all(s.malformed == () for s in world.store.table(name))
+    logged = [f for r in caplog.records if (f := event_fields(r)) and f["event"] == "holds-dropped"]
+    assert len(logged) == 1 and "junk" in str(logged[0])
+
+
+def test_a_malformed_hold_dropped_in_a_users_process_is_logged_not_printed(
+    world: World,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # GIVEN a malformed hold, and a request made in a process of the user's (direct mode)
+    name = world.table("Direct", 10, 50, tagged=False)
+    request_capacity(name, write=100, clients=world.clients, store=world.store)
+    forge_hold(world, name)
+    monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
+    capsys.readouterr()
+    request_capacity(name, write=50, clients=world.clients, store=world.store)
+    # THEN the drop is logged, and nothing is written among the program's own output
+    assert capsys.readouterr().out == ""
+    assert [
+        f["by"] for r in caplog.records if (f := event_fields(r)) and f["event"] == "holds-dropped"
+    ] == ["capacity request"]
+
+
 def test_expiry_moves_an_auto_scaled_gsis_minimum_back(world: World) -> None:
     name = world.table("GsiTarget", 10, 10, gsi=(20, 20), tagged=False)
     world.target(name, "read", 20, 5_000, index="byUser")
@@ -628,6 +692,31 @@ def test_holds_add_up_and_out_of_bounds_ones_are_malformed(world: World) -> None
     )
     assert level(holds) == 80 + 300 + 200
     assert level([]) == 0
+
+
+def test_a_release_after_a_smaller_hold_expired_under_less_traffic_lowers_to_the_base(
+    world: World,
+) -> None:
+    # GIVEN a target's minimum raised by a hold of +100 over 50 units of traffic, which
+    # expires, then by a hold of +500 over 1,000 units of traffic (the minimum at 1,550)
+    name = world.table("Baselines", 10, 100, tagged=False)
+    world.target(name, "write", 100, 10_000)
+    world.traffic(name, "write", 50)
+    now = [time.time()]
+    store = replace(world.store, clock=lambda: now[0])
+    kw: dict[str, Any] = {"store": store, "clients": world.clients, "clock": lambda: now[0]}
+    request_capacity(name, write=100, hold=timedelta(minutes=1), **kw)
+    now[0] += 120
+    world.traffic(name, "write", 1000)
+    second = request_capacity(name, write=500, hold=timedelta(minutes=30), **kw)
+    assert world.target_min(name, "write") == 1550
+    # WHEN the second is released before the restorer ends the first
+    (row,) = second.release()
+    # THEN the minimum the library set is its own to lower: back to the base at once (the
+    # two holds' level at the first's baseline, 650, is below it)
+    assert (row["status"], row["from"], row["to"]) == ("applied", 1550, 100)
+    restore_expired(name, store=store, clients=world.clients, clock=lambda: now[0])
+    assert world.target_min(name, "write") == 100
 
 
 def test_a_longest_hold_made_by_a_clock_ahead_within_the_skew_is_well_formed(

@@ -31,6 +31,7 @@ from ddb_capacity_runtime.scaler.handler import complete
 from ddb_capacity_runtime.scaler.shard import Batch
 from ddb_capacity_runtime.scaler.tick import TickFailed, TickSummary, run_tick
 from tests.moto_world import TAG_KEY, World, base_min_tag, configured_min, upgrade_window
+from tests.test_surge_server import counted
 
 
 @pytest.fixture
@@ -210,7 +211,9 @@ def store_reads_held(world: World, table: str, holds: dict[str, dict[str, Any]])
     )
 
 
-def test_a_forged_hold_in_the_store_is_ignored_and_counted(world: World) -> None:
+def test_a_forged_hold_in_the_store_is_ignored_and_counted(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
     busy, idle = busy_and_idle(world)
     faulty = world.table("forged", 300, 300)
     world.traffic(faulty, "read", 150)
@@ -222,6 +225,8 @@ def test_a_forged_hold_in_the_store_is_ignored_and_counted(world: World) -> None
     assert world.throughput(faulty) == (300, 5)  # the forged hold raised nothing
     assert emf(events, faulty)["IgnoredTags"] == 1 and summary["failures"] == []
     assert not any(s.holding for s in world.store.table(faulty))  # and the tick removed it
+    # counted as the broker's restore counts a hold dropped: HoldsDropped, alarmed
+    assert counted(capsys.readouterr().out, "HoldsDropped") == 1
 
 
 def test_holds_in_the_store_never_lift_a_dimension_above_the_table_quota(world: World) -> None:
@@ -842,11 +847,13 @@ def test_a_null_target_in_a_re_read_under_the_lease_leaves_the_tables_other_chan
     finally:
         for event, hook in events:
             world.aas.meta.events.unregister(event, hook)
-    # THEN the minimum is not moved on an answer that says nothing sound (the next tick
-    # looks again), and the table's other change, the reads' UpdateTable, is made
+    # THEN the minimum is not moved on an answer that says nothing sound, a failure of
+    # the table counted (a null that lasts alarms), and the table's other change, the
+    # reads' UpdateTable, is made
     assert world.target_min(name, "write") == 100
     assert world.throughput(name)[0] == 215
-    assert summary["failures"] == []
+    assert [f["table"] for f in summary["failures"]] == [name]
+    assert "an entry of ScalableTargets is None" in summary["failures"][0]["reason"]
 
 
 def unsound_tagging(

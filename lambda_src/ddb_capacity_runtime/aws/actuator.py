@@ -35,7 +35,7 @@ from ..core.policy import Action
 from ..core.tables import ManagedTable
 from ..core.validators import is_whole
 from . import table_calls
-from .discovery import current_minimum
+from .discovery import UnsoundListing, current_minimum
 from .error_codes import describe_error, meaning
 from .minimum import set_minimum
 
@@ -223,6 +223,8 @@ def _move_min(
         late = deadline.left() <= 0  # the wait was cut at the deadline
         return Outcome(change, Status.DEADLINE if late else Status.RETRY_NEXT_TICK, str(exc))
     except CapacityRequestError as exc:  # the state store failed
+        return Outcome(change, Status.FAILED, str(exc))
+    except UnsoundListing as exc:  # the target's minimum not known: counted, nothing moved
         return Outcome(change, Status.FAILED, str(exc))
     except (ClientError, BotoCoreError) as exc:
         status, message = _status(exc)

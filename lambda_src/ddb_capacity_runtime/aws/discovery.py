@@ -17,7 +17,7 @@ from ..core.errors import NotManaged as NotManaged
 from ..core.errors import OnDemand as OnDemand
 from ..core.errors import TableUpdating as TableUpdating
 from ..core.errors import UnsoundListing as UnsoundListing
-from ..core.errors import shown
+from ..core.errors import shown, shown_text
 from ..core.floorplan import FloorPlan, parse_plan
 from ..core.memory import Memory, reconcile
 from ..core.names import SCALER_TAGS, UNITS, resource_id, scalable_dimension, table_of_arn
@@ -164,18 +164,23 @@ def table_targets(
 
 def current_minimum(aas: ApplicationAutoScalingClient, target: ScalableTarget) -> int | None:
     """The minimum ``target`` has now (one DescribeScalableTargets of it alone); None when
-    the target is gone or says nothing sound."""
+    the target is gone (none listed); `UnsoundListing` when the answer says nothing sound
+    (a null, an entry without a whole MinCapacity): not known, which the caller counts."""
     answer = aas.describe_scalable_targets(
         ServiceNamespace="dynamodb",
         ResourceIds=[target.resource_id],
         ScalableDimension=cast("ScalableDimensionType", target.scalable_dimension),
     )
-    listed = answer.get("ScalableTargets") if isinstance(answer, Mapping) else None
-    for found in listed if isinstance(listed, list) else []:
-        minimum = found.get("MinCapacity") if isinstance(found, Mapping) else None
-        if is_whole(minimum, 0):
-            return minimum
-    return None
+    found = _entries(answer, "ScalableTargets", "DescribeScalableTargets")
+    if not found:
+        return None
+    minimum = found[0].get("MinCapacity")
+    if not is_whole(minimum, 0):
+        raise UnsoundListing(
+            f"DescribeScalableTargets: the target of {target.resource_id} "
+            f"({target.scalable_dimension}) has MinCapacity {shown(minimum, 100)}"
+        )
+    return int(minimum)
 
 
 def _tracked(
@@ -193,8 +198,8 @@ def _tracked(
                 config = policy.get("TargetTrackingScalingPolicyConfiguration", {})
                 if not isinstance(config, Mapping):
                     raise UnsoundListing(
-                        f"DescribeScalingPolicies: {shown(name, 300)} of {key[0]} ({key[1]}) "
-                        f"has TargetTrackingScalingPolicyConfiguration {shown(repr(config), 100)}"
+                        f"DescribeScalingPolicies: {shown_text(name, 300)} of {key[0]} ({key[1]}) "
+                        f"has TargetTrackingScalingPolicyConfiguration {shown(config, 100)}"
                     )
                 value = config.get("TargetValue")
                 ok = isinstance(value, (int, float)) and 20 <= value <= 90  # untrusted
@@ -241,7 +246,7 @@ def _entries(page: object, key: str, operation: str) -> list[Mapping[str, Any]]:
         raise UnsoundListing(f"{operation}: a page without its {key}")
     odd = [e for e in entries if not isinstance(e, Mapping)]
     if odd:
-        raise UnsoundListing(f"{operation}: an entry of {key} is {shown(repr(odd[0]), 100)}")
+        raise UnsoundListing(f"{operation}: an entry of {key} is {shown(odd[0], 100)}")
     return entries
 
 
@@ -281,7 +286,7 @@ def table_resource_ids(name: str, description: Mapping[str, Any]) -> list[str]:
     names = [g.get("IndexName") if isinstance(g, Mapping) else None for g in entries]
     if not all(isinstance(n, str) and n for n in names):
         raise ValueError(
-            f"DescribeTable {name}: GlobalSecondaryIndexes is {shown(repr(gsis), 200)}; "
+            f"DescribeTable {name}: GlobalSecondaryIndexes is {shown(gsis, 200)}; "
             "expected a list of indexes, each with its IndexName"
         )
     return [resource_id(name, None), *(resource_id(name, i) for i in names)]
@@ -293,8 +298,7 @@ def table_arn(name: str, description: Mapping[str, Any]) -> str:
     arn = description.get("TableArn")
     if table_of_arn(arn) != name:
         raise ValueError(
-            f"DescribeTable {name}: TableArn is {shown(repr(arn), 200)}; expected the ARN of "
-            "that table"
+            f"DescribeTable {name}: TableArn is {shown(arn, 200)}; expected the ARN of that table"
         )
     return str(arn)
 

@@ -93,7 +93,7 @@ from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
 from ..requests.broker import BrokerConfig
 from ..requests.context import Context, base_of, read_table
-from ..requests.counts import count, count_within_warm
+from ..requests.counts import count, count_within_warm, malformed_dropped
 from ..requests.request import dimension_of, raise_held
 from .corroboration import (
     Seen,
@@ -495,6 +495,7 @@ def _renew(
     expires = renewed_until(
         old.expires, ctx.now(), started, settings.surge_minutes, store.limits.max_hold
     )
+    malformed_dropped(state, "surge renewed")
     lease.write(holds=[replace(h, expires=expires) if h is old else h for h in holds])
     if mark.started is None:
         combiner.mark(store.dynamodb, store.name, first.key, started=started)

@@ -50,12 +50,13 @@ from ..core.holds import (
     CapacityRequestError,
     CapacityRequestFailed,
     CapacityRequestTimeout,
+    LeaseLost,
 )
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..core.validators import is_whole
 from ..events import log_event
 from .client import BROKER_ENV, BROKER_MAX_WAIT, broker_name, invoke_broker
-from .counts import NAMESPACE, count, count_within_warm
+from .counts import NAMESPACE, count, count_within_warm, dropped
 from .ending import release_hold
 from .request import request_capacity
 from .restorer import restore_tables
@@ -156,8 +157,8 @@ def serve(
         return ACTIONS[action](event, config, held)
     except CapacityRequestTimeout as exc:
         return _refusal("timeout", exc, event)
-    except CapacityRequestFailed:
-        raise  # AWS failed a call: the invocation fails, counted and alarmed
+    except (CapacityRequestFailed, LeaseLost):
+        raise  # AWS failed a call, or was so slow the lease ran out: the invocation fails
     except CapacityRequestError as exc:
         return _refusal("refused", exc, event)
 
@@ -211,6 +212,7 @@ def _release(event: Mapping[str, Any], config: BrokerConfig, held: _Held) -> dic
         )
     config.check(table, None)
     changes = release_hold(table, ident, token=token, store=held.name, clients=held.clients)
+    dropped(changes)
     return {"ok": True, "changes": changes}
 
 

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..aws.invoke import InvokeError, invoke, lambda_client
-from ..core.holds import CapacityRequestError, CapacityRequestTimeout
+from ..core.holds import CapacityRequestError, CapacityRequestFailed, CapacityRequestTimeout
 
 BROKER_ENV = "CAPACITY_BROKER"
 """The broker's function name, set on functions granted with ``grant_request``; the default of
@@ -34,18 +34,21 @@ def broker_name(broker: str | None, env: Mapping[str, str] = os.environ) -> str 
 def invoke_broker(name: str, payload: Mapping[str, Any], client: Any = None) -> dict[str, Any]:
     """Invoke the broker ``name`` synchronously and return its answer; a refusal raises
     [`CapacityRequestError`][ddb_capacity_runtime.requests.CapacityRequestError], a timeout
-    [`CapacityRequestTimeout`][ddb_capacity_runtime.requests.CapacityRequestTimeout]."""
+    [`CapacityRequestTimeout`][ddb_capacity_runtime.requests.CapacityRequestTimeout], a
+    broker that failed (its invocation an error: a call AWS failed for it) or could not be
+    invoked `CapacityRequestFailed`."""
     try:
         body, function_error = invoke(client or lambda_client(), name, payload)
     except InvokeError as exc:
-        raise CapacityRequestError(f"broker {name}: {exc}") from None
+        raise CapacityRequestFailed(f"broker {name}: {exc}") from None
     try:
         answer = json.loads(body or b"null")
     except ValueError:
         answer = None
     if function_error or not isinstance(answer, dict):
         detail: object = answer.get("errorMessage") if isinstance(answer, dict) else body[:500]
-        raise CapacityRequestError(f"broker {name} failed: {detail}")
+        # the broker failed (a call AWS failed for it, say): not a refusal of the request
+        raise CapacityRequestFailed(f"broker {name} failed: {str(detail)[:500]}")
     if answer.get("ok") is True:
         return answer
     if answer.get("ok") is not False or not isinstance(answer.get("message"), str):

@@ -1,18 +1,25 @@
-"""Runs in: broker Lambda, CDK app (synth: the namespace, through `broker`).
+"""Runs in: broker Lambda, scaler Lambda, signals Lambda, workers (the user's own jobs, in
+direct mode), CDK app (synth: the namespace, through `broker`).
 
 The broker's Embedded Metric Format counts (``Refused``, ``HoldsDropped``, and
 ``RaisesWithinWarm``: the dimensions a request or a surge raised within their warm
-throughput, so the raise landed at once).
+throughput, so the raise landed at once), and `malformed_dropped`, which every write that
+leaves a dimension's malformed holds out calls.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..core.errors import shown
+from ..core.holds import HeldDimension
 from ..core.names import METRICS_NAMESPACE
-from ..events import emf_record, emit_metrics
+from ..core.outcomes import Status
+from ..events import emf_record, emit_metrics, log_event
 
 NAMESPACE = METRICS_NAMESPACE
 """Where the broker's EMF counts go."""
@@ -30,3 +37,42 @@ def count_within_warm(changes: Iterable[Mapping[str, Any]]) -> None:
     warm = {(c.get("index"), c.get("dimension")) for c in changes if c.get("within_warm")}
     if warm:
         count("RaisesWithinWarm", len(warm))
+
+
+def dropped(rows: Iterable[Mapping[str, Any]]) -> None:
+    """The holds an ending dropped without lowering their table (``rows``' of status
+    ``dropped``: a table deleted, on-demand or no longer served, an index gone, malformed
+    holds): logged (``holds-dropped``, a warning) and counted as ``HoldsDropped``, by the
+    functions that end holds (the broker's restore and release, a connected scaler's
+    tick)."""
+    gone = [r for r in rows if r.get("status") == Status.DROPPED]
+    if gone:
+        log_event("holds-dropped", level=logging.WARNING, dropped=gone)
+        count("HoldsDropped", len(gone))
+
+
+LAMBDA_ENV = "AWS_LAMBDA_FUNCTION_NAME"
+"""Set in a Lambda function: only there is an EMF line on stdout a metric."""
+
+
+def malformed_dropped(state: HeldDimension | None, by: str) -> None:
+    """Tell the malformed holds of ``state`` (read under its lease) that the write ``by``
+    makes next leaves out (a hold outside the hold store's bounds is never a level, and
+    goes): logged (``holds-dropped``, a warning) and, in a Lambda function, counted as
+    ``HoldsDropped``, which ``CapacityRequests`` alarms on whichever of the library's
+    functions sends it. In a process of the user's (direct mode) the log alone: an EMF
+    line there is no metric, and would mix with the program's own output."""
+    if state is None or not state.malformed:
+        return
+    log_event(
+        "holds-dropped",
+        level=logging.WARNING,
+        table=state.table,
+        index=state.index,
+        dimension=state.dimension,
+        malformed=[shown(i, 100) for i in state.malformed[:10]],
+        count=len(state.malformed),
+        by=by,
+    )
+    if os.environ.get(LAMBDA_ENV):
+        count("HoldsDropped")

@@ -93,21 +93,27 @@ def _end_dimension(
         return [result_row(table, index, dim, Via.NONE, 0, 0, Status.DROPPED, note=str(exc))]
     d = next((x for x in managed.dimensions if (x.index, x.dimension) == (index, dim)), None)
     now = ctx.now()
+    gone = [h for h in fresh.holds if ending(h)]
     kept = [h for h in fresh.holds if not ending(h)]
     if d is None:  # the index is gone (forget its holds) or not ACTIVE (later)
         if index not in managed.indexes:
             lease.write(holds=[])
+            note = f"index {index} is gone: its holds are forgotten"
+            return [result_row(table, index, dim, Via.NONE, 0, 0, Status.DROPPED, note=note)]
         return []
     current = d.target.min_capacity if d.target else d.provisioned
     memory, base = base_of(d, fresh)
     active = [h for h in kept if h.active(now)]
+    # what the holds raised the dimension to: their level, those expired and not yet
+    # restored included, each set of them at its own earliest baseline (a raise of the
+    # scaler's on top is beyond it, and kept)
     row, done = _lower(
         ctx,
         lease,
         d=d,
         base=base,
         current=current,
-        held=max(base, level(fresh.holds)),  # expired ones too: raised, not yet restored
+        held=max(base, level(fresh.holds), level([*active, *gone])),
         to=max(base, level(active)),
         lower_direct=lower_direct,
         now=now,
@@ -124,9 +130,9 @@ def _end_dimension(
 
 def _dropped_malformed(row: Mapping[str, Any], fresh: HeldDimension) -> list[dict[str, Any]]:
     """The row of the malformed holds an ending's write left out (status ``dropped``,
-    counted as ``HoldsDropped`` by the broker's restore): what the store's bounds refuse
-    to read (units over the largest hold, an expiry past the longest, a forged token) is
-    never a level, and goes, told."""
+    counted as ``HoldsDropped`` by whoever ends holds in a function: `counts.dropped`):
+    what the store's bounds refuse to read (units over the largest hold, an expiry past
+    the longest, a forged token) is never a level, and goes, told."""
     ids = ", ".join(shown(i, 100) for i in fresh.malformed[:10])
     more = f" and {len(fresh.malformed) - 10} more" if len(fresh.malformed) > 10 else ""
     note = (

@@ -40,6 +40,7 @@ from ..core.validators import is_whole
 from ..events import log_event
 from .client import BROKER_MAX_WAIT, broker_name, invoke_broker
 from .context import Context, base_of, current_traffic, read_table, set_min
+from .counts import malformed_dropped
 from .ending import end_holds
 from .validate import validate_request
 
@@ -361,6 +362,7 @@ def raise_held(
             f"target of {scope_label(index)} has a max of "
             f"{target.max_capacity:,}; raise the max or ask for less"
         )
+    malformed_dropped(state, why)  # every branch below writes ``recorded``, and only those
     if plan.set_min and target is not None:
         set_min(ctx, lease, target, base, want, holds=recorded)
         done.append(_raise_row(d, Via.SCALABLE_TARGET, target.min_capacity, want))

@@ -10,7 +10,6 @@ the rights to change capacity, runs `restore_tables` on the tables it serves.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,10 +17,10 @@ from ..aws.clients import Clients, make_clients
 from ..aws.error_codes import describe_error
 from ..aws.store import HoldStore, open_store
 from ..core.holds import CapacityRequestError
-from ..core.outcomes import NOT_MADE, Status
+from ..core.outcomes import NOT_MADE
 from ..events import log_event
 from .client import broker_name, invoke_broker
-from .counts import count
+from .counts import dropped
 from .ending import drop_holds, restore_expired
 
 
@@ -66,10 +65,7 @@ def restore_tables(
     for row in out["restored"]:
         if row["status"] in NOT_MADE:
             out["failed"].append({"table": row["table"], "error": row.get("note") or row["status"]})
-    dropped = [r for r in out["restored"] if r["status"] == Status.DROPPED]
-    if dropped:
-        log_event("holds-dropped", level=logging.WARNING, dropped=dropped)
-        count("HoldsDropped", len(dropped))
+    dropped(out["restored"])
     log_event("holds-restored", restored=out["restored"], failed=out["failed"])
     if out["failed"]:
         raise RuntimeError(

@@ -30,7 +30,7 @@ from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable, ScalableTarget
 from ..core.tags import parse_tags
 from ..events import log_event
-from ..requests import ending
+from ..requests import counts, ending
 
 
 def own_targets(
@@ -112,7 +112,7 @@ def _end_expired(
 ) -> Mapping[tuple[str, str], ScalableTarget]:
     """End the table's expired holds; returns its scalable targets read again (ending
     holds moved minimums: the account's listing is stale for this table)."""
-    for ended in ending.restore_expired(
+    rows = ending.restore_expired(
         name,
         store=store,
         clients=clients,
@@ -120,8 +120,10 @@ def _end_expired(
         lower_direct=False,
         held=held,
         stop=deadline,
-    ):
+    )
+    for ended in rows:
         log_event("hold-ended", **ended)
+    counts.dropped(rows)  # counted as the broker's restore counts them: HoldsDropped
     deadline.check(f"DescribeTable of {name}")
     fresh = table_calls.describe(clients.dynamodb, name)
     return own_targets(clients, name, fresh)
@@ -275,7 +277,10 @@ def adopt_minimums_set_elsewhere(
         with _lease(store, d.table, d.index, d.dimension, deadline) as lease:
             fresh = store.get(d.table, d.index, d.dimension)
             deadline.check(f"DescribeScalableTargets of {d.target.resource_id}")
-            minimum = discovery.current_minimum(clients.autoscaling, d.target)
+            try:
+                minimum = discovery.current_minimum(clients.autoscaling, d.target)
+            except discovery.UnsoundListing:  # not known: nothing adopted (a change counts it)
+                continue
             if fresh is None or minimum is None:
                 continue
             memory = reconcile(fresh, minimum)

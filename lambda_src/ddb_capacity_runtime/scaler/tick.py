@@ -443,7 +443,8 @@ def _describe_and_read(
     description = table_calls.describe(t.clients.dynamodb, name)
     discovery.check_managed(description)
     ids = discovery.table_resource_ids(name, description)
-    discovery.table_arn(name, description)
+    if t.config.tag_key:  # read only to find the batch's tables by their tag
+        discovery.table_arn(name, description)
     held, markers = t.store.read(name)
     return description, held, markers, ids
 
