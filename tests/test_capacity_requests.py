@@ -30,6 +30,7 @@ from ddb_capacity_runtime.core.holds import HeldDimension, level
 from ddb_capacity_runtime.events import event_fields
 from ddb_capacity_runtime.requests import (
     CapacityRequestError,
+    CapacityRequestFailed,
     CapacityRequestTimeout,
     Hold,
     release_hold,
@@ -609,6 +610,39 @@ def test_a_table_that_stays_updating_times_out_and_withdraws_the_hold(stubbed: A
             sleep=clock.sleep,
         )
     assert store.table("Orders") == []  # nothing held, nothing left behind
+
+
+def test_a_timeout_whose_hold_cannot_be_withdrawn_is_a_failure_that_says_so(
+    stubbed: Any,
+) -> None:
+    # GIVEN a request that times out (the table stays UPDATING), and a hold store whose
+    # reads fail when the hold is withdrawn
+    stub, clients, store = stubbed
+    clock = FakeClock()
+    _described(stub)
+    for _ in range(4):
+        stub.add_response("describe_table", _table("UPDATING"))
+
+    def down(**_: Any) -> None:
+        raise ClientError({"Error": {"Code": "InternalServerError", "Message": "x"}}, "Query")
+
+    store.dynamodb.meta.events.register("before-parameter-build.dynamodb.Query", down)
+    # WHEN it is made
+    with pytest.raises(CapacityRequestFailed) as failed:
+        request_capacity(
+            "Orders",
+            write=500,
+            timeout=timedelta(seconds=15),
+            clients=clients,
+            store=store,
+            clock=clock,
+            sleep=clock.sleep,
+        )
+    # THEN the caller is told of the timeout and of the hold that may be left, as a failure
+    # (through a broker: its invocation fails, alarmed), never as the timeout alone
+    assert "still busy (status UPDATING)" in str(failed.value)
+    assert f"withdrawing its hold {HOLD_ID} failed (InternalServerError" in str(failed.value)
+    assert isinstance(failed.value.__cause__, CapacityRequestTimeout)
 
 
 def test_resource_in_use_is_waited_out_and_a_refused_raise_is_reported(stubbed: Any) -> None:

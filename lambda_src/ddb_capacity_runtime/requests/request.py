@@ -16,6 +16,7 @@ from typing import Any
 
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
+from ..aws.error_codes import describe_error
 from ..aws.store import HoldStore, Lease, open_store, store_name, store_quota
 from ..core.errors import shown
 from ..core.holds import (
@@ -208,8 +209,10 @@ def request_capacity(
             handle.levels[dim], rows, recorded = _hold(ctx, holds_store, table, new, deadline)
             handle.holds.append(recorded)
             handle.changes += rows
-    except BaseException:
-        _withdraw(handle)
+    except BaseException as exc:
+        left = _withdraw(handle)
+        if left is not None and isinstance(exc, CapacityRequestError):
+            raise CapacityRequestFailed(f"{exc}; {left}") from exc  # a hold left: alarmed
         raise
     return handle
 
@@ -257,12 +260,14 @@ def _check_bounds(store: HoldStore, hold: timedelta, wanted: Mapping[str, int]) 
             )
 
 
-def _withdraw(handle: CapacityHold) -> None:
-    """Withdraw a hold whose request failed; if that fails too, the restorer ends the hold
-    at its expiry."""
+def _withdraw(handle: CapacityHold) -> str | None:
+    """Withdraw a hold whose request failed; if that fails too (logged), what is left, for
+    the error to say: the restorer ends the hold at its expiry, and until then it keeps
+    the capacity raised. The request's failure then is a `CapacityRequestFailed` (a
+    refusal or a timeout the caller was told otherwise leaves nothing behind)."""
     try:
         handle.release()
-    except Exception:
+    except Exception as exc:
         log_event(
             "hold-withdraw-failed",
             level=logging.ERROR,
@@ -270,6 +275,12 @@ def _withdraw(handle: CapacityHold) -> None:
             table=handle.table,
             hold_id=handle.id,
         )
+        until = f"{handle.expires:%Y-%m-%d %H:%M:%S} UTC"
+        return (
+            f"withdrawing its hold {handle.id} failed ({describe_error(exc)}): it keeps the "
+            f"capacity raised until its expiry, {until}"
+        )
+    return None
 
 
 def _hold(
