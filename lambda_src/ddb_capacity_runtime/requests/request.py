@@ -181,7 +181,8 @@ def request_capacity(
     Raises [`CapacityRequestError`][ddb_capacity_runtime.requests.CapacityRequestError] for bad
     input or a table that cannot take the request, and
     [`CapacityRequestTimeout`][ddb_capacity_runtime.requests.CapacityRequestTimeout] when
-    ``timeout`` passes first; in both cases the hold is withdrawn again.
+    ``timeout`` passes first; in both cases the hold is withdrawn again (when that fails
+    too, or AWS failed a call the request needed: `CapacityRequestFailed`).
     """
     via = broker_name(broker) if store is None else None
     # direct: up to the hold store's table quota; through a broker: the broker checks it
@@ -203,10 +204,34 @@ def request_capacity(
     handle = CapacityHold(
         table, index, ident, expires, [], token=token, _ctx=ctx, _store=holds_store
     )
+    _make_holds(ctx, holds_store, handle, wanted, traffic, deadline)
+    return handle
+
+
+def _make_holds(
+    ctx: Context,
+    store: HoldStore,
+    handle: CapacityHold,
+    wanted: Mapping[str, int],
+    traffic: Mapping[str, int],
+    deadline: float,
+) -> None:
+    """Record ``handle``'s hold on each dimension ``wanted`` and raise it (`_hold`); on any
+    failure, withdraw it again. A failure that leaves a hold behind, withdrawing it having
+    failed too, is a `CapacityRequestFailed` that says so (never the refusal or the timeout
+    alone: the capacity stays raised until the hold's expiry)."""
     try:
         for dim, units in wanted.items():
-            new = Hold(ident, index, dim, units, expires, traffic[dim], token_digest(token))
-            handle.levels[dim], rows, recorded = _hold(ctx, holds_store, table, new, deadline)
+            new = Hold(
+                handle.id,
+                handle.index,
+                dim,
+                units,
+                handle.expires,
+                traffic[dim],
+                token_digest(handle.token),
+            )
+            handle.levels[dim], rows, recorded = _hold(ctx, store, handle.table, new, deadline)
             handle.holds.append(recorded)
             handle.changes += rows
     except BaseException as exc:
@@ -214,7 +239,6 @@ def request_capacity(
         if left is not None and isinstance(exc, CapacityRequestError):
             raise CapacityRequestFailed(f"{exc}; {left}") from exc  # a hold left: alarmed
         raise
-    return handle
 
 
 def _through_broker(
