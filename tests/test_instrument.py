@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from ddb_capacity_runtime.core.names import METRICS_NAMESPACE
 from ddb_capacity_runtime.core.report_batch import reports_of
 from ddb_capacity_runtime.core.surge_report import SIGNALS_ENV, parse_report
+from ddb_capacity_runtime.fast_path.hook import HOOK_FAILURES
 from ddb_capacity_runtime.instrument import BOOTSTRAP, InstrumentError, environment, main
 from ddb_capacity_tools.local_aws import REGION
 from tests.test_signals_hook import FakeLambda, ddb, make_table
@@ -138,6 +140,60 @@ def test_a_bad_setting_in_the_environment_never_stops_the_program(
         in done.stderr
     )
     assert fake.requests == []
+
+
+def _hook_failures(stdout: str) -> int:
+    """The ``HookFailures`` counted by the EMF lines of a program's standard output."""
+    lines = [json.loads(x) for x in stdout.splitlines() if x.startswith('{"_aws"')]
+    for line in lines:  # each as the library's other EMF counts are written
+        (metrics,) = line["_aws"]["CloudWatchMetrics"]
+        assert metrics == {
+            "Namespace": METRICS_NAMESPACE,
+            "Dimensions": [[]],
+            "Metrics": [{"Name": HOOK_FAILURES}],
+        }
+    return sum(int(line.get(HOOK_FAILURES, 0)) for line in lines)
+
+
+@pytest.mark.parametrize("in_lambda", [True, False])
+def test_a_hook_not_installed_in_a_lambda_function_is_counted(
+    app: list[str], fake: FakeLambda, tmp_path: Path, in_lambda: bool
+) -> None:
+    # GIVEN a program whose hook refuses its settings, in a Lambda function or not
+    env = _env(
+        fake,
+        PYTHONPATH=str(BOOTSTRAP),
+        CAPACITY_SIGNALS="capacity-signals",
+        CAPACITY_SIGNALS_INTERVAL="600",
+        **({"AWS_LAMBDA_FUNCTION_NAME": "orders-worker"} if in_lambda else {}),
+    )
+    # WHEN it runs
+    done = _run([sys.executable, *app], env, tmp_path)
+    # THEN it runs, and in a Lambda function the hook not installed is one HookFailures
+    # (the count the fast path's alarm watches: the function sends it nothing); elsewhere
+    # the line on standard error is all, and nothing joins the program's own output
+    assert done.returncode == 0 and "app done" in done.stdout
+    assert _hook_failures(done.stdout) == (1 if in_lambda else 0)
+    assert in_lambda or done.stdout == "app done\n"
+
+
+def test_a_library_that_cannot_be_imported_is_counted_too(fake: FakeLambda, tmp_path: Path) -> None:
+    # GIVEN a Lambda function whose copy of the library fails to import (first on the path)
+    broken = tmp_path / "broken" / "ddb_capacity_runtime"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('a broken copy')\n")
+    env = _env(
+        fake,
+        PYTHONPATH=f"{BOOTSTRAP}{os.pathsep}{broken.parent}",
+        CAPACITY_SIGNALS="capacity-signals",
+        AWS_LAMBDA_FUNCTION_NAME="orders-worker",
+    )
+    # WHEN a program starts
+    done = _run([sys.executable, "-c", "print('app done')"], env, tmp_path)
+    # THEN it runs, the reason is on standard error, and the failure is counted
+    assert done.returncode == 0 and "app done" in done.stdout
+    assert "hook not installed: a broken copy" in done.stderr
+    assert _hook_failures(done.stdout) == 1
 
 
 def test_a_hook_that_cannot_start_says_so_in_one_line_and_the_program_runs(

@@ -15,6 +15,11 @@ import importlib.util
 import os
 import sys
 
+NAMESPACE = "DynamoDBCapacity"
+"""`ddb_capacity_runtime.core.names.METRICS_NAMESPACE`, and the count there a hook that
+failed to install adds to (`ddb_capacity_runtime.fast_path.hook.HOOK_FAILURES`): named
+here, as nothing of the library may be importable."""
+FAILURES = "HookFailures"
 SIGNALS_ENV = "CAPACITY_SIGNALS"
 """The signals function's variable (`ddb_capacity_runtime.core.surge_report.SIGNALS_ENV`), read
 here before anything is imported."""
@@ -34,6 +39,21 @@ def _install() -> None:
         install()
     except Exception as exc:  # noqa: BLE001 (the application starts whatever happens)
         print(f"ddb-capacity-instrument: hook not installed: {exc}", file=sys.stderr)
+        _count_failure()
+
+
+def _count_failure() -> None:
+    """In a Lambda function, one ``HookFailures`` count as an EMF line, written with the
+    standard library alone (the library's own modules may be what failed to import): the
+    record `ddb_capacity_runtime.instrument.count_hook_failure` writes."""
+    if not os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+        return
+    import json
+    import time
+
+    metrics = [{"Namespace": NAMESPACE, "Dimensions": [[]], "Metrics": [{"Name": FAILURES}]}]
+    record = {"_aws": {"Timestamp": int(time.time() * 1000), "CloudWatchMetrics": metrics}}
+    print(json.dumps({**record, FAILURES: 1}), flush=True)
 
 
 def _next_sitecustomize() -> None:
