@@ -293,30 +293,15 @@ class SlowStartWriter:
         try:
             response = table_items.write_batch(self.dynamodb, self.table, [s for _, s, _ in batch])
         except ClientError as exc:
-            cause = throttle_cause(exc)
-            if cause is not None:
-                return list(batch), 0.0, cause
-            if error_code(exc) in ITEM_ERRORS:
-                if len(batch) > 1:
-                    return self._send_each(batch, result)
-                result.failed.extend(Failed(o, describe_error(exc)) for o, _, _ in batch)
-                return [], 0.0, None  # the item's own fault: nothing written
-            # refused (nothing written), or a server error (written or not: charged as
-            # estimated); either way a failed call, and a few in a row stop the write
-            self._no_answer = describe_error(exc)
-            result.failed.extend(Failed(o, self._no_answer) for o, _, _ in batch)
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            refused = isinstance(status, int) and 400 <= status < 500  # else: written or not
-            return [], 0.0 if refused else None, None
+            return self._refused(batch, result, exc)
         except BotoCoreError as exc:  # no answer (after the SDK's retries): none is dropped
             self._no_answer = describe_error(exc)
             result.failed.extend(Failed(o, self._no_answer) for o, _, _ in batch)
             return [], None, None
         keys = _unprocessed(response, self.table)
         sent = [s for _, s, _ in batch]
-        if keys is not None and any(k not in sent for k in keys):
-            keys = None  # an item unprocessed that was not sent: which were written is unknown
-        if keys is None:  # none dropped, none sent twice: the caller decides
+        if keys is None or any(k not in sent for k in keys):
+            # not a list of the puts sent: none dropped, none sent twice, the caller decides
             reason = "the answer's UnprocessedItems is not a list of the puts sent: written or not"
             result.failed.extend(Failed(o, reason) for o, _, _ in batch)
             return [], None, None
@@ -329,6 +314,27 @@ class SlowStartWriter:
         result.written += written
         result.consumed += units or 0.0
         return retry, units, "unknown" if retry else None
+
+    def _refused(
+        self, batch: Sequence[Entry], result: WriteResult, exc: ClientError
+    ) -> tuple[list[Entry], float | None, ThrottleCause | None]:
+        """`_send`'s answer to an error answer: a throttle sends the batch again; an item's
+        own fault (`ITEM_ERRORS`) sends each item alone; anything else fails the batch and
+        counts toward the write's stop, its estimate given back only for a refusal (a 4xx:
+        nothing written), else charged (a server error: written or not)."""
+        cause = throttle_cause(exc)
+        if cause is not None:
+            return list(batch), 0.0, cause
+        if error_code(exc) in ITEM_ERRORS:
+            if len(batch) > 1:
+                return self._send_each(batch, result)
+            result.failed.extend(Failed(o, describe_error(exc)) for o, _, _ in batch)
+            return [], 0.0, None  # the item's own fault: nothing written
+        self._no_answer = describe_error(exc)
+        result.failed.extend(Failed(o, self._no_answer) for o, _, _ in batch)
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        refused = isinstance(status, int) and 400 <= status < 500
+        return [], 0.0 if refused else None, None
 
     def _send_each(
         self, batch: Sequence[Entry], result: WriteResult
