@@ -86,6 +86,7 @@ SCALER_METRICS = {
             "BadTargets",
             "RefusedTags",
             "RefusedTunedTargets",
+            "TargetsNotOwned",
             "KeyRangeThrottleEvents",
             "Updating",
             "HeldByReservation",
@@ -116,6 +117,7 @@ ALARM_IDS = (
     "BatchesLate",
     "BadTargets",
     "RefusedTags",
+    "TargetNotOwned",
     "PinnedAtMax",
     "Updating",
     "SustainedThrottling",
@@ -208,8 +210,9 @@ class ThrottleAwareScaler(Construct):
         capacity"). Default: None (no reservation).
     :param alarm_options: per alarm id (``"Errors"``, ``"DeadLetters"``, ``"NotRunning"``,
         ``"BatchErrors"``, ``"BatchesLate"``, ``"BadTargets"``, ``"RefusedTags"``,
-        ``"PinnedAtMax"``, ``"Updating"``, ``"SustainedThrottling"`` and ``"HotKey"``, the
-        last two for every managed table), an ``AlarmOptions``: off, another threshold or
+        ``"TargetNotOwned"`` (with ``own_target``), ``"PinnedAtMax"``, ``"Updating"``,
+        ``"SustainedThrottling"`` and ``"HotKey"``, the last two for every managed table),
+        an ``AlarmOptions``: off, another threshold or
         evaluation periods, more actions. Default: every alarm as documented (docs:
         Alarms). The alarms made are `alarms`.
     :param function_options: ``{"Scaler": FunctionOptions(...)}``: the memory, timeout

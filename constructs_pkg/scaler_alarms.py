@@ -136,6 +136,18 @@ class ScalerAlarms:
                 ),
             ),
         )
+        if self._owner._own_target:
+            self.alarm_set.add(
+                "TargetNotOwned",
+                AlarmSpec(
+                    self.per_table("TargetsNotOwned", "target values not owned, worst table"),
+                    says(
+                        "A managed table's dimension has no target-tracking policy the scaler "
+                        "can write back whole (a predefined metric and nothing else): the "
+                        "autopilot does not own its target value, nor does nightly tuning reach it"
+                    ),
+                ),
+            )
 
     def _ticks(self, periods: int) -> str:
         """``periods`` ticks, in words."""

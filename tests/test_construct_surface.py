@@ -169,6 +169,14 @@ def test_the_scaler_returns_every_alarm_it_makes_by_stable_id(stack: cdk.Stack) 
     }
     assert all(isinstance(a, cloudwatch.Alarm) for a in scaler.alarms.values())
     assert len(alarms_of(Template.from_stack(stack))) == len(scaler.alarms)
+    # AND a scaler that owns target values alarms on those it cannot write
+    other = cdk.Stack(cdk.App(), "Owning")
+    owner = ThrottleAwareScaler(other, "Scaler", tables=[orders(other)], own_target=True)
+    assert set(owner.alarms) ^ set(scaler.alarms) == {
+        "TargetNotOwned",
+        "BatchErrors",
+        "BatchesLate",
+    }
     # AND the mapping is read-only
     with pytest.raises(TypeError):
         scaler.alarms["Errors"] = scaler.alarms["NotRunning"]  # type: ignore[index]

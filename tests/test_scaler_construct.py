@@ -576,13 +576,18 @@ def test_each_managed_table_has_one_hot_key_alarm_on_its_own_key_range_throttles
         ("BadTargetsAlarm", "BadTargets", 5),
         ("RefusedTagsAlarm", "RefusedTags", 2),
         ("RefusedTagsAlarm", "RefusedTags", 5),
+        ("TargetNotOwnedAlarm", "TargetsNotOwned", 1),
     ],
 )
 def test_per_table_failures_alarm_on_their_first_tick(
     stack: cdk.Stack, alarm_id: str, metric: str, tick: int
 ) -> None:
     scaler = ThrottleAwareScaler(
-        stack, "Scaler", tables=[feed(stack)], tick=cdk.Duration.minutes(tick)
+        stack,
+        "Scaler",
+        tables=[feed(stack)],
+        tick=cdk.Duration.minutes(tick),
+        own_target=alarm_id.startswith("Target"),
     )
     alarm = _per_table_alarm(Template.from_stack(stack), alarm_id)
     # any table counting one in any tick-long period: the tick's metric, the worst table's

@@ -505,6 +505,30 @@ def test_without_ownership_or_in_dry_run_no_policy_is_written(world: World) -> N
     assert said["dry_run"] is True and said["new"] == 90
 
 
+def test_an_owned_target_value_without_a_policy_to_write_is_counted(world: World) -> None:
+    # GIVEN a write target whose target value the autopilot is to own, but whose
+    # target-tracking policy is gone (deleted by hand, say), beside one with its policy
+    now = world.now - timedelta(minutes=3) if world.now.minute < 2 else world.now
+    name = world.table("Unowned", 10, 9_000, tagged=False, forecast_minute=0)
+    world.target(name, "write", 10, 20_000)
+    world.target(name, "read", 10, 20_000)
+    world.aas.delete_scaling_policy(
+        PolicyName=f"{name}-None-write",
+        ServiceNamespace="dynamodb",
+        ResourceId=resource_id(name, None),
+        ScalableDimension=scalable_dimension(None, "write"),
+    )
+    owned = json.dumps({name: {"write": 70, "read": 70}})
+    # WHEN a tick runs
+    _, events = world.tick(now, **AUTOPILOT, SCALER_TABLES=name, SCALER_OWNED_TARGETS=owned)
+    # THEN the dimension is left as it is, logged and counted in the table's record (its
+    # alarm, with own_target), and the other is owned as ever
+    (said,) = [e for e in events if e.get("event") == "target-not-owned"]
+    assert (said["table"], said["dimension"]) == (name, "write")
+    (record,) = [e for e in events if e.get("TableName") == name and "Decisions" in e]
+    assert record["TargetsNotOwned"] == 1
+
+
 def test_a_failed_policy_write_is_a_counted_failure_of_its_table_alone(world: World) -> None:
     # GIVEN two tables whose write policies the autopilot owns, both with a plan at 90 %,
     # and Application Auto Scaling refusing to write the first table's policy

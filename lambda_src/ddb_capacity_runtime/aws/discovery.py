@@ -388,7 +388,8 @@ def _owned(
     """The target value the autopilot owns for this dimension's target-tracking policy:
     the configured one (or, with ``tuned_targets``, the one the nightly tuning loop keeps
     in the state store, if allowed: `_tuned_allowed`), when the policy can be written
-    back as it is; else None (logged when one is configured: that policy is left alone)."""
+    back as it is; else None (logged and counted when one is configured: that policy is
+    left alone)."""
     name = managed.name
     owned = config.owned_target(name, index, dim)
     if owned is not None and config.tuned_targets and state is not None and state.tuned:
@@ -397,6 +398,7 @@ def _owned(
         _tuned_unread(managed, state)
     if owned is None or (target is not None and target.policy is not None):
         return owned
+    managed.targets_not_owned += 1  # counted (TargetsNotOwned): what was configured is not done
     log_event(
         "target-not-owned",
         level=logging.WARNING,

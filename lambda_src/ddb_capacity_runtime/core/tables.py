@@ -114,6 +114,7 @@ class ManagedTable:
     consumption once it is known (the tick's ``refuse_lowering_tags``)"""
     refused_tags: int = 0  # min or max tags not obeyed: they would lower a limit below the load
     refused_tuned: int = 0  # tuned target values not obeyed: outside the allowed targets
+    targets_not_owned: int = 0  # owned target values with no policy the scaler can write
 
 
 def spec_of(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:

@@ -49,10 +49,12 @@ keep: a request held the dimension),
 maximum), ``RefusedTags`` (min or max tags
 not obeyed because they would lower a limit below what the dimension consumes at its
 target utilization; while that is not known such a tag is not obeyed either, and only
-logged) and ``RefusedTunedTargets`` (tuned target values outside the nightly tuning's
-allowed targets, not obeyed: the configured one is aimed at). A table that failed before it could be
-decided gets ``Failures`` = 1 alone; one skipped because it is UPDATING, ``Updating`` = 1
-alone.
+logged), ``RefusedTunedTargets`` (tuned target values outside the nightly tuning's
+allowed targets, not obeyed: the configured one is aimed at) and ``TargetsNotOwned``
+(dimensions whose target value the autopilot is to own, ``own_target``, with no
+target-tracking policy the scaler can write back whole: left as they are). A table that
+failed before it could be decided gets ``Failures`` = 1 alone; one skipped because it is
+UPDATING, ``Updating`` = 1 alone.
 
 When the account's scalable targets cannot be read, each table's own are read; a table
 whose targets stay unknown is a failure of that table, and nothing of it changes that tick
@@ -753,6 +755,7 @@ def _table_metrics(
         **({"BadTargets": table.bad_targets} if table.bad_targets else {}),
         **({"RefusedTags": table.refused_tags} if table.refused_tags else {}),
         **({"RefusedTunedTargets": table.refused_tuned} if table.refused_tuned else {}),
+        **({"TargetsNotOwned": table.targets_not_owned} if table.targets_not_owned else {}),
     }
 
 
