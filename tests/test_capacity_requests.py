@@ -218,16 +218,23 @@ def test_release_keeps_capacity_raised_beyond_the_holds_by_someone_else(world: W
     assert stored(world, name) == {}
 
 
-def test_a_release_after_another_hold_expired_unrestored_lowers_to_the_holds_left(
-    world: World,
-) -> None:
-    # GIVEN a target's minimum raised by two holds (+500 for a minute, +300 for 30 minutes)
-    name = world.table("Expired", 10, 100, tagged=False)
+def targeted_with_a_clock(world: World, base: str) -> tuple[str, list[float], dict[str, Any]]:
+    """A table whose writes are under a target (minimum 100) with 50 units of traffic, a
+    clock that moves when told (``now[0]``), and the arguments of a request on that clock."""
+    name = world.table(base, 10, 100, tagged=False)
     world.target(name, "write", 100, 10_000)
     world.traffic(name, "write", 50)
     now = [time.time()]
     store = replace(world.store, clock=lambda: now[0])
-    kw: dict[str, Any] = {"store": store, "clients": world.clients, "clock": lambda: now[0]}
+    return name, now, {"store": store, "clients": world.clients, "clock": lambda: now[0]}
+
+
+def test_a_release_after_another_hold_expired_unrestored_lowers_to_the_holds_left(
+    world: World,
+) -> None:
+    # GIVEN a target's minimum raised by two holds (+500 for a minute, +300 for 30 minutes)
+    name, now, kw = targeted_with_a_clock(world, "Expired")
+    store = kw["store"]
     request_capacity(name, write=500, hold=timedelta(minutes=1), **kw)
     second = request_capacity(name, write=300, hold=timedelta(minutes=30), **kw)
     assert world.target_min(name, "write") == 850
@@ -733,12 +740,8 @@ def test_a_release_after_a_smaller_hold_expired_under_less_traffic_lowers_to_the
 ) -> None:
     # GIVEN a target's minimum raised by a hold of +100 over 50 units of traffic, which
     # expires, then by a hold of +500 over 1,000 units of traffic (the minimum at 1,550)
-    name = world.table("Baselines", 10, 100, tagged=False)
-    world.target(name, "write", 100, 10_000)
-    world.traffic(name, "write", 50)
-    now = [time.time()]
-    store = replace(world.store, clock=lambda: now[0])
-    kw: dict[str, Any] = {"store": store, "clients": world.clients, "clock": lambda: now[0]}
+    name, now, kw = targeted_with_a_clock(world, "Baselines")
+    store = kw["store"]
     request_capacity(name, write=100, hold=timedelta(minutes=1), **kw)
     now[0] += 120
     world.traffic(name, "write", 1000)
