@@ -548,7 +548,8 @@ class ThrottleAwareScaler(Construct):
     def alarms(self) -> Mapping[str, cloudwatch.Alarm]:
         """The scaler's alarms by stable id (read-only): ``Errors``, ``DeadLetters``,
         ``NotRunning``, ``BadTargets``, ``RefusedTags``, ``PinnedAtMax``, ``Updating``;
-        ``BatchErrors`` and ``BatchesLate`` when sharded; ``SustainedThrottling/<table>-<dim>``
+        ``BatchErrors`` and ``BatchesLate`` when sharded; ``TargetNotOwned`` with
+        ``own_target``; ``SustainedThrottling/<table>-<dim>``
         (``<table>-<index>-<dim>`` for a GSI) and ``HotKey/<table>`` per managed table. An
         alarm turned off by ``alarm_options`` is absent."""
         return self._alarm_parts.alarm_set.alarms

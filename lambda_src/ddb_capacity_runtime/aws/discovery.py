@@ -296,7 +296,8 @@ def table_arn(name: str, description: Mapping[str, Any]) -> str:
     """The table's ARN from its DescribeTable answer (untrusted): ValueError, naming the
     table, when it is not an ARN of that table."""
     arn = description.get("TableArn")
-    if table_of_arn(arn) != name:
+    sound = isinstance(arn, str) and arn.startswith("arn:") and ":dynamodb:" in arn
+    if not (sound and str(arn).endswith(f":table/{name}")):
         raise ValueError(
             f"DescribeTable {name}: TableArn is {shown(arn, 200)}; expected the ARN of that table"
         )
@@ -326,21 +327,21 @@ def describe_table(
     held: Sequence[HeldDimension] = (),
 ) -> ManagedTable:
     """The table's managed dimensions. Raises NotManaged, OverrideError, ClientError,
-    or UnsoundListing (its tags unsound).
+    UnsoundListing (its tags unsound), ValueError (its ARN not the table's: `table_arn`).
     ``description`` is DescribeTable's ``Table`` when the caller has just read it;
     ``held``: what the state store says of the table's dimensions (its memory of each
     minimum, reconciled here with the target's, and the autopilot's plans)."""
     table = description or table_calls.describe(dynamodb, name)
     check_managed(table)
     if tags is None:
-        tags = _read_tags(dynamodb, table["TableArn"])
+        tags = _read_tags(dynamodb, table_arn(name, table))
     parsed = parse_tags(tags, config.table_quota)
     _log_ignored(name, parsed.ignored)
     limits = config.limits(name, parsed.limits)
     by_scope = {h.scope: h for h in held}
     managed = ManagedTable(
         name,
-        table["TableArn"],
+        table_arn(name, table),
         tags,
         ignored_tags=len(parsed.ignored),
         tag_limits=dict(parsed.limits),

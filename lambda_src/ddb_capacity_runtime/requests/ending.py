@@ -5,8 +5,9 @@ Ending capacity holds: on release, by id, or at expiry."""
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +29,7 @@ from ..core.outcomes import Status, result_row
 from ..core.plan import Change, Via
 from ..core.policy import Action
 from ..core.tables import Dimension, ManagedTable
+from ..events import log_event
 from .context import Context, base_of, read_table, set_min
 
 DROPPED = Status.DROPPED
@@ -65,9 +67,22 @@ def end_holds(
         until = min(deadline, store.clock() + stop.left())
         with store.lease(table, index, dim, deadline=until, sleep=ctx.sleep) as lease:
             fresh = store.get(table, index, dim)
-            if fresh is not None:
+            # read again under the lease: another ender may have ended them meanwhile
+            if fresh is not None and (fresh.malformed or any(ending(h) for h in fresh.holds)):
                 rows += _end_dimension(ctx, lease, table, fresh, ending, lower_direct, stop)
     return rows
+
+
+def holds_level(holds: Sequence[Hold]) -> int:
+    """The most the dimension's recorded ``holds`` raised it to, as far as the store tells:
+    a hold recorded while others were active took their earliest baseline, so the holds
+    active together share one; the highest level of those sets. (A chain of holds, each
+    recorded while the one before was active, shares one baseline though its first and last
+    were never active at once: its level is then more than any moment's.)"""
+    sets: dict[int, list[Hold]] = {}
+    for h in holds:
+        sets.setdefault(h.baseline, []).append(h)
+    return max((level(s) for s in sets.values()), default=0)
 
 
 def _end_dimension(
@@ -104,16 +119,16 @@ def _end_dimension(
     current = d.target.min_capacity if d.target else d.provisioned
     memory, base = base_of(d, fresh)
     active = [h for h in kept if h.active(now)]
-    # what the holds raised the dimension to: their level, those expired and not yet
-    # restored included, each set of them at its own earliest baseline (a raise of the
-    # scaler's on top is beyond it, and kept)
+    # what the holds raised the dimension to: those expired and not yet restored included,
+    # each set of them at its own earliest baseline (a raise of the scaler's on top is
+    # beyond it, and kept)
     row, done = _lower(
         ctx,
         lease,
         d=d,
         base=base,
         current=current,
-        held=max(base, level(fresh.holds), level([*active, *gone])),
+        held=max(base, holds_level(fresh.holds), level([*active, *gone])),
         to=max(base, level(active)),
         lower_direct=lower_direct,
         now=now,
@@ -138,6 +153,14 @@ def _dropped_malformed(row: Mapping[str, Any], fresh: HeldDimension) -> list[dic
     note = (
         f"{len(fresh.malformed)} malformed hold(s) dropped unread ({ids}{more}): outside "
         "the hold store's bounds (units, expiry, baseline, token)"
+    )
+    log_event(  # wherever it runs (a worker's release too); the functions count the row
+        "holds-dropped",
+        level=logging.WARNING,
+        table=row["table"],
+        index=row["index"],
+        dimension=row["dimension"],
+        note=note,
     )
     index, dim, level_now = row["index"], row["dimension"], row["to"]
     return [

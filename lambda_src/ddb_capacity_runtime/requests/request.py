@@ -33,7 +33,7 @@ from ..core.holds import (
     token_digest,
 )
 from ..core.names import DIMENSIONS, MAX_TABLE_QUOTA, is_table_name, scope_label
-from ..core.outcomes import Status, result_row
+from ..core.outcomes import NOT_MADE, Status, result_row
 from ..core.plan import Change, Via
 from ..core.policy import Action
 from ..core.tables import Dimension, ManagedTable
@@ -289,8 +289,9 @@ def _withdraw(handle: CapacityHold) -> str | None:
     the error to say: the restorer ends the hold at its expiry, and until then it keeps
     the capacity raised. The request's failure then is a `CapacityRequestFailed` (a
     refusal or a timeout the caller was told otherwise leaves nothing behind)."""
+    until = f"{handle.expires:%Y-%m-%d %H:%M:%S} UTC"
     try:
-        handle.release()
+        rows = handle.release()
     except Exception as exc:
         log_event(
             "hold-withdraw-failed",
@@ -299,12 +300,19 @@ def _withdraw(handle: CapacityHold) -> str | None:
             table=handle.table,
             hold_id=handle.id,
         )
-        until = f"{handle.expires:%Y-%m-%d %H:%M:%S} UTC"
         return (
             f"withdrawing its hold {handle.id} failed ({describe_error(exc)}): it keeps the "
             f"capacity raised until its expiry, {until}"
         )
-    return None
+    kept = [r for r in rows if r.get("status") in NOT_MADE | {Status.BUSY}]
+    if not kept:
+        return None
+    why = "; ".join(str(r.get("note") or r.get("error") or r["status"]) for r in kept)
+    log_event("hold-withdraw-failed", level=logging.ERROR, table=handle.table, hold_id=handle.id)
+    return (
+        f"its hold {handle.id} could not be withdrawn yet ({shown(why, 300)}): it keeps the "
+        f"capacity raised until a restore ends it, at its expiry ({until}) at the latest"
+    )
 
 
 def _hold(

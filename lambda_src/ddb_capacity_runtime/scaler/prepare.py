@@ -279,7 +279,8 @@ def adopt_minimums_set_elsewhere(
             deadline.check(f"DescribeScalableTargets of {d.target.resource_id}")
             try:
                 minimum = discovery.current_minimum(clients.autoscaling, d.target)
-            except discovery.UnsoundListing:  # not known: nothing adopted (a change counts it)
+            except discovery.UnsoundListing as exc:  # not known: nothing adopted
+                log_event("minimum-unread", level=logging.WARNING, table=d.table, reason=str(exc))
                 continue
             if fresh is None or minimum is None:
                 continue

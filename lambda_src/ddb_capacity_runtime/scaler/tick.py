@@ -445,8 +445,7 @@ def _describe_and_read(
     description = table_calls.describe(t.clients.dynamodb, name)
     discovery.check_managed(description)
     ids = discovery.table_resource_ids(name, description)
-    if t.config.tag_key:  # read only to find the batch's tables by their tag
-        discovery.table_arn(name, description)
+    discovery.table_arn(name, description)  # the batch's tag read, and the table's own
     held, markers = t.store.read(name)
     return description, held, markers, ids
 
