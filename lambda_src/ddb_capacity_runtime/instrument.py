@@ -39,7 +39,6 @@ import math
 import os
 import shutil
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,8 +46,8 @@ from typing import Any
 from .core.errors import InstrumentError as InstrumentError
 from .core.names import METRICS_NAMESPACE, is_table_name
 from .core.surge_report import SIGNALS_ENV
-from .events import LOGGER, emf_record, emit_metrics, log_event
-from .fast_path.hook import HOOK_FAILURES, LAMBDA_ENV, MODES, _interval, _label, _scope
+from .events import LOGGER, count_in_lambda, log_event
+from .fast_path.hook import HOOK_FAILURES, MODES, _interval, _label, _scope
 
 BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap"
 """The folder whose ``sitecustomize`` installs the hook at start-up."""
@@ -141,19 +140,6 @@ def _check(name: str, given: str, allowed: str, check: Any, value: Any) -> Any:
         raise InstrumentError(f"{name}: got {given!r:.80}; expected {allowed}") from None
 
 
-def count_hook_failure() -> None:
-    """In a Lambda function (whose log's EMF lines become metrics): one ``HookFailures``,
-    the count the fast path's ``HookFailuresAlarm`` watches, for a hook that could not be
-    installed or attached: the function then sends the fast path nothing. Elsewhere,
-    nothing (the warning on stderr is all a process of the user's gets)."""
-    if not os.environ.get(LAMBDA_ENV):
-        return
-    try:
-        emit_metrics(emf_record(METRICS_NAMESPACE, {HOOK_FAILURES: 1}, time.time(), unit=None))
-    except Exception:  # noqa: BLE001, S110 (an output that fails is nothing to stop for)
-        pass
-
-
 def install(env: Mapping[str, str] = os.environ) -> Any:
     """Hook every boto3 Session this process makes from now on (once; later calls return
     the same watcher). Returns the watcher, or None when nothing was installed: the reason
@@ -171,7 +157,7 @@ def install(env: Mapping[str, str] = os.environ) -> Any:
         if LOGGER.hasHandlers():  # else logging's last resort prints a second, bare line
             log_event("signals-instrument-skipped", level=logging.WARNING, reason=str(exc)[:300])
         print(f"ddb-capacity-instrument: hook not installed: {exc}", file=sys.stderr)
-        count_hook_failure()
+        count_in_lambda(METRICS_NAMESPACE, HOOK_FAILURES)
         return None
     made = boto3.session.Session.__init__
 
@@ -181,7 +167,7 @@ def install(env: Mapping[str, str] = os.environ) -> Any:
             watcher.attach(self.events)
         except Exception as exc:  # noqa: BLE001 (never fail the application)
             log_event("signals-hook-error", level=logging.WARNING, where="attach", error=str(exc))
-            count_hook_failure()
+            count_in_lambda(METRICS_NAMESPACE, HOOK_FAILURES)
 
     boto3.session.Session.__init__ = hooked  # type: ignore[method-assign]
     if boto3.DEFAULT_SESSION is not None:

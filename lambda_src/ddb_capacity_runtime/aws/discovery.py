@@ -333,15 +333,15 @@ def describe_table(
     minimum, reconciled here with the target's, and the autopilot's plans)."""
     table = description or table_calls.describe(dynamodb, name)
     check_managed(table)
-    if tags is None:
-        tags = _read_tags(dynamodb, table_arn(name, table))
+    arn = table_arn(name, table)
+    tags = _read_tags(dynamodb, arn) if tags is None else tags
     parsed = parse_tags(tags, config.table_quota)
     _log_ignored(name, parsed.ignored)
     limits = config.limits(name, parsed.limits)
     by_scope = {h.scope: h for h in held}
     managed = ManagedTable(
         name,
-        table_arn(name, table),
+        arn,
         tags,
         ignored_tags=len(parsed.ignored),
         tag_limits=dict(parsed.limits),

@@ -45,7 +45,7 @@ def _install() -> None:
 def _count_failure() -> None:
     """In a Lambda function, one ``HookFailures`` count as an EMF line, written with the
     standard library alone (the library's own modules may be what failed to import): the
-    record `ddb_capacity_runtime.instrument.count_hook_failure` writes."""
+    record `ddb_capacity_runtime.events.count_in_lambda` writes for it."""
     if not os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
         return
     import json

@@ -36,7 +36,7 @@ from ..core.names import METRICS_NAMESPACE
 from ..core.report_batch import MAX_BATCH_REPORTS, MAX_BATCHES_PER_ROUND, batch_json, batches
 from ..core.surge_report import MAX_PROCESS_CHARS, SIGNALS_ENV, Report
 from ..core.validators import is_number
-from ..events import emf_record, emit_metrics, log_event
+from ..events import LAMBDA_ENV, count_in_lambda, log_event
 from .ledger import CHANGE, KEEPALIVE_SECONDS, MAX_TABLES, MIN_CHANGE, Ledger
 from .parse import (
     OPERATIONS,
@@ -143,8 +143,6 @@ _Row = tuple[str, str | None, str, float, int, str | None, int]
 HOOK_FAILURES = "HookFailures"
 """The count a hook in a Lambda function writes to its log (EMF, namespace
 ``DynamoDBCapacity``): reports not sent, observations dropped, errors its handlers met."""
-LAMBDA_ENV = "AWS_LAMBDA_FUNCTION_NAME"
-"""Set in a Lambda function, whose log's EMF lines become metrics."""
 
 
 class Watcher:
@@ -488,11 +486,7 @@ class Watcher:
             total = self._failed + self._errors + self._ledger.dropped
             new, self._published = total - self._published, total
         if new > 0:
-            try:
-                record = emf_record(METRICS_NAMESPACE, {HOOK_FAILURES: new}, time.time(), unit=None)
-                emit_metrics(record)
-            except Exception:  # noqa: BLE001 (an output that fails is nothing to stop for)
-                return
+            count_in_lambda(METRICS_NAMESPACE, HOOK_FAILURES, new)
 
     def _take(self, name: str) -> Report | None:
         """The report ``name``'s table has to give now, taken from the ledger; None: none."""

@@ -10,7 +10,6 @@ leaves a dimension's malformed holds out calls.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -19,7 +18,7 @@ from ..core.errors import shown
 from ..core.holds import HeldDimension
 from ..core.names import METRICS_NAMESPACE
 from ..core.outcomes import Status
-from ..events import emf_record, emit_metrics, log_event
+from ..events import count_in_lambda, emf_record, emit_metrics, log_event
 
 NAMESPACE = METRICS_NAMESPACE
 """Where the broker's EMF counts go."""
@@ -51,10 +50,6 @@ def dropped(rows: Iterable[Mapping[str, Any]]) -> None:
         count("HoldsDropped", len(gone))
 
 
-LAMBDA_ENV = "AWS_LAMBDA_FUNCTION_NAME"
-"""Set in a Lambda function: only there is an EMF line on stdout a metric."""
-
-
 def malformed_dropped(state: HeldDimension | None, by: str) -> None:
     """Tell the malformed holds of ``state`` (read under its lease) that the write ``by``
     makes next leaves out (a hold outside the hold store's bounds is never a level, and
@@ -70,9 +65,18 @@ def malformed_dropped(state: HeldDimension | None, by: str) -> None:
         table=state.table,
         index=state.index,
         dimension=state.dimension,
-        malformed=[shown(i, 100) for i in state.malformed[:10]],
+        malformed=malformed_ids(state),
         count=len(state.malformed),
         by=by,
     )
-    if os.environ.get(LAMBDA_ENV):
-        count("HoldsDropped")
+    count_in_lambda(NAMESPACE, "HoldsDropped")
+
+
+SHOWN_MALFORMED = 10
+"""The most malformed holds' ids a log line or a row names."""
+
+
+def malformed_ids(state: HeldDimension) -> list[str]:
+    """The first `SHOWN_MALFORMED` ids of ``state``'s malformed holds, each cut as a
+    message repeats untrusted text (`shown`)."""
+    return [shown(i, 100) for i in state.malformed[:SHOWN_MALFORMED]]

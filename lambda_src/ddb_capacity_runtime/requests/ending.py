@@ -31,6 +31,7 @@ from ..core.policy import Action
 from ..core.tables import Dimension, ManagedTable
 from ..events import log_event
 from .context import Context, base_of, read_table, set_min
+from .counts import SHOWN_MALFORMED, malformed_ids
 
 DROPPED = Status.DROPPED
 """The status of a dimension whose holds were forgotten without lowering it."""
@@ -148,10 +149,11 @@ def _dropped_malformed(row: Mapping[str, Any], fresh: HeldDimension) -> list[dic
     counted as ``HoldsDropped`` by whoever ends holds in a function: `counts.dropped`):
     what the store's bounds refuse to read (units over the largest hold, an expiry past
     the longest, a forged token) is never a level, and goes, told."""
-    ids = ", ".join(shown(i, 100) for i in fresh.malformed[:10])
-    more = f" and {len(fresh.malformed) - 10} more" if len(fresh.malformed) > 10 else ""
+    ids = ", ".join(malformed_ids(fresh))
+    more = len(fresh.malformed) - SHOWN_MALFORMED
+    more_text = f" and {more} more" if more > 0 else ""
     note = (
-        f"{len(fresh.malformed)} malformed hold(s) dropped unread ({ids}{more}): outside "
+        f"{len(fresh.malformed)} malformed hold(s) dropped unread ({ids}{more_text}): outside "
         "the hold store's bounds (units, expiry, baseline, token)"
     )
     log_event(  # wherever it runs (a worker's release too); the functions count the row
