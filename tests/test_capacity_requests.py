@@ -619,6 +619,19 @@ def _described(stub: Any, table: dict[str, Any] | None = None) -> None:
     stub.add_response("list_tags_of_resource", _tags())
 
 
+def request_in_15_seconds(clients: Clients, store: HoldStore, clock: FakeClock) -> None:
+    """A request of 500 write units on "Orders" that times out after 15 s of ``clock``."""
+    request_capacity(
+        "Orders",
+        write=500,
+        timeout=timedelta(seconds=15),
+        clients=clients,
+        store=store,
+        clock=clock,
+        sleep=clock.sleep,
+    )
+
+
 @pytest.mark.parametrize("withdrawn", [True, False])
 def test_a_table_that_stays_updating_times_out_and_withdraws_the_hold(
     stubbed: Any, withdrawn: bool
@@ -639,15 +652,7 @@ def test_a_table_that_stays_updating_times_out_and_withdraws_the_hold(
         store.dynamodb.meta.events.register("before-parameter-build.dynamodb.Query", down)
     # WHEN it is made
     with pytest.raises(CapacityRequestTimeout if withdrawn else CapacityRequestFailed) as error:
-        request_capacity(
-            "Orders",
-            write=500,
-            timeout=timedelta(seconds=15),
-            clients=clients,
-            store=store,
-            clock=clock,
-            sleep=clock.sleep,
-        )
+        request_in_15_seconds(clients, store, clock)
     # THEN it times out, the hold withdrawn: nothing held, nothing left behind; or, when the
     # hold could not be withdrawn, the caller is told of the timeout and of the hold left,
     # as a failure (through a broker: its invocation fails, alarmed)
@@ -674,15 +679,7 @@ def test_a_timeout_after_its_raise_whose_hold_stays_is_a_failure_that_says_so(
         stub.add_response("describe_table", _table("UPDATING", write=510))
     # WHEN it is made
     with pytest.raises(CapacityRequestFailed) as failed:
-        request_capacity(
-            "Orders",
-            write=500,
-            timeout=timedelta(seconds=15),
-            clients=clients,
-            store=store,
-            clock=clock,
-            sleep=clock.sleep,
-        )
+        request_in_15_seconds(clients, store, clock)
     # THEN the caller is told the hold stays (a restore ends it), as a failure: never a
     # timeout that says it was withdrawn
     assert f"its hold {HOLD_ID} could not be withdrawn yet" in str(failed.value)
