@@ -10,7 +10,10 @@ set:
 
 - **stock**: an ``aws_dynamodb.Table`` with the quick start's table and GSI, each dimension
   under ``auto_scale_*_capacity`` and ``scale_on_utilization`` at the same targets;
-- **quick start**: the README's app (a ``ProvisionedTable`` and a ``ThrottleAwareScaler``).
+- **quick start**: the README's app (a ``ProvisionedTable`` and a ``ThrottleAwareScaler``);
+- **table alone**: the quick start without its scaler (its table and GSI, the high-water
+  mark and the same auto scaling), with the validation on: what an app of tables alone pays
+  (not judged against the goal).
 
 Printed: each app's median, minimum and maximum wall time, the ratio of the medians, and
 the ratios run by run (the machine's speed drifts less within a pair of runs than across
@@ -83,6 +86,20 @@ def quick_start() -> str:
     """The README's quick start, as it is printed there (its first ``python`` block)."""
     text = (ROOT / "README.md").read_text()
     return text.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+TABLE = "table alone"
+"""The quick start without its scaler (`table_alone`)."""
+
+
+def table_alone(code: str) -> str:
+    """The quick start ``code`` without its scaler: neither imported nor made."""
+    lines = code.splitlines(keepends=True)
+    kept = [line for line in lines if "enable_throttle_aware_scaling(" not in line]
+    alone = "".join(kept).replace(", ThrottleAwareScaler", "")
+    if len(kept) != len(lines) - 1 or "ThrottleAwareScaler" in alone:
+        raise ValueError("the quick start makes no scaler on one line of its own")
+    return alone
 
 
 PHASES = ("start", "construct", "synth", "exit")
@@ -159,14 +176,16 @@ Parts = dict[tuple[str, bool], list[dict[str, float]]]
 
 
 def measure(runs: int, quick: bool) -> tuple[Times, Parts]:
-    """``runs`` runs of each app in turn, each with the CDK's validation on and off, and the
-    `FROZEN` quick start with it on, right after the quick start (``quick``: validation off
-    only, no `FROZEN`, the bytecode as this environment keeps it)."""
+    """``runs`` runs of each app in turn, each with the CDK's validation on and off, the
+    `TABLE` app with it on, and the `FROZEN` quick start with it on, right after the quick
+    start (``quick``: validation off only, neither `TABLE` nor `FROZEN`, the bytecode as this
+    environment keeps it)."""
     apps = {"stock": STOCK, "quick start": quick_start()}
     apps[FROZEN] = frozen(apps["quick start"])
+    apps[TABLE] = table_alone(apps["quick start"])
     order = [("stock", False), ("quick start", False)]
     if not quick:
-        order = [("stock", True), ("quick start", True), (FROZEN, True), *order]
+        order = [("stock", True), (TABLE, True), ("quick start", True), (FROZEN, True), *order]
     times: Times = {key: [] for key in order}
     parts: Parts = {key: [] for key in order}
     with tempfile.TemporaryDirectory() as folder:
@@ -243,6 +262,12 @@ def report(times: Times, parts: Parts | None = None) -> tuple[list[str], bool | 
             f"{medians['stock', True] - medians['stock', False]:.2f} s to the stock app"
         )
     lines.append(line)
+    if (TABLE, True) in times:
+        lines.append(
+            f"{TABLE} / stock: {medians[TABLE, True] / medians['stock', True]:.3f}x, "
+            f"{medians[TABLE, True] - medians['stock', True]:+.2f} s (the quick start without "
+            "its scaler, validation on)"
+        )
     if (FROZEN, True) in times:
         saved = [
             q - f for q, f in zip(times["quick start", True], times[FROZEN, True], strict=True)

@@ -35,7 +35,7 @@ _LAZY = {
     "Replica": "replica_table",
     "DEFAULT_SCALABLE_TARGET_QUOTA": "quota",
     "ScalableTargetQuota": "quota",
-    "FunctionOptions": "runtime",
+    "FunctionOptions": "function_options",
     "ThrottleAwareScaler": "scaler",
     "StreamSignal": "stream_signal",
     "ProvisionedTable": "provisioned_table",
@@ -58,12 +58,12 @@ if TYPE_CHECKING:
     from .compliance import acknowledge, apply_nag_packs, skip_checkov
     from .fast_path import FastPath
     from .fleet_advisor import FleetAdvisor
+    from .function_options import FunctionOptions
     from .global_table import GlobalTableCapacity, HighWaterMark
     from .props import ReservedCapacity
     from .provisioned_table import ProvisionedTable
     from .quota import DEFAULT_SCALABLE_TARGET_QUOTA, ScalableTargetQuota
     from .replica_table import Replica
-    from .runtime import FunctionOptions
     from .scaler import ThrottleAwareScaler
     from .stream_signal import StreamSignal
     from .table import TableCapacity

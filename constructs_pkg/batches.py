@@ -23,7 +23,8 @@ from constructs import Construct
 from ddb_capacity_runtime.scaler.shard import BATCH_QUEUE_ENV
 
 from .compliance import acknowledge, acknowledge_all, skip_checkov
-from .runtime import FunctionConfig, runtime_function
+from .function_options import FunctionConfig
+from .runtime import runtime_function
 from .scheduled_function import acknowledge_control_plane_function
 
 DEFAULT_BATCH_CONCURRENCY = 10

@@ -61,6 +61,7 @@ from .fast_path import (
     check_fast_path,
     instrument_function,
 )
+from .function_options import FunctionDefaults, FunctionOptions, function_configs
 from .iam_statements import (
     SCALABLE_TARGETS_FINDING,
     move_minimums_statement,
@@ -70,13 +71,7 @@ from .iam_statements import (
 )
 from .lazy import lazy_json
 from .props import MetricProps
-from .runtime import (
-    FunctionDefaults,
-    FunctionOptions,
-    function_configs,
-    runtime_function,
-    state_store_table,
-)
+from .runtime import runtime_function, state_store_table
 from .scaler import ThrottleAwareScaler
 from .scheduled_function import ScheduledFunction, scheduled_function
 from .stream_signal import (

@@ -34,16 +34,10 @@ from ddb_capacity_tools.fleet_settings import MAX_DAYS, NAMESPACE, AdvisorSettin
 from .alarm_sink import chosen_alarm_topic
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, metric, says
 from .compliance import acknowledge, acknowledge_all, skip_checkov
+from .function_options import FunctionConfig, FunctionDefaults, FunctionOptions, function_configs
 from .iam_statements import read_autoscaling_statement
 from .props import duration_prop, known_at_synth, whole_prop
-from .runtime import (
-    FunctionConfig,
-    FunctionDefaults,
-    FunctionOptions,
-    advisor_code,
-    function_configs,
-    runtime_function,
-)
+from .runtime import advisor_code, runtime_function
 from .scheduled_function import _configure_failed_runs, _dead_letter_queue
 
 __all__ = ["FleetAdvisor"]

@@ -41,6 +41,7 @@ from ddb_capacity_runtime.schedule.entries import (
 from .alarm_sink import chosen_alarm_topic
 from .alarms import AlarmOptions, checked_alarm_options
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
+from .function_options import FunctionOptions, function_configs
 from .props import MetricProps, is_token
 from .replica_schedules import (
     ALARM_IDS,
@@ -50,7 +51,6 @@ from .replica_schedules import (
     replica_provider,
 )
 from .replica_table import Replica, replica_of
-from .runtime import FunctionOptions, function_configs
 from .table_parts import capacity_window, known_entry
 
 STACK_REGION = "StackRegion"

@@ -22,24 +22,13 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.settle.settle_plan import SETTLE_WAIT_S
 
 from .compliance import acknowledge, acknowledge_all, skip_checkov
-from .runtime import LOG_KEY_REASON, FunctionConfig, FunctionDefaults, own_policy, runtime_function
+from .function_options import FunctionConfig
+from .runtime import LOG_KEY_REASON, own_policy, runtime_function
 
 if TYPE_CHECKING:
     from aws_cdk import aws_stepfunctions as stepfunctions
 
 PROVIDER_ID = "CapacitySettleProvider"
-SETTLE_DEFAULTS = {
-    "Settle": FunctionDefaults(
-        256,
-        Duration.minutes(1),
-        shortest=Duration.seconds(30),
-        why="each call of the settle step makes one DescribeTable and at most one "
-        "UpdateTable (the provider waits between calls): at least 30 seconds, and Lambda's "
-        "longest is 15 minutes",
-    )
-}
-"""The settle functions' defaults and the timeouts they allow (``function_options["Settle"]`` of a
-PROVISION_THEN_SETTLE table): each call is short, the waiting is the provider's."""
 QUERY_INTERVAL = Duration.seconds(10)
 """How often the provider asks whether the table is ACTIVE and settled."""
 TOTAL_TIMEOUT = Duration.seconds(SETTLE_WAIT_S + 60)

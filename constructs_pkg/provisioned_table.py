@@ -21,7 +21,7 @@ from .capacity import (
     Capacity,
     PrewarmMethod,
 )
-from .runtime import FunctionOptions
+from .function_options import FunctionOptions
 from .table import TableCapacity
 from .table_parts import (
     NewTable,

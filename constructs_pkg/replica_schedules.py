@@ -40,9 +40,10 @@ from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX
 from .alarm_sink import chosen_alarm_topic
 from .alarms import FIVE_MINUTES, AlarmOptions, AlarmSet, AlarmSpec, says
 from .compliance import acknowledge, skip_checkov
+from .function_options import FunctionConfig, FunctionDefaults
 from .prewarm import FRAMEWORK_MEMORY_MB, acknowledge_provider
 from .props import MetricProps, is_token
-from .runtime import FunctionConfig, FunctionDefaults, own_policy, runtime_function
+from .runtime import own_policy, runtime_function
 
 PROVIDER_ID = "ReplicaScheduleProvider"
 HANDLER = "ddb_capacity_runtime.global_tables.handler.on_event"

@@ -14,14 +14,11 @@ import importlib
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import (
     AssetStaging,
     CfnResource,
-    Duration,
     Names,
     RemovalPolicy,
     Stack,
@@ -35,11 +32,10 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 import ddb_capacity_runtime
-from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 
 from .assets import asset_key, cached_asset, handler_closure, staged_modules
 from .compliance import LAMBDA_PACKS, acknowledge, acknowledge_all, skip_checkov
-from .props import duration_prop, is_token, whole_prop
+from .function_options import FunctionConfig
 
 RUNTIME_PACKAGE = Path(ddb_capacity_runtime.__file__).resolve().parent
 """The installed run-time package, found through its import, never through the current directory: a
@@ -50,140 +46,8 @@ LOG_KEY_REASON = (
     "rest with its own key, and a KMS key would cost $1 a month per function."
 )
 """Why the functions' logs have no KMS key of their own."""
-LOG_RETENTION = logs.RetentionDays.ONE_YEAR
-"""Log retention of every function this library deploys, unless its FunctionOptions say."""
 ARCHITECTURE = lambda_.Architecture.ARM_64
-"""The architecture of every function, unless its FunctionOptions say."""
-MEMORY_RANGE = (128, 10_240)
-"""Lambda's memory range, in MB."""
-MAX_TIMEOUT = Duration.minutes(15)
-"""Lambda's longest timeout."""
-
-
-@dataclass(frozen=True)
-class FunctionOptions:
-    """What to change of one function a construct deploys (its ``function_options``, keyed
-    by the function's name: ``"Scaler"``, ``"Broker"``, ...), merged over the construct's
-    defaults: a field set here wins, a field left None keeps the default.
-
-    :param memory_size: memory in MB, from 128 to 10,240. Default: the construct's (256 MB
-        for most; docs: Constructs reference).
-    :param timeout: the function's timeout, within the range the function's deadline logic
-        allows (named in the error when refused). Default: the construct's.
-    :param log_retention: how long its log group keeps logs. Default: one year.
-    :param architecture: ``Architecture.ARM_64`` or ``X86_64`` (the code is pure Python).
-        Default: ARM_64.
-    """
-
-    memory_size: int | None = None
-    timeout: Duration | None = None
-    log_retention: logs.RetentionDays | None = None
-    architecture: lambda_.Architecture | None = None
-
-
-@dataclass(frozen=True)
-class FunctionDefaults:
-    """A function's defaults and the timeouts its logic allows: from ``shortest`` to
-    ``longest``, for the reason ``why``."""
-
-    memory_size: int
-    timeout: Duration
-    shortest: Duration
-    longest: Duration = MAX_TIMEOUT
-    why: str = "Lambda's longest timeout is 15 minutes"
-
-
-@dataclass(frozen=True)
-class FunctionConfig:
-    """A function's settings, the user's FunctionOptions merged over its defaults."""
-
-    memory_size: int
-    timeout: Duration
-    log_retention: logs.RetentionDays = LOG_RETENTION
-    architecture: lambda_.Architecture = ARCHITECTURE
-
-    def __str__(self) -> str:
-        return (
-            f"{self.memory_size} MB, a timeout of {self.timeout.to_human_string()}, logs kept "
-            f"{self.log_retention.name}, {self.architecture.name}"
-        )
-
-
-def function_configs(
-    where: str, options: object, defaults: Mapping[str, FunctionDefaults]
-) -> dict[str, FunctionConfig]:
-    """``function_options`` (None, or a mapping from the names in ``defaults`` to
-    FunctionOptions) checked and merged over ``defaults``: one FunctionConfig a name."""
-    if options is None:
-        options = {}
-    if not isinstance(options, Mapping):
-        raise CapacityConfigError(
-            f"{where}: function_options: got {shown(options)}; expected a mapping from a "
-            f"function name ({', '.join(defaults)}) to a FunctionOptions, or None"
-        )
-    for name, option in options.items():
-        if name not in defaults:
-            raise CapacityConfigError(
-                f"{where}: function_options: unknown function {shown(name)}; expected one "
-                f"of: {', '.join(defaults)}"
-            )
-        if not isinstance(option, FunctionOptions):
-            raise CapacityConfigError(
-                f"{where}: function_options[{name!r}]: got {shown(option)}; expected a "
-                "FunctionOptions"
-            )
-    return {
-        name: _merged(f"{where}: function_options[{name!r}]", options.get(name), default)
-        for name, default in defaults.items()
-    }
-
-
-def _merged(
-    where: str, option: FunctionOptions | None, default: FunctionDefaults
-) -> FunctionConfig:
-    """``option`` checked and merged over ``default`` (a field None keeps the default)."""
-    if option is None:
-        return FunctionConfig(default.memory_size, default.timeout)
-    memory = default.memory_size
-    if option.memory_size is not None:
-        memory = whole_prop(where, "memory_size", option.memory_size, *MEMORY_RANGE)
-    timeout = default.timeout
-    if option.timeout is not None:
-        timeout = _checked_timeout(where, option.timeout, default)
-    for name, value, kind, expected in (
-        ("log_retention", option.log_retention, logs.RetentionDays, "aws_logs.RetentionDays"),
-        ("architecture", option.architecture, lambda_.Architecture, "aws_lambda.Architecture"),
-    ):
-        if value is not None and not isinstance(value, kind):
-            raise CapacityConfigError(
-                f"{where}: {name}: got {shown(value)}; expected an {expected}, or None"
-            )
-    return FunctionConfig(
-        memory,
-        timeout,
-        option.log_retention or LOG_RETENTION,
-        option.architecture or ARCHITECTURE,
-    )
-
-
-def _checked_timeout(where: str, timeout: object, default: FunctionDefaults) -> Duration:
-    checked = duration_prop(where, "timeout", timeout, Duration.seconds(1))
-    assert checked is not None
-    seconds = checked.to_seconds()
-    low, high = default.shortest.to_seconds(), default.longest.to_seconds()
-    if not is_token(seconds) and not low <= seconds <= high:
-        allowed = (
-            f"exactly {default.longest.to_human_string()}"
-            if low == high
-            else f"from {default.shortest.to_human_string()} to {default.longest.to_human_string()}"
-        )
-        raise CapacityConfigError(
-            f"{where}: timeout: got {checked.to_human_string()}; expected a Duration "
-            f"{allowed}: {default.why}"
-        )
-    return checked
-
-
+"""The architecture of a function whose FunctionOptions name none (`DEFAULT_ARCHITECTURE`)."""
 ADVISOR_PACKAGES = ("ddb_capacity_runtime", "ddb_capacity_tools", "cronsim", "tzdata")
 """The advisor asset's packages: the run-time, the tools (the simulator, ``advise``, the fleet
 report) and the pure-Python packages the tools import (cronsim for schedules, tzdata for time zones
@@ -426,7 +290,7 @@ def runtime_function(
         scope,
         id,
         runtime=function_runtime(),
-        architecture=config.architecture,
+        architecture=config.architecture or ARCHITECTURE,
         code=code or runtime_code(handler),
         handler=handler,
         description=description,

@@ -42,13 +42,14 @@ from .alarms import (
 )
 from .batches import BatchPath, batch_path
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
+from .function_options import FunctionDefaults, FunctionOptions, function_configs
 from .iam_statements import (
     state_store_statement,
 )
 from .lazy import lazy_json, lazy_string
 from .props import MetricProps, ReservedCapacity, bool_prop, is_token
 from .replica_table import Replica, ReplicaSource
-from .runtime import FunctionDefaults, FunctionOptions, function_configs, state_store_table
+from .runtime import state_store_table
 from .scaler_alarms import NAMESPACE as NAMESPACE
 from .scaler_alarms import ScalerAlarms
 from .scaler_grants import ScalerGrants

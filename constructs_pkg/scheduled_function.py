@@ -17,7 +17,8 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from .compliance import acknowledge_all, skip_checkov
-from .runtime import FunctionConfig, runtime_function
+from .function_options import FunctionConfig
+from .runtime import runtime_function
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,10 @@ from ddb_capacity_runtime.requests.counts import NAMESPACE
 
 from .alarms import AlarmSet, AlarmSpec, metric, says
 from .compliance import acknowledge
+from .function_options import FunctionConfig
 from .props import duration_prop, is_token
 from .provisioned_table import ProvisionedTable
-from .runtime import FunctionConfig, runtime_function
+from .runtime import runtime_function
 from .table import TableCapacity
 
 __all__ = ["MAX_STREAM_READERS", "StreamReader", "StreamSignal", "check_stream_signal"]

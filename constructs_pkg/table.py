@@ -11,7 +11,7 @@ import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import jsii
 from aws_cdk import (
@@ -42,10 +42,9 @@ from .capacity import (
     PrewarmMethod,
     check_table_quota,
 )
-from .prewarm import SETTLE_DEFAULTS, SettleStep
+from .function_options import FunctionConfig, FunctionDefaults, FunctionOptions, function_configs
 from .props import is_token
 from .quota import ScalableTargetQuota
-from .runtime import FunctionConfig, FunctionOptions, function_configs
 from .table_delegation import TableDelegation
 from .table_parts import (
     ImportedDimension,
@@ -61,6 +60,9 @@ from .table_parts import (
     warm_json,
 )
 
+if TYPE_CHECKING:
+    from .prewarm import SettleStep
+
 DIMENSIONS = ("read", "write")
 
 INDEX_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
@@ -70,6 +72,18 @@ PREWARM_TAG = "ddb-capacity:prewarm"
 """Tag set on a table that has a high-water mark; its value is the PrewarmMethod's name."""
 SCALABLE_TARGET_TYPE = "AWS::ApplicationAutoScaling::ScalableTarget"
 """The one resource of a dimension's auto scaling the library's target tag goes on."""
+SETTLE_DEFAULTS = {
+    "Settle": FunctionDefaults(
+        256,
+        Duration.minutes(1),
+        shortest=Duration.seconds(30),
+        why="each call of the settle step makes one DescribeTable and at most one "
+        "UpdateTable (the provider waits between calls): at least 30 seconds, and Lambda's "
+        "longest is 15 minutes",
+    )
+}
+"""The settle functions' defaults and the timeouts they allow (``function_options["Settle"]`` of a
+PROVISION_THEN_SETTLE table): each call is short, the waiting is the provider's."""
 
 
 def table_list(where: str, tables: object) -> list[Any]:
@@ -568,6 +582,8 @@ class TableCapacity(TableDelegation, Construct):
             initial = self._initial(capacity)
             if initial > capacity.min_capacity:
                 if self._settle is None:
+                    from .prewarm import SettleStep  # only with a settle: it loads aws_lambda
+
                     self._settle = SettleStep(
                         self,
                         "Settle",

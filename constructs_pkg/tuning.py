@@ -36,15 +36,10 @@ from .alarm_sink import chosen_alarm_topic
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, metric, says
 from .compliance import acknowledge
 from .fleet_advisor import FleetAdvisor
+from .function_options import FunctionDefaults, FunctionOptions, function_configs
 from .lazy import lazy_json, lazy_list, lazy_string
 from .props import bool_prop
-from .runtime import (
-    FunctionDefaults,
-    FunctionOptions,
-    advisor_code,
-    function_configs,
-    runtime_function,
-)
+from .runtime import advisor_code, runtime_function
 from .scaler import ThrottleAwareScaler
 from .scheduled_function import (
     _configure_failed_runs,

@@ -113,6 +113,10 @@ def test_the_synth_time_benchmark_runs_the_readme_quick_start(
     from benchmarks import synth_time
 
     assert "ThrottleAwareScaler" in synth_time.quick_start()
+    alone = synth_time.table_alone(synth_time.quick_start())
+    assert "ThrottleAwareScaler" not in alone and "ProvisionedTable(" in alone
+    with pytest.raises(ValueError, match="makes no scaler"):
+        synth_time.table_alone(alone)
     assert synth_time.main(["--quick"]) == 0  # the goal is not judged in --quick
     out = capsys.readouterr().out
     assert "quick start / stock: not judged" in out

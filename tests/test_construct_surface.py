@@ -47,6 +47,13 @@ from constructs_pkg import (
 )
 from constructs_pkg.capacity_requests import FUNCTION_DEFAULTS as REQUEST_FUNCTIONS
 from constructs_pkg.capacity_requests import REQUEST_METRICS
+from constructs_pkg.function_options import (
+    DEFAULT_ARCHITECTURE,
+    FunctionConfig,
+    FunctionDefaults,
+    function_configs,
+)
+from constructs_pkg.runtime import ARCHITECTURE
 from constructs_pkg.scaler import FUNCTION_DEFAULTS as SCALER_FUNCTIONS
 from constructs_pkg.scaler import NAMESPACE, SCALER_METRICS
 from ddb_capacity_runtime.requests.broker import NAMESPACE as BROKER_NAMESPACE
@@ -743,6 +750,58 @@ def test_a_second_settled_table_asking_for_another_function_is_told_why() -> Non
         "(Test/CapacitySettleProvider) is already made with 256 MB,"
     ), message
     assert "every PROVISION_THEN_SETTLE table of a stack shares it" in message, message
+
+
+def test_a_table_without_a_settle_step_synthesizes_without_the_lambda_bindings() -> None:
+    """A ProvisionedTable with a high-water mark (WARM_THROUGHPUT) and function options
+    checked, built and synthesized in a fresh process, loads no ``aws_cdk.aws_lambda`` (nor
+    the EC2 module it loads): about 0.3 s of a synth. A settle step does load it."""
+    import subprocess
+    import sys
+
+    def loaded(prewarm: str) -> list[str]:
+        code = (
+            "import sys, tempfile\n"
+            "import aws_cdk as cdk\n"
+            "from aws_cdk import aws_dynamodb as dynamodb\n"
+            "from constructs_pkg import Capacity, FunctionOptions, PrewarmMethod, ProvisionedTable\n"
+            "app = cdk.App(outdir=tempfile.mkdtemp())\n"
+            "stack = cdk.Stack(app, 'Shop')\n"
+            "ProvisionedTable(stack, 'Orders', partition_key=dynamodb.Attribute(\n"
+            "    name='id', type=dynamodb.AttributeType.STRING),\n"
+            "    read=Capacity(min_capacity=5, max_capacity=100, high_water_mark=50),\n"
+            "    write=Capacity(min_capacity=5, max_capacity=100),\n"
+            f"    prewarm=PrewarmMethod.{prewarm},\n"
+            "    function_options=({'Settle': FunctionOptions(memory_size=512)}\n"
+            f"                      if '{prewarm}' == 'PROVISION_THEN_SETTLE' else None))\n"
+            "app.synth()\n"
+            "print(sorted(m for m in sys.modules if m in ('aws_cdk.aws_lambda', 'aws_cdk.aws_ec2')))\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], check=True, capture_output=True, text=True
+        ).stdout
+        return list(json.loads(out.splitlines()[-1].replace("'", '"')))
+
+    assert loaded("WARM_THROUGHPUT") == []
+    assert loaded("PROVISION_THEN_SETTLE") == ["aws_cdk.aws_ec2", "aws_cdk.aws_lambda"]
+
+
+def test_the_default_architecture_given_or_not_is_one_config() -> None:
+    """``Architecture.ARM_64`` given reads as the default (two tables sharing a settle step,
+    one naming it, agree); another is kept; each is named in the config's text."""
+    defaults = {"Settle": FunctionDefaults(256, Duration.minutes(1), shortest=Duration.seconds(30))}
+
+    def config(architecture: lambda_.Architecture | None) -> FunctionConfig:
+        options = {"Settle": FunctionOptions(architecture=architecture)}
+        return function_configs("Test", options, defaults)["Settle"]
+
+    assert config(lambda_.Architecture.ARM_64) == config(None)
+    assert str(config(None)).endswith(", arm64")
+    x86 = config(lambda_.Architecture.X86_64)
+    assert x86 != config(None)
+    assert x86.architecture is not None and x86.architecture.name == "x86_64"
+    assert str(x86).endswith(", x86_64")
+    assert ARCHITECTURE.name == DEFAULT_ARCHITECTURE
 
 
 def test_the_package_imports_a_construct_module_on_first_use_of_its_names() -> None:

@@ -21,8 +21,8 @@ from constructs_pkg.alarms import AlarmOptions
 from constructs_pkg.capacity import Capacity
 from constructs_pkg.compliance import acknowledge
 from constructs_pkg.fleet_advisor import FleetAdvisor
+from constructs_pkg.function_options import FunctionOptions
 from constructs_pkg.provisioned_table import ProvisionedTable
-from constructs_pkg.runtime import FunctionOptions
 from constructs_pkg.scaler import ThrottleAwareScaler
 from constructs_pkg.tuning import NightlyTuning
 from ddb_capacity_tools.tuning_rules import Bounds, TuningSettings
