@@ -1086,3 +1086,33 @@ def test_every_state_store_call_is_one_the_roles_may_make(world: World) -> None:
     assert calls - {"CreateTable", "DescribeTable"}  # the store was used
     granted = {a.split(":", 1)[1] for a in STORE_ACTIONS}
     assert calls - {"CreateTable", "DescribeTable"} <= granted, calls
+
+
+def test_a_hold_a_failed_request_withdraws_from_a_table_deleted_meanwhile_is_counted(
+    stubbed: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # GIVEN a request, in the broker (a Lambda function), whose raise is sent to a table
+    # that stays UPDATING past its timeout, and is deleted before its hold is withdrawn
+    stub, clients, store = stubbed
+    clock = FakeClock()
+    _described(stub)  # the first read
+    _described(stub)  # in the lease
+    stub.add_response("describe_table", _table())  # read again before the update
+    stub.add_response("update_table", {"TableDescription": {"TableName": "Orders"}})
+    for _ in range(4):  # waiting until ACTIVE
+        stub.add_response("describe_table", _table("UPDATING", write=510))
+    stub.add_client_error("describe_table", "ResourceNotFoundException", "Table not found")
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "the-broker")
+    capsys.readouterr()
+    # WHEN it times out and withdraws its hold
+    with pytest.raises(CapacityRequestTimeout):
+        request_in_15_seconds(clients, store, clock)
+    # THEN the hold, dropped without lowering anything, is logged and counted as
+    # HoldsDropped (alarmed), as the broker's release and restore count theirs
+    assert [h for s in store.table("Orders") for h in s.holds] == []
+    assert counted(capsys.readouterr().out, "HoldsDropped") == 1
+    logged = [f for r in caplog.records if (f := event_fields(r)) and f["event"] == "holds-dropped"]
+    assert logged and "no such table" in str(logged)

@@ -38,16 +38,21 @@ def count_within_warm(changes: Iterable[Mapping[str, Any]]) -> None:
         count("RaisesWithinWarm", len(warm))
 
 
-def dropped(rows: Iterable[Mapping[str, Any]]) -> None:
+def dropped(rows: Iterable[Mapping[str, Any]], *, in_lambda_only: bool = False) -> None:
     """The holds an ending dropped without lowering their table (``rows``' of status
     ``dropped``: a table deleted, on-demand or no longer served, an index gone, malformed
     holds): logged (``holds-dropped``, a warning) and counted as ``HoldsDropped``, by the
     functions that end holds (the broker's restore and release, a connected scaler's
-    tick)."""
+    tick). ``in_lambda_only``: for a failed request's withdrawal, which runs in the broker
+    or in a process of the user's (direct mode), counted in a Lambda function only, as
+    `malformed_dropped`."""
     gone = [r for r in rows if r.get("status") == Status.DROPPED]
     if gone:
         log_event("holds-dropped", level=logging.WARNING, dropped=gone)
-        count("HoldsDropped", len(gone))
+        if in_lambda_only:
+            count_in_lambda(NAMESPACE, "HoldsDropped", len(gone))
+        else:
+            count("HoldsDropped", len(gone))
 
 
 def malformed_dropped(state: HeldDimension | None, by: str) -> None:

@@ -41,7 +41,7 @@ from ..core.validators import is_whole
 from ..events import log_event
 from .client import BROKER_MAX_WAIT, broker_name, invoke_broker
 from .context import Context, base_of, current_traffic, read_table, set_min
-from .counts import malformed_dropped
+from .counts import dropped, malformed_dropped
 from .ending import end_holds
 from .validate import validate_request
 
@@ -304,6 +304,7 @@ def _withdraw(handle: CapacityHold) -> str | None:
             f"withdrawing its hold {handle.id} failed ({describe_error(exc)}): it keeps the "
             f"capacity raised until its expiry, {until}"
         )
+    dropped(rows, in_lambda_only=True)
     kept = [r for r in rows if r.get("status") in NOT_MADE | {Status.BUSY}]
     if not kept:
         return None
