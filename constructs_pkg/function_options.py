@@ -8,9 +8,10 @@ synthesized without them (``aws_cdk.aws_lambda`` and the EC2 and S3 modules it l
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_logs as logs
@@ -19,8 +20,21 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 
 from .props import duration_prop, is_token, whole_prop
 
+
+class _LazyModule:
+    """A module imported on the first read of one of its attributes."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
 if TYPE_CHECKING:
     from aws_cdk import aws_lambda as lambda_
+else:  # read when an app gives an architecture, or when typing.get_type_hints reads the hints
+    lambda_ = _LazyModule("aws_cdk.aws_lambda")
 
 LOG_RETENTION = logs.RetentionDays.ONE_YEAR
 """Log retention of every function this library deploys, unless its FunctionOptions say."""
@@ -66,9 +80,11 @@ class FunctionDefaults:
     why: str = "Lambda's longest timeout is 15 minutes"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FunctionConfig:
-    """A function's settings, the user's FunctionOptions merged over its defaults."""
+    """A function's settings, the user's FunctionOptions merged over its defaults; equal to
+    another made alike (compared by value: jsii's objects, a ``Duration`` or an
+    ``Architecture``, compare by identity, and two made alike are two objects)."""
 
     memory_size: int
     timeout: Duration
@@ -76,11 +92,29 @@ class FunctionConfig:
     architecture: lambda_.Architecture | None = None
     """None: `DEFAULT_ARCHITECTURE` (``runtime`` gives the function ``Architecture.ARM_64``)."""
 
+    @property
+    def architecture_name(self) -> str:
+        """The architecture's name: ``arm64`` or ``x86_64``."""
+        return DEFAULT_ARCHITECTURE if self.architecture is None else self.architecture.name
+
+    def _key(self) -> tuple[object, ...]:
+        return (
+            self.memory_size,
+            self.timeout.to_seconds(),
+            self.log_retention,
+            self.architecture_name,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FunctionConfig) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
     def __str__(self) -> str:
-        architecture = DEFAULT_ARCHITECTURE if self.architecture is None else self.architecture.name
         return (
             f"{self.memory_size} MB, a timeout of {self.timeout.to_human_string()}, logs kept "
-            f"{self.log_retention.name}, {architecture}"
+            f"{self.log_retention.name}, {self.architecture_name}"
         )
 
 
@@ -137,17 +171,13 @@ def _merged(
 
 
 def _architecture(where: str, value: object) -> lambda_.Architecture | None:
-    """A FunctionOptions' ``architecture`` checked: None for the default's (given or not)."""
-    if value is None:
-        return None
-    from aws_cdk import aws_lambda as lambda_  # only when given one: its maker loaded it
-
-    if not isinstance(value, lambda_.Architecture):
+    """A FunctionOptions' ``architecture`` checked (None: the default)."""
+    if value is not None and not isinstance(value, lambda_.Architecture):
         raise CapacityConfigError(
             f"{where}: architecture: got {shown(value)}; expected an aws_lambda.Architecture, "
             "or None"
         )
-    return None if value.name == DEFAULT_ARCHITECTURE else value
+    return value
 
 
 def _checked_timeout(where: str, timeout: object, default: FunctionDefaults) -> Duration:

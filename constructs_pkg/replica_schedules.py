@@ -361,7 +361,7 @@ def replica_provider(
     assert isinstance(existing, _ReplicaScheduleProvider)
     made = existing.alarm_config
     differs = [
-        ("function_options['ReplicaSchedules']", shown(config), shown(existing.config))
+        ("function_options['ReplicaSchedules']", str(config), str(existing.config))
         if config != existing.config
         else None,
         ("alarm_topic", shown(alarm_topic), shown(made.topic))

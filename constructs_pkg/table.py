@@ -72,7 +72,7 @@ PREWARM_TAG = "ddb-capacity:prewarm"
 """Tag set on a table that has a high-water mark; its value is the PrewarmMethod's name."""
 SCALABLE_TARGET_TYPE = "AWS::ApplicationAutoScaling::ScalableTarget"
 """The one resource of a dimension's auto scaling the library's target tag goes on."""
-SETTLE_DEFAULTS = {
+_SETTLE_DEFAULTS = {
     "Settle": FunctionDefaults(
         256,
         Duration.minutes(1),
@@ -232,7 +232,7 @@ class TableCapacity(TableDelegation, Construct):
                 f"function of prewarm=PrewarmMethod.PROVISION_THEN_SETTLE only, and prewarm is "
                 f"{self.prewarm.name}"
             )
-        return function_configs(self._where, options, SETTLE_DEFAULTS)["Settle"]
+        return function_configs(self._where, options, _SETTLE_DEFAULTS)["Settle"]
 
     def _configure(
         self, where: str, prewarm: PrewarmMethod, table_quota: int, *, tag: bool

@@ -15,7 +15,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import Duration, aws_lambda
+from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 
 import constructs_pkg
@@ -96,11 +96,6 @@ MAKERS: dict[str, Callable[[cdk.Stack, dict[str, Any]], object]] = {
 }
 
 
-LAZY_HINTS = {"lambda_": aws_lambda}
-"""Names hinted but imported for type checking only (`function_options` loads the Lambda
-bindings only when an app gives an architecture)."""
-
-
 def _hinted(kind: type) -> Iterator[tuple[str, str, bool]]:
     """(method's qualified name, prop, None allowed) for each prop hinted as ``kind``."""
     seen = set()
@@ -112,7 +107,7 @@ def _hinted(kind: type) -> Iterator[tuple[str, str, bool]]:
             if (attr.startswith("_") and attr != "__init__") or function.__qualname__ in seen:
                 continue
             try:
-                hints = typing.get_type_hints(function, localns=LAZY_HINTS)
+                hints = typing.get_type_hints(function)
             except NameError:
                 continue
             for prop, hint in hints.items():

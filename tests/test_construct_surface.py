@@ -753,13 +753,14 @@ def test_a_second_settled_table_asking_for_another_function_is_told_why() -> Non
 
 
 def test_a_table_without_a_settle_step_synthesizes_without_the_lambda_bindings() -> None:
-    """A ProvisionedTable with a high-water mark (WARM_THROUGHPUT) and function options
-    checked, built and synthesized in a fresh process, loads no ``aws_cdk.aws_lambda`` (nor
-    the EC2 module it loads): about 0.3 s of a synth. A settle step does load it."""
+    """A ProvisionedTable built and synthesized in a fresh process loads no
+    ``aws_cdk.aws_lambda`` (nor the EC2 module it loads: about 0.3 s of a synth) unless it
+    makes a settle step: with a high-water mark by WARM_THROUGHPUT, or PROVISION_THEN_SETTLE
+    with its function options checked but no high-water mark; the settle step loads it."""
     import subprocess
     import sys
 
-    def loaded(prewarm: str) -> list[str]:
+    def loaded(prewarm: str, high_water_mark: int | None) -> list[str]:
         code = (
             "import sys, tempfile\n"
             "import aws_cdk as cdk\n"
@@ -769,7 +770,7 @@ def test_a_table_without_a_settle_step_synthesizes_without_the_lambda_bindings()
             "stack = cdk.Stack(app, 'Shop')\n"
             "ProvisionedTable(stack, 'Orders', partition_key=dynamodb.Attribute(\n"
             "    name='id', type=dynamodb.AttributeType.STRING),\n"
-            "    read=Capacity(min_capacity=5, max_capacity=100, high_water_mark=50),\n"
+            f"    read=Capacity(min_capacity=5, max_capacity=100, high_water_mark={high_water_mark}),\n"
             "    write=Capacity(min_capacity=5, max_capacity=100),\n"
             f"    prewarm=PrewarmMethod.{prewarm},\n"
             "    function_options=({'Settle': FunctionOptions(memory_size=512)}\n"
@@ -782,26 +783,60 @@ def test_a_table_without_a_settle_step_synthesizes_without_the_lambda_bindings()
         ).stdout
         return list(json.loads(out.splitlines()[-1].replace("'", '"')))
 
-    assert loaded("WARM_THROUGHPUT") == []
-    assert loaded("PROVISION_THEN_SETTLE") == ["aws_cdk.aws_ec2", "aws_cdk.aws_lambda"]
+    assert loaded("WARM_THROUGHPUT", 50) == []
+    assert loaded("PROVISION_THEN_SETTLE", None) == []
+    assert loaded("PROVISION_THEN_SETTLE", 50) == ["aws_cdk.aws_ec2", "aws_cdk.aws_lambda"]
 
 
-def test_the_default_architecture_given_or_not_is_one_config() -> None:
-    """``Architecture.ARM_64`` given reads as the default (two tables sharing a settle step,
-    one naming it, agree); another is kept; each is named in the config's text."""
+def test_function_configs_made_alike_are_one_config() -> None:
+    """Configs compare by value: an ``Architecture`` or a ``Duration`` made twice alike (two
+    jsii objects) gives one config, ``Architecture.ARM_64`` given reads as the default, and
+    each is named in the config's text; the hints of FunctionOptions resolve."""
     defaults = {"Settle": FunctionDefaults(256, Duration.minutes(1), shortest=Duration.seconds(30))}
 
-    def config(architecture: lambda_.Architecture | None) -> FunctionConfig:
-        options = {"Settle": FunctionOptions(architecture=architecture)}
-        return function_configs("Test", options, defaults)["Settle"]
+    def config(**options: Any) -> FunctionConfig:
+        return function_configs("Test", {"Settle": FunctionOptions(**options)}, defaults)["Settle"]
 
-    assert config(lambda_.Architecture.ARM_64) == config(None)
-    assert str(config(None)).endswith(", arm64")
-    x86 = config(lambda_.Architecture.X86_64)
-    assert x86 != config(None)
-    assert x86.architecture is not None and x86.architecture.name == "x86_64"
-    assert str(x86).endswith(", x86_64")
+    assert config(architecture=lambda_.Architecture.ARM_64) == config() == config(timeout=None)
+    assert str(config()).endswith(", arm64")
+    x86 = config(architecture=lambda_.Architecture.X86_64, timeout=Duration.minutes(2))
+    assert x86 == config(architecture=lambda_.Architecture.X86_64, timeout=Duration.seconds(120))
+    assert hash(x86) == hash(
+        config(architecture=lambda_.Architecture.X86_64, timeout=Duration.minutes(2))
+    )
+    assert x86 != config(timeout=Duration.minutes(2))
+    assert x86 != config(architecture=lambda_.Architecture.X86_64)
+    assert str(x86).endswith("a timeout of 2 minutes, logs kept ONE_YEAR, x86_64")
     assert ARCHITECTURE.name == DEFAULT_ARCHITECTURE
+    hints = typing.get_type_hints(FunctionOptions)
+    assert hints["architecture"] == lambda_.Architecture | None
+
+
+def test_tables_given_function_options_made_alike_share_the_settle_step(stack: cdk.Stack) -> None:
+    # GIVEN two PROVISION_THEN_SETTLE tables, each given its own FunctionOptions, alike
+    def settled(name: str) -> ProvisionedTable:
+        return ProvisionedTable(
+            stack,
+            name,
+            partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
+            read=Capacity(min_capacity=5, max_capacity=100, high_water_mark=50),
+            write=Capacity(min_capacity=5, max_capacity=100),
+            prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
+            function_options={
+                "Settle": FunctionOptions(
+                    architecture=lambda_.Architecture.X86_64, timeout=Duration.minutes(2)
+                )
+            },
+        )
+
+    # WHEN both are made, THEN they share the stack's one settle step, run as they asked
+    settled("Catalog")
+    settled("Prices")
+    template = Template.from_stack(stack)
+    settles = template.find_resources(
+        "AWS::Lambda::Function", {"Properties": {"Architectures": ["x86_64"], "Timeout": 120}}
+    )
+    assert len(settles) == 2  # the step's two functions, once for the stack
 
 
 def test_the_package_imports_a_construct_module_on_first_use_of_its_names() -> None:

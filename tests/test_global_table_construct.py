@@ -16,6 +16,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Match, Template
 from constructs import Construct
@@ -23,6 +24,7 @@ from constructs import Construct
 from constructs_pkg import (
     AlarmOptions,
     CapacityConfigError,
+    FunctionOptions,
     GlobalTableCapacity,
     HighWaterMark,
     ScheduleEntry,
@@ -714,3 +716,45 @@ def test_the_replica_schedule_alarm_can_be_turned_off() -> None:
     stack, capacity = make(alarm_options={"Errors": AlarmOptions(enabled=False)})
     assert Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm") == {}
     assert dict(capacity.alarms) == {}
+
+
+def test_global_tables_given_function_options_made_alike_share_the_function() -> None:
+    # GIVEN two global tables of one stack, each capacity given its own FunctionOptions,
+    # alike (two jsii Durations and Architectures, made apart)
+    stack = new_stack()
+    for parent, name in (("A", "orders"), ("B", "users")):
+        scope = Construct(stack, parent)
+        GlobalTableCapacity(
+            scope,
+            "Capacity",
+            table=global_table(scope, table_name=name),
+            function_options={
+                "ReplicaSchedules": FunctionOptions(
+                    timeout=Duration.minutes(3), architecture=lambda_.Architecture.X86_64
+                )
+            },
+        )
+    # WHEN synthesized, THEN both share the stack's one replica-schedule function, as asked
+    template = Template.from_stack(stack)
+    assert template.find_resources(
+        "AWS::Lambda::Function", {"Properties": {"Architectures": ["x86_64"], "Timeout": 180}}
+    )
+
+
+def test_global_tables_given_different_function_options_are_refused_naming_both() -> None:
+    stack = new_stack()
+    for parent, name, memory in (("A", "orders", 512), ("B", "users", 1024)):
+        scope = Construct(stack, parent)
+        options = {"ReplicaSchedules": FunctionOptions(memory_size=memory)}
+        table = global_table(scope, table_name=name)
+        if parent == "A":
+            GlobalTableCapacity(scope, "Capacity", table=table, function_options=options)
+            continue
+        with pytest.raises(CapacityConfigError) as refused:
+            GlobalTableCapacity(scope, "Capacity", table=table, function_options=options)
+    assert (
+        "GlobalTableCapacity Global/B/Capacity: function_options['ReplicaSchedules']: got "
+        "1024 MB, a timeout of 2 minutes, logs kept ONE_YEAR, arm64; but GlobalTableCapacity "
+        "Global/A/Capacity made the stack's one replica-schedule provider with 512 MB, a "
+        "timeout of 2 minutes, logs kept ONE_YEAR, arm64: every GlobalTableCapacity"
+    ) in str(refused.value)
