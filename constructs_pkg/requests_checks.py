@@ -126,28 +126,33 @@ def unconnected_scalers(requests: CapacityRequests) -> list[str]:
     return errors
 
 
-def unended_surges(requests: CapacityRequests) -> list[str]:
-    """With a fast path but no restorer, a connected scaler must end the surges."""
-    if requests.signals is None or requests.restorer is not None:
+def unended_holds(requests: CapacityRequests) -> list[str]:
+    """With no restorer, a connected scaler must end the holds that expire unreleased (a
+    worker that died) and the fast path's surges: else nothing ends them, and the capacity
+    they raised stays, paid for."""
+    if requests.restorer is not None:
         return []
     for scaler in requests.node.root.node.find_all():
         if isinstance(scaler, ThrottleAwareScaler) and scaler.state_store is requests.hold_store:
             return []
+    what = "restore_every=None" if requests.signals is None else "fast_path with restore_every=None"
+    ended = "expired holds" if requests.signals is None else "expired holds and its surges"
     return [
-        f"{requests._where}: fast_path with restore_every=None needs a connected "
-        f"ThrottleAwareScaler to end its surges at expiry, and none is connected; keep "
-        f"the restorer (restore_every) or connect a scaler: requests.connect(scaler)"
+        f"{requests._where}: {what} needs a connected ThrottleAwareScaler to end "
+        f"{ended}, and none is connected: nothing would end a hold its worker never "
+        f"released; keep the restorer (restore_every) or connect a scaler: "
+        f"requests.connect(scaler)"
     ]
 
 
 @jsii.implements(IValidation)
 class ConnectedScalers:
     """At synth, once ``connect`` has had its chance: every scaler that manages one of
-    the tables of ``requests`` explicitly keeps its state in its hold store, and a fast
-    path without a restorer has a connected scaler to end its surges."""
+    the tables of ``requests`` explicitly keeps its state in its hold store, and requests
+    without a restorer have a connected scaler to end their expired holds and surges."""
 
     def __init__(self, requests: CapacityRequests) -> None:
         self._requests = requests
 
     def validate(self) -> list[str]:
-        return unconnected_scalers(self._requests) + unended_surges(self._requests)
+        return unconnected_scalers(self._requests) + unended_holds(self._requests)

@@ -13,7 +13,13 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
-from constructs_pkg import Capacity, CapacityConfigError, CapacityRequests, ProvisionedTable
+from constructs_pkg import (
+    Capacity,
+    CapacityConfigError,
+    CapacityRequests,
+    ProvisionedTable,
+    ThrottleAwareScaler,
+)
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 PARTITION, REGION, ACCOUNT = (
@@ -81,7 +87,7 @@ def move_minimums(names: list[Any]) -> dict[str, Any]:
 def test_a_worker_may_only_invoke_the_broker(stack: cdk.Stack) -> None:
     shipments, plain = tables(stack)
     worker = iam.Role(stack, "Worker", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
-    requests = CapacityRequests(stack, "Requests", tables=[shipments, plain], restore_every=None)
+    requests = CapacityRequests(stack, "Requests", tables=[shipments, plain])
     grant = requests.grant_request(worker)
     assert isinstance(grant, iam.Grant) and grant.success
     template = Template.from_stack(stack)
@@ -111,6 +117,7 @@ def test_the_broker_has_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
     requests = CapacityRequests(
         stack, "Requests", tables=[shipments, plain], restore_every=None, max_units=500
     )
+    requests.connect(ThrottleAwareScaler(stack, "Scaler", tables=[shipments, plain]))
     plain.add_global_secondary_index(index_name="byDay", partition_key=PK)
     requests.allow_index(plain, "byDay")
     template = Template.from_stack(stack)
@@ -197,9 +204,10 @@ def test_the_broker_has_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
             "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
         },
     )
-    # No restorer was asked for: only the broker, no rule; its failures are alarmed
-    template.resource_count_is("AWS::Lambda::Function", 1)
-    template.resource_count_is("AWS::Events::Rule", 0)
+    # No restorer was asked for: the broker, and the connected scaler that ends expired
+    # holds (its function and its rule); the broker's failures are alarmed
+    template.resource_count_is("AWS::Lambda::Function", 2)
+    template.resource_count_is("AWS::Events::Rule", 1)
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {"MetricName": "Errors", "AlarmActions": [stack.resolve(requests.alarm_topic.topic_arn)]},
@@ -246,7 +254,7 @@ def test_allow_index_needs_one_of_its_tables(stack: cdk.Stack) -> None:
 
 def test_a_function_user_and_group_can_be_granted(stack: cdk.Stack) -> None:
     shipments, _ = tables(stack)
-    requests = CapacityRequests(stack, "Requests", tables=[shipments], restore_every=None)
+    requests = CapacityRequests(stack, "Requests", tables=[shipments])
     function = lambda_.Function(
         stack,
         "Worker",
@@ -499,9 +507,24 @@ def test_an_unconnected_scaler_on_a_served_table_fails_synthesis(stack: cdk.Stac
     # GIVEN a scaler and capacity requests on the same table, not connected
     shipments, plain = tables(stack)
     ThrottleAwareScaler(stack, "Scaler", tables=[shipments])
-    CapacityRequests(stack, "Requests", tables=[shipments, plain], restore_every=None)
+    CapacityRequests(stack, "Requests", tables=[shipments, plain])
     # WHEN the app is synthesized THEN it fails, naming both, the table and the fix
     assert synth_errors(stack) == [UNCONNECTED]
+
+
+def test_requests_with_no_restorer_and_no_connected_scaler_fail_synthesis(
+    stack: cdk.Stack,
+) -> None:
+    # GIVEN capacity requests with no restorer, and no scaler at all
+    shipments, _ = tables(stack)
+    CapacityRequests(stack, "Requests", tables=[shipments], restore_every=None)
+    # WHEN the app is synthesized THEN it fails: nothing would end a hold whose worker died
+    assert synth_errors(stack) == [
+        "[Test/Requests] CapacityRequests Test/Requests: restore_every=None needs a connected "
+        "ThrottleAwareScaler to end expired holds, and none is connected: nothing would end "
+        "a hold its worker never released; keep the restorer (restore_every) or connect a "
+        "scaler: requests.connect(scaler)"
+    ]
 
 
 def test_a_scaler_enabled_on_a_served_table_must_be_connected(stack: cdk.Stack) -> None:
@@ -511,7 +534,7 @@ def test_a_scaler_enabled_on_a_served_table_must_be_connected(stack: cdk.Stack) 
     shipments, _ = tables(stack)
     scaler = ThrottleAwareScaler(stack, "Scaler", tag_key="autoscaling_manager_enabled")
     shipments.enable_throttle_aware_scaling(scaler)
-    CapacityRequests(stack, "Requests", tables=[shipments], restore_every=None)
+    CapacityRequests(stack, "Requests", tables=[shipments])
     # WHEN the app is synthesized THEN it fails
     assert synth_errors(stack) == [UNCONNECTED]
 
@@ -537,7 +560,7 @@ def test_a_scaler_and_capacity_requests_on_different_tables_synthesize(
     # GIVEN a scaler and capacity requests on different tables, not connected
     shipments, plain = tables(stack)
     ThrottleAwareScaler(stack, "Scaler", tables=[plain])
-    CapacityRequests(stack, "Requests", tables=[shipments], restore_every=None)
+    CapacityRequests(stack, "Requests", tables=[shipments])
     # WHEN the app is synthesized THEN it passes: the two stores never share a table
     assert synth_errors(stack) == []
 
@@ -550,7 +573,7 @@ def test_a_scaler_connected_elsewhere_cannot_share_a_table(stack: cdk.Stack) -> 
     shipments, plain = tables(stack)
     scaler = ThrottleAwareScaler(stack, "Scaler", tables=[shipments, plain])
     CapacityRequests(stack, "Others", tables=[plain], restore_every=None).connect(scaler)
-    CapacityRequests(stack, "Requests", tables=[shipments, plain], restore_every=None)
+    CapacityRequests(stack, "Requests", tables=[shipments, plain])
     # WHEN the app is synthesized THEN it fails: the scaler has its one store already
     assert synth_errors(stack) == [
         "[Test/Requests] CapacityRequests Test/Requests: ThrottleAwareScaler Test/Scaler "

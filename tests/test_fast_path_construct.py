@@ -336,10 +336,10 @@ def test_every_alarm_of_the_fast_path_has_a_runbook_entry(stack: cdk.Stack) -> N
 
 
 def test_without_the_fast_path_there_is_no_signals_function(stack: cdk.Stack) -> None:
-    requests = CapacityRequests(stack, "Requests", tables=[tables(stack)[0]], restore_every=None)
+    requests = CapacityRequests(stack, "Requests", tables=[tables(stack)[0]])
     assert (requests.signals, requests.signals_policy) == (None, None)
     template = Template.from_stack(stack)
-    template.resource_count_is("AWS::Lambda::EventInvokeConfig", 0)
+    template.resource_count_is("AWS::Lambda::EventInvokeConfig", 1)  # the restorer's alone
     assert not template.find_resources(
         "AWS::Lambda::Function", {"Properties": {"Handler": HANDLER}}
     )

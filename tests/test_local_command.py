@@ -310,12 +310,12 @@ def test_a_missing_cdk_cli_says_how_to_install_it(
     code, out, err = run("local", "--app", user_app)
     assert (code, out) == (2, "")
     assert "the CDK CLI is missing: no node_modules/.bin/cdk in " in err
-    assert f"npm install --save-dev {local_aws.CDK_CLI_PIN}" in err
+    assert f"npm install --save-dev --save-exact {local_aws.CDK_CLI_PIN}" in err
     assert "make install" in err  # run from this clone
     # installed from the wheel, there is no checkout to run make in
     monkeypatch.setattr(local_aws, "REPO", tmp_path / "site-packages")
     code, _, err = run("local", "--app", user_app)
-    assert code == 2 and f"npm install --save-dev {local_aws.CDK_CLI_PIN}" in err
+    assert code == 2 and f"npm install --save-dev --save-exact {local_aws.CDK_CLI_PIN}" in err
     assert "make install" not in err
 
 

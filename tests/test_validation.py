@@ -73,6 +73,24 @@ def test_min_above_max_is_refused_where_the_capacity_is_made() -> None:
     assert message == "Capacity: min_capacity (50) must be lower than or equal to max_capacity (10)"
 
 
+def test_the_tables_guide_quotes_the_errors_as_they_are() -> None:
+    """The two refusals the Tables guide prints are the library's, word for word."""
+    import re
+    from pathlib import Path
+
+    guide = (Path(__file__).parent.parent / "docs" / "guides" / "tables.md").read_text()
+    quoted = {
+        " ".join(q.split()) for q in re.findall(r"`([^`]*must be[^`]*|[^`]*quota of[^`]*)`", guide)
+    }
+    stack = cdk.Stack(cdk.App(), "Shop")
+    over = Capacity(min_capacity=10, max_capacity=50_000)
+    raised = {
+        error_of(lambda: make(stack, read=over)),
+        error_of(lambda: Capacity(min_capacity=50, max_capacity=10)),
+    }
+    assert raised <= quoted, (raised, quoted)
+
+
 def test_target_above_90(stack: cdk.Stack) -> None:
     bad = Capacity(min_capacity=5, max_capacity=10, target_utilization_percent=95)
     message = error_of(lambda: make(stack, read=bad))

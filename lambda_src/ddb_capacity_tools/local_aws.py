@@ -164,7 +164,7 @@ def cdk_cli(cwd: Path) -> Path:
     checkout = " (or `make install` in this checkout)" if (REPO / "Makefile").is_file() else ""
     raise RuntimeError(
         f"the CDK CLI is missing: no node_modules/.bin/cdk in {cwd}; install the pinned one "
-        f"with `npm install --save-dev {CDK_CLI_PIN}` there{checkout}"
+        f"with `npm install --save-dev --save-exact {CDK_CLI_PIN}` there{checkout}"
     )
 
 
