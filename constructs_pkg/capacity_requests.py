@@ -177,8 +177,8 @@ class CapacityRequests(Construct):
         allowed too; allow an index of another table with [`allow_index`][].
     :param restore_every: how often a scheduled Lambda (the restorer) asks the broker to
         end expired holds on these tables. Default: 5 minutes. None: no restorer; see
-        "Why the restorer stays" before choosing it (a connected scaler is then needed:
-        synthesis fails without one).
+        "Why the restorer stays" before choosing it (a connected scaler, not a dry run, is
+        then needed: synthesis fails without one).
     :param max_units: the most units one hold of one dimension may ask for; larger requests
         are refused and, if written to the store anyway, ignored. At most ``table_quota``.
         Default: 40,000.

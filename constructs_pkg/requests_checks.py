@@ -127,21 +127,29 @@ def unconnected_scalers(requests: CapacityRequests) -> list[str]:
 
 
 def unended_holds(requests: CapacityRequests) -> list[str]:
-    """With no restorer, a connected scaler must end the holds that expire unreleased (a
-    worker that died) and the fast path's surges: else nothing ends them, and the capacity
-    they raised stays, paid for."""
+    """With no restorer, a connected scaler that is not a dry run must end the holds that
+    expire unreleased (a worker that died) and the fast path's surges: else nothing ends
+    them, and the capacity they raised stays, paid for."""
     if requests.restorer is not None:
         return []
-    for scaler in requests.node.root.node.find_all():
-        if isinstance(scaler, ThrottleAwareScaler) and scaler.state_store is requests.hold_store:
-            return []
+    connected = [
+        scaler
+        for scaler in requests.node.root.node.find_all()
+        if isinstance(scaler, ThrottleAwareScaler) and scaler.state_store is requests.hold_store
+    ]
+    if any(not scaler.dry_run for scaler in connected):
+        return []
     what = "restore_every=None" if requests.signals is None else "fast_path with restore_every=None"
     ended = "expired holds" if requests.signals is None else "expired holds and its surges"
+    found = (
+        "each one connected is a dry run, which changes nothing"
+        if connected
+        else "none is connected"
+    )
     return [
-        f"{requests._where}: {what} needs a connected ThrottleAwareScaler to end "
-        f"{ended}, and none is connected: nothing would end a hold its worker never "
-        f"released; keep the restorer (restore_every) or connect a scaler: "
-        f"requests.connect(scaler)"
+        f"{requests._where}: {what} needs a connected ThrottleAwareScaler to end {ended}, "
+        f"and {found}: nothing would end a hold its worker never released; keep the "
+        f"restorer (restore_every) or connect a scaler: requests.connect(scaler)"
     ]
 
 

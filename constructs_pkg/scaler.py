@@ -285,10 +285,10 @@ class ThrottleAwareScaler(Construct):
         self.tag_value = tag_value
         self.state_store: dynamodb.ITable = self._own_state_store()
         self.alarm_topic = chosen_alarm_topic(self, self._where, alarm_topic, topic)
-        self._render_function(
-            self._settings(mode, tick_minutes, dry_run, sharding, read_legacy_state_until),
-            sharded and concurrency,
-        )
+        settings = self._settings(mode, tick_minutes, dry_run, sharding, read_legacy_state_until)
+        self.dry_run = settings.dry_run
+        """Whether it decides and logs only, changing nothing (``dry_run``)."""
+        self._render_function(settings, sharded and concurrency)
         self._grants = ScalerGrants(self.policy, self.tag_key, tag_value)
         self._alarm_parts = ScalerAlarms(self, pinned_at_max_for, updating_for_ticks)
         for table in table_list(self._where, tables):

@@ -527,6 +527,16 @@ def test_requests_with_no_restorer_and_no_connected_scaler_fail_synthesis(
     ]
 
 
+def test_requests_with_no_restorer_and_a_dry_run_scaler_fail_synthesis(stack: cdk.Stack) -> None:
+    # GIVEN capacity requests with no restorer, connected to a scaler that is a dry run
+    shipments, _ = tables(stack)
+    requests = CapacityRequests(stack, "Requests", tables=[shipments], restore_every=None)
+    requests.connect(ThrottleAwareScaler(stack, "Scaler", tables=[shipments], dry_run=True))
+    # WHEN the app is synthesized THEN it fails: a dry run ends no hold
+    (error,) = synth_errors(stack)
+    assert "and each one connected is a dry run, which changes nothing: nothing would end" in error
+
+
 def test_a_scaler_enabled_on_a_served_table_must_be_connected(stack: cdk.Stack) -> None:
     from constructs_pkg import ThrottleAwareScaler
 
