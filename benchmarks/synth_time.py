@@ -13,7 +13,11 @@ set:
 - **quick start**: the README's app (a ``ProvisionedTable`` and a ``ThrottleAwareScaler``);
 - **table alone**: the quick start without its scaler (its table and GSI, the high-water
   mark and the same auto scaling), with the validation on: what an app of tables alone pays
-  (not judged against the goal).
+  (not judged against the goal);
+- **one function**: the stock app and one bare Lambda function of the CDK's own (inline
+  code, run every minute by a rule, one alarm on its errors, a read grant on the table),
+  with the validation on: what any function costs a synth, the floor under an app with a
+  scaler (not judged).
 
 Printed: each app's median, minimum and maximum wall time, the ratio of the medians, and
 the ratios run by run (the machine's speed drifts less within a pair of runs than across
@@ -80,6 +84,38 @@ for scaling, target in (
     scaling.scale_on_utilization(target_utilization_percent=target)
 app.synth()
 """
+
+ONE_FUNCTION = "one function"
+"""The stock app with one bare Lambda function (`one_function`)."""
+
+FUNCTION = r"""
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
+
+function = lambda_.Function(
+    stack, "Function", runtime=lambda_.Runtime.PYTHON_3_11, handler="index.handler",
+    code=lambda_.Code.from_inline("def handler(event, context):\n    return None\n"),
+)
+events.Rule(
+    stack, "Tick", schedule=events.Schedule.rate(cdk.Duration.minutes(1)),
+    targets=[targets.LambdaFunction(function)],
+)
+function.metric_errors().create_alarm(
+    stack, "Errors", threshold=1, evaluation_periods=1,
+    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+)
+table.grant_read_data(function)
+"""
+
+
+def one_function(stock: str) -> str:
+    """The ``stock`` app with `FUNCTION` made before its ``app.synth()``."""
+    head, synth, tail = stock.rpartition("\napp.synth()\n")
+    if not synth:
+        raise ValueError("the app calls no `app.synth()` on a line of its own")
+    return f"{head}\n{FUNCTION}{synth}{tail}"
 
 
 def quick_start() -> str:
@@ -178,14 +214,16 @@ Parts = dict[tuple[str, bool], list[dict[str, float]]]
 def measure(runs: int, quick: bool) -> tuple[Times, Parts]:
     """``runs`` runs of each app in turn, each with the CDK's validation on and off, the
     `FROZEN` quick start with it on, right after the quick start (itself right after the
-    stock app), then the `TABLE` app with it on (``quick``: validation off only, neither
-    `FROZEN` nor `TABLE`, the bytecode as this environment keeps it)."""
+    stock app), then the `TABLE` and `ONE_FUNCTION` apps with it on (``quick``: validation
+    off only, none of those three, the bytecode as this environment keeps it)."""
     apps = {"stock": STOCK, "quick start": quick_start()}
     apps[FROZEN] = frozen(apps["quick start"])
     apps[TABLE] = table_alone(apps["quick start"])
+    apps[ONE_FUNCTION] = one_function(STOCK)
     order = [("stock", False), ("quick start", False)]
     if not quick:
-        order = [("stock", True), ("quick start", True), (FROZEN, True), (TABLE, True), *order]
+        extra = [(TABLE, True), (ONE_FUNCTION, True)]
+        order = [("stock", True), ("quick start", True), (FROZEN, True), *extra, *order]
     times: Times = {key: [] for key in order}
     parts: Parts = {key: [] for key in order}
     with tempfile.TemporaryDirectory() as folder:
@@ -262,12 +300,15 @@ def report(times: Times, parts: Parts | None = None) -> tuple[list[str], bool | 
             f"{medians['stock', True] - medians['stock', False]:.2f} s to the stock app"
         )
     lines.append(line)
-    if (TABLE, True) in times:
-        lines.append(
-            f"{TABLE} / stock: {medians[TABLE, True] / medians['stock', True]:.3f}x, "
-            f"{medians[TABLE, True] - medians['stock', True]:+.2f} s (the quick start without "
-            "its scaler, validation on)"
-        )
+    for name, what in (
+        (TABLE, "the quick start without its scaler"),
+        (ONE_FUNCTION, "the stock app and one bare Lambda function"),
+    ):
+        if (name, True) in times:
+            lines.append(
+                f"{name} / stock: {medians[name, True] / medians['stock', True]:.3f}x, "
+                f"{medians[name, True] - medians['stock', True]:+.2f} s ({what}, validation on)"
+            )
     if (FROZEN, True) in times:
         saved = [
             q - f for q, f in zip(times["quick start", True], times[FROZEN, True], strict=True)

@@ -117,6 +117,9 @@ def test_the_synth_time_benchmark_runs_the_readme_quick_start(
     assert "ThrottleAwareScaler" not in alone and "ProvisionedTable(" in alone
     with pytest.raises(ValueError, match="makes no scaler"):
         synth_time.table_alone(alone)
+    function = synth_time.one_function(synth_time.STOCK)
+    compile(function, "one function", "exec")  # the inline code's newlines escaped
+    assert function.index("lambda_.Function(") < function.index("\napp.synth()")
     assert synth_time.main(["--quick"]) == 0  # the goal is not judged in --quick
     out = capsys.readouterr().out
     assert "quick start / stock: not judged" in out
