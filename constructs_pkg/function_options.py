@@ -28,6 +28,8 @@ class _LazyModule:
         self._name = name
 
     def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or attr == "_name":  # copy, pickle, inspect: not the module's
+            raise AttributeError(attr)
         return getattr(importlib.import_module(self._name), attr)
 
 
@@ -98,12 +100,8 @@ class FunctionConfig:
         return DEFAULT_ARCHITECTURE if self.architecture is None else self.architecture.name
 
     def _key(self) -> tuple[object, ...]:
-        return (
-            self.memory_size,
-            self.timeout.to_seconds(),
-            self.log_retention,
-            self.architecture_name,
-        )
+        timeout = self.timeout.to_seconds(integral=False)  # a token's: its own mark
+        return (self.memory_size, timeout, self.log_retention, self.architecture_name)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, FunctionConfig) and self._key() == other._key()
@@ -183,9 +181,18 @@ def _architecture(where: str, value: object) -> lambda_.Architecture | None:
 def _checked_timeout(where: str, timeout: object, default: FunctionDefaults) -> Duration:
     checked = duration_prop(where, "timeout", timeout, Duration.seconds(1))
     assert checked is not None
-    seconds = checked.to_seconds()
+    try:
+        seconds = checked.to_seconds()
+    except RuntimeError:  # a token's amount in another unit: the CDK converts seconds alone
+        raise CapacityConfigError(
+            f"{where}: timeout: got {checked.to_human_string()}; a timeout whose amount is a "
+            "token (a parameter's) must be a Duration.seconds(...): a token cannot be converted "
+            "to the seconds Lambda takes"
+        ) from None
+    if is_token(seconds):  # a parameter's: checked at deploy time
+        return checked
     low, high = default.shortest.to_seconds(), default.longest.to_seconds()
-    if not is_token(seconds) and not low <= seconds <= high:
+    if not low <= seconds <= high:
         allowed = (
             f"exactly {default.longest.to_human_string()}"
             if low == high

@@ -812,6 +812,63 @@ def test_function_configs_made_alike_are_one_config() -> None:
     assert hints["architecture"] == lambda_.Architecture | None
 
 
+def test_a_timeout_from_a_parameter_is_taken_in_seconds_and_refused_in_minutes(
+    stack: cdk.Stack,
+) -> None:
+    """A token's amount is converted by the CDK from seconds alone: ``Duration.seconds`` of
+    a parameter is left to deploy time, and two tables giving it share the settle step;
+    ``Duration.minutes`` of one is refused naming the field, not with jsii's error."""
+    refusing = cdk.Stack(cdk.App(), "Test")  # a refused construct stays half made in its tree
+    minutes = cdk.CfnParameter(refusing, "SettleMinutes", type="Number")
+    seconds = cdk.CfnParameter(stack, "SettleSeconds", type="Number")
+
+    def settled(name: str, timeout: Duration, scope: cdk.Stack = stack) -> ProvisionedTable:
+        return ProvisionedTable(
+            scope,
+            name,
+            partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
+            read=Capacity(min_capacity=5, max_capacity=100, high_water_mark=50),
+            write=Capacity(min_capacity=5, max_capacity=100),
+            prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
+            function_options={"Settle": FunctionOptions(timeout=timeout)},
+        )
+
+    with pytest.raises(CapacityConfigError) as refused:
+        settled("Minutes", Duration.minutes(minutes.value_as_number), refusing)
+    assert str(refused.value) == (
+        "ProvisionedTable Test/Minutes: function_options['Settle']: timeout: got <token> "
+        "minutes; a timeout whose amount is a token (a parameter's) must be a "
+        "Duration.seconds(...): a token cannot be converted to the seconds Lambda takes"
+    )
+    settled("Catalog", Duration.seconds(seconds.value_as_number))
+    settled("Prices", Duration.seconds(seconds.value_as_number))
+    settles = Template.from_stack(stack).find_resources(
+        "AWS::Lambda::Function", {"Properties": {"Timeout": {"Ref": "SettleSeconds"}}}
+    )
+    assert len(settles) == 2  # the step's two functions, once for the stack
+
+
+def test_the_lazy_lambda_module_is_not_loaded_by_copying_or_probing_it() -> None:
+    import copy
+    import subprocess
+    import sys
+
+    code = (
+        "import copy, inspect, sys\n"
+        "from constructs_pkg import function_options\n"
+        "lazy = function_options.lambda_\n"
+        "copy.copy(lazy); inspect.unwrap(lazy); hasattr(lazy, '__wrapped__')\n"
+        "print('aws_cdk.aws_lambda' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout
+    assert out.split()[-1] == "False"
+    from constructs_pkg import function_options
+
+    assert copy.copy(vars(function_options)["lambda_"]).Architecture is lambda_.Architecture
+
+
 def test_tables_given_function_options_made_alike_share_the_settle_step(stack: cdk.Stack) -> None:
     # GIVEN two PROVISION_THEN_SETTLE tables, each given its own FunctionOptions, alike
     def settled(name: str) -> ProvisionedTable:
