@@ -619,6 +619,15 @@ def _described(stub: Any, table: dict[str, Any] | None = None) -> None:
     stub.add_response("list_tags_of_resource", _tags())
 
 
+def _raise_sent(stub: Any) -> None:
+    """A request's reads up to its raise of "Orders", sent: the first read, the read in the
+    lease, the read again before the update, the update."""
+    _described(stub)
+    _described(stub)
+    stub.add_response("describe_table", _table())
+    stub.add_response("update_table", {"TableDescription": {"TableName": "Orders"}})
+
+
 def request_in_15_seconds(clients: Clients, store: HoldStore, clock: FakeClock) -> None:
     """A request of 500 write units on "Orders" that times out after 15 s of ``clock``."""
     request_capacity(
@@ -671,10 +680,7 @@ def test_a_timeout_after_its_raise_whose_hold_stays_is_a_failure_that_says_so(
     # timeout, still UPDATING when the hold is to be withdrawn (it cannot be lowered yet)
     stub, clients, store = stubbed
     clock = FakeClock()
-    _described(stub)  # the first read
-    _described(stub)  # in the lease
-    stub.add_response("describe_table", _table())  # read again before the update
-    stub.add_response("update_table", {"TableDescription": {"TableName": "Orders"}})
+    _raise_sent(stub)
     for _ in range(5):  # waiting until ACTIVE, then the withdrawal's read
         stub.add_response("describe_table", _table("UPDATING", write=510))
     # WHEN it is made
@@ -1098,10 +1104,7 @@ def test_a_hold_a_failed_request_withdraws_from_a_table_deleted_meanwhile_is_cou
     # that stays UPDATING past its timeout, and is deleted before its hold is withdrawn
     stub, clients, store = stubbed
     clock = FakeClock()
-    _described(stub)  # the first read
-    _described(stub)  # in the lease
-    stub.add_response("describe_table", _table())  # read again before the update
-    stub.add_response("update_table", {"TableDescription": {"TableName": "Orders"}})
+    _raise_sent(stub)
     for _ in range(4):  # waiting until ACTIVE
         stub.add_response("describe_table", _table("UPDATING", write=510))
     stub.add_client_error("describe_table", "ResourceNotFoundException", "Table not found")

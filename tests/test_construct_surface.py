@@ -752,13 +752,20 @@ def test_a_second_settled_table_asking_for_another_function_is_told_why() -> Non
     assert "every PROVISION_THEN_SETTLE table of a stack shares it" in message, message
 
 
+def printed_by_python(code: str) -> str:
+    """What ``code`` prints, run by this Python in a fresh process (nothing loaded yet)."""
+    import subprocess
+    import sys
+
+    run = [sys.executable, "-c", code]
+    return subprocess.run(run, check=True, capture_output=True, text=True).stdout
+
+
 def test_a_table_without_a_settle_step_synthesizes_without_the_lambda_bindings() -> None:
     """A ProvisionedTable built and synthesized in a fresh process loads no
     ``aws_cdk.aws_lambda`` (nor the EC2 module it loads: about 0.3 s of a synth) unless it
     makes a settle step: with a high-water mark by WARM_THROUGHPUT, or PROVISION_THEN_SETTLE
     with its function options checked but no high-water mark; the settle step loads it."""
-    import subprocess
-    import sys
 
     def loaded(prewarm: str, high_water_mark: int | None) -> list[str]:
         code = (
@@ -778,9 +785,7 @@ def test_a_table_without_a_settle_step_synthesizes_without_the_lambda_bindings()
             "app.synth()\n"
             "print(sorted(m for m in sys.modules if m in ('aws_cdk.aws_lambda', 'aws_cdk.aws_ec2')))\n"
         )
-        out = subprocess.run(
-            [sys.executable, "-c", code], check=True, capture_output=True, text=True
-        ).stdout
+        out = printed_by_python(code)
         return list(json.loads(out.splitlines()[-1].replace("'", '"')))
 
     assert loaded("WARM_THROUGHPUT", 50) == []
@@ -822,26 +827,18 @@ def test_a_timeout_from_a_parameter_is_taken_in_seconds_and_refused_in_minutes(
     minutes = cdk.CfnParameter(refusing, "SettleMinutes", type="Number")
     seconds = cdk.CfnParameter(stack, "SettleSeconds", type="Number")
 
-    def settled(name: str, timeout: Duration, scope: cdk.Stack = stack) -> ProvisionedTable:
-        return ProvisionedTable(
-            scope,
-            name,
-            partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
-            read=Capacity(min_capacity=5, max_capacity=100, high_water_mark=50),
-            write=Capacity(min_capacity=5, max_capacity=100),
-            prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
-            function_options={"Settle": FunctionOptions(timeout=timeout)},
-        )
+    def timed(timeout: Duration) -> dict[str, FunctionOptions]:
+        return {"Settle": FunctionOptions(timeout=timeout)}
 
     with pytest.raises(CapacityConfigError) as refused:
-        settled("Minutes", Duration.minutes(minutes.value_as_number), refusing)
+        settled(refusing, "Minutes", timed(Duration.minutes(minutes.value_as_number)))
     assert str(refused.value) == (
         "ProvisionedTable Test/Minutes: function_options['Settle']: timeout: got <token> "
         "minutes; a timeout whose amount is a token (a parameter's) must be a "
         "Duration.seconds(...): a token cannot be converted to the seconds Lambda takes"
     )
-    settled("Catalog", Duration.seconds(seconds.value_as_number))
-    settled("Prices", Duration.seconds(seconds.value_as_number))
+    settled(stack, "Catalog", timed(Duration.seconds(seconds.value_as_number)))
+    settled(stack, "Prices", timed(Duration.seconds(seconds.value_as_number)))
     settles = Template.from_stack(stack).find_resources(
         "AWS::Lambda::Function", {"Properties": {"Timeout": {"Ref": "SettleSeconds"}}}
     )
@@ -850,8 +847,6 @@ def test_a_timeout_from_a_parameter_is_taken_in_seconds_and_refused_in_minutes(
 
 def test_the_lazy_lambda_module_is_not_loaded_by_copying_or_probing_it() -> None:
     import copy
-    import subprocess
-    import sys
 
     code = (
         "import copy, inspect, sys\n"
@@ -860,10 +855,7 @@ def test_the_lazy_lambda_module_is_not_loaded_by_copying_or_probing_it() -> None
         "copy.copy(lazy); inspect.unwrap(lazy); hasattr(lazy, '__wrapped__')\n"
         "print('aws_cdk.aws_lambda' in sys.modules)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True
-    ).stdout
-    assert out.split()[-1] == "False"
+    assert printed_by_python(code).split()[-1] == "False"
     from constructs_pkg import function_options
 
     assert copy.copy(vars(function_options)["lambda_"]).Architecture is lambda_.Architecture
@@ -871,24 +863,13 @@ def test_the_lazy_lambda_module_is_not_loaded_by_copying_or_probing_it() -> None
 
 def test_tables_given_function_options_made_alike_share_the_settle_step(stack: cdk.Stack) -> None:
     # GIVEN two PROVISION_THEN_SETTLE tables, each given its own FunctionOptions, alike
-    def settled(name: str) -> ProvisionedTable:
-        return ProvisionedTable(
-            stack,
-            name,
-            partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING),
-            read=Capacity(min_capacity=5, max_capacity=100, high_water_mark=50),
-            write=Capacity(min_capacity=5, max_capacity=100),
-            prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
-            function_options={
-                "Settle": FunctionOptions(
-                    architecture=lambda_.Architecture.X86_64, timeout=Duration.minutes(2)
-                )
-            },
-        )
+    def alike() -> dict[str, FunctionOptions]:  # new objects each time
+        x86 = lambda_.Architecture.X86_64
+        return {"Settle": FunctionOptions(architecture=x86, timeout=Duration.minutes(2))}
 
     # WHEN both are made, THEN they share the stack's one settle step, run as they asked
-    settled("Catalog")
-    settled("Prices")
+    settled(stack, "Catalog", alike())
+    settled(stack, "Prices", alike())
     template = Template.from_stack(stack)
     settles = template.find_resources(
         "AWS::Lambda::Function", {"Properties": {"Architectures": ["x86_64"], "Timeout": 120}}
@@ -900,8 +881,6 @@ def test_the_package_imports_a_construct_module_on_first_use_of_its_names() -> N
     """An app using the table and the scaler does not load the capacity requests', the fleet
     advisor's or the tuning's modules (their CDK imports cost synth time); every public name
     still resolves, and a name the package does not have is an ``AttributeError``."""
-    import subprocess
-    import sys
 
     code = (
         "import sys\n"
@@ -909,10 +888,7 @@ def test_the_package_imports_a_construct_module_on_first_use_of_its_names() -> N
         "print(sorted(m for m in sys.modules if m.startswith('constructs_pkg.')\n"
         "             or m in ('aws_cdk.aws_stepfunctions', 'aws_cdk.custom_resources')))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True
-    ).stdout
-    loaded = set(json.loads(out.replace("'", '"')))
+    loaded = set(json.loads(printed_by_python(code).replace("'", '"')))
     assert "constructs_pkg.scaler" in loaded
     assert not loaded & {
         "constructs_pkg.capacity_requests",
