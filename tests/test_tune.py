@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ddb_capacity_tools.cli_options import build_parser
 from ddb_capacity_tools.simulator import ModelParams, Trace, parse
 from ddb_capacity_tools.simulator.candidates import (
     REFUSAL_FLOOR,
@@ -56,6 +57,12 @@ def test_tune_recommends_the_cheapest_that_refuses_no_more_than_the_best_stock(
     assert code == 0, err
     doc = json.loads(out)
     assert doc["ensemble"] == "plausible"
+    # the keys `tune --help` lists for --json are the object's
+    commands = next(a for a in build_parser()._actions if a.dest == "command")
+    usage = commands.choices["tune"].format_help()  # type: ignore[index]
+    listed = re.search(r"--json\s+print one JSON object, \{(.*?)\}", usage, re.S)
+    assert listed is not None, usage
+    assert set(re.findall(r'"(\w+)"', listed.group(1))) == set(doc), usage
     by = {c["policy"]: c for c in doc["candidates"]}
     # every stock target from 30 to 90 % and on-demand are always candidates
     assert set(by) == {*STOCK, "on-demand", "autopilot:70", "autopilot+stock:70", "hybrid:70"}
@@ -111,6 +118,8 @@ def test_tune_recommends_the_cheapest_that_refuses_no_more_than_the_best_stock(
     assert code == 0 and "<- recommended" in out and doc["code"].strip() in out
     assert f"recommended: {recommended}. {doc['reason']}" in out
     assert "frontier (cost vs refused units" in out
+    # ... defined as computed above: beaten is no more on both, and less on one
+    assert "no other candidate refuses no more and costs no more, and less on one" in out
     assert all(p in out.split("frontier (cost vs refused units")[1] for p in frontier)
     # the recommendation is a policy simulate takes, as printed
     code, out, err = run("simulate", "--trace", str(path), "--policy", recommended, "--json")

@@ -687,6 +687,17 @@ def _scenarios(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+UNKNOWN_HINTS = {
+    ("tune", "--score-from"): (
+        "; tune splits the trace itself (it fits on the earlier half and chooses on the "
+        "later half, so its figures are those of the half it chose on): to score its pick on "
+        "minutes it never saw, run `ddb-capacity simulate --trace FILE --policy PICK "
+        "--score-from ISO` over a trace that goes on after the one tuned on"
+    ),
+}
+"""A hint after an option a command does not have, where another command has it."""
+
+
 def main(
     argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
@@ -695,7 +706,8 @@ def main(
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:
-        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        hint = UNKNOWN_HINTS.get((args.command, unknown[0].split("=")[0]), "")
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     try:
         _check_values(parser, args)
         if args.command == "scenarios":

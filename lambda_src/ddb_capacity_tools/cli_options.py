@@ -227,7 +227,7 @@ def _tune_parser(sub: Any) -> None:
     _run_options(
         tn,
         '{"ensemble", "candidates", "frontier", "recommended", "reason", "rule", '
-        '"on_demand", "code", "table_class"}',
+        '"on_demand", "code", "summary", "validation", "warnings", "table_class"}',
     )
     # the model's --table-size-gb also asks tune for the table class: read by _tune
     size = next(a for a in tn._actions if a.dest == "table_size_gb")

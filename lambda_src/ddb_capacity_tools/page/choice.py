@@ -97,8 +97,8 @@ def caption(candidates: Sequence[Candidate], recommended: Candidate | None) -> s
     kinds = []
     if any(c.frontier and c is not recommended for c in candidates):
         kinds.append(
-            f"blue points are on the frontier (no {rivals} both costs less and refuses less), "
-            "joined by the dashed line"
+            f"blue points are on the frontier (no {rivals} refuses no more and costs no more, "
+            "and less on one of the two), joined by the dashed line"
         )
     if recommended is not None:
         kinds.append("the green point is the recommendation")

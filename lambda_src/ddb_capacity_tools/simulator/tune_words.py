@@ -353,8 +353,8 @@ def table(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
             "",
             *fixed_width(rows),
             "",
-            "frontier (cost vs refused units: no other candidate refuses less and costs "
-            f"less), cheapest first: {frontier}",
+            "frontier (cost vs refused units: no other candidate refuses no more and costs "
+            f"no more, and less on one of the two), cheapest first: {frontier}",
             "",
             f"recommended: {tuning.recommended.policy}. {tuning.reason}",
             "",
