@@ -110,12 +110,18 @@ table.grant_read_data(function)
 """
 
 
-def one_function(stock: str) -> str:
-    """The ``stock`` app with `FUNCTION` made before its ``app.synth()``."""
-    head, synth, tail = stock.rpartition("\napp.synth()\n")
+def around_synth(code: str, before: str = "", after: str = "") -> str:
+    """``code`` with ``before`` just before its last ``app.synth()`` line and ``after`` just
+    after it."""
+    head, synth, tail = code.rpartition("\napp.synth()\n")
     if not synth:
         raise ValueError("the app calls no `app.synth()` on a line of its own")
-    return f"{head}\n{FUNCTION}{synth}{tail}"
+    return f"{head}{before}{synth}{after}{tail}"
+
+
+def one_function(stock: str) -> str:
+    """The ``stock`` app with `FUNCTION` made before its ``app.synth()``."""
+    return around_synth(stock, before=f"\n{FUNCTION}")
 
 
 def quick_start() -> str:
@@ -170,10 +176,7 @@ validation on: what the one-line option of the Scaler guide's Synth time saves."
 def frozen(code: str) -> str:
     """``code`` with ``gc.freeze()`` after its last ``app.synth()``: Python's last garbage
     collections then leave the objects alive at exit to the process's end."""
-    head, synth, tail = code.rpartition("\napp.synth()\n")
-    if not synth:
-        raise ValueError("the app calls no `app.synth()` on a line of its own")
-    return f"import gc\n{head}{synth}gc.freeze()\n{tail}"
+    return "import gc\n" + around_synth(code, after="gc.freeze()\n")
 
 
 def timed(
