@@ -7,11 +7,12 @@ tables is connected to it (`ConnectedScalers`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import jsii
 from aws_cdk import Duration
-from constructs import IValidation
+from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.holds import MAX_HOLD_MINUTES
@@ -93,14 +94,19 @@ def store_of(scaler: ThrottleAwareScaler) -> str:
     return store.node.path
 
 
-def unconnected_scalers(requests: CapacityRequests) -> list[str]:
-    """Every scaler of the app that manages one of ``requests``' tables explicitly but
-    keeps its state elsewhere: it would take a hold's raised minimum for an operator's
-    change and keep it as the configured minimum."""
+def app_scalers(scope: Construct) -> list[ThrottleAwareScaler]:
+    """Every ThrottleAwareScaler of ``scope``'s app."""
+    return [s for s in scope.node.root.node.find_all() if isinstance(s, ThrottleAwareScaler)]
+
+
+def unconnected_scalers(
+    requests: CapacityRequests, scalers: Sequence[ThrottleAwareScaler]
+) -> list[str]:
+    """Every one of the app's ``scalers`` that manages one of ``requests``' tables
+    explicitly but keeps its state elsewhere: it would take a hold's raised minimum for an
+    operator's change and keep it as the configured minimum."""
     errors = []
-    for scaler in requests.node.root.node.find_all():
-        if not isinstance(scaler, ThrottleAwareScaler):
-            continue
+    for scaler in scalers:
         if scaler.state_store is requests.hold_store:
             continue
         shared = [
@@ -126,17 +132,13 @@ def unconnected_scalers(requests: CapacityRequests) -> list[str]:
     return errors
 
 
-def unended_holds(requests: CapacityRequests) -> list[str]:
-    """With no restorer, a connected scaler that is not a dry run must end the holds that
-    expire unreleased (a worker that died) and the fast path's surges: else nothing ends
-    them, and the capacity they raised stays, paid for."""
+def unended_holds(requests: CapacityRequests, scalers: Sequence[ThrottleAwareScaler]) -> list[str]:
+    """With no restorer, one of the app's ``scalers`` connected to ``requests`` and not a dry
+    run must end the holds that expire unreleased (a worker that died) and the fast path's
+    surges: else nothing ends them, and the capacity they raised stays, paid for."""
     if requests.restorer is not None:
         return []
-    connected = [
-        scaler
-        for scaler in requests.node.root.node.find_all()
-        if isinstance(scaler, ThrottleAwareScaler) and scaler.state_store is requests.hold_store
-    ]
+    connected = [s for s in scalers if s.state_store is requests.hold_store]
     if any(not scaler.dry_run for scaler in connected):
         return []
     what = "restore_every=None" if requests.signals is None else "fast_path with restore_every=None"
@@ -163,4 +165,5 @@ class ConnectedScalers:
         self._requests = requests
 
     def validate(self) -> list[str]:
-        return unconnected_scalers(self._requests) + unended_holds(self._requests)
+        scalers = app_scalers(self._requests)
+        return unconnected_scalers(self._requests, scalers) + unended_holds(self._requests, scalers)
