@@ -177,7 +177,8 @@ def _request(args: argparse.Namespace, out: TextIO) -> int:
             f"hold {made.id} on {made.table}{'/' + made.index if made.index else ''}: "
             f"{levels} until {made.expires:%Y-%m-%d %H:%M:%S} UTC\n"
             f"end it early with: ddb-capacity release --table {made.table} "
-            f"--id {made.id} --token={made.token}"  # '=': a token may begin with '-'
+            # '=': a token made by an earlier version may begin with '-'
+            f"--id {made.id} --token={made.token}"
             f"{' --store ' + args.store if args.store else ''}"
             f"{' --broker ' + args.broker if args.broker else ''}\n"
         )

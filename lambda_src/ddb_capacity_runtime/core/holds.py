@@ -55,8 +55,12 @@ DEFAULT_TIMEOUT = timedelta(minutes=10)
 
 
 def new_token() -> str:
-    """A hold's release token: returned to its requester only; the store keeps its digest."""
-    return secrets.token_urlsafe(24)
+    """A hold's release token: returned to its requester only; the store keeps its digest.
+    Never begins with '-', which a command line would read as an option (``--token TOKEN``)."""
+    token = secrets.token_urlsafe(24)
+    while token.startswith("-"):
+        token = secrets.token_urlsafe(24)
+    return token
 
 
 def token_digest(token: str) -> str:
