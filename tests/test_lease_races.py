@@ -220,7 +220,7 @@ def test_a_register_that_lands_after_its_lease_was_taken_is_never_adopted(
     world: World, aws_env: dict[str, str]
 ) -> None:
     """GIVEN a writer whose register outlives even its renewed lease (a client bounded to
-    2 s, and a request that AWS applies 12 s later)
+    5 s, and a request that AWS applies 12 s later)
     WHEN a second writer takes the lease after it ran out and restores the base, and then
     the first writer's register lands (the minimum is 1,050)
     THEN the first writer is told its minimum was set but not recorded, and the next reader
@@ -228,8 +228,8 @@ def test_a_register_that_lands_after_its_lease_was_taken_is_never_adopted(
     bounded = _aas(
         world,
         aws_env,
-        connect_timeout=1,
-        read_timeout=1,
+        connect_timeout=2,
+        read_timeout=3,
         retries={"mode": "standard", "total_max_attempts": 1},
     )
     name, order, errors, waits = _two_writers(world, "latereg", bounded, 12.0, 20)

@@ -977,17 +977,21 @@ def test_a_window_in_the_past_too_far_ahead_or_not_a_date_is_refused(
     today = datetime.now(UTC).date()
     until = value if days is None else today + timedelta(days=days)
     last = today + timedelta(days=30)
-    with pytest.raises(
-        CapacityConfigError,
-        match=re.escape(
-            f"ThrottleAwareScaler Test/Scaler: read_legacy_state_until must be a datetime.date "
-            f"from today ({today}) to 30 days ahead ({last}): 0.4's state tags are read during "
-            f"an upgrade only; got "
-        ),
-    ):
+    refused = None
+    try:
         ThrottleAwareScaler(
             stack,
             "Scaler",
             tables=[feed(stack)],
             read_legacy_state_until=until,  # type: ignore[arg-type]
         )
+    except CapacityConfigError as error:
+        refused = str(error)
+    if datetime.now(UTC).date() != today:  # the library read another day's date
+        pytest.skip("UTC midnight passed while the scaler was built")
+    assert refused is not None
+    assert refused.startswith(
+        f"ThrottleAwareScaler Test/Scaler: read_legacy_state_until must be a datetime.date "
+        f"from today ({today}) to 30 days ahead ({last}): 0.4's state tags are read during "
+        f"an upgrade only; got "
+    )

@@ -81,6 +81,7 @@ class CapacityStateMachine(RuleBasedStateMachine):
         # left by a crash runs out; waits end): metrics are put in its past
         self.start = world.now - timedelta(hours=6)
         self.since = time.monotonic()
+        self.paused_at: float | None = None  # real time stands still here: only sleeps move on
         self.limits = HoldLimits(QUOTA, timedelta(hours=24), QUOTA, QUOTA)
         # a wait for a lease moves the virtual clock on, as the requests' waits do
         self.store = HoldStore(
@@ -101,7 +102,8 @@ class CapacityStateMachine(RuleBasedStateMachine):
 
     @property
     def now(self) -> datetime:
-        return self.start + timedelta(seconds=time.monotonic() - self.since)
+        real = time.monotonic() if self.paused_at is None else self.paused_at
+        return self.start + timedelta(seconds=real - self.since)
 
     def advance(self, delta: timedelta) -> None:
         self.start += delta
@@ -236,11 +238,15 @@ class CapacityStateMachine(RuleBasedStateMachine):
             held = other._take(other._key(self.name, None, "write"))
         except Crash:
             held = None  # it died taking it: a lease it took runs out
+        # the tick on the machine's clock alone (its waits move it on), not on real time
+        # too: a register checks the deadline and is sent a store write later
+        self.paused_at = time.monotonic()
         deadline = self.clock() + seconds
         sent = len(self.registered)
         try:
             self.tick(deadline)
         finally:
+            self.paused_at = None
             with contextlib.suppress(Crash):  # died giving it back: it runs out
                 if held is not None:
                     held.give_back()
