@@ -316,6 +316,52 @@ def test_kill_and_resume_delivers_every_item_at_least_once(
     assert resumed.items <= 3_000 - len(set(before)) + 4 * 40  # resumed, not restarted
 
 
+@pytest.mark.parametrize(
+    ("field", "stored", "shown_as"),
+    [
+        ("done", None, "None"),
+        ("done", {"S": "true"}, "{'S': 'true'}"),
+        ("items", {"N": "1.5"}, "{'N': '1.5'}"),
+        ("items", {"N": "-3"}, "{'N': '-3'}"),
+        ("last_key", {"S": "item-00042"}, "{'S': 'item-00042'}"),
+        ("last_key", {"M": {}}, "{'M': {}}"),
+        ("segments", {"N": "0"}, "{'N': '0'}"),
+    ],
+)
+def test_a_cursor_this_library_did_not_write_is_refused_naming_its_field(
+    loaded: Loaded, field: str, stored: dict[str, Any] | None, shown_as: str
+) -> None:
+    # GIVEN a saved cursor of segment 1 with one field as the library never writes it
+    ddb, name, cursors, _ = loaded
+    scan_id = f"odd-{field}-{uuid.uuid4().hex[:6]}"
+    CursorStore(ddb, cursors).save(scan_id, 1, Cursor({"pk": {"S": "item-00042"}}, False, 9, 4))
+    key = {"scan_id": {"S": scan_id}, "segment": {"N": "1"}}
+    if stored is None:
+        ddb.update_item(TableName=cursors, Key=key, UpdateExpression=f"REMOVE {field}")
+    else:
+        ddb.update_item(
+            TableName=cursors,
+            Key=key,
+            UpdateExpression="SET #f = :v",
+            ExpressionAttributeNames={"#f": field},
+            ExpressionAttributeValues={":v": stored},
+        )
+    seen, collect = collector()
+    scan = RateLimitedScan(
+        ddb, name, rate=100_000, segments=4, store=CursorStore(ddb, cursors), scan_id=scan_id
+    )
+    # WHEN the scan resumes THEN it is refused, naming the item, the field and the way out
+    with pytest.raises(ScanError) as refused:
+        scan.run(collect)
+    assert str(refused.value).startswith(
+        f"cursor table '{cursors}', scan '{scan_id}' segment 1: {field} is {shown_as}; expected "
+    )
+    assert str(refused.value).endswith(
+        "as this library writes it. Delete that item to scan the segment again from its start"
+    )
+    assert seen == []
+
+
 def test_the_cursor_table_is_made_once_and_a_missing_one_is_named(loaded: Loaded) -> None:
     """A job that creates its cursor table runs again to resume: the table is kept with its
     cursors; a table of another key is refused; a scan whose cursor table is missing says

@@ -171,10 +171,16 @@ def test_an_invalid_message_is_counted_and_dropped(
         json.dumps({"run_id": run_id_of(world["moment"]), "table": "Orders", "x": "y" * 5000}),
     ]
     event = {"Records": [{"messageId": str(n), "body": b} for n, b in enumerate(bad)]}
-    assert fleet_lambda.worker_handler(event) == {"batchItemFailures": []}
+    event["Records"] += ["not a record", None]  # records SQS never sends
+    with recorded_events() as events:
+        assert fleet_lambda.worker_handler(event) == {"batchItemFailures": []}
     out = capsys.readouterr().out
     [emf] = metrics(out)
-    assert emf["Failures"] == 6 and emf["TablesAdvised"] == 0
+    assert emf["Failures"] == 8 and emf["TablesAdvised"] == 0
+    assert [e["record"] for e in events if e["event"] == "invalid_record"] == [
+        "'not a record'",
+        "None",
+    ]
     listed = world["s3"].list_objects_v2(Bucket=world["settings"].bucket)
     assert listed.get("KeyCount", 0) == 0  # nothing written
 
@@ -314,6 +320,35 @@ def test_tampered_finite_figures_are_unreadable_results_and_the_report_stays_jso
         assert "usd_per_month" in rows[name]["reason"] and "within" in rows[name]["reason"]
     assert rows["Honest"]["usd_saved_per_month"] == 1.5
     assert doc["totals"]["usd_saved_per_month"] == 1.5
+
+
+@pytest.mark.parametrize("days", ["1e400", "-1e400", '"7<br>"', "true", "15", "3.5", "[7]"])
+def test_a_manifests_odd_days_is_left_out_of_the_report(world: dict[str, Any], days: str) -> None:
+    # GIVEN a run whose manifest's days is no whole number of days from 1 to 14 (1e400 reads
+    # as infinity, which JSON cannot write back)
+    settings, s3 = world["settings"], world["s3"]
+    run_id = run_id_of(world["moment"])
+    s3.put_object(
+        Bucket=settings.bucket, Key="runs/latest.json", Body=json.dumps({"run_id": run_id})
+    )
+    s3.put_object(
+        Bucket=settings.bucket,
+        Key=f"runs/{run_id}/manifest.json",
+        Body='{"tables": ["Orders"], "days": ' + days + "}",
+    )
+    s3.put_object(
+        Bucket=settings.bucket,
+        Key=f"runs/{run_id}/tables/Orders.json",
+        Body=json.dumps({"table": "Orders", "status": "idle", "reason": "no traffic"}),
+    )
+    # WHEN the report runs
+    counts = fleet_lambda.report_run(s3, settings, world["moment"])
+    # THEN the report is written, its table in it, without a number of days
+    assert counts["TablesReported"] == 1 and counts["Failures"] == 0
+    body = s3.get_object(Bucket=settings.bucket, Key=f"runs/{run_id}/report.json")["Body"]
+    doc = strict_json(body.read())
+    assert doc["days"] is None
+    assert [r["table"] for r in doc["tables"]] == ["Orders"]
 
 
 def on_demand(world: dict[str, Any], names: list[str]) -> None:

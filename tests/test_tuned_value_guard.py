@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from ddb_capacity_runtime.aws.store import TUNED
 from ddb_capacity_tools.tuning_lambda import tune_run
 from tests.moto_world import World
@@ -67,11 +69,27 @@ def test_a_value_the_loop_never_writes_is_counted_and_then_replaced(
     assert (counts["Unreadable"], counts["TablesFailed"], counts["TargetsChanged"]) == (1, 0, 1)
 
 
+@pytest.mark.parametrize(
+    "stored",
+    [
+        {"M": {"target": {"S": "eighty"}, "run": {"S": "forged"}}},
+        {"M": {"run": {"S": "forged"}}},  # no target
+        {"S": "eighty"},  # not a map
+        {"L": [{"N": "80"}]},
+    ],
+)
 def test_a_malformed_value_is_replaced_not_a_failure_every_night(
     world: World,  # noqa: F811 (the fixture)
+    stored: dict[str, Any],
 ) -> None:
     name = world.table("Malformed", 10, 10, tagged=False)
-    store_tuned(world, name, {"S": "eighty"})
+    world.store_ddb.update_item(
+        TableName=world.store.name,
+        Key={"pk": {"S": name}, "sk": {"S": "table:write"}},
+        UpdateExpression="SET #t = :t",
+        ExpressionAttributeNames={"#t": TUNED},
+        ExpressionAttributeValues={":t": stored},
+    )
     run_id = start_run(world)
     put_result(world, run_id, name, advised(name, "stock:90"))
     counts, _ = tune(world, settings(world, {name: {"write": 70}}))

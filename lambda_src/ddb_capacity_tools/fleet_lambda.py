@@ -40,11 +40,12 @@ from ddb_capacity_runtime.aws.error_codes import NO_SUCH_KEY, describe_error, er
 from ddb_capacity_runtime.aws.queue import why_unsent
 from ddb_capacity_runtime.core.names import is_table_name
 from ddb_capacity_runtime.core.untrusted import UntrustedJSONError, parse_json
+from ddb_capacity_runtime.core.validators import is_whole
 from ddb_capacity_runtime.events import emf_record, emit_metrics, log_event
 
 from . import fleet, page
 from .advise import IDLE, Failure, Setup, advise_one, list_tables, shown
-from .fleet_settings import NAMESPACE, AdvisorSettings, run_id_of, time_of
+from .fleet_settings import MAX_DAYS, NAMESPACE, AdvisorSettings, run_id_of, time_of
 from .simulator.candidates import CANDIDATES
 from .simulator.ensemble import settings_of
 from .simulator.params import ModelParams
@@ -284,6 +285,10 @@ def worker_handler(event: Mapping[str, Any], context: Any = None) -> dict[str, A
     failures = []
     records = event.get("Records", []) if isinstance(event, Mapping) else []
     for record in records if isinstance(records, list) else []:
+        if not isinstance(record, Mapping):  # never from SQS: nothing to retry it by
+            counts["Failures"] += 1
+            log_event("invalid_record", level=logging.ERROR, record=shown(repr(record), 60))
+            continue
         try:
             outcome = advise_message(record.get("body"), _clients, settings)
         except Exception as exc:
@@ -324,7 +329,8 @@ def report_run(s3: Any, settings: AdvisorSettings, now: datetime) -> dict[str, i
         for n in (refused if isinstance(refused, list) else [])
     ]
     never_sent, unsent_unread = _never_sent(s3, settings.bucket, run_id, set(missing))
-    about = {"run_id": run_id, "days": manifest.get("days")}
+    days = manifest.get("days")  # the report shows it: a whole number of days, or nothing
+    about = {"run_id": run_id, "days": days if is_whole(days, 1, MAX_DAYS) else None}
     report = fleet.build(docs, about, missing, never_sent=never_sent)
     # the table pages are the workers', under the run: latest/ links to them there
     for prefix, links in (

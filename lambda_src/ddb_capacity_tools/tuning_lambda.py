@@ -197,13 +197,13 @@ def _tune_dimension(
         log_event("target-kept", **where, target=old, why=why)
         return
     dry = run.settings.dry_run
-    if tuned is None and "target" in kept:  # one the loop never writes: replaced, counted
+    if tuned is None and TUNED in item:  # one the loop never writes: replaced, counted
         run.counts["Unreadable"] += 1
         log_event(
             "tuned-value-unreadable",
             level=logging.WARNING,
             **where,
-            value=shown(repr(kept.get("target")), 60),
+            value=shown(repr(item.get(TUNED)), 60),
         )
     if not dry and not _write(run, key, kept.get("target"), new):
         run.counts["TargetsKept"] += 1  # another loop of this run wrote it meanwhile

@@ -38,7 +38,8 @@ from ..aws.error_codes import error_code
 from ..aws.items import create_cursor_table as create_cursor_table
 from ..core.call_limits import most_page_units
 from ..core.errors import ScanError as ScanError
-from ..core.validators import is_whole
+from ..core.errors import shown
+from ..core.validators import is_whole, whole_text
 from ..events import log_event
 from .pacing import (
     CAUSES,
@@ -56,6 +57,13 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 MAX_LIMIT = 1000
+MAX_SEGMENTS = 1_000_000
+KINDS = {
+    "M": "a map (M) of the key's attributes",
+    "BOOL": "a boolean (BOOL)",
+    "N": "a number (N), whole",
+}
+"""What a stored cursor's fields are, in words."""
 Page = Callable[[int, list[dict[str, Any]]], None]
 
 
@@ -92,11 +100,36 @@ class CursorStore:
             ) from None
         if item is None:
             return Cursor(None, False, 0)
+        return self._cursor_of(item, scan_id, segment)
+
+    def _cursor_of(self, item: dict[str, Any], scan_id: str, segment: int) -> Cursor:
+        """A stored cursor, each field checked: one this library did not write is refused,
+        naming the item and the field (a scan never resumes from a key it cannot trust)."""
+
+        def field(name: str, kind: str, check: Callable[[Any], bool], optional: bool) -> Any:
+            if name not in item and optional:
+                return None
+            wrapped = item.get(name)
+            value = wrapped.get(kind) if isinstance(wrapped, dict) and len(wrapped) == 1 else None
+            if value is None or not check(value):
+                raise ScanError(
+                    f"cursor table {self.table!r}, scan {scan_id!r} segment {segment}: "
+                    f"{name} is {shown(wrapped)}; expected {KINDS[kind]}, as this library "
+                    "writes it. Delete that item to scan the segment again from its start"
+                )
+            return value
+
+        last_key = field("last_key", "M", lambda v: isinstance(v, dict) and bool(v), True)
+        done = field("done", "BOOL", lambda v: isinstance(v, bool), False)
+        items = field("items", "N", lambda v: whole_text(v, 0, 10**15) is not None, False)
+        segments = field(
+            "segments", "N", lambda v: whole_text(v, 1, MAX_SEGMENTS) is not None, True
+        )
         return Cursor(
-            dict(item["last_key"]["M"]) if "last_key" in item else None,
-            item["done"]["BOOL"],
-            int(item["items"]["N"]),
-            int(item["segments"]["N"]) if "segments" in item else None,
+            dict(last_key) if last_key is not None else None,
+            done,
+            int(items),
+            int(segments) if segments is not None else None,
         )
 
     def save(self, scan_id: str, segment: int, cursor: Cursor) -> None:
@@ -175,9 +208,9 @@ class RateLimitedScan:
         bucket: TokenBucket | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        if not is_whole(segments, 1, 1_000_000):
+        if not is_whole(segments, 1, MAX_SEGMENTS):
             raise ScanError(
-                f"segments: got {segments!r}; expected a whole number from 1 to 1000000"
+                f"segments: got {segments!r}; expected a whole number from 1 to {MAX_SEGMENTS}"
             )
         if not isinstance(initial_limit, int) or not 1 <= initial_limit <= MAX_LIMIT:
             raise ScanError(
