@@ -170,8 +170,8 @@ def test_an_invalid_message_is_counted_and_dropped(
         '{"run_id": ' + "[" * 992 + "]" * 992 + ', "table": "Orders"}',  # deeper than repr
         json.dumps({"run_id": run_id_of(world["moment"]), "table": "Orders", "x": "y" * 5000}),
     ]
-    event = {"Records": [{"messageId": str(n), "body": b} for n, b in enumerate(bad)]}
-    event["Records"] += ["not a record", None]  # records SQS never sends
+    records: list[Any] = [{"messageId": str(n), "body": b} for n, b in enumerate(bad)]
+    event = {"Records": [*records, "not a record", None]}  # the last two: SQS never sends
     with recorded_events() as events:
         assert fleet_lambda.worker_handler(event) == {"batchItemFailures": []}
     out = capsys.readouterr().out
