@@ -82,7 +82,7 @@ from .stream_signal import (
     StreamSignal,
     check_stream_signal,
 )
-from .table import TableCapacity, check_table, index_names_of, table_list
+from .table import REQUESTS_GLOBAL, TableCapacity, check_table, index_names_of, table_list
 
 DEFAULT_RESTORE_EVERY = Duration.minutes(5)
 """How often expired holds are ended by default: a hold outlives its expiry by at most this."""
@@ -311,7 +311,7 @@ class CapacityRequests(Construct):
         self.tables: list[dynamodb.ITable] = []
         self._indexes: list[tuple[dynamodb.ITable, TableCapacity | None, list[str]]] = []
         for table in given:
-            check_table(self._where, table)
+            check_table(self._where, table, REQUESTS_GLOBAL)
             owner = table if isinstance(table, TableCapacity) else None
             if owner is not None:
                 table = owner.table

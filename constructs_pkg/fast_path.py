@@ -131,7 +131,7 @@ def check_fast_path(
             f"{where}.share must be a number over 0 and at most 1; got {shown(share)}"
         )
     surge_for = fast_path.surge_for
-    duration_prop(owner, "fast_path.surge_for", surge_for, Duration.minutes(1))
+    duration_prop(owner, "fast_path.surge_for", surge_for, Duration.seconds(0))
     known_at_synth(
         owner,
         "fast_path.surge_for",

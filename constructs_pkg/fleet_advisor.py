@@ -188,7 +188,7 @@ class FleetAdvisor(Construct):
             self._whole("schedule.minute", cron.minute, 59),
             self._whole("schedule.hour", cron.hour, 23),
         )
-        duration_prop(self._where, "report_delay", delay, Duration.minutes(15))
+        duration_prop(self._where, "report_delay", delay, Duration.seconds(0))  # range: below
         known_at_synth(
             self._where,
             "report_delay",

@@ -135,8 +135,9 @@ def duration_prop(
         return None
 
     def allowed() -> str:
+        at_least = f" of at least {floor.to_human_string()}" if floor.to_seconds() else ""
         return (
-            f"a Duration of at least {floor.to_human_string()}, a multiple of "
+            f"a Duration{at_least}, a multiple of "
             f"{(step or Duration.seconds(1)).to_human_string()}" + (", or None" if optional else "")
         )
 

@@ -55,7 +55,7 @@ def total_units(
 
 def hold_minutes(where: str, max_hold: Duration) -> int:
     """``max_hold`` checked; returns it in whole minutes."""
-    duration_prop(where, "max_hold", max_hold, Duration.minutes(1))
+    duration_prop(where, "max_hold", max_hold, Duration.seconds(0))  # range: below
     known_at_synth(
         where,
         "max_hold",
@@ -75,7 +75,7 @@ def hold_minutes(where: str, max_hold: Duration) -> int:
 
 def check_restore_every(where: str, restore_every: Duration | None) -> None:
     """``restore_every`` checked: whole minutes from 1 to 60, or None (no restorer)."""
-    duration_prop(where, "restore_every", restore_every, Duration.minutes(1), optional=True)
+    duration_prop(where, "restore_every", restore_every, Duration.seconds(0), optional=True)
     if restore_every is not None:
         seconds = restore_every.to_seconds()
         if seconds % 60 or not 60 <= seconds <= 3600:

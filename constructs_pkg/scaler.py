@@ -54,7 +54,7 @@ from .scaler_alarms import NAMESPACE as NAMESPACE
 from .scaler_alarms import ScalerAlarms
 from .scaler_grants import ScalerGrants
 from .scheduled_function import scheduled_function
-from .table import TableCapacity, check_table, table_list
+from .table import SCALER_GLOBAL, TableCapacity, check_table, table_list
 
 DEFAULT_TICK = Duration.minutes(DEFAULT_TICK_MINUTES)
 """Default tick: CloudWatch delivers a minute 1-3 minutes late; ticking every 2 minutes acts on
@@ -441,7 +441,7 @@ class ThrottleAwareScaler(Construct):
         if isinstance(table, Replica):
             self._add_replica(table)
             return
-        check_table(self._where, table)  # an ITable or a TableCapacity, or refused
+        check_table(self._where, table, SCALER_GLOBAL)  # an ITable or a TableCapacity
         self._add_plain(cast("dynamodb.ITable | TableCapacity", table))
 
     def _add_plain(self, table: dynamodb.ITable | TableCapacity) -> None:

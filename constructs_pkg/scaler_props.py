@@ -33,7 +33,7 @@ from .props import ReservedCapacity, bool_prop, duration_prop, is_token
 def tick_minutes(where: str, tick: Duration, mode: str, updating_for_ticks: int) -> int:
     """``tick``, ``mode`` and ``updating_for_ticks`` checked; returns the tick in whole
     minutes."""
-    duration_prop(where, "tick", tick, Duration.minutes(1))
+    duration_prop(where, "tick", tick, Duration.seconds(0))  # the range is said below
     seconds = tick.to_seconds()
     if seconds % 60 or not 60 <= seconds <= 3600:
         raise CapacityConfigError(
@@ -128,7 +128,7 @@ def checked_own_target(where: str, own_target: object, mode: str) -> bool:
 def hot_key_ticks(where: str, hot_key_for: Duration, tick: Duration) -> int:
     """``hot_key_for`` checked (from one ``tick`` to a day); returns it in ticks (rounded
     up)."""
-    duration_prop(where, "hot_key_for", hot_key_for, Duration.minutes(1))
+    duration_prop(where, "hot_key_for", hot_key_for, Duration.seconds(0))  # range: below
     seconds = hot_key_for.to_seconds()
     if not tick.to_seconds() <= seconds <= ALARM_WINDOW_SECONDS:
         raise CapacityConfigError(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
@@ -104,8 +105,32 @@ def table_list(where: str, tables: object) -> list[Any]:
     return list(tables)
 
 
-def check_table(where: str, table: object) -> None:
-    """One of the ``tables`` of a construct: a ``TableCapacity`` or an ``ITable``."""
+SCALER_GLOBAL = (
+    "the scaler manages a TableV2 through GlobalTableCapacity: pass "
+    "GlobalTableCapacity(stack, id, table=...) in tables=[...] or to add_table, which "
+    "manages this stack's Region's replica (docs: Global tables)"
+)
+"""What a scaler given a TableV2 says to do."""
+REQUESTS_GLOBAL = (
+    "capacity requests serve aws_dynamodb.Tables only (ProvisionedTable, TableCapacity); a "
+    "global table's replicas follow their auto scaling, GlobalTableCapacity's schedules and "
+    "the throttle-aware scaler (docs: Global tables)"
+)
+"""What capacity requests given a global table say."""
+
+
+def check_table(where: str, table: object, global_table: str) -> None:
+    """One of the ``tables`` of a construct: a ``TableCapacity`` or an ``ITable``, never a
+    ``TableV2`` (nor a ``GlobalTableCapacity``), refused with ``global_table`` (what to do
+    instead): its replicas' targets are the global table's, which a plain table's
+    permissions and bounds do not describe."""
+    owner = sys.modules.get(f"{__package__}.global_table")  # imported once one is made
+    if isinstance(table, dynamodb.TableV2) or (
+        owner is not None and isinstance(table, owner.GlobalTableCapacity)
+    ):
+        raise CapacityConfigError(
+            f"{where}: tables: got {shown(table)}, a global table (TableV2); {global_table}"
+        )
     if not isinstance(table, TableCapacity) and not (
         hasattr(table, "table_arn") and hasattr(table, "table_name")
     ):

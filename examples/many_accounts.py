@@ -13,7 +13,7 @@ tooling account and takes its source from a CodeConnections connection. The acco
 numbers, repository and connection ARN below are **placeholders**: replace them, or give
 your own as context::
 
-    npx cdk synth --app "python -m examples.many_accounts" -c many_accounts='{
+    npx cdk synth --app ".venv/bin/python -m examples.many_accounts" -c many_accounts='{
       "pipeline_account": "123456789012", "pipeline_region": "eu-west-1",
       "repository": "my-org/ddb-capacity-deploy", "branch": "main",
       "connection_arn": "arn:aws:codeconnections:eu-west-1:123456789012:connection/...",

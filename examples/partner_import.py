@@ -7,7 +7,8 @@ The worker asks for capacity first, and starts writing once the table is ready::
     from datetime import timedelta
     from ddb_capacity_runtime.requests import request_capacity
 
-    # CAPACITY_HOLDS_TABLE in the task's environment names the hold store (HoldStoreName)
+    # CAPACITY_BROKER in the task's environment names the broker (BrokerFunctionName):
+    # the task role may invoke it (grant_request), and reaches nothing else
     with request_capacity("Shipments...", write=2_000, hold=timedelta(minutes=20)):
         run_import()  # the minimum is back to its base when the block ends
 

@@ -333,6 +333,14 @@ def test_the_restorer_runs_on_a_schedule_and_may_only_ask_the_broker(stack: cdk.
             {"restore_every": cdk.Duration.hours(2)},
             "restore_every must be whole minutes from 1 to 60, or None; got 2 hours",
         ),
+        (
+            {"restore_every": cdk.Duration.seconds(30)},
+            "restore_every must be whole minutes from 1 to 60, or None; got 30 seconds",
+        ),
+        (
+            {"max_hold": cdk.Duration.seconds(30)},
+            "max_hold must be whole minutes from 1 minute to 24 hours; got 30 seconds",
+        ),
         ({"max_units": 0}, "max_units must be a whole number from 1 to table_quota (40000); got 0"),
         (
             {"max_units": 500, "max_total_units": 499},

@@ -259,7 +259,7 @@ def test_cfn_lint_finds_no_errors(synthesized: tuple[Template, Path]) -> None:
         ),
         (
             {"report_delay": Duration.minutes(5)},
-            "report_delay: got 5 minutes; expected a Duration of at least 15 minutes",
+            "report_delay: got 5 minutes; expected 15 minutes to 23 hours",
         ),
         ({"max_concurrency": 1}, "max_concurrency: got 1; expected a whole number from 2 to 1,000"),
         (

@@ -24,6 +24,7 @@ from constructs import Construct
 from constructs_pkg import (
     AlarmOptions,
     CapacityConfigError,
+    CapacityRequests,
     FunctionOptions,
     GlobalTableCapacity,
     HighWaterMark,
@@ -32,6 +33,7 @@ from constructs_pkg import (
     ThrottleAwareScaler,
     apply_nag_packs,
 )
+from ddb_capacity_runtime.core.errors import shown
 from ddb_capacity_runtime.core.names import OWNER_TAG, TARGET_TAG
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX, parse_schedule
@@ -408,6 +410,42 @@ def test_a_table_that_is_no_table_v2_is_refused() -> None:
     # the construct given is named by its class and path, not its address in memory
     assert "table: got <aws_cdk.aws_dynamodb.Table Global/T>;" in str(refused.value)
     assert "object at 0x" not in str(refused.value)
+
+
+@pytest.mark.parametrize("given", ["TableV2", "GlobalTableCapacity"])
+def test_a_global_table_given_to_capacity_requests_is_refused_saying_what_serves_it(
+    given: str,
+) -> None:
+    """Capacity requests serve aws_dynamodb.Tables: a TableV2 (or its GlobalTableCapacity)
+    used to be taken as any ITable, and its requests left to fail at run time."""
+    stack, capacity = make()
+    table = capacity.table if given == "TableV2" else capacity
+    with pytest.raises(CapacityConfigError) as refused:
+        CapacityRequests(cdk.Stack(cdk.App(), "Other"), "Requests", tables=[table])  # type: ignore[list-item]
+    assert str(refused.value) == (
+        f"CapacityRequests Other/Requests: tables: got {shown(table)}, a global table "
+        "(TableV2); capacity requests serve aws_dynamodb.Tables only (ProvisionedTable, "
+        "TableCapacity); a global table's replicas follow their auto scaling, "
+        "GlobalTableCapacity's schedules and the throttle-aware scaler (docs: Global tables)"
+    )
+
+
+def test_a_table_v2_given_to_a_scaler_is_refused_saying_to_wrap_it() -> None:
+    stack, capacity = make()
+    for add in (
+        lambda: ThrottleAwareScaler(stack, "Scaler", tables=[capacity.table]),
+        lambda: ThrottleAwareScaler(stack, "Other").add_table(capacity.table),
+    ):
+        with pytest.raises(CapacityConfigError) as refused:
+            add()
+        assert str(refused.value).endswith(
+            "tables: got <aws_cdk.aws_dynamodb.TableV2 Global/Orders>, a global table "
+            "(TableV2); the scaler manages a TableV2 through GlobalTableCapacity: pass "
+            "GlobalTableCapacity(stack, id, table=...) in tables=[...] or to add_table, which "
+            "manages this stack's Region's replica (docs: Global tables)"
+        )
+    # while the GlobalTableCapacity itself is managed
+    assert ThrottleAwareScaler(stack, "Managed", tables=[capacity]).tables == (capacity.table,)
 
 
 def test_the_whole_schedule_is_checked_at_synth_in_each_region() -> None:

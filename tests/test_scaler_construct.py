@@ -648,6 +648,18 @@ def test_dry_run_and_tick(stack: cdk.Stack) -> None:
             "tick must be whole minutes from 1 to 60; got 1 minute 30 seconds",
         ),
         ({"tick": cdk.Duration.hours(2)}, "tick must be whole minutes from 1 to 60; got 2 hours"),
+        (
+            {"tick": cdk.Duration.seconds(30)},
+            "tick must be whole minutes from 1 to 60; got 30 seconds",
+        ),
+        (
+            {"tick": cdk.Duration.seconds(0)},
+            "tick must be whole minutes from 1 to 60; got 0 seconds",
+        ),
+        (
+            {"hot_key_for": cdk.Duration.seconds(30)},
+            "hot_key_for must be a Duration from one tick (2 minutes) to 1 day; got 30 seconds",
+        ),
         ({"tag_key": ""}, "tag_key must be a tag key of 1 to 128 characters; got ''"),
         (
             {"tables": ["orders"]},
@@ -671,8 +683,8 @@ def test_dry_run_and_tick(stack: cdk.Stack) -> None:
         ),
         (
             {"hot_key_for": 10},
-            "hot_key_for: got 10 (int); expected a Duration of at least 1 minute, a multiple "
-            "of 1 second (aws_cdk.Duration.minutes(5), say)",
+            "hot_key_for: got 10 (int); expected a Duration, a multiple of 1 second "
+            "(aws_cdk.Duration.minutes(5), say)",
         ),
     ],
 )

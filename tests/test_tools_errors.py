@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ddb_capacity_runtime import requests
 from ddb_capacity_tools.simulator import ModelParams, PolicyError, parse, tune_code
 from ddb_capacity_tools.simulator.trace import Trace
 from tests.test_cli import run
@@ -129,6 +130,71 @@ def test_request_without_broker_or_store_names_both(
     code, _, err = run(*argv)
     assert code == 2
     assert err.startswith(f"ddb-capacity: error: {message}")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--write", "-5"],
+            "--write: got -5; expected a whole number of capacity units from 0 to 40,000",
+        ),
+        (
+            ["--write", "5", "--table", "S"],
+            "--table: got 'S'; expected a table name (3 to 255 characters)",
+        ),
+    ],
+)
+def test_a_request_refused_by_the_api_names_the_option(extra: list[str], message: str) -> None:
+    """The requests' API names its fields (``write``); on the command line they are
+    options (``--write``)."""
+    code, _, err = run("request", "--table", "Orders", "--store", "Holds", *extra)
+    assert (code, err) == (2, f"ddb-capacity: error: {message}\n")
+
+
+@pytest.mark.parametrize("option", ["--read", "--write", "--hold", "--timeout"])
+def test_a_requests_number_that_is_no_whole_number_is_told_so(
+    option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        run("request", "--table", "Orders", "--store", "Holds", option, "2.5")
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"ddb-capacity request: error: argument {option}: got '2.5'; expected a whole number"
+    )
+
+
+@pytest.mark.parametrize("call", ["request", "release"])
+def test_the_requests_api_without_broker_or_store_names_both(
+    monkeypatch: pytest.MonkeyPatch, call: str
+) -> None:
+    monkeypatch.delenv("CAPACITY_BROKER", raising=False)
+    monkeypatch.delenv("CAPACITY_HOLDS_TABLE", raising=False)
+    with pytest.raises(requests.CapacityRequestError) as refused:
+        if call == "request":
+            requests.request_capacity("Orders", write=5)
+        else:
+            requests.release_hold("Orders", "h1", token="t")
+    assert str(refused.value) == (
+        "broker and store: got neither, and neither CAPACITY_BROKER nor CAPACITY_HOLDS_TABLE "
+        "is set; expected broker=NAME (the broker function CapacityRequests made, its "
+        "broker.function_name; a Lambda function given grant_request has CAPACITY_BROKER "
+        "set) or store=NAME (its hold store table, hold_store.table_name: direct mode)"
+    )
+
+
+@pytest.mark.parametrize("via", ["broker", "store"])
+def test_the_requests_api_without_a_region_says_how_to_set_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, via: str
+) -> None:
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    with pytest.raises(requests.CapacityRequestError) as refused:
+        requests.request_capacity("Orders", write=5, **{via: "Holds"})  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        "no AWS Region: set AWS_DEFAULT_REGION, or a region in your AWS profile"
+    )
 
 
 @pytest.mark.parametrize(

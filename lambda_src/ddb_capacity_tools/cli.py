@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -53,6 +54,7 @@ from typing import Any, TextIO
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
 from ddb_capacity_runtime import requests
+from ddb_capacity_runtime.aws.clients import NO_REGION
 from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.names import STORE_ENV
 from ddb_capacity_runtime.core.validators import is_region
@@ -699,6 +701,11 @@ UNKNOWN_HINTS = {
 """A hint after an option a command does not have, where another command has it."""
 
 
+REQUEST_FIELD = re.compile(r"^(table|index|read|write|hold|timeout|id|token)(?=: got )")
+"""A field the requests' API refuses by name: the option of the same name on the command
+line (``write: got -5`` is ``--write: got -5``)."""
+
+
 def main(
     argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
@@ -734,13 +741,13 @@ def main(
         local.LocalError,
         requests.CapacityRequestError,
     ) as exc:
-        err.write(f"ddb-capacity: error: {exc}\n")
+        text = str(exc)
+        if isinstance(exc, requests.CapacityRequestError):  # a field is an option here
+            text = REQUEST_FIELD.sub(r"--\1", text, count=1)
+        err.write(f"ddb-capacity: error: {text}\n")
         return 2
     except NoRegionError:
-        err.write(
-            "ddb-capacity: error: no AWS Region: set AWS_DEFAULT_REGION, or a region in "
-            "your AWS profile\n"
-        )
+        err.write(f"ddb-capacity: error: {NO_REGION}\n")
         return 2
     except NoCredentialsError:
         err.write(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from collections.abc import Callable
 from dataclasses import Field, fields
 from typing import Any
 
@@ -59,6 +60,15 @@ def model_meanings() -> dict[str, str]:
     return found
 
 
+def whole(text: str) -> int:
+    """An option's whole number; anything else refused saying so (argparse's message names
+    the option: ``argument --read: got 'abc'; expected a whole number``)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"got {text!r}; expected a whole number") from None
+
+
 def _number(value: float) -> str:
     return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
 
@@ -88,7 +98,7 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("model (docs: Simulator, 'The model')")
     meanings = model_meanings()
     for f in fields(ModelParams):
-        number = float if f.name in FRACTIONAL else int
+        number = float if f.name in FRACTIONAL else whole
         group.add_argument(
             "--" + f.name.replace("_", "-"),
             dest=f.name,
@@ -98,7 +108,7 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         )
 
 
-def _or_off(number: type) -> Any:
+def _or_off(number: Callable[[str], Any]) -> Any:
     """An option's type that also takes ``off`` (None: see ``params.OPTIONAL``)."""
 
     def convert(text: str) -> Any:
@@ -128,7 +138,7 @@ def _policy_options(parser: argparse.ArgumentParser) -> None:
 def _run_options(parser: argparse.ArgumentParser, json_shape: str = '{"policies": [...]}') -> None:
     parser.add_argument(
         "--tick",
-        type=int,
+        type=whole,
         default=DEFAULT_TICK_MINUTES,
         metavar="MINUTES",
         help=f"the throttle-aware scaler's tick (default {DEFAULT_TICK_MINUTES})",
@@ -158,7 +168,7 @@ def _run_options(parser: argparse.ArgumentParser, json_shape: str = '{"policies"
     )
     parser.add_argument(
         "--workers",
-        type=int,
+        type=whole,
         default=os.cpu_count() or 1,
         metavar="N",
         help="processes running policies (and ensemble settings) at once; default: the CPU "
@@ -181,7 +191,7 @@ def _history_options(parser: argparse.ArgumentParser, days: dict[str, Any]) -> N
         help="the Region whose history is read (a global table's replica: that replica's "
         "metrics and settings); default: the environment's (AWS_REGION, the profile)",
     )
-    parser.add_argument("--days", type=int, metavar="N", **days)
+    parser.add_argument("--days", type=whole, metavar="N", **days)
     parser.add_argument(
         "--end",
         metavar="ISO-8601",
@@ -198,7 +208,7 @@ def _simulate_parsers(sub: Any) -> None:
         metavar="FILE.csv",
         help="timestamp,read,write rows: ISO-8601 UTC, 1 a minute, units/s",
     )
-    sim.add_argument("--seed", type=int, default=1, help="jitter seed of a scenario")
+    sim.add_argument("--seed", type=whole, default=1, help="jitter seed of a scenario")
     bt = sub.add_parser("backtest", help="replay a table's CloudWatch history")
     bt.add_argument("--table", required=True, metavar="NAME")
     _history_options(bt, {"required": True, "help": "1 to 15"})
@@ -290,7 +300,7 @@ def _advise_parser(sub: Any) -> None:
     _run_options(ad, '{"ensemble", "days", "end", "month_hours", "tables", "failed"}')
     ad.add_argument(
         "--processes",
-        type=int,
+        type=whole,
         metavar="N",
         help=f"with --all-tables: tables advised at once, each in its own process, 1 to "
         f"{MAX_PROCESSES}; default: the CPU count. Each table then runs its policies in one "
@@ -315,21 +325,21 @@ def _request_parsers(sub: Any) -> None:
     for dim in ("read", "write"):
         rq.add_argument(
             f"--{dim}",
-            type=int,
+            type=whole,
             default=0,
             metavar="N",
             help=f"{dim} units per second on top of the current traffic",
         )
     rq.add_argument(
         "--hold",
-        type=int,
+        type=whole,
         default=15,
         metavar="MINUTES",
         help="how long the raise is held, 1 to 1440 (default 15)",
     )
     rq.add_argument(
         "--timeout",
-        type=int,
+        type=whole,
         default=10,
         metavar="MINUTES",
         help="how long to wait for the table to be ready (default 10)",

@@ -21,6 +21,8 @@ MAX_BACKOFF_SECONDS = 20
 """botocore's longest backoff between two attempts, and its legacy mode's attempts."""
 LEGACY_ATTEMPTS = 5
 ADAPTIVE_WAIT_SECONDS = 2
+NO_REGION = "no AWS Region: set AWS_DEFAULT_REGION, or a region in your AWS profile"
+"""What botocore's NoRegionError means to a user, where the library says it."""
 """What adaptive retries' client-side rate limiter may add to an attempt (its slowest rate is 0.5
 requests a second)."""
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
+from ..aws.clients import NO_REGION
 from ..aws.invoke import InvokeError, invoke, lambda_client
+from ..aws.store import HoldStore, store_name
 from ..core.holds import CapacityRequestError, CapacityRequestFailed, CapacityRequestTimeout
+from ..core.names import STORE_ENV
 
 BROKER_ENV = "CAPACITY_BROKER"
 """The broker's function name, set on functions granted with ``grant_request``; the default of
@@ -31,6 +34,38 @@ def broker_name(broker: str | None, env: Mapping[str, str] = os.environ) -> str 
     return name.strip() if isinstance(name, str) and name.strip() else None
 
 
+_Made = TypeVar("_Made")
+
+
+def regional(make: Callable[[], _Made]) -> _Made:
+    """``make()``, AWS clients: botocore's NoRegionError (no Region set anywhere) raised as
+    a `CapacityRequestError` that says how to set one."""
+    from botocore.exceptions import NoRegionError
+
+    try:
+        return make()
+    except NoRegionError:
+        raise CapacityRequestError(NO_REGION) from None
+
+
+def direct_store(
+    store: str | HoldStore | None, env: Mapping[str, str] = os.environ
+) -> str | HoldStore:
+    """The hold store of a request or release made directly (no broker named): ``store``,
+    else ``$CAPACITY_HOLDS_TABLE``'s; neither refused naming both ways, the broker first (a
+    worker is granted the broker, not the store)."""
+    if isinstance(store, HoldStore):
+        return store
+    if store is None and not env.get(STORE_ENV, "").strip():
+        raise CapacityRequestError(
+            f"broker and store: got neither, and neither {BROKER_ENV} nor {STORE_ENV} is set; "
+            "expected broker=NAME (the broker function CapacityRequests made, its "
+            f"broker.function_name; a Lambda function given grant_request has {BROKER_ENV} "
+            "set) or store=NAME (its hold store table, hold_store.table_name: direct mode)"
+        )
+    return store_name(store, env)
+
+
 def invoke_broker(name: str, payload: Mapping[str, Any], client: Any = None) -> dict[str, Any]:
     """Invoke the broker ``name`` synchronously and return its answer; a refusal raises
     [`CapacityRequestError`][ddb_capacity_runtime.requests.CapacityRequestError], a timeout
@@ -38,7 +73,7 @@ def invoke_broker(name: str, payload: Mapping[str, Any], client: Any = None) -> 
     broker that failed (its invocation an error: a call AWS failed for it) or could not be
     invoked `CapacityRequestFailed`."""
     try:
-        body, function_error = invoke(client or lambda_client(), name, payload)
+        body, function_error = invoke(client or regional(lambda_client), name, payload)
     except InvokeError as exc:
         raise CapacityRequestFailed(f"broker {name}: {exc}") from None
     try:

@@ -300,7 +300,7 @@ def release_hold(
     anyway) the token is checked when given."""
     # imported here: the scaler ends holds (at expiry) but never releases one, and its
     # cold start need not compile the broker's client
-    from .client import broker_name, invoke_broker
+    from .client import broker_name, direct_store, invoke_broker, regional
 
     via = broker_name(broker) if store is None else None
     if via is not None:
@@ -308,7 +308,8 @@ def release_hold(
             via, {"action": "release", "table": table, "id": hold_id, "token": token}
         )
         return list(answer.get("changes", []))
-    ctx = Context(clients or make_clients(), clock, sleep, 5.0)
+    store = direct_store(store)
+    ctx = Context(clients or regional(make_clients), clock, sleep, 5.0)
     holds_store = open_store(store, ctx.clients, clock)
     mine = [h for s in holds_store.table(table) for h in s.holds if h.id == hold_id]
     if not mine or (token is not None and not all(h.opens_with(token) for h in mine)):

@@ -17,7 +17,7 @@ from typing import Any
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients
 from ..aws.error_codes import describe_error
-from ..aws.store import HoldStore, Lease, open_store, store_name, store_quota
+from ..aws.store import HoldStore, Lease, open_store, store_quota
 from ..core.errors import shown
 from ..core.holds import (
     DEFAULT_HOLD,
@@ -39,7 +39,7 @@ from ..core.policy import Action
 from ..core.tables import Dimension, ManagedTable
 from ..core.validators import is_whole
 from ..events import log_event
-from .client import BROKER_MAX_WAIT, broker_name, invoke_broker
+from .client import BROKER_MAX_WAIT, broker_name, direct_store, invoke_broker, regional
 from .context import Context, base_of, current_traffic, read_table, set_min
 from .counts import dropped, malformed_dropped
 from .ending import end_holds
@@ -190,9 +190,8 @@ def request_capacity(
     wanted = validate_request(table, read, write, index, hold, timeout, quota)
     if via is not None:
         return _through_broker(via, table, index, read, write, hold, timeout)
-    if not isinstance(store, HoldStore):
-        store = store_name(store)
-    ctx = Context(clients or make_clients(), clock, sleep, poll_seconds)
+    store = direct_store(store)
+    ctx = Context(clients or regional(make_clients), clock, sleep, poll_seconds)
     holds_store = open_store(store, ctx.clients, clock)
     _check_bounds(holds_store, hold, wanted)
     deadline = clock() + timeout.total_seconds()
