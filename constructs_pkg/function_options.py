@@ -179,7 +179,7 @@ def _architecture(where: str, value: object) -> lambda_.Architecture | None:
 
 
 def _checked_timeout(where: str, timeout: object, default: FunctionDefaults) -> Duration:
-    checked = duration_prop(where, "timeout", timeout, Duration.seconds(1))
+    checked = duration_prop(where, "timeout", timeout, Duration.seconds(0))  # range: below
     assert checked is not None
     try:
         seconds = checked.to_seconds()

@@ -131,6 +131,12 @@ def check_table(where: str, table: object, global_table: str) -> None:
         raise CapacityConfigError(
             f"{where}: tables: got {shown(table)}, a global table (TableV2); {global_table}"
         )
+    if isinstance(table, dynamodb.TableBaseV2):  # TableV2.from_table_name and its kin
+        raise CapacityConfigError(
+            f"{where}: tables: got {shown(table)}, a table imported as a TableV2 (a global "
+            f"table); {global_table}. A table that is not global is imported with "
+            "aws_dynamodb.Table.from_table_name"
+        )
     if not isinstance(table, TableCapacity) and not (
         hasattr(table, "table_arn") and hasattr(table, "table_name")
     ):

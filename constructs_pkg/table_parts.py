@@ -246,7 +246,7 @@ def capacity_window(
             f"{named}: week_days: got {week_days!r}, one string; expected a list of day "
             "names: WEEKDAYS, EVERY_DAY or a list such as ['MON', 'WED']"
         )
-    duration_prop(named, "duration", duration, Duration.minutes(1))
+    duration_prop(named, "duration", duration, Duration.seconds(0))  # range: the schedule's
     duration_prop(named, "lead", lead, Duration.seconds(0), optional=True)
     return CapacityWindow(
         name=name,

@@ -719,10 +719,10 @@ def test_the_printed_command_ends_a_hold_whose_token_begins_with_a_dash(
         (["--write", "5", "--timeout", "-1"], "--timeout: got -1; expected whole minutes from 0"),
         (
             ["--write", "50000"],
-            "write: got 50000; expected a whole number of capacity units from 0 to 40,000",
+            "--write: got 50000; expected a whole number of capacity units from 0 to 40,000",
         ),
-        ([], "read and write: got 0 and 0"),
-        (["--write", "5", "--index", "Nope"], "index: got 'Nope'; table"),
+        ([], "--read and --write: got 0 and 0"),
+        (["--write", "5", "--index", "Nope"], "--index: got 'Nope'; table"),
     ],
 )
 def test_request_bad_input(request_table: RequestTable, argv: list[str], message: str) -> None:

@@ -537,6 +537,15 @@ def test_capacity_requests_and_fleet_advisor_function_options(stack: cdk.Stack) 
             "timeout: got 16 minutes; expected a Duration from 1 minute to 15 minutes",
         ),
         (
+            lambda s: ThrottleAwareScaler(
+                s,
+                "S",
+                tables=[orders(s)],
+                function_options={"Scaler": FunctionOptions(timeout=Duration.seconds(0))},
+            ),
+            "timeout: got 0 seconds; expected a Duration from 1 minute to 15 minutes",
+        ),
+        (
             lambda s: CapacityRequests(
                 s,
                 "R",

@@ -430,6 +430,31 @@ def test_a_global_table_given_to_capacity_requests_is_refused_saying_what_serves
     )
 
 
+@pytest.mark.parametrize("make", ["ThrottleAwareScaler", "CapacityRequests"])
+def test_a_table_imported_as_a_table_v2_is_refused_saying_how_to_import_a_plain_one(
+    make: str,
+) -> None:
+    stack = new_stack()
+    imported = dynamodb.TableV2.from_table_name(stack, "Imported", "Orders")
+    with pytest.raises(CapacityConfigError) as refused:
+        if make == "ThrottleAwareScaler":
+            ThrottleAwareScaler(stack, "Made", tables=[imported])
+        else:
+            CapacityRequests(stack, "Made", tables=[imported])
+    message = str(refused.value)
+    assert message.startswith(
+        f"{make} Global/Made: tables: got <aws_cdk.aws_dynamodb._TableBaseV2Proxy "
+        "Global/Imported>, a table imported as a TableV2 (a global table); "
+    )
+    assert message.endswith(
+        "(docs: Global tables). A table that is not global is imported with "
+        "aws_dynamodb.Table.from_table_name"
+    )
+    # while the same table imported as a Table is taken
+    plain = dynamodb.Table.from_table_name(stack, "Plain", "Orders")
+    assert ThrottleAwareScaler(stack, "Plain" + make, tables=[plain]).tables == (plain,)
+
+
 def test_a_table_v2_given_to_a_scaler_is_refused_saying_to_wrap_it() -> None:
     stack, capacity = make()
     for add in (

@@ -698,6 +698,10 @@ def test_windows_that_overlap_on_some_days_only_contradict(stack: cdk.Stack) -> 
             "duration must be from 1 minute to 6 days; got 7 days, 0:00:00",
         ),
         (
+            {"duration": cdk.Duration.seconds(30)},
+            "duration must be from 1 minute to 6 days; got 0:00:30",
+        ),
+        (
             {"week_days": ["MONDAY"]},
             "week_days must be names from SUN, MON, TUE, WED, THU, FRI, SAT; got ['MONDAY']",
         ),

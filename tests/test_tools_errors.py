@@ -143,6 +143,10 @@ def test_request_without_broker_or_store_names_both(
             ["--write", "5", "--table", "S"],
             "--table: got 'S'; expected a table name (3 to 255 characters)",
         ),
+        (
+            [],
+            "--read and --write: got 0 and 0; ask for at least one unit of read or write capacity",
+        ),
     ],
 )
 def test_a_request_refused_by_the_api_names_the_option(extra: list[str], message: str) -> None:
@@ -152,15 +156,36 @@ def test_a_request_refused_by_the_api_names_the_option(extra: list[str], message
     assert (code, err) == (2, f"ddb-capacity: error: {message}\n")
 
 
-@pytest.mark.parametrize("option", ["--read", "--write", "--hold", "--timeout"])
-def test_a_requests_number_that_is_no_whole_number_is_told_so(
-    option: str, capsys: pytest.CaptureFixture[str]
+def test_a_timeout_through_a_broker_is_told_the_brokers_longest_wait_in_minutes() -> None:
+    code, _, err = run(
+        "request", "--table", "Orders", "--broker", "B", "--write", "5", "--timeout", "20"
+    )
+    assert (code, err) == (
+        2,
+        "ddb-capacity: error: --timeout: got 20; expected whole minutes from 0 to 13 (a "
+        "broker's request waits that long at most)\n",
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        *(["request", "--table", "Orders", o, "2.5"] for o in ("--read", "--write", "--hold")),
+        ["request", "--table", "Orders", "--timeout", "2.5"],
+        ["reserve", "--table", "Orders", "--days", "2.5"],
+        ["reserve", "--table", "Orders", "--processes", "2.5"],
+        ["backtest", "--table", "Orders", "--days", "2.5"],
+        ["simulate", "--scenario", "spike", "--seed", "2.5"],
+    ],
+)
+def test_a_number_option_that_is_no_whole_number_is_told_so(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exited:
-        run("request", "--table", "Orders", "--store", "Holds", option, "2.5")
+        run(*argv)
     assert exited.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        f"ddb-capacity request: error: argument {option}: got '2.5'; expected a whole number"
+        f"ddb-capacity {argv[0]}: error: argument {argv[-2]}: got '2.5'; expected a whole number"
     )
 
 
@@ -181,9 +206,21 @@ def test_the_requests_api_without_broker_or_store_names_both(
         "broker.function_name; a Lambda function given grant_request has CAPACITY_BROKER "
         "set) or store=NAME (its hold store table, hold_store.table_name: direct mode)"
     )
+    # AND a blank broker names no broker, whatever CAPACITY_BROKER holds
+    monkeypatch.setenv("CAPACITY_BROKER", "Broker")
+    with pytest.raises(requests.CapacityRequestError) as refused:
+        if call == "request":
+            requests.request_capacity("Orders", write=5, broker="")
+        else:
+            requests.release_hold("Orders", "h1", token="t", broker=" ")
+    blank = "''" if call == "request" else "' '"
+    assert str(refused.value) == (
+        f"broker: got {blank}; expected the broker function's name (CapacityRequests' "
+        "broker.function_name), or store=NAME (its hold store table: direct mode)"
+    )
 
 
-@pytest.mark.parametrize("via", ["broker", "store"])
+@pytest.mark.parametrize("via", ["broker", "store", "restore"])
 def test_the_requests_api_without_a_region_says_how_to_set_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, via: str
 ) -> None:
@@ -191,7 +228,10 @@ def test_the_requests_api_without_a_region_says_how_to_set_one(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     with pytest.raises(requests.CapacityRequestError) as refused:
-        requests.request_capacity("Orders", write=5, **{via: "Holds"})  # type: ignore[arg-type]
+        if via == "restore":
+            requests.restore_expired("Orders", store="Holds")
+        else:
+            requests.request_capacity("Orders", write=5, **{via: "Holds"})  # type: ignore[arg-type]
     assert str(refused.value) == (
         "no AWS Region: set AWS_DEFAULT_REGION, or a region in your AWS profile"
     )

@@ -59,6 +59,7 @@ from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.names import STORE_ENV
 from ddb_capacity_runtime.core.validators import is_region
 from ddb_capacity_runtime.requests.broker import BROKER_ENV
+from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
 
 from . import advise as advise_module
 from . import fleet, local, page, reserve, reserve_command
@@ -97,10 +98,10 @@ INPUT_ERRORS = (
 )
 
 
-def _minutes(option: str, value: int, low: int, high: int) -> timedelta:
+def _minutes(option: str, value: int, low: int, high: int, why: str = "") -> timedelta:
     if not low <= value <= high:
         raise RequestInputError(
-            f"{option}: got {value}; expected whole minutes from {low} to {high}"
+            f"{option}: got {value}; expected whole minutes from {low} to {high}{why}"
         )
     return timedelta(minutes=value)
 
@@ -160,7 +161,10 @@ def _request(args: argparse.Namespace, out: TextIO) -> int:
     if args.command == "request":
         _check_via(args)
         hold = _minutes("--hold", args.hold, 1, 1440)
-        timeout = _minutes("--timeout", args.timeout, 0, 1440)
+        brokered = args.broker or (not args.store and os.environ.get(BROKER_ENV, "").strip())
+        most = int(BROKER_MAX_WAIT.total_seconds() // 60) if brokered else 1440
+        why = " (a broker's request waits that long at most)" if brokered else ""
+        timeout = _minutes("--timeout", args.timeout, 0, most, why)
         made = requests.request_capacity(
             args.table,
             read=args.read,
@@ -701,9 +705,22 @@ UNKNOWN_HINTS = {
 """A hint after an option a command does not have, where another command has it."""
 
 
-REQUEST_FIELD = re.compile(r"^(table|index|read|write|hold|timeout|id|token)(?=: got )")
-"""A field the requests' API refuses by name: the option of the same name on the command
-line (``write: got -5`` is ``--write: got -5``)."""
+REQUEST_FIELD = re.compile(r"^(read and write|table|index|read|write|id|token|broker)(?=: got )")
+"""A field the requests' API refuses by name, whose value is the option's as given: the
+option of the same name on the command line (``write: got -5`` is ``--write: got -5``).
+``hold`` and ``timeout`` are minutes here and timedeltas there: checked here first."""
+
+
+def refusal_text(exc: Exception) -> str:
+    """What ``exc`` says, a field of the requests' API named by its option
+    (`REQUEST_FIELD`)."""
+    if not isinstance(exc, requests.CapacityRequestError):
+        return str(exc)
+    return REQUEST_FIELD.sub(
+        lambda m: "--read and --write" if m[1] == "read and write" else f"--{m[1]}",
+        str(exc),
+        count=1,
+    )
 
 
 def main(
@@ -741,10 +758,7 @@ def main(
         local.LocalError,
         requests.CapacityRequestError,
     ) as exc:
-        text = str(exc)
-        if isinstance(exc, requests.CapacityRequestError):  # a field is an option here
-            text = REQUEST_FIELD.sub(r"--\1", text, count=1)
-        err.write(f"ddb-capacity: error: {text}\n")
+        err.write(f"ddb-capacity: error: {refusal_text(exc)}\n")
         return 2
     except NoRegionError:
         err.write(f"ddb-capacity: error: {NO_REGION}\n")

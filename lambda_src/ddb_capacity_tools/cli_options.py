@@ -28,6 +28,7 @@ from .simulator.run import DEFAULT_POLICIES
 from .simulator.scenarios import SCENARIOS
 from .tool_errors import OptionError as OptionError
 from .tool_errors import RequestInputError as RequestInputError
+from .tool_errors import whole
 
 NOT_TUNE = ("--policy", "--schedule", "--chart")
 """simulate's and backtest's options that tune refuses (it tries --candidate policies)."""
@@ -58,15 +59,6 @@ def model_meanings() -> dict[str, str]:
         meaning = CODE_ONLY.sub("", first.group(1) if first else line).replace("`", "")
         found.update((name.strip(), meaning) for name in names.split(","))
     return found
-
-
-def whole(text: str) -> int:
-    """An option's whole number; anything else refused saying so (argparse's message names
-    the option: ``argument --read: got 'abc'; expected a whole number``)."""
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"got {text!r}; expected a whole number") from None
 
 
 def _number(value: float) -> str:

@@ -34,7 +34,7 @@ from .simulator.params import ModelParams
 from .simulator.policies import PolicyError, parse
 from .simulator.prices import TERMS, Prices
 from .simulator.trace import Trace, TraceError, read_csv
-from .tool_errors import option_named
+from .tool_errors import option_named, whole
 
 __all__ = [
     "DEFAULT_DAYS",
@@ -84,7 +84,7 @@ def _input_options(rs: argparse.ArgumentParser) -> None:
         help="every table of the account and Region, from its CloudWatch history",
     )
     rs.add_argument(
-        "--days", type=int, metavar="N", help=f"1 to {MAX_DAYS} (default {DEFAULT_DAYS})"
+        "--days", type=whole, metavar="N", help=f"1 to {MAX_DAYS} (default {DEFAULT_DAYS})"
     )
     rs.add_argument("--end", metavar="ISO-8601", help="end of the history (default: now)")
     rs.add_argument(
@@ -137,7 +137,7 @@ def _plan_options(rs: argparse.ArgumentParser) -> None:
     )
     rs.add_argument(
         "--processes",
-        type=int,
+        type=whole,
         metavar="N",
         help=f"tables planned at once, 1 to {MAX_PROCESSES}; default: the CPU count",
     )

@@ -4,15 +4,27 @@ Every exception class of the tools, in one module to read top to bottom; each is
 `CapacityError` (the library's one root, ``ddb_capacity_runtime.core.errors``) and a
 ``ValueError``: each refuses an input (an option, a file, a setting) and its message names
 the field, the value received and what is allowed. Each is importable from the module that
-raises it too. And `option_named`: a file's error, read for an option, names the option.
+raises it too. And `option_named`: a file's error, read for an option, names the option;
+`whole`: an option's whole number, anything else refused saying so.
 """
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ddb_capacity_runtime.core.errors import CapacityError
+
+
+def whole(text: str) -> int:
+    """An option's whole number (argparse's ``type``); anything else refused saying so,
+    argparse's message naming the option: ``argument --read: got 'abc'; expected a whole
+    number``."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"got {text!r}; expected a whole number") from None
 
 
 class RequestInputError(CapacityError, ValueError):

@@ -8,7 +8,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..core.holds import CapacityRequestError
 
 CONNECT_TIMEOUT_SECONDS = 2
 """Every control-plane call (DynamoDB, Application Auto Scaling) of the library's own clients: at
@@ -21,10 +23,10 @@ MAX_BACKOFF_SECONDS = 20
 """botocore's longest backoff between two attempts, and its legacy mode's attempts."""
 LEGACY_ATTEMPTS = 5
 ADAPTIVE_WAIT_SECONDS = 2
-NO_REGION = "no AWS Region: set AWS_DEFAULT_REGION, or a region in your AWS profile"
-"""What botocore's NoRegionError means to a user, where the library says it."""
 """What adaptive retries' client-side rate limiter may add to an attempt (its slowest rate is 0.5
 requests a second)."""
+NO_REGION = "no AWS Region: set AWS_DEFAULT_REGION, or a region in your AWS profile"
+"""What botocore's NoRegionError means to a user, where the library says it."""
 
 if TYPE_CHECKING:
     from mypy_boto3_application_autoscaling import ApplicationAutoScalingClient
@@ -44,6 +46,20 @@ class Clients:
     cloudwatch_of: Callable[[str], CloudWatchClient] | None = None
     """CloudWatch of another Region, by its name (a global table's other replicas' metrics);
     None where nothing reads them"""
+
+
+_Made = TypeVar("_Made")
+
+
+def regional(make: Callable[[], _Made]) -> _Made:
+    """``make()``, AWS clients for the requests' API: botocore's NoRegionError (no Region
+    set anywhere) raised as a `CapacityRequestError` that says how to set one."""
+    from botocore.exceptions import NoRegionError
+
+    try:
+        return make()
+    except NoRegionError:
+        raise CapacityRequestError(NO_REGION) from None
 
 
 def make_clients(*, with_sqs: bool = False, **kwargs: Any) -> Clients:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any
 
-from ..aws.clients import NO_REGION
+from ..aws.clients import regional as regional
 from ..aws.invoke import InvokeError, invoke, lambda_client
 from ..aws.store import HoldStore, store_name
 from ..core.holds import CapacityRequestError, CapacityRequestFailed, CapacityRequestTimeout
@@ -34,29 +34,20 @@ def broker_name(broker: str | None, env: Mapping[str, str] = os.environ) -> str 
     return name.strip() if isinstance(name, str) and name.strip() else None
 
 
-_Made = TypeVar("_Made")
-
-
-def regional(make: Callable[[], _Made]) -> _Made:
-    """``make()``, AWS clients: botocore's NoRegionError (no Region set anywhere) raised as
-    a `CapacityRequestError` that says how to set one."""
-    from botocore.exceptions import NoRegionError
-
-    try:
-        return make()
-    except NoRegionError:
-        raise CapacityRequestError(NO_REGION) from None
-
-
 def direct_store(
-    store: str | HoldStore | None, env: Mapping[str, str] = os.environ
+    store: str | HoldStore | None, broker: str | None, env: Mapping[str, str] = os.environ
 ) -> str | HoldStore:
-    """The hold store of a request or release made directly (no broker named): ``store``,
-    else ``$CAPACITY_HOLDS_TABLE``'s; neither refused naming both ways, the broker first (a
-    worker is granted the broker, not the store)."""
+    """The hold store of a request or release made directly (no broker named: ``broker``
+    None, or blank): ``store``, else ``$CAPACITY_HOLDS_TABLE``'s; neither refused naming
+    both ways, the broker first (a worker is granted the broker, not the store)."""
     if isinstance(store, HoldStore):
         return store
     if store is None and not env.get(STORE_ENV, "").strip():
+        if broker is not None:  # blank: it named no broker, whatever the environment holds
+            raise CapacityRequestError(
+                f"broker: got {broker!r}; expected the broker function's name (CapacityRequests' "
+                "broker.function_name), or store=NAME (its hold store table: direct mode)"
+            )
         raise CapacityRequestError(
             f"broker and store: got neither, and neither {BROKER_ENV} nor {STORE_ENV} is set; "
             "expected broker=NAME (the broker function CapacityRequests made, its "

@@ -12,8 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from ..aws import actuator
-from ..aws.clients import Clients, make_clients
-from ..aws.store import HoldStore, Lease, open_store
+from ..aws.clients import Clients, make_clients, regional
+from ..aws.store import HoldStore, Lease, open_store, store_name
 from ..core.deadline import NONE, Deadline
 from ..core.errors import shown
 from ..core.holds import (
@@ -236,7 +236,10 @@ def restore_expired(
     ``lower_direct`` False, and its deadline ``stop``) and the ``CapacityRequests``
     restorer run. A dimension being updated is left for the next run. ``held`` is what the
     caller just read of the store; ``sleep`` waits for a dimension's lease (on ``clock``)."""
-    ctx = Context(clients or make_clients(), clock, sleep, 0)
+    if clients is None:  # the store named first: no Region is the next thing to say
+        store = store if isinstance(store, HoldStore) else store_name(store)
+        clients = regional(make_clients)
+    ctx = Context(clients, clock, sleep, 0)
     holds_store = open_store(store, ctx.clients, clock)
     now = ctx.now()
     states = held if held is not None else holds_store.table(table)
@@ -300,7 +303,7 @@ def release_hold(
     anyway) the token is checked when given."""
     # imported here: the scaler ends holds (at expiry) but never releases one, and its
     # cold start need not compile the broker's client
-    from .client import broker_name, direct_store, invoke_broker, regional
+    from .client import broker_name, direct_store, invoke_broker
 
     via = broker_name(broker) if store is None else None
     if via is not None:
@@ -308,7 +311,7 @@ def release_hold(
             via, {"action": "release", "table": table, "id": hold_id, "token": token}
         )
         return list(answer.get("changes", []))
-    store = direct_store(store)
+    store = direct_store(store, broker)
     ctx = Context(clients or regional(make_clients), clock, sleep, 5.0)
     holds_store = open_store(store, ctx.clients, clock)
     mine = [h for s in holds_store.table(table) for h in s.holds if h.id == hold_id]

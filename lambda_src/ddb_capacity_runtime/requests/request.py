@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..aws import actuator
-from ..aws.clients import Clients, make_clients
+from ..aws.clients import Clients, make_clients, regional
 from ..aws.error_codes import describe_error
 from ..aws.store import HoldStore, Lease, open_store, store_quota
 from ..core.errors import shown
@@ -39,7 +39,7 @@ from ..core.policy import Action
 from ..core.tables import Dimension, ManagedTable
 from ..core.validators import is_whole
 from ..events import log_event
-from .client import BROKER_MAX_WAIT, broker_name, direct_store, invoke_broker, regional
+from .client import BROKER_MAX_WAIT, broker_name, direct_store, invoke_broker
 from .context import Context, base_of, current_traffic, read_table, set_min
 from .counts import dropped, malformed_dropped
 from .ending import end_holds
@@ -190,7 +190,7 @@ def request_capacity(
     wanted = validate_request(table, read, write, index, hold, timeout, quota)
     if via is not None:
         return _through_broker(via, table, index, read, write, hold, timeout)
-    store = direct_store(store)
+    store = direct_store(store, broker)
     ctx = Context(clients or regional(make_clients), clock, sleep, poll_seconds)
     holds_store = open_store(store, ctx.clients, clock)
     _check_bounds(holds_store, hold, wanted)
