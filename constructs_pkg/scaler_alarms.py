@@ -16,6 +16,8 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 
+from ddb_capacity_runtime.core.names import WORST_TABLE_METRICS
+
 from .alarms import ONE_MINUTE, AlarmSet, AlarmSpec, metric, says
 from .props import duration_prop
 
@@ -29,16 +31,14 @@ class ScalerAlarms:
     """The scaler's alarms (`ThrottleAwareScaler.alarms`), in ``alarm_set``: those of the
     function and the ticks at once, a table's (`throttled`, `hot_key`) as it is added."""
 
-    def per_table(self, metric_name: str, label: str) -> cloudwatch.MathExpression:
-        """The tick's per-table EMF metric ``metric_name`` (dimension TableName), the worst
-        table's in each tick-long period."""
-        o = self._owner
-        tick = o._tick
-        return cloudwatch.MathExpression(
-            expression=f"MAX(SEARCH('{{{NAMESPACE},TableName}} MetricName=\"{metric_name}\"', "
-            f"'Maximum', {int(tick.to_seconds())}))",
-            period=tick,
-            label=label,
+    def per_table(self, metric_name: str, label: str) -> cloudwatch.Metric:
+        """The tick's per-table EMF metric ``metric_name``, the worst table's in each
+        tick-long period: its twin with no dimension, which each table's record publishes
+        too (`WORST_TABLE_METRICS`); an alarm cannot watch a SEARCH over the tables'."""
+        if metric_name not in WORST_TABLE_METRICS:
+            raise ValueError(f"{metric_name}: the tick publishes no twin of it to alarm on")
+        return metric(
+            NAMESPACE, metric_name, period=self._owner._tick, statistic="Maximum", label=label
         )
 
     def __init__(

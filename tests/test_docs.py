@@ -481,6 +481,16 @@ def test_scaler_example_synthesizes(tmp_path: Path) -> None:
     ]
 
 
+def test_nightly_tuning_example_synthesizes(tmp_path: Path) -> None:
+    run_block(python_block("guides/nightly-tuning.md", "NightlyTuning("), tmp_path)
+    handlers = {
+        r["Properties"]["Handler"]
+        for r in template(tmp_path, "Shop")["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function"
+    }
+    assert "ddb_capacity_tools.tuning_lambda.tuning_handler" in handlers, handlers
+
+
 def test_simulator_example_runs(tmp_path: Path) -> None:
     block = python_block("guides/simulator.md", "simulate(")
     lines = run_block(block, tmp_path).strip().splitlines()

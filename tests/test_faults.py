@@ -470,6 +470,22 @@ def test_a_target_whose_min_is_above_its_max_is_held_and_counted(world: World) -
     # AND it is counted for its table (an alarm watches it), and said why
     assert emf(events, inverted)["BadTargets"] == 1
     assert "BadTargets" not in emf(events, busy)
+    # with no dimension too, which its alarm watches (the worst table's Maximum): an alarm
+    # cannot watch a SEARCH over the tables' metrics
+    per_table, worst = emf(events, inverted)["_aws"]["CloudWatchMetrics"]
+    assert per_table["Dimensions"] == [["TableName"]]
+    assert worst == {
+        "Namespace": "DynamoDBCapacity",
+        "Dimensions": [[]],
+        "Metrics": [
+            {"Name": "CapacityAtMax", "Unit": "Count"},
+            {"Name": "BadTargets", "Unit": "Count"},
+        ],
+    }
+    assert [m["Name"] for m in emf(events, busy)["_aws"]["CloudWatchMetrics"][1]["Metrics"]] == [
+        "CapacityAtMax"
+    ]
+    assert len(emf(events, None)["_aws"]["CloudWatchMetrics"]) == 1  # the tick's: no twin
     (held,) = [e for e in events if e.get("event") == "target-held"]
     assert (held["table"], held["index"], held["dimension"]) == (inverted, None, "write")
     assert held["reason"].startswith("the scalable target's MinCapacity (500) is above its ")

@@ -169,12 +169,17 @@ def test_an_alarm_on_tuned_values_the_scaler_refuses(synthesized: tuple[Template
         a["Properties"]
         for a in alarms
         if any(
-            'MetricName="RefusedTunedTargets"' in m.get("Expression", "")
+            m.get("MetricStat", {}).get("Metric", {}).get("MetricName") == "RefusedTunedTargets"
             for m in a["Properties"].get("Metrics", [])
         )
     ]
-    (expression,) = [m["Expression"] for m in refused["Metrics"] if "Expression" in m]
-    assert expression.startswith("MAX(SEARCH('{DynamoDBCapacity,TableName}")
+    # with no dimension: each table's record publishes it so too, the worst table's Maximum
+    (query,) = refused["Metrics"]
+    assert query["MetricStat"]["Metric"] == {
+        "MetricName": "RefusedTunedTargets",
+        "Namespace": "DynamoDBCapacity",
+    }
+    assert query["MetricStat"]["Stat"] == "Maximum" and "Expression" not in query
     assert refused["Threshold"] == 1 and len(refused["AlarmActions"]) == 1
 
 

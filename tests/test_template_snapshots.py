@@ -121,3 +121,25 @@ def test_every_template_is_as_kept(templates: dict[str, dict[str, Any]]) -> None
         "templates moved; if that is meant, run UPDATE_TEMPLATE_SNAPSHOTS=1 .venv/bin/pytest "
         "tests/test_template_snapshots.py and review the diff"
     )
+
+
+def test_no_alarm_watches_a_search_expression(templates: dict[str, dict[str, Any]]) -> None:
+    """CloudWatch refuses an alarm on a SEARCH expression (it returns many series: "You
+    can't create an alarm based on the SEARCH expression"), which synth, cfn-lint and moto
+    all let through: every example's and the fast path's alarms are checked here. The
+    scaler's worst-table alarms watch a metric with no dimension instead."""
+    searching = [
+        f"{name}/{key}"
+        for name, template in templates.items()
+        for key, resource in template.get("Resources", {}).items()
+        if resource["Type"] == "AWS::CloudWatch::Alarm"
+        and "SEARCH(" in json.dumps(resource["Properties"].get("Metrics", [])).upper()
+    ]
+    assert searching == []
+    alarms = [
+        r["Properties"]
+        for t in templates.values()
+        for r in t.get("Resources", {}).values()
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+    ]
+    assert len(alarms) > 30  # the check saw the scalers' alarms

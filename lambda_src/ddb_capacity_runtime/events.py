@@ -20,7 +20,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, TextIO
 
 LOGGER = logging.getLogger("ddb_capacity_runtime")
@@ -64,10 +64,19 @@ def emf_record(
     *,
     table: str | None = None,
     unit: str | None = "Count",
+    undimensioned: Collection[str] = (),
 ) -> dict[str, Any]:
     """One Embedded Metric Format record of ``values`` in ``namespace`` at ``timestamp``
     (seconds since the epoch): per table (dimension ``TableName``) or with no dimension.
-    ``unit`` None: the metrics carry no unit."""
+    ``unit`` None: the metrics carry no unit. Those of a table's ``values`` named in
+    ``undimensioned`` are also published with no dimension, where the Maximum of a period is
+    the worst table's: what an alarm can watch (an alarm cannot watch a SEARCH over the
+    tables' metrics, which returns many series)."""
+
+    def metrics(names: Iterable[str]) -> list[dict[str, str]]:
+        return [{"Name": n, "Unit": unit} if unit else {"Name": n} for n in names]
+
+    also = [n for n in values if n in undimensioned] if table else []
     return {
         "_aws": {
             "Timestamp": int(timestamp * 1000),
@@ -75,8 +84,13 @@ def emf_record(
                 {
                     "Namespace": namespace,
                     "Dimensions": [["TableName"]] if table else [[]],
-                    "Metrics": [{"Name": n, "Unit": unit} if unit else {"Name": n} for n in values],
-                }
+                    "Metrics": metrics(values),
+                },
+                *(
+                    [{"Namespace": namespace, "Dimensions": [[]], "Metrics": metrics(also)}]
+                    if also
+                    else []
+                ),
             ],
         },
         **({"TableName": table} if table else {}),

@@ -181,7 +181,8 @@ def _history_options(parser: argparse.ArgumentParser, days: dict[str, Any]) -> N
         "--region",
         metavar="REGION",
         help="the Region whose history is read (a global table's replica: that replica's "
-        "metrics and settings); default: the environment's (AWS_REGION, the profile)",
+        "metrics and settings); default: the environment's (AWS_DEFAULT_REGION, else the "
+        "profile's)",
     )
     parser.add_argument("--days", type=whole, metavar="N", **days)
     parser.add_argument(

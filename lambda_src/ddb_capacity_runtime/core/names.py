@@ -44,6 +44,14 @@ METRICS_NAMESPACE = "DynamoDBCapacity"
 """Where the broker, the restorer, the signals function, the stream reader and the client
 hook in a Lambda function send their Embedded Metric Format counts (no dimension)."""
 
+WORST_TABLE_METRICS = frozenset(
+    {"CapacityAtMax", "BadTargets", "RefusedTags", "TargetsNotOwned", "Updating"}
+    | {"RefusedTunedTargets"}
+)
+"""The scaler's per-table metrics its alarms (and nightly tuning's) watch: each table's record
+publishes them with no dimension too, where a period's Maximum is the worst table's. An alarm
+cannot watch a SEARCH over the tables' metrics (it returns many series)."""
+
 
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 """The characters of a DynamoDB table or index name (3 to 255 of them)."""

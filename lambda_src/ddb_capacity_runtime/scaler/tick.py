@@ -92,6 +92,7 @@ from ..core.errors import TickFailed as TickFailed
 from ..core.floorplan import FloorPlan
 from ..core.forecast import apply_plans, forecast_due, with_plans
 from ..core.holds import CapacityRequestTimeout, HeldDimension
+from ..core.names import WORST_TABLE_METRICS
 from ..core.outcomes import DONE, NOT_MADE, Status, change_row
 from ..core.ownership import retargets
 from ..core.plan import Change, Held, plan_floored, reservation_floor
@@ -211,7 +212,13 @@ class _Tick:
         """One Embedded Metric Format record: per table, or for the tick."""
         if table is not None and "Failures" in values:
             self.counted.add(table)
-        record = emf_record(self.config.namespace, values, self.now.timestamp(), table=table)
+        record = emf_record(
+            self.config.namespace,
+            values,
+            self.now.timestamp(),
+            table=table,
+            undimensioned=WORST_TABLE_METRICS,
+        )
         emit_metrics(record, self.out)
 
 
