@@ -227,6 +227,29 @@ def test_words_name_the_plan_the_stress_and_the_unverified_prices(fleet_files: l
     assert "--price" in out
 
 
+def test_a_reservation_that_loses_on_the_scored_part_is_told(tmp_path: Path) -> None:
+    # GIVEN a table whose traffic falls to a tenth on the day the plan is scored on
+    rows = ["timestamp,read,write"]
+    for m in range(2 * 1440):
+        read = 800.0 if m < 1440 else 80.0
+        rows.append(f"{START + timedelta(minutes=m):%Y-%m-%dT%H:%M:%SZ},{read},{read / 4}")
+    trace = tmp_path / "falls.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    # WHEN a plan is made on the first day and scored on the second
+    argv = ["reserve", "--trace", str(trace), "--score-from", "2026-01-06T00:30"]
+    code, out, err = run(*argv, "--policy", "stock:90", "--quiet", "--processes", "1")
+    assert code == 0, err
+    # THEN the words say the reservation lost money there, and by how much
+    code, doc, _ = run(*argv, "--policy", "stock:90", "--quiet", "--processes", "1", "--json")
+    monthly = json.loads(doc)["monthly_usd"]
+    assert monthly["with_plan"] > monthly["without_plan"]
+    lost = f"${monthly['with_plan'] - monthly['without_plan']:,.2f}"
+    assert (
+        f"warning: on the scored part the reservation cost {lost} a month more than buying "
+        "none: the planning part's hours did not hold there" in out
+    ), out
+
+
 def test_an_overridden_price_moves_the_plan(fleet_files: list[str]) -> None:
     args = ["reserve", "--trace", fleet_files[0], "--policy", "stock:90", "--json", "--quiet"]
     cheap = json.loads(run(*args)[1])

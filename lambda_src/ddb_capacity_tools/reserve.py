@@ -629,6 +629,13 @@ def text(plan: Plan, about: dict[str, Any]) -> str:
         f"if traffic falls by a third: {_money(fall['with_plan'])} with the plan, "
         f"{_money(fall['without_plan'])} without it",
     ]
+    if plan.score is not None and plan.term is not None and m["with_plan"] > m["without_plan"]:
+        lines.append(
+            f"warning: on the scored part the reservation cost "
+            f"{_money(m['with_plan'] - m['without_plan'])} a month more than buying none: the "
+            "planning part's hours did not hold there; plan on a longer history, or reserve "
+            "less than this plan"
+        )
     if "current_monthly_usd" in f:
         lines.append(
             f"the current policy ({plan.setup.current}), no reservation: "
