@@ -38,6 +38,21 @@ def test_a_negative_or_out_of_range_number_is_told_its_range(text: str, message:
     assert code == 2 and err == f"ddb-capacity: error: {raised.value}\n"
 
 
+@pytest.mark.parametrize("suffix", ["+stream", "+prewarm", "+prewarm+stream"])
+def test_a_tune_candidates_suffix_given_to_simulate_says_how_to_run_it(suffix: str) -> None:
+    code, _, err = run("simulate", "--scenario", "spike", "--policy", f"autopilot+stock:70{suffix}")
+    assert code == 2
+    assert err.startswith(f"ddb-capacity: error: --policy: got 'autopilot+stock:70{suffix}'")
+    assert err.endswith(
+        "; a tune candidate's suffixes are the model's here: run the policy without them, with "
+        "--stream-seconds 5 for '+stream', and --warm-read-units/--warm-write-units at the "
+        "high-water marks of the code tune printed for '+prewarm'\n"
+    )
+    # while a policy that is no candidate's is refused as before
+    code, _, err = run("simulate", "--scenario", "spike", "--policy", "autopilot+stock:70+x")
+    assert code == 2 and "tune candidate" not in err
+
+
 def test_chart_without_matplotlib_fails_before_simulating(tmp_path: Path) -> None:
     """matplotlib made unimportable in a fresh process: the error comes first, with nothing
     simulated (no table on stdout, no progress bar on stderr)."""

@@ -221,7 +221,23 @@ def _specs(args: argparse.Namespace, trace: Trace, params: ModelParams) -> list[
         *DEFAULT_POLICIES,
         *(["scheduled"] if args.schedule or trace.schedule else []),
     ]
-    return [parse(n, params.max_capacity) for n in names]
+    return [_policy(n, params.max_capacity) for n in names]
+
+
+def _policy(name: str, max_capacity: int) -> Spec:
+    """``parse``, a tune candidate's suffix refused with how to run it here."""
+    try:
+        return parse(name, max_capacity)
+    except PolicyError as exc:
+        _, prewarmed = candidate_names.split_prewarm(name)
+        if not prewarmed and not candidate_names.streamed(name):
+            raise
+        raise PolicyError(
+            f"{exc}; a tune candidate's suffixes are the model's here: run the policy without "
+            f"them, with --stream-seconds {candidate_names.STREAM_SECONDS} for "
+            f"'{candidate_names.STREAM}', and --warm-read-units/--warm-write-units at the "
+            f"high-water marks of the code tune printed for '{candidate_names.PREWARM}'"
+        ) from None
 
 
 def _trace(args: argparse.Namespace, params: ModelParams) -> Trace:
@@ -553,7 +569,7 @@ def _check_run(args: argparse.Namespace, params: ModelParams) -> None:
     if not 1 <= args.workers <= 64:
         raise PolicyError(f"--workers: got {args.workers}; expected a whole number from 1 to 64")
     for name in args.policy or []:
-        parse(name, params.max_capacity)
+        _policy(name, params.max_capacity)
     if args.ensemble is not None:
         settings_of(args.ensemble, params)
     if args.command == "backtest" and args.score_from is not None:  # a trace's: its minutes
