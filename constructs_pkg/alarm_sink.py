@@ -21,7 +21,9 @@ SHARED_ALARMS_ID = "DynamoDBCapacityAlarms"
 
 def alarm_topic(scope: Construct, display_name: str) -> sns.Topic:
     """A topic for alarms: SSL enforced, encrypted with its own KMS key (about $1 a month),
-    which only CloudWatch alarms of this account may use to publish."""
+    which only CloudWatch alarms of this account may use to publish. Its topic policy (made
+    for the SSL rule, it replaces SNS's default one) allows those alarms to publish: without
+    that statement CloudWatch is not authorized to (sns:Publish), and no alarm notifies."""
     key = kms.Key(
         scope,
         "TopicKey",
@@ -37,7 +39,17 @@ def alarm_topic(scope: Construct, display_name: str) -> sns.Topic:
             conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
         )
     )
-    return sns.Topic(scope, "Alarms", master_key=key, enforce_ssl=True, display_name=display_name)
+    topic = sns.Topic(scope, "Alarms", master_key=key, enforce_ssl=True, display_name=display_name)
+    topic.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="AlarmsOfThisAccountPublish",
+            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            actions=["sns:Publish"],
+            resources=[topic.topic_arn],
+            conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
+        )
+    )
+    return topic
 
 
 def shared_alarm_topic(scope: Construct) -> sns.ITopic:

@@ -81,6 +81,19 @@ def test_constructs_given_no_topic_share_one_topic_and_one_key(stack: cdk.Stack)
     assert tuning.alarm_topic is tuning.scaler.alarm_topic is shared
 
 
+def test_the_shared_topic_lets_this_accounts_alarms_publish(stack: cdk.Stack) -> None:
+    """Its topic policy (made for the SSL rule) replaces SNS's default one: without an Allow
+    for CloudWatch, an alarm is not authorized to publish, and none notifies."""
+    four_constructs(stack)
+    (policy,) = Template.from_stack(stack).find_resources("AWS::SNS::TopicPolicy").values()
+    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    allow = statements["AlarmsOfThisAccountPublish"]
+    assert (allow["Effect"], allow["Action"]) == ("Allow", "sns:Publish")
+    assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert allow["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    assert statements["AllowPublishThroughSSLOnly"]["Effect"] == "Deny"  # still enforced
+
+
 def test_a_topic_given_to_each_leaves_no_library_topic(stack: cdk.Stack) -> None:
     mine = sns.Topic(stack, "Mine")
     four_constructs(stack, mine)

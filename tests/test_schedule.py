@@ -3,12 +3,14 @@ scheduled actions in the template, capacity windows, and the preview."""
 
 from __future__ import annotations
 
+import re
 from calendar import monthrange
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import aws_cdk as cdk
+import botocore.session
 import pytest
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_dynamodb as dynamodb
@@ -275,6 +277,43 @@ def test_unknown_time_zone(stack: cdk.Stack) -> None:
         f"{WHERE} table read schedule 'peak': time_zone must be an IANA time zone name such as "
         f"'UTC' or 'Europe/Paris'; got 'Europe/Pariss'"
     )
+
+
+@pytest.mark.parametrize("name", ["peak:up", "peak/down", "a|b", "", "x" * 201])
+def test_a_name_application_auto_scaling_refuses_is_refused_at_build_time(
+    stack: cdk.Stack, name: str
+) -> None:
+    """A scheduled action's name may not hold ':', '/' or '|' (botocore's model of
+    PutScheduledAction; cfn-lint's schema has no pattern for it): the deploy would fail."""
+    entry = ScheduleEntry(name=name, schedule="cron(0 18 ? * * *)", min_capacity=50)
+    assert error_of(lambda: make(stack).add_schedule(entry, dimension="read")) == (
+        f"{WHERE} table read: schedule name must be 1 to 200 letters, digits "
+        "or _ . # - (Application Auto Scaling refuses ':', '/' and '|' in a scheduled action's "
+        f"name); got {name!r}"
+    )
+
+
+def test_a_window_named_with_a_colon_is_refused_and_a_name_with_the_rest_is_taken(
+    stack: cdk.Stack,
+) -> None:
+    table = make(stack)
+    window: dict[str, Any] = {"dimension": "write", "capacity": 100, "start": "05:00"}
+    with pytest.raises(ScheduleError) as refused:
+        table.add_capacity_window("sale:2025/11", duration=cdk.Duration.hours(1), **window)
+    assert str(refused.value) == (
+        f"{WHERE} table write window 'sale:2025/11': name must be 1 to 192 letters, digits or "
+        "_ . # - (its actions are named NAME-raise and NAME-restore, and Application Auto "
+        "Scaling refuses ':', '/' and '|' in a scheduled action's name); got 'sale:2025/11'"
+    )
+    table.add_capacity_window("sale_2025.11#a-b", duration=cdk.Duration.hours(1), **window)
+    names = [a["ScheduledActionName"] for a in actions_of(stack, table, "table", "Write")]
+    assert names == ["sale_2025.11#a-b-raise", "sale_2025.11#a-b-restore"]
+    # botocore's own model of the name refuses none of them
+    model = botocore.session.get_session().get_service_model("application-autoscaling")
+    shape = model.operation_model("PutScheduledAction").input_shape.members["ScheduledActionName"]
+    pattern = shape.metadata["pattern"]
+    assert all(re.fullmatch(pattern, n) for n in names)
+    assert not re.fullmatch(pattern, "peak:up") and not re.fullmatch(pattern, "peak/down")
 
 
 def test_duplicate_name_on_one_dimension(stack: cdk.Stack) -> None:

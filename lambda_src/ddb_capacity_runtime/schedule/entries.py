@@ -343,10 +343,12 @@ class TableSchedule:
         """``entry`` is a ScheduleEntry whose name is well formed and new on its dimension."""
         if not isinstance(entry, ScheduleEntry):
             raise ScheduleError(f"{label}: entry must be a ScheduleEntry; got {entry!r}")
-        if not isinstance(entry.name, str) or not re.fullmatch(r"[\w.:/#-]{1,200}", entry.name):
+        # Application Auto Scaling refuses a scheduled action name with ':', '/' or '|'
+        if not isinstance(entry.name, str) or not re.fullmatch(r"[\w.#-]{1,200}", entry.name):
             raise ScheduleError(
-                f"{label}: schedule name must be 1 to 200 letters, digits or "
-                f"_ . : / # -; got {entry.name!r}"
+                f"{label}: schedule name must be 1 to 200 letters, digits or _ . # - "
+                f"(Application Auto Scaling refuses ':', '/' and '|' in a scheduled action's "
+                f"name); got {entry.name!r}"
             )
         if entry.name in self._names(index, dimension):
             raise ScheduleError(
@@ -400,6 +402,12 @@ class TableSchedule:
         """Every check of `add_window`, adding nothing; raises ScheduleError as it does."""
         scope = "table" if window.index is None else f"index {window.index!r}"
         label = f"{self._where} {scope} {window.dimension} window {window.name!r}"
+        if not isinstance(window.name, str) or not re.fullmatch(r"[\w.#-]{1,192}", window.name):
+            raise ScheduleError(
+                f"{label}: name must be 1 to 192 letters, digits or _ . # - (its actions are "
+                "named NAME-raise and NAME-restore, and Application Auto Scaling refuses ':', "
+                f"'/' and '|' in a scheduled action's name); got {window.name!r}"
+            )
         if not isinstance(window.start, str) or not HHMM.fullmatch(window.start):
             raise ScheduleError(f"{label}: start must be HH:MM (24-hour); got {window.start!r}")
         if not timedelta(minutes=1) <= window.duration <= timedelta(days=6):
