@@ -310,8 +310,9 @@ def test_a_window_named_with_a_colon_is_refused_and_a_name_with_the_rest_is_take
     assert names == ["sale_2025.11#a-b-raise", "sale_2025.11#a-b-restore"]
     # botocore's own model of the name refuses none of them
     model = botocore.session.get_session().get_service_model("application-autoscaling")
-    shape = model.operation_model("PutScheduledAction").input_shape.members["ScheduledActionName"]
-    pattern = shape.metadata["pattern"]
+    request = model.operation_model("PutScheduledAction").input_shape
+    assert request is not None
+    pattern = request.members["ScheduledActionName"].metadata["pattern"]
     assert all(re.fullmatch(pattern, n) for n in names)
     assert not re.fullmatch(pattern, "peak:up") and not re.fullmatch(pattern, "peak/down")
 
