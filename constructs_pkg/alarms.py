@@ -29,7 +29,8 @@ from .props import MetricProps, bool_prop, is_token, whole_prop
 __all__ = ["AlarmOptions", "AlarmSet", "AlarmSpec", "checked_alarm_options", "emf_metric"]
 
 ALARM_WINDOW_SECONDS = 86_400
-"""CloudWatch evaluates an alarm over at most a day (period times evaluation periods)."""
+"""CloudWatch evaluates an alarm whose period is under an hour over a day at most (period times
+evaluation periods; `longest_window`)."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,14 @@ class AlarmSpec:
         default=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
     )
     missing: cloudwatch.TreatMissingData = field(default=cloudwatch.TreatMissingData.NOT_BREACHING)
+    window_prop: str = ""
+    """The prop that sets ``evaluation_periods``, named when its window is too long."""
+
+
+def longest_window(period_seconds: float) -> float:
+    """CloudWatch's longest alarm window (periods x period) at a period: a day below an
+    hour, a week from an hour on (PutMetricAlarm)."""
+    return ALARM_WINDOW_SECONDS if period_seconds < 3600 else 7 * ALARM_WINDOW_SECONDS
 
 
 def says(description: str) -> Callable[[int], str]:
@@ -160,6 +169,8 @@ class AlarmSet:
             return None
         periods = option.evaluation_periods or spec.evaluation_periods
         self._check_window(alarm_id, spec, option.evaluation_periods)
+        if option.evaluation_periods is None:
+            self._check_spec_window(alarm_id, spec)
         alarm = spec.metric.create_alarm(
             self._owner,
             construct_id or f"{alarm_id}Alarm",
@@ -174,6 +185,22 @@ class AlarmSet:
         self._alarms[key or alarm_id] = alarm
         return alarm
 
+    def _check_spec_window(self, alarm_id: str, spec: AlarmSpec) -> None:
+        """The window a prop gives the alarm (its periods rounded up to whole ones) within
+        CloudWatch's longest, else refused naming the prop: the deploy would fail."""
+        period = spec.metric.period.to_seconds()
+        if is_token(period):
+            return
+        window, most = spec.evaluation_periods * period, longest_window(period)
+        if window > most:
+            human = Duration.seconds
+            raise CapacityConfigError(
+                f"{self._where}: {spec.window_prop or 'a prop'}: alarm {alarm_id} would watch "
+                f"{spec.evaluation_periods} periods of {human(period).to_human_string()} "
+                f"({human(window).to_human_string()}); CloudWatch watches at most "
+                f"{human(most).to_human_string()} at that period: give a shorter one"
+            )
+
     def _check_window(self, alarm_id: str, spec: AlarmSpec, periods: int | None) -> None:
         """A day of the alarm's periods at most (CloudWatch's limit)."""
         if periods is None:
@@ -186,7 +213,7 @@ class AlarmSet:
             f"alarm_options[{alarm_id!r}].evaluation_periods",
             periods,
             1,
-            int(ALARM_WINDOW_SECONDS // period),
+            int(longest_window(period) // period),
         )
 
 

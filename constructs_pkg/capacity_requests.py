@@ -50,7 +50,7 @@ from . import requests_checks as checks
 from .alarm_sink import chosen_alarm_topic
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, emf_metric, says
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
-from .compliance import acknowledge, acknowledge_function
+from .compliance import acknowledge, acknowledge_function, skip_checkov
 from .fast_path import (
     SIGNALS_MAX_EVENT_AGE,
     SIGNALS_MEMORY_MB,
@@ -64,6 +64,8 @@ from .fast_path import (
 from .function_options import FunctionDefaults, FunctionOptions, function_configs
 from .iam_statements import (
     SCALABLE_TARGETS_FINDING,
+    VALIDATION_REASON,
+    autoscaling_validation_statement,
     move_minimums_statement,
     read_autoscaling_statement,
     scalable_targets_reason,
@@ -605,6 +607,7 @@ class CapacityRequests(Construct):
             move_minimums_statement(
                 "MoveMinimums", TARGET_TAG, [t.table_name for t in self.tables]
             ),
+            autoscaling_validation_statement(),
         ]
 
     def _errors_alarm(self, function: lambda_.Function, id: str, description: str) -> None:
@@ -617,8 +620,9 @@ class CapacityRequests(Construct):
         acknowledge(
             policy,
             "AwsSolutions-IAM5[Resource::*]",
-            f"{reads} have no resource-level permissions; they only read.",
+            f"{reads} have no resource-level permissions; they only read. {VALIDATION_REASON}",
         )
+        skip_checkov(policy, "CKV_AWS_111", VALIDATION_REASON)
         acknowledge(
             policy,
             f"AwsSolutions-IAM5[{SCALABLE_TARGETS_FINDING}]",

@@ -31,7 +31,11 @@ from ddb_capacity_runtime.instrument import MODE_ENV, TABLES_ENV
 
 from .alarms import AlarmSpec, metric, says
 from .compliance import acknowledge_function
-from .iam_statements import move_minimums_statement, read_autoscaling_statement
+from .iam_statements import (
+    autoscaling_validation_statement,
+    move_minimums_statement,
+    read_autoscaling_statement,
+)
 from .props import duration_prop, is_token, known_at_synth
 from .runtime import HOOK_WRAPPER, hook_layer, hook_runtimes, runtime_function
 from .stream_signal import StreamReader, StreamSignal
@@ -247,6 +251,7 @@ class FastPathParts:
             ),
             read_autoscaling_statement(),
             move_minimums_statement("MoveMinimums", TARGET_TAG, [t.table_name for t in o.tables]),
+            autoscaling_validation_statement(),
         )
         o._acknowledge(policy, reads)
 

@@ -71,6 +71,32 @@ def read_autoscaling_statement() -> iam.PolicyStatement:
     )
 
 
+VALIDATED_ALARM_ACTIONS = (
+    "cloudwatch:DescribeAlarms",
+    "cloudwatch:PutMetricAlarm",
+    "cloudwatch:DeleteAlarms",
+)
+"""What Application Auto Scaling checks that a caller changing a DynamoDB scalable target
+(RegisterScalableTarget, PutScalingPolicy, PutScheduledAction) may do in CloudWatch: it
+tries them itself, with calls of its own, and fails the change when one is denied."""
+
+VALIDATION_REASON = (
+    "Application Auto Scaling fails a change of a DynamoDB scalable target unless its caller "
+    "may call CloudWatch's DescribeAlarms, PutMetricAlarm and DeleteAlarms, which it checks "
+    "with calls of its own (Permissions validation for Application Auto Scaling API calls on "
+    "target resources); the function never calls them."
+)
+"""Why the functions that change scalable targets hold `VALIDATED_ALARM_ACTIONS` on ``*``."""
+
+
+def autoscaling_validation_statement() -> iam.PolicyStatement:
+    """`VALIDATED_ALARM_ACTIONS` on ``*``: the checks Application Auto Scaling makes of a
+    caller before it changes a target (their resource is its own choice)."""
+    return iam.PolicyStatement(
+        sid="AutoScalingChecksAlarms", actions=list(VALIDATED_ALARM_ACTIONS), resources=["*"]
+    )
+
+
 def move_minimums_statement(sid: str, tag_key: str, values: Sequence[str]) -> iam.PolicyStatement:
     """RegisterScalableTarget on the DynamoDB targets tagged ``tag_key`` with one of
     ``values``, and with no tags in the request (it cannot tag a target, nor create one: a

@@ -41,6 +41,7 @@ from .alarm_sink import chosen_alarm_topic
 from .alarms import FIVE_MINUTES, AlarmOptions, AlarmSet, AlarmSpec, says
 from .compliance import acknowledge, skip_checkov
 from .function_options import FunctionConfig, FunctionDefaults
+from .iam_statements import VALIDATION_REASON, autoscaling_validation_statement
 from .prewarm import FRAMEWORK_MEMORY_MB, acknowledge_provider
 from .props import MetricProps, is_token
 from .runtime import own_policy, runtime_function
@@ -221,8 +222,9 @@ def _acknowledge_grant(grant: iam.ManagedPolicy, regions: Sequence[str]) -> None
         grant,
         "AwsSolutions-IAM5[Resource::*]",
         "DescribeScalableTargets and DescribeScheduledActions have no resource-level "
-        "permissions; they only read.",
+        f"permissions; they only read. {VALIDATION_REASON}",
     )
+    skip_checkov(grant, "CKV_AWS_111", VALIDATION_REASON)
     targets = (
         "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:application-autoscaling:{}:"
         "<AWS::AccountId>:scalable-target/*]"
@@ -282,6 +284,7 @@ def _statements(arns: list[str], table: str, role: str) -> dict[str, iam.PolicyS
     anywhere = [scalable_targets_in("*")]
     return {
         "ReadTargets": _read_targets(),
+        "AutoScalingChecksAlarms": autoscaling_validation_statement(),
         "TagTargets": iam.PolicyStatement(
             sid="TagTargets",
             actions=["application-autoscaling:TagResource"],

@@ -130,8 +130,6 @@ DEFAULT_THROTTLED_FOR = Duration.minutes(10)
 DEFAULT_UPDATING_TICKS = 5
 """Ticks in a row that find a table UPDATING before it alarms: 10 minutes at the default tick,
 longer than an UpdateTable of capacity takes ("several minutes")."""
-DEFAULT_HOT_KEY_FOR = Duration.minutes(10)
-"""How long a managed table's key-range throttles last before its hot-key alarm fires."""
 
 
 class ThrottleAwareScaler(Construct):
@@ -162,7 +160,8 @@ class ThrottleAwareScaler(Construct):
         by this many ticks in a row: a whole number from 1 to a day's ticks. Default 5.
     :param hot_key_for: alarm when a managed table's requests are throttled by a hot key
         (key-range throttles, which capacity cannot fix and the scaler never raises for)
-        in every tick for this long: from one tick to a day. Default 10 minutes. One alarm
+        in every tick for this long: from one tick to a day. Default 10 minutes, or one
+        tick where the tick is longer. One alarm
         per managed table; its description points to CloudWatch Contributor Insights in
         its throttled-keys mode, which names the keys (docs: Hot keys).
     :param own_target: the autopilot also owns target tracking's target value of each
@@ -254,7 +253,7 @@ class ThrottleAwareScaler(Construct):
         pinned_at_max_for: Duration = DEFAULT_PINNED_FOR,
         throttled_for: Duration = DEFAULT_THROTTLED_FOR,
         updating_for_ticks: int = DEFAULT_UPDATING_TICKS,
-        hot_key_for: Duration = DEFAULT_HOT_KEY_FOR,
+        hot_key_for: Duration | None = None,
         own_target: bool = False,
         sharded: bool = False,
         shard_above_tables: int | None = None,

@@ -167,6 +167,7 @@ class ScalerAlarms:
                     + (given if n == periods else self._ticks(n))
                 ),
                 evaluation_periods=periods,
+                window_prop="pinned_at_max_for",
             ),
         )
 
@@ -182,6 +183,7 @@ class ScalerAlarms:
                     f"({self._ticks(n)}); the scaler skips a table while it is UPDATING"
                 ),
                 evaluation_periods=updating_ticks,
+                window_prop="updating_for_ticks",
                 every_period=True,
             ),
         )
@@ -209,6 +211,7 @@ class ScalerAlarms:
                     "keys, then spread their traffic (docs: Hot keys)"
                 ),
                 evaluation_periods=o._hot_key_ticks,
+                window_prop="hot_key_for",
                 every_period=True,
             ),
             construct_id=f"HotKey{label}",
@@ -242,6 +245,7 @@ class ScalerAlarms:
                 found,
                 says(f"Sustained {dim} throttling{'' if index is None else ' on index ' + index}"),
                 evaluation_periods=minutes,
+                window_prop="throttled_for",
                 every_period=True,
             ),
             construct_id=f"Throttled{label}",

@@ -17,9 +17,11 @@ from aws_cdk import aws_iam as iam
 
 from ddb_capacity_runtime.core.names import SCALER_TAGS, TARGET_TAG
 
-from .compliance import acknowledge_all
+from .compliance import acknowledge_all, skip_checkov
 from .iam_statements import (
     SCALABLE_TARGETS_FINDING,
+    VALIDATION_REASON,
+    autoscaling_validation_statement,
     move_minimums_statement,
     read_autoscaling_statement,
     scalable_targets_reason,
@@ -51,7 +53,9 @@ class ScalerGrants:
             iam.PolicyStatement(
                 sid="ReadTableQuota", actions=["dynamodb:DescribeLimits"], resources=["*"]
             ),
+            autoscaling_validation_statement(),
         )  # no PutMetricData: the tick's metrics are EMF lines in its own log
+        skip_checkov(policy, "CKV_AWS_111", VALIDATION_REASON)
         if tag_key:
             self._tagged(tag_key, tag_value)
 
@@ -113,7 +117,7 @@ class ScalerGrants:
         wildcards = {
             "Resource::*": "DescribeScalableTargets, DescribeScalingPolicies, GetMetricData, "
             "DescribeLimits and tag:GetResources have no resource-level permissions; they "
-            "only read.",
+            "only read. " + VALIDATION_REASON,
             SCALABLE_TARGETS_FINDING: scalable_targets_reason(
                 f"{TARGET_TAG} with the name of a table the scaler manages"
                 + (f", or tagged {tag_key}={tag_value}" if tag_key else ""),

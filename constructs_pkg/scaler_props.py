@@ -29,6 +29,10 @@ from .alarms import ALARM_WINDOW_SECONDS
 from .batches import CONCURRENCY_RANGE, DEFAULT_BATCH_CONCURRENCY
 from .props import ReservedCapacity, bool_prop, duration_prop, is_token
 
+DEFAULT_HOT_KEY_FOR = Duration.minutes(10)
+"""How long a managed table's key-range throttles last before its hot-key alarm fires, by
+default (one tick where the tick is longer)."""
+
 
 def tick_minutes(where: str, tick: Duration, mode: str, updating_for_ticks: int) -> int:
     """``tick``, ``mode`` and ``updating_for_ticks`` checked; returns the tick in whole
@@ -125,9 +129,12 @@ def checked_own_target(where: str, own_target: object, mode: str) -> bool:
     return owned
 
 
-def hot_key_ticks(where: str, hot_key_for: Duration, tick: Duration) -> int:
+def hot_key_ticks(where: str, hot_key_for: Duration | None, tick: Duration) -> int:
     """``hot_key_for`` checked (from one ``tick`` to a day); returns it in ticks (rounded
-    up)."""
+    up). None: `DEFAULT_HOT_KEY_FOR`, or one tick where the tick is longer."""
+    if hot_key_for is None:
+        longer = tick.to_seconds() > DEFAULT_HOT_KEY_FOR.to_seconds()
+        hot_key_for = tick if longer else DEFAULT_HOT_KEY_FOR
     duration_prop(where, "hot_key_for", hot_key_for, Duration.seconds(0))  # range: below
     seconds = hot_key_for.to_seconds()
     if not tick.to_seconds() <= seconds <= ALARM_WINDOW_SECONDS:

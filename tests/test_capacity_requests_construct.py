@@ -68,6 +68,17 @@ def by_sid(properties: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {s["Sid"]: s for s in properties["PolicyDocument"]["Statement"]}
 
 
+CHECKS_ALARMS = {
+    "Sid": "AutoScalingChecksAlarms",
+    "Effect": "Allow",
+    "Action": ["cloudwatch:DescribeAlarms", "cloudwatch:PutMetricAlarm", "cloudwatch:DeleteAlarms"],
+    "Resource": "*",
+}
+"""What Application Auto Scaling checks a caller changing a DynamoDB target may do (its
+permissions validation): granted beside every RegisterScalableTarget, PutScalingPolicy and
+PutScheduledAction, or the change fails."""
+
+
 def move_minimums(names: list[Any]) -> dict[str, Any]:
     return {
         "Sid": "MoveMinimums",
@@ -157,6 +168,7 @@ def test_the_broker_has_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
             "Resource": "*",
         },
         "MoveMinimums": move_minimums(names),
+        "AutoScalingChecksAlarms": CHECKS_ALARMS,
         "ReadTraffic": {
             "Sid": "ReadTraffic",
             "Effect": "Allow",

@@ -27,7 +27,13 @@ from constructs_pkg import (
     acknowledge,
     apply_nag_packs,
 )
-from tests.test_capacity_requests_construct import by_sid, move_minimums, policy, tables
+from tests.test_capacity_requests_construct import (
+    CHECKS_ALARMS,
+    by_sid,
+    move_minimums,
+    policy,
+    tables,
+)
 
 HANDLER = "ddb_capacity_runtime.fast_path.signals_function.signals_handler"
 DESCRIPTION = "Permissions of DynamoDB capacity signals (fast path)"
@@ -112,6 +118,7 @@ def test_the_signals_function_has_exactly_what_a_surge_needs(stack: cdk.Stack) -
             "Resource": "*",
         },
         "MoveMinimums": move_minimums(names),
+        "AutoScalingChecksAlarms": CHECKS_ALARMS,
         # CloudWatch's consumed capacity, when the default cap cuts a surge short
         "ReadTraffic": {
             "Sid": "ReadTraffic",

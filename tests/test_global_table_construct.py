@@ -38,6 +38,7 @@ from ddb_capacity_runtime.core.names import OWNER_TAG, TARGET_TAG
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX, parse_schedule
 from examples.global_orders import GlobalOrdersReplicaStack, GlobalOrdersStack
+from tests.test_capacity_requests_construct import CHECKS_ALARMS
 from tests.test_checkov import checkov_reports, start_checkov, templates
 from tests.test_many_accounts import cfn_lint
 
@@ -279,7 +280,9 @@ def test_the_function_may_schedule_only_this_tables_targets_in_its_regions(
         "ReadTags",
         "UntagOwnTargets",
         "UnscheduleOwnTargets",
+        "AutoScalingChecksAlarms",
     }
+    assert statements["AutoScalingChecksAlarms"] == CHECKS_ALARMS
     # the function is made after its own policy, and deleted before it
     assert any(d.startswith("ReplicaScheduleProviderFunctionPolicy") for d in function["DependsOn"])
 

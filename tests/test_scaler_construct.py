@@ -22,6 +22,7 @@ from constructs_pkg import (
     ThrottleAwareScaler,
 )
 from constructs_pkg.runtime import function_runtime
+from tests.test_capacity_requests_construct import CHECKS_ALARMS
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 
@@ -175,7 +176,9 @@ def test_iam_is_least_privilege_statement_by_statement(stack: cdk.Stack) -> None
         "ForgetStateTagsOnTaggedTables",
         "StateStore",
         "DeadLetters",
+        "AutoScalingChecksAlarms",
     }  # no PutMetricData: the tick's metrics are EMF lines
+    assert by_sid["AutoScalingChecksAlarms"] == CHECKS_ALARMS
     assert by_sid["ReadTableQuota"] == {
         "Sid": "ReadTableQuota",
         "Effect": "Allow",
@@ -608,6 +611,55 @@ def test_per_table_failures_alarm_on_their_first_tick(
     assert alarm["TreatMissingData"] == "notBreaching"  # sent only while it happens
     assert_worst_table(alarm, metric, tick * 60)
     assert alarm["AlarmActions"] == [stack.resolve(scaler.topic.topic_arn)]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"throttled_for": cdk.Duration.days(2)},
+            "throttled_for: alarm SustainedThrottling would watch 2880 periods of 1 minute "
+            "(2 days); CloudWatch watches at most 1 day at that period: give a shorter one",
+        ),
+        (
+            {"pinned_at_max_for": cdk.Duration.days(2)},
+            "pinned_at_max_for: alarm PinnedAtMax would watch 1440 periods of 2 minutes "
+            "(2 days); CloudWatch watches at most 1 day at that period: give a shorter one",
+        ),
+        (  # a day in whole 7-minute ticks is a day and 2 minutes
+            {"hot_key_for": cdk.Duration.days(1), "tick": cdk.Duration.minutes(7)},
+            "hot_key_for: alarm HotKey would watch 206 periods of 7 minutes (1 day 2 "
+            "minutes); CloudWatch watches at most 1 day at that period: give a shorter one",
+        ),
+        (  # from an hour's period on, a week
+            {"pinned_at_max_for": cdk.Duration.days(8), "tick": cdk.Duration.minutes(60)},
+            "pinned_at_max_for: alarm PinnedAtMax would watch 192 periods of 1 hour (8 days); "
+            "CloudWatch watches at most 7 days at that period: give a shorter one",
+        ),
+    ],
+)
+def test_an_alarm_window_cloudwatch_refuses_is_refused_naming_its_prop(
+    kwargs: dict[str, Any], message: str
+) -> None:
+    stack = cdk.Stack(cdk.App(), "Test")
+    with pytest.raises(CapacityConfigError) as refused:
+        ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)], **kwargs)
+    assert str(refused.value) == f"ThrottleAwareScaler Test/Scaler: {message}"
+
+
+def test_a_week_of_hourly_ticks_and_the_default_hot_key_window_at_a_long_tick_are_taken() -> None:
+    stack = cdk.Stack(cdk.App(), "Test")
+    ThrottleAwareScaler(
+        stack,
+        "Scaler",
+        tables=[feed(stack)],
+        tick=cdk.Duration.minutes(60),
+        pinned_at_max_for=cdk.Duration.days(7),
+    )
+    hot_key = _per_table_alarm(Template.from_stack(stack), "HotKey")
+    assert hot_key["EvaluationPeriods"] == 1  # the default: one tick, where 10 minutes is less
+    pinned = _per_table_alarm(Template.from_stack(stack), "PinnedAtMaxAlarm")
+    assert pinned["EvaluationPeriods"] == 168
 
 
 def test_a_given_topic_is_used(stack: cdk.Stack) -> None:

@@ -143,3 +143,37 @@ def test_no_alarm_watches_a_search_expression(templates: dict[str, dict[str, Any
         if r["Type"] == "AWS::CloudWatch::Alarm"
     ]
     assert len(alarms) > 30  # the check saw the scalers' alarms
+
+
+CHANGES_TARGETS = {
+    "application-autoscaling:RegisterScalableTarget",
+    "application-autoscaling:PutScalingPolicy",
+    "application-autoscaling:PutScheduledAction",
+}
+"""The calls before which Application Auto Scaling checks its caller may call CloudWatch's
+DescribeAlarms, PutMetricAlarm and DeleteAlarms (its permissions validation), failing them
+otherwise: moto never checks it."""
+
+
+def test_every_policy_that_changes_scalable_targets_lets_its_caller_pass_the_check(
+    templates: dict[str, dict[str, Any]],
+) -> None:
+    changing, checked = [], []
+    for name, template in templates.items():
+        for key, resource in template.get("Resources", {}).items():
+            if resource["Type"] not in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy"):
+                continue
+            granted = set()
+            for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+                actions = statement["Action"]
+                granted |= {actions} if isinstance(actions, str) else set(actions)
+            if granted & CHANGES_TARGETS:
+                changing.append(f"{name}/{key}")
+                if {
+                    "cloudwatch:DescribeAlarms",
+                    "cloudwatch:PutMetricAlarm",
+                    "cloudwatch:DeleteAlarms",
+                } <= granted:
+                    checked.append(f"{name}/{key}")
+    assert len(changing) >= 4  # the scalers', the brokers', the signals function's
+    assert checked == changing

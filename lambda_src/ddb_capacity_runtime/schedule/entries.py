@@ -402,12 +402,7 @@ class TableSchedule:
         """Every check of `add_window`, adding nothing; raises ScheduleError as it does."""
         scope = "table" if window.index is None else f"index {window.index!r}"
         label = f"{self._where} {scope} {window.dimension} window {window.name!r}"
-        if not isinstance(window.name, str) or not re.fullmatch(r"[\w.#-]{1,192}", window.name):
-            raise ScheduleError(
-                f"{label}: name must be 1 to 192 letters, digits or _ . # - (its actions are "
-                "named NAME-raise and NAME-restore, and Application Auto Scaling refuses ':', "
-                f"'/' and '|' in a scheduled action's name); got {window.name!r}"
-            )
+        _check_window_name(label, window.name)
         if not isinstance(window.start, str) or not HHMM.fullmatch(window.start):
             raise ScheduleError(f"{label}: start must be HH:MM (24-hour); got {window.start!r}")
         if not timedelta(minutes=1) <= window.duration <= timedelta(days=6):
@@ -653,3 +648,14 @@ class TableSchedule:
 
 def _horizon_start() -> datetime:
     return datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _check_window_name(label: str, name: object) -> None:
+    """A window's name: its actions are NAME-raise and NAME-restore, which Application Auto
+    Scaling refuses with ':', '/' or '|' in them."""
+    if not isinstance(name, str) or not re.fullmatch(r"[\w.#-]{1,192}", name):
+        raise ScheduleError(
+            f"{label}: name must be 1 to 192 letters, digits or _ . # - (its actions are "
+            "named NAME-raise and NAME-restore, and Application Auto Scaling refuses ':', "
+            f"'/' and '|' in a scheduled action's name); got {name!r}"
+        )
