@@ -42,6 +42,7 @@ class ScalerGrants:
         self._policy = policy
         self._tag_key, self._tag_value = tag_key, tag_value
         self._forget_state_tags: iam.PolicyStatement | None = None
+        self._manage_tables: iam.PolicyStatement | None = None
         self._set_target_values: iam.PolicyStatement | None = None
         self._tables: list[dynamodb.ITable] = []
         policy.add_statements(
@@ -61,15 +62,16 @@ class ScalerGrants:
 
     def table(self, table: dynamodb.ITable) -> None:
         """Describe, update and list the tags of ``table``; forget its state tags; move the
-        minimums of its scalable targets (one statement for every explicit table)."""
+        minimums of its scalable targets (one statement of each for every explicit table:
+        the managed policy holds 6,144 characters at most)."""
         self._tables.append(table)
-        self._policy.add_statements(
-            iam.PolicyStatement(
-                sid=f"ManageTable{len(self._tables)}",
-                actions=list(TABLE_ACTIONS),
-                resources=[table.table_arn],
+        if self._manage_tables is None:
+            self._manage_tables = iam.PolicyStatement(
+                sid="ManageTables", actions=list(TABLE_ACTIONS), resources=[table.table_arn]
             )
-        )
+            self._policy.add_statements(self._manage_tables)
+        else:
+            self._manage_tables.add_resources(table.table_arn)
         if self._forget_state_tags is None:
             self._forget_state_tags = _forget_state_tags("ForgetStateTags", [table.table_arn])
             # every explicit table's name, written when the template is

@@ -182,7 +182,7 @@ def test_scaler_role_has_only_its_managed_policies(ticked: dict[str, Any], aws_c
     feed_arn = aws_client("dynamodb").describe_table(TableName=ticked["tables"]["Feed"])["Table"][
         "TableArn"
     ]
-    assert by_sid["ManageTable1"]["Resource"] == feed_arn
+    assert by_sid["ManageTables"]["Resource"] == feed_arn
     assert by_sid["ManageTaggedTables"]["Condition"] == {
         "StringEquals": {"aws:ResourceTag/autoscaling_manager_enabled": "true"}
     }
