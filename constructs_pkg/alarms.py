@@ -44,8 +44,9 @@ class AlarmOptions:
     :param threshold: the value the alarm compares its metric with, a number above 0.
         Default: the alarm's own (1 for a count: any failure alarms).
     :param evaluation_periods: how many periods in a row must breach, a whole number from 1
-        to a day of the alarm's periods. Default: the alarm's own (derived from props such
-        as ``throttled_for`` where it has one).
+        to a day of the alarm's periods (a week of them from a period of an hour on).
+        Default: the alarm's own (derived from props such as ``throttled_for`` where it has
+        one).
     :param actions: more actions for the alarm (``aws_cloudwatch_actions.SnsAction``, ...),
         besides its topic. Default: none.
     """
@@ -202,14 +203,15 @@ class AlarmSet:
             )
 
     def _check_window(self, alarm_id: str, spec: AlarmSpec, periods: int | None) -> None:
-        """A day of the alarm's periods at most (CloudWatch's limit)."""
+        """CloudWatch's longest window of the alarm's periods at most (`longest_window`)."""
         if periods is None:
             return
         period = spec.metric.period.to_seconds()
         if is_token(period):
             return
         whole_prop(
-            f"{self._where} (a day of {Duration.seconds(period).to_human_string()} periods)",
+            f"{self._where} ({Duration.seconds(longest_window(period)).to_human_string()} of "
+            f"{Duration.seconds(period).to_human_string()} periods)",
             f"alarm_options[{alarm_id!r}].evaluation_periods",
             periods,
             1,

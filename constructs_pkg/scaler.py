@@ -20,7 +20,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
-from ddb_capacity_runtime.core.names import DIMENSIONS, STORE_ENV
+from ddb_capacity_runtime.core.names import DIMENSIONS, STORE_ENV, WORST_TABLE_METRICS
 from ddb_capacity_runtime.core.settings import (
     CONSTRUCT_SETTINGS,
     DEFAULT_TICK_MINUTES,
@@ -80,20 +80,16 @@ SCALER_METRICS = {
             "Decisions",
             "ThrottleEventsSeen",
             "DecreasesLeft",
-            "CapacityAtMax",
             "IgnoredTags",
             "PlansNotKept",
             "ForecastsOn",
-            "BadTargets",
-            "RefusedTags",
-            "RefusedTunedTargets",
-            "TargetsNotOwned",
             "KeyRangeThrottleEvents",
-            "Updating",
             "HeldByReservation",
         ),
         "table",
     ),
+    # per table, and with no dimension too: the worst table's (its Maximum over a tick)
+    **dict.fromkeys(sorted(WORST_TABLE_METRICS), "both"),
     **dict.fromkeys(
         (
             "SharedFailures",
@@ -109,7 +105,8 @@ SCALER_METRICS = {
     "Failures": "both",
 }
 """The EMF metrics the tick sends (docs: Scaler run-time, "Logs and metrics"): per table (dimension
-TableName), once a run (no dimension), or both."""
+TableName), once a run (no dimension), or both (`WORST_TABLE_METRICS`: each table's record
+publishes them with no dimension too)."""
 ALARM_IDS = (
     "Errors",
     "DeadLetters",

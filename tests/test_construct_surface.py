@@ -267,7 +267,7 @@ def test_a_new_evaluation_period_count_is_described_in_time(stack: cdk.Stack) ->
         ),
         (
             {"Errors": AlarmOptions(evaluation_periods=721)},
-            "(a day of 2 minutes periods): alarm_options['Errors'].evaluation_periods: got 721; "
+            "(1 day of 2 minutes periods): alarm_options['Errors'].evaluation_periods: got 721; "
             "expected a whole number from 1 to 720",
         ),
         (
@@ -315,6 +315,9 @@ def test_scaler_metrics_are_the_ticks_emf_metrics(stack: cdk.Stack) -> None:
         3600,
     )
     assert scaler.metric_failures(table_name="orders").dimensions == {"TableName": "orders"}
+    # the worst-table twins, with no dimension (each table's record publishes them so too)
+    worst = scaler.metric("BadTargets", statistic="Maximum")
+    assert (worst.metric_name, worst.dimensions) == ("BadTargets", None)
     assert scaler.metric_key_range_throttle_events("orders").metric_name == "KeyRangeThrottleEvents"
     # AND a user's alarm on one synthesizes
     scaler.metric_deadline_passed().create_alarm(stack, "Late", threshold=1, evaluation_periods=1)
@@ -327,7 +330,7 @@ def test_scaler_metrics_are_the_ticks_emf_metrics(stack: cdk.Stack) -> None:
     ("name", "table", "expected"),
     [
         ("Failure", None, "metric: got 'Failure'; expected one of the metrics it sends: "),
-        ("CapacityAtMax", None, "metric 'CapacityAtMax' needs table_name (it is sent per table)"),
+        ("Decisions", None, "metric 'Decisions' needs table_name (it is sent per table)"),
         ("SharedFailures", "orders", "metric 'SharedFailures' is sent once a run"),
     ],
 )
