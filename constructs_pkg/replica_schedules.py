@@ -155,7 +155,7 @@ class _ReplicaScheduleProvider(Construct):
             roles=[role],
             statements=list(
                 _statements(
-                    [scalable_targets_in(r) for r in regions], table, role.role_arn, regions
+                    [scalable_targets_in(r) for r in regions], table, role.role_arn
                 ).values()
             ),
         )
@@ -269,9 +269,7 @@ def _read_tags(targets: list[str]) -> iam.PolicyStatement:
     )
 
 
-def _statements(
-    arns: list[str], table: str, role: str, regions: Sequence[str]
-) -> dict[str, iam.PolicyStatement]:
+def _statements(arns: list[str], table: str, role: str) -> dict[str, iam.PolicyStatement]:
     """A table's grant to its role ``role`` (an ARN), by Sid: reading targets; tagging them
     with `TARGET_TAG` naming ``table`` and `OWNER_TAG` naming ``role`` (those tags alone; a
     target whose tag names another table keeps it), putting and deleting scheduled actions
@@ -287,14 +285,6 @@ def _statements(
     return {
         "ReadTargets": _read_targets(),
         "AutoScalingChecksAlarms": autoscaling_validation_statement(),
-        # and the target service's half of the same check (its user guide lists both)
-        "AutoScalingChecksTable": iam.PolicyStatement(
-            sid="AutoScalingChecksTable",
-            actions=["dynamodb:DescribeTable", "dynamodb:UpdateTable"],
-            resources=[
-                f"arn:{Aws.PARTITION}:dynamodb:{r}:{Aws.ACCOUNT_ID}:table/{table}" for r in regions
-            ],
-        ),
         "TagTargets": iam.PolicyStatement(
             sid="TagTargets",
             actions=["application-autoscaling:TagResource"],

@@ -281,17 +281,8 @@ def test_the_function_may_schedule_only_this_tables_targets_in_its_regions(
         "UntagOwnTargets",
         "UnscheduleOwnTargets",
         "AutoScalingChecksAlarms",
-        "AutoScalingChecksTable",
     }
     assert statements["AutoScalingChecksAlarms"] == CHECKS_ALARMS
-    # the target service's half of Application Auto Scaling's check: this table, its Regions
-    checks_table = statements["AutoScalingChecksTable"]
-    assert checks_table["Action"] == ["dynamodb:DescribeTable", "dynamodb:UpdateTable"]
-    assert [r["Fn::Join"][1][2] for r in checks_table["Resource"]] == [
-        ":dynamodb:us-east-1:",
-        ":dynamodb:eu-west-1:",
-    ]
-    assert all(r["Fn::Join"][1][-1] == {"Ref": table} for r in checks_table["Resource"])
     # the function is made after its own policy, and deleted before it
     assert any(d.startswith("ReplicaScheduleProviderFunctionPolicy") for d in function["DependsOn"])
 
