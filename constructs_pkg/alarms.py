@@ -170,8 +170,6 @@ class AlarmSet:
             return None
         periods = option.evaluation_periods or spec.evaluation_periods
         self._check_window(alarm_id, spec, option.evaluation_periods)
-        if option.evaluation_periods is None:
-            self._check_spec_window(alarm_id, spec)
         alarm = spec.metric.create_alarm(
             self._owner,
             construct_id or f"{alarm_id}Alarm",
@@ -186,37 +184,33 @@ class AlarmSet:
         self._alarms[key or alarm_id] = alarm
         return alarm
 
-    def _check_spec_window(self, alarm_id: str, spec: AlarmSpec) -> None:
-        """The window a prop gives the alarm (its periods rounded up to whole ones) within
-        CloudWatch's longest, else refused naming the prop: the deploy would fail."""
+    def _check_window(self, alarm_id: str, spec: AlarmSpec, periods: int | None) -> None:
+        """The alarm's window (periods x period) within CloudWatch's longest (`longest_window`),
+        else the deploy would fail: ``periods`` (its ``alarm_options``) a whole number up to
+        it, or, when None, the spec's own (a prop's, rounded up to whole periods), refused
+        naming that prop."""
         period = spec.metric.period.to_seconds()
         if is_token(period):
             return
-        window, most = spec.evaluation_periods * period, longest_window(period)
+        most, human = longest_window(period), Duration.seconds
+        if periods is not None:
+            whole_prop(
+                f"{self._where} ({human(most).to_human_string()} of "
+                f"{human(period).to_human_string()} periods)",
+                f"alarm_options[{alarm_id!r}].evaluation_periods",
+                periods,
+                1,
+                int(most // period),
+            )
+            return
+        window = spec.evaluation_periods * period
         if window > most:
-            human = Duration.seconds
             raise CapacityConfigError(
                 f"{self._where}: {spec.window_prop or 'a prop'}: alarm {alarm_id} would watch "
                 f"{spec.evaluation_periods} periods of {human(period).to_human_string()} "
                 f"({human(window).to_human_string()}); CloudWatch watches at most "
                 f"{human(most).to_human_string()} at that period: give a shorter one"
             )
-
-    def _check_window(self, alarm_id: str, spec: AlarmSpec, periods: int | None) -> None:
-        """CloudWatch's longest window of the alarm's periods at most (`longest_window`)."""
-        if periods is None:
-            return
-        period = spec.metric.period.to_seconds()
-        if is_token(period):
-            return
-        whole_prop(
-            f"{self._where} ({Duration.seconds(longest_window(period)).to_human_string()} of "
-            f"{Duration.seconds(period).to_human_string()} periods)",
-            f"alarm_options[{alarm_id!r}].evaluation_periods",
-            periods,
-            1,
-            int(longest_window(period) // period),
-        )
 
 
 ONE_MINUTE = Duration.minutes(1)

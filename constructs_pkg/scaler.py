@@ -6,7 +6,6 @@ schedule, with its state store, least-privilege IAM, a dead-letter path, alarms 
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from datetime import date
 from types import MappingProxyType
@@ -54,7 +53,13 @@ from .scaler_alarms import NAMESPACE as NAMESPACE
 from .scaler_alarms import ScalerAlarms
 from .scaler_grants import ScalerGrants
 from .scheduled_function import scheduled_function
-from .table import SCALER_GLOBAL, TableCapacity, check_table, table_list
+from .table import (
+    SCALER_GLOBAL,
+    TableCapacity,
+    check_table,
+    is_global_table_capacity,
+    table_list,
+)
 
 DEFAULT_TICK = Duration.minutes(DEFAULT_TICK_MINUTES)
 """Default tick: CloudWatch delivers a minute 1-3 minutes late; ticking every 2 minutes acts on
@@ -431,9 +436,8 @@ class ThrottleAwareScaler(Construct):
         in another Region's stack) is managed in this stack's Region: its template's
         ranges are the bounds, and its writes are decided on every replica's writes, as
         each Region's scaler decides them (docs: Global tables)."""
-        owner = sys.modules.get(f"{__package__}.global_table")  # imported once one is made
-        if owner is not None and isinstance(table, owner.GlobalTableCapacity):
-            table = table.replica(self)
+        if is_global_table_capacity(table):
+            table = cast("ReplicaSource", table).replica(self)
         if isinstance(table, Replica):
             self._add_replica(table)
             return

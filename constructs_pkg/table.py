@@ -119,15 +119,19 @@ REQUESTS_GLOBAL = (
 """What capacity requests given a global table say."""
 
 
+def is_global_table_capacity(value: object) -> bool:
+    """Whether ``value`` is a ``GlobalTableCapacity``, its module read only once one was made
+    (a table alone never loads the global table's)."""
+    owner = sys.modules.get(f"{__package__}.global_table")
+    return owner is not None and isinstance(value, owner.GlobalTableCapacity)
+
+
 def check_table(where: str, table: object, global_table: str) -> None:
     """One of the ``tables`` of a construct: a ``TableCapacity`` or an ``ITable``, never a
     ``TableV2`` (nor a ``GlobalTableCapacity``), refused with ``global_table`` (what to do
     instead): its replicas' targets are the global table's, which a plain table's
     permissions and bounds do not describe."""
-    owner = sys.modules.get(f"{__package__}.global_table")  # imported once one is made
-    if isinstance(table, dynamodb.TableV2) or (
-        owner is not None and isinstance(table, owner.GlobalTableCapacity)
-    ):
+    if isinstance(table, dynamodb.TableV2) or is_global_table_capacity(table):
         raise CapacityConfigError(
             f"{where}: tables: got {shown(table)}, a global table (TableV2); {global_table}"
         )

@@ -59,7 +59,7 @@ from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.names import STORE_ENV
 from ddb_capacity_runtime.core.validators import is_region
 from ddb_capacity_runtime.requests.broker import BROKER_ENV
-from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT
+from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT, broker_name
 
 from . import advise as advise_module
 from . import fleet, local, page, reserve, reserve_command
@@ -161,7 +161,8 @@ def _request(args: argparse.Namespace, out: TextIO) -> int:
     if args.command == "request":
         _check_via(args)
         hold = _minutes("--hold", args.hold, 1, 1440)
-        brokered = args.broker or (not args.store and os.environ.get(BROKER_ENV, "").strip())
+        # as the requests' API decides it: a broker named, or $CAPACITY_BROKER, unless a store is
+        brokered = args.store is None and broker_name(args.broker) is not None
         most = int(BROKER_MAX_WAIT.total_seconds() // 60) if brokered else 1440
         why = " (a broker's request waits that long at most)" if brokered else ""
         timeout = _minutes("--timeout", args.timeout, 0, most, why)

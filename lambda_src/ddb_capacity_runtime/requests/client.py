@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from ..aws.clients import regional as regional
+from ..aws.clients import regional
 from ..aws.invoke import InvokeError, invoke, lambda_client
 from ..aws.store import HoldStore, store_name
 from ..core.holds import CapacityRequestError, CapacityRequestFailed, CapacityRequestTimeout

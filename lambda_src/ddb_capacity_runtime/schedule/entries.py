@@ -224,6 +224,13 @@ WEEKDAYS = ("MON", "TUE", "WED", "THU", "FRI")
 EVERY_DAY = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
 """Every day of the week, as the ``week_days`` of a capacity window."""
 HHMM = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
+NAME_CHARS = r"[\w.#-]"
+"""What a schedule's (and a window's) name is made of: Application Auto Scaling refuses ':',
+'/' and '|' in a scheduled action's name."""
+MAX_NAME = 200
+"""The longest schedule name; a window's two actions add `-raise` and `-restore` to its own."""
+MAX_WINDOW_NAME = MAX_NAME - len("-restore")
+NAME_RULE = "(Application Auto Scaling refuses ':', '/' and '|' in a scheduled action's name)"
 HORIZON = timedelta(days=28)
 
 
@@ -343,12 +350,12 @@ class TableSchedule:
         """``entry`` is a ScheduleEntry whose name is well formed and new on its dimension."""
         if not isinstance(entry, ScheduleEntry):
             raise ScheduleError(f"{label}: entry must be a ScheduleEntry; got {entry!r}")
-        # Application Auto Scaling refuses a scheduled action name with ':', '/' or '|'
-        if not isinstance(entry.name, str) or not re.fullmatch(r"[\w.#-]{1,200}", entry.name):
+        if not isinstance(entry.name, str) or not re.fullmatch(
+            f"{NAME_CHARS}{{1,{MAX_NAME}}}", entry.name
+        ):
             raise ScheduleError(
-                f"{label}: schedule name must be 1 to 200 letters, digits or _ . # - "
-                f"(Application Auto Scaling refuses ':', '/' and '|' in a scheduled action's "
-                f"name); got {entry.name!r}"
+                f"{label}: schedule name must be 1 to {MAX_NAME} letters, digits or _ . # - "
+                f"{NAME_RULE}; got {entry.name!r}"
             )
         if entry.name in self._names(index, dimension):
             raise ScheduleError(
@@ -653,9 +660,9 @@ def _horizon_start() -> datetime:
 def _check_window_name(label: str, name: object) -> None:
     """A window's name: its actions are NAME-raise and NAME-restore, which Application Auto
     Scaling refuses with ':', '/' or '|' in them."""
-    if not isinstance(name, str) or not re.fullmatch(r"[\w.#-]{1,192}", name):
+    if not isinstance(name, str) or not re.fullmatch(f"{NAME_CHARS}{{1,{MAX_WINDOW_NAME}}}", name):
         raise ScheduleError(
-            f"{label}: name must be 1 to 192 letters, digits or _ . # - (its actions are "
-            "named NAME-raise and NAME-restore, and Application Auto Scaling refuses ':', "
-            f"'/' and '|' in a scheduled action's name); got {name!r}"
+            f"{label}: name must be 1 to {MAX_WINDOW_NAME} letters, digits or _ . # - (its "
+            f"actions are named NAME-raise and NAME-restore, and {NAME_RULE[1:-1]}); got "
+            f"{name!r}"
         )
