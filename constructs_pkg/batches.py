@@ -23,6 +23,7 @@ from constructs import Construct
 from ddb_capacity_runtime.scaler.shard import BATCH_QUEUE_ENV
 
 from .compliance import acknowledge, acknowledge_all, skip_checkov
+from .deploy_limits import check_policy
 from .function_options import FunctionConfig
 from .runtime import runtime_function
 from .scheduled_function import acknowledge_control_plane_function
@@ -105,7 +106,7 @@ def _grant_send(scope: Construct, scheduled: lambda_.Function, queue: sqs.Queue)
     """``SendBatches``, in a policy of the scheduled function's role alone (the batch role
     shares the scheduled function's main policy)."""
     assert scheduled.role is not None
-    iam.ManagedPolicy(
+    policy = iam.ManagedPolicy(
         scope,
         "SendBatchesPolicy",
         description="Lets the throttle-aware scaler send a sharded tick's batches",
@@ -116,6 +117,7 @@ def _grant_send(scope: Construct, scheduled: lambda_.Function, queue: sqs.Queue)
             )
         ],
     )
+    check_policy(policy)
 
 
 def _batch_queue(scope: Construct, dead_letter_queue: sqs.IQueue, timeout: Duration) -> sqs.Queue:

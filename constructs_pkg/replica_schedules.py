@@ -40,6 +40,7 @@ from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX
 from .alarm_sink import chosen_alarm_topic
 from .alarms import FIVE_MINUTES, AlarmOptions, AlarmSet, AlarmSpec, says
 from .compliance import acknowledge, skip_checkov
+from .deploy_limits import check_policy
 from .function_options import FunctionConfig, FunctionDefaults
 from .iam_statements import VALIDATION_REASON, autoscaling_validation_statement
 from .prewarm import FRAMEWORK_MEMORY_MB, acknowledge_provider
@@ -161,6 +162,7 @@ class _ReplicaScheduleProvider(Construct):
         )
         self._assume.add_resources(role.role_arn)
         _acknowledge_grant(grant, regions)
+        check_policy(grant)
         return role, grant
 
     def alarm(self, alarms: AlarmConfig) -> None:

@@ -35,6 +35,7 @@ import ddb_capacity_runtime
 
 from .assets import asset_key, cached_asset, handler_closure, staged_modules
 from .compliance import LAMBDA_PACKS, acknowledge, acknowledge_all, skip_checkov
+from .deploy_limits import check_function, check_policy
 from .function_options import FunctionConfig
 
 RUNTIME_PACKAGE = Path(ddb_capacity_runtime.__file__).resolve().parent
@@ -303,6 +304,7 @@ def runtime_function(
         reserved_concurrent_executions=reserved_concurrent_executions,
     )
     _acknowledge_function(function, log_group, configured_by_environment)
+    check_function(function)
     return function, policy
 
 
@@ -323,6 +325,7 @@ def own_policy(
             )
         ],
     )
+    check_policy(policy)
     acknowledge(
         policy,
         f"AwsSolutions-IAM5[Resource::<{_logical_ref(log_group)}.Arn>:*]",

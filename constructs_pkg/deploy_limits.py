@@ -1,0 +1,358 @@
+"""Runs in: CDK app (synth time).
+
+Two limits AWS applies only when a stack deploys, checked when the app is built: the size of
+a function's environment (Lambda takes at most 4 KB: its variables written as compact JSON,
+at most 4,096 bytes) and of a customer-managed policy (IAM takes at most 6,144 characters,
+white space not counted). Both grow with the tables a construct manages explicitly (a
+scaler's table names, bounds and target values; its grants' ARNs), and both hold values
+known at deploy time only: a table's generated name, the Region, the account.
+
+Each such value is counted at its shortest and at its longest: a table name CloudFormation
+generates is its stack's name, its logical id and 12 or 13 random characters, joined by
+hyphens; a Region has 9 to 14 characters, a partition 3 to 10, an account 12; a table's ARN is
+made of them. Another resource's name, URL or ARN (a queue's, a function's) counts as
+empty at its shortest and `UNSEEN` characters at its longest; a value the check cannot see
+through (another stack's export, a table named by a parameter) as empty, with no longest.
+Past a limit at the shortest, synthesis fails (the deploy would); past it at the longest
+only, synthesis warns (`WARNING_ID`).
+
+The check is one per stack (`DeployLimits.of`): each function and policy the library makes
+is added to it (`check_function`, `check_policy`), and a function the library instruments
+(its environment grows too).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import jsii
+from aws_cdk import Annotations, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct, IValidation
+
+from .props import is_token
+
+ENVIRONMENT_LIMIT = 4_096
+"""Lambda's limit on a function's environment: its variables as compact JSON, in bytes."""
+POLICY_LIMIT = 6_144
+"""IAM's limit on a customer-managed policy's document, in characters (white space not
+counted)."""
+WARNING_ID = "ddb-capacity:deploy-limit"
+"""The warning's id when a limit may be passed (``cdk synth`` prints it; ``Annotations``
+can acknowledge it)."""
+TABLE_NAME_MAX = 255
+"""DynamoDB's longest table name."""
+SUFFIX = (12, 13)
+"""The random characters CloudFormation adds to a name it generates, shortest and longest."""
+UNSEEN = 320
+"""The most characters a value the library puts in an environment or a policy (a table's
+name or ARN, a queue's URL, a function's name) comes to: below it everywhere, a document
+far from its limit is passed without looking its tables up."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """A length known at deploy time only: at least ``low``, at most ``high`` (None: no
+    bound known)."""
+
+    low: int
+    high: int | None
+
+    def __add__(self, other: Span) -> Span:
+        high = None if self.high is None or other.high is None else self.high + other.high
+        return Span(self.low + other.low, high)
+
+
+def exact(length: int) -> Span:
+    """A length known now."""
+    return Span(length, length)
+
+
+UNKNOWN = Span(0, None)
+PSEUDO = {
+    "AWS::Partition": Span(3, 10),  # aws ... aws-us-gov
+    "AWS::Region": Span(9, 14),  # us-east-1 ... ap-southeast-5
+    "AWS::AccountId": exact(12),
+    "AWS::URLSuffix": Span(13, 16),  # amazonaws.com, amazonaws.com.cn
+}
+"""CloudFormation's pseudo parameters, by the lengths of their values."""
+
+
+def total(spans: Iterable[Span]) -> Span:
+    """The length of ``spans`` one after another."""
+    out = exact(0)
+    for span in spans:
+        out = out + span
+    return out
+
+
+def escaped(text: str) -> int:
+    """Characters of ``text`` inside a JSON string (quotes and backslashes escaped)."""
+    return len(json.dumps(text)) - 2
+
+
+class Deployed:
+    """What a stack's values come to when it deploys: its pseudo parameters and the names
+    and ARNs of its DynamoDB tables (looked up once, when first asked for; ``blind``: never,
+    each at most `UNSEEN` characters)."""
+
+    def __init__(self, stack: Stack, *, blind: bool = False) -> None:
+        self._stack = stack
+        self._blind = blind
+        self._tables: dict[str, Span] | None = None
+        self._own = {
+            "AWS::Region": stack.region,
+            "AWS::AccountId": stack.account,
+            "AWS::StackName": stack.stack_name,
+        }
+
+    def pseudo(self, name: str) -> Span:
+        """The value of the pseudo parameter ``name``; the stack's own where it has one."""
+        own = self._own.get(name)
+        if own is not None and not is_token(own):
+            return exact(len(own))
+        return PSEUDO.get(name, UNKNOWN)
+
+    def name(self, logical_id: str) -> Span:
+        """What a ``Ref`` to the resource ``logical_id`` comes to: a DynamoDB table's name;
+        another resource's name or URL, at most `UNSEEN` characters."""
+        return self._tables_known().get(logical_id, Span(0, UNSEEN))
+
+    def arn(self, logical_id: str) -> Span:
+        """The ARN of the resource ``logical_id``: a DynamoDB table's, from its name;
+        another resource's, at most `UNSEEN` characters."""
+        name = self._tables_known().get(logical_id)
+        if name is None:
+            return Span(0, UNSEEN)
+        parts = ("AWS::Partition", "AWS::Region", "AWS::AccountId")
+        fixed = exact(len("arn::dynamodb:::table/"))
+        return total([fixed, *(self.pseudo(p) for p in parts), name])
+
+    def _tables_known(self) -> dict[str, Span]:
+        """The names of the stack's tables by logical id (none when ``blind``)."""
+        if self._tables is None:
+            self._tables = {} if self._blind else self._table_names()
+        return self._tables
+
+    def _table_names(self) -> dict[str, Span]:
+        stack = self._stack
+        found = {}
+        for node in stack.node.find_all():
+            if isinstance(node, dynamodb.CfnTable) and node.stack is stack:
+                logical_id = stack.get_logical_id(node)
+                given = stack.resolve(node.table_name)  # the L2's name is a token
+                found[logical_id] = self._name(given, logical_id)
+        return found
+
+    def _name(self, given: Any, logical_id: str) -> Span:
+        """A table's name: ``given`` (resolved), else the one CloudFormation generates."""
+        if given is not None:
+            return exact(len(given)) if isinstance(given, str) else string_length(given, self)
+        stack_name = self.pseudo("AWS::StackName")
+        if stack_name.high is None:
+            return UNKNOWN
+        fixed = stack_name.low + len(logical_id) + 2
+        low, high = (min(fixed + n, TABLE_NAME_MAX) for n in SUFFIX)
+        return Span(low, high)
+
+
+def string_length(value: Any, at: Deployed) -> Span:
+    """Characters of the string a resolved CloudFormation ``value`` becomes, inside a JSON
+    string: its literal parts escaped, the names and ARNs it refers to as deployed."""
+    if isinstance(value, str):
+        return exact(escaped(value))
+    if isinstance(value, bool | int | float):
+        return exact(len(json.dumps(value)))
+    if not (isinstance(value, dict) and len(value) == 1):
+        return UNKNOWN
+    [(function, argument)] = value.items()
+    if function == "Ref" and isinstance(argument, str):
+        return at.pseudo(argument) if argument.startswith("AWS::") else at.name(argument)
+    if function == "Fn::GetAtt" and isinstance(argument, list) and argument[1:] == ["Arn"]:
+        return at.arn(str(argument[0]))
+    if function == "Fn::GetAtt":
+        return Span(0, UNSEEN)
+    if function == "Fn::Join" and _join_shape(argument):
+        separator, parts = argument
+        joints = exact(escaped(separator) * max(len(parts) - 1, 0))
+        return total([joints, *(string_length(p, at) for p in parts)])
+    return UNKNOWN
+
+
+def _join_shape(argument: Any) -> bool:
+    return (
+        isinstance(argument, list)
+        and len(argument) == 2
+        and isinstance(argument[0], str)
+        and isinstance(argument[1], list)
+    )
+
+
+def json_length(value: Any, at: Deployed) -> Span:
+    """Characters of a resolved CloudFormation ``value`` as compact JSON once deployed (an
+    intrinsic function as the string it becomes)."""
+    if isinstance(value, list):
+        return total([exact(2 + max(len(value) - 1, 0)), *(json_length(v, at) for v in value)])
+    if isinstance(value, dict) and not _intrinsic(value):
+        keys = sum(len(json.dumps(key)) + 1 for key in value)  # each key and its colon
+        shape = exact(2 + keys + max(len(value) - 1, 0))
+        return total([shape, *(json_length(v, at) for v in value.values())])
+    if isinstance(value, str | dict):
+        return exact(2) + string_length(value, at)
+    return exact(len(json.dumps(value)))
+
+
+def _intrinsic(value: dict[str, Any]) -> bool:
+    """Whether ``value`` is an intrinsic function (one key: ``Ref`` or ``Fn::...``)."""
+    if len(value) != 1:
+        return False
+    key = next(iter(value))
+    return key == "Ref" or key.startswith("Fn::")
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One document checked: whose it is, what it is, its limit and its unit, and how to
+    read it and its parts."""
+
+    owner: Construct
+    what: str
+    limit: int
+    unit: str
+    parts_name: str
+    document: Callable[[], Any]
+    parts: Callable[[Any], dict[str, Any]]
+
+
+def verdict(limit: Limit, size: Span, parts: dict[str, Span]) -> tuple[bool, str] | None:
+    """None when ``size`` is within ``limit`` (or has no longest, below it at its
+    shortest); else (certain, message): certain when even its shortest passes it."""
+    if size.low <= limit.limit and (size.high is None or size.high <= limit.limit):
+        return None
+    if size.low <= limit.limit:
+        amount = f"may come to {size.high:,} {limit.unit} (at least {size.low:,})"
+    else:
+        amount = f"comes to {size.low:,} {limit.unit} or more"
+    largest = sorted(parts.items(), key=lambda item: -item[1].low)[:3]
+    named = ", ".join(f"{name} {span.low:,}" for name, span in largest)
+    return size.low > limit.limit, (
+        f"{limit.owner.node.path}: its {limit.what} {amount} once deployed, past the "
+        f"{limit.limit:,} {limit.unit} AWS takes (the largest {limit.parts_name}, at their "
+        f"shortest: {named}). Each table a scaler manages explicitly adds to it: find more "
+        "of them by tag instead (tag_key), or share them among scalers (docs: Scaler, "
+        "'Many tables')"
+    )
+
+
+def _variables(document: Any) -> dict[str, Any]:
+    found = document.get("Variables", document.get("variables")) if document else None
+    return found if isinstance(found, dict) else {}
+
+
+def _statements(document: Any) -> dict[str, Any]:
+    statements = document.get("Statement") if isinstance(document, dict) else None
+    if not isinstance(statements, list):
+        return {}
+    return {str(s.get("Sid", i)): s for i, s in enumerate(statements) if isinstance(s, dict)}
+
+
+class DeployLimits(Construct):
+    """The check of one stack: the functions' environments and the policies added to it,
+    measured when the app is validated (at synth)."""
+
+    ID = "DdbCapacityDeployLimits"
+
+    def __init__(self, stack: Stack) -> None:
+        super().__init__(stack, self.ID)
+        self.limits: list[Limit] = []
+        self.node.add_validation(_Validation(self))
+
+    @classmethod
+    def of(cls, scope: Construct) -> DeployLimits:
+        """The check of ``scope``'s stack, made if it has none."""
+        stack = Stack.of(scope)
+        found = stack.node.try_find_child(cls.ID)
+        if found is None:
+            found = cls(stack)
+        assert isinstance(found, DeployLimits)
+        return found
+
+    def add(self, limit: Limit) -> None:
+        """Check ``limit`` at synth (once, however often its owner is added)."""
+        if not any(known.owner is limit.owner for known in self.limits):
+            self.limits.append(limit)
+
+    def results(self) -> list[tuple[Limit, tuple[bool, str]]]:
+        """Each document past its limit (or that may be), and its verdict."""
+        stack = Stack.of(self)
+        blind, seen = Deployed(stack, blind=True), Deployed(stack)
+        out = []
+        for limit in self.limits:
+            document = limit.document()
+            far = json_length(document, blind)
+            if far.high is not None and far.high <= limit.limit:
+                continue  # far below, whatever its tables are called
+            parts = {name: json_length(p, seen) for name, p in limit.parts(document).items()}
+            found = verdict(limit, json_length(document, seen), parts)
+            if found is not None:
+                out.append((limit, found))
+        return out
+
+
+def check_function(function: lambda_.Function) -> None:
+    """Check ``function``'s environment against Lambda's limit at synth."""
+    stack = Stack.of(function)
+    cfn = function.node.default_child
+    assert isinstance(cfn, lambda_.CfnFunction)
+    # the L1's ``environment`` reads the L2's lazy value as an empty struct
+    environment = cfn._cfn_properties.get("environment")
+    DeployLimits.of(function).add(
+        Limit(
+            function,
+            "environment",
+            ENVIRONMENT_LIMIT,
+            "bytes",
+            "variables",
+            lambda: _variables(stack.resolve(environment)),
+            dict,
+        )
+    )
+
+
+def check_policy(policy: iam.ManagedPolicy) -> None:
+    """Check ``policy``'s document against IAM's limit at synth."""
+    stack = Stack.of(policy)
+    DeployLimits.of(policy).add(
+        Limit(
+            policy,
+            "document",
+            POLICY_LIMIT,
+            "characters",
+            "statements",
+            lambda: stack.resolve(policy.document),
+            _statements,
+        )
+    )
+
+
+@jsii.implements(IValidation)
+class _Validation:
+    """Runs the check when the app is validated: errors for limits passed for certain,
+    warnings for those that may be."""
+
+    def __init__(self, check: DeployLimits) -> None:
+        self._check = check
+
+    def validate(self) -> list[str]:
+        errors = []
+        for limit, (certain, message) in self._check.results():
+            if certain:
+                errors.append(message)
+            else:
+                Annotations.of(limit.owner).add_warning_v2(WARNING_ID, message)
+        return errors
