@@ -57,6 +57,10 @@ class AlarmOptions:
     actions: Sequence[cloudwatch.IAlarmAction] = ()
 
 
+MAX_MORE_ACTIONS = 4
+"""The most actions an alarm takes besides its topic's (CloudWatch takes 5 alarm actions)."""
+
+
 def checked_alarm_options(
     where: str, known: Sequence[str], options: object
 ) -> dict[str, AlarmOptions]:
@@ -101,6 +105,11 @@ def _check_option(where: str, name: str, option: AlarmOptions) -> None:
         raise CapacityConfigError(
             f"{where}: {name}.actions: got {shown(actions)}; expected a list of CloudWatch "
             "alarm actions (aws_cloudwatch_actions.SnsAction(topic), say)"
+        )
+    if len(actions) > MAX_MORE_ACTIONS:
+        raise CapacityConfigError(
+            f"{where}: {name}.actions: got {len(actions)}; expected at most {MAX_MORE_ACTIONS} "
+            f"(CloudWatch takes {MAX_MORE_ACTIONS + 1} alarm actions, and the alarm topic is one)"
         )
     for action in actions:
         if not callable(getattr(action, "bind", None)):

@@ -289,7 +289,7 @@ class TableCapacity(TableDelegation, Construct):
         self._settle: SettleStep | None = None
         self._ranges: dict[tuple[str | None, str], tuple[int, int]] = {}
         self._schedule = TableSchedule(where, self._ranges, table_quota, now=datetime.now(UTC))
-        self._rendered: set[tuple[str | None, str]] = set()
+        self._rendered: dict[tuple[str | None, str], ScheduledActions] = {}
         self._index_listeners: list[Callable[[str], None]] = []
         self._elsewhere = False  # a table imported by name: only its scalable targets here
         self.node.add_validation(ScheduleValidation(self))
@@ -546,11 +546,13 @@ class TableCapacity(TableDelegation, Construct):
         key = (index_name, dimension)
         if key in self._rendered:
             return
-        self._rendered.add(key)
         cfn = self._cfn_target(self._scalable[key])
-        cfn.add_property_override(
-            "ScheduledActions", Lazy.any(ScheduledActions(self._schedule, key, cfn))
-        )
+        self._rendered[key] = ScheduledActions(self._schedule, key, cfn)
+        cfn.add_property_override("ScheduledActions", Lazy.any(self._rendered[key]))
+
+    def _own_actions(self) -> dict[tuple[str | None, str], int]:
+        """The actions each scheduled target has of its own (``scale_on_schedule``'s)."""
+        return {key: len(actions.own()) for key, actions in self._rendered.items()}
 
     # ------------------------------------------------------------------ internals
 

@@ -270,7 +270,7 @@ class ScheduleValidation:
         self._warned: set[str] = set()
 
     def validate(self) -> list[str]:
-        errors, warnings = self._table._schedule.check()
+        errors, warnings = self._table._schedule.check(own=self._table._own_actions())
         errors += self._table._unmanaged_indexes()
         for warning in warnings:
             if warning not in self._warned:
@@ -292,9 +292,14 @@ class ScheduledActions:
     ) -> None:
         self._schedule, self._key, self._cfn = schedule, key, cfn
 
-    def produce(self) -> Any:
+    def own(self) -> list[Any]:
+        """The target's own actions (its ``scale_on_schedule`` calls'), as CloudFormation
+        takes them."""
         own = Stack.of(self._cfn).resolve(self._cfn.scheduled_actions) or []
-        return [cloudformation_of(a) for a in own] + self._schedule.actions().get(self._key, [])
+        return [cloudformation_of(a) for a in own]
+
+    def produce(self) -> Any:
+        return self.own() + self._schedule.actions().get(self._key, [])
 
 
 def cloudformation_of(value: Any) -> Any:

@@ -283,6 +283,11 @@ def test_a_new_evaluation_period_count_is_described_in_time(stack: cdk.Stack) ->
             "alarm_options['Errors'].actions: got 'arn:aws:sns:us-east-1:1:pager'; expected a "
             "list of CloudWatch alarm actions",
         ),
+        (
+            {"Errors": AlarmOptions(actions=[SimpleNamespace(bind=print)] * 5)},
+            "alarm_options['Errors'].actions: got 5; expected at most 4 (CloudWatch takes 5 "
+            "alarm actions, and the alarm topic is one)",
+        ),
     ],
 )
 def test_bad_alarm_options_are_refused_by_name(options: Any, expected: str) -> None:

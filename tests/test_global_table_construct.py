@@ -824,3 +824,24 @@ def test_global_tables_given_different_function_options_are_refused_naming_both(
         "Global/A/Capacity made the stack's one replica-schedule provider with 512 MB, a "
         "timeout of 2 minutes, logs kept ONE_YEAR, arm64: every GlobalTableCapacity"
     ) in str(refused.value)
+
+
+def test_more_scheduled_actions_than_a_target_takes_are_refused_at_synth() -> None:
+    # GIVEN 201 entries on the write targets (every replica's)
+    stack, capacity = make()
+    for n in range(201):
+        capacity.add_schedule(
+            ScheduleEntry(
+                name=f"e{n}", schedule=f"cron({n % 60} {n // 60} * * ? *)", min_capacity=20
+            ),
+            dimension="write",
+        )
+    # THEN synthesis fails naming the target and the limit in each Region
+    with pytest.raises(Exception) as caught:
+        cdk.App.of(stack).synth()  # type: ignore[union-attr]
+    for region in ("us-east-1", "eu-west-1"):
+        assert (
+            f"replica {region}: GlobalTableCapacity Global/Capacity replica {region} table "
+            "write: 201 scheduled actions (a window counts 2: its raise and its restore); "
+            "Application Auto Scaling keeps at most 200 a scalable target"
+        ) in str(caught.value)

@@ -964,3 +964,62 @@ def test_capacity_and_schedule_entries_take_keywords_only() -> None:
         ScheduleEntry("peak", "cron(0 18 ? * * *)")  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         Capacity(5, 10)  # type: ignore[call-arg]
+
+
+def _daily(table: ProvisionedTable, count: int) -> None:
+    """``count`` daily entries on the table's read target, a minute apart."""
+    for n in range(count):
+        table.add_schedule(
+            ScheduleEntry(
+                name=f"e{n}", schedule=f"cron({n % 60} {n // 60} ? * * *)", min_capacity=10
+            ),
+            dimension="read",
+        )
+
+
+def _too_many(table: ProvisionedTable) -> list[str]:
+    return [m for m in table.node.validate() if "scheduled actions" in m]
+
+
+def test_a_target_takes_two_hundred_scheduled_actions_and_no_more(stack: cdk.Stack) -> None:
+    # GIVEN 200 entries on one target THEN nothing is said
+    table = make(stack)
+    _daily(table, 200)
+    assert _too_many(table) == []
+    # GIVEN 201 THEN synth fails naming the target and AAS's limit
+    other = make(cdk.Stack(cdk.App(), "More"))
+    _daily(other, 201)
+    assert _too_many(other) == [
+        "ProvisionedTable More/Orders table read: 201 scheduled actions (a window counts 2: "
+        "its raise and its restore); Application Auto Scaling keeps at most 200 a scalable target"
+    ]
+
+
+def test_the_users_own_scheduled_actions_count_toward_the_two_hundred(stack: cdk.Stack) -> None:
+    # GIVEN 200 entries of the library's and one of the user's own on the same target
+    table = make(stack)
+    _daily(table, 200)
+    table.scalable_attribute("read").scale_on_schedule(
+        "mine", schedule=appscaling.Schedule.cron(hour="6", minute="30"), min_capacity=50
+    )
+    # THEN synth fails, counting both
+    assert _too_many(table) == [
+        "ProvisionedTable Test/Orders table read: 200 scheduled actions (a window counts 2: "
+        "its raise and its restore) and 1 of scale_on_schedule; Application Auto Scaling keeps "
+        "at most 200 a scalable target"
+    ]
+
+
+def test_a_schedule_longer_than_application_auto_scaling_takes_is_refused(stack: cdk.Stack) -> None:
+    minutes = ",".join(str(n % 60) for n in range(600))
+    schedule = f"cron({minutes} 6 ? * * *)"
+    message = error_of(
+        lambda: make(stack).add_schedule(
+            ScheduleEntry(name="long", schedule=schedule, min_capacity=10),
+            dimension="read",
+        )
+    )
+    assert message == (
+        f"ProvisionedTable Test/Orders table read schedule 'long': schedule is "
+        f"{len(schedule):,} characters; Application Auto Scaling takes at most 1,600"
+    )

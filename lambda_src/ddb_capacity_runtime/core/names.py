@@ -9,6 +9,10 @@ from __future__ import annotations
 from .validators import is_whole, whole_text
 
 DIMENSIONS = ("read", "write")
+MAX_SCHEDULED_ACTIONS = 200
+"""Scheduled actions Application Auto Scaling keeps on one scalable target (not adjustable)."""
+MAX_SCHEDULE_TEXT = 1_600
+"""The longest schedule expression or time zone Application Auto Scaling takes."""
 UNITS = {"read": "ReadCapacityUnits", "write": "WriteCapacityUnits"}
 DEFAULT_TABLE_QUOTA = 40_000
 """DynamoDB's default quota of read (and of write) capacity units per table: the largest

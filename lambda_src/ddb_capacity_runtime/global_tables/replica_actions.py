@@ -1,5 +1,4 @@
-"""Runs in: global-table schedule Lambda, CDK app (synth time: `ACTION_PREFIX`,
-`MAX_ACTIONS`).
+"""Runs in: global-table schedule Lambda, CDK app (synth time: `ACTION_PREFIX`).
 
 What one replica's custom resource carries, read as untrusted input: the table, the Region,
 its GSIs, the scheduled actions of its targets and the role the function acts as there.
@@ -12,20 +11,23 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ReplicaScheduleError
-from ..core.names import DIMENSIONS, is_table_name
+from ..core.names import DIMENSIONS, MAX_SCHEDULE_TEXT, MAX_SCHEDULED_ACTIONS, is_table_name
 from ..core.validators import is_region, is_whole, whole_text
 
 ACTION_PREFIX = "ddb-capacity-"
 """The first characters of the name of every scheduled action the library puts on a replica's
 targets: what it may delete."""
-MAX_ACTIONS = 200
-"""The most actions one replica's resource carries (Application Auto Scaling allows 200 scheduled
-actions a target; more in one resource is a mistake)."""
+MAX_INDEXES = 20
+"""The most GSIs a replica's resource names (DynamoDB's default quota a table)."""
+MAX_ACTIONS = MAX_SCHEDULED_ACTIONS * len(DIMENSIONS) * (1 + MAX_INDEXES)
+"""The most actions one replica's resource carries: Application Auto Scaling's 200 on each of
+its scalable targets (`MAX_SCHEDULED_ACTIONS`, checked a target)."""
 MAX_UNITS = 1_000_000
 NAME = re.compile(r"[\w.#-]{1,255}")
 ROLE_ARN = re.compile(
@@ -104,9 +106,24 @@ def parse_schedule(properties: object) -> ReplicaSchedule:
     if not is_region(region):
         raise ReplicaScheduleError(f"Region: got {region!r:.80}; expected a Region name")
     indexes = properties.get("Indexes", [])
-    if not isinstance(indexes, list) or not all(is_table_name(i) for i in indexes):
-        raise ReplicaScheduleError(f"Indexes: got {indexes!r:.120}; expected index names")
-    raw = properties.get("Actions", [])
+    if (
+        not isinstance(indexes, list)
+        or len(indexes) > MAX_INDEXES
+        or not all(is_table_name(i) for i in indexes)
+    ):
+        raise ReplicaScheduleError(
+            f"Indexes: got {indexes!r:.120}; expected at most {MAX_INDEXES} index names"
+        )
+    actions = _actions(properties.get("Actions", []), indexes)
+    role = properties.get("RoleArn")
+    if role is not None and (not isinstance(role, str) or not ROLE_ARN.fullmatch(role)):
+        raise ReplicaScheduleError(f"RoleArn: got {role!r:.120}; expected an IAM role's ARN")
+    return ReplicaSchedule(table, region, tuple(indexes), actions, role)
+
+
+def _actions(raw: object, indexes: list[str]) -> tuple[ReplicaAction, ...]:
+    """A resource's ``Actions``: each read, no name twice on one target, at most
+    `MAX_SCHEDULED_ACTIONS` on one."""
     if not isinstance(raw, list) or len(raw) > MAX_ACTIONS:
         raise ReplicaScheduleError(
             f"Actions: got {str(raw)[:80]!r}; expected a list of at most {MAX_ACTIONS} actions"
@@ -115,10 +132,14 @@ def parse_schedule(properties: object) -> ReplicaSchedule:
     keys = [a.key for a in actions]
     if len(set(keys)) != len(keys):
         raise ReplicaScheduleError("Actions: a name is used twice on one scalable target")
-    role = properties.get("RoleArn")
-    if role is not None and (not isinstance(role, str) or not ROLE_ARN.fullmatch(role)):
-        raise ReplicaScheduleError(f"RoleArn: got {role!r:.120}; expected an IAM role's ARN")
-    return ReplicaSchedule(table, region, tuple(indexes), actions, role)
+    for (index, dimension), count in Counter((a.index, a.dimension) for a in actions).items():
+        if count > MAX_SCHEDULED_ACTIONS:
+            target = "the table" if index is None else f"index {index!r}"
+            raise ReplicaScheduleError(
+                f"Actions: {count} on {target} {dimension}; Application Auto Scaling keeps at "
+                f"most {MAX_SCHEDULED_ACTIONS} a scalable target"
+            )
+    return actions
 
 
 def _action(raw: object, indexes: set[str], n: int) -> ReplicaAction:
@@ -142,7 +163,7 @@ def _action(raw: object, indexes: set[str], n: int) -> ReplicaAction:
     texts = {k: raw.get(k) for k in ("Schedule", "Timezone", "StartTime", "EndTime")}
     for key, value in texts.items():
         if not (value is None and key != "Schedule") and not (
-            isinstance(value, str) and 0 < len(value) <= 256
+            isinstance(value, str) and 0 < len(value) <= MAX_SCHEDULE_TEXT
         ):
             raise ReplicaScheduleError(f"{where}.{key}: got {value!r:.80}; expected a string")
     target = raw.get("ScalableTargetAction")

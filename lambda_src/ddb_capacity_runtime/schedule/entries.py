@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 from ..core.decreases import DecreaseLedger
 from ..core.errors import ScheduleError as ScheduleError
+from ..core.names import MAX_SCHEDULED_ACTIONS
 from ..core.validators import is_whole
 from .expressions import YEARS, Expression, parse, zone, zone_name
 
@@ -572,14 +573,17 @@ class TableSchedule:
     def timeline(self, start: datetime, end: datetime) -> Timeline:
         return replay(self.placed(start), self._ranges, start, end)
 
-    def check(self, start: datetime | None = None) -> tuple[list[str], list[str]]:
-        """(errors, warnings) of the whole schedule over the horizon."""
+    def check(
+        self, start: datetime | None = None, own: dict[tuple[str | None, str], int] | None = None
+    ) -> tuple[list[str], list[str]]:
+        """(errors, warnings) of the whole schedule over the horizon; ``own``: the actions
+        each scalable target has of its own besides (`too_many_actions`)."""
         start = start or _horizon_start()
         end = start + HORIZON
         intervals, values, errors = self._analyse(start, end)
         placed = self._placed_with(values)
         timeline = replay(placed, self._ranges, start, end)
-        errors = errors + timeline.errors
+        errors = errors + timeline.errors + self.too_many_actions(own)
         warnings = [*self._stale.values(), *decrease_warnings(timeline, self._ranges)]
         warnings += self._never_restored(placed)
         for w in self._windows:
@@ -624,6 +628,24 @@ class TableSchedule:
                     f"min_capacity={base}, or use add_capacity_window, which makes both)"
                 )
         return out
+
+    def too_many_actions(self, own: dict[tuple[str | None, str], int] | None = None) -> list[str]:
+        """An error for each scalable target whose actions, with ``own`` more of its own
+        (``scale_on_schedule``'s), pass Application Auto Scaling's 200."""
+        errors = []
+        for (index, dimension), actions in sorted(
+            self.actions().items(), key=lambda kv: (kv[0][0] or "", kv[0][1])
+        ):
+            theirs = (own or {}).get((index, dimension), 0)
+            if len(actions) + theirs > MAX_SCHEDULED_ACTIONS:
+                label = "table" if index is None else f"index {index!r}"
+                added = f" and {theirs} of scale_on_schedule" if theirs else ""
+                errors.append(
+                    f"{self._where} {label} {dimension}: {len(actions)} scheduled actions "
+                    f"(a window counts 2: its raise and its restore){added}; Application Auto "
+                    f"Scaling keeps at most {MAX_SCHEDULED_ACTIONS} a scalable target"
+                )
+        return errors
 
     def actions(self) -> dict[tuple[str | None, str], list[dict[str, object]]]:
         """The ScheduledActions of each scheduled scalable target, as CloudFormation takes

@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 from cronsim import CronSim, CronSimError
 
 from ..core.errors import ScheduleError as ScheduleError
+from ..core.names import MAX_SCHEDULE_TEXT
 
 CRON = re.compile(r"cron\((.*)\)")
 
@@ -276,6 +277,11 @@ def parse(text: str, where: str) -> Expression:
     if not isinstance(text, str):
         raise ScheduleError(f"{where}: schedule must be a string such as {EXPECTED}; got {text!r}")
     text = text.strip()
+    if len(text) > MAX_SCHEDULE_TEXT:
+        raise ScheduleError(
+            f"{where}: schedule is {len(text):,} characters; Application Auto Scaling takes at "
+            f"most {MAX_SCHEDULE_TEXT:,}"
+        )
     if m := AT.fullmatch(text):
         return _parse_at(text, m.group(1), where)
     if m := RATE.fullmatch(text):
