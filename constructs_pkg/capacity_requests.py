@@ -51,6 +51,7 @@ from .alarm_sink import chosen_alarm_topic
 from .alarms import AlarmOptions, AlarmSet, AlarmSpec, checked_alarm_options, emf_metric, says
 from .capacity import DEFAULT_TABLE_QUOTA, check_table_quota
 from .compliance import acknowledge, acknowledge_function, skip_checkov
+from .deploy_limits import check_function
 from .fast_path import (
     SIGNALS_MAX_EVENT_AGE,
     SIGNALS_MEMORY_MB,
@@ -593,6 +594,7 @@ class CapacityRequests(Construct):
             raise refused
         if isinstance(grantee, lambda_.Function):
             grantee.add_environment(env, function.function_name)
+            check_function(grantee)
         return grant
 
     def _statements(self) -> list[iam.PolicyStatement]:

@@ -9,16 +9,20 @@ known at deploy time only: a table's generated name, the Region, the account.
 
 Each such value is counted at its shortest and at its longest: a table name CloudFormation
 generates is its stack's name, its logical id and 12 or 13 random characters, joined by
-hyphens; a Region has 9 to 14 characters, a partition 3 to 10, an account 12; a table's ARN is
-made of them. Another resource's name, URL or ARN (a queue's, a function's) counts as
-empty at its shortest and `UNSEEN` characters at its longest; a value the check cannot see
-through (another stack's export, a table named by a parameter) as empty, with no longest.
-Past a limit at the shortest, synthesis fails (the deploy would); past it at the longest
-only, synthesis warns (`WARNING_ID`).
+hyphens (in a stack named at deploy time only, as a nested stack, at least one character
+more than the rest, at most DynamoDB's 255); a Region has 9 to 14 characters, a partition 3
+to 10, an account 12; a table's ARN is made of them, its stream's ARN 31 characters more. A
+value another stack of the app exports is measured there. Another resource's name, URL or
+ARN (a queue's, a function's, a log group's) and a parameter's value count as empty at
+their shortest and `UNSEEN` characters at their longest: the check may warn early and fail
+late there. A value it cannot see through (an export from outside the app)
+counts as empty, with no longest. A character past ASCII counts as itself at the shortest
+and as its JSON escape at the longest. Past a limit at the shortest, synthesis fails (the
+deploy would); past it at the longest only, synthesis warns (`WARNING_ID`).
 
 The check is one per stack (`DeployLimits.of`): each function and policy the library makes
-is added to it (`check_function`, `check_policy`), and a function the library instruments
-(its environment grows too).
+is added to it (`check_function`, `check_policy`), and a function of the app's own whose
+environment the library adds to (instrumented, or granted requests or signals).
 """
 
 from __future__ import annotations
@@ -29,11 +33,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import jsii
-from aws_cdk import Annotations, Stack
+from aws_cdk import Annotations, CfnOutput, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from constructs import Construct, IValidation
+from constructs import Construct, IConstruct, IValidation
 
 from .props import is_token
 
@@ -78,7 +82,7 @@ PSEUDO = {
     "AWS::Partition": Span(3, 10),  # aws ... aws-us-gov
     "AWS::Region": Span(9, 14),  # us-east-1 ... ap-southeast-5
     "AWS::AccountId": exact(12),
-    "AWS::URLSuffix": Span(13, 16),  # amazonaws.com, amazonaws.com.cn
+    "AWS::URLSuffix": Span(10, 16),  # c2s.ic.gov ... amazonaws.com.cn
 }
 """CloudFormation's pseudo parameters, by the lengths of their values."""
 
@@ -91,19 +95,58 @@ def total(spans: Iterable[Span]) -> Span:
     return out
 
 
-def escaped(text: str) -> int:
-    """Characters of ``text`` inside a JSON string (quotes and backslashes escaped)."""
-    return len(json.dumps(text)) - 2
+def escaped(text: str) -> Span:
+    """Characters of ``text`` inside a JSON string: quotes, backslashes and control
+    characters escaped; a character past ASCII as itself at the shortest, as its ``\\u``
+    escape at the longest."""
+    return Span(len(json.dumps(text, ensure_ascii=False)) - 2, len(json.dumps(text)) - 2)
+
+
+STREAM_SUFFIX = len("/stream/2026-01-01T00:00:00.000")
+"""What a table's stream ARN adds to the table's ARN."""
+
+
+class Exports:
+    """The app's exported values by name (what a cross-stack reference's ``Fn::ImportValue``
+    names), each with its stack's `Deployed`: found once, when first asked for."""
+
+    def __init__(self, root: IConstruct) -> None:
+        self._root = root
+        self._found: dict[str, tuple[Deployed, Any]] | None = None
+        self._stacks: dict[str, Deployed] = {}
+
+    def deployed(self, stack: Stack) -> Deployed:
+        """``stack``'s `Deployed`, one for each stack."""
+        path = stack.node.path
+        if path not in self._stacks:
+            self._stacks[path] = Deployed(stack, exports=self)
+        return self._stacks[path]
+
+    def value(self, name: str) -> tuple[Deployed, Any] | None:
+        """The value exported as ``name`` in this app, and its stack's `Deployed`."""
+        if self._found is None:
+            self._found = {}
+            for node in self._root.node.find_all():
+                if isinstance(node, CfnOutput) and node.export_name is not None:
+                    stack = Stack.of(node)
+                    export = stack.resolve(node.export_name)
+                    if isinstance(export, str):
+                        self._found[export] = (self.deployed(stack), stack.resolve(node.value))
+        return self._found.get(name)
 
 
 class Deployed:
-    """What a stack's values come to when it deploys: its pseudo parameters and the names
-    and ARNs of its DynamoDB tables (looked up once, when first asked for; ``blind``: never,
-    each at most `UNSEEN` characters)."""
+    """What a stack's values come to when it deploys: its pseudo parameters, the names and
+    ARNs of its DynamoDB tables, and the values it imports from the app's other stacks
+    (looked up once, when first asked for; ``blind``: never, each at most `UNSEEN`
+    characters)."""
 
-    def __init__(self, stack: Stack, *, blind: bool = False) -> None:
+    def __init__(
+        self, stack: Stack, *, blind: bool = False, exports: Exports | None = None
+    ) -> None:
         self._stack = stack
         self._blind = blind
+        self._exports = exports
         self._tables: dict[str, Span] | None = None
         self._own = {
             "AWS::Region": stack.region,
@@ -120,23 +163,38 @@ class Deployed:
 
     def name(self, logical_id: str) -> Span:
         """What a ``Ref`` to the resource ``logical_id`` comes to: a DynamoDB table's name;
-        another resource's name or URL, at most `UNSEEN` characters."""
+        another resource's name or URL, or a parameter's value, at most `UNSEEN`
+        characters."""
         return self._tables_known().get(logical_id, Span(0, UNSEEN))
 
-    def arn(self, logical_id: str) -> Span:
-        """The ARN of the resource ``logical_id``: a DynamoDB table's, from its name;
-        another resource's, at most `UNSEEN` characters."""
+    def arn(self, logical_id: str, attribute: str) -> Span:
+        """The ``attribute`` (``Arn``, ``StreamArn``) of the resource ``logical_id``: a
+        DynamoDB table's, from its name; another's, at most `UNSEEN` characters."""
         name = self._tables_known().get(logical_id)
-        if name is None:
+        if name is None or attribute not in ("Arn", "StreamArn"):
             return Span(0, UNSEEN)
         parts = ("AWS::Partition", "AWS::Region", "AWS::AccountId")
-        fixed = exact(len("arn::dynamodb:::table/"))
-        return total([fixed, *(self.pseudo(p) for p in parts), name])
+        fixed = len("arn::dynamodb:::table/") + (STREAM_SUFFIX if attribute == "StreamArn" else 0)
+        return total([exact(fixed), *(self.pseudo(p) for p in parts), name])
+
+    def imported(self, name: Any) -> Span:
+        """What ``Fn::ImportValue`` of ``name`` comes to: the value exported under that
+        name by a stack of the app, measured there; at most `UNSEEN` characters when
+        ``blind``, and with no longest when no stack of the app exports it."""
+        if self._blind:
+            return Span(0, UNSEEN)
+        found = self._exports.value(name) if self._exports and isinstance(name, str) else None
+        if found is None:
+            return UNKNOWN
+        there, value = found
+        return string_length(value, there)
 
     def _tables_known(self) -> dict[str, Span]:
         """The names of the stack's tables by logical id (none when ``blind``)."""
         if self._tables is None:
-            self._tables = {} if self._blind else self._table_names()
+            self._tables = {}  # a name given by a Ref meanwhile is another resource's
+            if not self._blind:
+                self._tables = self._table_names()
         return self._tables
 
     def _table_names(self) -> dict[str, Span]:
@@ -150,13 +208,15 @@ class Deployed:
         return found
 
     def _name(self, given: Any, logical_id: str) -> Span:
-        """A table's name: ``given`` (resolved), else the one CloudFormation generates."""
+        """A table's name: ``given`` (resolved), else the one CloudFormation generates (in a
+        stack whose name is known at deploy time only, as a nested stack's, of at least one
+        character and at most DynamoDB's longest name)."""
         if given is not None:
-            return exact(len(given)) if isinstance(given, str) else string_length(given, self)
+            return string_length(given, self)
         stack_name = self.pseudo("AWS::StackName")
-        if stack_name.high is None:
-            return UNKNOWN
         fixed = stack_name.low + len(logical_id) + 2
+        if stack_name.high is None:
+            return Span(min(fixed + 1 + SUFFIX[0], TABLE_NAME_MAX), TABLE_NAME_MAX)
         low, high = (min(fixed + n, TABLE_NAME_MAX) for n in SUFFIX)
         return Span(low, high)
 
@@ -165,7 +225,7 @@ def string_length(value: Any, at: Deployed) -> Span:
     """Characters of the string a resolved CloudFormation ``value`` becomes, inside a JSON
     string: its literal parts escaped, the names and ARNs it refers to as deployed."""
     if isinstance(value, str):
-        return exact(escaped(value))
+        return escaped(value)
     if isinstance(value, bool | int | float):
         return exact(len(json.dumps(value)))
     if not (isinstance(value, dict) and len(value) == 1):
@@ -173,13 +233,13 @@ def string_length(value: Any, at: Deployed) -> Span:
     [(function, argument)] = value.items()
     if function == "Ref" and isinstance(argument, str):
         return at.pseudo(argument) if argument.startswith("AWS::") else at.name(argument)
-    if function == "Fn::GetAtt" and isinstance(argument, list) and argument[1:] == ["Arn"]:
-        return at.arn(str(argument[0]))
-    if function == "Fn::GetAtt":
-        return Span(0, UNSEEN)
+    if function == "Fn::GetAtt" and isinstance(argument, list) and len(argument) == 2:
+        return at.arn(str(argument[0]), str(argument[1]))
+    if function == "Fn::ImportValue":
+        return at.imported(argument)
     if function == "Fn::Join" and _join_shape(argument):
         separator, parts = argument
-        joints = exact(escaped(separator) * max(len(parts) - 1, 0))
+        joints = escaped(separator * max(len(parts) - 1, 0))
         return total([joints, *(string_length(p, at) for p in parts)])
     return UNKNOWN
 
@@ -290,7 +350,7 @@ class DeployLimits(Construct):
     def results(self) -> list[tuple[Limit, tuple[bool, str]]]:
         """Each document past its limit (or that may be), and its verdict."""
         stack = Stack.of(self)
-        blind, seen = Deployed(stack, blind=True), Deployed(stack)
+        blind, seen = Deployed(stack, blind=True), Exports(self.node.root).deployed(stack)
         out = []
         for limit in self.limits:
             document = limit.document()

@@ -13,12 +13,14 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Annotations, Match
+from constructs import Construct
 
 from constructs_pkg import (
     Capacity,
     CapacityRequests,
     FastPath,
     ProvisionedTable,
+    StreamSignal,
     ThrottleAwareScaler,
 )
 from constructs_pkg.deploy_limits import (
@@ -28,7 +30,9 @@ from constructs_pkg.deploy_limits import (
     WARNING_ID,
     Deployed,
     DeployLimits,
+    Span,
     check_function,
+    escaped,
     json_length,
 )
 from tests.test_capacity_requests_construct import synth_errors, tables
@@ -43,23 +47,15 @@ PSEUDO = {  # each pseudo parameter's value at its shortest and at its longest
 }
 
 
-def _scaler_app(
-    count: int,
-    *,
-    indexes: int = 0,
-    named: int = 0,
-    env: cdk.Environment | None = None,
-    own_target: bool = True,
-) -> tuple[cdk.App, cdk.Stack, ThrottleAwareScaler]:
-    """A scaler (owning the target values) of ``count`` tables with ``indexes`` GSIs each,
-    the first ``named`` of them named (names of 10 to 60 characters), the rest generated."""
-    app = cdk.App()
-    stack = cdk.Stack(app, "Shop", env=env)
-    scaler = ThrottleAwareScaler(stack, "Scaler", own_target=own_target)
+def _orders(
+    scope: Construct, scaler: ThrottleAwareScaler, count: int, indexes: int = 0, named: int = 0
+) -> None:
+    """``count`` tables in ``scope`` with ``indexes`` GSIs each, managed by ``scaler``: the
+    first ``named`` of them named (names of 10 to 60 characters), the rest generated."""
     for n in range(count):
         name = f"t{n}-" + "n" * (10 + 7 * n) if n < named else None
         table = ProvisionedTable(
-            stack,
+            scope,
             f"Orders{n}",
             partition_key=KEY,
             read=Capacity(min_capacity=10, max_capacity=4_000),
@@ -74,6 +70,21 @@ def _scaler_app(
                 write=Capacity(min_capacity=5, max_capacity=2_000),
             )
         table.enable_throttle_aware_scaling(scaler)
+
+
+def _scaler_app(
+    count: int,
+    *,
+    indexes: int = 0,
+    named: int = 0,
+    env: cdk.Environment | None = None,
+    own_target: bool = True,
+) -> tuple[cdk.App, cdk.Stack, ThrottleAwareScaler]:
+    """A scaler (owning the target values unless not ``own_target``) of `_orders`."""
+    app = cdk.App()
+    stack = cdk.Stack(app, "Shop", env=env)
+    scaler = ThrottleAwareScaler(stack, "Scaler", own_target=own_target)
+    _orders(stack, scaler, count, indexes, named)
     return app, stack, scaler
 
 
@@ -112,6 +123,8 @@ def _deployed(
             return pseudo[ref][longest] if ref in pseudo else name(ref)
         if set(v) == {"Fn::GetAtt"}:
             logical_id, attribute = v["Fn::GetAtt"]
+            if attribute == "StreamArn":  # a stream's label is a time to the millisecond
+                return arn(logical_id) + "/stream/2027-03-01T12:00:00.000"
             assert attribute == "Arn", v
             return arn(logical_id)
         if set(v) == {"Fn::Join"}:
@@ -208,6 +221,21 @@ def test_a_policy_that_may_pass_its_limit_warns_and_synthesizes() -> None:
     assert synth_errors(stack) == []
 
 
+@pytest.mark.parametrize(("own_target", "warns", "fails"), [(True, 14, 15), (False, 17, 22)])
+def test_the_scaler_guides_thresholds(own_target: bool, warns: int, fails: int) -> None:
+    """The Scaler guide's Many tables: in a stack named Shop, a warning from ``warns``
+    tables and an error from ``fails``."""
+
+    def said(count: int) -> set[bool]:
+        stack = _scaler_app(count, own_target=own_target)[1]
+        return {certain for _, (certain, _) in DeployLimits.of(stack).results()}
+
+    assert said(warns - 1) == set()
+    assert said(warns) == {False}
+    assert True not in said(fails - 1)
+    assert True in said(fails)
+
+
 def test_a_scaler_of_a_few_tables_is_far_from_both() -> None:
     app, stack, _ = _scaler_app(3, indexes=1)
     assert _warnings(stack) == []
@@ -227,3 +255,80 @@ def test_an_instrumented_function_is_checked_too() -> None:
     # THEN synthesis fails for that function's environment, once
     [error] = [e for e in synth_errors(stack) if "Shop/App:" in e]
     assert "Shop/App: its environment comes to" in error and "SETTINGS 4,002" in error
+
+
+def test_a_stream_readers_policy_is_measured_with_its_stream_arns() -> None:
+    # GIVEN the fast path's stream reader over a few tables
+    app = cdk.App()
+    stack = cdk.Stack(app, "Shop")
+    served = [
+        ProvisionedTable(
+            stack,
+            f"Orders{n}",
+            partition_key=KEY,
+            read=Capacity(min_capacity=5, max_capacity=500),
+            write=Capacity(min_capacity=5, max_capacity=500),
+        )
+        for n in range(3)
+    ]
+    requests = CapacityRequests(
+        stack, "Requests", tables=served, fast_path=FastPath(stream=StreamSignal())
+    )
+    reader = requests.stream_reader
+    assert reader is not None
+    template = app.synth().get_stack_by_name("Shop").template
+    logical_id = stack.get_logical_id(reader.policy.node.default_child)  # type: ignore[arg-type]
+    document = template["Resources"][logical_id]["Properties"]["PolicyDocument"]
+    assert "StreamArn" in json.dumps(document)
+    # THEN its length is the template's with each stream ARN as deployed
+    shortest, longest = (_compact(_deployed(document, template, at)) for at in (False, True))
+    assert _measured(stack, reader.policy) == (shortest, longest)
+
+
+def test_a_table_named_by_a_parameter_counts_as_another_resource() -> None:
+    # GIVEN tables enough to look them up, one named by a CloudFormation parameter
+    app, stack, scaler = _scaler_app(5)
+    name = cdk.CfnParameter(stack, "OrdersName", type="String").value_as_string
+    named = ProvisionedTable(
+        stack,
+        "Named",
+        partition_key=KEY,
+        table_name=name,
+        read=Capacity(min_capacity=5, max_capacity=500),
+        write=Capacity(min_capacity=5, max_capacity=500),
+    )
+    named.enable_throttle_aware_scaling(scaler)
+    # THEN its name counts as at most `UNSEEN` characters, and the app synthesizes
+    cfn = named.table.node.default_child
+    assert isinstance(cfn, dynamodb.CfnTable)
+    assert Deployed(stack).name(stack.get_logical_id(cfn)) == Span(0, UNSEEN)
+    assert synth_errors(stack) == []
+
+
+def test_tables_of_another_stack_are_measured_where_they_are() -> None:
+    # GIVEN 30 tables in one stack and their scaler in another (cross-stack references)
+    app = cdk.App()
+    data, ops = cdk.Stack(app, "Data"), cdk.Stack(app, "Ops")
+    _orders(data, ThrottleAwareScaler(ops, "Scaler", own_target=True), 30)
+    # THEN synthesis fails for both, as it does with the tables beside the scaler
+    errors = synth_errors(ops)
+    assert any("Ops/Scaler/FunctionPolicy: its document comes to" in e for e in errors)
+    assert any("Ops/Scaler/Function: its environment comes to" in e for e in errors)
+
+
+def test_a_nested_stacks_tables_are_bounded_by_dynamodbs_longest_name() -> None:
+    # GIVEN a scaler and 24 tables in a nested stack (its name known at deploy time only)
+    app = cdk.App()
+    inner = cdk.NestedStack(cdk.Stack(app, "Shop"), "Inner")
+    scaler = ThrottleAwareScaler(inner, "Scaler", own_target=True)
+    _orders(inner, scaler, 24)
+    # THEN its policy's length has a longest, and synthesis fails for both
+    low, high = _measured(inner, scaler.policy)
+    assert high is not None and low < high
+    errors = " ".join(synth_errors(inner))
+    assert "Shop/Inner/Scaler/FunctionPolicy: its document comes to" in errors
+    assert "Shop/Inner/Scaler/Function: its environment comes to" in errors
+
+
+def test_a_character_past_ascii_is_itself_at_the_shortest_and_escaped_at_the_longest() -> None:
+    assert escaped('é"') == Span(3, 8)  # é or \u00e9, and \"
