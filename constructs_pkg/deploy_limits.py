@@ -46,6 +46,9 @@ ENVIRONMENT_LIMIT = 4_096
 POLICY_LIMIT = 6_144
 """IAM's limit on a customer-managed policy's document, in characters (white space not
 counted)."""
+INLINE_LIMIT = 10_240
+"""IAM's limit on the inline policies of one role together, in characters (white space not
+counted)."""
 WARNING_ID = "ddb-capacity:deploy-limit"
 """The warning's id when a limit may be passed (``cdk synth`` prints it; ``Annotations``
 can acknowledge it)."""
@@ -280,13 +283,18 @@ class Limit:
     """One document checked: whose it is, what it is, its limit and its unit, and how to
     read it and its parts."""
 
-    owner: Construct
+    owner: IConstruct
     what: str
     limit: int
     unit: str
     parts_name: str
     document: Callable[[], Any]
     parts: Callable[[Any], dict[str, Any]]
+    measure: Callable[[Any, Deployed], Span] = lambda document, at: json_length(document, at)
+    hint: str = (
+        "Each table a scaler manages explicitly adds to it: find more of them by tag instead "
+        "(tag_key), or share them among scalers (docs: Scaler, 'Many tables')"
+    )
 
 
 def verdict(limit: Limit, size: Span, parts: dict[str, Span]) -> tuple[bool, str] | None:
@@ -303,9 +311,7 @@ def verdict(limit: Limit, size: Span, parts: dict[str, Span]) -> tuple[bool, str
     return size.low > limit.limit, (
         f"{limit.owner.node.path}: its {limit.what} {amount} once deployed, past the "
         f"{limit.limit:,} {limit.unit} AWS takes (the largest {limit.parts_name}, at their "
-        f"shortest: {named}). Each table a scaler manages explicitly adds to it: find more "
-        "of them by tag instead (tag_key), or share them among scalers (docs: Scaler, "
-        "'Many tables')"
+        f"shortest: {named}). {limit.hint}"
     )
 
 
@@ -333,7 +339,7 @@ class DeployLimits(Construct):
         self.node.add_validation(_Validation(self))
 
     @classmethod
-    def of(cls, scope: Construct) -> DeployLimits:
+    def of(cls, scope: IConstruct) -> DeployLimits:
         """The check of ``scope``'s stack, made if it has none."""
         stack = Stack.of(scope)
         found = stack.node.try_find_child(cls.ID)
@@ -354,11 +360,11 @@ class DeployLimits(Construct):
         out = []
         for limit in self.limits:
             document = limit.document()
-            far = json_length(document, blind)
+            far = limit.measure(document, blind)
             if far.high is not None and far.high <= limit.limit:
                 continue  # far below, whatever its tables are called
             parts = {name: json_length(p, seen) for name, p in limit.parts(document).items()}
-            found = verdict(limit, json_length(document, seen), parts)
+            found = verdict(limit, limit.measure(document, seen), parts)
             if found is not None:
                 out.append((limit, found))
         return out
@@ -396,6 +402,31 @@ def check_policy(policy: iam.ManagedPolicy) -> None:
             "statements",
             lambda: stack.resolve(policy.document),
             _statements,
+        )
+    )
+
+
+SETTLE_HINT = (
+    "Each PROVISION_THEN_SETTLE table of the stack adds one: pre-warm some of them with "
+    "WARM_THROUGHPUT instead, or put them in another stack (docs: High-water marks)"
+)
+
+
+def check_inline_policies(role: iam.IRole, policies: Callable[[], list[iam.Policy]]) -> None:
+    """Check the inline ``policies()`` of ``role`` together against IAM's limit at synth
+    (those of a stack's settle step: one for each PROVISION_THEN_SETTLE table)."""
+    stack = Stack.of(role)
+    DeployLimits.of(role).add(
+        Limit(
+            role,
+            "inline policies' total",
+            INLINE_LIMIT,
+            "characters",
+            "policies",
+            lambda: {p.node.path: stack.resolve(p.document) for p in policies()},
+            dict,
+            lambda documents, at: total(json_length(d, at) for d in documents.values()),
+            SETTLE_HINT,
         )
     )
 

@@ -22,6 +22,7 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.settle.settle_plan import SETTLE_WAIT_S
 
 from .compliance import acknowledge, acknowledge_all, skip_checkov
+from .deploy_limits import check_inline_policies
 from .function_options import FunctionConfig
 from .runtime import LOG_KEY_REASON, own_policy, runtime_function
 
@@ -83,6 +84,9 @@ class _SettleProvider(Construct):
         self.role = is_complete.role
         """The role of `is_complete`, the one function that calls DynamoDB: each step's grant
         on its table is a policy of its own on it (`SettleStep`)."""
+        self.grants: list[iam.Policy] = []
+        """Those inline policies, one a table: IAM takes 10,240 characters of them a role."""
+        check_inline_policies(self.role, lambda: self.grants)
         # its own policy names no table: created before it, deleted after it
         is_complete.node.add_dependency(self.policy)
         log_group = logs.LogGroup(
@@ -320,6 +324,7 @@ def _grant(scope: Construct, provider: _SettleProvider, table: dynamodb.Table) -
         ],
     )
     acknowledge_all(grant, {f"{pack}-IAMNoInlinePolicy": INLINE_REASON for pack in PACKS})
+    provider.grants.append(grant)
     return grant
 
 

@@ -28,6 +28,7 @@ from constructs import Construct
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.names import TARGET_TAG
+from ddb_capacity_runtime.core.tags import PREWARM_TAG as PREWARM_TAG
 from ddb_capacity_runtime.schedule.entries import (
     HORIZON,
     WEEKDAYS,
@@ -69,8 +70,6 @@ DIMENSIONS = ("read", "write")
 INDEX_NAME = re.compile(r"[a-zA-Z0-9_.-]{3,255}")
 """DynamoDB's rule for index names."""
 
-PREWARM_TAG = "ddb-capacity:prewarm"
-"""Tag set on a table that has a high-water mark; its value is the PrewarmMethod's name."""
 SCALABLE_TARGET_TYPE = "AWS::ApplicationAutoScaling::ScalableTarget"
 """The one resource of a dimension's auto scaling the library's target tag goes on."""
 _SETTLE_DEFAULTS = {

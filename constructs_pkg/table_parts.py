@@ -27,6 +27,7 @@ from constructs import Construct, IValidation
 
 from ddb_capacity_runtime.core.errors import CapacityConfigError
 from ddb_capacity_runtime.core.names import resource_id
+from ddb_capacity_runtime.core.tags import PREWARM_TAG
 from ddb_capacity_runtime.schedule.entries import CapacityWindow, TableSchedule
 from ddb_capacity_runtime.schedule.expressions import zone_name
 
@@ -271,12 +272,33 @@ class ScheduleValidation:
 
     def validate(self) -> list[str]:
         errors, warnings = self._table._schedule.check(own=self._table._own_actions())
-        errors += self._table._unmanaged_indexes()
+        table = self._table
+        errors += table._unmanaged_indexes() + too_many_tags(table._where, table.table, table._tag)
         for warning in warnings:
             if warning not in self._warned:
                 self._warned.add(warning)
                 Annotations.of(self._table).add_warning_v2("ddb-capacity:schedule", warning)
         return errors
+
+
+MAX_TABLE_TAGS = 50
+"""DynamoDB's most tags a table (not adjustable)."""
+
+
+def too_many_tags(where: str, table: dynamodb.ITable, made: bool) -> list[str]:
+    """The table a capacity ``made``, past DynamoDB's 50 tags once every tag is applied (the
+    app's, the stack's, the library's `PREWARM_TAG`)."""
+    cfn = table.node.default_child if made else None
+    if not isinstance(cfn, dynamodb.CfnTable):
+        return []
+    tags = cfn.tags.tag_values()
+    if len(tags) <= MAX_TABLE_TAGS:
+        return []
+    ours = f", the library's {PREWARM_TAG!r} among them" if PREWARM_TAG in tags else ""
+    return [
+        f"{where}: the table has {len(tags)} tags{ours}; DynamoDB takes at most "
+        f"{MAX_TABLE_TAGS} a table"
+    ]
 
 
 @jsii.implements(IStableAnyProducer)

@@ -19,6 +19,7 @@ from constructs_pkg import (
     Capacity,
     CapacityRequests,
     FastPath,
+    PrewarmMethod,
     ProvisionedTable,
     StreamSignal,
     ThrottleAwareScaler,
@@ -332,3 +333,50 @@ def test_a_nested_stacks_tables_are_bounded_by_dynamodbs_longest_name() -> None:
 
 def test_a_character_past_ascii_is_itself_at_the_shortest_and_escaped_at_the_longest() -> None:
     assert escaped('é"') == Span(3, 8)  # é or \u00e9, and \"
+
+
+def _settled(stack: cdk.Stack, count: int) -> None:
+    """``count`` tables pre-warmed by the settle step (each with an inline policy of its own
+    on the step's role)."""
+    for n in range(count):
+        ProvisionedTable(
+            stack,
+            f"Launch{n}",
+            partition_key=KEY,
+            prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
+            read=Capacity(min_capacity=5, max_capacity=500, high_water_mark=400),
+            write=Capacity(min_capacity=5, max_capacity=500),
+        )
+
+
+def test_the_settle_roles_inline_policies_are_measured_together() -> None:
+    # GIVEN three tables settled by the stack's one settle step
+    app = cdk.App()
+    stack = cdk.Stack(app, "Shop")
+    _settled(stack, 3)
+    [limit] = [x for x in DeployLimits.of(stack).limits if x.what == "inline policies' total"]
+    template = app.synth().get_stack_by_name("Shop").template
+    role = stack.get_logical_id(limit.owner.node.default_child)  # type: ignore[arg-type]
+    documents = [
+        r["Properties"]["PolicyDocument"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy" and {"Ref": role} in r["Properties"]["Roles"]
+    ]
+    assert len(documents) == 3
+    # THEN their length together is the template's, at the shortest and at the longest
+    shortest, longest = (
+        sum(_compact(_deployed(d, template, at)) for d in documents) for at in (False, True)
+    )
+    span = limit.measure(limit.document(), Deployed(stack))
+    assert (span.low, span.high) == (shortest, longest)
+
+
+def test_too_many_settled_tables_for_one_role_fail_synth_saying_what_to_do() -> None:
+    stack = cdk.Stack(cdk.App(), "Shop")
+    _settled(stack, 44)  # 10,584 characters at the shortest
+    [(limit, (certain, message))] = DeployLimits.of(stack).results()
+    assert certain and limit.what == "inline policies' total"
+    assert message.startswith(
+        "Shop/CapacitySettleProvider/IsCompleteRole: its inline policies' total comes to"
+    )
+    assert "past the 10,240 characters AWS takes" in message and "WARM_THROUGHPUT" in message

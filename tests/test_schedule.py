@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from constructs_pkg import EVERY_DAY, Capacity, ProvisionedTable
 from ddb_capacity_runtime.schedule.entries import ScheduleEntry, ScheduleError
 from ddb_capacity_runtime.schedule.expressions import parse
+from tests.test_capacity_requests_construct import synth_errors
 
 PK = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
 GK = dynamodb.Attribute(name="gk", type=dynamodb.AttributeType.STRING)
@@ -1023,3 +1024,28 @@ def test_a_schedule_longer_than_application_auto_scaling_takes_is_refused(stack:
         f"ProvisionedTable Test/Orders table read schedule 'long': schedule is "
         f"{len(schedule):,} characters; Application Auto Scaling takes at most 1,600"
     )
+
+
+def _tagged(name: str, tags: int) -> cdk.Stack:
+    """A stack of ``tags`` tags and a table with a high-water mark (the library's tag)."""
+    stack = cdk.Stack(cdk.App(), name)
+    for n in range(tags):
+        cdk.Tags.of(stack).add(f"team-{n}", "x")
+    ProvisionedTable(
+        stack,
+        "Orders",
+        partition_key=PK,
+        read=Capacity(min_capacity=5, max_capacity=1000, high_water_mark=800),
+        write=Capacity(min_capacity=5, max_capacity=500),
+    )
+    return stack
+
+
+def test_a_table_past_dynamodbs_fifty_tags_fails_synth_naming_the_librarys() -> None:
+    # GIVEN 49 tags of the stack's and the library's THEN 50 pass
+    assert [e for e in synth_errors(_tagged("Tagged", 49)) if "tags" in e] == []
+    # GIVEN one more THEN synthesis fails naming the count and the library's tag
+    assert [e for e in synth_errors(_tagged("More", 50)) if "tags" in e] == [
+        "[More/Orders] ProvisionedTable More/Orders: the table has 51 tags, the library's "
+        "'ddb-capacity:prewarm' among them; DynamoDB takes at most 50 a table"
+    ]
