@@ -49,6 +49,10 @@ counted)."""
 INLINE_LIMIT = 10_240
 """IAM's limit on the inline policies of one role together, in characters (white space not
 counted)."""
+UNRESERVED = (1_000, 100)
+"""Lambda's default concurrency an account and Region, and the part it keeps unreserved."""
+RESERVED_WARNING_ID = "ddb-capacity:reserved-concurrency"
+"""The warning's id when a stack's functions reserve more than a default account allows."""
 WARNING_ID = "ddb-capacity:deploy-limit"
 """The warning's id when a limit may be passed (``cdk synth`` prints it; ``Annotations``
 can acknowledge it)."""
@@ -353,6 +357,30 @@ class DeployLimits(Construct):
         if not any(known.owner is limit.owner for known in self.limits):
             self.limits.append(limit)
 
+    def reserved(self) -> str | None:
+        """A warning when the functions checked here reserve more concurrency together than
+        an account at Lambda's default leaves reservable, else None."""
+        quota, kept = UNRESERVED
+        found = {}
+        for limit in self.limits:
+            cfn = limit.owner.node.default_child
+            if isinstance(cfn, lambda_.CfnFunction):
+                units = cfn.reserved_concurrent_executions
+                if isinstance(units, int) and not is_token(units):
+                    found[limit.owner.node.path] = units
+        if sum(found.values()) <= quota - kept:
+            return None
+        largest = sorted(found.items(), key=lambda item: -item[1])[:3]
+        named = ", ".join(f"{path} {units:,}" for path, units in largest)
+        return (
+            f"the library's functions of this stack reserve {sum(found.values()):,} concurrent "
+            f"executions ({named}): Lambda keeps {kept} of an account's concurrency "
+            f"unreserved, so at its default of {quota:,} a Region at most {quota - kept:,} "
+            "can be reserved, less what other functions reserve, and the deploy fails past "
+            "it. Ask for more concurrency (Service Quotas: Lambda, 'Concurrent executions') "
+            "or lower batch_concurrency, broker_concurrency or the fast path's concurrency"
+        )
+
     def results(self) -> list[tuple[Limit, tuple[bool, str]]]:
         """Each document past its limit (or that may be), and its verdict."""
         stack = Stack.of(self)
@@ -446,4 +474,7 @@ class _Validation:
                 errors.append(message)
             else:
                 Annotations.of(limit.owner).add_warning_v2(WARNING_ID, message)
+        reserved = self._check.reserved()
+        if reserved:
+            Annotations.of(Stack.of(self._check)).add_warning_v2(RESERVED_WARNING_ID, reserved)
         return errors

@@ -380,3 +380,25 @@ def test_too_many_settled_tables_for_one_role_fail_synth_saying_what_to_do() -> 
         "Shop/CapacitySettleProvider/IsCompleteRole: its inline policies' total comes to"
     )
     assert "past the 10,240 characters AWS takes" in message and "WARM_THROUGHPUT" in message
+
+
+def _reserved_warnings(stack: cdk.Stack) -> list[str]:
+    found = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(".*"))
+    return [str(w.entry.data) for w in found if "reserved-concurrency" in str(w.entry.data)]
+
+
+def test_functions_reserving_past_a_default_accounts_concurrency_warn() -> None:
+    # GIVEN a sharded scaler whose batches reserve 899 and its tick 1: 900 in all
+    stack = cdk.Stack(cdk.App(), "Shop")
+    ThrottleAwareScaler(stack, "Sharded", sharded=True, batch_concurrency=899, tag_key="scaled")
+    # THEN no warning: a default account can reserve 900
+    assert _reserved_warnings(stack) == []
+    # GIVEN 900 for the batches THEN a warning naming the total and the largest
+    other = cdk.Stack(cdk.App(), "Other")
+    ThrottleAwareScaler(other, "Sharded", sharded=True, batch_concurrency=900, tag_key="scaled")
+    [warning] = _reserved_warnings(other)
+    assert warning.startswith(
+        "the library's functions of this stack reserve 901 concurrent executions "
+        "(Other/Sharded/BatchFunction 900, Other/Sharded/Function 1): "
+    ), warning
+    assert "batch_concurrency" in warning
