@@ -594,7 +594,7 @@ class CapacityRequests(Construct):
             raise refused
         if isinstance(grantee, lambda_.Function):
             grantee.add_environment(env, function.function_name)
-            check_function(grantee)
+            check_function(grantee, library=False)
         return grant
 
     def _statements(self) -> list[iam.PolicyStatement]:

@@ -299,6 +299,8 @@ class Limit:
         "Each table a scaler manages explicitly adds to it: find more of them by tag instead "
         "(tag_key), or share them among scalers (docs: Scaler, 'Many tables')"
     )
+    library: bool = True
+    """Whether its owner is the library's (a function of the app's own is checked too)."""
 
 
 def verdict(limit: Limit, size: Span, parts: dict[str, Span]) -> tuple[bool, str] | None:
@@ -363,7 +365,7 @@ class DeployLimits(Construct):
         quota, kept = UNRESERVED
         found = {}
         for limit in self.limits:
-            cfn = limit.owner.node.default_child
+            cfn = limit.owner.node.default_child if limit.library else None
             if isinstance(cfn, lambda_.CfnFunction):
                 units = cfn.reserved_concurrent_executions
                 if isinstance(units, int) and not is_token(units):
@@ -398,8 +400,9 @@ class DeployLimits(Construct):
         return out
 
 
-def check_function(function: lambda_.Function) -> None:
-    """Check ``function``'s environment against Lambda's limit at synth."""
+def check_function(function: lambda_.Function, *, library: bool = True) -> None:
+    """Check ``function``'s environment against Lambda's limit at synth (``library``: one
+    the library made, whose reserved concurrency `DeployLimits.reserved` counts)."""
     stack = Stack.of(function)
     cfn = function.node.default_child
     assert isinstance(cfn, lambda_.CfnFunction)
@@ -414,6 +417,7 @@ def check_function(function: lambda_.Function) -> None:
             "variables",
             lambda: _variables(stack.resolve(environment)),
             dict,
+            library=library,
         )
     )
 

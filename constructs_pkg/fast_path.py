@@ -404,7 +404,7 @@ def instrument_function(
     function.add_environment(MODE_ENV, mode)
     if names:
         function.add_environment(TABLES_ENV, ",".join(names))
-    check_function(function)
+    check_function(function, library=False)
     return grant
 
 

@@ -29,7 +29,7 @@ from constructs import Construct, IValidation
 from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.names import DIMENSIONS
 from ddb_capacity_runtime.core.validators import is_whole
-from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX
+from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX, MAX_ACTIONS
 from ddb_capacity_runtime.schedule.entries import (
     HORIZON,
     WEEKDAYS,
@@ -535,6 +535,13 @@ class _Validation:
         warned: dict[str, list[str]] = {}
         for region, schedule in o._schedules.items():
             errors_of, warnings_of = schedule.check()
+            count = sum(len(actions) for actions in schedule.actions().values())
+            if count > MAX_ACTIONS:
+                errors_of.append(
+                    f"{o._where}: {count} scheduled actions in one Region, its table's and every "
+                    f"GSI's together; the replica-schedule function puts at most {MAX_ACTIONS} "
+                    "a Region (within its time, and deletes them again if it fails)"
+                )
             for error in errors_of:
                 regions.setdefault(error, []).append(_label(region))
             for warning in warnings_of:

@@ -286,18 +286,19 @@ MAX_TABLE_TAGS = 50
 
 
 def too_many_tags(where: str, table: dynamodb.ITable, made: bool) -> list[str]:
-    """The table a capacity ``made``, past DynamoDB's 50 tags once every tag is applied (the
-    app's, the stack's, the library's `PREWARM_TAG`)."""
+    """The table a capacity ``made``, past DynamoDB's 50 tags once deployed: its own once
+    every tag is applied (the app's, the library's `PREWARM_TAG`), and its stack's, which
+    CloudFormation gives it."""
     cfn = table.node.default_child if made else None
     if not isinstance(cfn, dynamodb.CfnTable):
         return []
-    tags = cfn.tags.tag_values()
+    tags = set(cfn.tags.tag_values()) | set(Stack.of(cfn).tags.tag_values())
     if len(tags) <= MAX_TABLE_TAGS:
         return []
     ours = f", the library's {PREWARM_TAG!r} among them" if PREWARM_TAG in tags else ""
     return [
-        f"{where}: the table has {len(tags)} tags{ours}; DynamoDB takes at most "
-        f"{MAX_TABLE_TAGS} a table"
+        f"{where}: the table has {len(tags)} tags once deployed (its stack's included){ours}; "
+        f"DynamoDB takes at most {MAX_TABLE_TAGS} a table"
     ]
 
 

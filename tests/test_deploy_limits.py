@@ -372,14 +372,21 @@ def test_the_settle_roles_inline_policies_are_measured_together() -> None:
 
 
 def test_too_many_settled_tables_for_one_role_fail_synth_saying_what_to_do() -> None:
-    stack = cdk.Stack(cdk.App(), "Shop")
-    _settled(stack, 44)  # 10,584 characters at the shortest
-    [(limit, (certain, message))] = DeployLimits.of(stack).results()
-    assert certain and limit.what == "inline policies' total"
+    def said(count: int) -> list[tuple[bool, str]]:
+        stack = cdk.Stack(cdk.App(), "Shop")
+        _settled(stack, count)
+        return [verdict for _, verdict in DeployLimits.of(stack).results()]
+
+    # GIVEN 42 settled tables THEN a warning (past the limit in a longer partition or Region)
+    assert [certain for certain, _ in said(42)] == [False]
+    # GIVEN 43 THEN an error, naming the role and what to do
+    [(certain, message)] = said(43)
+    assert certain
     assert message.startswith(
-        "Shop/CapacitySettleProvider/IsCompleteRole: its inline policies' total comes to"
+        "Shop/CapacitySettleProvider/IsCompleteRole: its inline policies' total comes to "
+        "10,343 characters or more once deployed, past the 10,240 characters AWS takes"
     )
-    assert "past the 10,240 characters AWS takes" in message and "WARM_THROUGHPUT" in message
+    assert "WARM_THROUGHPUT" in message
 
 
 def _reserved_warnings(stack: cdk.Stack) -> list[str]:
@@ -402,3 +409,16 @@ def test_functions_reserving_past_a_default_accounts_concurrency_warn() -> None:
         "(Other/Sharded/BatchFunction 900, Other/Sharded/Function 1): "
     ), warning
     assert "batch_concurrency" in warning
+
+
+def test_a_function_of_the_apps_own_is_not_counted_as_the_librarys_reservation() -> None:
+    # GIVEN a function of the app's own reserving 950, granted requests (its environment
+    # checked)
+    stack = cdk.Stack(cdk.App(), "Shop")
+    shipments, _ = tables(stack)
+    requests = CapacityRequests(stack, "Requests", tables=[shipments])
+    function = _app_function(stack)
+    (function.node.default_child).reserved_concurrent_executions = 950  # type: ignore[union-attr]
+    requests.grant_request(function)
+    # THEN the library's reservation warning does not blame the library for it
+    assert _reserved_warnings(stack) == []

@@ -845,3 +845,26 @@ def test_more_scheduled_actions_than_a_target_takes_are_refused_at_synth() -> No
             "write: 201 scheduled actions (a window counts 2: its raise and its restore); "
             "Application Auto Scaling keeps at most 200 a scalable target"
         ) in str(caught.value)
+
+
+def test_more_actions_in_a_region_than_the_function_puts_are_refused_at_synth() -> None:
+    # GIVEN 101 entries on the write targets and 100 on the read ones: 201 in each Region
+    stack, capacity = make()
+    for dimension, count in (("write", 101), ("read", 100)):
+        for n in range(count):
+            capacity.add_schedule(
+                ScheduleEntry(
+                    name=f"{dimension}{n}",
+                    schedule=f"cron({n % 60} {n // 60} * * ? *)",
+                    min_capacity=20,
+                ),
+                dimension=dimension,
+            )
+    # THEN synthesis fails in each Region, naming the function's limit
+    with pytest.raises(Exception) as caught:
+        cdk.App.of(stack).synth()  # type: ignore[union-attr]
+    assert (
+        "replica us-east-1, eu-west-1: GlobalTableCapacity Global/Capacity: 201 scheduled "
+        "actions in one Region, its table's and every GSI's together; the replica-schedule "
+        "function puts at most 200 a Region"
+    ) in str(caught.value)

@@ -1,4 +1,4 @@
-"""Runs in: global-table schedule Lambda, CDK app (synth time: `ACTION_PREFIX`).
+"""Runs in: global-table schedule Lambda, CDK app (synth time: `ACTION_PREFIX`, `MAX_ACTIONS`).
 
 What one replica's custom resource carries, read as untrusted input: the table, the Region,
 its GSIs, the scheduled actions of its targets and the role the function acts as there.
@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ReplicaScheduleError
-from ..core.names import DIMENSIONS, MAX_SCHEDULE_TEXT, MAX_SCHEDULED_ACTIONS, is_table_name
+from ..core.names import DIMENSIONS, MAX_SCHEDULE_TEXT, is_table_name
 from ..core.validators import is_region, is_whole, whole_text
 
 ACTION_PREFIX = "ddb-capacity-"
@@ -25,9 +24,10 @@ ACTION_PREFIX = "ddb-capacity-"
 targets: what it may delete."""
 MAX_INDEXES = 20
 """The most GSIs a replica's resource names (DynamoDB's default quota a table)."""
-MAX_ACTIONS = MAX_SCHEDULED_ACTIONS * len(DIMENSIONS) * (1 + MAX_INDEXES)
-"""The most actions one replica's resource carries: Application Auto Scaling's 200 on each of
-its scalable targets (`MAX_SCHEDULED_ACTIONS`, checked a target)."""
+MAX_ACTIONS = 200
+"""The most actions one replica's resource carries, its table's and every GSI's together: what
+the function puts, or deletes again after a failed Create, within its time (`CLEANUP_MS`);
+synthesis refuses more (the constructs' `GlobalTableCapacity`)."""
 MAX_UNITS = 1_000_000
 NAME = re.compile(r"[\w.#-]{1,255}")
 ROLE_ARN = re.compile(
@@ -122,23 +122,17 @@ def parse_schedule(properties: object) -> ReplicaSchedule:
 
 
 def _actions(raw: object, indexes: list[str]) -> tuple[ReplicaAction, ...]:
-    """A resource's ``Actions``: each read, no name twice on one target, at most
-    `MAX_SCHEDULED_ACTIONS` on one."""
+    """A resource's ``Actions``: each read, at most `MAX_ACTIONS`, no name twice on one
+    target."""
     if not isinstance(raw, list) or len(raw) > MAX_ACTIONS:
         raise ReplicaScheduleError(
-            f"Actions: got {str(raw)[:80]!r}; expected a list of at most {MAX_ACTIONS} actions"
+            f"Actions: got {str(raw)[:80]!r}; expected a list of at most {MAX_ACTIONS} actions "
+            "(a Region's, its table's and every GSI's together)"
         )
     actions = tuple(_action(a, set(indexes), n) for n, a in enumerate(raw))
     keys = [a.key for a in actions]
     if len(set(keys)) != len(keys):
         raise ReplicaScheduleError("Actions: a name is used twice on one scalable target")
-    for (index, dimension), count in Counter((a.index, a.dimension) for a in actions).items():
-        if count > MAX_SCHEDULED_ACTIONS:
-            target = "the table" if index is None else f"index {index!r}"
-            raise ReplicaScheduleError(
-                f"Actions: {count} on {target} {dimension}; Application Auto Scaling keeps at "
-                f"most {MAX_SCHEDULED_ACTIONS} a scalable target"
-            )
     return actions
 
 
