@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from ddb_capacity_runtime.aws.clients import Clients
+from ddb_capacity_runtime.aws.table_calls import account_table_quota
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler import handler
 from ddb_capacity_runtime.scaler import shard as shard_module
@@ -106,6 +107,11 @@ def emf_records(out: io.StringIO) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------ the message
 
 
+def test_a_batch_and_its_table_quota_read_back_as_sent() -> None:
+    batch = Batch(T0, T0 + timedelta(minutes=2), 2, 3, ("Orders", "Carts"), 60_000)
+    assert parse_batch(batch.to_message(), T0, 2) == batch
+
+
 def test_a_batch_reads_back_as_it_was_sent() -> None:
     batch = Batch(T0, T0 + timedelta(minutes=2), 2, 3, ("Orders", "Users"))
     assert parse_batch(batch.to_message(), T0, 2) == batch
@@ -148,6 +154,9 @@ GOOD = json.loads(Batch(T0, T0 + timedelta(minutes=2), 1, 1, ("Orders",)).to_mes
         ("tables", ["a b c"], "a table name must be 3 to 255 letters"),
         ("tables", ["Orders", "Orders"], "tables must not repeat a name"),
         ("tables", [f"t{i:04d}" for i in range(501)], "tables must be a list of 1 to 500"),
+        ("table_quota", 0, "table_quota must be a whole number from 1 to 1000000; got 0"),
+        ("table_quota", "40000", "table_quota must be a whole number"),
+        ("table_quota", None, "table_quota must be a whole number"),
     ],
 )
 def test_a_message_that_is_not_a_batch_is_refused_naming_the_field(
@@ -203,6 +212,66 @@ def test_above_the_threshold_the_tick_sends_its_tables_in_batches(
     (record,) = emf_records(out)
     assert (record["TablesFound"], record["BatchesSent"], record["SharedFailures"]) == (7, 3, 0)
     assert world.throughput(names[0]) == (10, 10)
+
+
+def _describe_limits_calls(clients: Clients) -> list[int]:
+    calls: list[int] = []
+    clients.dynamodb.meta.events.register(
+        "before-call.dynamodb.DescribeLimits", lambda seen=calls, **_: seen.append(1)
+    )
+    return calls
+
+
+def _seven_in_threes(world: World, aws_client: Any) -> tuple[ScalerConfig, Clients]:
+    """7 tables, to be sent in 3 batches, and the scheduled invocation's clients."""
+    for i in range(7):
+        world.table(f"t{i}", 10, 10)
+    cfg = config(world, SCALER_SHARD_ABOVE_TABLES="3", SCALER_TABLES_PER_BATCH="3")
+    return cfg, own_clients(aws_client)
+
+
+def test_the_tick_reads_the_table_quota_once_for_all_its_batches(
+    world: World, aws_client: Any, queue: str
+) -> None:
+    # GIVEN 7 tables sent in 3 batches
+    cfg, clients = _seven_in_threes(world, aws_client)
+    calls = _describe_limits_calls(clients)
+    coordinate(cfg, clients, world.now, store=world.store, queue_url=queue, out=io.StringIO())
+    # THEN the tick read DescribeLimits once (DynamoDB throttles it past one call a minute)
+    # and every batch carries what it read
+    assert len(calls) == 1
+    quota = account_table_quota(aws_client("dynamodb"), cfg.table_quota)
+    messages = [parse_batch(m["body"], world.now, 2) for m in received(aws_client, queue)]
+    assert len(messages) == 3 and {b.table_quota for b in messages} == {quota}
+    # WHEN a batch carrying it is ticked THEN it makes no DescribeLimits call of its own
+    batch_clients = own_clients(aws_client)
+    batch_calls = _describe_limits_calls(batch_clients)
+    assert ticked(world, batch_clients, messages[0]) is None
+    assert batch_calls == []
+    # a batch of an earlier version (no quota in it) reads it itself
+    earlier = Batch(world.now, messages[0].deadline, 1, 1, messages[0].tables)
+    assert ticked(world, batch_clients, earlier) is None
+    assert len(batch_calls) == 1
+
+
+def test_a_table_quota_the_tick_cannot_read_is_a_counted_shared_failure(
+    world: World, aws_client: Any, queue: str
+) -> None:
+    # GIVEN 7 tables to send in batches, and DescribeLimits denied
+    cfg, clients = _seven_in_threes(world, aws_client)
+    denied = client_error("AccessDeniedException", "DescribeLimits")
+    fail_before(clients.dynamodb, "DescribeLimits", lambda _: True, denied)
+    out = io.StringIO()
+    summary = coordinate(cfg, clients, world.now, store=world.store, queue_url=queue, out=out)
+    # THEN the batches are sent with the configured quota, and the failure is counted
+    assert summary.batches == 3
+    [failure] = summary.shared_failures
+    assert failure.startswith("dynamodb:DescribeLimits: AccessDeniedException")
+    assert "the configured table quota (40,000) bounds this tick" in failure
+    (record,) = emf_records(out)
+    assert record["SharedFailures"] == 1
+    messages = [parse_batch(m["body"], world.now, 2) for m in received(aws_client, queue)]
+    assert {b.table_quota for b in messages} == {cfg.table_quota}
 
 
 def test_at_the_threshold_or_without_a_queue_the_tick_runs_in_place(

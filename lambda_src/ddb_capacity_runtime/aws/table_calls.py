@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..core.names import MAX_TABLE_QUOTA
 from ..core.validators import is_whole
+from .error_codes import describe_error
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -31,6 +32,24 @@ def update(dynamodb: DynamoDBClient, request: Mapping[str, Any]) -> None:
 def untag(dynamodb: DynamoDBClient, arn: str, keys: Sequence[str]) -> None:
     """Remove the tags ``keys`` from the table ``arn`` (one UntagResource)."""
     dynamodb.untag_resource(ResourceArn=arn, TagKeys=list(keys))
+
+
+def tick_quota(
+    dynamodb: DynamoDBClient, configured: int, read: int | None = None
+) -> tuple[int, str | None]:
+    """The per-table quota a tick bounds levels and minimums by, and why it is the
+    ``configured`` one when the account's could not be read (else None): ``read``, the
+    quota a sharded tick read for its batches, where given (no call; it only raises
+    ``configured``), else `account_table_quota`."""
+    if read is not None:
+        return max(configured, read), None
+    try:
+        return account_table_quota(dynamodb, configured), None
+    except Exception as exc:
+        return configured, (
+            f"dynamodb:DescribeLimits: {describe_error(exc)}; the configured table quota "
+            f"({configured:,}) bounds this tick"
+        )
 
 
 def account_table_quota(dynamodb: DynamoDBClient, configured: int) -> int:

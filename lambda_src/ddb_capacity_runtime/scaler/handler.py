@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, TextIO
 
-from ..aws import discovery
+from ..aws import discovery, table_calls
 from ..aws.clients import Clients, make_clients
 from ..aws.retry import RetryWithin
 from ..aws.store import HoldStore, open_store
@@ -174,12 +174,13 @@ def coordinate(
         # entries discovery passed over are met again by the tick's own discovery, and counted
         return here() if unsound else here(found=found)
     batches_end = now + timedelta(minutes=config.tick_minutes) - MARGIN
-    batches = shard(found, config.tables_per_batch, now, batches_end)
+    quota, unread = _account_quota(config, clients, deadline)
+    batches = shard(found, config.tables_per_batch, now, batches_end, quota)
     with RetryWithin(Deadline(deadline), clients.sqs):
         failed = send(clients.sqs, queue_url, batches)
     sent = len(batches) - len(failed)
     log_event("tick-sharded", tables=len(found), batches=len(batches), sent=sent)
-    failed += [f"tag discovery: {entry}" for entry in unsound]
+    failed += [f"tag discovery: {entry}" for entry in unsound] + unread
     _count(
         config,
         {"TablesFound": len(found), "BatchesSent": sent, "SharedFailures": len(failed)},
@@ -187,6 +188,25 @@ def coordinate(
         out,
     )
     return TickSummary(len(found), 0, [], [], [], [], failed, config.dry_run, sent)
+
+
+def _account_quota(
+    config: ScalerConfig, clients: Clients, deadline: float | None
+) -> tuple[int, list[str]]:
+    """The per-table quota a sharded tick's batches bound levels by, read once for all of
+    them (DynamoDB throttles DescribeLimits past one call a minute), and the failure of that
+    read, if any (the configured quota then; logged, and counted by the caller)."""
+    with RetryWithin(Deadline(deadline), clients.dynamodb):
+        quota, failure = table_calls.tick_quota(clients.dynamodb, config.table_quota)
+    if failure is None:
+        return quota, []
+    log_event(
+        "shared-call-throttled",
+        level=logging.ERROR,
+        error=failure,
+        consequence="every batch of this tick keeps the configured table quota",
+    )
+    return quota, [failure]
 
 
 def _count(config: ScalerConfig, values: Mapping[str, float], at: datetime, out: Any) -> None:

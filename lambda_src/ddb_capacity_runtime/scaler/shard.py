@@ -32,7 +32,7 @@ from ..aws.error_codes import describe_error
 from ..aws.queue import why_unsent
 from ..core.errors import BatchError as BatchError
 from ..core.errors import shown
-from ..core.names import is_table_name
+from ..core.names import MAX_TABLE_QUOTA, is_table_name
 from ..core.settings import MAX_TABLES_PER_BATCH
 from ..core.untrusted import UntrustedJSONError, parse_json
 
@@ -62,6 +62,10 @@ class Batch:
     number: int
     of: int
     tables: tuple[str, ...]
+    table_quota: int | None = None
+    """The per-table quota the tick read once (DescribeLimits, which DynamoDB throttles past
+    one call a minute), for every batch; None: the batch reads it itself (a message of an
+    earlier version)."""
 
     @property
     def label(self) -> str:
@@ -76,17 +80,27 @@ class Batch:
                 "number": self.number,
                 "of": self.of,
                 "tables": list(self.tables),
+                **({} if self.table_quota is None else {"table_quota": self.table_quota}),
             },
             separators=(",", ":"),
         )
 
 
-def shard(names: Iterable[str], per_batch: int, tick: datetime, deadline: datetime) -> list[Batch]:
+def shard(
+    names: Iterable[str],
+    per_batch: int,
+    tick: datetime,
+    deadline: datetime,
+    table_quota: int | None = None,
+) -> list[Batch]:
     """The tables ``names`` in batches of ``per_batch``, in name order (a table keeps its
-    batch from tick to tick while the set of tables stays the same)."""
+    batch from tick to tick while the set of tables stays the same), each carrying
+    ``table_quota``."""
     ordered = sorted(names)
     chunks = [tuple(ordered[i : i + per_batch]) for i in range(0, len(ordered), per_batch)]
-    return [Batch(tick, deadline, n, len(chunks), c) for n, c in enumerate(chunks, start=1)]
+    return [
+        Batch(tick, deadline, n, len(chunks), c, table_quota) for n, c in enumerate(chunks, start=1)
+    ]
 
 
 def send(
@@ -160,7 +174,8 @@ def _parse(raw: object, received: datetime, span: timedelta) -> Batch:
         )
     of = _whole(raw, "of", 1, 1_000_000)
     number = _whole(raw, "number", 1, of)
-    return Batch(tick, deadline, number, of, _tables(raw.get("tables")))
+    quota = _whole(raw, "table_quota", 1, MAX_TABLE_QUOTA) if "table_quota" in raw else None
+    return Batch(tick, deadline, number, of, _tables(raw.get("tables")), quota)
 
 
 def _time(raw: Mapping[str, Any], key: str) -> datetime:

@@ -275,7 +275,7 @@ def tick(
     t = _Tick(config, clients, now.astimezone(UTC), out, store, stop)
     aws = _control_plane(clients)
     with ThrottleCounter(*aws) as throttles, RetryWithin(stop, *aws):
-        t.config = _with_account_quota(t)
+        t.config = _with_account_quota(t, batch.table_quota if batch else None)
         if batch is None:
             tables, held = _read_all(t, threads, found)
         else:
@@ -306,19 +306,14 @@ def tick(
     return _summary(t, tables, dimensions, outcomes)
 
 
-def _with_account_quota(t: _Tick) -> ScalerConfig:
+def _with_account_quota(t: _Tick, read: int | None = None) -> ScalerConfig:
     """The tick's settings with the account's table quota where it is above the configured
-    one (`account_table_quota`). A failed read keeps the configured quota: counted with the
-    shared calls whose loss is confined (``SharedFailures``), other decisions go on."""
+    one (`table_calls.tick_quota`; ``read``: as a sharded tick read it for its batches).
+    A failed read keeps the configured quota: counted with the shared calls whose loss is
+    confined (``SharedFailures``), other decisions go on."""
     configured = t.config.table_quota
-    try:
-        quota = table_calls.account_table_quota(t.clients.dynamodb, configured)
-    except Exception as exc:
-        t.throttled.append(
-            f"dynamodb:DescribeLimits: {describe_error(exc)}; the configured table quota "
-            f"({configured:,}) bounds this tick"
-        )
-        return t.config
+    quota, failure = table_calls.tick_quota(t.clients.dynamodb, configured, read)
+    t.throttled += [failure] if failure else []
     return t.config if quota == configured else replace(t.config, table_quota=quota)
 
 
