@@ -1334,14 +1334,13 @@ class _Raw:
         yield self.body
 
 
-def test_throttled_attempts_are_counted_and_retried_by_botocore(world: World) -> None:
-    # GIVEN DynamoDB's control plane answers the tick's first two DescribeTable attempts
-    # with ThrottlingException, as AWS does over its rate (botocore retries it)
+def throttle_first(client: Any, operation: str, attempts: int) -> list[int]:
+    """Answer ``client``'s (DynamoDB's) first ``attempts`` attempts of ``operation`` with
+    ThrottlingException, as AWS does over its rate (botocore retries it); the returned
+    list holds the attempts left to throttle."""
     from botocore.awsrequest import AWSResponse
 
-    busy, idle = busy_and_idle(world)
-    assert world.store  # made before: its creation waits with DescribeTable
-    throttled = [2]
+    throttled = [attempts]
 
     def answer(request: Any, **_: Any) -> AWSResponse | None:
         if not throttled[0]:
@@ -1351,7 +1350,16 @@ def test_throttled_attempts_are_counted_and_retried_by_botocore(world: World) ->
         headers = HTTPHeaders.from_dict({"Content-Type": "application/x-amz-json-1.0"})
         return AWSResponse(request.url, 400, headers, _Raw(body))
 
-    world.ddb.meta.events.register("before-send.dynamodb.DescribeTable", answer)
+    client.meta.events.register(f"before-send.dynamodb.{operation}", answer)
+    return throttled
+
+
+def test_throttled_attempts_are_counted_and_retried_by_botocore(world: World) -> None:
+    # GIVEN DynamoDB's control plane answers the tick's first two DescribeTable attempts
+    # with ThrottlingException, as AWS does over its rate (botocore retries it)
+    busy, idle = busy_and_idle(world)
+    assert world.store  # made before: its creation waits with DescribeTable
+    throttled = throttle_first(world.ddb, "DescribeTable", 2)
     # WHEN a tick runs
     summary, events = world.tick(SCALER_TABLES=",".join((busy, idle)))
     # THEN botocore retried them, the tick went on as usual, and the tick's record counts them

@@ -25,7 +25,14 @@ from ddb_capacity_runtime.scaler.shard import Batch, BatchError, parse_batch, sh
 from ddb_capacity_runtime.scaler.tick import TickFailed
 from ddb_capacity_tools.local_aws import recorded_events
 from tests.moto_world import TAG_KEY, World
-from tests.test_faults import NO_TABLES, client_error, fail_before, minute_queries, unsound_tagging
+from tests.test_faults import (
+    NO_TABLES,
+    client_error,
+    fail_before,
+    minute_queries,
+    throttle_first,
+    unsound_tagging,
+)
 
 T0 = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
@@ -223,10 +230,17 @@ def _describe_limits_calls(clients: Clients) -> list[int]:
 
 
 def _seven_in_threes(world: World, aws_client: Any) -> tuple[ScalerConfig, Clients]:
-    """7 tables, to be sent in 3 batches, and the scheduled invocation's clients."""
+    """7 tables, to be sent in 3 batches, by a scaler configured with a table quota below
+    the account's (moto's DescribeLimits answers 10,000), and the scheduled invocation's
+    clients."""
     for i in range(7):
         world.table(f"t{i}", 10, 10)
-    cfg = config(world, SCALER_SHARD_ABOVE_TABLES="3", SCALER_TABLES_PER_BATCH="3")
+    cfg = config(
+        world,
+        SCALER_SHARD_ABOVE_TABLES="3",
+        SCALER_TABLES_PER_BATCH="3",
+        CAPACITY_TABLE_QUOTA="5000",
+    )
     return cfg, own_clients(aws_client)
 
 
@@ -241,6 +255,7 @@ def test_the_tick_reads_the_table_quota_once_for_all_its_batches(
     # and every batch carries what it read
     assert len(calls) == 1
     quota = account_table_quota(aws_client("dynamodb"), cfg.table_quota)
+    assert quota > cfg.table_quota == 5_000  # the account's, above the configured one
     messages = [parse_batch(m["body"], world.now, 2) for m in received(aws_client, queue)]
     assert len(messages) == 3 and {b.table_quota for b in messages} == {quota}
     # WHEN a batch carrying it is ticked THEN it makes no DescribeLimits call of its own
@@ -267,11 +282,26 @@ def test_a_table_quota_the_tick_cannot_read_is_a_counted_shared_failure(
     assert summary.batches == 3
     [failure] = summary.shared_failures
     assert failure.startswith("dynamodb:DescribeLimits: AccessDeniedException")
-    assert "the configured table quota (40,000) bounds this tick" in failure
+    assert "the configured table quota (5,000) bounds this tick" in failure
     (record,) = emf_records(out)
     assert record["SharedFailures"] == 1
     messages = [parse_batch(m["body"], world.now, 2) for m in received(aws_client, queue)]
     assert {b.table_quota for b in messages} == {cfg.table_quota}
+
+
+def test_a_throttled_table_quota_read_is_counted_as_the_ticks_throttles(
+    world: World, aws_client: Any, queue: str
+) -> None:
+    # GIVEN tables to send in batches, and DescribeLimits' first two attempts throttled, as
+    # AWS answers past its rate (botocore retries them)
+    cfg, clients = _seven_in_threes(world, aws_client)
+    left = throttle_first(clients.dynamodb, "DescribeLimits", 2)
+    out = io.StringIO()
+    coordinate(cfg, clients, world.now, store=world.store, queue_url=queue, out=out)
+    # THEN the read succeeded on its third attempt, and the two throttled ones are counted
+    (record,) = emf_records(out)
+    assert left == [0]
+    assert record["SharedFailures"] == 0 and record["ControlPlaneThrottles"] == 2
 
 
 def test_at_the_threshold_or_without_a_queue_the_tick_runs_in_place(
@@ -290,9 +320,11 @@ def test_at_the_threshold_or_without_a_queue_the_tick_runs_in_place(
             "before-call.resource-groups-tagging-api.GetResources",
             lambda seen=pages, **_: seen.append(1),
         )
+        limits = _describe_limits_calls(clients)
         summary = coordinate(cfg, clients, world.now, store=world.store, queue_url=url)
         assert (summary.batches, summary.tables) == (0, 3)
         assert len(pages) == 1  # tag discovery once, whoever runs it
+        assert len(limits) == 1  # and the table quota
     # THEN the tick ran here (twice): nothing was sent, the busy table raised, the idle
     # ones lowered
     assert received(aws_client, queue) == []

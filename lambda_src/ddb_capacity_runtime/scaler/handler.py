@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from ..aws import discovery, table_calls
 from ..aws.clients import Clients, make_clients
-from ..aws.retry import RetryWithin
+from ..aws.retry import RetryWithin, ThrottleCounter
 from ..aws.store import HoldStore, open_store
 from ..core.deadline import Deadline
 from ..core.holds import CapacityRequestError
@@ -174,39 +174,38 @@ def coordinate(
         # entries discovery passed over are met again by the tick's own discovery, and counted
         return here() if unsound else here(found=found)
     batches_end = now + timedelta(minutes=config.tick_minutes) - MARGIN
-    quota, unread = _account_quota(config, clients, deadline)
+    quota, unread, throttles = _account_quota(config, clients, deadline)
     batches = shard(found, config.tables_per_batch, now, batches_end, quota)
     with RetryWithin(Deadline(deadline), clients.sqs):
         failed = send(clients.sqs, queue_url, batches)
     sent = len(batches) - len(failed)
     log_event("tick-sharded", tables=len(found), batches=len(batches), sent=sent)
     failed += [f"tag discovery: {entry}" for entry in unsound] + unread
-    _count(
-        config,
-        {"TablesFound": len(found), "BatchesSent": sent, "SharedFailures": len(failed)},
-        now,
-        out,
-    )
+    counts = {"TablesFound": len(found), "BatchesSent": sent, "SharedFailures": len(failed)}
+    _count(config, counts | throttles, now, out)
     return TickSummary(len(found), 0, [], [], [], [], failed, config.dry_run, sent)
 
 
 def _account_quota(
     config: ScalerConfig, clients: Clients, deadline: float | None
-) -> tuple[int, list[str]]:
+) -> tuple[int, list[str], dict[str, int]]:
     """The per-table quota a sharded tick's batches bound levels by, read once for all of
-    them (DynamoDB throttles DescribeLimits past one call a minute), and the failure of that
-    read, if any (the configured quota then; logged, and counted by the caller)."""
-    with RetryWithin(Deadline(deadline), clients.dynamodb):
-        quota, failure = table_calls.tick_quota(clients.dynamodb, config.table_quota)
+    them (DynamoDB throttles DescribeLimits past one call a minute); the failure of that
+    read, if any (the configured quota then; logged, and counted by the caller); and its
+    throttled attempts, as the tick's ``ControlPlaneThrottles`` (none: no count)."""
+    with ThrottleCounter(clients.dynamodb) as throttles:
+        with RetryWithin(Deadline(deadline), clients.dynamodb):
+            quota, failure = table_calls.tick_quota(clients.dynamodb, config.table_quota)
+    counted = {"ControlPlaneThrottles": throttles.count} if throttles.count else {}
     if failure is None:
-        return quota, []
+        return quota, [], counted
     log_event(
         "shared-call-throttled",
         level=logging.ERROR,
         error=failure,
         consequence="every batch of this tick keeps the configured table quota",
     )
-    return quota, [failure]
+    return quota, [failure], counted
 
 
 def _count(config: ScalerConfig, values: Mapping[str, float], at: datetime, out: Any) -> None:
