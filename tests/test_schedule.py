@@ -1052,3 +1052,19 @@ def test_a_table_past_dynamodbs_fifty_tags_fails_synth_naming_the_librarys() -> 
         "stack's included), the library's 'ddb-capacity:prewarm' among them; DynamoDB takes at "
         "most 50 a table"
     ]
+
+
+def _cron_of(length: int) -> str:
+    """A valid cron expression of ``length`` characters (a minutes field of repeats)."""
+    head, tail = "cron(", " 6 ? * * *)"
+    body = length - len(head) - len(tail)
+    minutes = ",".join(["0"] * ((body + 1) // 2))
+    if len(minutes) < body:  # an even body: one value of two digits
+        minutes = "10," + ",".join(["0"] * ((body + 1) // 2 - 1))
+    return head + minutes + tail
+
+
+def test_a_schedule_of_application_auto_scalings_longest_is_taken() -> None:
+    assert parse(_cron_of(1_600), "x").text == _cron_of(1_600)
+    with pytest.raises(ScheduleError, match="schedule is 1,601 characters; Application Auto"):
+        parse(_cron_of(1_601), "x")
