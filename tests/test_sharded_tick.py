@@ -727,3 +727,23 @@ def test_batches_are_sent_in_groups_sqs_takes() -> None:
     assert [len(g) for g in groups] == [2, 2, 1]
     assert all(sum(len(body.encode()) for _, body in g) <= 256 * 1024 for g in groups)
     assert [b for g in groups for b, _ in g] == large
+
+
+def test_a_batch_bounds_its_raises_by_the_quota_its_message_carries(
+    world: World, aws_client: Any
+) -> None:
+    # GIVEN a table at 6,000 writes tagged write-max=15,000, throttled (a tick would raise
+    # it past 10,000), a scaler configured with a table quota of 5,000, in an account whose
+    # DescribeLimits answers 10,000 (moto's)
+    def raised(carried: int | None) -> int:
+        name = world.table(f"big{carried}", 100, 6_000, tags={"ddb-capacity:write-max": "15000"})
+        world.traffic(name, "write", 6_000)
+        world.traffic(name, "write", 0, throttles=300_000, minutes=range(1, 3))
+        batch = Batch(world.now, world.now + timedelta(minutes=2), 1, 1, (name,), carried)
+        assert ticked(world, own_clients(aws_client), batch, CAPACITY_TABLE_QUOTA="5000") is None
+        return world.throughput(name)[1]
+
+    # WHEN a batch carries 20,000 THEN its raise goes past 10,000; WHEN one carries none
+    # THEN it reads the account's 10,000 itself, and goes no further
+    assert raised(20_000) > 10_000
+    assert raised(None) <= 10_000
