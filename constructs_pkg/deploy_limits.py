@@ -294,7 +294,7 @@ class Limit:
     parts_name: str
     document: Callable[[], Any]
     parts: Callable[[Any], dict[str, Any]]
-    measure: Callable[[Any, Deployed], Span] = lambda document, at: json_length(document, at)
+    measure: Callable[[Any, Deployed], Span] = json_length
     hint: str = (
         "Each table a scaler manages explicitly adds to it: find more of them by tag instead "
         "(tag_key), or share them among scalers (docs: Scaler, 'Many tables')"
@@ -303,11 +303,15 @@ class Limit:
     """Whether its owner is the library's (a function of the app's own is checked too)."""
 
 
-def verdict(limit: Limit, size: Span, parts: dict[str, Span]) -> tuple[bool, str] | None:
-    """None when ``size`` is within ``limit`` (or has no longest, below it at its
-    shortest); else (certain, message): certain when even its shortest passes it."""
-    if size.low <= limit.limit and (size.high is None or size.high <= limit.limit):
-        return None
+def within(limit: Limit, size: Span) -> bool:
+    """Whether ``size`` is within ``limit``: at its longest, or, with no longest known, at its
+    shortest."""
+    return size.low <= limit.limit and (size.high is None or size.high <= limit.limit)
+
+
+def verdict(limit: Limit, size: Span, parts: dict[str, Span]) -> tuple[bool, str]:
+    """(certain, message) of a ``size`` past ``limit`` (not `within` it), its largest
+    ``parts`` named: certain when even its shortest passes it."""
     if size.low <= limit.limit:
         amount = f"may come to {size.high:,} {limit.unit} (at least {size.low:,})"
     else:
@@ -393,10 +397,11 @@ class DeployLimits(Construct):
             far = limit.measure(document, blind)
             if far.high is not None and far.high <= limit.limit:
                 continue  # far below, whatever its tables are called
+            size = limit.measure(document, seen)
+            if within(limit, size):
+                continue
             parts = {name: json_length(p, seen) for name, p in limit.parts(document).items()}
-            found = verdict(limit, limit.measure(document, seen), parts)
-            if found is not None:
-                out.append((limit, found))
+            out.append((limit, verdict(limit, size, parts)))
         return out
 
 

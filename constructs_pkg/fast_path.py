@@ -31,7 +31,6 @@ from ddb_capacity_runtime.instrument import MODE_ENV, TABLES_ENV
 
 from .alarms import AlarmSpec, metric, says
 from .compliance import acknowledge_function
-from .deploy_limits import check_function
 from .iam_statements import (
     autoscaling_validation_statement,
     move_minimums_statement,
@@ -404,7 +403,6 @@ def instrument_function(
     function.add_environment(MODE_ENV, mode)
     if names:
         function.add_environment(TABLES_ENV, ",".join(names))
-    check_function(function, library=False)
     return grant
 
 

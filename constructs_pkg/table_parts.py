@@ -271,8 +271,8 @@ class ScheduleValidation:
         self._warned: set[str] = set()
 
     def validate(self) -> list[str]:
-        errors, warnings = self._table._schedule.check(own=self._table._own_actions())
         table = self._table
+        errors, warnings = table._schedule.check(own=table._own_actions())
         errors += table._unmanaged_indexes() + too_many_tags(table._where, table.table, table._tag)
         for warning in warnings:
             if warning not in self._warned:

@@ -12,6 +12,7 @@ computed by cronsim, in the entry's IANA time zone.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -577,13 +578,13 @@ class TableSchedule:
         self, start: datetime | None = None, own: dict[tuple[str | None, str], int] | None = None
     ) -> tuple[list[str], list[str]]:
         """(errors, warnings) of the whole schedule over the horizon; ``own``: the actions
-        each scalable target has of its own besides (`too_many_actions`)."""
+        each scalable target has of its own besides (`_too_many_actions`)."""
         start = start or _horizon_start()
         end = start + HORIZON
         intervals, values, errors = self._analyse(start, end)
         placed = self._placed_with(values)
         timeline = replay(placed, self._ranges, start, end)
-        errors = errors + timeline.errors + self.too_many_actions(own)
+        errors = errors + timeline.errors + self._too_many_actions(placed, own)
         warnings = [*self._stale.values(), *decrease_warnings(timeline, self._ranges)]
         warnings += self._never_restored(placed)
         for w in self._windows:
@@ -629,19 +630,23 @@ class TableSchedule:
                 )
         return out
 
-    def too_many_actions(self, own: dict[tuple[str | None, str], int] | None = None) -> list[str]:
-        """An error for each scalable target whose actions, with ``own`` more of its own
-        (``scale_on_schedule``'s), pass Application Auto Scaling's 200."""
+    def _too_many_actions(
+        self, placed: Sequence[PlacedEntry], own: dict[tuple[str | None, str], int] | None
+    ) -> list[str]:
+        """An error for each scalable target whose actions (one a ``placed`` entry, as
+        `actions` renders them), with ``own`` more of its own (``scale_on_schedule``'s), pass
+        Application Auto Scaling's 200."""
         errors = []
-        for (index, dimension), actions in sorted(
-            self.actions().items(), key=lambda kv: (kv[0][0] or "", kv[0][1])
+        counts = Counter((p.index, p.dimension) for p in placed)
+        for (index, dimension), count in sorted(
+            counts.items(), key=lambda kv: (kv[0][0] or "", kv[0][1])
         ):
             theirs = (own or {}).get((index, dimension), 0)
-            if len(actions) + theirs > MAX_SCHEDULED_ACTIONS:
+            if count + theirs > MAX_SCHEDULED_ACTIONS:
                 label = "table" if index is None else f"index {index!r}"
                 added = f" and {theirs} of scale_on_schedule" if theirs else ""
                 errors.append(
-                    f"{self._where} {label} {dimension}: {len(actions)} scheduled actions "
+                    f"{self._where} {label} {dimension}: {count} scheduled actions "
                     f"(a window counts 2: its raise and its restore){added}; Application Auto "
                     f"Scaling keeps at most {MAX_SCHEDULED_ACTIONS} a scalable target"
                 )
