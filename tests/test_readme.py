@@ -109,3 +109,24 @@ def test_readme_states_what_destroy_retains() -> None:
         assert words[kind] in section
     assert section.count("**retained**") == len(retained)
     assert "state store" in section
+
+
+def test_readme_app_commands_name_an_environments_python() -> None:
+    # GIVEN every `--app "..."` command the README prints, in prose or in a block
+    text = " ".join(README.read_text().split())  # a command may wrap across lines
+    commands = re.findall(r'--app "([^"]+)"', text)
+    assert commands, "the README shows how to deploy or synthesize an app"
+    # THEN each runs a virtual environment's Python: a bare `python` is the system's outside
+    # an activated environment, where the CDK is not installed
+    bare = [c for c in commands if c.split()[0] in {"python", "python3"}]
+    assert not bare, f"README `--app` commands with a bare python: {bare}"
+
+
+def test_readme_ships_jobs_from_a_folder_of_their_own() -> None:
+    # GIVEN the README's install line for the user's own jobs (the wheel without its
+    # dependencies, installed into a folder that is then shipped)
+    text = " ".join(README.read_text().split())
+    targets = re.findall(r"pip install --no-deps --target (\S+)", text)
+    assert targets, "the README shows how to install the wheel for the user's own jobs"
+    # THEN never into build/, where `make dist` (setuptools) leaves its own copy of the packages
+    assert all(t.rstrip("/") != "build" for t in targets), targets
