@@ -21,10 +21,12 @@ import pytest
 from botocore.compat import HTTPHeaders
 from botocore.exceptions import ClientError, EndpointConnectionError
 
+from ddb_capacity_runtime.aws.discovery import current_minimum
 from ddb_capacity_runtime.core.decreases import DecreaseLedger
+from ddb_capacity_runtime.core.errors import UnsoundListing
 from ddb_capacity_runtime.core.names import resource_id, table_of_arn
 from ddb_capacity_runtime.core.settings import ScalerConfig
-from ddb_capacity_runtime.core.tables import tags_of
+from ddb_capacity_runtime.core.tables import ScalableTarget, tags_of
 from ddb_capacity_runtime.requests import Hold
 from ddb_capacity_runtime.scaler import tick
 from ddb_capacity_runtime.scaler.handler import complete
@@ -32,6 +34,8 @@ from ddb_capacity_runtime.scaler.shard import Batch
 from ddb_capacity_runtime.scaler.tick import TickFailed, TickSummary, run_tick
 from tests.moto_world import TAG_KEY, World, base_min_tag, configured_min, upgrade_window
 from tests.test_surge_server import counted
+
+WRITES = "dynamodb:table:WriteCapacityUnits"
 
 
 @pytest.fixture
@@ -248,32 +252,57 @@ def test_holds_in_the_store_never_lift_a_dimension_above_the_table_quota(world: 
     assert world.throughput(faulty)[0] == quota
 
 
-@pytest.mark.parametrize("unsound", ["units", "gsi"])
-def test_an_unsound_re_read_before_an_update_sends_nothing_and_fails_its_table(
-    world: World, unsound: str
-) -> None:
-    # GIVEN a throttled table whose DescribeTable answers soundly when it is read, then,
-    # re-read right before its UpdateTable, without a whole capacity or with a GSI that
-    # has no capacity
+REREAD_ANSWERS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "units": lambda t: t["ProvisionedThroughput"].update(WriteCapacityUnits="100"),
+    "gsi": lambda t: t.update(GlobalSecondaryIndexes=[{"IndexName": "byUser"}]),
+    # a GSI whose capacity is there but not its name: read as the table's, it would
+    # take the table's place
+    "nameless gsi": lambda t: t.update(
+        GlobalSecondaryIndexes=[
+            {"ProvisionedThroughput": {"ReadCapacityUnits": 100, "WriteCapacityUnits": 215}}
+        ]
+    ),
+    "updating": lambda t: t.update(TableStatus="UPDATING"),
+}
+"""How the table "reread" is told, re-read right before its UpdateTable."""
+
+
+def changed_on_re_read(
+    world: World, answer: str
+) -> tuple[str, str, str, list[int], Callable[[], None]]:
+    """A throttled table, "reread", whose DescribeTable answers soundly when it is read,
+    then as `REREAD_ANSWERS`' ``answer`` says from its second read on, until the returned
+    function is called, and the busy and idle tables beside it; with the count of its
+    reads."""
     busy, idle = busy_and_idle(world)
     odd = world.table("reread", 100, 100)
     world.traffic(odd, "write", 100)
     world.traffic(odd, "write", 0, throttles=3000, minutes=range(1, 3))
     reads = [0]
 
-    def unsound_later(parsed: dict[str, Any], **_: Any) -> None:
+    def later(parsed: dict[str, Any], **_: Any) -> None:
         table = parsed.get("Table", {})
         if table.get("TableName") == odd:
             reads[0] += 1
-            if reads[0] > 1 and unsound == "units":
-                table["ProvisionedThroughput"]["WriteCapacityUnits"] = "100"
-            elif reads[0] > 1:
-                table["GlobalSecondaryIndexes"] = [{"IndexName": "byUser"}]
+            if reads[0] > 1:
+                REREAD_ANSWERS[answer](table)
 
-    world.ddb.meta.events.register("after-call.dynamodb.DescribeTable", unsound_later)
+    event = "after-call.dynamodb.DescribeTable"
+    world.ddb.meta.events.register(event, later)
+    return busy, idle, odd, reads, lambda: world.ddb.meta.events.unregister(event, later)
+
+
+@pytest.mark.parametrize("unsound", ["units", "gsi", "nameless gsi"])
+def test_an_unsound_re_read_before_an_update_sends_nothing_and_fails_its_table(
+    world: World, unsound: str
+) -> None:
+    # GIVEN a throttled table whose DescribeTable answers soundly when it is read, then,
+    # re-read right before its UpdateTable, without a whole capacity, with a GSI that has
+    # no capacity, or with a GSI without its name
+    busy, idle, odd, reads, disarm = changed_on_re_read(world, unsound)
     # WHEN a tick runs
     summary, events = world.tick()
-    world.ddb.meta.events.unregister("after-call.dynamodb.DescribeTable", unsound_later)
+    disarm()
     # THEN nothing is sent on that answer: the table is left as it is, a failure of its own,
     # and the others are handled
     assert reads[0] >= 2
@@ -282,6 +311,27 @@ def test_an_unsound_re_read_before_an_update_sends_nothing_and_fails_its_table(
     assert [f["table"] for f in summary["failures"]] == [odd]
     assert "DescribeTable" in summary["failures"][0]["reason"]
     assert emf(events, odd)["Failures"] == 1
+
+
+def test_a_table_found_updating_on_its_re_read_is_left_for_the_next_tick(world: World) -> None:
+    # GIVEN a throttled table ACTIVE when the tick reads it, UPDATING when it is read again
+    # right before its UpdateTable (another update began in between)
+    busy, idle, odd, reads, disarm = changed_on_re_read(world, "updating")
+    # WHEN a tick runs
+    summary, events = world.tick()
+    disarm()
+    # THEN nothing is sent to it (DynamoDB would refuse it, or stack the two updates), and
+    # it is no failure: the next tick decides again; the others are handled
+    assert reads[0] >= 2
+    assert_handled(world, busy, idle)
+    assert world.throughput(odd) == (100, 100)
+    assert summary["failures"] == [] and emf(events, odd).get("Failures", 0) == 0
+    rows = [r for r in summary["failed"] if r["table"] == odd]
+    assert {(r["dimension"], r["status"]) for r in rows} == {
+        ("read", "retry-next-tick"),
+        ("write", "retry-next-tick"),
+    }
+    assert all("UPDATING" in r["error"] for r in rows)
 
 
 def test_a_stale_memory_never_overrides_a_minimum_an_operator_set(world: World) -> None:
@@ -1367,3 +1417,29 @@ def test_throttled_attempts_are_counted_and_retried_by_botocore(world: World) ->
     assert summary["failures"] == [] and summary["shared_failures"] == []
     assert_handled(world, busy, idle)
     assert emf(events, None)["ControlPlaneThrottles"] == 2
+
+
+@pytest.mark.parametrize("minimum", [2.5, "100", -1, True, None])
+def test_a_targets_minimum_read_under_its_lease_is_a_whole_number_or_unsound(
+    world: World, minimum: object
+) -> None:
+    # GIVEN a table whose write target Application Auto Scaling lists with a MinCapacity
+    # that is not a whole number from 0, when it is read alone (as a lease reads it)
+    name = world.table("leased", 100, 100)
+    world.target(name, "write", 100, 1000)
+    target = ScalableTarget(resource_id(name, None), WRITES, 100, 1000, target_tracking=True)
+    assert current_minimum(world.aas, target) == 100
+
+    def odd(parsed: dict[str, Any], **_: Any) -> None:
+        for entry in parsed.get("ScalableTargets", []):
+            entry["MinCapacity"] = minimum
+
+    event = "after-call.application-auto-scaling.DescribeScalableTargets"
+    world.aas.meta.events.register(event, odd)
+    # WHEN it is read, THEN the answer is unsound (counted by the caller), never a number
+    # made of it
+    try:
+        with pytest.raises(UnsoundListing, match="MinCapacity"):
+            current_minimum(world.aas, target)
+    finally:
+        world.aas.meta.events.unregister(event, odd)

@@ -9,17 +9,21 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ddb_capacity_runtime.core.errors import shown
 from ddb_capacity_runtime.core.untrusted import (
     MAX_DEPTH,
     UntrustedJSONError,
     check_json,
+    json_chars,
     parse_json,
 )
 from ddb_capacity_runtime.fast_path.surge_raise import take_report
 from ddb_capacity_runtime.fast_path.surge_settings import MAX_REPORT_CHARS, SurgeSettings
 from ddb_capacity_runtime.requests.broker import MAX_EVENT_CHARS, BrokerConfig, serve
+from tests.hypothesis_profiles import examples
 
 
 def nested(levels: int, leaf: object = 1) -> Any:
@@ -130,3 +134,49 @@ def test_the_broker_refuses_a_deep_or_large_event_and_counts_it(
     assert answer["ok"] is False and answer["error"] == "refused"
     assert answer["message"].startswith("event: ")
     assert emf_total(capsys.readouterr().out, "Refused") == 1
+
+
+def test_each_bound_takes_what_is_at_it_and_refuses_one_past_it() -> None:
+    # a text of exactly max_chars is read; one character more is refused
+    text = json.dumps(["x" * 10])
+    assert parse_json(text, "message", max_chars=len(text)) == ["x" * 10]
+    with pytest.raises(UntrustedJSONError, match="message: got"):
+        parse_json(text, "message", max_chars=len(text) - 1)
+    # a value nested exactly max_depth levels is taken; one level more is refused
+    check_json(nested(3), "event", max_chars=1_000, max_depth=3)
+    with pytest.raises(UntrustedJSONError, match="event: nested more than 3 levels"):
+        check_json(nested(4), "event", max_chars=1_000, max_depth=3)
+    # a value whose measure is exactly max_chars is taken; one character less refuses it
+    value = {"key": ["text", 12345, None, True, 1.5]}
+    check_json(value, "event", max_chars=json_chars(value))
+    with pytest.raises(UntrustedJSONError, match="event: larger than"):
+        check_json(value, "event", max_chars=json_chars(value) - 1)
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**60), max_value=10**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E, exclude_characters='"\\')),
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.dictionaries(
+            st.text(
+                st.characters(min_codepoint=0x20, max_codepoint=0x7E, exclude_characters='"\\'),
+                max_size=40,
+            ),
+            children,
+            max_size=5,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(JSON_VALUES)
+def test_the_measure_of_a_value_is_never_below_its_compact_json_text(value: Any) -> None:
+    # what a sender sizes a message by, and the size bound a reader applies, both count at
+    # least every character of the text: its keys, each digit of a long integer
+    assert json_chars(value) >= len(json.dumps(value, separators=(",", ":")))

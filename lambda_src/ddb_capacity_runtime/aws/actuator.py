@@ -98,16 +98,20 @@ def _fresh(
     if status != "ACTIVE":
         raise TableBusy(f"table status {status!r:.60}")
     gsis = described.get("GlobalSecondaryIndexes", [])
+    if not isinstance(gsis, list):
+        raise ValueError(f"DescribeTable: GlobalSecondaryIndexes is {gsis!r:.60}")
     specs: list[tuple[str | None, Mapping[str, Any]]] = [(None, described)]
-    specs += [(g.get("IndexName"), g) for g in gsis if isinstance(g, Mapping)]
+    for gsi in gsis:  # one without its name would be read as the table itself
+        name = gsi.get("IndexName") if isinstance(gsi, Mapping) else None
+        if not (isinstance(name, str) and name):
+            raise ValueError(f"DescribeTable: a GSI without its name ({gsi!r:.60})")
+        specs.append((name, gsi))
     current: dict[tuple[str | None, str], int] = {}
     ledgers: dict[str | None, DecreaseLedger] = {}
     for index, spec in specs:
         throughput = spec.get("ProvisionedThroughput")
-        if not isinstance(throughput, Mapping) or not isinstance(gsis, list):
+        if not isinstance(throughput, Mapping):
             raise ValueError(f"DescribeTable: no capacity of {index or 'the table'}")
-        if index is not None and not isinstance(index, str):
-            raise ValueError("DescribeTable: a GSI without its name")
         for dim, field_name in UNITS.items():
             value = throughput.get(field_name)
             if not is_whole(value, 0):

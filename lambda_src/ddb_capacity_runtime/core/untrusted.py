@@ -121,6 +121,7 @@ def _scalar_chars(value: object) -> int:
         return len(value) + 2
     if isinstance(value, bool) or value is None:
         return 5
-    if isinstance(value, int):
-        return max(1, value.bit_length() * 3 // 10 + 1)  # its digits, without printing it
+    if isinstance(value, int):  # its sign and at least its digits, without printing it:
+        # below 2**b, a number has at most b * log10(2) + 1 digits (0.30103 > log10(2))
+        return (value < 0) + value.bit_length() * 30_103 // 100_000 + 1
     return 24  # a float, or what JSON has not
