@@ -73,6 +73,24 @@ def test_counter_resets_at_utc_midnight() -> None:
     assert ledger.can_decrease(datetime(2026, 11, 20, 0, 0, tzinfo=UTC))
 
 
+def test_a_last_decrease_at_midnight_utc_counts_today_and_one_before_it_does_not() -> None:
+    midnight = datetime(2026, 11, 20, 0, 0, tzinfo=UTC)
+    for last, counted in ((midnight, 6), (midnight - timedelta(microseconds=1), 0)):
+        reported = {"NumberOfDecreasesToday": 6, "LastDecreaseDateTime": last}
+        assert DecreaseLedger.from_throughput(reported, NOON).decreases_today == counted
+
+
+def test_the_reserve_is_spent_for_a_saving_of_exactly_the_least_fall_or_the_large_share() -> None:
+    # a ledger with its last decreases: everything left is the reserve
+    ledger = DecreaseLedger(4, NOON - timedelta(hours=2))
+    left = ledger.remaining_today(NOON)
+    kept = {"reserve": left, "large_saving_fraction": 0.5}
+    assert ledger.allows(NOON, 0.1, **kept, saving_units=300, least_fall=300)[0]
+    assert not ledger.allows(NOON, 0.1, **kept, saving_units=299, least_fall=300)[0]
+    assert ledger.allows(NOON, 0.5, **kept)[0]
+    assert not ledger.allows(NOON, 0.49, **kept)[0]
+
+
 def test_from_throughput_trusts_dynamodb() -> None:
     reported = {"NumberOfDecreasesToday": 6, "LastDecreaseDateTime": NOON - timedelta(minutes=20)}
     ledger = DecreaseLedger.from_throughput(reported, NOON)

@@ -6,13 +6,15 @@ it keeps them in the state store."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddb_capacity_runtime.core.decreases import DecreaseLedger
 from ddb_capacity_runtime.core.floorplan import FloorPlan
 from ddb_capacity_runtime.core.forecast import with_plans
-from ddb_capacity_runtime.core.holds import HeldRaise, held_raise
+from ddb_capacity_runtime.core.holds import HeldDimension, HeldRaise, Hold, held_raise, lift
 from ddb_capacity_runtime.core.table_limits import Limits
 from ddb_capacity_runtime.core.tables import Dimension, ManagedTable
 from tests.hypothesis_profiles import examples
@@ -65,3 +67,37 @@ def test_this_hours_plans_replace_the_kept_ones_of_the_dimensions_reached() -> N
     assert [d.plan for d in table.dimensions] == [kept, kept]  # what was read is unchanged
     # a table the forecast did not reach keeps its plans
     assert with_plans(table, {("U", None, "write"): new}) is table
+
+
+NOW = datetime(2026, 1, 5, 12, tzinfo=UTC)
+
+
+def hold(units: int, baseline: int, expires: datetime = NOW + timedelta(hours=1)) -> Hold:
+    return Hold(f"h{units}-{baseline}", None, "write", units, expires, baseline)
+
+
+def test_a_hold_is_active_until_its_expiry_and_not_at_it() -> None:
+    expires = NOW + timedelta(minutes=30)
+    assert hold(100, 0, expires).active(expires - timedelta(microseconds=1))
+    assert not hold(100, 0, expires).active(expires)
+
+
+def lifted_write(holds: tuple[Hold, ...], quota: int) -> Limits:
+    """The write limits of a table (min 5, max 1,000) lifted to ``holds`` under ``quota``."""
+    table = ManagedTable("T", "arn", {}, [dimension("read"), dimension("write")])
+    held = HeldDimension("T", None, "write", base=5, holds=holds)
+    (_, write) = lift(table, [held], NOW, quota).dimensions
+    return write.limits
+
+
+def test_holds_lift_a_dimensions_limits_to_their_level_never_above_the_table_quota() -> None:
+    # holds of 300 units over a baseline of 200 lift the minimum (and not the maximum)
+    assert lifted_write((hold(300, 200),), 40_000) == Limits(500, 1_000, 0.7)
+    # holds that ask past the maximum lift it too, to their level
+    assert lifted_write((hold(900, 200), hold(600, 400)), 40_000) == Limits(1_700, 1_700, 0.7)
+    # holds read from the store are bounded one by one: together they may ask more than
+    # the table quota, which no dimension can have; they lift it to the quota, no further
+    many = tuple(hold(39_000, 1_000 + i) for i in range(3))
+    assert lifted_write(many, 40_000) == Limits(40_000, 40_000, 0.7)
+    # an expired hold lifts nothing
+    assert lifted_write((hold(300, 200, NOW),), 40_000) == Limits(5, 1_000, 0.7)

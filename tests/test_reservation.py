@@ -249,6 +249,24 @@ def test_a_decrease_is_cut_back_at_the_reservation(world: World) -> None:
     assert counted == len(held)
 
 
+def test_a_decrease_the_reservation_holds_carries_no_small_one_along(world: World) -> None:
+    # GIVEN an idle table's 400 read units, all reserved, and its writes 40 units/s at 100:
+    # 58 would do, a saving under the 50 % a decrease must save alone here
+    name = world.table("reserved", 400, 100)
+    world.traffic(name, "read", 1, minutes=range(0, 40))
+    world.traffic(name, "write", 40, minutes=range(0, 40))
+    settings = {"SCALER_MIN_SAVING_PERCENT": "50"}
+    # WHEN one tick runs
+    summary, _ = world.tick(SCALER_RESERVED_READ_UNITS="400", **settings)
+    # THEN the reads stay at the reservation, and the writes with them: a small decrease
+    # rides along only with a decrease that is made
+    assert world.throughput(name) == (400, 100)
+    assert summary["failures"] == []
+    # AND without the reservation, the reads fall and the writes ride along
+    world.tick(**settings)
+    assert world.throughput(name) == (5, 58)
+
+
 def test_a_table_whose_description_fails_counts_as_zero(world: World) -> None:
     # GIVEN an idle table of 400 write units and one of 300 whose DescribeTable fails
     quiet = idle(world, "idle", 200, 400)
