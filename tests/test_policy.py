@@ -84,11 +84,19 @@ def test_the_reserve_is_spent_for_a_saving_of_exactly_the_least_fall_or_the_larg
     # a ledger with its last decreases: everything left is the reserve
     ledger = DecreaseLedger(4, NOON - timedelta(hours=2))
     left = ledger.remaining_today(NOON)
-    kept = {"reserve": left, "large_saving_fraction": 0.5}
-    assert ledger.allows(NOON, 0.1, **kept, saving_units=300, least_fall=300)[0]
-    assert not ledger.allows(NOON, 0.1, **kept, saving_units=299, least_fall=300)[0]
-    assert ledger.allows(NOON, 0.5, **kept)[0]
-    assert not ledger.allows(NOON, 0.49, **kept)[0]
+
+    def allows(saving: float, units: int = 0, least_fall: int = 0) -> bool:
+        return ledger.allows(
+            NOON,
+            saving,
+            reserve=left,
+            large_saving_fraction=0.5,
+            saving_units=units,
+            least_fall=least_fall,
+        )[0]
+
+    assert allows(0.1, 300, least_fall=300) and not allows(0.1, 299, least_fall=300)
+    assert allows(0.5) and not allows(0.49)
 
 
 def test_from_throughput_trusts_dynamodb() -> None:
