@@ -10,16 +10,13 @@ import json
 import math
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from ddb_capacity_runtime.aws import discovery
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.aws.table_calls import account_table_quota
-from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_runtime.core.settings import ScalerConfig
 from ddb_capacity_runtime.scaler import handler
 from ddb_capacity_runtime.scaler import shard as shard_module
@@ -138,43 +135,6 @@ def test_tables_are_cut_in_name_order_into_batches_of_the_size_asked() -> None:
     assert [(b.number, b.of) for b in batches] == [(1, 3), (2, 3), (3, 3)]
 
 
-def tracking(table: str, index: str | None, dimension: str, target: float) -> dict[str, Any]:
-    """A target-tracking policy as `discovery.tracking_policies` keeps it."""
-    return {
-        "ResourceId": resource_id(table, index),
-        "ScalableDimension": scalable_dimension(index, dimension),
-        "PolicyName": f"{table}-{dimension}",
-        "TargetTrackingScalingPolicyConfiguration": {
-            "TargetValue": target,
-            "PredefinedMetricSpecification": {"PredefinedMetricType": "x"},
-        },
-        "PolicyType": "TargetTrackingScaling",
-    }
-
-
-def test_a_batch_and_its_tables_policies_read_back_as_sent() -> None:
-    policies = (tracking("Orders", None, "write", 50.0), tracking("Orders", "byUser", "read", 90))
-    batch = Batch(T0, T0 + timedelta(minutes=2), 1, 1, ("Orders", "Users"), 60_000, policies)
-    assert parse_batch(batch.to_message(), T0, 2) == batch
-    assert parse_batch(replace(batch, policies=()).to_message(), T0, 2).policies == ()
-
-
-def test_a_batch_carries_its_tables_policies_while_its_message_fits_sqs() -> None:
-    # GIVEN the policies the tick listed: t1 with 2, t2 none, and t3 more than SQS takes
-    many = [tracking("t3", f"i{i}", "read", 70) for i in range(3_000)]
-    listed = {"t1": [tracking("t1", None, "read", 50), tracking("t1", None, "write", 60)]}
-    batches = shard(
-        ["t1", "t2", "t3"], 2, T0, T0 + timedelta(minutes=2), None, listed | {"t3": many}
-    )
-    # THEN each batch carries its own tables' (none is an empty list: none to read), and
-    # one whose message would pass SQS's 256 KiB carries none: it reads its own
-    assert batches[0].policies == tuple(listed["t1"])
-    assert batches[1].policies is None
-    assert len(batches[1].to_message()) < shard_module.MAX_MESSAGE_CHARS
-    assert shard(["t2"], 2, T0, T0 + timedelta(minutes=2), None, listed)[0].policies == ()
-    assert shard(["t1"], 2, T0, T0 + timedelta(minutes=2))[0].policies is None
-
-
 GOOD = json.loads(Batch(T0, T0 + timedelta(minutes=2), 1, 1, ("Orders",)).to_message())
 
 
@@ -204,9 +164,6 @@ GOOD = json.loads(Batch(T0, T0 + timedelta(minutes=2), 1, 1, ("Orders",)).to_mes
         ("table_quota", 0, "table_quota must be a whole number from 1 to 1000000; got 0"),
         ("table_quota", "40000", "table_quota must be a whole number"),
         ("table_quota", None, "table_quota must be a whole number"),
-        ("policies", {}, "policies must be a list of lists of 4 fields \\(ResourceId, "),
-        ("policies", [{"PolicyName": "p"}], "policies must be a list of lists of 4 fields"),
-        ("policies", [["table/Orders", "x", "p"]], "policies must be a list of lists of 4"),
     ],
 )
 def test_a_message_that_is_not_a_batch_is_refused_naming_the_field(
@@ -345,119 +302,6 @@ def test_a_throttled_table_quota_read_is_counted_as_the_ticks_throttles(
     (record,) = emf_records(out)
     assert left == [0]
     assert record["SharedFailures"] == 0 and record["ControlPlaneThrottles"] == 2
-
-
-def _policy_calls(clients: Clients) -> list[str]:
-    """The ResourceId of each DescribeScalingPolicies call ``clients`` make (None: all)."""
-    calls: list[str] = []
-    clients.autoscaling.meta.events.register(
-        "provide-client-params.application-autoscaling.DescribeScalingPolicies",
-        lambda params, seen=calls, **_: seen.append(params.get("ResourceId")),
-    )
-    return calls
-
-
-def _aimed(world: World) -> dict[str, int]:
-    """Three throttled tables whose write targets aim at 50 %, 70 % and 90 % (the tick
-    raises their minimum from 100 to 300, 215 and 167), and an idle one without a target;
-    by table, what each target's minimum should become (the idle one: its writes)."""
-    aims = {}
-    for percent, raised in ((50, 300), (70, 215), (90, 167)):
-        name = throttled(world, f"aim{percent}")
-        world.target(name, "write", 100, 10_000, target_percent=percent)
-        aims[name] = raised
-    aims[world.table("idle", 200, 200)] = 5
-    return aims
-
-
-def _outcome(world: World, aims: dict[str, int]) -> dict[str, int]:
-    return {
-        n: world.target_min(n, "write") if n.startswith("aim") else world.throughput(n)[1]
-        for n in aims
-    }
-
-
-def test_the_tick_lists_scaling_policies_once_and_its_batches_read_none(
-    world: World, aws_client: Any, queue: str
-) -> None:
-    # GIVEN 4 tables in 2 batches, 3 of them with a write target and its policy, each aiming
-    # at its own utilization
-    aims = _aimed(world)
-    cfg = config(world, SCALER_SHARD_ABOVE_TABLES="1", SCALER_TABLES_PER_BATCH="2")
-    clients = own_clients(aws_client)
-    listing = _policy_calls(clients)
-    # WHEN the scheduled invocation ticks
-    coordinate(cfg, clients, world.now, store=world.store, queue_url=queue, out=io.StringIO())
-    # THEN it listed the account's policies once (one page), and each batch carries its
-    # own tables' policies (a table without any, none)
-    assert listing == [None]
-    batches = [parse_batch(m["body"], world.now, 2) for m in received(aws_client, queue)]
-    for batch in batches:
-        assert batch.policies is not None
-        carried = {p["ResourceId"] for p in batch.policies}
-        assert carried == {resource_id(n, None) for n in batch.tables if n.startswith("aim")}
-    # WHEN the batches run THEN they make no DescribeScalingPolicies call, and each table's
-    # minimum is raised toward the aim its own policy says
-    batch_clients = own_clients(aws_client)
-    calls = _policy_calls(batch_clients)
-    assert all(ticked(world, batch_clients, b) is None for b in batches)
-    assert calls == []
-    assert _outcome(world, aims) == aims
-
-
-def test_a_batch_without_the_ticks_policies_reads_its_own_and_decides_alike(
-    world: World, aws_client: Any
-) -> None:
-    # GIVEN the same tables, in a batch of an earlier version (no policies in its message)
-    aims = _aimed(world)
-    batch = Batch(world.now, world.now + timedelta(minutes=1), 1, 1, tuple(sorted(aims)))
-    clients = own_clients(aws_client)
-    calls = _policy_calls(clients)
-    # WHEN it runs THEN it reads the policies of each resource with a target, one a call,
-    # and decides as a batch that carries them
-    assert ticked(world, clients, batch) is None
-    assert sorted(calls) == sorted(resource_id(n, None) for n in aims if n.startswith("aim"))
-    assert _outcome(world, aims) == aims
-
-
-@pytest.mark.parametrize("how", ["denied", "unsound", "too many"])
-def test_policies_the_tick_cannot_list_leave_each_batch_to_read_its_own(
-    world: World, aws_client: Any, queue: str, how: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # GIVEN tables to send in batches, and the listing of policies denied, answering an
-    # entry that names no table, or longer than one listing reads
-    _aimed(world)
-    cfg = config(world, SCALER_SHARD_ABOVE_TABLES="1", SCALER_TABLES_PER_BATCH="2")
-    clients = own_clients(aws_client)
-    if how == "denied":
-        denied = client_error("AccessDeniedException", "DescribeScalingPolicies")
-        fail_before(clients.autoscaling, "DescribeScalingPolicies", lambda _: True, denied)
-    elif how == "unsound":
-
-        def unsound(parsed: dict[str, Any], **_: Any) -> None:
-            parsed["ScalingPolicies"][0]["ResourceId"] = "service/default/sample"
-
-        clients.autoscaling.meta.events.register(
-            "after-call.application-autoscaling.DescribeScalingPolicies", unsound
-        )
-    else:
-        monkeypatch.setattr(discovery, "MAX_LISTED_POLICIES", 2)
-    out = io.StringIO()
-    with recorded_events() as events:
-        summary = coordinate(cfg, clients, world.now, store=world.store, queue_url=queue, out=out)
-    # THEN the batches are sent without policies (each reads its own), and a failed listing
-    # is a counted shared failure; one too long is logged, not a failure
-    assert summary.batches == 2
-    messages = [parse_batch(m["body"], world.now, 2) for m in received(aws_client, queue)]
-    assert {b.policies for b in messages} == {None}
-    (record,) = emf_records(out)
-    if how == "too many":
-        assert summary.shared_failures == [] and record["SharedFailures"] == 0
-        assert [e["most"] for e in events if e.get("event") == "policies-not-listed"] == [2]
-        return
-    (failure,) = summary.shared_failures
-    says = "AccessDeniedException" if how == "denied" else "UnsoundListing"
-    assert failure.startswith(f"scaling policies: {says}") and record["SharedFailures"] == 1
 
 
 def test_at_the_threshold_or_without_a_queue_the_tick_runs_in_place(

@@ -20,14 +20,7 @@ from ..core.errors import UnsoundListing as UnsoundListing
 from ..core.errors import shown, shown_text
 from ..core.floorplan import FloorPlan, parse_plan
 from ..core.memory import Memory, reconcile
-from ..core.names import (
-    SCALER_TAGS,
-    UNITS,
-    is_table_name,
-    resource_id,
-    scalable_dimension,
-    table_of_arn,
-)
+from ..core.names import SCALER_TAGS, UNITS, resource_id, scalable_dimension, table_of_arn
 from ..core.settings import ScalerConfig
 from ..core.table_limits import Limits
 from ..core.tables import (
@@ -124,17 +117,13 @@ def _tagged(
 
 
 def scalable_targets(
-    aas: ApplicationAutoScalingClient,
-    resource_ids: Sequence[str] = (),
-    listed_policies: Sequence[object] | None = None,
+    aas: ApplicationAutoScalingClient, resource_ids: Sequence[str] = ()
 ) -> dict[tuple[str, str], ScalableTarget]:
     """Every DynamoDB scalable target of the account and Region, with whether it has a
     target-tracking policy: a constant number of paginated calls, whatever the table count.
     With ``resource_ids``, only those resources' targets: one listing of each
     `RESOURCES_PER_LISTING` of them, then the policies of the resources that have a
-    target (DescribeScalingPolicies takes one resource a call), or none when
-    ``listed_policies`` are given: every target-tracking policy of those resources, as
-    `tracking_policies` listed them this tick (untrusted, read as AWS's answer is)."""
+    target (DescribeScalingPolicies takes one resource a call)."""
     listing = aas.get_paginator("describe_scalable_targets")
     policies = aas.get_paginator("describe_scaling_policies")
     if resource_ids:
@@ -147,13 +136,9 @@ def scalable_targets(
             )
         )
         tracked = _tracked(
-            [{"ScalingPolicies": list(listed_policies)}]
-            if listed_policies is not None
-            else (
-                page
-                for r in sorted({resource for resource, _ in listed})
-                for page in policies.paginate(ServiceNamespace="dynamodb", ResourceId=r)
-            )
+            page
+            for r in sorted({resource for resource, _ in listed})
+            for page in policies.paginate(ServiceNamespace="dynamodb", ResourceId=r)
         )
     else:
         tracked = _tracked(policies.paginate(ServiceNamespace="dynamodb"))
@@ -167,49 +152,6 @@ def scalable_targets(
         )
         for key, t in listed.items()
     }
-
-
-MAX_LISTED_POLICIES = 20_000
-"""The most scaling policies `tracking_policies` lists (400 pages of 50): past it, a sharded
-tick's batches read their own tables' policies, as they did before."""
-POLICY_FIELDS = (
-    "PolicyName",
-    "ResourceId",
-    "ScalableDimension",
-    "PolicyType",
-    "TargetTrackingScalingPolicyConfiguration",
-)
-"""What `_tracked` reads of a policy: the fields a batch message carries."""
-
-
-def tracking_policies(aas: ApplicationAutoScalingClient) -> dict[str, list[dict[str, Any]]] | None:
-    """Every target-tracking policy of DynamoDB in the account and Region, by the table its
-    resource is (the table or one of its GSIs), each with `POLICY_FIELDS` alone: one
-    paginated listing (50 a page), for a sharded tick's batches, which then make none of
-    their one-resource-a-call reads. None past `MAX_LISTED_POLICIES`. Raises
-    `UnsoundListing` for a page without its list, or an entry not an object or naming no
-    table: which table's policies are complete would not be known."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    seen = 0
-    pages = aas.get_paginator("describe_scaling_policies").paginate(ServiceNamespace="dynamodb")
-    for page in pages:
-        for policy in _entries(page, "ScalingPolicies", "DescribeScalingPolicies"):
-            seen += 1
-            if seen > MAX_LISTED_POLICIES:
-                return None
-            if policy.get("PolicyType") != "TargetTrackingScaling":
-                continue
-            rid = policy.get("ResourceId")
-            parts = rid.split("/") if isinstance(rid, str) else []
-            shape = parts[0:1] == ["table"] and (len(parts) == 2 or parts[2:3] == ["index"])
-            if len(parts) not in (2, 4) or not shape or not is_table_name(parts[1]):
-                raise UnsoundListing(
-                    f"DescribeScalingPolicies: a policy's ResourceId {shown(rid, 300)} names "
-                    "no table"
-                )
-            kept = {k: policy[k] for k in POLICY_FIELDS if k in policy}
-            out.setdefault(parts[1], []).append(kept)
-    return out
 
 
 def table_targets(

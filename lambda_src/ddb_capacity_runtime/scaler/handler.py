@@ -15,7 +15,6 @@ from typing import Any, TextIO
 
 from ..aws import discovery, table_calls
 from ..aws.clients import Clients, make_clients
-from ..aws.error_codes import describe_error
 from ..aws.retry import RetryWithin, ThrottleCounter
 from ..aws.store import HoldStore, open_store
 from ..core.deadline import Deadline
@@ -176,17 +175,12 @@ def coordinate(
         return here() if unsound else here(found=found)
     batches_end = now + timedelta(minutes=config.tick_minutes) - MARGIN
     quota, unread, throttles = _account_quota(config, clients, deadline)
-    policies, unlisted, listing_throttles = _tracking_policies(clients, deadline)
-    if listing_throttles:
-        throttles["ControlPlaneThrottles"] = throttles.get("ControlPlaneThrottles", 0) + (
-            listing_throttles
-        )
-    batches = shard(found, config.tables_per_batch, now, batches_end, quota, policies)
+    batches = shard(found, config.tables_per_batch, now, batches_end, quota)
     with RetryWithin(Deadline(deadline), clients.sqs):
         failed = send(clients.sqs, queue_url, batches)
     sent = len(batches) - len(failed)
     log_event("tick-sharded", tables=len(found), batches=len(batches), sent=sent)
-    failed += [f"tag discovery: {entry}" for entry in unsound] + unread + unlisted
+    failed += [f"tag discovery: {entry}" for entry in unsound] + unread
     counts = {"TablesFound": len(found), "BatchesSent": sent, "SharedFailures": len(failed)}
     _count(config, counts | throttles, now, out)
     return TickSummary(len(found), 0, [], [], [], [], failed, config.dry_run, sent)
@@ -212,37 +206,6 @@ def _account_quota(
         consequence="every batch of this tick keeps the configured table quota",
     )
     return quota, [failure], counted
-
-
-def _tracking_policies(
-    clients: Clients, deadline: float | None
-) -> tuple[dict[str, list[dict[str, Any]]] | None, list[str], int]:
-    """Every target-tracking policy of the account's tables, listed once for all batches
-    (`discovery.tracking_policies`), else None: each batch then reads its own tables', one
-    resource a call, as without it; the failure of that listing, if any (logged, and
-    counted by the caller); and its throttled attempts."""
-    with ThrottleCounter(clients.autoscaling) as throttles:
-        try:
-            with RetryWithin(Deadline(deadline), clients.autoscaling):
-                policies = discovery.tracking_policies(clients.autoscaling)
-        except Exception as exc:
-            failure = f"scaling policies: {describe_error(exc)}"
-            log_event(
-                "shared-call-failed",
-                level=logging.ERROR,
-                error=failure,
-                consequence="every batch of this tick reads its own tables' scaling policies",
-            )
-            return None, [failure], throttles.count
-    if policies is None:
-        log_event(
-            "policies-not-listed",
-            level=logging.WARNING,
-            most=discovery.MAX_LISTED_POLICIES,
-            consequence="more scaling policies than one listing reads: every batch reads "
-            "its own tables'",
-        )
-    return policies, [], throttles.count
 
 
 def _count(config: ScalerConfig, values: Mapping[str, float], at: datetime, out: Any) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -43,8 +43,6 @@ VERSION = 1
 SEND_BATCH = 10
 """SendMessageBatch takes at most 10 messages a call, and 256 KiB in all."""
 SEND_BYTES = 256 * 1024
-MAX_MESSAGE_CHARS = SEND_BYTES
-"""The longest message a batch is sent as (SQS's, all ASCII: the JSON escapes the rest)."""
 MAX_TABLES = MAX_TABLES_PER_BATCH
 """The most tables a message may name: the most ``tables_per_batch``."""
 MARGIN = timedelta(seconds=20)
@@ -68,12 +66,6 @@ class Batch:
     """The per-table quota the tick read once (DescribeLimits, which DynamoDB throttles past
     one call a minute), for every batch; None: the batch reads it itself (a message of an
     earlier version)."""
-    policies: tuple[dict[str, Any], ...] | None = None
-    """Every target-tracking policy of the batch's tables and their GSIs, as the tick listed
-    them once for all batches (`discovery.tracking_policies`; Application Auto Scaling's
-    DescribeScalingPolicies takes one resource a call); None: the batch reads its own
-    (the listing failed, its message would pass `MAX_MESSAGE_CHARS`, or a message of an
-    earlier version)."""
 
     @property
     def label(self) -> str:
@@ -89,7 +81,6 @@ class Batch:
                 "of": self.of,
                 "tables": list(self.tables),
                 **({} if self.table_quota is None else {"table_quota": self.table_quota}),
-                **({} if self.policies is None else {"policies": packed(self.policies)}),
             },
             separators=(",", ":"),
         )
@@ -101,23 +92,15 @@ def shard(
     tick: datetime,
     deadline: datetime,
     table_quota: int | None = None,
-    policies: Mapping[str, Sequence[dict[str, Any]]] | None = None,
 ) -> list[Batch]:
     """The tables ``names`` in batches of ``per_batch``, in name order (a table keeps its
     batch from tick to tick while the set of tables stays the same), each carrying
-    ``table_quota`` and, when the tick listed them (``policies``, by table), its tables'
-    target-tracking policies, unless its message would then pass `MAX_MESSAGE_CHARS`."""
+    ``table_quota``."""
     ordered = sorted(names)
     chunks = [tuple(ordered[i : i + per_batch]) for i in range(0, len(ordered), per_batch)]
-    batches = []
-    for n, c in enumerate(chunks, start=1):
-        batch = Batch(tick, deadline, n, len(chunks), c, table_quota)
-        if policies is not None:
-            listed = tuple(p for name in c for p in policies.get(name, ()))
-            carried = replace(batch, policies=listed)
-            batch = carried if len(carried.to_message()) <= MAX_MESSAGE_CHARS else batch
-        batches.append(batch)
-    return batches
+    return [
+        Batch(tick, deadline, n, len(chunks), c, table_quota) for n, c in enumerate(chunks, start=1)
+    ]
 
 
 def send(
@@ -163,7 +146,7 @@ def parse_batch(body: object, received: datetime, tick_minutes: int) -> Batch:
     ``received`` and a tick of ``tick_minutes``; raises `BatchError` naming the
     field, the value and what is allowed."""
     try:
-        raw = parse_json(body, "batch message", max_chars=MAX_MESSAGE_CHARS)
+        raw = parse_json(body, "batch message", max_chars=SEND_BYTES)
     except UntrustedJSONError as exc:
         raise BatchError(str(exc)) from None
     try:
@@ -192,38 +175,7 @@ def _parse(raw: object, received: datetime, span: timedelta) -> Batch:
     of = _whole(raw, "of", 1, 1_000_000)
     number = _whole(raw, "number", 1, of)
     quota = _whole(raw, "table_quota", 1, MAX_TABLE_QUOTA) if "table_quota" in raw else None
-    policies = _policies(raw["policies"]) if "policies" in raw else None
-    return Batch(tick, deadline, number, of, _tables(raw.get("tables")), quota, policies)
-
-
-PACKED = (
-    "ResourceId",
-    "ScalableDimension",
-    "PolicyName",
-    "TargetTrackingScalingPolicyConfiguration",
-)
-"""A policy's fields in a message, in order, as a list (its field names would take a third of
-the message); its ``PolicyType`` is target tracking, the only type listed."""
-
-
-def packed(policies: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
-    """``policies`` as a message carries them (`PACKED`)."""
-    return [[p.get(field) for field in PACKED] for p in policies]
-
-
-def _policies(value: object) -> tuple[dict[str, Any], ...]:
-    """The ``policies`` field: a list of lists of the `PACKED` fields, as the policies
-    Application Auto Scaling lists (what each field says is read as its answer is, when
-    the batch reads its targets; how many, the message's length bounds)."""
-    if not isinstance(value, list) or not all(
-        isinstance(p, list) and len(p) == len(PACKED) for p in value
-    ):
-        raise BatchError(
-            f"batch message: policies must be a list of lists of {len(PACKED)} fields "
-            f"({', '.join(PACKED)}); got {shown(value)}"
-        )
-    kind = {"PolicyType": "TargetTrackingScaling"}
-    return tuple(dict(zip(PACKED, p, strict=True)) | kind for p in value)
+    return Batch(tick, deadline, number, of, _tables(raw.get("tables")), quota)
 
 
 def _time(raw: Mapping[str, Any], key: str) -> datetime:

@@ -385,9 +385,7 @@ def _read_batch(
     found = _batch_tags(t, found, descriptions)
     targets: Mapping[tuple[str, str], ScalableTarget] | None = t.shared(
         "scalable targets",
-        lambda: (
-            discovery.scalable_targets(t.clients.autoscaling, ids, batch.policies) if ids else {}
-        ),
+        lambda: discovery.scalable_targets(t.clients.autoscaling, ids) if ids else {},
         None,
         confined=True,
     )
