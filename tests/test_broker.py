@@ -510,6 +510,7 @@ GOOD_HOLD: dict[str, Any] = {
         {**GOOD_HOLD, "holds": {"writes": {"units": 10, "baseline": 5}}},
         {**GOOD_HOLD, "holds": [10]},
         {**GOOD_HOLD, "levels": {"write": math.inf}},
+        {**GOOD_HOLD, "levels": {"write": 15, "scan": 5}},
         {**GOOD_HOLD, "expires": "2026-01-01T00:00:00"},
         {**GOOD_HOLD, "index": 7},
         {**GOOD_HOLD, "table": "a/b"},

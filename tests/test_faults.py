@@ -1443,3 +1443,18 @@ def test_a_targets_minimum_read_under_its_lease_is_a_whole_number_or_unsound(
             current_minimum(world.aas, target)
     finally:
         world.aas.meta.events.unregister(event, odd)
+
+
+def test_a_dimension_counts_at_its_max_from_the_max_itself(world: World) -> None:
+    # GIVEN two tables whose writes (busy, within target) are under targets of max 1,000:
+    # one provisioned at 1,000, the other one unit below
+    at_max, below = world.table("at-max", 100, 1_000), world.table("below", 100, 999)
+    for name in (at_max, below):
+        world.target(name, "write", 100, 1_000)
+        world.traffic(name, "write", 600, minutes=range(0, 40))
+        world.traffic(name, "read", 60, minutes=range(0, 40))
+    # WHEN a tick runs
+    summary, events = world.tick()
+    # THEN the one at its max counts (its alarm says the table can grow no more), the other not
+    assert summary["failures"] == []
+    assert (emf(events, at_max)["CapacityAtMax"], emf(events, below)["CapacityAtMax"]) == (1, 0)

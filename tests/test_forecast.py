@@ -297,6 +297,14 @@ def test_a_tick_obeys_the_plan_in_force() -> None:
     assert (write.keep, write.reserve, write.least_fall) == (1_000, 3, 120)
     (_, ended) = apply_plans(table, {("T", None, "write"): plan}, 615).dimensions
     assert ended == dim("write")
+    # a plan read back from the state store is untrusted: a floor above the dimension's
+    # maximum lifts its minimum to the maximum, no higher, and an aim below the configured
+    # target never lowers the target (it would lower the capacity it asks for)
+    (_, highest) = apply_plans(table, {("T", None, "write"): plan}, 611).dimensions
+    assert highest.limits == Limits(1_000, 1_000, 0.85)
+    low = FloorPlan(600, (300,), 50, 3, 2_000)
+    (_, lower) = apply_plans(table, {("T", None, "write"): low}, 601).dimensions
+    assert lower.limits == Limits(300, 1_000, 0.7)
 
 
 @settings(max_examples=examples(200), deadline=None)

@@ -148,6 +148,7 @@ GOOD = json.loads(Batch(T0, T0 + timedelta(minutes=2), 1, 1, ("Orders",)).to_mes
         ("deadline", "9999-12-31T23:59:59-14:00", "not a batch \\(OverflowError"),
         ("deadline", "2026-11-22T12:02:00", "deadline must be an ISO 8601 time with its UTC"),
         ("deadline", "2026-11-22T11:59:00+00:00", "deadline must be after tick"),
+        ("deadline", "2026-11-22T12:00:00+00:00", "deadline must be after tick"),
         (
             "deadline",
             "2026-11-22T12:03:00+00:00",

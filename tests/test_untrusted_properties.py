@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddb_capacity_runtime.aws.discovery import describe_table
-from ddb_capacity_runtime.aws.store import HoldStore
+from ddb_capacity_runtime.aws.store import MAX_PLAN_CHARS, HoldStore
 from ddb_capacity_runtime.core.holds import lift
 from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA as TABLE_QUOTA
 from ddb_capacity_runtime.core.names import MAX_TABLE_QUOTA, TAG_PREFIX
@@ -24,7 +24,7 @@ from ddb_capacity_runtime.core.policy import (
 from ddb_capacity_runtime.core.series import Series
 from ddb_capacity_runtime.core.settings import OverrideError, ScalerConfig
 from ddb_capacity_runtime.core.tables import ScalableTarget
-from ddb_capacity_runtime.core.tags import parse_tags
+from ddb_capacity_runtime.core.tags import parse_tags, percent, whole_units
 from tests.hypothesis_profiles import examples
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -195,3 +195,54 @@ def test_store_items_of_any_content_never_raise_and_stay_within_bounds(
     for h in held.holds:
         assert 1 <= h.units <= TABLE_QUOTA and 0 <= h.baseline <= MAX_TABLE_QUOTA
         assert h.expires <= NOW + timedelta(days=1, minutes=1)
+
+
+def stored(**fields: Any) -> dict[str, Any]:
+    """A store item of table T's write dimension, with ``fields`` (DynamoDB's JSON)."""
+    return {"pk": {"S": "T"}, "sk": {"S": "table:write"}, **fields}
+
+
+def hold_entry(units: str = "100", token: str | None = "a" * 64) -> dict[str, Any]:
+    fields = {
+        "units": {"N": units},
+        "expires": {"N": str(int((NOW + timedelta(minutes=30)).timestamp()))},
+        "baseline": {"N": "50"},
+    }
+    return {"M": fields | ({} if token is None else {"token": {"S": token}})}
+
+
+def test_each_stored_field_past_its_bound_is_read_as_unknown_or_malformed() -> None:
+    store = HoldStore(None, "holds", clock=lambda: NOW.timestamp())  # type: ignore[arg-type]
+    # a sound hold, with its token's digest or none (recorded before tokens)
+    for token in ("a" * 64, None):
+        held = store._parse(stored(holds={"M": {"h": hold_entry(token=token)}}))
+        assert held is not None and [h.id for h in held.holds] == ["h"]
+    # a hold of 0 units, or whose token is not a digest (short, long, not lowercase hex),
+    # is malformed: never a level, always cleaned up
+    for odd in (
+        hold_entry(units="0"),
+        hold_entry(token="a" * 63),
+        hold_entry(token="a" * 65),
+        hold_entry(token="A" * 64),
+        hold_entry(token="g" * 64),
+    ):
+        held = store._parse(stored(holds={"M": {"h": odd}}))
+        assert held is not None and held.holds == () and held.malformed == ("h",)
+    # a memory of what the library set, without the base it set it over, means nothing
+    held = store._parse(stored(set_to={"N": "300"}, intent={"N": "300"}, plan={"S": "x"}))
+    assert held is not None and (held.base, held.set_to, held.intent) == (None, None, None)
+    # a plan longer than any the library writes is not read
+    held = store._parse(stored(base={"N": "10"}, plan={"S": "1" * (MAX_PLAN_CHARS + 1)}))
+    assert held is not None and held.plan is None
+    # a sort key naming an index without its name names no dimension
+    assert store._parse({**stored(base={"N": "10"}), "sk": {"S": "index/:write"}}) is None
+    assert store._parse({**stored(base={"N": "10"}), "sk": {"S": "index/i:write"}}) is not None
+
+
+def test_a_limit_tag_is_read_up_to_its_bound_and_ignored_one_past_it() -> None:
+    # capacity from 1 to the table quota; a target utilization from 20 % to 90 %
+    for taken, ignored in ((1, 0), (TABLE_QUOTA, TABLE_QUOTA + 1)):
+        assert whole_units(str(taken)) == taken and whole_units(str(ignored)) is None
+    for value, read in (("20", 20.0), ("90", 90.0), ("19.9", None), ("90.01", None), ("19", None)):
+        assert percent(value) == read
+    assert percent("91") is None
