@@ -58,3 +58,19 @@ def test_a_callers_slow_client_gets_the_librarys_lease(
     assert seen and max(seen) <= bound + 1, seen
     assert world.target_min(name, "write") > 100
     held.release()
+
+
+def test_a_renewal_for_a_short_call_keeps_the_whole_lease(
+    world: World,  # noqa: F811 (the fixture)
+) -> None:
+    # GIVEN a dimension's lease, renewed in a write for a call of one second
+    name = world.table("renewed", 100, 100)
+    with world.store.lease(name, None, "write", deadline=world.store.clock() + 5) as lease:
+        before = world.store.clock()
+        lease.write(10, set_to=40, renew_for=1)
+        # THEN the lease runs for its whole length from the write, never less: another
+        # writer could take it while the call it covers is still on its way
+        assert lease.until >= int(before + LEASE.total_seconds())
+        # and a renewal for a longer call covers that call and its margin
+        lease.write(10, set_to=40, renew_for=120)
+        assert lease.until >= int(before + 120 + RENEW_MARGIN.total_seconds())

@@ -10,7 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddb_capacity_runtime.aws.discovery import describe_table
-from ddb_capacity_runtime.aws.store import MAX_PLAN_CHARS, HoldStore
+from ddb_capacity_runtime.aws.store import (
+    INTENT_MEMORY,
+    MAX_PLAN_CHARS,
+    RECENT_INTENTS,
+    HoldStore,
+    recent_intents,
+)
 from ddb_capacity_runtime.core.holds import lift
 from ddb_capacity_runtime.core.names import DEFAULT_TABLE_QUOTA as TABLE_QUOTA
 from ddb_capacity_runtime.core.names import MAX_TABLE_QUOTA, TAG_PREFIX
@@ -246,3 +252,22 @@ def test_a_limit_tag_is_read_up_to_its_bound_and_ignored_one_past_it() -> None:
     for value, read in (("20", 20.0), ("90", 90.0), ("19.9", None), ("90.01", None), ("19", None)):
         assert percent(value) == read
     assert percent("91") is None
+
+
+def test_the_recent_intents_read_are_the_newest_within_a_day() -> None:
+    now = NOW.timestamp()
+    day = INTENT_MEMORY.total_seconds()
+
+    def written(ages: dict[int, float]) -> dict[str, Any]:
+        return {"M": {str(units): {"N": str(int(now - age))} for units, age in ages.items()}}
+
+    # an intent a day and a second old, or an hour ahead of the clock, is not read
+    ages = {100: 60, 200: 120, 500: day + 1, 600: -3_600}
+    assert recent_intents(written(ages), TABLE_QUOTA, now) == {
+        100: int(now - 60),
+        200: int(now - 120),
+    }
+    # of more than RECENT_INTENTS within the day, the newest are read
+    many = {100 + i: 60.0 * i for i in range(RECENT_INTENTS + 2)}
+    newest = {u: int(now - a) for u, a in many.items() if a < 60 * RECENT_INTENTS}
+    assert recent_intents(written(many), TABLE_QUOTA, now) == newest
