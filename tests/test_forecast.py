@@ -640,3 +640,20 @@ def test_a_kept_replay_replays_a_rewritten_past_step_again() -> None:
     expected = _replayed(steps, *args)
     assert replay.scores(steps, len(steps) * STEP, *args) == expected
     assert Replay().scores(steps, len(steps) * STEP, *args) == expected
+
+
+def test_a_plan_never_asks_more_than_the_dimensions_maximum() -> None:
+    # GIVEN a daily season whose peaks need more than 5,000 units, under a maximum of 1,000
+    profile = [100.0] * (DAY // 2) + [5_000.0] * (DAY - DAY // 2)
+    history = profile * 4
+    end = len(history) * STEP
+    floors = set()
+    for now in range(0, DAY * STEP, 97 * STEP):
+        plan, forecast = plan_floors(
+            history, end, end + now, 0.7, 1, 1_000, minute_of_day=now % (24 * 60)
+        )
+        # THEN every floor, and the least fall kept a decrease for, is within the maximum
+        assert plan is not None, forecast.reason
+        assert max(plan.floors) <= 1_000 and plan.least <= 1_000
+        floors.add(max(plan.floors))
+    assert 1_000 in floors  # the peaks did ask for more
