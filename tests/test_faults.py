@@ -263,6 +263,9 @@ REREAD_ANSWERS: dict[str, Callable[[dict[str, Any]], None]] = {
         ]
     ),
     "updating": lambda t: t.update(TableStatus="UPDATING"),
+    "deleting gsi": lambda t: t.update(
+        GlobalSecondaryIndexes=[{"IndexName": "old", "IndexStatus": "DELETING"}]
+    ),
 }
 """How the table "reread" is told, re-read right before its UpdateTable."""
 
@@ -311,6 +314,19 @@ def test_an_unsound_re_read_before_an_update_sends_nothing_and_fails_its_table(
     assert [f["table"] for f in summary["failures"]] == [odd]
     assert "DescribeTable" in summary["failures"][0]["reason"]
     assert emf(events, odd)["Failures"] == 1
+
+
+def test_an_index_being_deleted_told_without_its_capacity_stops_no_update(world: World) -> None:
+    # GIVEN a throttled table whose re-read before its UpdateTable lists a GSI being
+    # deleted, without its capacity (DescribeTable may leave fields out of one going away)
+    busy, idle, odd, reads, disarm = changed_on_re_read(world, "deleting gsi")
+    # WHEN a tick runs
+    summary, _ = world.tick()
+    disarm()
+    # THEN the table is updated as any other: its writes raised, its idle reads lowered
+    assert reads[0] >= 2
+    assert_handled(world, busy, idle)
+    assert world.throughput(odd) == (5, 215) and summary["failures"] == []
 
 
 def test_a_table_found_updating_on_its_re_read_is_left_for_the_next_tick(world: World) -> None:

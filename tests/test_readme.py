@@ -128,5 +128,5 @@ def test_readme_ships_jobs_from_a_folder_of_their_own() -> None:
     text = " ".join(README.read_text().split())
     targets = re.findall(r"pip install --no-deps --target (\S+)", text)
     assert targets, "the README shows how to install the wheel for the user's own jobs"
-    # THEN never into build/, where `make dist` (setuptools) leaves its own copy of the packages
+    # THEN never into build/, where `pip install .` (setuptools) leaves its own copy of them
     assert all(t.rstrip("/") != "build" for t in targets), targets

@@ -105,7 +105,8 @@ def _fresh(
         name = gsi.get("IndexName") if isinstance(gsi, Mapping) else None
         if not (isinstance(name, str) and name):
             raise ValueError(f"DescribeTable: a GSI without its name ({gsi!r:.60})")
-        specs.append((name, gsi))
+        if gsi.get("IndexStatus") != "DELETING":  # one going away may be told without capacity
+            specs.append((name, gsi))
     current: dict[tuple[str | None, str], int] = {}
     ledgers: dict[str | None, DecreaseLedger] = {}
     for index, spec in specs:
