@@ -214,17 +214,21 @@ def test_with_no_estimate_a_demand_over_the_capacity_surges_at_once(
     assert now is not None and (now.level, now.at, now.provisioned) == (0, clock(), 100)
 
 
-def test_throttles_reported_surge_at_once_whatever_the_estimate(world: World) -> None:
+@pytest.mark.parametrize("cause", ["provisioned", "unknown"])
+def test_throttles_reported_surge_at_once_whatever_the_estimate(world: World, cause: str) -> None:
     # GIVEN a table at 100 write units whose stored estimate is full (15,000)
     name = warm_table(world, "Throttled")
     clock = Clock(world.now.timestamp())
     put_bucket(world, name, {"S": Bucket(15_000, clock() - EVERY, 100, 10.0).text()})
-    # WHEN a report says 50 units/s consumed with provisioned-throughput throttles
-    row = hook_report(world, name, clock, 50, throttles={"provisioned": 30})
+    # WHEN a report says 50 units/s consumed with provisioned-throughput throttles, or
+    # throttles of no known cause (which may be the capacity's: never taken for less)
+    row = hook_report(world, name, clock, 50, throttles={cause: 30})
     # THEN it surges at once: its consumption (50 of 100) says it makes half the traffic,
     # so its demand of 50 is taken as 100, and the surge is 100 / 0.7 (and a unit more
     # than provisioned at least)
-    assert (row["status"], row["to"]) == ("applied", max(math.ceil(100 / 0.7), 101))
+    # (throttles of no known cause: a unit more, their demand not known)
+    surge = max(math.ceil(100 / 0.7), 101) if cause == "provisioned" else 101
+    assert (row["status"], row["to"]) == ("applied", surge)
     # AND the estimate is emptied, and set aside for a day: it held 10 s of the capacity
     # or more when throttles came, so it was wrong
     kept = stored_bucket(world, name, clock())
