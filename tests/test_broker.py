@@ -163,6 +163,7 @@ def test_a_hold_is_released_only_with_its_own_token(world: World, served: str) -
     [
         ("x" * 5_000, "t", "'" + "x" * 199 + "... (5,002 characters) and a str of 1"),
         ("abc", "t" * 129, "'abc' and a str of 129"),
+        ("x" * 129, "t", "'" + "x" * 129 + "' and a str of 1"),
         ("", "t", "'' and a str of 1"),
         ("abc", 7, "'abc' and a int of 0"),
     ],
