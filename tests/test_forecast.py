@@ -657,3 +657,20 @@ def test_a_plan_never_asks_more_than_the_dimensions_maximum() -> None:
         assert max(plan.floors) <= 1_000 and plan.least <= 1_000
         floors.add(max(plan.floors))
     assert 1_000 in floors  # the peaks did ask for more
+
+
+def test_a_season_whose_error_is_exactly_the_most_allowed_is_used() -> None:
+    # GIVEN a daily load with noise, and the error its best season makes on the last day
+    profile = [100.0 + 50 * (i % 7) for i in range(DAY)]
+    history = [v * (1 + 0.05 * ((i * 7919) % 11 - 5) / 5) for i, v in enumerate(profile * 4)]
+    plan, forecast = plan_floors(history, len(history) * STEP, len(history) * STEP, 0.7, 1, 40_000)
+    assert forecast.error is not None and forecast.error > 0
+    error = forecast.error
+    # THEN that error as the most allowed still uses the season; a hair less does not
+    at_most, _ = plan_floors(
+        history, len(history) * STEP, len(history) * STEP, 0.7, 1, 40_000, max_error=error
+    )
+    below, why = plan_floors(
+        history, len(history) * STEP, len(history) * STEP, 0.7, 1, 40_000, max_error=error * 0.999
+    )
+    assert at_most is not None and below is None and ">" in why.reason
