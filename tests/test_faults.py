@@ -270,13 +270,13 @@ REREAD_ANSWERS: dict[str, Callable[[dict[str, Any]], None]] = {
 """How the table "reread" is told, re-read right before its UpdateTable."""
 
 
-def changed_on_re_read(
+def ticked_on_re_read(
     world: World, answer: str
-) -> tuple[str, str, str, list[int], Callable[[], None]]:
-    """A throttled table, "reread", whose DescribeTable answers soundly when it is read,
-    then as `REREAD_ANSWERS`' ``answer`` says from its second read on, until the returned
-    function is called, and the busy and idle tables beside it; with the count of its
-    reads."""
+) -> tuple[str, str, str, dict[str, Any], list[dict[str, Any]]]:
+    """A tick of a throttled table, "reread", whose DescribeTable answers soundly when it is
+    read, then as `REREAD_ANSWERS`' ``answer`` says when read again before its UpdateTable,
+    and of the busy and idle tables beside it: the three tables, the tick's summary and its
+    events."""
     busy, idle = busy_and_idle(world)
     odd = world.table("reread", 100, 100)
     world.traffic(odd, "write", 100)
@@ -292,7 +292,12 @@ def changed_on_re_read(
 
     event = "after-call.dynamodb.DescribeTable"
     world.ddb.meta.events.register(event, later)
-    return busy, idle, odd, reads, lambda: world.ddb.meta.events.unregister(event, later)
+    try:
+        summary, events = world.tick()
+    finally:
+        world.ddb.meta.events.unregister(event, later)
+    assert reads[0] >= 2  # read, then read again
+    return busy, idle, odd, summary, events
 
 
 @pytest.mark.parametrize("unsound", ["units", "gsi", "nameless gsi"])
@@ -302,13 +307,10 @@ def test_an_unsound_re_read_before_an_update_sends_nothing_and_fails_its_table(
     # GIVEN a throttled table whose DescribeTable answers soundly when it is read, then,
     # re-read right before its UpdateTable, without a whole capacity, with a GSI that has
     # no capacity, or with a GSI without its name
-    busy, idle, odd, reads, disarm = changed_on_re_read(world, unsound)
     # WHEN a tick runs
-    summary, events = world.tick()
-    disarm()
+    busy, idle, odd, summary, events = ticked_on_re_read(world, unsound)
     # THEN nothing is sent on that answer: the table is left as it is, a failure of its own,
     # and the others are handled
-    assert reads[0] >= 2
     assert_handled(world, busy, idle)
     assert world.throughput(odd) == (100, 100)
     assert [f["table"] for f in summary["failures"]] == [odd]
@@ -319,12 +321,9 @@ def test_an_unsound_re_read_before_an_update_sends_nothing_and_fails_its_table(
 def test_an_index_being_deleted_told_without_its_capacity_stops_no_update(world: World) -> None:
     # GIVEN a throttled table whose re-read before its UpdateTable lists a GSI being
     # deleted, without its capacity (DescribeTable may leave fields out of one going away)
-    busy, idle, odd, reads, disarm = changed_on_re_read(world, "deleting gsi")
     # WHEN a tick runs
-    summary, _ = world.tick()
-    disarm()
+    busy, idle, odd, summary, _ = ticked_on_re_read(world, "deleting gsi")
     # THEN the table is updated as any other: its writes raised, its idle reads lowered
-    assert reads[0] >= 2
     assert_handled(world, busy, idle)
     assert world.throughput(odd) == (5, 215) and summary["failures"] == []
 
@@ -332,13 +331,10 @@ def test_an_index_being_deleted_told_without_its_capacity_stops_no_update(world:
 def test_a_table_found_updating_on_its_re_read_is_left_for_the_next_tick(world: World) -> None:
     # GIVEN a throttled table ACTIVE when the tick reads it, UPDATING when it is read again
     # right before its UpdateTable (another update began in between)
-    busy, idle, odd, reads, disarm = changed_on_re_read(world, "updating")
     # WHEN a tick runs
-    summary, events = world.tick()
-    disarm()
+    busy, idle, odd, summary, events = ticked_on_re_read(world, "updating")
     # THEN nothing is sent to it (DynamoDB would refuse it, or stack the two updates), and
     # it is no failure: the next tick decides again; the others are handled
-    assert reads[0] >= 2
     assert_handled(world, busy, idle)
     assert world.throughput(odd) == (100, 100)
     assert summary["failures"] == [] and emf(events, odd).get("Failures", 0) == 0
