@@ -131,11 +131,19 @@ def test_model_parameters_are_checked_by_name(params: ModelParams, message: str)
         ("stock:95", "--policy 'stock:95': target utilization 95 is outside 20 to 90"),
         ("fixed:0", "--policy 'fixed:0': fixed capacity 0 is outside 1 to 40000"),
         ("throttle-aware+stock:10", "target utilization 10 is outside 20 to 90"),
+        ("stock:19", "target utilization 19 is outside 20 to 90"),
+        ("stock:91", "target utilization 91 is outside 20 to 90"),
+        ("fixed:40001", "fixed capacity 40001 is outside 1 to 40000"),
     ],
 )
 def test_bad_policy_names_say_what_is_allowed(text: str, message: str) -> None:
     with pytest.raises(PolicyError, match=message.replace("+", r"\+")):
         parse(text)
+
+
+@pytest.mark.parametrize("text", ["stock:20", "stock:90", "fixed:1", "fixed:40000"])
+def test_a_policy_at_the_edge_of_its_range_is_taken(text: str) -> None:
+    assert parse(text) is not None
 
 
 def test_policy_names_parse() -> None:

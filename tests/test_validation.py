@@ -355,3 +355,23 @@ def test_a_provisioned_table_is_an_itable(stack: cdk.Stack) -> None:
         table.table.table_name
     )
     assert stack.resolve(table.table_arn) == stack.resolve(table.table.table_arn)
+
+
+@pytest.mark.parametrize(
+    "capacity",
+    [
+        Capacity(min_capacity=100, max_capacity=100),  # a fixed capacity
+        Capacity(min_capacity=5, max_capacity=10, target_utilization_percent=20),
+        Capacity(min_capacity=5, max_capacity=10, target_utilization_percent=90),
+        Capacity(min_capacity=5, max_capacity=40_000, high_water_mark=40_000),  # the quota
+    ],
+)
+def test_each_capacity_prop_takes_its_bounds(stack: cdk.Stack, capacity: Capacity) -> None:
+    make(stack, read=capacity)  # no error
+
+
+@pytest.mark.parametrize("field", ["max_capacity", "high_water_mark"])
+def test_a_capacity_one_unit_past_the_table_quota_is_refused(stack: cdk.Stack, field: str) -> None:
+    props: dict[str, Any] = {"min_capacity": 5, "max_capacity": 40_000, field: 40_001}
+    message = error_of(lambda: make(stack, read=Capacity(**props)))
+    assert f"{field} (40001) is above the per-table quota of 40000" in message
