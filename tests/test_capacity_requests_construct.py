@@ -364,6 +364,14 @@ def test_the_restorer_runs_on_a_schedule_and_may_only_ask_the_broker(stack: cdk.
             "broker_concurrency must be a whole number from 1 to 1000, or None; got 0",
         ),
         (
+            {"broker_concurrency": 1_001},
+            "broker_concurrency must be a whole number from 1 to 1000, or None; got 1001",
+        ),
+        (
+            {"max_units": 40_001},
+            "max_units must be a whole number from 1 to table_quota (40000); got 40001",
+        ),
+        (
             {"max_hold": cdk.Duration.hours(25)},
             "max_hold must be whole minutes from 1 minute to 24 hours; got 1 day 1 hour",
         ),
@@ -384,6 +392,21 @@ def test_bad_props(stack: cdk.Stack, kwargs: dict[str, Any], message: str) -> No
     with pytest.raises(CapacityConfigError) as info:
         CapacityRequests(stack, "Requests", **args)
     assert str(info.value) == f"CapacityRequests Test/Requests: {message}"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"restore_every": cdk.Duration.minutes(1)},
+        {"restore_every": cdk.Duration.minutes(60)},
+        {"max_units": 40_000},
+        {"broker_concurrency": 1_000},
+    ],
+)
+def test_each_prop_is_taken_at_the_edge_of_its_range(
+    stack: cdk.Stack, kwargs: dict[str, Any]
+) -> None:
+    CapacityRequests(stack, "Requests", tables=[tables(stack)[0]], **kwargs)  # no error
 
 
 def test_grant_needs_something_with_a_role(stack: cdk.Stack) -> None:
