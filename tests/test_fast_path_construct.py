@@ -473,16 +473,51 @@ def test_without_a_restorer_a_connected_scaler_must_end_the_surges() -> None:
             FastPath(concurrency=0),
             "fast_path.concurrency must be a whole number from 1 to 1000, or None; got 0",
         ),
+        (
+            FastPath(concurrency=1_001),
+            "fast_path.concurrency must be a whole number from 1 to 1000, or None; got 1001",
+        ),
+        (
+            FastPath(surge_budget=400_001),
+            "fast_path.surge_budget must be a whole number from 1 to 400000, None (the default "
+            "budget) or UNBOUNDED; got 400001",
+        ),
+        (
+            FastPath(surge_alarm_units=0),
+            "fast_path.surge_alarm_units must be a whole number from 1 to 10000000, or None; got 0",
+        ),
     ],
 )
 def test_bad_fast_path(stack: cdk.Stack, fast_path: Any, message: str) -> None:
     with pytest.raises(CapacityConfigError) as info:
-        CapacityRequests(
-            stack,
-            "Requests",
-            tables=[tables(stack)[0]],
-            max_units=5_000,
-            max_hold=cdk.Duration.hours(2),
-            fast_path=fast_path,
-        )
+        fast_path_requests(stack, fast_path)
     assert str(info.value) == f"CapacityRequests Test/Requests: {message}"
+
+
+def fast_path_requests(stack: cdk.Stack, fast_path: Any) -> CapacityRequests:
+    """Capacity requests of up to 5,000 units held up to 2 hours, with ``fast_path``."""
+    return CapacityRequests(
+        stack,
+        "Requests",
+        tables=[tables(stack)[0]],
+        max_units=5_000,
+        max_hold=cdk.Duration.hours(2),
+        fast_path=fast_path,
+    )
+
+
+@pytest.mark.parametrize(
+    "fast_path",
+    [
+        FastPath(surge_for=cdk.Duration.hours(2)),  # max_hold itself
+        FastPath(surge_for=cdk.Duration.minutes(1)),
+        FastPath(concurrency=1_000),
+        FastPath(surge_budget=400_000),
+        FastPath(surge_alarm_units=1),
+        FastPath(surge_cap=5_000),  # max_units itself
+    ],
+)
+def test_a_fast_path_is_taken_at_the_edges_of_its_ranges(
+    stack: cdk.Stack, fast_path: FastPath
+) -> None:
+    fast_path_requests(stack, fast_path)  # no error
