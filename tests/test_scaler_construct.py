@@ -1087,3 +1087,19 @@ def test_a_window_in_the_past_too_far_ahead_or_not_a_date_is_refused(
         f"from today ({today}) to 30 days ahead ({last}): 0.4's state tags are read during "
         f"an upgrade only; got "
     )
+
+
+def test_the_tag_key_and_the_legacy_window_are_taken_at_their_edges() -> None:
+    from constructs_pkg.scaler_props import checked_legacy_until, checked_tag_key
+    from ddb_capacity_runtime.core.settings import MAX_LEGACY_STATE_DAYS
+
+    assert checked_tag_key("Scaler", "k" * 128) == "k" * 128
+    with pytest.raises(CapacityConfigError, match="tag_key must be a tag key of 1 to 128"):
+        checked_tag_key("Scaler", "k" * 129)
+    today = datetime.now(UTC).date()
+    last = today + timedelta(days=MAX_LEGACY_STATE_DAYS)
+    assert checked_legacy_until("Scaler", today) == today
+    assert checked_legacy_until("Scaler", last) == last
+    for outside in (today - timedelta(days=1), last + timedelta(days=1)):
+        with pytest.raises(CapacityConfigError, match="read_legacy_state_until must be"):
+            checked_legacy_until("Scaler", outside)
