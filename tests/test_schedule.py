@@ -18,7 +18,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 from hypothesis import given
 from hypothesis import strategies as st
 
-from constructs_pkg import EVERY_DAY, Capacity, ProvisionedTable
+from constructs_pkg import EVERY_DAY, Capacity, CapacityConfigError, ProvisionedTable
 from ddb_capacity_runtime.schedule.entries import ScheduleEntry, ScheduleError
 from ddb_capacity_runtime.schedule.expressions import parse
 from tests.test_capacity_requests_construct import synth_errors
@@ -760,6 +760,20 @@ def test_window_validation(stack: cdk.Stack, kwargs: dict[str, Any], message: st
     assert error_of(lambda: make(stack).add_capacity_window("w", **args)) == (
         f"{WHERE} table write window 'w': {message}"
     )
+
+
+def test_a_window_lead_that_is_not_a_duration_is_refused_by_name(stack: cdk.Stack) -> None:
+    table = make(stack)
+    with pytest.raises(CapacityConfigError) as caught:
+        table.add_capacity_window(
+            "w",
+            dimension="write",
+            capacity=100,
+            start="05:00",
+            duration=cdk.Duration.hours(1),
+            lead=30,  # type: ignore[arg-type]
+        )
+    assert str(caught.value).startswith(f"{WHERE} window 'w': lead: got 30 (int); expected a")
 
 
 def test_too_many_lowerings_warn_about_the_decrease_quota(stack: cdk.Stack) -> None:
