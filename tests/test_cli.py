@@ -247,6 +247,7 @@ def test_a_schedule_file_drives_the_scheduled_policy(tmp_path: Path) -> None:
             "line 2, column timestamp: got '2026-03-01T00:00:00+02:00'; expected a UTC timestamp",
         ),
         (["2026-03-01T00:00:30Z,1,2"], None, "expected a timestamp on a whole minute"),
+        (["2026-03-01T00:00:00.5Z,1,2"], None, "expected a timestamp on a whole minute"),
         (
             ["2026-03-01T00:00:00Z,1,2", "2026-03-01T00:02:00Z,1,2"],
             None,
@@ -270,6 +271,12 @@ def test_bad_csv_names_line_and_column(
     assert f"ddb-capacity: error: --trace: {path}" in err and message in err
     with pytest.raises(TraceError):
         read_csv(path)
+
+
+def test_rows_of_blank_fields_are_passed_over(tmp_path: Path) -> None:
+    rows = ["2026-03-01T00:00:00Z,1,2", ",,", " , , ", "2026-03-01T00:01:00Z,3,4"]
+    trace = read_csv(csv_file(tmp_path, rows, "timestamp,read,write"))
+    assert trace.demand[(None, "read")] == [1.0, 3.0]
 
 
 def test_an_empty_or_missing_csv(tmp_path: Path) -> None:

@@ -189,6 +189,21 @@ def test_the_scaler_returns_every_alarm_it_makes_by_stable_id(stack: cdk.Stack) 
         scaler.alarms["Errors"] = scaler.alarms["NotRunning"]  # type: ignore[index]
 
 
+def test_an_alarm_takes_four_actions_of_the_apps_beside_its_topic(stack: cdk.Stack) -> None:
+    # GIVEN four pager topics for the errors alarm: CloudWatch's five with the scaler's topic
+    pagers = [sns.Topic(stack, f"Pager{i}") for i in range(4)]
+    actions = [cw_actions.SnsAction(p) for p in pagers]
+    scaler = ThrottleAwareScaler(
+        stack,
+        "Scaler",
+        tables=[orders(stack)],
+        alarm_options={"Errors": AlarmOptions(actions=actions)},
+    )
+    # THEN the alarm notifies all five
+    errors = stack.resolve(cfn_of(scaler.alarms["Errors"], cloudwatch.CfnAlarm).alarm_actions)
+    assert len(errors) == 5
+
+
 def test_alarm_options_turn_off_rethreshold_and_add_actions(stack: cdk.Stack) -> None:
     # GIVEN a pager topic, and options for three alarms
     pager = sns.Topic(stack, "Pager")
