@@ -32,7 +32,7 @@ from ..core.names import UNITS
 from ..core.outcomes import Status
 from ..core.plan import Change, Via
 from ..core.policy import Action
-from ..core.tables import ManagedTable
+from ..core.tables import ManagedTable, named_gsis
 from ..core.validators import is_whole
 from . import table_calls
 from .discovery import UnsoundListing, current_minimum
@@ -97,16 +97,10 @@ def _fresh(
     status = described.get("TableStatus")
     if status != "ACTIVE":
         raise TableBusy(f"table status {status!r:.60}")
-    gsis = described.get("GlobalSecondaryIndexes", [])
-    if not isinstance(gsis, list):
-        raise ValueError(f"DescribeTable: GlobalSecondaryIndexes is {gsis!r:.60}")
+    gsis = named_gsis(f"DescribeTable {table.name}", described.get("GlobalSecondaryIndexes", []))
     specs: list[tuple[str | None, Mapping[str, Any]]] = [(None, described)]
-    for gsi in gsis:  # one without its name would be read as the table itself
-        name = gsi.get("IndexName") if isinstance(gsi, Mapping) else None
-        if not (isinstance(name, str) and name):
-            raise ValueError(f"DescribeTable: a GSI without its name ({gsi!r:.60})")
-        if gsi.get("IndexStatus") != "DELETING":  # one going away may be told without capacity
-            specs.append((name, gsi))
+    # a GSI going away may be told without its capacity
+    specs += [(name, g) for name, g in gsis if g.get("IndexStatus") != "DELETING"]
     current: dict[tuple[str | None, str], int] = {}
     ledgers: dict[str | None, DecreaseLedger] = {}
     for index, spec in specs:

@@ -28,6 +28,7 @@ from ..core.tables import (
     ManagedTable,
     ScalableTarget,
     TrackingPolicy,
+    named_gsis,
     tags_of,
     warm_of,
 )
@@ -281,15 +282,8 @@ def table_resource_ids(name: str, description: Mapping[str, Any]) -> list[str]:
     """Application Auto Scaling's ResourceIds of the table and of each of its GSIs, from
     its DescribeTable answer (untrusted): ValueError, naming the table, when its GSIs are
     not a list of entries each with a name."""
-    gsis = description.get("GlobalSecondaryIndexes") or []
-    entries = gsis if isinstance(gsis, list) else [None]
-    names = [g.get("IndexName") if isinstance(g, Mapping) else None for g in entries]
-    if not all(isinstance(n, str) and n for n in names):
-        raise ValueError(
-            f"DescribeTable {name}: GlobalSecondaryIndexes is {shown(gsis, 200)}; "
-            "expected a list of indexes, each with its IndexName"
-        )
-    return [resource_id(name, None), *(resource_id(name, i) for i in names)]
+    gsis = named_gsis(f"DescribeTable {name}", description.get("GlobalSecondaryIndexes") or [])
+    return [resource_id(name, None), *(resource_id(name, i) for i, _ in gsis)]
 
 
 def table_arn(name: str, description: Mapping[str, Any]) -> str:

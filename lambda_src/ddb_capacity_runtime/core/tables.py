@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from .decreases import DecreaseLedger
+from .errors import shown
 from .floorplan import FloorPlan
 from .memory import Memory
 from .table_limits import Limits
@@ -115,6 +116,22 @@ class ManagedTable:
     refused_tags: int = 0  # min or max tags not obeyed: they would lower a limit below the load
     refused_tuned: int = 0  # tuned target values not obeyed: outside the allowed targets
     targets_not_owned: int = 0  # owned target values with no policy the scaler can write
+
+
+def named_gsis(where: str, gsis: object) -> list[tuple[str, Mapping[str, Any]]]:
+    """The GSIs of a DescribeTable answer's ``GlobalSecondaryIndexes`` (untrusted), each
+    with its name; ValueError, naming ``where``, when they are not a list of entries each
+    with an IndexName (one without it would be taken for the table itself)."""
+    named: list[tuple[str, Mapping[str, Any]]] = []
+    for gsi in gsis if isinstance(gsis, list) else [None]:
+        name = gsi.get("IndexName") if isinstance(gsi, Mapping) else None
+        if not (isinstance(gsi, Mapping) and isinstance(name, str) and name):
+            raise ValueError(
+                f"{where}: GlobalSecondaryIndexes is {shown(gsis, 200)}; "
+                "expected a list of indexes, each with its IndexName"
+            )
+        named.append((name, gsi))
+    return named
 
 
 def spec_of(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:
