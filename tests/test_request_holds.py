@@ -5,20 +5,32 @@ their limits (the table and its target in moto, the hold store in dynalite):
   request, and nothing stays held; refused on release, the release fails and the hold stays
   in the store, so the next restore lowers the minimum;
 - a hold that expired but was not restored yet counts for nothing in a new request's level;
+- a dimension records at most `MAX_HOLDS` holds, and an item of that many at their largest
+  fits DynamoDB's 400 KB;
 - the longest hold is accepted, and one second more is refused before anything is read or
   sent, naming the field, the value and the range."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
-from ddb_capacity_runtime.core.holds import MAX_HOLD
+from ddb_capacity_runtime.aws.store import MAX_HOLDS, MAX_PLAN_CHARS, RECENT_INTENTS
+from ddb_capacity_runtime.core.holds import (
+    MAX_HOLD,
+    HeldDimension,
+    Hold,
+    new_token,
+    token_digest,
+)
+from ddb_capacity_runtime.core.names import MAX_TABLE_QUOTA
 from ddb_capacity_runtime.requests import (
     CapacityRequestError,
     request_capacity,
@@ -148,3 +160,64 @@ def test_the_longest_hold_is_accepted_and_one_second_more_is_refused(
         )
     assert world.throughput(name) == (10, 10)
     assert stored(world, name) == {}
+
+
+def held(world: World, name: str) -> HeldDimension:
+    """What the hold store keeps of the table ``name``'s write dimension."""
+    item = world.store.get(name, None, "write")
+    assert item is not None
+    return item
+
+
+def _ended(count: int, units: int, baseline: int) -> list[Hold]:
+    """``count`` write holds that ended a minute ago, none yet removed by a restore."""
+    ended = datetime.now(UTC) - timedelta(minutes=1)
+    return [
+        Hold(f"{n:012x}", None, "write", units, ended, baseline, token_digest(new_token()))
+        for n in range(count)
+    ]
+
+
+@pytest.mark.parametrize("recorded", [MAX_HOLDS - 1, MAX_HOLDS])
+def test_a_dimension_records_at_most_max_holds(world: World, recorded: int) -> None:
+    # GIVEN a live hold of 200 write units, and ended holds no restore has removed yet:
+    # `recorded` holds in the dimension's item in all
+    name, _ = write_held(world, f"ManyHolds{recorded}", 50, 200, minutes=30)
+    with world.store.lease(name, None, "write", deadline=time.time() + 5) as lease:
+        (live,) = held(world, name).holds
+        lease.write(holds=[live, *_ended(recorded - 1, 100, 0)])
+    # WHEN a worker asks for 100 more write units
+    ask = partial(request_capacity, name, write=100, clients=world.clients, store=world.store)
+    if recorded < MAX_HOLDS:
+        # THEN up to the bound, it is held, and its level adds to the live hold's
+        assert ask().levels == {"write": 300}
+        assert len(held(world, name).holds) == MAX_HOLDS
+        assert world.target_min(name, "write") == 300
+        return
+    # THEN past it, it is refused by name, and nothing is recorded or raised
+    with pytest.raises(CapacityRequestError) as refused:
+        ask()
+    assert str(refused.value) == (
+        "write: table has 2,000 holds recorded (active, or ended and not yet removed by a "
+        "restore), and the hold store keeps at most 2,000 per dimension; release the holds "
+        "no longer needed, or share one hold among the workers of one piece of work"
+    )
+    assert len(held(world, name).holds) == MAX_HOLDS
+    assert world.target_min(name, "write") == 200
+
+
+def test_an_item_of_max_holds_at_their_largest_fits_dynamodb_item_size(world: World) -> None:
+    # GIVEN a dimension's item at its largest: MAX_HOLDS holds with units and a baseline of
+    # the most digits the store reads, its base, minimum set, 8 recent intents and a plan
+    name = world.table("LargestItem", 10, 10, tagged=False)
+    holds = _ended(MAX_HOLDS, world.store.limits.max_units - 1, MAX_TABLE_QUOTA - 1)
+    with world.store.lease(name, None, "write", deadline=time.time() + 5) as lease:
+        for intent in range(MAX_TABLE_QUOTA - RECENT_INTENTS, MAX_TABLE_QUOTA):
+            lease.write(MAX_TABLE_QUOTA, set_to=MAX_TABLE_QUOTA, intent=intent)
+        # WHEN its holds are written: THEN DynamoDB's 400 KB item takes them
+        lease.write(holds=holds, renew_for=60)
+    assert world.store.keep_plan(name, None, "write", "9" * MAX_PLAN_CHARS)
+    stored_item = held(world, name)
+    assert len(stored_item.holds) == MAX_HOLDS
+    assert len(stored_item.recent) == RECENT_INTENTS
+    assert stored_item.plan == "9" * MAX_PLAN_CHARS

@@ -133,6 +133,12 @@ MARKER = "once:"
 """The sort key prefix of a marker item (`HoldStore.mark`)."""
 MAX_PLAN_CHARS = 256
 """The longest plan value read back (a plan of 7 floors is far shorter)."""
+MAX_HOLDS = 2_000
+"""The most holds one dimension's item records: the active ones, and those ended that no
+restore has removed yet. A hold takes about 120 bytes of the item, so 2,000 fill some
+240 KB of DynamoDB's 400 KB, the rest left for the item's lease, memory, plan and recent
+intents; a request past them is refused by name (past some 3,300 holds of the largest
+fields, DynamoDB refuses every write that grows the item, the scaler's among them)."""
 
 
 @dataclass(frozen=True)

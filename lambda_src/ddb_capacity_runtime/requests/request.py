@@ -17,7 +17,7 @@ from typing import Any
 from ..aws import actuator
 from ..aws.clients import Clients, make_clients, regional
 from ..aws.error_codes import describe_error
-from ..aws.store import HoldStore, Lease, open_store, store_quota
+from ..aws.store import MAX_HOLDS, HoldStore, Lease, open_store, store_quota
 from ..core.errors import shown
 from ..core.holds import (
     DEFAULT_HOLD,
@@ -442,9 +442,16 @@ def _raise_row(d: Dimension, via: str, old: int, new: int) -> dict[str, Any]:
 def _recorded(store: HoldStore, recorded: list[Hold], new: Hold, now: datetime) -> list[Hold]:
     """The dimension's holds with ``new`` among them (once: it may be recorded already),
     its baseline the earliest of the active holds'. Refuses holds that would add up to
-    more than the hold store allows per dimension."""
+    more than the hold store allows per dimension, and a hold past `MAX_HOLDS`."""
     if any(h.id == new.id for h in recorded):
         return recorded
+    if len(recorded) >= MAX_HOLDS:
+        raise CapacityRequestError(
+            f"{new.dimension}: {scope_label(new.index)} has {len(recorded):,} holds recorded "
+            f"(active, or ended and not yet removed by a restore), and the hold store keeps "
+            f"at most {MAX_HOLDS:,} per dimension; release the holds no longer needed, or "
+            "share one hold among the workers of one piece of work"
+        )
     others = [h for h in recorded if h.active(now)]
     total = new.units + sum(h.units for h in others)
     if total > store.limits.max_total_units:
