@@ -211,6 +211,55 @@ def test_a_table_the_deadline_left_undecided_has_its_own_failure_counted(
     assert failures.get(undecided) == 1
 
 
+def test_a_table_decided_before_the_deadline_is_not_read_again_after_it(
+    world: World, aws_client: Any
+) -> None:
+    """A table decided while there was time, whose deadline passes before its UpdateTable
+    changes are sent, is not described again: its UpdateTable changes are not sent, and
+    counted in ``DeadlinePassed``."""
+    # GIVEN a table whose write minimum is raised through its scalable target, and whose
+    # idle read (no target) is lowered by an UpdateTable; the batch's deadline passes
+    # once the write minimum is sent
+    name = world.table("p0-mixed", 200, 100)
+    world.target(name, "write", 100, 10_000)
+    world.traffic(name, "write", 100)
+    world.traffic(name, "write", 0, throttles=3000, minutes=range(1, 3))
+    batch = Batch(world.now, world.now + timedelta(minutes=2), 1, 1, (name,))
+    clock, raised = [world.now], [False]
+    late_reads: list[str] = []  # tables described once the deadline passed
+    clients = own_clients(aws_client)
+
+    def register(params: dict[str, Any], **_: Any) -> None:
+        raised[0] = params["ResourceId"] == f"table/{name}" and params["MinCapacity"] > 100
+
+    def reach_deadline(**_: Any) -> None:
+        if raised[0]:
+            clock[0] = batch.deadline
+
+    def describe(params: dict[str, Any], **_: Any) -> None:
+        if clock[0] >= batch.deadline:
+            late_reads.append(params["TableName"])
+
+    events = clients.autoscaling.meta.events
+    events.register(
+        "before-parameter-build.application-autoscaling.RegisterScalableTarget", register
+    )
+    events.register("after-call.application-autoscaling.RegisterScalableTarget", reach_deadline)
+    clients.dynamodb.meta.events.register("before-parameter-build.dynamodb.DescribeTable", describe)
+    out = io.StringIO()
+    # WHEN the batch function runs it
+    reason = ticked(world, clients, batch, out, now=lambda: clock[0])
+    # THEN the write minimum was raised; the table was not described once the deadline
+    # passed, and its read was left as it was
+    assert world.target_min(name, "write") == 215
+    assert late_reads == []
+    assert world.throughput(name)[0] == 200
+    # AND the read's change is a failure of the batch, counted as the deadline's
+    assert reason is not None
+    assert f"table read: deadline-passed: not sent: DescribeTable of {name}" in reason
+    assert tick_record(emf_records(out))["DeadlinePassed"] == 1
+
+
 # ------------------------------------------------------------------ a replica's Region
 
 
