@@ -659,6 +659,25 @@ def test_a_plan_never_asks_more_than_the_dimensions_maximum() -> None:
     assert 1_000 in floors  # the peaks did ask for more
 
 
+def test_a_fall_larger_than_the_maximum_keeps_a_decrease_for_the_maximums_saving() -> None:
+    """The least fall a decrease is kept for is counted in units within the maximum: a
+    decrease saves at most that."""
+    # GIVEN a daily load of 5,000/s from 12:00 to 20:00 and 100/s otherwise: at 20:00 a
+    # fall of 4,900/s, 5,445 units at the plan's aim of 90 %
+    hour = 60 // STEP
+    day = [100.0] * DAY
+    day[12 * hour : 20 * hour] = [5_000.0] * (8 * hour)
+    history = day * 4  # ends at midnight
+    end = len(history) * STEP
+    fall = capacity_units(4_900 / 0.9)
+    for high, least in ((40_000, fall), (1_000, 1_000)):
+        # WHEN the plan is made at noon under a maximum above that fall, and one below it
+        plan, f = plan_floors(history, end, end + 12 * 60, 0.7, 1, high, minute_of_day=12 * 60)
+        assert plan is not None and f.gate == EARNS and plan.aim == 90, f.reason
+        # THEN the decrease kept for the fall is worth the fall's saving, within the maximum
+        assert (plan.reserve, plan.least) == (1, least)
+
+
 def test_a_season_whose_error_is_exactly_the_most_allowed_is_used() -> None:
     # GIVEN a daily load with noise, and the error its best season makes on the last day
     profile = [100.0 + 50 * (i % 7) for i in range(DAY)]
