@@ -440,6 +440,23 @@ def test_the_gate_scores_refused_load_above_provisioned_capacity() -> None:
     assert with_forecast == without
 
 
+def test_a_forecast_that_only_ties_with_reacting_alone_is_not_used() -> None:
+    """A forecast must score better than reacting alone to be used: one that scores the
+    same holds nothing more for the load, and is off."""
+    # GIVEN a flat load, exactly forecast, under a target already at the highest aim: the
+    # plan's floors hold what reacting at the target holds
+    flat: list[float | None] = [500.0] * (DAY * 4)
+    with_forecast, without = backtest(flat, "daily", MAX_AIM, MAX_AIM, 1, 40_000) or (0.0, 1.0)
+    assert with_forecast == without
+    # WHEN its plan is made
+    end = len(flat) * STEP
+    plan, f = plan_floors(flat, end, end, MAX_AIM, 1, 40_000)
+    # THEN there is none: the forecast, usable by its error, is off
+    assert f.error == 0 and f.peak == 500
+    assert plan is None and f.gate == IDLE
+    assert "does not beat reacting alone" in f.reason
+
+
 def test_unknown_data_never_turns_the_forecast_off_nor_raises_its_aim() -> None:
     """An unknown step in the backtest's day: the gate cannot judge, and the forecast is
     used (turning it off could lower capacity on unknown data), but only for what it adds:
