@@ -278,6 +278,10 @@ def test_by_default_the_holds_of_a_dimension_add_up_to_one_largest_hold(
             "timeout_seconds: got 3600; expected a whole number from 0 to 780",
         ),
         (
+            {"write": 10, "timeout_seconds": 781},  # a second past the 13 minutes
+            "timeout_seconds: got 781; expected a whole number from 0 to 780",
+        ),
+        (
             {"action": "delete"},
             "action: got 'delete'; expected 'request', 'release' or 'restore'",
         ),
@@ -293,6 +297,15 @@ def test_refusals_name_the_field_and_change_nothing(
     assert world.target_min(served, "write") == 100
     assert world.throughput(served) == (10, 100)
     assert not any(s.holding for s in world.store.table(served))
+
+
+def test_a_request_may_wait_the_whole_13_minutes(world: World, served: str) -> None:
+    """The longest wait the broker accepts, 13 minutes (780 seconds), is a request it makes."""
+    answer = request(world, served, write=500, timeout_seconds=780)
+    assert answer["ok"] is True, answer
+    assert answer["hold"]["levels"] == {"write": 550}
+    assert world.target_min(served, "write") == 550
+    assert release(world, served, answer["hold"])["ok"] is True
 
 
 @pytest.mark.parametrize(
@@ -433,6 +446,27 @@ def test_refusals_and_failures_reach_the_caller(served_by_lambda: str, broker: s
         request_capacity(served_by_lambda, write=1, broker="nobody")
     with pytest.raises(CapacityRequestError, match="timeout: got 0:20:00; through a broker"):
         request_capacity(served_by_lambda, write=1, broker=broker, timeout=timedelta(minutes=20))
+
+
+def test_through_a_broker_a_request_waits_13_minutes_at_most(
+    moto_world: World, served_by_lambda: str, broker: str
+) -> None:
+    """A request through a broker may wait 13 minutes exactly; a second more is refused
+    by the caller's own side, before the broker is asked."""
+    made = request_capacity(
+        served_by_lambda, write=300, broker=broker, timeout=timedelta(minutes=13)
+    )
+    assert made.levels == {"write": 350}
+    made.release()
+    with pytest.raises(CapacityRequestError) as info:
+        request_capacity(
+            served_by_lambda, write=300, broker=broker, timeout=timedelta(minutes=13, seconds=1)
+        )
+    assert str(info.value) == (
+        "timeout: got 0:13:01; through a broker a request waits at most 0:13:00"
+    )
+    assert moto_world.target_min(served_by_lambda, "write") == 100
+    assert not any(s.holding for s in moto_world.store.table(served_by_lambda))
 
 
 def test_a_release_token_is_read_by_the_cli_written_as_a_separate_argument() -> None:
