@@ -288,6 +288,40 @@ def test_a_table_whose_description_fails_counts_as_zero(world: World) -> None:
     assert [f["table"] for f in summary["failures"]] == [broken]
 
 
+@pytest.mark.parametrize("told", [10**15, 1_000_001, -300, 300.5, "300", None])
+def test_a_table_whose_capacity_is_not_sound_counts_as_zero(world: World, told: Any) -> None:
+    # GIVEN an idle table of 400 write units and one of 300 whose DescribeTable, as the
+    # tick reads it, tells a write capacity no table has (the re-read before an UpdateTable
+    # tells the truth)
+    quiet = idle(world, "idle", 200, 400)
+    liar = idle(world, "liar", 200, 300)
+    reads = []
+
+    def forge(parsed: dict[str, Any], **_: Any) -> None:
+        table = parsed.get("Table", {})
+        if table.get("TableName") == liar:
+            reads.append(1)
+            if len(reads) == 1:
+                table["ProvisionedThroughput"]["WriteCapacityUnits"] = told
+
+    event = "after-call.dynamodb.DescribeTable"
+    world.ddb.meta.events.register(event, forge)
+    try:
+        summary, lines = world.tick(SCALER_RESERVED_WRITE_UNITS="400")
+    finally:
+        world.ddb.meta.events.unregister(event, forge)
+    # THEN that table fails alone, counted, and is changed in nothing; the idle one keeps
+    # the whole reservation: the forged units were not counted as headroom
+    assert world.throughput(quiet)[1] == 400
+    assert world.throughput(liar) == (200, 300)
+    (failure,) = summary["failures"]
+    assert failure["table"] == liar
+    assert f"DescribeTable {liar} table: WriteCapacityUnits is" in failure["reason"]
+    assert failure["reason"].endswith("expected a whole number from 0 to 1,000,000")
+    counted = next(line for line in lines if "_aws" in line and line.get("TableName") == liar)
+    assert counted["Failures"] == 1
+
+
 def test_the_reservation_benchmark_runs_in_its_quick_mode(capsys: Any) -> None:
     from benchmarks import reservation_aware
 

@@ -28,12 +28,11 @@ from ..core.decreases import DecreaseLedger
 from ..core.errors import TableBusy
 from ..core.holds import CapacityRequestError, CapacityRequestTimeout, level
 from ..core.memory import why_wait
-from ..core.names import UNITS
+from ..core.names import UNITS, scope_label
 from ..core.outcomes import Status
 from ..core.plan import Change, Via
 from ..core.policy import Action
-from ..core.tables import ManagedTable, named_gsis
-from ..core.validators import is_whole
+from ..core.tables import ManagedTable, named_gsis, provisioned_units
 from . import table_calls
 from .discovery import UnsoundListing, current_minimum
 from .error_codes import describe_error, meaning
@@ -104,15 +103,9 @@ def _fresh(
     current: dict[tuple[str | None, str], int] = {}
     ledgers: dict[str | None, DecreaseLedger] = {}
     for index, spec in specs:
-        throughput = spec.get("ProvisionedThroughput")
-        if not isinstance(throughput, Mapping):
-            raise ValueError(f"DescribeTable: no capacity of {index or 'the table'}")
-        for dim, field_name in UNITS.items():
-            value = throughput.get(field_name)
-            if not is_whole(value, 0):
-                raise ValueError(
-                    f"DescribeTable: {field_name} of {index or 'the table'} is {value!r:.40}"
-                )
+        where = f"DescribeTable {table.name} {scope_label(index)}"
+        throughput, units = provisioned_units(where, spec)
+        for dim, value in units.items():
             current[(index, dim)] = value
         ledgers[index] = DecreaseLedger.from_throughput(throughput, now)
     return current, ledgers

@@ -20,7 +20,14 @@ from ..core.errors import UnsoundListing as UnsoundListing
 from ..core.errors import shown, shown_text
 from ..core.floorplan import FloorPlan, parse_plan
 from ..core.memory import Memory, reconcile
-from ..core.names import SCALER_TAGS, UNITS, resource_id, scalable_dimension, table_of_arn
+from ..core.names import (
+    SCALER_TAGS,
+    UNITS,
+    resource_id,
+    scalable_dimension,
+    scope_label,
+    table_of_arn,
+)
 from ..core.settings import ScalerConfig
 from ..core.table_limits import Limits
 from ..core.tables import (
@@ -29,6 +36,7 @@ from ..core.tables import (
     ScalableTarget,
     TrackingPolicy,
     named_gsis,
+    provisioned_units,
     tags_of,
     warm_of,
 )
@@ -343,9 +351,10 @@ def describe_table(
         legacy_tags=sorted(k for k in tags if k.startswith(SCALER_TAGS)),
     )
     for index, spec in _active_specs(managed, table):
-        throughput = spec["ProvisionedThroughput"]
+        where = f"DescribeTable {name} {scope_label(index)}"
+        throughput, provisioned = provisioned_units(where, spec)
         ledger = DecreaseLedger.from_throughput(throughput, now)
-        for dim, units in UNITS.items():
+        for dim in UNITS:
             target = targets.get((resource_id(name, index), scalable_dimension(index, dim)))
             state = by_scope.get((index, dim))
             owned = _owned(config, managed, index, dim, target, state)
@@ -357,7 +366,7 @@ def describe_table(
                     table=name,
                     index=index,
                     dimension=dim,
-                    provisioned=int(throughput[units]),
+                    provisioned=provisioned[dim],
                     ledger=ledger,
                     last_increase=throughput.get("LastIncreaseDateTime"),
                     limits=dim_limits,

@@ -16,6 +16,7 @@ from .decreases import DecreaseLedger
 from .errors import shown
 from .floorplan import FloorPlan
 from .memory import Memory
+from .names import MAX_TABLE_QUOTA, UNITS
 from .table_limits import Limits
 from .tags import BaseMin
 from .validators import is_whole
@@ -132,6 +133,29 @@ def named_gsis(where: str, gsis: object) -> list[tuple[str, Mapping[str, Any]]]:
             )
         named.append((name, gsi))
     return named
+
+
+def provisioned_units(
+    where: str, spec: Mapping[str, Any]
+) -> tuple[Mapping[str, Any], dict[str, int]]:
+    """The ``ProvisionedThroughput`` of a table's or GSI's entry in a DescribeTable answer
+    (untrusted), and its read and write units by dimension; ValueError, naming ``where``,
+    when it is not an object of whole numbers from 0 to `MAX_TABLE_QUOTA` (a forged or
+    absurd one would be counted in the Region's total that a reservation keeps, and let
+    other tables fall below it)."""
+    throughput = spec.get("ProvisionedThroughput")
+    if not isinstance(throughput, Mapping):
+        raise ValueError(f"{where}: ProvisionedThroughput is {shown(throughput, 200)}")
+    units: dict[str, int] = {}
+    for dim, field_name in UNITS.items():
+        value = throughput.get(field_name)
+        if not is_whole(value, 0, MAX_TABLE_QUOTA):
+            raise ValueError(
+                f"{where}: {field_name} is {shown(value, 40)}; expected a whole number "
+                f"from 0 to {MAX_TABLE_QUOTA:,}"
+            )
+        units[dim] = value
+    return throughput, units
 
 
 def spec_of(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:
