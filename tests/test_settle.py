@@ -108,6 +108,17 @@ def test_plan_names_an_unknown_index() -> None:
         plan_settle(description(5, 5), [SettleTarget("gone", "read", 10, 1)])
 
 
+@pytest.mark.parametrize("told", [2_000.5, "2000", -1, 10**15, None])
+def test_plan_refuses_a_capacity_described_unsoundly(told: Any) -> None:
+    # GIVEN a table whose DescribeTable tells its reads soundly and its writes as `told`
+    desc = description(8000, 0)
+    desc["ProvisionedThroughput"]["WriteCapacityUnits"] = told
+    # WHEN its reads, at their mark, are settled: THEN nothing is planned on that answer,
+    # which the UpdateTable would have sent back as the writes; the field is named
+    with pytest.raises(ValueError, match="DescribeTable orders table: WriteCapacityUnits is"):
+        plan_settle(desc, [SettleTarget(None, "read", 8000, 25)])
+
+
 def test_targets_parse_cloudformation_strings() -> None:
     raw = [
         {"Index": "", "Dimension": "read", "HighWaterMark": "8000", "Operating": "25"},

@@ -119,6 +119,36 @@ def test_a_state_store_error_on_one_dimension_fails_it_alone(
     assert (counted(out, "SurgesFailed"), counted(out, "SurgesApplied")) == (1, 1)
 
 
+@pytest.mark.parametrize("told", [10**15, -100, "100", None])
+def test_a_capacity_described_unsoundly_fails_the_dimension_counted(
+    world: World,  # noqa: F811 (the fixture)
+    capsys: pytest.CaptureFixture[str],
+    told: Any,
+) -> None:
+    # GIVEN a table at 100 write units whose DescribeTable tells its writes as `told`
+    name = world.table("UnsoundUnits", 100, 100, tagged=False)
+    world.target(name, "write", 100, 10_000)
+
+    def forge(parsed: dict[str, Any], **_: Any) -> None:
+        table = parsed.get("Table", {})
+        if table.get("TableName") == name:
+            table["ProvisionedThroughput"]["WriteCapacityUnits"] = told
+
+    world.ddb.meta.events.register("after-call.dynamodb.DescribeTable", forge)
+    try:
+        # WHEN a report asks for 200 write units/s
+        (row,) = send(world, report(name, write(200)), served(name))["dimensions"]
+    finally:
+        world.ddb.meta.events.unregister("after-call.dynamodb.DescribeTable", forge)
+    # THEN the dimension fails, counted, naming the field; nothing is raised on it (a
+    # capacity told as 10^15 had read as no surge needed)
+    assert row["status"] == "failed"
+    assert f"DescribeTable {name} table: WriteCapacityUnits is" in row["reason"]
+    assert world.target_min(name, "write") == 100
+    assert world.throughput(name) == (100, 100)
+    assert counted(capsys.readouterr().out, "SurgesFailed") == 1
+
+
 def test_made_up_entries_are_removed_even_with_no_stale_ones_beside_them(
     world: World,  # noqa: F811 (the fixture)
     capsys: pytest.CaptureFixture[str],

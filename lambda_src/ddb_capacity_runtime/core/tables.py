@@ -13,10 +13,10 @@ from datetime import datetime
 from typing import Any
 
 from .decreases import DecreaseLedger
-from .errors import shown
+from .errors import shown, shown_text
 from .floorplan import FloorPlan
 from .memory import Memory
-from .names import MAX_TABLE_QUOTA, UNITS
+from .names import MAX_TABLE_QUOTA, UNITS, scope_label
 from .table_limits import Limits
 from .tags import BaseMin
 from .validators import is_whole
@@ -170,11 +170,14 @@ def spec_of(description: Mapping[str, Any], index: str | None) -> Mapping[str, A
     raise KeyError(f"index {index!r} not found on table {description.get('TableName')!r}")
 
 
-def throughput_of(description: Mapping[str, Any], index: str | None) -> Mapping[str, Any]:
-    """The ProvisionedThroughput of the table (``index`` None) or of one GSI, from
-    DescribeTable's ``Table``. Raises KeyError for an unknown index."""
-    throughput: Mapping[str, Any] = spec_of(description, index)["ProvisionedThroughput"]
-    return throughput
+def units_of(description: Mapping[str, Any], index: str | None) -> dict[str, int]:
+    """The read and write units of the table (``index`` None) or of one GSI, by dimension,
+    from DescribeTable's ``Table`` (`provisioned_units`). Raises KeyError for an unknown
+    index, ValueError for a capacity that is not sound."""
+    name = description.get("TableName")
+    named = shown_text(name, 255) if isinstance(name, str) else shown(name, 60)
+    where = f"DescribeTable {named} {scope_label(index)}"
+    return provisioned_units(where, spec_of(description, index))[1]
 
 
 WARM_UNITS = {"read": "ReadUnitsPerSecond", "write": "WriteUnitsPerSecond"}

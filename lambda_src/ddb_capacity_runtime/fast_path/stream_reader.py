@@ -47,7 +47,6 @@ from ..aws.clients import Clients, make_clients
 from ..aws.store import HoldStore, open_store
 from ..core.errors import reason_of, shown
 from ..core.holds import CapacityRequestError
-from ..core.names import UNITS
 from ..core.stream import (
     WINDOW_SECONDS,
     Shape,
@@ -59,7 +58,7 @@ from ..core.stream import (
 )
 from ..core.surge import SURGE_AT, Rates
 from ..core.surge_report import CLOCK_SKEW_SECONDS, DimensionReport
-from ..core.tables import throughput_of
+from ..core.tables import units_of
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
 from ..requests.broker import BrokerConfig
@@ -360,6 +359,6 @@ def _provisioned(description: Mapping[str, Any], index: str | None) -> int | Non
     """The write units the dimension has provisioned, from ``description`` (read moments
     ago); None when it does not say."""
     try:
-        return int(throughput_of(description, index)[UNITS["write"]])
+        return units_of(description, index)["write"]
     except (KeyError, TypeError, ValueError, AttributeError):
         return None  # unknown: decide

@@ -72,7 +72,6 @@ from ..core.holds import (
     HeldDimension,
     Hold,
 )
-from ..core.names import UNITS
 from ..core.surge import (
     Combined,
     Live,
@@ -88,7 +87,7 @@ from ..core.surge import (
     surge_lifetime,
 )
 from ..core.surge_report import DimensionReport, Report, parse_report
-from ..core.tables import Dimension, ManagedTable, spec_of, throughput_of, warm_of
+from ..core.tables import Dimension, ManagedTable, spec_of, units_of, warm_of
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
 from ..requests.broker import BrokerConfig
@@ -428,7 +427,7 @@ def _first_live(
 def _provisioned(raw: Mapping[str, Any], table: str, d: DimensionReport) -> int:
     """The units provisioned to ``d``'s dimension, from the table's description ``raw``."""
     try:
-        return int(throughput_of(raw, d.index)[UNITS[d.dimension]])
+        return units_of(raw, d.index)[d.dimension]
     except KeyError:
         raise CapacityRequestError(f"index: table {table} has no index {shown(d.index)}") from None
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from ..core.names import MAX_TABLE_QUOTA, UNITS, is_table_name, whole_units
-from ..core.tables import throughput_of
+from ..core.tables import units_of
 
 READ, WRITE = "read", "write"
 SETTLE_WAIT_S = 1800
@@ -124,15 +124,15 @@ def plan_settle(
     """
     wanted: dict[str | None, dict[str, int]] = {}
     for t in targets:
-        current = int(throughput_of(description, t.index)[UNITS[t.dimension]])
+        current = units_of(description, t.index)[t.dimension]
         if t.high_water_mark > t.operating and current == t.high_water_mark:
             wanted.setdefault(t.index, {})[t.dimension] = t.operating
     if not wanted:
         return None
 
     def throughput(index: str | None) -> dict[str, int]:
-        now = throughput_of(description, index)
-        return {UNITS[d]: int(wanted[index].get(d, now[UNITS[d]])) for d in (READ, WRITE)}
+        now = units_of(description, index)
+        return {UNITS[d]: wanted[index].get(d, now[d]) for d in (READ, WRITE)}
 
     update: dict[str, Any] = {"TableName": description["TableName"]}
     if None in wanted:
