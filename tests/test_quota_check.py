@@ -7,6 +7,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk.assertions import Annotations, Match
 
@@ -118,3 +119,59 @@ def test_bad_settings_are_refused_naming_the_field(given: dict[str, Any], messag
     app = cdk.App()
     with pytest.raises(CapacityConfigError, match=message.replace("(", r"\(")):
         ScalableTargetQuota.check(app, **given)
+
+
+@pytest.mark.parametrize(
+    "env",
+    [cdk.Environment(region="eu-west-1"), cdk.Environment(account="111111111111")],
+    ids=["account-unknown", "region-unknown"],
+)
+def test_a_stack_with_its_account_or_its_region_unknown_counts_as_environment_agnostic(
+    env: cdk.Environment,
+) -> None:
+    # GIVEN an environment-agnostic stack (4 targets) and one with only half its environment
+    # known at synth (2 targets)
+    app = cdk.App()
+    agnostic, partial = cdk.Stack(app, "Agnostic"), cdk.Stack(app, "Partial", env=env)
+    _tables(agnostic, 2)
+    _tables(partial, 1)
+    check = ScalableTargetQuota.check(app, quota=10, warn_at=0.5)  # warns past 5
+    # THEN the two count together, as environment-agnostic stacks
+    counts = {k: len(v) for k, v in check.counts().items()}
+    agnostic_key = ("environment-agnostic stacks", "environment-agnostic stacks")
+    assert counts == {agnostic_key: 6}
+    # AND both stacks carry the one warning, 6 past 5
+    [warning] = _warnings(partial)
+    assert warning.startswith("6 DynamoDB scalable targets in environment-agnostic stacks")
+    assert _warnings(agnostic) == [warning]
+
+
+def test_scalable_targets_of_other_services_are_not_counted() -> None:
+    # GIVEN 4 DynamoDB scalable targets, and an ECS service's and a Lambda alias's in the
+    # same stack
+    app = cdk.App()
+    stack = cdk.Stack(app, "S", env=cdk.Environment(account="111111111111", region="eu-west-1"))
+    _tables(stack, 2)
+    appscaling.ScalableTarget(
+        stack,
+        "Service",
+        service_namespace=appscaling.ServiceNamespace.ECS,
+        resource_id="service/cluster/orders",
+        scalable_dimension="ecs:service:DesiredCount",
+        min_capacity=1,
+        max_capacity=4,
+    )
+    appscaling.ScalableTarget(
+        stack,
+        "Alias",
+        service_namespace=appscaling.ServiceNamespace.LAMBDA,
+        resource_id="function:orders:live",
+        scalable_dimension="lambda:function:ProvisionedConcurrency",
+        min_capacity=1,
+        max_capacity=4,
+    )
+    check = ScalableTargetQuota.check(app, quota=5, warn_at=0.8)  # warns past 4
+    # THEN only the DynamoDB targets count: 4, at the share, so no warning
+    counts = {k: len(v) for k, v in check.counts().items()}
+    assert counts == {("111111111111", "eu-west-1"): 4}
+    assert _warnings(stack) == []
