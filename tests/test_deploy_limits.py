@@ -7,11 +7,13 @@ that may pass it warns, and a function the fast path instruments is checked too.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Annotations, Match
 from constructs import Construct
 
@@ -33,6 +35,7 @@ from constructs_pkg.deploy_limits import (
     DeployLimits,
     Span,
     check_function,
+    check_policy,
     escaped,
     json_length,
 )
@@ -422,3 +425,143 @@ def test_a_function_of_the_apps_own_is_not_counted_as_the_librarys_reservation()
     requests.grant_request(function)
     # THEN the library's reservation warning does not blame the library for it
     assert _reserved_warnings(stack) == []
+
+
+Tail = Callable[[cdk.Stack], str]
+"""What ends a document's text, made in its stack: a value known at deploy time only."""
+
+
+def _document_of(kind: str, pad: int, tail: Tail | None = None) -> tuple[cdk.Stack, Any]:
+    """A stack "Shop" with one document holding ``pad`` characters and then ``tail``, checked
+    as the library's are: a function's environment (``kind`` "environment": the variable
+    PAD) or a managed policy's document (``kind`` "policy": a statement's resource). Also
+    the document, resolved."""
+    stack = cdk.Stack(cdk.App(), "Shop")
+    text = "x" * pad + (tail(stack) if tail else "")
+    if kind == "environment":
+        function = _app_function(stack)
+        function.add_environment("PAD", text)
+        check_function(function, library=False)
+        return stack, {"PAD": stack.resolve(text)}
+    statement = iam.PolicyStatement(actions=["s3:GetObject"], resources=[f"arn:aws:s3:::{text}"])
+    policy = iam.ManagedPolicy(stack, "Policy", statements=[statement])
+    check_policy(policy)
+    return stack, stack.resolve(policy.document)
+
+
+def _sized(kind: str, size: int, longest: bool, tail: Tail | None = None) -> cdk.Stack:
+    """`_document_of` padded so that the document, as compact JSON once deployed (`_deployed`),
+    comes to ``size`` characters at its longest (else at its shortest)."""
+    bare, document = _document_of(kind, 0, tail)
+    template = cdk.Stage.of(bare).synth().get_stack_by_name("Shop").template  # type: ignore[union-attr]
+
+    def length(document: Any) -> int:
+        return _compact(_deployed(document, template, longest))
+
+    stack, document = _document_of(kind, size - length(document), tail)
+    assert length(document) == size
+    return stack
+
+
+LIMITS = pytest.mark.parametrize(
+    ("kind", "limit", "unit"),
+    [("environment", 4_096, "bytes"), ("policy", 6_144, "characters")],
+)
+
+
+@LIMITS
+def test_a_document_exactly_at_its_limit_synthesizes_and_one_more_fails(
+    kind: str, limit: int, unit: str
+) -> None:
+    # GIVEN a document of exactly Lambda's 4,096 bytes or IAM's 6,144 characters
+    at = _sized(kind, limit, longest=True)
+    # THEN it synthesizes, with no warning
+    assert synth_errors(at) == []
+    assert _warnings(at) == []
+    # GIVEN one character more THEN synthesis fails, naming both lengths
+    [error] = synth_errors(_sized(kind, limit + 1, longest=True))
+    assert f"comes to {limit + 1:,} {unit} or more once deployed, past the {limit:,}" in error
+
+
+def _region(stack: cdk.Stack) -> str:
+    return cdk.Aws.REGION
+
+
+def _table_arn(stack: cdk.Stack) -> str:
+    table = dynamodb.Table(stack, "Orders", partition_key=KEY, table_name="orders")
+    return table.table_arn
+
+
+@LIMITS
+@pytest.mark.parametrize(
+    ("tail", "spread"),
+    [(_region, 14 - 9), (_table_arn, 14 - 9 + len("aws-us-gov") - len("aws"))],
+    ids=["region", "table-arn"],
+)
+def test_a_deploy_time_value_at_the_limit_warns_only_where_its_longest_passes_it(
+    kind: str, limit: int, unit: str, tail: Tail, spread: int
+) -> None:
+    """The Region comes to 9 to 14 characters in an environment-agnostic stack; a named
+    table's ARN spreads by its Region's and its partition's (3 to 10 characters)."""
+    # GIVEN a document exactly at its limit with the value at its longest THEN no warning
+    longest = _sized(kind, limit, longest=True, tail=tail)
+    assert synth_errors(longest) == []
+    assert _warnings(longest) == []
+    # GIVEN one exactly at its limit with the value at its shortest THEN a warning, not an
+    # error
+    shortest = _sized(kind, limit, longest=False, tail=tail)
+    [warning] = _warnings(shortest)
+    amount = f"may come to {limit + spread:,} {unit} (at least {limit:,}) once deployed"
+    assert amount in warning
+    assert synth_errors(shortest) == []
+    # GIVEN one more character THEN an error: even the shortest passes it
+    [error] = synth_errors(_sized(kind, limit + 1, longest=False, tail=tail))
+    assert f"comes to {limit + 1:,} {unit} or more once deployed" in error
+
+
+def _elsewhere(stack: cdk.Stack) -> str:
+    return cdk.Fn.import_value("SharedPrefix")
+
+
+@LIMITS
+def test_a_value_from_outside_the_app_counts_as_empty_with_no_longest(
+    kind: str, limit: int, unit: str
+) -> None:
+    # GIVEN a document whose literal text is exactly at its limit, with a value imported
+    # from a stack outside the app (no length known)
+    pad = limit - _compact(_document_of(kind, 0)[1])
+    at = _document_of(kind, pad, _elsewhere)[0]
+    # THEN it synthesizes with no warning; one character more fails
+    assert synth_errors(at) == []
+    assert _warnings(at) == []
+    [error] = synth_errors(_document_of(kind, pad + 1, _elsewhere)[0])
+    assert f"comes to {limit + 1:,} {unit} or more once deployed" in error
+
+
+def _generated_name(stack: cdk.Stack, table_id: str) -> Span:
+    """The length of the name CloudFormation generates for the table ``table_id`` of
+    ``stack``, as the check counts it."""
+    table = ProvisionedTable(
+        stack,
+        table_id,
+        partition_key=KEY,
+        read=Capacity(min_capacity=5, max_capacity=500),
+        write=Capacity(min_capacity=5, max_capacity=500),
+    )
+    cfn = table.table.node.default_child
+    assert isinstance(cfn, dynamodb.CfnTable)
+    return Deployed(stack).name(stack.get_logical_id(cfn))
+
+
+def test_a_generated_table_name_is_at_most_dynamodbs_255_characters() -> None:
+    # GIVEN a table in a nested stack (its stack's name known at deploy time only)
+    inner = cdk.NestedStack(cdk.Stack(cdk.App(), "Shop"), "Inner")
+    name = _generated_name(inner, "Orders")
+    # THEN its name has the logical id, two hyphens, one character of the stack's name and
+    # 12 random ones at the shortest, and DynamoDB's 255 at the longest
+    logical_id = len("Orders") + 8  # the id and its hash
+    assert name == Span(logical_id + 2 + 1 + 12, 255)
+    # GIVEN a stack of the longest name (128) and a table whose logical id has 128
+    # characters THEN even the shortest would pass 255: both are 255
+    app = cdk.App()
+    assert _generated_name(cdk.Stack(app, "S" * 128), "T" * 120) == Span(255, 255)
