@@ -297,6 +297,46 @@ def test_a_region_that_is_no_regions_name_is_refused(command: str) -> None:
     assert "--region: got 'eu-west-1; x'; expected a Region's name, such as eu-west-1" in err
 
 
+NO_REGION = (
+    "ddb-capacity: error: --region: got 'moon-1'; expected a Region's name, such as eu-west-1\n"
+)
+"""advise's answer to ``--region moon-1``: checked after every other option, before any AWS
+client is made."""
+
+
+@pytest.mark.parametrize(
+    ("option", "most", "past", "message"),
+    [
+        ("--processes", "64", "65", "--processes: got 65; expected a whole number from 1 to 64"),
+        (
+            "--refusal-price",
+            "1000000",
+            "1000001",
+            "--refusal-price: got '1000001'; expected dollars per million refused units, more "
+            "than 0 and at most 1,000,000 (1.5)",
+        ),
+        (
+            "--table-size-gb",
+            "1000000",
+            "1000001",
+            "--table-size-gb: got 1000001.0; expected a number from 0 to 1e+06",
+        ),
+    ],
+    ids=["processes", "refusal-price", "table-size-gb"],
+)
+def test_advise_takes_an_option_at_its_most_and_refuses_one_more(
+    option: str, most: str, past: str, message: str
+) -> None:
+    # WHEN advise is given the option at its most, with a Region that is no Region's
+    code, out, err = run("advise", "--all-tables", option, most, "--region", "moon-1")
+    # THEN only the Region is refused: the option was taken
+    assert (code, out, err) == (2, "", NO_REGION)
+    # WHEN given one more THEN the option is refused first, naming what is allowed
+    code, out, err = run("advise", "--all-tables", option, past, "--region", "moon-1")
+    assert (code, out) == (2, "")
+    assert err.startswith(f"ddb-capacity: error: {message}")
+
+
 @pytest.mark.parametrize(
     ("option", "value"),
     [("--index", "byDay"), ("--days", "3"), ("--end", "2026-01-01"), ("--region", "eu-west-1")],
