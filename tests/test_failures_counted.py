@@ -1,10 +1,11 @@
 """Every failure of a tick is counted, never only logged, and every table is its own fault
 domain: a change AWS refuses with LimitExceededException, a batch table that cannot be
 described or whose state cannot be read, a replica Region whose throttle causes cannot be
-read, a plan that cannot be forgotten, a tag check that raises, and the changes and tables
-the deadline stops. Each test has healthy tables beside the faulty one, asserts that they
-were handled as ever, that nothing of the faulty one was lowered, and that the failure is
-in the tick's summary and its metrics (``Failures``, ``DeadlinePassed``), which alarm.
+read, a plan that cannot be forgotten, a tag check that raises, a minimum set elsewhere whose
+re-read is not to be trusted, and the changes and tables the deadline stops. Each test has
+healthy tables beside the faulty one, asserts that they were handled as ever, that nothing
+of the faulty one was lowered, and that the failure is in the tick's summary and its
+metrics (``Failures``, ``DeadlinePassed``), which alarm.
 
 Faults are injected into the real calls against the moto server with botocore's event
 hooks (`tests.test_faults.fail_before`); moto never refuses an UpdateTable with
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -366,3 +368,57 @@ def test_a_tag_check_that_raises_fails_its_table_alone(
     assert "checking its tags: RuntimeError: the check broke" in summary["failures"][0]["reason"]
     assert emf(events, faulty)["Failures"] == 1 and emf(events, busy)["Failures"] == 0
     assert emf(events, None)["Failures"] == 1
+
+
+# ------------------------------------------------------------------ a minimum set elsewhere
+
+
+def test_a_minimum_set_elsewhere_whose_re_read_is_unsound_fails_its_table(
+    world: World,  # noqa: F811 (the fixture)
+) -> None:
+    # GIVEN healthy tables, and one whose read minimum the library had set to 200 over a
+    # configured 100, which an operator has since set to 300
+    busy, idle = busy_and_idle(world)
+    faulty = world.table("adopt", 300, 300)
+    world.target(faulty, "read", 200, 1_000)
+    with world.store.lease(faulty, None, "read", deadline=time.time() + 5) as lease:
+        lease.write(100, set_to=200)
+    world.aas.register_scalable_target(
+        ServiceNamespace="dynamodb",
+        ResourceId=f"table/{faulty}",
+        ScalableDimension="dynamodb:table:ReadCapacityUnits",
+        MinCapacity=300,
+        MaxCapacity=1_000,
+    )
+    # AND the one-target re-read under the lease, before that minimum is adopted, answers
+    # without a MinCapacity
+    asked: list[Mapping[str, Any]] = []
+
+    def remember(params: Mapping[str, Any], **_: Any) -> None:
+        asked.append(params)
+
+    def unsound(parsed: dict[str, Any], **_: Any) -> None:
+        if "ScalableDimension" in asked[-1]:
+            for target in parsed.get("ScalableTargets", []):
+                target["MinCapacity"] = None
+
+    events = world.aas.meta.events
+    before = "before-parameter-build.application-autoscaling.DescribeScalableTargets"
+    after = "after-call.application-autoscaling.DescribeScalableTargets"
+    events.register(before, remember)
+    events.register(after, unsound)
+    try:
+        summary, records = world.tick()
+    finally:
+        events.unregister(before, remember)
+        events.unregister(after, unsound)
+    # THEN that table fails, counted, and nothing of it moves: the minimum stays the
+    # operator's and the store's memory as it was; the healthy tables are handled as ever
+    assert failed_tables(summary) == [faulty]
+    assert "UnsoundListing" in summary["failures"][0]["reason"]
+    assert emf(records, faulty)["Failures"] == 1
+    assert world.target_min(faulty, "read") == 300
+    memory = world.store.get(faulty, None, "read")
+    assert memory is not None and (memory.base, memory.set_to) == (100, 200)
+    assert world.throughput(faulty) == (300, 300)
+    assert_handled(world, busy, idle)

@@ -277,11 +277,9 @@ def adopt_minimums_set_elsewhere(
         with _lease(store, d.table, d.index, d.dimension, deadline) as lease:
             fresh = store.get(d.table, d.index, d.dimension)
             deadline.check(f"DescribeScalableTargets of {d.target.resource_id}")
-            try:
-                minimum = discovery.current_minimum(clients.autoscaling, d.target)
-            except discovery.UnsoundListing as exc:  # not known: nothing adopted
-                log_event("minimum-unread", level=logging.WARNING, table=d.table, reason=str(exc))
-                continue
+            # an answer not to be trusted (UnsoundListing) fails the table, counted: its
+            # minimum is not known, and deciding on it could undo the change made elsewhere
+            minimum = discovery.current_minimum(clients.autoscaling, d.target)
             if fresh is None or minimum is None:
                 continue
             memory = reconcile(fresh, minimum)
