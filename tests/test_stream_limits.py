@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from ddb_capacity_runtime.aws import stream_counts
+from ddb_capacity_runtime.aws.stream_counts import Added
 from ddb_capacity_runtime.core.stream import WINDOW_SECONDS
 from ddb_capacity_runtime.fast_path.stream_reader import read_stream
 from tests.moto_world import World
@@ -100,7 +101,7 @@ def test_a_record_as_old_as_the_event_source_keeps_one_is_counted(
     arn, records = stream_records(world, name)
     newest = int(time.time()) // WINDOW_SECONDS * WINDOW_SECONDS
     store, ddb = world.store.name, world.store_ddb
-    assert stream_counts.add(ddb, store, name, "table:write", newest, 50) == 50
+    assert stream_counts.add(ddb, store, name, "table:write", newest, 50) == Added(50)
     old = newest + 1.0 - 58.0
     # WHEN the reader takes them, a second into the newest window
     read_stream(

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from ddb_capacity_runtime.aws import stream_counts
+from ddb_capacity_runtime.aws.stream_counts import Added
 from ddb_capacity_runtime.core.stream import WINDOW_SECONDS
 from ddb_capacity_runtime.fast_path.stream_reader import MAX_RECORDS, read_stream
 from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
@@ -232,6 +233,35 @@ def test_shards_add_up_and_the_sum_decides(world: World) -> None:
     ]
 
 
+@pytest.mark.parametrize("stored", ["-1", "-1000", "1e30"])
+def test_a_window_sum_out_of_bounds_is_a_counted_failure(
+    world: World, capsys: pytest.CaptureFixture[str], stored: str
+) -> None:
+    # GIVEN the two shards' batches of 30 units of one window; after the first is counted,
+    # the window's sum in the state store is changed to a number out of bounds (below the
+    # next batch's own 30 units, or above any dimension's)
+    name = streamed_table(world, "Unsound" + str(len(stored)))
+    put_items(world, name, 30, user=False)
+    arn, records = stream_records(world, name)
+    start, at = settled(time.time())
+    first, second = records[:15], records[15:]
+    read(world, lambda_event(arn, first, at), served(name))
+    world.store_ddb.update_item(
+        TableName=world.store.name,
+        Key=stream_counts.counter_key(name, "table:write", start),
+        UpdateExpression="SET u = :u",
+        ExpressionAttributeValues={":u": {"N": stored}},
+    )
+    capsys.readouterr()
+    # WHEN the second batch is read
+    (row,) = read(world, lambda_event(arn, second, at), served(name))["dimensions"]
+    # THEN it goes by its own units (6 a second: no raise) and counts the failure, which
+    # alarms: the other shard's units are lost for that window
+    assert (row["status"], row["rate"]) == ("none", 6.0)
+    assert counted(capsys.readouterr().out, "StreamFailed") == 1
+    assert world.target_min(name, "write") == 10
+
+
 def test_ttl_deletions_are_left_out(world: World, capsys: pytest.CaptureFixture[str]) -> None:
     # GIVEN a table's records: 5 puts, and 20 deletions by Time to Live in AWS's shape
     name = streamed_table(world, "Expiring", write=100)
@@ -350,12 +380,12 @@ def test_a_window_older_than_the_ring_is_too_late(world: World) -> None:
     table = world.name("Ring")
     now = int(time.time()) // WINDOW_SECONDS * WINDOW_SECONDS
     old = now - stream_counts.SLOTS * WINDOW_SECONDS  # the same slot, a ring earlier
-    assert stream_counts.add(ddb, store, table, "table:write", now, 5) == 5
+    assert stream_counts.add(ddb, store, table, "table:write", now, 5) == Added(5)
     assert stream_counts.add(ddb, store, table, "table:write", old, 7) is None
-    assert stream_counts.add(ddb, store, table, "table:write", now, 2) == 7
+    assert stream_counts.add(ddb, store, table, "table:write", now, 2) == Added(7)
     # and a newer window takes its slot over from an older one
     newer = now + stream_counts.SLOTS * WINDOW_SECONDS
-    assert stream_counts.add(ddb, store, table, "table:write", newer, 3) == 3
+    assert stream_counts.add(ddb, store, table, "table:write", newer, 3) == Added(3)
 
 
 def test_shards_adding_at_once_lose_nothing(world: World) -> None:

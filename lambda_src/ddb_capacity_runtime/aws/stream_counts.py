@@ -19,15 +19,17 @@ timeout or a crash: event source mappings deliver at least once) finds its id th
 nothing, in the same conditional write (`add`'s ``batch``).
 
 The items are untrusted input: a sum that is not a number within bounds reads as unknown,
-and the caller then goes by its own records alone.
+and the caller then goes by its own records alone, and counts it as a failure.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core.errors import shown
 from ..core.stream import WINDOW_SECONDS
 from ..core.surge_report import MAX_UNITS_PER_SECOND
 from .combiner import conditional_update
@@ -52,7 +54,19 @@ def counter_key(table: str, sort_key: str, start: int) -> dict[str, Any]:
     return {"pk": {"S": table}, "sk": {"S": f"{COUNTER}{slot}:{sort_key}"}}
 
 
-REPLAYED = -1.0
+@dataclass(frozen=True)
+class Added:
+    """What `add` answers: the window's sum over every shard so far, or, when the sum read
+    back is not a number within bounds, ``units`` alone and ``unsound``, the value the item
+    holds (shown); ``replayed``: the window has counted the batch already, and nothing was
+    added."""
+
+    total: float
+    unsound: str | None = None
+    replayed: bool = False
+
+
+REPLAYED = Added(0.0, replayed=True)
 """What `add` answers for a batch its window has counted already (a replay): nothing added."""
 
 
@@ -64,12 +78,12 @@ def add(
     start: int,
     units: int,
     batch: str | None = None,
-) -> float | None:
+) -> Added | None:
     """Add ``units`` to the window starting at ``start`` of ``table``'s dimension
     ``sort_key``, once for the batch ``batch`` (its id; None: not known, always added);
-    the window's sum over every shard so far (``units`` when the sum read back is not
-    one), `REPLAYED` when the window has counted ``batch`` already, or None when the
-    window is older than its slot's: too late."""
+    the window's sum over every shard so far (`Added`: ``units`` alone when the sum read
+    back is not one), `REPLAYED` when the window has counted ``batch`` already, or None
+    when the window is older than its slot's: too late."""
     key = counter_key(table, sort_key, start)
     ids = {":b": {"SS": [batch]}, ":id": {"S": batch}} if batch is not None else {}
     once = " AND NOT contains(#b, :id)" if batch is not None else ""
@@ -95,7 +109,7 @@ def add(
             start,
         )
         if taken is not None:
-            return float(units)
+            return Added(float(units))
         if batch is not None and _counted(dynamodb, store, key, start, batch):
             return REPLAYED
         # another shard took the slot over meanwhile (try the ADD again), or it counts a
@@ -137,12 +151,13 @@ def _update(
     )
 
 
-def _sum(attributes: Mapping[str, Any], units: int) -> float:
-    """The window's sum read back, within bounds; ``units`` (ours alone) otherwise."""
+def _sum(attributes: Mapping[str, Any], units: int) -> Added:
+    """The window's sum read back, within bounds; ``units`` (ours alone) and the value
+    read otherwise."""
     value = _number(attributes.get("u"))
     if value is None or not units <= value <= MAX_WINDOW_UNITS:
-        return float(units)
-    return value
+        return Added(float(units), unsound=shown(attributes.get("u"), 80))
+    return Added(value)
 
 
 def _number(value: object) -> float | None:

@@ -324,20 +324,34 @@ def _add(
     store: HoldStore, table: str, sort_key: str, index: str | None, windows: list[_Window]
 ) -> dict[int, float]:
     """Each window's units added to its counter: the sums read back, by window start;
-    windows too late to count are counted (``StreamRecordsLate``) and left out."""
+    windows too late to count are counted (``StreamRecordsLate``) and left out. A sum
+    read back that is not sound is taken as the window's own units, and counted as a
+    failure of the dimension (``StreamFailed``, alarmed): the other shards' are lost."""
     sums: dict[int, float] = {}
     late = replayed = 0
     for w in windows:
         units = int(round(w.units[index]))
-        total = stream_counts.add(
+        added = stream_counts.add(
             store.dynamodb, store.name, table, sort_key, w.start, units, w.batch
         )
-        if total is None:
+        if added is None:
             late += units
-        elif total == stream_counts.REPLAYED:
+        elif added.replayed:
             replayed += units
         else:
-            sums[w.start] = total
+            sums[w.start] = added.total
+            if added.unsound is not None:
+                count("StreamFailed")
+                log_event(
+                    "stream-failed",
+                    level=logging.ERROR,
+                    table=table,
+                    index=index,
+                    dimension="write",
+                    reason=f"the state store's sum of the window at {w.start} is "
+                    f"{added.unsound}: not a number from this batch's {units:,} units to "
+                    f"{stream_counts.MAX_WINDOW_UNITS:,}; this batch's units taken alone",
+                )
     if late:
         count("StreamRecordsLate", late)
     if replayed:
