@@ -28,7 +28,7 @@ from ..core.decreases import DecreaseLedger
 from ..core.errors import TableBusy
 from ..core.holds import CapacityRequestError, CapacityRequestTimeout, level
 from ..core.memory import why_wait
-from ..core.names import UNITS, scope_label
+from ..core.names import UNITS
 from ..core.outcomes import Status
 from ..core.plan import Change, Via
 from ..core.policy import Action
@@ -103,8 +103,7 @@ def _fresh(
     current: dict[tuple[str | None, str], int] = {}
     ledgers: dict[str | None, DecreaseLedger] = {}
     for index, spec in specs:
-        where = f"DescribeTable {table.name} {scope_label(index)}"
-        throughput, units = provisioned_units(where, spec)
+        throughput, units = provisioned_units(table.name, index, spec)
         for dim, value in units.items():
             current[(index, dim)] = value
         ledgers[index] = DecreaseLedger.from_throughput(throughput, now)

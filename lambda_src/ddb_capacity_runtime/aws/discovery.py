@@ -25,7 +25,6 @@ from ..core.names import (
     UNITS,
     resource_id,
     scalable_dimension,
-    scope_label,
     table_of_arn,
 )
 from ..core.settings import ScalerConfig
@@ -329,7 +328,7 @@ def describe_table(
     held: Sequence[HeldDimension] = (),
 ) -> ManagedTable:
     """The table's managed dimensions. Raises NotManaged, OverrideError, ClientError,
-    UnsoundListing (its tags unsound), ValueError (its ARN not the table's: `table_arn`).
+    UnsoundListing (its tags unsound), ValueError (its ARN or a capacity not sound).
     ``description`` is DescribeTable's ``Table`` when the caller has just read it;
     ``held``: what the state store says of the table's dimensions (its memory of each
     minimum, reconciled here with the target's, and the autopilot's plans)."""
@@ -351,8 +350,7 @@ def describe_table(
         legacy_tags=sorted(k for k in tags if k.startswith(SCALER_TAGS)),
     )
     for index, spec in _active_specs(managed, table):
-        where = f"DescribeTable {name} {scope_label(index)}"
-        throughput, provisioned = provisioned_units(where, spec)
+        throughput, provisioned = provisioned_units(name, index, spec)
         ledger = DecreaseLedger.from_throughput(throughput, now)
         for dim in UNITS:
             target = targets.get((resource_id(name, index), scalable_dimension(index, dim)))

@@ -136,13 +136,14 @@ def named_gsis(where: str, gsis: object) -> list[tuple[str, Mapping[str, Any]]]:
 
 
 def provisioned_units(
-    where: str, spec: Mapping[str, Any]
+    table: str, index: str | None, spec: Mapping[str, Any]
 ) -> tuple[Mapping[str, Any], dict[str, int]]:
-    """The ``ProvisionedThroughput`` of a table's or GSI's entry in a DescribeTable answer
-    (untrusted), and its read and write units by dimension; ValueError, naming ``where``,
-    when it is not an object of whole numbers from 0 to `MAX_TABLE_QUOTA` (a forged or
-    absurd one would be counted in the Region's total that a reservation keeps, and let
-    other tables fall below it)."""
+    """The ``ProvisionedThroughput`` of the entry ``spec`` of the table (``index`` None) or
+    of one GSI in ``table``'s DescribeTable answer (untrusted), and its read and write units
+    by dimension; ValueError, naming them, when it is not an object of whole numbers from
+    0 to `MAX_TABLE_QUOTA` (a forged or absurd one would be counted in the Region's total
+    that a reservation keeps, and let other tables fall below it)."""
+    where = f"DescribeTable {table} {scope_label(index)}"
     throughput = spec.get("ProvisionedThroughput")
     if not isinstance(throughput, Mapping):
         raise ValueError(f"{where}: ProvisionedThroughput is {shown(throughput, 200)}")
@@ -176,8 +177,7 @@ def units_of(description: Mapping[str, Any], index: str | None) -> dict[str, int
     index, ValueError for a capacity that is not sound."""
     name = description.get("TableName")
     named = shown_text(name, 255) if isinstance(name, str) else shown(name, 60)
-    where = f"DescribeTable {named} {scope_label(index)}"
-    return provisioned_units(where, spec_of(description, index))[1]
+    return provisioned_units(named, index, spec_of(description, index))[1]
 
 
 WARM_UNITS = {"read": "ReadUnitsPerSecond", "write": "WriteUnitsPerSecond"}
