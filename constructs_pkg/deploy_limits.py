@@ -111,6 +111,16 @@ def escaped(text: str) -> Span:
 
 STREAM_SUFFIX = len("/stream/2026-01-01T00:00:00.000")
 """What a table's stream ARN adds to the table's ARN."""
+ARN_PARTS = ("AWS::Partition", "AWS::Region", "AWS::AccountId")
+"""The pseudo parameters in a table's ARN."""
+LONGEST_STREAM_ARN = (
+    len("arn::dynamodb:::table/")
+    + sum(PSEUDO[part].high or 0 for part in ARN_PARTS)
+    + TABLE_NAME_MAX
+    + STREAM_SUFFIX
+)
+"""The longest stream ARN of a table (344 characters, its name of 255): longer than
+`UNSEEN`, so a stream ARN not looked up counts up to this."""
 
 
 class Exports:
@@ -146,7 +156,7 @@ class Deployed:
     """What a stack's values come to when it deploys: its pseudo parameters, the names and
     ARNs of its DynamoDB tables, and the values it imports from the app's other stacks
     (looked up once, when first asked for; ``blind``: never, each at most `UNSEEN`
-    characters)."""
+    characters, a stream ARN `LONGEST_STREAM_ARN`, an imported value with no longest)."""
 
     def __init__(
         self, stack: Stack, *, blind: bool = False, exports: Exports | None = None
@@ -176,20 +186,20 @@ class Deployed:
 
     def arn(self, logical_id: str, attribute: str) -> Span:
         """The ``attribute`` (``Arn``, ``StreamArn``) of the resource ``logical_id``: a
-        DynamoDB table's, from its name; another's, at most `UNSEEN` characters."""
+        DynamoDB table's, from its name; another's, or one not looked up, at most `UNSEEN`
+        characters (a ``StreamArn``, `LONGEST_STREAM_ARN`)."""
         name = self._tables_known().get(logical_id)
         if name is None or attribute not in ("Arn", "StreamArn"):
-            return Span(0, UNSEEN)
-        parts = ("AWS::Partition", "AWS::Region", "AWS::AccountId")
+            return Span(0, LONGEST_STREAM_ARN if attribute == "StreamArn" else UNSEEN)
         fixed = len("arn::dynamodb:::table/") + (STREAM_SUFFIX if attribute == "StreamArn" else 0)
-        return total([exact(fixed), *(self.pseudo(p) for p in parts), name])
+        return total([exact(fixed), *(self.pseudo(p) for p in ARN_PARTS), name])
 
     def imported(self, name: Any) -> Span:
         """What ``Fn::ImportValue`` of ``name`` comes to: the value exported under that
-        name by a stack of the app, measured there; at most `UNSEEN` characters when
-        ``blind``, and with no longest when no stack of the app exports it."""
+        name by a stack of the app, measured there; with no longest when ``blind`` (it may
+        be any value of that stack) or when no stack of the app exports it."""
         if self._blind:
-            return Span(0, UNSEEN)
+            return UNKNOWN
         found = self._exports.value(name) if self._exports and isinstance(name, str) else None
         if found is None:
             return UNKNOWN

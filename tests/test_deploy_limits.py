@@ -565,3 +565,30 @@ def test_a_generated_table_name_is_at_most_dynamodbs_255_characters() -> None:
     # characters THEN even the shortest would pass 255: both are 255
     app = cdk.App()
     assert _generated_name(cdk.Stack(app, "S" * 128), "T" * 120) == Span(255, 255)
+
+
+@pytest.mark.parametrize("across", [False, True])
+def test_stream_arns_of_the_longest_table_names_are_measured_in_full(across: bool) -> None:
+    # GIVEN an app's function granted capacity requests, and 11 variables each holding the
+    # stream ARN of a table named with 255 characters (of its stack, or of another stack
+    # of the app): 3,773 to 4,225 bytes in all, past Lambda's 4,096 at the longest only
+    app = cdk.App()
+    stack = cdk.Stack(app, "Shop")
+    home = cdk.Stack(app, "Data") if across else stack
+    served, _ = tables(stack)
+    requests = CapacityRequests(stack, "Requests", tables=[served])
+    function = _app_function(stack)
+    for n in range(11):
+        table = dynamodb.Table(
+            home,
+            f"Streamed{n}",
+            partition_key=KEY,
+            table_name=f"{n:02d}" + "o" * 253,
+            stream=dynamodb.StreamViewType.KEYS_ONLY,
+        )
+        assert table.table_stream_arn is not None
+        function.add_environment(f"STREAM_{n:02d}", table.table_stream_arn)
+    requests.grant_request(function)
+    # WHEN the app synthesizes: THEN the function's environment warns, and fails nothing
+    assert [w.split(":")[0] for w in _warnings(stack)] == ["Shop/App"]
+    assert synth_errors(stack) == []
