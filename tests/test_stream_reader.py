@@ -262,6 +262,35 @@ def test_a_window_sum_out_of_bounds_is_a_counted_failure(
     assert world.target_min(name, "write") == 10
 
 
+@pytest.mark.parametrize(
+    "window", [{"N": str(10**12)}, {"S": "soon"}], ids=["far-ahead", "not-a-number"]
+)
+def test_a_slot_holding_a_window_that_cannot_be_is_taken_over_and_counted(
+    world: World, capsys: pytest.CaptureFixture[str], window: dict[str, str]
+) -> None:
+    # GIVEN the two shards' batches of 30 units of one window; after the first is counted,
+    # its slot in the state store is made to count a window that cannot be
+    name = streamed_table(world, "Window" + next(iter(window)))
+    put_items(world, name, 30, user=False)
+    arn, records = stream_records(world, name)
+    start, at = settled(time.time())
+    read(world, lambda_event(arn, records[:15], at), served(name))
+    world.store_ddb.update_item(
+        TableName=world.store.name,
+        Key=stream_counts.counter_key(name, "table:write", start),
+        UpdateExpression="SET w = :w",
+        ExpressionAttributeValues={":w": window},
+    )
+    capsys.readouterr()
+    # WHEN the second batch is read
+    (row,) = read(world, lambda_event(arn, records[15:], at), served(name))["dimensions"]
+    # THEN it takes the slot over for its window (else every later window of that slot
+    # was too late), goes by its own units, and counts the failure, which alarms
+    assert (row["status"], row["rate"]) == ("none", 6.0)
+    assert window_sum(world, name, "table:write", start) == 30
+    assert counted(capsys.readouterr().out, "StreamFailed") == 1
+
+
 def test_ttl_deletions_are_left_out(world: World, capsys: pytest.CaptureFixture[str]) -> None:
     # GIVEN a table's records: 5 puts, and 20 deletions by Time to Live in AWS's shape
     name = streamed_table(world, "Expiring", write=100)

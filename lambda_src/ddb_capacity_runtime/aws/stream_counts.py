@@ -25,8 +25,9 @@ and the caller then goes by its own records alone, and counts it as a failure.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import shown
@@ -56,10 +57,10 @@ def counter_key(table: str, sort_key: str, start: int) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Added:
-    """What `add` answers: the window's sum over every shard so far, or, when the sum read
-    back is not a number within bounds, ``units`` alone and ``unsound``, the value the item
-    holds (shown); ``replayed``: the window has counted the batch already, and nothing was
-    added."""
+    """What `add` answers: the window's sum over every shard so far, or, when the counter
+    was not sound (its sum read back out of bounds, or its slot held a window that cannot
+    be), ``units`` alone and ``unsound``, what was wrong; ``replayed``: the window has
+    counted the batch already, and nothing was added."""
 
     total: float
     unsound: str | None = None
@@ -87,6 +88,7 @@ def add(
     key = counter_key(table, sort_key, start)
     ids = {":b": {"SS": [batch]}, ":id": {"S": batch}} if batch is not None else {}
     once = " AND NOT contains(#b, :id)" if batch is not None else ""
+    take = partial(_take, dynamodb, store, key, start, units, batch)
     for _ in range(2):
         added = _update(
             dynamodb,
@@ -99,22 +101,37 @@ def add(
         )
         if added is not None:
             return _sum(added, units)
-        taken = _update(
-            dynamodb,
-            store,
-            key,
-            "SET #u = :u, #w = :w" + (", #b = :b" if batch is not None else " REMOVE #b"),
-            "attribute_not_exists(#w) OR #w < :w",
-            {":u": {"N": str(units)}, **({":b": ids[":b"]} if batch is not None else {})},
-            start,
-        )
+        taken = take("attribute_not_exists(#w) OR #w < :w")
         if taken is not None:
             return Added(float(units))
         if batch is not None and _counted(dynamodb, store, key, start, batch):
             return REPLAYED
         # another shard took the slot over meanwhile (try the ADD again), or it counts a
         # later window: this one is too late
-    return None
+    return _take_unsound(dynamodb, store, key, start, take)
+
+
+def _take_unsound(
+    dynamodb: DynamoDBClient,
+    store: str,
+    key: Mapping[str, Any],
+    start: int,
+    take: Callable[..., Mapping[str, Any] | None],
+) -> Added | None:
+    """The slot taken over from a window that cannot be (a start that is not a number, or
+    more than the ring ahead of ``start``: records reach the reader within a minute), which
+    would keep every later window out of it; None when its window is a sound later one
+    (``start`` is too late)."""
+    item = dynamodb.get_item(TableName=store, Key=dict(key), ConsistentRead=True).get("Item", {})
+    raw = item.get("w")
+    window = _number(raw)
+    if raw is None or (window is not None and window <= start + SLOTS * WINDOW_SECONDS):
+        return None
+    taken = take("#w = :bad", {":bad": raw})
+    if taken is None:
+        return None  # changed meanwhile: the next batch looks again
+    units = float(taken["u"]["N"])  # the batch's own, as written
+    return Added(units, unsound=f"its slot counted a window that cannot be ({shown(raw)})")
 
 
 def _counted(
@@ -126,6 +143,30 @@ def _counted(
     window = _number(item.get("w"))
     ids = item.get("b", {}).get("SS") if isinstance(item.get("b"), Mapping) else None
     return window == start and isinstance(ids, list) and batch in ids
+
+
+def _take(
+    dynamodb: DynamoDBClient,
+    store: str,
+    key: Mapping[str, Any],
+    start: int,
+    units: int,
+    batch: str | None,
+    condition: str,
+    values: Mapping[str, Any] | None = None,
+) -> Mapping[str, Any] | None:
+    """The slot taken over for the window starting at ``start``, with ``units`` (and the
+    batch ``batch``) alone, when ``condition`` holds; None when it does not."""
+    ids = {":b": {"SS": [batch]}} if batch is not None else {}
+    return _update(
+        dynamodb,
+        store,
+        key,
+        "SET #u = :u, #w = :w" + (", #b = :b" if batch is not None else " REMOVE #b"),
+        condition,
+        {":u": {"N": str(units)}, **ids, **(values or {})},
+        start,
+    )
 
 
 def _update(
@@ -156,7 +197,8 @@ def _sum(attributes: Mapping[str, Any], units: int) -> Added:
     read otherwise."""
     value = _number(attributes.get("u"))
     if value is None or not units <= value <= MAX_WINDOW_UNITS:
-        return Added(float(units), unsound=shown(attributes.get("u"), 80))
+        why = f"its sum is {shown(attributes.get('u'), 80)}, not a number from the batch's"
+        return Added(float(units), unsound=f"{why} {units:,} units to {MAX_WINDOW_UNITS:,}")
     return Added(value)
 
 

@@ -324,9 +324,9 @@ def _add(
     store: HoldStore, table: str, sort_key: str, index: str | None, windows: list[_Window]
 ) -> dict[int, float]:
     """Each window's units added to its counter: the sums read back, by window start;
-    windows too late to count are counted (``StreamRecordsLate``) and left out. A sum
-    read back that is not sound is taken as the window's own units, and counted as a
-    failure of the dimension (``StreamFailed``, alarmed): the other shards' are lost."""
+    windows too late to count are counted (``StreamRecordsLate``) and left out. A counter
+    that is not sound is taken as the window's own units, and counted as a failure of the
+    dimension (``StreamFailed``, alarmed): the other shards' are lost."""
     sums: dict[int, float] = {}
     late = replayed = 0
     for w in windows:
@@ -348,9 +348,8 @@ def _add(
                     table=table,
                     index=index,
                     dimension="write",
-                    reason=f"the state store's sum of the window at {w.start} is "
-                    f"{added.unsound}: not a number from this batch's {units:,} units to "
-                    f"{stream_counts.MAX_WINDOW_UNITS:,}; this batch's units taken alone",
+                    reason=f"the state store's counter of the window at {w.start}: "
+                    f"{added.unsound}; this batch's units taken alone",
                 )
     if late:
         count("StreamRecordsLate", late)
