@@ -114,6 +114,34 @@ def test_a_program_started_through_the_launcher_reports_without_a_change(
     assert len({r.process for r in reports}) == 1  # one watcher for the whole process
 
 
+def test_the_hook_looks_for_credentials_only_when_it_first_reports(
+    fake: FakeLambda, tmp_path: Path
+) -> None:
+    # GIVEN credentials that only a credential process gives (as a credential helper or the
+    # instance metadata service would, which may take seconds), noting each time it runs
+    noted = tmp_path / "looked-up"
+    config = tmp_path / "config"
+    answer = '{"Version": 1, "AccessKeyId": "AKID", "SecretAccessKey": "secret"}'
+    config.write_text(
+        f"[default]\nregion = {REGION}\n"
+        f"credential_process = sh -c 'echo x >> {noted}; echo {json.dumps(answer)[1:-1]}'\n"
+    )
+    env = _env(fake, AWS_CONFIG_FILE=str(config), AWS_SHARED_CREDENTIALS_FILE=os.devnull)
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        env.pop(name, None)
+    # WHEN a program that never calls AWS starts through the launcher
+    program = [sys.executable, "-c", "print('hello')"]
+    done = _run([str(LAUNCHER), "--function", "capacity-signals", "--", *program], env, tmp_path)
+    # THEN it runs, and nothing looked for credentials: at its start, the hook makes no
+    # Lambda client (its sending thread makes one for its first report)
+    assert (done.returncode, done.stdout) == (0, "hello\n"), done.stderr
+    assert not noted.exists()
+    # AND the same credentials are found when a program asks for them (the setup works)
+    ask = "import boto3; print(boto3.Session().get_credentials().access_key)"
+    done = _run([sys.executable, "-c", ask], env, tmp_path)
+    assert (done.stdout, noted.exists()) == ("AKID\n", True), done.stderr
+
+
 def test_without_a_signals_function_the_program_runs_and_one_line_says_why(
     app: list[str], fake: FakeLambda, tmp_path: Path
 ) -> None:

@@ -149,10 +149,10 @@ def install(env: Mapping[str, str] = os.environ) -> Any:
     try:
         import boto3
 
-        from .fast_path.hook import watch
+        from .fast_path.hook import OwnSession, watch
 
         args = settings(env)
-        watcher = watch(boto3.session.Session(), **args)
+        watcher = watch(OwnSession(boto3.session.Session()), **args)
     except Exception as exc:  # noqa: BLE001 (the application starts whatever happens)
         if LOGGER.hasHandlers():  # else logging's last resort prints a second, bare line
             log_event("signals-instrument-skipped", level=logging.WARNING, reason=str(exc)[:300])

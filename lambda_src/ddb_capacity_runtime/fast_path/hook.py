@@ -602,12 +602,26 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 atexit.register(_stop_at_exit)
 
 
+@dataclass(frozen=True)
+class OwnSession:
+    """A boto3 Session the hook made for itself (`instrument.install`, at a program's
+    start): nobody else uses it, so its Lambda client, and the search for credentials that
+    making it starts, wait for the first report, in the sending thread; at start-up that
+    search (a credential process, the instance metadata service) could hold the program
+    up for seconds, even one that never calls AWS."""
+
+    session: Any
+
+
 def _emitter_and_session(session_or_client: object) -> tuple[Any, Any, bool]:
     """The event emitter to hook, the session to make a Lambda client from, and whether
     that session is the caller's."""
     import boto3
     import botocore.session
 
+    if isinstance(session_or_client, OwnSession):
+        own = session_or_client.session
+        return own.events, own, False
     if isinstance(session_or_client, boto3.session.Session):
         return session_or_client.events, session_or_client, True
     if isinstance(session_or_client, botocore.session.Session):

@@ -15,11 +15,12 @@ from ..aws.invoke import invoke
 
 class LambdaSender:
     """Sends a batch of reports to the signals function as an asynchronous invocation
-    (``Event``: Lambda queues it and answers at once). The Lambda client is made from ``session``;
-    ``eager`` makes it now (a caller's session is not shared with the sending thread),
-    else on first use. After a fork the child makes its own from a fresh boto3 Session of
-    the same region and profile (and the same keys, when the caller's session was given
-    them): a session object of the parent may hold a lock another thread had then."""
+    (``Event``: Lambda queues it and answers at once). The Lambda client is made from
+    ``session``; ``eager`` makes it now (a caller's session is not shared with the sending
+    thread), else on first use (a session without a region is refused now all the same).
+    After a fork the child makes its own from a fresh boto3 Session of the same region and
+    profile (and the same keys, when the caller's session was given them): a session
+    object of the parent may hold a lock another thread had then."""
 
     def __init__(self, function: str, session: Any, *, eager: bool) -> None:
         self.function = function
@@ -33,6 +34,10 @@ class LambdaSender:
         self._client: Any = self._make() if eager else None
         if eager:
             self._keys = _explicit_keys(session)
+        elif not self.region:  # known now without a client: no client could be made later
+            from botocore.exceptions import NoRegionError
+
+            raise NoRegionError()
 
     def fresh_session(self) -> Any:
         """A new boto3 Session of the sender's region, profile and explicit keys."""
