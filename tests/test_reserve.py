@@ -25,6 +25,7 @@ from ddb_capacity_tools.simulator.backtest import describe
 from ddb_capacity_tools.simulator.model import Recorded
 from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.run import DimensionResult
+from ddb_capacity_tools.simulator.table_class import STANDARD_IA
 from ddb_capacity_tools.simulator.trace import Trace
 
 from . import browser
@@ -378,10 +379,12 @@ def counting_describe_table(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
-def answering(monkeypatch: pytest.MonkeyPatch, replicas: dict[str, Any]) -> None:
-    """DescribeTable's answer for each table of ``replicas`` carries that ``Replicas`` (moto
-    keeps none): the command's own DynamoDB client, against the moto server, with its parsed
-    answer edited as AWS would give it."""
+def answering(
+    monkeypatch: pytest.MonkeyPatch, replicas: dict[str, Any], field: str = "Replicas"
+) -> None:
+    """DescribeTable's answer for each table of ``replicas`` carries that ``Replicas`` (or
+    that ``field``: moto keeps no replicas nor table class): the command's own DynamoDB
+    client, against the moto server, with its parsed answer edited as AWS would give it."""
     made = advise_module.boto3_clients
 
     def clients(region: str | None = None) -> advise_module.Clients:
@@ -390,7 +393,7 @@ def answering(monkeypatch: pytest.MonkeyPatch, replicas: dict[str, Any]) -> None
         def edit(parsed: dict[str, Any], **_: Any) -> None:
             name = parsed.get("Table", {}).get("TableName")
             if name in replicas:
-                parsed["Table"]["Replicas"] = replicas[name]
+                parsed["Table"][field] = replicas[name]
 
         out.dynamodb.meta.events.register("after-call.dynamodb.DescribeTable", edit)
         return out
@@ -431,6 +434,53 @@ def test_a_table_whose_replicas_cannot_be_read_is_planned_as_a_replica(
     assert warning.startswith(reserve_command.REPLICA_NOTE)
     assert "could not all be read" in warning
     assert 0 < max(doc["plan_hourly"]["write"]) < 900 / 0.9
+
+
+IA = advise_module.class_note(STANDARD_IA)
+
+
+@pytest.mark.parametrize(
+    ("summary", "note"),
+    [
+        ({"TableClass": STANDARD_IA}, IA),
+        ({"TableClass": "GLACIER"}, f"{IA}; taken for one as DescribeTable's "),
+        ("STANDARD", f"{IA}; taken for one as DescribeTable's "),
+    ],
+    ids=["infrequent-access", "unknown-class", "not-an-object"],
+)
+def test_all_tables_reserves_nothing_for_a_standard_ia_table(
+    region: datetime, in_region: None, monkeypatch: pytest.MonkeyPatch, summary: Any, note: str
+) -> None:
+    """The same fleet, ReserveBig of the Standard-Infrequent Access class (or a class not to
+    be read): reserved capacity covers the Standard class only."""
+    answering(monkeypatch, {"ReserveBig": summary}, field="TableClassSummary")
+    doc = plan_all_tables(region)
+    tables = {t["name"]: t for t in doc["tables"]}
+    (warning,) = tables["ReserveBig"]["warnings"]
+    assert warning.startswith(note)
+    assert tables["ReserveBig"]["infrequent_access"] is True
+    assert (tables["ReserveSmall"]["warnings"], tables["ReserveSmall"]["infrequent_access"]) == (
+        [],
+        False,
+    )
+    # only the small table's units are planned: under what the big one alone provisions
+    for dimension in ("read", "write"):
+        assert 0 < max(doc["plan_hourly"][dimension]) < 900 / 0.9
+
+
+def test_a_standard_ia_table_gets_no_reserved_units_and_is_billed_at_its_class_price() -> None:
+    steady = [1_000] * 48
+    run = reserve.Run("stock:90", reserve_sizing.Hours(steady, steady, [1.0] * 48), None, 0.0)
+    table = reserve.TableHours("archive", run, run)
+    notes = {"archive": IA}
+    (ia,) = reserve_command.replicas_left_out([table], {}, PRICES, notes)
+    assert (ia.listed.plan.read, ia.listed.plan.write) == ([0] * 48, [0] * 48)
+    assert ia.warnings == (IA,) and ia.infrequent
+    per_hour = sum(PRICES.unit_hour(d) for d in ("read", "write")) * PRICES.ia_throughput_factor
+    assert ia.listed.plan.other_usd == pytest.approx(48 * 1_000 * per_hour)
+    assert ia.current == ia.listed
+    plan = reserve.plan_fleet([ia], ["1y"], reserve.Setup())
+    assert plan.units == {"read": 0, "write": 0}
 
 
 def test_a_replica_of_a_global_table_gets_no_reserved_write_units() -> None:

@@ -43,7 +43,7 @@ from ddb_capacity_runtime.core.validators import is_number, is_region
 
 from .fleet_current import Current, current_figures, read_current
 from .reserve import Setup as ReserveSetup
-from .reserve import TableHours, plan_table, replicated_writes
+from .reserve import TableHours, infrequent_access, plan_table, replicated_writes
 from .simulator.backtest import describe, history
 from .simulator.candidates import (
     CANDIDATES,
@@ -60,7 +60,7 @@ from .simulator.candidates import (
 from .simulator.params import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES
 from .simulator.prices import Prices
-from .simulator.table_class import class_lines
+from .simulator.table_class import STANDARD, TABLE_CLASSES, class_lines
 from .simulator.text import bar, fixed_width
 from .simulator.trace import Key, Trace
 from .simulator.tune import validate, validation_split
@@ -280,6 +280,9 @@ class Size:
     unknown: str = ""
     replication: Replication = Replication()
     """Whether it is a global table's replica (`replication`)."""
+    table_class: str | None = STANDARD
+    """Its table class (`table_class`): None when DescribeTable's answer does not say
+    soundly."""
 
 
 def table_size(description: Any) -> Size:
@@ -335,6 +338,33 @@ def replication(description: Any) -> Replication:
     return Replication(regions, unknown)
 
 
+def table_class(description: Any) -> str | None:
+    """The table class DescribeTable's answer (untrusted) gives: Standard when it says none
+    (a table that never changed class may have no ``TableClassSummary``), one of
+    `TABLE_CLASSES`, or None when what it says cannot be read."""
+    if not isinstance(description, dict):
+        return None
+    summary = description.get("TableClassSummary")
+    if summary is None:
+        return STANDARD
+    named = summary.get("TableClass") if isinstance(summary, dict) else None
+    return named if named in TABLE_CLASSES else None
+
+
+def class_note(named: str | None) -> str:
+    """What a table's notes say of its class where reserved capacity does not cover it
+    (nothing for the Standard class)."""
+    if named == STANDARD:
+        return ""
+    note = (
+        "a Standard-Infrequent Access table: reserved capacity covers the Standard class "
+        "only, so the reservation is planned on none of its units, billed at that class's price"
+    )
+    if named is None:
+        return f"{note}; taken for one as DescribeTable's TableClassSummary could not be read"
+    return note
+
+
 WHOLE_TABLE_CLASS = "the table class is the whole table's: advise the table without --index"
 """Why one GSI advised alone gets no table class."""
 
@@ -344,7 +374,11 @@ def size_of(description: Any, index: str | None) -> Size:
     unknown for one GSI alone (``index``: the class is the whole table's)."""
     if index is not None:
         return Size(None, WHOLE_TABLE_CLASS)
-    return replace(table_size(description), replication=replication(description))
+    return replace(
+        table_size(description),
+        replication=replication(description),
+        table_class=table_class(description),
+    )
 
 
 def advise_one(
@@ -425,10 +459,14 @@ def advise_trace(
     scale = MONTH_MINUTES / (trace.minutes - split)
     unsized = "" if size.gb is not None else size.unknown
     unadvised = f"no table class advised: {unsized}" if unsized else ""
-    notes = "; ".join(n for n in (_notes(trace), unadvised, replicated(size.replication)) if n)
+    classed = class_note(size.table_class) if index is None else ""
+    said = (_notes(trace), unadvised, replicated(size.replication), classed)
+    notes = "; ".join(n for n in said if n)
     advice = Advice(table, index, trace.minutes, tuning, notes, unsized=unsized)
     if setup.reserve_hours:
         hours = _hours(trace, table, tuning.recommended.policy, setup)
+        if classed:
+            hours = infrequent_access(hours, setup.prices or Prices())
         if size.replication.replicated:
             hours = replicated_writes(hours, setup.prices or Prices())
         advice = replace(advice, hours=hours)

@@ -38,7 +38,7 @@ hours on the planning part: the level met in 95 % of hours, rounded down to bloc
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
@@ -138,6 +138,10 @@ class TableHours:
     replicated: bool = False
     """A global table's replica: its write units are replicated writes, billed outside any
     reservation (`replicated_writes`), so its runs hold none of them as reservable."""
+    infrequent: bool = False
+    """A table of the Standard-Infrequent Access class: reserved capacity covers the
+    Standard class only (`infrequent_access`), so its runs hold none of its units as
+    reservable."""
 
     def run(self, switched: bool) -> Run:
         """The reserved-price run when ``switched`` and there is one, else the listed."""
@@ -146,21 +150,35 @@ class TableHours:
 
 def replicated_writes(table: TableHours, prices: Prices) -> TableHours:
     """``table`` as a global table's replica: its write units billed at the list price in
-    every run, none of them reservable (`Hours.writes_unreserved`)."""
+    every run, none of them reservable (`Hours.unreserved`)."""
+    return replace(_unreserved(table, {"write": prices.unit_hour("write")}), replicated=True)
 
-    listed = prices.unit_hour("write")
+
+def infrequent_access(table: TableHours, prices: Prices) -> TableHours:
+    """``table`` as a table of the Standard-Infrequent Access class: its units billed at
+    that class's price (``prices.ia_throughput_factor`` times the list price) in every run,
+    none of them reservable (reserved capacity covers the Standard class only)."""
+    factor = prices.ia_throughput_factor
+    rates = {d: prices.unit_hour(d) * factor for d in DIMENSIONS}
+    return replace(_unreserved(table, rates), infrequent=True)
+
+
+def _unreserved(table: TableHours, rates: Mapping[str, float]) -> TableHours:
+    """``table`` with each dimension of ``rates`` billed at its rate outside any
+    reservation, in every run."""
+
+    def hours(part: Hours) -> Hours:
+        for dimension, rate in rates.items():
+            part = part.unreserved(dimension, rate)
+        return part
 
     def unreserved(run: Run) -> Run:
-        score = None if run.score is None else run.score.writes_unreserved(listed)
-        return replace(run, plan=run.plan.writes_unreserved(listed), score=score)
+        score = None if run.score is None else hours(run.score)
+        return replace(run, plan=hours(run.plan), score=score)
 
     reserved = None if table.reserved is None else unreserved(table.reserved)
     return replace(
-        table,
-        listed=unreserved(table.listed),
-        current=unreserved(table.current),
-        reserved=reserved,
-        replicated=True,
+        table, listed=unreserved(table.listed), current=unreserved(table.current), reserved=reserved
     )
 
 
@@ -518,6 +536,7 @@ def as_json(plan: Plan, about: dict[str, Any]) -> dict[str, Any]:
                 "reserved_policy": None if t.reserved is None else t.reserved.policy,
                 "warnings": list(t.warnings),
                 "replicated_writes": t.replicated,
+                "infrequent_access": t.infrequent,
             }
             for t in plan.tables
         ],
@@ -547,7 +566,8 @@ def summary(plan: Plan) -> dict[str, Any]:
     """The plan in short, for ``advise --all-tables`` and its fleet report: the plan, its
     upfront fee, the month with and without it (and at a third less traffic), the prices'
     status, and each table's median hourly units under its policy that a reservation could
-    cover (a global table's replica's writes none: ``replicated_writes`` says so)."""
+    cover (a global table's replica's writes none: ``replicated_writes`` says so; a
+    Standard-Infrequent Access table's units none: ``infrequent_access``)."""
     f = figures(plan)
     tables: dict[str, dict[str, Any]] = {}
     for t in plan.tables:
@@ -555,6 +575,8 @@ def summary(plan: Plan) -> dict[str, Any]:
         tables[t.name] = {d: _median(run.plan.units(d)) for d in DIMENSIONS}
         if t.replicated:
             tables[t.name]["replicated_writes"] = True
+        if t.infrequent:
+            tables[t.name]["infrequent_access"] = True
     return {
         "term": plan.term,
         "read_units": plan.units.get("read", 0),

@@ -258,6 +258,9 @@ def _cloudwatch(args: argparse.Namespace, err: TextIO) -> tuple[list[Trace], lis
             note = replica_note(advise_module.replication(description))
             if note:
                 args.replicas[name] = note
+            classed = advise_module.class_note(advise_module.table_class(description))
+            if classed:
+                args.classes[name] = classed
         except Exception as exc:  # a fault domain: the others are planned
             failed.append((name, advise_module.shown(describe_error(exc))))
             continue
@@ -292,16 +295,25 @@ def replica_note(replicas: advise_module.Replication) -> str:
 
 
 def replicas_left_out(
-    tables: list[reserve.TableHours], replicas: Mapping[str, str], prices: Prices
+    tables: list[reserve.TableHours],
+    replicas: Mapping[str, str],
+    prices: Prices,
+    classes: Mapping[str, str] | None = None,
 ) -> list[reserve.TableHours]:
     """``tables``, each of ``replicas`` (a table's name, what its warnings say: `replica_note`)
-    with its writes at the list price and out of the plan (`reserve.replicated_writes`)."""
-    return [
-        replace(reserve.replicated_writes(t, prices), warnings=(*t.warnings, replicas[t.name]))
-        if t.name in replicas
-        else t
-        for t in tables
-    ]
+    with its writes at the list price and out of the plan (`reserve.replicated_writes`),
+    and each of ``classes`` (a Standard-Infrequent Access table's name, what its warnings
+    say: ``advise.class_note``) with all its units out of it (`reserve.infrequent_access`)."""
+    out = []
+    for t in tables:
+        for notes, left_out in (
+            (classes or {}, reserve.infrequent_access),
+            (replicas, reserve.replicated_writes),
+        ):
+            if t.name in notes:
+                t = replace(left_out(t, prices), warnings=(*t.warnings, notes[t.name]))
+        out.append(t)
+    return out
 
 
 def _time(option: str, text: str) -> datetime:
@@ -322,14 +334,14 @@ def run(
     terms = list(TERMS) if args.term == "both" else [args.term]
     if args.html:
         page.check_path(args.html)
-    args.failed, args.replicas = [], {}
+    args.failed, args.replicas, args.classes = [], {}, {}
     traces, _ = _traces(args, err)
     given = score_from(args.score_from, traces[0])
     split = traces[0].minutes if given is None else given
     reserve.check_split(split, traces[0].minutes, given is not None)
     processes = args.processes or os.cpu_count() or 1
     tables = reserve.plan_tables(traces, split, setup, processes, None if args.quiet else err)
-    tables = replicas_left_out(tables, args.replicas, setup.prices)
+    tables = replicas_left_out(tables, args.replicas, setup.prices, args.classes)
     plan = reserve.plan_fleet(tables, terms, setup)
     about = _about(traces[0], split, given is not None, setup, args.term)
     if args.json:

@@ -56,13 +56,16 @@ class Hours:
     def hours(self) -> float:
         return sum(self.weights)
 
-    def writes_unreserved(self, wcu_hour: float) -> Hours:
-        """These hours with every provisioned write unit billed at ``wcu_hour`` outside
-        any reservation (a global table's writes are replicated writes, which reserved
-        capacity does not cover): the bill is the same, the reservable write units none."""
-        billed = sum(u * w for u, w in zip(self.write, self.weights, strict=True))
-        zero = [0] * len(self.write)
-        return Hours(self.read, zero, self.weights, self.other_usd + billed * wcu_hour)
+    def unreserved(self, dimension: str, unit_hour: float) -> Hours:
+        """These hours with every provisioned unit of ``dimension`` billed at ``unit_hour``
+        outside any reservation (a global table's writes are replicated writes, and a
+        Standard-Infrequent Access table's units are not of the Standard class: reserved
+        capacity covers neither): the reservable units of ``dimension`` none."""
+        units = self.units(dimension)
+        billed = sum(u * w for u, w in zip(units, self.weights, strict=True))
+        zero = [0] * len(units)
+        read, write = (zero, self.write) if dimension == "read" else (self.read, zero)
+        return Hours(read, write, self.weights, self.other_usd + billed * unit_hour)
 
     def __add__(self, other: Hours) -> Hours:
         return self._with(other, 1)

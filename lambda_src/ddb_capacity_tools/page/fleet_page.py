@@ -133,10 +133,13 @@ def _reservation(plan: dict[str, Any] | None) -> str:
             (
                 (
                     (name, None),
-                    (f"{v['read']:,.0f}", v["read"]),
+                    ("Standard-IA" if v.get("infrequent_access") else f"{v['read']:,.0f}",
+                     v["read"]),
                     (f"{v['read'] / total['read']:.0%}", v["read"] / total["read"]),
                     (
-                        "replicated" if v.get("replicated_writes") else f"{v['write']:,.0f}",
+                        "Standard-IA" if v.get("infrequent_access")
+                        else "replicated" if v.get("replicated_writes")
+                        else f"{v['write']:,.0f}",
                         v["write"],
                     ),
                     (f"{v['write'] / total['write']:.0%}", v["write"] / total["write"]),
