@@ -187,8 +187,8 @@ def test_current_settings_the_simulator_cannot_run_are_unknown_and_the_table_adv
 
 @pytest.mark.parametrize(
     "figure",
-    [1.7e308, -1.7e308, 1e16, 10**400, float("inf"), True],
-    ids=["largest", "smallest", "1e16", "int-1e400", "inf", "bool"],
+    [1.7e308, -1.7e308, 1e16, 10**400, float("inf"), True, -0.01, -1e12],
+    ids=["largest", "smallest", "1e16", "int-1e400", "inf", "bool", "below-zero", "-1e12"],
 )
 def test_a_figure_beyond_the_largest_fails_its_row_and_json_stays_json(figure: float) -> None:
     # GIVEN advise's documents, one of which carries an absurd figure for its current
@@ -209,3 +209,6 @@ def test_a_figure_beyond_the_largest_fails_its_row_and_json_stays_json(figure: f
     assert [r.status for r in report.rows] == ["failed", "failed"]
     assert all("usd_per_month" in r.reason for r in report.rows)
     assert "Infinity" not in text and json.loads(text)["totals"]["usd_saved_per_month"] == 0
+    assert fleet.refused_figures(docs[0]) == (
+        f"the result's usd_per_month is {figure!r:.40}; expected a number from 0 to 1e+15"
+    )

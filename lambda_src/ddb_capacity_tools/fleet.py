@@ -149,14 +149,15 @@ def _text(value: object) -> str:
 
 
 def _number(value: object) -> float | None:
-    """A number within ±`LARGEST` as a float; None for anything else (NaN, infinity,
-    an integer too large for a float, a bool, text)."""
-    return float(value) if is_number(value, -LARGEST, LARGEST) else None
+    """A number from 0 to `LARGEST` as a float (a month's dollars or refused units are
+    never below zero); None for anything else (a negative number, NaN, infinity, an
+    integer too large for a float, a bool, text)."""
+    return float(value) if is_number(value, 0, LARGEST) else None
 
 
 def refused_figures(doc: Mapping[str, Any]) -> str | None:
     """Why an advised result's figures cannot be reported (one that is there but is not a
-    number within ±`LARGEST`), or None when they can."""
+    number from 0 to `LARGEST`), or None when they can."""
     if doc.get("status") != "advised":
         return None
     options = doc.get("options")
@@ -165,8 +166,8 @@ def refused_figures(doc: Mapping[str, Any]) -> str | None:
             value = place.get(name) if isinstance(place, Mapping) else None
             if value is not None and _number(value) is None:
                 return (
-                    f"the result's {name} is {_text(value)[:40]}; expected a finite number "
-                    f"within ±{LARGEST:.0e}"
+                    f"the result's {name} is {_text(value)[:40]}; expected a number from 0 "
+                    f"to {LARGEST:.0e}"
                 )
     return None
 
