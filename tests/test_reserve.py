@@ -25,6 +25,7 @@ from ddb_capacity_tools.simulator.backtest import describe
 from ddb_capacity_tools.simulator.model import Recorded
 from ddb_capacity_tools.simulator.prices import Prices
 from ddb_capacity_tools.simulator.run import DimensionResult
+from ddb_capacity_tools.simulator.scenarios import scenario
 from ddb_capacity_tools.simulator.table_class import STANDARD_IA
 from ddb_capacity_tools.simulator.trace import Trace
 
@@ -648,3 +649,16 @@ def test_the_reserve_benchmark_runs_in_its_quick_mode(capsys: pytest.CaptureFixt
         assert f"term {term}:" in printed
     assert printed.count("(c) fleet <= tables alone: PASS") == 2
     assert "hindsight" in printed and "(d) 20 tables" in printed
+
+
+def test_a_candidate_with_a_suffix_is_run_as_tune_runs_it() -> None:
+    # GIVEN an unannounced 10x for 20 minutes, scored from the middle of the trace
+    trace = scenario("flash-crowd")
+    split = trace.minutes // 2
+    # WHEN the plan runs a candidate with the table's stream as its signal, and without it
+    bare = reserve._run("autopilot+stock:90", trace, split, reserve.Setup())
+    streamed = reserve._run("autopilot+stock:90+stream", trace, split, reserve.Setup())
+    # THEN the stream is given it (it refuses less on the scored part): the plan's figures
+    # are the recommended candidate's, not its bare policy's
+    assert 0 < streamed.refused < bare.refused
+    assert streamed.policy == "autopilot+stock:90+stream"

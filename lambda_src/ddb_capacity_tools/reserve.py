@@ -61,17 +61,15 @@ from .simulator.candidates import (
     Candidate,
     Rule,
     spec_of,
-    split_prewarm,
 )
 from .simulator.ensemble import Spread, settings_of
 from .simulator.params import ModelParams
-from .simulator.policies import DEFAULT_TICK_MINUTES, parse
+from .simulator.policies import DEFAULT_TICK_MINUTES
 from .simulator.prices import BLOCK_UNITS, RESERVED_VERIFIED, TERMS, Prices
-from .simulator.run import run_policy
 from .simulator.text import bar
 from .simulator.trace import Trace
 from .simulator.tune import validate, validation_split
-from .simulator.tune_runs import place_split
+from .simulator.tune_runs import place_split, run_candidate
 from .tool_errors import ReserveError as ReserveError
 
 __all__ = [
@@ -241,10 +239,11 @@ def _recommend(trace: Trace, split: int, setup: Setup) -> tuple[str, str, tuple[
 
 
 def _run(name: str, trace: Trace, split: int, setup: Setup) -> Run:
-    spec = parse(split_prewarm(name)[0], setup.params.max_capacity)
+    """The candidate ``name`` run as tune runs it (`tune_runs.run_candidate`: a pre-warmed
+    one warmed, one with the stream given it), its hours on each part."""
     params = setup.params.for_trace(trace)
     scored = split if 0 < split < trace.minutes else None  # results count from the scored part
-    ran = run_policy(spec, trace, params, setup.prices, None, setup.tick, None, scored)
+    ran = run_candidate(name, trace, params, setup.prices, tick=setup.tick, score_from=scored)
     end, prices = trace.minutes, setup.prices
     return Run(
         name,

@@ -130,6 +130,23 @@ def _runs(
     return runs
 
 
+def run_candidate(
+    name: str,
+    trace: Trace,
+    params: ModelParams,
+    prices: Prices,
+    *,
+    tick: int,
+    score_from: int | None,
+) -> list[DimensionResult]:
+    """The candidate ``name`` run alone as `place` runs it (pre-warmed, with the table's
+    stream as a signal, composed as a hybrid: as its suffixes and kind say), its results
+    only."""
+    wanted = {name, spec_of(name, params.max_capacity).text}
+    (results,) = _runs(trace, [name], [params], prices, tick, 1, score_from, None)
+    return [r for r in results if r.policy in wanted]
+
+
 def _run_plan(names: Sequence[str], max_capacity: int) -> tuple[list[str], list[Spec], list[Spec]]:
     """What `_runs` runs for ``names``: the pre-warmed candidates (run on their own), the
     policies simulated together (each hybrid's base and on-demand among them), and the
