@@ -317,7 +317,7 @@ def test_tampered_finite_figures_are_unreadable_results_and_the_report_stays_jso
     rows = {r["table"]: r for r in doc["tables"]}
     for name in ("Plus", "Minus", "Wide"):
         assert rows[name]["status"] == "failed"
-        assert "usd_per_month" in rows[name]["reason"] and "within" in rows[name]["reason"]
+        assert "usd_per_month" in rows[name]["reason"] and "from 0 to" in rows[name]["reason"]
     assert rows["Honest"]["usd_saved_per_month"] == 1.5
     assert doc["totals"]["usd_saved_per_month"] == 1.5
 

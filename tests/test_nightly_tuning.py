@@ -292,7 +292,7 @@ def test_a_dry_run_changes_nothing_but_logs_and_counts(world: World) -> None:
             {"status": "advised", "recommended": "stock:90", "options": []},
             "not advised: the result has no figures for its option",
         ),
-        ("bad-figures", "not advised: the result's usd_per_month is 1e+300; expected a finite"),
+        ("bad-figures", "not advised: the result's usd_per_month is 1e+300; expected a number"),
         ("bad-policy", "recommended 'stock:99': target utilization 99 is outside 20 to 90"),
     ],
 )
