@@ -257,6 +257,34 @@ def test_the_autopilot_on_target_tracking_leaves_noise_over_the_capacity_to_the_
     assert decide(short, autopilot_config(), tracked=True).action == INCREASE
 
 
+def test_load_at_exactly_the_capacity_drains_no_bucket_and_is_raised_for() -> None:
+    from ddb_capacity_runtime.core.policy import autopilot_config, decide
+    from tests.test_policy import state
+
+    # GIVEN 13 quiet minutes at 600 of 1,000 (the bucket fills), then two at exactly 1,000:
+    # above the 70 % target, but not over the capacity, so no bucket is drawn on
+    at_capacity = state(1_000, [600.0] * 13 + [1_000.0] * 2)
+    # WHEN the autopilot on target tracking decides
+    d = decide(at_capacity, autopilot_config(), tracked=True)
+    # THEN it raises for the load above the target, as without the bucket: 1,000 / 0.7
+    assert (d.action, d.capacity) == (INCREASE, 1_429)
+
+
+def test_one_throttle_event_in_the_window_leaves_nothing_to_the_bucket() -> None:
+    from ddb_capacity_runtime.core.policy import autopilot_config, decide
+    from tests.test_policy import state
+
+    # GIVEN the noise the bucket absorbs (13 minutes at 600 of 1,000, two at 1,200)
+    consumed = [600.0] * 13 + [1_200.0] * 2
+    assert decide(state(1_000, consumed), autopilot_config(), tracked=True).action == HOLD
+    # WHEN one request was refused 12 minutes ago (older than the recent minutes)
+    throttles = [0.0] * 15
+    throttles[3] = 1.0
+    d = decide(state(1_000, consumed, throttles), autopilot_config(), tracked=True)
+    # THEN the estimate is not trusted: raised to the peak at the target
+    assert (d.action, d.capacity) == (INCREASE, math.ceil(1_200 / 0.7))
+
+
 def test_the_surges_benchmark_runs_in_its_quick_mode_and_a_lie_buys_no_more(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

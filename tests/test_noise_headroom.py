@@ -62,6 +62,16 @@ def test_a_flat_unthrottled_load_aims_at_the_highest_aim() -> None:
     assert decide(flat, OFF).action == HOLD
 
 
+def test_a_span_of_exactly_the_settle_minutes_is_enough_to_aim_by_noise() -> None:
+    # GIVEN a flat load for exactly the settle span, no minute more
+    exact = state(100, [60.0] * SPAN)
+    # THEN the span is known in full: it aims at MAX_AIM and lowers to 60 / 0.9
+    assert noise_aim(exact, ON, 0.7) == MAX_AIM
+    assert decide(exact, ON).capacity == 67
+    # AND a minute short of the span keeps the target
+    assert noise_aim(state(100, [60.0] * (SPAN - 1)), ON, 0.7) == 0.7
+
+
 def test_a_little_noise_aims_between_the_target_and_the_highest_aim() -> None:
     # GIVEN a load alternating 50 and 60 (peak over median: 60 / 55)
     load = [50.0, 60.0] * ((SPAN + 2) // 2)

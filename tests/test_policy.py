@@ -554,3 +554,96 @@ def test_throttles_from_before_the_last_raise_top_it_up_only_past_what_it_serves
     # AND throttles after the raise still raise by at least the step, as before
     after = state(215, consumed, throttles, last_increase=NOON - timedelta(minutes=10))
     assert decide(after, AUTOPILOT).capacity == 258
+
+
+# ------------------------------------------------------------------ the edges of the rules
+
+
+def test_capacity_is_rounded_up_from_the_sixth_decimal_place() -> None:
+    from ddb_capacity_runtime.core.policy import capacity_units
+
+    # GIVEN values just above 7 units: float noise (4.9 / 0.7), and a millionth or two more
+    # THEN noise below half a millionth is 7, and a millionth or more needs an eighth unit
+    assert capacity_units(4.9 / 0.7) == capacity_units(7.0000004) == 7
+    assert capacity_units(7.000001) == capacity_units(7.0000019) == 8
+    assert capacity_units(7.0000021) == 8
+
+
+def test_a_throttled_raise_covers_the_larger_demand_of_minutes_before_the_last_raise() -> None:
+    # GIVEN a raise to 100 three minutes ago; the minute before it refused 5,400 requests
+    # (60 + 90 = 150/s), the newest minute after it refused 60 (100 + 1 = 101/s)
+    raised = NOON - timedelta(minutes=3)
+    s = state(100, [60.0] * 3 + [100.0] * 2, [0, 0, 5400, 0, 60], last_increase=raised)
+    assert s.minute_starts[2] < raised <= s.minute_starts[4]
+    # WHEN the policy decides
+    d = decide(s)
+    # THEN the raise is sized by the larger demand, 150 / 0.7, not the newest 101 / 0.7
+    assert (d.action, d.capacity) == (INCREASE, 215)
+
+
+def test_the_minimum_step_is_rounded_up_to_a_whole_unit() -> None:
+    # GIVEN 12 units throttled by a little demand (5.1/s: 8 units at the target)
+    d = decide(state(12, [5.0] * 5, [0, 0, 0, 0, 6]))
+    # THEN the raise is at least 20 % of 12 = 2.4, rounded up to 3: to 15
+    assert (d.action, d.capacity) == (INCREASE, 15)
+    # AND a configured least step of 10 units beats those 3: to 22
+    wide = decide(state(12, [5.0] * 5, [0, 0, 0, 0, 6]), PolicyConfig(min_step_units=10))
+    assert (wide.action, wide.capacity) == (INCREASE, 22)
+
+
+def test_the_autopilot_raises_by_exactly_the_smallest_raise() -> None:
+    # GIVEN the two recent minutes at 770 of 1,000 units: a raise to 1,100, 10 % exactly
+    d = decide(state(1_000, [500.0] * 3 + [770.0] * 2), AUTOPILOT)
+    # THEN it is not smaller than the smallest raise: made
+    assert (d.action, d.capacity) == (INCREASE, 1_100)
+
+
+def test_a_recent_minute_exactly_at_the_aim_is_not_above_it() -> None:
+    # GIVEN the older of the two recent minutes exactly at the target, the newer above it
+    at_aim = 100 * AUTOPILOT.target_utilization
+    s = state(100, [50.0] * 4 + [at_aim, 90.0])
+    # THEN the autopilot does not raise: not every recent minute is above the target
+    assert decide(s, AUTOPILOT).action == HOLD
+    # AND a little above the target, it raises to the peak at the target
+    above = decide(state(100, [50.0] * 4 + [at_aim + 0.001, 90.0]), AUTOPILOT)
+    assert (above.action, above.capacity) == (INCREASE, 129)
+
+
+def test_one_fresh_minute_is_left_out_of_the_low_minutes() -> None:
+    # GIVEN 4 finished minutes, the oldest at 80 % of 100 units, and the newest minute
+    # delivered within the metric lag, reading 1/s
+    consumed = [80.0, 10.0, 10.0, 10.0, 1.0]
+    # WHEN that newest minute is fresh, THEN the 4 finished ones decide: no decrease
+    assert decide(state(100, consumed, fresh=1), AUTOPILOT).action == HOLD
+    # AND taken as finished it would have pushed the 80 % minute out and lowered it
+    assert decide(state(100, consumed, fresh=0), AUTOPILOT).action == DECREASE
+
+
+def test_a_window_whose_peak_is_exactly_the_lower_target_is_not_low() -> None:
+    # GIVEN every minute exactly at target - buffer of 100 units
+    lower = 100 * (CONFIG.target_utilization - CONFIG.buffer)
+    # THEN no decrease: the minutes must be below it
+    assert decide(state(100, [lower] * 15)).action == HOLD
+    # AND just below it, the decrease is made
+    assert decide(state(100, [lower - 0.01] * 15)).action == DECREASE
+
+
+def test_a_decrease_saving_exactly_the_least_fraction_is_made() -> None:
+    # GIVEN an idle dimension of 100 units whose minimum is 80: a 20 % saving exactly
+    d = decide(state(100, [1.0] * 15, min_capacity=80))
+    # THEN it is worth a decrease (the least saving is 20 %)
+    assert (d.action, d.capacity) == (DECREASE, 80)
+
+
+def test_one_throttle_event_in_the_window_keeps_a_raised_minimum() -> None:
+    from ddb_capacity_runtime.core.policy import decide_scalable_min
+
+    # GIVEN a target's minimum raised to 200, quiet load, one refused request 3 minutes ago
+    throttles = [0.0] * 30
+    throttles[-3] = 1.0
+    held = decide_scalable_min(state(200, [10.0] * 30, throttles), 200, AUTOPILOT)
+    # THEN the minimum stays raised
+    assert (held.action, held.capacity) == (HOLD, 200)
+    # AND without that request the configured minimum is restored
+    calm = decide_scalable_min(state(200, [10.0] * 30), 200, AUTOPILOT)
+    assert (calm.action, calm.capacity) == (DECREASE, 5)
