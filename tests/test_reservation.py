@@ -48,6 +48,29 @@ def test_a_capacity_not_counted_allows_no_decrease() -> None:
     assert floor.cut("write", 600, 1) == 600
 
 
+def test_a_capacity_below_zero_counts_as_none() -> None:
+    # GIVEN 400 read units counted beside a capacity told as -50, and 100 reserved
+    floor = Floor.over(Reservation(read_units=100), [("read", -50), ("read", 400)])
+    # THEN the total is 400 (not 350): 300 may fall
+    assert floor.cut("read", 400, 0) == 100
+
+
+def test_a_raise_adds_no_headroom_for_a_later_decrease() -> None:
+    # GIVEN 1,000 read units counted, 1,000 reserved: no headroom
+    floor = Floor.over(Reservation(read_units=1000), [("read", 600), ("read", 400)])
+    # WHEN one table is raised from 600 to 900 (the raise may still fail)
+    assert floor.cut("read", 600, 900) == 900
+    # THEN the other still may not fall
+    assert floor.cut("read", 400, 100) == 400
+
+
+def test_a_dimension_with_nothing_reserved_falls_as_asked_even_when_not_counted() -> None:
+    # GIVEN read units reserved, and no write capacity among those counted
+    floor = Floor.over(Reservation(read_units=500), [("read", 900)])
+    # THEN a write decrease is not the reservation's to cut: made as asked
+    assert floor.cut("write", 50, 10) == 10
+
+
 # ---------------------------------------------------------------------- the cost rule
 
 
@@ -148,6 +171,15 @@ def test_reserved_units_that_are_not_whole_hundreds_are_refused(value: Any) -> N
         ModelError, match=rf"^--reserved-write-units: got {value!r}; expected a whole"
     ):
         ModelParams(reserved_write_units=value).validate(flags=True)
+
+
+@pytest.mark.parametrize("value", [0, 100, 10_000_000])
+def test_reserved_units_from_none_to_the_most_taken_are_accepted(value: int) -> None:
+    # GIVEN whole hundreds from 0 (no reservation) to MAX_RESERVED_UNITS
+    params = ModelParams(reserved_read_units=value, reserved_write_units=value)
+    # THEN the simulator takes them as the reservation
+    params.validate(flags=True)
+    assert params.reservation == Reservation(value, value)
 
 
 def test_the_command_line_takes_the_reservation_and_refuses_a_bad_one(capsys: Any) -> None:
