@@ -117,6 +117,76 @@ def test_any_text_read_back_is_within_the_bounds(
         assert got.at <= now + 60 and got.provisioned <= 40_000
 
 
+def test_an_estimate_at_each_bound_reads_back() -> None:
+    now, quota, day = 1_700_000_000.0, 40_000, 24 * 3600
+    # GIVEN estimates that touch each bound the reader checks, and no more
+    for good in (
+        Bucket(0.0, now, 0, 0.0),  # empty, never set aside, never pinned: zeros
+        Bucket(1.0, now, quota, 1.0),  # units at the quota
+        Bucket(1.0, now + 60, 100, 1.0),  # a minute ahead of the reader's clock
+        Bucket(15_000.0, now, 100, 1.0),  # 150 s of its 100 units: what it holds at most
+        Bucket(1.0, now, 100, 10.0 * quota),  # consumed at ten times the quota
+        Bucket(0.0, now, 100, 100.0, now + day),  # set aside for a day from its time
+        Bucket(1.0, now, 100, 101.0, 0.0, now),  # pinned since its own time
+    ):
+        # THEN each reads back as it was written
+        assert read_bucket(good.text(), now, quota) == good, good
+    # AND one step past a bound is not read
+    for bad in ("1:1700000061:100:1.0:0:0", "1:1700000000:40001:1.0:0:0"):
+        assert read_bucket(bad, now, quota) is None, bad
+
+
+def test_what_advance_writes_when_refused_or_pinned_reads_back() -> None:
+    # GIVEN an estimate found wrong at 5 s, and one first seen pinned at 5 s
+    wrong = advance(Bucket(2_000.0, 0.0, 100, 100.0), 100, 100.0, 5.0, refused=True)
+    pinned = advance(Bucket(2_000.0, 0.0, 100, 50.0), 100, 101.0, 5.0)
+    assert wrong.until == 5.0 + 24 * 3600 and pinned.pinned_since == 5.0
+    # THEN both read back from the state store as they were
+    assert read_bucket(wrong.text(), 5.0, 40_000) == wrong
+    assert read_bucket(pinned.text(), 5.0, 40_000) == pinned
+
+
+def test_a_first_look_records_a_pinned_start_and_never_a_rate_below_zero() -> None:
+    # GIVEN a first look at 101/s on 100 units: pinned at the capacity from then
+    assert advance(None, 100, 101.0, 5.0).pinned_since == 5.0
+    # AND a first look told a rate below zero (a report that cannot be): taken as 0/s
+    first = advance(None, 100, -50.0, 0.0)
+    assert first.rate == 0.0
+    # THEN 10 s later at the same report, the bucket refills at the capacity, no faster
+    assert advance(first, 100, -50.0, 10.0).level == 1_000.0
+
+
+def test_a_gap_of_exactly_the_longest_carried_keeps_the_estimate() -> None:
+    kept = Bucket(1_000.0, 0.0, 100, 100.0)
+    # 300 s unseen at the capacity: carried (nothing refilled); a second more forgets it
+    assert advance(kept, 100, 100.0, 300.0).level == 1_000.0
+    assert advance(kept, 100, 100.0, 301.0).level == 0.0
+
+
+def test_refusals_prove_an_estimate_wrong_only_past_ten_seconds_of_the_capacity() -> None:
+    # GIVEN refusals while the estimate held exactly 10 s of 100 units: not wrong
+    exact = advance(Bucket(1_000.0, 0.0, 100, 100.0), 100, 100.0, 0.0, refused=True)
+    assert exact.level == 0.0 and exact.until == 0.0
+    # AND a unit-second more: wrong, set aside for a day
+    more = advance(Bucket(1_001.0, 0.0, 100, 100.0), 100, 100.0, 0.0, refused=True)
+    assert more.until == 24 * 3600
+
+
+def test_consumption_is_pinned_up_to_two_percent_over_the_capacity() -> None:
+    assert rule.pinned(100.0, 100) and rule.pinned(102.0, 100)
+    assert not rule.pinned(99.9, 100) and not rule.pinned(102.1, 100)
+
+
+def test_the_bucket_is_due_when_it_holds_exactly_what_the_wait_drains() -> None:
+    # 130/s on 100 units drains 30/s; a raise sent at the next look (10 s) lands 300 s
+    # later above the warm throughput: 310 s x 30 = 9,300 drained
+    assert would_empty(Bucket(9_300.0, 0.0, 100, 130.0), 130.0, 100, None, 10.0)
+    assert not would_empty(Bucket(9_301.0, 0.0, 100, 130.0), 130.0, 100, None, 10.0)
+    # demand exactly at the warm throughput lands in 10 s: 20 s x 30 = 600
+    assert not would_empty(Bucket(601.0, 0.0, 100, 130.0), 130.0, 100, 130, 10.0)
+    assert would_empty(Bucket(601.0, 0.0, 100, 130.0), 130.0, 100, 129, 10.0)
+
+
 # ---------------------------------------------------------------- the rule
 
 
