@@ -22,6 +22,7 @@ from botocore.exceptions import ClientError
 from ddb_capacity_runtime.aws import store as store_module
 from ddb_capacity_runtime.aws.minimum import set_minimum
 from ddb_capacity_runtime.aws.store import HoldLimits, HoldStore
+from ddb_capacity_runtime.core.deadline import Deadline, DeadlinePassed
 from ddb_capacity_runtime.core.holds import (
     CapacityRequestError,
     CapacityRequestTimeout,
@@ -388,3 +389,53 @@ def test_a_lease_not_given_back_never_hides_the_failure_of_the_work_under_it(
     assert logged["event"] == "lease-give-back-failed"
     assert (logged["table"], logged["item"]) == (name, "table:write")
     assert "ProvisionedThroughputExceededException" in logged["error"]
+
+
+def test_a_refused_register_leaves_no_intent_behind(world: World) -> None:
+    """GIVEN a dimension at its base of 100, whose RegisterScalableTarget is refused
+    WHEN a writer under its lease sets the minimum to 1,050
+    THEN the refusal is raised, the minimum stays 100, and the store holds no minimum about
+    to be set: the base is what the next reader goes by."""
+    name, target = _target(world, "refusedreg")
+
+    def refuse(**_: Any) -> None:
+        raise ClientError(
+            {"Error": {"Code": "ConcurrentUpdateException", "Message": "busy"}},
+            "RegisterScalableTarget",
+        )
+
+    event = "before-call.application-autoscaling.RegisterScalableTarget"
+    world.aas.meta.events.register(event, refuse)
+    try:
+        with world.store.lease(name, None, "write", deadline=time.time() + 5) as lease:
+            with pytest.raises(ClientError, match="ConcurrentUpdateException"):
+                set_minimum(lease, world.aas, target, BASE, LATE)
+    finally:
+        world.aas.meta.events.unregister(event, refuse)
+    assert world.target_min(name, "write") == BASE
+    held = world.store.get(name, None, "write")
+    assert held is not None and (held.base, held.intent, held.set_to) == (BASE, None, None)
+
+
+def test_a_minimum_past_its_deadline_is_neither_written_nor_sent(world: World) -> None:
+    """GIVEN a dimension at its base of 100, under its lease, and a deadline already passed
+    WHEN a writer sets the minimum to 1,050
+    THEN it is told the deadline passed, and neither the store nor the target was touched."""
+    name, target = _target(world, "pastdeadline")
+    sent: list[object] = []
+
+    def record(params: object, **_: Any) -> None:
+        sent.append(params)
+
+    event = "before-call.application-autoscaling.RegisterScalableTarget"
+    world.aas.meta.events.register(event, record)
+    passed = Deadline(time.time() - 1)
+    try:
+        with world.store.lease(name, None, "write", deadline=time.time() + 5) as lease:
+            with pytest.raises(DeadlinePassed, match="MinCapacity 1,050"):
+                set_minimum(lease, world.aas, target, BASE, LATE, deadline=passed)
+    finally:
+        world.aas.meta.events.unregister(event, record)
+    assert sent == [] and world.target_min(name, "write") == BASE
+    held = world.store.get(name, None, "write")
+    assert held is None or (held.intent, held.recent) == (None, ())

@@ -487,6 +487,43 @@ def test_an_owned_policy_aims_at_the_plans_aim_and_is_set_back_after(world: Worl
     assert not [e for e in events if e.get("event") == "target-value"]
 
 
+def test_an_owned_policy_is_written_back_with_its_cooldowns_and_scale_in_setting(
+    world: World,
+) -> None:
+    # GIVEN a read target whose policy has cooldowns and scale-in disabled, owned at 70
+    now = world.now - timedelta(minutes=3) if world.now.minute < 2 else world.now
+    name = world.table("Cooled", 10, 9_000, tagged=False, forecast_minute=0)
+    world.target(name, "read", 10, 20_000)
+    kept = {"ScaleInCooldown": 120, "ScaleOutCooldown": 30, "DisableScaleIn": True}
+    world.aas.put_scaling_policy(
+        PolicyName=f"{name}-None-read",
+        ServiceNamespace="dynamodb",
+        ResourceId=resource_id(name, None),
+        ScalableDimension=scalable_dimension(None, "read"),
+        PolicyType="TargetTrackingScaling",
+        TargetTrackingScalingPolicyConfiguration={
+            "TargetValue": 70.0,
+            "PredefinedMetricSpecification": {
+                "PredefinedMetricType": "DynamoDBReadCapacityUtilization"
+            },
+            **kept,
+        },
+    )
+    start = int(now.timestamp() // 60)
+    start -= start % 5
+    owned = json.dumps({name: {"read": 70}})
+    # WHEN a plan aiming at 90 % is in force
+    world.set_plan(name, "read", f"{start}:90:0:0:8000/8000")
+    world.tick(now, **AUTOPILOT, SCALER_TABLES=name, SCALER_OWNED_TARGETS=owned)
+    # THEN the policy aims at 90 on the read metric, and nothing else of it has changed
+    assert policy_target(world, name, "read") == 90
+    (policy,) = world.aas.describe_scaling_policies(
+        ServiceNamespace="dynamodb", ResourceId=resource_id(name, None)
+    )["ScalingPolicies"]
+    config = policy["TargetTrackingScalingPolicyConfiguration"]
+    assert {k: config.get(k) for k in kept} == kept
+
+
 def test_without_ownership_or_in_dry_run_no_policy_is_written(world: World) -> None:
     now = world.now - timedelta(minutes=3) if world.now.minute < 2 else world.now
     name = world.table("NotOwned", 10, 9_000, tagged=False, forecast_minute=0)
