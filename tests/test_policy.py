@@ -591,11 +591,14 @@ def test_the_minimum_step_is_rounded_up_to_a_whole_unit() -> None:
     assert (wide.action, wide.capacity) == (INCREASE, 22)
 
 
-def test_the_autopilot_raises_by_exactly_the_smallest_raise() -> None:
-    # GIVEN the two recent minutes at 770 of 1,000 units: a raise to 1,100, 10 % exactly
-    d = decide(state(1_000, [500.0] * 3 + [770.0] * 2), AUTOPILOT)
+@pytest.mark.parametrize("units", [10, 20, 30, 50, 100, 200, 300, 1_000])
+def test_the_autopilot_raises_by_exactly_the_smallest_raise(units: int) -> None:
+    # GIVEN the two recent minutes at 77 % of the units: a raise by 10 % exactly (whatever
+    # float noise 1.1 times the units carries: 100 x 1.1 is 110.00000000000001)
+    busy = units * 0.77
+    d = decide(state(units, [units * 0.5] * 3 + [busy] * 2), AUTOPILOT)
     # THEN it is not smaller than the smallest raise: made
-    assert (d.action, d.capacity) == (INCREASE, 1_100)
+    assert (d.action, d.capacity) == (INCREASE, units * 11 // 10)
 
 
 def test_a_recent_minute_exactly_at_the_aim_is_not_above_it() -> None:

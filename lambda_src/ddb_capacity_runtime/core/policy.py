@@ -400,7 +400,8 @@ def _above_target(v: _View) -> Decision | None:
     if v.tracked and v.config.autopilot and over and _bucket_lasts(v, recent_peak):
         return None  # over the capacity, but the burst bucket lasts: no raise (nor a decrease)
     wanted = _clamp(recent_peak / aim, v.state)
-    if v.config.autopilot and v.provisioned < wanted < v.provisioned * (1 + SMALL_RAISE):
+    smallest = capacity_units(v.provisioned * (1 + SMALL_RAISE))  # 100 x 1.1 is not 110
+    if v.config.autopilot and v.provisioned < wanted < smallest:
         # not throttled: a small raise is not worth the update slot it takes, in which a
         # larger one that may be coming would have to wait
         return v.decision(v.provisioned, f"above target by less than a step ({wanted})")
