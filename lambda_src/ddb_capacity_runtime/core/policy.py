@@ -187,7 +187,9 @@ def autopilot_config(target_utilization: float = 0.7) -> PolicyConfig:
 
 
 FLOAT_NOISE = 2e-6
-"""How far above a whole number a value may be and still be that number's float noise."""
+"""Beyond this far above a whole number a value is never that number's float noise (no
+rounding to 6 decimal places brings it down to it); within it, `capacity_units` rounds the
+value to 6 decimal places first (7.0000001 is 7 units, 7.000001 is 8)."""
 
 
 def capacity_units(value: float) -> int:
