@@ -32,6 +32,7 @@ def _install() -> None:
             "the signals function's name or ARN",
             file=sys.stderr,
         )
+        _count_failure()  # in a Lambda function only, where the wrapper expects it set
         return
     try:
         from ddb_capacity_runtime.instrument import install
