@@ -64,6 +64,7 @@ from .fast_path import (
 )
 from .function_options import FunctionDefaults, FunctionOptions, function_configs
 from .iam_statements import (
+    HOLD_STORE_ACTIONS,
     SCALABLE_TARGETS_FINDING,
     VALIDATION_REASON,
     autoscaling_validation_statement,
@@ -604,7 +605,7 @@ class CapacityRequests(Construct):
                 actions=TABLE_ACTIONS,
                 resources=[t.table_arn for t in self.tables],
             ),
-            state_store_statement("HoldStore", self.hold_store),
+            state_store_statement("HoldStore", self.hold_store, HOLD_STORE_ACTIONS),
             read_autoscaling_statement(),
             move_minimums_statement(
                 "MoveMinimums", TARGET_TAG, [t.table_name for t in self.tables]

@@ -59,9 +59,10 @@ their turn (at most `SIGNALS_MAX_EVENT_AGE`), so a flood of reports cannot take 
 concurrency."""
 DEFAULT_SURGE_ALARM_UNITS = 10_000
 """The default threshold of the ``SurgeUnitsAlarm``: units surges add in an hour."""
-SIGNALS_STORE_ACTIONS = ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
-"""What the signals function does in the hold store: read an item, write it (its combiner entries, a
-lease, a hold) and delete an item a lease leaves empty; no Query, no Scan."""
+SIGNALS_STORE_ACTIONS = ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+"""What the signals function and the stream reader do in the hold store: read an item and write
+it (its combiner entries, a lease, a hold, a counter; giving a lease back is a write); no
+delete, no Query, no Scan."""
 
 
 @dataclass(frozen=True)

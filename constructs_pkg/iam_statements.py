@@ -19,14 +19,21 @@ STORE_ACTIONS = [
     "dynamodb:Query",
     "dynamodb:Scan",
 ]
-"""What the run-time may do in its state store: read items, write them with conditional writes, and
-list a table's items (Query) or all of them (Scan)."""
+"""What the scaler may do in its state store: read items, write them with conditional writes,
+delete an item left holding nothing (`HoldStore.keep_plan`), and list a table's items (Query)
+or all of them (Scan)."""
+HOLD_STORE_ACTIONS = [a for a in STORE_ACTIONS if a != "dynamodb:DeleteItem"]
+"""What a capacity request's broker and restorer may do in the hold store: `STORE_ACTIONS`
+but deleting items (giving a lease back is a write; only the scaler deletes)."""
 
 
-def state_store_statement(sid: str, table: dynamodb.ITable | str) -> iam.PolicyStatement:
-    """`STORE_ACTIONS` on the state store ``table`` (or its ARN), and nothing else."""
+def state_store_statement(
+    sid: str, table: dynamodb.ITable | str, actions: list[str] = STORE_ACTIONS
+) -> iam.PolicyStatement:
+    """``actions`` (default `STORE_ACTIONS`) on the state store ``table`` (or its ARN), and
+    nothing else."""
     arn = table if isinstance(table, str) else table.table_arn
-    return iam.PolicyStatement(sid=sid, actions=list(STORE_ACTIONS), resources=[arn])
+    return iam.PolicyStatement(sid=sid, actions=list(actions), resources=[arn])
 
 
 SCALABLE_TARGETS = (

@@ -1067,13 +1067,16 @@ def test_the_restore_drops_holds_only_never_a_scalers_memory_or_plan(
 
 def test_every_state_store_call_is_one_the_roles_may_make(world: World) -> None:
     """moto and dynalite check no IAM: the calls the run-time makes on the state store are
-    recorded and checked against the actions the constructs grant on it."""
-    from constructs_pkg.iam_statements import STORE_ACTIONS
+    recorded and checked against the actions the constructs grant on it: the scaler's
+    (`STORE_ACTIONS`), and the broker's and the restorer's (`HOLD_STORE_ACTIONS`, no
+    delete)."""
+    from constructs_pkg.iam_statements import HOLD_STORE_ACTIONS, STORE_ACTIONS
 
-    calls: set[str] = set()
+    calls: dict[str, set[str]] = {"scaler": set(), "requests": set()}
+    role = ["requests"]
 
     def record(**kwargs: Any) -> None:
-        calls.add(kwargs["model"].name)
+        calls[role[0]].add(kwargs["model"].name)
 
     world.store_ddb.meta.events.register("before-call.dynamodb", record)
     try:
@@ -1081,7 +1084,9 @@ def test_every_state_store_call_is_one_the_roles_may_make(world: World) -> None:
         world.target(name, "write", 150, 10_000)
         world.traffic(name, "write", 50, throttles=6_000, minutes=range(1, 3))
         hold = request_capacity(name, write=500, clients=world.clients, store=world.store)
+        role[0] = "scaler"
         world.tick(SCALER_TABLES=name, SCALER_TAG_KEY="")
+        role[0] = "requests"
         hold.release()
         restore_expired(name, clients=world.clients, store=world.store)
         release_hold(name, hold.id, token=hold.token, clients=world.clients, store=world.store)
@@ -1089,9 +1094,10 @@ def test_every_state_store_call_is_one_the_roles_may_make(world: World) -> None:
         pass  # the second release finds no hold: refused, as it should be
     finally:
         world.store_ddb.meta.events.unregister("before-call.dynamodb", record)
-    assert calls - {"CreateTable", "DescribeTable"}  # the store was used
-    granted = {a.split(":", 1)[1] for a in STORE_ACTIONS}
-    assert calls - {"CreateTable", "DescribeTable"} <= granted, calls
+    for who, actions in (("scaler", STORE_ACTIONS), ("requests", HOLD_STORE_ACTIONS)):
+        made = calls[who] - {"CreateTable", "DescribeTable"}
+        assert made, who  # the store was used
+        assert made <= {a.split(":", 1)[1] for a in actions}, (who, made)
 
 
 def test_a_hold_a_failed_request_withdraws_from_a_table_deleted_meanwhile_is_counted(

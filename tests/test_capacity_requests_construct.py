@@ -152,7 +152,6 @@ def test_the_broker_has_exactly_what_a_request_needs(stack: cdk.Stack) -> None:
             "Action": [
                 "dynamodb:GetItem",
                 "dynamodb:UpdateItem",
-                "dynamodb:DeleteItem",
                 "dynamodb:Query",
                 "dynamodb:Scan",
             ],

@@ -103,7 +103,7 @@ def test_the_signals_function_has_exactly_what_a_surge_needs(stack: cdk.Stack) -
         "SurgeStore": {
             "Sid": "SurgeStore",
             "Effect": "Allow",
-            "Action": ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"],
+            "Action": ["dynamodb:GetItem", "dynamodb:UpdateItem"],
             "Resource": stack.resolve(requests.hold_store.table_arn),
             # only the items of its own tables: every one it touches has the table as pk
             "Condition": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": names}},

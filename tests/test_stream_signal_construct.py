@@ -202,7 +202,7 @@ def test_the_reader_reads_only_the_served_streams(stack: cdk.Stack) -> None:
     }
     # the state store: items of its own tables only, as the signals function
     store = statements["SurgeStore"]
-    assert store["Action"] == ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"]
+    assert store["Action"] == ["dynamodb:GetItem", "dynamodb:UpdateItem"]
     assert "dynamodb:LeadingKeys" in store["Condition"]["ForAllValues:StringEquals"]
 
 
