@@ -231,7 +231,12 @@ class NightlyTuning(Construct):
                             lambda: list(self.scaler.owned_targets or {})
                         ),
                         "dynamodb:Attributes": ["pk", "sk", TUNED],
-                    }
+                    },
+                    # a read or an answer of whole items names no attributes: refused too
+                    "StringEqualsIfExists": {
+                        "dynamodb:Select": "SPECIFIC_ATTRIBUTES",
+                        "dynamodb:ReturnValues": ["NONE", "UPDATED_OLD", "UPDATED_NEW"],
+                    },
                 },
             ),
         )

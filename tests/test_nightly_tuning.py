@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
+from ddb_capacity_runtime.core.names import resource_id, scalable_dimension, scope_label
 from ddb_capacity_runtime.events import LOGGER
 from ddb_capacity_tools import fleet_lambda
 from ddb_capacity_tools.fleet_settings import AdvisorSettings, run_id_of
@@ -391,3 +391,53 @@ def test_a_tuned_target_outlives_a_forgotten_plan_and_a_plan_outlives_nothing_el
     world.set_plan(name, "write", None)
     # THEN the item, and its tuned target, stay (forgetting a plan deletes only a bare item)
     assert tuned(world, name, "write") == 80 and world.plan(name, "write") is None
+
+
+def test_a_loop_that_finds_its_run_written_meanwhile_keeps_it_reading_only_the_tuned_value(
+    world: World,
+) -> None:
+    # GIVEN a table whose write target the loop moves from 70 toward 90, and another loop of
+    # the same run that writes that dimension's value between this one's read and its write
+    name = world.table("TwoLoops", 10, 10, tagged=False)
+    run_id = start_run(world)
+    put_result(world, run_id, name, advised(name, "stock:90"))
+    sort_key = f"{scope_label(None)}:write"
+    meanwhile = {"M": {"target": {"N": "80"}, "run": {"S": run_id}}}
+    reads: list[dict[str, Any]] = []
+    written: list[bool] = []
+
+    def other_loop(params: dict[str, Any], **_: Any) -> None:
+        if params["TableName"] == world.store.name and not written:
+            written.append(True)  # once
+            world.store_ddb.update_item(
+                TableName=world.store.name,
+                Key={"pk": {"S": name}, "sk": {"S": sort_key}},
+                UpdateExpression="SET tuned = :t",
+                ExpressionAttributeValues={":t": meanwhile},
+            )
+
+    def read(params: dict[str, Any], **_: Any) -> None:
+        if params["TableName"] == world.store.name:
+            reads.append(params)
+
+    events = world.ddb.meta.events
+    hooks = (
+        ("before-parameter-build.dynamodb.UpdateItem", other_loop),
+        ("before-parameter-build.dynamodb.GetItem", read),
+    )
+    for event, hook in hooks:
+        events.register(event, hook)
+    try:
+        # WHEN this loop runs
+        counts, said = tune(world, settings(world, {name: {"write": 70}}))
+    finally:
+        for event, hook in hooks:
+            events.unregister(event, hook)
+    # THEN its conditional write fails, it finds the value its run's, and keeps it
+    assert counts["TargetsKept"] == 1 and counts["TargetsChanged"] == 0
+    (kept,) = [e for e in said if e.get("event") == "target-kept"]
+    assert kept["why"] == "another run of the loop wrote it"
+    assert tuned(world, name, "write") == 80
+    # AND every read of the state store named the tuned value alone, as its grant requires
+    assert len(reads) == 2
+    assert all(r.get("ProjectionExpression") == "#t" for r in reads), reads

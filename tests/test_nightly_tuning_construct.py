@@ -135,6 +135,11 @@ def test_it_may_read_the_runs_and_write_the_tuned_attribute_of_owned_tables_only
     condition = tune["Condition"]["ForAllValues:StringEquals"]
     assert condition["dynamodb:Attributes"] == ["pk", "sk", "tuned"]
     assert condition["dynamodb:LeadingKeys"] == [{"Ref": orders}]  # the owned table only
+    # a call naming no attributes (a whole item read or returned) is refused too
+    assert tune["Condition"]["StringEqualsIfExists"] == {
+        "dynamodb:Select": "SPECIFIC_ATTRIBUTES",
+        "dynamodb:ReturnValues": ["NONE", "UPDATED_OLD", "UPDATED_NEW"],
+    }
     # no scaling policy, scalable target or table write: the scaler applies the value
     actions = {
         a

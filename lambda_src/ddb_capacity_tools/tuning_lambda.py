@@ -253,7 +253,13 @@ def _write(run: _Run, key: Mapping[str, Any], read: object, new: int) -> bool:
 
 def _written_by(run: _Run, key: Mapping[str, Any]) -> bool:
     """Whether the dimension's tuned value is this run's (read consistently)."""
-    item = run.dynamodb.get_item(TableName=run.settings.store, Key=dict(key), ConsistentRead=True)
+    item = run.dynamodb.get_item(
+        TableName=run.settings.store,
+        Key=dict(key),
+        ConsistentRead=True,
+        ProjectionExpression="#t",  # its grant reads the tuned attribute only
+        ExpressionAttributeNames={"#t": TUNED},
+    )
     kept = item.get("Item", {}).get(TUNED, {})
     fields = kept.get("M") if isinstance(kept, Mapping) else None
     written = fields.get("run") if isinstance(fields, Mapping) else None
