@@ -417,6 +417,52 @@ def test_a_window_older_than_the_ring_is_too_late(world: World) -> None:
     assert stream_counts.add(ddb, store, table, "table:write", newer, 3) == Added(3)
 
 
+@pytest.mark.parametrize("rings", [1, 2, 50])
+def test_a_lagging_shard_never_takes_a_current_window_over(world: World, rings: int) -> None:
+    # GIVEN two shards' batches counted in the current window (a record may reach the reader
+    # up to the event source's maximum record age late: StreamSignal allows an hour)
+    ddb, store = world.store_ddb, world.store.name
+    table = world.name("Lagging")
+    now = int(time.time()) // WINDOW_SECONDS * WINDOW_SECONDS
+    for units, batch in ((500, "b1"), (400, "b2")):
+        stream_counts.add(ddb, store, table, "table:write", now, units, batch)
+    # WHEN a lagging shard's batch of the same slot `rings` rings earlier arrives
+    late = now - rings * stream_counts.SLOTS * WINDOW_SECONDS
+    answer = stream_counts.add(ddb, store, table, "table:write", late, 7, "b3")
+    # THEN it is too late, and the current window keeps every shard's units
+    assert answer is None
+    assert stream_counts.add(ddb, store, table, "table:write", now, 100, "b4") == Added(1_000)
+
+
+def test_shards_racing_on_a_slot_that_cannot_be_lose_no_units(world: World) -> None:
+    # GIVEN a slot holding a window start from the far future (not a sound one)
+    ddb, store = world.store_ddb, world.store.name
+    table = world.name("Racing")
+    now = int(time.time()) // WINDOW_SECONDS * WINDOW_SECONDS
+    key = stream_counts.counter_key(table, "table:write", now)
+    ddb.put_item(TableName=store, Item={**key, "w": {"N": str(10**12)}, "u": {"N": "3"}})
+    # WHEN one shard's batch takes it over just before another, having failed to add to it
+    # twice, reads it to take it over too (its third read of the slot)
+    first: list[Any] = []
+    reads = [0]
+
+    def other_shard(params: dict[str, Any], **_: Any) -> None:
+        if params.get("Key") == key and not first:
+            reads[0] += 1
+            if reads[0] == 3:
+                first.append(stream_counts.add(ddb, store, table, "table:write", now, 500, "bA"))
+
+    ddb.meta.events.register("before-parameter-build.dynamodb.GetItem", other_shard)
+    try:
+        second = stream_counts.add(ddb, store, table, "table:write", now, 400, "bB")
+    finally:
+        ddb.meta.events.unregister("before-parameter-build.dynamodb.GetItem", other_shard)
+    # THEN the first counts a failure (the slot was not sound), and the second adds its
+    # units to the window the first opened: none are lost
+    assert first == [Added(500, unsound=f"its slot counted a window that cannot be ('{10**12}')")]
+    assert second == Added(900)
+
+
 def test_shards_adding_at_once_lose_nothing(world: World) -> None:
     # GIVEN a slot that counts an older window, and 8 shards adding to a new one at once
     ddb, store = world.store_ddb, world.store.name

@@ -25,6 +25,7 @@ and the caller then goes by its own records alone, and counts it as a failure.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import shown
 from ..core.stream import WINDOW_SECONDS
-from ..core.surge_report import MAX_UNITS_PER_SECOND
+from ..core.surge_report import CLOCK_SKEW_SECONDS, MAX_UNITS_PER_SECOND
 from .combiner import conditional_update
 
 if TYPE_CHECKING:
@@ -79,17 +80,19 @@ def add(
     start: int,
     units: int,
     batch: str | None = None,
+    now: float | None = None,
 ) -> Added | None:
     """Add ``units`` to the window starting at ``start`` of ``table``'s dimension
     ``sort_key``, once for the batch ``batch`` (its id; None: not known, always added);
-    the window's sum over every shard so far (`Added`: ``units`` alone when the sum read
-    back is not one), `REPLAYED` when the window has counted ``batch`` already, or None
-    when the window is older than its slot's: too late."""
+    the window's sum over every shard so far (`Added`: ``units`` alone when the counter
+    was not sound), `REPLAYED` when the window has counted ``batch`` already, or None
+    when the window is older than its slot's: too late. ``now``: the reader's clock (POSIX
+    seconds; default the machine's), past which no sound window starts."""
     key = counter_key(table, sort_key, start)
     ids = {":b": {"SS": [batch]}, ":id": {"S": batch}} if batch is not None else {}
     once = " AND NOT contains(#b, :id)" if batch is not None else ""
     take = partial(_take, dynamodb, store, key, start, units, batch)
-    for _ in range(2):
+    for attempt in range(3):
         added = _update(
             dynamodb,
             store,
@@ -106,32 +109,39 @@ def add(
             return Added(float(units))
         if batch is not None and _counted(dynamodb, store, key, start, batch):
             return REPLAYED
-        # another shard took the slot over meanwhile (try the ADD again), or it counts a
-        # later window: this one is too late
-    return _take_unsound(dynamodb, store, key, start, take)
+        # another shard took the slot over meanwhile (try the ADD again), it counts a
+        # later window (this one is too late), or a window that cannot be (taken over;
+        # losing that take to another shard, the ADD is tried again)
+        if attempt == 1:
+            clock = time.time() if now is None else now
+            unsound = _take_unsound(dynamodb, store, key, clock, take)
+            if unsound is not None:
+                return unsound
+    return None
 
 
 def _take_unsound(
     dynamodb: DynamoDBClient,
     store: str,
     key: Mapping[str, Any],
-    start: int,
+    now: float,
     take: Callable[..., Mapping[str, Any] | None],
 ) -> Added | None:
     """The slot taken over from a window that cannot be (a start that is not a number, or
-    more than the ring ahead of ``start``: records reach the reader within a minute), which
-    would keep every later window out of it; None when its window is a sound later one
-    (``start`` is too late)."""
+    later than ``now`` by more than `CLOCK_SKEW_SECONDS`: no record is from the future),
+    which would keep every later window out of it for good; None when its window may be
+    a sound later one, or another shard changed the slot meanwhile."""
     item = dynamodb.get_item(TableName=store, Key=dict(key), ConsistentRead=True).get("Item", {})
     raw = item.get("w")
     window = _number(raw)
-    if raw is None or (window is not None and window <= start + SLOTS * WINDOW_SECONDS):
+    if raw is None or (window is not None and window <= now + CLOCK_SKEW_SECONDS):
         return None
     taken = take("#w = :bad", {":bad": raw})
     if taken is None:
-        return None  # changed meanwhile: the next batch looks again
+        return None
     units = float(taken["u"]["N"])  # the batch's own, as written
-    return Added(units, unsound=f"its slot counted a window that cannot be ({shown(raw)})")
+    held = next(iter(raw.values())) if isinstance(raw, Mapping) and len(raw) == 1 else raw
+    return Added(units, unsound=f"its slot counted a window that cannot be ({shown(held)})")
 
 
 def _counted(

@@ -5,7 +5,8 @@ wrapper) put this folder first on ``PYTHONPATH``: installs the fast path's clien
 (`ddb_capacity_runtime.instrument.install`), then runs the next ``sitecustomize``
 on the path, if any, and leaves it as the ``sitecustomize`` module the application sees.
 Without ``CAPACITY_SIGNALS`` it imports nothing (a process that inherits the path but not
-the hook's settings starts as fast as without it) and says so in one line. Nothing here
+the hook's settings starts as fast as without it) and says so in one line (in a Lambda
+function, also counted: ``HookFailures``, with the standard library alone). Nothing here
 ever stops the application from starting."""
 
 from __future__ import annotations

@@ -332,7 +332,7 @@ def _add(
     for w in windows:
         units = int(round(w.units[index]))
         added = stream_counts.add(
-            store.dynamodb, store.name, table, sort_key, w.start, units, w.batch
+            store.dynamodb, store.name, table, sort_key, w.start, units, w.batch, store.clock()
         )
         if added is None:
             late += units
