@@ -662,3 +662,19 @@ def test_a_candidate_with_a_suffix_is_run_as_tune_runs_it() -> None:
     # are the recommended candidate's, not its bare policy's
     assert 0 < streamed.refused < bare.refused
     assert streamed.policy == "autopilot+stock:90+stream"
+
+
+def test_the_billing_granularity_benchmark_runs_in_its_quick_mode(capsys: Any) -> None:
+    from benchmarks import billing_granularity
+
+    assert billing_granularity.main(["--quick"]) == 0
+    rows = {
+        line.split()[0]: [float(x) for x in line.split()[1:3]]
+        for line in capsys.readouterr().out.splitlines()
+        if line.split() and line.split()[0] in billing_granularity.QUICK
+    }
+    # each clock hour at its highest level costs at least its minutes; on-demand the same
+    assert set(rows) == set(billing_granularity.QUICK)
+    assert all(hour >= minute > 0 for minute, hour in rows.values())
+    assert rows["on-demand"][0] == rows["on-demand"][1]
+    assert rows["stock:70"][1] > rows["stock:70"][0]
