@@ -14,6 +14,7 @@ import importlib
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from aws_cdk import (
@@ -269,13 +270,18 @@ def runtime_function(
     configured_by_environment: bool = True,
     reserved_concurrent_executions: int | None = None,
     code: lambda_.Code | None = None,
+    own: Sequence[iam.PolicyStatement] = (),
+    shared: bool = False,
 ) -> tuple[lambda_.Function, iam.ManagedPolicy]:
     """A function on its own run-time asset (`runtime_code`, or ``code``), with its own
     role and log group, as ``config`` says (memory, timeout, log retention, architecture).
 
     The role carries no AWS managed policy and no inline policy: one customer-managed
-    policy (returned) lets it write to its own log group; callers add what the function
-    needs to that policy.
+    policy (returned) lets it write to its own log group, and does what ``own`` grants;
+    callers add what the function needs to that policy. ``shared``: the returned policy
+    will be attached to another function's role too, so what is this function's alone
+    (its log group, ``own``) is in a second policy, of this role only (child
+    ``{id}OwnPolicy``).
     """
     log_group = logs.LogGroup(
         scope, f"{id}Logs", retention=config.log_retention, removal_policy=RemovalPolicy.DESTROY
@@ -286,7 +292,14 @@ def runtime_function(
         assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
         description=f"Execution role of {description}",
     )
-    policy = own_policy(scope, f"{id}Policy", description, role, log_group)
+    if shared:
+        own_policy(scope, f"{id}OwnPolicy", f"{description}, its own", role, log_group, own)
+        policy = iam.ManagedPolicy(
+            scope, f"{id}Policy", description=f"Permissions of {description}", roles=[role]
+        )
+        check_policy(policy)
+    else:
+        policy = own_policy(scope, f"{id}Policy", description, role, log_group, own)
     function = lambda_.Function(
         scope,
         id,
@@ -309,9 +322,15 @@ def runtime_function(
 
 
 def own_policy(
-    scope: Construct, id: str, description: str, role: iam.Role, log_group: logs.LogGroup
+    scope: Construct,
+    id: str,
+    description: str,
+    role: iam.Role,
+    log_group: logs.LogGroup,
+    own: Sequence[iam.PolicyStatement] = (),
 ) -> iam.ManagedPolicy:
-    """A function's one customer-managed policy: writing to its own log group, to start."""
+    """A function's customer-managed policy of what is its own: writing to its own log
+    group, and ``own``."""
     policy = iam.ManagedPolicy(
         scope,
         id,
@@ -322,7 +341,8 @@ def own_policy(
                 sid="WriteOwnLogs",
                 actions=["logs:CreateLogStream", "logs:PutLogEvents"],
                 resources=[log_group.log_group_arn],
-            )
+            ),
+            *own,
         ],
     )
     check_policy(policy)

@@ -366,6 +366,7 @@ class ThrottleAwareScaler(Construct):
             every=self._tick,
             calls="DynamoDB, Application Auto Scaling, CloudWatch, tagging",
             environment=environment,
+            shared=bool(batch_concurrency),  # attached to the batch function's role too
         )
         self.function, self.policy = scheduled.function, scheduled.policy
         self.dead_letter_queue, self.rule = scheduled.dead_letter_queue, scheduled.rule

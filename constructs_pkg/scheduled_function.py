@@ -38,10 +38,12 @@ def scheduled_function(
     every: Duration,
     calls: str,
     environment: Mapping[str, str] | None = None,
+    shared: bool = False,
 ) -> ScheduledFunction:
     """A `runtime_function` run every ``every`` by an EventBridge rule: one run at a
     time (reserved concurrency 1), no retries of a stale run, and failed runs in a dead-letter
-    queue (SSL only, SQS-managed encryption, 14 days). ``calls`` names the AWS APIs it
+    queue (SSL only, SQS-managed encryption, 14 days). ``shared``: its policy will be
+    attached to another function's role too (`runtime_function`). ``calls`` names the AWS APIs it
     reaches, for the acknowledgements of the VPC rules; ``environment``, its environment."""
     queue = _dead_letter_queue(scope, description)
     function, policy = runtime_function(
@@ -51,8 +53,10 @@ def scheduled_function(
         description=description,
         config=config,
         environment=dict(environment) if environment else None,
+        own=[dead_letters(queue)],
+        shared=shared,
     )
-    _configure_failed_runs(scope, function, policy, queue, every)
+    _configure_failed_runs(scope, function, None, queue, every)
     rule = events.Rule(
         scope,
         "Schedule",
@@ -112,17 +116,18 @@ def _dead_letter_queue(scope: Construct, description: str) -> sqs.Queue:
 def _configure_failed_runs(
     scope: Construct,
     function: lambda_.Function,
-    policy: iam.ManagedPolicy,
+    policy: iam.ManagedPolicy | None,
     queue: sqs.Queue,
     every: Duration,
 ) -> None:
     """One run at a time; a failed run goes to ``queue`` (a DLQ and an on-failure
-    destination), never retried once a newer run is due."""
+    destination), never retried once a newer run is due. ``policy``: where the function
+    is let send to the queue (`dead_letters`; None: granted already)."""
     cfn_function = function.node.default_child
     assert isinstance(cfn_function, lambda_.CfnFunction)
     cfn_function.reserved_concurrent_executions = 1  # runs never overlap
     # Failed runs go to the queue (a DLQ and an on-failure destination); the permission
-    # lives in the function's managed policy rather than an inline role policy.
+    # (DeadLetters) lives in the function's managed policy rather than an inline role policy.
     cfn_function.dead_letter_config = lambda_.CfnFunction.DeadLetterConfigProperty(
         target_arn=queue.queue_arn
     )
@@ -137,8 +142,12 @@ def _configure_failed_runs(
             on_failure=lambda_.CfnEventInvokeConfig.OnFailureProperty(destination=queue.queue_arn)
         ),
     )
-    policy.add_statements(
-        iam.PolicyStatement(
-            sid="DeadLetters", actions=["sqs:SendMessage"], resources=[queue.queue_arn]
-        )
+    if policy is not None:
+        policy.add_statements(dead_letters(queue))
+
+
+def dead_letters(queue: sqs.Queue) -> iam.PolicyStatement:
+    """Sending failed runs to ``queue``."""
+    return iam.PolicyStatement(
+        sid="DeadLetters", actions=["sqs:SendMessage"], resources=[queue.queue_arn]
     )

@@ -172,11 +172,16 @@ def test_scaler_role_has_only_its_managed_policies(ticked: dict[str, Any], aws_c
             PolicyArn=each["PolicyArn"], VersionId=policy["DefaultVersionId"]
         )["PolicyVersion"]["Document"]
         documents.append(json.loads(document) if isinstance(document, str) else document)
-    # its own policy, and (sharded) the one that sends batches, nothing else
+    # the tables' policy (shared with the batch function), and (sharded) what is its own
+    # alone: its logs and dead letters, and sending batches; nothing else
     sids = sorted([s.get("Sid") for s in d["Statement"]] for d in documents)
-    assert len(documents) == 2 and ["SendBatches"] in sids
+    assert len(documents) == 3 and ["SendBatches"] in sids
+    assert ["WriteOwnLogs", "DeadLetters"] in sids
     (document,) = [
-        d for d in documents if [s.get("Sid") for s in d["Statement"]] != ["SendBatches"]
+        d
+        for d in documents
+        if [s.get("Sid") for s in d["Statement"]]
+        not in (["SendBatches"], ["WriteOwnLogs", "DeadLetters"])
     ]
     by_sid = {s.get("Sid"): s for s in document["Statement"]}
     feed_arn = aws_client("dynamodb").describe_table(TableName=ticked["tables"]["Feed"])["Table"][

@@ -123,6 +123,12 @@ def test_each_role_may_do_its_part_of_the_batches_and_both_the_tables_part(
     shared = {k for k in scheduled if k not in {"WriteOwnLogs", "DeadLetters", "SendBatches"}}
     assert shared and shared <= set(batches)
     assert all(batches[k] == scheduled[k] for k in shared)
+    # AND what is the scheduled function's alone is not the batch function's: its log group
+    # and its dead-letter queue (the batch queue's redrive moves a failed batch)
+    assert "DeadLetters" in scheduled and "DeadLetters" not in batches
+    logs = {r: s["WriteOwnLogs"]["Resource"] for r, s in (("tick", scheduled), ("batch", batches))}
+    assert logs["tick"] != logs["batch"]
+    assert logs["batch"]["Fn::GetAtt"][0].startswith("ScalerBatchFunctionLogs")
 
 
 def test_a_failed_or_late_batch_alarms_to_the_scalers_topic(sharded: Template) -> None:

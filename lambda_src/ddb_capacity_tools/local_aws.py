@@ -376,6 +376,7 @@ def function_environment(endpoint: str, stack: str, logical_prefix: str) -> dict
         and not k.startswith(logical_prefix + "Logs")
         and not k.startswith(logical_prefix + "Role")
         and not k.startswith(logical_prefix + "Policy")
+        and not k.startswith(logical_prefix + "OwnPolicy")
     ]
     config = client(endpoint, "lambda").get_function_configuration(FunctionName=name)
     variables: dict[str, str] = config["Environment"]["Variables"]
