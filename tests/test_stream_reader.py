@@ -291,6 +291,33 @@ def test_a_slot_holding_a_window_that_cannot_be_is_taken_over_and_counted(
     assert counted(capsys.readouterr().out, "StreamFailed") == 1
 
 
+def test_every_state_store_call_is_one_the_stream_readers_role_may_make(world: World) -> None:
+    """dynalite checks no IAM: the calls two shards' batches make on the state store (their
+    counters, the combiner, the surge's lease and hold) are recorded and checked against
+    what the construct grants the reader (`SIGNALS_STORE_ACTIONS`)."""
+    from constructs_pkg.fast_path import SIGNALS_STORE_ACTIONS
+
+    calls: set[str] = set()
+
+    def note(**kwargs: Any) -> None:
+        calls.add(kwargs["model"].name)
+
+    name = streamed_table(world, "Granted")
+    put_items(world, name, 30, user=False)
+    arn, records = stream_records(world, name)
+    _, at = settled(time.time())
+    world.store_ddb.meta.events.register("before-call.dynamodb", note)
+    try:
+        read(world, lambda_event(arn, records[:15], at), served(name))
+        (row,) = read(world, lambda_event(arn, records[15:], at), served(name))["dimensions"]
+    finally:
+        world.store_ddb.meta.events.unregister("before-call.dynamodb", note)
+    assert row["status"] == "applied"  # a surge was made: its lease and hold written
+    granted = {a.split(":", 1)[1] for a in SIGNALS_STORE_ACTIONS}
+    made = calls - {"CreateTable", "DescribeTable"}  # the test's store, made on first use
+    assert {"GetItem", "UpdateItem"} <= made <= granted, made
+
+
 def test_ttl_deletions_are_left_out(world: World, capsys: pytest.CaptureFixture[str]) -> None:
     # GIVEN a table's records: 5 puts, and 20 deletions by Time to Live in AWS's shape
     name = streamed_table(world, "Expiring", write=100)
