@@ -38,7 +38,7 @@ from .function_options import FunctionConfig, FunctionDefaults, FunctionOptions,
 from .iam_statements import read_autoscaling_statement
 from .props import duration_prop, known_at_synth, whole_prop
 from .runtime import advisor_code, runtime_function
-from .scheduled_function import _configure_failed_runs, _dead_letter_queue
+from .scheduled_function import _configure_failed_runs, _dead_letter_queue, dead_letters
 
 __all__ = ["FleetAdvisor"]
 
@@ -308,6 +308,7 @@ class FleetAdvisor(Construct):
         handler: str,
         settings: AdvisorSettings,
         config: FunctionConfig,
+        own: Sequence[iam.PolicyStatement] = (),
     ) -> tuple[lambda_.Function, iam.ManagedPolicy]:
         function, policy = runtime_function(
             scope,
@@ -317,6 +318,7 @@ class FleetAdvisor(Construct):
             config=config,
             environment=settings.to_env(),
             code=advisor_code(),
+            own=own,
         )
         reasons = {
             "Serverless-LambdaTracing": "Each run logs JSON lines and EMF metrics; tracing "
@@ -336,8 +338,15 @@ class FleetAdvisor(Construct):
         """A function run daily at ``minute_of_day`` UTC: failed runs to the dead-letter
         queue, one run at a time, no retry of a stale run."""
         scope = Construct(self, id)
-        function, policy = self._function(scope, "Function", handler, settings, self._functions[id])
-        _configure_failed_runs(scope, function, policy, self.dead_letter_queue, Duration.hours(1))
+        function, policy = self._function(
+            scope,
+            "Function",
+            handler,
+            settings,
+            self._functions[id],
+            own=[dead_letters(self.dead_letter_queue)],
+        )
+        _configure_failed_runs(scope, function, self.dead_letter_queue, Duration.hours(1))
         events.Rule(
             scope,
             "Schedule",

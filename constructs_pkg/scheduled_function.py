@@ -56,7 +56,7 @@ def scheduled_function(
         own=[dead_letters(queue)],
         shared=shared,
     )
-    _configure_failed_runs(scope, function, None, queue, every)
+    _configure_failed_runs(scope, function, queue, every)
     rule = events.Rule(
         scope,
         "Schedule",
@@ -114,15 +114,11 @@ def _dead_letter_queue(scope: Construct, description: str) -> sqs.Queue:
 
 
 def _configure_failed_runs(
-    scope: Construct,
-    function: lambda_.Function,
-    policy: iam.ManagedPolicy | None,
-    queue: sqs.Queue,
-    every: Duration,
+    scope: Construct, function: lambda_.Function, queue: sqs.Queue, every: Duration
 ) -> None:
     """One run at a time; a failed run goes to ``queue`` (a DLQ and an on-failure
-    destination), never retried once a newer run is due. ``policy``: where the function
-    is let send to the queue (`dead_letters`; None: granted already)."""
+    destination), never retried once a newer run is due. The function is let send to the
+    queue by `dead_letters`, given to `runtime_function` as its ``own``."""
     cfn_function = function.node.default_child
     assert isinstance(cfn_function, lambda_.CfnFunction)
     cfn_function.reserved_concurrent_executions = 1  # runs never overlap
@@ -142,8 +138,6 @@ def _configure_failed_runs(
             on_failure=lambda_.CfnEventInvokeConfig.OnFailureProperty(destination=queue.queue_arn)
         ),
     )
-    if policy is not None:
-        policy.add_statements(dead_letters(queue))
 
 
 def dead_letters(queue: sqs.Queue) -> iam.PolicyStatement:

@@ -45,6 +45,7 @@ from .scheduled_function import (
     _configure_failed_runs,
     _dead_letter_queue,
     acknowledge_control_plane_function,
+    dead_letters,
 )
 
 __all__ = ["NightlyTuning"]
@@ -135,10 +136,9 @@ class NightlyTuning(Construct):
             config=config,
             environment=env,
             code=advisor_code(),
+            own=[dead_letters(self.dead_letter_queue)],
         )
-        _configure_failed_runs(
-            self, self.function, self.policy, self.dead_letter_queue, Duration.hours(1)
-        )
+        _configure_failed_runs(self, self.function, self.dead_letter_queue, Duration.hours(1))
         acknowledge_control_plane_function(self.function, "S3, DynamoDB")
         self.rule = self._render_schedule(advisor.report_minute + AFTER_REPORT_MINUTES)
         self._grant()
