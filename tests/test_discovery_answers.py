@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from ddb_capacity_runtime.aws.discovery import _listed, _policy, _tracked
+from ddb_capacity_runtime.aws.discovery import _active_specs, _listed, _policy, _tracked
 from ddb_capacity_runtime.core.errors import UnsoundListing
+from ddb_capacity_runtime.core.tables import ManagedTable
 
 READS = "dynamodb:table:ReadCapacityUnits"
 METRIC = {"PredefinedMetricType": "DynamoDBReadCapacityUtilization"}
@@ -102,3 +103,14 @@ def test_a_target_whose_capacities_are_not_whole_numbers_is_an_unsound_listing(
         sound[("table/Orders", READS)].min_capacity,
         sound[("table/Orders", READS)].max_capacity,
     ) == (5, 100)
+
+
+@pytest.mark.parametrize("gsis", [[{"IndexStatus": "ACTIVE"}], [{"IndexName": ""}], ["byUser"]])
+def test_a_gsi_without_its_name_is_refused_by_name_when_the_table_is_read(gsis: Any) -> None:
+    # GIVEN a DescribeTable answer with a GSI that names no index (which would be taken for
+    # the table itself)
+    managed = ManagedTable("Orders", "arn:aws:dynamodb:us-east-1:1:table/Orders", {})
+    # WHEN its GSIs are listed for the tick THEN the answer is refused, naming the field
+    with pytest.raises(ValueError, match="DescribeTable Orders: GlobalSecondaryIndexes is"):
+        _active_specs(managed, {"TableName": "Orders", "GlobalSecondaryIndexes": gsis})
+    assert managed.indexes == []

@@ -476,19 +476,17 @@ def _active_specs(
     managed: ManagedTable, table: Mapping[str, Any]
 ) -> list[tuple[str | None, Mapping[str, Any]]]:
     """The table's own description and each ACTIVE GSI's, by index name (None: the table);
-    every GSI's name goes to ``managed.indexes``, and one not ACTIVE is logged."""
+    every GSI's name goes to ``managed.indexes``, and one not ACTIVE is logged. ValueError
+    for GSIs not each named (`named_gsis`)."""
     specs: list[tuple[str | None, Mapping[str, Any]]] = [(None, table)]
-    for gsi in table.get("GlobalSecondaryIndexes", []):
-        managed.indexes.append(gsi["IndexName"])
-        if gsi.get("IndexStatus", "ACTIVE") != "ACTIVE":
-            log_event(
-                "index-skipped",
-                table=managed.name,
-                index=gsi["IndexName"],
-                reason=f"status {gsi['IndexStatus']}",
-            )
+    gsis = table.get("GlobalSecondaryIndexes", [])
+    for name, gsi in named_gsis(f"DescribeTable {managed.name}", gsis):
+        managed.indexes.append(name)
+        status = gsi.get("IndexStatus", "ACTIVE")
+        if status != "ACTIVE":
+            log_event("index-skipped", table=managed.name, index=name, reason=f"status {status}")
             continue
-        specs.append((gsi["IndexName"], gsi))
+        specs.append((name, gsi))
     return specs
 
 
