@@ -113,11 +113,10 @@ STREAM_SUFFIX = len("/stream/2026-01-01T00:00:00.000")
 """What a table's stream ARN adds to the table's ARN."""
 ARN_PARTS = ("AWS::Partition", "AWS::Region", "AWS::AccountId")
 """The pseudo parameters in a table's ARN."""
+ARN_FIXED = len("arn::dynamodb:::table/")
+"""What a table's ARN holds besides `ARN_PARTS` and its name."""
 LONGEST_STREAM_ARN = (
-    len("arn::dynamodb:::table/")
-    + sum(PSEUDO[part].high or 0 for part in ARN_PARTS)
-    + TABLE_NAME_MAX
-    + STREAM_SUFFIX
+    ARN_FIXED + sum(PSEUDO[part].high or 0 for part in ARN_PARTS) + TABLE_NAME_MAX + STREAM_SUFFIX
 )
 """The longest stream ARN of a table (344 characters, its name of 255): longer than
 `UNSEEN`, so a stream ARN not looked up counts up to this."""
@@ -191,7 +190,7 @@ class Deployed:
         name = self._tables_known().get(logical_id)
         if name is None or attribute not in ("Arn", "StreamArn"):
             return Span(0, LONGEST_STREAM_ARN if attribute == "StreamArn" else UNSEEN)
-        fixed = len("arn::dynamodb:::table/") + (STREAM_SUFFIX if attribute == "StreamArn" else 0)
+        fixed = ARN_FIXED + (STREAM_SUFFIX if attribute == "StreamArn" else 0)
         return total([exact(fixed), *(self.pseudo(p) for p in ARN_PARTS), name])
 
     def imported(self, name: Any) -> Span:
