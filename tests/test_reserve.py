@@ -474,7 +474,7 @@ def test_a_standard_ia_table_gets_no_reserved_units_and_is_billed_at_its_class_p
     run = reserve.Run("stock:90", reserve_sizing.Hours(steady, steady, [1.0] * 48), None, 0.0)
     table = reserve.TableHours("archive", run, run)
     notes = {"archive": IA}
-    (ia,) = reserve_command.replicas_left_out([table], {}, PRICES, notes)
+    (ia,) = reserve_command.unreservable_left_out([table], {}, PRICES, notes)
     assert (ia.listed.plan.read, ia.listed.plan.write) == ([0] * 48, [0] * 48)
     assert ia.warnings == (IA,) and ia.infrequent
     per_hour = sum(PRICES.unit_hour(d) for d in ("read", "write")) * PRICES.ia_throughput_factor
@@ -498,7 +498,7 @@ def test_a_replica_of_a_global_table_gets_no_reserved_write_units() -> None:
     alone = reserve.plan_fleet([table("orders")], ["1y"], reserve.Setup())
     assert alone.units == {"read": 1_000, "write": 1_000}
     notes = {"carts": reserve_command.REPLICA_NOTE}
-    tables = reserve_command.replicas_left_out([table("orders"), table("carts")], notes, PRICES)
+    tables = reserve_command.unreservable_left_out([table("orders"), table("carts")], notes, PRICES)
     orders, carts = tables
     assert orders == table("orders")
     assert carts.listed.plan.write == [0] * 48 and carts.listed.plan.read == steady

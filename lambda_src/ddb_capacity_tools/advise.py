@@ -43,7 +43,7 @@ from ddb_capacity_runtime.core.validators import is_number, is_region
 
 from .fleet_current import Current, current_figures, read_current
 from .reserve import Setup as ReserveSetup
-from .reserve import TableHours, infrequent_access, plan_table, replicated_writes
+from .reserve import TableHours, left_out, plan_table
 from .simulator.backtest import describe, history
 from .simulator.candidates import (
     CANDIDATES,
@@ -464,11 +464,12 @@ def advise_trace(
     notes = "; ".join(n for n in said if n)
     advice = Advice(table, index, trace.minutes, tuning, notes, unsized=unsized)
     if setup.reserve_hours:
-        hours = _hours(trace, table, tuning.recommended.policy, setup)
-        if classed:
-            hours = infrequent_access(hours, setup.prices or Prices())
-        if size.replication.replicated:
-            hours = replicated_writes(hours, setup.prices or Prices())
+        hours = left_out(
+            _hours(trace, table, tuning.recommended.policy, setup),
+            setup.prices or Prices(),
+            infrequent=bool(classed),
+            replicated=size.replication.replicated,
+        )
         advice = replace(advice, hours=hours)
     if not setup.current:
         return advice

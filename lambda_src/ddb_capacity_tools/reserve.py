@@ -161,6 +161,20 @@ def infrequent_access(table: TableHours, prices: Prices) -> TableHours:
     return replace(_unreserved(table, rates), infrequent=True)
 
 
+def left_out(
+    table: TableHours, prices: Prices, *, infrequent: bool, replicated: bool
+) -> TableHours:
+    """``table`` with what a reservation never covers left out of it: all its units when
+    it is of the Standard-Infrequent Access class (`infrequent_access`), then its writes
+    when it is a global table's replica (`replicated_writes`: nothing more for a table both
+    are true of, its writes already left out at that class's price)."""
+    if infrequent:
+        table = infrequent_access(table, prices)
+    if replicated:
+        table = replicated_writes(table, prices)
+    return table
+
+
 def _unreserved(table: TableHours, rates: Mapping[str, float]) -> TableHours:
     """``table`` with each dimension of ``rates`` billed at its rate outside any
     reservation, in every run."""

@@ -41,7 +41,7 @@ __all__ = [
     "REPLICA_NOTE",
     "add_parser",
     "replica_note",
-    "replicas_left_out",
+    "unreservable_left_out",
     "run",
 ]
 
@@ -294,7 +294,7 @@ def replica_note(replicas: advise_module.Replication) -> str:
     )
 
 
-def replicas_left_out(
+def unreservable_left_out(
     tables: list[reserve.TableHours],
     replicas: Mapping[str, str],
     prices: Prices,
@@ -306,13 +306,11 @@ def replicas_left_out(
     say: ``advise.class_note``) with all its units out of it (`reserve.infrequent_access`)."""
     out = []
     for t in tables:
-        for notes, left_out in (
-            (classes or {}, reserve.infrequent_access),
-            (replicas, reserve.replicated_writes),
-        ):
-            if t.name in notes:
-                t = replace(left_out(t, prices), warnings=(*t.warnings, notes[t.name]))
-        out.append(t)
+        said = [n[t.name] for n in (classes or {}, replicas) if t.name in n]
+        unreserved = reserve.left_out(
+            t, prices, infrequent=t.name in (classes or {}), replicated=t.name in replicas
+        )
+        out.append(replace(unreserved, warnings=(*t.warnings, *said)))
     return out
 
 
@@ -341,7 +339,7 @@ def run(
     reserve.check_split(split, traces[0].minutes, given is not None)
     processes = args.processes or os.cpu_count() or 1
     tables = reserve.plan_tables(traces, split, setup, processes, None if args.quiet else err)
-    tables = replicas_left_out(tables, args.replicas, setup.prices, args.classes)
+    tables = unreservable_left_out(tables, args.replicas, setup.prices, args.classes)
     plan = reserve.plan_fleet(tables, terms, setup)
     about = _about(traces[0], split, given is not None, setup, args.term)
     if args.json:
