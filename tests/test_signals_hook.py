@@ -1334,6 +1334,51 @@ def test_stop_is_bounded_when_no_thread_can_start(monkeypatch: pytest.MonkeyPatc
     assert (watcher.sent, watcher.failed_sends) == (100, 20)
 
 
+@pytest.mark.parametrize("in_lambda", [True, False])
+def test_reports_a_send_still_holds_when_stop_ends_are_counted_as_not_sent(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    in_lambda: bool,
+) -> None:
+    # GIVEN 60 tables to report (2 batches) through a send that does not return until told
+    # (a slow network, or the search for credentials the first send starts)
+    if in_lambda:
+        monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "orders-worker")
+    else:
+        monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
+    client = reads(60)
+    capture = Capture()
+    release = threading.Event()
+
+    def send(payload: dict[str, Any]) -> None:
+        release.wait(10)
+        capture(payload)
+
+    watcher = Watcher(
+        client.meta.events, tables=None, send=send, interval=60.0, label="worker",
+        region=client.meta.region_name,
+    )  # fmt: skip
+    for t in range(60):
+        client.get_item(TableName=f"t{t}", Key={"pk": {"S": "a"}})
+    capsys.readouterr()
+    # WHEN it stops with 0.3 s to spare, the first batch's send still under way at the end
+    watcher.stop(timeout=0.3)
+    counted = (watcher.sent, watcher.failed_sends)
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    release.set()
+    deadline = time.monotonic() + 10
+    while not capture.batches and time.monotonic() < deadline:
+        time.sleep(0.01)
+    # THEN every report is counted as not sent (the process may end before the send),
+    # published in a Lambda function as one HookFailures count; the send that ends
+    # afterwards changes no count
+    assert counted == (0, 60)
+    hook_failures = [r["HookFailures"] for r in records if "HookFailures" in r]
+    assert hook_failures == ([60] if in_lambda else [])
+    assert capture.batches == [MAX_BATCH_REPORTS]
+    assert (watcher.sent, watcher.failed_sends) == (0, 60)
+
+
 def test_a_thread_that_cannot_start_is_tried_again_and_stop_never_raises(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

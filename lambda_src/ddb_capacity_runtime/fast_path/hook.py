@@ -202,6 +202,8 @@ class Watcher:
         self._thread: threading.Thread | None = None
         self._ledger = Ledger(self._clock(), self._interval)
         self._sent = self._failed = self._errors = 0
+        self._pending = 0  # reports taken into a round and not yet sent, failed or lost
+        self._settled = False  # stop has counted what was still pending: later outcomes aren't
         self._published = 0  # failures, drops and errors already in a HookFailures record
         self._send_logged = False
         self._logged: set[tuple[str, str]] = set()
@@ -467,9 +469,11 @@ class Watcher:
             report = self._take(name)
             if report is not None:
                 reports.append(report)
+        with self._lock:
+            self._pending += len(reports)
         for batch in batches([r.as_json() for r in reports]):
             if deadline is not None and self._clock() >= deadline:
-                self._lost(len(batch))
+                self._ended(len(batch), sent=False)
                 continue
             self._deliver(batch)
         self._publish()
@@ -497,6 +501,19 @@ class Watcher:
         with self._lock:
             self._failed += reports
 
+    def _ended(self, reports: int, *, sent: bool) -> bool:
+        """Count ``reports`` of a round's batch as sent or not; False (nothing counted) when
+        stop has already counted them as not sent (`_settle`)."""
+        with self._lock:
+            self._pending -= reports
+            if self._settled:
+                return False
+            if sent:
+                self._sent += reports
+            else:
+                self._failed += reports
+            return True
+
     def _deliver(self, batch: list[Mapping[str, Any]]) -> None:
         try:
             self._send(batch_json(batch))
@@ -504,12 +521,10 @@ class Watcher:
             with self._lock:
                 first = not self._send_logged
                 self._send_logged = True
-                self._failed += len(batch)
-            if first:
+            if self._ended(len(batch), sent=False) and first:
                 self._send_failed(batch, exc)
             return
-        with self._lock:
-            self._sent += len(batch)
+        self._ended(len(batch), sent=True)
 
     def _send_failed(self, batch: list[Mapping[str, Any]], exc: Exception) -> None:
         """Log the first failed send: AWS's error code, the reason and a one-line hint."""
@@ -540,7 +555,8 @@ class Watcher:
     def stop(self, timeout: float = 10.0) -> None:
         """Remove the hook, stop the thread and send the last reports, waiting at most
         ``timeout`` seconds in all: no batch is started after it (a send under way then
-        finishes in the background). Never raises; calling it again does nothing."""
+        finishes in the background, its reports counted in [`failed_sends`][]: the
+        process may end first). Never raises; calling it again does nothing."""
         deadline = self._clock() + timeout
         with self._lock:
             if self._stopped:
@@ -556,8 +572,20 @@ class Watcher:
             if thread is not None and thread is not threading.current_thread():
                 thread.join(max(0.0, deadline - self._clock()))
             self._last_round(deadline)
+            self._settle()
         except Exception as exc:  # noqa: BLE001 (stopping never fails the caller)
             self._failed_handler("stop", exc)
+
+    def _settle(self) -> None:
+        """At the end of stop: the reports a send still under way holds (a slow send, or
+        the search for credentials the first send starts) are counted as not sent, and
+        published in a Lambda function: the process may end before that send does. What
+        such a send does afterwards changes no count."""
+        with self._lock:
+            stranded, self._pending = self._pending, 0
+            self._settled = True
+            self._failed += stranded
+        self._publish()
 
     def _last_round(self, deadline: float) -> None:
         last = threading.Thread(
