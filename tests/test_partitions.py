@@ -377,7 +377,7 @@ def test_results_report_throttles_by_cause_in_json_and_text() -> None:
         (ModelParams(key_skew=1.5), "key_skew: got 1.5; expected a number from 0 to 1, or None"),
         (
             ModelParams(split_minutes=0),
-            "split_minutes: got 0; expected a whole number from 1 to 1440, or None (never)",
+            "split_minutes: got 0; expected a whole number from 1 to 1,440, or None (never)",
         ),
         (ModelParams(table_size_gb=-1), "table_size_gb: got -1; expected a number from 0"),
         (ModelParams(warm_write_units=2.5), "warm_write_units: got 2.5; expected a whole number"),  # type: ignore[arg-type]
@@ -421,7 +421,7 @@ def test_simulate_takes_the_skew_and_split_options_and_names_them_in_errors() ->
     assert json.loads(out)["model"]["key_skew"] == scenario("hot-key").key_skew  # its own
     code, _, err = _cli("simulate", "--scenario", "spike", "--split-minutes", "0")
     assert code == 2
-    assert "--split-minutes: got 0; expected a whole number from 1 to 1440, or off (never)" in err
+    assert "--split-minutes: got 0; expected a whole number from 1 to 1,440, or off (never)" in err
     code, _, err = _cli("simulate", "--scenario", "spike", "--key-skew", "2")
     assert code == 2 and "--key-skew: got 2.0; expected a number from 0 to 1" in err
 

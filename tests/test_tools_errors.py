@@ -319,7 +319,7 @@ client is made."""
             "--table-size-gb",
             "1000000",
             "1000001",
-            "--table-size-gb: got 1000001.0; expected a number from 0 to 1e+06",
+            "--table-size-gb: got 1000001.0; expected a number from 0 to 1,000,000",
         ),
     ],
     ids=["processes", "refusal-price", "table-size-gb"],

@@ -21,7 +21,7 @@ from .simulator import candidates as candidate_names
 from .simulator import tune_options
 from .simulator.backtest import MAX_DAYS
 from .simulator.ensemble import ENSEMBLES
-from .simulator.params import BOUNDS, FRACTIONAL, HUNDREDS, OFF, OPTIONAL, ModelParams
+from .simulator.params import BOUNDS, FRACTIONAL, HUNDREDS, OFF, OPTIONAL, ModelParams, bound_text
 from .simulator.policies import DEFAULT_TICK_MINUTES, SPEC_HELP
 from .simulator.prices import Prices
 from .simulator.run import DEFAULT_POLICIES
@@ -61,16 +61,12 @@ def model_meanings() -> dict[str, str]:
     return found
 
 
-def _number(value: float) -> str:
-    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
-
-
 def model_help(f: Field[Any], meaning: str) -> str:
     """A model option's help: ``meaning`` (`model_meanings`), the field's range with its
     unit, its default (and what None means)."""
     lo, hi = BOUNDS[f.name]
     unit = UNITS.get(f.name.rsplit("_", 1)[-1], "")
-    span = f"{_number(lo)} to {_number(hi)}"
+    span = f"{bound_text(lo)} to {bound_text(hi)}"
     shown = meaning if span in meaning else "; ".join(filter(None, (meaning, span)))
     shown += f" {unit}" if unit and span not in meaning else ""
     if f.name in HUNDREDS:

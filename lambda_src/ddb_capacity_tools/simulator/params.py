@@ -74,6 +74,11 @@ HUNDREDS = frozenset({"reserved_read_units", "reserved_write_units"})
 """The fields that take whole hundreds only (reserved capacity's blocks of 100 units)."""
 
 
+def bound_text(value: float) -> str:
+    """A range's end as messages and help print it: 1,000,000, 0.01 (never 1e+06)."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
 @dataclass(frozen=True)
 class ModelParams:
     """The model's assumptions (docs/guides/simulator.md#the-model).
@@ -200,9 +205,9 @@ class ModelParams:
                 also = ""
                 if f.name in OPTIONAL and (f.name in OFF or not flags):
                     also = f", or {'off' if flags else 'None'} ({OPTIONAL[f.name]})"
-                raise ModelError(
-                    f"{name(f.name)}: got {value!r}; expected {kind} from {lo:g} to {hi:g}{also}"
-                )
+                span = f"{bound_text(lo)} to {bound_text(hi)}"
+                expected = f"expected {kind} from {span}{also}"
+                raise ModelError(f"{name(f.name)}: got {value!r}; {expected}")
         self._check_hundreds(name)
         if self.min_capacity > self.max_capacity:
             raise ModelError(
