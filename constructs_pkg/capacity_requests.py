@@ -357,7 +357,8 @@ class CapacityRequests(Construct):
             "Capacity holds were dropped without lowering their table: it left the broker's "
             "tables (its minimum stays where the holds left it; the broker's log says where), "
             "was deleted, or went on-demand; or a hold outside the hold store's bounds was "
-            "dropped unread (the holds-dropped log event names it)",
+            "dropped unread (the holds-dropped log event names it), or a dimension's stored "
+            "base was (the base-unread log event names it; its minimum was kept)",
         )
 
     def _count_alarm(self, alarm_id: str, metric: str, description: str) -> None:

@@ -84,6 +84,32 @@ def test_a_table_that_stays_updating_behind_the_broker_times_out_the_workers_req
     assert store.table("Orders") == []  # nothing held
 
 
+@pytest.mark.parametrize(
+    ("hold", "minutes"),
+    [(timedelta(minutes=1, seconds=59), 2), (timedelta(minutes=3), 3), (timedelta(seconds=61), 2)],
+)
+def test_a_hold_asked_of_a_broker_is_never_shorter_than_the_one_asked_for(
+    aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, hold: timedelta, minutes: int
+) -> None:
+    # GIVEN a broker behind Lambda's Invoke API that keeps what it is asked
+    for key, value in aws_env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("CAPACITY_BROKER", raising=False)
+    asked: list[dict[str, Any]] = []
+
+    def broker(event: Any, context: Any) -> dict[str, Any]:
+        asked.append(event)
+        return {"ok": False, "error": "refused", "message": "kept for the test"}
+
+    # WHEN a worker asks it for a hold that is not a whole number of minutes
+    with local_lambda({"capacity-broker": broker}) as url:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_LAMBDA", url)
+        with pytest.raises(CapacityRequestError, match="kept for the test"):
+            request_capacity("Orders", write=100, hold=hold, broker="capacity-broker")
+    # THEN the broker is asked for the whole minutes that cover it, never fewer
+    assert [e["hold_minutes"] for e in asked] == [minutes]
+
+
 ODD_ANSWERS = [{}, {"ok": "yes"}, {"ok": 1}, {"ok": "true", "changes": []}, {"ok": None}]
 """Answers of something that is not the broker (a function named by mistake, say)."""
 

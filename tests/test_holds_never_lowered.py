@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.requests import request_capacity
 from tests.moto_world import World
 from tests.test_faults import assert_handled, busy_and_idle, emf
@@ -129,3 +130,35 @@ def test_a_zero_limit_tag_is_ignored_and_counted_and_the_table_still_scaled(
     ]
     assert ignored == [(tagged, key, "0", UNITS_REASON)]
     assert emf(events, tagged)["IgnoredTags"] == 1
+
+
+def test_a_stored_base_that_is_no_number_is_counted_and_never_lowers_the_held_table(
+    world: World,
+) -> None:
+    """The state store is untrusted input too: a dimension's base read back as something
+    that is not one (here a string) is told and counted, and the hold it sits beside still
+    holds its table up."""
+    # GIVEN a table a capacity request raised from 5 to 300 writes, whose stored base then
+    # reads back as a string
+    busy, idle = busy_and_idle(world)
+    held = world.table("held", 5, 5)
+    request_capacity(
+        held, write=300, hold=timedelta(minutes=15), clients=world.clients, store=world.store
+    )
+    world.store_ddb.update_item(
+        TableName=world.store.name,
+        Key={"pk": {"S": held}, "sk": {"S": HoldStore.sort_key(None, "write")}},
+        UpdateExpression="SET #b = :b",
+        ExpressionAttributeNames={"#b": "base"},
+        ExpressionAttributeValues={":b": {"S": "5"}},
+    )
+    # WHEN a tick runs during the hold
+    summary, events = world.tick()
+    # THEN the held dimension keeps its hold, and the other tables are still scaled
+    assert world.throughput(held) == (5, 300) and write_changes(summary, held) == []
+    assert_handled(world, busy, idle)
+    # AND the unread base is told, by its dimension, and counted
+    told = [(e["table"], e["dimension"]) for e in events if e.get("event") == "base-unread"]
+    assert told == [(held, "write")]
+    assert emf(events, held)["IgnoredTags"] == 1
+    assert summary["failures"] == []

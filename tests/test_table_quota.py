@@ -56,4 +56,7 @@ def test_a_stored_level_past_the_largest_quota_is_not_believed(
     key = {"pk": {"S": name}, "sk": {"S": "table:write"}}
     item = {**key, "base": {"N": "2000000"}, "set_to": {"N": "60000"}}
     world.store_ddb.put_item(TableName=world.store.name, Item=item)
-    assert HoldStore(world.store_ddb, world.store.name).get(name, None, "write") is None
+    state = HoldStore(world.store_ddb, world.store.name).get(name, None, "write")
+    # neither level is believed, and the base read is said to be unsound (it is counted)
+    assert state is not None and (state.base, state.set_to, state.holding) == (None, None, False)
+    assert state.base_unread

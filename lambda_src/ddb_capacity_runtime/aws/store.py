@@ -254,7 +254,8 @@ class HoldStore:
         tuned = tuned_of(item)
         unread = tuned is None and TUNED in item
         nothing = not holds and not malformed and plan is None and tuned is None and not unread
-        if base is None and nothing:
+        base_unread = base is None and "base" in item
+        if base is None and nothing and not base_unread:
             return None
         return HeldDimension(
             table,
@@ -269,6 +270,7 @@ class HoldStore:
             tuple(sorted(recent)),
             tuned,
             unread,
+            base_unread,
         )
 
     def _holds(

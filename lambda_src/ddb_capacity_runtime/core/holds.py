@@ -192,6 +192,9 @@ class HeldDimension:
     """the nightly tuning loop's target value (percent, 20 to 90); None: none or malformed"""
     tuned_unread: bool = False
     """the item holds a tuned target value that is not one (malformed, or outside 20 to 90)"""
+    base_unread: bool = False
+    """the item holds a base that is not one (not a whole number from 1 to the largest
+    quota): ``base`` is None, as for none"""
 
     @property
     def scope(self) -> tuple[str | None, str]:

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from ..aws import actuator
-from ..aws.clients import Clients, make_clients, regional
+from ..aws.clients import Clients, lease_bound, make_clients, regional
 from ..aws.store import HoldStore, Lease, open_store, store_name
 from ..core.deadline import NONE, Deadline
 from ..core.errors import shown
@@ -208,6 +208,9 @@ def _lower(
     if not d.ledger.can_decrease(now):
         note = "no decrease allowed now; tried again at the next restore"
         return row(to, Status.QUOTA_EXCEEDED, note), False
+    # renewed right before the decrease, so still this ender's: a request that took the
+    # lease while the calls above were slow may have recorded a hold they did not see
+    lease.write(renew_for=lease_bound(ctx.clients.dynamodb))
     change = Change(d, current, to, "capacity hold ended", Action.DECREASE, Via.UPDATE_TABLE)
     (outcome,) = actuator.apply(
         ctx.clients.dynamodb,

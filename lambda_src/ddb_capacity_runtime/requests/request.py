@@ -262,7 +262,7 @@ def _through_broker(
             "index": index,
             "read": read,
             "write": write,
-            "hold_minutes": int(hold.total_seconds() // 60),
+            "hold_minutes": math.ceil(hold.total_seconds() / 60),  # never shorter than asked
             "timeout_seconds": int(timeout.total_seconds()),
         },
     )
@@ -358,6 +358,12 @@ def _raise(
     ``done``). Returns the level and the hold as recorded once the table has it; else
     whether another update is in flight (True) or the raise was sent (False)."""
     table, (index, dim) = managed.name, new.scope
+    if not new.active(ctx.now()):  # the wait outlasted the hold: the work has no capacity
+        raise CapacityRequestTimeout(
+            f"table {table}: the hold ran out ({new.expires:%Y-%m-%d %H:%M:%S} UTC) before "
+            f"{scope_label(index)} had {dim} at {new.units:,} over the traffic; ask for a "
+            "longer hold"
+        )
     state = store.get(table, index, dim)
     recorded = _recorded(store, list(state.holds) if state else [], new, ctx.now())
     step = raise_held(ctx, lease, managed, dimension_of(managed, index, dim), state, recorded, done)

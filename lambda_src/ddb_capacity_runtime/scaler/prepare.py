@@ -79,6 +79,9 @@ def prepare(
         clients.dynamodb, name, tags, config, targets, now, description=description, held=held
     )
     ignored = table.ignored_tags + sum(len(s.malformed) for s in held)
+    for state in held:  # counted as the malformed holds are: the store is untrusted too
+        ignored += state.base_unread
+        counts.base_unread(state, count_here=False)
     if not config.dry_run:
         moved, legacy_ignored = move_legacy_state(
             clients, store, table, held, marked, config, now, deadline
