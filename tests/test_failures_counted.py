@@ -217,8 +217,8 @@ def test_a_table_decided_before_the_deadline_is_not_read_again_after_it(
     world: World, aws_client: Any
 ) -> None:
     """A table decided while there was time, whose deadline passes before its UpdateTable
-    changes are sent, is not described again: its UpdateTable changes are not sent, and
-    counted in ``DeadlinePassed``."""
+    changes are sent, is not described again: its UpdateTable changes are not sent (a
+    decrease's lease is not even waited for), and counted in ``DeadlinePassed``."""
     # GIVEN a table whose write minimum is raised through its scalable target, and whose
     # idle read (no target) is lowered by an UpdateTable; the batch's deadline passes
     # once the write minimum is sent
@@ -258,7 +258,7 @@ def test_a_table_decided_before_the_deadline_is_not_read_again_after_it(
     assert world.throughput(name)[0] == 200
     # AND the read's change is a failure of the batch, counted as the deadline's
     assert reason is not None
-    assert f"table read: deadline-passed: not sent: DescribeTable of {name}" in reason
+    assert f"table read: deadline-passed: not sent: the lease of {name} table read" in reason
     assert tick_record(emf_records(out))["DeadlinePassed"] == 1
 
 

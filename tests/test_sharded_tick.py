@@ -500,8 +500,9 @@ def test_no_table_is_acted_on_once_the_deadline_passes(world: World, aws_client:
     names = [busy, *names]
     batch = Batch(world.now, world.now + timedelta(minutes=2), 1, 1, tuple(names))
     # (the clock is read when the batch starts, before each table, and before each call
-    # that changes one: the DescribeTable and UpdateTable of each of the first two)
-    ticks = iter([world.now] * 7 + [batch.deadline] * 10)
+    # that changes one: the DescribeTable and UpdateTable of each of the first two, and
+    # twice for each lease a decrease of the second one takes: before it, and for its wait)
+    ticks = iter([world.now] * 11 + [batch.deadline] * 10)
     # WHEN the batch function runs it
     reason = ticked(world, own_clients(aws_client), batch, now=lambda: next(ticks))
     # THEN the first two tables were decided; the others are failures, left for the next

@@ -17,6 +17,7 @@ cut at it): such a change is ``deadline-passed``, and the next tick decides it a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -111,6 +112,85 @@ def _fresh(
 
 
 def _update_table(
+    dynamodb: DynamoDBClient,
+    table: ManagedTable,
+    changes: list[Change],
+    now: datetime,
+    deadline: Deadline = NONE,
+    store: HoldStore | None = None,
+) -> list[Outcome]:
+    """Send ``changes`` in one UpdateTable (`_send_fresh`); with the state store
+    ``store``, the decreases under their dimensions' leases, each checked against the
+    holds read again under it: a capacity request that recorded a hold after the tick read
+    the store (and found the capacity enough, so raised nothing) is never cut under. A
+    decrease whose lease cannot be had, or whose store fails, is not sent (the next tick
+    decides again); the increases go on without it."""
+    decreases = [c for c in changes if c.new < c.old]
+    if store is None or not decreases:
+        return _send_fresh(dynamodb, table, changes, now, deadline)
+    try:
+        with ExitStack() as leases:
+            held = _held_under_leases(store, table.name, decreases, now, deadline, leases)
+            left = [_left(c, held[_key(c)], deadline) for c in decreases]
+            outcomes = [o for o in left if o is not None]
+            send = [c for c in changes if all(o.change is not c for o in outcomes)]
+            return outcomes + (_send_fresh(dynamodb, table, send, now, deadline) if send else [])
+    except DeadlinePassed as exc:
+        missed = [Outcome(c, Status.DEADLINE, str(exc)) for c in decreases]
+    increases = [c for c in changes if c.new >= c.old]
+    return missed + (_send_fresh(dynamodb, table, increases, now, deadline) if increases else [])
+
+
+def _held_under_leases(
+    store: HoldStore,
+    table: str,
+    decreases: list[Change],
+    now: datetime,
+    deadline: Deadline,
+    leases: ExitStack,
+) -> dict[tuple[str | None, str], int | CapacityRequestError]:
+    """Take the lease of each dimension ``decreases`` lower (in one order, kept in
+    ``leases``) and read its active holds' level again under it; for a dimension whose
+    lease was not had in time, or whose store failed, that error instead. Raises
+    DeadlinePassed once ``deadline`` has passed."""
+    held: dict[tuple[str | None, str], int | CapacityRequestError] = {}
+    for index, dim in sorted({(c.dimension.index or "", c.dimension.dimension) for c in decreases}):
+        key = (index or None, dim)
+        deadline.check(f"the lease of {table} {index or 'table'} {dim}")
+        try:
+            wait_until = deadline.wait_until(store.clock(), LEASE_WAIT_SECONDS)
+            leases.enter_context(store.lease(table, key[0], dim, deadline=wait_until))
+            fresh = store.get(table, key[0], dim)
+        except CapacityRequestError as exc:  # not had in time, or the store failed
+            held[key] = exc
+            continue
+        held[key] = level(fresh.active(now)) if fresh else 0
+    return held
+
+
+def _left(change: Change, held: int | CapacityRequestError, deadline: Deadline) -> Outcome | None:
+    """The outcome of a decrease not to be sent: below the level its holds need now, or
+    without its lease; None: it may be sent."""
+    if isinstance(held, CapacityRequestError):
+        return Outcome(change, _unleased(held, deadline), str(held))
+    if change.new < held:
+        return Outcome(change, Status.RETRY_NEXT_TICK, f"a hold since it was read needs {held:,}")
+    return None
+
+
+def _unleased(exc: CapacityRequestError, deadline: Deadline) -> Status:
+    """The status of a decrease not sent for ``exc``: a lease not had in time (the next
+    tick decides again), or the state store's failure."""
+    if isinstance(exc, CapacityRequestTimeout):  # a lease wait cut at the deadline, or not
+        return Status.DEADLINE if deadline.left() <= 0 else Status.RETRY_NEXT_TICK
+    return Status.FAILED
+
+
+def _key(change: Change) -> tuple[str | None, str]:
+    return (change.dimension.index, change.dimension.dimension)
+
+
+def _send_fresh(
     dynamodb: DynamoDBClient,
     table: ManagedTable,
     changes: list[Change],
@@ -243,5 +323,5 @@ def apply(
     ]
     direct = [c for c in changes if c.via == Via.UPDATE_TABLE]
     if direct:
-        outcomes += _update_table(dynamodb, table, direct, now, deadline)
+        outcomes += _update_table(dynamodb, table, direct, now, deadline, store)
     return outcomes
