@@ -11,14 +11,17 @@ Region, deployed one wave after the other; a wave's stages deploy side by side.
 The pipeline (``pipelines.CodePipeline``, cross-account keys, a V2 pipeline) runs in a
 tooling account and takes its source from a CodeConnections connection. The account
 numbers, repository and connection ARN below are **placeholders**: replace them, or give
-your own as context::
+your own as context, in ``cdk.json``::
 
-    npx cdk synth --app ".venv/bin/python -m examples.many_accounts" -c many_accounts='{
+    {"context": {"many_accounts": {
       "pipeline_account": "123456789012", "pipeline_region": "eu-west-1",
       "repository": "my-org/ddb-capacity-deploy", "branch": "main",
       "connection_arn": "arn:aws:codeconnections:eu-west-1:123456789012:connection/...",
       "targets": [{"account": "210987654321", "region": "eu-west-1",
-                   "alarm_email": "dba@example.com"}]}'
+                   "alarm_email": "dba@example.com"}]}}}
+
+or with ``-c many_accounts='{...}'``, the same JSON on one line (the CDK CLI keeps only the
+first line of a ``-c`` value; the Many accounts guide shows the command).
 
 ``"with_pipeline": false`` synthesizes the stages alone, without the pipeline: each stage's
 stack then deploys with ``cdk deploy 'DdbCapacity-<account>-<region>/*'`` from a shell with
@@ -97,8 +100,14 @@ class Settings:
             try:
                 given = json.loads(given)
             except json.JSONDecodeError as exc:
+                hint = (
+                    "; on the command line give it on one line (the CDK CLI keeps only a "
+                    "-c value's first line)"
+                    if given.strip() in ("{", "")
+                    else ""
+                )
                 raise ValueError(
-                    f"{CONTEXT_KEY}: context must be a JSON object; got {given!r} ({exc})"
+                    f"{CONTEXT_KEY}: context must be a JSON object; got {given!r} ({exc}){hint}"
                 ) from exc
         if not isinstance(given, Mapping):
             raise ValueError(f"{CONTEXT_KEY}: context must be a JSON object; got {given!r}")

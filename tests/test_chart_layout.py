@@ -64,3 +64,37 @@ def test_a_long_panel_title_is_two_lines_the_policy_above_its_figures(drawn: Any
     titles = {ax.title.get_text().split(" ")[0]: ax.title.get_text() for ax in drawn.axes}
     assert titles["stock:70"].startswith("stock:70 - write: ") and "\n" not in titles["stock:70"]
     assert titles["oracle"].startswith("oracle (the best plan, knowing the future)\nwrite: ")
+
+
+def test_every_ensemble_whisker_is_inside_its_panel() -> None:
+    # GIVEN the plausible ensemble of stock:70 and autopilot+stock:70 on the flash crowd,
+    # whose highest throttled whiskers (tens of millions) are far over a round decade
+    from ddb_capacity_tools.simulator.ensemble import run_ensemble, settings_of
+    from ddb_capacity_tools.simulator.params import ModelParams
+
+    trace = scenario("flash-crowd", 1)
+    specs = [parse("stock:70"), parse("autopilot+stock:70")]
+    settings = settings_of("plausible", ModelParams(), trace)
+    results = run_ensemble(trace, specs, settings, workers=1)
+    plt = chart._pyplot("chart.png")
+    # WHEN its chart is drawn
+    fig = chart.ensemble_figure(results, trace, "plausible", plt)
+    fig.canvas.draw()
+    tops = [ax.get_ylim()[1] for ax in fig.axes]
+    plt.close(fig)
+    # THEN each panel's axis reaches over its highest whisker, with room to see its cap: a
+    # tenth over the costs, and on the throttled units' log axis twice (a whisker 5 % under
+    # the top sat on the frame); the panels: the costs' row, then the throttled units' row
+    keys = list(dict.fromkeys(r.key for r in results))
+    highest = [
+        max(getattr(r, measure).max for r in results if r.key == key)
+        for measure in ("cost_usd", "throttled_requests")
+        for key in keys
+    ]
+    assert max(highest) > 1e7
+    assert len(tops) == len(highest)
+    room = [1.1] * len(keys) + [2.0] * len(keys)
+    assert all(top >= whisker * r for top, whisker, r in zip(tops, highest, room, strict=True)), (
+        tops,
+        highest,
+    )

@@ -84,14 +84,16 @@ for source in sorted(Path("apps").glob("*.py"), key=lambda path: path.stem == cl
 @pytest.fixture(scope="module")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Mapping[str, Path]:
     """The cloud assembly of each app below (APP, ENV_APP, SEVERAL_APP, GLOBAL_APP,
-    QUALIFIED_APP) by name, synthesized as `local` synthesizes an app: by the pinned CDK CLI,
-    against a moto server, all of them in one run of one Python (aws-cdk-lib is loaded once,
-    not once an app); the CDK's validation off (these tests are about the deploy)."""
+    SETTLE_APP, QUALIFIED_APP) by name, synthesized as `local` synthesizes an app: by the
+    pinned CDK CLI, against a moto server, all of them in one run of one Python (aws-cdk-lib
+    is loaded once, not once an app); the CDK's validation off (these tests are about the
+    deploy)."""
     apps = {
         "app": APP,
         "env": ENV_APP,
         "several": SEVERAL_APP,
         "global": GLOBAL_APP,
+        "settle": SETTLE_APP,
         "qualified": QUALIFIED_APP,
     }
     folder, out = tmp_path_factory.mktemp("synth"), tmp_path_factory.mktemp("assemblies")
@@ -481,14 +483,53 @@ app.synth()
 """
 
 
+SETTLE_APP = """
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+
+from constructs_pkg import Capacity, PrewarmMethod, ProvisionedTable
+
+KEY = dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING)
+app = cdk.App()
+ProvisionedTable(
+    cdk.Stack(app, "Settled"), "Orders", partition_key=KEY,
+    read=Capacity(min_capacity=5, max_capacity=1_000, high_water_mark=1_000),
+    write=Capacity(min_capacity=5, max_capacity=100),
+    prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
+)
+dynamodb.Table(
+    cdk.Stack(app, "Plain"), "Log", partition_key=KEY,
+    billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+)
+app.synth()
+"""
+
+
 def test_the_unsupported_types_are_those_motos_cloudformation_cannot_create() -> None:
-    # moto's own CloudFormation answers: no model for each listed type, one for a table
+    # moto's own CloudFormation answers: no model for each listed type but a custom
+    # resource's, whose model waits for its function's answer (run in Docker); one for a table
+    from moto.cloudformation.custom_model import CustomModel
     from moto.cloudformation.parsing import resource_class_from_type
 
-    assert local.UNSUPPORTED
-    for kind in local.UNSUPPORTED:
-        assert resource_class_from_type(kind) is None, kind
+    assert set(local.UNSUPPORTED) == {"AWS::DynamoDB::GlobalTable", "Custom::CapacitySettle"}
+    assert resource_class_from_type("AWS::DynamoDB::GlobalTable") is None
+    assert resource_class_from_type("Custom::CapacitySettle") is CustomModel
     assert resource_class_from_type("AWS::DynamoDB::Table") is not None
+
+
+def test_a_stack_with_a_settle_step_is_refused_before_deploying(
+    user_app: str, tmp_path: Path, synthesized: Mapping[str, Path]
+) -> None:
+    # GIVEN an app with a PROVISION_THEN_SETTLE table in one stack and a plain one in another
+    (tmp_path / "app.py").write_text(replay(synthesized["settle"]))
+    # WHEN local runs every stack
+    code, out, err = run("local", "--app", user_app)
+    # THEN one line names the stack, its settle resource, why, and the stack to deploy
+    assert code == 2 and "deploying" not in out and err.count("\n") == 1, (out, err)
+    assert err.startswith("ddb-capacity: error: --stack: got none; stack Settled holds "), err
+    assert "(Custom::CapacitySettle at Settled/Orders/" in err, err
+    assert "no PROVISION_THEN_SETTLE high-water mark can be tried locally" in err, err
+    assert err.endswith("with --stack (repeatable): Plain\n"), err
 
 
 def left_running(variable: str, value: str) -> list[str]:

@@ -474,6 +474,13 @@ def test_bad_settings_are_refused_naming_field_value_and_what_is_allowed(
             id="not-json",
         ),
         pytest.param(
+            "{",
+            "many_accounts: context must be a JSON object; got '{' (Expecting property name "
+            "enclosed in double quotes: line 1 column 2 (char 1)); on the command line give it "
+            "on one line (the CDK CLI keeps only a -c value's first line)",
+            id="first-line-only",
+        ),
+        pytest.param(
             {"target": []},
             "many_accounts: unknown setting(s) target; allowed: branch, connection_arn, "
             "pipeline_account, pipeline_region, repository, targets, with_pipeline",

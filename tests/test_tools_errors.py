@@ -89,10 +89,10 @@ def test_tune_refuses_policy_and_points_to_candidate(tmp_path: Path, policy: str
     assert err == (
         f"ddb-capacity: error: --policy: got {policy!r}; tune takes none: it tries the "
         "policies given with --candidate P (stock:T, autopilot, autopilot:T, "
-        "autopilot+stock:T, autopilot+stock:T+owned, any of these with +prewarm (a "
-        "pre-warmed table) and, but stock:T, +stream (the table's stream as a write signal), "
-        "on-demand, or hybrid / hybrid:T (shown for comparison, never recommended); "
-        "repeatable)\n"
+        "autopilot+stock:T, autopilot+stock:T+owned; any of these with +prewarm (a "
+        "pre-warmed table); any of them but stock:T with +stream (the table's stream as a "
+        "write signal); on-demand; or hybrid / hybrid:T (shown for comparison, never "
+        "recommended); repeatable)\n"
     )
 
 

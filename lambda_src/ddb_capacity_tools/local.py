@@ -180,6 +180,11 @@ UNSUPPORTED = {
         "moto's CloudFormation has no global tables: no TableV2, with replicas or not, can be "
         "tried locally"
     ),
+    "Custom::CapacitySettle": (
+        "moto's CloudFormation completes a custom resource only once its function, run in a "
+        "Docker container, answers, which never happens here: no PROVISION_THEN_SETTLE "
+        "high-water mark can be tried locally, a WARM_THROUGHPUT one can"
+    ),
 }
 """The resource types the local moto server's CloudFormation cannot create, each with what
 that means, where a stack holding one would fail to deploy: checked before deploying
@@ -418,6 +423,11 @@ def _deploy_to(
         deploy(assembly, env, *places, cwd=cwd, places=where)
     except RuntimeError as exc:
         raise LocalError(f"the local deploy failed: {exc}") from None
+    except subprocess.TimeoutExpired as exc:
+        raise LocalError(
+            f"the local deploy failed: the CDK CLI had not finished after {exc.timeout:.0f} s "
+            "(a resource the local server started but never completes)"
+        ) from None
     return sum(_tick_stack(endpoint, assembly, n, r, out) for n, (_, r) in places.items())
 
 

@@ -77,6 +77,9 @@ class Failed:
 class WriteResult:
     written: int = 0
     consumed: float = 0.0
+    """the units DynamoDB reported consumed, where believed (a batch's report below a unit an
+    item written, or above their most, is not: that batch is paced on its estimate, and
+    counts nothing here)"""
     throttled: int = 0
     """throttled sends, of every cause"""
     batches: int = 0

@@ -77,10 +77,10 @@ given (``--price warm_read_unit=USD --price warm_write_unit=USD``)."""
 
 
 CANDIDATE_HELP = (
-    "stock:T, autopilot, autopilot:T, autopilot+stock:T, autopilot+stock:T+owned, any of "
-    "these with +prewarm (a pre-warmed table) and, but stock:T, +stream (the table's stream "
-    "as a write signal), on-demand, or hybrid / hybrid:T (shown for comparison, never "
-    "recommended)"
+    "stock:T, autopilot, autopilot:T, autopilot+stock:T, autopilot+stock:T+owned; any of "
+    "these with +prewarm (a pre-warmed table); any of them but stock:T with +stream (the "
+    "table's stream as a write signal); on-demand; or hybrid / hybrid:T (shown for "
+    "comparison, never recommended)"
 )
 """The policies tune can recommend, as --candidate values."""
 

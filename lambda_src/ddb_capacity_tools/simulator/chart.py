@@ -80,6 +80,12 @@ def render_ensemble(
     the median as a bar, the minimum and maximum as its whiskers."""
     path = check_path(path)
     plt = _pyplot(path)
+    return _save(ensemble_figure(results, trace, name, plt), plt, path)
+
+
+def ensemble_figure(results: Sequence[EnsembleResult], trace: Trace, name: str, plt: Any) -> Any:
+    """`render_ensemble`'s figure, drawn with ``plt`` (pyplot), not yet saved: every
+    whisker within its panel (a log axis's automatic top can fall below the largest)."""
     keys = list(dict.fromkeys(r.key for r in results))
     fig, axes = plt.subplots(2, len(keys), figsize=(6 * len(keys), 7), squeeze=False)
     for c, key in enumerate(keys):
@@ -102,11 +108,15 @@ def render_ensemble(
             ax.set_xticks(range(len(rows)), labels, rotation=30, ha="right", fontsize=7)
             ax.set_title(f"{title} - {key_label(key)} (median, min-max)", fontsize=9)
             ax.tick_params(labelsize=7)
-            if measure == "throttled_requests" and any(s.max > 0 for s in spreads):
+            top = max((s.max for s in spreads), default=0.0)
+            if measure == "throttled_requests" and top > 0:
                 ax.set_yscale("symlog")
+                ax.set_ylim(0, top * 3)  # about half a decade over the highest whisker
+            elif top > 0:
+                ax.set_ylim(0, top * 1.1)
     fig.suptitle(f"{trace.name}: ensemble {name}, {len(results[0].runs)} model settings")
     fig.tight_layout()
-    return _save(fig, plt, path)
+    return fig
 
 
 TITLE_CHARS = 72

@@ -319,7 +319,7 @@ def table(results: Sequence[EnsembleResult], name: str, settings: int) -> str:
                 f"{c.min:,.2f} / {c.median:,.2f} / {c.max:,.2f}",
             )
         )
-    guide = "docs/guides/simulator.md#robustness-ensemble"
+    guide = "docs/guides/simulator.md#robustness-ensembles-of-model-settings"
     lines = [f"ensemble {name}: {settings} model settings ({guide})", ""]
     lines += fixed_width(rows)
     return "\n".join(lines)
