@@ -358,7 +358,8 @@ class CapacityRequests(Construct):
             "tables (its minimum stays where the holds left it; the broker's log says where), "
             "was deleted, or went on-demand; or a hold outside the hold store's bounds was "
             "dropped unread (the holds-dropped log event names it), or a dimension's stored "
-            "base was (the base-unread log event names it; its minimum was kept)",
+            "base was replaced (base-replaced), or a lease no writer could have set was taken "
+            "over (lease-taken-over)",
         )
 
     def _count_alarm(self, alarm_id: str, metric: str, description: str) -> None:

@@ -55,7 +55,7 @@ def test_a_slow_restore_never_lowers_a_table_under_a_hold_recorded_meanwhile(
 
     slow_ddb.meta.events.register("before-call.dynamodb.DescribeTable", slow)
     # WHEN the restore runs
-    with pytest.raises(CapacityRequestError):  # its lease was lost, found after the decrease
+    with pytest.raises(CapacityRequestError):  # its lease was lost, found before the decrease
         restore_expired(name, store=store, clients=restore_clients, clock=clock, sleep=clock.sleep)
     # THEN the worker was told 400 units are held, and its hold is recorded and active
     (hold,) = made

@@ -128,17 +128,32 @@ def _update_table(
     decreases = [c for c in changes if c.new < c.old]
     if store is None or not decreases:
         return _send_fresh(dynamodb, table, changes, now, deadline)
+    leases = ExitStack()
     try:
-        with ExitStack() as leases:
-            held = _held_under_leases(store, table.name, decreases, now, deadline, leases)
-            left = [_left(c, held[_key(c)], deadline) for c in decreases]
-            outcomes = [o for o in left if o is not None]
-            send = [c for c in changes if all(o.change is not c for o in outcomes)]
-            return outcomes + (_send_fresh(dynamodb, table, send, now, deadline) if send else [])
+        held = _held_under_leases(store, table.name, decreases, now, deadline, leases)
     except DeadlinePassed as exc:
-        missed = [Outcome(c, Status.DEADLINE, str(exc)) for c in decreases]
-    increases = [c for c in changes if c.new >= c.old]
-    return missed + (_send_fresh(dynamodb, table, increases, now, deadline) if increases else [])
+        outcomes = [Outcome(c, Status.DEADLINE, str(exc)) for c in decreases]
+    else:
+        outcomes = [o for o in (_left(c, held[_key(c)], deadline) for c in decreases) if o]
+    send = [c for c in changes if all(o.change is not c for o in outcomes)]
+    try:
+        outcomes += _send_fresh(dynamodb, table, send, now, deadline) if send else []
+    finally:
+        try:
+            leases.close()
+        except Exception as exc:  # what was sent stands: told with it, and counted
+            raise LeasesNotGivenBack(outcomes, describe_error(exc)) from None
+    return outcomes
+
+
+class LeasesNotGivenBack(Exception):  # noqa: N818 (not an error of the changes sent)
+    """A decrease's lease not given back once its UpdateTable was sent: ``outcomes`` are
+    what was sent and decided (they stand), the lease runs out by itself; the caller
+    counts the failure."""
+
+    def __init__(self, outcomes: list[Outcome], why: str) -> None:
+        super().__init__(f"a lease of the state store not given back: {why}")
+        self.outcomes = outcomes
 
 
 def _held_under_leases(
@@ -163,6 +178,9 @@ def _held_under_leases(
             fresh = store.get(table, key[0], dim)
         except CapacityRequestError as exc:  # not had in time, or the store failed
             held[key] = exc
+            continue
+        except (ClientError, BotoCoreError) as exc:  # the store's read failed
+            held[key] = CapacityRequestError(f"the state store: {describe_error(exc)}")
             continue
         held[key] = level(fresh.active(now)) if fresh else 0
     return held
@@ -323,5 +341,9 @@ def apply(
     ]
     direct = [c for c in changes if c.via == Via.UPDATE_TABLE]
     if direct:
-        outcomes += _update_table(dynamodb, table, direct, now, deadline, store)
+        try:
+            outcomes += _update_table(dynamodb, table, direct, now, deadline, store)
+        except LeasesNotGivenBack as exc:  # with every outcome of the table
+            exc.outcomes = outcomes + exc.outcomes
+            raise
     return outcomes

@@ -54,6 +54,7 @@ by the next restore.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 import uuid
@@ -61,6 +62,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -80,6 +82,7 @@ from ..core.names import (
     DEFAULT_TABLE_QUOTA,
     DIMENSIONS,
     MAX_TABLE_QUOTA,
+    METRICS_NAMESPACE,
     STORE_ENV,
     TABLE_QUOTA_ENV,
     parse_table_quota,
@@ -87,8 +90,8 @@ from ..core.names import (
 )
 from ..core.ownership import HIGHEST, LOWEST
 from ..core.validators import whole_text
-from ..events import log_event
-from .clients import Clients
+from ..events import count_in_lambda, log_event
+from .clients import OWN_CALL_SECONDS, Clients
 from .error_codes import CONDITION_FAILED, describe_error, error_code
 
 if TYPE_CHECKING:
@@ -121,6 +124,9 @@ only once its ``lock_until`` is this far past by the taker's own clock, so write
 each within 90 s of the true time never take a held lease."""
 RENEW_MARGIN = timedelta(seconds=5)
 """A renewal covers the call it precedes and this much more."""
+LONGEST_LEASE = max(LEASE, timedelta(seconds=2 * OWN_CALL_SECONDS) + RENEW_MARGIN)
+"""The longest a lease is ever taken or renewed for, by any writer (`Lease.write`: for two calls
+at most, each within `aws.clients.lease_bound`)."""
 RECENT_INTENTS = 8
 """The library's intents kept per dimension, and how long each counts as the library's."""
 INTENT_MEMORY = timedelta(days=1)
@@ -240,7 +246,7 @@ class HoldStore:
             return None
         index, dimension = scope
         quota = MAX_TABLE_QUOTA  # levels the table had, whatever this store's quota
-        base = whole_text(item.get("base", {}).get("N"), 1, quota)
+        base = _base(item)
         now = datetime.fromtimestamp(self.clock(), UTC)
         holds, malformed = self._holds(item.get("holds", {}).get("M", {}), index, dimension, now)
         set_to = whole_text(item.get("set_to", {}).get("N"), 1, quota)
@@ -404,34 +410,104 @@ class HoldStore:
 
     def _take(self, key: dict[str, Any]) -> Lease | None:
         """The dimension's lease, taken with one conditional write that adds 1 to its
-        version, when nobody holds it (its ``lock_until`` is `CLOCK_SKEW` past by
-        this clock); None when somebody does."""
+        version, when nobody holds it (its ``lock_until`` is `CLOCK_SKEW` past by this
+        clock), or when no writer could have set it (not a number, or later than the
+        longest lease reaches even from a clock `CLOCK_SKEW` ahead: taken over, and told,
+        `_unsound_lease`); None when somebody does."""
         owner = uuid.uuid4().hex
         now = self.clock()
         until = now + LEASE.total_seconds()
+        far = now + CLOCK_SKEW.total_seconds() + LONGEST_LEASE.total_seconds() + 1
         try:
             answer = self.dynamodb.update_item(
                 TableName=self.name,
                 Key=key,
                 UpdateExpression="SET #o = :o, #u = :u ADD #v :one",
-                ConditionExpression="attribute_not_exists(#u) OR #u < :free",
+                ConditionExpression="attribute_not_exists(#u) OR NOT attribute_type(#u, :n) "
+                "OR #u < :free OR #u > :far",
                 ExpressionAttributeNames={k: NAMES[k] for k in ("#o", "#u", "#v")},
                 ExpressionAttributeValues={
                     ":o": {"S": owner},
                     ":u": {"N": str(int(until))},
+                    ":n": {"S": "N"},
                     ":free": {"N": str(int(now - CLOCK_SKEW.total_seconds()))},
+                    ":far": {"N": str(int(far))},
                     ":one": {"N": "1"},
                 },
-                ReturnValues="ALL_NEW",
+                ReturnValues="ALL_OLD",  # the item as it was: the take changes only the lease
             )
         except ClientError as exc:
             if error_code(exc) != CONDITION_FAILED:
                 raise _store_error(self.name, exc) from None
             return None
         item = answer.get("Attributes", {})
-        version = int(item["lease_version"]["N"])
+        version = _next_version(item.get("lease_version"))
         recent = recent_intents(item.get("recent"), MAX_TABLE_QUOTA, now)
-        return Lease(self, key, owner, version, int(until), recent)
+        unread = "base" in item and _base(item) is None
+        if "lock_until" in item:
+            _unsound_lease(key, item["lock_until"], now, far)
+        return Lease(self, key, owner, version, int(until), recent, base_unread=unread)
+
+
+def _base(item: Mapping[str, Any]) -> int | None:
+    """An item's base (the configured minimum); None: none, or not one (untrusted: a whole
+    number from 1 to the largest quota, whatever this store's own)."""
+    raw = item.get("base")
+    return whole_text(raw.get("N") if isinstance(raw, Mapping) else None, 1, MAX_TABLE_QUOTA)
+
+
+def _next_version(raw: Any) -> int | Decimal:
+    """The lease version a take made of ``raw``, the item's before it (its ADD of 1): 1
+    when there was none. Any number DynamoDB holds, a forged one included, so that the
+    writes under the lease match it."""
+    text = raw.get("N") if isinstance(raw, Mapping) else None
+    if not isinstance(text, str):
+        return 1
+    try:
+        with localcontext() as exact:
+            exact.prec = 80  # DynamoDB's numbers have 38 digits at most: none is rounded
+            number = Decimal(text) + 1
+    except ArithmeticError:  # DynamoDB holds no such number: the take's ADD would fail
+        return 1
+    return int(number) if number == number.to_integral_value() else number
+
+
+def _unsound_lease(key: Mapping[str, Any], raw: Any, now: float, far: float) -> None:
+    """Tell a lease taken over whose ``lock_until`` (``raw``) no writer could have set: not
+    a number, or later than ``far`` (a forged or corrupted item would otherwise keep the
+    dimension from every change of the library's for good). Logged (``lease-taken-over``,
+    an error) and, in a Lambda function, counted as ``HoldsDropped``."""
+    value = whole_text(raw.get("N") if isinstance(raw, Mapping) else None, 0, math.inf)
+    if value is not None and value <= far:
+        return  # a lease run out, as leases do
+    log_event(
+        "lease-taken-over",
+        level=logging.ERROR,
+        table=key["pk"]["S"],
+        item=key["sk"]["S"],
+        lock_until=shown(raw, 100),
+        reason=f"no writer sets a lease past {int(far - now)} s from now, nor one that is not "
+        "a number: the item was written by something other than the library",
+    )
+    count_in_lambda(METRICS_NAMESPACE, "HoldsDropped")
+
+
+def base_replaced(key: Mapping[str, Any], base: int) -> None:
+    """A write under a lease recorded ``base`` where the item held a base that is not one:
+    the configured minimum it stood for is lost, the level the dimension had then kept in
+    its place (never lower), and paid for until someone sets it again. Logged
+    (``base-replaced``, a warning) and, in a Lambda function, counted as ``HoldsDropped``
+    (alarmed by ``CapacityRequests``), wherever it happens."""
+    log_event(
+        "base-replaced",
+        level=logging.WARNING,
+        table=key["pk"]["S"],
+        item=key["sk"]["S"],
+        base=base,
+        reason="the state store's base (the configured minimum) was not a whole number "
+        "within its bounds: the level the dimension had is recorded in its place",
+    )
+    count_in_lambda(METRICS_NAMESPACE, "HoldsDropped")
 
 
 @dataclass
@@ -443,10 +519,12 @@ class Lease:
     store: HoldStore
     key: dict[str, Any]
     owner: str
-    version: int
+    version: int | Decimal
     until: int
     recent: dict[int, int] = field(default_factory=dict)
     done: bool = False
+    base_unread: bool = False
+    """the item held a base that is not one when the lease was taken (`base_replaced`)"""
 
     def _condition(self) -> dict[str, Any]:
         return {
@@ -472,15 +550,13 @@ class Lease:
         renew_for: float | None = None,
     ) -> None:
         """Record ``base``, and ``holds`` (exactly those), ``set_to`` and ``intent`` where
-        given (None: forget it; `KEEP`, the default: as it is); an intent is added
-        to the recent ones too. ``renew_for``: renew the lease in the same write, to cover
-        a call of up to that many seconds (and `RENEW_MARGIN`), at least ``LEASE``.
-        Raises CapacityRequestError when the lease is no longer this one's."""
+        given (None: forget it; `KEEP`, the default: as it is); an intent is added to the
+        recent ones too. ``renew_for``: renew the lease in the same write, to cover a call of
+        up to that many seconds (and `RENEW_MARGIN`), at least ``LEASE``. Raises
+        CapacityRequestError when the lease is no longer this one's."""
         condition = self._condition()
-        names, values = (
-            condition["ExpressionAttributeNames"],
-            condition["ExpressionAttributeValues"],
-        )
+        names = condition["ExpressionAttributeNames"]
+        values = condition["ExpressionAttributeValues"]
         sets: list[str] = []
         removes: list[str] = []
 
@@ -522,6 +598,13 @@ class Lease:
         if update:
             self._call("update_item", UpdateExpression=update, **condition)
             self.recent, self.until = recent, until
+            self._replaced(base)
+
+    def _replaced(self, base: int | Any) -> None:
+        """Tell a base written over one that was not one (`base_replaced`), once."""
+        if base is not KEEP and self.base_unread:
+            self.base_unread = False
+            base_replaced(self.key, base)
 
     def give_back(self) -> None:
         """Give the lease back (one that another process took since the last write is its

@@ -34,7 +34,6 @@ from ..core.series import window
 from ..core.settings import ScalerConfig
 from ..core.tables import Dimension, ManagedTable, ScalableTarget
 from ..events import log_event
-from .counts import base_unread
 
 TRAFFIC_MINUTES = 5
 """Minutes of CloudWatch history whose peak is "the current traffic"."""
@@ -128,9 +127,9 @@ def current_traffic(
 def base_of(d: Dimension, state: HeldDimension | None) -> tuple[Memory | None, int]:
     """A dimension's configured base, under a scalable target from the state store's memory
     reconciled with the target's minimum (returned too); without one, the store's base, or
-    the provisioned capacity. A base the store holds that is not one is told
-    (`counts.base_unread`) and taken as none: the level the dimension has now, never lower."""
-    base_unread(state)
+    the provisioned capacity. A base the store holds that is not one is taken as none: the
+    level the dimension has now, never lower (told where a write replaces it,
+    `aws.store.base_replaced`)."""
     if d.target is not None:
         memory = reconcile(state, d.target.min_capacity)
         return memory, memory.base

@@ -77,28 +77,6 @@ def malformed_dropped(state: HeldDimension | None, by: str) -> None:
     count_in_lambda(NAMESPACE, "HoldsDropped")
 
 
-def base_unread(state: HeldDimension | None, *, count_here: bool = True) -> None:
-    """Tell a base the store holds for ``state``'s dimension that is not one (not a whole
-    number within its bounds): the dimension's configured minimum is lost, the level it has
-    now is taken instead (never lower) and recorded by the next write, and paid for until
-    someone sets it again. Logged (``base-unread``, a warning) and, in a Lambda function,
-    counted as ``HoldsDropped`` (alarmed), as `malformed_dropped`; ``count_here`` False:
-    the caller counts it its own way (the scaler, as ``IgnoredTags``)."""
-    if state is None or not state.base_unread:
-        return
-    log_event(
-        "base-unread",
-        level=logging.WARNING,
-        table=state.table,
-        index=state.index,
-        dimension=state.dimension,
-        reason="the state store's base (the configured minimum) is not a whole number within "
-        "its bounds: the level the dimension has now is taken for it",
-    )
-    if count_here:
-        count_in_lambda(NAMESPACE, "HoldsDropped")
-
-
 SHOWN_MALFORMED = 10
 """The most malformed holds' ids a log line or a row names."""
 

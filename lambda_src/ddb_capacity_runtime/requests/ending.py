@@ -209,8 +209,9 @@ def _lower(
         note = "no decrease allowed now; tried again at the next restore"
         return row(to, Status.QUOTA_EXCEEDED, note), False
     # renewed right before the decrease, so still this ender's: a request that took the
-    # lease while the calls above were slow may have recorded a hold they did not see
-    lease.write(renew_for=lease_bound(ctx.clients.dynamodb))
+    # lease while the calls above were slow may have recorded a hold they did not see; for
+    # the decrease's two calls (DescribeTable, UpdateTable)
+    lease.write(renew_for=2 * lease_bound(ctx.clients.dynamodb))
     change = Change(d, current, to, "capacity hold ended", Action.DECREASE, Via.UPDATE_TABLE)
     (outcome,) = actuator.apply(
         ctx.clients.dynamodb,

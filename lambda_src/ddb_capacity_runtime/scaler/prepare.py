@@ -80,8 +80,9 @@ def prepare(
     )
     ignored = table.ignored_tags + sum(len(s.malformed) for s in held)
     for state in held:  # counted as the malformed holds are: the store is untrusted too
-        ignored += state.base_unread
-        counts.base_unread(state, count_here=False)
+        if state.base_unread:
+            ignored += 1
+            _log_base_unread(state)
     if not config.dry_run:
         moved, legacy_ignored = move_legacy_state(
             clients, store, table, held, marked, config, now, deadline
@@ -251,6 +252,20 @@ def _well_formed(table: ManagedTable) -> list[str]:
     state = {k: table.tags[k] for k in table.legacy_tags if k in table.tags}
     malformed = {tag.key for tag in parse_tags(state).ignored}
     return [k for k in table.legacy_tags if k not in malformed]
+
+
+def _log_base_unread(state: HeldDimension) -> None:
+    """One ``base-unread`` warning: the dimension's stored base is not one (counted as
+    ``IgnoredTags``); the target's minimum now stands for it, never lower."""
+    log_event(
+        "base-unread",
+        level=logging.WARNING,
+        table=state.table,
+        index=state.index,
+        dimension=state.dimension,
+        reason="the state store's base (the configured minimum) is not a whole number within "
+        "its bounds: the minimum the dimension has now stands for it",
+    )
 
 
 def _log_unread(table: ManagedTable, why: str, keys: list[str]) -> None:

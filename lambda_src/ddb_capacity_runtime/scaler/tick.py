@@ -619,16 +619,20 @@ def _decide_and_act(
             failed = partial(t.fail, table.name)
             not_kept = keep_plans(t.store, read, fresh, held, t.config.dry_run, failed)
             table = replace(table, plans_not_kept=not_kept)
-        applied = actuator.apply(
-            t.clients.dynamodb,
-            t.clients.autoscaling,
-            table,
-            changes,
-            t.config.dry_run,
-            t.now,
-            store=t.store,
-            deadline=t.deadline,
-        )
+        try:
+            applied = actuator.apply(
+                t.clients.dynamodb,
+                t.clients.autoscaling,
+                table,
+                changes,
+                t.config.dry_run,
+                t.now,
+                store=t.store,
+                deadline=t.deadline,
+            )
+        except actuator.LeasesNotGivenBack as exc:  # what was sent stands; a failure still
+            applied = exc.outcomes
+            t.fail(table.name, str(exc))
         t.late += sum(1 for o in applied if o.status == Status.DEADLINE)
         results = {id(o.change): o for o in applied}
         _retarget(t, table)
