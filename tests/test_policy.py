@@ -68,6 +68,14 @@ def test_at_most_27_a_day() -> None:
     assert ledger.remaining_today(NOON) == 0
 
 
+def test_the_27th_decrease_of_a_day_is_allowed_after_an_hour_without_one() -> None:
+    # 26 spent, the last 3 hours ago: one more today, and DynamoDB's 27 is a counter it can tell
+    ledger = DecreaseLedger(26, NOON - timedelta(hours=3))
+    assert ledger.can_decrease(NOON) and ledger.remaining_today(NOON) == 1
+    reported = {"NumberOfDecreasesToday": 27, "LastDecreaseDateTime": NOON}
+    assert DecreaseLedger.from_throughput(reported, NOON).decreases_today == 27
+
+
 def test_counter_resets_at_utc_midnight() -> None:
     ledger = DecreaseLedger(27, datetime(2026, 11, 19, 23, 59, tzinfo=UTC))
     assert ledger.can_decrease(datetime(2026, 11, 20, 0, 0, tzinfo=UTC))
