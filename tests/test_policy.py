@@ -76,6 +76,13 @@ def test_the_27th_decrease_of_a_day_is_allowed_after_an_hour_without_one() -> No
     assert DecreaseLedger.from_throughput(reported, NOON).decreases_today == 27
 
 
+def test_a_table_that_tells_no_decrease_counter_has_spent_none() -> None:
+    # no NumberOfDecreasesToday (a table never decreased): 4 now, then one an hour 13:00-23:00
+    for reported in ({}, {"NumberOfDecreasesToday": None}):
+        ledger = DecreaseLedger.from_throughput(reported, NOON)
+        assert ledger.decreases_today == 0 and ledger.remaining_today(NOON) == 4 + 11
+
+
 def test_counter_resets_at_utc_midnight() -> None:
     ledger = DecreaseLedger(27, datetime(2026, 11, 19, 23, 59, tzinfo=UTC))
     assert ledger.can_decrease(datetime(2026, 11, 20, 0, 0, tzinfo=UTC))
