@@ -128,6 +128,15 @@ def test_remaining_today() -> None:
     assert DecreaseLedger(4, late - timedelta(hours=2)).remaining_today(late) == 2
 
 
+def test_remaining_today_waits_an_hour_from_the_last_decrease() -> None:
+    # 4 spent, the last at 12:00; at 12:30 the next is at 13:00, then hourly to 23:00
+    ledger = DecreaseLedger(4, NOON)
+    assert ledger.remaining_today(NOON + timedelta(minutes=30)) == 11
+    # at 23:30 after one at 23:10, the next would be at 00:10: none left today
+    late = datetime(2026, 11, 20, 23, 30, tzinfo=UTC)
+    assert DecreaseLedger(5, late - timedelta(minutes=20)).remaining_today(late) == 0
+
+
 def test_reserve_is_spent_only_for_a_large_saving() -> None:
     late = datetime(2026, 11, 20, 23, 10, tzinfo=UTC)
     ledger = DecreaseLedger(10, late - timedelta(hours=2))  # one left today
