@@ -717,6 +717,23 @@ def test_delivered_trims_only_the_newest_unknown_minutes_and_no_more_than_late_o
     assert delivered(known) == (known, 0)
 
 
+def test_delivered_decides_on_the_minutes_listed_before_the_undelivered_ones() -> None:
+    from ddb_capacity_runtime.core.plan import delivered
+    from ddb_capacity_runtime.core.series import Series
+    from ddb_capacity_runtime.core.settings import LATE_MINUTES
+
+    starts = [START + timedelta(minutes=m) for m in range(5)]
+    # every listed minute known (told either way), the newest ones not delivered yet
+    for unknown in ([], [False] * 5):
+        pending = Series(starts, [1.0] * 5, [0.0] * 5, unknown, undelivered=LATE_MINUTES)
+        trimmed, stopped = delivered(pending)
+        # within CloudWatch's lateness: the listed minutes are all known, nothing stopped
+        assert trimmed.minute_starts == starts and trimmed.unknown_minutes == 0 and not stopped
+        # 3 beyond the lateness (2 beyond it and a minute of lag) are counted as stopped
+        halted = Series(starts, [1.0] * 5, [0.0] * 5, unknown, undelivered=LATE_MINUTES + 3)
+        assert delivered(halted)[1] == 3 and delivered(halted, lag_minutes=1)[1] == 2
+
+
 def test_the_padding_benchmark_runs_in_its_quick_mode(capsys: pytest.CaptureFixture[str]) -> None:
     from benchmarks import padding
 
