@@ -14,8 +14,13 @@ import pytest
 from aws_cdk import aws_dynamodb as dynamodb
 
 from constructs_pkg import CapacityConfigError, ReservedCapacity, ThrottleAwareScaler
+from ddb_capacity_runtime.core.decreases import DecreaseLedger
+from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, Change, floor_planned
+from ddb_capacity_runtime.core.policy import INCREASE, Decision
 from ddb_capacity_runtime.core.reservation import Floor, Reservation
 from ddb_capacity_runtime.core.settings import ConfigError, ScalerConfig
+from ddb_capacity_runtime.core.table_limits import Limits
+from ddb_capacity_runtime.core.tables import Dimension, ScalableTarget
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.simulator import (
     ModelError,
@@ -69,6 +74,19 @@ def test_a_dimension_with_nothing_reserved_falls_as_asked_even_when_not_counted(
     floor = Floor.over(Reservation(read_units=500), [("read", 900)])
     # THEN a write decrease is not the reservation's to cut: made as asked
     assert floor.cut("write", 50, 10) == 10
+
+
+def test_a_raise_of_a_targets_minimum_below_its_capacity_is_never_cut() -> None:
+    # GIVEN writes at 500 under a target whose minimum goes from 10 up to a floor of 50,
+    # with 400 of the 500 reserved (a fall from 500 to 50 would be cut: this is no fall)
+    target = ScalableTarget("table/T", "dynamodb:table:WriteCapacityUnits", 10, 1000, True)
+    d = Dimension("T", None, "write", 500, DecreaseLedger(), None, Limits(50, 1000, 0.7), target)
+    raise_min = Decision(50, "raise min to floor 50", INCREASE)
+    change = Change(d, 10, 50, raise_min.reason, INCREASE, SCALABLE_TARGET)
+    floor = Floor.over(Reservation(write_units=400), [("write", 500)])
+    # THEN the raise is made as asked, and spends none of the 100 units that may fall
+    assert floor_planned([(change, raise_min)], floor) == ([(change, raise_min)], [])
+    assert floor.cut("write", 500, 0) == 400
 
 
 # ---------------------------------------------------------------------- the cost rule
