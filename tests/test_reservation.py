@@ -15,8 +15,14 @@ from aws_cdk import aws_dynamodb as dynamodb
 
 from constructs_pkg import CapacityConfigError, ReservedCapacity, ThrottleAwareScaler
 from ddb_capacity_runtime.core.decreases import DecreaseLedger
-from ddb_capacity_runtime.core.plan import SCALABLE_TARGET, Change, floor_planned
-from ddb_capacity_runtime.core.policy import INCREASE, Decision
+from ddb_capacity_runtime.core.plan import (
+    SCALABLE_TARGET,
+    UPDATE_TABLE,
+    Change,
+    Held,
+    floor_planned,
+)
+from ddb_capacity_runtime.core.policy import DECREASE, HOLD, INCREASE, Decision
 from ddb_capacity_runtime.core.reservation import Floor, Reservation
 from ddb_capacity_runtime.core.settings import ConfigError, ScalerConfig
 from ddb_capacity_runtime.core.table_limits import Limits
@@ -87,6 +93,22 @@ def test_a_raise_of_a_targets_minimum_below_its_capacity_is_never_cut() -> None:
     # THEN the raise is made as asked, and spends none of the 100 units that may fall
     assert floor_planned([(change, raise_min)], floor) == ([(change, raise_min)], [])
     assert floor.cut("write", 500, 0) == 400
+
+
+def test_a_decrease_cut_at_the_reservation_is_told_as_the_decision_too() -> None:
+    # GIVEN reads at 500 asked down to 100, with 300 reserved: 200 may fall
+    d = Dimension("T", None, "read", 500, DecreaseLedger(), None, Limits(5, 1000, 0.7))
+    lower = Decision(100, "sustained low", DECREASE)
+    change = Change(d, 500, 100, lower.reason, DECREASE, UPDATE_TABLE)
+    floor = Floor.over(Reservation(read_units=300), [("read", 500)])
+    # THEN the decrease is made to 300, and its decision says the same
+    [(cut, decision)], held = floor_planned([(change, lower)], floor)
+    assert (cut.new, cut.action) == (300, DECREASE) and held == [Held(cut, 100)]
+    assert (decision.capacity, decision.action, decision.reason) == (300, DECREASE, cut.reason)
+    # and asked again with nothing left to fall: held at 500, change and decision alike
+    [(cut, decision)], _ = floor_planned([(change, lower)], floor)
+    assert (cut.new, cut.action) == (500, HOLD)
+    assert (decision.capacity, decision.action) == (500, HOLD)
 
 
 # ---------------------------------------------------------------------- the cost rule
