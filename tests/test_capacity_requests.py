@@ -26,7 +26,7 @@ from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.aws.store import CLOCK_SKEW, LEASE, HoldLimits, HoldStore
-from ddb_capacity_runtime.core.holds import HeldDimension, level
+from ddb_capacity_runtime.core.holds import HeldDimension, level, new_token
 from ddb_capacity_runtime.events import event_fields
 from ddb_capacity_runtime.requests import (
     CapacityRequestError,
@@ -483,6 +483,25 @@ def test_release_by_id_from_another_process(world: World) -> None:
         assert other.id not in str(refused.value)
     (row,) = release_hold(name, hold.id, token=hold.token, clients=world.clients, store=world.store)
     assert (row["from"], row["to"]) == (100, 10)  # the other hold: 10 over no traffic
+
+
+def test_a_hold_recorded_before_tokens_is_released_by_no_token(world: World) -> None:
+    # GIVEN a hold recorded without a token's digest (as before tokens)
+    name = world.table("NoToken", 10, 10, tagged=False)
+    expires = (datetime.now(UTC) + timedelta(hours=1)).replace(microsecond=0)
+    with world.store.lease(name, None, "read", deadline=time.time() + 5) as lease:
+        lease.write(10, [Hold("0123456789ab", None, "read", 90, expires, 0)])
+    # THEN no token opens it: a release by id with one is refused as for a wrong token
+    for token in (new_token(), ""):
+        with pytest.raises(CapacityRequestError) as refused:
+            release_hold(
+                name, "0123456789ab", token=token, clients=world.clients, store=world.store
+            )
+        assert str(refused.value) == (
+            f"id and token: table '{name}' has no hold '0123456789ab' with that token"
+        )
+    (held,) = world.store.table(name)
+    assert [h.id for h in held.holds] == ["0123456789ab"]  # still held, to end at its expiry
 
 
 # ------------------------------------------------------------------ refusals
