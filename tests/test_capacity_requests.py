@@ -6,6 +6,7 @@ table that stays UPDATING, refused updates, an exhausted decrease quota)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -502,6 +503,15 @@ def test_a_hold_recorded_before_tokens_is_released_by_no_token(world: World) -> 
         )
     (held,) = world.store.table(name)
     assert [h.id for h in held.holds] == ["0123456789ab"]  # still held, to end at its expiry
+
+
+def test_a_request_holds_for_15_minutes_unless_told(world: World) -> None:
+    name = world.table("Default", 10, 10, tagged=False)
+    before = time.time()
+    hold = request_capacity(name, write=100, clients=world.clients, store=world.store)
+    after = time.time()
+    # the expiry is the request's time plus 15 minutes, up to the next whole second
+    assert math.ceil(before + 900) <= hold.expires.timestamp() <= math.ceil(after + 900)
 
 
 # ------------------------------------------------------------------ refusals
