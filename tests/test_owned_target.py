@@ -81,6 +81,13 @@ def test_a_policy_not_owned_or_not_readable_is_never_written() -> None:
     assert (r.old, r.new) == (None, 60)
 
 
+def test_the_target_value_written_is_the_aim_in_whole_percent_from_20_to_90() -> None:
+    # 0.29 * 100 is 28.999...: the aim is 29 %; the ends of the range are written as they are
+    for aim, percent in ((0.29, 29), (0.2, 20), (0.9, 90)):
+        (r,) = retargets(_table(_dimension(50, aim)))
+        assert (r.old, r.new) == (50, percent)
+
+
 def test_the_owned_targets_setting_is_checked_and_read_per_dimension() -> None:
     owned = {"T": {"read": 60, "write": 70, "indexes": {"G": {"write": 50}}}}
     env = {
