@@ -88,6 +88,13 @@ def test_the_target_value_written_is_the_aim_in_whole_percent_from_20_to_90() ->
         assert (r.old, r.new) == (50, percent)
 
 
+def test_a_policy_half_a_percent_or_more_off_its_aim_is_written() -> None:
+    # a policy within half a percent of the aim already says it: nothing is written
+    assert retargets(_table(_dimension(70.4, 0.7))) == []
+    (r,) = retargets(_table(_dimension(70.5, 0.7)))
+    assert (r.old, r.new) == (70.5, 70)
+
+
 def test_the_owned_targets_setting_is_checked_and_read_per_dimension() -> None:
     owned = {"T": {"read": 60, "write": 70, "indexes": {"G": {"write": 50}}}}
     env = {
