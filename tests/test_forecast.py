@@ -369,6 +369,16 @@ def test_noise_and_unknown_steps_find_no_period() -> None:
     assert find_period(bursts_every(120, DAY + 11), STEP) is None  # less than an hour before
 
 
+def test_a_smooth_daily_swing_has_no_short_period() -> None:
+    # GIVEN two days of a smooth daily swing: an hour earlier it correlates cos(2 pi / 24),
+    # about 0.97, within the tie of the day's own 1.0, but half an hour earlier better still
+    history: list[float | None] = [
+        1_000 + 900 * math.sin(2 * math.pi * i / DAY) for i in range(2 * DAY)
+    ]
+    # THEN no lag is a period: none repeats the load better than its half does
+    assert find_period(history, STEP) is None
+
+
 def test_a_daily_load_keeps_its_daily_season() -> None:
     # GIVEN a week of a smooth daily swing (which any short lag also correlates with)
     rng = random.Random(3)  # noqa: S311
