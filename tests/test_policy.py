@@ -114,6 +114,21 @@ def test_the_reserve_is_spent_for_a_saving_of_exactly_the_least_fall_or_the_larg
     assert allows(0.5) and not allows(0.49)
 
 
+@pytest.mark.parametrize("last", [None, "x"], ids=["missing", "not-a-time"])
+def test_a_counter_past_the_free_ones_without_a_sound_last_decrease_takes_none_for_granted(
+    last: object,
+) -> None:
+    # 10 spent today, the last one's time not said (or not a time): its hourly slot may be
+    # taken, so none now; the next at 13:00, then one an hour to 23:00
+    reported = {"NumberOfDecreasesToday": 10, "LastDecreaseDateTime": last}
+    ledger = DecreaseLedger.from_throughput(reported, NOON)
+    assert not ledger.can_decrease(NOON) and ledger.can_decrease(NOON + timedelta(hours=1))
+    assert ledger.remaining_today(NOON) == 11
+    # below the free ones the time does not matter: 2 spent leave 2 now
+    free = DecreaseLedger.from_throughput({"NumberOfDecreasesToday": 2}, NOON)
+    assert free.can_decrease(NOON) and free.remaining_today(NOON) == 2 + 11
+
+
 def test_from_throughput_trusts_dynamodb() -> None:
     reported = {"NumberOfDecreasesToday": 6, "LastDecreaseDateTime": NOON - timedelta(minutes=20)}
     ledger = DecreaseLedger.from_throughput(reported, NOON)

@@ -67,11 +67,14 @@ class DecreaseLedger:
         """From DescribeTable's ``ProvisionedThroughput`` of a table or GSI, untrusted: a
         counter that is not a whole number from 0 to `MAX_DECREASES_PER_DAY` reads as the
         day's decreases all spent, and a last decrease that is not a time, or is after
-        ``now``, as one made at ``now``; either way no decrease is taken for granted. A last
-        decrease before today's 00:00 UTC starts the count again from 0, whatever it said,
-        as DynamoDB's does."""
+        ``now``, or is missing where the counter is past the free ones (its hourly slot then
+        depends on it), as one made at ``now``; either way no decrease is taken for granted.
+        A last decrease before today's 00:00 UTC starts the count again from 0, whatever it
+        said, as DynamoDB's does."""
         last = throughput.get("LastDecreaseDateTime")
         count = _counter(throughput.get("NumberOfDecreasesToday"))
+        if last is None and count >= FREE_DECREASES:
+            last = utc(now)
         if last is not None:
             last = min(utc(last), utc(now)) if isinstance(last, datetime) else utc(now)
             if last < end_of_utc_day(now) - timedelta(days=1):
