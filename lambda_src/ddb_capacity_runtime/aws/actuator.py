@@ -26,7 +26,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ..core.deadline import NONE, Deadline, DeadlinePassed
 from ..core.decreases import DecreaseLedger
-from ..core.errors import TableBusy
+from ..core.errors import LeasesNotGivenBack, TableBusy
 from ..core.holds import CapacityRequestError, CapacityRequestTimeout, level
 from ..core.memory import why_wait
 from ..core.names import UNITS
@@ -144,16 +144,6 @@ def _update_table(
         except Exception as exc:  # what was sent stands: told with it, and counted
             raise LeasesNotGivenBack(outcomes, describe_error(exc)) from None
     return outcomes
-
-
-class LeasesNotGivenBack(Exception):  # noqa: N818 (not an error of the changes sent)
-    """A decrease's lease not given back once its UpdateTable was sent: ``outcomes`` are
-    what was sent and decided (they stand), the lease runs out by itself; the caller
-    counts the failure."""
-
-    def __init__(self, outcomes: list[Outcome], why: str) -> None:
-        super().__init__(f"a lease of the state store not given back: {why}")
-        self.outcomes = outcomes
 
 
 def _held_under_leases(
@@ -344,6 +334,6 @@ def apply(
         try:
             outcomes += _update_table(dynamodb, table, direct, now, deadline, store)
         except LeasesNotGivenBack as exc:  # with every outcome of the table
-            exc.outcomes = outcomes + exc.outcomes
+            exc.outcomes = [*outcomes, *exc.outcomes]
             raise
     return outcomes

@@ -10,6 +10,8 @@ already catch: ``ValueError`` for input that breaks a rule (the message names th
 the value received and what is allowed), ``RuntimeError`` for a run that failed,
 ``TimeoutError`` for a wait that ran out."""
 
+from typing import Any
+
 SHOWN_CHARS = 200
 """The most characters of a caller's input that an answer or a log line repeats."""
 
@@ -189,6 +191,16 @@ class OnDemand(NotManaged):
 class LeaseLost(CapacityRequestError):
     """A write under a state-store lease that was no longer the writer's (it ran out and
     another process took it): nothing was written."""
+
+
+class LeasesNotGivenBack(CapacityError, RuntimeError):
+    """A state-store lease not given back once the UpdateTable sent under it (`aws.actuator`):
+    ``outcomes``, of every change of the table, stand (the lease runs out by itself); the
+    caller counts the failure."""
+
+    def __init__(self, outcomes: list[Any], why: str) -> None:
+        super().__init__(f"a lease of the state store not given back: {why}")
+        self.outcomes = outcomes
 
 
 class TargetsUnknown(CapacityError, RuntimeError):

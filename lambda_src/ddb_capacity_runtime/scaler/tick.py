@@ -88,6 +88,7 @@ from ..aws.retry import RetryWithin, ThrottleCounter
 from ..aws.scaling_policy import put_target_value
 from ..aws.store import HoldStore
 from ..core.deadline import Deadline, DeadlinePassed
+from ..core.errors import LeasesNotGivenBack
 from ..core.errors import TickFailed as TickFailed
 from ..core.floorplan import FloorPlan
 from ..core.forecast import apply_plans, forecast_due, with_plans
@@ -630,7 +631,7 @@ def _decide_and_act(
                 store=t.store,
                 deadline=t.deadline,
             )
-        except actuator.LeasesNotGivenBack as exc:  # what was sent stands; a failure still
+        except LeasesNotGivenBack as exc:  # what was sent stands; a failure still
             applied = exc.outcomes
             t.fail(table.name, str(exc))
         t.late += sum(1 for o in applied if o.status == Status.DEADLINE)
