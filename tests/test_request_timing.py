@@ -104,3 +104,34 @@ def test_a_request_never_succeeds_with_a_hold_that_ran_out_while_it_waited(
     assert raised and clock.t >= raised[0] + 120
     assert "ask for a longer hold" in str(caught.value)
     assert stored(world, name) == {}
+
+
+def test_a_request_told_no_timeout_waits_ten_minutes_for_its_table(
+    world: World,  # noqa: F811 (the fixture)
+    aws_client: Any,
+) -> None:
+    # GIVEN a table without a scalable target that stays UPDATING once raised
+    clock = FakeClock()
+    store = HoldStore(world.store_ddb, world.store.name, clock=clock)
+    name = world.table("Slow", 10, 10, tagged=False)
+    ddb = aws_client("dynamodb")
+    clients = Clients(ddb, world.aas, world.cw, world.clients.tagging)
+    raised: list[float] = []
+
+    def updating(parsed: dict[str, Any], **_: Any) -> None:
+        if raised:
+            parsed["Table"]["TableStatus"] = "UPDATING"
+
+    ddb.meta.events.register("before-call.dynamodb.UpdateTable", lambda **_: raised.append(clock.t))
+    ddb.meta.events.register("after-call.dynamodb.DescribeTable", updating)
+    # WHEN a worker asks for 100 write units, held an hour, telling no timeout
+    with pytest.raises(CapacityRequestError, match="still busy") as caught:
+        request_capacity(
+            name, write=100, hold=timedelta(hours=1), clients=clients, store=store, clock=clock,
+            sleep=clock.sleep, poll_seconds=5,
+        )  # fmt: skip
+    # THEN it waited ten minutes for the table from its raise, no less and not a poll more,
+    # then gave up (its hold left to the restore: the table is still being updated)
+    waited = clock.t - raised[0]
+    assert 600 - 5 <= waited <= 600 + 5, waited
+    assert isinstance(caught.value.__cause__, CapacityRequestTimeout)
