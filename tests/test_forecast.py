@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from typing import Any
 
 import pytest
@@ -388,6 +389,39 @@ def test_a_daily_load_keeps_its_daily_season() -> None:
     ]
     # THEN the season judged best on the last day is still a day or a week
     assert forecast(history, STEP, 0, 3).season in ("daily", "weekly")
+
+
+# In 15-minute steps each step is one bin of `find_period`, so a history reads as its bins.
+BIN_STEP = 15
+BIN_DAY = 1440 // BIN_STEP
+
+
+def _lag_correlation(bins: list[float | None], lag: int) -> float:
+    """The last day's correlation with itself ``lag`` bins earlier."""
+    day = [float(v or 0.0) for v in bins[-BIN_DAY:]]
+    earlier = [float(v or 0.0) for v in bins[-BIN_DAY - lag : -lag]]
+    return statistics.correlation(day, earlier)
+
+
+@pytest.mark.parametrize(("hours_as_before", "period"), [(18, 60), (17, None)])
+def test_a_period_is_found_from_the_least_correlation_up(
+    hours_as_before: int, period: int | None
+) -> None:
+    # GIVEN 25 hours (no whole day before the last) of four bins each, high-high-low-low
+    # or the other way round: `hours_as_before` of the last day's 24 hours are the same
+    # as the hour before it, the others are flipped
+    bins: list[float | None] = []
+    high_first = True
+    for hour in range(25):
+        if 0 < hour <= 24 - hours_as_before:
+            high_first = not high_first
+        bins += [500.0, 500.0, 100.0, 100.0] if high_first else [100.0, 100.0, 500.0, 500.0]
+    # half of each day's bins are high (48 of 96); an hour apart two high bins meet twice
+    # in each hour the same as the one before, so the hour's correlation is
+    # (96 * 2h - 48 * 48) / (48 * 48): exactly 1/2 for 18 such hours, 5/12 for 17
+    assert _lag_correlation(bins, 4) == pytest.approx((96 * 2 * hours_as_before - 48**2) / 48**2)
+    # THEN the hour is a period from a correlation of MIN_CORRELATION (1/2) up, not below
+    assert find_period(bins, BIN_STEP) == period
 
 
 # ------------------------------------------------------------------ the gate: a forecast earns its place
