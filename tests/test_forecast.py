@@ -403,6 +403,15 @@ def _lag_correlation(bins: list[float | None], lag: int) -> float:
     return statistics.correlation(day, earlier)
 
 
+def _hourly_bursts(heights: list[float], days: int = 2) -> list[float | None]:
+    """Bins of a burst at the start of each hour, of each hour's height over a base of 100;
+    ``heights`` is one day's and repeats each day."""
+    day: list[float | None] = []
+    for height in heights:
+        day += [100.0 + height, 100.0, 100.0, 100.0]
+    return day * days
+
+
 @pytest.mark.parametrize(("hours_as_before", "period"), [(18, 60), (17, None)])
 def test_a_period_is_found_from_the_least_correlation_up(
     hours_as_before: int, period: int | None
@@ -421,6 +430,26 @@ def test_a_period_is_found_from_the_least_correlation_up(
     # (96 * 2h - 48 * 48) / (48 * 48): exactly 1/2 for 18 such hours, 5/12 for 17
     assert _lag_correlation(bins, 4) == pytest.approx((96 * 2 * hours_as_before - 48**2) / 48**2)
     # THEN the hour is a period from a correlation of MIN_CORRELATION (1/2) up, not below
+    assert find_period(bins, BIN_STEP) == period
+
+
+@pytest.mark.parametrize(("odd_height", "period"), [(1_500.0, 60), (2_300.0, None)])
+def test_a_short_period_is_taken_only_within_the_tie_of_the_days_own(
+    odd_height: float, period: int | None
+) -> None:
+    # GIVEN two identical days of a burst each hour, of 1,000 but for one hour a day:
+    # the day repeats the load exactly, and every short lag a little less well (each
+    # compares the odd hour with an ordinary one); a half hour earlier is a quiet bin
+    bins = _hourly_bursts([1_000.0] * 23 + [odd_height])
+    hour = _lag_correlation(bins, 4)
+    assert _lag_correlation(bins, BIN_DAY) == pytest.approx(1.0)
+    assert hour == pytest.approx(_lag_correlation(bins, 12)) and _lag_correlation(bins, 2) < 0
+    # WHEN the odd hour is 500 higher, the hour repeats the load within CORRELATION_TIE
+    # (0.05) of the day; when it is 1,300 higher, by more than that (though by less than
+    # twice it, and well above 1/2)
+    assert (hour > 0.95) == (period is not None) and hour > 0.9
+    # THEN the hour is the period only in the first case: a load the day repeats clearly
+    # better is left to the daily season
     assert find_period(bins, BIN_STEP) == period
 
 
