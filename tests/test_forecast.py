@@ -453,6 +453,22 @@ def test_a_short_period_is_taken_only_within_the_tie_of_the_days_own(
     assert find_period(bins, BIN_STEP) == period
 
 
+def test_the_shortest_period_within_the_tie_is_taken_though_a_longer_one_repeats_better() -> None:
+    # GIVEN two days of a burst every 2 hours, of heights 1,000, 1,100 and 1,200 in turn:
+    # the load repeats exactly every 6 hours, and nearly every 2 (no burst is its neighbour's
+    # height), while 1 and 3 hours earlier are quiet bins
+    heights = [1_000.0, 1_100.0, 1_200.0]
+    day: list[float | None] = []
+    for burst in range(12):
+        day += [100.0 + heights[burst % 3]] + [100.0] * 7
+    bins = day * 2
+    two_hours, six_hours = _lag_correlation(bins, 8), _lag_correlation(bins, 24)
+    assert six_hours == pytest.approx(1.0) and 0.95 < two_hours < six_hours
+    assert _lag_correlation(bins, 4) < 0 and _lag_correlation(bins, 12) < 0
+    # THEN the 2 hours are taken: within CORRELATION_TIE of the best, and shorter
+    assert find_period(bins, BIN_STEP) == 120
+
+
 # ------------------------------------------------------------------ the gate: a forecast earns its place
 
 
