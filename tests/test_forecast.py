@@ -469,6 +469,29 @@ def test_the_shortest_period_within_the_tie_is_taken_though_a_longer_one_repeats
     assert find_period(bins, BIN_STEP) == 120
 
 
+@pytest.mark.parametrize(
+    ("pattern", "period"),
+    [
+        # every hour, 300-100-200-200: half an hour earlier is uncorrelated (exactly 0)
+        ([300.0, 100.0, 200.0, 200.0], 60),
+        # every 90 minutes, a 45-minute pattern 1300-700-1000 plus one that alternates each
+        # bin by 70: 45 minutes earlier the alternation is reversed, a correlation of
+        # (60000 - 70^2) / (60000 + 70^2), about 0.85: the period passes it by more than PEAK
+        ([1_000.0 + s + a for s, a in zip([300, -300, 0] * 2, [70, -70] * 3, strict=True)], 90),
+        # the same with an alternation of 40: (60000 - 40^2) / (60000 + 40^2), about 0.95,
+        # is within PEAK (0.1) of the period's own 1: the load repeats at any short lag
+        ([1_000.0 + s + a for s, a in zip([300, -300, 0] * 2, [40, -40] * 3, strict=True)], None),
+    ],
+)
+def test_a_period_must_repeat_the_load_better_than_its_half_period_by_the_peak(
+    pattern: list[float], period: int | None
+) -> None:
+    # GIVEN two days of a pattern repeated exactly
+    bins: list[float | None] = list(pattern * (2 * BIN_DAY // len(pattern)))
+    # THEN its period is found only when it repeats the load better than its half does by PEAK
+    assert find_period(bins, BIN_STEP) == period
+
+
 # ------------------------------------------------------------------ the gate: a forecast earns its place
 
 
