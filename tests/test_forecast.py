@@ -492,6 +492,14 @@ def test_a_period_must_repeat_the_load_better_than_its_half_period_by_the_peak(
     assert find_period(bins, BIN_STEP) == period
 
 
+def test_a_period_shorter_than_an_hour_is_not_tried() -> None:
+    # GIVEN two days of a burst every 45 minutes: an hour, 90 minutes and longer lags
+    # either do not meet the bursts or repeat them no better than their half lags do
+    bins: list[float | None] = [500.0, 100.0, 100.0] * (2 * BIN_DAY // 3)
+    # THEN no period is found: periods start at an hour
+    assert find_period(bins, BIN_STEP) is None
+
+
 # ------------------------------------------------------------------ the gate: a forecast earns its place
 
 
