@@ -500,6 +500,16 @@ def test_a_period_shorter_than_an_hour_is_not_tried() -> None:
     assert find_period(bins, BIN_STEP) is None
 
 
+def test_a_last_day_without_variation_to_correlate_finds_no_period() -> None:
+    # GIVEN a day of a burst every 2 hours and then a flat day, or two flat days but for a
+    # burst in the very last bin (no earlier window sees it)
+    bursts: list[float | None] = [500.0 if i % 8 == 0 else 100.0 for i in range(BIN_DAY)]
+    flat: list[float | None] = [100.0] * BIN_DAY
+    # THEN no period is found, and nothing fails for want of a correlation
+    assert find_period(bursts + flat, BIN_STEP) is None
+    assert find_period(flat + flat[:-1] + [900.0], BIN_STEP) is None
+
+
 # ------------------------------------------------------------------ the gate: a forecast earns its place
 
 
