@@ -510,6 +510,15 @@ def test_a_last_day_without_variation_to_correlate_finds_no_period() -> None:
     assert find_period(flat + flat[:-1] + [900.0], BIN_STEP) is None
 
 
+@pytest.mark.parametrize("offset", [0, 1, 2])
+def test_a_five_minute_burst_counts_whichever_step_of_its_bin_it_falls_on(offset: int) -> None:
+    # GIVEN two days of 5-minute steps with a 5-minute burst every hour, at step `offset`
+    # of the three in its 15-minute bin
+    history: list[float | None] = [900.0 if i % 12 == offset else 100.0 for i in range(2 * DAY)]
+    # THEN its bin holds the burst wherever it falls, and the hour is found
+    assert find_period(history, STEP) == 60
+
+
 # ------------------------------------------------------------------ the gate: a forecast earns its place
 
 
