@@ -519,6 +519,14 @@ def test_a_five_minute_burst_counts_whichever_step_of_its_bin_it_falls_on(offset
     assert find_period(history, STEP) == 60
 
 
+def test_a_step_that_does_not_divide_a_bin_finds_no_period() -> None:
+    # GIVEN two days of 10-minute steps with a burst every hour (a 15-minute bin cannot be
+    # made of whole steps)
+    history: list[float | None] = [900.0 if i % 6 == 0 else 100.0 for i in range(2 * 144)]
+    # THEN no period is found
+    assert find_period(history, 10) is None
+
+
 # ------------------------------------------------------------------ the gate: a forecast earns its place
 
 
