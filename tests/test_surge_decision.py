@@ -25,11 +25,15 @@ from ddb_capacity_runtime.core.surge import (
     budget_window,
     first_look,
     plan_raise,
+    rates,
     renewed_until,
     since_raise,
     standing,
     surge_expiry,
     surge_lifetime,
+)
+from ddb_capacity_runtime.core.surge_report import (
+    DimensionReport,
 )
 from tests.hypothesis_profiles import examples
 
@@ -315,3 +319,22 @@ def test_a_cap_widened_by_the_trusted_demand_and_then_narrower_never_cuts_the_ho
         SurgeBounds(), Limits(), 100,
     )  # fmt: skip
     assert later.status == "raise" and later.units == 1_500 and later.applied == 1_600
+
+
+# ------------------------------------------------------------------ the rule's inputs and bounds
+
+
+def test_a_failed_request_counts_as_demand_at_the_reports_units_a_request_within_bounds() -> None:
+    # GIVEN reports of 10 seconds, each with 5 requests that failed (never served)
+    def failed_demand(units: float, requests: int) -> float:
+        report = DimensionReport(None, "write", units, requests, failed=5)
+        return rates(report, 10.0, NOW).demand
+
+    # THEN each failed request is demand at the report's units a request
+    assert failed_demand(40.0, 4) == (40 + 5 * 10) / 10
+    # at most 400 a request (a 400 KB item's write), however many the report claims
+    assert failed_demand(4_000.0, 2) == (4_000 + 5 * 400) / 10
+    # at least half a unit a request (an eventually consistent read)
+    assert failed_demand(2.0, 8) == (2 + 5 * 0.5) / 10
+    # and one unit a request when no request was answered
+    assert failed_demand(0.0, 0) == 5 * 1.0 / 10
