@@ -23,6 +23,7 @@ from ddb_capacity_runtime.core.surge import (
     Standing,
     SurgeBounds,
     budget_window,
+    combine,
     first_look,
     plan_raise,
     rates,
@@ -33,6 +34,8 @@ from ddb_capacity_runtime.core.surge import (
     surge_lifetime,
 )
 from ddb_capacity_runtime.core.surge_report import (
+    CLOCK_SKEW_SECONDS,
+    FRESH_SECONDS,
     DimensionReport,
 )
 from tests.hypothesis_profiles import examples
@@ -338,3 +341,15 @@ def test_a_failed_request_counts_as_demand_at_the_reports_units_a_request_within
     assert failed_demand(2.0, 8) == (2 + 5 * 0.5) / 10
     # and one unit a request when no request was answered
     assert failed_demand(0.0, 0) == 5 * 1.0 / 10
+
+
+def test_only_reports_sent_within_the_freshness_and_the_clock_skew_add_up() -> None:
+    def sent(at: float) -> Rates:
+        return Rates(10.0, 1.0, 0.0, at, 10.0, 0.0)
+
+    # a report sent exactly FRESH_SECONDS ago, and one exactly CLOCK_SKEW_SECONDS ahead, count
+    edges = combine([sent(NOW - FRESH_SECONDS), sent(NOW + CLOCK_SKEW_SECONDS)], NOW)
+    assert (edges.processes, edges.demand, edges.throttled) == (2, 20.0, 2.0)
+    # a second older, or a second further ahead (a clock that runs fast), does not
+    beyond = combine([sent(NOW - FRESH_SECONDS - 1), sent(NOW + CLOCK_SKEW_SECONDS + 1)], NOW)
+    assert beyond == Combined()
