@@ -31,6 +31,7 @@ from ddb_capacity_runtime.core.surge import (
     since_raise,
     standing,
     surge_expiry,
+    surge_level,
     surge_lifetime,
 )
 from ddb_capacity_runtime.core.surge_report import (
@@ -353,3 +354,23 @@ def test_only_reports_sent_within_the_freshness_and_the_clock_skew_add_up() -> N
     # a second older, or a second further ahead (a clock that runs fast), does not
     beyond = combine([sent(NOW - FRESH_SECONDS - 1), sent(NOW + CLOCK_SKEW_SECONDS + 1)], NOW)
     assert beyond == Combined()
+
+
+def test_a_throttled_surge_is_sized_from_the_share_its_reports_consume_within_bounds() -> None:
+    # GIVEN 100 units provisioned, a target of 100 %, and reports of 60 units a second
+    def level_for(
+        throttled: float, consumed: float, unknown: float = 0.0, share: float = 1.0
+    ) -> int | None:
+        seen = Combined(60.0, throttled, 0.0, 1, consumed, unknown)
+        return surge_level(seen, 100, 1.0, 40_000, share)
+
+    # THEN while throttled, reports that consume half the capacity are half the traffic
+    assert level_for(5.0, 50.0) == 60 * 2
+    # reports that consume a hundredth are taken as a tenth (MIN_SEEN_SHARE), no less
+    assert level_for(5.0, 1.0) == 60 * 10
+    # reports that consume nothing tell no share: the surge adds a unit over what is provisioned
+    assert level_for(5.0, 0.0) == 101
+    # throttles of no known cause make the surge due, but never size it (a hot key's may)
+    assert level_for(0.0, 1.0, unknown=5.0) == 101
+    # and the configured share still counts when the consumption tells a larger one
+    assert level_for(5.0, 100.0, share=0.25) == 60 * 4
