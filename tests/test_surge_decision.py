@@ -374,3 +374,13 @@ def test_a_throttled_surge_is_sized_from_the_share_its_reports_consume_within_bo
     assert level_for(0.0, 1.0, unknown=5.0) == 101
     # and the configured share still counts when the consumption tells a larger one
     assert level_for(5.0, 100.0, share=0.25) == 60 * 4
+
+
+def test_a_surge_never_holds_past_the_hold_stores_longest_hold() -> None:
+    # GIVEN a hold store whose longest hold is 30 minutes: a surge lasts 30 minutes at most
+    longest = timedelta(minutes=30)
+    assert surge_lifetime(longest) == longest
+    # THEN a surge that started 28 minutes ago, renewed for 5 minutes, ends at 30
+    assert surge_expiry(AT, NOW - 28 * 60, 5, longest) == until(2)
+    # and one whose recorded start is ahead of the clock holds no longer than 30 minutes
+    assert surge_expiry(AT, NOW + 3_600, 45, longest) == until(30)
