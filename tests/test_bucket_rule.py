@@ -44,6 +44,15 @@ def test_an_unknown_estimate_starts_empty_and_refills_at_the_unused_capacity() -
     assert advance(first, 80, 40.0, 1_010.0).level == 400.0
 
 
+def test_over_a_gap_the_higher_rate_and_the_lower_capacity_count_whichever_end_saw_them() -> None:
+    # GIVEN an estimate seen at 100 units provisioned and 40/s consumed
+    first = advance(None, 100, 40.0, 1_000.0)
+    # THEN 10 s later at 10/s, the 40/s seen at the start counts: (100 - 40) x 10
+    assert advance(first, 100, 10.0, 1_010.0).level == 600.0
+    # and 10 s later at 150 units, the 100 provisioned at the start: (100 - 40) x 10
+    assert advance(first, 150, 40.0, 1_010.0).level == 600.0
+
+
 def test_the_estimate_holds_at_most_half_of_what_dynamodb_keeps() -> None:
     kept = Bucket(0.0, 0.0, 100, 0.0)
     full = advance(kept, 100, 0.0, 299.0)  # 100 x 299 s unused
