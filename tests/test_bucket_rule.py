@@ -145,6 +145,12 @@ def test_an_estimate_at_each_bound_reads_back() -> None:
         assert read_bucket(bad, now, quota) is None, bad
 
 
+def test_an_estimate_consumed_at_over_ten_times_the_quota_is_not_read() -> None:
+    now, quota = 1_700_000_000.0, 40_000
+    # a rate a tenth of a unit over ten times the quota is no rate a dimension consumes
+    assert read_bucket(f"1:{now:.1f}:100:{10 * quota + 0.1:.1f}:0:0", now, quota) is None
+
+
 def test_what_advance_writes_when_refused_or_pinned_reads_back() -> None:
     # GIVEN an estimate found wrong at 5 s, and one first seen pinned at 5 s
     wrong = advance(Bucket(2_000.0, 0.0, 100, 100.0), 100, 100.0, 5.0, refused=True)
