@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -389,3 +390,18 @@ def test_a_surge_never_holds_past_the_hold_stores_longest_hold() -> None:
     assert surge_expiry(AT, NOW - 28 * 60, 5, longest) == until(2)
     # and one whose recorded start is ahead of the clock holds no longer than 30 minutes
     assert surge_expiry(AT, NOW + 3_600, 45, longest) == until(30)
+
+
+@pytest.mark.parametrize("share", [0.0, -0.5, 1.00005, 2.0])
+def test_a_share_of_the_traffic_outside_zero_to_one_is_refused_by_name(share: float) -> None:
+    # the part of the traffic the reporting processes make: over 0, at most 1
+    with pytest.raises(ValueError, match=rf"share: got {share!r}; expected a number over 0"):
+        surge_level(demand(60.0), 100, 1.0, 40_000, share)
+
+
+def test_a_surge_brings_demand_to_the_target_exactly_without_a_unit_more() -> None:
+    # 21 units a second at a 70 % target need 30 units: not 31 for the float noise of 21 / 0.7
+    # (30.000000000000004)
+    assert surge_level(demand(21.0), 10, 0.7, 40_000) == 30
+    # and 21.1 need 31 (a unit started is a unit)
+    assert surge_level(demand(21.1), 10, 0.7, 40_000) == 31
