@@ -159,13 +159,13 @@ def _held_under_leases(
     lease was not had in time, or whose store failed, that error instead. Raises
     DeadlinePassed once ``deadline`` has passed."""
     held: dict[tuple[str | None, str], int | CapacityRequestError] = {}
-    for index, dim in sorted({(c.dimension.index or "", c.dimension.dimension) for c in decreases}):
-        key = (index or None, dim)
+    for key in sorted({_key(c) for c in decreases}, key=lambda k: (k[0] or "", k[1])):
+        index, dim = key
         deadline.check(f"the lease of {table} {index or 'table'} {dim}")
         try:
             wait_until = deadline.wait_until(store.clock(), LEASE_WAIT_SECONDS)
-            leases.enter_context(store.lease(table, key[0], dim, deadline=wait_until))
-            fresh = store.get(table, key[0], dim)
+            leases.enter_context(store.lease(table, index, dim, deadline=wait_until))
+            fresh = store.get(table, index, dim)
         except CapacityRequestError as exc:  # not had in time, or the store failed
             held[key] = exc
             continue

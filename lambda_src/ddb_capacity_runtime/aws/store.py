@@ -480,16 +480,14 @@ def _unsound_lease(key: Mapping[str, Any], raw: Any, now: float, far: float) -> 
     value = whole_text(raw.get("N") if isinstance(raw, Mapping) else None, 0, math.inf)
     if value is not None and value <= far:
         return  # a lease run out, as leases do
-    log_event(
+    _dropped(
         "lease-taken-over",
-        level=logging.ERROR,
-        table=key["pk"]["S"],
-        item=key["sk"]["S"],
+        logging.ERROR,
+        key,
         lock_until=shown(raw, 100),
         reason=f"no writer sets a lease past {int(far - now)} s from now, nor one that is not "
         "a number: the item was written by something other than the library",
     )
-    count_in_lambda(METRICS_NAMESPACE, "HoldsDropped")
 
 
 def base_replaced(key: Mapping[str, Any], base: int) -> None:
@@ -498,15 +496,21 @@ def base_replaced(key: Mapping[str, Any], base: int) -> None:
     its place (never lower), and paid for until someone sets it again. Logged
     (``base-replaced``, a warning) and, in a Lambda function, counted as ``HoldsDropped``
     (alarmed by ``CapacityRequests``), wherever it happens."""
-    log_event(
+    _dropped(
         "base-replaced",
-        level=logging.WARNING,
-        table=key["pk"]["S"],
-        item=key["sk"]["S"],
+        logging.WARNING,
+        key,
         base=base,
         reason="the state store's base (the configured minimum) was not a whole number "
         "within its bounds: the level the dimension had is recorded in its place",
     )
+
+
+def _dropped(event: str, level: int, key: Mapping[str, Any], **fields: Any) -> None:
+    """Something of the item ``key`` no writer of the library could have written, dropped:
+    logged as ``event`` with the item and ``fields`` and, in a Lambda function, counted as
+    ``HoldsDropped`` (alarmed by ``CapacityRequests``)."""
+    log_event(event, level=level, table=key["pk"]["S"], item=key["sk"]["S"], **fields)
     count_in_lambda(METRICS_NAMESPACE, "HoldsDropped")
 
 
