@@ -7,6 +7,7 @@ hold store in dynalite, every clock a fake one."""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -66,6 +67,26 @@ def test_a_slow_restore_never_lowers_a_table_under_a_hold_recorded_meanwhile(
     assert world.throughput(name)[1] >= 400, world.throughput(name)
 
 
+def updating_after_a_raise(
+    world: World,  # noqa: F811 (the fixture)
+    aws_client: Any,
+    clock: FakeClock,
+    for_seconds: float = math.inf,
+) -> tuple[Clients, list[float]]:
+    """Clients whose DescribeTable says UPDATING for ``for_seconds`` (by ``clock``) after their
+    first UpdateTable, and the times of their UpdateTables."""
+    ddb = aws_client("dynamodb")
+    raised: list[float] = []
+
+    def updating(parsed: dict[str, Any], **_: Any) -> None:
+        if raised and clock.t < raised[0] + for_seconds:
+            parsed["Table"]["TableStatus"] = "UPDATING"
+
+    ddb.meta.events.register("before-call.dynamodb.UpdateTable", lambda **_: raised.append(clock.t))
+    ddb.meta.events.register("after-call.dynamodb.DescribeTable", updating)
+    return Clients(ddb, world.aas, world.cw, world.clients.tagging), raised
+
+
 def test_a_request_never_succeeds_with_a_hold_that_ran_out_while_it_waited(
     world: World,  # noqa: F811 (the fixture)
     aws_client: Any,
@@ -74,19 +95,7 @@ def test_a_request_never_succeeds_with_a_hold_that_ran_out_while_it_waited(
     clock = FakeClock()
     store = HoldStore(world.store_ddb, world.store.name, clock=clock)
     name = world.table("Outlived", 10, 10, tagged=False)
-    ddb = aws_client("dynamodb")
-    clients = Clients(ddb, world.aas, world.cw, world.clients.tagging)
-    raised: list[float] = []
-
-    def updated(**_: Any) -> None:
-        raised.append(clock.t)
-
-    def updating(parsed: dict[str, Any], **_: Any) -> None:
-        if raised and clock.t < raised[0] + 180:
-            parsed["Table"]["TableStatus"] = "UPDATING"
-
-    ddb.meta.events.register("before-call.dynamodb.UpdateTable", updated)
-    ddb.meta.events.register("after-call.dynamodb.DescribeTable", updating)
+    clients, raised = updating_after_a_raise(world, aws_client, clock, for_seconds=180)
     # WHEN a worker asks for 490 write units held for 2 minutes
     with pytest.raises(CapacityRequestTimeout, match="the hold ran out") as caught:
         request_capacity(
@@ -114,16 +123,7 @@ def test_a_request_told_no_timeout_waits_ten_minutes_for_its_table(
     clock = FakeClock()
     store = HoldStore(world.store_ddb, world.store.name, clock=clock)
     name = world.table("Slow", 10, 10, tagged=False)
-    ddb = aws_client("dynamodb")
-    clients = Clients(ddb, world.aas, world.cw, world.clients.tagging)
-    raised: list[float] = []
-
-    def updating(parsed: dict[str, Any], **_: Any) -> None:
-        if raised:
-            parsed["Table"]["TableStatus"] = "UPDATING"
-
-    ddb.meta.events.register("before-call.dynamodb.UpdateTable", lambda **_: raised.append(clock.t))
-    ddb.meta.events.register("after-call.dynamodb.DescribeTable", updating)
+    clients, raised = updating_after_a_raise(world, aws_client, clock)
     # WHEN a worker asks for 100 write units, held an hour, telling no timeout
     with pytest.raises(CapacityRequestError, match="still busy") as caught:
         request_capacity(
