@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.moto_world import World
-from tests.test_faults import client_error, emf, fail_before
+from tests.test_faults import assert_handled, busy_and_idle, client_error, emf, fail_before
 from tests.test_faults import world as world  # noqa: F401 (a fixture)
 
 
@@ -28,6 +28,7 @@ def _decisions(events: list[dict[str, Any]], name: str) -> dict[str, dict[str, A
 def test_a_store_read_failing_under_a_decrease_lease_still_lets_the_increase_go(
     world: World,  # noqa: F811 (the fixture)
 ) -> None:
+    busy, idle = busy_and_idle(world)  # two other tables, healthy
     name = _mixed(world)
     # GIVEN the state store's GetItem of that table's items fails (throttled)
     fail_before(
@@ -45,11 +46,14 @@ def test_a_store_read_failing_under_a_decrease_lease_still_lets_the_increase_go(
     assert {d: e["status"] for d, e in decisions.items()} == {"read": "failed", "write": "applied"}
     assert "the state store: ProvisionedThroughputExceededException" in decisions["read"]["error"]
     assert emf(events, name)["Failures"] == 1
+    # AND the other tables are scaled as usual
+    assert_handled(world, busy, idle)
 
 
 def test_a_lease_not_given_back_after_the_update_keeps_what_was_sent(
     world: World,  # noqa: F811 (the fixture)
 ) -> None:
+    busy, idle = busy_and_idle(world)  # two other tables, healthy
     name = _mixed(world)
     # GIVEN giving a lease of that table back fails (the UpdateTable is sent before)
     fail_before(
@@ -73,3 +77,5 @@ def test_a_lease_not_given_back_after_the_update_keeps_what_was_sent(
     (failed,) = [e for e in events if e.get("event") == "table-failed" and e["table"] == name]
     assert "a lease of the state store not given back" in failed["reason"], failed
     assert emf(events, name)["Failures"] == 1
+    # AND the other tables are scaled as usual
+    assert_handled(world, busy, idle)

@@ -29,7 +29,7 @@ def test_a_lease_no_writer_could_have_set_is_taken_over_told_and_counted(
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "scaler")  # EMF counts go out
     # GIVEN an idle table without a scalable target at 200 (a tick lowers it to 5), whose
     # write item in the store says its lease is held (until 2100, or until "tomorrow")
-    _, name = busy_and_idle(world)
+    busy, name = busy_and_idle(world)
     item: dict[str, Any] = {
         "pk": {"S": name},
         "sk": {"S": HoldStore.sort_key(None, "write")},
@@ -45,6 +45,7 @@ def test_a_lease_no_writer_could_have_set_is_taken_over_told_and_counted(
     # THEN the write is lowered: the lease was taken over (its version went on from 7), told
     # once by the item it was on, and counted
     assert world.throughput(name) == (5, 5)
+    assert world.throughput(busy) == (100, 215)  # and the throttled table beside it raised
     told = [e for e in events if e.get("event") == "lease-taken-over"]
     assert [(e["table"], e["item"]) for e in told] == [(name, "table:write")], told
     assert counted(out, "HoldsDropped") == 1
