@@ -360,6 +360,13 @@ def test_the_shortest_of_equally_good_periods_is_taken() -> None:
     assert find_period(bursts_every(120, 2 * DAY), STEP) == 120
 
 
+@pytest.mark.parametrize("step", [0, -5, 7, 40])
+def test_a_step_that_divides_no_bin_finds_no_period(step: int) -> None:
+    # a step of no minutes, or one that does not divide a bin, reads no bins: no period,
+    # never an error (the history's steps cannot be told apart)
+    assert find_period(bursts_every(120, 2 * DAY), step) is None
+
+
 def test_noise_and_unknown_steps_find_no_period() -> None:
     rng = random.Random(7)  # noqa: S311
     noise: list[float | None] = [400 * rng.lognormvariate(0, 0.3) for _ in range(2 * DAY)]

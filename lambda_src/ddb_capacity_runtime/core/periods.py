@@ -63,7 +63,7 @@ def _bins(history: Sequence[float | None], step: int) -> tuple[list[float], int]
     ``history`` and as much before it as is known, up to a day, and how many bins come
     before the last day. None when ``step`` does not divide a bin, or a step it reads is
     unknown."""
-    per_bin = BIN_MINUTES // step if BIN_MINUTES % step == 0 else 0
+    per_bin = BIN_MINUTES // step if step > 0 and BIN_MINUTES % step == 0 else 0
     if not per_bin:
         return None
     day = DAY_MINUTES // BIN_MINUTES
