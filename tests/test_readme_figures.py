@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from constructs_pkg.runtime import staged_asset
+from ddb_capacity_tools.scaler_cost import TABLE_METRICS
 from tests.moto_world import World
 from tests.test_assets import SCALER, zipped_size
 
@@ -62,6 +63,7 @@ def test_a_tables_metrics_and_their_price_are_what_the_docs_say(world: World) ->
     metrics = {m["Name"] for m in record["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
     # THEN the docs state that many metrics, and the dollars they cost
     n = len(metrics)
+    assert n == TABLE_METRICS + 1  # the scaler's running cost counts them (and ForecastsOn)
     for text in (README, SCALER_GUIDE):
         (count,) = stated(r"(\d+) (?:CloudWatch )?custom metrics", text)
         assert int(count) == n, metrics

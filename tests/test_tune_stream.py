@@ -26,7 +26,12 @@ from ddb_capacity_tools.simulator.candidates import (
 )
 from ddb_capacity_tools.simulator.ensemble import settings_of
 from ddb_capacity_tools.simulator.tune import tune
-from ddb_capacity_tools.simulator.tune_runs import place, prewarm_charge, stream_dollars
+from ddb_capacity_tools.simulator.tune_runs import (
+    place,
+    prewarm_charge,
+    scaler_dollars,
+    stream_dollars,
+)
 from ddb_capacity_tools.stream_cost import monthly_stream_cost
 
 
@@ -64,8 +69,11 @@ def test_a_stream_candidate_runs_with_the_stream_and_its_cost_added() -> None:
         trace, [parse("autopilot+stock:80")], streaming, Prices(), tick=5, score_from=120
     )
     extra = stream_dollars(placed.policy, trace, trace.minutes - 120, Prices())
-    assert extra > 0
-    assert placed.cost == pytest.approx(sum(r.cost_usd for r in runs) + extra)
+    # and the scaler's, which the autopilot runs, at the tick it was simulated with
+    scaler = scaler_dollars(placed.policy, trace, trace.minutes - 120, Prices(), 5)
+    assert extra > 0 and scaler > 0
+    assert placed.cost == pytest.approx(sum(r.cost_usd for r in runs) + extra + scaler)
+    assert placed.running_usd == pytest.approx(extra + scaler)
     assert placed.refused == pytest.approx(sum(r.throttled_requests for r in runs))
     # and the stream changed what it refused: the flash crowd's writes surge from it
     plain = simulate(

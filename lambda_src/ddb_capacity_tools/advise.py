@@ -190,6 +190,7 @@ class Advice:
                     "usd_per_month_spread": c.cost_usd.as_json(),
                     "refused_per_month_spread": c.throttled_requests.as_json(),
                     "one_time_usd": None if c.once_usd is None else round(c.once_usd, 2),
+                    "functions_usd_per_month": round(c.running_usd, 2),
                     "frontier": c.frontier,
                     "recommended": c is t.recommended,
                     "compared_only": compared_only(c),

@@ -193,6 +193,7 @@ def current_figures(
         current.label,
         _added([c.throttled_requests for c in parts]),
         _added([c.cost_usd for c in parts]),
+        running_usd=sum(c.running_usd for c in parts),
     )
 
 

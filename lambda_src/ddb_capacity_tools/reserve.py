@@ -212,18 +212,19 @@ conservative one."""
 
 
 def _at_rate(c: Candidate, factor: float) -> Candidate:
-    """``c`` with its running cost times ``factor`` when it is a provisioned policy (its
-    one-time charge, and on-demand's and the hybrid's costs, as they were)."""
+    """``c`` with its capacity's cost times ``factor`` when it is a provisioned policy (its
+    one-time charge, what the library's functions cost to run, and on-demand's and the
+    hybrid's costs, as they were)."""
     if c.policy == ON_DEMAND or spec_of(c.policy).kind == "hybrid":
         return c
-    once = c.once_usd or 0.0
+    kept = (c.once_usd or 0.0) + c.running_usd
     cost = c.cost_usd
     return replace(
         c,
         cost_usd=Spread(
-            (cost.min - once) * factor + once,
-            (cost.median - once) * factor + once,
-            (cost.max - once) * factor + once,
+            (cost.min - kept) * factor + kept,
+            (cost.median - kept) * factor + kept,
+            (cost.max - kept) * factor + kept,
         ),
     )
 

@@ -60,6 +60,11 @@ late; no client code, writes only), the stream reader's own cost in its cost
 (`stream_dollars`)."""
 
 
+SCALER_KINDS = frozenset({"throttle-aware", "autopilot", "hybrid"})
+"""The kinds of policy that run the library's scaler (a hybrid: its autopilot, most of the day),
+whose running cost is in a candidate's (`tune_runs.scaler_dollars`)."""
+
+
 STREAM_SECONDS = 5
 """How late the stream's writes reach the stream reader, for a ``+stream`` candidate: DynamoDB
 Streams shows a write within about a second, and Lambda polls each shard several times a second;
@@ -142,6 +147,10 @@ class Candidate:
     once_usd: float | None = 0.0
     """Of ``cost_usd``, the one-time charge (pre-warming); None: a charge is due but not priced
     (``cost_usd`` then holds the running cost only)."""
+    running_usd: float = 0.0
+    """Of ``cost_usd``, what the library's own functions cost to run over the minutes counted:
+    the scaler's for a policy that runs it, the stream reader's for a `STREAM` one
+    (`tune_runs.running_dollars`)."""
 
     @property
     def refused(self) -> float:
@@ -159,6 +168,7 @@ class Candidate:
             "frontier": self.frontier,
             "compared_only": compared_only(self),
             "one_time_usd": None if self.once_usd is None else round(self.once_usd, 6),
+            "running_usd": round(self.running_usd, 6),
         }
 
 
@@ -298,7 +308,7 @@ def family(name: str) -> str:
 
 def scaled(c: Candidate, factor: float) -> Candidate:
     """``c`` with its refused units and running cost times ``factor`` (its one-time charge
-    counted once)."""
+    counted once; what the library's functions cost to run, times ``factor`` too)."""
     once = c.once_usd or 0.0
 
     def times(s: Spread, fixed: float = 0.0) -> Spread:
@@ -309,7 +319,10 @@ def scaled(c: Candidate, factor: float) -> Candidate:
         )
 
     return replace(
-        c, throttled_requests=times(c.throttled_requests), cost_usd=times(c.cost_usd, once)
+        c,
+        throttled_requests=times(c.throttled_requests),
+        cost_usd=times(c.cost_usd, once),
+        running_usd=c.running_usd * factor,
     )
 
 
@@ -318,7 +331,7 @@ def complexity(name: str) -> int:
     the autopilot scaler 1 (on stock too), owning the target value 1 more, pre-warming 1
     more."""
     spec = spec_of(name)
-    n = 1 if spec.kind in ("autopilot", "throttle-aware", "hybrid") else 0
+    n = 1 if spec.kind in SCALER_KINDS else 0
     return n + spec.owned + split_prewarm(name)[1]
 
 

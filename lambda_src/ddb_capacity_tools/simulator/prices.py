@@ -31,6 +31,10 @@ The Standard-Infrequent Access table class (docs: Tune, "Table class") stores da
 and serves throughput for more: us-east-1 list prices, $0.25 a GB-month stored in Standard
 against $0.10 in Standard-IA, and 25 % more per provisioned unit-hour and per on-demand
 request unit in Standard-IA.
+
+The library's own functions are priced at CloudWatch's us-east-1 list prices too (the
+scaler's running cost, `scaler_cost`): $0.30 a custom metric a month, $0.01 per 1,000
+metrics GetMetricData requests, $0.10 an alarm a month.
 """
 
 from __future__ import annotations
@@ -83,6 +87,13 @@ class Prices:
     ia_throughput_factor: float = 1.25
     """Standard-Infrequent Access: its price per provisioned unit-hour and per on-demand request
     unit, as a multiple of Standard's."""
+    custom_metric_month: float = 0.30
+    """CloudWatch: dollars a custom metric a month (an account's first 10,000), billed by the
+    hour it has data."""
+    metrics_requested_thousand: float = 0.01
+    """CloudWatch: dollars per 1,000 metrics requested by GetMetricData."""
+    alarm_month: float = 0.10
+    """CloudWatch: dollars a standard-resolution alarm a month."""
 
     def unit_hour(self, dimension: str) -> float:
         return self.wcu_hour if dimension == "write" else self.rcu_hour

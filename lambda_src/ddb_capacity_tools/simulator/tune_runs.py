@@ -3,7 +3,8 @@
 Every candidate run once over a trace under an ensemble of model settings, and placed:
 its refused units and dollars, over the whole trace (`place`) or its earlier and later
 parts (`place_split`), the one-time charge of a pre-warmed table (`prewarm_charge`) and
-the stream reader's cost (`stream_dollars`) included.
+the library's functions' running cost (`running_dollars`: the scaler's and the stream
+reader's) included.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ddb_capacity_runtime.core.policy import capacity_units
 from .candidates import (
     MONTH_MINUTES,
     ON_DEMAND,
+    SCALER_KINDS,
     STREAM_SECONDS,
     Candidate,
     spec_of,
@@ -60,7 +62,10 @@ def place(
     once = {n: _once(n, trace, until, prices, settings[0]) for n in names}
     scored = trace.minutes - (score_from or 0)
     return with_frontier(
-        [_candidate(n, runs, once[n], stream_dollars(n, trace, scored, prices)) for n in names]
+        [
+            _candidate(n, runs, once[n], running_dollars(n, trace, scored, prices, tick))
+            for n in names
+        ]
     )
 
 
@@ -84,10 +89,10 @@ def place_split(
     once = {n: _once(n, trace, split, prices, settings[0]) for n in names}
     rest = trace.minutes - split
     later = with_frontier(
-        [_candidate(n, runs, once[n], stream_dollars(n, trace, rest, prices)) for n in names]
+        [_candidate(n, runs, once[n], running_dollars(n, trace, rest, prices, tick)) for n in names]
     )
     early = [
-        _early(n, runs, split, prices, (once[n], stream_dollars(n, trace, split, prices)))
+        _early(n, runs, split, prices, (once[n], running_dollars(n, trace, split, prices, tick)))
         for n in names
         if spec_of(n).kind != "hybrid"
     ]
@@ -248,6 +253,33 @@ def stream_dollars(name: str, trace: Trace, minutes: int, prices: Prices) -> flo
     return monthly * minutes / MONTH_MINUTES
 
 
+def scaler_dollars(name: str, trace: Trace, minutes: int, prices: Prices, tick: int) -> float:
+    """What the scaler costs to run over ``minutes`` of ``trace`` for a candidate that runs
+    it (`SCALER_KINDS`; 0 for any other): its monthly cost on a table of the trace's
+    dimensions, ticking every ``tick`` minutes, in autopilot or reactive mode as the policy
+    says (`scaler_cost.monthly_scaler_cost`), pro rata."""
+    kind = spec_of(name).kind
+    if kind not in SCALER_KINDS or minutes <= 0:
+        return 0.0
+    from ..scaler_cost import monthly_scaler_cost
+
+    monthly = monthly_scaler_cost(
+        max(1, len(trace.demand)),
+        autopilot=kind != "throttle-aware",
+        tick_minutes=tick,
+        prices=prices,
+    ).total
+    return monthly * minutes / MONTH_MINUTES
+
+
+def running_dollars(name: str, trace: Trace, minutes: int, prices: Prices, tick: int) -> float:
+    """What the library's functions a candidate deploys cost to run over ``minutes`` of
+    ``trace``: the scaler's (`scaler_dollars`) and the stream reader's (`stream_dollars`)."""
+    return scaler_dollars(name, trace, minutes, prices, tick) + stream_dollars(
+        name, trace, minutes, prices
+    )
+
+
 def warm_levels(
     trace: Trace, minutes: int, target_percent: int, params: ModelParams
 ) -> dict[str, int]:
@@ -307,7 +339,7 @@ def _candidate(
 ) -> Candidate:
     """``name``'s results, per setting summed over dimensions, as min / median / max; the
     one-time charge ``once`` and what else it costs over the minutes counted
-    (``recurring``: the stream reader's) added to each cost."""
+    (``recurring``: the library's functions', `running_dollars`) added to each cost."""
     mine = [[r for r in results if r.policy == name] for results in runs]
     extra = (once or 0.0) + recurring
     return Candidate(
@@ -315,6 +347,7 @@ def _candidate(
         Spread.of([sum(r.throttled_requests for r in rs) for rs in mine]),
         Spread.of([sum(r.cost_usd for r in rs) + extra for rs in mine]),
         once_usd=once,
+        running_usd=recurring,
     )
 
 
@@ -344,4 +377,6 @@ def _early(
                 for r in mine
             )
         )
-    return Candidate(name, Spread.of(refused), Spread.of(cost), once_usd=once)
+    return Candidate(
+        name, Spread.of(refused), Spread.of(cost), once_usd=once, running_usd=recurring
+    )

@@ -11,6 +11,7 @@ from typing import Any
 
 from .candidates import (
     ON_DEMAND,
+    SCALER_KINDS,
     STREAM_SECONDS,
     Candidate,
     Rule,
@@ -234,6 +235,10 @@ TERMS = {
     "30 minutes later, so a burst beyond double what came before is throttled",
     "hybrid": "hybrid:T: on-demand in the hours where it cost less on past days, "
     "autopilot:T otherwise; compared only: the scaler does not switch billing modes",
+    "scaler": "functions: the scaler's running cost on this table is in the cost of each "
+    "policy that runs it (the 'functions' column): its custom metrics, GetMetricData reads, "
+    "alarms on the table and invocations, at list prices (docs: Scaler, Costs); the alarm "
+    "topic's key and the function's own alarms, paid once a stack, are not",
 }
 """What each term a tune or advise answer shows means, keyed by what shows it."""
 
@@ -246,6 +251,7 @@ def terms(tuning: Tuning) -> list[str]:
     for name in shown:
         spec = spec_of(name)
         keys.add("autopilot+stock" if spec.with_stock else spec.kind)
+        keys |= {"scaler"} if spec.kind in SCALER_KINDS else set()
         keys |= {"owned"} if spec.owned else set()
         keys |= {"prewarm"} if split_prewarm(name)[1] else set()
         keys |= {"stream"} if streamed(name) else set()
@@ -261,7 +267,9 @@ def terms(tuning: Tuning) -> list[str]:
     lines += [
         f"- the rule: {_rule_words(tuning.rule)}",
         "- refused units: capacity units DynamoDB would throttle (a request retried counts "
-        "each time); $: what DynamoDB bills for read and write capacity, nothing else.",
+        "each time); $: what DynamoDB bills for read and write capacity (a pre-warmed "
+        "option's one-time charge included), and what the library's functions an option "
+        "deploys cost to run (the 'functions' column), nothing else.",
         "- min / median / max: over the ensemble's model settings (CloudWatch delay, "
         "update latency, burst, retries): a choice must hold across them.",
         "- frontier: no other option refuses no more and costs no more.",
@@ -308,6 +316,7 @@ def _rows(tuning: Tuning, period: str) -> list[tuple[str, ...]]:
         f"refused units {period} (min / median / max)",
         f"$ {period} (min / median / max)",
         "of which once $",
+        "of which functions $",
     )
     rows: list[tuple[str, ...]] = [header]
     for c in sorted(tuning.candidates, key=lambda c: (c.cost, c.refused)):
@@ -323,6 +332,7 @@ def _rows(tuning: Tuning, period: str) -> list[tuple[str, ...]]:
                 _spread(c.throttled_requests, 0),
                 _spread(c.cost_usd, 2),
                 once,
+                f"{c.running_usd:,.2f}" if c.running_usd else "",
             )
         )
     return rows

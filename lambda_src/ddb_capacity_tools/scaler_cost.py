@@ -1,0 +1,96 @@
+"""Runs in: workstation (`ddb-capacity tune`, `advise`, `reserve`; docs: Scaler, "Costs").
+
+What the library's scaler (``ThrottleAwareScaler``) costs a month for one table it manages,
+from list prices (`simulator.prices.Prices`: us-east-1, Lambda on arm64, CloudWatch's first
+tiers), with the construct's defaults (a tick every 2 minutes, its alarms on):
+
+- the tick's custom metrics: each managed table's record makes `TABLE_METRICS` of them, and
+  ``ForecastsOn`` besides in autopilot, billed like any custom metric by the hour it has data
+  (the rarer ones, only in the hours they are not 0, are not counted);
+- its GetMetricData reads: `QUERIES_PER_DIMENSION` metrics a dimension a tick (consumed
+  capacity and throttle events; the throttles by cause, read only while a dimension is
+  throttled, are not counted) and, in autopilot, the history, `HISTORY_QUERIES_PER_HOUR` a
+  dimension an hour;
+- its alarms on the table: ``SustainedThrottling`` on each dimension, ``HotKey`` on the table;
+- the tick's invocations, one a tick of `TICK_SECONDS` at `MEMORY_MB`, all charged to the one
+  table (a scaler managing more tables shares them: a few cents a month in all).
+
+Not counted, as they are paid once a stack or an account whatever the number of tables: the
+alarm topic's KMS key ($1 a month), the function's own alarms, its log group and dead-letter
+queue, and the tick's metrics with no dimension. A table's dimensions are its read and write
+and each GSI's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .simulator.prices import Prices
+
+__all__ = ["ScalerCost", "monthly_scaler_cost"]
+
+MONTH_HOURS = 730
+"""Hours in a month, as the simulator bills them."""
+TABLE_METRICS = 6
+"""The custom metrics a managed table's record makes in every tick (``Decisions``,
+``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``, ``Failures``, ``IgnoredTags``);
+``ForecastsOn`` is one more in autopilot."""
+QUERIES_PER_DIMENSION = 2
+"""Metrics a tick reads a dimension (`ddb_capacity_runtime.aws.metrics.queries`)."""
+HISTORY_QUERIES_PER_HOUR = 1
+"""In autopilot, the history's metrics read a dimension an hour (docs: Autopilot, "Calls and
+state": 24 a day)."""
+TICK_SECONDS = 1.0
+"""An invocation's time for one table: a handful of AWS calls, each tens of milliseconds in the
+Region, and Python's own (at a tick every 2 minutes the function mostly stays warm)."""
+MEMORY_MB = 256
+"""The scaler's memory (``constructs_pkg.scaler.MEMORY_MB``)."""
+TICK_MINUTES = 2
+"""The construct's default tick."""
+
+
+@dataclass(frozen=True)
+class ScalerCost:
+    """Dollars a month, by what is charged, for one table of ``dimensions`` dimensions."""
+
+    dimensions: int
+    metrics: float
+    reads: float
+    alarms: float
+    invocations: float
+
+    @property
+    def total(self) -> float:
+        return self.metrics + self.reads + self.alarms + self.invocations
+
+
+def monthly_scaler_cost(
+    dimensions: int,
+    *,
+    autopilot: bool = True,
+    tick_minutes: int = TICK_MINUTES,
+    prices: Prices | None = None,
+) -> ScalerCost:
+    """The scaler's dollars a month on one table of ``dimensions`` dimensions, in autopilot
+    (the default mode) or reactive mode, ticking every ``tick_minutes``."""
+    if dimensions < 1 or tick_minutes < 1:
+        raise ValueError(
+            f"dimensions {dimensions} and tick_minutes {tick_minutes}: each must be 1 or more"
+        )
+    prices = prices or Prices()
+    ticks = MONTH_HOURS * 60 / tick_minutes
+    metrics = (TABLE_METRICS + autopilot) * prices.custom_metric_month
+    requested = dimensions * (
+        QUERIES_PER_DIMENSION * ticks + autopilot * HISTORY_QUERIES_PER_HOUR * MONTH_HOURS
+    )
+    invocation = (
+        prices.lambda_request_million / 1e6
+        + TICK_SECONDS * MEMORY_MB / 1024 * prices.lambda_gb_second
+    )
+    return ScalerCost(
+        dimensions,
+        metrics,
+        requested / 1_000 * prices.metrics_requested_thousand,
+        (dimensions + 1) * prices.alarm_month,
+        ticks * invocation,
+    )

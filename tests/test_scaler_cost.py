@@ -1,0 +1,137 @@
+"""The scaler's running cost: the docs' figures are computed from ``monthly_scaler_cost``, its
+assumptions are the construct's and the tick's, and tune, advise and reserve charge it to the
+policies that run the scaler, and to no other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk.assertions import Template
+
+from constructs_pkg import ThrottleAwareScaler
+from constructs_pkg.scaler import MEMORY_MB as SCALER_MEMORY_MB
+from ddb_capacity_runtime.aws.metrics import queries
+from ddb_capacity_runtime.core.settings import DEFAULT_TICK_MINUTES
+from ddb_capacity_tools import reserve
+from ddb_capacity_tools.scaler_cost import (
+    MEMORY_MB,
+    QUERIES_PER_DIMENSION,
+    TABLE_METRICS,
+    TICK_MINUTES,
+    monthly_scaler_cost,
+)
+from ddb_capacity_tools.simulator.candidates import MONTH_MINUTES, scaled
+from ddb_capacity_tools.simulator.ensemble import settings_of
+from ddb_capacity_tools.simulator.params import ModelParams
+from ddb_capacity_tools.simulator.prices import Prices
+from ddb_capacity_tools.simulator.scenarios import scenario
+from ddb_capacity_tools.simulator.tune import tune
+from ddb_capacity_tools.simulator.tune_runs import place, scaler_dollars
+from ddb_capacity_tools.simulator.tune_words import _rows, terms
+from tests.test_scaler_construct import feed
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "guides"
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_documented_costs_are_computed() -> None:
+    scaler = flat((DOCS / "scaler.md").read_text())
+    tune = flat((DOCS / "tune.md").read_text())
+    for dims, label in (
+        (2, "A table without GSIs (2 dimensions)"),
+        (4, "with one GSI (4 dimensions)"),
+    ):
+        c = monthly_scaler_cost(dims)
+        parts = f"${c.metrics:.2f}, ${c.reads:.2f}, ${c.alarms:.2f} and ${c.invocations:.2f}"
+        assert f"{label}: {parts}, **${c.total:.2f} a month**" in scaler
+    n = TABLE_METRICS
+    assert (
+        f"the {n + 1} metrics of the table's record in autopilot ({n} in reactive mode)" in scaler
+    )
+    two, four = monthly_scaler_cost(2).total, monthly_scaler_cost(4).total
+    assert f"about ${two:.2f} a month for a table without GSIs and ${four:.2f} with one" in tune
+    simulator = flat((DOCS / "simulator.md").read_text())
+    assert (
+        f"about ${two:.2f} a month more for a table without GSIs (${four:.2f} with one)"
+        in simulator
+    )
+
+
+def test_the_cost_assumes_the_scalers_memory_tick_and_reads() -> None:
+    assert MEMORY_MB == SCALER_MEMORY_MB
+    assert TICK_MINUTES == DEFAULT_TICK_MINUTES
+    assert len(queries([("orders", None, "read")])) == QUERIES_PER_DIMENSION
+
+
+def test_the_alarms_charged_are_the_ones_a_managed_table_gets() -> None:
+    # GIVEN a table with a GSI (4 dimensions) under a scaler
+    stack = Stack(App(), "Shop")
+    feed(stack).enable_throttle_aware_scaling(ThrottleAwareScaler(stack, "Scaler"))
+    alarms = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm")
+    # THEN the alarms on the table are what the cost charges for, one per dimension and one
+    per_table = [a for a in alarms if "ScalerThrottledFeed" in a or "ScalerHotKeyFeed" in a]
+    assert len(per_table) == 5
+    assert monthly_scaler_cost(4).alarms == pytest.approx(5 * Prices().alarm_month)
+
+
+def test_each_part_follows_the_mode_the_tick_and_the_prices() -> None:
+    auto, reactive = monthly_scaler_cost(2), monthly_scaler_cost(2, autopilot=False)
+    # reactive mode: one metric fewer (no ForecastsOn) and no history read
+    assert auto.metrics - reactive.metrics == pytest.approx(Prices().custom_metric_month)
+    assert auto.reads - reactive.reads == pytest.approx(2 * 730 / 1_000 * 0.01)
+    # a tick every minute: twice the tick's reads and invocations
+    fast = monthly_scaler_cost(2, autopilot=False, tick_minutes=1)
+    assert fast.reads == pytest.approx(2 * reactive.reads)
+    assert fast.invocations == pytest.approx(2 * reactive.invocations)
+    dear = monthly_scaler_cost(2, prices=Prices(custom_metric_month=0.60, alarm_month=0.20))
+    assert (dear.metrics, dear.alarms) == pytest.approx((2 * auto.metrics, 2 * auto.alarms))
+    for bad in ({"dimensions": 0}, {"dimensions": 2, "tick_minutes": 0}):
+        with pytest.raises(ValueError, match="must be 1 or more"):
+            monthly_scaler_cost(**bad)  # type: ignore[arg-type]
+
+
+def test_the_policies_that_run_the_scaler_pay_for_it_and_no_other() -> None:
+    trace = scenario("flash-crowd")
+    minutes = trace.minutes - 120
+    dims = len(trace.demand)
+    names = ["stock:70", "on-demand", "autopilot+stock:70", "throttle-aware", "hybrid:70"]
+    settings = settings_of("plausible", ModelParams(), trace)[:1]
+    placed = {c.policy: c for c in place(trace, names, settings, None, 5, 1, score_from=120)}
+    assert placed["stock:70"].running_usd == placed["on-demand"].running_usd == 0
+    for name, autopilot in (("autopilot+stock:70", True), ("throttle-aware", False)):
+        monthly = monthly_scaler_cost(dims, autopilot=autopilot, tick_minutes=5).total
+        assert placed[name].running_usd == pytest.approx(monthly * minutes / MONTH_MINUTES)
+        assert scaler_dollars(name, trace, minutes, Prices(), 5) == placed[name].running_usd
+    assert placed["hybrid:70"].running_usd == placed["autopilot+stock:70"].running_usd
+    # scaled to a month, the running cost is a month's
+    month = scaled(placed["throttle-aware"], MONTH_MINUTES / minutes)
+    assert month.running_usd == pytest.approx(
+        monthly_scaler_cost(dims, autopilot=False, tick_minutes=5).total
+    )
+
+
+def test_a_reservation_discounts_the_capacity_and_not_the_functions() -> None:
+    trace = scenario("flash-crowd")
+    settings = settings_of("plausible", ModelParams(), trace)[:1]
+    [c] = place(trace, ["autopilot+stock:70"], settings, None, 2, 1)
+    capacity = c.cost - c.running_usd
+    assert c.running_usd > 0
+    assert reserve._at_rate(c, 0.5).cost == pytest.approx(capacity * 0.5 + c.running_usd)
+
+
+def test_tune_shows_a_months_running_cost_and_says_what_it_is() -> None:
+    trace = scenario("flash-crowd")
+    settings = settings_of("plausible", ModelParams(), trace)[:1]
+    tuning = tune(trace, settings, ["autopilot+stock:70"], workers=1)
+    header, *rows = _rows(tuning, "a month")
+    assert header[-1] == "of which functions $"
+    shown = {r[0].split(" ")[0]: r[-1] for r in rows}
+    monthly = monthly_scaler_cost(len(trace.demand)).total
+    assert shown.pop("autopilot+stock:70") == f"{monthly:,.2f}"
+    assert set(shown.values()) == {""}  # the stock settings and on-demand run nothing
+    assert any(line.startswith("- functions: the scaler's running cost") for line in terms(tuning))
