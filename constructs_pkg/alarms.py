@@ -193,6 +193,12 @@ class AlarmSet:
         self._alarms[key or alarm_id] = alarm
         return alarm
 
+    def remove(self, alarm_id: str) -> None:
+        """Remove the alarm ``alarm_id`` (kept under that key), if it was made."""
+        alarm = self._alarms.pop(alarm_id, None)
+        if alarm is not None:
+            self._owner.node.try_remove_child(alarm.node.id)
+
     def _check_window(self, alarm_id: str, spec: AlarmSpec, periods: int | None) -> None:
         """The alarm's window (periods x period) within CloudWatch's longest (`longest_window`),
         else the deploy would fail: ``periods`` (its ``alarm_options``) a whole number up to

@@ -567,7 +567,7 @@ class CapacityRequests(Construct):
         for name, value in self.environment.items():
             if name != STORE_ENV:  # the store's name follows use_state_store
                 scaler.add_environment(name, value)
-        scaler.use_state_store(self.hold_store)
+        scaler.use_state_store(self.hold_store, dropped_alarmed="HoldsDropped" in self.alarms)
 
     def grant_request(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a role, a user, a group, or a function or task definition)

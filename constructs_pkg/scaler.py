@@ -85,7 +85,6 @@ SCALER_METRICS = {
             "Decisions",
             "ThrottleEventsSeen",
             "DecreasesLeft",
-            "IgnoredTags",
             "PlansNotKept",
             "ForecastsOn",
             "KeyRangeThrottleEvents",
@@ -104,6 +103,7 @@ SCALER_METRICS = {
             "TablesFound",
             "BatchesSent",
             "LateBatches",
+            "HoldsDropped",
         ),
         "run",
     ),
@@ -120,6 +120,8 @@ ALARM_IDS = (
     "BatchesLate",
     "BadTargets",
     "RefusedTags",
+    "IgnoredTags",
+    "HoldsDropped",
     "TargetNotOwned",
     "PinnedAtMax",
     "Updating",
@@ -212,7 +214,9 @@ class ThrottleAwareScaler(Construct):
         capacity"). Default: None (no reservation).
     :param alarm_options: per alarm id (``"Errors"``, ``"DeadLetters"``, ``"NotRunning"``,
         ``"BatchErrors"``, ``"BatchesLate"``, ``"BadTargets"``, ``"RefusedTags"``,
-        ``"TargetNotOwned"`` (with ``own_target``), ``"PinnedAtMax"``, ``"Updating"``,
+        ``"IgnoredTags"``, ``"HoldsDropped"`` (while it keeps its own state store, or one whose
+        owner does not alarm on it), ``"TargetNotOwned"`` (with ``own_target``),
+        ``"PinnedAtMax"``, ``"Updating"``,
         ``"SustainedThrottling"`` and ``"HotKey"``, the last two for every managed table),
         an ``AlarmOptions``: off, another threshold or
         evaluation periods, more actions. Default: every alarm as documented (docs:
@@ -401,12 +405,14 @@ class ThrottleAwareScaler(Construct):
 
     # ------------------------------------------------------------------ state store
 
-    def use_state_store(self, table: dynamodb.ITable) -> None:
+    def use_state_store(self, table: dynamodb.ITable, *, dropped_alarmed: bool = False) -> None:
         """Keep the scaler's state in ``table`` (a state store of the same shape: ``pk`` and
         ``sk`` strings) instead of its own: the function's ``CAPACITY_HOLDS_TABLE`` and its
         ``StateStore`` statement name ``table``, and the scaler's own ``StateStore`` is
         removed. Once only, before anything refers to the scaler's own store.
-        ``CapacityRequests.connect`` calls it with the requests' hold store."""
+        ``dropped_alarmed``: ``table``'s owner alarms on ``HoldsDropped`` itself, so the
+        scaler's ``HoldsDropped`` alarm is removed. ``CapacityRequests.connect`` calls it with
+        the requests' hold store (and its ``HoldsDropped`` alarm, when on)."""
         if not (hasattr(table, "table_arn") and hasattr(table, "table_name")):
             raise CapacityConfigError(
                 f"{self._where}: use_state_store needs an aws_dynamodb.ITable; got {table!r}"
@@ -419,6 +425,8 @@ class ThrottleAwareScaler(Construct):
                 f"a scaler has one state store, so it cannot move to {table.node.path}"
             )
         self.node.try_remove_child("StateStore")
+        if dropped_alarmed:
+            self._alarm_parts.alarm_set.remove("HoldsDropped")
         self.state_store = table
 
     # ------------------------------------------------------------------ tables
@@ -549,8 +557,9 @@ class ThrottleAwareScaler(Construct):
     @property
     def alarms(self) -> Mapping[str, cloudwatch.Alarm]:
         """The scaler's alarms by stable id (read-only): ``Errors``, ``DeadLetters``,
-        ``NotRunning``, ``BadTargets``, ``RefusedTags``, ``PinnedAtMax``, ``Updating``;
-        ``BatchErrors`` and ``BatchesLate`` when sharded; ``TargetNotOwned`` with
+        ``NotRunning``, ``BadTargets``, ``RefusedTags``, ``IgnoredTags``, ``PinnedAtMax``,
+        ``Updating``; ``HoldsDropped`` unless connected to a ``CapacityRequests`` that alarms
+        on it; ``BatchErrors`` and ``BatchesLate`` when sharded; ``TargetNotOwned`` with
         ``own_target``; ``SustainedThrottling/<table>-<dim>``
         (``<table>-<index>-<dim>`` for a GSI) and ``HotKey/<table>`` per managed table. An
         alarm turned off by ``alarm_options`` is absent."""

@@ -57,6 +57,7 @@ class ScalerAlarms:
         self._tick_findings()
         self._pinned(pinned_for)
         self._updating(updating_ticks)
+        self._store()
 
     def _function(self) -> None:
         """The function failed, its ticks were dropped, or it has not run for 3 ticks."""
@@ -136,6 +137,18 @@ class ScalerAlarms:
                 ),
             ),
         )
+        self.alarm_set.add(
+            "IgnoredTags",
+            AlarmSpec(
+                self.per_table("IgnoredTags", "tags and stored items ignored, worst table"),
+                says(
+                    "A managed table has a library tag the scaler ignores (malformed, or out "
+                    "of bounds: the defaults stand for it), or an item in the state store it "
+                    "ignores (a hold, a plan or a base no writer of the library could have "
+                    "written)"
+                ),
+            ),
+        )
         if self._owner._own_target:
             self.alarm_set.add(
                 "TargetNotOwned",
@@ -148,6 +161,29 @@ class ScalerAlarms:
                     ),
                 ),
             )
+
+    def _store(self) -> None:
+        """The tick found an item in the scaler's own state store that no writer of the
+        library could have written, and replaced it (a base) or took it over (a lease):
+        ``HoldsDropped``, which a connected ``CapacityRequests`` alarms on instead
+        (`ThrottleAwareScaler.use_state_store` removes this one)."""
+        self.alarm_set.add(
+            "HoldsDropped",
+            AlarmSpec(
+                metric(
+                    NAMESPACE,
+                    "HoldsDropped",
+                    period=Duration.minutes(5),
+                    statistic="Sum",
+                    label="state store items replaced or taken over",
+                ),
+                says(
+                    "The scaler's state store held an item no writer of the library could "
+                    "have written: a dimension's stored base, replaced by the level it had "
+                    "(base-replaced), or a lease, taken over (lease-taken-over)"
+                ),
+            ),
+        )
 
     def _ticks(self, periods: int) -> str:
         """``periods`` ticks, in words."""

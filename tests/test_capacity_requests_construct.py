@@ -14,6 +14,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Template
 
 from constructs_pkg import (
+    AlarmOptions,
     Capacity,
     CapacityConfigError,
     CapacityRequests,
@@ -496,6 +497,47 @@ def test_the_hold_store_is_a_state_store(stack: cdk.Stack) -> None:
         }
     ]
     assert requests.node.find_child("HoldStore") is requests.hold_store
+
+
+def test_one_alarm_watches_what_is_dropped_from_a_state_store(stack: cdk.Stack) -> None:
+    def dropped(template: Template) -> list[str]:
+        alarms = template.find_resources("AWS::CloudWatch::Alarm")
+        return sorted(
+            k
+            for k, a in alarms.items()
+            for name in [a["Properties"].get("MetricName")]
+            + [q["MetricStat"]["Metric"]["MetricName"] for q in a["Properties"].get("Metrics", [])]
+            if name == "HoldsDropped"
+        )
+
+    # GIVEN a scaler alone: it alarms on what its tick drops from its own store
+    alone = ThrottleAwareScaler(stack, "Alone", tables=[tables(stack)[0]])
+    assert "HoldsDropped" in alone.alarms
+    assert dropped(Template.from_stack(stack)) == [
+        stack.get_logical_id(alone.alarms["HoldsDropped"].node.default_child)  # type: ignore[arg-type]
+    ]
+    # WHEN it is connected to capacity requests, whose alarm watches the same metric
+    other = cdk.Stack(cdk.App(), "Connected")
+    shipments = tables(other)[0]
+    requests = CapacityRequests(other, "Requests", tables=[shipments])
+    scaler = ThrottleAwareScaler(other, "Scaler", tables=[shipments])
+    requests.connect(scaler)
+    # THEN one alarm watches it: the requests'
+    assert "HoldsDropped" not in scaler.alarms and "HoldsDropped" in requests.alarms
+    assert len(dropped(Template.from_stack(other))) == 1
+    # AND with the requests' alarm off, the scaler keeps its own
+    third = cdk.Stack(cdk.App(), "Off")
+    shipments = tables(third)[0]
+    quiet = CapacityRequests(
+        third,
+        "Requests",
+        tables=[shipments],
+        alarm_options={"HoldsDropped": AlarmOptions(enabled=False)},
+    )
+    kept = ThrottleAwareScaler(third, "Scaler", tables=[shipments])
+    quiet.connect(kept)
+    assert "HoldsDropped" in kept.alarms and "HoldsDropped" not in quiet.alarms
+    assert len(dropped(Template.from_stack(third))) == 1
 
 
 def test_a_scaler_connects_to_one_capacity_requests_once(stack: cdk.Stack) -> None:

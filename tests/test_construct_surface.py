@@ -166,6 +166,8 @@ def test_the_scaler_returns_every_alarm_it_makes_by_stable_id(stack: cdk.Stack) 
         "BatchesLate",
         "BadTargets",
         "RefusedTags",
+        "IgnoredTags",
+        "HoldsDropped",
         "PinnedAtMax",
         "Updating",
         "HotKey/Orders",

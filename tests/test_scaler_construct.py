@@ -446,9 +446,9 @@ def test_alarms_go_to_an_encrypted_ssl_only_topic(stack: cdk.Stack) -> None:
     topic = stack.resolve(scaler.topic.topic_arn)
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     assert all(a["Properties"]["AlarmActions"] == [topic] for a in alarms.values())
-    # errors, DLQ, not running, bad targets, refused tags, pinned at max, updating,
-    # 2 x 2 x (table + 1 GSI) throttling, and the table's hot key
-    assert len(alarms) == 7 + 4 + 1
+    # errors, DLQ, not running, bad targets, refused tags, ignored tags, pinned at max,
+    # updating, holds dropped, 2 x 2 x (table + 1 GSI) throttling, and the table's hot key
+    assert len(alarms) == 9 + 4 + 1
     template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
@@ -591,6 +591,8 @@ def test_each_managed_table_has_one_hot_key_alarm_on_its_own_key_range_throttles
         ("BadTargetsAlarm", "BadTargets", 5),
         ("RefusedTagsAlarm", "RefusedTags", 2),
         ("RefusedTagsAlarm", "RefusedTags", 5),
+        ("IgnoredTagsAlarm", "IgnoredTags", 2),
+        ("IgnoredTagsAlarm", "IgnoredTags", 5),
         ("TargetNotOwnedAlarm", "TargetsNotOwned", 1),
     ],
 )

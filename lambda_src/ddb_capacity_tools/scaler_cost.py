@@ -31,10 +31,10 @@ __all__ = ["ScalerCost", "monthly_scaler_cost"]
 
 MONTH_HOURS = 730
 """Hours in a month, as the simulator bills them."""
-TABLE_METRICS = 6
+TABLE_METRICS = 5
 """The custom metrics a managed table's record makes in every tick (``Decisions``,
-``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``, ``Failures``, ``IgnoredTags``);
-``ForecastsOn`` is one more in autopilot."""
+``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``, ``Failures``); ``ForecastsOn`` is
+one more in autopilot."""
 QUERIES_PER_DIMENSION = 2
 """Metrics a tick reads a dimension (`ddb_capacity_runtime.aws.metrics.queries`)."""
 HISTORY_QUERIES_PER_HOUR = 1

@@ -50,7 +50,7 @@ hook in a Lambda function send their Embedded Metric Format counts (no dimension
 
 WORST_TABLE_METRICS = frozenset(
     {"CapacityAtMax", "BadTargets", "RefusedTags", "TargetsNotOwned", "Updating"}
-    | {"RefusedTunedTargets"}
+    | {"RefusedTunedTargets", "IgnoredTags"}
 )
 """The scaler's per-table metrics its alarms (and nightly tuning's) watch: each table's record
 publishes them with no dimension too, where a period's Maximum is the worst table's. An alarm

@@ -754,9 +754,9 @@ def _table_metrics(
         "DecreasesLeft": min((d.ledger.remaining_today(now) for d in table.dimensions), default=0),
         "CapacityAtMax": sum(1 for d in table.dimensions if d.provisioned >= d.limits.max_capacity),
         "Failures": int(failed),
-        "IgnoredTags": table.ignored_tags,
         # only while it happens: each metric of a table is a CloudWatch custom metric, billed
         # for the hours it has data
+        **({"IgnoredTags": table.ignored_tags} if table.ignored_tags else {}),
         **({"PlansNotKept": table.plans_not_kept} if table.plans_not_kept else {}),
         **({"BadTargets": table.bad_targets} if table.bad_targets else {}),
         **({"RefusedTags": table.refused_tags} if table.refused_tags else {}),
