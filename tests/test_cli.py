@@ -762,6 +762,21 @@ def test_request_names_its_store_or_says_it_has_none(
     assert out.splitlines()[1].endswith(f" --store {store}")
 
 
+def test_a_store_that_is_not_there_is_one_line_and_leaves_nothing_held(
+    request_table: RequestTable, caplog: pytest.LogCaptureFixture
+) -> None:
+    name, ddb = request_table
+    code, _, err = run("request", "--table", name, "--write", "200", "--store", "nostore")
+    # THEN one line names the store and what to give; nothing was held, so nothing is said
+    # to stay raised, and nothing was raised
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "hold store nostore: no such table in this account and Region" in err
+    assert "hold_store" in err and "raised" not in err
+    assert "hold-withdraw-failed" not in caplog.text and "Traceback" not in caplog.text
+    throughput = ddb.describe_table(TableName=name)["Table"]["ProvisionedThroughput"]
+    assert throughput["WriteCapacityUnits"] == 10
+
+
 # ------------------------------------------------------------------ one-line errors
 
 

@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from ..core.errors import shown
+from ..core.errors import HoldStoreMissing, shown
 from ..core.holds import (
     MAX_HOLD,
     MAX_HOLD_MINUTES,
@@ -782,4 +782,10 @@ def _is_digest(raw: object) -> bool:
 
 
 def _store_error(name: str, exc: ClientError) -> CapacityRequestFailed:
+    if error_code(exc) == "ResourceNotFoundException":
+        return HoldStoreMissing(
+            f"hold store {name}: no such table in this account and Region "
+            f"({describe_error(exc)}): name the state store the constructs made "
+            "(CapacityRequests' hold_store)"
+        )
     return CapacityRequestFailed(f"hold store {name}: {describe_error(exc)}")

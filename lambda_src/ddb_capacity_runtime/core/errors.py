@@ -101,6 +101,11 @@ class CapacityRequestFailed(CapacityRequestError):
     itself. The broker fails its invocation for it, so it is counted and alarmed."""
 
 
+class HoldStoreMissing(CapacityRequestFailed):
+    """The hold store named is not a table in the account and Region: nothing was held in it,
+    so nothing a request raised under it is left to withdraw."""
+
+
 class CapacityRequestTimeout(CapacityRequestError, TimeoutError):
     """The table did not reach the requested capacity in time (the hold was withdrawn)."""
 

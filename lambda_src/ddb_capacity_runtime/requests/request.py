@@ -18,7 +18,7 @@ from ..aws import actuator
 from ..aws.clients import Clients, make_clients, regional
 from ..aws.error_codes import describe_error
 from ..aws.store import MAX_HOLDS, HoldStore, Lease, open_store, store_quota
-from ..core.errors import shown
+from ..core.errors import HoldStoreMissing, shown
 from ..core.holds import (
     DEFAULT_HOLD,
     DEFAULT_TIMEOUT,
@@ -233,6 +233,8 @@ def _make_holds(
             handle.levels[dim], rows, recorded = _hold(ctx, store, handle.table, new, deadline)
             handle.holds.append(recorded)
             handle.changes += rows
+    except HoldStoreMissing:
+        raise  # no such store: no hold was recorded in it, nothing raised under one
     except BaseException as exc:
         left = _withdraw(handle)
         if left is not None and isinstance(exc, CapacityRequestError):
