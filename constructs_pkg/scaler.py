@@ -342,6 +342,8 @@ class ThrottleAwareScaler(Construct):
         """What the tables added will fill in: the tables, their overrides, the statements
         that grow with them, and (``own_target``) the target values the autopilot owns."""
         self._tables: list[dynamodb.ITable] = []
+        self._table_keys: dict[tuple[str, str], str] = {}
+        """Each managed table's keys (`_table_keys`), to the table's label."""
         self._overrides: dict[str, Any] = {}
         self._own_target = own_target
         self._owned: dict[str, Any] = {}
@@ -482,7 +484,15 @@ class ThrottleAwareScaler(Construct):
 
     def _manage(self, table: dynamodb.ITable, label: str, indexes: Sequence[str]) -> None:
         """Permissions on ``table``, alarms on its and its ``indexes``' throttling and on its
-        hot keys, and its name in the function's settings."""
+        hot keys, and its name in the function's settings. A table managed already is
+        refused: its alarms would be made twice."""
+        keys = _table_keys(table)
+        if any(k in self._table_keys for k in keys):
+            raise CapacityConfigError(
+                f"{self._where}: manages {label} already (tables=[...], add_table or "
+                "enable_throttle_aware_scaling, one of them once)"
+            )
+        self._table_keys.update(dict.fromkeys(keys, label))
         self._tables.append(table)
         self._grants.table(table)
         for index in [None, *indexes]:
@@ -614,6 +624,14 @@ def _label(table: dynamodb.ITable | TableCapacity) -> str:
     return re.sub(r"[^A-Za-z0-9-]", "-", path)
 
 
+def _table_keys(table: dynamodb.ITable) -> list[tuple[str, str]]:
+    """What tells ``table`` apart: its construct's path, and its name in its stack when the
+    name is known at synth (two imports of one table are two constructs)."""
+    name = table.table_name
+    keys = [("path", table.node.path)]
+    return keys if is_token(name) else [*keys, (Stack.of(table).node.path, name)]
+
+
 @jsii.implements(IValidation)
 class _ScalerValidation:
     """What can only be checked once the app is built."""
@@ -621,9 +639,29 @@ class _ScalerValidation:
     def __init__(self, scaler: ThrottleAwareScaler) -> None:
         self._scaler = scaler
 
+    def _shared(self) -> list[str]:
+        """A table this scaler manages that another scaler of the app, in the same Region,
+        manages too: each would move its minimum on its own state, and take the other's
+        raise for the configured minimum. Told once, by the scaler made first."""
+        s = self._scaler
+        region = Stack.of(s).region
+        scalers = [x for x in s.node.root.node.find_all() if isinstance(x, ThrottleAwareScaler)]
+        errors = []
+        for other in scalers[scalers.index(s) + 1 :]:
+            if Stack.of(other).region != region:
+                continue
+            both = sorted({s._table_keys[k] for k in s._table_keys.keys() & other._table_keys})
+            if both:
+                errors.append(
+                    f"{s._where}: manages {', '.join(both)}, which ThrottleAwareScaler "
+                    f"{other.node.path} manages too; a table has one scaler (each would take "
+                    "the other's raised minimum for the configured one): manage it from one"
+                )
+        return errors
+
     def validate(self) -> list[str]:
         s = self._scaler
-        errors = []
+        errors = self._shared()
         if not s._tables and not s.tag_key:
             errors.append(
                 f"{s._where}: nothing to manage: pass tables=[...], call add_table(...) or "

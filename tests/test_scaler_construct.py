@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -785,6 +786,49 @@ def test_a_scaler_with_nothing_to_manage_is_refused(stack: cdk.Stack) -> None:
         "ThrottleAwareScaler Test/Scaler: nothing to manage: pass tables=[...], call "
         "add_table(...) or enable_throttle_aware_scaling(...), or set tag_key for tag discovery"
     ]
+
+
+def test_a_table_is_managed_once_and_by_one_scaler(stack: cdk.Stack) -> None:
+    # GIVEN a table under a scaler
+    table = feed(stack)
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[table])
+    # THEN managing it again, either way, is refused by name (its alarms would be made twice)
+    again: list[Callable[[], None]] = [
+        lambda: table.enable_throttle_aware_scaling(scaler),
+        lambda: scaler.add_table(table),
+    ]
+    for manage in again:
+        with pytest.raises(CapacityConfigError) as caught:
+            manage()
+        assert str(caught.value) == (
+            "ThrottleAwareScaler Test/Scaler: manages Feed already (tables=[...], add_table "
+            "or enable_throttle_aware_scaling, one of them once)"
+        )
+    # and so is the same table imported under its name
+    named = dynamodb.Table.from_table_name(stack, "Named", "orders")
+    scaler.add_table(named)
+    with pytest.raises(CapacityConfigError, match="manages Again already"):
+        scaler.add_table(dynamodb.Table.from_table_name(stack, "Again", "orders"))
+    # AND a second scaler of the app on the same table fails synthesis, told once, naming both
+    other = ThrottleAwareScaler(
+        stack, "Other", tables=[table, dynamodb.Table.from_table_name(stack, "Elsewhere", "other")]
+    )
+    assert scaler.node.validate() == [
+        "ThrottleAwareScaler Test/Scaler: manages Feed, which ThrottleAwareScaler "
+        "Test/Other manages too; a table has one scaler (each would take the other's raised "
+        "minimum for the configured one): manage it from one"
+    ]
+    assert other.node.validate() == []
+
+
+def test_scalers_of_other_regions_may_manage_tables_of_one_name() -> None:
+    app = cdk.App()
+    for region in ("eu-west-1", "us-east-1"):
+        here = cdk.Stack(app, region, env=cdk.Environment(account="111111111111", region=region))
+        ThrottleAwareScaler(
+            here, "Scaler", tables=[dynamodb.Table.from_table_name(here, "T", "orders")]
+        )
+    assert [m for s in app.node.find_all() for m in s.node.validate()] == []
 
 
 @pytest.mark.parametrize(
