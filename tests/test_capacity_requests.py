@@ -768,6 +768,25 @@ def test_an_exhausted_decrease_quota_keeps_the_hold_for_the_next_restore(stubbed
     assert [h.id for h in store.table("Orders")[0].holds] == [HOLD_ID]
 
 
+@pytest.mark.parametrize("status", ["UPDATING", "INACCESSIBLE_ENCRYPTION_CREDENTIALS"])
+def test_a_restore_that_finds_its_table_not_active_keeps_the_hold_and_counts_it(
+    stubbed: Any, capsys: pytest.CaptureFixture[str], status: str
+) -> None:
+    # GIVEN an expired hold on a table that is not ACTIVE
+    stub, clients, store = stubbed
+    expired = Hold(HOLD_ID, None, "write", 490, datetime.now(UTC) - timedelta(minutes=1), 10)
+    with store.lease("Orders", None, "write", deadline=time.time() + 5) as lease:
+        lease.write(10, [expired])
+    stub.add_response("describe_table", _table(status=status, write=500))
+    # WHEN the broker's restore runs (no update_table: the stub fails the test if it is called)
+    out = restorer_module.restore_tables(["Orders"], clients=clients, store=store)
+    # THEN the hold stays for a later restore, not a failure of this one, and it is counted
+    (row,) = out["restored"]
+    assert row["status"] == "busy" and out["failed"] == []
+    assert [h.id for h in store.table("Orders")[0].holds] == [HOLD_ID]
+    assert counted(capsys.readouterr().out, "HoldsBusy") == 1
+
+
 # ------------------------------------------------------------------ the store
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -326,7 +327,18 @@ def test_the_restorer_runs_on_a_schedule_and_may_only_ask_the_broker(stack: cdk.
     assert statements["DeadLetters"]["Resource"] == stack.resolve(
         requests.restorer.dead_letter_queue.queue_arn if requests.restorer else None
     )
-    template.resource_count_is("AWS::CloudWatch::Alarm", 3)  # errors of both, dropped holds
+    # errors of both, dropped holds, and holds no restore of 30 minutes could end
+    template.resource_count_is("AWS::CloudWatch::Alarm", 4)
+    busy = requests.alarms["HoldsBusy"].node.default_child
+    assert isinstance(busy, cloudwatch.CfnAlarm)
+    assert stack.resolve(busy.metric_name) == "HoldsBusy"
+    assert (busy.period, busy.statistic, busy.threshold) == (600, "Sum", 1)
+    assert (busy.evaluation_periods, busy.datapoints_to_alarm) == (3, 3)  # 3 restores in a row
+    assert busy.treat_missing_data == "notBreaching"  # a restore that finds none sends none
+    # AND without a restorer, no alarm waits for it
+    quiet = cdk.Stack(cdk.App(), "Quiet")
+    alone = CapacityRequests(quiet, "Requests", tables=[tables(quiet)[0]], restore_every=None)
+    assert "HoldsBusy" not in alone.alarms
 
 
 @pytest.mark.parametrize(

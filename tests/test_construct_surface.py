@@ -401,6 +401,7 @@ def test_capacity_requests_alarms_and_metrics(stack: cdk.Stack) -> None:
         "BrokerErrors",
         "HoldsDropped",
         "RestorerErrors",
+        "HoldsBusy",
         "SignalsErrors",
         "SurgeBudget",
         "SurgesUnconfirmed",

@@ -116,7 +116,8 @@ def _end_dimension(
             lease.write(holds=[])
             note = f"index {index} is gone: its holds are forgotten"
             return [result_row(table, index, dim, Via.NONE, 0, 0, Status.DROPPED, note=note)]
-        return []
+        note = f"index {index} is not ACTIVE: its holds stay until it is"
+        return [result_row(table, index, dim, Via.NONE, 0, 0, Status.BUSY, note=note)]
     current = d.target.min_capacity if d.target else d.provisioned
     memory, base = base_of(d, fresh)
     active = [h for h in kept if h.active(now)]
