@@ -605,14 +605,14 @@ def test_the_report_weighs_each_tables_current_settings(
     )
     assert code == 0, err
     assert "current settings (fixed:10) a month" in (tmp_path / "t.html").read_text()
-    # a bucket that does not exist is named with the option, after the advice and the page
+    # a bucket that does not exist is named with the option before anything is advised
     code, out, err = run(
         *one, "--report", "s3://no-such-bucket/x", "--html", str(tmp_path / "u.html")
     )
-    assert code == 2 and fixed in out and (tmp_path / "u.html").read_text(), err
+    assert code == 2 and out == "" and not (tmp_path / "u.html").exists(), err
     assert err.splitlines()[-1] == (
-        "ddb-capacity: error: --report: s3://no-such-bucket/x: NoSuchBucket: The specified "
-        "bucket does not exist"
+        "ddb-capacity: error: --report: s3://no-such-bucket/x: no such bucket (404: Not "
+        "Found): create it, or give another"
     )
     (tmp_path / "one").mkdir()
     code, _, err = run(*one, "--report", str(tmp_path / "one"))

@@ -431,6 +431,8 @@ def _advise(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     clients = partial(advise_module.boto3_clients, check_region(args.region))
     made = clients()  # after every option is checked
     _check_credentials()  # before any table is begun: each would fail alike
+    if report is not None:
+        fleet.check_bucket(report, _s3_client)
     tables = (
         [(t, None) for t in advise_module.list_tables(made.dynamodb)]
         if args.all_tables

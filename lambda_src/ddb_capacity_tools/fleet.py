@@ -31,7 +31,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ddb_capacity_runtime.aws.error_codes import describe_error
+from ddb_capacity_runtime.aws.error_codes import describe_error, error_code
 from ddb_capacity_runtime.core.validators import is_number
 
 from .advise import MONTH_HOURS, shown
@@ -342,6 +342,24 @@ def destination(text: str) -> Destination:
             "3 to 63 lowercase letters, digits, dots and hyphens"
         )
     return Destination(prefix.strip("/"), bucket)
+
+
+def check_bucket(where: Destination, made_s3: Callable[[], Any]) -> None:
+    """Before any table is advised: a report's bucket that does not exist is refused now,
+    not after the advice (hours, on a fleet). Any other answer (a bucket this identity may
+    not list may still take the files) waits for the writing, at the end."""
+    if where.bucket is None:
+        return
+    try:
+        made_s3().head_bucket(Bucket=where.bucket)
+    except ClientError as exc:
+        if error_code(exc) in {"404", "NoSuchBucket"}:
+            raise ReportError(
+                f"--report: s3://{where.bucket}/{where.path}: no such bucket "
+                f"({describe_error(exc)}): create it, or give another"
+            ) from None
+    except BotoCoreError:
+        pass  # told when the report is written, with the advice kept
 
 
 def put_s3(
