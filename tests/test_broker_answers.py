@@ -6,14 +6,17 @@ an answer that does not say ``"ok": true`` is never taken for success."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from ddb_capacity_runtime.core.holds import Hold, new_token, token_digest
 from ddb_capacity_runtime.requests import (
     CapacityRequestError,
+    CapacityRequestFailed,
     CapacityRequestTimeout,
     release_hold,
     request_capacity,
@@ -22,7 +25,7 @@ from ddb_capacity_runtime.requests.broker import BrokerConfig, serve
 from tests.local_lambda import local_lambda
 from tests.moto_world import World
 from tests.test_broker import call, served, world  # noqa: F401
-from tests.test_capacity_requests import _table, stubbed  # noqa: F401
+from tests.test_capacity_requests import HOLD_ID, _described, _table, stubbed  # noqa: F401
 
 
 def test_a_release_on_a_table_the_broker_does_not_serve_is_refused_and_keeps_the_hold(
@@ -142,3 +145,28 @@ def test_an_answer_without_ok_true_is_named_as_such(odd_broker: str) -> None:
     message = str(info.value)
     assert re.search(r"\bok\b", message), message
     assert not message.endswith(": None"), message
+
+
+def test_a_release_whose_decrease_is_not_made_fails_the_invocation_and_keeps_the_hold(
+    stubbed: Any,  # noqa: F811
+) -> None:
+    # GIVEN a hold on a table whose decreases are spent for the day
+    stub, clients, store = stubbed
+    token = new_token()
+    until = datetime.now(UTC) + timedelta(hours=1)
+    held = Hold(HOLD_ID, None, "write", 490, until, 10, token_digest(token))
+    with store.lease("Orders", None, "write", deadline=time.time() + 5) as lease:
+        lease.write(10, [held])
+    _described(stub, _table(write=500, decreases=27))  # no update_table: it is never sent
+    # WHEN a worker releases it through the broker
+    event = {"action": "release", "table": "Orders", "id": HOLD_ID, "token": token}
+    with pytest.raises(CapacityRequestFailed) as info:
+        serve(event, BrokerConfig({"Orders": frozenset()}), clients=clients, store=store)
+    # THEN the invocation fails (a Lambda error, which BrokerErrors alarms on), saying why and
+    # what stays; the worker is not told its release lowered anything
+    assert str(info.value) == (
+        f"release of hold {HOLD_ID} on Orders: its decrease was not made ('no decrease "
+        "allowed now; tried again at the next restore'); the hold stays, and the capacity it "
+        "raised, until a restore ends it at its expiry"
+    )
+    assert [h.id for h in store.table("Orders")[0].holds] == [HOLD_ID]

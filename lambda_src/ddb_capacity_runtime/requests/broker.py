@@ -52,6 +52,7 @@ from ..core.holds import (
     CapacityRequestTimeout,
     LeaseLost,
 )
+from ..core.outcomes import NOT_MADE
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..core.validators import is_whole
 from ..events import log_event
@@ -213,6 +214,13 @@ def _release(event: Mapping[str, Any], config: BrokerConfig, held: _Held) -> dic
     config.check(table, None)
     changes = release_hold(table, ident, token=token, store=held.name, clients=held.clients)
     dropped(changes)
+    failed = [r for r in changes if r.get("status") in NOT_MADE]
+    if failed:  # as a restore's: the invocation fails, counted and alarmed (BrokerErrors)
+        why = "; ".join(str(r.get("note") or r.get("error") or r["status"]) for r in failed)
+        raise CapacityRequestFailed(
+            f"release of hold {ident} on {table}: its decrease was not made ({shown(why, 300)}); "
+            "the hold stays, and the capacity it raised, until a restore ends it at its expiry"
+        )
     return {"ok": True, "changes": changes}
 
 
