@@ -259,6 +259,17 @@ def test_table_quota_not_positive(stack: cdk.Stack) -> None:
     assert above.endswith("DynamoDB's default is 40,000); got 1000001")
 
 
+def test_the_largest_table_quota_is_taken(stack: cdk.Stack) -> None:
+    # GIVEN the largest quota the refusal above names, and a dimension that reaches it
+    whole = Capacity(min_capacity=5, max_capacity=1_000_000)
+    make(stack, read=whole, table_quota=1_000_000)
+    # THEN the table's read scales up to it
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        {"ScalableDimension": "dynamodb:table:ReadCapacityUnits", "MaxCapacity": 1_000_000},
+    )
+
+
 def test_prewarm_of_wrong_type(stack: cdk.Stack) -> None:
     message = error_of(lambda: make(stack, prewarm="WARM_THROUGHPUT"))
     assert message == (
