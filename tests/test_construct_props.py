@@ -184,3 +184,30 @@ def test_fleet_advisor_whole_numbers_refuse_what_is_not_one(prop: str, value: fl
     assert set(WHOLE) == {"days", "max_concurrency", "worker_memory_size"}
     message = refused("FleetAdvisor.__init__", {prop: value})
     assert f": {prop}: got {value!r}; expected a whole number from " in message, message
+
+
+def test_a_duration_prop_at_its_floor_is_taken_and_a_second_less_is_refused() -> None:
+    # GIVEN the scaler's alarm windows at their floor, one minute
+    stack = cdk.Stack(cdk.App(), "Test")
+    minute = Duration.minutes(1)
+    ThrottleAwareScaler(
+        stack, "S", tables=[provisioned(stack)], pinned_at_max_for=minute, throttled_for=minute
+    )
+    # AND the fleet advisor's report retention at its floor, one day
+    FleetAdvisor(stack, "F", report_retention=Duration.days(1))
+    # THEN a second less is refused, naming the floor
+    for prop in ("pinned_at_max_for", "throttled_for"):
+        message = refused("ThrottleAwareScaler.__init__", {prop: Duration.seconds(59)})
+        assert f"{prop}: got 59 seconds; expected a Duration of at least 1 minute" in message
+    below = refused("FleetAdvisor.__init__", {"report_retention": Duration.hours(23)})
+    assert "report_retention: got 23 hours; expected a Duration of at least 1 day" in below
+
+
+def test_a_duration_prop_with_a_step_refuses_what_is_not_a_multiple_of_it() -> None:
+    # GIVEN a report retention of a day and a half (S3 expires objects after whole days)
+    message = refused("FleetAdvisor.__init__", {"report_retention": Duration.hours(36)})
+    # THEN it is refused, naming the step
+    assert message.endswith(
+        "report_retention: got 1 day 12 hours; expected a Duration of at least 1 day, a "
+        "multiple of 1 day"
+    ), message
