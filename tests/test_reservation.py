@@ -272,6 +272,13 @@ def test_the_template_carries_the_reservation() -> None:
     assert "SCALER_RESERVED_READ_UNITS" not in _scaler()
 
 
+def test_the_reserved_prop_reads_as_the_run_times_reservation_dimension_by_dimension() -> None:
+    reserved = ReservedCapacity(read_units=500, write_units=1200)
+    # THEN each dimension's units are that dimension's in the run-time's reservation
+    assert reserved.reservation == Reservation(read_units=500, write_units=1200)
+    assert (reserved.reservation.units("read"), reserved.reservation.units("write")) == (500, 1200)
+
+
 @pytest.mark.parametrize(
     ("field", "value"), [("read_units", 150), ("write_units", -100), ("read_units", True)]
 )
