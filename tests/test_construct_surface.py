@@ -282,6 +282,11 @@ def test_a_new_evaluation_period_count_is_described_in_time(stack: cdk.Stack) ->
             {"Errors": AlarmOptions(evaluation_periods=0)},
             "alarm_options['Errors'].evaluation_periods: got 0; expected a whole number from 1",
         ),
+        (  # an alarm turned off is checked all the same: it may be turned on again
+            {"Errors": AlarmOptions(enabled=False, evaluation_periods=0)},
+            "alarm_options['Errors'].evaluation_periods: got 0; expected a whole number from 1 "
+            "to 1,440",
+        ),
         (
             {"Errors": AlarmOptions(evaluation_periods=721)},
             "(1 day of 2 minutes periods): alarm_options['Errors'].evaluation_periods: got 721; "
