@@ -353,6 +353,15 @@ def test_scaler_metrics_are_the_ticks_emf_metrics(stack: cdk.Stack) -> None:
     )
 
 
+def test_a_metrics_own_dimensions_win_over_its_table_name(stack: cdk.Stack) -> None:
+    scaler = ThrottleAwareScaler(stack, "Scaler", tables=[orders(stack)])
+    # GIVEN a table's metric with dimensions of the caller's, one of them its TableName
+    given = {"TableName": "orders-eu", "Tier": "gold"}
+    metric = scaler.metric_capacity_at_max("orders", dimensions_map=given)
+    # THEN the caller's dimensions win, as the metric's other options do
+    assert metric.dimensions == given
+
+
 @pytest.mark.parametrize(
     ("name", "table", "expected"),
     [
