@@ -894,6 +894,18 @@ def test_a_timeout_from_a_parameter_is_taken_in_seconds_and_refused_in_minutes(
     assert len(settles) == 2  # the step's two functions, once for the stack
 
 
+def test_a_memory_size_from_a_parameter_is_left_to_deploy_time(stack: cdk.Stack) -> None:
+    # GIVEN the settle step's memory size from a parameter (a token, not a number yet)
+    memory = cdk.CfnParameter(stack, "SettleMemory", type="Number")
+    tokened = FunctionOptions(memory_size=memory.value_as_number)  # type: ignore[arg-type]
+    settled(stack, "Catalog", {"Settle": tokened})
+    # THEN both of the step's functions take the parameter's value when the stack deploys
+    settles = Template.from_stack(stack).find_resources(
+        "AWS::Lambda::Function", {"Properties": {"MemorySize": {"Ref": "SettleMemory"}}}
+    )
+    assert len(settles) == 2
+
+
 def test_the_lazy_lambda_module_is_not_loaded_by_copying_or_probing_it() -> None:
     import copy
 
