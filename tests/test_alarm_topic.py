@@ -90,6 +90,9 @@ def test_the_shared_topic_lets_this_accounts_alarms_publish(stack: cdk.Stack) ->
     allow = statements["AlarmsOfThisAccountPublish"]
     assert (allow["Effect"], allow["Action"]) == ("Allow", "sns:Publish")
     assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    shared = stack.node.find_child(SHARED_ALARMS_ID).node.find_child("Alarms")
+    topic = stack.get_logical_id(cast(cdk.CfnElement, shared.node.default_child))
+    assert allow["Resource"] == {"Ref": topic}  # this topic, no other
     assert allow["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
     assert statements["AllowPublishThroughSSLOnly"]["Effect"] == "Deny"  # still enforced
 
