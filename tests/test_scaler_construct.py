@@ -16,6 +16,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Match, Template
 
 from constructs_pkg import (
+    AlarmOptions,
     Capacity,
     CapacityConfigError,
     PrewarmMethod,
@@ -648,6 +649,22 @@ def test_an_alarm_window_cloudwatch_refuses_is_refused_naming_its_prop(
     with pytest.raises(CapacityConfigError) as refused:
         ThrottleAwareScaler(stack, "Scaler", tables=[feed(stack)], **kwargs)
     assert str(refused.value) == f"ThrottleAwareScaler Test/Scaler: {message}"
+
+
+def test_alarm_options_periods_replace_a_window_cloudwatch_would_refuse(stack: cdk.Stack) -> None:
+    # GIVEN a throttled_for too long for its alarm, but the alarm's own periods set shorter
+    ThrottleAwareScaler(
+        stack,
+        "Scaler",
+        tables=[feed(stack)],
+        throttled_for=cdk.Duration.days(2),
+        alarm_options={"SustainedThrottling": AlarmOptions(evaluation_periods=30)},
+    )
+    # THEN the scaler is made, each throttling alarm watching the periods it was given
+    alarms = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm")
+    throttled = [a["Properties"] for k, a in alarms.items() if k.startswith("ScalerThrottled")]
+    assert len(throttled) == 4  # read and write, of the table and its GSI
+    assert {(a["EvaluationPeriods"], a["DatapointsToAlarm"]) for a in throttled} == {(30, 30)}
 
 
 def test_a_week_of_hourly_ticks_and_the_default_hot_key_window_at_a_long_tick_are_taken() -> None:
