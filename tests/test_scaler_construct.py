@@ -667,6 +667,28 @@ def test_alarm_options_periods_replace_a_window_cloudwatch_would_refuse(stack: c
     assert {(a["EvaluationPeriods"], a["DatapointsToAlarm"]) for a in throttled} == {(30, 30)}
 
 
+def test_alarm_windows_between_two_periods_are_rounded_up_to_whole_periods(
+    stack: cdk.Stack,
+) -> None:
+    # GIVEN 5 minutes at max at the default tick of 2 minutes, and 90 seconds of throttling
+    ThrottleAwareScaler(
+        stack,
+        "Scaler",
+        tables=[feed(stack)],
+        pinned_at_max_for=cdk.Duration.minutes(5),
+        throttled_for=cdk.Duration.seconds(90),
+    )
+    template = Template.from_stack(stack)
+    pinned = _per_table_alarm(template, "PinnedAtMaxAlarm")
+    # THEN the pinned alarm watches 3 ticks (6 minutes), never less than asked for
+    assert pinned["EvaluationPeriods"] == 3
+    assert pinned["AlarmDescription"] == "A managed table has sat at its max for 5 minutes"
+    # AND each throttling alarm 2 periods of a minute, every one throttled
+    alarms = template.find_resources("AWS::CloudWatch::Alarm")
+    throttled = [a["Properties"] for k, a in alarms.items() if k.startswith("ScalerThrottled")]
+    assert {(a["EvaluationPeriods"], a["DatapointsToAlarm"]) for a in throttled} == {(2, 2)}
+
+
 def test_a_week_of_hourly_ticks_and_the_default_hot_key_window_at_a_long_tick_are_taken() -> None:
     stack = cdk.Stack(cdk.App(), "Test")
     ThrottleAwareScaler(
