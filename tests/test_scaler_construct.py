@@ -689,6 +689,20 @@ def test_alarm_windows_between_two_periods_are_rounded_up_to_whole_periods(
     assert {(a["EvaluationPeriods"], a["DatapointsToAlarm"]) for a in throttled} == {(2, 2)}
 
 
+@pytest.mark.parametrize("tick", [1, 10])
+def test_a_dropped_tick_alarms_on_five_minutes_of_its_queue_whatever_the_tick(
+    stack: cdk.Stack, tick: int
+) -> None:
+    scaler = ThrottleAwareScaler(
+        stack, "Scaler", tables=[feed(stack)], tick=cdk.Duration.minutes(tick)
+    )
+    alarm = _per_table_alarm(Template.from_stack(stack), "DeadLettersAlarm")
+    # THEN one message seen on the dead-letter queue in a 5-minute period alarms
+    queue = stack.resolve(scaler.dead_letter_queue.queue_name)
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": queue}]
+    assert (alarm["Period"], alarm["EvaluationPeriods"], alarm["Threshold"]) == (300, 1, 1)
+
+
 def test_a_week_of_hourly_ticks_and_the_default_hot_key_window_at_a_long_tick_are_taken() -> None:
     stack = cdk.Stack(cdk.App(), "Test")
     ThrottleAwareScaler(
