@@ -407,6 +407,21 @@ def test_bad_props(stack: cdk.Stack, kwargs: dict[str, Any], message: str) -> No
 
 
 @pytest.mark.parametrize(
+    ("max_hold", "minutes"), [(cdk.Duration.minutes(1), "1"), (cdk.Duration.hours(24), "1440")]
+)
+def test_max_hold_is_taken_at_either_end_of_its_range(
+    stack: cdk.Stack, max_hold: cdk.Duration, minutes: str
+) -> None:
+    # GIVEN the shortest hold allowed, or the longest
+    CapacityRequests(stack, "Requests", tables=[tables(stack)[0]], max_hold=max_hold)
+    # THEN the functions are configured with it, in minutes
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::Lambda::Function",
+        {"Environment": {"Variables": {"CAPACITY_MAX_HOLD_MINUTES": minutes}}},
+    )
+
+
+@pytest.mark.parametrize(
     "kwargs",
     [
         {"restore_every": cdk.Duration.minutes(1)},
