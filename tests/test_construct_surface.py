@@ -801,6 +801,15 @@ def test_a_second_settled_table_asking_for_another_function_is_told_why() -> Non
     assert "every PROVISION_THEN_SETTLE table of a stack shares it" in message, message
 
 
+def test_a_second_settled_table_asking_for_another_log_retention_is_refused() -> None:
+    # GIVEN two settled tables alike but for how long their settle step keeps its logs
+    month = {"Settle": FunctionOptions(log_retention=logs.RetentionDays.ONE_MONTH)}
+    message = refused(lambda s: (settled(s, "Catalog", None), settled(s, "Prices", month)))
+    # THEN the second is refused: the one step it shares keeps them a year
+    assert "function_options['Settle']: got 256 MB" in message, message
+    assert "logs kept ONE_MONTH, arm64; but the stack's one settle step" in message, message
+
+
 def printed_by_python(code: str) -> str:
     """What ``code`` prints, run by this Python in a fresh process (nothing loaded yet)."""
     import subprocess
