@@ -786,6 +786,21 @@ def test_bad_settle_function_options_are_refused(make: Any, expected: str) -> No
     assert expected in message, message
 
 
+@pytest.mark.parametrize("seconds", [30, 900])
+def test_a_settle_timeout_at_either_end_of_its_range_is_taken(
+    stack: cdk.Stack, seconds: int
+) -> None:
+    # GIVEN the shortest timeout a call of the settle step allows, or Lambda's longest
+    settled(stack, "Catalog", {"Settle": FunctionOptions(timeout=Duration.seconds(seconds))})
+    template = Template.from_stack(stack)
+    # THEN both of the step's functions run with it
+    for description in (
+        "Checks the settle step of PROVISION_THEN_SETTLE tables",
+        "Settles PROVISION_THEN_SETTLE tables from their high-water mark",
+    ):
+        assert function_of(template, description)["Timeout"] == seconds
+
+
 def test_a_second_settled_table_asking_for_another_function_is_told_why() -> None:
     message = refused(
         lambda s: (
