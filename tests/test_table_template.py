@@ -439,6 +439,27 @@ def test_settle_function_is_one_per_stack_and_scoped_to_its_tables(stack: cdk.St
     assert all("ManagedPolicyArns" not in r["Properties"] for r in roles.values())
 
 
+def test_the_settle_providers_framework_functions_take_lambdas_least_memory(
+    stack: cdk.Stack,
+) -> None:
+    # GIVEN a PROVISION_THEN_SETTLE table, and so the settle step's provider
+    ProvisionedTable(
+        stack,
+        "Orders",
+        partition_key=PK,
+        prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
+        read=Capacity(min_capacity=5, max_capacity=50, high_water_mark=900),
+        write=Capacity(min_capacity=5, max_capacity=50),
+    )
+    functions = Template.from_stack(stack).find_resources("AWS::Lambda::Function").values()
+    # THEN its framework's three functions, which only relay events, are given 128 MB, the
+    # least Lambda takes, and no more
+    framework = [
+        f["Properties"] for f in functions if f["Properties"]["Handler"].startswith("framework.")
+    ]
+    assert [f["MemorySize"] for f in framework] == [128, 128, 128]
+
+
 def test_settle_skips_marks_equal_to_minimum(stack: cdk.Stack) -> None:
     ProvisionedTable(
         stack,
