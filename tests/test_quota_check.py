@@ -104,6 +104,20 @@ def test_a_later_table_keeps_the_quota_it_was_given() -> None:
     assert len(_warnings(stack)) == 1  # 4 targets, past 3
 
 
+def test_a_later_call_setting_one_setting_keeps_the_other() -> None:
+    app = cdk.App()
+    stack = cdk.Stack(app, "S")
+    # GIVEN the share set first, then the quota alone
+    ScalableTargetQuota.check(app, warn_at=0.5)
+    ScalableTargetQuota.check(app, quota=6)
+    _tables(stack, 2)  # 4 targets: past half of 6 (3), not past 0.8 of it (4)
+    # THEN the share given first still warns
+    assert len(_warnings(stack)) == 1
+    # AND a call giving the share alone keeps the quota
+    check = ScalableTargetQuota.check(app, warn_at=0.6)
+    assert (check.quota, check.warn_at) == (6, 0.6)
+
+
 @pytest.mark.parametrize(
     ("given", "message"),
     [
