@@ -786,6 +786,20 @@ def test_bad_settle_function_options_are_refused(make: Any, expected: str) -> No
     assert expected in message, message
 
 
+def test_the_settle_providers_logs_are_kept_as_long_as_the_settle_functions(
+    stack: cdk.Stack,
+) -> None:
+    # GIVEN a settled table asking for its settle step's logs to be kept a month
+    month = {"Settle": FunctionOptions(log_retention=logs.RetentionDays.ONE_MONTH)}
+    settled(stack, "Catalog", month)
+    template = Template.from_stack(stack)
+    functions = [f["Properties"] for f in template.find_resources("AWS::Lambda::Function").values()]
+    framework = [f for f in functions if f["Handler"].startswith("framework.")]
+    # THEN the provider's framework functions keep theirs a month too, as the step's own do
+    assert len(framework) == 3 and len(functions) == 5
+    assert {retention_of(template, f) for f in functions} == {30}
+
+
 @pytest.mark.parametrize("seconds", [30, 900])
 def test_a_settle_timeout_at_either_end_of_its_range_is_taken(
     stack: cdk.Stack, seconds: int
