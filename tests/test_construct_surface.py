@@ -786,7 +786,7 @@ def test_bad_settle_function_options_are_refused(make: Any, expected: str) -> No
     assert expected in message, message
 
 
-def test_the_settle_providers_logs_are_kept_as_long_as_the_settle_functions(
+def test_the_settle_providers_logs_are_kept_and_deleted_as_the_settle_functions(
     stack: cdk.Stack,
 ) -> None:
     # GIVEN a settled table asking for its settle step's logs to be kept a month
@@ -798,6 +798,10 @@ def test_the_settle_providers_logs_are_kept_as_long_as_the_settle_functions(
     # THEN the provider's framework functions keep theirs a month too, as the step's own do
     assert len(framework) == 3 and len(functions) == 5
     assert {retention_of(template, f) for f in functions} == {30}
+    # AND each log group goes with the stack, none left behind
+    resources = template.to_json()["Resources"]
+    groups = {f["LoggingConfig"]["LogGroup"]["Ref"] for f in functions}
+    assert {resources[g]["DeletionPolicy"] for g in groups} == {"Delete"}
 
 
 @pytest.mark.parametrize("seconds", [30, 900])
