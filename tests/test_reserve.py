@@ -638,6 +638,10 @@ def test_a_fleet_reports_recommendations_replace_tune_for_the_tables_it_advised(
     report.write_text('{"tables": 3}')
     code, _, err = run("reserve", "--trace", fleet_files[0], "--recommended", str(report))
     assert code == 2 and "--recommended" in err and "not a fleet report" in err
+    missing = str(report.parent / "nosuch.json")
+    code, _, err = run("reserve", "--trace", fleet_files[0], "--recommended", missing)
+    assert code == 2
+    assert err.strip().endswith(f"--recommended: {missing!r}: No such file or directory"), err
 
 
 def test_the_reserve_benchmark_runs_in_its_quick_mode(capsys: pytest.CaptureFixture[str]) -> None:

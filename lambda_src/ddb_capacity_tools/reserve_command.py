@@ -190,6 +190,8 @@ def _recommended(path: str) -> dict[str, str]:
         doc = json.loads(raw) if len(raw) <= MAX_REPORT_BYTES else None
     except ValueError:
         doc = None
+    except OSError as exc:
+        raise reserve.ReserveError(f"{option}: {exc.strerror or exc}") from None
     rows = doc.get("tables") if isinstance(doc, dict) else None
     if not isinstance(rows, list):
         raise reserve.ReserveError(
