@@ -375,7 +375,7 @@ class CapacityRequests(Construct):
     @property
     def alarms(self) -> Mapping[str, cloudwatch.Alarm]:
         """The alarms by stable id (read-only): ``BrokerErrors``, ``HoldsDropped``;
-        ``RestorerErrors`` with a restorer; ``SignalsErrors``, ``ReportsRefused``,
+        ``RestorerErrors`` and ``HoldsBusy`` with a restorer; ``SignalsErrors``, ``ReportsRefused``,
         ``SurgeBudget``, ``SurgeUnits``, ``SurgesFailed``, ``CombinerFull``,
         ``SignalsDropped``, ``BucketFailed``, ``CorroborationFailed``,
         ``SurgesUnconfirmed`` and ``HookFailures`` with a fast path;
@@ -441,7 +441,8 @@ class CapacityRequests(Construct):
         self._errors_alarm(restorer.function, "RestorerErrors", "The capacity hold restorer failed")
         # every restore of the window found a held table (or index) not ACTIVE: its expired
         # holds, and the capacity they raised, stay (a restore that finds none sends none)
-        runs = max(1, math.ceil(BUSY_FOR.to_seconds() / restore_every.to_seconds()))
+        # the first and the last of them at least BUSY_FOR apart, and at least two
+        runs = max(2, math.floor(BUSY_FOR.to_seconds() / restore_every.to_seconds()) + 1)
         self._alarm_set.add(
             "HoldsBusy",
             AlarmSpec(
@@ -559,9 +560,11 @@ class CapacityRequests(Construct):
         ``StateStore``, which is removed: holds and the scaler's memory of a dimension are
         one item, written with conditional writes under one lease, so a hold and a raise of
         the scaler on the same dimension cannot overwrite each other's base. The scaler's
-        ``state_store`` is then ``hold_store``. A scaler has one state store, so it can be
-        connected to one CapacityRequests only, once; connect it before anything refers to
-        its own ``state_store``.
+        ``state_store`` is then ``hold_store``, and the scaler's ``HoldsDropped`` alarm is
+        removed while this construct's is on (both watch one metric; this one's topic and
+        options then stand). A scaler has one state store, so it can be connected to one
+        CapacityRequests only, once; connect it before anything refers to its own
+        ``state_store`` or its ``HoldsDropped`` alarm.
 
         Synthesis fails if a scaler that manages one of these tables explicitly (its
         ``tables``, ``add_table`` or ``enable_throttle_aware_scaling``) is not connected; a

@@ -626,10 +626,16 @@ def _label(table: dynamodb.ITable | TableCapacity) -> str:
 
 def _table_keys(table: dynamodb.ITable) -> list[tuple[str, str]]:
     """What tells ``table`` apart: its construct's path, and its name in its stack when the
-    name is known at synth (two imports of one table are two constructs)."""
-    name = table.table_name
+    name is known at synth (an import and the table it names, or two imports of one table,
+    are two constructs)."""
+    name: object = table.table_name
+    if is_token(name):  # a table made here: the name given to it, if any
+        child = table.node.default_child
+        name = child.table_name if isinstance(child, dynamodb.CfnTable) else None
     keys = [("path", table.node.path)]
-    return keys if is_token(name) else [*keys, (Stack.of(table).node.path, name)]
+    if not isinstance(name, str) or is_token(name):
+        return keys
+    return [*keys, (Stack.of(table).node.path, name)]
 
 
 @jsii.implements(IValidation)
@@ -640,16 +646,14 @@ class _ScalerValidation:
         self._scaler = scaler
 
     def _shared(self) -> list[str]:
-        """A table this scaler manages that another scaler of the app, in the same Region,
-        manages too: each would move its minimum on its own state, and take the other's
-        raise for the configured minimum. Told once, by the scaler made first."""
+        """A table this scaler manages that another scaler of the app manages too (one
+        construct, or one name in one stack: `_table_keys`): each would move its minimum on
+        its own state, and take the other's raise for the configured minimum. Told once, by
+        the scaler made first."""
         s = self._scaler
-        region = Stack.of(s).region
         scalers = [x for x in s.node.root.node.find_all() if isinstance(x, ThrottleAwareScaler)]
         errors = []
         for other in scalers[scalers.index(s) + 1 :]:
-            if Stack.of(other).region != region:
-                continue
             both = sorted({s._table_keys[k] for k in s._table_keys.keys() & other._table_keys})
             if both:
                 errors.append(

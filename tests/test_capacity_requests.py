@@ -486,6 +486,24 @@ def test_release_by_id_from_another_process(world: World) -> None:
     assert (row["from"], row["to"]) == (100, 10)  # the other hold: 10 over no traffic
 
 
+def test_a_failed_release_never_stands_in_for_the_works_own_error(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN two holds whose release will fail: their hold store is gone
+    name = world.table("Lost", 10, 10, tagged=False)
+    failing = request_capacity(name, read=90, clients=world.clients, store=world.store)
+    quiet = request_capacity(name, read=10, clients=world.clients, store=world.store)
+    world.store_ddb.delete_table(TableName=world.store.name)
+    # WHEN the work under the first raises THEN its own error is the one raised, and the
+    # failed release is logged
+    with pytest.raises(ValueError, match="the work failed"), failing:
+        raise ValueError("the work failed")
+    assert "hold-release-failed" in caplog.text
+    # AND when the work went well, the failed release is raised
+    with pytest.raises(ClientError, match="ResourceNotFoundException"), quiet:
+        pass
+
+
 def test_a_hold_recorded_before_tokens_is_released_by_no_token(world: World) -> None:
     # GIVEN a hold recorded without a token's digest (as before tokens)
     name = world.table("NoToken", 10, 10, tagged=False)

@@ -333,8 +333,16 @@ def test_the_restorer_runs_on_a_schedule_and_may_only_ask_the_broker(stack: cdk.
     assert isinstance(busy, cloudwatch.CfnAlarm)
     assert stack.resolve(busy.metric_name) == "HoldsBusy"
     assert (busy.period, busy.statistic, busy.threshold) == (600, "Sum", 1)
-    assert (busy.evaluation_periods, busy.datapoints_to_alarm) == (3, 3)  # 3 restores in a row
+    # 4 restores in a row: the first and the last 30 minutes apart
+    assert (busy.evaluation_periods, busy.datapoints_to_alarm) == (4, 4)
     assert busy.treat_missing_data == "notBreaching"  # a restore that finds none sends none
+    # AND an hourly restorer alarms on two in a row, never on one (a table UPDATING for a raise)
+    hourly = cdk.Stack(cdk.App(), "Hourly")
+    every = cdk.Duration.minutes(60)
+    slow = CapacityRequests(hourly, "Requests", tables=[tables(hourly)[0]], restore_every=every)
+    late = slow.alarms["HoldsBusy"].node.default_child
+    assert isinstance(late, cloudwatch.CfnAlarm)
+    assert (late.period, late.evaluation_periods, late.datapoints_to_alarm) == (3600, 2, 2)
     # AND without a restorer, no alarm waits for it
     quiet = cdk.Stack(cdk.App(), "Quiet")
     alone = CapacityRequests(quiet, "Requests", tables=[tables(quiet)[0]], restore_every=None)

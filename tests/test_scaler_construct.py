@@ -862,6 +862,11 @@ def test_a_table_is_managed_once_and_by_one_scaler(stack: cdk.Stack) -> None:
     scaler.add_table(named)
     with pytest.raises(CapacityConfigError, match="manages Again already"):
         scaler.add_table(dynamodb.Table.from_table_name(stack, "Again", "orders"))
+    # and a table made here under a name, imported again under it
+    made = dynamodb.Table(stack, "Carts", partition_key=PK, table_name="carts")
+    scaler.add_table(made)
+    with pytest.raises(CapacityConfigError, match="manages Imported already"):
+        scaler.add_table(dynamodb.Table.from_table_name(stack, "Imported", "carts"))
     # AND a second scaler of the app on the same table fails synthesis, told once, naming both
     other = ThrottleAwareScaler(
         stack, "Other", tables=[table, dynamodb.Table.from_table_name(stack, "Elsewhere", "other")]
@@ -874,7 +879,8 @@ def test_a_table_is_managed_once_and_by_one_scaler(stack: cdk.Stack) -> None:
     assert other.node.validate() == []
 
 
-def test_scalers_of_other_regions_may_manage_tables_of_one_name() -> None:
+def test_scalers_of_other_stacks_may_import_tables_of_one_name() -> None:
+    # two Regions' tables of one name are two tables: not compared across stacks
     app = cdk.App()
     for region in ("eu-west-1", "us-east-1"):
         here = cdk.Stack(app, region, env=cdk.Environment(account="111111111111", region=region))

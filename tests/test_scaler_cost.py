@@ -135,3 +135,16 @@ def test_tune_shows_a_months_running_cost_and_says_what_it_is() -> None:
     assert shown.pop("autopilot+stock:70") == f"{monthly:,.2f}"
     assert set(shown.values()) == {""}  # the stock settings and on-demand run nothing
     assert any(line.startswith("- functions: the scaler's running cost") for line in terms(tuning))
+
+
+def test_a_table_class_is_weighed_on_the_tables_throughput_without_the_functions() -> None:
+    # GIVEN the nightly batch, where every stock target refuses and the autopilot is picked
+    trace = scenario("nightly-batch")
+    settings = settings_of("plausible", ModelParams(), trace)[:1]
+    tuning = tune(trace, settings, ["autopilot+stock:90"], workers=1, size_gb=100)
+    pick = tuning.recommended
+    assert pick.policy == "autopilot+stock:90" and pick.running_usd > 0
+    assert tuning.table_class is not None
+    throughput = pick.cost - pick.running_usd  # Standard-IA's 25 % more is on this alone
+    assert tuning.table_class.standard.throughput_usd == pytest.approx(throughput)
+    assert tuning.table_class.infrequent.throughput_usd == pytest.approx(1.25 * throughput)

@@ -96,8 +96,9 @@ def _end_dimension(
     stop: Deadline,
 ) -> list[dict[str, Any]]:
     """Under the dimension's lease, with ``fresh`` its item read under it: end the holds
-    ``ending`` selects, and lower the dimension to what the others need. Returns its row
-    (none while its index is not ACTIVE, or gone)."""
+    ``ending`` selects, and lower the dimension to what the others need. Returns its row: a
+    ``busy`` one while its table or index is not ACTIVE (the holds stay), a ``dropped`` one
+    for an index gone (its holds forgotten)."""
     index, dim = fresh.scope
     stop.check(f"DescribeTable of {table}")
     try:

@@ -149,8 +149,24 @@ class CapacityHold:
     def __enter__(self) -> CapacityHold:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.release()
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        """Release the hold. When the work itself raised, a release that fails too is
+        logged (``hold-release-failed``; through a broker, its failed invocation is counted
+        and alarmed there) and the work's own error is the one raised: a failed release
+        never stands in for it."""
+        if exc_type is None:
+            self.release()
+            return
+        try:
+            self.release()
+        except Exception:
+            log_event(
+                "hold-release-failed",
+                level=logging.ERROR,
+                exc_info=True,
+                table=self.table,
+                hold_id=self.id,
+            )
 
 
 def request_capacity(

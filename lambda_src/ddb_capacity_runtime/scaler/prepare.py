@@ -26,6 +26,7 @@ from ..core.errors import TargetsUnknown as TargetsUnknown
 from ..core.holds import HeldDimension
 from ..core.memory import reconcile
 from ..core.names import BASE_MIN_TAG, scope_label
+from ..core.outcomes import Status
 from ..core.settings import ScalerConfig
 from ..core.tables import ManagedTable, ScalableTarget
 from ..core.tags import parse_tags
@@ -125,8 +126,8 @@ def _end_expired(
         held=held,
         stop=deadline,
     )
-    for ended in rows:
-        log_event("hold-ended", **ended)
+    for ended in rows:  # a busy row ended nothing: its holds stay for a later tick
+        log_event("hold-kept" if ended.get("status") == Status.BUSY else "hold-ended", **ended)
     counts.dropped(rows)  # counted as the broker's restore counts them: HoldsDropped
     deadline.check(f"DescribeTable of {name}")
     fresh = table_calls.describe(clients.dynamodb, name)

@@ -34,8 +34,8 @@ Reports through [`ddb_capacity_runtime.events`][]: a ``decision`` event per dime
 ``target-value-failed`` and ``target-not-owned`` (``own_target``) events, one Embedded Metric
 Format record per table and one for the tick (no dimension: ``Failures``,
 ``SharedFailures``, ``TablesManaged``). A decided table's record (dimension ``TableName``)
-carries ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``,
-``Failures`` and ``IgnoredTags`` (and, in autopilot, ``ForecastsOn``: the dimensions whose
+carries ``Decisions``, ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax`` and
+``Failures`` (and, in autopilot, ``ForecastsOn``: the dimensions whose
 forecast earned its place and plans), and, only while what they count happens (each metric of
 a table is a CloudWatch custom metric, billed for the hours it has data):
 ``RaisesWithinWarm`` (raises applied within their dimension's warm throughput, which
@@ -44,7 +44,7 @@ landed at once; a raise's ``decision`` event says ``within_warm`` too),
 raised for; read from DynamoDB's metrics by cause for throttled dimensions only, see
 `aws.metrics.fetch_causes`; a table whose causes cannot be read fails, and its
 throttles are all taken for fixable), ``PlansNotKept`` (plans the state store could not
-keep: a request held the dimension),
+keep: a request held the dimension), ``IgnoredTags`` (tags and stored items ignored),
 ``BadTargets`` (dimensions held because their scalable target's minimum is above its
 maximum), ``RefusedTags`` (min or max tags
 not obeyed because they would lower a limit below what the dimension consumes at its

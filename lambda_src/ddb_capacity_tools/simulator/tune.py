@@ -284,7 +284,9 @@ def decide(
     reason = reason_words(pick, best, rule, requested, len(within), on_demand, period)
     if pick is not ruled:
         reason += " " + simpler_words(pick, ruled, rule, period)
-    classes = None if size_gb is None else class_advice(size_gb, pick.cost, prices or Prices())
+    # the table's throughput alone: what the library's functions cost is no table class's
+    throughput = pick.cost - pick.running_usd
+    classes = None if size_gb is None else class_advice(size_gb, throughput, prices or Prices())
     return Tuning(
         list(placed),
         pick,
