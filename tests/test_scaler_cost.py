@@ -4,6 +4,7 @@ policies that run the scaler, and to no other."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,12 @@ def test_a_table_class_is_weighed_on_the_tables_throughput_without_the_functions
     throughput = pick.cost - pick.running_usd  # Standard-IA's 25 % more is on this alone
     assert tuning.table_class.standard.throughput_usd == pytest.approx(throughput)
     assert tuning.table_class.infrequent.throughput_usd == pytest.approx(1.25 * throughput)
+
+
+def test_a_trace_of_one_dimension_pays_for_both_which_the_scaler_reads() -> None:
+    trace = scenario("flash-crowd")
+    reads = replace(trace, demand={k: v for k, v in trace.demand.items() if k[1] == "read"})
+    month = MONTH_MINUTES
+    both = monthly_scaler_cost(2, tick_minutes=2).total
+    assert scaler_dollars("autopilot+stock:70", reads, month, Prices(), 2) == pytest.approx(both)
+    assert scaler_dollars("autopilot+stock:70", trace, month, Prices(), 2) == pytest.approx(both)

@@ -256,7 +256,8 @@ def stream_dollars(name: str, trace: Trace, minutes: int, prices: Prices) -> flo
 def scaler_dollars(name: str, trace: Trace, minutes: int, prices: Prices, tick: int) -> float:
     """What the scaler costs to run over ``minutes`` of ``trace`` for a candidate that runs
     it (`SCALER_KINDS`; 0 for any other): its monthly cost on a table of the trace's
-    dimensions, ticking every ``tick`` minutes, in autopilot or reactive mode as the policy
+    table and GSIs, read and write of each (the scaler reads and alarms on both, whichever
+    the trace holds), ticking every ``tick`` minutes, in autopilot or reactive mode as the policy
     says (`scaler_cost.monthly_scaler_cost`), pro rata."""
     kind = spec_of(name).kind
     if kind not in SCALER_KINDS or minutes <= 0:
@@ -264,7 +265,9 @@ def scaler_dollars(name: str, trace: Trace, minutes: int, prices: Prices, tick: 
     from ..scaler_cost import monthly_scaler_cost
 
     monthly = monthly_scaler_cost(
-        max(1, len(trace.demand)),
+        # the scaler reads and alarms on both dimensions of the table and of each GSI, though
+        # the trace may hold one of them
+        2 * max(1, len({index for index, _ in trace.demand})),
         autopilot=kind != "throttle-aware",
         tick_minutes=tick,
         prices=prices,
