@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Any, Unpack, cast
 
 import jsii
-from aws_cdk import Duration, Fn, Stack
+from aws_cdk import Annotations, Duration, Fn, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_sns as sns
@@ -429,6 +429,13 @@ class ThrottleAwareScaler(Construct):
         self.node.try_remove_child("StateStore")
         if dropped_alarmed:
             self._alarm_parts.alarm_set.remove("HoldsDropped")
+            if "HoldsDropped" in self._alarm_options:
+                Annotations.of(self).add_warning_v2(
+                    "ddb-capacity:holds-dropped-options",
+                    f"{self._where}: alarm_options['HoldsDropped'] no longer apply: the state "
+                    f"store's owner ({table.node.path}) alarms on HoldsDropped, with its own "
+                    "options and topic; give them there",
+                )
         self.state_store = table
 
     # ------------------------------------------------------------------ tables

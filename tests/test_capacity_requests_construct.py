@@ -12,7 +12,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Annotations, Match, Template
 
 from constructs_pkg import (
     AlarmOptions,
@@ -560,6 +560,16 @@ def test_one_alarm_watches_what_is_dropped_from_a_state_store(stack: cdk.Stack) 
     # THEN one alarm watches it: the requests'
     assert "HoldsDropped" not in scaler.alarms and "HoldsDropped" in requests.alarms
     assert len(dropped(Template.from_stack(other))) == 1
+    # AND options the scaler was given for it are said to no longer apply
+    told = cdk.Stack(cdk.App(), "Told")
+    served = tables(told)[0]
+    options = {"HoldsDropped": AlarmOptions(threshold=5)}
+    moved = ThrottleAwareScaler(told, "Scaler", tables=[served], alarm_options=options)
+    CapacityRequests(told, "Requests", tables=[served]).connect(moved)
+    warned = Annotations.from_stack(told).find_warning(
+        "*", Match.string_like_regexp("HoldsDropped")
+    )
+    assert len(warned) == 1 and "no longer apply" in str(warned[0].entry.data)
     # AND with the requests' alarm off, the scaler keeps its own
     third = cdk.Stack(cdk.App(), "Off")
     shipments = tables(third)[0]
