@@ -31,7 +31,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ddb_capacity_runtime.aws.error_codes import describe_error, error_code
+from ddb_capacity_runtime.aws.error_codes import NO_SUCH_BUCKET, describe_error, error_code
 from ddb_capacity_runtime.core.validators import is_number
 
 from .advise import MONTH_HOURS, shown
@@ -353,7 +353,7 @@ def check_bucket(where: Destination, made_s3: Callable[[], Any]) -> None:
     try:
         made_s3().head_bucket(Bucket=where.bucket)
     except ClientError as exc:
-        if error_code(exc) in {"404", "NoSuchBucket"}:
+        if error_code(exc) in NO_SUCH_BUCKET:
             raise ReportError(
                 f"--report: s3://{where.bucket}/{where.path}: no such bucket "
                 f"({describe_error(exc)}): create it, or give another"

@@ -62,7 +62,7 @@ from .simulator.candidates import (
     Rule,
     spec_of,
 )
-from .simulator.ensemble import Spread, settings_of
+from .simulator.ensemble import settings_of
 from .simulator.params import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES
 from .simulator.prices import BLOCK_UNITS, RESERVED_VERIFIED, TERMS, Prices
@@ -217,16 +217,7 @@ def _at_rate(c: Candidate, factor: float) -> Candidate:
     hybrid's costs, as they were)."""
     if c.policy == ON_DEMAND or spec_of(c.policy).kind == "hybrid":
         return c
-    kept = (c.once_usd or 0.0) + c.running_usd
-    cost = c.cost_usd
-    return replace(
-        c,
-        cost_usd=Spread(
-            (cost.min - kept) * factor + kept,
-            (cost.median - kept) * factor + kept,
-            (cost.max - kept) * factor + kept,
-        ),
-    )
+    return replace(c, cost_usd=c.cost_usd.scaled(factor, (c.once_usd or 0.0) + c.running_usd))
 
 
 def _recommend(trace: Trace, split: int, setup: Setup) -> tuple[str, str, tuple[str, ...]]:

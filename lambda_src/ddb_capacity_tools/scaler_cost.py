@@ -25,12 +25,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ddb_capacity_runtime.core.settings import DEFAULT_TICK_MINUTES
+
+from .simulator.candidates import MONTH_HOURS
 from .simulator.prices import Prices
 
 __all__ = ["ScalerCost", "monthly_scaler_cost"]
 
-MONTH_HOURS = 730
-"""Hours in a month, as the simulator bills them."""
 TABLE_METRICS = 5
 """The custom metrics a managed table's record makes in every tick (``Decisions``,
 ``ThrottleEventsSeen``, ``DecreasesLeft``, ``CapacityAtMax``, ``Failures``); ``ForecastsOn`` is
@@ -45,7 +46,7 @@ TICK_SECONDS = 1.0
 Region, and Python's own (at a tick every 2 minutes the function mostly stays warm)."""
 MEMORY_MB = 256
 """The scaler's memory (``constructs_pkg.scaler.MEMORY_MB``)."""
-TICK_MINUTES = 2
+TICK_MINUTES = DEFAULT_TICK_MINUTES
 """The construct's default tick."""
 
 

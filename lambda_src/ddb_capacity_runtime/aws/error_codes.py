@@ -64,6 +64,8 @@ CONDITION_FAILED = "ConditionalCheckFailedException"
 """A conditional write whose condition did not hold (the store's leases, markers, plans)."""
 NO_SUCH_KEY = frozenset({"NoSuchKey", "404"})
 """A missing S3 object (GetObject says ``NoSuchKey``; HeadObject, only the status ``404``)."""
+NO_SUCH_BUCKET = frozenset({"NoSuchBucket", "404"})
+"""A missing S3 bucket (PutObject says ``NoSuchBucket``; HeadBucket, only the status ``404``)."""
 
 
 def error_code(error: BaseException | Mapping[str, Any] | None) -> str | None:

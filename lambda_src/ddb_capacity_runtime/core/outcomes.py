@@ -6,6 +6,7 @@ capacity requests' answers give of it. Pure."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,12 @@ restore of expired holds alike); the change is tried again at the next run.
 it was read, and the next tick decides again."""
 DONE = frozenset({Status.APPLIED, Status.DRY_RUN})
 """Statuses a change made for good carries."""
+
+
+def reasons(rows: Iterable[Mapping[str, Any]]) -> str:
+    """Why each of ``rows`` (result rows) is as it is, in one text: its note, else its
+    error, else its status."""
+    return "; ".join(str(r.get("note") or r.get("error") or r["status"]) for r in rows)
 
 
 def result_row(

@@ -52,7 +52,7 @@ from ..core.holds import (
     CapacityRequestTimeout,
     LeaseLost,
 )
-from ..core.outcomes import NOT_MADE
+from ..core.outcomes import NOT_MADE, reasons
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..core.validators import is_whole
 from ..events import log_event
@@ -216,9 +216,9 @@ def _release(event: Mapping[str, Any], config: BrokerConfig, held: _Held) -> dic
     dropped(changes)
     failed = [r for r in changes if r.get("status") in NOT_MADE]
     if failed:  # as a restore's: the invocation fails, counted and alarmed (BrokerErrors)
-        why = "; ".join(str(r.get("note") or r.get("error") or r["status"]) for r in failed)
         raise CapacityRequestFailed(
-            f"release of hold {ident} on {table}: its decrease was not made ({shown(why, 300)}); "
+            f"release of hold {ident} on {table}: its decrease was not made "
+            f"({shown(reasons(failed), 300)}); "
             "the hold stays, and the capacity it raised, until a restore ends it at its expiry"
         )
     return {"ok": True, "changes": changes}

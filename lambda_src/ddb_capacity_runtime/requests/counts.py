@@ -1,7 +1,8 @@
 """Runs in: broker Lambda, scaler Lambda, signals Lambda, workers (the user's own jobs, in
 direct mode), CDK app (synth: the namespace, through `broker`).
 
-The broker's Embedded Metric Format counts (``Refused``, ``HoldsDropped``, and
+The broker's Embedded Metric Format counts (``Refused``, ``HoldsDropped``, ``HoldsBusy``,
+and
 ``RaisesWithinWarm``: the dimensions a request or a surge raised within their warm
 throughput, so the raise landed at once), and `malformed_dropped`, which every write that
 leaves a dimension's malformed holds out calls.
@@ -53,6 +54,19 @@ def dropped(rows: Iterable[Mapping[str, Any]], *, in_lambda_only: bool = False) 
             count_in_lambda(NAMESPACE, "HoldsDropped", len(gone))
         else:
             count("HoldsDropped", len(gone))
+
+
+def busy(rows: Iterable[Mapping[str, Any]]) -> None:
+    """The dimensions among ``rows`` (a restore's) whose holds it could not end because
+    their table (or index) was not ACTIVE: their holds stay, and the capacity they raised,
+    until a later restore finds it ACTIVE. Logged (``holds-busy``, a warning) and counted
+    (``HoldsBusy``, which ``CapacityRequests`` alarms on when it lasts); a table UPDATING
+    for a restore or two is usual, one that stays so (a long GSI backfill, a key DynamoDB
+    cannot use) is not."""
+    kept = [r for r in rows if r.get("status") == Status.BUSY]
+    if kept:
+        log_event("holds-busy", level=logging.WARNING, busy=kept)
+        count("HoldsBusy", len(kept))
 
 
 def malformed_dropped(state: HeldDimension | None, by: str) -> None:

@@ -33,7 +33,7 @@ from ..core.holds import (
     token_digest,
 )
 from ..core.names import DIMENSIONS, MAX_TABLE_QUOTA, is_table_name, scope_label
-from ..core.outcomes import NOT_MADE, Status, result_row
+from ..core.outcomes import NOT_MADE, Status, reasons, result_row
 from ..core.plan import Change, Via
 from ..core.policy import Action
 from ..core.tables import Dimension, ManagedTable
@@ -325,7 +325,7 @@ def _withdraw(handle: CapacityHold) -> str | None:
     kept = [r for r in rows if r.get("status") in NOT_MADE | {Status.BUSY}]
     if not kept:
         return None
-    why = "; ".join(str(r.get("note") or r.get("error") or r["status"]) for r in kept)
+    why = reasons(kept)
     log_event("hold-withdraw-failed", level=logging.ERROR, table=handle.table, hold_id=handle.id)
     return (
         f"its hold {handle.id} could not be withdrawn yet ({shown(why, 300)}): it keeps the "

@@ -10,7 +10,6 @@ the rights to change capacity, runs `restore_tables` on the tables it serves.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,10 +17,10 @@ from ..aws.clients import Clients, make_clients
 from ..aws.error_codes import describe_error
 from ..aws.store import HoldStore, open_store
 from ..core.holds import CapacityRequestError
-from ..core.outcomes import NOT_MADE, Status
+from ..core.outcomes import NOT_MADE
 from ..events import log_event
 from .client import broker_name, invoke_broker
-from .counts import count, dropped
+from .counts import busy, dropped
 from .ending import drop_holds, restore_expired
 
 
@@ -67,25 +66,13 @@ def restore_tables(
         if row["status"] in NOT_MADE:
             out["failed"].append({"table": row["table"], "error": row.get("note") or row["status"]})
     dropped(out["restored"])
-    _busy(out["restored"])
+    busy(out["restored"])
     log_event("holds-restored", restored=out["restored"], failed=out["failed"])
     if out["failed"]:
         raise RuntimeError(
             f"restoring holds failed on {len(out['failed'])} table(s): {out['failed']}"
         )
     return out
-
-
-def _busy(rows: Sequence[Mapping[str, Any]]) -> None:
-    """The dimensions whose holds this restore could not end because their table (or index)
-    was not ACTIVE: their holds stay, and the capacity they raised, until a later restore
-    finds it ACTIVE. Logged (``holds-busy``, a warning) and counted (``HoldsBusy``, which
-    ``CapacityRequests`` alarms on when it lasts); a table UPDATING for a restore or two is
-    usual, one that stays so (a long GSI backfill, a key DynamoDB cannot use) is not."""
-    busy = [r for r in rows if r.get("status") == Status.BUSY]
-    if busy:
-        log_event("holds-busy", level=logging.WARNING, busy=busy)
-        count("HoldsBusy", len(busy))
 
 
 def restorer_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:

@@ -309,19 +309,10 @@ def family(name: str) -> str:
 def scaled(c: Candidate, factor: float) -> Candidate:
     """``c`` with its refused units and running cost times ``factor`` (its one-time charge
     counted once; what the library's functions cost to run, times ``factor`` too)."""
-    once = c.once_usd or 0.0
-
-    def times(s: Spread, fixed: float = 0.0) -> Spread:
-        return Spread(
-            (s.min - fixed) * factor + fixed,
-            (s.median - fixed) * factor + fixed,
-            (s.max - fixed) * factor + fixed,
-        )
-
     return replace(
         c,
-        throttled_requests=times(c.throttled_requests),
-        cost_usd=times(c.cost_usd, once),
+        throttled_requests=c.throttled_requests.scaled(factor),
+        cost_usd=c.cost_usd.scaled(factor, c.once_usd or 0.0),
         running_usd=c.running_usd * factor,
     )
 

@@ -160,6 +160,14 @@ class Spread:
     def as_json(self) -> dict[str, float]:
         return {k: round(v, 6) for k, v in asdict(self).items()}
 
+    def scaled(self, factor: float, fixed: float = 0.0) -> Spread:
+        """Each figure's part above ``fixed`` times ``factor``, ``fixed`` kept as it is."""
+        return Spread(
+            (self.min - fixed) * factor + fixed,
+            (self.median - fixed) * factor + fixed,
+            (self.max - fixed) * factor + fixed,
+        )
+
 
 @dataclass(frozen=True)
 class EnsembleResult:
