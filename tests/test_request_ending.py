@@ -23,6 +23,7 @@ from ddb_capacity_runtime.requests.restorer import restore_tables
 from tests.moto_world import World
 from tests.test_capacity_requests import FakeClock, stored
 from tests.test_capacity_requests import world as world  # noqa: F401 (fixture)
+from tests.test_surge_server import counted
 
 
 def _expired_hold(
@@ -123,6 +124,37 @@ def test_an_index_being_updated_at_expiry_keeps_its_hold_until_it_is_lowered(
     assert (row["index"], row["status"], row["from"], row["to"]) == ("byUser", "applied", 300, 20)
     assert world.throughput(name, "byUser") == (20, 5)
     assert stored(world, name) == {}
+
+
+def test_a_restore_counts_the_busy_index_alone_and_restores_the_other_table(
+    world: World,  # noqa: F811 (the fixture)
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN two tables raised by expired holds: one through its GSI, which is being updated
+    busy = world.table("BusyIdx", 10, 10, gsi=(20, 5), tagged=False)
+    world.provision(busy, "byUser", 300, 5)
+    _expired_hold(world, busy, 280, index="byUser", base=20)
+    calm = world.table("Calm", 10, 300, tagged=False)
+    _expired_hold(world, calm, 290)
+
+    def updating(parsed: dict[str, Any], **_: Any) -> None:
+        if parsed.get("Table", {}).get("TableName") == busy:
+            for gsi in parsed["Table"].get("GlobalSecondaryIndexes", []):
+                gsi["IndexStatus"] = "UPDATING"
+
+    # WHEN the broker's restore runs over both
+    event = "after-call.dynamodb.DescribeTable"
+    world.ddb.meta.events.register(event, updating)
+    try:
+        out = restore_tables([busy, calm], clients=world.clients, store=world.store)
+    finally:
+        world.ddb.meta.events.unregister(event, updating)
+    # THEN the calm table is lowered to its base, the busy index kept and counted, alone
+    statuses = {(r["table"], r["index"]): r["status"] for r in out["restored"]}
+    assert statuses == {(busy, "byUser"): "busy", (calm, None): "applied"}
+    assert out["failed"] == []
+    assert world.throughput(calm) == (10, 10) and world.throughput(busy, "byUser") == (300, 5)
+    assert counted(capsys.readouterr().out, "HoldsBusy") == 1
 
 
 def test_a_refused_decrease_fails_the_restore_after_the_other_tables_were_restored(
