@@ -52,13 +52,12 @@ from ..core.holds import (
     CapacityRequestTimeout,
     LeaseLost,
 )
-from ..core.outcomes import NOT_MADE, reasons
 from ..core.untrusted import UntrustedJSONError, check_json
 from ..core.validators import is_whole
 from ..events import log_event
 from .client import BROKER_ENV, BROKER_MAX_WAIT, broker_name, invoke_broker
 from .counts import NAMESPACE, count, count_within_warm, dropped
-from .ending import release_hold
+from .ending import check_released, release_direct
 from .request import request_capacity
 from .restorer import restore_tables
 
@@ -212,15 +211,11 @@ def _release(event: Mapping[str, Any], config: BrokerConfig, held: _Held) -> dic
             "characters each)"
         )
     config.check(table, None)
-    changes = release_hold(table, ident, token=token, store=held.name, clients=held.clients)
+    changes = release_direct(table, ident, token=token, store=held.name, clients=held.clients)
     dropped(changes)
-    failed = [r for r in changes if r.get("status") in NOT_MADE]
-    if failed:  # as a restore's: the invocation fails, counted and alarmed (BrokerErrors)
-        raise CapacityRequestFailed(
-            f"release of hold {ident} on {table}: its decrease was not made "
-            f"({shown(reasons(failed), 300)}); "
-            "the hold stays, and the capacity it raised, until a restore ends it at its expiry"
-        )
+    # as a restore's: a dimension left raised fails the invocation, counted and alarmed
+    # (BrokerErrors), and the worker's release raises CapacityRequestFailed
+    check_released(changes, table, ident)
     return {"ok": True, "changes": changes}
 
 

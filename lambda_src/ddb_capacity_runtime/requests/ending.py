@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..aws import actuator
@@ -19,13 +19,14 @@ from ..core.errors import shown
 from ..core.holds import (
     DEFAULT_TIMEOUT,
     CapacityRequestError,
+    CapacityRequestFailed,
     CapacityRequestTimeout,
     HeldDimension,
     Hold,
     TableGone,
     level,
 )
-from ..core.outcomes import Status, result_row
+from ..core.outcomes import NOT_MADE, Status, reasons, result_row
 from ..core.plan import Change, Via
 from ..core.policy import Action
 from ..core.tables import Dimension, ManagedTable
@@ -35,6 +36,16 @@ from .counts import SHOWN_MALFORMED, malformed_ids
 
 DROPPED = Status.DROPPED
 """The status of a dimension whose holds were forgotten without lowering it."""
+RELEASE_WAIT = timedelta(minutes=2)
+"""How long a release waits for its table (or index) to be ACTIVE again when the decrease
+found it being updated (another request's raise, another release of the same table), before
+it tries once more."""
+WAITED_FOR = frozenset({Status.BUSY, Status.RETRY_NEXT_TICK})
+"""Statuses of a decrease a release waits for the table and tries again: it was being
+updated."""
+KEPT = NOT_MADE | WAITED_FOR
+"""Statuses of a dimension a release left raised: its hold stays, with the capacity it raised,
+until a restore ends it at its expiry."""
 
 
 def end_holds(
@@ -286,6 +297,45 @@ def drop_holds(store: HoldStore, table: str, why: str, *, deadline: float) -> li
     return rows
 
 
+def release_rows(
+    ctx: Context, store: HoldStore, table: str, hold_id: str, *, deadline: float
+) -> list[dict[str, Any]]:
+    """End the hold ``hold_id`` on ``table`` now (`end_holds`), and where its decrease found
+    the table or index being updated, wait for it to be ACTIVE (`RELEASE_WAIT` at most) and
+    try once more. Returns the rows of both tries, the second's in place of the first's.
+    What is still not lowered after them (`KEPT`) is for `check_released` to raise."""
+
+    def ending(h: Hold) -> bool:
+        return h.id == hold_id
+
+    rows = end_holds(ctx, store, table, ending, deadline=deadline)
+    busy = [r for r in rows if r["status"] in WAITED_FOR]
+    if not busy:
+        return rows
+    until = ctx.clock() + RELEASE_WAIT.total_seconds()
+    for index in dict.fromkeys(r["index"] for r in busy):
+        try:
+            read_table(ctx, table, index, until)  # ACTIVE again, or the wait is over
+        except CapacityRequestError:
+            pass  # still busy, gone, or failing: the second try's row says which
+    again = end_holds(ctx, store, table, ending, deadline=deadline)
+    tried = {(r["index"], r["dimension"]) for r in again}
+    return [r for r in rows if (r["index"], r["dimension"]) not in tried] + again
+
+
+def check_released(rows: Sequence[Mapping[str, Any]], table: str, hold_id: str) -> None:
+    """Raise CapacityRequestFailed if a release's ``rows`` left a dimension raised (`KEPT`):
+    its holder must not take the capacity for given back (through a broker, the
+    invocation fails: counted and alarmed as the broker's errors)."""
+    kept = [r for r in rows if r.get("status") in KEPT]
+    if kept:
+        raise CapacityRequestFailed(
+            f"release of hold {hold_id} on {table}: its decrease was not made "
+            f"({shown(reasons(kept), 300)}); "
+            "the hold stays, and the capacity it raised, until a restore ends it at its expiry"
+        )
+
+
 def release_hold(
     table: str,
     hold_id: str,
@@ -302,7 +352,9 @@ def release_hold(
     ``CapacityHold.token``), as
     [`CapacityHold.release`][ddb_capacity_runtime.requests.CapacityHold.release] does, for a process
     that no longer has the handle. Raises CapacityRequestError if there is no such hold, or the
-    token is not its own.
+    token is not its own, and CapacityRequestFailed if a dimension it raised could not be
+    lowered (the decrease quota spent, the table still being updated after `RELEASE_WAIT`):
+    the hold then stays, with its capacity, until its expiry.
 
     Through a broker (``broker``; default ``$CAPACITY_BROKER``) unless ``store`` is given;
     a broker needs the token. In direct mode (an administrator who may write the hold store
@@ -317,7 +369,31 @@ def release_hold(
             via, {"action": "release", "table": table, "id": hold_id, "token": token}
         )
         return list(answer.get("changes", []))
-    store = direct_store(store, broker)
+    rows = release_direct(
+        table,
+        hold_id,
+        token=token,
+        store=direct_store(store, broker),
+        clients=clients,
+        clock=clock,
+        sleep=sleep,
+    )
+    check_released(rows, table, hold_id)
+    return rows
+
+
+def release_direct(
+    table: str,
+    hold_id: str,
+    *,
+    token: str | None,
+    store: str | HoldStore,
+    clients: Clients | None = None,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[dict[str, Any]]:
+    """`release_hold` in the hold store ``store`` (what a broker runs): its rows, whatever
+    they say (`check_released` raises for the dimensions left raised)."""
     ctx = Context(clients or regional(make_clients), clock, sleep, 5.0)
     holds_store = open_store(store, ctx.clients, clock)
     mine = [h for s in holds_store.table(table) for h in s.holds if h.id == hold_id]
@@ -325,10 +401,5 @@ def release_hold(
         raise CapacityRequestError(
             f"id and token: table {shown(table)} has no hold {shown(hold_id)} with that token"
         )
-    return end_holds(
-        ctx,
-        holds_store,
-        table,
-        lambda h: h.id == hold_id,
-        deadline=holds_store.clock() + DEFAULT_TIMEOUT.total_seconds(),
-    )
+    deadline = holds_store.clock() + DEFAULT_TIMEOUT.total_seconds()
+    return release_rows(ctx, holds_store, table, hold_id, deadline=deadline)

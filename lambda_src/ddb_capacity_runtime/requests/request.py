@@ -33,7 +33,7 @@ from ..core.holds import (
     token_digest,
 )
 from ..core.names import DIMENSIONS, MAX_TABLE_QUOTA, is_table_name, scope_label
-from ..core.outcomes import NOT_MADE, Status, reasons, result_row
+from ..core.outcomes import Status, reasons, result_row
 from ..core.plan import Change, Via
 from ..core.policy import Action
 from ..core.tables import Dimension, ManagedTable
@@ -42,7 +42,7 @@ from ..events import log_event
 from .client import BROKER_MAX_WAIT, broker_name, direct_store, invoke_broker
 from .context import Context, base_of, current_traffic, read_table, set_min
 from .counts import dropped, malformed_dropped
-from .ending import end_holds
+from .ending import KEPT, check_released, end_holds, release_rows
 from .validate import validate_request
 
 
@@ -68,7 +68,12 @@ class CapacityHold:
     _broker: str | None = field(default=None, repr=False)
 
     def release(self) -> list[dict[str, Any]]:
-        """End the hold now: lower to what the other holds need. Idempotent."""
+        """End the hold now: lower to what the other holds need. Idempotent once it
+        succeeded. A table or index being updated is waited for (two minutes at most) and
+        tried once more; a dimension still not lowered after that (the table still being
+        updated, the day's decreases spent) raises
+        [`CapacityRequestFailed`][ddb_capacity_runtime.requests.CapacityRequestFailed]: the
+        hold then stays, with its capacity, until its expiry or a later ``release()``."""
         if self.released:
             return []
         if self._broker is not None:
@@ -80,11 +85,21 @@ class CapacityHold:
             return list(answer.get("changes", []))
         if self._ctx is None or self._store is None:
             return []
-        ctx, ident = self._ctx, self.id
-        deadline = self._store.clock() + DEFAULT_TIMEOUT.total_seconds()
-        rows = end_holds(ctx, self._store, self.table, lambda h: h.id == ident, deadline=deadline)
+        rows = self._ended(wait=True)
+        check_released(rows, self.table, self.id)
         self.released = True
         return rows
+
+    def _ended(self, *, wait: bool) -> list[dict[str, Any]]:
+        """Direct mode: end the hold in its store and return the rows; ``wait``: as a
+        release does (`ending.release_rows`), else tried once (a withdrawal: its request's
+        caller waited long enough)."""
+        assert self._ctx is not None and self._store is not None
+        ctx, store, ident = self._ctx, self._store, self.id
+        deadline = store.clock() + DEFAULT_TIMEOUT.total_seconds()
+        if wait:
+            return release_rows(ctx, store, self.table, ident, deadline=deadline)
+        return end_holds(ctx, store, self.table, lambda h: h.id == ident, deadline=deadline)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -308,7 +323,7 @@ def _withdraw(handle: CapacityHold) -> str | None:
     refusal or a timeout the caller was told otherwise leaves nothing behind)."""
     until = f"{handle.expires:%Y-%m-%d %H:%M:%S} UTC"
     try:
-        rows = handle.release()
+        rows = handle._ended(wait=False)
     except Exception as exc:
         log_event(
             "hold-withdraw-failed",
@@ -322,8 +337,9 @@ def _withdraw(handle: CapacityHold) -> str | None:
             f"capacity raised until its expiry, {until}"
         )
     dropped(rows, in_lambda_only=True)
-    kept = [r for r in rows if r.get("status") in NOT_MADE | {Status.BUSY}]
+    kept = [r for r in rows if r.get("status") in KEPT]
     if not kept:
+        handle.released = True
         return None
     why = reasons(kept)
     log_event("hold-withdraw-failed", level=logging.ERROR, table=handle.table, hold_id=handle.id)
