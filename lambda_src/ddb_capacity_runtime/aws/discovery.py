@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..core.decreases import DecreaseLedger
 from ..core.errors import NotManaged as NotManaged
 from ..core.errors import OnDemand as OnDemand
+from ..core.errors import TableUnavailable as TableUnavailable
 from ..core.errors import TableUpdating as TableUpdating
 from ..core.errors import UnsoundListing as UnsoundListing
 from ..core.errors import shown, shown_text
@@ -305,14 +306,26 @@ def table_arn(name: str, description: Mapping[str, Any]) -> str:
     return str(arn)
 
 
+PASSING = frozenset({"CREATING", "DELETING"})
+"""Table statuses that pass by themselves, with nothing to manage meanwhile: skipped, not
+counted."""
+
+
 def check_managed(table: Mapping[str, Any]) -> None:
     """Raise NotManaged for a table (DescribeTable's ``Table``) the tick does not manage
-    now: one that is not ACTIVE (TableUpdating while it is UPDATING), or on-demand
-    (OnDemand)."""
-    if table["TableStatus"] == "UPDATING":
+    now: one being created or deleted (`PASSING`), one UPDATING (TableUpdating: skipped and
+    counted), one in any other status but ACTIVE (TableUnavailable: a failure), or
+    on-demand (OnDemand)."""
+    status = table["TableStatus"]
+    if status == "UPDATING":
         raise TableUpdating("status UPDATING")
-    if table["TableStatus"] != "ACTIVE":
-        raise NotManaged(f"status {table['TableStatus']}")
+    if status in PASSING:
+        raise NotManaged(f"status {status}")
+    if status != "ACTIVE":
+        raise TableUnavailable(
+            f"status {shown(status)}: its capacity cannot be managed until it is ACTIVE "
+            "again (its KMS key made accessible, say)"
+        )
     if table.get("BillingModeSummary", {}).get("BillingMode") == "PAY_PER_REQUEST":
         raise OnDemand("on-demand billing")
 

@@ -188,6 +188,12 @@ class TableUpdating(NotManaged):
     is not managed at all)."""
 
 
+class TableUnavailable(NotManaged):
+    """The table is in a status no wait ends by itself (its KMS key inaccessible,
+    archiving, archived): the tick cannot manage it, a failure of that table (counted and
+    alarmed), not a skip."""
+
+
 class OnDemand(NotManaged):
     """The table is on-demand (``PAY_PER_REQUEST``): it has no capacity to manage; a
     capacity request for it ends at once (`core.holds.TableGone`)."""

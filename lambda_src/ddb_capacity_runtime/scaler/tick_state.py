@@ -1,0 +1,101 @@
+"""Runs in: scaler Lambda.
+
+What every step of one tick shares (`TickState`): its configuration, clients, clock,
+deadline and store, and what it has found failed, skipped or throttled so far."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TextIO, TypeVar
+
+from ..aws import discovery
+from ..aws.clients import Clients
+from ..aws.error_codes import describe_error, is_throttle
+from ..aws.store import HoldStore
+from ..core.deadline import Deadline, DeadlinePassed
+from ..core.holds import CapacityRequestTimeout
+from ..core.names import WORST_TABLE_METRICS
+from ..core.reservation import Floor
+from ..core.settings import ScalerConfig
+from ..events import emf_record, emit_metrics
+
+T = TypeVar("T")
+
+
+@dataclass
+class TickState:
+    """What every step of one tick shares, and what it has found failed so far."""
+
+    config: ScalerConfig
+    clients: Clients
+    now: datetime
+    out: TextIO | None
+    store: HoldStore
+    deadline: Deadline = field(default_factory=Deadline)
+    """after it, nothing is sent (`core.deadline`)"""
+    late: int = 0
+    """tables not decided, and changes not sent, because the deadline passed"""
+    shared_failures: list[str] = field(default_factory=list)
+    """shared calls that failed: no decrease anywhere this tick"""
+    throttled: list[str] = field(default_factory=list)
+    """shared calls throttled, or answered with an entry that says nothing sound, whose loss is
+    confined to what they read (tables not managed this tick, their own targets read instead,
+    series unknown): counted, and decreases elsewhere go on"""
+    failures: dict[str, list[str]] = field(default_factory=dict)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    floor: Floor | None = None
+    """the reservation floor over the tables decided (None: no reservation)"""
+    counted: set[str] = field(default_factory=set)
+    """tables whose own record carries ``Failures`` (a decided table's, 0 or 1)"""
+
+    def shared(
+        self,
+        what: str,
+        call: Callable[[], T],
+        default: T,
+        *,
+        confined: bool = False,
+    ) -> T:
+        """``call`` (botocore retries each AWS call in it); a failure is recorded and
+        ``default`` returned. A throttled call whose default
+        loses nothing another table's decision rests on (``confined``), or one whose answer
+        held an entry that says nothing sound (`discovery.UnsoundListing`: the table it
+        belongs to fails alone), is recorded in `throttled` instead of forbidding
+        decreases."""
+        try:
+            return call()
+        except Exception as exc:
+            limited = is_throttle(exc) or isinstance(exc, discovery.UnsoundListing)
+            into = self.throttled if confined and limited else self.shared_failures
+            into.append(f"{what}: {describe_error(exc)}")
+            return default
+
+    def fail(self, table: str, reason: str) -> None:
+        """Record a failure of ``table``."""
+        self.failures.setdefault(table, []).append(reason)
+
+    def fail_late(self, table: str, reason: str) -> None:
+        """Record a failure of ``table`` because the deadline passed (counted)."""
+        self.late += 1
+        self.fail(table, reason)
+
+    def passed(self, exc: Exception) -> bool:
+        """Whether ``exc`` is the deadline's: raised by it, or a lease wait cut at it."""
+        return isinstance(exc, DeadlinePassed) or (
+            isinstance(exc, CapacityRequestTimeout) and self.deadline.left() <= 0
+        )
+
+    def emf(self, values: Mapping[str, float], table: str | None = None) -> None:
+        """One Embedded Metric Format record: per table, or for the tick."""
+        if table is not None and "Failures" in values:
+            self.counted.add(table)
+        record = emf_record(
+            self.config.namespace,
+            values,
+            self.now.timestamp(),
+            table=table,
+            undimensioned=WORST_TABLE_METRICS,
+        )
+        emit_metrics(record, self.out)
