@@ -565,3 +565,25 @@ def test_a_sound_answer_is_read_as_the_hold_it_names() -> None:
     hold = CapacityHold.from_json({**GOOD_HOLD, "changes": 5}, "capacity-broker")
     assert (hold.table, hold.levels, hold.changes) == ("Orders", {"write": 15}, [])
     assert [(h.dimension, h.units, h.baseline) for h in hold.holds] == [("write", 10, 5)]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("CAPACITY_MAX_UNITS", "lots", "CAPACITY_MAX_UNITS: got 'lots'; expected a whole number"),
+        ("CAPACITY_TABLE_QUOTA", "-1", "CAPACITY_TABLE_QUOTA"),
+        ("CAPACITY_HOLDS_TABLE", " ", "no CAPACITY_HOLDS_TABLE"),
+    ],
+)
+def test_a_broken_store_setting_fails_the_invocation_never_refuses_the_worker(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, says: str
+) -> None:
+    # GIVEN a broker whose own hold-store settings are broken (edited by hand, say)
+    monkeypatch.setenv("CAPACITY_SCOPES", '[{"table": "Orders"}]')
+    monkeypatch.setenv("CAPACITY_HOLDS_TABLE", "holds")
+    monkeypatch.setenv(variable, value)
+    # WHEN a worker's well-formed request reaches it
+    # THEN the invocation fails by the setting's name (BrokerErrors alarms on it): no worker
+    # is answered a refusal as though its own request were wrong
+    with pytest.raises(BrokerConfigError, match=says):
+        broker_handler({"action": "request", "table": "Orders", "write": 1}, None)

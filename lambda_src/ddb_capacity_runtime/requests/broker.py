@@ -42,7 +42,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..aws.clients import Clients
-from ..aws.store import HoldStore, store_name
+from ..aws.store import HoldStore, limits_from_env, store_name
 from ..core.errors import BrokerConfigError as BrokerConfigError
 from ..core.errors import shown
 from ..core.holds import (
@@ -131,7 +131,21 @@ class BrokerConfig:
 
 def broker_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     """AWS Lambda entry point of the ``CapacityRequests`` broker."""
-    return serve(event, BrokerConfig.from_env())  # BrokerConfigError: a failure
+    config = BrokerConfig.from_env()  # BrokerConfigError: a failure
+    check_store_env(os.environ)
+    return serve(event, config)
+
+
+def check_store_env(env: Mapping[str, str]) -> None:
+    """The broker's own hold store settings (its table's name, the table quota and the
+    bounds of a hold, as ``CapacityRequests`` sets them): a bad one is BrokerConfigError,
+    which fails the invocation (counted and alarmed as the broker's errors), never a
+    refusal each worker is answered as though its request were wrong."""
+    try:
+        store_name(None, env)
+        limits_from_env(env)
+    except CapacityRequestError as exc:
+        raise BrokerConfigError(str(exc)) from None
 
 
 def serve(
