@@ -1099,7 +1099,10 @@ def history_queries(params: dict[str, Any]) -> bool:
     return any(q["MetricStat"]["Period"] == 300 for q in params["MetricDataQueries"])
 
 
-def test_a_failing_history_read_keeps_the_plans_and_stops_every_decrease(world: World) -> None:
+@pytest.mark.parametrize("code", ["ThrottlingException", "ServiceUnavailable"])
+def test_a_failing_history_read_keeps_the_plans_and_stops_decreases_unless_throttled(
+    world: World, code: str
+) -> None:
     # GIVEN the first tick of an hour in autopilot mode: a throttled table, an idle one,
     # and one whose plan from the hour before asks for 900 writes now
     world.now = world.now.replace(minute=0)
@@ -1113,7 +1116,7 @@ def test_a_failing_history_read_keeps_the_plans_and_stops_every_decrease(world: 
         calls.append(1)
         return history_queries(params)
 
-    fail_before(world.cw, "GetMetricData", count, client_error("ThrottlingException", "x"))
+    fail_before(world.cw, "GetMetricData", count, client_error(code, "x"))
     # WHEN the tick runs and every read of the history fails
     summary, events = world.tick(SCALER_MODE="autopilot")
     # THEN the one page of history was asked for once (botocore's retries are the only
@@ -1123,12 +1126,14 @@ def test_a_failing_history_read_keeps_the_plans_and_stops_every_decrease(world: 
     assert world.throughput(busy) == (100, 215)
     assert world.throughput(planned)[1] == 900
     assert world.plan(planned, "write") is not None  # not dropped for a failed read
-    # nothing was lowered, and the failed read is a shared failure, counted
-    assert world.throughput(idle) == (200, 200)
+    # the failed read is a shared failure, counted; a throttle loses the new plans alone
+    # and the idle table is lowered as usual, any other failure stops every decrease
     (failure,) = summary["shared_failures"]
-    assert failure.startswith("forecast history")
+    assert failure.startswith("forecast history") and code in failure
     assert emf(events, None)["SharedFailures"] == 1
     assert not [e for e in events if e.get("event") == "forecast"]
+    throttled = code == "ThrottlingException"
+    assert world.throughput(idle) == ((5, 5) if throttled else (200, 200))
 
 
 @pytest.mark.parametrize("bad", [math.nan, -1.0, math.inf])

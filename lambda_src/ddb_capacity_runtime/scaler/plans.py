@@ -34,9 +34,11 @@ def forecast_plans(
     """The autopilot's forecast of ``tables`` (those whose forecast tick of the hour this
     is, `forecast.forecast_due`): 14 days of 5-minute history of every dimension
     (one GetMetricData query each, 25 a call), and its plan of floors, or None where the
-    forecast is not good enough. Each forecast is logged. A failed read is a shared
-    failure: no new plan (the plans kept in the state store still hold until they end), and no
-    decrease anywhere this tick."""
+    forecast is not good enough. Each forecast is logged. A failed read leaves no new plan
+    (the plans kept in the state store still hold until they end, a quarter hour past this
+    forecast tick, and bound this tick's decreases as ever); it is a shared failure, and
+    one that is not a throttle stops every decrease this tick (a throttled one is counted
+    alone: what it loses is confined to the plans it would have made)."""
     dims = [d for t in tables for d in t.dimensions]
     if not dims:
         return {}
@@ -51,6 +53,7 @@ def forecast_plans(
             STEP_MINUTES,
         ),
         {},
+        confined=True,
     )
     plans: dict[Key, FloorPlan | None] = {}
     for d in dims:
