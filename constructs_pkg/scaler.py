@@ -464,7 +464,7 @@ class ThrottleAwareScaler(Construct):
 
     def _add_plain(self, table: dynamodb.ITable | TableCapacity) -> None:
         """A table of this stack's Region (`add_table`)."""
-        label = _label(table)
+        label = self._label_of(table)
         indexes: list[str] = []
         if isinstance(table, TableCapacity):
             indexes = self._configure_bounds(table, label)
@@ -480,7 +480,7 @@ class ThrottleAwareScaler(Construct):
                 f"{replica.region}; this one is in {here}: pass capacity.replica(stack) of a "
                 "stack in that Region to that stack's scaler"
             )
-        table, label = replica.table, _label(replica.table)
+        table, label = replica.table, self._label_of(replica.table)
         self._overrides[table.table_name] = {d: dict(b) for d, b in replica.bounds.items()}
         if not self._replicas:
             self.add_environment(
@@ -488,6 +488,16 @@ class ThrottleAwareScaler(Construct):
             )
         self._replicas[table.table_name] = {"regions": list(replica.others)}
         self._manage(table, label, replica.indexes)
+
+    def _label_of(self, table: dynamodb.ITable | TableCapacity) -> str:
+        """``table``'s label in construct ids (`_label`), its stack's path in front where
+        another table managed here has it already (``StackA/Feed``, ``StackB/Feed``)."""
+        label = _label(table)
+        it = table.table if isinstance(table, TableCapacity) else table
+        taken = set(self._table_keys.values())
+        if label in taken and not any(k in self._table_keys for k in _table_keys(it)):
+            label = re.sub(r"[^A-Za-z0-9-]", "-", f"{Stack.of(it).node.path}-{label}")
+        return label
 
     def _manage(self, table: dynamodb.ITable, label: str, indexes: Sequence[str]) -> None:
         """Permissions on ``table``, alarms on its and its ``indexes``' throttling and on its

@@ -890,6 +890,32 @@ def test_scalers_of_other_stacks_may_import_tables_of_one_name() -> None:
     assert [m for s in app.node.find_all() for m in s.node.validate()] == []
 
 
+def test_tables_of_one_path_in_two_stacks_get_alarms_of_their_own() -> None:
+    # GIVEN two stacks of one environment, each with a table at the path "Feed", and a
+    # scaler in the first managing both
+    app = cdk.App()
+    env = cdk.Environment(account="111111111111", region="us-east-1")
+    first, second = (cdk.Stack(app, name, env=env) for name in ("StackA", "StackB"))
+    tables = [
+        dynamodb.Table(s, "Feed", partition_key=PK, billing_mode=dynamodb.BillingMode.PROVISIONED)
+        for s in (first, second)
+    ]
+    # WHEN it is built (this crashed: two alarms of one id)
+    scaler = ThrottleAwareScaler(first, "Scaler", tables=tables)
+    # THEN each table has its throttle and hot-key alarms, the first under the ids it
+    # always had, the second's with its stack's path in front
+    ids = {c.node.id for c in scaler.node.find_all() if c.node.id.startswith("HotKey")}
+    assert ids == {"HotKeyFeed", "HotKeyStackB-Feed"}
+    throttles = sorted(c.node.id for c in scaler.node.find_all() if c.node.id[:9] == "Throttled")
+    assert throttles == [
+        "ThrottledFeed-read",
+        "ThrottledFeed-write",
+        "ThrottledStackB-Feed-read",
+        "ThrottledStackB-Feed-write",
+    ]
+    Template.from_stack(first)  # and it synthesizes
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
