@@ -375,9 +375,10 @@ class CapacityRequests(Construct):
     @property
     def alarms(self) -> Mapping[str, cloudwatch.Alarm]:
         """The alarms by stable id (read-only): ``BrokerErrors``, ``HoldsDropped``;
-        ``RestorerErrors`` and ``HoldsBusy`` with a restorer; ``SignalsErrors``, ``ReportsRefused``,
-        ``SurgeBudget``, ``SurgeUnits``, ``SurgesFailed``, ``CombinerFull``,
-        ``SignalsDropped``, ``BucketFailed``, ``CorroborationFailed``,
+        ``RestorerErrors`` and ``HoldsBusy`` with a restorer; ``SignalsErrors``,
+        ``ReportsRefused``, ``SurgeBudget``, ``SurgeUnits``, ``SurgesFailed``,
+        ``SurgeEntriesIgnored``, ``CombinerFull``, ``SignalsDropped``, ``BucketFailed``,
+        ``CorroborationFailed``,
         ``SurgesUnconfirmed`` and ``HookFailures`` with a fast path;
         ``StreamReaderErrors``, ``StreamFailed``, ``StreamRecordsMalformed``,
         ``StreamRecordsNotServed`` and ``StreamLag`` with its stream signal

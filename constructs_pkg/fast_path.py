@@ -314,8 +314,17 @@ class FastPathParts:
     def _render_rule_alarms(self) -> None:
         """The alarms of the fast path's rules: a burst-bucket estimate not kept, CloudWatch
         not read for a surge the cap cut short, a surge CloudWatch did not confirm; and of
-        its reports: a hook in a Lambda function that could not send them."""
+        its reports: a hook in a Lambda function that could not send them, entries of a
+        combiner item no signals function writes."""
         o = self._owner
+        o._count_alarm(
+            "SurgeEntriesIgnored",
+            "SurgeEntriesIgnored",
+            "A combiner item of the fast path held entries no signals function writes (out of "
+            "bounds, or more than it keeps): ignored, so the surge decided on the others; "
+            "something else writes the surge store, or another version: the signals "
+            "function's surge-entries-ignored and combiner-repaired lines name the item",
+        )
         o._count_alarm(
             "HookFailures",
             "HookFailures",

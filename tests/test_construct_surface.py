@@ -421,6 +421,7 @@ def test_capacity_requests_alarms_and_metrics(stack: cdk.Stack) -> None:
         "SurgesUnconfirmed",
         "SurgeUnits",
         "SurgesFailed",
+        "SurgeEntriesIgnored",
         "CombinerFull",
         "SignalsDropped",
         "BucketFailed",

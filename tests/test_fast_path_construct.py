@@ -243,10 +243,23 @@ def test_failed_surges_and_the_functions_errors_are_alarmed(stack: cdk.Stack) ->
             "AlarmActions": topic,
         },
     )
+    # a combiner item holding entries no signals function writes (the store's untrusted
+    # content), ignored
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "DynamoDBCapacity",
+            "MetricName": "SurgeEntriesIgnored",
+            "Statistic": "Sum",
+            "Threshold": 1,
+            "AlarmActions": topic,
+        },
+    )
     # broker errors, restorer errors, holds dropped, holds busy; signals errors, surges
-    # failed, combiner full, reports dropped, reports refused, surge budget met, surge units,
-    # a bucket estimate not kept, a corroboration failed, surges unconfirmed, hook failures
-    template.resource_count_is("AWS::CloudWatch::Alarm", 15)
+    # failed, entries ignored, combiner full, reports dropped, reports refused, surge
+    # budget met, surge units, a bucket estimate not kept, a corroboration failed, surges
+    # unconfirmed, hook failures
+    template.resource_count_is("AWS::CloudWatch::Alarm", 16)
 
 
 def test_refused_reports_the_budget_and_surge_volume_are_alarmed(stack: cdk.Stack) -> None:
