@@ -98,9 +98,10 @@ def fail_before(
 
 def minute_queries(params: dict[str, Any]) -> bool:
     """GetMetricData calls that read the tick's per-minute metrics (consumed capacity and
-    throttles; not their causes, read after them for throttled dimensions only)."""
+    throttles, and the state store's consumed reads that witness the minutes delivered; not
+    their causes, read after them for throttled dimensions only)."""
     return all(
-        q["MetricStat"]["Period"] == 60 and q["Id"][0] in "ct" for q in params["MetricDataQueries"]
+        q["MetricStat"]["Period"] == 60 and q["Id"][0] in "ctw" for q in params["MetricDataQueries"]
     )
 
 

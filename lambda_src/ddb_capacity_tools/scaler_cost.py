@@ -9,8 +9,9 @@ tiers), with the construct's defaults (a tick every 2 minutes, its alarms on):
   (the rarer ones, only in the hours they are not 0, are not counted);
 - its GetMetricData reads: `QUERIES_PER_DIMENSION` metrics a dimension a tick (consumed
   capacity and throttle events; the throttles by cause, read only while a dimension is
-  throttled, are not counted) and, in autopilot, the history, `HISTORY_QUERIES_PER_HOUR` a
-  dimension an hour;
+  throttled, are not counted), the state store's consumed reads, `WITNESS_QUERIES` a tick
+  (what shows the minutes delivered when every table is idle), and, in autopilot, the
+  history, `HISTORY_QUERIES_PER_HOUR` a dimension an hour;
 - its alarms on the table: ``SustainedThrottling`` on each dimension, ``HotKey`` on the table;
 - the tick's invocations, one a tick of `TICK_SECONDS` at `MEMORY_MB`, all charged to the one
   table (a scaler managing more tables shares them: a few cents a month in all).
@@ -38,6 +39,9 @@ TABLE_METRICS = 5
 one more in autopilot."""
 QUERIES_PER_DIMENSION = 2
 """Metrics a tick reads a dimension (`ddb_capacity_runtime.aws.metrics.queries`)."""
+WITNESS_QUERIES = 1
+"""Metrics a tick reads besides its dimensions': the state store's consumed reads
+(`ddb_capacity_runtime.aws.metrics.fetch`'s witness), charged to the one table."""
 HISTORY_QUERIES_PER_HOUR = 1
 """In autopilot, the history's metrics read a dimension an hour (docs: Autopilot, "Calls and
 state": 24 a day)."""
@@ -81,7 +85,7 @@ def monthly_scaler_cost(
     prices = prices or Prices()
     ticks = MONTH_HOURS * 60 / tick_minutes
     metrics = (TABLE_METRICS + autopilot) * prices.custom_metric_month
-    requested = dimensions * (
+    requested = WITNESS_QUERIES * ticks + dimensions * (
         QUERIES_PER_DIMENSION * ticks + autopilot * HISTORY_QUERIES_PER_HOUR * MONTH_HOURS
     )
     invocation = (

@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 MAX_QUERIES_PER_CALL = 500
 
 
+WITNESS_ID = "w"
+"""The query id of a batch's witness (`fetch`): no dimension's ids start with it."""
+WITNESS_METRIC = "ConsumedReadCapacityUnits"
+
+
 def _metric(key: Key, name: str) -> dict[str, Any]:
     table, index, _ = key
     dims = [{"Name": "TableName", "Value": table}]
@@ -63,6 +68,7 @@ def fetch(
     *,
     errors: list[str] | None = None,
     throttled: list[str] | None = None,
+    witness: str | None = None,
 ) -> dict[Key, Series]:
     """Every key's series over [start, end), zero-filled per minute, with what is unknown.
 
@@ -73,6 +79,10 @@ def fetch(
     than idle), or when its value is NaN, negative or infinite or its timestamp was
     returned more than once.
 
+    ``witness``: a table read every tick (the scaler's state store), whose consumed read
+    capacity is asked in every batch too: a minute it shows delivered is delivered for the
+    batch, so a batch of idle tables (no datapoint of their own) is known idle, not unknown.
+
     Each GetMetricData call is retried by botocore (the client's retry mode). With
     ``errors`` given, a batch that still fails leaves its keys wholly unknown and its error
     appended (to ``throttled`` instead, when given and the call was throttled); without, it
@@ -81,12 +91,14 @@ def fetch(
     planned = queries(keys)
     minutes = int((end - start) / MINUTE)
     starts = [start + i * MINUTE for i in range(minutes)]
-    reads = _Reads.of(qid for qid, *_ in planned)
+    reads = _Reads.of([*(qid for qid, *_ in planned), WITNESS_ID])
     newest: dict[str, datetime | None] = {}  # per query: the newest minute of its batch
     failed: set[str] = set()
     for offset in range(0, len(planned), MAX_QUERIES_PER_CALL):
         ids = [qid for qid, *_ in planned[offset : offset + MAX_QUERIES_PER_CALL]]
         batch = [q for *_, q in planned[offset : offset + MAX_QUERIES_PER_CALL]]
+        if witness is not None and len(batch) < MAX_QUERIES_PER_CALL:
+            batch.append(_query(WITNESS_ID, (witness, None, "read"), WITNESS_METRIC, 60))
         try:
             delivered = _fetch_batch(cloudwatch, batch, start, end, reads)
         except Exception as exc:
@@ -270,7 +282,7 @@ def fetch_causes(
     if not throttled:
         return out
     planned = cause_queries(throttled)
-    reads = _Reads.of(qid for qid, *_ in planned)
+    reads = _Reads.of([*(qid for qid, *_ in planned), WITNESS_ID])
     failed: dict[str, str] = {}
     for offset in range(0, len(planned), MAX_QUERIES_PER_CALL):
         chunk = planned[offset : offset + MAX_QUERIES_PER_CALL]

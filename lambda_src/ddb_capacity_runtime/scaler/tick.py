@@ -244,7 +244,9 @@ def _control_plane(clients: Clients) -> list[Any]:
 
 def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
     """Every dimension's series over the tick's window (GetMetricData); a batch that fails
-    is a shared failure, and its dimensions' minutes unknown."""
+    is a shared failure, and its dimensions' minutes unknown. The state store, which every
+    tick reads, witnesses the minutes CloudWatch has delivered (`metrics.fetch`): idle
+    tables alone are idle, not unknown."""
     start, end = window(t.now, t.config.history_minutes, t.config.metric_lag_minutes)
     keys = [d.key for table in tables for d in table.dimensions]
     if not keys:
@@ -257,6 +259,7 @@ def _measure(t: _Tick, tables: list[ManagedTable]) -> dict[Key, Series]:
         end,
         errors=errors,
         throttled=t.throttled,
+        witness=t.store.name,
     )
     t.shared_failures += errors
     by_cause: dict[Key, str] = {}
