@@ -26,11 +26,8 @@
 ``local`` deploys your CDK app to a moto server on 127.0.0.1 and runs one scaler tick
 (`ddb_capacity_tools.local`).
 
-``--broker`` (default ``$CAPACITY_BROKER``) goes through the broker ``CapacityRequests``
-deploys, which is all a worker granted with ``grant_request`` may do; ``--store`` acts
-directly on the hold store and the table, for an administrator with the broker's rights.
-A hold is ended early with the token its request printed; a broker needs it, direct mode
-checks it when given.
+``request`` and ``release`` (through a broker, or directly on the hold store) are
+`request_command`'s.
 
 Exit status: 0 on success, 2 for bad input or a refused request (the message names the
 option and the value), 1 when a request timed out (its hold is withdrawn) or when advise
@@ -42,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -53,16 +49,13 @@ from typing import Any, TextIO
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
-from ddb_capacity_runtime import requests
 from ddb_capacity_runtime.aws.clients import NO_REGION
 from ddb_capacity_runtime.aws.error_codes import describe_error
-from ddb_capacity_runtime.core.names import STORE_ENV
+from ddb_capacity_runtime.core.errors import CapacityRequestError
 from ddb_capacity_runtime.core.validators import is_region
-from ddb_capacity_runtime.requests.broker import BROKER_ENV
-from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT, broker_name
 
 from . import advise as advise_module
-from . import fleet, local, page, reserve, reserve_command
+from . import fleet, local, page, request_command, reserve, reserve_command
 from .cli_options import MAX_PROCESSES, NOT_TUNE, TUNE_DAYS, build_parser
 from .simulator import candidates as candidate_names
 from .simulator import chart, ensemble, report, schedules, tune_options, tune_words
@@ -98,14 +91,6 @@ INPUT_ERRORS = (
 )
 
 
-def _minutes(option: str, value: int, low: int, high: int, why: str = "") -> timedelta:
-    if not low <= value <= high:
-        raise RequestInputError(
-            f"{option}: got {value}; expected whole minutes from {low} to {high}{why}"
-        )
-    return timedelta(minutes=value)
-
-
 def _check_values(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse, for every option of the command that takes a value, ``--opt=--`` (argparse
     drops a lone ``--`` and stores an empty list) and a NUL byte (no file name, table name
@@ -134,87 +119,6 @@ def _check_values(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 def _literal_help(text: str) -> str:
     """Help text as shown: argparse's ``%%`` is one ``%``."""
     return text.replace("%%", "%")
-
-
-def _check_via(args: argparse.Namespace) -> None:
-    """Refuse a request or release that names neither a broker nor a hold store, in its
-    options or in the environment (the run-time reads ``$CAPACITY_BROKER``, then
-    ``$CAPACITY_HOLDS_TABLE``), naming both ways."""
-    expired = args.command == "release" and args.expired
-    if args.store or os.environ.get(STORE_ENV):
-        return
-    if expired:
-        raise RequestInputError(
-            f"--store: got none, and {STORE_ENV} is not set; --expired ends holds directly: "
-            f"expected --store NAME (the hold store table CapacityRequests made)"
-        )
-    if args.broker or os.environ.get(BROKER_ENV):
-        return
-    raise RequestInputError(
-        f"--broker/--store: got neither, and neither {BROKER_ENV} nor {STORE_ENV} is set; "
-        f"expected --broker NAME (the broker function CapacityRequests made) or --store NAME "
-        f"(its hold store table, direct mode)"
-    )
-
-
-def _request(args: argparse.Namespace, out: TextIO) -> int:
-    if args.command == "request":
-        _check_via(args)
-        hold = _minutes("--hold", args.hold, 1, 1440)
-        # as the requests' API decides it: a broker named, or $CAPACITY_BROKER, unless a store is
-        brokered = args.store is None and broker_name(args.broker) is not None
-        most = int(BROKER_MAX_WAIT.total_seconds() // 60) if brokered else 1440
-        why = " (a broker's request waits that long at most)" if brokered else ""
-        timeout = _minutes("--timeout", args.timeout, 0, most, why)
-        made = requests.request_capacity(
-            args.table,
-            read=args.read,
-            write=args.write,
-            index=args.index,
-            hold=hold,
-            timeout=timeout,
-            store=args.store,
-            broker=args.broker,
-        )
-        if args.json:
-            out.write(json.dumps(made.as_json()) + "\n")
-            return 0
-        levels = ", ".join(f"{dim} >= {units:,}" for dim, units in made.levels.items())
-        out.write(
-            f"hold {made.id} on {made.table}{'/' + made.index if made.index else ''}: "
-            f"{levels} until {made.expires:%Y-%m-%d %H:%M:%S} UTC\n"
-            f"end it early with: ddb-capacity release --table {made.table} "
-            # '=': a token made by an earlier version may begin with '-'
-            f"--id {made.id} --token={made.token}"
-            f"{' --store ' + args.store if args.store else ''}"
-            f"{' --broker ' + args.broker if args.broker else ''}\n"
-        )
-        return 0
-    if args.expired and args.broker:
-        raise RequestInputError(
-            "--expired: got --broker too; the broker ends holds by id, and expired holds "
-            "are ended by the restorer (or directly, with --store)"
-        )
-    _check_via(args)
-    rows = (
-        requests.restore_expired(args.table, store=args.store)
-        if args.expired
-        else requests.release_hold(
-            args.table, args.id, token=args.token, store=args.store, broker=args.broker
-        )
-    )
-    if args.json:
-        out.write(json.dumps({"changes": rows}) + "\n")
-        return 0
-    for r in rows:
-        where = "table" if r["index"] is None else f"index {r['index']}"
-        out.write(
-            f"{r['table']} {where} {r['dimension']} via {r['via']}: {r['from']:,} -> "
-            f"{r['to']:,} ({r['status']})\n"
-        )
-    if not rows:
-        out.write("nothing to end\n")
-    return 0
 
 
 def _specs(args: argparse.Namespace, trace: Trace, params: ModelParams) -> list[Spec]:
@@ -724,24 +628,6 @@ UNKNOWN_HINTS = {
 """A hint after an option a command does not have, where another command has it."""
 
 
-REQUEST_FIELD = re.compile(r"^(read and write|table|index|read|write|id|token|broker)(?=: got )")
-"""A field the requests' API refuses by name, whose value is the option's as given: the
-option of the same name on the command line (``write: got -5`` is ``--write: got -5``).
-``hold`` and ``timeout`` are minutes here and timedeltas there: checked here first."""
-
-
-def refusal_text(exc: Exception) -> str:
-    """What ``exc`` says, a field of the requests' API named by its option
-    (`REQUEST_FIELD`)."""
-    if not isinstance(exc, requests.CapacityRequestError):
-        return str(exc)
-    return REQUEST_FIELD.sub(
-        lambda m: "--read and --write" if m[1] == "read and write" else f"--{m[1]}",
-        str(exc),
-        count=1,
-    )
-
-
 def main(
     argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
@@ -757,7 +643,7 @@ def main(
         if args.command == "scenarios":
             return _scenarios(args, out)
         if args.command in ("request", "release"):
-            return _request(args, out)
+            return request_command.run(args, out)
         if args.command == "tune":
             return _tune(args, out, err)
         if args.command == "advise":
@@ -775,9 +661,9 @@ def main(
         RequestInputError,
         OptionError,
         local.LocalError,
-        requests.CapacityRequestError,
+        CapacityRequestError,
     ) as exc:
-        err.write(f"ddb-capacity: error: {refusal_text(exc)}\n")
+        err.write(f"ddb-capacity: error: {request_command.refusal_text(exc)}\n")
         return 2
     except NoRegionError:
         err.write(f"ddb-capacity: error: {NO_REGION}\n")
