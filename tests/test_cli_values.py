@@ -14,6 +14,7 @@ from pathlib import Path
 import boto3
 import pytest
 
+from ddb_capacity_runtime.core.errors import shown
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.cli_options import build_parser
 
@@ -157,6 +158,33 @@ def test_backtest_names_a_bad_option_before_the_missing_region(
     one_line_error(code, out, err, option, shown)
     # and with the option fixed, the missing Region is what is named
     assert "Region" in run("backtest", "--table", "Orders", "--days", "1")[2]
+
+
+@pytest.mark.parametrize(
+    ("argv", "option", "value"),
+    [
+        (["backtest", "--table", "", "--days", "1"], "--table", ""),
+        (["backtest", "--table", "Orders", "--index", "by customer", "--days", "1"], "--index", "by customer"),
+        (["tune", "--table", "ab"], "--table", "ab"),
+        (["advise", "--table", "Orders!"], "--table", "Orders!"),
+        (["advise", "--table", "Orders", "--index", "x"], "--index", "x"),
+        (["request", "--table", "", "--write", "5", "--store", "Holds"], "--table", ""),
+        (["release", "--table", "Orders", "--id", "h1", "--store", "no store"], "--store", "no store"),
+        (["release", "--table", "O" * 256, "--expired", "--store", "Holds"], "--table", "O" * 256),
+    ],
+    ids=["backtest-empty", "backtest-index", "tune", "advise", "advise-index", "request", "release-store", "release-long"],
+)  # fmt: skip
+def test_a_name_dynamodb_refuses_is_named_before_any_aws_call(
+    no_region: None, argv: list[str], option: str, value: str
+) -> None:
+    # GIVEN no AWS Region anywhere, and a table, index or hold store named as DynamoDB
+    # never names one
+    # WHEN the command runs
+    code, out, err = run(*argv)
+    # THEN the option, the value (a long one cut short) and what a name is are said, not
+    # the missing Region
+    one_line_error(code, out, err, option, shown(value))
+    assert err.rstrip().endswith("3 to 255 characters of a-z, A-Z, 0-9, '_', '.' and '-'")
 
 
 # ----------------------------------------------------------------------- CSV traces

@@ -156,7 +156,8 @@ def test_request_without_broker_or_store_names_both(
         ),
         (
             ["--write", "5", "--table", "S"],
-            "--table: got 'S'; expected a table name (3 to 255 characters)",
+            "--table: got 'S'; expected a table's name: 3 to 255 characters of a-z, A-Z, 0-9, "
+            "'_', '.' and '-'",
         ),
         (
             [],

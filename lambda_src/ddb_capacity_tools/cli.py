@@ -51,7 +51,8 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 
 from ddb_capacity_runtime.aws.clients import NO_REGION
 from ddb_capacity_runtime.aws.error_codes import describe_error
-from ddb_capacity_runtime.core.errors import CapacityRequestError
+from ddb_capacity_runtime.core.errors import CapacityRequestError, shown
+from ddb_capacity_runtime.core.names import is_table_name
 from ddb_capacity_runtime.core.validators import is_region
 
 from . import advise as advise_module
@@ -109,11 +110,32 @@ def _check_values(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
                 )
                 if action.help and action.help != argparse.SUPPRESS:
                     what += f" ({_literal_help(action.help)})"
-                shown = "'--'" if item == [] else repr(item)
+                given_text = "'--'" if item == [] else repr(item)
                 raise OptionError(
-                    f"{action.option_strings[-1]}: got {shown}; expected {what}"
+                    f"{action.option_strings[-1]}: got {given_text}; expected {what}"
                     + (", never a lone '--'" if item == [] else ", without a NUL byte")
                 )
+
+
+NAME_OPTIONS = {
+    "table": "a table's name",
+    "index": "a global secondary index's name",
+    "store": "the hold store table's name",
+}
+"""The options that name a DynamoDB table or index (`_check_names`), and what each names."""
+
+
+def _check_names(args: argparse.Namespace) -> None:
+    """Refuse a table or index name DynamoDB would refuse (3 to 255 characters of a-z,
+    A-Z, 0-9, ``_``, ``.`` and ``-``) before any AWS call, naming the option and the value:
+    an AWS call would fail on something else first (a missing Region, say)."""
+    for dest, what in NAME_OPTIONS.items():
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and not is_table_name(value):
+            raise OptionError(
+                f"--{dest}: got {shown(value)}; expected {what}: 3 to 255 characters of "
+                "a-z, A-Z, 0-9, '_', '.' and '-'"
+            )
 
 
 def _literal_help(text: str) -> str:
@@ -640,6 +662,7 @@ def main(
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     try:
         _check_values(parser, args)
+        _check_names(args)
         if args.command == "scenarios":
             return _scenarios(args, out)
         if args.command in ("request", "release"):
