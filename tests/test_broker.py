@@ -34,6 +34,7 @@ from ddb_capacity_runtime.requests.broker import (
     broker_handler,
     serve,
 )
+from ddb_capacity_runtime.requests.client import invoke_broker
 from ddb_capacity_tools import cli
 from ddb_capacity_tools.cli_options import build_parser
 from tests.local_lambda import local_lambda
@@ -413,8 +414,12 @@ def test_request_capacity_and_release_go_through_the_broker(
     assert moto_world.target_min(served_by_lambda, "write") == 100
     # by id, from another process, with the broker taken from the environment
     again = request_capacity(served_by_lambda, write=300, broker=broker)
-    with pytest.raises(CapacityRequestError, match="id and token: got '.*' and a NoneType of 0"):
+    # without its token: refused before the broker is invoked, and by the broker itself
+    with pytest.raises(CapacityRequestError, match="^token: got None; a broker ends a hold"):
         release_hold(served_by_lambda, again.id, broker=broker)
+    untokened = {"action": "release", "table": served_by_lambda, "id": again.id}
+    with pytest.raises(CapacityRequestError, match="id and token: got '.*' and a NoneType of 0"):
+        invoke_broker(broker, untokened)
     changes = release_hold(served_by_lambda, again.id, token=again.token, broker=broker)
     assert changes[0]["to"] == 100
     assert not any(s.holding for s in moto_world.store.table(served_by_lambda))

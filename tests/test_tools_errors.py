@@ -172,6 +172,30 @@ def test_a_request_refused_by_the_api_names_the_option(extra: list[str], message
     assert (code, err) == (2, f"ddb-capacity: error: {message}\n")
 
 
+@pytest.mark.parametrize("named", [True, False], ids=["--broker", "CAPACITY_BROKER"])
+def test_a_release_through_a_broker_without_its_token_is_refused_before_any_aws_call(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, named: bool
+) -> None:
+    # GIVEN no AWS Region anywhere, and a broker named by the option or the environment
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "CAPACITY_HOLDS_TABLE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("CAPACITY_BROKER", "EnvBroker")
+    via = ["--broker", "CapacityBroker"] if named else []
+    # WHEN a hold is released by id without its token
+    code, out, err = run("release", "--table", "Orders", "--id", "h1", *via)
+    # THEN the missing option is named (not the Region the broker's invocation would need)
+    assert (code, out) == (2, "")
+    assert err == (
+        "ddb-capacity: error: --token: got none; a release through a broker (--broker, or "
+        "$CAPACITY_BROKER) ends a hold only with its release token: expected --token=TOKEN, "
+        "as request printed it (or end it directly on the hold store with --store NAME)\n"
+    )
+    # AND the requests' API refuses it alike, naming its field, before invoking the broker
+    with pytest.raises(requests.CapacityRequestError, match=r"^token: got None; a broker ends"):
+        requests.release_hold("Orders", "h1", broker="CapacityBroker" if named else None)
+
+
 def test_a_timeout_through_a_broker_is_told_the_brokers_longest_wait_in_minutes() -> None:
     code, _, err = run(
         "request", "--table", "Orders", "--broker", "B", "--write", "5", "--timeout", "20"

@@ -60,44 +60,55 @@ def _check_via(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """``request`` or ``release``: exit status 0; a refusal raises (`cli.main` says it)."""
-    if args.command == "request":
-        _check_via(args)
-        hold = _minutes("--hold", args.hold, 1, 1440)
-        # as the requests' API decides it: a broker named, or $CAPACITY_BROKER, unless a store is
-        brokered = args.store is None and broker_name(args.broker) is not None
-        most = int(BROKER_MAX_WAIT.total_seconds() // 60) if brokered else 1440
-        why = " (a broker's request waits that long at most)" if brokered else ""
-        timeout = _minutes("--timeout", args.timeout, 0, most, why)
-        made = requests.request_capacity(
-            args.table,
-            read=args.read,
-            write=args.write,
-            index=args.index,
-            hold=hold,
-            timeout=timeout,
-            store=args.store,
-            broker=args.broker,
-        )
-        if args.json:
-            out.write(json.dumps(made.as_json()) + "\n")
-            return 0
-        levels = ", ".join(f"{dim} >= {units:,}" for dim, units in made.levels.items())
-        out.write(
-            f"hold {made.id} on {made.table}{'/' + made.index if made.index else ''}: "
-            f"{levels} until {made.expires:%Y-%m-%d %H:%M:%S} UTC\n"
-            f"end it early with: ddb-capacity release --table {made.table} "
-            # '=': a token made by an earlier version may begin with '-'
-            f"--id {made.id} --token={made.token}"
-            f"{' --store ' + args.store if args.store else ''}"
-            f"{' --broker ' + args.broker if args.broker else ''}\n"
-        )
+    return _request(args, out) if args.command == "request" else _release(args, out)
+
+
+def _request(args: argparse.Namespace, out: TextIO) -> int:
+    _check_via(args)
+    hold = _minutes("--hold", args.hold, 1, 1440)
+    brokered = _brokered(args)
+    most = int(BROKER_MAX_WAIT.total_seconds() // 60) if brokered else 1440
+    why = " (a broker's request waits that long at most)" if brokered else ""
+    timeout = _minutes("--timeout", args.timeout, 0, most, why)
+    made = requests.request_capacity(
+        args.table,
+        read=args.read,
+        write=args.write,
+        index=args.index,
+        hold=hold,
+        timeout=timeout,
+        store=args.store,
+        broker=args.broker,
+    )
+    if args.json:
+        out.write(json.dumps(made.as_json()) + "\n")
         return 0
+    levels = ", ".join(f"{dim} >= {units:,}" for dim, units in made.levels.items())
+    out.write(
+        f"hold {made.id} on {made.table}{'/' + made.index if made.index else ''}: "
+        f"{levels} until {made.expires:%Y-%m-%d %H:%M:%S} UTC\n"
+        f"end it early with: ddb-capacity release --table {made.table} "
+        # '=': a token made by an earlier version may begin with '-'
+        f"--id {made.id} --token={made.token}"
+        f"{' --store ' + args.store if args.store else ''}"
+        f"{' --broker ' + args.broker if args.broker else ''}\n"
+    )
+    return 0
+
+
+def _release(args: argparse.Namespace, out: TextIO) -> int:
     if args.expired and args.broker:
         raise RequestInputError(
             "--expired: got --broker too; the broker ends holds by id, and expired holds "
             "are ended by the restorer (or directly, with --store)"
         )
     _check_via(args)
+    if not args.expired and args.token is None and _brokered(args):
+        raise RequestInputError(
+            f"--token: got none; a release through a broker (--broker, or ${BROKER_ENV}) "
+            "ends a hold only with its release token: expected --token=TOKEN, as request "
+            "printed it (or end it directly on the hold store with --store NAME)"
+        )
     rows = (
         requests.restore_expired(args.table, store=args.store)
         if args.expired
@@ -117,6 +128,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if not rows:
         out.write("nothing to end\n")
     return 0
+
+
+def _brokered(args: argparse.Namespace) -> bool:
+    """Whether the request or release goes through a broker, as the requests' API decides
+    it: a broker named, or ``$CAPACITY_BROKER``, unless a store is."""
+    return args.store is None and broker_name(args.broker) is not None
 
 
 REQUEST_FIELD = re.compile(r"^(read and write|table|index|read|write|id|token|broker)(?=: got )")

@@ -357,7 +357,8 @@ def release_hold(
     the hold then stays, with its capacity, until its expiry.
 
     Through a broker (``broker``; default ``$CAPACITY_BROKER``) unless ``store`` is given;
-    a broker needs the token. In direct mode (an administrator who may write the hold store
+    a broker needs the token (without one, the release is refused before the broker is
+    invoked). In direct mode (an administrator who may write the hold store
     anyway) the token is checked when given."""
     # imported here: the scaler ends holds (at expiry) but never releases one, and its
     # cold start need not compile the broker's client
@@ -365,6 +366,11 @@ def release_hold(
 
     via = broker_name(broker) if store is None else None
     if via is not None:
+        if token is None:  # refused before the broker is invoked: it would refuse it too
+            raise CapacityRequestError(
+                "token: got None; a broker ends a hold only with its release token, the "
+                "token its request returned (CapacityHold.token)"
+            )
         answer = invoke_broker(
             via, {"action": "release", "table": table, "id": hold_id, "token": token}
         )
