@@ -27,6 +27,7 @@ from botocore.stub import Stubber
 
 from ddb_capacity_runtime.aws.clients import Clients
 from ddb_capacity_runtime.aws.store import CLOCK_SKEW, LEASE, HoldLimits, HoldStore
+from ddb_capacity_runtime.core.errors import HoldStoreMissing
 from ddb_capacity_runtime.core.holds import HeldDimension, level, new_token
 from ddb_capacity_runtime.events import event_fields
 from ddb_capacity_runtime.requests import (
@@ -499,8 +500,8 @@ def test_a_failed_release_never_stands_in_for_the_works_own_error(
     with pytest.raises(ValueError, match="the work failed"), failing:
         raise ValueError("the work failed")
     assert "hold-release-failed" in caplog.text
-    # AND when the work went well, the failed release is raised
-    with pytest.raises(ClientError, match="ResourceNotFoundException"), quiet:
+    # AND when the work went well, the failed release is raised, naming the store
+    with pytest.raises(HoldStoreMissing, match=r"^hold store \S+: no such table in this"), quiet:
         pass
 
 

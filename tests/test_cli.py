@@ -770,11 +770,34 @@ def test_a_store_that_is_not_there_is_one_line_and_leaves_nothing_held(
     # THEN one line names the store and what to give; nothing was held, so nothing is said
     # to stay raised, and nothing was raised
     assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert "hold store nostore: no such table in this account and Region" in err
+    assert "--store: got 'nostore'; no such table in this account and Region" in err
     assert "hold_store" in err and "raised" not in err
     assert "hold-withdraw-failed" not in caplog.text and "Traceback" not in caplog.text
     throughput = ddb.describe_table(TableName=name)["Table"]["ProvisionedThroughput"]
     assert throughput["WriteCapacityUnits"] == 10
+
+
+@pytest.mark.parametrize(
+    "ended", [["--id", "h1", "--token=t"], ["--expired"]], ids=["id", "expired"]
+)
+@pytest.mark.parametrize("named", [True, False], ids=["--store", "CAPACITY_HOLDS_TABLE"])
+def test_a_release_on_a_store_that_is_not_there_names_where_it_came_from(
+    request_table: RequestTable, monkeypatch: pytest.MonkeyPatch, ended: list[str], named: bool
+) -> None:
+    # GIVEN a hold store named (by --store, or by the environment) that is no table
+    name, _ = request_table
+    monkeypatch.setenv("CAPACITY_HOLDS_TABLE", "nostore")
+    store = ["--store", "nostore"] if named else []
+    # WHEN a hold is released on it
+    code, out, err = run("release", "--table", name, *ended, *store)
+    # THEN one line names the option (or the variable), the store and what to give
+    option = "--store" if named else "CAPACITY_HOLDS_TABLE"
+    assert (code, out) == (2, "")
+    assert err == (
+        f"ddb-capacity: error: {option}: got 'nostore'; no such table in this account and Region "
+        "(ResourceNotFoundException: Requested resource not found): name the state store the "
+        "constructs made (CapacityRequests' hold_store)\n"
+    )
 
 
 # ------------------------------------------------------------------ one-line errors

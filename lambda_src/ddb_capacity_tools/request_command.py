@@ -20,6 +20,8 @@ from datetime import timedelta
 from typing import TextIO
 
 from ddb_capacity_runtime import requests
+from ddb_capacity_runtime.aws.store import store_name
+from ddb_capacity_runtime.core.errors import HoldStoreMissing, shown
 from ddb_capacity_runtime.core.names import STORE_ENV
 from ddb_capacity_runtime.requests.broker import BROKER_ENV
 from ddb_capacity_runtime.requests.client import BROKER_MAX_WAIT, broker_name
@@ -59,8 +61,14 @@ def _check_via(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    """``request`` or ``release``: exit status 0; a refusal raises (`cli.main` says it)."""
-    return _request(args, out) if args.command == "request" else _release(args, out)
+    """``request`` or ``release``: exit status 0; a refusal raises (`cli.main` says it), a
+    hold store that is no table named by the option (or variable) that gave it."""
+    try:
+        return _request(args, out) if args.command == "request" else _release(args, out)
+    except HoldStoreMissing as exc:
+        option, name = ("--store", args.store) if args.store else (STORE_ENV, store_name(None))
+        said = str(exc).removeprefix(f"hold store {name}: ")
+        raise RequestInputError(f"{option}: got {shown(name)}; {said}") from None
 
 
 def _request(args: argparse.Namespace, out: TextIO) -> int:

@@ -63,7 +63,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, localcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
@@ -194,8 +194,8 @@ class HoldStore:
     def read(self, table: str) -> tuple[list[HeldDimension], set[str]]:
         """Every held dimension of ``table``, and its markers (`mark`): one paginated
         Query of its partition."""
-        pages = self.dynamodb.get_paginator("query").paginate(
-            TableName=self.name,
+        pages = self._pages(
+            "query",
             KeyConditionExpression="pk = :t",
             ExpressionAttributeValues={":t": {"S": table}},
             ConsistentRead=True,
@@ -215,11 +215,20 @@ class HoldStore:
         as ``(table, what)``: one paginated Scan."""
         out: dict[str, list[HeldDimension]] = {}
         markers: set[tuple[str, str]] = set()
-        for page in self.dynamodb.get_paginator("scan").paginate(
-            TableName=self.name, ConsistentRead=True
-        ):
+        for page in self._pages("scan", ConsistentRead=True):
             self._sort(page.get("Items", []), out, markers)
         return out, markers
+
+    def _pages(self, operation: Literal["query", "scan"], **kwargs: Any) -> Iterator[Any]:
+        """The pages of a paginated read of the store; a store that is no table of the
+        account and Region raises `HoldStoreMissing`, naming it."""
+        pages = self.dynamodb.get_paginator(operation)
+        try:
+            yield from pages.paginate(TableName=self.name, **kwargs)
+        except ClientError as exc:
+            if error_code(exc) == "ResourceNotFoundException":
+                raise _store_error(self.name, exc) from None
+            raise
 
     def _sort(
         self,
