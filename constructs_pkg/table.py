@@ -59,6 +59,7 @@ from .table_parts import (
     gsis_of,
     identity_of,
     known_entry,
+    on_demand,
     warm_json,
 )
 
@@ -145,6 +146,12 @@ def check_table(where: str, table: object, global_table: str) -> None:
     ):
         raise CapacityConfigError(
             f"{where}: tables must be ProvisionedTable or aws_dynamodb.ITable; got {shown(table)}"
+        )
+    if on_demand(table):
+        raise CapacityConfigError(
+            f"{where}: tables: got {shown(table)}, billed PAY_PER_REQUEST (on-demand): it has "
+            "no provisioned capacity to manage; give a provisioned table "
+            "(billing_mode=BillingMode.PROVISIONED, or a ProvisionedTable)"
         )
 
 

@@ -111,6 +111,14 @@ def cfn_of(table: dynamodb.Table) -> dynamodb.CfnTable:
     return cfn
 
 
+def on_demand(table: object) -> bool:
+    """``table`` is an ``aws_dynamodb.Table`` of this app billed PAY_PER_REQUEST, as its
+    template says at synth time (a table imported by name: not known, so False)."""
+    if not isinstance(table, dynamodb.Table):
+        return False
+    return bool(Stack.of(table).resolve(cfn_of(table).billing_mode) == "PAY_PER_REQUEST")
+
+
 def gsis_of(table: dynamodb.Table) -> list[dict[str, Any]]:
     """The table's GSIs as its template has them (``indexName`` and the rest)."""
     gsis: list[dict[str, Any]] = (

@@ -4,6 +4,7 @@ naming the construct, the field, the value received and what is allowed."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import aws_cdk as cdk
@@ -214,6 +215,51 @@ def test_a_scaler_takes_any_iterable_of_tables(stack: cdk.Stack) -> None:
     by_name = {"orders": provisioned(stack)}
     scaler = ThrottleAwareScaler(stack, "Scaler", tables=by_name.values())  # type: ignore[arg-type]
     assert scaler.tables == (by_name["orders"].table,)
+
+
+def _scaler_of(stack: cdk.Stack, table: dynamodb.ITable) -> None:
+    ThrottleAwareScaler(stack, "Made", tables=[table])
+
+
+def _scaler_adding(stack: cdk.Stack, table: dynamodb.ITable) -> None:
+    ThrottleAwareScaler(stack, "Made").add_table(table)
+
+
+def _requests_on(stack: cdk.Stack, table: dynamodb.ITable) -> None:
+    CapacityRequests(stack, "Made", tables=[table])
+
+
+@pytest.mark.parametrize(
+    ("construct", "give"),
+    [
+        ("ThrottleAwareScaler", _scaler_of),
+        ("ThrottleAwareScaler", _scaler_adding),
+        ("CapacityRequests", _requests_on),
+    ],
+    ids=["scaler-tables", "scaler-add_table", "requests-tables"],
+)
+def test_an_on_demand_table_is_refused_where_its_billing_is_known(
+    construct: str, give: Callable[[cdk.Stack, dynamodb.ITable], None]
+) -> None:
+    # GIVEN a table of this app billed PAY_PER_REQUEST
+    stack = cdk.Stack(cdk.App(), "Test")
+    table = dynamodb.Table(
+        stack, "OnDemand", partition_key=PK, billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST
+    )
+    # WHEN it is given to the scaler or to capacity requests THEN it is refused at once
+    with pytest.raises(CapacityConfigError) as caught:
+        give(stack, table)
+    assert str(caught.value) == (
+        f"{construct} Test/Made: tables: got <aws_cdk.aws_dynamodb.Table Test/OnDemand>, billed "
+        "PAY_PER_REQUEST (on-demand): it has no provisioned capacity to manage; give a "
+        "provisioned table (billing_mode=BillingMode.PROVISIONED, or a ProvisionedTable)"
+    )
+    # AND a provisioned table, or one imported by name (its billing known at run time
+    # only), is taken
+    other = cdk.Stack(cdk.App(), "Other")
+    give(other, dynamodb.Table(other, "Provisioned", partition_key=PK))
+    other = cdk.Stack(cdk.App(), "Other")
+    give(other, dynamodb.Table.from_table_name(other, "Imported", "Imported"))
 
 
 # ---------------------------------------------------------------------- schedules
