@@ -56,6 +56,8 @@ def test_the_documented_costs_are_computed() -> None:
     )
     two, four = monthly_scaler_cost(2).total, monthly_scaler_cost(4).total
     assert f"about ${two:.2f} a month for a table without GSIs and ${four:.2f} with one" in tune
+    alone = monthly_scaler_cost(2, table=False).total
+    assert f"its two `SustainedThrottling` alarms, about ${alone:.2f} a month in autopilot" in tune
     simulator = flat((DOCS / "simulator.md").read_text())
     assert (
         f"about ${two:.2f} a month more for a table without GSIs (${four:.2f} with one)"
@@ -158,3 +160,25 @@ def test_a_trace_of_one_dimension_pays_for_both_which_the_scaler_reads() -> None
     both = monthly_scaler_cost(2, tick_minutes=2).total
     assert scaler_dollars("autopilot+stock:70", reads, month, Prices(), 2) == pytest.approx(both)
     assert scaler_dollars("autopilot+stock:70", trace, month, Prices(), 2) == pytest.approx(both)
+
+
+def test_a_gsi_advised_alone_is_charged_what_the_scaler_adds_for_it() -> None:
+    # GIVEN the trace of one GSI without its table (advise --table T --index G)
+    trace = scenario("flash-crowd")
+    gsi = replace(trace, demand={("byCustomer", d): v for (_, d), v in trace.demand.items()})
+    month = MONTH_MINUTES
+    # THEN it pays what a GSI adds to its table's cost: its reads and its two alarms, not the
+    # table's record metrics, HotKey alarm and invocations
+    added = (
+        monthly_scaler_cost(4, tick_minutes=2).total - monthly_scaler_cost(2, tick_minutes=2).total
+    )
+    charged = scaler_dollars("autopilot+stock:70", gsi, month, Prices(), 2)
+    assert charged == pytest.approx(added)
+    alone = monthly_scaler_cost(2, tick_minutes=2, table=False)
+    assert (alone.metrics, alone.invocations) == (0, 0)
+    assert alone.alarms == pytest.approx(2 * Prices().alarm_month)
+    assert alone.reads == pytest.approx(monthly_scaler_cost(2, tick_minutes=2).reads)
+    # AND a table with that GSI pays the whole of its cost, as before
+    both = replace(trace, demand={**trace.demand, **gsi.demand})
+    whole = monthly_scaler_cost(4, tick_minutes=2).total
+    assert scaler_dollars("autopilot+stock:70", both, month, Prices(), 2) == pytest.approx(whole)

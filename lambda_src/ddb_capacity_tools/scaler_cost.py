@@ -19,7 +19,9 @@ tiers), with the construct's defaults (a tick every 2 minutes, its alarms on):
 Not counted, as they are paid once a stack or an account whatever the number of tables: the
 alarm topic's KMS key ($1 a month), the function's own alarms, its log group and dead-letter
 queue, and the tick's metrics with no dimension. A table's dimensions are its read and write
-and each GSI's.
+and each GSI's. GSIs costed without their table (``table=False``: ``advise --index``) are
+charged what the scaler adds for them alone, their reads and their ``SustainedThrottling``
+alarms; the record's metrics, the ``HotKey`` alarm and the invocations are their table's.
 """
 
 from __future__ import annotations
@@ -75,17 +77,19 @@ def monthly_scaler_cost(
     autopilot: bool = True,
     tick_minutes: int = TICK_MINUTES,
     prices: Prices | None = None,
+    table: bool = True,
 ) -> ScalerCost:
     """The scaler's dollars a month on one table of ``dimensions`` dimensions, in autopilot
-    (the default mode) or reactive mode, ticking every ``tick_minutes``."""
+    (the default mode) or reactive mode, ticking every ``tick_minutes``; with ``table``
+    False, on ``dimensions`` of GSIs without their table: their reads and alarms only."""
     if dimensions < 1 or tick_minutes < 1:
         raise ValueError(
             f"dimensions {dimensions} and tick_minutes {tick_minutes}: each must be 1 or more"
         )
     prices = prices or Prices()
     ticks = MONTH_HOURS * 60 / tick_minutes
-    metrics = (TABLE_METRICS + autopilot) * prices.custom_metric_month
-    requested = WITNESS_QUERIES * ticks + dimensions * (
+    metrics = (TABLE_METRICS + autopilot) * prices.custom_metric_month * table
+    requested = WITNESS_QUERIES * ticks * table + dimensions * (
         QUERIES_PER_DIMENSION * ticks + autopilot * HISTORY_QUERIES_PER_HOUR * MONTH_HOURS
     )
     invocation = (
@@ -96,6 +100,6 @@ def monthly_scaler_cost(
         dimensions,
         metrics,
         requested / 1_000 * prices.metrics_requested_thousand,
-        (dimensions + 1) * prices.alarm_month,
-        ticks * invocation,
+        (dimensions + table) * prices.alarm_month,
+        ticks * invocation * table,
     )

@@ -258,19 +258,22 @@ def scaler_dollars(name: str, trace: Trace, minutes: int, prices: Prices, tick: 
     it (`SCALER_KINDS`; 0 for any other): its monthly cost on a table of the trace's
     table and GSIs, read and write of each (the scaler reads and alarms on both, whichever
     the trace holds), ticking every ``tick`` minutes, in autopilot or reactive mode as the policy
-    says (`scaler_cost.monthly_scaler_cost`), pro rata."""
+    says (`scaler_cost.monthly_scaler_cost`), pro rata. A trace of GSIs without their table
+    (``advise --index``) is charged what the scaler adds for those GSIs alone."""
     kind = spec_of(name).kind
     if kind not in SCALER_KINDS or minutes <= 0:
         return 0.0
     from ..scaler_cost import monthly_scaler_cost
 
+    indexes = {index for index, _ in trace.demand}
     monthly = monthly_scaler_cost(
         # the scaler reads and alarms on both dimensions of the table and of each GSI, though
         # the trace may hold one of them
-        2 * max(1, len({index for index, _ in trace.demand})),
+        2 * max(1, len(indexes)),
         autopilot=kind != "throttle-aware",
         tick_minutes=tick,
         prices=prices,
+        table=not indexes or None in indexes,
     ).total
     return monthly * minutes / MONTH_MINUTES
 
