@@ -23,7 +23,8 @@ from ddb_capacity_tools.simulator.candidates import (
     with_frontier,
 )
 from ddb_capacity_tools.simulator.ensemble import Spread
-from ddb_capacity_tools.simulator.tune import TuneError, choose, decide
+from ddb_capacity_tools.simulator.trace import read_csv
+from ddb_capacity_tools.simulator.tune import TuneError, choose, decide, tune
 from ddb_capacity_tools.simulator.tune_options import (
     refusal_floor,
     refusal_price,
@@ -589,12 +590,19 @@ def test_tune_shows_progress_a_summary_the_terms_and_the_code(tmp_path: Path) ->
     assert not any(line.startswith("warning:") for line in lines)  # three days: enough
 
 
-def test_tune_warns_plainly_when_the_history_is_too_short(tmp_path: Path) -> None:
+def short_trace(tmp_path: Path, minutes: int) -> Path:
+    """A trace of ``minutes`` minutes at 100 reads and 50 writes a second."""
     start = datetime(2026, 1, 5, tzinfo=UTC)
     rows = ["timestamp,read,write"]
-    rows += [f"{(start + timedelta(minutes=m)).isoformat()},100,50" for m in range(3)]
-    path = tmp_path / "three.csv"
+    rows += [f"{(start + timedelta(minutes=m)).isoformat()},100,50" for m in range(minutes)]
+    path = tmp_path / "short.csv"
     path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_tune_warns_plainly_when_the_history_is_too_short(tmp_path: Path) -> None:
+    # GIVEN the shortest trace tune splits: an hour to fit on, an hour to choose on
+    path = short_trace(tmp_path, 120)
     args = ["tune", "--trace", str(path), "--candidate", "on-demand"]
     code, _, err = run(*args)
     assert code == 0 and "tune [" in err and "8/8 runs" in err  # the bar, as on any history
@@ -604,12 +612,31 @@ def test_tune_warns_plainly_when_the_history_is_too_short(tmp_path: Path) -> Non
     lines = out.splitlines()
     # first and last: the warning, with the minimum needed and why
     for line in (lines[0], lines[-1]):
-        assert line.startswith("warning: three.csv holds 3 minutes of traffic; at least 2 days")
+        assert line.startswith("warning: short.csv holds 120 minutes of traffic; at least 2 days")
         assert "one day to fit on and one to choose on" in line
     code, out, err = run(
         "tune", "--trace", str(path), "--quiet", "--json", "--candidate", "on-demand"
     )
     assert json.loads(out)["warnings"] == [lines[0]]
+
+
+@pytest.mark.parametrize("minutes", [1, 2, 119])
+def test_a_trace_too_short_to_split_is_refused_before_any_run(tmp_path: Path, minutes: int) -> None:
+    # GIVEN a trace too short to fit on one part and choose on the other
+    path = short_trace(tmp_path, minutes)
+    # WHEN it is tuned THEN it is refused, saying how much trace is needed: no pick, and
+    # nothing run (no progress bar)
+    code, out, err = run("tune", "--trace", str(path), "--candidate", "on-demand")
+    held = "1 minute" if minutes == 1 else f"{minutes} minutes"
+    assert (code, out) == (2, "")
+    assert err == (
+        f"ddb-capacity: error: --trace: short.csv holds {held} of traffic; tune needs at least "
+        "120 minutes: 60 to fit on and 60 to choose on (and 2 days to judge well: a whole "
+        "daily cycle in each)\n"
+    )
+    # AND tune itself refuses it alike
+    with pytest.raises(TuneError, match=f"^short.csv holds {held} of traffic; tune needs"):
+        tune(read_csv(str(path)), [ModelParams()], ["on-demand"], workers=1)
 
 
 def test_the_right_bill_benchmark_runs_in_its_quick_mode(

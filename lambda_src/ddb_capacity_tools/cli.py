@@ -299,6 +299,8 @@ def _tune(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.html:
         page.check_path(args.html)  # before any work
     trace = _trace(args, params)
+    with option_named("--trace" if args.trace else "--table", errors=(tune_module.TuneError,)):
+        tune_module.check_length(trace)  # before any simulation
     if args.table is not None and advise_module.idle(trace):  # before minutes of simulation
         days = TUNE_DAYS if args.days is None else args.days
         raise TraceError(f"--table: {args.table}: {advise_module.idle_reason(days, 'tune')}")

@@ -291,6 +291,10 @@ def rank_by(rule: Rule) -> Callable[[Candidate], tuple[float, float]]:
 
 MIN_HISTORY_DAYS = 2
 """A history shorter than this many days is too short to judge (`history_warnings`)."""
+MIN_PART_MINUTES = 60
+"""The fewest minutes each part of tune's validation holds, the earlier to fit on and the
+later to choose on: a shorter trace is refused (`check_length`), as nothing a policy does
+within minutes can be told apart."""
 
 
 MONTH_HOURS = 730

@@ -26,7 +26,8 @@ cost plus its refusals at that price is least. Of that pick and a simpler candid
 half the spread of its cost over the ensemble), the simpler is recommended (`simpler`). The
 reason is given in one sentence and in words, with what on-demand would cost (or, when it
 wins, by how much); every term shown is explained (`terms`); a history shorter than
-`MIN_HISTORY_DAYS` is warned of plainly. Its construct code is printed to paste.
+`MIN_HISTORY_DAYS` is warned of plainly, and one too short to split (`check_length`:
+under `MIN_PART_MINUTES` in either part) refused. Its construct code is printed to paste.
 
 Given the table's size, the table class is advised too (`class_advice`): the
 recommendation's dollars a month under Standard and under Standard-Infrequent Access, its
@@ -45,6 +46,7 @@ from .candidates import (
     CANDIDATES,
     DEFAULT_RULE,
     MIN_HISTORY_DAYS,
+    MIN_PART_MINUTES,
     MONTH_HOURS,
     MONTH_MINUTES,
     ON_DEMAND,
@@ -68,6 +70,7 @@ from .params import ModelParams
 from .policies import DEFAULT_TICK_MINUTES
 from .prices import Prices
 from .table_class import class_advice
+from .text import span
 from .trace import Trace
 from .tune_code import code_for
 from .tune_runs import place_split, warm_charge, warm_levels
@@ -81,6 +84,7 @@ from .tune_words import (
 
 __all__ = [
     "TuneError",
+    "check_length",
     "choose",
     "code_of",
     "decide",
@@ -140,12 +144,25 @@ def tune(
     under ``settings``, chosen by validation (`validate`): fitted on the earlier half,
     chosen on the later half, figures a month; with ``size_gb``, the table class advised
     too. A progress bar on ``progress``."""
+    check_length(trace)
     names = list(dict.fromkeys([*candidates, *STOCK, ON_DEMAND]))
     if settings[0].stream_seconds is not None or settings[0].fast_path_seconds is not None:
         names = [n for n in names if not streamed(n)]  # every library policy has them
     split = validation_split(trace)
     early, later = place_split(trace, names, settings, prices, tick, workers, split, progress)
     return validate(early, later, rule, trace, settings[0], split, size_gb, prices)
+
+
+def check_length(trace: Trace) -> None:
+    """A [`TuneError`][] when ``trace`` is too short to split: each part of the validation
+    needs `MIN_PART_MINUTES` (the earlier fits each family, the later chooses)."""
+    need = 2 * MIN_PART_MINUTES
+    if trace.minutes < need:
+        raise TuneError(
+            f"{trace.name} holds {span(trace.minutes)} of traffic; tune needs at least "
+            f"{need} minutes: {MIN_PART_MINUTES} to fit on and {MIN_PART_MINUTES} to choose "
+            f"on (and {MIN_HISTORY_DAYS} days to judge well: a whole daily cycle in each)"
+        )
 
 
 def validation_split(trace: Trace) -> int:
