@@ -48,16 +48,21 @@ def simpler_words(pick: Candidate, ruled: Candidate, rule: Rule, period: str) ->
 def recommendation_summary(
     pick: Candidate, best: Candidate, rule: Rule, simpler_than: bool, period: str
 ) -> str:
-    """The recommendation in one sentence."""
+    """The recommendation in one sentence (the stock target refusing least, when it is the
+    pick, said to be it rather than named as its own limit)."""
     c, r = pick.cost_usd, pick.throttled_requests
+    itself = pick.policy == best.policy
     if rule.price is not None:
         why = f"the least cost plus refused units at ${rule.price:,.2f} per million"
     else:
         why = (
-            f"the cheapest that refuses no more than {best.policy} (the stock target "
+            "the cheapest that refuses no more than it allows"
+            if itself
+            else f"the cheapest that refuses no more than {best.policy} (the stock target "
             "refusing least) allows"
         )
         why = f"the simplest within the noise of {why}" if simpler_than else why
+        why = f"the stock target refusing least, and {why}" if itself else why
     return (
         f"Use {pick.policy}: {why}, at ${c.median:,.2f}{period} (${c.min:,.2f} to "
         f"${c.max:,.2f} over the ensemble), refusing {r.median:,.0f} units{period} "
