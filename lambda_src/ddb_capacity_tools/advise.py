@@ -37,7 +37,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TextIO
 
-from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.names import is_table_name
 from ddb_capacity_runtime.core.validators import is_number, is_region
 
@@ -68,6 +67,7 @@ from .simulator.tune_options import MAX_SIZE_GB
 from .simulator.tune_runs import place_split
 from .simulator.tune_words import terms
 from .tool_errors import AdviseError as AdviseError
+from .tool_errors import reason_of
 
 __all__ = [
     "MONTH_HOURS",
@@ -411,7 +411,7 @@ def advise_one(
             description=description,
         )
     except Exception as exc:  # a fault domain: whatever went wrong, the others go on
-        return Failure(table, index, shown(describe_error(exc)))
+        return Failure(table, index, shown(reason_of(exc)))
     max_capacity = setup.params.max_capacity
     return advise_trace(
         trace,
@@ -480,7 +480,7 @@ def advise_trace(
             now, trace, later, settings, setup.prices, setup.tick, setup.workers, split or None
         )
     except Exception as exc:  # settings the simulator cannot run are unknown, not a failure
-        now, figures = Current({}, f"{now.label}: {describe_error(exc)}"), None
+        now, figures = Current({}, f"{now.label}: {reason_of(exc)}"), None
     return replace(
         advice, current=now, current_figures=None if figures is None else scaled(figures, scale)
     )
@@ -559,7 +559,7 @@ def _guarded(made: Clients, table: str, index: str | None, setup: Setup) -> Advi
             return advise_trace(trace, table, index, setup, lambda keys: now)
         return advise_one(made.cloudwatch, made.dynamodb, table, index, setup, made.autoscaling)
     except Exception as exc:  # a fault domain: whatever went wrong, the others go on
-        return Failure(table, index, shown(describe_error(exc)))
+        return Failure(table, index, shown(reason_of(exc)))
 
 
 _made: list[Clients] = []
@@ -620,7 +620,7 @@ def _pool(
                 else:
                     out[n] = Failure(*tables[n], shown(f"its process died: {exc}"))
             except Exception as exc:  # could not start: this one fails
-                out[n] = Failure(*tables[n], shown(describe_error(exc)))
+                out[n] = Failure(*tables[n], shown(reason_of(exc)))
             _bar(progress, len(out), len(tables), tables[n][0])
     return sorted(broken)
 

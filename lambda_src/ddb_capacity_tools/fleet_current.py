@@ -25,7 +25,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ddb_capacity_runtime.aws.discovery import table_targets
-from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.names import resource_id, scalable_dimension
 from ddb_capacity_runtime.core.validators import is_whole
 
@@ -35,6 +34,7 @@ from .simulator.params import ModelParams
 from .simulator.prices import Prices
 from .simulator.trace import Key, Trace, key_label
 from .simulator.tune_runs import place
+from .tool_errors import reason_of
 
 __all__ = ["Current", "current_figures", "read_current"]
 
@@ -117,7 +117,7 @@ def read_current(
             return Current({}, f"DescribeTable: billing mode {mode!r} is not known")
         targets = table_targets(autoscaling, table, description)
     except Exception as exc:  # what it could not read is unknown, never zero
-        return Current({}, describe_error(exc))
+        return Current({}, reason_of(exc))
     policies: dict[Key, str] = {}
     ranges: dict[Key, tuple[int, int]] = {}
     for index, dimension in keys:

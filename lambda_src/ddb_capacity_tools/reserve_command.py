@@ -22,7 +22,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.names import is_table_name
 
 from . import advise as advise_module
@@ -34,7 +33,7 @@ from .simulator.params import ModelParams
 from .simulator.policies import PolicyError, parse
 from .simulator.prices import TERMS, Prices
 from .simulator.trace import Trace, TraceError, read_csv
-from .tool_errors import option_named, whole
+from .tool_errors import option_named, reason_of, whole
 
 __all__ = [
     "DEFAULT_DAYS",
@@ -264,7 +263,7 @@ def _cloudwatch(args: argparse.Namespace, err: TextIO) -> tuple[list[Trace], lis
             if classed:
                 args.classes[name] = classed
         except Exception as exc:  # a fault domain: the others are planned
-            failed.append((name, advise_module.shown(describe_error(exc))))
+            failed.append((name, advise_module.shown(reason_of(exc))))
             continue
         traces.append(replace(trace, name=name))
         labels.append(name)

@@ -5,7 +5,8 @@ Every exception class of the tools, in one module to read top to bottom; each is
 ``ValueError``: each refuses an input (an option, a file, a setting) and its message names
 the field, the value received and what is allowed. Each is importable from the module that
 raises it too. And `option_named`: a file's error, read for an option, names the option;
-`whole`: an option's whole number, anything else refused saying so.
+`whole`: an option's whole number, anything else refused saying so; `reason_of`: an
+exception as a reason shown to the user.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ddb_capacity_runtime.aws.error_codes import describe_error
 from ddb_capacity_runtime.core.errors import CapacityError
 
 
@@ -25,6 +27,16 @@ def whole(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"got {text!r}; expected a whole number") from None
+
+
+def reason_of(exc: BaseException) -> str:
+    """``exc`` as a reason shown to the user (a table that could not be advised, settings
+    that could not be read): the message alone for one of the library's own refusals (a
+    `CapacityError`, whose message says what it refused), AWS's error code and message for
+    an AWS error, the class and the message for anything else."""
+    if isinstance(exc, CapacityError):
+        return str(exc) or type(exc).__name__
+    return describe_error(exc)
 
 
 class RequestInputError(CapacityError, ValueError):
