@@ -635,6 +635,30 @@ def test_a_fleet_reports_recommendations_replace_tune_for_the_tables_it_advised(
     assert tables["orders"]["reserved_policy"] is None  # given, not tuned
     # carts' recommendation is not one the simulator runs: tuned as if not in the report
     assert tables["carts"]["listed_policy"] != "sometimes"
+    # AND the words say where each policy came from, and what the past bill is taken to be
+    code, out, err = run(
+        "reserve", "--trace", fleet_files[0], "--trace", fleet_files[1], "--quiet",
+        "--recommended", str(report), "--candidate", "stock:90", "--processes", "1",
+        "--score-from", "2026-01-06T00:30",
+    )  # fmt: skip
+    assert code == 0, err
+    heading, _, _, orders, *rest = out.splitlines()
+    assert heading.endswith(
+        f"; 1 of 2 tables on the recommendation of the fleet report {report}, the other on "
+        "tune's recommendation on the planning part; the past bill: every table on --current "
+        "stock:70; term 1y"
+    )
+    assert "recommended by tune" not in heading
+    assert orders == "orders  stock:80 (the fleet report's)"
+    assert not any("the fleet report's" in line for line in rest)
+    assert "the current policy" not in out
+    assert any(
+        line.startswith(
+            "every table on --current stock:70 (the policy taken to have made the past bill), "
+            "no reservation: $"
+        )
+        for line in rest
+    )
     report.write_text('{"tables": 3}')
     code, _, err = run("reserve", "--trace", fleet_files[0], "--recommended", str(report))
     assert code == 2 and "--recommended" in err and "not a fleet report" in err

@@ -636,6 +636,7 @@ def text(plan: Plan, about: dict[str, Any]) -> str:
     for t in plan.tables:
         policy = plan.policies[t.name]
         why = "" if policy == t.listed.policy else f" (at list prices: {t.listed.policy})"
+        why += " (the fleet report's)" if t.name in plan.setup.policies else ""
         lines.append(f"{t.name:<{width}}  {policy}{why}")
         lines.extend(f"{'':<{width}}  {w}" for w in t.warnings)
     lines.append("")
@@ -665,8 +666,8 @@ def text(plan: Plan, about: dict[str, Any]) -> str:
         )
     if "current_monthly_usd" in f:
         lines.append(
-            f"the current policy ({plan.setup.current}), no reservation: "
-            f"{_money(f['current_monthly_usd'])} a month"
+            f"every table on --current {plan.setup.current} (the policy taken to have made "
+            f"the past bill), no reservation: {_money(f['current_monthly_usd'])} a month"
         )
     if plan.score is not None:
         lines.append(

@@ -100,7 +100,8 @@ def _plan_options(rs: argparse.ArgumentParser) -> None:
         "--current",
         default="stock:70",
         metavar="P",
-        help="the provisioned policy that made the past bill (default stock:70)",
+        help="the provisioned policy taken to have made the past bill, every table's (the "
+        "tables' own settings are not read; default stock:70)",
     )
     rs.add_argument(
         "--policy",
@@ -342,7 +343,8 @@ def run(
     tables = reserve.plan_tables(traces, split, setup, processes, None if args.quiet else err)
     tables = unreservable_left_out(tables, args.replicas, setup.prices, args.classes)
     plan = reserve.plan_fleet(tables, terms, setup)
-    about = _about(traces[0], split, given is not None, setup, args.term)
+    policies = _policies_words(setup, [t.name for t in traces], args.recommended)
+    about = _about(traces[0], split, given is not None, setup, args.term, policies)
     if args.json:
         out.write(json.dumps(reserve.as_json(plan, about)) + "\n")
     else:
@@ -353,17 +355,32 @@ def run(
     return 1 if args.failed else 0
 
 
+def _policies_words(setup: reserve.Setup, names: list[str], report: str | None) -> str:
+    """Where the run's policies came from, for the heading: ``--policy``'s for every
+    table, else the fleet report's recommendation (``--recommended``) for the tables it
+    advised and tune's on the planning part for the others; and the past bill's."""
+    tuned = "tune's recommendation on the planning part"
+    if setup.policy:
+        words = f"every table on {setup.policy}"
+    elif report is None:
+        words = f"each table on {tuned}"
+    else:
+        given = sum(name in setup.policies for name in names)
+        others = len(names) - given
+        words = (
+            f"{given} of {len(names)} table{'' if len(names) == 1 else 's'} on the "
+            f"recommendation of the fleet report {report}"
+            + (f", the other{'s' if others > 1 else ''} on {tuned}" if others else "")
+        )
+    return f"{words}; the past bill: every table on --current {setup.current}"
+
+
 def _about(
-    trace: Trace, split: int, scored: bool, setup: reserve.Setup, term: str
+    trace: Trace, split: int, scored: bool, setup: reserve.Setup, term: str, policies: str
 ) -> dict[str, Any]:
     def iso(minute: int) -> str:
         return f"{trace.time(minute):%Y-%m-%dT%H:%M}Z"
 
-    policy = (
-        f"every table on {setup.policy}"
-        if setup.policy
-        else "each table's policy recommended by tune on the planning part"
-    )
     heading = (
         f"reserve: planned on {iso(0)} to {iso(split - 1)} ({split:,} minutes)"
         + (
@@ -372,7 +389,7 @@ def _about(
             if scored
             else ", not scored (no --score-from)"
         )
-        + f"; {policy}; term {term}"
+        + f"; {policies}; term {term}"
     )
     return {
         "heading": heading,
