@@ -82,7 +82,8 @@ class Capacity:
     :param max_capacity: the auto scaling maximum, in capacity units. Whole number, at
         least ``min_capacity`` and at most the table quota (40,000 by default).
     :param target_utilization_percent: target tracking's target. Default: 70 (%),
-        Application Auto Scaling's stock value. Allowed: 20 to 90.
+        Application Auto Scaling's stock value. Allowed: whole numbers from 20 to 90 (the
+        fleet report, ``tune`` and the nightly tuning read and set whole percents).
     :param scale_in_cooldown: time after a scale-in before another. Default: not set,
         Application Auto Scaling's default for DynamoDB (0 seconds).
     :param scale_out_cooldown: time after a scale-out before another. Default: not set,
@@ -97,7 +98,7 @@ class Capacity:
 
     min_capacity: int
     max_capacity: int
-    target_utilization_percent: float = DEFAULT_TARGET_UTILIZATION
+    target_utilization_percent: int = DEFAULT_TARGET_UTILIZATION
     scale_in_cooldown: Duration | None = None
     scale_out_cooldown: Duration | None = None
     disable_scale_in: bool = False
@@ -154,6 +155,12 @@ class Capacity:
                 raise CapacityConfigError(
                     f"{where}: target_utilization_percent must be from {lo} to {hi} (%); "
                     f"got {target}"
+                )
+            if not _is_whole(target):
+                raise CapacityConfigError(
+                    f"{where}: target_utilization_percent must be a whole number from {lo} to "
+                    f"{hi} (%); got {target}: the fleet report, tune and the nightly tuning "
+                    "read and set whole percents"
                 )
         for cooldown in ("scale_in_cooldown", "scale_out_cooldown"):
             duration_prop(where, cooldown, getattr(self, cooldown), NO_FLOOR, optional=True)

@@ -100,11 +100,29 @@ def test_target_above_90(stack: cdk.Stack) -> None:
 
 
 def test_target_below_20(stack: cdk.Stack) -> None:
-    bad = Capacity(min_capacity=5, max_capacity=10, target_utilization_percent=19.5)
+    bad = Capacity(min_capacity=5, max_capacity=10, target_utilization_percent=19.5)  # type: ignore[arg-type]
     message = error_of(lambda: make(stack, write=bad))
     assert message == (
         f"{WHERE} table write: target_utilization_percent must be from 20 to 90 (%); got 19.5"
     )
+
+
+@pytest.mark.parametrize("target", [70.5, 20.25, 89.9])
+def test_a_target_that_is_not_a_whole_percent_is_refused(stack: cdk.Stack, target: float) -> None:
+    # GIVEN a target the fleet report, tune and the nightly tuning could not read back
+    bad = Capacity(min_capacity=5, max_capacity=10, target_utilization_percent=target)  # type: ignore[arg-type]
+    # THEN it is refused where the table is made, naming the field, the value and why
+    message = error_of(lambda: make(stack, read=bad))
+    assert message == (
+        f"{WHERE} table read: target_utilization_percent must be a whole number from 20 to 90 "
+        f"(%); got {target}: the fleet report, tune and the nightly tuning read and set whole "
+        "percents"
+    )
+
+
+def test_a_whole_target_written_as_a_float_is_taken(stack: cdk.Stack) -> None:
+    whole = Capacity(min_capacity=5, max_capacity=10, target_utilization_percent=70.0)  # type: ignore[arg-type]
+    make(stack, read=whole)
 
 
 def test_target_not_a_number(stack: cdk.Stack) -> None:
