@@ -31,7 +31,6 @@ from ddb_capacity_runtime.core.names import DIMENSIONS
 from ddb_capacity_runtime.core.validators import is_whole
 from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX, MAX_ACTIONS
 from ddb_capacity_runtime.schedule.entries import (
-    HORIZON,
     WEEKDAYS,
     Event,
     ScheduleEntry,
@@ -269,13 +268,13 @@ class GlobalTableCapacity(Construct):
     def schedule_preview(
         self, *, count: int = 10, start: datetime | None = None, region: str | None = None
     ) -> list[Event]:
-        """The next ``count`` firings in ``region`` (default: the stack's) from ``start``
-        (default: now), each with its dimension's effective min and max after it."""
+        """The next ``count`` firings (a whole number, 1 or more) in ``region`` (default: the
+        stack's) from ``start`` (default: now), each with its dimension's effective min and
+        max after it."""
         region = self._spec.regions[0] if region is None else region
         if region not in self._schedules:
             raise CapacityConfigError(self._unknown_region(region))
-        start = start or datetime.now(UTC)
-        return self._schedules[region].timeline(start, start + HORIZON).events[:count]
+        return self._schedules[region].preview(count, start or datetime.now(UTC))
 
     # ------------------------------------------------------------------ internals
 

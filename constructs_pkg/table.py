@@ -30,7 +30,6 @@ from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 from ddb_capacity_runtime.core.names import TARGET_TAG
 from ddb_capacity_runtime.core.tags import PREWARM_TAG as PREWARM_TAG
 from ddb_capacity_runtime.schedule.entries import (
-    HORIZON,
     WEEKDAYS,
     Event,
     ScheduleEntry,
@@ -540,11 +539,10 @@ class TableCapacity(TableDelegation, Construct):
         self._render_schedules(index_name, dimension)
 
     def schedule_preview(self, *, count: int = 10, start: datetime | None = None) -> list[Event]:
-        """The next ``count`` firings of the table's schedule from ``start`` (default: now),
-        each with its dimension's effective min and max after it."""
-        start = start or datetime.now(UTC)
-        timeline = self._schedule.timeline(start, start + HORIZON)
-        return timeline.events[:count]
+        """The next ``count`` firings (a whole number, 1 or more) of the table's schedule
+        from ``start`` (default: now), each with its dimension's effective min and max after
+        it."""
+        return self._schedule.preview(count, start or datetime.now(UTC))
 
     def _render_schedules(self, index_name: str | None, dimension: str) -> None:
         """Render the schedule of one scalable target when the template is written: the

@@ -529,6 +529,9 @@ def test_a_window_one_replica_refuses_is_added_to_none() -> None:
         "w-raise",
         "w-restore",
     }
+    # a count of firings that is not 1 or more is refused, naming it
+    with pytest.raises(CapacityConfigError, match=r"schedule_preview: count must be a whole .*-1$"):
+        capacity.schedule_preview(region="us-east-1", count=-1)
 
 
 def test_indexes_added_after_the_construct_are_refused_at_synth() -> None:

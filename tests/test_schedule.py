@@ -828,6 +828,27 @@ def test_preview_lists_firings_with_the_effective_range(stack: cdk.Stack) -> Non
     assert events[0].when.astimezone(events[0].placed.tz).strftime("%H:%M %Z") == "04:45 CET"
 
 
+@pytest.mark.parametrize("count", [0, -1, 2.5, True, "3"])
+def test_a_preview_of_no_whole_positive_count_is_refused_naming_count(
+    stack: cdk.Stack, count: object
+) -> None:
+    # GIVEN a table with a schedule that fires
+    table = make(stack)
+    table.add_schedule(
+        ScheduleEntry(name="evening", schedule="cron(0 18 ? * * *)", min_capacity=50),
+        dimension="read",
+    )
+    # WHEN its preview is asked for a count of firings that is not 1 or more
+    with pytest.raises(CapacityConfigError) as caught:
+        table.schedule_preview(count=count, start=MONDAY)  # type: ignore[arg-type]
+    # THEN it is refused, naming count and the value, not answered with no firings
+    assert str(caught.value) == (
+        "ProvisionedTable Test/Orders: schedule_preview: count must be a whole number of 1 or "
+        f"more (the firings to list); got {count!r}"
+    )
+    assert len(table.schedule_preview(count=1, start=MONDAY)) == 1
+
+
 def test_hourly_lowerings_fit_the_quota(stack: cdk.Stack) -> None:
     table = make(stack)
     table.add_schedule(

@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from ..core.decreases import DecreaseLedger
+from ..core.errors import CapacityConfigError, shown
 from ..core.errors import ScheduleError as ScheduleError
 from ..core.names import MAX_SCHEDULED_ACTIONS
 from ..core.validators import is_whole
@@ -573,6 +574,17 @@ class TableSchedule:
 
     def timeline(self, start: datetime, end: datetime) -> Timeline:
         return replay(self.placed(start), self._ranges, start, end)
+
+    def preview(self, count: int, start: datetime) -> list[Event]:
+        """The next ``count`` firings from ``start`` (a construct's ``schedule_preview``),
+        each with its dimension's effective min and max after it; a ``count`` that is not a
+        whole number of 1 or more is refused, naming it."""
+        if not is_whole(count, 1):
+            raise CapacityConfigError(
+                f"{self._where}: schedule_preview: count must be a whole number of 1 or more "
+                f"(the firings to list); got {shown(count)}"
+            )
+        return self.timeline(start, start + HORIZON).events[:count]
 
     def check(
         self, start: datetime | None = None, own: dict[tuple[str | None, str], int] | None = None
