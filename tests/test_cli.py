@@ -917,7 +917,7 @@ def test_tune_refuses_a_table_without_traffic_before_simulating(
     code, out, err = run("tune", *a_day_of(name, end - timedelta(days=3)), "--quiet")
     assert code == 2 and out == ""
     assert err == (
-        f"ddb-capacity: error: --table: {name}: no consumed capacity or throttles in 1 day(s) "
+        f"ddb-capacity: error: --table: {name}: no consumed capacity or throttles in 1 day "
         "of CloudWatch history: idle, on-demand without traffic, or its metrics are not "
         "readable; nothing to tune\n"
     )

@@ -17,6 +17,7 @@ import pytest
 from ddb_capacity_runtime.core.errors import shown
 from ddb_capacity_tools.cli import main
 from ddb_capacity_tools.cli_options import build_parser
+from ddb_capacity_tools.simulator.text import counted, span
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -204,6 +205,33 @@ def test_a_trace_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
     assert code == 0, err
     doc = json.loads(out)
     assert doc["trace"]["minutes"] == 2 and doc["trace"]["start"].startswith("2026-03-01T00:00")
+
+
+def test_a_trace_of_one_minute_is_said_to_hold_one_minute(tmp_path: Path) -> None:
+    path = tmp_path / "one.csv"
+    path.write_bytes(HEADER + b"2026-03-01T00:00:00Z,5,7\r\n")
+    code, out, err = run("simulate", "--trace", str(path), "--policy", "fixed:10")
+    assert code == 0, err
+    assert out.startswith("one.csv: 1 minute from 2026-03-01 00:00 UTC\n")
+    assert "over the trace's 1 minute, not a month" in out
+
+
+def test_counts_are_said_as_words_say_them() -> None:
+    """The one place the tools' words make a plural."""
+    assert [counted(n, "block") for n in (0, 1, 2, 1_500)] == [
+        "0 blocks",
+        "1 block",
+        "2 blocks",
+        "1,500 blocks",
+    ]
+    assert counted(1, "policy", "policies") == "1 policy"
+    assert counted(3, "policy", "policies") == "3 policies"
+    assert [span(m) for m in (1, 90, 1_440, 2_160)] == [
+        "1 minute",
+        "90 minutes",
+        "1 day (1,440 minutes)",
+        "1.5 days (2,160 minutes)",
+    ]
 
 
 @pytest.mark.parametrize(

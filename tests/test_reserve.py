@@ -167,6 +167,16 @@ def test_a_fleet_planned_as_one_never_expects_more_than_its_tables_planned_alone
     assert fleet.by_term[term]["expected_usd"] <= alone + 1e-6
 
 
+def test_a_plan_of_one_block_says_one_block() -> None:
+    # GIVEN a fleet busy at 100 read and 200 write units every hour: one block and two
+    tables = [table_hours("orders", [100] * 48, [200] * 48)]
+    plan = reserve.plan_fleet(tables, ["3y"], reserve.Setup())
+    assert plan.units == {"read": 100, "write": 200}
+    # THEN the words count them as words do
+    words = reserve.text(plan, {"heading": "reserve"})
+    assert "reserve 100 read units (1 block) and 200 write units (2 blocks) for 3y" in words
+
+
 def write_trace(path: Path, minutes: int, read: float, start: datetime = START) -> str:
     rows = ["timestamp,read,write"]
     for m in range(minutes):
@@ -214,7 +224,7 @@ def test_json_holds_the_plan_the_prices_and_each_part_of_hours(
     assert monthly["with_plan"] < monthly["without_plan"]
     assert doc["fall_by_third_monthly_usd"]["without_plan"] < monthly["without_plan"]
     html = page.read_text()
-    assert "Reserved capacity: 2 table(s)" in html and "page written" in err
+    assert "Reserved capacity: 2 tables" in html and "page written" in err
 
 
 def test_words_name_the_plan_the_stress_and_the_unverified_prices(fleet_files: list[str]) -> None:

@@ -60,7 +60,7 @@ from .simulator.params import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES
 from .simulator.prices import Prices
 from .simulator.table_class import STANDARD, TABLE_CLASSES, class_lines
-from .simulator.text import bar, fixed_width
+from .simulator.text import bar, counted, fixed_width
 from .simulator.trace import Key, Trace
 from .simulator.tune import validate, validation_split
 from .simulator.tune_options import MAX_SIZE_GB
@@ -429,9 +429,9 @@ def idle(trace: Trace) -> bool:
 
 
 def idle_reason(days: int, what: str) -> str:
-    """Why a table whose history is `idle` over ``days`` day(s) gets nothing to ``what``."""
+    """Why a table whose history is `idle` over ``days`` days gets nothing to ``what``."""
     return (
-        f"{IDLE} in {days} day(s) of CloudWatch history: idle, on-demand without traffic, "
+        f"{IDLE} in {counted(days, 'day')} of CloudWatch history: idle, on-demand without traffic, "
         f"or its metrics are not readable; nothing to {what}"
     )
 

@@ -70,6 +70,7 @@ from .simulator.prices import PriceError, Prices
 from .simulator.run import DEFAULT_POLICIES, simulate
 from .simulator.scenarios import SCENARIOS, ScenarioError, scenario
 from .simulator.schedules import ScheduleFileError
+from .simulator.text import counted
 from .simulator.trace import Trace, TraceError, key_label, read_csv
 from .tool_errors import OptionError as OptionError
 from .tool_errors import RequestInputError as RequestInputError
@@ -420,8 +421,9 @@ def _advise_output(
         out.write(json.dumps(doc) + "\n")
         return
     heading = (
-        f"advise: {len(results)} table(s), {about['days']} day(s) of CloudWatch history to "
-        f"{about['end']}, ensemble {about['ensemble']} ({settings} settings); each table's "
+        f"advise: {counted(len(results), 'table')}, {counted(about['days'], 'day')} of "
+        f"CloudWatch history to {about['end']}, ensemble {about['ensemble']} "
+        f"({counted(settings, 'setting')}); each table's "
         f"options fitted on the earlier half of its history and chosen on the later half; "
         f"dollars and refused units per month ({advise_module.MONTH_HOURS} h) from the "
         f"later half, median (min-max over the ensemble), read + write"
@@ -635,7 +637,7 @@ def _scenarios(args: argparse.Namespace, out: TextIO) -> int:
     width = max(len(r["name"]) for r in rows)
     for r in rows:
         out.write(
-            f"{r['name']:<{width}}  {r['description']} ({r['minutes']:,} minutes"
+            f"{r['name']:<{width}}  {r['description']} ({counted(r['minutes'], 'minute')}"
             f"{', with a schedule' if r['has_schedule'] else ''})\n"
         )
     return 0

@@ -43,6 +43,7 @@ from .local_aws import (
     stack_template,
     start_cdk,
 )
+from .simulator.text import counted
 from .tool_errors import LocalError as LocalError
 
 SCALER_HANDLER = "ddb_capacity_runtime.scaler.handler.lambda_handler"
@@ -102,8 +103,8 @@ def decision_report(
     wide = max([5, *(len(line["index"] or "-") for line in decisions)])
     tables, changes = summary["tables"], len(summary["changes"])
     rows = [
-        f"one scaler tick: {tables} table{'' if tables == 1 else 's'} managed, {changes} "
-        f"change{'' if changes == 1 else 's'}, {len(summary['failed'])} failed\n",
+        f"one scaler tick: {counted(tables, 'table')} managed, {counted(changes, 'change')}, "
+        f"{len(summary['failed'])} failed\n",
         f"  {'table':<{width}} {'index':<{wide}} {'dim':<5} {'via':<15} {'from':>5} {'to':>5}"
         "  reason",
     ]

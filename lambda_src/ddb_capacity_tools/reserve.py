@@ -66,7 +66,7 @@ from .simulator.ensemble import settings_of
 from .simulator.params import ModelParams
 from .simulator.policies import DEFAULT_TICK_MINUTES
 from .simulator.prices import BLOCK_UNITS, RESERVED_VERIFIED, TERMS, Prices
-from .simulator.text import bar
+from .simulator.text import bar, counted
 from .simulator.trace import Trace
 from .simulator.tune import validate, validation_split
 from .simulator.tune_runs import place_split, run_candidate
@@ -294,7 +294,7 @@ def check_fleet(traces: Sequence[Trace], labels: Sequence[str]) -> None:
 
 
 def _window(trace: Trace) -> str:
-    return f"{trace.start:%Y-%m-%dT%H:%MZ} + {trace.minutes:,} minutes"
+    return f"{trace.start:%Y-%m-%dT%H:%MZ} + {counted(trace.minutes, 'minute')}"
 
 
 def check_split(split: int, minutes: int, scored: bool) -> None:
@@ -645,8 +645,8 @@ def text(plan: Plan, about: dict[str, Any]) -> str:
     else:
         r, w = plan.units["read"], plan.units["write"]
         lines.append(
-            f"plan: reserve {r:,} read units ({r // BLOCK_UNITS} blocks) and {w:,} write "
-            f"units ({w // BLOCK_UNITS} blocks) for {plan.term} "
+            f"plan: reserve {r:,} read units ({counted(r // BLOCK_UNITS, 'block')}) and {w:,} "
+            f"write units ({counted(w // BLOCK_UNITS, 'block')}) for {plan.term} "
             f"({_money(f['upfront_usd'])} up front)"
         )
     m, fall = f["monthly_usd"], f["fall_by_third_monthly_usd"]

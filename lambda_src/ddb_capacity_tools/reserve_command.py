@@ -32,6 +32,7 @@ from .simulator.candidates import CANDIDATE_HELP, CANDIDATES, spec_of
 from .simulator.params import ModelParams
 from .simulator.policies import PolicyError, parse
 from .simulator.prices import TERMS, Prices
+from .simulator.text import counted
 from .simulator.trace import Trace, TraceError, read_csv
 from .tool_errors import option_named, reason_of, whole
 
@@ -368,7 +369,7 @@ def _policies_words(setup: reserve.Setup, names: list[str], report: str | None) 
         given = sum(name in setup.policies for name in names)
         others = len(names) - given
         words = (
-            f"{given} of {len(names)} table{'' if len(names) == 1 else 's'} on the "
+            f"{given} of {counted(len(names), 'table')} on the "
             f"recommendation of the fleet report {report}"
             + (f", the other{'s' if others > 1 else ''} on {tuned}" if others else "")
         )
@@ -382,10 +383,10 @@ def _about(
         return f"{trace.time(minute):%Y-%m-%dT%H:%M}Z"
 
     heading = (
-        f"reserve: planned on {iso(0)} to {iso(split - 1)} ({split:,} minutes)"
+        f"reserve: planned on {iso(0)} to {iso(split - 1)} ({counted(split, 'minute')})"
         + (
             f", scored on {iso(split)} to {iso(trace.minutes - 1)} "
-            f"({trace.minutes - split:,} minutes)"
+            f"({counted(trace.minutes - split, 'minute')})"
             if scored
             else ", not scored (no --score-from)"
         )

@@ -14,7 +14,7 @@ from ..advise import Advice, Failure
 from ..simulator.candidates import Tuning
 from ..simulator.ensemble import EnsembleResult
 from ..simulator.run import DimensionResult
-from ..simulator.text import run_period, run_scope
+from ..simulator.text import counted, run_period, run_scope
 from ..simulator.trace import Trace
 from .choice import advice_section, candidates_of_ensemble, candidates_of_run, frontier_section
 from .document import document, text
@@ -24,7 +24,7 @@ __all__ = ["run_page", "table_page", "tune_page"]
 
 
 def _about(trace: Trace, extra: str = "") -> str:
-    words = f"{trace.minutes:,} minutes from {trace.start:%Y-%m-%d %H:%M} UTC"
+    words = f"{counted(trace.minutes, 'minute')} from {trace.start:%Y-%m-%d %H:%M} UTC"
     notes = f" {trace.notes[:1].upper()}{trace.notes[1:]}." if trace.notes else ""
     return f'<p class="lead">{text(words + extra + ".")}{text(notes)}</p>'
 
@@ -57,7 +57,7 @@ def _tuned(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> tuple[
     minutes fitted on and chosen on (from when), what the figures cover; the minute the
     history was split at (0: not split) and the figures' period."""
     v = tuning.validation
-    words = f"; ensemble {ensemble} ({settings} settings)"
+    words = f"; ensemble {ensemble} ({counted(settings, 'setting')})"
     if not v:
         return words + "; figures over the trace", 0, "over the trace"
     split = int(v.get("split_minute", v["fit_minutes"]))
@@ -69,7 +69,7 @@ def _validated(v: dict[str, Any], since: str = "") -> str:
     """The words of a tuning's ``validation``: the minutes fitted on and chosen on (``since``:
     from when), and that its figures are a month's."""
     return (
-        f"; fitted on {v['fit_minutes']:,} minutes, chosen on the later "
+        f"; fitted on {counted(v['fit_minutes'], 'minute')}, chosen on the later "
         f"{v['choose_minutes']:,}{since}; figures a month ({v['month_hours']} h), scaled from "
         "the later part"
     )
@@ -80,7 +80,7 @@ def tune_page(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str
     chosen on, a month), the advice, the frontier with each candidate's spread over the
     ensemble, and the demand it was tuned on, split where the choosing began."""
     scope, split, period = _tuned(tuning, trace, ensemble, settings)
-    note = f" The whiskers span the {ensemble} ensemble's {settings} settings."
+    note = f" The whiskers span the {ensemble} ensemble's {counted(settings, 'setting')}."
     frontier, charts = frontier_section(tuning.candidates, tuning.recommended, period, note)
     demand, more = demand_section(trace, split)
     warnings = "".join(f'<p class="lead bad">{text(w)}</p>' for w in tuning.warnings)
@@ -101,7 +101,9 @@ def table_page(result: Advice | Failure, about: dict[str, Any] | None = None) ->
     where = _where(result)
     window = ", ".join(f"{k} {v}" for k, v in (about or {}).items())
     if not isinstance(result, Failure) and result.tuning.validation:
-        window = (window or f"{result.minutes:,} minutes") + _validated(result.tuning.validation)
+        window = (window or counted(result.minutes, "minute")) + _validated(
+            result.tuning.validation
+        )
     head = f"<h1>{text(where)}</h1>" + (f'<p class="lead">{text(window)}</p>' if window else "")
     if isinstance(result, Failure):
         body = f"{head}<h2>Not advised</h2><p>{text(result.reason)}</p>"

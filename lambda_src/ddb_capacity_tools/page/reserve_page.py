@@ -10,6 +10,7 @@ from typing import Any
 
 from ..reserve import Plan, figures
 from ..reserve_sizing import DIMENSIONS, Hours
+from ..simulator.text import counted
 from ..simulator.trace import Trace
 from .document import document, figure, money, text
 from .timeline import PANEL_HEIGHT, holder, steps
@@ -81,7 +82,7 @@ def reserve_page(plan: Plan, trace: Trace, split: int, about: dict[str, Any]) ->
         charts[f"reserve-{n}"] = _chart(plan, trace, split, d)
         holders.append(holder(f"reserve-{n}"))
     body = (
-        f"<h1>Reserved capacity: {len(plan.tables)} table(s)</h1>"
+        f"<h1>Reserved capacity: {counted(len(plan.tables), 'table')}</h1>"
         f'<p class="lead">{text(about["heading"])}</p>'
         f'<div class="figures">{heads}</div>'
         "<h2>The fleet's hourly units and the reservation</h2>"

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..simulator.run import DimensionResult
-from ..simulator.text import run_period
+from ..simulator.text import counted, run_period
 from ..simulator.trace import Key, Trace, key_label
 from .document import money, text
 
@@ -131,7 +131,7 @@ def _dimension(
     panels = [strip]
     panels += [_policy_panel(r, COLORS[n % len(COLORS)], period) for n, r in enumerate(rows)]
     summary = (
-        f"{label}: {len(throttling)} of {len(rows)} policies throttle"
+        f"{label}: {len(throttling)} of {counted(len(rows), 'policy', 'policies')} throttle"
         if throttling
         else f"{label}: no policy throttles"
     )
@@ -202,8 +202,8 @@ def demand_section(trace: Trace, split: int = 0) -> tuple[str, dict[str, dict[st
         marks.append({"minute": split, "before": SPLIT_BEFORE, "after": SPLIT_AFTER})
         lead = (
             '<p class="lead">The dashed line splits the history: each family of candidates '
-            f"was fitted on the {split:,} minutes before it, and the candidates were chosen "
-            f"on the {trace.minutes - split:,} minutes after it (from "
+            f"was fitted on the {counted(split, 'minute')} before it, and the candidates were "
+            f"chosen on the {counted(trace.minutes - split, 'minute')} after it (from "
             f"{trace.time(split):%Y-%m-%d %H:%M} UTC).</p>"
         )
     charts, parts = {}, []

@@ -25,6 +25,7 @@ from ddb_capacity_runtime.core.series import Key as SeriesKey
 from ddb_capacity_runtime.core.series import Series
 from ddb_capacity_runtime.core.validators import is_whole
 
+from .text import counted
 from .trace import Key, Trace, TraceError
 
 MAX_DAYS = 15
@@ -83,12 +84,12 @@ def history(
     key_range, said = by_cause(series, units_per_request, errors)
     name = table if index is None else f"{table}/{index}"
     if len(which) > 1:
-        name = f"{table} (+{len(which) - 1} GSI{'s' if len(which) > 2 else ''})"
+        name = f"{table} (+{counted(len(which) - 1, 'GSI')})"
     return Trace(
         name,
         start,
         demand,
-        notes=f"CloudWatch history of {name}, {days} day(s) to {end:%Y-%m-%d %H:%M} UTC"
+        notes=f"CloudWatch history of {name}, {counted(days, 'day')} to {end:%Y-%m-%d %H:%M} UTC"
         + (f"; {said}" if said else ""),
         key_range=key_range,
     )
@@ -110,7 +111,7 @@ def trusted(table: str, key: SeriesKey, series: Series, demand: list[float]) -> 
     where = f"{table}: CloudWatch's answer for its {label} capacity"
     if series.untrusted:
         raise TraceError(
-            f"{where} left {series.untrusted} minute(s) not to be trusted (a status other "
+            f"{where} left {counted(series.untrusted, 'minute')} not to be trusted (a status other "
             "than Complete, or a NaN, negative, infinite or repeated value); nothing is "
             "judged on that history: try again later"
         )
@@ -170,7 +171,9 @@ def by_cause(
         if key in errors:
             lumped.append(f"{label} (causes not read: {errors[key]})")
         elif s.causes_unknown:
-            lumped.append(f"{label} ({s.causes_unknown} throttled minute(s) without causes)")
+            lumped.append(
+                f"{label} ({counted(s.causes_unknown, 'throttled minute')} without causes)"
+            )
         if s.key_range and any(s.key_range):
             key_range[(key[1], key[2])] = [k * units_per_request / 60 for k in s.key_range]
         notes.append(f"{label}: {sum(s.key_range) / refused:.0%} of throttle events key-range")

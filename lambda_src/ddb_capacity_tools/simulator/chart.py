@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..tool_errors import ChartError as ChartError
 from .run import DimensionResult
-from .text import run_period
+from .text import counted, run_period
 from .trace import Key, Trace, key_label
 
 if TYPE_CHECKING:
@@ -213,7 +213,7 @@ def figure(plt: Any, results: Sequence[DimensionResult], trace: Trace) -> Any:
         _throttle_strip(axes[-1][c], [by[(p, key)] for p in policies], times)
     omitted = ", ".join(key_label(k) for k in left_out)
     fig.suptitle(
-        f"{trace.name}: {trace.start:%Y-%m-%d %H:%M} UTC, {trace.minutes:,} minutes"
+        f"{trace.name}: {trace.start:%Y-%m-%d %H:%M} UTC, {counted(trace.minutes, 'minute')}"
         + (f"\nnot drawn: {omitted} (no policy throttles; see --html)" if omitted else ""),
         fontsize=10,
     )

@@ -11,7 +11,7 @@ from typing import Any
 from .params import ModelParams
 from .prices import Prices
 from .run import DimensionResult
-from .text import cost_heading, fixed_width, run_scope
+from .text import cost_heading, counted, fixed_width, run_scope
 from .trace import Trace, key_label
 
 
@@ -94,7 +94,8 @@ def table(results: Sequence[DimensionResult], trace: Trace) -> str:
                 f"{r.peak_provisioned:,}",
             )
         )
-    lines = [f"{trace.name}: {trace.minutes:,} minutes from {trace.start:%Y-%m-%d %H:%M} UTC"]
+    held = counted(trace.minutes, "minute")
+    lines = [f"{trace.name}: {held} from {trace.start:%Y-%m-%d %H:%M} UTC"]
     if trace.notes:
         lines.append(trace.notes)
     lines.append("")

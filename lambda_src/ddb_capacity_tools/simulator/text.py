@@ -1,7 +1,8 @@
 """Runs in: workstation (the `ddb-capacity` command).
 
-Fixed-width text tables, as every simulator command prints them, the words that say what
-a run's dollars cover, and the progress bar of those that count what they have done."""
+Fixed-width text tables, as every simulator command prints them, a count in words (`counted`:
+``1 block``, ``2 blocks``, the one place the tools' words make a plural), the words that say
+what a run's dollars cover, and the progress bar of those that count what they have done."""
 
 from __future__ import annotations
 
@@ -26,13 +27,20 @@ def fixed_width(rows: Sequence[Sequence[str]], left: int = 2) -> list[str]:
     return lines
 
 
+def counted(count: float, noun: str, plural: str = "") -> str:
+    """``count`` ``noun`` in words, the noun plural unless the count is 1: ``1 block``,
+    ``2 blocks``, ``1,440 minutes``, ``0 tables``, ``1.5 days``; ``plural`` where the noun's is
+    not the noun + s (``policy``, ``policies``)."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
 def span(minutes: int) -> str:
     """``minutes`` in words: ``180 minutes``; from a day on, in days too (``3 days (4,320
     minutes)``, ``1.5 days (2,160 minutes)``)."""
     if minutes < 1440:
-        return f"{minutes:,} minute{'' if minutes == 1 else 's'}"
-    days = f"{minutes // 1440}" if minutes % 1440 == 0 else f"{minutes / 1440:.1f}"
-    return f"{days} day{'' if days == '1' else 's'} ({minutes:,} minutes)"
+        return counted(minutes, "minute")
+    days = minutes // 1440 if minutes % 1440 == 0 else round(minutes / 1440, 1)
+    return f"{counted(days, 'day')} ({minutes:,} minutes)"
 
 
 def run_period(score_from: int) -> str:

@@ -70,7 +70,7 @@ from .params import ModelParams
 from .policies import DEFAULT_TICK_MINUTES
 from .prices import Prices
 from .table_class import class_advice
-from .text import span
+from .text import counted, span
 from .trace import Trace
 from .tune_code import code_for
 from .tune_runs import place_split, warm_charge, warm_levels
@@ -180,7 +180,7 @@ def history_warnings(trace: Trace) -> tuple[str, ...]:
     if trace.minutes >= need:
         return ()
     return (
-        f"warning: {trace.name} holds {trace.minutes:,} minutes of traffic; at least "
+        f"warning: {trace.name} holds {counted(trace.minutes, 'minute')} of traffic; at least "
         f"{MIN_HISTORY_DAYS} days ({need:,} minutes) are needed to judge: one day to fit "
         "on and one to choose on, each a whole daily cycle and a whole day of DynamoDB's "
         "decrease quota. Treat the recommendation as a guess, and tune again on a longer "

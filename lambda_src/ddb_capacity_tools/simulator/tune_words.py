@@ -25,7 +25,7 @@ from .candidates import (
 )
 from .ensemble import Spread
 from .table_class import class_lines
-from .text import fixed_width
+from .text import counted, fixed_width
 from .trace import Trace
 
 
@@ -125,7 +125,8 @@ def reason_words(
         ]
     else:
         words = [
-            f"{pick.policy} is the cheapest of the {count} candidate(s) that refuse "
+            f"{pick.policy} is the cheapest of the {counted(count, 'candidate')} that "
+            f"refuse{'s' if count == 1 else ''} "
             f"{_allowed(best, rule, requested, units)}: {money(pick.cost)}, "
             f"{pick.refused:,.0f} {units} refused (medians over the ensemble)."
         ]
@@ -282,8 +283,8 @@ def terms(tuning: Tuning) -> list[str]:
     if v:
         lines.append(
             f"- validation: each option family (the same policy at another T) was fitted on "
-            f"the earlier {v['fit_minutes']:,} minutes, and the fitted options were compared "
-            f"on the later {v['choose_minutes']:,} (from {v['split_time']}); the figures "
+            f"the earlier {counted(v['fit_minutes'], 'minute')}, and the fitted options were "
+            f"compared on the later {v['choose_minutes']:,} (from {v['split_time']}); the figures "
             f"shown are the later part's, scaled to a month of {v['month_hours']} hours."
         )
     return lines
@@ -353,15 +354,15 @@ def table(tuning: Tuning, trace: Trace, ensemble: str, settings: int) -> str:
         f"{c.policy} ({_money(c.cost)}, {c.refused:,.0f} refused)" for c in tuning.frontier
     )
     scope = (
-        f"fitted on {v['fit_minutes']:,} minutes, chosen on the later {v['choose_minutes']:,} "
-        f"(from {v['split_time']}); figures a month ({v['month_hours']} h)"
+        f"fitted on {counted(v['fit_minutes'], 'minute')}, chosen on the later "
+        f"{v['choose_minutes']:,} (from {v['split_time']}); figures a month ({v['month_hours']} h)"
         if v
         else "figures over the trace"
     )
     return "\n".join(
         [
             *tuning.warnings,
-            f"{trace.name}: {trace.minutes:,} minutes, ensemble {ensemble} ({settings} "
+            f"{trace.name}: {counted(trace.minutes, 'minute')}, ensemble {ensemble} ({settings} "
             f"settings), read + write; {scope}",
             "",
             tuning.summary,
