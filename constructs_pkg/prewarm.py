@@ -80,6 +80,7 @@ class _SettleProvider(Construct):
             for name, handler, description in SETTLE_FUNCTIONS
         }
         (on_event, _), (is_complete, self.policy) = made["OnEvent"], made["IsComplete"]
+        _grant_traffic(self.policy)
         assert is_complete.role is not None
         self.role = is_complete.role
         """The role of `is_complete`, the one function that calls DynamoDB: each step's grant
@@ -179,7 +180,8 @@ class _SettleProvider(Construct):
     def _acknowledge(self, log_group: logs.LogGroup, *functions: lambda_.Function) -> None:
         acknowledge_provider(
             self,
-            "the DynamoDB control plane (DescribeTable, UpdateTable) and Lambda",
+            "the DynamoDB control plane (DescribeTable, UpdateTable), CloudWatch "
+            "(GetMetricData) and Lambda",
             log_group,
             functions,
             self._framework_functions(),
@@ -224,6 +226,22 @@ class _SettleProvider(Construct):
                 "each call logs the table's status in the settle function's log group, and "
                 "a failure reaches CloudFormation with its reason.",
             )
+
+
+def _grant_traffic(policy: iam.ManagedPolicy) -> None:
+    """``is_complete``'s read of a live table's traffic: on an Update, it bounds how far the
+    table is lowered."""
+    policy.add_statements(
+        iam.PolicyStatement(
+            sid="ReadTraffic", actions=["cloudwatch:GetMetricData"], resources=["*"]
+        )
+    )
+    acknowledge(
+        policy,
+        "AwsSolutions-IAM5[Resource::*]",
+        "GetMetricData has no resource-level permissions; it only reads (a live table's "
+        "consumed capacity, before the settle step lowers it).",
+    )
 
 
 FRAMEWORK_ROLES = {"OnEvent": "onEvent", "CompleteAndTimeout": "isComplete and onTimeout"}
@@ -330,7 +348,8 @@ def _grant(scope: Construct, provider: _SettleProvider, table: dynamodb.Table) -
 
 class SettleStep(Construct):
     """Lowers a PROVISION_THEN_SETTLE table's dimensions from their high-water mark to
-    their operating minimum, once, with one UpdateTable (one decrease per counter)."""
+    their operating minimum (on an Update, an auto-scaled one no lower than its traffic
+    needs), once, with one UpdateTable (one decrease per counter)."""
 
     def __init__(
         self,
@@ -363,16 +382,25 @@ class SettleStep(Construct):
         self.resource.node.add_dependency(grant)
 
     def add_target(
-        self, index_name: str | None, dimension: str, high_water_mark: int, operating: int
+        self,
+        index_name: str | None,
+        dimension: str,
+        high_water_mark: int,
+        operating: int,
+        target_utilization: float | None = None,
     ) -> None:
-        self._targets.append(
-            {
-                "Index": index_name or "",
-                "Dimension": dimension,
-                "HighWaterMark": high_water_mark,
-                "Operating": operating,
-            }
-        )
+        """One dimension to settle; ``target_utilization``: its auto scaling's target (in
+        percent), so an Update lowers it no further than its traffic needs (None: a fixed
+        capacity, lowered to ``operating``)."""
+        target: dict[str, Any] = {
+            "Index": index_name or "",
+            "Dimension": dimension,
+            "HighWaterMark": high_water_mark,
+            "Operating": operating,
+        }
+        if target_utilization is not None:
+            target["TargetUtilization"] = target_utilization
+        self._targets.append(target)
         cfn = self.resource.node.default_child
         assert isinstance(cfn, CfnResource)
         cfn.add_property_override("Targets", list(self._targets))

@@ -78,8 +78,8 @@ _SETTLE_DEFAULTS = {
         Duration.minutes(1),
         shortest=Duration.seconds(30),
         why="each call of the settle step makes one DescribeTable and at most one "
-        "UpdateTable (the provider waits between calls): at least 30 seconds, and Lambda's "
-        "longest is 15 minutes",
+        "UpdateTable, and on an Update one GetMetricData of at most 15 seconds (the provider "
+        "waits between calls): at least 30 seconds, and Lambda's longest is 15 minutes",
     )
 }
 """The settle functions' defaults and the timeouts they allow (``function_options["Settle"]`` of a
@@ -632,7 +632,13 @@ class TableCapacity(TableDelegation, Construct):
                         where=self._where,
                         config=self._settle_config,
                     )
-                self._settle.add_target(index_name, dimension, initial, capacity.min_capacity)
+                self._settle.add_target(
+                    index_name,
+                    dimension,
+                    initial,
+                    capacity.min_capacity,
+                    capacity.target_utilization_percent,
+                )
 
     @staticmethod
     def _cfn_target(attribute: dynamodb.IScalableTableAttribute) -> appscaling.CfnScalableTarget:

@@ -81,3 +81,27 @@ def test_settle_only_lowers_marked_dimensions_once(case: tuple[dict[str, Any], l
                 assert any(t.high_water_mark == before and t.operating == now for t in marked)
     # one UpdateTable is enough: planning again on the result finds nothing to do
     assert plan_settle(after, targets) is None
+
+
+@given(scenario(), st.data())
+def test_settle_never_lowers_a_dimension_below_its_floor(
+    case: tuple[dict[str, Any], list[Any]], data: Any
+) -> None:
+    # GIVEN floors (what a live table's traffic needs) for some of the targets
+    description, targets = case
+    floors = {
+        (t.index, t.dimension): data.draw(capacity) for t in targets if data.draw(st.booleans())
+    }
+    update = plan_settle(description, targets, floors)
+    if update is None:
+        return
+    after = _apply(description, update)
+    for t in targets:
+        before, now = _units(description, t.index, t.dimension), _units(after, t.index, t.dimension)
+        if now < before:
+            # THEN a dimension lowered goes from its mark to max(operating, its floor)
+            floor = floors.get((t.index, t.dimension), t.operating)
+            assert before == t.high_water_mark and now == max(t.operating, floor)
+        else:  # AND one whose floor is at or above its mark stays at it
+            assert now == before
+    assert plan_settle(after, targets, floors) is None

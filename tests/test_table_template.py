@@ -343,6 +343,63 @@ def test_provision_then_settle(stack: cdk.Stack) -> None:
     template.has_resource_properties("Custom::CapacitySettle", {"ServiceTimeout": "1980"})
 
 
+def test_settle_step_carries_each_targets_utilization_and_may_read_traffic(
+    stack: cdk.Stack,
+) -> None:
+    # GIVEN a PROVISION_THEN_SETTLE table whose read aims at 60 % and whose write at the
+    # default (70 %)
+    table = ProvisionedTable(
+        stack,
+        "Live",
+        partition_key=PK,
+        prewarm=PrewarmMethod.PROVISION_THEN_SETTLE,
+        read=Capacity(
+            min_capacity=100,
+            max_capacity=4_000,
+            target_utilization_percent=60,
+            high_water_mark=2_000,
+        ),
+        write=Capacity(min_capacity=5, max_capacity=500, high_water_mark=500),
+    )
+    template = Template.from_stack(stack)
+    # THEN each settle target says its auto scaling's target, so an Update lowers the live
+    # table no further than its traffic needs at it
+    (settle,) = template.find_resources("Custom::CapacitySettle").values()
+    assert settle["Properties"]["TableName"] == stack.resolve(table.table.table_name)
+    assert settle["Properties"]["Targets"] == [
+        {
+            "Index": "",
+            "Dimension": "read",
+            "HighWaterMark": 2_000,
+            "Operating": 100,
+            "TargetUtilization": 60,
+        },
+        {
+            "Index": "",
+            "Dimension": "write",
+            "HighWaterMark": 500,
+            "Operating": 5,
+            "TargetUtilization": 70,
+        },
+    ]
+    # AND is_complete's role may read the traffic (GetMetricData has no resource-level
+    # permission), and on_event's may not
+    read_traffic = {
+        "Sid": "ReadTraffic",
+        "Effect": "Allow",
+        "Action": "cloudwatch:GetMetricData",
+        "Resource": "*",
+    }
+    granted = {
+        role["Ref"]
+        for policy in template.find_resources("AWS::IAM::ManagedPolicy").values()
+        if read_traffic in policy["Properties"]["PolicyDocument"]["Statement"]
+        for role in policy["Properties"]["Roles"]
+    }
+    assert len(granted) == 1
+    assert "CapacitySettleProviderIsCompleteRole" in next(iter(granted))
+
+
 def test_settle_function_is_one_per_stack_and_scoped_to_its_tables(stack: cdk.Stack) -> None:
     # GIVEN two PROVISION_THEN_SETTLE tables in one stack
     tables = [

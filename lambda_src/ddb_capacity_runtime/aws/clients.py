@@ -141,6 +141,26 @@ def dynamodb_client() -> DynamoDBClient:
     return boto3.client("dynamodb")
 
 
+SETTLE_READ_ATTEMPTS = 2
+SETTLE_READ_TIMEOUT_SECONDS = 5
+"""The settle function's one read of its table's traffic: at most this many attempts, each at
+most `CONNECT_TIMEOUT_SECONDS` to connect and this long to read an answer (some 15 s in all, half
+the function's shortest timeout): a read that fails only leaves the table at its mark."""
+
+
+def settle_cloudwatch_client() -> CloudWatchClient:
+    """The settle function's CloudWatch client, bounded (`SETTLE_READ_ATTEMPTS`)."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        connect_timeout=CONNECT_TIMEOUT_SECONDS,
+        read_timeout=SETTLE_READ_TIMEOUT_SECONDS,
+        retries={"mode": "standard", "total_max_attempts": SETTLE_READ_ATTEMPTS},
+    )
+    return boto3.client("cloudwatch", config=config)
+
+
 def call_bound(client: Any) -> float:
     """The longest one call of ``client`` can take, from its own configuration: every
     attempt waiting its connect and read timeouts, and the longest backoff between them

@@ -18,6 +18,12 @@ traffic, or down), it is left alone; a table at its mark that this deploy did no
 (auto scaling or a schedule holds it there at a peak, and an Update changes some other
 property) is never cut. A retried or repeated event spends no second decrease.
 
+An Update's table is live: an auto-scaled dimension whose mark changed is lowered no
+further than what its traffic of the last minutes needs at its target utilization, and not
+at all where that traffic is unknown (`traffic.traffic_needs`; ``settle-left``), for auto
+scaling to lower. A new table (a Create) has no traffic, and settles to its operating
+capacity.
+
 Layers: `plan.plan_settle` is pure; `settle_table` talks to DynamoDB through a
 client passed in; `on_event` and `is_complete` are the thin entry points (the provider
 answers CloudFormation).
@@ -29,12 +35,13 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from ..aws import table_calls
-from ..aws.clients import dynamodb_client
+from ..aws.clients import dynamodb_client, settle_cloudwatch_client
 from ..aws.error_codes import error_code
 from ..core.errors import SettleError as SettleError
 from ..core.errors import shown, shown_text, with_notes
@@ -46,12 +53,15 @@ from .settle_plan import (
     PROVISIONED_WITHIN_S,
     SETTLE_WAIT_S,
     SettleTarget,
+    at_mark,
     parse_targets,
     plan_settle,
     to_settle,
 )
+from .traffic import Needs, traffic_needs
 
 if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
@@ -63,21 +73,33 @@ def _is_active(description: Mapping[str, Any]) -> bool:
 
 
 def settle_table(
-    dynamodb: DynamoDBClient, description: Mapping[str, Any], targets: list[SettleTarget]
+    dynamodb: DynamoDBClient,
+    description: Mapping[str, Any],
+    targets: list[SettleTarget],
+    needs: Needs | None = None,
 ) -> dict[str, Any] | None:
     """Settle one ACTIVE table (``description``, its DescribeTable) on ``targets``, the
-    dimensions this deploy provisioned at their mark (`to_settle`): the UpdateTable
-    arguments sent, or None if none was needed."""
+    dimensions this deploy provisioned at their mark (`to_settle`), each no lower than
+    its floor in ``needs`` (what a live table's traffic needs): the UpdateTable arguments
+    sent, or None if none was needed."""
     table_name = description["TableName"]
-    update = plan_settle(description, targets)
+    needs = needs or Needs()
+    update = plan_settle(description, targets, needs.floors)
     if update is None:
         log_event(
             "settle-skipped",
             table=table_name,
-            reason="nothing this deploy provisioned is at its high-water mark, no decrease spent",
+            reason="nothing this deploy provisioned is at its high-water mark above what it "
+            "needs, no decrease spent",
         )
         return None
-    log_event("settle", table=table_name, update=update)
+    fields: dict[str, Any] = {"update": update}
+    if needs.floors:  # a live table: what its traffic needs
+        fields["traffic"] = [
+            {"index": i, "dimension": d, "peak": round(needs.peaks[(i, d)], 1), "need": need}
+            for (i, d), need in needs.floors.items()
+        ]
+    log_event("settle", table=table_name, **fields)
     table_calls.update(dynamodb, update)
     return update
 
@@ -153,6 +175,7 @@ def is_complete(
     context: Any,
     dynamodb: DynamoDBClient | None = None,
     clock: Callable[[], float] = time.time,
+    cloudwatch: CloudWatchClient | None = None,
 ) -> dict[str, Any]:
     """The provider's call every few seconds until done: settles the table once it and its
     GSIs are ACTIVE (``Data.Settled`` says whether an UpdateTable was sent); a table not
@@ -165,7 +188,9 @@ def is_complete(
         targets = parse_targets(props.get("Targets"))
         settle_by = _settle_by(event, name, clock())
         try:
-            settled = _settle_when_active(event, name, targets, settle_by, dynamodb)
+            settled = _settle_when_active(
+                event, name, targets, settle_by, (dynamodb, cloudwatch), clock
+            )
         except ClientError as exc:
             status = _waited_out(exc, clock() - (settle_by - SETTLE_WAIT_S))
         else:
@@ -210,17 +235,55 @@ def _settle_when_active(
     name: str,
     targets: list[SettleTarget],
     settle_by: int,
-    dynamodb: DynamoDBClient | None,
+    clients: tuple[DynamoDBClient | None, CloudWatchClient | None],
+    clock: Callable[[], float],
 ) -> bool | str:
     """Whether the table was settled (an UpdateTable sent) once it and its GSIs are ACTIVE;
-    its status while they are not."""
-    dynamodb = dynamodb or dynamodb_client()
+    its status while they are not. On an Update of the same table (a live one), the
+    traffic of the dimensions to lower is read first (`_live_needs`)."""
+    dynamodb = clients[0] or dynamodb_client()
     description = table_calls.describe(dynamodb, name)
     if not _is_active(description):
         return str(description["TableStatus"])
     since = settle_by - SETTLE_WAIT_S - PROVISIONED_WITHIN_S
-    chosen = to_settle(description, targets, _previous(event, name, targets), since)
-    return settle_table(dynamodb, description, chosen) is not None
+    previous = _previous(event, name, targets)
+    chosen = to_settle(description, targets, previous, since)
+    needs = None
+    if previous is not None:  # an Update of the same table: it is live
+        cloudwatch = clients[1]
+        needs = _live_needs(
+            lambda: cloudwatch or settle_cloudwatch_client(),
+            name,
+            at_mark(description, chosen),
+            clock(),
+        )
+        chosen = [t for t in chosen if t.key not in needs.left]
+    return settle_table(dynamodb, description, chosen, needs) is not None
+
+
+def _live_needs(
+    cloudwatch: Callable[[], CloudWatchClient],
+    name: str,
+    targets: list[SettleTarget],
+    now: float,
+) -> Needs:
+    """What the traffic of the live table ``name`` needs of the ``targets`` to lower
+    (`traffic.traffic_needs`); each dimension left at its mark for want of it is logged
+    (``settle-left``): auto scaling lowers it later, and the deploy goes on."""
+    needs = traffic_needs(cloudwatch, name, targets, datetime.fromtimestamp(now, UTC))
+    for t in targets:
+        if t.key in needs.left:
+            log_event(
+                "settle-left",
+                level=logging.WARNING,
+                table=name,
+                index=t.index,
+                dimension=t.dimension,
+                high_water_mark=t.high_water_mark,
+                reason=needs.left[t.key],
+                consequence="left at its high-water mark, for auto scaling to lower",
+            )
+    return needs
 
 
 def _waited_out(exc: ClientError, elapsed: float) -> str:

@@ -6,7 +6,9 @@ A dimension is lowered only where CloudFormation provably provisioned it at its 
 mark in this deploy (`to_settle`: a table created, or a mark changed since the last deploy)
 and while its capacity still equals that mark, so a retried or repeated event spends no
 second decrease, and a table that auto scaling or a schedule holds at its mark is never
-cut.
+cut. On a live table (an Update), an auto-scaled dimension is lowered no further than what
+its recent traffic needs at its target utilization (`need_of`; the floors `plan_settle`
+is given).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from datetime import datetime
 from typing import Any
 
 from ..core.names import MAX_TABLE_QUOTA, UNITS, is_table_name, whole_units
+from ..core.policy import capacity_units
 from ..core.tables import units_of
+from ..core.tags import percent
 
 READ, WRITE = "read", "write"
 SETTLE_WAIT_S = 1800
@@ -36,18 +40,26 @@ denial after it fails the deploy."""
 
 @dataclass(frozen=True)
 class SettleTarget:
-    """One dimension to settle: ``index`` is None for the base table."""
+    """One dimension to settle: ``index`` is None for the base table. ``target_utilization``:
+    its auto scaling's target, in percent (None: a fixed capacity, lowered to ``operating``
+    as configured)."""
 
     index: str | None
     dimension: str
     high_water_mark: int
     operating: int
+    target_utilization: float | None = None
+
+    @property
+    def key(self) -> tuple[str | None, str]:
+        return self.index, self.dimension
 
 
 def parse_targets(raw: Any) -> list[SettleTarget]:
     """Read the targets from custom-resource properties (CloudFormation sends strings):
     each an object of an ``Index`` (empty for the table), a ``Dimension`` and whole numbers
-    of units, its ``HighWaterMark`` at least its ``Operating``, no two of one dimension.
+    of units, its ``HighWaterMark`` at least its ``Operating``, and optionally its auto
+    scaling's ``TargetUtilization`` (a percentage from 20 to 90), no two of one dimension.
     Raises ValueError naming the field, the value and what is allowed."""
     if not isinstance(raw, list):
         raise ValueError(f"Targets must be a list; got {type(raw).__name__}")
@@ -67,10 +79,26 @@ def parse_targets(raw: Any) -> list[SettleTarget]:
             raise ValueError(
                 f"{where}.HighWaterMark must be at least its Operating ({operating}); got {mark}"
             )
-        if any((t.index, t.dimension) == (index, dimension) for t in targets):
+        if any(t.key == (index, dimension) for t in targets):
             raise ValueError(f"{where}: a second target of {index or 'the table'} {dimension}")
-        targets.append(SettleTarget(index, dimension, mark, operating))
+        utilization = _utilization(item, where)
+        targets.append(SettleTarget(index, dimension, mark, operating, utilization))
     return targets
+
+
+def _utilization(item: Mapping[str, Any], where: str) -> float | None:
+    """A target's ``TargetUtilization``: absent (None), or a percentage from 20 to 90, as
+    decimal text in ASCII digits (as CloudFormation sends it) or a number."""
+    raw = item.get("TargetUtilization")
+    if raw is None:
+        return None
+    value = percent(raw)
+    if value is None:
+        raise ValueError(
+            f"{where}.TargetUtilization must be a percentage from 20 to 90 (auto scaling's "
+            f"target), or absent for a fixed capacity; got {raw!r:.100}"
+        )
+    return value
 
 
 def _units(item: Mapping[str, Any], where: str, field: str) -> int:
@@ -102,31 +130,53 @@ def to_settle(
     a table created at ``since`` (seconds since the epoch) or later, and none of an older
     one; ``description``'s date is untrusted (anything but a date is no evidence)."""
     if previous is not None:
-        before = {(t.index, t.dimension): t.high_water_mark for t in previous}
-        return [
-            t for t in targets if before.get((t.index, t.dimension), t.high_water_mark)
-            != t.high_water_mark
-        ]  # fmt: skip
+        before = {t.key: t.high_water_mark for t in previous}
+        return [t for t in targets if before.get(t.key, t.high_water_mark) != t.high_water_mark]
     created = description.get("CreationDateTime")
     if isinstance(created, datetime) and created.timestamp() >= since:
         return list(targets)
     return []
 
 
+def at_mark(description: Mapping[str, Any], targets: Sequence[SettleTarget]) -> list[SettleTarget]:
+    """The ``targets`` still at their high-water mark, and whose mark is above their
+    operating capacity: those `plan_settle` may lower (``description``: DescribeTable's
+    ``Table``)."""
+    return [
+        t
+        for t in targets
+        if t.high_water_mark > t.operating
+        and units_of(description, t.index)[t.dimension] == t.high_water_mark
+    ]
+
+
+def need_of(target: SettleTarget, peak: float) -> int:
+    """The capacity ``target`` needs for a ``peak`` of consumed units per second at its
+    target utilization (at least 1 unit); ``peak`` is read from CloudWatch, and any
+    finite value at least 0 is taken (a need above the mark leaves the mark)."""
+    assert target.target_utilization is not None
+    return max(1, capacity_units(peak / (target.target_utilization / 100)))
+
+
 def plan_settle(
-    description: Mapping[str, Any], targets: list[SettleTarget]
+    description: Mapping[str, Any],
+    targets: list[SettleTarget],
+    floors: Mapping[tuple[str | None, str], int] | None = None,
 ) -> dict[str, Any] | None:
     """The UpdateTable arguments that settle ``targets``, or None when nothing is left.
 
     ``description`` is DescribeTable's ``Table``. Only dimensions still at their
-    high-water mark, and whose mark is above the operating capacity, are lowered; every
-    other dimension of a touched table or GSI is sent unchanged (UpdateTable needs both).
+    high-water mark, and whose mark is above the operating capacity, are lowered (`at_mark`):
+    to their operating capacity, or to their floor in ``floors`` (by index and dimension:
+    what a live dimension's traffic needs) where that is higher; a floor at or above the
+    mark leaves the dimension at its mark. Every other dimension of a touched table or GSI
+    is sent unchanged (UpdateTable needs both).
     """
     wanted: dict[str | None, dict[str, int]] = {}
-    for t in targets:
-        current = units_of(description, t.index)[t.dimension]
-        if t.high_water_mark > t.operating and current == t.high_water_mark:
-            wanted.setdefault(t.index, {})[t.dimension] = t.operating
+    for t in at_mark(description, targets):
+        lowered = max(t.operating, (floors or {}).get(t.key, t.operating))
+        if lowered < t.high_water_mark:
+            wanted.setdefault(t.index, {})[t.dimension] = lowered
     if not wanted:
         return None
 

@@ -1,0 +1,322 @@
+"""The settle step on an Update, whose table is live: an auto-scaled dimension is lowered no
+further than its traffic needs, and not at all while that traffic is unknown. DynamoDB's
+answers are stubbed (the UPDATING-to-ACTIVE table an Update leaves, as the other settle
+tests do); the traffic is a moto server's CloudWatch."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from ddb_capacity_runtime.settle.handler import SettleError, is_complete, on_event
+from ddb_capacity_tools.local_aws import put_traffic
+
+from .conftest import cfn_event
+
+MARKS = {"read": 2000, "write": 500}
+"""The new high-water marks this deploy sets (from 1,000 and 400): the table's capacity now."""
+OPERATING = {"read": 100, "write": 5}
+
+
+def table_name() -> str:
+    return f"orders-{uuid.uuid4().hex[:8]}"
+
+
+def described(name: str, read: int = MARKS["read"], write: int = MARKS["write"]) -> dict[str, Any]:
+    """A table created 200 days ago, ACTIVE again after CloudFormation set it to its marks."""
+    return {
+        "TableName": name,
+        "TableStatus": "ACTIVE",
+        "CreationDateTime": datetime.now(UTC) - timedelta(days=200),
+        "ProvisionedThroughput": {"ReadCapacityUnits": read, "WriteCapacityUnits": write},
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": "bySku",
+                "IndexStatus": "ACTIVE",
+                "ProvisionedThroughput": {"ReadCapacityUnits": 1000, "WriteCapacityUnits": 5},
+            }
+        ],
+    }
+
+
+def targets(
+    read_mark: int, write_mark: int, utilization: Any = "70", gsi_mark: int = 1000
+) -> list[dict[str, str]]:
+    """The step's targets as CloudFormation sends them (strings); ``utilization`` None: a
+    fixed capacity (no TargetUtilization)."""
+    out = [
+        {"Index": "", "Dimension": "read", "HighWaterMark": str(read_mark), "Operating": "100"},
+        {"Index": "", "Dimension": "write", "HighWaterMark": str(write_mark), "Operating": "5"},
+        {"Index": "bySku", "Dimension": "read", "HighWaterMark": str(gsi_mark), "Operating": "10"},
+    ]
+    if utilization is not None:
+        for t in out:
+            t["TargetUtilization"] = utilization
+    return out
+
+
+def update_event(name: str, utilization: Any = "70") -> dict[str, Any]:
+    """An Update raising the table's marks (read 1,000 -> 2,000, write 400 -> 500, the
+    GSI's read 800 -> 1,000), as the provider passes it to is_complete."""
+    event = {
+        **cfn_event("Update", {"TableName": name, "Targets": targets(2000, 500, utilization)}),
+        "OldResourceProperties": {
+            "ServiceToken": "arn",
+            "TableName": name,
+            "Targets": targets(1000, 400, utilization, gsi_mark=800),
+        },
+        "PhysicalResourceId": f"{name}-settle",
+    }
+    return {**event, **on_event(event, None)}
+
+
+def minute_now() -> datetime:
+    return datetime.now(UTC).replace(second=0, microsecond=0)
+
+
+@pytest.fixture
+def cloudwatch(aws_client: Any) -> Any:
+    return aws_client("cloudwatch")
+
+
+def metric_reads(client: Any) -> list[dict[str, Any]]:
+    calls: list[dict[str, Any]] = []
+    client.meta.events.register(
+        "provide-client-params.cloudwatch.GetMetricData", lambda params, **_: calls.append(params)
+    )
+    return calls
+
+
+def stubbed() -> Any:
+    return boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+
+
+def settle(
+    event: dict[str, Any], table: dict[str, Any], update: dict[str, Any] | None, cloudwatch: Any
+) -> dict[str, Any]:
+    """One call of is_complete on ``table`` (its DescribeTable), expecting exactly the
+    UpdateTable ``update`` (None: none)."""
+    client = stubbed()
+    with Stubber(client) as stubber:
+        stubber.add_response("describe_table", {"Table": table}, {"TableName": table["TableName"]})
+        if update is not None:
+            stubber.add_response("update_table", {"TableDescription": {}}, update)
+        answer = is_complete(event, None, dynamodb=client, cloudwatch=cloudwatch)
+        stubber.assert_no_pending_responses()
+    return answer
+
+
+def left_events(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    return [vars(r) for r in caplog.records if r.getMessage() == "settle-left"]
+
+
+@pytest.mark.parametrize(
+    ("read_per_second", "read_after"),
+    [(560, 800), (20, 100), (1500, None)],
+    ids=["busy-to-its-need", "quiet-to-operating", "needs-its-mark"],
+)
+def test_an_update_lowers_a_live_table_only_to_what_its_traffic_needs(
+    cloudwatch: Any, read_per_second: float, read_after: int | None
+) -> None:
+    # GIVEN a live table whose read auto scaling held at 800 for 560 units/s (70 %) until
+    # CloudFormation set it to its new mark of 2,000, its write busy at 7 units/s and its
+    # GSI's read at 35, every minute of the last 19 delivered
+    name = table_name()
+    end = minute_now()
+    put_traffic(cloudwatch, name, "read", read_per_second, end=end, minutes=range(1, 21))
+    put_traffic(cloudwatch, name, "write", 7, end=end, minutes=range(1, 21))
+    put_traffic(cloudwatch, name, "read", 35, end=end, minutes=range(1, 21), index="bySku")
+    # WHEN the settle step's Update runs
+    read = read_after if read_after is not None else MARKS["read"]
+    answer = settle(
+        update_event(name),
+        described(name),
+        {
+            "TableName": name,
+            "ProvisionedThroughput": {"ReadCapacityUnits": read, "WriteCapacityUnits": 10},
+            "GlobalSecondaryIndexUpdates": [
+                {
+                    "Update": {
+                        "IndexName": "bySku",
+                        "ProvisionedThroughput": {"ReadCapacityUnits": 50, "WriteCapacityUnits": 5},
+                    }
+                }
+            ],
+        },
+        cloudwatch,
+    )
+    # THEN each dimension is lowered to max(operating, peak / 70 %), never above its mark:
+    # read 560 -> 800 (or its operating 100, or left at its mark of 2,000 when it needs
+    # more), write 7 -> 10, the GSI's read 35 -> 50; in one UpdateTable
+    assert answer == {"IsComplete": True, "Data": {"Settled": "true"}}
+
+
+@pytest.mark.parametrize(
+    "traffic",
+    ["no-datapoint", "stopped-being-delivered", "read-throttled", "read-failed"],
+)
+def test_an_update_leaves_a_live_table_whose_traffic_is_unknown_at_its_mark(
+    cloudwatch: Any, caplog: pytest.LogCaptureFixture, traffic: str
+) -> None:
+    # GIVEN a live table whose traffic CloudWatch cannot vouch for: no datapoint at all, or
+    # none since 10 minutes ago (longer than CloudWatch is late), or a GetMetricData call
+    # that is throttled or denied
+    name = table_name()
+    if traffic == "stopped-being-delivered":
+        put_traffic(cloudwatch, name, "read", 560, end=minute_now(), minutes=range(10, 21))
+    reader = cloudwatch
+    if traffic in ("read-throttled", "read-failed"):
+        reader = boto3.client(
+            "cloudwatch", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+        )
+        stubber = Stubber(reader)
+        code = "Throttling" if traffic == "read-throttled" else "AccessDenied"
+        stubber.add_client_error("get_metric_data", code, "no")
+        stubber.activate()
+    # WHEN the settle step's Update runs
+    with caplog.at_level(logging.INFO):
+        answer = settle(update_event(name), described(name), None, reader)
+    # THEN no UpdateTable is sent, and the step completes: the deploy goes on
+    assert answer == {"IsComplete": True, "Data": {"Settled": "false"}}
+    # AND each dimension says it was left at its mark, and why
+    left = left_events(caplog)
+    assert {(e["index"], e["dimension"]) for e in left} == {
+        (None, "read"),
+        (None, "write"),
+        ("bySku", "read"),
+    }
+    assert all(e["levelname"] == "WARNING" for e in left)
+    reason = left[0]["reason"]
+    if traffic.startswith("read-"):
+        assert "its traffic could not be read (GetMetricData" in reason
+        assert ("Throttling" if traffic == "read-throttled" else "AccessDenied") in reason
+    else:
+        assert reason.startswith("CloudWatch cannot vouch for ")
+
+
+def test_an_update_leaves_a_throttled_dimension_and_lowers_the_others(
+    cloudwatch: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN a live table whose read was throttled in the last minutes (what it would consume
+    # is not known), its write and its GSI's read busy without throttles
+    name = table_name()
+    end = minute_now()
+    put_traffic(cloudwatch, name, "read", 560, end=end, minutes=range(1, 21), throttles=40)
+    put_traffic(cloudwatch, name, "write", 7, end=end, minutes=range(1, 21))
+    # WHEN the settle step's Update runs
+    with caplog.at_level(logging.INFO):
+        answer = settle(
+            update_event(name),
+            described(name),
+            {
+                "TableName": name,
+                "ProvisionedThroughput": {"ReadCapacityUnits": 2000, "WriteCapacityUnits": 10},
+                "GlobalSecondaryIndexUpdates": [
+                    {
+                        "Update": {
+                            "IndexName": "bySku",
+                            "ProvisionedThroughput": {
+                                "ReadCapacityUnits": 10,
+                                "WriteCapacityUnits": 5,
+                            },
+                        }
+                    }
+                ],
+            },
+            cloudwatch,
+        )
+    # THEN the read keeps its mark; the write goes to its need, and the GSI's idle read
+    # (known idle: the table's own datapoints show the minutes delivered) to its operating
+    assert answer["Data"]["Settled"] == "true"
+    (left,) = left_events(caplog)
+    assert (left["index"], left["dimension"]) == (None, "read")
+    assert "throttled" in left["reason"]
+
+
+def test_an_update_lowers_a_fixed_capacity_to_its_operating_without_reading_traffic(
+    cloudwatch: Any,
+) -> None:
+    # GIVEN a busy live table whose targets carry no TargetUtilization (fixed capacities)
+    name = table_name()
+    put_traffic(cloudwatch, name, "read", 560, end=minute_now(), minutes=range(1, 21))
+    reads = metric_reads(cloudwatch)
+    # WHEN the settle step's Update runs
+    answer = settle(
+        update_event(name, utilization=None),
+        described(name),
+        {
+            "TableName": name,
+            "ProvisionedThroughput": {"ReadCapacityUnits": 100, "WriteCapacityUnits": 5},
+            "GlobalSecondaryIndexUpdates": [
+                {
+                    "Update": {
+                        "IndexName": "bySku",
+                        "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": 5},
+                    }
+                }
+            ],
+        },
+        cloudwatch,
+    )
+    # THEN each is lowered to its operating capacity, as configured; no traffic is read
+    assert answer["Data"]["Settled"] == "true"
+    assert reads == []
+
+
+def test_a_create_settles_a_new_table_to_its_operating_without_reading_traffic(
+    cloudwatch: Any,
+) -> None:
+    # GIVEN a table created at its marks a minute ago (traffic or not: nothing live to keep)
+    name = table_name()
+    put_traffic(cloudwatch, name, "read", 560, end=minute_now(), minutes=range(1, 21))
+    reads = metric_reads(cloudwatch)
+    table = described(name)
+    table["CreationDateTime"] = datetime.now(UTC) - timedelta(minutes=1)
+    event = cfn_event("Create", {"TableName": name, "Targets": targets(2000, 500)})
+    event = {**event, **on_event(event, None, clock=time.time)}
+    # WHEN the settle step's Create runs
+    answer = settle(
+        event,
+        table,
+        {
+            "TableName": name,
+            "ProvisionedThroughput": {"ReadCapacityUnits": 100, "WriteCapacityUnits": 5},
+            "GlobalSecondaryIndexUpdates": [
+                {
+                    "Update": {
+                        "IndexName": "bySku",
+                        "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": 5},
+                    }
+                }
+            ],
+        },
+        cloudwatch,
+    )
+    # THEN it is settled to its operating capacities, as before; no traffic is read
+    assert answer["Data"]["Settled"] == "true"
+    assert reads == []
+
+
+@pytest.mark.parametrize(
+    ("utilization", "shown"),
+    [("19", "'19'"), ("95.5", "'95.5'"), ("7_0", "'7_0'"), ("nan", "'nan'"), (True, "True")],
+)
+def test_a_target_utilization_that_is_not_a_percentage_is_refused_by_name(
+    utilization: Any, shown: str
+) -> None:
+    event = cfn_event("Create", {"TableName": "orders", "Targets": targets(2000, 500, utilization)})
+    with pytest.raises(
+        SettleError,
+        match=r"Targets\[0\]\.TargetUtilization must be a percentage from 20 to 90 .*got "
+        + shown.replace(".", r"\."),
+    ):
+        on_event(event, None)
