@@ -4,11 +4,16 @@ batch (tables and targets in moto, the state store in dynalite)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import pytest
 
+from ddb_capacity_runtime.aws.store import HoldStore
 from ddb_capacity_runtime.core.report_batch import (
     MAX_BATCH_CHARS,
     MAX_BATCH_REPORTS,
@@ -18,8 +23,10 @@ from ddb_capacity_runtime.core.report_batch import (
     reports_of,
 )
 from ddb_capacity_runtime.core.surge import SurgeReportError
+from ddb_capacity_runtime.core.surge_report import DimensionReport
 from ddb_capacity_runtime.fast_path.hook import MAX_REPORTS_PER_ROUND, watch
 from ddb_capacity_runtime.fast_path.signals_function import RESERVE_MS, take_reports
+from ddb_capacity_runtime.fast_path.surge_settings import LEASE_WAIT_SECONDS, OUT_OF_TIME
 from tests.moto_world import World
 from tests.test_signals_hook import Capture, inject, once
 from tests.test_surge_server import SETTINGS, a_table, counted, report, served, write
@@ -155,7 +162,7 @@ def test_a_batch_stops_in_time_and_counts_the_reports_it_left(
     # GIVEN a batch of three reports, and an invocation whose time runs short after the first
     name = a_table(world, "BatchLate", write_min=100)
     event = batch_json([report(name, write(10), process=f"p{i}") for i in range(3)])
-    left = iter([RESERVE_MS + 1, RESERVE_MS - 1])
+    left = iter([RESERVE_MS + 20_000, RESERVE_MS - 1])
     capsys.readouterr()
     # WHEN the signals function takes it
     out = take_reports(
@@ -179,3 +186,139 @@ def test_the_report_flood_benchmark_runs_and_meets_its_rate(
     assert report_flood.main(["--quick"]) == 0
     out = capsys.readouterr().out
     assert "one report an invocation" in out and "batched invocations a second" in out
+
+
+# ------------------------------------------------------------------ one table's busy leases
+
+GSIS = tuple(f"gsi{i}" for i in range(7))
+TIMEOUT_S = 30  # the signals function's timeout
+
+
+class Clock:
+    """A clock that moves only when slept on: the lease waits are the time spent."""
+
+    def __init__(self) -> None:
+        self.t = time.time()
+
+    def __call__(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.t += seconds
+
+
+def many_gsi_table(world: World, base: str) -> str:  # noqa: F811 (the fixture's name)
+    """A provisioned table with 7 GSIs: 16 dimensions a report may carry."""
+    name = world.name(base)
+    attrs = [{"AttributeName": "pk", "AttributeType": "S"}]
+    gsis = []
+    for g in GSIS:
+        attrs.append({"AttributeName": g, "AttributeType": "S"})
+        gsis.append(
+            {
+                "IndexName": g,
+                "KeySchema": [{"AttributeName": g, "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+                "ProvisionedThroughput": {"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
+            }
+        )
+    world.ddb.create_table(
+        TableName=name,
+        AttributeDefinitions=attrs,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        ProvisionedThroughput={"ReadCapacityUnits": 10, "WriteCapacityUnits": 10},
+        GlobalSecondaryIndexes=gsis,
+    )
+    return name
+
+
+def every_dimension() -> list[tuple[str | None, str]]:
+    return [(i, d) for i in (None, *GSIS) for d in ("read", "write")]
+
+
+@contextmanager
+def leases_taken(store: HoldStore, table: str) -> Iterator[None]:
+    """Every dimension of ``table`` leased by someone else (a request, a restore, a stuck
+    holder) while the block runs."""
+    with ExitStack() as held:
+        for index, dimension in every_dimension():
+            held.enter_context(store.lease(table, index, dimension, deadline=store.clock()))
+        yield
+
+
+def test_one_tables_busy_leases_leave_the_rest_of_the_batch_its_time(
+    world: World,  # noqa: F811 (the fixture)
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN a table of 16 dimensions whose leases are all taken, a report asking to raise
+    # each, then a report of another table asking for a raise, in one batch, and an
+    # invocation of the function's 30 s
+    clock = Clock()
+    store = dataclasses.replace(world.store, clock=clock, sleep=clock.sleep)
+    busy, healthy = many_gsi_table(world, "Busy"), a_table(world, "Healthy")
+    dims = [
+        DimensionReport(i, d, 5_000.0, 5_000, {"provisioned": 50}) for i, d in every_dimension()
+    ]
+    event = batch_json([report(busy, *dims, sent=clock()), report(healthy, write(2_000))])
+    start = clock()
+    capsys.readouterr()
+    # WHEN the signals function takes it
+    with leases_taken(store, busy):
+        out = take_reports(
+            event,
+            served(busy, healthy, indexes=GSIS),
+            SETTINGS,
+            clients=world.clients,
+            store=store,
+            clock=clock,
+            sleep=clock.sleep,
+            remaining_ms=lambda: int((start + TIMEOUT_S - clock()) * 1_000),
+        )
+    emf = capsys.readouterr().out
+    # THEN the batch ends before the time the invocation keeps in hand
+    assert clock() - start <= TIMEOUT_S - RESERVE_MS / 1_000
+    # AND the busy table waited its share of the time: the dimensions reached found their
+    # lease taken, the others were not decided; all deferred to the next report
+    first, second = out["reports"]
+    rows = first["dimensions"]
+    assert len(rows) == 16 and {r["status"] for r in rows} == {"deferred"}
+    waited = [r for r in rows if r["reason"] != OUT_OF_TIME]
+    share = (TIMEOUT_S - RESERVE_MS / 1_000) / 2
+    assert 1 <= len(waited) <= share / LEASE_WAIT_SECONDS + 1 < len(rows)
+    assert counted(emf, "SurgesDeferred") == 16 and counted(emf, "SurgesFailed") == 0
+    # AND the other table still got its turn: raised
+    assert [r["status"] for r in second["dimensions"]] == ["applied"]
+    assert world.target_min(healthy, "write") > 100
+
+
+def test_one_report_stops_waiting_for_leases_before_the_invocations_reserve(
+    world: World,  # noqa: F811 (the fixture)
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN the same table's report alone (not a batch), its leases all taken
+    clock = Clock()
+    store = dataclasses.replace(world.store, clock=clock, sleep=clock.sleep)
+    busy = many_gsi_table(world, "BusyAlone")
+    dims = [
+        DimensionReport(i, d, 5_000.0, 5_000, {"provisioned": 50}) for i, d in every_dimension()
+    ]
+    start = clock()
+    capsys.readouterr()
+    # WHEN the signals function takes it with 12 s of the invocation left
+    with leases_taken(store, busy):
+        out = take_reports(
+            report(busy, *dims, sent=clock()),
+            served(busy, indexes=GSIS),
+            SETTINGS,
+            clients=world.clients,
+            store=store,
+            clock=clock,
+            sleep=clock.sleep,
+            remaining_ms=lambda: int((start + 12 - clock()) * 1_000),
+        )
+    # THEN it waits for leases no later than the reserve, and the dimensions left are
+    # deferred, not left to the invocation's timeout
+    assert clock() - start <= 12 - RESERVE_MS / 1_000
+    reasons = [r["reason"] for r in out["dimensions"]]
+    assert reasons.count(OUT_OF_TIME) >= 16 - 4
+    assert counted(capsys.readouterr().out, "SurgesDeferred") == 16

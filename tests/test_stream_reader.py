@@ -6,6 +6,7 @@ whose conditional writes are atomic as DynamoDB's are."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import threading
 import time
 import uuid
@@ -18,9 +19,10 @@ from ddb_capacity_runtime.aws import stream_counts
 from ddb_capacity_runtime.aws.stream_counts import Added
 from ddb_capacity_runtime.core.stream import WINDOW_SECONDS
 from ddb_capacity_runtime.fast_path.stream_reader import MAX_RECORDS, read_stream
-from ddb_capacity_runtime.fast_path.surge_settings import SurgeSettings
+from ddb_capacity_runtime.fast_path.surge_settings import RESERVE_MS, SurgeSettings
 from ddb_capacity_runtime.requests.broker import BrokerConfig
 from tests.moto_world import World
+from tests.test_signals_batches import Clock
 from tests.test_surge_server import SETTINGS, counted, served, surge_of
 from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
 from tests.test_surge_server import world as world  # noqa: F401 (fixture)
@@ -426,6 +428,47 @@ def test_one_table_failing_leaves_the_other_tables_of_the_batch_raised(
     assert (rows[healthy]["status"], rows[healthy].get("to")) == ("applied", 18)
     assert world.target_min(healthy, "write") == 18
     assert counted(capsys.readouterr().out, "StreamFailed") == 1
+
+
+def test_one_tables_busy_leases_leave_the_other_tables_of_the_batch_their_time(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN one batch with the records of two served tables over their capacity, the first
+    # of which has both its dimensions' leases taken by someone else, and an invocation
+    # with 8 s left
+    clock = Clock()
+    store = dataclasses.replace(world.store, clock=clock, sleep=clock.sleep)
+    busy, healthy = streamed_table(world, "BusyStream"), streamed_table(world, "CalmStream")
+    world.target(busy, "write", 10, 1_000, index="byUser")
+    put_items(world, busy, 30)
+    put_items(world, healthy, 30, user=False)
+    _, at = settled(clock())
+    events = [lambda_event(*stream_records(world, name), at) for name in (busy, healthy)]
+    batch = {"Records": events[0]["Records"] + events[1]["Records"]}
+    start = clock()
+    capsys.readouterr()
+    # WHEN the reader takes it
+    with store.lease(busy, None, "write", deadline=clock()):
+        with store.lease(busy, "byUser", "write", deadline=clock()):
+            answer = read_stream(
+                batch,
+                served(busy, healthy, indexes=("byUser",)),
+                SETTINGS,
+                clients=world.clients,
+                store=store,
+                clock=clock,
+                sleep=clock.sleep,
+                remaining_ms=lambda: int((start + 8 - clock()) * 1_000),
+            )
+    # THEN it ends before the time the invocation keeps in hand: the busy table waited its
+    # share, its dimensions deferred to the next batch
+    assert clock() - start <= 8 - RESERVE_MS / 1_000
+    rows = [r for r in answer["dimensions"] if r["table"] == busy]
+    assert [r["status"] for r in rows] == ["deferred", "deferred"]
+    assert counted(capsys.readouterr().out, "SurgesDeferred") == 2
+    # AND the other table still got its turn: raised
+    (row,) = [r for r in answer["dimensions"] if r["table"] == healthy]
+    assert (row["status"], row.get("to")) == ("applied", 18)
 
 
 # ------------------------------------------------------------------ the counters

@@ -2,7 +2,8 @@
 
 What the signals function receives: one report, or a batch of them
 (`core.report_batch`), each read, combined with the others and raised on in turn, its own
-fault domain, within the invocation's time (docs/guides/fast-path.md#how-the-hook-counts).
+fault domain, within its share of the invocation's time (`surge_raise.time_share`;
+docs/guides/fast-path.md#how-the-hook-counts).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from ..aws.clients import Clients, make_clients
@@ -20,12 +22,9 @@ from ..core.untrusted import UntrustedJSONError, check_json
 from ..events import log_event
 from ..requests.broker import BrokerConfig
 from ..requests.counts import count
-from .surge_raise import refused_report, take_report
+from .surge_raise import refused_report, take_report, time_share
+from .surge_settings import RESERVE_MS as RESERVE_MS
 from .surge_settings import SurgeSettings
-
-RESERVE_MS = 5_000
-"""The time a batch keeps in hand: no report is started with less of the invocation left
-(a raise takes about a second; its lease's own deadline is shorter)."""
 
 
 def signals_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
@@ -56,10 +55,24 @@ def take_reports(
     taken in order with one set of clients and one store (``{"ok": True, "reports": [each
     report's answer]}``). A report that fails is counted (``SurgesFailed``) and the next is
     taken; a report left when ``remaining_ms`` (the invocation's time left) falls under
-    `RESERVE_MS` is not started, and counted so (``SurgesFailed``)."""
+    `RESERVE_MS` is not started, and counted so (``SurgesFailed``). Each report taken has
+    an even share of the time left before `RESERVE_MS` among the reports left
+    (`time_share`): the dimensions it has not decided when its share runs out (leases
+    waited for) are deferred to the next report, and the reports after it still have
+    theirs."""
+
     if not is_batch(event):
+        ms = None if remaining_ms is None else remaining_ms()
+        share = time_share(ms, 1, clock)
         return take_report(
-            event, scopes, settings, clients=clients, store=store, clock=clock, sleep=sleep
+            event,
+            scopes,
+            settings,
+            clients=clients,
+            store=store,
+            clock=clock,
+            sleep=sleep,
+            deadline=share,
         )
     try:
         check_json(event, "batch", max_chars=MAX_BATCH_CHARS)
@@ -68,17 +81,16 @@ def take_reports(
         return {"ok": False, **refused_report(None, None, exc)}
     clients = clients or make_clients()
     held = open_store(store, clients, clock)
+    take = partial(take_report, clients=clients, store=held, clock=clock, sleep=sleep)
     answers: list[dict[str, Any]] = []
     for i, item in enumerate(items):
-        if remaining_ms is not None and remaining_ms() < RESERVE_MS:
+        ms = None if remaining_ms is None else remaining_ms()
+        if ms is not None and ms < RESERVE_MS:
             _unread(items[i:])
             break
         try:
-            answers.append(
-                take_report(
-                    item, scopes, settings, clients=clients, store=held, clock=clock, sleep=sleep
-                )
-            )
+            share = time_share(ms, len(items) - i, clock)
+            answers.append(take(item, scopes, settings, deadline=share))
         except Exception as exc:  # noqa: BLE001 (each report is its own fault domain)
             count("SurgesFailed")
             log_event(

@@ -45,6 +45,7 @@ from typing import Any
 from ..aws import combiner, stream_counts, table_calls
 from ..aws.clients import Clients, make_clients
 from ..aws.store import HoldStore, open_store
+from ..core.deadline import Deadline
 from ..core.errors import reason_of, shown
 from ..core.holds import CapacityRequestError
 from ..core.stream import (
@@ -65,7 +66,7 @@ from ..requests.broker import BrokerConfig
 from ..requests.context import Context
 from ..requests.counts import count
 from .corroboration import Signal
-from .surge_raise import Described, keep_bucket, surge_dimension
+from .surge_raise import Described, keep_bucket, out_of_time, surge_dimension, time_share
 from .surge_settings import STREAM, SurgeSettings
 
 __all__ = ["MAX_RECORDS", "STREAM_ENTRY", "read_stream", "stream_handler"]
@@ -95,7 +96,14 @@ def stream_handler(event: Mapping[str, Any], context: Any) -> dict[str, Any]:
     """AWS Lambda entry point of the ``CapacityRequests`` stream reader."""
     # A broken configuration fails the invocation (its errors are alarmed).
     home = home_of(getattr(context, "invoked_function_arn", None))
-    return read_stream(event, BrokerConfig.from_env(), SurgeSettings.from_env(), home=home)
+    left = getattr(context, "get_remaining_time_in_millis", None)
+    return read_stream(
+        event,
+        BrokerConfig.from_env(),
+        SurgeSettings.from_env(),
+        home=home,
+        remaining_ms=left if callable(left) else None,
+    )
 
 
 def home_of(function_arn: object) -> tuple[str, str, str] | None:
@@ -115,12 +123,16 @@ def read_stream(
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
     home: tuple[str, str, str] | None = None,
+    remaining_ms: Callable[[], int] | None = None,
 ) -> dict[str, Any]:
     """Count one batch of stream records and surge what their sum makes due. ``scopes``:
     the tables and indexes served; ``clients`` and ``store``: default, from the
     environment; ``home``: the reader's own (partition, Region, account): a record of a
-    stream elsewhere names another table, whatever its name, and is not served. Returns,
-    per table and dimension, what was done."""
+    stream elsewhere names another table, whatever its name, and is not served;
+    ``remaining_ms``: the invocation's time left, of which each table has an even share
+    before `RESERVE_MS` among the tables left (`surge_raise.time_share`): a dimension not
+    reached within it is neither counted nor decided, and answered deferred
+    (``SurgesDeferred``). Returns, per table and dimension, what was done."""
     records = event.get("Records") if isinstance(event, Mapping) else None
     if not isinstance(records, list) or len(records) > MAX_RECORDS:
         count("StreamRecordsMalformed")
@@ -135,7 +147,9 @@ def read_stream(
     ctx = Context(clients or make_clients(), clock, sleep, 0)
     held: HoldStore | None = None
     rows: list[dict[str, Any]] = []
-    for table, mine in by_table.items():
+    for i, (table, mine) in enumerate(by_table.items()):
+        ms = None if remaining_ms is None else remaining_ms()
+        share = time_share(ms, len(by_table) - i, clock)
         try:
             scopes.check(table, None)
         except CapacityRequestError as exc:
@@ -145,7 +159,7 @@ def read_stream(
             continue
         try:  # each table is its own fault domain
             held = held or open_store(store, ctx.clients, clock)
-            rows += _table(ctx, held, table, mine, scopes, settings)
+            rows += _table(ctx, held, (table, share), mine, scopes, settings)
         except Exception as exc:
             count("StreamFailed")
             log_event("stream-failed", level=logging.ERROR, table=table, reason=reason_of(exc))
@@ -206,14 +220,16 @@ class _Window:
 def _table(
     ctx: Context,
     store: HoldStore,
-    table: str,
+    mine: tuple[str, Deadline],
     records: list[Mapping[str, Any]],
     scopes: BrokerConfig,
     settings: SurgeSettings,
 ) -> list[dict[str, Any]]:
     """One table's records: counted per window and dimension, then each dimension
     decided on its sum; a GSI the construct does not serve is answered ``not served``, with
-    its units, and neither counted nor raised."""
+    its units, and neither counted nor raised; a dimension reached after the table's
+    ``deadline`` is answered deferred (`surge_raise.out_of_time`)."""
+    table, deadline = mine
     description = table_calls.describe(ctx.clients.dynamodb, table)
     billing = description.get("BillingModeSummary")
     if isinstance(billing, Mapping) and billing.get("BillingMode") == "PAY_PER_REQUEST":
@@ -227,9 +243,12 @@ def _table(
             except CapacityRequestError:
                 rows.append(_not_served(table, index, windows))
                 continue
-        mine = [w for w in windows if w.units.get(index, 0) > 0]
-        if mine:
-            rows.append(_dimension(ctx, store, table, index, mine, description, settings))
+        counted = [w for w in windows if w.units.get(index, 0) > 0]
+        if counted and deadline.left() <= 0:
+            rows.append(out_of_time(table, index, "write"))
+        elif counted:
+            where = (table, index, deadline)
+            rows.append(_dimension(ctx, store, where, counted, description, settings))
     return rows
 
 
@@ -281,15 +300,15 @@ def _windows(records: list[Mapping[str, Any]], shape: Shape, now: float) -> list
 def _dimension(
     ctx: Context,
     store: HoldStore,
-    table: str,
-    index: str | None,
+    mine: tuple[str, str | None, Deadline],
     windows: list[_Window],
     description: Mapping[str, Any],
     settings: SurgeSettings,
 ) -> dict[str, Any]:
     """Add one dimension's units to its counters, and decide on the sums: its own fault
     domain. A quiet dimension (below what is provisioned, no surge under way) only has
-    its bucket estimate kept."""
+    its bucket estimate kept; its lease is not waited for past ``deadline``."""
+    table, index, deadline = mine
     d = DimensionReport(index, "write", 0.0, 0)
     where: dict[str, Any] = {"table": table, "index": index, "dimension": "write"}
     try:
@@ -316,7 +335,9 @@ def _dimension(
     rates = {STREAM_ENTRY: Rates(rate, 0.0, 0.0, now, rate)}
     seen = combiner.Entries(rates=rates, mark=found.mark, buckets=found.buckets)
     described = Described(ctx.clients, table, description)
-    row = surge_dimension(ctx, store, table, d, seen, settings, signal, described)
+    row = surge_dimension(
+        ctx, store, table, d, seen, settings, signal, described, deadline=deadline
+    )
     return {**row, "rate": round(rate, 1)}
 
 

@@ -30,7 +30,8 @@ newcomer to a dimension whose combiner is full is heard through the entry newcom
 is its own fault domain: a surge that could not be applied is counted (``SurgesFailed``,
 alarmed) and the others go on; one that found its dimension's lease taken, or its table
 being updated while its surge is recorded, is deferred (``SurgesDeferred``): another update
-of the dimension is under way, and the next report tries again. A raised one is
+of the dimension is under way, and the next report tries again; so is one its report's time
+(`time_share`) ran out before, a lease never being waited for past it. A raised one is
 ``SurgesApplied``, and the units it added ``SurgeUnits`` (alarmed over a threshold). A
 surge is bounded by the surge cap (by default 4 x the capacity its dimension had when it
 started) and by the dimension's budget of surge units an hour (kept in its combiner item);
@@ -65,6 +66,7 @@ from ..aws import combiner, table_calls
 from ..aws.clients import Clients, make_clients
 from ..aws.store import HoldStore, Lease, open_store
 from ..core.bucket import Bucket, Drain, advance, read_bucket
+from ..core.deadline import NONE, Deadline
 from ..core.errors import reason_of, shown
 from ..core.holds import (
     CapacityRequestError,
@@ -107,6 +109,8 @@ from .surge_settings import (
     HOOK,
     LEASE_WAIT_SECONDS,
     MAX_REPORT_CHARS,
+    OUT_OF_TIME,
+    RESERVE_MS,
     SURGE_HOLD,
     UNCONFIRMED,
     SurgeSettings,
@@ -114,8 +118,10 @@ from .surge_settings import (
 
 __all__ = [
     "keep_bucket",
+    "out_of_time",
     "surge_dimension",
     "take_report",
+    "time_share",
 ]
 
 
@@ -128,10 +134,14 @@ def take_report(
     store: HoldStore | None = None,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
+    deadline: Deadline = NONE,
 ) -> dict[str, Any]:
     """Combine one report with the others and raise what it makes due. ``scopes``: the
     tables and indexes served; ``clients`` and ``store``: default, from the environment
-    (``$CAPACITY_HOLDS_TABLE`` and its bounds). Returns, per dimension, what was done."""
+    (``$CAPACITY_HOLDS_TABLE`` and its bounds); ``deadline``: the report's time
+    (`time_share`), after which no dimension is started and no lease waited for or taken:
+    the dimensions left are deferred (`out_of_time`). Returns, per dimension, what was
+    done."""
     now = clock()
     try:
         check_json(event, "report", max_chars=MAX_REPORT_CHARS)
@@ -157,8 +167,34 @@ def take_report(
     ctx = Context(clients or make_clients(), clock, sleep, 0)
     held = open_store(store, ctx.clients, clock)
     described = Described(ctx.clients, report.table)
-    rows += [_dimension(ctx, held, (report, described), d, settings) for d in served]
+    rows += [
+        _dimension(ctx, held, (report, described), d, settings, deadline)
+        if deadline.left() > 0
+        else out_of_time(report.table, d.index, d.dimension)
+        for d in served
+    ]
     return {"ok": True, "dimensions": rows}
+
+
+def time_share(left_ms: int | None, parts: int, clock: Callable[[], float]) -> Deadline:
+    """The deadline of the next of ``parts`` (the reports of a batch, or the tables of a
+    stream batch, left to take in turn) with ``left_ms`` of the invocation left (None: not
+    known, no deadline): an even share of the time before `RESERVE_MS`. What one part
+    leaves unused goes to those after it, and one part's waits (a busy lease each of its
+    dimensions waits for) never take the others' time."""
+    if left_ms is None:
+        return NONE
+    return Deadline(clock() + (left_ms - RESERVE_MS) / 1000 / max(1, parts), clock)
+
+
+def out_of_time(table: str, index: str | None, dimension: str) -> dict[str, Any]:
+    """A dimension left undecided when its report's time (`time_share`) ran out: counted
+    deferred (``SurgesDeferred``: the next report tries it again) and logged."""
+    row: dict[str, Any] = {"table": table, "index": index, "dimension": dimension}
+    row.update(status="deferred", reason=OUT_OF_TIME)
+    count("SurgesDeferred")
+    log_event("surge-deferred", **row)
+    return row
 
 
 class Described:
@@ -181,6 +217,7 @@ def _dimension(
     reported: tuple[Report, Described],
     d: DimensionReport,
     settings: SurgeSettings,
+    deadline: Deadline,
 ) -> dict[str, Any]:
     """Combine one dimension of ``report``, and surge it if due: its own fault domain."""
     report, described = reported
@@ -193,7 +230,9 @@ def _dimension(
         full = f"{combiner.MAX_PROCESSES} processes report on this dimension already"
         return refused_report(report.table, d, CapacityRequestError(full), "CombinerFull")
     signal = Signal(HOOK, report.seconds)  # the processes report about once a window
-    return surge_dimension(ctx, store, report.table, d, found, settings, signal, described)
+    return surge_dimension(
+        ctx, store, report.table, d, found, settings, signal, described, deadline=deadline
+    )
 
 
 def keep_bucket(
@@ -250,15 +289,19 @@ def surge_dimension(
     settings: SurgeSettings,
     signal: Signal,
     described: Described,
+    *,
+    deadline: Deadline = NONE,
 ) -> dict[str, Any]:
     """The one surge decision on ``d``'s dimension, from what ``found`` holds (the
     combined reports, or the stream reader's rate, as ``signal`` says), its surge mark
     and ``signal``'s burst-bucket estimate: raised, renewed or left alone, counted and
     logged; its own fault domain. The signals function and the stream reader both decide
     here. ``described``: the table's description for the first look, read once for all
-    the dimensions of a report or a batch (under the lease, the table is read again)."""
+    the dimensions of a report or a batch (under the lease, the table is read again);
+    ``deadline``: after it, the dimension's lease is neither waited for nor taken (the
+    surge deferred)."""
     try:
-        row = _surge(ctx, store, (table, d), found, settings, signal, described)
+        row = _surge(ctx, store, (table, d), found, settings, signal, (described, deadline))
     except Exception as exc:  # each dimension is its own fault domain
         return _failed(table, d, exc)
     status = row.get("status")
@@ -359,13 +402,14 @@ def _surge(
     found: combiner.Entries,
     settings: SurgeSettings,
     signal: Signal,
-    described: Described,
+    read: tuple[Described, Deadline],
 ) -> dict[str, Any]:
     """Raise ``d``'s dimension as far as the rule says, if it says so. Read the table and
     the dimension's item; advance ``signal``'s bucket estimate (`keep_bucket`); look
-    (`core.surge.first_look`); take the lease only for a surge that is due, and decide
-    again on what is read under it."""
+    (`core.surge.first_look`); take the lease only for a surge that is due, before the
+    deadline, and decide again on what is read under it."""
     table, d = dimension
+    described, deadline = read
     where = {"table": table, "index": d.index, "dimension": d.dimension}
     now = ctx.clock()
     combined = since_raise(found.rates.values(), found.mark.raised, now)
@@ -395,7 +439,7 @@ def _surge(
     if look.status == "renew" and status == "ACTIVE":
         first = replace(first, renews=to_corroborate(first, settings, now, lifetime))
     renewal = look.status == "renew" and not first.renews
-    row = _apply(ctx, store, first, status, renewal, settings)
+    row = _apply(ctx, store, first, (status, deadline), renewal, settings)
     return {**where, **row, **seen}
 
 
@@ -436,14 +480,16 @@ def _apply(
     ctx: Context,
     store: HoldStore,
     first: Seen,
-    status: object,
+    when: tuple[object, Deadline],
     renewal: bool,
     settings: SurgeSettings,
 ) -> dict[str, Any]:
     """A due surge, under the dimension's lease: renewed, or raised by the rule on the live
     table. Returns the row's status and what was done; a busy table or lease defers our
-    own surge's update, and fails (CapacityRequestTimeout) a new surge."""
+    own surge's update, and fails (CapacityRequestTimeout) a new surge. The lease is
+    neither waited for past ``deadline`` nor taken after it: the surge is then deferred."""
     table, d = first.table, first.d
+    status, deadline = when  # the table's status as the first look read it; the deadline
     ours = first.stands.surge is not None  # a busy table or lease is then our surge's update
     if status != "ACTIVE" and not renewal:
         busy = f"table {table}: busy (status {status})"
@@ -452,13 +498,14 @@ def _apply(
         raise CapacityRequestTimeout(busy)
     with ExitStack() as held:
         # A renewal tries the lease once, a raise waits a little: whoever holds it is
-        # changing this very dimension, and the next report tries again.
-        wait = 0.0 if renewal else LEASE_WAIT_SECONDS
+        # changing this very dimension, and the next report tries again. Neither past the
+        # deadline: a lease taken then could outlast the invocation.
+        if deadline.left() <= 0:
+            return {"status": "deferred", "reason": OUT_OF_TIME}
+        until = deadline.wait_until(store.clock(), 0.0 if renewal else LEASE_WAIT_SECONDS)
         try:
             lease = held.enter_context(
-                store.lease(
-                    table, d.index, d.dimension, deadline=store.clock() + wait, sleep=ctx.sleep
-                )
+                store.lease(table, d.index, d.dimension, deadline=until, sleep=ctx.sleep)
             )
         except CapacityRequestTimeout as exc:
             return {"status": "deferred", "reason": str(exc)}

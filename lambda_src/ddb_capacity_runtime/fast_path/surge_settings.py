@@ -72,6 +72,19 @@ reserved slots waiting; a renewal does not wait at all. A report that finds the 
 deferred: the next one, seconds later, tries again."""
 
 
+RESERVE_MS = 5_000
+"""The time an invocation (the signals function's, the stream reader's) keeps in hand: no
+report or table is started, no dimension decided and no lease waited for or taken with less of
+it left, so that a lease taken is given back before the invocation's timeout (a raise under its
+lease takes about a second)."""
+
+
+OUT_OF_TIME = (
+    "the invocation's time ran short before this dimension was decided: the next report tries "
+    "it again"
+)
+
+
 SURGE_LIFETIME = timedelta(minutes=SURGE_LIFETIME_MINUTES)
 """The longest a surge lasts (`core.surge.SURGE_LIFETIME_MINUTES`)."""
 
