@@ -56,6 +56,7 @@ from tests.test_surge_server import (
     send,
     served,
     served_writes,
+    store_reads,
     surge_of,
     write,
 )
@@ -305,6 +306,7 @@ def test_a_confirmation_lapses_when_cloudwatch_stops_showing_the_demand(
     # up to the minute its surge starts, and nothing after
     name = a_table(world, "Lapsed")
     served_writes(world, name, 300, range(-5, 1))
+    store_reads(world, range(-8, 20))  # the minutes delivered: the table served nothing
     start = world.now.timestamp() + 30
     statuses = []
     # WHEN its processes report 300 units/s and throttles every minute for 15 minutes
@@ -314,13 +316,14 @@ def test_a_confirmation_lapses_when_cloudwatch_stops_showing_the_demand(
         event = report(name, write(300, throttles={"provisioned": 100}), sent=clock())
         (row,) = send(world, event, served(name), SurgeSettings(), clock=clock)["dimensions"]
         statuses.append(row["status"])
-    # THEN the surge goes on while CloudWatch confirmed it in the last 5 minutes: its reads
-    # span the 8 minutes before, so the last that sees the 300 is at minute 8; from minute
-    # 13 the confirmation is 5 minutes old, and the surge is left to expire
+    # THEN the surge goes on while CloudWatch confirmed it in the last 5 minutes: each read
+    # takes the last 5 minutes it delivered, so the last that sees the 300 is at minute 5
+    # (minutes 0 to 4); from minute 10 the confirmation is 5 minutes old, and the surge is
+    # left to expire
     assert statuses[0] == "applied"
-    assert "unconfirmed" not in statuses[:13]
-    assert statuses[13:] == ["unconfirmed"] * 3
-    assert counted(capsys.readouterr().out, "SurgesUnconfirmed") == 3
+    assert "unconfirmed" not in statuses[:10]
+    assert statuses[10:] == ["unconfirmed"] * 6
+    assert counted(capsys.readouterr().out, "SurgesUnconfirmed") == 6
 
 
 def test_a_surge_on_the_streams_own_measure_needs_no_cloudwatch_confirmation(
@@ -365,6 +368,7 @@ def test_an_unconfirmed_surge_stays_unconfirmed_between_two_reads(
 ) -> None:
     # GIVEN a surge raised on reports of 200 units/s that CloudWatch never shows served
     name = a_table(world, "Between")
+    store_reads(world, range(-8, 10))  # the minutes delivered
     calls = metric_calls(world)
     start = world.now.timestamp() + 5
     # WHEN the reports go on every minute for 5 minutes, then every 10 s
@@ -638,6 +642,7 @@ def test_a_surge_whose_start_was_lost_is_bounded_from_its_next_renewal(
     # GIVEN a surge raised on reports of 200 units/s that CloudWatch never shows served,
     # its start then found out of bounds (unknown)
     name = a_table(world, "Unmarked")
+    store_reads(world, range(-8, 10))  # the minutes delivered
     start = world.now.timestamp() + 5
     assert reports_every(world, name, [0], start)[0]["status"] == "applied"
     break_marks(world, name, "surge_started")

@@ -26,6 +26,7 @@ from tests.test_surge_server import (
     send,
     served,
     served_writes,
+    store_reads,
     write,
 )
 from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
@@ -65,8 +66,10 @@ def test_a_liar_gets_one_capped_surge_of_minutes_and_is_counted_all_along(
     world: World,  # noqa: F811 (the fixture)
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # GIVEN a table at 100 write units under its target, which never scales in
+    # GIVEN a table at 100 write units under its target, which never scales in, and
+    # CloudWatch delivering every minute (the state store's reads show them)
     name = a_table(world, "Liar", write_min=100)
+    store_reads(world, range(-8, MINUTES + 2))
     capsys.readouterr()
     # WHEN a process reports 2,000 units/s and throttles every minute for over two hours,
     # while CloudWatch shows nothing served

@@ -35,7 +35,7 @@ from ddb_capacity_runtime.fast_path.surge_raise import keep_bucket
 from ddb_capacity_runtime.fast_path.surge_settings import BUCKET_WRITE_SECONDS, HOOK, SurgeSettings
 from ddb_capacity_runtime.requests.context import Context
 from tests.moto_world import World
-from tests.test_surge_server import counted, send, served, surge_of
+from tests.test_surge_server import counted, send, served, store_reads, surge_of
 from tests.test_surge_server import prompt_store as prompt_store  # noqa: F401 (fixture)
 from tests.test_surge_server import world as world  # noqa: F401 (fixture)
 
@@ -455,8 +455,9 @@ def test_a_crowd_cloudwatch_saw_served_gets_past_four_times_its_start(
 def test_a_lone_report_keeps_todays_bound(
     world: World, write: int, bound: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # GIVEN a quiet table: CloudWatch shows nothing served
+    # GIVEN a quiet table: CloudWatch shows nothing served in the minutes it delivered
     name = plain_table(world, f"Liar{write}", write)
+    store_reads(world, range(-8, 5))
     clock = Clock(world.now.timestamp() + 30)
     # WHEN one process says 2,000 units/s
     row = hook_report(world, name, clock, 2_000)

@@ -142,6 +142,26 @@ def served_writes(world: World, name: str, per_second: float, minutes: range) ->
     )
 
 
+def store_reads(world: World, minutes: range) -> None:
+    """The state store's consumed reads in CloudWatch, a Sum a minute, for each of
+    ``minutes`` from the world's current minute (ahead of it too): every report reads the
+    store, so its reads witness the minutes CloudWatch delivered, and a table's minutes up to
+    them that show nothing are known to have served nothing (not unknown)."""
+    world.cw.put_metric_data(
+        Namespace="AWS/DynamoDB",
+        MetricData=[
+            {
+                "MetricName": "ConsumedReadCapacityUnits",
+                "Dimensions": [{"Name": "TableName", "Value": world.store.name}],
+                "Timestamp": world.now + timedelta(minutes=m),
+                "Value": 30.0,
+                "Unit": "Count",
+            }
+            for m in minutes
+        ],
+    )
+
+
 def surge_of(world: World, name: str, dimension: str = "write") -> Hold | None:
     state = world.store.get(name, None, dimension)
     return next((h for h in state.holds if h.id == SURGE_HOLD), None) if state else None
@@ -359,8 +379,10 @@ def test_a_surge_beside_a_request_brings_the_level_of_every_hold_to_the_rule(
 def test_an_expired_surge_not_yet_restored_keeps_its_baseline_under_the_cap(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # GIVEN a liar's surge capped at 50 over 100, expired and not yet restored
+    # GIVEN a liar's surge capped at 50 over 100, expired and not yet restored, and CloudWatch
+    # delivering the minutes
     name = a_table(world, "Liar")
+    store_reads(world, range(-10, 25))
     lie = write(MAX_UNITS_PER_SECOND, throttles={"provisioned": 10_000_000}, failed=1_000_000)
     settings = SurgeSettings(cap=50)
     send(world, report(name, lie), served(name), settings)

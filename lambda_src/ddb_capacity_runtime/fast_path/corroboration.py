@@ -1,11 +1,12 @@
 """Runs in: signals Lambda, stream reader Lambda.
 
 What DynamoDB itself measured, against what the processes report: a surge raised on the
-reports alone goes on after `CONFIRM_SECONDS` only while CloudWatch's consumed capacity
-confirms it (`surge_confirmed`), and a surge the cap or the budget cut short is decided
-again with the demand CloudWatch shows served (`corroborated_plan`). CloudWatch is read at
-most once a minute a dimension; a failed read, or an answer with minutes not to be trusted
-that does not confirm it, is counted and the surge goes on.
+reports alone goes on after `CONFIRM_SECONDS` only while CloudWatch's consumed capacity, or
+its throttle events, confirm it (`surge_confirmed`), and a surge the cap or the budget cut
+short is decided again with the demand CloudWatch shows served (`corroborated_plan`).
+CloudWatch is read at most once a minute a dimension; a failed read, or an answer with
+minutes unknown (not to be trusted, or not known delivered) that does not confirm it, is
+counted and the surge goes on.
 """
 
 from __future__ import annotations
@@ -64,32 +65,58 @@ class Signal:
 @dataclass(frozen=True)
 class Demand:
     """What CloudWatch showed DynamoDB served on a dimension (`trusted_demand`): ``units``,
-    its busiest known minute in units a second; ``unknown``, how many minutes of the window
-    it answered but not to be trusted (`core.series.Series.untrusted`: the busiest may be
-    among them). A minute it had not delivered is not among them: it counts for nothing."""
+    its busiest known minute in units a second; ``refused``, the throttle events DynamoDB
+    recorded in the known minutes that more capacity could have served (demand it refused);
+    ``unknown``, how many minutes of the window it answered but not to be trusted
+    (`core.series.Series.untrusted`: the busiest may be among them), and of the minutes
+    read those not known delivered."""
 
     units: float
     unknown: int = 0
+    refused: float = 0.0
+
+    def confirms(self, baseline: int) -> bool:
+        """Whether DynamoDB's own measure shows a demand at `SURGE_AT` x ``baseline`` or
+        more: served, or refused for want of capacity (a throttle at that capacity, or at
+        any capacity raised from it, is demand beyond it)."""
+        return self.units >= SURGE_AT * baseline or self.refused > 0
 
     @property
     def reason(self) -> str:
-        """Why an answer with minutes not to be trusted settled nothing."""
+        """Why an answer with minutes unknown (not to be trusted, or not known delivered)
+        settled nothing."""
         return f"CloudWatch's answer left {self.unknown} minute(s) unknown"
 
 
-def trusted_demand(ctx: Context, table: str, index: str | None, dimension: str) -> Demand:
-    """The demand DynamoDB itself measured served on the dimension, in units a second:
-    CloudWatch's busiest minute (``Consumed<Read|Write>CapacityUnits``, its Sum / 60) of
-    the last `core.surge.TRUSTED_MINUTES` it shows, read over those and the
-    `TRUSTED_LAG_MINUTES` before now it may not have delivered yet (a minute not delivered
-    counts for nothing; one answered but not to be trusted neither, and is counted in
-    `Demand.unknown`). 0 when it shows none. Raises what GetMetricData raises."""
+def trusted_demand(
+    ctx: Context, table: str, index: str | None, dimension: str, witness: str | None = None
+) -> Demand:
+    """The demand DynamoDB itself measured on the dimension over the last
+    `core.surge.TRUSTED_MINUTES` CloudWatch shows, read over those and the
+    `TRUSTED_LAG_MINUTES` before now it may not have delivered yet: its busiest minute
+    served (``Consumed<Read|Write>CapacityUnits``, its Sum / 60, in units a second) and
+    the throttle events of those minutes (``<Read|Write>ThrottleEvents``) more capacity
+    could have served (those DynamoDB's metrics by cause put on a hot key, the account's
+    limit or an on-demand maximum left out; all of them when the causes cannot be read).
+    ``witness``: a table read at every look (the state store), whose consumed reads show
+    which minutes CloudWatch delivered (`metrics.fetch`): a minute up to the newest
+    delivered is known (0 when DynamoDB published nothing for it: an idle dimension); a
+    minute after it, or answered but not to be trusted, is unknown (`Demand.unknown`: the
+    untrusted ones, and those of the minutes read that are not known delivered). Raises
+    what GetMetricData raises."""
     key = (table, index, dimension)
     start, end = window(ctx.now(), TRUSTED_MINUTES, TRUSTED_LAG_MINUTES)
-    series = metrics.fetch(ctx.clients.cloudwatch, [key], start, end)[key]
+    cloudwatch = ctx.clients.cloudwatch
+    series = metrics.fetch(cloudwatch, [key], start, end, witness=witness)[key]
+    if any(t > 0 for t in series.throttles):
+        series = metrics.fetch_causes(cloudwatch, {key: series}, start, end, errors={})[key]
     unknown = series.unknown or [False] * len(series.consumed)
-    known = [c for c, u in zip(series.consumed, unknown, strict=True) if not u]
-    return Demand(max(known[-TRUSTED_MINUTES:], default=0.0), series.untrusted)
+    known = [i for i, u in enumerate(unknown) if not u][-TRUSTED_MINUTES:]
+    unfixable = series.unfixable or [0.0] * len(series.throttles)
+    refused = sum((max(0.0, series.throttles[i] - unfixable[i]) for i in known), 0.0)
+    undelivered = max(0, TRUSTED_MINUTES - len(known) - series.untrusted)
+    units = max((series.consumed[i] for i in known), default=0.0)
+    return Demand(units, series.untrusted + undelivered, refused)
 
 
 def _not_settled(
@@ -138,13 +165,16 @@ class Seen:
 def surge_confirmed(ctx: Context, store: HoldStore, first: Seen, now: float) -> bool:
     """Whether ``first``'s surge may go on (be renewed or raised): always on the stream's
     signal (DynamoDB's own measure) and for `CONFIRM_SECONDS` from its start; after that,
-    only while DynamoDB's own measure confirmed it in the last `CONFIRM_SECONDS`: the demand
-    CloudWatch shows served reached `SURGE_AT` x the surge's baseline. CloudWatch is read at
-    most once a minute a dimension (`combiner.claim_check`); a read that fails is counted
+    only while DynamoDB's own measure confirmed it in the last `CONFIRM_SECONDS`
+    (`Demand.confirms`): the demand CloudWatch shows served reached `SURGE_AT` x the surge's
+    baseline, or DynamoDB refused requests more capacity could have served. CloudWatch is
+    read at most once a minute a dimension (`combiner.claim_check`), with the state store as
+    the witness of the minutes delivered; a read that fails is counted
     (``CorroborationFailed``) and the surge goes on (unknown data never lowers capacity), as
-    does one whose answer has minutes not to be trusted and confirms nothing; a read that
-    shows less is counted (``SurgesUnconfirmed``, alarmed) and the surge is left
-    to expire: the processes' reports alone keep no dimension raised."""
+    does one whose answer has minutes unknown (not to be trusted, or not known delivered)
+    and confirms nothing; a read that shows less is counted (``SurgesUnconfirmed``,
+    alarmed) and the surge is left to expire: the processes' reports alone keep no
+    dimension raised."""
     mark = first.mark
     if first.signal.trusted is not None or mark.started is None:
         return True
@@ -163,11 +193,11 @@ def surge_confirmed(ctx: Context, store: HoldStore, first: Seen, now: float) -> 
         )
         if not claimed:  # read within the minute, not confirmed by it: unless unsettled
             return _unsettled(mark)
-        trusted = trusted_demand(ctx, first.table, first.d.index, first.d.dimension)
+        trusted = trusted_demand(ctx, first.table, first.d.index, first.d.dimension, store.name)
     except Exception as exc:  # unknown: the surge goes on
         _not_settled(store, first, where, reason_of(exc), now)
         return True
-    if _confirms(first, trusted.units, now, store):
+    if _confirms(first, trusted, now, store):
         return True
     if trusted.unknown:  # unknown: the surge goes on
         _not_settled(store, first, where, trusted.reason, now, trusted=round(trusted.units, 1))
@@ -178,14 +208,16 @@ def surge_confirmed(ctx: Context, store: HoldStore, first: Seen, now: float) -> 
         level=logging.WARNING,
         **where,
         trusted=round(trusted.units, 1),
+        refused=round(trusted.refused),
         baseline=first.stands.baseline,
     )
     return False
 
 
-def _confirms(first: Seen, trusted: float, now: float, store: HoldStore) -> bool:
-    """Whether the ``trusted`` demand confirms ``first``'s surge (remembered in its mark)."""
-    if trusted < SURGE_AT * first.stands.baseline:
+def _confirms(first: Seen, trusted: Demand, now: float, store: HoldStore) -> bool:
+    """Whether the ``trusted`` demand confirms ``first``'s surge (`Demand.confirms`;
+    remembered in its mark)."""
+    if not trusted.confirms(first.stands.baseline):
         return False
     combiner.mark(store.dynamodb, store.name, first.key, confirmed=now)
     return True
@@ -251,12 +283,12 @@ def corroborated_plan(
         )
         if not claimed:
             return plan, False  # another look read CloudWatch for it within the minute
-        trusted = trusted_demand(ctx, first.table, first.d.index, first.d.dimension)
+        trusted = trusted_demand(ctx, first.table, first.d.index, first.d.dimension, store.name)
     except Exception as exc:  # the capped plan stands
         _not_settled(store, first, where, reason_of(exc), ctx.clock())
         return plan, False
     if first.stands.surge is not None:
-        _confirms(first, trusted.units, ctx.clock(), store)
+        _confirms(first, trusted, ctx.clock(), store)
     wider = decide(replace(live, trusted=max(live.trusted, trusted.units)), settings)
     was = plan.applied if plan.status == "raise" else 0
     if wider.status != "raise" or wider.applied <= max(was, wider.before):
