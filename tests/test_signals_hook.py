@@ -28,6 +28,7 @@ from botocore.exceptions import ClientError, ParamValidationError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ddb_capacity_runtime.core.errors import CapacityError, WatchError, WatchTypeError
 from ddb_capacity_runtime.core.report_batch import MAX_BATCH_REPORTS, reports_of
 from ddb_capacity_runtime.core.surge_report import (
     FRESH_SECONDS,
@@ -994,11 +995,17 @@ def test_wrong_arguments_are_refused_clearly(monkeypatch: pytest.MonkeyPatch) ->
         (lambda: watch(client, send=print, process="x" * 41), ValueError, "process: got 'xxxx"),
         (lambda: watch(client, send="print"), TypeError, "send: got 'print'"),  # type: ignore[arg-type]
         (lambda: watch(client, send=print, account="12"), ValueError, "account: got '12'; expected a 12-digit"),
+        (lambda: watch(client, send=print, mode="throttle"), ValueError, "mode: got 'throttle'; expected one of"),
+        (lambda: watch(boto3.resource("dynamodb", region_name=REGION), send=print), TypeError, "session_or_client: got dynamodb.ServiceResource"),
     ]  # fmt: skip
     for call, kind, message in cases:
         with pytest.raises(kind) as caught:
             call()
         assert str(caught.value).startswith(message), str(caught.value)
+        # like every exception of the library: a CapacityError, the built-in kept
+        wanted = WatchTypeError if kind is TypeError else WatchError
+        assert type(caught.value) is wanted, f"{message}: {type(caught.value)}"
+        assert isinstance(caught.value, CapacityError)
 
 
 def test_many_threads_at_full_speed_give_exact_totals() -> None:

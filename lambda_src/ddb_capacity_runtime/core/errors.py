@@ -154,6 +154,16 @@ class InstrumentError(CapacityError, ValueError):
     """A setting of the launcher or of the environment that cannot be used."""
 
 
+class WatchError(CapacityError, ValueError):
+    """An argument of the fast path's client hook (`watch`) that cannot be used: the
+    message names the argument, the value received and what is allowed."""
+
+
+class WatchTypeError(WatchError, TypeError):
+    """An argument of `watch` of a kind it cannot use (a string for ``tables``, a boto3
+    resource for the client): a `WatchError`, and a ``TypeError`` as it was before."""
+
+
 class PacingError(CapacityError, ValueError):
     """A rate or burst that is not a positive number."""
 

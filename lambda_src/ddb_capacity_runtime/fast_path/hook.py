@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.call_limits import most_units, page_items
+from ..core.errors import WatchError as WatchError
+from ..core.errors import WatchTypeError as WatchTypeError
 from ..core.names import METRICS_NAMESPACE
 from ..core.report_batch import MAX_BATCH_REPORTS, MAX_BATCHES_PER_ROUND, batch_json, batches
 from ..core.surge_report import MAX_PROCESS_CHARS, SIGNALS_ENV, Report
@@ -659,20 +661,22 @@ def _emitter_and_session(session_or_client: object) -> tuple[Any, Any, bool]:
     model = getattr(meta, "service_model", None)
     if meta is not None and model is not None and hasattr(meta, "events"):
         if model.service_name != "dynamodb":
-            raise ValueError(
+            raise WatchError(
                 f"session_or_client: got a {model.service_name} client; expected a "
                 "DynamoDB client or a boto3 Session"
             )
         return meta.events, boto3.session.Session(region_name=meta.region_name), False
-    raise TypeError(
-        f"session_or_client: got {type(session_or_client).__name__}; expected a boto3 "
-        "Session (every DynamoDB client it makes is watched) or a DynamoDB client"
+    held = getattr(meta, "client", None)  # a boto3 resource's meta holds its client
+    resource = " (a boto3 resource: pass its .meta.client)" if hasattr(held, "meta") else ""
+    raise WatchTypeError(
+        f"session_or_client: got {type(session_or_client).__name__}{resource}; expected a "
+        "boto3 Session (every DynamoDB client it makes is watched) or a DynamoDB client"
     )
 
 
 def _interval(interval: object) -> float:
     if not is_number(interval, MIN_INTERVAL, MAX_INTERVAL):
-        raise ValueError(
+        raise WatchError(
             f"interval: got {interval!r}; expected seconds from {MIN_INTERVAL:g} to "
             f"{MAX_INTERVAL:g}"
         )
@@ -683,11 +687,13 @@ def _scope(tables: Iterable[str] | None) -> frozenset[str] | None:
     if tables is None:
         return None
     if isinstance(tables, str | bytes) or not isinstance(tables, Iterable):
-        raise TypeError(f"tables: got {tables!r}; expected an iterable of table names, or None")
+        raise WatchTypeError(
+            f"tables: got {tables!r}; expected an iterable of table names, or None"
+        )
     names = list(tables)
     bad = [n for n in names if table_name(n) is None]
     if bad:
-        raise ValueError(f"tables: got {bad[0]!r}; expected table names (or table ARNs)")
+        raise WatchError(f"tables: got {bad[0]!r}; expected table names (or table ARNs)")
     return frozenset(n for n in (table_name(n) for n in names) if n)
 
 
@@ -695,7 +701,7 @@ def _account(account: str | None, function: str | None) -> str | None:
     """The reporting account: ``account``, else the one the function's ARN names."""
     if account is not None:
         if not isinstance(account, str) or len(account) != 12 or not account.isdigit():
-            raise ValueError(f"account: got {account!r}; expected a 12-digit AWS account id")
+            raise WatchError(f"account: got {account!r}; expected a 12-digit AWS account id")
         return account
     place = arn_place(function)
     return place[1] if place is not None and place[1] else None
@@ -709,11 +715,41 @@ def _label(process: str | None) -> str:
         or not 0 < len(process) <= MAX_LABEL_CHARS
         or _NOT_IN_IDS.search(process)
     ):
-        raise ValueError(
+        raise WatchError(
             f"process: got {process!r}; expected a label of 1 to {MAX_LABEL_CHARS} letters, "
             "digits, '.', '_' or '-' (the pid and a random part are added)"
         )
     return process
+
+
+def _sending(
+    send: Callable[[dict[str, Any]], object] | None,
+    function: str | None,
+    account: str | None,
+    session: Any,
+    callers: bool,
+) -> tuple[Callable[[dict[str, Any]], object], str | None]:
+    """Where reports go (``send``, else ``function`` or its default) and the account."""
+    if send is not None and function is not None:
+        raise WatchError(
+            f"function: got {function!r} with send; expected one of them (send replaces "
+            "the Lambda invocation)"
+        )
+    if send is not None and not callable(send):
+        raise WatchTypeError(
+            f"send: got {send!r}; expected a callable taking a batch of reports' JSON"
+        )
+    if send is None:
+        name = function if function is not None else os.environ.get(SIGNALS_ENV, "")
+        if not isinstance(name, str) or not name.strip():
+            raise WatchError(
+                f"function: got {function!r} and ${SIGNALS_ENV} is not set; expected the "
+                "signals function's name or ARN (or send=, a callable)"
+            )
+        function = name.strip()
+        owner = _account(account, function)
+        return LambdaSender(function, session, eager=callers), owner
+    return send, _account(account, None)
 
 
 def watch(
@@ -739,32 +775,16 @@ def watch(
     client's region; that region (the boto3 Session's, or the client's) is reported on.
     ``mode``: [`CONSUMED`][] (ask for the consumed capacity) or [`THROTTLES`][] (never
     change a request: throttles, and only the capacity the caller asked for). Raises
-    TypeError or ValueError naming a wrong argument."""
+    [`WatchError`][ddb_capacity_runtime.core.errors.WatchError] (a ``ValueError``; a
+    `WatchTypeError`, also a ``TypeError``, for an argument of the wrong kind) naming a
+    wrong argument, the value received and what is allowed."""
     if mode not in MODES:
-        raise ValueError(f"mode: got {mode!r}; expected one of {MODES}")
+        raise WatchError(f"mode: got {mode!r}; expected one of {MODES}")
     emitter, session, callers = _emitter_and_session(session_or_client)
     seconds = _interval(interval)
     scope = _scope(tables)
     label = _label(process)
-    if send is not None and function is not None:
-        raise ValueError(
-            f"function: got {function!r} with send; expected one of them (send replaces "
-            "the Lambda invocation)"
-        )
-    if send is not None and not callable(send):
-        raise TypeError(f"send: got {send!r}; expected a callable taking a batch of reports' JSON")
-    if send is None:
-        name = function if function is not None else os.environ.get(SIGNALS_ENV, "")
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError(
-                f"function: got {function!r} and ${SIGNALS_ENV} is not set; expected the "
-                "signals function's name or ARN (or send=, a callable)"
-            )
-        function = name.strip()
-        owner = _account(account, function)
-        send = LambdaSender(function, session, eager=callers)
-    else:
-        owner = _account(account, None)
+    send, owner = _sending(send, function, account, session, callers)
     region = getattr(session, "region_name", None)
     return Watcher(
         emitter,
