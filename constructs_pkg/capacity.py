@@ -128,8 +128,8 @@ class Capacity:
         lo, hi = TARGET_UTILIZATION_RANGE
         for field in ("min_capacity", "max_capacity", "high_water_mark"):
             value = getattr(self, field)
-            if value is None or is_token(value):
-                continue
+            if (value is None and field == "high_water_mark") or is_token(value):
+                continue  # a minimum and a maximum are required
             if not _is_whole(value):
                 raise CapacityConfigError(
                     f"{where}: {field} must be a whole number of capacity units; got {value!r}"

@@ -572,6 +572,11 @@ class CapacityRequests(Construct):
         scaler that finds a table by tag only cannot be checked at synth, so connect it
         yourself.
         """
+        if not isinstance(scaler, ThrottleAwareScaler):
+            raise CapacityConfigError(
+                f"{self._where}: connect: got {shown(scaler)}; expected a ThrottleAwareScaler "
+                "(the construct itself)"
+            )
         current = scaler.state_store
         if current is self.hold_store:
             raise CapacityConfigError(

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from aws_cdk import Acknowledgment, CfnResource, Validations
 from constructs import IConstruct
 
-from ddb_capacity_runtime.core.errors import CapacityConfigError
+from ddb_capacity_runtime.core.errors import CapacityConfigError, shown
 
 NAG_PACKS = (
     "AwsSolutionsChecks",
@@ -34,6 +34,7 @@ def apply_nag_packs(scope: IConstruct) -> None:
     Needs cdk-nag (``pip install 'cdk-nag>=3,<4'``, what the package's ``[nag]`` extra
     installs); the constructs do not.
     """
+    _construct("apply_nag_packs", "scope", scope)
     try:
         import cdk_nag
     except ModuleNotFoundError as exc:
@@ -42,6 +43,22 @@ def apply_nag_packs(scope: IConstruct) -> None:
             "[nag] extra installs)"
         ) from exc
     Validations.of(scope).add_plugins(*(getattr(cdk_nag, pack)(scope) for pack in NAG_PACKS))
+
+
+def _construct(where: str, name: str, value: object) -> None:
+    """Refuse ``value`` unless it is a construct (anything with a ``node.path``), naming
+    the function ``where`` and its argument ``name``: jsii's own refusal says neither."""
+    if not isinstance(getattr(getattr(value, "node", None), "path", None), str):
+        raise CapacityConfigError(
+            f"{where}: {name}: got {shown(value)}; expected a construct (a resource, a "
+            "stack, the app)"
+        )
+
+
+def _reason(where: str, what: str, reason: object) -> None:
+    """Refuse a ``reason`` that is not text with something in it."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise CapacityConfigError(f"{where}: {what} needs a reason; got {shown(reason)}")
 
 
 def acknowledgment_id(finding: str) -> str:
@@ -63,11 +80,9 @@ def acknowledge(construct: IConstruct, finding: str, reason: str) -> None:
 def acknowledge_all(construct: IConstruct, reasons: Mapping[str, str]) -> None:
     """Acknowledge each finding of ``reasons`` on ``construct`` and what it contains, with
     the reason it is safe (one call into jsii for them all)."""
+    _construct("acknowledge", "construct", construct)
     for finding, reason in reasons.items():
-        if not reason.strip():
-            raise CapacityConfigError(
-                f"acknowledge: finding {finding!r} needs a reason; got an empty one"
-            )
+        _reason("acknowledge", f"finding {finding!r}", reason)
     Validations.of(construct).acknowledge(
         *(Acknowledgment(id=acknowledgment_id(f), reason=r) for f, r in reasons.items())
     )
@@ -77,10 +92,8 @@ def skip_checkov(construct: IConstruct, check_id: str, reason: str) -> None:
     """Skip checkov's ``check_id`` (``"CKV_AWS_117"``) on ``construct``'s CloudFormation
     resource (the construct itself, or its default child), with the reason it is safe:
     ``Metadata.checkov.skip[] = {id, comment}``."""
-    if not reason.strip():
-        raise CapacityConfigError(
-            f"skip_checkov: check {check_id!r} needs a reason; got an empty one"
-        )
+    _construct("skip_checkov", "construct", construct)
+    _reason("skip_checkov", f"check {check_id!r}", reason)
     resource = construct if isinstance(construct, CfnResource) else construct.node.default_child
     if not isinstance(resource, CfnResource):
         raise CapacityConfigError(

@@ -611,6 +611,19 @@ def test_a_scaler_connects_to_one_capacity_requests_once(stack: cdk.Stack) -> No
     assert scaler.state_store is first.hold_store
 
 
+@pytest.mark.parametrize("given", ["scaler", None], ids=["a string", "None"])
+def test_connect_refuses_what_is_not_a_scaler(stack: cdk.Stack, given: object) -> None:
+    shipments, _ = tables(stack)
+    requests = CapacityRequests(stack, "Requests", tables=[shipments])
+    # WHEN something other than a ThrottleAwareScaler is connected THEN it is refused, named
+    with pytest.raises(CapacityConfigError) as caught:
+        requests.connect(given)  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        f"CapacityRequests Test/Requests: connect: got {given!r}; expected a "
+        "ThrottleAwareScaler (the construct itself)"
+    )
+
+
 def synth_errors(stack: cdk.Stack) -> list[str]:
     """What synthesizing the app reports, one ``[path] message`` line a failed validation."""
     app = cdk.Stage.of(stack)

@@ -178,6 +178,17 @@ def test_fractional_capacity(stack: cdk.Stack) -> None:
     )
 
 
+@pytest.mark.parametrize("field", ["min_capacity", "max_capacity"])
+def test_a_missing_minimum_or_maximum_is_refused_by_name(stack: cdk.Stack, field: str) -> None:
+    # GIVEN a Capacity whose minimum or maximum is None WHEN a table is made with it
+    given = {"min_capacity": 5, "max_capacity": 10, field: None}
+    message = error_of(lambda: make(stack, read=Capacity(**given)))  # type: ignore[arg-type]
+    # THEN the library refuses it, naming the field (not the CDK's own TypeError)
+    assert message == (
+        f"{WHERE} table read: {field} must be a whole number of capacity units; got None"
+    )
+
+
 def test_pay_per_request_billing(stack: cdk.Stack) -> None:
     message = error_of(lambda: make(stack, billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST))
     assert message == (
