@@ -385,14 +385,14 @@ def test_the_cursor_table_is_made_once_and_a_missing_one_is_named(loaded: Loaded
 def test_scan_settings_are_checked() -> None:
     ddb = boto3.client("dynamodb", region_name="us-east-1")
     with pytest.raises(ScanError, match="segments: got 0; expected a whole number from 1"):
-        RateLimitedScan(ddb, "t", rate=10, segments=0)
+        RateLimitedScan(ddb, "tbl", rate=10, segments=0)
     with pytest.raises(ScanError, match="store and scan_id: got only one"):
-        RateLimitedScan(ddb, "t", rate=10, scan_id="x")
+        RateLimitedScan(ddb, "tbl", rate=10, scan_id="x")
     with pytest.raises(PacingError, match="rate: got -1"):
-        RateLimitedScan(ddb, "t", rate=-1)
+        RateLimitedScan(ddb, "tbl", rate=-1)
     for retries in (-1, 2.5, True, "3"):
         with pytest.raises(ScanError, match=f"max_throttle_retries: got {retries!r}; expected"):
-            RateLimitedScan(ddb, "t", rate=10, max_throttle_retries=retries)  # type: ignore[arg-type]
+            RateLimitedScan(ddb, "tbl", rate=10, max_throttle_retries=retries)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- Stubber: what moto never does
@@ -408,7 +408,7 @@ def stubbed() -> tuple[Any, Stubber]:
 def page(keys: list[str], units: float, last: str | None = None) -> dict[str, Any]:
     response: dict[str, Any] = {
         "Items": [{"pk": {"S": k}} for k in keys],
-        "ConsumedCapacity": {"TableName": "t", "CapacityUnits": units},
+        "ConsumedCapacity": {"TableName": "tbl", "CapacityUnits": units},
     }
     if last:
         response["LastEvaluatedKey"] = {"pk": {"S": last}}
@@ -417,7 +417,7 @@ def page(keys: list[str], units: float, last: str | None = None) -> dict[str, An
 
 def test_scan_retries_a_throttled_page_and_adapts_the_limit_to_item_size() -> None:
     client, stub = stubbed()
-    base = {"TableName": "t", "Segment": 0, "TotalSegments": 1, "ReturnConsumedCapacity": "TOTAL"}
+    base = {"TableName": "tbl", "Segment": 0, "TotalSegments": 1, "ReturnConsumedCapacity": "TOTAL"}
     stub.add_client_error(
         "scan", "ProvisionedThroughputExceededException", expected_params={**base, "Limit": 10}
     )
@@ -436,7 +436,13 @@ def test_scan_retries_a_throttled_page_and_adapts_the_limit_to_item_size() -> No
     seen, handle = collector()
     with stub:
         result = RateLimitedScan(
-            client, "t", rate=1_000, segments=1, page_units=3, initial_limit=10, sleep=sleeps.append
+            client,
+            "tbl",
+            rate=1_000,
+            segments=1,
+            page_units=3,
+            initial_limit=10,
+            sleep=sleeps.append,
         ).run(handle)
     stub.assert_no_pending_responses()
     assert result.throttled == 1 and sleeps == [0.1]
@@ -451,12 +457,12 @@ def test_scan_gives_up_after_repeated_throttles_with_the_error() -> None:
         stub.add_client_error("scan", "ProvisionedThroughputExceededException")
     with stub, pytest.raises(Exception, match="ProvisionedThroughputExceeded"):
         RateLimitedScan(
-            client, "t", rate=10, segments=1, max_throttle_retries=2, sleep=lambda s: None
+            client, "tbl", rate=10, segments=1, max_throttle_retries=2, sleep=lambda s: None
         ).run(lambda s, i: None)
 
 
 def batch(keys: list[str]) -> dict[str, Any]:
-    return {"t": [{"PutRequest": {"Item": {"pk": {"S": k}}}} for k in keys]}
+    return {"tbl": [{"PutRequest": {"Item": {"pk": {"S": k}}}} for k in keys]}
 
 
 def test_writer_resends_unprocessed_items_and_slows_down() -> None:
@@ -467,7 +473,7 @@ def test_writer_resends_unprocessed_items_and_slows_down() -> None:
         "batch_write_item",
         {
             "UnprocessedItems": batch(["k1", "k3"]),
-            "ConsumedCapacity": [{"TableName": "t", "CapacityUnits": 3.0}],
+            "ConsumedCapacity": [{"TableName": "tbl", "CapacityUnits": 3.0}],
         },
         expected_params={"RequestItems": batch(keys), "ReturnConsumedCapacity": "TOTAL"},
     )
@@ -478,12 +484,12 @@ def test_writer_resends_unprocessed_items_and_slows_down() -> None:
     )
     stub.add_response(
         "batch_write_item",
-        {"UnprocessedItems": {}, "ConsumedCapacity": [{"TableName": "t", "CapacityUnits": 2.0}]},
+        {"UnprocessedItems": {}, "ConsumedCapacity": [{"TableName": "tbl", "CapacityUnits": 2.0}]},
         expected_params={"RequestItems": batch(["k1", "k3"]), "ReturnConsumedCapacity": "TOTAL"},
     )
     with stub:
         writer = SlowStartWriter(
-            client, "t", start_rate=10, max_rate=100, clock=clock, sleep=clock.sleep
+            client, "tbl", start_rate=10, max_rate=100, clock=clock, sleep=clock.sleep
         )
         writer.bucket.set_rate(40)  # as if it had grown already
         result = writer.write({"pk": k} for k in keys)
@@ -504,7 +510,13 @@ def test_writer_returns_items_it_could_not_write_instead_of_dropping_them() -> N
         )
     with stub:
         result = SlowStartWriter(
-            client, "t", start_rate=10, max_rate=10, max_attempts=3, clock=clock, sleep=clock.sleep
+            client,
+            "tbl",
+            start_rate=10,
+            max_rate=10,
+            max_attempts=3,
+            clock=clock,
+            sleep=clock.sleep,
         ).write([{"pk": "k0"}])
     assert result.written == 0
     assert [(f.item, f.reason) for f in result.failed] == [
@@ -532,7 +544,7 @@ def test_writer_isolates_an_invalid_item_and_writes_the_rest() -> None:
             )
     with stub:
         result = SlowStartWriter(
-            client, "t", start_rate=10, max_rate=10, clock=clock, sleep=clock.sleep
+            client, "tbl", start_rate=10, max_rate=10, clock=clock, sleep=clock.sleep
         ).write([{"pk": "ok1"}, {"pk": "big"}, {"pk": "ok2"}])
     assert result.written == 2
     assert [(f.item, f.reason) for f in result.failed] == [
@@ -548,14 +560,14 @@ def test_writer_starts_slow_and_grows_in_steps_to_its_ceiling() -> None:
             "batch_write_item",
             {
                 "UnprocessedItems": {},
-                "ConsumedCapacity": [{"TableName": "t", "CapacityUnits": 25.0}],
+                "ConsumedCapacity": [{"TableName": "tbl", "CapacityUnits": 25.0}],
             },
             expected_params={"RequestItems": ANY, "ReturnConsumedCapacity": "TOTAL"},
         )
     with stub:
         writer = SlowStartWriter(
             client,
-            "t",
+            "tbl",
             start_rate=50,
             max_rate=500,
             step_seconds=60,
@@ -583,7 +595,7 @@ def test_writer_starts_slow_and_grows_in_steps_to_its_ceiling() -> None:
 def test_writer_settings_are_checked(kwargs: dict[str, Any], message: str) -> None:
     client, _ = stubbed()
     with pytest.raises(PacingError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        SlowStartWriter(client, "t", **kwargs)
+        SlowStartWriter(client, "tbl", **kwargs)
 
 
 # ------------------------------------------------- what an answer says of its cost, untrusted
@@ -615,7 +627,7 @@ def paced_writer(
         client.meta.events.register(*hook)
     with stub:
         writer = SlowStartWriter(
-            client, "t", start_rate=rate, max_rate=rate, clock=clock, sleep=clock.sleep
+            client, "tbl", start_rate=rate, max_rate=rate, clock=clock, sleep=clock.sleep
         )
         result = writer.write(items)
     stub.assert_no_pending_responses()
@@ -626,7 +638,7 @@ def paced_writer(
 def test_a_writer_told_a_cost_past_belief_paces_by_its_estimate(units: float) -> None:
     # GIVEN 500 small items (1 write unit each) and answers whose ConsumedCapacity says
     # what was written cost less than an item's unit, or more than any 25 items can
-    cost = [{"TableName": "t", "CapacityUnits": units}] * 2  # two entries: 1e308 sums to inf
+    cost = [{"TableName": "tbl", "CapacityUnits": units}] * 2  # two entries: 1e308 sums to inf
     said = {"UnprocessedItems": {}, "ConsumedCapacity": cost}
     items = [{"pk": f"k{i}"} for i in range(500)]
     # WHEN the writer writes them at 10 units a second
@@ -653,9 +665,9 @@ def test_a_writer_without_a_cost_in_the_answer_charges_each_item_by_its_size() -
     [
         None,
         [],
-        {"t": None},
-        {"t": [{"DeleteRequest": {"Key": {"pk": {"S": "k0"}}}}]},
-        {"t": [{"PutRequest": {"Item": {"pk": {"S": "k0"}, "x": {"N": "1"}}}}]},  # not sent
+        {"tbl": None},
+        {"tbl": [{"DeleteRequest": {"Key": {"pk": {"S": "k0"}}}}]},
+        {"tbl": [{"PutRequest": {"Item": {"pk": {"S": "k0"}, "x": {"N": "1"}}}}]},  # not sent
     ],
 )
 def test_a_malformed_answer_returns_its_batch_and_the_rest_are_written(unprocessed: Any) -> None:
@@ -693,7 +705,7 @@ def test_calls_without_an_answer_stop_the_write_and_return_every_item_not_sent()
     items = ({"pk": f"k{i}"} for i in range(1_000))
     # WHEN the writer is given 1,000 items
     writer = SlowStartWriter(
-        client, "t", start_rate=10, max_rate=10, clock=clock, sleep=clock.sleep
+        client, "tbl", start_rate=10, max_rate=10, clock=clock, sleep=clock.sleep
     )
     result = writer.write(items)
     # THEN it stops after three calls in a row without an answer, and returns every item:
@@ -718,7 +730,7 @@ def test_calls_that_keep_failing_stop_the_write_and_a_server_error_is_charged(
         stub.add_client_error("batch_write_item", code, "injected", http_status_code=status)
     clock = BoundedClock()
     writer = SlowStartWriter(
-        client, "t", start_rate=10, max_rate=10, clock=clock, sleep=clock.sleep
+        client, "tbl", start_rate=10, max_rate=10, clock=clock, sleep=clock.sleep
     )
     # WHEN the writer is given 1,000 items (25 of them a call, 1 unit each by estimate)
     with stub:
@@ -745,7 +757,7 @@ def test_a_full_item_collection_refuses_its_items_alone_and_never_stops_the_writ
         for _ in range(24):
             stub.add_response("batch_write_item", {"UnprocessedItems": {}})
         stub.add_client_error("batch_write_item", code, "full", http_status_code=400)
-    writer = SlowStartWriter(client, "t", start_rate=1000, max_rate=1000, clock=BoundedClock())
+    writer = SlowStartWriter(client, "tbl", start_rate=1000, max_rate=1000, clock=BoundedClock())
     items = [{"pk": "full" if i % 25 == 24 else f"k{i}"} for i in range(100)]
     # WHEN it writes 100 items: 4 calls of 25, each with a "full" item
     with stub:
@@ -783,7 +795,7 @@ def test_a_writer_idle_for_a_step_starts_slow_again() -> None:
         stub.add_response("batch_write_item", {"UnprocessedItems": {}})
     clock = BoundedClock()
     writer = SlowStartWriter(
-        client, "t", start_rate=10, max_rate=40, step_seconds=60, clock=clock, sleep=clock.sleep
+        client, "tbl", start_rate=10, max_rate=40, step_seconds=60, clock=clock, sleep=clock.sleep
     )
     with stub:
         writer.bucket.set_rate(40)
@@ -812,7 +824,7 @@ def test_a_source_that_pauses_for_a_step_within_one_write_starts_slow_again() ->
         yield from ({"pk": f"b{i}"} for i in range(25))
 
     writer = SlowStartWriter(
-        client, "t", start_rate=10, max_rate=40, step_seconds=60, clock=clock, sleep=clock.sleep
+        client, "tbl", start_rate=10, max_rate=40, step_seconds=60, clock=clock, sleep=clock.sleep
     )
     writer.bucket.set_rate(40)
     # WHEN it writes them
@@ -837,7 +849,7 @@ def test_an_index_scan_that_fetches_from_its_table_is_paced_by_what_it_reports()
     with stub:
         result = RateLimitedScan(
             client,
-            "t",
+            "tbl",
             index="byDate",
             rate=100,
             segments=1,
@@ -864,7 +876,7 @@ def test_a_scan_told_a_cost_past_belief_paces_by_its_estimate(units: float) -> N
     # WHEN a scan reads them at 10 units a second, 5 units a page
     with stub:
         result = RateLimitedScan(
-            client, "t", rate=10, segments=1, page_units=5, bucket=bucket, sleep=clock.sleep
+            client, "tbl", rate=10, segments=1, page_units=5, bucket=bucket, sleep=clock.sleep
         ).run(lambda segment, items: None)
     # THEN each page is charged its estimate (5 units): 200 units at 10 a second
     assert result.items == 1000 and result.pages == 40

@@ -29,7 +29,7 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from ddb_capacity_runtime.core.errors import ReplicaScheduleError
+from ddb_capacity_runtime.core.errors import CapacityError, ReplicaScheduleError, WriteError
 from ddb_capacity_runtime.core.names import resource_id
 from ddb_capacity_runtime.global_tables.handler import on_event
 from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX, parse_schedule
@@ -151,7 +151,7 @@ def test_scan_settings_out_of_range_are_refused(kwargs: dict[str, Any], message:
     # GIVEN a setting out of its range WHEN a scan is made with it THEN it is refused, named
     ddb = boto3.client("dynamodb", region_name="us-east-1")
     with pytest.raises(ScanError, match=message):
-        RateLimitedScan(ddb, "t", rate=10, **kwargs)
+        RateLimitedScan(ddb, "tbl", rate=10, **kwargs)
 
 
 def test_a_page_never_asks_for_more_than_a_thousand_items(shelf: tuple[Any, str, set[str]]) -> None:
@@ -184,7 +184,7 @@ def test_a_scan_backoff_never_exceeds_twenty_seconds() -> None:
     # WHEN a scan that retries up to 12 times reads it
     with stub:
         result = RateLimitedScan(
-            client, "t", rate=100, segments=1, max_throttle_retries=12, sleep=sleeps.append
+            client, "tbl", rate=100, segments=1, max_throttle_retries=12, sleep=sleeps.append
         ).run(lambda segment, items: None)
     # THEN its backoff doubled from 0.1 s up to 20 s, never more
     assert result.items == 1 and len(sleeps) == 12
@@ -197,7 +197,7 @@ def test_a_stop_during_a_throttle_backoff_ends_the_segment_without_another_read(
     for _ in range(3):
         add_throttle(stub, "scan", None)
     seen: list[dict[str, Any]] = []
-    scan = RateLimitedScan(client, "t", rate=100, segments=1, max_throttle_retries=2)
+    scan = RateLimitedScan(client, "tbl", rate=100, segments=1, max_throttle_retries=2)
     scan.sleep = lambda seconds: scan.stop.set()
     # WHEN it runs
     with stub:
@@ -376,6 +376,147 @@ def test_a_write_backoff_never_exceeds_ten_seconds() -> None:
     assert result.written == 1 and result.failed == []
     waits = backoffs(throttles)
     assert waits[:3] == [0.1, 0.2, 0.4] and max(waits) == 10.0
+
+
+# ---------------------------------------------------------------- the workers' arguments
+
+CLIENT = "dynamodb: got {}; expected a DynamoDB client (boto3.client('dynamodb'))"
+RESOURCE = (
+    "dynamodb: got a boto3 resource (dynamodb.ServiceResource); expected a DynamoDB client "
+    "(boto3.client('dynamodb'), or the resource's own: resource.meta.client)"
+)
+TABLE_NAME = (
+    "{}: got {!r}; expected a table name (3 to 255 letters, digits, '_', '.' or '-') or a "
+    "table's ARN"
+)
+
+
+def workers(dynamodb: Any, table: Any) -> dict[str, Callable[[], object]]:
+    """Each worker's entry point made with ``dynamodb`` for the client and ``table`` for the
+    table's name."""
+    return {
+        "RateLimitedScan": lambda: RateLimitedScan(dynamodb, table, rate=10),
+        "SlowStartWriter": lambda: SlowStartWriter(dynamodb, table, start_rate=1, max_rate=1),
+        "CursorStore": lambda: CursorStore(dynamodb, table),
+        "create_cursor_table": lambda: create_cursor_table(dynamodb, table),
+    }
+
+
+@pytest.mark.parametrize("worker", list(workers(None, None)))
+def test_a_worker_refuses_what_is_not_a_dynamodb_client(worker: str) -> None:
+    # GIVEN a boto3 resource, another service's client and a string for the client
+    resource = boto3.resource("dynamodb", region_name="us-east-1")
+    s3 = boto3.client("s3", region_name="us-east-1")
+    wrong = [
+        (resource, RESOURCE),
+        (s3, CLIENT.format("a s3 client")),
+        ("ddb", CLIENT.format("'ddb'")),
+    ]
+    for given, message in wrong:
+        # WHEN a worker is made with it THEN it is refused at once, naming the argument
+        with pytest.raises(CapacityError) as caught:
+            workers(given, "Orders")[worker]()
+        assert str(caught.value) == message
+        assert isinstance(caught.value, ValueError)
+
+
+@pytest.mark.parametrize("worker", list(workers(None, None)))
+@pytest.mark.parametrize("table", ["", "ab", None, "bad name"], ids=repr)
+def test_a_worker_refuses_what_is_not_a_table_name(worker: str, table: Any) -> None:
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    with pytest.raises(CapacityError) as caught:
+        workers(ddb, table)[worker]()
+    field = "name" if worker == "create_cursor_table" else "table"
+    assert str(caught.value) == TABLE_NAME.format(field, table)
+
+
+def test_a_table_given_as_its_arn_is_a_table_name() -> None:
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    arn = "arn:aws:dynamodb:us-east-1:123456789012:table/Orders"
+    assert RateLimitedScan(ddb, arn, rate=10).table == arn
+    assert SlowStartWriter(ddb, arn, start_rate=1, max_rate=1).table == arn
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"store": "scan-cursors", "scan_id": "a"},
+            "store: got 'scan-cursors'; expected a CursorStore (CursorStore(dynamodb, "
+            "'scan-cursors')), or None",
+        ),
+        (
+            {
+                "store": CursorStore(boto3.client("dynamodb", region_name="us-east-1"), "cur"),
+                "scan_id": "",
+            },
+            "scan_id: got ''; expected the id its cursors are kept under: 1 to 1024 characters",
+        ),
+        (
+            {"index": ""},
+            "index: got ''; expected None or an index name (3 to 255 letters, digits, '_', "
+            "'.' or '-')",
+        ),
+        ({"projection": ""}, "projection: got ''; expected None or a ProjectionExpression"),
+        ({"consistent_read": "yes"}, "consistent_read: got 'yes'; expected True or False"),
+        ({"bucket": 100}, "bucket: got 100; expected a TokenBucket, or None for its own"),
+    ],
+    ids=["store", "scan_id", "index", "projection", "consistent_read", "bucket"],
+)
+def test_a_scan_refuses_settings_of_the_wrong_kind(kwargs: dict[str, Any], message: str) -> None:
+    # GIVEN a setting of the wrong kind WHEN a scan is made with it THEN it is refused, named
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    with pytest.raises(ScanError) as caught:
+        RateLimitedScan(ddb, "Orders", rate=10, **kwargs)
+    assert str(caught.value) == message
+
+
+def test_a_scan_refuses_a_handler_it_cannot_call() -> None:
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    with pytest.raises(ScanError) as caught:
+        RateLimitedScan(ddb, "Orders", rate=10).run("handle")  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "handle: got 'handle'; expected a function taking a segment and a page of items"
+    )
+
+
+def test_a_scan_of_a_missing_table_names_it(moto_endpoint: str) -> None:
+    # GIVEN a table name that is no table of the account and Region
+    ddb = local_aws.client(moto_endpoint, "dynamodb")
+    missing = f"Missing{uuid.uuid4().hex[:8]}"
+    # WHEN a scan of it runs THEN it fails with a ScanError naming the table
+    with pytest.raises(ScanError) as caught:
+        RateLimitedScan(ddb, missing, rate=100, segments=2).run(lambda s, i: None)
+    assert str(caught.value) == (
+        f"table: got {missing!r}; no such table in this account and Region (us-east-1): "
+        "check the name, and the client's credentials and Region"
+    )
+
+
+@pytest.mark.parametrize(
+    "items",
+    [{"pk": "w2"}, "w2", b"w2", None, 5],
+    ids=["a dict", "a str", "bytes", "None", "an int"],
+)
+def test_the_writer_refuses_what_is_not_a_collection_of_items(
+    moto_endpoint: str, items: Any
+) -> None:
+    # GIVEN one item, a string or no collection at all where the items are expected
+    ddb, name = new_table(moto_endpoint)
+    writer = SlowStartWriter(ddb, name, start_rate=10, max_rate=10)
+    # WHEN it is written THEN it is refused, named, and nothing is sent
+    with pytest.raises(WriteError) as caught:
+        writer.write(items)
+    assert str(caught.value).startswith(f"items: got {items!r}; expected an iterable of items")
+    assert stored(ddb, name) == set()
+
+
+def test_a_missing_table_is_named_in_each_failed_item(moto_endpoint: str) -> None:
+    ddb = local_aws.client(moto_endpoint, "dynamodb")
+    missing = f"Missing{uuid.uuid4().hex[:8]}"
+    result = SlowStartWriter(ddb, missing, start_rate=100, max_rate=100).write([{"pk": "a"}])
+    [failed] = result.failed
+    assert failed.reason.startswith(f"table {missing!r}: no such table in this account and Region")
 
 
 # ---------------------------------------------------------------- the replica schedule

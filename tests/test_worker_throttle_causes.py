@@ -153,7 +153,7 @@ def test_botocore_puts_the_reasons_where_the_classifier_reads_them(code: str) ->
     client, stub = stubbed()
     add_throttle(stub, "scan", ["TableReadKeyRangeThroughputExceeded"], code=code)
     with stub:
-        exc = caught(client, lambda c: c.scan(TableName="t"))
+        exc = caught(client, lambda c: c.scan(TableName="tbl"))
     assert parsed(exc)[FIELD[code]][0]["reason"] == "TableReadKeyRangeThroughputExceeded"
     assert throttle_cause(exc) == "key-range"
 
@@ -164,7 +164,7 @@ def test_a_real_answers_reasons_are_read_through_botocores_own_parser() -> None:
         "message": "throttled",
         "ThrottlingReasons": reasons("IndexWriteKeyRangeThroughputExceeded"),
     }
-    exc = caught(raw_client(body), lambda c: c.scan(TableName="t"))
+    exc = caught(raw_client(body), lambda c: c.scan(TableName="tbl"))
     assert parsed(exc)["ThrottlingReasons"][0]["resource"] == ARN
     assert throttle_cause(exc) == "key-range"
 
@@ -176,8 +176,8 @@ def test_without_reasons_a_throttle_is_unknown_and_other_errors_are_not_throttle
     stub.add_client_error("scan", "ValidationException", "bad")
     with stub:
         for _ in FIELD:
-            assert throttle_cause(caught(client, lambda c: c.scan(TableName="t"))) == "unknown"
-        assert throttle_cause(caught(client, lambda c: c.scan(TableName="t"))) is None
+            assert throttle_cause(caught(client, lambda c: c.scan(TableName="tbl"))) == "unknown"
+        assert throttle_cause(caught(client, lambda c: c.scan(TableName="tbl"))) is None
 
 
 @pytest.mark.parametrize(
@@ -315,7 +315,7 @@ def test_a_jittered_wait_is_between_half_and_all_of_the_backoff(delay: float, se
 def page(keys: list[str], units: float, last: str | None = None) -> dict[str, Any]:
     response: dict[str, Any] = {
         "Items": [{"pk": {"S": k}} for k in keys],
-        "ConsumedCapacity": {"TableName": "t", "CapacityUnits": units},
+        "ConsumedCapacity": {"TableName": "tbl", "CapacityUnits": units},
     }
     if last:
         response["LastEvaluatedKey"] = {"pk": {"S": last}}
@@ -334,7 +334,7 @@ def run_scan(
     stub.add_response("scan", page(["c"], 0.5))
     seen: list[dict[str, Any]] = []
     sleeps: list[float] = []
-    scan = RateLimitedScan(client, "t", rate=100, segments=1, sleep=sleeps.append, **kw)
+    scan = RateLimitedScan(client, "tbl", rate=100, segments=1, sleep=sleeps.append, **kw)
     with stub:
         result = scan.run(lambda segment, items: seen.extend(items))
     stub.assert_no_pending_responses()
@@ -378,7 +378,7 @@ def test_a_scan_with_malformed_reasons_from_a_real_answer_behaves_as_it_always_d
     }
     sleeps: list[float] = []
     scan = RateLimitedScan(
-        raw_client(body), "t", rate=100, segments=1, max_throttle_retries=2, sleep=sleeps.append
+        raw_client(body), "tbl", rate=100, segments=1, max_throttle_retries=2, sleep=sleeps.append
     )
     with pytest.raises(ClientError, match="ProvisionedThroughputExceeded"):
         scan.run(lambda segment, items: None)
@@ -391,7 +391,7 @@ def test_a_scan_gives_up_on_a_hot_key_after_its_retries() -> None:
         add_throttle(stub, "scan", ["TableReadKeyRangeThroughputExceeded"])
     with stub, pytest.raises(ClientError, match="ProvisionedThroughputExceeded"):
         RateLimitedScan(
-            client, "t", rate=10, segments=1, max_throttle_retries=2, sleep=lambda s: None
+            client, "tbl", rate=10, segments=1, max_throttle_retries=2, sleep=lambda s: None
         ).run(lambda s, i: None)
     stub.assert_no_pending_responses()
 
@@ -432,7 +432,7 @@ def test_a_hot_key_in_one_segment_holds_neither_the_others_nor_the_rate() -> Non
     def sleep(seconds: float) -> None:  # segment 0 backs off until segment 1 has finished
         assert others_done.wait(timeout=10), "segment 1 waited for segment 0's backoff"
 
-    scan = RateLimitedScan(client, "t", rate=1_000, segments=2, sleep=sleep)
+    scan = RateLimitedScan(client, "tbl", rate=1_000, segments=2, sleep=sleep)
     result = scan.run(handle)
     assert sorted(seen) == ["s0-2", "s1-1", "s1-2", "s1-3"]
     assert scan.bucket.rate == 1_000 and result.segments_done == [0, 1]
@@ -455,7 +455,7 @@ class FakeClock:
 
 
 def batch(keys: list[str]) -> dict[str, Any]:
-    return {"t": [{"PutRequest": {"Item": {"pk": {"S": k}}}} for k in keys]}
+    return {"tbl": [{"PutRequest": {"Item": {"pk": {"S": k}}}} for k in keys]}
 
 
 def expected(keys: list[str]) -> dict[str, Any]:
@@ -463,7 +463,7 @@ def expected(keys: list[str]) -> dict[str, Any]:
 
 
 def ok(n: float) -> dict[str, Any]:
-    return {"UnprocessedItems": {}, "ConsumedCapacity": [{"TableName": "t", "CapacityUnits": n}]}
+    return {"UnprocessedItems": {}, "ConsumedCapacity": [{"TableName": "tbl", "CapacityUnits": n}]}
 
 
 class Recorded(logging.Handler):
@@ -499,7 +499,7 @@ def write(
     try:
         with stub:
             writer = SlowStartWriter(
-                client, "t", start_rate=10, max_rate=100, clock=clock, sleep=clock.sleep, **kw
+                client, "tbl", start_rate=10, max_rate=100, clock=clock, sleep=clock.sleep, **kw
             )
             writer.bucket.set_rate(rate)
             result = writer.write({"pk": k} for k in keys)
@@ -642,7 +642,7 @@ def test_a_writer_with_malformed_reasons_from_a_real_answer_slows_down_as_before
     clock = FakeClock()
     writer = SlowStartWriter(
         raw_client(body),
-        "t",
+        "tbl",
         start_rate=10,
         max_rate=100,
         max_attempts=2,
@@ -658,6 +658,6 @@ def test_a_writer_with_malformed_reasons_from_a_real_answer_slows_down_as_before
 def test_a_jitter_source_that_is_not_a_random_is_refused() -> None:
     client, _ = stubbed()
     with pytest.raises(ScanError, match=r"rng: got 7; expected a random.Random, or None"):
-        RateLimitedScan(client, "t", rate=10, rng=7)  # type: ignore[arg-type]
+        RateLimitedScan(client, "tbl", rate=10, rng=7)  # type: ignore[arg-type]
     with pytest.raises(PacingError, match=r"rng: got 'seed'; expected a random.Random, or None"):
-        SlowStartWriter(client, "t", start_rate=1, max_rate=1, rng="seed")  # type: ignore[arg-type]
+        SlowStartWriter(client, "tbl", start_rate=1, max_rate=1, rng="seed")  # type: ignore[arg-type]

@@ -172,6 +172,12 @@ class ScanError(CapacityError, ValueError):
     """A scan setting that is not allowed."""
 
 
+class WriteError(CapacityError, ValueError):
+    """What a ``SlowStartWriter`` cannot write with or write: a client that is not a DynamoDB
+    client, a table name DynamoDB would refuse, items that are not a collection of items.
+    The message names the argument, the value received and what is allowed."""
+
+
 class TableBusy(CapacityError, RuntimeError):
     """The table is being updated: nothing is sent this time."""
 

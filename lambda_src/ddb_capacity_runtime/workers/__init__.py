@@ -5,7 +5,7 @@ token bucket that paces both by consumed capacity, and the reading of a throttle
 
 from .pacing import PacingError, TokenBucket, throttle_cause
 from .scan import CursorStore, RateLimitedScan, ScanError, create_cursor_table
-from .writer import SlowStartWriter
+from .writer import SlowStartWriter, WriteError
 
 __all__ = [
     "CursorStore",
@@ -14,6 +14,7 @@ __all__ = [
     "ScanError",
     "SlowStartWriter",
     "TokenBucket",
+    "WriteError",
     "create_cursor_table",
     "throttle_cause",
 ]

@@ -35,12 +35,12 @@ from botocore.exceptions import ClientError
 
 from ..aws import items as table_items
 from ..aws.error_codes import error_code
-from ..aws.items import create_cursor_table as create_cursor_table
 from ..core.call_limits import most_page_units
 from ..core.errors import ScanError as ScanError
 from ..core.errors import shown
 from ..core.validators import is_whole, whole_text
 from ..events import log_event
+from .arguments import check_client, check_index, check_table
 from .pacing import (
     CAUSES,
     HOT_KEY,
@@ -58,6 +58,8 @@ if TYPE_CHECKING:
 
 MAX_LIMIT = 1000
 MAX_SEGMENTS = 1_000_000
+MAX_SCAN_ID = 1024
+"""The most characters of a scan id (a cursor's partition key: DynamoDB allows 2,048 bytes)."""
 KINDS = {
     "M": "a map (M) of the key's attributes",
     "BOOL": "a boolean (BOOL)",
@@ -81,6 +83,8 @@ class CursorStore:
     items it delivered. Reads are strongly consistent."""
 
     def __init__(self, dynamodb: DynamoDBClient, table: str) -> None:
+        check_client(ScanError, dynamodb, ("get_item", "put_item"))
+        check_table(ScanError, "table", table)
         self.dynamodb = dynamodb
         self.table = table
 
@@ -146,6 +150,16 @@ class CursorStore:
         table_items.put(self.dynamodb, self.table, item)
 
 
+def create_cursor_table(dynamodb: DynamoDBClient, name: str) -> None:
+    """Create the cursor table ``name`` (on-demand: it sees a few writes a second at most)
+    and wait. A table of that name with the cursor's key is kept as it is, so a job that
+    creates it can be run again to resume; one with another key is refused (ScanError),
+    naming both, as are a client that is not DynamoDB's and a name DynamoDB would refuse."""
+    check_client(ScanError, dynamodb, ("create_table", "describe_table", "get_waiter"))
+    check_table(ScanError, "name", name)
+    table_items.create_cursor_table(dynamodb, name)
+
+
 @dataclass
 class ScanResult:
     items: int = 0
@@ -169,6 +183,40 @@ def page_cost(items: object, index: bool) -> float:
     if index:
         return float(sum(math.ceil(item_bytes(i) / (4 * ITEM_KB)) for i in items))
     return float(math.ceil(item_bytes(items) / (4 * ITEM_KB)))
+
+
+def _check_kinds(
+    dynamodb: object,
+    table: object,
+    store: object,
+    scan_id: object,
+    index: object,
+    projection: object,
+    consistent_read: object,
+    bucket: object,
+) -> None:
+    """Refuse a scan's argument of the wrong kind, naming it, before any call."""
+    if (store is None) != (scan_id is None):
+        raise ScanError("store and scan_id: got only one; a resumable scan needs both")
+    check_client(ScanError, dynamodb, ("scan",))
+    check_table(ScanError, "table", table)
+    check_index(ScanError, index)
+    if store is not None and not isinstance(store, CursorStore):
+        hint = f" (CursorStore(dynamodb, {store!r}))" if isinstance(store, str) else ""
+        raise ScanError(f"store: got {shown(store)}; expected a CursorStore{hint}, or None")
+    if scan_id is not None and not (isinstance(scan_id, str) and 0 < len(scan_id) <= MAX_SCAN_ID):
+        raise ScanError(
+            f"scan_id: got {shown(scan_id)}; expected the id its cursors are kept under: 1 to "
+            f"{MAX_SCAN_ID} characters"
+        )
+    if projection is not None and not (isinstance(projection, str) and projection.strip()):
+        raise ScanError(
+            f"projection: got {shown(projection)}; expected None or a ProjectionExpression"
+        )
+    if not isinstance(consistent_read, bool):
+        raise ScanError(f"consistent_read: got {shown(consistent_read)}; expected True or False")
+    if bucket is not None and not isinstance(bucket, TokenBucket):
+        raise ScanError(f"bucket: got {shown(bucket)}; expected a TokenBucket, or None for its own")
 
 
 class RateLimitedScan:
@@ -222,8 +270,7 @@ class RateLimitedScan:
                 f"max_throttle_retries: got {max_throttle_retries!r}; expected a whole number "
                 "from 0 to 1000"
             )
-        if (store is None) != (scan_id is None):
-            raise ScanError("store and scan_id: got only one; a resumable scan needs both")
+        _check_kinds(dynamodb, table, store, scan_id, index, projection, consistent_read, bucket)
         self.dynamodb = dynamodb
         self.table = table
         self.bucket = bucket or TokenBucket(rate)
@@ -273,6 +320,9 @@ class RateLimitedScan:
             try:
                 return table_items.scan_page(self.dynamodb, request)
             except ClientError as exc:
+                if error_code(exc) == "ResourceNotFoundException":
+                    self.bucket.settle(-estimate)
+                    raise self._missing() from None
                 cause = throttle_cause(exc)
                 if cause is None or attempt == self.max_throttle_retries:
                     self.bucket.settle(-estimate)
@@ -289,6 +339,15 @@ class RateLimitedScan:
                     self.bucket.settle(-estimate)
                     return None
         return None  # not reached
+
+    def _missing(self) -> ScanError:
+        """The error of a scan whose table is not there: it names the table and where."""
+        region = getattr(getattr(self.dynamodb, "meta", None), "region_name", None)
+        where = f" ({region})" if isinstance(region, str) and region else ""
+        return ScanError(
+            f"table: got {self.table!r}; no such table in this account and Region{where}: "
+            "check the name, and the client's credentials and Region"
+        )
 
     def _segment(self, segment: int, handle: Page, cursor: Cursor) -> None:
         """Scan ``segment`` from ``cursor``, each page's ``Limit`` sized to cost about
@@ -352,6 +411,11 @@ class RateLimitedScan:
         another number of segments than it began with raises [`ScanError`][] (a segment
         of one split is not a segment of another: items would be lost or repeated). Every
         segment's cursor is checked before any page is read."""
+        if not callable(handle):
+            raise ScanError(
+                f"handle: got {shown(handle)}; expected a function taking a segment and a "
+                "page of items"
+            )
         cursors = [self._cursor(segment) for segment in range(self.segments)]
         errors: list[BaseException] = []
 

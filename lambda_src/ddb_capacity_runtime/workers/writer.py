@@ -37,8 +37,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ..aws import items as table_items
 from ..aws.error_codes import describe_error, error_code
 from ..core.call_limits import most_written_units
+from ..core.errors import WriteError as WriteError
+from ..core.errors import shown
 from ..core.validators import is_number, is_whole
 from ..events import log_event
+from .arguments import check_client, check_table
 from .pacing import (
     CAUSES,
     HOT_KEY,
@@ -121,6 +124,17 @@ def _unprocessed(response: object, table: str) -> list[dict[str, Any]] | None:
     )
 
 
+def _check_items(items: object) -> None:
+    """Refuse ``items`` that are not a collection of items: one item (a mapping, whose keys
+    would be read as items), a string (its characters), or nothing to iterate."""
+    if isinstance(items, Mapping | str | bytes) or not isinstance(items, Iterable):
+        kind = "one item" if isinstance(items, Mapping) else f"a {type(items).__name__}"
+        raise WriteError(
+            f"items: got {shown(items)}; expected an iterable of items (mappings: a list, a "
+            f"generator), not {kind}"
+        )
+
+
 class SlowStartWriter:
     def __init__(
         self,
@@ -151,6 +165,8 @@ class SlowStartWriter:
             raise PacingError(f"step_factor: got {step_factor!r}; expected a number >= 1")
         if not is_whole(max_attempts, 1):
             raise PacingError(f"max_attempts: got {max_attempts!r}; expected a whole number >= 1")
+        check_client(WriteError, dynamodb, ("batch_write_item",))
+        check_table(WriteError, "table", table)
         self.dynamodb = dynamodb
         self.table = table
         self.start_rate, self.max_rate = float(start_rate), float(max_rate)
@@ -230,7 +246,10 @@ class SlowStartWriter:
         """Write ``items``; each one not written is returned in ``failed`` with the reason.
         A writer idle for a step (`step_seconds`) or more, between two writes or within one
         (a source that paused), starts again at ``start_rate``: the table's auto scaling may
-        have scaled in meanwhile."""
+        have scaled in meanwhile. ``items`` one mapping, or a string, is refused
+        ([`WriteError`][ddb_capacity_runtime.core.errors.WriteError]): a list of one item
+        is ``[item]``."""
+        _check_items(items)
         now = self.clock()
         if self._last_sent is not None and now - self._last_sent >= self.step_seconds:
             self.bucket.set_rate(self.start_rate)
@@ -334,6 +353,13 @@ class SlowStartWriter:
             result.failed.extend(Failed(o, describe_error(exc)) for o, _, _ in batch)
             return [], 0.0, None  # the item's own fault: nothing written
         self._no_answer = describe_error(exc)
+        if error_code(exc) == "ResourceNotFoundException":
+            region = getattr(getattr(self.dynamodb, "meta", None), "region_name", None)
+            where = f" ({region})" if isinstance(region, str) and region else ""
+            self._no_answer = (
+                f"table {self.table!r}: no such table in this account and Region{where}: "
+                f"{self._no_answer}"
+            )
         result.failed.extend(Failed(o, self._no_answer) for o, _, _ in batch)
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         refused = isinstance(status, int) and 400 <= status < 500
