@@ -4,6 +4,7 @@ slow-start writer, against a moto server, with botocore's Stubber for what moto 
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -12,7 +13,7 @@ import textwrap
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -693,7 +694,7 @@ def test_a_malformed_answer_returns_its_batch_and_the_rest_are_written(unprocess
     assert result.written == 5 and result.throttled == 0 and result.batches == 2
 
 
-def test_calls_without_an_answer_stop_the_write_and_return_every_item_not_sent() -> None:
+def test_calls_without_an_answer_stop_the_write_and_leave_the_rest_of_the_items() -> None:
     # GIVEN an endpoint that never answers (every call fails after the SDK's retries)
     client, _ = stubbed()
 
@@ -702,18 +703,43 @@ def test_calls_without_an_answer_stop_the_write_and_return_every_item_not_sent()
 
     client.meta.events.register("before-parameter-build.dynamodb.BatchWriteItem", down)
     clock = BoundedClock()
-    items = ({"pk": f"k{i}"} for i in range(1_000))
+    items = iter([{"pk": f"k{i}"} for i in range(1_000)])
     # WHEN the writer is given 1,000 items
     writer = SlowStartWriter(
         client, "tbl", start_rate=10, max_rate=10, clock=clock, sleep=clock.sleep
     )
     result = writer.write(items)
-    # THEN it stops after three calls in a row without an answer, and returns every item:
-    # those sent with the error, the others as not sent
+    # THEN it stops after three calls in a row without an answer, returns the items it took
+    # with the error, and says why it stopped and how many it took
     assert result.batches == 3 and result.written == 0
-    assert [f.item["pk"] for f in result.failed] == [f"k{i}" for i in range(1_000)]
-    assert all("Could not connect" in f.reason for f in result.failed[:75])
-    assert all(f.reason.startswith("not sent: 3 calls in a row") for f in result.failed[75:])
+    assert [f.item["pk"] for f in result.failed] == [f"k{i}" for i in range(75)]
+    assert all("Could not connect" in f.reason for f in result.failed)
+    assert result.taken == 75 and result.stopped is not None
+    assert result.stopped.startswith("3 calls in a row failed (EndpointConnectionError")
+    # AND the rest of the items is left in the iterator, not drawn into memory
+    assert next(items) == {"pk": "k75"}
+
+
+def test_a_write_stopped_by_failed_calls_returns_from_an_endless_source() -> None:
+    # GIVEN an endpoint that never answers, and a source that never ends
+    client, _ = stubbed()
+
+    def down(**_: Any) -> None:
+        raise EndpointConnectionError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
+
+    client.meta.events.register("before-parameter-build.dynamodb.BatchWriteItem", down)
+    drawn = itertools.count()
+
+    def endless() -> Iterator[dict[str, str]]:
+        for i in drawn:
+            assert i < 1_000, "the writer drew on an endless source past its stop"
+            yield {"pk": f"k{i}"}
+
+    writer = SlowStartWriter(client, "tbl", start_rate=1e6, max_rate=1e6, clock=BoundedClock())
+    # WHEN the writer writes it THEN it returns after three calls, having taken 75 items
+    result = writer.write(endless())
+    assert result.batches == 3 and result.taken == 75 and next(drawn) == 75
+    assert len(result.failed) == 75 and result.stopped is not None
 
 
 @pytest.mark.parametrize(
@@ -735,12 +761,12 @@ def test_calls_that_keep_failing_stop_the_write_and_a_server_error_is_charged(
     # WHEN the writer is given 1,000 items (25 of them a call, 1 unit each by estimate)
     with stub:
         result = writer.write({"pk": f"k{i}"} for i in range(1_000))
-    # THEN it stops after three failed calls in a row and returns every item: those sent
-    # with the error, the others as not sent
-    assert result.batches == 3 and result.written == 0
-    assert [f.item["pk"] for f in result.failed] == [f"k{i}" for i in range(1_000)]
-    assert all(code in f.reason for f in result.failed[:75])
-    assert all(f.reason.startswith("not sent: 3 calls in a row failed") for f in result.failed[75:])
+    # THEN it stops after three failed calls in a row and returns the items it took, with
+    # the error; the others are left in the source
+    assert result.batches == 3 and result.written == 0 and result.taken == 75
+    assert [f.item["pk"] for f in result.failed] == [f"k{i}" for i in range(75)]
+    assert all(code in f.reason for f in result.failed)
+    assert result.stopped is not None and code in result.stopped
     # AND a server error's unknown cost is charged as estimated, never read as free: at 10
     # units a second the second and third calls wait for the 25 units of the one before (4
     # seconds in all); a refusal wrote nothing, its estimate is given back, nothing waits

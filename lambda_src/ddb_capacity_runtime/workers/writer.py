@@ -17,7 +17,9 @@ again. A hot-key throttle (the exception's ``ThrottlingReasons`` all say
 ``KeyRangeThroughputExceeded``) leaves the rate and its growth alone: only that batch waits, a
 jittered backoff, and is sent again before the items after it. An item that is still unwritten
 after ``max_attempts`` sends, whatever the cause, or that DynamoDB rejects as invalid, is
-returned in ``failed``, never dropped. ``rng`` (a ``random.Random``) is the jitter's source,
+returned in ``failed``, never dropped. After `MAX_SILENT_CALLS` failed calls in a row the
+write stops: the items taken and not sent are returned in ``failed``, the rest are not read
+(``result.stopped``, ``result.taken``). ``rng`` (a ``random.Random``) is the jitter's source,
 for tests; ``result.throttled_by_cause`` counts throttles by cause.
 """
 
@@ -27,7 +29,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -90,6 +92,13 @@ class WriteResult:
     rates: list[float] = field(default_factory=list)  # the rate after each change
     throttled_by_cause: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0))
     """``throttled`` by cause (see ``pacing.CAUSES``): every cause, 0 if none"""
+    taken: int = 0
+    """the items taken from those given, written or not (each one not written is in
+    ``failed``)"""
+    stopped: str | None = None
+    """why the write stopped before the end of the items (`MAX_SILENT_CALLS` calls in a row
+    failed), None when it took them all: the items after the ``taken`` first were not read,
+    an iterator given is left where it stopped"""
 
 
 ITEM_ERRORS = frozenset({"ValidationException", "ItemCollectionSizeLimitExceededException"})
@@ -100,8 +109,9 @@ item at a time, so the others are still written, and none of them stops a ``writ
 
 MAX_SILENT_CALLS = 3
 """Calls in a row that failed (no answer, or an error answer other than a throttle or an
-item's own invalidity, after the SDK's retries) that stop a ``write``: the items not yet
-sent are returned in ``failed``, not sent into an endpoint that is down or refuses them."""
+item's own invalidity, after the SDK's retries) that stop a ``write``: the items taken and
+not yet sent are returned in ``failed``, the others are not read (``WriteResult.stopped``),
+none sent into an endpoint that is down or refuses them."""
 
 
 def _units(entry: Entry) -> float:
@@ -264,6 +274,7 @@ class SlowStartWriter:
                 if item is _END:
                     exhausted = True
                     break
+                result.taken += 1
                 if not isinstance(item, Mapping):
                     kind = type(item).__name__
                     result.failed.append(Failed(item, f"not an item: a {kind}, not a mapping"))
@@ -288,20 +299,24 @@ class SlowStartWriter:
             self.bucket.settle((known if reported is None else reported) - sum(sizes))
             silent = silent + 1 if self._no_answer else 0
             if silent >= MAX_SILENT_CALLS:
-                return self._stopped(result, pending, source, silent)
+                return self._stopped(result, pending, silent)
             if retry:
                 pending = self._retry(retry, cause or "unknown", result) + pending
         return result
 
-    def _stopped(
-        self, result: WriteResult, pending: list[Entry], source: Iterator[Any], silent: int
-    ) -> WriteResult:
-        """``result``, the items not sent (``pending`` and the rest of ``source``) returned
-        in ``failed``: `MAX_SILENT_CALLS` calls in a row failed."""
-        reason = f"not sent: {silent} calls in a row failed ({self._no_answer})"
+    def _stopped(self, result: WriteResult, pending: list[Entry], silent: int) -> WriteResult:
+        """``result``, the items taken but not sent (``pending``) returned in ``failed``:
+        `MAX_SILENT_CALLS` calls in a row failed. The items not taken yet are not read."""
+        result.stopped = f"{silent} calls in a row failed ({self._no_answer})"
+        reason = f"not sent: {result.stopped}"
         result.failed.extend(Failed(o, reason) for o, _, _ in pending)
-        result.failed.extend(Failed(item, reason) for item in source)
-        log_event("write-stopped", level=logging.ERROR, reason=reason, failed=len(result.failed))
+        log_event(
+            "write-stopped",
+            level=logging.ERROR,
+            reason=result.stopped,
+            failed=len(result.failed),
+            taken=result.taken,
+        )
         return result
 
     def _send(
