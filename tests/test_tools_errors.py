@@ -260,6 +260,28 @@ def test_the_requests_api_without_broker_or_store_names_both(
     )
 
 
+@pytest.mark.parametrize("call", ["request", "release"])
+def test_the_requests_api_refuses_a_broker_and_a_store_given_together(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, call: str
+) -> None:
+    # GIVEN no Region (so nothing the call could reach, were it made)
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    # WHEN a request or a release names both a broker and a hold store
+    with pytest.raises(requests.CapacityRequestError) as refused:
+        if call == "request":
+            requests.request_capacity("Orders", write=5, store="holds", broker="Broker")
+        else:
+            requests.release_hold("Orders", "h1", token="t", store="holds", broker="Broker")
+    # THEN it is refused, naming both, as the command line refuses --broker with --store
+    assert str(refused.value) == (
+        "broker and store: got broker 'Broker' and store 'holds'; expected one of them: "
+        "broker=NAME (through the broker function) or store=NAME (its hold store table: "
+        "direct mode)"
+    )
+
+
 @pytest.mark.parametrize("via", ["broker", "store", "restore"])
 def test_the_requests_api_without_a_region_says_how_to_set_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, via: str

@@ -17,6 +17,7 @@ from typing import Any
 from ..aws.clients import regional
 from ..aws.invoke import InvokeError, invoke, lambda_client
 from ..aws.store import HoldStore, store_name
+from ..core.errors import shown
 from ..core.holds import CapacityRequestError, CapacityRequestFailed, CapacityRequestTimeout
 from ..core.names import STORE_ENV
 
@@ -32,6 +33,19 @@ def broker_name(broker: str | None, env: Mapping[str, str] = os.environ) -> str 
     """The broker to use: ``broker``, else ``$CAPACITY_BROKER``; None: direct mode."""
     name = broker if broker is not None else env.get(BROKER_ENV)
     return name.strip() if isinstance(name, str) and name.strip() else None
+
+
+def one_way(store: object, broker: object) -> None:
+    """Refuse a request or release that names both a broker and a hold store: it is made
+    one way, through the broker or directly (a blank broker names none)."""
+    blank = isinstance(broker, str) and not broker.strip()
+    if store is not None and broker is not None and not blank:
+        named = store.name if isinstance(store, HoldStore) else store
+        raise CapacityRequestError(
+            f"broker and store: got broker {shown(broker)} and store {shown(named)}; expected "
+            "one of them: broker=NAME (through the broker function) or store=NAME (its hold "
+            "store table: direct mode)"
+        )
 
 
 def direct_store(

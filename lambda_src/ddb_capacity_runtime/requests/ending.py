@@ -356,14 +356,15 @@ def release_hold(
     lowered (the decrease quota spent, the table still being updated after `RELEASE_WAIT`):
     the hold then stays, with its capacity, until its expiry.
 
-    Through a broker (``broker``; default ``$CAPACITY_BROKER``) unless ``store`` is given;
-    a broker needs the token (without one, the release is refused before the broker is
-    invoked). In direct mode (an administrator who may write the hold store
-    anyway) the token is checked when given."""
+    Through a broker (``broker``; default ``$CAPACITY_BROKER``) unless ``store`` is given
+    (both given is refused); a broker needs the token (without one, the release is refused
+    before the broker is invoked). In direct mode (an administrator who may write the hold
+    store anyway) the token is checked when given."""
     # imported here: the scaler ends holds (at expiry) but never releases one, and its
     # cold start need not compile the broker's client
-    from .client import broker_name, direct_store, invoke_broker
+    from .client import broker_name, direct_store, invoke_broker, one_way
 
+    one_way(store, broker)
     via = broker_name(broker) if store is None else None
     if via is not None:
         if token is None:  # refused before the broker is invoked: it would refuse it too

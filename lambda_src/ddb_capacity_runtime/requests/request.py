@@ -39,7 +39,7 @@ from ..core.policy import Action
 from ..core.tables import Dimension, ManagedTable
 from ..core.validators import is_whole
 from ..events import log_event
-from .client import BROKER_MAX_WAIT, broker_name, direct_store, invoke_broker
+from .client import BROKER_MAX_WAIT, broker_name, direct_store, invoke_broker, one_way
 from .context import Context, base_of, current_traffic, read_table, set_min
 from .counts import dropped, malformed_dropped
 from .ending import KEPT, check_released, end_holds, release_rows
@@ -208,6 +208,8 @@ def request_capacity(
     ``CapacityRequests.grant_request`` may do. Without one (direct mode, for an
     administrator with the rights the broker has), the hold is recorded in the hold store
     ``store`` (a table name; default ``$CAPACITY_HOLDS_TABLE``) and the table raised here.
+    ``store`` given overrides ``$CAPACITY_BROKER``; ``broker`` and ``store`` both given is
+    refused.
 
     Raises [`CapacityRequestError`][ddb_capacity_runtime.requests.CapacityRequestError] for bad
     input or a table that cannot take the request, and
@@ -215,6 +217,7 @@ def request_capacity(
     ``timeout`` passes first; in both cases the hold is withdrawn again (when that fails
     too, or AWS failed a call the request needed: `CapacityRequestFailed`).
     """
+    one_way(store, broker)
     via = broker_name(broker) if store is None else None
     # direct: up to the hold store's table quota; through a broker: the broker checks it
     quota = store_quota(store) if via is None else MAX_TABLE_QUOTA
