@@ -154,15 +154,34 @@ def test_chart_is_a_png(tmp_path: Path) -> None:
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
 
 
+class Terminal(io.StringIO):
+    """A stderr that is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def test_progress_bar_on_traces_longer_than_a_day(tmp_path: Path) -> None:
-    code, _, err = run(
-        "simulate", "--scenario", "nightly-batch", "--policy", "fixed:9000", "--json"
+    argv = ["simulate", "--scenario", "nightly-batch", "--policy", "fixed:9000", "--json"]
+    # GIVEN stderr on a terminal: a trace longer than a day shows its progress bar
+    err = Terminal()
+    assert main(argv, io.StringIO(), err) == 0
+    assert "fixed:9000" in err.getvalue() and "100%" in err.getvalue()
+    # AND --quiet hides it
+    err = Terminal()
+    assert main([*argv, "--quiet"], io.StringIO(), err) == 0 and err.getvalue() == ""
+
+
+def test_no_progress_bar_where_stderr_is_no_terminal() -> None:
+    # GIVEN stderr into a pipe (a CI log, a file) WHEN a trace longer than a day is simulated
+    script = Path(sys.executable).parent / "ddb-capacity"
+    argv = ["simulate", "--scenario", "nightly-batch", "--policy", "fixed:9000", "--json"]
+    done = subprocess.run(
+        [str(script), *argv], capture_output=True, text=True, check=False, timeout=120
     )
-    assert code == 0 and "fixed:9000" in err and "100%" in err
-    code, _, err = run(
-        "simulate", "--scenario", "nightly-batch", "--policy", "fixed:9000", "--json", "--quiet"
-    )
-    assert code == 0 and err == ""
+    # THEN it prints no progress bar there: no line redrawn in place
+    assert done.returncode == 0 and json.loads(done.stdout)["policies"]
+    assert done.stderr == ""
 
 
 def test_the_console_script_is_installed() -> None:

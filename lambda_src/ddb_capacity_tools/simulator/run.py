@@ -147,8 +147,19 @@ def build(
     )
 
 
+def _on_a_terminal(out: TextIO) -> bool:
+    """``out`` is a terminal: where a bar redrawn in place (``\r``) reads as one line; in a
+    file or a CI log each redraw would be kept."""
+    try:
+        return bool(out.isatty())
+    except (AttributeError, ValueError):  # no isatty, or closed
+        return False
+
+
 def _progress(out: TextIO | None, label: str, total: int) -> Callable[[int], None]:
-    if out is None or total <= DAY_MINUTES:
+    """A progress bar on ``out`` for a run of ``total`` minutes, shown when the trace is
+    longer than a day and ``out`` is a terminal."""
+    if out is None or total <= DAY_MINUTES or not _on_a_terminal(out):
         return lambda t: None
     width = 30
     step = max(1, total // 100)
@@ -415,7 +426,8 @@ def simulate(
     workers: int = 1,
     score_from: int | None = None,
 ) -> list[DimensionResult]:
-    """Every policy over ``trace``: results in policy order, then dimension order. With
+    """Every policy over ``trace``: results in policy order, then dimension order. A trace
+    longer than a day shows a progress bar on ``progress`` when it is a terminal. With
     ``workers`` > 1, policies run in that many processes (no progress bar). ``score_from``:
     the trace minute the results count from
     ([`run_policy`][ddb_capacity_tools.simulator.run_policy])."""
