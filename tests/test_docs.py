@@ -127,6 +127,20 @@ def test_examples_are_included_from_their_files(site: Path) -> None:
     assert "class PrimeTimeStack" in prime_time and "STEPS = [" in prime_time
 
 
+def test_a_page_showing_an_example_says_how_to_run_it() -> None:
+    """An example that imports its neighbours relatively fails when run as a file (``python
+    examples/bulk_load.py``): each page that shows one says to run it as a module."""
+    silent = []
+    for guide in sorted((DOCS / "guides").glob("*.md")):
+        shown = set(re.findall(r'--8<-- "examples/(\w+)\.py', guide.read_text()))
+        for name in sorted(shown):
+            code = (ROOT / "examples" / f"{name}.py").read_text()
+            relative = re.search(r"^\s*from \.", code, re.M) is not None
+            if relative and f"python -m examples.{name}" not in guide.read_text():
+                silent.append(f"{guide.name}: examples/{name}.py")
+    assert silent == []
+
+
 def test_the_docs_speak_of_the_product_only(site: Path) -> None:
     """No word about how the project is made (issues, sessions, agents, numbered seeds); the
     simulator's random seeds (--seed, --model-seed) are part of the product."""
