@@ -607,6 +607,30 @@ def test_capacity_request_example_runs_against_moto(
     assert table["ProvisionedThroughput"]["WriteCapacityUnits"] == 10  # released on exit
 
 
+def test_the_workers_local_try_runs_against_moto(tmp_path: Path, aws_env: dict[str, str]) -> None:
+    """The background-work page's "try them locally": its shell block points boto3 at a
+    local moto server through the variables the test suite sets, and its python block
+    writes and scans a table there."""
+    shell = re.findall(r"```sh\n(.*?)```", page("guides/background-work.md"), re.S)
+    [setup] = [b for b in shell if "moto_server" in b]
+    exported = set(re.findall(r"\b(AWS_[A-Z_]+)=", setup))
+    assert {"AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID"} <= exported
+    assert exported <= set(aws_env)
+    script = tmp_path / "try_workers.py"
+    script.write_text(python_block("guides/background-work.md", 'scan_id="try"'))
+    env = {**os.environ, **aws_env, "PYTHONPATH": f"{ROOT / 'lambda_src'}{os.pathsep}{ROOT}"}
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        env=env,
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert result.stdout.splitlines() == ["written 500, failed 0", "scanned 500 items"]
+
+
 def test_adoption_example_synthesizes(tmp_path: Path) -> None:
     block = python_block("guides/adoption.md", "TableCapacity(")
     run_block(block, tmp_path)
