@@ -8,7 +8,10 @@ import os
 import re
 import subprocess
 import sys
+import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -130,3 +133,77 @@ def test_readme_ships_jobs_from_a_folder_of_their_own() -> None:
     assert targets, "the README shows how to install the wheel for the user's own jobs"
     # THEN never into build/, where `pip install .` (setuptools) leaves its own copy of them
     assert all(t.rstrip("/") != "build" for t in targets), targets
+
+
+def _refusals() -> dict[str, Callable[[], object]]:
+    """Construct refusals, from one check in the construct's own code to ones several
+    helpers deep (a function's options, the deepest)."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_dynamodb as dynamodb
+
+    import constructs_pkg as c
+
+    def base() -> tuple[cdk.Stack, c.ProvisionedTable]:
+        stack = cdk.Stack(cdk.App(), "Refused")
+        key = dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING)
+        units = c.Capacity(min_capacity=10, max_capacity=1000)
+        return stack, c.ProvisionedTable(
+            stack, "Orders", partition_key=key, read=units, write=units
+        )
+
+    def requests(**props: Any) -> object:
+        stack, table = base()
+        return c.CapacityRequests(stack, "Requests", tables=[table], **props)
+
+    def window() -> None:
+        _, table = base()
+        hour = cdk.Duration.hours(1)
+        table.add_capacity_window(
+            "w", dimension="write", capacity=500, start="25:00", duration=hour
+        )
+
+    def scaler() -> object:
+        stack, table = base()
+        return c.ThrottleAwareScaler(
+            stack,
+            "Scaler",
+            tables=[table],
+            alarm_options={"x": 1},  # type: ignore[dict-item]
+        )
+
+    return {
+        "min above max": lambda: c.Capacity(min_capacity=10, max_capacity=5),
+        "function options": lambda: requests(
+            function_options={"Restorer": c.FunctionOptions(timeout=300)}  # type: ignore[arg-type]
+        ),
+        "fast path": lambda: requests(fast_path=c.FastPath(surge_for=5)),  # type: ignore[arg-type]
+        "connect": lambda: requests().connect("scaler"),  # type: ignore[attr-defined]
+        "alarm options": scaler,
+        "capacity window": window,
+    }
+
+
+def test_a_refused_constructs_traceback_is_as_short_as_the_readme_says() -> None:
+    # GIVEN the README's bound on the frames below the caller's line of a construct refusal
+    text = " ".join(README.read_text().split())
+    found = re.search(r"at most (\d+) frames below your line", text)
+    assert found, "the README says how short a refused construct's traceback is"
+    most = int(found.group(1))
+    from ddb_capacity_runtime.core.errors import CapacityConfigError
+
+    for name, refuse in _refusals().items():
+        # WHEN a construct refuses its props
+        try:
+            refuse()
+        except CapacityConfigError as exc:
+            caught = exc
+        else:
+            raise AssertionError(f"{name}: not refused")
+        # THEN below the call, at most that many frames, none of jsii's JavaScript kernel,
+        # and the traceback ends with the message
+        frames = traceback.extract_tb(caught.__traceback__)
+        below = [f for f in frames if f.filename != __file__]
+        assert len(below) <= most, f"{name}: {[f.name for f in below]}"
+        assert not [f for f in frames if f"jsii{os.sep}_kernel" in f.filename], name
+        last = traceback.format_exception(caught)[-1].rstrip("\n")
+        assert last.endswith(f"{type(caught).__name__}: {caught}"), name
