@@ -78,6 +78,18 @@ def test_a_zipf_distribution_maps_onto_the_hot_keys_share() -> None:
     assert zipf_share(2, 1) == 1.0
 
 
+@pytest.mark.parametrize(
+    ("exponent", "keys"), [(-1, 3), (1, 0), (1, 2.5), ("1", 3), (float("nan"), 3)], ids=repr
+)
+def test_a_zipf_share_out_of_its_range_is_refused(exponent: Any, keys: Any) -> None:
+    with pytest.raises(ModelError) as caught:
+        zipf_share(exponent, keys)
+    assert str(caught.value) == (
+        f"zipf_share: got exponent {exponent!r} over {keys!r} keys; expected an exponent of "
+        "0 or more over a whole number of keys from 1"
+    )
+
+
 @settings(max_examples=examples(200), deadline=None)
 @given(skew=SHARES, dimension=DIMS, demand=UNITS, given_=UNITS, read=UNITS, write=UNITS)
 def test_key_range_refusals_stay_within_the_demand_and_vanish_without_skew(

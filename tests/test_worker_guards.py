@@ -33,7 +33,7 @@ from ddb_capacity_runtime.core.errors import CapacityError, ReplicaScheduleError
 from ddb_capacity_runtime.core.names import resource_id
 from ddb_capacity_runtime.global_tables.handler import on_event
 from ddb_capacity_runtime.global_tables.replica_actions import ACTION_PREFIX, parse_schedule
-from ddb_capacity_runtime.workers.pacing import TokenBucket
+from ddb_capacity_runtime.workers.pacing import PacingError, TokenBucket
 from ddb_capacity_runtime.workers.scan import (
     CursorStore,
     RateLimitedScan,
@@ -133,6 +133,18 @@ def test_a_stop_while_the_bucket_is_in_debt_returns_at_once() -> None:
     # WHEN a caller asks for more THEN it is told to stop without waiting out the debt
     assert bucket.acquire(1, stop) is False
     assert clock.now == 0.0
+
+
+@pytest.mark.parametrize("units", ["5", None, float("nan"), float("inf")], ids=repr)
+def test_the_bucket_refuses_units_that_are_not_a_number(units: Any) -> None:
+    # GIVEN a bucket WHEN it is asked to reserve, or settle, what is not a number of units
+    bucket = TokenBucket(10)
+    for call, name in ((bucket.acquire, "estimate"), (bucket.settle, "difference")):
+        # THEN it is refused, named, and the bucket is as it was
+        with pytest.raises(PacingError) as caught:
+            call(units)
+        assert str(caught.value) == f"{name}: got {units!r}; expected a number of capacity units"
+    assert bucket.acquire(1) is True
 
 
 # ---------------------------------------------------------------- the scan

@@ -35,6 +35,7 @@ from ..aws.error_codes import (  # the throttle-cause readers, where the workers
     throttle_cause,
 )
 from ..core.errors import PacingError as PacingError
+from ..core.errors import shown
 from ..core.validators import is_number
 
 __all__ = [
@@ -62,6 +63,13 @@ def _positive(name: str, value: float) -> float:
             f"{name}: got {value!r}; expected a number of capacity units per second > 0"
         )
     return float(value)
+
+
+def _units(name: str, value: object) -> None:
+    """Refuse ``value`` unless it is a number of capacity units: one that is not would
+    leave the bucket's tokens unusable (NaN) for every later caller."""
+    if not is_number(value):
+        raise PacingError(f"{name}: got {shown(value)}; expected a number of capacity units")
 
 
 class TokenBucket:
@@ -97,8 +105,9 @@ class TokenBucket:
         self._updated = now
 
     def acquire(self, estimate: float, stop: threading.Event | None = None) -> bool:
-        """Wait until the bucket is out of debt, then reserve ``estimate`` units. False if
-        ``stop`` was set while waiting (nothing is reserved then)."""
+        """Wait until the bucket is out of debt, then reserve ``estimate`` units (a negative
+        one as 0). False if ``stop`` was set while waiting (nothing is reserved then)."""
+        _units("estimate", estimate)
         while True:
             with self._lock:
                 self._refill()
@@ -112,6 +121,7 @@ class TokenBucket:
 
     def settle(self, difference: float) -> None:
         """Charge (or refund, if negative) what a request consumed beyond its estimate."""
+        _units("difference", difference)
         with self._lock:
             self._refill()
             self._tokens = min(self._burst, self._tokens - difference)

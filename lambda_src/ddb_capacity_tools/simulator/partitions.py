@@ -36,6 +36,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ddb_capacity_runtime.core.validators import is_number, is_whole
+
+from ..tool_errors import ModelError
+
 PARTITION_UNITS = {"read": 3_000.0, "write": 1_000.0}
 """What one partition serves per second, per dimension."""
 GB_PER_PARTITION = 10.0
@@ -53,8 +57,11 @@ def partition_count(read_units: float, write_units: float, size_gb: float = 0.0)
 def zipf_share(exponent: float, keys: int) -> float:
     """The hottest key's share of requests under a Zipf distribution of ``exponent`` over
     ``keys`` keys: the value of ``key_skew`` that stands for it."""
-    if keys < 1 or exponent < 0:
-        raise ValueError(f"zipf_share: got {exponent!r} over {keys!r} keys; expected >= 0, >= 1")
+    if not is_number(exponent, 0) or not is_whole(keys, 1):
+        raise ModelError(
+            f"zipf_share: got exponent {exponent!r} over {keys!r} keys; expected an exponent "
+            "of 0 or more over a whole number of keys from 1"
+        )
     total: float = sum(math.pow(k, -exponent) for k in range(1, keys + 1))
     return 1.0 / total
 
